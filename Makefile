@@ -1,0 +1,109 @@
+# pfi: power-flexible AI training.  `make` builds build/pfi; `make check` runs every test
+# (normal build, then ASan+UBSan); `make demo` runs the study on the embedded simulator;
+# `make bench` prints benchmark figures.  Sources are found by directory, so adding a file
+# under src/<layer>/ or tests/test_*.c needs no edit here.
+
+CC      ?= cc
+BUILD   ?= build
+SAN     ?=
+PKGS    := sqlite3 gsl jansson libmicrohttpd libcurl
+DATA_DIR ?= $(if $(PFI_DATA_DIR),$(PFI_DATA_DIR),$(abspath ../shared/data))
+export PFI_DATA_DIR := $(DATA_DIR)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes \
+           -Wno-unused-parameter -Wno-format-truncation
+OPT     := -O2 -g
+SANFLAGS:=
+ifeq ($(SAN),1)
+SANFLAGS:= -fsanitize=address,undefined -fno-sanitize-recover=undefined
+OPT     := -O1 -g -fno-omit-frame-pointer $(SANFLAGS)
+endif
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) -Isrc $(PKG_CFLAGS) -MMD -MP
+LDFLAGS += $(SANFLAGS)
+LDLIBS  += $(PKG_LIBS) -ldl -lpthread -lm
+
+LAYERS  := core util sim hw measure store report serve
+LIB_SRC := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
+CLI_SRC := $(wildcard src/cli/*.c)
+FAKE_SRC:= $(wildcard src/fakenvml/*.c)
+TEST_SRC:= $(wildcard tests/test_*.c)
+TEST_SUPPORT := $(wildcard tests/support/*.c)
+BENCH_SRC := $(wildcard bench/bench_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB     := $(BUILD)/libpfi.a
+PFI     := $(BUILD)/pfi
+FAKENVML:= $(BUILD)/lib/libnvidia-ml.so.1
+TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+DEPS_OK := build/.deps-ok
+
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+SLURM_OK:= $(shell test -f /usr/include/slurm/spank.h && echo 1)
+
+.PHONY: all check test demo bench deps clean burn spank asan-tests
+all: $(PFI) $(FAKENVML) $(if $(SLURM_OK),$(BUILD)/lib/pfi_spank.so)
+
+deps: $(DEPS_OK)
+$(DEPS_OK): scripts/install-deps.sh
+	@sh scripts/install-deps.sh all
+	@mkdir -p $(@D) && touch $@
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(call obj,$(LIB_SRC))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(PFI): $(call obj,$(CLI_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The project's own libnvidia-ml.so.1 over the simulator, so the real NVML code path runs in CI.
+$(FAKENVML): $(call obj,$(FAKE_SRC)) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(call obj,$(TEST_SUPPORT)) $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS) -lcmocka
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
+
+# Optional pieces, built only where their toolchains exist.
+burn: $(BUILD)/pfi-burn
+$(BUILD)/pfi-burn: $(wildcard src/burn/*.cu)
+	@if [ -n "$(NVCC)" ]; then mkdir -p $(@D) && $(NVCC) -O2 -arch=sm_90 -o $@ $^ -lcublasLt -lcublas; \
+	else echo "pfi-burn: nvcc not found, skipped"; fi
+spank: $(BUILD)/lib/pfi_spank.so
+$(BUILD)/lib/pfi_spank.so: $(wildcard src/slurm/*.c) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS)
+
+asan-tests:
+	$(MAKE) BUILD=build/asan SAN=1 $(patsubst $(BUILD)/%,build/asan/%,$(TESTS)) build/asan/pfi build/asan/lib/libnvidia-ml.so.1
+
+check: all $(TESTS) asan-tests
+	@PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) sh tests/run.sh $(BUILD) normal
+	@PFI_BIN=$(abspath build/asan/pfi) PFI_FAKENVML=$(abspath build/asan/lib/libnvidia-ml.so.1) \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  sh tests/run.sh build/asan asan
+test: check
+
+demo: all
+	$(PFI) demo
+
+bench: all $(BENCHES)
+	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
+	@sh bench/run.sh $(PFI)
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

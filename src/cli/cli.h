@@ -1,0 +1,45 @@
+/* cli.h: what every subcommand shares: the command table, backend selection flags, error
+ * printing and JSON output.  A subcommand is `int pfi_cmd_NAME(int argc, char **argv)` that
+ * returns the process exit status. */
+#ifndef PFI_CLI_CLI_H
+#define PFI_CLI_CLI_H
+
+#include <jansson.h>
+
+#include "core/err.h"
+#include "hw/hw.h"
+#include "util/args.h"
+
+#define PFI_COMMAND(name, fn, summary) int fn(int argc, char **argv);
+#include "cli/commands.def"
+#undef PFI_COMMAND
+
+/* Exit statuses: 0 ok, 1 runtime failure, 2 usage error (as most Unix tools). */
+#define PFI_EXIT_OK 0
+#define PFI_EXIT_FAIL 1
+#define PFI_EXIT_USAGE 2
+
+/* Prints "pfi CMD: message" to stderr and returns the exit status for that error code. */
+int pfi_cli_fail(const char *cmd, const pfi_err *err);
+/* Handles the result of pfi_args_parse: returns -1 to continue, or an exit status. */
+int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos,
+                 int *dashdash);
+
+/* The backend flags every hardware-facing command accepts. */
+typedef struct pfi_cli_hw {
+    const char *backend;   /* --backend sim|nvml (default: $PFI_BACKEND, else sim) */
+    const char *sim;       /* --sim FILE|PRESET */
+    const char *nvml_lib;  /* --nvml-lib PATH (default $PFI_NVML_LIBRARY) */
+    int read_only;         /* --read-only */
+} pfi_cli_hw;
+#define PFI_CLI_HW_OPTS(h)                                                                        \
+    {"backend", PFI_OPT_STR, &(h).backend, "NAME", "hardware backend: sim (default) or nvml"},   \
+        {"sim", PFI_OPT_STR, &(h).sim, "FILE|PRESET", "simulated node: a config file or preset"}, \
+        {"nvml-lib", PFI_OPT_STR, &(h).nvml_lib, "PATH", "libnvidia-ml.so.1 to load"},            \
+        {"read-only", PFI_OPT_FLAG, &(h).read_only, NULL, "never change a GPU setting"}
+int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err);
+
+/* Writes one JSON document to stdout (indented, newline-terminated) and decrefs it. */
+int pfi_cli_print_json(json_t *doc);
+
+#endif

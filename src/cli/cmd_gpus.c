@@ -1,0 +1,84 @@
+/* pfi gpus: the devices, their limits and current draw, like the top half of nvidia-smi. */
+#include <math.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+int pfi_cmd_gpus(int argc, char **argv)
+{
+    pfi_cli_hw hw = {0};
+    int as_json = 0;
+    const pfi_opt opts[] = {
+        PFI_CLI_HW_OPTS(hw),
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi gpus [--backend sim|nvml] [--sim FILE|PRESET] [--json]",
+                               "List the node's GPUs with their power limits and current draw.",
+                               opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (npos > 0) {
+        fprintf(stderr, "pfi gpus: unexpected argument '%s'\n", pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    pfi_err err = {0};
+    pfi_backend *b;
+    if (pfi_cli_open_hw(&hw, &b, &err) != PFI_OK)
+        return pfi_cli_fail("gpus", &err);
+    int n = 0;
+    if (pfi_hw_count(b, &n, &err) != PFI_OK) {
+        pfi_hw_close(b);
+        return pfi_cli_fail("gpus", &err);
+    }
+    json_t *arr = json_array();
+    if (!as_json)
+        printf("%-3s %-24s %-14s %8s %8s %8s %8s %8s %8s\n", "GPU", "Name", "UUID", "Power",
+               "Limit", "Enforced", "Min", "Max", "Default");
+    int status = PFI_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        pfi_device d;
+        pfi_sample s;
+        if (pfi_hw_info(b, i, &d, &err) != PFI_OK) {
+            /* One lost GPU must not hide the others. */
+            fprintf(stderr, "pfi gpus: GPU %d: %s\n", i, err.msg);
+            status = PFI_EXIT_FAIL;
+            continue;
+        }
+        if (pfi_hw_sample(b, i, &s, &err) != PFI_OK) {
+            fprintf(stderr, "pfi gpus: GPU %d: %s\n", i, err.msg);
+            pfi_sample_clear(&s);
+            status = PFI_EXIT_FAIL;
+        }
+        if (as_json) {
+            json_t *o = json_pack("{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "index", d.index,
+                                  "name", d.name, "uuid", d.uuid, "min_limit_w", d.min_limit_w,
+                                  "max_limit_w", d.max_limit_w, "default_limit_w",
+                                  d.default_limit_w, "limit_w", d.limit_w, "enforced_limit_w",
+                                  d.enforced_w);
+            json_object_set_new(o, "power_w",
+                                (s.have & PFI_F_POWER) ? json_real(s.power_w) : json_null());
+            json_array_append_new(arr, o);
+        } else {
+            char pw[16];
+            if (s.have & PFI_F_POWER)
+                snprintf(pw, sizeof pw, "%.0fW", s.power_w);
+            else
+                snprintf(pw, sizeof pw, "N/A");
+            printf("%-3d %-24.24s %-14.14s %8s %7.0fW %7.0fW %7.0fW %7.0fW %7.0fW\n", d.index,
+                   d.name, d.uuid, pw, d.limit_w, d.enforced_w, d.min_limit_w, d.max_limit_w,
+                   d.default_limit_w);
+        }
+    }
+    const char *bname = b->ops->name;
+    pfi_hw_close(b);
+    if (as_json) {
+        json_t *doc = json_pack("{s:s, s:o}", "backend", bname, "gpus", arr);
+        int prc = pfi_cli_print_json(doc);
+        return status ? status : prc;
+    }
+    json_decref(arr);
+    return status;
+}

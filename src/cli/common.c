@@ -1,0 +1,50 @@
+/* common.c: helpers every subcommand shares (see cli.h). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+
+int pfi_cli_fail(const char *cmd, const pfi_err *err)
+{
+    fprintf(stderr, "pfi %s: %s\n", cmd, err->msg[0] ? err->msg : pfi_code_name(err->code));
+    return err->code == PFI_EINVAL ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
+}
+
+int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos,
+                 int *dashdash)
+{
+    pfi_err err = {0};
+    int rc = pfi_args_parse(spec, argc, argv, pos, npos, dashdash, &err);
+    if (rc == PFI_ARGS_HELP)
+        return PFI_EXIT_OK;
+    if (rc != PFI_OK) {
+        fprintf(stderr, "pfi %s: %s\n", argv[0], err.msg);
+        return PFI_EXIT_USAGE;
+    }
+    return -1;
+}
+
+int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err)
+{
+    const char *name = h->backend;
+    if (!name)
+        name = getenv("PFI_BACKEND");
+    if (!name)
+        name = "sim";
+    const char *arg = NULL;
+    if (name[0] == 's')
+        arg = h->sim;
+    else
+        arg = h->nvml_lib;
+    return pfi_hw_open(name, arg, h->read_only, out, err);
+}
+
+int pfi_cli_print_json(json_t *doc)
+{
+    if (!doc)
+        return PFI_EXIT_FAIL;
+    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) == 0 ? 0 : 1;
+    fputc('\n', stdout);
+    json_decref(doc);
+    return rc ? PFI_EXIT_FAIL : PFI_EXIT_OK;
+}

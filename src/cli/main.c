@@ -1,0 +1,50 @@
+/* main.c: the pfi program: dispatch to a subcommand, git style. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+#define PFI_COMMAND(name, fn, summary) {#name, fn, summary},
+#include "cli/commands.def"
+#undef PFI_COMMAND
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pfi COMMAND [options]   (pfi COMMAND --help for its options)\n\n"
+               "pfi measures, predicts and acts on the power flexibility of training jobs.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return PFI_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) {
+        usage(stdout);
+        return PFI_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("pfi 0.1.0\n");
+        return PFI_EXIT_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "pfi: unknown command '%s'\n\n", name);
+    usage(stderr);
+    return PFI_EXIT_USAGE;
+}

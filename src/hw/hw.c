@@ -1,0 +1,151 @@
+#include "hw/hw.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern const pfi_backend_ops pfi_backend_sim_ops;
+extern const pfi_backend_ops pfi_backend_nvml_ops;
+
+static const pfi_backend_ops *const backends[] = {
+    &pfi_backend_sim_ops,
+    &pfi_backend_nvml_ops,
+};
+
+const pfi_backend_ops *pfi_hw_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+        if (strcmp(backends[i]->name, name) == 0)
+            return backends[i];
+    return NULL;
+}
+
+static int env_read_only(void)
+{
+    const char *v = getenv("PFI_READ_ONLY");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+int pfi_hw_open(const char *name, const char *arg, int read_only, pfi_backend **out, pfi_err *err)
+{
+    *out = NULL;
+    const pfi_backend_ops *ops = pfi_hw_find(name ? name : "sim");
+    if (!ops)
+        return pfi_err_set(err, PFI_EINVAL, "unknown backend '%s' (known: sim, nvml)", name);
+    pfi_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    b->ops = ops;
+    b->read_only = read_only || env_read_only();
+    int rc = ops->open(b, arg, err);
+    if (rc != PFI_OK) {
+        free(b);
+        return rc;
+    }
+    *out = b;
+    return PFI_OK;
+}
+
+void pfi_hw_close(pfi_backend *b)
+{
+    if (!b)
+        return;
+    b->ops->close(b);
+    free(b);
+}
+
+int pfi_hw_count(pfi_backend *b, int *count, pfi_err *err)
+{
+    return b->ops->device_count(b, count, err);
+}
+
+static int check_index(pfi_backend *b, int idx, pfi_err *err)
+{
+    int n = 0;
+    int rc = b->ops->device_count(b, &n, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (idx < 0 || idx >= n)
+        return pfi_err_set(err, PFI_ENOENT, "no GPU %d (this node has %d)", idx, n);
+    return PFI_OK;
+}
+
+int pfi_hw_info(pfi_backend *b, int idx, pfi_device *out, pfi_err *err)
+{
+    int rc = check_index(b, idx, err);
+    if (rc != PFI_OK)
+        return rc;
+    memset(out, 0, sizeof *out);
+    return b->ops->device_info(b, idx, out, err);
+}
+
+void pfi_sample_clear(pfi_sample *s)
+{
+    memset(s, 0, sizeof *s);
+    double *nanfields[] = {
+        &s->t_s, &s->power_w, &s->power_inst_w, &s->mem_power_w, &s->energy_j, &s->sm_clock_mhz,
+        &s->mem_clock_mhz, &s->gpu_util, &s->sm_active, &s->sm_occupancy, &s->tensor_active,
+        &s->dram_active, &s->nvlink_tx_mibs, &s->nvlink_rx_mibs, &s->pcie_tx_mibs,
+        &s->pcie_rx_mibs, &s->temp_c, &s->mem_used_mib, &s->limit_w, &s->enforced_w,
+    };
+    for (size_t i = 0; i < sizeof nanfields / sizeof nanfields[0]; i++)
+        *nanfields[i] = NAN;
+}
+
+int pfi_hw_sample(pfi_backend *b, int idx, pfi_sample *out, pfi_err *err)
+{
+    int rc = check_index(b, idx, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_sample_clear(out);
+    return b->ops->sample(b, idx, out, err);
+}
+
+int pfi_hw_set_limit(pfi_backend *b, int idx, double watts, double *enforced_w, pfi_err *err)
+{
+    if (b->read_only)
+        return pfi_err_set(err, PFI_EPERM,
+                           "read-only mode: refusing to set GPU %d's power limit to %.0f W", idx,
+                           watts);
+    pfi_device d;
+    int rc = pfi_hw_info(b, idx, &d, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (!isfinite(watts) || watts < d.min_limit_w - 0.5 || watts > d.max_limit_w + 0.5)
+        return pfi_err_set(err, PFI_ERANGE,
+                           "power limit %.0f W is outside GPU %d's range %.0f-%.0f W", watts, idx,
+                           d.min_limit_w, d.max_limit_w);
+    rc = b->ops->set_limit(b, idx, watts, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (enforced_w) {
+        rc = b->ops->device_info(b, idx, &d, err);
+        if (rc != PFI_OK)
+            return rc;
+        *enforced_w = d.enforced_w;
+    }
+    return PFI_OK;
+}
+
+double pfi_hw_now(pfi_backend *b)
+{
+    if (b && b->ops->now)
+        return b->ops->now(b);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void pfi_hw_sleep(pfi_backend *b, double seconds)
+{
+    if (b && b->ops->sleep) {
+        b->ops->sleep(b, seconds);
+        return;
+    }
+    if (seconds <= 0)
+        return;
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
+    /* A signal cuts the sleep short on purpose: the caller checks why it was woken. */
+    nanosleep(&ts, NULL);
+}

@@ -1,0 +1,121 @@
+#include "util/args.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pfi_opt *find_opt(const pfi_opt *opts, const char *name, size_t len)
+{
+    for (const pfi_opt *o = opts; o && o->name; o++)
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+            return o;
+    return NULL;
+}
+
+static int store(const pfi_opt *o, const char *val, pfi_err *err)
+{
+    char *end;
+    switch (o->kind) {
+    case PFI_OPT_STR:
+        *(const char **)o->dest = val;
+        return PFI_OK;
+    case PFI_OPT_INT: {
+        errno = 0;
+        long v = strtol(val, &end, 10);
+        if (errno || end == val || *end)
+            return pfi_err_set(err, PFI_EINVAL, "--%s expects an integer, got '%s'", o->name, val);
+        *(int *)o->dest = (int)v;
+        return PFI_OK;
+    }
+    case PFI_OPT_DOUBLE: {
+        errno = 0;
+        double v = strtod(val, &end);
+        if (errno || end == val || *end)
+            return pfi_err_set(err, PFI_EINVAL, "--%s expects a number, got '%s'", o->name, val);
+        *(double *)o->dest = v;
+        return PFI_OK;
+    }
+    case PFI_OPT_MULTI: {
+        pfi_strlist *l = o->dest;
+        if (l->n >= PFI_STRLIST_MAX)
+            return pfi_err_set(err, PFI_EINVAL, "too many --%s options (max %d)", o->name,
+                               PFI_STRLIST_MAX);
+        l->v[l->n++] = val;
+        return PFI_OK;
+    }
+    }
+    return pfi_err_set(err, PFI_EINTERNAL, "option --%s has an unknown kind", o->name);
+}
+
+int pfi_args_parse(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos,
+                   int *dashdash, pfi_err *err)
+{
+    static char *empty[1];
+    *pos = empty;
+    *npos = 0;
+    if (dashdash)
+        *dashdash = -1;
+    /* Positionals are compacted to the front of argv+1, keeping their order. */
+    char **out = argv + 1;
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            if (dashdash)
+                *dashdash = n;
+            for (int j = i + 1; j < argc; j++)
+                out[n++] = argv[j];
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            pfi_args_usage(spec, stdout);
+            return PFI_ARGS_HELP;
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            out[n++] = a;
+            continue;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const pfi_opt *o = find_opt(spec->opts, name, len);
+        if (!o)
+            return pfi_err_set(err, PFI_EINVAL, "unknown option '--%.*s' (see --help)", (int)len,
+                               name);
+        if (o->kind == PFI_OPT_FLAG) {
+            if (eq)
+                return pfi_err_set(err, PFI_EINVAL, "--%s takes no value", o->name);
+            *(int *)o->dest = 1;
+            continue;
+        }
+        const char *val = eq ? eq + 1 : NULL;
+        if (!val) {
+            if (i + 1 >= argc)
+                return pfi_err_set(err, PFI_EINVAL, "--%s needs a value (%s)", o->name,
+                                   o->meta ? o->meta : "VALUE");
+            val = argv[++i];
+        }
+        int rc = store(o, val, err);
+        if (rc != PFI_OK)
+            return rc;
+    }
+    *pos = out;
+    *npos = n;
+    return PFI_OK;
+}
+
+void pfi_args_usage(const pfi_cmd_spec *spec, FILE *f)
+{
+    fprintf(f, "usage: %s\n", spec->usage);
+    if (spec->summary)
+        fprintf(f, "\n%s\n", spec->summary);
+    if (!spec->opts || !spec->opts->name)
+        return;
+    fprintf(f, "\noptions:\n");
+    for (const pfi_opt *o = spec->opts; o->name; o++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", o->name, o->meta ? " " : "", o->meta ? o->meta : "");
+        fprintf(f, "  %-24s %s\n", left, o->help ? o->help : "");
+    }
+    fprintf(f, "  %-24s %s\n", "-h, --help", "show this help");
+}

@@ -1,0 +1,48 @@
+/* args.h: the one command-line parser of pfi.  Each subcommand declares a table of options;
+ * the parser handles --name value, --name=value, repeated options, "--" and --help, and
+ * prints usage from the same table, so help can never drift from what is parsed. */
+#ifndef PFI_UTIL_ARGS_H
+#define PFI_UTIL_ARGS_H
+
+#include <stdio.h>
+
+#include "core/err.h"
+
+enum pfi_opt_kind {
+    PFI_OPT_FLAG,   /* int *: set to 1 */
+    PFI_OPT_STR,    /* const char **: last one wins */
+    PFI_OPT_INT,    /* int * */
+    PFI_OPT_DOUBLE, /* double * */
+    PFI_OPT_MULTI,  /* pfi_strlist *: every occurrence appended (e.g. --tag K=V) */
+};
+
+#define PFI_STRLIST_MAX 64
+typedef struct pfi_strlist {
+    int n;
+    const char *v[PFI_STRLIST_MAX];
+} pfi_strlist;
+
+typedef struct pfi_opt {
+    const char *name;  /* without the leading "--" */
+    int kind;
+    void *dest;
+    const char *meta;  /* e.g. "FILE", shown in usage; NULL for flags */
+    const char *help;
+} pfi_opt;
+
+typedef struct pfi_cmd_spec {
+    const char *usage;   /* "pfi sweep [options] -- COMMAND..." */
+    const char *summary; /* one paragraph shown under the usage line */
+    const pfi_opt *opts; /* terminated by {0} */
+} pfi_cmd_spec;
+
+#define PFI_ARGS_HELP (-1) /* --help was given and usage printed: exit 0 */
+
+/* Parses argv[1..] (argv[0] is the subcommand name).  Positional arguments are gathered in
+ * order into *pos / *npos (pointing into argv); everything after "--" is positional too and
+ * *dashdash (may be NULL) receives the index in pos where it began (or -1). */
+int pfi_args_parse(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos,
+                   int *dashdash, pfi_err *err);
+void pfi_args_usage(const pfi_cmd_spec *spec, FILE *f);
+
+#endif

@@ -1,0 +1,181 @@
+#include "util/units.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int parse_num(const char *s, double *v, const char **rest)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    if (errno || end == s || !isfinite(*v))
+        return -1;
+    *rest = end;
+    return 0;
+}
+
+int pfi_parse_duration(const char *s, double *seconds, pfi_err *err)
+{
+    double v;
+    const char *u;
+    if (!s || parse_num(s, &v, &u) != 0 || v < 0)
+        return pfi_err_set(err, PFI_EINVAL, "bad duration '%s' (expected e.g. 100ms, 2s, 5m)",
+                           s ? s : "");
+    double mult;
+    if (*u == '\0' || strcmp(u, "s") == 0)
+        mult = 1;
+    else if (strcmp(u, "ms") == 0)
+        mult = 1e-3;
+    else if (strcmp(u, "us") == 0)
+        mult = 1e-6;
+    else if (strcmp(u, "m") == 0 || strcmp(u, "min") == 0)
+        mult = 60;
+    else if (strcmp(u, "h") == 0)
+        mult = 3600;
+    else
+        return pfi_err_set(err, PFI_EINVAL, "bad duration unit in '%s' (use ms, s, m or h)", s);
+    *seconds = v * mult;
+    return PFI_OK;
+}
+
+int pfi_parse_power(const char *s, double *value, int *is_pct, pfi_err *err)
+{
+    double v;
+    const char *u;
+    if (!s || parse_num(s, &v, &u) != 0)
+        return pfi_err_set(err, PFI_EINVAL, "bad power '%s' (expected e.g. 5600W, 5.6kW or 70%%)",
+                           s ? s : "");
+    if (strcmp(u, "%") == 0) {
+        if (v <= 0 || v > 100)
+            return pfi_err_set(err, PFI_ERANGE, "percentage %s must be in (0, 100]", s);
+        *value = v / 100.0;
+        *is_pct = 1;
+        return PFI_OK;
+    }
+    if (strcasecmp(u, "W") == 0 || *u == '\0')
+        *value = v;
+    else if (strcasecmp(u, "kW") == 0)
+        *value = v * 1e3;
+    else if (strcasecmp(u, "MW") == 0)
+        *value = v * 1e6;
+    else
+        return pfi_err_set(err, PFI_EINVAL, "bad power unit in '%s' (use W, kW, MW or %%)", s);
+    if (*value <= 0)
+        return pfi_err_set(err, PFI_ERANGE, "power %s must be positive", s);
+    *is_pct = 0;
+    return PFI_OK;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+int pfi_parse_index_list(const char *s, int max_n, int *out, int *n, pfi_err *err)
+{
+    *n = 0;
+    if (!s || !*s)
+        return pfi_err_set(err, PFI_EINVAL, "empty GPU list");
+    if (strcmp(s, "all") == 0) {
+        for (int i = 0; i < max_n; i++)
+            out[i] = i;
+        *n = max_n;
+        return PFI_OK;
+    }
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long a = strtol(p, &end, 10), b;
+        if (end == p || a < 0)
+            return pfi_err_set(err, PFI_EINVAL, "bad GPU list '%s' (expected e.g. 0-3,6)", s);
+        b = a;
+        p = end;
+        if (*p == '-') {
+            b = strtol(p + 1, &end, 10);
+            if (end == p + 1 || b < a)
+                return pfi_err_set(err, PFI_EINVAL, "bad range in GPU list '%s'", s);
+            p = end;
+        }
+        for (long i = a; i <= b; i++) {
+            if (i >= max_n)
+                return pfi_err_set(err, PFI_ENOENT, "GPU %ld does not exist (this node has %d)", i,
+                                   max_n);
+            out[(*n)++] = (int)i;
+            if (*n > max_n)
+                return pfi_err_set(err, PFI_EINVAL, "GPU list '%s' repeats GPUs", s);
+        }
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return pfi_err_set(err, PFI_EINVAL, "bad GPU list '%s' (expected e.g. 0-3,6)", s);
+    }
+    qsort(out, (size_t)*n, sizeof *out, cmp_int);
+    for (int i = 1; i < *n; i++)
+        if (out[i] == out[i - 1])
+            return pfi_err_set(err, PFI_EINVAL, "GPU list '%s' names GPU %d twice", s, out[i]);
+    return PFI_OK;
+}
+
+int pfi_parse_double_list(const char *s, double *out, int max_n, int *n, pfi_err *err)
+{
+    *n = 0;
+    if (!s || !*s)
+        return pfi_err_set(err, PFI_EINVAL, "empty list");
+    /* A trailing '%' on the list (or on each item) means every item is a percentage. */
+    int pct_all = s[strlen(s) - 1] == '%';
+    const char *p = s;
+    while (*p) {
+        double v;
+        const char *rest;
+        if (parse_num(p, &v, &rest) != 0)
+            return pfi_err_set(err, PFI_EINVAL, "bad number in list '%s'", s);
+        int pct = pct_all;
+        if (*rest == '%') {
+            pct = 1;
+            rest++;
+        }
+        if (*n >= max_n)
+            return pfi_err_set(err, PFI_EINVAL, "list '%s' has more than %d items", s, max_n);
+        out[(*n)++] = pct ? v / 100.0 : v;
+        if (*rest == ',')
+            rest++;
+        else if (*rest)
+            return pfi_err_set(err, PFI_EINVAL, "bad list '%s' (items separated by commas)", s);
+        p = rest;
+    }
+    return PFI_OK;
+}
+
+int pfi_parse_cap_range(const char *s, double *out, int max_n, int *n, pfi_err *err)
+{
+    double a, b, step;
+    char *e1, *e2, *e3;
+    *n = 0;
+    a = strtod(s, &e1);
+    if (e1 == s || *e1 != ':')
+        return pfi_err_set(err, PFI_EINVAL, "bad cap range '%s' (expected FROM:TO:STEP in W)", s);
+    b = strtod(e1 + 1, &e2);
+    if (e2 == e1 + 1 || *e2 != ':')
+        return pfi_err_set(err, PFI_EINVAL, "bad cap range '%s' (expected FROM:TO:STEP in W)", s);
+    step = strtod(e2 + 1, &e3);
+    if (e3 == e2 + 1 || *e3 || step <= 0 || a <= 0 || b <= 0)
+        return pfi_err_set(err, PFI_EINVAL, "bad cap range '%s' (expected FROM:TO:STEP, STEP > 0)",
+                           s);
+    double dir = a >= b ? -1 : 1;
+    for (double c = a; dir * (b - c) >= -1e-9; c += dir * step) {
+        if (*n >= max_n)
+            return pfi_err_set(err, PFI_EINVAL, "cap range '%s' has more than %d levels", s, max_n);
+        out[(*n)++] = c;
+    }
+    return PFI_OK;
+}
+
+const char *pfi_data_dir(void)
+{
+    const char *d = getenv("PFI_DATA_DIR");
+    return d && *d ? d : "../shared/data";
+}

@@ -1,0 +1,25 @@
+/* units.h: parsing the quantities people type: durations, watts or percentages, GPU lists,
+ * cap ranges.  Every parser rejects trailing garbage and says what it expected. */
+#ifndef PFI_UTIL_UNITS_H
+#define PFI_UTIL_UNITS_H
+
+#include "core/err.h"
+
+/* "100ms", "2s", "1.5", "5m", "1h" -> seconds.  A bare number is seconds. */
+int pfi_parse_duration(const char *s, double *seconds, pfi_err *err);
+
+/* "5600W", "5.6kW", "70%" -> either watts (is_pct=0) or a fraction 0..1 (is_pct=1). */
+int pfi_parse_power(const char *s, double *value, int *is_pct, pfi_err *err);
+
+/* "0-3,6,7" -> sorted unique indices.  "all" -> 0..max_n-1. */
+int pfi_parse_index_list(const char *s, int max_n, int *out, int *n, pfi_err *err);
+
+/* "100,90,80%" or "1,0.9,0.8" -> fractions; "700:300:50" (from:to:step, watts) -> watts.
+ * Lists of doubles separated by commas: "0.1,0.2". */
+int pfi_parse_double_list(const char *s, double *out, int max_n, int *n, pfi_err *err);
+int pfi_parse_cap_range(const char *s, double *out, int max_n, int *n, pfi_err *err);
+
+/* The directory holding the public datasets: $PFI_DATA_DIR, else "../shared/data". */
+const char *pfi_data_dir(void);
+
+#endif

@@ -1,0 +1,129 @@
+/* Tests of the argument parser, unit parsers and error type. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "util/args.h"
+#include "util/units.h"
+
+static void test_duration(void **state)
+{
+    double s;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parse_duration("100ms", &s, &e), PFI_OK);
+    assert_true(fabs(s - 0.1) < 1e-12);
+    assert_int_equal(pfi_parse_duration("2", &s, &e), PFI_OK);
+    assert_true(fabs(s - 2) < 1e-12);
+    assert_int_equal(pfi_parse_duration("5m", &s, &e), PFI_OK);
+    assert_true(fabs(s - 300) < 1e-12);
+    assert_int_equal(pfi_parse_duration("5 parsecs", &s, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "5 parsecs"));
+    assert_int_equal(pfi_parse_duration("-1s", &s, &e), PFI_EINVAL);
+}
+
+static void test_power(void **state)
+{
+    double v;
+    int pct;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parse_power("70%", &v, &pct, &e), PFI_OK);
+    assert_true(pct && fabs(v - 0.7) < 1e-12);
+    assert_int_equal(pfi_parse_power("5.6kW", &v, &pct, &e), PFI_OK);
+    assert_true(!pct && fabs(v - 5600) < 1e-9);
+    assert_int_equal(pfi_parse_power("5600W", &v, &pct, &e), PFI_OK);
+    assert_int_equal(pfi_parse_power("0W", &v, &pct, &e), PFI_ERANGE);
+    assert_int_equal(pfi_parse_power("150%", &v, &pct, &e), PFI_ERANGE);
+    assert_int_equal(pfi_parse_power("lots", &v, &pct, &e), PFI_EINVAL);
+}
+
+static void test_index_list(void **state)
+{
+    int out[16], n;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parse_index_list("6,0-2", 8, out, &n, &e), PFI_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(out[3], 6);
+    assert_int_equal(pfi_parse_index_list("0-8", 8, out, &n, &e), PFI_ENOENT);
+    assert_int_equal(pfi_parse_index_list("1,1", 8, out, &n, &e), PFI_EINVAL);
+    assert_int_equal(pfi_parse_index_list("x", 8, out, &n, &e), PFI_EINVAL);
+    assert_int_equal(pfi_parse_index_list("all", 4, out, &n, &e), PFI_OK);
+    assert_int_equal(n, 4);
+}
+
+static void test_lists(void **state)
+{
+    double v[16];
+    int n;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parse_double_list("100,90,80%", v, 16, &n, &e), PFI_OK);
+    assert_int_equal(n, 3);
+    assert_true(fabs(v[2] - 0.8) < 1e-12 && fabs(v[0] - 1.0) < 1e-12);
+    assert_int_equal(pfi_parse_cap_range("700:300:50", v, 16, &n, &e), PFI_OK);
+    assert_int_equal(n, 9);
+    assert_true(v[0] == 700 && v[8] == 300);
+    assert_int_equal(pfi_parse_cap_range("700:300:0", v, 16, &n, &e), PFI_EINVAL);
+}
+
+static void test_args(void **state)
+{
+    const char *db = NULL;
+    int json = 0, level = 3;
+    pfi_strlist tags = {0};
+    const pfi_opt opts[] = {
+        {"db", PFI_OPT_STR, &db, "FILE", "store"},
+        {"json", PFI_OPT_FLAG, &json, NULL, "json"},
+        {"level", PFI_OPT_INT, &level, "N", "level"},
+        {"tag", PFI_OPT_MULTI, &tags, "K=V", "tag"},
+        {0},
+    };
+    pfi_cmd_spec spec = {"pfi x", NULL, opts};
+    char *argv[] = {"x", "--db=a.db", "run1", "--json", "--tag", "a=1", "--tag=b=2",
+                    "--level", "7", "--", "cmd", "--json"};
+    char **pos;
+    int npos, dd;
+    pfi_err e = {0};
+    assert_int_equal(pfi_args_parse(&spec, 12, argv, &pos, &npos, &dd, &e), PFI_OK);
+    assert_string_equal(db, "a.db");
+    assert_int_equal(json, 1);
+    assert_int_equal(level, 7);
+    assert_int_equal(tags.n, 2);
+    assert_string_equal(tags.v[1], "b=2");
+    assert_int_equal(npos, 3);
+    assert_int_equal(dd, 1);
+    assert_string_equal(pos[0], "run1");
+    assert_string_equal(pos[2], "--json");
+
+    char *bad[] = {"x", "--nope"};
+    assert_int_equal(pfi_args_parse(&spec, 2, bad, &pos, &npos, NULL, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "--nope"));
+    char *badint[] = {"x", "--level", "seven"};
+    assert_int_equal(pfi_args_parse(&spec, 3, badint, &pos, &npos, NULL, &e), PFI_EINVAL);
+    char *missing[] = {"x", "--db"};
+    assert_int_equal(pfi_args_parse(&spec, 2, missing, &pos, &npos, NULL, &e), PFI_EINVAL);
+}
+
+static void test_err(void **state)
+{
+    pfi_err e = {0};
+    assert_int_equal(pfi_err_set(&e, PFI_ERANGE, "cap %d W", 90), PFI_ERANGE);
+    pfi_err_prefix(&e, "GPU %d: ", 3);
+    assert_string_equal(e.msg, "GPU 3: cap 90 W");
+    assert_string_equal(pfi_code_name(PFI_ELOST), "GPU lost");
+    assert_int_equal(pfi_err_set(NULL, PFI_EIO, "x"), PFI_EIO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
+        cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
+        cmocka_unit_test(test_args), cmocka_unit_test(test_err),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

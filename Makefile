@@ -86,14 +86,15 @@ $(BUILD)/lib/pfi_spank.so: $(wildcard src/slurm/*.c) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS)
 
+ABUILD  := $(BUILD)/asan
 asan-tests:
-	$(MAKE) BUILD=build/asan SAN=1 $(patsubst $(BUILD)/%,build/asan/%,$(TESTS)) build/asan/pfi build/asan/lib/libnvidia-ml.so.1
+	$(MAKE) BUILD=$(ABUILD) SAN=1 $(patsubst $(BUILD)/%,$(ABUILD)/%,$(TESTS)) $(ABUILD)/pfi $(ABUILD)/lib/libnvidia-ml.so.1
 
 check: all $(TESTS) asan-tests
 	@PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) sh tests/run.sh $(BUILD) normal
-	@PFI_BIN=$(abspath build/asan/pfi) PFI_FAKENVML=$(abspath build/asan/lib/libnvidia-ml.so.1) \
+	@PFI_BIN=$(abspath $(ABUILD)/pfi) PFI_FAKENVML=$(abspath $(ABUILD)/lib/libnvidia-ml.so.1) \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  sh tests/run.sh build/asan asan
+	  sh tests/run.sh $(ABUILD) asan
 test: check
 
 demo: all
@@ -106,4 +107,4 @@ bench: all $(BENCHES)
 clean:
 	rm -rf build
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

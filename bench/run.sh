@@ -1,0 +1,8 @@
+#!/bin/sh
+# Command-level benchmarks, run by `make bench` after the bench/bench_*.c programs.
+# Each prints figures and ratios; none asserts a time.  Add one line per benchmark.
+#   bench/run.sh PFI_BINARY
+set -eu
+PFI=${1:-build/pfi}
+export PFI
+run() { echo "== $*"; "$@"; }

@@ -1,0 +1,53 @@
+/* report.h: what the study shows people: tables (written as Markdown and HTML from one
+ * definition) and figures (drawn by gnuplot into PNG and SVG from one definition).
+ * The report layer decides how things look; it computes nothing about jobs. */
+#ifndef PFI_REPORT_REPORT_H
+#define PFI_REPORT_REPORT_H
+
+#include <stdio.h>
+
+#include "core/err.h"
+
+/* ---- tables ---- */
+typedef struct pfi_table pfi_table;
+
+pfi_table *pfi_table_new(int ncols, const char *const *headers);
+/* Appends a row of ncols cells, formatted by the caller. */
+int pfi_table_row(pfi_table *t, const char *const *cells);
+/* Convenience: one printf-style cell at a time; a row ends after ncols cells. */
+int pfi_table_cell(pfi_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pfi_table_markdown(const pfi_table *t, FILE *f);
+void pfi_table_html(const pfi_table *t, FILE *f);
+void pfi_table_text(const pfi_table *t, FILE *f); /* aligned columns for a terminal */
+void pfi_table_free(pfi_table *t);
+
+/* ---- figures ---- */
+typedef enum pfi_plot_style {
+    PFI_PLOT_LINES,
+    PFI_PLOT_POINTS,
+    PFI_PLOT_LINESPOINTS,
+    PFI_PLOT_BOXES,      /* histogram bars: x = bin centre, y = count */
+    PFI_PLOT_ERRORBARS,  /* points with y error bars: needs ylo/yhi */
+} pfi_plot_style;
+
+typedef struct pfi_plot pfi_plot;
+
+pfi_plot *pfi_plot_new(const char *title, const char *xlabel, const char *ylabel);
+void pfi_plot_xrange(pfi_plot *p, double lo, double hi);
+void pfi_plot_yrange(pfi_plot *p, double lo, double hi);
+/* A second y axis for series added with y2=1 (e.g. clock on the left, power on the right). */
+void pfi_plot_y2label(pfi_plot *p, const char *label);
+/* Adds a series.  color: a gnuplot colour name or "#rrggbb", NULL for the default cycle.
+ * label NULL or "" keeps it out of the legend.  ylo/yhi only for PFI_PLOT_ERRORBARS. */
+int pfi_plot_series(pfi_plot *p, const char *label, pfi_plot_style style, const char *color,
+                    const double *x, const double *y, const double *ylo, const double *yhi, int n,
+                    int y2);
+/* Draws DIR/NAME.png and DIR/NAME.svg with gnuplot (keeping DIR/NAME.gp and NAME.dat beside
+ * them so a reader can redraw or restyle them). */
+int pfi_plot_render(const pfi_plot *p, const char *dir, const char *name, pfi_err *err);
+void pfi_plot_free(pfi_plot *p);
+
+/* Colour for category i of a fixed, colour-blind-safe palette. */
+const char *pfi_palette(int i);
+
+#endif

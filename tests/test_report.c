@@ -1,0 +1,102 @@
+/* Tests of the report layer: tables in three renderings and gnuplot figures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "report/report.h"
+
+static char *render(const pfi_table *t, void (*fn)(const pfi_table *, FILE *))
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fn(t, f);
+    fclose(f);
+    return buf;
+}
+
+static void test_table(void **state)
+{
+    const char *h[] = {"policy", "tokens/s"};
+    pfi_table *t = pfi_table_new(2, h);
+    assert_non_null(t);
+    pfi_table_cell(t, "%s", "equal");
+    pfi_table_cell(t, "%.1f", 1234.5);
+    const char *row[] = {"<pfi>", "2000.0"};
+    assert_int_equal(pfi_table_row(t, row), PFI_OK);
+
+    char *md = render(t, pfi_table_markdown);
+    assert_non_null(strstr(md, "| policy | tokens/s |"));
+    assert_non_null(strstr(md, "| equal | 1234.5 |"));
+    char *html = render(t, pfi_table_html);
+    assert_non_null(strstr(html, "<td>&lt;pfi&gt;</td>"));
+    assert_null(strstr(html, "<pfi>"));
+    char *txt = render(t, pfi_table_text);
+    assert_non_null(strstr(txt, "equal     1234.5"));
+    free(md), free(html), free(txt);
+    pfi_table_free(t);
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void test_plot(void **state)
+{
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        print_message("gnuplot not installed: figure rendering not tested\n");
+        skip();
+    }
+    const char *base = getenv("PFI_TEST_TMP");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/pfi-plot-XXXXXX", base ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    double x[] = {0.1, 0.2, 0.3}, y[] = {0.02, 0.06, 0.12}, lo[] = {0.01, 0.05, 0.1},
+           hi[] = {0.03, 0.07, 0.14};
+    pfi_plot *p = pfi_plot_new("s(r) of job_1", "power shed r", "slowdown s");
+    assert_int_equal(pfi_plot_series(p, "fit \"a\"", PFI_PLOT_LINES, NULL, x, y, NULL, NULL, 3, 0),
+                     PFI_OK);
+    assert_int_equal(pfi_plot_series(p, "levels", PFI_PLOT_ERRORBARS, "black", x, y, lo, hi, 3, 0),
+                     PFI_OK);
+    assert_int_equal(pfi_plot_series(p, "bad", PFI_PLOT_ERRORBARS, NULL, x, y, NULL, NULL, 3, 0),
+                     PFI_EINVAL);
+    pfi_err e = {0};
+    int rc = pfi_plot_render(p, dir, "curve", &e);
+    assert_int_equal(rc, PFI_OK);
+    char path[600];
+    snprintf(path, sizeof path, "%s/curve.png", dir);
+    assert_true(file_size(path) > 1000);
+    FILE *f = fopen(path, "rb");
+    unsigned char magic[4] = {0};
+    assert_int_equal(fread(magic, 1, 4, f), 4);
+    fclose(f);
+    assert_memory_equal(magic, "\x89PNG", 4);
+    snprintf(path, sizeof path, "%s/curve.svg", dir);
+    assert_true(file_size(path) > 500);
+    pfi_plot_free(p);
+
+    /* A directory that does not exist: a clear error, not a crash. */
+    pfi_plot *q = pfi_plot_new("t", "x", "y");
+    pfi_plot_series(q, "a", PFI_PLOT_LINES, NULL, x, y, NULL, NULL, 3, 0);
+    assert_int_equal(pfi_plot_render(q, "/nonexistent/dir", "c", &e), PFI_EIO);
+    assert_non_null(strstr(e.msg, "/nonexistent/dir"));
+    pfi_plot_free(q);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_table), cmocka_unit_test(test_plot)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

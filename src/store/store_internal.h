@@ -1,0 +1,54 @@
+/* store_internal.h: what the files of src/store/ share and nobody else needs: the connection
+ * handle, the SQLite-error-to-pfi_err mapping, the schema steps, and small statement helpers. */
+#ifndef PFI_STORE_INTERNAL_H
+#define PFI_STORE_INTERNAL_H
+
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+struct pfi_store {
+    sqlite3 *db;
+    char *path;
+    int version;    /* user_version after open */
+    int readonly;
+    int busy_ms;
+    int in_tx;      /* a level or import transaction is open */
+};
+
+/* The store's own schema: step i brings user_version from i to i+1. */
+extern const pfi_store_step pfi_store_schema_steps[];
+extern const int pfi_store_schema_nsteps;
+
+/* Applies the store's own steps (schema.c / migrate.c). */
+int pfi_store_migrate(pfi_store *st, pfi_err *err);
+
+/* Turns the connection's last SQLite error (rc) into a pfi_err, with what we were doing. */
+int pfi_store_sqlerr(pfi_store *st, int rc, pfi_err *err, const char *doing);
+/* Runs SQL without results (several statements allowed). */
+int pfi_store_exec(pfi_store *st, const char *sql, pfi_err *err, const char *doing);
+int pfi_store_prepare(pfi_store *st, const char *sql, sqlite3_stmt **stmt, pfi_err *err);
+
+/* Transactions for multi-row writes (imports, levels): BEGIN IMMEDIATE so that a locked
+ * database fails up front, not half way. */
+int pfi_store_tx_begin(pfi_store *st, pfi_err *err);
+int pfi_store_tx_commit(pfi_store *st, pfi_err *err);
+void pfi_store_tx_rollback(pfi_store *st);
+
+/* NAN <-> NULL. */
+void pfi_store_bind_real(sqlite3_stmt *s, int i, double v);
+double pfi_store_col_real(sqlite3_stmt *s, int i);
+void pfi_store_col_text(sqlite3_stmt *s, int i, char *dst, size_t n);
+
+/* Import helpers (import_common.c). */
+/* Deletes a run of this source and name (an earlier import) with its job, if any. */
+int pfi_store_delete_named(pfi_store *st, const char *source, const char *name, pfi_err *err);
+/* Writes one imported run with its levels (inside the caller's transaction). */
+int pfi_store_write_imported(pfi_store *st, const pfi_run *run, const char *unit_label,
+                             const char *config_json, pfi_err *err);
+/* dir, or pfi_data_dir()/sub when dir is NULL, into buf. */
+const char *pfi_store_data_path(const char *dir, const char *sub, char *buf, size_t n);
+
+#endif

@@ -82,9 +82,10 @@ $(BUILD)/pfi-burn: $(wildcard src/burn/*.cu)
 	@if [ -n "$(NVCC)" ]; then mkdir -p $(@D) && $(NVCC) -O2 -arch=sm_90 -o $@ $^ -lcublasLt -lcublas; \
 	else echo "pfi-burn: nvcc not found, skipped"; fi
 spank: $(BUILD)/lib/pfi_spank.so
-$(BUILD)/lib/pfi_spank.so: $(wildcard src/slurm/*.c) $(LIB)
+# slurmd loads the plugin: it links libcurl only, never libpfi (small, and no clash with Slurm's).
+$(BUILD)/lib/pfi_spank.so: $(wildcard src/slurm/*.c) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(filter %.c,$^) -lcurl
 
 ABUILD  := $(BUILD)/asan
 asan-tests:

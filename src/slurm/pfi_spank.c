@@ -1,0 +1,407 @@
+/* pfi_spank.c: the SPANK plugin that tells each node's `pfi serve` which GPUs a Slurm job holds.
+ *
+ * Users add `--power-sla=<max slowdown>` and `--power-weight=<w>` to srun/sbatch/salloc.  On
+ * every node of the job, slurmd's job prolog registers the job (POST /v1/jobs: id, GPUs, SLA,
+ * weight) with the local node daemon, and the job epilog deregisters it (DELETE /v1/jobs/{id}),
+ * so the daemon restores those GPUs.
+ *
+ * Why the job prolog/epilog hooks (S_CTX_JOB_SCRIPT) and not user_init or task_init_privileged:
+ *   - they run once per job per node, not once per step or per task, so a batch script with
+ *     many srun steps registers once and a step ending does not release the job's GPUs;
+ *   - they run as root in slurmd, so the daemon's token file can stay readable by root only;
+ *   - with PrologFlags=Alloc they run when the job is allocated, before the user's code starts.
+ * The GPUs come from the prolog's environment (SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES): the
+ * job's GRES on this node, as slurmd computed it.
+ *
+ * plugstack.conf arguments (all optional):
+ *   url=URL        node daemon, "http://127.0.0.1:7420" (default) or "unix:/run/pfi/serve.sock";
+ *                  "%n" is replaced by the node name (several slurmd on one host in tests)
+ *   token=PATH     file holding the bearer token ("%n" as above); none: no Authorization header
+ *   default_sla=S  SLA given to jobs that ask for none (default: none, the daemon's own default)
+ *   required=0|1   1: fail the prolog (Slurm then drains the node and requeues the job) when the
+ *                  daemon cannot be reached; 0 (default): log why and let the job run
+ *   timeout=SEC    per request (default 3)
+ *
+ * Depends on libcurl only (not on libpfi): slurmd loads it, so it must stay small and must never
+ * crash or block a job for long. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <slurm/spank.h>
+
+SPANK_PLUGIN(pfi, 1);
+
+#define URL_MAX 512
+#define BODY_MAX 4096
+#define GPU_MAX 256
+
+/* Options as the user gave them; parsed again where used, since the callbacks run in srun or
+ * sbatch (to reject bad values before submission) and values reach the prolog as strings. */
+static int opt_cb(int val, const char *optarg, int remote);
+
+static struct spank_option pfi_options[] = {
+    {"power-sla", "SLOWDOWN",
+     "pfi: largest slowdown this job accepts under a power cut, 0..0.9 (e.g. 0.1 = 10%)", 1, 1,
+     opt_cb},
+    {"power-weight", "W", "pfi: weight of this job's throughput when power is shared (> 0)", 1, 2,
+     opt_cb},
+    SPANK_OPTIONS_TABLE_END};
+
+typedef struct conf {
+    char url[URL_MAX];
+    char token_path[URL_MAX];
+    double default_sla; /* < 0: none */
+    int required;
+    long timeout_s;
+} conf;
+
+static int parse_num(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int opt_cb(int val, const char *optarg, int remote)
+{
+    double v;
+    if (!optarg)
+        return -1;
+    if (val == 1 && parse_num(optarg, 0.0, 0.9, &v) != 0) {
+        slurm_error("pfi: --power-sla=%s: expected a slowdown between 0 and 0.9 (0.1 = 10%%)",
+                    optarg);
+        return -1;
+    }
+    if (val == 2 && (parse_num(optarg, 1e-6, 1e6, &v) != 0)) {
+        slurm_error("pfi: --power-weight=%s: expected a number > 0", optarg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Replaces each "%n" of in by node (other '%' sequences are kept as they are). */
+static int expand(const char *in, const char *node, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (const char *p = in; *p; p++) {
+        const char *piece = NULL;
+        char one[2] = {*p, 0};
+        if (p[0] == '%' && p[1] == 'n') {
+            piece = node;
+            p++;
+        } else {
+            piece = one;
+        }
+        size_t l = strlen(piece);
+        if (o + l >= cap)
+            return -1;
+        memcpy(out + o, piece, l);
+        o += l;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+static int parse_conf(int ac, char **av, conf *c)
+{
+    snprintf(c->url, sizeof c->url, "http://127.0.0.1:7420");
+    c->token_path[0] = '\0';
+    c->default_sla = -1;
+    c->required = 0;
+    c->timeout_s = 3;
+    for (int i = 0; i < ac; i++) {
+        const char *a = av[i];
+        double v;
+        if (!strncmp(a, "url=", 4) && strlen(a + 4) < sizeof c->url) {
+            snprintf(c->url, sizeof c->url, "%s", a + 4);
+        } else if (!strncmp(a, "token=", 6) && strlen(a + 6) < sizeof c->token_path) {
+            snprintf(c->token_path, sizeof c->token_path, "%s", a + 6);
+        } else if (!strncmp(a, "default_sla=", 12) && parse_num(a + 12, 0.0, 0.9, &v) == 0) {
+            c->default_sla = v;
+        } else if (!strcmp(a, "required=0") || !strcmp(a, "required=1")) {
+            c->required = a[9] == '1';
+        } else if (!strncmp(a, "timeout=", 8) && parse_num(a + 8, 0.1, 60, &v) == 0) {
+            c->timeout_s = (long)(v + 0.999);
+        } else {
+            slurm_error("pfi: plugstack.conf: unknown or malformed argument '%s' (expected "
+                        "url=, token=, default_sla=, required=0|1, timeout=)",
+                        a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* "0,1,3" or "0-3,6" (SLURM_JOB_GPUS / CUDA_VISIBLE_DEVICES) -> indices.  UUID-style lists
+ * ("GPU-...") are not indices: -1 so the caller says so. */
+static int parse_gpus(const char *s, int *out, int max)
+{
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        long a = strtol(p, &end, 10), b = a;
+        p = end;
+        if (*p == '-') {
+            if (!isdigit((unsigned char)p[1]))
+                return -1;
+            b = strtol(p + 1, &end, 10);
+            p = end;
+        }
+        if (b < a || b > 4095)
+            return -1;
+        for (long g = a; g <= b; g++) {
+            if (n >= max)
+                return -1;
+            out[n++] = (int)g;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -1;
+    }
+    return n;
+}
+
+static int read_token(const char *path, char *tok, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(tok, 1, cap - 1, f);
+    fclose(f);
+    tok[n] = '\0';
+    while (n > 0 && isspace((unsigned char)tok[n - 1]))
+        tok[--n] = '\0';
+    return n > 0 ? 0 : -1;
+}
+
+static size_t sink(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    char *buf = ud;
+    size_t have = strlen(buf), add = size * nmemb;
+    if (have + 1 < 512) {
+        size_t k = add < 511 - have ? add : 511 - have;
+        memcpy(buf + have, ptr, k);
+        buf[have + k] = '\0';
+    }
+    return size * nmemb;
+}
+
+/* One request to the node daemon.  Returns the HTTP status, or -1 with why in errbuf. */
+static long request(const conf *c, const char *node, const char *method, const char *path,
+                    const char *body, char *errbuf, size_t errcap)
+{
+    char base[URL_MAX], url[URL_MAX + 128], tokpath[URL_MAX], hdr[600];
+    char reply[512] = "";
+    char cerr[CURL_ERROR_SIZE] = "";
+    if (expand(c->url, node, base, sizeof base) != 0 ||
+        expand(c->token_path, node, tokpath, sizeof tokpath) != 0) {
+        snprintf(errbuf, errcap, "url or token path too long");
+        return -1;
+    }
+    const char *sock = NULL;
+    if (!strncmp(base, "unix:", 5)) {
+        sock = base + 5;
+        snprintf(url, sizeof url, "http://localhost%s", path);
+    } else {
+        size_t l = strlen(base);
+        while (l > 0 && base[l - 1] == '/')
+            base[--l] = '\0';
+        snprintf(url, sizeof url, "%s%s", base, path);
+    }
+    struct curl_slist *h = NULL;
+    if (tokpath[0]) {
+        char tok[400];
+        if (read_token(tokpath, tok, sizeof tok) != 0) {
+            snprintf(errbuf, errcap, "cannot read the token file %s: %s", tokpath,
+                     errno ? strerror(errno) : "empty");
+            return -1;
+        }
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", tok);
+        h = curl_slist_append(h, hdr);
+    }
+    h = curl_slist_append(h, "Content-Type: application/json");
+    CURL *cu = curl_easy_init();
+    if (!cu) {
+        curl_slist_free_all(h);
+        snprintf(errbuf, errcap, "curl_easy_init failed");
+        return -1;
+    }
+    curl_easy_setopt(cu, CURLOPT_URL, url);
+    if (sock)
+        curl_easy_setopt(cu, CURLOPT_UNIX_SOCKET_PATH, sock);
+    curl_easy_setopt(cu, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
+    if (body)
+        curl_easy_setopt(cu, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(cu, CURLOPT_TIMEOUT, c->timeout_s);
+    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT, c->timeout_s);
+    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(cu, CURLOPT_ERRORBUFFER, cerr);
+    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(cu, CURLOPT_WRITEDATA, reply);
+    CURLcode rc = curl_easy_perform(cu);
+    long status = -1;
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 300)
+            snprintf(errbuf, errcap, "%s %s: HTTP %ld: %.300s", method, url, status, reply);
+    } else {
+        snprintf(errbuf, errcap, "%s %s: %s", method, url, cerr[0] ? cerr : curl_easy_strerror(rc));
+    }
+    curl_easy_cleanup(cu);
+    curl_slist_free_all(h);
+    return status;
+}
+
+static const char *node_name(void)
+{
+    const char *n = getenv("SLURMD_NODENAME");
+    return n && *n ? n : "localhost";
+}
+
+static int job_id(spank_t sp, uint32_t *id)
+{
+    if (spank_get_item(sp, S_JOB_ID, id) == ESPANK_SUCCESS)
+        return 0;
+    const char *s = getenv("SLURM_JOB_ID");
+    if (!s)
+        return -1;
+    *id = (uint32_t)strtoul(s, NULL, 10);
+    return *id ? 0 : -1;
+}
+
+/* The value of one of our options for this job, or NULL when the user did not give it. */
+static const char *opt_value(spank_t sp, int which)
+{
+    char *v = NULL;
+    if (spank_option_getopt(sp, &pfi_options[which], &v) == ESPANK_SUCCESS && v)
+        return v;
+    return NULL;
+}
+
+/* What the plugin returns when the daemon could not be told: the job runs unless required=1. */
+static int outcome(const conf *c, uint32_t id, const char *what, const char *why)
+{
+    if (c->required) {
+        slurm_error("pfi: job %u: %s failed (required=1, failing the prolog): %s", id, what, why);
+        return -1;
+    }
+    slurm_error("pfi: job %u: %s failed, the job runs without power management: %s", id, what,
+                why);
+    return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    /* The arguments are checked here too, so a typo in plugstack.conf shows up in srun and
+     * sbatch, not only in slurmd's log. */
+    conf c;
+    if (parse_conf(ac, av, &c) != 0)
+        return -1;
+    /* Options are registered here rather than through an exported spank_options table:
+     * Slurm 22.05 ignores that table for sbatch/salloc, and in the prolog a table entry
+     * hides the value the job carries in its environment (spank_option_getopt finds the
+     * unset cached entry first).  So: register everywhere but in the prolog/epilog. */
+    if (spank_context() == S_CTX_JOB_SCRIPT)
+        return 0;
+    for (int i = 0; pfi_options[i].name; i++) {
+        spank_err_t rc = spank_option_register(sp, &pfi_options[i]);
+        if (rc != ESPANK_SUCCESS) {
+            slurm_error("pfi: cannot register --%s: %s", pfi_options[i].name,
+                        spank_strerror(rc));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+{
+    conf c;
+    uint32_t id = 0;
+    if (parse_conf(ac, av, &c) != 0)
+        return -1;
+    if (job_id(sp, &id) != 0) {
+        slurm_error("pfi: job prolog without a job id, nothing registered");
+        return c.required ? -1 : 0;
+    }
+    const char *gl = getenv("SLURM_JOB_GPUS");
+    if (!gl || !*gl)
+        gl = getenv("CUDA_VISIBLE_DEVICES");
+    if (!gl || !*gl) {
+        slurm_debug("pfi: job %u holds no GPU on %s, nothing to register", id, node_name());
+        return 0;
+    }
+    int gpus[GPU_MAX];
+    int ng = parse_gpus(gl, gpus, GPU_MAX);
+    if (ng <= 0)
+        return outcome(&c, id, "registration", "GPU list is not a list of indices");
+
+    const char *sla_s = opt_value(sp, 0), *w_s = opt_value(sp, 1);
+    double sla = c.default_sla, w = 1.0, v;
+    if (sla_s && parse_num(sla_s, 0.0, 0.9, &v) == 0)
+        sla = v;
+    if (w_s && parse_num(w_s, 1e-6, 1e6, &v) == 0)
+        w = v;
+
+    char body[BODY_MAX];
+    int o = snprintf(body, sizeof body, "{\"id\":\"%u\",\"gpus\":[", id);
+    for (int i = 0; i < ng && o < (int)sizeof body; i++)
+        o += snprintf(body + o, sizeof body - o, "%s%d", i ? "," : "", gpus[i]);
+    if (o < (int)sizeof body && sla >= 0)
+        o += snprintf(body + o, sizeof body - o, "],\"sla\":%.6g", sla);
+    else if (o < (int)sizeof body)
+        o += snprintf(body + o, sizeof body - o, "]");
+    if (o < (int)sizeof body)
+        o += snprintf(body + o, sizeof body - o,
+                      ",\"weight\":%.6g,\"source\":\"slurm\",\"node\":\"%s\"}", w, node_name());
+    if (o >= (int)sizeof body)
+        return outcome(&c, id, "registration", "request too large");
+
+    char why[700] = "";
+    long st = request(&c, node_name(), "POST", "/v1/jobs", body, why, sizeof why);
+    if (st < 200 || st >= 300)
+        return outcome(&c, id, "registration", why);
+    slurm_info("pfi: job %u registered on %s: GPUs %s, sla %s, weight %g", id, node_name(), gl,
+               sla >= 0 ? (sla_s ? sla_s : "site default") : "none", w);
+    return 0;
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+    conf c;
+    uint32_t id = 0;
+    if (parse_conf(ac, av, &c) != 0)
+        return -1;
+    if (job_id(sp, &id) != 0)
+        return 0;
+    const char *gl = getenv("SLURM_JOB_GPUS");
+    if (!gl || !*gl)
+        gl = getenv("CUDA_VISIBLE_DEVICES");
+    if (!gl || !*gl)
+        return 0;
+    char path[64], why[700] = "";
+    snprintf(path, sizeof path, "/v1/jobs/%u", id);
+    long st = request(&c, node_name(), "DELETE", path, NULL, why, sizeof why);
+    /* 404: the daemon never knew the job (it was down at the prolog): nothing to restore. */
+    if (st == 404 || (st >= 200 && st < 300)) {
+        slurm_info("pfi: job %u deregistered on %s", id, node_name());
+        return 0;
+    }
+    /* An epilog failure drains the node; the daemon restores the GPUs on its own when it sees
+     * the job gone, so only required=1 sites want that. */
+    return outcome(&c, id, "deregistration", why);
+}

@@ -381,6 +381,23 @@ int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *
     for (int k = 0; k < m; k++)
         if (r[k] > out->r_max)
             out->r_max = r[k];
+    for (int k = 0; k < m; k++)
+        if (r[k] > 0.005)
+            out->n_shed++;
+    if (out->n_shed < family_nparams[family]) {
+        /* The job's draw hardly moved with the cap (e.g. NCF far below every cap): nothing to
+         * fit, and nothing was lost; the index says the depth was not reached. */
+        memset(&out->fit, 0, sizeof out->fit);
+        out->fit.family = family;
+        if (family == PFI_FAM_POWER || family == PFI_FAM_KNEE)
+            out->fit.p[1] = 1.0;
+        double e = 0;
+        for (int k = 0; k < m; k++)
+            e += s[k] * s[k];
+        out->fit.rmse = m > 0 ? sqrt(e / m) : NAN;
+        out->fit.n_points = m;
+        return PFI_OK;
+    }
     int rc = pfi_fit_points(family, r, s, NULL, m, &out->fit, err);
     if (rc != PFI_OK)
         return pfi_err_prefix(err, "run %s: ", run->name);

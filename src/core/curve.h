@@ -64,6 +64,8 @@ typedef struct pfi_curve {
     double rel[PFI_CURVE_MAX_PTS];      /* T/T0 measured */
     double rel_mono[PFI_CURVE_MAX_PTS]; /* T/T0 of the monotone fit (non-increasing as r grows) */
     double r_max;       /* deepest shed measured (or the depth a prediction is trusted to) */
+    int n_shed;         /* measured points that shed power (r > 0.005); below the family's
+                           parameter count the cap never bound: the fit is s = 0 */
     pfi_fit fit;
 } pfi_curve;
 

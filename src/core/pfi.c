@@ -1,0 +1,261 @@
+/* pfi.c: the index on a fitted curve, its bootstrap interval, and the SLA primitive. */
+#include "core/pfi.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const double pfi_depths[PFI_N_DEPTHS] = {0.10, 0.20, 0.30, 0.40};
+const double pfi_budgets[PFI_N_BUDGETS] = {0.02, 0.05, 0.10};
+
+#define PFI_MAX_BOOT 4000
+/* A depth this close beyond the deepest measured shed is still read without extrapolating:
+ * the public sweeps stop at limits whose draw sheds 0.29x, and a 1-point gap is noise. */
+#define REACH_TOL 0.01
+
+pfi_index_opts pfi_index_defaults(void)
+{
+    pfi_index_opts o = {.family = -1, .depth = 0.30, .extrapolate = 0, .n_boot = 400, .seed = 1};
+    return o;
+}
+
+unsigned long long pfi_rand_next(unsigned long long *st)
+{
+    unsigned long long z = (*st += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double pfi_rand_uniform(unsigned long long *st)
+{
+    return (double)(pfi_rand_next(st) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+double pfi_rand_normal(unsigned long long *st)
+{
+    double u1 = pfi_rand_uniform(st), u2 = pfi_rand_uniform(st);
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+double pfi_at(const pfi_fit *fit, double r)
+{
+    if (!(r > 0))
+        return NAN;
+    return pfi_fit_s(fit, r) / r;
+}
+
+double pfi_shed_at_slowdown(const pfi_fit *fit, double s_max, double r_limit)
+{
+    if (!(r_limit > 0))
+        return 0.0;
+    if (pfi_fit_s(fit, r_limit) <= s_max)
+        return r_limit;
+    double lo = 0, hi = r_limit;
+    for (int i = 0; i < 60; i++) {
+        double mid = (lo + hi) / 2;
+        if (pfi_fit_s(fit, mid) <= s_max)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Quantile q of sorted v[0..n-1], linear between order statistics. */
+static double quantile(const double *v, int n, double q)
+{
+    if (n <= 0)
+        return NAN;
+    double pos = q * (n - 1);
+    int i = (int)floor(pos);
+    if (i >= n - 1)
+        return v[n - 1];
+    return v[i] + (v[i + 1] - v[i]) * (pos - i);
+}
+
+/* s on the monotone fit at shed r: linear in r between points (origin included). */
+static double mono_s(const pfi_curve *c, double r)
+{
+    double rr[PFI_CURVE_MAX_PTS + 1], ss[PFI_CURVE_MAX_PTS + 1];
+    int m = 0;
+    rr[m] = 0;
+    ss[m] = 0;
+    m++;
+    for (int k = 0; k < c->n; k++) {
+        if (c->cap_w[k] >= c->cap0_w - 0.5)
+            continue;
+        double rk = 1.0 - c->draw_w[k] / c->p0_w;
+        rr[m] = rk > 0 ? rk : 0;
+        ss[m] = 1.0 - c->rel_mono[k];
+        int j = m++;
+        while (j > 0 && rr[j - 1] > rr[j]) {
+            double t = rr[j];
+            rr[j] = rr[j - 1];
+            rr[j - 1] = t;
+            t = ss[j];
+            ss[j] = ss[j - 1];
+            ss[j - 1] = t;
+            j--;
+        }
+    }
+    if (r > rr[m - 1] + REACH_TOL || m < 2)
+        return NAN;
+    if (r > rr[m - 1]) {
+        double dr = rr[m - 1] - rr[m - 2];
+        return dr > 0 ? ss[m - 1] + (ss[m - 1] - ss[m - 2]) * (r - rr[m - 1]) / dr : ss[m - 1];
+    }
+    for (int k = 1; k < m; k++)
+        if (r <= rr[k]) {
+            double dr = rr[k] - rr[k - 1];
+            return dr > 0 ? ss[k - 1] + (ss[k] - ss[k - 1]) * (r - rr[k - 1]) / dr : ss[k];
+        }
+    return ss[m - 1];
+}
+
+static void fill_depths(const pfi_curve *c, const pfi_fit *fit, int extrapolate, pfi_index *x)
+{
+    for (int k = 0; k < PFI_N_DEPTHS; k++) {
+        double d = pfi_depths[k];
+        int beyond = d > c->r_max + REACH_TOL;
+        x->extrap_at[k] = beyond;
+        x->pfi_at[k] = beyond && !extrapolate ? NAN : pfi_at(fit, d);
+        double sm = c->n > 0 && !beyond ? mono_s(c, d) : NAN;
+        x->pfi_mono_at[k] = isfinite(sm) ? sm / d : NAN;
+    }
+}
+
+int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *opt,
+                    pfi_index *out, pfi_err *err)
+{
+    pfi_index_opts o = opt ? *opt : pfi_index_defaults();
+    if (o.depth == 0)
+        o.depth = 0.30;
+    if (!(o.depth > 0 && o.depth < 1))
+        return pfi_err_set(err, PFI_EINVAL, "depth %g is not a fraction of power between 0 and 1",
+                           o.depth);
+    if (o.n_boot < 0)
+        o.n_boot = 400;
+    if (o.n_boot > PFI_MAX_BOOT)
+        return pfi_err_set(err, PFI_EINVAL, "%d bootstrap replicates: at most %d", o.n_boot,
+                           PFI_MAX_BOOT);
+    memset(out, 0, sizeof *out);
+    out->t0 = c->t0;
+    out->p0_w = c->p0_w;
+    out->cap0_w = c->cap0_w;
+    out->r_max = c->r_max;
+    out->fit = c->fit;
+    out->depth = o.depth;
+    out->n_points = c->n;
+    fill_depths(c, &c->fit, o.extrapolate, out);
+
+    int beyond = o.depth > c->r_max + REACH_TOL;
+    out->extrapolated = beyond;
+    out->pfi = beyond && !o.extrapolate ? NAN : pfi_at(&c->fit, o.depth);
+    out->pfi_lo = out->pfi_hi = NAN;
+
+    double r_limit = c->r_max;
+    if (o.extrapolate && c->min_cap_w > 0 && 1.0 - c->min_cap_w / c->p0_w > r_limit)
+        r_limit = 1.0 - c->min_cap_w / c->p0_w;
+    for (int k = 0; k < PFI_N_BUDGETS; k++) {
+        out->shed_at[k] = pfi_shed_at_slowdown(&c->fit, pfi_budgets[k], r_limit);
+        out->shed_limited[k] = pfi_fit_s(&c->fit, r_limit) <= pfi_budgets[k];
+    }
+
+    /* Points of the fit, with their own noise where the run gave an interval. */
+    double r[PFI_CURVE_MAX_PTS], s[PFI_CURVE_MAX_PTS], psd[PFI_CURVE_MAX_PTS];
+    int m = 0, npos = 0;
+    out->s_max_seen = 0;
+    double prev_rel = NAN;
+    for (int k = c->n - 1; k >= 0; k--) {
+        if (c->cap_w[k] > c->cap0_w + 0.5)
+            continue;
+        if (isfinite(prev_rel) && c->rel[k] > prev_rel + 0.01)
+            out->non_monotone = 1;
+        prev_rel = c->rel[k];
+        double rk = 1.0 - c->draw_w[k] / c->p0_w;
+        r[m] = rk > 0 ? rk : 0;
+        s[m] = 1.0 - c->rel[k];
+        psd[m] = sd && isfinite(sd[k]) && sd[k] > 0 ? sd[k] : 0;
+        if (s[m] > out->s_max_seen)
+            out->s_max_seen = s[m];
+        if (r[m] > 0.005)
+            npos++;
+        m++;
+    }
+    if (o.n_boot == 0 || m == 0 || !isfinite(out->pfi))
+        return PFI_OK;
+
+    /* Wild bootstrap: residuals flipped at random (Rademacher), inflated for the parameters the
+     * fit spent, plus each level's own measurement noise. */
+    int np = pfi_family_params(c->fit.family);
+    double infl = npos > np ? sqrt((double)npos / (npos - np)) : 1.0;
+    double res[PFI_CURVE_MAX_PTS], fitted[PFI_CURVE_MAX_PTS], sb[PFI_CURVE_MAX_PTS];
+    for (int i = 0; i < m; i++) {
+        fitted[i] = pfi_fit_s(&c->fit, r[i]);
+        res[i] = r[i] > 0.005 ? (s[i] - fitted[i]) * infl : 0;
+    }
+    double *vals = malloc(sizeof(double) * (size_t)o.n_boot);
+    if (!vals)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d bootstrap replicates", o.n_boot);
+    unsigned long long st = o.seed;
+    int nv = 0;
+    for (int b = 0; b < o.n_boot; b++) {
+        for (int i = 0; i < m; i++) {
+            double flip = (pfi_rand_next(&st) >> 63) ? 1.0 : -1.0;
+            sb[i] = fitted[i] + flip * res[i] + (psd[i] > 0 ? psd[i] * pfi_rand_normal(&st) : 0);
+        }
+        pfi_fit f;
+        if (pfi_fit_points(c->fit.family, r, sb, NULL, m, &f, NULL) != PFI_OK)
+            continue;
+        double v = pfi_at(&f, o.depth);
+        if (isfinite(v))
+            vals[nv++] = v;
+    }
+    if (nv > 0) {
+        qsort(vals, (size_t)nv, sizeof(double), cmp_double);
+        out->pfi_lo = quantile(vals, nv, 0.025);
+        out->pfi_hi = quantile(vals, nv, 0.975);
+        /* The interval must hold the estimate itself (a skewed refit can push both ends past). */
+        if (out->pfi < out->pfi_lo)
+            out->pfi_lo = out->pfi;
+        if (out->pfi > out->pfi_hi)
+            out->pfi_hi = out->pfi;
+    }
+    free(vals);
+    return PFI_OK;
+}
+
+int pfi_index_run(const pfi_run *run, const pfi_index_opts *o, pfi_index *out, pfi_err *err)
+{
+    pfi_curve c;
+    int rc = pfi_curve_from_run(run, o ? o->family : -1, &c, err);
+    if (rc != PFI_OK)
+        return rc;
+    /* Each point's slowdown sd from its level's 95% throughput interval, in the curve's cap
+     * order (the curve sorted the run's usable levels by cap). */
+    double sd[PFI_CURVE_MAX_PTS];
+    for (int k = 0; k < c.n; k++) {
+        sd[k] = NAN;
+        for (int i = 0; i < run->n_levels; i++) {
+            const pfi_level *l = &run->levels[i];
+            if (l->cap_w == c.cap_w[k] && l->power_w == c.draw_w[k] && isfinite(l->tput_lo) &&
+                isfinite(l->tput_hi) && l->tput_hi > l->tput_lo) {
+                sd[k] = (l->tput_hi - l->tput_lo) / (2 * 1.96) / c.t0;
+                break;
+            }
+        }
+    }
+    rc = pfi_index_curve(&c, sd, o, out, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "run %s: ", run->name);
+    return PFI_OK;
+}

@@ -1,0 +1,272 @@
+/* Tests of curve building and fitting (core/curve.h) and the index on it (core/pfi.h), on
+ * synthetic points and on real measured rows read in place from $PFI_DATA_DIR. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/curve.h"
+#include "core/pfi.h"
+#include "pubdata_csv.h"
+
+#define SKIP_WITHOUT_DATA()                                                                    \
+    do {                                                                                       \
+        if (!pub_have_data()) {                                                                \
+            print_message("public data not found under %s: skipped\n", pfi_data_dir());       \
+            skip();                                                                            \
+        }                                                                                      \
+    } while (0)
+
+static void test_isotonic(void **state)
+{
+    double y[] = {0.0, 0.3, 0.1, 0.2, 0.5, 0.4};
+    double f[6];
+    pfi_isotonic(y, NULL, 6, f);
+    double want[] = {0.0, 0.2, 0.2, 0.2, 0.45, 0.45};
+    for (int i = 0; i < 6; i++)
+        assert_true(fabs(f[i] - want[i]) < 1e-12);
+    /* A heavy first point stays where it is and pulls the violators to it. */
+    double y2[] = {0.0, -0.05, -0.02, 0.1};
+    double w2[] = {1e9, 1, 1, 1};
+    pfi_isotonic(y2, w2, 4, f);
+    assert_true(fabs(f[0]) < 1e-6 && fabs(f[1]) < 1e-6 && fabs(f[2]) < 1e-6);
+    assert_true(fabs(f[3] - 0.1) < 1e-12);
+}
+
+static void test_fit_recovers_power_law(void **state)
+{
+    double r[6], s[6];
+    for (int i = 0; i < 6; i++) {
+        r[i] = 0.08 * (i + 1);
+        s[i] = 2.0 * pow(r[i], 1.8);
+    }
+    pfi_fit f;
+    pfi_err e = {0};
+    assert_int_equal(pfi_fit_points(PFI_FAM_POWER, r, s, NULL, 6, &f, &e), PFI_OK);
+    assert_true(fabs(f.p[0] - 2.0) < 0.01);
+    assert_true(fabs(f.p[1] - 1.8) < 0.01);
+    assert_true(f.rmse < 1e-4);
+    /* Quadratic: exact for s = 0.1 r + 2 r^2. */
+    for (int i = 0; i < 6; i++)
+        s[i] = 0.1 * r[i] + 2 * r[i] * r[i];
+    assert_int_equal(pfi_fit_points(PFI_FAM_QUAD, r, s, NULL, 6, &f, &e), PFI_OK);
+    assert_true(fabs(f.p[0] - 0.1) < 1e-9 && fabs(f.p[1] - 2.0) < 1e-9);
+    /* Too few points for three parameters. */
+    assert_int_equal(pfi_fit_points(PFI_FAM_KNEE, r, s, NULL, 2, &f, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "3 parameters"));
+    assert_int_equal(pfi_family_parse("power"), PFI_FAM_POWER);
+    assert_int_equal(pfi_family_parse("nope"), -1);
+}
+
+static void test_real_llm_curve(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    pfi_run run;
+    assert_true(pub_perseus("A40", "gpt3-2.7b", &run));
+    assert_int_equal(run.n_levels, 8);
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
+    assert_int_equal(c.n, 8);
+    assert_true(fabs(c.cap0_w - 300) < 1e-9);
+    assert_true(c.fit.rmse < 0.02);
+    assert_true(c.r_max > 0.5);
+    pfi_index x, x2;
+    pfi_index_opts o = pfi_index_defaults();
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    /* Measured at ~30% shed: s ~ 0.13-0.18, so PFI30 about 0.45-0.65. */
+    assert_true(x.pfi > 0.45 && x.pfi < 0.65);
+    assert_true(x.pfi_lo < x.pfi && x.pfi < x.pfi_hi);
+    assert_false(x.extrapolated);
+    /* Convex: the index grows with depth; the SLA primitive grows with the budget. */
+    for (int k = 1; k < PFI_N_DEPTHS; k++)
+        assert_true(x.pfi_at[k] > x.pfi_at[k - 1]);
+    assert_true(x.shed_at[0] < x.shed_at[1] && x.shed_at[1] < x.shed_at[2]);
+    assert_true(pfi_fit_s(&x.fit, x.shed_at[1]) <= 0.05 + 1e-9);
+    /* The monotone fit agrees with the parametric one on a clean curve. */
+    assert_true(fabs(x.pfi_mono_at[2] - x.pfi) < 0.1);
+    assert_false(x.non_monotone);
+    /* Same seed, same interval. */
+    assert_int_equal(pfi_index_run(&run, &o, &x2, &e), PFI_OK);
+    assert_true(x2.pfi_lo == x.pfi_lo && x2.pfi_hi == x.pfi_hi);
+}
+
+static void test_real_below_cap_nonmonotone(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    /* T5-3B PP8 on A40: draws ~160 W under a 300 W cap and runs faster at 200-275 W. */
+    pfi_run run;
+    assert_true(pub_perseus("A40", "t5-3b", &run));
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
+    assert_true(c.p0_w < 200);
+    int faster = 0;
+    for (int k = 0; k < c.n; k++) {
+        if (c.rel[k] > 1.01)
+            faster = 1;
+        /* The monotone fit never gains throughput by shedding power... */
+        assert_true(c.rel_mono[k] <= 1.0 + 1e-9);
+        /* ...and never gains it back as the cap falls further. */
+        if (k > 0)
+            assert_true(c.rel_mono[k - 1] <= c.rel_mono[k] + 1e-12);
+    }
+    assert_true(faster);
+    pfi_index x;
+    pfi_index_opts o = pfi_index_defaults();
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    assert_true(x.non_monotone);
+    /* No loss until the cap binds: tiny index at 10%, the deepest shed is under 40%. */
+    assert_true(x.pfi_at[0] < 0.1);
+    assert_true(x.r_max < 0.35);
+    assert_true(isnan(x.pfi_at[3]));
+    assert_true(x.extrap_at[3]);
+    o.extrapolate = 1;
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    assert_true(isfinite(x.pfi_at[3]) && x.extrap_at[3]);
+}
+
+static void test_real_flat_ncf(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    /* NCF draws ~84 W whatever the cap (100-300 W): the cap never binds. */
+    pfi_run run;
+    assert_true(pub_zeus("a40", "movielens-1m", "ncf", 1024, "adam", &run));
+    assert_int_equal(run.n_levels, 9);
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
+    assert_true(c.n_shed < 2);
+    assert_true(c.r_max < 0.05);
+    pfi_index x;
+    pfi_index_opts o = pfi_index_defaults();
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    assert_true(isnan(x.pfi));
+    assert_true(x.extrapolated);
+    assert_true(x.shed_at[2] < 0.05);
+    /* The allocator still gets the measured, flat curve. */
+    assert_true(fabs(pfi_curve_rel_at_cap(&c, PFI_VIEW_MEASURED, 100) - c.rel[0]) < 1e-12);
+}
+
+static void test_real_too_few_levels(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    pfi_run run;
+    assert_true(pub_perseus("A40", "gpt3-2.7b", &run));
+    /* Keep the baseline (300 W) and one reduced level. */
+    pfi_run small = run;
+    small.n_levels = 0;
+    for (int i = 0; i < run.n_levels; i++)
+        if (run.levels[i].cap_w == 300 || run.levels[i].cap_w == 200)
+            small.levels[small.n_levels++] = run.levels[i];
+    assert_int_equal(small.n_levels, 2);
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&small, -1, &c, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "only 1 usable level"));
+    assert_non_null(strstr(e.msg, "gpt3-2.7b"));
+    pfi_run none = run;
+    none.n_levels = 0;
+    assert_int_equal(pfi_curve_from_run(&none, -1, &c, &e), PFI_EINVAL);
+}
+
+static void test_real_not_reaching_depth(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    pfi_run run;
+    assert_true(pub_perseus("A40", "gpt3-2.7b", &run));
+    pfi_run part = run;
+    part.n_levels = 0;
+    for (int i = 0; i < run.n_levels; i++)
+        if (run.levels[i].cap_w >= 225)
+            part.levels[part.n_levels++] = run.levels[i];
+    pfi_index x, full;
+    pfi_err e = {0};
+    pfi_index_opts o = pfi_index_defaults();
+    assert_int_equal(pfi_index_run(&part, &o, &x, &e), PFI_OK);
+    assert_true(x.r_max < 0.25);
+    assert_true(isnan(x.pfi) && x.extrapolated);
+    assert_true(isnan(x.pfi_lo) && isnan(x.pfi_hi));
+    assert_true(isfinite(x.pfi_at[0]) && !x.extrap_at[0]);
+    o.extrapolate = 1;
+    assert_int_equal(pfi_index_run(&part, &o, &x, &e), PFI_OK);
+    assert_true(isfinite(x.pfi) && x.extrapolated);
+    assert_true(x.pfi_lo <= x.pfi && x.pfi <= x.pfi_hi);
+    /* The extrapolated value is in the neighbourhood of the measured one. */
+    o.extrapolate = 0;
+    assert_int_equal(pfi_index_run(&run, &o, &full, &e), PFI_OK);
+    assert_true(fabs(x.pfi - full.pfi) < 0.25);
+}
+
+static void test_real_a100_binds_at_once(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    /* A100 PCIe jobs draw ~93% of the 300 W limit: the first cap step already costs. */
+    pfi_run run;
+    assert_true(pub_perseus("A100", "gpt3-xl", &run));
+    pfi_index x;
+    pfi_err e = {0};
+    pfi_index_opts o = pfi_index_defaults();
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    assert_true(x.p0_w > 0.85 * 300);
+    assert_true(x.pfi_at[0] > 0.2);
+    assert_true(x.pfi > 0.7 && x.pfi < 1.0);
+}
+
+static void test_cap_mapping(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    pfi_run run;
+    assert_true(pub_perseus("A40", "bert-huge-uncased", &run));
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
+    assert_true(fabs(c.min_cap_w - 125) < 1e-9 && fabs(c.max_cap_w - 300) < 1e-9);
+    for (int k = 0; k < c.n; k++)
+        assert_true(fabs(pfi_curve_rel_at_cap(&c, PFI_VIEW_MEASURED, c.cap_w[k]) - c.rel[k]) <
+                    1e-12);
+    double mid = pfi_curve_rel_at_cap(&c, PFI_VIEW_AUTO, 187.5);
+    assert_true(fabs(mid - (c.rel[2] + c.rel[3]) / 2) < 1e-12);
+    /* Clamped to the measured range. */
+    assert_true(pfi_curve_rel_at_cap(&c, PFI_VIEW_MEASURED, 50) == c.rel[0]);
+    assert_true(fabs(pfi_curve_tput_at_cap(&c, PFI_VIEW_MEASURED, 400) - c.t0) < 1e-9);
+    /* The fit view at the baseline is the baseline; it tracks the measurement elsewhere. */
+    assert_true(fabs(pfi_curve_rel_at_cap(&c, PFI_VIEW_FIT, 300) - 1.0) < 1e-12);
+    for (int k = 0; k < c.n; k++)
+        assert_true(fabs(pfi_curve_rel_at_cap(&c, PFI_VIEW_FIT, c.cap_w[k]) - c.rel[k]) < 0.04);
+    double caps[3] = {150, 200, 250}, tp[3], dr[3];
+    pfi_curve_tput_grid(&c, PFI_VIEW_MEASURED, caps, 3, tp, dr);
+    assert_true(tp[0] < tp[1] && tp[1] < tp[2]);
+    assert_true(dr[0] < dr[1] && dr[1] < dr[2]);
+
+    /* A predicted curve: draw = min(cap, P0), no loss until the cap binds. */
+    pfi_curve p;
+    assert_int_equal(pfi_curve_from_fit(&c.fit, 1000, 500, 700, 200, 700, 8, 0.5, &p, &e), PFI_OK);
+    assert_true(pfi_curve_draw_at_cap(&p, 650) == 500);
+    assert_true(pfi_curve_tput_at_cap(&p, PFI_VIEW_AUTO, 650) == 1000);
+    double t350 = pfi_curve_tput_at_cap(&p, PFI_VIEW_AUTO, 350);
+    assert_true(fabs(t350 - 1000 * (1 - pfi_fit_s(&c.fit, 0.3))) < 1e-9);
+    assert_true(pfi_curve_tput_at_cap(&p, PFI_VIEW_AUTO, 100) ==
+                pfi_curve_tput_at_cap(&p, PFI_VIEW_AUTO, 200));
+    assert_int_equal(pfi_curve_from_fit(&c.fit, 0, 500, 700, 200, 700, 8, 0.5, &p, &e),
+                     PFI_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isotonic),
+        cmocka_unit_test(test_fit_recovers_power_law),
+        cmocka_unit_test(test_real_llm_curve),
+        cmocka_unit_test(test_real_below_cap_nonmonotone),
+        cmocka_unit_test(test_real_flat_ncf),
+        cmocka_unit_test(test_real_too_few_levels),
+        cmocka_unit_test(test_real_not_reaching_depth),
+        cmocka_unit_test(test_real_a100_binds_at_once),
+        cmocka_unit_test(test_cap_mapping),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

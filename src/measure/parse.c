@@ -1,0 +1,354 @@
+/* parse.c: the parser front end: format names, banner learning, unit conversion, line
+ * splitting.  The line formats themselves live in parse_<framework>.c. */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/parse_impl.h"
+
+static const char *const format_names[PFI_LOG_NFORMATS] = {
+    "auto", "pfi", "megatron", "torchtitan", "hf", "deepspeed", "nanogpt", "llmc", "lightning",
+    "regex",
+};
+
+const char *pfi_log_format_name(pfi_log_format f)
+{
+    return (f >= 0 && f < PFI_LOG_NFORMATS) ? format_names[f] : "?";
+}
+
+int pfi_log_format_parse(const char *name, pfi_log_format *out, pfi_err *err)
+{
+    for (int i = 0; i < PFI_LOG_NFORMATS; i++)
+        if (name && strcmp(name, format_names[i]) == 0) {
+            *out = (pfi_log_format)i;
+            return PFI_OK;
+        }
+    return pfi_err_set(err, PFI_EINVAL,
+                       "unknown log format '%s' (known: auto, pfi, megatron, torchtitan, hf, "
+                       "deepspeed, nanogpt, llmc, lightning, regex)",
+                       name ? name : "");
+}
+
+const char *pfi_obs_unit_name(pfi_obs_unit u)
+{
+    return u == PFI_OU_TOKENS ? "tokens" : u == PFI_OU_SAMPLES ? "samples" : "steps";
+}
+
+static const char *const regex_unit_names[] = {"tokens/s", "samples/s", "it/s",   "s/it",
+                                               "ms/it",    "tokens",    "samples"};
+
+int pfi_regex_unit_parse(const char *name, pfi_regex_unit *out, pfi_err *err)
+{
+    for (int i = 0; i < (int)(sizeof regex_unit_names / sizeof *regex_unit_names); i++)
+        if (name && strcmp(name, regex_unit_names[i]) == 0) {
+            *out = (pfi_regex_unit)i;
+            return PFI_OK;
+        }
+    return pfi_err_set(err, PFI_EINVAL,
+                       "unknown throughput unit '%s' (known: tokens/s, samples/s, it/s, s/it, "
+                       "ms/it, tokens, samples)",
+                       name ? name : "");
+}
+
+/* tqdm: "123/1000 [00:10<01:20, 12.3it/s" or "45it [00:10, 4.5it/s" or "2.31s/it". */
+static const char tqdm_pattern[] =
+    "([0-9]+)(/([0-9]+|\\?))?(it)? \\[[0-9:]+(<[0-9:?]+)?, +([0-9.]+|\\?) ?(it/s|s/it)";
+
+int pfi_parser_new(const pfi_parse_cfg *cfg, pfi_parser **out, pfi_err *err)
+{
+    *out = NULL;
+    pfi_parser *p = calloc(1, sizeof *p);
+    if (!p)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    p->cfg = *cfg;
+    p->cfg.regex = NULL; /* not kept: the caller's string may not outlive us */
+    if (cfg->format == PFI_LOG_REGEX && !cfg->regex) {
+        free(p);
+        return pfi_err_set(err, PFI_EINVAL, "log format 'regex' needs --throughput-regex");
+    }
+    if (regcomp(&p->tqdm_re, tqdm_pattern, REG_EXTENDED) != 0) {
+        free(p);
+        return pfi_err_set(err, PFI_EINTERNAL, "cannot compile the progress-bar pattern");
+    }
+    if (cfg->regex) {
+        int rc = regcomp(&p->user_re, cfg->regex, REG_EXTENDED);
+        if (rc != 0) {
+            char why[128];
+            regerror(rc, &p->user_re, why, sizeof why);
+            regfree(&p->tqdm_re);
+            free(p);
+            return pfi_err_set(err, PFI_EINVAL, "bad --throughput-regex '%s': %s", cfg->regex,
+                               why);
+        }
+        if (p->user_re.re_nsub < 1) {
+            regfree(&p->user_re);
+            regfree(&p->tqdm_re);
+            free(p);
+            return pfi_err_set(err, PFI_EINVAL,
+                               "--throughput-regex '%s' has no (group) around the number",
+                               cfg->regex);
+        }
+        p->user_re_ok = 1;
+        p->cfg.format = PFI_LOG_REGEX;
+    }
+    p->detected = p->cfg.format;
+    *out = p;
+    return PFI_OK;
+}
+
+void pfi_parser_free(pfi_parser *p)
+{
+    if (!p)
+        return;
+    regfree(&p->tqdm_re);
+    if (p->user_re_ok)
+        regfree(&p->user_re);
+    free(p);
+}
+
+int pfi_num_at(const char *s, double *v, const char **end)
+{
+    /* Copy digits, dropping thousands separators ("10,050"), then strtod. */
+    char tmp[64];
+    size_t n = 0;
+    const char *q = s;
+    if (*q == '-' || *q == '+')
+        tmp[n++] = *q++;
+    if (!isdigit((unsigned char)*q) && !(*q == '.' && isdigit((unsigned char)q[1])))
+        return 0;
+    while (n < sizeof tmp - 1) {
+        if (isdigit((unsigned char)*q) || *q == '.') {
+            tmp[n++] = *q++;
+        } else if (*q == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2]) &&
+                   isdigit((unsigned char)q[3]) && !isdigit((unsigned char)q[4])) {
+            q++;
+        } else if ((*q == 'e' || *q == 'E') &&
+                   (isdigit((unsigned char)q[1]) ||
+                    ((q[1] == '-' || q[1] == '+') && isdigit((unsigned char)q[2])))) {
+            tmp[n++] = *q++;
+            tmp[n++] = *q++;
+        } else {
+            break;
+        }
+    }
+    tmp[n] = '\0';
+    char *e;
+    double x = strtod(tmp, &e);
+    if (e == tmp || !isfinite(x))
+        return 0;
+    *v = x;
+    if (end)
+        *end = q;
+    return 1;
+}
+
+int pfi_num_after(const char *s, const char *key, double *v)
+{
+    const char *k = strstr(s, key);
+    if (!k)
+        return 0;
+    k += strlen(key);
+    while (*k == ' ' || *k == '\t')
+        k++;
+    return pfi_num_at(k, v, NULL);
+}
+
+int pfi_tqdm(pfi_parser *p, const char *line, long long *n, double *steps_per_s)
+{
+    regmatch_t m[8];
+    if (regexec(&p->tqdm_re, line, 8, m, 0) != 0)
+        return 0;
+    *n = strtoll(line + m[1].rm_so, NULL, 10);
+    const char *r = line + m[6].rm_so;
+    int inverse = strncmp(line + m[7].rm_so, "s/it", 4) == 0;
+    if (*r == '?') {
+        *steps_per_s = NAN;
+    } else {
+        double x = strtod(r, NULL);
+        *steps_per_s = inverse ? (x > 0 ? 1.0 / x : NAN) : x;
+    }
+    return 1;
+}
+
+/* Facts printed once at start-up, in whatever framework's words. */
+static void learn_banner(pfi_parser *p, const char *line)
+{
+    double v;
+    /* Megatron's argument dump: "  seq_length ........ 2048", "  global_batch_size .... 512". */
+    if (strstr(line, "seq_length ..") && pfi_num_after(strrchr(line, '.'), ".", &v) && v > 0)
+        p->seq_len = v;
+    if (strstr(line, "global_batch_size ..") && pfi_num_after(strrchr(line, '.'), ".", &v) &&
+        v > 0)
+        p->samples_per_step = v;
+    /* nanoGPT: "tokens per iteration will be: 491,520". */
+    if (pfi_num_after(line, "tokens per iteration will be:", &v) && v > 0)
+        p->tokens_per_step = v;
+    /* Hugging Face Trainer. */
+    if (strstr(line, "***** Running training *****"))
+        p->hf_training = 1;
+    if (pfi_num_after(line, "Total train batch size (w. parallel, distributed & accumulation) =",
+                      &v) &&
+        v > 0)
+        p->samples_per_step = v;
+    /* llm.c's parameter table: "| total batch size      | 524288 |" (tokens),
+     * "| sequence length T     | 1024 |". */
+    if (line[0] == '|') {
+        if (strstr(line, "| total batch size") && pfi_num_after(line + 2, "|", &v) && v > 0)
+            p->tokens_per_step = v;
+        if (strstr(line, "| sequence length T") && pfi_num_after(line + 2, "|", &v) && v > 0)
+            p->seq_len = v;
+    }
+}
+
+double pfi_parser_seq_len(const pfi_parser *p)
+{
+    return p->cfg.seq_len > 0 ? p->cfg.seq_len : p->seq_len;
+}
+
+double pfi_parser_tokens_per_step(const pfi_parser *p)
+{
+    if (p->cfg.tokens_per_step > 0)
+        return p->cfg.tokens_per_step;
+    if (p->tokens_per_step > 0)
+        return p->tokens_per_step;
+    double sps = p->cfg.samples_per_step > 0 ? p->cfg.samples_per_step : p->samples_per_step;
+    double sl = pfi_parser_seq_len(p);
+    return (sps > 0 && sl > 0) ? sps * sl : 0;
+}
+
+static void to_tokens(const pfi_parser *p, pfi_obs *o)
+{
+    if (o->unit == PFI_OU_STEPS) {
+        double tps = pfi_parser_tokens_per_step(p);
+        double sps = p->cfg.samples_per_step > 0 ? p->cfg.samples_per_step : p->samples_per_step;
+        if (tps > 0) {
+            o->value *= tps;
+            o->unit = PFI_OU_TOKENS;
+        } else if (sps > 0) {
+            o->value *= sps;
+            o->unit = PFI_OU_SAMPLES;
+        }
+    }
+    if (o->unit == PFI_OU_SAMPLES) {
+        double sl = pfi_parser_seq_len(p);
+        if (sl > 0) {
+            o->value *= sl;
+            o->unit = PFI_OU_TOKENS;
+        }
+    }
+}
+
+typedef int (*format_fn)(pfi_parser *, const char *, pfi_obs *);
+static const format_fn format_fns[PFI_LOG_NFORMATS] = {
+    [PFI_LOG_PFI] = pfi_parse_pfi,           [PFI_LOG_MEGATRON] = pfi_parse_megatron,
+    [PFI_LOG_TORCHTITAN] = pfi_parse_torchtitan, [PFI_LOG_HF] = pfi_parse_hf,
+    [PFI_LOG_DEEPSPEED] = pfi_parse_deepspeed, [PFI_LOG_NANOGPT] = pfi_parse_nanogpt,
+    [PFI_LOG_LLMC] = pfi_parse_llmc,         [PFI_LOG_LIGHTNING] = pfi_parse_lightning,
+    [PFI_LOG_REGEX] = pfi_parse_regex,
+};
+/* Detection order: most specific first; the bare tqdm bar of the HF Trainer last. */
+static const pfi_log_format detect_order[] = {
+    PFI_LOG_PFI,     PFI_LOG_MEGATRON, PFI_LOG_TORCHTITAN, PFI_LOG_DEEPSPEED,
+    PFI_LOG_NANOGPT, PFI_LOG_LLMC,     PFI_LOG_LIGHTNING,  PFI_LOG_HF,
+};
+
+/* Drops ANSI escape sequences (torchtitan colours its metrics) and trailing blanks. */
+static void clean_line(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *s = in; *s && n + 1 < cap; s++) {
+        if (*s == '\033') {
+            if (s[1] == '[') {
+                s += 2;
+                while (*s && !isalpha((unsigned char)*s))
+                    s++;
+                if (!*s)
+                    break;
+            }
+            continue;
+        }
+        out[n++] = *s;
+    }
+    while (n > 0 && isspace((unsigned char)out[n - 1]))
+        n--;
+    out[n] = '\0';
+}
+
+int pfi_parser_feed(pfi_parser *p, const char *raw, pfi_obs *o)
+{
+    char line[PFI_LINE_MAX];
+    clean_line(raw, line, sizeof line);
+    p->lines++;
+    learn_banner(p, line);
+    pfi_obs_init(o);
+    int hit = 0;
+    if (p->detected != PFI_LOG_AUTO) {
+        hit = format_fns[p->detected](p, line, o);
+    } else {
+        for (size_t i = 0; i < sizeof detect_order / sizeof *detect_order && !hit; i++) {
+            pfi_obs_init(o);
+            if (format_fns[detect_order[i]](p, line, o)) {
+                hit = 1;
+                p->detected = detect_order[i];
+            }
+        }
+    }
+    if (!hit || !isfinite(o->value) || o->value < 0)
+        return 0;
+    if (o->kind == PFI_OBS_RATE && !(o->value > 0))
+        return 0; /* a zero rate is a warm-up artefact ("mfu -100%"), not a measurement */
+    to_tokens(p, o);
+    p->matched++;
+    return 1;
+}
+
+pfi_log_format pfi_parser_format(const pfi_parser *p)
+{
+    return p->detected;
+}
+
+int pfi_parser_per_gpu(const pfi_parser *p)
+{
+    return p->detected == PFI_LOG_TORCHTITAN;
+}
+
+void pfi_parser_stats(const pfi_parser *p, long *lines, long *matched)
+{
+    *lines = p->lines;
+    *matched = p->matched;
+}
+
+/* ---- line splitting ---- */
+
+void pfi_linebuf_push(pfi_linebuf *lb, const char *data, size_t n,
+                      void (*fn)(void *ctx, const char *line), void *ctx)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = data[i];
+        if (c == '\n' || c == '\r') {
+            if (lb->len > 0) {
+                lb->buf[lb->len] = '\0';
+                fn(ctx, lb->buf);
+            }
+            lb->len = 0;
+            lb->overflow = 0;
+        } else if (c == '\0') {
+            continue;
+        } else if (lb->len + 1 < sizeof lb->buf) {
+            lb->buf[lb->len++] = c;
+        } else {
+            lb->overflow = 1;
+        }
+    }
+}
+
+void pfi_linebuf_flush(pfi_linebuf *lb, void (*fn)(void *ctx, const char *line), void *ctx)
+{
+    if (lb->len > 0) {
+        lb->buf[lb->len] = '\0';
+        fn(ctx, lb->buf);
+    }
+    lb->len = 0;
+    lb->overflow = 0;
+}

@@ -1,0 +1,123 @@
+/* parse.h: throughput from a training job's own log lines.
+ *
+ * A parser is fed the job's output one line at a time (pfi_linebuf splits a byte stream on
+ * '\n' and '\r', since progress bars redraw with '\r') and turns the lines that report progress
+ * into observations: either a cumulative count (the pfi protocol, tqdm step counters) or a rate
+ * over the last logging interval (tokens/s, samples/s, seconds per iteration).  It also learns,
+ * from the job's start-up banner, what it needs to turn steps or samples into tokens (global
+ * batch size, sequence length, tokens per iteration).
+ *
+ * Formats (docs/log-formats.md has real lines of each, with their source):
+ *   pfi        "pfi: tokens=<cumulative tokens> [t=<seconds>]"   the one-line protocol
+ *   megatron   "iteration N/ M | ... elapsed time per iteration (ms): X | ... global batch size: B"
+ *   torchtitan "step: N  loss: ...  tps: X ..."            (tokens/s per GPU)
+ *   hf         tqdm bar "N/M [mm:ss<mm:ss, X it/s]" after "***** Running training *****"
+ *   deepspeed  "CurrSamplesPerSec=X" (or the older running "SamplesPerSec=X")
+ *   nanogpt    "iter N: loss X, time Tms, mfu M%"
+ *   llmc       "step N/M | ... | T ms | ... | X tok/s"  or  "step N: train loss X (took T ms)"
+ *   lightning  tqdm bar "Epoch E:  P%|...| N/M [mm:ss<mm:ss, X it/s, ...]"
+ *   regex      --throughput-regex RE (first group is the number) with --unit
+ * PFI_LOG_AUTO tries every format and keeps the first that reports throughput. */
+#ifndef PFI_MEASURE_PARSE_H
+#define PFI_MEASURE_PARSE_H
+
+#include <stddef.h>
+
+#include "core/err.h"
+
+typedef enum pfi_log_format {
+    PFI_LOG_AUTO = 0,
+    PFI_LOG_PFI,
+    PFI_LOG_MEGATRON,
+    PFI_LOG_TORCHTITAN,
+    PFI_LOG_HF,
+    PFI_LOG_DEEPSPEED,
+    PFI_LOG_NANOGPT,
+    PFI_LOG_LLMC,
+    PFI_LOG_LIGHTNING,
+    PFI_LOG_REGEX,
+    PFI_LOG_NFORMATS
+} pfi_log_format;
+
+/* "auto", "pfi", "megatron", ... -> format; PFI_EINVAL lists the names. */
+int pfi_log_format_parse(const char *name, pfi_log_format *out, pfi_err *err);
+const char *pfi_log_format_name(pfi_log_format f);
+
+typedef enum pfi_obs_kind {
+    PFI_OBS_COUNT, /* value is a cumulative count since the job started (may restart at 0) */
+    PFI_OBS_RATE,  /* value is a rate per second over the job's last logging interval */
+} pfi_obs_kind;
+
+typedef enum pfi_obs_unit { PFI_OU_TOKENS = 0, PFI_OU_SAMPLES, PFI_OU_STEPS } pfi_obs_unit;
+const char *pfi_obs_unit_name(pfi_obs_unit u); /* "tokens", "samples", "steps" */
+
+typedef struct pfi_obs {
+    pfi_obs_kind kind;
+    pfi_obs_unit unit; /* tokens when the parser could convert, else what the log gave */
+    double value;
+    /* Seconds the rate was measured over when the log says so (one iteration's time); else
+     * NAN and the interval since the previous observation is used. */
+    double period_s;
+    /* The job's own clock for counts (the pfi protocol's t=); NAN when absent. */
+    double job_t_s;
+    long long step; /* iteration number printed on the line; -1 unknown */
+} pfi_obs;
+
+/* Units a --throughput-regex capture can be in. */
+typedef enum pfi_regex_unit {
+    PFI_RU_TOKENS_PER_S = 0, /* "tokens/s" */
+    PFI_RU_SAMPLES_PER_S,    /* "samples/s" (times the sequence length) */
+    PFI_RU_STEPS_PER_S,      /* "it/s" (times tokens per step) */
+    PFI_RU_S_PER_STEP,       /* "s/it" */
+    PFI_RU_MS_PER_STEP,      /* "ms/it" */
+    PFI_RU_TOKENS,           /* "tokens": a cumulative count */
+    PFI_RU_SAMPLES,          /* "samples": a cumulative count */
+} pfi_regex_unit;
+int pfi_regex_unit_parse(const char *name, pfi_regex_unit *out, pfi_err *err);
+
+typedef struct pfi_parse_cfg {
+    pfi_log_format format;    /* PFI_LOG_AUTO to detect */
+    const char *regex;        /* with PFI_LOG_REGEX (or any format: then regex wins) */
+    pfi_regex_unit regex_unit;
+    /* What the user told us; 0 = learn it from the log.  A value given here always wins. */
+    double seq_len;           /* tokens per sample */
+    double tokens_per_step;   /* tokens per iteration (global) */
+    double samples_per_step;  /* global batch size */
+} pfi_parse_cfg;
+
+typedef struct pfi_parser pfi_parser;
+
+int pfi_parser_new(const pfi_parse_cfg *cfg, pfi_parser **out, pfi_err *err);
+void pfi_parser_free(pfi_parser *p);
+/* Feeds one line (no trailing newline needed; ANSI colour codes are ignored).  Returns 1 and
+ * fills *o when the line reports throughput, else 0.  Never fails: a garbage line is counted
+ * and skipped. */
+int pfi_parser_feed(pfi_parser *p, const char *line, pfi_obs *o);
+/* The format in use (PFI_LOG_AUTO until one was detected). */
+pfi_log_format pfi_parser_format(const pfi_parser *p);
+/* Conversion factors known so far (0 when unknown). */
+double pfi_parser_seq_len(const pfi_parser *p);
+double pfi_parser_tokens_per_step(const pfi_parser *p);
+/* 1 when the format reports throughput per GPU (torchtitan's tps): the job's throughput is
+ * that times the number of data-parallel ranks. */
+int pfi_parser_per_gpu(const pfi_parser *p);
+/* Lines seen and lines that gave an observation. */
+void pfi_parser_stats(const pfi_parser *p, long *lines, long *matched);
+
+/* ---- splitting a byte stream into lines ---- */
+
+#define PFI_LINE_MAX 4096
+typedef struct pfi_linebuf {
+    char buf[PFI_LINE_MAX];
+    size_t len;
+    int overflow; /* the current line was longer than PFI_LINE_MAX: its tail is dropped */
+} pfi_linebuf;
+
+/* Appends bytes; calls fn(ctx, line) for each complete line (split on '\n' or '\r', empty
+ * lines skipped).  Over-long lines are cut at PFI_LINE_MAX-1 bytes. */
+void pfi_linebuf_push(pfi_linebuf *lb, const char *data, size_t n,
+                      void (*fn)(void *ctx, const char *line), void *ctx);
+/* Delivers a last unterminated line (at end of stream). */
+void pfi_linebuf_flush(pfi_linebuf *lb, void (*fn)(void *ctx, const char *line), void *ctx);
+
+#endif

@@ -1,0 +1,66 @@
+/* parse_deepspeed.c: DeepSpeed's ThroughputTimer (deepspeed/utils/timer.py), printed every
+ * steps_per_print steps:
+ *   [timer.py:197:stop] 0/17, RunningAvgSamplesPerSec=158.31, CurrSamplesPerSec=159.62, ...
+ * CurrSamplesPerSec is the last step's rate and is used as is.  Older releases printed only
+ *   [timer.py:189:stop] 0/40, SamplesPerSec=83.48, MemAllocated=0.26GB
+ * a running average since the start, which would blur every level into the previous ones:
+ * the rate between two lines is recovered from the step counter k and the averages A
+ * (elapsed = k*B/A, so rate = (k2-k1) / (k2/A2 - k1/A1) samples/s, B cancelling). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/parse_impl.h"
+
+/* The "E/S, " before the key: returns S or -1. */
+static double step_before(const char *line, const char *key)
+{
+    const char *k = strstr(line, key);
+    if (!k)
+        return -1;
+    const char *s = k;
+    while (s > line && (s[-1] == ' ' || s[-1] == ','))
+        s--;
+    while (s > line && s[-1] != ' ' && s[-1] != ']')
+        s--;
+    const char *slash = strchr(s, '/');
+    if (!slash || slash > k)
+        return -1;
+    double v;
+    if (!pfi_num_at(slash + 1, &v, NULL))
+        return -1;
+    return v;
+}
+
+int pfi_parse_deepspeed(pfi_parser *p, const char *line, pfi_obs *o)
+{
+    double v;
+    if (pfi_num_after(line, "CurrSamplesPerSec=", &v)) {
+        double st = step_before(line, "RunningAvgSamplesPerSec=");
+        o->step = st >= 0 ? (long long)st : -1;
+        o->kind = PFI_OBS_RATE;
+        o->unit = PFI_OU_SAMPLES;
+        o->value = v;
+        return 1;
+    }
+    if (!strstr(line, ", SamplesPerSec=") || !pfi_num_after(line, ", SamplesPerSec=", &v) ||
+        !(v > 0))
+        return 0;
+    double k = step_before(line, ", SamplesPerSec=");
+    if (k < 0)
+        return 0;
+    int have = p->ds_have_prev;
+    double k1 = p->ds_prev_step, a1 = p->ds_prev_avg;
+    p->ds_prev_step = k;
+    p->ds_prev_avg = v;
+    p->ds_have_prev = 1;
+    if (!have || k <= k1)
+        return 0; /* first line, or the counter restarted */
+    double dt = k / v - k1 / a1;
+    if (!(dt > 0))
+        return 0;
+    o->step = (long long)k;
+    o->kind = PFI_OBS_RATE;
+    o->unit = PFI_OU_SAMPLES;
+    o->value = (k - k1) / dt;
+    return 1;
+}

@@ -1,0 +1,54 @@
+/* parse_impl.h: what the per-framework parsers (parse_<framework>.c) share with parse.c.
+ * Not part of the layer's API. */
+#ifndef PFI_MEASURE_PARSE_IMPL_H
+#define PFI_MEASURE_PARSE_IMPL_H
+
+#include <regex.h>
+
+#include "measure/parse.h"
+
+struct pfi_parser {
+    pfi_parse_cfg cfg;
+    pfi_log_format detected;
+    /* Learned from the log's banner (the cfg values win when non-zero). */
+    double seq_len, tokens_per_step, samples_per_step;
+    int hf_training; /* saw the Trainer's "***** Running training *****" */
+    /* DeepSpeed's older running average: the previous (step, average) to difference. */
+    double ds_prev_step, ds_prev_avg;
+    int ds_have_prev;
+    regex_t tqdm_re;
+    regex_t user_re;
+    int user_re_ok;
+    long lines, matched;
+};
+
+/* Finds key in s and parses the number after it (spaces skipped; "10,050" thousands
+ * separators allowed).  Returns 1 and sets *v when found. */
+int pfi_num_after(const char *s, const char *key, double *v);
+/* Parses a number at s (thousands separators allowed); *end past it.  1 on success. */
+int pfi_num_at(const char *s, double *v, const char **end);
+/* A tqdm progress bar: n (the counter) and its rate in steps/s (NAN when "?").  1 if found. */
+int pfi_tqdm(pfi_parser *p, const char *line, long long *n, double *steps_per_s);
+
+static inline void pfi_obs_init(pfi_obs *o)
+{
+    o->kind = PFI_OBS_RATE;
+    o->unit = PFI_OU_TOKENS;
+    o->value = 0;
+    o->period_s = __builtin_nan("");
+    o->job_t_s = __builtin_nan("");
+    o->step = -1;
+}
+
+/* Each returns 1 and fills *o (in the log's own unit) for a throughput line of its format. */
+int pfi_parse_pfi(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_megatron(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_torchtitan(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_hf(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_deepspeed(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_llmc(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_lightning(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_regex(pfi_parser *p, const char *line, pfi_obs *o);
+
+#endif

@@ -1,0 +1,28 @@
+/* parse_megatron.c: Megatron-LM's training_log line (megatron/training/training.py):
+ *   [2024-04-06 03:02:12] iteration 71/ 100 | consumed samples: 9088 | elapsed time per
+ *   iteration (ms): 5361.6 | throughput per GPU (TFLOP/s/GPU): 243.6 | ... | global batch
+ *   size: 128 | lm loss: ...
+ * The time per iteration is averaged over the log interval; tokens = global batch x sequence
+ * length (from --seq-len or the "seq_length ....." line of the argument dump). */
+#include <string.h>
+
+#include "measure/parse_impl.h"
+
+int pfi_parse_megatron(pfi_parser *p, const char *line, pfi_obs *o)
+{
+    double ms, gbs, it;
+    if (!strstr(line, "iteration") ||
+        !pfi_num_after(line, "elapsed time per iteration (ms):", &ms) || !(ms > 0))
+        return 0;
+    if (pfi_num_after(line, "iteration", &it))
+        o->step = (long long)it;
+    o->kind = PFI_OBS_RATE;
+    if (pfi_num_after(line, "global batch size:", &gbs) && gbs > 0) {
+        o->unit = PFI_OU_SAMPLES;
+        o->value = gbs * 1000.0 / ms;
+    } else {
+        o->unit = PFI_OU_STEPS;
+        o->value = 1000.0 / ms;
+    }
+    return 1;
+}

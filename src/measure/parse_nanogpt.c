@@ -1,0 +1,24 @@
+/* parse_nanogpt.c: nanoGPT's train.py, every log_interval iterations:
+ *   iter 2920: loss 3.9883, time 1099.34ms, mfu 15.34%
+ * The time is that of the last iteration alone; tokens per iteration come from the banner
+ * "tokens per iteration will be: 491,520" (or --tokens-per-step). */
+#include <string.h>
+
+#include "measure/parse_impl.h"
+
+int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o)
+{
+    const char *s = strstr(line, "iter ");
+    double it, ms;
+    const char *e;
+    if (!s || !pfi_num_at(s + 5, &it, &e) || *e != ':')
+        return 0;
+    if (!pfi_num_after(e, ", time ", &ms) || !(ms > 0))
+        return 0;
+    o->step = (long long)it;
+    o->kind = PFI_OBS_RATE;
+    o->unit = PFI_OU_STEPS;
+    o->value = 1000.0 / ms;
+    o->period_s = ms / 1000.0;
+    return 1;
+}

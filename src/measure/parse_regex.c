@@ -1,0 +1,59 @@
+/* parse_regex.c: --throughput-regex RE --unit U, for any other framework.  The first
+ * parenthesised group of the POSIX extended RE is the number; U says what it measures. */
+#include <string.h>
+
+#include "measure/parse_impl.h"
+
+int pfi_parse_regex(pfi_parser *p, const char *line, pfi_obs *o)
+{
+    if (!p->user_re_ok)
+        return 0;
+    regmatch_t m[2];
+    if (regexec(&p->user_re, line, 2, m, 0) != 0 || m[1].rm_so < 0)
+        return 0;
+    char num[64];
+    size_t len = (size_t)(m[1].rm_eo - m[1].rm_so);
+    if (len == 0 || len >= sizeof num)
+        return 0;
+    memcpy(num, line + m[1].rm_so, len);
+    num[len] = '\0';
+    double v;
+    if (!pfi_num_at(num, &v, NULL))
+        return 0;
+    o->kind = PFI_OBS_RATE;
+    switch (p->cfg.regex_unit) {
+    case PFI_RU_TOKENS_PER_S:
+        o->unit = PFI_OU_TOKENS;
+        o->value = v;
+        break;
+    case PFI_RU_SAMPLES_PER_S:
+        o->unit = PFI_OU_SAMPLES;
+        o->value = v;
+        break;
+    case PFI_RU_STEPS_PER_S:
+        o->unit = PFI_OU_STEPS;
+        o->value = v;
+        break;
+    case PFI_RU_S_PER_STEP:
+    case PFI_RU_MS_PER_STEP: {
+        double sec = p->cfg.regex_unit == PFI_RU_MS_PER_STEP ? v / 1000.0 : v;
+        if (!(sec > 0))
+            return 0;
+        o->unit = PFI_OU_STEPS;
+        o->value = 1.0 / sec;
+        o->period_s = sec;
+        break;
+    }
+    case PFI_RU_TOKENS:
+        o->kind = PFI_OBS_COUNT;
+        o->unit = PFI_OU_TOKENS;
+        o->value = v;
+        break;
+    case PFI_RU_SAMPLES:
+        o->kind = PFI_OBS_COUNT;
+        o->unit = PFI_OU_SAMPLES;
+        o->value = v;
+        break;
+    }
+    return 1;
+}

@@ -1,0 +1,354 @@
+/* Tests of the throughput parsers against real log lines (tests/fixtures/logs, sources in
+ * SOURCES.md there), garbage, and the line splitter. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "measure/parse.h"
+
+#ifndef FIXTURES
+#define FIXTURES "tests/fixtures/logs/"
+#endif
+
+#define MAXOBS 64
+typedef struct run {
+    pfi_parser *p;
+    pfi_obs obs[MAXOBS];
+    int n;
+} run;
+
+static void on_line(void *ctx, const char *line)
+{
+    run *r = ctx;
+    pfi_obs o;
+    if (pfi_parser_feed(r->p, line, &o) && r->n < MAXOBS)
+        r->obs[r->n++] = o;
+}
+
+/* Feeds a whole fixture through the line splitter in odd-sized chunks, as a pipe would. */
+static void parse_file(const char *name, const pfi_parse_cfg *cfg, run *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s%s", FIXTURES, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    memset(r, 0, sizeof *r);
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(cfg, &r->p, &e), PFI_OK);
+    pfi_linebuf lb = {0};
+    char buf[37];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+        pfi_linebuf_push(&lb, buf, k, on_line, r);
+    pfi_linebuf_flush(&lb, on_line, r);
+    fclose(f);
+}
+
+static void close_run(run *r)
+{
+    pfi_parser_free(r->p);
+}
+
+static void assert_near(double a, double b, double rel)
+{
+    if (!(fabs(a - b) <= rel * fabs(b)))
+        fail_msg("%.9g is not within %g of %.9g", a, rel, b);
+}
+
+static void test_megatron(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 2048};
+    run r;
+    parse_file("megatron.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_MEGATRON);
+    assert_int_equal(r.n, 4);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_RATE);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 1024 * 2048 / 86.5452, 1e-9);
+    assert_int_equal(r.obs[3].step, 125);
+    close_run(&r);
+
+    /* Without a sequence length the rate stays in samples/s, and says so. */
+    pfi_parse_cfg c2 = {.format = PFI_LOG_AUTO};
+    parse_file("megatron-core.log", &c2, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_MEGATRON);
+    assert_int_equal(r.n, 3);
+    assert_int_equal(r.obs[0].unit, PFI_OU_SAMPLES);
+    assert_near(r.obs[0].value, 128 / 5.3616, 1e-9);
+    assert_int_equal(r.obs[2].step, 73);
+    close_run(&r);
+}
+
+static void test_megatron_banner_seq_len(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_MEGATRON};
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    assert_int_equal(pfi_parser_feed(p, "  seq_length ...................................... 4096", &o), 0);
+    assert_near(pfi_parser_seq_len(p), 4096, 0);
+    assert_int_equal(pfi_parser_feed(p, " iteration 5/ 10 | elapsed time per iteration (ms): 1000.0 | global batch size:    8 |", &o), 1);
+    assert_int_equal(o.unit, PFI_OU_TOKENS);
+    assert_near(o.value, 8 * 4096, 1e-12);
+    pfi_parser_free(p);
+}
+
+static void test_torchtitan(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    run r;
+    parse_file("torchtitan.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_TORCHTITAN);
+    assert_int_equal(r.n, 8);
+    assert_near(r.obs[0].value, 7282, 0);
+    assert_near(r.obs[1].value, 7334, 0);
+    assert_int_equal(r.obs[7].step, 21);
+    assert_int_equal(pfi_parser_per_gpu(r.p), 1);
+    close_run(&r);
+
+    /* Colour codes as torchtitan prints them on a terminal. */
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    assert_int_equal(pfi_parser_feed(p, "\033[31mstep: 3  \033[32mloss:  7.1  \033[34mtps: 10,050\033[39m  \033[36mtflops: 314.71", &o), 1);
+    assert_near(o.value, 10050, 0);
+    pfi_parser_free(p);
+}
+
+static void test_hf(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 512};
+    run r;
+    parse_file("hf.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_HF);
+    /* The last bar was cut mid-unit ("9.33s/i") when pasted: not a measurement. */
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 2 * 10 * 512, 0);
+    assert_near(r.obs[1].value, 3 * 10 * 512, 0);
+    close_run(&r);
+
+    /* A bare tqdm bar is not taken for training in auto mode (it could be tokenization)... */
+    parse_file("hf-steps.log", &cfg, &r);
+    assert_int_equal(r.n, 0);
+    close_run(&r);
+    /* ...but it is when the format is named; without a batch size it stays in steps. */
+    pfi_parse_cfg c2 = {.format = PFI_LOG_HF};
+    parse_file("hf-steps.log", &c2, &r);
+    assert_int_equal(r.n, 5);
+    assert_int_equal(r.obs[0].unit, PFI_OU_STEPS);
+    assert_near(r.obs[4].value, 2090, 0);
+    close_run(&r);
+}
+
+static void test_deepspeed(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    run r;
+    parse_file("deepspeed.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_DEEPSPEED);
+    assert_int_equal(r.n, 6);
+    assert_int_equal(r.obs[0].unit, PFI_OU_SAMPLES);
+    assert_near(r.obs[1].value, 145.0889530760849, 1e-12);
+    assert_int_equal(r.obs[1].step, 18);
+    close_run(&r);
+
+    /* The older running average is differenced: one rate from two lines. */
+    parse_file("deepspeed-old.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_DEEPSPEED);
+    assert_int_equal(r.n, 1);
+    double expect = 10.0 / (50 / 83.73838805358588 - 40 / 83.48609168106144);
+    assert_near(r.obs[0].value, expect, 1e-9);
+    close_run(&r);
+}
+
+static void test_nanogpt(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    run r;
+    parse_file("nanogpt.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_NANOGPT);
+    assert_int_equal(r.n, 6);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 262144 / 33.78552, 1e-9);
+    assert_near(r.obs[0].period_s, 33.78552, 1e-9);
+    close_run(&r);
+
+    /* The eval line ("step 250: train loss ...") is not an iteration. */
+    parse_file("nanogpt-eval.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_NANOGPT);
+    assert_int_equal(r.n, 4);
+    assert_int_equal(r.obs[0].unit, PFI_OU_STEPS);
+    assert_int_equal(r.obs[3].step, 240);
+    close_run(&r);
+}
+
+static void test_llmc(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    run r;
+    parse_file("llmc.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LLMC);
+    assert_int_equal(r.n, 5);
+    assert_near(r.obs[0].value, 91886, 0);
+    close_run(&r);
+
+    /* With the start-up table, the step time and the batch in tokens are used instead. */
+    parse_file("llmc-table.log", &cfg, &r);
+    assert_int_equal(r.n, 1);
+    assert_near(pfi_parser_tokens_per_step(r.p), 4096, 0);
+    assert_near(pfi_parser_seq_len(r.p), 1024, 0);
+    assert_near(r.obs[0].value, 4096 / 0.04457, 1e-9);
+    close_run(&r);
+
+    parse_file("llmc-cpu.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LLMC);
+    assert_int_equal(r.n, 3);
+    assert_int_equal(r.obs[0].unit, PFI_OU_STEPS);
+    assert_near(r.obs[1].value, 1 / 2.453, 1e-9);
+    close_run(&r);
+}
+
+static void test_lightning(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .tokens_per_step = 1000};
+    run r;
+    parse_file("lightning.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
+    assert_int_equal(r.n, 4);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
+    assert_near(r.obs[0].value, 1651000, 0);
+    close_run(&r);
+
+    parse_file("lightning-epochs.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
+    assert_int_equal(r.n, 5); /* "Training:" bars are not epochs */
+    assert_near(r.obs[0].value, 0, 0);
+    assert_near(r.obs[4].value, 4000, 0);
+    close_run(&r);
+}
+
+static void test_pfi_protocol(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    assert_int_equal(pfi_parser_feed(p, "[rank0]: pfi: tokens=1,048,576 t=12.5 step=4", &o), 1);
+    assert_int_equal(pfi_parser_format(p), PFI_LOG_PFI);
+    assert_int_equal(o.kind, PFI_OBS_COUNT);
+    assert_near(o.value, 1048576, 0);
+    assert_near(o.job_t_s, 12.5, 0);
+    assert_int_equal(o.step, 4);
+    assert_int_equal(pfi_parser_feed(p, "pfi: tokens=", &o), 0);
+    assert_int_equal(pfi_parser_feed(p, "pfi: tokens=abc", &o), 0);
+    assert_int_equal(pfi_parser_feed(p, "pfi: tokens=-5", &o), 0);
+    assert_int_equal(pfi_parser_feed(p, "pfi: tokens=7e6", &o), 1);
+    assert_near(o.value, 7e6, 0);
+    assert_true(isnan(o.job_t_s));
+    pfi_parser_free(p);
+}
+
+static void test_regex(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_REGEX, .regex = "speed: ([0-9.,]+) ms/step",
+                         .regex_unit = PFI_RU_MS_PER_STEP, .tokens_per_step = 2000};
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    assert_int_equal(pfi_parser_feed(p, "epoch 1 speed: 250.0 ms/step loss 2", &o), 1);
+    assert_near(o.value, 8000, 1e-12);
+    assert_near(o.period_s, 0.25, 1e-12);
+    assert_int_equal(pfi_parser_feed(p, "epoch 1 speed: n/a ms/step", &o), 0);
+    pfi_parser_free(p);
+
+    pfi_parse_cfg bad = {.format = PFI_LOG_REGEX, .regex = "speed: [0-9"};
+    assert_int_not_equal(pfi_parser_new(&bad, &p, &e), PFI_OK);
+    assert_non_null(strstr(e.msg, "throughput-regex"));
+    pfi_parse_cfg nogroup = {.format = PFI_LOG_REGEX, .regex = "speed: [0-9]+"};
+    assert_int_equal(pfi_parser_new(&nogroup, &p, &e), PFI_EINVAL);
+    pfi_parse_cfg none = {.format = PFI_LOG_REGEX};
+    assert_int_equal(pfi_parser_new(&none, &p, &e), PFI_EINVAL);
+    pfi_regex_unit u;
+    assert_int_equal(pfi_regex_unit_parse("furlongs/s", &u, &e), PFI_EINVAL);
+    assert_int_equal(pfi_regex_unit_parse("s/it", &u, &e), PFI_OK);
+    assert_int_equal(u, PFI_RU_S_PER_STEP);
+}
+
+static void test_garbage(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 1024};
+    run r;
+    parse_file("garbage.log", &cfg, &r);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_AUTO);
+    long lines, matched;
+    pfi_parser_stats(r.p, &lines, &matched);
+    assert_true(lines >= 8);
+    assert_int_equal(matched, 0);
+    close_run(&r);
+    /* Every fixture, in every explicit format, parses without crashing (ASan watches). */
+    const char *files[] = {"megatron.log", "torchtitan.log", "hf.log", "deepspeed.log",
+                           "deepspeed-old.log", "nanogpt.log", "llmc.log", "lightning.log",
+                           "garbage.log"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        for (int f = PFI_LOG_PFI; f < PFI_LOG_REGEX; f++) {
+            pfi_parse_cfg c = {.format = (pfi_log_format)f};
+            parse_file(files[i], &c, &r);
+            close_run(&r);
+        }
+}
+
+static void count_line(void *ctx, const char *line)
+{
+    (*(int *)ctx)++;
+    assert_true(strlen(line) < PFI_LINE_MAX);
+}
+
+static void test_linebuf(void **state)
+{
+    pfi_linebuf lb = {0};
+    int n = 0;
+    const char *s = "a\r\nb\rc\n\n\nd";
+    pfi_linebuf_push(&lb, s, strlen(s), count_line, &n);
+    assert_int_equal(n, 3);
+    pfi_linebuf_flush(&lb, count_line, &n);
+    assert_int_equal(n, 4);
+    char *big = malloc(3 * PFI_LINE_MAX);
+    memset(big, 'x', 3 * PFI_LINE_MAX);
+    big[3 * PFI_LINE_MAX - 1] = '\n';
+    n = 0;
+    pfi_linebuf_push(&lb, big, 3 * PFI_LINE_MAX, count_line, &n);
+    assert_int_equal(n, 1);
+    free(big);
+    pfi_log_format f;
+    pfi_err e = {0};
+    assert_int_equal(pfi_log_format_parse("torchtitan", &f, &e), PFI_OK);
+    assert_int_equal(f, PFI_LOG_TORCHTITAN);
+    assert_int_equal(pfi_log_format_parse("keras", &f, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "megatron"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_megatron),   cmocka_unit_test(test_megatron_banner_seq_len),
+        cmocka_unit_test(test_torchtitan), cmocka_unit_test(test_hf),
+        cmocka_unit_test(test_deepspeed),  cmocka_unit_test(test_nanogpt),
+        cmocka_unit_test(test_llmc),       cmocka_unit_test(test_lightning),
+        cmocka_unit_test(test_pfi_protocol), cmocka_unit_test(test_regex),
+        cmocka_unit_test(test_garbage),    cmocka_unit_test(test_linebuf),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

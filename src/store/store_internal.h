@@ -42,13 +42,11 @@ void pfi_store_bind_real(sqlite3_stmt *s, int i, double v);
 double pfi_store_col_real(sqlite3_stmt *s, int i);
 void pfi_store_col_text(sqlite3_stmt *s, int i, char *dst, size_t n);
 
-/* Import helpers (import_common.c). */
-/* Deletes a run of this source and name (an earlier import) with its job, if any. */
+/* For the importers (store.c): deletes a run of this source and name (an earlier import) with
+ * its job, if any; writes one imported run (status "imported") with its levels.  Both run inside
+ * the caller's transaction. */
 int pfi_store_delete_named(pfi_store *st, const char *source, const char *name, pfi_err *err);
-/* Writes one imported run with its levels (inside the caller's transaction). */
 int pfi_store_write_imported(pfi_store *st, const pfi_run *run, const char *unit_label,
                              const char *config_json, pfi_err *err);
-/* dir, or pfi_data_dir()/sub when dir is NULL, into buf. */
-const char *pfi_store_data_path(const char *dir, const char *sub, char *buf, size_t n);
 
 #endif

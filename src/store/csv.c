@@ -1,0 +1,301 @@
+/* csv.c: see csv.h. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/csv.h"
+
+struct pfi_csv {
+    FILE *f;
+    int own;
+    char *name;
+    int line;        /* the line being read next (1-based) */
+    int rec_line;    /* where the current record began */
+    char *buf;       /* the fields of the current record, each NUL-terminated */
+    size_t len, cap;
+    size_t *off;     /* start of each field in buf */
+    int nf, offcap;
+    char **hdr;
+    int ncols;
+};
+
+static int push_char(pfi_csv *c, char ch, pfi_err *err)
+{
+    if (c->len + 1 >= c->cap) {
+        if (c->cap >= PFI_CSV_MAX_RECORD)
+            return pfi_err_set(err, PFI_EINVAL, "%s line %d: record longer than %d bytes",
+                               c->name, c->rec_line, PFI_CSV_MAX_RECORD);
+        size_t nc = c->cap ? 2 * c->cap : 256;
+        char *nb = realloc(c->buf, nc);
+        if (!nb)
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", c->name);
+        c->buf = nb;
+        c->cap = nc;
+    }
+    c->buf[c->len++] = ch;
+    return PFI_OK;
+}
+
+static int start_field(pfi_csv *c, pfi_err *err)
+{
+    if (c->nf == c->offcap) {
+        int nc = c->offcap ? 2 * c->offcap : 32;
+        size_t *no = realloc(c->off, (size_t)nc * sizeof *no);
+        if (!no)
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", c->name);
+        c->off = no;
+        c->offcap = nc;
+    }
+    c->off[c->nf++] = c->len;
+    return PFI_OK;
+}
+
+/* Reads one raw record into buf/off/nf.  Returns PFI_CSV_END at end of input. */
+static int read_record(pfi_csv *c, pfi_err *err)
+{
+    int ch, rc;
+    /* Skip blank lines between records. */
+    while ((ch = getc(c->f)) == '\n' || ch == '\r')
+        if (ch == '\n')
+            c->line++;
+    if (ch == EOF)
+        return ferror(c->f) ? pfi_err_set(err, PFI_EIO, "%s line %d: read error: %s", c->name,
+                                          c->line, strerror(errno))
+                            : PFI_CSV_END;
+    c->rec_line = c->line;
+    c->len = 0;
+    c->nf = 0;
+    for (;;) {
+        if ((rc = start_field(c, err)) != PFI_OK)
+            return rc;
+        if (ch == '"') {
+            int qline = c->line;
+            for (;;) {
+                ch = getc(c->f);
+                if (ch == EOF)
+                    return pfi_err_set(err, PFI_EINVAL,
+                                       "%s line %d: quoted field opened on line %d never closes",
+                                       c->name, c->line, qline);
+                if (ch == '"') {
+                    ch = getc(c->f);
+                    if (ch != '"')
+                        break;
+                } else if (ch == '\n') {
+                    c->line++;
+                }
+                if (ch == '\0')
+                    return pfi_err_set(err, PFI_EINVAL, "%s line %d: NUL byte (not a text file)",
+                                       c->name, c->line);
+                if ((rc = push_char(c, (char)ch, err)) != PFI_OK)
+                    return rc;
+            }
+            if (ch == '\r')
+                ch = getc(c->f);
+            if (ch != ',' && ch != '\n' && ch != EOF)
+                return pfi_err_set(err, PFI_EINVAL,
+                                   "%s line %d: field %d has text after its closing quote",
+                                   c->name, c->line, c->nf);
+        } else {
+            while (ch != ',' && ch != '\n' && ch != EOF) {
+                if (ch == '"')
+                    return pfi_err_set(err, PFI_EINVAL,
+                                       "%s line %d: field %d has a quote but does not start "
+                                       "with one",
+                                       c->name, c->line, c->nf);
+                if (ch == '\0')
+                    return pfi_err_set(err, PFI_EINVAL, "%s line %d: NUL byte (not a text file)",
+                                       c->name, c->line);
+                if (ch == '\r') {
+                    int next = getc(c->f);
+                    if (next == '\n' || next == EOF) {
+                        ch = next;
+                        break;
+                    }
+                    ungetc(next, c->f);
+                }
+                if ((rc = push_char(c, (char)ch, err)) != PFI_OK)
+                    return rc;
+                ch = getc(c->f);
+            }
+        }
+        if ((rc = push_char(c, '\0', err)) != PFI_OK)
+            return rc;
+        if (ch == ',') {
+            ch = getc(c->f);
+            continue;
+        }
+        if (ch == '\n')
+            c->line++;
+        if (ch == EOF && ferror(c->f))
+            return pfi_err_set(err, PFI_EIO, "%s line %d: read error: %s", c->name, c->line,
+                               strerror(errno));
+        return PFI_OK;
+    }
+}
+
+static int open_common(pfi_csv *c, pfi_err *err)
+{
+    /* A UTF-8 byte-order mark (spreadsheet exports) is not part of the first column's name. */
+    int b0 = getc(c->f);
+    if (b0 == 0xEF) {
+        int b1 = getc(c->f), b2 = getc(c->f);
+        if (b1 != 0xBB || b2 != 0xBF)
+            return pfi_err_set(err, PFI_EINVAL, "%s line 1: not UTF-8 text", c->name);
+    } else if (b0 != EOF) {
+        ungetc(b0, c->f);
+    }
+    int rc = read_record(c, err);
+    if (rc == PFI_CSV_END)
+        return pfi_err_set(err, PFI_EINVAL, "%s: empty file (no header line)", c->name);
+    if (rc != PFI_OK)
+        return rc;
+    c->hdr = calloc((size_t)c->nf, sizeof *c->hdr);
+    if (!c->hdr)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", c->name);
+    c->ncols = c->nf;
+    for (int i = 0; i < c->nf; i++) {
+        if (!(c->hdr[i] = strdup(c->buf + c->off[i])))
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", c->name);
+        if (!c->hdr[i][0])
+            return pfi_err_set(err, PFI_EINVAL, "%s line %d: header column %d has no name",
+                               c->name, c->rec_line, i + 1);
+    }
+    return PFI_OK;
+}
+
+int pfi_csv_open_stream(FILE *f, const char *name, pfi_csv **out, pfi_err *err)
+{
+    *out = NULL;
+    pfi_csv *c = calloc(1, sizeof *c);
+    if (!c || !(c->name = strdup(name ? name : "<csv>"))) {
+        free(c);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    c->f = f;
+    c->line = 1;
+    int rc = open_common(c, err);
+    if (rc != PFI_OK) {
+        pfi_csv_close(c);
+        return rc;
+    }
+    *out = c;
+    return PFI_OK;
+}
+
+int pfi_csv_open(const char *path, pfi_csv **out, pfi_err *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "cannot read %s: %s",
+                           path, strerror(errno));
+    int rc = pfi_csv_open_stream(f, path, out, err);
+    if (rc != PFI_OK) {
+        fclose(f);
+        return rc;
+    }
+    (*out)->own = 1;
+    return PFI_OK;
+}
+
+void pfi_csv_close(pfi_csv *c)
+{
+    if (!c)
+        return;
+    if (c->own && c->f)
+        fclose(c->f);
+    for (int i = 0; c->hdr && i < c->ncols; i++)
+        free(c->hdr[i]);
+    free(c->hdr);
+    free(c->buf);
+    free(c->off);
+    free(c->name);
+    free(c);
+}
+
+int pfi_csv_next(pfi_csv *c, pfi_err *err)
+{
+    int rc = read_record(c, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (c->nf != c->ncols)
+        return pfi_err_set(err, PFI_EINVAL, "%s line %d: %d fields, but the header has %d",
+                           c->name, c->rec_line, c->nf, c->ncols);
+    return PFI_OK;
+}
+
+const char *pfi_csv_name(const pfi_csv *c) { return c->name; }
+int pfi_csv_line(const pfi_csv *c) { return c->rec_line; }
+int pfi_csv_ncols(const pfi_csv *c) { return c->ncols; }
+const char *pfi_csv_header(const pfi_csv *c, int col)
+{
+    return col >= 0 && col < c->ncols ? c->hdr[col] : NULL;
+}
+const char *pfi_csv_field(const pfi_csv *c, int col)
+{
+    return col >= 0 && col < c->nf ? c->buf + c->off[col] : NULL;
+}
+
+int pfi_csv_col(const pfi_csv *c, const char *name)
+{
+    for (int i = 0; i < c->ncols; i++)
+        if (strcmp(c->hdr[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int pfi_csv_require(const pfi_csv *c, const char *name, int *col, pfi_err *err)
+{
+    *col = pfi_csv_col(c, name);
+    if (*col < 0)
+        return pfi_err_set(err, PFI_EINVAL, "%s: no column '%s' in the header", c->name, name);
+    return PFI_OK;
+}
+
+int pfi_csv_double(const pfi_csv *c, int col, double *v, pfi_err *err)
+{
+    const char *s = pfi_csv_field(c, col);
+    if (!s)
+        return pfi_err_set(err, PFI_EINVAL, "%s line %d: no field %d", c->name, c->rec_line,
+                           col + 1);
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (end == s || *end || errno == ERANGE || !isfinite(*v))
+        return pfi_err_set(err, PFI_EINVAL, "%s line %d, column '%s': '%s' is not a number",
+                           c->name, c->rec_line, c->hdr[col], s);
+    return PFI_OK;
+}
+
+int pfi_csv_int(const pfi_csv *c, int col, int *v, pfi_err *err)
+{
+    double d;
+    int rc = pfi_csv_double(c, col, &d, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (d != floor(d) || d < -2147483647.0 || d > 2147483647.0)
+        return pfi_err_set(err, PFI_EINVAL, "%s line %d, column '%s': '%s' is not an integer",
+                           c->name, c->rec_line, c->hdr[col], pfi_csv_field(c, col));
+    *v = (int)d;
+    return PFI_OK;
+}
+
+void pfi_csv_write_field(FILE *f, const char *s)
+{
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}

@@ -1,0 +1,154 @@
+/* export.c: see export.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/csv.h"
+#include "store/export.h"
+
+const char *const pfi_export_columns[] = {
+    "run_id",        "run_name",      "source",         "gpu_type",      "n_gpus",
+    "model",         "family",        "dp",             "tp",            "pp",
+    "global_batch",  "status",        "level",          "cap_w",         "enforced_w",
+    "power_w",       "job_power_w",   "tokens_per_s",   "samples_per_s", "throughput",
+    "throughput_unit", "throughput_lo", "throughput_hi", "rel_throughput", "rel_power",
+    "sm_clock_mhz",  "powercap_frac", "gpu_util",       "sm_active",     "tensor_active",
+    "dram_active",   "nvlink_mibs",   "pcie_mibs",      "t_start_s",     "t_end_s",
+    "n_samples",     NULL,
+};
+
+static json_t *real_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *int_or_null(int v) { return v > 0 ? json_integer(v) : json_null(); }
+
+json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, int level)
+{
+    const pfi_level *l = &run->levels[level];
+    const pfi_job_meta *m = &run->meta;
+    json_t *o = json_object();
+    json_object_set_new(o, "run_id", json_integer(run->id));
+    json_object_set_new(o, "run_name", json_string(run->name));
+    json_object_set_new(o, "source", json_string(run->source));
+    json_object_set_new(o, "gpu_type", json_string(run->gpu_type));
+    json_object_set_new(o, "n_gpus", json_integer(run->n_gpus));
+    json_object_set_new(o, "model", m->model[0] ? json_string(m->model) : json_null());
+    json_object_set_new(o, "family", m->family[0] ? json_string(m->family) : json_null());
+    json_object_set_new(o, "dp", int_or_null(m->dp));
+    json_object_set_new(o, "tp", int_or_null(m->tp));
+    json_object_set_new(o, "pp", int_or_null(m->pp));
+    json_object_set_new(o, "global_batch", int_or_null(m->global_batch));
+    json_object_set_new(o, "status", json_string(sum->status));
+    json_object_set_new(o, "level", json_integer(level));
+    json_object_set_new(o, "cap_w", real_or_null(l->cap_w));
+    json_object_set_new(o, "enforced_w", real_or_null(l->enforced_w));
+    json_object_set_new(o, "power_w", real_or_null(l->power_w));
+    json_object_set_new(o, "job_power_w", real_or_null(l->power_w * run->n_gpus));
+    /* Only an absolute rate goes in the unit-named columns; a relative one (epochs/s of an
+     * unknown dataset size) is in throughput, with its unit beside it. */
+    int tokens = strcmp(sum->unit_label, "tokens/s") == 0;
+    int samples = strcmp(sum->unit_label, "samples/s") == 0;
+    json_object_set_new(o, "tokens_per_s", tokens ? real_or_null(l->tput) : json_null());
+    json_object_set_new(o, "samples_per_s", samples ? real_or_null(l->tput) : json_null());
+    json_object_set_new(o, "throughput", real_or_null(l->tput));
+    json_object_set_new(o, "throughput_unit", json_string(sum->unit_label));
+    json_object_set_new(o, "throughput_lo", real_or_null(l->tput_lo));
+    json_object_set_new(o, "throughput_hi", real_or_null(l->tput_hi));
+    json_object_set_new(o, "rel_throughput", real_or_null(l->tput / sum->t0));
+    json_object_set_new(o, "rel_power", real_or_null(l->power_w / sum->p0));
+    json_object_set_new(o, "sm_clock_mhz", real_or_null(l->sm_clock_mhz));
+    json_object_set_new(o, "powercap_frac", real_or_null(l->powercap_frac));
+    json_object_set_new(o, "gpu_util", real_or_null(l->gpu_util));
+    json_object_set_new(o, "sm_active", real_or_null(l->sm_active));
+    json_object_set_new(o, "tensor_active", real_or_null(l->tensor_active));
+    json_object_set_new(o, "dram_active", real_or_null(l->dram_active));
+    json_object_set_new(o, "nvlink_mibs", real_or_null(l->nvlink_mibs));
+    json_object_set_new(o, "pcie_mibs", real_or_null(l->pcie_mibs));
+    json_object_set_new(o, "t_start_s", real_or_null(l->t_start_s));
+    json_object_set_new(o, "t_end_s", real_or_null(l->t_end_s));
+    json_object_set_new(o, "n_samples", json_integer(l->n_samples));
+    return o;
+}
+
+static void write_csv_value(FILE *out, json_t *v)
+{
+    char buf[64];
+    if (json_is_string(v))
+        pfi_csv_write_field(out, json_string_value(v));
+    else if (json_is_integer(v))
+        fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_real(v)) {
+        snprintf(buf, sizeof buf, "%.10g", json_real_value(v));
+        fputs(buf, out);
+    }
+}
+
+static int export_one(pfi_store *st, long long id, int format, FILE *out, json_t *arr,
+                      pfi_run *run, pfi_err *err)
+{
+    pfi_run_summary sum;
+    int rc;
+    if ((rc = pfi_store_run_summary(st, id, &sum, err)) != PFI_OK ||
+        (rc = pfi_store_load_run(st, id, run, err)) != PFI_OK)
+        return rc;
+    for (int i = 0; i < run->n_levels; i++) {
+        json_t *o = pfi_export_level_json(run, &sum, i);
+        if (!o)
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory exporting run %lld", id);
+        if (format == PFI_EXPORT_JSON) {
+            json_array_append_new(arr, o);
+            continue;
+        }
+        for (int c = 0; pfi_export_columns[c]; c++) {
+            if (c)
+                fputc(',', out);
+            write_csv_value(out, json_object_get(o, pfi_export_columns[c]));
+        }
+        fputc('\n', out);
+        json_decref(o);
+    }
+    return PFI_OK;
+}
+
+int pfi_store_export(pfi_store *st, const long long *ids, int n, int format, FILE *out,
+                     pfi_err *err)
+{
+    if (format != PFI_EXPORT_CSV && format != PFI_EXPORT_JSON)
+        return pfi_err_set(err, PFI_EINVAL, "unknown export format %d", format);
+    long long *all = NULL;
+    if (n == 0) {
+        pfi_run_summary *list;
+        int rc = pfi_store_list_runs(st, &list, &n, err);
+        if (rc != PFI_OK)
+            return rc;
+        all = malloc((size_t)(n ? n : 1) * sizeof *all);
+        if (!all) {
+            free(list);
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        }
+        for (int i = 0; i < n; i++)
+            all[i] = list[i].id;
+        free(list);
+        ids = all;
+    }
+    /* A pfi_run is large (64 levels): one on the heap, reused. */
+    pfi_run *run = malloc(sizeof *run);
+    json_t *arr = format == PFI_EXPORT_JSON ? json_array() : NULL;
+    int rc = run ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    if (rc == PFI_OK && format == PFI_EXPORT_CSV) {
+        for (int c = 0; pfi_export_columns[c]; c++)
+            fprintf(out, "%s%s", c ? "," : "", pfi_export_columns[c]);
+        fputc('\n', out);
+    }
+    for (int i = 0; i < n && rc == PFI_OK; i++)
+        rc = export_one(st, ids[i], format, out, arr, run, err);
+    if (rc == PFI_OK && arr) {
+        if (json_dumpf(arr, out, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) != 0)
+            rc = pfi_err_set(err, PFI_EIO, "writing the export failed");
+        fputc('\n', out);
+    }
+    if (rc == PFI_OK && (fflush(out) != 0 || ferror(out)))
+        rc = pfi_err_set(err, PFI_EIO, "writing the export failed");
+    json_decref(arr);
+    free(run);
+    free(all);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* export.h: runs as one flat table, one row per level, for pandas and spreadsheets.  Units are
+ * in the column names (cap_w, power_w, tokens_per_s...); a value the run does not have is an
+ * empty CSV field or a JSON null, never a zero. */
+#ifndef PFI_STORE_EXPORT_H
+#define PFI_STORE_EXPORT_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "store/store.h"
+
+enum pfi_export_format { PFI_EXPORT_CSV = 0, PFI_EXPORT_JSON = 1 };
+
+/* The column names, in order, NULL-terminated. */
+extern const char *const pfi_export_columns[];
+
+/* One level of a run as an object with every column (JSON null for missing values). */
+json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, int level);
+
+/* Writes the levels of the runs ids[0..n) (n == 0: every run) to out: CSV with a header line,
+ * or a JSON array of row objects (pandas.read_json reads either). */
+int pfi_store_export(pfi_store *st, const long long *ids, int n, int format, FILE *out,
+                     pfi_err *err);
+
+#endif

@@ -1,0 +1,158 @@
+/* import_common.c: see import_common.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/import_common.h"
+#include "store/store_internal.h"
+#include "util/units.h"
+
+const char *pfi_import_dir(const char *dir, const char *sub, char *buf, size_t n)
+{
+    if (dir && *dir)
+        snprintf(buf, n, "%s", dir);
+    else
+        snprintf(buf, n, "%s/%s", pfi_data_dir(), sub);
+    return buf;
+}
+
+/* Device power-limit constraints of the GPUs in the public data.  A100 PCIe and A40 are from
+ * reference/hardware.md (the A100 PCIe minimum is assumed there).  For V100, P100 and RTX 6000
+ * nothing better than the traces is at hand: the highest limit swept is taken as max and
+ * default (the traces start there) and the lowest as the minimum. */
+typedef struct gpu_limits {
+    const char *type;
+    double min_w, max_w, default_w;
+} gpu_limits;
+static const gpu_limits gpus[] = {
+    {"A100-PCIE-80GB", 150, 300, 300},
+    {"A40", 100, 300, 300},
+    {"V100", 100, 250, 250},
+    {"P100", 125, 250, 250},
+    {"RTX6000", 100, 260, 260},
+};
+
+/* What is known of each model: family and size (billions of parameters; NAN when the name
+ * does not pin it down, e.g. the artifact's custom "bert-huge" and wide-resnet101_8). */
+typedef struct model_info {
+    const char *model, *family;
+    double params_b;
+} model_info;
+static const model_info models[] = {
+    {"gpt3-xl", "gpt", 1.3},
+    {"gpt3-2.7b", "gpt", 2.7},
+    {"gpt3-6.7b", "gpt", 6.7},
+    {"bloom-3b", "bloom", 3.0},
+    {"t5-3b", "t5", 3.0},
+    {"bert-huge-uncased", "bert", NAN},
+    {"wide-resnet101_8", "resnet", NAN},
+    {"bert_base_uncased", "bert", 0.110},
+    {"bert-base-uncased", "bert", 0.110},
+    {"resnet18", "resnet", 0.0117},
+    {"resnet50", "resnet", 0.0256},
+    {"shufflenetv2", "shufflenet", NAN},
+    {"deepspeech2", "deepspeech", NAN},
+    {"ncf", "ncf", NAN},
+};
+
+void pfi_import_run_init(pfi_run *r, const char *source, const char *gpu_type, const char *model)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->source, sizeof r->source, "%s", source);
+    snprintf(r->gpu_type, sizeof r->gpu_type, "%s", gpu_type);
+    r->n_gpus = 1;
+    r->unit = PFI_SAMPLES_PER_S;
+    r->min_limit_w = r->max_limit_w = r->default_limit_w = NAN;
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
+        if (strcmp(gpus[i].type, gpu_type) == 0) {
+            r->min_limit_w = gpus[i].min_w;
+            r->max_limit_w = gpus[i].max_w;
+            r->default_limit_w = gpus[i].default_w;
+        }
+    pfi_job_meta *m = &r->meta;
+    snprintf(m->model, sizeof m->model, "%s", model);
+    m->moe = 0;
+    m->finetune = -1;
+    m->lora = 0;
+    m->params_b = NAN;
+    m->ep = 1;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
+        if (strcmp(models[i].model, model) == 0) {
+            snprintf(m->family, sizeof m->family, "%s", models[i].family);
+            m->params_b = models[i].params_b;
+        }
+}
+
+void pfi_import_level_init(pfi_level *lv, double cap_w, double power_w, double tput)
+{
+    lv->cap_w = cap_w;
+    lv->power_w = power_w;
+    lv->tput = tput;
+    lv->enforced_w = lv->tput_lo = lv->tput_hi = NAN;
+    lv->sm_clock_mhz = lv->powercap_frac = NAN;
+    lv->gpu_util = lv->sm_active = lv->tensor_active = lv->dram_active = NAN;
+    lv->nvlink_mibs = lv->pcie_mibs = NAN;
+    lv->t_start_s = lv->t_end_s = NAN;
+    lv->n_samples = 0;
+}
+
+int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi_err *err)
+{
+    for (int i = 0; i < r->n_levels; i++)
+        if (fabs(r->levels[i].cap_w - lv->cap_w) < 0.5)
+            return pfi_err_set(err, PFI_EINVAL, "%s: a second row at %.0f W for run '%s'", where,
+                               lv->cap_w, r->name);
+    if (r->n_levels >= PFI_MAX_LEVELS)
+        return pfi_err_set(err, PFI_ERANGE, "%s: run '%s' has more than %d power limits", where,
+                           r->name, PFI_MAX_LEVELS);
+    r->levels[r->n_levels++] = *lv;
+    return PFI_OK;
+}
+
+pfi_import_run *pfi_import_set_add(pfi_import_set *set)
+{
+    if (set->n == set->cap) {
+        int nc = set->cap ? 2 * set->cap : 16;
+        pfi_import_run *nv = realloc(set->v, (size_t)nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        set->v = nv;
+        set->cap = nc;
+    }
+    pfi_import_run *r = &set->v[set->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+void pfi_import_set_free(pfi_import_set *set)
+{
+    for (int i = 0; i < set->n; i++)
+        free(set->v[i].config_json);
+    free(set->v);
+    memset(set, 0, sizeof *set);
+}
+
+int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, int *nlevels,
+                         pfi_err *err)
+{
+    int rc = pfi_store_tx_begin(st, err), levels = 0;
+    if (rc != PFI_OK)
+        return rc;
+    for (int i = 0; i < set->n && rc == PFI_OK; i++) {
+        const pfi_import_run *r = &set->v[i];
+        rc = pfi_store_write_imported(st, &r->run, r->unit_label, r->config_json, err);
+        levels += r->run.n_levels;
+    }
+    if (rc == PFI_OK)
+        rc = pfi_store_tx_commit(st, err);
+    if (rc != PFI_OK) {
+        pfi_store_tx_rollback(st);
+        return rc;
+    }
+    if (nruns)
+        *nruns = set->n;
+    if (nlevels)
+        *nlevels = levels;
+    return PFI_OK;
+}

@@ -1,0 +1,110 @@
+/* alloc.h: choosing one power cap per job under a budget on the sum of caps.  Read this first if
+ * you touch allocation; docs/allocation.md explains the method and its guarantees.
+ *
+ * Problem.  Job j has n_j GPUs, a throughput curve T_j(cap) (piecewise linear through its points,
+ * flat above its last point), a weight w_j, a cap range and an optional SLA (max slowdown s_j:
+ * T_j(cap) >= (1 - s_j) T0_j).  Caps lie on a grid of step_w watts (multiples of step_w).
+ *     maximize  sum_j w_j T_j(cap_j)   subject to   sum_j n_j cap_j <= B.
+ * The budget is hard: no function here ever returns an allocation over it.
+ *
+ * Solver (pfi_alloc_solve).  Each job's grid points are reduced to the upper concave hull of
+ * the few that matter (its range ends and the grid neighbours of its curve's breakpoints); the
+ * Lagrangian relaxation on those hulls is solved by a weighted selection of hull segments by
+ * marginal throughput per watt (expected O(segments), no sort), giving an upper bound and an
+ * allocation; branch and bound on the one job the relaxation leaves between two hull vertices
+ * closes the gap.  Concave or not, the result is the optimum of the grid problem when `optimal`
+ * is set; otherwise (work limit reached) `upper_bound` still bounds the optimum.
+ *
+ * Pure: no I/O, no globals.  Arrays in, arrays out. */
+#ifndef PFI_CORE_ALLOC_H
+#define PFI_CORE_ALLOC_H
+
+#include "core/err.h"
+
+typedef struct pfi_alloc_job {
+    const char *id;          /* unique, non-empty */
+    int n_gpus;              /* >= 1; every GPU of the job gets the same cap */
+    double min_cap_w;        /* per-GPU cap range; the lower end is raised to the curve's first */
+    double max_cap_w;        /*   point, since nothing is known below it */
+    const double *cap_w;     /* curve: per-GPU caps, strictly increasing, n_points >= 2 */
+    const double *tput;      /* curve: throughput of the whole job at those caps (any unit) */
+    int n_points;
+    double p0_w;             /* baseline per-GPU power drawn (cuts, `equal`); > 0 */
+    double t0;               /* baseline throughput for the SLA; NAN: the curve at max_cap_w */
+    double sla;              /* max slowdown in [0, 1); NAN: none */
+    double weight;           /* > 0; NAN or 0: 1 */
+} pfi_alloc_job;
+
+/* What to do when the minimum caps and SLAs need more than the budget. */
+typedef enum pfi_infeasible_mode {
+    PFI_INFEASIBLE_FAIL = 0, /* PFI_EINFEASIBLE, the message gives the minimum feasible budget */
+    PFI_INFEASIBLE_RELAX,    /* loosen every SLA by the same extra slowdown, the least that fits */
+    PFI_INFEASIBLE_BY_WEIGHT /* drop SLAs one job at a time, lowest weight first, until it fits */
+} pfi_infeasible_mode;
+
+typedef struct pfi_alloc_opts {
+    double step_w;        /* cap grid in W (default 1) */
+    int on_infeasible;    /* pfi_infeasible_mode */
+    double rel_gap;       /* branch and bound stops at best >= bound / (1 + rel_gap) */
+    double max_work;      /* branch-and-bound work limit in segment visits (< 0: no B&B) */
+} pfi_alloc_opts;
+
+void pfi_alloc_opts_default(pfi_alloc_opts *o);
+
+/* Per-job flags in a result. */
+#define PFI_ALLOC_AT_MIN      0x1u /* cap at the job's minimum (device or measured range) */
+#define PFI_ALLOC_AT_MAX      0x2u /* cap at the job's maximum */
+#define PFI_ALLOC_AT_SLA      0x4u /* cap at its SLA floor, above the minimum: the SLA binds */
+#define PFI_ALLOC_SLA_RELAXED 0x8u /* its SLA was loosened (relax mode) */
+#define PFI_ALLOC_SLA_DROPPED 0x10u /* its SLA was dropped (by-weight mode) */
+
+typedef struct pfi_alloc_result {
+    int n;
+    double *cap_w;        /* per job, per-GPU cap */
+    double *tput;         /* per job, throughput on the curve the allocation was made with */
+    double *floor_w;      /* per job, the lowest cap it could get (minimum or SLA floor) */
+    double *sla;          /* per job, the SLA applied after any relaxation (NAN: none) */
+    unsigned *flags;      /* PFI_ALLOC_* */
+    double budget_w;      /* B as given */
+    double power_w;       /* sum n_j cap_j <= budget_w */
+    double value;         /* sum w_j tput_j */
+    double upper_bound;   /* no allocation of this grid problem has a higher value */
+    int optimal;          /* 1: value is the optimum (within rel_gap) */
+    int budget_binds;     /* 1: less than one grid step of the smallest job is left */
+    double min_budget_w;  /* least budget meeting every minimum cap and SLA as given */
+    double min_budget_nosla_w; /* least budget meeting every minimum cap */
+    double sla_extra;     /* relax mode: slowdown added to every SLA (0 when none) */
+    int n_sla_dropped;    /* by-weight mode: SLAs dropped */
+    long long nodes;      /* branch-and-bound nodes explored */
+} pfi_alloc_result;
+
+void pfi_alloc_result_free(pfi_alloc_result *r);
+
+/* Checks every job (ids unique, curves of >= 2 increasing points, ranges, p0, SLA, weight):
+ * PFI_EINVAL naming the job and the problem. */
+int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err);
+
+/* B = (1 - cut) * sum_j n_j P0_j. */
+double pfi_alloc_budget_from_cut(const pfi_alloc_job *jobs, int n, double cut);
+
+/* Throughput of job j at a per-GPU cap on its curve (linear between points, flat outside). */
+double pfi_alloc_tput_at(const pfi_alloc_job *job, double cap_w);
+
+/* The optimal allocation on the jobs' curves.  On error nothing is allocated (*res zeroed). */
+int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi_alloc_opts *opts,
+                    pfi_alloc_result *res, pfi_err *err);
+
+/* ---- shared by the policies (core/policy.c) ---- */
+
+/* The grid of a job and its floor: caps k*step for k in [k_floor, k_max].  Computes the SLA
+ * floors (applying opts->on_infeasible when the budget is short) and fills res's per-job arrays
+ * floor_w, sla, flags and its min_budget fields.  Allocates res (free with
+ * pfi_alloc_result_free); on error res is freed and zeroed. */
+int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
+                      const pfi_alloc_opts *opts, int *k_floor, int *k_max,
+                      pfi_alloc_result *res, pfi_err *err);
+/* Fills res->tput, value, power_w, flags AT_* and budget_binds from res->cap_w. */
+void pfi_alloc_finish(const pfi_alloc_job *jobs, int n, const pfi_alloc_opts *opts,
+                      pfi_alloc_result *res);
+
+#endif

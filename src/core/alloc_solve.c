@@ -1,0 +1,465 @@
+/* alloc_solve.c: the optimal allocator (see alloc.h for the problem).
+ *
+ * The grid problem is a multiple-choice knapsack: one grid cap per job, cost n_j * k (grid units),
+ * value w_j T_j(k * step).  Its linear relaxation replaces each job's points by their upper
+ * concave hull; the relaxation's optimum takes hull segments in decreasing order of value per
+ * unit of cost until the budget runs out, and leaves at most one job between two hull vertices.
+ * We find the last segment taken by a weighted quickselect on slopes (expected linear time: a
+ * sort of a million segments would alone cost the whole time budget of 100k jobs).
+ *
+ * A job's hull is computed from its range ends and the grid points on either side of each of its
+ * curve's breakpoints: between those the curve is linear, so every other grid point lies on a
+ * chord and cannot be a hull vertex.  Hulls therefore cost O(points), not O(grid).
+ *
+ * Branch and bound: if the fractional job sits at a non-grid point, or inside a segment that
+ * bridges a dip of a non-concave curve, its range is split there, [a, s] and [s+1, b], and both
+ * halves are solved again (depth first).  A node is pruned when its relaxation cannot beat the
+ * best allocation found; each node also rounds its relaxation down and fills what is left of the
+ * budget greedily, one grid step at a time, which is what makes the first incumbent good. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+typedef struct seg {
+    double slope; /* value per grid unit of cost */
+    long long cost;
+    int j, i;     /* job, index of the segment's first hull vertex */
+} seg;
+
+typedef struct solver {
+    const pfi_alloc_job *jobs;
+    int n;
+    double step;
+    long long bu;     /* budget in grid units (watts / step) */
+    int *a, *b;       /* current range of each job, grid indices */
+    int *hoff, *hn;   /* hull of each job's current range: vertices in hk/hv */
+    int *hk;
+    double *hv;
+    seg *segs;
+    int *pos;         /* relaxation: hull vertex each job has reached */
+    int *k, *best_k;  /* rounded allocation, best allocation found */
+    double best;
+    int have_best;
+    int *heap;        /* greedy fill: jobs ordered by next step's gain per GPU */
+    double *gain;
+    double work, max_work, tol, rel_gap, root_ub;
+    unsigned rng;
+    long long nodes;
+} solver;
+
+static double val(const solver *S, int j, int k)
+{
+    const pfi_alloc_job *J = &S->jobs[j];
+    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+    return w * pfi_alloc_tput_at(J, k * S->step);
+}
+
+/* Upper hull of job j's grid points on [a_j, b_j]. */
+static void build_hull(solver *S, int j)
+{
+    const pfi_alloc_job *J = &S->jobs[j];
+    int a = S->a[j], b = S->b[j];
+    int *hk = S->hk + S->hoff[j];
+    double *hv = S->hv + S->hoff[j];
+    int m = 0;
+    int last = a - 1;
+    for (int i = -1; i <= J->n_points; i++) {
+        /* candidate grid points, ascending: a, neighbours of each breakpoint, b */
+        int cand[2], nc = 0;
+        if (i < 0)
+            cand[nc++] = a;
+        else if (i == J->n_points)
+            cand[nc++] = b;
+        else {
+            double x = J->cap_w[i] / S->step;
+            int f = (int)floor(x);
+            if (f > a && f < b)
+                cand[nc++] = f;
+            if (f + 1 > a && f + 1 < b)
+                cand[nc++] = f + 1;
+        }
+        for (int c = 0; c < nc; c++) {
+            int kk = cand[c];
+            if (kk <= last)
+                continue;
+            last = kk;
+            double v = val(S, j, kk);
+            while (m >= 2) {
+                /* drop the last vertex when it lies on or below the chord to the new point */
+                double l = (hv[m - 1] - hv[m - 2]) * (double)(kk - hk[m - 2]);
+                double r = (v - hv[m - 2]) * (double)(hk[m - 1] - hk[m - 2]);
+                if (l <= r)
+                    m--;
+                else
+                    break;
+            }
+            hk[m] = kk;
+            hv[m] = v;
+            m++;
+        }
+    }
+    S->hn[j] = m;
+}
+
+static void swap_seg(seg *x, seg *y)
+{
+    seg t = *x;
+    *x = *y;
+    *y = t;
+}
+
+static int cmp_seg_job(const void *x, const void *y)
+{
+    const seg *p = x, *q = y;
+    if (p->j != q->j)
+        return p->j - q->j;
+    return p->i - q->i;
+}
+
+/* Solves the relaxation on the current ranges.  Returns 0 when the ranges' minimums exceed the
+ * budget.  Fills pos[], *ub, and the fractional job (*fj = -1 when none) with its position *fx
+ * in grid units. */
+static int relax(solver *S, double *ub, int *fj, double *fx)
+{
+    long long base = 0;
+    double v = 0;
+    int ns = 0;
+    for (int j = 0; j < S->n; j++) {
+        base += (long long)S->jobs[j].n_gpus * S->a[j];
+        const int *hk = S->hk + S->hoff[j];
+        const double *hv = S->hv + S->hoff[j];
+        v += hv[0];
+        S->pos[j] = 0;
+        long long n = S->jobs[j].n_gpus;
+        for (int i = 0; i + 1 < S->hn[j]; i++) {
+            long long cost = n * (hk[i + 1] - hk[i]);
+            double slope = (hv[i + 1] - hv[i]) / (double)cost;
+            if (!(slope > 0))
+                break; /* hull slopes decrease: the rest gain nothing */
+            S->segs[ns++] = (seg){slope, cost, j, i};
+        }
+    }
+    S->work += S->n + ns;
+    *fj = -1;
+    *fx = 0;
+    if (base > S->bu)
+        return 0;
+    long long e = S->bu - base;
+    seg *sg = S->segs;
+    int lo = 0, hi = ns, eq_lo = 0, eq_hi = 0;
+    /* Weighted quickselect: [0, lo) is taken, [hi, ns) is not, [lo, hi) undecided. */
+    while (lo < hi) {
+        S->rng = S->rng * 1103515245u + 12345u;
+        double p = sg[lo + (int)((S->rng >> 8) % (unsigned)(hi - lo))].slope;
+        int g = lo, q = lo, r = hi; /* [lo,g) > p, [g,q) == p, [r,hi) < p */
+        while (q < r) {
+            if (sg[q].slope > p)
+                swap_seg(&sg[g++], &sg[q++]);
+            else if (sg[q].slope < p)
+                swap_seg(&sg[q], &sg[--r]);
+            else
+                q++;
+        }
+        S->work += hi - lo;
+        long long cg = 0, ce = 0;
+        for (int t = lo; t < g; t++)
+            cg += sg[t].cost;
+        if (cg > e) {
+            hi = g;
+            continue;
+        }
+        e -= cg;
+        for (int t = g; t < r; t++)
+            ce += sg[t].cost;
+        if (ce >= e) {
+            lo = g;
+            eq_lo = g;
+            eq_hi = r;
+            break;
+        }
+        e -= ce;
+        lo = r;
+    }
+    for (int t = 0; t < lo; t++) {
+        v += sg[t].slope * (double)sg[t].cost;
+        if (sg[t].i + 1 > S->pos[sg[t].j])
+            S->pos[sg[t].j] = sg[t].i + 1;
+    }
+    if (eq_hi > eq_lo) {
+        /* Ties at the threshold: fill in job order so the result does not depend on the
+         * partition's order; with distinct slopes per job, this keeps each job's prefix. */
+        qsort(sg + eq_lo, (size_t)(eq_hi - eq_lo), sizeof *sg, cmp_seg_job);
+        for (int t = eq_lo; t < eq_hi && e > 0; t++) {
+            long long f = sg[t].cost < e ? sg[t].cost : e;
+            v += sg[t].slope * (double)f;
+            e -= f;
+            if (f == sg[t].cost)
+                S->pos[sg[t].j] = sg[t].i + 1;
+            else {
+                *fj = sg[t].j;
+                *fx = S->hk[S->hoff[sg[t].j] + sg[t].i] + (double)f / S->jobs[sg[t].j].n_gpus;
+            }
+        }
+    }
+    *ub = v;
+    return 1;
+}
+
+/* ---- greedy fill: a binary max-heap of jobs keyed by gain[j] ---- */
+
+static void heap_down(solver *S, int nh, int i)
+{
+    int *h = S->heap;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < nh && S->gain[h[l]] > S->gain[h[m]])
+            m = l;
+        if (r < nh && S->gain[h[r]] > S->gain[h[m]])
+            m = r;
+        if (m == i)
+            return;
+        int t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Raises caps one grid step at a time, best gain per unit of cost first, while steps fit. */
+static double fill(solver *S, long long left, double v)
+{
+    int nh = 0;
+    for (int j = 0; j < S->n; j++) {
+        long long n = S->jobs[j].n_gpus;
+        if (n > left || S->k[j] >= S->b[j])
+            continue;
+        double g = (val(S, j, S->k[j] + 1) - val(S, j, S->k[j])) / (double)n;
+        if (g > 0) {
+            S->gain[j] = g;
+            S->heap[nh++] = j;
+        }
+    }
+    S->work += S->n;
+    for (int i = nh / 2 - 1; i >= 0; i--)
+        heap_down(S, nh, i);
+    while (nh > 0) {
+        int j = S->heap[0];
+        long long n = S->jobs[j].n_gpus;
+        if (n <= left) {
+            v += S->gain[j] * (double)n;
+            left -= n;
+            S->k[j]++;
+            double g = S->k[j] < S->b[j]
+                           ? (val(S, j, S->k[j] + 1) - val(S, j, S->k[j])) / (double)n
+                           : 0;
+            if (g > 0 && n <= left) {
+                S->gain[j] = g;
+                heap_down(S, nh, 0);
+                continue;
+            }
+        }
+        S->heap[0] = S->heap[--nh];
+        heap_down(S, nh, 0);
+    }
+    return v;
+}
+
+/* One node: relaxation, pruning, rounding.  Returns 1 and the split (*bj, *bs) to branch on,
+ * 0 when the node is closed. */
+static int node(solver *S, int *bj, int *bs)
+{
+    double ub;
+    int fj;
+    double fx;
+    S->nodes++;
+    if (!relax(S, &ub, &fj, &fx))
+        return 0;
+    if (S->nodes == 1) {
+        S->root_ub = ub;
+        S->tol += S->rel_gap * fabs(ub);
+    }
+    if (S->have_best && ub <= S->best + S->tol)
+        return 0;
+    long long used = 0;
+    double v = 0;
+    for (int j = 0; j < S->n; j++) {
+        S->k[j] = S->hk[S->hoff[j] + S->pos[j]];
+        if (j == fj) {
+            /* Inside a bridge over a dip the rounded-down point may be worse than the vertex
+             * before it: take the best grid point between them. */
+            int k0 = S->k[j], k1 = (int)floor(fx + 1e-9), bk = k0;
+            double bv = val(S, j, k0);
+            for (int kk = k0 + 1; kk <= k1; kk++) {
+                double x = val(S, j, kk);
+                if (x > bv) {
+                    bv = x;
+                    bk = kk;
+                }
+            }
+            S->work += k1 - k0;
+            S->k[j] = bk;
+            v += bv;
+        } else
+            v += S->hv[S->hoff[j] + S->pos[j]];
+        used += (long long)S->jobs[j].n_gpus * S->k[j];
+    }
+    v = fill(S, S->bu - used, v);
+    if (!S->have_best || v > S->best) {
+        S->best = v;
+        S->have_best = 1;
+        memcpy(S->best_k, S->k, (size_t)S->n * sizeof *S->k);
+    }
+    /* A fractional job at a grid point on its true curve rounds to the bound itself, so the
+     * test below closes that node too. */
+    if (fj < 0 || ub <= S->best + S->tol)
+        return 0;
+    *bj = fj;
+    *bs = (int)floor(fx + 1e-9);
+    return 1;
+}
+
+typedef struct frame {
+    int j, a0, b0, s, child;
+} frame;
+
+static void search(solver *S)
+{
+    int cap = 64, top = 0;
+    frame *st = malloc((size_t)cap * sizeof *st);
+    int bj, bs;
+    int branch = node(S, &bj, &bs);
+    for (;;) {
+        if (branch && S->work <= S->max_work && st) {
+            if (top == cap) {
+                frame *ns = realloc(st, (size_t)cap * 2 * sizeof *st);
+                if (!ns)
+                    break;
+                st = ns;
+                cap *= 2;
+            }
+            st[top++] = (frame){bj, S->a[bj], S->b[bj], bs, 0};
+            S->b[bj] = bs;
+            build_hull(S, bj);
+            branch = node(S, &bj, &bs);
+            continue;
+        }
+        if (branch) /* work limit: the bound stays the root's */
+            break;
+        /* backtrack */
+        while (top > 0 && st[top - 1].child == 1) {
+            frame *f = &st[--top];
+            S->a[f->j] = f->a0;
+            S->b[f->j] = f->b0;
+            build_hull(S, f->j);
+        }
+        if (top == 0)
+            break;
+        frame *f = &st[top - 1];
+        f->child = 1;
+        S->a[f->j] = f->s + 1;
+        S->b[f->j] = f->b0;
+        build_hull(S, f->j);
+        branch = node(S, &bj, &bs);
+    }
+    /* Completed only when every node was closed (no pending branch, empty stack). */
+    S->max_work = (branch || top > 0 || !st) ? -1 : S->max_work;
+    free(st);
+}
+
+int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi_alloc_opts *opts,
+                    pfi_alloc_result *res, pfi_err *err)
+{
+    pfi_alloc_opts o;
+    if (opts)
+        o = *opts;
+    else
+        pfi_alloc_opts_default(&o);
+    solver S;
+    memset(&S, 0, sizeof S);
+    if (n > 0) {
+        S.a = malloc((size_t)n * sizeof *S.a);
+        S.b = malloc((size_t)n * sizeof *S.b);
+    }
+    if (n > 0 && (!S.a || !S.b)) {
+        free(S.a);
+        free(S.b);
+        memset(res, 0, sizeof *res);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
+    int rc = pfi_alloc_prepare(jobs, n, budget_w, &o, S.a, S.b, res, err);
+    if (rc) {
+        free(S.a);
+        free(S.b);
+        return rc;
+    }
+    S.jobs = jobs;
+    S.n = n;
+    S.step = o.step_w;
+    S.bu = (long long)floor(budget_w / o.step_w * (1 + 1e-12));
+    S.rng = 12345u;
+    S.max_work = o.max_work;
+    size_t hcap = 0;
+    S.hoff = malloc((size_t)n * sizeof *S.hoff);
+    S.hn = malloc((size_t)n * sizeof *S.hn);
+    if (S.hoff)
+        for (int j = 0; j < n; j++) {
+            S.hoff[j] = (int)hcap;
+            hcap += 2 * (size_t)jobs[j].n_points + 2;
+        }
+    S.hk = malloc(hcap * sizeof *S.hk);
+    S.hv = malloc(hcap * sizeof *S.hv);
+    S.segs = malloc(hcap * sizeof *S.segs);
+    S.pos = malloc((size_t)n * sizeof *S.pos);
+    S.k = malloc((size_t)n * sizeof *S.k);
+    S.best_k = malloc((size_t)n * sizeof *S.best_k);
+    S.heap = malloc((size_t)n * sizeof *S.heap);
+    S.gain = malloc((size_t)n * sizeof *S.gain);
+    if (!S.hoff || !S.hn || !S.hk || !S.hv || !S.segs || !S.pos || !S.k || !S.best_k ||
+        !S.heap || !S.gain || hcap > 0x7fffffff) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+        pfi_alloc_result_free(res);
+        goto out;
+    }
+    double scale = 0;
+    for (int j = 0; j < n; j++) {
+        build_hull(&S, j);
+        double m = 0;
+        for (int i = 0; i < S.hn[j]; i++)
+            m = fmax(m, fabs(S.hv[S.hoff[j] + i]));
+        scale += m;
+    }
+    S.tol = 1e-12 * scale;
+    S.rel_gap = o.rel_gap > 0 ? o.rel_gap : 0;
+    if (o.max_work >= 0) {
+        search(&S);
+    } else {
+        int bj, bs;
+        S.max_work = 0;
+        node(&S, &bj, &bs);
+        S.max_work = -1;
+    }
+    double root_ub = S.root_ub;
+    res->optimal = S.max_work >= 0 || S.best >= root_ub - S.tol;
+    res->nodes = S.nodes;
+    for (int j = 0; j < n; j++)
+        res->cap_w[j] = S.best_k[j] * o.step_w;
+    pfi_alloc_finish(jobs, n, &o, res);
+    res->upper_bound = res->optimal ? fmax(res->value, fmin(root_ub, res->value + S.tol))
+                                    : root_ub;
+out:
+    free(S.a);
+    free(S.b);
+    free(S.hoff);
+    free(S.hn);
+    free(S.hk);
+    free(S.hv);
+    free(S.segs);
+    free(S.pos);
+    free(S.k);
+    free(S.best_k);
+    free(S.heap);
+    free(S.gain);
+    return rc;
+}

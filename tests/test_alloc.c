@@ -1,0 +1,423 @@
+/* Tests of the allocator (core/alloc.h, core/policy.h): optimality against brute force on small
+ * random instances, concave and not, with SLAs and weights; the budget in every test; bad input;
+ * infeasible budgets and their degradation modes; the simple policies. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/alloc.h"
+#include "core/policy.h"
+
+#define MAXJ 5
+#define MAXP 8
+
+typedef struct inst {
+    int n;
+    double step;
+    pfi_alloc_job jobs[MAXJ];
+    double caps[MAXJ][MAXP], tput[MAXJ][MAXP];
+    char ids[MAXJ][8];
+} inst;
+
+static unsigned long long rng_state;
+static double urand(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static int irand(int lo, int hi) /* inclusive */
+{
+    return lo + (int)(urand() * (hi - lo + 1));
+}
+
+static void make_inst(inst *I, int concave, int with_sla)
+{
+    memset(I, 0, sizeof *I);
+    I->n = irand(1, 4);
+    I->step = urand() < 0.5 ? 1.0 : 5.0;
+    for (int j = 0; j < I->n; j++) {
+        pfi_alloc_job *J = &I->jobs[j];
+        snprintf(I->ids[j], sizeof I->ids[j], "j%d", j);
+        J->id = I->ids[j];
+        J->n_gpus = irand(1, 4);
+        double lo = 100 + urand() * 100;
+        double hi = lo + I->step * irand(2, 13) + urand() * I->step;
+        int np = irand(2, 6);
+        /* caps span a little beyond the range on both sides, or start inside it */
+        double x0 = lo - 20 + urand() * (20 + (hi - lo) / 2), x1 = hi + urand() * 20 - 5;
+        if (x1 <= x0 + np)
+            x1 = x0 + np + 1;
+        for (int i = 0; i < np; i++)
+            I->caps[j][i] = i == 0 ? x0 : x0 + (x1 - x0) * (i + 0.2 + 0.6 * urand()) / np;
+        double t = 50 + urand() * 50, slope = 0.5 + urand();
+        for (int i = 0; i < np; i++) {
+            if (concave) {
+                if (i > 0) {
+                    slope *= urand(); /* decreasing slopes; sometimes negative at the end */
+                    if (urand() < 0.15)
+                        slope = -0.05 * urand();
+                    t += slope * (I->caps[j][i] - I->caps[j][i - 1]);
+                }
+                I->tput[j][i] = t < 0 ? 0 : t;
+            } else
+                I->tput[j][i] = 20 + urand() * 80;
+        }
+        if (concave) /* clamping at zero can break concavity: keep values positive instead */
+            for (int i = 0; i < np; i++)
+                I->tput[j][i] += 100;
+        J->cap_w = I->caps[j];
+        J->tput = I->tput[j];
+        J->n_points = np;
+        J->min_cap_w = lo;
+        J->max_cap_w = hi;
+        J->p0_w = hi * (0.8 + 0.2 * urand());
+        J->t0 = NAN;
+        J->sla = with_sla && urand() < 0.4 ? urand() * 0.3 : NAN;
+        J->weight = urand() < 0.5 ? 1.0 : 0.5 + 1.5 * urand();
+    }
+}
+
+static double wt(const pfi_alloc_job *J)
+{
+    return (isnan(J->weight) || J->weight == 0) ? 1 : J->weight;
+}
+
+/* Enumerates every grid allocation.  Returns 0 when none is feasible. */
+static int brute(const inst *I, double budget, double *best)
+{
+    int kmin[MAXJ], kmax[MAXJ], k[MAXJ];
+    for (int j = 0; j < I->n; j++) {
+        const pfi_alloc_job *J = &I->jobs[j];
+        int a = (int)ceil(fmax(J->min_cap_w, J->cap_w[0]) / I->step - 1e-9);
+        kmax[j] = (int)floor(J->max_cap_w / I->step + 1e-9);
+        kmin[j] = -1;
+        double target = isnan(J->sla) ? -INFINITY
+                                      : (1 - J->sla) * pfi_alloc_tput_at(J, J->max_cap_w);
+        for (int kk = a; kk <= kmax[j]; kk++)
+            if (pfi_alloc_tput_at(J, kk * I->step) >= target - 1e-9) {
+                kmin[j] = kk;
+                break;
+            }
+        if (kmin[j] < 0)
+            return 0;
+        k[j] = kmin[j];
+    }
+    long long bu = (long long)floor(budget / I->step * (1 + 1e-12));
+    int found = 0;
+    for (;;) {
+        long long cost = 0;
+        double v = 0;
+        for (int j = 0; j < I->n; j++) {
+            cost += (long long)I->jobs[j].n_gpus * k[j];
+            v += wt(&I->jobs[j]) * pfi_alloc_tput_at(&I->jobs[j], k[j] * I->step);
+        }
+        if (cost <= bu && (!found || v > *best)) {
+            *best = v;
+            found = 1;
+        }
+        int j = 0;
+        while (j < I->n && k[j] == kmax[j])
+            k[j] = kmin[j], j++;
+        if (j == I->n)
+            break;
+        k[j]++;
+    }
+    return found;
+}
+
+static double min_total(const inst *I)
+{
+    double s = 0;
+    for (int j = 0; j < I->n; j++)
+        s += I->jobs[j].n_gpus * fmax(I->jobs[j].min_cap_w, I->jobs[j].cap_w[0]);
+    return s;
+}
+
+static double max_total(const inst *I)
+{
+    double s = 0;
+    for (int j = 0; j < I->n; j++)
+        s += I->jobs[j].n_gpus * I->jobs[j].max_cap_w;
+    return s;
+}
+
+static void check_budget(const pfi_alloc_job *jobs, const pfi_alloc_result *r, double budget)
+{
+    double p = 0;
+    for (int j = 0; j < r->n; j++)
+        p += jobs[j].n_gpus * r->cap_w[j];
+    assert_true(p <= budget * (1 + 1e-12));
+    assert_true(fabs(p - r->power_w) <= 1e-6 * (1 + p));
+}
+
+static void optimality_run(int concave, int with_sla, int count, unsigned long long seed)
+{
+    rng_state = seed;
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.rel_gap = 0; /* exact */
+    int solved = 0, infeasible = 0;
+    for (int t = 0; t < count; t++) {
+        inst I;
+        make_inst(&I, concave, with_sla);
+        o.step_w = I.step;
+        double lo = min_total(&I), hi = max_total(&I);
+        double budget = lo + (hi - lo) * (urand() * 1.1 - 0.05);
+        if (budget <= 0)
+            budget = 1;
+        double bf = 0;
+        int feasible = brute(&I, budget, &bf);
+        pfi_alloc_result r;
+        pfi_err e = {0};
+        int rc = pfi_alloc_solve(I.jobs, I.n, budget, &o, &r, &e);
+        if (!feasible) {
+            if (rc != PFI_EINFEASIBLE)
+                fail_msg("instance %d: brute force finds no allocation, solver rc %d: %s", t, rc, e.msg);
+            assert_null(r.cap_w);
+            infeasible++;
+            continue;
+        }
+        if (rc != PFI_OK)
+            fail_msg("instance %d: %s", t, e.msg);
+        check_budget(I.jobs, &r, budget);
+        assert_true(r.optimal);
+        if (fabs(r.value - bf) > 1e-9 * (1 + fabs(bf)))
+            fail_msg("instance %d (%s): solver %.12g, brute force %.12g", t,
+                     concave ? "concave" : "non-concave", r.value, bf);
+        assert_true(r.upper_bound >= bf - 1e-9 * (1 + fabs(bf)));
+        /* every policy honours the budget and the floors */
+        for (int p = 0; p < PFI_POLICY_COUNT; p++) {
+            pfi_alloc_result q;
+            assert_int_equal(pfi_alloc_policy(p, I.jobs, I.n, NULL, budget, &o, &q, &e), PFI_OK);
+            check_budget(I.jobs, &q, budget);
+            assert_true(q.value <= bf + 1e-9 * (1 + fabs(bf)));
+            for (int j = 0; j < I.n; j++)
+                assert_true(q.cap_w[j] >= q.floor_w[j] - 1e-9);
+            pfi_alloc_result_free(&q);
+        }
+        pfi_alloc_result_free(&r);
+        solved++;
+    }
+    assert_true(solved > count / 2);
+    (void)infeasible;
+}
+
+static void test_optimal_concave(void **state)
+{
+    optimality_run(1, 0, 300, 1);
+}
+
+static void test_optimal_nonconcave(void **state)
+{
+    optimality_run(0, 0, 300, 2);
+}
+
+static void test_optimal_with_sla(void **state)
+{
+    optimality_run(1, 1, 150, 3);
+    optimality_run(0, 1, 150, 4);
+}
+
+/* Two identical concave jobs share the cut evenly; a flat job gives its power first. */
+static void test_known_answer(void **state)
+{
+    double caps[] = {100, 200, 300}, lin[] = {50, 100, 150}, flat[] = {99, 100, 100};
+    pfi_alloc_job jobs[2] = {
+        {"steep", 1, 100, 300, caps, lin, 3, 300, NAN, NAN, 1},
+        {"flat", 1, 100, 300, caps, flat, 3, 300, NAN, NAN, 1},
+    };
+    pfi_alloc_result r;
+    pfi_err e = {0};
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 400, &o, &r, &e), PFI_OK);
+    /* flat loses 1 over its first 100 W, steep 0.5 per W: flat goes to 200 W... then 100 W
+     * costs it only 1 more, so flat sits at its minimum and steep takes 300. */
+    assert_true(fabs(r.cap_w[0] - 300) < 1e-9);
+    assert_true(fabs(r.cap_w[1] - 100) < 1e-9);
+    assert_true(r.optimal && r.budget_binds);
+    assert_true(r.flags[1] & PFI_ALLOC_AT_MIN);
+    assert_true(r.flags[0] & PFI_ALLOC_AT_MAX);
+    check_budget(jobs, &r, 400);
+    pfi_alloc_result_free(&r);
+    /* equal: both at 400/2 = 200 W = 2/3 of P0 */
+    assert_int_equal(pfi_alloc_equal(jobs, 2, 400, &o, &r, &e), PFI_OK);
+    assert_true(fabs(r.cap_w[0] - 200) < 1e-9 && fabs(r.cap_w[1] - 200) < 1e-9);
+    pfi_alloc_result_free(&r);
+}
+
+static void test_bad_input(void **state)
+{
+    double caps[] = {100, 200}, t[] = {1, 2}, one[] = {100}, dec[] = {200, 100};
+    pfi_alloc_job ok = {"a", 1, 100, 200, caps, t, 2, 200, NAN, NAN, 1};
+    pfi_alloc_job jobs[2] = {ok, ok};
+    pfi_alloc_result r;
+    pfi_err e = {0};
+    jobs[1].id = "a";
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, NULL, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "duplicate job id 'a'"));
+    assert_null(r.cap_w);
+    jobs[1].id = "b";
+    jobs[1].n_points = 0;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, NULL, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "job b has no curve"));
+    jobs[1].cap_w = one;
+    jobs[1].n_points = 1;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, NULL, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "one point"));
+    jobs[1].cap_w = dec;
+    jobs[1].n_points = 2;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, NULL, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "increase"));
+    jobs[1] = ok;
+    jobs[1].id = "b";
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 0, NULL, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "budget"));
+    assert_int_equal(pfi_alloc_solve(jobs, 2, -5, NULL, &r, &e), PFI_EINVAL);
+    assert_int_equal(pfi_alloc_equal(jobs, 2, NAN, NULL, &r, &e), PFI_EINVAL);
+    assert_int_equal(pfi_alloc_policy(99, jobs, 2, NULL, 300, NULL, &r, &e), PFI_EINVAL);
+    assert_null(r.cap_w);
+    assert_int_equal(pfi_policy_parse("fastest"), -1);
+    assert_int_equal(pfi_policy_parse("proportional-to-pfi"), PFI_POLICY_PROPORTIONAL);
+    jobs[1].sla = 1.5;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, NULL, &r, &e), PFI_EINVAL);
+    jobs[1].sla = NAN;
+    jobs[1].p0_w = 0;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, NULL, &r, &e), PFI_EINVAL);
+    assert_int_equal(pfi_alloc_solve(jobs, 0, 300, NULL, &r, &e), PFI_EINVAL);
+}
+
+static void test_infeasible_modes(void **state)
+{
+    double caps[] = {100, 200}, t[] = {50, 100};
+    /* SLA 10% needs >= 180 W on each; minimums alone need 200 W */
+    pfi_alloc_job jobs[2] = {
+        {"heavy", 1, 100, 200, caps, t, 2, 200, NAN, 0.10, 3},
+        {"light", 1, 100, 200, caps, t, 2, 200, NAN, 0.10, 1},
+    };
+    pfi_alloc_result r;
+    pfi_err e = {0};
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 199, &o, &r, &e), PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "200 W"));
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, &o, &r, &e), PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "minimum feasible budget 360 W"));
+    assert_null(r.cap_w);
+
+    o.on_infeasible = PFI_INFEASIBLE_BY_WEIGHT;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, &o, &r, &e), PFI_OK);
+    check_budget(jobs, &r, 300);
+    assert_true(r.flags[1] & PFI_ALLOC_SLA_DROPPED);
+    assert_false(r.flags[0] & PFI_ALLOC_SLA_DROPPED);
+    assert_true(r.cap_w[0] >= 180 - 1e-9);
+    assert_int_equal(r.n_sla_dropped, 1);
+    assert_true(fabs(r.min_budget_w - 360) < 1e-9 && fabs(r.min_budget_nosla_w - 200) < 1e-9);
+    pfi_alloc_result_free(&r);
+
+    o.on_infeasible = PFI_INFEASIBLE_RELAX;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 300, &o, &r, &e), PFI_OK);
+    check_budget(jobs, &r, 300);
+    /* 150 W each meets 25% slowdown: the least uniform relaxation is +15% */
+    assert_true(fabs(r.sla_extra - 0.15) < 1e-6);
+    assert_true((r.flags[0] & PFI_ALLOC_SLA_RELAXED) && (r.flags[1] & PFI_ALLOC_SLA_RELAXED));
+    assert_true(fabs(r.cap_w[0] - 150) < 1e-9 && fabs(r.cap_w[1] - 150) < 1e-9);
+    pfi_alloc_result_free(&r);
+
+    /* an SLA above what the curve ever reaches */
+    jobs[0].t0 = 500;
+    o.on_infeasible = PFI_INFEASIBLE_FAIL;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 400, &o, &r, &e), PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "heavy cannot meet its SLA"));
+    o.on_infeasible = PFI_INFEASIBLE_BY_WEIGHT;
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 400, &o, &r, &e), PFI_OK);
+    assert_true(r.flags[0] & PFI_ALLOC_SLA_DROPPED);
+    check_budget(jobs, &r, 400);
+    pfi_alloc_result_free(&r);
+}
+
+/* Many concave jobs: the bound certifies the answer; the no-search mode stays in budget. */
+static void test_many_jobs(void **state)
+{
+    enum { N = 3000, P = 6 };
+    rng_state = 7;
+    pfi_alloc_job *jobs = calloc(N, sizeof *jobs);
+    double *caps = malloc(N * P * sizeof *caps), *tp = malloc(N * P * sizeof *tp);
+    char(*ids)[16] = malloc(N * sizeof *ids);
+    for (int j = 0; j < N; j++) {
+        snprintf(ids[j], sizeof ids[j], "job-%d", j);
+        double slope = 1 + urand(), t = 1000;
+        for (int i = 0; i < P; i++) {
+            caps[j * P + i] = 200 + 100 * i;
+            if (i > 0)
+                t += slope * 100, slope *= 0.3 + 0.6 * urand();
+            tp[j * P + i] = t;
+        }
+        jobs[j] = (pfi_alloc_job){ids[j], irand(1, 32), 200, 700, caps + j * P, tp + j * P, P,
+                                  650, NAN, urand() < 0.2 ? 0.1 : NAN, 1};
+    }
+    double budget = pfi_alloc_budget_from_cut(jobs, N, 0.3);
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_alloc_result r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_solve(jobs, N, budget, &o, &r, &e), PFI_OK);
+    check_budget(jobs, &r, budget);
+    assert_true(r.value >= r.upper_bound * (1 - 1e-6));
+    double v1 = r.value;
+    pfi_alloc_result_free(&r);
+    assert_int_equal(pfi_alloc_solve(jobs, N, budget, &o, &r, &e), PFI_OK);
+    check_budget(jobs, &r, budget);
+    assert_true(r.value <= v1 + 1e-9 * v1 && r.value <= r.upper_bound);
+    assert_true(r.value >= r.upper_bound * (1 - 1e-4));
+    pfi_alloc_result_free(&r);
+    assert_int_equal(pfi_alloc_equal(jobs, N, budget, &o, &r, &e), PFI_OK);
+    check_budget(jobs, &r, budget);
+    assert_true(r.value < v1);
+    pfi_alloc_result_free(&r);
+    free(jobs);
+    free(caps);
+    free(tp);
+    free(ids);
+}
+
+static void test_equal_floors(void **state)
+{
+    double caps[] = {150, 300}, t[] = {1, 2};
+    /* P0 400 W: at a 30% cut equal gives 280 W; the second job's floor 250 W holds it up */
+    pfi_alloc_job jobs[2] = {
+        {"a", 2, 150, 400, caps, t, 2, 400, NAN, NAN, 1},
+        {"b", 2, 250, 400, caps, t, 2, 300, NAN, NAN, 1},
+    };
+    pfi_alloc_result r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_equal(jobs, 1, pfi_alloc_budget_from_cut(jobs, 1, 0.3), NULL, &r,
+                                     &e),
+                     PFI_OK);
+    assert_true(fabs(r.cap_w[0] - 280) < 1e-9);
+    pfi_alloc_result_free(&r);
+    double b = pfi_alloc_budget_from_cut(jobs, 2, 0.3); /* 0.7 * (800 + 600) = 980 */
+    assert_int_equal(pfi_alloc_equal(jobs, 2, b, NULL, &r, &e), PFI_OK);
+    assert_true(fabs(r.cap_w[1] - 250) < 1e-9);
+    assert_true(r.flags[1] & PFI_ALLOC_AT_MIN);
+    assert_true(fabs(r.cap_w[0] - 240) < 1e-9); /* (980 - 500) / 2 */
+    check_budget(jobs, &r, b);
+    pfi_alloc_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_known_answer),   cmocka_unit_test(test_optimal_concave),
+        cmocka_unit_test(test_optimal_nonconcave), cmocka_unit_test(test_optimal_with_sla),
+        cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_infeasible_modes),
+        cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,51 @@
+/* features.h: what the runtime predictor knows about a job: only the telemetry a real GPU gives
+ * while the job runs at its baseline (the default-limit level of a run, or a live sample), plus
+ * job metadata when known.  Never a simulator parameter.
+ *
+ * Raw signals become features a linear model can use: ratios to device limits, activity
+ * fractions, log-scaled link traffic, and a few products that carry the physics (the compute
+ * share of the step ~ SM activity x clock headroom).  A missing signal is NAN here; the model
+ * replaces it with its training mean (so it contributes nothing) and says so.
+ * Pure: no I/O, no globals. */
+#ifndef PFI_CORE_FEATURES_H
+#define PFI_CORE_FEATURES_H
+
+#include "core/err.h"
+#include "core/run.h"
+
+enum pfi_feature {
+    PFI_FT_POWER_HEADROOM = 0, /* P0 / baseline cap: 1 = the cap binds at baseline */
+    PFI_FT_POWER_OF_MAX,       /* P0 / max limit */
+    PFI_FT_CLOCK_RATIO,        /* SM clock / max SM clock of the GPU type */
+    PFI_FT_POWERCAP_FRAC,      /* fraction of time under the SW power cap */
+    PFI_FT_GPU_UTIL,
+    PFI_FT_SM_ACTIVE,
+    PFI_FT_TENSOR_ACTIVE,
+    PFI_FT_DRAM_ACTIVE,
+    PFI_FT_NVLINK,             /* log1p(NVLink GiB/s per GPU) */
+    PFI_FT_PCIE,               /* log1p(PCIe GiB/s per GPU) */
+    PFI_FT_COMPUTE_SHARE,      /* sm_active - dram_active/2, clamped to [0,1]: compute-bound part */
+    PFI_FT_TENSOR_PER_SM,      /* tensor_active / sm_active */
+    PFI_FT_BUSY_HEADROOM,      /* sm_active x power headroom */
+    PFI_FT_MOE,                /* 1 MoE, 0 dense (NAN unknown) */
+    PFI_FT_FINETUNE,           /* 1 fine-tuning (LoRA or full), 0 pretraining */
+    PFI_FT_LOG_GPUS,           /* log2(GPU count) */
+    PFI_FT_LOG_TP,             /* log2 of the parallel degrees (NAN unknown) */
+    PFI_FT_LOG_PP,
+    PFI_FT_LOG_PARAMS,         /* log10(parameters in billions) */
+    PFI_N_FEATURES
+};
+
+const char *pfi_feature_name(int f);
+
+/* Facts of a GPU type the features need (reference/hardware.md): max SM clock.  NAN unknown. */
+double pfi_gpu_max_sm_clock(const char *gpu_type);
+
+/* Features from one baseline level and the run's header (limits, GPU type, count, metadata).
+ * x must hold PFI_N_FEATURES values; missing ones are NAN.  PFI_EINVAL when the level has no
+ * power drawn (the one signal every GPU gives). */
+int pfi_features_from_level(const pfi_run *hdr, const pfi_level *base, double *x, pfi_err *err);
+/* The same from a run's baseline level (core/curve.h's pfi_run_baseline). */
+int pfi_features_from_run(const pfi_run *run, double *x, pfi_err *err);
+
+#endif

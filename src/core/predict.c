@@ -1,0 +1,594 @@
+/* predict.c: ridge and physics models of the curve from baseline features, selection by
+ * cross-validation, and their held-out evaluation.  See predict.h. */
+#include "core/predict.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_vector.h>
+
+#include "core/pfi.h"
+
+const double pfi_target_depths[PFI_N_TDEPTHS] = {0.1, 0.2, 0.3, 0.4, 0.5};
+#define D30 2 /* index of 0.30 in pfi_target_depths */
+
+static const double lambda_grid[] = {1e-4, 1e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0};
+#define N_LAMBDA ((int)(sizeof lambda_grid / sizeof lambda_grid[0]))
+
+static const char *const phys_names[PFI_N_PHYS] = {"compute_scale", "memory_penalty",
+                                                   "static_frac_of_max", "voltage_floor"};
+
+const char *pfi_phys_name(int i) { return i >= 0 && i < PFI_N_PHYS ? phys_names[i] : "?"; }
+
+const char *pfi_model_kind_name(int kind)
+{
+    return kind == PFI_MODEL_RIDGE ? "ridge" : kind == PFI_MODEL_PHYSICS ? "physics" : "?";
+}
+
+pfi_train_opts pfi_train_defaults(void)
+{
+    pfi_train_opts o = {.force_kind = -1, .cv_folds = 5, .seed = 1};
+    return o;
+}
+
+int pfi_train_row_from_run(const pfi_run *run, int group, int gpu_class, pfi_train_row *out,
+                           pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = pfi_features_from_run(run, out->x, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_curve c;
+    rc = pfi_curve_from_run(run, -1, &c, err);
+    if (rc != PFI_OK)
+        return rc;
+    for (int k = 0; k < PFI_N_TDEPTHS; k++)
+        out->s[k] = pfi_fit_s(&c.fit, pfi_target_depths[k]);
+    out->pfi30 = out->s[D30] / pfi_target_depths[D30];
+    out->group = group;
+    out->gpu_class = gpu_class;
+    return PFI_OK;
+}
+
+/* ---- physics ---- */
+
+static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Dynamic power at clock ratio x (of the max clock): f V^2 with V ~ f above the floor vf. */
+static double dyn_power(double x, double vf) { return x >= vf ? x * x * x : x * vf * vf; }
+static double dyn_inverse(double g, double vf)
+{
+    double v3 = vf * vf * vf;
+    return g >= v3 ? cbrt(g) : g / (vf * vf);
+}
+
+static void physics_s(const double *ph, const double *x, double *s_at)
+{
+    double x0 = isfinite(x[PFI_FT_CLOCK_RATIO]) ? clampd(x[PFI_FT_CLOCK_RATIO], 0.05, 1.0) : 1.0;
+    double pom = isfinite(x[PFI_FT_POWER_OF_MAX]) ? x[PFI_FT_POWER_OF_MAX]
+                 : isfinite(x[PFI_FT_POWER_HEADROOM]) ? x[PFI_FT_POWER_HEADROOM]
+                                                       : 0.8;
+    double sm = isfinite(x[PFI_FT_SM_ACTIVE]) ? x[PFI_FT_SM_ACTIVE]
+                : isfinite(x[PFI_FT_GPU_UTIL]) ? 0.8 * x[PFI_FT_GPU_UTIL]
+                                               : 0.7;
+    double dram = isfinite(x[PFI_FT_DRAM_ACTIVE]) ? x[PFI_FT_DRAM_ACTIVE] : 0.0;
+    double m = clampd(ph[0] * (sm - ph[1] * dram), 0.0, 1.0);
+    double d = clampd(1.0 - ph[2] / (pom > 0.01 ? pom : 0.01), 0.05, 0.98);
+    double vf = ph[3];
+    double g0 = dyn_power(x0, vf);
+    for (int k = 0; k < PFI_N_TDEPTHS; k++) {
+        double r = pfi_target_depths[k];
+        double frac = (d - r) / d;
+        if (frac <= 1e-6) {
+            s_at[k] = 1.0;
+            continue;
+        }
+        double xr = dyn_inverse(g0 * frac, vf);
+        if (xr > x0)
+            xr = x0;
+        double t = m * x0 / (xr > 1e-6 ? xr : 1e-6) + (1.0 - m);
+        s_at[k] = 1.0 - 1.0 / t;
+    }
+}
+
+typedef struct rowset {
+    const pfi_train_row *rows;
+    const int *idx; /* rows used */
+    int n;
+} rowset;
+
+static double physics_loss(const double *ph, const rowset *rs)
+{
+    double e = 0, s[PFI_N_TDEPTHS];
+    for (int i = 0; i < rs->n; i++) {
+        const pfi_train_row *r = &rs->rows[rs->idx[i]];
+        physics_s(ph, r->x, s);
+        for (int k = 0; k < PFI_N_TDEPTHS; k++)
+            e += fabs(s[k] - r->s[k]);
+    }
+    return e;
+}
+
+static const double ph_lo[PFI_N_PHYS] = {0.3, 0.0, 0.0, 0.5};
+static const double ph_hi[PFI_N_PHYS] = {1.6, 2.0, 0.6, 1.0};
+
+/* Coarse grid, then a pattern search with shrinking steps (the loss is piecewise smooth). */
+static void physics_calibrate(const rowset *rs, double *ph)
+{
+    double best = INFINITY, cur[PFI_N_PHYS];
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 4; c++)
+                for (int v = 0; v < 3; v++) {
+                    cur[0] = 0.6 + 0.25 * a;
+                    cur[1] = 0.5 * b;
+                    cur[2] = 0.05 + 0.1 * c;
+                    cur[3] = 0.6 + 0.15 * v;
+                    double e = physics_loss(cur, rs);
+                    if (e < best) {
+                        best = e;
+                        memcpy(ph, cur, sizeof cur);
+                    }
+                }
+    double step[PFI_N_PHYS] = {0.1, 0.2, 0.04, 0.05};
+    for (int round = 0; round < 30; round++) {
+        int moved = 0;
+        for (int j = 0; j < PFI_N_PHYS; j++)
+            for (int dir = -1; dir <= 1; dir += 2) {
+                memcpy(cur, ph, sizeof cur);
+                cur[j] = clampd(ph[j] + dir * step[j], ph_lo[j], ph_hi[j]);
+                double e = physics_loss(cur, rs);
+                if (e < best - 1e-12) {
+                    best = e;
+                    memcpy(ph, cur, sizeof cur);
+                    moved = 1;
+                }
+            }
+        if (!moved)
+            for (int j = 0; j < PFI_N_PHYS; j++)
+                step[j] /= 2;
+    }
+}
+
+/* ---- ridge ---- */
+
+static void standardize(const rowset *rs, double *mean, double *scale)
+{
+    for (int f = 0; f < PFI_N_FEATURES; f++) {
+        double s = 0, s2 = 0;
+        int c = 0;
+        for (int i = 0; i < rs->n; i++) {
+            double v = rs->rows[rs->idx[i]].x[f];
+            if (isfinite(v)) {
+                s += v;
+                s2 += v * v;
+                c++;
+            }
+        }
+        mean[f] = c ? s / c : 0;
+        double var = c > 1 ? (s2 - s * s / c) / (c - 1) : 0;
+        scale[f] = var > 1e-12 ? sqrt(var) : 0; /* 0: a constant feature, left out */
+    }
+}
+
+static double zval(const double *x, const double *mean, const double *scale, int f)
+{
+    if (!(scale[f] > 0) || !isfinite(x[f]))
+        return 0.0;
+    return (x[f] - mean[f]) / scale[f];
+}
+
+/* Solves (Z'Z + lambda n I) beta = Z'(y - ybar) for target depth k on rows rs; GSL Cholesky. */
+static int ridge_fit(const rowset *rs, const double *mean, const double *scale, int k,
+                     double lambda, double *beta, double *icpt)
+{
+    int F = PFI_N_FEATURES, n = rs->n;
+    double ybar = 0;
+    for (int i = 0; i < n; i++)
+        ybar += rs->rows[rs->idx[i]].s[k];
+    ybar = n ? ybar / n : 0;
+    gsl_matrix *A = gsl_matrix_calloc((size_t)F, (size_t)F);
+    gsl_vector *b = gsl_vector_calloc((size_t)F);
+    gsl_vector *sol = gsl_vector_alloc((size_t)F);
+    if (!A || !b || !sol) {
+        gsl_matrix_free(A);
+        gsl_vector_free(b);
+        gsl_vector_free(sol);
+        return PFI_ENOMEM;
+    }
+    double z[PFI_N_FEATURES];
+    for (int i = 0; i < n; i++) {
+        const pfi_train_row *r = &rs->rows[rs->idx[i]];
+        for (int f = 0; f < F; f++)
+            z[f] = zval(r->x, mean, scale, f);
+        double y = r->s[k] - ybar;
+        for (int f = 0; f < F; f++) {
+            *gsl_vector_ptr(b, (size_t)f) += z[f] * y;
+            for (int g = 0; g < F; g++)
+                *gsl_matrix_ptr(A, (size_t)f, (size_t)g) += z[f] * z[g];
+        }
+    }
+    for (int f = 0; f < F; f++)
+        *gsl_matrix_ptr(A, (size_t)f, (size_t)f) += lambda * (n > 0 ? n : 1) + 1e-12;
+    gsl_set_error_handler_off();
+    int rc = gsl_linalg_cholesky_decomp1(A);
+    if (rc == 0)
+        rc = gsl_linalg_cholesky_solve(A, b, sol);
+    for (int f = 0; f < F; f++)
+        beta[f] = rc == 0 ? gsl_vector_get(sol, (size_t)f) : 0;
+    *icpt = ybar;
+    gsl_matrix_free(A);
+    gsl_vector_free(b);
+    gsl_vector_free(sol);
+    return rc == 0 ? PFI_OK : PFI_EINTERNAL;
+}
+
+static double ridge_eval(const pfi_model *m, const double *x, int k)
+{
+    double y = m->intercept[k];
+    for (int f = 0; f < PFI_N_FEATURES; f++)
+        y += m->coef[k][f] * zval(x, m->mean, m->scale, f);
+    return y;
+}
+
+/* Fold of a group: a seeded hash, so folds do not depend on the order of the rows. */
+static int fold_of(int group, int folds, unsigned long long seed)
+{
+    unsigned long long st = seed ^ ((unsigned long long)(group + 1) * 0x9E3779B97F4A7C15ull);
+    return (int)(pfi_rand_next(&st) % (unsigned long long)folds);
+}
+
+static int ridge_train(const rowset *rs, pfi_model *m, int folds, unsigned long long seed)
+{
+    standardize(rs, m->mean, m->scale);
+    int *tr = malloc(sizeof(int) * (size_t)(rs->n ? rs->n : 1));
+    if (!tr)
+        return PFI_ENOMEM;
+    for (int k = 0; k < PFI_N_TDEPTHS; k++) {
+        double best = INFINITY, best_l = lambda_grid[N_LAMBDA / 2];
+        for (int li = 0; li < N_LAMBDA; li++) {
+            double e = 0;
+            for (int fo = 0; fo < folds; fo++) {
+                int nt = 0;
+                for (int i = 0; i < rs->n; i++)
+                    if (fold_of(rs->rows[rs->idx[i]].group, folds, seed + 7) != fo)
+                        tr[nt++] = rs->idx[i];
+                if (nt == rs->n || nt < 3)
+                    continue;
+                rowset sub = {rs->rows, tr, nt};
+                double beta[PFI_N_FEATURES], icpt;
+                if (ridge_fit(&sub, m->mean, m->scale, k, lambda_grid[li], beta, &icpt) != PFI_OK)
+                    continue;
+                for (int i = 0; i < rs->n; i++) {
+                    const pfi_train_row *r = &rs->rows[rs->idx[i]];
+                    if (fold_of(r->group, folds, seed + 7) != fo)
+                        continue;
+                    double y = icpt;
+                    for (int f = 0; f < PFI_N_FEATURES; f++)
+                        y += beta[f] * zval(r->x, m->mean, m->scale, f);
+                    e += fabs(y - r->s[k]);
+                }
+            }
+            if (e < best) {
+                best = e;
+                best_l = lambda_grid[li];
+            }
+        }
+        m->lambda[k] = best_l;
+        int rc = ridge_fit(rs, m->mean, m->scale, k, best_l, m->coef[k], &m->intercept[k]);
+        if (rc != PFI_OK) {
+            free(tr);
+            return rc;
+        }
+    }
+    free(tr);
+    return PFI_OK;
+}
+
+/* ---- prediction ---- */
+
+static void raw_predict(const pfi_model *m, int kind, const double *x, double *s_at)
+{
+    if (kind == PFI_MODEL_PHYSICS)
+        physics_s(m->phys, x, s_at);
+    else
+        for (int k = 0; k < PFI_N_TDEPTHS; k++)
+            s_at[k] = ridge_eval(m, x, k);
+    /* A slowdown never shrinks as more power is shed, and stays within [0, 1]. */
+    double prev = 0;
+    for (int k = 0; k < PFI_N_TDEPTHS; k++) {
+        double v = clampd(s_at[k], 0.0, 1.0);
+        if (v < prev)
+            v = prev;
+        s_at[k] = prev = v;
+    }
+}
+
+static double pred_pfi30(const pfi_model *m, int kind, const double *x)
+{
+    double s[PFI_N_TDEPTHS];
+    raw_predict(m, kind, x, s);
+    pfi_fit f;
+    if (pfi_fit_points(m->family, pfi_target_depths, s, NULL, PFI_N_TDEPTHS, &f, NULL) != PFI_OK)
+        return s[D30] / pfi_target_depths[D30];
+    return pfi_at(&f, 0.30);
+}
+
+int pfi_model_predict_x(const pfi_model *m, const double *x, double *s_at, pfi_fit *fit,
+                        pfi_err *err)
+{
+    double s[PFI_N_TDEPTHS];
+    raw_predict(m, m->kind, x, s);
+    if (s_at)
+        memcpy(s_at, s, sizeof s);
+    if (!fit)
+        return PFI_OK;
+    int npos = 0;
+    for (int k = 0; k < PFI_N_TDEPTHS; k++)
+        npos += s[k] > 0;
+    if (npos < pfi_family_params(m->family)) {
+        /* Predicted to lose nothing down to 50%: the flat curve. */
+        memset(fit, 0, sizeof *fit);
+        fit->family = m->family;
+        fit->p[1] = 1.0;
+        return PFI_OK;
+    }
+    return pfi_fit_points(m->family, pfi_target_depths, s, NULL, PFI_N_TDEPTHS, fit, err);
+}
+
+int pfi_model_predict_level(const pfi_model *m, const pfi_run *hdr, const pfi_level *base,
+                            pfi_curve *out, pfi_err *err)
+{
+    double x[PFI_N_FEATURES];
+    int rc = pfi_features_from_level(hdr, base, x, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_fit fit;
+    rc = pfi_model_predict_x(m, x, NULL, &fit, err);
+    if (rc != PFI_OK)
+        return rc;
+    fit.n_points = 0;
+    double lo = hdr->min_limit_w > 0 ? hdr->min_limit_w : base->cap_w / 2;
+    double hi = hdr->max_limit_w >= base->cap_w ? hdr->max_limit_w : base->cap_w;
+    return pfi_curve_from_fit(&fit, base->tput > 0 ? base->tput : 1.0, base->power_w, base->cap_w,
+                              lo, hi, hdr->n_gpus, pfi_target_depths[PFI_N_TDEPTHS - 1], out, err);
+}
+
+int pfi_model_predict_run(const pfi_model *m, const pfi_run *run, pfi_curve *out, pfi_err *err)
+{
+    int b = pfi_run_baseline(run);
+    if (b < 0)
+        return pfi_err_set(err, PFI_EINVAL, "run %s has no baseline level", run->name);
+    return pfi_model_predict_level(m, run, &run->levels[b], out, err);
+}
+
+/* ---- training with selection ---- */
+
+static int train_kind(const rowset *rs, int kind, pfi_model *m, int folds, unsigned long long seed)
+{
+    if (kind == PFI_MODEL_PHYSICS) {
+        physics_calibrate(rs, m->phys);
+        return PFI_OK;
+    }
+    return ridge_train(rs, m, folds, seed);
+}
+
+/* CV MAE of PFI30 of one kind on rs, folds by group. */
+static double cv_mae(const rowset *rs, int kind, int folds, unsigned long long seed, int family)
+{
+    int *tr = malloc(sizeof(int) * (size_t)(rs->n ? rs->n : 1));
+    if (!tr)
+        return INFINITY;
+    double e = 0;
+    int ne = 0;
+    for (int fo = 0; fo < folds; fo++) {
+        int nt = 0;
+        for (int i = 0; i < rs->n; i++)
+            if (fold_of(rs->rows[rs->idx[i]].group, folds, seed) != fo)
+                tr[nt++] = rs->idx[i];
+        if (nt == rs->n || nt < 3)
+            continue;
+        rowset sub = {rs->rows, tr, nt};
+        pfi_model fm;
+        memset(&fm, 0, sizeof fm);
+        fm.family = family;
+        if (train_kind(&sub, kind, &fm, folds, seed) != PFI_OK)
+            continue;
+        for (int i = 0; i < rs->n; i++) {
+            const pfi_train_row *r = &rs->rows[rs->idx[i]];
+            if (fold_of(r->group, folds, seed) != fo)
+                continue;
+            e += fabs(pred_pfi30(&fm, kind, r->x) - r->pfi30);
+            ne++;
+        }
+    }
+    free(tr);
+    return ne ? e / ne : INFINITY;
+}
+
+static int train_set(const rowset *rs, const pfi_train_opts *o, pfi_model *m, pfi_err *err)
+{
+    memset(m, 0, sizeof *m);
+    m->family = pfi_default_family;
+    m->n_train = rs->n;
+    m->cv_mae_ridge = m->cv_mae_physics = NAN;
+    if (rs->n < 5)
+        return pfi_err_set(err, PFI_EINVAL, "training needs at least 5 characterized runs, got %d",
+                           rs->n);
+    int folds = o->cv_folds >= 2 ? o->cv_folds : 5;
+    int kind = o->force_kind;
+    if (kind < 0) {
+        m->cv_mae_ridge = cv_mae(rs, PFI_MODEL_RIDGE, folds, o->seed, m->family);
+        m->cv_mae_physics = cv_mae(rs, PFI_MODEL_PHYSICS, folds, o->seed, m->family);
+        kind = m->cv_mae_physics < m->cv_mae_ridge ? PFI_MODEL_PHYSICS : PFI_MODEL_RIDGE;
+    }
+    /* Both are fitted, so a saved model can be asked for either; `kind` is what it uses. */
+    int rc = train_kind(rs, PFI_MODEL_RIDGE, m, folds, o->seed);
+    if (rc == PFI_OK)
+        rc = train_kind(rs, PFI_MODEL_PHYSICS, m, folds, o->seed);
+    if (rc != PFI_OK)
+        return pfi_err_set(err, rc, "training failed: the feature matrix is singular");
+    m->kind = kind;
+    return PFI_OK;
+}
+
+int pfi_model_train(const pfi_train_row *rows, int n, const pfi_train_opts *opt, pfi_model *m,
+                    pfi_err *err)
+{
+    pfi_train_opts o = opt ? *opt : pfi_train_defaults();
+    int *idx = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!idx)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    rowset rs = {rows, idx, n};
+    int rc = train_set(&rs, &o, m, err);
+    free(idx);
+    return rc;
+}
+
+/* ---- evaluation ---- */
+
+typedef struct acc {
+    double sae, sse, sum, sum2, sae70, maxe;
+    int n;
+} acc;
+
+static void acc_add(acc *a, const pfi_model *m, const pfi_train_row *r)
+{
+    double s[PFI_N_TDEPTHS];
+    pfi_fit f;
+    double p30;
+    if (pfi_model_predict_x(m, r->x, s, &f, NULL) == PFI_OK)
+        p30 = pfi_at(&f, 0.30);
+    else
+        p30 = s[D30] / 0.30;
+    double e = p30 - r->pfi30;
+    a->sae += fabs(e);
+    a->sse += e * e;
+    a->sum += r->pfi30;
+    a->sum2 += r->pfi30 * r->pfi30;
+    a->sae70 += fabs(pfi_fit_s(&f, 0.30) - r->s[D30]);
+    if (fabs(e) > a->maxe)
+        a->maxe = fabs(e);
+    a->n++;
+}
+
+static void acc_done(const acc *a, pfi_model_eval *out)
+{
+    out->n = a->n;
+    if (a->n == 0) {
+        out->mae_pfi30 = out->r2_pfi30 = out->mae_rel70 = out->max_err_pfi30 = NAN;
+        return;
+    }
+    out->mae_pfi30 = a->sae / a->n;
+    out->mae_rel70 = a->sae70 / a->n;
+    out->max_err_pfi30 = a->maxe;
+    double sst = a->sum2 - a->sum * a->sum / a->n;
+    out->r2_pfi30 = sst > 0 ? 1.0 - a->sse / sst : NAN;
+}
+
+int pfi_model_lojo(const pfi_train_row *rows, int n, const pfi_train_opts *opt,
+                   pfi_model_eval *out, pfi_err *err)
+{
+    pfi_train_opts o = opt ? *opt : pfi_train_defaults();
+    memset(out, 0, sizeof *out);
+    int *idx = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    char *done = calloc((size_t)(n > 0 ? n : 1), 1);
+    if (!idx || !done) {
+        free(idx);
+        free(done);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    acc a = {0};
+    int rc = PFI_OK;
+    for (int i = 0; i < n && rc == PFI_OK; i++) {
+        if (done[i])
+            continue;
+        int g = rows[i].group, nt = 0;
+        for (int j = 0; j < n; j++)
+            if (rows[j].group != g)
+                idx[nt++] = j;
+        rowset rs = {rows, idx, nt};
+        pfi_model m;
+        rc = train_set(&rs, &o, &m, err);
+        if (rc != PFI_OK)
+            break;
+        if (m.kind == PFI_MODEL_RIDGE)
+            out->kind_ridge++;
+        else
+            out->kind_physics++;
+        for (int j = 0; j < n; j++)
+            if (rows[j].group == g) {
+                acc_add(&a, &m, &rows[j]);
+                done[j] = 1;
+            }
+    }
+    free(idx);
+    free(done);
+    if (rc != PFI_OK)
+        return rc;
+    acc_done(&a, out);
+    return PFI_OK;
+}
+
+int pfi_model_transfer(const pfi_train_row *train, int ntrain, const pfi_train_row *test,
+                       int ntest, const pfi_train_opts *o, pfi_model_eval *out, pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pfi_model m;
+    int rc = pfi_model_train(train, ntrain, o, &m, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (m.kind == PFI_MODEL_RIDGE)
+        out->kind_ridge = 1;
+    else
+        out->kind_physics = 1;
+    acc a = {0};
+    for (int j = 0; j < ntest; j++)
+        acc_add(&a, &m, &test[j]);
+    acc_done(&a, out);
+    return PFI_OK;
+}
+
+int pfi_model_importance(const pfi_model *m, const pfi_train_row *rows, int n,
+                         unsigned long long seed, double *imp, pfi_err *err)
+{
+    if (n < 2)
+        return pfi_err_set(err, PFI_EINVAL, "importance needs at least 2 runs");
+    pfi_train_row *perm = malloc(sizeof *perm * (size_t)n);
+    int *order = malloc(sizeof(int) * (size_t)n);
+    if (!perm || !order) {
+        free(perm);
+        free(order);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    acc base = {0};
+    for (int i = 0; i < n; i++)
+        acc_add(&base, m, &rows[i]);
+    double mae0 = base.sae / n;
+    unsigned long long st = seed;
+    for (int f = 0; f < PFI_N_FEATURES; f++) {
+        for (int i = 0; i < n; i++)
+            order[i] = i;
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(pfi_rand_next(&st) % (unsigned long long)(i + 1));
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        memcpy(perm, rows, sizeof *perm * (size_t)n);
+        for (int i = 0; i < n; i++)
+            perm[i].x[f] = rows[order[i]].x[f];
+        acc a = {0};
+        for (int i = 0; i < n; i++)
+            acc_add(&a, m, &perm[i]);
+        imp[f] = a.sae / n - mae0;
+    }
+    free(perm);
+    free(order);
+    return PFI_OK;
+}

@@ -136,7 +136,9 @@ void pfi_import_set_free(pfi_import_set *set)
 int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, int *nlevels,
                          pfi_err *err)
 {
-    int rc = pfi_store_tx_begin(st, err), levels = 0;
+    /* Inside pfi_import_all's transaction, that one commits or rolls back everything. */
+    int outer = st->in_tx, levels = 0;
+    int rc = outer ? PFI_OK : pfi_store_tx_begin(st, err);
     if (rc != PFI_OK)
         return rc;
     for (int i = 0; i < set->n && rc == PFI_OK; i++) {
@@ -144,15 +146,49 @@ int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, i
         rc = pfi_store_write_imported(st, &r->run, r->unit_label, r->config_json, err);
         levels += r->run.n_levels;
     }
-    if (rc == PFI_OK)
+    if (rc == PFI_OK && !outer)
         rc = pfi_store_tx_commit(st, err);
     if (rc != PFI_OK) {
-        pfi_store_tx_rollback(st);
+        if (!outer)
+            pfi_store_tx_rollback(st);
         return rc;
     }
     if (nruns)
         *nruns = set->n;
     if (nlevels)
         *nlevels = levels;
+    return PFI_OK;
+}
+
+const char *const pfi_import_sources[PFI_IMPORT_NSOURCES] = {"perseus", "zeus-nsdi", "zeus-plo"};
+
+int pfi_import_all(pfi_store *st, const char *root, int nruns[PFI_IMPORT_NSOURCES],
+                   int nlevels[PFI_IMPORT_NSOURCES], pfi_err *err)
+{
+    static const char *const subs[PFI_IMPORT_NSOURCES] = {"perseus-sosp24", "zeus-nsdi23-trace",
+                                                          "zeus-plo-testdata"};
+    int (*const fn[PFI_IMPORT_NSOURCES])(pfi_store *, const char *, int *, int *, pfi_err *) = {
+        pfi_import_perseus, pfi_import_zeus_nsdi, pfi_import_zeus_plo};
+    int r[PFI_IMPORT_NSOURCES] = {0}, l[PFI_IMPORT_NSOURCES] = {0};
+    int rc = pfi_store_tx_begin(st, err);
+    if (rc != PFI_OK)
+        return rc;
+    for (int i = 0; i < PFI_IMPORT_NSOURCES && rc == PFI_OK; i++) {
+        char dir[1200];
+        snprintf(dir, sizeof dir, "%s/%s", root && *root ? root : pfi_data_dir(), subs[i]);
+        rc = fn[i](st, dir, &r[i], &l[i], err);
+    }
+    if (rc == PFI_OK)
+        rc = pfi_store_tx_commit(st, err);
+    if (rc != PFI_OK) {
+        pfi_store_tx_rollback(st);
+        return rc;
+    }
+    for (int i = 0; i < PFI_IMPORT_NSOURCES; i++) {
+        if (nruns)
+            nruns[i] = r[i];
+        if (nlevels)
+            nlevels[i] = l[i];
+    }
     return PFI_OK;
 }

@@ -161,5 +161,11 @@ int pfi_store_load_telemetry(pfi_store *st, long long run_id, int level, pfi_tel
 int pfi_import_perseus(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err);
 int pfi_import_zeus_nsdi(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err);
 int pfi_import_zeus_plo(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err);
+/* The three above from root/{perseus-sosp24,zeus-nsdi23-trace,zeus-plo-testdata} (root NULL:
+ * pfi_data_dir()), all in one transaction.  nruns[i] / nlevels[i] in that order (may be NULL). */
+#define PFI_IMPORT_NSOURCES 3
+extern const char *const pfi_import_sources[PFI_IMPORT_NSOURCES]; /* "perseus", "zeus-nsdi", ... */
+int pfi_import_all(pfi_store *st, const char *root, int nruns[PFI_IMPORT_NSOURCES],
+                   int nlevels[PFI_IMPORT_NSOURCES], pfi_err *err);
 
 #endif

@@ -1,0 +1,140 @@
+/* pfi export: every level of the chosen runs as one flat table (CSV or JSON) for pandas. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "store/export.h"
+#include "store/store.h"
+
+#define MAX_IDS 4096
+
+/* --runs "3,5,perseus/A40/gpt3-2.7b dp1tp1pp8": ids or exact names, comma-separated (a name
+ * holding a comma is given alone in its own --runs). */
+static int resolve(pfi_store *st, const pfi_strlist *runs, long long *ids, int *n, pfi_err *err)
+{
+    *n = 0;
+    for (int i = 0; i < runs->n; i++) {
+        long long id;
+        int rc = pfi_store_find_run(st, runs->v[i], &id, err);
+        if (rc == PFI_OK) {
+            if (*n >= MAX_IDS)
+                return pfi_err_set(err, PFI_ERANGE, "more than %d runs", MAX_IDS);
+            ids[(*n)++] = id;
+            continue;
+        }
+        if (rc != PFI_ENOENT || !strchr(runs->v[i], ','))
+            return rc;
+        char *copy = strdup(runs->v[i]), *save = NULL;
+        if (!copy)
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        rc = PFI_OK;
+        for (char *t = strtok_r(copy, ",", &save); t && rc == PFI_OK;
+             t = strtok_r(NULL, ",", &save)) {
+            if ((rc = pfi_store_find_run(st, t, &id, err)) != PFI_OK)
+                break;
+            if (*n >= MAX_IDS)
+                rc = pfi_err_set(err, PFI_ERANGE, "more than %d runs", MAX_IDS);
+            else
+                ids[(*n)++] = id;
+        }
+        free(copy);
+        if (rc != PFI_OK)
+            return rc;
+    }
+    return PFI_OK;
+}
+
+int pfi_cmd_export(int argc, char **argv)
+{
+    const char *db = NULL, *format = "csv", *output = NULL;
+    pfi_strlist runs = {0};
+    const pfi_opt opts[] = {
+        {"db", PFI_OPT_STR, &db, "FILE", "the store (default $PFI_DB, else pfi.db)"},
+        {"format", PFI_OPT_STR, &format, "csv|json", "output format (default csv)"},
+        {"runs", PFI_OPT_MULTI, &runs, "LIST",
+         "runs to export: ids or names, comma-separated, repeatable (default: all)"},
+        {"output", PFI_OPT_STR, &output, "FILE", "write to FILE (atomically) instead of stdout"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi export [--db FILE] [--format csv|json] [--runs LIST] [--output FILE]",
+        "Export one row per level with the run's identity and metadata.  Units are in the "
+        "column names: cap_w, enforced_w, power_w (mean per GPU), job_power_w, tokens_per_s or "
+        "samples_per_s (filled only for an absolute rate), throughput with throughput_unit, "
+        "rel_throughput and rel_power (to the baseline), telemetry means.  Missing values are "
+        "empty (CSV) or null (JSON).  pandas: pd.read_csv(...) or pd.read_json(...).",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (npos > 0) {
+        fprintf(stderr, "pfi export: unexpected argument '%s' (runs go in --runs)\n", pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    int fmt;
+    if (strcmp(format, "csv") == 0)
+        fmt = PFI_EXPORT_CSV;
+    else if (strcmp(format, "json") == 0)
+        fmt = PFI_EXPORT_JSON;
+    else {
+        fprintf(stderr, "pfi export: --format must be csv or json, not '%s'\n", format);
+        return PFI_EXIT_USAGE;
+    }
+    pfi_err err = {0};
+    pfi_store *st;
+    if (pfi_store_open(db, 0, &st, &err) != PFI_OK)
+        return pfi_cli_fail("export", &err);
+    long long *ids = malloc(MAX_IDS * sizeof *ids);
+    int n = 0;
+    if (!ids)
+        rc = pfi_err_set(&err, PFI_ENOMEM, "out of memory");
+    else
+        rc = resolve(st, &runs, ids, &n, &err);
+    if (rc != PFI_OK) {
+        free(ids);
+        pfi_store_close(st);
+        return pfi_cli_fail("export", &err);
+    }
+    /* Into a temporary file renamed at the end: a failed export never leaves half a file. */
+    char *tmp = NULL;
+    FILE *out = stdout;
+    if (output) {
+        size_t len = strlen(output) + 16;
+        tmp = malloc(len);
+        int fd = -1;
+        if (tmp) {
+            snprintf(tmp, len, "%s.XXXXXX", output);
+            fd = mkstemp(tmp);
+        }
+        if (fd < 0 || !(out = fdopen(fd, "w"))) {
+            rc = pfi_err_set(&err, PFI_EIO, "cannot write next to %s: %s", output,
+                             strerror(errno));
+            if (fd >= 0) {
+                close(fd);
+                unlink(tmp);
+            }
+            free(tmp);
+            free(ids);
+            pfi_store_close(st);
+            return pfi_cli_fail("export", &err);
+        }
+    }
+    /* n == 0 with --runs given cannot happen (resolve fails first); n == 0 means all. */
+    rc = pfi_store_export(st, ids, runs.n ? n : 0, fmt, out, &err);
+    free(ids);
+    pfi_store_close(st);
+    if (output) {
+        if (fclose(out) != 0 && rc == PFI_OK)
+            rc = pfi_err_set(&err, PFI_EIO, "writing %s: %s", output, strerror(errno));
+        if (rc == PFI_OK && rename(tmp, output) != 0)
+            rc = pfi_err_set(&err, PFI_EIO, "renaming into %s: %s", output, strerror(errno));
+        if (rc != PFI_OK)
+            unlink(tmp);
+        free(tmp);
+    }
+    return rc == PFI_OK ? PFI_EXIT_OK : pfi_cli_fail("export", &err);
+}

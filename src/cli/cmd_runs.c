@@ -1,0 +1,96 @@
+/* pfi runs: the characterized runs in the store, one line each. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "store/store.h"
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static void fmt_num(char *buf, size_t n, double v, const char *fmt)
+{
+    if (isfinite(v))
+        snprintf(buf, n, fmt, v);
+    else
+        snprintf(buf, n, "-");
+}
+
+int pfi_cmd_runs(int argc, char **argv)
+{
+    const char *db = NULL, *source = NULL;
+    int as_json = 0;
+    const pfi_opt opts[] = {
+        {"db", PFI_OPT_STR, &db, "FILE", "the store (default $PFI_DB, else pfi.db)"},
+        {"source", PFI_OPT_STR, &source, "NAME",
+         "only runs from this source (sweep, sim, perseus, zeus-nsdi, zeus-plo)"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi runs [--db FILE] [--source NAME] [--json]",
+        "List the runs in the store: id, name, source, GPU type and count, number of levels, "
+        "throughput unit, and the baseline (the level at the default power limit): its "
+        "throughput T0 and per-GPU power P0.",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (npos > 0) {
+        fprintf(stderr, "pfi runs: unexpected argument '%s'\n", pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    pfi_err err = {0};
+    pfi_store *st;
+    if (pfi_store_open(db, 0, &st, &err) != PFI_OK)
+        return pfi_cli_fail("runs", &err);
+    pfi_run_summary *v;
+    int n;
+    if (pfi_store_list_runs(st, &v, &n, &err) != PFI_OK) {
+        pfi_store_close(st);
+        return pfi_cli_fail("runs", &err);
+    }
+    json_t *arr = as_json ? json_array() : NULL;
+    if (!as_json)
+        printf("%-5s %-52s %-10s %-15s %3s %6s %-21s %10s %7s %-9s\n", "ID", "NAME", "SOURCE",
+               "GPU", "N", "LEVELS", "UNIT", "T0", "P0(W)", "STATUS");
+    for (int i = 0; i < n; i++) {
+        const pfi_run_summary *r = &v[i];
+        if (source && strcmp(source, r->source) != 0)
+            continue;
+        if (as_json) {
+            json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "id",
+                                  (json_int_t)r->id, "name", r->name, "source", r->source,
+                                  "gpu_type", r->gpu_type, "n_gpus", r->n_gpus, "levels",
+                                  r->n_levels, "unit",
+                                  r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s",
+                                  "unit_label", r->unit_label, "status", r->status);
+            json_object_set_new(o, "backend", r->backend[0] ? json_string(r->backend)
+                                                            : json_null());
+            json_object_set_new(o, "baseline_cap_w", num_or_null(r->cap0_w));
+            json_object_set_new(o, "t0", num_or_null(r->t0));
+            json_object_set_new(o, "p0_w", num_or_null(r->p0));
+            json_object_set_new(o, "started", r->started[0] ? json_string(r->started)
+                                                            : json_null());
+            json_object_set_new(o, "ended", r->ended[0] ? json_string(r->ended) : json_null());
+            json_array_append_new(arr, o);
+        } else {
+            char t0[24], p0[24];
+            fmt_num(t0, sizeof t0, r->t0, "%.4g");
+            fmt_num(p0, sizeof p0, r->p0, "%.1f");
+            printf("%-5lld %-52s %-10s %-15s %3d %6d %-21s %10s %7s %-9s\n", r->id, r->name,
+                   r->source, r->gpu_type, r->n_gpus, r->n_levels, r->unit_label, t0, p0,
+                   r->status);
+        }
+    }
+    free(v);
+    if (as_json) {
+        json_t *doc = json_pack("{s:s, s:o}", "db", pfi_store_path(st), "runs", arr);
+        pfi_store_close(st);
+        return pfi_cli_print_json(doc);
+    }
+    pfi_store_close(st);
+    return PFI_EXIT_OK;
+}

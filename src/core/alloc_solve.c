@@ -40,6 +40,7 @@ typedef struct solver {
     seg *segs;
     int *pos;         /* relaxation: hull vertex each job has reached */
     int *k, *best_k;  /* rounded allocation, best allocation found */
+    double *kv;       /* value of each job at k */
     double best;
     int have_best;
     int *heap;        /* greedy fill: jobs ordered by next step's gain per GPU */
@@ -65,6 +66,8 @@ static void build_hull(solver *S, int j)
     double *hv = S->hv + S->hoff[j];
     int m = 0;
     int last = a - 1;
+    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+    int at = 0; /* candidates ascend, so the curve segment holding each one only moves right */
     for (int i = -1; i <= J->n_points; i++) {
         /* candidate grid points, ascending: a, neighbours of each breakpoint, b */
         int cand[2], nc = 0;
@@ -85,7 +88,17 @@ static void build_hull(solver *S, int j)
             if (kk <= last)
                 continue;
             last = kk;
-            double v = val(S, j, kk);
+            double x = kk * S->step, v;
+            while (at < J->n_points && J->cap_w[at] <= x)
+                at++;
+            if (at == 0)
+                v = J->tput[0];
+            else if (at == J->n_points)
+                v = J->tput[at - 1];
+            else
+                v = J->tput[at - 1] + (J->tput[at] - J->tput[at - 1]) * (x - J->cap_w[at - 1]) /
+                                          (J->cap_w[at] - J->cap_w[at - 1]);
+            v *= w;
             while (m >= 2) {
                 /* drop the last vertex when it lies on or below the chord to the new point */
                 double l = (hv[m - 1] - hv[m - 2]) * (double)(kk - hk[m - 2]);
@@ -235,7 +248,7 @@ static double fill(solver *S, long long left, double v)
         long long n = S->jobs[j].n_gpus;
         if (n > left || S->k[j] >= S->b[j])
             continue;
-        double g = (val(S, j, S->k[j] + 1) - val(S, j, S->k[j])) / (double)n;
+        double g = (val(S, j, S->k[j] + 1) - S->kv[j]) / (double)n;
         if (g > 0) {
             S->gain[j] = g;
             S->heap[nh++] = j;
@@ -251,9 +264,8 @@ static double fill(solver *S, long long left, double v)
             v += S->gain[j] * (double)n;
             left -= n;
             S->k[j]++;
-            double g = S->k[j] < S->b[j]
-                           ? (val(S, j, S->k[j] + 1) - val(S, j, S->k[j])) / (double)n
-                           : 0;
+            S->kv[j] += S->gain[j] * (double)n;
+            double g = S->k[j] < S->b[j] ? (val(S, j, S->k[j] + 1) - S->kv[j]) / (double)n : 0;
             if (g > 0 && n <= left) {
                 S->gain[j] = g;
                 heap_down(S, nh, 0);
@@ -286,6 +298,7 @@ static int node(solver *S, int *bj, int *bs)
     double v = 0;
     for (int j = 0; j < S->n; j++) {
         S->k[j] = S->hk[S->hoff[j] + S->pos[j]];
+        S->kv[j] = S->hv[S->hoff[j] + S->pos[j]];
         if (j == fj) {
             /* Inside a bridge over a dip the rounded-down point may be worse than the vertex
              * before it: take the best grid point between them. */
@@ -300,6 +313,7 @@ static int node(solver *S, int *bj, int *bs)
             }
             S->work += k1 - k0;
             S->k[j] = bk;
+            S->kv[j] = bv;
             v += bv;
         } else
             v += S->hv[S->hoff[j] + S->pos[j]];
@@ -414,9 +428,10 @@ int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi
     S.pos = malloc((size_t)n * sizeof *S.pos);
     S.k = malloc((size_t)n * sizeof *S.k);
     S.best_k = malloc((size_t)n * sizeof *S.best_k);
+    S.kv = malloc((size_t)n * sizeof *S.kv);
     S.heap = malloc((size_t)n * sizeof *S.heap);
     S.gain = malloc((size_t)n * sizeof *S.gain);
-    if (!S.hoff || !S.hn || !S.hk || !S.hv || !S.segs || !S.pos || !S.k || !S.best_k ||
+    if (!S.hoff || !S.hn || !S.hk || !S.hv || !S.segs || !S.pos || !S.k || !S.best_k || !S.kv ||
         !S.heap || !S.gain || hcap > 0x7fffffff) {
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
         pfi_alloc_result_free(res);
@@ -459,6 +474,7 @@ out:
     free(S.pos);
     free(S.k);
     free(S.best_k);
+    free(S.kv);
     free(S.heap);
     free(S.gain);
     return rc;

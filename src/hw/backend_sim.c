@@ -1,9 +1,240 @@
-/* backend_sim.c: PLACEHOLDER until the simulator lands (issue 2); replaced, not kept. */
-#include "hw/hw.h"
+/* backend_sim.c: the simulator behind the backend interface (see hw/backend_sim.h for how it
+ * is opened, virtual versus shared real time, and the extras). */
+#include "hw/backend_sim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct sim_impl {
+    pthread_mutex_t mu;
+    pfi_sim_node *node;   /* virtual mode: owned */
+    pfi_sim_state *state; /* shared mode */
+    double t;             /* virtual clock */
+} sim_impl;
+
+extern const pfi_backend_ops pfi_backend_sim_ops;
+
+static int env_speed(double *speed, pfi_err *err)
+{
+    const char *v = getenv("PFI_SIM_SPEED");
+    *speed = 1;
+    if (!v || !*v)
+        return PFI_OK;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || *end || !(x > 0 && x <= 1e6))
+        return pfi_err_set(err, PFI_EINVAL, "PFI_SIM_SPEED='%s' is not a speed-up in (0, 1e6]",
+                           v);
+    *speed = x;
+    return PFI_OK;
+}
 
 static int sim_open(pfi_backend *b, const char *arg, pfi_err *err)
 {
-    return pfi_err_set(err, PFI_ENOTSUP, "the simulator backend is not built yet");
+    sim_impl *s = calloc(1, sizeof *s);
+    if (!s)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    pthread_mutex_init(&s->mu, NULL);
+    int rc;
+    const char *path = getenv("PFI_SIM_STATE");
+    if (path && *path) {
+        double speed;
+        pfi_node_config cfg;
+        rc = env_speed(&speed, err);
+        /* The config matters only to the process that creates the file. */
+        if (rc == PFI_OK)
+            rc = pfi_sim_state_open(path, NULL, speed, &s->state, err);
+        if (rc == PFI_ENOENT) {
+            rc = pfi_sim_config_load(arg, &cfg, err);
+            if (rc == PFI_OK)
+                rc = pfi_sim_state_open(path, &cfg, speed, &s->state, err);
+        }
+    } else {
+        pfi_node_config cfg;
+        rc = pfi_sim_config_load(arg, &cfg, err);
+        if (rc == PFI_OK)
+            rc = pfi_sim_node_new(&cfg, &s->node, err);
+    }
+    if (rc != PFI_OK) {
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return rc;
+    }
+    b->impl = s;
+    return PFI_OK;
 }
-static void sim_close(pfi_backend *b) {}
-const pfi_backend_ops pfi_backend_sim_ops = {.name = "sim", .open = sim_open, .close = sim_close};
+
+static void sim_close(pfi_backend *b)
+{
+    sim_impl *s = b->impl;
+    if (!s)
+        return;
+    pfi_sim_node_free(s->node);
+    pfi_sim_state_close(s->state);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    b->impl = NULL;
+}
+
+/* The node and the current time; called with the mutex held. */
+static int current(sim_impl *s, pfi_sim_node **node, double *t, pfi_err *err)
+{
+    if (s->state)
+        return pfi_sim_state_node(s->state, node, t, err);
+    *node = s->node;
+    *t = s->t;
+    return PFI_OK;
+}
+
+static int sim_count(pfi_backend *b, int *count, pfi_err *err)
+{
+    sim_impl *s = b->impl;
+    pthread_mutex_lock(&s->mu);
+    pfi_sim_node *n = s->node;
+    if (s->state) {
+        double t;
+        int rc = pfi_sim_state_node(s->state, &n, &t, err);
+        if (rc != PFI_OK) {
+            pthread_mutex_unlock(&s->mu);
+            return rc;
+        }
+    }
+    *count = pfi_sim_node_gpus(n);
+    pthread_mutex_unlock(&s->mu);
+    return PFI_OK;
+}
+
+static int sim_info(pfi_backend *b, int idx, pfi_device *out, pfi_err *err)
+{
+    sim_impl *s = b->impl;
+    pfi_sim_node *n;
+    double t;
+    pthread_mutex_lock(&s->mu);
+    int rc = current(s, &n, &t, err);
+    if (rc == PFI_OK)
+        rc = pfi_sim_device(n, idx, t, out, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static int sim_sample(pfi_backend *b, int idx, pfi_sample *out, pfi_err *err)
+{
+    sim_impl *s = b->impl;
+    pfi_sim_node *n;
+    double t;
+    pthread_mutex_lock(&s->mu);
+    int rc = current(s, &n, &t, err);
+    if (rc == PFI_OK)
+        rc = pfi_sim_sample(n, idx, t, out, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static int sim_set_limit(pfi_backend *b, int idx, double watts, pfi_err *err)
+{
+    sim_impl *s = b->impl;
+    pthread_mutex_lock(&s->mu);
+    int rc = s->state ? pfi_sim_state_set_limit(s->state, idx, watts, err)
+                      : pfi_sim_set_limit(s->node, idx, s->t, watts, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static double sim_now(pfi_backend *b)
+{
+    sim_impl *s = b->impl;
+    pthread_mutex_lock(&s->mu);
+    double t = s->state ? pfi_sim_state_now(s->state) : s->t;
+    pthread_mutex_unlock(&s->mu);
+    return t;
+}
+
+static void sim_sleep(pfi_backend *b, double seconds)
+{
+    sim_impl *s = b->impl;
+    if (!(seconds > 0))
+        return;
+    if (!s->state) {
+        pthread_mutex_lock(&s->mu);
+        s->t += seconds;
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    double real = seconds / pfi_sim_state_speed(s->state);
+    struct timespec ts = {(time_t)real, (long)((real - floor(real)) * 1e9)};
+    /* A signal cuts the sleep short on purpose: the caller checks why it was woken. */
+    nanosleep(&ts, NULL);
+}
+
+const pfi_backend_ops pfi_backend_sim_ops = {
+    .name = "sim",
+    .open = sim_open,
+    .close = sim_close,
+    .device_count = sim_count,
+    .device_info = sim_info,
+    .sample = sim_sample,
+    .set_limit = sim_set_limit,
+    .now = sim_now,
+    .sleep = sim_sleep,
+};
+
+static sim_impl *impl_of(pfi_backend *b)
+{
+    return b && b->ops == &pfi_backend_sim_ops ? b->impl : NULL;
+}
+
+pfi_sim_node *pfi_backend_sim_node(pfi_backend *b)
+{
+    sim_impl *s = impl_of(b);
+    if (!s)
+        return NULL;
+    pfi_sim_node *n = s->node;
+    if (s->state) {
+        double t;
+        pthread_mutex_lock(&s->mu);
+        if (pfi_sim_state_node(s->state, &n, &t, NULL) != PFI_OK)
+            n = NULL;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return n;
+}
+
+void pfi_backend_sim_lock(pfi_backend *b)
+{
+    sim_impl *s = impl_of(b);
+    if (s)
+        pthread_mutex_lock(&s->mu);
+}
+
+void pfi_backend_sim_unlock(pfi_backend *b)
+{
+    sim_impl *s = impl_of(b);
+    if (s)
+        pthread_mutex_unlock(&s->mu);
+}
+
+int pfi_backend_sim_virtual(pfi_backend *b)
+{
+    sim_impl *s = impl_of(b);
+    return s && !s->state;
+}
+
+int pfi_backend_sim_job(pfi_backend *b, int job, pfi_sim_job_status *out, pfi_err *err)
+{
+    sim_impl *s = impl_of(b);
+    if (!s)
+        return pfi_err_set(err, PFI_ENOTSUP, "not a simulator backend");
+    pfi_sim_node *n;
+    double t;
+    pthread_mutex_lock(&s->mu);
+    int rc = current(s, &n, &t, err);
+    if (rc == PFI_OK)
+        rc = pfi_sim_job_status_at(n, job, t, out, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}

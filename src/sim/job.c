@@ -1,0 +1,248 @@
+/* job.c: the training-job cost model.  From a job's configuration (architecture, parallelism,
+ * batch, kind, precision) and the node it runs on, the standard cost formulas give one GPU's
+ * step split into compute, memory-bound and communication time (pfi_sim_work). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sim/physics.h"
+
+/* Public model cards (parameters, layers, hidden, FFN, heads, vocab, experts).  bert-huge is
+ * the Perseus artifact's BERT of 24 layers x 2048 (assumed from its 26-unit partition). */
+typedef struct model_card {
+    const char *name, *family;
+    double params_b;
+    int layers, hidden, ffn, heads, vocab, experts, top_k, encdec;
+} model_card;
+
+static const model_card cards[] = {
+    {"gpt3-xl", "gpt", 1.32, 24, 2048, 8192, 16, 50257, 0, 0, 0},
+    {"gpt3-2.7b", "gpt", 2.65, 32, 2560, 10240, 32, 50257, 0, 0, 0},
+    {"gpt3-6.7b", "gpt", 6.66, 32, 4096, 16384, 32, 50257, 0, 0, 0},
+    {"gpt3-13b", "gpt", 12.85, 40, 5140, 20560, 40, 50257, 0, 0, 0},
+    {"bloom-3b", "bloom", 3.0, 30, 2560, 10240, 32, 250880, 0, 0, 0},
+    {"bloom-7b1", "bloom", 7.07, 30, 4096, 16384, 32, 250880, 0, 0, 0},
+    {"bert-huge-uncased", "bert", 1.27, 24, 2048, 8192, 32, 30522, 0, 0, 0},
+    {"bert-large-uncased", "bert", 0.34, 24, 1024, 4096, 16, 30522, 0, 0, 0},
+    {"t5-3b", "t5", 2.85, 48, 1024, 16384, 32, 32128, 0, 0, 1},
+    {"llama3.2-1b", "llama", 1.24, 16, 2048, 8192, 32, 128256, 0, 0, 0},
+    {"llama3.2-3b", "llama", 3.21, 28, 3072, 8192, 24, 128256, 0, 0, 0},
+    {"llama3-8b", "llama", 8.03, 32, 4096, 14336, 32, 128256, 0, 0, 0},
+    {"llama2-7b", "llama", 6.74, 32, 4096, 11008, 32, 32000, 0, 0, 0},
+    {"llama2-13b", "llama", 13.0, 40, 5120, 13824, 40, 32000, 0, 0, 0},
+    {"llama3-70b", "llama", 70.6, 80, 8192, 28672, 64, 128256, 0, 0, 0},
+    {"mistral-7b", "mistral", 7.24, 32, 4096, 14336, 32, 32000, 0, 0, 0},
+    {"qwen2.5-0.5b", "qwen", 0.49, 24, 896, 4864, 14, 151936, 0, 0, 0},
+    {"qwen2.5-1.5b", "qwen", 1.54, 28, 1536, 8960, 12, 151936, 0, 0, 0},
+    {"qwen2.5-7b", "qwen", 7.62, 28, 3584, 18944, 28, 152064, 0, 0, 0},
+    {"qwen2.5-14b", "qwen", 14.7, 48, 5120, 13824, 40, 152064, 0, 0, 0},
+    {"qwen2.5-32b", "qwen", 32.5, 64, 5120, 27648, 40, 152064, 0, 0, 0},
+    {"mixtral-8x7b", "mixtral", 46.7, 32, 4096, 14336, 32, 32000, 8, 2, 0},
+    {"mixtral-8x22b", "mixtral", 141.0, 56, 6144, 16384, 48, 32768, 8, 2, 0},
+    {"olmoe-1b-7b", "olmoe", 6.92, 16, 2048, 1024, 16, 50304, 64, 8, 0},
+    {"qwen1.5-moe-a2.7b", "qwen-moe", 14.3, 24, 2048, 1408, 16, 151936, 60, 4, 0},
+    {"deepseek-moe-16b", "deepseek-moe", 16.4, 28, 2048, 1408, 16, 102400, 64, 6, 0},
+};
+#define NCARDS ((int)(sizeof cards / sizeof cards[0]))
+
+int pfi_sim_model_count(void) { return NCARDS; }
+const char *pfi_sim_model_name(int i) { return i >= 0 && i < NCARDS ? cards[i].name : NULL; }
+
+int pfi_sim_job_from_model(pfi_job_config *job, const char *model, pfi_err *err)
+{
+    for (int i = 0; i < NCARDS; i++) {
+        const model_card *c = &cards[i];
+        if (strcasecmp(model, c->name) != 0)
+            continue;
+        snprintf(job->model, sizeof job->model, "%s", c->name);
+        if (!job->family[0])
+            snprintf(job->family, sizeof job->family, "%s", c->family);
+        job->params_b = c->params_b;
+        job->layers = c->layers;
+        job->hidden = c->hidden;
+        job->ffn_hidden = c->ffn;
+        job->heads = c->heads;
+        job->vocab = c->vocab;
+        job->moe = c->experts > 0;
+        job->experts = c->experts;
+        job->top_k = c->top_k;
+        job->encdec = c->encdec;
+        return PFI_OK;
+    }
+    char known[1024] = "";
+    size_t n = 0;
+    for (int i = 0; i < NCARDS && n + 40 < sizeof known; i++)
+        n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", cards[i].name);
+    return pfi_err_set(err, PFI_ENOENT, "unknown model '%s' (known: %s)", model, known);
+}
+
+/* Family constants: SM switching activity of the family's GEMM phases and host time per
+ * microbatch per layer (kernel launches the GPU can hide).  Defaults are modelled; `pfi sim
+ * validate` fits them for the families with measured sweeps (gpt, bloom, bert, t5). */
+typedef struct family_consts { const char *family; double act_compute, host_ms; } family_consts;
+static const family_consts families[] = {
+    {"gpt", 0.95, 0.20},     {"llama", 0.95, 0.20},  {"mistral", 0.95, 0.20},
+    {"qwen", 0.95, 0.20},    {"bloom", 0.95, 0.20},  {"bert", 0.95, 0.20},
+    {"t5", 0.95, 0.20},      {"mixtral", 0.90, 0.30}, {"olmoe", 0.85, 0.35},
+    {"qwen-moe", 0.85, 0.35}, {"deepseek-moe", 0.85, 0.35},
+};
+
+void pfi_sim_job_defaults(pfi_job_config *job)
+{
+    double act = 0.95, host = 0.20;
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        if (strcasecmp(job->family, families[i].family) == 0) {
+            act = families[i].act_compute;
+            host = families[i].host_ms;
+        }
+    if (job->act_compute <= 0)
+        job->act_compute = act;
+    if (job->host_ms <= 0)
+        job->host_ms = host;
+}
+
+/* Ring collectives move 2(k-1)/k of the buffer per GPU (all-reduce), (k-1)/k for all-to-all. */
+static double ring(int k) { return k > 1 ? 2.0 * (k - 1) / k : 0.0; }
+
+int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_sim_work *w,
+                     pfi_err *err)
+{
+    memset(w, 0, sizeof *w);
+    const pfi_gpu_model *g = &cfg->gpu;
+    int n = j->dp * j->tp * j->pp;
+    if (n <= 0 || j->seq_len <= 0 || j->global_batch <= 0 || j->micro_batch <= 0 ||
+        j->layers <= 0 || j->hidden <= 0 || j->params_b <= 0)
+        return pfi_err_set(err, PFI_EINVAL, "job '%s': incomplete configuration", j->name);
+    double S = j->seq_len, h = j->hidden, L = j->layers, mb = j->micro_batch;
+    double N = j->params_b * 1e9;
+    double m = (double)j->global_batch / (j->dp * mb); /* microbatches per pipeline per step */
+    if (m < 1)
+        m = 1;
+    double tokens = (double)j->global_batch * S;
+    w->tokens_per_step = tokens;
+
+    /* Active parameters: a token meets only top_k of the experts. */
+    double n_act = N, expert_params = 0;
+    if (j->moe && j->experts > 0) {
+        double ffn = j->ffn_hidden > 0 ? j->ffn_hidden : 4 * h;
+        double dense = L * 4 * h * h + 2.0 * j->vocab * h;
+        expert_params = L * j->experts * 3 * h * ffn;
+        double share = expert_params / (dense + expert_params);
+        expert_params = N * share;
+        n_act = N * (1 - share) + expert_params * j->top_k / j->experts;
+    }
+    /* Training FLOPs per token: 6N for the weights (2 forward, 4 backward) plus attention
+     * scores and values, 6*L*h*S with a causal mask.  LoRA skips weight gradients: 4N. */
+    double fpt = 6 * n_act + 6 * L * h * S;
+    if (j->kind == PFI_JOB_LORA)
+        fpt = 4 * n_act + 6 * L * h * S;
+    double flops_gpu = fpt * tokens / n;
+    double peak = g->bf16_tflops * 1e12;
+    if (j->precision == PFI_PREC_FP8 && g->name[0] == 'H')
+        peak *= 2;
+    else if (j->precision == PFI_PREC_FP32)
+        peak *= 0.5; /* TF32 tensor cores */
+    /* Small GEMMs (narrow hidden per TP rank, few tokens per microbatch) reach less of peak. */
+    double x = h / j->tp, tok = mb * S;
+    double size_eff = (x / (x + 400)) * (tok / (tok + 512));
+    w->t_comp = flops_gpu / (peak * g->gemm_eff * size_eff);
+    w->tensor_comp = 0.92 * size_eff;
+
+    /* Memory-bound kernels: elementwise activation traffic (~96 h bytes per token per layer
+     * forward and backward, split by sequence parallelism) and the optimizer step (Adam in
+     * mixed precision, ~18 bytes per local parameter, sharded over DP) plus gradient traffic. */
+    double l_local = L / j->pp;
+    double p_local = (N - expert_params) / (j->tp * j->pp) +
+                     expert_params / (j->tp * j->pp * (j->ep > 0 ? j->ep : 1));
+    double act_bytes = (tokens / j->dp) * l_local * 96 * h / j->tp;
+    double train_params = p_local;
+    if (j->kind == PFI_JOB_LORA) {
+        double r = j->lora_rank > 0 ? j->lora_rank : 16;
+        train_params = l_local * 4 * 2 * r * h / j->tp;
+    }
+    double opt_bytes = 18 * train_params / j->dp + 4 * train_params;
+    w->t_mem = (act_bytes + opt_bytes) / (g->hbm_tbs * 1e12 * 0.8);
+
+    /* Links: TP innermost, then DP, then PP (Megatron's order).  Within a host NVLink (or PCIe
+     * peer-to-peer), across hosts the network. */
+    int gph = cfg->gpus_per_host > 0 ? cfg->gpus_per_host : 8;
+    double intra = (g->nvlink_gbs > 0 ? g->nvlink_gbs * 0.8 : g->pcie_gbs * 0.8) * 1e9;
+    double inter = (cfg->net_gbs > 0 ? cfg->net_gbs : 25) * 1e9;
+    double bw_tp = j->tp <= gph ? intra : inter;
+    double bw_dp = j->tp * j->dp <= gph ? intra : inter;
+    double lat_intra = 15e-6, lat_inter = 40e-6;
+    double nvl = 0, pcie = 0;
+
+    /* Tensor parallel: 4 all-reduces of the microbatch activations per layer (2 fwd, 2 bwd). */
+    if (j->tp > 1) {
+        double bytes = m * l_local * 4 * ring(j->tp) * mb * S * h * 2;
+        w->t_comm += bytes / bw_tp + m * l_local * 4 * (j->tp <= gph ? lat_intra : lat_inter);
+        if (j->tp <= gph && g->nvlink_gbs > 0) nvl += bytes; else pcie += bytes;
+    }
+    /* Expert parallel: dispatch and combine, forward and backward, of top_k copies. */
+    if (j->moe && j->ep > 1) {
+        double bytes = m * l_local * 4 * (j->ep - 1.0) / j->ep * mb * S * h * j->top_k * 2;
+        double bw = j->ep * j->tp <= gph ? intra : inter;
+        w->t_comm += bytes / bw + m * l_local * 4 * lat_intra;
+        if (bw == intra && g->nvlink_gbs > 0) nvl += bytes; else pcie += bytes;
+    }
+    /* Data parallel: gradient all-reduce, bucketed and mostly overlapped with backward. */
+    if (j->dp > 1) {
+        double bytes = ring(j->dp) * 2 * train_params;
+        double t = bytes / bw_dp + 20 * (bw_dp == intra ? lat_intra : lat_inter);
+        w->t_comm += 0.3 * t;
+        w->t_overlap += 0.7 * t;
+        if (bw_dp == intra && g->nvlink_gbs > 0) nvl += bytes; else pcie += bytes;
+    }
+    /* Pipeline: each microbatch sends activations forward and gradients back (two tensors for
+     * encoder-decoder models); asynchronous sends overlap the next microbatch. */
+    if (j->pp > 1) {
+        double cross = 0;
+        if (n > gph)
+            cross = fmin(1.0, ((double)n / gph - 1.0) / (j->pp - 1.0));
+        double bw = cross * inter > 0 ? 1.0 / (cross / inter + (1 - cross) / intra) : intra;
+        double bytes = m * 2 * mb * S * h * 2 / j->tp * (j->encdec ? 2 : 1);
+        w->t_overlap += bytes / bw;
+        w->t_comm += m * 2 * (cross > 0 ? lat_inter : lat_intra);
+        w->bubble = (j->pp - 1.0) / m;
+        nvl += (g->nvlink_gbs > 0 ? (1 - cross) : 0) * bytes;
+        pcie += (g->nvlink_gbs > 0 ? cross : 1) * bytes;
+    }
+    /* Host: kernel launches per layer and microbatch, hidden while the GPU is busier. */
+    w->t_overlap += j->host_ms * 1e-3 * l_local * m * (j->encdec ? 1.5 : 1.0);
+    w->t_host = 0.010 + tokens / n * 4 / (g->pcie_gbs * 1e9);
+
+    w->act_comp = j->act_compute;
+    w->act_mem = 0.45;
+    w->act_comm = 0.12;
+    w->dram_comp = 0.30;
+    w->dram_mem = 0.85;
+    w->dram_comm = 0.10;
+    w->nvlink_bytes = nvl;
+    w->pcie_bytes = pcie + tokens / n * 4;
+
+    /* Memory: bf16 weights and grads, sharded fp32 optimizer state, 1F1B activations. */
+    double act_mem = mb * S * h * l_local * 34 / j->tp * fmin(j->pp, m);
+    double bytes = 4 * p_local + 12 * train_params / j->dp + act_mem + 2.5 * 1024.0 * 1024 * 1024;
+    double cap = g->mem_gib * 1024.0 * 1024 * 1024 * 0.97;
+    w->mem_used_mib = fmin(bytes, cap) / (1024.0 * 1024);
+    return PFI_OK;
+}
+
+void pfi_sim_job_meta(const pfi_job_config *j, pfi_job_meta *m)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->model, sizeof m->model, "%s", j->model);
+    snprintf(m->family, sizeof m->family, "%s", j->family);
+    m->moe = j->moe;
+    m->finetune = j->kind != PFI_JOB_PRETRAIN;
+    m->lora = j->kind == PFI_JOB_LORA;
+    m->params_b = j->params_b;
+    m->dp = j->dp;
+    m->tp = j->tp;
+    m->pp = j->pp;
+    m->ep = j->ep;
+    m->seq_len = j->seq_len;
+    m->global_batch = j->global_batch;
+}

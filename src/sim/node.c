@@ -1,0 +1,542 @@
+/* node.c: a simulated node: GPUs with manufacturing variation, jobs placed on them, the history
+ * of power limits, and everything at time t derived from that history.
+ *
+ * The firmware's power budget e(t) follows each limit change as a first-order system,
+ * e(t) = L + (e(t_k) - L) exp(-(t - t_k)/tau); the clock is the highest whose busy power fits
+ * under e(t).  Cumulative tokens and energy are integrals over that path: Gauss-Legendre over
+ * the transient (10 tau after the last change), exact products in the steady state after it.
+ * Values at every change are cached, so a query costs one short integral. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/physics.h"
+
+typedef struct limit_change {
+    double t, limit, e0; /* at t the limit became `limit`; the firmware budget was e0 */
+} limit_change;
+
+typedef struct gpu_hist {
+    int n, cap;
+    limit_change *ch;
+    double cache_e, cache_f; /* the last clock solved, reused in steady state */
+    int cache_binds;
+} gpu_hist;
+
+/* Cumulative quantities of one job at a time: tokens and each of its GPUs' energy. */
+typedef struct job_point {
+    double t;
+    double tokens;
+    double energy[PFI_MAX_GPUS]; /* indexed by GPU of the job (0..n_gpus-1) */
+} job_point;
+
+typedef struct job_track {
+    int n, cap;
+    job_point *pts; /* breakpoints: t=0, then every limit change on one of the job's GPUs */
+} job_track;
+
+struct pfi_sim_node {
+    pfi_node_config cfg;
+    double eff[PFI_MAX_GPUS]; /* per-GPU multiplier of dynamic power (manufacturing) */
+    int job_of[PFI_MAX_GPUS];
+    pfi_sim_work work[PFI_SIM_MAX_JOBS];
+    gpu_hist hist[PFI_MAX_GPUS];
+    job_track track[PFI_SIM_MAX_JOBS];
+    double last_change;
+};
+
+/* Instantaneous state of one job (or one idle GPU) at one budget vector. */
+typedef struct job_now {
+    double step, rate;
+    double f[PFI_MAX_GPUS], power[PFI_MAX_GPUS], busy[PFI_MAX_GPUS];
+    int binds[PFI_MAX_GPUS];
+} job_now;
+
+static int grow(void **p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int nc = *cap ? *cap * 2 : 16;
+    while (nc < need)
+        nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+static int hist_push(gpu_hist *h, double t, double limit, double e0)
+{
+    if (grow((void **)&h->ch, &h->cap, h->n + 1, sizeof(limit_change)))
+        return -1;
+    h->ch[h->n++] = (limit_change){t, limit, e0};
+    return 0;
+}
+
+/* Index of the last change at or before t (change 0 is the initial limit at t=0). */
+static int hist_seg(const gpu_hist *h, double t)
+{
+    int lo = 0, hi = h->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (h->ch[mid].t <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static double budget_at(const pfi_sim_node *n, int g, double t)
+{
+    const gpu_hist *h = &n->hist[g];
+    int k = hist_seg(h, t);
+    double L = h->ch[k].limit;
+    double dt = t - h->ch[k].t;
+    if (dt > 40 * n->cfg.gpu.tau_s)
+        return L;
+    return L + (h->ch[k].e0 - L) * exp(-dt / n->cfg.gpu.tau_s);
+}
+
+static double clock_for(pfi_sim_node *n, int g, double e, int *binds)
+{
+    gpu_hist *h = &n->hist[g];
+    if (e == h->cache_e) {
+        *binds = h->cache_binds;
+        return h->cache_f;
+    }
+    int j = n->job_of[g];
+    double f = pfi_sim_clock_at(&n->cfg.gpu, &n->work[j], e, n->eff[g], binds);
+    h->cache_e = e;
+    h->cache_f = f;
+    h->cache_binds = *binds;
+    return f;
+}
+
+static double gap_power(const pfi_gpu_model *g)
+{
+    /* Between kernels the clocks stay up for a while: a little more than idle. */
+    return g->idle_w + 0.25 * g->busy_static_w;
+}
+
+/* State of job j when its GPUs' budgets are e[] (indexed by node GPU). */
+static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
+{
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    const pfi_gpu_model *g = &n->cfg.gpu;
+    const pfi_sim_work *w = &n->work[j];
+    double fmax = g->sm_clock_max_mhz;
+    o->step = 0;
+    for (int i = 0; i < job->n_gpus; i++) {
+        int gi = job->first_gpu + i;
+        o->f[i] = clock_for(n, gi, e[gi], &o->binds[i]);
+        double st = pfi_sim_step_time(w, fmax, o->f[i]);
+        if (st > o->step)
+            o->step = st; /* a synchronous step waits for its slowest GPU */
+    }
+    o->rate = w->tokens_per_step / o->step;
+    for (int i = 0; i < job->n_gpus; i++) {
+        int gi = job->first_gpu + i;
+        double busy = pfi_sim_work_busy(w, fmax, o->f[i]);
+        if (busy > o->step)
+            busy = o->step;
+        o->busy[i] = busy;
+        double pb = pfi_sim_busy_power(g, w, o->f[i], n->eff[gi]);
+        o->power[i] = (busy * pb + (o->step - busy) * gap_power(g)) / o->step;
+    }
+}
+
+static void budgets_at(const pfi_sim_node *n, int j, double t, double *e)
+{
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    for (int i = 0; i < job->n_gpus; i++)
+        e[job->first_gpu + i] = budget_at(n, job->first_gpu + i, t);
+}
+
+static void steady_budgets(const pfi_sim_node *n, int j, double t, double *e)
+{
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    for (int i = 0; i < job->n_gpus; i++) {
+        const gpu_hist *h = &n->hist[job->first_gpu + i];
+        e[job->first_gpu + i] = h->ch[hist_seg(h, t)].limit;
+    }
+}
+
+/* The end of the transient that starts at breakpoint time a: 10 tau after the latest change of
+ * any of the job's GPUs (at or before a). */
+static double transient_end(const pfi_sim_node *n, int j, double a)
+{
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    double last = 0;
+    for (int i = 0; i < job->n_gpus; i++) {
+        const gpu_hist *h = &n->hist[job->first_gpu + i];
+        double tk = h->ch[hist_seg(h, a)].t;
+        if (tk > last)
+            last = tk;
+    }
+    return last + 10 * n->cfg.gpu.tau_s;
+}
+
+/* Adds the integrals of tokens and energy over [a, b] (inside one breakpoint interval). */
+static void integrate(pfi_sim_node *n, int j, double a, double b, job_point *acc)
+{
+    if (b <= a)
+        return;
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    double e[PFI_MAX_GPUS];
+    job_now now;
+    double tend = transient_end(n, j, a);
+    double mid = b < tend ? b : tend;
+    if (mid > a) {
+        /* 5-point Gauss-Legendre on panels of tau/4: the integrand is smooth in each. */
+        static const double xg[5] = {-0.9061798459386640, -0.5384693101056831, 0.0,
+                                     0.5384693101056831, 0.9061798459386640};
+        static const double wg[5] = {0.2369268850561891, 0.4786286704993665, 0.5688888888888889,
+                                     0.4786286704993665, 0.2369268850561891};
+        double width = n->cfg.gpu.tau_s / 4;
+        int panels = (int)ceil((mid - a) / width);
+        if (panels < 1)
+            panels = 1;
+        double hw = (mid - a) / panels / 2;
+        for (int p = 0; p < panels; p++) {
+            double c = a + (2 * p + 1) * hw;
+            for (int q = 0; q < 5; q++) {
+                budgets_at(n, j, c + hw * xg[q], e);
+                job_eval(n, j, e, &now);
+                acc->tokens += wg[q] * hw * now.rate;
+                for (int i = 0; i < job->n_gpus; i++)
+                    acc->energy[i] += wg[q] * hw * now.power[i];
+            }
+        }
+    }
+    if (b > mid) {
+        steady_budgets(n, j, b, e);
+        job_eval(n, j, e, &now);
+        double dt = b - (mid > a ? mid : a);
+        acc->tokens += now.rate * dt;
+        for (int i = 0; i < job->n_gpus; i++)
+            acc->energy[i] += now.power[i] * dt;
+    }
+}
+
+/* Cumulative tokens and energy of job j at t. */
+static void job_cum(pfi_sim_node *n, int j, double t, job_point *out)
+{
+    job_track *tr = &n->track[j];
+    int lo = 0, hi = tr->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (tr->pts[mid].t <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *out = tr->pts[lo];
+    integrate(n, j, tr->pts[lo].t, t, out);
+    out->t = t;
+}
+
+int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err *err)
+{
+    *out = NULL;
+    pfi_sim_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    n->cfg = *cfg_in;
+    int rc = pfi_sim_config_check(&n->cfg, err);
+    if (rc != PFI_OK) {
+        free(n);
+        return rc;
+    }
+    const pfi_node_config *c = &n->cfg;
+    for (int g = 0; g < c->n_gpus; g++) {
+        n->job_of[g] = -1;
+        /* Same cap, slightly different clocks: a chip's power efficiency varies (clamped to
+         * 3 sigma so a draw cannot produce a nonsensical part). */
+        double z = pfi_sim_gauss(c->seed, 1, (uint64_t)g);
+        z = fmax(-3, fmin(3, z));
+        n->eff[g] = 1.0 + c->variation * z;
+    }
+    for (int j = 0; j < c->n_jobs; j++) {
+        const pfi_job_config *job = &c->jobs[j];
+        for (int i = 0; i < job->n_gpus; i++)
+            n->job_of[job->first_gpu + i] = j;
+        rc = pfi_sim_job_work(c, job, &n->work[j], err);
+        if (rc != PFI_OK) {
+            pfi_sim_node_free(n);
+            return rc;
+        }
+    }
+    for (int g = 0; g < c->n_gpus; g++) {
+        double L = c->initial_limit_w[g] > 0 ? c->initial_limit_w[g] : c->gpu.default_limit_w;
+        n->hist[g].cache_e = NAN;
+        if (hist_push(&n->hist[g], 0, L, L) != 0) {
+            pfi_sim_node_free(n);
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        }
+    }
+    for (int j = 0; j < c->n_jobs; j++) {
+        job_track *tr = &n->track[j];
+        if (grow((void **)&tr->pts, &tr->cap, 1, sizeof(job_point))) {
+            pfi_sim_node_free(n);
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        }
+        memset(&tr->pts[0], 0, sizeof(job_point));
+        tr->n = 1;
+    }
+    *out = n;
+    return PFI_OK;
+}
+
+void pfi_sim_node_free(pfi_sim_node *n)
+{
+    if (!n)
+        return;
+    for (int g = 0; g < PFI_MAX_GPUS; g++) {
+        free(n->hist[g].ch);
+    }
+    for (int j = 0; j < PFI_SIM_MAX_JOBS; j++)
+        free(n->track[j].pts);
+    free(n);
+}
+
+const pfi_node_config *pfi_sim_node_config(const pfi_sim_node *n) { return &n->cfg; }
+int pfi_sim_node_gpus(const pfi_sim_node *n) { return n->cfg.n_gpus; }
+int pfi_sim_job_count(const pfi_sim_node *n) { return n->cfg.n_jobs; }
+double pfi_sim_last_change(const pfi_sim_node *n) { return n->last_change; }
+
+int pfi_sim_job_find(const pfi_sim_node *n, const char *name)
+{
+    for (int j = 0; j < n->cfg.n_jobs; j++)
+        if (strcmp(n->cfg.jobs[j].name, name) == 0)
+            return j;
+    return -1;
+}
+
+static int check_gpu(const pfi_sim_node *n, int g, pfi_err *err)
+{
+    if (g < 0 || g >= n->cfg.n_gpus)
+        return pfi_err_set(err, PFI_ENOENT, "no GPU %d (this node has %d)", g, n->cfg.n_gpus);
+    return PFI_OK;
+}
+
+double pfi_sim_limit(const pfi_sim_node *n, int g, double t)
+{
+    if (g < 0 || g >= n->cfg.n_gpus)
+        return NAN;
+    const gpu_hist *h = &n->hist[g];
+    return h->ch[hist_seg(h, t)].limit;
+}
+
+int pfi_sim_device(pfi_sim_node *n, int g, double t, pfi_device *d, pfi_err *err)
+{
+    int rc = check_gpu(n, g, err);
+    if (rc != PFI_OK)
+        return rc;
+    const pfi_gpu_model *m = &n->cfg.gpu;
+    memset(d, 0, sizeof *d);
+    d->index = g;
+    snprintf(d->name, sizeof d->name, "%s", m->nvml_name);
+    uint64_t a = (uint64_t)(pfi_sim_uniform(n->cfg.seed, 2, (uint64_t)g) * 4294967296.0);
+    uint64_t b = (uint64_t)(pfi_sim_uniform(n->cfg.seed, 3, (uint64_t)g) * 4294967296.0);
+    snprintf(d->uuid, sizeof d->uuid, "GPU-%08llx-%04llx-%04llx-%04llx-%04llx%08llx",
+             (unsigned long long)a, (unsigned long long)(b >> 16), (unsigned long long)(b & 0xffff),
+             (unsigned long long)((a ^ b) & 0xffff), (unsigned long long)(g & 0xffff),
+             (unsigned long long)(a * 2654435761u & 0xffffffffu));
+    d->min_limit_w = m->min_limit_w;
+    d->max_limit_w = m->max_limit_w;
+    d->default_limit_w = m->default_limit_w;
+    d->limit_w = pfi_sim_limit(n, g, t);
+    d->enforced_w = d->limit_w;
+    return PFI_OK;
+}
+
+int pfi_sim_set_limit(pfi_sim_node *n, int g, double t, double watts, pfi_err *err)
+{
+    int rc = check_gpu(n, g, err);
+    if (rc != PFI_OK)
+        return rc;
+    const pfi_gpu_model *m = &n->cfg.gpu;
+    if (!isfinite(t) || t < n->last_change || t < 0)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "limit change at t=%.6f s is before the last one (t=%.6f s)", t,
+                           n->last_change);
+    if (!isfinite(watts) || watts < m->min_limit_w - 0.5 || watts > m->max_limit_w + 0.5)
+        return pfi_err_set(err, PFI_ERANGE,
+                           "power limit %.0f W is outside GPU %d's range %.0f-%.0f W", watts, g,
+                           m->min_limit_w, m->max_limit_w);
+    int j = n->job_of[g];
+    if (j >= 0) {
+        /* Record the job's cumulative state at t before the history changes under it. */
+        job_track *tr = &n->track[j];
+        if (tr->pts[tr->n - 1].t < t) {
+            job_point p;
+            job_cum(n, j, t, &p);
+            if (grow((void **)&tr->pts, &tr->cap, tr->n + 1, sizeof(job_point)))
+                return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+            tr->pts[tr->n++] = p;
+        }
+    }
+    gpu_hist *h = &n->hist[g];
+    double e = budget_at(n, g, t);
+    if (h->ch[h->n - 1].t == t) {
+        h->ch[h->n - 1].limit = watts; /* two sets at one instant: the last one wins */
+    } else if (hist_push(h, t, watts, e) != 0) {
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    h->cache_e = NAN;
+    n->last_change = t;
+    return PFI_OK;
+}
+
+int pfi_sim_job_status_at(pfi_sim_node *n, int j, double t, pfi_sim_job_status *s, pfi_err *err)
+{
+    if (j < 0 || j >= n->cfg.n_jobs)
+        return pfi_err_set(err, PFI_ENOENT, "no job %d (this node runs %d)", j, n->cfg.n_jobs);
+    if (!(t >= 0))
+        t = 0;
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    double e[PFI_MAX_GPUS];
+    job_now now;
+    budgets_at(n, j, t, e);
+    job_eval(n, j, e, &now);
+    job_point p;
+    job_cum(n, j, t, &p);
+    memset(s, 0, sizeof *s);
+    s->tokens_per_s = now.rate;
+    s->tokens = p.tokens;
+    s->tokens_per_step = n->work[j].tokens_per_step;
+    s->iterations = p.tokens / s->tokens_per_step;
+    s->step_time_s = now.step;
+    s->sm_clock_mhz = INFINITY;
+    for (int i = 0; i < job->n_gpus; i++) {
+        s->sm_clock_mhz = fmin(s->sm_clock_mhz, now.f[i]);
+        s->power_w += now.power[i] / job->n_gpus;
+    }
+    return PFI_OK;
+}
+
+int pfi_sim_job_steady(const pfi_sim_node *nc, int j, double cap_w, pfi_sim_steady *s,
+                       pfi_err *err)
+{
+    pfi_sim_node *n = (pfi_sim_node *)nc; /* only the clock cache changes */
+    if (j < 0 || j >= n->cfg.n_jobs)
+        return pfi_err_set(err, PFI_ENOENT, "no job %d (this node runs %d)", j, n->cfg.n_jobs);
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    double e[PFI_MAX_GPUS];
+    for (int i = 0; i < job->n_gpus; i++)
+        e[job->first_gpu + i] = cap_w;
+    job_now now;
+    job_eval(n, j, e, &now);
+    const pfi_sim_work *w = &n->work[j];
+    double fmax = n->cfg.gpu.sm_clock_max_mhz;
+    memset(s, 0, sizeof *s);
+    s->tokens_per_s = now.rate;
+    s->step_time_s = now.step;
+    double fslow = INFINITY;
+    for (int i = 0; i < job->n_gpus; i++) {
+        s->power_w += now.power[i] / job->n_gpus;
+        s->sm_clock_mhz += now.f[i] / job->n_gpus;
+        s->busy_frac += now.busy[i] / now.step / job->n_gpus;
+        s->cap_binds |= now.binds[i];
+        fslow = fmin(fslow, now.f[i]);
+    }
+    s->compute_frac = w->t_comp * fmax / fslow / now.step;
+    s->mem_frac = w->t_mem / now.step;
+    s->comm_frac = w->t_comm / now.step;
+    return PFI_OK;
+}
+
+/* Energy of GPU g at t: its job's integral, or idle power for a GPU without work. */
+static double energy_at(pfi_sim_node *n, int g, double t)
+{
+    int j = n->job_of[g];
+    if (t <= 0)
+        return 0;
+    if (j < 0)
+        return n->cfg.gpu.idle_w * t;
+    job_point p;
+    job_cum(n, j, t, &p);
+    return p.energy[g - n->cfg.jobs[j].first_gpu];
+}
+
+int pfi_sim_sample(pfi_sim_node *n, int g, double t, pfi_sample *s, pfi_err *err)
+{
+    int rc = check_gpu(n, g, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (!(t >= 0))
+        t = 0;
+    const pfi_node_config *c = &n->cfg;
+    const pfi_gpu_model *m = &c->gpu;
+    int j = n->job_of[g];
+    s->t_s = t;
+    s->mem_clock_mhz = m->mem_clock_mhz;
+    s->limit_w = pfi_sim_limit(n, g, t);
+    s->enforced_w = s->limit_w;
+    double inst, dram, mem_mib;
+    if (j < 0) {
+        inst = m->idle_w;
+        s->sm_clock_mhz = m->sm_clock_idle_mhz;
+        s->clock_reasons = PFI_REASON_IDLE;
+        s->gpu_util = s->sm_active = s->sm_occupancy = s->tensor_active = 0;
+        dram = 0;
+        s->nvlink_tx_mibs = s->nvlink_rx_mibs = s->pcie_tx_mibs = s->pcie_rx_mibs = 0;
+        mem_mib = 0;
+    } else {
+        const pfi_job_config *job = &c->jobs[j];
+        const pfi_sim_work *w = &n->work[j];
+        double e[PFI_MAX_GPUS];
+        job_now now;
+        budgets_at(n, j, t, e);
+        job_eval(n, j, e, &now);
+        int i = g - job->first_gpu;
+        inst = now.power[i];
+        double f = now.f[i];
+        /* NVML reports clocks in steps of 15 MHz. */
+        s->sm_clock_mhz = floor(f / 15.0 + 1e-9) * 15.0;
+        s->clock_reasons = now.binds[i] ? PFI_REASON_SW_POWERCAP : 0;
+        double T = now.step;
+        double tc = w->t_comp * m->sm_clock_max_mhz / f;
+        s->gpu_util = now.busy[i] / T;
+        s->sm_active = (tc * 0.97 + w->t_mem * 0.80 + w->t_comm * 0.35) / T;
+        s->sm_occupancy = s->sm_active * 0.42;
+        s->tensor_active = tc * w->tensor_comp / T;
+        dram = (tc * w->dram_comp + w->t_mem * w->dram_mem + w->t_comm * w->dram_comm) / T;
+        double mib = 1024.0 * 1024.0;
+        s->nvlink_tx_mibs = s->nvlink_rx_mibs = w->nvlink_bytes / T / mib;
+        s->pcie_tx_mibs = s->pcie_rx_mibs = w->pcie_bytes / T / mib;
+        mem_mib = w->mem_used_mib;
+    }
+    s->dram_active = dram;
+    s->mem_used_mib = mem_mib + 512; /* the driver's context */
+    s->mem_power_w = m->hbm_idle_w + m->hbm_w * dram;
+    /* Noise is a function of the instant, so every process sees the same reading. */
+    uint64_t tick = (uint64_t)floor(t * 50.0);
+    s->power_inst_w = inst + c->noise_w * pfi_sim_gauss(c->seed, 100 + (uint64_t)g, tick);
+    double e_now = energy_at(n, g, t);
+    double win = t < 1.0 ? t : 1.0;
+    double avg = win > 0 ? (e_now - energy_at(n, g, t - win)) / win : inst;
+    uint64_t tick10 = (uint64_t)floor(t * 10.0);
+    s->power_w = avg + 0.15 * c->noise_w * pfi_sim_gauss(c->seed, 300 + (uint64_t)g, tick10);
+    s->energy_j = e_now;
+    double twin = t < 20.0 ? t : 20.0;
+    double slow = twin > 0 ? (e_now - energy_at(n, g, t - twin)) / twin : inst;
+    s->temp_c = c->ambient_c + m->temp_c_per_w * slow;
+    s->have = PFI_F_POWER | PFI_F_POWER_INST | PFI_F_ENERGY | PFI_F_SM_CLOCK | PFI_F_MEM_CLOCK |
+              PFI_F_REASONS | PFI_F_GPU_UTIL | PFI_F_SM_ACTIVE | PFI_F_SM_OCCUPANCY |
+              PFI_F_TENSOR | PFI_F_DRAM | PFI_F_NVLINK | PFI_F_PCIE | PFI_F_TEMP |
+              PFI_F_MEM_USED | PFI_F_LIMIT;
+    if (m->name[0] == 'H') /* HBM power is a field on Hopper only */
+        s->have |= PFI_F_MEM_POWER;
+    else
+        s->mem_power_w = NAN;
+    if (m->nvlink_gbs <= 0) {
+        s->nvlink_tx_mibs = s->nvlink_rx_mibs = NAN;
+        s->have &= ~(uint32_t)PFI_F_NVLINK;
+    }
+    return PFI_OK;
+}

@@ -1,0 +1,264 @@
+/* sim.h: the embedded simulator of GPUs running training jobs.  Read this first.
+ *
+ * What it models (docs/simulator.md has the equations and where every constant comes from):
+ *   - a GPU: idle power + HBM power (grows with DRAM traffic) + SM dynamic power
+ *     ~ activity * V(f)^2 * f with a voltage floor at low clocks; the firmware picks the highest
+ *     SM clock whose busy power fits under the enforced limit, and follows a new limit with a
+ *     first-order response (time constant pfi_gpu_model.tau_s, 0.25 s on every model);
+ *   - a training job: its step time from its configuration (6N FLOPs/token, activation and
+ *     weight traffic, all-reduce / all-to-all / pipeline sends, pipeline bubble, host time),
+ *     split into compute (scales with 1/f), memory and communication (do not), with overlap;
+ *     a synchronous step runs at its slowest GPU;
+ *   - a node: N GPUs of one type with seeded manufacturing variation, jobs placed on them, and
+ *     the history of power limits.  Everything at time t is a deterministic function of the
+ *     node config and the limit history, so two processes that share a state file (state below)
+ *     compute the same telemetry and the same cumulative tokens.
+ *
+ * Time: the node takes explicit times (seconds since the jobs started).  Who owns the clock:
+ *   - hw/backend_sim.c in virtual mode: a process-local clock that moves only when someone
+ *     calls pfi_hw_sleep (a minutes-long sweep runs in milliseconds);
+ *   - the shared state (pfi_sim_state): real time since the state's epoch times its speed-up.
+ * To reach the node behind a pfi_backend, see hw/backend_sim.h.
+ *
+ * The layer uses core/ and the plain data types of hw/hw.h (pfi_sample, pfi_device); it never
+ * calls the hw layer.  All functions are thread-compatible (one node per thread, or lock). */
+#ifndef PFI_SIM_SIM_H
+#define PFI_SIM_SIM_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/run.h"
+#include "hw/hw.h"
+
+#define PFI_SIM_MAX_JOBS 16
+#define PFI_SIM_NAME_MAX 64
+
+/* ---------------------------------------------------------------- GPU models */
+
+/* Facts from reference/hardware.md plus the modelled power constants.  Plain data (no
+ * pointers) so a whole node config can live in a shared file. */
+typedef struct pfi_gpu_model {
+    char name[32];              /* canonical: "H200-SXM", "H100-SXM", "A100-SXM", ... */
+    char nvml_name[64];         /* as NVML names the device: "NVIDIA H200" */
+    double min_limit_w, max_limit_w, default_limit_w;
+    double idle_w;              /* board power at idle clocks, no work */
+    double hbm_idle_w;          /* memory share of idle_w (reported as mem_power_w) */
+    double hbm_w;               /* extra memory power at 100% DRAM bandwidth */
+    double busy_static_w;       /* extra board power while kernels run, besides SM dynamic */
+    double dyn_w;               /* SM dynamic power at f_max, V_max, activity 1 */
+    double sm_clock_idle_mhz, sm_clock_min_mhz, sm_clock_max_mhz, mem_clock_mhz;
+    double v_floor;             /* V/V(f_max) at and below the knee (the voltage floor) */
+    double f_knee;              /* fraction of f_max below which V stays at the floor */
+    double hbm_tbs;             /* memory bandwidth, TB/s */
+    double mem_gib;
+    int sms;
+    double bf16_tflops;         /* dense BF16 peak at sm_clock_max_mhz */
+    double gemm_eff;            /* achievable fraction of that peak on large GEMMs */
+    double nvlink_gbs;          /* NVLink per GPU per direction, GB/s (0: none) */
+    double pcie_gbs;            /* PCIe per direction, GB/s */
+    double tau_s;               /* firmware power-control time constant */
+    double temp_c_per_w;        /* steady temperature rise per watt */
+} pfi_gpu_model;
+
+/* Case-insensitive; accepts common spellings: "h200", "H200 SXM", "NVIDIA H200", "a100-pcie",
+ * "A100 PCIe 80GB", "a40".  NULL when unknown. */
+const pfi_gpu_model *pfi_gpu_model_find(const char *name);
+int pfi_gpu_model_count(void);
+const pfi_gpu_model *pfi_gpu_model_at(int i);
+
+/* ---------------------------------------------------------------- jobs and nodes */
+
+typedef enum pfi_job_kind { PFI_JOB_PRETRAIN = 0, PFI_JOB_FINETUNE = 1, PFI_JOB_LORA = 2 } pfi_job_kind;
+typedef enum pfi_precision { PFI_PREC_BF16 = 0, PFI_PREC_FP16, PFI_PREC_FP8, PFI_PREC_FP32 } pfi_precision;
+
+/* A training job.  Architecture fields left 0 are filled from the model catalogue by name
+ * (pfi_sim_job_from_model) or derived (ffn = 4*hidden, heads = hidden/128, ...) by
+ * pfi_sim_config_check. */
+typedef struct pfi_job_config {
+    char name[PFI_SIM_NAME_MAX];   /* id on the node, unique; default "job<i>" */
+    char model[PFI_SIM_NAME_MAX];  /* "llama3-8b", "gpt3-6.7b", "mixtral-8x7b", ... */
+    char family[32];               /* "gpt", "llama", "mixtral", "bert", "t5", "bloom", ... */
+    double params_b;               /* total parameters, billions */
+    int layers, hidden, ffn_hidden, heads, vocab;
+    int moe, experts, top_k;       /* moe=1: experts per MoE layer, experts per token */
+    int encdec;                    /* 1 for encoder-decoder models (T5): pipeline carries 2 tensors */
+    int seq_len;                   /* tokens per sequence */
+    int global_batch;              /* sequences per optimizer step */
+    int micro_batch;               /* sequences per microbatch per pipeline */
+    int dp, tp, pp, ep;
+    int n_gpus;                    /* dp*tp*pp; the job's GPUs are first_gpu..first_gpu+n_gpus-1 */
+    int first_gpu;
+    int kind;                      /* pfi_job_kind */
+    int precision;                 /* pfi_precision */
+    double lora_rank;              /* LoRA rank (kind == PFI_JOB_LORA) */
+    /* Family constants (docs/simulator.md): filled from the family table when 0. */
+    double act_compute;            /* SM switching activity of its GEMM phases, ~0.8-1.1 */
+    double host_ms;                /* host-side time per microbatch that the GPU can hide */
+} pfi_job_config;
+
+typedef struct pfi_node_config {
+    char name[PFI_SIM_NAME_MAX];
+    pfi_gpu_model gpu;             /* a copy, so fitted constants travel with the config */
+    int n_gpus;                    /* 1..PFI_MAX_GPUS */
+    int gpus_per_host;             /* GPUs sharing NVLink/PCIe; beyond that: the network */
+    double net_gbs;                /* inter-host bandwidth per GPU per direction, GB/s */
+    uint64_t seed;                 /* manufacturing variation and sensor noise */
+    double variation;              /* 1-sigma spread of per-GPU power efficiency (0.02 = 2%) */
+    double noise_w;                /* 1-sigma sensor noise of the instantaneous power */
+    double ambient_c;
+    double initial_limit_w[PFI_MAX_GPUS]; /* 0: the default limit */
+    int n_jobs;
+    pfi_job_config jobs[PFI_SIM_MAX_JOBS];
+} pfi_node_config;
+
+/* Architecture of a catalogued model ("llama3-8b", "gpt3-xl", "bloom-3b", "t5-3b",
+ * "mixtral-8x7b", ...; case-insensitive) into *job (model, family, params, layers, hidden,
+ * ffn, heads, vocab, moe fields).  PFI_ENOENT with the list of known names otherwise. */
+int pfi_sim_job_from_model(pfi_job_config *job, const char *model, pfi_err *err);
+int pfi_sim_model_count(void);
+const char *pfi_sim_model_name(int i);
+
+/* Validates *cfg and fills derived and default fields.  Messages name the field and the job. */
+int pfi_sim_config_check(pfi_node_config *cfg, pfi_err *err);
+
+/* Built-in presets: "h200x8-dense" (the default: 8x H200, dense Llama-3 8B pretraining) and
+ * the others listed by pfi_sim_preset_name(i) (`pfi sim presets`). */
+#define PFI_SIM_DEFAULT_PRESET "h200x8-dense"
+int pfi_sim_preset_count(void);
+const char *pfi_sim_preset_name(int i);
+const char *pfi_sim_preset_summary(int i);
+int pfi_sim_preset(const char *name, pfi_node_config *out, pfi_err *err);
+
+/* JSON (docs/simulator.md): parse text, load "preset name or file path" (NULL: default
+ * preset), dump (malloc'd text, free()).  The result is checked (pfi_sim_config_check). */
+int pfi_sim_config_parse(const char *json_text, pfi_node_config *out, pfi_err *err);
+int pfi_sim_config_load(const char *preset_or_path, pfi_node_config *out, pfi_err *err);
+char *pfi_sim_config_dump(const pfi_node_config *cfg);
+/* The job's metadata in the shared run model. */
+void pfi_sim_job_meta(const pfi_job_config *job, pfi_job_meta *out);
+
+/* ---------------------------------------------------------------- the node */
+
+typedef struct pfi_sim_node pfi_sim_node;
+
+int pfi_sim_node_new(const pfi_node_config *cfg, pfi_sim_node **out, pfi_err *err);
+void pfi_sim_node_free(pfi_sim_node *n);
+const pfi_node_config *pfi_sim_node_config(const pfi_sim_node *n);
+int pfi_sim_node_gpus(const pfi_sim_node *n);
+
+/* Device facts and current limit at time t (uuid is stable: derived from seed and index). */
+int pfi_sim_device(pfi_sim_node *n, int gpu, double t, pfi_device *out, pfi_err *err);
+/* Sets GPU gpu's power limit at time t.  t must not be earlier than the node's last limit
+ * change (PFI_EINVAL otherwise); watts within [min,max] (PFI_ERANGE).  The firmware reaches
+ * the new limit with time constant gpu.tau_s. */
+int pfi_sim_set_limit(pfi_sim_node *n, int gpu, double t, double watts, pfi_err *err);
+double pfi_sim_limit(const pfi_sim_node *n, int gpu, double t);
+/* The time of the latest limit change (0 when none). */
+double pfi_sim_last_change(const pfi_sim_node *n);
+
+/* Telemetry at time t >= 0: every pfi_sample field except sm_occupancy on models without it.
+ * power_w is the 1-second average ending at t, power_inst_w instantaneous (with sensor noise),
+ * energy_j cumulative since t=0, clock_reasons 0x4 while the cap binds (0x1 on an idle GPU). */
+int pfi_sim_sample(pfi_sim_node *n, int gpu, double t, pfi_sample *out, pfi_err *err);
+
+typedef struct pfi_sim_job_status {
+    double tokens_per_s;   /* rate at t */
+    double tokens;         /* cumulative tokens since the job started (t=0) */
+    double iterations;     /* cumulative optimizer steps (fractional) */
+    double step_time_s;    /* time per iteration at t */
+    double tokens_per_step;
+    double sm_clock_mhz;   /* the slowest GPU's clock: it sets the pace */
+    double power_w;        /* mean instantaneous power per GPU of the job (no noise) */
+} pfi_sim_job_status;
+
+int pfi_sim_job_count(const pfi_sim_node *n);
+int pfi_sim_job_find(const pfi_sim_node *n, const char *name); /* index or -1 */
+int pfi_sim_job_status_at(pfi_sim_node *n, int job, double t, pfi_sim_job_status *out,
+                          pfi_err *err);
+
+/* Ground truth: the job in steady state with every one of its GPUs at cap_w (noise-free).
+ * This is what a perfect sweep would measure at that cap. */
+typedef struct pfi_sim_steady {
+    double tokens_per_s, step_time_s;
+    double power_w;        /* mean board power per GPU */
+    double sm_clock_mhz;   /* mean over the job's GPUs */
+    double busy_frac;      /* fraction of the step the GPUs run kernels */
+    double compute_frac, mem_frac, comm_frac; /* of the step, on the slowest GPU */
+    int cap_binds;         /* 1 when the cap lowers the clock of any GPU */
+} pfi_sim_steady;
+int pfi_sim_job_steady(const pfi_sim_node *n, int job, double cap_w, pfi_sim_steady *out,
+                       pfi_err *err);
+
+/* ---------------------------------------------------------------- shared state */
+
+/* A file that several processes map: the node config, the epoch (CLOCK_MONOTONIC, shared by
+ * every process of the machine), the speed-up and every limit change with its time.  Changes
+ * are appended under an exclusive lock (flock); readers replay what they have not seen, so
+ * one process sets a cap and another sees its effect.  Simulated time = (monotonic now -
+ * epoch) * speed. */
+typedef struct pfi_sim_state pfi_sim_state;
+
+/* Creates path from cfg (fails with PFI_EBUSY if it exists, unless overwrite). */
+int pfi_sim_state_create(const char *path, const pfi_node_config *cfg, double speed,
+                         int overwrite, pfi_err *err);
+/* Attaches to path; when it does not exist and cfg is non-NULL, creates it first (race-free:
+ * the first creator wins, the others attach to its file). */
+int pfi_sim_state_open(const char *path, const pfi_node_config *cfg, double speed,
+                       pfi_sim_state **out, pfi_err *err);
+void pfi_sim_state_close(pfi_sim_state *s);
+double pfi_sim_state_now(const pfi_sim_state *s);
+double pfi_sim_state_speed(const pfi_sim_state *s);
+/* Appends a limit change at the current simulated time. */
+int pfi_sim_state_set_limit(pfi_sim_state *s, int gpu, double watts, pfi_err *err);
+/* Brings the process's node up to date with the file and returns it (owned by s) with, in
+ * *now (may be NULL), the simulated time read under the same lock: every change made before
+ * that instant is in the node. */
+int pfi_sim_state_node(pfi_sim_state *s, pfi_sim_node **node, double *now, pfi_err *err);
+const char *pfi_sim_state_path(const pfi_sim_state *s);
+
+/* ---------------------------------------------------------------- fleet */
+
+/* A run of the simulated study: one node running one job, as the paper's data. */
+typedef struct pfi_fleet_entry {
+    char run[PFI_NAME_MAX];   /* "h200/main/017 llama3-8b pretrain 8gpu dp8" */
+    char set[16];             /* "main", "validation", "h100" */
+    int match;                /* h100 entries: index of the H200 entry they match, else -1 */
+    pfi_node_config node;     /* the job is node.jobs[0] on GPUs 0..n-1 */
+    pfi_job_meta meta;
+} pfi_fleet_entry;
+
+/* which: "paper" (131 H200 main + 24 H200 validation + 34 H100 matched, in that order) or
+ * "small" (12 runs: 8 H200 + 4 H100 matched).  Same seed, same fleet.  *out is malloc'd. */
+int pfi_sim_fleet(const char *which, uint64_t seed, pfi_fleet_entry **out, int *n, pfi_err *err);
+
+/* ---------------------------------------------------------------- calibration */
+
+#define PFI_SIM_VAL_MAX_RUNS 16
+typedef struct pfi_sim_val_run {
+    char run[PFI_NAME_MAX];     /* "perseus/A40/gpt3-2.7b dp1tp1pp8" */
+    char gpu_type[32];
+    int held_out;               /* 1: not used to fit any constant */
+    int n_levels;
+    double limit_w[PFI_MAX_LEVELS];
+    double meas_tput[PFI_MAX_LEVELS], sim_tput[PFI_MAX_LEVELS]; /* relative to the max limit */
+    double meas_power[PFI_MAX_LEVELS], sim_power[PFI_MAX_LEVELS];
+    double meas_power_w0, sim_power_w0; /* absolute per-GPU power at the max limit */
+    double max_abs_err_tput, max_abs_err_power;
+} pfi_sim_val_run;
+
+typedef struct pfi_sim_validation {
+    int n_runs;
+    pfi_sim_val_run runs[PFI_SIM_VAL_MAX_RUNS];
+    double max_abs_err_tput, max_abs_err_power;         /* over all runs */
+    double held_out_max_err_tput, held_out_max_err_power;
+    double fit_max_err_tput, fit_max_err_power;
+    pfi_gpu_model fitted[2];   /* the fitted A100-PCIE-80GB and A40 */
+} pfi_sim_validation;
+
+/* Reads data_dir/perseus-sosp24/zeus_baseline/{A100,A40}/zeus_global.csv, fits the constants
+ * on the designated half of each GPU type's transformer runs and simulates every run at every
+ * measured limit.  PFI_ENOENT when the data is absent. */
+int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err);
+
+#endif

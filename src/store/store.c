@@ -133,6 +133,17 @@ int pfi_store_open(const char *path, int flags, pfi_store **out, pfi_err *err)
     }
     st->readonly = ro;
     st->busy_ms = PFI_STORE_BUSY_MS;
+    const char *busy = getenv("PFI_DB_BUSY_MS");
+    if (busy && *busy) {
+        char *end;
+        long v = strtol(busy, &end, 10);
+        if (*end || v < 0 || v > 3600000) {
+            pfi_store_close(st);
+            return pfi_err_set(err, PFI_EINVAL,
+                               "PFI_DB_BUSY_MS='%s' is not a number of milliseconds", busy);
+        }
+        st->busy_ms = (int)v;
+    }
     int oflags = ro ? SQLITE_OPEN_READONLY
                     : SQLITE_OPEN_READWRITE | ((flags & PFI_STORE_CREATE) ? SQLITE_OPEN_CREATE : 0);
     int rc = sqlite3_open_v2(path, &st->db, oflags, NULL);

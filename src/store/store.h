@@ -48,7 +48,8 @@ typedef struct pfi_store pfi_store;
 #define PFI_STORE_CREATE   0x1 /* create the file if it does not exist */
 #define PFI_STORE_READONLY 0x2 /* never write; an out-of-date schema is an error, not migrated */
 
-/* Default busy timeout: how long a write waits for another writer before PFI_EBUSY. */
+/* Default busy timeout: how long a write waits for another writer before PFI_EBUSY
+ * ($PFI_DB_BUSY_MS overrides it at open). */
 #define PFI_STORE_BUSY_MS 5000
 
 /* $PFI_DB if set and non-empty, else "pfi.db". */

@@ -159,10 +159,11 @@ int pfi_store_load_telemetry(pfi_store *st, long long run_id, int level, pfi_tel
     *n = 0;
     sqlite3_stmt *s;
     int rc = pfi_store_prepare(st,
-                               "SELECT l.seq, t.gpu, t.have, t.t_s, " COLS ", t.clock_reasons"
-                               " FROM telemetry t JOIN levels l ON t.level_id = l.id"
-                               " WHERE l.run_id = ?1 AND (?2 < 0 OR l.seq = ?2)"
-                               " ORDER BY l.seq, t.gpu, t.t_s",
+                               "SELECT (SELECT seq FROM levels WHERE id = t.level_id) AS lseq,"
+                               " gpu, have, t_s, " COLS ", clock_reasons FROM telemetry t"
+                               " WHERE level_id IN (SELECT id FROM levels WHERE run_id = ?1"
+                               "  AND (?2 < 0 OR seq = ?2))"
+                               " ORDER BY lseq, gpu, t_s",
                                &s, err);
     if (rc != PFI_OK)
         return rc;

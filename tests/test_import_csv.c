@@ -1,0 +1,159 @@
+/* Tests of the CSV reader the importers use: quoting as the Perseus files use it, line
+ * endings, and errors that name the file, the line and the column. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/csv.h"
+
+static pfi_csv *open_text(const char *text, FILE **fp)
+{
+    *fp = fmemopen((void *)text, strlen(text), "r");
+    assert_non_null(*fp);
+    pfi_csv *c;
+    pfi_err e = {0};
+    int rc = pfi_csv_open_stream(*fp, "t.csv", &c, &e);
+    if (rc != PFI_OK)
+        print_error("open: %s\n", e.msg);
+    assert_int_equal(rc, PFI_OK);
+    return c;
+}
+
+static void test_quoted_fields(void **state)
+{
+    /* A real Perseus row shape: a quoted partition list holding commas. */
+    const char *text = "model_name,partition_method,batch_size\r\n"
+                       "bert-huge-uncased,\"custom:0,8,14,20,26\",256\r\n"
+                       "\"say \"\"hi\"\"\",\"two\nlines\",\"\"\r\n"
+                       "\n"
+                       "last,x,1"; /* no final newline */
+    FILE *fp;
+    pfi_csv *c = open_text(text, &fp);
+    pfi_err e = {0};
+    assert_int_equal(pfi_csv_ncols(c), 3);
+    assert_int_equal(pfi_csv_col(c, "batch_size"), 2);
+    assert_int_equal(pfi_csv_col(c, "nope"), -1);
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_int_equal(pfi_csv_line(c), 2);
+    assert_string_equal(pfi_csv_field(c, 0), "bert-huge-uncased");
+    assert_string_equal(pfi_csv_field(c, 1), "custom:0,8,14,20,26");
+    int v;
+    assert_int_equal(pfi_csv_int(c, 2, &v, &e), PFI_OK);
+    assert_int_equal(v, 256);
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_int_equal(pfi_csv_line(c), 3);
+    assert_string_equal(pfi_csv_field(c, 0), "say \"hi\"");
+    assert_string_equal(pfi_csv_field(c, 1), "two\nlines");
+    assert_string_equal(pfi_csv_field(c, 2), "");
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_int_equal(pfi_csv_line(c), 6); /* the quoted line break and the blank line count */
+    assert_string_equal(pfi_csv_field(c, 0), "last");
+    assert_string_equal(pfi_csv_field(c, 2), "1");
+    assert_int_equal(pfi_csv_next(c, &e), PFI_CSV_END);
+    pfi_csv_close(c);
+    fclose(fp);
+}
+
+static void test_bom_and_numbers(void **state)
+{
+    const char *text = "\xEF\xBB\xBFtime,energy\n6.354814670704029,6819.0174444439235\n"
+                       "abc,1\n1.5x,2\n,3\n";
+    FILE *fp;
+    pfi_csv *c = open_text(text, &fp);
+    pfi_err e = {0};
+    double d;
+    assert_int_equal(pfi_csv_col(c, "time"), 0);
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_int_equal(pfi_csv_double(c, 0, &d, &e), PFI_OK);
+    assert_true(fabs(d - 6.354814670704029) < 1e-15);
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_int_equal(pfi_csv_double(c, 0, &d, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "t.csv line 3"));
+    assert_non_null(strstr(e.msg, "'time'"));
+    assert_non_null(strstr(e.msg, "'abc'"));
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_int_equal(pfi_csv_double(c, 0, &d, &e), PFI_EINVAL);
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_int_equal(pfi_csv_double(c, 0, &d, &e), PFI_EINVAL);
+    int i;
+    assert_int_equal(pfi_csv_int(c, 1, &i, &e), PFI_OK);
+    assert_int_equal(i, 3);
+    pfi_csv_close(c);
+    fclose(fp);
+}
+
+static void expect_error(const char *text, const char *want1, const char *want2)
+{
+    FILE *fp = fmemopen((void *)text, strlen(text), "r");
+    assert_non_null(fp);
+    pfi_csv *c;
+    pfi_err e = {0};
+    int rc = pfi_csv_open_stream(fp, "bad.csv", &c, &e);
+    while (rc == PFI_OK)
+        rc = pfi_csv_next(c, &e);
+    if (rc != PFI_CSV_END || c)
+        pfi_csv_close(c);
+    fclose(fp);
+    assert_int_equal(rc, PFI_EINVAL);
+    if (!strstr(e.msg, want1) || (want2 && !strstr(e.msg, want2)))
+        fail_msg("message '%s' lacks '%s' / '%s'", e.msg, want1, want2 ? want2 : "");
+}
+
+static void test_malformed(void **state)
+{
+    expect_error("a,b\n1,2\n1,2,3\n", "bad.csv line 3", "3 fields");
+    expect_error("a,b\n1\n", "bad.csv line 2", "1 fields");
+    expect_error("a,b\n1,\"open\n2,3\n", "never closes", "line 2");
+    expect_error("a,b\n\"x\"y,2\n", "bad.csv line 2", "after its closing quote");
+    expect_error("a,b\nx\"y,2\n", "bad.csv line 2", "quote");
+    expect_error("", "empty file", NULL);
+    expect_error("a,,c\n", "no name", NULL);
+}
+
+static void test_missing_file(void **state)
+{
+    pfi_csv *c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_csv_open("/nonexistent/dir/x.csv", &c, &e), PFI_ENOENT);
+    assert_non_null(strstr(e.msg, "/nonexistent/dir/x.csv"));
+}
+
+static void test_write_field(void **state)
+{
+    char buf[256] = {0};
+    FILE *fp = fmemopen(buf, sizeof buf, "w");
+    pfi_csv_write_field(fp, "plain");
+    fputc(',', fp);
+    pfi_csv_write_field(fp, "zeus-plo/A40/resnet18 gpu0,1");
+    fputc(',', fp);
+    pfi_csv_write_field(fp, "q\"uote");
+    fclose(fp);
+    assert_string_equal(buf, "plain,\"zeus-plo/A40/resnet18 gpu0,1\",\"q\"\"uote\"");
+    /* And it reads back. */
+    FILE *in;
+    char text[300];
+    snprintf(text, sizeof text, "a,b,c\n%s\n", buf);
+    pfi_csv *c = open_text(text, &in);
+    pfi_err e = {0};
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_string_equal(pfi_csv_field(c, 1), "zeus-plo/A40/resnet18 gpu0,1");
+    assert_string_equal(pfi_csv_field(c, 2), "q\"uote");
+    pfi_csv_close(c);
+    fclose(in);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quoted_fields), cmocka_unit_test(test_bom_and_numbers),
+        cmocka_unit_test(test_malformed),     cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_write_field),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,490 @@
+/* Tests of the store: schema creation and migration, refusal of a newer schema, other layers'
+ * migrations, the write/read round trip, telemetry downsampling, level atomicity across a
+ * crash (a forked child killed before commit), and a locked database. */
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+typedef struct fixture {
+    char dir[512];
+    char db[600];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    const char *tmp = getenv("PFI_TEST_TMP");
+    snprintf(f->dir, sizeof f->dir, "%s/pfi-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    const char *sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < 4; i++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s%s", f->db, sfx[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void raw_exec(const char *db, const char *sql)
+{
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+}
+
+static int raw_count(const char *db, const char *sql)
+{
+    sqlite3 *h;
+    sqlite3_stmt *s;
+    int n = -1;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        n = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    return n;
+}
+
+static pfi_run header(const char *name)
+{
+    pfi_run r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", name);
+    snprintf(r.source, sizeof r.source, "sweep");
+    snprintf(r.gpu_type, sizeof r.gpu_type, "H200-SXM");
+    r.n_gpus = 8;
+    r.unit = PFI_TOKENS_PER_S;
+    r.min_limit_w = 200;
+    r.max_limit_w = 700;
+    r.default_limit_w = 700;
+    snprintf(r.meta.model, sizeof r.meta.model, "llama-8b");
+    snprintf(r.meta.family, sizeof r.meta.family, "llama");
+    r.meta.moe = 0;
+    r.meta.finetune = 0;
+    r.meta.params_b = 8.0;
+    r.meta.dp = 8;
+    r.meta.tp = r.meta.pp = r.meta.ep = 1;
+    r.meta.seq_len = 8192;
+    r.meta.global_batch = 64;
+    return r;
+}
+
+static pfi_level level(double cap, double power, double tput)
+{
+    pfi_level l;
+    memset(&l, 0, sizeof l);
+    l.cap_w = cap;
+    l.enforced_w = cap;
+    l.power_w = power;
+    l.tput = tput;
+    l.tput_lo = tput * 0.99;
+    l.tput_hi = tput * 1.01;
+    l.sm_clock_mhz = 1500;
+    l.powercap_frac = 0.5;
+    l.gpu_util = 1;
+    l.sm_active = 0.8;
+    l.tensor_active = 0.4;
+    l.dram_active = NAN; /* missing must come back missing */
+    l.nvlink_mibs = 1000;
+    l.pcie_mibs = 10;
+    l.t_start_s = 5;
+    l.t_end_s = 65;
+    l.n_samples = 600;
+    return l;
+}
+
+static void test_create_and_reopen(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_ENOENT);
+    assert_non_null(strstr(e.msg, f->db));
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    assert_int_equal(pfi_store_schema_version(st), PFI_STORE_SCHEMA_VERSION);
+    pfi_store_close(st);
+    assert_int_equal(raw_count(f->db, "PRAGMA user_version"), PFI_STORE_SCHEMA_VERSION);
+    assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_OK);
+    pfi_store_close(st);
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_READONLY, &st, &e), PFI_OK);
+    pfi_store_close(st);
+}
+
+static void test_migrate_from_empty_file(void **state)
+{
+    fixture *f = *state;
+    /* A file at version 0 (made by sqlite3, no tables) is brought up to date on open. */
+    raw_exec(f->db, "CREATE TABLE unrelated(x); DROP TABLE unrelated;");
+    assert_int_equal(raw_count(f->db, "PRAGMA user_version"), 0);
+    pfi_store *st;
+    pfi_err e = {0};
+    /* Read-only cannot upgrade and says so. */
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_READONLY, &st, &e), PFI_ESTATE);
+    assert_non_null(strstr(e.msg, "older"));
+    assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_OK);
+    pfi_store_close(st);
+    assert_int_equal(raw_count(f->db, "PRAGMA user_version"), PFI_STORE_SCHEMA_VERSION);
+    assert_int_equal(raw_count(f->db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
+                                      "('jobs','runs','levels','telemetry','schema_layers')"),
+                     5);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    pfi_store_close(st);
+    raw_exec(f->db, "PRAGMA user_version = 99");
+    assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_ESTATE);
+    assert_null(st);
+    assert_non_null(strstr(e.msg, "newer"));
+    assert_non_null(strstr(e.msg, "99"));
+    /* Nothing was changed by the refused open. */
+    assert_int_equal(raw_count(f->db, "PRAGMA user_version"), 99);
+}
+
+static void test_not_a_database(void **state)
+{
+    fixture *f = *state;
+    FILE *fp = fopen(f->db, "w");
+    assert_non_null(fp);
+    fputs("this is a text file, long enough to have a header of a hundred bytes or more, "
+          "which SQLite reads first and then refuses.\n",
+          fp);
+    fclose(fp);
+    pfi_store *st;
+    pfi_err e = {0};
+    assert_int_not_equal(pfi_store_open(f->db, 0, &st, &e), PFI_OK);
+    assert_non_null(strstr(e.msg, "not a pfi database"));
+}
+
+static void test_layer_migrations(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    const pfi_store_step steps[] = {
+        {"CREATE TABLE serve_audit(id INTEGER PRIMARY KEY, what TEXT)"},
+        {"ALTER TABLE serve_audit ADD COLUMN at TEXT"},
+    };
+    int v = -1;
+    assert_int_equal(pfi_store_layer_version(st, "serve", &v, &e), PFI_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(pfi_store_migrate_layer(st, "serve", steps, 1, &e), PFI_OK);
+    assert_int_equal(pfi_store_migrate_layer(st, "serve", steps, 2, &e), PFI_OK);
+    assert_int_equal(pfi_store_migrate_layer(st, "serve", steps, 2, &e), PFI_OK); /* no-op */
+    assert_int_equal(pfi_store_layer_version(st, "serve", &v, &e), PFI_OK);
+    assert_int_equal(v, 2);
+    /* An older build of that layer refuses the newer tables. */
+    assert_int_equal(pfi_store_migrate_layer(st, "serve", steps, 1, &e), PFI_ESTATE);
+    assert_non_null(strstr(e.msg, "newer"));
+    /* A failing step rolls back the whole layer migration. */
+    const pfi_store_step bad[] = {
+        {"CREATE TABLE other_a(x)"},
+        {"THIS IS NOT SQL"},
+    };
+    assert_int_not_equal(pfi_store_migrate_layer(st, "other", bad, 2, &e), PFI_OK);
+    assert_non_null(strstr(e.msg, "'other'"));
+    assert_int_equal(pfi_store_layer_version(st, "other", &v, &e), PFI_OK);
+    assert_int_equal(v, 0);
+    pfi_store_close(st);
+    assert_int_equal(raw_count(f->db, "SELECT COUNT(*) FROM sqlite_master WHERE name='other_a'"),
+                     0);
+    /* The store's own version is untouched by layers. */
+    assert_int_equal(raw_count(f->db, "PRAGMA user_version"), PFI_STORE_SCHEMA_VERSION);
+}
+
+static void test_round_trip(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    const char *tags[] = {"owner=alice", "exp=pfi-1"};
+    long long job, run, lid;
+    assert_int_equal(pfi_store_create_job(st, "torchrun train.py", "{\"lr\": 0.001}", tags, 2,
+                                          &job, &e),
+                     PFI_OK);
+    pfi_run h = header("sweep/llama-8b");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    const double caps[] = {700, 600, 500, 400};
+    for (int i = 0; i < 4; i++) {
+        pfi_level l = level(caps[i], caps[i] * 0.9, 1000.0 * (1 - 0.1 * i));
+        assert_int_equal(pfi_store_level_begin(st, &e), PFI_OK);
+        assert_int_equal(pfi_store_add_level(st, run, &l, &lid, &e), PFI_OK);
+        assert_int_equal(pfi_store_level_commit(st, &e), PFI_OK);
+    }
+    assert_int_equal(pfi_store_finish_run(st, run, "done", &e), PFI_OK);
+
+    pfi_run *r = malloc(sizeof *r);
+    assert_int_equal(pfi_store_load_run(st, run, r, &e), PFI_OK);
+    assert_int_equal(r->id, run);
+    assert_string_equal(r->name, "sweep/llama-8b");
+    assert_string_equal(r->gpu_type, "H200-SXM");
+    assert_int_equal(r->n_gpus, 8);
+    assert_int_equal(r->unit, PFI_TOKENS_PER_S);
+    assert_true(r->default_limit_w == 700);
+    assert_string_equal(r->meta.model, "llama-8b");
+    assert_int_equal(r->meta.finetune, 0);
+    assert_int_equal(r->meta.seq_len, 8192);
+    assert_true(r->meta.params_b == 8.0);
+    assert_int_equal(r->n_levels, 4);
+    for (int i = 0; i < 4; i++) {
+        pfi_level want = level(caps[i], caps[i] * 0.9, 1000.0 * (1 - 0.1 * i));
+        const pfi_level *got = &r->levels[i];
+        assert_true(got->cap_w == want.cap_w && got->power_w == want.power_w);
+        assert_true(got->tput == want.tput && got->tput_lo == want.tput_lo);
+        assert_true(got->sm_clock_mhz == 1500 && got->nvlink_mibs == 1000);
+        assert_true(isnan(got->dram_active));
+        assert_int_equal(got->n_samples, 600);
+    }
+    free(r);
+
+    pfi_run_summary *list;
+    int n;
+    assert_int_equal(pfi_store_list_runs(st, &list, &n, &e), PFI_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].status, "done");
+    assert_string_equal(list[0].backend, "sim");
+    assert_string_equal(list[0].unit_label, "tokens/s");
+    assert_int_equal(list[0].n_levels, 4);
+    assert_true(list[0].t0 == 1000 && list[0].p0 == 630 && list[0].cap0_w == 700);
+    assert_true(list[0].started[0] && list[0].ended[0]);
+    free(list);
+
+    long long id;
+    assert_int_equal(pfi_store_find_run(st, "sweep/llama-8b", &id, &e), PFI_OK);
+    assert_int_equal(id, run);
+    assert_int_equal(pfi_store_find_run(st, "nope", &id, &e), PFI_ENOENT);
+    assert_non_null(strstr(e.msg, "nope"));
+    assert_int_equal(pfi_store_find_run(st, "12345", &id, &e), PFI_ENOENT);
+
+    assert_int_equal(pfi_store_delete_run(st, run, &e), PFI_OK);
+    assert_int_equal(pfi_store_load_run(st, run, &(pfi_run){0}, &e), PFI_ENOENT);
+    pfi_store_close(st);
+    assert_int_equal(raw_count(f->db, "SELECT COUNT(*) FROM levels"), 0);
+    assert_int_equal(raw_count(f->db, "SELECT COUNT(*) FROM jobs"), 0);
+}
+
+static void test_bad_writes(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    long long job, run;
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    const char *bad_tag[] = {"novalue"};
+    assert_int_equal(pfi_store_create_job(st, "x", NULL, bad_tag, 1, &job, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "novalue"));
+    assert_int_equal(pfi_store_create_job(st, "x", "[1,2]", NULL, 0, &job, &e), PFI_EINVAL);
+    assert_int_equal(pfi_store_create_job(st, "x", NULL, NULL, 0, &job, &e), PFI_OK);
+    pfi_run h = header("r");
+    h.n_gpus = 0;
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_EINVAL);
+    h = header("r");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    pfi_level l = level(NAN, 1, 1);
+    assert_int_equal(pfi_store_add_level(st, run, &l, NULL, &e), PFI_EINVAL);
+    l = level(500, 400, 100);
+    assert_int_equal(pfi_store_add_level(st, run + 100, &l, NULL, &e), PFI_ENOENT);
+    assert_int_equal(pfi_store_finish_run(st, run + 100, "done", &e), PFI_ENOENT);
+    assert_int_equal(pfi_store_level_commit(st, &e), PFI_ESTATE);
+    pfi_store_close(st);
+}
+
+static pfi_sample sample_at(double t, double power)
+{
+    pfi_sample s;
+    pfi_sample_clear(&s);
+    s.t_s = t;
+    s.have = PFI_F_POWER | PFI_F_SM_CLOCK | PFI_F_REASONS;
+    s.power_w = power;
+    s.sm_clock_mhz = 1000 + power;
+    s.clock_reasons = power > 450 ? PFI_REASON_SW_POWERCAP : 0;
+    return s;
+}
+
+static void test_telemetry_downsampling(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    long long job, run, lid;
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    assert_int_equal(pfi_store_create_job(st, NULL, NULL, NULL, 0, &job, &e), PFI_OK);
+    pfi_run h = header("tele");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    pfi_level l = level(700, 600, 1000);
+    pfi_sample s[100];
+    /* 10 s at 10 Hz; power steps 400 / 500 each second. */
+    for (int i = 0; i < 100; i++)
+        s[i] = sample_at(0.1 * i, (i / 10) % 2 ? 500 : 400);
+    assert_int_equal(pfi_store_level_begin(st, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_level(st, run, &l, &lid, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_samples(st, lid, 0, s, 100, 1.0 - 1e-9, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_samples(st, lid, 1, s, 100, 0, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_samples(st, lid + 99, 0, s, 1, 0, &e), PFI_ENOENT);
+    assert_int_equal(pfi_store_level_commit(st, &e), PFI_OK);
+
+    pfi_telemetry_row *rows;
+    int n;
+    assert_int_equal(pfi_store_load_telemetry(st, run, 0, &rows, &n, &e), PFI_OK);
+    assert_int_equal(n, 10 + 100);
+    for (int i = 0; i < 10; i++) {
+        const pfi_telemetry_row *r = &rows[i];
+        assert_int_equal(r->gpu, 0);
+        assert_int_equal(r->level, 0);
+        double want = i % 2 ? 500 : 400;
+        assert_true(fabs(r->s.power_w - want) < 1e-9);
+        assert_true(fabs(r->s.t_s - (i + 0.45)) < 1e-9);
+        assert_true(r->s.have & PFI_F_POWER);
+        assert_false(r->s.have & PFI_F_TENSOR);
+        assert_true(isnan(r->s.tensor_active));
+        assert_int_equal(r->s.clock_reasons, i % 2 ? PFI_REASON_SW_POWERCAP : 0);
+    }
+    assert_int_equal(rows[10].gpu, 1);
+    assert_true(rows[10].s.power_w == 400 && rows[10].s.t_s == 0);
+    free(rows);
+    assert_int_equal(pfi_store_load_telemetry(st, run, 3, &rows, &n, &e), PFI_OK);
+    assert_int_equal(n, 0);
+    free(rows);
+    pfi_store_close(st);
+}
+
+/* The child writes two levels, commits the first, and is killed with SIGKILL in the middle of
+ * the second (level row and telemetry written, no commit). */
+static void crash_child(const char *db, long long run)
+{
+    pfi_store *st;
+    pfi_err e = {0};
+    if (pfi_store_open(db, 0, &st, &e) != PFI_OK)
+        _exit(10);
+    long long lid;
+    pfi_level a = level(700, 650, 1000), b = level(500, 480, 800);
+    pfi_sample s[50];
+    for (int i = 0; i < 50; i++)
+        s[i] = sample_at(0.1 * i, 480);
+    if (pfi_store_level_begin(st, &e) || pfi_store_add_level(st, run, &a, &lid, &e) ||
+        pfi_store_add_samples(st, lid, 0, s, 50, 0, &e) || pfi_store_level_commit(st, &e))
+        _exit(11);
+    if (pfi_store_level_begin(st, &e) || pfi_store_add_level(st, run, &b, &lid, &e) ||
+        pfi_store_add_samples(st, lid, 0, s, 50, 0, &e))
+        _exit(12);
+    kill(getpid(), SIGKILL);
+    _exit(13);
+}
+
+static void test_crash_mid_level(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    long long job, run;
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    assert_int_equal(pfi_store_create_job(st, "train", NULL, NULL, 0, &job, &e), PFI_OK);
+    pfi_run h = header("crash");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    pfi_store_close(st);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        crash_child(f->db, run);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_OK);
+    pfi_run *r = malloc(sizeof *r);
+    assert_int_equal(pfi_store_load_run(st, run, r, &e), PFI_OK);
+    assert_int_equal(r->n_levels, 1);
+    assert_true(r->levels[0].cap_w == 700);
+    free(r);
+    pfi_telemetry_row *rows;
+    int n;
+    assert_int_equal(pfi_store_load_telemetry(st, run, -1, &rows, &n, &e), PFI_OK);
+    assert_int_equal(n, 50);
+    free(rows);
+    pfi_run_summary sum;
+    assert_int_equal(pfi_store_run_summary(st, run, &sum, &e), PFI_OK);
+    assert_string_equal(sum.status, "running"); /* died: never finished */
+    /* The next level after the crash gets the next free position, not a hole. */
+    pfi_level c = level(400, 390, 700);
+    assert_int_equal(pfi_store_add_level(st, run, &c, NULL, &e), PFI_OK);
+    pfi_store_close(st);
+    assert_int_equal(raw_count(f->db, "SELECT MAX(seq) FROM levels"), 1);
+}
+
+static void test_locked(void **state)
+{
+    fixture *f = *state;
+    pfi_store *a, *b;
+    pfi_err e = {0};
+    long long job, run;
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &a, &e), PFI_OK);
+    assert_int_equal(pfi_store_open(f->db, 0, &b, &e), PFI_OK);
+    pfi_store_set_busy_timeout(b, 20);
+    assert_int_equal(pfi_store_create_job(a, NULL, NULL, NULL, 0, &job, &e), PFI_OK);
+    pfi_run h = header("lock");
+    assert_int_equal(pfi_store_create_run(a, job, &h, "sim", &run, &e), PFI_OK);
+    assert_int_equal(pfi_store_level_begin(a, &e), PFI_OK);
+    assert_int_equal(pfi_store_level_begin(b, &e), PFI_EBUSY);
+    assert_non_null(strstr(e.msg, "locked"));
+    assert_non_null(strstr(e.msg, f->db));
+    /* WAL: reading while the other connection writes works. */
+    pfi_run_summary *list;
+    int n;
+    assert_int_equal(pfi_store_list_runs(b, &list, &n, &e), PFI_OK);
+    assert_int_equal(n, 1);
+    free(list);
+    pfi_store_level_abort(a);
+    assert_int_equal(pfi_store_level_begin(b, &e), PFI_OK);
+    assert_int_equal(pfi_store_level_commit(b, &e), PFI_OK);
+    pfi_store_close(a);
+    pfi_store_close(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_empty_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layer_migrations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_telemetry_downsampling, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_mid_level, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -110,7 +110,7 @@ static void bounds(int family, double rmax, pbound b[3])
 {
     memset(b, 0, sizeof(pbound) * 3);
     switch (family) {
-    case PFI_FAM_POWER: b[1] = (pbound){1.0, 6.0, 0.05}; break;
+    case PFI_FAM_POWER: b[1] = (pbound){1.0, 4.0, 0.05}; break;
     case PFI_FAM_EXP: b[1] = (pbound){0.01, 20.0, 0.25}; break;
     case PFI_FAM_KNEE:
         b[1] = (pbound){1.0, 4.0, 0.1};

@@ -1,0 +1,320 @@
+/* pfi index: the Power Flexibility Index of characterized runs (core/pfi.h), with its bootstrap
+ * interval and the power each job can shed within slowdown budgets; --compare-families shows
+ * how well each candidate curve family fits the runs (the evidence behind the default one). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/runset.h"
+#include "core/pfi.h"
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static const char *depth_key(char *buf, size_t n, double d)
+{
+    snprintf(buf, n, "%.2g", d);
+    return buf;
+}
+
+static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index *h)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "run", json_string(r->name));
+    json_object_set_new(o, "id", json_integer(r->id));
+    json_object_set_new(o, "gpu_type", json_string(r->gpu_type));
+    json_object_set_new(o, "n_gpus", json_integer(r->n_gpus));
+    json_object_set_new(o, "p0_w", num(x->p0_w));
+    json_object_set_new(o, "t0", num(x->t0));
+    json_object_set_new(o, "cap0_w", num(x->cap0_w));
+    json_object_set_new(o, "pfi30", num(x->pfi));
+    json_object_set_new(o, "pfi30_lo", num(x->pfi_lo));
+    json_object_set_new(o, "pfi30_hi", num(x->pfi_hi));
+    json_t *pf = json_object(), *ex = json_object(), *mono = json_object();
+    char k[16];
+    for (int i = 0; i < PFI_N_DEPTHS; i++) {
+        depth_key(k, sizeof k, pfi_depths[i]);
+        json_object_set_new(pf, k, num(x->pfi_at[i]));
+        json_object_set_new(ex, k, json_boolean(x->extrap_at[i]));
+        json_object_set_new(mono, k, num(x->pfi_mono_at[i]));
+    }
+    if (h) {
+        depth_key(k, sizeof k, h->depth);
+        json_object_set_new(pf, k, num(h->pfi));
+        json_object_set_new(ex, k, json_boolean(h->extrapolated));
+        json_object_set_new(o, "headline",
+                            json_pack("{s:f, s:o, s:o, s:o, s:b}", "depth", h->depth, "pfi",
+                                      num(h->pfi), "lo", num(h->pfi_lo), "hi", num(h->pfi_hi),
+                                      "extrapolated", h->extrapolated));
+    }
+    json_object_set_new(o, "pfi", pf);
+    json_object_set_new(o, "extrapolated", ex);
+    json_object_set_new(o, "pfi_monotone", mono);
+    json_t *shed = json_object(), *lim = json_object();
+    for (int i = 0; i < PFI_N_BUDGETS; i++) {
+        depth_key(k, sizeof k, pfi_budgets[i]);
+        json_object_set_new(shed, k, num(x->shed_at[i]));
+        json_object_set_new(lim, k, json_boolean(x->shed_limited[i]));
+    }
+    json_object_set_new(o, "shed_at_slowdown", shed);
+    json_object_set_new(o, "shed_limited_by_range", lim);
+    json_t *p = json_array();
+    for (int i = 0; i < pfi_family_params(x->fit.family); i++)
+        json_array_append_new(p, json_real(x->fit.p[i]));
+    json_object_set_new(o, "fit", json_pack("{s:s, s:o, s:o}", "family",
+                                            pfi_family_name(x->fit.family), "params", p, "rmse",
+                                            num(x->fit.rmse)));
+    json_object_set_new(o, "r_max", num(x->r_max));
+    json_object_set_new(o, "levels", json_integer(x->n_points));
+    json_object_set_new(o, "non_monotone", json_boolean(x->non_monotone));
+    return o;
+}
+
+static void cell(char *buf, size_t n, double v, int ex)
+{
+    if (isfinite(v))
+        snprintf(buf, n, "%.3f%s", v, ex ? "*" : "");
+    else
+        snprintf(buf, n, "-");
+}
+
+static void print_row(const pfi_run *r, const pfi_index *x)
+{
+    char c[PFI_N_DEPTHS][16], ci[32];
+    for (int i = 0; i < PFI_N_DEPTHS; i++)
+        cell(c[i], sizeof c[i], x->pfi_at[i], x->extrap_at[i]);
+    if (isfinite(x->pfi_lo))
+        snprintf(ci, sizeof ci, "%.3f-%.3f", x->pfi_lo, x->pfi_hi);
+    else
+        snprintf(ci, sizeof ci, "-");
+    char note[64] = "";
+    if (x->r_max < 0.05)
+        snprintf(note, sizeof note, "cap never bound");
+    else if (x->non_monotone)
+        snprintf(note, sizeof note, "non-monotone");
+    printf("%-48.48s %-9.9s %6.0f %10.4g %7s %7s %7s %-13s %7s %5.3f %5.3f %5.3f %s\n", r->name,
+           r->gpu_type, x->p0_w, x->t0, c[0], c[1], c[2], ci, c[3], x->shed_at[0], x->shed_at[1],
+           x->shed_at[2], note);
+}
+
+/* Leave-one-level-out squared errors of a family on one run's points (sorted by r): refit
+ * without each shed level and predict it; the deepest level is an extrapolation, the others
+ * interpolations, kept apart because they fail differently. */
+static void lolo(const double *r, const double *s, int m, int fam, double *in_e, int *in_n,
+                 double *ex_e, int *ex_n)
+{
+    for (int i = 0; i < m; i++) {
+        if (r[i] <= 0.005)
+            continue;
+        double rr[PFI_CURVE_MAX_PTS], ss[PFI_CURVE_MAX_PTS];
+        int k = 0;
+        for (int j = 0; j < m; j++)
+            if (j != i) {
+                rr[k] = r[j];
+                ss[k] = s[j];
+                k++;
+            }
+        pfi_fit f;
+        if (pfi_fit_points(fam, rr, ss, NULL, k, &f, NULL) != PFI_OK)
+            continue;
+        double d = pfi_fit_s(&f, r[i]) - s[i];
+        if (i == m - 1) {
+            *ex_e += d * d;
+            (*ex_n)++;
+        } else {
+            *in_e += d * d;
+            (*in_n)++;
+        }
+    }
+}
+
+typedef struct famstat {
+    double in_sse, lo_in, lo_ex, pfi_sum;
+    int in_n, lo_in_n, lo_ex_n, runs;
+} famstat;
+
+static double rms(double sse, int n) { return n ? sqrt(sse / n) : NAN; }
+
+static int compare_families(const pfi_runset *rs, int as_json)
+{
+    /* [0]: transformer runs, [1]: all runs. */
+    famstat st[2][PFI_FAM_COUNT];
+    int runs[2] = {0, 0};
+    memset(st, 0, sizeof st);
+    for (int i = 0; i < rs->n; i++) {
+        pfi_curve c;
+        if (pfi_curve_from_run(&rs->runs[i], PFI_FAM_QUAD, &c, NULL) != PFI_OK)
+            continue;
+        double r[PFI_CURVE_MAX_PTS], s[PFI_CURVE_MAX_PTS];
+        int m = pfi_curve_points(&c, r, s, PFI_CURVE_MAX_PTS);
+        /* Only runs where every family can be fitted and checked on a left-out level. */
+        if (c.n_shed < 4)
+            continue;
+        int tr = pfi_run_is_transformer(&rs->runs[i]);
+        for (int set = 0; set < 2; set++) {
+            if (set == 0 && !tr)
+                continue;
+            runs[set]++;
+            for (int f = 0; f < PFI_FAM_COUNT; f++) {
+                famstat *q = &st[set][f];
+                pfi_fit fit;
+                if (pfi_fit_points(f, r, s, NULL, m, &fit, NULL) != PFI_OK)
+                    continue;
+                q->in_sse += fit.rmse * fit.rmse * m;
+                q->in_n += m;
+                q->pfi_sum += pfi_at(&fit, 0.30);
+                q->runs++;
+                lolo(r, s, m, f, &q->lo_in, &q->lo_in_n, &q->lo_ex, &q->lo_ex_n);
+            }
+        }
+    }
+    static const char *const setname[2] = {"transformer", "all"};
+    if (as_json) {
+        json_t *doc = json_object();
+        for (int set = 0; set < 2; set++) {
+            json_t *arr = json_array();
+            for (int f = 0; f < PFI_FAM_COUNT; f++) {
+                famstat *q = &st[set][f];
+                json_array_append_new(
+                    arr, json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:b}", "family",
+                                   pfi_family_name(f), "params", pfi_family_params(f),
+                                   "rmse_in_sample", num(rms(q->in_sse, q->in_n)),
+                                   "rmse_lolo_interpolation", num(rms(q->lo_in, q->lo_in_n)),
+                                   "rmse_lolo_extrapolation", num(rms(q->lo_ex, q->lo_ex_n)),
+                                   "mean_pfi30", num(q->runs ? q->pfi_sum / q->runs : NAN),
+                                   "default", f == pfi_default_family));
+            }
+            json_object_set_new(doc, setname[set],
+                                json_pack("{s:i, s:o}", "runs", runs[set], "families", arr));
+        }
+        return pfi_cli_print_json(doc);
+    }
+    for (int set = 0; set < 2; set++) {
+        printf("%s runs with >= 4 levels that shed power: %d\n", setname[set], runs[set]);
+        printf("  %-8s %6s %10s %18s %18s %10s\n", "family", "params", "rmse fit",
+               "rmse LOLO interp", "rmse LOLO extrap", "mean PFI30");
+        for (int f = 0; f < PFI_FAM_COUNT; f++) {
+            famstat *q = &st[set][f];
+            printf("  %-8s %6d %10.4f %18.4f %18.4f %10.3f%s\n", pfi_family_name(f),
+                   pfi_family_params(f), rms(q->in_sse, q->in_n), rms(q->lo_in, q->lo_in_n),
+                   rms(q->lo_ex, q->lo_ex_n), q->runs ? q->pfi_sum / q->runs : NAN,
+                   f == pfi_default_family ? "  (default)" : "");
+        }
+    }
+    printf("LOLO: each shed level left out in turn, refitted, predicted; interp = inner levels, "
+           "extrap = the deepest\n");
+    return PFI_EXIT_OK;
+}
+
+int pfi_cmd_index(int argc, char **argv)
+{
+    const char *db = NULL, *family = NULL;
+    double depth = 0.30;
+    int as_json = 0, public_data = 0, extrapolate = 0, compare = 0, boot = 400, seed = 1;
+    const pfi_opt opts[] = {
+        {"db", PFI_OPT_STR, &db, "FILE", "the store (default $PFI_DB, else pfi.db)"},
+        {"public", PFI_OPT_FLAG, &public_data, NULL,
+         "use the public sweeps of $PFI_DATA_DIR, imported in memory"},
+        {"depth", PFI_OPT_DOUBLE, &depth, "R", "headline depth: power shed fraction (default 0.3)"},
+        {"extrapolate", PFI_OPT_FLAG, &extrapolate, NULL,
+         "read the fit beyond the deepest measured shed (marked * and in JSON)"},
+        {"family", PFI_OPT_STR, &family, "NAME", "curve family: power (default), quad, knee, exp, dvfs"},
+        {"boot", PFI_OPT_INT, &boot, "N", "bootstrap replicates for the CI (default 400; 0: none)"},
+        {"seed", PFI_OPT_INT, &seed, "N", "bootstrap seed (default 1)"},
+        {"compare-families", PFI_OPT_FLAG, &compare, NULL,
+         "compare the curve families on the runs instead"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi index [RUN...] [--db FILE | --public] [--depth 0.3] [--extrapolate] [--json]",
+        "Power Flexibility Index of each run (all runs when none is named): PFI(r) = s/r with "
+        "r the power shed (as drawn) and s the slowdown, both relative to the default-limit "
+        "baseline; PFI at 10/20/30/40% with a 95% bootstrap interval for PFI30, and the power "
+        "shed within slowdown budgets of 2, 5 and 10%.  `pfi help index` has the definition.  "
+        "Values beyond the deepest measured shed are left out unless --extrapolate (then "
+        "marked *).",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    pfi_err err = {0};
+    pfi_index_opts o = pfi_index_defaults();
+    o.extrapolate = extrapolate;
+    o.n_boot = boot;
+    o.seed = (unsigned long long)seed;
+    if (family && (o.family = pfi_family_parse(family)) < 0) {
+        fprintf(stderr, "pfi index: unknown family '%s' (power, quad, knee, exp, dvfs)\n", family);
+        return PFI_EXIT_USAGE;
+    }
+    if (!(depth > 0 && depth < 1)) {
+        fprintf(stderr, "pfi index: --depth %g is not a fraction between 0 and 1\n", depth);
+        return PFI_EXIT_USAGE;
+    }
+    if (boot < 0 || boot > 4000) {
+        fprintf(stderr, "pfi index: --boot %d: give 0-4000 replicates\n", boot);
+        return PFI_EXIT_USAGE;
+    }
+    pfi_runset rs;
+    if (pfi_runset_load(db, public_data, pos, npos, &rs, &err) != PFI_OK)
+        return pfi_cli_fail("index", &err);
+    if (compare) {
+        rc = compare_families(&rs, as_json);
+        pfi_runset_free(&rs);
+        return rc;
+    }
+    int status = PFI_EXIT_OK, ok = 0;
+    json_t *arr = json_array();
+    if (!as_json)
+        printf("%-48s %-9s %6s %10s %7s %7s %7s %-13s %7s %5s %5s %5s\n", "run", "gpu", "P0 W",
+               "T0", "PFI10", "PFI20", "PFI30", "PFI30 95% CI", "PFI40", "shed2", "shed5",
+               "shed10");
+    for (int i = 0; i < rs.n; i++) {
+        const pfi_run *r = &rs.runs[i];
+        pfi_index x, h;
+        o.depth = 0.30;
+        rc = pfi_index_run(r, &o, &x, &err);
+        int has_h = 0;
+        if (rc == PFI_OK && fabs(depth - 0.30) > 1e-9) {
+            o.depth = depth;
+            rc = pfi_index_run(r, &o, &h, &err);
+            has_h = 1;
+        }
+        if (rc != PFI_OK) {
+            /* Runs named explicitly must work; in a listing, one bad run must not hide the rest. */
+            if (npos > 0)
+                status = PFI_EXIT_FAIL;
+            if (as_json)
+                json_array_append_new(arr, json_pack("{s:s, s:I, s:s}", "run", r->name, "id",
+                                                     (json_int_t)r->id, "error", err.msg));
+            else
+                fprintf(stderr, "pfi index: %s\n", err.msg);
+            continue;
+        }
+        ok++;
+        if (as_json)
+            json_array_append_new(arr, index_json(r, &x, has_h ? &h : NULL));
+        else {
+            print_row(r, &x);
+            if (has_h)
+                printf("  PFI at %.2f: %.3f [%.3f-%.3f]%s\n", depth, h.pfi, h.pfi_lo, h.pfi_hi,
+                       h.extrapolated ? " (extrapolated)" : "");
+        }
+    }
+    if (as_json) {
+        json_t *doc = json_pack("{s:s, s:f, s:s, s:i, s:o}", "source", rs.where, "depth", depth,
+                                "family", pfi_family_name(o.family < 0 ? pfi_default_family : o.family),
+                                "n_runs", ok, "runs", arr);
+        rc = pfi_cli_print_json(doc);
+        if (rc != PFI_EXIT_OK)
+            status = rc;
+    } else {
+        json_decref(arr);
+        printf("%d of %d runs indexed from %s; * = extrapolated beyond the deepest measured shed\n",
+               ok, rs.n, rs.where);
+    }
+    pfi_runset_free(&rs);
+    return status;
+}

@@ -1,0 +1,110 @@
+/* runset.c: loading the runs a reporting command works on (see runset.h). */
+#include "cli/runset.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store/store.h"
+#include "util/units.h"
+
+static int load_all(pfi_store *st, char **names, int nnames, pfi_runset *out, pfi_err *err)
+{
+    pfi_run_summary *sum = NULL;
+    int ns = 0, rc = PFI_OK;
+    long long *ids = NULL;
+    int nid = 0;
+    if (nnames > 0) {
+        ids = malloc(sizeof *ids * (size_t)nnames);
+        if (!ids)
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        for (int i = 0; i < nnames && rc == PFI_OK; i++)
+            rc = pfi_store_find_run(st, names[i], &ids[nid++], err);
+    } else {
+        rc = pfi_store_list_runs(st, &sum, &ns, err);
+        if (rc == PFI_OK && ns > 0) {
+            ids = malloc(sizeof *ids * (size_t)ns);
+            if (!ids)
+                rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+            for (int i = 0; ids && i < ns; i++)
+                ids[nid++] = sum[i].id;
+        }
+        free(sum);
+    }
+    if (rc == PFI_OK && nid == 0)
+        rc = pfi_err_set(err, PFI_ENOENT,
+                         "no runs in %s: import the public sweeps (pfi import all), sweep a job "
+                         "(pfi sweep), or pass --public",
+                         pfi_store_path(st));
+    if (rc == PFI_OK) {
+        out->runs = calloc((size_t)nid, sizeof *out->runs);
+        if (!out->runs)
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d runs", nid);
+    }
+    for (int i = 0; rc == PFI_OK && i < nid; i++) {
+        rc = pfi_store_load_run(st, ids[i], &out->runs[i], err);
+        if (rc == PFI_OK)
+            out->n++;
+    }
+    free(ids);
+    return rc;
+}
+
+int pfi_runset_load(const char *db, int public_data, char **names, int nnames, pfi_runset *out,
+                    pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pfi_store *st;
+    int rc;
+    if (public_data) {
+        if (db)
+            return pfi_err_set(err, PFI_EINVAL, "give either --db or --public, not both");
+        rc = pfi_store_open(":memory:", PFI_STORE_CREATE, &st, err);
+        if (rc != PFI_OK)
+            return rc;
+        int nr[PFI_IMPORT_NSOURCES], nl[PFI_IMPORT_NSOURCES];
+        rc = pfi_import_all(st, NULL, nr, nl, err);
+        if (rc != PFI_OK) {
+            pfi_store_close(st);
+            return pfi_err_prefix(err, "importing the public data from %s: ", pfi_data_dir());
+        }
+        snprintf(out->where, sizeof out->where, "public data in %s", pfi_data_dir());
+    } else {
+        rc = pfi_store_open(db, 0, &st, err);
+        if (rc == PFI_ENOENT)
+            return pfi_err_set(err, PFI_ENOENT,
+                               "no store at %s: import the public sweeps (pfi import all), "
+                               "give --db FILE, or pass --public",
+                               db ? db : pfi_store_default_path());
+        if (rc != PFI_OK)
+            return rc;
+        snprintf(out->where, sizeof out->where, "%s", pfi_store_path(st));
+    }
+    rc = load_all(st, names, nnames, out, err);
+    pfi_store_close(st);
+    if (rc != PFI_OK)
+        pfi_runset_free(out);
+    return rc;
+}
+
+void pfi_runset_free(pfi_runset *rs)
+{
+    free(rs->runs);
+    rs->runs = NULL;
+    rs->n = 0;
+}
+
+int pfi_run_is_transformer(const pfi_run *r)
+{
+    static const char *const fams[] = {"gpt", "bert", "t5", "bloom", "llama", "mixtral",
+                                       "mistral", "qwen", "deepseek", "opt"};
+    for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
+        size_t n = strlen(fams[i]);
+        if (strncasecmp(r->meta.family, fams[i], n) == 0 && r->meta.family[0])
+            return 1;
+        if (strncasecmp(r->meta.model, fams[i], n) == 0 && r->meta.model[0])
+            return 1;
+    }
+    return 0;
+}

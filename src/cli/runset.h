@@ -1,0 +1,27 @@
+/* runset.h: the runs a reporting command works on (pfi index, pfi model, pfi predict): runs
+ * named on the command line or every run of a store, or the public measured sweeps imported on
+ * the fly into an in-memory store (--public), so the commands work without a prior import. */
+#ifndef PFI_CLI_RUNSET_H
+#define PFI_CLI_RUNSET_H
+
+#include "core/err.h"
+#include "core/run.h"
+
+typedef struct pfi_runset {
+    pfi_run *runs; /* malloc'd */
+    int n;
+    char where[256]; /* "pfi.db" or "public data in DIR", for messages */
+} pfi_runset;
+
+/* db: a store path (NULL: $PFI_DB, else pfi.db); public_data: import $PFI_DATA_DIR's sweeps
+ * into memory instead (db must then be NULL).  names: runs by id or exact name (n 0: all).
+ * An empty selection is PFI_ENOENT with a hint. */
+int pfi_runset_load(const char *db, int public_data, char **names, int nnames, pfi_runset *out,
+                    pfi_err *err);
+void pfi_runset_free(pfi_runset *rs);
+
+/* 1 when a run is a transformer (by its model family or name): the public curves the probe
+ * target is stated on. */
+int pfi_run_is_transformer(const pfi_run *r);
+
+#endif

@@ -76,7 +76,7 @@ static void write_csv_value(FILE *out, json_t *v)
     else if (json_is_integer(v))
         fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     else if (json_is_real(v)) {
-        snprintf(buf, sizeof buf, "%.10g", json_real_value(v));
+        snprintf(buf, sizeof buf, "%.15g", json_real_value(v));
         fputs(buf, out);
     }
 }
@@ -141,7 +141,7 @@ int pfi_store_export(pfi_store *st, const long long *ids, int n, int format, FIL
     for (int i = 0; i < n && rc == PFI_OK; i++)
         rc = export_one(st, ids[i], format, out, arr, run, err);
     if (rc == PFI_OK && arr) {
-        if (json_dumpf(arr, out, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) != 0)
+        if (json_dumpf(arr, out, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) != 0)
             rc = pfi_err_set(err, PFI_EIO, "writing the export failed");
         fputc('\n', out);
     }

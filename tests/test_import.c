@@ -1,0 +1,437 @@
+/* Tests of the public-dataset importers and the export, on the real files under
+ * $PFI_DATA_DIR (skipped with a message when absent): run and level counts checked against the
+ * files themselves, derived numbers checked against rows of the files, idempotent re-import,
+ * atomic failure on a malformed file, and the export's columns. */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "store/export.h"
+#include "store/store.h"
+#include "util/units.h"
+
+typedef struct fixture {
+    char dir[512];
+    char db[600];
+    pfi_store *st;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    const char *tmp = getenv("PFI_TEST_TMP");
+    snprintf(f->dir, sizeof f->dir, "%s/pfi-import-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+    pfi_err e = {0};
+    if (pfi_store_open(f->db, PFI_STORE_CREATE, &f->st, &e) != PFI_OK)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+/* Removes the test's temporary tree (files and one level of folders, symlinks unfollowed). */
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char p[1200];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        struct stat sb;
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+            rm_tree(p);
+        else
+            unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    pfi_store_close(f->st);
+    rm_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static int have_data(const char *sub)
+{
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", pfi_data_dir(), sub);
+    struct stat sb;
+    if (stat(p, &sb) == 0)
+        return 1;
+    print_message("skipped: public data not found at %s (set PFI_DATA_DIR)\n", p);
+    return 0;
+}
+
+/* Data rows of a CSV file whose fields hold no line breaks: non-empty lines minus the header. */
+static int data_rows(const char *sub)
+{
+    char p[1200], line[4096];
+    snprintf(p, sizeof p, "%s/%s", pfi_data_dir(), sub);
+    FILE *fp = fopen(p, "r");
+    assert_non_null(fp);
+    int n = 0;
+    while (fgets(line, sizeof line, fp))
+        if (line[strspn(line, "\r\n")])
+            n++;
+    fclose(fp);
+    return n - 1;
+}
+
+/* Distinct values of the first `k` fields (which hold no quotes) over the data rows. */
+static int distinct_keys(const char *sub, int k)
+{
+    char p[1200], line[4096];
+    snprintf(p, sizeof p, "%s/%s", pfi_data_dir(), sub);
+    FILE *fp = fopen(p, "r");
+    assert_non_null(fp);
+    char (*keys)[256] = calloc(1024, 256);
+    int n = 0, first = 1;
+    while (fgets(line, sizeof line, fp)) {
+        if (first || !line[strspn(line, "\r\n")]) {
+            first = 0;
+            continue;
+        }
+        char *c = line;
+        for (int i = 0; i < k && c; i++)
+            c = strchr(c + 1, ',');
+        assert_non_null(c);
+        *c = 0;
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++)
+            seen = strcmp(keys[i], line) == 0;
+        if (!seen) {
+            assert_true(n < 1024);
+            snprintf(keys[n++], 256, "%s", line);
+        }
+    }
+    fclose(fp);
+    free(keys);
+    return n;
+}
+
+static int count_source(pfi_store *st, const char *source, int *levels)
+{
+    pfi_run_summary *v;
+    int n, c = 0;
+    pfi_err e = {0};
+    assert_int_equal(pfi_store_list_runs(st, &v, &n, &e), PFI_OK);
+    *levels = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].source, source) == 0) {
+            c++;
+            *levels += v[i].n_levels;
+        }
+    free(v);
+    return c;
+}
+
+static pfi_run *load_named(pfi_store *st, const char *name)
+{
+    long long id;
+    pfi_err e = {0};
+    pfi_run *r = malloc(sizeof *r);
+    if (pfi_store_find_run(st, name, &id, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    assert_int_equal(pfi_store_load_run(st, id, r, &e), PFI_OK);
+    return r;
+}
+
+static const pfi_level *at_cap(const pfi_run *r, double cap)
+{
+    for (int i = 0; i < r->n_levels; i++)
+        if (fabs(r->levels[i].cap_w - cap) < 0.5)
+            return &r->levels[i];
+    fail_msg("run %s has no level at %g W", r->name, cap);
+    return NULL;
+}
+
+#define A100 "perseus-sosp24/zeus_baseline/A100/zeus_global.csv"
+#define A40 "perseus-sosp24/zeus_baseline/A40/zeus_global.csv"
+
+static void test_perseus(void **state)
+{
+    fixture *f = *state;
+    if (!have_data("perseus-sosp24"))
+        skip();
+    pfi_err e = {0};
+    int nr, nl, lv;
+    assert_int_equal(pfi_import_perseus(f->st, NULL, &nr, &nl, &e), PFI_OK);
+    /* One run per model in each file (each has one configuration per model). */
+    int want_runs = distinct_keys(A100, 1) + distinct_keys(A40, 1);
+    int want_levels = data_rows(A100) + data_rows(A40);
+    assert_int_equal(nr, want_runs);
+    assert_int_equal(nl, want_levels);
+    assert_int_equal(count_source(f->st, "perseus", &lv), want_runs);
+    assert_int_equal(lv, want_levels);
+
+    /* A100 first data row: bert-huge-uncased, batch 256, pp4, 300 W,
+     * time 6.354814670704029 s, energy 6819.0174444439235 J. */
+    pfi_run *r = load_named(f->st, "perseus/A100-PCIE-80GB/bert-huge-uncased dp1tp1pp4");
+    assert_string_equal(r->gpu_type, "A100-PCIE-80GB");
+    assert_int_equal(r->n_gpus, 4);
+    assert_int_equal(r->unit, PFI_SAMPLES_PER_S);
+    assert_int_equal(r->meta.pp, 4);
+    assert_int_equal(r->meta.global_batch, 256);
+    assert_int_equal(r->meta.moe, 0);
+    assert_int_equal(r->meta.finetune, -1);
+    const pfi_level *l = at_cap(r, 300);
+    assert_true(fabs(l->power_w - 6819.0174444439235 / 6.354814670704029 / 4) < 1e-9);
+    assert_true(fabs(l->tput - 256 / 6.354814670704029) < 1e-9);
+    assert_true(isnan(l->sm_clock_mhz) && isnan(l->enforced_w));
+    free(r);
+
+    /* The 16-GPU run: dp2 tp2 pp4, and its unused power_limit_4..7 columns are 0. */
+    r = load_named(f->st, "perseus/A40/gpt3-6.7b dp2tp2pp4");
+    assert_int_equal(r->n_gpus, 16);
+    assert_int_equal(r->n_levels, 8);
+    assert_string_equal(r->meta.family, "gpt");
+    assert_true(r->meta.params_b == 6.7);
+    free(r);
+
+    /* Re-importing replaces, never duplicates. */
+    assert_int_equal(pfi_import_perseus(f->st, NULL, &nr, &nl, &e), PFI_OK);
+    assert_int_equal(count_source(f->st, "perseus", &lv), want_runs);
+    assert_int_equal(lv, want_levels);
+}
+
+static void test_zeus_nsdi(void **state)
+{
+    fixture *f = *state;
+    if (!have_data("zeus-nsdi23-trace"))
+        skip();
+    static const char *files[] = {"summary_power_a40.csv", "summary_power_v100.csv",
+                                  "summary_power_p100.csv", "summary_power_rtx6000.csv"};
+    int want_runs = 0, want_levels = 0;
+    for (int i = 0; i < 4; i++) {
+        char sub[200];
+        snprintf(sub, sizeof sub, "zeus-nsdi23-trace/%s", files[i]);
+        want_runs += distinct_keys(sub, 4); /* dataset, network, batch_size, optimizer */
+        want_levels += data_rows(sub);
+    }
+    pfi_err e = {0};
+    int nr, nl, lv;
+    assert_int_equal(pfi_import_zeus_nsdi(f->st, NULL, &nr, &nl, &e), PFI_OK);
+    assert_int_equal(nr, want_runs);
+    assert_int_equal(nl, want_levels);
+    assert_int_equal(pfi_import_zeus_nsdi(f->st, NULL, &nr, &nl, &e), PFI_OK);
+    assert_int_equal(count_source(f->st, "zeus-nsdi", &lv), want_runs);
+    assert_int_equal(lv, want_levels);
+
+    /* summary_power_a40.csv, first row: cifar100,shufflenetv2,1024,adadelta,100,
+     * 27.130000000000003,106.88881213499654 */
+    pfi_run *r = load_named(f->st, "zeus-nsdi/A40/shufflenetv2 cifar100 bs1024 adadelta");
+    assert_int_equal(r->n_gpus, 1);
+    assert_int_equal(r->n_levels, 9);
+    assert_int_equal(r->meta.finetune, -1);
+    const pfi_level *l = at_cap(r, 100);
+    assert_true(fabs(l->tput - 1 / 27.130000000000003) < 1e-12);
+    assert_true(fabs(l->power_w - 106.88881213499654) < 1e-9);
+    free(r);
+    r = load_named(f->st, "zeus-nsdi/A40/bert_base_uncased squad bs32 adamw");
+    assert_int_equal(r->meta.finetune, 1); /* SOURCE.md: squad is a QA fine-tune */
+    assert_string_equal(r->meta.family, "bert");
+    long long id;
+    assert_int_equal(pfi_store_find_run(f->st, r->name, &id, &e), PFI_OK);
+    pfi_run_summary s;
+    assert_int_equal(pfi_store_run_summary(f->st, id, &s, &e), PFI_OK);
+    assert_string_equal(s.unit_label, "epochs/s (relative)");
+    assert_true(s.cap0_w == 300); /* baseline at the A40 default limit */
+    free(r);
+}
+
+static void test_zeus_plo(void **state)
+{
+    fixture *f = *state;
+    if (!have_data("zeus-plo-testdata"))
+        skip();
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/zeus-plo-testdata", pfi_data_dir());
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int want_runs = 0, want_levels = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n > 4 && !strcmp(de->d_name + n - 4, ".csv") && strchr(de->d_name, '+')) {
+            char sub[1200];
+            snprintf(sub, sizeof sub, "zeus-plo-testdata/%s", de->d_name);
+            want_runs++;
+            want_levels += data_rows(sub);
+        }
+    }
+    closedir(d);
+    pfi_err e = {0};
+    int nr, nl, lv;
+    assert_int_equal(pfi_import_zeus_plo(f->st, NULL, &nr, &nl, &e), PFI_OK);
+    assert_int_equal(nr, want_runs);
+    assert_int_equal(nl, want_levels);
+    assert_int_equal(count_source(f->st, "zeus-plo", &lv), want_runs);
+    assert_int_equal(lv, want_levels);
+    /* A40+resnet18+gpu0,1,2,3.csv, first row: 300 W window, elapsed 33.27751154080033 s,
+     * energies 3991.396999999881, 4170.069999992847, 4255.888000011444, 4102.665999993682 J. */
+    pfi_run *r = load_named(f->st, "zeus-plo/A40/resnet18 x4");
+    assert_int_equal(r->n_gpus, 4);
+    assert_int_equal(r->meta.dp, 4);
+    assert_string_equal(r->gpu_type, "A40");
+    const pfi_level *l = at_cap(r, 300);
+    double sum = 3991.396999999881 + 4170.069999992847 + 4255.888000011444 + 4102.665999993682;
+    assert_true(fabs(l->power_w - sum / 33.27751154080033 / 4) < 1e-9);
+    assert_true(fabs(l->tput - 1 / 33.27751154080033) < 1e-12);
+    assert_true(fabs(l->t_end_s - l->t_start_s - 33.27751154080033) < 1e-6);
+    free(r);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void test_bad_input_leaves_store_unchanged(void **state)
+{
+    fixture *f = *state;
+    if (!have_data("perseus-sosp24") || !have_data("zeus-nsdi23-trace"))
+        skip();
+    pfi_err e = {0};
+    int nr, nl, lv;
+    assert_int_equal(pfi_import_perseus(f->st, NULL, &nr, &nl, &e), PFI_OK);
+    int before = count_source(f->st, "perseus", &lv);
+
+    /* A data tree whose zeus-plo folder holds a malformed file: the real perseus and nsdi
+     * folders by symlink, so nothing is copied. */
+    char root[700], p[1400];
+    snprintf(root, sizeof root, "%s/data", f->dir);
+    assert_int_equal(mkdir(root, 0700), 0);
+    const char *subs[] = {"perseus-sosp24", "zeus-nsdi23-trace"};
+    for (int i = 0; i < 2; i++) {
+        char target[1200];
+        snprintf(target, sizeof target, "%s/%s", pfi_data_dir(), subs[i]);
+        snprintf(p, sizeof p, "%s/%s", root, subs[i]);
+        assert_int_equal(symlink(target, p), 0);
+    }
+    snprintf(p, sizeof p, "%s/zeus-plo-testdata", root);
+    assert_int_equal(mkdir(p, 0700), 0);
+    snprintf(p, sizeof p, "%s/zeus-plo-testdata/A40+resnet18+gpu0.csv", root);
+    write_file(p, "start_time,window_name,elapsed_time,gpu0_energy\n"
+                  "1.0,__GlobalPowerLimitOptimizer_300,33.2,4000\n"
+                  "2.0,__GlobalPowerLimitOptimizer_275,not-a-time,3900\n");
+    assert_int_not_equal(pfi_import_all(f->st, root, NULL, NULL, &e), PFI_OK);
+    assert_non_null(strstr(e.msg, "line 3"));
+    assert_non_null(strstr(e.msg, "elapsed_time"));
+    /* Neither the nsdi runs read before the bad file nor a second copy of perseus landed. */
+    assert_int_equal(count_source(f->st, "zeus-nsdi", &lv), 0);
+    assert_int_equal(count_source(f->st, "zeus-plo", &lv), 0);
+    assert_int_equal(count_source(f->st, "perseus", &lv), before);
+
+    /* Missing folder, and a Perseus file whose stages disagree. */
+    snprintf(p, sizeof p, "%s/nowhere", f->dir);
+    assert_int_equal(pfi_import_zeus_nsdi(f->st, p, NULL, NULL, &e), PFI_ENOENT);
+    assert_non_null(strstr(e.msg, "nowhere"));
+    snprintf(p, sizeof p, "%s/px/zeus_baseline/A100", f->dir);
+    char mk[1400];
+    snprintf(mk, sizeof mk, "%s/px", f->dir);
+    mkdir(mk, 0700);
+    snprintf(mk, sizeof mk, "%s/px/zeus_baseline", f->dir);
+    mkdir(mk, 0700);
+    mkdir(p, 0700);
+    snprintf(mk, sizeof mk, "%s/zeus_global.csv", p);
+    write_file(mk, "model_name,partition_method,batch_size,dp,tp,pp,microbatch_size,"
+                   "num_microbatches,power_limit_0,power_limit_1,time,energy\n"
+                   "m,\"custom:0,1\",8,1,1,2,1,8,300,300,1.0,500\n"
+                   "m,\"custom:0,1\",8,1,1,2,1,8,275,250,1.1,480\n");
+    snprintf(p, sizeof p, "%s/px", f->dir);
+    assert_int_equal(pfi_import_perseus(f->st, p, NULL, NULL, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "line 3"));
+    assert_non_null(strstr(e.msg, "differ"));
+}
+
+static void test_export(void **state)
+{
+    fixture *f = *state;
+    if (!have_data("perseus-sosp24"))
+        skip();
+    pfi_err e = {0};
+    assert_int_equal(pfi_import_perseus(f->st, NULL, NULL, NULL, &e), PFI_OK);
+    long long id;
+    assert_int_equal(pfi_store_find_run(f->st, "perseus/A40/gpt3-2.7b dp1tp1pp8", &id, &e),
+                     PFI_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    assert_int_equal(pfi_store_export(f->st, &id, 1, PFI_EXPORT_CSV, out, &e), PFI_OK);
+    fclose(out);
+    /* Header: exactly the documented columns, units in the names. */
+    char *nl = strchr(buf, '\n');
+    assert_non_null(nl);
+    *nl = 0;
+    char want[2048] = "";
+    for (int i = 0; pfi_export_columns[i]; i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? "," : "",
+                 pfi_export_columns[i]);
+    assert_string_equal(buf, want);
+    assert_non_null(strstr(buf, "cap_w") && strstr(buf, "samples_per_s"));
+    int rows = 0;
+    for (char *c = nl + 1; *c; c++)
+        rows += *c == '\n';
+    assert_int_equal(rows, 8);
+    free(buf);
+
+    buf = NULL;
+    out = open_memstream(&buf, &len);
+    assert_int_equal(pfi_store_export(f->st, &id, 1, PFI_EXPORT_JSON, out, &e), PFI_OK);
+    fclose(out);
+    json_error_t je;
+    json_t *doc = json_loads(buf, 0, &je);
+    free(buf);
+    assert_non_null(doc);
+    assert_int_equal(json_array_size(doc), 8);
+    json_t *row0 = json_array_get(doc, 0);
+    for (int i = 0; pfi_export_columns[i]; i++)
+        assert_non_null(json_object_get(row0, pfi_export_columns[i]));
+    assert_true(json_is_null(json_object_get(row0, "tokens_per_s")));
+    assert_true(json_is_real(json_object_get(row0, "samples_per_s")));
+    assert_string_equal(json_string_value(json_object_get(row0, "gpu_type")), "A40");
+    assert_int_equal(json_integer_value(json_object_get(row0, "n_gpus")), 8);
+    /* The first level is the 300 W baseline. */
+    assert_true(fabs(json_real_value(json_object_get(row0, "rel_throughput")) - 1) < 1e-12);
+    /* Written with 15 significant digits. */
+    assert_true(fabs(json_real_value(json_object_get(row0, "job_power_w")) /
+                         (8 * json_real_value(json_object_get(row0, "power_w"))) -
+                     1) < 1e-12);
+    json_decref(doc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_perseus, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zeus_nsdi, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zeus_plo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input_leaves_store_unchanged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,250 @@
+/* api.c: the controller's HTTP API, in the node daemon's style (docs/cluster.md):
+ *   GET  /healthz, /v1/nodes, /v1/jobs, /v1/allocation, /metrics
+ *   PUT  /v1/budget   {"budget": "70%" | "5600W" | "cut=30%" | null, "ramp_s": 0}
+ *                     or {"watts": 5600} or {"cut": 0.3}; null removes the budget
+ *   POST /v1/refresh  re-read Slurm and the node daemons, re-allocate
+ * Mutating requests need the bearer token when a token file is configured.  Errors are
+ * {"error": "..."} with 400 (malformed), 401, 404, 409 (infeasible: nothing changed). */
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "cluster/cl_int.h"
+
+#define BODY_MAX (64u << 10)
+
+struct pfi_cl_server {
+    struct MHD_Daemon *d;
+    pfi_cl *c;
+    char token[512];
+    int need_token;
+};
+
+typedef struct upload {
+    char *buf;
+    size_t len;
+    int too_big;
+} upload;
+
+static enum MHD_Result send_text(struct MHD_Connection *con, unsigned code, char *text,
+                                 const char *type)
+{
+    if (!text)
+        return MHD_NO;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result rc = MHD_queue_response(con, code, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *con, unsigned code, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_INDENT(1));
+    json_decref(doc);
+    return send_text(con, code, text, "application/json");
+}
+
+static enum MHD_Result send_err(struct MHD_Connection *con, unsigned code, const char *msg)
+{
+    return send_json(con, code, json_pack("{s:s}", "error", msg));
+}
+
+static unsigned http_code(int rc)
+{
+    switch (rc) {
+    case PFI_EINVAL:
+    case PFI_ERANGE:
+        return 400;
+    case PFI_ENOENT:
+        return 404;
+    case PFI_EINFEASIBLE:
+    case PFI_ESTATE:
+    case PFI_EBUSY:
+        return 409;
+    default:
+        return 500;
+    }
+}
+
+static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, const char *body)
+{
+    json_error_t je;
+    json_t *d = json_loads(body, 0, &je);
+    if (!json_is_object(d)) {
+        json_decref(d);
+        return send_err(con, 400, "body: expected a JSON object such as {\"budget\": \"70%\"}");
+    }
+    pfi_cl_budget b = {0};
+    pfi_err e = {0};
+    int rc = PFI_OK;
+    json_t *bv = json_object_get(d, "budget"), *wv = json_object_get(d, "watts"),
+           *cv = json_object_get(d, "cut"), *rv = json_object_get(d, "ramp_s");
+    int given = (bv != NULL) + (wv != NULL) + (cv != NULL);
+    if (given != 1) {
+        rc = pfi_err_set(&e, PFI_EINVAL, "give exactly one of budget, watts, cut");
+    } else if (bv && json_is_null(bv)) {
+        b.set = 0;
+    } else if (bv && json_is_string(bv)) {
+        b.set = 1;
+        rc = pfi_cl_parse_budget(s->c, json_string_value(bv), &b.watts, &e);
+    } else if (wv && json_is_number(wv)) {
+        b.set = 1;
+        b.watts = json_number_value(wv);
+    } else if (cv && json_is_number(cv) && json_number_value(cv) >= 0 &&
+               json_number_value(cv) < 1) {
+        char t[64];
+        snprintf(t, sizeof t, "cut=%g%%", 100 * json_number_value(cv));
+        b.set = 1;
+        rc = pfi_cl_parse_budget(s->c, t, &b.watts, &e);
+    } else {
+        rc = pfi_err_set(&e, PFI_EINVAL,
+                         "budget: a string (\"70%%\", \"5600W\", \"cut=30%%\") or null; watts: a "
+                         "number; cut: a fraction in [0, 1)");
+    }
+    if (rc == PFI_OK && rv) {
+        if (!json_is_number(rv))
+            rc = pfi_err_set(&e, PFI_EINVAL, "ramp_s: a number of seconds");
+        else
+            b.ramp_s = json_number_value(rv);
+    }
+    json_decref(d);
+    if (rc == PFI_OK)
+        rc = pfi_cl_set_budget(s->c, &b, &e);
+    if (rc != PFI_OK)
+        return send_err(con, http_code(rc), e.msg);
+    return send_json(con, 200, pfi_cl_json_allocation(s->c));
+}
+
+static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const char *url,
+                             const char *method, const char *body)
+{
+    int get = !strcmp(method, "GET");
+    if (get && !strcmp(url, "/healthz"))
+        return send_json(con, 200, json_pack("{s:b}", "ok", 1));
+    if (get && !strcmp(url, "/v1/nodes"))
+        return send_json(con, 200, pfi_cl_json_nodes(s->c));
+    if (get && !strcmp(url, "/v1/jobs"))
+        return send_json(con, 200, pfi_cl_json_jobs(s->c));
+    if (get && !strcmp(url, "/v1/allocation"))
+        return send_json(con, 200, pfi_cl_json_allocation(s->c));
+    if (get && !strcmp(url, "/metrics"))
+        return send_text(con, 200, pfi_cl_metrics(s->c), "text/plain; version=0.0.4");
+    int mut = (!strcmp(method, "PUT") && !strcmp(url, "/v1/budget")) ||
+              (!strcmp(method, "POST") && !strcmp(url, "/v1/refresh"));
+    if (!mut)
+        return send_err(con, 404, "no such route");
+    if (s->need_token &&
+        !pfi_cl_token_ok(s->token,
+                            MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization")))
+        return send_err(con, 401, "missing or wrong bearer token");
+    if (!strcmp(url, "/v1/budget"))
+        return put_budget(s, con, body);
+    pfi_err e = {0};
+    int rc = pfi_cl_refresh(s->c, &e);
+    if (rc == PFI_OK)
+        rc = pfi_cl_reapply(s->c, &e);
+    if (rc != PFI_OK)
+        return send_err(con, http_code(rc), e.msg);
+    return send_json(con, 200, pfi_cl_json_allocation(s->c));
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char *url,
+                              const char *method, const char *version, const char *data,
+                              size_t *data_size, void **con_cls)
+{
+    upload *u = *con_cls;
+    if (!u) {
+        u = calloc(1, sizeof *u);
+        if (!u)
+            return MHD_NO;
+        *con_cls = u;
+        return MHD_YES;
+    }
+    if (*data_size) {
+        if (u->len + *data_size > BODY_MAX) {
+            u->too_big = 1;
+        } else {
+            char *nb = realloc(u->buf, u->len + *data_size + 1);
+            if (!nb)
+                return MHD_NO;
+            memcpy(nb + u->len, data, *data_size);
+            u->buf = nb;
+            u->len += *data_size;
+            u->buf[u->len] = '\0';
+        }
+        *data_size = 0;
+        return MHD_YES;
+    }
+    if (u->too_big)
+        return send_err(con, 413, "request body too large");
+    return route(cls, con, url, method, u->buf ? u->buf : "");
+}
+
+static void done(void *cls, struct MHD_Connection *con, void **con_cls,
+                 enum MHD_RequestTerminationCode toe)
+{
+    upload *u = *con_cls;
+    if (u) {
+        free(u->buf);
+        free(u);
+    }
+    *con_cls = NULL;
+}
+
+int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
+                        pfi_cl_server **out, int *port, pfi_err *err)
+{
+    *out = NULL;
+    char host[64];
+    int p = -1;
+    const char *colon = strrchr(listen, ':');
+    if (!colon || (size_t)(colon - listen) >= sizeof host || sscanf(colon + 1, "%d", &p) != 1 ||
+        p < 0 || p > 65535)
+        return pfi_err_set(err, PFI_EINVAL, "listen '%s': expected ADDRESS:PORT", listen);
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)p);
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return pfi_err_set(err, PFI_EINVAL, "listen '%s': not an IPv4 address", listen);
+    pfi_cl_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    s->c = c;
+    if (token_file && *token_file) {
+        if (pfi_cl_token_load(token_file, s->token, sizeof s->token, err) != PFI_OK) {
+            free(s);
+            return pfi_err_prefix(err, "cluster token: ");
+        }
+        s->need_token = 1;
+    }
+    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
+                            0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
+                            MHD_OPTION_THREAD_POOL_SIZE, 2, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&sa, MHD_OPTION_END);
+    if (!s->d) {
+        free(s);
+        return pfi_err_set(err, PFI_EIO, "cannot listen on %s", listen);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    if (port)
+        *port = di ? di->port : p;
+    *out = s;
+    return PFI_OK;
+}
+
+void pfi_cl_server_stop(pfi_cl_server *s)
+{
+    if (!s)
+        return;
+    MHD_stop_daemon(s->d);
+    free(s);
+}

@@ -1,0 +1,272 @@
+/* apply.c: handing every node its caps without the site ever going over budget.
+ *
+ * Phase 1 sends every node the lowerings only (each GPU to min(now, target)) and waits until
+ * every node acknowledged them after read-back; phase 2 then sends the raises.  Between the
+ * phases the sum of caps is at most the sum of the targets, which the plan kept within the
+ * budget, and during phase 2 it only climbs toward that sum.
+ *
+ * A node that fails in phase 1 may have applied none, some or all of its lowerings: it is
+ * counted at its caps from before (the highest it can hold), marked silent, and the plan is
+ * made again without it before any raise, so the raises elsewhere never spend watts that node
+ * may still hold.  A node that fails in phase 2 is counted at its targets (the highest it can
+ * hold then), which the plan already fits in the budget. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cl_int.h"
+
+#define SAME_W 0.5 /* caps closer than this are the same cap */
+
+/* Sum of the caps each GPU may hold at most, as far as the controller knows (c->mu held). */
+static double site_upper_w(const pfi_cl *c)
+{
+    double s = 0;
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int g = 0; g < c->nodes[i].n_gpus; g++) {
+            const pfi_device *d = &c->nodes[i].gpu[g];
+            s += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w : 0;
+        }
+    return s;
+}
+
+/* Reads back what a node says it holds after PUT /v1/caps (c->mu held). */
+static void absorb_caps(pfi_cl_node *n, const char *reply, const double *asked)
+{
+    for (int g = 0; g < n->n_gpus; g++)
+        if (!isnan(asked[g]))
+            n->gpu[g].limit_w = asked[g];
+    json_t *d = reply ? json_loads(reply, 0, NULL) : NULL;
+    json_t *arr = json_object_get(d, "gpus");
+    size_t i;
+    json_t *o;
+    json_array_foreach(arr, i, o)
+    {
+        json_t *iv = json_object_get(o, "index");
+        if (!json_is_integer(iv))
+            iv = json_object_get(o, "gpu");
+        int g = json_is_integer(iv) ? (int)json_integer_value(iv) : -1;
+        if (g < 0 || g >= n->n_gpus)
+            continue;
+        json_t *l = json_object_get(o, "limit_w");
+        if (!json_is_number(l))
+            l = json_object_get(o, "cap_w");
+        json_t *e = json_object_get(o, "enforced_limit_w");
+        if (!json_is_number(e))
+            e = json_object_get(o, "enforced_w");
+        if (json_is_number(l))
+            n->gpu[g].limit_w = json_number_value(l);
+        if (json_is_number(e))
+            n->gpu[g].enforced_w = json_number_value(e);
+    }
+    json_decref(d);
+}
+
+typedef struct wave {
+    int n;
+    int *node;
+    double (*asked)[PFI_MAX_GPUS];
+    char **body;
+    char (*url)[PFI_CL_URL_MAX + 32];
+    pfi_cl_req *rq;
+} wave;
+
+static void wave_free(wave *w)
+{
+    for (int k = 0; k < w->n; k++)
+        free(w->body[k]);
+    if (w->rq)
+        pfi_cl_req_free(w->rq, w->n);
+    free(w->node);
+    free(w->asked);
+    free(w->body);
+    free(w->url);
+    free(w->rq);
+    memset(w, 0, sizeof *w);
+}
+
+/* Builds the requests of one phase (c->mu held): lower = 1 sends min(now, target) where that
+ * is below now, lower = 0 sends the target where it is above now. */
+static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
+{
+    memset(w, 0, sizeof *w);
+    int nn = c->n_nodes;
+    w->node = calloc((size_t)nn + 1, sizeof *w->node);
+    w->asked = calloc((size_t)nn + 1, sizeof *w->asked);
+    w->body = calloc((size_t)nn + 1, sizeof *w->body);
+    w->url = calloc((size_t)nn + 1, sizeof *w->url);
+    w->rq = calloc((size_t)nn + 1, sizeof *w->rq);
+    if (!w->node || !w->asked || !w->body || !w->url || !w->rq)
+        return PFI_ENOMEM;
+    for (int i = 0; i < nn; i++) {
+        pfi_cl_node *n = &c->nodes[i];
+        if (!n->up)
+            continue;
+        int k = w->n, any = 0;
+        json_t *caps = json_array();
+        for (int g = 0; g < n->n_gpus; g++) {
+            double now = n->gpu[g].limit_w, t = target[i][g], a = NAN;
+            w->asked[k][g] = NAN;
+            if (isnan(t))
+                continue;
+            if (lower && (isnan(now) || t < now - SAME_W))
+                a = t;
+            else if (!lower && !isnan(now) && t > now + SAME_W)
+                a = t;
+            if (isnan(a))
+                continue;
+            w->asked[k][g] = a;
+            json_array_append_new(caps, json_pack("{s:i, s:f}", "gpu", g, "cap_w", a));
+            any = 1;
+        }
+        if (!any) {
+            json_decref(caps);
+            continue;
+        }
+        json_t *doc = json_pack("{s:I, s:o}", "epoch", (json_int_t)c->epoch, "caps", caps);
+        w->body[k] = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+        if (!w->body[k])
+            return PFI_ENOMEM;
+        w->node[k] = i;
+        pfi_cl_build_url(n->url, "/v1/caps", w->url[k], sizeof w->url[0]);
+        w->rq[k].url = w->url[k];
+        w->rq[k].unix_sock = pfi_cl_unix_sock(n->url);
+        w->rq[k].method = "PUT";
+        w->rq[k].body = w->body[k];
+        w->n++;
+    }
+    return PFI_OK;
+}
+
+/* Folds a phase's answers into the state (c->mu held).  Returns how many nodes failed. */
+static int wave_absorb(pfi_cl *c, wave *w, int lower)
+{
+    int failed = 0;
+    double wall = pfi_cl_wall();
+    for (int k = 0; k < w->n; k++) {
+        pfi_cl_node *n = &c->nodes[w->node[k]];
+        if (w->rq[k].status >= 200 && w->rq[k].status < 300) {
+            absorb_caps(n, w->rq[k].reply, w->asked[k]);
+            n->last_ok_wall = wall;
+            if (lower)
+                c->stats.n_lowered++;
+            else
+                c->stats.n_raised++;
+            continue;
+        }
+        failed++;
+        c->stats.n_node_fail++;
+        n->up = 0;
+        snprintf(n->why, sizeof n->why, "PUT /v1/caps: %s", w->rq[k].err);
+        /* A raise may or may not have landed: count the node at the higher value. */
+        if (!lower)
+            for (int g = 0; g < n->n_gpus; g++)
+                if (!isnan(w->asked[k][g]))
+                    n->gpu[g].limit_w = w->asked[k][g];
+    }
+    return failed;
+}
+
+static void send_wave(pfi_cl *c, wave *w)
+{
+    pfi_cl_http_many(c->http, w->rq, w->n, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
+}
+
+int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
+{
+    double t0 = pfi_cl_now();
+    pthread_mutex_lock(&c->mu);
+    if (isnan(budget_w) && c->epoch == 0) {
+        /* No budget ever set: pfi has nothing to hand out and leaves every cap alone. */
+        pthread_mutex_unlock(&c->mu);
+        return PFI_OK;
+    }
+    int nn = c->n_nodes;
+    double **target = calloc((size_t)nn + 1, sizeof *target);
+    double *flat = calloc((size_t)nn * PFI_MAX_GPUS + 1, sizeof *flat);
+    pthread_mutex_unlock(&c->mu);
+    if (!target || !flat) {
+        free(target);
+        free(flat);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < nn; i++)
+        target[i] = flat + (size_t)i * PFI_MAX_GPUS;
+
+    int rc = PFI_OK, lowered_failed = 0;
+    double peak = 0, t_alloc = 0;
+    /* Plans again (at most 3 times) while nodes fail to lower. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        double ta = pfi_cl_now();
+        pthread_mutex_lock(&c->mu);
+        c->epoch++;
+        rc = pfi_cl_plan(c, budget_w, target, err);
+        t_alloc += pfi_cl_now() - ta;
+        wave w;
+        if (rc == PFI_OK && wave_build(c, target, 1, &w) != PFI_OK) {
+            wave_free(&w);
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (rc != PFI_OK)
+            break;
+        send_wave(c, &w);
+        pthread_mutex_lock(&c->mu);
+        lowered_failed = wave_absorb(c, &w, 1);
+        double up = site_upper_w(c);
+        if (up > peak)
+            peak = up;
+        pthread_mutex_unlock(&c->mu);
+        wave_free(&w);
+        if (lowered_failed == 0)
+            break;
+    }
+    if (rc == PFI_OK && lowered_failed == 0) {
+        wave w;
+        pthread_mutex_lock(&c->mu);
+        if (wave_build(c, target, 0, &w) != PFI_OK)
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        pthread_mutex_unlock(&c->mu);
+        if (rc == PFI_OK) {
+            send_wave(c, &w);
+            pthread_mutex_lock(&c->mu);
+            wave_absorb(c, &w, 0);
+            double up = site_upper_w(c);
+            if (up > peak)
+                peak = up;
+            pthread_mutex_unlock(&c->mu);
+        }
+        wave_free(&w);
+    } else if (rc == PFI_OK) {
+        /* Nodes kept failing to lower: no raise anywhere this time; the next refresh retries. */
+        pthread_mutex_lock(&c->mu);
+        snprintf(c->note, sizeof c->note,
+                 "raises held back: nodes failed to acknowledge lowerings 3 times running");
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_lock(&c->mu);
+    if (rc == PFI_OK) {
+        c->budget_now_w = budget_w;
+        c->stats.n_apply++;
+        c->stats.last_apply_s = pfi_cl_now() - t0;
+        c->stats.last_alloc_s = t_alloc;
+        c->stats.peak_w = peak;
+        for (int j = 0; j < c->n_jobs; j++) {
+            pfi_cl_job *J = &c->jobs[j];
+            J->cap_now_w = NAN;
+            for (int k = 0; k < J->n_nodes; k++) {
+                const pfi_cl_node *n = &c->nodes[J->nodes[k]];
+                for (int g = 0; g < n->n_gpus; g++)
+                    if (n->job_of[g] == j && !isnan(n->gpu[g].limit_w) &&
+                        (isnan(J->cap_now_w) || n->gpu[g].limit_w > J->cap_now_w))
+                        J->cap_now_w = n->gpu[g].limit_w;
+            }
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(target);
+    free(flat);
+    return rc;
+}

@@ -1,0 +1,59 @@
+/* cl_int.h: what the files of src/cluster share; nothing outside src/cluster includes it.
+ *
+ * Locking: c->mu guards the state (nodes, jobs, budget, stats) and is held only for copies and
+ * short updates, so GET requests never wait for a node.  c->op_mu serializes every operation
+ * that talks to nodes (refresh, apply, heartbeat): one at a time, in the order they came. */
+#ifndef PFI_CLUSTER_CL_INT_H
+#define PFI_CLUSTER_CL_INT_H
+
+#include <jansson.h>
+
+#include "cluster/cluster.h"
+
+struct pfi_cl {
+    pfi_cl_config cfg;
+    char token[512];
+    pthread_mutex_t mu, op_mu;
+    pfi_cl_http *http;
+
+    int n_nodes, n_jobs;
+    pfi_cl_node *nodes;
+    pfi_cl_job *jobs;
+
+    pfi_cl_budget budget;       /* what was asked */
+    double budget_now_w;        /* in force now (moves during a ramp); NAN: none */
+    double ramp_from_w, ramp_t0, ramp_t1; /* a ramp in progress when ramp_t1 > now */
+    double reserved_w;          /* last plan: GPUs of silent nodes and of pinned jobs */
+    double idle_w;              /* last plan: GPUs holding no job */
+    char note[300];             /* last thing worth telling an operator */
+    pfi_cl_stats stats;
+    long long epoch;
+
+    pthread_t loop;
+    int loop_running;
+    volatile int stop;
+};
+
+/* Bearer tokens, with the node daemon's rules: a file others cannot read, first line, >= 16
+ * characters; compared in constant time. */
+int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err);
+int pfi_cl_token_ok(const char *token, const char *authorization);
+
+double pfi_cl_now(void);
+double pfi_cl_wall(void);
+
+/* controller.c */
+const char *pfi_cl_unix_sock(const char *base); /* "unix:/p" -> "/p", else NULL */
+void pfi_cl_build_url(const char *base, const char *path, char *out, size_t n);
+
+/* plan.c: the targets of a budget on the state as it is (c->mu held by the caller).
+ * target[node][gpu] gets a cap for every GPU of every up node; silent nodes and pinned jobs
+ * keep what they hold.  Infeasible: PFI_EINFEASIBLE and nothing written. */
+int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err);
+/* apply.c: moves every up node to target, lowerings everywhere first.  c->op_mu held. */
+int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err);
+
+/* Decoding what node daemons say (controller.c). */
+int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err);
+
+#endif

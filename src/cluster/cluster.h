@@ -1,0 +1,235 @@
+/* cluster.h: the cluster power controller (`pfi cluster`).  Read this first if you touch
+ * src/cluster/.
+ *
+ * One process per site.  It splits a site power budget across every GPU of every node: it
+ * learns the nodes and which job runs on which GPUs from Slurm itself (topo.c), learns each
+ * job's curve, SLA and weight from the node daemons (`pfi serve`, which the SPANK plugin told
+ * about the job), runs the allocator (core/alloc.h) over all jobs at once, a multi-node job
+ * getting one cap on all its GPUs everywhere, and hands each node daemon its caps (PUT /v1/caps)
+ * in an order that keeps the site under budget at every instant: every lowering on every node
+ * first, each acknowledged after read-back, then the raises (controller.c).
+ *
+ * The budget is on the sum of the GPUs' power limits, all GPUs of all managed nodes counted.
+ * GPUs that hold no job are parked at their minimum while a budget holds and get what the jobs
+ * leave, up to their default limit.  A node daemon that stops answering keeps the caps it last
+ * acknowledged: its GPUs count at those caps (at their maximum when never acknowledged), its
+ * jobs keep their caps everywhere, and /v1/nodes says so.
+ *
+ * Pieces (one concern per file):
+ *   topo.c        nodes and jobs: Slurm (`sinfo --json`, `squeue --json`) or a JSON file
+ *   nodes.c       HTTP client to many node daemons at once (libcurl multi)
+ *   controller.c  gather, allocate, two-phase apply, heartbeats, the budget
+ *   api.c         the controller's own HTTP API (libmicrohttpd)
+ *   standin.c     loopback stand-ins for node daemons: tests and the 1,000-node benchmark */
+#ifndef PFI_CLUSTER_CLUSTER_H
+#define PFI_CLUSTER_CLUSTER_H
+
+#include <pthread.h>
+
+#include "core/err.h"
+#include "hw/hw.h"
+
+#define PFI_CL_NODE_PORT 9455 /* `pfi serve`'s default port */
+#define PFI_CL_NAME_MAX 64
+#define PFI_CL_URL_MAX 256
+#define PFI_CL_CURVE_MAX 24
+
+/* ---- topology (topo.c) ---- */
+
+typedef struct pfi_cl_topo_node {
+    char name[PFI_CL_NAME_MAX];
+    char addr[PFI_CL_NAME_MAX]; /* NodeAddr ("" unknown) */
+    int n_gpus;                 /* GRES gpu count */
+    char state[32];             /* Slurm's, e.g. "idle", "mixed", "down" */
+} pfi_cl_topo_node;
+
+/* One job's GPUs on one node. */
+typedef struct pfi_cl_topo_part {
+    int node;                   /* index into topo->nodes */
+    int n_gpus;
+    int gpus[PFI_MAX_GPUS];
+} pfi_cl_topo_part;
+
+typedef struct pfi_cl_topo_job {
+    char id[PFI_CL_NAME_MAX];
+    int n_parts;
+    pfi_cl_topo_part *parts;
+} pfi_cl_topo_job;
+
+typedef struct pfi_cl_topo {
+    int n_nodes, n_jobs;
+    pfi_cl_topo_node *nodes;
+    pfi_cl_topo_job *jobs;      /* running jobs holding at least one GPU */
+} pfi_cl_topo;
+
+void pfi_cl_topo_free(pfi_cl_topo *t);
+/* From the JSON that `sinfo --json` and `squeue --json` print (Slurm 21.08+). */
+int pfi_cl_topo_parse_slurm(const char *sinfo_json, const char *squeue_json, pfi_cl_topo *out,
+                            pfi_err *err);
+/* Runs both commands (SLURM_CONF as in the environment). */
+int pfi_cl_topo_from_slurm(pfi_cl_topo *out, pfi_err *err);
+/* pfi's own format, for simulations: {"nodes": [{"name", "gpus"}],
+ * "jobs": [{"id", "parts": [{"node", "gpus": [0, 1]}]}]}. */
+int pfi_cl_topo_parse_json(const char *text, pfi_cl_topo *out, pfi_err *err);
+char *pfi_cl_topo_to_json(const pfi_cl_topo *t);
+/* "gpu:2(IDX:0-1)", "gpu:h100:4(IDX:0,2-4)" -> indices; -1 when malformed. */
+int pfi_cl_parse_gres_idx(const char *s, int *out, int max);
+
+/* ---- node daemon client (nodes.c) ---- */
+
+/* One request to one node; the client runs many at once. */
+typedef struct pfi_cl_req {
+    const char *url;      /* full URL */
+    const char *unix_sock;/* non-NULL: connect to this Unix socket (url's host is ignored) */
+    const char *method;   /* "GET", "PUT", "POST" */
+    const char *body;     /* NULL: none */
+    long status;          /* out: HTTP status, or -1 when no answer */
+    char *reply;          /* out: body (malloc'd, NUL-terminated) or NULL */
+    char err[200];        /* out: why there was no good answer */
+} pfi_cl_req;
+
+/* A reusable client: its open connections survive between calls.  Not thread-safe: one caller
+ * at a time. */
+typedef struct pfi_cl_http pfi_cl_http;
+pfi_cl_http *pfi_cl_http_new(void);
+void pfi_cl_http_free(pfi_cl_http *h);
+/* Performs every request, at most max_parallel at a time, each within timeout_s, on keep's
+ * connections (NULL: a client for this call only).  token (may be NULL) goes in an
+ * Authorization: Bearer header.  Never fails as a whole: outcomes are in the requests. */
+void pfi_cl_http_many(pfi_cl_http *keep, pfi_cl_req *reqs, int n, const char *token,
+                      double timeout_s, int max_parallel);
+void pfi_cl_req_free(pfi_cl_req *reqs, int n);
+
+/* ---- the controller (controller.c) ---- */
+
+typedef struct pfi_cl_config {
+    /* Node daemon URL for a node: "%n" is replaced by the node name, "%a" by its address. */
+    char node_url[PFI_CL_URL_MAX];
+    char node_map[512];       /* optional file of "NODE URL" lines, overriding node_url */
+    char node_token_file[512];/* bearer token the node daemons expect ("" none) */
+    char topo_file[512];      /* "" : ask Slurm; else a pfi topology JSON file */
+    double timeout_s;         /* per node request */
+    int max_parallel;         /* node requests in flight */
+    double heartbeat_s;       /* period of heartbeats and refreshes; 0: none */
+    double node_ttl_s;        /* watchdog the node daemons arm: revert after this silence */
+    double step_w;            /* cap grid of the allocator */
+} pfi_cl_config;
+
+void pfi_cl_config_defaults(pfi_cl_config *c);
+
+/* What the controller knows of one node. */
+typedef struct pfi_cl_node {
+    char name[PFI_CL_NAME_MAX];
+    char url[PFI_CL_URL_MAX];
+    int n_gpus;
+    int up;                   /* answered the last request */
+    int ever_up;
+    char why[200];            /* why not up */
+    double last_ok_wall;
+    pfi_device gpu[PFI_MAX_GPUS];  /* limits; limit_w = last acknowledged cap (NAN unknown) */
+    int job_of[PFI_MAX_GPUS];      /* index into jobs, -1 when no job holds the GPU */
+} pfi_cl_node;
+
+typedef struct pfi_cl_job {
+    char id[PFI_CL_NAME_MAX];
+    int n_gpus;               /* over all its nodes */
+    int n_nodes;
+    int *nodes;               /* node indices */
+    double sla, weight;       /* as registered on the node daemons (NAN: none) */
+    int has_curve;            /* 0: unknown, throughput taken proportional to the cap */
+    int n_points;
+    double cap_w[PFI_CL_CURVE_MAX], tput[PFI_CL_CURVE_MAX];
+    double p0_w, t0;
+    double min_cap_w, max_cap_w; /* intersection over its GPUs */
+    int pinned;               /* on a node that does not answer: keeps its caps */
+    double cap_now_w;         /* the highest cap its GPUs hold now (NAN unknown) */
+    double cap_target_w;      /* what the last allocation gave it (NAN: none yet) */
+    double tput_target;
+    int registered;           /* some node daemon knows it */
+} pfi_cl_job;
+
+typedef struct pfi_cl_budget {
+    int set;                  /* 0: no budget, every GPU at its default */
+    double watts;             /* when set */
+    double ramp_s;
+} pfi_cl_budget;
+
+typedef struct pfi_cl_stats {
+    long long n_apply, n_lowered, n_raised, n_node_fail;
+    double last_apply_s;      /* budget change -> every node acknowledged, seconds */
+    double last_alloc_s;      /* of which the allocation */
+    double peak_w;            /* largest acknowledged cap sum seen during the last apply */
+} pfi_cl_stats;
+
+typedef struct pfi_cl pfi_cl;
+
+int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err);
+void pfi_cl_close(pfi_cl *c);
+/* Learns the topology and asks every node daemon its GPUs and jobs. */
+int pfi_cl_refresh(pfi_cl *c, pfi_err *err);
+/* Sets the site budget and applies it (or steps to it over ramp_s).  watts < 0 with set = 0
+ * removes the budget.  Infeasible budgets (below the minimum caps and SLAs of what must be
+ * held): PFI_EINFEASIBLE with the least feasible budget, and nothing changed. */
+int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err);
+/* Parses "5600W", "70%" (of the sum of the GPUs' default limits) or "cut=30%". */
+int pfi_cl_parse_budget(pfi_cl *c, const char *text, double *watts, pfi_err *err);
+/* Re-allocates the budget in force on the current topology (after a refresh). */
+int pfi_cl_reapply(pfi_cl *c, pfi_err *err);
+/* Sends a heartbeat to every node daemon; marks the silent ones down. */
+void pfi_cl_heartbeat(pfi_cl *c);
+/* Sum of the default limits of every managed GPU (the base of percentages). */
+double pfi_cl_site_default_w(pfi_cl *c);
+
+/* JSON views for the API and the CLI (caller decrefs; `json_t *` as void * to keep jansson out
+ * of this header's users). */
+void *pfi_cl_json_nodes(pfi_cl *c);
+void *pfi_cl_json_jobs(pfi_cl *c);
+void *pfi_cl_json_allocation(pfi_cl *c);
+/* Prometheus text; caller frees. */
+char *pfi_cl_metrics(pfi_cl *c);
+void pfi_cl_get_stats(pfi_cl *c, pfi_cl_stats *out);
+
+/* Periodic heartbeats and refresh + re-allocation, in a thread, until pfi_cl_close. */
+int pfi_cl_start_loop(pfi_cl *c, pfi_err *err);
+
+/* ---- the controller's HTTP API (api.c) ---- */
+
+typedef struct pfi_cl_server pfi_cl_server;
+/* listen: "127.0.0.1:PORT" (0: ephemeral); token_file: bearer for PUT ("" none). */
+int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
+                        pfi_cl_server **out, int *port, pfi_err *err);
+void pfi_cl_server_stop(pfi_cl_server *s);
+
+/* ---- stand-in node daemons (standin.c) ---- */
+
+/* Many simulated node daemons behind one loopback HTTP server: node NAME answers under
+ * http://127.0.0.1:PORT/n/NAME/v1/...  Each GPU has limits [min, max], default = max; jobs are
+ * given with their GPUs, SLA, weight and a curve.  Every cap change is applied under one lock
+ * and the site's cap sum checked after it: peak_w is the largest sum ever seen. */
+typedef struct pfi_standin pfi_standin;
+
+typedef struct pfi_standin_job {
+    const char *id;
+    const char *node;
+    int n_gpus;
+    const int *gpus;
+    double sla, weight;       /* NAN: none */
+    int n_points;             /* 0: no curve */
+    const double *cap_w, *tput;
+    double p0_w, t0;
+} pfi_standin_job;
+
+int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, double min_w,
+                      double max_w, pfi_standin **out, int *port, pfi_err *err);
+int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err);
+/* A silent node: accepts connections, never answers (until unset). */
+void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent);
+double pfi_standin_cap_sum(pfi_standin *s);
+double pfi_standin_peak(pfi_standin *s);
+void pfi_standin_reset_peak(pfi_standin *s);
+/* Limit of one GPU now (NAN: unknown node). */
+double pfi_standin_cap(pfi_standin *s, const char *node, int gpu);
+long long pfi_standin_requests(pfi_standin *s);
+void pfi_standin_stop(pfi_standin *s);
+
+#endif

@@ -1,0 +1,665 @@
+/* controller.c: the controller's state and its life: open, refresh (Slurm + node daemons),
+ * heartbeats, the budget and its ramp, the periodic loop. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "cluster/cl_int.h"
+#include "util/units.h"
+
+double pfi_cl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double pfi_cl_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err)
+{
+    struct stat st;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return pfi_err_set(err, PFI_ENOENT, "cannot open token file %s", path);
+    if (fstat(fileno(f), &st) != 0 || (st.st_mode & 077)) {
+        fclose(f);
+        return pfi_err_set(err, PFI_EPERM,
+                           "token file %s is readable by others: chmod 600 it", path);
+    }
+    char line[600];
+    int ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    size_t n = ok ? strcspn(line, "\r\n") : 0;
+    if (n < 16 || n >= size)
+        return pfi_err_set(err, PFI_EINVAL, "token file %s: the first line must hold 16 to %zu "
+                           "characters", path, size - 1);
+    memcpy(token, line, n);
+    token[n] = '\0';
+    return PFI_OK;
+}
+
+int pfi_cl_token_ok(const char *token, const char *authorization)
+{
+    const char *p = "Bearer ";
+    if (!authorization || strncmp(authorization, p, 7))
+        return 0;
+    const char *given = authorization + 7;
+    size_t lt = strlen(token), lg = strlen(given);
+    unsigned char diff = (unsigned char)(lt != lg);
+    /* Constant time in the token: every byte of it is compared. */
+    for (size_t i = 0; i < lt; i++)
+        diff |= (unsigned char)(token[i] ^ (i < lg ? given[i] : 0));
+    return diff == 0;
+}
+
+void pfi_cl_config_defaults(pfi_cl_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->node_url, sizeof c->node_url, "http://%%a:%d", PFI_CL_NODE_PORT);
+    c->timeout_s = 2.0;
+    c->max_parallel = 256;
+    c->heartbeat_s = 5.0;
+    c->node_ttl_s = 30.0;
+    c->step_w = 1.0;
+}
+
+const char *pfi_cl_unix_sock(const char *base)
+{
+    return strncmp(base, "unix:", 5) ? NULL : base + 5;
+}
+
+void pfi_cl_build_url(const char *base, const char *path, char *out, size_t n)
+{
+    if (pfi_cl_unix_sock(base)) {
+        snprintf(out, n, "http://localhost%s", path);
+        return;
+    }
+    size_t l = strlen(base);
+    while (l > 0 && base[l - 1] == '/')
+        l--;
+    snprintf(out, n, "%.*s%s", (int)l, base, path);
+}
+
+/* The URL of a node's daemon: the map file's line for it, else the template. */
+static void node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char *out, size_t n)
+{
+    if (cfg->node_map[0]) {
+        FILE *f = fopen(cfg->node_map, "r");
+        char line[600];
+        while (f && fgets(line, sizeof line, f)) {
+            char name[PFI_CL_NAME_MAX], url[PFI_CL_URL_MAX];
+            if (line[0] == '#' || sscanf(line, "%63s %255s", name, url) != 2)
+                continue;
+            if (!strcmp(name, tn->name)) {
+                snprintf(out, n, "%s", url);
+                fclose(f);
+                return;
+            }
+        }
+        if (f)
+            fclose(f);
+    }
+    size_t o = 0;
+    for (const char *p = cfg->node_url; *p && o + 1 < n; p++) {
+        const char *piece = NULL;
+        if (p[0] == '%' && p[1] == 'n')
+            piece = tn->name;
+        else if (p[0] == '%' && p[1] == 'a')
+            piece = tn->addr[0] ? tn->addr : tn->name;
+        if (piece) {
+            o += (size_t)snprintf(out + o, n - o, "%s", piece);
+            if (o >= n)
+                o = n - 1;
+            p++;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+}
+
+int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
+{
+    *out = NULL;
+    if (cfg->timeout_s <= 0 || cfg->max_parallel < 1 || cfg->step_w <= 0)
+        return pfi_err_set(err, PFI_EINVAL, "cluster: timeout, parallelism and step must be > 0");
+    pfi_cl *c = calloc(1, sizeof *c);
+    if (!c)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    c->cfg = *cfg;
+    if (cfg->node_token_file[0] &&
+        pfi_cl_token_load(cfg->node_token_file, c->token, sizeof c->token, err) != PFI_OK) {
+        free(c);
+        return pfi_err_prefix(err, "node token: ");
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    c->http = pfi_cl_http_new();
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->op_mu, NULL);
+    c->budget_now_w = NAN;
+    *out = c;
+    return PFI_OK;
+}
+
+static void free_jobs(pfi_cl_job *jobs, int n)
+{
+    for (int j = 0; j < n; j++)
+        free(jobs[j].nodes);
+    free(jobs);
+}
+
+void pfi_cl_close(pfi_cl *c)
+{
+    if (!c)
+        return;
+    if (c->loop_running) {
+        c->stop = 1;
+        pthread_join(c->loop, NULL);
+    }
+    pfi_cl_http_free(c->http);
+    free(c->nodes);
+    free_jobs(c->jobs, c->n_jobs);
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->op_mu);
+    free(c);
+}
+
+static double jnum(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
+{
+    json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "gpus");
+    if (!json_is_array(arr))
+        return pfi_err_set(err, PFI_EINVAL, "GET /v1/gpus: no \"gpus\" array");
+    size_t i;
+    json_t *g;
+    int count = 0;
+    json_array_foreach(arr, i, g)
+    {
+        json_t *iv = json_object_get(g, "index");
+        int idx = json_is_integer(iv) ? (int)json_integer_value(iv) : (int)i;
+        if (idx < 0 || idx >= PFI_MAX_GPUS)
+            return pfi_err_set(err, PFI_EINVAL, "GET /v1/gpus: GPU index %d out of range", idx);
+        pfi_device *d = &n->gpu[idx];
+        d->index = idx;
+        d->min_limit_w = jnum(g, "min_limit_w");
+        d->max_limit_w = jnum(g, "max_limit_w");
+        d->default_limit_w = jnum(g, "default_limit_w");
+        d->limit_w = jnum(g, "limit_w");
+        d->enforced_w = jnum(g, "enforced_limit_w");
+        if (isnan(d->enforced_w))
+            d->enforced_w = jnum(g, "enforced_w");
+        if (!(d->min_limit_w > 0 && d->max_limit_w >= d->min_limit_w))
+            return pfi_err_set(err, PFI_EINVAL, "GET /v1/gpus: GPU %d has no usable limits", idx);
+        if (isnan(d->default_limit_w))
+            d->default_limit_w = d->max_limit_w;
+        if (idx + 1 > count)
+            count = idx + 1;
+    }
+    if (count > n->n_gpus)
+        n->n_gpus = count;
+    return PFI_OK;
+}
+
+/* The jobs one node daemon reports, folded into c->jobs by id (c->mu held). */
+static void absorb_jobs(pfi_cl *c, json_t *doc)
+{
+    json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
+    size_t i;
+    json_t *o;
+    json_array_foreach(arr, i, o)
+    {
+        json_t *idv = json_object_get(o, "id");
+        char id[PFI_CL_NAME_MAX];
+        if (json_is_string(idv))
+            snprintf(id, sizeof id, "%s", json_string_value(idv));
+        else if (json_is_integer(idv))
+            snprintf(id, sizeof id, "%lld", (long long)json_integer_value(idv));
+        else
+            continue;
+        pfi_cl_job *j = NULL;
+        for (int k = 0; k < c->n_jobs && !j; k++)
+            if (!strcmp(c->jobs[k].id, id))
+                j = &c->jobs[k];
+        if (!j)
+            continue; /* a job Slurm does not run (any more): the node daemon's own business */
+        j->registered = 1;
+        double sla = jnum(o, "sla"), w = jnum(o, "weight");
+        if (!isnan(sla))
+            j->sla = sla;
+        if (w > 0)
+            j->weight = w;
+        json_t *cv = json_object_get(o, "curve");
+        if (j->has_curve || !json_is_object(cv))
+            continue;
+        /* Two spellings: {"cap_w": [...], "tput": [...]} or {"points": [{"cap_w", "tput"|"rel"}]}
+         * with "t0" scaling relative points. */
+        double t0 = jnum(cv, "t0");
+        json_t *caps = json_object_get(cv, "cap_w"), *tp = json_object_get(cv, "tput");
+        json_t *pts = json_object_get(cv, "points");
+        int n = 0;
+        if (json_is_array(caps) && json_is_array(tp) && json_array_size(caps) == json_array_size(tp)) {
+            for (size_t k = 0; k < json_array_size(caps) && n < PFI_CL_CURVE_MAX; k++) {
+                j->cap_w[n] = json_number_value(json_array_get(caps, k));
+                j->tput[n] = json_number_value(json_array_get(tp, k));
+                n++;
+            }
+        } else if (json_is_array(pts)) {
+            for (size_t k = 0; k < json_array_size(pts) && n < PFI_CL_CURVE_MAX; k++) {
+                json_t *p = json_array_get(pts, k);
+                double cap = jnum(p, "cap_w"), t = jnum(p, "tput"), rel = jnum(p, "rel");
+                if (isnan(t) && !isnan(rel))
+                    t = rel * (t0 > 0 ? t0 : 1.0);
+                if (isnan(cap) || isnan(t))
+                    continue;
+                j->cap_w[n] = cap;
+                j->tput[n] = t;
+                n++;
+            }
+        }
+        int ok = n >= 2;
+        for (int k = 1; k < n && ok; k++)
+            ok = j->cap_w[k] > j->cap_w[k - 1] && j->tput[k] >= 0;
+        if (!ok)
+            continue;
+        j->n_points = n;
+        j->has_curve = 1;
+        j->t0 = t0 > 0 ? t0 : j->tput[n - 1];
+        j->p0_w = jnum(cv, "p0_w");
+    }
+}
+
+static int refresh_locked(pfi_cl *c, pfi_err *err)
+{
+    pfi_cl_topo t;
+    int rc;
+    if (c->cfg.topo_file[0]) {
+        FILE *f = fopen(c->cfg.topo_file, "r");
+        if (!f)
+            return pfi_err_set(err, PFI_ENOENT, "cannot open topology %s", c->cfg.topo_file);
+        char *buf = NULL;
+        size_t cap = 0;
+        ssize_t len = getdelim(&buf, &cap, '\0', f);
+        fclose(f);
+        rc = len < 0 ? pfi_err_set(err, PFI_EIO, "cannot read %s", c->cfg.topo_file)
+                     : pfi_cl_topo_parse_json(buf, &t, err);
+        free(buf);
+    } else {
+        rc = pfi_cl_topo_from_slurm(&t, err);
+    }
+    if (rc != PFI_OK)
+        return rc;
+
+    /* New node list, keeping what was known of nodes seen before. */
+    pfi_cl_node *nodes = calloc((size_t)t.n_nodes + 1, sizeof *nodes);
+    pfi_cl_job *jobs = calloc((size_t)t.n_jobs + 1, sizeof *jobs);
+    if (!nodes || !jobs) {
+        free(nodes);
+        free(jobs);
+        pfi_cl_topo_free(&t);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    int nn = 0;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < t.n_nodes; i++) {
+        if (t.nodes[i].n_gpus <= 0)
+            continue;
+        pfi_cl_node *n = &nodes[nn++];
+        int old = -1;
+        for (int k = 0; k < c->n_nodes && old < 0; k++)
+            if (!strcmp(c->nodes[k].name, t.nodes[i].name))
+                old = k;
+        if (old >= 0) {
+            *n = c->nodes[old];
+        } else {
+            snprintf(n->name, sizeof n->name, "%s", t.nodes[i].name);
+            n->n_gpus = t.nodes[i].n_gpus;
+            for (int g = 0; g < PFI_MAX_GPUS; g++) {
+                n->gpu[g].index = g;
+                n->gpu[g].min_limit_w = n->gpu[g].max_limit_w = n->gpu[g].default_limit_w = NAN;
+                n->gpu[g].limit_w = n->gpu[g].enforced_w = NAN;
+            }
+            snprintf(n->why, sizeof n->why, "not asked yet");
+        }
+        node_url(&c->cfg, &t.nodes[i], n->url, sizeof n->url);
+        for (int g = 0; g < PFI_MAX_GPUS; g++)
+            n->job_of[g] = -1;
+    }
+    pthread_mutex_unlock(&c->mu);
+
+    /* Ask every node daemon for its GPUs and jobs, all at once. */
+    pfi_cl_req *rq = calloc((size_t)nn * 2 + 1, sizeof *rq);
+    char(*urls)[PFI_CL_URL_MAX + 32] = calloc((size_t)nn * 2 + 1, sizeof *urls);
+    if (!rq || !urls) {
+        free(rq);
+        free(urls);
+        free(nodes);
+        free(jobs);
+        pfi_cl_topo_free(&t);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < nn; i++) {
+        for (int k = 0; k < 2; k++) {
+            pfi_cl_build_url(nodes[i].url, k ? "/v1/jobs" : "/v1/gpus", urls[2 * i + k],
+                             sizeof urls[0]);
+            rq[2 * i + k].url = urls[2 * i + k];
+            rq[2 * i + k].unix_sock = pfi_cl_unix_sock(nodes[i].url);
+            rq[2 * i + k].method = "GET";
+        }
+    }
+    pfi_cl_http_many(c->http, rq, nn * 2, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
+
+    /* Jobs from Slurm, joined with what the node daemons say. */
+    int nj = 0;
+    for (int j = 0; j < t.n_jobs; j++) {
+        pfi_cl_job *J = &jobs[nj];
+        snprintf(J->id, sizeof J->id, "%s", t.jobs[j].id);
+        J->nodes = calloc((size_t)t.jobs[j].n_parts + 1, sizeof *J->nodes);
+        if (!J->nodes)
+            continue;
+        J->sla = NAN;
+        J->weight = 1.0;
+        J->cap_now_w = J->cap_target_w = J->tput_target = NAN;
+        J->min_cap_w = 0;
+        J->max_cap_w = INFINITY;
+        for (int p = 0; p < t.jobs[j].n_parts; p++) {
+            const pfi_cl_topo_part *pt = &t.jobs[j].parts[p];
+            int ni = -1;
+            for (int k = 0; k < nn && ni < 0; k++)
+                if (!strcmp(nodes[k].name, t.nodes[pt->node].name))
+                    ni = k;
+            if (ni < 0)
+                continue;
+            J->nodes[J->n_nodes++] = ni;
+            for (int g = 0; g < pt->n_gpus; g++)
+                if (pt->gpus[g] < nodes[ni].n_gpus) {
+                    nodes[ni].job_of[pt->gpus[g]] = nj;
+                    J->n_gpus++;
+                }
+        }
+        if (J->n_gpus == 0) {
+            free(J->nodes);
+            memset(J, 0, sizeof *J);
+            continue;
+        }
+        nj++;
+    }
+
+    pthread_mutex_lock(&c->mu);
+    free(c->nodes);
+    free_jobs(c->jobs, c->n_jobs);
+    c->nodes = nodes;
+    c->n_nodes = nn;
+    c->jobs = jobs;
+    c->n_jobs = nj;
+    double wall = pfi_cl_wall();
+    for (int i = 0; i < nn; i++) {
+        pfi_cl_node *n = &nodes[i];
+        pfi_cl_req *rg = &rq[2 * i], *rj = &rq[2 * i + 1];
+        json_t *dg = NULL, *dj = NULL;
+        pfi_err e = {0};
+        if (rg->status == 200 && rj->status == 200 && (dg = json_loads(rg->reply, 0, NULL)) &&
+            (dj = json_loads(rj->reply, 0, NULL)) && pfi_cl_decode_gpus(dg, n, &e) == PFI_OK) {
+            n->up = n->ever_up = 1;
+            n->why[0] = '\0';
+            n->last_ok_wall = wall;
+            absorb_jobs(c, dj);
+        } else {
+            n->up = 0;
+            snprintf(n->why, sizeof n->why, "%s",
+                     rg->status != 200 ? rg->err
+                     : rj->status != 200 ? rj->err
+                     : e.msg[0] ? e.msg : "unreadable answer");
+        }
+        json_decref(dg);
+        json_decref(dj);
+    }
+    /* Cap ranges and current caps of each job, over all its GPUs. */
+    for (int j = 0; j < nj; j++) {
+        pfi_cl_job *J = &jobs[j];
+        J->cap_now_w = NAN;
+        for (int i = 0; i < nn; i++)
+            for (int g = 0; g < nodes[i].n_gpus; g++) {
+                if (nodes[i].job_of[g] != j)
+                    continue;
+                const pfi_device *d = &nodes[i].gpu[g];
+                if (!nodes[i].up)
+                    J->pinned = 1;
+                if (d->min_limit_w > J->min_cap_w)
+                    J->min_cap_w = d->min_limit_w;
+                if (d->max_limit_w < J->max_cap_w)
+                    J->max_cap_w = d->max_limit_w;
+                if (!isnan(d->limit_w) && (isnan(J->cap_now_w) || d->limit_w > J->cap_now_w))
+                    J->cap_now_w = d->limit_w;
+            }
+    }
+    pthread_mutex_unlock(&c->mu);
+    pfi_cl_req_free(rq, nn * 2);
+    free(rq);
+    free(urls);
+    pfi_cl_topo_free(&t);
+    return PFI_OK;
+}
+
+static void heartbeat_locked(pfi_cl *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int n = c->n_nodes;
+    pfi_cl_req *rq = calloc((size_t)n + 1, sizeof *rq);
+    char(*urls)[PFI_CL_URL_MAX + 32] = calloc((size_t)n + 1, sizeof *urls);
+    char body[128];
+    snprintf(body, sizeof body, "{\"controller\":\"pfi-cluster\",\"ttl_s\":%g}", c->cfg.node_ttl_s);
+    for (int i = 0; rq && urls && i < n; i++) {
+        pfi_cl_build_url(c->nodes[i].url, "/v1/heartbeat", urls[i], sizeof urls[0]);
+        rq[i].url = urls[i];
+        rq[i].unix_sock = pfi_cl_unix_sock(c->nodes[i].url);
+        rq[i].method = "POST";
+        rq[i].body = body;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!rq || !urls) {
+        free(rq);
+        free(urls);
+        return;
+    }
+    /* unix_sock points into c->nodes: only refresh replaces them, and it runs under op_mu
+     * as this does. */
+    pfi_cl_http_many(c->http, rq, n, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
+    pthread_mutex_lock(&c->mu);
+    double wall = pfi_cl_wall();
+    for (int i = 0; i < n && i < c->n_nodes; i++) {
+        pfi_cl_node *nd = &c->nodes[i];
+        if (rq[i].status >= 200 && rq[i].status < 300) {
+            nd->last_ok_wall = wall;
+            if (nd->ever_up && !nd->up) {
+                nd->up = 1;
+                nd->why[0] = '\0';
+            }
+        } else {
+            if (nd->up)
+                c->stats.n_node_fail++;
+            nd->up = 0;
+            snprintf(nd->why, sizeof nd->why, "heartbeat: %s", rq[i].err);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    pfi_cl_req_free(rq, n);
+    free(rq);
+    free(urls);
+}
+
+int pfi_cl_refresh(pfi_cl *c, pfi_err *err)
+{
+    pthread_mutex_lock(&c->op_mu);
+    int rc = refresh_locked(c, err);
+    pthread_mutex_unlock(&c->op_mu);
+    return rc;
+}
+
+void pfi_cl_heartbeat(pfi_cl *c)
+{
+    pthread_mutex_lock(&c->op_mu);
+    heartbeat_locked(c);
+    pthread_mutex_unlock(&c->op_mu);
+}
+
+double pfi_cl_site_default_w(pfi_cl *c)
+{
+    double s = 0;
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int g = 0; g < c->nodes[i].n_gpus; g++)
+            if (!isnan(c->nodes[i].gpu[g].default_limit_w))
+                s += c->nodes[i].gpu[g].default_limit_w;
+    return s;
+}
+
+int pfi_cl_parse_budget(pfi_cl *c, const char *text, double *watts, pfi_err *err)
+{
+    int cut = !strncmp(text, "cut=", 4);
+    double v;
+    int pct;
+    if (pfi_parse_power(cut ? text + 4 : text, &v, &pct, err) != PFI_OK)
+        return err ? err->code : PFI_EINVAL;
+    if (cut && !pct)
+        return pfi_err_set(err, PFI_EINVAL, "budget '%s': a cut is a percentage (cut=30%%)", text);
+    if (pct) {
+        pthread_mutex_lock(&c->mu);
+        double base = pfi_cl_site_default_w(c);
+        pthread_mutex_unlock(&c->mu);
+        if (base <= 0)
+            return pfi_err_set(err, PFI_ESTATE,
+                               "budget '%s': no GPU is known yet to take a percentage of", text);
+        v = cut ? (1.0 - v) * base : v * base;
+    }
+    if (!(v > 0))
+        return pfi_err_set(err, PFI_EINVAL, "budget '%s': must be more than 0 W", text);
+    *watts = v;
+    return PFI_OK;
+}
+
+/* Budget in force at time now, on a ramp from ramp_from_w to budget.watts. */
+static double ramp_value(const pfi_cl *c, double now)
+{
+    if (!c->budget.set)
+        return NAN;
+    if (now >= c->ramp_t1 || isnan(c->ramp_from_w))
+        return c->budget.watts;
+    double f = (now - c->ramp_t0) / (c->ramp_t1 - c->ramp_t0);
+    return c->ramp_from_w + f * (c->budget.watts - c->ramp_from_w);
+}
+
+int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
+{
+    if (b->set && !(b->watts > 0))
+        return pfi_err_set(err, PFI_EINVAL, "site budget must be more than 0 W");
+    if (b->ramp_s < 0 || b->ramp_s > 86400)
+        return pfi_err_set(err, PFI_EINVAL, "ramp must be between 0 s and 1 day");
+    pthread_mutex_lock(&c->op_mu);
+    int rc = PFI_OK;
+    if (b->set) {
+        /* The final budget must be feasible before anything moves. */
+        pthread_mutex_lock(&c->mu);
+        rc = pfi_cl_plan(c, b->watts, NULL, err);
+        pthread_mutex_unlock(&c->mu);
+        if (rc != PFI_OK) {
+            pthread_mutex_unlock(&c->op_mu);
+            return rc;
+        }
+    }
+    double now = pfi_cl_now();
+    pthread_mutex_lock(&c->mu);
+    double from = c->budget_now_w;
+    if (isnan(from))
+        from = pfi_cl_site_default_w(c);
+    c->budget = *b;
+    c->ramp_from_w = b->set && b->ramp_s > 0 ? from : NAN;
+    c->ramp_t0 = now;
+    c->ramp_t1 = now + (b->set ? b->ramp_s : 0);
+    pthread_mutex_unlock(&c->op_mu);
+    pthread_mutex_unlock(&c->mu);
+
+    if (b->set && b->ramp_s > 0 && !c->loop_running) {
+        /* No loop to step the ramp: step it here, about ten times. */
+        double dt = b->ramp_s / 10;
+        for (int k = 1; k <= 10 && rc == PFI_OK; k++) {
+            usleep((useconds_t)(dt * 1e6));
+            rc = pfi_cl_reapply(c, err);
+        }
+        return rc;
+    }
+    return pfi_cl_reapply(c, err);
+}
+
+int pfi_cl_reapply(pfi_cl *c, pfi_err *err)
+{
+    pthread_mutex_lock(&c->op_mu);
+    pthread_mutex_lock(&c->mu);
+    double w = ramp_value(c, pfi_cl_now());
+    pthread_mutex_unlock(&c->mu);
+    int rc = pfi_cl_apply(c, w, err);
+    pthread_mutex_unlock(&c->op_mu);
+    return rc;
+}
+
+void pfi_cl_get_stats(pfi_cl *c, pfi_cl_stats *out)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = c->stats;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *loop_main(void *arg)
+{
+    pfi_cl *c = arg;
+    double next = 0;
+    while (!c->stop) {
+        double now = pfi_cl_now();
+        pthread_mutex_lock(&c->mu);
+        int ramping = c->budget.set && now < c->ramp_t1;
+        pthread_mutex_unlock(&c->mu);
+        if (now >= next || ramping) {
+            pfi_err e = {0};
+            pthread_mutex_lock(&c->op_mu);
+            heartbeat_locked(c);
+            int rc = refresh_locked(c, &e);
+            pthread_mutex_unlock(&c->op_mu);
+            if (rc == PFI_OK)
+                rc = pfi_cl_reapply(c, &e);
+            if (rc != PFI_OK) {
+                pthread_mutex_lock(&c->mu);
+                snprintf(c->note, sizeof c->note, "%s", e.msg);
+                pthread_mutex_unlock(&c->mu);
+            }
+            next = now + c->cfg.heartbeat_s;
+        }
+        /* Short sleeps so close() and ramps are prompt. */
+        usleep(ramping ? 200000 : 100000);
+    }
+    return NULL;
+}
+
+int pfi_cl_start_loop(pfi_cl *c, pfi_err *err)
+{
+    if (c->cfg.heartbeat_s <= 0)
+        return PFI_OK;
+    if (pthread_create(&c->loop, NULL, loop_main, c) != 0)
+        return pfi_err_set(err, PFI_EINTERNAL, "cannot start the controller thread");
+    c->loop_running = 1;
+    return PFI_OK;
+}

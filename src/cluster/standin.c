@@ -1,0 +1,368 @@
+/* standin.c: many node daemons behind one loopback HTTP server, for the controller's tests and
+ * its 1,000-node benchmark.  They speak the node API the controller uses (GET /v1/gpus,
+ * GET /v1/jobs, PUT /v1/caps, POST /v1/heartbeat) under /n/NAME/, hold caps in memory, and
+ * check the site's cap sum after every change under one lock, so a test can ask for the largest
+ * sum that ever existed.  They are stand-ins: no GPU, no curve estimation, no watchdog. */
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "cluster/cluster.h"
+
+#define BODY_MAX (1u << 20)
+
+typedef struct sjob {
+    char id[PFI_CL_NAME_MAX];
+    int n_gpus, gpus[PFI_MAX_GPUS];
+    double sla, weight, p0_w, t0;
+    int n_points;
+    double cap_w[PFI_CL_CURVE_MAX], tput[PFI_CL_CURVE_MAX];
+} sjob;
+
+typedef struct snode {
+    char name[PFI_CL_NAME_MAX];
+    int n_gpus;
+    double cap[PFI_MAX_GPUS];
+    int silent;
+    int n_jobs;
+    sjob *jobs;
+} snode;
+
+struct pfi_standin {
+    struct MHD_Daemon *d;
+    pthread_mutex_t mu;
+    int n;
+    snode *nodes;    /* sorted by name */
+    double min_w, max_w;
+    double sum, peak;
+    long long requests;
+};
+
+static int cmp_node(const void *a, const void *b)
+{
+    return strcmp(((const snode *)a)->name, ((const snode *)b)->name);
+}
+
+static snode *find(pfi_standin *s, const char *name, size_t len)
+{
+    char key[PFI_CL_NAME_MAX];
+    if (len >= sizeof key)
+        return NULL;
+    memcpy(key, name, len);
+    key[len] = '\0';
+    snode probe;
+    snprintf(probe.name, sizeof probe.name, "%s", key);
+    return bsearch(&probe, s->nodes, (size_t)s->n, sizeof *s->nodes, cmp_node);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *con, unsigned code, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (!text)
+        return MHD_NO;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result rc = MHD_queue_response(con, code, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result fail(struct MHD_Connection *con, unsigned code, const char *msg)
+{
+    return reply(con, code, json_pack("{s:s}", "error", msg));
+}
+
+static json_t *gpus_json(pfi_standin *s, const snode *n)
+{
+    json_t *arr = json_array();
+    for (int g = 0; g < n->n_gpus; g++)
+        json_array_append_new(arr, json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "index", g,
+                                             "min_limit_w", s->min_w, "max_limit_w", s->max_w,
+                                             "default_limit_w", s->max_w, "limit_w", n->cap[g],
+                                             "enforced_limit_w", n->cap[g]));
+    return json_pack("{s:o}", "gpus", arr);
+}
+
+static json_t *jobs_json(const snode *n)
+{
+    json_t *arr = json_array();
+    for (int k = 0; k < n->n_jobs; k++) {
+        const sjob *j = &n->jobs[k];
+        json_t *g = json_array();
+        for (int q = 0; q < j->n_gpus; q++)
+            json_array_append_new(g, json_integer(j->gpus[q]));
+        json_t *o = json_pack("{s:s, s:o, s:f}", "id", j->id, "gpus", g, "weight", j->weight);
+        json_object_set_new(o, "sla", isnan(j->sla) ? json_null() : json_real(j->sla));
+        if (j->n_points >= 2) {
+            json_t *cw = json_array(), *tp = json_array();
+            for (int q = 0; q < j->n_points; q++) {
+                json_array_append_new(cw, json_real(j->cap_w[q]));
+                json_array_append_new(tp, json_real(j->tput[q]));
+            }
+            json_object_set_new(o, "curve", json_pack("{s:o, s:o, s:f, s:f}", "cap_w", cw,
+                                                      "tput", tp, "p0_w", j->p0_w, "t0", j->t0));
+        } else {
+            json_object_set_new(o, "curve", json_null());
+        }
+        json_array_append_new(arr, o);
+    }
+    return json_pack("{s:o}", "jobs", arr);
+}
+
+/* PUT /v1/caps: all or nothing, like the node daemon: any bad entry and nothing changes. */
+static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection *con,
+                                const char *body)
+{
+    json_t *d = json_loads(body, 0, NULL);
+    json_t *caps = json_object_get(d, "caps");
+    if (!json_is_array(caps)) {
+        json_decref(d);
+        return fail(con, 400, "expected {\"caps\": [{\"gpu\", \"cap_w\"}]}");
+    }
+    double next[PFI_MAX_GPUS];
+    memcpy(next, n->cap, sizeof next);
+    size_t i;
+    json_t *o;
+    json_array_foreach(caps, i, o)
+    {
+        json_t *g = json_object_get(o, "gpu"), *w = json_object_get(o, "cap_w");
+        if (!json_is_integer(g) || !json_is_number(w) || json_integer_value(g) < 0 ||
+            json_integer_value(g) >= n->n_gpus) {
+            json_decref(d);
+            return fail(con, 400, "unknown GPU or no cap_w");
+        }
+        double v = json_number_value(w);
+        if (v < s->min_w - 1e-9 || v > s->max_w + 1e-9) {
+            json_decref(d);
+            return fail(con, 400, "cap outside the GPU's limits");
+        }
+        next[json_integer_value(g)] = v;
+    }
+    json_decref(d);
+    /* Lowerings first, then raises, each visible in the site sum: the order a node keeps. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int g = 0; g < n->n_gpus; g++) {
+            int lower = next[g] < n->cap[g];
+            if ((pass == 0) != lower || next[g] == n->cap[g])
+                continue;
+            s->sum += next[g] - n->cap[g];
+            n->cap[g] = next[g];
+            if (s->sum > s->peak)
+                s->peak = s->sum;
+        }
+    return reply(con, 200, gpus_json(s, n));
+}
+
+typedef struct upload {
+    char *buf;
+    size_t len;
+} upload;
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char *url,
+                              const char *method, const char *version, const char *data,
+                              size_t *data_size, void **con_cls)
+{
+    pfi_standin *s = cls;
+    upload *u = *con_cls;
+    if (!u) {
+        u = calloc(1, sizeof *u);
+        if (!u)
+            return MHD_NO;
+        *con_cls = u;
+        return MHD_YES;
+    }
+    if (*data_size) {
+        if (u->len + *data_size > BODY_MAX)
+            return MHD_NO;
+        char *nb = realloc(u->buf, u->len + *data_size + 1);
+        if (!nb)
+            return MHD_NO;
+        memcpy(nb + u->len, data, *data_size);
+        u->buf = nb;
+        u->len += *data_size;
+        u->buf[u->len] = '\0';
+        *data_size = 0;
+        return MHD_YES;
+    }
+    if (strncmp(url, "/n/", 3))
+        return fail(con, 404, "expected /n/NODE/v1/...");
+    const char *name = url + 3, *slash = strchr(name, '/');
+    if (!slash)
+        return fail(con, 404, "expected /n/NODE/v1/...");
+    pthread_mutex_lock(&s->mu);
+    s->requests++;
+    snode *n = find(s, name, (size_t)(slash - name));
+    enum MHD_Result rc;
+    if (!n)
+        rc = fail(con, 404, "no such node");
+    else if (n->silent)
+        rc = MHD_NO; /* drops the connection without an answer */
+    else if (!strcmp(slash, "/v1/gpus") && !strcmp(method, "GET"))
+        rc = reply(con, 200, gpus_json(s, n));
+    else if (!strcmp(slash, "/v1/jobs") && !strcmp(method, "GET"))
+        rc = reply(con, 200, jobs_json(n));
+    else if (!strcmp(slash, "/v1/caps") && !strcmp(method, "PUT"))
+        rc = put_caps(s, n, con, u->buf ? u->buf : "");
+    else if (!strcmp(slash, "/v1/heartbeat") && !strcmp(method, "POST"))
+        rc = reply(con, 200, json_pack("{s:b}", "ok", 1));
+    else
+        rc = fail(con, 404, "no such route");
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static void done(void *cls, struct MHD_Connection *con, void **con_cls,
+                 enum MHD_RequestTerminationCode toe)
+{
+    upload *u = *con_cls;
+    if (u) {
+        free(u->buf);
+        free(u);
+    }
+    *con_cls = NULL;
+}
+
+int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, double min_w,
+                      double max_w, pfi_standin **out, int *port, pfi_err *err)
+{
+    *out = NULL;
+    if (n_nodes < 1 || gpus_per_node < 1 || gpus_per_node > PFI_MAX_GPUS || !(min_w > 0) ||
+        max_w < min_w)
+        return pfi_err_set(err, PFI_EINVAL, "stand-in: bad node count, GPU count or limits");
+    pfi_standin *s = calloc(1, sizeof *s);
+    if (!s || !(s->nodes = calloc((size_t)n_nodes, sizeof *s->nodes))) {
+        free(s);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->n = n_nodes;
+    s->min_w = min_w;
+    s->max_w = max_w;
+    for (int i = 0; i < n_nodes; i++) {
+        snode *n = &s->nodes[i];
+        snprintf(n->name, sizeof n->name, "%s", names[i]);
+        n->n_gpus = gpus_per_node;
+        for (int g = 0; g < gpus_per_node; g++)
+            n->cap[g] = max_w;
+        s->sum += max_w * gpus_per_node;
+    }
+    s->peak = s->sum;
+    qsort(s->nodes, (size_t)n_nodes, sizeof *s->nodes, cmp_node);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
+                            0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
+                            MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, 8000,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+    if (!s->d) {
+        pfi_standin_stop(s);
+        return pfi_err_set(err, PFI_EIO, "stand-in: cannot start the HTTP server");
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = di ? di->port : 0;
+    *out = s;
+    return PFI_OK;
+}
+
+int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err)
+{
+    if (!j->id || !j->node || j->n_gpus < 1 || j->n_gpus > PFI_MAX_GPUS ||
+        j->n_points > PFI_CL_CURVE_MAX)
+        return pfi_err_set(err, PFI_EINVAL, "stand-in job: bad id, node, GPUs or curve");
+    pthread_mutex_lock(&s->mu);
+    snode *n = find(s, j->node, strlen(j->node));
+    sjob *nj = n ? realloc(n->jobs, (size_t)(n->n_jobs + 1) * sizeof *n->jobs) : NULL;
+    if (!nj) {
+        pthread_mutex_unlock(&s->mu);
+        return pfi_err_set(err, n ? PFI_ENOMEM : PFI_ENOENT, "stand-in: no node %s", j->node);
+    }
+    n->jobs = nj;
+    sjob *x = &n->jobs[n->n_jobs++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->id, sizeof x->id, "%s", j->id);
+    x->n_gpus = j->n_gpus;
+    memcpy(x->gpus, j->gpus, sizeof(int) * (size_t)j->n_gpus);
+    x->sla = j->sla;
+    x->weight = j->weight > 0 ? j->weight : 1.0;
+    x->n_points = j->n_points;
+    for (int k = 0; k < j->n_points; k++) {
+        x->cap_w[k] = j->cap_w[k];
+        x->tput[k] = j->tput[k];
+    }
+    x->p0_w = j->p0_w;
+    x->t0 = j->t0;
+    pthread_mutex_unlock(&s->mu);
+    return PFI_OK;
+}
+
+void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent)
+{
+    pthread_mutex_lock(&s->mu);
+    snode *n = find(s, node, strlen(node));
+    if (n)
+        n->silent = silent;
+    pthread_mutex_unlock(&s->mu);
+}
+
+double pfi_standin_cap_sum(pfi_standin *s)
+{
+    pthread_mutex_lock(&s->mu);
+    double v = s->sum;
+    pthread_mutex_unlock(&s->mu);
+    return v;
+}
+
+double pfi_standin_peak(pfi_standin *s)
+{
+    pthread_mutex_lock(&s->mu);
+    double v = s->peak;
+    pthread_mutex_unlock(&s->mu);
+    return v;
+}
+
+void pfi_standin_reset_peak(pfi_standin *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->peak = s->sum;
+    pthread_mutex_unlock(&s->mu);
+}
+
+double pfi_standin_cap(pfi_standin *s, const char *node, int gpu)
+{
+    pthread_mutex_lock(&s->mu);
+    snode *n = find(s, node, strlen(node));
+    double v = n && gpu >= 0 && gpu < n->n_gpus ? n->cap[gpu] : NAN;
+    pthread_mutex_unlock(&s->mu);
+    return v;
+}
+
+long long pfi_standin_requests(pfi_standin *s)
+{
+    pthread_mutex_lock(&s->mu);
+    long long v = s->requests;
+    pthread_mutex_unlock(&s->mu);
+    return v;
+}
+
+void pfi_standin_stop(pfi_standin *s)
+{
+    if (!s)
+        return;
+    if (s->d)
+        MHD_stop_daemon(s->d);
+    for (int i = 0; i < s->n; i++)
+        free(s->nodes[i].jobs);
+    free(s->nodes);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,293 @@
+/* test_cluster.c: the cluster controller against loopback stand-in node daemons: Slurm's JSON,
+ * one cap per multi-node job, the site never over budget while caps move, bad input refused with
+ * nothing changed, a silent node counted at its last caps. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "cluster/cluster.h"
+
+static void test_gres_idx(void **state)
+{
+    int g[PFI_MAX_GPUS];
+    assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:0-1)", g, PFI_MAX_GPUS), 2);
+    assert_int_equal(g[0], 0);
+    assert_int_equal(g[1], 1);
+    assert_int_equal(pfi_cl_parse_gres_idx("gpu:h100:4(IDX:0,2-4)", g, PFI_MAX_GPUS), 4);
+    assert_int_equal(g[1], 2);
+    assert_int_equal(g[3], 4);
+    assert_int_equal(pfi_cl_parse_gres_idx("nic:1(IDX:0),gpu:1(IDX:3)", g, PFI_MAX_GPUS), 1);
+    assert_int_equal(g[0], 3);
+    assert_int_equal(pfi_cl_parse_gres_idx("gpu:1(IDX:N/A)", g, PFI_MAX_GPUS), 0);
+    assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:1-0)", g, PFI_MAX_GPUS), -1);
+    assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:x)", g, PFI_MAX_GPUS), -1);
+    assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:0-1", g, PFI_MAX_GPUS), -1);
+}
+
+/* Shapes as Slurm 22.05 prints them (trimmed to the fields read). */
+static const char *SINFO =
+    "{\"nodes\": [{\"name\": \"a1\", \"address\": \"10.0.0.1\", \"gres\": \"gpu:4\", "
+    "\"state\": \"mixed\"}, {\"name\": \"a2\", \"address\": \"10.0.0.2\", "
+    "\"gres\": \"gpu:h100:8(S:0-1)\", \"state\": \"idle\"}, {\"name\": \"c1\", \"gres\": \"\", "
+    "\"state\": \"idle\"}]}";
+static const char *SQUEUE =
+    "{\"jobs\": [{\"job_id\": 7, \"job_state\": \"RUNNING\", \"gres_detail\": "
+    "[\"gpu:2(IDX:0-1)\", \"gpu:h100:3(IDX:0,2-3)\"], \"job_resources\": {\"allocated_nodes\": "
+    "[{\"nodename\": \"a1\"}, {\"nodename\": \"a2\"}]}}, {\"job_id\": 8, \"job_state\": "
+    "\"PENDING\", \"gres_detail\": []}, {\"job_id\": 9, \"job_state\": \"RUNNING\", "
+    "\"gres_detail\": [], \"job_resources\": {\"allocated_nodes\": [{\"nodename\": \"c1\"}]}}]}";
+
+static void test_topo_slurm(void **state)
+{
+    pfi_cl_topo t;
+    pfi_err e = {0};
+    assert_int_equal(pfi_cl_topo_parse_slurm(SINFO, SQUEUE, &t, &e), PFI_OK);
+    assert_int_equal(t.n_nodes, 3);
+    assert_int_equal(t.nodes[0].n_gpus, 4);
+    assert_int_equal(t.nodes[1].n_gpus, 8);
+    assert_int_equal(t.nodes[2].n_gpus, 0);
+    assert_string_equal(t.nodes[0].addr, "10.0.0.1");
+    assert_int_equal(t.n_jobs, 1); /* pending and GPU-less jobs are not ours */
+    assert_string_equal(t.jobs[0].id, "7");
+    assert_int_equal(t.jobs[0].n_parts, 2);
+    assert_int_equal(t.jobs[0].parts[1].node, 1);
+    assert_int_equal(t.jobs[0].parts[1].n_gpus, 3);
+    assert_int_equal(t.jobs[0].parts[1].gpus[2], 3);
+    pfi_cl_topo_free(&t);
+
+    /* A job on a node sinfo does not know: refused, naming both. */
+    const char *bad = "{\"jobs\": [{\"job_id\": 5, \"job_state\": \"RUNNING\", \"gres_detail\": "
+                      "[\"gpu:1(IDX:0)\"], \"job_resources\": {\"allocated_nodes\": "
+                      "[{\"nodename\": \"zz9\"}]}}]}";
+    assert_int_equal(pfi_cl_topo_parse_slurm(SINFO, bad, &t, &e), PFI_ENOENT);
+    assert_non_null(strstr(e.msg, "zz9"));
+    assert_int_equal(pfi_cl_topo_parse_slurm("not json", SQUEUE, &t, &e), PFI_EINVAL);
+}
+
+/* ---- a small site on stand-ins ---- */
+
+#define NN 4
+#define NG 4
+static const char *NAMES[NN] = {"n1", "n2", "n3", "n4"};
+
+typedef struct site {
+    pfi_standin *s;
+    pfi_cl *c;
+    char dir[256], topo[300];
+} site;
+
+/* Job A spans n1 and n2 (8 GPUs), job B holds 2 GPUs of n3 with an SLA, job C 1 GPU of n4
+ * without a curve; 5 GPUs stay idle. */
+static void site_up(site *x)
+{
+    pfi_err e = {0};
+    int port;
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(x->dir, sizeof x->dir, "%s/cluster.XXXXXX", base ? base : "/tmp");
+    assert_non_null(mkdtemp(x->dir));
+    assert_int_equal(pfi_standin_start(NN, NAMES, NG, 200, 700, &x->s, &port, &e), PFI_OK);
+    static const int all4[] = {0, 1, 2, 3}, two[] = {0, 1}, one[] = {0};
+    /* Convex-ish curves: A loses little until deep cuts, B is steep. */
+    static const double ca[] = {200, 300, 400, 500, 600, 700};
+    static const double ta[] = {0.55, 0.75, 0.88, 0.95, 0.99, 1.0};
+    static const double cb[] = {200, 450, 700};
+    static const double tb[] = {0.30, 0.70, 1.0};
+    pfi_standin_job ja = {"101", "n1", 4, all4, NAN, 1, 6, ca, ta, 650, 1.0};
+    pfi_standin_job ja2 = {"101", "n2", 4, all4, NAN, 1, 6, ca, ta, 650, 1.0};
+    pfi_standin_job jb = {"102", "n3", 2, two, 0.10, 2, 3, cb, tb, 690, 1.0};
+    pfi_standin_job jc = {"103", "n4", 1, one, NAN, 1, 0, NULL, NULL, 0, 0};
+    assert_int_equal(pfi_standin_add_job(x->s, &ja, &e), PFI_OK);
+    assert_int_equal(pfi_standin_add_job(x->s, &ja2, &e), PFI_OK);
+    assert_int_equal(pfi_standin_add_job(x->s, &jb, &e), PFI_OK);
+    assert_int_equal(pfi_standin_add_job(x->s, &jc, &e), PFI_OK);
+    snprintf(x->topo, sizeof x->topo, "%s/topo.json", x->dir);
+    FILE *f = fopen(x->topo, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", \"gpus\": 4}, "
+               "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 4}], "
+               "\"jobs\": [{\"id\": \"101\", \"parts\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3]}, "
+               "{\"node\": \"n2\", \"gpus\": [0,1,2,3]}]}, {\"id\": \"102\", \"parts\": "
+               "[{\"node\": \"n3\", \"gpus\": [0,1]}]}, {\"id\": \"103\", \"parts\": "
+               "[{\"node\": \"n4\", \"gpus\": [0]}]}]}");
+    fclose(f);
+    pfi_cl_config cfg;
+    pfi_cl_config_defaults(&cfg);
+    snprintf(cfg.node_url, sizeof cfg.node_url, "http://127.0.0.1:%d/n/%%n", port);
+    snprintf(cfg.topo_file, sizeof cfg.topo_file, "%s", x->topo);
+    cfg.timeout_s = 1.0;
+    cfg.heartbeat_s = 0;
+    assert_int_equal(pfi_cl_open(&cfg, &x->c, &e), PFI_OK);
+    assert_int_equal(pfi_cl_refresh(x->c, &e), PFI_OK);
+}
+
+static void site_down(site *x)
+{
+    pfi_cl_close(x->c);
+    pfi_standin_stop(x->s);
+    unlink(x->topo);
+    rmdir(x->dir);
+}
+
+static int set_budget(site *x, double w, pfi_err *e)
+{
+    pfi_cl_budget b = {1, w, 0};
+    return pfi_cl_set_budget(x->c, &b, e);
+}
+
+static void test_cut_and_restore(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_true(fabs(full - NN * NG * 700.0) < 1e-6);
+    double b;
+    assert_int_equal(pfi_cl_parse_budget(x.c, "cut=30%", &b, &e), PFI_OK);
+    assert_true(fabs(b - 0.7 * full) < 1e-6);
+    pfi_standin_reset_peak(x.s);
+    assert_int_equal(set_budget(&x, b, &e), PFI_OK);
+    assert_true(pfi_standin_cap_sum(x.s) <= b + 1e-6);
+    /* Going down from an unbudgeted site, the sum only falls. */
+    assert_true(pfi_standin_peak(x.s) <= full + 1e-6);
+    /* One cap for the whole multi-node job, on both nodes. */
+    double a = pfi_standin_cap(x.s, "n1", 0);
+    for (int g = 0; g < 4; g++) {
+        assert_true(fabs(pfi_standin_cap(x.s, "n1", g) - a) < 1e-9);
+        assert_true(fabs(pfi_standin_cap(x.s, "n2", g) - a) < 1e-9);
+    }
+    /* Job B's SLA (10% slowdown) on its curve: T >= 0.9 needs cap >= 616.7 W. */
+    assert_true(pfi_standin_cap(x.s, "n3", 0) >= 616 - 1e-6);
+    /* Idle GPUs were parked before jobs lost anything they need. */
+    assert_true(pfi_standin_cap(x.s, "n3", 3) < 700);
+
+    /* Raising again: every instant within the new budget. */
+    double b2 = 0.95 * full;
+    pfi_standin_reset_peak(x.s);
+    assert_int_equal(set_budget(&x, b2, &e), PFI_OK);
+    assert_true(pfi_standin_peak(x.s) <= b2 + 1e-6);
+
+    /* Budget removed: every GPU back at its default. */
+    pfi_cl_budget none = {0, 0, 0};
+    assert_int_equal(pfi_cl_set_budget(x.c, &none, &e), PFI_OK);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - full) < 1e-6);
+    site_down(&x);
+}
+
+static void test_random_budgets_never_over(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c), prev = full;
+    unsigned seed = 12345;
+    for (int k = 0; k < 30; k++) {
+        seed = seed * 1103515245u + 12345u;
+        /* Between 45% (near the floor with B's SLA) and 100% of the site. */
+        double w = full * (0.45 + 0.55 * ((seed >> 8) % 1000) / 1000.0);
+        pfi_standin_reset_peak(x.s);
+        int rc = set_budget(&x, w, &e);
+        if (rc == PFI_EINFEASIBLE)
+            continue;
+        assert_int_equal(rc, PFI_OK);
+        double bound = w > prev ? w : prev;
+        assert_true(pfi_standin_peak(x.s) <= bound + 1e-6);
+        assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
+        prev = w;
+    }
+    site_down(&x);
+}
+
+static void test_infeasible_changes_nothing(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    double before = pfi_standin_cap_sum(x.s);
+    long long req = pfi_standin_requests(x.s);
+    /* Below 16 GPUs x 200 W. */
+    assert_int_equal(set_budget(&x, 3000, &e), PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "3000"));
+    /* Above every minimum but below what job B's SLA needs. */
+    assert_int_equal(set_budget(&x, 16 * 200 + 300, &e), PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "least feasible site budget"));
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - before) < 1e-9);
+    assert_int_equal(pfi_standin_requests(x.s), req); /* not one request sent */
+    assert_int_equal(pfi_cl_parse_budget(x.c, "cut=30W", &before, &e), PFI_EINVAL);
+    assert_int_equal(pfi_cl_parse_budget(x.c, "-5W", &before, &e), PFI_ERANGE);
+    site_down(&x);
+}
+
+static void test_silent_node(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    double n2cap = pfi_standin_cap(x.s, "n2", 0);
+    pfi_standin_set_silent(x.s, "n2", 1);
+    pfi_cl_heartbeat(x.c); /* finds n2 silent before the budget moves */
+    double w = 0.75 * full;
+    assert_int_equal(set_budget(&x, w, &e), PFI_OK);
+    /* n2 kept its caps; the site, n2 included, is within the budget. */
+    assert_true(fabs(pfi_standin_cap(x.s, "n2", 0) - n2cap) < 1e-9);
+    assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
+    /* The job spanning n2 is pinned: its n1 half did not move either. */
+    assert_true(fabs(pfi_standin_cap(x.s, "n1", 0) - n2cap) < 1e-9);
+    json_t *nodes = pfi_cl_json_nodes(x.c);
+    json_t *n2 = json_array_get(json_object_get(nodes, "nodes"), 1);
+    assert_string_equal(json_string_value(json_object_get(n2, "name")), "n2");
+    assert_true(json_is_false(json_object_get(n2, "up")));
+    assert_true(json_is_true(json_object_get(n2, "counted_at_last_caps")));
+    json_decref(nodes);
+    /* Back: the next refresh finds it and the job moves again. */
+    pfi_standin_set_silent(x.s, "n2", 0);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
+    assert_true(fabs(pfi_standin_cap(x.s, "n1", 0) - pfi_standin_cap(x.s, "n2", 0)) < 1e-9);
+    site_down(&x);
+}
+
+static void test_unknown_node_in_topology(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    FILE *f = fopen(x.topo, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}], \"jobs\": [{\"id\": \"1\", "
+               "\"parts\": [{\"node\": \"ghost\", \"gpus\": [0]}]}]}");
+    fclose(f);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_ENOENT);
+    assert_non_null(strstr(e.msg, "ghost"));
+    /* The state from before is kept. */
+    json_t *a = pfi_cl_json_allocation(x.c);
+    assert_int_equal(json_integer_value(json_object_get(a, "nodes")), NN);
+    json_decref(a);
+    site_down(&x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gres_idx),
+        cmocka_unit_test(test_topo_slurm),
+        cmocka_unit_test(test_cut_and_restore),
+        cmocka_unit_test(test_random_budgets_never_over),
+        cmocka_unit_test(test_infeasible_changes_nothing),
+        cmocka_unit_test(test_silent_node),
+        cmocka_unit_test(test_unknown_node_in_topology),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,281 @@
+/* pfi ctl: a client of a running `pfi serve` (docs/api.md), over TCP or its Unix socket.
+ * Prints the daemon's JSON answer; an error answer goes to stderr with exit status 1 (2 for a
+ * request the daemon found malformed). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "serve/serve.h"
+#include "util/units.h"
+
+typedef struct resp {
+    char *p;
+    size_t len;
+} resp;
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *u)
+{
+    resp *r = u;
+    size_t k = sz * nm;
+    char *np = realloc(r->p, r->len + k + 1);
+    if (!np)
+        return 0;
+    r->p = np;
+    memcpy(r->p + r->len, d, k);
+    r->len += k;
+    r->p[r->len] = '\0';
+    return k;
+}
+
+typedef struct ctl {
+    const char *url, *socket, *token_file;
+    int raw;
+} ctl;
+
+/* One request; prints the answer; returns the exit status. */
+static int request(const ctl *c, const char *method, const char *path, json_t *body)
+{
+    char token[PFI_TOKEN_MAX + 1] = "";
+    pfi_err err = {0};
+    int mutating = strcmp(method, "GET") != 0;
+    if (mutating && c->token_file &&
+        pfi_serve_token_load(c->token_file, token, sizeof token, &err) != PFI_OK) {
+        json_decref(body);
+        return pfi_cli_fail("ctl", &err);
+    }
+    char url[1024];
+    const char *base = c->socket ? "http://localhost" : c->url;
+    size_t bl = strlen(base);
+    while (bl > 0 && base[bl - 1] == '/')
+        bl--;
+    snprintf(url, sizeof url, "%.*s%s", (int)bl, base, path);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    CURL *cu = curl_easy_init();
+    if (!cu) {
+        free(text);
+        fprintf(stderr, "pfi ctl: libcurl failed to start\n");
+        return PFI_EXIT_FAIL;
+    }
+    struct curl_slist *h = NULL;
+    char auth[PFI_TOKEN_MAX + 32];
+    if (token[0]) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    if (text)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    resp r = {0};
+    curl_easy_setopt(cu, CURLOPT_URL, url);
+    curl_easy_setopt(cu, CURLOPT_CUSTOMREQUEST, method);
+    if (c->socket)
+        curl_easy_setopt(cu, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+    if (text)
+        curl_easy_setopt(cu, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(cu, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(cu, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
+    CURLcode cc = curl_easy_perform(cu);
+    long status = 0;
+    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(cu);
+    free(text);
+    if (cc != CURLE_OK) {
+        fprintf(stderr, "pfi ctl: %s %s: %s (is pfi serve running there?)\n", method, url,
+                curl_easy_strerror(cc));
+        free(r.p);
+        return PFI_EXIT_FAIL;
+    }
+    int rc = PFI_EXIT_OK;
+    json_t *doc = r.p ? json_loads(r.p, 0, NULL) : NULL;
+    if (status >= 400) {
+        json_t *m = json_object_get(json_object_get(doc, "error"), "message");
+        fprintf(stderr, "pfi ctl: %s %s: HTTP %ld: %s\n", method, path, status,
+                json_is_string(m) ? json_string_value(m) : (r.p ? r.p : ""));
+        rc = status == 400 ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
+        json_decref(doc);
+    } else if (doc && !c->raw) {
+        pfi_cli_print_json(doc);
+    } else if (r.p) {
+        fputs(r.p, stdout);
+        json_decref(doc);
+    }
+    free(r.p);
+    return rc;
+}
+
+static int usage_error(const char *msg)
+{
+    fprintf(stderr, "pfi ctl: %s (pfi ctl --help)\n", msg);
+    return PFI_EXIT_USAGE;
+}
+
+int pfi_cmd_ctl(int argc, char **argv)
+{
+    ctl c = {0};
+    const char *gpus = NULL, *ramp = NULL, *ttl = NULL, *controller = NULL;
+    double sla = NAN, weight = NAN, pfi30 = NAN, tps = NAN;
+    int since = 0, limit = 100, epoch = 0, no_sla = 0;
+    const pfi_opt opts[] = {
+        {"url", PFI_OPT_STR, &c.url, "URL", "daemon address (default $PFI_SERVE_URL, else "
+                                            "http://127.0.0.1:9455)"},
+        {"socket", PFI_OPT_STR, &c.socket, "PATH", "talk over the daemon's Unix socket"},
+        {"token-file", PFI_OPT_STR, &c.token_file, "FILE",
+         "bearer token for changes (default $PFI_SERVE_TOKEN_FILE)"},
+        {"raw", PFI_OPT_FLAG, &c.raw, NULL, "print the answer as received (e.g. for metrics)"},
+        {"gpus", PFI_OPT_STR, &gpus, "LIST", "job add: the job's GPUs, e.g. 0-3"},
+        {"sla", PFI_OPT_DOUBLE, &sla, "SLOWDOWN", "job add: max slowdown, e.g. 0.1"},
+        {"no-sla", PFI_OPT_FLAG, &no_sla, NULL, "job add: no SLA even if the daemon has a default"},
+        {"weight", PFI_OPT_DOUBLE, &weight, "W", "job add: weight (default 1)"},
+        {"pfi30", PFI_OPT_DOUBLE, &pfi30, "X", "job add: a known PFI30"},
+        {"tokens-per-s", PFI_OPT_DOUBLE, &tps, "X", "job add: baseline tokens/s"},
+        {"ramp", PFI_OPT_STR, &ramp, "DURATION", "budget set: reach it gradually"},
+        {"since", PFI_OPT_INT, &since, "ID", "events: only those after this id"},
+        {"limit", PFI_OPT_INT, &limit, "N", "events: at most N (default 100)"},
+        {"ttl", PFI_OPT_STR, &ttl, "DURATION", "heartbeat: watchdog timeout"},
+        {"controller", PFI_OPT_STR, &controller, "NAME", "heartbeat: who sends it"},
+        {"epoch", PFI_OPT_INT, &epoch, "N", "caps: the cluster controller's epoch"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi ctl [--url URL|--socket PATH] [--token-file FILE] COMMAND [ARGS]",
+        "Talk to a running pfi serve.  Commands: health, gpus, jobs [ID], allocation, events, "
+        "metrics; budget set 70%|4000W [--ramp 30s]; budget clear; job add ID --gpus LIST "
+        "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X]; job rm ID; job throughput ID "
+        "TOKENS_PER_S; heartbeat [--ttl 30s] [--controller NAME]; caps GPU=W[,GPU=W...] "
+        "[--epoch N].",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (!c.url)
+        c.url = getenv("PFI_SERVE_URL");
+    if (!c.url)
+        c.url = "http://127.0.0.1:9455";
+    if (!c.token_file)
+        c.token_file = getenv("PFI_SERVE_TOKEN_FILE");
+    if (npos < 1)
+        return usage_error("missing command");
+    const char *cmd = pos[0];
+    const char *reads[][2] = {{"health", "/healthz"},       {"gpus", "/v1/gpus"},
+                              {"allocation", "/v1/allocation"}, {"metrics", "/metrics"}};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+        if (!strcmp(cmd, reads[i][0])) {
+            if (npos != 1)
+                return usage_error("this command takes no argument");
+            if (!strcmp(cmd, "metrics"))
+                c.raw = 1;
+            return request(&c, "GET", reads[i][1], NULL);
+        }
+    pfi_err err = {0};
+    char path[256];
+    if (!strcmp(cmd, "jobs")) {
+        if (npos > 2)
+            return usage_error("jobs takes at most a job id");
+        snprintf(path, sizeof path, "/v1/jobs%s%s", npos == 2 ? "/" : "", npos == 2 ? pos[1] : "");
+        return request(&c, "GET", path, NULL);
+    }
+    if (!strcmp(cmd, "events")) {
+        snprintf(path, sizeof path, "/v1/events?since=%d&limit=%d", since, limit);
+        return request(&c, "GET", path, NULL);
+    }
+    if (!strcmp(cmd, "budget")) {
+        if (npos == 2 && !strcmp(pos[1], "clear"))
+            return request(&c, "DELETE", "/v1/budget", NULL);
+        if (npos != 3 || strcmp(pos[1], "set"))
+            return usage_error("budget set 70%|4000W [--ramp D] | budget clear");
+        double v;
+        int pct;
+        if (pfi_parse_power(pos[2], &v, &pct, &err) != PFI_OK)
+            return pfi_cli_fail("ctl", &err);
+        json_t *b = pct ? json_pack("{s:f}", "percent", v * 100) : json_pack("{s:f}", "watts", v);
+        if (ramp) {
+            double s;
+            if (pfi_parse_duration(ramp, &s, &err) != PFI_OK) {
+                json_decref(b);
+                return pfi_cli_fail("ctl", &err);
+            }
+            json_object_set_new(b, "ramp_s", json_real(s));
+        }
+        return request(&c, "PUT", "/v1/budget", b);
+    }
+    if (!strcmp(cmd, "job")) {
+        if (npos < 3)
+            return usage_error("job add|rm|throughput ID ...");
+        const char *sub = pos[1], *id = pos[2];
+        if (!strcmp(sub, "rm") && npos == 3) {
+            snprintf(path, sizeof path, "/v1/jobs/%s", id);
+            return request(&c, "DELETE", path, NULL);
+        }
+        if (!strcmp(sub, "throughput") && npos == 4) {
+            char *end;
+            double t = strtod(pos[3], &end);
+            if (end == pos[3] || *end)
+                return usage_error("job throughput ID TOKENS_PER_S");
+            snprintf(path, sizeof path, "/v1/jobs/%s/throughput", id);
+            return request(&c, "POST", path, json_pack("{s:f}", "tokens_per_s", t));
+        }
+        if (!strcmp(sub, "add") && npos == 3) {
+            if (!gpus)
+                return usage_error("job add needs --gpus");
+            json_t *b = json_pack("{s:s, s:s}", "id", id, "gpus", gpus);
+            if (no_sla)
+                json_object_set_new(b, "sla", json_null());
+            else if (!isnan(sla))
+                json_object_set_new(b, "sla", json_real(sla));
+            if (!isnan(weight))
+                json_object_set_new(b, "weight", json_real(weight));
+            if (!isnan(pfi30))
+                json_object_set_new(b, "pfi30", json_real(pfi30));
+            if (!isnan(tps))
+                json_object_set_new(b, "tokens_per_s", json_real(tps));
+            return request(&c, "POST", "/v1/jobs", b);
+        }
+        return usage_error("job add ID --gpus LIST | job rm ID | job throughput ID X");
+    }
+    if (!strcmp(cmd, "heartbeat")) {
+        json_t *b = json_object();
+        if (controller)
+            json_object_set_new(b, "controller", json_string(controller));
+        if (ttl) {
+            double s;
+            if (pfi_parse_duration(ttl, &s, &err) != PFI_OK) {
+                json_decref(b);
+                return pfi_cli_fail("ctl", &err);
+            }
+            json_object_set_new(b, "ttl_s", json_real(s));
+        }
+        return request(&c, "POST", "/v1/heartbeat", b);
+    }
+    if (!strcmp(cmd, "caps")) {
+        if (npos != 2)
+            return usage_error("caps GPU=W[,GPU=W...]");
+        json_t *arr = json_array();
+        char *list = strdup(pos[1]), *save = NULL;
+        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(t, '='), *e1, *e2;
+            long g = eq ? strtol(t, &e1, 10) : -1;
+            double w = eq ? strtod(eq + 1, &e2) : NAN;
+            if (!eq || e1 != eq || (*e2 && strcmp(e2, "W")) || g < 0) {
+                free(list);
+                json_decref(arr);
+                return usage_error("caps expects GPU=WATTS pairs, e.g. 0=500,1=450");
+            }
+            json_array_append_new(arr, json_pack("{s:i, s:f}", "gpu", (int)g, "cap_w", w));
+        }
+        free(list);
+        json_t *b = json_pack("{s:o}", "caps", arr);
+        if (epoch > 0)
+            json_object_set_new(b, "epoch", json_integer(epoch));
+        return request(&c, "PUT", "/v1/caps", b);
+    }
+    return usage_error("unknown command");
+}

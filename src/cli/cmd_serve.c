@@ -1,0 +1,113 @@
+/* pfi serve: the node power controller daemon (src/serve/serve.h, docs/serve.md). */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "serve/serve.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+int pfi_cmd_serve(int argc, char **argv)
+{
+    pfi_cli_hw hw = {0};
+    const char *config = NULL, *listen = NULL, *token = NULL, *db = NULL, *journal = NULL,
+               *budget = NULL, *port_file = NULL, *sample = NULL, *watchdog = NULL,
+               *safe = NULL, *sla = NULL;
+    pfi_strlist sets = {0};
+    const pfi_opt opts[] = {
+        PFI_CLI_HW_OPTS(hw),
+        {"config", PFI_OPT_STR, &config, "FILE", "settings file (contrib/pfi-serve.conf.example)"},
+        {"listen", PFI_OPT_STR, &listen, "ADDR",
+         "127.0.0.1:9455 (default), [::1]:PORT, unix:/run/pfi/serve.sock; port 0 = any free"},
+        {"token-file", PFI_OPT_STR, &token, "FILE",
+         "bearer token for changes (chmod 600; without it the API is read-only)"},
+        {"db", PFI_OPT_STR, &db, "FILE", "state and audit log (SQLite; default pfi-serve.db)"},
+        {"journal", PFI_OPT_STR, &journal, "FILE",
+         "original limits journal (default $PFI_JOURNAL or /var/lib/pfi/journal)"},
+        {"budget", PFI_OPT_STR, &budget, "W|%", "budget to apply at start (e.g. 4000W, 80%)"},
+        {"port-file", PFI_OPT_STR, &port_file, "FILE", "write the address listened on here"},
+        {"sample-interval", PFI_OPT_STR, &sample, "DURATION", "telemetry period (default 1s)"},
+        {"watchdog-timeout", PFI_OPT_STR, &watchdog, "DURATION",
+         "default heartbeat timeout in cluster mode (default off)"},
+        {"safe-budget", PFI_OPT_STR, &safe, "W|%|min", "what the watchdog applies (default min)"},
+        {"default-sla", PFI_OPT_STR, &sla, "SLOWDOWN", "SLA of jobs that give none (e.g. 0.1)"},
+        {"set", PFI_OPT_MULTI, &sets, "KEY=VALUE", "any config setting (docs/serve.md)"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi serve [--config FILE] [--listen ADDR] [--token-file FILE] [--backend sim|nvml] ...",
+        "Run the node power controller: an HTTP API to register jobs and set a power budget, "
+        "PFI-aware caps applied safely (lower first, read back, then raise), Prometheus metrics "
+        "at /metrics, an audit log in SQLite.  Original limits are journaled and restored on "
+        "SIGTERM/SIGINT, or at the next start after a crash.",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (npos > 0) {
+        fprintf(stderr, "pfi serve: unexpected argument '%s'\n", pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    pfi_err err = {0};
+    static pfi_serve_config cfg;
+    pfi_serve_config_defaults(&cfg);
+    if (config && pfi_serve_config_load(&cfg, config, &err) != PFI_OK)
+        return pfi_cli_fail("serve", &err);
+    struct {
+        const char *key, *val;
+    } flags[] = {{"listen", listen},           {"token_file", token},
+                 {"db", db},                   {"journal", journal},
+                 {"budget", budget},           {"port_file", port_file},
+                 {"sample_interval", sample},  {"watchdog_timeout", watchdog},
+                 {"safe_budget", safe},        {"default_sla", sla},
+                 {"backend", hw.backend},      {"backend_arg", hw.sim ? hw.sim : hw.nvml_lib}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i].val && pfi_serve_config_set(&cfg, flags[i].key, flags[i].val, &err) != PFI_OK)
+            return pfi_cli_fail("serve", &err);
+    for (int i = 0; i < sets.n; i++) {
+        char key[64];
+        const char *eq = strchr(sets.v[i], '=');
+        if (!eq || eq == sets.v[i] || (size_t)(eq - sets.v[i]) >= sizeof key) {
+            fprintf(stderr, "pfi serve: --set expects KEY=VALUE, got '%s'\n", sets.v[i]);
+            return PFI_EXIT_USAGE;
+        }
+        memcpy(key, sets.v[i], (size_t)(eq - sets.v[i]));
+        key[eq - sets.v[i]] = '\0';
+        if (pfi_serve_config_set(&cfg, key, eq + 1, &err) != PFI_OK)
+            return pfi_cli_fail("serve", &err);
+    }
+    if (hw.read_only)
+        cfg.read_only = 1;
+    if (pfi_serve_config_check(&cfg, &err) != PFI_OK)
+        return pfi_cli_fail("serve", &err);
+
+    pfi_cli_hw open = {cfg.backend, NULL, NULL, cfg.read_only};
+    if (cfg.backend[0] == 's')
+        open.sim = cfg.backend_arg[0] ? cfg.backend_arg : NULL;
+    else
+        open.nvml_lib = cfg.backend_arg[0] ? cfg.backend_arg : NULL;
+    pfi_backend *b;
+    if (pfi_cli_open_hw(&open, &b, &err) != PFI_OK)
+        return pfi_cli_fail("serve", &err);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    rc = pfi_serve_run(&cfg, b, &stop_flag, &err);
+    pfi_hw_close(b);
+    if (rc != PFI_OK)
+        return pfi_cli_fail("serve", &err);
+    return PFI_EXIT_OK;
+}

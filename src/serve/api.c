@@ -1,0 +1,304 @@
+/* api.c: the HTTP API's routes (docs/api.md).  Transport-free: a method, a path, a body in; a
+ * status and a body out, so the routes are tested without a socket.  Every mutating route needs
+ * the bearer token; every error is JSON {"error": {"code", "message"}} with a 4xx status and
+ * the state untouched. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve_int.h"
+
+static int http_status(int code)
+{
+    switch (code) {
+    case PFI_EINVAL:
+    case PFI_ERANGE:
+        return 400;
+    case PFI_ENOENT:
+        return 404;
+    case PFI_EPERM:
+        return 403;
+    case PFI_EBUSY:
+    case PFI_EINFEASIBLE:
+    case PFI_ESTATE:
+        return 409;
+    default:
+        return 500;
+    }
+}
+
+static char *dump(json_t *doc, size_t *len)
+{
+    char *s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
+    json_decref(doc);
+    if (!s)
+        return NULL;
+    size_t l = strlen(s);
+    s[l] = '\0';
+    *len = l;
+    return s;
+}
+
+static char *fail(int status, int code, const char *msg, int *st, size_t *len)
+{
+    *st = status;
+    return dump(json_pack("{s:{s:s, s:s}}", "error", "code", pfi_code_name(code), "message", msg),
+                len);
+}
+
+static char *fail_err(const pfi_err *e, int *st, size_t *len)
+{
+    return fail(http_status(e->code), e->code, e->msg[0] ? e->msg : pfi_code_name(e->code), st,
+                len);
+}
+
+static char *ok(int status, json_t *doc, int *st, size_t *len)
+{
+    *st = status;
+    return dump(doc ? doc : json_object(), len);
+}
+
+/* Parses a request body that must be a JSON object. */
+static json_t *body_json(const char *body, size_t blen, pfi_err *e)
+{
+    if (!body || blen == 0) {
+        pfi_err_set(e, PFI_EINVAL, "this request needs a JSON body");
+        return NULL;
+    }
+    json_error_t je;
+    json_t *doc = json_loadb(body, blen, JSON_REJECT_DUPLICATES, &je);
+    if (!doc) {
+        pfi_err_set(e, PFI_EINVAL, "malformed JSON at line %d column %d: %s", je.line,
+                    je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        pfi_err_set(e, PFI_EINVAL, "the body must be a JSON object");
+        return NULL;
+    }
+    return doc;
+}
+
+static int only_keys(json_t *o, const char *const *keys, pfi_err *e)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        int known = 0;
+        for (int i = 0; keys[i]; i++)
+            known |= !strcmp(k, keys[i]);
+        if (!known)
+            return pfi_err_set(e, PFI_EINVAL, "unknown field '%s'", k);
+    }
+    return PFI_OK;
+}
+
+static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
+{
+    static const char *const keys[] = {"watts", "percent", "budget", "ramp_s", NULL};
+    if (only_keys(doc, keys, e) != PFI_OK)
+        return e->code;
+    json_t *w = json_object_get(doc, "watts"), *p = json_object_get(doc, "percent"),
+           *b = json_object_get(doc, "budget");
+    if (!!w + !!p + !!b != 1)
+        return pfi_err_set(e, PFI_EINVAL,
+                           "give exactly one of watts (e.g. 4000), percent (e.g. 70) or budget "
+                           "(e.g. \"70%%\")");
+    double watts = NAN;
+    if (w)
+        watts = json_is_number(w) ? json_number_value(w) : NAN;
+    else if (p) {
+        double pc = json_is_number(p) ? json_number_value(p) : NAN;
+        if (!(pc > 0 && pc <= 100))
+            return pfi_err_set(e, PFI_EINVAL, "percent: expected a number in (0, 100]");
+        watts = pc / 100 * n->nominal_w;
+    } else {
+        if (!json_is_string(b) || !strcmp(json_string_value(b), "min"))
+            return pfi_err_set(e, PFI_EINVAL, "budget: expected a string like \"70%%\" or "
+                                              "\"4000W\"");
+        if (srv_budget_parse(n, json_string_value(b), &watts, e) != PFI_OK)
+            return pfi_err_prefix(e, "budget: ");
+    }
+    if (!(watts > 0 && isfinite(watts)))
+        return pfi_err_set(e, PFI_EINVAL, "watts: expected a number > 0");
+    json_t *r = json_object_get(doc, "ramp_s");
+    double ramp = 0;
+    if (r) {
+        ramp = json_is_number(r) ? json_number_value(r) : NAN;
+        if (!(ramp >= 0))
+            return pfi_err_set(e, PFI_EINVAL, "ramp_s: expected seconds >= 0");
+    }
+    return srv_budget_set(n, watts, ramp, res, e);
+}
+
+static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
+{
+    static const char *const keys[] = {"epoch", "caps", NULL};
+    if (only_keys(doc, keys, e) != PFI_OK)
+        return e->code;
+    json_t *ep = json_object_get(doc, "epoch"), *caps = json_object_get(doc, "caps");
+    long long epoch = 0;
+    if (ep) {
+        if (!json_is_integer(ep) || json_integer_value(ep) < 1)
+            return pfi_err_set(e, PFI_EINVAL, "epoch: expected an integer >= 1");
+        epoch = json_integer_value(ep);
+    }
+    if (!json_is_array(caps) || json_array_size(caps) == 0)
+        return pfi_err_set(e, PFI_EINVAL,
+                           "caps: expected [{\"gpu\": 0, \"cap_w\": 500}, ...] (at least one)");
+    double c[PFI_MAX_GPUS];
+    for (int i = 0; i < PFI_MAX_GPUS; i++)
+        c[i] = NAN;
+    size_t k;
+    json_t *v;
+    json_array_foreach(caps, k, v)
+    {
+        json_t *g = json_object_get(v, "gpu"), *w = json_object_get(v, "cap_w");
+        if (!json_is_integer(g) || !json_is_number(w) || json_object_size(v) != 2)
+            return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: expected {\"gpu\": INDEX, \"cap_w\": "
+                                              "WATTS}",
+                               k);
+        long long gi = json_integer_value(g);
+        if (gi < 0 || gi >= n->n_gpus)
+            return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: no GPU %lld on this node (it has %d)",
+                               k, gi, n->n_gpus);
+        if (!isnan(c[gi]))
+            return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: GPU %lld given twice", k, gi);
+        c[gi] = json_number_value(w);
+        if (!isfinite(c[gi]))
+            return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: cap_w is not a number", k);
+    }
+    return srv_caps_set(n, epoch, c, res, e);
+}
+
+static int post_heartbeat(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
+{
+    static const char *const keys[] = {"controller", "ttl_s", NULL};
+    if (only_keys(doc, keys, e) != PFI_OK)
+        return e->code;
+    json_t *c = json_object_get(doc, "controller"), *t = json_object_get(doc, "ttl_s");
+    if (c && !json_is_string(c))
+        return pfi_err_set(e, PFI_EINVAL, "controller: expected a string");
+    double ttl = NAN;
+    if (t) {
+        ttl = json_is_number(t) ? json_number_value(t) : -1;
+        if (!(ttl >= 0))
+            return pfi_err_set(e, PFI_EINVAL, "ttl_s: expected seconds >= 0");
+    }
+    return srv_heartbeat(n, c ? json_string_value(c) : "", ttl, res, e);
+}
+
+static int post_throughput(srv_node *n, const char *id, json_t *doc, pfi_err *e)
+{
+    static const char *const keys[] = {"tokens_per_s", NULL};
+    if (only_keys(doc, keys, e) != PFI_OK)
+        return e->code;
+    json_t *t = json_object_get(doc, "tokens_per_s");
+    if (!json_is_number(t))
+        return pfi_err_set(e, PFI_EINVAL, "tokens_per_s: expected a number");
+    return srv_job_throughput(n, id, json_number_value(t), e);
+}
+
+char *srv_api_handle(srv_node *n, const char *method, const char *url, const char *q_since,
+                     const char *q_limit, const char *body, size_t blen, int authorized,
+                     int *st, const char **ctype, size_t *len)
+{
+    *ctype = "application/json";
+    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    int post = !strcmp(method, "POST"), put = !strcmp(method, "PUT"),
+        del = !strcmp(method, "DELETE");
+    char id[SRV_ID_MAX + 1] = "";
+    const char *sub = NULL; /* what follows /v1/jobs/{id} */
+    if (!strncmp(url, "/v1/jobs/", 9)) {
+        const char *p = url + 9;
+        size_t l = strcspn(p, "/");
+        if (l == 0 || l > SRV_ID_MAX)
+            return fail(404, PFI_ENOENT, "no such job", st, len);
+        memcpy(id, p, l);
+        id[l] = '\0';
+        sub = p + l;
+    }
+
+    /* Reads. */
+    if (!strcmp(url, "/healthz") && get)
+        return ok(200, srv_view_health(n), st, len);
+    if (!strcmp(url, "/metrics") && get) {
+        *ctype = "text/plain; version=0.0.4; charset=utf-8";
+        *st = 200;
+        char *t = srv_metrics_text(n, len);
+        return t ? t : fail(500, PFI_ENOMEM, "out of memory", st, len);
+    }
+    if (!strcmp(url, "/v1/gpus") && get)
+        return ok(200, srv_view_gpus(n), st, len);
+    if (!strcmp(url, "/v1/jobs") && get)
+        return ok(200, srv_view_jobs(n, NULL), st, len);
+    if (sub && !*sub && get) {
+        json_t *j = srv_view_jobs(n, id);
+        return j ? ok(200, j, st, len) : fail(404, PFI_ENOENT, "no such job", st, len);
+    }
+    if ((!strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/budget")) && get)
+        return ok(200, srv_view_allocation(n), st, len);
+    if (!strcmp(url, "/v1/events") && get) {
+        long long since = q_since ? atoll(q_since) : 0;
+        int limit = q_limit ? atoi(q_limit) : 100;
+        return ok(200, srv_view_events(n, since, limit), st, len);
+    }
+
+    /* Writes: known route first (404/405 before 401 would leak nothing useful either way). */
+    int route = (!strcmp(url, "/v1/jobs") && post) || (sub && !*sub && del) ||
+                (sub && !strcmp(sub, "/throughput") && post) ||
+                (!strcmp(url, "/v1/budget") && (put || del)) || (!strcmp(url, "/v1/caps") && put) ||
+                (!strcmp(url, "/v1/heartbeat") && post);
+    if (!route) {
+        int known = !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
+                    !strncmp(url, "/v1/jobs", 8) || !strcmp(url, "/v1/gpus") ||
+                    !strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/events") ||
+                    !strcmp(url, "/v1/budget") || !strcmp(url, "/v1/caps") ||
+                    !strcmp(url, "/v1/heartbeat");
+        if (known && !(sub && *sub && strcmp(sub, "/throughput")))
+            return fail(405, PFI_EINVAL, "method not allowed on this path", st, len);
+        return fail(404, PFI_ENOENT, "no such path (see docs/api.md)", st, len);
+    }
+    if (authorized < 0)
+        return fail(403, PFI_EPERM,
+                    "this daemon has no token file configured: it accepts no change", st, len);
+    if (!authorized)
+        return fail(401, PFI_EPERM, "missing or wrong bearer token", st, len);
+
+    pfi_err e = {0};
+    json_t *res = NULL;
+    int rc;
+    if (del && sub) {
+        rc = srv_job_remove(n, id, &res, &e);
+        return rc == PFI_OK ? ok(200, res, st, len) : fail_err(&e, st, len);
+    }
+    if (del) {
+        rc = srv_budget_clear(n, &res, &e);
+        return rc == PFI_OK ? ok(200, res, st, len) : fail_err(&e, st, len);
+    }
+    json_t *doc = body_json(body, blen, &e);
+    if (!doc)
+        return fail_err(&e, st, len);
+    int created = 0;
+    if (sub) {
+        rc = post_throughput(n, id, doc, &e);
+    } else if (!strcmp(url, "/v1/jobs")) {
+        rc = srv_job_add(n, doc, &res, &e);
+        created = 1;
+    } else if (!strcmp(url, "/v1/budget")) {
+        rc = put_budget(n, doc, &res, &e);
+    } else if (!strcmp(url, "/v1/caps")) {
+        rc = put_caps(n, doc, &res, &e);
+    } else {
+        rc = post_heartbeat(n, doc, &res, &e);
+    }
+    json_decref(doc);
+    if (rc != PFI_OK) {
+        json_decref(res);
+        return fail_err(&e, st, len);
+    }
+    return ok(created ? 201 : 200, res, st, len);
+}

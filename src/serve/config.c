@@ -1,0 +1,234 @@
+/* config.c: the daemon's settings, from defaults, a "key = value" file and CLI flags. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "serve/serve.h"
+#include "util/units.h"
+
+void pfi_serve_config_defaults(pfi_serve_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->listen, sizeof c->listen, "127.0.0.1:%d", PFI_SERVE_DEFAULT_PORT);
+    snprintf(c->db, sizeof c->db, "pfi-serve.db");
+    snprintf(c->backend, sizeof c->backend, "sim");
+    c->sample_interval_s = 1.0;
+    c->reoptimize_interval_s = 30.0;
+    c->min_change_interval_s = 10.0;
+    c->hysteresis_w = 5.0;
+    c->default_sla = NAN;
+    c->watchdog_timeout_s = 0;
+    snprintf(c->safe_budget, sizeof c->safe_budget, "min");
+    c->max_body = 64 * 1024;
+    c->threads = 4;
+}
+
+static int set_str(char *dst, size_t size, const char *key, const char *v, pfi_err *err)
+{
+    if (strlen(v) >= size)
+        return pfi_err_set(err, PFI_EINVAL, "%s: value too long (at most %zu characters)", key,
+                           size - 1);
+    memcpy(dst, v, strlen(v) + 1);
+    return PFI_OK;
+}
+
+static int set_bool(int *dst, const char *key, const char *v, pfi_err *err)
+{
+    if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "on"))
+        *dst = 1;
+    else if (!strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcmp(v, "0") ||
+             !strcasecmp(v, "off"))
+        *dst = 0;
+    else
+        return pfi_err_set(err, PFI_EINVAL, "%s: expected yes or no, got '%s'", key, v);
+    return PFI_OK;
+}
+
+static int set_duration(double *dst, const char *key, const char *v, pfi_err *err)
+{
+    int rc = pfi_parse_duration(v, dst, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "%s: ", key);
+    return PFI_OK;
+}
+
+static int set_watts(double *dst, const char *key, const char *v, pfi_err *err)
+{
+    char *end;
+    errno = 0;
+    double w = strtod(v, &end);
+    if (errno || end == v || (*end && strcasecmp(end, "W") != 0) || !isfinite(w) || w < 0)
+        return pfi_err_set(err, PFI_EINVAL, "%s: expected watts >= 0 (e.g. 5W), got '%s'", key, v);
+    *dst = w;
+    return PFI_OK;
+}
+
+/* A budget is "" (none), "min", or what pfi_parse_power accepts. */
+static int set_budget(char *dst, size_t size, const char *key, const char *v, int allow_min,
+                      pfi_err *err)
+{
+    if (*v && !(allow_min && !strcasecmp(v, "min"))) {
+        double x;
+        int pct;
+        if (pfi_parse_power(v, &x, &pct, err) != PFI_OK)
+            return pfi_err_prefix(err, "%s: ", key);
+    }
+    return set_str(dst, size, key, v, err);
+}
+
+int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pfi_err *err)
+{
+    if (!strcmp(key, "listen"))
+        return set_str(c->listen, sizeof c->listen, key, v, err);
+    if (!strcmp(key, "allow_remote"))
+        return set_bool(&c->allow_remote, key, v, err);
+    if (!strcmp(key, "port_file"))
+        return set_str(c->port_file, sizeof c->port_file, key, v, err);
+    if (!strcmp(key, "token_file"))
+        return set_str(c->token_file, sizeof c->token_file, key, v, err);
+    if (!strcmp(key, "db"))
+        return set_str(c->db, sizeof c->db, key, v, err);
+    if (!strcmp(key, "journal"))
+        return set_str(c->journal, sizeof c->journal, key, v, err);
+    if (!strcmp(key, "backend")) {
+        if (strcmp(v, "sim") && strcmp(v, "nvml"))
+            return pfi_err_set(err, PFI_EINVAL, "backend: expected sim or nvml, got '%s'", v);
+        return set_str(c->backend, sizeof c->backend, key, v, err);
+    }
+    if (!strcmp(key, "sim") || !strcmp(key, "nvml_lib") || !strcmp(key, "backend_arg"))
+        return set_str(c->backend_arg, sizeof c->backend_arg, key, v, err);
+    if (!strcmp(key, "read_only"))
+        return set_bool(&c->read_only, key, v, err);
+    if (!strcmp(key, "resume"))
+        return set_bool(&c->resume, key, v, err);
+    if (!strcmp(key, "sample_interval")) {
+        int rc = set_duration(&c->sample_interval_s, key, v, err);
+        if (rc == PFI_OK && (c->sample_interval_s < 0.01 || c->sample_interval_s > 60))
+            return pfi_err_set(err, PFI_ERANGE, "sample_interval: must be 10ms..60s");
+        return rc;
+    }
+    if (!strcmp(key, "reoptimize_interval"))
+        return set_duration(&c->reoptimize_interval_s, key, v, err);
+    if (!strcmp(key, "min_change_interval"))
+        return set_duration(&c->min_change_interval_s, key, v, err);
+    if (!strcmp(key, "watchdog_timeout"))
+        return set_duration(&c->watchdog_timeout_s, key, v, err);
+    if (!strcmp(key, "hysteresis"))
+        return set_watts(&c->hysteresis_w, key, v, err);
+    if (!strcmp(key, "budget"))
+        return set_budget(c->budget, sizeof c->budget, key, v, 0, err);
+    if (!strcmp(key, "safe_budget")) {
+        if (!*v)
+            return pfi_err_set(err, PFI_EINVAL, "safe_budget: must not be empty");
+        return set_budget(c->safe_budget, sizeof c->safe_budget, key, v, 1, err);
+    }
+    if (!strcmp(key, "default_sla")) {
+        if (!*v || !strcasecmp(v, "none")) {
+            c->default_sla = NAN;
+            return PFI_OK;
+        }
+        char *end;
+        double s = strtod(v, &end);
+        int pct = *end == '%';
+        if (pct)
+            end++, s /= 100;
+        if (end == v || *end || !(s >= 0 && s < 1))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "default_sla: expected a max slowdown like 0.1 or 10%%, got '%s'", v);
+        c->default_sla = s;
+        return PFI_OK;
+    }
+    if (!strcmp(key, "max_body") || !strcmp(key, "threads")) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 1 || n > (key[0] == 't' ? 64 : 16 << 20))
+            return pfi_err_set(err, PFI_EINVAL, "%s: expected a positive integer, got '%s'", key,
+                               v);
+        if (key[0] == 't')
+            c->threads = (int)n;
+        else
+            c->max_body = (size_t)n;
+        return PFI_OK;
+    }
+    return pfi_err_set(err, PFI_EINVAL, "unknown setting '%s' (see docs/serve.md)", key);
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return pfi_err_set(err, PFI_ENOENT, "cannot open config file %s: %s", path,
+                           strerror(errno));
+    char line[1024];
+    int lineno = 0, rc = PFI_OK;
+    while (rc == PFI_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: line too long", path, lineno);
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: expected 'key = value'", path, lineno);
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(s), *val = trim(eq + 1);
+        size_t vl = strlen(val);
+        if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
+            val[vl - 1] = '\0';
+            val++;
+        }
+        rc = pfi_serve_config_set(c, key, val, err);
+        if (rc != PFI_OK)
+            pfi_err_prefix(err, "%s:%d: ", path, lineno);
+    }
+    if (rc == PFI_OK && ferror(f))
+        rc = pfi_err_set(err, PFI_EIO, "reading %s failed", path);
+    fclose(f);
+    return rc;
+}
+
+static int is_loopback(const char *listen)
+{
+    return !strncmp(listen, "unix:", 5) || !strncmp(listen, "127.", 4) ||
+           !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
+}
+
+int pfi_serve_config_check(const pfi_serve_config *c, pfi_err *err)
+{
+    if (!c->listen[0])
+        return pfi_err_set(err, PFI_EINVAL, "listen: must not be empty");
+    if (!is_loopback(c->listen) && !c->allow_remote)
+        return pfi_err_set(err, PFI_EPERM,
+                           "listen %s is not a loopback address or a Unix socket; set "
+                           "allow_remote = yes to expose the API on the network",
+                           c->listen);
+    if (!c->db[0])
+        return pfi_err_set(err, PFI_EINVAL, "db: must not be empty");
+    if (c->reoptimize_interval_s < c->sample_interval_s)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "reoptimize_interval (%gs) must be at least sample_interval (%gs)",
+                           c->reoptimize_interval_s, c->sample_interval_s);
+    return PFI_OK;
+}

@@ -1,0 +1,251 @@
+/* curves.c: a job's curve as the API spells it, both ways, and the curves of jobs that
+ * registered none (predicted online from their baseline telemetry by core/predict.h).
+ *
+ * A client may register, per job, either
+ *   "curve": {"points": [{"cap_w": 700, "tokens_per_s": 9000, "draw_w": 640}, ...]}
+ *            (measured levels: per-GPU cap, whole-job throughput or "rel" = T/T0, optional mean
+ *            per-GPU draw; the level at the GPUs' default limit is the baseline), or
+ *   "curve": {"fit": {"family": "power", "p": [a, b]}, "p0_w": 640, "t0": 9000}, or
+ *   "pfi30": 0.42  (a PFI measured elsewhere; the curve is s = k r^2 through it).
+ * GET /v1/jobs returns the curve in use with the same field names (docs/api.md). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/pfi.h"
+#include "core/predict.h"
+#include "serve/serve_int.h"
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static int from_points(const srv_gpu *g, const srv_job *j, json_t *pts, double t0_given,
+                       pfi_curve *out, int *absolute, pfi_err *err)
+{
+    *absolute = 1;
+    size_t np = json_array_size(pts);
+    if (np < 3 || np > PFI_MAX_LEVELS)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "curve.points: need 3 to %d levels (the baseline and at least 2 "
+                           "lower caps), got %zu",
+                           PFI_MAX_LEVELS, np);
+    static const pfi_run zero;
+    pfi_run run = zero;
+    double lo, hi;
+    srv_job_cap_range(g, j, &lo, &hi);
+    snprintf(run.name, sizeof run.name, "job %s", j->id);
+    snprintf(run.source, sizeof run.source, "serve");
+    run.n_gpus = j->n_gpus;
+    run.min_limit_w = lo;
+    run.max_limit_w = hi;
+    run.default_limit_w = INFINITY;
+    for (int k = 0; k < j->n_gpus; k++) {
+        double d = g[j->gpus[k]].dev.default_limit_w;
+        if (d < run.default_limit_w)
+            run.default_limit_w = d;
+    }
+    for (size_t i = 0; i < np; i++) {
+        json_t *p = json_array_get(pts, i);
+        pfi_level *lv = &run.levels[run.n_levels++];
+        memset(lv, 0, sizeof *lv);
+        double cap = num(p, "cap_w"), tput = num(p, "tokens_per_s"), rel = num(p, "rel");
+        double draw = num(p, "draw_w");
+        if (!json_is_object(p) || !(cap > 0) || !(isfinite(tput) || isfinite(rel)))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "curve.points[%zu]: needs cap_w > 0 and tokens_per_s or rel", i);
+        if (isfinite(tput) && tput < 0)
+            return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: tokens_per_s < 0", i);
+        if (isfinite(rel) && (rel < 0 || rel > 2))
+            return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: rel must be in [0, 2]", i);
+        lv->cap_w = cap;
+        lv->enforced_w = NAN;
+        /* Without a measured draw, a job is taken to draw its whole cap. */
+        lv->power_w = draw > 0 ? draw : cap;
+        lv->tput = isfinite(tput) ? tput : rel * (t0_given > 0 ? t0_given : j->n_gpus);
+        if (!isfinite(tput) && !(t0_given > 0))
+            *absolute = 0;
+        lv->tput_lo = lv->tput_hi = NAN;
+        lv->sm_clock_mhz = lv->powercap_frac = lv->gpu_util = lv->sm_active = NAN;
+        lv->tensor_active = lv->dram_active = lv->nvlink_mibs = lv->pcie_mibs = NAN;
+        lv->t_start_s = lv->t_end_s = NAN;
+    }
+    int rc = pfi_curve_from_run(&run, -1, out, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "curve: ");
+    return PFI_OK;
+}
+
+int srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, json_t *pfi30,
+                        pfi_curve *out, int *src, double *abs_t0, pfi_err *err)
+{
+    *abs_t0 = NAN;
+    double lo, hi, cap0 = INFINITY;
+    srv_job_cap_range(g, j, &lo, &hi);
+    for (int k = 0; k < j->n_gpus; k++)
+        if (g[j->gpus[k]].dev.default_limit_w < cap0)
+            cap0 = g[j->gpus[k]].dev.default_limit_w;
+    double t0 = isfinite(j->t0_tps) ? j->t0_tps : (double)j->n_gpus;
+    *src = SRV_CURVE_NONE;
+    if (curve && !json_is_null(curve) && pfi30 && !json_is_null(pfi30))
+        return pfi_err_set(err, PFI_EINVAL, "give either curve or pfi30, not both");
+    if (pfi30 && !json_is_null(pfi30)) {
+        double v = json_is_number(pfi30) ? json_number_value(pfi30) : NAN;
+        if (!(v >= 0 && v <= 5))
+            return pfi_err_set(err, PFI_EINVAL, "pfi30: expected a number in [0, 5]");
+        /* One number fixes one point; the quadratic shape through it is the convex middle of
+         * the families pfi fits (docs/serve.md). */
+        pfi_fit fit = {.family = PFI_FAM_POWER, .p = {v / 0.3, 2.0, 0}, .rmse = NAN};
+        int rc = pfi_curve_from_fit(&fit, t0, cap0, cap0, lo, hi, j->n_gpus, 0.5, out, err);
+        if (rc != PFI_OK)
+            return pfi_err_prefix(err, "pfi30: ");
+        *src = SRV_CURVE_PFI;
+        return PFI_OK;
+    }
+    if (!curve || json_is_null(curve))
+        return PFI_OK;
+    if (!json_is_object(curve))
+        return pfi_err_set(err, PFI_EINVAL, "curve: expected an object");
+    double tg = num(curve, "t0");
+    json_t *pts = json_object_get(curve, "points");
+    if (pts && json_array_size(pts) > 0) {
+        if (!json_is_array(pts))
+            return pfi_err_set(err, PFI_EINVAL, "curve.points: expected an array");
+        int absolute;
+        int rc = from_points(g, j, pts, tg, out, &absolute, err);
+        if (rc != PFI_OK)
+            return rc;
+        if (absolute)
+            *abs_t0 = out->t0;
+        *src = SRV_CURVE_GIVEN;
+        return PFI_OK;
+    }
+    json_t *fit = json_object_get(curve, "fit");
+    if (!json_is_object(fit))
+        return pfi_err_set(err, PFI_EINVAL, "curve: needs points (measured levels) or a fit");
+    const char *fam = json_string_value(json_object_get(fit, "family"));
+    int family = fam ? pfi_family_parse(fam) : -1;
+    if (family < 0)
+        return pfi_err_set(err, PFI_EINVAL, "curve.fit.family: unknown family '%s'",
+                           fam ? fam : "");
+    json_t *pa = json_object_get(fit, "p");
+    pfi_fit f = {.family = family, .rmse = NAN};
+    if (!json_is_array(pa) || json_array_size(pa) < (size_t)pfi_family_params(family) ||
+        json_array_size(pa) > 3)
+        return pfi_err_set(err, PFI_EINVAL, "curve.fit.p: family %s needs %d parameters", fam,
+                           pfi_family_params(family));
+    for (size_t k = 0; k < json_array_size(pa); k++) {
+        json_t *v = json_array_get(pa, k);
+        if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            return pfi_err_set(err, PFI_EINVAL, "curve.fit.p[%zu]: not a number", k);
+        f.p[k] = json_number_value(v);
+    }
+    double p0 = num(curve, "p0_w");
+    if (isnan(p0))
+        p0 = cap0;
+    if (!(p0 > 0))
+        return pfi_err_set(err, PFI_EINVAL, "curve.p0_w: must be > 0");
+    double rmax = num(curve, "r_max");
+    int rc = pfi_curve_from_fit(&f, tg > 0 ? tg : t0, p0, cap0, lo, hi, j->n_gpus,
+                                rmax > 0 ? rmax : 0.5, out, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "curve: ");
+    if (tg > 0)
+        *abs_t0 = tg;
+    *src = SRV_CURVE_GIVEN;
+    return PFI_OK;
+}
+
+static json_t *real_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *srv_curve_to_json(const pfi_curve *c)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "t0", real_or_null(c->t0));
+    json_object_set_new(o, "p0_w", real_or_null(c->p0_w));
+    json_object_set_new(o, "cap0_w", real_or_null(c->cap0_w));
+    json_object_set_new(o, "min_cap_w", real_or_null(c->min_cap_w));
+    json_object_set_new(o, "max_cap_w", real_or_null(c->max_cap_w));
+    json_object_set_new(o, "n_gpus", json_integer(c->n_gpus));
+    json_object_set_new(o, "r_max", real_or_null(c->r_max));
+    json_t *pts = json_array();
+    for (int i = 0; i < c->n; i++) {
+        json_t *p = json_object();
+        json_object_set_new(p, "cap_w", real_or_null(c->cap_w[i]));
+        json_object_set_new(p, "draw_w", real_or_null(c->draw_w[i]));
+        json_object_set_new(p, "rel", real_or_null(c->rel[i]));
+        json_array_append_new(pts, p);
+    }
+    json_object_set_new(o, "points", pts);
+    json_t *fit = json_object();
+    json_object_set_new(fit, "family", json_string(pfi_family_name(c->fit.family)));
+    json_t *pa = json_array();
+    for (int k = 0; k < pfi_family_params(c->fit.family) && k < 3; k++)
+        json_array_append_new(pa, real_or_null(c->fit.p[k]));
+    json_object_set_new(fit, "p", pa);
+    json_object_set_new(o, "fit", fit);
+    return o;
+}
+
+/* The header and baseline level the predictor reads, from what the daemon measured. */
+static void live_level(const srv_gpu *g, const srv_job *j, pfi_run *hdr, pfi_level *lv)
+{
+    memset(hdr, 0, sizeof *hdr);
+    memset(lv, 0, sizeof *lv);
+    const pfi_device *d = &g[j->gpus[0]].dev;
+    /* NVML names read "NVIDIA H200"; the predictor's GPU types drop the vendor. */
+    const char *name = strncmp(d->name, "NVIDIA ", 7) == 0 ? d->name + 7 : d->name;
+    snprintf(hdr->gpu_type, sizeof hdr->gpu_type, "%s", name);
+    snprintf(hdr->name, sizeof hdr->name, "job %s", j->id);
+    hdr->n_gpus = j->n_gpus;
+    srv_job_cap_range(g, j, &hdr->min_limit_w, &hdr->max_limit_w);
+    hdr->default_limit_w = d->default_limit_w;
+    hdr->meta.moe = hdr->meta.finetune = -1;
+    hdr->meta.params_b = NAN;
+    lv->cap_w = d->default_limit_w;
+    lv->enforced_w = NAN;
+    lv->power_w = j->base.power_w;
+    lv->tput = isfinite(j->t0_tps) ? j->t0_tps : (double)j->n_gpus;
+    lv->tput_lo = lv->tput_hi = NAN;
+    lv->sm_clock_mhz = j->base.sm_clock_mhz;
+    lv->powercap_frac = j->base.powercap;
+    lv->gpu_util = j->base.gpu_util;
+    lv->sm_active = j->base.sm_active;
+    lv->tensor_active = j->base.tensor_active;
+    lv->dram_active = j->base.dram_active;
+    lv->nvlink_mibs = j->base.nvlink_mibs;
+    lv->pcie_mibs = j->base.pcie_mibs;
+    lv->t_start_s = lv->t_end_s = NAN;
+    lv->n_samples = j->base.n;
+}
+
+void srv_predict_curves(srv_node *n)
+{
+    if (!n->model)
+        return;
+    pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    for (int k = 0; k < n->n_jobs; k++) {
+        srv_job *j = &n->jobs[k];
+        if (j->curve_src == SRV_CURVE_GIVEN || j->curve_src == SRV_CURVE_PFI ||
+            j->base.n < SRV_MIN_BASELINE)
+            continue;
+        pfi_run hdr;
+        pfi_level lv;
+        live_level(n->gpu, j, &hdr, &lv);
+        pfi_curve c;
+        pfi_err e = {0};
+        if (pfi_model_predict_level(n->model, &hdr, &lv, &c, &e) != PFI_OK)
+            continue;
+        j->curve = c;
+        j->curve_src = SRV_CURVE_PREDICTED;
+        j->pfi30 = pfi_fit_s(&c.fit, 0.3) / 0.3;
+    }
+    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->decide_mu);
+}

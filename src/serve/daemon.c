@@ -1,0 +1,214 @@
+/* daemon.c: the life of `pfi serve`.
+ *
+ * Start: restore what a crashed predecessor left (its journal), read the original limits,
+ * journal them durably before anything can change, reload registered jobs, listen.  Run: sample
+ * telemetry, advance ramps, watch heartbeats, re-plan.  Stop (SIGTERM/SIGINT): stop listening,
+ * put every original limit back, remove the journal.  A SIGKILL skips the last step; the next
+ * start does it. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "measure/journal.h"
+#include "serve/serve_int.h"
+
+static int write_port_file(const char *path, const char *where, pfi_err *err)
+{
+    char tmp[PFI_SERVE_PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return pfi_err_set(err, PFI_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    fprintf(f, "%s\n", where);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return pfi_err_set(err, PFI_EIO, "cannot write %s: %s", path, strerror(errno));
+    return PFI_OK;
+}
+
+/* Limits a crashed or killed predecessor left behind go back before anything else. */
+static int recover_journal(const char *path, pfi_backend *b, char *note, size_t nsize,
+                           pfi_err *err)
+{
+    pfi_journal old;
+    memset(&old, 0, sizeof old);
+    old.lock_fd = -1;
+    int rc = pfi_journal_load(&old, path, 0, err);
+    if (rc == PFI_ENOENT) {
+        pfi_err_clear(err);
+        return PFI_OK;
+    }
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "journal %s: ", path);
+    int restored = 0;
+    rc = pfi_journal_restore(&old, b, &restored, err);
+    pfi_journal_close(&old);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err,
+                              "limits journaled by process %ld could not all be restored "
+                              "(%d of %d put back; fix it, then `pfi restore --journal %s`): ",
+                              old.pid, restored, old.n, path);
+    snprintf(note, nsize,
+             "restored %d original power limit(s) left by process %ld (crashed or killed)",
+             restored, old.pid);
+    return PFI_OK;
+}
+
+static void reload_one(void *ctx, const char *id, const char *spec)
+{
+    srv_node *n = ctx;
+    json_error_t je;
+    json_t *doc = json_loads(spec, 0, &je);
+    pfi_err e = {0};
+    if (!doc || srv_job_reload(n, doc, &e) != PFI_OK) {
+        srv_event_add(n, "job_dropped", "saved job %s not registered again: %s", id,
+                      doc ? e.msg : je.text);
+        srv_audit_delete_job(n->audit, id);
+    } else {
+        srv_event_add(n, "job_reloaded", "job %s registered again from the database", id);
+    }
+    json_decref(doc);
+}
+
+static void sleep_until(double t, volatile sig_atomic_t *stop)
+{
+    while (!*stop) {
+        double left = t - srv_mono();
+        if (left <= 0)
+            return;
+        if (left > 0.02)
+            left = 0.02;
+        struct timespec ts = {0, (long)(left * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, volatile sig_atomic_t *stop,
+                  pfi_err *err)
+{
+    int rc = pfi_serve_config_check(c, err);
+    if (rc != PFI_OK)
+        return rc;
+    srv_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    char jpath[PFI_JOURNAL_PATH_MAX], note[256] = "";
+    if (c->journal[0])
+        snprintf(jpath, sizeof jpath, "%s", c->journal);
+    else
+        pfi_journal_default_path(jpath, sizeof jpath);
+    pfi_journal j;
+    memset(&j, 0, sizeof j);
+    j.lock_fd = -1;
+    int journaled = 0;
+    srv_http *http = NULL;
+
+    if (!c->read_only) {
+        rc = recover_journal(jpath, b, note, sizeof note, err);
+        if (rc != PFI_OK) {
+            free(n);
+            return rc;
+        }
+    }
+    rc = srv_node_init(n, c, b, err);
+    if (rc != PFI_OK)
+        goto out;
+    rc = srv_audit_open(c->db, &n->audit, err);
+    if (rc != PFI_OK) {
+        pfi_err_prefix(err, "state database %s: ", c->db);
+        goto out;
+    }
+    if (note[0])
+        srv_event_add(n, "journal_restore", "%s", note);
+    if (c->token_file[0]) {
+        rc = pfi_serve_token_load(c->token_file, n->token, sizeof n->token, err);
+        if (rc != PFI_OK)
+            goto out;
+    } else {
+        srv_event_add(n, "auth", "no token_file configured: the API is read-only");
+    }
+    if (!c->read_only) {
+        int all[PFI_MAX_GPUS];
+        for (int i = 0; i < n->n_gpus; i++)
+            all[i] = i;
+        rc = pfi_journal_begin(&j, jpath, b, all, n->n_gpus, err);
+        if (rc != PFI_OK) {
+            pfi_err_prefix(err, "journal %s: ", jpath);
+            goto out;
+        }
+        journaled = 1;
+    }
+    srv_event_add(n, "start", "%d GPU(s) on the %s backend, nominal %.0f W%s", n->n_gpus,
+                  b->ops->name, n->nominal_w, c->read_only ? ", read-only" : "");
+    srv_audit_load_jobs(n->audit, reload_one, n, err);
+
+    char budget_s[64] = "";
+    if (c->budget[0])
+        snprintf(budget_s, sizeof budget_s, "%s", c->budget);
+    else if (c->resume && srv_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) ==
+                              PFI_OK &&
+             !strcmp(budget_s, "none"))
+        budget_s[0] = '\0';
+    if (budget_s[0] && !c->read_only) {
+        double w;
+        json_t *res = NULL;
+        pfi_err e = {0};
+        if (srv_budget_parse(n, budget_s, &w, &e) != PFI_OK ||
+            srv_budget_set(n, w, 0, &res, &e) != PFI_OK) {
+            rc = pfi_err_set(err, e.code ? e.code : PFI_EINVAL, "initial budget %s: %s",
+                             budget_s, e.msg);
+            goto out;
+        }
+        json_decref(res);
+    }
+
+    char where[PFI_SERVE_PATH_MAX + 32];
+    rc = srv_http_start(n, &http, where, sizeof where, err);
+    if (rc != PFI_OK)
+        goto out;
+    if (c->port_file[0]) {
+        rc = write_port_file(c->port_file, where, err);
+        if (rc != PFI_OK)
+            goto out;
+    }
+    srv_event_add(n, "listen", "API on %s", where);
+
+    double next = srv_mono();
+    while (!*stop) {
+        srv_sample(n);
+        srv_tick(n);
+        next += c->sample_interval_s;
+        if (next < srv_mono())
+            next = srv_mono();
+        sleep_until(next, stop);
+    }
+    srv_event_add(n, "stop", "shutting down: restoring original power limits");
+    rc = PFI_OK;
+
+out:
+    srv_http_stop(http);
+    if (journaled) {
+        pfi_err e = {0};
+        /* Restore in the safe order first; then the journal puts back (the same) originals by
+         * UUID and removes itself, or stays for the next start if a GPU refused. */
+        int r1 = srv_restore_originals(n, &e);
+        int restored = 0;
+        int r2 = pfi_journal_restore(&j, b, &restored, r1 == PFI_OK ? &e : NULL);
+        if (r1 == PFI_OK && r2 == PFI_OK)
+            srv_event_add(n, "restored", "original power limits restored on %d GPU(s)",
+                          restored);
+        else
+            srv_event_add(n, "restore_failed", "%s (journal %s kept for the next start)",
+                          e.msg, jpath);
+        pfi_journal_close(&j);
+        if (rc == PFI_OK && (r1 != PFI_OK || r2 != PFI_OK))
+            rc = pfi_err_set(err, e.code ? e.code : PFI_EIO, "restoring limits: %s", e.msg);
+    }
+    srv_audit_close(n->audit);
+    srv_node_destroy(n);
+    free(n);
+    return rc;
+}

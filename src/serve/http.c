@@ -1,0 +1,257 @@
+/* http.c: the API's transport, libmicrohttpd on a socket this file binds itself: TCP (loopback
+ * unless the config allows more; port 0 picks a free one) or a Unix socket (mode 0660, so only
+ * root and the socket's group reach it).  Bodies over max_body are refused with 413 before
+ * being read; headers are bounded by the connection memory limit. */
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "serve/serve_int.h"
+
+struct srv_http {
+    struct MHD_Daemon *d;
+    srv_node *n;
+    int fd;
+    char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+typedef struct req {
+    char *body;
+    size_t len, cap;
+    int too_big;
+} req;
+
+static enum MHD_Result respond(struct MHD_Connection *c, int status, const char *ctype,
+                               char *body, size_t len)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", ctype);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (status == 401)
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"pfi\"");
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result reject(struct MHD_Connection *c, int status, const char *code,
+                              const char *msg)
+{
+    char *b = NULL;
+    int k = asprintf(&b, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}", code, msg);
+    if (k < 0)
+        return MHD_NO;
+    return respond(c, status, "application/json", b, (size_t)k);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **con_cls)
+{
+    srv_http *h = cls;
+    size_t max = h->n->cfg->max_body;
+    req *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        *con_cls = r;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > max) {
+            r->too_big = 1;
+            return reject(c, 413, "EINVAL", "request body too large");
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!r->too_big && r->len + *upload_size <= max) {
+            if (r->len + *upload_size + 1 > r->cap) {
+                size_t nc = (r->len + *upload_size + 1) * 2;
+                if (nc > max + 1)
+                    nc = max + 1;
+                char *nb = realloc(r->body, nc);
+                if (!nb)
+                    return MHD_NO;
+                r->body = nb;
+                r->cap = nc;
+            }
+            memcpy(r->body + r->len, upload, *upload_size);
+            r->len += *upload_size;
+            r->body[r->len] = '\0';
+        } else {
+            r->too_big = 1;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (r->too_big)
+        return reject(c, 413, "EINVAL", "request body too large");
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    int authorized = h->n->token[0] ? pfi_serve_token_ok(h->n->token, auth) : -1;
+    const char *since = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
+    const char *limit = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    int status = 500;
+    const char *ctype = "application/json";
+    size_t len = 0;
+    char *body = srv_api_handle(h->n, method, url, since, limit, r->body, r->len, authorized,
+                                &status, &ctype, &len);
+    if (!body)
+        return reject(c, 500, "ENOMEM", "out of memory");
+    return respond(c, status, ctype, body, len);
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
+                    enum MHD_RequestTerminationCode why)
+{
+    req *r = *con_cls;
+    if (r) {
+        free(r->body);
+        free(r);
+        *con_cls = NULL;
+    }
+}
+
+static int bind_unix(srv_http *h, const char *path, char *where, size_t wsize, pfi_err *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return pfi_err_set(err, PFI_EINVAL, "unix socket path %s is too long", path);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return pfi_err_set(err, PFI_EIO, "socket: %s", strerror(errno));
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            close(fd);
+            return pfi_err_set(err, PFI_EBUSY, "%s exists and is not a socket", path);
+        }
+        /* A socket someone still answers on belongs to a live daemon: never steal it. */
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+            close(fd);
+            return pfi_err_set(err, PFI_EBUSY, "another daemon listens on %s", path);
+        }
+        close(fd);
+        unlink(path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return pfi_err_set(err, PFI_EIO, "socket: %s", strerror(errno));
+    }
+    mode_t old = umask(0117);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (rc != 0 || listen(fd, 128) != 0) {
+        int e = errno;
+        close(fd);
+        return pfi_err_set(err, PFI_EIO, "cannot listen on %s: %s", path, strerror(e));
+    }
+    chmod(path, 0660);
+    h->fd = fd;
+    snprintf(h->unix_path, sizeof h->unix_path, "%s", path);
+    snprintf(where, wsize, "unix:%s", path);
+    return PFI_OK;
+}
+
+static int bind_tcp(srv_http *h, const char *listen_s, char *where, size_t wsize, pfi_err *err)
+{
+    char host[256];
+    const char *colon = strrchr(listen_s, ':');
+    if (!colon || colon == listen_s || (size_t)(colon - listen_s) >= sizeof host)
+        return pfi_err_set(err, PFI_EINVAL, "listen: expected HOST:PORT or unix:PATH, got '%s'",
+                           listen_s);
+    memcpy(host, listen_s, (size_t)(colon - listen_s));
+    host[colon - listen_s] = '\0';
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || port < 0 || port > 65535)
+        return pfi_err_set(err, PFI_EINVAL, "listen: bad port in '%s'", listen_s);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                    *ai = NULL;
+    int g = getaddrinfo(host, colon + 1, &hints, &ai);
+    if (g != 0)
+        return pfi_err_set(err, PFI_EINVAL, "listen: cannot resolve '%s': %s", host,
+                           gai_strerror(g));
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 512) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return pfi_err_set(err, e == EADDRINUSE ? PFI_EBUSY : PFI_EIO,
+                           "cannot listen on %s: %s", listen_s, strerror(e));
+    }
+    int v6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    int bound = v6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                   : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    snprintf(where, wsize, v6 ? "[%s]:%d" : "%s:%d", host, bound);
+    h->fd = fd;
+    return PFI_OK;
+}
+
+int srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, pfi_err *err)
+{
+    *out = NULL;
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    h->n = n;
+    h->fd = -1;
+    const char *l = n->cfg->listen;
+    int rc = !strncmp(l, "unix:", 5) ? bind_unix(h, l + 5, where, wsize, err)
+                                     : bind_tcp(h, l, where, wsize, err);
+    if (rc != PFI_OK) {
+        free(h);
+        return rc;
+    }
+    unsigned threads = (unsigned)(n->cfg->threads > 0 ? n->cfg->threads : 1);
+    h->d = MHD_start_daemon(
+        MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
+        h->fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_END);
+    if (!h->d) {
+        close(h->fd);
+        if (h->unix_path[0])
+            unlink(h->unix_path);
+        free(h);
+        return pfi_err_set(err, PFI_EIO, "libmicrohttpd could not start on %s", where);
+    }
+    *out = h;
+    return PFI_OK;
+}
+
+void srv_http_stop(srv_http *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->d);
+    close(h->fd);
+    if (h->unix_path[0])
+        unlink(h->unix_path);
+    free(h);
+}

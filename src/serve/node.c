@@ -1,0 +1,839 @@
+/* node.c: the controller's state and every change to it.
+ *
+ * A change (a job registered or removed, a budget, caps from a cluster controller, the
+ * watchdog) is one decision: under decide_mu it is planned on a copy of the state, applied with
+ * apply.c's ordering, written to the audit log, and only then committed.  A change that cannot
+ * be planned (bad input, infeasible budget) returns an error before anything is touched. */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve/serve_int.h"
+#include "util/units.h"
+
+double srv_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double srv_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
+{
+    srv_event e;
+    memset(&e, 0, sizeof e);
+    e.wall = srv_wall();
+    snprintf(e.kind, sizeof e.kind, "%s", kind);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&n->mu);
+    e.id = n->ev_next++;
+    n->ev[e.id % SRV_EVENTS] = e;
+    pthread_mutex_unlock(&n->mu);
+    /* The daemon's log is stderr (journald under systemd); the audit DB keeps them too. */
+    fprintf(stderr, "pfi serve: %s: %s\n", e.kind, e.msg);
+    srv_audit_event(n->audit, e.wall, e.kind, e.msg);
+}
+
+int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err)
+{
+    memset(n, 0, sizeof *n);
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_mutex_init(&n->decide_mu, NULL);
+    pthread_mutex_init(&n->hw_mu, NULL);
+    n->cfg = cfg;
+    n->b = b;
+    n->budget_w = NAN;
+    n->ev_next = 1;
+    n->started_wall = srv_wall();
+    n->last_decision_mono = n->last_replan_mono = -1e9;
+    int count = 0;
+    int rc = pfi_hw_count(b, &count, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (count <= 0)
+        return pfi_err_set(err, PFI_ENOENT, "the %s backend shows no GPU", b->ops->name);
+    if (count > PFI_MAX_GPUS)
+        return pfi_err_set(err, PFI_ERANGE, "%d GPUs: pfi serve handles at most %d", count,
+                           PFI_MAX_GPUS);
+    n->n_gpus = count;
+    for (int i = 0; i < count; i++) {
+        srv_gpu *g = &n->gpu[i];
+        g->job = -1;
+        g->requested_w = NAN;
+        pfi_sample_clear(&g->s);
+        rc = pfi_hw_info(b, i, &g->dev, err);
+        if (rc != PFI_OK)
+            return pfi_err_prefix(err, "GPU %d: ", i);
+        if (isnan(g->dev.limit_w))
+            return pfi_err_set(err, PFI_EIO, "GPU %d: its power limit cannot be read", i);
+        g->original_w = g->dev.limit_w;
+        g->up = 1;
+        n->nominal_w += g->dev.default_limit_w;
+    }
+    return PFI_OK;
+}
+
+void srv_node_destroy(srv_node *n)
+{
+    pthread_mutex_destroy(&n->mu);
+    pthread_mutex_destroy(&n->decide_mu);
+    pthread_mutex_destroy(&n->hw_mu);
+}
+
+/* ---- telemetry ---- */
+
+static void baseline_add(srv_node *n, srv_job *j)
+{
+    double v[9] = {0};
+    for (int k = 0; k < j->n_gpus; k++) {
+        const srv_gpu *g = &n->gpu[j->gpus[k]];
+        /* Only samples at the default limit describe the job unconstrained. */
+        if (!g->up || !(g->s.have & PFI_F_POWER) ||
+            g->dev.limit_w < g->dev.default_limit_w - 1.0)
+            return;
+        const pfi_sample *s = &g->s;
+        v[0] += s->power_w;
+        v[1] += (s->have & PFI_F_SM_CLOCK) ? s->sm_clock_mhz : NAN;
+        v[2] += (s->have & PFI_F_REASONS) ? ((s->clock_reasons & PFI_REASON_SW_POWERCAP) != 0)
+                                          : NAN;
+        v[3] += (s->have & PFI_F_GPU_UTIL) ? s->gpu_util : NAN;
+        v[4] += (s->have & PFI_F_SM_ACTIVE) ? s->sm_active : NAN;
+        v[5] += (s->have & PFI_F_TENSOR) ? s->tensor_active : NAN;
+        v[6] += (s->have & PFI_F_DRAM) ? s->dram_active : NAN;
+        v[7] += (s->have & PFI_F_NVLINK) ? s->nvlink_tx_mibs + s->nvlink_rx_mibs : NAN;
+        v[8] += (s->have & PFI_F_PCIE) ? s->pcie_tx_mibs + s->pcie_rx_mibs : NAN;
+    }
+    srv_baseline *bl = &j->base;
+    double *m[9] = {&bl->power_w,   &bl->sm_clock_mhz,  &bl->powercap,
+                    &bl->gpu_util,  &bl->sm_active,     &bl->tensor_active,
+                    &bl->dram_active, &bl->nvlink_mibs, &bl->pcie_mibs};
+    /* Running mean over at most the last ~600 samples, so an old phase of the job fades. */
+    double w = 1.0 / (bl->n < 600 ? bl->n + 1 : 600);
+    for (int k = 0; k < 9; k++) {
+        double x = v[k] / j->n_gpus;
+        *m[k] = bl->n == 0 ? x : *m[k] + w * (x - *m[k]);
+    }
+    bl->n++;
+}
+
+void srv_sample(srv_node *n)
+{
+    for (int i = 0; i < n->n_gpus; i++) {
+        pfi_sample s;
+        pfi_device d;
+        pfi_err e = {0};
+        pthread_mutex_lock(&n->hw_mu);
+        int rc = pfi_hw_sample(n->b, i, &s, &e);
+        if (rc == PFI_OK)
+            rc = pfi_hw_info(n->b, i, &d, &e);
+        pthread_mutex_unlock(&n->hw_mu);
+        pthread_mutex_lock(&n->mu);
+        srv_gpu *g = &n->gpu[i];
+        int was_up = g->up;
+        if (rc == PFI_OK) {
+            g->s = s;
+            g->dev.limit_w = d.limit_w;
+            g->dev.enforced_w = d.enforced_w;
+            g->up = 1;
+            g->err[0] = '\0';
+        } else {
+            g->up = 0;
+            snprintf(g->err, sizeof g->err, "%s", e.msg);
+        }
+        pthread_mutex_unlock(&n->mu);
+        if (was_up && rc != PFI_OK)
+            srv_event_add(n, "gpu_error", "GPU %d cannot be read: %s", i, e.msg);
+        else if (!was_up && rc == PFI_OK)
+            srv_event_add(n, "gpu_back", "GPU %d answers again", i);
+    }
+    pthread_mutex_lock(&n->mu);
+    for (int j = 0; j < n->n_jobs; j++)
+        baseline_add(n, &n->jobs[j]);
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* ---- decisions ---- */
+
+static json_t *real_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static const char *mode_name(int m)
+{
+    return m == SRV_MODE_EXTERNAL ? "external" : m == SRV_MODE_SAFE ? "safe" : "local";
+}
+
+/* Takes the state's copies a decision works on.  Caller holds decide_mu. */
+static void snapshot(srv_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    memcpy(n->snap, n->gpu, sizeof n->gpu[0] * (size_t)n->n_gpus);
+    memcpy(n->cand, n->jobs, sizeof n->jobs[0] * (size_t)n->n_jobs);
+    n->n_cand = n->n_jobs;
+    pthread_mutex_unlock(&n->mu);
+}
+
+static int find_job(const srv_job *jobs, int nj, const char *id)
+{
+    for (int j = 0; j < nj; j++)
+        if (strcmp(jobs[j].id, id) == 0)
+            return j;
+    return -1;
+}
+
+/* Plans n->cand under budget_w (mode local/safe) or applies ext (mode external), applies,
+ * audits and commits.  Caller holds decide_mu and has filled n->snap / n->cand. */
+static int decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
+                  json_t **result, pfi_err *err)
+{
+    srv_plan plan;
+    double apply_budget = budget_w;
+    if (mode == SRV_MODE_EXTERNAL) {
+        memset(&plan, 0, sizeof plan);
+        apply_budget = 0;
+        for (int i = 0; i < n->n_gpus; i++) {
+            plan.target_w[i] = ext[i];
+            apply_budget += isnan(ext[i]) ? n->snap[i].dev.limit_w : ext[i];
+        }
+        for (int j = 0; j < n->n_cand; j++) {
+            plan.job_cap_w[j] = INFINITY;
+            for (int k = 0; k < n->cand[j].n_gpus; k++) {
+                int gi = n->cand[j].gpus[k];
+                double c = isnan(ext[gi]) ? n->snap[gi].dev.limit_w : ext[gi];
+                if (c < plan.job_cap_w[j])
+                    plan.job_cap_w[j] = c;
+            }
+            pfi_curve cv;
+            srv_job_curve(n->snap, &n->cand[j], &cv);
+            plan.job_pred_rel[j] = pfi_curve_rel_at_cap(&cv, PFI_VIEW_AUTO, plan.job_cap_w[j]);
+            plan.job_pred_tps[j] = n->cand[j].t0_tps * plan.job_pred_rel[j];
+        }
+        budget_w = apply_budget;
+    } else {
+        int rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &plan, err);
+        if (rc != PFI_OK)
+            return rc;
+        if (isnan(budget_w))
+            apply_budget = INFINITY;
+    }
+    for (int j = 0; j < n->n_cand; j++) {
+        n->cand[j].cap_w = plan.job_cap_w[j];
+        n->cand[j].predicted_rel = plan.job_pred_rel[j];
+        n->cand[j].predicted_tps = plan.job_pred_tps[j];
+    }
+    if (n->cfg->read_only)
+        return pfi_err_set(err, PFI_EPERM, "read-only mode: pfi serve changes no limit");
+
+    pfi_apply_report rep;
+    pfi_device known[PFI_MAX_GPUS];
+    for (int i = 0; i < n->n_gpus; i++)
+        known[i] = n->snap[i].dev;
+    pthread_mutex_lock(&n->hw_mu);
+    double t0 = srv_mono();
+    int rc = pfi_serve_apply(n->b, n->n_gpus, plan.target_w, apply_budget, known, &rep, err);
+    double ms = (srv_mono() - t0) * 1e3;
+    pthread_mutex_unlock(&n->hw_mu);
+    if (rc != PFI_OK)
+        return rc;
+
+    /* Commit: the caller's candidate becomes the state, but what other threads update meanwhile
+     * (observed throughput, baseline telemetry) is kept. */
+    pthread_mutex_lock(&n->mu);
+    for (int j = 0; j < n->n_cand; j++) {
+        int old = find_job(n->jobs, n->n_jobs, n->cand[j].id);
+        if (old >= 0) {
+            n->cand[j].base = n->jobs[old].base;
+            n->cand[j].observed_tps = n->jobs[old].observed_tps;
+            n->cand[j].observed_wall = n->jobs[old].observed_wall;
+            if (!isfinite(n->cand[j].t0_tps))
+                n->cand[j].t0_tps = n->jobs[old].t0_tps;
+        }
+    }
+    memcpy(n->jobs, n->cand, sizeof n->jobs[0] * (size_t)n->n_cand);
+    n->n_jobs = n->n_cand;
+    for (int i = 0; i < n->n_gpus; i++)
+        n->gpu[i].job = -1;
+    for (int j = 0; j < n->n_jobs; j++)
+        for (int k = 0; k < n->jobs[j].n_gpus; k++)
+            n->gpu[n->jobs[j].gpus[k]].job = j;
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_cap_change *c = &rep.gpu[i];
+        if (!isnan(c->target_w) && c->code == PFI_OK && !c->held)
+            n->gpu[i].requested_w = c->target_w;
+        if (!isnan(c->limit_w))
+            n->gpu[i].dev.limit_w = c->limit_w;
+        if (!isnan(c->enforced_w))
+            n->gpu[i].dev.enforced_w = c->enforced_w;
+    }
+    n->budget_w = budget_w;
+    n->mode = mode;
+    n->n_decisions++;
+    n->n_cap_changes += rep.n_changed;
+    n->n_apply_failures += rep.n_failed;
+    n->n_held += rep.n_held;
+    n->n_mismatch += rep.n_mismatch;
+    n->last_apply_ms = ms;
+    n->last_decision_mono = srv_mono();
+    pthread_mutex_unlock(&n->mu);
+
+    long long id = srv_audit_decision(n->audit, srv_wall(), reason, budget_w, mode, n->cand,
+                                      n->n_cand, &rep, ms);
+    for (int i = 0; i < rep.n; i++) {
+        const pfi_cap_change *c = &rep.gpu[i];
+        if (c->code != PFI_OK)
+            srv_event_add(n, "apply_failed", "GPU %d: %s", i, c->msg);
+        else if (c->held)
+            srv_event_add(n, "apply_held", "GPU %d: %s", i, c->msg);
+        else if (c->msg[0])
+            srv_event_add(n, "enforced_differs", "GPU %d: %s", i, c->msg);
+    }
+    srv_event_add(n, "decision",
+                  "%s: budget %s, %s mode, %d cap changes, limits sum %.0f W -> %.0f W in %.1f ms",
+                  reason, isfinite(budget_w) ? "set" : "none", mode_name(mode), rep.n_changed,
+                  rep.sum_before_w, rep.sum_after_w, ms);
+    if (result) {
+        json_t *g = json_array();
+        for (int i = 0; i < rep.n; i++) {
+            const pfi_cap_change *c = &rep.gpu[i];
+            json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:b}", "index", i, "target_w",
+                                  real_or_null(c->target_w), "limit_w", real_or_null(c->limit_w),
+                                  "enforced_w", real_or_null(c->enforced_w), "held", c->held);
+            json_object_set_new(o, "error", c->code != PFI_OK || c->msg[0] ? json_string(c->msg)
+                                                                           : json_null());
+            json_array_append_new(g, o);
+        }
+        json_t *jj = json_array();
+        for (int j = 0; j < n->n_cand; j++)
+            json_array_append_new(
+                jj, json_pack("{s:s, s:o, s:o, s:o}", "id", n->cand[j].id, "cap_w",
+                              real_or_null(n->cand[j].cap_w), "predicted_rel",
+                              real_or_null(n->cand[j].predicted_rel), "predicted_tokens_per_s",
+                              real_or_null(n->cand[j].predicted_tps)));
+        *result = json_pack(
+            "{s:I, s:s, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f}, s:o, s:o}",
+            "decision", (json_int_t)id, "reason", reason, "budget_w", real_or_null(budget_w),
+            "mode", mode_name(mode), "applied", "changed", rep.n_changed, "failed",
+            rep.n_failed, "held", rep.n_held, "mismatch", rep.n_mismatch, "sum_before_w",
+            rep.sum_before_w, "sum_after_w", rep.sum_after_w, "peak_w", rep.peak_w, "apply_ms",
+            ms, "gpus", g, "jobs", jj);
+    }
+    return PFI_OK;
+}
+
+/* ---- jobs ---- */
+
+static int valid_id(const char *s)
+{
+    size_t l = strlen(s);
+    if (l == 0 || l >= SRV_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < l; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
+            return 0;
+    return 1;
+}
+
+static const char *const job_keys[] = {"id",     "gpus", "sla",  "weight", "curve", "pfi30",
+                                       "tokens_per_s", "source", "node", "user", "name", NULL};
+
+/* Fills *j from a registration; checks everything against the node but not against other
+ * jobs. */
+static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
+{
+    memset(j, 0, sizeof *j);
+    if (!json_is_object(spec))
+        return pfi_err_set(err, PFI_EINVAL, "a job is a JSON object {\"id\", \"gpus\", ...}");
+    const char *key;
+    json_t *v;
+    json_object_foreach(spec, key, v)
+    {
+        int known = 0;
+        for (int k = 0; job_keys[k]; k++)
+            known |= !strcmp(key, job_keys[k]);
+        if (!known)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "unknown field '%s' (known: id, gpus, sla, weight, curve, pfi30, "
+                               "tokens_per_s, source, node, user, name)",
+                               key);
+    }
+    const char *id = json_string_value(json_object_get(spec, "id"));
+    if (!id || !valid_id(id))
+        return pfi_err_set(err, PFI_EINVAL,
+                           "id: expected 1-%d characters of letters, digits and ._:-",
+                           SRV_ID_MAX - 1);
+    snprintf(j->id, sizeof j->id, "%s", id);
+    json_t *g = json_object_get(spec, "gpus");
+    int idx[PFI_MAX_GPUS], ni = 0;
+    if (json_is_string(g)) {
+        if (pfi_parse_index_list(json_string_value(g), n->n_gpus, idx, &ni, err) != PFI_OK)
+            return pfi_err_prefix(err, "gpus: ");
+    } else if (json_is_array(g) && json_array_size(g) <= PFI_MAX_GPUS) {
+        size_t k;
+        json_array_foreach(g, k, v)
+        {
+            if (!json_is_integer(v))
+                return pfi_err_set(err, PFI_EINVAL, "gpus[%zu]: expected a GPU index", k);
+            idx[ni++] = (int)json_integer_value(v);
+        }
+    } else {
+        return pfi_err_set(err, PFI_EINVAL, "gpus: expected an array of GPU indices or \"0-3\"");
+    }
+    if (ni == 0)
+        return pfi_err_set(err, PFI_EINVAL, "gpus: a job needs at least one GPU");
+    for (int a = 0; a < ni; a++) {
+        if (idx[a] < 0 || idx[a] >= n->n_gpus)
+            return pfi_err_set(err, PFI_EINVAL, "gpus: no GPU %d on this node (it has %d)",
+                               idx[a], n->n_gpus);
+        for (int b = 0; b < a; b++)
+            if (idx[a] == idx[b])
+                return pfi_err_set(err, PFI_EINVAL, "gpus: GPU %d listed twice", idx[a]);
+        j->gpus[j->n_gpus++] = idx[a];
+    }
+    v = json_object_get(spec, "sla");
+    j->sla = n->cfg->default_sla;
+    if (v && json_is_null(v))
+        j->sla = NAN;
+    else if (v) {
+        double s = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(s >= 0 && s < 1))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "sla: expected a max slowdown in [0, 1) (0.1 = at most 10%% "
+                               "slower), or null");
+        j->sla = s;
+    }
+    v = json_object_get(spec, "weight");
+    j->weight = 1.0;
+    if (v) {
+        double w = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(w > 0 && w <= 1e6))
+            return pfi_err_set(err, PFI_EINVAL, "weight: expected a number in (0, 1e6]");
+        j->weight = w;
+    }
+    j->t0_tps = NAN;
+    v = json_object_get(spec, "tokens_per_s");
+    if (v) {
+        double t = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(t > 0 && isfinite(t)))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "tokens_per_s: expected the job's baseline tokens/s (> 0)");
+        j->t0_tps = t;
+    }
+    for (int k = 0; k < 4; k++) {
+        const char *meta[] = {"source", "node", "user", "name"};
+        v = json_object_get(spec, meta[k]);
+        if (v && (!json_is_string(v) || strlen(json_string_value(v)) > 128))
+            return pfi_err_set(err, PFI_EINVAL, "%s: expected a string of at most 128 bytes",
+                               meta[k]);
+    }
+    double abs_t0;
+    int rc = srv_curve_from_json(n->snap, j, json_object_get(spec, "curve"),
+                                 json_object_get(spec, "pfi30"), &j->curve, &j->curve_src,
+                                 &abs_t0, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (isnan(j->t0_tps) && isfinite(abs_t0))
+        j->t0_tps = abs_t0;
+    j->pfi30 = NAN;
+    if (j->curve_src != SRV_CURVE_NONE)
+        j->pfi30 = pfi_fit_s(&j->curve.fit, 0.3) / 0.3;
+    j->cap_w = j->predicted_tps = j->predicted_rel = NAN;
+    j->observed_tps = NAN;
+    j->registered_wall = srv_wall();
+    return PFI_OK;
+}
+
+/* The budget a decision made now plans for: the one in force (or where a ramp has got to). */
+static double current_budget(srv_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    double b = n->budget_w;
+    pthread_mutex_unlock(&n->mu);
+    return b;
+}
+
+static int current_mode(srv_node *n, const double **ext)
+{
+    pthread_mutex_lock(&n->mu);
+    int m = n->mode;
+    pthread_mutex_unlock(&n->mu);
+    *ext = n->ext_caps;
+    return m;
+}
+
+static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **result, pfi_err *err)
+{
+    snapshot(n);
+    if (n->n_cand >= SRV_MAX_JOBS)
+        return pfi_err_set(err, PFI_EBUSY, "this node already runs %d jobs", n->n_cand);
+    srv_job *j = &n->cand[n->n_cand];
+    int rc = parse_job(n, spec, j, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (find_job(n->cand, n->n_cand, j->id) >= 0)
+        return pfi_err_set(err, PFI_EBUSY, "job %s is already registered", j->id);
+    for (int k = 0; k < j->n_gpus; k++)
+        for (int o = 0; o < n->n_cand; o++)
+            for (int q = 0; q < n->cand[o].n_gpus; q++)
+                if (n->cand[o].gpus[q] == j->gpus[k])
+                    return pfi_err_set(err, PFI_EBUSY, "GPU %d already belongs to job %s",
+                                       j->gpus[k], n->cand[o].id);
+    n->n_cand++;
+    const double *ext;
+    int mode = current_mode(n, &ext);
+    char reason[96];
+    snprintf(reason, sizeof reason, "job %s registered", j->id);
+    rc = decide(n, current_budget(n), mode, ext, reason, result, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (persist) {
+        char *text = json_dumps(spec, JSON_COMPACT);
+        if (!text || srv_audit_save_job(n->audit, j->id, text) != PFI_OK)
+            srv_event_add(n, "db_error", "job %s could not be saved: it will not survive a "
+                                         "restart",
+                          j->id);
+        free(text);
+    }
+    return PFI_OK;
+}
+
+int srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    int rc = add_job_locked(n, spec, 1, result, err);
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_job_reload(srv_node *n, json_t *spec, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    int rc = add_job_locked(n, spec, 0, NULL, err);
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    snapshot(n);
+    int j = find_job(n->cand, n->n_cand, id);
+    int rc;
+    if (j < 0) {
+        rc = pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
+    } else {
+        memmove(&n->cand[j], &n->cand[j + 1], sizeof n->cand[0] * (size_t)(n->n_cand - j - 1));
+        n->n_cand--;
+        const double *ext;
+        int mode = current_mode(n, &ext);
+        char reason[96];
+        snprintf(reason, sizeof reason, "job %s removed", id);
+        rc = decide(n, current_budget(n), mode, ext, reason, result, err);
+        if (rc == PFI_OK)
+            srv_audit_delete_job(n->audit, id);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
+{
+    if (!(tps >= 0 && isfinite(tps)))
+        return pfi_err_set(err, PFI_EINVAL, "tokens_per_s: expected a number >= 0");
+    pthread_mutex_lock(&n->mu);
+    int j = find_job(n->jobs, n->n_jobs, id);
+    if (j >= 0) {
+        srv_job *jb = &n->jobs[j];
+        jb->observed_tps = tps;
+        jb->observed_wall = srv_wall();
+        /* Reported while uncapped, it is the job's baseline. */
+        int uncapped = 1;
+        for (int k = 0; k < jb->n_gpus; k++) {
+            const srv_gpu *g = &n->gpu[jb->gpus[k]];
+            if (g->dev.limit_w < g->dev.default_limit_w - 1.0)
+                uncapped = 0;
+        }
+        if (uncapped && tps > 0 && jb->curve_src != SRV_CURVE_GIVEN)
+            jb->t0_tps = tps;
+    }
+    pthread_mutex_unlock(&n->mu);
+    if (j < 0)
+        return pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
+    srv_audit_observed(n->audit, id, tps);
+    return PFI_OK;
+}
+
+/* ---- budget, caps, heartbeat ---- */
+
+int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
+{
+    if (!strcmp(s, "min")) {
+        double w = 0;
+        for (int i = 0; i < n->n_gpus; i++)
+            w += n->gpu[i].dev.min_limit_w;
+        *watts = w;
+        return PFI_OK;
+    }
+    double v;
+    int pct;
+    int rc = pfi_parse_power(s, &v, &pct, err);
+    if (rc != PFI_OK)
+        return rc;
+    *watts = pct ? v * n->nominal_w : v;
+    return PFI_OK;
+}
+
+int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
+{
+    if (!(watts > 0 && isfinite(watts)))
+        return pfi_err_set(err, PFI_EINVAL, "budget: expected watts > 0");
+    if (!(ramp_s >= 0 && ramp_s <= 86400))
+        return pfi_err_set(err, PFI_EINVAL, "ramp_s: expected 0 to 86400 seconds");
+    pthread_mutex_lock(&n->decide_mu);
+    snapshot(n);
+    int rc;
+    double from = current_budget(n);
+    if (ramp_s > 0 && isfinite(from)) {
+        /* Check the destination now, so an infeasible ramp is refused before it starts. */
+        srv_plan plan;
+        rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &plan, err);
+        if (rc == PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            n->ramp_from_w = from;
+            n->ramp_to_w = watts;
+            n->ramp_t0 = srv_mono();
+            n->ramp_t1 = n->ramp_t0 + ramp_s;
+            n->ramping = 1;
+            n->mode = SRV_MODE_LOCAL;
+            pthread_mutex_unlock(&n->mu);
+            srv_event_add(n, "budget", "budget ramps from %.0f W to %.0f W over %.0f s", from,
+                          watts, ramp_s);
+            if (result)
+                *result = json_pack("{s:f, s:f, s:f, s:s}", "from_w", from, "budget_w", watts,
+                                    "ramp_s", ramp_s, "mode", "local");
+        }
+    } else {
+        char reason[96];
+        snprintf(reason, sizeof reason, "budget set to %.0f W", watts);
+        rc = decide(n, watts, SRV_MODE_LOCAL, NULL, reason, result, err);
+        if (rc == PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            n->ramping = 0;
+            pthread_mutex_unlock(&n->mu);
+        }
+    }
+    if (rc == PFI_OK) {
+        char v[32];
+        snprintf(v, sizeof v, "%.3f", watts);
+        srv_audit_set_state(n->audit, "budget_w", v);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    snapshot(n);
+    int rc = decide(n, NAN, SRV_MODE_LOCAL, NULL, "budget removed", result, err);
+    if (rc == PFI_OK) {
+        pthread_mutex_lock(&n->mu);
+        n->ramping = 0;
+        pthread_mutex_unlock(&n->mu);
+        srv_audit_set_state(n->audit, "budget_w", "none");
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err)
+{
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_device *d = &n->gpu[i].dev;
+        if (!isnan(caps[i]) && !(caps[i] >= d->min_limit_w - 0.5 && caps[i] <= d->max_limit_w + 0.5))
+            return pfi_err_set(err, PFI_ERANGE, "cap %.0f W is outside GPU %d's range %.0f-%.0f W",
+                               caps[i], i, d->min_limit_w, d->max_limit_w);
+    }
+    pthread_mutex_lock(&n->decide_mu);
+    int rc = PFI_OK;
+    if (epoch > 0 && epoch <= n->caps_epoch) {
+        rc = pfi_err_set(err, PFI_EBUSY, "stale epoch %lld: caps of epoch %lld are applied",
+                         epoch, n->caps_epoch);
+    } else {
+        snapshot(n);
+        char reason[96];
+        snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)", epoch);
+        rc = decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
+        if (rc == PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            if (epoch > 0)
+                n->caps_epoch = epoch;
+            for (int i = 0; i < n->n_gpus; i++)
+                n->ext_caps[i] = caps[i];
+            n->ramping = 0;
+            pthread_mutex_unlock(&n->mu);
+            if (result && *result)
+                json_object_set_new(*result, "epoch", json_integer(epoch));
+        }
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
+                  pfi_err *err)
+{
+    if (isnan(ttl_s))
+        ttl_s = n->cfg->watchdog_timeout_s;
+    if (!(ttl_s >= 0 && ttl_s <= 86400))
+        return pfi_err_set(err, PFI_EINVAL, "ttl_s: expected 0 to 86400 seconds");
+    pthread_mutex_lock(&n->mu);
+    int first = n->hb_ttl_s <= 0 && ttl_s > 0;
+    n->hb_last = srv_mono();
+    n->hb_ttl_s = ttl_s;
+    snprintf(n->hb_controller, sizeof n->hb_controller, "%s", controller ? controller : "");
+    int mode = n->mode;
+    pthread_mutex_unlock(&n->mu);
+    if (first)
+        srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
+                                     "heartbeat",
+                      controller && *controller ? controller : "a controller",
+                      n->cfg->safe_budget, ttl_s);
+    if (result)
+        *result = json_pack("{s:b, s:f, s:s}", "armed", ttl_s > 0, "ttl_s", ttl_s, "mode",
+                            mode_name(mode));
+    return PFI_OK;
+}
+
+/* ---- the control loop's periodic work ---- */
+
+static void watchdog_fire(srv_node *n)
+{
+    double w;
+    pfi_err e = {0};
+    if (srv_budget_parse(n, n->cfg->safe_budget, &w, &e) != PFI_OK) {
+        srv_event_add(n, "watchdog", "bad safe_budget: %s", e.msg);
+        return;
+    }
+    pthread_mutex_lock(&n->decide_mu);
+    snapshot(n);
+    /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
+    for (int j = 0; j < n->n_cand; j++)
+        n->cand[j].sla = NAN;
+    double floor = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        floor += n->snap[i].dev.min_limit_w;
+    if (w < floor)
+        w = floor;
+    int rc = decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
+    pthread_mutex_lock(&n->mu);
+    n->ramping = 0;
+    n->n_watchdog_trips++;
+    n->hb_ttl_s = 0; /* disarmed until the controller is back */
+    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc == PFI_OK)
+        srv_event_add(n, "watchdog", "no heartbeat from %s: safe budget %.0f W applied",
+                      n->hb_controller[0] ? n->hb_controller : "the controller", w);
+    else
+        srv_event_add(n, "watchdog", "safe budget %.0f W could not be applied: %s", w, e.msg);
+}
+
+void srv_tick(srv_node *n)
+{
+    double now = srv_mono();
+    pthread_mutex_lock(&n->mu);
+    int fire = n->hb_ttl_s > 0 && now - n->hb_last > n->hb_ttl_s;
+    int ramping = n->ramping;
+    double rf = n->ramp_from_w, rt = n->ramp_to_w, r0 = n->ramp_t0, r1 = n->ramp_t1;
+    int mode = n->mode;
+    double budget = n->budget_w;
+    int replan = now - n->last_replan_mono >= n->cfg->reoptimize_interval_s;
+    int rate_ok = now - n->last_decision_mono >= n->cfg->min_change_interval_s;
+    pthread_mutex_unlock(&n->mu);
+    if (fire) {
+        watchdog_fire(n);
+        return;
+    }
+    pfi_err e = {0};
+    if (ramping) {
+        double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
+        double w = f >= 1 ? rt : rf + (rt - rf) * f;
+        pthread_mutex_lock(&n->decide_mu);
+        snapshot(n);
+        char reason[64];
+        snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
+        int rc = decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+        if (f >= 1 || rc != PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            n->ramping = 0;
+            pthread_mutex_unlock(&n->mu);
+        }
+        pthread_mutex_unlock(&n->decide_mu);
+        if (rc != PFI_OK)
+            srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
+        return;
+    }
+    if (!replan || mode == SRV_MODE_EXTERNAL || isnan(budget))
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->last_replan_mono = now;
+    pthread_mutex_unlock(&n->mu);
+    srv_predict_curves(n);
+    if (!rate_ok)
+        return;
+    /* Re-plan on what is now known of the jobs; apply only a change worth making. */
+    pthread_mutex_lock(&n->decide_mu);
+    snapshot(n);
+    srv_plan plan;
+    if (srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
+        double moved = 0;
+        for (int i = 0; i < n->n_gpus; i++)
+            if (!isnan(plan.target_w[i]) && fabs(plan.target_w[i] - n->snap[i].dev.limit_w) > moved)
+                moved = fabs(plan.target_w[i] - n->snap[i].dev.limit_w);
+        if (moved > n->cfg->hysteresis_w &&
+            decide(n, budget, mode, NULL, "re-plan on updated curves", NULL, &e) != PFI_OK)
+            srv_event_add(n, "replan_failed", "%s", e.msg);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+}
+
+int srv_restore_originals(srv_node *n, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    double t[PFI_MAX_GPUS];
+    pfi_device known[PFI_MAX_GPUS];
+    pthread_mutex_lock(&n->mu);
+    for (int i = 0; i < n->n_gpus; i++) {
+        t[i] = n->gpu[i].original_w;
+        known[i] = n->gpu[i].dev;
+    }
+    pthread_mutex_unlock(&n->mu);
+    pfi_apply_report rep;
+    pthread_mutex_lock(&n->hw_mu);
+    int rc = pfi_serve_apply(n->b, n->n_gpus, t, INFINITY, known, &rep, err);
+    pthread_mutex_unlock(&n->hw_mu);
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc != PFI_OK)
+        return rc;
+    for (int i = 0; i < rep.n; i++)
+        if (rep.gpu[i].code != PFI_OK)
+            return pfi_err_set(err, rep.gpu[i].code,
+                               "%d GPU(s) could not be restored; GPU %d: %s", rep.n_failed, i,
+                               rep.gpu[i].msg);
+    return PFI_OK;
+}

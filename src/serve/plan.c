@@ -1,0 +1,237 @@
+/* plan.c: from jobs and a budget to the cap each GPU should get.
+ *
+ * Jobs are planned on core/curve.h curves and allocated by core/alloc.h; GPUs no job holds get
+ * their minimum limit while a budget is in force (an idle GPU draws far below any cap, so the
+ * watts are worth more to a job).  A job with nothing known about it is planned as if its
+ * throughput fell in proportion to the power it draws (PFI = 1): neither favoured nor starved
+ * until its telemetry or its owner says more. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "serve/serve_int.h"
+
+#define GRID_PTS 17 /* uniform caps per job, on top of the curve's own measured caps */
+
+void srv_job_cap_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
+{
+    *lo = 0;
+    *hi = INFINITY;
+    for (int k = 0; k < j->n_gpus; k++) {
+        const pfi_device *d = &g[j->gpus[k]].dev;
+        if (d->min_limit_w > *lo)
+            *lo = d->min_limit_w;
+        if (d->max_limit_w < *hi)
+            *hi = d->max_limit_w;
+    }
+    if (!isfinite(*hi))
+        *hi = *lo;
+}
+
+/* The default limit all of a job's GPUs share (their smallest): its baseline cap. */
+static double job_cap0(const srv_gpu *g, const srv_job *j)
+{
+    double c = INFINITY;
+    for (int k = 0; k < j->n_gpus; k++)
+        if (g[j->gpus[k]].dev.default_limit_w < c)
+            c = g[j->gpus[k]].dev.default_limit_w;
+    return isfinite(c) ? c : 0;
+}
+
+void srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out)
+{
+    if (j->curve_src != SRV_CURVE_NONE) {
+        *out = j->curve;
+        return;
+    }
+    double lo, hi, cap0 = job_cap0(g, j);
+    srv_job_cap_range(g, j, &lo, &hi);
+    double p0 = j->base.n > 0 && j->base.power_w > 0 ? j->base.power_w : cap0;
+    double t0 = isfinite(j->t0_tps) ? j->t0_tps : (double)j->n_gpus;
+    pfi_fit fit = {.family = PFI_FAM_POWER, .p = {1.0, 1.0, 0}, .rmse = NAN, .n_points = 0};
+    pfi_err e = {0};
+    if (pfi_curve_from_fit(&fit, t0, p0, cap0, lo, hi, j->n_gpus, 1.0, out, &e) != PFI_OK) {
+        memset(out, 0, sizeof *out);
+        out->t0 = t0;
+    }
+}
+
+static int add_point(double *caps, int n, double c)
+{
+    for (int i = 0; i < n; i++)
+        if (fabs(caps[i] - c) < 0.5)
+            return n;
+    caps[n] = c;
+    return n + 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_plan *p,
+                        const pfi_curve *cv)
+{
+    for (int j = 0; j < n_jobs; j++) {
+        if (isnan(p->job_cap_w[j])) {
+            double c = INFINITY;
+            for (int k = 0; k < jobs[j].n_gpus; k++) {
+                double t = p->target_w[jobs[j].gpus[k]];
+                if (isnan(t))
+                    t = g[jobs[j].gpus[k]].dev.limit_w;
+                if (t < c)
+                    c = t;
+            }
+            p->job_cap_w[j] = isfinite(c) ? c : NAN;
+        }
+        p->job_pred_rel[j] = isnan(p->job_cap_w[j])
+                                 ? NAN
+                                 : pfi_curve_rel_at_cap(&cv[j], PFI_VIEW_AUTO, p->job_cap_w[j]);
+        p->job_pred_tps[j] = jobs[j].t0_tps * p->job_pred_rel[j];
+    }
+}
+
+int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
+                     srv_plan *p, pfi_err *err)
+{
+    int owner[PFI_MAX_GPUS];
+    for (int i = 0; i < ng; i++) {
+        owner[i] = -1;
+        p->target_w[i] = NAN;
+    }
+    for (int j = 0; j < n_jobs; j++) {
+        p->job_cap_w[j] = NAN;
+        p->job_pred_tps[j] = p->job_pred_rel[j] = NAN;
+        for (int k = 0; k < jobs[j].n_gpus; k++)
+            owner[jobs[j].gpus[k]] = j;
+    }
+    p->min_budget_w = 0;
+    /* Curves and grids are too large for the stack of an HTTP worker thread. */
+    pfi_curve *cv = calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *cv);
+    double(*gc)[GRID_PTS + PFI_CURVE_MAX_PTS] =
+        calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *gc);
+    double(*gt)[GRID_PTS + PFI_CURVE_MAX_PTS] =
+        calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *gt);
+    pfi_alloc_job *aj = calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *aj);
+    int *map = calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *map);
+    int rc = PFI_OK;
+    if (!cv || !gc || !gt || !aj || !map) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory planning %d jobs", n_jobs);
+        goto out;
+    }
+    for (int j = 0; j < n_jobs; j++)
+        srv_job_curve(g, &jobs[j], &cv[j]);
+
+    if (isnan(budget_w)) {
+        /* No budget: pfi holds nothing back; every GPU goes back to the limit it had. */
+        for (int i = 0; i < ng; i++)
+            p->target_w[i] = g[i].original_w;
+        for (int i = 0; i < ng; i++)
+            p->min_budget_w += g[i].dev.min_limit_w;
+        report_caps(g, jobs, n_jobs, p, cv);
+        goto out;
+    }
+
+    double fixed_w = 0; /* GPUs with no choice: idle ones, and jobs whose range is one cap */
+    for (int i = 0; i < ng; i++)
+        if (owner[i] < 0) {
+            p->target_w[i] = g[i].dev.min_limit_w;
+            fixed_w += p->target_w[i];
+        }
+    int all_abs = 1;
+    for (int j = 0; j < n_jobs; j++)
+        if (!(jobs[j].t0_tps > 0))
+            all_abs = 0;
+    int na = 0;
+    for (int j = 0; j < n_jobs; j++) {
+        const srv_job *jb = &jobs[j];
+        double lo, hi;
+        srv_job_cap_range(g, jb, &lo, &hi);
+        if (hi - lo < 1.0) {
+            p->job_cap_w[j] = lo;
+            fixed_w += lo * jb->n_gpus;
+            continue;
+        }
+        int m = 0;
+        for (int k = 0; k < GRID_PTS; k++)
+            m = add_point(gc[j], m, round(lo + (hi - lo) * k / (GRID_PTS - 1)));
+        for (int k = 0; k < cv[j].n; k++)
+            if (cv[j].cap_w[k] > lo && cv[j].cap_w[k] < hi)
+                m = add_point(gc[j], m, round(cv[j].cap_w[k]));
+        qsort(gc[j], (size_t)m, sizeof gc[j][0], cmp_double);
+        /* Tokens/s when every job's is known, else GPU-weighted relative throughput for all:
+         * summing tokens/s of some jobs with relative numbers of others would starve the
+         * latter. */
+        double scale = all_abs ? jb->t0_tps : (double)jb->n_gpus;
+        for (int k = 0; k < m; k++) {
+            gt[j][k] = scale * pfi_curve_rel_at_cap(&cv[j], PFI_VIEW_AUTO, gc[j][k]);
+            if (!isfinite(gt[j][k]))
+                gt[j][k] = 0;
+        }
+        pfi_alloc_job *a = &aj[na];
+        a->id = jb->id;
+        a->n_gpus = jb->n_gpus;
+        a->min_cap_w = gc[j][0];
+        a->max_cap_w = gc[j][m - 1];
+        a->cap_w = gc[j];
+        a->tput = gt[j];
+        a->n_points = m;
+        a->p0_w = cv[j].p0_w > 0 ? cv[j].p0_w : hi;
+        a->t0 = scale;
+        a->sla = jb->sla;
+        a->weight = jb->weight;
+        map[na++] = j;
+    }
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.on_infeasible = PFI_INFEASIBLE_FAIL;
+    pfi_alloc_result res = {0};
+    double min_jobs = 0;
+    if (na > 0) {
+        /* The least budget the jobs need (minimum caps and SLA floors), asked with room to
+         * spare so that the question itself cannot be infeasible. */
+        int kf[SRV_MAX_JOBS], km[SRV_MAX_JOBS];
+        rc = pfi_alloc_prepare(aj, na, 1e12, &o, kf, km, &res, err);
+        if (rc != PFI_OK)
+            goto out;
+        min_jobs = res.min_budget_w;
+        pfi_alloc_result_free(&res);
+    }
+    p->min_budget_w = fixed_w + min_jobs;
+    if (budget_w + 1e-6 < p->min_budget_w) {
+        rc = pfi_err_set(err, PFI_EINFEASIBLE,
+                         "budget %.0f W is infeasible: this node needs at least %.0f W (every "
+                         "GPU at its minimum limit%s)",
+                         budget_w, p->min_budget_w,
+                         min_jobs > 0 ? " and every job's SLA met" : "");
+        goto out;
+    }
+    if (na > 0) {
+        rc = pfi_alloc_solve(aj, na, budget_w - fixed_w, &o, &res, err);
+        if (rc != PFI_OK)
+            goto out;
+        for (int a = 0; a < na; a++)
+            p->job_cap_w[map[a]] = res.cap_w[a];
+        pfi_alloc_result_free(&res);
+    }
+    for (int i = 0; i < ng; i++)
+        if (owner[i] >= 0) {
+            const pfi_device *d = &g[i].dev;
+            double c = p->job_cap_w[owner[i]];
+            p->target_w[i] = c < d->min_limit_w ? d->min_limit_w
+                             : c > d->max_limit_w ? d->max_limit_w
+                                                  : c;
+        }
+    report_caps(g, jobs, n_jobs, p, cv);
+out:
+    free(cv);
+    free(gc);
+    free(gt);
+    free(aj);
+    free(map);
+    return rc;
+}

@@ -1,0 +1,116 @@
+/* serve.h: the node daemon (`pfi serve`).  Read this first if you touch src/serve/.
+ *
+ * One process per GPU node.  It owns the node's GPUs through a backend (hw/hw.h), keeps a list
+ * of jobs (registered over the API, each with GPUs, an SLA, a weight and optionally a curve or a
+ * PFI), and under a node power budget gives every job a per-GPU cap chosen by the allocator
+ * (core/alloc.h) on the jobs' curves (core/curve.h).  Safety rules, each tested:
+ *   - the sum of the GPUs' power limits never exceeds the budget, not even while caps change:
+ *     every lowering is applied and read back before any raise (apply.c);
+ *   - the limits found at start are journaled (measure/journal.h) before the first change and
+ *     restored on SIGTERM/SIGINT, and at the next start after a crash or SIGKILL;
+ *   - a watchdog reverts to a configured safe budget when a cluster controller stops sending
+ *     heartbeats;
+ *   - a GPU that fails mid-change does not stop the others; enforced != requested is reported.
+ *
+ * Pieces (one concern per file):
+ *   config.c   the config file (key = value) and its defaults
+ *   auth.c     bearer token file (root-only) and constant-time check
+ *   apply.c    safe application of a set of caps under a budget (lower, read back, raise)
+ *   node.c     the controller state: GPUs, jobs, budget, allocation; all mutations
+ *   plan.c     curves and the allocation of the budget to jobs
+ *   audit.c    SQLite: decisions, per-job predicted/observed tokens/s, events, saved jobs
+ *   api.c      the HTTP routes (JSON in, JSON out)
+ *   http.c     libmicrohttpd transport: TCP loopback or Unix socket, size limits, auth
+ *   metrics.c  GET /metrics in Prometheus text format
+ *   daemon.c   pfi_serve_run: start-up, journal, control loop, watchdog, shutdown */
+#ifndef PFI_SERVE_SERVE_H
+#define PFI_SERVE_SERVE_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "core/err.h"
+#include "hw/hw.h"
+
+#define PFI_SERVE_PATH_MAX 512
+#define PFI_SERVE_DEFAULT_PORT 9455
+
+typedef struct pfi_serve_config {
+    /* Where to listen: "127.0.0.1:9455", "[::1]:9455", "unix:/run/pfi/serve.sock".  Port 0 picks
+     * an ephemeral port (written to port_file when set). */
+    char listen[PFI_SERVE_PATH_MAX];
+    int allow_remote;            /* listen on a non-loopback address (off by default) */
+    char port_file[PFI_SERVE_PATH_MAX];
+    char token_file[PFI_SERVE_PATH_MAX]; /* bearer token for every mutating request */
+    char db[PFI_SERVE_PATH_MAX];         /* SQLite state and audit log */
+    char journal[PFI_SERVE_PATH_MAX];    /* original limits (measure/journal) */
+    char backend[32];            /* sim | nvml */
+    char backend_arg[PFI_SERVE_PATH_MAX]; /* sim preset/config, or the NVML library */
+    int read_only;               /* observe only: never change a limit */
+    double sample_interval_s;    /* telemetry period of the control loop */
+    double reoptimize_interval_s;/* how often curves are re-estimated and caps re-planned */
+    double min_change_interval_s;/* rate limit on re-planned (not requested) cap changes */
+    double hysteresis_w;         /* a re-plan moving no cap by more than this is not applied */
+    char budget[32];             /* initial budget: "" none, "5600W", "80%" */
+    double default_sla;          /* max slowdown for jobs that give none; NAN: no SLA */
+    double watchdog_timeout_s;   /* 0: off.  Armed by the first heartbeat */
+    char safe_budget[32];        /* what the watchdog applies: "70%", "4000W", "min" */
+    size_t max_body;             /* request body limit, bytes */
+    int threads;                 /* HTTP worker threads */
+    int resume;                  /* re-apply the last budget saved in the DB at start */
+} pfi_serve_config;
+
+void pfi_serve_config_defaults(pfi_serve_config *c);
+/* Reads "key = value" lines ('#' comments).  Unknown keys and bad values are errors naming the
+ * file and line. */
+int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err);
+/* One setting by name (the keys of docs/serve.md), as the file and the CLI flags use. */
+int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *value, pfi_err *err);
+/* Checks cross-field rules (e.g. non-loopback listen without allow_remote). */
+int pfi_serve_config_check(const pfi_serve_config *c, pfi_err *err);
+
+/* Runs the daemon on an opened backend until *stop becomes non-zero (set it from a signal
+ * handler), then restores the original limits.  Returns PFI_OK after a clean shutdown. */
+int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, volatile sig_atomic_t *stop,
+                  pfi_err *err);
+
+/* ---- safe cap application (apply.c), also used by the benchmarks and the tests ---- */
+
+typedef struct pfi_cap_change {
+    int gpu;
+    double before_w;    /* limit before (NAN: unreadable) */
+    double target_w;    /* asked (NAN: left alone) */
+    double limit_w;     /* limit read back after (NAN: unreadable) */
+    double enforced_w;  /* enforced limit read back after (NAN: unreadable) */
+    int held;           /* a raise not applied because it would have exceeded the budget */
+    int code;           /* PFI_OK or why this GPU failed */
+    char msg[160];
+} pfi_cap_change;
+
+typedef struct pfi_apply_report {
+    int n;
+    pfi_cap_change gpu[PFI_MAX_GPUS];
+    int n_changed, n_failed, n_held, n_mismatch; /* mismatch: enforced differs from asked > 1 W */
+    double sum_before_w, sum_after_w; /* sums of the limits as counted for the budget */
+    double peak_w;                    /* the largest sum at any instant of the change */
+} pfi_apply_report;
+
+/* Moves GPUs 0..n-1 to target_w[i] (NAN: leave that GPU alone) so that the sum of the power
+ * limits never exceeds budget_w at any instant beyond where it already was (INFINITY: no
+ * budget): all lowerings first, each read back, then only the raises that still fit.  A GPU
+ * whose limit cannot be read counts at known[i] (the caller's last reading; may be NULL, then
+ * at its maximum limit, or INFINITY when that is unknown too).  Failures of single GPUs are in
+ * the report, not in the return code: returns PFI_OK unless nothing could be done at all. */
+int pfi_serve_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
+                    const pfi_device *known, pfi_apply_report *rep, pfi_err *err);
+
+/* ---- auth (auth.c) ---- */
+
+#define PFI_TOKEN_MAX 256
+/* Loads a bearer token: a regular file, owned by root or by this user, not accessible by group
+ * or others (chmod 600); its first line, at least 16 characters. */
+int pfi_serve_token_load(const char *path, char *token, size_t size, pfi_err *err);
+/* 1 when the Authorization header value is "Bearer <token>"; constant time in the token. */
+int pfi_serve_token_ok(const char *token, const char *authorization);
+
+#endif

@@ -1,0 +1,205 @@
+/* serve_int.h: what the files of src/serve share; nothing outside src/serve includes it.
+ *
+ * Locking: node->mu guards the state (GPUs' last readings, jobs, budget, mode, events) and is
+ * held only for short copies, so GET requests never wait for hardware.  node->decide_mu
+ * serializes every decision (plan + apply + audit): a mutating request takes it first, computes
+ * on a copy, and commits to the state only what it applied.  node->hw_mu guards the backend. */
+#ifndef PFI_SERVE_SERVE_INT_H
+#define PFI_SERVE_SERVE_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+
+#include "core/curve.h"
+#include "serve/serve.h"
+
+#define SRV_ID_MAX 64
+#define SRV_MAX_JOBS PFI_MAX_GPUS
+#define SRV_EVENTS 512
+#define SRV_MIN_BASELINE 10 /* baseline samples before a job's curve is predicted */
+
+enum srv_curve_src {
+    SRV_CURVE_NONE = 0, /* nothing known yet: treated as throughput proportional to power */
+    SRV_CURVE_GIVEN,    /* registered with the job: measured points or a fit */
+    SRV_CURVE_PFI,      /* registered as a PFI30 */
+    SRV_CURVE_PREDICTED /* predicted online from the job's baseline telemetry */
+};
+
+enum srv_mode {
+    SRV_MODE_LOCAL = 0, /* this node allocates its budget itself */
+    SRV_MODE_EXTERNAL,  /* caps handed down by a cluster controller (PUT /v1/caps) */
+    SRV_MODE_SAFE       /* the watchdog fired: the safe budget holds until told otherwise */
+};
+
+typedef struct srv_gpu {
+    pfi_device dev;      /* limits; limit_w / enforced_w as last read */
+    pfi_sample s;        /* last telemetry */
+    int up;              /* the last reading worked */
+    char err[160];       /* why not */
+    double original_w;   /* limit found at start: what shutdown restores */
+    double requested_w;  /* last cap pfi asked for (NAN: none) */
+    int job;             /* index into node->jobs, -1 when no job holds it */
+} srv_gpu;
+
+/* Baseline telemetry of a job: means over samples taken while all its GPUs sat at their default
+ * limit, the input of the runtime predictor. */
+typedef struct srv_baseline {
+    int n;
+    double power_w, sm_clock_mhz, powercap, gpu_util, sm_active, tensor_active, dram_active,
+        nvlink_mibs, pcie_mibs;
+} srv_baseline;
+
+typedef struct srv_job {
+    char id[SRV_ID_MAX];
+    int n_gpus;
+    int gpus[PFI_MAX_GPUS];
+    double sla;            /* max slowdown 0..1; NAN: none */
+    double weight;
+    int curve_src;         /* srv_curve_src */
+    pfi_curve curve;       /* valid unless curve_src == SRV_CURVE_NONE */
+    double pfi30;          /* on the curve; NAN unknown */
+    double t0_tps;         /* baseline tokens/s when known (registered or observed); NAN */
+    double cap_w;          /* per-GPU cap of the last decision; NAN: none */
+    double predicted_rel;  /* T/T0 at cap_w on the curve */
+    double predicted_tps;  /* at cap_w; NAN when t0_tps is unknown */
+    double observed_tps;   /* last report; NAN none */
+    double observed_wall;
+    double registered_wall;
+    srv_baseline base;
+} srv_job;
+
+typedef struct srv_event {
+    long long id;
+    double wall;
+    char kind[24];
+    char msg[300];
+} srv_event;
+
+typedef struct srv_audit srv_audit;
+
+typedef struct srv_node {
+    pthread_mutex_t mu, decide_mu, hw_mu;
+    const pfi_serve_config *cfg;
+    pfi_backend *b;
+    srv_audit *audit;
+    const struct pfi_model *model; /* runtime predictor (core/predict.h); NULL: none loaded */
+    char token[PFI_TOKEN_MAX + 1]; /* "" when no token file: every mutation is refused */
+
+    int n_gpus;
+    srv_gpu gpu[PFI_MAX_GPUS];
+    int n_jobs;
+    srv_job jobs[SRV_MAX_JOBS];
+
+    double nominal_w;      /* sum of default limits: what "100%" means */
+    double budget_w;       /* in force now; NAN: no budget (original limits) */
+    double ramp_from_w, ramp_to_w, ramp_t0, ramp_t1; /* monotonic times */
+    int ramping;
+    int mode;              /* srv_mode */
+    long long caps_epoch;
+    double ext_caps[PFI_MAX_GPUS];
+
+    double hb_last, hb_ttl_s; /* watchdog: armed when hb_ttl_s > 0 */
+    char hb_controller[128];
+
+    long long n_decisions, n_cap_changes, n_apply_failures, n_held, n_mismatch;
+    long long n_watchdog_trips;
+    double last_apply_ms, last_decision_mono, last_replan_mono;
+    double started_wall;
+
+    srv_event ev[SRV_EVENTS];
+    long long ev_next;     /* id of the next event (ids start at 1) */
+
+    /* Scratch of the decision in progress, guarded by decide_mu (too large for a stack). */
+    srv_gpu snap[PFI_MAX_GPUS];
+    srv_job cand[SRV_MAX_JOBS];
+    int n_cand;
+} srv_node;
+
+/* Clocks: wall (seconds since the epoch, for people) and monotonic (for intervals). */
+double srv_wall(void);
+double srv_mono(void);
+
+/* node.c */
+int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err);
+void srv_node_destroy(srv_node *n);
+void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void srv_sample(srv_node *n);
+/* Mutations.  Each returns PFI_OK with *result (a JSON object, caller decrefs) describing what
+ * was applied, or an error with the state unchanged. */
+int srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err);
+/* A job saved in the DB, registered again at start (not saved twice). */
+int srv_job_reload(srv_node *n, json_t *spec, pfi_err *err);
+int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
+int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err);
+int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err);
+int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err);
+int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err);
+int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
+                  pfi_err *err);
+/* The control loop's periodic work: ramps, watchdog, re-planning. */
+void srv_tick(srv_node *n);
+/* Restores every GPU to its original limit (shutdown). */
+int srv_restore_originals(srv_node *n, pfi_err *err);
+/* Parses "70%", "4000W" or "min" against this node. */
+int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err);
+
+/* Views (JSON) taken under node->mu. */
+json_t *srv_view_gpus(srv_node *n);
+json_t *srv_view_jobs(srv_node *n, const char *id);
+json_t *srv_view_allocation(srv_node *n);
+json_t *srv_view_events(srv_node *n, long long since, int limit);
+json_t *srv_view_health(srv_node *n);
+
+/* plan.c: the caps a decision asks for. */
+typedef struct srv_plan {
+    double target_w[PFI_MAX_GPUS];  /* per GPU; NAN: leave alone */
+    double job_cap_w[SRV_MAX_JOBS];
+    double job_pred_tps[SRV_MAX_JOBS]; /* NAN when the job's baseline tokens/s is unknown */
+    double job_pred_rel[SRV_MAX_JOBS]; /* T/T0 at the cap on the job's curve */
+    double min_budget_w;            /* the least budget that meets every job's SLA */
+} srv_plan;
+int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
+                     srv_plan *p, pfi_err *err);
+/* The curve a job is planned on (its own, or a proportional one when nothing is known). */
+void srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out);
+/* Per-GPU cap range all of a job's GPUs accept. */
+void srv_job_cap_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
+/* Curves from what a client registers: {"points": [...]} / {"pfi30": x}; NULL -> none.
+ * *abs_t0 receives the baseline tokens/s when the curve gives absolute throughput, else NAN. */
+int srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, json_t *pfi30,
+                        pfi_curve *out, int *src, double *abs_t0, pfi_err *err);
+json_t *srv_curve_to_json(const pfi_curve *c);
+/* Re-estimates curves of jobs with no registered curve from their baseline telemetry. */
+void srv_predict_curves(srv_node *n);
+
+/* metrics.c */
+char *srv_metrics_text(srv_node *n, size_t *len);
+
+/* audit.c */
+int srv_audit_open(const char *path, srv_audit **out, pfi_err *err);
+void srv_audit_close(srv_audit *a);
+void srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg);
+/* One decision row with its jobs and GPUs; returns the decision id (0 on failure). */
+long long srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
+                             int mode, const srv_job *jobs, int n_jobs,
+                             const pfi_apply_report *rep, double apply_ms);
+void srv_audit_observed(srv_audit *a, const char *job, double tps);
+int srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json);
+int srv_audit_delete_job(srv_audit *a, const char *id);
+/* Calls fn for every saved job spec (JSON text), in registration order. */
+int srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, const char *spec),
+                        void *ctx, pfi_err *err);
+int srv_audit_set_state(srv_audit *a, const char *key, const char *value);
+int srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size);
+
+/* http.c + api.c */
+typedef struct srv_http srv_http;
+int srv_http_start(srv_node *n, srv_http **out, char *where, size_t where_size, pfi_err *err);
+void srv_http_stop(srv_http *h);
+/* api.c: answers one request; *status gets the HTTP status, *ctype the content type. */
+char *srv_api_handle(srv_node *n, const char *method, const char *url, const char *query_since,
+                     const char *query_limit, const char *body, size_t body_len, int authorized,
+                     int *status, const char **ctype, size_t *len);
+
+#endif

@@ -1,0 +1,205 @@
+/* view.c: the state as the API shows it (JSON), each view taken under node->mu in one go so
+ * that a response is one consistent instant. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "serve/serve_int.h"
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static const char *mode_name(int m)
+{
+    return m == SRV_MODE_EXTERNAL ? "external" : m == SRV_MODE_SAFE ? "safe" : "local";
+}
+
+static const char *curve_name(int src)
+{
+    static const char *names[] = {"none", "given", "pfi30", "predicted"};
+    return names[src & 3];
+}
+
+static json_t *gpu_json(const srv_node *n, int i)
+{
+    const srv_gpu *g = &n->gpu[i];
+    const pfi_sample *s = &g->s;
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(i));
+    json_object_set_new(o, "name", json_string(g->dev.name));
+    json_object_set_new(o, "uuid", json_string(g->dev.uuid));
+    json_object_set_new(o, "up", json_boolean(g->up));
+    json_object_set_new(o, "error", g->up ? json_null() : json_string(g->err));
+    json_object_set_new(o, "job", g->job >= 0 ? json_string(n->jobs[g->job].id) : json_null());
+    json_object_set_new(o, "min_limit_w", num(g->dev.min_limit_w));
+    json_object_set_new(o, "max_limit_w", num(g->dev.max_limit_w));
+    json_object_set_new(o, "default_limit_w", num(g->dev.default_limit_w));
+    json_object_set_new(o, "original_limit_w", num(g->original_w));
+    json_object_set_new(o, "requested_w", num(g->requested_w));
+    json_object_set_new(o, "limit_w", num(g->dev.limit_w));
+    json_object_set_new(o, "enforced_limit_w", num(g->dev.enforced_w));
+    json_object_set_new(o, "power_w", num((s->have & PFI_F_POWER) ? s->power_w : NAN));
+    json_object_set_new(o, "sm_clock_mhz",
+                        num((s->have & PFI_F_SM_CLOCK) ? s->sm_clock_mhz : NAN));
+    json_object_set_new(o, "clock_reasons", (s->have & PFI_F_REASONS)
+                                                ? json_integer((json_int_t)s->clock_reasons)
+                                                : json_null());
+    json_object_set_new(o, "power_capped",
+                        (s->have & PFI_F_REASONS)
+                            ? json_boolean((s->clock_reasons & PFI_REASON_SW_POWERCAP) != 0)
+                            : json_null());
+    json_object_set_new(o, "temp_c", num((s->have & PFI_F_TEMP) ? s->temp_c : NAN));
+    json_object_set_new(o, "gpu_util", num((s->have & PFI_F_GPU_UTIL) ? s->gpu_util : NAN));
+    return o;
+}
+
+json_t *srv_view_gpus(srv_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    json_t *arr = json_array();
+    for (int i = 0; i < n->n_gpus; i++)
+        json_array_append_new(arr, gpu_json(n, i));
+    pthread_mutex_unlock(&n->mu);
+    return json_pack("{s:s, s:o}", "backend", n->b->ops->name, "gpus", arr);
+}
+
+static json_t *job_json(const srv_node *n, const srv_job *j)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(j->id));
+    json_t *g = json_array();
+    for (int k = 0; k < j->n_gpus; k++)
+        json_array_append_new(g, json_integer(j->gpus[k]));
+    json_object_set_new(o, "gpus", g);
+    json_object_set_new(o, "sla", num(j->sla));
+    json_object_set_new(o, "weight", num(j->weight));
+    json_object_set_new(o, "cap_w", num(j->cap_w));
+    json_object_set_new(o, "predicted_rel", num(j->predicted_rel));
+    json_object_set_new(o, "predicted_tokens_per_s", num(j->predicted_tps));
+    json_object_set_new(o, "observed_tokens_per_s", num(j->observed_tps));
+    json_object_set_new(o, "baseline_tokens_per_s", num(j->t0_tps));
+    json_object_set_new(o, "pfi30", num(j->pfi30));
+    json_object_set_new(o, "curve_source", json_string(curve_name(j->curve_src)));
+    json_object_set_new(o, "curve", j->curve_src == SRV_CURVE_NONE
+                                        ? json_null()
+                                        : srv_curve_to_json(&j->curve));
+    json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
+    json_object_set_new(o, "baseline_power_w", num(j->base.n ? j->base.power_w : NAN));
+    return o;
+}
+
+json_t *srv_view_jobs(srv_node *n, const char *id)
+{
+    pthread_mutex_lock(&n->mu);
+    json_t *out = NULL;
+    if (id) {
+        for (int j = 0; j < n->n_jobs; j++)
+            if (!strcmp(n->jobs[j].id, id))
+                out = job_json(n, &n->jobs[j]);
+    } else {
+        json_t *arr = json_array();
+        for (int j = 0; j < n->n_jobs; j++)
+            json_array_append_new(arr, job_json(n, &n->jobs[j]));
+        out = json_pack("{s:o}", "jobs", arr);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return out;
+}
+
+json_t *srv_view_allocation(srv_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    double sum_limits = 0, sum_requested = 0;
+    json_t *gpus = json_array();
+    for (int i = 0; i < n->n_gpus; i++) {
+        const srv_gpu *g = &n->gpu[i];
+        sum_limits += g->dev.limit_w;
+        sum_requested += isnan(g->requested_w) ? g->dev.limit_w : g->requested_w;
+        json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o}", "index", i, "job",
+                              g->job >= 0 ? json_string(n->jobs[g->job].id) : json_null(),
+                              "requested_w", num(g->requested_w), "limit_w",
+                              num(g->dev.limit_w), "enforced_limit_w", num(g->dev.enforced_w));
+        json_object_set_new(o, "enforced_differs",
+                            json_boolean(!isnan(g->requested_w) && !isnan(g->dev.enforced_w) &&
+                                         fabs(g->dev.enforced_w - g->requested_w) > 1.0));
+        json_array_append_new(gpus, o);
+    }
+    json_t *jobs = json_array();
+    double total_pred = 0;
+    int all_pred = n->n_jobs > 0;
+    for (int j = 0; j < n->n_jobs; j++) {
+        const srv_job *jb = &n->jobs[j];
+        if (isfinite(jb->predicted_tps))
+            total_pred += jb->predicted_tps;
+        else
+            all_pred = 0;
+        json_array_append_new(
+            jobs, json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "id", jb->id, "n_gpus",
+                            jb->n_gpus, "cap_w", num(jb->cap_w), "predicted_rel",
+                            num(jb->predicted_rel), "predicted_tokens_per_s",
+                            num(jb->predicted_tps), "observed_tokens_per_s",
+                            num(jb->observed_tps)));
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "mode", json_string(mode_name(n->mode)));
+    json_object_set_new(o, "budget_w", num(n->budget_w));
+    json_object_set_new(o, "nominal_w", num(n->nominal_w));
+    json_object_set_new(o, "sum_limits_w", num(sum_limits));
+    json_object_set_new(o, "sum_requested_w", num(sum_requested));
+    json_object_set_new(o, "ramping", json_boolean(n->ramping));
+    if (n->ramping) {
+        json_object_set_new(o, "ramp_from_w", num(n->ramp_from_w));
+        json_object_set_new(o, "ramp_to_w", num(n->ramp_to_w));
+        json_object_set_new(o, "ramp_left_s", num(n->ramp_t1 - srv_mono()));
+    }
+    json_object_set_new(o, "caps_epoch", json_integer(n->caps_epoch));
+    json_object_set_new(o, "predicted_tokens_per_s", all_pred ? num(total_pred) : json_null());
+    json_object_set_new(o, "decisions", json_integer(n->n_decisions));
+    json_object_set_new(o, "last_apply_ms", num(n->n_decisions ? n->last_apply_ms : NAN));
+    json_object_set_new(o, "gpus", gpus);
+    json_object_set_new(o, "jobs", jobs);
+    pthread_mutex_unlock(&n->mu);
+    return o;
+}
+
+json_t *srv_view_events(srv_node *n, long long since, int limit)
+{
+    if (limit <= 0 || limit > SRV_EVENTS)
+        limit = SRV_EVENTS;
+    pthread_mutex_lock(&n->mu);
+    long long first = n->ev_next - SRV_EVENTS;
+    if (first < 1)
+        first = 1;
+    if (since + 1 > first)
+        first = since + 1;
+    if (n->ev_next - first > limit)
+        first = n->ev_next - limit;
+    json_t *arr = json_array();
+    for (long long id = first; id < n->ev_next; id++) {
+        const srv_event *e = &n->ev[id % SRV_EVENTS];
+        json_array_append_new(arr, json_pack("{s:I, s:f, s:s, s:s}", "id", (json_int_t)e->id,
+                                             "time", e->wall, "kind", e->kind, "message",
+                                             e->msg));
+    }
+    long long next = n->ev_next;
+    pthread_mutex_unlock(&n->mu);
+    return json_pack("{s:o, s:I}", "events", arr, "next", (json_int_t)next);
+}
+
+json_t *srv_view_health(srv_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    int up = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        up += n->gpu[i].up;
+    json_t *o = json_pack(
+        "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b}", "status",
+        up == n->n_gpus ? "ok" : "degraded", "backend", n->b->ops->name, "gpus", n->n_gpus,
+        "gpus_up", up, "mode", mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
+        srv_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
+        n->hb_ttl_s > 0);
+    pthread_mutex_unlock(&n->mu);
+    return o;
+}

@@ -209,10 +209,16 @@ static void test_perseus(void **state)
     assert_true(r->meta.params_b == 6.7);
     free(r);
 
-    /* Re-importing replaces, never duplicates. */
+    /* Re-importing replaces, never duplicates, and keeps the run ids. */
+    long long id1, id2;
+    assert_int_equal(pfi_store_find_run(f->st, "perseus/A40/gpt3-6.7b dp2tp2pp4", &id1, &e),
+                     PFI_OK);
     assert_int_equal(pfi_import_perseus(f->st, NULL, &nr, &nl, &e), PFI_OK);
     assert_int_equal(count_source(f->st, "perseus", &lv), want_runs);
     assert_int_equal(lv, want_levels);
+    assert_int_equal(pfi_store_find_run(f->st, "perseus/A40/gpt3-6.7b dp2tp2pp4", &id2, &e),
+                     PFI_OK);
+    assert_int_equal(id1, id2);
 }
 
 static void test_zeus_nsdi(void **state)

@@ -5,15 +5,16 @@
 
 const pfi_store_step pfi_store_schema_steps[] = {
     /* 1: jobs, runs, levels, telemetry, and the version table other layers use. */
+    /* AUTOINCREMENT: a deleted run's id is never given to a later run. */
     {"CREATE TABLE jobs ("
-     "  id INTEGER PRIMARY KEY,"
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
      "  command TEXT,"                                 /* NULL for imported data */
      "  config_json TEXT NOT NULL DEFAULT '{}',"
      "  tags_json TEXT NOT NULL DEFAULT '{}',"
      "  created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now'))"
      ");"
      "CREATE TABLE runs ("
-     "  id INTEGER PRIMARY KEY,"
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
      "  job_id INTEGER NOT NULL REFERENCES jobs(id),"
      "  name TEXT NOT NULL,"
      "  source TEXT NOT NULL,"

@@ -249,6 +249,7 @@ out:
 
 /* ---- runs ---- */
 
+/* run_id: in, the id to use (0: the next free one); out, the id given. */
 static int insert_run(pfi_store *st, long long job_id, const pfi_run *r, const char *backend,
                       const char *status, const char *label, int started_now, long long *run_id,
                       pfi_err *err)
@@ -265,16 +266,19 @@ static int insert_run(pfi_store *st, long long job_id, const pfi_run *r, const c
     sqlite3_stmt *s;
     int rc = pfi_store_prepare(
         st,
-        "INSERT INTO runs(job_id, name, source, backend, gpu_type, n_gpus, unit, unit_label,"
+        "INSERT INTO runs(id, job_id, name, source, backend, gpu_type, n_gpus, unit, unit_label,"
         " min_limit_w, max_limit_w, default_limit_w, model, family, moe, finetune, lora,"
         " params_b, dp, tp, pp, ep, seq_len, global_batch, started, status)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
         " CASE WHEN ? THEN strftime('%Y-%m-%dT%H:%M:%SZ','now') END, ?)",
         &s, err);
     if (rc != PFI_OK)
         return rc;
     const pfi_job_meta *m = &r->meta;
     int i = 1;
+    if (*run_id > 0)
+        sqlite3_bind_int64(s, i, *run_id);
+    i++;
     sqlite3_bind_int64(s, i++, job_id);
     sqlite3_bind_text(s, i++, r->name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, i++, r->source, -1, SQLITE_TRANSIENT);
@@ -308,15 +312,18 @@ static int insert_run(pfi_store *st, long long job_id, const pfi_run *r, const c
         pfi_store_sqlerr(st, src, err, "recording the run");
         return pfi_err_prefix(err, "run '%s': ", r->name);
     }
-    if (run_id)
-        *run_id = sqlite3_last_insert_rowid(st->db);
+    *run_id = sqlite3_last_insert_rowid(st->db);
     return PFI_OK;
 }
 
 int pfi_store_create_run(pfi_store *st, long long job_id, const pfi_run *run, const char *backend,
                          long long *run_id, pfi_err *err)
 {
-    return insert_run(st, job_id, run, backend, "running", NULL, 1, run_id, err);
+    long long id = 0;
+    int rc = insert_run(st, job_id, run, backend, "running", NULL, 1, &id, err);
+    if (rc == PFI_OK && run_id)
+        *run_id = id;
+    return rc;
 }
 
 static int update_run_text(pfi_store *st, const char *sql, long long run_id, const char *text,
@@ -451,10 +458,15 @@ int pfi_store_add_level(pfi_store *st, long long run_id, const pfi_level *lv, lo
 
 /* ---- imports ---- */
 
-int pfi_store_delete_named(pfi_store *st, const char *source, const char *name, pfi_err *err)
+/* Deletes the runs of this source and name; *reuse gets the id of the first (0 if none), so a
+ * re-imported run keeps the id people and scripts know it by. */
+static int delete_named(pfi_store *st, const char *source, const char *name, long long *reuse,
+                        pfi_err *err)
 {
     sqlite3_stmt *s;
-    int rc = pfi_store_prepare(st, "SELECT id FROM runs WHERE source = ? AND name = ?", &s, err);
+    *reuse = 0;
+    int rc = pfi_store_prepare(st, "SELECT id FROM runs WHERE source = ? AND name = ? ORDER BY id",
+                               &s, err);
     if (rc != PFI_OK)
         return rc;
     sqlite3_bind_text(s, 1, source, -1, SQLITE_TRANSIENT);
@@ -469,7 +481,15 @@ int pfi_store_delete_named(pfi_store *st, const char *source, const char *name, 
     for (int i = 0; i < n; i++)
         if ((rc = delete_run_rows(st, ids[i], err)) != PFI_OK)
             return rc;
+    if (n > 0)
+        *reuse = ids[0];
     return PFI_OK;
+}
+
+int pfi_store_delete_named(pfi_store *st, const char *source, const char *name, pfi_err *err)
+{
+    long long unused;
+    return delete_named(st, source, name, &unused, err);
 }
 
 int pfi_store_write_imported(pfi_store *st, const pfi_run *run, const char *unit_label,
@@ -477,7 +497,7 @@ int pfi_store_write_imported(pfi_store *st, const pfi_run *run, const char *unit
 {
     long long job, id;
     int rc;
-    if ((rc = pfi_store_delete_named(st, run->source, run->name, err)) != PFI_OK ||
+    if ((rc = delete_named(st, run->source, run->name, &id, err)) != PFI_OK ||
         (rc = pfi_store_create_job(st, NULL, config_json, NULL, 0, &job, err)) != PFI_OK ||
         (rc = insert_run(st, job, run, NULL, "imported", unit_label, 0, &id, err)) != PFI_OK)
         return rc;

@@ -1,0 +1,113 @@
+#!/bin/sh
+# pfi import / runs / show / export end to end on the public data, and what they do with bad
+# input: a missing database or folder, a malformed CSV line, a newer schema, a locked database.
+set -u
+: "${PFI_BIN:?PFI_BIN must point at the pfi binary}"
+tmp=$(mktemp -d "${PFI_TEST_TMP:-${TMPDIR:-/tmp}}/it_store.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+db=$tmp/p.db
+fail() { echo "FAIL: $*"; exit 1; }
+# Runs pfi expecting failure; keeps stderr in $tmp/err.
+must_fail() {
+  if "$PFI_BIN" "$@" >"$tmp/out" 2>"$tmp/err"; then fail "pfi $* succeeded"; fi
+}
+has() { grep -q -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
+
+# ---- bad input, no public data needed ----
+must_fail runs --db "$tmp/none.db"
+has "$tmp/err" "no database at"
+[ ! -e "$tmp/none.db" ] || fail "pfi runs created a database"
+must_fail import nosuch --db "$db"
+has "$tmp/err" "unknown dataset"
+must_fail import zeus-nsdi "$tmp/missing" --db "$db"
+has "$tmp/err" "$tmp/missing"
+mkdir "$tmp/plo"
+printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,oops,8000\n' \
+  >"$tmp/plo/A40+resnet18+gpu0.csv"
+must_fail import zeus-plo "$tmp/plo" --db "$db"
+has "$tmp/err" "A40+resnet18+gpu0.csv line 3"
+"$PFI_BIN" runs --db "$db" --json >"$tmp/out" || fail "pfi runs on the fresh store"
+has "$tmp/out" '"runs": \[\]'
+
+# A good one-file import, then the newer-schema and locked-database refusals.
+printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,36,8000\n' \
+  >"$tmp/plo/A40+resnet18+gpu0.csv"
+"$PFI_BIN" import zeus-plo "$tmp/plo" --db "$db" >"$tmp/out" || fail "import of a good file"
+has "$tmp/out" "1 runs, 2 levels"
+"$PFI_BIN" show "zeus-plo/A40/resnet18 x1" --db "$db" >"$tmp/out" || fail "pfi show by name"
+has "$tmp/out" "windows/s (relative)"
+has "$tmp/out" "Baseline at 300 W"
+must_fail show 999 --db "$db"
+has "$tmp/err" "no run 999"
+
+if command -v sqlite3 >/dev/null 2>&1; then
+  cp "$db" "$tmp/newer.db"
+  sqlite3 "$tmp/newer.db" "PRAGMA user_version = 99" || fail "sqlite3"
+  must_fail runs --db "$tmp/newer.db"
+  has "$tmp/err" "newer than this pfi"
+  # Hold the write lock from another process until told to let go.
+  mkfifo "$tmp/ctl"
+  sqlite3 "$db" <"$tmp/ctl" >/dev/null 2>&1 &
+  holder=$!
+  exec 3>"$tmp/ctl"
+  printf 'BEGIN IMMEDIATE;\nINSERT INTO jobs(command) VALUES (NULL);\n.shell touch %s/held\n' "$tmp" >&3
+  while [ ! -e "$tmp/held" ]; do sleep 0.05; done
+  PFI_DB_BUSY_MS=50 must_fail import zeus-plo "$tmp/plo" --db "$db"
+  has "$tmp/err" "is locked"
+  printf 'ROLLBACK;\n.quit\n' >&3
+  exec 3>&-
+  wait "$holder"
+  "$PFI_BIN" runs --db "$db" >"$tmp/out" || fail "store unusable after the lock"
+  has "$tmp/out" "zeus-plo/A40/resnet18 x1"
+else
+  echo "note: sqlite3 CLI absent; newer-schema and lock checks left to tests/test_store"
+fi
+
+# ---- the public datasets ----
+data=${PFI_DATA_DIR:-../shared/data}
+if [ ! -d "$data/perseus-sosp24" ] || [ ! -d "$data/zeus-nsdi23-trace" ] || [ ! -d "$data/zeus-plo-testdata" ]; then
+  echo "public data not found under $data (set PFI_DATA_DIR): dataset checks skipped"
+  exit 77
+fi
+db=$tmp/pub.db
+"$PFI_BIN" import all --db "$db" >"$tmp/out" || { cat "$tmp/out"; fail "import all"; }
+"$PFI_BIN" import all --db "$db" --json >"$tmp/out" || fail "second import all"
+
+rows() { awk 'NF' "$@" | wc -l; }   # non-empty lines
+pa100=$data/perseus-sosp24/zeus_baseline/A100/zeus_global.csv
+pa40=$data/perseus-sosp24/zeus_baseline/A40/zeus_global.csv
+n_a100=$(tail -n +2 "$pa100" | cut -d, -f1 | sort -u | wc -l)
+n_a40=$(tail -n +2 "$pa40" | cut -d, -f1 | sort -u | wc -l)
+n_nsdi=$(for f in "$data"/zeus-nsdi23-trace/summary_power_*.csv; do tail -n +2 "$f" | awk 'NF' | cut -d, -f1-4 | sort -u; done | wc -l)
+n_plo=$(ls "$data"/zeus-plo-testdata/*+*.csv | wc -l)
+l_all=0
+for f in "$pa100" "$pa40" "$data"/zeus-nsdi23-trace/summary_power_*.csv "$data"/zeus-plo-testdata/*+*.csv; do
+  l_all=$((l_all + $(rows "$f") - 1))
+done
+
+count() { "$PFI_BIN" runs --db "$db" --json --source "$1" | grep -c -- "$2"; }
+[ "$(count perseus '"gpu_type": "A100-PCIE-80GB"')" -eq "$n_a100" ] || fail "perseus A100 runs"
+[ "$(count perseus '"gpu_type": "A40"')" -eq "$n_a40" ] || fail "perseus A40 runs"
+[ "$(count zeus-nsdi '"n_gpus": 1,')" -eq "$n_nsdi" ] || fail "zeus-nsdi runs ($n_nsdi expected)"
+[ "$(count zeus-plo '"id":')" -eq "$n_plo" ] || fail "zeus-plo runs"
+[ "$(count zeus-plo '"n_gpus": 4,')" -eq 2 ] || fail "zeus-plo 4-GPU runs"
+"$PFI_BIN" runs --db "$db" --json --source perseus | grep -q '"n_gpus": 16,' || fail "16-GPU perseus run"
+total=$("$PFI_BIN" runs --db "$db" --json | grep -c '"id":')
+[ "$total" -eq $((n_a100 + n_a40 + n_nsdi + n_plo)) ] || fail "$total runs after importing twice"
+
+"$PFI_BIN" show "perseus/A40/gpt3-2.7b dp1tp1pp8" --db "$db" --json >"$tmp/out" || fail "show --json"
+has "$tmp/out" '"n_gpus": 8'
+has "$tmp/out" '"unit_label": "samples/s"'
+
+"$PFI_BIN" export --db "$db" >"$tmp/all.csv" || fail "export csv"
+head -n 1 "$tmp/all.csv" | grep -q '^run_id,run_name,source,gpu_type,n_gpus,model,family,dp,tp,pp,global_batch,status,level,cap_w,enforced_w,power_w,job_power_w,tokens_per_s,samples_per_s,throughput,throughput_unit,' \
+  || fail "export header: $(head -n 1 "$tmp/all.csv")"
+[ "$(($(wc -l <"$tmp/all.csv") - 1))" -eq "$l_all" ] || fail "export rows != $l_all levels"
+"$PFI_BIN" export --db "$db" --runs 1,2 --format json --output "$tmp/two.json" || fail "export --output"
+# Runs 1 and 2 (ids kept across the re-import) are the first two A100 models: 6 levels each.
+[ "$(grep -c '"run_id"' "$tmp/two.json")" -eq 12 ] || fail "export of runs 1,2"
+must_fail export --db "$db" --runs 1,nope --output "$tmp/bad.csv"
+has "$tmp/err" "nope"
+ls "$tmp"/bad.csv* >/dev/null 2>&1 && fail "a failed export left a file"
+echo "ok: $total runs, $l_all levels"
+exit 0

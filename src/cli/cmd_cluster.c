@@ -1,0 +1,225 @@
+/* pfi cluster: the site power controller over Slurm and the node daemons (docs/cluster.md).
+ *   pfi cluster serve   [options]          run the controller and its HTTP API until signalled
+ *   pfi cluster status  [options] [--json] nodes, jobs and caps as the controller sees them
+ *   pfi cluster budget BUDGET [--ramp T]   one-shot: apply a site budget and exit
+ *   pfi cluster topology [--json]          what Slurm says: nodes, GPUs, running jobs */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cluster/cluster.h"
+#include "util/units.h"
+
+static volatile sig_atomic_t stop_flag;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static int copy_opt(char *dst, size_t n, const char *v, const char *what)
+{
+    if (!v)
+        return 0;
+    if (strlen(v) >= n) {
+        fprintf(stderr, "pfi cluster: --%s too long\n", what);
+        return -1;
+    }
+    snprintf(dst, n, "%s", v);
+    return 0;
+}
+
+static int print_table(pfi_cl *c)
+{
+    json_t *n = pfi_cl_json_nodes(c), *a = pfi_cl_json_allocation(c);
+    json_t *arr = json_object_get(n, "nodes");
+    printf("%-16s %-4s %5s %10s  %s\n", "NODE", "UP", "GPUS", "CAPS(W)", "WHY");
+    size_t i;
+    json_t *o;
+    json_array_foreach(arr, i, o)
+    {
+        const char *why = json_string_value(json_object_get(o, "why"));
+        printf("%-16s %-4s %5lld %10.0f  %s\n", json_string_value(json_object_get(o, "name")),
+               json_is_true(json_object_get(o, "up")) ? "yes" : "no",
+               (long long)json_integer_value(json_object_get(o, "n_gpus")),
+               json_number_value(json_object_get(o, "cap_sum_w")), why ? why : "");
+    }
+    json_t *b = json_object_get(a, "budget_w");
+    printf("site: %lld nodes (%lld up), %lld GPUs, %lld jobs, caps %.0f W of %.0f W default, "
+           "budget %s\n",
+           (long long)json_integer_value(json_object_get(a, "nodes")),
+           (long long)json_integer_value(json_object_get(a, "nodes_up")),
+           (long long)json_integer_value(json_object_get(a, "gpus")),
+           (long long)json_integer_value(json_object_get(a, "jobs")),
+           json_number_value(json_object_get(a, "cap_sum_w")),
+           json_number_value(json_object_get(a, "site_default_w")),
+           json_is_number(b) ? "set" : "none");
+    json_decref(n);
+    json_decref(a);
+    return PFI_EXIT_OK;
+}
+
+int pfi_cmd_cluster(int argc, char **argv)
+{
+    pfi_cl_config cfg;
+    pfi_cl_config_defaults(&cfg);
+    const char *listen = "127.0.0.1:9460", *token = NULL, *node_url = NULL, *node_map = NULL,
+               *node_token = NULL, *topo = NULL, *hb = NULL, *ttl = NULL, *timeout = NULL,
+               *ramp = NULL, *budget = NULL, *port_file = NULL;
+    int as_json = 0;
+    const pfi_opt opts[] = {
+        {"listen", PFI_OPT_STR, &listen, "ADDR:PORT", "serve: API address (default 127.0.0.1:9460)"},
+        {"port-file", PFI_OPT_STR, &port_file, "FILE", "serve: write the port listened on"},
+        {"token", PFI_OPT_STR, &token, "FILE", "serve: bearer token for PUT/POST (chmod 600)"},
+        {"node-url", PFI_OPT_STR, &node_url, "URL",
+         "node daemon URL, %n = node name, %a = address (default http://%a:9455)"},
+        {"node-map", PFI_OPT_STR, &node_map, "FILE", "lines 'NODE URL' overriding --node-url"},
+        {"node-token", PFI_OPT_STR, &node_token, "FILE", "bearer token of the node daemons"},
+        {"topology", PFI_OPT_STR, &topo, "FILE",
+         "nodes and jobs from a JSON file instead of Slurm (simulations)"},
+        {"heartbeat", PFI_OPT_STR, &hb, "DURATION", "serve: heartbeat/refresh period (5s)"},
+        {"node-ttl", PFI_OPT_STR, &ttl, "DURATION",
+         "node daemons revert to safe caps after this silence (30s)"},
+        {"timeout", PFI_OPT_STR, &timeout, "DURATION", "per node request (2s)"},
+        {"budget", PFI_OPT_STR, &budget, "BUDGET", "serve: initial site budget"},
+        {"ramp", PFI_OPT_STR, &ramp, "DURATION", "reach the budget over this time"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi cluster serve|status|budget BUDGET|topology [options]",
+        "The site power controller: learns nodes and jobs from Slurm (sinfo/squeue --json), "
+        "jobs' curves from each node's pfi serve, allocates a site budget (\"5600W\", \"70%\" of "
+        "every GPU's default limit, or \"cut=30%\") across all jobs, and hands each "
+        "node its caps, lowering everywhere before raising anywhere.",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (npos < 1) {
+        pfi_args_usage(&spec, stderr);
+        return PFI_EXIT_USAGE;
+    }
+    const char *what = pos[0];
+    pfi_err err = {0};
+    if (copy_opt(cfg.node_url, sizeof cfg.node_url, node_url, "node-url") ||
+        copy_opt(cfg.node_map, sizeof cfg.node_map, node_map, "node-map") ||
+        copy_opt(cfg.node_token_file, sizeof cfg.node_token_file, node_token, "node-token") ||
+        copy_opt(cfg.topo_file, sizeof cfg.topo_file, topo, "topology"))
+        return PFI_EXIT_USAGE;
+    double v, ramp_s = 0;
+    if ((hb && pfi_parse_duration(hb, &cfg.heartbeat_s, &err)) ||
+        (ttl && pfi_parse_duration(ttl, &cfg.node_ttl_s, &err)) ||
+        (timeout && pfi_parse_duration(timeout, &cfg.timeout_s, &err)) ||
+        (ramp && pfi_parse_duration(ramp, &ramp_s, &err)))
+        return pfi_cli_fail("cluster", &err);
+
+    if (!strcmp(what, "topology")) {
+        pfi_cl_topo t;
+        if (pfi_cl_topo_from_slurm(&t, &err) != PFI_OK)
+            return pfi_cli_fail("cluster", &err);
+        char *s = pfi_cl_topo_to_json(&t);
+        if (as_json) {
+            printf("%s\n", s);
+        } else {
+            for (int i = 0; i < t.n_nodes; i++)
+                printf("node %-16s %2d GPUs  %s\n", t.nodes[i].name, t.nodes[i].n_gpus,
+                       t.nodes[i].state);
+            for (int j = 0; j < t.n_jobs; j++) {
+                printf("job  %-16s", t.jobs[j].id);
+                for (int p = 0; p < t.jobs[j].n_parts; p++)
+                    printf(" %s:%d", t.nodes[t.jobs[j].parts[p].node].name,
+                           t.jobs[j].parts[p].n_gpus);
+                printf("\n");
+            }
+        }
+        free(s);
+        pfi_cl_topo_free(&t);
+        return PFI_EXIT_OK;
+    }
+    if (strcmp(what, "serve") && strcmp(what, "status") && strcmp(what, "budget")) {
+        fprintf(stderr, "pfi cluster: unknown action '%s' (serve, status, budget, topology)\n",
+                what);
+        return PFI_EXIT_USAGE;
+    }
+    if (!strcmp(what, "budget") && npos != 2) {
+        fprintf(stderr, "pfi cluster budget: give one budget: 5600W, 70%%, cut=30%% or none\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (strcmp(what, "serve"))
+        cfg.heartbeat_s = 0;
+    pfi_cl *c;
+    if (pfi_cl_open(&cfg, &c, &err) != PFI_OK)
+        return pfi_cli_fail("cluster", &err);
+    rc = PFI_EXIT_OK;
+    if (pfi_cl_refresh(c, &err) != PFI_OK) {
+        rc = pfi_cli_fail("cluster", &err);
+        goto out;
+    }
+    if (!strcmp(what, "status")) {
+        rc = as_json ? pfi_cli_print_json(json_pack("{s:o, s:o, s:o}", "allocation",
+                                                    pfi_cl_json_allocation(c), "nodes",
+                                                    pfi_cl_json_nodes(c), "jobs",
+                                                    pfi_cl_json_jobs(c)))
+                     : print_table(c);
+        goto out;
+    }
+    const char *bt = !strcmp(what, "budget") ? pos[1] : budget;
+    if (bt) {
+        pfi_cl_budget b = {0};
+        b.ramp_s = ramp_s;
+        if (strcmp(bt, "none")) {
+            b.set = 1;
+            if (pfi_cl_parse_budget(c, bt, &v, &err) != PFI_OK) {
+                rc = pfi_cli_fail("cluster", &err);
+                goto out;
+            }
+            b.watts = v;
+        }
+        if (pfi_cl_set_budget(c, &b, &err) != PFI_OK) {
+            rc = pfi_cli_fail("cluster", &err);
+            goto out;
+        }
+    }
+    if (!strcmp(what, "budget")) {
+        rc = as_json ? pfi_cli_print_json(pfi_cl_json_allocation(c)) : print_table(c);
+        goto out;
+    }
+
+    /* serve */
+    pfi_cl_server *srv;
+    int port = 0;
+    if (pfi_cl_server_start(c, listen, token, &srv, &port, &err) != PFI_OK) {
+        rc = pfi_cli_fail("cluster", &err);
+        goto out;
+    }
+    if (port_file) {
+        FILE *f = fopen(port_file, "w");
+        if (f) {
+            fprintf(f, "%d\n", port);
+            fclose(f);
+        }
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    if (pfi_cl_start_loop(c, &err) != PFI_OK) {
+        pfi_cl_server_stop(srv);
+        rc = pfi_cli_fail("cluster", &err);
+        goto out;
+    }
+    fprintf(stderr, "pfi cluster: listening on port %d\n", port);
+    while (!stop_flag)
+        usleep(100000);
+    pfi_cl_server_stop(srv);
+out:
+    pfi_cl_close(c);
+    return rc;
+}

@@ -99,6 +99,10 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
     w->rq = calloc((size_t)nn + 1, sizeof *w->rq);
     if (!w->node || !w->asked || !w->body || !w->url || !w->rq)
         return PFI_ENOMEM;
+    /* Node daemons refuse an epoch not above the last they applied, so every wave gets a new
+     * one, and epochs start from the wall clock in ms so a restarted controller is not stale. */
+    long long ms = (long long)(pfi_cl_wall() * 1000.0);
+    c->epoch = c->epoch + 1 > ms ? c->epoch + 1 : ms;
     for (int i = 0; i < nn; i++) {
         pfi_cl_node *n = &c->nodes[i];
         if (!n->up)
@@ -201,7 +205,6 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
     for (int attempt = 0; attempt < 3; attempt++) {
         double ta = pfi_cl_now();
         pthread_mutex_lock(&c->mu);
-        c->epoch++;
         rc = pfi_cl_plan(c, budget_w, target, err);
         t_alloc += pfi_cl_now() - ta;
         wave w;

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "cluster/cl_int.h"
+#include "core/curve.h"
 #include "util/units.h"
 
 double pfi_cl_now(void)
@@ -217,6 +218,37 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
     return PFI_OK;
 }
 
+/* A curve known only by its parametric fit (predicted from telemetry): sampled at 12 caps
+ * through core/curve.h, the same evaluation the node daemon uses.  Returns the points made. */
+static int sample_fit(json_t *cv, double *cap_w, double *tput)
+{
+    json_t *fit = json_object_get(cv, "fit"), *p = json_object_get(fit, "p");
+    json_t *fam = json_object_get(fit, "family");
+    pfi_fit f;
+    memset(&f, 0, sizeof f);
+    f.family = json_is_string(fam) ? pfi_family_parse(json_string_value(fam)) : -1;
+    if (f.family < 0 || !json_is_array(p))
+        return 0;
+    for (size_t k = 0; k < json_array_size(p) && k < 3; k++)
+        f.p[k] = json_number_value(json_array_get(p, k));
+    f.rmse = NAN;
+    double lo = jnum(cv, "min_cap_w"), hi = jnum(cv, "max_cap_w"), p0 = jnum(cv, "p0_w");
+    double cap0 = jnum(cv, "cap0_w"), rmax = jnum(cv, "r_max"), t0 = jnum(cv, "t0");
+    json_t *ng = json_object_get(cv, "n_gpus");
+    pfi_curve c;
+    if (!(lo > 0 && hi > lo && p0 > 0) ||
+        pfi_curve_from_fit(&f, t0 > 0 ? t0 : 1.0, p0, cap0 > 0 ? cap0 : hi, lo, hi,
+                           json_is_integer(ng) ? (int)json_integer_value(ng) : 1,
+                           rmax > 0 ? rmax : 1.0, &c, NULL) != PFI_OK)
+        return 0;
+    int n = 12;
+    for (int k = 0; k < n; k++) {
+        cap_w[k] = lo + (hi - lo) * k / (n - 1);
+        tput[k] = pfi_curve_rel_at_cap(&c, PFI_VIEW_FIT, cap_w[k]);
+    }
+    return n;
+}
+
 /* The jobs one node daemon reports, folded into c->jobs by id (c->mu held). */
 static void absorb_jobs(pfi_cl *c, json_t *doc)
 {
@@ -273,6 +305,8 @@ static void absorb_jobs(pfi_cl *c, json_t *doc)
                 n++;
             }
         }
+        if (n < 2 && json_is_object(json_object_get(cv, "fit")))
+            n = sample_fit(cv, j->cap_w, j->tput);
         int ok = n >= 2;
         for (int k = 1; k < n && ok; k++)
             ok = j->cap_w[k] > j->cap_w[k - 1] && j->tput[k] >= 0;

@@ -28,9 +28,19 @@ static int http_status(int code)
     }
 }
 
+/* Stable machine-readable names for clients (pfi_code_name is for people). */
+static const char *code_id(int code)
+{
+    static const char *ids[] = {"OK",        "EINVAL",      "ERANGE",   "ENOENT",   "EIO",
+                                "ENOTSUP",   "EPERM",       "ELOST",    "ENOMEM",   "EBUSY",
+                                "EINFEASIBLE", "ESTATE",    "ETIMEOUT", "ENODRIVER", "ECHILD",
+                                "EINTERNAL"};
+    return code >= 0 && code < (int)(sizeof ids / sizeof ids[0]) ? ids[code] : "EINTERNAL";
+}
+
 static char *dump(json_t *doc, size_t *len)
 {
-    char *s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
+    char *s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(doc);
     if (!s)
         return NULL;
@@ -43,7 +53,7 @@ static char *dump(json_t *doc, size_t *len)
 static char *fail(int status, int code, const char *msg, int *st, size_t *len)
 {
     *st = status;
-    return dump(json_pack("{s:{s:s, s:s}}", "error", "code", pfi_code_name(code), "message", msg),
+    return dump(json_pack("{s:{s:s, s:s}}", "error", "code", code_id(code), "message", msg),
                 len);
 }
 

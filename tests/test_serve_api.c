@@ -1,0 +1,390 @@
+/* Tests of the daemon's API routes and decisions (src/serve/api.c, node.c, plan.c) on the
+ * simulator backend in virtual time: what each request answers, what it changes on the GPUs,
+ * and that every refused request leaves the GPUs and the state as they were. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "serve/serve_int.h"
+
+#define TOKEN "test-token-0123456789abcdef"
+
+typedef struct fx {
+    char dir[400];
+    pfi_serve_config cfg;
+    pfi_backend *b;
+    srv_node *n;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(f->dir, sizeof f->dir, "%s/serve-api-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(f->dir))
+        return -1;
+    unsetenv("PFI_SIM_STATE"); /* a private node in virtual time */
+    pfi_serve_config_defaults(&f->cfg);
+    snprintf(f->cfg.db, sizeof f->cfg.db, "%s/serve.db", f->dir);
+    pfi_err e = {0};
+    if (pfi_hw_open("sim", NULL, 0, &f->b, &e) != PFI_OK) {
+        fprintf(stderr, "sim backend: %s\n", e.msg);
+        return -1;
+    }
+    f->n = calloc(1, sizeof *f->n);
+    if (srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
+        srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+        fprintf(stderr, "node: %s\n", e.msg);
+        return -1;
+    }
+    snprintf(f->n->token, sizeof f->n->token, "%s", TOKEN);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    srv_audit_close(f->n->audit);
+    srv_node_destroy(f->n);
+    free(f->n);
+    pfi_hw_close(f->b);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", f->dir);
+    free(f);
+    return 0;
+}
+
+/* One request; returns the status and (if doc) the parsed JSON answer. */
+static int call(fx *f, const char *method, const char *url, const char *body, int auth,
+                json_t **doc)
+{
+    int st = 0;
+    const char *ctype;
+    size_t len;
+    char *out = srv_api_handle(f->n, method, url, NULL, NULL, body, body ? strlen(body) : 0,
+                               auth, &st, &ctype, &len);
+    assert_non_null(out);
+    if (doc) {
+        *doc = json_loads(out, 0, NULL);
+        assert_non_null(*doc);
+    }
+    free(out);
+    return st;
+}
+
+static double limit_of(fx *f, int i)
+{
+    pfi_device d;
+    pfi_err e = {0};
+    assert_int_equal(pfi_hw_info(f->b, i, &d, &e), PFI_OK);
+    return d.limit_w;
+}
+
+static double sum_limits(fx *f)
+{
+    double s = 0;
+    for (int i = 0; i < f->n->n_gpus; i++)
+        s += limit_of(f, i);
+    return s;
+}
+
+static const char *err_code(json_t *doc)
+{
+    return json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
+}
+
+static void register_three(fx *f)
+{
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"a\",\"gpus\":[0,1,2,3],\"sla\":0.05}",
+                          1, NULL),
+                     201);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"b\",\"gpus\":\"4-5\",\"pfi30\":0.2}",
+                          1, NULL),
+                     201);
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"c\",\"gpus\":[6,7],\"pfi30\":0.9,\"weight\":2,"
+                          "\"source\":\"slurm\",\"node\":\"n1\"}",
+                          1, NULL),
+                     201);
+}
+
+static void test_reads(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "GET", "/healthz", NULL, 0, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "status")), "ok");
+    json_decref(d);
+    srv_sample(f->n);
+    assert_int_equal(call(f, "GET", "/v1/gpus", NULL, 0, &d), 200);
+    json_t *g = json_object_get(d, "gpus");
+    assert_int_equal(json_array_size(g), f->n->n_gpus);
+    assert_true(json_real_value(json_object_get(json_array_get(g, 0), "power_w")) > 0);
+    json_decref(d);
+    assert_int_equal(call(f, "GET", "/v1/nothing", NULL, 0, &d), 404);
+    json_decref(d);
+    assert_int_equal(call(f, "PATCH", "/v1/budget", "{}", 1, &d), 405);
+    json_decref(d);
+}
+
+static void test_auth(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"x\",\"gpus\":[0]}", 0, &d), 401);
+    json_decref(d);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"x\",\"gpus\":[0]}", -1, &d), 403);
+    assert_string_equal(err_code(d), "EPERM");
+    json_decref(d);
+    assert_int_equal(call(f, "GET", "/v1/jobs", NULL, 0, &d), 200);
+    assert_int_equal(json_array_size(json_object_get(d, "jobs")), 0);
+    json_decref(d);
+}
+
+/* Every malformed or impossible request: 4xx, and nothing moved. */
+static void test_bad_requests_change_nothing(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"percent\":80}", 1, NULL), 200);
+    double before[PFI_MAX_GPUS];
+    for (int i = 0; i < f->n->n_gpus; i++)
+        before[i] = limit_of(f, i);
+    long long decisions = f->n->n_decisions;
+    struct {
+        const char *method, *url, *body;
+        int status;
+        const char *code;
+    } bad[] = {
+        {"POST", "/v1/jobs", "{\"id\":\"d\",\"gpus\":[0", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "[1,2]", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "{\"id\":\"d\",\"gpus\":[9]}", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "{\"id\":\"d\",\"gpus\":[0]}", 409, "EBUSY"},
+        {"POST", "/v1/jobs", "{\"id\":\"a\",\"gpus\":[]}", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "{\"id\":\"d e\",\"gpus\":[0]}", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "{\"id\":\"d\",\"gpus\":[0],\"colour\":1}", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "{\"id\":\"d\",\"gpus\":[0],\"sla\":1.5}", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "{\"id\":\"d\",\"gpus\":[0],\"weight\":-1}", 400, "EINVAL"},
+        {"POST", "/v1/jobs", "{\"id\":\"d\",\"gpus\":[0,0]}", 400, "EINVAL"},
+        {"PUT", "/v1/budget", "{\"watts\":100}", 409, "EINFEASIBLE"},
+        {"PUT", "/v1/budget", "{\"watts\":-5}", 400, "EINVAL"},
+        {"PUT", "/v1/budget", "{\"watts\":3000,\"percent\":50}", 400, "EINVAL"},
+        {"PUT", "/v1/budget", "{\"budget\":\"lots\"}", 400, "EINVAL"},
+        {"PUT", "/v1/budget", "{\"watts\":\"3000\"}", 400, "EINVAL"},
+        {"PUT", "/v1/caps", "{\"caps\":[{\"gpu\":0,\"cap_w\":50}]}", 400, "ERANGE"},
+        {"PUT", "/v1/caps", "{\"caps\":[{\"gpu\":12,\"cap_w\":300}]}", 400, "EINVAL"},
+        {"PUT", "/v1/caps", "{\"caps\":[]}", 400, "EINVAL"},
+        {"DELETE", "/v1/jobs/nosuch", NULL, 404, "ENOENT"},
+        {"POST", "/v1/jobs/nosuch/throughput", "{\"tokens_per_s\":5}", 404, "ENOENT"},
+        {"POST", "/v1/heartbeat", "{\"ttl_s\":-1}", 400, "EINVAL"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int st = call(f, bad[k].method, bad[k].url, bad[k].body, 1, &d);
+        if (st != bad[k].status || strcmp(err_code(d), bad[k].code) != 0)
+            fail_msg("%s %s %s: got %d %s, want %d %s", bad[k].method, bad[k].url,
+                     bad[k].body ? bad[k].body : "", st, err_code(d), bad[k].status,
+                     bad[k].code);
+        json_decref(d);
+    }
+    assert_int_equal(f->n->n_decisions, decisions);
+    for (int i = 0; i < f->n->n_gpus; i++)
+        assert_true(fabs(limit_of(f, i) - before[i]) < 1e-9);
+    assert_int_equal(call(f, "GET", "/v1/jobs", NULL, 0, &d), 200);
+    assert_int_equal(json_array_size(json_object_get(d, "jobs")), 3);
+    json_decref(d);
+    /* The infeasible budget's message tells the least budget that would do. */
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":100}", 1, &d), 409);
+    const char *m =
+        json_string_value(json_object_get(json_object_get(d, "error"), "message"));
+    assert_non_null(strstr(m, "at least"));
+    json_decref(d);
+}
+
+/* A 30% cut: every cap applied, the SLA job held at its floor, the budget met; restored. */
+static void test_budget_cut_and_restore(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"percent\":70}", 1, &d), 200);
+    json_t *ap = json_object_get(d, "applied");
+    assert_int_equal(json_integer_value(json_object_get(ap, "failed")), 0);
+    assert_true(json_real_value(json_object_get(ap, "sum_after_w")) <= 0.7 * 5600 + 1e-6);
+    json_decref(d);
+    assert_true(sum_limits(f) <= 0.7 * 5600 + 1e-6);
+    /* Job b (PFI30 0.2) gives more than job c (PFI30 0.9, weight 2). */
+    assert_true(limit_of(f, 4) < limit_of(f, 6));
+    /* Job a's SLA (5% slowdown) on its proportional curve keeps it near the top. */
+    assert_true(limit_of(f, 0) >= 0.95 * 700 - 1);
+    for (int i = 1; i < 4; i++)
+        assert_true(fabs(limit_of(f, i) - limit_of(f, 0)) < 1e-9);
+    assert_int_equal(call(f, "GET", "/v1/allocation", NULL, 0, &d), 200);
+    assert_true(fabs(json_real_value(json_object_get(d, "budget_w")) - 3920) < 1e-6);
+    json_decref(d);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/b", NULL, 1, &d), 200);
+    json_decref(d);
+    /* GPUs 4-5 are free: held at their minimum, their watts given to the others. */
+    assert_true(fabs(limit_of(f, 4) - 200) < 1e-9);
+    assert_true(sum_limits(f) <= 3920 + 1e-6);
+    assert_int_equal(call(f, "DELETE", "/v1/budget", NULL, 1, &d), 200);
+    json_decref(d);
+    assert_true(fabs(sum_limits(f) - 5600) < 1e-6);
+}
+
+static void test_metrics_text(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":4200}", 1, NULL), 200);
+    assert_int_equal(call(f, "POST", "/v1/jobs/c/throughput", "{\"tokens_per_s\":1234.5}", 1,
+                          NULL),
+                     200);
+    srv_sample(f->n);
+    int st;
+    const char *ctype;
+    size_t len;
+    char *t = srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(ctype, "text/plain"));
+    assert_non_null(strstr(t, "pfi_node_budget_watts 4200\n"));
+    assert_non_null(strstr(t, "pfi_job_tokens_per_second{job=\"c\"} 1234.5\n"));
+    assert_non_null(strstr(t, "pfi_gpu_power_limit_watts{gpu=\"0\",uuid=\"GPU-"));
+    assert_non_null(strstr(t, "pfi_job_predicted_pfi30{job=\"b\"}"));
+    assert_non_null(strstr(t, "# TYPE pfi_cap_changes_total counter\n"));
+    /* Every sample line is NAME{labels} VALUE or NAME VALUE with a number. */
+    char *save, *line;
+    int samples = 0;
+    for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#')
+            continue;
+        char *sp = strrchr(line, ' ');
+        assert_non_null(sp);
+        char *end;
+        strtod(sp + 1, &end);
+        assert_true(*end == '\0');
+        samples++;
+    }
+    assert_true(samples > 8 * 8);
+    free(t);
+}
+
+static void test_cluster_caps_and_watchdog(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/caps",
+                          "{\"epoch\":3,\"caps\":[{\"gpu\":0,\"cap_w\":450},{\"gpu\":7,"
+                          "\"cap_w\":300}]}",
+                          1, &d),
+                     200);
+    assert_string_equal(json_string_value(json_object_get(d, "mode")), "external");
+    json_decref(d);
+    assert_true(fabs(limit_of(f, 0) - 450) < 1e-9);
+    assert_true(fabs(limit_of(f, 7) - 300) < 1e-9);
+    assert_true(fabs(limit_of(f, 3) - 700) < 1e-9);
+    assert_int_equal(call(f, "PUT", "/v1/caps", "{\"epoch\":2,\"caps\":[{\"gpu\":0,\"cap_w\":600}]}",
+                          1, &d),
+                     409);
+    json_decref(d);
+    assert_true(fabs(limit_of(f, 0) - 450) < 1e-9);
+
+    /* A heartbeat arms the watchdog; silence past its ttl brings the safe budget ("min"). */
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", "{\"controller\":\"ctl-1\",\"ttl_s\":0.05}",
+                          1, &d),
+                     200);
+    assert_true(json_is_true(json_object_get(d, "armed")));
+    json_decref(d);
+    srv_tick(f->n);
+    assert_int_equal(f->n->mode, SRV_MODE_EXTERNAL);
+    struct timespec ts = {0, 120 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    srv_tick(f->n);
+    assert_int_equal(f->n->mode, SRV_MODE_SAFE);
+    assert_true(fabs(sum_limits(f) - 8 * 200) < 1e-6);
+    assert_int_equal(f->n->n_watchdog_trips, 1);
+    assert_int_equal(call(f, "GET", "/v1/events", NULL, 0, &d), 200);
+    json_t *ev = json_object_get(d, "events");
+    int tripped = 0;
+    for (size_t k = 0; k < json_array_size(ev); k++)
+        tripped |= strstr(json_string_value(json_object_get(json_array_get(ev, k), "message")),
+                          "no heartbeat from ctl-1") != NULL;
+    assert_true(tripped);
+    json_decref(d);
+}
+
+static void test_restore_originals(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"budget\":\"75%\"}", 1, NULL), 200);
+    assert_true(sum_limits(f) <= 0.75 * 5600 + 1e-6);
+    pfi_err e = {0};
+    assert_int_equal(srv_restore_originals(f->n, &e), PFI_OK);
+    for (int i = 0; i < 8; i++)
+        assert_true(fabs(limit_of(f, i) - 700) < 1e-9);
+}
+
+static void count_saved(void *ctx, const char *id, const char *spec)
+{
+    assert_string_equal(id, "k");
+    assert_non_null(strstr(spec, "\"points\""));
+    (*(int *)ctx)++;
+}
+
+/* Jobs come back after a restart from the database; a known curve is kept. */
+static void test_jobs_saved(void **state)
+{
+    fx *f = *state;
+    const char *job = "{\"id\":\"k\",\"gpus\":[0,1],\"curve\":{\"points\":["
+                      "{\"cap_w\":700,\"tokens_per_s\":1000,\"draw_w\":650},"
+                      "{\"cap_w\":560,\"tokens_per_s\":960,\"draw_w\":540},"
+                      "{\"cap_w\":420,\"tokens_per_s\":850,\"draw_w\":410},"
+                      "{\"cap_w\":280,\"tokens_per_s\":640,\"draw_w\":280}]}}";
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs", job, 1, &d), 201);
+    json_decref(d);
+    assert_int_equal(call(f, "GET", "/v1/jobs/k", NULL, 0, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "curve_source")), "given");
+    assert_true(fabs(json_real_value(json_object_get(d, "baseline_tokens_per_s")) - 1000) < 1e-6);
+    double pfi30 = json_real_value(json_object_get(d, "pfi30"));
+    assert_true(pfi30 > 0.1 && pfi30 < 2);
+    json_decref(d);
+    int seen = 0;
+    pfi_err e = {0};
+    assert_int_equal(srv_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
+    assert_int_equal(seen, 1);
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/k", NULL, 1, &d), 200);
+    json_decref(d);
+    seen = 0;
+    assert_int_equal(srv_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
+    assert_int_equal(seen, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_requests_change_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_cut_and_restore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

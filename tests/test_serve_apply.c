@@ -1,0 +1,388 @@
+/* Tests of the daemon's safety core (src/serve/apply.c), its token file and its config file.
+ *
+ * The cap ordering is checked against a recording backend that computes the node's sum of
+ * limits after EVERY single set, so no transient can hide between two samples; a naive
+ * index-order application run through the same recorder shows the check can fail. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "serve/serve.h"
+
+/* ---- a backend that records every instant ---- */
+
+typedef struct rec {
+    int n;
+    double limit[PFI_MAX_GPUS];
+    double oob[PFI_MAX_GPUS];  /* out-of-band cap (enforced = min(limit, oob)); 0 none */
+    int lost[PFI_MAX_GPUS];    /* every call on this GPU fails */
+    int set_fails[PFI_MAX_GPUS]; /* sets fail (no permission), reads work */
+    double allowed;            /* the sum may never exceed this */
+    double peak;
+    int violations, sets;
+} rec;
+
+static double rec_sum(const rec *r)
+{
+    double s = 0;
+    for (int i = 0; i < r->n; i++)
+        s += r->limit[i];
+    return s;
+}
+
+static int r_open(pfi_backend *b, const char *arg, pfi_err *err)
+{
+    return PFI_OK;
+}
+static void r_close(pfi_backend *b)
+{
+}
+static int r_count(pfi_backend *b, int *count, pfi_err *err)
+{
+    *count = ((rec *)b->impl)->n;
+    return PFI_OK;
+}
+static int r_info(pfi_backend *b, int i, pfi_device *d, pfi_err *err)
+{
+    rec *r = b->impl;
+    if (r->lost[i])
+        return pfi_err_set(err, PFI_ELOST, "GPU %d has fallen off the bus", i);
+    memset(d, 0, sizeof *d);
+    d->index = i;
+    snprintf(d->uuid, sizeof d->uuid, "GPU-rec-%d", i);
+    d->min_limit_w = 200;
+    d->max_limit_w = 700;
+    d->default_limit_w = 700;
+    d->limit_w = r->limit[i];
+    d->enforced_w = r->oob[i] > 0 && r->oob[i] < r->limit[i] ? r->oob[i] : r->limit[i];
+    return PFI_OK;
+}
+static int r_sample(pfi_backend *b, int i, pfi_sample *s, pfi_err *err)
+{
+    return PFI_ENOTSUP;
+}
+static int r_set(pfi_backend *b, int i, double w, pfi_err *err)
+{
+    rec *r = b->impl;
+    if (r->lost[i])
+        return pfi_err_set(err, PFI_ELOST, "GPU %d has fallen off the bus", i);
+    if (r->set_fails[i])
+        return pfi_err_set(err, PFI_EPERM, "GPU %d: no permission", i);
+    r->limit[i] = w;
+    r->sets++;
+    double s = rec_sum(r);
+    if (s > r->peak)
+        r->peak = s;
+    if (s > r->allowed + 1e-6)
+        r->violations++;
+    return PFI_OK;
+}
+static const pfi_backend_ops rec_ops = {.name = "rec", .open = r_open, .close = r_close,
+                                        .device_count = r_count, .device_info = r_info,
+                                        .sample = r_sample, .set_limit = r_set};
+
+static unsigned long long rng = 88172645463325252ull;
+static double uni(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* Random caps in [200, 700] whose sum is at most budget. */
+static void random_caps(double *c, int n, double budget)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        c[i] = round(200 + 500 * uni());
+        s += c[i];
+    }
+    if (s > budget) {
+        double k = (budget - 200.0 * n) / (s - 200.0 * n);
+        for (int i = 0; i < n; i++)
+            c[i] = 200 + floor((c[i] - 200) * k);
+    }
+}
+
+static pfi_backend rec_backend(rec *r)
+{
+    pfi_backend b = {.ops = &rec_ops, .impl = r, .read_only = 0};
+    return b;
+}
+
+/* Many random reallocations under random budgets, each checked at every single set. */
+static void test_apply_never_over_budget(void **state)
+{
+    for (int trial = 0; trial < 2000; trial++) {
+        rec r = {0};
+        r.n = 1 + (int)(uni() * 8);
+        double b_old = 200.0 * r.n + uni() * 500.0 * r.n;
+        double b_new = 200.0 * r.n + uni() * 500.0 * r.n;
+        double target[PFI_MAX_GPUS];
+        random_caps(r.limit, r.n, b_old);
+        random_caps(target, r.n, b_new);
+        /* While moving from the old budget to the new one, neither may be exceeded beyond
+         * where the node already is: the larger of the start and the new budget. */
+        double start = rec_sum(&r);
+        r.allowed = start > b_new ? start : b_new;
+        r.peak = start;
+        pfi_backend b = rec_backend(&r);
+        pfi_apply_report rep;
+        pfi_err e = {0};
+        assert_int_equal(pfi_serve_apply(&b, r.n, target, b_new, NULL, &rep, &e), PFI_OK);
+        assert_int_equal(r.violations, 0);
+        assert_int_equal(rep.n_failed, 0);
+        assert_int_equal(rep.n_held, 0);
+        for (int i = 0; i < r.n; i++)
+            assert_true(fabs(r.limit[i] - target[i]) < 1e-9);
+        assert_true(rep.peak_w <= r.allowed + 1e-6);
+        assert_true(rep.sum_after_w <= b_new + 1e-6);
+    }
+}
+
+/* The same scenarios applied in index order do go over: the recorder would see a bug. */
+static void test_naive_order_is_caught(void **state)
+{
+    int caught = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        rec r = {0};
+        r.n = 8;
+        double budget = 4000;
+        double target[PFI_MAX_GPUS];
+        random_caps(r.limit, r.n, budget);
+        random_caps(target, r.n, budget);
+        double start = rec_sum(&r);
+        r.allowed = start > budget ? start : budget;
+        pfi_backend b = rec_backend(&r);
+        pfi_err e = {0};
+        for (int i = 0; i < r.n; i++)
+            assert_int_equal(pfi_hw_set_limit(&b, i, target[i], NULL, &e), PFI_OK);
+        caught += r.violations > 0;
+    }
+    assert_true(caught > 0);
+}
+
+/* A GPU that falls off the bus mid-change: the others still move, nothing goes over, and the
+ * raise that no longer fits is held back and reported. */
+static void test_lost_gpu_does_not_stop_others(void **state)
+{
+    rec r = {0};
+    r.n = 4;
+    for (int i = 0; i < 4; i++)
+        r.limit[i] = 500; /* 2000 W, budget 2000 W */
+    r.lost[1] = 1;
+    r.allowed = 2000;
+    pfi_backend b = rec_backend(&r);
+    /* GPU 1 should give 200 W to GPU 0; it cannot, so GPU 0 must not take them. */
+    double target[4] = {700, 300, 500, 450};
+    pfi_device known[4];
+    for (int i = 0; i < 4; i++) {
+        memset(&known[i], 0, sizeof known[i]);
+        known[i].limit_w = known[i].enforced_w = 500;
+        known[i].max_limit_w = 700;
+    }
+    pfi_apply_report rep;
+    pfi_err e = {0};
+    assert_int_equal(pfi_serve_apply(&b, 4, target, 2000, known, &rep, &e), PFI_OK);
+    assert_int_equal(r.violations, 0);
+    assert_int_equal(rep.n_failed, 1);
+    assert_int_not_equal(rep.gpu[1].code, PFI_OK);
+    assert_non_null(strstr(rep.gpu[1].msg, "fallen off"));
+    assert_true(fabs(r.limit[3] - 450) < 1e-9);   /* the lowering happened */
+    /* GPU 0 may rise only into the 50 W GPU 3 gave back. */
+    assert_true(rep.gpu[0].held);
+    assert_true(fabs(r.limit[0] - 500) < 1e-9);
+    assert_int_equal(rep.n_held, 1);
+    assert_true(rep.sum_after_w <= 2000 + 1e-6);
+}
+
+/* A set refused (no permission) counts the GPU at its old limit, and its neighbours adapt. */
+static void test_refused_set_counts_old_limit(void **state)
+{
+    rec r = {0};
+    r.n = 2;
+    r.limit[0] = r.limit[1] = 600;
+    r.set_fails[0] = 1;
+    r.allowed = 1200;
+    pfi_backend b = rec_backend(&r);
+    double target[2] = {400, 700};
+    pfi_apply_report rep;
+    pfi_err e = {0};
+    assert_int_equal(pfi_serve_apply(&b, 2, target, 1100, NULL, &rep, &e), PFI_OK);
+    assert_int_equal(r.violations, 0);
+    assert_int_equal(rep.n_failed, 1);
+    assert_int_equal(rep.gpu[0].code, PFI_EPERM);
+    assert_true(rep.gpu[1].held);
+    assert_true(fabs(r.limit[1] - 600) < 1e-9);
+}
+
+/* Enforced below requested (an out-of-band cap) is reported, not hidden. */
+static void test_enforced_mismatch_reported(void **state)
+{
+    rec r = {0};
+    r.n = 2;
+    r.limit[0] = r.limit[1] = 700;
+    r.oob[1] = 300;
+    r.allowed = 1400;
+    pfi_backend b = rec_backend(&r);
+    double target[2] = {500, 500};
+    pfi_apply_report rep;
+    pfi_err e = {0};
+    assert_int_equal(pfi_serve_apply(&b, 2, target, 1000, NULL, &rep, &e), PFI_OK);
+    assert_int_equal(rep.n_mismatch, 1);
+    assert_true(fabs(rep.gpu[1].enforced_w - 300) < 1e-9);
+    assert_non_null(strstr(rep.gpu[1].msg, "enforces 300 W"));
+    assert_int_equal(rep.n_failed, 0);
+}
+
+/* NAN targets leave GPUs alone; a GPU that cannot be read counts at its maximum. */
+static void test_unreadable_counts_at_max(void **state)
+{
+    rec r = {0};
+    r.n = 3;
+    r.limit[0] = r.limit[1] = r.limit[2] = 400;
+    r.lost[2] = 1;
+    r.allowed = 1400;
+    pfi_backend b = rec_backend(&r);
+    pfi_device known[3];
+    memset(known, 0, sizeof known);
+    for (int i = 0; i < 3; i++) {
+        known[i].limit_w = known[i].enforced_w = NAN;
+        known[i].max_limit_w = 700;
+    }
+    double target[3] = {NAN, 700, NAN};
+    pfi_apply_report rep;
+    pfi_err e = {0};
+    /* 400 + 700 + (unknown, counted 700) > 1400: the raise must wait. */
+    assert_int_equal(pfi_serve_apply(&b, 3, target, 1400, known, &rep, &e), PFI_OK);
+    assert_true(rep.gpu[1].held);
+    assert_true(fabs(r.limit[1] - 400) < 1e-9);
+    assert_true(fabs(r.limit[0] - 400) < 1e-9);
+    assert_int_equal(r.sets, 0);
+}
+
+/* ---- token file ---- */
+
+static char tmpdir[512];
+
+static void make_tmpdir(void)
+{
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(tmpdir, sizeof tmpdir, "%s/serve-apply-XXXXXX", base && *base ? base : "/tmp");
+    assert_non_null(mkdtemp(tmpdir));
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static void test_token_file(void **state)
+{
+    char path[600], tok[PFI_TOKEN_MAX + 1];
+    pfi_err e = {0};
+    snprintf(path, sizeof path, "%s/token", tmpdir);
+    write_file(path, "  s3cret-token-0123456789\n", 0644);
+    assert_int_equal(pfi_serve_token_load(path, tok, sizeof tok, &e), PFI_EPERM);
+    assert_non_null(strstr(e.msg, "chmod 600"));
+    chmod(path, 0600);
+    assert_int_equal(pfi_serve_token_load(path, tok, sizeof tok, &e), PFI_OK);
+    assert_string_equal(tok, "s3cret-token-0123456789");
+    write_file(path, "short\n", 0600);
+    assert_int_equal(pfi_serve_token_load(path, tok, sizeof tok, &e), PFI_EINVAL);
+    snprintf(path, sizeof path, "%s/absent", tmpdir);
+    assert_int_equal(pfi_serve_token_load(path, tok, sizeof tok, &e), PFI_ENOENT);
+
+    assert_true(pfi_serve_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-0123456789"));
+    assert_false(pfi_serve_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-012345678"));
+    assert_false(pfi_serve_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-01234567890"));
+    assert_false(pfi_serve_token_ok("s3cret-token-0123456789", "Basic s3cret-token-0123456789"));
+    assert_false(pfi_serve_token_ok("s3cret-token-0123456789", NULL));
+    assert_false(pfi_serve_token_ok("", "Bearer "));
+}
+
+/* ---- config ---- */
+
+static void test_config_file(void **state)
+{
+    char path[600];
+    pfi_serve_config c;
+    pfi_err e = {0};
+    snprintf(path, sizeof path, "%s/serve.conf", tmpdir);
+    write_file(path,
+               "# a comment\n"
+               "listen = unix:/run/pfi/serve.sock\n"
+               "token_file = \"/etc/pfi/token\"   # trailing comment\n"
+               "budget = 80%\n"
+               "sample_interval = 250ms\n"
+               "watchdog_timeout = 30s\n"
+               "safe_budget = min\n"
+               "default_sla = 10%\n"
+               "hysteresis = 8W\n"
+               "backend = nvml\n",
+               0600);
+    pfi_serve_config_defaults(&c);
+    assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_OK);
+    assert_string_equal(c.listen, "unix:/run/pfi/serve.sock");
+    assert_string_equal(c.token_file, "/etc/pfi/token");
+    assert_string_equal(c.budget, "80%");
+    assert_true(fabs(c.sample_interval_s - 0.25) < 1e-12);
+    assert_true(fabs(c.watchdog_timeout_s - 30) < 1e-12);
+    assert_true(fabs(c.default_sla - 0.1) < 1e-12);
+    assert_true(fabs(c.hysteresis_w - 8) < 1e-12);
+    assert_string_equal(c.backend, "nvml");
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_OK);
+
+    write_file(path, "listen = 127.0.0.1:1\nbudgett = 5\n", 0600);
+    pfi_serve_config_defaults(&c);
+    assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, ":2:"));
+    assert_non_null(strstr(e.msg, "budgett"));
+    write_file(path, "budget = lots\n", 0600);
+    assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_EINVAL);
+    write_file(path, "just words\n", 0600);
+    assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_EINVAL);
+
+    pfi_serve_config_defaults(&c);
+    assert_int_equal(pfi_serve_config_set(&c, "listen", "0.0.0.0:9455", &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_EPERM);
+    assert_non_null(strstr(e.msg, "allow_remote"));
+    assert_int_equal(pfi_serve_config_set(&c, "allow_remote", "yes", &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_set(&c, "backend", "dcgm", &e), PFI_EINVAL);
+    assert_int_equal(pfi_serve_config_set(&c, "sample_interval", "1ms", &e), PFI_ERANGE);
+}
+
+int main(void)
+{
+    make_tmpdir();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_apply_never_over_budget),
+        cmocka_unit_test(test_naive_order_is_caught),
+        cmocka_unit_test(test_lost_gpu_does_not_stop_others),
+        cmocka_unit_test(test_refused_set_counts_old_limit),
+        cmocka_unit_test(test_enforced_mismatch_reported),
+        cmocka_unit_test(test_unreadable_counts_at_max),
+        cmocka_unit_test(test_token_file),
+        cmocka_unit_test(test_config_file),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    return rc;
+}

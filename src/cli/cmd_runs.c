@@ -53,8 +53,12 @@ int pfi_cmd_runs(int argc, char **argv)
         return pfi_cli_fail("runs", &err);
     }
     json_t *arr = as_json ? json_array() : NULL;
+    int w = 4; /* the NAME column fits the longest name shown */
+    for (int i = 0; i < n; i++)
+        if ((!source || strcmp(source, v[i].source) == 0) && (int)strlen(v[i].name) > w)
+            w = (int)strlen(v[i].name);
     if (!as_json)
-        printf("%-5s %-52s %-10s %-15s %3s %6s %-21s %10s %7s %-9s\n", "ID", "NAME", "SOURCE",
+        printf("%-5s %-*s %-10s %-15s %3s %6s %-21s %10s %7s %s\n", "ID", w, "NAME", "SOURCE",
                "GPU", "N", "LEVELS", "UNIT", "T0", "P0(W)", "STATUS");
     for (int i = 0; i < n; i++) {
         const pfi_run_summary *r = &v[i];
@@ -80,7 +84,7 @@ int pfi_cmd_runs(int argc, char **argv)
             char t0[24], p0[24];
             fmt_num(t0, sizeof t0, r->t0, "%.4g");
             fmt_num(p0, sizeof p0, r->p0, "%.1f");
-            printf("%-5lld %-52s %-10s %-15s %3d %6d %-21s %10s %7s %-9s\n", r->id, r->name,
+            printf("%-5lld %-*s %-10s %-15s %3d %6d %-21s %10s %7s %s\n", r->id, w, r->name,
                    r->source, r->gpu_type, r->n_gpus, r->n_levels, r->unit_label, t0, p0,
                    r->status);
         }

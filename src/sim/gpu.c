@@ -11,42 +11,43 @@
  * publish them.  They are set so that the facts hold: H200 under a full GEMM load at 700 W
  * holds ~1500 MHz (hardware.md), idle ~75 W of which HBM ~42 W; A100-PCIE draws ~93% of 300 W
  * on pipeline jobs; an A40 at 1740 MHz on compute draws ~295 W (Perseus stage profile).
- * `pfi sim validate` refits the A100-PCIE-80GB and A40 constants from measured sweeps. */
+ * `pfi sim validate` refits the A100-PCIE-80GB and A40 constants from measured sweeps.
+ * The A40's NVLink is the 2-way bridge (112.5 GB/s both directions) that pairs cards. */
 static const pfi_gpu_model models[] = {
     {.name = "H200-SXM", .nvml_name = "NVIDIA H200",
      .min_limit_w = 200, .max_limit_w = 700, .default_limit_w = 700,
      .idle_w = 75, .hbm_idle_w = 42, .hbm_w = 95, .busy_static_w = 55, .dyn_w = 1000,
      .sm_clock_idle_mhz = 345, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980,
-     .mem_clock_mhz = 3201, .v_floor = 0.68, .f_knee = 0.42, .hbm_tbs = 4.8, .mem_gib = 141,
-     .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.80, .nvlink_gbs = 450,
+     .mem_clock_mhz = 3201, .v_floor = 0.68, .f_knee = 0.42, .v_gamma = 1.5, .hbm_tbs = 4.8, .mem_gib = 141,
+     .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.80, .mem_eff = 0.6, .nvlink_gbs = 450,
      .pcie_gbs = 55, .tau_s = 0.25, .temp_c_per_w = 0.060},
     {.name = "H100-SXM", .nvml_name = "NVIDIA H100 80GB HBM3",
      .min_limit_w = 200, .max_limit_w = 700, .default_limit_w = 700,
      .idle_w = 72, .hbm_idle_w = 35, .hbm_w = 75, .busy_static_w = 55, .dyn_w = 1000,
      .sm_clock_idle_mhz = 345, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980,
-     .mem_clock_mhz = 2619, .v_floor = 0.68, .f_knee = 0.42, .hbm_tbs = 3.35, .mem_gib = 80,
-     .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.78, .nvlink_gbs = 450,
+     .mem_clock_mhz = 2619, .v_floor = 0.68, .f_knee = 0.42, .v_gamma = 1.5, .hbm_tbs = 3.35, .mem_gib = 80,
+     .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.78, .mem_eff = 0.6, .nvlink_gbs = 450,
      .pcie_gbs = 55, .tau_s = 0.25, .temp_c_per_w = 0.062},
     {.name = "A100-SXM", .nvml_name = "NVIDIA A100-SXM4-80GB",
      .min_limit_w = 100, .max_limit_w = 400, .default_limit_w = 400,
      .idle_w = 60, .hbm_idle_w = 25, .hbm_w = 50, .busy_static_w = 40, .dyn_w = 300,
      .sm_clock_idle_mhz = 210, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410,
-     .mem_clock_mhz = 1593, .v_floor = 0.70, .f_knee = 0.50, .hbm_tbs = 2.04, .mem_gib = 80,
-     .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .nvlink_gbs = 300, .pcie_gbs = 25,
+     .mem_clock_mhz = 1593, .v_floor = 0.70, .f_knee = 0.50, .v_gamma = 1.5, .hbm_tbs = 2.04, .mem_gib = 80,
+     .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .mem_eff = 0.6, .nvlink_gbs = 300, .pcie_gbs = 25,
      .tau_s = 0.25, .temp_c_per_w = 0.09},
     {.name = "A100-PCIE-80GB", .nvml_name = "NVIDIA A100 80GB PCIe",
      .min_limit_w = 150, .max_limit_w = 300, .default_limit_w = 300,
      .idle_w = 50, .hbm_idle_w = 22, .hbm_w = 45, .busy_static_w = 40, .dyn_w = 300,
      .sm_clock_idle_mhz = 210, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410,
-     .mem_clock_mhz = 1512, .v_floor = 0.70, .f_knee = 0.50, .hbm_tbs = 1.94, .mem_gib = 80,
-     .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .nvlink_gbs = 0, .pcie_gbs = 25,
+     .mem_clock_mhz = 1512, .v_floor = 0.70, .f_knee = 0.50, .v_gamma = 1.5, .hbm_tbs = 1.94, .mem_gib = 80,
+     .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .mem_eff = 0.6, .nvlink_gbs = 0, .pcie_gbs = 25,
      .tau_s = 0.25, .temp_c_per_w = 0.12},
     {.name = "A40", .nvml_name = "NVIDIA A40",
      .min_limit_w = 100, .max_limit_w = 300, .default_limit_w = 300,
      .idle_w = 30, .hbm_idle_w = 12, .hbm_w = 35, .busy_static_w = 40, .dyn_w = 230,
      .sm_clock_idle_mhz = 210, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1740,
-     .mem_clock_mhz = 7251, .v_floor = 0.70, .f_knee = 0.50, .hbm_tbs = 0.696, .mem_gib = 48,
-     .sms = 84, .bf16_tflops = 149.7, .gemm_eff = 0.70, .nvlink_gbs = 0, .pcie_gbs = 25,
+     .mem_clock_mhz = 7251, .v_floor = 0.70, .f_knee = 0.50, .v_gamma = 1.5, .hbm_tbs = 0.696, .mem_gib = 48,
+     .sms = 84, .bf16_tflops = 149.7, .gemm_eff = 0.70, .mem_eff = 0.6, .nvlink_gbs = 56, .pcie_gbs = 25,
      .tau_s = 0.25, .temp_c_per_w = 0.15},
 };
 #define NMODELS ((int)(sizeof models / sizeof models[0]))
@@ -103,7 +104,9 @@ double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
     double phi = f_mhz / g->sm_clock_max_mhz;
     if (phi <= g->f_knee)
         return g->v_floor;
-    return g->v_floor + (1.0 - g->v_floor) * (phi - g->f_knee) / (1.0 - g->f_knee);
+    double x = (phi - g->f_knee) / (1.0 - g->f_knee);
+    double gamma = g->v_gamma > 0 ? g->v_gamma : 1.0;
+    return g->v_floor + (1.0 - g->v_floor) * pow(x, gamma);
 }
 
 double pfi_sim_work_busy(const pfi_sim_work *w, double fmax, double f_mhz)
@@ -118,43 +121,68 @@ double pfi_sim_step_time(const pfi_sim_work *w, double fmax, double f_mhz)
     return pipe * (1.0 + w->bubble) + w->t_host;
 }
 
-double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, double f_mhz,
+double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
+                           double f_mhz, double eff)
+{
+    double act = phase == PFI_PH_COMPUTE ? w->act_comp
+                 : phase == PFI_PH_MEMORY ? w->act_mem : w->act_comm;
+    double dram = phase == PFI_PH_COMPUTE ? w->dram_comp
+                  : phase == PFI_PH_MEMORY ? w->dram_mem : w->dram_comm;
+    double v = pfi_sim_volt(g, f_mhz);
+    return g->idle_w + g->busy_static_w + g->hbm_w * dram +
+           g->dyn_w * eff * act * v * v * (f_mhz / g->sm_clock_max_mhz);
+}
+
+void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, double limit_w,
+                             double eff, pfi_sim_op *op)
+{
+    op->binds = 0;
+    for (int p = 0; p < PFI_PH_N; p++) {
+        double hi = g->sm_clock_max_mhz, lo = g->sm_clock_min_mhz;
+        if (pfi_sim_phase_power(g, w, p, hi, eff) <= limit_w) {
+            op->f[p] = hi;
+            continue;
+        }
+        double dur = p == PFI_PH_COMPUTE ? w->t_comp : p == PFI_PH_MEMORY ? w->t_mem : w->t_comm;
+        if (dur > 0)
+            op->binds = 1;
+        if (pfi_sim_phase_power(g, w, p, lo, eff) >= limit_w) {
+            op->f[p] = lo;
+            continue;
+        }
+        /* Phase power grows monotonically with f (V and f both do), so bisection finds it. */
+        for (int i = 0; i < 48 && hi - lo > 1e-6; i++) {
+            double mid = 0.5 * (lo + hi);
+            if (pfi_sim_phase_power(g, w, p, mid, eff) > limit_w)
+                hi = mid;
+            else
+                lo = mid;
+        }
+        op->f[p] = lo;
+    }
+}
+
+double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
                           double eff)
 {
-    double fmax = g->sm_clock_max_mhz;
-    double tc = w->t_comp * fmax / f_mhz;
+    double tc = w->t_comp * g->sm_clock_max_mhz / op->f[PFI_PH_COMPUTE];
     double busy = tc + w->t_mem + w->t_comm;
     if (busy <= 0)
         return g->idle_w;
-    double act = (tc * w->act_comp + w->t_mem * w->act_mem + w->t_comm * w->act_comm) / busy;
-    double dram = (tc * w->dram_comp + w->t_mem * w->dram_mem + w->t_comm * w->dram_comm) / busy;
-    double v = pfi_sim_volt(g, f_mhz);
-    return g->idle_w + g->busy_static_w + g->hbm_w * dram +
-           g->dyn_w * eff * act * v * v * (f_mhz / fmax);
+    return (tc * pfi_sim_phase_power(g, w, PFI_PH_COMPUTE, op->f[PFI_PH_COMPUTE], eff) +
+            w->t_mem * pfi_sim_phase_power(g, w, PFI_PH_MEMORY, op->f[PFI_PH_MEMORY], eff) +
+            w->t_comm * pfi_sim_phase_power(g, w, PFI_PH_COMM, op->f[PFI_PH_COMM], eff)) /
+           busy;
 }
 
-double pfi_sim_clock_at(const pfi_gpu_model *g, const pfi_sim_work *w, double limit_w,
-                        double eff, int *binds)
+double pfi_sim_busy_clock(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
-    double hi = g->sm_clock_max_mhz, lo = g->sm_clock_min_mhz;
-    if (pfi_sim_busy_power(g, w, hi, eff) <= limit_w) {
-        if (binds)
-            *binds = 0;
-        return hi;
-    }
-    if (binds)
-        *binds = 1;
-    if (pfi_sim_busy_power(g, w, lo, eff) >= limit_w)
-        return lo;
-    /* Busy power grows monotonically with f (docs/simulator.md), so bisection finds it. */
-    for (int i = 0; i < 50 && hi - lo > 1e-6; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (pfi_sim_busy_power(g, w, mid, eff) > limit_w)
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return lo;
+    double tc = w->t_comp * g->sm_clock_max_mhz / op->f[PFI_PH_COMPUTE];
+    double busy = tc + w->t_mem + w->t_comm;
+    if (busy <= 0)
+        return op->f[PFI_PH_COMPUTE];
+    return (tc * op->f[PFI_PH_COMPUTE] + w->t_mem * op->f[PFI_PH_MEMORY] +
+            w->t_comm * op->f[PFI_PH_COMM]) / busy;
 }
 
 /* splitmix64: a well-mixed hash, so any (seed, stream, index) gives an independent draw and

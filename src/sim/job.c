@@ -148,21 +148,30 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
     double size_eff = (x / (x + 400)) * (tok / (tok + 512));
     w->t_comp = flops_gpu / (peak * g->gemm_eff * size_eff);
     w->tensor_comp = 0.92 * size_eff;
+    /* Small GEMMs also keep fewer of the tensor cores switching: less power per cycle. */
+    w->act_comp = j->act_compute * (0.6 + 0.4 * size_eff);
 
-    /* Memory-bound kernels: elementwise activation traffic (~96 h bytes per token per layer
-     * forward and backward, split by sequence parallelism) and the optimizer step (Adam in
-     * mixed precision, ~18 bytes per local parameter, sharded over DP) plus gradient traffic. */
+    /* Memory-bound kernels (norms, activations, residuals, dropout, rotary, softmax outside
+     * fused attention, cross-entropy) stream activations: ~200 h + 12 ffn bytes per token per
+     * layer forward and backward, split by sequence parallelism; the loss reads and writes the
+     * logits (~12 bytes per vocabulary entry per token); the optimizer step (Adam in mixed
+     * precision, ~18 bytes per trained parameter, sharded over DP) and gradient traffic.
+     * Small elementwise kernels reach only part of the bandwidth (gpu.mem_eff). */
     double l_local = L / j->pp;
+    double ffn = j->ffn_hidden > 0 ? j->ffn_hidden : 4 * h;
+    double ffn_act = j->moe && j->experts > 0 ? ffn * j->top_k : ffn;
     double p_local = (N - expert_params) / (j->tp * j->pp) +
                      expert_params / (j->tp * j->pp * (j->ep > 0 ? j->ep : 1));
-    double act_bytes = (tokens / j->dp) * l_local * 96 * h / j->tp;
+    double tok_local = tokens / j->dp;
+    double act_bytes = tok_local * l_local * (200 * h + 12 * ffn_act) / j->tp +
+                       tok_local * (double)j->vocab * 12 / (j->tp * j->pp);
     double train_params = p_local;
     if (j->kind == PFI_JOB_LORA) {
         double r = j->lora_rank > 0 ? j->lora_rank : 16;
         train_params = l_local * 4 * 2 * r * h / j->tp;
     }
     double opt_bytes = 18 * train_params / j->dp + 4 * train_params;
-    w->t_mem = (act_bytes + opt_bytes) / (g->hbm_tbs * 1e12 * 0.8);
+    w->t_mem = (act_bytes + opt_bytes) / (g->hbm_tbs * 1e12 * (g->mem_eff > 0 ? g->mem_eff : 0.6));
 
     /* Links: TP innermost, then DP, then PP (Megatron's order).  Within a host NVLink (or PCIe
      * peer-to-peer), across hosts the network. */
@@ -195,25 +204,31 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
         w->t_overlap += 0.7 * t;
         if (bw_dp == intra && g->nvlink_gbs > 0) nvl += bytes; else pcie += bytes;
     }
-    /* Pipeline: each microbatch sends activations forward and gradients back (two tensors for
-     * encoder-decoder models); asynchronous sends overlap the next microbatch. */
+    /* Pipeline: each microbatch sends activations forward and gradients back; asynchronous
+     * sends overlap the next microbatch.  An encoder-decoder pipeline (T5) also carries the
+     * encoder output and the relative-position biases (heads x S x S per sample, encoder and
+     * decoder) from stage to stage. */
     if (j->pp > 1) {
         double cross = 0;
         if (n > gph)
             cross = fmin(1.0, ((double)n / gph - 1.0) / (j->pp - 1.0));
-        double bw = cross * inter > 0 ? 1.0 / (cross / inter + (1 - cross) / intra) : intra;
-        double bytes = m * 2 * mb * S * h * 2 / j->tp * (j->encdec ? 2 : 1);
+        /* A pipeline moves at the pace of its slowest link. */
+        double bw = cross > 0 ? inter : intra;
+        double per_mb = mb * S * h * 2;
+        if (j->encdec)
+            per_mb = 2 * per_mb + 2 * mb * (double)j->heads * S * S * 2;
+        double bytes = m * 2 * per_mb / j->tp;
         w->t_overlap += bytes / bw;
         w->t_comm += m * 2 * (cross > 0 ? lat_inter : lat_intra);
         w->bubble = (j->pp - 1.0) / m;
         nvl += (g->nvlink_gbs > 0 ? (1 - cross) : 0) * bytes;
         pcie += (g->nvlink_gbs > 0 ? cross : 1) * bytes;
     }
-    /* Host: kernel launches per layer and microbatch, hidden while the GPU is busier. */
+    /* Host: kernel launches per layer and microbatch, hidden while the GPU is busier; the
+     * Python loop per microbatch, the optimizer launch and data loading are not. */
     w->t_overlap += j->host_ms * 1e-3 * l_local * m * (j->encdec ? 1.5 : 1.0);
-    w->t_host = 0.010 + tokens / n * 4 / (g->pcie_gbs * 1e9);
+    w->t_host = 0.030 + 0.001 * m + tokens / n * 4 / (g->pcie_gbs * 1e9);
 
-    w->act_comp = j->act_compute;
     w->act_mem = 0.45;
     w->act_comm = 0.12;
     w->dram_comp = 0.30;

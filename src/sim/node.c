@@ -20,8 +20,8 @@ typedef struct limit_change {
 typedef struct gpu_hist {
     int n, cap;
     limit_change *ch;
-    double cache_e, cache_f; /* the last clock solved, reused in steady state */
-    int cache_binds;
+    double cache_e;          /* the last operating point solved, reused in steady state */
+    pfi_sim_op cache_op;
 } gpu_hist;
 
 /* Cumulative quantities of one job at a time: tokens and each of its GPUs' energy. */
@@ -49,7 +49,9 @@ struct pfi_sim_node {
 /* Instantaneous state of one job (or one idle GPU) at one budget vector. */
 typedef struct job_now {
     double step, rate;
-    double f[PFI_MAX_GPUS], power[PFI_MAX_GPUS], busy[PFI_MAX_GPUS];
+    double f[PFI_MAX_GPUS];     /* compute-phase clock: it sets the pace */
+    double fbusy[PFI_MAX_GPUS]; /* time-weighted clock over the busy phases */
+    double power[PFI_MAX_GPUS], busy[PFI_MAX_GPUS];
     int binds[PFI_MAX_GPUS];
 } job_now;
 
@@ -101,19 +103,15 @@ static double budget_at(const pfi_sim_node *n, int g, double t)
     return L + (h->ch[k].e0 - L) * exp(-dt / n->cfg.gpu.tau_s);
 }
 
-static double clock_for(pfi_sim_node *n, int g, double e, int *binds)
+static const pfi_sim_op *op_for(pfi_sim_node *n, int g, double e)
 {
     gpu_hist *h = &n->hist[g];
-    if (e == h->cache_e) {
-        *binds = h->cache_binds;
-        return h->cache_f;
+    if (e != h->cache_e) {
+        pfi_sim_operating_point(&n->cfg.gpu, &n->work[n->job_of[g]], e, n->eff[g],
+                                &h->cache_op);
+        h->cache_e = e;
     }
-    int j = n->job_of[g];
-    double f = pfi_sim_clock_at(&n->cfg.gpu, &n->work[j], e, n->eff[g], binds);
-    h->cache_e = e;
-    h->cache_f = f;
-    h->cache_binds = *binds;
-    return f;
+    return &h->cache_op;
 }
 
 static double gap_power(const pfi_gpu_model *g)
@@ -130,9 +128,13 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
     const pfi_sim_work *w = &n->work[j];
     double fmax = g->sm_clock_max_mhz;
     o->step = 0;
+    pfi_sim_op ops[PFI_MAX_GPUS];
     for (int i = 0; i < job->n_gpus; i++) {
         int gi = job->first_gpu + i;
-        o->f[i] = clock_for(n, gi, e[gi], &o->binds[i]);
+        ops[i] = *op_for(n, gi, e[gi]);
+        o->f[i] = ops[i].f[PFI_PH_COMPUTE];
+        o->binds[i] = ops[i].binds;
+        o->fbusy[i] = pfi_sim_busy_clock(g, w, &ops[i]);
         double st = pfi_sim_step_time(w, fmax, o->f[i]);
         if (st > o->step)
             o->step = st; /* a synchronous step waits for its slowest GPU */
@@ -144,7 +146,7 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
         if (busy > o->step)
             busy = o->step;
         o->busy[i] = busy;
-        double pb = pfi_sim_busy_power(g, w, o->f[i], n->eff[gi]);
+        double pb = pfi_sim_busy_power(g, w, &ops[i], n->eff[gi]);
         o->power[i] = (busy * pb + (o->step - busy) * gap_power(g)) / o->step;
     }
 }
@@ -439,7 +441,7 @@ int pfi_sim_job_steady(const pfi_sim_node *nc, int j, double cap_w, pfi_sim_stea
     double fslow = INFINITY;
     for (int i = 0; i < job->n_gpus; i++) {
         s->power_w += now.power[i] / job->n_gpus;
-        s->sm_clock_mhz += now.f[i] / job->n_gpus;
+        s->sm_clock_mhz += now.fbusy[i] / job->n_gpus;
         s->busy_frac += now.busy[i] / now.step / job->n_gpus;
         s->cap_binds |= now.binds[i];
         fslow = fmin(fslow, now.f[i]);
@@ -496,8 +498,8 @@ int pfi_sim_sample(pfi_sim_node *n, int g, double t, pfi_sample *s, pfi_err *err
         int i = g - job->first_gpu;
         inst = now.power[i];
         double f = now.f[i];
-        /* NVML reports clocks in steps of 15 MHz. */
-        s->sm_clock_mhz = floor(f / 15.0 + 1e-9) * 15.0;
+        /* A reading lands in any phase: report the busy-time mean, in NVML's 15 MHz steps. */
+        s->sm_clock_mhz = floor(now.fbusy[i] / 15.0 + 1e-9) * 15.0;
         s->clock_reasons = now.binds[i] ? PFI_REASON_SW_POWERCAP : 0;
         double T = now.step;
         double tc = w->t_comp * m->sm_clock_max_mhz / f;

@@ -6,8 +6,10 @@
  *   pipe(f)  = max(work(f), t_overlap) * (1 + bubble)   (host launch and overlapped sends run
  *                                                        concurrently; 1F1B bubble)
  *   step(f)  = pipe(f) + t_host
- * The firmware caps the power drawn while kernels run (its window is short next to a step's
- * idle gaps), so the clock at limit L is the highest f with busy_power(f) <= L. */
+ * The firmware's control window is short next to a step's phases (GEMM stretches, elementwise
+ * stretches, collectives, idle gaps), so it caps each phase on its own: in phase p the clock is
+ * the highest f with power_p(f) <= L.  Compute phases draw the most and bind first; a job whose
+ * mean draw is under the limit still loses its peaks. */
 #ifndef PFI_SIM_PHYSICS_H
 #define PFI_SIM_PHYSICS_H
 
@@ -28,17 +30,29 @@ typedef struct pfi_sim_work {
     double mem_used_mib;
 } pfi_sim_work;
 
+enum { PFI_PH_COMPUTE, PFI_PH_MEMORY, PFI_PH_COMM, PFI_PH_N };
+
+/* The clocks the firmware holds in each phase under one limit. */
+typedef struct pfi_sim_op {
+    double f[PFI_PH_N];
+    int binds; /* some phase runs below f_max because of the limit */
+} pfi_sim_op;
+
 /* V(f)/V(fmax) with the floor below the knee. */
 double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz);
-/* Busy power at clock f for this work; eff scales the SM dynamic power (manufacturing). */
-double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, double f_mhz,
+/* Power of one phase at clock f; eff scales the SM dynamic power (manufacturing). */
+double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
+                           double f_mhz, double eff);
+/* The highest clock of each phase whose power fits under limit_w (f_min when none does). */
+void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, double limit_w,
+                             double eff, pfi_sim_op *op);
+/* Mean power and time-weighted clock over the busy part of a step at op. */
+double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
                           double eff);
-/* Highest clock whose busy power fits under limit_w (f_min when none does); *binds set when the
- * clock is below f_max because of the limit. */
-double pfi_sim_clock_at(const pfi_gpu_model *g, const pfi_sim_work *w, double limit_w,
-                        double eff, int *binds);
-double pfi_sim_work_busy(const pfi_sim_work *w, double fmax, double f_mhz);
-double pfi_sim_step_time(const pfi_sim_work *w, double fmax, double f_mhz);
+double pfi_sim_busy_clock(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op);
+/* Busy (kernel) time and step time when compute runs at f_comp. */
+double pfi_sim_work_busy(const pfi_sim_work *w, double fmax, double f_comp);
+double pfi_sim_step_time(const pfi_sim_work *w, double fmax, double f_comp);
 
 /* The work of job j on one of its GPUs (every GPU of a job does the same work). */
 int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *job, pfi_sim_work *out,

@@ -50,11 +50,13 @@ typedef struct pfi_gpu_model {
     double sm_clock_idle_mhz, sm_clock_min_mhz, sm_clock_max_mhz, mem_clock_mhz;
     double v_floor;             /* V/V(f_max) at and below the knee (the voltage floor) */
     double f_knee;              /* fraction of f_max below which V stays at the floor */
+    double v_gamma;             /* curvature of V above the knee (1 = linear, >1 convex) */
     double hbm_tbs;             /* memory bandwidth, TB/s */
     double mem_gib;
     int sms;
     double bf16_tflops;         /* dense BF16 peak at sm_clock_max_mhz */
     double gemm_eff;            /* achievable fraction of that peak on large GEMMs */
+    double mem_eff;             /* fraction of the memory bandwidth elementwise kernels reach */
     double nvlink_gbs;          /* NVLink per GPU per direction, GB/s (0: none) */
     double pcie_gbs;            /* PCIe per direction, GB/s */
     double tau_s;               /* firmware power-control time constant */
@@ -244,6 +246,7 @@ typedef struct pfi_sim_val_run {
     double meas_tput[PFI_MAX_LEVELS], sim_tput[PFI_MAX_LEVELS]; /* relative to the max limit */
     double meas_power[PFI_MAX_LEVELS], sim_power[PFI_MAX_LEVELS];
     double meas_power_w0, sim_power_w0; /* absolute per-GPU power at the max limit */
+    double sim_time0;                   /* simulated iteration time at the max limit */
     double max_abs_err_tput, max_abs_err_power;
 } pfi_sim_val_run;
 
@@ -254,6 +257,13 @@ typedef struct pfi_sim_validation {
     double held_out_max_err_tput, held_out_max_err_power;
     double fit_max_err_tput, fit_max_err_power;
     pfi_gpu_model fitted[2];   /* the fitted A100-PCIE-80GB and A40 */
+    double fitted_net_gbs[2];  /* their clusters' inter-host bandwidth per GPU */
+    int n_families;
+    struct {
+        char family[32];
+        char fitted_on[PFI_NAME_MAX]; /* the one run whose data set these constants */
+        double act_compute, host_ms;
+    } families[8];
 } pfi_sim_validation;
 
 /* Reads data_dir/perseus-sosp24/zeus_baseline/{A100,A40}/zeus_global.csv, fits the constants

@@ -1,0 +1,441 @@
+/* validate.c: calibration of the simulator against measured power-limit sweeps (Perseus,
+ * SOSP'24: zeus_baseline/{A100,A40}/zeus_global.csv).
+ *
+ * Each transformer job of those files is configured from its model name and parallelism and
+ * simulated at every measured limit; relative throughput T/T(max) and relative power P/P(max)
+ * are compared with the measurement.  Constants are fitted per GPU type (V-f floor and knee,
+ * SM dynamic power, busy static power; the A40 cluster's inter-host bandwidth) and per model
+ * family (SM activity of its GEMM phases, host time per layer and microbatch), never per run,
+ * and on at most half of each GPU type's runs, chosen before any fitting:
+ *   A100-PCIE-80GB: bert-huge-uncased, bloom-3b      (held out: gpt3-xl, t5-3b)
+ *   A40:            gpt3-2.7b, t5-3b                  (held out: bert-huge, bloom-3b, gpt3-6.7b)
+ * so every family is fitted on exactly one run and every held-out run is predicted with
+ * constants that never saw it.  The fit is a bounded Nelder-Mead (GSL) on squared errors. */
+#include <errno.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multimin.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/physics.h"
+
+/* ---------------------------------------------------------------- CSV */
+
+#define MAX_COLS 32
+#define MAX_ROWS 128
+
+typedef struct csv_table {
+    int ncols, nrows;
+    char head[MAX_COLS][48];
+    char cell[MAX_ROWS][MAX_COLS][64];
+} csv_table;
+
+/* Splits one line into fields (RFC 4180 quotes; the partition lists hold commas). */
+static int csv_split(const char *line, char out[][64], int max)
+{
+    int n = 0;
+    const char *p = line;
+    while (n < max) {
+        size_t k = 0;
+        int quoted = *p == '"';
+        if (quoted)
+            p++;
+        while (*p && (quoted ? !(*p == '"' && p[1] != '"') : *p != ',') && *p != '\n' &&
+               *p != '\r') {
+            if (quoted && *p == '"')
+                p++;
+            if (k + 1 < 64)
+                out[n][k++] = *p;
+            p++;
+        }
+        if (quoted && *p == '"')
+            p++;
+        out[n++][k] = '\0';
+        if (*p != ',')
+            break;
+        p++;
+    }
+    return n;
+}
+
+static int csv_read(const char *path, csv_table *t, pfi_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return pfi_err_set(err, PFI_ENOENT, "cannot open %s: %s", path, strerror(errno));
+    char line[2048];
+    memset(t, 0, sizeof *t);
+    int rc = PFI_OK;
+    if (!fgets(line, sizeof line, f)) {
+        rc = pfi_err_set(err, PFI_EINVAL, "%s is empty", path);
+    } else {
+        char cols[MAX_COLS][64];
+        t->ncols = csv_split(line, cols, MAX_COLS);
+        for (int c = 0; c < t->ncols; c++)
+            snprintf(t->head[c], sizeof t->head[c], "%s", cols[c]);
+        while (rc == PFI_OK && fgets(line, sizeof line, f)) {
+            if (line[0] == '\n' || line[0] == '\r')
+                continue;
+            if (t->nrows >= MAX_ROWS) {
+                rc = pfi_err_set(err, PFI_EINVAL, "%s has more than %d rows", path, MAX_ROWS);
+                break;
+            }
+            if (csv_split(line, t->cell[t->nrows], MAX_COLS) != t->ncols) {
+                rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has the wrong number of fields",
+                                 path, t->nrows + 2);
+                break;
+            }
+            t->nrows++;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+static int col(const csv_table *t, const char *name)
+{
+    for (int c = 0; c < t->ncols; c++)
+        if (strcmp(t->head[c], name) == 0)
+            return c;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+typedef struct vrun {
+    pfi_sim_val_run out;
+    int type;          /* 0 A100-PCIE-80GB, 1 A40 */
+    int family;        /* index into fams */
+    pfi_node_config cfg;
+    double meas_time[PFI_MAX_LEVELS], meas_energy[PFI_MAX_LEVELS];
+    double meas_time0;
+} vrun;
+
+typedef struct fam {
+    const char *name;
+    const char *fit_run; /* model name of the run it is fitted on */
+    int fit_type;
+    double act, host;
+} fam;
+
+typedef struct ctx {
+    vrun runs[PFI_SIM_VAL_MAX_RUNS];
+    int nruns;
+    fam fams[4];
+    pfi_gpu_model gpu[2];
+    double net[2];
+    /* what the current fit moves */
+    int type;
+    int fam_idx[2];
+} ctx;
+
+static const char *const fit_models[2][2] = {{"bert-huge-uncased", "bloom-3b"},
+                                             {"gpt3-2.7b", "t5-3b"}};
+
+/* Sequence lengths are not in the files: Merak's defaults are assumed (GPT-style 1024,
+ * BERT and T5 512); docs/simulator.md says so. */
+static int seq_for(const char *family) { return strcmp(family, "gpt") == 0 ||
+                                                strcmp(family, "bloom") == 0 ? 1024 : 512; }
+
+static int load_type(ctx *c, const char *dir, int type, pfi_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_global.csv", dir,
+             type == 0 ? "A100" : "A40");
+    csv_table *t = malloc(sizeof *t);
+    if (!t)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int rc = csv_read(path, t, err);
+    int cm = col(t, "model_name"), cb = col(t, "batch_size"), cdp = col(t, "dp"),
+        ctp = col(t, "tp"), cpp = col(t, "pp"), cmb = col(t, "microbatch_size"),
+        cl = col(t, "power_limit_0"), ctime = col(t, "time"), ce = col(t, "energy");
+    if (rc == PFI_OK && (cm < 0 || cb < 0 || cdp < 0 || ctp < 0 || cpp < 0 || cmb < 0 ||
+                         cl < 0 || ctime < 0 || ce < 0))
+        rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
+    const pfi_gpu_model *gm = pfi_gpu_model_find(type == 0 ? "A100-PCIE-80GB" : "A40");
+    for (int r = 0; rc == PFI_OK && r < t->nrows; r++) {
+        const char *model = t->cell[r][cm];
+        if (strncmp(model, "wide-resnet", 11) == 0)
+            continue; /* a CNN: the cost model is for transformers */
+        vrun *v = NULL;
+        for (int i = 0; i < c->nruns; i++)
+            if (c->runs[i].type == type && strcmp(c->runs[i].cfg.jobs[0].model, model) == 0)
+                v = &c->runs[i];
+        if (!v) {
+            if (c->nruns >= PFI_SIM_VAL_MAX_RUNS) {
+                rc = pfi_err_set(err, PFI_EINVAL, "too many runs in %s", path);
+                break;
+            }
+            v = &c->runs[c->nruns++];
+            memset(v, 0, sizeof *v);
+            v->type = type;
+            pfi_node_config *nc = &v->cfg;
+            nc->gpu = *gm;
+            pfi_job_config *j = &nc->jobs[0];
+            rc = pfi_sim_job_from_model(j, model, err);
+            if (rc != PFI_OK)
+                break;
+            j->dp = atoi(t->cell[r][cdp]);
+            j->tp = atoi(t->cell[r][ctp]);
+            j->pp = atoi(t->cell[r][cpp]);
+            j->micro_batch = atoi(t->cell[r][cmb]);
+            j->global_batch = atoi(t->cell[r][cb]);
+            j->seq_len = seq_for(j->family);
+            snprintf(j->name, sizeof j->name, "train");
+            nc->n_jobs = 1;
+            nc->n_gpus = j->dp * j->tp * j->pp;
+            nc->gpus_per_host = 4; /* both clusters: 4 GPUs per host */
+            snprintf(nc->name, sizeof nc->name, "perseus-%s", type == 0 ? "A100" : "A40");
+            v->family = -1;
+            for (int f = 0; f < 4; f++)
+                if (strcmp(c->fams[f].name, j->family) == 0)
+                    v->family = f;
+            if (v->family < 0) {
+                rc = pfi_err_set(err, PFI_EINVAL, "%s: no family constants for '%s'", path,
+                                 model);
+                break;
+            }
+            snprintf(v->out.run, sizeof v->out.run, "perseus/%s/%s dp%dtp%dpp%d",
+                     type == 0 ? "A100" : "A40", model, j->dp, j->tp, j->pp);
+            snprintf(v->out.gpu_type, sizeof v->out.gpu_type, "%s", gm->name);
+            v->out.held_out = strcmp(model, fit_models[type][0]) != 0 &&
+                              strcmp(model, fit_models[type][1]) != 0;
+        }
+        if (v->out.n_levels >= PFI_MAX_LEVELS) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: too many limits for %s", path, model);
+            break;
+        }
+        int k = v->out.n_levels++;
+        v->out.limit_w[k] = atof(t->cell[r][cl]);
+        v->meas_time[k] = atof(t->cell[r][ctime]);
+        v->meas_energy[k] = atof(t->cell[r][ce]);
+        if (!(v->out.limit_w[k] > 0 && v->meas_time[k] > 0 && v->meas_energy[k] > 0))
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has a non-positive value", path, r + 2);
+    }
+    free(t);
+    return rc;
+}
+
+/* Relative measured values, against the level at the highest limit. */
+static void measured(vrun *v)
+{
+    pfi_sim_val_run *o = &v->out;
+    int top = 0;
+    for (int k = 1; k < o->n_levels; k++)
+        if (o->limit_w[k] > o->limit_w[top])
+            top = k;
+    int n = v->cfg.n_gpus;
+    double p0 = v->meas_energy[top] / v->meas_time[top] / n;
+    o->meas_power_w0 = p0;
+    v->meas_time0 = v->meas_time[top];
+    for (int k = 0; k < o->n_levels; k++) {
+        o->meas_tput[k] = v->meas_time[top] / v->meas_time[k];
+        o->meas_power[k] = v->meas_energy[k] / v->meas_time[k] / n / p0;
+    }
+}
+
+/* Simulates run v with the context's current constants; returns PFI_OK or an error. */
+static int simulate(const ctx *c, vrun *v)
+{
+    pfi_node_config nc = v->cfg;
+    nc.gpu = c->gpu[v->type];
+    nc.net_gbs = c->net[v->type];
+    nc.jobs[0].act_compute = c->fams[v->family].act;
+    nc.jobs[0].host_ms = c->fams[v->family].host;
+    pfi_sim_node *node;
+    int rc = pfi_sim_node_new(&nc, &node, NULL);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_sim_val_run *o = &v->out;
+    int top = 0;
+    for (int k = 1; k < o->n_levels; k++)
+        if (o->limit_w[k] > o->limit_w[top])
+            top = k;
+    pfi_sim_steady s0, s;
+    pfi_sim_job_steady(node, 0, o->limit_w[top], &s0, NULL);
+    o->sim_power_w0 = s0.power_w;
+    o->sim_time0 = s0.step_time_s;
+    o->max_abs_err_tput = o->max_abs_err_power = 0;
+    for (int k = 0; k < o->n_levels; k++) {
+        pfi_sim_job_steady(node, 0, o->limit_w[k], &s, NULL);
+        o->sim_tput[k] = s.tokens_per_s / s0.tokens_per_s;
+        o->sim_power[k] = s.power_w / s0.power_w;
+        o->max_abs_err_tput = fmax(o->max_abs_err_tput, fabs(o->sim_tput[k] - o->meas_tput[k]));
+        o->max_abs_err_power =
+            fmax(o->max_abs_err_power, fabs(o->sim_power[k] - o->meas_power[k]));
+    }
+    pfi_sim_node_free(node);
+    return PFI_OK;
+}
+
+/* ---------------------------------------------------------------- the fit */
+
+/* Parameters are unbounded u mapped into [lo, hi] by a logistic, so the simplex never leaves
+ * the physical range. */
+static double squash(double u, double lo, double hi) { return lo + (hi - lo) / (1 + exp(-u)); }
+static double unsquash(double x, double lo, double hi)
+{
+    double p = (x - lo) / (hi - lo);
+    p = fmin(fmax(p, 1e-6), 1 - 1e-6);
+    return log(p / (1 - p));
+}
+
+enum { P_DYN, P_STATIC, P_VFLOOR, P_KNEE, P_GAMMA, P_EFF, P_MEFF, P_NET, P_ACT0, P_HOST0,
+       P_ACT1, P_HOST1, NPARAM };
+static const double lo[NPARAM] = {50, 0, 0.40, 0.10, 0.7, 0.01, 0.02, 0.05, 0.949, 0.001, 0.949,
+                                  0.001};
+static const double hi[NPARAM] = {1500, 150, 0.98, 0.90, 4.0, 0.90, 0.90, 25, 0.951, 5, 0.951, 5};
+
+static void apply(ctx *c, const gsl_vector *u)
+{
+    pfi_gpu_model *g = &c->gpu[c->type];
+    g->dyn_w = squash(gsl_vector_get(u, P_DYN), lo[P_DYN], hi[P_DYN]);
+    g->busy_static_w = squash(gsl_vector_get(u, P_STATIC), lo[P_STATIC], hi[P_STATIC]);
+    g->v_floor = squash(gsl_vector_get(u, P_VFLOOR), lo[P_VFLOOR], hi[P_VFLOOR]);
+    g->f_knee = squash(gsl_vector_get(u, P_KNEE), lo[P_KNEE], hi[P_KNEE]);
+    g->v_gamma = squash(gsl_vector_get(u, P_GAMMA), lo[P_GAMMA], hi[P_GAMMA]);
+    g->gemm_eff = squash(gsl_vector_get(u, P_EFF), lo[P_EFF], hi[P_EFF]);
+    g->mem_eff = squash(gsl_vector_get(u, P_MEFF), lo[P_MEFF], hi[P_MEFF]);
+    if (c->type == 1)
+        c->net[1] = squash(gsl_vector_get(u, P_NET), lo[P_NET], hi[P_NET]);
+    for (int i = 0; i < 2; i++) {
+        fam *f = &c->fams[c->fam_idx[i]];
+        f->act = squash(gsl_vector_get(u, P_ACT0 + 2 * i), lo[P_ACT0], hi[P_ACT0]);
+        f->host = squash(gsl_vector_get(u, P_HOST0 + 2 * i), lo[P_HOST0], hi[P_HOST0]);
+    }
+}
+
+static double objective(const gsl_vector *u, void *arg)
+{
+    ctx *c = arg;
+    apply(c, u);
+    double sse = 0;
+    for (int i = 0; i < c->nruns; i++) {
+        vrun *v = &c->runs[i];
+        if (v->type != c->type || v->out.held_out)
+            continue;
+        if (simulate(c, v) != PFI_OK)
+            return 1e9;
+        const pfi_sim_val_run *o = &v->out;
+        for (int k = 0; k < o->n_levels; k++) {
+            double et = o->sim_tput[k] - o->meas_tput[k];
+            double ep = o->sim_power[k] - o->meas_power[k];
+            /* The fourth power leans on the worst level: the target is a maximum error. */
+            sse += et * et + ep * ep + 400 * (et * et * et * et + ep * ep * ep * ep);
+        }
+        /* Absolute power and iteration time at the top limit keep the constants physical
+         * (weakly): the time scale decides how compute compares with links and host. */
+        double ea = (o->sim_power_w0 - o->meas_power_w0) / o->meas_power_w0;
+        double es = log(o->sim_time0 / v->meas_time0);
+        sse += 0.05 * ea * ea + 0.05 * es * es;
+    }
+    return sse;
+}
+
+static int fit_type(ctx *c, int type, pfi_err *err)
+{
+    c->type = type;
+    int nf = 0;
+    for (int f = 0; f < 4; f++)
+        if (c->fams[f].fit_type == type && nf < 2)
+            c->fam_idx[nf++] = f;
+    if (nf != 2)
+        return pfi_err_set(err, PFI_EINTERNAL, "validate: family table");
+    const pfi_gpu_model *g = &c->gpu[type];
+    double x0[NPARAM] = {g->dyn_w, g->busy_static_w, g->v_floor, g->f_knee, g->v_gamma,
+                         g->gemm_eff, g->mem_eff, c->net[type],
+                         c->fams[c->fam_idx[0]].act, c->fams[c->fam_idx[0]].host,
+                         c->fams[c->fam_idx[1]].act, c->fams[c->fam_idx[1]].host};
+    gsl_vector *u = gsl_vector_alloc(NPARAM), *step = gsl_vector_alloc(NPARAM);
+    gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2,
+                                                                NPARAM);
+    if (!u || !step || !m) {
+        gsl_vector_free(u);
+        gsl_vector_free(step);
+        if (m)
+            gsl_multimin_fminimizer_free(m);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < NPARAM; i++)
+        gsl_vector_set(u, i, unsquash(x0[i], lo[i], hi[i]));
+    gsl_multimin_function fn = {.f = objective, .n = NPARAM, .params = c};
+    /* Restarts from the best point shake the simplex out of early collapse. */
+    for (int restart = 0; restart < 4; restart++) {
+        gsl_vector_set_all(step, restart == 0 ? 1.0 : 0.4);
+        gsl_multimin_fminimizer_set(m, &fn, u, step);
+        for (int it = 0; it < 1500; it++) {
+            if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS)
+                break;
+            if (gsl_multimin_fminimizer_size(m) < 1e-5)
+                break;
+        }
+        gsl_vector_memcpy(u, gsl_multimin_fminimizer_x(m));
+    }
+    apply(c, u);
+    gsl_multimin_fminimizer_free(m);
+    gsl_vector_free(u);
+    gsl_vector_free(step);
+    return PFI_OK;
+}
+
+int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    gsl_set_error_handler_off();
+    /* Starting points: the modelled constants of gpu.c and job.c. */
+    static const char *const names[4] = {"bert", "bloom", "gpt", "t5"};
+    for (int f = 0; f < 4; f++) {
+        pfi_job_config probe = {0};
+        snprintf(probe.family, sizeof probe.family, "%s", names[f]);
+        pfi_sim_job_defaults(&probe);
+        c->fams[f] = (fam){names[f], fit_models[f / 2][f % 2], f / 2, probe.act_compute,
+                           probe.host_ms};
+    }
+    c->gpu[0] = *pfi_gpu_model_find("A100-PCIE-80GB");
+    c->gpu[1] = *pfi_gpu_model_find("A40");
+    c->net[0] = 3;
+    c->net[1] = 3;
+    int rc = load_type(c, data_dir, 0, err);
+    if (rc == PFI_OK)
+        rc = load_type(c, data_dir, 1, err);
+    for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
+        measured(&c->runs[i]);
+    for (int type = 0; rc == PFI_OK && type < 2; type++)
+        rc = fit_type(c, type, err);
+    for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
+        rc = simulate(c, &c->runs[i]);
+    if (rc != PFI_OK) {
+        free(c);
+        return rc;
+    }
+    out->n_runs = c->nruns;
+    for (int i = 0; i < c->nruns; i++) {
+        const pfi_sim_val_run *o = &c->runs[i].out;
+        out->runs[i] = *o;
+        double *mt = o->held_out ? &out->held_out_max_err_tput : &out->fit_max_err_tput;
+        double *mp = o->held_out ? &out->held_out_max_err_power : &out->fit_max_err_power;
+        *mt = fmax(*mt, o->max_abs_err_tput);
+        *mp = fmax(*mp, o->max_abs_err_power);
+        out->max_abs_err_tput = fmax(out->max_abs_err_tput, o->max_abs_err_tput);
+        out->max_abs_err_power = fmax(out->max_abs_err_power, o->max_abs_err_power);
+    }
+    out->fitted[0] = c->gpu[0];
+    out->fitted[1] = c->gpu[1];
+    out->fitted_net_gbs[0] = c->net[0];
+    out->fitted_net_gbs[1] = c->net[1];
+    out->n_families = 4;
+    for (int f = 0; f < 4; f++) {
+        snprintf(out->families[f].family, sizeof out->families[f].family, "%s", c->fams[f].name);
+        snprintf(out->families[f].fitted_on, sizeof out->families[f].fitted_on, "%s/%s",
+                 c->fams[f].fit_type == 0 ? "A100" : "A40", c->fams[f].fit_run);
+        out->families[f].act_compute = c->fams[f].act;
+        out->families[f].host_ms = c->fams[f].host;
+    }
+    free(c);
+    return PFI_OK;
+}

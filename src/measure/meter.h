@@ -9,9 +9,9 @@
  *
  * steady.c decides when a level is done: over a window of samples that all started after the
  * transient, the duration-weighted mean and a batch-means confidence interval (t distribution)
- * are computed; the level is steady when the interval is narrower than rel_ci of the mean and
- * the two halves of the window agree.  When they disagree the older half is dropped as
- * transient and the window starts again from the middle. */
+ * are computed; the level is steady when the interval is narrower than rel_ci of the mean.
+ * Before that, the start of the window is moved past any transient left after the settle time
+ * by MSER truncation (the start that minimises the standard error of what remains). */
 #ifndef PFI_MEASURE_METER_H
 #define PFI_MEASURE_METER_H
 
@@ -65,7 +65,7 @@ void pfi_steady_defaults(pfi_steady_cfg *c);
 
 /* Checks the level that began (the limit changed) at t_change, at time now.  *win_start is
  * the window's start (set it to t_change + settle_s when the level begins); it moves forward
- * when the older half of the window looks like transient.  Returns 1 when steady; *st always
+ * past what MSER finds to be transient.  Returns 1 when steady; *st always
  * holds the current window's statistics. */
 int pfi_steady_check(const pfi_meter *m, const pfi_steady_cfg *c, double now, double *win_start,
                      pfi_window_stats *st);

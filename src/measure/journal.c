@@ -1,0 +1,302 @@
+/* journal.c: durable original limits (see journal.h). */
+#include "measure/journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *pfi_journal_default_path(char *buf, size_t n)
+{
+    const char *env = getenv("PFI_JOURNAL");
+    if (env && *env) {
+        snprintf(buf, n, "%s", env);
+    } else if (geteuid() == 0) {
+        snprintf(buf, n, "/var/lib/pfi/journal");
+    } else {
+        const char *xdg = getenv("XDG_STATE_HOME");
+        const char *home = getenv("HOME");
+        if (xdg && *xdg)
+            snprintf(buf, n, "%s/pfi/journal", xdg);
+        else
+            snprintf(buf, n, "%s/.local/state/pfi/journal", home && *home ? home : "/tmp");
+    }
+    return buf;
+}
+
+static int mkdirs_for(const char *path, pfi_err *err)
+{
+    char dir[PFI_JOURNAL_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return PFI_OK;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", dir, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", dir, strerror(errno));
+    return PFI_OK;
+}
+
+static int fsync_dir_of(const char *path)
+{
+    char dir[PFI_JOURNAL_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static int write_file(pfi_journal *j, pfi_err *err)
+{
+    char tmp[PFI_JOURNAL_PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", j->path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return pfi_err_set(err, PFI_EIO, "cannot write journal %s: %s", tmp, strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return pfi_err_set(err, PFI_EIO, "cannot write journal %s", tmp);
+    }
+    fprintf(f, "pfi-journal 1\npid %ld\nbackend %s\nsim_state %s\n", j->pid, j->backend,
+            j->sim_state[0] ? j->sim_state : "-");
+    for (int i = 0; i < j->n; i++)
+        fprintf(f, "gpu %d uuid %s limit_w %.3f\n", j->e[i].gpu,
+                j->e[i].uuid[0] ? j->e[i].uuid : "-", j->e[i].limit_w);
+    int bad = fflush(f) != 0 || fsync(fd) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, j->path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return pfi_err_set(err, PFI_EIO, "cannot write journal %s: %s", j->path, strerror(e));
+    }
+    if (fsync_dir_of(j->path) != 0)
+        return pfi_err_set(err, PFI_EIO, "cannot sync the directory of journal %s: %s", j->path,
+                           strerror(errno));
+    return PFI_OK;
+}
+
+/* Holds an flock on the file at path (re-taken after each rename: it is a new inode). */
+static int take_lock(pfi_journal *j, pfi_err *err)
+{
+    int fd = open(j->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return pfi_err_set(err, PFI_EIO, "cannot open journal %s: %s", j->path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return pfi_err_set(err, PFI_EBUSY, "journal %s is held by another process", j->path);
+    }
+    if (j->lock_fd >= 0)
+        close(j->lock_fd);
+    j->lock_fd = fd;
+    return PFI_OK;
+}
+
+static int read_entry(pfi_backend *b, int gpu, pfi_journal_entry *e, pfi_err *err)
+{
+    pfi_device d;
+    int rc = pfi_hw_info(b, gpu, &d, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "GPU %d: ", gpu);
+    if (!isfinite(d.limit_w) || d.limit_w <= 0)
+        return pfi_err_set(err, PFI_EIO, "GPU %d: cannot read its power limit", gpu);
+    e->gpu = gpu;
+    snprintf(e->uuid, sizeof e->uuid, "%s", d.uuid[0] ? d.uuid : "-");
+    for (char *c = e->uuid; *c; c++)
+        if (*c == ' ' || *c == '\n')
+            *c = '_';
+    e->limit_w = d.limit_w;
+    return PFI_OK;
+}
+
+int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
+                      pfi_err *err)
+{
+    memset(j, 0, sizeof *j);
+    j->lock_fd = -1;
+    snprintf(j->path, sizeof j->path, "%s", path);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        pfi_journal old;
+        int rc = pfi_journal_load(&old, path, 0, err);
+        if (rc == PFI_EBUSY)
+            return rc;
+        pfi_journal_close(&old);
+        return pfi_err_set(err, PFI_EBUSY,
+                           "journal %s from an earlier run (pid %ld) holds limits that were never "
+                           "restored: run `pfi restore --journal %s` first",
+                           path, rc == PFI_OK ? old.pid : -1L, path);
+    }
+    int rc = mkdirs_for(path, err);
+    if (rc != PFI_OK)
+        return rc;
+    j->pid = (long)getpid();
+    snprintf(j->backend, sizeof j->backend, "%s", b->ops->name);
+    const char *ss = getenv("PFI_SIM_STATE");
+    if (ss && *ss && strcmp(b->ops->name, "sim") == 0)
+        snprintf(j->sim_state, sizeof j->sim_state, "%s", ss);
+    for (int i = 0; i < n; i++) {
+        rc = read_entry(b, gpus[i], &j->e[j->n], err);
+        if (rc != PFI_OK)
+            return rc;
+        j->n++;
+    }
+    rc = write_file(j, err);
+    if (rc != PFI_OK)
+        return rc;
+    return take_lock(j, err);
+}
+
+int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err)
+{
+    for (int i = 0; i < j->n; i++)
+        if (j->e[i].gpu == gpu)
+            return PFI_OK;
+    if (j->n >= PFI_MAX_GPUS)
+        return pfi_err_set(err, PFI_ERANGE, "journal full (%d GPUs)", PFI_MAX_GPUS);
+    int rc = read_entry(b, gpu, &j->e[j->n], err);
+    if (rc != PFI_OK)
+        return rc;
+    j->n++;
+    rc = write_file(j, err);
+    if (rc != PFI_OK) {
+        j->n--;
+        return rc;
+    }
+    return take_lock(j, err);
+}
+
+int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
+{
+    memset(j, 0, sizeof *j);
+    j->lock_fd = -1;
+    snprintf(j->path, sizeof j->path, "%s", path);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return pfi_err_set(err, PFI_ENOENT, "no journal at %s: nothing to restore", path);
+        return pfi_err_set(err, PFI_EIO, "cannot read journal %s: %s", path, strerror(errno));
+    }
+    char line[PFI_JOURNAL_PATH_MAX + 64];
+    int lineno = 0, version = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char word[32], arg[PFI_JOURNAL_PATH_MAX];
+        if (sscanf(line, "%31s", word) != 1)
+            continue;
+        if (lineno == 1) {
+            if (strcmp(word, "pfi-journal") != 0 || sscanf(line, "%*s %d", &version) != 1)
+                break;
+            continue;
+        }
+        if (strcmp(word, "pid") == 0) {
+            sscanf(line, "%*s %ld", &j->pid);
+        } else if (strcmp(word, "backend") == 0 && sscanf(line, "%*s %15s", j->backend) == 1) {
+        } else if (strcmp(word, "sim_state") == 0 && sscanf(line, "%*s %1023s", arg) == 1) {
+            if (strcmp(arg, "-") != 0)
+                snprintf(j->sim_state, sizeof j->sim_state, "%s", arg);
+        } else if (strcmp(word, "gpu") == 0 && j->n < PFI_MAX_GPUS) {
+            pfi_journal_entry *e = &j->e[j->n];
+            if (sscanf(line, "gpu %d uuid %95s limit_w %lf", &e->gpu, e->uuid, &e->limit_w) != 3 ||
+                !(e->limit_w > 0) || e->gpu < 0) {
+                fclose(f);
+                return pfi_err_set(err, PFI_EINVAL, "journal %s line %d is damaged: %s", path,
+                                   lineno, line);
+            }
+            if (strcmp(e->uuid, "-") == 0)
+                e->uuid[0] = '\0';
+            j->n++;
+        }
+    }
+    fclose(f);
+    if (version != 1)
+        return pfi_err_set(err, PFI_EINVAL, "%s is not a pfi journal (version 1)", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0 && !force) {
+            close(fd);
+            return pfi_err_set(err, PFI_EBUSY,
+                               "journal %s belongs to a running process (pid %ld), which restores "
+                               "the limits itself when it ends",
+                               path, j->pid);
+        }
+        j->lock_fd = fd;
+    }
+    return PFI_OK;
+}
+
+/* The device index of the GPU with this UUID now (a reboot may renumber). */
+static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
+{
+    pfi_device d;
+    if (!e->uuid[0])
+        return e->gpu;
+    if (pfi_hw_info(b, e->gpu, &d, NULL) == PFI_OK && strcmp(d.uuid, e->uuid) == 0)
+        return e->gpu;
+    int n = 0;
+    if (pfi_hw_count(b, &n, err) != PFI_OK)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (pfi_hw_info(b, i, &d, NULL) == PFI_OK && strcmp(d.uuid, e->uuid) == 0)
+            return i;
+    pfi_err_set(err, PFI_ENOENT, "GPU %s (index %d when journaled) is not on this node", e->uuid,
+                e->gpu);
+    return -1;
+}
+
+int pfi_journal_restore(pfi_journal *j, pfi_backend *b, int *restored, pfi_err *err)
+{
+    int first = PFI_OK, done = 0;
+    for (int i = 0; i < j->n; i++) {
+        pfi_err e1 = {0};
+        int idx = find_gpu(b, &j->e[i], &e1);
+        int rc = idx < 0 ? e1.code : pfi_hw_set_limit(b, idx, j->e[i].limit_w, NULL, &e1);
+        if (rc == PFI_OK) {
+            done++;
+        } else if (first == PFI_OK) {
+            first = rc;
+            pfi_err_set(err, rc, "GPU %d: cannot restore %.0f W: %s", j->e[i].gpu,
+                        j->e[i].limit_w, e1.msg);
+        }
+    }
+    if (restored)
+        *restored = done;
+    if (first != PFI_OK)
+        return first;
+    if (unlink(j->path) != 0 && errno != ENOENT)
+        return pfi_err_set(err, PFI_EIO, "limits restored, but journal %s could not be removed: %s",
+                           j->path, strerror(errno));
+    fsync_dir_of(j->path);
+    return PFI_OK;
+}
+
+void pfi_journal_close(pfi_journal *j)
+{
+    if (j->lock_fd >= 0)
+        close(j->lock_fd);
+    j->lock_fd = -1;
+}

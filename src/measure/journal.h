@@ -1,0 +1,62 @@
+/* journal.h: the durable record of GPUs' original power limits.  Anything in pfi that
+ * changes a limit (pfi sweep, the node daemon) journals the original first, so that
+ * `pfi restore` can put it back after a crash, a SIGKILL or a power loss.
+ *
+ *   pfi_journal j;
+ *   pfi_journal_begin(&j, path, b, gpus, n, err);   // reads limits, writes + fsyncs, locks
+ *   ... change limits; pfi_journal_add(&j, b, gpu, err) for a GPU not journaled yet ...
+ *   pfi_journal_restore(&j, b, err);                // puts every original back, deletes file
+ *   pfi_journal_close(&j);                          // releases the lock (file kept if not restored)
+ *
+ * The file is text ("pfi-journal 1", then pid, backend, sim_state and one "gpu IDX uuid UUID
+ * limit_w W" line per GPU), replaced atomically (write temp, fsync, rename, fsync directory).
+ * While its writer lives it holds an flock on the file: `pfi restore` refuses to act behind a
+ * live sweep's back, and a new sweep refuses to start over a journal that was not restored
+ * (its limits are the true originals).  Restore matches GPUs by UUID, so a renumbering after
+ * a reboot cannot put one GPU's limit on another. */
+#ifndef PFI_MEASURE_JOURNAL_H
+#define PFI_MEASURE_JOURNAL_H
+
+#include <stddef.h>
+
+#include "core/err.h"
+#include "hw/hw.h"
+
+#define PFI_JOURNAL_PATH_MAX 1024
+
+typedef struct pfi_journal_entry {
+    int gpu;
+    char uuid[96];
+    double limit_w;
+} pfi_journal_entry;
+
+typedef struct pfi_journal {
+    char path[PFI_JOURNAL_PATH_MAX];
+    char backend[16];
+    char sim_state[PFI_JOURNAL_PATH_MAX]; /* $PFI_SIM_STATE of the writer ("" when none) */
+    long pid;                             /* the writer */
+    int n;
+    pfi_journal_entry e[PFI_MAX_GPUS];
+    int lock_fd;                          /* -1 when not held */
+} pfi_journal;
+
+/* path: explicit, else $PFI_JOURNAL, else /var/lib/pfi/journal as root, else
+ * $XDG_STATE_HOME/pfi/journal (~/.local/state/pfi/journal). */
+const char *pfi_journal_default_path(char *buf, size_t n);
+
+/* Journals the current limit of each GPU.  PFI_EBUSY when a journal already exists at path
+ * (restore it first) or another live process holds it. */
+int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
+                      pfi_err *err);
+/* Adds one more GPU (no-op if already journaled), durably, before its first change. */
+int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err);
+/* Reads a journal written by someone else.  PFI_ENOENT when there is none; PFI_EBUSY when its
+ * writer is still alive and holds it (unless force). */
+int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err);
+/* Sets every journaled GPU back to its original limit; on full success deletes the file.
+ * Tries every GPU even when one fails; the first error is returned. *restored (may be NULL)
+ * receives how many were put back. */
+int pfi_journal_restore(pfi_journal *j, pfi_backend *b, int *restored, pfi_err *err);
+void pfi_journal_close(pfi_journal *j);
+
+#endif

@@ -1,0 +1,248 @@
+/* source.c: the throughput sources of measure.h: a launched command, a followed log file,
+ * the simulator. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hw/backend_sim.h"
+#include "measure/launch.h"
+#include "measure/measure.h"
+
+/* ---- log sources ---- */
+
+typedef struct log_src {
+    pfi_launch launch;
+    pfi_follow follow;
+    int following;
+    char **argv;
+    char *log_path;
+    /* Set while waiting, for the line callback. */
+    pfi_backend *b;
+    pfi_obs_fn fn;
+    void *ctx;
+} log_src;
+
+static void on_line(void *arg, const char *line)
+{
+    pfi_tput_source *s = arg;
+    log_src *ls = s->impl;
+    pfi_obs o;
+    if (pfi_parser_feed(s->parser, line, &o) && ls->fn)
+        ls->fn(ls->ctx, &o, pfi_hw_now(ls->b));
+}
+
+static void nap(double s)
+{
+    struct timespec ts = {0, (long)(s * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* Lines are time-stamped as they arrive, so the wait polls in short slices of real time: the
+ * backend clock may run faster than real time (the simulator's speed-up). */
+#define SLICE_S 0.02
+
+static int log_wait(pfi_tput_source *s, pfi_backend *b, double until, pfi_obs_fn fn, void *ctx,
+                    pfi_err *err)
+{
+    log_src *ls = s->impl;
+    ls->b = b;
+    ls->fn = fn;
+    ls->ctx = ctx;
+    int rc = PFI_OK;
+    for (;;) {
+        double left = until - pfi_hw_now(b);
+        if (left <= 0)
+            break;
+        double slice = left < SLICE_S ? left : SLICE_S;
+        if (ls->following) {
+            rc = pfi_follow_poll(&ls->follow, on_line, s, err);
+            if (rc != PFI_OK)
+                break;
+            nap(slice);
+        } else {
+            rc = pfi_launch_poll(&ls->launch, slice, on_line, s, err);
+            if (rc != PFI_OK)
+                break;
+            if (!ls->launch.running) {
+                char how[64];
+                pfi_launch_describe(&ls->launch, how, sizeof how);
+                rc = pfi_err_set(err, PFI_ECHILD, "the command '%s' %s", ls->argv[0], how);
+                break;
+            }
+        }
+    }
+    ls->fn = NULL;
+    return rc;
+}
+
+static void log_stop(pfi_tput_source *s)
+{
+    log_src *ls = s->impl;
+    if (!ls->following) {
+        pfi_launch_stop(&ls->launch, 5.0);
+        pfi_launch_close(&ls->launch);
+    }
+}
+
+static int log_restart(pfi_tput_source *s, pfi_err *err)
+{
+    log_src *ls = s->impl;
+    if (ls->following)
+        return pfi_err_set(err, PFI_ENOTSUP, "--restart cannot relaunch a job it did not start");
+    log_stop(s);
+    return pfi_launch_start(&ls->launch, ls->argv, ls->log_path, err);
+}
+
+static void log_destroy(pfi_tput_source *s)
+{
+    log_src *ls = s->impl;
+    if (ls->following)
+        pfi_follow_close(&ls->follow);
+    else
+        log_stop(s);
+    if (ls->argv) {
+        for (char **a = ls->argv; *a; a++)
+            free(*a);
+        free(ls->argv);
+    }
+    free(ls->log_path);
+    pfi_parser_free(s->parser);
+    free(ls);
+}
+
+static int new_log_source(const pfi_parse_cfg *pc, pfi_tput_source **out, log_src **ls_out,
+                          pfi_err *err)
+{
+    pfi_tput_source *s = calloc(1, sizeof *s);
+    log_src *ls = calloc(1, sizeof *ls);
+    if (!s || !ls) {
+        free(s);
+        free(ls);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    int rc = pfi_parser_new(pc, &s->parser, err);
+    if (rc != PFI_OK) {
+        free(s);
+        free(ls);
+        return rc;
+    }
+    ls->launch.out_fd = ls->launch.err_fd = -1;
+    ls->follow.fd = -1;
+    s->impl = ls;
+    s->wait = log_wait;
+    s->stop = log_stop;
+    s->destroy = log_destroy;
+    *out = s;
+    *ls_out = ls;
+    return PFI_OK;
+}
+
+int pfi_source_launch(char *const argv[], const char *log_path, const pfi_parse_cfg *pc,
+                      pfi_tput_source **out, pfi_err *err)
+{
+    *out = NULL;
+    pfi_tput_source *s;
+    log_src *ls;
+    int rc = new_log_source(pc, &s, &ls, err);
+    if (rc != PFI_OK)
+        return rc;
+    s->kind = "command";
+    s->restart = log_restart;
+    int n = 0;
+    while (argv && argv[n])
+        n++;
+    ls->argv = calloc((size_t)n + 1, sizeof *ls->argv);
+    ls->log_path = log_path ? strdup(log_path) : NULL;
+    int oom = !ls->argv || (log_path && !ls->log_path);
+    for (int i = 0; !oom && i < n; i++)
+        oom = !(ls->argv[i] = strdup(argv[i]));
+    if (oom) {
+        log_destroy(s);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    rc = pfi_launch_start(&ls->launch, ls->argv, ls->log_path, err);
+    if (rc != PFI_OK) {
+        log_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return PFI_OK;
+}
+
+int pfi_source_follow(const char *path, const pfi_parse_cfg *pc, pfi_tput_source **out,
+                      pfi_err *err)
+{
+    *out = NULL;
+    pfi_tput_source *s;
+    log_src *ls;
+    int rc = new_log_source(pc, &s, &ls, err);
+    if (rc != PFI_OK)
+        return rc;
+    s->kind = "follow";
+    ls->following = 1;
+    rc = pfi_follow_open(&ls->follow, path, 1, err);
+    if (rc != PFI_OK) {
+        log_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return PFI_OK;
+}
+
+/* ---- the simulator ---- */
+
+typedef struct sim_src {
+    int job;
+} sim_src;
+
+static int sim_wait(pfi_tput_source *s, pfi_backend *b, double until, pfi_obs_fn fn, void *ctx,
+                    pfi_err *err)
+{
+    sim_src *ss = s->impl;
+    double now = pfi_hw_now(b);
+    if (until > now)
+        pfi_hw_sleep(b, until - now);
+    pfi_sim_job_status st;
+    int rc = pfi_backend_sim_job(b, ss->job, &st, err);
+    if (rc != PFI_OK)
+        return rc;
+    now = pfi_hw_now(b);
+    pfi_obs o = {.kind = PFI_OBS_COUNT, .unit = PFI_OU_TOKENS, .value = st.tokens,
+                 .period_s = NAN, .job_t_s = now, .step = (long long)st.iterations};
+    fn(ctx, &o, now);
+    return PFI_OK;
+}
+
+static void sim_destroy(pfi_tput_source *s)
+{
+    free(s->impl);
+}
+
+int pfi_source_sim(int job, pfi_tput_source **out, pfi_err *err)
+{
+    *out = NULL;
+    pfi_tput_source *s = calloc(1, sizeof *s);
+    sim_src *ss = calloc(1, sizeof *ss);
+    if (!s || !ss) {
+        free(s);
+        free(ss);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    ss->job = job;
+    s->kind = "sim";
+    s->wait = sim_wait;
+    s->destroy = sim_destroy;
+    s->impl = ss;
+    *out = s;
+    return PFI_OK;
+}
+
+void pfi_source_free(pfi_tput_source *s)
+{
+    if (!s)
+        return;
+    if (s->destroy)
+        s->destroy(s);
+    free(s);
+}

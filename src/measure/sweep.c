@@ -1,0 +1,474 @@
+/* sweep.c: the sweep protocol (see measure.h and docs/sweep.md). */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/measure.h"
+#include "measure/sampler.h"
+
+void pfi_sweep_defaults(pfi_sweep_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    c->max_dwell_s = 120;
+    c->timeout_s = 300;
+    c->tick_s = 0.1;
+    c->threaded_sampler = 1;
+    pfi_steady_defaults(&c->steady);
+    c->meta.moe = c->meta.finetune = -1;
+    c->meta.params_b = NAN;
+}
+
+static unsigned next_rand(unsigned *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX_GPUS],
+                   int *n_levels, pfi_err *err)
+{
+    *n_levels = 0;
+    if (c->n_gpus < 1)
+        return pfi_err_set(err, PFI_EINVAL, "no GPUs to sweep");
+    pfi_device d[PFI_MAX_GPUS];
+    for (int i = 0; i < c->n_gpus; i++) {
+        int rc = pfi_hw_info(b, c->gpus[i], &d[i], err);
+        if (rc != PFI_OK)
+            return rc;
+    }
+    /* The requested levels, each as watts per GPU, in the requested order. */
+    int n = c->n_levels;
+    int order[PFI_MAX_LEVELS];
+    double key[PFI_MAX_LEVELS];
+    for (int l = 0; l < n; l++) {
+        order[l] = l;
+        key[l] = c->levels[l] * (c->levels_frac ? d[0].max_limit_w : 1);
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            int swap = c->order == PFI_ORDER_ASCENDING ? key[order[j]] < key[order[j - 1]]
+                                                       : key[order[j]] > key[order[j - 1]];
+            if (!swap)
+                break;
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    if (c->order == PFI_ORDER_RANDOM) {
+        unsigned s = c->seed ? c->seed : 0x9e3779b9u;
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(next_rand(&s) % (unsigned)(i + 1));
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+    }
+    int k = 0;
+    for (int i = 0; i < c->n_gpus; i++)
+        caps[k][i] = d[i].default_limit_w;
+    k++;
+    for (int l = 0; l < n; l++) {
+        double v = c->levels[order[l]];
+        int same_as_default = 1;
+        for (int i = 0; i < c->n_gpus; i++) {
+            double w = c->levels_frac ? v * d[i].max_limit_w : v;
+            if (w < d[i].min_limit_w - 0.5 || w > d[i].max_limit_w + 0.5) {
+                if (c->levels_frac)
+                    return pfi_err_set(err, PFI_ERANGE,
+                                       "level %.0f%% is %.0f W on GPU %d, outside its range "
+                                       "%.0f-%.0f W",
+                                       v * 100, w, c->gpus[i], d[i].min_limit_w,
+                                       d[i].max_limit_w);
+                return pfi_err_set(err, PFI_ERANGE,
+                                   "cap %.0f W is outside GPU %d's range %.0f-%.0f W", w,
+                                   c->gpus[i], d[i].min_limit_w, d[i].max_limit_w);
+            }
+            caps[k][i] = w;
+            if (fabs(w - d[i].default_limit_w) > 0.5)
+                same_as_default = 0;
+        }
+        if (same_as_default)
+            continue; /* the baseline measures it */
+        int dup = 0;
+        for (int j = 1; j < k && !dup; j++)
+            dup = memcmp(caps[j], caps[k], (size_t)c->n_gpus * sizeof(double)) == 0;
+        if (dup)
+            continue;
+        if (k >= PFI_MAX_LEVELS)
+            return pfi_err_set(err, PFI_ERANGE, "more than %d levels", PFI_MAX_LEVELS);
+        k++;
+    }
+    *n_levels = k;
+    return PFI_OK;
+}
+
+/* ---- the run ---- */
+
+typedef struct sweep_state {
+    pfi_backend *b;
+    const pfi_sweep_cfg *c;
+    pfi_tput_source *src;
+    pfi_meter meter;
+    double last_obs_t;
+    long n_obs;
+    pfi_err obs_err;
+} sweep_state;
+
+static void on_obs(void *ctx, const pfi_obs *o, double t)
+{
+    sweep_state *s = ctx;
+    if (!s->meter.unit_set && s->src->parser && pfi_parser_per_gpu(s->src->parser))
+        s->meter.scale = s->c->n_gpus; /* torchtitan's tps is per GPU */
+    s->n_obs++;
+    s->last_obs_t = t;
+    if (pfi_meter_add(&s->meter, o, t, &s->obs_err) != PFI_OK)
+        s->obs_err.code = PFI_ENOMEM;
+}
+
+static double mean_field(const pfi_sample *smp, int nt, int ng, double t0, double t1, uint32_t bit,
+                         size_t off, int *have)
+{
+    double sum = 0;
+    long n = 0;
+    for (int t = 0; t < nt; t++)
+        for (int g = 0; g < ng; g++) {
+            const pfi_sample *x = &smp[(size_t)t * (size_t)ng + (size_t)g];
+            if (!(x->have & bit) || x->t_s < t0 || x->t_s > t1)
+                continue;
+            double v = *(const double *)((const char *)x + off);
+            if (!isfinite(v))
+                continue;
+            sum += v;
+            n++;
+        }
+    if (have)
+        *have = n > 0;
+    return n ? sum / (double)n : NAN;
+}
+
+/* Telemetry means over the steady window; the window widens to the whole level when it holds
+ * no sample (a window shorter than one telemetry period). */
+static void level_telemetry(const pfi_sample *smp, int nt, int ng, double t0, double t1,
+                            pfi_level *lv)
+{
+    int have;
+    mean_field(smp, nt, ng, t0, t1, PFI_F_POWER, offsetof(pfi_sample, power_w), &have);
+    if (!have) {
+        t0 = -INFINITY;
+        t1 = INFINITY;
+    }
+#define MF(bit, field) mean_field(smp, nt, ng, t0, t1, bit, offsetof(pfi_sample, field), NULL)
+    lv->power_w = MF(PFI_F_POWER, power_w);
+    lv->sm_clock_mhz = MF(PFI_F_SM_CLOCK, sm_clock_mhz);
+    lv->gpu_util = MF(PFI_F_GPU_UTIL, gpu_util);
+    lv->sm_active = MF(PFI_F_SM_ACTIVE, sm_active);
+    lv->tensor_active = MF(PFI_F_TENSOR, tensor_active);
+    lv->dram_active = MF(PFI_F_DRAM, dram_active);
+    double nt_tx = MF(PFI_F_NVLINK, nvlink_tx_mibs), nt_rx = MF(PFI_F_NVLINK, nvlink_rx_mibs);
+    double pc_tx = MF(PFI_F_PCIE, pcie_tx_mibs), pc_rx = MF(PFI_F_PCIE, pcie_rx_mibs);
+#undef MF
+    lv->nvlink_mibs = nt_tx + nt_rx;
+    lv->pcie_mibs = pc_tx + pc_rx;
+    long capped = 0, n = 0, count = 0;
+    for (int t = 0; t < nt; t++)
+        for (int g = 0; g < ng; g++) {
+            const pfi_sample *x = &smp[(size_t)t * (size_t)ng + (size_t)g];
+            if (x->t_s < t0 || x->t_s > t1)
+                continue;
+            count++;
+            if (!(x->have & PFI_F_REASONS))
+                continue;
+            n++;
+            capped += (x->clock_reasons & PFI_REASON_SW_POWERCAP) != 0;
+        }
+    lv->powercap_frac = n ? (double)capped / (double)n : NAN;
+    lv->n_samples = (int)count;
+}
+
+static void level_init(pfi_level *lv)
+{
+    double *f[] = {&lv->cap_w, &lv->enforced_w, &lv->power_w, &lv->tput, &lv->tput_lo,
+                   &lv->tput_hi, &lv->sm_clock_mhz, &lv->powercap_frac, &lv->gpu_util,
+                   &lv->sm_active, &lv->tensor_active, &lv->dram_active, &lv->nvlink_mibs,
+                   &lv->pcie_mibs, &lv->t_start_s, &lv->t_end_s};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        *f[i] = NAN;
+    lv->n_samples = 0;
+}
+
+static int set_caps(pfi_backend *b, const pfi_sweep_cfg *c, const double *w, double *enforced,
+                    pfi_err *err)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < c->n_gpus; i++) {
+        double e = NAN;
+        int rc = pfi_hw_set_limit(b, c->gpus[i], w[i], &e, err);
+        if (rc != PFI_OK)
+            return pfi_err_prefix(err, "setting GPU %d to %.0f W: ", c->gpus[i], w[i]);
+        if (isfinite(e)) {
+            sum += e;
+            n++;
+        }
+    }
+    *enforced = n ? sum / n : NAN;
+    return PFI_OK;
+}
+
+static void fill_header(pfi_backend *b, const pfi_sweep_cfg *c, pfi_run *run)
+{
+    memset(run, 0, sizeof *run);
+    pfi_device d;
+    if (pfi_hw_info(b, c->gpus[0], &d, NULL) == PFI_OK) {
+        snprintf(run->gpu_type, sizeof run->gpu_type, "%s", d.name);
+        run->min_limit_w = d.min_limit_w;
+        run->max_limit_w = d.max_limit_w;
+        run->default_limit_w = d.default_limit_w;
+    }
+    snprintf(run->name, sizeof run->name, "%s", c->name ? c->name : "sweep");
+    snprintf(run->source, sizeof run->source, "sweep");
+    run->n_gpus = c->n_gpus;
+    run->unit = PFI_TOKENS_PER_S;
+    run->meta = c->meta;
+}
+
+static void report(const pfi_sweep_cfg *c, pfi_sweep_progress *p)
+{
+    if (c->progress)
+        c->progress(c->progress_ctx, p);
+}
+
+/* Measures one level; fills *lv and *steady.  Telemetry rows stay in the sampler. */
+static int measure_level(sweep_state *s, pfi_sampler *smp, int li, int nl, double cap_w,
+                         double t_sweep0, pfi_level *lv, int *steady, pfi_err *err)
+{
+    const pfi_sweep_cfg *c = s->c;
+    pfi_backend *b = s->b;
+    double t_change = pfi_hw_now(b);
+    double win_start = t_change + c->steady.settle_s;
+    if (s->last_obs_t < t_change && li == 0)
+        s->last_obs_t = t_change;
+    pfi_meter_clear(&s->meter);
+    pfi_sampler_reset(smp);
+    pfi_window_stats st = {.mean = NAN, .lo = NAN, .hi = NAN};
+    *steady = 0;
+    double last_report = -INFINITY;
+    for (;;) {
+        double now = pfi_hw_now(b);
+        int rc = s->src->wait(s->src, b, now + c->tick_s, on_obs, s, err);
+        now = pfi_hw_now(b);
+        pfi_sampler_tick(smp);
+        if (rc != PFI_OK)
+            return rc;
+        if (s->obs_err.code != PFI_OK)
+            return pfi_err_set(err, s->obs_err.code, "%s", s->obs_err.msg);
+        if (c->stop && *c->stop)
+            return pfi_err_set(err, PFI_ESTATE, "interrupted by a signal");
+        if (s->meter.unit_set && s->meter.unit == PFI_OU_STEPS)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "the log reports steps only; pass --tokens-per-step N (or "
+                               "--seq-len with --batch-size) to turn steps into tokens");
+        if (now - s->last_obs_t > c->timeout_s) {
+            long lines = 0, matched = 0;
+            if (s->src->parser)
+                pfi_parser_stats(s->src->parser, &lines, &matched);
+            return pfi_err_set(err, PFI_ETIMEOUT,
+                               "no throughput for %.0f s (%ld output lines seen, %ld parsed as "
+                               "throughput); name the format with --format or give "
+                               "--throughput-regex",
+                               c->timeout_s, lines, matched);
+        }
+        int done = 0;
+        if (c->dwell_s > 0) {
+            if (now >= t_change + c->steady.settle_s + c->dwell_s) {
+                pfi_meter_window(&s->meter, t_change + c->steady.settle_s, now, &st);
+                done = 1;
+            }
+        } else {
+            *steady = pfi_steady_check(&s->meter, &c->steady, now, &win_start, &st);
+            if (*steady || now - t_change >= c->max_dwell_s)
+                done = 1;
+        }
+        if (done) {
+            if (!isfinite(st.mean)) {
+                /* Max dwell with a window too short for statistics: use all after settle. */
+                pfi_meter_window(&s->meter, t_change + c->steady.settle_s, now, &st);
+            }
+            if (!isfinite(st.mean))
+                return pfi_err_set(err, PFI_ETIMEOUT,
+                                   "no throughput measured at %.0f W within %.0f s", cap_w,
+                                   now - t_change);
+            break;
+        }
+        if (c->progress && now - last_report >= 1.0) {
+            last_report = now;
+            pfi_sweep_progress p = {.level = li, .n_levels = nl, .cap_w = cap_w,
+                                    .level_elapsed_s = now - t_change,
+                                    .elapsed_s = now - t_sweep0, .tput = st.mean,
+                                    .power_w = NAN};
+            p.rel_ci = isfinite(st.lo) ? 0.5 * (st.hi - st.lo) / st.mean : NAN;
+            double per = c->dwell_s > 0 ? c->steady.settle_s + c->dwell_s : c->max_dwell_s;
+            p.remaining_s = fmax(0, per - (now - t_change)) + per * (nl - li - 1);
+            report(c, &p);
+        }
+    }
+    lv->tput = st.mean;
+    lv->tput_lo = st.lo;
+    lv->tput_hi = st.hi;
+    lv->t_start_s = st.t0;
+    lv->t_end_s = st.t1;
+    return PFI_OK;
+}
+
+static int restore(pfi_backend *b, const pfi_sweep_cfg *c, pfi_journal *j, int journaled,
+                   const double *orig, pfi_err *err)
+{
+    if (journaled)
+        return pfi_journal_restore(j, b, NULL, err);
+    int first = PFI_OK;
+    for (int i = 0; i < c->n_gpus; i++) {
+        pfi_err e1 = {0};
+        int rc = pfi_hw_set_limit(b, c->gpus[i], orig[i], NULL, &e1);
+        if (rc != PFI_OK && first == PFI_OK) {
+            first = rc;
+            *err = e1;
+        }
+    }
+    return first;
+}
+
+int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
+                  pfi_sweep_result *res, pfi_err *err)
+{
+    memset(res, 0, sizeof *res);
+    snprintf(res->status, sizeof res->status, "failed");
+    fill_header(b, c, &res->run);
+    double (*plan)[PFI_MAX_GPUS] = malloc(sizeof(double[PFI_MAX_LEVELS][PFI_MAX_GPUS]));
+    if (!plan)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int nl = 0;
+    int rc = pfi_sweep_plan(b, c, plan, &nl, err);
+    if (rc != PFI_OK) {
+        free(plan);
+        return rc;
+    }
+    /* The originals: journaled durably before the first change when a path is given. */
+    pfi_journal j = {.lock_fd = -1};
+    int journaled = 0;
+    double orig[PFI_MAX_GPUS];
+    for (int i = 0; i < c->n_gpus; i++) {
+        pfi_device d;
+        rc = pfi_hw_info(b, c->gpus[i], &d, err);
+        if (rc != PFI_OK) {
+            free(plan);
+            return rc;
+        }
+        orig[i] = d.limit_w;
+    }
+    if (c->journal_path) {
+        rc = pfi_journal_begin(&j, c->journal_path, b, c->gpus, c->n_gpus, err);
+        if (rc != PFI_OK) {
+            free(plan);
+            return rc;
+        }
+        journaled = 1;
+    }
+    pfi_sampler *smp = NULL;
+    rc = pfi_sampler_new(b, c->gpus, c->n_gpus, c->tick_s, c->threaded_sampler, &smp, err);
+    sweep_state s = {.b = b, .c = c, .src = src, .last_obs_t = -INFINITY};
+    pfi_meter_init(&s.meter);
+    double t0 = pfi_hw_now(b);
+    s.last_obs_t = t0;
+    if (rc == PFI_OK && c->sink.begin)
+        rc = c->sink.begin(c->sink.ctx, &res->run, err);
+    for (int li = 0; rc == PFI_OK && li < nl; li++) {
+        if (li > 0 && c->restart && src->restart) {
+            rc = src->restart(src, err);
+            if (rc != PFI_OK)
+                break;
+            pfi_meter_free(&s.meter);
+            pfi_meter_init(&s.meter);
+            s.last_obs_t = pfi_hw_now(b);
+        }
+        pfi_level lv;
+        level_init(&lv);
+        double capsum = 0;
+        for (int i = 0; i < c->n_gpus; i++)
+            capsum += plan[li][i];
+        lv.cap_w = capsum / c->n_gpus;
+        rc = set_caps(b, c, plan[li], &lv.enforced_w, err);
+        if (rc != PFI_OK)
+            break;
+        int steady = 0;
+        rc = measure_level(&s, smp, li, nl, lv.cap_w, t0, &lv, &steady, err);
+        if (rc != PFI_OK)
+            break;
+        if (li == 0)
+            res->run.unit = s.meter.unit == PFI_OU_SAMPLES ? PFI_SAMPLES_PER_S : PFI_TOKENS_PER_S;
+        pfi_sample *rows = NULL;
+        int nt = 0;
+        rc = pfi_sampler_snapshot(smp, &rows, &nt, err);
+        if (rc != PFI_OK)
+            break;
+        level_telemetry(rows, nt, c->n_gpus, lv.t_start_s, lv.t_end_s, &lv);
+        res->run.levels[res->run.n_levels] = lv;
+        res->steady[res->run.n_levels] = steady;
+        res->run.n_levels++;
+        if (c->sink.level)
+            rc = c->sink.level(c->sink.ctx, &res->run, res->run.n_levels - 1, rows, nt, c->gpus,
+                               c->n_gpus, err);
+        free(rows);
+        pfi_sweep_progress p = {.level = li, .n_levels = nl, .cap_w = lv.cap_w,
+                                .elapsed_s = pfi_hw_now(b) - t0, .tput = lv.tput,
+                                .power_w = lv.power_w, .done = 1, .steady = steady};
+        p.rel_ci = isfinite(lv.tput_lo) ? 0.5 * (lv.tput_hi - lv.tput_lo) / lv.tput : NAN;
+        report(c, &p);
+    }
+    int status_rc = rc;
+    if (rc == PFI_OK)
+        snprintf(res->status, sizeof res->status, "done");
+    else if (rc == PFI_ESTATE)
+        snprintf(res->status, sizeof res->status, "interrupted");
+    /* Restore first: stopping the job may take seconds, the limits must not wait for it. */
+    pfi_err rerr = {0};
+    int rrc = restore(b, c, &j, journaled, orig, &rerr);
+    res->restored = rrc == PFI_OK;
+    if (journaled)
+        pfi_journal_close(&j);
+    if (rrc != PFI_OK) {
+        if (status_rc == PFI_OK) {
+            *err = rerr;
+            status_rc = rrc;
+            snprintf(res->status, sizeof res->status, "failed");
+        } else {
+            pfi_err_set(err, status_rc, "%s; and restoring the limits failed too: %s", err->msg,
+                        rerr.msg);
+        }
+    }
+    if (smp) {
+        res->telemetry_errors = pfi_sampler_errors(smp, NULL, 0);
+        pfi_sampler_free(smp);
+    }
+    if (src->stop)
+        src->stop(src);
+    if (src->parser) {
+        long lines = 0, matched = 0;
+        pfi_parser_stats(src->parser, &lines, &matched);
+        res->lines = lines;
+        res->observations = matched;
+        pfi_log_format f = pfi_parser_format(src->parser);
+        snprintf(res->format, sizeof res->format, "%s",
+                 f == PFI_LOG_AUTO ? "" : pfi_log_format_name(f));
+    } else {
+        res->observations = s.n_obs;
+    }
+    if (c->sink.end)
+        c->sink.end(c->sink.ctx, &res->run, res->status);
+    pfi_meter_free(&s.meter);
+    free(plan);
+    return status_rc;
+}

@@ -1,0 +1,313 @@
+/* Tests of the sweep protocol in virtual time on the simulator (measure.h), of the rate and
+ * steady-state meter (meter.h) and of the cap journal (journal.h). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hw/backend_sim.h"
+#include "measure/measure.h"
+
+static void assert_near(double a, double b, double rel)
+{
+    if (!(fabs(a - b) <= rel * fabs(b)))
+        fail_msg("%.9g is not within %g of %.9g", a, rel, b);
+}
+
+/* ---- meter ---- */
+
+static pfi_obs count_obs(double v)
+{
+    pfi_obs o = {.kind = PFI_OBS_COUNT, .unit = PFI_OU_TOKENS, .value = v, .period_s = NAN,
+                 .job_t_s = NAN, .step = -1};
+    return o;
+}
+
+static void test_meter_counts(void **state)
+{
+    pfi_meter m;
+    pfi_meter_init(&m);
+    pfi_err e = {0};
+    /* 100 tokens/s, a redraw at t=2.5, a counter restart at t=5, a missing line at t=8. */
+    double ts[] = {0, 1, 2, 2.5, 3, 4, 5, 6, 7, 9, 10};
+    double cs[] = {0, 100, 200, 200, 300, 400, 0, 100, 200, 400, 500};
+    for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) {
+        pfi_obs o = count_obs(cs[i]);
+        assert_int_equal(pfi_meter_add(&m, &o, ts[i], &e), PFI_OK);
+    }
+    assert_int_equal(m.restarts, 1);
+    assert_int_equal(m.n, 8);
+    for (int i = 0; i < m.n; i++)
+        assert_near(m.s[i].rate, 100, 1e-12);
+    pfi_window_stats st;
+    pfi_meter_window(&m, 0, 10, &st);
+    assert_near(st.mean, 100, 1e-12);
+    assert_near(st.lo, 100, 1e-9);
+    assert_near(st.hi, 100, 1e-9);
+    /* Garbage: negative and non-finite samples never enter. */
+    pfi_obs bad = {.kind = PFI_OBS_RATE, .unit = PFI_OU_TOKENS, .value = NAN, .period_s = 1};
+    assert_int_equal(pfi_meter_add(&m, &bad, 11, &e), PFI_OK);
+    assert_int_equal(m.n, 8);
+    /* Another unit is dropped, not mixed in. */
+    pfi_obs other = {.kind = PFI_OBS_RATE, .unit = PFI_OU_SAMPLES, .value = 3, .period_s = 1};
+    assert_int_equal(pfi_meter_add(&m, &other, 12, &e), PFI_OK);
+    assert_int_equal(m.dropped, 1);
+    pfi_meter_free(&m);
+}
+
+static void test_meter_job_clock(void **state)
+{
+    pfi_meter m;
+    pfi_meter_init(&m);
+    pfi_err e = {0};
+    /* Lines arrive in bursts (a pipe), but carry the job's clock: rates stay exact. */
+    for (int i = 0; i <= 10; i++) {
+        pfi_obs o = count_obs(50.0 * i);
+        o.job_t_s = 0.5 * i;
+        double arrive = (i / 3) * 1.5 + 0.001 * i;
+        assert_int_equal(pfi_meter_add(&m, &o, arrive, &e), PFI_OK);
+    }
+    for (int i = 0; i < m.n; i++)
+        assert_near(m.s[i].rate, 100, 1e-12);
+    pfi_meter_free(&m);
+}
+
+/* A deterministic noisy series: steady at 1000 +- 2%, after a transient at 1500. */
+static void test_steady(void **state)
+{
+    pfi_meter m;
+    pfi_meter_init(&m);
+    pfi_err e = {0};
+    pfi_steady_cfg c;
+    pfi_steady_defaults(&c);
+    unsigned s = 12345;
+    double win = c.settle_s;
+    int steady = 0;
+    pfi_window_stats st;
+    double t;
+    for (t = 0.5; t < 120 && !steady; t += 0.5) {
+        s = s * 1103515245u + 12345u;
+        double noise = ((double)(s >> 8 & 0xffff) / 65535.0 - 0.5) * 0.04;
+        double truth = t < 8 ? 1500 : 1000;
+        pfi_obs o = {.kind = PFI_OBS_RATE, .unit = PFI_OU_TOKENS, .value = truth * (1 + noise),
+                     .period_s = 0.5, .job_t_s = NAN, .step = -1};
+        assert_int_equal(pfi_meter_add(&m, &o, t, &e), PFI_OK);
+        steady = pfi_steady_check(&m, &c, t, &win, &st);
+    }
+    assert_true(steady);
+    if (!(win >= 8 - 0.5))
+        fail_msg("window from %g at t=%g: mean %g [%g, %g] n=%d", win, t, st.mean, st.lo, st.hi, st.n); /* the transient was dropped */
+    assert_true(st.lo <= 1000 && 1000 <= st.hi);
+    assert_true(0.5 * (st.hi - st.lo) <= c.rel_ci * st.mean);
+    pfi_meter_free(&m);
+}
+
+/* ---- journal ---- */
+
+static const char *tmpdir(void)
+{
+    const char *d = getenv("PFI_TEST_TMP");
+    return d && *d ? d : "/tmp";
+}
+
+/* The one-GPU preset keeps the simulator's per-sample cost (it integrates the limit history)
+ * small enough for ASan. */
+static pfi_backend *open_sim(void)
+{
+    unsetenv("PFI_SIM_STATE");
+    pfi_backend *b = NULL;
+    pfi_err e = {0};
+    if (pfi_hw_open("sim", "h200x1-small", 0, &b, &e) != PFI_OK)
+        fail_msg("sim backend: %s", e.msg);
+    return b;
+}
+
+static void test_journal(void **state)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/journal-XXXXXX", tmpdir());
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/sub/dir/journal", dir);
+    pfi_backend *b = open_sim();
+    pfi_err e = {0};
+    pfi_device d0, d1;
+    unsetenv("PFI_SIM_STATE");
+    pfi_hw_close(b);
+    assert_int_equal(pfi_hw_open("sim", NULL, 0, &b, &e), PFI_OK); /* 8 GPUs */
+    assert_int_equal(pfi_hw_info(b, 0, &d0, &e), PFI_OK);
+    assert_int_equal(pfi_hw_info(b, 1, &d1, &e), PFI_OK);
+    int gpus[] = {0, 1};
+    pfi_journal j;
+    assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 2, &e), PFI_OK);
+    /* While we hold it, nobody else restores or starts over it. */
+    pfi_journal other;
+    assert_int_equal(pfi_journal_load(&other, path, 0, &e), PFI_EBUSY);
+    pfi_journal j2;
+    assert_int_equal(pfi_journal_begin(&j2, path, b, gpus, 2, &e), PFI_EBUSY);
+    assert_int_equal(pfi_hw_set_limit(b, 0, d0.min_limit_w + 50, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_journal_add(&j, b, 2, &e), PFI_OK);
+    assert_int_equal(j.n, 3);
+    /* The writer "crashes": its lock goes, the file stays. */
+    pfi_journal_close(&j);
+    assert_int_equal(pfi_journal_begin(&j2, path, b, gpus, 2, &e), PFI_EBUSY);
+    assert_non_null(strstr(e.msg, "pfi restore"));
+    assert_int_equal(pfi_journal_load(&other, path, 0, &e), PFI_OK);
+    assert_int_equal(other.n, 3);
+    assert_near(other.e[0].limit_w, d0.limit_w, 1e-9);
+    int restored = 0;
+    assert_int_equal(pfi_journal_restore(&other, b, &restored, &e), PFI_OK);
+    pfi_journal_close(&other);
+    assert_int_equal(restored, 3);
+    pfi_device now;
+    assert_int_equal(pfi_hw_info(b, 0, &now, &e), PFI_OK);
+    assert_near(now.limit_w, d0.limit_w, 1e-9);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0);
+    assert_int_equal(pfi_journal_load(&other, path, 0, &e), PFI_ENOENT);
+    /* A damaged file is refused with its line. */
+    FILE *f = fopen(path, "w");
+    fputs("pfi-journal 1\ngpu 0 uuid X limit_w banana\n", f);
+    fclose(f);
+    assert_int_equal(pfi_journal_load(&other, path, 0, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "line 2"));
+    unlink(path);
+    f = fopen(path, "w");
+    fputs("hello\n", f);
+    fclose(f);
+    assert_int_equal(pfi_journal_load(&other, path, 0, &e), PFI_EINVAL);
+    unlink(path);
+    pfi_hw_close(b);
+}
+
+/* ---- the sweep in virtual time ---- */
+
+typedef struct sink_log {
+    int begun, levels, ended;
+    long ticks;
+    char status[16];
+} sink_log;
+
+static int sk_begin(void *ctx, const pfi_run *run, pfi_err *err)
+{
+    ((sink_log *)ctx)->begun++;
+    return PFI_OK;
+}
+static int sk_level(void *ctx, const pfi_run *run, int idx, const pfi_sample *s, int nt,
+                    const int *gpus, int n, pfi_err *err)
+{
+    sink_log *l = ctx;
+    l->levels++;
+    l->ticks += nt;
+    for (int i = 1; i < nt; i++)
+        assert_true(s[(size_t)i * (size_t)n].t_s > s[(size_t)(i - 1) * (size_t)n].t_s);
+    return PFI_OK;
+}
+static void sk_end(void *ctx, const pfi_run *run, const char *status)
+{
+    sink_log *l = ctx;
+    l->ended++;
+    snprintf(l->status, sizeof l->status, "%s", status);
+}
+
+static void test_sweep_virtual(void **state)
+{
+    pfi_backend *b = open_sim();
+    assert_true(pfi_backend_sim_virtual(b));
+    pfi_sim_node *node = pfi_backend_sim_node(b);
+    const pfi_node_config *nc = pfi_sim_node_config(node);
+    const pfi_job_config *job = &nc->jobs[0];
+    pfi_sweep_cfg c;
+    pfi_sweep_defaults(&c);
+    c.n_gpus = job->n_gpus;
+    for (int i = 0; i < c.n_gpus; i++)
+        c.gpus[i] = job->first_gpu + i;
+    double lv[] = {1.0, 0.8, 0.6, 0.5};
+    memcpy(c.levels, lv, sizeof lv);
+    c.n_levels = 4;
+    c.levels_frac = 1;
+    c.threaded_sampler = 0;
+    sink_log sl = {0};
+    c.sink = (pfi_sweep_sink){&sl, sk_begin, sk_level, sk_end};
+    pfi_tput_source *src;
+    pfi_err e = {0};
+    assert_int_equal(pfi_source_sim(0, &src, &e), PFI_OK);
+    pfi_sweep_result *r = malloc(sizeof *r);
+    int rc = pfi_sweep_run(b, src, &c, r, &e);
+    if (rc != PFI_OK)
+        fail_msg("sweep: %s", e.msg);
+    assert_string_equal(r->status, "done");
+    assert_true(r->restored);
+    assert_int_equal(sl.begun, 1);
+    assert_int_equal(sl.ended, 1);
+    assert_string_equal(sl.status, "done");
+    /* 100% is the default limit on this preset: the baseline covers it. */
+    pfi_device d;
+    assert_int_equal(pfi_hw_info(b, c.gpus[0], &d, &e), PFI_OK);
+    int expect = fabs(d.default_limit_w - d.max_limit_w) < 0.5 ? 4 : 5;
+    assert_int_equal(r->run.n_levels, expect);
+    assert_int_equal(sl.levels, expect);
+    assert_near(r->run.levels[0].cap_w, d.default_limit_w, 1e-9);
+    assert_near(d.limit_w, d.default_limit_w, 1e-9); /* restored */
+    for (int i = 0; i < r->run.n_levels; i++) {
+        const pfi_level *L = &r->run.levels[i];
+        pfi_sim_steady truth;
+        assert_int_equal(pfi_sim_job_steady(node, 0, L->cap_w, &truth, &e), PFI_OK);
+        /* Within its CI (the simulator's own jitter aside, a sweep should hit the truth). */
+        double tol = fmax(0.5 * (L->tput_hi - L->tput_lo), 1e-3 * truth.tokens_per_s);
+        if (fabs(L->tput - truth.tokens_per_s) > tol)
+            fail_msg("cap %.0f W: measured %.1f [%.1f, %.1f], truth %.1f", L->cap_w, L->tput,
+                     L->tput_lo, L->tput_hi, truth.tokens_per_s);
+        assert_true(r->steady[i]);
+        assert_true(L->n_samples > 0);
+        assert_true(L->power_w <= L->cap_w + 5);
+        assert_true(isfinite(L->sm_clock_mhz));
+        assert_true(L->t_end_s > L->t_start_s);
+        if (i > 0) {
+            assert_true(L->tput <= r->run.levels[i - 1].tput * 1.001);
+            assert_true(L->power_w < r->run.levels[i - 1].power_w);
+        }
+    }
+    assert_true(r->run.levels[r->run.n_levels - 1].powercap_frac > 0.5);
+    free(r);
+    pfi_source_free(src);
+    pfi_hw_close(b);
+}
+
+static void test_sweep_bad_levels(void **state)
+{
+    pfi_backend *b = open_sim();
+    pfi_sweep_cfg c;
+    pfi_sweep_defaults(&c);
+    c.n_gpus = 1;
+    c.gpus[0] = 0;
+    c.levels[0] = 50; /* watts, below any minimum */
+    c.n_levels = 1;
+    c.threaded_sampler = 0;
+    pfi_tput_source *src;
+    pfi_err e = {0};
+    assert_int_equal(pfi_source_sim(0, &src, &e), PFI_OK);
+    pfi_sweep_result *r = malloc(sizeof *r);
+    assert_int_equal(pfi_sweep_run(b, src, &c, r, &e), PFI_ERANGE);
+    assert_non_null(strstr(e.msg, "50 W"));
+    assert_int_equal(r->run.n_levels, 0);
+    free(r);
+    pfi_source_free(src);
+    pfi_hw_close(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_meter_counts),     cmocka_unit_test(test_meter_job_clock),
+        cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
+        cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,113 @@
+/* pfi demo: a simulated 8x H200 node running a training job while its power cap steps down,
+ * shown live.  It runs in virtual time (each step is held for --hold simulated seconds) and is
+ * paced for the eye on a terminal; the study (later) replaces this with the full pipeline. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "hw/backend_sim.h"
+#include "util/units.h"
+
+static void pace(double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - floor(seconds)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+int pfi_cmd_demo(int argc, char **argv)
+{
+    const char *sim = NULL, *steps_s = "700:300:100", *hold_s = "20s";
+    int no_pace = 0;
+    const pfi_opt opts[] = {
+        {"sim", PFI_OPT_STR, &sim, "FILE|PRESET", "node (default: 8x H200, Llama-3 8B)"},
+        {"caps", PFI_OPT_STR, &steps_s, "FROM:TO:STEP", "cap steps in watts (default 700:300:100)"},
+        {"hold", PFI_OPT_STR, &hold_s, "D", "simulated time at each cap (default 20s)"},
+        {"no-pace", PFI_OPT_FLAG, &no_pace, NULL, "print at once, even on a terminal"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi demo [--sim FILE|PRESET] [--caps FROM:TO:STEP] [--hold D]",
+                               "A simulated node running a training job while its power cap "
+                               "steps down: per step the cap, each GPU's power, the SM clock and "
+                               "the job's tokens/s.", opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    double caps[PFI_MAX_LEVELS], hold;
+    int ncaps = 0;
+    if (pfi_parse_cap_range(steps_s, caps, PFI_MAX_LEVELS, &ncaps, &e) != PFI_OK ||
+        pfi_parse_duration(hold_s, &hold, &e) != PFI_OK)
+        return pfi_cli_fail("demo", &e);
+    if (!(hold >= 2)) {
+        fprintf(stderr, "pfi demo: --hold must be at least 2s\n");
+        return PFI_EXIT_USAGE;
+    }
+    /* Virtual time whatever the environment: the demo must not touch a shared state. */
+    unsetenv("PFI_SIM_STATE");
+    pfi_backend *b;
+    if (pfi_hw_open("sim", sim, 0, &b, &e) != PFI_OK)
+        return pfi_cli_fail("demo", &e);
+    pfi_sim_node *node = pfi_backend_sim_node(b);
+    const pfi_node_config *cfg = pfi_sim_node_config(node);
+    int n = cfg->n_gpus;
+    for (int i = 0; i < ncaps; i++)
+        if (caps[i] < cfg->gpu.min_limit_w || caps[i] > cfg->gpu.max_limit_w) {
+            fprintf(stderr, "pfi demo: cap %.0f W is outside the %s's range %.0f-%.0f W\n",
+                    caps[i], cfg->gpu.name, cfg->gpu.min_limit_w, cfg->gpu.max_limit_w);
+            pfi_hw_close(b);
+            return PFI_EXIT_USAGE;
+        }
+    int live = !no_pace && isatty(STDOUT_FILENO);
+    printf("pfi demo: %d x %s running", n, cfg->gpu.name);
+    for (int j = 0; j < cfg->n_jobs; j++)
+        printf("%s %s (%s, %d GPUs, dp%d tp%d pp%d)", j ? "," : "", cfg->jobs[j].name,
+               cfg->jobs[j].model, cfg->jobs[j].n_gpus, cfg->jobs[j].dp, cfg->jobs[j].tp,
+               cfg->jobs[j].pp);
+    printf("\nthe power cap steps down every %.0f simulated seconds; power is NVML's 1 s average\n\n",
+           hold);
+    printf("%7s %6s  %-*s %7s %12s %7s\n", "t_s", "cap_W", 6 * (n < 8 ? n : 8), "power per GPU (W)",
+           "SM_MHz", "tokens/s", "rel");
+    double t0_rate = NAN;
+    for (int i = 0; i < ncaps; i++) {
+        for (int g = 0; g < n; g++)
+            if (pfi_hw_set_limit(b, g, caps[i], NULL, &e) != PFI_OK) {
+                pfi_hw_close(b);
+                return pfi_cli_fail("demo", &e);
+            }
+        /* Two lines per step: just after the change (the firmware is still settling) and at
+         * the end of the hold (steady). */
+        for (int k = 0; k < 2; k++) {
+            pfi_hw_sleep(b, k == 0 ? 1.0 : hold - 1.0);
+            double clk = 0;
+            printf("%7.1f %6.0f  ", pfi_hw_now(b), caps[i]);
+            for (int g = 0; g < n; g++) {
+                pfi_sample s;
+                if (pfi_hw_sample(b, g, &s, &e) != PFI_OK) {
+                    pfi_hw_close(b);
+                    return pfi_cli_fail("demo", &e);
+                }
+                clk += s.sm_clock_mhz / n;
+                if (g < 8)
+                    printf("%5.0f ", s.power_w);
+            }
+            pfi_sim_job_status st = {0};
+            double rate = 0;
+            for (int j = 0; j < cfg->n_jobs; j++)
+                if (pfi_backend_sim_job(b, j, &st, &e) == PFI_OK)
+                    rate += st.tokens_per_s;
+            if (isnan(t0_rate))
+                t0_rate = rate;
+            printf("%7.0f %12.0f %6.0f%%%s\n", clk, rate, 100 * rate / t0_rate,
+                   k == 0 ? "  (settling)" : "");
+            fflush(stdout);
+            if (live)
+                pace(0.4);
+        }
+    }
+    pfi_hw_close(b);
+    return PFI_EXIT_OK;
+}

@@ -1,0 +1,237 @@
+/* pfi monitor: stream every telemetry field of the node's GPUs, like `nvidia-smi dmon`.
+ * A table on a terminal, CSV or JSON lines in a pipe; a field the backend cannot read is shown
+ * as N/A (table), empty (CSV) or null (JSON), never as a made-up zero. */
+#include <math.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "hw/backend_sim.h"
+#include "util/units.h"
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { stop = sig; }
+
+typedef struct field {
+    const char *name;   /* CSV/JSON key */
+    const char *head;   /* table header */
+    uint32_t bit;
+    size_t off;         /* offset of the double in pfi_sample */
+    const char *fmt;    /* table format */
+    double scale;       /* fractions are shown as percent in the table */
+} field;
+
+#define F(n, h, b, m, fmt, sc) {n, h, b, offsetof(pfi_sample, m), fmt, sc}
+static const field fields[] = {
+    F("power_w", "pwr_W", PFI_F_POWER, power_w, "%7.1f", 1),
+    F("power_inst_w", "inst_W", PFI_F_POWER_INST, power_inst_w, "%7.1f", 1),
+    F("energy_j", "energy_J", PFI_F_ENERGY, energy_j, "%11.0f", 1),
+    F("sm_clock_mhz", "sm_MHz", PFI_F_SM_CLOCK, sm_clock_mhz, "%6.0f", 1),
+    F("mem_clock_mhz", "mem_MHz", PFI_F_MEM_CLOCK, mem_clock_mhz, "%7.0f", 1),
+    F("gpu_util", "util%", PFI_F_GPU_UTIL, gpu_util, "%5.0f", 100),
+    F("sm_active", "smact%", PFI_F_SM_ACTIVE, sm_active, "%6.0f", 100),
+    F("sm_occupancy", "occ%", PFI_F_SM_OCCUPANCY, sm_occupancy, "%5.0f", 100),
+    F("tensor_active", "tensor%", PFI_F_TENSOR, tensor_active, "%7.0f", 100),
+    F("dram_active", "dram%", PFI_F_DRAM, dram_active, "%5.0f", 100),
+    F("nvlink_tx_mibs", "nvl_tx", PFI_F_NVLINK, nvlink_tx_mibs, "%7.0f", 1),
+    F("nvlink_rx_mibs", "nvl_rx", PFI_F_NVLINK, nvlink_rx_mibs, "%7.0f", 1),
+    F("pcie_tx_mibs", "pcie_tx", PFI_F_PCIE, pcie_tx_mibs, "%7.0f", 1),
+    F("pcie_rx_mibs", "pcie_rx", PFI_F_PCIE, pcie_rx_mibs, "%7.0f", 1),
+    F("temp_c", "temp", PFI_F_TEMP, temp_c, "%5.0f", 1),
+    F("mem_used_mib", "mem_MiB", PFI_F_MEM_USED, mem_used_mib, "%8.0f", 1),
+    F("mem_power_w", "hbm_W", PFI_F_MEM_POWER, mem_power_w, "%6.1f", 1),
+    F("limit_w", "limit", PFI_F_LIMIT, limit_w, "%6.0f", 1),
+    F("enforced_w", "enforc", PFI_F_LIMIT, enforced_w, "%6.0f", 1),
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+static double get(const pfi_sample *s, const field *f)
+{
+    return *(const double *)((const char *)s + f->off);
+}
+
+static int have(const pfi_sample *s, const field *f)
+{
+    return (s->have & f->bit) && isfinite(get(s, f));
+}
+
+static void table_header(void)
+{
+    printf("%9s %3s", "t_s", "gpu");
+    for (size_t i = 0; i < NFIELDS; i++) {
+        char fmt[16];
+        int w = atoi(fields[i].fmt + 1);
+        snprintf(fmt, sizeof fmt, " %%%ds", w);
+        printf(fmt, fields[i].head);
+    }
+    printf(" %s\n", "reasons");
+}
+
+static void table_row(int gpu, const pfi_sample *s)
+{
+    printf("%9.2f %3d", s->t_s, gpu);
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const field *f = &fields[i];
+        putchar(' ');
+        if (have(s, f)) {
+            printf(f->fmt, get(s, f) * f->scale);
+        } else {
+            char fmt[16];
+            snprintf(fmt, sizeof fmt, "%%%ds", atoi(f->fmt + 1));
+            printf(fmt, "N/A");
+        }
+    }
+    if (s->have & PFI_F_REASONS)
+        printf(" 0x%llx%s\n", (unsigned long long)s->clock_reasons,
+               (s->clock_reasons & PFI_REASON_SW_POWERCAP) ? " pwrcap" : "");
+    else
+        printf(" N/A\n");
+}
+
+static void csv_header(void)
+{
+    printf("t_s,gpu");
+    for (size_t i = 0; i < NFIELDS; i++)
+        printf(",%s", fields[i].name);
+    printf(",clock_reasons\n");
+}
+
+static void csv_row(int gpu, const pfi_sample *s)
+{
+    printf("%.3f,%d", s->t_s, gpu);
+    for (size_t i = 0; i < NFIELDS; i++) {
+        if (have(s, &fields[i]))
+            printf(",%.6g", get(s, &fields[i]));
+        else
+            printf(",");
+    }
+    if (s->have & PFI_F_REASONS)
+        printf(",%llu\n", (unsigned long long)s->clock_reasons);
+    else
+        printf(",\n");
+}
+
+static void jsonl_row(int gpu, const pfi_sample *s)
+{
+    json_t *o = json_pack("{s:f, s:i}", "t_s", s->t_s, "gpu", gpu);
+    for (size_t i = 0; i < NFIELDS; i++)
+        json_object_set_new(o, fields[i].name,
+                            have(s, &fields[i]) ? json_real(get(s, &fields[i])) : json_null());
+    json_object_set_new(o, "clock_reasons", (s->have & PFI_F_REASONS)
+                                                ? json_integer((json_int_t)s->clock_reasons)
+                                                : json_null());
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    json_decref(o);
+}
+
+int pfi_cmd_monitor(int argc, char **argv)
+{
+    pfi_cli_hw hw = {0};
+    const char *interval_s = "1s", *duration_s = NULL, *format = NULL, *gpus_s = NULL;
+    int count = 0;
+    const pfi_opt opts[] = {
+        PFI_CLI_HW_OPTS(hw),
+        {"interval", PFI_OPT_STR, &interval_s, "D", "time between samples (default 1s)"},
+        {"count", PFI_OPT_INT, &count, "N", "stop after N rounds of samples"},
+        {"duration", PFI_OPT_STR, &duration_s, "D", "stop after this much (backend) time"},
+        {"format", PFI_OPT_STR, &format, "table|csv|jsonl",
+         "output (default: table on a terminal, csv otherwise)"},
+        {"gpus", PFI_OPT_STR, &gpus_s, "LIST", "GPUs to show, e.g. 0-3,6 (default all)"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi monitor [--interval 100ms] [--count N|--duration D] [--format table|csv|jsonl] "
+        "[--gpus LIST] [--backend sim|nvml] [--sim FILE|PRESET]",
+        "Stream every telemetry field of the GPUs until --count/--duration or Ctrl-C.  On the "
+        "simulator in virtual time (no PFI_SIM_STATE) time passes instantly, so without "
+        "--count/--duration it stops after 10 rounds.", opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    if (npos > 0) {
+        fprintf(stderr, "pfi monitor: unexpected argument '%s'\n", pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    double interval, duration = INFINITY;
+    if (pfi_parse_duration(interval_s, &interval, &e) != PFI_OK ||
+        (duration_s && pfi_parse_duration(duration_s, &duration, &e) != PFI_OK))
+        return pfi_cli_fail("monitor", &e);
+    if (!(interval >= 0.001)) {
+        fprintf(stderr, "pfi monitor: --interval must be at least 1ms\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (count < 0) {
+        fprintf(stderr, "pfi monitor: --count must be positive\n");
+        return PFI_EXIT_USAGE;
+    }
+    int mode = isatty(STDOUT_FILENO) ? 0 : 1; /* 0 table, 1 csv, 2 jsonl */
+    if (format) {
+        if (strcmp(format, "table") == 0)
+            mode = 0;
+        else if (strcmp(format, "csv") == 0)
+            mode = 1;
+        else if (strcmp(format, "jsonl") == 0 || strcmp(format, "json") == 0)
+            mode = 2;
+        else {
+            fprintf(stderr, "pfi monitor: unknown format '%s' (table, csv or jsonl)\n", format);
+            return PFI_EXIT_USAGE;
+        }
+    }
+    pfi_backend *b;
+    if (pfi_cli_open_hw(&hw, &b, &e) != PFI_OK)
+        return pfi_cli_fail("monitor", &e);
+    int n = 0, idx[PFI_MAX_GPUS], ni = 0;
+    if (pfi_hw_count(b, &n, &e) != PFI_OK ||
+        pfi_parse_index_list(gpus_s ? gpus_s : "all", n, idx, &ni, &e) != PFI_OK) {
+        pfi_hw_close(b);
+        return pfi_cli_fail("monitor", &e);
+    }
+    if (count == 0 && isinf(duration) && pfi_backend_sim_virtual(b))
+        count = 10;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (mode == 1)
+        csv_header();
+    double t0 = pfi_hw_now(b);
+    int status = PFI_EXIT_OK;
+    for (int round = 0; !stop && (count == 0 || round < count); round++) {
+        if (pfi_hw_now(b) - t0 > duration + 1e-9)
+            break;
+        if (mode == 0 && round % 20 == 0)
+            table_header();
+        for (int k = 0; k < ni; k++) {
+            pfi_sample s;
+            if (pfi_hw_sample(b, idx[k], &s, &e) != PFI_OK) {
+                /* One lost GPU must not hide the others. */
+                fprintf(stderr, "pfi monitor: GPU %d: %s\n", idx[k], e.msg);
+                status = PFI_EXIT_FAIL;
+                continue;
+            }
+            if (!isfinite(s.t_s))
+                s.t_s = pfi_hw_now(b) - t0;
+            if (mode == 0)
+                table_row(idx[k], &s);
+            else if (mode == 1)
+                csv_row(idx[k], &s);
+            else
+                jsonl_row(idx[k], &s);
+        }
+        fflush(stdout);
+        if (count > 0 && round + 1 >= count)
+            break;
+        pfi_hw_sleep(b, interval);
+    }
+    pfi_hw_close(b);
+    return status;
+}

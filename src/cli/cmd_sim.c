@@ -1,0 +1,639 @@
+/* pfi sim: drive the embedded simulator: run a node in virtual time, list presets and the
+ * fleet, print a config or a job's true power curve, create and steer a shared state, and
+ * validate the physics against measured sweeps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "sim/sim.h"
+#include "util/units.h"
+
+#define VALIDATE_TARGET 0.05
+
+/* Parses a subcommand's options with argv[0] shown as "sim SUB" in messages. */
+static int sub_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos)
+{
+    char name[64];
+    snprintf(name, sizeof name, "sim %s", argv[0]);
+    char *saved = argv[0];
+    argv[0] = name;
+    int rc = pfi_cli_args(spec, argc, argv, pos, npos, NULL);
+    argv[0] = saved;
+    if (rc < 0 && *npos > 0) {
+        fprintf(stderr, "pfi sim %s: unexpected argument '%s'\n", saved, (*pos)[0]);
+        return PFI_EXIT_USAGE;
+    }
+    return rc;
+}
+
+static int fail(const char *sub, const pfi_err *e)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "sim %s", sub);
+    return pfi_cli_fail(cmd, e);
+}
+
+/* A cap given as watts or as a percentage of the default limit, checked against the model. */
+static int parse_cap(const char *s, const pfi_gpu_model *g, double *w, pfi_err *e)
+{
+    double v;
+    int pct;
+    int rc = pfi_parse_power(s, &v, &pct, e);
+    if (rc != PFI_OK)
+        return rc;
+    *w = pct ? v * g->default_limit_w : v;
+    if (*w < g->min_limit_w - 0.5 || *w > g->max_limit_w + 0.5)
+        return pfi_err_set(e, PFI_ERANGE, "cap %.0f W is outside the %s's range %.0f-%.0f W", *w,
+                           g->name, g->min_limit_w, g->max_limit_w);
+    return PFI_OK;
+}
+
+/* ---------------------------------------------------------------- presets, config, fleet */
+
+static int sim_presets(int argc, char **argv)
+{
+    int as_json = 0;
+    const pfi_opt opts[] = {{"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"}, {0}};
+    const pfi_cmd_spec spec = {"pfi sim presets [--json]", "List the built-in simulated nodes.",
+                               opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    json_t *arr = json_array();
+    for (int i = 0; i < pfi_sim_preset_count(); i++) {
+        if (as_json)
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:b}", "name", pfi_sim_preset_name(i),
+                                                 "summary", pfi_sim_preset_summary(i), "default",
+                                                 strcmp(pfi_sim_preset_name(i),
+                                                        PFI_SIM_DEFAULT_PRESET) == 0));
+        else
+            printf("%-18s %s\n", pfi_sim_preset_name(i), pfi_sim_preset_summary(i));
+    }
+    if (as_json)
+        return pfi_cli_print_json(json_pack("{s:o}", "presets", arr));
+    json_decref(arr);
+    return PFI_EXIT_OK;
+}
+
+static int sim_config(int argc, char **argv)
+{
+    const char *sim = NULL;
+    const pfi_opt opts[] = {{"sim", PFI_OPT_STR, &sim, "FILE|PRESET", "node (default preset)"},
+                            {0}};
+    const pfi_cmd_spec spec = {"pfi sim config [--sim FILE|PRESET]",
+                               "Print a node's full configuration as JSON (every default filled "
+                               "in): a starting point for a config file.", opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    pfi_node_config cfg;
+    if (pfi_sim_config_load(sim, &cfg, &e) != PFI_OK)
+        return fail(argv[0], &e);
+    char *text = pfi_sim_config_dump(&cfg);
+    if (!text)
+        return PFI_EXIT_FAIL;
+    printf("%s\n", text);
+    free(text);
+    return PFI_EXIT_OK;
+}
+
+static int sim_fleet(int argc, char **argv)
+{
+    const char *which = "paper";
+    int seed = 1, as_json = 0;
+    const pfi_opt opts[] = {
+        {"fleet", PFI_OPT_STR, &which, "paper|small", "which fleet (default paper)"},
+        {"seed", PFI_OPT_INT, &seed, "N", "generator seed (default 1)"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi sim fleet [--fleet paper|small] [--seed N] [--json]",
+                               "List the simulated runs of the study (seeded, reproducible).",
+                               opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    pfi_fleet_entry *f;
+    int n;
+    if (pfi_sim_fleet(which, (uint64_t)seed, &f, &n, &e) != PFI_OK)
+        return fail(argv[0], &e);
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++) {
+        const pfi_job_config *j = &f[i].node.jobs[0];
+        if (as_json) {
+            json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:f, s:b, s:s, s:i, s:i, s:i, s:i, "
+                                  "s:i, s:i}",
+                                  "run", f[i].run, "set", f[i].set, "gpu", f[i].node.gpu.name,
+                                  "model", j->model, "gpus", j->n_gpus, "params_b", j->params_b,
+                                  "moe", j->moe, "kind", j->kind == 0 ? "pretrain"
+                                  : j->kind == 1 ? "finetune" : "lora",
+                                  "dp", j->dp, "tp", j->tp, "pp", j->pp, "ep", j->ep, "seq_len",
+                                  j->seq_len, "global_batch", j->global_batch);
+            json_object_set_new(o, "match", f[i].match >= 0 ? json_integer(f[i].match)
+                                                            : json_null());
+            json_array_append_new(arr, o);
+        } else {
+            printf("%-64s %s\n", f[i].run, f[i].match >= 0 ? f[f[i].match].run : "");
+        }
+    }
+    free(f);
+    if (as_json)
+        return pfi_cli_print_json(json_pack("{s:s, s:i, s:o}", "fleet", which, "seed", seed,
+                                            "runs", arr));
+    json_decref(arr);
+    return PFI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- curve */
+
+static int sim_curve(int argc, char **argv)
+{
+    const char *sim = NULL, *job_name = NULL, *caps_s = NULL;
+    int as_json = 0;
+    const pfi_opt opts[] = {
+        {"sim", PFI_OPT_STR, &sim, "FILE|PRESET", "node (default preset)"},
+        {"job", PFI_OPT_STR, &job_name, "NAME", "job of the node (default: the first)"},
+        {"caps", PFI_OPT_STR, &caps_s, "FROM:TO:STEP", "caps in watts (default max:min:50)"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi sim curve [--sim FILE|PRESET] [--job NAME] [--caps "
+                               "FROM:TO:STEP] [--json]",
+                               "The simulator's ground truth for one job: steady tokens/s, "
+                               "power and clock with every GPU of the job at each cap.", opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    pfi_node_config cfg;
+    pfi_sim_node *node = NULL;
+    if (pfi_sim_config_load(sim, &cfg, &e) != PFI_OK || pfi_sim_node_new(&cfg, &node, &e) != 0)
+        return fail(argv[0], &e);
+    int job = 0;
+    if (job_name && (job = pfi_sim_job_find(node, job_name)) < 0) {
+        pfi_sim_node_free(node);
+        pfi_err_set(&e, PFI_EINVAL, "no job '%s' on this node", job_name);
+        return fail(argv[0], &e);
+    }
+    if (cfg.n_jobs == 0) {
+        pfi_sim_node_free(node);
+        pfi_err_set(&e, PFI_EINVAL, "this node runs no job");
+        return fail(argv[0], &e);
+    }
+    double caps[PFI_MAX_LEVELS];
+    int n = 0;
+    const pfi_gpu_model *g = &cfg.gpu;
+    if (caps_s) {
+        if (pfi_parse_cap_range(caps_s, caps, PFI_MAX_LEVELS, &n, &e) != PFI_OK) {
+            pfi_sim_node_free(node);
+            return fail(argv[0], &e);
+        }
+    } else {
+        for (double c = g->max_limit_w; c >= g->min_limit_w - 1e-9 && n < PFI_MAX_LEVELS; c -= 50)
+            caps[n++] = c;
+    }
+    for (int i = 0; i < n; i++)
+        if (caps[i] < g->min_limit_w - 0.5 || caps[i] > g->max_limit_w + 0.5) {
+            pfi_sim_node_free(node);
+            pfi_err_set(&e, PFI_ERANGE, "cap %.0f W is outside the %s's range %.0f-%.0f W",
+                        caps[i], g->name, g->min_limit_w, g->max_limit_w);
+            return fail(argv[0], &e);
+        }
+    pfi_sim_steady s0;
+    pfi_sim_job_steady(node, job, g->default_limit_w, &s0, NULL);
+    json_t *arr = json_array();
+    if (!as_json)
+        printf("job %s (%s) on %d x %s\n%7s %12s %8s %8s %8s %8s %6s\n", cfg.jobs[job].name,
+               cfg.jobs[job].model, cfg.jobs[job].n_gpus, g->name, "cap_W", "tokens/s", "rel_T",
+               "power_W", "rel_P", "SM_MHz", "binds");
+    for (int i = 0; i < n; i++) {
+        pfi_sim_steady s;
+        pfi_sim_job_steady(node, job, caps[i], &s, NULL);
+        if (as_json)
+            json_array_append_new(arr, json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "cap_w",
+                                                 caps[i], "tokens_per_s", s.tokens_per_s,
+                                                 "rel_throughput", s.tokens_per_s / s0.tokens_per_s,
+                                                 "power_w", s.power_w, "rel_power",
+                                                 s.power_w / s0.power_w, "sm_clock_mhz",
+                                                 s.sm_clock_mhz, "cap_binds", s.cap_binds));
+        else
+            printf("%7.0f %12.0f %8.3f %8.1f %8.3f %8.0f %6s\n", caps[i], s.tokens_per_s,
+                   s.tokens_per_s / s0.tokens_per_s, s.power_w, s.power_w / s0.power_w,
+                   s.sm_clock_mhz, s.cap_binds ? "yes" : "no");
+    }
+    pfi_sim_node_free(node);
+    if (as_json)
+        return pfi_cli_print_json(json_pack("{s:s, s:s, s:s, s:o}", "job", cfg.jobs[job].name,
+                                            "model", cfg.jobs[job].model, "gpu", g->name,
+                                            "levels", arr));
+    json_decref(arr);
+    return PFI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- run (virtual time) */
+
+static int sim_run(int argc, char **argv)
+{
+    const char *sim = NULL, *cap_s = NULL, *at_s = "10s", *dur_s = "60s", *every_s = "5s",
+               *gpus_s = NULL;
+    int as_json = 0;
+    const pfi_opt opts[] = {
+        {"sim", PFI_OPT_STR, &sim, "FILE|PRESET", "node (default preset)"},
+        {"cap", PFI_OPT_STR, &cap_s, "W|PCT", "power cap to apply, e.g. 500 or 70%"},
+        {"cap-at", PFI_OPT_STR, &at_s, "T", "when to apply it (default 10s)"},
+        {"gpus", PFI_OPT_STR, &gpus_s, "LIST", "GPUs to cap (default all)"},
+        {"duration", PFI_OPT_STR, &dur_s, "D", "simulated time (default 60s)"},
+        {"interval", PFI_OPT_STR, &every_s, "D", "reporting interval (default 5s)"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi sim run [--sim FILE|PRESET] [--cap W|PCT] [--cap-at T] "
+                               "[--gpus LIST] [--duration D] [--interval D] [--json]",
+                               "Run a simulated node in virtual time (instantly) and print its "
+                               "power, clocks and each job's tokens/s as the cap applies.", opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    double at, dur, every, cap = NAN;
+    int gpus[PFI_MAX_GPUS], ng = 0;
+    pfi_node_config cfg;
+    if (pfi_parse_duration(at_s, &at, &e) || pfi_parse_duration(dur_s, &dur, &e) ||
+        pfi_parse_duration(every_s, &every, &e) || pfi_sim_config_load(sim, &cfg, &e) ||
+        (cap_s && parse_cap(cap_s, &cfg.gpu, &cap, &e)) ||
+        pfi_parse_index_list(gpus_s ? gpus_s : "all", cfg.n_gpus, gpus, &ng, &e))
+        return fail(argv[0], &e);
+    if (!(every > 0) || dur > 86400 || dur / every > 100000) {
+        pfi_err_set(&e, PFI_EINVAL, "--interval must be > 0 and give at most 100000 reports");
+        return fail(argv[0], &e);
+    }
+    pfi_sim_node *node;
+    if (pfi_sim_node_new(&cfg, &node, &e) != PFI_OK)
+        return fail(argv[0], &e);
+    json_t *rows = json_array();
+    if (!as_json) {
+        printf("%8s %7s %8s %8s", "t_s", "cap_W", "power_W", "SM_MHz");
+        for (int j = 0; j < cfg.n_jobs; j++)
+            printf(" %14.14s", cfg.jobs[j].name);
+        printf("\n");
+    }
+    int capped = 0;
+    for (double t = 0; t <= dur + 1e-9; t += every) {
+        if (!capped && !isnan(cap) && t >= at) {
+            for (int i = 0; i < ng && rc <= 0; i++)
+                if (pfi_sim_set_limit(node, gpus[i], at, cap, &e) != PFI_OK)
+                    rc = PFI_EXIT_FAIL;
+            capped = 1;
+        }
+        if (rc > 0)
+            break;
+        double pw = 0, clk = 0, lim = 0;
+        for (int g = 0; g < cfg.n_gpus; g++) {
+            pfi_sample s;
+            pfi_sample_clear(&s);
+            pfi_sim_sample(node, g, t, &s, NULL);
+            pw += s.power_w / cfg.n_gpus;
+            clk += s.sm_clock_mhz / cfg.n_gpus;
+            lim += s.limit_w / cfg.n_gpus;
+        }
+        json_t *jobs = json_array();
+        if (!as_json)
+            printf("%8.1f %7.0f %8.1f %8.0f", t, lim, pw, clk);
+        for (int j = 0; j < cfg.n_jobs; j++) {
+            pfi_sim_job_status st;
+            pfi_sim_job_status_at(node, j, t, &st, NULL);
+            if (as_json)
+                json_array_append_new(jobs, json_pack("{s:s, s:f, s:f, s:f}", "job",
+                                                      cfg.jobs[j].name, "tokens_per_s",
+                                                      st.tokens_per_s, "tokens", st.tokens,
+                                                      "iterations", st.iterations));
+            else
+                printf(" %14.0f", st.tokens_per_s);
+        }
+        if (as_json)
+            json_array_append_new(rows, json_pack("{s:f, s:f, s:f, s:f, s:o}", "t_s", t,
+                                                  "limit_w", lim, "power_w", pw, "sm_clock_mhz",
+                                                  clk, "jobs", jobs));
+        else {
+            printf("\n");
+            json_decref(jobs);
+        }
+    }
+    pfi_sim_node_free(node);
+    if (rc > 0) {
+        json_decref(rows);
+        return fail(argv[0], &e);
+    }
+    if (as_json)
+        return pfi_cli_print_json(json_pack("{s:s, s:s, s:o}", "node", cfg.name, "gpu",
+                                            cfg.gpu.name, "samples", rows));
+    json_decref(rows);
+    return PFI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- shared state */
+
+static const char *state_path(const char *opt)
+{
+    if (opt && *opt)
+        return opt;
+    const char *env = getenv("PFI_SIM_STATE");
+    return env && *env ? env : NULL;
+}
+
+static int sim_init(int argc, char **argv)
+{
+    const char *path = NULL, *sim = NULL;
+    double speed = 1;
+    int force = 0;
+    const pfi_opt opts[] = {
+        {"state", PFI_OPT_STR, &path, "FILE", "state file to create (default $PFI_SIM_STATE)"},
+        {"sim", PFI_OPT_STR, &sim, "FILE|PRESET", "node (default preset)"},
+        {"speed", PFI_OPT_DOUBLE, &speed, "X", "simulated seconds per wall second (default 1)"},
+        {"force", PFI_OPT_FLAG, &force, NULL, "replace an existing state file"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi sim init --state FILE [--sim FILE|PRESET] [--speed X] "
+                               "[--force]",
+                               "Create a shared simulator state: processes that set "
+                               "PFI_SIM_STATE=FILE then see the same node in real time "
+                               "(optionally sped up).", opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    path = state_path(path);
+    if (!path) {
+        pfi_err_set(&e, PFI_EINVAL, "no state file: give --state FILE or set PFI_SIM_STATE");
+        return fail(argv[0], &e);
+    }
+    pfi_node_config cfg;
+    if (pfi_sim_config_load(sim, &cfg, &e) != PFI_OK ||
+        pfi_sim_state_create(path, &cfg, speed, force, &e) != PFI_OK)
+        return fail(argv[0], &e);
+    printf("created %s: %s, %d x %s, speed %gx\n", path, cfg.name, cfg.n_gpus, cfg.gpu.name,
+           speed);
+    return PFI_EXIT_OK;
+}
+
+static int sim_set(int argc, char **argv)
+{
+    const char *path = NULL, *cap_s = NULL, *gpus_s = NULL;
+    const pfi_opt opts[] = {
+        {"state", PFI_OPT_STR, &path, "FILE", "state file (default $PFI_SIM_STATE)"},
+        {"cap", PFI_OPT_STR, &cap_s, "W|PCT", "power limit to set"},
+        {"gpus", PFI_OPT_STR, &gpus_s, "LIST", "GPUs (default all)"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi sim set --cap W|PCT [--gpus LIST] [--state FILE]",
+                               "Set power limits on a shared simulated node, now.", opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    path = state_path(path);
+    if (!path || !cap_s) {
+        pfi_err_set(&e, PFI_EINVAL, "needs --cap and a state (--state FILE or PFI_SIM_STATE)");
+        return fail(argv[0], &e);
+    }
+    pfi_sim_state *st;
+    if (pfi_sim_state_open(path, NULL, 1, &st, &e) != PFI_OK)
+        return fail(argv[0], &e);
+    pfi_sim_node *node;
+    const pfi_node_config *cfg;
+    double cap;
+    int gpus[PFI_MAX_GPUS], ng = 0;
+    rc = pfi_sim_state_node(st, &node, NULL, &e);
+    if (rc == PFI_OK) {
+        cfg = pfi_sim_node_config(node);
+        rc = parse_cap(cap_s, &cfg->gpu, &cap, &e);
+        if (rc == PFI_OK)
+            rc = pfi_parse_index_list(gpus_s ? gpus_s : "all", cfg->n_gpus, gpus, &ng, &e);
+    }
+    /* Everything is checked before the first change: nothing is half-applied by bad input. */
+    for (int i = 0; rc == PFI_OK && i < ng; i++)
+        rc = pfi_sim_state_set_limit(st, gpus[i], cap, &e);
+    pfi_sim_state_close(st);
+    if (rc != PFI_OK)
+        return fail(argv[0], &e);
+    return PFI_EXIT_OK;
+}
+
+static int sim_status(int argc, char **argv)
+{
+    const char *path = NULL;
+    int as_json = 0;
+    const pfi_opt opts[] = {
+        {"state", PFI_OPT_STR, &path, "FILE", "state file (default $PFI_SIM_STATE)"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi sim status [--state FILE] [--json]",
+                               "The shared simulated node now: limits, power, clocks, jobs.",
+                               opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    path = state_path(path);
+    if (!path) {
+        pfi_err_set(&e, PFI_EINVAL, "no state file: give --state FILE or set PFI_SIM_STATE");
+        return fail(argv[0], &e);
+    }
+    pfi_sim_state *st;
+    pfi_sim_node *node;
+    double now;
+    if (pfi_sim_state_open(path, NULL, 1, &st, &e) != PFI_OK)
+        return fail(argv[0], &e);
+    if (pfi_sim_state_node(st, &node, &now, &e) != PFI_OK) {
+        pfi_sim_state_close(st);
+        return fail(argv[0], &e);
+    }
+    const pfi_node_config *cfg = pfi_sim_node_config(node);
+    json_t *gpus = json_array(), *jobs = json_array();
+    if (!as_json)
+        printf("%s: %s, %d x %s, t=%.1f s simulated (speed %gx)\n", path, cfg->name, cfg->n_gpus,
+               cfg->gpu.name, now, pfi_sim_state_speed(st));
+    for (int g = 0; g < cfg->n_gpus; g++) {
+        pfi_sample s;
+        pfi_sample_clear(&s);
+        pfi_sim_sample(node, g, now, &s, NULL);
+        if (as_json)
+            json_array_append_new(gpus, json_pack("{s:i, s:f, s:f, s:f, s:b}", "index", g,
+                                                  "limit_w", s.limit_w, "power_w", s.power_w,
+                                                  "sm_clock_mhz", s.sm_clock_mhz, "cap_binds",
+                                                  (s.clock_reasons & PFI_REASON_SW_POWERCAP) != 0));
+        else
+            printf("  GPU %-2d limit %4.0f W  power %6.1f W  SM %5.0f MHz%s\n", g, s.limit_w,
+                   s.power_w, s.sm_clock_mhz,
+                   (s.clock_reasons & PFI_REASON_SW_POWERCAP) ? "  [SW power cap]" : "");
+    }
+    for (int j = 0; j < cfg->n_jobs; j++) {
+        pfi_sim_job_status js;
+        pfi_sim_job_status_at(node, j, now, &js, NULL);
+        if (as_json)
+            json_array_append_new(jobs, json_pack("{s:s, s:f, s:f, s:f}", "job", cfg->jobs[j].name,
+                                                  "tokens_per_s", js.tokens_per_s, "tokens",
+                                                  js.tokens, "iterations", js.iterations));
+        else
+            printf("  job %-14s %10.0f tokens/s  %14.0f tokens  %8.1f iterations\n",
+                   cfg->jobs[j].name, js.tokens_per_s, js.tokens, js.iterations);
+    }
+    double speed = pfi_sim_state_speed(st);
+    pfi_sim_state_close(st);
+    if (as_json)
+        return pfi_cli_print_json(json_pack("{s:s, s:f, s:f, s:o, s:o}", "state", path, "t_s",
+                                            now, "speed", speed, "gpus", gpus, "jobs", jobs));
+    json_decref(gpus);
+    json_decref(jobs);
+    return PFI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- validate */
+
+static int sim_validate(int argc, char **argv)
+{
+    const char *dir = NULL;
+    int as_json = 0, verbose = 0;
+    const pfi_opt opts[] = {
+        {"data", PFI_OPT_STR, &dir, "DIR", "public datasets (default $PFI_DATA_DIR)"},
+        {"verbose", PFI_OPT_FLAG, &verbose, NULL, "every measured limit of every run"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--json]",
+                               "Fit the simulator's constants on half of the Perseus power-limit "
+                               "sweeps of each GPU type and compare relative throughput and "
+                               "power at every measured limit, held-out runs apart.  Exits 1 "
+                               "when an error exceeds 0.05.", opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    pfi_sim_validation *v = malloc(sizeof *v);
+    if (!v)
+        return PFI_EXIT_FAIL;
+    if (pfi_sim_validate(dir ? dir : pfi_data_dir(), v, &e) != PFI_OK) {
+        free(v);
+        return fail(argv[0], &e);
+    }
+    int ok = v->max_abs_err_tput <= VALIDATE_TARGET && v->max_abs_err_power <= VALIDATE_TARGET;
+    if (as_json) {
+        json_t *runs = json_array();
+        for (int i = 0; i < v->n_runs; i++) {
+            const pfi_sim_val_run *r = &v->runs[i];
+            json_t *lv = json_array();
+            for (int k = 0; k < r->n_levels; k++)
+                json_array_append_new(lv, json_pack("{s:f, s:f, s:f, s:f, s:f}", "limit_w",
+                                                    r->limit_w[k], "meas_throughput",
+                                                    r->meas_tput[k], "sim_throughput",
+                                                    r->sim_tput[k], "meas_power",
+                                                    r->meas_power[k], "sim_power",
+                                                    r->sim_power[k]));
+            json_array_append_new(runs, json_pack("{s:s, s:s, s:b, s:f, s:f, s:f, s:f, s:o}",
+                                                  "run", r->run, "gpu_type", r->gpu_type,
+                                                  "held_out", r->held_out,
+                                                  "max_abs_err_throughput", r->max_abs_err_tput,
+                                                  "max_abs_err_power", r->max_abs_err_power,
+                                                  "meas_power_w_at_max", r->meas_power_w0,
+                                                  "sim_power_w_at_max", r->sim_power_w0,
+                                                  "levels", lv));
+        }
+        json_t *fams = json_array();
+        for (int f = 0; f < v->n_families; f++)
+            json_array_append_new(fams, json_pack("{s:s, s:s, s:f, s:f}", "family",
+                                                  v->families[f].family, "fitted_on",
+                                                  v->families[f].fitted_on, "act_compute",
+                                                  v->families[f].act_compute, "host_ms",
+                                                  v->families[f].host_ms));
+        json_t *gpus = json_array();
+        for (int t = 0; t < 2; t++) {
+            const pfi_gpu_model *g = &v->fitted[t];
+            json_array_append_new(gpus, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                                                  "type", g->name, "dyn_w", g->dyn_w,
+                                                  "busy_static_w", g->busy_static_w, "v_floor",
+                                                  g->v_floor, "f_knee", g->f_knee, "v_gamma",
+                                                  g->v_gamma, "gemm_eff", g->gemm_eff, "mem_eff",
+                                                  g->mem_eff, "net_gbs", v->fitted_net_gbs[t]));
+        }
+        json_t *doc = json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:o, s:o}", "runs",
+                                runs, "max_abs_err_throughput", v->max_abs_err_tput,
+                                "max_abs_err_power", v->max_abs_err_power,
+                                "held_out_max_abs_err_throughput", v->held_out_max_err_tput,
+                                "held_out_max_abs_err_power", v->held_out_max_err_power,
+                                "fit_max_abs_err_throughput", v->fit_max_err_tput,
+                                "fit_max_abs_err_power", v->fit_max_err_power, "target",
+                                VALIDATE_TARGET, "target_met", ok, "fitted_gpus", gpus,
+                                "fitted_families", fams);
+        free(v);
+        rc = pfi_cli_print_json(doc);
+        return rc ? rc : ok ? PFI_EXIT_OK : PFI_EXIT_FAIL;
+    }
+    printf("%-40s %-8s %10s %10s\n", "run", "role", "err_tput", "err_power");
+    for (int i = 0; i < v->n_runs; i++) {
+        const pfi_sim_val_run *r = &v->runs[i];
+        printf("%-40s %-8s %10.3f %10.3f\n", r->run, r->held_out ? "held-out" : "fit",
+               r->max_abs_err_tput, r->max_abs_err_power);
+        for (int k = 0; verbose && k < r->n_levels; k++)
+            printf("    %4.0f W  throughput %.3f sim %.3f   power %.3f sim %.3f\n", r->limit_w[k],
+                   r->meas_tput[k], r->sim_tput[k], r->meas_power[k], r->sim_power[k]);
+    }
+    printf("\nmax abs error (relative to the max limit): throughput %.3f, power %.3f\n"
+           "  fit runs:      throughput %.3f, power %.3f\n"
+           "  held-out runs: throughput %.3f, power %.3f\n"
+           "target <= %.2f: %s\n",
+           v->max_abs_err_tput, v->max_abs_err_power, v->fit_max_err_tput, v->fit_max_err_power,
+           v->held_out_max_err_tput, v->held_out_max_err_power, VALIDATE_TARGET,
+           ok ? "met" : "NOT met");
+    free(v);
+    return ok ? PFI_EXIT_OK : PFI_EXIT_FAIL;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} subs[] = {
+    {"run", sim_run, "run a node in virtual time with a cap step; print power and tokens/s"},
+    {"curve", sim_curve, "a job's true tokens/s and power at each cap (steady state)"},
+    {"presets", sim_presets, "list built-in nodes"},
+    {"config", sim_config, "print a node's configuration as JSON"},
+    {"fleet", sim_fleet, "list the simulated runs of the study"},
+    {"init", sim_init, "create a shared state file for cross-process real-time use"},
+    {"set", sim_set, "set power limits on a shared state"},
+    {"status", sim_status, "show a shared state now"},
+    {"validate", sim_validate, "compare the physics with measured sweeps (Perseus)"},
+};
+
+int pfi_cmd_sim(int argc, char **argv)
+{
+    size_t n = sizeof subs / sizeof subs[0];
+    if (argc >= 2)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(argv[1], subs[i].name) == 0)
+                return subs[i].fn(argc - 1, argv + 1);
+    int help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    FILE *f = help ? stdout : stderr;
+    if (argc >= 2 && !help)
+        fprintf(stderr, "pfi sim: unknown subcommand '%s'\n\n", argv[1]);
+    fprintf(f, "usage: pfi sim SUBCOMMAND [options]   (pfi sim SUBCOMMAND --help)\n\n"
+               "The embedded simulator of GPUs running training jobs.\n\nsubcommands:\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "  %-10s %s\n", subs[i].name, subs[i].summary);
+    return help ? PFI_EXIT_OK : PFI_EXIT_USAGE;
+}

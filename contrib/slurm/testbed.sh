@@ -39,7 +39,7 @@ start() {
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   mkdir -p "$dir/etc" "$dir/munge" "$dir/log" "$dir/run" "$dir/state" "$dir/spool" "$dir/dev"
-  chmod 700 "$dir/munge"
+  chmod 755 "$dir/munge"
 
   # munge refuses a key or socket directory others can write; the key is random per testbed.
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 2>/dev/null

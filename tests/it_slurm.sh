@@ -1,0 +1,279 @@
+#!/bin/sh
+# it_slurm.sh: Slurm end to end on one machine.  A two-node Slurm cluster (munged, slurmctld, two
+# slurmd with 8 GRES GPUs each, contrib/slurm/testbed.sh), the SPANK plugin in its plugstack, a
+# `pfi serve` per node on simulated GPUs, and `pfi cluster serve` over them.  Jobs submitted with
+# sbatch and srun and --power-sla/--power-weight must appear on their nodes' daemons through the
+# plugin; a 30% site cut must reach every node with the site never over budget at any sampled
+# instant and every SLA held; ended jobs must be deregistered; removing the budget must restore
+# every cap; a job on a node whose daemon is down must still run.
+# Needs root (slurmd, munged); installs Slurm with apt-get when it is missing.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+PFI=${PFI_BIN:-$here/build/pfi}
+
+skip() { echo "skip: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root to run slurmd and munged"
+need_install=0
+for b in munged slurmctld slurmd srun sbatch scancel squeue curl; do
+  command -v "$b" >/dev/null 2>&1 || need_install=1
+done
+[ -f /usr/include/slurm/spank.h ] || need_install=1
+if [ $need_install -eq 1 ]; then
+  command -v apt-get >/dev/null 2>&1 || skip "Slurm is not installed and there is no apt-get"
+  echo "installing Slurm (slurmd slurmctld slurm-client munge libslurm-dev) and curl"
+  # Packages' own services must not start (no config for them, and the test starts its own):
+  # the standard Debian switch for that is a policy-rc.d that says no.
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d &&
+      policy=/usr/sbin/policy-rc.d
+  fi
+  pkgs="slurmd slurmctld slurm-client munge libslurm-dev curl"
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs \
+    >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs \
+        >/dev/null 2>&1; }
+  [ -n "$policy" ] && rm -f "$policy"
+  for b in munged slurmctld slurmd srun sbatch scancel squeue curl; do
+    command -v "$b" >/dev/null 2>&1 || skip "cannot install Slurm with apt-get ($b missing; offline?)"
+  done
+  [ -f /usr/include/slurm/spank.h ] || skip "cannot install libslurm-dev (no spank.h)"
+fi
+command -v cc >/dev/null 2>&1 || skip "no C compiler to build the SPANK plugin"
+[ -x "$PFI" ] || fail "no pfi binary at $PFI"
+
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_slurm.XXXXXX") || fail "mktemp"
+pids=""
+cleanup() {
+  rc=$?
+  touch "$T/stop-sampler"
+  # Only this testbed's jobs: without our SLURM_CONF, scancel would talk to the host's Slurm.
+  [ -n "${SLURM_CONF:-}" ] && [ "$SLURM_CONF" = "$T/slurm/etc/slurm.conf" ] &&
+    scancel -u root >/dev/null 2>&1
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  sleep 0.3
+  for p in $pids; do kill -9 "$p" 2>/dev/null; done
+  sh "$here/contrib/slurm/testbed.sh" stop "$T/slurm" >/dev/null 2>&1
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+    for f in "$T"/*.log "$T"/slurm/log/*.log; do
+      [ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }
+    done
+  fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# The plugin, built here so the test does not depend on which build made $PFI.
+cc -std=c11 -D_GNU_SOURCE -fPIC -shared -Wall -Wextra -Werror -Wno-unused-parameter \
+  -o "$T/pfi_spank.so" "$here/src/slurm/pfi_spank.c" -lcurl || fail "cannot build the plugin"
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
+chmod 600 "$T/token"
+TOK=$(cat "$T/token")
+
+node_get() { curl -sf --max-time 5 --unix-socket "$T/$1.sock" "http://localhost$2"; }
+
+for n in pfin1 pfin2; do
+  "$PFI" serve --listen "unix:$T/$n.sock" --token-file "$T/token" --db "$T/$n.db" \
+    --journal "$T/$n.journal" --sim h200x8-idle --sample-interval 0.5s >"$T/serve-$n.log" 2>&1 &
+  pids="$pids $!"
+done
+for n in pfin1 pfin2; do
+  i=0
+  until node_get $n /healthz >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -lt 100 ] || fail "pfi serve for $n did not come up"; sleep 0.1
+  done
+done
+
+sh "$here/contrib/slurm/testbed.sh" start "$T/slurm" 2 8 \
+  "required $T/pfi_spank.so url=unix:$T/%n.sock token=$T/token default_sla=0.35" ||
+  fail "the Slurm testbed did not start"
+SLURM_CONF=$T/slurm/etc/slurm.conf
+export SLURM_CONF
+cd "$T" || fail "cd"
+
+"$PFI" cluster serve --listen 127.0.0.1:0 --port-file "$T/cluster.port" --token "$T/token" \
+  --node-url "unix:$T/%n.sock" --node-token "$T/token" --heartbeat 1s --node-ttl 120s \
+  >"$T/cluster.log" 2>&1 &
+pids="$pids $!"
+i=0
+until [ -s "$T/cluster.port" ] && curl -sf "http://127.0.0.1:$(cat "$T/cluster.port")/healthz" >/dev/null 2>&1; do
+  i=$((i + 1)); [ $i -lt 100 ] || fail "pfi cluster serve did not come up"; sleep 0.1
+done
+CL=http://127.0.0.1:$(cat "$T/cluster.port")
+cl_put() { curl -s --max-time 30 -X PUT -H "Authorization: Bearer $TOK" -d "$1" "$CL/v1/budget"; }
+
+# ---- jobs through Slurm, registered by the plugin ----
+j1=$(sbatch --parsable -N2 --gres=gpu:4 --power-sla=0.3 -o /dev/null --wrap 'sleep 600') ||
+  fail "sbatch j1"
+j2=$(sbatch --parsable -N1 -w pfin1 --gres=gpu:2 --power-weight=2 -o /dev/null --wrap 'sleep 600') ||
+  fail "sbatch j2"
+srun -N1 -w pfin2 --gres=gpu:3 --power-sla=0.25 -J pfi-it-srun sleep 600 >/dev/null 2>&1 &
+pids="$pids $!"
+
+# What each node daemon must hold: "node job ngpus sla weight".
+expect="pfin1 $j1 4 0.3 1
+pfin2 $j1 4 0.3 1
+pfin1 $j2 2 0.35 2"
+i=0
+while :; do
+  j3=$(squeue -h -n pfi-it-srun -o %i 2>/dev/null)
+  ok=1
+  for n in pfin1 pfin2; do node_get $n /v1/jobs >"$T/jobs-$n.json" 2>/dev/null || ok=0; done
+  if [ $ok -eq 1 ] && [ -n "$j3" ]; then
+    all=$(printf '%s\npfin2 %s 3 0.25 1\n' "$expect" "$j3")
+    missing=$(echo "$all" | while read -r n id ng sla w; do
+      [ -n "$n" ] || continue
+      python3 - "$T/jobs-$n.json" "$id" "$ng" "$sla" "$w" <<'EOF' 2>/dev/null || echo "$n:$id"
+import json, sys
+d = json.load(open(sys.argv[1]))
+j = [x for x in d["jobs"] if str(x["id"]) == sys.argv[2]]
+assert j, "not registered"
+j = j[0]
+assert len(j["gpus"]) == int(sys.argv[3]), j
+assert abs(j["sla"] - float(sys.argv[4])) < 1e-9, j
+assert abs(j["weight"] - float(sys.argv[5])) < 1e-9, j
+EOF
+    done)
+    [ -z "$missing" ] && break
+  fi
+  i=$((i + 1)); [ $i -lt 60 ] || fail "jobs not registered on their nodes: ${missing:-srun job not running}"
+  sleep 0.5
+done
+echo "registered through the plugin: $j1 (2 nodes, sla 0.3), $j2 (weight 2, site sla 0.35), $j3 (srun, sla 0.25)"
+
+# ---- bad input: nothing changes ----
+for n in pfin1 pfin2; do node_get $n /v1/gpus >"$T/before-$n.json" || fail "GET gpus $n"; done
+code=$(curl -s -o "$T/bad.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $TOK" \
+  -d '{"budget": "cut=45%"}' "$CL/v1/budget")
+[ "$code" = 409 ] && grep -q "least feasible site budget" "$T/bad.json" ||
+  fail "a budget below the SLAs' floor: HTTP $code $(cat "$T/bad.json")"
+code=$(curl -s -o "$T/bad.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $TOK" \
+  -d '{"budget": "lots"}' "$CL/v1/budget")
+[ "$code" = 400 ] || fail "a malformed budget: HTTP $code $(cat "$T/bad.json")"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -d '{"budget": "90%"}' "$CL/v1/budget")
+[ "$code" = 401 ] || fail "a budget without the token: HTTP $code"
+for n in pfin1 pfin2; do
+  node_get $n /v1/gpus | python3 -c '
+import json, sys
+a = [g["limit_w"] for g in json.load(sys.stdin)["gpus"]]
+b = [g["limit_w"] for g in json.load(open(sys.argv[1]))["gpus"]]
+assert a == b, (a, b)' "$T/before-$n.json" || fail "a refused budget changed the caps of $n"
+done
+echo "refused with nothing changed: infeasible (409), malformed (400), no token (401)"
+
+# ---- a 30% site cut ----
+curl -sf -X POST -H "Authorization: Bearer $TOK" "$CL/v1/refresh" >/dev/null || fail "refresh"
+full=11200
+b30=7840
+cl_put '{"budget": "cut=30%"}' >"$T/cut30.json"
+python3 - "$T/cut30.json" "$b30" <<'EOF' || fail "cut 30%: $(cat "$T/cut30.json")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert abs(a["budget_w"] - float(sys.argv[2])) < 1e-6, a
+assert a["cap_sum_w"] <= float(sys.argv[2]) + 1e-6, a
+assert a["nodes_up"] == 2 and a["jobs"] == 3, a
+EOF
+
+# Sample the site's cap sum while the budget moves among values at or below the 30% cut.  Two
+# nodes cannot be read at one instant, so each sample reads pfin1, pfin2, then pfin1 again, and
+# counts only when pfin1's caps epoch and sum did not move in between: pfin1's sum then held
+# when pfin2 was read, and their total is the site's at that instant.
+alloc_of() {
+  node_get "$1" /v1/allocation | tr -d ' \n' |
+    grep -o '"sum_limits_w":[0-9.]*\|"caps_epoch":[0-9]*' | cut -d: -f2 | tr '\n' ' '
+}
+sampler() {
+  while [ ! -e "$T/stop-sampler" ]; do
+    a=$(alloc_of pfin1); b=$(alloc_of pfin2); c=$(alloc_of pfin1)
+    # a, c: "SUM EPOCH" of pfin1; b: pfin2's
+    echo "$a|$b|$c" | awk -F'|' '{split($1, x, " "); split($2, y, " "); split($3, z, " ");
+      if (x[1] != "" && y[1] != "" && x[1] == z[1] && x[2] == z[2]) print x[1] + y[1];
+      else print "skip"}' >>"$T/samples"
+  done
+}
+sampler &
+spid=$!
+pids="$pids $spid"
+for b in '{"budget": "cut=35%"}' '{"budget": "cut=32%", "ramp_s": 2}' '{"watts": 7400}' \
+  '{"budget": "cut=30%"}' '{"budget": "cut=35%"}' '{"budget": "cut=30%", "ramp_s": 1}'; do
+  cl_put "$b" >"$T/step.json"
+  grep -q '"budget_w"' "$T/step.json" || fail "budget $b: $(cat "$T/step.json")"
+  sleep 0.3
+done
+sleep 2.5 # the ramp and the controller's next passes
+touch "$T/stop-sampler"
+wait $spid 2>/dev/null
+skipped=$(grep -c skip "$T/samples")
+grep -v skip "$T/samples" >"$T/samples.ok"
+mv "$T/samples.ok" "$T/samples"
+n_samples=$(wc -l <"$T/samples")
+[ "$n_samples" -ge 20 ] || fail "only $n_samples cap samples"
+over=$(awk -v b=$b30 '$1 > b + 1e-6 {n++} END {print n+0}' "$T/samples")
+max=$(sort -g "$T/samples" | tail -n 1)
+[ "$over" -eq 0 ] || fail "$over of $n_samples samples over the budget $b30 W (max $max W)"
+echo "site cap sum sampled $n_samples times while the budget moved ($skipped reads straddled a change): max $max W <= $b30 W"
+
+# Every node's caps, the SLAs and one cap for the two-node job.
+for n in pfin1 pfin2; do node_get $n /v1/gpus >"$T/gpus-$n.json" || fail "GET gpus $n"; done
+curl -sf "$CL/v1/jobs" >"$T/cl-jobs.json" || fail "GET cluster jobs"
+python3 - "$T" "$j1" "$b30" <<'EOF' || fail "caps after the cut"
+import json, sys
+T, j1, b = sys.argv[1], sys.argv[2], float(sys.argv[3])
+total = 0
+caps_j1 = set()
+for n in ("pfin1", "pfin2"):
+    g = json.load(open(f"{T}/gpus-{n}.json"))["gpus"]
+    for x in g:
+        assert x["min_limit_w"] - 1e-6 <= x["limit_w"] <= x["max_limit_w"] + 1e-6, x
+        total += x["limit_w"]
+    jobs = json.load(open(f"{T}/jobs-{n}.json"))["jobs"]
+    for j in jobs:
+        if str(j["id"]) == j1:
+            caps_j1.update(g[i]["limit_w"] for i in j["gpus"])
+assert total <= b + 1e-6, total
+assert len(caps_j1) == 1, caps_j1
+for j in json.load(open(f"{T}/cl-jobs.json"))["jobs"]:
+    assert j["registered"], j
+    assert j["rel_tput_target"] is not None and j["sla"] is not None, j
+    assert j["rel_tput_target"] >= 1 - j["sla"] - 1e-6, j
+print("caps ok: sum %.0f W <= %.0f W, job %s holds %.0f W on all 8 GPUs" % (total, b, j1, caps_j1.pop()))
+EOF
+
+# ---- jobs end: deregistered by the epilog; budget removed: caps restored ----
+scancel "$j1" "$j2" "$j3"
+i=0
+while :; do
+  left=0
+  for n in pfin1 pfin2; do
+    c=$(node_get $n /v1/jobs | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["jobs"]))' 2>/dev/null) || c=1
+    left=$((left + c))
+  done
+  [ $left -eq 0 ] && break
+  i=$((i + 1)); [ $i -lt 60 ] || fail "$left jobs still registered after scancel"
+  sleep 0.5
+done
+cl_put '{"budget": null}' >"$T/none.json"
+for n in pfin1 pfin2; do
+  node_get $n /v1/gpus | python3 -c '
+import json, sys
+g = json.load(sys.stdin)["gpus"]
+assert all(abs(x["limit_w"] - x["default_limit_w"]) < 1e-6 for x in g), [x["limit_w"] for x in g]
+' || fail "caps of $n not restored: $(cat "$T/none.json")"
+done
+echo "jobs deregistered, every cap back at its default"
+
+# ---- a node daemon down: the job still runs, the plugin says why ----
+for p in $pids; do
+  if grep -qs "pfin2.sock" "/proc/$p/cmdline"; then kill "$p"; wait "$p" 2>/dev/null; fi
+done
+timeout 60 srun -N1 -w pfin2 --gres=gpu:1 true || fail "a job failed because pfi serve was down"
+grep -q "runs without power management" "$T/slurm/log/slurmd-pfin2.log" ||
+  fail "the plugin did not log why the job runs unmanaged"
+echo "job ran with its node daemon down; slurmd logged why"
+echo "it_slurm: ok"

@@ -48,7 +48,8 @@ void srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out)
     }
     double lo, hi, cap0 = job_cap0(g, j);
     srv_job_cap_range(g, j, &lo, &hi);
-    double p0 = j->base.n > 0 && j->base.power_w > 0 ? j->base.power_w : cap0;
+    /* A few samples right after start-up are no baseline. */
+    double p0 = j->base.n >= SRV_MIN_BASELINE && j->base.power_w > 0 ? j->base.power_w : cap0;
     double t0 = isfinite(j->t0_tps) ? j->t0_tps : (double)j->n_gpus;
     pfi_fit fit = {.family = PFI_FAM_POWER, .p = {1.0, 1.0, 0}, .rmse = NAN, .n_points = 0};
     pfi_err e = {0};
@@ -93,6 +94,51 @@ static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_p
                                  : pfi_curve_rel_at_cap(&cv[j], PFI_VIEW_AUTO, p->job_cap_w[j]);
         p->job_pred_tps[j] = jobs[j].t0_tps * p->job_pred_rel[j];
     }
+}
+
+/* Watts the allocator left unused (curves flat at the top, or every job at its maximum) are
+ * handed back, equally per GPU, up to each job's maximum and then to idle GPUs up to their
+ * original limits: a budget with room to spare should hold nobody back. */
+static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const srv_job *jobs,
+                            int n_jobs, double budget_w, srv_plan *p)
+{
+    double used = 0, hi[SRV_MAX_JOBS];
+    for (int i = 0; i < ng; i++)
+        if (owner[i] < 0)
+            used += p->target_w[i];
+    for (int j = 0; j < n_jobs; j++) {
+        double lo;
+        srv_job_cap_range(g, &jobs[j], &lo, &hi[j]);
+        used += jobs[j].n_gpus * p->job_cap_w[j];
+    }
+    double left = budget_w - used;
+    for (int round_ = 0; round_ <= n_jobs && left > 0.01; round_++) {
+        int open = 0;
+        for (int j = 0; j < n_jobs; j++)
+            if (p->job_cap_w[j] < hi[j] - 0.01)
+                open += jobs[j].n_gpus;
+        if (open == 0)
+            break;
+        double step = left / open;
+        for (int j = 0; j < n_jobs; j++) {
+            double add = hi[j] - p->job_cap_w[j];
+            if (add <= 0.01)
+                continue;
+            if (add > step)
+                add = step;
+            add = floor(add * 1000) / 1000; /* never round up past the budget */
+            p->job_cap_w[j] += add;
+            left -= add * jobs[j].n_gpus;
+        }
+    }
+    for (int i = 0; i < ng && left > 0.01; i++)
+        if (owner[i] < 0 && g[i].original_w > p->target_w[i]) {
+            double add = g[i].original_w - p->target_w[i];
+            if (add > left)
+                add = floor(left * 1000) / 1000;
+            p->target_w[i] += add;
+            left -= add;
+        }
 }
 
 int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
@@ -218,6 +264,7 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
             p->job_cap_w[map[a]] = res.cap_w[a];
         pfi_alloc_result_free(&res);
     }
+    spread_leftover(g, ng, owner, jobs, n_jobs, budget_w, p);
     for (int i = 0; i < ng; i++)
         if (owner[i] >= 0) {
             const pfi_device *d = &g[i].dev;

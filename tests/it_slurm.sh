@@ -45,6 +45,8 @@ if [ $need_install -eq 1 ]; then
 fi
 command -v cc >/dev/null 2>&1 || skip "no C compiler to build the SPANK plugin"
 [ -x "$PFI" ] || fail "no pfi binary at $PFI"
+"$PFI" serve --help >/dev/null 2>&1 || skip "this pfi has no 'serve' command (the node daemon)"
+"$PFI" cluster --help >/dev/null 2>&1 || fail "this pfi has no 'cluster' command"
 
 T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_slurm.XXXXXX") || fail "mktemp"
 pids=""
@@ -207,6 +209,22 @@ for b in '{"budget": "cut=35%"}' '{"budget": "cut=32%", "ramp_s": 2}' '{"watts":
   sleep 0.3
 done
 sleep 2.5 # the ramp and the controller's next passes
+# A job starting on parked GPUs under the budget: its caps go up while the running jobs give
+# watts back, the change where lowering everywhere first matters.  The controller's loop finds
+# it on its own (heartbeat 1 s).
+j4=$(sbatch --parsable -N1 -w pfin1 --gres=gpu:2 --power-sla=0.35 -o /dev/null --wrap 'sleep 600') ||
+  fail "sbatch j4"
+i=0
+until curl -sf "$CL/v1/jobs" | python3 -c '
+import json, sys
+j = [x for x in json.load(sys.stdin)["jobs"] if x["id"] == sys.argv[1]]
+assert j and j[0]["registered"] and j[0]["cap_w"] is not None and j[0]["cap_w"] > 201
+' "$j4" 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 40 ] || fail "job $j4 never got a cap above its parked minimum"
+  sleep 0.5
+done
+echo "job $j4 started under the budget: raised from its parked minimum while the others gave back"
+sleep 1
 touch "$T/stop-sampler"
 wait $spid 2>/dev/null
 skipped=$(grep -c skip "$T/samples")
@@ -246,7 +264,7 @@ print("caps ok: sum %.0f W <= %.0f W, job %s holds %.0f W on all 8 GPUs" % (tota
 EOF
 
 # ---- jobs end: deregistered by the epilog; budget removed: caps restored ----
-scancel "$j1" "$j2" "$j3"
+scancel "$j1" "$j2" "$j3" "$j4"
 i=0
 while :; do
   left=0

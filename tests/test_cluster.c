@@ -259,6 +259,46 @@ static void test_silent_node(void **state)
     site_down(&x);
 }
 
+/* A job starting on a parked GPU: it is raised while the others give watts back, the one kind
+ * of change where the order matters.  The stand-ins' peak proves the lowerings came first. */
+static void test_new_job_moves_watts(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    FILE *f = fopen(x.topo, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", \"gpus\": 4}, "
+               "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 4}], "
+               "\"jobs\": [{\"id\": \"101\", \"parts\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3]}, "
+               "{\"node\": \"n2\", \"gpus\": [0,1,2,3]}]}, {\"id\": \"102\", \"parts\": "
+               "[{\"node\": \"n3\", \"gpus\": [0,1]}]}]}");
+    fclose(f);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    double w = 0.6 * pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, w, &e), PFI_OK);
+    double a0 = pfi_standin_cap(x.s, "n1", 0), c0 = pfi_standin_cap(x.s, "n4", 0);
+    /* Job 103 starts on n4's GPU 0, parked at its minimum. */
+    f = fopen(x.topo, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", \"gpus\": 4}, "
+               "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 4}], "
+               "\"jobs\": [{\"id\": \"101\", \"parts\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3]}, "
+               "{\"node\": \"n2\", \"gpus\": [0,1,2,3]}]}, {\"id\": \"102\", \"parts\": "
+               "[{\"node\": \"n3\", \"gpus\": [0,1]}]}, {\"id\": \"103\", \"parts\": "
+               "[{\"node\": \"n4\", \"gpus\": [0]}]}]}");
+    fclose(f);
+    pfi_standin_reset_peak(x.s);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    /* Watts moved: the new job up, the running one down... */
+    assert_true(pfi_standin_cap(x.s, "n4", 0) > c0 + 1);
+    assert_true(pfi_standin_cap(x.s, "n1", 0) < a0 - 1);
+    /* ...and never more than the budget at any instant in between. */
+    assert_true(pfi_standin_peak(x.s) <= w + 1e-6);
+    site_down(&x);
+}
+
 static void test_unknown_node_in_topology(void **state)
 {
     site x;
@@ -287,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_random_budgets_never_over),
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
+        cmocka_unit_test(test_new_job_moves_watts),
         cmocka_unit_test(test_unknown_node_in_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

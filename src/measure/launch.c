@@ -23,6 +23,7 @@ int pfi_launch_start(pfi_launch *l, char *const argv[], const char *log_path, pf
     memset(l, 0, sizeof *l);
     l->out_fd = l->err_fd = -1;
     l->passthrough = 1;
+    l->out_to = STDOUT_FILENO;
     if (!argv || !argv[0])
         return pfi_err_set(err, PFI_EINVAL, "no command to run (put it after --)");
     if (log_path) {
@@ -160,7 +161,7 @@ int pfi_launch_poll(pfi_launch *l, double timeout_s, pfi_line_fn fn, void *ctx, 
             return pfi_err_set(err, PFI_EIO, "poll: %s", strerror(errno));
         if (rc > 0) {
             if (l->out_fd >= 0)
-                drain(l, &l->out_fd, STDOUT_FILENO, &l->out_lb, fn, ctx);
+                drain(l, &l->out_fd, l->out_to, &l->out_lb, fn, ctx);
             if (l->err_fd >= 0)
                 drain(l, &l->err_fd, STDERR_FILENO, &l->err_lb, fn, ctx);
             if (l->log)
@@ -176,7 +177,7 @@ int pfi_launch_poll(pfi_launch *l, double timeout_s, pfi_line_fn fn, void *ctx, 
              * stray grandchild that may hold them) and call the job ended. */
             l->status = st;
             if (l->out_fd >= 0)
-                drain(l, &l->out_fd, STDOUT_FILENO, &l->out_lb, fn, ctx);
+                drain(l, &l->out_fd, l->out_to, &l->out_lb, fn, ctx);
             if (l->err_fd >= 0)
                 drain(l, &l->err_fd, STDERR_FILENO, &l->err_lb, fn, ctx);
             pfi_linebuf_flush(&l->out_lb, fn, ctx);

@@ -24,7 +24,8 @@ typedef struct pfi_launch {
     int out_fd, err_fd;  /* read ends; -1 once at end of file */
     int running;
     int status;          /* waitpid status once !running */
-    int passthrough;     /* copy the output to our stdout/stderr (default 1) */
+    int passthrough;     /* copy the output to out_to / our stderr (default 1) */
+    int out_to;          /* where the job's stdout goes (default our stdout) */
     FILE *log;           /* copy of both streams (NULL: none) */
     pfi_linebuf out_lb, err_lb;
 } pfi_launch;

@@ -52,8 +52,10 @@ struct pfi_tput_source {
     void *impl;
 };
 
-int pfi_source_launch(char *const argv[], const char *log_path, const pfi_parse_cfg *pc,
-                      pfi_tput_source **out, pfi_err *err);
+/* stdout_fd: where the job's stdout is passed through (STDOUT_FILENO, or STDERR_FILENO when
+ * our stdout carries a JSON document). */
+int pfi_source_launch(char *const argv[], const char *log_path, int stdout_fd,
+                      const pfi_parse_cfg *pc, pfi_tput_source **out, pfi_err *err);
 int pfi_source_follow(const char *path, const pfi_parse_cfg *pc, pfi_tput_source **out,
                       pfi_err *err);
 /* Job `job` of the simulated node behind the backend (hw/backend_sim.h). */

@@ -17,6 +17,7 @@ typedef struct log_src {
     int following;
     char **argv;
     char *log_path;
+    int stdout_fd;
     /* Set while waiting, for the line callback. */
     pfi_backend *b;
     pfi_obs_fn fn;
@@ -91,7 +92,9 @@ static int log_restart(pfi_tput_source *s, pfi_err *err)
     if (ls->following)
         return pfi_err_set(err, PFI_ENOTSUP, "--restart cannot relaunch a job it did not start");
     log_stop(s);
-    return pfi_launch_start(&ls->launch, ls->argv, ls->log_path, err);
+    int rc = pfi_launch_start(&ls->launch, ls->argv, ls->log_path, err);
+    ls->launch.out_to = ls->stdout_fd;
+    return rc;
 }
 
 static void log_destroy(pfi_tput_source *s)
@@ -138,8 +141,8 @@ static int new_log_source(const pfi_parse_cfg *pc, pfi_tput_source **out, log_sr
     return PFI_OK;
 }
 
-int pfi_source_launch(char *const argv[], const char *log_path, const pfi_parse_cfg *pc,
-                      pfi_tput_source **out, pfi_err *err)
+int pfi_source_launch(char *const argv[], const char *log_path, int stdout_fd,
+                      const pfi_parse_cfg *pc, pfi_tput_source **out, pfi_err *err)
 {
     *out = NULL;
     pfi_tput_source *s;
@@ -161,11 +164,13 @@ int pfi_source_launch(char *const argv[], const char *log_path, const pfi_parse_
         log_destroy(s);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
+    ls->stdout_fd = stdout_fd;
     rc = pfi_launch_start(&ls->launch, ls->argv, ls->log_path, err);
     if (rc != PFI_OK) {
         log_destroy(s);
         return rc;
     }
+    ls->launch.out_to = stdout_fd;
     *out = s;
     return PFI_OK;
 }

@@ -1,0 +1,71 @@
+/* pfi restore: put back the power limits a sweep journaled, after a crash or SIGKILL. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "measure/journal.h"
+
+int pfi_cmd_restore(int argc, char **argv)
+{
+    pfi_cli_hw hw = {0};
+    const char *path = NULL;
+    int force = 0;
+    const pfi_opt opts[] = {
+        PFI_CLI_HW_OPTS(hw),
+        {"journal", PFI_OPT_STR, &path, "FILE", "the journal (default $PFI_JOURNAL, else the "
+                                                "per-user or /var/lib/pfi one)"},
+        {"force", PFI_OPT_FLAG, &force, NULL, "restore even while its writer still runs"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi restore [--journal FILE] [--backend sim|nvml] [--force]",
+        "Set every GPU in the journal back to the power limit it had before the sweep (or "
+        "daemon) that wrote it changed anything, then delete the journal.  GPUs are matched by "
+        "UUID.  Nothing to restore is not an error.",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (npos > 0) {
+        fprintf(stderr, "pfi restore: unexpected argument '%s'\n", pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    char buf[PFI_JOURNAL_PATH_MAX];
+    if (!path)
+        path = pfi_journal_default_path(buf, sizeof buf);
+    pfi_err err = {0};
+    pfi_journal j;
+    rc = pfi_journal_load(&j, path, force, &err);
+    if (rc == PFI_ENOENT) {
+        printf("pfi restore: %s\n", err.msg);
+        return PFI_EXIT_OK;
+    }
+    if (rc != PFI_OK)
+        return pfi_cli_fail("restore", &err);
+    /* The journal knows which backend (and which simulated node) it was written against. */
+    if (!hw.backend && j.backend[0])
+        hw.backend = j.backend;
+    if (j.sim_state[0] && !getenv("PFI_SIM_STATE"))
+        setenv("PFI_SIM_STATE", j.sim_state, 1);
+    pfi_backend *b;
+    if ((rc = pfi_cli_open_hw(&hw, &b, &err)) != PFI_OK) {
+        pfi_journal_close(&j);
+        return pfi_cli_fail("restore", &err);
+    }
+    int done = 0;
+    rc = pfi_journal_restore(&j, b, &done, &err);
+    pfi_journal_close(&j);
+    pfi_hw_close(b);
+    if (rc != PFI_OK) {
+        fprintf(stderr, "pfi restore: restored %d of %d GPUs; the journal %s is kept\n", done,
+                j.n, path);
+        return pfi_cli_fail("restore", &err);
+    }
+    for (int i = 0; i < j.n; i++)
+        printf("GPU %d (%s): limit restored to %.0f W\n", j.e[i].gpu,
+               j.e[i].uuid[0] ? j.e[i].uuid : "?", j.e[i].limit_w);
+    printf("pfi restore: %d GPUs restored from %s (written by pid %ld)\n", done, path, j.pid);
+    return PFI_EXIT_OK;
+}

@@ -1,0 +1,459 @@
+/* pfi sweep: characterize a training job under a sweep of GPU power limits (docs/sweep.md). */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "hw/backend_sim.h"
+#include "measure/measure.h"
+#include "store/store.h"
+#include "util/units.h"
+
+/* Set by SIGINT/SIGTERM; the sweep polls it, stops the job and restores the limits. */
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    stop_flag = sig;
+}
+
+typedef struct store_sink {
+    pfi_store *st;
+    long long job_id, run_id;
+    const char *backend;
+    pfi_err err; /* the first store error, reported at the end */
+} store_sink;
+
+static int sink_begin(void *ctx, const pfi_run *run, pfi_err *err)
+{
+    store_sink *s = ctx;
+    return pfi_store_create_run(s->st, s->job_id, run, s->backend, &s->run_id, err);
+}
+
+static int sink_level(void *ctx, const pfi_run *run, int idx, const pfi_sample *rows, int nt,
+                      const int *gpus, int ng, pfi_err *err)
+{
+    store_sink *s = ctx;
+    pfi_sample *col = malloc((size_t)(nt ? nt : 1) * sizeof *col);
+    if (!col)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    long long level_id;
+    int rc = pfi_store_level_begin(s->st, err);
+    if (rc == PFI_OK)
+        rc = pfi_store_add_level(s->st, s->run_id, &run->levels[idx], &level_id, err);
+    for (int g = 0; rc == PFI_OK && g < ng; g++) {
+        for (int t = 0; t < nt; t++)
+            col[t] = rows[(size_t)t * (size_t)ng + (size_t)g];
+        rc = pfi_store_add_samples(s->st, level_id, gpus[g], col, nt, 1.0, err);
+    }
+    if (rc == PFI_OK)
+        rc = pfi_store_level_commit(s->st, err);
+    else
+        pfi_store_level_abort(s->st);
+    free(col);
+    return rc;
+}
+
+static void sink_end(void *ctx, const pfi_run *run, const char *status)
+{
+    store_sink *s = ctx;
+    if (s->run_id > 0)
+        pfi_store_finish_run(s->st, s->run_id, status, &s->err);
+}
+
+typedef struct progress_ctx {
+    int tty, quiet;
+    double unit_scale;
+    const char *unit;
+} progress_ctx;
+
+static void fmt_time(double s, char *buf, size_t n)
+{
+    if (!isfinite(s) || s < 0)
+        snprintf(buf, n, "?");
+    else if (s < 60)
+        snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else
+        snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+}
+
+static void on_progress(void *arg, const pfi_sweep_progress *p)
+{
+    progress_ctx *pc = arg;
+    if (pc->quiet)
+        return;
+    char ci[32] = "";
+    if (isfinite(p->rel_ci))
+        snprintf(ci, sizeof ci, " +-%.1f%%", 100 * p->rel_ci);
+    if (p->done) {
+        fprintf(stderr, "%spfi sweep: level %d/%d %.0f W: %.1f %s%s, %.1f W per GPU%s\n",
+                pc->tty ? "\r\033[K" : "", p->level + 1, p->n_levels, p->cap_w, p->tput,
+                pc->unit, ci, p->power_w, p->steady ? "" : " (max dwell, not steady)");
+        return;
+    }
+    if (!pc->tty)
+        return;
+    char el[16], rem[16];
+    fmt_time(p->level_elapsed_s, el, sizeof el);
+    fmt_time(p->remaining_s, rem, sizeof rem);
+    fprintf(stderr, "\r\033[Kpfi sweep: level %d/%d %.0f W  %s  %s%s  ~%s left", p->level + 1,
+            p->n_levels, p->cap_w, el,
+            isfinite(p->tput) ? "" : "waiting for throughput", ci, rem);
+    if (isfinite(p->tput))
+        fprintf(stderr, "  %.0f %s", p->tput, pc->unit);
+    fflush(stderr);
+}
+
+static char *join_argv(char **argv, int n)
+{
+    size_t len = 1;
+    for (int i = 0; i < n; i++)
+        len += strlen(argv[i]) + 3;
+    char *s = malloc(len);
+    if (!s)
+        return NULL;
+    s[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (i)
+            strcat(s, " ");
+        strcat(s, argv[i]);
+    }
+    return s;
+}
+
+static json_t *level_json(const pfi_level *L, int steady)
+{
+#define NUM(x) (isfinite(x) ? json_real(x) : json_null())
+    json_t *o = json_object();
+    json_object_set_new(o, "cap_w", NUM(L->cap_w));
+    json_object_set_new(o, "enforced_w", NUM(L->enforced_w));
+    json_object_set_new(o, "power_w", NUM(L->power_w));
+    json_object_set_new(o, "tput", NUM(L->tput));
+    json_object_set_new(o, "tput_lo", NUM(L->tput_lo));
+    json_object_set_new(o, "tput_hi", NUM(L->tput_hi));
+    json_object_set_new(o, "steady", json_boolean(steady));
+    json_object_set_new(o, "sm_clock_mhz", NUM(L->sm_clock_mhz));
+    json_object_set_new(o, "powercap_frac", NUM(L->powercap_frac));
+    json_object_set_new(o, "gpu_util", NUM(L->gpu_util));
+    json_object_set_new(o, "sm_active", NUM(L->sm_active));
+    json_object_set_new(o, "tensor_active", NUM(L->tensor_active));
+    json_object_set_new(o, "dram_active", NUM(L->dram_active));
+    json_object_set_new(o, "nvlink_mibs", NUM(L->nvlink_mibs));
+    json_object_set_new(o, "pcie_mibs", NUM(L->pcie_mibs));
+    json_object_set_new(o, "t_start_s", NUM(L->t_start_s));
+    json_object_set_new(o, "t_end_s", NUM(L->t_end_s));
+    json_object_set_new(o, "n_samples", json_integer(L->n_samples));
+#undef NUM
+    return o;
+}
+
+typedef struct sweep_opts {
+    pfi_cli_hw hw;
+    const char *gpus, *levels, *caps, *dwell, *max_dwell, *settle, *timeout, *order, *db;
+    const char *log, *format, *regex, *unit, *journal, *name, *min_window;
+    pfi_strlist tags;
+    int restart, attach, as_json, quiet, seed;
+    double seq_len, tokens_per_step, batch_size, rel_ci, speed;
+} sweep_opts;
+
+static int parse_duration_opt(const char *s, double *out, pfi_err *err)
+{
+    return s ? pfi_parse_duration(s, out, err) : PFI_OK;
+}
+
+/* Everything in the options that can be wrong, checked before any GPU is touched. */
+static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_parse_cfg *pc,
+                     pfi_err *err)
+{
+    int rc;
+    int ngpu = 0;
+    if ((rc = pfi_hw_count(b, &ngpu, err)) != PFI_OK)
+        return rc;
+    if ((rc = pfi_parse_index_list(o->gpus ? o->gpus : "all", ngpu, c->gpus, &c->n_gpus, err)) !=
+        PFI_OK)
+        return rc;
+    if (c->n_gpus == 0)
+        return pfi_err_set(err, PFI_EINVAL, "no GPUs selected");
+    for (int i = 0; i < c->n_gpus; i++)
+        if (c->gpus[i] < 0 || c->gpus[i] >= ngpu)
+            return pfi_err_set(err, PFI_ENOENT, "no GPU %d (this node has %d)", c->gpus[i], ngpu);
+    if (o->levels && o->caps)
+        return pfi_err_set(err, PFI_EINVAL, "give --levels or --caps, not both");
+    if (o->caps) {
+        if ((rc = pfi_parse_cap_range(o->caps, c->levels, PFI_MAX_LEVELS - 1, &c->n_levels,
+                                      err)) != PFI_OK)
+            return rc;
+        c->levels_frac = 0;
+    } else {
+        const char *lv = o->levels ? o->levels : "100,90,80,70,60,50%";
+        if ((rc = pfi_parse_double_list(lv, c->levels, PFI_MAX_LEVELS - 1, &c->n_levels, err)) !=
+            PFI_OK)
+            return rc;
+        for (int i = 0; i < c->n_levels; i++)
+            if (!(c->levels[i] > 0 && c->levels[i] <= 1))
+                return pfi_err_set(err, PFI_ERANGE,
+                                   "level %g is not a fraction of the maximum limit in (0, 1] "
+                                   "(write 100,80,60%% or 1,0.8,0.6)",
+                                   c->levels[i]);
+        c->levels_frac = 1;
+    }
+    if (o->dwell && strcmp(o->dwell, "auto") != 0) {
+        if ((rc = pfi_parse_duration(o->dwell, &c->dwell_s, err)) != PFI_OK)
+            return rc;
+        if (!(c->dwell_s > 0))
+            return pfi_err_set(err, PFI_EINVAL, "--dwell must be positive or auto");
+    }
+    if ((rc = parse_duration_opt(o->max_dwell, &c->max_dwell_s, err)) != PFI_OK ||
+        (rc = parse_duration_opt(o->settle, &c->steady.settle_s, err)) != PFI_OK ||
+        (rc = parse_duration_opt(o->min_window, &c->steady.min_window_s, err)) != PFI_OK ||
+        (rc = parse_duration_opt(o->timeout, &c->timeout_s, err)) != PFI_OK)
+        return rc;
+    if (o->rel_ci > 0)
+        c->steady.rel_ci = o->rel_ci;
+    if (!o->order || strcmp(o->order, "descending") == 0)
+        c->order = PFI_ORDER_DESCENDING;
+    else if (strcmp(o->order, "ascending") == 0)
+        c->order = PFI_ORDER_ASCENDING;
+    else if (strcmp(o->order, "random") == 0)
+        c->order = PFI_ORDER_RANDOM;
+    else
+        return pfi_err_set(err, PFI_EINVAL,
+                           "unknown --order '%s' (descending, ascending or random)", o->order);
+    c->seed = (unsigned)o->seed;
+    c->restart = o->restart;
+    if (o->restart && o->attach)
+        return pfi_err_set(err, PFI_EINVAL, "--restart cannot relaunch a job it attached to");
+    /* Parser settings. */
+    memset(pc, 0, sizeof *pc);
+    if (o->format && (rc = pfi_log_format_parse(o->format, &pc->format, err)) != PFI_OK)
+        return rc;
+    pc->regex = o->regex;
+    if (o->regex) {
+        if (!o->unit)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "--throughput-regex needs --unit (tokens/s, samples/s, it/s, s/it, "
+                               "ms/it, tokens or samples)");
+        if ((rc = pfi_regex_unit_parse(o->unit, &pc->regex_unit, err)) != PFI_OK)
+            return rc;
+    } else if (o->unit) {
+        return pfi_err_set(err, PFI_EINVAL, "--unit goes with --throughput-regex");
+    }
+    pc->seq_len = o->seq_len;
+    pc->tokens_per_step = o->tokens_per_step;
+    pc->samples_per_step = o->batch_size;
+    /* The sweep's plan validates the caps against the devices now, before any change. */
+    double (*plan)[PFI_MAX_GPUS] = malloc(sizeof(double[PFI_MAX_LEVELS][PFI_MAX_GPUS]));
+    if (!plan)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int nl;
+    rc = pfi_sweep_plan(b, c, plan, &nl, err);
+    free(plan);
+    return rc;
+}
+
+int pfi_cmd_sweep(int argc, char **argv)
+{
+    sweep_opts o = {0};
+    const pfi_opt opts[] = {
+        PFI_CLI_HW_OPTS(o.hw),
+        {"gpus", PFI_OPT_STR, &o.gpus, "LIST", "GPUs of the job, e.g. 0-7 (default: all)"},
+        {"levels", PFI_OPT_STR, &o.levels, "LIST", "fractions of the max limit (100,90,...,50%)"},
+        {"caps", PFI_OPT_STR, &o.caps, "FROM:TO:STEP", "caps in watts instead, e.g. 700:300:50"},
+        {"dwell", PFI_OPT_STR, &o.dwell, "auto|DUR", "per level: until steady (auto) or fixed"},
+        {"max-dwell", PFI_OPT_STR, &o.max_dwell, "DUR", "auto: longest wait per level (120s)"},
+        {"settle", PFI_OPT_STR, &o.settle, "DUR", "transient discarded after a change (3s)"},
+        {"min-window", PFI_OPT_STR, &o.min_window, "DUR", "shortest steady window (5s)"},
+        {"rel-ci", PFI_OPT_DOUBLE, &o.rel_ci, "X", "steady when CI half-width/mean <= X (0.01)"},
+        {"timeout", PFI_OPT_STR, &o.timeout, "DUR", "fail after this long without throughput (300s)"},
+        {"order", PFI_OPT_STR, &o.order, "ORDER", "descending (default), ascending or random"},
+        {"seed", PFI_OPT_INT, &o.seed, "N", "seed of --order random"},
+        {"db", PFI_OPT_STR, &o.db, "FILE", "SQLite store (default $PFI_DB, else pfi.db)"},
+        {"tag", PFI_OPT_MULTI, &o.tags, "K=V", "a tag for the job (repeatable)"},
+        {"name", PFI_OPT_STR, &o.name, "NAME", "run name (default: the command)"},
+        {"restart", PFI_OPT_FLAG, &o.restart, NULL, "relaunch the job for every level"},
+        {"attach", PFI_OPT_FLAG, &o.attach, NULL, "characterize a running job: follow --log"},
+        {"log", PFI_OPT_STR, &o.log, "FILE", "job log: written (launch) or followed (--attach)"},
+        {"format", PFI_OPT_STR, &o.format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
+                                                   "hf, deepspeed, nanogpt, llmc, lightning)"},
+        {"throughput-regex", PFI_OPT_STR, &o.regex, "RE", "ERE whose first group is the number"},
+        {"unit", PFI_OPT_STR, &o.unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
+                                               "ms/it, tokens, samples"},
+        {"seq-len", PFI_OPT_DOUBLE, &o.seq_len, "N", "tokens per sample"},
+        {"tokens-per-step", PFI_OPT_DOUBLE, &o.tokens_per_step, "N", "tokens per iteration"},
+        {"batch-size", PFI_OPT_DOUBLE, &o.batch_size, "N", "global batch size (samples/step)"},
+        {"journal", PFI_OPT_STR, &o.journal, "FILE", "where original limits are journaled"},
+        {"speed", PFI_OPT_DOUBLE, &o.speed, "X", "sim: speed-up of simulated time (fast mode)"},
+        {"json", PFI_OPT_FLAG, &o.as_json, NULL, "a JSON summary on stdout at the end"},
+        {"quiet", PFI_OPT_FLAG, &o.quiet, NULL, "no progress lines"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi sweep [--backend nvml|sim] [--gpus 0-7] [--levels 100,90,80,70,60,50% | --caps "
+        "700:300:50] [--dwell auto|DURATION] [--order descending|ascending|random] [--db FILE] "
+        "[--tag K=V ...] [--restart] [--attach --log FILE] [--throughput-regex RE --unit U] "
+        "[--seq-len N] -- COMMAND...",
+        "Run COMMAND (or follow the log of a running job with --attach) and step the power limit "
+        "of its GPUs, default limit first; at each level measure tokens/s from the job's own "
+        "output until steady, with telemetry at 10 Hz; store every level; restore the limits "
+        "on every exit.  docs/sweep.md explains the protocol.",
+        opts};
+    char **pos;
+    int npos, dd;
+    int rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, &dd);
+    if (rc >= 0)
+        return rc;
+    /* The parser compacts positionals into argv without a terminator; exec needs one (the
+     * slot after them is inside argv, whose argv[argc] is NULL). */
+    pos[npos] = NULL;
+    if (o.attach && npos > 0) {
+        fprintf(stderr, "pfi sweep: --attach follows --log; it takes no COMMAND\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (!o.attach && npos == 0) {
+        fprintf(stderr, "pfi sweep: no COMMAND (write it after --), or --attach --log FILE\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (o.attach && !o.log) {
+        fprintf(stderr, "pfi sweep: --attach needs --log FILE (the running job's log)\n");
+        return PFI_EXIT_USAGE;
+    }
+    pfi_err err = {0};
+    /* A simulated job launched by the sweep must share the node: give both one state file. */
+    const char *bname = o.hw.backend ? o.hw.backend : getenv("PFI_BACKEND");
+    int is_sim = !bname || strcmp(bname, "sim") == 0;
+    char state_path[512] = "";
+    if (is_sim && !o.attach && !getenv("PFI_SIM_STATE")) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(state_path, sizeof state_path, "%s/pfi-sim-%ld-%ld.state",
+                 tmp && *tmp ? tmp : "/tmp", (long)getpid(), (long)time(NULL));
+        setenv("PFI_SIM_STATE", state_path, 1);
+    }
+    if (is_sim && o.speed > 0) {
+        char sp[32];
+        snprintf(sp, sizeof sp, "%g", o.speed);
+        setenv("PFI_SIM_SPEED", sp, 1);
+    }
+    pfi_backend *b = NULL;
+    int status = PFI_EXIT_FAIL;
+    pfi_store *st = NULL;
+    pfi_tput_source *src = NULL;
+    char *cmdline = NULL;
+    pfi_sweep_result *res = NULL;
+    if ((rc = pfi_cli_open_hw(&o.hw, &b, &err)) != PFI_OK)
+        goto fail;
+    pfi_sweep_cfg c;
+    pfi_sweep_defaults(&c);
+    pfi_parse_cfg pc;
+    if ((rc = build_cfg(&o, b, &c, &pc, &err)) != PFI_OK)
+        goto fail;
+    c.threaded_sampler = !(is_sim && pfi_backend_sim_virtual(b));
+    char jpath[PFI_JOURNAL_PATH_MAX];
+    c.journal_path = o.journal ? o.journal : pfi_journal_default_path(jpath, sizeof jpath);
+    cmdline = o.attach ? NULL : join_argv(pos, npos);
+    char name[PFI_NAME_MAX];
+    snprintf(name, sizeof name, "%s", o.name ? o.name : o.attach ? o.log : cmdline);
+    c.name = name;
+    /* The store first: a locked or newer database fails before the job is launched. */
+    const char *db = o.db ? o.db : pfi_store_default_path();
+    if ((rc = pfi_store_open(db, PFI_STORE_CREATE, &st, &err)) != PFI_OK)
+        goto fail;
+    json_t *conf = json_pack("{s:s, s:s, s:s}", "levels", o.levels ? o.levels : "",
+                             "caps", o.caps ? o.caps : "", "dwell", o.dwell ? o.dwell : "auto");
+    char *conf_text = json_dumps(conf, JSON_COMPACT);
+    json_decref(conf);
+    long long job_id;
+    rc = pfi_store_create_job(st, cmdline ? cmdline : o.log, conf_text, o.tags.v, o.tags.n,
+                              &job_id, &err);
+    free(conf_text);
+    if (rc != PFI_OK)
+        goto fail;
+    store_sink sink = {.st = st, .job_id = job_id, .backend = b->ops->name};
+    c.sink = (pfi_sweep_sink){&sink, sink_begin, sink_level, sink_end};
+    progress_ctx prog = {.tty = isatty(STDERR_FILENO), .quiet = o.quiet, .unit = "tokens/s"};
+    c.progress = on_progress;
+    c.progress_ctx = &prog;
+    stop_flag = 0;
+    c.stop = &stop_flag;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal; /* no SA_RESTART: a signal cuts the wait short */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (o.attach)
+        rc = pfi_source_follow(o.log, &pc, &src, &err);
+    else
+        rc = pfi_source_launch(pos, o.log, o.as_json ? STDERR_FILENO : STDOUT_FILENO, &pc, &src,
+                               &err);
+    if (rc != PFI_OK)
+        goto fail;
+    res = malloc(sizeof *res);
+    if (!res) {
+        rc = pfi_err_set(&err, PFI_ENOMEM, "out of memory");
+        goto fail;
+    }
+    rc = pfi_sweep_run(b, src, &c, res, &err);
+    if (prog.tty && !o.quiet)
+        fputs("\r\033[K", stderr);
+    const char *unit = res->run.unit == PFI_SAMPLES_PER_S ? "samples/s" : "tokens/s";
+    if (o.as_json) {
+        json_t *lv = json_array();
+        for (int i = 0; i < res->run.n_levels; i++)
+            json_array_append_new(lv, level_json(&res->run.levels[i], res->steady[i]));
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:i, s:s, s:b, s:s, s:I, s:I, s:o}",
+                                "status", res->status, "name", res->run.name, "backend",
+                                b->ops->name, "run_id", (json_int_t)sink.run_id, "gpu_type",
+                                res->run.gpu_type, "n_gpus", res->run.n_gpus, "unit", unit,
+                                "restored", res->restored, "log_format", res->format,
+                                "lines", (json_int_t)res->lines, "observations",
+                                (json_int_t)res->observations, "levels", lv);
+        if (rc != PFI_OK)
+            json_object_set_new(doc, "error", json_string(err.msg));
+        pfi_cli_print_json(doc);
+    } else {
+        printf("%-5s %8s %8s %8s %12s %12s %12s %6s %7s\n", "level", "cap_W", "enforced", "power_W",
+               unit, "ci_lo", "ci_hi", "steady", "clk_MHz");
+        for (int i = 0; i < res->run.n_levels; i++) {
+            const pfi_level *L = &res->run.levels[i];
+            printf("%-5d %8.0f %8.0f %8.1f %12.1f %12.1f %12.1f %6s %7.0f\n", i, L->cap_w,
+                   L->enforced_w, L->power_w, L->tput, L->tput_lo, L->tput_hi,
+                   res->steady[i] ? "yes" : "no", L->sm_clock_mhz);
+        }
+        if (sink.run_id > 0)
+            printf("run %lld in %s (%s)\n", sink.run_id, db, res->status);
+    }
+    if (sink.err.code != PFI_OK && rc == PFI_OK) {
+        err = sink.err;
+        rc = err.code;
+    }
+    if (!res->restored)
+        fprintf(stderr,
+                "pfi sweep: the original limits were NOT all restored; run `pfi restore "
+                "--journal %s`\n",
+                c.journal_path);
+    if (rc != PFI_OK)
+        goto fail;
+    status = PFI_EXIT_OK;
+    goto out;
+fail:
+    status = pfi_cli_fail("sweep", &err);
+    if (status == PFI_EXIT_USAGE && res)
+        status = PFI_EXIT_FAIL;
+out:
+    free(res);
+    pfi_source_free(src);
+    pfi_store_close(st);
+    free(cmdline);
+    pfi_hw_close(b);
+    if (state_path[0])
+        unlink(state_path);
+    return status;
+}

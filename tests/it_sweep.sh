@@ -1,0 +1,67 @@
+#!/bin/sh
+# End to end: pfi sweep --backend sim launches `pfi simjob` (a simulated training job printing
+# the progress lines of a real framework), parses its log, steps the cap, and must measure the
+# simulator's ground truth (pfi simjob --truth) within its confidence interval, for several
+# log formats; the limits are restored and every level is in the store.
+set -u
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "PFI_BIN is not an executable"; exit 77; }
+command -v jq >/dev/null 2>&1 || { echo "jq is not installed (scripts/install-deps.sh test)"; exit 77; }
+tmp=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_sweep.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset PFI_SIM_STATE PFI_BACKEND PFI_READ_ONLY PFI_JOURNAL
+preset=h200x1-small
+fail=0
+nruns=0
+
+# run FORMAT SPEED LEVELS CAPS [extra sweep options]
+run() {
+  fmt=$1 speed=$2 levels=$3 caps=$4
+  shift 4
+  out="$tmp/$fmt.json" truth="$tmp/$fmt.truth"
+  "$PFI_BIN" simjob --sim $preset --truth "$caps" --json >"$truth" || { echo "FAIL $fmt: truth"; fail=1; return; }
+  n=$(jq '.truth | length' "$truth")
+  "$PFI_BIN" sweep --backend sim --sim $preset --speed "$speed" --levels "$levels" \
+      --db "$tmp/pfi.db" --journal "$tmp/journal" --log "$tmp/$fmt.log" --json --quiet "$@" \
+      -- "$PFI_BIN" simjob --format "$fmt" --sim $preset >"$out" 2>"$tmp/$fmt.err"
+  rc=$?
+  nruns=$((nruns + 1))
+  if [ $rc -ne 0 ]; then
+    echo "FAIL $fmt: sweep exited $rc"; tail -5 "$tmp/$fmt.err"; fail=1; return
+  fi
+  got=$(jq -r '.log_format' "$out")
+  [ "$got" = "$fmt" ] || { echo "FAIL $fmt: detected format '$got'"; fail=1; }
+  [ "$(jq -r '.restored' "$out")" = true ] || { echo "FAIL $fmt: limits not restored"; fail=1; }
+  [ "$(jq '.levels | length' "$out")" -eq "$n" ] || { echo "FAIL $fmt: not $n levels"; fail=1; }
+  # Truth inside the CI; the 0.2% slack covers what the CI cannot see: lines are stamped when
+  # they arrive, a few real milliseconds after the job printed them, times the speed-up.
+  bad=$(jq -rn --slurpfile m "$out" --slurpfile t "$truth" '
+    [ range(0; $t[0].truth | length) as $i | $m[0].levels[$i] as $l | $t[0].truth[$i] as $g
+      | select(($l.cap_w - $g.cap_w | fabs) > 0.5
+               or ($l.tput_lo == null) or ($l.tput_hi == null)
+               or ($g.tokens_per_s < $l.tput_lo - 0.002 * $g.tokens_per_s)
+               or ($g.tokens_per_s > $l.tput_hi + 0.002 * $g.tokens_per_s))
+      | "\($l.cap_w) W: measured \($l.tput) [\($l.tput_lo), \($l.tput_hi)], truth \($g.tokens_per_s)" ]
+    | .[]')
+  if [ -n "$bad" ]; then
+    echo "FAIL $fmt: $bad"; fail=1
+  else
+    echo "ok $fmt: $(jq -c '[.levels[] | (.tput | floor)]' "$out") tokens/s, truth $(jq -c '[.truth[] | (.tokens_per_s | floor)]' "$truth")"
+  fi
+  # The job's output went through to the log file unchanged.
+  grep -q . "$tmp/$fmt.log" || { echo "FAIL $fmt: empty job log"; fail=1; }
+}
+
+# Formats whose lines carry their own timing (a count with t=, a rate, an iteration time).
+run pfi 20 100,70,50% 700,490,350
+run torchtitan 20 100,70,50% 700,490,350
+run megatron 20 100,70,50% 700,490,350
+run llmc 20 100,70,50% 700,490,350
+run nanogpt 20 100,50% 700,350
+# The HF Trainer prints only a step counter, timed by arrival: slower fast mode, fewer levels.
+run hf 5 100,50% 700,350 --seq-len 4096
+
+# Every sweep is a run in the store.
+runs=$("$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq 'if type == "array" then length else (.runs | length) end')
+[ "${runs:-0}" -eq "$nruns" ] || { echo "FAIL: the store holds ${runs:-no} runs, expected $nruns"; fail=1; }
+[ ! -e "$tmp/journal" ] || { echo "FAIL: journal left behind after clean sweeps"; fail=1; }
+exit $fail

@@ -153,8 +153,9 @@ echo "registered through the plugin: $j1 (2 nodes, sla 0.3), $j2 (weight 2, site
 for n in pfin1 pfin2; do node_get $n /v1/gpus >"$T/before-$n.json" || fail "GET gpus $n"; done
 code=$(curl -s -o "$T/bad.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $TOK" \
   -d '{"budget": "cut=45%"}' "$CL/v1/budget")
-[ "$code" = 409 ] && grep -q "least feasible site budget" "$T/bad.json" ||
+if [ "$code" != 409 ] || ! grep -q "least feasible site budget" "$T/bad.json"; then
   fail "a budget below the SLAs' floor: HTTP $code $(cat "$T/bad.json")"
+fi
 code=$(curl -s -o "$T/bad.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $TOK" \
   -d '{"budget": "lots"}' "$CL/v1/budget")
 [ "$code" = 400 ] || fail "a malformed budget: HTTP $code $(cat "$T/bad.json")"
@@ -171,7 +172,6 @@ echo "refused with nothing changed: infeasible (409), malformed (400), no token 
 
 # ---- a 30% site cut ----
 curl -sf -X POST -H "Authorization: Bearer $TOK" "$CL/v1/refresh" >/dev/null || fail "refresh"
-full=11200
 b30=7840
 cl_put '{"budget": "cut=30%"}' >"$T/cut30.json"
 python3 - "$T/cut30.json" "$b30" <<'EOF' || fail "cut 30%: $(cat "$T/cut30.json")"

@@ -9,6 +9,7 @@
 #
 # NODES nodes are named pfin1..pfinN.  PLUGSTACK_LINE, when given, is written to the
 # plugstack.conf the cluster loads (e.g. "optional /path/pfi_spank.so url=...").
+# PFI_TESTBED_EXTRA, when set, is appended to slurm.conf (e.g. "Prolog=/path/x.sh").
 # `start` waits until every node is idle and returns non-zero (with the logs' tails) otherwise.
 set -eu
 
@@ -114,6 +115,7 @@ MessageTimeout=10
 PrologFlags=Alloc
 $nodelines
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+${PFI_TESTBED_EXTRA:-}
 EOF
   printf '%s\n' "$plug" >"$dir/etc/plugstack.conf"
   echo "$nodes" >"$dir/nodes"
@@ -162,10 +164,10 @@ stop() {
     rm -f "$pf"
   done
   # Steps whose slurmd is gone: their slurmstepd processes hold the spool directory.
-  for p in $(ls /proc | grep -E '^[0-9]+$'); do
-    cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null || true)
+  for d in /proc/[0-9]*; do
+    cmd=$( (tr '\0' ' ' <"$d/cmdline") 2>/dev/null || true)
     case "$cmd" in
-      slurmstepd*) if grep -qs "$dir" "/proc/$p/environ" 2>/dev/null; then kill -9 "$p" 2>/dev/null || true; fi ;;
+      slurmstepd*) if grep -qs "$dir" "$d/environ"; then kill -9 "${d#/proc/}" 2>/dev/null || true; fi ;;
     esac
   done
 }

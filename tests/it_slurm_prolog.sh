@@ -1,0 +1,110 @@
+#!/bin/sh
+# it_slurm_prolog.sh: the alternative to the SPANK plugin, contrib/slurm/pfi-prolog.sh and
+# pfi-epilog.sh as slurmd's Prolog/Epilog, on a one-node Slurm testbed with one `pfi serve`:
+# a job's GPUs, SLA and weight (from its --comment) registered, the site default SLA for a job
+# that gives none, both deregistered when they end, and a job still running when the daemon is
+# down.  Needs root; skips when Slurm is not installed (tests/it_slurm.sh installs it).
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+PFI=${PFI_BIN:-$here/build/pfi}
+
+skip() { echo "skip: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root to run slurmd and munged"
+for b in munged slurmctld slurmd sbatch scancel squeue curl; do
+  command -v "$b" >/dev/null 2>&1 || skip "$b not installed (apt-get install slurmd slurmctld slurm-client munge curl)"
+done
+[ -x "$PFI" ] || fail "no pfi binary at $PFI"
+"$PFI" serve --help >/dev/null 2>&1 || skip "this pfi has no 'serve' command (the node daemon)"
+
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_slurm_prolog.XXXXXX") || fail "mktemp"
+spid=""
+cleanup() {
+  rc=$?
+  [ -n "${SLURM_CONF:-}" ] && [ "$SLURM_CONF" = "$T/slurm/etc/slurm.conf" ] &&
+    scancel -u root >/dev/null 2>&1
+  [ -n "$spid" ] && kill "$spid" 2>/dev/null
+  sh "$here/contrib/slurm/testbed.sh" stop "$T/slurm" >/dev/null 2>&1
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+    for f in "$T"/*.log "$T"/slurm/log/slurmd-*.log; do
+      [ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }
+    done
+  fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
+chmod 600 "$T/token"
+"$PFI" serve --listen "unix:$T/pfin1.sock" --token-file "$T/token" --db "$T/n.db" \
+  --journal "$T/n.journal" --sim h200x8-idle >"$T/serve.log" 2>&1 &
+spid=$!
+node_get() { curl -sf --max-time 5 --unix-socket "$T/pfin1.sock" "http://localhost$1"; }
+i=0
+until node_get /healthz >/dev/null 2>&1; do
+  i=$((i + 1)); [ $i -lt 100 ] || fail "pfi serve did not come up"; sleep 0.1
+done
+
+# The scripts as a site installs them, their settings in a file (slurmd gives prologs a bare
+# environment), wrapped only to point at this test's settings file.
+cat >"$T/pfi-slurm" <<EOF
+PFI_URL=unix:$T/pfin1.sock
+PFI_TOKEN_FILE=$T/token
+PFI_DEFAULT_SLA=0.3
+PFI_READ_COMMENT=1
+PFI_LOG_FILE=$T/pfi-slurm.log
+SLURM_CONF=$T/slurm/etc/slurm.conf
+export SLURM_CONF
+EOF
+for w in prolog epilog; do
+  printf '#!/bin/sh\nPFI_SLURM_CONF=%s exec sh %s "$@"\n' "$T/pfi-slurm" \
+    "$here/contrib/slurm/pfi-$w.sh" >"$T/$w.sh"
+  chmod 755 "$T/$w.sh"
+done
+PFI_TESTBED_EXTRA="Prolog=$T/prolog.sh
+Epilog=$T/epilog.sh" sh "$here/contrib/slurm/testbed.sh" start "$T/slurm" 1 8 "" ||
+  fail "the Slurm testbed did not start"
+SLURM_CONF=$T/slurm/etc/slurm.conf
+export SLURM_CONF
+cd "$T" || fail "cd"
+
+j1=$(sbatch --parsable --gres=gpu:3 --comment "pfi:sla=0.15,weight=3" -o /dev/null --wrap 'sleep 600') ||
+  fail "sbatch j1"
+j2=$(sbatch --parsable --gres=gpu:2 -o /dev/null --wrap 'sleep 600') || fail "sbatch j2"
+i=0
+until node_get /v1/jobs >"$T/jobs.json" && python3 - "$T/jobs.json" "$j1" "$j2" <<'EOF' 2>/dev/null
+import json, sys
+d = {str(j["id"]): j for j in json.load(open(sys.argv[1]))["jobs"]}
+a, b = d[sys.argv[2]], d[sys.argv[3]]
+assert len(a["gpus"]) == 3 and abs(a["sla"] - 0.15) < 1e-9 and abs(a["weight"] - 3) < 1e-9, a
+assert len(b["gpus"]) == 2 and abs(b["sla"] - 0.3) < 1e-9 and abs(b["weight"] - 1) < 1e-9, b
+assert not set(a["gpus"]) & set(b["gpus"]), (a, b)
+EOF
+do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "jobs not registered by the prolog: $(cat "$T/jobs.json")"
+  sleep 0.5
+done
+echo "prolog registered $j1 (3 GPUs, sla 0.15 and weight 3 from --comment) and $j2 (site sla 0.3)"
+
+scancel "$j1" "$j2"
+i=0
+until [ "$(node_get /v1/jobs | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["jobs"]))' 2>/dev/null)" = 0 ]; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "jobs still registered after the epilog"
+  sleep 0.5
+done
+echo "epilog deregistered both"
+
+kill "$spid"; wait "$spid" 2>/dev/null; spid=""
+j3=$(sbatch --parsable --gres=gpu:1 -o "$T/j3.out" --wrap 'echo ran') || fail "sbatch j3"
+i=0
+until [ "$(squeue -h -j "$j3" 2>/dev/null | wc -l)" = 0 ]; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "job $j3 did not finish with the daemon down"
+  sleep 0.5
+done
+grep -q ran "$T/j3.out" || fail "job $j3 did not run with the daemon down"
+grep -q "runs without power management" "$T/pfi-slurm.log" ||
+  fail "the prolog did not log why the job runs unmanaged"
+echo "job ran with the daemon down; the prolog logged why"
+echo "it_slurm_prolog: ok"

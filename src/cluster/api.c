@@ -97,7 +97,7 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
     } else if (wv && json_is_number(wv)) {
         b.set = 1;
         b.watts = json_number_value(wv);
-    } else if (cv && json_is_number(cv) && json_number_value(cv) >= 0 &&
+    } else if (cv && json_is_number(cv) && json_number_value(cv) > 0 &&
                json_number_value(cv) < 1) {
         char t[64];
         snprintf(t, sizeof t, "cut=%g%%", 100 * json_number_value(cv));
@@ -106,7 +106,7 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
     } else {
         rc = pfi_err_set(&e, PFI_EINVAL,
                          "budget: a string (\"70%%\", \"5600W\", \"cut=30%%\") or null; watts: a "
-                         "number; cut: a fraction in [0, 1)");
+                         "number; cut: a fraction in (0, 1)");
     }
     if (rc == PFI_OK && rv) {
         if (!json_is_number(rv))

@@ -14,7 +14,7 @@
  * job's GRES on this node, as slurmd computed it.
  *
  * plugstack.conf arguments (all optional):
- *   url=URL        node daemon, "http://127.0.0.1:7420" (default) or "unix:/run/pfi/serve.sock";
+ *   url=URL        node daemon, "http://127.0.0.1:9455" (default) or "unix:/run/pfi/serve.sock";
  *                  "%n" is replaced by the node name (several slurmd on one host in tests)
  *   token=PATH     file holding the bearer token ("%n" as above); none: no Authorization header
  *   default_sla=S  SLA given to jobs that ask for none (default: none, the daemon's own default)
@@ -113,7 +113,7 @@ static int expand(const char *in, const char *node, char *out, size_t cap)
 
 static int parse_conf(int ac, char **av, conf *c)
 {
-    snprintf(c->url, sizeof c->url, "http://127.0.0.1:7420");
+    snprintf(c->url, sizeof c->url, "http://127.0.0.1:9455");
     c->token_path[0] = '\0';
     c->default_sla = -1;
     c->required = 0;

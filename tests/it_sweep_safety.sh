@@ -1,0 +1,85 @@
+#!/bin/sh
+# Safety of pfi sweep: a sweep killed with SIGKILL leaves its journal, and `pfi restore` puts
+# every journaled limit back; SIGTERM restores by itself; bad input (a command that does not
+# exist, one that exits at once, one that never prints throughput, caps out of range) fails
+# with a message, non-zero, limits as they were.
+set -u
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "PFI_BIN is not an executable"; exit 77; }
+command -v jq >/dev/null 2>&1 || { echo "jq is not installed (scripts/install-deps.sh test)"; exit 77; }
+tmp=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_sweep_safety.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset PFI_BACKEND PFI_READ_ONLY PFI_JOURNAL
+export PFI_SIM_STATE="$tmp/sim.state" PFI_SIM_SPEED=10
+J="$tmp/journal"
+fail=0
+
+limits() { "$PFI_BIN" gpus --backend sim --json | jq -c '[.gpus[0:4][] | .limit_w]'; }
+orig=$(limits) || { echo "cannot read the simulated GPUs"; exit 1; }
+
+sweep() {
+  "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet "$@"
+}
+
+# --- SIGKILL mid-sweep (after the baseline, while the first lower cap is applied), then
+# pfi restore.  The simulated job ends by itself shortly after (its own process group).
+"$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet \
+    --levels 50,40% --dwell 20s -- "$PFI_BIN" simjob --format pfi --duration 60s \
+    >"$tmp/kill.out" 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 300 ]; do
+  if [ -s "$J" ] && [ "$(limits)" != "$orig" ]; then break; fi
+  sleep 0.05; i=$((i + 1))
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+capped=$(limits)
+[ "$capped" != "$orig" ] || { echo "FAIL: the sweep never changed a limit before the kill"; fail=1; }
+[ -s "$J" ] || { echo "FAIL: no journal after SIGKILL"; fail=1; }
+journaled=$(awk '$1 == "gpu" { printf "%s%s", sep, $6 + 0; sep = "," }' "$J")
+"$PFI_BIN" restore --journal "$J" >"$tmp/restore.out" 2>&1 || { echo "FAIL: pfi restore failed"; cat "$tmp/restore.out"; fail=1; }
+after=$(limits)
+[ "$after" = "$orig" ] || { echo "FAIL: after restore limits are $after, originals $orig"; fail=1; }
+[ "$(echo "$after" | jq -c 'map(floor)')" = "[$journaled]" ] \
+  || { echo "FAIL: restored $after, journal said [$journaled]"; fail=1; }
+[ ! -e "$J" ] || { echo "FAIL: journal kept after a successful restore"; fail=1; }
+"$PFI_BIN" restore --journal "$J" >/dev/null 2>&1 || { echo "FAIL: restore without a journal must succeed"; fail=1; }
+echo "SIGKILL: capped $capped, restored $after"
+
+# --- SIGTERM: the sweep stops the job, restores, records what it had, exits non-zero.
+"$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet \
+    --levels 50,40% --dwell 20s -- "$PFI_BIN" simjob --format pfi --duration 200s \
+    >"$tmp/term.out" 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 300 ]; do
+  if [ "$(limits)" != "$orig" ]; then break; fi
+  sleep 0.05; i=$((i + 1))
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -ne 0 ] || { echo "FAIL: an interrupted sweep exited 0"; fail=1; }
+[ "$(limits)" = "$orig" ] || { echo "FAIL: SIGTERM left limits $(limits)"; fail=1; }
+[ ! -e "$J" ] || { echo "FAIL: SIGTERM left the journal"; fail=1; }
+grep -q "interrupted" "$tmp/term.out" || { echo "FAIL: no 'interrupted' message"; grep "pfi sweep" "$tmp/term.out"; fail=1; }
+
+# --- Bad input.
+expect_fail() { # WHAT PATTERN sweep-args...
+  what=$1 pat=$2
+  shift 2
+  sweep "$@" >"$tmp/bad.out" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] || { echo "FAIL: $what exited 0"; fail=1; }
+  grep -q "$pat" "$tmp/bad.out" || { echo "FAIL: $what: no '$pat' in:"; cat "$tmp/bad.out"; fail=1; }
+  [ "$(limits)" = "$orig" ] || { echo "FAIL: $what left limits $(limits)"; fail=1; }
+  [ ! -e "$J" ] || { echo "FAIL: $what left the journal"; fail=1; rm -f "$J"; }
+}
+expect_fail "missing command" "cannot run" --levels 50% -- "$tmp/no-such-trainer"
+expect_fail "command exiting at once" "exited with status 3" --levels 50% -- sh -c 'exit 3'
+expect_fail "no throughput" "no throughput" --levels 50% --timeout 2s \
+    -- sh -c 'while :; do echo "loss 2.3 garbage"; sleep 0.02; done'
+expect_fail "cap below the minimum" "outside" --caps 150:100:50 -- "$PFI_BIN" simjob --format pfi
+expect_fail "cap above the maximum" "outside" --caps 900:800:100 -- "$PFI_BIN" simjob --format pfi
+expect_fail "level above 100%" "fraction" --levels 120% -- "$PFI_BIN" simjob --format pfi
+exit $fail

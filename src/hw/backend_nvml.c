@@ -110,8 +110,9 @@ static double mono_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* "GPU 2: nvmlDeviceGetPowerUsage: GPU is lost (NVML_ERROR_GPU_IS_LOST = 15); check dmesg..." */
-static int nvml_fail(const nvml_impl *m, pfi_err *err, int idx, const char *call, nvmlReturn_t r)
+/* "nvmlDeviceGetPowerUsage: GPU is lost (NVML_ERROR_GPU_IS_LOST = 15); check dmesg...".
+ * Callers of sample and info put "GPU 2: " in front (cmd_gpus, monitor), so it is not here. */
+static int nvml_fail(const nvml_impl *m, pfi_err *err, const char *call, nvmlReturn_t r)
 {
     const char *text = NULL;
     if (m && m->f.nvmlErrorString)
@@ -119,10 +120,7 @@ static int nvml_fail(const nvml_impl *m, pfi_err *err, int idx, const char *call
     if (!text || !*text)
         text = pfi_nvml_return_text(r);
     const char *hint = pfi_nvml_return_hint(r);
-    char where[32] = "";
-    if (idx >= 0)
-        snprintf(where, sizeof where, "GPU %d: ", idx);
-    return pfi_err_set(err, pfi_nvml_code(r), "%s%s: %s (%s = %d)%s%s", where, call, text,
+    return pfi_err_set(err, pfi_nvml_code(r), "%s: %s (%s = %d)%s%s", call, text,
                        pfi_nvml_return_name(r), (int)r, *hint ? "; " : "", hint);
 }
 
@@ -223,7 +221,7 @@ static int nvml_open(pfi_backend *b, const char *arg, pfi_err *err)
     }
     nvmlReturn_t r = m->f.nvmlInit_v2();
     if (r != NVML_SUCCESS) {
-        nvml_fail(m, err, -1, "nvmlInit_v2", r);
+        nvml_fail(m, err, "nvmlInit_v2", r);
         if (err && err->code == PFI_ENODRIVER)
             pfi_err_prefix(err, "no NVIDIA driver found (%s): ", path);
         int rc = pfi_nvml_code(r);
@@ -233,7 +231,7 @@ static int nvml_open(pfi_backend *b, const char *arg, pfi_err *err)
     unsigned int count = 0;
     r = m->f.nvmlDeviceGetCount_v2(&count);
     if (r != NVML_SUCCESS) {
-        int rc = nvml_fail(m, err, -1, "nvmlDeviceGetCount_v2", r);
+        int rc = nvml_fail(m, err, "nvmlDeviceGetCount_v2", r);
         free_impl(m, 1);
         return rc;
     }
@@ -279,7 +277,7 @@ static nvml_gpu *gpu_of(nvml_impl *m, int idx, pfi_err *err)
     }
     nvml_gpu *g = &m->gpu[idx];
     if (g->handle_rc != NVML_SUCCESS) {
-        nvml_fail(m, err, idx, "nvmlDeviceGetHandleByIndex_v2", g->handle_rc);
+        nvml_fail(m, err, "nvmlDeviceGetHandleByIndex_v2", g->handle_rc);
         return NULL;
     }
     return g;
@@ -290,7 +288,6 @@ static nvml_gpu *gpu_of(nvml_impl *m, int idx, pfi_err *err)
  * first failure is kept in *err and every later reading is skipped. */
 typedef struct rd {
     const nvml_impl *m;
-    int idx;
     pfi_err *err;
     int rc;
 } rd;
@@ -302,7 +299,7 @@ static int got(rd *c, const char *call, nvmlReturn_t r)
     if (r == NVML_SUCCESS)
         return 1;
     if (!pfi_nvml_is_unavailable(r))
-        c->rc = nvml_fail(c->m, c->err, c->idx, call, r);
+        c->rc = nvml_fail(c->m, c->err, call, r);
     return 0;
 }
 
@@ -317,7 +314,7 @@ static int nvml_info(pfi_backend *b, int idx, pfi_device *d, pfi_err *err)
     nvml_gpu *g = gpu_of(m, idx, err);
     if (!g)
         return err ? err->code : PFI_ENOENT;
-    rd c = {m, idx, err, PFI_OK};
+    rd c = {m, err, PFI_OK};
     d->index = idx;
     d->min_limit_w = d->max_limit_w = d->default_limit_w = NAN;
     d->limit_w = d->enforced_w = NAN;
@@ -528,7 +525,7 @@ static int nvml_sample(pfi_backend *b, int idx, pfi_sample *s, pfi_err *err)
     nvml_gpu *g = gpu_of(m, idx, err);
     if (!g)
         return err ? err->code : PFI_ENOENT;
-    rd c = {m, idx, err, PFI_OK};
+    rd c = {m, err, PFI_OK};
     pthread_mutex_lock(&g->mu);
     s->t_s = mono_now();
     unsigned int u, u2;
@@ -604,10 +601,10 @@ static int nvml_set_limit(pfi_backend *b, int idx, double watts, pfi_err *err)
         return PFI_OK;
     /* INVALID_ARGUMENT is NVML's answer for a limit outside the device's constraints. */
     int rc = r == NVML_ERROR_INVALID_ARGUMENT ? PFI_ERANGE : pfi_nvml_code(r);
-    nvml_fail(m, err, -1, "nvmlDeviceSetPowerManagementLimit", r);
+    nvml_fail(m, err, "nvmlDeviceSetPowerManagementLimit", r);
     if (err) {
         err->code = rc;
-        pfi_err_prefix(err, "GPU %d: setting the power limit to %.0f W: ", idx, watts);
+        pfi_err_prefix(err, "setting GPU %d's power limit to %.0f W: ", idx, watts);
     }
     return rc;
 }

@@ -6,3 +6,4 @@ set -eu
 PFI=${1:-build/pfi}
 export PFI
 run() { echo "== $*"; "$@"; }
+run sh bench/bench_serve_api.sh "$PFI"

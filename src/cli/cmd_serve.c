@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/model_io.h"
 #include "serve/serve.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -19,7 +20,7 @@ int pfi_cmd_serve(int argc, char **argv)
     pfi_cli_hw hw = {0};
     const char *config = NULL, *listen = NULL, *token = NULL, *db = NULL, *journal = NULL,
                *budget = NULL, *port_file = NULL, *sample = NULL, *watchdog = NULL,
-               *safe = NULL, *sla = NULL;
+               *safe = NULL, *sla = NULL, *model = NULL;
     pfi_strlist sets = {0};
     const pfi_opt opts[] = {
         PFI_CLI_HW_OPTS(hw),
@@ -38,6 +39,8 @@ int pfi_cmd_serve(int argc, char **argv)
          "default heartbeat timeout in cluster mode (default off)"},
         {"safe-budget", PFI_OPT_STR, &safe, "W|%|min", "what the watchdog applies (default min)"},
         {"default-sla", PFI_OPT_STR, &sla, "SLOWDOWN", "SLA of jobs that give none (e.g. 0.1)"},
+        {"model", PFI_OPT_STR, &model, "FILE",
+         "runtime predictor from `pfi model train --out FILE` (curves of jobs from telemetry)"},
         {"set", PFI_OPT_MULTI, &sets, "KEY=VALUE", "any config setting (docs/serve.md)"},
         {0},
     };
@@ -68,6 +71,7 @@ int pfi_cmd_serve(int argc, char **argv)
                  {"budget", budget},           {"port_file", port_file},
                  {"sample_interval", sample},  {"watchdog_timeout", watchdog},
                  {"safe_budget", safe},        {"default_sla", sla},
+                 {"model", model},
                  {"backend", hw.backend},      {"backend_arg", hw.sim ? hw.sim : hw.nvml_lib}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i].val && pfi_serve_config_set(&cfg, flags[i].key, flags[i].val, &err) != PFI_OK)
@@ -94,6 +98,9 @@ int pfi_cmd_serve(int argc, char **argv)
         open.sim = cfg.backend_arg[0] ? cfg.backend_arg : NULL;
     else
         open.nvml_lib = cfg.backend_arg[0] ? cfg.backend_arg : NULL;
+    static pfi_model m;
+    if (cfg.model[0] && pfi_model_load(cfg.model, &m, &err) != PFI_OK)
+        return pfi_cli_fail("serve", &err);
     pfi_backend *b;
     if (pfi_cli_open_hw(&open, &b, &err) != PFI_OK)
         return pfi_cli_fail("serve", &err);
@@ -105,7 +112,7 @@ int pfi_cmd_serve(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    rc = pfi_serve_run(&cfg, b, &stop_flag, &err);
+    rc = pfi_serve_run(&cfg, b, cfg.model[0] ? &m : NULL, &stop_flag, &err);
     pfi_hw_close(b);
     if (rc != PFI_OK)
         return pfi_cli_fail("serve", &err);

@@ -86,8 +86,8 @@ static void sleep_until(double t, volatile sig_atomic_t *stop)
     }
 }
 
-int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, volatile sig_atomic_t *stop,
-                  pfi_err *err)
+int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_model *model,
+                  volatile sig_atomic_t *stop, pfi_err *err)
 {
     int rc = pfi_serve_config_check(c, err);
     if (rc != PFI_OK)
@@ -116,6 +116,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, volatile sig_atomic
     rc = srv_node_init(n, c, b, err);
     if (rc != PFI_OK)
         goto out;
+    n->model = model;
     rc = srv_audit_open(c->db, &n->audit, err);
     if (rc != PFI_OK) {
         pfi_err_prefix(err, "state database %s: ", c->db);
@@ -141,8 +142,11 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, volatile sig_atomic
         }
         journaled = 1;
     }
-    srv_event_add(n, "start", "%d GPU(s) on the %s backend, nominal %.0f W%s", n->n_gpus,
-                  b->ops->name, n->nominal_w, c->read_only ? ", read-only" : "");
+    srv_event_add(n, "start", "%d GPU(s) on the %s backend, nominal %.0f W%s%s%s", n->n_gpus,
+                  b->ops->name, n->nominal_w, c->read_only ? ", read-only" : "",
+                  model ? ", predictor " : ", no predictor (jobs without a curve are planned "
+                                           "at PFI 1)",
+                  model ? c->model : "");
     srv_audit_load_jobs(n->audit, reload_one, n, err);
 
     char budget_s[64] = "";

@@ -58,6 +58,7 @@ typedef struct pfi_serve_config {
     size_t max_body;             /* request body limit, bytes */
     int threads;                 /* HTTP worker threads */
     int resume;                  /* re-apply the last budget saved in the DB at start */
+    char model[PFI_SERVE_PATH_MAX]; /* predictor (`pfi model train --out`); "" none */
 } pfi_serve_config;
 
 void pfi_serve_config_defaults(pfi_serve_config *c);
@@ -69,10 +70,13 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *value
 /* Checks cross-field rules (e.g. non-loopback listen without allow_remote). */
 int pfi_serve_config_check(const pfi_serve_config *c, pfi_err *err);
 
+struct pfi_model;
 /* Runs the daemon on an opened backend until *stop becomes non-zero (set it from a signal
- * handler), then restores the original limits.  Returns PFI_OK after a clean shutdown. */
-int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, volatile sig_atomic_t *stop,
-                  pfi_err *err);
+ * handler), then restores the original limits.  model (may be NULL): the runtime predictor
+ * (core/predict.h) that gives jobs registered without a curve one from their baseline
+ * telemetry.  Returns PFI_OK after a clean shutdown. */
+int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_model *model,
+                  volatile sig_atomic_t *stop, pfi_err *err);
 
 /* ---- safe cap application (apply.c), also used by the benchmarks and the tests ---- */
 

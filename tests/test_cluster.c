@@ -299,6 +299,28 @@ static void test_new_job_moves_watts(void **state)
     site_down(&x);
 }
 
+/* A ramp without the controller's loop: ten steps in the call, each within the budget of its
+ * moment, ending at the target. */
+static void test_ramp(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    long long r0 = pfi_standin_requests(x.s);
+    pfi_standin_reset_peak(x.s);
+    pfi_cl_budget b = {1, 0.6 * full, 0.3};
+    assert_int_equal(pfi_cl_set_budget(x.c, &b, &e), PFI_OK);
+    assert_true(pfi_standin_peak(x.s) <= 0.8 * full + 1e-6);
+    assert_true(pfi_standin_cap_sum(x.s) <= 0.6 * full + 1e-6);
+    /* More than one step reached the nodes. */
+    assert_true(pfi_standin_requests(x.s) - r0 > 4);
+    pfi_cl_budget bad = {1, 0.6 * full, -1};
+    assert_int_equal(pfi_cl_set_budget(x.c, &bad, &e), PFI_EINVAL);
+    site_down(&x);
+}
+
 static void test_unknown_node_in_topology(void **state)
 {
     site x;
@@ -328,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_new_job_moves_watts),
+        cmocka_unit_test(test_ramp),
         cmocka_unit_test(test_unknown_node_in_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

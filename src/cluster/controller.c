@@ -669,10 +669,14 @@ static void *loop_main(void *arg)
         pthread_mutex_unlock(&c->mu);
         if (now >= next || ramping) {
             pfi_err e = {0};
-            pthread_mutex_lock(&c->op_mu);
-            heartbeat_locked(c);
-            int rc = refresh_locked(c, &e);
-            pthread_mutex_unlock(&c->op_mu);
+            int rc = PFI_OK;
+            /* A ramp step only re-plans; Slurm and the daemons are re-read once a period. */
+            if (now >= next) {
+                pthread_mutex_lock(&c->op_mu);
+                heartbeat_locked(c);
+                rc = refresh_locked(c, &e);
+                pthread_mutex_unlock(&c->op_mu);
+            }
             if (rc == PFI_OK)
                 rc = pfi_cl_reapply(c, &e);
             if (rc != PFI_OK) {
@@ -680,7 +684,8 @@ static void *loop_main(void *arg)
                 snprintf(c->note, sizeof c->note, "%s", e.msg);
                 pthread_mutex_unlock(&c->mu);
             }
-            next = now + c->cfg.heartbeat_s;
+            if (now >= next)
+                next = now + c->cfg.heartbeat_s;
         }
         /* Short sleeps so close() and ramps are prompt. */
         usleep(ramping ? 200000 : 100000);

@@ -360,9 +360,9 @@ static int parse_job(json_t *o, int idx, pfi_job_config *j, pfi_err *err)
     return PFI_OK;
 }
 
-static int parse_gpu(json_t *v, pfi_node_config *c, pfi_err *err)
+static int parse_gpu(json_t *spec, pfi_node_config *c, pfi_err *err)
 {
-    json_t *type = json_is_object(v) ? json_object_get(v, "type") : v;
+    json_t *type = json_is_object(spec) ? json_object_get(spec, "type") : spec;
     if (!json_is_string(type))
         return pfi_err_set(err, PFI_EINVAL, "'gpu' must be a GPU type or {\"type\": ...}");
     const pfi_gpu_model *m = pfi_gpu_model_find(json_string_value(type));
@@ -376,13 +376,13 @@ static int parse_gpu(json_t *v, pfi_node_config *c, pfi_err *err)
                            json_string_value(type), known);
     }
     c->gpu = *m;
-    if (!json_is_object(v))
+    if (!json_is_object(spec))
         return PFI_OK;
     /* Overrides of the modelled constants (e.g. the ones `pfi sim validate` fits). */
     const char *key;
-    json_t *x;
+    json_t *v;
     pfi_gpu_model *g = &c->gpu;
-    json_object_foreach(v, key, x)
+    json_object_foreach(spec, key, v)
     {
         int rc = PFI_OK;
         const char *what = "gpu";

@@ -38,7 +38,8 @@ static double unif(rng *r) { return pfi_sim_uniform(r->seed, 77, r->n++); }
 static int pick(rng *r, int n) { return (int)(unif(r) * n) % n; }
 
 /* One job on an n-GPU node of gpu type; returns 0 when the draw does not fit (caller redraws). */
-static int draw_job(rng *r, const char *gpu, pfi_fleet_entry *e, pfi_err *err)
+static int draw_job(rng *r, const char *gpu, const char *also_fits, pfi_fleet_entry *e,
+                    pfi_err *err)
 {
     int n = gpu_counts[pick(r, (int)(sizeof gpu_counts / sizeof gpu_counts[0]))];
     const recipe *rc = &recipes[pick(r, NRECIPES)];
@@ -83,7 +84,7 @@ static int draw_job(rng *r, const char *gpu, pfi_fleet_entry *e, pfi_err *err)
     /* Memory: ~16 bytes per parameter for full training sharded over the GPUs it can use. */
     double per_gpu = j->params_b * 1e9 * (kind == PFI_JOB_LORA ? 2.2 : 4.0) / (tp * pp) +
                      (kind == PFI_JOB_LORA ? 0 : 12.0 * j->params_b * 1e9 / n);
-    const pfi_gpu_model *gm = pfi_gpu_model_find(gpu);
+    const pfi_gpu_model *gm = pfi_gpu_model_find(also_fits ? also_fits : gpu);
     if (per_gpu > gm->mem_gib * 1073741824.0 * 0.75)
         return 0;
     static const int seqs_pre[] = {2048, 4096, 4096, 8192, 8192};
@@ -121,14 +122,15 @@ static void name_entry(pfi_fleet_entry *e, int idx)
     pfi_sim_job_meta(j, &e->meta);
 }
 
-static int draw_set(rng *r, const char *gpu, const char *set, int count, pfi_fleet_entry *out,
-                    pfi_err *err)
+/* also_fits: draw only jobs that would also fit on that (smaller) GPU. */
+static int draw_set(rng *r, const char *gpu, const char *also_fits, const char *set, int count,
+                    pfi_fleet_entry *out, pfi_err *err)
 {
     for (int i = 0; i < count; i++) {
         pfi_fleet_entry *e = &out[i];
         int ok = 0;
         for (int tries = 0; tries < 10000 && ok == 0; tries++) {
-            ok = draw_job(r, gpu, e, err);
+            ok = draw_job(r, gpu, also_fits, e, err);
             if (ok < 0)
                 return err ? err->code : PFI_EINTERNAL;
         }
@@ -158,9 +160,11 @@ int pfi_sim_fleet(const char *which, uint64_t seed, pfi_fleet_entry **out, int *
     if (!f)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     rng r = {seed, 0};
-    int rc = draw_set(&r, "H200-SXM", "main", main_n, f, err);
+    /* The small fleet is all H100-sized so that half of it can be matched. */
+    const char *fits = main_n < 2 * h100_n + 8 ? "H100-SXM" : NULL;
+    int rc = draw_set(&r, "H200-SXM", fits, "main", main_n, f, err);
     if (rc == PFI_OK)
-        rc = draw_set(&r, "H200-SXM", "validation", val_n, f + main_n, err);
+        rc = draw_set(&r, "H200-SXM", NULL, "validation", val_n, f + main_n, err);
     /* H100 runs repeat H200 main runs that also fit in 80 GB, spread over the main set. */
     int k = 0;
     for (int i = 0; rc == PFI_OK && k < h100_n && i < main_n * 4; i++) {

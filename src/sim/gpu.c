@@ -9,23 +9,25 @@
 
 /* Power constants (idle/busy_static/hbm/dyn, V-f floor and knee) are modelled: NVIDIA does not
  * publish them.  They are set so that the facts hold: H200 under a full GEMM load at 700 W
- * holds ~1500 MHz (hardware.md), idle ~75 W of which HBM ~42 W; A100-PCIE draws ~93% of 300 W
+ * holds ~1500 MHz (hardware.md), idle ~75 W of which HBM ~42 W, and even a full load fits
+ * under the 200 W minimum limit at the lowest clock (so every settable limit can be enforced);
+ * A100-PCIE draws ~93% of 300 W
  * on pipeline jobs; an A40 at 1740 MHz on compute draws ~295 W (Perseus stage profile).
  * `pfi sim validate` refits the A100-PCIE-80GB and A40 constants from measured sweeps.
  * The A40's NVLink is the 2-way bridge (112.5 GB/s both directions) that pairs cards. */
 static const pfi_gpu_model models[] = {
     {.name = "H200-SXM", .nvml_name = "NVIDIA H200",
      .min_limit_w = 200, .max_limit_w = 700, .default_limit_w = 700,
-     .idle_w = 75, .hbm_idle_w = 42, .hbm_w = 95, .busy_static_w = 55, .dyn_w = 1000,
+     .idle_w = 75, .hbm_idle_w = 42, .hbm_w = 70, .busy_static_w = 20, .dyn_w = 1460,
      .sm_clock_idle_mhz = 345, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980,
-     .mem_clock_mhz = 3201, .v_floor = 0.68, .f_knee = 0.42, .v_gamma = 1.5, .hbm_tbs = 4.8, .mem_gib = 141,
+     .mem_clock_mhz = 3201, .v_floor = 0.58, .f_knee = 0.45, .v_gamma = 1.5, .hbm_tbs = 4.8, .mem_gib = 141,
      .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.80, .mem_eff = 0.6, .nvlink_gbs = 450,
      .pcie_gbs = 55, .tau_s = 0.25, .temp_c_per_w = 0.060},
     {.name = "H100-SXM", .nvml_name = "NVIDIA H100 80GB HBM3",
      .min_limit_w = 200, .max_limit_w = 700, .default_limit_w = 700,
-     .idle_w = 72, .hbm_idle_w = 35, .hbm_w = 75, .busy_static_w = 55, .dyn_w = 1000,
+     .idle_w = 72, .hbm_idle_w = 35, .hbm_w = 60, .busy_static_w = 20, .dyn_w = 1460,
      .sm_clock_idle_mhz = 345, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980,
-     .mem_clock_mhz = 2619, .v_floor = 0.68, .f_knee = 0.42, .v_gamma = 1.5, .hbm_tbs = 3.35, .mem_gib = 80,
+     .mem_clock_mhz = 2619, .v_floor = 0.58, .f_knee = 0.45, .v_gamma = 1.5, .hbm_tbs = 3.35, .mem_gib = 80,
      .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.78, .mem_eff = 0.6, .nvlink_gbs = 450,
      .pcie_gbs = 55, .tau_s = 0.25, .temp_c_per_w = 0.062},
     {.name = "A100-SXM", .nvml_name = "NVIDIA A100-SXM4-80GB",

@@ -149,7 +149,7 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
     w->t_comp = flops_gpu / (peak * g->gemm_eff * size_eff);
     w->tensor_comp = 0.92 * size_eff;
     /* Small GEMMs also keep fewer of the tensor cores switching: less power per cycle. */
-    w->act_comp = j->act_compute * (0.6 + 0.4 * size_eff);
+    w->act_comp = j->act_compute * (0.15 + 0.85 * pow(size_eff, 1.5));
 
     /* Memory-bound kernels (norms, activations, residuals, dropout, rotary, softmax outside
      * fused attention, cross-entropy) stream activations: ~200 h + 12 ffn bytes per token per

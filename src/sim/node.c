@@ -31,9 +31,21 @@ typedef struct job_point {
     double energy[PFI_MAX_GPUS]; /* indexed by GPU of the job (0..n_gpus-1) */
 } job_point;
 
+#define TPANELS 40 /* panels of tau/4 over a transient of 10 tau */
+#define TCACHE 4
+
+typedef struct transient {
+    int k;          /* breakpoint index */
+    int filled;     /* pts[0..filled-1] are known */
+    double a, end, w;
+    job_point *pts; /* cumulative integrals from the breakpoint at each panel boundary */
+} transient;
+
 typedef struct job_track {
     int n, cap;
     job_point *pts; /* breakpoints: t=0, then every limit change on one of the job's GPUs */
+    transient tc[TCACHE];
+    int next_tc;
 } job_track;
 
 struct pfi_sim_node {
@@ -182,45 +194,108 @@ static double transient_end(const pfi_sim_node *n, int j, double a)
     return last + 10 * n->cfg.gpu.tau_s;
 }
 
-/* Adds the integrals of tokens and energy over [a, b] (inside one breakpoint interval). */
-static void integrate(pfi_sim_node *n, int j, double a, double b, job_point *acc)
+/* 5-point Gauss-Legendre: the integrand is smooth inside each panel of a transient. */
+static const double xg[5] = {-0.9061798459386640, -0.5384693101056831, 0.0, 0.5384693101056831,
+                             0.9061798459386640};
+static const double wg[5] = {0.2369268850561891, 0.4786286704993665, 0.5688888888888889,
+                             0.4786286704993665, 0.2369268850561891};
+
+/* Adds the integrals of tokens and energy over [a, b] with one Gauss-Legendre panel. */
+static void gl_panel(pfi_sim_node *n, int j, double a, double b, job_point *acc)
 {
-    if (b <= a)
-        return;
     const pfi_job_config *job = &n->cfg.jobs[j];
     double e[PFI_MAX_GPUS];
     job_now now;
-    double tend = transient_end(n, j, a);
-    double mid = b < tend ? b : tend;
-    if (mid > a) {
-        /* 5-point Gauss-Legendre on panels of tau/4: the integrand is smooth in each. */
-        static const double xg[5] = {-0.9061798459386640, -0.5384693101056831, 0.0,
-                                     0.5384693101056831, 0.9061798459386640};
-        static const double wg[5] = {0.2369268850561891, 0.4786286704993665, 0.5688888888888889,
-                                     0.4786286704993665, 0.2369268850561891};
-        double width = n->cfg.gpu.tau_s / 4;
-        int panels = (int)ceil((mid - a) / width);
-        if (panels < 1)
-            panels = 1;
-        double hw = (mid - a) / panels / 2;
-        for (int p = 0; p < panels; p++) {
-            double c = a + (2 * p + 1) * hw;
-            for (int q = 0; q < 5; q++) {
-                budgets_at(n, j, c + hw * xg[q], e);
-                job_eval(n, j, e, &now);
-                acc->tokens += wg[q] * hw * now.rate;
-                for (int i = 0; i < job->n_gpus; i++)
-                    acc->energy[i] += wg[q] * hw * now.power[i];
-            }
-        }
+    double hw = (b - a) / 2, c = (a + b) / 2;
+    for (int q = 0; q < 5; q++) {
+        budgets_at(n, j, c + hw * xg[q], e);
+        job_eval(n, j, e, &now);
+        acc->tokens += wg[q] * hw * now.rate;
+        for (int i = 0; i < job->n_gpus; i++)
+            acc->energy[i] += wg[q] * hw * now.power[i];
     }
-    if (b > mid) {
+}
+
+static void add_point(const pfi_sim_node *n, int j, job_point *acc, const job_point *d)
+{
+    acc->tokens += d->tokens;
+    for (int i = 0; i < n->cfg.jobs[j].n_gpus; i++)
+        acc->energy[i] += d->energy[i];
+}
+
+/* The cumulative integrals at each panel boundary of breakpoint k's transient, filled lazily
+ * and kept for the most recently used breakpoints: a query then costs one partial panel. */
+static transient *transient_for(pfi_sim_node *n, int j, int k)
+{
+    job_track *tr = &n->track[j];
+    for (int c = 0; c < TCACHE; c++)
+        if (tr->tc[c].k == k && tr->tc[c].pts)
+            return &tr->tc[c];
+    transient *t = &tr->tc[tr->next_tc];
+    tr->next_tc = (tr->next_tc + 1) % TCACHE;
+    if (!t->pts && !(t->pts = malloc(sizeof(job_point) * (TPANELS + 1))))
+        return NULL;
+    t->k = k;
+    t->a = tr->pts[k].t;
+    /* The grid depends only on the history up to the breakpoint (which never changes), so
+     * every process integrates on the same points whatever it asked before. */
+    t->end = transient_end(n, j, t->a);
+    t->w = (t->end - t->a) / TPANELS;
+    memset(&t->pts[0], 0, sizeof(job_point));
+    t->filled = 1;
+    return t;
+}
+
+/* Integrals over [a, b], a being breakpoint k's time and b before the next breakpoint. */
+static void integrate(pfi_sim_node *n, int j, int k, double b, job_point *acc)
+{
+    double a = n->track[j].pts[k].t;
+    if (b <= a)
+        return;
+    transient *t = transient_for(n, j, k);
+    if (!t) { /* out of memory: integrate the transient in one go, less cached */
+        job_point d = {0};
+        double tend = transient_end(n, j, a);
+        for (int p = 0; p < TPANELS; p++) {
+            double x0 = a + (tend - a) * p / TPANELS, x1 = a + (tend - a) * (p + 1) / TPANELS;
+            if (x0 >= b)
+                break;
+            gl_panel(n, j, x0, x1 < b ? x1 : b, &d);
+        }
+        add_point(n, j, acc, &d);
+        if (b > tend) {
+            double e[PFI_MAX_GPUS];
+            job_now now;
+            steady_budgets(n, j, b, e);
+            job_eval(n, j, e, &now);
+            acc->tokens += now.rate * (b - tend);
+            for (int i = 0; i < n->cfg.jobs[j].n_gpus; i++)
+                acc->energy[i] += now.power[i] * (b - tend);
+        }
+        return;
+    }
+    double mid = b < t->end ? b : t->end;
+    int p = t->w > 0 ? (int)floor((mid - a) / t->w) : TPANELS;
+    if (p > TPANELS)
+        p = TPANELS;
+    while (t->filled <= p) {
+        int q = t->filled;
+        t->pts[q] = t->pts[q - 1];
+        gl_panel(n, j, a + (q - 1) * t->w, q == TPANELS ? t->end : a + q * t->w, &t->pts[q]);
+        t->filled++;
+    }
+    add_point(n, j, acc, &t->pts[p]);
+    double from = p == TPANELS ? t->end : a + p * t->w;
+    if (mid > from)
+        gl_panel(n, j, from, mid, acc);
+    if (b > t->end) {
+        double e[PFI_MAX_GPUS];
+        job_now now;
         steady_budgets(n, j, b, e);
         job_eval(n, j, e, &now);
-        double dt = b - (mid > a ? mid : a);
-        acc->tokens += now.rate * dt;
-        for (int i = 0; i < job->n_gpus; i++)
-            acc->energy[i] += now.power[i] * dt;
+        acc->tokens += now.rate * (b - t->end);
+        for (int i = 0; i < n->cfg.jobs[j].n_gpus; i++)
+            acc->energy[i] += now.power[i] * (b - t->end);
     }
 }
 
@@ -237,7 +312,7 @@ static void job_cum(pfi_sim_node *n, int j, double t, job_point *out)
             hi = mid - 1;
     }
     *out = tr->pts[lo];
-    integrate(n, j, tr->pts[lo].t, t, out);
+    integrate(n, j, lo, t, out);
     out->t = t;
 }
 
@@ -288,6 +363,8 @@ int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err 
         }
         memset(&tr->pts[0], 0, sizeof(job_point));
         tr->n = 1;
+        for (int q = 0; q < TCACHE; q++)
+            tr->tc[q].k = -1;
     }
     *out = n;
     return PFI_OK;
@@ -300,8 +377,11 @@ void pfi_sim_node_free(pfi_sim_node *n)
     for (int g = 0; g < PFI_MAX_GPUS; g++) {
         free(n->hist[g].ch);
     }
-    for (int j = 0; j < PFI_SIM_MAX_JOBS; j++)
+    for (int j = 0; j < PFI_SIM_MAX_JOBS; j++) {
         free(n->track[j].pts);
+        for (int c = 0; c < TCACHE; c++)
+            free(n->track[j].tc[c].pts);
+    }
     free(n);
 }
 
@@ -374,6 +454,10 @@ int pfi_sim_set_limit(pfi_sim_node *n, int g, double t, double watts, pfi_err *e
     if (j >= 0) {
         /* Record the job's cumulative state at t before the history changes under it. */
         job_track *tr = &n->track[j];
+        /* Another change at the instant of the last breakpoint alters its transient. */
+        for (int c = 0; c < TCACHE; c++)
+            if (tr->tc[c].k == tr->n - 1 && tr->pts[tr->n - 1].t == t)
+                tr->tc[c].k = -1;
         if (tr->pts[tr->n - 1].t < t) {
             job_point p;
             job_cum(n, j, t, &p);

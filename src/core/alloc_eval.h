@@ -1,0 +1,36 @@
+/* alloc_eval.h: the paper's allocation experiment (paper.md, "Allocation experiment").
+ * For each cut, B = (1 - cut) * sum_j n_j P0_j; each policy allocates on the curves it may see
+ * (equal and oracle: the truth; pfi and proportional-to-pfi: the predictions) and every
+ * allocation is scored on the TRUE curves:
+ *   total_throughput       sum_j T_j(cap_j) on the truth
+ *   per_job_gain_vs_equal  (total - total of equal) / number of jobs
+ *   gap_recovered          (total - equal) / (oracle - equal)   (NAN when oracle == equal)
+ * Pure. */
+#ifndef PFI_CORE_ALLOC_EVAL_H
+#define PFI_CORE_ALLOC_EVAL_H
+
+#include "core/alloc.h"
+#include "core/policy.h"
+
+typedef struct pfi_eval_cell {
+    int done;                 /* this policy was run at this cut */
+    double budget_w, power_w; /* power_w: sum n_j cap_j <= budget_w */
+    double total_throughput;
+    double per_job_gain_vs_equal;
+    double gap_recovered;
+    int optimal;              /* for solver policies: proven optimal on the curves it saw */
+    int infeasible;           /* the cut is deeper than the jobs' minimum caps allow */
+    double min_budget_w;      /* what the minimum caps need (set when infeasible) */
+} pfi_eval_cell;
+
+/* truth[j] and pred[j] describe the same job (same id, GPUs, P0, cap range); pred may be NULL
+ * when no policy in `policies` needs it.  out has ncuts * PFI_POLICY_COUNT cells, indexed
+ * [cut * PFI_POLICY_COUNT + policy]; equal and oracle always run (the gap needs them).  A cut
+ * below what the minimum caps need marks its cells infeasible (and is not an error).
+ * caps (may be NULL): ncuts * PFI_POLICY_COUNT * n per-GPU caps, [(cut * COUNT + policy) * n + j]. */
+int pfi_alloc_experiment(const pfi_alloc_job *truth, const pfi_alloc_job *pred, int n,
+                         const double *cuts, int ncuts, const int *policies, int npolicies,
+                         const pfi_alloc_opts *o, pfi_eval_cell *out, double *caps,
+                         pfi_err *err);
+
+#endif

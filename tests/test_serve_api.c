@@ -326,6 +326,32 @@ static void test_cluster_caps_and_watchdog(void **state)
     json_decref(d);
 }
 
+/* A flood of changes is cut off with 429, and the refused ones change nothing. */
+static void test_rate_limit(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    int limited = 0, k;
+    for (k = 0; k < 300 && !limited; k++) {
+        const char *body = k % 2 ? "{\"percent\":90}" : "{\"percent\":80}";
+        int st = call(f, "PUT", "/v1/budget", body, 1, &d);
+        if (st == 429) {
+            limited = 1;
+            assert_string_equal(err_code(d), "EBUSY");
+        } else {
+            assert_int_equal(st, 200);
+        }
+        json_decref(d);
+    }
+    assert_true(limited);
+    assert_true(k > 100);
+    /* The refused request (an 80%/90% flip) left the budget of the last accepted one. */
+    double want = (k - 2) % 2 ? 0.9 * 5600 : 0.8 * 5600;
+    assert_true(fabs(f->n->budget_w - want) < 1e-6);
+    /* Reports that move no cap are never throttled. */
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", "{}", 1, NULL), 200);
+}
+
 static void test_restore_originals(void **state)
 {
     fx *f = *state;
@@ -383,6 +409,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_budget_cut_and_restore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),
     };

@@ -278,6 +278,11 @@ char *srv_api_handle(srv_node *n, const char *method, const char *url, const cha
     if (!authorized)
         return fail(401, PFI_EPERM, "missing or wrong bearer token", st, len);
 
+    /* Throughput reports and heartbeats move no cap: never throttled. */
+    int moves_caps = !(sub && *sub) && strcmp(url, "/v1/heartbeat") != 0;
+    if (moves_caps && !srv_rate_take(n))
+        return fail(429, PFI_EBUSY, "too many changes: at most a burst of 100, then 20 per second",
+                    st, len);
     pfi_err e = {0};
     json_t *res = NULL;
     int rc;

@@ -200,6 +200,8 @@ char *srv_metrics_text(srv_node *n, size_t *len)
     head(&b, "pfi_enforced_mismatch_total", "counter",
          "Changes after which the enforced limit differed from the one asked.");
     put(&b, "pfi_enforced_mismatch_total %lld\n", n->n_mismatch);
+    head(&b, "pfi_rate_limited_total", "counter", "Cap-moving requests refused with 429.");
+    put(&b, "pfi_rate_limited_total %lld\n", n->n_rate_limited);
     head(&b, "pfi_watchdog_trips_total", "counter", "Times the heartbeat watchdog fired.");
     put(&b, "pfi_watchdog_trips_total %lld\n", n->n_watchdog_trips);
     head(&b, "pfi_last_apply_seconds", "gauge", "Duration of the last cap application.");

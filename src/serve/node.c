@@ -577,6 +577,26 @@ int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
     return PFI_OK;
 }
 
+int srv_rate_take(srv_node *n)
+{
+    double now = srv_mono();
+    pthread_mutex_lock(&n->mu);
+    if (n->rl_last == 0)
+        n->rl_tokens = SRV_CHANGE_BURST;
+    else
+        n->rl_tokens += (now - n->rl_last) * SRV_CHANGE_RATE;
+    if (n->rl_tokens > SRV_CHANGE_BURST)
+        n->rl_tokens = SRV_CHANGE_BURST;
+    n->rl_last = now;
+    int ok = n->rl_tokens >= 1.0;
+    if (ok)
+        n->rl_tokens -= 1.0;
+    else
+        n->n_rate_limited++;
+    pthread_mutex_unlock(&n->mu);
+    return ok;
+}
+
 /* ---- budget, caps, heartbeat ---- */
 
 int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)

@@ -101,6 +101,8 @@ typedef struct srv_node {
     double hb_last, hb_ttl_s; /* watchdog: armed when hb_ttl_s > 0 */
     char hb_controller[128];
 
+    double rl_tokens, rl_last; /* token bucket of cap-moving requests */
+    long long n_rate_limited;
     long long n_decisions, n_cap_changes, n_apply_failures, n_held, n_mismatch;
     long long n_watchdog_trips;
     double last_apply_ms, last_decision_mono, last_replan_mono;
@@ -143,6 +145,12 @@ void srv_tick(srv_node *n);
 int srv_restore_originals(srv_node *n, pfi_err *err);
 /* Parses "70%", "4000W" or "min" against this node. */
 int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err);
+
+/* 1 when a cap-moving request may go ahead now (token bucket: SRV_CHANGE_BURST requests, then
+ * SRV_CHANGE_RATE per second); 0: answer 429. */
+int srv_rate_take(srv_node *n);
+#define SRV_CHANGE_BURST 100.0
+#define SRV_CHANGE_RATE 20.0
 
 /* Views (JSON) taken under node->mu. */
 json_t *srv_view_gpus(srv_node *n);

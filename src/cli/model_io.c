@@ -1,0 +1,153 @@
+/* model_io.c: the predictor's JSON file (see model_io.h). */
+#include "cli/model_io.h"
+
+#include <math.h>
+#include <string.h>
+
+static json_t *arr(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, isfinite(v[i]) ? json_real(v[i]) : json_null());
+    return a;
+}
+
+json_t *pfi_model_to_json(const pfi_model *m, const char *trained_on)
+{
+    json_t *feat = json_array();
+    for (int f = 0; f < PFI_N_FEATURES; f++)
+        json_array_append_new(feat, json_string(pfi_feature_name(f)));
+    json_t *coef = json_array();
+    for (int k = 0; k < PFI_N_TDEPTHS; k++)
+        json_array_append_new(coef, arr(m->coef[k], PFI_N_FEATURES));
+    json_t *phys = json_object();
+    for (int i = 0; i < PFI_N_PHYS; i++)
+        json_object_set_new(phys, pfi_phys_name(i), json_real(m->phys[i]));
+    json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:o, s:o}", "pfi_model", "curve",
+                            "format", PFI_MODEL_FORMAT, "trained_on", trained_on ? trained_on : "",
+                            "kind", pfi_model_kind_name(m->kind), "family",
+                            pfi_family_name(m->family), "n_train", m->n_train, "features", feat,
+                            "depths", arr(pfi_target_depths, PFI_N_TDEPTHS));
+    json_object_set_new(doc, "ridge",
+                        json_pack("{s:o, s:o, s:o, s:o, s:o}", "mean",
+                                  arr(m->mean, PFI_N_FEATURES), "scale",
+                                  arr(m->scale, PFI_N_FEATURES), "intercept",
+                                  arr(m->intercept, PFI_N_TDEPTHS), "lambda",
+                                  arr(m->lambda, PFI_N_TDEPTHS), "coef", coef));
+    json_object_set_new(doc, "physics", phys);
+    json_object_set_new(doc, "cv_mae_pfi30",
+                        json_pack("{s:o, s:o}", "ridge", arr(&m->cv_mae_ridge, 1), "physics",
+                                  arr(&m->cv_mae_physics, 1)));
+    return doc;
+}
+
+/* Reads n numbers of array `key` of o into v (null -> NAN). */
+static int get_arr(const json_t *o, const char *key, double *v, int n, pfi_err *err)
+{
+    const json_t *a = json_object_get(o, key);
+    if (!json_is_array(a) || (int)json_array_size(a) != n)
+        return pfi_err_set(err, PFI_EINVAL, "model file: '%s' must be an array of %d numbers", key,
+                           n);
+    for (int i = 0; i < n; i++) {
+        const json_t *x = json_array_get(a, (size_t)i);
+        if (json_is_null(x))
+            v[i] = NAN;
+        else if (json_is_number(x))
+            v[i] = json_number_value(x);
+        else
+            return pfi_err_set(err, PFI_EINVAL, "model file: '%s'[%d] is not a number", key, i);
+    }
+    return PFI_OK;
+}
+
+int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
+{
+    memset(m, 0, sizeof *m);
+    const char *what = json_string_value(json_object_get(doc, "pfi_model"));
+    if (!what || strcmp(what, "curve") != 0)
+        return pfi_err_set(err, PFI_EINVAL, "not a pfi model file (no \"pfi_model\": \"curve\")");
+    json_int_t fmt = json_integer_value(json_object_get(doc, "format"));
+    if (fmt != PFI_MODEL_FORMAT)
+        return pfi_err_set(err, PFI_EINVAL, "model file format %lld; this pfi reads format %d",
+                           (long long)fmt, PFI_MODEL_FORMAT);
+    const json_t *feat = json_object_get(doc, "features");
+    if (!json_is_array(feat) || json_array_size(feat) != PFI_N_FEATURES)
+        return pfi_err_set(err, PFI_EINVAL, "model file: it has other features than this pfi (%d)",
+                           PFI_N_FEATURES);
+    for (int f = 0; f < PFI_N_FEATURES; f++) {
+        const char *nm = json_string_value(json_array_get(feat, (size_t)f));
+        if (!nm || strcmp(nm, pfi_feature_name(f)) != 0)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "model file: feature %d is '%s', this pfi expects '%s'", f,
+                               nm ? nm : "?", pfi_feature_name(f));
+    }
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    if (kind && strcmp(kind, "ridge") == 0)
+        m->kind = PFI_MODEL_RIDGE;
+    else if (kind && strcmp(kind, "physics") == 0)
+        m->kind = PFI_MODEL_PHYSICS;
+    else
+        return pfi_err_set(err, PFI_EINVAL, "model file: kind must be ridge or physics");
+    m->family = pfi_family_parse(json_string_value(json_object_get(doc, "family")));
+    if (m->family < 0)
+        return pfi_err_set(err, PFI_EINVAL, "model file: unknown curve family");
+    m->n_train = (int)json_integer_value(json_object_get(doc, "n_train"));
+    const json_t *r = json_object_get(doc, "ridge");
+    int rc;
+    if ((rc = get_arr(r, "mean", m->mean, PFI_N_FEATURES, err)) ||
+        (rc = get_arr(r, "scale", m->scale, PFI_N_FEATURES, err)) ||
+        (rc = get_arr(r, "intercept", m->intercept, PFI_N_TDEPTHS, err)) ||
+        (rc = get_arr(r, "lambda", m->lambda, PFI_N_TDEPTHS, err)))
+        return rc;
+    const json_t *coef = json_object_get(r, "coef");
+    if (!json_is_array(coef) || json_array_size(coef) != PFI_N_TDEPTHS)
+        return pfi_err_set(err, PFI_EINVAL, "model file: ridge.coef must have %d rows",
+                           PFI_N_TDEPTHS);
+    for (int k = 0; k < PFI_N_TDEPTHS; k++) {
+        json_t *row = json_object();
+        json_object_set(row, "c", json_array_get(coef, (size_t)k));
+        rc = get_arr(row, "c", m->coef[k], PFI_N_FEATURES, err);
+        json_decref(row);
+        if (rc)
+            return rc;
+    }
+    for (int f = 0; f < PFI_N_FEATURES; f++) {
+        if (!isfinite(m->mean[f]))
+            m->mean[f] = 0;
+        if (!isfinite(m->scale[f]))
+            m->scale[f] = 0;
+    }
+    const json_t *ph = json_object_get(doc, "physics");
+    for (int i = 0; i < PFI_N_PHYS; i++) {
+        const json_t *x = json_object_get(ph, pfi_phys_name(i));
+        if (!json_is_number(x))
+            return pfi_err_set(err, PFI_EINVAL, "model file: physics.%s is missing",
+                               pfi_phys_name(i));
+        m->phys[i] = json_number_value(x);
+    }
+    m->cv_mae_ridge = m->cv_mae_physics = NAN;
+    return PFI_OK;
+}
+
+int pfi_model_save(const pfi_model *m, const char *trained_on, const char *path, pfi_err *err)
+{
+    json_t *doc = pfi_model_to_json(m, trained_on);
+    int rc = json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(doc);
+    if (rc != 0)
+        return pfi_err_set(err, PFI_EIO, "cannot write the model to %s", path);
+    return PFI_OK;
+}
+
+int pfi_model_load(const char *path, pfi_model *m, pfi_err *err)
+{
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    if (!doc)
+        return pfi_err_set(err, PFI_ENOENT, "cannot read model %s: %s", path, je.text);
+    int rc = pfi_model_from_json(doc, m, err);
+    json_decref(doc);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "%s: ", path);
+    return PFI_OK;
+}

@@ -263,6 +263,36 @@ for j in json.load(open(f"{T}/cl-jobs.json"))["jobs"]:
 print("caps ok: sum %.0f W <= %.0f W, job %s holds %.0f W on all 8 GPUs" % (total, b, j1, caps_j1.pop()))
 EOF
 
+# ---- a node daemon that stops answering: counted at its last caps, and said so ----
+serve_pid() { for p in $pids; do grep -qs "$1.sock" "/proc/$p/cmdline" && echo "$p"; done; }
+p2=$(serve_pid pfin2)
+[ -n "$p2" ] || fail "no pid for pfin2's daemon"
+kill -STOP "$p2"
+b29=7952
+cl_put '{"budget": "cut=29%"}' >"$T/silent.json"
+curl -sf "$CL/v1/nodes" >"$T/nodes.json" || fail "GET cluster nodes"
+kill -CONT "$p2"
+node_get pfin1 /v1/gpus >"$T/gpus-pfin1.json" || fail "GET gpus pfin1"
+python3 - "$T" "$b29" <<'EOF2' || fail "with pfin2 silent: $(cat "$T/silent.json")"
+import json, sys
+T, b = sys.argv[1], float(sys.argv[2])
+a = json.load(open(f"{T}/silent.json"))
+assert abs(a["budget_w"] - b) < 1e-6, a
+n = {x["name"]: x for x in json.load(open(f"{T}/nodes.json"))["nodes"]}
+assert n["pfin2"]["up"] is False and n["pfin2"]["counted_at_last_caps"] is True, n["pfin2"]
+assert n["pfin2"]["why"], n["pfin2"]
+s1 = sum(g["limit_w"] for g in json.load(open(f"{T}/gpus-pfin1.json"))["gpus"])
+assert s1 + n["pfin2"]["cap_sum_w"] <= b + 1e-6, (s1, n["pfin2"]["cap_sum_w"])
+print("pfin2 silent: counted at its last caps (%.0f W, %s); site %.0f W <= %.0f W"
+      % (n["pfin2"]["cap_sum_w"], n["pfin2"]["why"], s1 + n["pfin2"]["cap_sum_w"], b))
+EOF2
+i=0
+until [ "$(curl -sf "$CL/v1/nodes" | grep -c '"up": true')" = 2 ]; do
+  i=$((i + 1)); [ $i -lt 40 ] || fail "pfin2 not seen again after it answered"
+  sleep 0.5
+done
+echo "pfin2 answers again and is managed again"
+
 # ---- jobs end: deregistered by the epilog; budget removed: caps restored ----
 scancel "$j1" "$j2" "$j3" "$j4"
 i=0
@@ -287,9 +317,9 @@ done
 echo "jobs deregistered, every cap back at its default"
 
 # ---- a node daemon down: the job still runs, the plugin says why ----
-for p in $pids; do
-  if grep -qs "pfin2.sock" "/proc/$p/cmdline"; then kill "$p"; wait "$p" 2>/dev/null; fi
-done
+p2=$(serve_pid pfin2)
+kill "$p2"
+wait "$p2" 2>/dev/null
 timeout 60 srun -N1 -w pfin2 --gres=gpu:1 true || fail "a job failed because pfi serve was down"
 grep -q "runs without power management" "$T/slurm/log/slurmd-pfin2.log" ||
   fail "the plugin did not log why the job runs unmanaged"

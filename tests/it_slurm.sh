@@ -6,7 +6,8 @@
 # plugin; a 30% site cut must reach every node with the site never over budget at any sampled
 # instant and every SLA held; ended jobs must be deregistered; removing the budget must restore
 # every cap; a job on a node whose daemon is down must still run.
-# Needs root (slurmd, munged); installs Slurm with apt-get when it is missing.
+# Needs root (slurmd, munged); installs Slurm (and curl, python3 for the checks) with apt-get
+# when missing.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 PFI=${PFI_BIN:-$here/build/pfi}
@@ -16,13 +17,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to run slurmd and munged"
 need_install=0
-for b in munged slurmctld slurmd srun sbatch scancel squeue curl; do
+for b in munged slurmctld slurmd srun sbatch scancel squeue curl python3; do
   command -v "$b" >/dev/null 2>&1 || need_install=1
 done
 [ -f /usr/include/slurm/spank.h ] || need_install=1
 if [ $need_install -eq 1 ]; then
   command -v apt-get >/dev/null 2>&1 || skip "Slurm is not installed and there is no apt-get"
-  echo "installing Slurm (slurmd slurmctld slurm-client munge libslurm-dev) and curl"
+  echo "installing Slurm (slurmd slurmctld slurm-client munge libslurm-dev), curl and python3"
   # Packages' own services must not start (no config for them, and the test starts its own):
   # the standard Debian switch for that is a policy-rc.d that says no.
   policy=""
@@ -30,7 +31,7 @@ if [ $need_install -eq 1 ]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d &&
       policy=/usr/sbin/policy-rc.d
   fi
-  pkgs="slurmd slurmctld slurm-client munge libslurm-dev curl"
+  pkgs="slurmd slurmctld slurm-client munge libslurm-dev curl python3"
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs \
     >/dev/null 2>&1 ||
@@ -38,7 +39,7 @@ if [ $need_install -eq 1 ]; then
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs \
         >/dev/null 2>&1; }
   [ -n "$policy" ] && rm -f "$policy"
-  for b in munged slurmctld slurmd srun sbatch scancel squeue curl; do
+  for b in munged slurmctld slurmd srun sbatch scancel squeue curl python3; do
     command -v "$b" >/dev/null 2>&1 || skip "cannot install Slurm with apt-get ($b missing; offline?)"
   done
   [ -f /usr/include/slurm/spank.h ] || skip "cannot install libslurm-dev (no spank.h)"

@@ -12,7 +12,7 @@ skip() { echo "skip: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to run slurmd and munged"
-for b in munged slurmctld slurmd sbatch scancel squeue curl; do
+for b in munged slurmctld slurmd sbatch scancel squeue curl python3; do
   command -v "$b" >/dev/null 2>&1 || skip "$b not installed (apt-get install slurmd slurmctld slurm-client munge curl)"
 done
 [ -x "$PFI" ] || fail "no pfi binary at $PFI"

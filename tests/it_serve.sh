@@ -108,9 +108,12 @@ awk -v r="$rel" 'BEGIN { exit !(r >= 0.8995) }' || fail "job a predicted at $rel
 
 # ---- many random reallocations under the fixed cut budget ----
 awk 'BEGIN { srand(8); for (i = 0; i < 30; i++) printf "%.2f %.2f %.1f\n", 0.05 + rand(), 0.05 + rand(), 0.5 + 3 * rand() }' >"$dir/rand"
+# (curl rather than pfi ctl here: 120 requests, and a sanitized pfi is slow to start)
+AUTH="Authorization: Bearer $(cat "$dir/token")"
+req() { curl -sf -o /dev/null -H "$AUTH" -X "$1" ${3:+-d "$3"} "http://$ADDR$2"; }
 while read -r pb pc w; do
-    ctl job rm b >/dev/null && ctl job add b --gpus 4,5 --pfi30 "$pb" --weight "$w" >/dev/null &&
-        ctl job rm c >/dev/null && ctl job add c --gpus 6,7 --pfi30 "$pc" >/dev/null ||
+    req DELETE /v1/jobs/b && req POST /v1/jobs "{\"id\":\"b\",\"gpus\":[4,5],\"pfi30\":$pb,\"weight\":$w}" &&
+        req DELETE /v1/jobs/c && req POST /v1/jobs "{\"id\":\"c\",\"gpus\":[6,7],\"pfi30\":$pc}" ||
         fail "reallocation ($pb $pc $w) refused"
 done <"$dir/rand"
 s=$(sum_limits)
@@ -119,7 +122,6 @@ le "$s" $CUT || fail "after reallocations the limits sum to $s W > $CUT W"
 # ---- bad requests: 4xx, nothing changed ----
 before=$(limits)
 code() { curl -s -o "$dir/body" -w '%{http_code}' "$@"; }
-AUTH="Authorization: Bearer $(cat "$dir/token")"
 [ "$(code -X PUT -H "$AUTH" -d '{"watts": 500}' "http://$ADDR/v1/budget")" = 409 ] || fail "infeasible budget: $(cat "$dir/body")"
 grep -q EINFEASIBLE "$dir/body" || fail "infeasible budget body: $(cat "$dir/body")"
 [ "$(code -X POST -H "$AUTH" -d '{"id": "x", "gpus": [0' "http://$ADDR/v1/jobs")" = 400 ] || fail "malformed JSON accepted"

@@ -82,7 +82,7 @@ int pfi_serve_apply(pfi_backend *b, int n, const double *target_w, double budget
     if (n < 0 || n > PFI_MAX_GPUS)
         return pfi_err_set(err, PFI_EINVAL, "apply: %d GPUs is out of range", n);
     rep->n = n;
-    double cur[PFI_MAX_GPUS];
+    double cur[PFI_MAX_GPUS] = {0};
     int readable = 0;
     for (int i = 0; i < n; i++) {
         pfi_cap_change *c = &rep->gpu[i];

@@ -13,25 +13,16 @@ preset=h200x1-small
 fail=0
 nruns=0
 
-# run FORMAT SPEED LEVELS CAPS [extra sweep options]
-run() {
-  fmt=$1 speed=$2 levels=$3 caps=$4
-  shift 4
-  out="$tmp/$fmt.json" truth="$tmp/$fmt.truth"
-  "$PFI_BIN" simjob --sim $preset --truth "$caps" --json >"$truth" || { echo "FAIL $fmt: truth"; fail=1; return; }
+# check NAME FORMAT CAPS: the sweep's JSON ($tmp/NAME.json) against the truth at CAPS.
+check() {
+  name=$1 fmt=$2 caps=$3
+  out="$tmp/$name.json" truth="$tmp/$name.truth"
+  "$PFI_BIN" simjob --sim $preset --truth "$caps" --json >"$truth" || { echo "FAIL $name: truth"; fail=1; return; }
   n=$(jq '.truth | length' "$truth")
-  "$PFI_BIN" sweep --backend sim --sim $preset --speed "$speed" --levels "$levels" \
-      --db "$tmp/pfi.db" --journal "$tmp/journal" --log "$tmp/$fmt.log" --json --quiet "$@" \
-      -- "$PFI_BIN" simjob --format "$fmt" --sim $preset >"$out" 2>"$tmp/$fmt.err"
-  rc=$?
-  nruns=$((nruns + 1))
-  if [ $rc -ne 0 ]; then
-    echo "FAIL $fmt: sweep exited $rc"; tail -5 "$tmp/$fmt.err"; fail=1; return
-  fi
   got=$(jq -r '.log_format' "$out")
-  [ "$got" = "$fmt" ] || { echo "FAIL $fmt: detected format '$got'"; fail=1; }
-  [ "$(jq -r '.restored' "$out")" = true ] || { echo "FAIL $fmt: limits not restored"; fail=1; }
-  [ "$(jq '.levels | length' "$out")" -eq "$n" ] || { echo "FAIL $fmt: not $n levels"; fail=1; }
+  [ "$got" = "$fmt" ] || { echo "FAIL $name: detected format '$got'"; fail=1; }
+  [ "$(jq -r '.restored' "$out")" = true ] || { echo "FAIL $name: limits not restored"; fail=1; }
+  [ "$(jq '.levels | length' "$out")" -eq "$n" ] || { echo "FAIL $name: not $n levels"; fail=1; }
   # Truth inside the CI; the 0.2% slack covers what the CI cannot see: lines are stamped when
   # they arrive, a few real milliseconds after the job printed them, times the speed-up.
   bad=$(jq -rn --slurpfile m "$out" --slurpfile t "$truth" '
@@ -43,22 +34,54 @@ run() {
       | "\($l.cap_w) W: measured \($l.tput) [\($l.tput_lo), \($l.tput_hi)], truth \($g.tokens_per_s)" ]
     | .[]')
   if [ -n "$bad" ]; then
-    echo "FAIL $fmt: $bad"; fail=1
+    echo "FAIL $name: $bad"; fail=1
   else
-    echo "ok $fmt: $(jq -c '[.levels[] | (.tput | floor)]' "$out") tokens/s, truth $(jq -c '[.truth[] | (.tokens_per_s | floor)]' "$truth")"
+    echo "ok $name: $(jq -c '[.levels[] | (.tput | floor)]' "$out") tokens/s, truth $(jq -c '[.truth[] | (.tokens_per_s | floor)]' "$truth")"
   fi
+}
+
+# run NAME FORMAT SPEED LEVELS CAPS [extra sweep options]
+run() {
+  name=$1 fmt=$2 speed=$3 levels=$4 caps=$5
+  shift 5
+  out="$tmp/$name.json"
+  "$PFI_BIN" sweep --backend sim --sim $preset --speed "$speed" --levels "$levels" \
+      --db "$tmp/pfi.db" --journal "$tmp/journal" --log "$tmp/$name.log" --json --quiet "$@" \
+      -- "$PFI_BIN" simjob --format "$fmt" --sim $preset >"$out" 2>"$tmp/$name.err"
+  rc=$?
+  nruns=$((nruns + 1))
+  if [ $rc -ne 0 ]; then
+    echo "FAIL $name: sweep exited $rc"; tail -5 "$tmp/$name.err"; fail=1; return
+  fi
+  check "$name" "$fmt" "$caps"
   # The job's output went through to the log file unchanged.
-  grep -q . "$tmp/$fmt.log" || { echo "FAIL $fmt: empty job log"; fail=1; }
+  grep -q . "$tmp/$name.log" || { echo "FAIL $name: empty job log"; fail=1; }
 }
 
 # Formats whose lines carry their own timing (a count with t=, a rate, an iteration time).
-run pfi 20 100,70,50% 700,490,350
-run torchtitan 20 100,70,50% 700,490,350
-run megatron 20 100,70,50% 700,490,350
-run llmc 20 100,70,50% 700,490,350
-run nanogpt 20 100,50% 700,350
+run pfi pfi 20 100,70,50% 700,490,350
+run torchtitan torchtitan 20 100,70,50% 700,490,350
+run megatron megatron 20 100,70,50% 700,490,350
+run llmc llmc 20 100,70,50% 700,490,350
+run nanogpt nanogpt 20 100,50% 700,350
 # The HF Trainer prints only a step counter, timed by arrival: slower fast mode, fewer levels.
-run hf 5 100,50% 700,350 --seq-len 4096
+run hf hf 5 100,50% 700,350 --seq-len 4096
+# --restart: a fresh job for every level.
+run restart pfi 20 100,50% 700,350 --restart
+
+# --attach: a job that is already running, printing into its own log, followed like tail -F.
+PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=20 "$PFI_BIN" simjob --sim $preset \
+    --format torchtitan >"$tmp/attach.log" 2>&1 &
+jobpid=$!
+PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=20 "$PFI_BIN" sweep --backend sim --sim $preset \
+    --levels 100,50% --attach --log "$tmp/attach.log" --db "$tmp/pfi.db" --journal "$tmp/journal" \
+    --json --quiet >"$tmp/attach.json" 2>"$tmp/attach.err"
+rc=$?
+nruns=$((nruns + 1))
+kill $jobpid 2>/dev/null
+wait $jobpid 2>/dev/null
+if [ $rc -ne 0 ]; then echo "FAIL attach: sweep exited $rc"; tail -5 "$tmp/attach.err"; fail=1
+else check attach torchtitan 700,350; fi
 
 # Every sweep is a run in the store.
 runs=$("$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq 'if type == "array" then length else (.runs | length) end')

@@ -57,3 +57,22 @@ int pfi_alloc_job_from_curve(const pfi_curve *c, int view, int relative, const c
     job->weight = 1;
     return PFI_OK;
 }
+
+int pfi_alloc_job_from_prediction(const pfi_curve *pred, double rho, int relative,
+                                  const char *id, double min_cap_w, double max_cap_w,
+                                  pfi_alloc_curve *buf, pfi_alloc_job *job, pfi_err *err)
+{
+    if (!(rho > 0) || !isfinite(rho))
+        rho = 1;
+    int rc = pfi_alloc_job_from_curve(pred, PFI_VIEW_FIT, relative, id, min_cap_w, max_cap_w,
+                                      buf, job, err);
+    if (rc)
+        return rc;
+    double scale = relative ? pred->n_gpus : pred->t0;
+    for (int i = 0; i < job->n_points; i++) {
+        double draw = fmin(pred->p0_w, rho * buf->cap_w[i]);
+        double s = pfi_fit_s(&pred->fit, 1.0 - draw / pred->p0_w);
+        buf->tput[i] = fmax(0.0, scale * (1.0 - s));
+    }
+    return PFI_OK;
+}

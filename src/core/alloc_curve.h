@@ -29,4 +29,12 @@ int pfi_alloc_job_from_curve(const pfi_curve *c, int view, int relative, const c
                              double min_cap_w, double max_cap_w, pfi_alloc_curve *buf,
                              pfi_alloc_job *job, pfi_err *err);
 
+/* A predicted curve (its parametric fit) read through a measured draw ratio: a GPU capped below
+ * its baseline draw P0 draws rho x its cap (rho = draw / cap measured at a probe; 1 when no
+ * probe: the cap binds exactly).  Jobs seldom draw their whole cap (A100 pipelines draw ~93%),
+ * and reading a fit at r = 1 - cap/P0 then overstates throughput at every cap. */
+int pfi_alloc_job_from_prediction(const pfi_curve *pred, double rho, int relative,
+                                  const char *id, double min_cap_w, double max_cap_w,
+                                  pfi_alloc_curve *buf, pfi_alloc_job *job, pfi_err *err);
+
 #endif

@@ -103,12 +103,63 @@ static void on_progress(void *arg, const pfi_sweep_progress *p)
     char el[16], rem[16];
     fmt_time(p->level_elapsed_s, el, sizeof el);
     fmt_time(p->remaining_s, rem, sizeof rem);
-    fprintf(stderr, "\r\033[Kpfi sweep: level %d/%d %.0f W  %s  %s%s  ~%s left", p->level + 1,
-            p->n_levels, p->cap_w, el,
-            isfinite(p->tput) ? "" : "waiting for throughput", ci, rem);
+    fprintf(stderr, "\r\033[Kpfi sweep: level %d/%d %.0f W  %s in level, ~%s left", p->level + 1,
+            p->n_levels, p->cap_w, el, rem);
     if (isfinite(p->tput))
-        fprintf(stderr, "  %.0f %s", p->tput, pc->unit);
+        fprintf(stderr, "  %.0f %s%s", p->tput, pc->unit, ci);
+    else
+        fprintf(stderr, "  waiting for throughput");
+    if (isfinite(p->power_w))
+        fprintf(stderr, "  %.0f W/GPU", p->power_w);
     fflush(stderr);
+}
+
+/* Job metadata for the run (what prediction and the study group by): from --tag K=V with the
+ * run model's names, else, on the simulator, from the job on the swept GPUs. */
+static void job_meta(pfi_backend *b, const pfi_sweep_cfg *c, const pfi_strlist *tags,
+                     pfi_job_meta *m)
+{
+    pfi_sim_node *node = pfi_backend_sim_node(b);
+    if (node) {
+        const pfi_node_config *nc = pfi_sim_node_config(node);
+        for (int j = 0; j < nc->n_jobs; j++)
+            if (c->gpus[0] >= nc->jobs[j].first_gpu &&
+                c->gpus[0] < nc->jobs[j].first_gpu + nc->jobs[j].n_gpus)
+                pfi_sim_job_meta(&nc->jobs[j], m);
+    }
+    for (int i = 0; i < tags->n; i++) {
+        const char *t = tags->v[i], *eq = strchr(t, '=');
+        if (!eq)
+            continue;
+        size_t k = (size_t)(eq - t);
+        const char *v = eq + 1;
+#define KEY(name) (k == strlen(name) && strncmp(t, name, k) == 0)
+        if (KEY("model"))
+            snprintf(m->model, sizeof m->model, "%s", v);
+        else if (KEY("family"))
+            snprintf(m->family, sizeof m->family, "%s", v);
+        else if (KEY("params_b"))
+            m->params_b = atof(v);
+        else if (KEY("moe"))
+            m->moe = atoi(v);
+        else if (KEY("finetune"))
+            m->finetune = atoi(v);
+        else if (KEY("lora"))
+            m->lora = atoi(v);
+        else if (KEY("dp"))
+            m->dp = atoi(v);
+        else if (KEY("tp"))
+            m->tp = atoi(v);
+        else if (KEY("pp"))
+            m->pp = atoi(v);
+        else if (KEY("ep"))
+            m->ep = atoi(v);
+        else if (KEY("seq_len"))
+            m->seq_len = atoi(v);
+        else if (KEY("global_batch"))
+            m->global_batch = atoi(v);
+#undef KEY
+    }
 }
 
 static char *join_argv(char **argv, int n)
@@ -275,7 +326,9 @@ int pfi_cmd_sweep(int argc, char **argv)
         {"order", PFI_OPT_STR, &o.order, "ORDER", "descending (default), ascending or random"},
         {"seed", PFI_OPT_INT, &o.seed, "N", "seed of --order random"},
         {"db", PFI_OPT_STR, &o.db, "FILE", "SQLite store (default $PFI_DB, else pfi.db)"},
-        {"tag", PFI_OPT_MULTI, &o.tags, "K=V", "a tag for the job (repeatable)"},
+        {"tag", PFI_OPT_MULTI, &o.tags, "K=V", "a tag for the job (repeatable); model=, family=, "
+                                               "params_b=, dp=, tp=, pp=, seq_len=... also fill "
+                                               "the run's metadata"},
         {"name", PFI_OPT_STR, &o.name, "NAME", "run name (default: the command)"},
         {"restart", PFI_OPT_FLAG, &o.restart, NULL, "relaunch the job for every level"},
         {"attach", PFI_OPT_FLAG, &o.attach, NULL, "characterize a running job: follow --log"},
@@ -354,6 +407,7 @@ int pfi_cmd_sweep(int argc, char **argv)
     if ((rc = build_cfg(&o, b, &c, &pc, &err)) != PFI_OK)
         goto fail;
     c.threaded_sampler = !(is_sim && pfi_backend_sim_virtual(b));
+    job_meta(b, &c, &o.tags, &c.meta);
     char jpath[PFI_JOURNAL_PATH_MAX];
     c.journal_path = o.journal ? o.journal : pfi_journal_default_path(jpath, sizeof jpath);
     cmdline = o.attach ? NULL : join_argv(pos, npos);

@@ -1,6 +1,7 @@
 /* sampler.c: telemetry sampling thread (see sampler.h). */
 #include "measure/sampler.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,23 @@ int pfi_sampler_snapshot(pfi_sampler *s, pfi_sample **out, int *nticks, pfi_err 
     *nticks = s->ticks;
     pthread_mutex_unlock(&s->mu);
     return PFI_OK;
+}
+
+double pfi_sampler_last_power(pfi_sampler *s)
+{
+    pthread_mutex_lock(&s->mu);
+    double sum = 0;
+    int n = 0;
+    if (s->ticks > 0) {
+        const pfi_sample *row = s->buf + (size_t)(s->ticks - 1) * (size_t)s->n;
+        for (int i = 0; i < s->n; i++)
+            if (row[i].have & PFI_F_POWER) {
+                sum += row[i].power_w;
+                n++;
+            }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n ? sum / n : NAN;
 }
 
 long pfi_sampler_errors(pfi_sampler *s, char *msg, int n)

@@ -22,6 +22,8 @@ void pfi_sampler_reset(pfi_sampler *s);
 /* A copy of the samples so far: (*out)[tick * n + i] for the i-th swept GPU, *nticks rows.
  * free() it. */
 int pfi_sampler_snapshot(pfi_sampler *s, pfi_sample **out, int *nticks, pfi_err *err);
+/* Mean power per GPU of the latest tick (NAN before the first, or when not read). */
+double pfi_sampler_last_power(pfi_sampler *s);
 /* Failed reads so far, and the last message. */
 long pfi_sampler_errors(pfi_sampler *s, char *msg, int n);
 

@@ -7,6 +7,7 @@
 
 #include "measure/measure.h"
 #include "measure/sampler.h"
+#include "sim/sim.h"
 
 void pfi_sweep_defaults(pfi_sweep_cfg *c)
 {
@@ -224,7 +225,9 @@ static void fill_header(pfi_backend *b, const pfi_sweep_cfg *c, pfi_run *run)
     memset(run, 0, sizeof *run);
     pfi_device d;
     if (pfi_hw_info(b, c->gpus[0], &d, NULL) == PFI_OK) {
-        snprintf(run->gpu_type, sizeof run->gpu_type, "%s", d.name);
+        /* The canonical type ("H200-SXM") when the name is known, as imported runs have. */
+        const pfi_gpu_model *m = pfi_gpu_model_find(d.name);
+        snprintf(run->gpu_type, sizeof run->gpu_type, "%s", m ? m->name : d.name);
         run->min_limit_w = d.min_limit_w;
         run->max_limit_w = d.max_limit_w;
         run->default_limit_w = d.default_limit_w;
@@ -309,7 +312,7 @@ static int measure_level(sweep_state *s, pfi_sampler *smp, int li, int nl, doubl
             pfi_sweep_progress p = {.level = li, .n_levels = nl, .cap_w = cap_w,
                                     .level_elapsed_s = now - t_change,
                                     .elapsed_s = now - t_sweep0, .tput = st.mean,
-                                    .power_w = NAN};
+                                    .power_w = pfi_sampler_last_power(smp)};
             p.rel_ci = isfinite(st.lo) ? 0.5 * (st.hi - st.lo) / st.mean : NAN;
             double per = c->dwell_s > 0 ? c->steady.settle_s + c->dwell_s : c->max_dwell_s;
             p.remaining_s = fmax(0, per - (now - t_change)) + per * (nl - li - 1);

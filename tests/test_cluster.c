@@ -333,9 +333,28 @@ static void test_unknown_node_in_topology(void **state)
     fclose(f);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_ENOENT);
     assert_non_null(strstr(e.msg, "ghost"));
+    /* Slurm hands out GPUs the daemon does not have: that node is not managed, and says why. */
+    f = fopen(x.topo, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 6}], "
+               "\"jobs\": []}");
+    fclose(f);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    json_t *nodes = pfi_cl_json_nodes(x.c);
+    json_t *n4 = json_array_get(json_object_get(nodes, "nodes"), 1);
+    assert_true(json_is_false(json_object_get(n4, "up")));
+    assert_non_null(strstr(json_string_value(json_object_get(n4, "why")), "Slurm lists 6 GPUs"));
+    json_decref(nodes);
+    /* Restored for the check below. */
+    f = fopen(x.topo, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}], \"jobs\": [{\"id\": \"1\", "
+               "\"parts\": [{\"node\": \"ghost\", \"gpus\": [0]}]}]}");
+    fclose(f);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_ENOENT);
     /* The state from before is kept. */
     json_t *a = pfi_cl_json_allocation(x.c);
-    assert_int_equal(json_integer_value(json_object_get(a, "nodes")), NN);
+    assert_int_equal(json_integer_value(json_object_get(a, "nodes")), 2);
     json_decref(a);
     site_down(&x);
 }

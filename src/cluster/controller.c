@@ -319,6 +319,20 @@ static void absorb_jobs(pfi_cl *c, json_t *doc)
     }
 }
 
+/* Slurm's GRES count against the daemon's GPUs: a GPU Slurm hands out that the daemon does not
+ * have cannot be capped, so the node is not managed until the two agree. */
+static int gpus_complete(const pfi_cl_node *n, pfi_err *e)
+{
+    for (int g = 0; g < n->n_gpus; g++)
+        if (isnan(n->gpu[g].min_limit_w) || isnan(n->gpu[g].max_limit_w)) {
+            pfi_err_set(e, PFI_ESTATE,
+                        "Slurm lists %d GPUs but the node daemon does not report GPU %d", n->n_gpus,
+                        g);
+            return 0;
+        }
+    return 1;
+}
+
 static int refresh_locked(pfi_cl *c, pfi_err *err)
 {
     pfi_cl_topo t;
@@ -361,6 +375,7 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
                 old = k;
         if (old >= 0) {
             *n = c->nodes[old];
+            n->n_gpus = t.nodes[i].n_gpus; /* Slurm's count again; the daemon's is checked below */
         } else {
             snprintf(n->name, sizeof n->name, "%s", t.nodes[i].name);
             n->n_gpus = t.nodes[i].n_gpus;
@@ -449,7 +464,8 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
         json_t *dg = NULL, *dj = NULL;
         pfi_err e = {0};
         if (rg->status == 200 && rj->status == 200 && (dg = json_loads(rg->reply, 0, NULL)) &&
-            (dj = json_loads(rj->reply, 0, NULL)) && pfi_cl_decode_gpus(dg, n, &e) == PFI_OK) {
+            (dj = json_loads(rj->reply, 0, NULL)) && pfi_cl_decode_gpus(dg, n, &e) == PFI_OK &&
+            gpus_complete(n, &e)) {
             n->up = n->ever_up = 1;
             n->why[0] = '\0';
             n->last_ok_wall = wall;

@@ -1,0 +1,112 @@
+#!/bin/sh
+# Integration test of `pfi allocate` and `pfi evaluate` (issue 6): every policy on the example
+# jobs file stays within the budget and oracle is at least as good as the others on the true
+# curves; bad input is refused with a message and nothing printed on stdout; an infeasible budget
+# fails with the minimum feasible budget or degrades as asked; the experiment on the public
+# sweeps (skipped when they are absent) scores every policy on the true curves.
+# Needs $PFI_BIN and $PFI_TEST_TMP (tests/run.sh sets them) and jq.
+set -u
+
+fail() { echo "it_alloc: FAIL: $*"; exit 1; }
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_alloc: PFI_BIN is not set"; exit 1; }
+command -v jq >/dev/null || { echo "it_alloc: jq is missing (scripts/install-deps.sh test)"; exit 77; }
+dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_alloc.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+here=$(cd "$(dirname "$0")/.." && pwd)
+jobs="$here/docs/examples/jobs.json"
+
+# -- every policy, budget as a share and in watts
+for budget in 70% 9kW 11000W; do
+  for p in equal pfi oracle proportional-to-pfi; do
+    "$PFI_BIN" allocate --jobs "$jobs" --budget "$budget" --policy "$p" --json >"$dir/$p.json" \
+      2>"$dir/err" || fail "allocate $p $budget: $(cat "$dir/err")"
+    jq -e '.power_w <= .budget_w * (1 + 1e-12)' "$dir/$p.json" >/dev/null ||
+      fail "$p at $budget: power over budget"
+    jq -e '[.jobs[] | .cap_w * .gpus] | add <= 1e-9 + (input | .budget_w)' "$dir/$p.json" \
+      "$dir/$p.json" >/dev/null || fail "$p at $budget: caps sum over budget"
+    jq -e '.jobs | length == 3' "$dir/$p.json" >/dev/null || fail "$p: not 3 jobs"
+  done
+  jq -e '.optimal == true' "$dir/oracle.json" >/dev/null || fail "oracle not proven optimal"
+  best=$(jq '.objective_true' "$dir/oracle.json")
+  for p in equal pfi proportional-to-pfi; do
+    jq -e --argjson b "$best" '.objective_true <= $b * (1 + 1e-9)' "$dir/$p.json" >/dev/null ||
+      fail "$p beats oracle on the true curves at $budget"
+  done
+done
+# the human table names the budget and the policy
+"$PFI_BIN" allocate --jobs "$jobs" --budget 70% --policy oracle >"$dir/table" ||
+  fail "allocate table"
+grep -q "policy oracle: power" "$dir/table" || fail "no summary line: $(cat "$dir/table")"
+
+# -- bad input: a message naming the problem, exit non-zero, nothing on stdout
+bad() { # NAME EXPECTED-MESSAGE ARGS...
+  name=$1 msg=$2
+  shift 2
+  if "$PFI_BIN" allocate "$@" >"$dir/out" 2>"$dir/err"; then fail "$name accepted"; fi
+  [ -s "$dir/out" ] && fail "$name printed an allocation: $(cat "$dir/out")"
+  grep -q "$msg" "$dir/err" || fail "$name: expected '$msg', got: $(cat "$dir/err")"
+}
+jq '.jobs[1].id = .jobs[0].id' "$jobs" >"$dir/dup.json"
+bad duplicate "duplicate job id" --jobs "$dir/dup.json" --budget 70% --policy oracle
+jq '.jobs[0].curve = {"cap_w": [300], "tput": [5]} | del(.jobs[0].predicted_curve)' "$jobs" \
+  >"$dir/one.json"
+bad one-point "one point" --jobs "$dir/one.json" --budget 70% --policy oracle
+jq 'del(.jobs[2].curve) | del(.jobs[2].predicted_curve)' "$jobs" >"$dir/none.json"
+bad no-curve "has no curve" --jobs "$dir/none.json" --budget 70% --policy oracle
+jq 'del(.jobs[0].predicted_curve)' "$jobs" >"$dir/nopred.json"
+bad pfi-without-prediction "never reads true" --jobs "$dir/nopred.json" --budget 70% --policy pfi
+bad zero-budget "must be positive" --jobs "$jobs" --budget 0W --policy oracle
+bad negative-budget "power" --jobs "$jobs" --budget -5W --policy oracle
+bad unknown-policy "unknown policy" --jobs "$jobs" --budget 70% --policy fastest
+bad no-file "no-such" --jobs "$dir/no-such.json" --budget 70% --policy oracle
+
+# -- infeasible: minimums need 5600 W, the 10% SLA of the first job 7840 W
+bad infeasible "minimum feasible budget 7840 W" --jobs "$jobs" --budget 7000W --policy oracle
+bad below-minimum "5600 W" --jobs "$jobs" --budget 5000W --policy oracle --on-infeasible by-weight
+"$PFI_BIN" allocate --jobs "$jobs" --budget 7000W --policy oracle --on-infeasible by-weight \
+  --json >"$dir/bw.json" || fail "by-weight"
+jq -e '.sla_dropped == 1 and .power_w <= 7000 and
+       (.jobs[0].binding | index("sla_dropped") != null)' "$dir/bw.json" >/dev/null ||
+  fail "by-weight did not drop the one SLA: $(cat "$dir/bw.json")"
+"$PFI_BIN" allocate --jobs "$jobs" --budget 7000W --policy oracle --on-infeasible relax-sla \
+  --sla 5% --json >"$dir/rx.json" || fail "relax-sla"
+jq -e '.sla_extra > 0 and .power_w <= 7000 and
+       ([.jobs[] | .binding | index("sla_relaxed") != null] | all)' "$dir/rx.json" >/dev/null ||
+  fail "relax-sla: $(cat "$dir/rx.json")"
+# an SLA meets its floor in every policy
+for p in equal pfi oracle proportional-to-pfi; do
+  "$PFI_BIN" allocate --jobs "$jobs" --budget 70% --policy "$p" --sla gpt-1.3b-sweep=2% \
+    --json >"$dir/sla.json" || fail "sla $p"
+  jq -e '.jobs[2].cap_w >= .jobs[2].floor_w and .jobs[2].floor_w > 200' "$dir/sla.json" \
+    >/dev/null || fail "$p ignores the SLA floor: $(jq -c '.jobs[2]' "$dir/sla.json")"
+done
+
+# -- the experiment on the public sweeps
+data=${PFI_DATA_DIR:-$here/../shared/data}
+if [ -d "$data/perseus-sosp24" ]; then
+  "$PFI_BIN" evaluate --public --cuts 0.1,0.2,0.3,0.5 \
+    --policies equal,pfi,oracle,proportional-to-pfi --json >"$dir/ev.json" 2>"$dir/err" ||
+    fail "evaluate --public: $(cat "$dir/err")"
+  jq -e '.jobs > 200 and .unit == "GPU-weighted relative throughput"' "$dir/ev.json" \
+    >/dev/null || fail "evaluate: population $(jq -c '{jobs, unit}' "$dir/ev.json")"
+  jq -e '[.cuts[] | select(.infeasible | not) | .policies as $p |
+          ($p.oracle.total_throughput >= $p.equal.total_throughput - 1e-9) and
+          ($p.oracle.total_throughput >= $p.pfi.total_throughput - 1e-9) and
+          ($p["proportional-to-pfi"].total_throughput <= $p.oracle.total_throughput + 1e-9) and
+          ($p.pfi | has("gap_recovered"))] | all' "$dir/ev.json" >/dev/null ||
+    fail "evaluate: oracle is not the best on the true curves: $(cat "$dir/ev.json")"
+  jq -e '[.cuts[] | select(.infeasible | not) | .budget_w as $b | .policies[] |
+          .power_w <= $b * (1 + 1e-12)] | all' "$dir/ev.json" >/dev/null ||
+    fail "evaluate: a policy over budget"
+  jq -e '.cuts[3].infeasible == true and .cuts[3].min_budget_w > .cuts[3].budget_w' \
+    "$dir/ev.json" >/dev/null || fail "evaluate: a 50% cut should be infeasible on these runs"
+  # Perseus alone reproduces the reference: oracle beats equal by about 1.1% at a 20% cut
+  "$PFI_BIN" evaluate --public --source perseus --cuts 0.2 --json >"$dir/ps.json" ||
+    fail "evaluate perseus"
+  jq -e '.cuts[0].policies as $p | ($p.oracle.total_throughput / $p.equal.total_throughput - 1)
+         | (. > 0.007 and . < 0.015)' "$dir/ps.json" >/dev/null ||
+    fail "evaluate perseus: oracle gain $(jq '.cuts[0].policies' "$dir/ps.json")"
+else
+  echo "it_alloc: public data absent at $data: evaluate part skipped"
+fi
+echo "it_alloc: ok"

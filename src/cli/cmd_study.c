@@ -1,0 +1,125 @@
+/* pfi study: the paper end to end on the simulator or on a store (src/study/). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "study/study.h"
+#include "util/units.h"
+
+typedef struct progress_ctx {
+    int tty;
+    char last_step[128];
+} progress_ctx;
+
+static void show_progress(void *ctx, const char *step, int done, int total)
+{
+    progress_ctx *p = ctx;
+    int new_step = strcmp(p->last_step, step) != 0;
+    if (p->tty) {
+        fprintf(stderr, "\r\033[K%s %d/%d", step, done, total);
+        if (done == total)
+            fputc('\n', stderr);
+    } else if (new_step) {
+        fprintf(stderr, "pfi study: %s\n", step);
+    }
+    snprintf(p->last_step, sizeof p->last_step, "%s", step);
+}
+
+int pfi_cmd_study(int argc, char **argv)
+{
+    pfi_study_opts o;
+    pfi_study_defaults(&o);
+    const char *fleet = NULL, *cuts = NULL;
+    int as_json = 0, no_figures = 0, seed = 1;
+    double sla = o.sla;
+    const pfi_opt opts[] = {
+        {"fleet", PFI_OPT_STR, &fleet, "paper|small|FILE",
+         "simulated fleet: the paper's shape (default), a small one, or a fleet file"},
+        {"from-db", PFI_OPT_STR, &o.from_db, "FILE",
+         "analyse the runs of a store (measured or imported) instead"},
+        {"out", PFI_OPT_STR, &o.out_dir, "DIR", "report directory (default study-out)"},
+        {"seed", PFI_OPT_INT, &seed, "N", "fleet seed (default 1)"},
+        {"cuts", PFI_OPT_STR, &cuts, "LIST", "power cuts (default 0.1,0.2,0.3,0.4,0.5)"},
+        {"sla", PFI_OPT_DOUBLE, &sla, "S", "max slowdown of the SLA jobs (default 0.10)"},
+        {"no-figures", PFI_OPT_FLAG, &no_figures, NULL, "skip gnuplot"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "print summary.json on stdout"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi study [--fleet paper|small|FILE | --from-db FILE] [--out DIR] [--seed N] [--json]",
+        "Runs the paper end to end: characterizes every run (the simulated fleet in virtual "
+        "time through the sweep code, or the runs of a store), computes each run's PFI curve, "
+        "trains and validates the runtime predictor, runs the allocation experiment, and "
+        "writes DIR/report.md, DIR/report.html, figures and DIR/summary.json.",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (npos > 0) {
+        fprintf(stderr, "pfi study: unexpected argument '%s'\n", pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    pfi_err err = {0};
+    if (fleet && o.from_db) {
+        fprintf(stderr, "pfi study: --fleet and --from-db exclude each other\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (fleet)
+        o.fleet = fleet;
+    if (seed < 0) {
+        fprintf(stderr, "pfi study: --seed must be >= 0\n");
+        return PFI_EXIT_USAGE;
+    }
+    o.seed = (uint64_t)seed;
+    o.sla = sla;
+    o.figures = !no_figures;
+    if (cuts && pfi_parse_double_list(cuts, o.cuts, PFI_STUDY_MAX_CUTS, &o.n_cuts, &err) != PFI_OK)
+        return pfi_cli_fail("study", &err);
+    progress_ctx pc = {.tty = isatty(2)};
+    o.progress = show_progress;
+    o.progress_ctx = &pc;
+
+    pfi_study s;
+    if (pfi_study_execute(&o, &s, &err) != PFI_OK)
+        return pfi_cli_fail("study", &err);
+    show_progress(&pc, "writing the report", 0, 1);
+    rc = pfi_study_write_report(&s, o.out_dir, &err);
+    if (rc != PFI_OK) {
+        pfi_study_free(&s);
+        return pfi_cli_fail("study", &err);
+    }
+    show_progress(&pc, "writing the report", 1, 1);
+    if (as_json) {
+        rc = pfi_cli_print_json(pfi_study_summary(&s));
+    } else {
+        json_t *sum = pfi_study_summary(&s);
+        json_t *a = json_object_get(json_object_get(sum, "allocation"), "gap_recovered");
+        json_t *g30 = json_object_get(a, "0.30");
+        json_t *p30 = json_object_get(sum, "pfi30");
+        printf("pfi study: %d runs from %s\n", s.n, s.source);
+        printf("  PFI30 min/median/max: %.2f / %.2f / %.2f\n",
+               json_number_value(json_object_get(p30, "min")),
+               json_number_value(json_object_get(p30, "median")),
+               json_number_value(json_object_get(p30, "max")));
+        if (s.pred.done)
+            printf("  predictor (%s): LOJO MAE of PFI30 %.3f, validation %.3f, H200->H100 %.3f\n",
+                   pfi_model_kind_name(s.pred.model_kind), s.pred.lojo.mae_pfi30,
+                   s.pred.have_validation ? s.pred.validation.mae_pfi30 : NAN,
+                   s.pred.have_h200_to_h100 ? s.pred.h200_to_h100.mae_pfi30 : NAN);
+        else
+            printf("  predictor: not trained (%s)\n", s.pred.why);
+        if (json_is_number(g30))
+            printf("  allocation at a 30%% cut: pfi recovers %.0f%% of the equal->oracle gap "
+                   "(paper: 63%%)\n", json_number_value(g30) * 100);
+        for (int i = 0; i < s.n_notes; i++)
+            printf("  note: %s\n", s.notes[i]);
+        printf("  report: %s/report.html (and report.md, summary.json)\n", o.out_dir);
+        printf("  elapsed: %.1f s\n", s.elapsed_s);
+        json_decref(sum);
+    }
+    pfi_study_free(&s);
+    return rc;
+}

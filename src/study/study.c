@@ -1,0 +1,672 @@
+/* study.c: the paper end to end (see study.h).  Each step fills a part of pfi_study; the
+ * report (study_report.c) only renders what is here. */
+#include "study/study.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "core/alloc_curve.h"
+#include "core/alloc_eval.h"
+#include "core/curve.h"
+#include "core/probe.h"
+#include "sim/sim.h"
+#include "store/store.h"
+#include "study/fleet.h"
+
+void pfi_study_defaults(pfi_study_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->fleet = "paper";
+    o->out_dir = "study-out";
+    o->seed = 1;
+    o->n_cuts = 5;
+    for (int i = 0; i < 5; i++)
+        o->cuts[i] = 0.1 * (i + 1);
+    o->sla = 0.10;
+    o->figures = 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void progress(const pfi_study *s, const char *step, int done, int total)
+{
+    if (s->opts.progress)
+        s->opts.progress(s->opts.progress_ctx, step, done, total);
+}
+
+static void note(pfi_study *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(pfi_study *s, const char *fmt, ...)
+{
+    if (s->n_notes >= PFI_STUDY_MAX_NOTES)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->notes[s->n_notes++], sizeof s->notes[0], fmt, ap);
+    va_end(ap);
+}
+
+static int mkdir_p(const char *dir, pfi_err *err)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", buf, strerror(errno));
+    return PFI_OK;
+}
+
+/* ------------------------------------------------------------------ step 1: the runs */
+
+/* A fleet file: {"runs": [{"set": "main", "node": <a simulator node config>}, ...]}. */
+static int fleet_from_file(const char *path, pfi_fleet_entry **out, int *n, pfi_err *err)
+{
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    if (!doc)
+        return pfi_err_set(err, PFI_EINVAL, "%s:%d: %s", path, je.line, je.text);
+    json_t *runs = json_object_get(doc, "runs");
+    if (!json_is_array(runs) || json_array_size(runs) == 0) {
+        json_decref(doc);
+        return pfi_err_set(err, PFI_EINVAL, "%s: expected {\"runs\": [{\"set\": ..., \"node\": "
+                                            "{...}}, ...]} with at least one run", path);
+    }
+    size_t nr = json_array_size(runs);
+    pfi_fleet_entry *e = calloc(nr, sizeof *e);
+    if (!e) {
+        json_decref(doc);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < nr; i++) {
+        json_t *r = json_array_get(runs, i);
+        json_t *node = json_object_get(r, "node");
+        const char *set = json_string_value(json_object_get(r, "set"));
+        char *text = node ? json_dumps(node, 0) : NULL;
+        int rc = text ? pfi_sim_config_parse(text, &e[i].node, err)
+                      : pfi_err_set(err, PFI_EINVAL, "run has no \"node\" object");
+        free(text);
+        if (rc == PFI_OK && e[i].node.n_jobs < 1)
+            rc = pfi_err_set(err, PFI_EINVAL, "its node runs no job");
+        if (rc != PFI_OK) {
+            pfi_err_prefix(err, "%s: run %zu: ", path, i);
+            free(e);
+            json_decref(doc);
+            return rc;
+        }
+        snprintf(e[i].set, sizeof e[i].set, "%s", set ? set : "main");
+        e[i].match = -1;
+        pfi_sim_job_meta(&e[i].node.jobs[0], &e[i].meta);
+        snprintf(e[i].run, sizeof e[i].run, "%s/%zu %s %dgpu", e[i].set, i,
+                 e[i].node.jobs[0].model, e[i].node.jobs[0].n_gpus);
+    }
+    json_decref(doc);
+    *out = e;
+    *n = (int)nr;
+    return PFI_OK;
+}
+
+static int load_fleet(pfi_study *s, pfi_err *err)
+{
+    const char *which = s->opts.fleet;
+    pfi_fleet_opts fo = pfi_fleet_defaults();
+    snprintf(s->source, sizeof s->source, "simulated fleet '%s', seed %llu", which,
+             (unsigned long long)s->opts.seed);
+    if (strcmp(which, "paper") == 0 || strcmp(which, "small") == 0) {
+        pfi_fleet_run *fr = NULL;
+        int n = 0;
+        progress(s, "characterizing the simulated fleet (virtual time)", 0, 1);
+        int rc = pfi_fleet_build(which, s->opts.seed, &fo, &fr, &n, err);
+        if (rc != PFI_OK)
+            return rc;
+        s->runs = calloc((size_t)(n ? n : 1), sizeof *s->runs);
+        if (!s->runs) {
+            free(fr);
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        }
+        for (int i = 0; i < n; i++) {
+            s->runs[i].run = fr[i].run;
+            snprintf(s->runs[i].set, sizeof s->runs[i].set, "%s", fr[i].set);
+            s->runs[i].group = fr[i].group;
+            s->runs[i].match = fr[i].match;
+        }
+        s->n = n;
+        free(fr);
+        progress(s, "characterizing the simulated fleet (virtual time)", 1, 1);
+        return PFI_OK;
+    }
+    pfi_fleet_entry *e = NULL;
+    int n = 0;
+    int rc = fleet_from_file(which, &e, &n, err);
+    if (rc != PFI_OK)
+        return rc;
+    s->runs = calloc((size_t)n, sizeof *s->runs);
+    if (!s->runs) {
+        free(e);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n && rc == PFI_OK; i++) {
+        progress(s, "characterizing the fleet file's runs (virtual time)", i, n);
+        rc = pfi_fleet_characterize(&e[i], &fo, &s->runs[i].run, err);
+        snprintf(s->runs[i].set, sizeof s->runs[i].set, "%s", e[i].set);
+        s->runs[i].group = i;
+        s->runs[i].match = -1;
+    }
+    free(e);
+    s->n = n;
+    return rc;
+}
+
+static int save_to_store(pfi_study *s, pfi_err *err)
+{
+    snprintf(s->db_path, sizeof s->db_path, "%s/pfi.db", s->opts.out_dir);
+    remove(s->db_path); /* a study's store holds that study's runs only */
+    pfi_store *st;
+    int rc = pfi_store_open(s->db_path, PFI_STORE_CREATE, &st, err);
+    if (rc != PFI_OK)
+        return rc;
+    for (int i = 0; i < s->n && rc == PFI_OK; i++) {
+        const pfi_run *r = &s->runs[i].run;
+        char tag[48];
+        snprintf(tag, sizeof tag, "set=%s", s->runs[i].set);
+        const char *tags[] = {tag};
+        long long job, run, lid;
+        rc = pfi_store_create_job(st, NULL, NULL, tags, 1, &job, err);
+        if (rc == PFI_OK)
+            rc = pfi_store_create_run(st, job, r, "sim", &run, err);
+        for (int k = 0; k < r->n_levels && rc == PFI_OK; k++) {
+            rc = pfi_store_level_begin(st, err);
+            if (rc == PFI_OK)
+                rc = pfi_store_add_level(st, run, &r->levels[k], &lid, err);
+            if (rc == PFI_OK)
+                rc = pfi_store_level_commit(st, err);
+            else
+                pfi_store_level_abort(st);
+        }
+        if (rc == PFI_OK)
+            rc = pfi_store_finish_run(st, run, "done", err);
+        s->runs[i].run.id = run;
+    }
+    pfi_store_close(st);
+    return rc;
+}
+
+static int load_db(pfi_study *s, pfi_err *err)
+{
+    snprintf(s->source, sizeof s->source, "store %s", s->opts.from_db);
+    snprintf(s->db_path, sizeof s->db_path, "%s", s->opts.from_db);
+    pfi_store *st;
+    int rc = pfi_store_open(s->opts.from_db, PFI_STORE_READONLY, &st, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_run_summary *sum = NULL;
+    int n = 0;
+    rc = pfi_store_list_runs(st, &sum, &n, err);
+    if (rc == PFI_OK && n == 0)
+        rc = pfi_err_set(err, PFI_ENOENT,
+                         "%s holds no runs (measure some with `pfi sweep`, or `pfi import all`)",
+                         s->opts.from_db);
+    if (rc == PFI_OK && !(s->runs = calloc((size_t)n, sizeof *s->runs)))
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int i = 0; i < n && rc == PFI_OK; i++) {
+        progress(s, "loading runs", i, n);
+        rc = pfi_store_load_run(st, sum[i].id, &s->runs[i].run, err);
+        snprintf(s->runs[i].set, sizeof s->runs[i].set, "db");
+        s->runs[i].group = i;
+        s->runs[i].match = -1;
+        s->n = i + 1;
+    }
+    free(sum);
+    pfi_store_close(st);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ step 2: PFI */
+
+static void index_runs(pfi_study *s)
+{
+    pfi_index_opts io = pfi_index_defaults();
+    io.n_boot = 200;
+    int failed = 0;
+    for (int i = 0; i < s->n; i++) {
+        pfi_err e = {0};
+        pfi_study_run *r = &s->runs[i];
+        r->pred_pfi30 = NAN;
+        io.seed = (unsigned long long)i + 1;
+        r->index_ok = pfi_index_run(&r->run, &io, &r->index, &e) == PFI_OK;
+        if (!r->index_ok) {
+            snprintf(r->index_why, sizeof r->index_why, "%s", e.msg);
+            failed++;
+        }
+        if (i % 16 == 0)
+            progress(s, "computing PFI curves", i, s->n);
+    }
+    if (failed)
+        note(s, "%d of %d runs have no PFI (too few usable levels); the tables leave them out",
+             failed, s->n);
+}
+
+/* ------------------------------------------------------------------ step 3: prediction */
+
+static int is_h100(const pfi_run *r)
+{
+    return strncmp(r->gpu_type, "H100", 4) == 0;
+}
+
+/* Training rows of the runs selected by `want` (a set name, or "h200"/"h100" for GPU type). */
+static int rows_of(const pfi_study *s, const char *want, pfi_train_row *rows, int *idx)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+        const pfi_study_run *r = &s->runs[i];
+        int take = strcmp(want, "h200") == 0   ? !is_h100(&r->run)
+                   : strcmp(want, "h100") == 0 ? is_h100(&r->run)
+                                               : strcmp(r->set, want) == 0;
+        if (!take || !r->index_ok)
+            continue;
+        pfi_err e = {0};
+        if (pfi_train_row_from_run(&r->run, r->group, is_h100(&r->run), &rows[n], &e) != PFI_OK)
+            continue; /* no baseline telemetry: it cannot be a training example */
+        if (idx)
+            idx[n] = i;
+        n++;
+    }
+    return n;
+}
+
+static const char *train_set_of(const pfi_study *s)
+{
+    return s->opts.from_db ? "db" : "main";
+}
+
+/* The model that never saw run r's job. */
+static const pfi_model *model_for(const pfi_study *s, const pfi_study_run *r)
+{
+    const pfi_study_pred *p = &s->pred;
+    if (strcmp(r->set, train_set_of(s)) != 0)
+        return &p->full;
+    int f = r->group % PFI_STUDY_FOLDS;
+    return p->have_fold[f] ? &p->fold[f] : NULL;
+}
+
+static int predictor(pfi_study *s, pfi_err *err)
+{
+    pfi_study_pred *p = &s->pred;
+    pfi_train_row *rows = calloc((size_t)s->n + 1, sizeof *rows);
+    pfi_train_row *test = calloc((size_t)s->n + 1, sizeof *test);
+    int *idx = calloc((size_t)s->n + 1, sizeof *idx);
+    if (!rows || !test || !idx) {
+        free(rows), free(test), free(idx);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    const char *train_set = train_set_of(s);
+    int n = rows_of(s, train_set, rows, idx);
+    p->n_train = n;
+    pfi_train_opts to = pfi_train_defaults();
+    to.seed = s->opts.seed;
+    int rc = PFI_OK;
+    if (n < 8) {
+        snprintf(p->why, sizeof p->why,
+                 "only %d run(s) have baseline telemetry (SM clock, activities, power-cap time) "
+                 "and a PFI; the predictor needs at least 8. Imported public sweeps carry no "
+                 "telemetry: measure runs with `pfi sweep` to train it",
+                 n);
+        note(s, "predictor not trained: %s", p->why);
+        goto out;
+    }
+    progress(s, "training and validating the predictor", 0, 4);
+    pfi_model model;
+    pfi_err e = {0};
+    if ((rc = pfi_model_lojo(rows, n, &to, &p->lojo, err)) != PFI_OK)
+        goto out;
+    progress(s, "training and validating the predictor", 1, 4);
+    if ((rc = pfi_model_train(rows, n, &to, &model, err)) != PFI_OK)
+        goto out;
+    p->model_kind = model.kind;
+    pfi_model_importance(&model, rows, n, s->opts.seed, p->importance, &e);
+
+    int nt = rows_of(s, "validation", test, NULL);
+    if (nt > 0 && pfi_model_transfer(rows, n, test, nt, &to, &p->validation, &e) == PFI_OK)
+        p->have_validation = 1;
+    progress(s, "training and validating the predictor", 2, 4);
+    int nh200 = rows_of(s, "h200", rows, NULL), nh100 = rows_of(s, "h100", test, NULL);
+    if (nh200 >= 8 && nh100 > 0 &&
+        pfi_model_transfer(rows, nh200, test, nh100, &to, &p->h200_to_h100, &e) == PFI_OK)
+        p->have_h200_to_h100 = 1;
+    if (nh100 >= 8 && nh200 > 0 &&
+        pfi_model_transfer(test, nh100, rows, nh200, &to, &p->h100_to_h200, &e) == PFI_OK)
+        p->have_h100_to_h200 = 1;
+    progress(s, "training and validating the predictor", 3, 4);
+
+    /* Out-of-sample predictions: each training run by the model of its fold (trained without
+     * its job group), every other run by the model trained on all training runs. */
+    p->full = model;
+    n = rows_of(s, train_set, rows, idx);
+    for (int f = 0; f < PFI_STUDY_FOLDS; f++) {
+        int ntr = 0;
+        for (int i = 0; i < n; i++)
+            if (rows[i].group % PFI_STUDY_FOLDS != f)
+                test[ntr++] = rows[i];
+        p->have_fold[f] = pfi_model_train(test, ntr, &to, &p->fold[f], &e) == PFI_OK;
+    }
+    for (int i = 0; i < s->n; i++) {
+        pfi_study_run *r = &s->runs[i];
+        const pfi_model *m = model_for(s, r);
+        pfi_train_row row;
+        double sat[PFI_N_TDEPTHS];
+        pfi_fit fit;
+        if (m && r->index_ok &&
+            pfi_train_row_from_run(&r->run, r->group, is_h100(&r->run), &row, &e) == PFI_OK &&
+            pfi_model_predict_x(m, row.x, sat, &fit, &e) == PFI_OK)
+            r->pred_pfi30 = pfi_at(&fit, 0.30);
+    }
+    p->done = 1;
+    progress(s, "training and validating the predictor", 4, 4);
+out:
+    free(rows), free(test), free(idx);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ step 4: allocation */
+
+typedef struct alloc_set {
+    pfi_alloc_job *truth, *pred;
+    pfi_alloc_curve *tbuf, *pbuf;
+    char (*ids)[24];
+    int *run;
+    int n;
+} alloc_set;
+
+static void alloc_set_free(alloc_set *a)
+{
+    free(a->truth), free(a->pred), free(a->tbuf), free(a->pbuf), free(a->ids), free(a->run);
+}
+
+/* The allocation population and the curves each policy sees.  With a predictor: the H200 runs
+ * (main + validation), pfi seeing curves predicted out of sample.  Without: every run with a
+ * PFI, pfi seeing baseline + one probe at 30% shed. */
+static int build_alloc_set(pfi_study *s, alloc_set *a, pfi_err *err)
+{
+    pfi_study_alloc *al = &s->alloc;
+    int use_model = s->pred.done;
+    a->truth = calloc((size_t)s->n, sizeof *a->truth);
+    a->pred = calloc((size_t)s->n, sizeof *a->pred);
+    a->tbuf = calloc((size_t)s->n, sizeof *a->tbuf);
+    a->pbuf = calloc((size_t)s->n, sizeof *a->pbuf);
+    a->ids = calloc((size_t)s->n, sizeof *a->ids);
+    a->run = calloc((size_t)s->n, sizeof *a->run);
+    if (!a->truth || !a->pred || !a->tbuf || !a->pbuf || !a->ids || !a->run)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+
+    int relative = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->runs[i].run.unit != PFI_TOKENS_PER_S)
+            relative = 1;
+    snprintf(al->unit, sizeof al->unit, "%s",
+             relative ? "GPU-weighted relative throughput" : "tokens/s");
+
+    int n = 0, skipped = 0;
+    for (int i = 0; i < s->n; i++) {
+        pfi_study_run *r = &s->runs[i];
+        if (!r->index_ok || (use_model && is_h100(&r->run)))
+            continue;
+        pfi_err e = {0};
+        pfi_curve truth, pred;
+        if (pfi_curve_from_run(&r->run, -1, &truth, &e) != PFI_OK) {
+            skipped++;
+            continue;
+        }
+        int ok;
+        if (use_model) {
+            const pfi_model *m = model_for(s, r);
+            ok = m && pfi_model_predict_run(m, &r->run, &pred, &e) == PFI_OK;
+        } else {
+            const double depth[1] = {PFI_PROBE_DEPTH};
+            ok = pfi_probe_curve(&truth, depth, 1, PFI_PROBE_B_PRIOR, &pred, NULL, &e) == PFI_OK;
+        }
+        snprintf(a->ids[n], sizeof a->ids[n], "j%d", i);
+        ok = ok &&
+             pfi_alloc_job_from_curve(&truth, PFI_VIEW_MEASURED, relative, a->ids[n], 0, 0,
+                                      &a->tbuf[n], &a->truth[n], &e) == PFI_OK &&
+             pfi_alloc_job_from_curve(&pred, PFI_VIEW_FIT, relative, a->ids[n],
+                                      a->truth[n].min_cap_w, a->truth[n].max_cap_w, &a->pbuf[n],
+                                      &a->pred[n], &e) == PFI_OK;
+        if (!ok) {
+            skipped++;
+            continue;
+        }
+        a->pred[n].p0_w = a->truth[n].p0_w; /* both views share the job's measured baseline */
+        a->run[n] = i;
+        r->in_alloc = 1;
+        n++;
+    }
+    a->n = n;
+    if (skipped)
+        note(s, "%d run(s) left out of the allocation: no usable curve", skipped);
+    if (use_model)
+        snprintf(al->pfi_curves, sizeof al->pfi_curves,
+                 "curves predicted from baseline telemetry by models that never saw the job");
+    else
+        snprintf(al->pfi_curves, sizeof al->pfi_curves,
+                 "baseline + one probe at %.0f%% power shed (no telemetry to predict from)",
+                 PFI_PROBE_DEPTH * 100);
+    snprintf(al->population, sizeof al->population, "%d %s", n,
+             use_model ? "H200 runs (main + validation)" : "runs with a PFI curve");
+    return PFI_OK;
+}
+
+static void count_violations(const alloc_set *a, const double *caps, int ncuts, const int *sla_on,
+                             double sla, int out[][PFI_POLICY_COUNT])
+{
+    for (int c = 0; c < ncuts; c++)
+        for (int p = 0; p < PFI_POLICY_COUNT; p++) {
+            out[c][p] = 0;
+            for (int j = 0; j < a->n; j++) {
+                if (!sla_on[j])
+                    continue;
+                double cap = caps[((size_t)c * PFI_POLICY_COUNT + p) * a->n + j];
+                if (!(cap > 0))
+                    continue;
+                double t0 = pfi_alloc_tput_at(&a->truth[j], a->truth[j].max_cap_w);
+                double slow = 1 - pfi_alloc_tput_at(&a->truth[j], cap) / t0;
+                if (slow > sla + 1e-6)
+                    out[c][p]++;
+            }
+        }
+}
+
+static int allocation(pfi_study *s, pfi_err *err)
+{
+    pfi_study_alloc *al = &s->alloc;
+    alloc_set a;
+    memset(&a, 0, sizeof a);
+    int rc = build_alloc_set(s, &a, err);
+    if (rc != PFI_OK) {
+        alloc_set_free(&a);
+        return rc;
+    }
+    al->n_jobs = a.n;
+    if (a.n < 2) {
+        snprintf(al->why, sizeof al->why, "only %d job(s) have a usable curve; the experiment "
+                                          "needs at least two", a.n);
+        note(s, "allocation not run: %s", al->why);
+        alloc_set_free(&a);
+        return PFI_OK;
+    }
+    al->n_cuts = s->opts.n_cuts;
+    memcpy(al->cuts, s->opts.cuts, sizeof al->cuts);
+    int pol[PFI_POLICY_COUNT] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE,
+                                 PFI_POLICY_PROPORTIONAL};
+    pfi_alloc_opts ao;
+    pfi_alloc_opts_default(&ao);
+    pfi_eval_cell cells[PFI_STUDY_MAX_CUTS * PFI_POLICY_COUNT];
+    double *caps = calloc((size_t)al->n_cuts * PFI_POLICY_COUNT * a.n, sizeof *caps);
+    int *sla_on = calloc((size_t)a.n, sizeof *sla_on);
+    if (!caps || !sla_on) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+    }
+    progress(s, "allocation experiment", 0, 2);
+    rc = pfi_alloc_experiment(a.truth, a.pred, a.n, al->cuts, al->n_cuts, pol, PFI_POLICY_COUNT,
+                              &ao, cells, NULL, err);
+    if (rc != PFI_OK)
+        goto out;
+    for (int c = 0; c < al->n_cuts; c++)
+        for (int p = 0; p < PFI_POLICY_COUNT; p++)
+            al->cell[c][p] = cells[c * PFI_POLICY_COUNT + p];
+
+    /* With SLAs: every third job may lose at most opts.sla of its throughput.  The SLA is
+     * enforced on the curves each policy sees, and checked on the true ones. */
+    al->sla = s->opts.sla;
+    ao.on_infeasible = PFI_INFEASIBLE_RELAX;
+    for (int j = 0; j < a.n; j++) {
+        sla_on[j] = j % 3 == 0;
+        if (sla_on[j]) {
+            a.truth[j].sla = a.pred[j].sla = al->sla;
+            al->n_sla_jobs++;
+        }
+    }
+    progress(s, "allocation experiment", 1, 2);
+    rc = pfi_alloc_experiment(a.truth, a.pred, a.n, al->cuts, al->n_cuts, pol, PFI_POLICY_COUNT,
+                              &ao, cells, caps, err);
+    if (rc != PFI_OK)
+        goto out;
+    for (int c = 0; c < al->n_cuts; c++)
+        for (int p = 0; p < PFI_POLICY_COUNT; p++)
+            al->sla_cell[c][p] = cells[c * PFI_POLICY_COUNT + p];
+    count_violations(&a, caps, al->n_cuts, sla_on, al->sla, al->sla_violations);
+    al->done = 1;
+    progress(s, "allocation experiment", 2, 2);
+out:
+    free(caps);
+    free(sla_on);
+    alloc_set_free(&a);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the multi-GPU trace */
+
+static void gpu_trace(pfi_study *s)
+{
+    pfi_study_trace *tr = &s->trace;
+    if (s->opts.from_db)
+        return;
+    pfi_fleet_entry *e = NULL;
+    int n = 0;
+    pfi_err err = {0};
+    const char *which = s->opts.fleet;
+    if (strcmp(which, "paper") != 0 && strcmp(which, "small") != 0)
+        return;
+    if (pfi_sim_fleet(which, s->opts.seed, &e, &n, &err) != PFI_OK)
+        return;
+    int pick = -1;
+    for (int i = 0; i < n && pick < 0; i++)
+        if (e[i].node.jobs[0].n_gpus >= 8 && e[i].node.n_gpus <= PFI_STUDY_TRACE_GPUS)
+            pick = i;
+    if (pick < 0) {
+        free(e);
+        return;
+    }
+    pfi_sim_node *node;
+    if (pfi_sim_node_new(&e[pick].node, &node, &err) != PFI_OK) {
+        free(e);
+        return;
+    }
+    int ng = e[pick].node.jobs[0].n_gpus;
+    pfi_device d;
+    pfi_sim_device(node, 0, 0, &d, &err);
+    tr->n_gpus = ng;
+    tr->cap_w = round(0.6 * d.default_limit_w);
+    if (tr->cap_w < d.min_limit_w)
+        tr->cap_w = d.min_limit_w;
+    tr->step_at_s = 2.0;
+    snprintf(tr->run, sizeof tr->run, "%s", e[pick].run);
+    const double dt = 0.05;
+    int stepped = 0, ok = 1;
+    for (int k = 0; k < PFI_STUDY_TRACE_PTS && ok; k++) {
+        double t = 10.0 + k * dt; /* start well after the job's start-up */
+        if (!stepped && t >= 10.0 + tr->step_at_s) {
+            for (int g = 0; g < ng; g++)
+                ok = ok && pfi_sim_set_limit(node, g, t, tr->cap_w, &err) == PFI_OK;
+            stepped = 1;
+        }
+        tr->t[k] = t - 10.0;
+        for (int g = 0; g < ng && ok; g++) {
+            pfi_sample smp;
+            ok = pfi_sim_sample(node, g, t, &smp, &err) == PFI_OK;
+            tr->clock[g][k] = smp.sm_clock_mhz;
+            tr->power[g][k] = smp.power_inst_w;
+        }
+        tr->n = k + 1;
+    }
+    tr->done = ok;
+    pfi_sim_node_free(node);
+    free(e);
+}
+
+/* ------------------------------------------------------------------ the whole study */
+
+int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
+{
+    memset(s, 0, sizeof *s);
+    s->opts = *o;
+    if (o->n_cuts < 1 || o->n_cuts > PFI_STUDY_MAX_CUTS)
+        return pfi_err_set(err, PFI_EINVAL, "between 1 and %d cuts, got %d", PFI_STUDY_MAX_CUTS,
+                           o->n_cuts);
+    for (int i = 0; i < o->n_cuts; i++)
+        if (!(o->cuts[i] > 0 && o->cuts[i] < 1))
+            return pfi_err_set(err, PFI_EINVAL, "cut %g is not a fraction in (0, 1)", o->cuts[i]);
+    if (!(o->sla > 0 && o->sla < 1))
+        return pfi_err_set(err, PFI_EINVAL, "SLA %g is not a slowdown in (0, 1)", o->sla);
+    int rc = mkdir_p(o->out_dir, err);
+    if (rc != PFI_OK)
+        return rc;
+    double t0 = now_s(), t = t0;
+
+    rc = o->from_db ? load_db(s, err) : load_fleet(s, err);
+    if (rc == PFI_OK && !o->from_db)
+        rc = save_to_store(s, err);
+    s->step_s[0] = now_s() - t, t = now_s();
+    if (rc == PFI_OK) {
+        index_runs(s);
+        s->step_s[1] = now_s() - t, t = now_s();
+        rc = predictor(s, err);
+        s->step_s[2] = now_s() - t, t = now_s();
+    }
+    if (rc == PFI_OK) {
+        rc = allocation(s, err);
+        s->step_s[3] = now_s() - t, t = now_s();
+    }
+    if (rc == PFI_OK)
+        gpu_trace(s);
+    s->elapsed_s = now_s() - t0;
+    if (rc != PFI_OK) {
+        pfi_study_free(s);
+        return rc;
+    }
+    return PFI_OK;
+}
+
+void pfi_study_free(pfi_study *s)
+{
+    free(s->runs);
+    s->runs = NULL;
+    s->n = 0;
+}

@@ -1,0 +1,135 @@
+/* study.h: the paper end to end, pfi's main job (`pfi study`, `make demo`).
+ *
+ *   1. runs: the simulated paper fleet characterized in virtual time (study/fleet.h), or the
+ *      runs of a store measured on real GPUs or imported from public data (--from-db);
+ *   2. every run's PFI curve, PFI10..40 and PFI30 with its confidence interval (core/pfi.h);
+ *   3. the runtime predictor trained on the main runs, validated on the validation runs and on
+ *      the other GPU type (transfer), with feature importance (core/predict.h);
+ *   4. the allocation experiment at cuts of 10-50% with equal, pfi, oracle and
+ *      proportional-to-pfi, pfi seeing only curves predicted for jobs its model was not trained
+ *      on (or baseline + one probe where there is no telemetry), and again with SLAs;
+ *   5. a report (report.md, report.html, figures in PNG and SVG, summary.json) in a directory.
+ * A step the data cannot support (imported runs carry no telemetry, say) is reported as not
+ * done, with the reason: never invented.
+ *
+ * This layer does I/O (the store, the report files); the math lives in core/. */
+#ifndef PFI_STUDY_STUDY_H
+#define PFI_STUDY_STUDY_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/alloc_eval.h"
+#include "core/features.h"
+#include "core/pfi.h"
+#include "core/policy.h"
+#include "core/predict.h"
+#include "core/run.h"
+
+#define PFI_STUDY_MAX_CUTS 8
+#define PFI_STUDY_MAX_NOTES 16
+#define PFI_STUDY_TRACE_GPUS 32
+#define PFI_STUDY_TRACE_PTS 256
+#define PFI_STUDY_FOLDS 5
+
+typedef struct pfi_study_opts {
+    const char *fleet;    /* "paper" (default), "small", or a fleet file; ignored with from_db */
+    const char *from_db;  /* analyse the runs of this store instead of a simulated fleet */
+    const char *out_dir;  /* where the store, report and figures go (created) */
+    uint64_t seed;
+    int n_cuts;
+    double cuts[PFI_STUDY_MAX_CUTS];
+    double sla;           /* max slowdown given to every third job in the SLA experiment */
+    int figures;          /* 0: skip gnuplot (tables and JSON only) */
+    /* Progress: called at each step and every few runs; may be NULL. */
+    void (*progress)(void *ctx, const char *step, int done, int total);
+    void *progress_ctx;
+} pfi_study_opts;
+
+void pfi_study_defaults(pfi_study_opts *o);
+
+typedef struct pfi_study_run {
+    pfi_run run;
+    char set[16];          /* "main", "validation", "h100" for the fleet; "db" for a store */
+    int group;             /* runs of one job configuration */
+    int match;             /* h100 runs: index of the matched H200 run; else -1 */
+    int index_ok;
+    pfi_index index;       /* valid when index_ok */
+    char index_why[160];   /* why not, when !index_ok */
+    double pred_pfi30;     /* out-of-sample predicted PFI30 (NAN: not predicted) */
+    int in_alloc;          /* part of the allocation population */
+} pfi_study_run;
+
+typedef struct pfi_study_alloc {
+    int done;
+    char why[256];             /* when !done */
+    char population[160];      /* which jobs, e.g. "155 H200 runs" */
+    char pfi_curves[160];      /* what the pfi policy saw */
+    char unit[48];             /* "tokens/s" or "GPU-weighted relative throughput" */
+    int n_jobs;
+    int n_cuts;
+    double cuts[PFI_STUDY_MAX_CUTS];
+    pfi_eval_cell cell[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
+    /* The same with SLAs; sla_violations counts jobs whose TRUE slowdown broke their SLA. */
+    double sla;
+    int n_sla_jobs;
+    pfi_eval_cell sla_cell[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
+    int sla_violations[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
+} pfi_study_alloc;
+
+typedef struct pfi_study_pred {
+    int done;
+    char why[256];
+    int n_train;
+    int model_kind;            /* selected on the main runs */
+    pfi_model_eval lojo;       /* leave-one-job-out on the main runs */
+    int have_validation, have_h200_to_h100, have_h100_to_h200;
+    pfi_model_eval validation; /* trained on main, tested on validation */
+    pfi_model_eval h200_to_h100, h100_to_h200;
+    double importance[PFI_N_FEATURES];
+    /* The models behind the out-of-sample predictions: `full` trained on every training run
+     * (predicts the others), fold[f] trained without the job groups g with g % FOLDS == f. */
+    pfi_model full;
+    pfi_model fold[PFI_STUDY_FOLDS];
+    int have_fold[PFI_STUDY_FOLDS];
+} pfi_study_pred;
+
+/* Clock and power of each GPU of one multi-GPU job across a cap step (simulated fleet only). */
+typedef struct pfi_study_trace {
+    int done;
+    char run[PFI_NAME_MAX];
+    int n_gpus, n;
+    double cap_w, step_at_s;
+    double t[PFI_STUDY_TRACE_PTS];
+    double clock[PFI_STUDY_TRACE_GPUS][PFI_STUDY_TRACE_PTS];
+    double power[PFI_STUDY_TRACE_GPUS][PFI_STUDY_TRACE_PTS];
+} pfi_study_trace;
+
+typedef struct pfi_study {
+    pfi_study_opts opts;
+    char source[256];          /* "simulated fleet 'paper', seed 1" or "store FILE" */
+    char db_path[1024];        /* the store the runs are in */
+    pfi_study_run *runs;
+    int n;
+    pfi_study_pred pred;
+    pfi_study_alloc alloc;
+    pfi_study_trace trace;
+    int n_notes;
+    char notes[PFI_STUDY_MAX_NOTES][256]; /* steps not done and why; caveats */
+    double elapsed_s;
+    double step_s[5];          /* time of each step */
+} pfi_study;
+
+/* Runs the study; on success *out holds everything the report shows (free with
+ * pfi_study_free).  Writes DIR/pfi.db for a simulated fleet. */
+int pfi_study_execute(const pfi_study_opts *o, pfi_study *out, pfi_err *err);
+void pfi_study_free(pfi_study *s);
+
+/* DIR/report.md, DIR/report.html, DIR/summary.json and the figures. */
+int pfi_study_write_report(const pfi_study *s, const char *dir, pfi_err *err);
+
+/* The machine-readable summary (also printed by `pfi study --json`); caller json_decref()s. */
+struct json_t;
+struct json_t *pfi_study_summary(const pfi_study *s);
+
+#endif

@@ -1,0 +1,744 @@
+/* study_report.c: the study's report: report.md and report.html from the same tables,
+ * figures through report/plot, and summary.json.  Every number shown is read from the
+ * pfi_study of this run; the only numbers typed in here are the paper's own (for comparison),
+ * and they are labelled as the paper's. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <jansson.h>
+
+#include "report/report.h"
+#include "study/study.h"
+
+/* The paper's headline allocation result (arXiv 2609.11542, abstract): at a 30% power cut,
+ * PFI-aware allocation recovers 63% of the equal-vs-oracle gap, about 1.5k tokens/s per job. */
+#define PAPER_GAP_30 0.63
+#define PAPER_GAIN_30 1500.0
+
+/* ------------------------------------------------------------------ small helpers */
+
+static int cut_index(const pfi_study_alloc *a, double cut)
+{
+    for (int c = 0; c < a->n_cuts; c++)
+        if (fabs(a->cuts[c] - cut) < 1e-9)
+            return c;
+    return -1;
+}
+
+typedef struct dist {
+    int n;
+    double min, p10, median, p90, max;
+} dist;
+
+static dist dist_of(double *v, int n)
+{
+    dist d = {.n = n, .min = NAN, .p10 = NAN, .median = NAN, .p90 = NAN, .max = NAN};
+    if (n == 0)
+        return d;
+    gsl_sort(v, 1, (size_t)n);
+    d.min = v[0];
+    d.max = v[n - 1];
+    d.median = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.5);
+    d.p10 = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.1);
+    d.p90 = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.9);
+    return d;
+}
+
+/* PFI30 of the runs selected by a predicate with an argument. */
+typedef int (*run_pred)(const pfi_study_run *r, const void *arg);
+
+static dist pfi30_where(const pfi_study *s, run_pred pred, const void *arg)
+{
+    double *v = malloc((size_t)(s->n ? s->n : 1) * sizeof *v);
+    int n = 0;
+    for (int i = 0; v && i < s->n; i++)
+        if (s->runs[i].index_ok && isfinite(s->runs[i].index.pfi) && pred(&s->runs[i], arg))
+            v[n++] = s->runs[i].index.pfi;
+    dist d = dist_of(v, n);
+    free(v);
+    return d;
+}
+
+static int any_run(const pfi_study_run *r, const void *arg) { return 1; }
+static int by_family(const pfi_study_run *r, const void *arg)
+{
+    return strcmp(r->run.meta.family, (const char *)arg) == 0;
+}
+static int by_moe(const pfi_study_run *r, const void *arg) { return r->run.meta.moe == *(const int *)arg; }
+static int by_finetune(const pfi_study_run *r, const void *arg)
+{
+    return r->run.meta.finetune == *(const int *)arg;
+}
+static int by_gpu_type(const pfi_study_run *r, const void *arg)
+{
+    return strcmp(r->run.gpu_type, (const char *)arg) == 0;
+}
+static int by_gpu_count(const pfi_study_run *r, const void *arg)
+{
+    const int *range = arg;
+    return r->run.n_gpus >= range[0] && r->run.n_gpus <= range[1];
+}
+
+static void dist_row(pfi_table *t, const char *group, const char *value, dist d)
+{
+    pfi_table_cell(t, "%s", group);
+    pfi_table_cell(t, "%s", value);
+    pfi_table_cell(t, "%d", d.n);
+    if (d.n == 0) {
+        for (int i = 0; i < 5; i++)
+            pfi_table_cell(t, "-");
+        return;
+    }
+    pfi_table_cell(t, "%.2f", d.min);
+    pfi_table_cell(t, "%.2f", d.p10);
+    pfi_table_cell(t, "%.2f", d.median);
+    pfi_table_cell(t, "%.2f", d.p90);
+    pfi_table_cell(t, "%.2f", d.max);
+}
+
+/* Distinct values of a string field over the runs, in first-seen order. */
+static int distinct(const pfi_study *s, int field, char out[][32], int max)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+        const char *v = field == 0 ? s->runs[i].run.meta.family : s->runs[i].run.gpu_type;
+        if (!*v)
+            continue;
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = strcmp(out[k], v) == 0;
+        if (!seen && n < max)
+            snprintf(out[n++], 32, "%s", v);
+    }
+    return n;
+}
+
+static pfi_table *pfi30_table(const pfi_study *s)
+{
+    const char *h[] = {"group", "value", "runs", "min", "p10", "median", "p90", "max"};
+    pfi_table *t = pfi_table_new(8, h);
+    dist_row(t, "all", "", pfi30_where(s, any_run, NULL));
+    char vals[32][32];
+    int nv = distinct(s, 0, vals, 32);
+    for (int i = 0; i < nv; i++)
+        dist_row(t, "model family", vals[i], pfi30_where(s, by_family, vals[i]));
+    const int zero = 0, one = 1;
+    dist_row(t, "architecture", "dense", pfi30_where(s, by_moe, &zero));
+    dist_row(t, "architecture", "MoE", pfi30_where(s, by_moe, &one));
+    dist_row(t, "task", "pretraining", pfi30_where(s, by_finetune, &zero));
+    dist_row(t, "task", "fine-tuning", pfi30_where(s, by_finetune, &one));
+    static const int ranges[][2] = {{1, 1}, {2, 4}, {5, 8}, {9, 16}, {17, 32}, {33, 1 << 20}};
+    static const char *const rnames[] = {"1", "2-4", "5-8", "9-16", "17-32", ">32"};
+    for (int i = 0; i < 6; i++) {
+        dist d = pfi30_where(s, by_gpu_count, ranges[i]);
+        if (d.n)
+            dist_row(t, "GPUs per job", rnames[i], d);
+    }
+    nv = distinct(s, 1, vals, 32);
+    for (int i = 0; i < nv; i++)
+        dist_row(t, "GPU type", vals[i], pfi30_where(s, by_gpu_type, vals[i]));
+    return t;
+}
+
+static void eval_row(pfi_table *t, const char *what, const pfi_model_eval *e, int have)
+{
+    pfi_table_cell(t, "%s", what);
+    if (!have) {
+        for (int i = 0; i < 4; i++)
+            pfi_table_cell(t, "-");
+        return;
+    }
+    pfi_table_cell(t, "%d", e->n);
+    pfi_table_cell(t, "%.3f", e->mae_pfi30);
+    if (isfinite(e->r2_pfi30))
+        pfi_table_cell(t, "%.2f", e->r2_pfi30);
+    else
+        pfi_table_cell(t, "-");
+    pfi_table_cell(t, "%.3f", e->mae_rel70);
+}
+
+static pfi_table *predictor_table(const pfi_study *s)
+{
+    const char *h[] = {"evaluation", "runs", "MAE of PFI30", "R2 of PFI30",
+                       "MAE of T/T0 at 70% power"};
+    pfi_table *t = pfi_table_new(5, h);
+    const pfi_study_pred *p = &s->pred;
+    eval_row(t, "leave one job out (training runs)", &p->lojo, 1);
+    eval_row(t, "validation runs (never trained on)", &p->validation, p->have_validation);
+    eval_row(t, "transfer H200 -> H100", &p->h200_to_h100, p->have_h200_to_h100);
+    eval_row(t, "transfer H100 -> H200", &p->h100_to_h200, p->have_h100_to_h200);
+    return t;
+}
+
+static pfi_table *importance_table(const pfi_study *s)
+{
+    const char *h[] = {"feature", "importance (MAE increase when shuffled)"};
+    pfi_table *t = pfi_table_new(2, h);
+    int order[PFI_N_FEATURES];
+    for (int i = 0; i < PFI_N_FEATURES; i++)
+        order[i] = i;
+    for (int i = 0; i < PFI_N_FEATURES; i++) /* a few features: insertion sort, descending */
+        for (int j = i; j > 0 && s->pred.importance[order[j]] > s->pred.importance[order[j - 1]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    for (int i = 0; i < PFI_N_FEATURES; i++) {
+        pfi_table_cell(t, "%s", pfi_feature_name(order[i]));
+        pfi_table_cell(t, "%.4f", s->pred.importance[order[i]]);
+    }
+    return t;
+}
+
+static pfi_table *alloc_table(const pfi_study *s, int with_sla)
+{
+    const pfi_study_alloc *a = &s->alloc;
+    const char *h[] = {"cut", "equal", "pfi", "oracle", "proportional-to-pfi",
+                       "pfi gain/job vs equal", "oracle gain/job vs equal", "gap recovered",
+                       with_sla ? "SLA breaches (equal/pfi/oracle)" : "pfi optimal"};
+    pfi_table *t = pfi_table_new(9, h);
+    for (int c = 0; c < a->n_cuts; c++) {
+        const pfi_eval_cell *cell = with_sla ? a->sla_cell[c] : a->cell[c];
+        pfi_table_cell(t, "%.0f%%", a->cuts[c] * 100);
+        if (cell[PFI_POLICY_EQUAL].infeasible) {
+            for (int i = 0; i < 8; i++)
+                pfi_table_cell(t, i == 0 ? "infeasible (needs %.0f W)" : "-",
+                               cell[PFI_POLICY_EQUAL].min_budget_w);
+            continue;
+        }
+        static const int order[] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE,
+                                    PFI_POLICY_PROPORTIONAL};
+        for (int k = 0; k < 4; k++)
+            pfi_table_cell(t, "%.1f", cell[order[k]].total_throughput);
+        pfi_table_cell(t, "%+.1f", cell[PFI_POLICY_PFI].per_job_gain_vs_equal);
+        pfi_table_cell(t, "%+.1f", cell[PFI_POLICY_ORACLE].per_job_gain_vs_equal);
+        if (isfinite(cell[PFI_POLICY_PFI].gap_recovered))
+            pfi_table_cell(t, "%.0f%%", cell[PFI_POLICY_PFI].gap_recovered * 100);
+        else
+            pfi_table_cell(t, "- (no gap)");
+        if (with_sla)
+            pfi_table_cell(t, "%d/%d/%d", a->sla_violations[c][PFI_POLICY_EQUAL],
+                           a->sla_violations[c][PFI_POLICY_PFI],
+                           a->sla_violations[c][PFI_POLICY_ORACLE]);
+        else
+            pfi_table_cell(t, "%s", cell[PFI_POLICY_PFI].optimal ? "yes" : "bound");
+    }
+    return t;
+}
+
+/* ------------------------------------------------------------------ figures */
+
+typedef struct figure {
+    const char *name, *caption;
+    int done;
+} figure;
+
+enum { FIG_CURVES, FIG_HIST, FIG_PRED, FIG_ALLOC, FIG_TRACE, N_FIGS };
+
+static int fig_curves(const pfi_study *s, const char *dir, pfi_err *err)
+{
+    pfi_plot *p = pfi_plot_new("Power -> throughput of every run", "power drawn P/P0",
+                               "throughput T/T0");
+    char fam[32][32];
+    int nf = distinct(s, 0, fam, 32);
+    int labelled[32] = {0};
+    for (int i = 0; i < s->n; i++) {
+        const pfi_study_run *r = &s->runs[i];
+        if (!r->index_ok)
+            continue;
+        double x[PFI_MAX_LEVELS], y[PFI_MAX_LEVELS];
+        int n = 0;
+        /* levels sorted by cap, so each run is one line */
+        int ord[PFI_MAX_LEVELS];
+        for (int k = 0; k < r->run.n_levels; k++)
+            ord[k] = k;
+        for (int a = 1; a < r->run.n_levels; a++)
+            for (int b = a; b > 0 && r->run.levels[ord[b]].cap_w < r->run.levels[ord[b - 1]].cap_w; b--) {
+                int tmp = ord[b];
+                ord[b] = ord[b - 1];
+                ord[b - 1] = tmp;
+            }
+        for (int k = 0; k < r->run.n_levels; k++) {
+            const pfi_level *lv = &r->run.levels[ord[k]];
+            if (!(lv->tput > 0) || !(lv->power_w > 0))
+                continue;
+            x[n] = lv->power_w / r->index.p0_w;
+            y[n] = lv->tput / r->index.t0;
+            n++;
+        }
+        int f = 0;
+        while (f < nf && strcmp(fam[f], r->run.meta.family) != 0)
+            f++;
+        const char *label = f < nf && !labelled[f] ? fam[f] : NULL;
+        if (f < nf)
+            labelled[f] = 1;
+        pfi_plot_series(p, label ? label : (f >= nf && i == 0 ? "runs" : NULL), PFI_PLOT_LINES,
+                        pfi_palette(f), x, y, NULL, NULL, n, 0);
+    }
+    double dx[] = {0.3, 1.0}, dy[] = {0.3, 1.0};
+    pfi_plot_series(p, "T proportional to P (PFI = 1)", PFI_PLOT_LINES, "#999999", dx, dy, NULL,
+                    NULL, 2, 0);
+    pfi_plot_xrange(p, 0.3, 1.05);
+    pfi_plot_yrange(p, 0.3, 1.1);
+    int rc = pfi_plot_render(p, dir, "fig_curves", err);
+    pfi_plot_free(p);
+    return rc;
+}
+
+static int fig_hist(const pfi_study *s, const char *dir, pfi_err *err)
+{
+    enum { NB = 24 };
+    char types[8][32];
+    int nt = distinct(s, 1, types, 8);
+    double lo = 0, hi = 1.2;
+    for (int i = 0; i < s->n; i++)
+        if (s->runs[i].index_ok && isfinite(s->runs[i].index.pfi) && s->runs[i].index.pfi > hi)
+            hi = ceil(s->runs[i].index.pfi * 10) / 10;
+    double w = (hi - lo) / NB;
+    pfi_plot *p = pfi_plot_new("PFI30 across runs", "PFI30 (fraction of throughput lost per "
+                               "fraction of power shed, at 30% shed)", "runs");
+    for (int t = 0; t < nt; t++) {
+        double x[NB], y[NB] = {0};
+        for (int b = 0; b < NB; b++)
+            x[b] = lo + (b + 0.5) * w + (nt > 1 ? (t - (nt - 1) / 2.0) * w / nt : 0);
+        for (int i = 0; i < s->n; i++) {
+            const pfi_study_run *r = &s->runs[i];
+            if (!r->index_ok || !isfinite(r->index.pfi) || strcmp(r->run.gpu_type, types[t]) != 0)
+                continue;
+            int b = (int)((r->index.pfi - lo) / w);
+            if (b < 0)
+                b = 0;
+            if (b >= NB)
+                b = NB - 1;
+            y[b] += 1;
+        }
+        pfi_plot_series(p, types[t], PFI_PLOT_BOXES, pfi_palette(t), x, y, NULL, NULL, NB, 0);
+    }
+    pfi_plot_xrange(p, lo, hi);
+    int rc = pfi_plot_render(p, dir, "fig_pfi30_hist", err);
+    pfi_plot_free(p);
+    return rc;
+}
+
+static int fig_pred(const pfi_study *s, const char *dir, pfi_err *err)
+{
+    pfi_plot *p = pfi_plot_new("Predicted vs measured PFI30 (out of sample)",
+                               "measured PFI30 (from the sweep)",
+                               "predicted PFI30 (from baseline telemetry only)");
+    static const char *const sets[] = {"main", "validation", "h100", "db"};
+    static const char *const labels[] = {"training runs (5-fold, job left out)",
+                                         "validation runs", "H100 runs", "runs"};
+    double lim = 0;
+    for (int k = 0; k < 4; k++) {
+        double *x = malloc((size_t)(s->n + 1) * sizeof *x), *y = malloc((size_t)(s->n + 1) * sizeof *y);
+        int n = 0;
+        for (int i = 0; x && y && i < s->n; i++) {
+            const pfi_study_run *r = &s->runs[i];
+            if (strcmp(r->set, sets[k]) != 0 || !r->index_ok || !isfinite(r->index.pfi) ||
+                !isfinite(r->pred_pfi30))
+                continue;
+            x[n] = r->index.pfi;
+            y[n] = r->pred_pfi30;
+            lim = fmax(lim, fmax(x[n], y[n]));
+            n++;
+        }
+        if (n)
+            pfi_plot_series(p, labels[k], PFI_PLOT_POINTS, pfi_palette(k), x, y, NULL, NULL, n, 0);
+        free(x), free(y);
+    }
+    lim = ceil(lim * 10 + 0.5) / 10;
+    double d[] = {0, lim};
+    pfi_plot_series(p, "perfect prediction", PFI_PLOT_LINES, "#999999", d, d, NULL, NULL, 2, 0);
+    pfi_plot_xrange(p, 0, lim);
+    pfi_plot_yrange(p, 0, lim);
+    int rc = pfi_plot_render(p, dir, "fig_pred_vs_true", err);
+    pfi_plot_free(p);
+    return rc;
+}
+
+static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
+{
+    const pfi_study_alloc *a = &s->alloc;
+    char ylabel[128];
+    snprintf(ylabel, sizeof ylabel, "gain per job over equal (%s)", a->unit);
+    pfi_plot *p = pfi_plot_new("Allocation policies vs power cut", "power cut (% of the jobs' "
+                               "baseline draw)", ylabel);
+    static const int pol[] = {PFI_POLICY_PFI, PFI_POLICY_ORACLE, PFI_POLICY_PROPORTIONAL,
+                              PFI_POLICY_EQUAL};
+    for (int k = 0; k < 4; k++) {
+        double x[PFI_STUDY_MAX_CUTS], y[PFI_STUDY_MAX_CUTS];
+        int n = 0;
+        for (int c = 0; c < a->n_cuts; c++) {
+            const pfi_eval_cell *cell = &a->cell[c][pol[k]];
+            if (!cell->done || cell->infeasible)
+                continue;
+            x[n] = a->cuts[c] * 100;
+            y[n] = cell->per_job_gain_vs_equal;
+            n++;
+        }
+        pfi_plot_series(p, pfi_policy_name(pol[k]), PFI_PLOT_LINESPOINTS, pfi_palette(k), x, y,
+                        NULL, NULL, n, 0);
+    }
+    int rc = pfi_plot_render(p, dir, "fig_alloc_vs_cut", err);
+    pfi_plot_free(p);
+    return rc;
+}
+
+static int fig_trace(const pfi_study *s, const char *dir, pfi_err *err)
+{
+    const pfi_study_trace *tr = &s->trace;
+    char title[256];
+    snprintf(title, sizeof title, "%d GPUs of one job, cap lowered to %.0f W at t = %.0f s",
+             tr->n_gpus, tr->cap_w, tr->step_at_s);
+    pfi_plot *p = pfi_plot_new(title, "time (s)", "SM clock (MHz), lines");
+    pfi_plot_y2label(p, "board power (W), dots");
+    for (int g = 0; g < tr->n_gpus; g++) {
+        char label[32];
+        snprintf(label, sizeof label, "GPU %d", g);
+        pfi_plot_series(p, label, PFI_PLOT_LINES, pfi_palette(g), tr->t, tr->clock[g], NULL, NULL,
+                        tr->n, 0);
+        pfi_plot_series(p, NULL, PFI_PLOT_POINTS, pfi_palette(g), tr->t, tr->power[g], NULL, NULL,
+                        tr->n, 1);
+    }
+    int rc = pfi_plot_render(p, dir, "fig_gpu_trace", err);
+    pfi_plot_free(p);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ documents */
+
+typedef struct report_doc {
+    FILE *md, *html;
+} report_doc;
+
+static void para(report_doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void para(report_doc *d, const char *fmt, ...)
+{
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(d->md, "%s\n\n", buf);
+    fputs("<p>", d->html);
+    for (const char *c = buf; *c; c++) {
+        if (*c == '<')
+            fputs("&lt;", d->html);
+        else if (*c == '>')
+            fputs("&gt;", d->html);
+        else if (*c == '&')
+            fputs("&amp;", d->html);
+        else if (*c == '`')
+            continue;
+        else
+            fputc(*c, d->html);
+    }
+    fputs("</p>\n", d->html);
+}
+
+static void heading(report_doc *d, int level, const char *text)
+{
+    fprintf(d->md, "%.*s %s\n\n", level, "######", text);
+    fprintf(d->html, "<h%d>%s</h%d>\n", level, text, level);
+}
+
+static void table(report_doc *d, pfi_table *t)
+{
+    pfi_table_markdown(t, d->md);
+    fputc('\n', d->md);
+    pfi_table_html(t, d->html);
+    pfi_table_free(t);
+}
+
+static void figure_ref(report_doc *d, const figure *f)
+{
+    if (!f->done)
+        return;
+    fprintf(d->md, "![%s](%s.png)\n\n*%s* ([SVG](%s.svg))\n\n", f->caption, f->name, f->caption,
+            f->name);
+    fprintf(d->html,
+            "<figure><img src=\"%s.svg\" alt=\"%s\" width=\"860\"><figcaption>%s "
+            "(<a href=\"%s.png\">PNG</a>)</figcaption></figure>\n",
+            f->name, f->caption, f->caption, f->name);
+}
+
+static const char *html_head =
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "<title>pfi study</title>\n<style>\n"
+    "body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;"
+    "color:#222;line-height:1.45}\n"
+    "table{border-collapse:collapse;margin:1em 0;font-size:0.92em}\n"
+    "th,td{border-bottom:1px solid #ddd;padding:4px 10px;text-align:left}\n"
+    "td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
+    "th{background:#f4f4f4}\nfigure{margin:1.5em 0}\nfigcaption{color:#555;font-size:0.9em}\n"
+    "</style></head><body>\n";
+
+static void comparison(report_doc *d, const pfi_study *s)
+{
+    const pfi_study_alloc *a = &s->alloc;
+    int c = cut_index(a, 0.30);
+    heading(d, 2, "Beside the paper");
+    if (!a->done || c < 0) {
+        para(d, "The allocation experiment did not run at a 30%% cut here, so there is nothing "
+                "to set beside the paper's figures (63%% of the gap, ~1.5k tokens/s per job).");
+        return;
+    }
+    const pfi_eval_cell *pc = &a->cell[c][PFI_POLICY_PFI];
+    const char *h[] = {"at a 30% cut", "paper (H200 fleet, measured)", "this run"};
+    pfi_table *t = pfi_table_new(3, h);
+    pfi_table_cell(t, "gap recovered by pfi (equal -> oracle)");
+    pfi_table_cell(t, "%.0f%%", PAPER_GAP_30 * 100);
+    if (isfinite(pc->gap_recovered))
+        pfi_table_cell(t, "%.0f%%", pc->gap_recovered * 100);
+    else
+        pfi_table_cell(t, "- (oracle = equal)");
+    pfi_table_cell(t, "gain per job over equal");
+    pfi_table_cell(t, "~%.0f tokens/s", PAPER_GAIN_30);
+    pfi_table_cell(t, "%.0f %s", pc->per_job_gain_vs_equal, a->unit);
+    table(d, t);
+    double gap = pc->gap_recovered;
+    para(d,
+         "What matches and what does not. The paper's jobs were measured on real H200s; ours "
+         "are %s. %s The per-job gain depends on the jobs' absolute throughput and on how "
+         "different their curves are: a simulated fleet whose jobs differ less (or more) in "
+         "compute-boundness than the paper's gives a smaller (or larger) oracle gap, so compare "
+         "the gap recovered (a ratio) before the tokens/s. Our pfi policy sees %s.",
+         s->source,
+         isfinite(gap) ? (gap >= PAPER_GAP_30 ? "pfi recovers at least the paper's share of the "
+                                                "gap here."
+                                              : "pfi recovers less of the gap than the paper "
+                                                "reports here.")
+                       : "",
+         a->pfi_curves);
+}
+
+static int write_docs(const pfi_study *s, const char *dir, const figure *figs, pfi_err *err)
+{
+    char mdp[1100], htp[1100];
+    snprintf(mdp, sizeof mdp, "%s/report.md", dir);
+    snprintf(htp, sizeof htp, "%s/report.html", dir);
+    report_doc d = {fopen(mdp, "w"), fopen(htp, "w")};
+    if (!d.md || !d.html) {
+        if (d.md)
+            fclose(d.md);
+        if (d.html)
+            fclose(d.html);
+        return pfi_err_set(err, PFI_EIO, "cannot write the report in %s: %s", dir,
+                           strerror(errno));
+    }
+    fputs(html_head, d.html);
+    heading(&d, 1, "pfi study: power flexibility of training jobs");
+    int nidx = 0;
+    for (int i = 0; i < s->n; i++)
+        nidx += s->runs[i].index_ok;
+    para(&d,
+         "Source: %s; %d runs, %d with a PFI curve. Store: `%s`. Every number below was "
+         "computed in this run (%.1f s); the paper's figures are quoted where labelled. PFI is "
+         "pfi's definition (docs/pfi.md): r = 1 - P/P0 the power shed (as drawn), s = 1 - T/T0 "
+         "the slowdown, PFI(r) = s/r; PFI30 is read at 30%% shed on the fitted curve.",
+         s->source, s->n, nidx, s->db_path, s->elapsed_s);
+    if (s->n_notes) {
+        heading(&d, 3, "Not done, and why");
+        for (int i = 0; i < s->n_notes; i++)
+            para(&d, "- %s", s->notes[i]);
+    }
+
+    heading(&d, 2, "Power flexibility across runs");
+    figure_ref(&d, &figs[FIG_CURVES]);
+    table(&d, pfi30_table(s));
+    figure_ref(&d, &figs[FIG_HIST]);
+
+    heading(&d, 2, "Predicting PFI at runtime from telemetry");
+    if (s->pred.done) {
+        para(&d,
+             "Model selected by cross-validation: %s, trained on %d runs' baseline telemetry "
+             "(no sweep). Predicted curves, not only PFI30, feed the allocator.",
+             pfi_model_kind_name(s->pred.model_kind), s->pred.n_train);
+        table(&d, predictor_table(s));
+        figure_ref(&d, &figs[FIG_PRED]);
+        table(&d, importance_table(s));
+    } else {
+        para(&d, "Not done: %s.", s->pred.why);
+    }
+
+    heading(&d, 2, "Allocating power under a budget");
+    if (s->alloc.done) {
+        para(&d,
+             "Jobs: %s. Budget B = (1 - cut) x the jobs' baseline draw, on the sum of caps. "
+             "Throughput (%s) is always scored on the TRUE curves; equal and oracle see the "
+             "truth, pfi sees %s. gap recovered = (pfi - equal) / (oracle - equal).",
+             s->alloc.population, s->alloc.unit, s->alloc.pfi_curves);
+        table(&d, alloc_table(s, 0));
+        figure_ref(&d, &figs[FIG_ALLOC]);
+        char sla_text[512];
+        snprintf(sla_text, sizeof sla_text,
+                 "With SLAs: %d of the %d jobs may lose at most %.0f%% of their throughput "
+                 "(the SLA is enforced on the curves each policy sees; breaches are counted on "
+                 "the true curves).",
+                 s->alloc.n_sla_jobs, s->alloc.n_jobs, s->alloc.sla * 100);
+        heading(&d, 3, "With SLAs");
+        para(&d, "%s", sla_text);
+        table(&d, alloc_table(s, 1));
+    } else {
+        para(&d, "Not done: %s.", s->alloc.why);
+    }
+    comparison(&d, s);
+
+    if (s->trace.done) {
+        heading(&d, 2, "Inside one multi-GPU job");
+        para(&d,
+             "%s: the same cap gives each GPU a slightly different clock (manufacturing "
+             "variation), and the synchronous job runs at its slowest GPU. The firmware settles "
+             "within a fraction of a second.",
+             s->trace.run);
+        figure_ref(&d, &figs[FIG_TRACE]);
+    }
+    heading(&d, 2, "Reproduce");
+    para(&d, "`pfi study --fleet %s --seed %llu --out %s` (or `--from-db FILE` for measured or "
+             "imported runs). Figures are drawn by gnuplot from the .gp and .dat files beside them.",
+         s->opts.from_db ? "paper" : s->opts.fleet, (unsigned long long)s->opts.seed, dir);
+    fputs("</body></html>\n", d.html);
+    int bad = ferror(d.md) || ferror(d.html);
+    bad |= fclose(d.md) != 0;
+    bad |= fclose(d.html) != 0;
+    if (bad)
+        return pfi_err_set(err, PFI_EIO, "writing the report in %s failed", dir);
+    return PFI_OK;
+}
+
+/* ------------------------------------------------------------------ summary.json */
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *pfi_study_summary(const pfi_study *s)
+{
+    double *v = malloc((size_t)(s->n ? s->n : 1) * sizeof *v);
+    int n = 0;
+    for (int i = 0; v && i < s->n; i++)
+        if (s->runs[i].index_ok && isfinite(s->runs[i].index.pfi))
+            v[n++] = s->runs[i].index.pfi;
+    dist d = dist_of(v, n);
+    free(v);
+    json_t *doc = json_object();
+    json_object_set_new(doc, "source", json_string(s->source));
+    json_object_set_new(doc, "runs", json_integer(s->n));
+    json_object_set_new(doc, "runs_with_pfi", json_integer(n));
+    json_object_set_new(doc, "pfi30", json_pack("{s:o, s:o, s:o}", "min", num(d.min), "median",
+                                                num(d.median), "max", num(d.max)));
+    const pfi_study_pred *p = &s->pred;
+    json_t *pred = json_object();
+    json_object_set_new(pred, "done", json_boolean(p->done));
+    if (p->done) {
+        json_object_set_new(pred, "model", json_string(pfi_model_kind_name(p->model_kind)));
+        json_object_set_new(pred, "n_train", json_integer(p->n_train));
+        json_object_set_new(pred, "lojo_mae_pfi30", num(p->lojo.mae_pfi30));
+        json_object_set_new(pred, "lojo_r2_pfi30", num(p->lojo.r2_pfi30));
+        json_object_set_new(pred, "validation_mae_pfi30",
+                            p->have_validation ? num(p->validation.mae_pfi30) : json_null());
+        json_object_set_new(pred, "transfer_h200_to_h100_mae_pfi30",
+                            p->have_h200_to_h100 ? num(p->h200_to_h100.mae_pfi30) : json_null());
+        json_object_set_new(pred, "transfer_h100_to_h200_mae_pfi30",
+                            p->have_h100_to_h200 ? num(p->h100_to_h200.mae_pfi30) : json_null());
+        json_t *imp = json_object();
+        for (int f = 0; f < PFI_N_FEATURES; f++)
+            json_object_set_new(imp, pfi_feature_name(f), num(p->importance[f]));
+        json_object_set_new(pred, "importance", imp);
+    } else {
+        json_object_set_new(pred, "why", json_string(p->why));
+    }
+    json_object_set_new(doc, "predictor", pred);
+
+    const pfi_study_alloc *a = &s->alloc;
+    json_t *al = json_object();
+    json_object_set_new(al, "done", json_boolean(a->done));
+    if (a->done) {
+        json_object_set_new(al, "jobs", json_integer(a->n_jobs));
+        json_object_set_new(al, "unit", json_string(a->unit));
+        json_object_set_new(al, "pfi_sees", json_string(a->pfi_curves));
+        json_t *cuts = json_object(), *gap = json_object(), *gain = json_object(),
+               *sla = json_object();
+        for (int c = 0; c < a->n_cuts; c++) {
+            char key[16];
+            snprintf(key, sizeof key, "%.2f", a->cuts[c]);
+            json_t *pc = json_object(), *pg = json_object(), *ps = json_object();
+            for (int k = 0; k < PFI_POLICY_COUNT; k++) {
+                const pfi_eval_cell *cell = &a->cell[c][k];
+                if (!cell->done)
+                    continue;
+                json_object_set_new(pc, pfi_policy_name(k),
+                                    cell->infeasible ? json_null() : num(cell->total_throughput));
+                if (k != PFI_POLICY_EQUAL)
+                    json_object_set_new(pg, pfi_policy_name(k),
+                                        cell->infeasible ? json_null()
+                                                         : num(cell->per_job_gain_vs_equal));
+                const pfi_eval_cell *sc = &a->sla_cell[c][k];
+                json_object_set_new(ps, pfi_policy_name(k),
+                                    json_pack("{s:o, s:i}", "total_throughput",
+                                              sc->infeasible ? json_null()
+                                                             : num(sc->total_throughput),
+                                              "sla_breaches", a->sla_violations[c][k]));
+            }
+            json_object_set_new(cuts, key, pc);
+            json_object_set_new(gain, key, pg);
+            json_object_set_new(sla, key, ps);
+            json_object_set_new(gap, key, num(a->cell[c][PFI_POLICY_PFI].gap_recovered));
+        }
+        json_object_set_new(al, "cuts", cuts);
+        json_object_set_new(al, "gap_recovered", gap);
+        json_object_set_new(al, "per_job_gain_vs_equal", gain);
+        json_object_set_new(al, "with_sla", json_pack("{s:f, s:i, s:o}", "max_slowdown", a->sla,
+                                                      "jobs_with_sla", a->n_sla_jobs, "cuts", sla));
+    } else {
+        json_object_set_new(al, "why", json_string(a->why));
+    }
+    json_object_set_new(doc, "allocation", al);
+    json_t *notes = json_array();
+    for (int i = 0; i < s->n_notes; i++)
+        json_array_append_new(notes, json_string(s->notes[i]));
+    json_object_set_new(doc, "not_done", notes);
+    json_object_set_new(doc, "elapsed_s", json_real(s->elapsed_s));
+    return doc;
+}
+
+int pfi_study_write_report(const pfi_study *s, const char *dir, pfi_err *err)
+{
+    figure figs[N_FIGS] = {
+        {"fig_curves", "Power -> throughput curves of every run, coloured by model family", 0},
+        {"fig_pfi30_hist", "PFI30 histogram by GPU type", 0},
+        {"fig_pred_vs_true", "Predicted vs measured PFI30, every prediction out of sample", 0},
+        {"fig_alloc_vs_cut", "Gain per job over the equal cut, by policy and cut", 0},
+        {"fig_gpu_trace", "SM clock and power of each GPU of one job across a cap step", 0},
+    };
+    if (s->opts.figures) {
+        int (*draw[N_FIGS])(const pfi_study *, const char *, pfi_err *) = {
+            fig_curves, fig_hist, fig_pred, fig_alloc, fig_trace};
+        int can[N_FIGS] = {1, 1, s->pred.done, s->alloc.done, s->trace.done};
+        for (int f = 0; f < N_FIGS; f++) {
+            if (!can[f])
+                continue;
+            int rc = draw[f](s, dir, err);
+            if (rc != PFI_OK)
+                return rc;
+            figs[f].done = 1;
+        }
+    }
+    int rc = write_docs(s, dir, figs, err);
+    if (rc != PFI_OK)
+        return rc;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    json_t *sum = pfi_study_summary(s);
+    rc = json_dump_file(sum, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    json_decref(sum);
+    if (rc != 0)
+        return pfi_err_set(err, PFI_EIO, "cannot write %s", path);
+    return PFI_OK;
+}

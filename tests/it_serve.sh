@@ -181,4 +181,21 @@ ctl jobs | grep -q '"id": "c"' || fail "jobs not reloaded after restart"
 stop_serve TERM || fail "final stop"
 all_at 700 || fail "final stop: $(limits)"
 note "kill -9 + restart: limits restored"
+
+# ---- a GPU lost mid-change (fake NVML fault injection) ----
+if [ "${HW#--backend nvml}" != "$HW" ]; then
+    export PFI_FAKENVML_FAULTS="nvmlDeviceSetPowerManagementLimit@5=GPU_IS_LOST"
+    start_serve 127.0.0.1:0
+    unset PFI_FAKENVML_FAULTS
+    ctl budget set 70% >"$dir/lost.json" || fail "cut with GPU 5 lost"
+    grep -q '"failed": 1' "$dir/lost.json" || fail "the lost GPU is not reported: $(cat "$dir/lost.json")"
+    lim=$(limits)
+    echo "$lim" | awk '{ exit !($6 == 700) }' || fail "GPU 5 moved although lost: $lim"
+    s=$(sum_limits)
+    le "$s" $CUT || fail "with GPU 5 stuck at 700 W the limits sum to $s W > $CUT W: $lim"
+    ctl events --limit 50 | grep -q '"replanned"' || fail "no re-plan around the lost GPU"
+    stop_serve TERM || fail "stop with GPU 5 lost"
+    all_at 700 || fail "stop with GPU 5 lost: $(limits)"
+    note "GPU 5 lost mid-change: the others re-planned, $s W <= $CUT W"
+fi
 echo "it_serve: ok"

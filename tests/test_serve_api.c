@@ -326,6 +326,67 @@ static void test_cluster_caps_and_watchdog(void **state)
     json_decref(d);
 }
 
+/* A backend over the simulator whose GPU 5 refuses every new limit (fell off the bus). */
+static pfi_backend *inner;
+static int w_open(pfi_backend *b, const char *a, pfi_err *e)
+{
+    return PFI_OK;
+}
+static void w_close(pfi_backend *b)
+{
+}
+static int w_count(pfi_backend *b, int *n, pfi_err *e)
+{
+    return pfi_hw_count(inner, n, e);
+}
+static int w_info(pfi_backend *b, int i, pfi_device *d, pfi_err *e)
+{
+    return pfi_hw_info(inner, i, d, e);
+}
+static int w_sample(pfi_backend *b, int i, pfi_sample *s, pfi_err *e)
+{
+    return pfi_hw_sample(inner, i, s, e);
+}
+static int w_set(pfi_backend *b, int i, double w, pfi_err *e)
+{
+    if (i == 5)
+        return pfi_err_set(e, PFI_ELOST, "GPU 5 has fallen off the bus");
+    return pfi_hw_set_limit(inner, i, w, NULL, e);
+}
+static const pfi_backend_ops lossy_ops = {.name = "lossy", .open = w_open, .close = w_close,
+                                          .device_count = w_count, .device_info = w_info,
+                                          .sample = w_sample, .set_limit = w_set};
+
+/* A GPU that cannot be lowered: the others are re-planned to make room, the budget holds. */
+static void test_lost_gpu_replanned(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    inner = f->b;
+    pfi_backend lossy = {.ops = &lossy_ops, .impl = NULL, .read_only = 0};
+    f->n->b = &lossy;
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"percent\":75}", 1, &d), 200);
+    json_t *ap = json_object_get(d, "applied");
+    assert_int_equal(json_integer_value(json_object_get(ap, "failed")), 1);
+    json_t *g5 = json_array_get(json_object_get(d, "gpus"), 5);
+    assert_non_null(strstr(json_string_value(json_object_get(g5, "error")), "fallen off"));
+    json_decref(d);
+    f->n->b = f->b;
+    assert_true(fabs(limit_of(f, 5) - 700) < 1e-9);
+    assert_true(sum_limits(f) <= 0.75 * 5600 + 1e-6);
+    /* GPU 4 (same job as 5) went down to make room; job a kept its SLA floor. */
+    assert_true(limit_of(f, 4) < 700);
+    assert_int_equal(call(f, "GET", "/v1/events", NULL, 0, &d), 200);
+    json_t *ev = json_object_get(d, "events");
+    int replanned = 0;
+    for (size_t k = 0; k < json_array_size(ev); k++)
+        replanned |= !strcmp(json_string_value(json_object_get(json_array_get(ev, k), "kind")),
+                             "replanned");
+    assert_true(replanned);
+    json_decref(d);
+}
+
 /* A flood of changes is cut off with 429, and the refused ones change nothing. */
 static void test_rate_limit(void **state)
 {
@@ -410,6 +471,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),
     };

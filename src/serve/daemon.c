@@ -57,6 +57,29 @@ static int recover_journal(const char *path, pfi_backend *b, char *note, size_t 
     return PFI_OK;
 }
 
+/* 1 when every journaled GPU (matched by UUID) reads back its journaled limit. */
+static int journal_matches(const pfi_journal *j, pfi_backend *b)
+{
+    int count = 0;
+    pfi_err e = {0};
+    if (pfi_hw_count(b, &count, &e) != PFI_OK)
+        return 0;
+    for (int k = 0; k < j->n; k++) {
+        int found = 0;
+        for (int i = 0; i < count && !found; i++) {
+            pfi_device d;
+            if (pfi_hw_info(b, i, &d, &e) == PFI_OK && !strcmp(d.uuid, j->e[k].uuid)) {
+                if (!(fabs(d.limit_w - j->e[k].limit_w) <= 0.5))
+                    return 0;
+                found = 1;
+            }
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
 static void reload_one(void *ctx, const char *id, const char *spec)
 {
     srv_node *n = ctx;
@@ -199,8 +222,16 @@ out:
         /* Restore in the safe order first; then the journal puts back (the same) originals by
          * UUID and removes itself, or stays for the next start if a GPU refused. */
         int r1 = srv_restore_originals(n, &e);
-        int restored = 0;
-        int r2 = pfi_journal_restore(&j, b, &restored, r1 == PFI_OK ? &e : NULL);
+        int restored = 0, r2;
+        if (r1 == PFI_OK && journal_matches(&j, b)) {
+            /* Every GPU already holds its journaled limit: setting them again could only fail
+             * on a GPU that is already right (a lost one refuses every set). */
+            restored = j.n;
+            r2 = unlink(j.path) == 0 ? PFI_OK : pfi_err_set(&e, PFI_EIO, "cannot remove %s: %s",
+                                                              j.path, strerror(errno));
+        } else {
+            r2 = pfi_journal_restore(&j, b, &restored, r1 == PFI_OK ? &e : NULL);
+        }
         if (r1 == PFI_OK && r2 == PFI_OK)
             srv_event_add(n, "restored", "original power limits restored on %d GPU(s)",
                           restored);

@@ -74,6 +74,7 @@ int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_
         srv_gpu *g = &n->gpu[i];
         g->job = -1;
         g->requested_w = NAN;
+        g->pinned_w = NAN;
         pfi_sample_clear(&g->s);
         rc = pfi_hw_info(b, i, &g->dev, err);
         if (rc != PFI_OK)
@@ -196,6 +197,77 @@ static int find_job(const srv_job *jobs, int nj, const char *id)
     return -1;
 }
 
+static double counted_w(const pfi_device *d)
+{
+    double v = d->limit_w;
+    if (isnan(v) || (!isnan(d->enforced_w) && d->enforced_w > v))
+        v = d->enforced_w;
+    return isnan(v) ? d->max_limit_w : v;
+}
+
+/* A lowering failed and the node is left over its budget: pin the GPUs that failed where they
+ * may be, re-plan the others to make room, and apply again (hw_mu held).  If even every other
+ * GPU at its minimum cannot make room, that is what is applied, and said. */
+static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
+                                   pfi_apply_report *rep)
+{
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_cap_change *c = &rep->gpu[i];
+        if (c->code != PFI_OK) {
+            double b = isnan(c->before_w) ? n->snap[i].dev.max_limit_w : c->before_w;
+            n->snap[i].pinned_w = isnan(c->target_w) || c->target_w < b ? b : c->target_w;
+        } else if (!isnan(c->limit_w)) {
+            n->snap[i].dev.limit_w = c->limit_w;
+            n->snap[i].dev.enforced_w = c->enforced_w;
+        }
+    }
+    pfi_err e = {0};
+    srv_plan p2;
+    int rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &p2, &e);
+    if (rc != PFI_OK) {
+        for (int i = 0; i < n->n_gpus; i++)
+            p2.target_w[i] = isnan(n->snap[i].pinned_w) ? n->snap[i].dev.min_limit_w : NAN;
+        for (int j = 0; j < n->n_cand; j++)
+            p2.job_cap_w[j] = p2.job_pred_rel[j] = p2.job_pred_tps[j] = NAN;
+    }
+    pfi_device known[PFI_MAX_GPUS];
+    for (int i = 0; i < n->n_gpus; i++)
+        known[i] = n->snap[i].dev;
+    pfi_apply_report r2;
+    if (pfi_serve_apply(n->b, n->n_gpus, p2.target_w, budget_w, known, &r2, &e) != PFI_OK)
+        return;
+    /* One report of both passes: the first's failures, the second's outcome. */
+    for (int i = 0; i < n->n_gpus; i++)
+        if (rep->gpu[i].code != PFI_OK && isnan(p2.target_w[i]))
+            r2.gpu[i] = rep->gpu[i];
+    r2.n_changed += rep->n_changed;
+    r2.n_failed = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        r2.n_failed += r2.gpu[i].code != PFI_OK;
+    r2.sum_before_w = rep->sum_before_w;
+    if (rep->peak_w > r2.peak_w)
+        r2.peak_w = rep->peak_w;
+    *rep = r2;
+    if (rc == PFI_OK) {
+        for (int j = 0; j < n->n_cand; j++) {
+            plan->job_cap_w[j] = p2.job_cap_w[j];
+            plan->job_pred_rel[j] = p2.job_pred_rel[j];
+            plan->job_pred_tps[j] = p2.job_pred_tps[j];
+            n->cand[j].cap_w = p2.job_cap_w[j];
+            n->cand[j].predicted_rel = p2.job_pred_rel[j];
+            n->cand[j].predicted_tps = p2.job_pred_tps[j];
+        }
+        srv_event_add(n, "replanned", "caps re-planned around %d GPU(s) that could not be "
+                                      "lowered; limits now sum to %.0f W",
+                      rep->n_failed, rep->sum_after_w);
+    } else {
+        srv_event_add(n, "over_budget", "GPUs that could not be lowered hold the node at %.0f W, "
+                                        "over the %.0f W budget, with every other GPU at its "
+                                        "minimum (%s)",
+                      rep->sum_after_w, budget_w, e.msg);
+    }
+}
+
 /* Plans n->cand under budget_w (mode local/safe) or applies ext (mode external), applies,
  * audits and commits.  Caller holds decide_mu and has filled n->snap / n->cand. */
 static int decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
@@ -225,6 +297,9 @@ static int decide(srv_node *n, double budget_w, int mode, const double *ext, con
         }
         budget_w = apply_budget;
     } else {
+        /* A GPU that does not answer cannot be moved: plan around it at its last reading. */
+        for (int i = 0; i < n->n_gpus; i++)
+            n->snap[i].pinned_w = n->snap[i].up ? NAN : counted_w(&n->snap[i].dev);
         int rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &plan, err);
         if (rc != PFI_OK)
             return rc;
@@ -246,6 +321,9 @@ static int decide(srv_node *n, double budget_w, int mode, const double *ext, con
     pthread_mutex_lock(&n->hw_mu);
     double t0 = srv_mono();
     int rc = pfi_serve_apply(n->b, n->n_gpus, plan.target_w, apply_budget, known, &rep, err);
+    if (rc == PFI_OK && mode != SRV_MODE_EXTERNAL && rep.n_failed > 0 &&
+        rep.sum_after_w > apply_budget + 0.5)
+        replan_around_failures(n, budget_w, &plan, &rep);
     double ms = (srv_mono() - t0) * 1e3;
     pthread_mutex_unlock(&n->hw_mu);
     if (rc != PFI_OK)

@@ -59,6 +59,20 @@ void srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out)
     }
 }
 
+static int is_pinned(const srv_gpu *g)
+{
+    return !isnan(g->pinned_w);
+}
+
+/* GPUs of a job the plan may move (the others are pinned: they did not answer). */
+static int free_gpus(const srv_gpu *g, const srv_job *j)
+{
+    int k = 0;
+    for (int q = 0; q < j->n_gpus; q++)
+        k += !is_pinned(&g[j->gpus[q]]);
+    return k;
+}
+
 static int add_point(double *caps, int n, double c)
 {
     for (int i = 0; i < n; i++)
@@ -104,19 +118,21 @@ static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const sr
 {
     double used = 0, hi[SRV_MAX_JOBS];
     for (int i = 0; i < ng; i++)
-        if (owner[i] < 0)
+        if (is_pinned(&g[i]))
+            used += g[i].pinned_w;
+        else if (owner[i] < 0)
             used += p->target_w[i];
     for (int j = 0; j < n_jobs; j++) {
         double lo;
         srv_job_cap_range(g, &jobs[j], &lo, &hi[j]);
-        used += jobs[j].n_gpus * p->job_cap_w[j];
+        used += free_gpus(g, &jobs[j]) * p->job_cap_w[j];
     }
     double left = budget_w - used;
     for (int round_ = 0; round_ <= n_jobs && left > 0.01; round_++) {
         int open = 0;
         for (int j = 0; j < n_jobs; j++)
             if (p->job_cap_w[j] < hi[j] - 0.01)
-                open += jobs[j].n_gpus;
+                open += free_gpus(g, &jobs[j]);
         if (open == 0)
             break;
         double step = left / open;
@@ -127,12 +143,14 @@ static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const sr
             if (add > step)
                 add = step;
             add = floor(add * 1000) / 1000; /* never round up past the budget */
+            if (free_gpus(g, &jobs[j]) == 0)
+                continue;
             p->job_cap_w[j] += add;
-            left -= add * jobs[j].n_gpus;
+            left -= add * free_gpus(g, &jobs[j]);
         }
     }
     for (int i = 0; i < ng && left > 0.01; i++)
-        if (owner[i] < 0 && g[i].original_w > p->target_w[i]) {
+        if (owner[i] < 0 && !is_pinned(&g[i]) && g[i].original_w > p->target_w[i]) {
             double add = g[i].original_w - p->target_w[i];
             if (add > left)
                 add = floor(left * 1000) / 1000;
@@ -175,7 +193,7 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
     if (isnan(budget_w)) {
         /* No budget: pfi holds nothing back; every GPU goes back to the limit it had. */
         for (int i = 0; i < ng; i++)
-            p->target_w[i] = g[i].original_w;
+            p->target_w[i] = is_pinned(&g[i]) ? NAN : g[i].original_w;
         for (int i = 0; i < ng; i++)
             p->min_budget_w += g[i].dev.min_limit_w;
         report_caps(g, jobs, n_jobs, p, cv);
@@ -184,7 +202,9 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
 
     double fixed_w = 0; /* GPUs with no choice: idle ones, and jobs whose range is one cap */
     for (int i = 0; i < ng; i++)
-        if (owner[i] < 0) {
+        if (is_pinned(&g[i])) {
+            fixed_w += g[i].pinned_w; /* left where it is: counted as it stands */
+        } else if (owner[i] < 0) {
             p->target_w[i] = g[i].dev.min_limit_w;
             fixed_w += p->target_w[i];
         }
@@ -197,9 +217,12 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
         const srv_job *jb = &jobs[j];
         double lo, hi;
         srv_job_cap_range(g, jb, &lo, &hi);
+        int nfree = free_gpus(g, jb);
+        if (nfree == 0)
+            continue;
         if (hi - lo < 1.0) {
             p->job_cap_w[j] = lo;
-            fixed_w += lo * jb->n_gpus;
+            fixed_w += lo * nfree;
             continue;
         }
         int m = 0;
@@ -220,7 +243,7 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
         }
         pfi_alloc_job *a = &aj[na];
         a->id = jb->id;
-        a->n_gpus = jb->n_gpus;
+        a->n_gpus = nfree;
         a->min_cap_w = gc[j][0];
         a->max_cap_w = gc[j][m - 1];
         a->cap_w = gc[j];
@@ -266,7 +289,7 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
     }
     spread_leftover(g, ng, owner, jobs, n_jobs, budget_w, p);
     for (int i = 0; i < ng; i++)
-        if (owner[i] >= 0) {
+        if (owner[i] >= 0 && !is_pinned(&g[i]) && !isnan(p->job_cap_w[owner[i]])) {
             const pfi_device *d = &g[i].dev;
             double c = p->job_cap_w[owner[i]];
             p->target_w[i] = c < d->min_limit_w ? d->min_limit_w

@@ -39,6 +39,8 @@ typedef struct srv_gpu {
     double original_w;   /* limit found at start: what shutdown restores */
     double requested_w;  /* last cap pfi asked for (NAN: none) */
     int job;             /* index into node->jobs, -1 when no job holds it */
+    double pinned_w;     /* in a decision's snapshot: a GPU that cannot be moved (unreadable,
+                          * or a change that failed), counted at this; NAN otherwise */
 } srv_gpu;
 
 /* Baseline telemetry of a job: means over samples taken while all its GPUs sat at their default

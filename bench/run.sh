@@ -7,3 +7,4 @@ PFI=${1:-build/pfi}
 export PFI
 run() { echo "== $*"; "$@"; }
 run sh bench/bench_serve_api.sh "$PFI"
+run "$PFI" bench allocate --jobs 100000 --gpus-per-job 1-32

@@ -387,6 +387,62 @@ static void test_lost_gpu_replanned(void **state)
     json_decref(d);
 }
 
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* A job that allows a probe: once its baseline is known it is held lower for a bounded time,
+ * and what it reports there becomes its curve; then its cap comes back. */
+static void test_probe_refines_curve(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"p\",\"gpus\":[0,1],\"probe\":{\"depth\":0.3,"
+                          "\"duration_s\":0.3}}",
+                          1, NULL),
+                     201);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"q\",\"gpus\":[2],\"probe\":7}", 1,
+                          &d),
+                     400);
+    json_decref(d);
+    srv_tick(f->n); /* no baseline yet: nothing starts */
+    assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
+    for (int k = 0; k < SRV_MIN_BASELINE + 2; k++)
+        srv_sample(f->n);
+    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":1000}", 1, NULL),
+                     200);
+    srv_tick(f->n);
+    double p0 = f->n->jobs[0].base.power_w;
+    assert_int_equal(f->n->jobs[0].probe.state, SRV_PROBE_RUNNING);
+    assert_true(fabs(limit_of(f, 0) - 0.7 * p0) < 1.0);
+    assert_true(fabs(limit_of(f, 1) - limit_of(f, 0)) < 1e-9);
+    assert_true(fabs(limit_of(f, 2) - 700) < 1e-9); /* only the probed job moves */
+    pfi_hw_sleep(f->b, 10.0); /* virtual time: the firmware settles at the new cap */
+    sleep_s(0.12);           /* past the probe's first third */
+    for (int k = 0; k < 5; k++)
+        srv_sample(f->n);
+    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":850}", 1, NULL),
+                     200);
+    sleep_s(0.25);
+    srv_tick(f->n);
+    assert_int_equal(call(f, "GET", "/v1/jobs/p", NULL, 0, &d), 200);
+    json_t *pr = json_object_get(d, "probe");
+    assert_string_equal(json_string_value(json_object_get(pr, "state")), "done");
+    assert_string_equal(json_string_value(json_object_get(d, "curve_source")), "probed");
+    double r = json_real_value(json_object_get(pr, "r"));
+    double s = json_real_value(json_object_get(pr, "s"));
+    assert_true(r > 0.2 && r < 0.4);
+    assert_true(fabs(s - 0.15) < 1e-9);
+    /* s = a r^2 through the probe: PFI30 = s(0.3)/0.3 */
+    double want = s / (r * r) * 0.09 / 0.3;
+    assert_true(fabs(json_real_value(json_object_get(d, "pfi30")) - want) < 1e-6);
+    json_decref(d);
+    assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
+}
+
 /* A flood of changes is cut off with 429, and the refused ones change nothing. */
 static void test_rate_limit(void **state)
 {
@@ -471,6 +527,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_refines_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),

@@ -157,7 +157,6 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
                                  -1, &s, NULL) == SQLITE_OK) {
         for (int j = 0; j < n_jobs && ok; j++) {
             const srv_job *jb = &jobs[j];
-            static const char *src[] = {"none", "given", "pfi30", "predicted"};
             sqlite3_reset(s);
             sqlite3_bind_int64(s, 1, id);
             sqlite3_bind_text(s, 2, jb->id, -1, SQLITE_TRANSIENT);
@@ -167,7 +166,7 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
             bind_real(s, 6, jb->pfi30);
             bind_real(s, 7, jb->sla);
             bind_real(s, 8, jb->weight);
-            sqlite3_bind_text(s, 9, src[jb->curve_src & 3], -1, SQLITE_STATIC);
+            sqlite3_bind_text(s, 9, srv_curve_src_name(jb->curve_src), -1, SQLITE_STATIC);
             ok = sqlite3_step(s) == SQLITE_DONE;
         }
     }

@@ -161,9 +161,12 @@ void srv_sample(srv_node *n)
         else if (!was_up && rc == PFI_OK)
             srv_event_add(n, "gpu_back", "GPU %d answers again", i);
     }
+    double now = srv_mono();
     pthread_mutex_lock(&n->mu);
-    for (int j = 0; j < n->n_jobs; j++)
+    for (int j = 0; j < n->n_jobs; j++) {
         baseline_add(n, &n->jobs[j]);
+        srv_probe_sample(n, &n->jobs[j], now);
+    }
     pthread_mutex_unlock(&n->mu);
 }
 
@@ -180,7 +183,7 @@ static const char *mode_name(int m)
 }
 
 /* Takes the state's copies a decision works on.  Caller holds decide_mu. */
-static void snapshot(srv_node *n)
+void srv_snapshot(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     memcpy(n->snap, n->gpu, sizeof n->gpu[0] * (size_t)n->n_gpus);
@@ -338,6 +341,7 @@ static int decide(srv_node *n, double budget_w, int mode, const double *ext, con
             n->cand[j].base = n->jobs[old].base;
             n->cand[j].observed_tps = n->jobs[old].observed_tps;
             n->cand[j].observed_wall = n->jobs[old].observed_wall;
+            n->cand[j].probe = n->jobs[old].probe;
             if (!isfinite(n->cand[j].t0_tps))
                 n->cand[j].t0_tps = n->jobs[old].t0_tps;
         }
@@ -413,6 +417,17 @@ static int decide(srv_node *n, double budget_w, int mode, const double *ext, con
     return PFI_OK;
 }
 
+int srv_decide_now(srv_node *n, const char *reason, pfi_err *err)
+{
+    pthread_mutex_lock(&n->mu);
+    int mode = n->mode;
+    double budget = n->budget_w;
+    pthread_mutex_unlock(&n->mu);
+    if (mode == SRV_MODE_EXTERNAL)
+        return decide(n, NAN, mode, n->ext_caps, reason, NULL, err);
+    return decide(n, budget, mode, NULL, reason, NULL, err);
+}
+
 /* ---- jobs ---- */
 
 static int valid_id(const char *s)
@@ -426,8 +441,9 @@ static int valid_id(const char *s)
     return 1;
 }
 
-static const char *const job_keys[] = {"id",     "gpus", "sla",  "weight", "curve", "pfi30",
-                                       "tokens_per_s", "source", "node", "user", "name", NULL};
+static const char *const job_keys[] = {"id",   "gpus",   "sla",  "weight", "curve",
+                                       "pfi30", "tokens_per_s", "probe", "source", "node",
+                                       "user", "name",   NULL};
 
 /* Fills *j from a registration; checks everything against the node but not against other
  * jobs. */
@@ -446,7 +462,7 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
         if (!known)
             return pfi_err_set(err, PFI_EINVAL,
                                "unknown field '%s' (known: id, gpus, sla, weight, curve, pfi30, "
-                               "tokens_per_s, source, node, user, name)",
+                               "tokens_per_s, probe, source, node, user, name)",
                                key);
     }
     const char *id = json_string_value(json_object_get(spec, "id"));
@@ -518,8 +534,11 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
             return pfi_err_set(err, PFI_EINVAL, "%s: expected a string of at most 128 bytes",
                                meta[k]);
     }
+    int rc = srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
+    if (rc != PFI_OK)
+        return rc;
     double abs_t0;
-    int rc = srv_curve_from_json(n->snap, j, json_object_get(spec, "curve"),
+    rc = srv_curve_from_json(n->snap, j, json_object_get(spec, "curve"),
                                  json_object_get(spec, "pfi30"), &j->curve, &j->curve_src,
                                  &abs_t0, err);
     if (rc != PFI_OK)
@@ -555,7 +574,7 @@ static int current_mode(srv_node *n, const double **ext)
 
 static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **result, pfi_err *err)
 {
-    snapshot(n);
+    srv_snapshot(n);
     if (n->n_cand >= SRV_MAX_JOBS)
         return pfi_err_set(err, PFI_EBUSY, "this node already runs %d jobs", n->n_cand);
     srv_job *j = &n->cand[n->n_cand];
@@ -608,7 +627,7 @@ int srv_job_reload(srv_node *n, json_t *spec, pfi_err *err)
 int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
-    snapshot(n);
+    srv_snapshot(n);
     int j = find_job(n->cand, n->n_cand, id);
     int rc;
     if (j < 0) {
@@ -638,6 +657,7 @@ int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
         srv_job *jb = &n->jobs[j];
         jb->observed_tps = tps;
         jb->observed_wall = srv_wall();
+        srv_probe_tps(jb, tps, srv_mono());
         /* Reported while uncapped, it is the job's baseline. */
         int uncapped = 1;
         for (int k = 0; k < jb->n_gpus; k++) {
@@ -702,7 +722,7 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
     if (!(ramp_s >= 0 && ramp_s <= 86400))
         return pfi_err_set(err, PFI_EINVAL, "ramp_s: expected 0 to 86400 seconds");
     pthread_mutex_lock(&n->decide_mu);
-    snapshot(n);
+    srv_snapshot(n);
     int rc;
     double from = current_budget(n);
     if (ramp_s > 0 && isfinite(from)) {
@@ -746,7 +766,7 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
 int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
-    snapshot(n);
+    srv_snapshot(n);
     int rc = decide(n, NAN, SRV_MODE_LOCAL, NULL, "budget removed", result, err);
     if (rc == PFI_OK) {
         pthread_mutex_lock(&n->mu);
@@ -772,7 +792,7 @@ int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **resu
         rc = pfi_err_set(err, PFI_EBUSY, "stale epoch %lld: caps of epoch %lld are applied",
                          epoch, n->caps_epoch);
     } else {
-        snapshot(n);
+        srv_snapshot(n);
         char reason[96];
         snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)", epoch);
         rc = decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
@@ -828,7 +848,7 @@ static void watchdog_fire(srv_node *n)
         return;
     }
     pthread_mutex_lock(&n->decide_mu);
-    snapshot(n);
+    srv_snapshot(n);
     /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
     for (int j = 0; j < n->n_cand; j++)
         n->cand[j].sla = NAN;
@@ -872,7 +892,7 @@ void srv_tick(srv_node *n)
         double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
         double w = f >= 1 ? rt : rf + (rt - rf) * f;
         pthread_mutex_lock(&n->decide_mu);
-        snapshot(n);
+        srv_snapshot(n);
         char reason[64];
         snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
         int rc = decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
@@ -886,6 +906,7 @@ void srv_tick(srv_node *n)
             srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
         return;
     }
+    srv_probe_tick(n);
     if (!replan || mode == SRV_MODE_EXTERNAL || isnan(budget))
         return;
     pthread_mutex_lock(&n->mu);
@@ -896,7 +917,7 @@ void srv_tick(srv_node *n)
         return;
     /* Re-plan on what is now known of the jobs; apply only a change worth making. */
     pthread_mutex_lock(&n->decide_mu);
-    snapshot(n);
+    srv_snapshot(n);
     srv_plan plan;
     if (srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
         double moved = 0;

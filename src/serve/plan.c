@@ -124,7 +124,7 @@ static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const sr
             used += p->target_w[i];
     for (int j = 0; j < n_jobs; j++) {
         double lo;
-        srv_job_cap_range(g, &jobs[j], &lo, &hi[j]);
+        srv_plan_range(g, &jobs[j], &lo, &hi[j]);
         used += free_gpus(g, &jobs[j]) * p->job_cap_w[j];
     }
     double left = budget_w - used;
@@ -194,6 +194,15 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
         /* No budget: pfi holds nothing back; every GPU goes back to the limit it had. */
         for (int i = 0; i < ng; i++)
             p->target_w[i] = is_pinned(&g[i]) ? NAN : g[i].original_w;
+        for (int j = 0; j < n_jobs; j++) { /* a running probe holds its job lower */
+            double lo, hi;
+            srv_plan_range(g, &jobs[j], &lo, &hi);
+            for (int k = 0; k < jobs[j].n_gpus; k++) {
+                int i = jobs[j].gpus[k];
+                if (!isnan(p->target_w[i]) && p->target_w[i] > hi)
+                    p->target_w[i] = hi;
+            }
+        }
         for (int i = 0; i < ng; i++)
             p->min_budget_w += g[i].dev.min_limit_w;
         report_caps(g, jobs, n_jobs, p, cv);
@@ -216,7 +225,7 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
     for (int j = 0; j < n_jobs; j++) {
         const srv_job *jb = &jobs[j];
         double lo, hi;
-        srv_job_cap_range(g, jb, &lo, &hi);
+        srv_plan_range(g, jb, &lo, &hi);
         int nfree = free_gpus(g, jb);
         if (nfree == 0)
             continue;

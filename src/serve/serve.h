@@ -17,7 +17,10 @@
  *   auth.c     bearer token file (root-only) and constant-time check
  *   apply.c    safe application of a set of caps under a budget (lower, read back, raise)
  *   node.c     the controller state: GPUs, jobs, budget, allocation; all mutations
- *   plan.c     curves and the allocation of the budget to jobs
+ *   plan.c     the allocation of the budget to jobs (core/alloc.h)
+ *   curves.c   jobs' curves: registered (JSON), PFI30, predicted from telemetry (core/predict.h)
+ *   probe.c    bounded probes a job's owner allowed, refining its curve (core/probe.h)
+ *   view.c     the state as JSON for the API
  *   audit.c    SQLite: decisions, per-job predicted/observed tokens/s, events, saved jobs
  *   api.c      the HTTP routes (JSON in, JSON out)
  *   http.c     libmicrohttpd transport: TCP loopback or Unix socket, size limits, auth

@@ -22,8 +22,32 @@ enum srv_curve_src {
     SRV_CURVE_NONE = 0, /* nothing known yet: treated as throughput proportional to power */
     SRV_CURVE_GIVEN,    /* registered with the job: measured points or a fit */
     SRV_CURVE_PFI,      /* registered as a PFI30 */
-    SRV_CURVE_PREDICTED /* predicted online from the job's baseline telemetry */
+    SRV_CURVE_PREDICTED, /* predicted online from the job's baseline telemetry */
+    SRV_CURVE_PROBED     /* baseline + one short probe at a lower cap (core/probe.h) */
 };
+const char *srv_curve_src_name(int src); /* "none", "given", "pfi30", "predicted", "probed" */
+
+enum srv_probe_state {
+    SRV_PROBE_OFF = 0, /* not allowed by whoever registered the job */
+    SRV_PROBE_WAITING, /* allowed; waits for a baseline (power and tokens/s) */
+    SRV_PROBE_RUNNING,
+    SRV_PROBE_DONE,
+    SRV_PROBE_FAILED
+};
+
+/* A probe: the job held at a lower cap for a bounded time while its power and reported
+ * tokens/s are averaged (after the first third, the transient). */
+typedef struct srv_probe {
+    int state;              /* srv_probe_state */
+    double depth;           /* power to shed, fraction of the baseline draw */
+    double duration_s;
+    double cap_w;           /* cap while running */
+    double t0, t1;          /* monotonic start and end */
+    double pow_sum, tps_sum;
+    int pow_n, tps_n;
+    double r, s;            /* measured shed and slowdown */
+    char msg[160];
+} srv_probe;
 
 enum srv_mode {
     SRV_MODE_LOCAL = 0, /* this node allocates its budget itself */
@@ -68,6 +92,7 @@ typedef struct srv_job {
     double observed_wall;
     double registered_wall;
     srv_baseline base;
+    srv_probe probe;
 } srv_job;
 
 typedef struct srv_event {
@@ -182,6 +207,21 @@ int srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, json_
 json_t *srv_curve_to_json(const pfi_curve *c);
 /* Re-estimates curves of jobs with no registered curve from their baseline telemetry. */
 void srv_predict_curves(srv_node *n);
+
+/* probe.c */
+#define SRV_PROBE_MAX_S 600.0
+int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err);
+/* Starts and finishes probes (control loop; takes decide_mu itself). */
+void srv_probe_tick(srv_node *n);
+/* Accumulates a job's power (sampler) and tokens/s (reports) into a running probe (mu held). */
+void srv_probe_sample(srv_node *n, srv_job *j, double now);
+void srv_probe_tps(srv_job *j, double tps, double now);
+json_t *srv_probe_json(const srv_probe *p);
+/* The per-GPU cap range a plan may give a job: its GPUs' range, capped by a running probe. */
+void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
+/* node.c: one decision in the current mode and budget (decide_mu held, snapshot taken). */
+int srv_decide_now(srv_node *n, const char *reason, pfi_err *err);
+void srv_snapshot(srv_node *n);
 
 /* metrics.c */
 char *srv_metrics_text(srv_node *n, size_t *len);

@@ -16,11 +16,6 @@ static const char *mode_name(int m)
     return m == SRV_MODE_EXTERNAL ? "external" : m == SRV_MODE_SAFE ? "safe" : "local";
 }
 
-static const char *curve_name(int src)
-{
-    static const char *names[] = {"none", "given", "pfi30", "predicted"};
-    return names[src & 3];
-}
 
 static json_t *gpu_json(const srv_node *n, int i)
 {
@@ -81,10 +76,11 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "observed_tokens_per_s", num(j->observed_tps));
     json_object_set_new(o, "baseline_tokens_per_s", num(j->t0_tps));
     json_object_set_new(o, "pfi30", num(j->pfi30));
-    json_object_set_new(o, "curve_source", json_string(curve_name(j->curve_src)));
+    json_object_set_new(o, "curve_source", json_string(srv_curve_src_name(j->curve_src)));
     json_object_set_new(o, "curve", j->curve_src == SRV_CURVE_NONE
                                         ? json_null()
                                         : srv_curve_to_json(&j->curve));
+    json_object_set_new(o, "probe", srv_probe_json(&j->probe));
     json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
     json_object_set_new(o, "baseline_power_w", num(j->base.n ? j->base.power_w : NAN));
     return o;

@@ -1,0 +1,235 @@
+/* probe.c: short, bounded probes that refine a job's curve, only where whoever registered the
+ * job allowed them ("probe": true or {"depth", "duration_s"}).
+ *
+ * A probe holds the job at pfi_probe_cap(P0, depth) (core/probe.h) for duration_s, never
+ * above the cap the budget gives it, so a probe only ever gives power back and cannot break
+ * the budget.  It starts once the job's baseline is known: mean power over at least
+ * SRV_MIN_BASELINE samples at the default limit, and tokens/s (registered, or reported while
+ * uncapped).  After the first third (the transient), the job's mean power and the tokens/s it
+ * reports are averaged; at the end r = 1 - P/P0 and s = 1 - T/T0 give the curve
+ * (pfi_probe_fit, one probe, prior exponent).  A probe without a throughput report, or on a
+ * job that stopped being planned locally, fails and says why; the job then keeps its curve. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/probe.h"
+#include "serve/serve_int.h"
+
+const char *srv_curve_src_name(int src)
+{
+    static const char *names[] = {"none", "given", "pfi30", "predicted", "probed"};
+    return src >= 0 && src <= SRV_CURVE_PROBED ? names[src] : "none";
+}
+
+int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err)
+{
+    memset(p, 0, sizeof *p);
+    p->state = SRV_PROBE_OFF;
+    if (!v || json_is_false(v) || json_is_null(v))
+        return PFI_OK;
+    p->depth = PFI_PROBE_DEPTH;
+    p->duration_s = 60;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x)
+        {
+            double d = json_is_number(x) ? json_number_value(x) : NAN;
+            if (!strcmp(k, "depth")) {
+                if (!(d >= 0.05 && d <= 0.5))
+                    return pfi_err_set(err, PFI_EINVAL, "probe.depth: expected 0.05 to 0.5");
+                p->depth = d;
+            } else if (!strcmp(k, "duration_s")) {
+                if (!(d >= 0.1 && d <= SRV_PROBE_MAX_S))
+                    return pfi_err_set(err, PFI_EINVAL, "probe.duration_s: expected 0.1 to %g",
+                                       SRV_PROBE_MAX_S);
+                p->duration_s = d;
+            } else {
+                return pfi_err_set(err, PFI_EINVAL,
+                                   "probe: unknown field '%s' (known: depth, duration_s)", k);
+            }
+        }
+    } else if (!json_is_true(v)) {
+        return pfi_err_set(err, PFI_EINVAL,
+                           "probe: expected true, false or {\"depth\", \"duration_s\"}");
+    }
+    p->state = SRV_PROBE_WAITING;
+    return PFI_OK;
+}
+
+void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
+{
+    srv_job_cap_range(g, j, lo, hi);
+    if (j->probe.state == SRV_PROBE_RUNNING && j->probe.cap_w < *hi)
+        *hi = j->probe.cap_w > *lo ? j->probe.cap_w : *lo;
+}
+
+void srv_probe_sample(srv_node *n, srv_job *j, double now)
+{
+    srv_probe *p = &j->probe;
+    if (p->state != SRV_PROBE_RUNNING || now < p->t0 + p->duration_s / 3)
+        return;
+    double w = 0;
+    for (int k = 0; k < j->n_gpus; k++) {
+        const srv_gpu *g = &n->gpu[j->gpus[k]];
+        if (!g->up || !(g->s.have & PFI_F_POWER))
+            return;
+        w += g->s.power_w;
+    }
+    p->pow_sum += w / j->n_gpus;
+    p->pow_n++;
+}
+
+void srv_probe_tps(srv_job *j, double tps, double now)
+{
+    srv_probe *p = &j->probe;
+    if (p->state == SRV_PROBE_RUNNING && now >= p->t0 + p->duration_s / 3) {
+        p->tps_sum += tps;
+        p->tps_n++;
+    }
+}
+
+json_t *srv_probe_json(const srv_probe *p)
+{
+    static const char *st[] = {"off", "waiting", "running", "done", "failed"};
+    json_t *o = json_pack("{s:s}", "state", st[p->state % 5]);
+    if (p->state == SRV_PROBE_OFF)
+        return o;
+    json_object_set_new(o, "depth", json_real(p->depth));
+    json_object_set_new(o, "duration_s", json_real(p->duration_s));
+    if (p->state >= SRV_PROBE_RUNNING)
+        json_object_set_new(o, "cap_w", json_real(p->cap_w));
+    if (p->state == SRV_PROBE_DONE) {
+        json_object_set_new(o, "r", json_real(p->r));
+        json_object_set_new(o, "s", json_real(p->s));
+    }
+    json_object_set_new(o, "message", p->msg[0] ? json_string(p->msg) : json_null());
+    return o;
+}
+
+/* Under mu: the first waiting job ready to be probed, its probe armed; -1 when none. */
+static int arm_one(srv_node *n, double now)
+{
+    for (int k = 0; k < n->n_jobs; k++) {
+        srv_job *j = &n->jobs[k];
+        srv_probe *p = &j->probe;
+        if (p->state != SRV_PROBE_WAITING)
+            continue;
+        if (j->curve_src == SRV_CURVE_GIVEN || j->curve_src == SRV_CURVE_PFI) {
+            p->state = SRV_PROBE_DONE;
+            snprintf(p->msg, sizeof p->msg, "not needed: the job registered its curve");
+            p->r = p->s = NAN;
+            continue;
+        }
+        if (!(j->t0_tps > 0) || j->base.n < SRV_MIN_BASELINE || !(j->base.power_w > 0))
+            continue; /* no baseline yet */
+        double lo, hi;
+        srv_job_cap_range(n->gpu, j, &lo, &hi);
+        double cap = pfi_probe_cap(j->base.power_w, p->depth, lo, hi);
+        if (isfinite(j->cap_w) && j->cap_w < cap)
+            cap = j->cap_w; /* already cut deeper by the budget: measure where it is */
+        p->cap_w = cap;
+        p->t0 = now;
+        p->t1 = now + p->duration_s;
+        p->pow_sum = p->tps_sum = 0;
+        p->pow_n = p->tps_n = 0;
+        p->state = SRV_PROBE_RUNNING;
+        p->msg[0] = '\0';
+        return k;
+    }
+    return -1;
+}
+
+/* Under mu: turns a finished probe's averages into the job's curve. */
+static void finish(srv_node *n, srv_job *j)
+{
+    srv_probe *p = &j->probe;
+    p->state = SRV_PROBE_FAILED;
+    if (p->tps_n == 0 || p->pow_n == 0) {
+        snprintf(p->msg, sizeof p->msg,
+                 "no %s during the probe: nothing learned (the job must POST its tokens/s)",
+                 p->tps_n == 0 ? "throughput report" : "power reading");
+        return;
+    }
+    double P = p->pow_sum / p->pow_n, T = p->tps_sum / p->tps_n;
+    p->r = 1 - P / j->base.power_w;
+    p->s = 1 - T / j->t0_tps;
+    if (p->s < 0)
+        p->s = 0; /* faster at less power: noise, read as no loss */
+    if (!(p->r > 0.01)) {
+        snprintf(p->msg, sizeof p->msg,
+                 "the job drew %.0f W at a %.0f W cap, no less than its %.0f W baseline: "
+                 "nothing shed to measure",
+                 P, p->cap_w, j->base.power_w);
+        return;
+    }
+    pfi_fit fit;
+    pfi_err e = {0};
+    pfi_curve c;
+    double lo, hi, cap0 = INFINITY;
+    srv_job_cap_range(n->gpu, j, &lo, &hi);
+    for (int k = 0; k < j->n_gpus; k++)
+        if (n->gpu[j->gpus[k]].dev.default_limit_w < cap0)
+            cap0 = n->gpu[j->gpus[k]].dev.default_limit_w;
+    if (pfi_probe_fit(&p->r, &p->s, 1, PFI_PROBE_B_PRIOR, &fit, &e) != PFI_OK ||
+        pfi_curve_from_fit(&fit, j->t0_tps, j->base.power_w, cap0, lo, hi, j->n_gpus,
+                           p->r > 0.3 ? p->r : 0.3, &c, &e) != PFI_OK) {
+        snprintf(p->msg, sizeof p->msg, "fit failed: %s", e.msg);
+        return;
+    }
+    j->curve = c;
+    j->curve_src = SRV_CURVE_PROBED;
+    j->pfi30 = pfi_fit_s(&c.fit, 0.3) / 0.3;
+    p->state = SRV_PROBE_DONE;
+    snprintf(p->msg, sizeof p->msg,
+             "%.1f%% power shed cost %.1f%% throughput (%d power samples, %d reports)",
+             100 * p->r, 100 * p->s, p->pow_n, p->tps_n);
+}
+
+void srv_probe_tick(srv_node *n)
+{
+    double now = srv_mono();
+    pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    int local = n->mode == SRV_MODE_LOCAL && !n->ramping;
+    int ended = -1, started = -1;
+    for (int k = 0; k < n->n_jobs && ended < 0; k++) {
+        srv_probe *p = &n->jobs[k].probe;
+        if (p->state != SRV_PROBE_RUNNING)
+            continue;
+        if (!local) {
+            p->state = SRV_PROBE_FAILED;
+            snprintf(p->msg, sizeof p->msg, "stopped: the node left local control");
+            ended = k;
+        } else if (now >= p->t1) {
+            finish(n, &n->jobs[k]);
+            ended = k;
+        }
+    }
+    if (ended < 0 && local)
+        started = arm_one(n, now);
+    char id[SRV_ID_MAX], msg[200] = "";
+    int k = ended >= 0 ? ended : started;
+    if (k >= 0) {
+        snprintf(id, sizeof id, "%s", n->jobs[k].id);
+        snprintf(msg, sizeof msg, "%s", n->jobs[k].probe.msg);
+    }
+    double cap = k >= 0 ? n->jobs[k].probe.cap_w : NAN;
+    int done = k >= 0 && n->jobs[k].probe.state == SRV_PROBE_DONE;
+    pthread_mutex_unlock(&n->mu);
+    if (k >= 0) {
+        pfi_err e = {0};
+        char reason[128];
+        snprintf(reason, sizeof reason, "probe of job %s %s", id,
+                 ended >= 0 ? "ended" : "started");
+        srv_snapshot(n);
+        if (srv_decide_now(n, reason, &e) != PFI_OK)
+            srv_event_add(n, "probe", "job %s: %s: %s", id, reason, e.msg);
+        if (ended >= 0)
+            srv_event_add(n, "probe", "job %s: probe %s: %s", id, done ? "done" : "failed", msg);
+        else
+            srv_event_add(n, "probe", "job %s: probe at %.0f W started", id, cap);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+}

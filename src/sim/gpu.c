@@ -21,35 +21,35 @@ static const pfi_gpu_model models[] = {
      .idle_w = 75, .hbm_idle_w = 42, .hbm_w = 70, .busy_static_w = 20, .dyn_w = 1460,
      .sm_clock_idle_mhz = 345, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980,
      .mem_clock_mhz = 3201, .v_floor = 0.58, .f_knee = 0.45, .v_gamma = 1.5, .hbm_tbs = 4.8, .mem_gib = 141,
-     .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.80, .mem_eff = 0.6, .nvlink_gbs = 450,
+     .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.80, .mem_eff = 0.6, .sat_frac = 0.3, .nvlink_gbs = 450,
      .pcie_gbs = 55, .tau_s = 0.25, .temp_c_per_w = 0.060},
     {.name = "H100-SXM", .nvml_name = "NVIDIA H100 80GB HBM3",
      .min_limit_w = 200, .max_limit_w = 700, .default_limit_w = 700,
      .idle_w = 72, .hbm_idle_w = 35, .hbm_w = 60, .busy_static_w = 20, .dyn_w = 1460,
      .sm_clock_idle_mhz = 345, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980,
      .mem_clock_mhz = 2619, .v_floor = 0.58, .f_knee = 0.45, .v_gamma = 1.5, .hbm_tbs = 3.35, .mem_gib = 80,
-     .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.78, .mem_eff = 0.6, .nvlink_gbs = 450,
+     .sms = 132, .bf16_tflops = 989.0 * 1980 / 1830, .gemm_eff = 0.78, .mem_eff = 0.6, .sat_frac = 0.3, .nvlink_gbs = 450,
      .pcie_gbs = 55, .tau_s = 0.25, .temp_c_per_w = 0.062},
     {.name = "A100-SXM", .nvml_name = "NVIDIA A100-SXM4-80GB",
      .min_limit_w = 100, .max_limit_w = 400, .default_limit_w = 400,
      .idle_w = 60, .hbm_idle_w = 25, .hbm_w = 50, .busy_static_w = 40, .dyn_w = 300,
      .sm_clock_idle_mhz = 210, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410,
      .mem_clock_mhz = 1593, .v_floor = 0.70, .f_knee = 0.50, .v_gamma = 1.5, .hbm_tbs = 2.04, .mem_gib = 80,
-     .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .mem_eff = 0.6, .nvlink_gbs = 300, .pcie_gbs = 25,
+     .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .mem_eff = 0.6, .sat_frac = 0.3, .nvlink_gbs = 300, .pcie_gbs = 25,
      .tau_s = 0.25, .temp_c_per_w = 0.09},
     {.name = "A100-PCIE-80GB", .nvml_name = "NVIDIA A100 80GB PCIe",
      .min_limit_w = 150, .max_limit_w = 300, .default_limit_w = 300,
      .idle_w = 50, .hbm_idle_w = 22, .hbm_w = 45, .busy_static_w = 40, .dyn_w = 300,
      .sm_clock_idle_mhz = 210, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410,
      .mem_clock_mhz = 1512, .v_floor = 0.70, .f_knee = 0.50, .v_gamma = 1.5, .hbm_tbs = 1.94, .mem_gib = 80,
-     .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .mem_eff = 0.6, .nvlink_gbs = 0, .pcie_gbs = 25,
+     .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .mem_eff = 0.6, .sat_frac = 0.3, .nvlink_gbs = 0, .pcie_gbs = 25,
      .tau_s = 0.25, .temp_c_per_w = 0.12},
     {.name = "A40", .nvml_name = "NVIDIA A40",
      .min_limit_w = 100, .max_limit_w = 300, .default_limit_w = 300,
      .idle_w = 30, .hbm_idle_w = 12, .hbm_w = 35, .busy_static_w = 40, .dyn_w = 230,
      .sm_clock_idle_mhz = 210, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1740,
      .mem_clock_mhz = 7251, .v_floor = 0.70, .f_knee = 0.50, .v_gamma = 1.5, .hbm_tbs = 0.696, .mem_gib = 48,
-     .sms = 84, .bf16_tflops = 149.7, .gemm_eff = 0.70, .mem_eff = 0.6, .nvlink_gbs = 56, .pcie_gbs = 25,
+     .sms = 84, .bf16_tflops = 149.7, .gemm_eff = 0.70, .mem_eff = 0.6, .sat_frac = 0.3, .nvlink_gbs = 56, .pcie_gbs = 25,
      .tau_s = 0.25, .temp_c_per_w = 0.15},
 };
 #define NMODELS ((int)(sizeof models / sizeof models[0]))
@@ -111,14 +111,25 @@ double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
     return g->v_floor + (1.0 - g->v_floor) * pow(x, gamma);
 }
 
-double pfi_sim_work_busy(const pfi_sim_work *w, double fmax, double f_mhz)
+double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
+                          int phase)
 {
-    return w->t_comp * fmax / f_mhz + w->t_mem + w->t_comm;
+    double fmax = g->sm_clock_max_mhz, f = op->f[phase];
+    if (phase == PFI_PH_COMPUTE)
+        return w->t_comp * fmax / f;
+    double sat = g->sat_frac * fmax / f;
+    return (phase == PFI_PH_MEMORY ? w->t_mem : w->t_comm) * (sat > 1 ? sat : 1);
 }
 
-double pfi_sim_step_time(const pfi_sim_work *w, double fmax, double f_mhz)
+double pfi_sim_work_busy(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
-    double busy = pfi_sim_work_busy(w, fmax, f_mhz);
+    return pfi_sim_phase_time(g, w, op, PFI_PH_COMPUTE) +
+           pfi_sim_phase_time(g, w, op, PFI_PH_MEMORY) + pfi_sim_phase_time(g, w, op, PFI_PH_COMM);
+}
+
+double pfi_sim_step_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
+{
+    double busy = pfi_sim_work_busy(g, w, op);
     double pipe = busy > w->t_overlap ? busy : w->t_overlap;
     return pipe * (1.0 + w->bubble) + w->t_host;
 }
@@ -131,7 +142,8 @@ double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int ph
     double dram = phase == PFI_PH_COMPUTE ? w->dram_comp
                   : phase == PFI_PH_MEMORY ? w->dram_mem : w->dram_comm;
     double v = pfi_sim_volt(g, f_mhz);
-    return g->idle_w + g->busy_static_w + g->hbm_w * dram +
+    /* Manufacturing variation (eff) scales leakage and switching power alike. */
+    return g->idle_w + g->busy_static_w * eff + g->hbm_w * dram +
            g->dyn_w * eff * act * v * v * (f_mhz / g->sm_clock_max_mhz);
 }
 
@@ -167,24 +179,24 @@ void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, doub
 double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
                           double eff)
 {
-    double tc = w->t_comp * g->sm_clock_max_mhz / op->f[PFI_PH_COMPUTE];
-    double busy = tc + w->t_mem + w->t_comm;
-    if (busy <= 0)
-        return g->idle_w;
-    return (tc * pfi_sim_phase_power(g, w, PFI_PH_COMPUTE, op->f[PFI_PH_COMPUTE], eff) +
-            w->t_mem * pfi_sim_phase_power(g, w, PFI_PH_MEMORY, op->f[PFI_PH_MEMORY], eff) +
-            w->t_comm * pfi_sim_phase_power(g, w, PFI_PH_COMM, op->f[PFI_PH_COMM], eff)) /
-           busy;
+    double busy = 0, energy = 0;
+    for (int p = 0; p < PFI_PH_N; p++) {
+        double t = pfi_sim_phase_time(g, w, op, p);
+        busy += t;
+        energy += t * pfi_sim_phase_power(g, w, p, op->f[p], eff);
+    }
+    return busy > 0 ? energy / busy : g->idle_w;
 }
 
 double pfi_sim_busy_clock(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
-    double tc = w->t_comp * g->sm_clock_max_mhz / op->f[PFI_PH_COMPUTE];
-    double busy = tc + w->t_mem + w->t_comm;
-    if (busy <= 0)
-        return op->f[PFI_PH_COMPUTE];
-    return (tc * op->f[PFI_PH_COMPUTE] + w->t_mem * op->f[PFI_PH_MEMORY] +
-            w->t_comm * op->f[PFI_PH_COMM]) / busy;
+    double busy = 0, sum = 0;
+    for (int p = 0; p < PFI_PH_N; p++) {
+        double t = pfi_sim_phase_time(g, w, op, p);
+        busy += t;
+        sum += t * op->f[p];
+    }
+    return busy > 0 ? sum / busy : op->f[PFI_PH_COMPUTE];
 }
 
 /* splitmix64: a well-mixed hash, so any (seed, stream, index) gives an independent draw and

@@ -64,6 +64,7 @@ typedef struct job_now {
     double f[PFI_MAX_GPUS];     /* compute-phase clock: it sets the pace */
     double fbusy[PFI_MAX_GPUS]; /* time-weighted clock over the busy phases */
     double power[PFI_MAX_GPUS], busy[PFI_MAX_GPUS];
+    double tph[PFI_MAX_GPUS][PFI_PH_N]; /* time of each phase per step */
     int binds[PFI_MAX_GPUS];
 } job_now;
 
@@ -138,7 +139,6 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
     const pfi_job_config *job = &n->cfg.jobs[j];
     const pfi_gpu_model *g = &n->cfg.gpu;
     const pfi_sim_work *w = &n->work[j];
-    double fmax = g->sm_clock_max_mhz;
     o->step = 0;
     pfi_sim_op ops[PFI_MAX_GPUS];
     for (int i = 0; i < job->n_gpus; i++) {
@@ -147,14 +147,16 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
         o->f[i] = ops[i].f[PFI_PH_COMPUTE];
         o->binds[i] = ops[i].binds;
         o->fbusy[i] = pfi_sim_busy_clock(g, w, &ops[i]);
-        double st = pfi_sim_step_time(w, fmax, o->f[i]);
+        for (int p = 0; p < PFI_PH_N; p++)
+            o->tph[i][p] = pfi_sim_phase_time(g, w, &ops[i], p);
+        double st = pfi_sim_step_time(g, w, &ops[i]);
         if (st > o->step)
             o->step = st; /* a synchronous step waits for its slowest GPU */
     }
     o->rate = w->tokens_per_step / o->step;
     for (int i = 0; i < job->n_gpus; i++) {
         int gi = job->first_gpu + i;
-        double busy = pfi_sim_work_busy(w, fmax, o->f[i]);
+        double busy = pfi_sim_work_busy(g, w, &ops[i]);
         if (busy > o->step)
             busy = o->step;
         o->busy[i] = busy;
@@ -316,6 +318,32 @@ static void job_cum(pfi_sim_node *n, int j, double t, job_point *out)
     out->t = t;
 }
 
+/* Inverse of the standard normal CDF (Acklam's rational approximation, |error| < 1.2e-9). */
+static double normal_quantile(double p)
+{
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00, 2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                               2.445134137142996e+00, 3.754408661907416e+00};
+    if (p < 0.02425) {
+        double q = sqrt(-2 * log(p));
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    }
+    if (p > 1 - 0.02425)
+        return -normal_quantile(1 - p);
+    double q = p - 0.5, r = q * q;
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+           (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
 int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err *err)
 {
     *out = NULL;
@@ -329,13 +357,23 @@ int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err 
         return rc;
     }
     const pfi_node_config *c = &n->cfg;
+    /* Same cap, slightly different clocks: chips differ in power efficiency.  A node gets the
+     * expected spread of n parts (normal order statistics, Blom's approximation) in an order
+     * the seed shuffles, so a bigger job meets a worse slowest chip, as in a real fleet, while
+     * no node draws an implausible outlier. */
+    int order[PFI_MAX_GPUS];
+    for (int g = 0; g < c->n_gpus; g++)
+        order[g] = g;
+    for (int g = c->n_gpus - 1; g > 0; g--) {
+        int k = (int)(pfi_sim_uniform(c->seed, 1, (uint64_t)g) * (g + 1));
+        int tmp = order[g];
+        order[g] = order[k];
+        order[k] = tmp;
+    }
     for (int g = 0; g < c->n_gpus; g++) {
         n->job_of[g] = -1;
-        /* Same cap, slightly different clocks: a chip's power efficiency varies (clamped to
-         * 3 sigma so a draw cannot produce a nonsensical part). */
-        double z = pfi_sim_gauss(c->seed, 1, (uint64_t)g);
-        z = fmax(-3, fmin(3, z));
-        n->eff[g] = 1.0 + c->variation * z;
+        double q = (order[g] + 1 - 0.375) / (c->n_gpus + 0.25);
+        n->eff[g] = 1.0 + c->variation * normal_quantile(q);
     }
     for (int j = 0; j < c->n_jobs; j++) {
         const pfi_job_config *job = &c->jobs[j];
@@ -517,22 +555,21 @@ int pfi_sim_job_steady(const pfi_sim_node *nc, int j, double cap_w, pfi_sim_stea
         e[job->first_gpu + i] = cap_w;
     job_now now;
     job_eval(n, j, e, &now);
-    const pfi_sim_work *w = &n->work[j];
-    double fmax = n->cfg.gpu.sm_clock_max_mhz;
     memset(s, 0, sizeof *s);
     s->tokens_per_s = now.rate;
     s->step_time_s = now.step;
-    double fslow = INFINITY;
+    int slow = 0;
     for (int i = 0; i < job->n_gpus; i++) {
         s->power_w += now.power[i] / job->n_gpus;
         s->sm_clock_mhz += now.fbusy[i] / job->n_gpus;
         s->busy_frac += now.busy[i] / now.step / job->n_gpus;
         s->cap_binds |= now.binds[i];
-        fslow = fmin(fslow, now.f[i]);
+        if (now.busy[i] > now.busy[slow])
+            slow = i;
     }
-    s->compute_frac = w->t_comp * fmax / fslow / now.step;
-    s->mem_frac = w->t_mem / now.step;
-    s->comm_frac = w->t_comm / now.step;
+    s->compute_frac = now.tph[slow][PFI_PH_COMPUTE] / now.step;
+    s->mem_frac = now.tph[slow][PFI_PH_MEMORY] / now.step;
+    s->comm_frac = now.tph[slow][PFI_PH_COMM] / now.step;
     return PFI_OK;
 }
 
@@ -581,17 +618,19 @@ int pfi_sim_sample(pfi_sim_node *n, int g, double t, pfi_sample *s, pfi_err *err
         job_eval(n, j, e, &now);
         int i = g - job->first_gpu;
         inst = now.power[i];
-        double f = now.f[i];
         /* A reading lands in any phase: report the busy-time mean, in NVML's 15 MHz steps. */
         s->sm_clock_mhz = floor(now.fbusy[i] / 15.0 + 1e-9) * 15.0;
         s->clock_reasons = now.binds[i] ? PFI_REASON_SW_POWERCAP : 0;
         double T = now.step;
-        double tc = w->t_comp * m->sm_clock_max_mhz / f;
+        double tc = now.tph[i][PFI_PH_COMPUTE], tm = now.tph[i][PFI_PH_MEMORY];
+        double tx = now.tph[i][PFI_PH_COMM];
         s->gpu_util = now.busy[i] / T;
-        s->sm_active = (tc * 0.97 + w->t_mem * 0.80 + w->t_comm * 0.35) / T;
+        s->sm_active = (tc * 0.97 + tm * 0.80 + tx * 0.35) / T;
         s->sm_occupancy = s->sm_active * 0.42;
         s->tensor_active = tc * w->tensor_comp / T;
-        dram = (tc * w->dram_comp + w->t_mem * w->dram_mem + w->t_comm * w->dram_comm) / T;
+        /* Traffic per step is fixed: a slower phase spreads it thinner. */
+        dram = (w->t_comp * m->sm_clock_max_mhz / now.f[i] * w->dram_comp +
+                w->t_mem * w->dram_mem + w->t_comm * w->dram_comm) / T;
         double mib = 1024.0 * 1024.0;
         s->nvlink_tx_mibs = s->nvlink_rx_mibs = w->nvlink_bytes / T / mib;
         s->pcie_tx_mibs = s->pcie_rx_mibs = w->pcie_bytes / T / mib;

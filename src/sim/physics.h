@@ -2,7 +2,9 @@
  *
  * A job's step on one GPU is reduced to a pfi_sim_work: how long each kind of work takes at the
  * maximum SM clock, and how active the chip is while doing it.  From that and a GPU model:
- *   work(f)  = t_comp * fmax/f + t_mem + t_comm        (kernels running on the GPU)
+ *   work(f)  = t_comp * fmax/f + t_mem * s(f_m) + t_comm * s(f_x)   (kernels on the GPU;
+ *              s(f) = max(1, f_sat/f): below a saturation clock even memory and copy kernels
+ *              cannot issue requests fast enough and slow down with the SM clock)
  *   pipe(f)  = max(work(f), t_overlap) * (1 + bubble)   (host launch and overlapped sends run
  *                                                        concurrently; 1F1B bubble)
  *   step(f)  = pipe(f) + t_host
@@ -50,9 +52,11 @@ void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, doub
 double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
                           double eff);
 double pfi_sim_busy_clock(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op);
-/* Busy (kernel) time and step time when compute runs at f_comp. */
-double pfi_sim_work_busy(const pfi_sim_work *w, double fmax, double f_comp);
-double pfi_sim_step_time(const pfi_sim_work *w, double fmax, double f_comp);
+/* Time of one phase per step at op, busy (kernel) time and step time. */
+double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
+                          int phase);
+double pfi_sim_work_busy(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op);
+double pfi_sim_step_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op);
 
 /* The work of job j on one of its GPUs (every GPU of a job does the same work). */
 int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *job, pfi_sim_work *out,

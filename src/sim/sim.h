@@ -57,6 +57,8 @@ typedef struct pfi_gpu_model {
     double bf16_tflops;         /* dense BF16 peak at sm_clock_max_mhz */
     double gemm_eff;            /* achievable fraction of that peak on large GEMMs */
     double mem_eff;             /* fraction of the memory bandwidth elementwise kernels reach */
+    double sat_frac;            /* below this fraction of f_max, memory and copy kernels slow
+                                 * with the SM clock too (they need SM cycles to issue) */
     double nvlink_gbs;          /* NVLink per GPU per direction, GB/s (0: none) */
     double pcie_gbs;            /* PCIe per direction, GB/s */
     double tau_s;               /* firmware power-control time constant */

@@ -1,0 +1,295 @@
+/* pfi predict: a job's curve and PFI predicted from its baseline telemetry alone, for runs in
+ * the store (their other levels are not read, only shown for comparison) or live from the GPUs
+ * of a backend (--live: sampled for --duration at the current limits). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "cli/model_io.h"
+#include "cli/runset.h"
+#include "core/pfi.h"
+#include "core/predict.h"
+#include "study/fleet.h"
+#include "util/units.h"
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+typedef struct pred {
+    pfi_curve c;
+    double s_at[PFI_N_TDEPTHS];
+    double measured_pfi30; /* NAN when the run has no measured curve */
+} pred;
+
+static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
+{
+    json_t *pf = json_object(), *rel = json_object(), *shed = json_object();
+    char k[16];
+    for (int i = 0; i < PFI_N_TDEPTHS; i++) {
+        snprintf(k, sizeof k, "%.2g", pfi_target_depths[i]);
+        json_object_set_new(pf, k, num(pfi_at(&p->c.fit, pfi_target_depths[i])));
+        snprintf(k, sizeof k, "%d", (int)lround(100 * (1 - pfi_target_depths[i])));
+        json_object_set_new(rel, k, num(1 - pfi_fit_s(&p->c.fit, pfi_target_depths[i])));
+    }
+    for (int i = 0; i < PFI_N_BUDGETS; i++) {
+        snprintf(k, sizeof k, "%.2g", pfi_budgets[i]);
+        json_object_set_new(shed, k,
+                            num(pfi_shed_at_slowdown(&p->c.fit, pfi_budgets[i], p->c.r_max)));
+    }
+    json_t *par = json_array();
+    for (int i = 0; i < pfi_family_params(p->c.fit.family); i++)
+        json_array_append_new(par, json_real(p->c.fit.p[i]));
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "run", name, "model",
+                          pfi_model_kind_name(m->kind), "pfi30", num(pfi_at(&p->c.fit, 0.30)),
+                          "pfi", pf, "rel_tput_at_power_pct", rel, "shed_at_slowdown", shed,
+                          "measured_pfi30", num(p->measured_pfi30));
+    json_object_set_new(o, "p0_w", num(p->c.p0_w));
+    json_object_set_new(o, "cap0_w", num(p->c.cap0_w));
+    json_object_set_new(o, "fit", json_pack("{s:s, s:o}", "family",
+                                            pfi_family_name(p->c.fit.family), "params", par));
+    return o;
+}
+
+static void pred_print(const char *name, const pred *p)
+{
+    printf("%-52.52s", name);
+    for (int i = 0; i < PFI_N_TDEPTHS; i++)
+        printf(" %6.3f", pfi_at(&p->c.fit, pfi_target_depths[i]));
+    printf("  %6.3f", 1 - pfi_fit_s(&p->c.fit, 0.30));
+    if (isfinite(p->measured_pfi30))
+        printf("  %6.3f", p->measured_pfi30);
+    printf("\n");
+}
+
+/* Mean telemetry of the chosen GPUs over `duration` at the current limits, as a level. */
+static int sample_live(const pfi_cli_hw *hw, const char *gpus_s, double duration, pfi_run *hdr,
+                       pfi_err *err)
+{
+    pfi_backend *b;
+    int rc = pfi_cli_open_hw(hw, &b, err);
+    if (rc != PFI_OK)
+        return rc;
+    int count = 0, idx[PFI_MAX_GPUS], ng = 0;
+    rc = pfi_hw_count(b, &count, err);
+    if (rc == PFI_OK)
+        rc = pfi_parse_index_list(gpus_s ? gpus_s : "all", count, idx, &ng, err);
+    if (rc == PFI_OK && ng == 0)
+        rc = pfi_err_set(err, PFI_ENOENT, "no GPUs to sample");
+    pfi_device d;
+    if (rc == PFI_OK)
+        rc = pfi_hw_info(b, idx[0], &d, err);
+    if (rc != PFI_OK) {
+        pfi_hw_close(b);
+        return rc;
+    }
+    memset(hdr, 0, sizeof *hdr);
+    snprintf(hdr->name, sizeof hdr->name, "live %s GPUs %s", b->ops->name, gpus_s ? gpus_s : "all");
+    snprintf(hdr->source, sizeof hdr->source, "live");
+    snprintf(hdr->gpu_type, sizeof hdr->gpu_type, "%s", d.name);
+    hdr->n_gpus = ng;
+    hdr->min_limit_w = d.min_limit_w;
+    hdr->max_limit_w = d.max_limit_w;
+    hdr->default_limit_w = d.default_limit_w;
+    hdr->meta.moe = hdr->meta.finetune = -1;
+    pfi_level *lv = &hdr->levels[0];
+    hdr->n_levels = 1;
+    double sum[10] = {0};
+    int cnt[10] = {0}, capped = 0, nreason = 0, n = 0;
+    double t0 = pfi_hw_now(b), tick = 0.1;
+    while (rc == PFI_OK && pfi_hw_now(b) - t0 < duration) {
+        for (int i = 0; i < ng && rc == PFI_OK; i++) {
+            pfi_sample s;
+            rc = pfi_hw_sample(b, idx[i], &s, err);
+            if (rc != PFI_OK)
+                break;
+            const struct {
+                uint32_t bit;
+                double v;
+            } f[10] = {{PFI_F_POWER, s.power_w},
+                       {PFI_F_SM_CLOCK, s.sm_clock_mhz},
+                       {PFI_F_GPU_UTIL, s.gpu_util},
+                       {PFI_F_SM_ACTIVE, s.sm_active},
+                       {PFI_F_TENSOR, s.tensor_active},
+                       {PFI_F_DRAM, s.dram_active},
+                       {PFI_F_NVLINK, s.nvlink_tx_mibs + s.nvlink_rx_mibs},
+                       {PFI_F_PCIE, s.pcie_tx_mibs + s.pcie_rx_mibs},
+                       {PFI_F_LIMIT, s.limit_w},
+                       {PFI_F_LIMIT, s.enforced_w}};
+            for (int k = 0; k < 10; k++)
+                if ((s.have & f[k].bit) && isfinite(f[k].v)) {
+                    sum[k] += f[k].v;
+                    cnt[k]++;
+                }
+            if (s.have & PFI_F_REASONS) {
+                capped += (s.clock_reasons & PFI_REASON_SW_POWERCAP) != 0;
+                nreason++;
+            }
+        }
+        n++;
+        pfi_hw_sleep(b, tick);
+    }
+    pfi_hw_close(b);
+    if (rc != PFI_OK)
+        return rc;
+    double m[10];
+    for (int k = 0; k < 10; k++)
+        m[k] = cnt[k] ? sum[k] / cnt[k] : NAN;
+    lv->power_w = m[0];
+    lv->sm_clock_mhz = m[1];
+    lv->gpu_util = m[2];
+    lv->sm_active = m[3];
+    lv->tensor_active = m[4];
+    lv->dram_active = m[5];
+    lv->nvlink_mibs = m[6];
+    lv->pcie_mibs = m[7];
+    lv->cap_w = isfinite(m[8]) ? m[8] : d.limit_w;
+    lv->enforced_w = isfinite(m[9]) ? m[9] : d.enforced_w;
+    lv->powercap_frac = nreason ? (double)capped / nreason : NAN;
+    lv->tput = lv->tput_lo = lv->tput_hi = NAN;
+    lv->n_samples = n * ng;
+    if (!(lv->power_w > 0))
+        return pfi_err_set(err, PFI_ENOTSUP, "the backend gave no power reading in %.1f s",
+                           duration);
+    return PFI_OK;
+}
+
+static int get_model(const char *path, pfi_model *m, pfi_err *err)
+{
+    struct stat sb;
+    const char *def = "pfi-model.json";
+    if (path)
+        return pfi_model_load(path, m, err);
+    if (stat(def, &sb) == 0)
+        return pfi_model_load(def, m, err);
+    fprintf(stderr, "pfi predict: no %s: training on the simulated paper fleet now "
+                    "(`pfi model train` saves a model)\n",
+            def);
+    pfi_fleet_opts fo = pfi_fleet_defaults();
+    pfi_fleet_run *fr;
+    int n;
+    int rc = pfi_fleet_build("paper", 1, &fo, &fr, &n, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_train_row *rows = calloc((size_t)(n ? n : 1), sizeof *rows);
+    int nr = 0;
+    for (int i = 0; rows && i < n; i++)
+        if (pfi_train_row_from_run(&fr[i].run, fr[i].group, 0, &rows[nr], NULL) == PFI_OK)
+            nr++;
+    free(fr);
+    if (!rows)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    pfi_train_opts to = pfi_train_defaults();
+    rc = pfi_model_train(rows, nr, &to, m, err);
+    free(rows);
+    return rc;
+}
+
+int pfi_cmd_predict(int argc, char **argv)
+{
+    pfi_cli_hw hw = {0};
+    const char *db = NULL, *model = NULL, *gpus = NULL, *dur_s = "10s";
+    int as_json = 0, live = 0, public_data = 0;
+    const pfi_opt opts[] = {
+        {"model", PFI_OPT_STR, &model, "FILE", "trained model (default pfi-model.json, else "
+                                               "train on the simulated fleet now)"},
+        {"db", PFI_OPT_STR, &db, "FILE", "the store holding RUN (default $PFI_DB, else pfi.db)"},
+        {"public", PFI_OPT_FLAG, &public_data, NULL, "RUN is one of the public sweeps"},
+        {"live", PFI_OPT_FLAG, &live, NULL, "sample the baseline telemetry from a backend now"},
+        PFI_CLI_HW_OPTS(hw),
+        {"gpus", PFI_OPT_STR, &gpus, "LIST", "--live: the job's GPUs (default all)"},
+        {"duration", PFI_OPT_STR, &dur_s, "D", "--live: how long to sample (default 10s)"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi predict RUN... | --live [--backend sim|nvml] [--gpus LIST] [--duration D] "
+        "[--model FILE] [--json]",
+        "Predict a job's curve and PFI from the telemetry of its baseline alone (no sweep): "
+        "PFI at 10-50% shed, relative throughput at 70% of baseline power, and the power it can "
+        "shed within slowdown budgets.  For a stored run only its default-limit level is read; "
+        "its measured PFI30 is shown beside the prediction.",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    if (live == (npos > 0)) {
+        fprintf(stderr, "pfi predict: name RUNs or give --live (one or the other)\n");
+        return PFI_EXIT_USAGE;
+    }
+    pfi_err err = {0};
+    double duration = 10;
+    if (pfi_parse_duration(dur_s, &duration, &err) != PFI_OK || !(duration > 0)) {
+        fprintf(stderr, "pfi predict: --duration: %s\n", err.msg[0] ? err.msg : "must be > 0");
+        return PFI_EXIT_USAGE;
+    }
+    pfi_model m;
+    if (get_model(model, &m, &err) != PFI_OK)
+        return pfi_cli_fail("predict", &err);
+    json_t *arr = json_array();
+    int status = PFI_EXIT_OK;
+    if (!as_json) {
+        printf("%-52s", "run (predicted PFI at r =)");
+        for (int i = 0; i < PFI_N_TDEPTHS; i++)
+            printf("   %.2f", pfi_target_depths[i]);
+        printf("  T@70%%P  measured PFI30\n");
+    }
+    if (live) {
+        pfi_run *hdr = malloc(sizeof *hdr);
+        pred p;
+        rc = hdr ? sample_live(&hw, gpus, duration, hdr, &err)
+                 : pfi_err_set(&err, PFI_ENOMEM, "out of memory");
+        if (rc == PFI_OK)
+            rc = pfi_model_predict_level(&m, hdr, &hdr->levels[0], &p.c, &err);
+        if (rc == PFI_OK) {
+            p.measured_pfi30 = NAN;
+            if (as_json) {
+                json_t *o = pred_json(hdr->name, &p, &m);
+                json_object_set_new(o, "baseline_power_w", num(hdr->levels[0].power_w));
+                json_object_set_new(o, "sm_clock_mhz", num(hdr->levels[0].sm_clock_mhz));
+                json_object_set_new(o, "powercap_frac", num(hdr->levels[0].powercap_frac));
+                json_array_append_new(arr, o);
+            } else
+                pred_print(hdr->name, &p);
+        }
+        free(hdr);
+        if (rc != PFI_OK) {
+            json_decref(arr);
+            return pfi_cli_fail("predict", &err);
+        }
+    } else {
+        pfi_runset rs;
+        if (pfi_runset_load(db, public_data, pos, npos, &rs, &err) != PFI_OK) {
+            json_decref(arr);
+            return pfi_cli_fail("predict", &err);
+        }
+        for (int i = 0; i < rs.n; i++) {
+            pred p;
+            rc = pfi_model_predict_run(&m, &rs.runs[i], &p.c, &err);
+            if (rc != PFI_OK) {
+                fprintf(stderr, "pfi predict: %s\n", err.msg);
+                status = PFI_EXIT_FAIL;
+                continue;
+            }
+            pfi_index x;
+            pfi_index_opts io = pfi_index_defaults();
+            io.n_boot = 0;
+            p.measured_pfi30 =
+                pfi_index_run(&rs.runs[i], &io, &x, NULL) == PFI_OK ? x.pfi : NAN;
+            if (as_json)
+                json_array_append_new(arr, pred_json(rs.runs[i].name, &p, &m));
+            else
+                pred_print(rs.runs[i].name, &p);
+        }
+        pfi_runset_free(&rs);
+    }
+    if (as_json) {
+        int prc = pfi_cli_print_json(json_pack("{s:s, s:o}", "model",
+                                               pfi_model_kind_name(m.kind), "runs", arr));
+        return status ? status : prc;
+    }
+    json_decref(arr);
+    return status;
+}

@@ -110,11 +110,6 @@ void srv_audit_event(srv_audit *a, double wall, const char *kind, const char *ms
     pthread_mutex_unlock(&a->mu);
 }
 
-static const char *mode_name(int mode)
-{
-    return mode == SRV_MODE_EXTERNAL ? "external" : mode == SRV_MODE_SAFE ? "safe" : "local";
-}
-
 long long srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
                              int mode, const srv_job *jobs, int n_jobs,
                              const pfi_apply_report *rep, double apply_ms)
@@ -136,7 +131,7 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
         sqlite3_bind_text(s, 1, t, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(s, 2, reason, -1, SQLITE_TRANSIENT);
         bind_real(s, 3, budget_w);
-        sqlite3_bind_text(s, 4, mode_name(mode), -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, srv_mode_name(mode), -1, SQLITE_STATIC);
         bind_real(s, 5, rep->sum_before_w);
         bind_real(s, 6, rep->sum_after_w);
         bind_real(s, 7, rep->peak_w);

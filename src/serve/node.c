@@ -1,4 +1,4 @@
-/* node.c: the controller's state and every change to it.
+/* node.c: the controller's state, telemetry, and the one way caps change: a decision.
  *
  * A change (a job registered or removed, a budget, caps from a cluster controller, the
  * watchdog) is one decision: under decide_mu it is planned on a copy of the state, applied with
@@ -177,7 +177,7 @@ static json_t *real_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static const char *mode_name(int m)
+const char *srv_mode_name(int m)
 {
     return m == SRV_MODE_EXTERNAL ? "external" : m == SRV_MODE_SAFE ? "safe" : "local";
 }
@@ -192,7 +192,7 @@ void srv_snapshot(srv_node *n)
     pthread_mutex_unlock(&n->mu);
 }
 
-static int find_job(const srv_job *jobs, int nj, const char *id)
+int srv_find_job(const srv_job *jobs, int nj, const char *id)
 {
     for (int j = 0; j < nj; j++)
         if (strcmp(jobs[j].id, id) == 0)
@@ -273,7 +273,7 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
 
 /* Plans n->cand under budget_w (mode local/safe) or applies ext (mode external), applies,
  * audits and commits.  Caller holds decide_mu and has filled n->snap / n->cand. */
-static int decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
+int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
                   json_t **result, pfi_err *err)
 {
     srv_plan plan;
@@ -336,7 +336,7 @@ static int decide(srv_node *n, double budget_w, int mode, const double *ext, con
      * (observed throughput, baseline telemetry) is kept. */
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_cand; j++) {
-        int old = find_job(n->jobs, n->n_jobs, n->cand[j].id);
+        int old = srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
         if (old >= 0) {
             n->cand[j].base = n->jobs[old].base;
             n->cand[j].observed_tps = n->jobs[old].observed_tps;
@@ -386,7 +386,7 @@ static int decide(srv_node *n, double budget_w, int mode, const double *ext, con
     }
     srv_event_add(n, "decision",
                   "%s: budget %s, %s mode, %d cap changes, limits sum %.0f W -> %.0f W in %.1f ms",
-                  reason, isfinite(budget_w) ? "set" : "none", mode_name(mode), rep.n_changed,
+                  reason, isfinite(budget_w) ? "set" : "none", srv_mode_name(mode), rep.n_changed,
                   rep.sum_before_w, rep.sum_after_w, ms);
     if (result) {
         json_t *g = json_array();
@@ -409,12 +409,30 @@ static int decide(srv_node *n, double budget_w, int mode, const double *ext, con
         *result = json_pack(
             "{s:I, s:s, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f}, s:o, s:o}",
             "decision", (json_int_t)id, "reason", reason, "budget_w", real_or_null(budget_w),
-            "mode", mode_name(mode), "applied", "changed", rep.n_changed, "failed",
+            "mode", srv_mode_name(mode), "applied", "changed", rep.n_changed, "failed",
             rep.n_failed, "held", rep.n_held, "mismatch", rep.n_mismatch, "sum_before_w",
             rep.sum_before_w, "sum_after_w", rep.sum_after_w, "peak_w", rep.peak_w, "apply_ms",
             ms, "gpus", g, "jobs", jj);
     }
     return PFI_OK;
+}
+
+/* The budget a decision made now plans for: the one in force (or where a ramp has got to). */
+double srv_current_budget(srv_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    double b = n->budget_w;
+    pthread_mutex_unlock(&n->mu);
+    return b;
+}
+
+int srv_current_mode(srv_node *n, const double **ext)
+{
+    pthread_mutex_lock(&n->mu);
+    int m = n->mode;
+    pthread_mutex_unlock(&n->mu);
+    *ext = n->ext_caps;
+    return m;
 }
 
 int srv_decide_now(srv_node *n, const char *reason, pfi_err *err)
@@ -424,511 +442,8 @@ int srv_decide_now(srv_node *n, const char *reason, pfi_err *err)
     double budget = n->budget_w;
     pthread_mutex_unlock(&n->mu);
     if (mode == SRV_MODE_EXTERNAL)
-        return decide(n, NAN, mode, n->ext_caps, reason, NULL, err);
-    return decide(n, budget, mode, NULL, reason, NULL, err);
-}
-
-/* ---- jobs ---- */
-
-static int valid_id(const char *s)
-{
-    size_t l = strlen(s);
-    if (l == 0 || l >= SRV_ID_MAX)
-        return 0;
-    for (size_t i = 0; i < l; i++)
-        if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
-            return 0;
-    return 1;
-}
-
-static const char *const job_keys[] = {"id",   "gpus",   "sla",  "weight", "curve",
-                                       "pfi30", "tokens_per_s", "probe", "source", "node",
-                                       "user", "name",   NULL};
-
-/* Fills *j from a registration; checks everything against the node but not against other
- * jobs. */
-static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
-{
-    memset(j, 0, sizeof *j);
-    if (!json_is_object(spec))
-        return pfi_err_set(err, PFI_EINVAL, "a job is a JSON object {\"id\", \"gpus\", ...}");
-    const char *key;
-    json_t *v;
-    json_object_foreach(spec, key, v)
-    {
-        int known = 0;
-        for (int k = 0; job_keys[k]; k++)
-            known |= !strcmp(key, job_keys[k]);
-        if (!known)
-            return pfi_err_set(err, PFI_EINVAL,
-                               "unknown field '%s' (known: id, gpus, sla, weight, curve, pfi30, "
-                               "tokens_per_s, probe, source, node, user, name)",
-                               key);
-    }
-    const char *id = json_string_value(json_object_get(spec, "id"));
-    if (!id || !valid_id(id))
-        return pfi_err_set(err, PFI_EINVAL,
-                           "id: expected 1-%d characters of letters, digits and ._:-",
-                           SRV_ID_MAX - 1);
-    snprintf(j->id, sizeof j->id, "%s", id);
-    json_t *g = json_object_get(spec, "gpus");
-    int idx[PFI_MAX_GPUS], ni = 0;
-    if (json_is_string(g)) {
-        if (pfi_parse_index_list(json_string_value(g), n->n_gpus, idx, &ni, err) != PFI_OK)
-            return pfi_err_prefix(err, "gpus: ");
-    } else if (json_is_array(g) && json_array_size(g) <= PFI_MAX_GPUS) {
-        size_t k;
-        json_array_foreach(g, k, v)
-        {
-            if (!json_is_integer(v))
-                return pfi_err_set(err, PFI_EINVAL, "gpus[%zu]: expected a GPU index", k);
-            idx[ni++] = (int)json_integer_value(v);
-        }
-    } else {
-        return pfi_err_set(err, PFI_EINVAL, "gpus: expected an array of GPU indices or \"0-3\"");
-    }
-    if (ni == 0)
-        return pfi_err_set(err, PFI_EINVAL, "gpus: a job needs at least one GPU");
-    for (int a = 0; a < ni; a++) {
-        if (idx[a] < 0 || idx[a] >= n->n_gpus)
-            return pfi_err_set(err, PFI_EINVAL, "gpus: no GPU %d on this node (it has %d)",
-                               idx[a], n->n_gpus);
-        for (int b = 0; b < a; b++)
-            if (idx[a] == idx[b])
-                return pfi_err_set(err, PFI_EINVAL, "gpus: GPU %d listed twice", idx[a]);
-        j->gpus[j->n_gpus++] = idx[a];
-    }
-    v = json_object_get(spec, "sla");
-    j->sla = n->cfg->default_sla;
-    if (v && json_is_null(v))
-        j->sla = NAN;
-    else if (v) {
-        double s = json_is_number(v) ? json_number_value(v) : NAN;
-        if (!(s >= 0 && s < 1))
-            return pfi_err_set(err, PFI_EINVAL,
-                               "sla: expected a max slowdown in [0, 1) (0.1 = at most 10%% "
-                               "slower), or null");
-        j->sla = s;
-    }
-    v = json_object_get(spec, "weight");
-    j->weight = 1.0;
-    if (v) {
-        double w = json_is_number(v) ? json_number_value(v) : NAN;
-        if (!(w > 0 && w <= 1e6))
-            return pfi_err_set(err, PFI_EINVAL, "weight: expected a number in (0, 1e6]");
-        j->weight = w;
-    }
-    j->t0_tps = NAN;
-    v = json_object_get(spec, "tokens_per_s");
-    if (v) {
-        double t = json_is_number(v) ? json_number_value(v) : NAN;
-        if (!(t > 0 && isfinite(t)))
-            return pfi_err_set(err, PFI_EINVAL,
-                               "tokens_per_s: expected the job's baseline tokens/s (> 0)");
-        j->t0_tps = t;
-    }
-    for (int k = 0; k < 4; k++) {
-        const char *meta[] = {"source", "node", "user", "name"};
-        v = json_object_get(spec, meta[k]);
-        if (v && (!json_is_string(v) || strlen(json_string_value(v)) > 128))
-            return pfi_err_set(err, PFI_EINVAL, "%s: expected a string of at most 128 bytes",
-                               meta[k]);
-    }
-    int rc = srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
-    if (rc != PFI_OK)
-        return rc;
-    double abs_t0;
-    rc = srv_curve_from_json(n->snap, j, json_object_get(spec, "curve"),
-                                 json_object_get(spec, "pfi30"), &j->curve, &j->curve_src,
-                                 &abs_t0, err);
-    if (rc != PFI_OK)
-        return rc;
-    if (isnan(j->t0_tps) && isfinite(abs_t0))
-        j->t0_tps = abs_t0;
-    j->pfi30 = NAN;
-    if (j->curve_src != SRV_CURVE_NONE)
-        j->pfi30 = pfi_fit_s(&j->curve.fit, 0.3) / 0.3;
-    j->cap_w = j->predicted_tps = j->predicted_rel = NAN;
-    j->observed_tps = NAN;
-    j->registered_wall = srv_wall();
-    return PFI_OK;
-}
-
-/* The budget a decision made now plans for: the one in force (or where a ramp has got to). */
-static double current_budget(srv_node *n)
-{
-    pthread_mutex_lock(&n->mu);
-    double b = n->budget_w;
-    pthread_mutex_unlock(&n->mu);
-    return b;
-}
-
-static int current_mode(srv_node *n, const double **ext)
-{
-    pthread_mutex_lock(&n->mu);
-    int m = n->mode;
-    pthread_mutex_unlock(&n->mu);
-    *ext = n->ext_caps;
-    return m;
-}
-
-static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **result, pfi_err *err)
-{
-    srv_snapshot(n);
-    if (n->n_cand >= SRV_MAX_JOBS)
-        return pfi_err_set(err, PFI_EBUSY, "this node already runs %d jobs", n->n_cand);
-    srv_job *j = &n->cand[n->n_cand];
-    int rc = parse_job(n, spec, j, err);
-    if (rc != PFI_OK)
-        return rc;
-    if (find_job(n->cand, n->n_cand, j->id) >= 0)
-        return pfi_err_set(err, PFI_EBUSY, "job %s is already registered", j->id);
-    for (int k = 0; k < j->n_gpus; k++)
-        for (int o = 0; o < n->n_cand; o++)
-            for (int q = 0; q < n->cand[o].n_gpus; q++)
-                if (n->cand[o].gpus[q] == j->gpus[k])
-                    return pfi_err_set(err, PFI_EBUSY, "GPU %d already belongs to job %s",
-                                       j->gpus[k], n->cand[o].id);
-    n->n_cand++;
-    const double *ext;
-    int mode = current_mode(n, &ext);
-    char reason[96];
-    snprintf(reason, sizeof reason, "job %s registered", j->id);
-    rc = decide(n, current_budget(n), mode, ext, reason, result, err);
-    if (rc != PFI_OK)
-        return rc;
-    if (persist) {
-        char *text = json_dumps(spec, JSON_COMPACT);
-        if (!text || srv_audit_save_job(n->audit, j->id, text) != PFI_OK)
-            srv_event_add(n, "db_error", "job %s could not be saved: it will not survive a "
-                                         "restart",
-                          j->id);
-        free(text);
-    }
-    return PFI_OK;
-}
-
-int srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err)
-{
-    pthread_mutex_lock(&n->decide_mu);
-    int rc = add_job_locked(n, spec, 1, result, err);
-    pthread_mutex_unlock(&n->decide_mu);
-    return rc;
-}
-
-int srv_job_reload(srv_node *n, json_t *spec, pfi_err *err)
-{
-    pthread_mutex_lock(&n->decide_mu);
-    int rc = add_job_locked(n, spec, 0, NULL, err);
-    pthread_mutex_unlock(&n->decide_mu);
-    return rc;
-}
-
-int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
-{
-    pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
-    int j = find_job(n->cand, n->n_cand, id);
-    int rc;
-    if (j < 0) {
-        rc = pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
-    } else {
-        memmove(&n->cand[j], &n->cand[j + 1], sizeof n->cand[0] * (size_t)(n->n_cand - j - 1));
-        n->n_cand--;
-        const double *ext;
-        int mode = current_mode(n, &ext);
-        char reason[96];
-        snprintf(reason, sizeof reason, "job %s removed", id);
-        rc = decide(n, current_budget(n), mode, ext, reason, result, err);
-        if (rc == PFI_OK)
-            srv_audit_delete_job(n->audit, id);
-    }
-    pthread_mutex_unlock(&n->decide_mu);
-    return rc;
-}
-
-int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
-{
-    if (!(tps >= 0 && isfinite(tps)))
-        return pfi_err_set(err, PFI_EINVAL, "tokens_per_s: expected a number >= 0");
-    pthread_mutex_lock(&n->mu);
-    int j = find_job(n->jobs, n->n_jobs, id);
-    if (j >= 0) {
-        srv_job *jb = &n->jobs[j];
-        jb->observed_tps = tps;
-        jb->observed_wall = srv_wall();
-        srv_probe_tps(jb, tps, srv_mono());
-        /* Reported while uncapped, it is the job's baseline. */
-        int uncapped = 1;
-        for (int k = 0; k < jb->n_gpus; k++) {
-            const srv_gpu *g = &n->gpu[jb->gpus[k]];
-            if (g->dev.limit_w < g->dev.default_limit_w - 1.0)
-                uncapped = 0;
-        }
-        if (uncapped && tps > 0 && jb->curve_src != SRV_CURVE_GIVEN)
-            jb->t0_tps = tps;
-    }
-    pthread_mutex_unlock(&n->mu);
-    if (j < 0)
-        return pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
-    srv_audit_observed(n->audit, id, tps);
-    return PFI_OK;
-}
-
-int srv_rate_take(srv_node *n)
-{
-    double now = srv_mono();
-    pthread_mutex_lock(&n->mu);
-    if (n->rl_last == 0)
-        n->rl_tokens = SRV_CHANGE_BURST;
-    else
-        n->rl_tokens += (now - n->rl_last) * SRV_CHANGE_RATE;
-    if (n->rl_tokens > SRV_CHANGE_BURST)
-        n->rl_tokens = SRV_CHANGE_BURST;
-    n->rl_last = now;
-    int ok = n->rl_tokens >= 1.0;
-    if (ok)
-        n->rl_tokens -= 1.0;
-    else
-        n->n_rate_limited++;
-    pthread_mutex_unlock(&n->mu);
-    return ok;
-}
-
-/* ---- budget, caps, heartbeat ---- */
-
-int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
-{
-    if (!strcmp(s, "min")) {
-        double w = 0;
-        for (int i = 0; i < n->n_gpus; i++)
-            w += n->gpu[i].dev.min_limit_w;
-        *watts = w;
-        return PFI_OK;
-    }
-    double v;
-    int pct;
-    int rc = pfi_parse_power(s, &v, &pct, err);
-    if (rc != PFI_OK)
-        return rc;
-    *watts = pct ? v * n->nominal_w : v;
-    return PFI_OK;
-}
-
-int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
-{
-    if (!(watts > 0 && isfinite(watts)))
-        return pfi_err_set(err, PFI_EINVAL, "budget: expected watts > 0");
-    if (!(ramp_s >= 0 && ramp_s <= 86400))
-        return pfi_err_set(err, PFI_EINVAL, "ramp_s: expected 0 to 86400 seconds");
-    pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
-    int rc;
-    double from = current_budget(n);
-    if (ramp_s > 0 && isfinite(from)) {
-        /* Check the destination now, so an infeasible ramp is refused before it starts. */
-        srv_plan plan;
-        rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &plan, err);
-        if (rc == PFI_OK) {
-            pthread_mutex_lock(&n->mu);
-            n->ramp_from_w = from;
-            n->ramp_to_w = watts;
-            n->ramp_t0 = srv_mono();
-            n->ramp_t1 = n->ramp_t0 + ramp_s;
-            n->ramping = 1;
-            n->mode = SRV_MODE_LOCAL;
-            pthread_mutex_unlock(&n->mu);
-            srv_event_add(n, "budget", "budget ramps from %.0f W to %.0f W over %.0f s", from,
-                          watts, ramp_s);
-            if (result)
-                *result = json_pack("{s:f, s:f, s:f, s:s}", "from_w", from, "budget_w", watts,
-                                    "ramp_s", ramp_s, "mode", "local");
-        }
-    } else {
-        char reason[96];
-        snprintf(reason, sizeof reason, "budget set to %.0f W", watts);
-        rc = decide(n, watts, SRV_MODE_LOCAL, NULL, reason, result, err);
-        if (rc == PFI_OK) {
-            pthread_mutex_lock(&n->mu);
-            n->ramping = 0;
-            pthread_mutex_unlock(&n->mu);
-        }
-    }
-    if (rc == PFI_OK) {
-        char v[32];
-        snprintf(v, sizeof v, "%.3f", watts);
-        srv_audit_set_state(n->audit, "budget_w", v);
-    }
-    pthread_mutex_unlock(&n->decide_mu);
-    return rc;
-}
-
-int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
-{
-    pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
-    int rc = decide(n, NAN, SRV_MODE_LOCAL, NULL, "budget removed", result, err);
-    if (rc == PFI_OK) {
-        pthread_mutex_lock(&n->mu);
-        n->ramping = 0;
-        pthread_mutex_unlock(&n->mu);
-        srv_audit_set_state(n->audit, "budget_w", "none");
-    }
-    pthread_mutex_unlock(&n->decide_mu);
-    return rc;
-}
-
-int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err)
-{
-    for (int i = 0; i < n->n_gpus; i++) {
-        const pfi_device *d = &n->gpu[i].dev;
-        if (!isnan(caps[i]) && !(caps[i] >= d->min_limit_w - 0.5 && caps[i] <= d->max_limit_w + 0.5))
-            return pfi_err_set(err, PFI_ERANGE, "cap %.0f W is outside GPU %d's range %.0f-%.0f W",
-                               caps[i], i, d->min_limit_w, d->max_limit_w);
-    }
-    pthread_mutex_lock(&n->decide_mu);
-    int rc = PFI_OK;
-    if (epoch > 0 && epoch <= n->caps_epoch) {
-        rc = pfi_err_set(err, PFI_EBUSY, "stale epoch %lld: caps of epoch %lld are applied",
-                         epoch, n->caps_epoch);
-    } else {
-        srv_snapshot(n);
-        char reason[96];
-        snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)", epoch);
-        rc = decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
-        if (rc == PFI_OK) {
-            pthread_mutex_lock(&n->mu);
-            if (epoch > 0)
-                n->caps_epoch = epoch;
-            for (int i = 0; i < n->n_gpus; i++)
-                n->ext_caps[i] = caps[i];
-            n->ramping = 0;
-            pthread_mutex_unlock(&n->mu);
-            if (result && *result)
-                json_object_set_new(*result, "epoch", json_integer(epoch));
-        }
-    }
-    pthread_mutex_unlock(&n->decide_mu);
-    return rc;
-}
-
-int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
-                  pfi_err *err)
-{
-    if (isnan(ttl_s))
-        ttl_s = n->cfg->watchdog_timeout_s;
-    if (!(ttl_s >= 0 && ttl_s <= 86400))
-        return pfi_err_set(err, PFI_EINVAL, "ttl_s: expected 0 to 86400 seconds");
-    pthread_mutex_lock(&n->mu);
-    int first = n->hb_ttl_s <= 0 && ttl_s > 0;
-    n->hb_last = srv_mono();
-    n->hb_ttl_s = ttl_s;
-    snprintf(n->hb_controller, sizeof n->hb_controller, "%s", controller ? controller : "");
-    int mode = n->mode;
-    pthread_mutex_unlock(&n->mu);
-    if (first)
-        srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
-                                     "heartbeat",
-                      controller && *controller ? controller : "a controller",
-                      n->cfg->safe_budget, ttl_s);
-    if (result)
-        *result = json_pack("{s:b, s:f, s:s}", "armed", ttl_s > 0, "ttl_s", ttl_s, "mode",
-                            mode_name(mode));
-    return PFI_OK;
-}
-
-/* ---- the control loop's periodic work ---- */
-
-static void watchdog_fire(srv_node *n)
-{
-    double w;
-    pfi_err e = {0};
-    if (srv_budget_parse(n, n->cfg->safe_budget, &w, &e) != PFI_OK) {
-        srv_event_add(n, "watchdog", "bad safe_budget: %s", e.msg);
-        return;
-    }
-    pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
-    /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
-    for (int j = 0; j < n->n_cand; j++)
-        n->cand[j].sla = NAN;
-    double floor = 0;
-    for (int i = 0; i < n->n_gpus; i++)
-        floor += n->snap[i].dev.min_limit_w;
-    if (w < floor)
-        w = floor;
-    int rc = decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
-    pthread_mutex_lock(&n->mu);
-    n->ramping = 0;
-    n->n_watchdog_trips++;
-    n->hb_ttl_s = 0; /* disarmed until the controller is back */
-    pthread_mutex_unlock(&n->mu);
-    pthread_mutex_unlock(&n->decide_mu);
-    if (rc == PFI_OK)
-        srv_event_add(n, "watchdog", "no heartbeat from %s: safe budget %.0f W applied",
-                      n->hb_controller[0] ? n->hb_controller : "the controller", w);
-    else
-        srv_event_add(n, "watchdog", "safe budget %.0f W could not be applied: %s", w, e.msg);
-}
-
-void srv_tick(srv_node *n)
-{
-    double now = srv_mono();
-    pthread_mutex_lock(&n->mu);
-    int fire = n->hb_ttl_s > 0 && now - n->hb_last > n->hb_ttl_s;
-    int ramping = n->ramping;
-    double rf = n->ramp_from_w, rt = n->ramp_to_w, r0 = n->ramp_t0, r1 = n->ramp_t1;
-    int mode = n->mode;
-    double budget = n->budget_w;
-    int replan = now - n->last_replan_mono >= n->cfg->reoptimize_interval_s;
-    int rate_ok = now - n->last_decision_mono >= n->cfg->min_change_interval_s;
-    pthread_mutex_unlock(&n->mu);
-    if (fire) {
-        watchdog_fire(n);
-        return;
-    }
-    pfi_err e = {0};
-    if (ramping) {
-        double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
-        double w = f >= 1 ? rt : rf + (rt - rf) * f;
-        pthread_mutex_lock(&n->decide_mu);
-        srv_snapshot(n);
-        char reason[64];
-        snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
-        int rc = decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
-        if (f >= 1 || rc != PFI_OK) {
-            pthread_mutex_lock(&n->mu);
-            n->ramping = 0;
-            pthread_mutex_unlock(&n->mu);
-        }
-        pthread_mutex_unlock(&n->decide_mu);
-        if (rc != PFI_OK)
-            srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
-        return;
-    }
-    srv_probe_tick(n);
-    if (!replan || mode == SRV_MODE_EXTERNAL || isnan(budget))
-        return;
-    pthread_mutex_lock(&n->mu);
-    n->last_replan_mono = now;
-    pthread_mutex_unlock(&n->mu);
-    srv_predict_curves(n);
-    if (!rate_ok)
-        return;
-    /* Re-plan on what is now known of the jobs; apply only a change worth making. */
-    pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
-    srv_plan plan;
-    if (srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
-        double moved = 0;
-        for (int i = 0; i < n->n_gpus; i++)
-            if (!isnan(plan.target_w[i]) && fabs(plan.target_w[i] - n->snap[i].dev.limit_w) > moved)
-                moved = fabs(plan.target_w[i] - n->snap[i].dev.limit_w);
-        if (moved > n->cfg->hysteresis_w &&
-            decide(n, budget, mode, NULL, "re-plan on updated curves", NULL, &e) != PFI_OK)
-            srv_event_add(n, "replan_failed", "%s", e.msg);
-    }
-    pthread_mutex_unlock(&n->decide_mu);
+        return srv_decide(n, NAN, mode, n->ext_caps, reason, NULL, err);
+    return srv_decide(n, budget, mode, NULL, reason, NULL, err);
 }
 
 int srv_restore_originals(srv_node *n, pfi_err *err)

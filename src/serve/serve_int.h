@@ -149,6 +149,14 @@ double srv_wall(void);
 double srv_mono(void);
 
 /* node.c */
+const char *srv_mode_name(int mode); /* "local", "external", "safe" */
+int srv_find_job(const srv_job *jobs, int nj, const char *id);
+double srv_current_budget(srv_node *n);
+int srv_current_mode(srv_node *n, const double **ext);
+/* Plans n->cand under budget_w (mode local/safe) or applies ext (external), applies, audits
+ * and commits; decide_mu held and n->snap / n->cand filled (srv_snapshot). */
+int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
+               json_t **result, pfi_err *err);
 int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err);
 void srv_node_destroy(srv_node *n);
 void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)

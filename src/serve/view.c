@@ -11,11 +11,6 @@ static json_t *num(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static const char *mode_name(int m)
-{
-    return m == SRV_MODE_EXTERNAL ? "external" : m == SRV_MODE_SAFE ? "safe" : "local";
-}
-
 
 static json_t *gpu_json(const srv_node *n, int i)
 {
@@ -139,7 +134,7 @@ json_t *srv_view_allocation(srv_node *n)
                             num(jb->observed_tps)));
     }
     json_t *o = json_object();
-    json_object_set_new(o, "mode", json_string(mode_name(n->mode)));
+    json_object_set_new(o, "mode", json_string(srv_mode_name(n->mode)));
     json_object_set_new(o, "budget_w", num(n->budget_w));
     json_object_set_new(o, "nominal_w", num(n->nominal_w));
     json_object_set_new(o, "sum_limits_w", num(sum_limits));
@@ -193,7 +188,7 @@ json_t *srv_view_health(srv_node *n)
     json_t *o = json_pack(
         "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b}", "status",
         up == n->n_gpus ? "ok" : "degraded", "backend", n->b->ops->name, "gpus", n->n_gpus,
-        "gpus_up", up, "mode", mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
+        "gpus_up", up, "mode", srv_mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
         srv_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
         n->hb_ttl_s > 0);
     pthread_mutex_unlock(&n->mu);

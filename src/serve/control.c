@@ -1,0 +1,248 @@
+/* control.c: the node budget, caps handed down by a cluster controller, heartbeats, and the
+ * control loop's periodic work (ramps, the watchdog, probes, re-planning under hysteresis and
+ * a rate limit). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve_int.h"
+#include "util/units.h"
+
+/* ---- budget, caps, heartbeat ---- */
+
+int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
+{
+    if (!strcmp(s, "min")) {
+        double w = 0;
+        for (int i = 0; i < n->n_gpus; i++)
+            w += n->gpu[i].dev.min_limit_w;
+        *watts = w;
+        return PFI_OK;
+    }
+    double v;
+    int pct;
+    int rc = pfi_parse_power(s, &v, &pct, err);
+    if (rc != PFI_OK)
+        return rc;
+    *watts = pct ? v * n->nominal_w : v;
+    return PFI_OK;
+}
+
+int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
+{
+    if (!(watts > 0 && isfinite(watts)))
+        return pfi_err_set(err, PFI_EINVAL, "budget: expected watts > 0");
+    if (!(ramp_s >= 0 && ramp_s <= 86400))
+        return pfi_err_set(err, PFI_EINVAL, "ramp_s: expected 0 to 86400 seconds");
+    pthread_mutex_lock(&n->decide_mu);
+    srv_snapshot(n);
+    int rc;
+    double from = srv_current_budget(n);
+    if (ramp_s > 0 && isfinite(from)) {
+        /* Check the destination now, so an infeasible ramp is refused before it starts. */
+        srv_plan plan;
+        rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &plan, err);
+        if (rc == PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            n->ramp_from_w = from;
+            n->ramp_to_w = watts;
+            n->ramp_t0 = srv_mono();
+            n->ramp_t1 = n->ramp_t0 + ramp_s;
+            n->ramping = 1;
+            n->mode = SRV_MODE_LOCAL;
+            pthread_mutex_unlock(&n->mu);
+            srv_event_add(n, "budget", "budget ramps from %.0f W to %.0f W over %.0f s", from,
+                          watts, ramp_s);
+            if (result)
+                *result = json_pack("{s:f, s:f, s:f, s:s}", "from_w", from, "budget_w", watts,
+                                    "ramp_s", ramp_s, "mode", "local");
+        }
+    } else {
+        char reason[96];
+        snprintf(reason, sizeof reason, "budget set to %.0f W", watts);
+        rc = srv_decide(n, watts, SRV_MODE_LOCAL, NULL, reason, result, err);
+        if (rc == PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            n->ramping = 0;
+            pthread_mutex_unlock(&n->mu);
+        }
+    }
+    if (rc == PFI_OK) {
+        char v[32];
+        snprintf(v, sizeof v, "%.3f", watts);
+        srv_audit_set_state(n->audit, "budget_w", v);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    srv_snapshot(n);
+    int rc = srv_decide(n, NAN, SRV_MODE_LOCAL, NULL, "budget removed", result, err);
+    if (rc == PFI_OK) {
+        pthread_mutex_lock(&n->mu);
+        n->ramping = 0;
+        pthread_mutex_unlock(&n->mu);
+        srv_audit_set_state(n->audit, "budget_w", "none");
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err)
+{
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_device *d = &n->gpu[i].dev;
+        if (!isnan(caps[i]) && !(caps[i] >= d->min_limit_w - 0.5 && caps[i] <= d->max_limit_w + 0.5))
+            return pfi_err_set(err, PFI_ERANGE, "cap %.0f W is outside GPU %d's range %.0f-%.0f W",
+                               caps[i], i, d->min_limit_w, d->max_limit_w);
+    }
+    pthread_mutex_lock(&n->decide_mu);
+    int rc = PFI_OK;
+    if (epoch > 0 && epoch <= n->caps_epoch) {
+        rc = pfi_err_set(err, PFI_EBUSY, "stale epoch %lld: caps of epoch %lld are applied",
+                         epoch, n->caps_epoch);
+    } else {
+        srv_snapshot(n);
+        char reason[96];
+        snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)", epoch);
+        rc = srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
+        if (rc == PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            if (epoch > 0)
+                n->caps_epoch = epoch;
+            for (int i = 0; i < n->n_gpus; i++)
+                n->ext_caps[i] = caps[i];
+            n->ramping = 0;
+            pthread_mutex_unlock(&n->mu);
+            if (result && *result)
+                json_object_set_new(*result, "epoch", json_integer(epoch));
+        }
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
+                  pfi_err *err)
+{
+    if (isnan(ttl_s))
+        ttl_s = n->cfg->watchdog_timeout_s;
+    if (!(ttl_s >= 0 && ttl_s <= 86400))
+        return pfi_err_set(err, PFI_EINVAL, "ttl_s: expected 0 to 86400 seconds");
+    pthread_mutex_lock(&n->mu);
+    int first = n->hb_ttl_s <= 0 && ttl_s > 0;
+    n->hb_last = srv_mono();
+    n->hb_ttl_s = ttl_s;
+    snprintf(n->hb_controller, sizeof n->hb_controller, "%s", controller ? controller : "");
+    int mode = n->mode;
+    pthread_mutex_unlock(&n->mu);
+    if (first)
+        srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
+                                     "heartbeat",
+                      controller && *controller ? controller : "a controller",
+                      n->cfg->safe_budget, ttl_s);
+    if (result)
+        *result = json_pack("{s:b, s:f, s:s}", "armed", ttl_s > 0, "ttl_s", ttl_s, "mode",
+                            srv_mode_name(mode));
+    return PFI_OK;
+}
+
+/* ---- the control loop's periodic work ---- */
+
+static void watchdog_fire(srv_node *n)
+{
+    double w;
+    pfi_err e = {0};
+    if (srv_budget_parse(n, n->cfg->safe_budget, &w, &e) != PFI_OK) {
+        srv_event_add(n, "watchdog", "bad safe_budget: %s", e.msg);
+        return;
+    }
+    pthread_mutex_lock(&n->decide_mu);
+    srv_snapshot(n);
+    /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
+    for (int j = 0; j < n->n_cand; j++)
+        n->cand[j].sla = NAN;
+    double floor = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        floor += n->snap[i].dev.min_limit_w;
+    if (w < floor)
+        w = floor;
+    int rc = srv_decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
+    pthread_mutex_lock(&n->mu);
+    n->ramping = 0;
+    n->n_watchdog_trips++;
+    n->hb_ttl_s = 0; /* disarmed until the controller is back */
+    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc == PFI_OK)
+        srv_event_add(n, "watchdog", "no heartbeat from %s: safe budget %.0f W applied",
+                      n->hb_controller[0] ? n->hb_controller : "the controller", w);
+    else
+        srv_event_add(n, "watchdog", "safe budget %.0f W could not be applied: %s", w, e.msg);
+}
+
+void srv_tick(srv_node *n)
+{
+    double now = srv_mono();
+    pthread_mutex_lock(&n->mu);
+    int fire = n->hb_ttl_s > 0 && now - n->hb_last > n->hb_ttl_s;
+    int ramping = n->ramping;
+    double rf = n->ramp_from_w, rt = n->ramp_to_w, r0 = n->ramp_t0, r1 = n->ramp_t1;
+    int mode = n->mode;
+    double budget = n->budget_w;
+    int replan = now - n->last_replan_mono >= n->cfg->reoptimize_interval_s;
+    int rate_ok = now - n->last_decision_mono >= n->cfg->min_change_interval_s;
+    pthread_mutex_unlock(&n->mu);
+    if (fire) {
+        watchdog_fire(n);
+        return;
+    }
+    pfi_err e = {0};
+    if (ramping) {
+        double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
+        double w = f >= 1 ? rt : rf + (rt - rf) * f;
+        pthread_mutex_lock(&n->decide_mu);
+        srv_snapshot(n);
+        char reason[64];
+        snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
+        int rc = srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+        if (f >= 1 || rc != PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            n->ramping = 0;
+            pthread_mutex_unlock(&n->mu);
+        }
+        pthread_mutex_unlock(&n->decide_mu);
+        if (rc != PFI_OK)
+            srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
+        return;
+    }
+    srv_probe_tick(n);
+    if (!replan || mode == SRV_MODE_EXTERNAL || isnan(budget))
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->last_replan_mono = now;
+    pthread_mutex_unlock(&n->mu);
+    srv_predict_curves(n);
+    if (!rate_ok)
+        return;
+    /* Re-plan on what is now known of the jobs; apply only a change worth making. */
+    pthread_mutex_lock(&n->decide_mu);
+    srv_snapshot(n);
+    srv_plan plan;
+    if (srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
+        double moved = 0;
+        for (int i = 0; i < n->n_gpus; i++)
+            if (!isnan(plan.target_w[i]) && fabs(plan.target_w[i] - n->snap[i].dev.limit_w) > moved)
+                moved = fabs(plan.target_w[i] - n->snap[i].dev.limit_w);
+        if (moved > n->cfg->hysteresis_w &&
+            srv_decide(n, budget, mode, NULL, "re-plan on updated curves", NULL, &e) != PFI_OK)
+            srv_event_add(n, "replan_failed", "%s", e.msg);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+}
+

@@ -1,0 +1,261 @@
+/* jobs.c: registering, removing and hearing from jobs.  A registration is checked against the
+ * node (GPUs, ranges, curve) and the other jobs (ids, GPUs) before a decision is made for it;
+ * anything wrong is refused with nothing changed. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve_int.h"
+#include "util/units.h"
+
+/* ---- jobs ---- */
+
+static int valid_id(const char *s)
+{
+    size_t l = strlen(s);
+    if (l == 0 || l >= SRV_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < l; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
+            return 0;
+    return 1;
+}
+
+static const char *const job_keys[] = {"id",   "gpus",   "sla",  "weight", "curve",
+                                       "pfi30", "tokens_per_s", "probe", "source", "node",
+                                       "user", "name",   NULL};
+
+/* Fills *j from a registration; checks everything against the node but not against other
+ * jobs. */
+static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
+{
+    memset(j, 0, sizeof *j);
+    if (!json_is_object(spec))
+        return pfi_err_set(err, PFI_EINVAL, "a job is a JSON object {\"id\", \"gpus\", ...}");
+    const char *key;
+    json_t *v;
+    json_object_foreach(spec, key, v)
+    {
+        int known = 0;
+        for (int k = 0; job_keys[k]; k++)
+            known |= !strcmp(key, job_keys[k]);
+        if (!known)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "unknown field '%s' (known: id, gpus, sla, weight, curve, pfi30, "
+                               "tokens_per_s, probe, source, node, user, name)",
+                               key);
+    }
+    const char *id = json_string_value(json_object_get(spec, "id"));
+    if (!id || !valid_id(id))
+        return pfi_err_set(err, PFI_EINVAL,
+                           "id: expected 1-%d characters of letters, digits and ._:-",
+                           SRV_ID_MAX - 1);
+    snprintf(j->id, sizeof j->id, "%s", id);
+    json_t *g = json_object_get(spec, "gpus");
+    int idx[PFI_MAX_GPUS], ni = 0;
+    if (json_is_string(g)) {
+        if (pfi_parse_index_list(json_string_value(g), n->n_gpus, idx, &ni, err) != PFI_OK)
+            return pfi_err_prefix(err, "gpus: ");
+    } else if (json_is_array(g) && json_array_size(g) <= PFI_MAX_GPUS) {
+        size_t k;
+        json_array_foreach(g, k, v)
+        {
+            if (!json_is_integer(v))
+                return pfi_err_set(err, PFI_EINVAL, "gpus[%zu]: expected a GPU index", k);
+            idx[ni++] = (int)json_integer_value(v);
+        }
+    } else {
+        return pfi_err_set(err, PFI_EINVAL, "gpus: expected an array of GPU indices or \"0-3\"");
+    }
+    if (ni == 0)
+        return pfi_err_set(err, PFI_EINVAL, "gpus: a job needs at least one GPU");
+    for (int a = 0; a < ni; a++) {
+        if (idx[a] < 0 || idx[a] >= n->n_gpus)
+            return pfi_err_set(err, PFI_EINVAL, "gpus: no GPU %d on this node (it has %d)",
+                               idx[a], n->n_gpus);
+        for (int b = 0; b < a; b++)
+            if (idx[a] == idx[b])
+                return pfi_err_set(err, PFI_EINVAL, "gpus: GPU %d listed twice", idx[a]);
+        j->gpus[j->n_gpus++] = idx[a];
+    }
+    v = json_object_get(spec, "sla");
+    j->sla = n->cfg->default_sla;
+    if (v && json_is_null(v))
+        j->sla = NAN;
+    else if (v) {
+        double s = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(s >= 0 && s < 1))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "sla: expected a max slowdown in [0, 1) (0.1 = at most 10%% "
+                               "slower), or null");
+        j->sla = s;
+    }
+    v = json_object_get(spec, "weight");
+    j->weight = 1.0;
+    if (v) {
+        double w = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(w > 0 && w <= 1e6))
+            return pfi_err_set(err, PFI_EINVAL, "weight: expected a number in (0, 1e6]");
+        j->weight = w;
+    }
+    j->t0_tps = NAN;
+    v = json_object_get(spec, "tokens_per_s");
+    if (v) {
+        double t = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(t > 0 && isfinite(t)))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "tokens_per_s: expected the job's baseline tokens/s (> 0)");
+        j->t0_tps = t;
+    }
+    for (int k = 0; k < 4; k++) {
+        const char *meta[] = {"source", "node", "user", "name"};
+        v = json_object_get(spec, meta[k]);
+        if (v && (!json_is_string(v) || strlen(json_string_value(v)) > 128))
+            return pfi_err_set(err, PFI_EINVAL, "%s: expected a string of at most 128 bytes",
+                               meta[k]);
+    }
+    int rc = srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
+    if (rc != PFI_OK)
+        return rc;
+    double abs_t0;
+    rc = srv_curve_from_json(n->snap, j, json_object_get(spec, "curve"),
+                                 json_object_get(spec, "pfi30"), &j->curve, &j->curve_src,
+                                 &abs_t0, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (isnan(j->t0_tps) && isfinite(abs_t0))
+        j->t0_tps = abs_t0;
+    j->pfi30 = NAN;
+    if (j->curve_src != SRV_CURVE_NONE)
+        j->pfi30 = pfi_fit_s(&j->curve.fit, 0.3) / 0.3;
+    j->cap_w = j->predicted_tps = j->predicted_rel = NAN;
+    j->observed_tps = NAN;
+    j->registered_wall = srv_wall();
+    return PFI_OK;
+}
+
+static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **result, pfi_err *err)
+{
+    srv_snapshot(n);
+    if (n->n_cand >= SRV_MAX_JOBS)
+        return pfi_err_set(err, PFI_EBUSY, "this node already runs %d jobs", n->n_cand);
+    srv_job *j = &n->cand[n->n_cand];
+    int rc = parse_job(n, spec, j, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (srv_find_job(n->cand, n->n_cand, j->id) >= 0)
+        return pfi_err_set(err, PFI_EBUSY, "job %s is already registered", j->id);
+    for (int k = 0; k < j->n_gpus; k++)
+        for (int o = 0; o < n->n_cand; o++)
+            for (int q = 0; q < n->cand[o].n_gpus; q++)
+                if (n->cand[o].gpus[q] == j->gpus[k])
+                    return pfi_err_set(err, PFI_EBUSY, "GPU %d already belongs to job %s",
+                                       j->gpus[k], n->cand[o].id);
+    n->n_cand++;
+    const double *ext;
+    int mode = srv_current_mode(n, &ext);
+    char reason[96];
+    snprintf(reason, sizeof reason, "job %s registered", j->id);
+    rc = srv_decide(n, srv_current_budget(n), mode, ext, reason, result, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (persist) {
+        char *text = json_dumps(spec, JSON_COMPACT);
+        if (!text || srv_audit_save_job(n->audit, j->id, text) != PFI_OK)
+            srv_event_add(n, "db_error", "job %s could not be saved: it will not survive a "
+                                         "restart",
+                          j->id);
+        free(text);
+    }
+    return PFI_OK;
+}
+
+int srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    int rc = add_job_locked(n, spec, 1, result, err);
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_job_reload(srv_node *n, json_t *spec, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    int rc = add_job_locked(n, spec, 0, NULL, err);
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    srv_snapshot(n);
+    int j = srv_find_job(n->cand, n->n_cand, id);
+    int rc;
+    if (j < 0) {
+        rc = pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
+    } else {
+        memmove(&n->cand[j], &n->cand[j + 1], sizeof n->cand[0] * (size_t)(n->n_cand - j - 1));
+        n->n_cand--;
+        const double *ext;
+        int mode = srv_current_mode(n, &ext);
+        char reason[96];
+        snprintf(reason, sizeof reason, "job %s removed", id);
+        rc = srv_decide(n, srv_current_budget(n), mode, ext, reason, result, err);
+        if (rc == PFI_OK)
+            srv_audit_delete_job(n->audit, id);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
+int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
+{
+    if (!(tps >= 0 && isfinite(tps)))
+        return pfi_err_set(err, PFI_EINVAL, "tokens_per_s: expected a number >= 0");
+    pthread_mutex_lock(&n->mu);
+    int j = srv_find_job(n->jobs, n->n_jobs, id);
+    if (j >= 0) {
+        srv_job *jb = &n->jobs[j];
+        jb->observed_tps = tps;
+        jb->observed_wall = srv_wall();
+        srv_probe_tps(jb, tps, srv_mono());
+        /* Reported while uncapped, it is the job's baseline. */
+        int uncapped = 1;
+        for (int k = 0; k < jb->n_gpus; k++) {
+            const srv_gpu *g = &n->gpu[jb->gpus[k]];
+            if (g->dev.limit_w < g->dev.default_limit_w - 1.0)
+                uncapped = 0;
+        }
+        if (uncapped && tps > 0 && jb->curve_src != SRV_CURVE_GIVEN)
+            jb->t0_tps = tps;
+    }
+    pthread_mutex_unlock(&n->mu);
+    if (j < 0)
+        return pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
+    srv_audit_observed(n->audit, id, tps);
+    return PFI_OK;
+}
+
+int srv_rate_take(srv_node *n)
+{
+    double now = srv_mono();
+    pthread_mutex_lock(&n->mu);
+    if (n->rl_last == 0)
+        n->rl_tokens = SRV_CHANGE_BURST;
+    else
+        n->rl_tokens += (now - n->rl_last) * SRV_CHANGE_RATE;
+    if (n->rl_tokens > SRV_CHANGE_BURST)
+        n->rl_tokens = SRV_CHANGE_BURST;
+    n->rl_last = now;
+    int ok = n->rl_tokens >= 1.0;
+    if (ok)
+        n->rl_tokens -= 1.0;
+    else
+        n->n_rate_limited++;
+    pthread_mutex_unlock(&n->mu);
+    return ok;
+}
+

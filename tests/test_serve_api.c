@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "core/pfi.h"
+#include "core/predict.h"
 #include "serve/serve_int.h"
 
 #define TOKEN "test-token-0123456789abcdef"
@@ -443,6 +445,49 @@ static void test_probe_refines_curve(void **state)
     assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
 }
 
+/* With a predictor loaded, a job registered without a curve gets one from its own baseline
+ * telemetry, and its PFI30 is shown. */
+static void test_predicted_curve(void **state)
+{
+    fx *f = *state;
+    /* A small ridge model on synthetic rows: slowdown grows with SM activity. */
+    enum { NR = 40 };
+    static pfi_train_row rows[NR];
+    unsigned long long seed = 7;
+    for (int i = 0; i < NR; i++) {
+        for (int k = 0; k < PFI_N_FEATURES; k++)
+            rows[i].x[k] = pfi_rand_uniform(&seed);
+        double act = rows[i].x[PFI_FT_SM_ACTIVE];
+        for (int d = 0; d < PFI_N_TDEPTHS; d++)
+            rows[i].s[d] = (0.2 + 0.6 * act) * pfi_target_depths[d] * pfi_target_depths[d] * 3;
+        rows[i].pfi30 = rows[i].s[2] / 0.3;
+        rows[i].group = i;
+    }
+    pfi_train_opts o = pfi_train_defaults();
+    o.force_kind = PFI_MODEL_RIDGE;
+    static pfi_model m;
+    pfi_err e = {0};
+    assert_int_equal(pfi_model_train(rows, NR, &o, &m, &e), PFI_OK);
+    f->n->model = &m;
+    f->n->last_replan_mono = -1e9;
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"m\",\"gpus\":[0,1,2,3]}", 1, NULL),
+                     201);
+    srv_tick(f->n); /* too few baseline samples: nothing predicted */
+    assert_int_equal(f->n->jobs[0].curve_src, SRV_CURVE_NONE);
+    for (int k = 0; k < SRV_MIN_BASELINE; k++)
+        srv_sample(f->n);
+    f->n->last_replan_mono = -1e9;
+    srv_tick(f->n);
+    json_t *d;
+    assert_int_equal(call(f, "GET", "/v1/jobs/m", NULL, 0, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "curve_source")), "predicted");
+    double pfi30 = json_real_value(json_object_get(d, "pfi30"));
+    assert_true(pfi30 > 0 && pfi30 < 3);
+    assert_non_null(json_object_get(json_object_get(d, "curve"), "fit"));
+    json_decref(d);
+    f->n->model = NULL;
+}
+
 /* A flood of changes is cut off with 429, and the refused ones change nothing. */
 static void test_rate_limit(void **state)
 {
@@ -527,6 +572,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_predicted_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_refines_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),

@@ -222,13 +222,13 @@ void srv_tick(srv_node *n)
         return;
     }
     srv_probe_tick(n);
-    if (!replan || mode == SRV_MODE_EXTERNAL || isnan(budget))
+    if (!replan)
         return;
     pthread_mutex_lock(&n->mu);
     n->last_replan_mono = now;
     pthread_mutex_unlock(&n->mu);
-    srv_predict_curves(n);
-    if (!rate_ok)
+    srv_predict_curves(n); /* also without a budget: the PFI is reported either way */
+    if (mode == SRV_MODE_EXTERNAL || isnan(budget) || !rate_ok)
         return;
     /* Re-plan on what is now known of the jobs; apply only a change worth making. */
     pthread_mutex_lock(&n->decide_mu);

@@ -65,6 +65,10 @@ static void make_inst(inst *I, int concave, int with_sla)
                     t += slope * (I->caps[j][i] - I->caps[j][i - 1]);
                 }
                 I->tput[j][i] = t < 0 ? 0 : t;
+            } else if (concave == 2) {
+                /* on two lines: collinear points at non-grid caps (rounding-prone hulls) */
+                double x = I->caps[j][i], knee = I->caps[j][np / 2];
+                I->tput[j][i] = 100 + 3.3 * fmin(x, knee) + 0.7 * fmax(0, x - knee);
             } else
                 I->tput[j][i] = 20 + urand() * 80;
         }
@@ -216,6 +220,59 @@ static void test_optimal_concave(void **state)
 static void test_optimal_nonconcave(void **state)
 {
     optimality_run(0, 0, 300, 2);
+}
+
+static void test_optimal_collinear(void **state)
+{
+    optimality_run(2, 0, 300, 5);
+}
+
+/* Wide ranges where brute force cannot go: curves linear between non-integer breakpoints (as
+ * per-GPU curves are), where hull slopes tie up to rounding.  The budget, the bound and the
+ * search never losing to its own root are checked. */
+static void test_collinear_wide(void **state)
+{
+    rng_state = 11;
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.rel_gap = 0;
+    for (int t = 0; t < 200; t++) {
+        enum { NJ = 6, NP = 10 };
+        double caps[NJ][NP], tp[NJ][NP];
+        char ids[NJ][8];
+        pfi_alloc_job jobs[NJ];
+        int n = irand(2, NJ);
+        for (int j = 0; j < n; j++) {
+            double slope = 20 + 20 * urand(), x = 200;
+            for (int i = 0; i < NP; i++) {
+                caps[j][i] = x;
+                /* equal slopes in runs of three breakpoints, then a drop */
+                tp[j][i] = i == 0 ? 1000 : tp[j][i - 1] + slope * (caps[j][i] - caps[j][i - 1]);
+                if (i % 3 == 2)
+                    slope *= 0.8;
+                x += 37 + 21.3 * urand();
+            }
+            snprintf(ids[j], sizeof ids[j], "c%d", j);
+            jobs[j] = (pfi_alloc_job){ids[j], irand(1, 8), 200, caps[j][NP - 1], caps[j], tp[j],
+                                      NP, caps[j][NP - 1], NAN, NAN, 1};
+        }
+        double lo = 0, hi = 0;
+        for (int j = 0; j < n; j++)
+            lo += jobs[j].n_gpus * 200.0, hi += jobs[j].n_gpus * jobs[j].max_cap_w;
+        double budget = lo + (hi - lo) * urand();
+        pfi_alloc_result r, q;
+        pfi_err e = {0};
+        o.max_work = 1e6;
+        assert_int_equal(pfi_alloc_solve(jobs, n, budget, &o, &r, &e), PFI_OK);
+        check_budget(jobs, &r, budget);
+        o.max_work = -1;
+        assert_int_equal(pfi_alloc_solve(jobs, n, budget, &o, &q, &e), PFI_OK);
+        check_budget(jobs, &q, budget);
+        assert_true(r.value >= q.value - 1e-9 * q.value);
+        assert_true(r.value <= q.upper_bound * (1 + 1e-9));
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&q);
+    }
 }
 
 static void test_optimal_with_sla(void **state)
@@ -415,7 +472,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_answer),   cmocka_unit_test(test_optimal_concave),
-        cmocka_unit_test(test_optimal_nonconcave), cmocka_unit_test(test_optimal_with_sla),
+        cmocka_unit_test(test_optimal_nonconcave), cmocka_unit_test(test_optimal_collinear),
+        cmocka_unit_test(test_collinear_wide), cmocka_unit_test(test_optimal_with_sla),
         cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_infeasible_modes),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
     };

@@ -103,7 +103,7 @@ static void build_hull(solver *S, int j)
                 /* drop the last vertex when it lies on or below the chord to the new point */
                 double l = (hv[m - 1] - hv[m - 2]) * (double)(kk - hk[m - 2]);
                 double r = (v - hv[m - 2]) * (double)(hk[m - 1] - hk[m - 2]);
-                if (l <= r)
+                if (l <= r + 1e-13 * (fabs(l) + fabs(r))) /* collinear up to rounding */
                     m--;
                 else
                     break;
@@ -146,9 +146,15 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
         v += hv[0];
         S->pos[j] = 0;
         long long n = S->jobs[j].n_gpus;
+        double prev = INFINITY;
         for (int i = 0; i + 1 < S->hn[j]; i++) {
             long long cost = n * (hk[i + 1] - hk[i]);
             double slope = (hv[i + 1] - hv[i]) / (double)cost;
+            /* Rounding can leave a later slope a hair above an earlier one; the selection needs
+             * each job's taken segments to be a prefix, so slopes are made non-increasing. */
+            if (slope > prev)
+                slope = prev;
+            prev = slope;
             if (!(slope > 0))
                 break; /* hull slopes decrease: the rest gain nothing */
             S->segs[ns++] = (seg){slope, cost, j, i};
@@ -445,7 +451,7 @@ int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi
             m = fmax(m, fabs(S.hv[S.hoff[j] + i]));
         scale += m;
     }
-    S.tol = 1e-12 * scale;
+    S.tol = 1e-11 * scale; /* above the rounding of hull slopes and sums */
     S.rel_gap = o.rel_gap > 0 ? o.rel_gap : 0;
     if (o.max_work >= 0) {
         search(&S);
@@ -458,8 +464,17 @@ int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi
     double root_ub = S.root_ub;
     res->optimal = S.max_work >= 0 || S.best >= root_ub - S.tol;
     res->nodes = S.nodes;
-    for (int j = 0; j < n; j++)
+    long long used = 0;
+    for (int j = 0; j < n; j++) {
         res->cap_w[j] = S.best_k[j] * o.step_w;
+        used += (long long)jobs[j].n_gpus * S.best_k[j];
+    }
+    if (used > S.bu) { /* the one promise that must never break: refuse, do not return it */
+        rc = pfi_err_set(err, PFI_EINTERNAL, "allocator bug: %lld W allocated over a %lld W budget",
+                         (long long)(used * o.step_w), (long long)(S.bu * o.step_w));
+        pfi_alloc_result_free(res);
+        goto out;
+    }
     pfi_alloc_finish(jobs, n, &o, res);
     res->upper_bound = res->optimal ? fmax(res->value, fmin(root_ub, res->value + S.tol))
                                     : root_ub;

@@ -1,0 +1,95 @@
+#!/bin/sh
+# Integration tests of the simulator commands: pfi sim, pfi monitor, pfi gpus on the sim
+# backend, the shared state across processes, bad input, and pfi demo.
+set -u
+PFI=${PFI_BIN:?PFI_BIN is not set}
+T=$(mktemp -d "${PFI_TEST_TMP:-${TMPDIR:-/tmp}}/it_sim.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT INT TERM
+unset PFI_SIM_STATE PFI_SIM_SPEED PFI_BACKEND PFI_READ_ONLY
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# jq-free JSON checks: python3 is not a dependency, so use pfi's own output shapes with grep/awk.
+num() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" | head -n 1; }
+
+# --- presets, config, run in virtual time -------------------------------------------------
+"$PFI" sim presets | grep -q '^h200x8-dense' || fail "presets lists the default"
+"$PFI" sim config --sim h200x8-moe >"$T/moe.json" || fail "sim config"
+grep -q '"mixtral-8x7b"' "$T/moe.json" || fail "config has the model"
+# A config written by `sim config` loads back as a file.
+"$PFI" gpus --sim "$T/moe.json" --json >"$T/gpus.json" || fail "gpus from a config file"
+[ "$(grep -c '"index"' "$T/gpus.json")" -eq 8 ] || fail "8 GPUs from the config file"
+
+"$PFI" sim run --cap 450 --cap-at 10s --duration 40s --interval 10s >"$T/run.txt" || fail "sim run"
+before=$(awk '$1 == "0.0" {print $5}' "$T/run.txt")
+after=$(awk '$1 == "40.0" {print $5}' "$T/run.txt")
+pw=$(awk '$1 == "40.0" {print $3}' "$T/run.txt")
+[ -n "$before" ] && [ -n "$after" ] || fail "sim run output: $(cat "$T/run.txt")"
+awk -v b="$before" -v a="$after" -v p="$pw" 'BEGIN { exit !(a < 0.95 * b && a > 0.3 * b && p <= 451) }' ||
+    fail "capped tokens/s $after vs $before, power $pw"
+"$PFI" sim run --cap 60% --duration 20s --json >"$T/run.json" || fail "sim run --json"
+grep -q '"tokens_per_s"' "$T/run.json" || fail "run json has tokens_per_s"
+
+# --- bad input: clear message, non-zero exit ------------------------------------------------
+"$PFI" sim run --cap 150 2>"$T/err" && fail "cap below the minimum accepted"
+grep -q "150 W is outside" "$T/err" || fail "cap message: $(cat "$T/err")"
+"$PFI" gpus --sim no-such-preset 2>"$T/err" && fail "unknown preset accepted"
+grep -q "unknown simulator preset 'no-such-preset'" "$T/err" || fail "preset message: $(cat "$T/err")"
+printf '{"gpu": "B300", "gpus": 8}' >"$T/bad1.json"
+"$PFI" gpus --sim "$T/bad1.json" 2>"$T/err" && fail "unknown GPU type accepted"
+grep -q "unknown GPU type 'B300'" "$T/err" || fail "GPU type message: $(cat "$T/err")"
+printf '{"gpu": "H200", "gpus": 8, "jobs": [' >"$T/bad2.json"
+"$PFI" gpus --sim "$T/bad2.json" 2>"$T/err" && fail "malformed config accepted"
+grep -q "malformed JSON" "$T/err" || fail "malformed message: $(cat "$T/err")"
+
+# --- monitor: formats and missing fields ------------------------------------------------------
+"$PFI" monitor --count 3 --format csv >"$T/mon.csv" || fail "monitor csv"
+[ "$(wc -l <"$T/mon.csv")" -eq 25 ] || fail "monitor csv rows: $(wc -l <"$T/mon.csv")"
+head -n 1 "$T/mon.csv" | grep -q '^t_s,gpu,power_w,' || fail "csv header"
+# A100 PCIe has no NVLink: empty CSV cells and JSON nulls, never zeros.
+"$PFI" monitor --sim a100x4-gpt3xl --count 1 --gpus 2 --format csv | tail -n 1 >"$T/row.csv"
+awk -F, '{ exit !($13 == "" && $14 == "" && $3 > 100) }' "$T/row.csv" || fail "missing nvlink in csv: $(cat "$T/row.csv")"
+"$PFI" monitor --sim a100x4-gpt3xl --count 1 --gpus 0 --format jsonl >"$T/row.jsonl"
+grep -q '"nvlink_tx_mibs":null' "$T/row.jsonl" || fail "missing nvlink in jsonl"
+"$PFI" monitor --duration 2s --interval 500ms --format jsonl --gpus 0 >"$T/dur.jsonl" || fail "monitor --duration"
+[ "$(wc -l <"$T/dur.jsonl")" -eq 5 ] || fail "duration 2s at 500ms gives 5 rounds: $(wc -l <"$T/dur.jsonl")"
+"$PFI" monitor --format xml 2>/dev/null && fail "unknown format accepted"
+
+# --- shared state: one process sets a cap, another sees it ----------------------------------
+ST="$T/state"
+"$PFI" sim init --state "$ST" --sim h200x8-dense --speed 50 >/dev/null || fail "sim init"
+"$PFI" sim init --state "$ST" 2>/dev/null && fail "init over an existing state"
+PFI_SIM_STATE="$ST" "$PFI" sim set --cap 400 --gpus 0-3 || fail "sim set"
+PFI_SIM_STATE="$ST" "$PFI" sim set --cap 90 2>/dev/null && fail "sim set out of range"
+PFI_SIM_STATE="$ST" "$PFI" gpus --json >"$T/st.json" || fail "gpus on the shared state"
+[ "$(grep -c '"limit_w": 400' "$T/st.json")" -eq 4 ] || fail "4 GPUs at 400 W: $(cat "$T/st.json")"
+[ "$(grep -c '"limit_w": 700' "$T/st.json")" -eq 4 ] || fail "4 GPUs still at 700 W"
+sleep 0.3 # 15 simulated seconds at 50x: the firmware has settled
+"$PFI" sim status --state "$ST" --json >"$T/status.json" || fail "sim status"
+p0=$(grep -A3 '"index": 0' "$T/status.json" | num power_w)
+awk -v p="$p0" 'BEGIN { exit !(p > 300 && p < 405) }' || fail "GPU 0 draws under its 400 W cap: $p0"
+t=$(num t_s <"$T/status.json")
+awk -v t="$t" 'BEGIN { exit !(t >= 10) }' || fail "simulated time runs 50x: $t"
+# The sim backend creates the state from --sim when it is absent.
+PFI_SIM_STATE="$T/auto" PFI_SIM_SPEED=10 "$PFI" gpus --sim h200x1-small --json >"$T/auto.json" || fail "auto-create"
+[ "$(grep -c '"index"' "$T/auto.json")" -eq 1 ] && [ -f "$T/auto" ] || fail "auto-created state from --sim"
+
+# --- validate: the report's shape (the target itself: it_sim_validate.sh) ------------------
+if [ -f "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24/zeus_baseline/A40/zeus_global.csv" ]; then
+    "$PFI" sim validate --json >"$T/val.json"
+    for k in run max_abs_err_throughput max_abs_err_power held_out; do
+        grep -q "\"$k\"" "$T/val.json" || fail "validate json lacks $k"
+    done
+    [ "$(grep -c '"held_out": true' "$T/val.json")" -eq 5 ] || fail "5 held-out runs"
+    [ "$(grep -c '"held_out": false' "$T/val.json")" -eq 4 ] || fail "4 fit runs"
+    grep -q 't5-3b dp1tp1pp8' "$T/val.json" || fail "the A40 T5-3B run is reported"
+else
+    echo "note: public data absent, pfi sim validate not checked"
+fi
+
+# --- demo ------------------------------------------------------------------------------------
+"$PFI" demo --no-pace --hold 5s --caps 700:500:100 >"$T/demo.txt" || fail "demo"
+[ "$(grep -c 'W\?' "$T/demo.txt")" -ge 6 ] || fail "demo lines"
+grep -q '^ *[0-9.]* *500 ' "$T/demo.txt" || fail "demo reaches 500 W: $(cat "$T/demo.txt")"
+
+[ $fails -eq 0 ] || exit 1
+echo "it_sim: all checks passed"

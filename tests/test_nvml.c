@@ -46,6 +46,38 @@ static void nap(double s)
     }
 }
 
+/* Backends a test opened; teardown closes what a failed assertion left open, so the fake is
+ * never left initialized with one test's faults. */
+static pfi_backend *opened[8];
+
+static void track(pfi_backend *b)
+{
+    for (size_t i = 0; i < sizeof opened / sizeof opened[0]; i++)
+        if (!opened[i]) {
+            opened[i] = b;
+            return;
+        }
+    fail_msg("too many backends open in one test");
+}
+
+static void close_b(pfi_backend *b)
+{
+    for (size_t i = 0; i < sizeof opened / sizeof opened[0]; i++)
+        if (opened[i] == b)
+            opened[i] = NULL;
+    pfi_hw_close(b);
+}
+
+static int teardown(void **state)
+{
+    for (size_t i = 0; i < sizeof opened / sizeof opened[0]; i++)
+        if (opened[i]) {
+            pfi_hw_close(opened[i]);
+            opened[i] = NULL;
+        }
+    return 0;
+}
+
 /* Each test names its faults; nothing leaks into the next one. */
 static int setup(void **state)
 {
@@ -71,6 +103,7 @@ static pfi_backend *open_fake(const char *faults, int read_only)
     int rc = pfi_hw_open("nvml", fake_path, read_only, &b, &e);
     if (rc != PFI_OK)
         fail_msg("opening the fake NVML (%s) failed: %s", fake_path, e.msg);
+    track(b);
     return b;
 }
 
@@ -120,6 +153,7 @@ static void test_list(void **state)
     pfi_backend *sim = NULL;
     pfi_err e = {0};
     assert_int_equal(pfi_hw_open("sim", NULL, 1, &sim, &e), PFI_OK);
+    track(sim);
     int n = 0, ns = 0;
     assert_int_equal(pfi_hw_count(b, &n, &e), PFI_OK);
     assert_int_equal(pfi_hw_count(sim, &ns, &e), PFI_OK);
@@ -146,8 +180,8 @@ static void test_list(void **state)
     }
     pfi_device d;
     assert_int_equal(pfi_hw_info(b, n, &d, &e), PFI_ENOENT);
-    pfi_hw_close(sim);
-    pfi_hw_close(b);
+    close_b(sim);
+    close_b(b);
 }
 
 static const uint32_t every_field =
@@ -201,6 +235,7 @@ static void test_every_field(void **state)
      * instantaneous activities. */
     pfi_backend *sim = NULL;
     assert_int_equal(pfi_hw_open("sim", NULL, 1, &sim, &e), PFI_OK);
+    track(sim);
     pfi_hw_sleep(sim, s2.t_s);
     pfi_sample ss;
     assert_int_equal(pfi_hw_sample(sim, 0, &ss, &e), PFI_OK);
@@ -208,8 +243,8 @@ static void test_every_field(void **state)
     assert_true(fabs(ss.tensor_active - s2.tensor_active) < 0.05);
     assert_true(fabs(ss.dram_active - s2.dram_active) < 0.05);
     assert_true(fabs(ss.sm_clock_mhz - s2.sm_clock_mhz) < 30);
-    pfi_hw_close(sim);
-    pfi_hw_close(b);
+    close_b(sim);
+    close_b(b);
 }
 
 static void test_set_readback_restore(void **state)
@@ -241,7 +276,7 @@ static void test_set_readback_restore(void **state)
     assert_int_equal(b->ops->set_limit(b, 1, d1.min_limit_w - 50, &e), PFI_ERANGE);
     assert_non_null(strstr(e.msg, "NVML_ERROR_INVALID_ARGUMENT"));
     assert_non_null(strstr(e.msg, "GPU 1's power limit"));
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_read_only(void **state)
@@ -257,12 +292,12 @@ static void test_read_only(void **state)
     pfi_device after;
     assert_int_equal(pfi_hw_info(b, 0, &after, &e), PFI_OK);
     assert_true(fabs(after.limit_w - d.limit_w) < 0.001);
-    pfi_hw_close(b);
+    close_b(b);
     /* The environment variable forces it too. */
     setenv("PFI_READ_ONLY", "1", 1);
     b = open_fake(NULL, 0);
     assert_int_equal(pfi_hw_set_limit(b, 0, d.min_limit_w, NULL, &e), PFI_EPERM);
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_not_root(void **state)
@@ -282,7 +317,7 @@ static void test_not_root(void **state)
     pfi_sample s;
     assert_int_equal(pfi_hw_sample(b, 2, &s, &e), PFI_OK);
     assert_true(s.have & PFI_F_POWER);
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_oob_cap(void **state)
@@ -305,7 +340,7 @@ static void test_oob_cap(void **state)
     assert_int_equal(pfi_hw_set_limit(b, 4, 600, &enf, &e), PFI_OK);
     assert_true(fabs(enf - 600) < 0.5);
     assert_int_equal(pfi_hw_set_limit(b, 4, d.default_limit_w, &enf, &e), PFI_OK);
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_lost_gpu(void **state)
@@ -340,7 +375,7 @@ static void test_lost_gpu(void **state)
     assert_int_equal(pfi_hw_set_limit(b, 3, 500, &enf, &e), PFI_OK);
     assert_int_equal(pfi_hw_set_limit(b, 3, 700, &enf, &e), PFI_OK);
     assert_true(fabs(enf - 700) < 0.5);
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_lost_at_open(void **state)
@@ -354,7 +389,7 @@ static void test_lost_at_open(void **state)
     assert_int_equal(pfi_hw_info(b, 4, &d, &e), PFI_ELOST);
     assert_non_null(strstr(e.msg, "nvmlDeviceGetHandleByIndex_v2"));
     assert_int_equal(pfi_hw_info(b, 5, &d, &e), PFI_OK);
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_unsupported_fields(void **state)
@@ -381,7 +416,7 @@ static void test_unsupported_fields(void **state)
     assert_true(isnan(d.enforced_w));
     assert_true(d.limit_w > 0);
     /* A GPU without GPM (pre-Hopper) reports the same way. */
-    pfi_hw_close(b);
+    close_b(b);
     setenv("PFI_FAKENVML_GPM", "0", 1);
     b = open_fake(NULL, 0);
     assert_int_equal(pfi_hw_sample(b, 1, &s, &e), PFI_OK);
@@ -391,7 +426,31 @@ static void test_unsupported_fields(void **state)
     /* NVLink then comes from the cumulative field counters. */
     assert_true(s.have & PFI_F_NVLINK);
     assert_true(s.nvlink_tx_mibs >= 0);
-    pfi_hw_close(b);
+    close_b(b);
+}
+
+/* GPM and field values are secondary: their failures (other than a lost GPU) leave the
+ * primary readings intact and those fields missing. */
+static void test_secondary_errors(void **state)
+{
+    pfi_backend *b = open_fake("nvmlGpmSampleGet@0=INSUFFICIENT_RESOURCES,"
+                               "nvmlDeviceGetFieldValues@0=UNKNOWN,"
+                               "nvmlGpmSampleGet@1=GPU_IS_LOST;after=1",
+                               0);
+    pfi_err e = {0};
+    pfi_sample s;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(pfi_hw_sample(b, 0, &s, &e), PFI_OK);
+        nap(0.12);
+    }
+    assert_int_equal(s.have & (windowed | PFI_F_POWER_INST | PFI_F_MEM_POWER), 0);
+    assert_true(s.have & PFI_F_POWER);
+    assert_true(s.have & PFI_F_SM_CLOCK);
+    assert_int_equal(pfi_hw_sample(b, 1, &s, &e), PFI_OK);
+    nap(0.12); /* a shorter window would not take a new GPM sample */
+    assert_int_equal(pfi_hw_sample(b, 1, &s, &e), PFI_ELOST);
+    assert_non_null(strstr(e.msg, "nvmlGpmSampleGet"));
+    close_b(b);
 }
 
 static void test_reasons_fallback(void **state)
@@ -401,11 +460,11 @@ static void test_reasons_fallback(void **state)
     pfi_sample s;
     assert_int_equal(pfi_hw_sample(b, 0, &s, &e), PFI_OK);
     assert_true(s.have & PFI_F_REASONS);
-    pfi_hw_close(b);
+    close_b(b);
     b = open_fake("nvmlDeviceGetCurrentClocks*=FUNCTION_NOT_FOUND", 0);
     assert_int_equal(pfi_hw_sample(b, 0, &s, &e), PFI_OK);
     assert_false(s.have & PFI_F_REASONS);
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_hard_errors(void **state)
@@ -426,7 +485,7 @@ static void test_hard_errors(void **state)
     pfi_device d;
     assert_int_equal(pfi_hw_info(b, 3, &d, &e), PFI_ETIMEOUT);
     assert_non_null(strstr(e.msg, "nvmlDeviceGetName: Timeout"));
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_fault_at_time(void **state)
@@ -439,7 +498,7 @@ static void test_fault_at_time(void **state)
     nap(0.15);
     assert_int_equal(pfi_hw_sample(b, 0, &s, &e), PFI_ELOST);
     assert_int_equal(pfi_hw_sample(b, 1, &s, &e), PFI_OK);
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 static void test_faults_file(void **state)
@@ -460,7 +519,7 @@ static void test_faults_file(void **state)
     assert_int_equal(pfi_hw_sample(b, 1, &s, &e), PFI_ELOST);
     assert_int_equal(pfi_hw_sample(b, 0, &s, &e), PFI_ELOST);
     assert_int_equal(pfi_hw_sample(b, 0, &s, &e), PFI_OK);
-    pfi_hw_close(b);
+    close_b(b);
     unlink(path);
 }
 
@@ -503,7 +562,7 @@ static void test_threads(void **state)
     pfi_device d;
     assert_int_equal(pfi_hw_info(b, 0, &d, &e), PFI_OK);
     assert_true(fabs(d.limit_w - 700) < 0.5);
-    pfi_hw_close(b);
+    close_b(b);
 }
 
 /* One process sets a limit through NVML; another, attached to the same simulated node, sees
@@ -528,7 +587,7 @@ static void test_cross_process(void **state)
                  pfi_hw_set_limit(b, 6, 400, &enf, &e) == PFI_OK && fabs(enf - 400) < 0.5;
         if (!ok)
             fprintf(stderr, "child: %s\n", e.msg);
-        pfi_hw_close(b);
+        close_b(b);
         _exit(ok ? 0 : 1);
     }
     int st = 0;
@@ -545,7 +604,7 @@ static void test_cross_process(void **state)
     pfi_sample s;
     assert_int_equal(pfi_hw_sample(b, 6, &s, &e), PFI_OK);
     assert_true(s.power_w <= 400 * 1.03);
-    pfi_hw_close(b);
+    close_b(b);
     unlink(path);
     rmdir(tmpl);
 }
@@ -559,24 +618,25 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_no_driver, setup),
-        cmocka_unit_test_setup(test_not_nvml, setup),
-        cmocka_unit_test_setup(test_init_fails, setup),
-        cmocka_unit_test_setup(test_list, setup),
-        cmocka_unit_test_setup(test_every_field, setup),
-        cmocka_unit_test_setup(test_set_readback_restore, setup),
-        cmocka_unit_test_setup(test_read_only, setup),
-        cmocka_unit_test_setup(test_not_root, setup),
-        cmocka_unit_test_setup(test_oob_cap, setup),
-        cmocka_unit_test_setup(test_lost_gpu, setup),
-        cmocka_unit_test_setup(test_lost_at_open, setup),
-        cmocka_unit_test_setup(test_unsupported_fields, setup),
-        cmocka_unit_test_setup(test_reasons_fallback, setup),
-        cmocka_unit_test_setup(test_hard_errors, setup),
-        cmocka_unit_test_setup(test_fault_at_time, setup),
-        cmocka_unit_test_setup(test_faults_file, setup),
-        cmocka_unit_test_setup(test_threads, setup),
-        cmocka_unit_test_setup(test_cross_process, setup),
+        cmocka_unit_test_setup_teardown(test_no_driver, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_nvml, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_init_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_field, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_readback_restore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oob_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_at_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secondary_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reasons_fallback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hard_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_at_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_faults_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cross_process, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

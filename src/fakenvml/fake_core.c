@@ -8,6 +8,7 @@
 
 #include "fakenvml/fake.h"
 #include "hw/backend_sim.h"
+#include "hw/nvml_errors.h"
 
 fake_lib pfi_fake;
 static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -268,8 +269,10 @@ const char *nvmlErrorString(nvmlReturn_t result)
     case NVML_ERROR_MEMORY: return "Insufficient Memory";
     case NVML_ERROR_NO_DATA: return "No data";
     case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient Resources";
+    case NVML_ERROR_NOT_READY: return "Not Ready";
     case NVML_ERROR_UNKNOWN: return "Unknown Error";
-    default: return "Unknown Error";
+    default: return pfi_nvml_return_text(result);
     }
 }
 

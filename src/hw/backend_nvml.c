@@ -89,6 +89,7 @@ typedef struct nvml_gpu {
     double gpm_vals[N_GPM];
     unsigned gpm_ok;        /* bit i: gpm_vals[i] is valid */
     double gpm_vals_t;      /* end of the window gpm_vals describe; NAN when none */
+    unsigned warned;        /* WARN_* bits: secondary readings already reported failing */
     int nvl_prev_ok;
     double nvl_prev_t;
     unsigned long long nvl_prev_tx, nvl_prev_rx; /* KiB */
@@ -288,6 +289,7 @@ static nvml_gpu *gpu_of(nvml_impl *m, int idx, pfi_err *err)
  * first failure is kept in *err and every later reading is skipped. */
 typedef struct rd {
     const nvml_impl *m;
+    int idx;
     pfi_err *err;
     int rc;
 } rd;
@@ -303,6 +305,29 @@ static int got(rd *c, const char *call, nvmlReturn_t r)
     return 0;
 }
 
+/* GPM and field values are secondary readings: another GPM client (DCGM, say) or a driver
+ * quirk must not cost the power and clock readings of the sample.  Their failures other than
+ * a lost GPU mark the fields missing and are reported once per GPU on stderr. */
+enum { WARN_GPM = 1u << 0, WARN_FIELDS = 1u << 1 };
+
+static int got_secondary(rd *c, nvml_gpu *g, unsigned what, const char *call, nvmlReturn_t r)
+{
+    if (c->rc != PFI_OK)
+        return 0;
+    if (r == NVML_SUCCESS)
+        return 1;
+    if (r == NVML_ERROR_GPU_IS_LOST || pfi_nvml_is_unavailable(r))
+        return got(c, call, r);
+    if (!(g->warned & what)) {
+        pfi_err e = {0};
+        nvml_fail(c->m, &e, call, r);
+        fprintf(stderr, "pfi: GPU %d: %s; those readings are reported missing\n", c->idx,
+                e.msg);
+        g->warned |= what;
+    }
+    return 0;
+}
+
 static double mw_to_w(unsigned int mw)
 {
     return mw / 1000.0;
@@ -314,7 +339,7 @@ static int nvml_info(pfi_backend *b, int idx, pfi_device *d, pfi_err *err)
     nvml_gpu *g = gpu_of(m, idx, err);
     if (!g)
         return err ? err->code : PFI_ENOENT;
-    rd c = {m, err, PFI_OK};
+    rd c = {m, idx, err, PFI_OK};
     d->index = idx;
     d->min_limit_w = d->max_limit_w = d->default_limit_w = NAN;
     d->limit_w = d->enforced_w = NAN;
@@ -400,7 +425,8 @@ static void read_gpm(rd *c, nvml_gpu *g, pfi_sample *s)
             return;
         }
         nvmlGpmSupport_t sup = {.version = NVML_GPM_SUPPORT_VERSION};
-        if (!got(c, "nvmlGpmQueryDeviceSupport", m->f.nvmlGpmQueryDeviceSupport(g->h, &sup))) {
+        if (!got_secondary(c, g, WARN_GPM, "nvmlGpmQueryDeviceSupport",
+                           m->f.nvmlGpmQueryDeviceSupport(g->h, &sup))) {
             if (c->rc == PFI_OK)
                 g->gpm = 0;
             return;
@@ -409,10 +435,11 @@ static void read_gpm(rd *c, nvml_gpu *g, pfi_sample *s)
     }
     if (g->gpm != 1)
         return;
-    if (!g->gpm_prev &&
-        !got(c, "nvmlGpmSampleAlloc", m->f.nvmlGpmSampleAlloc(&g->gpm_prev)))
+    if (!g->gpm_prev && !got_secondary(c, g, WARN_GPM, "nvmlGpmSampleAlloc",
+                                       m->f.nvmlGpmSampleAlloc(&g->gpm_prev)))
         return;
-    if (!g->gpm_cur && !got(c, "nvmlGpmSampleAlloc", m->f.nvmlGpmSampleAlloc(&g->gpm_cur)))
+    if (!g->gpm_cur && !got_secondary(c, g, WARN_GPM, "nvmlGpmSampleAlloc",
+                                      m->f.nvmlGpmSampleAlloc(&g->gpm_cur)))
         return;
     double now = mono_now();
     if (!isnan(g->gpm_prev_t) && now - g->gpm_prev_t < GPM_MIN_WINDOW_S) {
@@ -420,7 +447,8 @@ static void read_gpm(rd *c, nvml_gpu *g, pfi_sample *s)
             gpm_store(g, s);
         return;
     }
-    if (!got(c, "nvmlGpmSampleGet", m->f.nvmlGpmSampleGet(g->h, g->gpm_cur))) {
+    if (!got_secondary(c, g, WARN_GPM, "nvmlGpmSampleGet",
+                       m->f.nvmlGpmSampleGet(g->h, g->gpm_cur))) {
         g->gpm_prev_t = NAN; /* the next window must start from a fresh sample */
         return;
     }
@@ -433,7 +461,7 @@ static void read_gpm(rd *c, nvml_gpu *g, pfi_sample *s)
         mg->sample2 = g->gpm_cur;
         for (size_t i = 0; i < N_GPM; i++)
             mg->metrics[i].metricId = gpm_ids[i];
-        if (got(c, "nvmlGpmMetricsGet", m->f.nvmlGpmMetricsGet(mg))) {
+        if (got_secondary(c, g, WARN_GPM, "nvmlGpmMetricsGet", m->f.nvmlGpmMetricsGet(mg))) {
             g->gpm_ok = 0;
             for (size_t i = 0; i < N_GPM; i++) {
                 const nvmlGpmMetric_t *mt = &mg->metrics[i];
@@ -485,8 +513,11 @@ static void read_fields(rd *c, nvml_gpu *g, pfi_sample *s)
     fv[2].scopeId = UINT_MAX; /* all links together */
     fv[3].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
     fv[3].scopeId = UINT_MAX;
-    if (!got(c, "nvmlDeviceGetFieldValues", CALL(c->m, nvmlDeviceGetFieldValues, g->h, 4, fv)))
+    if (!got_secondary(c, g, WARN_FIELDS, "nvmlDeviceGetFieldValues",
+                       CALL(c->m, nvmlDeviceGetFieldValues, g->h, 4, fv))) {
+        g->nvl_prev_ok = 0;
         return;
+    }
     double v;
     if (field_value(&fv[0], &v)) {
         s->power_inst_w = v / 1000.0;
@@ -525,7 +556,7 @@ static int nvml_sample(pfi_backend *b, int idx, pfi_sample *s, pfi_err *err)
     nvml_gpu *g = gpu_of(m, idx, err);
     if (!g)
         return err ? err->code : PFI_ENOENT;
-    rd c = {m, err, PFI_OK};
+    rd c = {m, idx, err, PFI_OK};
     pthread_mutex_lock(&g->mu);
     s->t_s = mono_now();
     unsigned int u, u2;

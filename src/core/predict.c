@@ -181,49 +181,63 @@ static double zval(const double *x, const double *mean, const double *scale, int
     return (x[f] - mean[f]) / scale[f];
 }
 
-/* Solves (Z'Z + lambda n I) beta = Z'(y - ybar) for target depth k on rows rs; GSL Cholesky. */
-static int ridge_fit(const rowset *rs, const double *mean, const double *scale, int k,
-                     double lambda, double *beta, double *icpt)
+/* Normal equations of rows rs in standardized features: Z'Z, Z'(y_k - ybar_k) for every depth
+ * k, and ybar.  Built once per subset and reused for every penalty tried. */
+typedef struct gram {
+    double A[PFI_N_FEATURES][PFI_N_FEATURES];
+    double b[PFI_N_TDEPTHS][PFI_N_FEATURES];
+    double ybar[PFI_N_TDEPTHS];
+    int n;
+} gram;
+
+static void gram_build(const rowset *rs, const double *mean, const double *scale, gram *g)
 {
-    int F = PFI_N_FEATURES, n = rs->n;
-    double ybar = 0;
-    for (int i = 0; i < n; i++)
-        ybar += rs->rows[rs->idx[i]].s[k];
-    ybar = n ? ybar / n : 0;
-    gsl_matrix *A = gsl_matrix_calloc((size_t)F, (size_t)F);
-    gsl_vector *b = gsl_vector_calloc((size_t)F);
-    gsl_vector *sol = gsl_vector_alloc((size_t)F);
-    if (!A || !b || !sol) {
-        gsl_matrix_free(A);
-        gsl_vector_free(b);
-        gsl_vector_free(sol);
-        return PFI_ENOMEM;
-    }
+    memset(g, 0, sizeof *g);
+    g->n = rs->n;
+    for (int i = 0; i < rs->n; i++)
+        for (int k = 0; k < PFI_N_TDEPTHS; k++)
+            g->ybar[k] += rs->rows[rs->idx[i]].s[k] / rs->n;
     double z[PFI_N_FEATURES];
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < rs->n; i++) {
         const pfi_train_row *r = &rs->rows[rs->idx[i]];
-        for (int f = 0; f < F; f++)
+        for (int f = 0; f < PFI_N_FEATURES; f++)
             z[f] = zval(r->x, mean, scale, f);
-        double y = r->s[k] - ybar;
-        for (int f = 0; f < F; f++) {
-            *gsl_vector_ptr(b, (size_t)f) += z[f] * y;
-            for (int g = 0; g < F; g++)
-                *gsl_matrix_ptr(A, (size_t)f, (size_t)g) += z[f] * z[g];
+        for (int f = 0; f < PFI_N_FEATURES; f++) {
+            for (int k = 0; k < PFI_N_TDEPTHS; k++)
+                g->b[k][f] += z[f] * (r->s[k] - g->ybar[k]);
+            for (int h = 0; h < PFI_N_FEATURES; h++)
+                g->A[f][h] += z[f] * z[h];
         }
     }
-    for (int f = 0; f < F; f++)
-        *gsl_matrix_ptr(A, (size_t)f, (size_t)f) += lambda * (n > 0 ? n : 1) + 1e-12;
-    gsl_set_error_handler_off();
-    int rc = gsl_linalg_cholesky_decomp1(A);
-    if (rc == 0)
-        rc = gsl_linalg_cholesky_solve(A, b, sol);
-    for (int f = 0; f < F; f++)
-        beta[f] = rc == 0 ? gsl_vector_get(sol, (size_t)f) : 0;
-    *icpt = ybar;
+}
+
+/* Solves (Z'Z + lambda n I) beta = Z'(y - ybar) for depth k with GSL's Cholesky. */
+static int ridge_solve(const gram *g, int k, double lambda, double *beta)
+{
+    int F = PFI_N_FEATURES;
+    gsl_matrix *A = gsl_matrix_alloc((size_t)F, (size_t)F);
+    gsl_vector *b = gsl_vector_alloc((size_t)F);
+    gsl_vector *sol = gsl_vector_alloc((size_t)F);
+    int rc = PFI_ENOMEM;
+    if (A && b && sol) {
+        for (int f = 0; f < F; f++) {
+            for (int h = 0; h < F; h++)
+                gsl_matrix_set(A, (size_t)f, (size_t)h, g->A[f][h]);
+            *gsl_matrix_ptr(A, (size_t)f, (size_t)f) += lambda * (g->n > 0 ? g->n : 1) + 1e-12;
+            gsl_vector_set(b, (size_t)f, g->b[k][f]);
+        }
+        gsl_set_error_handler_off();
+        int grc = gsl_linalg_cholesky_decomp1(A);
+        if (grc == 0)
+            grc = gsl_linalg_cholesky_solve(A, b, sol);
+        for (int f = 0; f < F; f++)
+            beta[f] = grc == 0 ? gsl_vector_get(sol, (size_t)f) : 0;
+        rc = grc == 0 ? PFI_OK : PFI_EINTERNAL;
+    }
     gsl_matrix_free(A);
     gsl_vector_free(b);
     gsl_vector_free(sol);
-    return rc == 0 ? PFI_OK : PFI_EINTERNAL;
+    return rc;
 }
 
 static double ridge_eval(const pfi_model *m, const double *x, int k)
@@ -245,47 +259,56 @@ static int ridge_train(const rowset *rs, pfi_model *m, int folds, unsigned long 
 {
     standardize(rs, m->mean, m->scale);
     int *tr = malloc(sizeof(int) * (size_t)(rs->n ? rs->n : 1));
-    if (!tr)
+    gram *g = malloc(sizeof *g);
+    if (!tr || !g) {
+        free(tr);
+        free(g);
         return PFI_ENOMEM;
-    for (int k = 0; k < PFI_N_TDEPTHS; k++) {
-        double best = INFINITY, best_l = lambda_grid[N_LAMBDA / 2];
-        for (int li = 0; li < N_LAMBDA; li++) {
-            double e = 0;
-            for (int fo = 0; fo < folds; fo++) {
-                int nt = 0;
-                for (int i = 0; i < rs->n; i++)
-                    if (fold_of(rs->rows[rs->idx[i]].group, folds, seed + 7) != fo)
-                        tr[nt++] = rs->idx[i];
-                if (nt == rs->n || nt < 3)
+    }
+    /* Inner CV: absolute error per (depth, penalty), each fold's normal equations built once. */
+    double err[PFI_N_TDEPTHS][N_LAMBDA];
+    memset(err, 0, sizeof err);
+    for (int fo = 0; fo < folds; fo++) {
+        int nt = 0;
+        for (int i = 0; i < rs->n; i++)
+            if (fold_of(rs->rows[rs->idx[i]].group, folds, seed + 7) != fo)
+                tr[nt++] = rs->idx[i];
+        if (nt == rs->n || nt < 3)
+            continue;
+        rowset sub = {rs->rows, tr, nt};
+        gram_build(&sub, m->mean, m->scale, g);
+        for (int k = 0; k < PFI_N_TDEPTHS; k++)
+            for (int li = 0; li < N_LAMBDA; li++) {
+                double beta[PFI_N_FEATURES];
+                if (ridge_solve(g, k, lambda_grid[li], beta) != PFI_OK) {
+                    err[k][li] = INFINITY;
                     continue;
-                rowset sub = {rs->rows, tr, nt};
-                double beta[PFI_N_FEATURES], icpt;
-                if (ridge_fit(&sub, m->mean, m->scale, k, lambda_grid[li], beta, &icpt) != PFI_OK)
-                    continue;
+                }
                 for (int i = 0; i < rs->n; i++) {
                     const pfi_train_row *r = &rs->rows[rs->idx[i]];
                     if (fold_of(r->group, folds, seed + 7) != fo)
                         continue;
-                    double y = icpt;
+                    double y = g->ybar[k];
                     for (int f = 0; f < PFI_N_FEATURES; f++)
                         y += beta[f] * zval(r->x, m->mean, m->scale, f);
-                    e += fabs(y - r->s[k]);
+                    err[k][li] += fabs(y - r->s[k]);
                 }
             }
-            if (e < best) {
-                best = e;
-                best_l = lambda_grid[li];
-            }
-        }
-        m->lambda[k] = best_l;
-        int rc = ridge_fit(rs, m->mean, m->scale, k, best_l, m->coef[k], &m->intercept[k]);
-        if (rc != PFI_OK) {
-            free(tr);
-            return rc;
-        }
+    }
+    gram_build(rs, m->mean, m->scale, g);
+    int rc = PFI_OK;
+    for (int k = 0; k < PFI_N_TDEPTHS && rc == PFI_OK; k++) {
+        int best = N_LAMBDA / 2;
+        for (int li = 0; li < N_LAMBDA; li++)
+            if (err[k][li] < err[k][best])
+                best = li;
+        m->lambda[k] = lambda_grid[best];
+        m->intercept[k] = g->ybar[k];
+        rc = ridge_solve(g, k, m->lambda[k], m->coef[k]);
     }
     free(tr);
-    return PFI_OK;
+    free(g);
+    return rc;
 }
 
 /* ---- prediction ---- */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -321,6 +322,82 @@ static void test_ramp(void **state)
     site_down(&x);
 }
 
+/* The controller's HTTP API: routes, token, error codes, nothing changed on refusals. */
+static long call(const char *url, const char *method, const char *body, const char *token,
+                 char **reply)
+{
+    pfi_cl_req r;
+    memset(&r, 0, sizeof r);
+    r.url = url;
+    r.method = method;
+    r.body = body;
+    pfi_cl_http_many(NULL, &r, 1, token, 5.0, 1);
+    if (reply)
+        *reply = r.reply;
+    else
+        free(r.reply);
+    return r.status;
+}
+
+static void test_api(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char tokf[300], url[128], *rep = NULL;
+    const char *tok = "0123456789abcdef0123";
+    snprintf(tokf, sizeof tokf, "%s/token", x.dir);
+    FILE *f = fopen(tokf, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", tok);
+    fclose(f);
+    chmod(tokf, 0644);
+    pfi_cl_server *srv;
+    int port;
+    assert_int_equal(pfi_cl_server_start(x.c, "127.0.0.1:0", tokf, &srv, &port, &e), PFI_EPERM);
+    chmod(tokf, 0600);
+    assert_int_equal(pfi_cl_server_start(x.c, "127.0.0.1:0", tokf, &srv, &port, &e), PFI_OK);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+    snprintf(url, sizeof url, "%s/healthz", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, NULL), 200);
+    snprintf(url, sizeof url, "%s/v1/budget", base);
+    double before = pfi_standin_cap_sum(x.s);
+    assert_int_equal(call(url, "PUT", "{\"budget\": \"cut=30%\"}", NULL, NULL), 401);
+    assert_int_equal(call(url, "PUT", "{\"budget\": \"cut=30%\"}", "wrong-token-xxxxxx", NULL),
+                     401);
+    assert_int_equal(call(url, "PUT", "{\"budget\": \"lots\"}", tok, NULL), 400);
+    assert_int_equal(call(url, "PUT", "not json", tok, NULL), 400);
+    assert_int_equal(call(url, "PUT", "{\"watts\": 1000, \"cut\": 0.3}", tok, NULL), 400);
+    long st = call(url, "PUT", "{\"watts\": 1000}", tok, &rep);
+    if (st != 409) fprintf(stderr, "got %ld: %s\n", st, rep ? rep : "");
+    assert_int_equal(st, 409);
+    assert_non_null(strstr(rep, "1000"));
+    free(rep);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - before) < 1e-9);
+    assert_int_equal(call(url, "PUT", "{\"cut\": 0.3, \"ramp_s\": 0}", tok, &rep), 200);
+    assert_non_null(strstr(rep, "\"budget_w\""));
+    free(rep);
+    assert_true(pfi_standin_cap_sum(x.s) <= 0.7 * NN * NG * 700 + 1e-6);
+    snprintf(url, sizeof url, "%s/metrics", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, &rep), 200);
+    assert_non_null(strstr(rep, "pfi_cluster_budget_watts 7840.0"));
+    assert_non_null(strstr(rep, "pfi_cluster_node_up{node=\"n1\"} 1"));
+    free(rep);
+    snprintf(url, sizeof url, "%s/v1/jobs", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, &rep), 200);
+    assert_non_null(strstr(rep, "\"101\""));
+    free(rep);
+    snprintf(url, sizeof url, "%s/v1/nope", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, NULL), 404);
+    snprintf(url, sizeof url, "%s/v1/budget", base);
+    assert_int_equal(call(url, "PUT", "{\"budget\": null}", tok, NULL), 200);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - NN * NG * 700.0) < 1e-6);
+    pfi_cl_server_stop(srv);
+    unlink(tokf);
+    site_down(&x);
+}
+
 static void test_unknown_node_in_topology(void **state)
 {
     site x;
@@ -370,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_new_job_moves_watts),
         cmocka_unit_test(test_ramp),
+        cmocka_unit_test(test_api),
         cmocka_unit_test(test_unknown_node_in_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

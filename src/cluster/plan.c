@@ -55,7 +55,7 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
     }
 
     double reserved = 0, idle_min = 0;
-    int n_idle = 0, n_silent = 0;
+    int n_idle = 0, n_held = 0;
     for (int i = 0; i < c->n_nodes; i++) {
         const pfi_cl_node *n = &c->nodes[i];
         for (int g = 0; g < n->n_gpus; g++) {
@@ -69,7 +69,7 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
                                        "known: cannot count its power",
                                        n->name);
                 reserved += w;
-                n_silent += !n->up;
+                n_held++;
             } else if (j < 0) {
                 idle_min += d->min_limit_w;
                 n_idle++;
@@ -128,39 +128,39 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
     double for_jobs = budget_w - reserved - idle_min;
     pfi_alloc_result res;
     memset(&res, 0, sizeof res);
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.step_w = c->cfg.step_w;
+    o.on_infeasible = PFI_INFEASIBLE_FAIL;
     int rc = PFI_OK;
-    if (for_jobs < 0) {
-        rc = pfi_err_set(err, PFI_EINFEASIBLE,
-                         "site budget %.0f W is below %.0f W: %d GPUs of silent nodes and pinned "
-                         "jobs hold %.0f W and %d idle GPUs need %.0f W at their minimum, before "
-                         "any job",
-                         budget_w, reserved + idle_min, n_silent, reserved, n_idle, idle_min);
+    if (for_jobs < 0 || (na > 0 && for_jobs <= 0)) {
+        rc = pfi_err_set(err, PFI_EINFEASIBLE, "no watt left for the jobs");
     } else if (na > 0) {
-        pfi_alloc_opts o;
-        pfi_alloc_opts_default(&o);
-        o.step_w = c->cfg.step_w;
-        o.on_infeasible = PFI_INFEASIBLE_FAIL;
         rc = pfi_alloc_solve(aj, na, for_jobs, &o, &res, err);
-        if (rc == PFI_EINFEASIBLE) {
-            /* The least feasible budget, for the message: the jobs' own minimum, found by
-             * solving with room to spare (nothing is applied from it). */
+        if (rc != PFI_OK && rc != PFI_EINFEASIBLE)
+            pfi_err_prefix(err, "site allocation: ");
+    }
+    if (rc == PFI_EINFEASIBLE) {
+        /* The least feasible budget, for the message: the jobs' own minimum, found by solving
+         * with room to spare (nothing is applied from it). */
+        double need = reserved + idle_min;
+        if (na > 0) {
             pfi_alloc_result big;
             memset(&big, 0, sizeof big);
             o.max_work = -1;
-            double need = NAN;
-            if (pfi_alloc_solve(aj, na, 1e15, &o, &big, NULL) == PFI_OK)
-                need = reserved + idle_min + big.min_budget_w;
+            need = pfi_alloc_solve(aj, na, 1e15, &o, &big, NULL) == PFI_OK
+                       ? need + big.min_budget_w
+                       : NAN;
             pfi_alloc_result_free(&big);
-            char least[64] = "";
-            if (isfinite(need))
-                snprintf(least, sizeof least, "; least feasible site budget %.0f W", need);
-            pfi_err_prefix(err,
-                           "site budget %.0f W leaves %.0f W for %d jobs (after %.0f W held by "
-                           "silent nodes and pinned jobs and %.0f W for idle GPUs at their "
-                           "minimum%s): ",
-                           budget_w, for_jobs, na, reserved, idle_min, least);
-        } else if (rc != PFI_OK)
-            pfi_err_prefix(err, "site allocation: ");
+        }
+        char least[64] = "";
+        if (isfinite(need))
+            snprintf(least, sizeof least, "; least feasible site budget %.0f W", need);
+        pfi_err_prefix(err,
+                       "site budget %.0f W leaves %.0f W for %d jobs (after %.0f W held by %d "
+                       "GPUs of silent nodes and pinned jobs and %.0f W for %d idle GPUs at "
+                       "their minimum%s): ",
+                       budget_w, for_jobs, na, reserved, n_held, idle_min, n_idle, least);
     }
     if (rc == PFI_OK && target) {
         double left = for_jobs - (na > 0 ? res.power_w : 0);

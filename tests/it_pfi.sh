@@ -1,0 +1,64 @@
+#!/bin/sh
+# Integration test of the index, the predictor and probe estimation through the pfi binary:
+# pfi help index, pfi index on the public sweeps, pfi model train/eval/probe-eval, pfi predict.
+set -u
+PFI=${PFI_BIN:?PFI_BIN not set}
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_pfi.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# First number after "KEY": in a JSON document on stdin.
+num() { grep -m1 "\"$1\":" | sed 's/.*": *\([-0-9.eE+]*\).*/\1/'; }
+between() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v != "" && v + 0 >= lo && v + 0 <= hi) }'; }
+
+"$PFI" help index > "$T/help" || fail "pfi help index exited $?"
+grep -q "pfi's definition" "$T/help" || fail "help index does not say it is pfi's definition"
+grep -q "PFI(r)" "$T/help" || fail "help index has no PFI(r)"
+"$PFI" help nosuchtopic 2> "$T/err" && fail "unknown help topic accepted"
+grep -q "no topic" "$T/err" || fail "unknown topic message: $(cat "$T/err")"
+
+# Without a store: a clear message and a failure status.
+"$PFI" index --db "$T/none.db" 2> "$T/err" && fail "index on a missing store succeeded"
+grep -q "no store" "$T/err" || fail "missing store message: $(cat "$T/err")"
+"$PFI" index --public --depth 1.5 2> /dev/null; [ $? -eq 2 ] || fail "--depth 1.5 is not a usage error"
+
+# The rest needs the simulated fleet only...
+"$PFI" model train --fleet small --out "$T/m.json" > "$T/train" || fail "model train exited $?"
+grep -q '"pfi_model": "curve"' "$T/m.json" || fail "model file is not a pfi model"
+"$PFI" predict --live --backend sim --duration 2s --model "$T/m.json" --json > "$T/pred" ||
+  fail "predict --live exited $?"
+v=$(num pfi30 < "$T/pred"); between "$v" 0.05 2 || fail "live predicted pfi30 '$v'"
+echo '{"pfi_model": "curve", "format": 99}' > "$T/bad.json"
+"$PFI" predict --live --backend sim --duration 1s --model "$T/bad.json" 2> "$T/err" &&
+  fail "predict accepted a bad model file"
+grep -q "format 99" "$T/err" || fail "bad model message: $(cat "$T/err")"
+"$PFI" model eval --fleet small --json > "$T/eval" || fail "model eval exited $?"
+for k in lojo_mae_pfi30 lojo_r2_pfi30 transfer_h200_to_h100_mae_pfi30 \
+         transfer_h100_to_h200_mae_pfi30 importance; do
+  grep -q "\"$k\"" "$T/eval" || fail "model eval JSON lacks $k"
+done
+v=$(num lojo_mae_pfi30 < "$T/eval"); between "$v" 0 0.5 || fail "lojo_mae_pfi30 '$v'"
+
+# ...and this part the public measured sweeps.
+if [ ! -f "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24/zeus_baseline/A40/zeus_global.csv" ]; then
+  echo "public data not found under ${PFI_DATA_DIR:-../shared/data}: index and probe-eval checks skipped"
+  exit 77
+fi
+"$PFI" index --public --json "perseus/A40/gpt3-2.7b dp1tp1pp8" > "$T/idx" || fail "index exited $?"
+p=$(num pfi30 < "$T/idx"); lo=$(num pfi30_lo < "$T/idx"); hi=$(num pfi30_hi < "$T/idx")
+between "$p" 0.45 0.65 || fail "gpt3-2.7b PFI30 '$p' (measured ~0.55)"
+between "$lo" 0 "$p" || fail "pfi30_lo '$lo' above pfi30 '$p'"
+between "$hi" "$p" 2 || fail "pfi30_hi '$hi' below pfi30 '$p'"
+for k in '"0.3":' shed_at_slowdown '"0.05":'; do
+  grep -q "$k" "$T/idx" || fail "index JSON lacks $k"
+done
+"$PFI" index --public > "$T/all" || fail "index of every public run exited $?"
+n=$(sed -n 's/^\([0-9]*\) of \([0-9]*\) runs indexed.*/\1/p' "$T/all")
+between "$n" 100 100000 || fail "only '$n' public runs indexed"
+grep -q "cap never bound" "$T/all" || fail "no flat (NCF-like) run flagged"
+"$PFI" index --public --compare-families --json > "$T/fam" || fail "compare-families exited $?"
+grep -q '"rmse_lolo_interpolation"' "$T/fam" || fail "compare-families JSON"
+"$PFI" model probe-eval --json > "$T/probe" || fail "probe-eval exited $?"
+v=$(num median_abs_err_70 < "$T/probe"); between "$v" 0 0.05 || fail "1-probe median err at 70% '$v'"
+"$PFI" model probe-eval --probes 2 --json > "$T/probe2" || fail "probe-eval --probes 2 exited $?"
+grep -q '"max_abs_err_60"' "$T/probe2" || fail "probe-eval JSON lacks max_abs_err_60"
+echo "ok"

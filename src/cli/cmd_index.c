@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/runset.h"
 #include "core/pfi.h"
+#include "report/report.h"
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -207,9 +208,40 @@ static int compare_families(const pfi_runset *rs, int as_json)
     return PFI_EXIT_OK;
 }
 
+/* Measured points and fitted curve of each run (the first 8), s against r. */
+static int plot_curves(const pfi_runset *rs, const pfi_index_opts *o, const char *dir,
+                       pfi_err *err)
+{
+    pfi_plot *p = pfi_plot_new("Slowdown against power shed: measured (points) and fitted",
+                               "power shed r = 1 - P/P0", "slowdown s = 1 - T/T0");
+    if (!p)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    pfi_plot_xrange(p, 0, 0.7);
+    int drawn = 0;
+    for (int i = 0; i < rs->n && drawn < 8; i++) {
+        pfi_curve c;
+        if (pfi_curve_from_run(&rs->runs[i], o->family, &c, NULL) != PFI_OK || c.n_shed < 2)
+            continue;
+        double r[PFI_CURVE_MAX_PTS], s[PFI_CURVE_MAX_PTS], fr[41], fs[41];
+        int m = pfi_curve_points(&c, r, s, PFI_CURVE_MAX_PTS);
+        for (int k = 0; k <= 40; k++) {
+            fr[k] = c.r_max * k / 40.0;
+            fs[k] = pfi_fit_s(&c.fit, fr[k]);
+        }
+        const char *col = pfi_palette(drawn);
+        pfi_plot_series(p, rs->runs[i].name, PFI_PLOT_POINTS, col, r, s, NULL, NULL, m, 0);
+        pfi_plot_series(p, NULL, PFI_PLOT_LINES, col, fr, fs, NULL, NULL, 41, 0);
+        drawn++;
+    }
+    int rc = drawn ? pfi_plot_render(p, dir, "pfi_curves", err)
+                   : pfi_err_set(err, PFI_EINVAL, "no run with a curve to plot");
+    pfi_plot_free(p);
+    return rc;
+}
+
 int pfi_cmd_index(int argc, char **argv)
 {
-    const char *db = NULL, *family = NULL;
+    const char *db = NULL, *family = NULL, *plot_dir = NULL;
     double depth = 0.30;
     int as_json = 0, public_data = 0, extrapolate = 0, compare = 0, boot = 400, seed = 1;
     const pfi_opt opts[] = {
@@ -222,6 +254,8 @@ int pfi_cmd_index(int argc, char **argv)
         {"family", PFI_OPT_STR, &family, "NAME", "curve family: power (default), quad, knee, exp, dvfs"},
         {"boot", PFI_OPT_INT, &boot, "N", "bootstrap replicates for the CI (default 400; 0: none)"},
         {"seed", PFI_OPT_INT, &seed, "N", "bootstrap seed (default 1)"},
+        {"plot", PFI_OPT_STR, &plot_dir, "DIR",
+         "also draw DIR/pfi_curves.png and .svg: points and fits of the first 8 runs"},
         {"compare-families", PFI_OPT_FLAG, &compare, NULL,
          "compare the curve families on the runs instead"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
@@ -264,6 +298,10 @@ int pfi_cmd_index(int argc, char **argv)
         rc = compare_families(&rs, as_json);
         pfi_runset_free(&rs);
         return rc;
+    }
+    if (plot_dir && plot_curves(&rs, &o, plot_dir, &err) != PFI_OK) {
+        pfi_runset_free(&rs);
+        return pfi_cli_fail("index", &err);
     }
     int status = PFI_EXIT_OK, ok = 0;
     json_t *arr = json_array();

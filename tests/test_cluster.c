@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "cluster/cluster.h"
+#include "cluster/cl_int.h"
 
 static void test_gres_idx(void **state)
 {
@@ -31,6 +31,49 @@ static void test_gres_idx(void **state)
     assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:1-0)", g, PFI_MAX_GPUS), -1);
     assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:x)", g, PFI_MAX_GPUS), -1);
     assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:0-1", g, PFI_MAX_GPUS), -1);
+}
+
+/* Curves as `pfi serve` writes them (src/serve/curves.c): measured points, or a fit only. */
+static void test_decode_curve(void **state)
+{
+    pfi_cl_job j;
+    memset(&j, 0, sizeof j);
+    json_t *m = json_loads("{\"t0\": 5000, \"p0_w\": 640, \"min_cap_w\": 200, \"max_cap_w\": 700, "
+                           "\"points\": [{\"cap_w\": 300, \"draw_w\": 290, \"rel\": 0.7}, "
+                           "{\"cap_w\": 500, \"draw_w\": 480, \"rel\": 0.9}, {\"cap_w\": 700, "
+                           "\"draw_w\": 640, \"rel\": 1.0}], \"fit\": {\"family\": \"power\", "
+                           "\"p\": [0.8, 1.5]}}",
+                           0, NULL);
+    assert_int_equal(pfi_cl_decode_curve(m, &j), 1);
+    assert_int_equal(j.n_points, 3);
+    assert_true(fabs(j.tput[1] - 4500) < 1e-9);
+    assert_true(fabs(j.p0_w - 640) < 1e-9);
+    json_decref(m);
+    /* A predicted curve: no points, its fit sampled across the cap range, falling with the cap. */
+    memset(&j, 0, sizeof j);
+    json_t *p = json_loads("{\"t0\": null, \"p0_w\": 650, \"cap0_w\": 700, \"min_cap_w\": 200, "
+                           "\"max_cap_w\": 700, \"n_gpus\": 4, \"r_max\": 0.7, \"points\": [], "
+                           "\"fit\": {\"family\": \"power\", \"p\": [0.9, 1.6]}}",
+                           0, NULL);
+    assert_int_equal(pfi_cl_decode_curve(p, &j), 1);
+    assert_true(j.n_points >= 10);
+    assert_true(fabs(j.cap_w[0] - 200) < 1e-9 && fabs(j.cap_w[j.n_points - 1] - 700) < 1e-9);
+    assert_true(j.tput[0] < j.tput[j.n_points - 1]);
+    assert_true(fabs(j.tput[j.n_points - 1] - 1.0) < 0.02);
+    json_decref(p);
+    /* Unusable: one point, unknown family, caps not increasing. */
+    const char *bad[] = {"{\"points\": [{\"cap_w\": 300, \"rel\": 0.7}]}",
+                         "{\"points\": [], \"fit\": {\"family\": \"nope\", \"p\": [1]}, "
+                         "\"min_cap_w\": 200, \"max_cap_w\": 700, \"p0_w\": 600}",
+                         "{\"cap_w\": [500, 400], \"tput\": [1, 2]}"};
+    for (int k = 0; k < 3; k++) {
+        memset(&j, 0, sizeof j);
+        json_t *d = json_loads(bad[k], 0, NULL);
+        assert_non_null(d);
+        assert_int_equal(pfi_cl_decode_curve(d, &j), 0);
+        assert_int_equal(j.has_curve, 0);
+        json_decref(d);
+    }
 }
 
 /* Shapes as Slurm 22.05 prints them (trimmed to the fields read). */
@@ -441,6 +484,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gres_idx),
         cmocka_unit_test(test_topo_slurm),
+        cmocka_unit_test(test_decode_curve),
         cmocka_unit_test(test_cut_and_restore),
         cmocka_unit_test(test_random_budgets_never_over),
         cmocka_unit_test(test_infeasible_changes_nothing),

@@ -55,5 +55,7 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err);
 
 /* Decoding what node daemons say (controller.c). */
 int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err);
+/* A job's curve as GET /v1/jobs gives it: 1 when j now has >= 2 usable points. */
+int pfi_cl_decode_curve(json_t *curve, pfi_cl_job *j);
 
 #endif

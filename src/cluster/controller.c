@@ -249,6 +249,47 @@ static int sample_fit(json_t *cv, double *cap_w, double *tput)
     return n;
 }
 
+int pfi_cl_decode_curve(json_t *cv, pfi_cl_job *j)
+{
+    /* Two spellings: {"cap_w": [...], "tput": [...]} or the node daemon's {"points": [{"cap_w",
+     * "rel"|"tput"}], "t0", "fit"}; a curve with no points but a fit is sampled from the fit. */
+    double t0 = jnum(cv, "t0");
+    json_t *caps = json_object_get(cv, "cap_w"), *tp = json_object_get(cv, "tput");
+    json_t *pts = json_object_get(cv, "points");
+    int n = 0;
+    if (json_is_array(caps) && json_is_array(tp) && json_array_size(caps) == json_array_size(tp)) {
+        for (size_t k = 0; k < json_array_size(caps) && n < PFI_CL_CURVE_MAX; k++) {
+            j->cap_w[n] = json_number_value(json_array_get(caps, k));
+            j->tput[n] = json_number_value(json_array_get(tp, k));
+            n++;
+        }
+    } else if (json_is_array(pts)) {
+        for (size_t k = 0; k < json_array_size(pts) && n < PFI_CL_CURVE_MAX; k++) {
+            json_t *p = json_array_get(pts, k);
+            double cap = jnum(p, "cap_w"), t = jnum(p, "tput"), rel = jnum(p, "rel");
+            if (isnan(t) && !isnan(rel))
+                t = rel * (t0 > 0 ? t0 : 1.0);
+            if (isnan(cap) || isnan(t))
+                continue;
+            j->cap_w[n] = cap;
+            j->tput[n] = t;
+            n++;
+        }
+    }
+    if (n < 2 && json_is_object(json_object_get(cv, "fit")))
+        n = sample_fit(cv, j->cap_w, j->tput);
+    int ok = n >= 2;
+    for (int k = 1; k < n && ok; k++)
+        ok = j->cap_w[k] > j->cap_w[k - 1] && j->tput[k] >= 0 && !isnan(j->tput[k]);
+    if (!ok)
+        return 0;
+    j->n_points = n;
+    j->has_curve = 1;
+    j->t0 = t0 > 0 ? t0 : j->tput[n - 1];
+    j->p0_w = jnum(cv, "p0_w");
+    return 1;
+}
+
 /* The jobs one node daemon reports, folded into c->jobs by id (c->mu held). */
 static void absorb_jobs(pfi_cl *c, json_t *doc)
 {
@@ -278,44 +319,8 @@ static void absorb_jobs(pfi_cl *c, json_t *doc)
         if (w > 0)
             j->weight = w;
         json_t *cv = json_object_get(o, "curve");
-        if (j->has_curve || !json_is_object(cv))
-            continue;
-        /* Two spellings: {"cap_w": [...], "tput": [...]} or {"points": [{"cap_w", "tput"|"rel"}]}
-         * with "t0" scaling relative points. */
-        double t0 = jnum(cv, "t0");
-        json_t *caps = json_object_get(cv, "cap_w"), *tp = json_object_get(cv, "tput");
-        json_t *pts = json_object_get(cv, "points");
-        int n = 0;
-        if (json_is_array(caps) && json_is_array(tp) && json_array_size(caps) == json_array_size(tp)) {
-            for (size_t k = 0; k < json_array_size(caps) && n < PFI_CL_CURVE_MAX; k++) {
-                j->cap_w[n] = json_number_value(json_array_get(caps, k));
-                j->tput[n] = json_number_value(json_array_get(tp, k));
-                n++;
-            }
-        } else if (json_is_array(pts)) {
-            for (size_t k = 0; k < json_array_size(pts) && n < PFI_CL_CURVE_MAX; k++) {
-                json_t *p = json_array_get(pts, k);
-                double cap = jnum(p, "cap_w"), t = jnum(p, "tput"), rel = jnum(p, "rel");
-                if (isnan(t) && !isnan(rel))
-                    t = rel * (t0 > 0 ? t0 : 1.0);
-                if (isnan(cap) || isnan(t))
-                    continue;
-                j->cap_w[n] = cap;
-                j->tput[n] = t;
-                n++;
-            }
-        }
-        if (n < 2 && json_is_object(json_object_get(cv, "fit")))
-            n = sample_fit(cv, j->cap_w, j->tput);
-        int ok = n >= 2;
-        for (int k = 1; k < n && ok; k++)
-            ok = j->cap_w[k] > j->cap_w[k - 1] && j->tput[k] >= 0;
-        if (!ok)
-            continue;
-        j->n_points = n;
-        j->has_curve = 1;
-        j->t0 = t0 > 0 ? t0 : j->tput[n - 1];
-        j->p0_w = jnum(cv, "p0_w");
+        if (!j->has_curve && json_is_object(cv))
+            pfi_cl_decode_curve(cv, j);
     }
 }
 

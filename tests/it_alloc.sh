@@ -81,6 +81,25 @@ for p in equal pfi oracle proportional-to-pfi; do
     >/dev/null || fail "$p ignores the SLA floor: $(jq -c '.jobs[2]' "$dir/sla.json")"
 done
 
+# -- per-GPU caps: measured on the simulator, allocated from the jobs file it writes
+"$PFI_BIN" bench pergpu --sim h200x8-mixed,h200x8-dense --variation 0.05 --cuts 0.3 \
+  --jobs-out "$dir/pg.json" --json >"$dir/pgb.json" || fail "bench pergpu"
+jq -e '.cuts[0] | .pergpu_caps_w <= .budget_w and .uniform_caps_w <= .budget_w' "$dir/pgb.json" \
+  >/dev/null || fail "bench pergpu over budget: $(cat "$dir/pgb.json")"
+"$PFI_BIN" allocate --jobs "$dir/pg.json" --budget 70% --policy oracle --json >"$dir/uni.json" ||
+  fail "allocate uniform on the per-GPU jobs"
+"$PFI_BIN" allocate --jobs "$dir/pg.json" --budget 70% --policy oracle --per-gpu --json \
+  >"$dir/per.json" || fail "allocate --per-gpu"
+jq -e '([.jobs[] | .gpu_caps_w | add] | add) <= .budget_w + 1e-6 and
+       ([.jobs[] | (.gpu_caps_w | length) == .gpus] | all)' "$dir/per.json" >/dev/null ||
+  fail "per-GPU caps over budget: $(cat "$dir/per.json")"
+jq -e --argjson u "$(jq .objective "$dir/uni.json")" '.objective >= $u - 1e-6' "$dir/per.json" \
+  >/dev/null || fail "per-GPU caps lose to one cap per job"
+if "$PFI_BIN" allocate --jobs "$jobs" --budget 70% --policy oracle --per-gpu >"$dir/out" 2>"$dir/err"; then
+  fail "--per-gpu without tables accepted"
+fi
+grep -q "per_gpu" "$dir/err" || fail "--per-gpu without tables: $(cat "$dir/err")"
+
 # -- the experiment on the public sweeps
 data=${PFI_DATA_DIR:-$here/../shared/data}
 if [ -d "$data/perseus-sosp24" ]; then

@@ -9,12 +9,24 @@
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "core/alloc_curve.h"
+#include "core/alloc_pergpu.h"
 #include "core/curve.h"
 #include "core/policy.h"
 #include "store/store.h"
 #include "util/units.h"
 
 #define CMD "allocate"
+
+/* A job's per-GPU table (alloc_pergpu.h) and what the allocator reads of it. */
+typedef struct pergpu {
+    int n_caps;
+    double cap_w[PFI_ALLOC_CURVE_PTS], tput[PFI_ALLOC_CURVE_PTS];
+    double *clock;            /* gpus x n_caps */
+    double *gcaps;            /* gpus x n_caps: cap of each GPU holding the common clock */
+    double x[PFI_ALLOC_CURVE_PTS];
+    pfi_alloc_curve eq;       /* the mean-cap curve */
+    pfi_pergpu_job table;
+} pergpu;
 
 /* Everything the jobs point into. */
 typedef struct job_set {
@@ -25,6 +37,7 @@ typedef struct job_set {
     pfi_alloc_curve *bt, *bp; /* storage of both */
     char **ids;
     json_t *doc;              /* the parsed file (ids point into it) */
+    pergpu *pg;               /* per job, --per-gpu only */
 } job_set;
 
 static void set_free(job_set *s)
@@ -38,6 +51,12 @@ static void set_free(job_set *s)
     free(s->pfi30);
     free(s->bt);
     free(s->bp);
+    if (s->pg)
+        for (int j = 0; j < s->n; j++) {
+            free(s->pg[j].clock);
+            free(s->pg[j].gcaps);
+        }
+    free(s->pg);
     if (s->doc)
         json_decref(s->doc);
     memset(s, 0, sizeof *s);
@@ -99,7 +118,52 @@ static int read_curve(json_t *o, const char *key, const char *id, pfi_alloc_curv
     return PFI_OK;
 }
 
-static int load_file(const char *path, job_set *s, pfi_err *err)
+/* "per_gpu": {"cap_w": [...], "clock_mhz": [[GPU 0 at each cap], ...], "tput": [...]} */
+static int read_pergpu(json_t *o, const char *id, int gpus, pergpu *pg, pfi_err *err)
+{
+    json_t *p = json_object_get(o, "per_gpu");
+    if (!json_is_object(p))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: --per-gpu needs a \"per_gpu\" table "
+                                            "(docs/jobs-format.md)", id);
+    pfi_alloc_curve tmp;
+    int n = 0, rc = read_curve(o, "per_gpu", id, &tmp, &n, err);
+    if (rc)
+        return rc;
+    if (n < 2)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu needs at least 2 caps", id);
+    memcpy(pg->cap_w, tmp.cap_w, sizeof tmp.cap_w);
+    memcpy(pg->tput, tmp.tput, sizeof tmp.tput);
+    pg->n_caps = n;
+    if (gpus > 1024)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: --per-gpu handles at most 1024 GPUs a job", id);
+    json_t *clk = json_object_get(p, "clock_mhz");
+    if (!json_is_array(clk) || (int)json_array_size(clk) != gpus)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu.clock_mhz needs one row per GPU (%d)",
+                           id, gpus);
+    pg->clock = malloc(sizeof *pg->clock * (size_t)gpus * (size_t)n);
+    pg->gcaps = malloc(sizeof *pg->gcaps * (size_t)gpus * (size_t)n);
+    if (!pg->clock || !pg->gcaps)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int g = 0; g < gpus; g++) {
+        json_t *row = json_array_get(clk, (size_t)g);
+        if (!json_is_array(row) || (int)json_array_size(row) != n)
+            return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu.clock_mhz row %d needs %d values",
+                               id, g, n);
+        for (int k = 0; k < n; k++) {
+            json_t *v = json_array_get(row, (size_t)k);
+            if (!json_is_number(v))
+                return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu.clock_mhz[%d][%d] is not a "
+                                                    "number", id, g, k);
+            pg->clock[(size_t)g * (size_t)n + (size_t)k] = json_number_value(v);
+        }
+    }
+    pg->table = (pfi_pergpu_job){gpus, n, pg->cap_w, pg->clock, pg->tput};
+    if ((rc = pfi_pergpu_table(&pg->table, pg->gcaps, pg->x, err)))
+        return pfi_err_prefix(err, "job %s: ", id);
+    return PFI_OK;
+}
+
+static int load_file(const char *path, int per_gpu, job_set *s, pfi_err *err)
 {
     json_error_t je;
     json_t *doc = json_load_file(path, 0, &je);
@@ -111,7 +175,7 @@ static int load_file(const char *path, job_set *s, pfi_err *err)
     if (!json_is_array(arr) || json_array_size(arr) == 0)
         return pfi_err_set(err, PFI_EINVAL, "%s: no \"jobs\" array (docs/jobs-format.md)", path);
     int n = (int)json_array_size(arr);
-    if (set_alloc(s, n))
+    if (set_alloc(s, n) || (per_gpu && !(s->pg = calloc((size_t)n, sizeof *s->pg))))
         return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
     for (int j = 0; j < n; j++) {
         json_t *o = json_array_get(arr, (size_t)j);
@@ -135,6 +199,17 @@ static int load_file(const char *path, job_set *s, pfi_err *err)
         if ((rc = read_curve(o, "curve", id, &s->bt[j], &nt, err)) ||
             (rc = read_curve(o, "predicted_curve", id, &s->bp[j], &np, err)))
             return rc;
+        if (per_gpu) {
+            /* the uniform sweep of the table is the job's true curve */
+            if ((rc = read_pergpu(o, id, (int)gpus, &s->pg[j], err)))
+                return rc;
+            if (nt == 0) {
+                s->bt[j] = (pfi_alloc_curve){{0}, {0}};
+                memcpy(s->bt[j].cap_w, s->pg[j].cap_w, sizeof s->bt[j].cap_w);
+                memcpy(s->bt[j].tput, s->pg[j].tput, sizeof s->bt[j].tput);
+                nt = s->pg[j].n_caps;
+            }
+        }
         if (nt == 0 && np == 0)
             return pfi_err_set(err, PFI_EINVAL, "job %s has no curve (\"curve\" or "
                                                 "\"predicted_curve\")", id);
@@ -267,7 +342,7 @@ int pfi_cmd_allocate(int argc, char **argv)
     const char *budget_s = NULL, *policy_s = "pfi", *jobs_path = NULL, *db = NULL;
     const char *infeasible_s = "fail";
     double step = 1;
-    int as_json = 0;
+    int as_json = 0, per_gpu = 0;
     pfi_strlist slas = {0};
     const pfi_opt opts[] = {
         {"budget", PFI_OPT_STR, &budget_s, "70%|5600W",
@@ -278,13 +353,15 @@ int pfi_cmd_allocate(int argc, char **argv)
         {"sla", PFI_OPT_MULTI, &slas, "[ID=]SLOWDOWN", "max slowdown, e.g. 5% (repeatable)"},
         {"on-infeasible", PFI_OPT_STR, &infeasible_s, "MODE",
          "budget below minimums+SLAs: fail (default), relax-sla, by-weight"},
+        {"per-gpu", PFI_OPT_FLAG, &per_gpu, NULL,
+         "one cap per GPU holding each job's common clock (needs per_gpu tables)"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap grid (default 1 W)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
         {0},
     };
     const pfi_cmd_spec spec = {
         "pfi allocate --budget 70%|5600W [--policy NAME] (--jobs FILE | --db FILE) [--sla ...] "
-        "[--on-infeasible MODE] [--json]",
+        "[--on-infeasible MODE] [--per-gpu] [--json]",
         "Choose one power cap per job so that the sum of GPUs x cap stays within the budget and "
         "the total (weighted) throughput is the largest.  pfi and proportional-to-pfi read each "
         "job's predicted curve, oracle and equal its true curve.  See docs/allocation.md.",
@@ -327,7 +404,12 @@ int pfi_cmd_allocate(int argc, char **argv)
     if (pfi_parse_power(budget_s, &bval, &is_pct, &err))
         return pfi_cli_fail(CMD, &err);
     job_set s = {0};
-    rc = jobs_path ? load_file(jobs_path, &s, &err) : load_db(db, &s, &err);
+    if (per_gpu && (db || (policy != PFI_POLICY_ORACLE && policy != PFI_POLICY_EQUAL))) {
+        fprintf(stderr, "pfi allocate: --per-gpu works on measured per-GPU tables of a jobs file, "
+                        "with --policy oracle or equal\n");
+        return PFI_EXIT_USAGE;
+    }
+    rc = jobs_path ? load_file(jobs_path, per_gpu, &s, &err) : load_db(db, &s, &err);
     if (!rc)
         rc = apply_slas(&slas, &s, &err);
     if (rc) {
@@ -352,6 +434,18 @@ int pfi_cmd_allocate(int argc, char **argv)
             break;
         }
         view[j] = (wants_pred && has_p) || !has_t ? s.pred[j] : s.truth[j];
+        if (per_gpu) {
+            /* the allocator shares out the MEAN cap per GPU; flat above the table's end */
+            pergpu *pg = &s.pg[j];
+            int m = pfi_pergpu_curve(&pg->table, pg->x, pg->eq.cap_w, pg->eq.tput, NULL);
+            view[j].cap_w = pg->eq.cap_w;
+            view[j].tput = pg->eq.tput;
+            view[j].n_points = m;
+            view[j].min_cap_w = fmax(view[j].min_cap_w, pg->eq.cap_w[0]);
+            s.truth[j].cap_w = pg->eq.cap_w; /* measured too: the table is a measurement */
+            s.truth[j].tput = pg->eq.tput;
+            s.truth[j].n_points = m;
+        }
     }
     if (!view)
         rc = pfi_err_set(&err, PFI_ENOMEM, "out of memory");
@@ -391,6 +485,16 @@ int pfi_cmd_allocate(int argc, char **argv)
             if (s.truth[j].n_points >= 2)
                 json_object_set_new(o1, "tput_true",
                                     json_real(pfi_alloc_tput_at(&s.truth[j], r.cap_w[j])));
+            if (per_gpu) {
+                double gc[1024];
+                json_t *ga = json_array();
+                if (view[j].n_gpus <= 1024) {
+                    pfi_pergpu_split(&s.pg[j].table, s.pg[j].gcaps, s.pg[j].x, r.cap_w[j], gc);
+                    for (int g = 0; g < view[j].n_gpus; g++)
+                        json_array_append_new(ga, json_real(gc[g]));
+                }
+                json_object_set_new(o1, "gpu_caps_w", ga);
+            }
             json_array_append_new(arr, o1);
         }
         json_t *doc = json_pack(
@@ -418,6 +522,14 @@ int pfi_cmd_allocate(int argc, char **argv)
             printf("%-32.32s %5d %7.0fW %7.0fW %12.4g %11.0fW  %s\n", view[j].id,
                    view[j].n_gpus, r.cap_w[j], r.floor_w[j], r.tput[j],
                    view[j].n_gpus * r.cap_w[j], b);
+            if (per_gpu && view[j].n_gpus <= 1024) {
+                double gc[1024];
+                pfi_pergpu_split(&s.pg[j].table, s.pg[j].gcaps, s.pg[j].x, r.cap_w[j], gc);
+                printf("%32s per GPU:", "");
+                for (int g = 0; g < view[j].n_gpus; g++)
+                    printf(" %.1f", gc[g]);
+                printf(" W\n");
+            }
         }
         printf("policy %s: power %.0f W of budget %.0f W (%s)\ntotal throughput %.6g, "
                "objective (weighted) %.6g",

@@ -249,12 +249,15 @@ static int bench_pergpu(int argc, char **argv)
     const char *cuts_s = "0.1,0.2,0.3";
     double variation = -1, step = 25;
     int as_json = 0;
+    const char *jobs_out = NULL;
     const pfi_opt opts[] = {
         {"sim", PFI_OPT_STR, &presets, "PRESETS", "simulated nodes, comma-separated presets or files"},
         {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts of the jobs' baseline draw"},
         {"variation", PFI_OPT_DOUBLE, &variation, "V",
          "1-sigma per-GPU power-efficiency spread (default: the preset's, 2%)"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap step of the uniform sweep (default 25 W)"},
+        {"jobs-out", PFI_OPT_STR, &jobs_out, "FILE",
+         "write the measured jobs with their per-GPU tables (pfi allocate --per-gpu --jobs)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
         {0},
     };
@@ -310,6 +313,33 @@ static int bench_pergpu(int argc, char **argv)
     }
     if (!rc)
         rc = pg_measure(B, step, &err);
+    if (!rc && jobs_out) {
+        json_t *ja = json_array();
+        for (int j = 0; j < B->njobs; j++) {
+            pg_job *J = &B->jobs[j];
+            json_t *c = json_array(), *t = json_array(), *clk = json_array();
+            for (int k = 0; k < J->ncaps; k++) {
+                json_array_append_new(c, json_real(J->caps[k]));
+                json_array_append_new(t, json_real(J->tput[k]));
+            }
+            for (int g = 0; g < J->n; g++) {
+                json_t *row = json_array();
+                for (int k = 0; k < J->ncaps; k++)
+                    json_array_append_new(row, json_real(J->clock[g * J->ncaps + k]));
+                json_array_append_new(clk, row);
+            }
+            json_array_append_new(
+                ja, json_pack("{s:s, s:i, s:f, s:f, s:f, s:{s:O, s:O}, s:{s:o, s:o, s:o}}", "id",
+                              J->id, "gpus", J->n, "min_cap_w", J->min_w, "max_cap_w", J->max_w,
+                              "p0_w", J->p0, "curve", "cap_w", c, "tput", t, "per_gpu", "cap_w",
+                              c, "tput", t, "clock_mhz", clk));
+        }
+        json_t *doc = json_pack("{s:s, s:o}", "note",
+                                "measured by pfi bench pergpu on the simulator", "jobs", ja);
+        if (json_dump_file(doc, jobs_out, JSON_INDENT(1) | JSON_REAL_PRECISION(8)))
+            rc = pfi_err_set(&err, PFI_EIO, "cannot write %s", jobs_out);
+        json_decref(doc);
+    }
     json_t *arr = json_array();
     static double caps[PG_MAX_JOBS][PFI_MAX_GPUS];
     double tput[PG_MAX_JOBS];

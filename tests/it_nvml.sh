@@ -1,0 +1,73 @@
+#!/bin/sh
+# The NVML code path end to end through pfi's own fake libnvidia-ml ($PFI_FAKENVML):
+#   - without a driver, `pfi gpus --backend nvml` says "no NVIDIA driver found" and fails;
+#   - pfi gpus / pfi monitor list and read every GPU through NVML, GPM fields included;
+#   - a lost GPU is reported by name while the others are still listed;
+#   - pfi sweep --backend nvml sets caps through NVML while a separate process (pfi simjob)
+#     trains on the same simulated node (PFI_SIM_STATE): it must measure the simulator's
+#     ground truth and restore the limits.
+set -u
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "PFI_BIN is not an executable"; exit 77; }
+[ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "PFI_FAKENVML is not built"; exit 77; }
+command -v jq >/dev/null 2>&1 || { echo "jq is not installed (scripts/install-deps.sh test)"; exit 77; }
+tmp=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_nvml.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset PFI_SIM_STATE PFI_SIM_SPEED PFI_BACKEND PFI_READ_ONLY PFI_JOURNAL PFI_NVML_LIBRARY \
+      PFI_FAKENVML_FAULTS PFI_FAKENVML_FAULTS_FILE PFI_FAKENVML_GPM PFI_FAKENVML_SIM
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# --- no driver
+"$PFI_BIN" gpus --backend nvml --nvml-lib "$tmp/none/libnvidia-ml.so.1" >"$tmp/o" 2>"$tmp/e" &&
+  bad "gpus without a driver exited 0"
+grep -q "no NVIDIA driver found" "$tmp/e" || { bad "no 'no NVIDIA driver found' message"; cat "$tmp/e"; }
+# The default soname too, where this machine has no real driver.
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml\.so\.1'; then
+  "$PFI_BIN" gpus --backend nvml >"$tmp/o" 2>"$tmp/e" && bad "gpus --backend nvml exited 0 without a driver"
+  grep -q "no NVIDIA driver found (libnvidia-ml.so.1" "$tmp/e" || { bad "default soname message"; cat "$tmp/e"; }
+fi
+
+# --- list through the fake (the library named by the environment)
+export PFI_NVML_LIBRARY="$PFI_FAKENVML"
+"$PFI_BIN" gpus --backend nvml --json >"$tmp/gpus.json" 2>"$tmp/e" || { bad "gpus via fake"; cat "$tmp/e"; }
+[ "$(jq -r '.backend' "$tmp/gpus.json")" = nvml ] || bad "backend is not nvml"
+[ "$(jq '.gpus | length' "$tmp/gpus.json")" -eq 8 ] || bad "not 8 GPUs"
+[ "$(jq -r '[.gpus[].name] | unique | .[0]' "$tmp/gpus.json")" = "NVIDIA H200" ] || bad "names"
+[ "$(jq '[.gpus[] | select(.power_w > 50 and .limit_w == 700 and .min_limit_w == 200)] | length' \
+  "$tmp/gpus.json")" -eq 8 ] || bad "power or limits wrong: $(jq -c '.gpus[0]' "$tmp/gpus.json")"
+
+# --- monitor: every field after the first (windowed) round; read-only mode reads fine
+PFI_READ_ONLY=1 "$PFI_BIN" monitor --backend nvml --format jsonl --interval 150ms --count 3 \
+  --gpus 0,5 >"$tmp/mon.jsonl" 2>"$tmp/e" || { bad "monitor via fake"; cat "$tmp/e"; }
+[ "$(wc -l <"$tmp/mon.jsonl")" -eq 6 ] || bad "monitor: not 6 lines"
+nulls=$(tail -n 2 "$tmp/mon.jsonl" | jq -r 'to_entries[] | select(.value == null) | .key' | sort -u)
+[ -z "$nulls" ] || bad "monitor: fields missing after the first round: $nulls"
+[ "$(head -n 1 "$tmp/mon.jsonl" | jq '.sm_active')" = null ] || bad "first round has a GPM value"
+
+# --- a lost GPU: named, non-zero exit, the others listed
+PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@2=GPU_IS_LOST" \
+  "$PFI_BIN" gpus --backend nvml >"$tmp/o" 2>"$tmp/e" && bad "gpus with a lost GPU exited 0"
+grep -q "GPU 2: nvmlDeviceGetPowerUsage: GPU is lost" "$tmp/e" || { bad "lost GPU message"; cat "$tmp/e"; }
+[ "$(grep -c 'NVIDIA H200' "$tmp/o")" -eq 8 ] || bad "a lost GPU hid the others"
+
+# --- a sweep through NVML; the job is another process on the same simulated node
+export PFI_SIM_STATE="$tmp/node.state" PFI_SIM_SPEED=20 PFI_FAKENVML_SIM=h200x1-small
+"$PFI_BIN" sweep --backend nvml --levels 100,70% --db "$tmp/pfi.db" --journal "$tmp/journal" \
+  --json --quiet --settle 1s --min-window 2s \
+  -- "$PFI_BIN" simjob --format pfi --sim h200x1-small >"$tmp/sweep.json" 2>"$tmp/e" ||
+  { bad "sweep --backend nvml"; tail -5 "$tmp/e"; }
+[ "$(jq -r '.restored' "$tmp/sweep.json")" = true ] || bad "sweep did not restore"
+"$PFI_BIN" gpus --backend nvml --json | jq -e '.gpus[0].limit_w == 700' >/dev/null ||
+  bad "limit not 700 W after the sweep"
+unset PFI_SIM_STATE
+"$PFI_BIN" simjob --sim h200x1-small --truth 700,490 --json >"$tmp/truth.json" || bad "truth"
+off=$(jq -rn --slurpfile m "$tmp/sweep.json" --slurpfile t "$tmp/truth.json" '
+  [ range(0; 2) as $i | $m[0].levels[$i] as $l | $t[0].truth[$i] as $g
+    | select(($l.cap_w - $g.cap_w | fabs) > 0.5 or ($l.enforced_w - $g.cap_w | fabs) > 0.5
+             or ($l.tput - $g.tokens_per_s | fabs) > 0.005 * $g.tokens_per_s
+             or ($l.power_w - $g.power_w | fabs) > 0.02 * $g.power_w)
+    | "\($l.cap_w) W: measured \($l.tput) tok/s \($l.power_w) W, truth \($g.tokens_per_s) \($g.power_w)" ]
+  | .[]')
+[ -z "$off" ] || bad "sweep through NVML differs from the truth: $off"
+[ $fail -eq 0 ] && echo "ok: no driver, list, monitor, lost GPU, sweep through NVML ($(jq -c '[.levels[] | (.tput | floor)]' "$tmp/sweep.json") tokens/s)"
+exit $fail

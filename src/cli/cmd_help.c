@@ -57,7 +57,8 @@ static const topic topics[] = {
     {"probe", "estimating a curve from the baseline and one or two short probes",
      "One-probe estimation\n"
      "\n"
-     "Run the job briefly at one reduced cap, at (1 - depth) of its baseline draw, and read\n"
+     "Run the job briefly at one reduced cap, at (1 - depth) of its baseline draw (depth 0.40\n"
+     "by default: the depth that predicted the public curves best), and read\n"
      "its slowdown there.  The curve is the power law through the origin and that point, with\n"
      "its exponent b from a prior (the median over reference curves).  With two probes both\n"
      "parameters come from the probes.  pfi model probe-eval measures the error of the\n"

@@ -415,7 +415,7 @@ static int model_probe_eval(int argc, char **argv)
     const pfi_opt opts[] = {
         {"probes", PFI_OPT_INT, &probes, "1|2", "probes per job (default 1)"},
         {"depths", PFI_OPT_STR, &depths_s, "R[,R]",
-         "probe depths as power shed (default 0.3; two probes 0.2,0.4)"},
+         "probe depths as power shed (default 0.4; two probes 0.2,0.4)"},
         {"db", PFI_OPT_STR, &db, "FILE", "curves of this store (default: the public sweeps)"},
         {"scan", PFI_OPT_FLAG, &scan, NULL, "also score one probe at depths 0.15-0.45"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
@@ -535,7 +535,8 @@ static int model_probe_eval(int argc, char **argv)
                                                       "median_abs_err_70", num(md[1]),
                                                       "median_abs_err_60", num(md[2])));
             if (!as_json)
-                printf("  depth %.2f: %.4f %.4f %.4f\n", d, md[0], md[1], md[2]);
+                printf("  depth %.2f: %.4f %.4f %.4f   worst %.4f\n", d, md[0], md[1], md[2],
+                       fmax(md[0], fmax(md[1], md[2])));
             for (int s = 0; s < 2; s++)
                 for (int k = 0; k < NEVAL; k++)
                     free(sc[s].e[k]);

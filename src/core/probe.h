@@ -5,8 +5,9 @@
  * of its power whether or not its baseline draw reached its cap) and reads the slowdown there.
  * One probe: the power law s = a r^b through the origin and the probe, with b from a prior
  * (the median exponent over reference curves).  Two probes: a and b both from the probes (b
- * clamped to the family's range).  The depth is chosen where the estimate is needed most: the
- * default 0.30 is the headline depth, where the error of the estimate is least (probe-eval).
+ * clamped to the family's range).  The default depth, 0.40, is where one probe predicted the
+ * real public transformer curves best over 80, 70 and 60% of baseline power (the largest of
+ * the three median errors is least there: `pfi model probe-eval --scan`, docs/pfi.md).
  * Pure: no I/O, no globals. */
 #ifndef PFI_CORE_PROBE_H
 #define PFI_CORE_PROBE_H
@@ -17,7 +18,7 @@
 /* The prior exponent: median of the power-law exponents of the real public transformer curves
  * (`pfi model probe-eval` recomputes it, leaving the scored run out). */
 #define PFI_PROBE_B_PRIOR 2.0
-#define PFI_PROBE_DEPTH 0.30
+#define PFI_PROBE_DEPTH 0.40
 
 /* The cap to set for a probe at depth d, within [min_cap_w, max_cap_w]. */
 double pfi_probe_cap(double p0_w, double depth, double min_cap_w, double max_cap_w);

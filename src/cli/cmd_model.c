@@ -257,6 +257,12 @@ static int model_eval(int argc, char **argv)
     free(cls[0]);
     free(cls[1]);
     int n = rw.n;
+    /* The reference a predictor must beat: every job given the fleet's mean PFI30. */
+    double mean = 0, ref = 0;
+    for (int i = 0; i < n; i++)
+        mean += rw.r[i].pfi30 / n;
+    for (int i = 0; i < n; i++)
+        ref += fabs(rw.r[i].pfi30 - mean) / n;
     free(rw.r);
     if (rc != PFI_OK)
         return pfi_cli_fail("model eval", &err);
@@ -275,6 +281,8 @@ static int model_eval(int argc, char **argv)
             "transfer_h100_to_h200_mae_rel_tput_70",
             have_transfer ? num(t21.mae_rel70) : json_null(), "model_selected",
             pfi_model_kind_name(full.kind), "importance", im, "lojo", eval_json(&lojo));
+        json_object_set_new(doc, "mean_pfi30", num(mean));
+        json_object_set_new(doc, "reference_mae_pfi30_predict_mean", num(ref));
         json_object_set_new(doc, "cv_mae_pfi30",
                             json_pack("{s:o, s:o}", "ridge", num(full.cv_mae_ridge), "physics",
                                       num(full.cv_mae_physics)));
@@ -293,6 +301,7 @@ static int model_eval(int argc, char **argv)
            "|err| rel. throughput at 70%% power %.4f  (selected ridge %d, physics %d times)\n",
            lojo.n, lojo.mae_pfi30, lojo.r2_pfi30, lojo.max_err_pfi30, lojo.mae_rel70,
            lojo.kind_ridge, lojo.kind_physics);
+    printf("    reference: every job given the mean PFI30 %.3f: MAE %.4f\n", mean, ref);
     if (compare)
         for (int k = 0; k < 2; k++)
             printf("    %s only: MAE %.4f  R2 %.3f\n", pfi_model_kind_name(k), forced[k].mae_pfi30,

@@ -201,6 +201,34 @@ static void test_real_not_reaching_depth(void **state)
     assert_true(fabs(x.pfi - full.pfi) < 0.25);
 }
 
+static void test_real_two_levels_no_fake_interval(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    /* Baseline + two levels: the power law passes through both, no residual is left, so there
+     * is no honest interval without the levels' own confidence intervals... */
+    pfi_run run;
+    assert_true(pub_perseus("A40", "bert-huge-uncased", &run));
+    pfi_run two = run;
+    two.n_levels = 0;
+    for (int i = 0; i < run.n_levels; i++)
+        if (run.levels[i].cap_w == 300 || run.levels[i].cap_w == 200 ||
+            run.levels[i].cap_w == 175)
+            two.levels[two.n_levels++] = run.levels[i];
+    pfi_index x;
+    pfi_err e = {0};
+    pfi_index_opts o = pfi_index_defaults();
+    assert_int_equal(pfi_index_run(&two, &o, &x, &e), PFI_OK);
+    assert_true(isfinite(x.pfi));
+    assert_true(isnan(x.pfi_lo) && isnan(x.pfi_hi));
+    /* ...and with them (+-2% throughput), there is one around the estimate. */
+    for (int i = 0; i < two.n_levels; i++) {
+        two.levels[i].tput_lo = two.levels[i].tput * 0.98;
+        two.levels[i].tput_hi = two.levels[i].tput * 1.02;
+    }
+    assert_int_equal(pfi_index_run(&two, &o, &x, &e), PFI_OK);
+    assert_true(x.pfi_lo < x.pfi && x.pfi < x.pfi_hi);
+}
+
 static void test_real_a100_binds_at_once(void **state)
 {
     SKIP_WITHOUT_DATA();
@@ -265,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_real_flat_ncf),
         cmocka_unit_test(test_real_too_few_levels),
         cmocka_unit_test(test_real_not_reaching_depth),
+        cmocka_unit_test(test_real_two_levels_no_fake_interval),
         cmocka_unit_test(test_real_a100_binds_at_once),
         cmocka_unit_test(test_cap_mapping),
     };

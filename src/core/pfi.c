@@ -197,6 +197,13 @@ int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *
     /* Wild bootstrap: residuals flipped at random (Rademacher), inflated for the parameters the
      * fit spent, plus each level's own measurement noise. */
     int np = pfi_family_params(c->fit.family);
+    int have_sd = 0;
+    for (int i = 0; i < m; i++)
+        have_sd |= psd[i] > 0;
+    /* A fit through as many points as it has parameters leaves no residual to learn the noise
+     * from: without the levels' own intervals, no interval rather than a false zero-width one. */
+    if (npos <= np && !have_sd)
+        return PFI_OK;
     double infl = npos > np ? sqrt((double)npos / (npos - np)) : 1.0;
     double res[PFI_CURVE_MAX_PTS], fitted[PFI_CURVE_MAX_PTS], sb[PFI_CURVE_MAX_PTS];
     for (int i = 0; i < m; i++) {

@@ -127,6 +127,7 @@ typedef struct ctx {
     pfi_gpu_model gpu[2];
     double net[2];
     double host[2]; /* the cluster's host time per layer and microbatch, ms */
+    struct profile *prof[2];
     /* what the current fit moves */
     int type;
 } ctx;
@@ -356,13 +357,14 @@ static int minimize(problem *pb, pfi_err *err)
  * each chip's voltage-frequency curve before any power-limit sweep is looked at.  The A100
  * PCIe shares the A100 SXM's GA100 die and V-f table. */
 #define MAX_PROFILE 256
-typedef struct profile {
+typedef struct profile profile;
+struct profile {
     const pfi_gpu_model *g;
     int n;
     double f[MAX_PROFILE], p[MAX_PROFILE];
     double ratio; /* clock-independent power over dynamic power at f_max (fitted) */
     double fref, pref;
-} profile;
+};
 
 static int load_profile(const char *dir, int type, profile *pr, pfi_err *err)
 {
@@ -443,6 +445,7 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
     profile *pr = calloc(1, sizeof *pr);
     if (!pr)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    c->prof[type] = pr;
     int rc = load_profile(dir, type, pr, err);
     if (rc == PFI_OK) {
         pfi_gpu_model *g = &c->gpu[type];
@@ -474,16 +477,19 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
         add_param(&pb, &pr->ratio, 0.05, 2.0);
         rc = minimize(&pb, err);
     }
-    free(pr);
     return rc;
 }
 
 /* ---------------------------------------------------------------- power-limit sweeps */
 
+/* Weight of the stage profiles when the sweeps also move the V-f curve: the profiles see
+ * clocks below the limit, the sweeps the top where the limit binds; both must agree. */
+#define PROFILE_WEIGHT 2.0
+
 static double sweep_cost(void *arg)
 {
     ctx *c = arg;
-    double sse = 0;
+    double sse = PROFILE_WEIGHT * profile_cost(c->prof[c->type]);
     for (int i = 0; i < c->nruns; i++) {
         vrun *v = &c->runs[i];
         if (v->type != c->type || v->out.held_out)
@@ -513,6 +519,10 @@ static int fit_type(ctx *c, int type, pfi_err *err)
     c->type = type;
     pfi_gpu_model *g = &c->gpu[type];
     problem pb = {.cost = sweep_cost, .arg = c};
+    add_param(&pb, &g->v_floor, 0.5, 0.95);
+    add_param(&pb, &g->f_knee, 0.0, 0.9);
+    add_param(&pb, &g->v_gamma, 0.7, 3.0);
+    add_param(&pb, &c->prof[type]->ratio, 0.05, 2.0);
     add_param(&pb, &g->dyn_w, 100, 1500);
     add_param(&pb, &g->busy_static_w, 0, 150);
     add_param(&pb, &g->gemm_eff, 0.01, 0.9);
@@ -556,6 +566,8 @@ int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         rc = simulate(c, &c->runs[i]);
     if (rc != PFI_OK) {
+        free(c->prof[0]);
+        free(c->prof[1]);
         free(c);
         return rc;
     }
@@ -582,6 +594,8 @@ int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err
         out->families[f].act_compute = c->fams[f].act;
         out->families[f].host_ms = c->fams[f].host;
     }
+    free(c->prof[0]);
+    free(c->prof[1]);
     free(c);
     return PFI_OK;
 }

@@ -181,8 +181,10 @@ out:
     return rc;
 }
 
+/* depths: the same for every job, or per_job (n x probes, may be NULL) one set per job. */
 static int predict_probes(const population *p, int probes, const double *depths,
-                          pfi_curve *pred, double *rho, char *note, size_t notelen, pfi_err *err)
+                          const double *per_job, pfi_curve *pred, double *rho, char *note,
+                          size_t notelen, pfi_err *err)
 {
     int flat = 0;
     for (int j = 0; j < p->n; j++) {
@@ -193,7 +195,8 @@ static int predict_probes(const population *p, int probes, const double *depths,
         pfi_err e2 = {0};
         int used[2] = {-1, -1};
         const pfi_curve *t = &p->truth[j];
-        if (pfi_probe_curve(t, depths, probes, b, &pred[j], used, &e2) == PFI_OK) {
+        const double *dj = per_job ? per_job + (size_t)j * (size_t)probes : depths;
+        if (pfi_probe_curve(t, dj, probes, b, &pred[j], used, &e2) == PFI_OK) {
             /* what the probe measured besides throughput: the draw under its cap */
             int u = used[probes - 1];
             rho[j] = u >= 0 && t->cap_w[u] > 0 ? t->draw_w[u] / t->cap_w[u] : 1;
@@ -210,7 +213,9 @@ static int predict_probes(const population *p, int probes, const double *depths,
         flat++;
     }
     char d[64];
-    if (probes == 1)
+    if (per_job)
+        snprintf(d, sizeof d, "at each job's equal share of the cut");
+    else if (probes == 1)
         snprintf(d, sizeof d, "%.2f", depths[0]);
     else
         snprintf(d, sizeof d, "%.2f, %.2f", depths[0], depths[1]);
@@ -245,8 +250,9 @@ int pfi_cmd_evaluate(int argc, char **argv)
          "equal,pfi,oracle,proportional-to-pfi (default equal,pfi,oracle)"},
         {"probes", PFI_OPT_INT, &probes, "0|1|2",
          "what pfi sees: 0 the telemetry predictor, 1 or 2 baseline + probes (default 1)"},
-        {"probe-depth", PFI_OPT_STR, &depth_s, "D[,D2]",
-         "probe depths, power shed (default 0.30 for one probe, 0.20,0.40 for two)"},
+        {"probe-depth", PFI_OPT_STR, &depth_s, "D[,D2]|auto",
+         "probe depths as power shed (default 0.30; two probes 0.20,0.40); auto: each job "
+         "probed at its equal share of each cut"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap grid (default 1 W)"},
         {"per-job", PFI_OPT_FLAG, &per_job, NULL,
          "JSON: each job's cap and true throughput under every policy at every cut"},
@@ -280,7 +286,8 @@ int pfi_cmd_evaluate(int argc, char **argv)
     double depths[2] = {PFI_PROBE_DEPTH, 0};
     if (probes == 2)
         depths[0] = 0.2, depths[1] = 0.4;
-    if (depth_s) {
+    int auto_depth = depth_s && strcmp(depth_s, "auto") == 0;
+    if (depth_s && !auto_depth) {
         int nd = 0;
         if (pfi_parse_double_list(depth_s, depths, 2, &nd, &err))
             return pfi_cli_fail(CMD, &err);
@@ -332,27 +339,57 @@ int pfi_cmd_evaluate(int argc, char **argv)
     char note[256] = "";
     if (!pred || !rho || !tj || !pj || !tb || !pb || !cells || (per_job && !caps))
         rc = pfi_err_set(&err, PFI_ENOMEM, "out of memory");
-    if (!rc)
-        rc = probes == 0 ? predict_model(&p, pred, note, sizeof note, &err)
-                         : predict_probes(&p, probes, depths, pred, rho, note, sizeof note, &err);
-    for (int j = 0; !rc && j < p.n; j++) {
-        const char *id = p.runs[p.run_of[j]].name;
-        rc = pfi_alloc_job_from_curve(&p.truth[j], PFI_VIEW_MEASURED, relative, id, 0, 0, &tb[j],
-                                      &tj[j], &err);
-        /* a prediction is read inside what was measured: no policy leaves that range */
-        if (!rc)
-            rc = pfi_alloc_job_from_prediction(&pred[j], probes ? rho[j] : 1, relative, id,
-                                               tj[j].min_cap_w, tj[j].max_cap_w, &pb[j], &pj[j],
-                                               &err);
-        if (!rc) /* the baseline the budget is cut from is measured, so both views share it */
-            pj[j].p0_w = tj[j].p0_w;
-    }
+    for (int j = 0; !rc && j < p.n; j++)
+        rc = pfi_alloc_job_from_curve(&p.truth[j], PFI_VIEW_MEASURED, relative,
+                                      p.runs[p.run_of[j]].name, 0, 0, &tb[j], &tj[j], &err);
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     o.step_w = step;
-    if (!rc)
-        rc = pfi_alloc_experiment(tj, pj, p.n, cuts, ncuts, policies, npol, &o, cells, caps,
-                                  &err);
+    /* With auto depths the probes depend on the cut, so each cut is its own experiment. */
+    int rounds = auto_depth && probes > 0 ? ncuts : 1;
+    double *pj_depth = auto_depth ? calloc((size_t)p.n * 2, sizeof *pj_depth) : NULL;
+    if (auto_depth && !pj_depth && !rc)
+        rc = pfi_err_set(&err, PFI_ENOMEM, "out of memory");
+    for (int round = 0; !rc && round < rounds; round++) {
+        if (auto_depth && probes > 0) {
+            /* the cap the job would get from an equal cut: probe there */
+            pfi_alloc_result eq;
+            pfi_err e2 = {0};
+            double b = pfi_alloc_budget_from_cut(tj, p.n, cuts[round]);
+            int erc = pfi_alloc_equal(tj, p.n, b, &o, &eq, &e2);
+            for (int j = 0; j < p.n; j++) {
+                double d = erc ? cuts[round] : 1.0 - eq.cap_w[j] / tj[j].p0_w;
+                d = d < 0.05 ? 0.05 : d > 0.9 ? 0.9 : d;
+                pj_depth[2 * j] = probes == 2 ? 0.5 * d : d;
+                pj_depth[2 * j + 1] = d;
+            }
+            if (!erc)
+                pfi_alloc_result_free(&eq);
+            /* per_job rows are probes wide */
+            if (probes == 1)
+                for (int j = 0; j < p.n; j++)
+                    pj_depth[j] = pj_depth[2 * j + 1];
+        }
+        rc = probes == 0 ? predict_model(&p, pred, note, sizeof note, &err)
+                         : predict_probes(&p, probes, depths, auto_depth ? pj_depth : NULL, pred,
+                                          rho, note, sizeof note, &err);
+        for (int j = 0; !rc && j < p.n; j++) {
+            /* a prediction is read inside what was measured: no policy leaves that range */
+            rc = pfi_alloc_job_from_prediction(&pred[j], probes ? rho[j] : 1, relative, tj[j].id,
+                                               tj[j].min_cap_w, tj[j].max_cap_w, &pb[j], &pj[j],
+                                               &err);
+            /* the baseline the budget is cut from is measured, so both views share it */
+            pj[j].p0_w = tj[j].p0_w;
+        }
+        int c0 = rounds > 1 ? round : 0, nc = rounds > 1 ? 1 : ncuts;
+        if (!rc)
+            rc = pfi_alloc_experiment(tj, pj, p.n, cuts + c0, nc, policies, npol, &o,
+                                      cells + (size_t)c0 * PFI_POLICY_COUNT,
+                                      caps ? caps + (size_t)c0 * PFI_POLICY_COUNT * (size_t)p.n
+                                           : NULL,
+                                      &err);
+    }
+    free(pj_depth);
     if (rc) {
         free(pred), free(rho), free(tj), free(pj), free(tb), free(pb), free(cells), free(caps);
         pop_free(&p);

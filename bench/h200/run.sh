@@ -18,8 +18,9 @@ CARRY=$ROOT/.h200
 SCALE=1
 NVML_ARGS=()
 if [ "${H200_DRY:-0}" = 1 ]; then
-  SCALE=0.1
+  SCALE=${H200_SCALE:-0.1}
   NVML_ARGS=(--nvml-lib "$CARRY/fake/libnvidia-ml.so.1")
+  export PFI_FAKENVML_SIM=${PFI_FAKENVML_SIM:-h200x1-small}
 fi
 dur() { python3 -c "print(max(1, round($1 * $SCALE, 1)))"; }
 mono() { python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }

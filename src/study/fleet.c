@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "hw/backend_sim.h"
+#include "measure/measure.h"
 
 pfi_fleet_opts pfi_fleet_defaults(void)
 {
@@ -104,6 +108,74 @@ static int measure_level(pfi_sim_node *node, int job, int first, int ngpu, doubl
     return PFI_OK;
 }
 
+/* The same characterization through pfi_sweep_run on a sim backend opened from the entry's
+ * node config (written to a temporary file: the backend takes a preset or a file). */
+static int characterize_sweep(const pfi_fleet_entry *e, const pfi_fleet_opts *o, pfi_run *out,
+                              pfi_err *err)
+{
+    if (getenv("PFI_SIM_STATE"))
+        return pfi_err_set(err, PFI_ESTATE,
+                           "PFI_SIM_STATE is set: a fleet sweep needs its own virtual-time node");
+    const char *tmp = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/pfi-fleet-XXXXXX.json", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemps(path, 5);
+    if (fd < 0)
+        return pfi_err_set(err, PFI_EIO, "cannot create a temporary file in %s",
+                           tmp && *tmp ? tmp : "/tmp");
+    char *js = pfi_sim_config_dump(&e->node);
+    size_t len = js ? strlen(js) : 0;
+    int ok = js && write(fd, js, len) == (ssize_t)len;
+    close(fd);
+    free(js);
+    pfi_backend *b = NULL;
+    pfi_tput_source *src = NULL;
+    pfi_sweep_result *res = calloc(1, sizeof *res);
+    int rc = ok && res ? PFI_OK : pfi_err_set(err, PFI_EIO, "cannot write %s", path);
+    if (rc == PFI_OK)
+        rc = pfi_hw_open("sim", path, 0, &b, err);
+    unlink(path);
+    if (rc == PFI_OK)
+        rc = pfi_source_sim(0, &src, err);
+    if (rc == PFI_OK) {
+        const pfi_job_config *j = &e->node.jobs[0];
+        pfi_sweep_cfg c;
+        pfi_sweep_defaults(&c);
+        c.n_gpus = j->n_gpus;
+        for (int g = 0; g < j->n_gpus && g < PFI_MAX_GPUS; g++)
+            c.gpus[g] = j->first_gpu + g;
+        /* Same ladder as the direct path: floored at the device minimum, no repeats. */
+        c.n_levels = 0;
+        for (int l = 0; l < o->n_levels; l++) {
+            double cap = o->levels[l] * e->node.gpu.default_limit_w;
+            if (cap < e->node.gpu.min_limit_w)
+                cap = e->node.gpu.min_limit_w;
+            if (c.n_levels > 0 && cap >= c.levels[c.n_levels - 1] - 0.5)
+                continue;
+            c.levels[c.n_levels++] = cap;
+        }
+        c.levels_frac = 0;
+        c.threaded_sampler = 0;
+        c.dwell_s = o->window_s;
+        c.steady.settle_s = o->settle_s;
+        c.name = e->run;
+        c.meta = e->meta;
+        rc = pfi_sweep_run(b, src, &c, res, err);
+    }
+    if (rc == PFI_OK) {
+        *out = res->run;
+        snprintf(out->source, sizeof out->source, "sim");
+    }
+    free(res);
+    if (src)
+        pfi_source_free(src);
+    if (b)
+        pfi_hw_close(b);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "%s: ", e->run);
+    return PFI_OK;
+}
+
 int pfi_fleet_characterize(const pfi_fleet_entry *e, const pfi_fleet_opts *o, pfi_run *out,
                            pfi_err *err)
 {
@@ -113,6 +185,8 @@ int pfi_fleet_characterize(const pfi_fleet_entry *e, const pfi_fleet_opts *o, pf
                            PFI_FLEET_MAX_LEVELS);
     if (!(o->window_s > 0) || !(o->sample_hz > 0) || !(o->settle_s >= 0))
         return pfi_err_set(err, PFI_EINVAL, "fleet sweep window, rate and settle time must be > 0");
+    if (o->use_sweep)
+        return characterize_sweep(e, o, out, err);
     pfi_sim_node *node;
     int rc = pfi_sim_node_new(&e->node, &node, err);
     if (rc != PFI_OK)

@@ -8,3 +8,6 @@ export PFI
 run() { echo "== $*"; "$@"; }
 run sh bench/bench_serve_api.sh "$PFI"
 run "$PFI" bench allocate --jobs 100000 --gpus-per-job 1-32
+# PFI predictor targets (issue 5): LOJO MAE <= 0.04, H200->H100 <= 0.06, one probe at 70% <= 0.03.
+run "$PFI" model eval --fleet paper
+if [ -d "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24" ]; then run "$PFI" model probe-eval; fi

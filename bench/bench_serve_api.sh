@@ -29,7 +29,7 @@ ctl job add a --gpus 0-3 --sla 0.1; ctl job add b --gpus 4,5 --pfi30 0.25; ctl j
 ( while :; do ctl budget set 70%; sleep 0.1; ctl budget set 85%; sleep 0.1; done ) &
 LOOP=$!
 echo "bench_serve_api: pfi serve ($HW) on $ADDR, budget changed every 0.1 s, wrk ${SECS}s each"
-# The target's load: ~1,000 requests/s (11 connections, each waiting 10 ms between requests; wrk
+# The target's load: ~1,000 requests/s (12 connections, each waiting 10 ms between requests; wrk
 # times each request from its send, so the wait is not in the latency), mixed endpoints.
 cat >"$dir/paced.lua" <<'LUA'
 local paths = {"/v1/allocation", "/metrics", "/v1/jobs", "/v1/gpus", "/healthz"}
@@ -40,7 +40,7 @@ request = function()
 end
 delay = function() return 10 end
 LUA
-out=$(wrk -t 2 -c 11 -d "$((SECS * 2))s" --latency -s "$dir/paced.lua" "http://$ADDR" 2>&1)
+out=$(wrk -t 2 -c 12 -d "$((SECS * 2))s" --latency -s "$dir/paced.lua" "http://$ADDR" 2>&1)
 rps=$(echo "$out" | awk '/^Requests\/sec/ { print $2 }')
 p50=$(echo "$out" | awk '$1 == "50%" { print $2 }')
 p99=$(echo "$out" | awk '$1 == "99%" { print $2 }')

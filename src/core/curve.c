@@ -110,7 +110,7 @@ static void bounds(int family, double rmax, pbound b[3])
 {
     memset(b, 0, sizeof(pbound) * 3);
     switch (family) {
-    case PFI_FAM_POWER: b[1] = (pbound){1.0, 4.0, 0.05}; break;
+    case PFI_FAM_POWER: b[1] = (pbound){1.0, 4.0, 0.2}; break;
     case PFI_FAM_EXP: b[1] = (pbound){0.01, 20.0, 0.25}; break;
     case PFI_FAM_KNEE:
         b[1] = (pbound){1.0, 4.0, 0.1};
@@ -169,7 +169,7 @@ static void fit_nonlinear(pfi_fit *f, const pts *q, double rmax)
     double step[3];
     for (int j = 0; j < nf; j++)
         step[j] = b[free_idx[j]].step / 2;
-    for (int round = 0; round < 40; round++) {
+    for (int round = 0; round < 60; round++) {
         int moved = 0;
         for (int j = 0; j < nf; j++) {
             int k = free_idx[j];
@@ -185,9 +185,16 @@ static void fit_nonlinear(pfi_fit *f, const pts *q, double rmax)
                 }
             }
         }
-        if (!moved)
-            for (int j = 0; j < nf; j++)
+        if (!moved) {
+            double biggest = 0;
+            for (int j = 0; j < nf; j++) {
                 step[j] /= 2;
+                if (step[j] > biggest)
+                    biggest = step[j];
+            }
+            if (biggest < 1e-5)
+                break; /* finer than any parameter matters */
+        }
     }
     *f = bestf;
 }

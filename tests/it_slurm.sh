@@ -269,6 +269,15 @@ serve_pid() { for p in $pids; do grep -qs "$1.sock" "/proc/$p/cmdline" && echo "
 p2=$(serve_pid pfin2)
 [ -n "$p2" ] || fail "no pid for pfin2's daemon"
 kill -STOP "$p2"
+# The controller's heartbeats (every 1 s, 2 s timeout) find it silent.
+i=0
+until curl -sf "$CL/v1/nodes" | python3 -c '
+import json, sys
+n = {x["name"]: x for x in json.load(sys.stdin)["nodes"]}
+assert n["pfin2"]["up"] is False' 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 40 ] || { kill -CONT "$p2"; fail "pfin2 stopped but still shown up"; }
+  sleep 0.5
+done
 b29=7952
 cl_put '{"budget": "cut=29%"}' >"$T/silent.json"
 curl -sf "$CL/v1/nodes" >"$T/nodes.json" || fail "GET cluster nodes"
@@ -278,7 +287,7 @@ python3 - "$T" "$b29" <<'EOF2' || fail "with pfin2 silent: $(cat "$T/silent.json
 import json, sys
 T, b = sys.argv[1], float(sys.argv[2])
 a = json.load(open(f"{T}/silent.json"))
-assert abs(a["budget_w"] - b) < 1e-6, a
+assert abs(a["budget_w"] - b) < 1e-6 and a["nodes_up"] == 1, a
 n = {x["name"]: x for x in json.load(open(f"{T}/nodes.json"))["nodes"]}
 assert n["pfin2"]["up"] is False and n["pfin2"]["counted_at_last_caps"] is True, n["pfin2"]
 assert n["pfin2"]["why"], n["pfin2"]

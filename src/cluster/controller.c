@@ -477,10 +477,12 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
             absorb_jobs(c, dj);
         } else {
             n->up = 0;
-            snprintf(n->why, sizeof n->why, "%s",
-                     rg->status != 200 ? rg->err
-                     : rj->status != 200 ? rj->err
-                     : e.msg[0] ? e.msg : "unreadable answer");
+            if (rg->status != 200)
+                snprintf(n->why, sizeof n->why, "GET /v1/gpus: %s", rg->err);
+            else if (rj->status != 200)
+                snprintf(n->why, sizeof n->why, "GET /v1/jobs: %s", rj->err);
+            else
+                snprintf(n->why, sizeof n->why, "%s", e.msg[0] ? e.msg : "unreadable answer");
         }
         json_decref(dg);
         json_decref(dj);

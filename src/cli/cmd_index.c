@@ -241,19 +241,23 @@ static int plot_curves(const pfi_runset *rs, const pfi_index_opts *o, const char
 
 int pfi_cmd_index(int argc, char **argv)
 {
-    const char *db = NULL, *family = NULL, *plot_dir = NULL;
+    const char *db = NULL, *family = NULL, *plot_dir = NULL, *fleet = NULL;
     double depth = 0.30;
     int as_json = 0, public_data = 0, extrapolate = 0, compare = 0, boot = 400, seed = 1;
+    int fleet_seed = 1;
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &db, "FILE", "the store (default $PFI_DB, else pfi.db)"},
         {"public", PFI_OPT_FLAG, &public_data, NULL,
          "use the public sweeps of $PFI_DATA_DIR, imported in memory"},
+        {"fleet", PFI_OPT_STR, &fleet, "paper|small",
+         "the simulated fleet, characterized now in virtual time"},
         {"depth", PFI_OPT_DOUBLE, &depth, "R", "headline depth: power shed fraction (default 0.3)"},
         {"extrapolate", PFI_OPT_FLAG, &extrapolate, NULL,
          "read the fit beyond the deepest measured shed (marked * and in JSON)"},
         {"family", PFI_OPT_STR, &family, "NAME", "curve family: power (default), quad, knee, exp, dvfs"},
         {"boot", PFI_OPT_INT, &boot, "N", "bootstrap replicates for the CI (default 400; 0: none)"},
         {"seed", PFI_OPT_INT, &seed, "N", "bootstrap seed (default 1)"},
+        {"fleet-seed", PFI_OPT_INT, &fleet_seed, "N", "--fleet: its seed (default 1)"},
         {"plot", PFI_OPT_STR, &plot_dir, "DIR",
          "also draw DIR/pfi_curves.png and .svg: points and fits of the first 8 runs"},
         {"compare-families", PFI_OPT_FLAG, &compare, NULL,
@@ -262,7 +266,8 @@ int pfi_cmd_index(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi index [RUN...] [--db FILE | --public] [--depth 0.3] [--extrapolate] [--json]",
+        "pfi index [RUN...] [--db FILE | --public | --fleet paper|small] [--depth 0.3] "
+        "[--extrapolate] [--json]",
         "Power Flexibility Index of each run (all runs when none is named): PFI(r) = s/r with "
         "r the power shed (as drawn) and s the slowdown, both relative to the default-limit "
         "baseline; PFI at 10/20/30/40% with a 95% bootstrap interval for PFI30, and the power "
@@ -292,7 +297,13 @@ int pfi_cmd_index(int argc, char **argv)
         return PFI_EXIT_USAGE;
     }
     pfi_runset rs;
-    if (pfi_runset_load(db, public_data, pos, npos, &rs, &err) != PFI_OK)
+    if (fleet && (db || public_data)) {
+        fprintf(stderr, "pfi index: --fleet, --db and --public choose the runs: give one\n");
+        return PFI_EXIT_USAGE;
+    }
+    rc = fleet ? pfi_runset_fleet(fleet, fleet_seed, pos, npos, &rs, &err)
+               : pfi_runset_load(db, public_data, pos, npos, &rs, &err);
+    if (rc != PFI_OK)
         return pfi_cli_fail("index", &err);
     if (compare) {
         rc = compare_families(&rs, as_json);

@@ -13,6 +13,7 @@
 #include "core/pfi.h"
 #include "core/predict.h"
 #include "core/probe.h"
+#include "store/store.h"
 #include "study/fleet.h"
 #include "util/units.h"
 
@@ -47,7 +48,8 @@ static int same_job(const pfi_run *a, const pfi_run *b)
 
 /* Training rows from a store (runs of one job configuration grouped) or from the simulated
  * fleet characterized now in virtual time. */
-static int load_rows(const char *db, const char *fleet, int seed, rows *out, pfi_err *err)
+static int load_rows(const char *db, const char *fleet, int seed, const char *save_db, rows *out,
+                     pfi_err *err)
 {
     memset(out, 0, sizeof *out);
     pfi_run *runs = NULL;
@@ -79,6 +81,18 @@ static int load_rows(const char *db, const char *fleet, int seed, rows *out, pfi
         rc = pfi_fleet_build(fleet, (uint64_t)seed, &fo, &fr, &n, err);
         if (rc != PFI_OK)
             return rc;
+        if (save_db) {
+            pfi_store *st;
+            rc = pfi_store_open(save_db, PFI_STORE_CREATE, &st, err);
+            if (rc == PFI_OK) {
+                rc = pfi_fleet_store(st, fr, n, err);
+                pfi_store_close(st);
+            }
+            if (rc != PFI_OK) {
+                free(fr);
+                return rc;
+            }
+        }
         runs = malloc(sizeof *runs * (size_t)(n ? n : 1));
         group = malloc(sizeof(int) * (size_t)(n ? n : 1));
         if (!runs || !group) {
@@ -118,12 +132,15 @@ static int load_rows(const char *db, const char *fleet, int seed, rows *out, pfi
 static int model_train(int argc, char **argv)
 {
     const char *db = NULL, *fleet = "paper", *outp = "pfi-model.json", *kind = NULL;
+    const char *save_db = NULL;
     int seed = 1, as_json = 0;
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &db, "FILE", "train on the runs of this store"},
         {"fleet", PFI_OPT_STR, &fleet, "paper|small",
          "else train on the simulated fleet, characterized now (default paper)"},
         {"seed", PFI_OPT_INT, &seed, "N", "fleet seed (default 1)"},
+        {"save-db", PFI_OPT_STR, &save_db, "FILE",
+         "also write the characterized fleet into this store (for pfi index, pfi evaluate)"},
         {"kind", PFI_OPT_STR, &kind, "ridge|physics", "force a model (default: chosen by CV)"},
         {"out", PFI_OPT_STR, &outp, "FILE", "where to write the model (default pfi-model.json)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
@@ -156,7 +173,11 @@ static int model_train(int argc, char **argv)
     }
     pfi_err err = {0};
     rows rw;
-    if (load_rows(db, fleet, seed, &rw, &err) != PFI_OK)
+    if (save_db && db) {
+        fprintf(stderr, "pfi model train: --save-db stores the simulated fleet; not with --db\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (load_rows(db, fleet, seed, save_db, &rw, &err) != PFI_OK)
         return pfi_cli_fail("model train", &err);
     pfi_model m;
     rc = pfi_model_train(rw.r, rw.n, &to, &m, &err);
@@ -220,7 +241,7 @@ static int model_eval(int argc, char **argv)
     }
     pfi_err err = {0};
     rows rw;
-    if (load_rows(db, fleet, seed, &rw, &err) != PFI_OK)
+    if (load_rows(db, fleet, seed, NULL, &rw, &err) != PFI_OK)
         return pfi_cli_fail("model eval", &err);
     pfi_train_opts to = pfi_train_defaults();
     pfi_model_eval lojo, t12 = {0}, t21 = {0}, forced[2];

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "store/store.h"
+#include "study/fleet.h"
 #include "util/units.h"
 
 static int load_all(pfi_store *st, char **names, int nnames, pfi_runset *out, pfi_err *err)
@@ -86,6 +87,37 @@ int pfi_runset_load(const char *db, int public_data, char **names, int nnames, p
     if (rc != PFI_OK)
         pfi_runset_free(out);
     return rc;
+}
+
+int pfi_runset_fleet(const char *which, int seed, char **names, int nnames, pfi_runset *out,
+                     pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pfi_fleet_opts fo = pfi_fleet_defaults();
+    pfi_fleet_run *fr;
+    int n, rc = pfi_fleet_build(which, (uint64_t)seed, &fo, &fr, &n, err);
+    if (rc != PFI_OK)
+        return rc;
+    out->runs = calloc((size_t)(n ? n : 1), sizeof *out->runs);
+    if (!out->runs) {
+        free(fr);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d runs", n);
+    }
+    for (int i = 0; i < n; i++) {
+        int keep = nnames == 0;
+        for (int k = 0; k < nnames && !keep; k++)
+            keep = strcmp(names[k], fr[i].run.name) == 0;
+        if (keep)
+            out->runs[out->n++] = fr[i].run;
+    }
+    free(fr);
+    snprintf(out->where, sizeof out->where, "simulated fleet '%s' seed %d", which, seed);
+    if (out->n == 0) {
+        pfi_runset_free(out);
+        return pfi_err_set(err, PFI_ENOENT, "no run of the simulated fleet '%s' has that name",
+                           which);
+    }
+    return PFI_OK;
 }
 
 void pfi_runset_free(pfi_runset *rs)

@@ -18,6 +18,10 @@ typedef struct pfi_runset {
  * An empty selection is PFI_ENOENT with a hint. */
 int pfi_runset_load(const char *db, int public_data, char **names, int nnames, pfi_runset *out,
                     pfi_err *err);
+/* The simulated fleet ("paper" or "small"), characterized now in virtual time (study/fleet.h);
+ * names select runs by exact name (nnames 0: all). */
+int pfi_runset_fleet(const char *which, int seed, char **names, int nnames, pfi_runset *out,
+                     pfi_err *err);
 void pfi_runset_free(pfi_runset *rs);
 
 /* 1 when a run is a transformer (by its model family or name): the public curves the probe

@@ -51,4 +51,9 @@ int pfi_fleet_characterize(const pfi_fleet_entry *e, const pfi_fleet_opts *o, pf
 int pfi_fleet_build(const char *which, uint64_t seed, const pfi_fleet_opts *o,
                     pfi_fleet_run **out, int *n, pfi_err *err);
 
+/* Writes characterized fleet runs into a store (one job and one run each, backend "sim",
+ * tags set=, group=, match=), each run's levels in one transaction. */
+typedef struct pfi_store pfi_store;
+int pfi_fleet_store(pfi_store *st, const pfi_fleet_run *runs, int n, pfi_err *err);
+
 #endif

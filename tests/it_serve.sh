@@ -119,6 +119,20 @@ done <"$dir/rand"
 s=$(sum_limits)
 le "$s" $CUT || fail "after reallocations the limits sum to $s W > $CUT W"
 
+# ---- the audit log: each decision, and what a cut cost the job that reported ----
+ctl job throughput c 4321 >/dev/null || fail "throughput report"
+if command -v sqlite3 >/dev/null; then
+    n=$(sqlite3 "$dir/serve.db" "SELECT count(*) FROM serve_decisions")
+    [ "$n" -ge 120 ] || fail "only $n decisions in the audit log"
+    row=$(sqlite3 "$dir/serve.db" "SELECT d.budget_w, j.cap_w, j.observed_tps FROM serve_decisions d
+        JOIN serve_decision_jobs j ON j.decision_id = d.id WHERE j.job = 'c' ORDER BY d.id DESC LIMIT 1")
+    echo "$row" | awk -F'|' -v c=$CUT '{ exit !($1 == c && $2 > 0 && $3 == 4321) }' ||
+        fail "audit row of job c: '$row'"
+    note "audit log: $n decisions; latest for job c: budget|cap|observed = $row"
+else
+    note "sqlite3 CLI missing: audit rows not inspected (scripts/install-deps.sh test)"
+fi
+
 # ---- bad requests: 4xx, nothing changed ----
 before=$(limits)
 code() { curl -s -o "$dir/body" -w '%{http_code}' "$@"; }

@@ -101,6 +101,12 @@ static double sum_limits(fx *f)
     return s;
 }
 
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
 static const char *err_code(json_t *doc)
 {
     return json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
@@ -389,11 +395,6 @@ static void test_lost_gpu_replanned(void **state)
     json_decref(d);
 }
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
 
 /* A job that allows a probe: once its baseline is known it is held lower for a bounded time,
  * and what it reports there becomes its curve; then its cap comes back. */
@@ -488,6 +489,36 @@ static void test_predicted_curve(void **state)
     f->n->model = NULL;
 }
 
+
+/* A ramp moves the budget in steps; the destination is checked before it starts. */
+static void test_budget_ramp(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"percent\":100}", 1, NULL), 200);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":500,\"ramp_s\":1}", 1, &d), 409);
+    json_decref(d);
+    assert_false(f->n->ramping);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"percent\":70,\"ramp_s\":0.4}", 1, &d), 200);
+    json_decref(d);
+    assert_true(f->n->ramping);
+    assert_true(fabs(sum_limits(f) - 5600) < 1e-6); /* nothing moved yet */
+    sleep_s(0.1);
+    srv_tick(f->n);
+    /* On the way (unless this machine was so slow that the ramp is already over). */
+    double mid = sum_limits(f);
+    assert_true(mid <= f->n->budget_w + 1e-6);
+    assert_true(f->n->budget_w < 5600 && f->n->budget_w >= 3920 - 1e-6);
+    if (f->n->ramping)
+        assert_true(f->n->budget_w > 3920);
+    sleep_s(0.35);
+    srv_tick(f->n);
+    assert_false(f->n->ramping);
+    assert_true(fabs(f->n->budget_w - 3920) < 1e-6);
+    assert_true(sum_limits(f) <= 3920 + 1e-6);
+}
+
 /* A flood of changes is cut off with 429, and the refused ones change nothing. */
 static void test_rate_limit(void **state)
 {
@@ -572,6 +603,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_ramp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_predicted_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_refines_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),

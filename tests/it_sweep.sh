@@ -65,7 +65,7 @@ run megatron megatron 20 100,70,50% 700,490,350
 run llmc llmc 20 100,70,50% 700,490,350
 run nanogpt nanogpt 20 100,50% 700,350
 # The HF Trainer prints only a step counter, timed by arrival: slower fast mode, fewer levels.
-run hf hf 5 100,50% 700,350 --seq-len 4096
+run hf hf 10 100,50% 700,350 --seq-len 4096
 # --restart: a fresh job for every level.
 run restart pfi 20 100,50% 700,350 --restart
 

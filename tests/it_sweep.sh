@@ -83,6 +83,21 @@ wait $jobpid 2>/dev/null
 if [ $rc -ne 0 ]; then echo "FAIL attach: sweep exited $rc"; tail -5 "$tmp/attach.err"; fail=1
 else check attach torchtitan 700,350; fi
 
+# The real NVML code path, over the project's own libnvidia-ml (the simulator behind it, shared
+# with the job through the state file).  NVML's clock is real time: short windows.
+if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
+  PFI_SIM_STATE="$tmp/nvml.state" PFI_SIM_SPEED=10 PFI_FAKENVML_SIM=$preset "$PFI_BIN" sweep \
+      --backend nvml --nvml-lib "$PFI_FAKENVML" --levels 100,50% --settle 0.3s --min-window 0.5s \
+      --db "$tmp/pfi.db" --journal "$tmp/journal" --json --quiet \
+      -- "$PFI_BIN" simjob --format pfi --sim $preset >"$tmp/nvml.json" 2>"$tmp/nvml.err"
+  rc=$?
+  nruns=$((nruns + 1))
+  if [ $rc -ne 0 ]; then echo "FAIL nvml: sweep exited $rc"; tail -5 "$tmp/nvml.err"; fail=1
+  else check nvml pfi 700,350; fi
+else
+  echo "note: PFI_FAKENVML not set, the NVML path is not swept here"
+fi
+
 # Every sweep is a run in the store.
 runs=$("$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq 'if type == "array" then length else (.runs | length) end')
 [ "${runs:-0}" -eq "$nruns" ] || { echo "FAIL: the store holds ${runs:-no} runs, expected $nruns"; fail=1; }

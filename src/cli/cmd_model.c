@@ -395,6 +395,8 @@ static int cmp_double(const void *a, const void *b)
 typedef struct errset {
     double *e[NEVAL];
     int n[NEVAL];
+    const char *worst[NEVAL]; /* run with the largest error at each depth */
+    double worst_e[NEVAL];
 } errset;
 
 static double median(double *v, int n)
@@ -416,7 +418,7 @@ static double maxv(const double *v, int n)
 
 /* Scores one probing plan on every curve; errs[0] transformer runs, errs[1] all. */
 static void score(const pfi_curve *cv, const int *tr, int n, const double *depths, int nprobes,
-                  double b_fixed, errset *errs)
+                  double b_fixed, const char *name, errset *errs)
 {
     for (int i = 0; i < n; i++) {
         double b = isfinite(b_fixed) ? b_fixed : pfi_probe_median_b(cv, n, i);
@@ -432,8 +434,13 @@ static void score(const pfi_curve *cv, const int *tr, int n, const double *depth
                 continue;
             double e = fabs((1.0 - pfi_fit_s(&p.fit, eval_r[k])) - t);
             for (int s = 0; s < 2; s++)
-                if (s == 1 || tr[i])
+                if (s == 1 || tr[i]) {
                     errs[s].e[k][errs[s].n[k]++] = e;
+                    if (e > errs[s].worst_e[k]) {
+                        errs[s].worst_e[k] = e;
+                        errs[s].worst[k] = name;
+                    }
+                }
         }
     }
 }
@@ -497,10 +504,11 @@ static int model_probe_eval(int argc, char **argv)
     rc = PFI_OK;
     int status = PFI_EXIT_OK;
     pfi_curve *cv = malloc(sizeof *cv * (size_t)rs.n);
+    const char **names = malloc(sizeof *names * (size_t)rs.n);
     int *tr = malloc(sizeof(int) * (size_t)rs.n), n = 0;
     errset es[2];
     memset(es, 0, sizeof es);
-    int ok = cv && tr;
+    int ok = cv && tr && names;
     for (int s = 0; ok && s < 2; s++)
         for (int k = 0; k < NEVAL; k++)
             ok = ok && (es[s].e[k] = malloc(sizeof(double) * (size_t)rs.n)) != NULL;
@@ -513,6 +521,7 @@ static int model_probe_eval(int argc, char **argv)
         if (pfi_curve_from_run(&rs.runs[i], PFI_FAM_POWER, &cv[n], NULL) == PFI_OK &&
             cv[n].n_shed >= 3 && cv[n].r_max >= 0.2) {
             tr[n] = pfi_run_is_transformer(&rs.runs[i]);
+            names[n] = rs.runs[i].name;
             n++;
         }
     /* The prior comes from transformer curves only: build a view of them for the median. */
@@ -540,7 +549,8 @@ static int model_probe_eval(int argc, char **argv)
                 }
             b = pfi_probe_median_b(tv, ntv, self);
         }
-        score(&cv[i], &tr[i], 1, depths, probes, isfinite(b) ? b : PFI_PROBE_B_PRIOR, es);
+        score(&cv[i], &tr[i], 1, depths, probes, isfinite(b) ? b : PFI_PROBE_B_PRIOR, names[i],
+              es);
     }
     json_t *scan_arr = NULL;
     if (scan && probes == 1) {
@@ -556,7 +566,7 @@ static int model_probe_eval(int argc, char **argv)
                     good = good && (sc[s].e[k] = malloc(sizeof(double) * (size_t)(n ? n : 1)));
             if (good)
                 for (int i = 0; i < n; i++)
-                    score(&cv[i], &tr[i], 1, &d, 1, b_all, sc);
+                    score(&cv[i], &tr[i], 1, &d, 1, b_all, names[i], sc);
             double md[NEVAL];
             for (int k = 0; k < NEVAL; k++)
                 md[k] = good ? median(sc[0].e[k], sc[0].n[k]) : NAN;
@@ -596,6 +606,9 @@ static int model_probe_eval(int argc, char **argv)
                 json_object_set_new(o, key, num(mx[s][k]));
                 snprintf(key, sizeof key, "n_%d", eval_pct[k]);
                 json_object_set_new(o, key, json_integer(es[s].n[k]));
+                snprintf(key, sizeof key, "worst_run_%d", eval_pct[k]);
+                json_object_set_new(o, key,
+                                    es[s].worst[k] ? json_string(es[s].worst[k]) : json_null());
             }
             if (s == 1)
                 json_object_set_new(doc, setname[s], o);
@@ -618,6 +631,9 @@ static int model_probe_eval(int argc, char **argv)
                 printf("  %.4f/%.4f(%d)", med[s][k], mx[s][k], es[s].n[k]);
             printf("\n");
         }
+        for (int k = 0; k < NEVAL; k++)
+            if (es[1].worst[k])
+                printf("  largest error at %d%%: %s\n", eval_pct[k], es[1].worst[k]);
     }
     json_decref(scan_arr);
 out:
@@ -626,6 +642,7 @@ out:
             free(es[s].e[k]);
     free(cv);
     free(tr);
+    free(names);
     pfi_runset_free(&rs);
     if (rc != PFI_OK)
         return pfi_cli_fail("model probe-eval", &err);

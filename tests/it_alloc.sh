@@ -125,6 +125,17 @@ if [ -d "$data/perseus-sosp24" ]; then
   jq -e '.cuts[0].policies as $p | ($p.oracle.total_throughput / $p.equal.total_throughput - 1)
          | (. > 0.007 and . < 0.015)' "$dir/ps.json" >/dev/null ||
     fail "evaluate perseus: oracle gain $(jq '.cuts[0].policies' "$dir/ps.json")"
+  # a store as jobs: oracle on the measured curves, pfi on a model's predictions
+  "$PFI_BIN" import all --db "$dir/p.db" >/dev/null 2>&1 || fail "import all"
+  "$PFI_BIN" model train --db "$dir/p.db" --out "$dir/m.json" >/dev/null 2>&1 || fail "model train"
+  "$PFI_BIN" allocate --db "$dir/p.db" --budget 75% --policy oracle --json >"$dir/db.json" \
+    2>/dev/null || fail "allocate --db"
+  "$PFI_BIN" allocate --db "$dir/p.db" --model "$dir/m.json" --budget 75% --policy pfi --json \
+    >"$dir/dbp.json" 2>/dev/null || fail "allocate --db --model"
+  jq -e --argjson o "$(jq .total_tput_true "$dir/db.json")" \
+    '.power_w <= .budget_w and .total_tput_true <= $o + 1e-9' "$dir/dbp.json" >/dev/null ||
+    fail "allocate --db: pfi beats oracle or breaks the budget"
+  bad db-pfi-without-model "model" --db "$dir/p.db" --budget 75% --policy pfi
 else
   echo "it_alloc: public data absent at $data: evaluate part skipped"
 fi

@@ -12,6 +12,8 @@
 #include "core/alloc_pergpu.h"
 #include "core/curve.h"
 #include "core/policy.h"
+#include "core/predict.h"
+#include "cli/model_io.h"
 #include "store/store.h"
 #include "util/units.h"
 
@@ -236,8 +238,9 @@ static int load_file(const char *path, int per_gpu, job_set *s, pfi_err *err)
     return PFI_OK;
 }
 
-/* Runs of a store: measured curves are the truth; there is no prediction without a model. */
-static int load_db(const char *path, job_set *s, pfi_err *err)
+/* Runs of a store: measured curves are the truth; with a model (pfi model train), each run's
+ * baseline telemetry also gives a predicted curve (its other levels are not read for it). */
+static int load_db(const char *path, const pfi_model *model, job_set *s, pfi_err *err)
 {
     pfi_store *st;
     int rc = pfi_store_open(path, PFI_STORE_READONLY, &st, err);
@@ -273,6 +276,16 @@ static int load_db(const char *path, job_set *s, pfi_err *err)
             (rc = pfi_alloc_job_from_curve(cv, PFI_VIEW_MEASURED, relative, s->ids[m], 0, 0,
                                            &s->bt[m], &s->truth[m], err)))
             break;
+        if (model) {
+            if ((rc = pfi_model_predict_run(model, run, cv, err)) ||
+                (rc = pfi_alloc_job_from_prediction(cv, 1, relative, s->ids[m],
+                                                    s->truth[m].min_cap_w, s->truth[m].max_cap_w,
+                                                    &s->bp[m], &s->pred[m], err))) {
+                pfi_err_prefix(err, "predicting %s: ", sum[i].name);
+                break;
+            }
+            s->pred[m].p0_w = s->truth[m].p0_w; /* the measured baseline draw */
+        }
         s->pfi30[m] = NAN;
         m++;
     }
@@ -340,6 +353,7 @@ static json_t *num_or_null(double v)
 int pfi_cmd_allocate(int argc, char **argv)
 {
     const char *budget_s = NULL, *policy_s = "pfi", *jobs_path = NULL, *db = NULL;
+    const char *model_path = NULL;
     const char *infeasible_s = "fail";
     double step = 1;
     int as_json = 0, per_gpu = 0;
@@ -350,6 +364,8 @@ int pfi_cmd_allocate(int argc, char **argv)
         {"policy", PFI_OPT_STR, &policy_s, "NAME", "equal, pfi (default), oracle, proportional-to-pfi"},
         {"jobs", PFI_OPT_STR, &jobs_path, "FILE", "jobs as JSON (docs/jobs-format.md)"},
         {"db", PFI_OPT_STR, &db, "FILE", "the runs of a store as jobs (measured curves)"},
+        {"model", PFI_OPT_STR, &model_path, "FILE",
+         "with --db: predict each run's curve from its baseline (pfi model train)"},
         {"sla", PFI_OPT_MULTI, &slas, "[ID=]SLOWDOWN", "max slowdown, e.g. 5% (repeatable)"},
         {"on-infeasible", PFI_OPT_STR, &infeasible_s, "MODE",
          "budget below minimums+SLAs: fail (default), relax-sla, by-weight"},
@@ -409,7 +425,11 @@ int pfi_cmd_allocate(int argc, char **argv)
                         "with --policy oracle or equal\n");
         return PFI_EXIT_USAGE;
     }
-    rc = jobs_path ? load_file(jobs_path, per_gpu, &s, &err) : load_db(db, &s, &err);
+    pfi_model model;
+    if (model_path && pfi_model_load(model_path, &model, &err))
+        return pfi_cli_fail(CMD, &err);
+    rc = jobs_path ? load_file(jobs_path, per_gpu, &s, &err)
+                   : load_db(db, model_path ? &model : NULL, &s, &err);
     if (!rc)
         rc = apply_slas(&slas, &s, &err);
     if (rc) {
@@ -424,7 +444,8 @@ int pfi_cmd_allocate(int argc, char **argv)
         if (policy == PFI_POLICY_PFI && !has_p) {
             rc = pfi_err_set(&err, PFI_EINVAL,
                              "job %s has no predicted_curve: the pfi policy never reads true "
-                             "curves (use --policy oracle, or add predictions)",
+                             "curves (use --policy oracle, add predicted_curve to the jobs, or "
+                             "--model with --db)",
                              s.truth[j].id);
             break;
         }

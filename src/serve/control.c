@@ -1,7 +1,6 @@
 /* control.c: the node budget, caps handed down by a cluster controller, heartbeats, and the
  * control loop's periodic work (ramps, the watchdog, probes, re-planning under hysteresis and
  * a rate limit). */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

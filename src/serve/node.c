@@ -4,7 +4,6 @@
  * watchdog) is one decision: under decide_mu it is planned on a copy of the state, applied with
  * apply.c's ordering, written to the audit log, and only then committed.  A change that cannot
  * be planned (bad input, infeasible budget) returns an error before anything is touched. */
-#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +12,6 @@
 #include <time.h>
 
 #include "serve/serve_int.h"
-#include "util/units.h"
 
 double srv_wall(void)
 {

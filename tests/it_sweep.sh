@@ -88,7 +88,7 @@ else check attach torchtitan 700,350; fi
 if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
   PFI_SIM_STATE="$tmp/nvml.state" PFI_SIM_SPEED=10 PFI_FAKENVML_SIM=$preset "$PFI_BIN" sweep \
       --backend nvml --nvml-lib "$PFI_FAKENVML" --levels 100,50% --settle 0.3s --min-window 0.5s \
-      --db "$tmp/pfi.db" --journal "$tmp/journal" --json --quiet \
+      --db "$tmp/pfi.db" --journal "$tmp/journal" --json --quiet --no-log \
       -- "$PFI_BIN" simjob --format pfi --sim $preset >"$tmp/nvml.json" 2>"$tmp/nvml.err"
   rc=$?
   nruns=$((nruns + 1))

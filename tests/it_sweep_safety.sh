@@ -17,12 +17,13 @@ limits() { "$PFI_BIN" gpus --backend sim --json | jq -c '[.gpus[0:4][] | .limit_
 orig=$(limits) || { echo "cannot read the simulated GPUs"; exit 1; }
 
 sweep() {
-  "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet "$@"
+  "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet \
+      --log "$tmp/job.log" "$@"
 }
 
 # --- SIGKILL mid-sweep (after the baseline, while the first lower cap is applied), then
 # pfi restore.  The simulated job ends by itself shortly after (its own process group).
-"$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet \
+"$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
     --levels 50,40% --dwell 20s -- "$PFI_BIN" simjob --format pfi --duration 60s \
     >"$tmp/kill.out" 2>&1 &
 pid=$!
@@ -47,7 +48,7 @@ after=$(limits)
 echo "SIGKILL: capped $capped, restored $after"
 
 # --- SIGTERM: the sweep stops the job, restores, records what it had, exits non-zero.
-"$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet \
+"$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
     --levels 50,40% --dwell 20s -- "$PFI_BIN" simjob --format pfi --duration 200s \
     >"$tmp/term.out" 2>&1 &
 pid=$!

@@ -210,7 +210,7 @@ typedef struct sweep_opts {
     const char *gpus, *levels, *caps, *dwell, *max_dwell, *settle, *timeout, *order, *db;
     const char *log, *format, *regex, *unit, *journal, *name, *min_window;
     pfi_strlist tags;
-    int restart, attach, as_json, quiet, seed;
+    int restart, attach, as_json, quiet, seed, no_log;
     double seq_len, tokens_per_step, batch_size, rel_ci, speed;
 } sweep_opts;
 
@@ -332,7 +332,9 @@ int pfi_cmd_sweep(int argc, char **argv)
         {"name", PFI_OPT_STR, &o.name, "NAME", "run name (default: the command)"},
         {"restart", PFI_OPT_FLAG, &o.restart, NULL, "relaunch the job for every level"},
         {"attach", PFI_OPT_FLAG, &o.attach, NULL, "characterize a running job: follow --log"},
-        {"log", PFI_OPT_STR, &o.log, "FILE", "job log: written (launch) or followed (--attach)"},
+        {"log", PFI_OPT_STR, &o.log, "FILE", "job log: appended to (default "
+                                             "pfi-sweep-DATE.log) or followed (--attach)"},
+        {"no-log", PFI_OPT_FLAG, &o.no_log, NULL, "do not copy the job's output to a file"},
         {"format", PFI_OPT_STR, &o.format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
                                                    "hf, deepspeed, nanogpt, llmc, lightning)"},
         {"throughput-regex", PFI_OPT_STR, &o.regex, "RE", "ERE whose first group is the number"},
@@ -442,6 +444,18 @@ int pfi_cmd_sweep(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    char logname[64];
+    if (!o.attach && !o.log && !o.no_log) {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(logname, sizeof logname, "pfi-sweep-%Y%m%d-%H%M%S.log", &tm);
+        o.log = logname;
+        if (!o.quiet)
+            fprintf(stderr, "pfi sweep: the job's output is also in %s\n", o.log);
+    }
+    if (o.no_log && !o.attach)
+        o.log = NULL;
     if (o.attach)
         rc = pfi_source_follow(o.log, &pc, &src, &err);
     else

@@ -490,6 +490,24 @@ static void test_predicted_curve(void **state)
 }
 
 
+/* Read-only: jobs and budgets are planned and shown, no limit moves. */
+static void test_read_only_plans_only(void **state)
+{
+    fx *f = *state;
+    f->cfg.read_only = 1;
+    register_three(f);
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"percent\":70}", 1, &d), 200);
+    assert_true(json_is_true(json_object_get(d, "read_only")));
+    assert_true(json_is_true(json_object_get(json_array_get(json_object_get(d, "gpus"), 4), "held")));
+    json_decref(d);
+    assert_true(fabs(sum_limits(f) - 5600) < 1e-6);
+    assert_int_equal(call(f, "GET", "/v1/jobs/b", NULL, 0, &d), 200);
+    assert_true(json_real_value(json_object_get(d, "cap_w")) < 700);
+    json_decref(d);
+    f->cfg.read_only = 0;
+}
+
 /* A ramp moves the budget in steps; the destination is checked before it starts. */
 static void test_budget_ramp(void **state)
 {
@@ -603,6 +621,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_only_plans_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_ramp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_predicted_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_refines_curve, setup, teardown),

@@ -104,6 +104,8 @@ int pfi_cmd_serve(int argc, char **argv)
     pfi_backend *b;
     if (pfi_cli_open_hw(&open, &b, &err) != PFI_OK)
         return pfi_cli_fail("serve", &err);
+    if (b->read_only) /* PFI_READ_ONLY=1 in the environment forces it too */
+        cfg.read_only = 1;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -179,7 +179,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
                               PFI_OK &&
              !strcmp(budget_s, "none"))
         budget_s[0] = '\0';
-    if (budget_s[0] && !c->read_only) {
+    if (budget_s[0]) {
         double w;
         json_t *res = NULL;
         pfi_err e = {0};

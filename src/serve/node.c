@@ -312,21 +312,36 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
         n->cand[j].predicted_rel = plan.job_pred_rel[j];
         n->cand[j].predicted_tps = plan.job_pred_tps[j];
     }
-    if (n->cfg->read_only)
-        return pfi_err_set(err, PFI_EPERM, "read-only mode: pfi serve changes no limit");
 
     pfi_apply_report rep;
     pfi_device known[PFI_MAX_GPUS];
     for (int i = 0; i < n->n_gpus; i++)
         known[i] = n->snap[i].dev;
-    pthread_mutex_lock(&n->hw_mu);
     double t0 = srv_mono();
-    int rc = pfi_serve_apply(n->b, n->n_gpus, plan.target_w, apply_budget, known, &rep, err);
-    if (rc == PFI_OK && mode != SRV_MODE_EXTERNAL && rep.n_failed > 0 &&
-        rep.sum_after_w > apply_budget + 0.5)
-        replan_around_failures(n, budget_w, &plan, &rep);
+    int rc = PFI_OK;
+    if (n->cfg->read_only) {
+        /* Observe-only: the plan is shown and audited, nothing is touched. */
+        memset(&rep, 0, sizeof rep);
+        rep.n = n->n_gpus;
+        for (int i = 0; i < n->n_gpus; i++) {
+            pfi_cap_change *c = &rep.gpu[i];
+            c->gpu = i;
+            c->before_w = c->limit_w = known[i].limit_w;
+            c->enforced_w = known[i].enforced_w;
+            c->target_w = plan.target_w[i];
+            c->held = !isnan(c->target_w) && fabs(c->target_w - c->before_w) > 0.5;
+            rep.sum_before_w += counted_w(&known[i]);
+        }
+        rep.sum_after_w = rep.peak_w = rep.sum_before_w;
+    } else {
+        pthread_mutex_lock(&n->hw_mu);
+        rc = pfi_serve_apply(n->b, n->n_gpus, plan.target_w, apply_budget, known, &rep, err);
+        if (rc == PFI_OK && mode != SRV_MODE_EXTERNAL && rep.n_failed > 0 &&
+            rep.sum_after_w > apply_budget + 0.5)
+            replan_around_failures(n, budget_w, &plan, &rep);
+        pthread_mutex_unlock(&n->hw_mu);
+    }
     double ms = (srv_mono() - t0) * 1e3;
-    pthread_mutex_unlock(&n->hw_mu);
     if (rc != PFI_OK)
         return rc;
 
@@ -377,14 +392,15 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
         const pfi_cap_change *c = &rep.gpu[i];
         if (c->code != PFI_OK)
             srv_event_add(n, "apply_failed", "GPU %d: %s", i, c->msg);
-        else if (c->held)
+        else if (c->held && !n->cfg->read_only)
             srv_event_add(n, "apply_held", "GPU %d: %s", i, c->msg);
         else if (c->msg[0])
             srv_event_add(n, "enforced_differs", "GPU %d: %s", i, c->msg);
     }
     srv_event_add(n, "decision",
-                  "%s: budget %s, %s mode, %d cap changes, limits sum %.0f W -> %.0f W in %.1f ms",
-                  reason, isfinite(budget_w) ? "set" : "none", srv_mode_name(mode), rep.n_changed,
+                  "%s%s: budget %s, %s mode, %d cap changes, limits sum %.0f W -> %.0f W in %.1f ms",
+                  n->cfg->read_only ? "(read-only, planned only) " : "", reason,
+                  isfinite(budget_w) ? "set" : "none", srv_mode_name(mode), rep.n_changed,
                   rep.sum_before_w, rep.sum_after_w, ms);
     if (result) {
         json_t *g = json_array();
@@ -411,6 +427,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
             rep.n_failed, "held", rep.n_held, "mismatch", rep.n_mismatch, "sum_before_w",
             rep.sum_before_w, "sum_after_w", rep.sum_after_w, "peak_w", rep.peak_w, "apply_ms",
             ms, "gpus", g, "jobs", jj);
+        json_object_set_new(*result, "read_only", json_boolean(n->cfg->read_only));
     }
     return PFI_OK;
 }

@@ -105,7 +105,9 @@ static void on_progress(void *arg, const pfi_sweep_progress *p)
     fmt_time(p->remaining_s, rem, sizeof rem);
     fprintf(stderr, "\r\033[Kpfi sweep: level %d/%d %.0f W  %s in level, ~%s left", p->level + 1,
             p->n_levels, p->cap_w, el, rem);
-    if (isfinite(p->tput))
+    if (p->settling)
+        fprintf(stderr, "  settling");
+    else if (isfinite(p->tput))
         fprintf(stderr, "  %.0f %s%s", p->tput, pc->unit, ci);
     else
         fprintf(stderr, "  waiting for throughput");

@@ -85,10 +85,11 @@ typedef struct pfi_sweep_progress {
     double cap_w;
     double level_elapsed_s;  /* since its limit was set */
     double elapsed_s;        /* since the sweep began */
-    double remaining_s;      /* estimate (max dwell for the levels left, at worst) */
+    double remaining_s;      /* estimate from the levels done so far (max dwell before any) */
     double tput;             /* live estimate over the current window (NAN before data) */
     double rel_ci;           /* its CI half-width / mean (NAN before data) */
     double power_w;          /* latest mean power per GPU */
+    int settling;            /* 1 while the transient after the change is being discarded */
     int done;                /* 1 when the level just completed (tput is final) */
     int steady;
 } pfi_sweep_progress;

@@ -117,6 +117,8 @@ typedef struct sweep_state {
     double last_obs_t;
     long n_obs;
     pfi_err obs_err;
+    double done_s; /* backend time the completed levels took, for the estimate of what is left */
+    int n_done;
 } sweep_state;
 
 static void on_obs(void *ctx, const pfi_obs *o, double t)
@@ -314,11 +316,16 @@ static int measure_level(sweep_state *s, pfi_sampler *smp, int li, int nl, doubl
                                     .elapsed_s = now - t_sweep0, .tput = st.mean,
                                     .power_w = pfi_sampler_last_power(smp)};
             p.rel_ci = isfinite(st.lo) ? 0.5 * (st.hi - st.lo) / st.mean : NAN;
-            double per = c->dwell_s > 0 ? c->steady.settle_s + c->dwell_s : c->max_dwell_s;
+            p.settling = now - t_change < c->steady.settle_s;
+            double per = c->dwell_s > 0 ? c->steady.settle_s + c->dwell_s
+                         : s->n_done   ? s->done_s / s->n_done
+                                       : c->max_dwell_s;
             p.remaining_s = fmax(0, per - (now - t_change)) + per * (nl - li - 1);
             report(c, &p);
         }
     }
+    s->done_s += pfi_hw_now(b) - t_change;
+    s->n_done++;
     lv->tput = st.mean;
     lv->tput_lo = st.lo;
     lv->tput_hi = st.hi;

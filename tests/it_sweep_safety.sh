@@ -83,6 +83,7 @@ expect_fail "no throughput" "no throughput" --levels 50% --timeout 2s \
 expect_fail "cap below the minimum" "outside" --caps 150:100:50 -- "$PFI_BIN" simjob --format pfi
 expect_fail "cap above the maximum" "outside" --caps 900:800:100 -- "$PFI_BIN" simjob --format pfi
 expect_fail "level above 100%" "fraction" --levels 120% -- "$PFI_BIN" simjob --format pfi
+expect_fail "read-only mode" "read-only" --read-only --levels 50% -- "$PFI_BIN" simjob --format pfi
 # A store from a newer pfi, and one locked by another writer: refused before any change.
 if command -v sqlite3 >/dev/null 2>&1; then
   sqlite3 "$tmp/newer.db" "PRAGMA user_version = 999;"

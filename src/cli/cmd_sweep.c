@@ -227,6 +227,10 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
 {
     int rc;
     int ngpu = 0;
+    if (b->read_only)
+        return pfi_err_set(err, PFI_EPERM,
+                           "a sweep changes power limits: it cannot run read-only (--read-only "
+                           "or PFI_READ_ONLY)");
     if ((rc = pfi_hw_count(b, &ngpu, err)) != PFI_OK)
         return rc;
     if ((rc = pfi_parse_index_list(o->gpus ? o->gpus : "all", ngpu, c->gpus, &c->n_gpus, err)) !=

@@ -294,6 +294,10 @@ typedef struct rd {
     int rc;
 } rd;
 
+/* CALL, skipped once the sample or info has failed: a lost GPU can make every call slow. */
+#define RCALL(c, name, ...) \
+    ((c)->rc != PFI_OK ? NVML_ERROR_UNKNOWN : CALL((c)->m, name, __VA_ARGS__))
+
 static int got(rd *c, const char *call, nvmlReturn_t r)
 {
     if (c->rc != PFI_OK)
@@ -344,38 +348,37 @@ static int nvml_info(pfi_backend *b, int idx, pfi_device *d, pfi_err *err)
     d->min_limit_w = d->max_limit_w = d->default_limit_w = NAN;
     d->limit_w = d->enforced_w = NAN;
     char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-    if (got(&c, "nvmlDeviceGetName", CALL(m, nvmlDeviceGetName, g->h, buf, sizeof buf)))
+    if (got(&c, "nvmlDeviceGetName", RCALL(&c, nvmlDeviceGetName, g->h, buf, sizeof buf)))
         snprintf(d->name, sizeof d->name, "%s", buf);
     char ubuf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    if (got(&c, "nvmlDeviceGetUUID", CALL(m, nvmlDeviceGetUUID, g->h, ubuf, sizeof ubuf)))
+    if (got(&c, "nvmlDeviceGetUUID", RCALL(&c, nvmlDeviceGetUUID, g->h, ubuf, sizeof ubuf)))
         snprintf(d->uuid, sizeof d->uuid, "%s", ubuf);
     unsigned int lo, hi, v;
     if (got(&c, "nvmlDeviceGetPowerManagementLimitConstraints",
-            CALL(m, nvmlDeviceGetPowerManagementLimitConstraints, g->h, &lo, &hi))) {
+            RCALL(&c, nvmlDeviceGetPowerManagementLimitConstraints, g->h, &lo, &hi))) {
         d->min_limit_w = mw_to_w(lo);
         d->max_limit_w = mw_to_w(hi);
     }
     if (got(&c, "nvmlDeviceGetPowerManagementDefaultLimit",
-            CALL(m, nvmlDeviceGetPowerManagementDefaultLimit, g->h, &v)))
+            RCALL(&c, nvmlDeviceGetPowerManagementDefaultLimit, g->h, &v)))
         d->default_limit_w = mw_to_w(v);
     if (got(&c, "nvmlDeviceGetPowerManagementLimit",
-            CALL(m, nvmlDeviceGetPowerManagementLimit, g->h, &v)))
+            RCALL(&c, nvmlDeviceGetPowerManagementLimit, g->h, &v)))
         d->limit_w = mw_to_w(v);
     if (got(&c, "nvmlDeviceGetEnforcedPowerLimit",
-            CALL(m, nvmlDeviceGetEnforcedPowerLimit, g->h, &v)))
+            RCALL(&c, nvmlDeviceGetEnforcedPowerLimit, g->h, &v)))
         d->enforced_w = mw_to_w(v);
     return c.rc;
 }
 
 static void read_reasons(rd *c, nvml_gpu *g, pfi_sample *s)
 {
-    const nvml_impl *m = c->m;
     unsigned long long bits = 0;
-    nvmlReturn_t r = CALL(m, nvmlDeviceGetCurrentClocksEventReasons, g->h, &bits);
+    nvmlReturn_t r = RCALL(c, nvmlDeviceGetCurrentClocksEventReasons, g->h, &bits);
     const char *call = "nvmlDeviceGetCurrentClocksEventReasons";
     /* Drivers before 535 only have the older name of the same call. */
     if (r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_NOT_SUPPORTED) {
-        r = CALL(m, nvmlDeviceGetCurrentClocksThrottleReasons, g->h, &bits);
+        r = RCALL(c, nvmlDeviceGetCurrentClocksThrottleReasons, g->h, &bits);
         call = "nvmlDeviceGetCurrentClocksThrottleReasons";
     }
     if (got(c, call, r)) {
@@ -514,7 +517,7 @@ static void read_fields(rd *c, nvml_gpu *g, pfi_sample *s)
     fv[3].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
     fv[3].scopeId = UINT_MAX;
     if (!got_secondary(c, g, WARN_FIELDS, "nvmlDeviceGetFieldValues",
-                       CALL(c->m, nvmlDeviceGetFieldValues, g->h, 4, fv))) {
+                       RCALL(c, nvmlDeviceGetFieldValues, g->h, 4, fv))) {
         g->nvl_prev_ok = 0;
         return;
     }
@@ -561,49 +564,49 @@ static int nvml_sample(pfi_backend *b, int idx, pfi_sample *s, pfi_err *err)
     s->t_s = mono_now();
     unsigned int u, u2;
     unsigned long long ull;
-    if (got(&c, "nvmlDeviceGetPowerUsage", CALL(m, nvmlDeviceGetPowerUsage, g->h, &u))) {
+    if (got(&c, "nvmlDeviceGetPowerUsage", RCALL(&c, nvmlDeviceGetPowerUsage, g->h, &u))) {
         s->power_w = mw_to_w(u);
         s->have |= PFI_F_POWER;
     }
     if (got(&c, "nvmlDeviceGetTotalEnergyConsumption",
-            CALL(m, nvmlDeviceGetTotalEnergyConsumption, g->h, &ull))) {
+            RCALL(&c, nvmlDeviceGetTotalEnergyConsumption, g->h, &ull))) {
         s->energy_j = ull / 1000.0;
         s->have |= PFI_F_ENERGY;
     }
     if (got(&c, "nvmlDeviceGetClockInfo",
-            CALL(m, nvmlDeviceGetClockInfo, g->h, NVML_CLOCK_SM, &u))) {
+            RCALL(&c, nvmlDeviceGetClockInfo, g->h, NVML_CLOCK_SM, &u))) {
         s->sm_clock_mhz = u;
         s->have |= PFI_F_SM_CLOCK;
     }
     if (got(&c, "nvmlDeviceGetClockInfo",
-            CALL(m, nvmlDeviceGetClockInfo, g->h, NVML_CLOCK_MEM, &u))) {
+            RCALL(&c, nvmlDeviceGetClockInfo, g->h, NVML_CLOCK_MEM, &u))) {
         s->mem_clock_mhz = u;
         s->have |= PFI_F_MEM_CLOCK;
     }
     read_reasons(&c, g, s);
     nvmlUtilization_t ut;
     if (got(&c, "nvmlDeviceGetUtilizationRates",
-            CALL(m, nvmlDeviceGetUtilizationRates, g->h, &ut))) {
+            RCALL(&c, nvmlDeviceGetUtilizationRates, g->h, &ut))) {
         s->gpu_util = ut.gpu / 100.0;
         s->have |= PFI_F_GPU_UTIL;
     }
     if (got(&c, "nvmlDeviceGetTemperature",
-            CALL(m, nvmlDeviceGetTemperature, g->h, NVML_TEMPERATURE_GPU, &u))) {
+            RCALL(&c, nvmlDeviceGetTemperature, g->h, NVML_TEMPERATURE_GPU, &u))) {
         s->temp_c = u;
         s->have |= PFI_F_TEMP;
     }
     nvmlMemory_t mem;
-    if (got(&c, "nvmlDeviceGetMemoryInfo", CALL(m, nvmlDeviceGetMemoryInfo, g->h, &mem))) {
+    if (got(&c, "nvmlDeviceGetMemoryInfo", RCALL(&c, nvmlDeviceGetMemoryInfo, g->h, &mem))) {
         s->mem_used_mib = mem.used / (1024.0 * 1024.0);
         s->have |= PFI_F_MEM_USED;
     }
     if (got(&c, "nvmlDeviceGetPowerManagementLimit",
-            CALL(m, nvmlDeviceGetPowerManagementLimit, g->h, &u))) {
+            RCALL(&c, nvmlDeviceGetPowerManagementLimit, g->h, &u))) {
         s->limit_w = mw_to_w(u);
         s->have |= PFI_F_LIMIT;
         /* enforced_w stays NAN (missing) when only the in-band limit can be read. */
         if (got(&c, "nvmlDeviceGetEnforcedPowerLimit",
-                CALL(m, nvmlDeviceGetEnforcedPowerLimit, g->h, &u2)))
+                RCALL(&c, nvmlDeviceGetEnforcedPowerLimit, g->h, &u2)))
             s->enforced_w = mw_to_w(u2);
     }
     read_gpm(&c, g, s);

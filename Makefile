@@ -66,7 +66,7 @@ $(PFI): $(call obj,$(CLI_SRC)) $(LIB)
 # The project's own libnvidia-ml.so.1 over the simulator, so the real NVML code path runs in CI.
 $(FAKENVML): $(call obj,$(FAKE_SRC)) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,--exclude-libs,ALL -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(call obj,$(TEST_SUPPORT)) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)

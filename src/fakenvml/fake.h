@@ -19,6 +19,11 @@
 #include "hw/hw.h"
 #include "hw/nvml_api.h"
 
+/* Only the NVML entry points are exported; everything below is the library's own (and the
+ * Makefile links libpfi.a into it with --exclude-libs), so a host program's symbols and the
+ * fake's never bind to each other. */
+#pragma GCC visibility push(hidden)
+
 #define FAKE_MAX_RULES 64
 #define FAKE_FN_MAX 64
 
@@ -100,5 +105,7 @@ int fake_faults_load(void);
 nvmlReturn_t fake_fault(const char *fn, int gpu);
 /* "GPU_IS_LOST", "NVML_ERROR_GPU_IS_LOST" or "15" -> code; -1 if unknown. */
 int fake_parse_code(const char *s);
+
+#pragma GCC visibility pop
 
 #endif

@@ -82,6 +82,7 @@ def main():
     print(f"global batch size: {a.batch}  sequence length: {a.seq}", flush=True)
     tokens = 0
     step = 0
+    loss = None
     last_t, last_tokens = time.monotonic(), 0
     print(f"pfi: tokens=0 t={time.monotonic() - t0:.3f}", flush=True)
     while time.monotonic() - t0 < a.duration:
@@ -109,7 +110,7 @@ def main():
     torch.cuda.synchronize()
     print(f"pfi: tokens={tokens} t={time.monotonic() - t0:.3f} step={step}", flush=True)
     log(f"Training completed: {step} steps, {tokens} tokens in {time.monotonic() - t0:.1f} s")
-    return 0 if math.isfinite(loss.item()) else 1
+    return 0 if loss is not None and math.isfinite(loss.item()) else 1
 
 
 if __name__ == "__main__":

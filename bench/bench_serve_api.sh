@@ -12,6 +12,7 @@ command -v wrk >/dev/null || { echo "bench_serve_api: wrk is not installed (apt-
 dir=$(mktemp -d /tmp/pfi-bench-api.XXXXXX)
 SERVE=""; LOOP=""
 trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; [ -n "$SERVE" ] && kill $SERVE 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'exit 1' INT TERM HUP PIPE
 export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
 FAKE=$(dirname "$PFI")/lib/libnvidia-ml.so.1
 if [ -f "$FAKE" ] && [ -z "${PFI_BENCH_SIM:-}" ]; then HW="--backend nvml --nvml-lib $FAKE"; else HW="--backend sim"; fi
@@ -26,7 +27,9 @@ ADDR=$(cat "$dir/port")
 ctl() { "$PFI" ctl --url "http://$ADDR" --token-file "$dir/token" "$@" >/dev/null; }
 ctl job add a --gpus 0-3 --sla 0.1; ctl job add b --gpus 4,5 --pfi30 0.25; ctl job add c --gpus 6,7 --pfi30 0.8
 # "While controlling": budget changes keep coming during the whole measurement.
-( while :; do ctl budget set 70%; sleep 0.1; ctl budget set 85%; sleep 0.1; done ) &
+# (It stops by itself if this script dies without its clean-up.)
+main=$$
+( while kill -0 $main 2>/dev/null; do ctl budget set 70%; sleep 0.1; ctl budget set 85%; sleep 0.1; done ) &
 LOOP=$!
 echo "bench_serve_api: pfi serve ($HW) on $ADDR, budget changed every 0.1 s, wrk ${SECS}s each"
 # The target's load: ~1,000 requests/s (12 connections, each waiting 10 ms between requests; wrk

@@ -111,8 +111,8 @@ static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_p
 }
 
 /* Watts the allocator left unused (curves flat at the top, or every job at its maximum) are
- * handed back, equally per GPU, up to each job's maximum and then to idle GPUs up to their
- * original limits: a budget with room to spare should hold nobody back. */
+ * handed back, equally per GPU, up to each job's maximum and then, equally again, to idle GPUs
+ * up to their original limits: a budget with room to spare should hold nobody back. */
 static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const srv_job *jobs,
                             int n_jobs, double budget_w, srv_plan *p)
 {
@@ -149,14 +149,23 @@ static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const sr
             left -= add * free_gpus(g, &jobs[j]);
         }
     }
-    for (int i = 0; i < ng && left > 0.01; i++)
-        if (owner[i] < 0 && !is_pinned(&g[i]) && g[i].original_w > p->target_w[i]) {
-            double add = g[i].original_w - p->target_w[i];
-            if (add > left)
-                add = floor(left * 1000) / 1000;
-            p->target_w[i] += add;
-            left -= add;
-        }
+    for (int round_ = 0; round_ <= ng && left > 0.01; round_++) {
+        int open = 0;
+        for (int i = 0; i < ng; i++)
+            open += owner[i] < 0 && !is_pinned(&g[i]) && g[i].original_w > p->target_w[i] + 0.01;
+        if (open == 0)
+            break;
+        double step = left / open;
+        for (int i = 0; i < ng; i++)
+            if (owner[i] < 0 && !is_pinned(&g[i]) && g[i].original_w > p->target_w[i] + 0.01) {
+                double add = g[i].original_w - p->target_w[i];
+                if (add > step)
+                    add = step;
+                add = floor(add * 1000) / 1000;
+                p->target_w[i] += add;
+                left -= add;
+            }
+    }
 }
 
 int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,

@@ -59,21 +59,24 @@ run() {
 }
 
 # Formats whose lines carry their own timing (a count with t=, a rate, an iteration time).
-run pfi pfi 20 100,70,50% 700,490,350
-run torchtitan torchtitan 20 100,70,50% 700,490,350
-run megatron megatron 20 100,70,50% 700,490,350
-run llmc llmc 20 100,70,50% 700,490,350
-run nanogpt nanogpt 20 100,50% 700,350
-# The HF Trainer prints only a step counter, timed by arrival: slower fast mode, fewer levels.
-run hf hf 10 100,50% 700,350 --seq-len 4096
+run pfi pfi 40 100,70,50% 700,490,350
+run torchtitan torchtitan 40 100,70,50% 700,490,350
+run megatron megatron 40 100,70,50% 700,490,350
+run llmc llmc 40 100,70,50% 700,490,350
+run deepspeed deepspeed 40 100,50% 700,350 --seq-len 4096
+run nanogpt nanogpt 40 100,50% 700,350
+# Progress bars give only a step counter, timed by arrival: the speed-up multiplies the
+# arrival jitter, so these run slower.
+run hf hf 20 100,50% 700,350 --seq-len 4096
+run lightning lightning 20 100,50% 700,350 --tokens-per-step 65536
 # --restart: a fresh job for every level.
-run restart pfi 20 100,50% 700,350 --restart
+run restart pfi 40 100,50% 700,350 --restart
 
 # --attach: a job that is already running, printing into its own log, followed like tail -F.
-PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=20 "$PFI_BIN" simjob --sim $preset \
+PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=40 "$PFI_BIN" simjob --sim $preset \
     --format torchtitan >"$tmp/attach.log" 2>&1 &
 jobpid=$!
-PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=20 "$PFI_BIN" sweep --backend sim --sim $preset \
+PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=40 "$PFI_BIN" sweep --backend sim --sim $preset \
     --levels 100,50% --attach --log "$tmp/attach.log" --db "$tmp/pfi.db" --journal "$tmp/journal" \
     --json --quiet >"$tmp/attach.json" 2>"$tmp/attach.err"
 rc=$?

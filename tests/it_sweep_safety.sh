@@ -9,7 +9,7 @@ command -v jq >/dev/null 2>&1 || { echo "jq is not installed (scripts/install-de
 tmp=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_sweep_safety.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset PFI_BACKEND PFI_READ_ONLY PFI_JOURNAL
-export PFI_SIM_STATE="$tmp/sim.state" PFI_SIM_SPEED=10
+export PFI_SIM_STATE="$tmp/sim.state" PFI_SIM_SPEED=20
 J="$tmp/journal"
 fail=0
 
@@ -24,7 +24,7 @@ sweep() {
 # --- SIGKILL mid-sweep (after the baseline, while the first lower cap is applied), then
 # pfi restore.  The simulated job ends by itself shortly after (its own process group).
 "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
-    --levels 50,40% --dwell 20s -- "$PFI_BIN" simjob --format pfi --duration 60s \
+    --levels 50,40% --settle 1s --dwell 10s -- "$PFI_BIN" simjob --format pfi --duration 60s \
     >"$tmp/kill.out" 2>&1 &
 pid=$!
 i=0
@@ -49,7 +49,7 @@ echo "SIGKILL: capped $capped, restored $after"
 
 # --- SIGTERM: the sweep stops the job, restores, records what it had, exits non-zero.
 "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
-    --levels 50,40% --dwell 20s -- "$PFI_BIN" simjob --format pfi --duration 200s \
+    --levels 50,40% --settle 1s --dwell 10s -- "$PFI_BIN" simjob --format pfi --duration 200s \
     >"$tmp/term.out" 2>&1 &
 pid=$!
 i=0

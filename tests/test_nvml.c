@@ -293,10 +293,13 @@ static void test_read_only(void **state)
     assert_int_equal(pfi_hw_info(b, 0, &after, &e), PFI_OK);
     assert_true(fabs(after.limit_w - d.limit_w) < 0.001);
     close_b(b);
-    /* The environment variable forces it too. */
+    /* The environment variable forces it too, and the out-of-band cap (which the simulated
+     * firmware applies, not pfi) still works under it. */
     setenv("PFI_READ_ONLY", "1", 1);
-    b = open_fake(NULL, 0);
+    b = open_fake("oob-cap@1=450", 0);
     assert_int_equal(pfi_hw_set_limit(b, 0, d.min_limit_w, NULL, &e), PFI_EPERM);
+    assert_int_equal(pfi_hw_info(b, 1, &after, &e), PFI_OK);
+    assert_true(fabs(after.enforced_w - 450) < 0.5);
     close_b(b);
 }
 

@@ -197,6 +197,9 @@ static nvmlReturn_t start(void)
         fprintf(stderr, "fake libnvidia-ml: cannot start the simulator: %s\n", e.msg);
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
+    /* The fake plays the driver, which knows nothing of pfi's read-only mode: PFI_READ_ONLY
+     * is enforced by the pfi process on its own backend, before NVML is reached. */
+    pfi_fake.sim->read_only = 0;
     int n = 0;
     if (pfi_hw_count(pfi_fake.sim, &n, &e) != PFI_OK) {
         fprintf(stderr, "fake libnvidia-ml: %s\n", e.msg);

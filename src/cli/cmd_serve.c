@@ -113,6 +113,8 @@ int pfi_cmd_serve(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* A closed terminal must not kill the daemon without its restore. */
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     rc = pfi_serve_run(&cfg, b, cfg.model[0] ? &m : NULL, &stop_flag, &err);
     pfi_hw_close(b);

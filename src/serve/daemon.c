@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hw/backend_sim.h"
 #include "measure/journal.h"
 #include "serve/serve_int.h"
 
@@ -203,8 +204,18 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     }
     srv_event_add(n, "listen", "API on %s", where);
 
-    double next = srv_mono();
+    double next = srv_mono(), last = next;
+    /* The simulator without a shared state runs in virtual time, which only moves when someone
+     * sleeps on it: move it with the wall clock, so a simulated node behaves like a real one. */
+    int virt = pfi_backend_sim_virtual(b);
     while (!*stop) {
+        if (virt) {
+            double now = srv_mono();
+            pthread_mutex_lock(&n->hw_mu);
+            pfi_hw_sleep(b, now - last);
+            pthread_mutex_unlock(&n->hw_mu);
+            last = now;
+        }
         srv_sample(n);
         srv_tick(n);
         next += c->sample_interval_s;

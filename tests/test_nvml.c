@@ -107,6 +107,14 @@ static pfi_backend *open_fake(const char *faults, int read_only)
     return b;
 }
 
+/* A fresh directory under $PFI_TEST_TMP (tests run in parallel with others). */
+static void tmpdir(char *out, size_t n)
+{
+    const char *dir = getenv("PFI_TEST_TMP");
+    snprintf(out, n, "%s/pfi-nvml-XXXXXX", dir && *dir ? dir : "/tmp");
+    assert_non_null(mkdtemp(out));
+}
+
 static void test_no_driver(void **state)
 {
     pfi_backend *b = NULL;
@@ -295,12 +303,25 @@ static void test_read_only(void **state)
     close_b(b);
     /* The environment variable forces it too, and the out-of-band cap (which the simulated
      * firmware applies, not pfi) still works under it. */
+    char dir[PATH_MAX], statef[PATH_MAX + 16];
+    tmpdir(dir, sizeof dir);
+    snprintf(statef, sizeof statef, "%s/node.state", dir);
+    setenv("PFI_SIM_STATE", statef, 1);
     setenv("PFI_READ_ONLY", "1", 1);
     b = open_fake("oob-cap@1=450", 0);
     assert_int_equal(pfi_hw_set_limit(b, 0, d.min_limit_w, NULL, &e), PFI_EPERM);
     assert_int_equal(pfi_hw_info(b, 1, &after, &e), PFI_OK);
     assert_true(fabs(after.enforced_w - 450) < 0.5);
+    /* The simulated GPU itself runs at the capped limit. */
+    pfi_backend *sim = NULL;
+    assert_int_equal(pfi_hw_open("sim", NULL, 1, &sim, &e), PFI_OK);
+    track(sim);
+    assert_int_equal(pfi_hw_info(sim, 1, &after, &e), PFI_OK);
+    assert_true(fabs(after.limit_w - 450) < 0.5);
+    close_b(sim);
     close_b(b);
+    unlink(statef);
+    rmdir(dir);
 }
 
 static void test_not_root(void **state)
@@ -572,10 +593,8 @@ static void test_threads(void **state)
  * the limit and the power drawn under it. */
 static void test_cross_process(void **state)
 {
-    const char *dir = getenv("PFI_TEST_TMP");
     char tmpl[PATH_MAX];
-    snprintf(tmpl, sizeof tmpl, "%s/pfi-nvml-XXXXXX", dir && *dir ? dir : "/tmp");
-    assert_non_null(mkdtemp(tmpl));
+    tmpdir(tmpl, sizeof tmpl);
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/node.state", tmpl);
     setenv("PFI_SIM_STATE", path, 1);

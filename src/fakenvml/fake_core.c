@@ -279,21 +279,6 @@ const char *nvmlErrorString(nvmlReturn_t result)
     }
 }
 
-nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
-{
-    nvmlReturn_t r = fake_begin("nvmlSystemGetDriverVersion", -1);
-    const char *v = "pfi-fakenvml-1 (simulator)";
-    if (r == NVML_SUCCESS) {
-        if (!version)
-            r = NVML_ERROR_INVALID_ARGUMENT;
-        else if (length <= strlen(v))
-            r = NVML_ERROR_INSUFFICIENT_SIZE;
-        else
-            snprintf(version, length, "%s", v);
-    }
-    return fake_end(r);
-}
-
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 {
     nvmlReturn_t r = fake_begin("nvmlDeviceGetCount_v2", -1);

@@ -39,7 +39,6 @@ typedef struct nvml_fns {
     FN(nvmlInit_v2);
     FN(nvmlShutdown);
     FN(nvmlErrorString);
-    FN(nvmlSystemGetDriverVersion);
     FN(nvmlDeviceGetCount_v2);
     FN(nvmlDeviceGetHandleByIndex_v2);
     FN(nvmlDeviceGetName);
@@ -134,7 +133,6 @@ static int load_fns(nvml_impl *m)
     LOAD(nvmlInit_v2);
     LOAD(nvmlShutdown);
     LOAD(nvmlErrorString);
-    LOAD(nvmlSystemGetDriverVersion);
     LOAD(nvmlDeviceGetCount_v2);
     LOAD(nvmlDeviceGetHandleByIndex_v2);
     LOAD(nvmlDeviceGetName);

@@ -56,7 +56,6 @@ typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
 
 #define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
-#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
 
 typedef enum nvmlClockType_enum {
     NVML_CLOCK_GRAPHICS = 0,
@@ -174,7 +173,6 @@ typedef struct nvmlGpmSupport_st {
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);
 const char *nvmlErrorString(nvmlReturn_t result);
-nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length);
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Integration test of `pfi serve --model`: a job registered with nothing but its GPUs gets a
+# curve predicted from its own baseline telemetry by the predictor `pfi model train` writes,
+# and a 30% cut is planned on it.  Simulated node in virtual time (moved with the wall clock).
+# Needs $PFI_BIN, $PFI_TEST_TMP (tests/run.sh sets them).
+set -u
+fail() { echo "it_serve_predict: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_serve_predict: PFI_BIN is not set"; exit 1; }
+dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_serve_predict.XXXXXX") || exit 1
+SERVE=""
+trap '[ -n "$SERVE" ] && kill -9 "$SERVE" 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'exit 1' INT TERM
+unset PFI_SIM_STATE PFI_READ_ONLY
+export PFI_JOURNAL="$dir/journal"
+
+"$PFI_BIN" model train --fleet small --out "$dir/model.json" >"$dir/train.log" 2>&1 ||
+    fail "pfi model train: $(tail -n 3 "$dir/train.log")"
+head -c 32 /dev/urandom | base64 >"$dir/token"
+chmod 600 "$dir/token"
+"$PFI_BIN" serve --backend sim --listen 127.0.0.1:0 --port-file "$dir/port" \
+    --token-file "$dir/token" --db "$dir/serve.db" --model "$dir/model.json" \
+    --sample-interval 50ms --set reoptimize_interval=200ms >"$dir/serve.log" 2>&1 &
+SERVE=$!
+i=0
+while [ ! -s "$dir/port" ]; do
+    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
+    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start"
+    sleep 0.05
+done
+ctl() { "$PFI_BIN" ctl --url "http://$(cat "$dir/port")" --token-file "$dir/token" "$@"; }
+ctl job add j1 --gpus 0-7 >/dev/null || fail "job add"
+# Wait for the baseline (10 samples at the default limit) and a re-plan: no clock asserted,
+# only an upper bound on patience.
+i=0
+until ctl jobs j1 | grep -q '"curve_source": "predicted"'; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "no predicted curve: $(ctl jobs j1)"
+    sleep 0.1
+done
+pfi30=$(ctl jobs j1 | awk -F': ' '/"pfi30"/ { sub(/,$/, "", $2); print $2 }')
+awk -v p="$pfi30" 'BEGIN { exit !(p > 0 && p < 2) }' || fail "predicted PFI30 '$pfi30'"
+ctl budget set 70% >"$dir/cut.json" || fail "cut"
+after=$(awk -F': ' '/"sum_after_w"/ { sub(/,$/, "", $2); print $2 }' "$dir/cut.json")
+awk -v s="$after" 'BEGIN { exit !(s <= 3920.5) }' || fail "limits sum to $after W after the cut"
+grep -q '"predicted_rel": 0\.[5-9]' "$dir/cut.json" || fail "no prediction at the cap: $(cat "$dir/cut.json")"
+kill -TERM "$SERVE"
+wait "$SERVE" || fail "pfi serve failed on SIGTERM"
+SERVE=""
+echo "it_serve_predict: predicted PFI30 $pfi30; 30% cut planned on it (limits $after W); ok"

@@ -41,11 +41,18 @@ typedef struct transient {
     job_point *pts; /* cumulative integrals from the breakpoint at each panel boundary */
 } transient;
 
+#define NMEMO 4
+
 typedef struct job_track {
     int n, cap;
     job_point *pts; /* breakpoints: t=0, then every limit change on one of the job's GPUs */
     transient tc[TCACHE];
     int next_tc;
+    /* The last few cumulative values asked for: a sampler reads every GPU of a job at one
+     * instant, and each reading needs the job at t, t-1 s and t-20 s. */
+    double memo_t[NMEMO];
+    job_point memo_p[NMEMO];
+    int memo_n, memo_next;
 } job_track;
 
 struct pfi_sim_node {
@@ -56,17 +63,22 @@ struct pfi_sim_node {
     gpu_hist hist[PFI_MAX_GPUS];
     job_track track[PFI_SIM_MAX_JOBS];
     double last_change;
+    /* The job's state at the last instant asked for (every GPU of a job at one t). */
+    int now_valid[PFI_SIM_MAX_JOBS];
+    double now_t[PFI_SIM_MAX_JOBS];
+    struct job_now *now_v[PFI_SIM_MAX_JOBS];
 };
 
 /* Instantaneous state of one job (or one idle GPU) at one budget vector. */
-typedef struct job_now {
+typedef struct job_now job_now;
+struct job_now {
     double step, rate;
     double f[PFI_MAX_GPUS];     /* compute-phase clock: it sets the pace */
     double fbusy[PFI_MAX_GPUS]; /* time-weighted clock over the busy phases */
     double power[PFI_MAX_GPUS], busy[PFI_MAX_GPUS];
     double tph[PFI_MAX_GPUS][PFI_PH_N]; /* time of each phase per step */
     int binds[PFI_MAX_GPUS];
-} job_now;
+};
 
 static int grow(void **p, int *cap, int need, size_t elem)
 {
@@ -179,6 +191,23 @@ static void steady_budgets(const pfi_sim_node *n, int j, double t, double *e)
         const gpu_hist *h = &n->hist[job->first_gpu + i];
         e[job->first_gpu + i] = h->ch[hist_seg(h, t)].limit;
     }
+}
+
+/* Job j at time t, memoised for the instant last asked. */
+static void job_at(pfi_sim_node *n, int j, double t, job_now *out)
+{
+    if (n->now_valid[j] && n->now_t[j] == t) {
+        *out = *n->now_v[j];
+        return;
+    }
+    double e[PFI_MAX_GPUS];
+    budgets_at(n, j, t, e);
+    job_eval(n, j, e, out);
+    if (!n->now_v[j] && !(n->now_v[j] = malloc(sizeof(job_now))))
+        return;
+    *n->now_v[j] = *out;
+    n->now_t[j] = t;
+    n->now_valid[j] = 1;
 }
 
 /* The end of the transient that starts at breakpoint time a: 10 tau after the latest change of
@@ -302,7 +331,25 @@ static void integrate(pfi_sim_node *n, int j, int k, double b, job_point *acc)
 }
 
 /* Cumulative tokens and energy of job j at t. */
+static void job_cum_compute(pfi_sim_node *n, int j, double t, job_point *out);
+
 static void job_cum(pfi_sim_node *n, int j, double t, job_point *out)
+{
+    job_track *tr = &n->track[j];
+    for (int k = 0; k < tr->memo_n; k++)
+        if (tr->memo_t[k] == t) {
+            *out = tr->memo_p[k];
+            return;
+        }
+    job_cum_compute(n, j, t, out);
+    tr->memo_t[tr->memo_next] = t;
+    tr->memo_p[tr->memo_next] = *out;
+    tr->memo_next = (tr->memo_next + 1) % NMEMO;
+    if (tr->memo_n < NMEMO)
+        tr->memo_n++;
+}
+
+static void job_cum_compute(pfi_sim_node *n, int j, double t, job_point *out)
 {
     job_track *tr = &n->track[j];
     int lo = 0, hi = tr->n - 1;
@@ -416,6 +463,7 @@ void pfi_sim_node_free(pfi_sim_node *n)
         free(n->hist[g].ch);
     }
     for (int j = 0; j < PFI_SIM_MAX_JOBS; j++) {
+        free(n->now_v[j]);
         free(n->track[j].pts);
         for (int c = 0; c < TCACHE; c++)
             free(n->track[j].tc[c].pts);
@@ -492,6 +540,8 @@ int pfi_sim_set_limit(pfi_sim_node *n, int g, double t, double watts, pfi_err *e
     if (j >= 0) {
         /* Record the job's cumulative state at t before the history changes under it. */
         job_track *tr = &n->track[j];
+        n->now_valid[j] = 0;
+        tr->memo_n = 0;
         /* Another change at the instant of the last breakpoint alters its transient. */
         for (int c = 0; c < TCACHE; c++)
             if (tr->tc[c].k == tr->n - 1 && tr->pts[tr->n - 1].t == t)
@@ -523,10 +573,8 @@ int pfi_sim_job_status_at(pfi_sim_node *n, int j, double t, pfi_sim_job_status *
     if (!(t >= 0))
         t = 0;
     const pfi_job_config *job = &n->cfg.jobs[j];
-    double e[PFI_MAX_GPUS];
     job_now now;
-    budgets_at(n, j, t, e);
-    job_eval(n, j, e, &now);
+    job_at(n, j, t, &now);
     job_point p;
     job_cum(n, j, t, &p);
     memset(s, 0, sizeof *s);
@@ -612,10 +660,8 @@ int pfi_sim_sample(pfi_sim_node *n, int g, double t, pfi_sample *s, pfi_err *err
     } else {
         const pfi_job_config *job = &c->jobs[j];
         const pfi_sim_work *w = &n->work[j];
-        double e[PFI_MAX_GPUS];
         job_now now;
-        budgets_at(n, j, t, e);
-        job_eval(n, j, e, &now);
+        job_at(n, j, t, &now);
         int i = g - job->first_gpu;
         inst = now.power[i];
         /* A reading lands in any phase: report the busy-time mean, in NVML's 15 MHz steps. */

@@ -261,6 +261,18 @@ static void test_metrics_text(void **state)
                           NULL),
                      200);
     srv_sample(f->n);
+    /* The audit log through the API: the latest decision carries what job c then reported. */
+    json_t *d;
+    assert_int_equal(call(f, "GET", "/v1/decisions", NULL, 0, &d), 200);
+    json_t *dec = json_array_get(json_object_get(d, "decisions"), 0);
+    assert_true(fabs(json_real_value(json_object_get(dec, "budget_w")) - 4200) < 1e-6);
+    json_t *jobs = json_object_get(dec, "jobs");
+    assert_int_equal(json_array_size(jobs), 3);
+    json_t *jc = json_array_get(jobs, 2);
+    assert_string_equal(json_string_value(json_object_get(jc, "job")), "c");
+    assert_true(fabs(json_real_value(json_object_get(jc, "observed_tps")) - 1234.5) < 1e-9);
+    assert_true(json_real_value(json_object_get(jc, "cap_w")) > 0);
+    json_decref(d);
     int st;
     const char *ctype;
     size_t len;

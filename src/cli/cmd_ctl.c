@@ -138,7 +138,7 @@ int pfi_cmd_ctl(int argc, char **argv)
         {"tokens-per-s", PFI_OPT_DOUBLE, &tps, "X", "job add: baseline tokens/s"},
         {"ramp", PFI_OPT_STR, &ramp, "DURATION", "budget set: reach it gradually"},
         {"since", PFI_OPT_INT, &since, "ID", "events: only those after this id"},
-        {"limit", PFI_OPT_INT, &limit, "N", "events: at most N (default 100)"},
+        {"limit", PFI_OPT_INT, &limit, "N", "events, decisions: at most N (default 100)"},
         {"ttl", PFI_OPT_STR, &ttl, "DURATION", "heartbeat: watchdog timeout"},
         {"controller", PFI_OPT_STR, &controller, "NAME", "heartbeat: who sends it"},
         {"epoch", PFI_OPT_INT, &epoch, "N", "caps: the cluster controller's epoch"},
@@ -147,7 +147,7 @@ int pfi_cmd_ctl(int argc, char **argv)
     const pfi_cmd_spec spec = {
         "pfi ctl [--url URL|--socket PATH] [--token-file FILE] COMMAND [ARGS]",
         "Talk to a running pfi serve.  Commands: health, gpus, jobs [ID], allocation, events, "
-        "metrics; budget set 70%|4000W [--ramp 30s]; budget clear; job add ID --gpus LIST "
+        "decisions [--limit N] (the audit log: what each change cost), metrics; budget set 70%|4000W [--ramp 30s]; budget clear; job add ID --gpus LIST "
         "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X]; job rm ID; job throughput ID "
         "TOKENS_PER_S; heartbeat [--ttl 30s] [--controller NAME]; caps GPU=W[,GPU=W...] "
         "[--epoch N].",
@@ -181,6 +181,10 @@ int pfi_cmd_ctl(int argc, char **argv)
         if (npos > 2)
             return usage_error("jobs takes at most a job id");
         snprintf(path, sizeof path, "/v1/jobs%s%s", npos == 2 ? "/" : "", npos == 2 ? pos[1] : "");
+        return request(&c, "GET", path, NULL);
+    }
+    if (!strcmp(cmd, "decisions")) {
+        snprintf(path, sizeof path, "/v1/decisions?limit=%d", limit > 0 ? limit : 20);
         return request(&c, "GET", path, NULL);
     }
     if (!strcmp(cmd, "events")) {

@@ -251,6 +251,14 @@ char *srv_api_handle(srv_node *n, const char *method, const char *url, const cha
     }
     if ((!strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/budget")) && get)
         return ok(200, srv_view_allocation(n), st, len);
+    if (!strcmp(url, "/v1/decisions") && get) {
+        int limit = q_limit ? atoi(q_limit) : 20;
+        if (limit < 1 || limit > 1000)
+            return fail(400, PFI_EINVAL, "limit: expected 1 to 1000", st, len);
+        pfi_err e = {0};
+        json_t *doc = srv_audit_decisions(n->audit, limit, &e);
+        return doc ? ok(200, doc, st, len) : fail_err(&e, st, len);
+    }
     if (!strcmp(url, "/v1/events") && get) {
         long long since = q_since ? atoll(q_since) : 0;
         int limit = q_limit ? atoi(q_limit) : 100;
@@ -266,6 +274,7 @@ char *srv_api_handle(srv_node *n, const char *method, const char *url, const cha
         int known = !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
                     !strncmp(url, "/v1/jobs", 8) || !strcmp(url, "/v1/gpus") ||
                     !strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/events") ||
+                    !strcmp(url, "/v1/decisions") ||
                     !strcmp(url, "/v1/budget") || !strcmp(url, "/v1/caps") ||
                     !strcmp(url, "/v1/heartbeat");
         if (known && !(sub && *sub && strcmp(sub, "/throughput")))

@@ -317,3 +317,68 @@ int srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size)
     pthread_mutex_unlock(&a->mu);
     return rc;
 }
+
+static json_t *col_json(sqlite3_stmt *s, int i)
+{
+    switch (sqlite3_column_type(s, i)) {
+    case SQLITE_INTEGER:
+        return json_integer(sqlite3_column_int64(s, i));
+    case SQLITE_FLOAT:
+        return json_real(sqlite3_column_double(s, i));
+    case SQLITE_TEXT:
+        return json_string((const char *)sqlite3_column_text(s, i));
+    default:
+        return json_null();
+    }
+}
+
+/* Rows of a statement as objects named by its columns. */
+static json_t *rows_json(sqlite3_stmt *s)
+{
+    json_t *arr = json_array();
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        json_t *o = json_object();
+        for (int i = 0; i < sqlite3_column_count(s); i++)
+            json_object_set_new(o, sqlite3_column_name(s, i), col_json(s, i));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+json_t *srv_audit_decisions(srv_audit *a, int limit, pfi_err *err)
+{
+    if (!a)
+        return json_pack("{s:[]}", "decisions");
+    pthread_mutex_lock(&a->mu);
+    sqlite3_stmt *d = NULL, *j = NULL;
+    json_t *out = NULL;
+    if (sqlite3_prepare_v2(a->db,
+                           "SELECT id, t, reason, budget_w, mode, sum_before_w, sum_after_w, "
+                           "peak_w, n_changed, n_failed, n_held, n_mismatch, apply_ms "
+                           "FROM serve_decisions ORDER BY id DESC LIMIT ?",
+                           -1, &d, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(a->db,
+                           "SELECT job, n_gpus, cap_w, predicted_tps, observed_tps, observed_t, "
+                           "pfi30, sla, weight, curve FROM serve_decision_jobs "
+                           "WHERE decision_id = ? ORDER BY rowid",
+                           -1, &j, NULL) != SQLITE_OK) {
+        pfi_err_set(err, PFI_EIO, "audit log: %s", sqlite3_errmsg(a->db));
+        goto out;
+    }
+    sqlite3_bind_int(d, 1, limit);
+    json_t *arr = rows_json(d);
+    size_t k;
+    json_t *o;
+    json_array_foreach(arr, k, o)
+    {
+        sqlite3_reset(j);
+        sqlite3_bind_int64(j, 1, json_integer_value(json_object_get(o, "id")));
+        json_object_set_new(o, "jobs", rows_json(j));
+    }
+    out = json_pack("{s:o}", "decisions", arr);
+out:
+    sqlite3_finalize(d);
+    sqlite3_finalize(j);
+    pthread_mutex_unlock(&a->mu);
+    return out;
+}

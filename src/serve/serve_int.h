@@ -243,6 +243,9 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
                              int mode, const srv_job *jobs, int n_jobs,
                              const pfi_apply_report *rep, double apply_ms);
 void srv_audit_observed(srv_audit *a, const char *job, double tps);
+/* The latest `limit` decisions, newest first, each with its jobs' rows (predicted and
+ * observed tokens/s): {"decisions": [...]}.  NULL on a database error. */
+json_t *srv_audit_decisions(srv_audit *a, int limit, pfi_err *err);
 int srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json);
 int srv_audit_delete_job(srv_audit *a, const char *id);
 /* Calls fn for every saved job spec (JSON text), in registration order. */

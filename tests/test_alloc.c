@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
+#include "core/alloc_curve.h"
 #include "core/policy.h"
 
 #define MAXJ 5
@@ -468,6 +469,31 @@ static void test_equal_floors(void **state)
     pfi_alloc_result_free(&r);
 }
 
+static void test_draw_model(void **state)
+{
+    pfi_draw_model m;
+    pfi_draw_model_ratio(0.9, &m);
+    assert_true(fabs(pfi_draw_model_at(&m, 0.5) - 0.45) < 1e-12);
+    assert_true(fabs(pfi_draw_model_at(&m, 2.0) - 1.0) < 1e-12);
+    /* learned: draws 95% of a cap up to the baseline, then the baseline; one noisy level */
+    double u[200], d[200];
+    int n = 0;
+    for (int i = 0; i < 180; i++, n++) {
+        u[n] = 0.3 + 0.9 * i / 180.0;
+        d[n] = fmin(1.0, 0.95 * u[n]);
+    }
+    u[n] = 0.61, d[n++] = 0.1;
+    pfi_draw_model_fit(u, d, n, &m);
+    assert_true(m.n > 10);
+    for (int i = 1; i < m.n; i++)
+        assert_true(m.d[i] >= m.d[i - 1] && m.d[i] <= 1);
+    assert_true(fabs(pfi_draw_model_at(&m, 0.6) - 0.57) < 0.01);
+    assert_true(fabs(pfi_draw_model_at(&m, 0.2) - 0.19) < 0.01); /* proportional below */
+    assert_true(fabs(pfi_draw_model_at(&m, 1.5) - 1.0) < 1e-12);
+    pfi_draw_model_fit(u, d, 3, &m); /* too few levels: the cap binds exactly */
+    assert_true(fabs(pfi_draw_model_at(&m, 0.5) - 0.5) < 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -476,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_collinear_wide), cmocka_unit_test(test_optimal_with_sla),
         cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_infeasible_modes),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
+        cmocka_unit_test(test_draw_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

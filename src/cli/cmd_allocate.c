@@ -264,6 +264,27 @@ static int load_db(const char *path, const pfi_model *model, job_set *s, pfi_err
     pfi_run *run = malloc(sizeof *run);
     pfi_curve *cv = malloc(sizeof *cv);
     int m = 0;
+    /* What the jobs draw under a cap, learned from every sweep of the store (alloc_curve.h). */
+    pfi_draw_model dm, *draw = NULL;
+    if (model && run && cv) {
+        double *u = malloc(sizeof *u * (size_t)nr * PFI_MAX_LEVELS);
+        double *d = malloc(sizeof *d * (size_t)nr * PFI_MAX_LEVELS);
+        int k = 0;
+        for (int i = 0; u && d && i < nr; i++) {
+            pfi_err e2 = {0};
+            if (pfi_store_load_run(st, sum[i].id, run, &e2) || pfi_curve_from_run(run, -1, cv, &e2))
+                continue;
+            for (int l = 0; l < cv->n; l++)
+                if (cv->draw_w[l] > 0) {
+                    u[k] = cv->cap_w[l] / cv->p0_w;
+                    d[k++] = cv->draw_w[l] / cv->p0_w;
+                }
+        }
+        pfi_draw_model_fit(u ? u : (double[1]){0}, d ? d : (double[1]){0}, u && d ? k : 0, &dm);
+        draw = &dm;
+        free(u);
+        free(d);
+    }
     for (int i = 0; run && cv && i < nr; i++) {
         pfi_err e2 = {0};
         if (pfi_store_load_run(st, sum[i].id, run, &e2) ||
@@ -278,7 +299,7 @@ static int load_db(const char *path, const pfi_model *model, job_set *s, pfi_err
             break;
         if (model) {
             if ((rc = pfi_model_predict_run(model, run, cv, err)) ||
-                (rc = pfi_alloc_job_from_prediction(cv, 1, relative, s->ids[m],
+                (rc = pfi_alloc_job_from_prediction(cv, draw, relative, s->ids[m],
                                                     s->truth[m].min_cap_w, s->truth[m].max_cap_w,
                                                     &s->bp[m], &s->pred[m], err))) {
                 pfi_err_prefix(err, "predicting %s: ", sum[i].name);

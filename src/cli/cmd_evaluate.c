@@ -18,6 +18,7 @@
 #include "core/curve.h"
 #include "core/predict.h"
 #include "core/probe.h"
+#include "store/store.h"
 #include "study/fleet.h"
 #include "util/units.h"
 
@@ -127,14 +128,73 @@ static int load(const char *db, int public_data, const char *fleet, long long se
     return PFI_OK;
 }
 
+/* Writes the characterized runs to a store, so later evaluations (--db) skip the simulation. */
+static int save_runs(const char *path, const population *p, pfi_err *err)
+{
+    pfi_store *st;
+    int rc = pfi_store_open(path, PFI_STORE_CREATE, &st, err);
+    if (rc)
+        return rc;
+    for (int i = 0; !rc && i < p->nruns; i++) {
+        long long job, run;
+        const char *tag[1] = {"source=pfi evaluate --fleet"};
+        if ((rc = pfi_store_create_job(st, NULL, NULL, tag, 1, &job, err)) ||
+            (rc = pfi_store_create_run(st, job, &p->runs[i], "sim", &run, err)))
+            break;
+        for (int l = 0; !rc && l < p->runs[i].n_levels; l++) {
+            long long lid;
+            if ((rc = pfi_store_level_begin(st, err)) ||
+                (rc = pfi_store_add_level(st, run, &p->runs[i].levels[l], &lid, err)) ||
+                (rc = pfi_store_level_commit(st, err)))
+                pfi_store_level_abort(st);
+        }
+        if (!rc)
+            rc = pfi_store_finish_run(st, run, "done", err);
+    }
+    pfi_store_close(st);
+    return rc;
+}
+
+/* What a job draws under a cap, learned from the training runs' sweeps (core/alloc_curve.h):
+ * the draw/P0 of their levels against cap/P0, never a level of the fold it predicts. */
+static int draw_model_out_of_fold(const population *p, const int *fold_of, int fold,
+                                  pfi_draw_model *out)
+{
+    int cap = 0, m = 0;
+    for (int j = 0; j < p->n; j++)
+        cap += p->truth[j].n;
+    double *u = malloc(sizeof *u * (size_t)(cap ? cap : 1));
+    double *d = malloc(sizeof *d * (size_t)(cap ? cap : 1));
+    if (!u || !d) {
+        free(u);
+        free(d);
+        return PFI_ENOMEM;
+    }
+    for (int j = 0; j < p->n; j++) {
+        if (fold_of[j] == fold)
+            continue;
+        const pfi_curve *t = &p->truth[j];
+        for (int i = 0; i < t->n; i++)
+            if (t->p0_w > 0 && t->draw_w[i] > 0) {
+                u[m] = t->cap_w[i] / t->p0_w;
+                d[m++] = t->draw_w[i] / t->p0_w;
+            }
+    }
+    pfi_draw_model_fit(u, d, m, out);
+    free(u);
+    free(d);
+    return PFI_OK;
+}
+
 /* Out-of-fold predictions from the runtime model. */
-static int predict_model(const population *p, pfi_curve *pred, char *note, size_t notelen,
-                         pfi_err *err)
+static int predict_model(const population *p, pfi_curve *pred, pfi_draw_model *draw,
+                         char *note, size_t notelen, pfi_err *err)
 {
     pfi_train_row *rows = malloc(sizeof *rows * (size_t)p->n);
     int *ok = calloc((size_t)p->n, sizeof *ok);
     pfi_train_row *train = malloc(sizeof *train * (size_t)p->n);
     int rc = PFI_OK, kinds[2] = {0, 0};
+    int *fold_of = NULL;
     if (!rows || !ok || !train) {
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
         goto out;
@@ -145,6 +205,13 @@ static int predict_model(const population *p, pfi_curve *pred, char *note, size_
         ok[j] = pfi_train_row_from_run(&p->runs[r], p->group[r], 0, &rows[j], &e2) == PFI_OK;
     }
     pfi_train_opts to = pfi_train_defaults();
+    fold_of = malloc(sizeof *fold_of * (size_t)p->n);
+    if (!fold_of) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int j = 0; j < p->n; j++)
+        fold_of[j] = p->group[p->run_of[j]] % FOLDS;
     for (int f = 0; f < FOLDS; f++) {
         int nt = 0, any = 0;
         for (int j = 0; j < p->n; j++) {
@@ -162,9 +229,15 @@ static int predict_model(const population *p, pfi_curve *pred, char *note, size_
             goto out;
         }
         kinds[m.kind == PFI_MODEL_PHYSICS]++;
+        pfi_draw_model dm;
+        if (draw_model_out_of_fold(p, fold_of, f, &dm)) {
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+            goto out;
+        }
         for (int j = 0; j < p->n; j++) {
             if (p->group[p->run_of[j]] % FOLDS != f)
                 continue;
+            draw[j] = dm;
             if ((rc = pfi_model_predict_run(&m, &p->runs[p->run_of[j]], &pred[j], err))) {
                 pfi_err_prefix(err, "predicting %s: ", p->runs[p->run_of[j]].name);
                 goto out;
@@ -172,9 +245,11 @@ static int predict_model(const population *p, pfi_curve *pred, char *note, size_
         }
     }
     snprintf(note, notelen,
-             "runtime predictor, %d folds by job group (ridge chosen %d, physics %d times)",
+             "runtime predictor, %d folds by job group (ridge chosen %d, physics %d times), "
+             "draw under a cap learned on the training folds",
              FOLDS, kinds[0], kinds[1]);
 out:
+    free(fold_of);
     free(rows);
     free(ok);
     free(train);
@@ -183,8 +258,8 @@ out:
 
 /* depths: the same for every job, or per_job (n x probes, may be NULL) one set per job. */
 static int predict_probes(const population *p, int probes, const double *depths,
-                          const double *per_job, pfi_curve *pred, double *rho, char *note,
-                          size_t notelen, pfi_err *err)
+                          const double *per_job, pfi_curve *pred, pfi_draw_model *draw,
+                          char *note, size_t notelen, pfi_err *err)
 {
     int flat = 0;
     for (int j = 0; j < p->n; j++) {
@@ -199,10 +274,11 @@ static int predict_probes(const population *p, int probes, const double *depths,
         if (pfi_probe_curve(t, dj, probes, b, &pred[j], used, &e2) == PFI_OK) {
             /* what the probe measured besides throughput: the draw under its cap */
             int u = used[probes - 1];
-            rho[j] = u >= 0 && t->cap_w[u] > 0 ? t->draw_w[u] / t->cap_w[u] : 1;
+            pfi_draw_model_ratio(u >= 0 && t->cap_w[u] > 0 ? t->draw_w[u] / t->cap_w[u] : 1,
+                                 &draw[j]);
             continue;
         }
-        rho[j] = 1;
+        pfi_draw_model_ratio(1, &draw[j]);
         /* A probe that sheds no power (the job draws less than any cap it may get) says that
          * capping costs this job nothing over its range: predict no slowdown. */
         pfi_fit none = {PFI_FAM_POWER, {0, 1, 0}, NAN, 0};
@@ -234,7 +310,7 @@ static json_t *jnum(double v)
 int pfi_cmd_evaluate(int argc, char **argv)
 {
     const char *db = NULL, *cuts_s = "0.1,0.2,0.3,0.4,0.5", *pol_s = "equal,pfi,oracle";
-    const char *fleet = NULL, *depth_s = NULL, *sources = NULL;
+    const char *fleet = NULL, *depth_s = NULL, *sources = NULL, *save_db = NULL;
     int public_data = 0, probes = 1, as_json = 0, seed = 1, per_job = 0;
     double step = 1;
     const pfi_opt opts[] = {
@@ -243,6 +319,8 @@ int pfi_cmd_evaluate(int argc, char **argv)
          "the public measured sweeps of $PFI_DATA_DIR, imported in memory"},
         {"fleet", PFI_OPT_STR, &fleet, "paper|small", "the simulated fleet, characterized"},
         {"seed", PFI_OPT_INT, &seed, "N", "fleet seed (default 1)"},
+        {"save-db", PFI_OPT_STR, &save_db, "FILE",
+         "with --fleet: also store the characterized runs (reuse them with --db FILE)"},
         {"source", PFI_OPT_STR, &sources, "LIST",
          "only runs of these sources, e.g. perseus,zeus-nsdi (default all)"},
         {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts (default 0.1,0.2,0.3,0.4,0.5)"},
@@ -251,8 +329,8 @@ int pfi_cmd_evaluate(int argc, char **argv)
         {"probes", PFI_OPT_INT, &probes, "0|1|2",
          "what pfi sees: 0 the telemetry predictor, 1 or 2 baseline + probes (default 1)"},
         {"probe-depth", PFI_OPT_STR, &depth_s, "D[,D2]|auto",
-         "probe depths as power shed (default 0.30; two probes 0.20,0.40); auto: each job "
-         "probed at its equal share of each cut"},
+         "probe depths as power shed (default: core/probe.h's, 0.40; two probes 0.20,0.40); "
+         "auto: each job probed at its equal share of each cut"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap grid (default 1 W)"},
         {"per-job", PFI_OPT_FLAG, &per_job, NULL,
          "JSON: each job's cap and true throughput under every policy at every cut"},
@@ -326,18 +404,24 @@ int pfi_cmd_evaluate(int argc, char **argv)
         pop_free(&p);
         return pfi_cli_fail(CMD, &err);
     }
+    if (save_db && (!fleet || (rc = save_runs(save_db, &p, &err)))) {
+        if (!fleet)
+            pfi_err_set(&err, PFI_EINVAL, "--save-db stores a simulated fleet (--fleet)");
+        pop_free(&p);
+        return pfi_cli_fail(CMD, &err);
+    }
     int relative = 0;
     for (int j = 0; j < p.n; j++)
         relative |= p.runs[p.run_of[j]].unit != PFI_TOKENS_PER_S;
     pfi_curve *pred = calloc((size_t)p.n, sizeof *pred);
-    double *rho = calloc((size_t)p.n, sizeof *rho);
+    pfi_draw_model *draw = calloc((size_t)p.n, sizeof *draw);
     pfi_alloc_job *tj = calloc((size_t)p.n, sizeof *tj), *pj = calloc((size_t)p.n, sizeof *pj);
     pfi_alloc_curve *tb = calloc((size_t)p.n, sizeof *tb), *pb = calloc((size_t)p.n, sizeof *pb);
     pfi_eval_cell *cells = calloc((size_t)ncuts * PFI_POLICY_COUNT, sizeof *cells);
     double *caps = per_job ? calloc((size_t)ncuts * PFI_POLICY_COUNT * (size_t)p.n, sizeof *caps)
                            : NULL;
     char note[256] = "";
-    if (!pred || !rho || !tj || !pj || !tb || !pb || !cells || (per_job && !caps))
+    if (!pred || !draw || !tj || !pj || !tb || !pb || !cells || (per_job && !caps))
         rc = pfi_err_set(&err, PFI_ENOMEM, "out of memory");
     for (int j = 0; !rc && j < p.n; j++)
         rc = pfi_alloc_job_from_curve(&p.truth[j], PFI_VIEW_MEASURED, relative,
@@ -370,12 +454,12 @@ int pfi_cmd_evaluate(int argc, char **argv)
                 for (int j = 0; j < p.n; j++)
                     pj_depth[j] = pj_depth[2 * j + 1];
         }
-        rc = probes == 0 ? predict_model(&p, pred, note, sizeof note, &err)
+        rc = probes == 0 ? predict_model(&p, pred, draw, note, sizeof note, &err)
                          : predict_probes(&p, probes, depths, auto_depth ? pj_depth : NULL, pred,
-                                          rho, note, sizeof note, &err);
+                                          draw, note, sizeof note, &err);
         for (int j = 0; !rc && j < p.n; j++) {
             /* a prediction is read inside what was measured: no policy leaves that range */
-            rc = pfi_alloc_job_from_prediction(&pred[j], probes ? rho[j] : 1, relative, tj[j].id,
+            rc = pfi_alloc_job_from_prediction(&pred[j], &draw[j], relative, tj[j].id,
                                                tj[j].min_cap_w, tj[j].max_cap_w, &pb[j], &pj[j],
                                                &err);
             /* the baseline the budget is cut from is measured, so both views share it */
@@ -391,7 +475,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
     }
     free(pj_depth);
     if (rc) {
-        free(pred), free(rho), free(tj), free(pj), free(tb), free(pb), free(cells), free(caps);
+        free(pred), free(draw), free(tj), free(pj), free(tb), free(pb), free(cells), free(caps);
         pop_free(&p);
         return pfi_cli_fail(CMD, &err);
     }
@@ -487,7 +571,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
         }
         rc = PFI_EXIT_OK;
     }
-    free(pred), free(rho), free(tj), free(pj), free(tb), free(pb), free(cells), free(caps);
+    free(pred), free(draw), free(tj), free(pj), free(tb), free(pb), free(cells), free(caps);
     pop_free(&p);
     return rc;
 }

@@ -58,20 +58,85 @@ int pfi_alloc_job_from_curve(const pfi_curve *c, int view, int relative, const c
     return PFI_OK;
 }
 
-int pfi_alloc_job_from_prediction(const pfi_curve *pred, double rho, int relative,
-                                  const char *id, double min_cap_w, double max_cap_w,
-                                  pfi_alloc_curve *buf, pfi_alloc_job *job, pfi_err *err)
+void pfi_draw_model_ratio(double rho, pfi_draw_model *out)
 {
     if (!(rho > 0) || !isfinite(rho))
         rho = 1;
+    out->n = 2;
+    out->u[0] = 0;
+    out->d[0] = 0;
+    out->u[1] = 1.0 / rho;
+    out->d[1] = 1;
+}
+
+double pfi_draw_model_at(const pfi_draw_model *m, double u)
+{
+    if (u <= m->u[0])
+        return m->u[0] > 0 ? m->d[0] * u / m->u[0] : m->d[0];
+    for (int i = 1; i < m->n; i++)
+        if (u <= m->u[i])
+            return m->d[i - 1] + (m->d[i] - m->d[i - 1]) * (u - m->u[i - 1]) /
+                                     (m->u[i] - m->u[i - 1]);
+    return m->d[m->n - 1];
+}
+
+#define BIN_W 0.05
+#define BIN_MIN 5
+
+static void sort_small(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && v[k - 1] > v[k]; k--) {
+            double t = v[k];
+            v[k] = v[k - 1];
+            v[k - 1] = t;
+        }
+}
+
+void pfi_draw_model_fit(const double *u, const double *d, int n, pfi_draw_model *out)
+{
+    enum { NB = 30, MAXB = 512 }; /* bins cover cap/P0 in [0, 1.5) */
+    static const int nb = NB;
+    double vals[MAXB];
+    out->n = 0;
+    for (int b = 0; b < nb && out->n < PFI_DRAW_PTS; b++) {
+        int m = 0;
+        for (int i = 0; i < n && m < MAXB; i++)
+            if (u[i] >= b * BIN_W && u[i] < (b + 1) * BIN_W && isfinite(d[i]))
+                vals[m++] = d[i];
+        if (m < BIN_MIN)
+            continue;
+        sort_small(vals, m);
+        double med = m % 2 ? vals[m / 2] : 0.5 * (vals[m / 2 - 1] + vals[m / 2]);
+        double v = fmin(1.0, med);
+        if (out->n > 0 && v < out->d[out->n - 1])
+            v = out->d[out->n - 1]; /* more cap never means less draw */
+        out->u[out->n] = (b + 0.5) * BIN_W;
+        out->d[out->n] = v;
+        out->n++;
+    }
+    if (out->n == 0)
+        pfi_draw_model_ratio(1, out);
+}
+
+int pfi_alloc_job_from_prediction(const pfi_curve *pred, const pfi_draw_model *draw,
+                                  int relative, const char *id, double min_cap_w,
+                                  double max_cap_w, pfi_alloc_curve *buf, pfi_alloc_job *job,
+                                  pfi_err *err)
+{
+    pfi_draw_model one;
+    if (!draw) {
+        pfi_draw_model_ratio(1, &one);
+        draw = &one;
+    }
     int rc = pfi_alloc_job_from_curve(pred, PFI_VIEW_FIT, relative, id, min_cap_w, max_cap_w,
                                       buf, job, err);
     if (rc)
         return rc;
     double scale = relative ? pred->n_gpus : pred->t0;
     for (int i = 0; i < job->n_points; i++) {
-        double draw = fmin(pred->p0_w, rho * buf->cap_w[i]);
-        double s = pfi_fit_s(&pred->fit, 1.0 - draw / pred->p0_w);
+        double frac = fmin(1.0, pfi_draw_model_at(draw, buf->cap_w[i] / pred->p0_w));
+        double s = pfi_fit_s(&pred->fit, 1.0 - frac);
         buf->tput[i] = fmax(0.0, scale * (1.0 - s));
     }
     return PFI_OK;

@@ -29,12 +29,29 @@ int pfi_alloc_job_from_curve(const pfi_curve *c, int view, int relative, const c
                              double min_cap_w, double max_cap_w, pfi_alloc_curve *buf,
                              pfi_alloc_job *job, pfi_err *err);
 
-/* A predicted curve (its parametric fit) read through a measured draw ratio: a GPU capped below
- * its baseline draw P0 draws rho x its cap (rho = draw / cap measured at a probe; 1 when no
- * probe: the cap binds exactly).  Jobs seldom draw their whole cap (A100 pipelines draw ~93%),
- * and reading a fit at r = 1 - cap/P0 then overstates throughput at every cap. */
-int pfi_alloc_job_from_prediction(const pfi_curve *pred, double rho, int relative,
-                                  const char *id, double min_cap_w, double max_cap_w,
-                                  pfi_alloc_curve *buf, pfi_alloc_job *job, pfi_err *err);
+/* What a job draws under a cap, relative to its baseline: draw/P0 = d(cap/P0), piecewise
+ * linear through (u[i], d[i]), u increasing, d(0) = 0 and flat at d[n-1] beyond u[n-1].
+ * A prediction knows the slowdown per power DRAWN; jobs seldom draw their whole cap (the
+ * simulated fleet draws 94% of a cap just below its baseline, 98% of a deep one; A100
+ * pipelines ~93%), and reading a prediction at draw = cap overstates throughput at every cap. */
+#define PFI_DRAW_PTS 40
+typedef struct pfi_draw_model {
+    int n;
+    double u[PFI_DRAW_PTS], d[PFI_DRAW_PTS];
+} pfi_draw_model;
+
+/* draw = min(P0, rho x cap): rho = draw/cap measured at a probe (1: the cap binds exactly). */
+void pfi_draw_model_ratio(double rho, pfi_draw_model *out);
+/* Learned from measured levels (cap/P0, draw/P0): medians in bins of 0.05 of cap/P0 (bins of
+ * fewer than 5 levels dropped), made non-decreasing and <= 1.  Falls back to ratio 1 when no bin
+ * is full. */
+void pfi_draw_model_fit(const double *u, const double *d, int n, pfi_draw_model *out);
+double pfi_draw_model_at(const pfi_draw_model *m, double u);
+
+/* A predicted curve (its parametric fit) read through a draw model (NULL: ratio 1). */
+int pfi_alloc_job_from_prediction(const pfi_curve *pred, const pfi_draw_model *draw,
+                                  int relative, const char *id, double min_cap_w,
+                                  double max_cap_w, pfi_alloc_curve *buf, pfi_alloc_job *job,
+                                  pfi_err *err);
 
 #endif

@@ -84,6 +84,8 @@ static int check_job(pfi_node_config *c, int idx, pfi_err *err)
         return pfi_err_set(err, PFI_EINVAL, "job '%s': bad kind", nm);
     if (j->precision < 0 || j->precision > PFI_PREC_FP32)
         return pfi_err_set(err, PFI_EINVAL, "job '%s': bad precision", nm);
+    if (!(j->input_stall >= 0 && j->input_stall <= 10))
+        return pfi_err_set(err, PFI_EINVAL, "job '%s': input_stall must be 0..10", nm);
     if (!j->family[0])
         snprintf(j->family, sizeof j->family, "gpt");
     pfi_sim_job_defaults(j);
@@ -340,6 +342,7 @@ static int parse_job(json_t *o, int idx, pfi_job_config *j, pfi_err *err)
         NUM_FIELD("lora_rank", j->lora_rank, 1, 65536);
         NUM_FIELD("act_compute", j->act_compute, 0.05, 2);
         NUM_FIELD("host_ms", j->host_ms, 1e-6, 1000);
+        NUM_FIELD("input_stall", j->input_stall, 0, 10);
         else if (strcmp(key, "moe") == 0 || strcmp(key, "encdec") == 0) {
             if (!json_is_boolean(v))
                 rc = pfi_err_set(err, PFI_EINVAL, "%s: '%s' must be true or false", what, key);
@@ -569,6 +572,8 @@ char *pfi_sim_config_dump(const pfi_node_config *c)
         }
         if (j->kind == PFI_JOB_LORA && j->lora_rank > 0)
             json_object_set_new(o, "lora_rank", json_real(j->lora_rank));
+        if (j->input_stall > 0)
+            json_object_set_new(o, "input_stall", json_real(j->input_stall));
         json_array_append_new(jobs, o);
     }
     json_t *root = json_pack("{s:s, s:o, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o}", "name",

@@ -55,7 +55,8 @@ static int draw_job(rng *r, const char *gpu, const char *also_fits, pfi_fleet_en
     snprintf(c->gpu.name, sizeof c->gpu.name, "%s", gpu);
     c->n_gpus = n;
     c->gpus_per_host = 8;
-    c->net_gbs = 50; /* 400 Gb/s InfiniBand per GPU */
+    /* 400 or 200 Gb/s InfiniBand per GPU: clusters differ. */
+    c->net_gbs = unif(r) < 0.7 ? 50 : 25;
     c->seed = (uint64_t)(unif(r) * 4294967296.0);
     c->variation = 0.015 + 0.01 * unif(r);
     c->noise_w = 4;
@@ -101,6 +102,13 @@ static int draw_job(rng *r, const char *gpu, const char *also_fits, pfi_fleet_en
         gb = unit * (pp > 1 ? 2 * pp : 1);
     j->global_batch = gb;
     j->precision = gpu[0] == 'H' && unif(r) < 0.12 ? PFI_PREC_FP8 : PFI_PREC_BF16;
+    /* Most jobs keep their GPUs fed; some wait on data loading, checkpoint or evaluation
+     * hooks, small fine-tuning jobs more often (fast steps, tokenization on the fly). */
+    double us = unif(r);
+    double stall_p = kind == PFI_JOB_PRETRAIN ? 0.25 : 0.5;
+    j->input_stall = us < stall_p ? 0.05 + 0.6 * pow(unif(r), 2) : 0;
+    /* Host launch overhead per layer and microbatch varies with the framework and CPU. */
+    j->host_ms = 0.05 + 0.6 * unif(r);
     if (kind == PFI_JOB_LORA)
         j->lora_rank = 8 << pick(r, 4);
     snprintf(c->name, sizeof c->name, "%s-%d", gpu, n);

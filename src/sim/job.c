@@ -231,6 +231,9 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
      * Python loop per microbatch, the optimizer launch and data loading are not. */
     w->t_overlap += j->host_ms * 1e-3 * l_local * m * (j->encdec ? 1.5 : 1.0);
     w->t_host = 0.030 + 0.001 * m + tokens / n * 4 / (g->pcie_gbs * 1e9);
+    /* A data loader or host that cannot keep up: the GPU waits, whatever its clock. */
+    if (j->input_stall > 0)
+        w->t_host += j->input_stall * (w->t_comp + w->t_mem + w->t_comm);
 
     w->act_mem = 0.45;
     w->act_comm = 0.12;

@@ -98,7 +98,9 @@ typedef struct pfi_job_config {
     double lora_rank;              /* LoRA rank (kind == PFI_JOB_LORA) */
     /* Family constants (docs/simulator.md): filled from the family table when 0. */
     double act_compute;            /* SM switching activity of its GEMM phases, ~0.8-1.1 */
-    double host_ms;                /* host-side time per microbatch that the GPU can hide */
+    double host_ms;                /* host time per layer and microbatch that the GPU can hide */
+    double input_stall;            /* time the step waits for input data and the host, as a
+                                    * fraction of its GPU work at full clock (0: none) */
 } pfi_job_config;
 
 typedef struct pfi_node_config {

@@ -80,7 +80,8 @@ static void build_hull(solver *S, int j)
             int f = (int)floor(x);
             if (f > a && f < b)
                 cand[nc++] = f;
-            if (f + 1 > a && f + 1 < b)
+            /* a breakpoint on the grid is its own neighbour */
+            if (x - f > 1e-9 && f + 1 > a && f + 1 < b)
                 cand[nc++] = f + 1;
         }
         for (int c = 0; c < nc; c++) {

@@ -244,6 +244,30 @@ static void test_real_a100_binds_at_once(void **state)
     assert_true(x.pfi > 0.7 && x.pfi < 1.0);
 }
 
+static void test_fine_sweep_thinned(void **state)
+{
+    /* 41 levels, 700 W down to 300 W in 10 W steps, s = 2 r^2: more than a curve holds. */
+    pfi_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.name, sizeof run.name, "fine");
+    run.default_limit_w = run.max_limit_w = 700;
+    run.min_limit_w = 200;
+    for (int k = 0; k <= 40; k++) {
+        pfi_level *l = &run.levels[run.n_levels++];
+        l->cap_w = 300 + 10 * k;
+        l->power_w = l->cap_w < 650 ? l->cap_w : 650;
+        double r = 1 - l->power_w / 650;
+        l->tput = 1000 * (1 - 2 * r * r);
+        l->tput_lo = l->tput_hi = NAN;
+    }
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&run, PFI_FAM_POWER, &c, &e), PFI_OK);
+    assert_int_equal(c.n, PFI_CURVE_MAX_PTS);
+    assert_true(c.cap_w[0] == 300 && c.cap_w[c.n - 1] == 700 && c.cap0_w == 700);
+    assert_true(fabs(c.fit.p[0] - 2) < 0.01 && fabs(c.fit.p[1] - 2) < 0.01);
+}
+
 static void test_cap_mapping(void **state)
 {
     SKIP_WITHOUT_DATA();
@@ -295,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_real_not_reaching_depth),
         cmocka_unit_test(test_real_two_levels_no_fake_interval),
         cmocka_unit_test(test_real_a100_binds_at_once),
+        cmocka_unit_test(test_fine_sweep_thinned),
         cmocka_unit_test(test_cap_mapping),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -349,9 +349,24 @@ int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *
         }
         idx[j] = i;
     }
-    if (n > PFI_CURVE_MAX_PTS)
-        return pfi_err_set(err, PFI_EINVAL, "run %s has %d levels; a curve holds at most %d",
-                           run->name, n, PFI_CURVE_MAX_PTS);
+    if (n > PFI_CURVE_MAX_PTS) {
+        /* A finer sweep than a curve holds: keep levels spread evenly over the cap order, the
+         * lowest and the highest (the baseline's end) always among them. */
+        int keep[PFI_CURVE_MAX_PTS];
+        for (int k = 0; k < PFI_CURVE_MAX_PTS; k++)
+            keep[k] = idx[(int)floor((double)k * (n - 1) / (PFI_CURVE_MAX_PTS - 1) + 0.5)];
+        /* The baseline must stay even when it is not the highest cap measured. */
+        int has_base = 0, bi = -1;
+        for (int k = 0; k < PFI_CURVE_MAX_PTS; k++)
+            has_base |= keep[k] == b;
+        for (int k = 0; !has_base && k < PFI_CURVE_MAX_PTS; k++)
+            if (run->levels[keep[k]].cap_w >= base->cap_w && (bi < 0 || k < bi))
+                bi = k;
+        if (!has_base)
+            keep[bi >= 0 ? bi : PFI_CURVE_MAX_PTS - 1] = b;
+        memcpy(idx, keep, sizeof keep);
+        n = PFI_CURVE_MAX_PTS;
+    }
     int below = 0;
     for (int k = 0; k < n; k++) {
         const pfi_level *l = &run->levels[idx[k]];

@@ -75,7 +75,8 @@ int pfi_run_baseline(const pfi_run *run);
 
 /* Builds the curve of a run: baseline, points, monotone fit, parametric fit of `family`
  * (pfi_default_family when < 0).  Needs the baseline and at least 2 other usable levels
- * (PFI_EINVAL "run X has only N usable levels..." otherwise). */
+ * (PFI_EINVAL "run X has only N usable levels..." otherwise).  A run with more usable levels
+ * than PFI_CURVE_MAX_PTS keeps that many, spread evenly over its caps, the baseline included. */
 int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *err);
 
 /* A predicted curve: no measured points, throughput from the fit and draw = min(cap, P0). */

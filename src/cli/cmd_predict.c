@@ -21,7 +21,21 @@ typedef struct pred {
     pfi_curve c;
     double s_at[PFI_N_TDEPTHS];
     double measured_pfi30; /* NAN when the run has no measured curve */
+    int missing;           /* telemetry features the baseline did not have */
 } pred;
+
+/* Telemetry features (not metadata) missing at the baseline: each one falls back to the
+ * training mean, so a run with most of them missing gets a prediction near the fleet's mean. */
+static int count_missing(const pfi_run *hdr, const pfi_level *base)
+{
+    double x[PFI_N_FEATURES];
+    if (pfi_features_from_level(hdr, base, x, NULL) != PFI_OK)
+        return PFI_FT_MOE;
+    int n = 0;
+    for (int f = 0; f < PFI_FT_MOE; f++)
+        n += !isfinite(x[f]);
+    return n;
+}
 
 static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
 {
@@ -45,6 +59,7 @@ static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
                           pfi_model_kind_name(m->kind), "pfi30", num(pfi_at(&p->c.fit, 0.30)),
                           "pfi", pf, "rel_tput_at_power_pct", rel, "shed_at_slowdown", shed,
                           "measured_pfi30", num(p->measured_pfi30));
+    json_object_set_new(o, "missing_telemetry_features", json_integer(p->missing));
     json_object_set_new(o, "p0_w", num(p->c.p0_w));
     json_object_set_new(o, "cap0_w", num(p->c.cap0_w));
     json_object_set_new(o, "fit", json_pack("{s:s, s:o}", "family",
@@ -61,6 +76,9 @@ static void pred_print(const char *name, const pred *p)
     if (isfinite(p->measured_pfi30))
         printf("  %6.3f", p->measured_pfi30);
     printf("\n");
+    if (p->missing > PFI_FT_MOE / 2)
+        printf("  (%d of %d telemetry features missing at the baseline: near the training mean)\n",
+               p->missing, PFI_FT_MOE);
 }
 
 /* Mean telemetry of the chosen GPUs over `duration` at the current limits, as a level. */
@@ -245,6 +263,7 @@ int pfi_cmd_predict(int argc, char **argv)
             rc = pfi_model_predict_level(&m, hdr, &hdr->levels[0], &p.c, &err);
         if (rc == PFI_OK) {
             p.measured_pfi30 = NAN;
+            p.missing = count_missing(hdr, &hdr->levels[0]);
             if (as_json) {
                 json_t *o = pred_json(hdr->name, &p, &m);
                 json_object_set_new(o, "baseline_power_w", num(hdr->levels[0].power_w));
@@ -273,6 +292,8 @@ int pfi_cmd_predict(int argc, char **argv)
                 status = PFI_EXIT_FAIL;
                 continue;
             }
+            int b = pfi_run_baseline(&rs.runs[i]);
+            p.missing = b >= 0 ? count_missing(&rs.runs[i], &rs.runs[i].levels[b]) : PFI_FT_MOE;
             pfi_index x;
             pfi_index_opts io = pfi_index_defaults();
             io.n_boot = 0;

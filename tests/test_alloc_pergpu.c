@@ -125,6 +125,7 @@ static void test_allocation_gain(void **state)
         pfi_alloc_result ru, rp;
         assert_int_equal(pfi_alloc_solve(uni, 2, budget, &o, &ru, NULL), PFI_OK);
         assert_int_equal(pfi_alloc_solve(per, 2, budget, &o, &rp, NULL), PFI_OK);
+        assert_true(ru.power_w <= budget && rp.power_w <= budget);
         if (rp.value < ru.value - 1e-9)
             fail_msg("budget %g: per-GPU %.9g < uniform %.9g (caps %g %g vs %g %g)", budget,
                      rp.value, ru.value, rp.cap_w[0], rp.cap_w[1], ru.cap_w[0], ru.cap_w[1]);

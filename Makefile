@@ -98,8 +98,13 @@ check: all $(TESTS) asan-tests
 	  sh tests/run.sh $(ABUILD) asan
 test: check
 
+# The main job on the embedded simulator: a live 8xH200 node under a stepping cap, then the
+# paper end to end (fleet -> sweeps -> PFI -> predictor -> allocation -> report in study-out/).
 demo: all
 	$(PFI) demo
+	$(PFI) study --fleet paper --out study-out
+	@echo "open study-out/report.html (or read study-out/report.md)"
+
 
 bench: all $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done

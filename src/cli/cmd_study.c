@@ -1,5 +1,4 @@
 /* pfi study: the paper end to end on the simulator or on a store (src/study/). */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,11 +103,15 @@ int pfi_cmd_study(int argc, char **argv)
                json_number_value(json_object_get(p30, "min")),
                json_number_value(json_object_get(p30, "median")),
                json_number_value(json_object_get(p30, "max")));
-        if (s.pred.done)
-            printf("  predictor (%s): LOJO MAE of PFI30 %.3f, validation %.3f, H200->H100 %.3f\n",
-                   pfi_model_kind_name(s.pred.model_kind), s.pred.lojo.mae_pfi30,
-                   s.pred.have_validation ? s.pred.validation.mae_pfi30 : NAN,
-                   s.pred.have_h200_to_h100 ? s.pred.h200_to_h100.mae_pfi30 : NAN);
+        if (s.pred.done) {
+            printf("  predictor (%s): leave-one-job-out MAE of PFI30 %.3f",
+                   pfi_model_kind_name(s.pred.model_kind), s.pred.lojo.mae_pfi30);
+            if (s.pred.have_validation)
+                printf(", validation %.3f", s.pred.validation.mae_pfi30);
+            if (s.pred.have_h200_to_h100)
+                printf(", H200->H100 %.3f", s.pred.h200_to_h100.mae_pfi30);
+            putchar('\n');
+        }
         else
             printf("  predictor: not trained (%s)\n", s.pred.why);
         if (json_is_number(g30))

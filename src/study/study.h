@@ -72,9 +72,12 @@ typedef struct pfi_study_alloc {
     pfi_eval_cell cell[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
     /* The same with SLAs; sla_violations counts jobs whose TRUE slowdown broke their SLA. */
     double sla;
+    double sla_margin;         /* pfi's SLA tightened by this, for its curves' error */
+    double breach_tol;         /* a breach: true slowdown > sla + breach_tol */
     int n_sla_jobs;
     pfi_eval_cell sla_cell[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
     int sla_violations[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
+    double sla_worst[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT]; /* largest true slowdown - sla */
 } pfi_study_alloc;
 
 typedef struct pfi_study_pred {

@@ -58,10 +58,12 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 
 $(LIB): $(call obj,$(LIB_SRC))
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	@echo "  AR      $@"
+	@rm -f $@ && ar rcs $@ $^
 
 $(PFI): $(call obj,$(CLI_SRC)) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The project's own libnvidia-ml.so.1 over the simulator, so the real NVML code path runs in CI.
 $(FAKENVML): $(call obj,$(FAKE_SRC)) $(LIB)

@@ -1,0 +1,85 @@
+#!/bin/sh
+# pfi study end to end: the small simulated fleet (what `make demo` runs at full size), its
+# report, figures and summary; the same analysis on imported public runs (no telemetry: the
+# predictor must say it cannot be trained, the allocation must fall back to probes); bad input.
+set -u
+: "${PFI_BIN:?PFI_BIN must point at the pfi binary}"
+tmp=$(mktemp -d "${PFI_TEST_TMP:-${TMPDIR:-/tmp}}/it_study.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+has() { grep -q -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "expected '$2' in $1"; }; }
+jq_num() { # jq_num FILE PATH: a number at a python-style path, or "null"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); v=eval('d'+sys.argv[2]); print('null' if v is None else v)" "$1" "$2"
+}
+
+# ---- bad input changes nothing and says why ----
+if "$PFI_BIN" study --fleet "$tmp/nosuch.json" --out "$tmp/bad" 2>"$tmp/err"; then fail "missing fleet file accepted"; fi
+has "$tmp/err" "nosuch.json"
+if "$PFI_BIN" study --fleet small --cuts 0.3,1.5 --out "$tmp/bad" 2>"$tmp/err"; then fail "cut 1.5 accepted"; fi
+has "$tmp/err" "1.5"
+if "$PFI_BIN" study --fleet small --from-db x.db 2>"$tmp/err"; then fail "--fleet with --from-db accepted"; fi
+has "$tmp/err" "exclude"
+
+# ---- the small simulated fleet ----
+out=$tmp/small
+"$PFI_BIN" study --fleet small --seed 3 --out "$out" --json >"$tmp/summary.json" 2>"$tmp/progress" \
+  || { cat "$tmp/progress"; fail "pfi study --fleet small"; }
+for f in report.md report.html summary.json pfi.db; do [ -s "$out/$f" ] || fail "no $out/$f"; done
+cmp -s "$tmp/summary.json" "$out/summary.json" || python3 - "$tmp/summary.json" "$out/summary.json" <<'PY' || fail "stdout and summary.json differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+a.pop("elapsed_s"); b.pop("elapsed_s")
+sys.exit(0 if a == b else 1)
+PY
+runs=$(jq_num "$out/summary.json" "['runs']")
+[ "$runs" -ge 10 ] || fail "small fleet has $runs runs"
+lo=$(jq_num "$out/summary.json" "['pfi30']['min']"); hi=$(jq_num "$out/summary.json" "['pfi30']['max']")
+python3 -c "import sys; lo,hi=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if 0<lo<=hi<2 else 1)" "$lo" "$hi" \
+  || fail "PFI30 range $lo..$hi"
+[ "$(jq_num "$out/summary.json" "['predictor']['done']")" = True ] || fail "predictor not trained on the small fleet"
+mae=$(jq_num "$out/summary.json" "['predictor']['lojo_mae_pfi30']")
+python3 -c "import sys; sys.exit(0 if 0<=float(sys.argv[1])<0.2 else 1)" "$mae" || fail "LOJO MAE $mae"
+[ "$(jq_num "$out/summary.json" "['allocation']['done']")" = True ] || fail "no allocation"
+# Every policy within the budget, equal <= oracle and pfi <= oracle on the true curves.
+python3 - "$out/summary.json" <<'PY' || fail "allocation totals inconsistent"
+import json, sys
+a = json.load(open(sys.argv[1]))["allocation"]
+for cut, pol in a["cuts"].items():
+    if pol.get("oracle") is None:
+        continue
+    o = pol["oracle"]
+    for k in ("equal", "pfi", "proportional-to-pfi"):
+        assert pol[k] <= o * (1 + 1e-9), (cut, k, pol[k], o)
+    g = a["gap_recovered"][cut]
+    assert g is None or g <= 1 + 1e-9, (cut, g)
+PY
+has "$out/report.md" "Beside the paper"
+has "$out/report.md" "63%"
+has "$out/report.html" "<table>"
+"$PFI_BIN" runs --db "$out/pfi.db" --json >"$tmp/runs.json" || fail "the study's store does not open"
+[ "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['runs']))" "$tmp/runs.json")" = "$runs" ] \
+  || fail "the store does not hold the study's $runs runs"
+if command -v gnuplot >/dev/null 2>&1; then
+  for f in fig_curves fig_pfi30_hist fig_pred_vs_true fig_alloc_vs_cut fig_gpu_trace; do
+    [ -s "$out/$f.png" ] && [ -s "$out/$f.svg" ] || fail "figure $f missing"
+    head -c 4 "$out/$f.png" | od -An -c | grep -q 'P   N   G' || fail "$f.png is not a PNG"
+    grep -q '<svg' "$out/$f.svg" || fail "$f.svg is not an SVG"
+  done
+else
+  echo "note: gnuplot not installed, figures not checked"
+fi
+
+# ---- imported public runs: what the study can and cannot do without telemetry ----
+if [ ! -d "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24" ]; then
+  echo "public data absent (PFI_DATA_DIR=${PFI_DATA_DIR:-../shared/data}): --from-db part not run"
+  exit 0
+fi
+"$PFI_BIN" import perseus --db "$tmp/pub.db" >/dev/null || fail "import perseus"
+"$PFI_BIN" study --from-db "$tmp/pub.db" --out "$tmp/pub" --no-figures --json >"$tmp/pub.json" 2>"$tmp/progress" \
+  || { cat "$tmp/progress"; fail "pfi study --from-db"; }
+[ "$(jq_num "$tmp/pub.json" "['predictor']['done']")" = False ] || fail "predictor claims to be trained without telemetry"
+has "$tmp/pub.json" "telemetry"
+[ "$(jq_num "$tmp/pub.json" "['allocation']['done']")" = True ] || fail "no allocation on public runs"
+has "$tmp/pub.json" "probe"
+has "$tmp/pub.json" "GPU-weighted relative throughput"
+echo "ok"

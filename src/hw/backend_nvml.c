@@ -310,7 +310,7 @@ static int got(rd *c, const char *call, nvmlReturn_t r)
 /* GPM and field values are secondary readings: another GPM client (DCGM, say) or a driver
  * quirk must not cost the power and clock readings of the sample.  Their failures other than
  * a lost GPU mark the fields missing and are reported once per GPU on stderr. */
-enum { WARN_GPM = 1u << 0, WARN_FIELDS = 1u << 1 };
+enum { WARN_GPM = 1u << 0, WARN_FIELDS = 1u << 1, WARN_NVLINK = 1u << 2 };
 
 static int got_secondary(rd *c, nvml_gpu *g, unsigned what, const char *call, nvmlReturn_t r)
 {
@@ -501,24 +501,18 @@ static int field_value(const nvmlFieldValue_t *f, double *out)
     return isfinite(*out);
 }
 
-/* Instant power, memory power and the NVLink counters, in one driver call. */
-static void read_fields(rd *c, nvml_gpu *g, pfi_sample *s)
+/* Instant power and memory power, in one driver call. */
+static void read_power_fields(rd *c, nvml_gpu *g, pfi_sample *s)
 {
-    nvmlFieldValue_t fv[4];
+    nvmlFieldValue_t fv[2];
     memset(fv, 0, sizeof fv);
     fv[0].fieldId = NVML_FI_DEV_POWER_INSTANT;
     fv[0].scopeId = NVML_POWER_SCOPE_GPU;
     fv[1].fieldId = NVML_FI_DEV_POWER_AVERAGE;
     fv[1].scopeId = NVML_POWER_SCOPE_MEMORY;
-    fv[2].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
-    fv[2].scopeId = UINT_MAX; /* all links together */
-    fv[3].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
-    fv[3].scopeId = UINT_MAX;
-    if (!got_secondary(c, g, WARN_FIELDS, "nvmlDeviceGetFieldValues",
-                       RCALL(c, nvmlDeviceGetFieldValues, g->h, 4, fv))) {
-        g->nvl_prev_ok = 0;
+    if (!got_secondary(c, g, WARN_FIELDS, "nvmlDeviceGetFieldValues (power fields)",
+                       RCALL(c, nvmlDeviceGetFieldValues, g->h, 2, fv)))
         return;
-    }
     double v;
     if (field_value(&fv[0], &v)) {
         s->power_inst_w = v / 1000.0;
@@ -528,19 +522,32 @@ static void read_fields(rd *c, nvml_gpu *g, pfi_sample *s)
         s->mem_power_w = v / 1000.0;
         s->have |= PFI_F_MEM_POWER;
     }
+}
+
+/* NVLink rates from the cumulative counters, where GPM gave none.  A call of its own, so a
+ * driver that rejects the NVLink fields (no NVLink, another scope convention) costs only them. */
+static void read_nvlink_counters(rd *c, nvml_gpu *g, pfi_sample *s)
+{
+    if (s->have & PFI_F_NVLINK)
+        return;
+    nvmlFieldValue_t fv[2];
+    memset(fv, 0, sizeof fv);
+    fv[0].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+    fv[0].scopeId = UINT_MAX; /* all links together */
+    fv[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+    fv[1].scopeId = UINT_MAX;
     double tx, rx;
-    if (!(fv[2].nvmlReturn == NVML_SUCCESS && fv[3].nvmlReturn == NVML_SUCCESS &&
-          field_value(&fv[2], &tx) && field_value(&fv[3], &rx))) {
+    if (!got_secondary(c, g, WARN_NVLINK, "nvmlDeviceGetFieldValues (NVLink counters)",
+                       RCALL(c, nvmlDeviceGetFieldValues, g->h, 2, fv)) ||
+        !field_value(&fv[0], &tx) || !field_value(&fv[1], &rx)) {
         g->nvl_prev_ok = 0;
         return;
     }
     double now = mono_now();
     unsigned long long ctx = (unsigned long long)tx, crx = (unsigned long long)rx;
     double dt = now - g->nvl_prev_t;
-    /* GPM's NVLink rates are preferred where present; the counters fill in elsewhere.  A
-     * counter that went backwards (driver reload) starts a new window. */
-    if (!(s->have & PFI_F_NVLINK) && g->nvl_prev_ok && dt > 0 && ctx >= g->nvl_prev_tx &&
-        crx >= g->nvl_prev_rx) {
+    /* A counter that went backwards (driver reload) starts a new window. */
+    if (g->nvl_prev_ok && dt > 0 && ctx >= g->nvl_prev_tx && crx >= g->nvl_prev_rx) {
         s->nvlink_tx_mibs = (double)(ctx - g->nvl_prev_tx) / 1024.0 / dt;
         s->nvlink_rx_mibs = (double)(crx - g->nvl_prev_rx) / 1024.0 / dt;
         s->have |= PFI_F_NVLINK;
@@ -608,7 +615,8 @@ static int nvml_sample(pfi_backend *b, int idx, pfi_sample *s, pfi_err *err)
             s->enforced_w = mw_to_w(u2);
     }
     read_gpm(&c, g, s);
-    read_fields(&c, g, s);
+    read_power_fields(&c, g, s);
+    read_nvlink_counters(&c, g, s);
     pthread_mutex_unlock(&g->mu);
     return c.rc;
 }

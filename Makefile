@@ -93,7 +93,7 @@ ABUILD  := $(BUILD)/asan
 asan-tests:
 	$(MAKE) BUILD=$(ABUILD) SAN=1 $(patsubst $(BUILD)/%,$(ABUILD)/%,$(TESTS)) $(ABUILD)/pfi $(ABUILD)/lib/libnvidia-ml.so.1
 
-check: all $(TESTS) asan-tests
+check: all $(TESTS) asan-tests burn
 	@PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) sh tests/run.sh $(BUILD) normal
 	@PFI_BIN=$(abspath $(ABUILD)/pfi) PFI_FAKENVML=$(abspath $(ABUILD)/lib/libnvidia-ml.so.1) \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

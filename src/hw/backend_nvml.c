@@ -5,9 +5,11 @@
  * NVML_ERROR_FUNCTION_NOT_FOUND, so an old driver simply reports those fields missing.
  *
  * Errors.  A reading the device cannot give (NOT_SUPPORTED, NO_PERMISSION on a read, ...) marks
- * that field missing and sampling goes on.  Any other failure ends the call with a message that
- * names the GPU, the NVML function and the code; GPU_IS_LOST becomes PFI_ELOST.  Each GPU has its
- * own handle and state, so one lost GPU never stops the others from being read or restored.
+ * that field missing and sampling goes on.  Any other failure of a primary reading (power,
+ * clocks, limits, ...) ends the call with a message naming the NVML function and the code (the
+ * caller names the GPU); GPU_IS_LOST becomes PFI_ELOST.  Secondary readings (GPM, field values)
+ * degrade to missing fields instead, reported once.  Each GPU has its own handle and state, so
+ * one lost GPU never stops the others from being read or restored.
  *
  * Rates.  GPM metrics (Hopper+) and the cumulative NVLink counters are differences between two
  * readings: each sample() takes a new reading and reports the window since the previous one.

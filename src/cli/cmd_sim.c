@@ -552,32 +552,26 @@ static int sim_validate(int argc, char **argv)
                                                   "sim_power_w_at_max", r->sim_power_w0,
                                                   "levels", lv));
         }
-        json_t *fams = json_array();
-        for (int f = 0; f < v->n_families; f++)
-            json_array_append_new(fams, json_pack("{s:s, s:s, s:f, s:f}", "family",
-                                                  v->families[f].family, "fitted_on",
-                                                  v->families[f].fitted_on, "act_compute",
-                                                  v->families[f].act_compute, "host_ms",
-                                                  v->families[f].host_ms));
         json_t *gpus = json_array();
         for (int t = 0; t < 2; t++) {
             const pfi_gpu_model *g = &v->fitted[t];
-            json_array_append_new(gpus, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+            json_array_append_new(gpus, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+                                                  "s:f}",
                                                   "type", g->name, "dyn_w", g->dyn_w,
                                                   "busy_static_w", g->busy_static_w, "v_floor",
                                                   g->v_floor, "f_knee", g->f_knee, "v_gamma",
                                                   g->v_gamma, "gemm_eff", g->gemm_eff, "mem_eff",
-                                                  g->mem_eff, "net_gbs", v->fitted_net_gbs[t]));
+                                                  g->mem_eff, "net_gbs", v->fitted_net_gbs[t],
+                                                  "host_ms", v->fitted_host_ms[t]));
         }
-        json_t *doc = json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:o, s:o}", "runs",
+        json_t *doc = json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:o}", "runs",
                                 runs, "max_abs_err_throughput", v->max_abs_err_tput,
                                 "max_abs_err_power", v->max_abs_err_power,
                                 "held_out_max_abs_err_throughput", v->held_out_max_err_tput,
                                 "held_out_max_abs_err_power", v->held_out_max_err_power,
                                 "fit_max_abs_err_throughput", v->fit_max_err_tput,
                                 "fit_max_abs_err_power", v->fit_max_err_power, "target",
-                                VALIDATE_TARGET, "target_met", ok, "fitted_gpus", gpus,
-                                "fitted_families", fams);
+                                VALIDATE_TARGET, "target_met", ok, "fitted_gpus", gpus);
         free(v);
         rc = pfi_cli_print_json(doc);
         return rc ? rc : ok ? PFI_EXIT_OK : PFI_EXIT_FAIL;

@@ -127,10 +127,26 @@ double pfi_sim_work_busy(const pfi_gpu_model *g, const pfi_sim_work *w, const pf
            pfi_sim_phase_time(g, w, op, PFI_PH_MEMORY) + pfi_sim_phase_time(g, w, op, PFI_PH_COMM);
 }
 
+/* Microbatches do not all take the same time: with ~10% jitter on both sides, the pipeline
+ * waits for E[max(busy, overlap)] (Clark's formula for two independent normals), which is the
+ * larger one when they are far apart and a little more than both when they are close. */
+#define STEP_JITTER 0.10
+
+static double expected_max(double a, double b)
+{
+    double theta = STEP_JITTER * sqrt(a * a + b * b);
+    if (theta <= 0)
+        return a > b ? a : b;
+    double x = (a - b) / theta;
+    double cdf = 0.5 * erfc(-x / sqrt(2.0));
+    double pdf = exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+    return a * cdf + b * (1 - cdf) + theta * pdf;
+}
+
 double pfi_sim_step_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
     double busy = pfi_sim_work_busy(g, w, op);
-    double pipe = busy > w->t_overlap ? busy : w->t_overlap;
+    double pipe = w->t_overlap > 0 ? expected_max(busy, w->t_overlap) : busy;
     return pipe * (1.0 + w->bubble) + w->t_host;
 }
 

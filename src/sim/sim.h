@@ -262,12 +262,7 @@ typedef struct pfi_sim_validation {
     double fit_max_err_tput, fit_max_err_power;
     pfi_gpu_model fitted[2];   /* the fitted A100-PCIE-80GB and A40 */
     double fitted_net_gbs[2];  /* their clusters' inter-host bandwidth per GPU */
-    int n_families;
-    struct {
-        char family[32];
-        char fitted_on[PFI_NAME_MAX]; /* the one run whose data set these constants */
-        double act_compute, host_ms;
-    } families[8];
+    double fitted_host_ms[2];  /* their clusters' host time per layer and microbatch */
 } pfi_sim_validation;
 
 /* Reads data_dir/perseus-sosp24/zeus_baseline/{A100,A40}/zeus_global.csv, fits the constants

@@ -3,14 +3,17 @@
  *
  * Each transformer job of those files is configured from its model name and parallelism and
  * simulated at every measured limit; relative throughput T/T(max) and relative power P/P(max)
- * are compared with the measurement.  Constants are fitted per GPU type (V-f floor and knee,
- * SM dynamic power, busy static power; the A40 cluster's inter-host bandwidth) and per model
- * family (SM activity of its GEMM phases, host time per layer and microbatch), never per run,
- * and on at most half of each GPU type's runs, chosen before any fitting:
+ * are compared with the measurement.
+ *
+ * What is fitted (docs/simulator.md): the V-f shape of each chip on the Perseus stage profiles
+ * (locked-clock power, not the validation runs), then per GPU type only (never per run or per
+ * model family) the SM dynamic and busy static power, GEMM and memory efficiency, the
+ * cluster's host time and (A40) inter-host bandwidth, on at most half of each type's runs,
+ * chosen before any fitting:
  *   A100-PCIE-80GB: bert-huge-uncased, bloom-3b      (held out: gpt3-xl, t5-3b)
  *   A40:            gpt3-2.7b, t5-3b                  (held out: bert-huge, bloom-3b, gpt3-6.7b)
- * so every family is fitted on exactly one run and every held-out run is predicted with
- * constants that never saw it.  The fit is a bounded Nelder-Mead (GSL) on squared errors. */
+ * (the A40 T5 run is needed to see the cluster's network: nothing else stalls on it).  The fit
+ * is a bounded Nelder-Mead (GSL) on squared errors. */
 #include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multimin.h>
@@ -107,23 +110,14 @@ static int col(const csv_table *t, const char *name)
 typedef struct vrun {
     pfi_sim_val_run out;
     int type;          /* 0 A100-PCIE-80GB, 1 A40 */
-    int family;        /* index into fams */
     pfi_node_config cfg;
     double meas_time[PFI_MAX_LEVELS], meas_energy[PFI_MAX_LEVELS];
     double meas_time0;
 } vrun;
 
-typedef struct fam {
-    const char *name;
-    const char *fit_run; /* model name of the run it is fitted on */
-    int fit_type;
-    double act, host;
-} fam;
-
 typedef struct ctx {
     vrun runs[PFI_SIM_VAL_MAX_RUNS];
     int nruns;
-    fam fams[4];
     pfi_gpu_model gpu[2];
     double net[2];
     double host[2]; /* the cluster's host time per layer and microbatch, ms */
@@ -194,15 +188,6 @@ static int load_type(ctx *c, const char *dir, int type, pfi_err *err)
             nc->gpus_per_host = 4; /* both clusters: 4 GPUs per host */
             nc->variation = VAL_VARIATION;
             snprintf(nc->name, sizeof nc->name, "perseus-%s", type == 0 ? "A100" : "A40");
-            v->family = -1;
-            for (int f = 0; f < 4; f++)
-                if (strcmp(c->fams[f].name, j->family) == 0)
-                    v->family = f;
-            if (v->family < 0) {
-                rc = pfi_err_set(err, PFI_EINVAL, "%s: no family constants for '%s'", path,
-                                 model);
-                break;
-            }
             snprintf(v->out.run, sizeof v->out.run, "perseus/%s/%s dp%dtp%dpp%d",
                      type == 0 ? "A100" : "A40", model, j->dp, j->tp, j->pp);
             snprintf(v->out.gpu_type, sizeof v->out.gpu_type, "%s", gm->name);
@@ -248,7 +233,6 @@ static int simulate(const ctx *c, vrun *v)
     pfi_node_config nc = v->cfg;
     nc.gpu = c->gpu[v->type];
     nc.net_gbs = c->net[v->type];
-    nc.jobs[0].act_compute = c->fams[v->family].act;
     nc.jobs[0].host_ms = c->host[v->type];
     pfi_sim_node *node;
     int rc = pfi_sim_node_new(&nc, &node, NULL);
@@ -541,14 +525,6 @@ int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     gsl_set_error_handler_off();
     /* Starting points: the modelled constants of gpu.c and job.c. */
-    static const char *const names[4] = {"bert", "bloom", "gpt", "t5"};
-    for (int f = 0; f < 4; f++) {
-        pfi_job_config probe = {0};
-        snprintf(probe.family, sizeof probe.family, "%s", names[f]);
-        pfi_sim_job_defaults(&probe);
-        c->fams[f] = (fam){names[f], fit_models[f / 2][f % 2], f / 2, probe.act_compute,
-                           probe.host_ms};
-    }
     c->gpu[0] = *pfi_gpu_model_find("A100-PCIE-80GB");
     c->gpu[1] = *pfi_gpu_model_find("A40");
     c->net[0] = 3;
@@ -586,14 +562,8 @@ int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err
     out->fitted[1] = c->gpu[1];
     out->fitted_net_gbs[0] = c->net[0];
     out->fitted_net_gbs[1] = c->net[1];
-    out->n_families = 4;
-    for (int f = 0; f < 4; f++) {
-        snprintf(out->families[f].family, sizeof out->families[f].family, "%s", c->fams[f].name);
-        snprintf(out->families[f].fitted_on, sizeof out->families[f].fitted_on, "%s/%s",
-                 c->fams[f].fit_type == 0 ? "A100" : "A40", c->fams[f].fit_run);
-        out->families[f].act_compute = c->fams[f].act;
-        out->families[f].host_ms = c->fams[f].host;
-    }
+    out->fitted_host_ms[0] = c->host[0];
+    out->fitted_host_ms[1] = c->host[1];
     free(c->prof[0]);
     free(c->prof[1]);
     free(c);

@@ -472,6 +472,57 @@ static void test_locked(void **state)
     pfi_store_close(b);
 }
 
+static void test_batch(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    long long job, run;
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    assert_int_equal(pfi_store_batch_begin(st, &e), PFI_OK);
+    assert_int_equal(pfi_store_create_job(st, NULL, NULL, NULL, 0, &job, &e), PFI_OK);
+    pfi_run h = header("batched");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    pfi_level a = level(700, 650, 1000), b = level(600, 560, 900);
+    assert_int_equal(pfi_store_level_begin(st, &e), PFI_OK);
+    assert_int_equal(pfi_store_level_begin(st, &e), PFI_ESTATE);
+    assert_int_equal(pfi_store_add_level(st, run, &a, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_store_batch_commit(st, &e), PFI_ESTATE); /* level still open */
+    assert_int_equal(pfi_store_level_commit(st, &e), PFI_OK);
+    assert_int_equal(pfi_store_level_begin(st, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_level(st, run, &b, NULL, &e), PFI_OK);
+    pfi_store_level_abort(st); /* the batch goes on without it */
+    assert_int_equal(pfi_store_batch_commit(st, &e), PFI_OK);
+    pfi_run *r = malloc(sizeof *r);
+    assert_int_equal(pfi_store_load_run(st, run, r, &e), PFI_OK);
+    assert_int_equal(r->n_levels, 1);
+    /* An aborted batch leaves nothing. */
+    assert_int_equal(pfi_store_batch_begin(st, &e), PFI_OK);
+    h = header("dropped");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    assert_int_equal(pfi_store_level_begin(st, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_level(st, run, &a, NULL, &e), PFI_OK);
+    pfi_store_batch_abort(st);
+    long long id;
+    assert_int_equal(pfi_store_find_run(st, "dropped", &id, &e), PFI_ENOENT);
+    /* An import inside a batch is part of it; one that fails inside a batch leaves the batch
+     * as it was (a savepoint). */
+    assert_int_equal(pfi_store_batch_begin(st, &e), PFI_OK);
+    h = header("kept");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    char nowhere[700];
+    snprintf(nowhere, sizeof nowhere, "%s/no-such-data", f->dir);
+    assert_int_equal(pfi_import_all(st, nowhere, NULL, NULL, &e), PFI_ENOENT);
+    assert_int_equal(pfi_store_delete_run(st, run + 1000, &e), PFI_ENOENT);
+    assert_int_equal(pfi_store_batch_commit(st, &e), PFI_OK);
+    assert_int_equal(pfi_store_find_run(st, "kept", &id, &e), PFI_OK);
+    /* And the handle is usable after it. */
+    assert_int_equal(pfi_store_level_begin(st, &e), PFI_OK);
+    assert_int_equal(pfi_store_level_commit(st, &e), PFI_OK);
+    free(r);
+    pfi_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -485,6 +536,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_telemetry_downsampling, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_mid_level, setup, teardown),
         cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

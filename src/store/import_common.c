@@ -136,9 +136,8 @@ void pfi_import_set_free(pfi_import_set *set)
 int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, int *nlevels,
                          pfi_err *err)
 {
-    /* Inside pfi_import_all's transaction, that one commits or rolls back everything. */
-    int outer = st->in_tx, levels = 0;
-    int rc = outer ? PFI_OK : pfi_store_tx_begin(st, err);
+    int mode, levels = 0;
+    int rc = pfi_store_unit_begin(st, "pfi_import", &mode, err);
     if (rc != PFI_OK)
         return rc;
     for (int i = 0; i < set->n && rc == PFI_OK; i++) {
@@ -146,13 +145,11 @@ int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, i
         rc = pfi_store_write_imported(st, &r->run, r->unit_label, r->config_json, err);
         levels += r->run.n_levels;
     }
-    if (rc == PFI_OK && !outer)
-        rc = pfi_store_tx_commit(st, err);
-    if (rc != PFI_OK) {
-        if (!outer)
-            pfi_store_tx_rollback(st);
+    int end = pfi_store_unit_end(st, "pfi_import", mode, rc == PFI_OK, err);
+    if (rc == PFI_OK)
+        rc = end;
+    if (rc != PFI_OK)
         return rc;
-    }
     if (nruns)
         *nruns = set->n;
     if (nlevels)
@@ -169,8 +166,8 @@ int pfi_import_all(pfi_store *st, const char *root, int nruns[PFI_IMPORT_NSOURCE
                                                           "zeus-plo-testdata"};
     int (*const fn[PFI_IMPORT_NSOURCES])(pfi_store *, const char *, int *, int *, pfi_err *) = {
         pfi_import_perseus, pfi_import_zeus_nsdi, pfi_import_zeus_plo};
-    int r[PFI_IMPORT_NSOURCES] = {0}, l[PFI_IMPORT_NSOURCES] = {0};
-    int rc = pfi_store_tx_begin(st, err);
+    int r[PFI_IMPORT_NSOURCES] = {0}, l[PFI_IMPORT_NSOURCES] = {0}, mode;
+    int rc = pfi_store_unit_begin(st, "pfi_import_all", &mode, err);
     if (rc != PFI_OK)
         return rc;
     for (int i = 0; i < PFI_IMPORT_NSOURCES && rc == PFI_OK; i++) {
@@ -178,12 +175,11 @@ int pfi_import_all(pfi_store *st, const char *root, int nruns[PFI_IMPORT_NSOURCE
         snprintf(dir, sizeof dir, "%s/%s", root && *root ? root : pfi_data_dir(), subs[i]);
         rc = fn[i](st, dir, &r[i], &l[i], err);
     }
+    int end = pfi_store_unit_end(st, "pfi_import_all", mode, rc == PFI_OK, err);
     if (rc == PFI_OK)
-        rc = pfi_store_tx_commit(st, err);
-    if (rc != PFI_OK) {
-        pfi_store_tx_rollback(st);
+        rc = end;
+    if (rc != PFI_OK)
         return rc;
-    }
     for (int i = 0; i < PFI_IMPORT_NSOURCES; i++) {
         if (nruns)
             nruns[i] = r[i];

@@ -89,6 +89,37 @@ void pfi_store_tx_rollback(pfi_store *st)
     /* After some errors SQLite has already rolled back; then this fails harmlessly. */
     sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     st->in_tx = 0;
+    st->level = 0;
+}
+
+int pfi_store_unit_begin(pfi_store *st, const char *name, int *mode, pfi_err *err)
+{
+    if (!st->in_tx) {
+        *mode = 1;
+        return pfi_store_tx_begin(st, err);
+    }
+    char sql[96];
+    snprintf(sql, sizeof sql, "SAVEPOINT %s", name);
+    *mode = 2;
+    return pfi_store_exec(st, sql, err, "starting a savepoint");
+}
+
+int pfi_store_unit_end(pfi_store *st, const char *name, int mode, int ok, pfi_err *err)
+{
+    char sql[128];
+    if (mode == 1) {
+        if (ok)
+            return pfi_store_tx_commit(st, err);
+        pfi_store_tx_rollback(st);
+        return PFI_OK;
+    }
+    if (ok) {
+        snprintf(sql, sizeof sql, "RELEASE %s", name);
+        return pfi_store_exec(st, sql, err, "committing");
+    }
+    snprintf(sql, sizeof sql, "ROLLBACK TO %s; RELEASE %s", name, name);
+    sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+    return PFI_OK;
 }
 
 void pfi_store_bind_real(sqlite3_stmt *s, int i, double v)
@@ -387,22 +418,70 @@ static int delete_run_rows(pfi_store *st, long long run_id, pfi_err *err)
 
 int pfi_store_delete_run(pfi_store *st, long long run_id, pfi_err *err)
 {
-    if (st->in_tx)
-        return delete_run_rows(st, run_id, err);
-    int rc = pfi_store_tx_begin(st, err);
+    int mode, rc = pfi_store_unit_begin(st, "pfi_delete", &mode, err);
     if (rc != PFI_OK)
         return rc;
-    if ((rc = delete_run_rows(st, run_id, err)) != PFI_OK ||
-        (rc = pfi_store_tx_commit(st, err)) != PFI_OK)
-        pfi_store_tx_rollback(st);
-    return rc;
+    rc = delete_run_rows(st, run_id, err);
+    int end = pfi_store_unit_end(st, "pfi_delete", mode, rc == PFI_OK, err);
+    return rc == PFI_OK ? end : rc;
 }
 
 /* ---- levels ---- */
 
-int pfi_store_level_begin(pfi_store *st, pfi_err *err) { return pfi_store_tx_begin(st, err); }
-int pfi_store_level_commit(pfi_store *st, pfi_err *err) { return pfi_store_tx_commit(st, err); }
-void pfi_store_level_abort(pfi_store *st) { pfi_store_tx_rollback(st); }
+int pfi_store_level_begin(pfi_store *st, pfi_err *err)
+{
+    if (st->level)
+        return pfi_err_set(err, PFI_ESTATE, "a level is already being written");
+    int rc;
+    if (st->in_tx) {
+        /* Inside a batch: the level is a savepoint, so aborting it keeps the batch. */
+        if ((rc = pfi_store_exec(st, "SAVEPOINT pfi_level", err, "starting a level")) == PFI_OK)
+            st->level = 2;
+        return rc;
+    }
+    if ((rc = pfi_store_tx_begin(st, err)) == PFI_OK)
+        st->level = 1;
+    return rc;
+}
+
+int pfi_store_level_commit(pfi_store *st, pfi_err *err)
+{
+    if (!st->level)
+        return pfi_err_set(err, PFI_ESTATE, "no level is being written");
+    int rc = st->level == 2 ? pfi_store_exec(st, "RELEASE pfi_level", err, "committing a level")
+                            : pfi_store_tx_commit(st, err);
+    if (rc == PFI_OK)
+        st->level = 0;
+    return rc;
+}
+
+void pfi_store_level_abort(pfi_store *st)
+{
+    if (!st || !st->level)
+        return;
+    if (st->level == 2)
+        sqlite3_exec(st->db, "ROLLBACK TO pfi_level; RELEASE pfi_level", NULL, NULL, NULL);
+    else
+        pfi_store_tx_rollback(st);
+    st->level = 0;
+}
+
+int pfi_store_batch_begin(pfi_store *st, pfi_err *err) { return pfi_store_tx_begin(st, err); }
+
+int pfi_store_batch_commit(pfi_store *st, pfi_err *err)
+{
+    if (st->level)
+        return pfi_err_set(err, PFI_ESTATE, "a level is still being written");
+    return pfi_store_tx_commit(st, err);
+}
+
+void pfi_store_batch_abort(pfi_store *st)
+{
+    if (!st)
+        return;
+    pfi_store_level_abort(st);
+    pfi_store_tx_rollback(st);
+}
 
 int pfi_store_add_level(pfi_store *st, long long run_id, const pfi_level *lv, long long *level_id,
                         pfi_err *err)

@@ -111,6 +111,14 @@ int pfi_store_level_commit(pfi_store *st, pfi_err *err);
 /* Rolls back the level in progress (safe to call when none is). */
 void pfi_store_level_abort(pfi_store *st);
 
+/* A batch groups many runs' writes into one transaction (one disk sync instead of one per
+ * level): for data that can be made again, like a simulated study.  Level transactions inside
+ * a batch become savepoints (an aborted level still leaves nothing).  A crash loses the whole
+ * batch, so a sweep of real GPUs does not use one. */
+int pfi_store_batch_begin(pfi_store *st, pfi_err *err);
+int pfi_store_batch_commit(pfi_store *st, pfi_err *err);
+void pfi_store_batch_abort(pfi_store *st);
+
 /* status: "done", "failed", "interrupted" (free text up to 15 chars). Sets ended now (UTC). */
 int pfi_store_finish_run(pfi_store *st, long long run_id, const char *status, pfi_err *err);
 /* Deletes a run with its levels and telemetry (and its job when no other run uses it). */

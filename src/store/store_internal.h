@@ -15,7 +15,8 @@ struct pfi_store {
     int version;    /* user_version after open */
     int readonly;
     int busy_ms;
-    int in_tx;      /* a level or import transaction is open */
+    int in_tx;      /* a transaction is open: a batch, an import, or a level's own */
+    int level;      /* a level is open: 0 no, 1 in its own transaction, 2 as a savepoint */
 };
 
 /* The store's own schema: step i brings user_version from i to i+1. */
@@ -36,6 +37,11 @@ int pfi_store_prepare(pfi_store *st, const char *sql, sqlite3_stmt **stmt, pfi_e
 int pfi_store_tx_begin(pfi_store *st, pfi_err *err);
 int pfi_store_tx_commit(pfi_store *st, pfi_err *err);
 void pfi_store_tx_rollback(pfi_store *st);
+/* A unit of writes that is all or nothing whether or not the caller has a transaction open:
+ * its own transaction, or a savepoint `name` inside the caller's.  *mode remembers which. */
+int pfi_store_unit_begin(pfi_store *st, const char *name, int *mode, pfi_err *err);
+/* ok: commit (release) or roll back.  Returns the commit's result when ok. */
+int pfi_store_unit_end(pfi_store *st, const char *name, int mode, int ok, pfi_err *err);
 
 /* NAN <-> NULL. */
 void pfi_store_bind_real(sqlite3_stmt *s, int i, double v);

@@ -78,8 +78,8 @@ int pfi_sim_job_from_model(pfi_job_config *job, const char *model, pfi_err *err)
 }
 
 /* Family constants: SM switching activity of the family's GEMM phases and host time per
- * microbatch per layer (kernel launches the GPU can hide).  Defaults are modelled; `pfi sim
- * validate` fits them for the families with measured sweeps (gpt, bloom, bert, t5). */
+ * microbatch per layer (kernel launches the GPU can hide).  Modelled, not fitted: the measured
+ * sweeps show no family effect that holds across GPU types (docs/simulator.md). */
 typedef struct family_consts { const char *family; double act_compute, host_ms; } family_consts;
 static const family_consts families[] = {
     {"gpt", 0.95, 0.20},     {"llama", 0.95, 0.20},  {"mistral", 0.95, 0.20},

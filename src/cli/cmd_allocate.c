@@ -13,7 +13,7 @@
 #include "core/curve.h"
 #include "core/policy.h"
 #include "core/predict.h"
-#include "cli/model_io.h"
+#include "study/model_io.h"
 #include "store/store.h"
 #include "util/units.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/runset.h"
+#include "study/runset.h"
 #include "core/alloc_curve.h"
 #include "core/alloc_eval.h"
 #include "core/curve.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/model_io.h"
+#include "study/model_io.h"
 #include "serve/serve.h"
 
 static volatile sig_atomic_t stop_flag;

@@ -2,8 +2,8 @@
  * and read by `pfi predict` and the node daemon.  The file names its format version and the
  * feature names in order, so a model trained by another pfi with other features is refused
  * rather than misread. */
-#ifndef PFI_CLI_MODEL_IO_H
-#define PFI_CLI_MODEL_IO_H
+#ifndef PFI_STUDY_MODEL_IO_H
+#define PFI_STUDY_MODEL_IO_H
 
 #include <jansson.h>
 

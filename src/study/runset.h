@@ -1,8 +1,9 @@
-/* runset.h: the runs a reporting command works on (pfi index, pfi model, pfi predict): runs
- * named on the command line or every run of a store, or the public measured sweeps imported on
- * the fly into an in-memory store (--public), so the commands work without a prior import. */
-#ifndef PFI_CLI_RUNSET_H
-#define PFI_CLI_RUNSET_H
+/* runset.h: a set of runs to report on, fit or evaluate (pfi index, model, predict, evaluate):
+ * runs named by id or name or every run of a store, the public measured sweeps imported on the
+ * fly into an in-memory store (so nothing needs a prior import), or the simulated fleet.  It
+ * lives below the CLI so a daemon or the study can load runs the same way the commands do. */
+#ifndef PFI_STUDY_RUNSET_H
+#define PFI_STUDY_RUNSET_H
 
 #include "core/err.h"
 #include "core/run.h"

@@ -1,5 +1,5 @@
 /* model_io.c: the predictor's JSON file (see model_io.h). */
-#include "cli/model_io.h"
+#include "study/model_io.h"
 
 #include <math.h>
 #include <string.h>

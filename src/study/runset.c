@@ -1,5 +1,5 @@
-/* runset.c: loading the runs a reporting command works on (see runset.h). */
-#include "cli/runset.h"
+/* runset.c: loading runs from a store, the public data or the simulated fleet (runset.h). */
+#include "study/runset.h"
 
 #include <stdio.h>
 #include <stdlib.h>

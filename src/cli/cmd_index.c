@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/runset.h"
 #include "core/pfi.h"
 #include "report/report.h"
+#include "study/curve_eval.h"
+#include "study/runset.h"
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -99,108 +100,40 @@ static void print_row(const pfi_run *r, const pfi_index *x)
            x->shed_at[2], note);
 }
 
-/* Leave-one-level-out squared errors of a family on one run's points (sorted by r): refit
- * without each shed level and predict it; the deepest level is an extrapolation, the others
- * interpolations, kept apart because they fail differently. */
-static void lolo(const double *r, const double *s, int m, int fam, double *in_e, int *in_n,
-                 double *ex_e, int *ex_n)
-{
-    for (int i = 0; i < m; i++) {
-        if (r[i] <= 0.005)
-            continue;
-        double rr[PFI_CURVE_MAX_PTS], ss[PFI_CURVE_MAX_PTS];
-        int k = 0;
-        for (int j = 0; j < m; j++)
-            if (j != i) {
-                rr[k] = r[j];
-                ss[k] = s[j];
-                k++;
-            }
-        pfi_fit f;
-        if (pfi_fit_points(fam, rr, ss, NULL, k, &f, NULL) != PFI_OK)
-            continue;
-        double d = pfi_fit_s(&f, r[i]) - s[i];
-        if (i == m - 1) {
-            *ex_e += d * d;
-            (*ex_n)++;
-        } else {
-            *in_e += d * d;
-            (*in_n)++;
-        }
-    }
-}
-
-typedef struct famstat {
-    double in_sse, lo_in, lo_ex, pfi_sum;
-    int in_n, lo_in_n, lo_ex_n, runs;
-} famstat;
-
-static double rms(double sse, int n) { return n ? sqrt(sse / n) : NAN; }
-
 static int compare_families(const pfi_runset *rs, int as_json)
 {
-    /* [0]: transformer runs, [1]: all runs. */
-    famstat st[2][PFI_FAM_COUNT];
-    int runs[2] = {0, 0};
-    memset(st, 0, sizeof st);
-    for (int i = 0; i < rs->n; i++) {
-        pfi_curve c;
-        if (pfi_curve_from_run(&rs->runs[i], PFI_FAM_QUAD, &c, NULL) != PFI_OK)
-            continue;
-        double r[PFI_CURVE_MAX_PTS], s[PFI_CURVE_MAX_PTS];
-        int m = pfi_curve_points(&c, r, s, PFI_CURVE_MAX_PTS);
-        /* Only runs where every family can be fitted and checked on a left-out level. */
-        if (c.n_shed < 4)
-            continue;
-        int tr = pfi_run_is_transformer(&rs->runs[i]);
-        for (int set = 0; set < 2; set++) {
-            if (set == 0 && !tr)
-                continue;
-            runs[set]++;
-            for (int f = 0; f < PFI_FAM_COUNT; f++) {
-                famstat *q = &st[set][f];
-                pfi_fit fit;
-                if (pfi_fit_points(f, r, s, NULL, m, &fit, NULL) != PFI_OK)
-                    continue;
-                q->in_sse += fit.rmse * fit.rmse * m;
-                q->in_n += m;
-                q->pfi_sum += pfi_at(&fit, 0.30);
-                q->runs++;
-                lolo(r, s, m, f, &q->lo_in, &q->lo_in_n, &q->lo_ex, &q->lo_ex_n);
-            }
-        }
-    }
+    pfi_family_cmp fc;
+    pfi_family_compare(rs->runs, rs->n, &fc);
     static const char *const setname[2] = {"transformer", "all"};
     if (as_json) {
         json_t *doc = json_object();
         for (int set = 0; set < 2; set++) {
             json_t *arr = json_array();
             for (int f = 0; f < PFI_FAM_COUNT; f++) {
-                famstat *q = &st[set][f];
+                const pfi_family_stat *q = &fc.fam[set][f];
                 json_array_append_new(
                     arr, json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:b}", "family",
                                    pfi_family_name(f), "params", pfi_family_params(f),
-                                   "rmse_in_sample", num(rms(q->in_sse, q->in_n)),
-                                   "rmse_lolo_interpolation", num(rms(q->lo_in, q->lo_in_n)),
-                                   "rmse_lolo_extrapolation", num(rms(q->lo_ex, q->lo_ex_n)),
-                                   "mean_pfi30", num(q->runs ? q->pfi_sum / q->runs : NAN),
-                                   "default", f == pfi_default_family));
+                                   "rmse_in_sample", num(q->rmse_fit),
+                                   "rmse_lolo_interpolation", num(q->rmse_lolo_interp),
+                                   "rmse_lolo_extrapolation", num(q->rmse_lolo_extrap),
+                                   "mean_pfi30", num(q->mean_pfi30), "default",
+                                   f == pfi_default_family));
             }
             json_object_set_new(doc, setname[set],
-                                json_pack("{s:i, s:o}", "runs", runs[set], "families", arr));
+                                json_pack("{s:i, s:o}", "runs", fc.runs[set], "families", arr));
         }
         return pfi_cli_print_json(doc);
     }
     for (int set = 0; set < 2; set++) {
-        printf("%s runs with >= 4 levels that shed power: %d\n", setname[set], runs[set]);
+        printf("%s runs with >= 4 levels that shed power: %d\n", setname[set], fc.runs[set]);
         printf("  %-8s %6s %10s %18s %18s %10s\n", "family", "params", "rmse fit",
                "rmse LOLO interp", "rmse LOLO extrap", "mean PFI30");
         for (int f = 0; f < PFI_FAM_COUNT; f++) {
-            famstat *q = &st[set][f];
+            const pfi_family_stat *q = &fc.fam[set][f];
             printf("  %-8s %6d %10.4f %18.4f %18.4f %10.3f%s\n", pfi_family_name(f),
-                   pfi_family_params(f), rms(q->in_sse, q->in_n), rms(q->lo_in, q->lo_in_n),
-                   rms(q->lo_ex, q->lo_ex_n), q->runs ? q->pfi_sum / q->runs : NAN,
-                   f == pfi_default_family ? "  (default)" : "");
+                   pfi_family_params(f), q->rmse_fit, q->rmse_lolo_interp, q->rmse_lolo_extrap,
+                   q->mean_pfi30, f == pfi_default_family ? "  (default)" : "");
         }
     }
     printf("LOLO: each shed level left out in turn, refitted, predicted; interp = inner levels, "

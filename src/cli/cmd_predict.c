@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "cli/model_io.h"
-#include "cli/runset.h"
 #include "core/pfi.h"
 #include "core/predict.h"
-#include "study/fleet.h"
+#include "study/model_io.h"
+#include "study/runset.h"
+#include "study/trainset.h"
 #include "util/units.h"
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -184,23 +184,13 @@ static int get_model(const char *path, pfi_model *m, pfi_err *err)
     fprintf(stderr, "pfi predict: no %s: training on the simulated paper fleet now "
                     "(`pfi model train` saves a model)\n",
             def);
-    pfi_fleet_opts fo = pfi_fleet_defaults();
-    pfi_fleet_run *fr;
-    int n;
-    int rc = pfi_fleet_build("paper", 1, &fo, &fr, &n, err);
+    pfi_trainset ts;
+    int rc = pfi_trainset_load(NULL, "paper", 1, NULL, &ts, err);
     if (rc != PFI_OK)
         return rc;
-    pfi_train_row *rows = calloc((size_t)(n ? n : 1), sizeof *rows);
-    int nr = 0;
-    for (int i = 0; rows && i < n; i++)
-        if (pfi_train_row_from_run(&fr[i].run, fr[i].group, 0, &rows[nr], NULL) == PFI_OK)
-            nr++;
-    free(fr);
-    if (!rows)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     pfi_train_opts to = pfi_train_defaults();
-    rc = pfi_model_train(rows, nr, &to, m, err);
-    free(rows);
+    rc = pfi_model_train(ts.rows, ts.n, &to, m, err);
+    pfi_trainset_free(&ts);
     return rc;
 }
 

@@ -231,11 +231,11 @@ int pfi_fleet_characterize(const pfi_fleet_entry *e, const pfi_fleet_opts *o, pf
     return PFI_OK;
 }
 
-static int same_job(const pfi_job_meta *a, const pfi_job_meta *b, int na, int nb)
+int pfi_same_job_config(const pfi_job_meta *a, int na, const pfi_job_meta *b, int nb)
 {
-    return strcmp(a->model, b->model) == 0 && na == nb && a->dp == b->dp && a->tp == b->tp &&
-           a->pp == b->pp && a->ep == b->ep && a->finetune == b->finetune && a->lora == b->lora &&
-           a->seq_len == b->seq_len && a->global_batch == b->global_batch;
+    return a->model[0] && strcmp(a->model, b->model) == 0 && na == nb && a->dp == b->dp &&
+           a->tp == b->tp && a->pp == b->pp && a->ep == b->ep && a->finetune == b->finetune &&
+           a->lora == b->lora && a->seq_len == b->seq_len && a->global_batch == b->global_batch;
 }
 
 int pfi_fleet_build(const char *which, uint64_t seed, const pfi_fleet_opts *o,
@@ -264,8 +264,8 @@ int pfi_fleet_build(const char *which, uint64_t seed, const pfi_fleet_opts *o,
             runs[i].group = runs[ent[i].match].group;
         else
             for (int j = 0; j < i; j++)
-                if (same_job(&ent[i].meta, &ent[j].meta, ent[i].node.jobs[0].n_gpus,
-                             ent[j].node.jobs[0].n_gpus)) {
+                if (pfi_same_job_config(&ent[i].meta, ent[i].node.jobs[0].n_gpus, &ent[j].meta,
+                                        ent[j].node.jobs[0].n_gpus)) {
                     runs[i].group = runs[j].group;
                     break;
                 }

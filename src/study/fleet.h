@@ -51,6 +51,11 @@ int pfi_fleet_characterize(const pfi_fleet_entry *e, const pfi_fleet_opts *o, pf
 int pfi_fleet_build(const char *which, uint64_t seed, const pfi_fleet_opts *o,
                     pfi_fleet_run **out, int *n, pfi_err *err);
 
+/* 1 when two runs are of one job configuration (model, GPUs, parallel degrees, batch,
+ * sequence, fine-tuning): such runs are left out together in leave-one-job-out.  An unknown
+ * (empty) model matches nothing. */
+int pfi_same_job_config(const pfi_job_meta *a, int na, const pfi_job_meta *b, int nb);
+
 /* Writes characterized fleet runs into a store (one job and one run each, backend "sim",
  * tags set=, group=, match=), each run's levels in one transaction. */
 typedef struct pfi_store pfi_store;

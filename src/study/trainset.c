@@ -1,0 +1,176 @@
+/* trainset.c: training rows for the runtime predictor (trainset.h). */
+#include "study/trainset.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store/store.h"
+#include "study/fleet.h"
+#include "study/runset.h"
+
+int pfi_gpu_class(const char *gpu_type)
+{
+    if (strcasestr(gpu_type, "H200"))
+        return 0;
+    if (strcasestr(gpu_type, "H100"))
+        return 1;
+    return 2;
+}
+
+/* A store's runs carry no group: runs of the same job configuration are found by their
+ * metadata, so a rerun of a job is not left in while it is the one held out. */
+static int store_runs(const char *db, pfi_run **runs, int **group, int *n, char *where,
+                      size_t nwhere, pfi_err *err)
+{
+    pfi_runset rs;
+    int rc = pfi_runset_load(db, 0, NULL, 0, &rs, err);
+    if (rc != PFI_OK)
+        return rc;
+    int *g = malloc(sizeof(int) * (size_t)(rs.n ? rs.n : 1));
+    if (!g) {
+        pfi_runset_free(&rs);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < rs.n; i++) {
+        g[i] = i;
+        for (int j = 0; j < i; j++)
+            if (pfi_same_job_config(&rs.runs[i].meta, rs.runs[i].n_gpus, &rs.runs[j].meta,
+                                    rs.runs[j].n_gpus)) {
+                g[i] = g[j];
+                break;
+            }
+    }
+    snprintf(where, nwhere, "%s", rs.where);
+    *runs = rs.runs;
+    *group = g;
+    *n = rs.n;
+    return PFI_OK;
+}
+
+static int fleet_runs(const char *fleet, int seed, const char *save_db, pfi_run **runs,
+                      int **group, int *n, char *where, size_t nwhere, pfi_err *err)
+{
+    pfi_fleet_opts fo = pfi_fleet_defaults();
+    pfi_fleet_run *fr;
+    int nf, rc = pfi_fleet_build(fleet, (uint64_t)seed, &fo, &fr, &nf, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (save_db) {
+        pfi_store *st;
+        rc = pfi_store_open(save_db, PFI_STORE_CREATE, &st, err);
+        if (rc == PFI_OK) {
+            rc = pfi_fleet_store(st, fr, nf, err);
+            pfi_store_close(st);
+        }
+        if (rc != PFI_OK) {
+            free(fr);
+            return rc;
+        }
+    }
+    pfi_run *r = malloc(sizeof *r * (size_t)(nf ? nf : 1));
+    int *g = malloc(sizeof(int) * (size_t)(nf ? nf : 1));
+    if (!r || !g) {
+        free(r);
+        free(g);
+        free(fr);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < nf; i++) {
+        r[i] = fr[i].run;
+        g[i] = fr[i].group;
+    }
+    free(fr);
+    snprintf(where, nwhere, "simulated fleet '%s' seed %d (%d runs)", fleet, seed, nf);
+    *runs = r;
+    *group = g;
+    *n = nf;
+    return PFI_OK;
+}
+
+int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *save_db,
+                      pfi_trainset *out, pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pfi_run *runs;
+    int *group, n;
+    int rc = db ? store_runs(db, &runs, &group, &n, out->where, sizeof out->where, err)
+                : fleet_runs(fleet, seed, save_db, &runs, &group, &n, out->where,
+                             sizeof out->where, err);
+    if (rc != PFI_OK)
+        return rc;
+    out->rows = calloc((size_t)(n ? n : 1), sizeof *out->rows);
+    if (!out->rows)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    /* A run that cannot give a row (no baseline, too few levels) is counted, not fatal: the
+     * public stores hold such runs and the model is trained on the rest. */
+    for (int i = 0; out->rows && i < n; i++) {
+        if (pfi_train_row_from_run(&runs[i], group[i], pfi_gpu_class(runs[i].gpu_type),
+                                   &out->rows[out->n], NULL) == PFI_OK)
+            out->n++;
+        else
+            out->skipped++;
+    }
+    free(runs);
+    free(group);
+    return rc;
+}
+
+void pfi_trainset_free(pfi_trainset *t)
+{
+    free(t->rows);
+    t->rows = NULL;
+    t->n = 0;
+}
+
+/* Transfer between GPU types: trained on one class, scored on the other, both ways. */
+static int transfer(const pfi_trainset *t, const pfi_train_opts *to, pfi_predictor_eval *out,
+                    pfi_err *err)
+{
+    pfi_train_row *cls[2] = {NULL, NULL};
+    int ncls[2] = {0, 0}, rc = PFI_OK;
+    for (int c = 0; c < 2 && rc == PFI_OK; c++) {
+        cls[c] = malloc(sizeof(pfi_train_row) * (size_t)(t->n ? t->n : 1));
+        if (!cls[c]) {
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+            break;
+        }
+        for (int i = 0; i < t->n; i++)
+            if (t->rows[i].gpu_class == c)
+                cls[c][ncls[c]++] = t->rows[i];
+    }
+    out->have_transfer = rc == PFI_OK && ncls[0] >= 5 && ncls[1] >= 5;
+    if (out->have_transfer)
+        rc = pfi_model_transfer(cls[0], ncls[0], cls[1], ncls[1], to, &out->h200_to_h100, err);
+    if (out->have_transfer && rc == PFI_OK)
+        rc = pfi_model_transfer(cls[1], ncls[1], cls[0], ncls[0], to, &out->h100_to_h200, err);
+    free(cls[0]);
+    free(cls[1]);
+    return rc;
+}
+
+int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_predictor_eval *out,
+                           pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pfi_train_opts to = pfi_train_defaults();
+    int rc = pfi_model_lojo(t->rows, t->n, &to, &out->lojo, err);
+    for (int k = 0; compare && rc == PFI_OK && k < 2; k++) {
+        pfi_train_opts fo = to;
+        fo.force_kind = k;
+        rc = pfi_model_lojo(t->rows, t->n, &fo, &out->forced[k], err);
+    }
+    if (rc == PFI_OK)
+        rc = transfer(t, &to, out, err);
+    if (rc == PFI_OK)
+        rc = pfi_model_train(t->rows, t->n, &to, &out->full, err);
+    if (rc == PFI_OK)
+        rc = pfi_model_importance(&out->full, t->rows, t->n, 7, out->importance, err);
+    for (int i = 0; i < t->n; i++)
+        out->mean_pfi30 += t->rows[i].pfi30 / t->n;
+    for (int i = 0; i < t->n; i++)
+        out->ref_mae_pfi30 += fabs(t->rows[i].pfi30 - out->mean_pfi30) / t->n;
+    return rc;
+}

@@ -1,0 +1,41 @@
+/* trainset.h: the rows the runtime predictor (core/predict.h) is trained and evaluated on,
+ * from a store's runs or from the simulated fleet characterized now.  Runs of one job
+ * configuration share a group so that leave-one-job-out leaves all of them out, and each row
+ * carries its GPU class so that transfer between GPU types can be tested. */
+#ifndef PFI_STUDY_TRAINSET_H
+#define PFI_STUDY_TRAINSET_H
+
+#include "core/err.h"
+#include "core/predict.h"
+
+typedef struct pfi_trainset {
+    pfi_train_row *rows; /* malloc'd */
+    int n;
+    int skipped;     /* runs without a usable baseline or curve */
+    char where[300]; /* for messages and the model file's trained_on */
+} pfi_trainset;
+
+/* db: the runs of that store; else the simulated fleet `fleet` ("paper", "small") with that
+ * seed, also written into the store save_db when it is not NULL. */
+int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *save_db,
+                      pfi_trainset *out, pfi_err *err);
+void pfi_trainset_free(pfi_trainset *t);
+
+/* What `pfi model eval` reports on a training set. */
+typedef struct pfi_predictor_eval {
+    pfi_model_eval lojo;      /* leave-one-job-out, the model selected in each fold */
+    pfi_model_eval forced[2]; /* the same with ridge, physics forced (when compare) */
+    int have_transfer;        /* >= 5 runs of each of H200 and H100 */
+    pfi_model_eval h200_to_h100, h100_to_h200;
+    pfi_model full; /* trained on every row */
+    double importance[PFI_N_FEATURES];
+    /* The reference a predictor must beat: every job given the set's mean PFI30. */
+    double mean_pfi30, ref_mae_pfi30;
+} pfi_predictor_eval;
+int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_predictor_eval *out,
+                           pfi_err *err);
+
+/* 0 H200, 1 H100, 2 any other GPU: the classes the transfer tests split on. */
+int pfi_gpu_class(const char *gpu_type);
+
+#endif

@@ -128,6 +128,30 @@ typedef struct site {
     char dir[256], topo[300];
 } site;
 
+/* Slurm's view of the site as the controller reads it: jobs A (101) and B (102), with or
+ * without C (103), or a job on a node Slurm does not list. */
+#define TOPO_NODES                                                                                 \
+    "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", \"gpus\": 4}, "              \
+    "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 4}], "
+#define TOPO_JOBS_AB                                                                               \
+    "\"jobs\": [{\"id\": \"101\", \"parts\": "                                                     \
+    "[{\"node\": \"n1\", \"gpus\": [0,1,2,3]}, {\"node\": \"n2\", \"gpus\": [0,1,2,3]}]}, "        \
+    "{\"id\": \"102\", \"parts\": [{\"node\": \"n3\", \"gpus\": [0,1]}]}"
+static const char *const TOPO_AB = TOPO_NODES TOPO_JOBS_AB "]}";
+static const char *const TOPO_ABC =
+    TOPO_NODES TOPO_JOBS_AB ", {\"id\": \"103\", \"parts\": [{\"node\": \"n4\", \"gpus\": [0]}]}]}";
+static const char *const TOPO_GHOST = "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}], \"jobs\": "
+                                      "[{\"id\": \"1\", \"parts\": [{\"node\": \"ghost\", "
+                                      "\"gpus\": [0]}]}]}";
+
+static void write_topo(const site *x, const char *json)
+{
+    FILE *f = fopen(x->topo, "w");
+    assert_non_null(f);
+    assert_true(fputs(json, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
 /* Job A spans n1 and n2 (8 GPUs), job B holds 2 GPUs of n3 with an SLA, job C 1 GPU of n4
  * without a curve; 5 GPUs stay idle. */
 static void site_up(site *x)
@@ -153,15 +177,7 @@ static void site_up(site *x)
     assert_int_equal(pfi_standin_add_job(x->s, &jb, &e), PFI_OK);
     assert_int_equal(pfi_standin_add_job(x->s, &jc, &e), PFI_OK);
     snprintf(x->topo, sizeof x->topo, "%s/topo.json", x->dir);
-    FILE *f = fopen(x->topo, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", \"gpus\": 4}, "
-               "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 4}], "
-               "\"jobs\": [{\"id\": \"101\", \"parts\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3]}, "
-               "{\"node\": \"n2\", \"gpus\": [0,1,2,3]}]}, {\"id\": \"102\", \"parts\": "
-               "[{\"node\": \"n3\", \"gpus\": [0,1]}]}, {\"id\": \"103\", \"parts\": "
-               "[{\"node\": \"n4\", \"gpus\": [0]}]}]}");
-    fclose(f);
+    write_topo(x, TOPO_ABC);
     pfi_cl_config cfg;
     pfi_cl_config_defaults(&cfg);
     snprintf(cfg.node_url, sizeof cfg.node_url, "http://127.0.0.1:%d/n/%%n", port);
@@ -310,28 +326,13 @@ static void test_new_job_moves_watts(void **state)
     site x;
     site_up(&x);
     pfi_err e = {0};
-    FILE *f = fopen(x.topo, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", \"gpus\": 4}, "
-               "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 4}], "
-               "\"jobs\": [{\"id\": \"101\", \"parts\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3]}, "
-               "{\"node\": \"n2\", \"gpus\": [0,1,2,3]}]}, {\"id\": \"102\", \"parts\": "
-               "[{\"node\": \"n3\", \"gpus\": [0,1]}]}]}");
-    fclose(f);
+    write_topo(&x, TOPO_AB);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
     double w = 0.6 * pfi_cl_site_default_w(x.c);
     assert_int_equal(set_budget(&x, w, &e), PFI_OK);
     double a0 = pfi_standin_cap(x.s, "n1", 0), c0 = pfi_standin_cap(x.s, "n4", 0);
     /* Job 103 starts on n4's GPU 0, parked at its minimum. */
-    f = fopen(x.topo, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", \"gpus\": 4}, "
-               "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 4}], "
-               "\"jobs\": [{\"id\": \"101\", \"parts\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3]}, "
-               "{\"node\": \"n2\", \"gpus\": [0,1,2,3]}]}, {\"id\": \"102\", \"parts\": "
-               "[{\"node\": \"n3\", \"gpus\": [0,1]}]}, {\"id\": \"103\", \"parts\": "
-               "[{\"node\": \"n4\", \"gpus\": [0]}]}]}");
-    fclose(f);
+    write_topo(&x, TOPO_ABC);
     pfi_standin_reset_peak(x.s);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
     assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
@@ -446,19 +447,12 @@ static void test_unknown_node_in_topology(void **state)
     site x;
     site_up(&x);
     pfi_err e = {0};
-    FILE *f = fopen(x.topo, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}], \"jobs\": [{\"id\": \"1\", "
-               "\"parts\": [{\"node\": \"ghost\", \"gpus\": [0]}]}]}");
-    fclose(f);
+    write_topo(&x, TOPO_GHOST);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_ENOENT);
     assert_non_null(strstr(e.msg, "ghost"));
     /* Slurm hands out GPUs the daemon does not have: that node is not managed, and says why. */
-    f = fopen(x.topo, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 6}], "
-               "\"jobs\": []}");
-    fclose(f);
+    write_topo(&x, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, "
+                   "{\"name\": \"n4\", \"gpus\": 6}], \"jobs\": []}");
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
     json_t *nodes = pfi_cl_json_nodes(x.c);
     json_t *n4 = json_array_get(json_object_get(nodes, "nodes"), 1);
@@ -466,11 +460,7 @@ static void test_unknown_node_in_topology(void **state)
     assert_non_null(strstr(json_string_value(json_object_get(n4, "why")), "Slurm lists 6 GPUs"));
     json_decref(nodes);
     /* Restored for the check below. */
-    f = fopen(x.topo, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}], \"jobs\": [{\"id\": \"1\", "
-               "\"parts\": [{\"node\": \"ghost\", \"gpus\": [0]}]}]}");
-    fclose(f);
+    write_topo(&x, TOPO_GHOST);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_ENOENT);
     /* The state from before is kept. */
     json_t *a = pfi_cl_json_allocation(x.c);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "hw/backend_sim.h"
 #include "sim/sim.h"
@@ -318,6 +320,83 @@ static void test_backend(void **state)
     assert_null(b);
 }
 
+/* Two processes share a state file: a child sets caps through its own handle; the parent sees
+ * them, and both compute identical telemetry and tokens for the same instant. */
+static void test_shared_state(void **state)
+{
+    const char *base = getenv("PFI_TEST_TMP");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/test_sim.XXXXXX", base && *base ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    char path[600];
+    snprintf(path, sizeof path, "%s/state", dir);
+    pfi_node_config c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_preset("h200x8-dense", &c, &e), PFI_OK);
+    assert_int_equal(pfi_sim_state_create(path, &c, 1000, 0, &e), PFI_OK);
+    assert_int_equal(pfi_sim_state_create(path, &c, 1000, 0, &e), PFI_EBUSY);
+    pfi_sim_state *a, *b;
+    assert_int_equal(pfi_sim_state_open(path, NULL, 1, &a, &e), PFI_OK);
+    assert_true(pfi_sim_state_speed(a) == 1000);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        pfi_sim_state *cs;
+        int ok = pfi_sim_state_open(path, NULL, 1, &cs, NULL) == PFI_OK;
+        for (int g = 0; ok && g < 4; g++)
+            ok = pfi_sim_state_set_limit(cs, g, 350, NULL) == PFI_OK;
+        ok = ok && pfi_sim_state_set_limit(cs, 0, 100, NULL) == PFI_ERANGE;
+        if (ok)
+            pfi_sim_state_close(cs);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_equal(pfi_sim_state_open(path, NULL, 1, &b, &e), PFI_OK);
+    pfi_sim_node *na, *nb;
+    double ta, tb;
+    assert_int_equal(pfi_sim_state_node(a, &na, &ta, &e), PFI_OK);
+    assert_int_equal(pfi_sim_state_node(b, &nb, &tb, &e), PFI_OK);
+    double t = ta > tb ? ta : tb;
+    for (int g = 0; g < 8; g++) {
+        assert_true(pfi_sim_limit(na, g, t) == (g < 4 ? 350 : 700));
+        pfi_sample sa, sb;
+        pfi_sample_clear(&sa);
+        pfi_sample_clear(&sb);
+        pfi_sim_sample(na, g, t + 5, &sa, NULL);
+        pfi_sim_sample(nb, g, t + 5, &sb, NULL);
+        assert_memory_equal(&sa, &sb, sizeof sa);
+    }
+    pfi_sim_job_status ja, jb;
+    pfi_sim_job_status_at(na, 0, t + 5, &ja, NULL);
+    pfi_sim_job_status_at(nb, 0, t + 5, &jb, NULL);
+    assert_true(ja.tokens == jb.tokens && ja.tokens > 0);
+    /* Through the backend too: PFI_SIM_STATE attaches, the limit set by the child shows. */
+    setenv("PFI_SIM_STATE", path, 1);
+    pfi_backend *be;
+    assert_int_equal(pfi_hw_open("sim", "no-such-preset", 0, &be, &e), PFI_OK); /* exists */
+    assert_false(pfi_backend_sim_virtual(be));
+    pfi_device d;
+    assert_int_equal(pfi_hw_info(be, 2, &d, &e), PFI_OK);
+    assert_true(d.limit_w == 350);
+    assert_int_equal(pfi_hw_set_limit(be, 7, 500, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_sim_state_node(a, &na, &ta, &e), PFI_OK);
+    assert_true(pfi_sim_limit(na, 7, ta + 1) == 500);
+    pfi_hw_close(be);
+    unsetenv("PFI_SIM_STATE");
+    pfi_sim_state_close(a);
+    pfi_sim_state_close(b);
+    /* A file that is not a state is refused. */
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("not a state", f);
+    fclose(f);
+    assert_int_equal(pfi_sim_state_open(path, NULL, 1, &a, &e), PFI_EINVAL);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_fleet(void **state)
 {
     pfi_fleet_entry *f, *g;
@@ -377,7 +456,7 @@ int main(void)
         cmocka_unit_test(test_cumulative),    cmocka_unit_test(test_variation),
         cmocka_unit_test(test_sample_fields), cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_presets_roundtrip), cmocka_unit_test(test_backend),
-        cmocka_unit_test(test_fleet),
+        cmocka_unit_test(test_shared_state),  cmocka_unit_test(test_fleet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hw/backend_sim.h"
+#include "sim/physics.h"
 #include "sim/sim.h"
 
 static pfi_sim_node *make_node(const char *preset, double noise, double variation)
@@ -42,6 +43,23 @@ static void test_models(void **state)
     const pfi_gpu_model *h = pfi_gpu_model_find("h200");
     assert_true(h->max_limit_w == 700 && h->min_limit_w == 200 && h->sms == 132);
     assert_true(pfi_gpu_model_find("a100-pcie")->max_limit_w == 300);
+    /* Every settable limit can be enforced, even under a full GEMM load at the lowest clock;
+     * and an H200 at 700 W holds ~1500 MHz on it (hardware.md). */
+    pfi_sim_work w = {0};
+    w.t_comp = 1;
+    w.act_comp = 0.95;
+    w.dram_comp = 0.3;
+    for (int i = 0; i < pfi_gpu_model_count(); i++) {
+        const pfi_gpu_model *g = pfi_gpu_model_at(i);
+        pfi_sim_op op;
+        pfi_sim_operating_point(g, &w, g->min_limit_w, 1.0, &op);
+        assert_true(pfi_sim_phase_power(g, &w, PFI_PH_COMPUTE, op.f[0], 1.0) <=
+                    g->min_limit_w + 1e-6);
+        assert_true(op.f[0] > g->sm_clock_min_mhz);
+    }
+    pfi_sim_op op;
+    pfi_sim_operating_point(h, &w, 700, 1.0, &op);
+    assert_true(op.f[0] > 1400 && op.f[0] < 1600 && op.binds);
 }
 
 /* Lower cap: never more throughput, never more power; the clock the firmware holds at 700 W

@@ -11,7 +11,8 @@
  * publish them.  They are set so that the facts hold: H200 under a full GEMM load at 700 W
  * holds ~1500 MHz (hardware.md), idle ~75 W of which HBM ~42 W, and even a full load fits
  * under the 200 W minimum limit at the lowest clock (so every settable limit can be enforced);
- * A100-PCIE draws ~93% of 300 W
+ * an A100 SXM stage at 1410 MHz draws ~470 W (Perseus stage profile: a 500 W-class part, so a
+ * 400 W limit binds); A100-PCIE draws ~93% of 300 W
  * on pipeline jobs; an A40 at 1740 MHz on compute draws ~295 W (Perseus stage profile).
  * `pfi sim validate` refits the A100-PCIE-80GB and A40 constants from measured sweeps.
  * The A40's NVLink is the 2-way bridge (112.5 GB/s both directions) that pairs cards. */
@@ -32,9 +33,9 @@ static const pfi_gpu_model models[] = {
      .pcie_gbs = 55, .tau_s = 0.25, .temp_c_per_w = 0.062},
     {.name = "A100-SXM", .nvml_name = "NVIDIA A100-SXM4-80GB",
      .min_limit_w = 100, .max_limit_w = 400, .default_limit_w = 400,
-     .idle_w = 60, .hbm_idle_w = 25, .hbm_w = 50, .busy_static_w = 40, .dyn_w = 300,
+     .idle_w = 50, .hbm_idle_w = 22, .hbm_w = 40, .busy_static_w = 10, .dyn_w = 400,
      .sm_clock_idle_mhz = 210, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410,
-     .mem_clock_mhz = 1593, .v_floor = 0.70, .f_knee = 0.50, .v_gamma = 1.5, .hbm_tbs = 2.04, .mem_gib = 80,
+     .mem_clock_mhz = 1593, .v_floor = 0.65, .f_knee = 0.50, .v_gamma = 1.5, .hbm_tbs = 2.04, .mem_gib = 80,
      .sms = 108, .bf16_tflops = 312, .gemm_eff = 0.75, .mem_eff = 0.6, .sat_frac = 0.3, .nvlink_gbs = 300, .pcie_gbs = 25,
      .tau_s = 0.25, .temp_c_per_w = 0.09},
     {.name = "A100-PCIE-80GB", .nvml_name = "NVIDIA A100 80GB PCIe",

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,23 +92,44 @@ static void bind_real(sqlite3_stmt *s, int i, double v)
         sqlite3_bind_null(s, i);
 }
 
-void srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg)
+/* One statement, its parameters bound in order by types: 's' text (NULL binds NULL), 'd' a
+ * real (bind_real).  PFI_EIO when it could not be run. */
+static int exec_sql(srv_audit *a, const char *sql, const char *types, ...)
 {
     if (!a)
-        return;
-    char t[40];
-    iso_utc(wall, t, sizeof t);
+        return PFI_OK;
+    va_list ap;
+    va_start(ap, types);
     pthread_mutex_lock(&a->mu);
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(a->db, "INSERT INTO serve_events(t, kind, message) VALUES(?,?,?)", -1,
-                           &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(s, 1, t, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 3, msg, -1, SQLITE_TRANSIENT);
-        sqlite3_step(s);
+    int rc = PFI_EIO;
+    if (sqlite3_prepare_v2(a->db, sql, -1, &s, NULL) == SQLITE_OK) {
+        for (int i = 0; types[i]; i++) {
+            if (types[i] == 'd') {
+                bind_real(s, i + 1, va_arg(ap, double));
+                continue;
+            }
+            const char *t = va_arg(ap, const char *);
+            if (t)
+                sqlite3_bind_text(s, i + 1, t, -1, SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(s, i + 1);
+        }
+        if (sqlite3_step(s) == SQLITE_DONE)
+            rc = PFI_OK;
         sqlite3_finalize(s);
     }
     pthread_mutex_unlock(&a->mu);
+    va_end(ap);
+    return rc;
+}
+
+int srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg)
+{
+    char t[40];
+    iso_utc(wall, t, sizeof t);
+    return exec_sql(a, "INSERT INTO serve_events(t, kind, message) VALUES(?,?,?)", "sss", t,
+                    kind, msg);
 }
 
 long long srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
@@ -195,60 +217,29 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
     return ok ? id : 0;
 }
 
-void srv_audit_observed(srv_audit *a, const char *job, double tps)
+int srv_audit_observed(srv_audit *a, const char *job, double tps)
 {
-    if (!a)
-        return;
     char t[40];
     iso_utc(srv_wall(), t, sizeof t);
-    pthread_mutex_lock(&a->mu);
-    sqlite3_stmt *s;
     /* The observation belongs to the caps in force now: those of the job's latest decision. */
-    if (sqlite3_prepare_v2(a->db,
-                           "UPDATE serve_decision_jobs SET observed_tps = ?, observed_t = ? "
-                           "WHERE job = ? AND decision_id = (SELECT max(decision_id) FROM "
-                           "serve_decision_jobs WHERE job = ?)",
-                           -1, &s, NULL) == SQLITE_OK) {
-        bind_real(s, 1, tps);
-        sqlite3_bind_text(s, 2, t, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 3, job, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 4, job, -1, SQLITE_TRANSIENT);
-        sqlite3_step(s);
-        sqlite3_finalize(s);
-    }
-    pthread_mutex_unlock(&a->mu);
-}
-
-static int exec_bind2(srv_audit *a, const char *sql, const char *x, const char *y)
-{
-    if (!a)
-        return PFI_OK;
-    pthread_mutex_lock(&a->mu);
-    sqlite3_stmt *s;
-    int rc = PFI_EIO;
-    if (sqlite3_prepare_v2(a->db, sql, -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(s, 1, x, -1, SQLITE_TRANSIENT);
-        if (y)
-            sqlite3_bind_text(s, 2, y, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(s) == SQLITE_DONE)
-            rc = PFI_OK;
-        sqlite3_finalize(s);
-    }
-    pthread_mutex_unlock(&a->mu);
-    return rc;
+    return exec_sql(a,
+                    "UPDATE serve_decision_jobs SET observed_tps = ?, observed_t = ? "
+                    "WHERE job = ? AND decision_id = (SELECT max(decision_id) FROM "
+                    "serve_decision_jobs WHERE job = ?)",
+                    "dsss", tps, t, job, job);
 }
 
 int srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json)
 {
-    return exec_bind2(a,
-                      "INSERT OR REPLACE INTO serve_jobs(id, spec, seq) VALUES(?, ?, "
-                      "(SELECT coalesce(max(seq), 0) + 1 FROM serve_jobs))",
-                      id, spec_json);
+    return exec_sql(a,
+                    "INSERT OR REPLACE INTO serve_jobs(id, spec, seq) VALUES(?, ?, "
+                    "(SELECT coalesce(max(seq), 0) + 1 FROM serve_jobs))",
+                    "ss", id, spec_json);
 }
 
 int srv_audit_delete_job(srv_audit *a, const char *id)
 {
-    return exec_bind2(a, "DELETE FROM serve_jobs WHERE id = ?", id, NULL);
+    return exec_sql(a, "DELETE FROM serve_jobs WHERE id = ?", "s", id);
 }
 
 int srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, const char *spec),
@@ -294,8 +285,8 @@ int srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, cons
 
 int srv_audit_set_state(srv_audit *a, const char *key, const char *value)
 {
-    return exec_bind2(a, "INSERT OR REPLACE INTO serve_state(key, value) VALUES(?, ?)", key,
-                      value);
+    return exec_sql(a, "INSERT OR REPLACE INTO serve_state(key, value) VALUES(?, ?)", "ss", key,
+                    value);
 }
 
 int srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size)

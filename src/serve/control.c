@@ -29,6 +29,14 @@ int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
     return PFI_OK;
 }
 
+/* The budget a restart with resume comes back to. */
+static void save_budget(srv_node *n, const char *value)
+{
+    if (srv_audit_set_state(n->audit, "budget_w", value) != PFI_OK)
+        srv_event_add(n, "db_error", "budget %s not saved: a restart would not come back to it",
+                      value);
+}
+
 int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
 {
     if (!(watts > 0 && isfinite(watts)))
@@ -71,7 +79,7 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
     if (rc == PFI_OK) {
         char v[32];
         snprintf(v, sizeof v, "%.3f", watts);
-        srv_audit_set_state(n->audit, "budget_w", v);
+        save_budget(n, v);
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;
@@ -86,7 +94,7 @@ int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
         pthread_mutex_lock(&n->mu);
         n->ramping = 0;
         pthread_mutex_unlock(&n->mu);
-        srv_audit_set_state(n->audit, "budget_w", "none");
+        save_budget(n, "none");
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;

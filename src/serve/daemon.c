@@ -90,7 +90,9 @@ static void reload_one(void *ctx, const char *id, const char *spec)
     if (!doc || srv_job_reload(n, doc, &e) != PFI_OK) {
         srv_event_add(n, "job_dropped", "saved job %s not registered again: %s", id,
                       doc ? e.msg : je.text);
-        srv_audit_delete_job(n->audit, id);
+        if (srv_audit_delete_job(n->audit, id) != PFI_OK)
+            srv_event_add(n, "db_error", "saved job %s could not be removed from the database",
+                          id);
     } else {
         srv_event_add(n, "job_reloaded", "job %s registered again from the database", id);
     }

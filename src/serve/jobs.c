@@ -204,8 +204,11 @@ int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
         char reason[96];
         snprintf(reason, sizeof reason, "job %s removed", id);
         rc = srv_decide(n, srv_current_budget(n), mode, ext, reason, result, err);
-        if (rc == PFI_OK)
-            srv_audit_delete_job(n->audit, id);
+        if (rc == PFI_OK && srv_audit_delete_job(n->audit, id) != PFI_OK)
+            srv_event_add(n, "db_error",
+                          "job %s could not be removed from the database: a restart brings it "
+                          "back",
+                          id);
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;
@@ -235,7 +238,8 @@ int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
     pthread_mutex_unlock(&n->mu);
     if (j < 0)
         return pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
-    srv_audit_observed(n->audit, id, tps);
+    if (srv_audit_observed(n->audit, id, tps) != PFI_OK)
+        srv_event_add(n, "db_error", "tokens/s of job %s not written to the audit log", id);
     return PFI_OK;
 }
 

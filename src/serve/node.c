@@ -43,7 +43,9 @@ void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
     pthread_mutex_unlock(&n->mu);
     /* The daemon's log is stderr (journald under systemd); the audit DB keeps them too. */
     fprintf(stderr, "pfi serve: %s: %s\n", e.kind, e.msg);
-    srv_audit_event(n->audit, e.wall, e.kind, e.msg);
+    /* Not an event of its own: that one could not be written either. */
+    if (srv_audit_event(n->audit, e.wall, e.kind, e.msg) != PFI_OK)
+        fprintf(stderr, "pfi serve: db_error: the event above is not in the audit log\n");
 }
 
 int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err)
@@ -388,6 +390,9 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
 
     long long id = srv_audit_decision(n->audit, srv_wall(), reason, budget_w, mode, n->cand,
                                       n->n_cand, &rep, ms);
+    if (n->audit && id == 0)
+        srv_event_add(n, "db_error", "%s: the decision could not be written to the audit log",
+                      reason);
     for (int i = 0; i < rep.n; i++) {
         const pfi_cap_change *c = &rep.gpu[i];
         if (c->code != PFI_OK)

@@ -237,12 +237,14 @@ char *srv_metrics_text(srv_node *n, size_t *len);
 /* audit.c */
 int srv_audit_open(const char *path, srv_audit **out, pfi_err *err);
 void srv_audit_close(srv_audit *a);
-void srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg);
+/* The writers return PFI_EIO when the row could not be written (a NULL log writes nothing):
+ * the daemon carries on, and says so in an event, since a full disk must not stop control. */
+int srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg);
 /* One decision row with its jobs and GPUs; returns the decision id (0 on failure). */
 long long srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
                              int mode, const srv_job *jobs, int n_jobs,
                              const pfi_apply_report *rep, double apply_ms);
-void srv_audit_observed(srv_audit *a, const char *job, double tps);
+int srv_audit_observed(srv_audit *a, const char *job, double tps);
 /* The latest `limit` decisions, newest first, each with its jobs' rows (predicted and
  * observed tokens/s): {"decisions": [...]}.  NULL on a database error. */
 json_t *srv_audit_decisions(srv_audit *a, int limit, pfi_err *err);

@@ -30,6 +30,17 @@ typedef struct rec {
     int violations, sets;
 } rec;
 
+/* n GPUs at one limit; the sum may never exceed allowed. */
+static rec rec_uniform(int n, double limit, double allowed)
+{
+    rec r = {0};
+    r.n = n;
+    for (int i = 0; i < n; i++)
+        r.limit[i] = limit;
+    r.allowed = allowed;
+    return r;
+}
+
 static double rec_sum(const rec *r)
 {
     double s = 0;
@@ -208,11 +219,8 @@ static void test_lost_gpu_does_not_stop_others(void **state)
 /* A set refused (no permission) counts the GPU at its old limit, and its neighbours adapt. */
 static void test_refused_set_counts_old_limit(void **state)
 {
-    rec r = {0};
-    r.n = 2;
-    r.limit[0] = r.limit[1] = 600;
+    rec r = rec_uniform(2, 600, 1200);
     r.set_fails[0] = 1;
-    r.allowed = 1200;
     pfi_backend b = rec_backend(&r);
     double target[2] = {400, 700};
     pfi_apply_report rep;
@@ -228,11 +236,8 @@ static void test_refused_set_counts_old_limit(void **state)
 /* Enforced below requested (an out-of-band cap) is reported, not hidden. */
 static void test_enforced_mismatch_reported(void **state)
 {
-    rec r = {0};
-    r.n = 2;
-    r.limit[0] = r.limit[1] = 700;
+    rec r = rec_uniform(2, 700, 1400);
     r.oob[1] = 300;
-    r.allowed = 1400;
     pfi_backend b = rec_backend(&r);
     double target[2] = {500, 500};
     pfi_apply_report rep;
@@ -247,11 +252,8 @@ static void test_enforced_mismatch_reported(void **state)
 /* NAN targets leave GPUs alone; a GPU that cannot be read counts at its maximum. */
 static void test_unreadable_counts_at_max(void **state)
 {
-    rec r = {0};
-    r.n = 3;
-    r.limit[0] = r.limit[1] = r.limit[2] = 400;
+    rec r = rec_uniform(3, 400, 1400);
     r.lost[2] = 1;
-    r.allowed = 1400;
     pfi_backend b = rec_backend(&r);
     pfi_device known[3];
     memset(known, 0, sizeof known);

@@ -267,7 +267,9 @@ typedef struct pfi_sim_validation {
 
 /* Reads data_dir/perseus-sosp24/zeus_baseline/{A100,A40}/zeus_global.csv, fits the constants
  * on the designated half of each GPU type's transformer runs and simulates every run at every
- * measured limit.  PFI_ENOENT when the data is absent. */
-int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err);
+ * measured limit.  PFI_ENOENT when the data is absent.  flags PFI_SIM_VAL_FIT_ALL fits on every
+ * run instead: not a validation (nothing is held out), a check of the model's capacity. */
+#define PFI_SIM_VAL_FIT_ALL 1
+int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err);
 
 #endif

@@ -138,7 +138,7 @@ static const char *const fit_models[2][2] = {{"bert-huge-uncased", "bloom-3b"},
 static int seq_for(const char *family) { return strcmp(family, "gpt") == 0 ||
                                                 strcmp(family, "bloom") == 0 ? 1024 : 512; }
 
-static int load_type(ctx *c, const char *dir, int type, pfi_err *err)
+static int load_type(ctx *c, const char *dir, int type, int fit_all, pfi_err *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_global.csv", dir,
@@ -191,7 +191,7 @@ static int load_type(ctx *c, const char *dir, int type, pfi_err *err)
             snprintf(v->out.run, sizeof v->out.run, "perseus/%s/%s dp%dtp%dpp%d",
                      type == 0 ? "A100" : "A40", model, j->dp, j->tp, j->pp);
             snprintf(v->out.gpu_type, sizeof v->out.gpu_type, "%s", gm->name);
-            v->out.held_out = strcmp(model, fit_models[type][0]) != 0 &&
+            v->out.held_out = !fit_all && strcmp(model, fit_models[type][0]) != 0 &&
                               strcmp(model, fit_models[type][1]) != 0;
         }
         if (v->out.n_levels >= PFI_MAX_LEVELS) {
@@ -517,7 +517,7 @@ static int fit_type(ctx *c, int type, pfi_err *err)
     return minimize(&pb, err);
 }
 
-int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err)
+int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err)
 {
     memset(out, 0, sizeof *out);
     ctx *c = calloc(1, sizeof *c);
@@ -530,9 +530,10 @@ int pfi_sim_validate(const char *data_dir, pfi_sim_validation *out, pfi_err *err
     c->net[0] = 3;
     c->net[1] = 3;
     c->host[0] = c->host[1] = 0.2;
-    int rc = load_type(c, data_dir, 0, err);
+    int fit_all = (flags & PFI_SIM_VAL_FIT_ALL) != 0;
+    int rc = load_type(c, data_dir, 0, fit_all, err);
     if (rc == PFI_OK)
-        rc = load_type(c, data_dir, 1, err);
+        rc = load_type(c, data_dir, 1, fit_all, err);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         measured(&c->runs[i]);
     for (int type = 0; rc == PFI_OK && type < 2; type++)

@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "cluster/cl_int.h"
+#include "cluster/mhd.h"
 
 #define BODY_MAX (64u << 10)
 
@@ -25,30 +26,9 @@ struct pfi_cl_server {
     int need_token;
 };
 
-typedef struct upload {
-    char *buf;
-    size_t len;
-    int too_big;
-} upload;
-
-static enum MHD_Result send_text(struct MHD_Connection *con, unsigned code, char *text,
-                                 const char *type)
-{
-    if (!text)
-        return MHD_NO;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", type);
-    enum MHD_Result rc = MHD_queue_response(con, code, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
 static enum MHD_Result send_json(struct MHD_Connection *con, unsigned code, json_t *doc)
 {
-    char *text = json_dumps(doc, JSON_INDENT(1));
-    json_decref(doc);
-    return send_text(con, code, text, "application/json");
+    return pfi_cl_send_json(con, code, doc, JSON_INDENT(1));
 }
 
 static enum MHD_Result send_err(struct MHD_Connection *con, unsigned code, const char *msg)
@@ -135,7 +115,7 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
     if (get && !strcmp(url, "/v1/allocation"))
         return send_json(con, 200, pfi_cl_json_allocation(s->c));
     if (get && !strcmp(url, "/metrics"))
-        return send_text(con, 200, pfi_cl_metrics(s->c), "text/plain; version=0.0.4");
+        return pfi_cl_send_text(con, 200, pfi_cl_metrics(s->c), "text/plain; version=0.0.4");
     int mut = (!strcmp(method, "PUT") && !strcmp(url, "/v1/budget")) ||
               (!strcmp(method, "POST") && !strcmp(url, "/v1/refresh"));
     if (!mut)
@@ -159,43 +139,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
                               const char *method, const char *version, const char *data,
                               size_t *data_size, void **con_cls)
 {
-    upload *u = *con_cls;
-    if (!u) {
-        u = calloc(1, sizeof *u);
-        if (!u)
-            return MHD_NO;
-        *con_cls = u;
-        return MHD_YES;
-    }
-    if (*data_size) {
-        if (u->len + *data_size > BODY_MAX) {
-            u->too_big = 1;
-        } else {
-            char *nb = realloc(u->buf, u->len + *data_size + 1);
-            if (!nb)
-                return MHD_NO;
-            memcpy(nb + u->len, data, *data_size);
-            u->buf = nb;
-            u->len += *data_size;
-            u->buf[u->len] = '\0';
-        }
-        *data_size = 0;
-        return MHD_YES;
-    }
+    pfi_cl_body *u;
+    int more = pfi_cl_body_step(con_cls, data, data_size, BODY_MAX, &u);
+    if (more)
+        return more > 0 ? MHD_YES : MHD_NO;
     if (u->too_big)
         return send_err(con, 413, "request body too large");
     return route(cls, con, url, method, u->buf ? u->buf : "");
-}
-
-static void done(void *cls, struct MHD_Connection *con, void **con_cls,
-                 enum MHD_RequestTerminationCode toe)
-{
-    upload *u = *con_cls;
-    if (u) {
-        free(u->buf);
-        free(u);
-    }
-    *con_cls = NULL;
 }
 
 int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
@@ -227,9 +177,9 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
         s->need_token = 1;
     }
     s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
-                            0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
-                            MHD_OPTION_THREAD_POOL_SIZE, 2, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sa, MHD_OPTION_END);
+                            0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED,
+                            pfi_cl_body_done, NULL, MHD_OPTION_THREAD_POOL_SIZE, 2,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!s->d) {
         free(s);
         return pfi_err_set(err, PFI_EIO, "cannot listen on %s", listen);

@@ -14,6 +14,7 @@
 #include <microhttpd.h>
 
 #include "cluster/cluster.h"
+#include "cluster/mhd.h"
 
 #define BODY_MAX (1u << 20)
 
@@ -63,16 +64,7 @@ static snode *find(pfi_standin *s, const char *name, size_t len)
 
 static enum MHD_Result reply(struct MHD_Connection *con, unsigned code, json_t *doc)
 {
-    char *text = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    if (!text)
-        return MHD_NO;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result rc = MHD_queue_response(con, code, r);
-    MHD_destroy_response(r);
-    return rc;
+    return pfi_cl_send_json(con, code, doc, JSON_COMPACT);
 }
 
 static enum MHD_Result fail(struct MHD_Connection *con, unsigned code, const char *msg)
@@ -161,37 +153,17 @@ static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection 
     return reply(con, 200, gpus_json(s, n));
 }
 
-typedef struct upload {
-    char *buf;
-    size_t len;
-} upload;
-
 static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char *url,
                               const char *method, const char *version, const char *data,
                               size_t *data_size, void **con_cls)
 {
     pfi_standin *s = cls;
-    upload *u = *con_cls;
-    if (!u) {
-        u = calloc(1, sizeof *u);
-        if (!u)
-            return MHD_NO;
-        *con_cls = u;
-        return MHD_YES;
-    }
-    if (*data_size) {
-        if (u->len + *data_size > BODY_MAX)
-            return MHD_NO;
-        char *nb = realloc(u->buf, u->len + *data_size + 1);
-        if (!nb)
-            return MHD_NO;
-        memcpy(nb + u->len, data, *data_size);
-        u->buf = nb;
-        u->len += *data_size;
-        u->buf[u->len] = '\0';
-        *data_size = 0;
-        return MHD_YES;
-    }
+    pfi_cl_body *u;
+    int more = pfi_cl_body_step(con_cls, data, data_size, BODY_MAX, &u);
+    if (more)
+        return more > 0 ? MHD_YES : MHD_NO;
+    if (u->too_big)
+        return MHD_NO;
     if (strncmp(url, "/n/", 3))
         return fail(con, 404, "expected /n/NODE/v1/...");
     const char *name = url + 3, *slash = strchr(name, '/');
@@ -217,17 +189,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
         rc = fail(con, 404, "no such route");
     pthread_mutex_unlock(&s->mu);
     return rc;
-}
-
-static void done(void *cls, struct MHD_Connection *con, void **con_cls,
-                 enum MHD_RequestTerminationCode toe)
-{
-    upload *u = *con_cls;
-    if (u) {
-        free(u->buf);
-        free(u);
-    }
-    *con_cls = NULL;
 }
 
 int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, double min_w,
@@ -261,9 +222,10 @@ int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, 
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
-                            0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
-                            MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, 8000,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+                            0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED,
+                            pfi_cl_body_done, NULL, MHD_OPTION_THREAD_POOL_SIZE, 4,
+                            MHD_OPTION_CONNECTION_LIMIT, 8000, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!s->d) {
         pfi_standin_stop(s);
         return pfi_err_set(err, PFI_EIO, "stand-in: cannot start the HTTP server");

@@ -154,20 +154,16 @@ int pfi_num_after(const char *s, const char *key, double *v)
     return pfi_num_at(k, v, NULL);
 }
 
-int pfi_tqdm(pfi_parser *p, const char *line, long long *n, double *steps_per_s)
+int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o)
 {
-    regmatch_t m[8];
-    if (regexec(&p->tqdm_re, line, 8, m, 0) != 0)
+    regmatch_t m[2];
+    if (regexec(&p->tqdm_re, line, 2, m, 0) != 0)
         return 0;
-    *n = strtoll(line + m[1].rm_so, NULL, 10);
-    const char *r = line + m[6].rm_so;
-    int inverse = strncmp(line + m[7].rm_so, "s/it", 4) == 0;
-    if (*r == '?') {
-        *steps_per_s = NAN;
-    } else {
-        double x = strtod(r, NULL);
-        *steps_per_s = inverse ? (x > 0 ? 1.0 / x : NAN) : x;
-    }
+    long long n = strtoll(line + m[1].rm_so, NULL, 10);
+    o->kind = PFI_OBS_COUNT;
+    o->unit = PFI_OU_STEPS;
+    o->value = (double)n;
+    o->step = n;
     return 1;
 }
 

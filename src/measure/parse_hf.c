@@ -11,13 +11,5 @@ int pfi_parse_hf(pfi_parser *p, const char *line, pfi_obs *o)
 {
     if (!p->hf_training && p->cfg.format != PFI_LOG_HF)
         return 0;
-    long long n;
-    double rate;
-    if (!pfi_tqdm(p, line, &n, &rate))
-        return 0;
-    o->kind = PFI_OBS_COUNT;
-    o->unit = PFI_OU_STEPS;
-    o->value = (double)n;
-    o->step = n;
-    return 1;
+    return pfi_tqdm_steps(p, line, o);
 }

@@ -27,8 +27,10 @@ struct pfi_parser {
 int pfi_num_after(const char *s, const char *key, double *v);
 /* Parses a number at s (thousands separators allowed); *end past it.  1 on success. */
 int pfi_num_at(const char *s, double *v, const char **end);
-/* A tqdm progress bar: n (the counter) and its rate in steps/s (NAN when "?").  1 if found. */
-int pfi_tqdm(pfi_parser *p, const char *line, long long *n, double *steps_per_s);
+/* A tqdm progress bar as a cumulative count of steps (its counter).  The bar's own rate is
+ * not used: it is tqdm's smoothed estimate, while the meter times the counts itself.  1 and *o
+ * filled if the line holds a bar. */
+int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o);
 
 static inline void pfi_obs_init(pfi_obs *o)
 {

@@ -12,13 +12,5 @@ int pfi_parse_lightning(pfi_parser *p, const char *line, pfi_obs *o)
     double epoch;
     if (!e || !pfi_num_at(e + 6, &epoch, &e) || *e != ':')
         return 0;
-    long long n;
-    double rate;
-    if (!pfi_tqdm(p, line, &n, &rate))
-        return 0;
-    o->kind = PFI_OBS_COUNT;
-    o->unit = PFI_OU_STEPS;
-    o->value = (double)n;
-    o->step = n;
-    return 1;
+    return pfi_tqdm_steps(p, line, o);
 }

@@ -155,9 +155,11 @@ double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int ph
                            double f_mhz, double eff)
 {
     double act = phase == PFI_PH_COMPUTE ? w->act_comp
-                 : phase == PFI_PH_MEMORY ? w->act_mem : w->act_comm;
+                 : phase == PFI_PH_MEMORY ? w->act_mem
+                 : phase == PFI_PH_COMM   ? w->act_comm : w->act_spin;
     double dram = phase == PFI_PH_COMPUTE ? w->dram_comp
-                  : phase == PFI_PH_MEMORY ? w->dram_mem : w->dram_comm;
+                  : phase == PFI_PH_MEMORY ? w->dram_mem
+                  : phase == PFI_PH_COMM   ? w->dram_comm : w->dram_spin;
     double v = pfi_sim_volt(g, f_mhz);
     /* Manufacturing variation (eff) scales leakage and switching power alike. */
     return g->idle_w + g->busy_static_w * eff + g->hbm_w * dram +
@@ -174,7 +176,9 @@ void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, doub
             op->f[p] = hi;
             continue;
         }
-        double dur = p == PFI_PH_COMPUTE ? w->t_comp : p == PFI_PH_MEMORY ? w->t_mem : w->t_comm;
+        double dur = p == PFI_PH_COMPUTE ? w->t_comp
+                     : p == PFI_PH_MEMORY ? w->t_mem
+                     : p == PFI_PH_COMM   ? w->t_comm : 0;
         if (dur > 0)
             op->binds = 1;
         if (pfi_sim_phase_power(g, w, p, lo, eff) >= limit_w) {
@@ -197,7 +201,7 @@ double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const p
                           double eff)
 {
     double busy = 0, energy = 0;
-    for (int p = 0; p < PFI_PH_N; p++) {
+    for (int p = 0; p < PFI_PH_KERNELS; p++) {
         double t = pfi_sim_phase_time(g, w, op, p);
         busy += t;
         energy += t * pfi_sim_phase_power(g, w, p, op->f[p], eff);
@@ -208,7 +212,7 @@ double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const p
 double pfi_sim_busy_clock(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
     double busy = 0, sum = 0;
-    for (int p = 0; p < PFI_PH_N; p++) {
+    for (int p = 0; p < PFI_PH_KERNELS; p++) {
         double t = pfi_sim_phase_time(g, w, op, p);
         busy += t;
         sum += t * op->f[p];

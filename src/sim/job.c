@@ -240,6 +240,8 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
     w->dram_comp = 0.30;
     w->dram_mem = 0.85;
     w->dram_comm = 0.10;
+    w->act_spin = 0.05;
+    w->dram_spin = 0.01;
     w->nvlink_bytes = nvl;
     w->pcie_bytes = pcie + tokens / n * 4;
 

@@ -159,7 +159,7 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
         o->f[i] = ops[i].f[PFI_PH_COMPUTE];
         o->binds[i] = ops[i].binds;
         o->fbusy[i] = pfi_sim_busy_clock(g, w, &ops[i]);
-        for (int p = 0; p < PFI_PH_N; p++)
+        for (int p = 0; p < PFI_PH_KERNELS; p++)
             o->tph[i][p] = pfi_sim_phase_time(g, w, &ops[i], p);
         double st = pfi_sim_step_time(g, w, &ops[i]);
         if (st > o->step)
@@ -173,7 +173,12 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
             busy = o->step;
         o->busy[i] = busy;
         double pb = pfi_sim_busy_power(g, w, &ops[i], n->eff[gi]);
-        o->power[i] = (busy * pb + (o->step - busy) * gap_power(g)) / o->step;
+        /* Waiting for the pipeline or a slower peer spins a polling kernel; host time idles. */
+        double host = w->t_host < o->step - busy ? w->t_host : o->step - busy;
+        double spin = o->step - busy - host;
+        double ps = pfi_sim_phase_power(g, w, PFI_PH_SPIN, ops[i].f[PFI_PH_SPIN], n->eff[gi]);
+        o->tph[i][PFI_PH_SPIN] = spin;
+        o->power[i] = (busy * pb + spin * ps + host * gap_power(g)) / o->step;
     }
 }
 

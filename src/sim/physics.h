@@ -24,15 +24,19 @@ typedef struct pfi_sim_work {
     double t_overlap;    /* s per step of work concurrent with the kernels (host, p2p sends) */
     double bubble;       /* pipeline bubble as a fraction of the per-pipeline work */
     double t_host;       /* s per step the GPU waits for the host (optimizer, data) */
-    double act_comp, act_mem, act_comm;    /* SM activity of each phase, 0..~1.1 */
-    double dram_comp, dram_mem, dram_comm; /* DRAM bandwidth utilisation of each phase */
+    double act_comp, act_mem, act_comm, act_spin;     /* SM activity of each phase, 0..~1.1 */
+    double dram_comp, dram_mem, dram_comm, dram_spin; /* DRAM bandwidth use of each phase */
     double tensor_comp;  /* tensor-pipe activity while computing */
     double nvlink_bytes, pcie_bytes;       /* per step per GPU, each direction */
     double tokens_per_step;
     double mem_used_mib;
 } pfi_sim_work;
 
-enum { PFI_PH_COMPUTE, PFI_PH_MEMORY, PFI_PH_COMM, PFI_PH_N };
+/* Kernel phases, then the spin phase: a GPU waiting in a pipeline bubble or for a slower
+ * peer still runs a polling communication kernel (low activity, clocks up), unlike the host
+ * gaps when nothing runs. */
+enum { PFI_PH_COMPUTE, PFI_PH_MEMORY, PFI_PH_COMM, PFI_PH_SPIN, PFI_PH_N };
+#define PFI_PH_KERNELS 3
 
 /* The clocks the firmware holds in each phase under one limit. */
 typedef struct pfi_sim_op {

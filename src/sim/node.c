@@ -675,8 +675,10 @@ int pfi_sim_sample(pfi_sim_node *n, int g, double t, pfi_sample *s, pfi_err *err
         double T = now.step;
         double tc = now.tph[i][PFI_PH_COMPUTE], tm = now.tph[i][PFI_PH_MEMORY];
         double tx = now.tph[i][PFI_PH_COMM];
-        s->gpu_util = now.busy[i] / T;
-        s->sm_active = (tc * 0.97 + tm * 0.80 + tx * 0.35) / T;
+        double spin = now.tph[i][PFI_PH_SPIN];
+        /* A polling kernel counts as a kernel running, as NVML's utilization counts it. */
+        s->gpu_util = (now.busy[i] + spin) / T;
+        s->sm_active = (tc * 0.97 + tm * 0.80 + tx * 0.35 + spin * 0.05) / T;
         s->sm_occupancy = s->sm_active * 0.42;
         s->tensor_active = tc * w->tensor_comp / T;
         /* Traffic per step is fixed: a slower phase spreads it thinner. */

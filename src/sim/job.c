@@ -148,7 +148,7 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
      * occupancy; T5's narrow d_model with a wide FFN still makes large GEMMs. */
     double ffn_w = j->ffn_hidden > 0 ? j->ffn_hidden : 4 * h;
     double x = sqrt(h * ffn_w) / j->tp, tok = mb * S;
-    double size_eff = (x / (x + 800)) * (tok / (tok + 512));
+    double size_eff = (x / (x + 800)) * (tok / (tok + 128));
     w->t_comp = flops_gpu / (peak * g->gemm_eff * size_eff);
     w->tensor_comp = 0.92 * size_eff;
     /* Small GEMMs also keep fewer of the tensor cores switching: less power per cycle. */

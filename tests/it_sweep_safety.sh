@@ -21,17 +21,23 @@ sweep() {
       --log "$tmp/job.log" "$@"
 }
 
+# A sweep of a simulated job in the background ($pid), returned from once it has lowered a
+# limit (the journal of the originals comes before that) or after 15 s.
+sweep_until_capped() { # JOB-DURATION OUTPUT
+  "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
+      --levels 50,40% --settle 1s --dwell 10s -- "$PFI_BIN" simjob --format pfi --duration "$1" \
+      >"$2" 2>&1 &
+  pid=$!
+  i=0
+  while [ $i -lt 300 ]; do
+    if [ -s "$J" ] && [ "$(limits)" != "$orig" ]; then break; fi
+    sleep 0.05; i=$((i + 1))
+  done
+}
+
 # --- SIGKILL mid-sweep (after the baseline, while the first lower cap is applied), then
 # pfi restore.  The simulated job ends by itself shortly after (its own process group).
-"$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
-    --levels 50,40% --settle 1s --dwell 10s -- "$PFI_BIN" simjob --format pfi --duration 60s \
-    >"$tmp/kill.out" 2>&1 &
-pid=$!
-i=0
-while [ $i -lt 300 ]; do
-  if [ -s "$J" ] && [ "$(limits)" != "$orig" ]; then break; fi
-  sleep 0.05; i=$((i + 1))
-done
+sweep_until_capped 60s "$tmp/kill.out"
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 capped=$(limits)
@@ -48,15 +54,7 @@ after=$(limits)
 echo "SIGKILL: capped $capped, restored $after"
 
 # --- SIGTERM: the sweep stops the job, restores, records what it had, exits non-zero.
-"$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
-    --levels 50,40% --settle 1s --dwell 10s -- "$PFI_BIN" simjob --format pfi --duration 200s \
-    >"$tmp/term.out" 2>&1 &
-pid=$!
-i=0
-while [ $i -lt 300 ]; do
-  if [ "$(limits)" != "$orig" ]; then break; fi
-  sleep 0.05; i=$((i + 1))
-done
+sweep_until_capped 200s "$tmp/term.out"
 kill -TERM $pid
 wait $pid
 rc=$?

@@ -56,6 +56,44 @@ static FILE *pub_open(const char *rel)
     return fopen(path, "r");
 }
 
+/* Opens a CSV and splits its header into h (pointing into hdrbuf).  NULL when the file is
+ * absent or empty. */
+static FILE *pub_csv_open(const char *rel, char *hdrbuf, int size, char **h, int *nh)
+{
+    FILE *fp = pub_open(rel);
+    if (fp && !fgets(hdrbuf, size, fp)) {
+        fclose(fp);
+        return NULL;
+    }
+    if (fp)
+        *nh = pub_split(hdrbuf, h, PUB_MAX_COLS);
+    return fp;
+}
+
+/* 1 when every column was found: a renamed column must not be read as field -1. */
+static int pub_cols_ok(const int *cols, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (cols[i] < 0)
+            return 0;
+    return 1;
+}
+
+/* Appends a level of a public sweep: power limit, power and throughput, no telemetry. */
+static pfi_level *pub_add_level(pfi_run *run, double cap_w, double power_w, double tput)
+{
+    pfi_level *l = &run->levels[run->n_levels++];
+    memset(l, 0, sizeof *l);
+    l->cap_w = cap_w;
+    l->enforced_w = NAN;
+    l->power_w = power_w;
+    l->tput = tput;
+    l->tput_lo = l->tput_hi = NAN;
+    l->sm_clock_mhz = l->powercap_frac = l->gpu_util = l->sm_active = NAN;
+    l->tensor_active = l->dram_active = l->nvlink_mibs = l->pcie_mibs = NAN;
+    return l;
+}
+
 static int pub_have_data(void)
 {
     FILE *f = pub_open("perseus-sosp24/zeus_baseline/A40/zeus_global.csv");
@@ -71,19 +109,20 @@ static int pub_have_data(void)
 static int pub_perseus(const char *gpu, const char *model, pfi_run *run)
 {
     char rel[256], line[2048], *f[PUB_MAX_COLS], hdrbuf[2048], *h[PUB_MAX_COLS];
+    int nh = 0;
     snprintf(rel, sizeof rel, "perseus-sosp24/zeus_baseline/%s/zeus_global.csv", gpu);
-    FILE *fp = pub_open(rel);
+    FILE *fp = pub_csv_open(rel, hdrbuf, sizeof hdrbuf, h, &nh);
     if (!fp)
         return 0;
-    if (!fgets(hdrbuf, sizeof hdrbuf, fp)) {
-        fclose(fp);
-        return 0;
-    }
-    int nh = pub_split(hdrbuf, h, PUB_MAX_COLS);
     int cm = pub_col(h, nh, "model_name"), cb = pub_col(h, nh, "batch_size");
     int cdp = pub_col(h, nh, "dp"), ctp = pub_col(h, nh, "tp"), cpp = pub_col(h, nh, "pp");
     int cpl = pub_col(h, nh, "power_limit_0"), ct = pub_col(h, nh, "time");
     int ce = pub_col(h, nh, "energy");
+    const int cols[] = {cm, cb, cdp, ctp, cpp, cpl, ct, ce};
+    if (!pub_cols_ok(cols, 8)) {
+        fclose(fp);
+        return 0;
+    }
     memset(run, 0, sizeof *run);
     while (fgets(line, sizeof line, fp)) {
         int n = pub_split(line, f, PUB_MAX_COLS);
@@ -93,15 +132,7 @@ static int pub_perseus(const char *gpu, const char *model, pfi_run *run)
         double t = atof(f[ct]), e = atof(f[ce]);
         if (run->n_levels >= PFI_MAX_LEVELS || gpus <= 0 || !(t > 0))
             continue;
-        pfi_level *l = &run->levels[run->n_levels++];
-        memset(l, 0, sizeof *l);
-        l->cap_w = atof(f[cpl]);
-        l->enforced_w = NAN;
-        l->power_w = e / t / gpus;
-        l->tput = atof(f[cb]) / t;
-        l->tput_lo = l->tput_hi = NAN;
-        l->sm_clock_mhz = l->powercap_frac = l->gpu_util = l->sm_active = NAN;
-        l->tensor_active = l->dram_active = l->nvlink_mibs = l->pcie_mibs = NAN;
+        pub_add_level(run, atof(f[cpl]), e / t / gpus, atof(f[cb]) / t);
         run->n_gpus = gpus;
         run->meta.dp = atoi(f[cdp]);
         run->meta.tp = atoi(f[ctp]);
@@ -118,49 +149,44 @@ static int pub_perseus(const char *gpu, const char *model, pfi_run *run)
     return run->n_levels > 0;
 }
 
-/* One (dataset, network, batch size, optimizer) of the Zeus NSDI'23 trace file summary_power_<gpu>.csv:
- * throughput in epochs/s, power = the measured average.  Returns 1 when found. */
+/* One (dataset, network, batch size, optimizer) of the Zeus NSDI'23 trace file
+ * summary_power_<gpu>.csv: throughput in epochs/s, power = the measured average.  Returns 1
+ * when found. */
 static int pub_zeus(const char *gpu, const char *dataset, const char *network, int batch,
                     const char *optimizer, pfi_run *run)
 {
     char rel[256], line[1024], *f[PUB_MAX_COLS], hdrbuf[1024], *h[PUB_MAX_COLS];
+    int nh = 0;
     snprintf(rel, sizeof rel, "zeus-nsdi23-trace/summary_power_%s.csv", gpu);
-    FILE *fp = pub_open(rel);
+    FILE *fp = pub_csv_open(rel, hdrbuf, sizeof hdrbuf, h, &nh);
     if (!fp)
         return 0;
-    if (!fgets(hdrbuf, sizeof hdrbuf, fp)) {
-        fclose(fp);
-        return 0;
-    }
-    int nh = pub_split(hdrbuf, h, PUB_MAX_COLS);
     int cd = pub_col(h, nh, "dataset");
     int cn = pub_col(h, nh, "network"), cb = pub_col(h, nh, "batch_size");
     int co = pub_col(h, nh, "optimizer"), cpl = pub_col(h, nh, "power_limit");
     int ct = pub_col(h, nh, "time_per_epoch"), cp = pub_col(h, nh, "average_power");
+    const int cols[] = {cd, cn, cb, co, cpl, ct, cp};
+    if (!pub_cols_ok(cols, 7)) {
+        fclose(fp);
+        return 0;
+    }
     memset(run, 0, sizeof *run);
     double maxpl = 0;
     while (fgets(line, sizeof line, fp)) {
         int n = pub_split(line, f, PUB_MAX_COLS);
-        if (n < nh || strcmp(f[cd], dataset) != 0 || strcmp(f[cn], network) != 0 || atoi(f[cb]) != batch ||
-            strcmp(f[co], optimizer) != 0)
+        if (n < nh || strcmp(f[cd], dataset) != 0 || strcmp(f[cn], network) != 0 ||
+            atoi(f[cb]) != batch || strcmp(f[co], optimizer) != 0)
             continue;
         double t = atof(f[ct]);
         if (run->n_levels >= PFI_MAX_LEVELS || !(t > 0))
             continue;
-        pfi_level *l = &run->levels[run->n_levels++];
-        memset(l, 0, sizeof *l);
-        l->cap_w = atof(f[cpl]);
-        l->enforced_w = NAN;
-        l->power_w = atof(f[cp]);
-        l->tput = 1.0 / t;
-        l->tput_lo = l->tput_hi = NAN;
-        l->sm_clock_mhz = l->powercap_frac = l->gpu_util = l->sm_active = NAN;
-        l->tensor_active = l->dram_active = l->nvlink_mibs = l->pcie_mibs = NAN;
+        const pfi_level *l = pub_add_level(run, atof(f[cpl]), atof(f[cp]), 1.0 / t);
         if (l->cap_w > maxpl)
             maxpl = l->cap_w;
     }
     fclose(fp);
-    snprintf(run->name, sizeof run->name, "zeus/%s/%s/%s bs%d %s", gpu, network, dataset, batch, optimizer);
+    snprintf(run->name, sizeof run->name, "zeus/%s/%s/%s bs%d %s", gpu, network, dataset, batch,
+             optimizer);
     snprintf(run->source, sizeof run->source, "zeus-nsdi");
     snprintf(run->gpu_type, sizeof run->gpu_type, "%s", gpu);
     run->n_gpus = 1;

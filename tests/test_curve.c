@@ -20,6 +20,26 @@
         }                                                                                      \
     } while (0)
 
+/* A Perseus sweep read in place and its curve on the default family. */
+static void perseus_curve(const char *gpu, const char *model, pfi_run *run, pfi_curve *c)
+{
+    pfi_err e = {0};
+    assert_true(pub_perseus(gpu, model, run));
+    assert_int_equal(pfi_curve_from_run(run, -1, c, &e), PFI_OK);
+}
+
+/* The run with only the levels at these caps. */
+static pfi_run keep_caps(const pfi_run *run, const double *caps, int n)
+{
+    pfi_run out = *run;
+    out.n_levels = 0;
+    for (int i = 0; i < run->n_levels; i++)
+        for (int k = 0; k < n; k++)
+            if (run->levels[i].cap_w == caps[k])
+                out.levels[out.n_levels++] = run->levels[i];
+    return out;
+}
+
 static void test_isotonic(void **state)
 {
     double y[] = {0.0, 0.3, 0.1, 0.2, 0.5, 0.4};
@@ -65,11 +85,10 @@ static void test_real_llm_curve(void **state)
 {
     SKIP_WITHOUT_DATA();
     pfi_run run;
-    assert_true(pub_perseus("A40", "gpt3-2.7b", &run));
-    assert_int_equal(run.n_levels, 8);
     pfi_curve c;
+    perseus_curve("A40", "gpt3-2.7b", &run, &c);
+    assert_int_equal(run.n_levels, 8);
     pfi_err e = {0};
-    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
     assert_int_equal(c.n, 8);
     assert_true(fabs(c.cap0_w - 300) < 1e-9);
     assert_true(c.fit.rmse < 0.02);
@@ -99,10 +118,9 @@ static void test_real_below_cap_nonmonotone(void **state)
     SKIP_WITHOUT_DATA();
     /* T5-3B PP8 on A40: draws ~160 W under a 300 W cap and runs faster at 200-275 W. */
     pfi_run run;
-    assert_true(pub_perseus("A40", "t5-3b", &run));
     pfi_curve c;
+    perseus_curve("A40", "t5-3b", &run, &c);
     pfi_err e = {0};
-    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
     assert_true(c.p0_w < 200);
     int faster = 0;
     for (int k = 0; k < c.n; k++) {
@@ -157,11 +175,8 @@ static void test_real_too_few_levels(void **state)
     pfi_run run;
     assert_true(pub_perseus("A40", "gpt3-2.7b", &run));
     /* Keep the baseline (300 W) and one reduced level. */
-    pfi_run small = run;
-    small.n_levels = 0;
-    for (int i = 0; i < run.n_levels; i++)
-        if (run.levels[i].cap_w == 300 || run.levels[i].cap_w == 200)
-            small.levels[small.n_levels++] = run.levels[i];
+    static const double caps[] = {300, 200};
+    pfi_run small = keep_caps(&run, caps, 2);
     assert_int_equal(small.n_levels, 2);
     pfi_curve c;
     pfi_err e = {0};
@@ -208,12 +223,8 @@ static void test_real_two_levels_no_fake_interval(void **state)
      * is no honest interval without the levels' own confidence intervals... */
     pfi_run run;
     assert_true(pub_perseus("A40", "bert-huge-uncased", &run));
-    pfi_run two = run;
-    two.n_levels = 0;
-    for (int i = 0; i < run.n_levels; i++)
-        if (run.levels[i].cap_w == 300 || run.levels[i].cap_w == 200 ||
-            run.levels[i].cap_w == 175)
-            two.levels[two.n_levels++] = run.levels[i];
+    static const double caps[] = {300, 200, 175};
+    pfi_run two = keep_caps(&run, caps, 3);
     pfi_index x;
     pfi_err e = {0};
     pfi_index_opts o = pfi_index_defaults();
@@ -272,10 +283,9 @@ static void test_cap_mapping(void **state)
 {
     SKIP_WITHOUT_DATA();
     pfi_run run;
-    assert_true(pub_perseus("A40", "bert-huge-uncased", &run));
     pfi_curve c;
+    perseus_curve("A40", "bert-huge-uncased", &run, &c);
     pfi_err e = {0};
-    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
     assert_true(fabs(c.min_cap_w - 125) < 1e-9 && fabs(c.max_cap_w - 300) < 1e-9);
     for (int k = 0; k < c.n; k++)
         assert_true(fabs(pfi_curve_rel_at_cap(&c, PFI_VIEW_MEASURED, c.cap_w[k]) - c.rel[k]) <

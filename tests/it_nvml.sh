@@ -52,7 +52,7 @@ grep -q "GPU 2: nvmlDeviceGetPowerUsage: GPU is lost" "$tmp/e" || { bad "lost GP
 
 # --- a sweep through NVML; the job is another process on the same simulated node
 export PFI_SIM_STATE="$tmp/node.state" PFI_SIM_SPEED=20 PFI_FAKENVML_SIM=h200x1-small
-"$PFI_BIN" sweep --backend nvml --levels 100,70% --db "$tmp/pfi.db" --journal "$tmp/journal" \
+"$PFI_BIN" sweep --backend nvml --no-log --levels 100,70% --db "$tmp/pfi.db" --journal "$tmp/journal" \
   --json --quiet --settle 1s --min-window 2s \
   -- "$PFI_BIN" simjob --format pfi --sim h200x1-small >"$tmp/sweep.json" 2>"$tmp/e" ||
   { bad "sweep --backend nvml"; tail -5 "$tmp/e"; }

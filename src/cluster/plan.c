@@ -28,7 +28,20 @@ static double gpu_count_w(const pfi_device *d, double site_max)
     return site_max;
 }
 
-int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
+static int gpu_held(const pfi_cl *c, const pfi_cl_node *n, int g)
+{
+    int j = n->job_of[g];
+    return !n->up || (j >= 0 && c->jobs[j].pinned);
+}
+
+/* What the budget covers before the jobs: held GPUs (silent nodes, pinned jobs) at their
+ * counted cap, idle GPUs at their minimum. */
+typedef struct fixed_w {
+    double reserved, idle_min;
+    int n_held, n_idle;
+} fixed_w;
+
+static int count_fixed(pfi_cl *c, fixed_w *f, pfi_err *err)
 {
     double site_max = NAN;
     for (int i = 0; i < c->n_nodes; i++)
@@ -37,15 +50,6 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
             if (!isnan(m) && (isnan(site_max) || m > site_max))
                 site_max = m;
         }
-
-    if (isnan(budget_w)) {
-        /* No budget: every GPU at its default limit. */
-        for (int i = 0; target && i < c->n_nodes; i++)
-            for (int g = 0; g < c->nodes[i].n_gpus; g++)
-                target[i][g] = c->nodes[i].gpu[g].default_limit_w;
-        return PFI_OK;
-    }
-
     /* A job is pinned while any of its nodes is silent (nodes fall silent mid-apply too). */
     for (int j = 0; j < c->n_jobs; j++) {
         c->jobs[j].pinned = 0;
@@ -53,170 +57,219 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
             if (!c->nodes[c->jobs[j].nodes[k]].up)
                 c->jobs[j].pinned = 1;
     }
-
-    double reserved = 0, idle_min = 0;
-    int n_idle = 0, n_held = 0;
+    memset(f, 0, sizeof *f);
     for (int i = 0; i < c->n_nodes; i++) {
         const pfi_cl_node *n = &c->nodes[i];
         for (int g = 0; g < n->n_gpus; g++) {
             const pfi_device *d = &n->gpu[g];
-            int j = n->job_of[g];
-            if (!n->up || (j >= 0 && c->jobs[j].pinned)) {
+            if (gpu_held(c, n, g)) {
                 double w = gpu_count_w(d, site_max);
                 if (isnan(w))
                     return pfi_err_set(err, PFI_ESTATE,
                                        "node %s has never answered and no GPU's limits are "
                                        "known: cannot count its power",
                                        n->name);
-                reserved += w;
-                n_held++;
-            } else if (j < 0) {
-                idle_min += d->min_limit_w;
-                n_idle++;
+                f->reserved += w;
+                f->n_held++;
+            } else if (n->job_of[g] < 0) {
+                f->idle_min += d->min_limit_w;
+                f->n_idle++;
             }
         }
     }
+    return PFI_OK;
+}
 
-    /* The allocator's view of every job that can move. */
-    int na = 0;
-    pfi_alloc_job *aj = calloc((size_t)c->n_jobs + 1, sizeof *aj);
-    int *which = calloc((size_t)c->n_jobs + 1, sizeof *which);
-    double(*pc)[2] = calloc((size_t)c->n_jobs + 1, sizeof *pc);
-    double(*pt)[PFI_CL_CURVE_MAX] = calloc((size_t)c->n_jobs + 1, sizeof *pt);
-    if (!aj || !which || !pc || !pt) {
-        free(aj);
-        free(which);
-        free(pc);
-        free(pt);
+/* The allocator's view of every job that can move; which[k] is the job of aj[k]. */
+typedef struct job_view {
+    int na;
+    pfi_alloc_job *aj;
+    int *which;
+    double (*pc)[2];
+    double (*pt)[PFI_CL_CURVE_MAX];
+} job_view;
+
+static void job_view_free(job_view *v)
+{
+    free(v->aj);
+    free(v->which);
+    free(v->pc);
+    free(v->pt);
+}
+
+/* Curves are normalized to n_gpus at their top so jobs in different units, or without a curve
+ * (proportional to the cap, as the node daemon takes them), compare on one scale. */
+static void job_to_alloc(const pfi_cl_job *J, pfi_alloc_job *a, double *pc, double *pt)
+{
+    a->id = J->id;
+    a->n_gpus = J->n_gpus;
+    a->min_cap_w = J->min_cap_w;
+    a->max_cap_w = J->max_cap_w;
+    if (J->has_curve) {
+        double top = J->tput[J->n_points - 1];
+        for (int k = 0; k < J->n_points; k++)
+            if (J->tput[k] > top)
+                top = J->tput[k];
+        for (int k = 0; k < J->n_points; k++)
+            pt[k] = top > 0 ? J->n_gpus * J->tput[k] / top : 0;
+        a->cap_w = J->cap_w;
+        a->n_points = J->n_points;
+    } else {
+        pc[0] = J->min_cap_w;
+        pc[1] = J->max_cap_w;
+        pt[0] = J->max_cap_w > 0 ? J->n_gpus * J->min_cap_w / J->max_cap_w : 0;
+        pt[1] = J->n_gpus;
+        a->cap_w = pc;
+        a->n_points = 2;
+    }
+    a->tput = pt;
+    a->p0_w = J->p0_w > 0 ? J->p0_w : J->max_cap_w;
+    a->t0 = NAN;
+    a->sla = J->sla;
+    a->weight = J->weight > 0 ? J->weight : 1.0;
+}
+
+static int job_view_build(const pfi_cl *c, job_view *v, pfi_err *err)
+{
+    memset(v, 0, sizeof *v);
+    v->aj = calloc((size_t)c->n_jobs + 1, sizeof *v->aj);
+    v->which = calloc((size_t)c->n_jobs + 1, sizeof *v->which);
+    v->pc = calloc((size_t)c->n_jobs + 1, sizeof *v->pc);
+    v->pt = calloc((size_t)c->n_jobs + 1, sizeof *v->pt);
+    if (!v->aj || !v->which || !v->pc || !v->pt) {
+        job_view_free(v);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     for (int j = 0; j < c->n_jobs; j++) {
-        pfi_cl_job *J = &c->jobs[j];
+        const pfi_cl_job *J = &c->jobs[j];
         if (J->pinned || J->n_gpus == 0)
             continue;
-        pfi_alloc_job *a = &aj[na];
-        a->id = J->id;
-        a->n_gpus = J->n_gpus;
-        a->min_cap_w = J->min_cap_w;
-        a->max_cap_w = J->max_cap_w;
-        if (J->has_curve) {
-            double top = J->tput[J->n_points - 1];
-            for (int k = 0; k < J->n_points; k++)
-                if (J->tput[k] > top)
-                    top = J->tput[k];
-            for (int k = 0; k < J->n_points; k++)
-                pt[na][k] = top > 0 ? J->n_gpus * J->tput[k] / top : 0;
-            a->cap_w = J->cap_w;
-            a->tput = pt[na];
-            a->n_points = J->n_points;
-        } else {
-            pc[na][0] = J->min_cap_w;
-            pc[na][1] = J->max_cap_w;
-            pt[na][0] = J->max_cap_w > 0 ? J->n_gpus * J->min_cap_w / J->max_cap_w : 0;
-            pt[na][1] = J->n_gpus;
-            a->cap_w = pc[na];
-            a->tput = pt[na];
-            a->n_points = 2;
-        }
-        a->p0_w = J->p0_w > 0 ? J->p0_w : J->max_cap_w;
-        a->t0 = NAN;
-        a->sla = J->sla;
-        a->weight = J->weight > 0 ? J->weight : 1.0;
-        which[na++] = j;
+        job_to_alloc(J, &v->aj[v->na], v->pc[v->na], v->pt[v->na]);
+        v->which[v->na++] = j;
     }
+    return PFI_OK;
+}
 
-    double for_jobs = budget_w - reserved - idle_min;
+/* Prefixes err with where the watts went and the least feasible site budget: the jobs' own
+ * minimum, found by solving with room to spare (nothing is applied from it). */
+static void explain_infeasible(const job_view *v, pfi_alloc_opts o, double budget_w,
+                               double for_jobs, const fixed_w *f, pfi_err *err)
+{
+    double need = f->reserved + f->idle_min;
+    if (v->na > 0) {
+        pfi_alloc_result big;
+        memset(&big, 0, sizeof big);
+        o.max_work = -1;
+        need = pfi_alloc_solve(v->aj, v->na, 1e15, &o, &big, NULL) == PFI_OK
+                   ? need + big.min_budget_w
+                   : NAN;
+        pfi_alloc_result_free(&big);
+    }
+    char least[64] = "";
+    if (isfinite(need))
+        snprintf(least, sizeof least, "; least feasible site budget %.0f W", need);
+    pfi_err_prefix(err,
+                   "site budget %.0f W leaves %.0f W for %d jobs (after %.0f W held by %d "
+                   "GPUs of silent nodes and pinned jobs and %.0f W for %d idle GPUs at "
+                   "their minimum%s): ",
+                   budget_w, for_jobs, v->na, f->reserved, f->n_held, f->idle_min, f->n_idle,
+                   least);
+}
+
+/* Idle GPUs get their minimum plus an equal share of what is left, up to their default: what
+ * one cannot take spills over to the others. */
+static double idle_share(const pfi_cl *c, double left, int n_idle)
+{
+    double share = n_idle > 0 ? left / n_idle : 0;
+    for (int pass = 0; pass < 8 && n_idle > 0; pass++) {
+        double spill = 0;
+        int open = 0;
+        for (int i = 0; i < c->n_nodes; i++)
+            for (int g = 0; g < c->nodes[i].n_gpus; g++) {
+                const pfi_device *d = &c->nodes[i].gpu[g];
+                if (!c->nodes[i].up || c->nodes[i].job_of[g] >= 0)
+                    continue;
+                double room = d->default_limit_w - d->min_limit_w;
+                if (share >= room)
+                    spill += share - room;
+                else
+                    open++;
+            }
+        if (spill <= 1e-9 || open == 0)
+            break;
+        share += spill / open;
+    }
+    return share;
+}
+
+static void write_targets(pfi_cl *c, const job_view *v, const pfi_alloc_result *res,
+                          double share, double **target)
+{
+    for (int i = 0; i < c->n_nodes; i++) {
+        const pfi_cl_node *n = &c->nodes[i];
+        for (int g = 0; g < n->n_gpus; g++) {
+            const pfi_device *d = &n->gpu[g];
+            if (gpu_held(c, n, g)) {
+                target[i][g] = NAN; /* left alone */
+            } else if (n->job_of[g] < 0) {
+                /* Floor to the watt so rounding can never add up over the budget. */
+                double w = floor(d->min_limit_w + share);
+                target[i][g] = w < d->min_limit_w ? d->min_limit_w
+                               : w > d->default_limit_w ? d->default_limit_w
+                                                        : w;
+            }
+        }
+    }
+    for (int k = 0; k < v->na; k++) {
+        pfi_cl_job *J = &c->jobs[v->which[k]];
+        J->cap_target_w = res->cap_w[k];
+        J->tput_target = res->tput[k];
+        for (int i = 0; i < c->n_nodes; i++)
+            for (int g = 0; g < c->nodes[i].n_gpus; g++)
+                if (c->nodes[i].up && c->nodes[i].job_of[g] == v->which[k])
+                    target[i][g] = res->cap_w[k];
+    }
+}
+
+int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
+{
+    if (isnan(budget_w)) {
+        /* No budget: every GPU at its default limit. */
+        for (int i = 0; target && i < c->n_nodes; i++)
+            for (int g = 0; g < c->nodes[i].n_gpus; g++)
+                target[i][g] = c->nodes[i].gpu[g].default_limit_w;
+        return PFI_OK;
+    }
+    fixed_w f;
+    job_view v;
+    int rc = count_fixed(c, &f, err);
+    if (rc == PFI_OK)
+        rc = job_view_build(c, &v, err);
+    if (rc != PFI_OK)
+        return rc;
+    double for_jobs = budget_w - f.reserved - f.idle_min;
     pfi_alloc_result res;
     memset(&res, 0, sizeof res);
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     o.step_w = c->cfg.step_w;
     o.on_infeasible = PFI_INFEASIBLE_FAIL;
-    int rc = PFI_OK;
-    if (for_jobs < 0 || (na > 0 && for_jobs <= 0)) {
+    if (for_jobs < 0 || (v.na > 0 && for_jobs <= 0)) {
         rc = pfi_err_set(err, PFI_EINFEASIBLE, "no watt left for the jobs");
-    } else if (na > 0) {
-        rc = pfi_alloc_solve(aj, na, for_jobs, &o, &res, err);
+    } else if (v.na > 0) {
+        rc = pfi_alloc_solve(v.aj, v.na, for_jobs, &o, &res, err);
         if (rc != PFI_OK && rc != PFI_EINFEASIBLE)
             pfi_err_prefix(err, "site allocation: ");
     }
-    if (rc == PFI_EINFEASIBLE) {
-        /* The least feasible budget, for the message: the jobs' own minimum, found by solving
-         * with room to spare (nothing is applied from it). */
-        double need = reserved + idle_min;
-        if (na > 0) {
-            pfi_alloc_result big;
-            memset(&big, 0, sizeof big);
-            o.max_work = -1;
-            need = pfi_alloc_solve(aj, na, 1e15, &o, &big, NULL) == PFI_OK
-                       ? need + big.min_budget_w
-                       : NAN;
-            pfi_alloc_result_free(&big);
-        }
-        char least[64] = "";
-        if (isfinite(need))
-            snprintf(least, sizeof least, "; least feasible site budget %.0f W", need);
-        pfi_err_prefix(err,
-                       "site budget %.0f W leaves %.0f W for %d jobs (after %.0f W held by %d "
-                       "GPUs of silent nodes and pinned jobs and %.0f W for %d idle GPUs at "
-                       "their minimum%s): ",
-                       budget_w, for_jobs, na, reserved, n_held, idle_min, n_idle, least);
-    }
+    if (rc == PFI_EINFEASIBLE)
+        explain_infeasible(&v, o, budget_w, for_jobs, &f, err);
     if (rc == PFI_OK && target) {
-        double left = for_jobs - (na > 0 ? res.power_w : 0);
-        /* Idle GPUs: minimum plus an equal share of what is left, up to their default. */
-        double share = n_idle > 0 ? left / n_idle : 0;
-        for (int pass = 0; pass < 8 && n_idle > 0; pass++) {
-            double spill = 0;
-            int open = 0;
-            for (int i = 0; i < c->n_nodes; i++)
-                for (int g = 0; g < c->nodes[i].n_gpus; g++) {
-                    const pfi_device *d = &c->nodes[i].gpu[g];
-                    if (!c->nodes[i].up || c->nodes[i].job_of[g] >= 0)
-                        continue;
-                    double room = d->default_limit_w - d->min_limit_w;
-                    if (share >= room)
-                        spill += share - room;
-                    else
-                        open++;
-                }
-            if (spill <= 1e-9 || open == 0)
-                break;
-            share += spill / open;
-        }
-        for (int i = 0; i < c->n_nodes; i++) {
-            const pfi_cl_node *n = &c->nodes[i];
-            for (int g = 0; g < n->n_gpus; g++) {
-                const pfi_device *d = &n->gpu[g];
-                int j = n->job_of[g];
-                if (!n->up || (j >= 0 && c->jobs[j].pinned)) {
-                    target[i][g] = NAN; /* left alone */
-                } else if (j < 0) {
-                    double w = d->min_limit_w + share;
-                    /* Floor to the watt so rounding can never add up over the budget. */
-                    w = floor(w);
-                    target[i][g] = w < d->min_limit_w ? d->min_limit_w
-                                   : w > d->default_limit_w ? d->default_limit_w
-                                                            : w;
-                }
-            }
-        }
-        for (int k = 0; k < na; k++) {
-            pfi_cl_job *J = &c->jobs[which[k]];
-            J->cap_target_w = res.cap_w[k];
-            J->tput_target = res.tput[k];
-            for (int i = 0; i < c->n_nodes; i++)
-                for (int g = 0; g < c->nodes[i].n_gpus; g++)
-                    if (c->nodes[i].up && c->nodes[i].job_of[g] == which[k])
-                        target[i][g] = res.cap_w[k];
-        }
-        c->reserved_w = reserved;
-        c->idle_w = idle_min;
+        double left = for_jobs - (v.na > 0 ? res.power_w : 0);
+        write_targets(c, &v, &res, idle_share(c, left, f.n_idle), target);
+        c->reserved_w = f.reserved;
+        c->idle_w = f.idle_min;
     }
     pfi_alloc_result_free(&res);
-    free(aj);
-    free(which);
-    free(pc);
-    free(pt);
+    job_view_free(&v);
     return rc;
 }

@@ -338,52 +338,42 @@ static int gpus_complete(const pfi_cl_node *n, pfi_err *e)
     return 1;
 }
 
-static int refresh_locked(pfi_cl *c, pfi_err *err)
+/* The topology: a file given in the configuration (tests, sites without Slurm), else Slurm's. */
+static int load_topology(const pfi_cl *c, pfi_cl_topo *t, pfi_err *err)
 {
-    pfi_cl_topo t;
-    int rc;
-    if (c->cfg.topo_file[0]) {
-        FILE *f = fopen(c->cfg.topo_file, "r");
-        if (!f)
-            return pfi_err_set(err, PFI_ENOENT, "cannot open topology %s", c->cfg.topo_file);
-        char *buf = NULL;
-        size_t cap = 0;
-        ssize_t len = getdelim(&buf, &cap, '\0', f);
-        fclose(f);
-        rc = len < 0 ? pfi_err_set(err, PFI_EIO, "cannot read %s", c->cfg.topo_file)
-                     : pfi_cl_topo_parse_json(buf, &t, err);
-        free(buf);
-    } else {
-        rc = pfi_cl_topo_from_slurm(&t, err);
-    }
-    if (rc != PFI_OK)
-        return rc;
+    if (!c->cfg.topo_file[0])
+        return pfi_cl_topo_from_slurm(t, err);
+    FILE *f = fopen(c->cfg.topo_file, "r");
+    if (!f)
+        return pfi_err_set(err, PFI_ENOENT, "cannot open topology %s", c->cfg.topo_file);
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t len = getdelim(&buf, &cap, '\0', f);
+    fclose(f);
+    int rc = len < 0 ? pfi_err_set(err, PFI_EIO, "cannot read %s", c->cfg.topo_file)
+                     : pfi_cl_topo_parse_json(buf, t, err);
+    free(buf);
+    return rc;
+}
 
-    /* New node list, keeping what was known of nodes seen before. */
-    pfi_cl_node *nodes = calloc((size_t)t.n_nodes + 1, sizeof *nodes);
-    pfi_cl_job *jobs = calloc((size_t)t.n_jobs + 1, sizeof *jobs);
-    if (!nodes || !jobs) {
-        free(nodes);
-        free(jobs);
-        pfi_cl_topo_free(&t);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    }
+/* The new node list, keeping what was known of nodes seen before (c->mu held). */
+static int carry_nodes(const pfi_cl *c, const pfi_cl_topo *t, pfi_cl_node *nodes)
+{
     int nn = 0;
-    pthread_mutex_lock(&c->mu);
-    for (int i = 0; i < t.n_nodes; i++) {
-        if (t.nodes[i].n_gpus <= 0)
+    for (int i = 0; i < t->n_nodes; i++) {
+        if (t->nodes[i].n_gpus <= 0)
             continue;
         pfi_cl_node *n = &nodes[nn++];
         int old = -1;
         for (int k = 0; k < c->n_nodes && old < 0; k++)
-            if (!strcmp(c->nodes[k].name, t.nodes[i].name))
+            if (!strcmp(c->nodes[k].name, t->nodes[i].name))
                 old = k;
         if (old >= 0) {
             *n = c->nodes[old];
-            n->n_gpus = t.nodes[i].n_gpus; /* Slurm's count again; the daemon's is checked below */
+            n->n_gpus = t->nodes[i].n_gpus; /* Slurm's count again; the daemon's is checked */
         } else {
-            snprintf(n->name, sizeof n->name, "%s", t.nodes[i].name);
-            n->n_gpus = t.nodes[i].n_gpus;
+            snprintf(n->name, sizeof n->name, "%s", t->nodes[i].name);
+            n->n_gpus = t->nodes[i].n_gpus;
             for (int g = 0; g < PFI_MAX_GPUS; g++) {
                 n->gpu[g].index = g;
                 n->gpu[g].min_limit_w = n->gpu[g].max_limit_w = n->gpu[g].default_limit_w = NAN;
@@ -391,52 +381,36 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
             }
             snprintf(n->why, sizeof n->why, "not asked yet");
         }
-        node_url(&c->cfg, &t.nodes[i], n->url, sizeof n->url);
+        node_url(&c->cfg, &t->nodes[i], n->url, sizeof n->url);
         for (int g = 0; g < PFI_MAX_GPUS; g++)
             n->job_of[g] = -1;
     }
-    pthread_mutex_unlock(&c->mu);
+    return nn;
+}
 
-    /* Ask every node daemon for its GPUs and jobs, all at once. */
-    pfi_cl_req *rq = calloc((size_t)nn * 2 + 1, sizeof *rq);
-    char(*urls)[PFI_CL_URL_MAX + 32] = calloc((size_t)nn * 2 + 1, sizeof *urls);
-    if (!rq || !urls) {
-        free(rq);
-        free(urls);
-        free(nodes);
-        free(jobs);
-        pfi_cl_topo_free(&t);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    }
-    for (int i = 0; i < nn; i++) {
-        for (int k = 0; k < 2; k++) {
-            pfi_cl_build_url(nodes[i].url, k ? "/v1/jobs" : "/v1/gpus", urls[2 * i + k],
-                             sizeof urls[0]);
-            rq[2 * i + k].url = urls[2 * i + k];
-            rq[2 * i + k].unix_sock = pfi_cl_unix_sock(nodes[i].url);
-            rq[2 * i + k].method = "GET";
-        }
-    }
-    pfi_cl_http_many(c->http, rq, nn * 2, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
-
-    /* Jobs from Slurm, joined with what the node daemons say. */
+/* Jobs from Slurm joined with the node list: each job's nodes, and each GPU's job. */
+static int join_jobs(const pfi_cl_topo *t, pfi_cl_node *nodes, int nn, pfi_cl_job *jobs,
+                     int *njobs, pfi_err *err)
+{
     int nj = 0;
-    for (int j = 0; j < t.n_jobs; j++) {
+    for (int j = 0; j < t->n_jobs; j++) {
         pfi_cl_job *J = &jobs[nj];
-        snprintf(J->id, sizeof J->id, "%s", t.jobs[j].id);
-        J->nodes = calloc((size_t)t.jobs[j].n_parts + 1, sizeof *J->nodes);
-        if (!J->nodes)
-            continue;
+        snprintf(J->id, sizeof J->id, "%s", t->jobs[j].id);
+        J->nodes = calloc((size_t)t->jobs[j].n_parts + 1, sizeof *J->nodes);
+        if (!J->nodes) {
+            *njobs = nj;
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory for job %s", t->jobs[j].id);
+        }
         J->sla = NAN;
         J->weight = 1.0;
         J->cap_now_w = J->cap_target_w = J->tput_target = NAN;
         J->min_cap_w = 0;
         J->max_cap_w = INFINITY;
-        for (int p = 0; p < t.jobs[j].n_parts; p++) {
-            const pfi_cl_topo_part *pt = &t.jobs[j].parts[p];
+        for (int p = 0; p < t->jobs[j].n_parts; p++) {
+            const pfi_cl_topo_part *pt = &t->jobs[j].parts[p];
             int ni = -1;
             for (int k = 0; k < nn && ni < 0; k++)
-                if (!strcmp(nodes[k].name, t.nodes[pt->node].name))
+                if (!strcmp(nodes[k].name, t->nodes[pt->node].name))
                     ni = k;
             if (ni < 0)
                 continue;
@@ -454,6 +428,89 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
         }
         nj++;
     }
+    *njobs = nj;
+    return PFI_OK;
+}
+
+/* A node's answers to GET /v1/gpus (rg) and /v1/jobs (rj): up with its GPUs and jobs' curves,
+ * or down with the reason. */
+static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_cl_req *rg, const pfi_cl_req *rj,
+                        double wall)
+{
+    json_t *dg = NULL, *dj = NULL;
+    pfi_err e = {0};
+    if (rg->status == 200 && rj->status == 200 && (dg = json_loads(rg->reply, 0, NULL)) &&
+        (dj = json_loads(rj->reply, 0, NULL)) && pfi_cl_decode_gpus(dg, n, &e) == PFI_OK &&
+        gpus_complete(n, &e)) {
+        n->up = n->ever_up = 1;
+        n->why[0] = '\0';
+        n->last_ok_wall = wall;
+        absorb_jobs(c, dj);
+    } else {
+        n->up = 0;
+        if (rg->status != 200)
+            snprintf(n->why, sizeof n->why, "GET /v1/gpus: %s", rg->err);
+        else if (rj->status != 200)
+            snprintf(n->why, sizeof n->why, "GET /v1/jobs: %s", rj->err);
+        else
+            snprintf(n->why, sizeof n->why, "%s", e.msg[0] ? e.msg : "unreadable answer");
+    }
+    json_decref(dg);
+    json_decref(dj);
+}
+
+/* Cap range and current cap of a job, over all its GPUs. */
+static void job_caps(pfi_cl_job *J, int j, const pfi_cl_node *nodes, int nn)
+{
+    J->cap_now_w = NAN;
+    for (int i = 0; i < nn; i++)
+        for (int g = 0; g < nodes[i].n_gpus; g++) {
+            if (nodes[i].job_of[g] != j)
+                continue;
+            const pfi_device *d = &nodes[i].gpu[g];
+            if (!nodes[i].up)
+                J->pinned = 1;
+            if (d->min_limit_w > J->min_cap_w)
+                J->min_cap_w = d->min_limit_w;
+            if (d->max_limit_w < J->max_cap_w)
+                J->max_cap_w = d->max_limit_w;
+            if (!isnan(d->limit_w) && (isnan(J->cap_now_w) || d->limit_w > J->cap_now_w))
+                J->cap_now_w = d->limit_w;
+        }
+}
+
+static int refresh_locked(pfi_cl *c, pfi_err *err)
+{
+    pfi_cl_topo t;
+    int rc = load_topology(c, &t, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_cl_node *nodes = calloc((size_t)t.n_nodes + 1, sizeof *nodes);
+    pfi_cl_job *jobs = calloc((size_t)t.n_jobs + 1, sizeof *jobs);
+    /* Two requests a node, GPUs and jobs, all sent at once. */
+    pfi_cl_req *rq = calloc((size_t)t.n_nodes * 2 + 1, sizeof *rq);
+    char(*urls)[PFI_CL_URL_MAX + 32] = calloc((size_t)t.n_nodes * 2 + 1, sizeof *urls);
+    int nn = 0, nj = 0;
+    if (!nodes || !jobs || !rq || !urls) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+    }
+    pthread_mutex_lock(&c->mu);
+    nn = carry_nodes(c, &t, nodes);
+    pthread_mutex_unlock(&c->mu);
+    for (int i = 0; i < nn; i++) {
+        for (int k = 0; k < 2; k++) {
+            pfi_cl_build_url(nodes[i].url, k ? "/v1/jobs" : "/v1/gpus", urls[2 * i + k],
+                             sizeof urls[0]);
+            rq[2 * i + k].url = urls[2 * i + k];
+            rq[2 * i + k].unix_sock = pfi_cl_unix_sock(nodes[i].url);
+            rq[2 * i + k].method = "GET";
+        }
+    }
+    pfi_cl_http_many(c->http, rq, nn * 2, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
+    rc = join_jobs(&t, nodes, nn, jobs, &nj, err);
+    if (rc != PFI_OK)
+        goto out;
 
     pthread_mutex_lock(&c->mu);
     free(c->nodes);
@@ -462,56 +519,24 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
     c->n_nodes = nn;
     c->jobs = jobs;
     c->n_jobs = nj;
+    nodes = NULL;
+    jobs = NULL;
     double wall = pfi_cl_wall();
-    for (int i = 0; i < nn; i++) {
-        pfi_cl_node *n = &nodes[i];
-        pfi_cl_req *rg = &rq[2 * i], *rj = &rq[2 * i + 1];
-        json_t *dg = NULL, *dj = NULL;
-        pfi_err e = {0};
-        if (rg->status == 200 && rj->status == 200 && (dg = json_loads(rg->reply, 0, NULL)) &&
-            (dj = json_loads(rj->reply, 0, NULL)) && pfi_cl_decode_gpus(dg, n, &e) == PFI_OK &&
-            gpus_complete(n, &e)) {
-            n->up = n->ever_up = 1;
-            n->why[0] = '\0';
-            n->last_ok_wall = wall;
-            absorb_jobs(c, dj);
-        } else {
-            n->up = 0;
-            if (rg->status != 200)
-                snprintf(n->why, sizeof n->why, "GET /v1/gpus: %s", rg->err);
-            else if (rj->status != 200)
-                snprintf(n->why, sizeof n->why, "GET /v1/jobs: %s", rj->err);
-            else
-                snprintf(n->why, sizeof n->why, "%s", e.msg[0] ? e.msg : "unreadable answer");
-        }
-        json_decref(dg);
-        json_decref(dj);
-    }
-    /* Cap ranges and current caps of each job, over all its GPUs. */
-    for (int j = 0; j < nj; j++) {
-        pfi_cl_job *J = &jobs[j];
-        J->cap_now_w = NAN;
-        for (int i = 0; i < nn; i++)
-            for (int g = 0; g < nodes[i].n_gpus; g++) {
-                if (nodes[i].job_of[g] != j)
-                    continue;
-                const pfi_device *d = &nodes[i].gpu[g];
-                if (!nodes[i].up)
-                    J->pinned = 1;
-                if (d->min_limit_w > J->min_cap_w)
-                    J->min_cap_w = d->min_limit_w;
-                if (d->max_limit_w < J->max_cap_w)
-                    J->max_cap_w = d->max_limit_w;
-                if (!isnan(d->limit_w) && (isnan(J->cap_now_w) || d->limit_w > J->cap_now_w))
-                    J->cap_now_w = d->limit_w;
-            }
-    }
+    for (int i = 0; i < nn; i++)
+        absorb_node(c, &c->nodes[i], &rq[2 * i], &rq[2 * i + 1], wall);
+    for (int j = 0; j < nj; j++)
+        job_caps(&c->jobs[j], j, c->nodes, nn);
     pthread_mutex_unlock(&c->mu);
-    pfi_cl_req_free(rq, nn * 2);
+out:
+    if (rq)
+        pfi_cl_req_free(rq, nn * 2);
     free(rq);
     free(urls);
+    free(nodes);
+    if (jobs)
+        free_jobs(jobs, nj);
     pfi_cl_topo_free(&t);
-    return PFI_OK;
+    return rc;
 }
 
 static void heartbeat_locked(pfi_cl *c)

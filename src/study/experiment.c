@@ -1,0 +1,578 @@
+/* experiment.c: the allocation experiment on a population of runs (experiment.h). */
+#include "study/experiment.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/predict.h"
+#include "core/probe.h"
+#include "store/store.h"
+#include "study/fleet.h"
+#include "study/runset.h"
+
+#define ID_MAX PFI_EXPT_ID_MAX
+
+/* ------------------------------------------------------------------ the population */
+
+void pfi_expt_pop_free(pfi_expt_pop *p)
+{
+    free(p->run);
+    free(p->group);
+    free(p->truth);
+    free(p->run_of);
+    free(p->own);
+    memset(p, 0, sizeof *p);
+}
+
+/* "perseus,zeus-plo" holds run source src? (NULL: every source) */
+static int source_wanted(const char *list, const char *src)
+{
+    if (!list)
+        return 1;
+    size_t n = strlen(src);
+    for (const char *t = list; *t;) {
+        const char *e = strchr(t, ',');
+        size_t len = e ? (size_t)(e - t) : strlen(t);
+        if (len == n && strncmp(t, src, n) == 0)
+            return 1;
+        t += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static int alloc_runs(pfi_expt_pop *p, int n, pfi_err *err)
+{
+    size_t m = (size_t)(n ? n : 1);
+    p->run = malloc(sizeof *p->run * m);
+    p->group = malloc(sizeof *p->group * m);
+    p->truth = malloc(sizeof *p->truth * m);
+    p->run_of = malloc(sizeof *p->run_of * m);
+    if (!p->run || !p->group || !p->truth || !p->run_of)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    p->nruns = n;
+    return PFI_OK;
+}
+
+/* The jobs: the wanted runs whose measured curve is usable. */
+static void find_jobs(pfi_expt_pop *p, const char *sources)
+{
+    for (int i = 0; i < p->nruns; i++) {
+        pfi_err e2 = {0};
+        if (!source_wanted(sources, p->run[i]->source))
+            continue;
+        if (pfi_curve_from_run(p->run[i], -1, &p->truth[p->n], &e2)) {
+            p->skipped++;
+            continue;
+        }
+        p->run_of[p->n++] = i;
+    }
+}
+
+static int need_two(const pfi_expt_pop *p, pfi_err *err)
+{
+    if (p->n < 2)
+        return pfi_err_set(err, PFI_EINVAL, "%s: %d run(s) with a usable curve; need at least 2",
+                           p->where, p->n);
+    return PFI_OK;
+}
+
+int pfi_expt_pop_fleet(const char *which, uint64_t seed, const char *sources, pfi_expt_pop *p,
+                       pfi_err *err)
+{
+    memset(p, 0, sizeof *p);
+    pfi_fleet_run *fr = NULL;
+    int n = 0;
+    pfi_fleet_opts fo = pfi_fleet_defaults();
+    int rc = pfi_fleet_build(which, seed, &fo, &fr, &n, err);
+    if (rc)
+        return rc;
+    if ((rc = alloc_runs(p, n, err)) || !(p->own = malloc(sizeof *p->own * (size_t)(n ? n : 1)))) {
+        free(fr);
+        return rc ? rc : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        p->own[i] = fr[i].run;
+        p->run[i] = &p->own[i];
+        p->group[i] = fr[i].group;
+    }
+    free(fr);
+    snprintf(p->where, sizeof p->where, "simulated fleet '%s' (seed %llu)", which,
+             (unsigned long long)seed);
+    find_jobs(p, sources);
+    return need_two(p, err);
+}
+
+int pfi_expt_pop_load(const char *db, int public_data, const char *sources, pfi_expt_pop *p,
+                      pfi_err *err)
+{
+    memset(p, 0, sizeof *p);
+    pfi_runset rs;
+    int rc = pfi_runset_load(db, public_data, NULL, 0, &rs, err);
+    if (rc)
+        return rc;
+    p->own = rs.runs;
+    snprintf(p->where, sizeof p->where, "%s", rs.where);
+    if ((rc = alloc_runs(p, rs.n, err)))
+        return rc;
+    /* Without a fleet's configuration groups, runs of the same model share a group. */
+    for (int i = 0; i < rs.n; i++) {
+        p->run[i] = &p->own[i];
+        p->group[i] = i;
+        for (int k = 0; k < i; k++)
+            if (p->own[k].meta.model[0] &&
+                strcmp(p->own[k].meta.model, p->own[i].meta.model) == 0) {
+                p->group[i] = p->group[k];
+                break;
+            }
+    }
+    find_jobs(p, sources);
+    return need_two(p, err);
+}
+
+int pfi_expt_pop_runs(const pfi_run *const *runs, const int *groups, int n, const char *where,
+                      pfi_expt_pop *p, pfi_err *err)
+{
+    memset(p, 0, sizeof *p);
+    int rc = alloc_runs(p, n, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < n; i++) {
+        p->run[i] = runs[i];
+        p->group[i] = groups[i];
+    }
+    snprintf(p->where, sizeof p->where, "%s", where);
+    find_jobs(p, NULL);
+    return PFI_OK;
+}
+
+int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err)
+{
+    pfi_store *st;
+    int rc = pfi_store_open(path, PFI_STORE_CREATE, &st, err);
+    if (rc)
+        return rc;
+    for (int i = 0; !rc && i < p->nruns; i++) {
+        const pfi_run *r = p->run[i];
+        long long job, run;
+        const char *tag[1] = {"source=pfi evaluate --fleet"};
+        if ((rc = pfi_store_create_job(st, NULL, NULL, tag, 1, &job, err)) ||
+            (rc = pfi_store_create_run(st, job, r, "sim", &run, err)))
+            break;
+        for (int l = 0; !rc && l < r->n_levels; l++) {
+            long long lid;
+            if ((rc = pfi_store_level_begin(st, err)) ||
+                (rc = pfi_store_add_level(st, run, &r->levels[l], &lid, err)) ||
+                (rc = pfi_store_level_commit(st, err)))
+                pfi_store_level_abort(st);
+        }
+        if (!rc)
+            rc = pfi_store_finish_run(st, run, "done", err);
+    }
+    pfi_store_close(st);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ what pfi sees */
+
+pfi_expt_opts pfi_expt_defaults(int probes)
+{
+    pfi_expt_opts o;
+    memset(&o, 0, sizeof o);
+    o.probes = probes;
+    o.depth[0] = PFI_PROBE_DEPTH;
+    if (probes == 2)
+        o.depth[0] = 0.2, o.depth[1] = 0.4;
+    o.train_seed = pfi_train_defaults().seed;
+    pfi_alloc_opts_default(&o.alloc);
+    o.sla_every = 3;
+    o.sla_margin = NAN;
+    return o;
+}
+
+static int fold_of_job(const pfi_expt_pop *p, int j)
+{
+    return p->group[p->run_of[j]] % PFI_EXPT_FOLDS;
+}
+
+/* What a job draws under a cap, learned from the training folds' sweeps (core/alloc_curve.h):
+ * the draw/P0 of their levels against cap/P0, never a level of the fold it predicts. */
+static int draw_model_out_of_fold(const pfi_expt_pop *p, int fold, pfi_draw_model *out)
+{
+    int cap = 0, m = 0;
+    for (int j = 0; j < p->n; j++)
+        cap += p->truth[j].n;
+    double *u = malloc(sizeof *u * (size_t)(cap ? cap : 1));
+    double *d = malloc(sizeof *d * (size_t)(cap ? cap : 1));
+    if (!u || !d) {
+        free(u);
+        free(d);
+        return PFI_ENOMEM;
+    }
+    for (int j = 0; j < p->n; j++) {
+        if (fold_of_job(p, j) == fold)
+            continue;
+        const pfi_curve *t = &p->truth[j];
+        for (int i = 0; i < t->n; i++)
+            if (t->p0_w > 0 && t->draw_w[i] > 0) {
+                u[m] = t->cap_w[i] / t->p0_w;
+                d[m++] = t->draw_w[i] / t->p0_w;
+            }
+    }
+    pfi_draw_model_fit(u, d, m, out);
+    free(u);
+    free(d);
+    return PFI_OK;
+}
+
+/* Out-of-fold predictions from the runtime model. */
+static int predict_model(const pfi_expt_pop *p, unsigned long long seed, pfi_curve *pred,
+                         pfi_draw_model *draw, char *note, size_t notelen, pfi_err *err)
+{
+    pfi_train_row *rows = malloc(sizeof *rows * (size_t)p->n);
+    int *ok = calloc((size_t)p->n, sizeof *ok);
+    pfi_train_row *train = malloc(sizeof *train * (size_t)p->n);
+    int rc = PFI_OK, kinds[2] = {0, 0};
+    if (!rows || !ok || !train) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int j = 0; j < p->n; j++) {
+        pfi_err e2 = {0};
+        int r = p->run_of[j];
+        ok[j] = pfi_train_row_from_run(p->run[r], p->group[r], 0, &rows[j], &e2) == PFI_OK;
+    }
+    pfi_train_opts to = pfi_train_defaults();
+    to.seed = seed;
+    for (int f = 0; f < PFI_EXPT_FOLDS; f++) {
+        int nt = 0, any = 0;
+        for (int j = 0; j < p->n; j++) {
+            if (fold_of_job(p, j) == f)
+                any = 1;
+            else if (ok[j])
+                train[nt++] = rows[j];
+        }
+        if (!any)
+            continue;
+        pfi_model m;
+        if ((rc = pfi_model_train(train, nt, &to, &m, err))) {
+            pfi_err_prefix(err, "training the predictor on %d runs (fold %d): ", nt, f + 1);
+            goto out;
+        }
+        kinds[m.kind == PFI_MODEL_PHYSICS]++;
+        pfi_draw_model dm;
+        if (draw_model_out_of_fold(p, f, &dm)) {
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+            goto out;
+        }
+        for (int j = 0; j < p->n; j++) {
+            if (fold_of_job(p, j) != f)
+                continue;
+            draw[j] = dm;
+            if ((rc = pfi_model_predict_run(&m, p->run[p->run_of[j]], &pred[j], err))) {
+                pfi_err_prefix(err, "predicting %s: ", p->run[p->run_of[j]]->name);
+                goto out;
+            }
+        }
+    }
+    snprintf(note, notelen,
+             "runtime predictor, %d folds by job group (ridge chosen %d, physics %d times), "
+             "draw under a cap learned on the training folds",
+             PFI_EXPT_FOLDS, kinds[0], kinds[1]);
+out:
+    free(rows);
+    free(ok);
+    free(train);
+    return rc;
+}
+
+/* depths: the same for every job, or per_job (n x probes, may be NULL) one set per job. */
+static int predict_probes(const pfi_expt_pop *p, int probes, const double *depths,
+                          const double *per_job, pfi_curve *pred, pfi_draw_model *draw,
+                          char *note, size_t notelen, pfi_err *err)
+{
+    int flat = 0;
+    for (int j = 0; j < p->n; j++) {
+        /* The exponent prior must not come from the curve it predicts. */
+        double b = pfi_probe_median_b(p->truth, p->n, j);
+        if (!isfinite(b))
+            b = PFI_PROBE_B_PRIOR;
+        pfi_err e2 = {0};
+        int used[2] = {-1, -1};
+        const pfi_curve *t = &p->truth[j];
+        const double *dj = per_job ? per_job + (size_t)j * (size_t)probes : depths;
+        if (pfi_probe_curve(t, dj, probes, b, &pred[j], used, &e2) == PFI_OK) {
+            /* what the probe measured besides throughput: the draw under its cap */
+            int u = used[probes - 1];
+            pfi_draw_model_ratio(u >= 0 && t->cap_w[u] > 0 ? t->draw_w[u] / t->cap_w[u] : 1,
+                                 &draw[j]);
+            continue;
+        }
+        pfi_draw_model_ratio(1, &draw[j]);
+        /* A probe that sheds no power (the job draws less than any cap it may get) says that
+         * capping costs this job nothing over its range: predict no slowdown. */
+        pfi_fit none = {PFI_FAM_POWER, {0, 1, 0}, NAN, 0};
+        int rc = pfi_curve_from_fit(&none, t->t0, t->p0_w, t->cap0_w, t->min_cap_w, t->max_cap_w,
+                                    t->n_gpus, t->r_max, &pred[j], err);
+        if (rc)
+            return pfi_err_prefix(err, "probing %s: ", p->run[p->run_of[j]]->name);
+        flat++;
+    }
+    char d[64];
+    if (per_job)
+        snprintf(d, sizeof d, "at each job's equal share of the cut");
+    else if (probes == 1)
+        snprintf(d, sizeof d, "%.2f", depths[0]);
+    else
+        snprintf(d, sizeof d, "%.2f, %.2f", depths[0], depths[1]);
+    snprintf(note, notelen,
+             "baseline + %d probe%s (depth %s), exponent prior leave-one-out; %d job(s) whose "
+             "probe shed no power predicted flat",
+             probes, probes > 1 ? "s" : "", d, flat);
+    return PFI_OK;
+}
+
+/* Each job probed where an equal cut would put it (probes 2: there and halfway). */
+static void auto_depths(const pfi_alloc_job *tj, int n, int probes, double cut,
+                        const pfi_alloc_opts *o, double *depth)
+{
+    pfi_alloc_result eq;
+    pfi_err e2 = {0};
+    double b = pfi_alloc_budget_from_cut(tj, n, cut);
+    int erc = pfi_alloc_equal(tj, n, b, o, &eq, &e2);
+    for (int j = 0; j < n; j++) {
+        double d = erc ? cut : 1.0 - eq.cap_w[j] / tj[j].p0_w;
+        d = d < 0.05 ? 0.05 : d > 0.9 ? 0.9 : d;
+        if (probes == 2)
+            depth[2 * j] = 0.5 * d, depth[2 * j + 1] = d;
+        else
+            depth[j] = d;
+    }
+    if (!erc)
+        pfi_alloc_result_free(&eq);
+}
+
+/* ------------------------------------------------------------------ SLAs */
+
+/* pfi's curve error at 70% of baseline power, as a slowdown; NAN where not comparable. */
+static double error70(const pfi_alloc_job *t, const pfi_alloc_job *q)
+{
+    double cap = 0.7 * t->p0_w;
+    if (cap < t->min_cap_w || cap > t->max_cap_w)
+        return NAN;
+    double t0 = pfi_alloc_tput_at(t, t->max_cap_w), p0 = pfi_alloc_tput_at(q, q->max_cap_w);
+    if (!(t0 > 0) || !(p0 > 0))
+        return NAN;
+    return fabs(pfi_alloc_tput_at(t, cap) / t0 - pfi_alloc_tput_at(q, cap) / p0);
+}
+
+/* Sets the SLAs of one round; returns the mean margin kept over the SLA jobs. */
+static double set_slas(const pfi_expt_opts *o, pfi_alloc_job *tj, pfi_alloc_job *pj, int n,
+                       int *nsla)
+{
+    double sum = 0, kept = 0;
+    int m = 0;
+    for (int j = 0; j < n; j++) {
+        double e = error70(&tj[j], &pj[j]);
+        if (isfinite(e))
+            sum += e, m++;
+    }
+    *nsla = 0;
+    for (int j = 0; j < n; j++) {
+        if (j % o->sla_every != 0)
+            continue;
+        double margin = o->sla_margin;
+        if (!isfinite(margin)) {
+            /* the other jobs' errors: no margin learned from the job it protects */
+            double e = error70(&tj[j], &pj[j]);
+            int mo = m - (isfinite(e) ? 1 : 0);
+            margin = mo > 0 ? 3 * (sum - (isfinite(e) ? e : 0)) / mo : 0;
+        }
+        tj[j].sla = o->sla;
+        pj[j].sla = fmax(0, o->sla - margin);
+        kept += margin;
+        (*nsla)++;
+    }
+    return *nsla ? kept / *nsla : 0;
+}
+
+/* Breaches of one cut's cells, on the true curves. */
+static void count_breaches(const pfi_expt_opts *o, const pfi_alloc_job *tj, int n,
+                           const double *caps, int *breaches, double *worst)
+{
+    for (int q = 0; q < PFI_POLICY_COUNT; q++) {
+        breaches[q] = 0;
+        worst[q] = -INFINITY;
+        for (int j = 0; j < n; j++) {
+            double cap = caps[(size_t)q * (size_t)n + (size_t)j];
+            if (j % o->sla_every != 0 || !(cap > 0))
+                continue;
+            double t0 = pfi_alloc_tput_at(&tj[j], tj[j].max_cap_w);
+            double excess = 1 - pfi_alloc_tput_at(&tj[j], cap) / t0 - o->sla;
+            breaches[q] += excess > o->breach_tol;
+            if (excess > worst[q])
+                worst[q] = excess;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ the experiment */
+
+void pfi_expt_result_free(pfi_expt_result *r)
+{
+    free(r->truth);
+    free(r->tbuf);
+    free(r->cells);
+    free(r->caps);
+    free(r->seen);
+    free(r->breaches);
+    free(r->worst);
+    free(r->ids);
+    memset(r, 0, sizeof *r);
+}
+
+/* Job ids are run names, made unique (the allocator refuses duplicates). */
+static void job_ids(const pfi_expt_pop *p, char (*ids)[ID_MAX])
+{
+    for (int j = 0; j < p->n; j++) {
+        const char *name = p->run[p->run_of[j]]->name;
+        int dup = 0;
+        for (int k = 0; k < j; k++)
+            dup += strcmp(p->run[p->run_of[k]]->name, name) == 0;
+        if (dup)
+            snprintf(ids[j], ID_MAX, "%s#%d", name, dup + 1);
+        else
+            snprintf(ids[j], ID_MAX, "%s", name[0] ? name : "run");
+    }
+}
+
+typedef struct round_buf {
+    pfi_curve *pred;
+    pfi_draw_model *draw;
+    pfi_alloc_job *pj;
+    pfi_alloc_curve *pb;
+    double *depth, *caps;
+} round_buf;
+
+static void round_free(round_buf *b)
+{
+    free(b->pred), free(b->draw), free(b->pj), free(b->pb), free(b->depth), free(b->caps);
+}
+
+/* One round: predict (auto depths at cut `cut`), then allocate at cuts[0..nc). */
+static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
+                     const double *cuts, int nc, const int *policies, int npolicies,
+                     round_buf *b, pfi_expt_result *r, int c0, pfi_err *err)
+{
+    int n = p->n, rc;
+    pfi_alloc_job *tj = r->truth;
+    if (o->auto_depth && o->probes > 0)
+        auto_depths(tj, n, o->probes, cut, &o->alloc, b->depth);
+    rc = o->probes == 0
+             ? predict_model(p, o->train_seed, b->pred, b->draw, r->note, sizeof r->note, err)
+             : predict_probes(p, o->probes, o->depth, o->auto_depth ? b->depth : NULL, b->pred,
+                              b->draw, r->note, sizeof r->note, err);
+    for (int j = 0; !rc && j < n; j++) {
+        /* a prediction is read inside what was measured: no policy leaves that range */
+        rc = pfi_alloc_job_from_prediction(&b->pred[j], &b->draw[j], r->relative, tj[j].id,
+                                           tj[j].min_cap_w, tj[j].max_cap_w, &b->pb[j],
+                                           &b->pj[j], err);
+        /* the baseline the budget is cut from is measured, so both views share it */
+        b->pj[j].p0_w = tj[j].p0_w;
+    }
+    if (rc)
+        return rc;
+    if (o->sla > 0)
+        r->sla_margin = set_slas(o, tj, b->pj, n, &r->n_sla_jobs);
+    size_t cell0 = (size_t)c0 * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
+    memset(b->caps, 0, sizeof *b->caps * w * (size_t)nc); /* a cell not run keeps no caps */
+    rc = pfi_alloc_experiment(tj, b->pj, n, cuts, nc, policies, npolicies, &o->alloc,
+                              r->cells + cell0, b->caps, err);
+    for (int c = 0; !rc && c < nc; c++) {
+        const double *caps = b->caps + (size_t)c * w;
+        if (o->sla > 0)
+            count_breaches(o, tj, n, caps, r->breaches + cell0 + (size_t)c * PFI_POLICY_COUNT,
+                           r->worst + cell0 + (size_t)c * PFI_POLICY_COUNT);
+        if (!o->want_caps)
+            continue;
+        memcpy(r->caps + (size_t)(c0 + c) * w, caps, sizeof *caps * w);
+        for (int q = 0; q < PFI_POLICY_COUNT; q++) {
+            const pfi_alloc_job *seen =
+                q == PFI_POLICY_PFI || q == PFI_POLICY_PROPORTIONAL ? b->pj : tj;
+            for (int j = 0; j < n; j++) {
+                size_t k = (size_t)(c0 + c) * w + (size_t)q * (size_t)n + (size_t)j;
+                r->seen[k] = r->cells[(size_t)(c0 + c) * PFI_POLICY_COUNT + (size_t)q].done
+                                 ? pfi_alloc_tput_at(&seen[j], r->caps[k])
+                                 : 0;
+            }
+        }
+    }
+    if (o->sla > 0)
+        for (int j = 0; j < n; j++)
+            tj[j].sla = 0; /* the next round sets them anew */
+    return rc;
+}
+
+int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
+                 const int *policies, int npolicies, pfi_expt_result *r, pfi_err *err)
+{
+    memset(r, 0, sizeof *r);
+    int rc = need_two(p, err);
+    if (rc)
+        return rc;
+    if (o->probes < 0 || o->probes > 2)
+        return pfi_err_set(err, PFI_EINVAL, "probes must be 0, 1 or 2, got %d", o->probes);
+    if (o->sla > 0 && o->sla_every < 1)
+        return pfi_err_set(err, PFI_EINVAL, "an SLA on every k-th job needs k >= 1");
+    int n = p->n;
+    size_t cells = (size_t)ncuts * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
+    /* With auto depths the probes depend on the cut, so each cut is its own round. */
+    int rounds = o->auto_depth && o->probes > 0 ? ncuts : 1;
+    int per_round = rounds > 1 ? 1 : ncuts;
+    round_buf b = {
+        .pred = calloc((size_t)n, sizeof *b.pred),
+        .draw = calloc((size_t)n, sizeof *b.draw),
+        .pj = calloc((size_t)n, sizeof *b.pj),
+        .pb = calloc((size_t)n, sizeof *b.pb),
+        .depth = calloc((size_t)n * 2, sizeof *b.depth),
+        .caps = calloc((size_t)per_round * w, sizeof *b.caps),
+    };
+    r->n = n;
+    r->ncuts = ncuts;
+    r->truth = calloc((size_t)n, sizeof *r->truth);
+    r->tbuf = calloc((size_t)n, sizeof *r->tbuf);
+    r->ids = calloc((size_t)n, sizeof *r->ids);
+    r->cells = calloc(cells, sizeof *r->cells);
+    if (o->want_caps) {
+        r->caps = calloc(cells * (size_t)n, sizeof *r->caps);
+        r->seen = calloc(cells * (size_t)n, sizeof *r->seen);
+    }
+    if (o->sla > 0) {
+        r->breaches = calloc(cells, sizeof *r->breaches);
+        r->worst = calloc(cells, sizeof *r->worst);
+    }
+    if (!b.pred || !b.draw || !b.pj || !b.pb || !b.depth || !b.caps || !r->truth || !r->tbuf ||
+        !r->ids || !r->cells || (o->want_caps && (!r->caps || !r->seen)) ||
+        (o->sla > 0 && (!r->breaches || !r->worst)))
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int j = 0; j < n; j++)
+        r->relative |= p->run[p->run_of[j]]->unit != PFI_TOKENS_PER_S;
+    r->unit = r->relative ? "GPU-weighted relative throughput" : "tokens/s";
+    if (!rc)
+        job_ids(p, r->ids);
+    for (int j = 0; !rc && j < n; j++) {
+        rc = pfi_alloc_job_from_curve(&p->truth[j], PFI_VIEW_MEASURED, r->relative, r->ids[j], 0,
+                                      0, &r->tbuf[j], &r->truth[j], err);
+        r->gpus += r->truth[j].n_gpus;
+    }
+    for (int round = 0; !rc && round < rounds; round++) {
+        int c0 = rounds > 1 ? round : 0;
+        rc = one_round(p, o, cuts[c0], cuts + c0, per_round, policies, npolicies, &b, r, c0,
+                       err);
+    }
+    round_free(&b);
+    if (rc)
+        pfi_expt_result_free(r);
+    return rc;
+}

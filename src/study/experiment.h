@@ -1,0 +1,121 @@
+/* experiment.h: the paper's allocation experiment (paper.md, "Allocation experiment") on a
+ * population of characterized runs, for `pfi evaluate` and `pfi study` alike, so that both
+ * give one answer to one question.  core/alloc_eval.h scores allocations on given job arrays;
+ * this module builds those arrays from runs:
+ *   population  the jobs: a simulated fleet, a store, the public sweeps, or runs the caller
+ *               already holds, each with a job group (runs of one job configuration share it);
+ *               a run is a job when its measured curve is usable;
+ *   truth       each job's MEASURED curve: what every allocation is scored on, and what equal
+ *               and oracle see;
+ *   prediction  what pfi (and proportional-to-pfi) see instead:
+ *     probes 0    the runtime predictor (core/predict.h) from baseline telemetry, cross-fitted:
+ *                 the jobs are split into PFI_EXPT_FOLDS folds by job group and each fold is
+ *                 predicted by a model trained on the other folds; the draw under a cap (jobs
+ *                 seldom draw their whole cap, core/alloc_curve.h) is learned from the same
+ *                 training folds' measured levels;
+ *     probes 1|2  baseline + probes (core/probe.h) read on the job's own measured levels, at
+ *                 fixed depths or, with auto depths, at the job's equal share of each cut (then
+ *                 each cut is predicted and allocated on its own); the exponent prior is the
+ *                 median of the OTHER jobs' curves, and the draw ratio is the probe's own;
+ *   SLAs        optionally every k-th job may lose at most a slowdown; pfi holds its curves to
+ *               that SLA less a margin for their error; breaches are counted on the true curves.
+ * The no-leak rules: no curve is predicted by a model, prior or draw model that saw it, and no
+ * SLA margin is learned from the job it protects.  A prediction is read only inside the cap
+ * range that was measured, and both views share the job's measured baseline (the budget is cut
+ * from it).
+ *
+ * The study layer: uses core/, store/, study/fleet.h and study/runset.h. */
+#ifndef PFI_STUDY_EXPERIMENT_H
+#define PFI_STUDY_EXPERIMENT_H
+
+#include <stdint.h>
+
+#include "core/alloc.h"
+#include "core/alloc_curve.h"
+#include "core/alloc_eval.h"
+#include "core/curve.h"
+#include "core/err.h"
+#include "core/policy.h"
+#include "core/run.h"
+
+#define PFI_EXPT_FOLDS 5
+#define PFI_EXPT_ID_MAX (PFI_NAME_MAX + 16)
+
+typedef struct pfi_expt_pop {
+    int nruns;
+    const pfi_run **run;  /* per run given or loaded */
+    int *group;           /* per run: its job group */
+    int n;                /* jobs: the runs with a usable measured curve */
+    int *run_of;          /* job -> run */
+    pfi_curve *truth;     /* per job: the measured curve */
+    int skipped;          /* runs left out without a usable curve */
+    char where[256];      /* "simulated fleet 'paper' (seed 1)", a store, the public data */
+    pfi_run *own;         /* the runs a loader read (NULL for pfi_expt_pop_runs) */
+} pfi_expt_pop;
+
+/* The simulated fleet "paper" or "small", characterized now (study/fleet.h), with its
+ * configuration groups.  sources (may be NULL: all) keeps runs of these sources, e.g.
+ * "perseus,zeus-plo".  Fewer than 2 jobs is an error. */
+int pfi_expt_pop_fleet(const char *which, uint64_t seed, const char *sources, pfi_expt_pop *out,
+                       pfi_err *err);
+/* The runs of a store, or of the public sweeps (study/runset.h).  Without configuration groups,
+ * runs of one model share a group.  Fewer than 2 jobs is an error. */
+int pfi_expt_pop_load(const char *db, int public_data, const char *sources, pfi_expt_pop *out,
+                      pfi_err *err);
+/* Runs the caller holds (borrowed: they must outlive the population) with their groups.
+ * Any number of jobs; pfi_expt_run refuses fewer than 2. */
+int pfi_expt_pop_runs(const pfi_run *const *runs, const int *groups, int n, const char *where,
+                      pfi_expt_pop *out, pfi_err *err);
+/* Stores every run of the population (one job and run each, backend "sim"), so a later
+ * experiment can load them with pfi_expt_pop_load. */
+int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err);
+void pfi_expt_pop_free(pfi_expt_pop *p);
+
+typedef struct pfi_expt_opts {
+    int probes;            /* what pfi sees: 0 the predictor out of fold, 1|2 baseline + probes */
+    double depth[2];       /* fixed probe depths as power shed (probes 1: depth[0]) */
+    int auto_depth;        /* probes at each job's equal share of each cut instead */
+    unsigned long long train_seed; /* the predictor's training seed (pfi_train_opts.seed) */
+    pfi_alloc_opts alloc;  /* the allocator's (cap grid, on_infeasible) */
+    int want_caps;         /* fill pfi_expt_result.caps and .seen */
+    /* SLA experiment (sla > 0): job j has SLA `sla` when j % sla_every == 0; pfi's curves are
+     * held to sla - margin, margin = sla_margin, or, when sla_margin is NAN, three times the
+     * mean error at 70% of baseline power of pfi's curves over the OTHER jobs. */
+    double sla;
+    int sla_every;
+    double sla_margin;
+    double breach_tol;     /* a breach: true slowdown > sla + breach_tol */
+} pfi_expt_opts;
+
+/* probes 1 at core/probe.h's depth (two probes: 0.20, 0.40), the predictor's default seed, the
+ * allocator's defaults, no SLA. */
+pfi_expt_opts pfi_expt_defaults(int probes);
+
+typedef struct pfi_expt_result {
+    int n, ncuts;
+    int relative;            /* GPU-weighted relative throughput (some run lacks tokens/s) */
+    const char *unit;        /* "tokens/s" or "GPU-weighted relative throughput" */
+    char note[256];          /* what pfi saw */
+    long gpus;
+    pfi_alloc_job *truth;    /* the jobs as measured (ids, GPUs, P0, cap range, true curve) */
+    pfi_eval_cell *cells;    /* [cut * PFI_POLICY_COUNT + policy] */
+    /* with want_caps, [(cut * PFI_POLICY_COUNT + policy) * n + j]: the per-GPU cap, and the
+     * throughput the curves the policy saw promised there */
+    double *caps, *seen;
+    /* with an SLA: per cell, SLA jobs whose true slowdown breached, and the largest true
+     * slowdown - sla (-INFINITY: no SLA job got a cap) */
+    int n_sla_jobs;
+    double sla_margin;       /* the margin pfi kept, mean over the SLA jobs */
+    int *breaches;
+    double *worst;
+    pfi_alloc_curve *tbuf;            /* the truth jobs' arrays */
+    char (*ids)[PFI_EXPT_ID_MAX];     /* the truth jobs' ids: run names, made unique */
+} pfi_expt_result;
+
+/* The experiment at each cut with each policy (equal and oracle always run), every allocation
+ * scored on the true curves. */
+int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
+                 const int *policies, int npolicies, pfi_expt_result *out, pfi_err *err);
+void pfi_expt_result_free(pfi_expt_result *r);
+
+#endif

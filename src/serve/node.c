@@ -271,6 +271,126 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
     }
 }
 
+/* A cluster controller's caps taken as they are: each job's cap is its lowest GPU's (a job runs
+ * at its slowest GPU), the prediction read on its curve there.  Returns the sum the caps make,
+ * the budget the apply must keep. */
+static double plan_external(srv_node *n, const double *ext, srv_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    double sum = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        plan->target_w[i] = ext[i];
+        sum += isnan(ext[i]) ? n->snap[i].dev.limit_w : ext[i];
+    }
+    for (int j = 0; j < n->n_cand; j++) {
+        plan->job_cap_w[j] = INFINITY;
+        for (int k = 0; k < n->cand[j].n_gpus; k++) {
+            int gi = n->cand[j].gpus[k];
+            double c = isnan(ext[gi]) ? n->snap[gi].dev.limit_w : ext[gi];
+            if (c < plan->job_cap_w[j])
+                plan->job_cap_w[j] = c;
+        }
+        pfi_curve cv;
+        srv_job_curve(n->snap, &n->cand[j], &cv);
+        plan->job_pred_rel[j] = pfi_curve_rel_at_cap(&cv, PFI_VIEW_AUTO, plan->job_cap_w[j]);
+        plan->job_pred_tps[j] = n->cand[j].t0_tps * plan->job_pred_rel[j];
+    }
+    return sum;
+}
+
+/* Observe-only: the plan is shown and audited, nothing is touched. */
+static void report_read_only(const srv_node *n, const srv_plan *plan, const pfi_device *known,
+                             pfi_apply_report *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    rep->n = n->n_gpus;
+    for (int i = 0; i < n->n_gpus; i++) {
+        pfi_cap_change *c = &rep->gpu[i];
+        c->gpu = i;
+        c->before_w = c->limit_w = known[i].limit_w;
+        c->enforced_w = known[i].enforced_w;
+        c->target_w = plan->target_w[i];
+        c->held = !isnan(c->target_w) && fabs(c->target_w - c->before_w) > 0.5;
+        rep->sum_before_w += counted_w(&known[i]);
+    }
+    rep->sum_after_w = rep->peak_w = rep->sum_before_w;
+}
+
+/* The caller's candidate becomes the state, but what other threads update meanwhile (observed
+ * throughput, baseline telemetry) is kept. */
+static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, int mode, double ms)
+{
+    pthread_mutex_lock(&n->mu);
+    for (int j = 0; j < n->n_cand; j++) {
+        int old = srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
+        if (old >= 0) {
+            n->cand[j].base = n->jobs[old].base;
+            n->cand[j].observed_tps = n->jobs[old].observed_tps;
+            n->cand[j].observed_wall = n->jobs[old].observed_wall;
+            n->cand[j].probe = n->jobs[old].probe;
+            if (!isfinite(n->cand[j].t0_tps))
+                n->cand[j].t0_tps = n->jobs[old].t0_tps;
+        }
+    }
+    memcpy(n->jobs, n->cand, sizeof n->jobs[0] * (size_t)n->n_cand);
+    n->n_jobs = n->n_cand;
+    for (int i = 0; i < n->n_gpus; i++)
+        n->gpu[i].job = -1;
+    for (int j = 0; j < n->n_jobs; j++)
+        for (int k = 0; k < n->jobs[j].n_gpus; k++)
+            n->gpu[n->jobs[j].gpus[k]].job = j;
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_cap_change *c = &rep->gpu[i];
+        if (!isnan(c->target_w) && c->code == PFI_OK && !c->held)
+            n->gpu[i].requested_w = c->target_w;
+        if (!isnan(c->limit_w))
+            n->gpu[i].dev.limit_w = c->limit_w;
+        if (!isnan(c->enforced_w))
+            n->gpu[i].dev.enforced_w = c->enforced_w;
+    }
+    n->budget_w = budget_w;
+    n->mode = mode;
+    n->n_decisions++;
+    n->n_cap_changes += rep->n_changed;
+    n->n_apply_failures += rep->n_failed;
+    n->n_held += rep->n_held;
+    n->n_mismatch += rep->n_mismatch;
+    n->last_apply_ms = ms;
+    n->last_decision_mono = srv_mono();
+    pthread_mutex_unlock(&n->mu);
+}
+
+static json_t *decision_json(const srv_node *n, long long id, const char *reason,
+                             double budget_w, int mode, const pfi_apply_report *rep, double ms)
+{
+    json_t *g = json_array();
+    for (int i = 0; i < rep->n; i++) {
+        const pfi_cap_change *c = &rep->gpu[i];
+        json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:b}", "index", i, "target_w",
+                              real_or_null(c->target_w), "limit_w", real_or_null(c->limit_w),
+                              "enforced_w", real_or_null(c->enforced_w), "held", c->held);
+        json_object_set_new(o, "error", c->code != PFI_OK || c->msg[0] ? json_string(c->msg)
+                                                                       : json_null());
+        json_array_append_new(g, o);
+    }
+    json_t *jj = json_array();
+    for (int j = 0; j < n->n_cand; j++)
+        json_array_append_new(
+            jj, json_pack("{s:s, s:o, s:o, s:o}", "id", n->cand[j].id, "cap_w",
+                          real_or_null(n->cand[j].cap_w), "predicted_rel",
+                          real_or_null(n->cand[j].predicted_rel), "predicted_tokens_per_s",
+                          real_or_null(n->cand[j].predicted_tps)));
+    json_t *doc = json_pack(
+        "{s:I, s:s, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f}, s:o, s:o}", "decision",
+        (json_int_t)id, "reason", reason, "budget_w", real_or_null(budget_w), "mode",
+        srv_mode_name(mode), "applied", "changed", rep->n_changed, "failed", rep->n_failed,
+        "held", rep->n_held, "mismatch", rep->n_mismatch, "sum_before_w", rep->sum_before_w,
+        "sum_after_w", rep->sum_after_w, "peak_w", rep->peak_w, "apply_ms", ms, "gpus", g, "jobs",
+        jj);
+    json_object_set_new(doc, "read_only", json_boolean(n->cfg->read_only));
+    return doc;
+}
+
 /* Plans n->cand under budget_w (mode local/safe) or applies ext (mode external), applies,
  * audits and commits.  Caller holds decide_mu and has filled n->snap / n->cand. */
 int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
@@ -279,26 +399,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
     srv_plan plan;
     double apply_budget = budget_w;
     if (mode == SRV_MODE_EXTERNAL) {
-        memset(&plan, 0, sizeof plan);
-        apply_budget = 0;
-        for (int i = 0; i < n->n_gpus; i++) {
-            plan.target_w[i] = ext[i];
-            apply_budget += isnan(ext[i]) ? n->snap[i].dev.limit_w : ext[i];
-        }
-        for (int j = 0; j < n->n_cand; j++) {
-            plan.job_cap_w[j] = INFINITY;
-            for (int k = 0; k < n->cand[j].n_gpus; k++) {
-                int gi = n->cand[j].gpus[k];
-                double c = isnan(ext[gi]) ? n->snap[gi].dev.limit_w : ext[gi];
-                if (c < plan.job_cap_w[j])
-                    plan.job_cap_w[j] = c;
-            }
-            pfi_curve cv;
-            srv_job_curve(n->snap, &n->cand[j], &cv);
-            plan.job_pred_rel[j] = pfi_curve_rel_at_cap(&cv, PFI_VIEW_AUTO, plan.job_cap_w[j]);
-            plan.job_pred_tps[j] = n->cand[j].t0_tps * plan.job_pred_rel[j];
-        }
-        budget_w = apply_budget;
+        apply_budget = budget_w = plan_external(n, ext, &plan);
     } else {
         /* A GPU that does not answer cannot be moved: plan around it at its last reading. */
         for (int i = 0; i < n->n_gpus; i++)
@@ -322,19 +423,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
     double t0 = srv_mono();
     int rc = PFI_OK;
     if (n->cfg->read_only) {
-        /* Observe-only: the plan is shown and audited, nothing is touched. */
-        memset(&rep, 0, sizeof rep);
-        rep.n = n->n_gpus;
-        for (int i = 0; i < n->n_gpus; i++) {
-            pfi_cap_change *c = &rep.gpu[i];
-            c->gpu = i;
-            c->before_w = c->limit_w = known[i].limit_w;
-            c->enforced_w = known[i].enforced_w;
-            c->target_w = plan.target_w[i];
-            c->held = !isnan(c->target_w) && fabs(c->target_w - c->before_w) > 0.5;
-            rep.sum_before_w += counted_w(&known[i]);
-        }
-        rep.sum_after_w = rep.peak_w = rep.sum_before_w;
+        report_read_only(n, &plan, known, &rep);
     } else {
         pthread_mutex_lock(&n->hw_mu);
         rc = pfi_serve_apply(n->b, n->n_gpus, plan.target_w, apply_budget, known, &rep, err);
@@ -346,47 +435,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
     double ms = (srv_mono() - t0) * 1e3;
     if (rc != PFI_OK)
         return rc;
-
-    /* Commit: the caller's candidate becomes the state, but what other threads update meanwhile
-     * (observed throughput, baseline telemetry) is kept. */
-    pthread_mutex_lock(&n->mu);
-    for (int j = 0; j < n->n_cand; j++) {
-        int old = srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
-        if (old >= 0) {
-            n->cand[j].base = n->jobs[old].base;
-            n->cand[j].observed_tps = n->jobs[old].observed_tps;
-            n->cand[j].observed_wall = n->jobs[old].observed_wall;
-            n->cand[j].probe = n->jobs[old].probe;
-            if (!isfinite(n->cand[j].t0_tps))
-                n->cand[j].t0_tps = n->jobs[old].t0_tps;
-        }
-    }
-    memcpy(n->jobs, n->cand, sizeof n->jobs[0] * (size_t)n->n_cand);
-    n->n_jobs = n->n_cand;
-    for (int i = 0; i < n->n_gpus; i++)
-        n->gpu[i].job = -1;
-    for (int j = 0; j < n->n_jobs; j++)
-        for (int k = 0; k < n->jobs[j].n_gpus; k++)
-            n->gpu[n->jobs[j].gpus[k]].job = j;
-    for (int i = 0; i < n->n_gpus; i++) {
-        const pfi_cap_change *c = &rep.gpu[i];
-        if (!isnan(c->target_w) && c->code == PFI_OK && !c->held)
-            n->gpu[i].requested_w = c->target_w;
-        if (!isnan(c->limit_w))
-            n->gpu[i].dev.limit_w = c->limit_w;
-        if (!isnan(c->enforced_w))
-            n->gpu[i].dev.enforced_w = c->enforced_w;
-    }
-    n->budget_w = budget_w;
-    n->mode = mode;
-    n->n_decisions++;
-    n->n_cap_changes += rep.n_changed;
-    n->n_apply_failures += rep.n_failed;
-    n->n_held += rep.n_held;
-    n->n_mismatch += rep.n_mismatch;
-    n->last_apply_ms = ms;
-    n->last_decision_mono = srv_mono();
-    pthread_mutex_unlock(&n->mu);
+    commit(n, &rep, budget_w, mode, ms);
 
     long long id = srv_audit_decision(n->audit, srv_wall(), reason, budget_w, mode, n->cand,
                                       n->n_cand, &rep, ms);
@@ -407,33 +456,8 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
                   n->cfg->read_only ? "(read-only, planned only) " : "", reason,
                   isfinite(budget_w) ? "set" : "none", srv_mode_name(mode), rep.n_changed,
                   rep.sum_before_w, rep.sum_after_w, ms);
-    if (result) {
-        json_t *g = json_array();
-        for (int i = 0; i < rep.n; i++) {
-            const pfi_cap_change *c = &rep.gpu[i];
-            json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:b}", "index", i, "target_w",
-                                  real_or_null(c->target_w), "limit_w", real_or_null(c->limit_w),
-                                  "enforced_w", real_or_null(c->enforced_w), "held", c->held);
-            json_object_set_new(o, "error", c->code != PFI_OK || c->msg[0] ? json_string(c->msg)
-                                                                           : json_null());
-            json_array_append_new(g, o);
-        }
-        json_t *jj = json_array();
-        for (int j = 0; j < n->n_cand; j++)
-            json_array_append_new(
-                jj, json_pack("{s:s, s:o, s:o, s:o}", "id", n->cand[j].id, "cap_w",
-                              real_or_null(n->cand[j].cap_w), "predicted_rel",
-                              real_or_null(n->cand[j].predicted_rel), "predicted_tokens_per_s",
-                              real_or_null(n->cand[j].predicted_tps)));
-        *result = json_pack(
-            "{s:I, s:s, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f}, s:o, s:o}",
-            "decision", (json_int_t)id, "reason", reason, "budget_w", real_or_null(budget_w),
-            "mode", srv_mode_name(mode), "applied", "changed", rep.n_changed, "failed",
-            rep.n_failed, "held", rep.n_held, "mismatch", rep.n_mismatch, "sum_before_w",
-            rep.sum_before_w, "sum_after_w", rep.sum_after_w, "peak_w", rep.peak_w, "apply_ms",
-            ms, "gpus", g, "jobs", jj);
-        json_object_set_new(*result, "read_only", json_boolean(n->cfg->read_only));
-    }
+    if (result)
+        *result = decision_json(n, id, reason, budget_w, mode, &rep, ms);
     return PFI_OK;
 }
 

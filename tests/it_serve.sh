@@ -107,8 +107,10 @@ rel=$(ctl jobs a | awk -F': ' '/"predicted_rel"/ { sub(/,$/, "", $2); print $2 }
 awk -v r="$rel" 'BEGIN { exit !(r >= 0.8995) }' || fail "job a predicted at $rel of its throughput, below its SLA"
 
 # ---- many random reallocations under the fixed cut budget ----
-awk 'BEGIN { srand(8); for (i = 0; i < 30; i++) printf "%.2f %.2f %.1f\n", 0.05 + rand(), 0.05 + rand(), 0.5 + 3 * rand() }' >"$dir/rand"
-# (curl rather than pfi ctl here: 120 requests, and a sanitized pfi is slow to start)
+# 20 rounds of 4 changes: with the changes before and after, under the daemon's burst of 100
+# (SRV_CHANGE_BURST), so no request is throttled however fast this machine sends them.
+awk 'BEGIN { srand(8); for (i = 0; i < 20; i++) printf "%.2f %.2f %.1f\n", 0.05 + rand(), 0.05 + rand(), 0.5 + 3 * rand() }' >"$dir/rand"
+# (curl rather than pfi ctl here: 80 requests, and a sanitized pfi is slow to start)
 AUTH="Authorization: Bearer $(cat "$dir/token")"
 req() { curl -sf -o /dev/null -H "$AUTH" -X "$1" ${3:+-d "$3"} "http://$ADDR$2"; }
 while read -r pb pc w; do
@@ -123,7 +125,7 @@ le "$s" $CUT || fail "after reallocations the limits sum to $s W > $CUT W"
 ctl job throughput c 4321 >/dev/null || fail "throughput report"
 if command -v sqlite3 >/dev/null; then
     n=$(sqlite3 "$dir/serve.db" "SELECT count(*) FROM serve_decisions")
-    [ "$n" -ge 120 ] || fail "only $n decisions in the audit log"
+    [ "$n" -ge 80 ] || fail "only $n decisions in the audit log"
     row=$(sqlite3 "$dir/serve.db" "SELECT d.budget_w, j.cap_w, j.observed_tps FROM serve_decisions d
         JOIN serve_decision_jobs j ON j.decision_id = d.id WHERE j.job = 'c' ORDER BY d.id DESC LIMIT 1")
     echo "$row" | awk -F'|' -v c=$CUT '{ exit !($1 == c && $2 > 0 && $3 == 4321) }' ||

@@ -259,12 +259,16 @@ int srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, cons
     /* Copied out first: fn may write to the database, which needs the lock. */
     int cap = 16, n = 0;
     char **rows = malloc(sizeof *rows * 2 * (size_t)cap);
+    if (!rows)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory reading saved jobs");
     while (rows && sqlite3_step(s) == SQLITE_ROW) {
         if (n == cap) {
-            cap *= 2;
-            char **r2 = realloc(rows, sizeof *rows * 2 * (size_t)cap);
-            if (!r2)
+            char **r2 = realloc(rows, sizeof *rows * 4 * (size_t)cap);
+            if (!r2) {
+                rc = pfi_err_set(err, PFI_ENOMEM, "out of memory after %d saved jobs", n);
                 break;
+            }
+            cap *= 2;
             rows = r2;
         }
         rows[2 * n] = strdup((const char *)sqlite3_column_text(s, 0));
@@ -276,6 +280,8 @@ int srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, cons
     for (int i = 0; i < n; i++) {
         if (rows[2 * i] && rows[2 * i + 1])
             fn(ctx, rows[2 * i], rows[2 * i + 1]);
+        else
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory reading saved jobs");
         free(rows[2 * i]);
         free(rows[2 * i + 1]);
     }

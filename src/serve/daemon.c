@@ -173,7 +173,10 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
                   model ? ", predictor " : ", no predictor (jobs without a curve are planned "
                                            "at PFI 1)",
                   model ? c->model : "");
-    srv_audit_load_jobs(n->audit, reload_one, n, err);
+    pfi_err le = {0};
+    /* The daemon still starts: the jobs can be registered again (Slurm's prolog does). */
+    if (srv_audit_load_jobs(n->audit, reload_one, n, &le) != PFI_OK)
+        srv_event_add(n, "db_error", "saved jobs not registered again: %s", le.msg);
 
     char budget_s[64] = "";
     if (c->budget[0])

@@ -12,12 +12,11 @@
 
 #include <jansson.h>
 
-#include "core/alloc_curve.h"
 #include "core/alloc_eval.h"
-#include "core/curve.h"
 #include "core/probe.h"
 #include "sim/sim.h"
 #include "store/store.h"
+#include "study/experiment.h"
 #include "study/fleet.h"
 
 void pfi_study_defaults(pfi_study_opts *o)
@@ -398,134 +397,72 @@ out:
 
 /* ------------------------------------------------------------------ step 4: allocation */
 
+/* The runs of the allocation experiment (study/experiment.h), borrowed from the study. */
 typedef struct alloc_set {
-    pfi_alloc_job *truth, *pred;
-    pfi_alloc_curve *tbuf, *pbuf;
-    char (*ids)[24];
-    int *run;
-    int n;
+    pfi_expt_pop pop;
+    const pfi_run **runs;
+    int *group;
+    int *study_run;   /* population run -> index in s->runs */
+    int use_model;
 } alloc_set;
 
 static void alloc_set_free(alloc_set *a)
 {
-    free(a->truth), free(a->pred), free(a->tbuf), free(a->pbuf), free(a->ids), free(a->run);
+    pfi_expt_pop_free(&a->pop);
+    free(a->runs), free(a->group), free(a->study_run);
 }
 
-/* The allocation population and the curves each policy sees.  With a predictor: the H200 runs
- * (main + validation), pfi seeing curves predicted out of sample.  Without: every run with a
- * PFI, pfi seeing baseline + one probe at 30% shed. */
+/* The allocation population.  With a predictor: the H200 runs (main + validation) with their
+ * configuration groups, pfi seeing curves predicted out of fold by models (and a draw model)
+ * that never saw the job's group.  Without: every run with a PFI, pfi seeing baseline + one
+ * probe.  Runs without a usable curve are left out (and counted). */
 static int build_alloc_set(pfi_study *s, alloc_set *a, pfi_err *err)
 {
     pfi_study_alloc *al = &s->alloc;
-    int use_model = s->pred.done;
-    a->truth = calloc((size_t)s->n, sizeof *a->truth);
-    a->pred = calloc((size_t)s->n, sizeof *a->pred);
-    a->tbuf = calloc((size_t)s->n, sizeof *a->tbuf);
-    a->pbuf = calloc((size_t)s->n, sizeof *a->pbuf);
-    a->ids = calloc((size_t)s->n, sizeof *a->ids);
-    a->run = calloc((size_t)s->n, sizeof *a->run);
-    if (!a->truth || !a->pred || !a->tbuf || !a->pbuf || !a->ids || !a->run)
+    a->use_model = s->pred.done;
+    a->runs = calloc((size_t)s->n + 1, sizeof *a->runs);
+    a->group = calloc((size_t)s->n + 1, sizeof *a->group);
+    a->study_run = calloc((size_t)s->n + 1, sizeof *a->study_run);
+    if (!a->runs || !a->group || !a->study_run)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-
-    int relative = 0;
-    for (int i = 0; i < s->n; i++)
-        if (s->runs[i].run.unit != PFI_TOKENS_PER_S)
-            relative = 1;
-    snprintf(al->unit, sizeof al->unit, "%s",
-             relative ? "GPU-weighted relative throughput" : "tokens/s");
-
-    int n = 0, skipped = 0;
+    int n = 0;
     for (int i = 0; i < s->n; i++) {
-        pfi_study_run *r = &s->runs[i];
-        if (!r->index_ok || (use_model && is_h100(&r->run)))
+        const pfi_study_run *r = &s->runs[i];
+        if (!r->index_ok || (a->use_model && is_h100(&r->run)))
             continue;
-        pfi_err e = {0};
-        pfi_curve truth, pred;
-        if (pfi_curve_from_run(&r->run, -1, &truth, &e) != PFI_OK) {
-            skipped++;
-            continue;
-        }
-        int ok;
-        if (use_model) {
-            const pfi_model *m = model_for(s, r);
-            ok = m && pfi_model_predict_run(m, &r->run, &pred, &e) == PFI_OK;
-        } else {
-            const double depth[1] = {PFI_PROBE_DEPTH};
-            ok = pfi_probe_curve(&truth, depth, 1, PFI_PROBE_B_PRIOR, &pred, NULL, &e) == PFI_OK;
-        }
-        snprintf(a->ids[n], sizeof a->ids[n], "j%d", i);
-        ok = ok &&
-             pfi_alloc_job_from_curve(&truth, PFI_VIEW_MEASURED, relative, a->ids[n], 0, 0,
-                                      &a->tbuf[n], &a->truth[n], &e) == PFI_OK &&
-             pfi_alloc_job_from_curve(&pred, PFI_VIEW_FIT, relative, a->ids[n],
-                                      a->truth[n].min_cap_w, a->truth[n].max_cap_w, &a->pbuf[n],
-                                      &a->pred[n], &e) == PFI_OK;
-        if (!ok) {
-            skipped++;
-            continue;
-        }
-        a->pred[n].p0_w = a->truth[n].p0_w; /* both views share the job's measured baseline */
-        a->run[n] = i;
-        r->in_alloc = 1;
-        n++;
+        a->runs[n] = &r->run;
+        a->group[n] = r->group;
+        a->study_run[n++] = i;
     }
-    a->n = n;
-    if (skipped)
-        note(s, "%d run(s) left out of the allocation: no usable curve", skipped);
-    if (use_model)
+    int rc = pfi_expt_pop_runs(a->runs, a->group, n, s->source, &a->pop, err);
+    if (rc != PFI_OK)
+        return rc;
+    for (int j = 0; j < a->pop.n; j++)
+        s->runs[a->study_run[a->pop.run_of[j]]].in_alloc = 1;
+    if (a->pop.skipped)
+        note(s, "%d run(s) left out of the allocation: no usable curve", a->pop.skipped);
+    if (a->use_model)
         snprintf(al->pfi_curves, sizeof al->pfi_curves,
-                 "curves predicted from baseline telemetry by models that never saw the job");
+                 "curves predicted from baseline telemetry, with the draw under a cap, by models "
+                 "that never saw the job (%d folds by job group)", PFI_EXPT_FOLDS);
     else
         snprintf(al->pfi_curves, sizeof al->pfi_curves,
-                 "baseline + one probe at %.0f%% power shed (no telemetry to predict from)",
-                 PFI_PROBE_DEPTH * 100);
-    snprintf(al->population, sizeof al->population, "%d %s", n,
-             use_model ? "H200 runs (main + validation)" : "runs with a PFI curve");
+                 "baseline + one probe at %.0f%% power shed, exponent prior from the other jobs "
+                 "(no telemetry to predict from)", PFI_PROBE_DEPTH * 100);
+    snprintf(al->population, sizeof al->population, "%d %s", a->pop.n,
+             a->use_model ? "H200 runs (main + validation)" : "runs with a PFI curve");
     return PFI_OK;
 }
 
-static void count_violations(const alloc_set *a, const double *caps, pfi_study_alloc *al,
-                             const int *sla_on)
-{
-    for (int c = 0; c < al->n_cuts; c++)
-        for (int p = 0; p < PFI_POLICY_COUNT; p++) {
-            al->sla_violations[c][p] = 0;
-            al->sla_worst[c][p] = -INFINITY;
-            for (int j = 0; j < a->n; j++) {
-                double cap = caps[((size_t)c * PFI_POLICY_COUNT + p) * a->n + j];
-                if (!sla_on[j] || !(cap > 0))
-                    continue;
-                double t0 = pfi_alloc_tput_at(&a->truth[j], a->truth[j].max_cap_w);
-                double excess = 1 - pfi_alloc_tput_at(&a->truth[j], cap) / t0 - al->sla;
-                al->sla_violations[c][p] += excess > al->breach_tol;
-                if (excess > al->sla_worst[c][p])
-                    al->sla_worst[c][p] = excess;
-            }
-        }
-}
-
-/* How far the curves pfi sees are off at 70% of baseline power, as a slowdown: three times
- * the out-of-sample mean error of the predictor, or of the probes across the population
- * (each job's probe curve against its own truth: the error a new job should expect). */
-static double curve_error_margin(const pfi_study *s, const alloc_set *a)
+/* How far the curves pfi sees may be off at 70% of baseline power, as a slowdown: three times
+ * the predictor's leave-one-job-out mean error there; without a predictor NAN, which asks the
+ * experiment to measure it on pfi's probe curves over the OTHER jobs (each against its own
+ * truth: the error a new job should expect, never learned from the job it protects). */
+static double curve_error_margin(const pfi_study *s)
 {
     if (s->pred.done && isfinite(s->pred.lojo.mae_rel70))
         return 3 * s->pred.lojo.mae_rel70;
-    double sum = 0;
-    int n = 0;
-    for (int j = 0; j < a->n; j++) {
-        double cap = 0.7 * a->truth[j].p0_w;
-        if (cap < a->truth[j].min_cap_w || cap > a->truth[j].max_cap_w)
-            continue;
-        double t0 = pfi_alloc_tput_at(&a->truth[j], a->truth[j].max_cap_w);
-        double p0 = pfi_alloc_tput_at(&a->pred[j], a->pred[j].max_cap_w);
-        if (!(t0 > 0) || !(p0 > 0))
-            continue;
-        sum += fabs(pfi_alloc_tput_at(&a->truth[j], cap) / t0 -
-                    pfi_alloc_tput_at(&a->pred[j], cap) / p0);
-        n++;
-    }
-    return n ? 3 * sum / n : 0;
+    return NAN;
 }
 
 static int allocation(pfi_study *s, pfi_err *err)
@@ -533,69 +470,59 @@ static int allocation(pfi_study *s, pfi_err *err)
     pfi_study_alloc *al = &s->alloc;
     alloc_set a;
     memset(&a, 0, sizeof a);
+    pfi_expt_result plain, sla;
+    memset(&plain, 0, sizeof plain);
+    memset(&sla, 0, sizeof sla);
     int rc = build_alloc_set(s, &a, err);
-    if (rc != PFI_OK) {
-        alloc_set_free(&a);
-        return rc;
-    }
-    al->n_jobs = a.n;
-    if (a.n < 2) {
+    if (rc != PFI_OK)
+        goto out;
+    al->n_jobs = a.pop.n;
+    if (a.pop.n < 2) {
         snprintf(al->why, sizeof al->why, "only %d job(s) have a usable curve; the experiment "
-                                          "needs at least two", a.n);
+                                          "needs at least two", a.pop.n);
         note(s, "allocation not run: %s", al->why);
-        alloc_set_free(&a);
-        return PFI_OK;
+        goto out;
     }
     al->n_cuts = s->opts.n_cuts;
     memcpy(al->cuts, s->opts.cuts, sizeof al->cuts);
     int pol[PFI_POLICY_COUNT] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE,
                                  PFI_POLICY_PROPORTIONAL};
-    pfi_alloc_opts ao;
-    pfi_alloc_opts_default(&ao);
-    pfi_eval_cell cells[PFI_STUDY_MAX_CUTS * PFI_POLICY_COUNT];
-    double *caps = calloc((size_t)al->n_cuts * PFI_POLICY_COUNT * a.n, sizeof *caps);
-    int *sla_on = calloc((size_t)a.n, sizeof *sla_on);
-    if (!caps || !sla_on) {
-        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
-        goto out;
-    }
+    pfi_expt_opts eo = pfi_expt_defaults(a.use_model ? 0 : 1);
+    eo.train_seed = s->opts.seed;
     progress(s, "allocation experiment", 0, 2);
-    rc = pfi_alloc_experiment(a.truth, a.pred, a.n, al->cuts, al->n_cuts, pol, PFI_POLICY_COUNT,
-                              &ao, cells, NULL, err);
+    rc = pfi_expt_run(&a.pop, &eo, al->cuts, al->n_cuts, pol, PFI_POLICY_COUNT, &plain, err);
     if (rc != PFI_OK)
         goto out;
+    snprintf(al->unit, sizeof al->unit, "%s", plain.unit);
+    note(s, "allocation: pfi saw %s", plain.note);
     for (int c = 0; c < al->n_cuts; c++)
         for (int p = 0; p < PFI_POLICY_COUNT; p++)
-            al->cell[c][p] = cells[c * PFI_POLICY_COUNT + p];
+            al->cell[c][p] = plain.cells[c * PFI_POLICY_COUNT + p];
 
     /* With SLAs: every third job may lose at most opts.sla of its throughput.  The SLA is
      * enforced on the curves each policy sees, and checked on the true ones. */
-    al->sla = s->opts.sla;
-    al->breach_tol = 0.002;
-    al->sla_margin = curve_error_margin(s, &a);
-    ao.on_infeasible = PFI_INFEASIBLE_RELAX;
-    for (int j = 0; j < a.n; j++) {
-        sla_on[j] = j % 3 == 0;
-        if (sla_on[j]) {
-            a.truth[j].sla = al->sla;
-            a.pred[j].sla = fmax(0, al->sla - al->sla_margin);
-            al->n_sla_jobs++;
-        }
-    }
+    eo.sla = al->sla = s->opts.sla;
+    eo.sla_every = 3;
+    eo.breach_tol = al->breach_tol = 0.002;
+    eo.sla_margin = curve_error_margin(s);
+    eo.alloc.on_infeasible = PFI_INFEASIBLE_RELAX;
     progress(s, "allocation experiment", 1, 2);
-    rc = pfi_alloc_experiment(a.truth, a.pred, a.n, al->cuts, al->n_cuts, pol, PFI_POLICY_COUNT,
-                              &ao, cells, caps, err);
+    rc = pfi_expt_run(&a.pop, &eo, al->cuts, al->n_cuts, pol, PFI_POLICY_COUNT, &sla, err);
     if (rc != PFI_OK)
         goto out;
+    al->sla_margin = sla.sla_margin;
+    al->n_sla_jobs = sla.n_sla_jobs;
     for (int c = 0; c < al->n_cuts; c++)
-        for (int p = 0; p < PFI_POLICY_COUNT; p++)
-            al->sla_cell[c][p] = cells[c * PFI_POLICY_COUNT + p];
-    count_violations(&a, caps, al, sla_on);
+        for (int p = 0; p < PFI_POLICY_COUNT; p++) {
+            al->sla_cell[c][p] = sla.cells[c * PFI_POLICY_COUNT + p];
+            al->sla_violations[c][p] = sla.breaches[c * PFI_POLICY_COUNT + p];
+            al->sla_worst[c][p] = sla.worst[c * PFI_POLICY_COUNT + p];
+        }
     al->done = 1;
     progress(s, "allocation experiment", 2, 2);
 out:
-    free(caps);
-    free(sla_on);
+    pfi_expt_result_free(&plain);
+    pfi_expt_result_free(&sla);
     alloc_set_free(&a);
     return rc;
 }

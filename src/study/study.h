@@ -7,7 +7,8 @@
  *      the other GPU type (transfer), with feature importance (core/predict.h);
  *   4. the allocation experiment at cuts of 10-50% with equal, pfi, oracle and
  *      proportional-to-pfi, pfi seeing only curves predicted for jobs its model was not trained
- *      on (or baseline + one probe where there is no telemetry), and again with SLAs;
+ *      on (or baseline + one probe where there is no telemetry), and again with SLAs: the same
+ *      experiment as `pfi evaluate` (study/experiment.h);
  *   5. a report (report.md, report.html, figures in PNG and SVG, summary.json) in a directory.
  * A step the data cannot support (imported runs carry no telemetry, say) is reported as not
  * done, with the reason: never invented.
@@ -72,7 +73,8 @@ typedef struct pfi_study_alloc {
     pfi_eval_cell cell[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
     /* The same with SLAs; sla_violations counts jobs whose TRUE slowdown broke their SLA. */
     double sla;
-    double sla_margin;         /* pfi's SLA tightened by this, for its curves' error */
+    double sla_margin;         /* pfi's SLA tightened by this (mean over the SLA jobs), for
+                                * its curves' error */
     double breach_tol;         /* a breach: true slowdown > sla + breach_tol */
     int n_sla_jobs;
     pfi_eval_cell sla_cell[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "core/pfi.h"
 #include "core/predict.h"
+#include "measure/measure.h"
 #include "study/model_io.h"
 #include "study/runset.h"
 #include "study/trainset.h"
@@ -81,7 +82,7 @@ static void pred_print(const char *name, const pred *p)
                p->missing, PFI_FT_MOE);
 }
 
-/* Mean telemetry of the chosen GPUs over `duration` at the current limits, as a level. */
+/* The chosen GPUs' mean telemetry over `duration` at their current limits, as a run. */
 static int sample_live(const pfi_cli_hw *hw, const char *gpus_s, double duration, pfi_run *hdr,
                        pfi_err *err)
 {
@@ -93,84 +94,13 @@ static int sample_live(const pfi_cli_hw *hw, const char *gpus_s, double duration
     rc = pfi_hw_count(b, &count, err);
     if (rc == PFI_OK)
         rc = pfi_parse_index_list(gpus_s ? gpus_s : "all", count, idx, &ng, err);
-    if (rc == PFI_OK && ng == 0)
-        rc = pfi_err_set(err, PFI_ENOENT, "no GPUs to sample");
-    pfi_device d;
     if (rc == PFI_OK)
-        rc = pfi_hw_info(b, idx[0], &d, err);
-    if (rc != PFI_OK) {
-        pfi_hw_close(b);
-        return rc;
-    }
-    memset(hdr, 0, sizeof *hdr);
-    snprintf(hdr->name, sizeof hdr->name, "live %s GPUs %s", b->ops->name, gpus_s ? gpus_s : "all");
-    snprintf(hdr->source, sizeof hdr->source, "live");
-    snprintf(hdr->gpu_type, sizeof hdr->gpu_type, "%s", d.name);
-    hdr->n_gpus = ng;
-    hdr->min_limit_w = d.min_limit_w;
-    hdr->max_limit_w = d.max_limit_w;
-    hdr->default_limit_w = d.default_limit_w;
-    hdr->meta.moe = hdr->meta.finetune = -1;
-    pfi_level *lv = &hdr->levels[0];
-    hdr->n_levels = 1;
-    double sum[10] = {0};
-    int cnt[10] = {0}, capped = 0, nreason = 0, n = 0;
-    double t0 = pfi_hw_now(b), tick = 0.1;
-    while (rc == PFI_OK && pfi_hw_now(b) - t0 < duration) {
-        for (int i = 0; i < ng && rc == PFI_OK; i++) {
-            pfi_sample s;
-            rc = pfi_hw_sample(b, idx[i], &s, err);
-            if (rc != PFI_OK)
-                break;
-            const struct {
-                uint32_t bit;
-                double v;
-            } f[10] = {{PFI_F_POWER, s.power_w},
-                       {PFI_F_SM_CLOCK, s.sm_clock_mhz},
-                       {PFI_F_GPU_UTIL, s.gpu_util},
-                       {PFI_F_SM_ACTIVE, s.sm_active},
-                       {PFI_F_TENSOR, s.tensor_active},
-                       {PFI_F_DRAM, s.dram_active},
-                       {PFI_F_NVLINK, s.nvlink_tx_mibs + s.nvlink_rx_mibs},
-                       {PFI_F_PCIE, s.pcie_tx_mibs + s.pcie_rx_mibs},
-                       {PFI_F_LIMIT, s.limit_w},
-                       {PFI_F_LIMIT, s.enforced_w}};
-            for (int k = 0; k < 10; k++)
-                if ((s.have & f[k].bit) && isfinite(f[k].v)) {
-                    sum[k] += f[k].v;
-                    cnt[k]++;
-                }
-            if (s.have & PFI_F_REASONS) {
-                capped += (s.clock_reasons & PFI_REASON_SW_POWERCAP) != 0;
-                nreason++;
-            }
-        }
-        n++;
-        pfi_hw_sleep(b, tick);
-    }
+        rc = pfi_measure_baseline(b, idx, ng, duration, hdr, err);
+    if (rc == PFI_OK)
+        snprintf(hdr->name, sizeof hdr->name, "live %s GPUs %s", b->ops->name,
+                 gpus_s ? gpus_s : "all");
     pfi_hw_close(b);
-    if (rc != PFI_OK)
-        return rc;
-    double m[10];
-    for (int k = 0; k < 10; k++)
-        m[k] = cnt[k] ? sum[k] / cnt[k] : NAN;
-    lv->power_w = m[0];
-    lv->sm_clock_mhz = m[1];
-    lv->gpu_util = m[2];
-    lv->sm_active = m[3];
-    lv->tensor_active = m[4];
-    lv->dram_active = m[5];
-    lv->nvlink_mibs = m[6];
-    lv->pcie_mibs = m[7];
-    lv->cap_w = isfinite(m[8]) ? m[8] : d.limit_w;
-    lv->enforced_w = isfinite(m[9]) ? m[9] : d.enforced_w;
-    lv->powercap_frac = nreason ? (double)capped / nreason : NAN;
-    lv->tput = lv->tput_lo = lv->tput_hi = NAN;
-    lv->n_samples = n * ng;
-    if (!(lv->power_w > 0))
-        return pfi_err_set(err, PFI_ENOTSUP, "the backend gave no power reading in %.1f s",
-                           duration);
-    return PFI_OK;
+    return rc;
 }
 
 static int get_model(const char *path, pfi_model *m, pfi_err *err)

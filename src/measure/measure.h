@@ -145,4 +145,12 @@ int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX
 int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
                   pfi_sweep_result *res, pfi_err *err);
 
+/* ---- a job's baseline, live ---- */
+
+/* Mean telemetry of gpus[0..n) over duration_s at their current limits (sampled at 10 Hz of
+ * backend time), as the one level of *out (no throughput; name left empty).  PFI_ENOTSUP when
+ * the backend gave no power reading. */
+int pfi_measure_baseline(pfi_backend *b, const int *gpus, int n, double duration_s,
+                         pfi_run *out, pfi_err *err);
+
 #endif

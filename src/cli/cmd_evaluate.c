@@ -134,7 +134,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
         return pfi_cli_fail(CMD, &err);
     }
     const pfi_eval_cell *cells = r.cells;
-    const pfi_alloc_job *tj = r.truth;
+    const pfi_alloc_job *tj = r.jobs.truth;
     if (as_json) {
         json_t *arr = json_array();
         for (int c = 0; c < ncuts; c++) {
@@ -172,10 +172,11 @@ int pfi_cmd_evaluate(int argc, char **argv)
                         continue;
                     size_t at = ((size_t)c * PFI_POLICY_COUNT + (size_t)policies[k]) *
                                     (size_t)p.n + (size_t)j;
+                    double cap = r.caps[at];
                     json_object_set_new(pc, pfi_policy_name(policies[k]),
-                                        json_pack("{s:f, s:f, s:f}", "cap_w", r.caps[at],
-                                                  "tput_true", pfi_alloc_tput_at(&tj[j], r.caps[at]),
-                                                  "tput_seen", r.seen[at]));
+                                        json_pack("{s:f, s:f, s:f}", "cap_w", cap, "tput_true",
+                                                  pfi_alloc_tput_at(&tj[j], cap), "tput_seen",
+                                                  r.seen[at]));
                 }
                 json_array_append_new(per, json_pack("{s:f, s:o}", "cut", cuts[c], "policies", pc));
             }
@@ -186,15 +187,15 @@ int pfi_cmd_evaluate(int argc, char **argv)
         }
         json_t *doc = json_pack("{s:s, s:i, s:i, s:I, s:s, s:i, s:s, s:o}", "source", p.where,
                                 "jobs", p.n, "skipped_runs", p.skipped, "gpus",
-                                (json_int_t)r.gpus, "unit", r.unit, "probes", probes, "prediction",
-                                r.note, "cuts", arr);
+                                (json_int_t)r.jobs.gpus, "unit", r.jobs.unit, "probes", probes,
+                                "prediction", r.jobs.note, "cuts", arr);
         if (jobs)
             json_object_set_new(doc, "jobs", jobs);
         rc = pfi_cli_print_json(doc);
     } else {
         printf("%s: %d jobs (%ld GPUs), %d run(s) skipped without a usable curve\n", p.where,
-               p.n, r.gpus, p.skipped);
-        printf("throughput: %s; pfi sees: %s\n\n", r.unit, r.note);
+               p.n, r.jobs.gpus, p.skipped);
+        printf("throughput: %s; pfi sees: %s\n\n", r.jobs.unit, r.jobs.note);
         printf("%5s  %-20s %16s %14s %10s\n", "cut", "policy", "total", "gain/job", "gap rec.");
         for (int c = 0; c < ncuts; c++) {
             const pfi_eval_cell *row = cells + (size_t)c * PFI_POLICY_COUNT;

@@ -417,19 +417,12 @@ static void count_breaches(const pfi_expt_opts *o, const pfi_alloc_job *tj, int 
     }
 }
 
-/* ------------------------------------------------------------------ the experiment */
+/* ------------------------------------------------------------------ the jobs */
 
-void pfi_expt_result_free(pfi_expt_result *r)
+void pfi_expt_jobs_free(pfi_expt_jobs *j)
 {
-    free(r->truth);
-    free(r->tbuf);
-    free(r->cells);
-    free(r->caps);
-    free(r->seen);
-    free(r->breaches);
-    free(r->worst);
-    free(r->ids);
-    memset(r, 0, sizeof *r);
+    free(j->truth), free(j->pred), free(j->tbuf), free(j->pbuf), free(j->ids);
+    memset(j, 0, sizeof *j);
 }
 
 /* Job ids are run names, made unique (the allocator refuses duplicates). */
@@ -447,70 +440,113 @@ static void job_ids(const pfi_expt_pop *p, char (*ids)[ID_MAX])
     }
 }
 
-typedef struct round_buf {
-    pfi_curve *pred;
-    pfi_draw_model *draw;
-    pfi_alloc_job *pj;
-    pfi_alloc_curve *pb;
-    double *depth, *caps;
-} round_buf;
-
-static void round_free(round_buf *b)
+int pfi_expt_jobs_new(const pfi_expt_pop *p, pfi_expt_jobs *j, pfi_err *err)
 {
-    free(b->pred), free(b->draw), free(b->pj), free(b->pb), free(b->depth), free(b->caps);
+    memset(j, 0, sizeof *j);
+    size_t n = (size_t)(p->n ? p->n : 1);
+    j->truth = calloc(n, sizeof *j->truth);
+    j->pred = calloc(n, sizeof *j->pred);
+    j->tbuf = calloc(n, sizeof *j->tbuf);
+    j->pbuf = calloc(n, sizeof *j->pbuf);
+    j->ids = calloc(n, sizeof *j->ids);
+    if (!j->truth || !j->pred || !j->tbuf || !j->pbuf || !j->ids) {
+        pfi_expt_jobs_free(j);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    j->n = p->n;
+    for (int k = 0; k < p->n; k++)
+        j->relative |= p->run[p->run_of[k]]->unit != PFI_TOKENS_PER_S;
+    j->unit = j->relative ? "GPU-weighted relative throughput" : "tokens/s";
+    job_ids(p, j->ids);
+    for (int k = 0; k < p->n; k++) {
+        int rc = pfi_alloc_job_from_curve(&p->truth[k], PFI_VIEW_MEASURED, j->relative, j->ids[k],
+                                          0, 0, &j->tbuf[k], &j->truth[k], err);
+        if (rc) {
+            pfi_expt_jobs_free(j);
+            return rc;
+        }
+        j->gpus += j->truth[k].n_gpus;
+    }
+    return PFI_OK;
 }
 
-/* One round: predict (auto depths at cut `cut`), then allocate at cuts[0..nc). */
-static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
-                     const double *cuts, int nc, const int *policies, int npolicies,
-                     round_buf *b, pfi_expt_result *r, int c0, pfi_err *err)
+int pfi_expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
+                     pfi_expt_jobs *j, pfi_err *err)
 {
-    int n = p->n, rc;
-    pfi_alloc_job *tj = r->truth;
-    if (o->auto_depth && o->probes > 0)
-        auto_depths(tj, n, o->probes, cut, &o->alloc, b->depth);
-    rc = o->probes == 0
-             ? predict_model(p, o->train_seed, b->pred, b->draw, r->note, sizeof r->note, err)
-             : predict_probes(p, o->probes, o->depth, o->auto_depth ? b->depth : NULL, b->pred,
-                              b->draw, r->note, sizeof r->note, err);
-    for (int j = 0; !rc && j < n; j++) {
+    if (o->probes < 0 || o->probes > 2)
+        return pfi_err_set(err, PFI_EINVAL, "probes must be 0, 1 or 2, got %d", o->probes);
+    size_t n = (size_t)(p->n ? p->n : 1);
+    pfi_curve *pred = calloc(n, sizeof *pred);
+    pfi_draw_model *draw = calloc(n, sizeof *draw);
+    double *depth = o->auto_depth ? calloc(n * 2, sizeof *depth) : NULL;
+    int rc = PFI_OK;
+    if (!pred || !draw || (o->auto_depth && !depth))
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    if (!rc && o->auto_depth && o->probes > 0)
+        auto_depths(j->truth, p->n, o->probes, cut, &o->alloc, depth);
+    if (!rc)
+        rc = o->probes == 0
+                 ? predict_model(p, o->train_seed, pred, draw, j->note, sizeof j->note, err)
+                 : predict_probes(p, o->probes, o->depth, depth, pred, draw, j->note,
+                                  sizeof j->note, err);
+    for (int k = 0; !rc && k < p->n; k++) {
+        const pfi_alloc_job *t = &j->truth[k];
         /* a prediction is read inside what was measured: no policy leaves that range */
-        rc = pfi_alloc_job_from_prediction(&b->pred[j], &b->draw[j], r->relative, tj[j].id,
-                                           tj[j].min_cap_w, tj[j].max_cap_w, &b->pb[j],
-                                           &b->pj[j], err);
+        rc = pfi_alloc_job_from_prediction(&pred[k], &draw[k], j->relative, t->id, t->min_cap_w,
+                                           t->max_cap_w, &j->pbuf[k], &j->pred[k], err);
         /* the baseline the budget is cut from is measured, so both views share it */
-        b->pj[j].p0_w = tj[j].p0_w;
+        j->pred[k].p0_w = t->p0_w;
     }
+    free(pred), free(draw), free(depth);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the experiment */
+
+void pfi_expt_result_free(pfi_expt_result *r)
+{
+    pfi_expt_jobs_free(&r->jobs);
+    free(r->cells), free(r->caps), free(r->seen), free(r->breaches), free(r->worst);
+    memset(r, 0, sizeof *r);
+}
+
+/* One round: predict (auto depths at cuts[0]), then allocate at cuts[0..nc), the cells and
+ * caps going to the result's cuts c0.. */
+static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int nc,
+                     const int *policies, int npolicies, double *caps, pfi_expt_result *r,
+                     int c0, pfi_err *err)
+{
+    pfi_expt_jobs *jb = &r->jobs;
+    int n = p->n, rc = pfi_expt_predict(p, o, cuts[0], jb, err);
     if (rc)
         return rc;
     if (o->sla > 0)
-        r->sla_margin = set_slas(o, tj, b->pj, n, &r->n_sla_jobs);
+        r->sla_margin = set_slas(o, jb->truth, jb->pred, n, &r->n_sla_jobs);
     size_t cell0 = (size_t)c0 * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
-    memset(b->caps, 0, sizeof *b->caps * w * (size_t)nc); /* a cell not run keeps no caps */
-    rc = pfi_alloc_experiment(tj, b->pj, n, cuts, nc, policies, npolicies, &o->alloc,
-                              r->cells + cell0, b->caps, err);
+    memset(caps, 0, sizeof *caps * w * (size_t)nc); /* a cell not run keeps no caps */
+    rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts, nc, policies, npolicies, &o->alloc,
+                              r->cells + cell0, caps, err);
     for (int c = 0; !rc && c < nc; c++) {
-        const double *caps = b->caps + (size_t)c * w;
+        const double *cc = caps + (size_t)c * w;
+        size_t row = cell0 + (size_t)c * PFI_POLICY_COUNT;
         if (o->sla > 0)
-            count_breaches(o, tj, n, caps, r->breaches + cell0 + (size_t)c * PFI_POLICY_COUNT,
-                           r->worst + cell0 + (size_t)c * PFI_POLICY_COUNT);
+            count_breaches(o, jb->truth, n, cc, r->breaches + row, r->worst + row);
         if (!o->want_caps)
             continue;
-        memcpy(r->caps + (size_t)(c0 + c) * w, caps, sizeof *caps * w);
+        memcpy(r->caps + row * (size_t)n, cc, sizeof *cc * w);
         for (int q = 0; q < PFI_POLICY_COUNT; q++) {
             const pfi_alloc_job *seen =
-                q == PFI_POLICY_PFI || q == PFI_POLICY_PROPORTIONAL ? b->pj : tj;
-            for (int j = 0; j < n; j++) {
-                size_t k = (size_t)(c0 + c) * w + (size_t)q * (size_t)n + (size_t)j;
-                r->seen[k] = r->cells[(size_t)(c0 + c) * PFI_POLICY_COUNT + (size_t)q].done
-                                 ? pfi_alloc_tput_at(&seen[j], r->caps[k])
-                                 : 0;
+                q == PFI_POLICY_PFI || q == PFI_POLICY_PROPORTIONAL ? jb->pred : jb->truth;
+            for (int k = 0; k < n; k++) {
+                size_t at = (row + (size_t)q) * (size_t)n + (size_t)k;
+                r->seen[at] = r->cells[row + (size_t)q].done
+                                  ? pfi_alloc_tput_at(&seen[k], r->caps[at])
+                                  : 0;
             }
         }
     }
-    if (o->sla > 0)
-        for (int j = 0; j < n; j++)
-            tj[j].sla = 0; /* the next round sets them anew */
+    for (int k = 0; k < n; k++)
+        jb->truth[k].sla = NAN; /* none: the next round sets them anew */
     return rc;
 }
 
@@ -521,28 +557,18 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cu
     int rc = need_two(p, err);
     if (rc)
         return rc;
-    if (o->probes < 0 || o->probes > 2)
-        return pfi_err_set(err, PFI_EINVAL, "probes must be 0, 1 or 2, got %d", o->probes);
     if (o->sla > 0 && o->sla_every < 1)
         return pfi_err_set(err, PFI_EINVAL, "an SLA on every k-th job needs k >= 1");
+    if ((rc = pfi_expt_jobs_new(p, &r->jobs, err)))
+        return rc;
     int n = p->n;
     size_t cells = (size_t)ncuts * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
     /* With auto depths the probes depend on the cut, so each cut is its own round. */
     int rounds = o->auto_depth && o->probes > 0 ? ncuts : 1;
     int per_round = rounds > 1 ? 1 : ncuts;
-    round_buf b = {
-        .pred = calloc((size_t)n, sizeof *b.pred),
-        .draw = calloc((size_t)n, sizeof *b.draw),
-        .pj = calloc((size_t)n, sizeof *b.pj),
-        .pb = calloc((size_t)n, sizeof *b.pb),
-        .depth = calloc((size_t)n * 2, sizeof *b.depth),
-        .caps = calloc((size_t)per_round * w, sizeof *b.caps),
-    };
+    double *caps = calloc((size_t)per_round * w, sizeof *caps);
     r->n = n;
     r->ncuts = ncuts;
-    r->truth = calloc((size_t)n, sizeof *r->truth);
-    r->tbuf = calloc((size_t)n, sizeof *r->tbuf);
-    r->ids = calloc((size_t)n, sizeof *r->ids);
     r->cells = calloc(cells, sizeof *r->cells);
     if (o->want_caps) {
         r->caps = calloc(cells * (size_t)n, sizeof *r->caps);
@@ -552,26 +578,14 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cu
         r->breaches = calloc(cells, sizeof *r->breaches);
         r->worst = calloc(cells, sizeof *r->worst);
     }
-    if (!b.pred || !b.draw || !b.pj || !b.pb || !b.depth || !b.caps || !r->truth || !r->tbuf ||
-        !r->ids || !r->cells || (o->want_caps && (!r->caps || !r->seen)) ||
+    if (!caps || !r->cells || (o->want_caps && (!r->caps || !r->seen)) ||
         (o->sla > 0 && (!r->breaches || !r->worst)))
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    for (int j = 0; j < n; j++)
-        r->relative |= p->run[p->run_of[j]]->unit != PFI_TOKENS_PER_S;
-    r->unit = r->relative ? "GPU-weighted relative throughput" : "tokens/s";
-    if (!rc)
-        job_ids(p, r->ids);
-    for (int j = 0; !rc && j < n; j++) {
-        rc = pfi_alloc_job_from_curve(&p->truth[j], PFI_VIEW_MEASURED, r->relative, r->ids[j], 0,
-                                      0, &r->tbuf[j], &r->truth[j], err);
-        r->gpus += r->truth[j].n_gpus;
-    }
     for (int round = 0; !rc && round < rounds; round++) {
         int c0 = rounds > 1 ? round : 0;
-        rc = one_round(p, o, cuts[c0], cuts + c0, per_round, policies, npolicies, &b, r, c0,
-                       err);
+        rc = one_round(p, o, cuts + c0, per_round, policies, npolicies, caps, r, c0, err);
     }
-    round_free(&b);
+    free(caps);
     if (rc)
         pfi_expt_result_free(r);
     return rc;

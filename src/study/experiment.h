@@ -91,13 +91,30 @@ typedef struct pfi_expt_opts {
  * allocator's defaults, no SLA. */
 pfi_expt_opts pfi_expt_defaults(int probes);
 
-typedef struct pfi_expt_result {
-    int n, ncuts;
+/* The jobs of one experiment: each as measured (truth) and as pfi sees it (pred); job j is
+ * population job j, its id the run's name (made unique). */
+typedef struct pfi_expt_jobs {
+    int n;
     int relative;            /* GPU-weighted relative throughput (some run lacks tokens/s) */
     const char *unit;        /* "tokens/s" or "GPU-weighted relative throughput" */
-    char note[256];          /* what pfi saw */
     long gpus;
-    pfi_alloc_job *truth;    /* the jobs as measured (ids, GPUs, P0, cap range, true curve) */
+    pfi_alloc_job *truth, *pred;
+    char note[256];          /* what pfi saw, once predicted */
+    pfi_alloc_curve *tbuf, *pbuf;
+    char (*ids)[PFI_EXPT_ID_MAX];
+} pfi_expt_jobs;
+
+/* The truth of every job (pred zeroed until pfi_expt_predict). */
+int pfi_expt_jobs_new(const pfi_expt_pop *p, pfi_expt_jobs *out, pfi_err *err);
+/* What pfi sees (o->probes, depths), into j->pred and j->note; `cut` only places auto-depth
+ * probes.  SLAs are left at none. */
+int pfi_expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
+                     pfi_expt_jobs *j, pfi_err *err);
+void pfi_expt_jobs_free(pfi_expt_jobs *j);
+
+typedef struct pfi_expt_result {
+    int n, ncuts;
+    pfi_expt_jobs jobs;      /* truth, and pred as of the last cut predicted; unit, note, gpus */
     pfi_eval_cell *cells;    /* [cut * PFI_POLICY_COUNT + policy] */
     /* with want_caps, [(cut * PFI_POLICY_COUNT + policy) * n + j]: the per-GPU cap, and the
      * throughput the curves the policy saw promised there */
@@ -108,12 +125,10 @@ typedef struct pfi_expt_result {
     double sla_margin;       /* the margin pfi kept, mean over the SLA jobs */
     int *breaches;
     double *worst;
-    pfi_alloc_curve *tbuf;            /* the truth jobs' arrays */
-    char (*ids)[PFI_EXPT_ID_MAX];     /* the truth jobs' ids: run names, made unique */
 } pfi_expt_result;
 
 /* The experiment at each cut with each policy (equal and oracle always run), every allocation
- * scored on the true curves. */
+ * scored on the true curves.  With auto depths each cut is predicted on its own. */
 int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
                  const int *policies, int npolicies, pfi_expt_result *out, pfi_err *err);
 void pfi_expt_result_free(pfi_expt_result *r);

@@ -493,8 +493,8 @@ static int allocation(pfi_study *s, pfi_err *err)
     rc = pfi_expt_run(&a.pop, &eo, al->cuts, al->n_cuts, pol, PFI_POLICY_COUNT, &plain, err);
     if (rc != PFI_OK)
         goto out;
-    snprintf(al->unit, sizeof al->unit, "%s", plain.unit);
-    note(s, "allocation: pfi saw %s", plain.note);
+    snprintf(al->unit, sizeof al->unit, "%s", plain.jobs.unit);
+    note(s, "allocation: pfi saw %s", plain.jobs.note);
     for (int c = 0; c < al->n_cuts; c++)
         for (int p = 0; p < PFI_POLICY_COUNT; p++)
             al->cell[c][p] = plain.cells[c * PFI_POLICY_COUNT + p];

@@ -1,0 +1,261 @@
+/* Tests of the allocation experiment on a population of runs (study/experiment.h): the
+ * population (usable curves, unique ids, at least two jobs), the no-leak rules (a job's
+ * prediction does not move when the measurements it must not see change, for the predictor's
+ * folds and for probes), scoring on the true curves within the budget, and SLAs. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/alloc.h"
+#include "core/probe.h"
+#include "study/experiment.h"
+
+/* A run swept from 700 W down to 280 W, drawing at most p0 W: throughput falls as
+ * (draw/p0)^b below its baseline. */
+static void make_run(pfi_run *r, const char *name, double p0, double b, int n_gpus)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->source, sizeof r->source, "sweep");
+    snprintf(r->gpu_type, sizeof r->gpu_type, "H200-SXM");
+    r->n_gpus = n_gpus;
+    r->unit = PFI_TOKENS_PER_S;
+    r->min_limit_w = 200, r->max_limit_w = 700, r->default_limit_w = 700;
+    r->meta.moe = r->meta.finetune = -1;
+    r->meta.params_b = NAN;
+    r->n_levels = 7;
+    for (int i = 0; i < r->n_levels; i++) {
+        pfi_level *lv = &r->levels[i];
+        lv->cap_w = lv->enforced_w = 700 - 70 * i;
+        lv->power_w = fmin(lv->cap_w * 0.97, p0);
+        lv->tput = 1000 * pow(lv->power_w / p0, b);
+        lv->tput_lo = lv->tput_hi = NAN;
+        lv->sm_clock_mhz = lv->powercap_frac = lv->gpu_util = lv->sm_active = NAN;
+        lv->tensor_active = lv->dram_active = lv->nvlink_mibs = lv->pcie_mibs = NAN;
+        lv->n_samples = 40;
+    }
+}
+
+typedef struct synth {
+    pfi_run runs[8];
+    const pfi_run *ptr[8];
+    int group[8];
+} synth;
+
+static void make_synth(synth *s, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "job-%d", i);
+        make_run(&s->runs[i], name, 450 + 30 * i, 0.3 + 0.2 * i, 1 + i % 4);
+        s->ptr[i] = &s->runs[i];
+        s->group[i] = i;
+    }
+}
+
+static void test_population(void **state)
+{
+    static synth s;
+    make_synth(&s, 5);
+    s.runs[4].n_levels = 1; /* only a baseline: no curve */
+    snprintf(s.runs[1].name, sizeof s.runs[1].name, "job-0");
+    pfi_expt_pop p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 5, "synthetic", &p, &e), PFI_OK);
+    assert_int_equal(p.n, 4);
+    assert_int_equal(p.skipped, 1);
+    pfi_expt_jobs j;
+    assert_int_equal(pfi_expt_jobs_new(&p, &j, &e), PFI_OK);
+    /* the allocator refuses duplicate ids: two runs of one name stay two jobs */
+    assert_string_equal(j.truth[0].id, "job-0");
+    assert_string_equal(j.truth[1].id, "job-0#2");
+    assert_string_equal(j.unit, "tokens/s");
+    assert_int_equal(j.gpus, 1 + 2 + 3 + 4);
+    pfi_expt_jobs_free(&j);
+    pfi_expt_pop_free(&p);
+
+    /* one job is no experiment */
+    assert_int_equal(pfi_expt_pop_runs(s.ptr + 3, s.group, 2, "two runs", &p, &e), PFI_OK);
+    pfi_expt_opts o = pfi_expt_defaults(1);
+    pfi_expt_result r;
+    double cut = 0.3;
+    int pol[1] = {PFI_POLICY_PFI};
+    assert_int_equal(pfi_expt_run(&p, &o, &cut, 1, pol, 1, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "need at least 2"));
+    pfi_expt_pop_free(&p);
+}
+
+/* Every policy within the budget, scored on the truth, oracle the best; the caps and what the
+ * policy's curves promised come back per job. */
+static void test_scored_on_truth(void **state)
+{
+    static synth s;
+    make_synth(&s, 6);
+    pfi_expt_pop p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
+    double cuts[3] = {0.1, 0.25, 0.4};
+    int pol[4] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE, PFI_POLICY_PROPORTIONAL};
+    for (int auto_depth = 0; auto_depth < 2; auto_depth++) {
+        pfi_expt_opts o = pfi_expt_defaults(1);
+        o.auto_depth = auto_depth;
+        o.want_caps = 1;
+        pfi_expt_result r;
+        assert_int_equal(pfi_expt_run(&p, &o, cuts, 3, pol, 4, &r, &e), PFI_OK);
+        assert_non_null(strstr(r.jobs.note, "probe"));
+        for (int c = 0; c < 3; c++) {
+            const pfi_eval_cell *row = r.cells + c * PFI_POLICY_COUNT;
+            for (int q = 0; q < PFI_POLICY_COUNT; q++) {
+                assert_true(row[q].done);
+                assert_true(row[q].power_w <= row[q].budget_w * (1 + 1e-12));
+                assert_true(row[q].total_throughput <=
+                            row[PFI_POLICY_ORACLE].total_throughput * (1 + 1e-9));
+                double total = 0, power = 0;
+                for (int j = 0; j < r.n; j++) {
+                    double cap = r.caps[(c * PFI_POLICY_COUNT + q) * r.n + j];
+                    total += pfi_alloc_tput_at(&r.jobs.truth[j], cap);
+                    power += cap * r.jobs.truth[j].n_gpus;
+                    if (q == PFI_POLICY_ORACLE) /* oracle sees the truth */
+                        assert_true(r.seen[(c * PFI_POLICY_COUNT + q) * r.n + j] ==
+                                    pfi_alloc_tput_at(&r.jobs.truth[j], cap));
+                }
+                assert_true(fabs(total - row[q].total_throughput) <= 1e-9 * total);
+                assert_true(power <= row[q].budget_w * (1 + 1e-12));
+            }
+            /* power-law curves of different exponents: there is a gap, and pfi recovers part */
+            assert_true(row[PFI_POLICY_ORACLE].total_throughput >
+                        row[PFI_POLICY_EQUAL].total_throughput);
+            assert_true(row[PFI_POLICY_PFI].gap_recovered > 0);
+        }
+        pfi_expt_result_free(&r);
+    }
+    pfi_expt_pop_free(&p);
+}
+
+static int same_curve(const pfi_alloc_job *a, const pfi_alloc_job *b)
+{
+    if (a->min_cap_w != b->min_cap_w || a->max_cap_w != b->max_cap_w)
+        return 0;
+    for (double cap = a->min_cap_w; cap <= a->max_cap_w; cap += 5)
+        if (pfi_alloc_tput_at(a, cap) != pfi_alloc_tput_at(b, cap))
+            return 0;
+    return 1;
+}
+
+/* A probe reads the baseline and its own level: the job's other levels may change freely. */
+static void test_probe_sees_only_its_levels(void **state)
+{
+    static synth s, t; /* static: eight runs are large for the stack */
+    make_synth(&s, 6);
+    make_synth(&t, 6);
+    pfi_expt_pop p, q;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
+    double depth = PFI_PROBE_DEPTH;
+    pfi_curve pc;
+    int used[2] = {-1, -1};
+    assert_int_equal(pfi_probe_curve(&p.truth[0], &depth, 1, 2.0, &pc, used, &e), PFI_OK);
+    double probe_cap = p.truth[0].cap_w[used[0]];
+    for (int i = 1; i < t.runs[0].n_levels; i++)
+        if (t.runs[0].levels[i].cap_w != probe_cap)
+            t.runs[0].levels[i].tput *= 0.9;
+    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 6, "synthetic", &q, &e), PFI_OK);
+    pfi_expt_jobs a, b;
+    pfi_expt_opts o = pfi_expt_defaults(1);
+    assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
+    assert_false(same_curve(&a.truth[0], &b.truth[0])); /* the truth did change */
+    assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &b, &e), PFI_OK);
+    assert_true(same_curve(&a.pred[0], &b.pred[0]));
+    pfi_expt_jobs_free(&a);
+    pfi_expt_jobs_free(&b);
+    pfi_expt_pop_free(&p);
+    pfi_expt_pop_free(&q);
+}
+
+/* The predictor's folds: changing every measured level below the baseline of one fold's runs
+ * changes nothing that fold is shown (its model and draw model come from the other folds), and
+ * does change what the other folds are shown. */
+static void test_model_out_of_fold(void **state)
+{
+    pfi_expt_pop p, q;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_fleet("small", 1, NULL, &p, &e), PFI_OK);
+    pfi_run *runs = malloc(sizeof *runs * (size_t)p.nruns);
+    const pfi_run **ptr = malloc(sizeof *ptr * (size_t)p.nruns);
+    assert_non_null(runs);
+    assert_non_null(ptr);
+    int f = p.group[p.run_of[0]] % PFI_EXPT_FOLDS;
+    for (int i = 0; i < p.nruns; i++) {
+        runs[i] = *p.run[i];
+        ptr[i] = &runs[i];
+        if (p.group[i] % PFI_EXPT_FOLDS != f)
+            continue;
+        for (int l = 0; l < runs[i].n_levels; l++)
+            if (runs[i].levels[l].cap_w < runs[i].default_limit_w - 1) {
+                runs[i].levels[l].tput *= 0.85;
+                runs[i].levels[l].power_w *= 0.97;
+            }
+    }
+    assert_int_equal(pfi_expt_pop_runs(ptr, p.group, p.nruns, "perturbed", &q, &e), PFI_OK);
+    assert_int_equal(q.n, p.n);
+    pfi_expt_opts o = pfi_expt_defaults(0);
+    pfi_expt_jobs a, b;
+    assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
+    assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &b, &e), PFI_OK);
+    assert_non_null(strstr(a.note, "folds by job group"));
+    int in_fold = 0, moved_elsewhere = 0;
+    for (int j = 0; j < p.n; j++) {
+        if (p.group[p.run_of[j]] % PFI_EXPT_FOLDS == f) {
+            assert_true(same_curve(&a.pred[j], &b.pred[j]));
+            in_fold++;
+        } else {
+            moved_elsewhere += !same_curve(&a.pred[j], &b.pred[j]);
+        }
+    }
+    assert_true(in_fold > 0);
+    assert_true(moved_elsewhere > 0);
+    pfi_expt_jobs_free(&a);
+    pfi_expt_jobs_free(&b);
+    pfi_expt_pop_free(&q);
+    free(runs);
+    free(ptr);
+
+    /* SLAs on every job: the oracle, which sees the truth, breaches none; the margin pfi kept
+     * was measured on its curves (NAN asks for that) */
+    o.sla = 0.1;
+    o.sla_every = 1;
+    o.breach_tol = 0.002;
+    o.alloc.on_infeasible = PFI_INFEASIBLE_RELAX;
+    double cut = 0.15;
+    int pol[2] = {PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    pfi_expt_result r;
+    assert_int_equal(pfi_expt_run(&p, &o, &cut, 1, pol, 2, &r, &e), PFI_OK);
+    assert_int_equal(r.n_sla_jobs, p.n);
+    assert_true(isfinite(r.sla_margin) && r.sla_margin > 0);
+    assert_int_equal(r.breaches[PFI_POLICY_ORACLE], 0);
+    assert_true(r.worst[PFI_POLICY_ORACLE] <= o.breach_tol);
+    assert_true(r.cells[PFI_POLICY_PFI].power_w <= r.cells[PFI_POLICY_PFI].budget_w * (1 + 1e-12));
+    pfi_expt_result_free(&r);
+    pfi_expt_pop_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_population),
+        cmocka_unit_test(test_scored_on_truth),
+        cmocka_unit_test(test_probe_sees_only_its_levels),
+        cmocka_unit_test(test_model_out_of_fold),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

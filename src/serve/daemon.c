@@ -112,6 +112,77 @@ static void sleep_until(double t, volatile sig_atomic_t *stop)
     }
 }
 
+/* --budget, else with resume the budget saved before the stop ("none": no budget). */
+static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
+{
+    char budget_s[64] = "";
+    if (c->budget[0])
+        snprintf(budget_s, sizeof budget_s, "%s", c->budget);
+    else if (c->resume && srv_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) ==
+                              PFI_OK &&
+             !strcmp(budget_s, "none"))
+        budget_s[0] = '\0';
+    if (!budget_s[0])
+        return PFI_OK;
+    double w;
+    json_t *res = NULL;
+    pfi_err e = {0};
+    if (srv_budget_parse(n, budget_s, &w, &e) != PFI_OK ||
+        srv_budget_set(n, w, 0, &res, &e) != PFI_OK)
+        return pfi_err_set(err, e.code ? e.code : PFI_EINVAL, "initial budget %s: %s", budget_s,
+                           e.msg);
+    json_decref(res);
+    return PFI_OK;
+}
+
+static void run_loop(srv_node *n, const pfi_serve_config *c, pfi_backend *b,
+                     volatile sig_atomic_t *stop)
+{
+    double next = srv_mono(), last = next;
+    /* The simulator without a shared state runs in virtual time, which only moves when someone
+     * sleeps on it: move it with the wall clock, so a simulated node behaves like a real one. */
+    int virt = pfi_backend_sim_virtual(b);
+    while (!*stop) {
+        if (virt) {
+            double now = srv_mono();
+            pthread_mutex_lock(&n->hw_mu);
+            pfi_hw_sleep(b, now - last);
+            pthread_mutex_unlock(&n->hw_mu);
+            last = now;
+        }
+        srv_sample(n);
+        srv_tick(n);
+        next += c->sample_interval_s;
+        if (next < srv_mono())
+            next = srv_mono();
+        sleep_until(next, stop);
+    }
+}
+
+/* Restores in the safe order first; then the journal puts back (the same) originals by UUID
+ * and removes itself, or stays for the next start if a GPU refused.  Closes j. */
+static int restore_at_exit(srv_node *n, pfi_journal *j, const char *jpath, pfi_err *e)
+{
+    int r1 = srv_restore_originals(n, e);
+    int restored = 0, r2;
+    if (r1 == PFI_OK && journal_matches(j, n->b)) {
+        /* Every GPU already holds its journaled limit: setting them again could only fail on
+         * a GPU that is already right (a lost one refuses every set). */
+        restored = j->n;
+        r2 = unlink(j->path) == 0 ? PFI_OK : pfi_err_set(e, PFI_EIO, "cannot remove %s: %s",
+                                                           j->path, strerror(errno));
+    } else {
+        r2 = pfi_journal_restore(j, n->b, &restored, r1 == PFI_OK ? e : NULL);
+    }
+    if (r1 == PFI_OK && r2 == PFI_OK)
+        srv_event_add(n, "restored", "original power limits restored on %d GPU(s)", restored);
+    else
+        srv_event_add(n, "restore_failed", "%s (journal %s kept for the next start)", e->msg,
+                      jpath);
+    pfi_journal_close(j);
+    return r1 != PFI_OK ? r1 : r2;
+}
+
 int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_model *model,
                   volatile sig_atomic_t *stop, pfi_err *err)
 {
@@ -178,25 +249,9 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (srv_audit_load_jobs(n->audit, reload_one, n, &le) != PFI_OK)
         srv_event_add(n, "db_error", "saved jobs not registered again: %s", le.msg);
 
-    char budget_s[64] = "";
-    if (c->budget[0])
-        snprintf(budget_s, sizeof budget_s, "%s", c->budget);
-    else if (c->resume && srv_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) ==
-                              PFI_OK &&
-             !strcmp(budget_s, "none"))
-        budget_s[0] = '\0';
-    if (budget_s[0]) {
-        double w;
-        json_t *res = NULL;
-        pfi_err e = {0};
-        if (srv_budget_parse(n, budget_s, &w, &e) != PFI_OK ||
-            srv_budget_set(n, w, 0, &res, &e) != PFI_OK) {
-            rc = pfi_err_set(err, e.code ? e.code : PFI_EINVAL, "initial budget %s: %s",
-                             budget_s, e.msg);
-            goto out;
-        }
-        json_decref(res);
-    }
+    rc = initial_budget(n, c, err);
+    if (rc != PFI_OK)
+        goto out;
 
     char where[PFI_SERVE_PATH_MAX + 32];
     rc = srv_http_start(n, &http, where, sizeof where, err);
@@ -209,25 +264,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     }
     srv_event_add(n, "listen", "API on %s", where);
 
-    double next = srv_mono(), last = next;
-    /* The simulator without a shared state runs in virtual time, which only moves when someone
-     * sleeps on it: move it with the wall clock, so a simulated node behaves like a real one. */
-    int virt = pfi_backend_sim_virtual(b);
-    while (!*stop) {
-        if (virt) {
-            double now = srv_mono();
-            pthread_mutex_lock(&n->hw_mu);
-            pfi_hw_sleep(b, now - last);
-            pthread_mutex_unlock(&n->hw_mu);
-            last = now;
-        }
-        srv_sample(n);
-        srv_tick(n);
-        next += c->sample_interval_s;
-        if (next < srv_mono())
-            next = srv_mono();
-        sleep_until(next, stop);
-    }
+    run_loop(n, c, b, stop);
     srv_event_add(n, "stop", "shutting down: restoring original power limits");
     rc = PFI_OK;
 
@@ -235,27 +272,7 @@ out:
     srv_http_stop(http);
     if (journaled) {
         pfi_err e = {0};
-        /* Restore in the safe order first; then the journal puts back (the same) originals by
-         * UUID and removes itself, or stays for the next start if a GPU refused. */
-        int r1 = srv_restore_originals(n, &e);
-        int restored = 0, r2;
-        if (r1 == PFI_OK && journal_matches(&j, b)) {
-            /* Every GPU already holds its journaled limit: setting them again could only fail
-             * on a GPU that is already right (a lost one refuses every set). */
-            restored = j.n;
-            r2 = unlink(j.path) == 0 ? PFI_OK : pfi_err_set(&e, PFI_EIO, "cannot remove %s: %s",
-                                                              j.path, strerror(errno));
-        } else {
-            r2 = pfi_journal_restore(&j, b, &restored, r1 == PFI_OK ? &e : NULL);
-        }
-        if (r1 == PFI_OK && r2 == PFI_OK)
-            srv_event_add(n, "restored", "original power limits restored on %d GPU(s)",
-                          restored);
-        else
-            srv_event_add(n, "restore_failed", "%s (journal %s kept for the next start)",
-                          e.msg, jpath);
-        pfi_journal_close(&j);
-        if (rc == PFI_OK && (r1 != PFI_OK || r2 != PFI_OK))
+        if (restore_at_exit(n, &j, jpath, &e) != PFI_OK && rc == PFI_OK)
             rc = pfi_err_set(err, e.code ? e.code : PFI_EIO, "restoring limits: %s", e.msg);
     }
     srv_audit_close(n->audit);

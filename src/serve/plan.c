@@ -168,6 +168,71 @@ static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const sr
     }
 }
 
+/* No budget: pfi holds nothing back; every GPU goes back to the limit it had, except that a
+ * running probe holds its job lower. */
+static void plan_no_budget(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs,
+                           srv_plan *p)
+{
+    for (int i = 0; i < ng; i++)
+        p->target_w[i] = is_pinned(&g[i]) ? NAN : g[i].original_w;
+    for (int j = 0; j < n_jobs; j++) {
+        double lo, hi;
+        srv_plan_range(g, &jobs[j], &lo, &hi);
+        for (int k = 0; k < jobs[j].n_gpus; k++) {
+            int i = jobs[j].gpus[k];
+            if (!isnan(p->target_w[i]) && p->target_w[i] > hi)
+                p->target_w[i] = hi;
+        }
+    }
+    for (int i = 0; i < ng; i++)
+        p->min_budget_w += g[i].dev.min_limit_w;
+}
+
+typedef double grid_row[GRID_PTS + PFI_CURVE_MAX_PTS];
+
+/* The allocator's view of a job on its free GPUs: a uniform grid over its cap range plus the
+ * curve's own caps, valued in `scale` units.  0 when the job has no choice (its cap is then
+ * set in p and counted in *fixed_w). */
+static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_curve *cv,
+                        double scale, double *gc, double *gt, pfi_alloc_job *a, srv_plan *p,
+                        double *fixed_w)
+{
+    double lo, hi;
+    srv_plan_range(g, jb, &lo, &hi);
+    int nfree = free_gpus(g, jb);
+    if (nfree == 0)
+        return 0;
+    if (hi - lo < 1.0) {
+        p->job_cap_w[j] = lo;
+        *fixed_w += lo * nfree;
+        return 0;
+    }
+    int m = 0;
+    for (int k = 0; k < GRID_PTS; k++)
+        m = add_point(gc, m, round(lo + (hi - lo) * k / (GRID_PTS - 1)));
+    for (int k = 0; k < cv->n; k++)
+        if (cv->cap_w[k] > lo && cv->cap_w[k] < hi)
+            m = add_point(gc, m, round(cv->cap_w[k]));
+    qsort(gc, (size_t)m, sizeof gc[0], cmp_double);
+    for (int k = 0; k < m; k++) {
+        gt[k] = scale * pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, gc[k]);
+        if (!isfinite(gt[k]))
+            gt[k] = 0;
+    }
+    a->id = jb->id;
+    a->n_gpus = nfree;
+    a->min_cap_w = gc[0];
+    a->max_cap_w = gc[m - 1];
+    a->cap_w = gc;
+    a->tput = gt;
+    a->n_points = m;
+    a->p0_w = cv->p0_w > 0 ? cv->p0_w : hi;
+    a->t0 = scale;
+    a->sla = jb->sla;
+    a->weight = jb->weight;
+    return 1;
+}
+
 int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
                      srv_plan *p, pfi_err *err)
 {
@@ -184,13 +249,12 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
     }
     p->min_budget_w = 0;
     /* Curves and grids are too large for the stack of an HTTP worker thread. */
-    pfi_curve *cv = calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *cv);
-    double(*gc)[GRID_PTS + PFI_CURVE_MAX_PTS] =
-        calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *gc);
-    double(*gt)[GRID_PTS + PFI_CURVE_MAX_PTS] =
-        calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *gt);
-    pfi_alloc_job *aj = calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *aj);
-    int *map = calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *map);
+    size_t nj = (size_t)(n_jobs > 0 ? n_jobs : 1);
+    pfi_curve *cv = calloc(nj, sizeof *cv);
+    grid_row *gc = calloc(nj, sizeof *gc), *gt = calloc(nj, sizeof *gt);
+    pfi_alloc_job *aj = calloc(nj, sizeof *aj);
+    int *map = calloc(nj, sizeof *map);
+    pfi_alloc_result res = {0};
     int rc = PFI_OK;
     if (!cv || !gc || !gt || !aj || !map) {
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory planning %d jobs", n_jobs);
@@ -198,22 +262,8 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
     }
     for (int j = 0; j < n_jobs; j++)
         srv_job_curve(g, &jobs[j], &cv[j]);
-
     if (isnan(budget_w)) {
-        /* No budget: pfi holds nothing back; every GPU goes back to the limit it had. */
-        for (int i = 0; i < ng; i++)
-            p->target_w[i] = is_pinned(&g[i]) ? NAN : g[i].original_w;
-        for (int j = 0; j < n_jobs; j++) { /* a running probe holds its job lower */
-            double lo, hi;
-            srv_plan_range(g, &jobs[j], &lo, &hi);
-            for (int k = 0; k < jobs[j].n_gpus; k++) {
-                int i = jobs[j].gpus[k];
-                if (!isnan(p->target_w[i]) && p->target_w[i] > hi)
-                    p->target_w[i] = hi;
-            }
-        }
-        for (int i = 0; i < ng; i++)
-            p->min_budget_w += g[i].dev.min_limit_w;
+        plan_no_budget(g, ng, jobs, n_jobs, p);
         report_caps(g, jobs, n_jobs, p, cv);
         goto out;
     }
@@ -226,57 +276,21 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
             p->target_w[i] = g[i].dev.min_limit_w;
             fixed_w += p->target_w[i];
         }
+    /* Tokens/s when every job's is known, else GPU-weighted relative throughput for all:
+     * summing tokens/s of some jobs with relative numbers of others would starve the latter. */
     int all_abs = 1;
     for (int j = 0; j < n_jobs; j++)
         if (!(jobs[j].t0_tps > 0))
             all_abs = 0;
     int na = 0;
     for (int j = 0; j < n_jobs; j++) {
-        const srv_job *jb = &jobs[j];
-        double lo, hi;
-        srv_plan_range(g, jb, &lo, &hi);
-        int nfree = free_gpus(g, jb);
-        if (nfree == 0)
-            continue;
-        if (hi - lo < 1.0) {
-            p->job_cap_w[j] = lo;
-            fixed_w += lo * nfree;
-            continue;
-        }
-        int m = 0;
-        for (int k = 0; k < GRID_PTS; k++)
-            m = add_point(gc[j], m, round(lo + (hi - lo) * k / (GRID_PTS - 1)));
-        for (int k = 0; k < cv[j].n; k++)
-            if (cv[j].cap_w[k] > lo && cv[j].cap_w[k] < hi)
-                m = add_point(gc[j], m, round(cv[j].cap_w[k]));
-        qsort(gc[j], (size_t)m, sizeof gc[j][0], cmp_double);
-        /* Tokens/s when every job's is known, else GPU-weighted relative throughput for all:
-         * summing tokens/s of some jobs with relative numbers of others would starve the
-         * latter. */
-        double scale = all_abs ? jb->t0_tps : (double)jb->n_gpus;
-        for (int k = 0; k < m; k++) {
-            gt[j][k] = scale * pfi_curve_rel_at_cap(&cv[j], PFI_VIEW_AUTO, gc[j][k]);
-            if (!isfinite(gt[j][k]))
-                gt[j][k] = 0;
-        }
-        pfi_alloc_job *a = &aj[na];
-        a->id = jb->id;
-        a->n_gpus = nfree;
-        a->min_cap_w = gc[j][0];
-        a->max_cap_w = gc[j][m - 1];
-        a->cap_w = gc[j];
-        a->tput = gt[j];
-        a->n_points = m;
-        a->p0_w = cv[j].p0_w > 0 ? cv[j].p0_w : hi;
-        a->t0 = scale;
-        a->sla = jb->sla;
-        a->weight = jb->weight;
-        map[na++] = j;
+        double scale = all_abs ? jobs[j].t0_tps : (double)jobs[j].n_gpus;
+        if (job_to_alloc(g, &jobs[j], j, &cv[j], scale, gc[j], gt[j], &aj[na], p, &fixed_w))
+            map[na++] = j;
     }
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     o.on_infeasible = PFI_INFEASIBLE_FAIL;
-    pfi_alloc_result res = {0};
     double min_jobs = 0;
     if (na > 0) {
         /* The least budget the jobs need (minimum caps and SLA floors), asked with room to
@@ -303,7 +317,6 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
             goto out;
         for (int a = 0; a < na; a++)
             p->job_cap_w[map[a]] = res.cap_w[a];
-        pfi_alloc_result_free(&res);
     }
     spread_leftover(g, ng, owner, jobs, n_jobs, budget_w, p);
     for (int i = 0; i < ng; i++)
@@ -316,6 +329,8 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
         }
     report_caps(g, jobs, n_jobs, p, cv);
 out:
+    /* A failed prepare or solve may leave its result allocated. */
+    pfi_alloc_result_free(&res);
     free(cv);
     free(gc);
     free(gt);

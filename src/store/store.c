@@ -383,6 +383,31 @@ int pfi_store_set_unit_label(pfi_store *st, long long run_id, const char *label,
                            "setting the unit label");
 }
 
+int pfi_store_save_run(pfi_store *st, const pfi_run *run, const char *backend,
+                       const char *const *tags, int ntags, long long *run_id, pfi_err *err)
+{
+    long long job, id, lid;
+    int rc = pfi_store_create_job(st, NULL, NULL, tags, ntags, &job, err);
+    if (rc == PFI_OK)
+        rc = pfi_store_create_run(st, job, run, backend, &id, err);
+    for (int k = 0; rc == PFI_OK && k < run->n_levels; k++) {
+        rc = pfi_store_level_begin(st, err);
+        if (rc == PFI_OK)
+            rc = pfi_store_add_level(st, id, &run->levels[k], &lid, err);
+        if (rc == PFI_OK)
+            rc = pfi_store_level_commit(st, err);
+        else
+            pfi_store_level_abort(st);
+    }
+    if (rc == PFI_OK)
+        rc = pfi_store_finish_run(st, id, "done", err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "storing %s: ", run->name);
+    if (run_id)
+        *run_id = id;
+    return PFI_OK;
+}
+
 int pfi_store_finish_run(pfi_store *st, long long run_id, const char *status, pfi_err *err)
 {
     if (!status || !*status || strlen(status) >= sizeof(((pfi_run_summary *)0)->status))

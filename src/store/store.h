@@ -121,6 +121,12 @@ void pfi_store_batch_abort(pfi_store *st);
 
 /* status: "done", "failed", "interrupted" (free text up to 15 chars). Sets ended now (UTC). */
 int pfi_store_finish_run(pfi_store *st, long long run_id, const char *status, pfi_err *err);
+/* A run measured elsewhere (a virtual-time sweep of the simulator, an evaluation's fleet)
+ * written whole: its job (tags as for pfi_store_create_job), the run, every level, status
+ * "done".  Each level is its own transaction as in a sweep; inside a batch they are savepoints.
+ * *run_id may be NULL. */
+int pfi_store_save_run(pfi_store *st, const pfi_run *run, const char *backend,
+                       const char *const *tags, int ntags, long long *run_id, pfi_err *err);
 /* Deletes a run with its levels and telemetry (and its job when no other run uses it). */
 int pfi_store_delete_run(pfi_store *st, long long run_id, pfi_err *err);
 

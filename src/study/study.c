@@ -176,33 +176,31 @@ static int load_fleet(pfi_study *s, pfi_err *err)
 static int save_to_store(pfi_study *s, pfi_err *err)
 {
     snprintf(s->db_path, sizeof s->db_path, "%s/pfi.db", s->opts.out_dir);
-    remove(s->db_path); /* a study's store holds that study's runs only */
+    /* A study's store holds that study's runs only; a WAL left beside an old file must go
+     * with it, or SQLite would replay it into the new one. */
+    static const char *const ext[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s%s", s->db_path, ext[i]);
+        if (remove(path) != 0 && errno != ENOENT)
+            return pfi_err_set(err, PFI_EIO, "cannot replace %s: %s", path, strerror(errno));
+    }
     pfi_store *st;
     int rc = pfi_store_open(s->db_path, PFI_STORE_CREATE, &st, err);
     if (rc != PFI_OK)
         return rc;
+    /* One transaction for the whole fleet: it is recomputed, not measured, if lost. */
+    rc = pfi_store_batch_begin(st, err);
     for (int i = 0; i < s->n && rc == PFI_OK; i++) {
-        const pfi_run *r = &s->runs[i].run;
         char tag[48];
         snprintf(tag, sizeof tag, "set=%s", s->runs[i].set);
         const char *tags[] = {tag};
-        long long job, run, lid;
-        rc = pfi_store_create_job(st, NULL, NULL, tags, 1, &job, err);
-        if (rc == PFI_OK)
-            rc = pfi_store_create_run(st, job, r, "sim", &run, err);
-        for (int k = 0; k < r->n_levels && rc == PFI_OK; k++) {
-            rc = pfi_store_level_begin(st, err);
-            if (rc == PFI_OK)
-                rc = pfi_store_add_level(st, run, &r->levels[k], &lid, err);
-            if (rc == PFI_OK)
-                rc = pfi_store_level_commit(st, err);
-            else
-                pfi_store_level_abort(st);
-        }
-        if (rc == PFI_OK)
-            rc = pfi_store_finish_run(st, run, "done", err);
-        s->runs[i].run.id = run;
+        rc = pfi_store_save_run(st, &s->runs[i].run, "sim", tags, 1, &s->runs[i].run.id, err);
     }
+    if (rc == PFI_OK)
+        rc = pfi_store_batch_commit(st, err);
+    else
+        pfi_store_batch_abort(st);
     pfi_store_close(st);
     return rc;
 }

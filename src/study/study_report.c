@@ -547,7 +547,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
          "the slowdown, PFI(r) = s/r; PFI30 is read at 30%% shed on the fitted curve.",
          s->source, s->n, nidx, s->db_path, s->elapsed_s);
     if (s->n_notes) {
-        heading(&d, 3, "Not done, and why");
+        heading(&d, 3, "Notes: steps not done, and caveats");
         for (int i = 0; i < s->n_notes; i++)
             para(&d, "- %s", s->notes[i]);
     }

@@ -315,6 +315,87 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
     return rc;
 }
 
+/* A simulated job launched by the sweep must share the node: give both one state file (its
+ * path in state_path, removed at the end).  1 when the backend is the simulator. */
+static int sim_env(const sweep_opts *o, char *state_path, size_t n)
+{
+    const char *bname = o->hw.backend ? o->hw.backend : getenv("PFI_BACKEND");
+    int is_sim = !bname || strcmp(bname, "sim") == 0;
+    if (is_sim && !o->attach && !getenv("PFI_SIM_STATE")) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(state_path, n, "%s/pfi-sim-%ld-%ld.state", tmp && *tmp ? tmp : "/tmp",
+                 (long)getpid(), (long)time(NULL));
+        setenv("PFI_SIM_STATE", state_path, 1);
+    }
+    if (is_sim && o->speed > 0) {
+        char sp[32];
+        snprintf(sp, sizeof sp, "%g", o->speed);
+        setenv("PFI_SIM_SPEED", sp, 1);
+    }
+    return is_sim;
+}
+
+/* The job row: its command (or followed log), the sweep's settings and the tags. */
+static int store_job(pfi_store *st, const sweep_opts *o, const char *cmdline, long long *job_id,
+                     pfi_err *err)
+{
+    json_t *conf = json_pack("{s:s, s:s, s:s}", "levels", o->levels ? o->levels : "", "caps",
+                             o->caps ? o->caps : "", "dwell", o->dwell ? o->dwell : "auto");
+    char *conf_text = json_dumps(conf, JSON_COMPACT);
+    json_decref(conf);
+    if (!conf_text)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int rc = pfi_store_create_job(st, cmdline ? cmdline : o->log, conf_text, o->tags.v,
+                                  o->tags.n, job_id, err);
+    free(conf_text);
+    return rc;
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal; /* no SA_RESTART: a signal cuts the wait short */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* The levels measured, as a table or one JSON document (with the error when the sweep failed:
+ * err non-NULL).  The exit status of the printing. */
+static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const char *backend,
+                        long long run_id, const char *db, const pfi_err *err)
+{
+    const char *unit = res->run.unit == PFI_SAMPLES_PER_S ? "samples/s" : "tokens/s";
+    if (o->as_json) {
+        json_t *lv = json_array();
+        for (int i = 0; i < res->run.n_levels; i++)
+            json_array_append_new(lv, level_json(&res->run.levels[i], res->steady[i]));
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:i, s:s, s:b, s:s, s:I, s:I, s:o}",
+                                "status", res->status, "name", res->run.name, "backend", backend,
+                                "run_id", (json_int_t)run_id, "gpu_type", res->run.gpu_type,
+                                "n_gpus", res->run.n_gpus, "unit", unit, "restored",
+                                res->restored, "log_format", res->format, "lines",
+                                (json_int_t)res->lines, "observations",
+                                (json_int_t)res->observations, "levels", lv);
+        if (err)
+            json_object_set_new(doc, "error", json_string(err->msg));
+        return pfi_cli_print_json(doc);
+    }
+    printf("%-5s %8s %8s %8s %12s %12s %12s %6s %7s\n", "level", "cap_W", "enforced", "power_W",
+           unit, "ci_lo", "ci_hi", "steady", "clk_MHz");
+    for (int i = 0; i < res->run.n_levels; i++) {
+        const pfi_level *L = &res->run.levels[i];
+        printf("%-5d %8.0f %8.0f %8.1f %12.1f %12.1f %12.1f %6s %7.0f\n", i, L->cap_w,
+               L->enforced_w, L->power_w, L->tput, L->tput_lo, L->tput_hi,
+               res->steady[i] ? "yes" : "no", L->sm_clock_mhz);
+    }
+    if (run_id > 0)
+        printf("run %lld in %s (%s)\n", run_id, db, res->status);
+    return PFI_EXIT_OK;
+}
+
 int pfi_cmd_sweep(int argc, char **argv)
 {
     sweep_opts o = {0};
@@ -386,21 +467,8 @@ int pfi_cmd_sweep(int argc, char **argv)
         return PFI_EXIT_USAGE;
     }
     pfi_err err = {0};
-    /* A simulated job launched by the sweep must share the node: give both one state file. */
-    const char *bname = o.hw.backend ? o.hw.backend : getenv("PFI_BACKEND");
-    int is_sim = !bname || strcmp(bname, "sim") == 0;
     char state_path[512] = "";
-    if (is_sim && !o.attach && !getenv("PFI_SIM_STATE")) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(state_path, sizeof state_path, "%s/pfi-sim-%ld-%ld.state",
-                 tmp && *tmp ? tmp : "/tmp", (long)getpid(), (long)time(NULL));
-        setenv("PFI_SIM_STATE", state_path, 1);
-    }
-    if (is_sim && o.speed > 0) {
-        char sp[32];
-        snprintf(sp, sizeof sp, "%g", o.speed);
-        setenv("PFI_SIM_SPEED", sp, 1);
-    }
+    int is_sim = sim_env(&o, state_path, sizeof state_path);
     pfi_backend *b = NULL;
     int status = PFI_EXIT_FAIL;
     pfi_store *st = NULL;
@@ -426,15 +494,8 @@ int pfi_cmd_sweep(int argc, char **argv)
     const char *db = o.db ? o.db : pfi_store_default_path();
     if ((rc = pfi_store_open(db, PFI_STORE_CREATE, &st, &err)) != PFI_OK)
         goto fail;
-    json_t *conf = json_pack("{s:s, s:s, s:s}", "levels", o.levels ? o.levels : "",
-                             "caps", o.caps ? o.caps : "", "dwell", o.dwell ? o.dwell : "auto");
-    char *conf_text = json_dumps(conf, JSON_COMPACT);
-    json_decref(conf);
     long long job_id;
-    rc = pfi_store_create_job(st, cmdline ? cmdline : o.log, conf_text, o.tags.v, o.tags.n,
-                              &job_id, &err);
-    free(conf_text);
-    if (rc != PFI_OK)
+    if ((rc = store_job(st, &o, cmdline, &job_id, &err)) != PFI_OK)
         goto fail;
     store_sink sink = {.st = st, .job_id = job_id, .backend = b->ops->name};
     c.sink = (pfi_sweep_sink){&sink, sink_begin, sink_level, sink_end};
@@ -443,13 +504,7 @@ int pfi_cmd_sweep(int argc, char **argv)
     c.progress_ctx = &prog;
     stop_flag = 0;
     c.stop = &stop_flag;
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal; /* no SA_RESTART: a signal cuts the wait short */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    catch_signals();
     char logname[64];
     if (!o.attach && !o.log && !o.no_log) {
         time_t now = time(NULL);
@@ -477,33 +532,8 @@ int pfi_cmd_sweep(int argc, char **argv)
     rc = pfi_sweep_run(b, src, &c, res, &err);
     if (prog.tty && !o.quiet)
         fputs("\r\033[K", stderr);
-    const char *unit = res->run.unit == PFI_SAMPLES_PER_S ? "samples/s" : "tokens/s";
-    if (o.as_json) {
-        json_t *lv = json_array();
-        for (int i = 0; i < res->run.n_levels; i++)
-            json_array_append_new(lv, level_json(&res->run.levels[i], res->steady[i]));
-        json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:i, s:s, s:b, s:s, s:I, s:I, s:o}",
-                                "status", res->status, "name", res->run.name, "backend",
-                                b->ops->name, "run_id", (json_int_t)sink.run_id, "gpu_type",
-                                res->run.gpu_type, "n_gpus", res->run.n_gpus, "unit", unit,
-                                "restored", res->restored, "log_format", res->format,
-                                "lines", (json_int_t)res->lines, "observations",
-                                (json_int_t)res->observations, "levels", lv);
-        if (rc != PFI_OK)
-            json_object_set_new(doc, "error", json_string(err.msg));
-        pfi_cli_print_json(doc);
-    } else {
-        printf("%-5s %8s %8s %8s %12s %12s %12s %6s %7s\n", "level", "cap_W", "enforced", "power_W",
-               unit, "ci_lo", "ci_hi", "steady", "clk_MHz");
-        for (int i = 0; i < res->run.n_levels; i++) {
-            const pfi_level *L = &res->run.levels[i];
-            printf("%-5d %8.0f %8.0f %8.1f %12.1f %12.1f %12.1f %6s %7.0f\n", i, L->cap_w,
-                   L->enforced_w, L->power_w, L->tput, L->tput_lo, L->tput_hi,
-                   res->steady[i] ? "yes" : "no", L->sm_clock_mhz);
-        }
-        if (sink.run_id > 0)
-            printf("run %lld in %s (%s)\n", sink.run_id, db, res->status);
-    }
+    int printed =
+        print_result(&o, res, b->ops->name, sink.run_id, db, rc == PFI_OK ? NULL : &err);
     if (sink.err.code != PFI_OK && rc == PFI_OK) {
         err = sink.err;
         rc = err.code;
@@ -515,7 +545,7 @@ int pfi_cmd_sweep(int argc, char **argv)
                 c.journal_path);
     if (rc != PFI_OK)
         goto fail;
-    status = PFI_EXIT_OK;
+    status = printed;
     goto out;
 fail:
     status = pfi_cli_fail("sweep", &err);

@@ -43,6 +43,8 @@ int pfi_cmd_study(int argc, char **argv)
         {"cuts", PFI_OPT_STR, &cuts, "LIST", "power cuts (default 0.1,0.2,0.3,0.4,0.5)"},
         {"sla", PFI_OPT_DOUBLE, &sla, "S", "max slowdown of the SLA jobs (default 0.10)"},
         {"no-figures", PFI_OPT_FLAG, &no_figures, NULL, "skip gnuplot"},
+        {"direct", PFI_OPT_FLAG, &o.direct, NULL,
+         "read the simulated jobs' steady state directly instead of sweeping them (3x faster)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "print summary.json on stdout"},
         {0},
     };

@@ -42,6 +42,8 @@ typedef struct pfi_study_opts {
     double cuts[PFI_STUDY_MAX_CUTS];
     double sla;           /* max slowdown given to every third job in the SLA experiment */
     int figures;          /* 0: skip gnuplot (tables and JSON only) */
+    int direct;           /* characterize the fleet from the simulator directly, not through
+                             the sweep protocol (faster; for quick looks) */
     /* Progress: called at each step and every few runs; may be NULL. */
     void (*progress)(void *ctx, const char *step, int done, int total);
     void *progress_ctx;

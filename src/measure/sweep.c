@@ -351,6 +351,73 @@ static int restore(pfi_backend *b, const pfi_sweep_cfg *c, pfi_journal *j, int j
     return first;
 }
 
+/* One level: its caps set, its throughput measured, its telemetry averaged, then handed to
+ * the sink and reported. */
+static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const double *caps,
+                       double t0, pfi_sweep_result *res, pfi_err *err)
+{
+    const pfi_sweep_cfg *c = s->c;
+    pfi_backend *b = s->b;
+    if (li > 0 && c->restart && s->src->restart) {
+        int rc = s->src->restart(s->src, err);
+        if (rc != PFI_OK)
+            return rc;
+        pfi_meter_free(&s->meter);
+        pfi_meter_init(&s->meter);
+        s->last_obs_t = pfi_hw_now(b);
+    }
+    pfi_level lv;
+    level_init(&lv);
+    double capsum = 0;
+    for (int i = 0; i < c->n_gpus; i++)
+        capsum += caps[i];
+    lv.cap_w = capsum / c->n_gpus;
+    int rc = set_caps(b, c, caps, &lv.enforced_w, err);
+    if (rc != PFI_OK)
+        return rc;
+    int steady = 0;
+    rc = measure_level(s, smp, li, nl, lv.cap_w, t0, &lv, &steady, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (li == 0)
+        res->run.unit = s->meter.unit == PFI_OU_SAMPLES ? PFI_SAMPLES_PER_S : PFI_TOKENS_PER_S;
+    pfi_sample *rows = NULL;
+    int nt = 0;
+    rc = pfi_sampler_snapshot(smp, &rows, &nt, err);
+    if (rc != PFI_OK)
+        return rc;
+    level_telemetry(rows, nt, c->n_gpus, lv.t_start_s, lv.t_end_s, &lv);
+    res->run.levels[res->run.n_levels] = lv;
+    res->steady[res->run.n_levels] = steady;
+    res->run.n_levels++;
+    if (c->sink.level)
+        rc = c->sink.level(c->sink.ctx, &res->run, res->run.n_levels - 1, rows, nt, c->gpus,
+                           c->n_gpus, err);
+    free(rows);
+    pfi_sweep_progress p = {.level = li, .n_levels = nl, .cap_w = lv.cap_w,
+                            .elapsed_s = pfi_hw_now(b) - t0, .tput = lv.tput,
+                            .power_w = lv.power_w, .done = 1, .steady = steady};
+    p.rel_ci = isfinite(lv.tput_lo) ? 0.5 * (lv.tput_hi - lv.tput_lo) / lv.tput : NAN;
+    report(c, &p);
+    return rc;
+}
+
+/* What the source saw: lines and observations, and the log format it settled on. */
+static void source_stats(pfi_tput_source *src, long n_obs, pfi_sweep_result *res)
+{
+    if (!src->parser) {
+        res->observations = n_obs;
+        return;
+    }
+    long lines = 0, matched = 0;
+    pfi_parser_stats(src->parser, &lines, &matched);
+    res->lines = lines;
+    res->observations = matched;
+    pfi_log_format f = pfi_parser_format(src->parser);
+    snprintf(res->format, sizeof res->format, "%s",
+             f == PFI_LOG_AUTO ? "" : pfi_log_format_name(f));
+}
+
 int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
                   pfi_sweep_result *res, pfi_err *err)
 {
@@ -395,49 +462,8 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
     s.last_obs_t = t0;
     if (rc == PFI_OK && c->sink.begin)
         rc = c->sink.begin(c->sink.ctx, &res->run, err);
-    for (int li = 0; rc == PFI_OK && li < nl; li++) {
-        if (li > 0 && c->restart && src->restart) {
-            rc = src->restart(src, err);
-            if (rc != PFI_OK)
-                break;
-            pfi_meter_free(&s.meter);
-            pfi_meter_init(&s.meter);
-            s.last_obs_t = pfi_hw_now(b);
-        }
-        pfi_level lv;
-        level_init(&lv);
-        double capsum = 0;
-        for (int i = 0; i < c->n_gpus; i++)
-            capsum += plan[li][i];
-        lv.cap_w = capsum / c->n_gpus;
-        rc = set_caps(b, c, plan[li], &lv.enforced_w, err);
-        if (rc != PFI_OK)
-            break;
-        int steady = 0;
-        rc = measure_level(&s, smp, li, nl, lv.cap_w, t0, &lv, &steady, err);
-        if (rc != PFI_OK)
-            break;
-        if (li == 0)
-            res->run.unit = s.meter.unit == PFI_OU_SAMPLES ? PFI_SAMPLES_PER_S : PFI_TOKENS_PER_S;
-        pfi_sample *rows = NULL;
-        int nt = 0;
-        rc = pfi_sampler_snapshot(smp, &rows, &nt, err);
-        if (rc != PFI_OK)
-            break;
-        level_telemetry(rows, nt, c->n_gpus, lv.t_start_s, lv.t_end_s, &lv);
-        res->run.levels[res->run.n_levels] = lv;
-        res->steady[res->run.n_levels] = steady;
-        res->run.n_levels++;
-        if (c->sink.level)
-            rc = c->sink.level(c->sink.ctx, &res->run, res->run.n_levels - 1, rows, nt, c->gpus,
-                               c->n_gpus, err);
-        free(rows);
-        pfi_sweep_progress p = {.level = li, .n_levels = nl, .cap_w = lv.cap_w,
-                                .elapsed_s = pfi_hw_now(b) - t0, .tput = lv.tput,
-                                .power_w = lv.power_w, .done = 1, .steady = steady};
-        p.rel_ci = isfinite(lv.tput_lo) ? 0.5 * (lv.tput_hi - lv.tput_lo) / lv.tput : NAN;
-        report(c, &p);
-    }
+    for (int li = 0; rc == PFI_OK && li < nl; li++)
+        rc = sweep_level(&s, smp, li, nl, plan[li], t0, res, err);
     int status_rc = rc;
     if (rc == PFI_OK)
         snprintf(res->status, sizeof res->status, "done");
@@ -455,7 +481,10 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
             status_rc = rrc;
             snprintf(res->status, sizeof res->status, "failed");
         } else {
-            pfi_err_set(err, status_rc, "%s; and restoring the limits failed too: %s", err->msg,
+            /* Copied first: the message is formatted into the buffer it quotes. */
+            char first[sizeof err->msg];
+            snprintf(first, sizeof first, "%s", err->msg);
+            pfi_err_set(err, status_rc, "%s; and restoring the limits failed too: %s", first,
                         rerr.msg);
         }
     }
@@ -465,17 +494,7 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
     }
     if (src->stop)
         src->stop(src);
-    if (src->parser) {
-        long lines = 0, matched = 0;
-        pfi_parser_stats(src->parser, &lines, &matched);
-        res->lines = lines;
-        res->observations = matched;
-        pfi_log_format f = pfi_parser_format(src->parser);
-        snprintf(res->format, sizeof res->format, "%s",
-                 f == PFI_LOG_AUTO ? "" : pfi_log_format_name(f));
-    } else {
-        res->observations = s.n_obs;
-    }
+    source_stats(src, s.n_obs, res);
     if (c->sink.end)
         c->sink.end(c->sink.ctx, &res->run, res->status);
     pfi_meter_free(&s.meter);

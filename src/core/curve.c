@@ -322,6 +322,59 @@ int pfi_run_baseline(const pfi_run *run)
     return best;
 }
 
+/* Indices of the usable levels (throughput and power measured), by cap ascending; at most
+ * PFI_CURVE_MAX_PTS of them, the baseline b always kept.  Returns how many. */
+static int usable_levels(const pfi_run *run, int b, int *idx)
+{
+    int n = 0;
+    /* Insertion sort: a few dozen levels at most. */
+    for (int i = 0; i < run->n_levels && i < PFI_MAX_LEVELS; i++) {
+        const pfi_level *l = &run->levels[i];
+        if (!(l->tput > 0) || !(l->power_w > 0) || !isfinite(l->cap_w))
+            continue;
+        int j = n++;
+        while (j > 0 && run->levels[idx[j - 1]].cap_w > l->cap_w) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = i;
+    }
+    if (n <= PFI_CURVE_MAX_PTS)
+        return n;
+    /* A finer sweep than a curve holds: keep levels spread evenly over the cap order, the
+     * lowest and the highest (the baseline's end) always among them. */
+    int keep[PFI_CURVE_MAX_PTS];
+    for (int k = 0; k < PFI_CURVE_MAX_PTS; k++)
+        keep[k] = idx[(int)floor((double)k * (n - 1) / (PFI_CURVE_MAX_PTS - 1) + 0.5)];
+    /* The baseline must stay even when it is not the highest cap measured. */
+    int has_base = 0, bi = -1;
+    for (int k = 0; k < PFI_CURVE_MAX_PTS; k++)
+        has_base |= keep[k] == b;
+    for (int k = 0; !has_base && k < PFI_CURVE_MAX_PTS; k++)
+        if (run->levels[keep[k]].cap_w >= run->levels[b].cap_w && (bi < 0 || k < bi))
+            bi = k;
+    if (!has_base)
+        keep[bi >= 0 ? bi : PFI_CURVE_MAX_PTS - 1] = b;
+    memcpy(idx, keep, sizeof keep);
+    return PFI_CURVE_MAX_PTS;
+}
+
+/* Monotone fit in the order of falling cap: slowdown may only grow as the cap falls.  The
+ * baseline is pinned (huge weight) so a noisy level cannot move s(0) away from 0. */
+static void fit_monotone(pfi_curve *out)
+{
+    int n = out->n;
+    double y[PFI_CURVE_MAX_PTS], w[PFI_CURVE_MAX_PTS], yf[PFI_CURVE_MAX_PTS];
+    for (int k = 0; k < n; k++) {
+        int src = n - 1 - k;
+        y[k] = 1.0 - out->rel[src];
+        w[k] = fabs(out->cap_w[src] - out->cap0_w) <= 0.5 ? 1e9 : 1.0;
+    }
+    pfi_isotonic(y, w, n, yf);
+    for (int k = 0; k < n; k++)
+        out->rel_mono[n - 1 - k] = 1.0 - yf[k];
+}
+
 int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *err)
 {
     if (family < 0)
@@ -336,37 +389,8 @@ int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *
     out->p0_w = base->power_w;
     out->cap0_w = base->cap_w;
     out->n_gpus = run->n_gpus;
-    /* Usable levels sorted by cap ascending (insertion sort: a few dozen at most). */
-    int idx[PFI_MAX_LEVELS], n = 0;
-    for (int i = 0; i < run->n_levels && i < PFI_MAX_LEVELS; i++) {
-        const pfi_level *l = &run->levels[i];
-        if (!(l->tput > 0) || !(l->power_w > 0) || !isfinite(l->cap_w))
-            continue;
-        int j = n++;
-        while (j > 0 && run->levels[idx[j - 1]].cap_w > l->cap_w) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = i;
-    }
-    if (n > PFI_CURVE_MAX_PTS) {
-        /* A finer sweep than a curve holds: keep levels spread evenly over the cap order, the
-         * lowest and the highest (the baseline's end) always among them. */
-        int keep[PFI_CURVE_MAX_PTS];
-        for (int k = 0; k < PFI_CURVE_MAX_PTS; k++)
-            keep[k] = idx[(int)floor((double)k * (n - 1) / (PFI_CURVE_MAX_PTS - 1) + 0.5)];
-        /* The baseline must stay even when it is not the highest cap measured. */
-        int has_base = 0, bi = -1;
-        for (int k = 0; k < PFI_CURVE_MAX_PTS; k++)
-            has_base |= keep[k] == b;
-        for (int k = 0; !has_base && k < PFI_CURVE_MAX_PTS; k++)
-            if (run->levels[keep[k]].cap_w >= base->cap_w && (bi < 0 || k < bi))
-                bi = k;
-        if (!has_base)
-            keep[bi >= 0 ? bi : PFI_CURVE_MAX_PTS - 1] = b;
-        memcpy(idx, keep, sizeof keep);
-        n = PFI_CURVE_MAX_PTS;
-    }
+    int idx[PFI_MAX_LEVELS];
+    int n = usable_levels(run, b, idx);
     int below = 0;
     for (int k = 0; k < n; k++) {
         const pfi_level *l = &run->levels[idx[k]];
@@ -385,17 +409,7 @@ int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *
                            "a curve needs at least 2",
                            run->name, below, below == 1 ? "" : "s", out->cap0_w);
 
-    /* Monotone fit in the order of falling cap: slowdown may only grow as the cap falls.  The
-     * baseline is pinned (huge weight) so a noisy level cannot move s(0) away from 0. */
-    double y[PFI_CURVE_MAX_PTS], w[PFI_CURVE_MAX_PTS], yf[PFI_CURVE_MAX_PTS];
-    for (int k = 0; k < n; k++) {
-        int src = n - 1 - k;
-        y[k] = 1.0 - out->rel[src];
-        w[k] = fabs(out->cap_w[src] - out->cap0_w) <= 0.5 ? 1e9 : 1.0;
-    }
-    pfi_isotonic(y, w, n, yf);
-    for (int k = 0; k < n; k++)
-        out->rel_mono[n - 1 - k] = 1.0 - yf[k];
+    fit_monotone(out);
 
     double r[PFI_CURVE_MAX_PTS], s[PFI_CURVE_MAX_PTS];
     int m = pfi_curve_points(out, r, s, PFI_CURVE_MAX_PTS);

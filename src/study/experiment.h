@@ -87,8 +87,8 @@ typedef struct pfi_expt_opts {
     double breach_tol;     /* a breach: true slowdown > sla + breach_tol */
 } pfi_expt_opts;
 
-/* probes 1 at core/probe.h's depth (two probes: 0.20, 0.40), the predictor's default seed, the
- * allocator's defaults, no SLA. */
+/* `probes` at core/probe.h's depth (two probes: 0.20, 0.40), the predictor's default seed, the
+ * allocator's defaults, no SLA (when one is set: every third job, margin measured). */
 pfi_expt_opts pfi_expt_defaults(int probes);
 
 /* The jobs of one experiment: each as measured (truth) and as pfi sees it (pred); job j is

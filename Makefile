@@ -93,11 +93,12 @@ ABUILD  := $(BUILD)/asan
 asan-tests:
 	$(MAKE) BUILD=$(ABUILD) SAN=1 $(patsubst $(BUILD)/%,$(ABUILD)/%,$(TESTS)) $(ABUILD)/pfi $(ABUILD)/lib/libnvidia-ml.so.1
 
+# Both suites always run (a failure in the first must not hide the sanitizers' findings).
 check: all $(TESTS) asan-tests burn
-	@PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) sh tests/run.sh $(BUILD) normal
-	@PFI_BIN=$(abspath $(ABUILD)/pfi) PFI_FAKENVML=$(abspath $(ABUILD)/lib/libnvidia-ml.so.1) \
+	@st=0; PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) sh tests/run.sh $(BUILD) normal || st=1; \
+	  PFI_BIN=$(abspath $(ABUILD)/pfi) PFI_FAKENVML=$(abspath $(ABUILD)/lib/libnvidia-ml.so.1) \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  sh tests/run.sh $(ABUILD) asan
+	  sh tests/run.sh $(ABUILD) asan || st=1; exit $$st
 test: check
 
 # The main job on the embedded simulator: a live 8xH200 node under a stepping cap, then the

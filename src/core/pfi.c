@@ -133,6 +133,90 @@ static void fill_depths(const pfi_curve *c, const pfi_fit *fit, int extrapolate,
     }
 }
 
+/* The points a curve's fit went through, baseline cap and below, from the baseline down. */
+typedef struct fit_pts {
+    double r[PFI_CURVE_MAX_PTS], s[PFI_CURVE_MAX_PTS];
+    double sd[PFI_CURVE_MAX_PTS]; /* each level's own noise where the run gave an interval */
+    int m, npos;                  /* points, and those that shed power */
+} fit_pts;
+
+/* Also notes in out the deepest slowdown seen and whether throughput rose as the cap fell. */
+static void collect_points(const pfi_curve *c, const double *sd, fit_pts *p, pfi_index *out)
+{
+    p->m = p->npos = 0;
+    out->s_max_seen = 0;
+    double prev_rel = NAN;
+    for (int k = c->n - 1; k >= 0; k--) {
+        if (c->cap_w[k] > c->cap0_w + 0.5)
+            continue;
+        if (isfinite(prev_rel) && c->rel[k] > prev_rel + 0.01)
+            out->non_monotone = 1;
+        prev_rel = c->rel[k];
+        int m = p->m++;
+        double rk = 1.0 - c->draw_w[k] / c->p0_w;
+        p->r[m] = rk > 0 ? rk : 0;
+        p->s[m] = 1.0 - c->rel[k];
+        p->sd[m] = sd && isfinite(sd[k]) && sd[k] > 0 ? sd[k] : 0;
+        if (p->s[m] > out->s_max_seen)
+            out->s_max_seen = p->s[m];
+        if (p->r[m] > 0.005)
+            p->npos++;
+    }
+}
+
+/* Wild bootstrap: residuals flipped at random (Rademacher), inflated for the parameters the
+ * fit spent, plus each level's own measurement noise. */
+static int bootstrap(const pfi_curve *c, const fit_pts *p, const pfi_index_opts *o,
+                     pfi_index *out, pfi_err *err)
+{
+    const double *r = p->r, *s = p->s, *psd = p->sd;
+    int m = p->m, npos = p->npos;
+    int np = pfi_family_params(c->fit.family);
+    int have_sd = 0;
+    for (int i = 0; i < m; i++)
+        have_sd |= psd[i] > 0;
+    /* A fit through as many points as it has parameters leaves no residual to learn the noise
+     * from: without the levels' own intervals, no interval rather than a false zero-width one. */
+    if (npos <= np && !have_sd)
+        return PFI_OK;
+    double infl = npos > np ? sqrt((double)npos / (npos - np)) : 1.0;
+    double res[PFI_CURVE_MAX_PTS], fitted[PFI_CURVE_MAX_PTS], sb[PFI_CURVE_MAX_PTS];
+    for (int i = 0; i < m; i++) {
+        fitted[i] = pfi_fit_s(&c->fit, r[i]);
+        res[i] = r[i] > 0.005 ? (s[i] - fitted[i]) * infl : 0;
+    }
+    double *vals = malloc(sizeof(double) * (size_t)o->n_boot);
+    if (!vals)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d bootstrap replicates",
+                           o->n_boot);
+    unsigned long long st = o->seed;
+    int nv = 0;
+    for (int b = 0; b < o->n_boot; b++) {
+        for (int i = 0; i < m; i++) {
+            double flip = (pfi_rand_next(&st) >> 63) ? 1.0 : -1.0;
+            sb[i] = fitted[i] + flip * res[i] + (psd[i] > 0 ? psd[i] * pfi_rand_normal(&st) : 0);
+        }
+        pfi_fit f;
+        if (pfi_fit_points(c->fit.family, r, sb, NULL, m, &f, NULL) != PFI_OK)
+            continue;
+        double v = pfi_at(&f, o->depth);
+        if (isfinite(v))
+            vals[nv++] = v;
+    }
+    if (nv > 0) {
+        qsort(vals, (size_t)nv, sizeof(double), cmp_double);
+        out->pfi_lo = quantile(vals, nv, 0.025);
+        out->pfi_hi = quantile(vals, nv, 0.975);
+        /* The interval must hold the estimate itself (a skewed refit can push both ends past). */
+        if (out->pfi < out->pfi_lo)
+            out->pfi_lo = out->pfi;
+        if (out->pfi > out->pfi_hi)
+            out->pfi_hi = out->pfi;
+    }
+    free(vals);
+    return PFI_OK;
+}
+
 int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *opt,
                     pfi_index *out, pfi_err *err)
 {
@@ -170,75 +254,11 @@ int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *
         out->shed_limited[k] = pfi_fit_s(&c->fit, r_limit) <= pfi_budgets[k];
     }
 
-    /* Points of the fit, with their own noise where the run gave an interval. */
-    double r[PFI_CURVE_MAX_PTS], s[PFI_CURVE_MAX_PTS], psd[PFI_CURVE_MAX_PTS];
-    int m = 0, npos = 0;
-    out->s_max_seen = 0;
-    double prev_rel = NAN;
-    for (int k = c->n - 1; k >= 0; k--) {
-        if (c->cap_w[k] > c->cap0_w + 0.5)
-            continue;
-        if (isfinite(prev_rel) && c->rel[k] > prev_rel + 0.01)
-            out->non_monotone = 1;
-        prev_rel = c->rel[k];
-        double rk = 1.0 - c->draw_w[k] / c->p0_w;
-        r[m] = rk > 0 ? rk : 0;
-        s[m] = 1.0 - c->rel[k];
-        psd[m] = sd && isfinite(sd[k]) && sd[k] > 0 ? sd[k] : 0;
-        if (s[m] > out->s_max_seen)
-            out->s_max_seen = s[m];
-        if (r[m] > 0.005)
-            npos++;
-        m++;
-    }
-    if (o.n_boot == 0 || m == 0 || !isfinite(out->pfi))
+    fit_pts pts;
+    collect_points(c, sd, &pts, out);
+    if (o.n_boot == 0 || pts.m == 0 || !isfinite(out->pfi))
         return PFI_OK;
-
-    /* Wild bootstrap: residuals flipped at random (Rademacher), inflated for the parameters the
-     * fit spent, plus each level's own measurement noise. */
-    int np = pfi_family_params(c->fit.family);
-    int have_sd = 0;
-    for (int i = 0; i < m; i++)
-        have_sd |= psd[i] > 0;
-    /* A fit through as many points as it has parameters leaves no residual to learn the noise
-     * from: without the levels' own intervals, no interval rather than a false zero-width one. */
-    if (npos <= np && !have_sd)
-        return PFI_OK;
-    double infl = npos > np ? sqrt((double)npos / (npos - np)) : 1.0;
-    double res[PFI_CURVE_MAX_PTS], fitted[PFI_CURVE_MAX_PTS], sb[PFI_CURVE_MAX_PTS];
-    for (int i = 0; i < m; i++) {
-        fitted[i] = pfi_fit_s(&c->fit, r[i]);
-        res[i] = r[i] > 0.005 ? (s[i] - fitted[i]) * infl : 0;
-    }
-    double *vals = malloc(sizeof(double) * (size_t)o.n_boot);
-    if (!vals)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d bootstrap replicates", o.n_boot);
-    unsigned long long st = o.seed;
-    int nv = 0;
-    for (int b = 0; b < o.n_boot; b++) {
-        for (int i = 0; i < m; i++) {
-            double flip = (pfi_rand_next(&st) >> 63) ? 1.0 : -1.0;
-            sb[i] = fitted[i] + flip * res[i] + (psd[i] > 0 ? psd[i] * pfi_rand_normal(&st) : 0);
-        }
-        pfi_fit f;
-        if (pfi_fit_points(c->fit.family, r, sb, NULL, m, &f, NULL) != PFI_OK)
-            continue;
-        double v = pfi_at(&f, o.depth);
-        if (isfinite(v))
-            vals[nv++] = v;
-    }
-    if (nv > 0) {
-        qsort(vals, (size_t)nv, sizeof(double), cmp_double);
-        out->pfi_lo = quantile(vals, nv, 0.025);
-        out->pfi_hi = quantile(vals, nv, 0.975);
-        /* The interval must hold the estimate itself (a skewed refit can push both ends past). */
-        if (out->pfi < out->pfi_lo)
-            out->pfi_lo = out->pfi;
-        if (out->pfi > out->pfi_hi)
-            out->pfi_hi = out->pfi;
-    }
-    free(vals);
-    return PFI_OK;
+    return bootstrap(c, &pts, &o, out, err);
 }
 
 int pfi_index_run(const pfi_run *run, const pfi_index_opts *o, pfi_index *out, pfi_err *err)

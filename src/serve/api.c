@@ -212,46 +212,31 @@ static int post_throughput(srv_node *n, const char *id, json_t *doc, pfi_err *e)
     return srv_job_throughput(n, id, json_number_value(t), e);
 }
 
-char *srv_api_handle(srv_node *n, const char *method, const char *url, const char *q_since,
-                     const char *q_limit, const char *body, size_t blen, int authorized,
-                     int *st, const char **ctype, size_t *len)
+/* GET and HEAD routes; *matched 0 when the request is not one of them. */
+static char *handle_read(srv_node *n, const char *url, const char *id, const char *sub,
+                         const char *q_since, const char *q_limit, int *matched, int *st,
+                         const char **ctype, size_t *len)
 {
-    *ctype = "application/json";
-    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-    int post = !strcmp(method, "POST"), put = !strcmp(method, "PUT"),
-        del = !strcmp(method, "DELETE");
-    char id[SRV_ID_MAX + 1] = "";
-    const char *sub = NULL; /* what follows /v1/jobs/{id} */
-    if (!strncmp(url, "/v1/jobs/", 9)) {
-        const char *p = url + 9;
-        size_t l = strcspn(p, "/");
-        if (l == 0 || l > SRV_ID_MAX)
-            return fail(404, PFI_ENOENT, "no such job", st, len);
-        memcpy(id, p, l);
-        id[l] = '\0';
-        sub = p + l;
-    }
-
-    /* Reads. */
-    if (!strcmp(url, "/healthz") && get)
+    *matched = 1;
+    if (!strcmp(url, "/healthz"))
         return ok(200, srv_view_health(n), st, len);
-    if (!strcmp(url, "/metrics") && get) {
+    if (!strcmp(url, "/metrics")) {
         *ctype = "text/plain; version=0.0.4; charset=utf-8";
         *st = 200;
         char *t = srv_metrics_text(n, len);
         return t ? t : fail(500, PFI_ENOMEM, "out of memory", st, len);
     }
-    if (!strcmp(url, "/v1/gpus") && get)
+    if (!strcmp(url, "/v1/gpus"))
         return ok(200, srv_view_gpus(n), st, len);
-    if (!strcmp(url, "/v1/jobs") && get)
+    if (!strcmp(url, "/v1/jobs"))
         return ok(200, srv_view_jobs(n, NULL), st, len);
-    if (sub && !*sub && get) {
+    if (sub && !*sub) {
         json_t *j = srv_view_jobs(n, id);
         return j ? ok(200, j, st, len) : fail(404, PFI_ENOENT, "no such job", st, len);
     }
-    if ((!strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/budget")) && get)
+    if (!strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/budget"))
         return ok(200, srv_view_allocation(n), st, len);
-    if (!strcmp(url, "/v1/decisions") && get) {
+    if (!strcmp(url, "/v1/decisions")) {
         int limit = q_limit ? atoi(q_limit) : 20;
         if (limit < 1 || limit > 1000)
             return fail(400, PFI_EINVAL, "limit: expected 1 to 1000", st, len);
@@ -259,39 +244,19 @@ char *srv_api_handle(srv_node *n, const char *method, const char *url, const cha
         json_t *doc = srv_audit_decisions(n->audit, limit, &e);
         return doc ? ok(200, doc, st, len) : fail_err(&e, st, len);
     }
-    if (!strcmp(url, "/v1/events") && get) {
+    if (!strcmp(url, "/v1/events")) {
         long long since = q_since ? atoll(q_since) : 0;
         int limit = q_limit ? atoi(q_limit) : 100;
         return ok(200, srv_view_events(n, since, limit), st, len);
     }
+    *matched = 0;
+    return NULL;
+}
 
-    /* Writes: known route first (404/405 before 401 would leak nothing useful either way). */
-    int route = (!strcmp(url, "/v1/jobs") && post) || (sub && !*sub && del) ||
-                (sub && !strcmp(sub, "/throughput") && post) ||
-                (!strcmp(url, "/v1/budget") && (put || del)) || (!strcmp(url, "/v1/caps") && put) ||
-                (!strcmp(url, "/v1/heartbeat") && post);
-    if (!route) {
-        int known = !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
-                    !strncmp(url, "/v1/jobs", 8) || !strcmp(url, "/v1/gpus") ||
-                    !strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/events") ||
-                    !strcmp(url, "/v1/decisions") ||
-                    !strcmp(url, "/v1/budget") || !strcmp(url, "/v1/caps") ||
-                    !strcmp(url, "/v1/heartbeat");
-        if (known && !(sub && *sub && strcmp(sub, "/throughput")))
-            return fail(405, PFI_EINVAL, "method not allowed on this path", st, len);
-        return fail(404, PFI_ENOENT, "no such path (see docs/api.md)", st, len);
-    }
-    if (authorized < 0)
-        return fail(403, PFI_EPERM,
-                    "this daemon has no token file configured: it accepts no change", st, len);
-    if (!authorized)
-        return fail(401, PFI_EPERM, "missing or wrong bearer token", st, len);
-
-    /* Throughput reports and heartbeats move no cap: never throttled. */
-    int moves_caps = !(sub && *sub) && strcmp(url, "/v1/heartbeat") != 0;
-    if (moves_caps && !srv_rate_take(n))
-        return fail(429, PFI_EBUSY, "too many changes: at most a burst of 100, then 20 per second",
-                    st, len);
+/* A change, once its route, token and rate are checked. */
+static char *handle_write(srv_node *n, const char *url, int del, const char *id,
+                          const char *sub, const char *body, size_t blen, int *st, size_t *len)
+{
     pfi_err e = {0};
     json_t *res = NULL;
     int rc;
@@ -325,4 +290,60 @@ char *srv_api_handle(srv_node *n, const char *method, const char *url, const cha
         return fail_err(&e, st, len);
     }
     return ok(created ? 201 : 200, res, st, len);
+}
+
+char *srv_api_handle(srv_node *n, const char *method, const char *url, const char *q_since,
+                     const char *q_limit, const char *body, size_t blen, int authorized,
+                     int *st, const char **ctype, size_t *len)
+{
+    *ctype = "application/json";
+    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    int post = !strcmp(method, "POST"), put = !strcmp(method, "PUT"),
+        del = !strcmp(method, "DELETE");
+    char id[SRV_ID_MAX + 1] = "";
+    const char *sub = NULL; /* what follows /v1/jobs/{id} */
+    if (!strncmp(url, "/v1/jobs/", 9)) {
+        const char *p = url + 9;
+        size_t l = strcspn(p, "/");
+        if (l == 0 || l > SRV_ID_MAX)
+            return fail(404, PFI_ENOENT, "no such job", st, len);
+        memcpy(id, p, l);
+        id[l] = '\0';
+        sub = p + l;
+    }
+    if (get) {
+        int matched;
+        char *r = handle_read(n, url, id, sub, q_since, q_limit, &matched, st, ctype, len);
+        if (matched)
+            return r;
+    }
+
+    /* Writes: known route first (404/405 before 401 would leak nothing useful either way). */
+    int route = (!strcmp(url, "/v1/jobs") && post) || (sub && !*sub && del) ||
+                (sub && !strcmp(sub, "/throughput") && post) ||
+                (!strcmp(url, "/v1/budget") && (put || del)) || (!strcmp(url, "/v1/caps") && put) ||
+                (!strcmp(url, "/v1/heartbeat") && post);
+    if (!route) {
+        int known = !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
+                    !strncmp(url, "/v1/jobs", 8) || !strcmp(url, "/v1/gpus") ||
+                    !strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/events") ||
+                    !strcmp(url, "/v1/decisions") ||
+                    !strcmp(url, "/v1/budget") || !strcmp(url, "/v1/caps") ||
+                    !strcmp(url, "/v1/heartbeat");
+        if (known && !(sub && *sub && strcmp(sub, "/throughput")))
+            return fail(405, PFI_EINVAL, "method not allowed on this path", st, len);
+        return fail(404, PFI_ENOENT, "no such path (see docs/api.md)", st, len);
+    }
+    if (authorized < 0)
+        return fail(403, PFI_EPERM,
+                    "this daemon has no token file configured: it accepts no change", st, len);
+    if (!authorized)
+        return fail(401, PFI_EPERM, "missing or wrong bearer token", st, len);
+
+    /* Throughput reports and heartbeats move no cap: never throttled. */
+    int moves_caps = !(sub && *sub) && strcmp(url, "/v1/heartbeat") != 0;
+    if (moves_caps && !srv_rate_take(n))
+        return fail(429, PFI_EBUSY, "too many changes: at most a burst of 100, then 20 per second",
+                    st, len);
+    return handle_write(n, url, del, id, sub, body, blen, st, len);
 }

@@ -91,7 +91,7 @@ static json_t *body_json(const char *body, size_t blen, pfi_err *e)
     return doc;
 }
 
-static int only_keys(json_t *o, const char *const *keys, pfi_err *e)
+int srv_only_keys(json_t *o, const char *const *keys, pfi_err *e)
 {
     const char *k;
     json_t *v;
@@ -100,8 +100,14 @@ static int only_keys(json_t *o, const char *const *keys, pfi_err *e)
         int known = 0;
         for (int i = 0; keys[i]; i++)
             known |= !strcmp(k, keys[i]);
-        if (!known)
-            return pfi_err_set(e, PFI_EINVAL, "unknown field '%s'", k);
+        if (known)
+            continue;
+        /* Name them all: a client that misspelt one learns the right one here. */
+        char list[256] = "";
+        size_t at = 0;
+        for (int i = 0; keys[i] && at < sizeof list; i++)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", keys[i]);
+        return pfi_err_set(e, PFI_EINVAL, "unknown field '%s' (known: %s)", k, list);
     }
     return PFI_OK;
 }
@@ -109,7 +115,7 @@ static int only_keys(json_t *o, const char *const *keys, pfi_err *e)
 static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 {
     static const char *const keys[] = {"watts", "percent", "budget", "ramp_s", NULL};
-    if (only_keys(doc, keys, e) != PFI_OK)
+    if (srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *w = json_object_get(doc, "watts"), *p = json_object_get(doc, "percent"),
            *b = json_object_get(doc, "budget");
@@ -147,7 +153,7 @@ static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 {
     static const char *const keys[] = {"epoch", "caps", NULL};
-    if (only_keys(doc, keys, e) != PFI_OK)
+    if (srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *ep = json_object_get(doc, "epoch"), *caps = json_object_get(doc, "caps");
     long long epoch = 0;
@@ -187,7 +193,7 @@ static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 static int post_heartbeat(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 {
     static const char *const keys[] = {"controller", "ttl_s", NULL};
-    if (only_keys(doc, keys, e) != PFI_OK)
+    if (srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *c = json_object_get(doc, "controller"), *t = json_object_get(doc, "ttl_s");
     if (c && !json_is_string(c))
@@ -204,7 +210,7 @@ static int post_heartbeat(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 static int post_throughput(srv_node *n, const char *id, json_t *doc, pfi_err *e)
 {
     static const char *const keys[] = {"tokens_per_s", NULL};
-    if (only_keys(doc, keys, e) != PFI_OK)
+    if (srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *t = json_object_get(doc, "tokens_per_s");
     if (!json_is_number(t))

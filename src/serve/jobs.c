@@ -27,39 +27,16 @@ static const char *const job_keys[] = {"id",   "gpus",   "sla",  "weight", "curv
                                        "pfi30", "tokens_per_s", "probe", "source", "node",
                                        "user", "name",   NULL};
 
-/* Fills *j from a registration; checks everything against the node but not against other
- * jobs. */
-static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
+/* "gpus": [0, 1] or "0-3", each a GPU of this node, none twice. */
+static int parse_gpus(const srv_node *n, json_t *g, srv_job *j, pfi_err *err)
 {
-    memset(j, 0, sizeof *j);
-    if (!json_is_object(spec))
-        return pfi_err_set(err, PFI_EINVAL, "a job is a JSON object {\"id\", \"gpus\", ...}");
-    const char *key;
-    json_t *v;
-    json_object_foreach(spec, key, v)
-    {
-        int known = 0;
-        for (int k = 0; job_keys[k]; k++)
-            known |= !strcmp(key, job_keys[k]);
-        if (!known)
-            return pfi_err_set(err, PFI_EINVAL,
-                               "unknown field '%s' (known: id, gpus, sla, weight, curve, pfi30, "
-                               "tokens_per_s, probe, source, node, user, name)",
-                               key);
-    }
-    const char *id = json_string_value(json_object_get(spec, "id"));
-    if (!id || !valid_id(id))
-        return pfi_err_set(err, PFI_EINVAL,
-                           "id: expected 1-%d characters of letters, digits and ._:-",
-                           SRV_ID_MAX - 1);
-    snprintf(j->id, sizeof j->id, "%s", id);
-    json_t *g = json_object_get(spec, "gpus");
     int idx[PFI_MAX_GPUS], ni = 0;
     if (json_is_string(g)) {
         if (pfi_parse_index_list(json_string_value(g), n->n_gpus, idx, &ni, err) != PFI_OK)
             return pfi_err_prefix(err, "gpus: ");
     } else if (json_is_array(g) && json_array_size(g) <= PFI_MAX_GPUS) {
         size_t k;
+        json_t *v;
         json_array_foreach(g, k, v)
         {
             if (!json_is_integer(v))
@@ -80,6 +57,28 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
                 return pfi_err_set(err, PFI_EINVAL, "gpus: GPU %d listed twice", idx[a]);
         j->gpus[j->n_gpus++] = idx[a];
     }
+    return PFI_OK;
+}
+
+/* Fills *j from a registration; checks everything against the node but not against other
+ * jobs. */
+static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
+{
+    memset(j, 0, sizeof *j);
+    if (!json_is_object(spec))
+        return pfi_err_set(err, PFI_EINVAL, "a job is a JSON object {\"id\", \"gpus\", ...}");
+    if (srv_only_keys(spec, job_keys, err) != PFI_OK)
+        return err->code;
+    json_t *v;
+    const char *id = json_string_value(json_object_get(spec, "id"));
+    if (!id || !valid_id(id))
+        return pfi_err_set(err, PFI_EINVAL,
+                           "id: expected 1-%d characters of letters, digits and ._:-",
+                           SRV_ID_MAX - 1);
+    snprintf(j->id, sizeof j->id, "%s", id);
+    int rc = parse_gpus(n, json_object_get(spec, "gpus"), j, err);
+    if (rc != PFI_OK)
+        return rc;
     v = json_object_get(spec, "sla");
     j->sla = n->cfg->default_sla;
     if (v && json_is_null(v))
@@ -116,7 +115,7 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
             return pfi_err_set(err, PFI_EINVAL, "%s: expected a string of at most 128 bytes",
                                meta[k]);
     }
-    int rc = srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
+    rc = srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
     if (rc != PFI_OK)
         return rc;
     double abs_t0;

@@ -583,8 +583,9 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
         snprintf(sla_text, sizeof sla_text,
                  "With SLAs: %d of the %d jobs may lose at most %.0f%% of their throughput. "
                  "Each policy enforces the SLA on the curves it sees; pfi, whose curves are "
-                 "estimates, keeps a margin of %.1f points (three times its curves' mean "
-                 "out-of-sample error at 70%% power). A breach is a TRUE slowdown more than "
+                 "estimates, keeps a margin of %.1f points (three times the mean error, at "
+                 "70%% of baseline power, of the curves it sees, measured on the other jobs). "
+                 "A breach is a TRUE slowdown more than "
                  "%.1f points over the SLA. When even the oracle breaches, the budget cannot "
                  "meet every SLA and all policies relax them equally.",
                  s->alloc.n_sla_jobs, s->alloc.n_jobs, s->alloc.sla * 100,

@@ -56,6 +56,36 @@ static void test_isotonic(void **state)
     assert_true(fabs(f[3] - 0.1) < 1e-12);
 }
 
+/* The points below the baseline, sorted by shed with the origin first, skipped levels left out,
+ * and the broken line through them. */
+static void test_below_points(void **state)
+{
+    pfi_curve c;
+    memset(&c, 0, sizeof c);
+    c.n = 4;
+    c.p0_w = 400;
+    c.cap0_w = 700;
+    /* Caps ascending; draws out of order on purpose (a noisy level), the baseline last. */
+    const double cap[] = {300, 400, 500, 700}, draw[] = {300, 320, 360, 400};
+    const double rel[] = {0.7, 0.8, 0.9, 1.0};
+    for (int k = 0; k < 4; k++) {
+        c.cap_w[k] = cap[k];
+        c.draw_w[k] = draw[k];
+        c.rel[k] = rel[k];
+    }
+    double r[PFI_CURVE_MAX_PTS + 1], y[PFI_CURVE_MAX_PTS + 1];
+    assert_int_equal(pfi_curve_below_points(&c, c.rel, 1.0, NULL, 0, r, y), 4);
+    const double want_r[] = {0, 0.1, 0.2, 0.25}, want_y[] = {1.0, 0.9, 0.8, 0.7};
+    for (int k = 0; k < 4; k++)
+        assert_true(fabs(r[k] - want_r[k]) < 1e-12 && fabs(y[k] - want_y[k]) < 1e-12);
+    assert_true(fabs(pfi_lerp_sorted(r, y, 4, 0.15) - 0.85) < 1e-12);
+    assert_true(fabs(pfi_lerp_sorted(r, y, 4, 0.25) - 0.7) < 1e-12);
+    const int skip[] = {1};
+    assert_int_equal(pfi_curve_below_points(&c, c.rel, 1.0, skip, 1, r, y), 3);
+    /* Level 1 (r 0.2) left out: 0.15 is on the line from (0.1, 0.9) to (0.25, 0.7). */
+    assert_true(fabs(pfi_lerp_sorted(r, y, 3, 0.15) - (0.9 - 0.2 / 3)) < 1e-12);
+}
+
 static void test_fit_recovers_power_law(void **state)
 {
     double r[6], s[6];
@@ -321,6 +351,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isotonic),
+        cmocka_unit_test(test_below_points),
         cmocka_unit_test(test_fit_recovers_power_law),
         cmocka_unit_test(test_real_llm_curve),
         cmocka_unit_test(test_real_below_cap_nonmonotone),

@@ -463,6 +463,45 @@ int pfi_curve_points(const pfi_curve *c, double *r, double *s, int max)
     return m;
 }
 
+int pfi_curve_below_points(const pfi_curve *c, const double *y_of_level, double y0,
+                           const int *skip, int nskip, double *r, double *y)
+{
+    int m = 0;
+    r[m] = 0;
+    y[m++] = y0;
+    for (int k = 0; k < c->n; k++) {
+        int sk = c->cap_w[k] >= c->cap0_w - 0.5;
+        for (int j = 0; j < nskip; j++)
+            sk |= skip[j] == k;
+        if (sk)
+            continue;
+        double rk = 1.0 - c->draw_w[k] / c->p0_w;
+        r[m] = rk > 0 ? rk : 0;
+        y[m] = y_of_level[k];
+        int j = m++;
+        while (j > 0 && r[j - 1] > r[j]) {
+            double t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+            t = y[j];
+            y[j] = y[j - 1];
+            y[j - 1] = t;
+            j--;
+        }
+    }
+    return m;
+}
+
+double pfi_lerp_sorted(const double *x, const double *y, int n, double x0)
+{
+    for (int k = 1; k < n; k++)
+        if (x0 <= x[k]) {
+            double dx = x[k] - x[k - 1];
+            return dx > 0 ? y[k - 1] + (y[k] - y[k - 1]) * (x0 - x[k - 1]) / dx : y[k];
+        }
+    return y[n - 1];
+}
+
 int pfi_curve_from_fit(const pfi_fit *fit, double t0, double p0_w, double cap0_w,
                        double min_cap_w, double max_cap_w, int n_gpus, double r_max,
                        pfi_curve *out, pfi_err *err)

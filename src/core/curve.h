@@ -102,6 +102,16 @@ void pfi_isotonic(const double *y, const double *w, int n, double *y_fit);
 /* Points of a curve in (r, s) coordinates, sorted by r ascending: returns how many (<= max). */
 int pfi_curve_points(const pfi_curve *c, double *r, double *s, int max);
 
+/* The levels below the baseline cap as (r, y) sorted by r ascending, the origin (0, y0) first:
+ * y[k] comes from y_of_level[level], so a caller reads the measured or the monotone throughput
+ * or slowdown; levels listed in skip[0..nskip) are left out.  r and y hold
+ * PFI_CURVE_MAX_PTS + 1.  Returns how many (>= 1). */
+int pfi_curve_below_points(const pfi_curve *c, const double *y_of_level, double y0,
+                           const int *skip, int nskip, double *r, double *y);
+
+/* y at x0 on the broken line through (x[i], y[i]), x ascending, x[0] <= x0 <= x[n-1]. */
+double pfi_lerp_sorted(const double *x, const double *y, int n, double x0);
+
 /* Per-GPU power drawn at a cap. */
 double pfi_curve_draw_at_cap(const pfi_curve *c, double cap_w);
 /* Relative throughput T(cap)/T0 at a per-GPU cap, clamped to [min_cap_w, max_cap_w]. */

@@ -85,40 +85,18 @@ static double quantile(const double *v, int n, double q)
 /* s on the monotone fit at shed r: linear in r between points (origin included). */
 static double mono_s(const pfi_curve *c, double r)
 {
-    double rr[PFI_CURVE_MAX_PTS + 1], ss[PFI_CURVE_MAX_PTS + 1];
-    int m = 0;
-    rr[m] = 0;
-    ss[m] = 0;
-    m++;
-    for (int k = 0; k < c->n; k++) {
-        if (c->cap_w[k] >= c->cap0_w - 0.5)
-            continue;
-        double rk = 1.0 - c->draw_w[k] / c->p0_w;
-        rr[m] = rk > 0 ? rk : 0;
-        ss[m] = 1.0 - c->rel_mono[k];
-        int j = m++;
-        while (j > 0 && rr[j - 1] > rr[j]) {
-            double t = rr[j];
-            rr[j] = rr[j - 1];
-            rr[j - 1] = t;
-            t = ss[j];
-            ss[j] = ss[j - 1];
-            ss[j - 1] = t;
-            j--;
-        }
-    }
+    double s_lv[PFI_CURVE_MAX_PTS], rr[PFI_CURVE_MAX_PTS + 1], ss[PFI_CURVE_MAX_PTS + 1];
+    for (int k = 0; k < c->n; k++)
+        s_lv[k] = 1.0 - c->rel_mono[k];
+    int m = pfi_curve_below_points(c, s_lv, 0, NULL, 0, rr, ss);
     if (r > rr[m - 1] + REACH_TOL || m < 2)
         return NAN;
     if (r > rr[m - 1]) {
+        /* Just past the deepest level (within REACH_TOL): its last segment, extended. */
         double dr = rr[m - 1] - rr[m - 2];
         return dr > 0 ? ss[m - 1] + (ss[m - 1] - ss[m - 2]) * (r - rr[m - 1]) / dr : ss[m - 1];
     }
-    for (int k = 1; k < m; k++)
-        if (r <= rr[k]) {
-            double dr = rr[k] - rr[k - 1];
-            return dr > 0 ? ss[k - 1] + (ss[k] - ss[k - 1]) * (r - rr[k - 1]) / dr : ss[k];
-        }
-    return ss[m - 1];
+    return pfi_lerp_sorted(rr, ss, m, r);
 }
 
 static void fill_depths(const pfi_curve *c, const pfi_fit *fit, int extrapolate, pfi_index *x)

@@ -97,37 +97,8 @@ static const double eval_r[PFI_PROBE_EVAL_N] = {0.2, 0.3, 0.4};
 static double truth_at(const pfi_curve *c, const int *skip, int nskip, double r)
 {
     double rr[PFI_CURVE_MAX_PTS + 1], tt[PFI_CURVE_MAX_PTS + 1];
-    int m = 0;
-    rr[m] = 0;
-    tt[m++] = 1.0;
-    for (int k = 0; k < c->n; k++) {
-        int sk = c->cap_w[k] >= c->cap0_w - 0.5;
-        for (int j = 0; j < nskip; j++)
-            sk |= skip[j] == k;
-        if (sk)
-            continue;
-        double rk = 1.0 - c->draw_w[k] / c->p0_w;
-        rr[m] = rk > 0 ? rk : 0;
-        tt[m] = c->rel[k];
-        int j = m++;
-        while (j > 0 && rr[j - 1] > rr[j]) {
-            double t = rr[j];
-            rr[j] = rr[j - 1];
-            rr[j - 1] = t;
-            t = tt[j];
-            tt[j] = tt[j - 1];
-            tt[j - 1] = t;
-            j--;
-        }
-    }
-    if (r > rr[m - 1])
-        return NAN;
-    for (int k = 1; k < m; k++)
-        if (r <= rr[k]) {
-            double d = rr[k] - rr[k - 1];
-            return d > 0 ? tt[k - 1] + (tt[k] - tt[k - 1]) * (r - rr[k - 1]) / d : tt[k];
-        }
-    return tt[m - 1];
+    int m = pfi_curve_below_points(c, c->rel, 1.0, skip, nskip, rr, tt);
+    return r > rr[m - 1] ? NAN : pfi_lerp_sorted(rr, tt, m, r);
 }
 
 static int cmp_double(const void *a, const void *b)

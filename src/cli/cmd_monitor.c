@@ -1,6 +1,7 @@
 /* pfi monitor: stream every telemetry field of the node's GPUs, like `nvidia-smi dmon`.
  * A table on a terminal, CSV or JSON lines in a pipe; a field the backend cannot read is shown
  * as N/A (table), empty (CSV) or null (JSON), never as a made-up zero. */
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
@@ -135,7 +136,7 @@ int pfi_cmd_monitor(int argc, char **argv)
 {
     pfi_cli_hw hw = {0};
     const char *interval_s = "1s", *duration_s = NULL, *format = NULL, *gpus_s = NULL;
-    int count = 0;
+    int count = INT_MIN; /* unset: --count 0 must be refused, not read as "no limit" */
     const pfi_opt opts[] = {
         PFI_CLI_HW_OPTS(hw),
         {"interval", PFI_OPT_STR, &interval_s, "D", "time between samples (default 1s)"},
@@ -169,10 +170,12 @@ int pfi_cmd_monitor(int argc, char **argv)
         fprintf(stderr, "pfi monitor: --interval must be at least 1ms\n");
         return PFI_EXIT_USAGE;
     }
-    if (count < 0) {
-        fprintf(stderr, "pfi monitor: --count must be positive\n");
+    if (count != INT_MIN && count < 1) {
+        fprintf(stderr, "pfi monitor: --count must be at least 1\n");
         return PFI_EXIT_USAGE;
     }
+    if (count == INT_MIN)
+        count = 0;
     int mode = isatty(STDOUT_FILENO) ? 0 : 1; /* 0 table, 1 csv, 2 jsonl */
     if (format) {
         if (strcmp(format, "table") == 0)

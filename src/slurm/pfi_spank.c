@@ -328,6 +328,15 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
     return 0;
 }
 
+/* The job's GPUs on this node as slurmd gives them to a prolog; NULL when it holds none. */
+static const char *job_gpus(void)
+{
+    const char *gl = getenv("SLURM_JOB_GPUS");
+    if (!gl || !*gl)
+        gl = getenv("CUDA_VISIBLE_DEVICES");
+    return gl && *gl ? gl : NULL;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
     conf c;
@@ -338,10 +347,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         slurm_error("pfi: job prolog without a job id, nothing registered");
         return c.required ? -1 : 0;
     }
-    const char *gl = getenv("SLURM_JOB_GPUS");
-    if (!gl || !*gl)
-        gl = getenv("CUDA_VISIBLE_DEVICES");
-    if (!gl || !*gl) {
+    const char *gl = job_gpus();
+    if (!gl) {
         slurm_debug("pfi: job %u holds no GPU on %s, nothing to register", id, node_name());
         return 0;
     }
@@ -388,10 +395,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
         return -1;
     if (job_id(sp, &id) != 0)
         return 0;
-    const char *gl = getenv("SLURM_JOB_GPUS");
-    if (!gl || !*gl)
-        gl = getenv("CUDA_VISIBLE_DEVICES");
-    if (!gl || !*gl)
+    const char *gl = job_gpus();
+    if (!gl)
         return 0;
     char path[64], why[700] = "";
     snprintf(path, sizeof path, "/v1/jobs/%u", id);

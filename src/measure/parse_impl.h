@@ -42,6 +42,18 @@ static inline void pfi_obs_init(pfi_obs *o)
     o->step = -1;
 }
 
+/* One step of `step` that took ms milliseconds, as a rate in steps/s over that period.
+ * Returns 1 (a throughput line was read). */
+static inline int pfi_obs_step_ms(pfi_obs *o, long long step, double ms)
+{
+    o->step = step;
+    o->kind = PFI_OBS_RATE;
+    o->unit = PFI_OU_STEPS;
+    o->value = 1000.0 / ms;
+    o->period_s = ms / 1000.0;
+    return 1;
+}
+
 /* Each returns 1 and fills *o (in the log's own unit) for a throughput line of its format. */
 int pfi_parse_pfi(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_megatron(pfi_parser *p, const char *line, pfi_obs *o);

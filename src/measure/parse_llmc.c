@@ -48,13 +48,7 @@ int pfi_parse_llmc(pfi_parser *p, const char *line, pfi_obs *o)
         }
         return 1;
     }
-    if (*e == ':' && strstr(e, "train loss") && pfi_num_after(e, "(took ", &ms) && ms > 0) {
-        o->step = (long long)step;
-        o->kind = PFI_OBS_RATE;
-        o->unit = PFI_OU_STEPS;
-        o->value = 1000.0 / ms;
-        o->period_s = ms / 1000.0;
-        return 1;
-    }
+    if (*e == ':' && strstr(e, "train loss") && pfi_num_after(e, "(took ", &ms) && ms > 0)
+        return pfi_obs_step_ms(o, (long long)step, ms);
     return 0;
 }

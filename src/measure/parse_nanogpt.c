@@ -15,10 +15,5 @@ int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o)
         return 0;
     if (!pfi_num_after(e, ", time ", &ms) || !(ms > 0))
         return 0;
-    o->step = (long long)it;
-    o->kind = PFI_OBS_RATE;
-    o->unit = PFI_OU_STEPS;
-    o->value = 1000.0 / ms;
-    o->period_s = ms / 1000.0;
-    return 1;
+    return pfi_obs_step_ms(o, (long long)it, ms);
 }

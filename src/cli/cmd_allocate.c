@@ -169,9 +169,10 @@ static int load_file(const char *path, int per_gpu, job_set *s, pfi_err *err)
 {
     json_error_t je;
     json_t *doc = json_load_file(path, 0, &je);
+    if (!doc && je.line < 1) /* not opened or read: jansson has no line to point at */
+        return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "%s", je.text);
     if (!doc)
-        return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EINVAL, "%s:%d: %s", path,
-                           je.line, je.text);
+        return pfi_err_set(err, PFI_EINVAL, "%s:%d: %s", path, je.line, je.text);
     s->doc = doc;
     json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
     if (!json_is_array(arr) || json_array_size(arr) == 0)

@@ -31,7 +31,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
     int public_data = 0, probes = 1, as_json = 0, seed = 1, per_job = 0;
     double step = 1;
     const pfi_opt opts[] = {
-        {"db", PFI_OPT_STR, &db, "FILE", "the store whose runs are the jobs (default $PFI_DB)"},
+        {"db", PFI_OPT_STR, &db, "FILE", "the store whose runs are the jobs (default $PFI_DB, else pfi.db)"},
         {"public", PFI_OPT_FLAG, &public_data, NULL,
          "the public measured sweeps of $PFI_DATA_DIR, imported in memory"},
         {"fleet", PFI_OPT_STR, &fleet, "paper|small", "the simulated fleet, characterized"},

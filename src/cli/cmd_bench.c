@@ -252,7 +252,7 @@ static int bench_pergpu(int argc, char **argv)
     const char *jobs_out = NULL;
     const pfi_opt opts[] = {
         {"sim", PFI_OPT_STR, &presets, "PRESETS", "simulated nodes, comma-separated presets or files"},
-        {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts of the jobs' baseline draw"},
+        {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts of the jobs' baseline draw (default 0.1,0.2,0.3)"},
         {"variation", PFI_OPT_DOUBLE, &variation, "V",
          "1-sigma per-GPU power-efficiency spread (default: the preset's, 2%)"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap step of the uniform sweep (default 25 W)"},
@@ -278,6 +278,11 @@ static int bench_pergpu(int argc, char **argv)
         fprintf(stderr, "pfi bench pergpu: %s\n", err.msg[0] ? err.msg : "bad arguments");
         return PFI_EXIT_USAGE;
     }
+    for (int c = 0; c < ncuts; c++)
+        if (!(cuts[c] > 0 && cuts[c] < 1)) {
+            fprintf(stderr, "pfi bench pergpu: cut %g must be in (0, 1)\n", cuts[c]);
+            return PFI_EXIT_USAGE;
+        }
     pg_bench *B = calloc(1, sizeof *B);
     if (!B)
         return PFI_EXIT_FAIL;

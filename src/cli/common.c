@@ -43,7 +43,8 @@ int pfi_cli_print_json(json_t *doc)
 {
     if (!doc)
         return PFI_EXIT_FAIL;
-    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) == 0 ? 0 : 1;
+    /* 12 digits: 6 rounded Unix times to hours and large totals (tokens/s of a fleet). */
+    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) == 0 ? 0 : 1;
     fputc('\n', stdout);
     json_decref(doc);
     return rc ? PFI_EXIT_FAIL : PFI_EXIT_OK;

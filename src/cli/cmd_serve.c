@@ -31,7 +31,8 @@ int pfi_cmd_serve(int argc, char **argv)
          "bearer token for changes (chmod 600; without it the API is read-only)"},
         {"db", PFI_OPT_STR, &db, "FILE", "state and audit log (SQLite; default pfi-serve.db)"},
         {"journal", PFI_OPT_STR, &journal, "FILE",
-         "original limits journal (default $PFI_JOURNAL or /var/lib/pfi/journal)"},
+         "original limits journal (default $PFI_JOURNAL, else /var/lib/pfi/journal as root, "
+         "~/.local/state/pfi/journal otherwise)"},
         {"budget", PFI_OPT_STR, &budget, "W|%", "budget to apply at start (e.g. 4000W, 80%)"},
         {"port-file", PFI_OPT_STR, &port_file, "FILE", "write the address listened on here"},
         {"sample-interval", PFI_OPT_STR, &sample, "DURATION", "telemetry period (default 1s)"},

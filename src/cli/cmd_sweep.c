@@ -430,7 +430,7 @@ int pfi_cmd_sweep(int argc, char **argv)
         {"seq-len", PFI_OPT_DOUBLE, &o.seq_len, "N", "tokens per sample"},
         {"tokens-per-step", PFI_OPT_DOUBLE, &o.tokens_per_step, "N", "tokens per iteration"},
         {"batch-size", PFI_OPT_DOUBLE, &o.batch_size, "N", "global batch size (samples/step)"},
-        {"journal", PFI_OPT_STR, &o.journal, "FILE", "where original limits are journaled"},
+        {"journal", PFI_OPT_STR, &o.journal, "FILE", "where original limits are journaled (default as pfi restore)"},
         {"speed", PFI_OPT_DOUBLE, &o.speed, "X", "sim: speed-up of simulated time (fast mode)"},
         {"json", PFI_OPT_FLAG, &o.as_json, NULL, "a JSON summary on stdout at the end"},
         {"quiet", PFI_OPT_FLAG, &o.quiet, NULL, "no progress lines"},

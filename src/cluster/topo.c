@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <jansson.h>
 
@@ -320,7 +321,12 @@ static char *run_capture(const char *cmd, pfi_err *err)
     }
     buf[n] = '\0';
     if (st != 0) {
-        pfi_err_set(err, PFI_ECHILD, "'%s' failed (status %d): is Slurm reachable?", cmd, st);
+        /* The command's own first line (2>&1) says why; pclose gives a wait status, not the
+         * exit code. */
+        size_t line = strcspn(buf, "\n");
+        pfi_err_set(err, PFI_ECHILD, "'%s' failed (exit %d%s%.*s): is Slurm reachable?", cmd,
+                    WIFEXITED(st) ? WEXITSTATUS(st) : -1, line ? ": " : "",
+                    (int)(line < 200 ? line : 200), buf);
         free(buf);
         return NULL;
     }

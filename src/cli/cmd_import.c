@@ -1,6 +1,7 @@
 /* pfi import: the public measured sweeps (read in place from $PFI_DATA_DIR) into the store. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "store/store.h"
@@ -52,7 +53,10 @@ int pfi_cmd_import(int argc, char **argv)
     const char *path = npos > 1 ? pos[1] : NULL;
     pfi_err err = {0};
     pfi_store *st;
-    if (pfi_store_open(db, PFI_STORE_CREATE, &st, &err) != PFI_OK)
+    /* A store this import creates is removed if the import fails, not left empty. */
+    const char *dbpath = db ? db : pfi_store_default_path();
+    int existed = access(dbpath, F_OK) == 0;
+    if (pfi_store_open(dbpath, PFI_STORE_CREATE, &st, &err) != PFI_OK)
         return pfi_cli_fail("import", &err);
     int nr[PFI_IMPORT_NSOURCES] = {0}, nl[PFI_IMPORT_NSOURCES] = {0};
     if (all)
@@ -79,6 +83,14 @@ int pfi_cmd_import(int argc, char **argv)
     if (!doc)
         json_decref(arr);
     pfi_store_close(st);
+    if (rc != PFI_OK && !existed) {
+        char side[4200];
+        unlink(dbpath);
+        snprintf(side, sizeof side, "%s-wal", dbpath);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", dbpath);
+        unlink(side);
+    }
     if (rc != PFI_OK)
         return pfi_cli_fail("import", &err);
     return doc ? pfi_cli_print_json(doc) : PFI_EXIT_OK;

@@ -91,6 +91,11 @@ int pfi_cmd_import(int argc, char **argv)
         snprintf(side, sizeof side, "%s-shm", dbpath);
         unlink(side);
     }
+    if (rc != PFI_OK && err.code == PFI_ENOENT && !path) {
+        fprintf(stderr, "pfi import: %s\n(the data folder is $PFI_DATA_DIR, default ../shared/data "
+                        "from here: set it or give PATH)\n", err.msg);
+        return PFI_EXIT_FAIL;
+    }
     if (rc != PFI_OK)
         return pfi_cli_fail("import", &err);
     return doc ? pfi_cli_print_json(doc) : PFI_EXIT_OK;

@@ -63,6 +63,71 @@ static int print_table(pfi_cl *c)
     return PFI_EXIT_OK;
 }
 
+/* Slurm's view of the site: nodes with their GPUs, jobs with theirs on each node. */
+static int print_topology(int as_json)
+{
+    pfi_err err = {0};
+    pfi_cl_topo t;
+    if (pfi_cl_topo_from_slurm(&t, &err) != PFI_OK)
+        return pfi_cli_fail("cluster", &err);
+    int rc = PFI_EXIT_OK;
+    if (as_json) {
+        char *s = pfi_cl_topo_to_json(&t);
+        if (!s || printf("%s\n", s) < 0)
+            rc = PFI_EXIT_FAIL;
+        free(s);
+    } else {
+        for (int i = 0; i < t.n_nodes; i++)
+            printf("node %-16s %2d GPUs  %s\n", t.nodes[i].name, t.nodes[i].n_gpus,
+                   t.nodes[i].state);
+        for (int j = 0; j < t.n_jobs; j++) {
+            printf("job  %-16s", t.jobs[j].id);
+            for (int p = 0; p < t.jobs[j].n_parts; p++)
+                printf(" %s:%d", t.nodes[t.jobs[j].parts[p].node].name,
+                       t.jobs[j].parts[p].n_gpus);
+            printf("\n");
+        }
+    }
+    pfi_cl_topo_free(&t);
+    return rc;
+}
+
+/* The API and the heartbeat loop until SIGTERM or SIGINT. */
+static int serve(pfi_cl *c, const char *listen, const char *token, const char *port_file)
+{
+    pfi_err err = {0};
+    pfi_cl_server *srv;
+    int port = 0;
+    if (pfi_cl_server_start(c, listen, token, &srv, &port, &err) != PFI_OK)
+        return pfi_cli_fail("cluster", &err);
+    if (port_file) {
+        /* Whoever waits for the port file would wait for ever: fail instead. */
+        FILE *f = fopen(port_file, "w");
+        int ok = f && fprintf(f, "%d\n", port) > 0;
+        if (f && fclose(f) != 0)
+            ok = 0;
+        if (!ok) {
+            pfi_cl_server_stop(srv);
+            pfi_err_set(&err, PFI_EIO, "cannot write the port to %s", port_file);
+            return pfi_cli_fail("cluster", &err);
+        }
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    if (pfi_cl_start_loop(c, &err) != PFI_OK) {
+        pfi_cl_server_stop(srv);
+        return pfi_cli_fail("cluster", &err);
+    }
+    fprintf(stderr, "pfi cluster: listening on port %d\n", port);
+    while (!stop_flag)
+        usleep(100000);
+    pfi_cl_server_stop(srv);
+    return PFI_EXIT_OK;
+}
+
 int pfi_cmd_cluster(int argc, char **argv)
 {
     pfi_cl_config cfg;
@@ -120,29 +185,8 @@ int pfi_cmd_cluster(int argc, char **argv)
         (ramp && pfi_parse_duration(ramp, &ramp_s, &err)))
         return pfi_cli_fail("cluster", &err);
 
-    if (!strcmp(what, "topology")) {
-        pfi_cl_topo t;
-        if (pfi_cl_topo_from_slurm(&t, &err) != PFI_OK)
-            return pfi_cli_fail("cluster", &err);
-        char *s = pfi_cl_topo_to_json(&t);
-        if (as_json) {
-            printf("%s\n", s);
-        } else {
-            for (int i = 0; i < t.n_nodes; i++)
-                printf("node %-16s %2d GPUs  %s\n", t.nodes[i].name, t.nodes[i].n_gpus,
-                       t.nodes[i].state);
-            for (int j = 0; j < t.n_jobs; j++) {
-                printf("job  %-16s", t.jobs[j].id);
-                for (int p = 0; p < t.jobs[j].n_parts; p++)
-                    printf(" %s:%d", t.nodes[t.jobs[j].parts[p].node].name,
-                           t.jobs[j].parts[p].n_gpus);
-                printf("\n");
-            }
-        }
-        free(s);
-        pfi_cl_topo_free(&t);
-        return PFI_EXIT_OK;
-    }
+    if (!strcmp(what, "topology"))
+        return print_topology(as_json);
     if (strcmp(what, "serve") && strcmp(what, "status") && strcmp(what, "budget")) {
         fprintf(stderr, "pfi cluster: unknown action '%s' (serve, status, budget, topology)\n",
                 what);
@@ -192,34 +236,7 @@ int pfi_cmd_cluster(int argc, char **argv)
         goto out;
     }
 
-    /* serve */
-    pfi_cl_server *srv;
-    int port = 0;
-    if (pfi_cl_server_start(c, listen, token, &srv, &port, &err) != PFI_OK) {
-        rc = pfi_cli_fail("cluster", &err);
-        goto out;
-    }
-    if (port_file) {
-        FILE *f = fopen(port_file, "w");
-        if (f) {
-            fprintf(f, "%d\n", port);
-            fclose(f);
-        }
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    if (pfi_cl_start_loop(c, &err) != PFI_OK) {
-        pfi_cl_server_stop(srv);
-        rc = pfi_cli_fail("cluster", &err);
-        goto out;
-    }
-    fprintf(stderr, "pfi cluster: listening on port %d\n", port);
-    while (!stop_flag)
-        usleep(100000);
-    pfi_cl_server_stop(srv);
+    rc = serve(c, listen, token, port_file);
 out:
     pfi_cl_close(c);
     return rc;

@@ -102,9 +102,10 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
         rc = status == 400 ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
         json_decref(doc);
     } else if (doc && !c->raw) {
-        pfi_cli_print_json(doc);
+        rc = pfi_cli_print_json(doc);
     } else if (r.p) {
-        fputs(r.p, stdout);
+        if (fputs(r.p, stdout) == EOF)
+            rc = PFI_EXIT_FAIL;
         json_decref(doc);
     }
     free(r.p);
@@ -117,12 +118,123 @@ static int usage_error(const char *msg)
     return PFI_EXIT_USAGE;
 }
 
+/* The options of the commands that change something. */
+typedef struct ctl_args {
+    const char *gpus, *ramp, *ttl, *controller;
+    double sla, weight, pfi30, tps;
+    int epoch, no_sla;
+} ctl_args;
+
+static int cmd_budget(const ctl *c, const ctl_args *a, char **pos, int npos)
+{
+    if (npos == 2 && !strcmp(pos[1], "clear"))
+        return request(c, "DELETE", "/v1/budget", NULL);
+    if (npos != 3 || strcmp(pos[1], "set"))
+        return usage_error("budget set 70%|4000W [--ramp D] | budget clear");
+    pfi_err err = {0};
+    double v;
+    int pct;
+    if (pfi_parse_power(pos[2], &v, &pct, &err) != PFI_OK)
+        return pfi_cli_fail("ctl", &err);
+    json_t *b = pct ? json_pack("{s:f}", "percent", v * 100) : json_pack("{s:f}", "watts", v);
+    if (a->ramp) {
+        double sec;
+        if (pfi_parse_duration(a->ramp, &sec, &err) != PFI_OK) {
+            json_decref(b);
+            return pfi_cli_fail("ctl", &err);
+        }
+        json_object_set_new(b, "ramp_s", json_real(sec));
+    }
+    return request(c, "PUT", "/v1/budget", b);
+}
+
+static int cmd_job(const ctl *c, const ctl_args *a, char **pos, int npos)
+{
+    if (npos < 3)
+        return usage_error("job add|rm|throughput ID ...");
+    const char *sub = pos[1], *id = pos[2];
+    char path[256];
+    if (!strcmp(sub, "rm") && npos == 3) {
+        snprintf(path, sizeof path, "/v1/jobs/%s", id);
+        return request(c, "DELETE", path, NULL);
+    }
+    if (!strcmp(sub, "throughput") && npos == 4) {
+        char *end;
+        double t = strtod(pos[3], &end);
+        if (end == pos[3] || *end)
+            return usage_error("job throughput ID TOKENS_PER_S");
+        snprintf(path, sizeof path, "/v1/jobs/%s/throughput", id);
+        return request(c, "POST", path, json_pack("{s:f}", "tokens_per_s", t));
+    }
+    if (!strcmp(sub, "add") && npos == 3) {
+        if (!a->gpus)
+            return usage_error("job add needs --gpus");
+        json_t *b = json_pack("{s:s, s:s}", "id", id, "gpus", a->gpus);
+        if (a->no_sla)
+            json_object_set_new(b, "sla", json_null());
+        else if (!isnan(a->sla))
+            json_object_set_new(b, "sla", json_real(a->sla));
+        if (!isnan(a->weight))
+            json_object_set_new(b, "weight", json_real(a->weight));
+        if (!isnan(a->pfi30))
+            json_object_set_new(b, "pfi30", json_real(a->pfi30));
+        if (!isnan(a->tps))
+            json_object_set_new(b, "tokens_per_s", json_real(a->tps));
+        return request(c, "POST", "/v1/jobs", b);
+    }
+    return usage_error("job add ID --gpus LIST | job rm ID | job throughput ID X");
+}
+
+static int cmd_heartbeat(const ctl *c, const ctl_args *a)
+{
+    json_t *b = json_object();
+    if (a->controller)
+        json_object_set_new(b, "controller", json_string(a->controller));
+    if (a->ttl) {
+        pfi_err err = {0};
+        double sec;
+        if (pfi_parse_duration(a->ttl, &sec, &err) != PFI_OK) {
+            json_decref(b);
+            return pfi_cli_fail("ctl", &err);
+        }
+        json_object_set_new(b, "ttl_s", json_real(sec));
+    }
+    return request(c, "POST", "/v1/heartbeat", b);
+}
+
+static int cmd_caps(const ctl *c, const ctl_args *a, char **pos, int npos)
+{
+    if (npos != 2)
+        return usage_error("caps GPU=W[,GPU=W...]");
+    char *list = strdup(pos[1]), *save = NULL;
+    if (!list) {
+        fprintf(stderr, "pfi ctl: out of memory\n");
+        return PFI_EXIT_FAIL;
+    }
+    json_t *arr = json_array();
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '='), *e1, *e2;
+        long g = eq ? strtol(t, &e1, 10) : -1;
+        double w = eq ? strtod(eq + 1, &e2) : NAN;
+        if (!eq || e1 != eq || (*e2 && strcmp(e2, "W")) || g < 0) {
+            free(list);
+            json_decref(arr);
+            return usage_error("caps expects GPU=WATTS pairs, e.g. 0=500,1=450");
+        }
+        json_array_append_new(arr, json_pack("{s:i, s:f}", "gpu", (int)g, "cap_w", w));
+    }
+    free(list);
+    json_t *b = json_pack("{s:o}", "caps", arr);
+    if (a->epoch > 0)
+        json_object_set_new(b, "epoch", json_integer(a->epoch));
+    return request(c, "PUT", "/v1/caps", b);
+}
+
 int pfi_cmd_ctl(int argc, char **argv)
 {
     ctl c = {0};
-    const char *gpus = NULL, *ramp = NULL, *ttl = NULL, *controller = NULL;
-    double sla = NAN, weight = NAN, pfi30 = NAN, tps = NAN;
-    int since = 0, limit = 100, epoch = 0, no_sla = 0;
+    ctl_args a = {.sla = NAN, .weight = NAN, .pfi30 = NAN, .tps = NAN};
+    int since = 0, limit = 100;
     const pfi_opt opts[] = {
         {"url", PFI_OPT_STR, &c.url, "URL", "daemon address (default $PFI_SERVE_URL, else "
                                             "http://127.0.0.1:9455)"},
@@ -130,18 +242,18 @@ int pfi_cmd_ctl(int argc, char **argv)
         {"token-file", PFI_OPT_STR, &c.token_file, "FILE",
          "bearer token for changes (default $PFI_SERVE_TOKEN_FILE)"},
         {"raw", PFI_OPT_FLAG, &c.raw, NULL, "print the answer as received (e.g. for metrics)"},
-        {"gpus", PFI_OPT_STR, &gpus, "LIST", "job add: the job's GPUs, e.g. 0-3"},
-        {"sla", PFI_OPT_DOUBLE, &sla, "SLOWDOWN", "job add: max slowdown, e.g. 0.1"},
-        {"no-sla", PFI_OPT_FLAG, &no_sla, NULL, "job add: no SLA even if the daemon has a default"},
-        {"weight", PFI_OPT_DOUBLE, &weight, "W", "job add: weight (default 1)"},
-        {"pfi30", PFI_OPT_DOUBLE, &pfi30, "X", "job add: a known PFI30"},
-        {"tokens-per-s", PFI_OPT_DOUBLE, &tps, "X", "job add: baseline tokens/s"},
-        {"ramp", PFI_OPT_STR, &ramp, "DURATION", "budget set: reach it gradually"},
+        {"gpus", PFI_OPT_STR, &a.gpus, "LIST", "job add: the job's GPUs, e.g. 0-3"},
+        {"sla", PFI_OPT_DOUBLE, &a.sla, "SLOWDOWN", "job add: max slowdown, e.g. 0.1"},
+        {"no-sla", PFI_OPT_FLAG, &a.no_sla, NULL, "job add: no SLA even if the daemon has a default"},
+        {"weight", PFI_OPT_DOUBLE, &a.weight, "W", "job add: weight (default 1)"},
+        {"pfi30", PFI_OPT_DOUBLE, &a.pfi30, "X", "job add: a known PFI30"},
+        {"tokens-per-s", PFI_OPT_DOUBLE, &a.tps, "X", "job add: baseline tokens/s"},
+        {"ramp", PFI_OPT_STR, &a.ramp, "DURATION", "budget set: reach it gradually"},
         {"since", PFI_OPT_INT, &since, "ID", "events: only those after this id"},
         {"limit", PFI_OPT_INT, &limit, "N", "events, decisions: at most N (default 100)"},
-        {"ttl", PFI_OPT_STR, &ttl, "DURATION", "heartbeat: watchdog timeout"},
-        {"controller", PFI_OPT_STR, &controller, "NAME", "heartbeat: who sends it"},
-        {"epoch", PFI_OPT_INT, &epoch, "N", "caps: the cluster controller's epoch"},
+        {"ttl", PFI_OPT_STR, &a.ttl, "DURATION", "heartbeat: watchdog timeout"},
+        {"controller", PFI_OPT_STR, &a.controller, "NAME", "heartbeat: who sends it"},
+        {"epoch", PFI_OPT_INT, &a.epoch, "N", "caps: the cluster controller's epoch"},
         {0},
     };
     const pfi_cmd_spec spec = {
@@ -175,7 +287,6 @@ int pfi_cmd_ctl(int argc, char **argv)
                 c.raw = 1;
             return request(&c, "GET", reads[i][1], NULL);
         }
-    pfi_err err = {0};
     char path[256];
     if (!strcmp(cmd, "jobs")) {
         if (npos > 2)
@@ -191,95 +302,13 @@ int pfi_cmd_ctl(int argc, char **argv)
         snprintf(path, sizeof path, "/v1/events?since=%d&limit=%d", since, limit);
         return request(&c, "GET", path, NULL);
     }
-    if (!strcmp(cmd, "budget")) {
-        if (npos == 2 && !strcmp(pos[1], "clear"))
-            return request(&c, "DELETE", "/v1/budget", NULL);
-        if (npos != 3 || strcmp(pos[1], "set"))
-            return usage_error("budget set 70%|4000W [--ramp D] | budget clear");
-        double v;
-        int pct;
-        if (pfi_parse_power(pos[2], &v, &pct, &err) != PFI_OK)
-            return pfi_cli_fail("ctl", &err);
-        json_t *b = pct ? json_pack("{s:f}", "percent", v * 100) : json_pack("{s:f}", "watts", v);
-        if (ramp) {
-            double s;
-            if (pfi_parse_duration(ramp, &s, &err) != PFI_OK) {
-                json_decref(b);
-                return pfi_cli_fail("ctl", &err);
-            }
-            json_object_set_new(b, "ramp_s", json_real(s));
-        }
-        return request(&c, "PUT", "/v1/budget", b);
-    }
-    if (!strcmp(cmd, "job")) {
-        if (npos < 3)
-            return usage_error("job add|rm|throughput ID ...");
-        const char *sub = pos[1], *id = pos[2];
-        if (!strcmp(sub, "rm") && npos == 3) {
-            snprintf(path, sizeof path, "/v1/jobs/%s", id);
-            return request(&c, "DELETE", path, NULL);
-        }
-        if (!strcmp(sub, "throughput") && npos == 4) {
-            char *end;
-            double t = strtod(pos[3], &end);
-            if (end == pos[3] || *end)
-                return usage_error("job throughput ID TOKENS_PER_S");
-            snprintf(path, sizeof path, "/v1/jobs/%s/throughput", id);
-            return request(&c, "POST", path, json_pack("{s:f}", "tokens_per_s", t));
-        }
-        if (!strcmp(sub, "add") && npos == 3) {
-            if (!gpus)
-                return usage_error("job add needs --gpus");
-            json_t *b = json_pack("{s:s, s:s}", "id", id, "gpus", gpus);
-            if (no_sla)
-                json_object_set_new(b, "sla", json_null());
-            else if (!isnan(sla))
-                json_object_set_new(b, "sla", json_real(sla));
-            if (!isnan(weight))
-                json_object_set_new(b, "weight", json_real(weight));
-            if (!isnan(pfi30))
-                json_object_set_new(b, "pfi30", json_real(pfi30));
-            if (!isnan(tps))
-                json_object_set_new(b, "tokens_per_s", json_real(tps));
-            return request(&c, "POST", "/v1/jobs", b);
-        }
-        return usage_error("job add ID --gpus LIST | job rm ID | job throughput ID X");
-    }
-    if (!strcmp(cmd, "heartbeat")) {
-        json_t *b = json_object();
-        if (controller)
-            json_object_set_new(b, "controller", json_string(controller));
-        if (ttl) {
-            double s;
-            if (pfi_parse_duration(ttl, &s, &err) != PFI_OK) {
-                json_decref(b);
-                return pfi_cli_fail("ctl", &err);
-            }
-            json_object_set_new(b, "ttl_s", json_real(s));
-        }
-        return request(&c, "POST", "/v1/heartbeat", b);
-    }
-    if (!strcmp(cmd, "caps")) {
-        if (npos != 2)
-            return usage_error("caps GPU=W[,GPU=W...]");
-        json_t *arr = json_array();
-        char *list = strdup(pos[1]), *save = NULL;
-        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            char *eq = strchr(t, '='), *e1, *e2;
-            long g = eq ? strtol(t, &e1, 10) : -1;
-            double w = eq ? strtod(eq + 1, &e2) : NAN;
-            if (!eq || e1 != eq || (*e2 && strcmp(e2, "W")) || g < 0) {
-                free(list);
-                json_decref(arr);
-                return usage_error("caps expects GPU=WATTS pairs, e.g. 0=500,1=450");
-            }
-            json_array_append_new(arr, json_pack("{s:i, s:f}", "gpu", (int)g, "cap_w", w));
-        }
-        free(list);
-        json_t *b = json_pack("{s:o}", "caps", arr);
-        if (epoch > 0)
-            json_object_set_new(b, "epoch", json_integer(epoch));
-        return request(&c, "PUT", "/v1/caps", b);
-    }
+    if (!strcmp(cmd, "budget"))
+        return cmd_budget(&c, &a, pos, npos);
+    if (!strcmp(cmd, "job"))
+        return cmd_job(&c, &a, pos, npos);
+    if (!strcmp(cmd, "heartbeat"))
+        return cmd_heartbeat(&c, &a);
+    if (!strcmp(cmd, "caps"))
+        return cmd_caps(&c, &a, pos, npos);
     return usage_error("unknown command");
 }

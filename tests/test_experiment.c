@@ -148,7 +148,9 @@ static int same_curve(const pfi_alloc_job *a, const pfi_alloc_job *b)
     return 1;
 }
 
-/* A probe reads the baseline and its own level: the job's other levels may change freely. */
+/* A probe reads the baseline and its own level: the job's other levels may change freely,
+ * whether the probe is read through the power law (exponent prior from the other jobs) or
+ * through the other jobs' shape. */
 static void test_probe_sees_only_its_levels(void **state)
 {
     static synth s, t; /* static: eight runs are large for the stack */
@@ -166,14 +168,52 @@ static void test_probe_sees_only_its_levels(void **state)
         if (t.runs[0].levels[i].cap_w != probe_cap)
             t.runs[0].levels[i].tput *= 0.9;
     assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 6, "synthetic", &q, &e), PFI_OK);
+    for (int shape = 0; shape < 2; shape++) {
+        pfi_expt_jobs a, b;
+        pfi_expt_opts o = pfi_expt_defaults(1);
+        o.probe_shape = shape;
+        assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
+        assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
+        assert_false(same_curve(&a.truth[0], &b.truth[0])); /* the truth did change */
+        assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &a, &e), PFI_OK);
+        assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &b, &e), PFI_OK);
+        assert_true(same_curve(&a.pred[0], &b.pred[0]));
+        /* ... and the others' predictions, which learn from job 0, do move */
+        int moved = 0;
+        for (int k = 1; k < 6; k++)
+            moved += !same_curve(&a.pred[k], &b.pred[k]);
+        assert_true(moved > 0);
+        pfi_expt_jobs_free(&a);
+        pfi_expt_jobs_free(&b);
+    }
+    pfi_expt_pop_free(&p);
+    pfi_expt_pop_free(&q);
+}
+
+/* The shape estimate learns from the OTHER jobs only: what a job is shown changes when
+ * another job's curve does, and its note says how it was read. */
+static void test_shape_from_other_jobs(void **state)
+{
+    static synth s, t;
+    make_synth(&s, 6);
+    make_synth(&t, 6);
+    for (int k = 1; k < 6; k++) /* every other job loses more below its baseline */
+        for (int i = 1; i < t.runs[k].n_levels; i++)
+            t.runs[k].levels[i].tput *= 0.9;
+    pfi_expt_pop p, q;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
+    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 6, "synthetic", &q, &e), PFI_OK);
     pfi_expt_jobs a, b;
     pfi_expt_opts o = pfi_expt_defaults(1);
+    assert_true(o.probe_shape);
     assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
     assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
-    assert_false(same_curve(&a.truth[0], &b.truth[0])); /* the truth did change */
+    assert_true(same_curve(&a.truth[0], &b.truth[0]));
     assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &a, &e), PFI_OK);
     assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &b, &e), PFI_OK);
-    assert_true(same_curve(&a.pred[0], &b.pred[0]));
+    assert_false(same_curve(&a.pred[0], &b.pred[0]));
+    assert_non_null(strstr(a.note, "OTHER jobs"));
     pfi_expt_jobs_free(&a);
     pfi_expt_jobs_free(&b);
     pfi_expt_pop_free(&p);
@@ -255,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_population),
         cmocka_unit_test(test_scored_on_truth),
         cmocka_unit_test(test_probe_sees_only_its_levels),
+        cmocka_unit_test(test_shape_from_other_jobs),
         cmocka_unit_test(test_model_out_of_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,6 +106,142 @@ static void test_median_b(void **state)
     assert_true(fabs(pfi_probe_median_b(c, 3, -1) - 1.75) < 1e-12);
 }
 
+/* A measured-looking curve on a 100-300 W GPU: no loss above knee_w, then relative throughput
+ * falls by `slope` per watt of cap below it (linear in the cap, as paper.md reads measured
+ * curves). */
+static void knee_curve(pfi_curve *c, double p0_w, double knee_w, double slope)
+{
+    memset(c, 0, sizeof *c);
+    c->t0 = 100;
+    c->p0_w = p0_w;
+    c->cap0_w = c->max_cap_w = 300;
+    c->min_cap_w = 100;
+    c->n_gpus = 1;
+    c->n = 9;
+    for (int i = 0; i < c->n; i++) {
+        c->cap_w[i] = 100 + 25 * i;
+        c->draw_w[i] = fmin(c->cap_w[i], p0_w);
+        c->rel[i] = c->rel_mono[i] = 1 - slope * fmax(0, knee_w - c->cap_w[i]);
+    }
+}
+
+static pfi_probe_obs obs_of(const pfi_curve *c, int level)
+{
+    pfi_probe_obs o = {c->t0, c->p0_w, c->cap0_w, c->min_cap_w, c->max_cap_w, c->n_gpus,
+                       c->cap_w[level], c->draw_w[level], c->rel[level]};
+    return o;
+}
+
+static double rel_at(const pfi_curve *c, double cap)
+{
+    return pfi_curve_rel_at_cap(c, PFI_VIEW_MONOTONE, cap);
+}
+
+/* Neighbours of the job's own shape give the job's curve back, through the probe; a lower
+ * tier is taken only when the higher one runs out; a reference left out changes nothing. */
+static void test_shape_neighbours(void **state)
+{
+    enum { N = 8 };
+    pfi_curve ref[N], job, out, out2;
+    unsigned char use[N];
+    for (int i = 0; i < N; i++) {
+        /* tier 2: knee at 200 W, 0.4%/W; tier 1: knee at 280 W, 0.2%/W */
+        knee_curve(&ref[i], 250, i < 4 ? 200 : 280, i < 4 ? 0.004 : 0.002);
+        use[i] = i < 4 ? 2 : 1;
+    }
+    knee_curve(&job, 240, 200, 0.004);
+    pfi_probe_obs o = obs_of(&job, 2); /* probe at 150 W: 0.8 */
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP};
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
+    assert_true(out.n >= 2 && out.min_cap_w == 100 && out.max_cap_w == 300);
+    for (double cap = 100; cap <= 300; cap += 25)
+        assert_true(fabs(rel_at(&out, cap) - rel_at(&job, cap)) < 0.01);
+    assert_true(fabs(rel_at(&out, o.cap_w) - o.rel) < 0.01);
+    for (int i = 1; i < out.n; i++)
+        assert_true(out.rel_mono[i] >= out.rel_mono[i - 1]);
+
+    /* a reference left out may be anything */
+    pfi_curve keep = ref[5];
+    use[5] = 0;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
+    knee_curve(&ref[5], 120, 300, 0.0045);
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out2, &e), PFI_OK);
+    assert_memory_equal(out.rel, out2.rel, sizeof out.rel);
+    ref[5] = keep;
+    use[5] = 1;
+
+    /* without the close tier, the other tier's shape, scaled through the probe */
+    for (int i = 0; i < 4; i++)
+        use[i] = 0;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, o.cap_w) - o.rel) < 0.01);
+    assert_true(rel_at(&out, 250) < 0.97); /* tier 1 still loses above 200 W */
+
+    /* nobody: nothing to learn from, and still a curve through the probe */
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, 0, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, o.cap_w) - o.rel) < 0.02);
+    assert_true(rel_at(&out, 100) < o.rel && rel_at(&out, 300) == 1);
+
+    o.p0_w = 0;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_EINVAL);
+}
+
+/* Below every neighbour's measured range the curve keeps falling (the collapse near a GPU's
+ * minimum), never flattens. */
+static void test_shape_below_neighbours(void **state)
+{
+    enum { N = 4 };
+    pfi_curve ref[N], out;
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 250, 220, 0.003);
+    pfi_curve job;
+    knee_curve(&job, 250, 220, 0.003);
+    pfi_probe_obs o = obs_of(&job, 3);
+    o.min_cap_w = 60; /* this job may go lower than any reference was measured */
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, NULL, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 100) - rel_at(&job, 100)) < 0.01);
+    assert_true(rel_at(&out, 60) < rel_at(&out, 100) - 0.1);
+}
+
+/* On the real Perseus A40 sweeps, each job from its probe and the OTHER five jobs' curves:
+ * every measured level within the error measured when this test was written. */
+static void test_real_shape(void **state)
+{
+    if (!pub_have_data()) {
+        print_message("public data not found under %s: skipped\n", pfi_data_dir());
+        skip();
+    }
+    const char *models[] = {"gpt3-2.7b", "bert-huge-uncased", "bloom-3b",
+                            "gpt3-6.7b", "t5-3b",             "wide-resnet101_8"};
+    enum { N = sizeof models / sizeof models[0] };
+    static pfi_curve c[N];
+    pfi_err e = {0};
+    for (int i = 0; i < N; i++) {
+        pfi_run run;
+        assert_true(pub_perseus("A40", models[i], &run));
+        assert_int_equal(pfi_curve_from_run(&run, PFI_FAM_POWER, &c[i], &e), PFI_OK);
+    }
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        unsigned char use[N];
+        for (int k = 0; k < N; k++)
+            use[k] = k != i;
+        pfi_probe_obs o;
+        int lv;
+        assert_int_equal(pfi_probe_observe(&c[i], PFI_PROBE_DEPTH, &o, &lv, &e), PFI_OK);
+        assert_true(o.cap_w == c[i].cap_w[lv] && o.rel == c[i].rel[lv] && o.cap_w < o.cap0_w);
+        pfi_curve p;
+        assert_int_equal(pfi_probe_shape_curve(&o, c, use, N, NULL, &p, &e), PFI_OK);
+        for (int k = 0; k < c[i].n; k++)
+            if (k != lv && strcmp(models[i], "t5-3b") != 0)
+                worst = fmax(worst, fabs(rel_at(&p, c[i].cap_w[k]) - c[i].rel[k]));
+    }
+    print_message("largest error over the five transformer/CNN jobs' levels: %.3f\n", worst);
+    assert_true(worst < 0.08); /* 0.051 when written */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -114,6 +250,9 @@ int main(void)
         cmocka_unit_test(test_real_one_probe),
         cmocka_unit_test(test_real_flat_probe_refused),
         cmocka_unit_test(test_median_b),
+        cmocka_unit_test(test_shape_neighbours),
+        cmocka_unit_test(test_shape_below_neighbours),
+        cmocka_unit_test(test_real_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,3 +116,203 @@ double pfi_probe_median_b(const pfi_curve *c, int n, int skip)
     free(v);
     return med;
 }
+
+int pfi_probe_observe(const pfi_curve *t, double depth, pfi_probe_obs *out, int *used,
+                      pfi_err *err)
+{
+    if (t->n < 2)
+        return pfi_err_set(err, PFI_EINVAL, "probing needs a measured curve");
+    double cap = pfi_probe_cap(t->p0_w, depth, t->min_cap_w, t->cap0_w);
+    int best = -1;
+    for (int k = 0; k < t->n; k++) {
+        if (t->cap_w[k] >= t->cap0_w - 0.5)
+            continue; /* the baseline is not a probe */
+        if (best < 0 || fabs(t->cap_w[k] - cap) < fabs(t->cap_w[best] - cap))
+            best = k;
+    }
+    if (best < 0)
+        return pfi_err_set(err, PFI_EINVAL, "no measured level below the baseline to probe");
+    if (used)
+        *used = best;
+    memset(out, 0, sizeof *out);
+    out->t0 = t->t0;
+    out->p0_w = t->p0_w;
+    out->cap0_w = t->cap0_w;
+    out->min_cap_w = t->min_cap_w;
+    out->max_cap_w = t->max_cap_w;
+    out->n_gpus = t->n_gpus;
+    out->cap_w = t->cap_w[best];
+    out->draw_w = t->draw_w[best];
+    out->rel = t->rel[best];
+    return PFI_OK;
+}
+
+/* ---- the population's shape ---- */
+
+#define SHAPE_MIN_COVER 3 /* neighbours measured at a cap before their median means anything */
+#define SHAPE_K_MAX 512
+
+static double shape_norm(double p0_w, double max_cap_w, int space)
+{
+    return space == PFI_PROBE_SPACE_P0 ? p0_w : max_cap_w;
+}
+
+/* A reference's slowdown at the cap x * norm, on its levels made monotone in the cap (iso:
+ * its relative throughput after isotonic regression in cap order).  NAN below its measured
+ * range: nothing is known there, and the collapse near a GPU's minimum is what matters most. */
+static double ref_s_at(const pfi_curve *c, const double *iso, double x, int space)
+{
+    double cap = x * shape_norm(c->p0_w, c->max_cap_w, space);
+    if (cap < c->min_cap_w * 0.98)
+        return NAN;
+    double rel = iso[c->n - 1];
+    for (int i = 1; i < c->n; i++)
+        if (cap <= c->cap_w[i]) {
+            double dx = c->cap_w[i] - c->cap_w[i - 1];
+            rel = dx > 0 && cap > c->cap_w[i - 1]
+                      ? iso[i - 1] + (iso[i] - iso[i - 1]) * (cap - c->cap_w[i - 1]) / dx
+                      : iso[i - 1];
+            break;
+        }
+    return clampd(1.0 - rel, 0.0, 1.0);
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Reference a comes before b: higher tier first, then nearer the probe. */
+static int ref_before(const unsigned char *use, const double *dist, int a, int b)
+{
+    int ta = use ? use[a] : 1, tb = use ? use[b] : 1;
+    return ta != tb ? ta > tb : dist[a] < dist[b];
+}
+
+/* The slowdown at each grid cap (known[i] = 0 where fewer than SHAPE_MIN_COVER neighbours
+ * were measured there): the neighbours' median, scaled through the probe where they lose
+ * something at the probe, shifted where they lose (almost) nothing there (a ratio of noise). */
+static void neighbour_median(const pfi_curve *refs, const double *iso, const int *nb, int m,
+                             int space, double norm, double xp, double sp, const double *cap,
+                             int g, double *s, int *known)
+{
+    double v[SHAPE_K_MAX], mp = NAN;
+    int q = 0;
+    for (int a = 0; a < m; a++)
+        v[q++] = ref_s_at(&refs[nb[a]], iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS, xp, space);
+    if (q > 0)
+        mp = median_of(v, q);
+    for (int i = 0; i < g; i++) {
+        q = 0;
+        for (int a = 0; a < m; a++) {
+            double sv = ref_s_at(&refs[nb[a]], iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS,
+                                 cap[i] / norm, space);
+            if (isfinite(sv))
+                v[q++] = sv;
+        }
+        known[i] = q >= SHAPE_MIN_COVER && isfinite(mp);
+        if (!known[i])
+            continue;
+        double med = median_of(v, q);
+        s[i] = mp > 0.01 ? med * clampd(sp / mp, 0.25, 4.0) : med + (sp - mp);
+    }
+}
+
+/* Where no neighbour was measured: below them the last known slope goes on (a curve never
+ * flattens toward a GPU's minimum), above them the last value holds; with no neighbour at
+ * all, the straight line through the baseline and the probe in drawn power. */
+static void fill_unknown(const pfi_probe_obs *o, const double *cap, int g, const int *known,
+                         double sp, double *s)
+{
+    int first = -1;
+    for (int i = 0; i < g && first < 0; i++)
+        if (known[i])
+            first = i;
+    if (first < 0) {
+        double r0 = fmax(0.01, 1.0 - o->draw_w / o->p0_w);
+        for (int i = 0; i < g; i++)
+            s[i] = sp * fmax(0.0, 1.0 - fmin(cap[i], o->p0_w) / o->p0_w) / r0;
+        return;
+    }
+    double slope = 0;
+    if (first + 1 < g && known[first + 1])
+        slope = fmax(0.0, (s[first] - s[first + 1]) / (cap[first + 1] - cap[first]));
+    for (int i = first - 1; i >= 0; i--)
+        s[i] = s[first] + slope * (cap[first] - cap[i]);
+    for (int i = first + 1; i < g; i++)
+        if (!known[i])
+            s[i] = s[i - 1];
+}
+
+int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
+                          const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                          pfi_curve *out, pfi_err *err)
+{
+    if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
+        return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
+    int k = so && so->k > 0 ? so->k : PFI_PROBE_SHAPE_K;
+    int space = so ? so->space : PFI_PROBE_SPACE_MAXCAP;
+    if (k > SHAPE_K_MAX)
+        k = SHAPE_K_MAX;
+    size_t nr = (size_t)(nref > 0 ? nref : 1);
+    double *iso = malloc(sizeof *iso * PFI_CURVE_MAX_PTS * nr);
+    double *dist = malloc(sizeof *dist * nr);
+    int *nb = malloc(sizeof *nb * nr);
+    if (!iso || !dist || !nb) {
+        free(iso), free(dist), free(nb);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    double norm = shape_norm(o->p0_w, o->max_cap_w, space);
+    double xp = o->cap_w / norm, sp = clampd(1.0 - o->rel, 0.0, 1.0);
+    int m = 0;
+    for (int i = 0; i < nref; i++) {
+        const pfi_curve *c = &refs[i];
+        if ((use && !use[i]) || c->n < 2 || c->n > PFI_CURVE_MAX_PTS || !(c->p0_w > 0))
+            continue;
+        double *y = iso + (size_t)i * PFI_CURVE_MAX_PTS;
+        pfi_isotonic(c->rel, NULL, c->n, y);
+        double s = ref_s_at(c, y, xp, space);
+        if (!isfinite(s))
+            continue; /* not measured as deep as the probe: not comparable */
+        dist[i] = fabs(s - sp);
+        nb[m++] = i;
+    }
+    for (int a = 1; a < m; a++) /* a few hundred references: insertion sort */
+        for (int b = a; b > 0 && ref_before(use, dist, nb[b], nb[b - 1]); b--) {
+            int t = nb[b];
+            nb[b] = nb[b - 1];
+            nb[b - 1] = t;
+        }
+    if (m > k)
+        m = k;
+    memset(out, 0, sizeof *out);
+    out->t0 = o->t0;
+    out->p0_w = o->p0_w;
+    out->cap0_w = o->cap0_w;
+    out->min_cap_w = o->min_cap_w;
+    out->max_cap_w = o->max_cap_w;
+    out->n_gpus = o->n_gpus;
+    out->fit.family = PFI_FAM_POWER; /* s = 0 r^1: no parametric view */
+    out->fit.p[1] = 1.0;
+    out->fit.rmse = NAN;
+    out->r_max = fmax(0.0, 1.0 - o->draw_w / o->p0_w);
+    enum { G = PFI_CURVE_MAX_PTS };
+    double s[G];
+    int known[G];
+    for (int i = 0; i < G; i++) {
+        out->cap_w[i] = o->min_cap_w + (o->max_cap_w - o->min_cap_w) * i / (G - 1);
+        out->draw_w[i] = fmin(out->cap_w[i], o->p0_w);
+    }
+    neighbour_median(refs, iso, nb, m, space, norm, xp, sp, out->cap_w, G, s, known);
+    fill_unknown(o, out->cap_w, G, known, sp, s);
+    for (int i = G - 1; i >= 0; i--) { /* more cap never slows a job down */
+        s[i] = clampd(s[i], 0.0, 1.0);
+        if (i < G - 1 && s[i] < s[i + 1])
+            s[i] = s[i + 1];
+        out->rel[i] = out->rel_mono[i] = 1.0 - s[i];
+    }
+    out->n = G;
+    free(iso), free(dist), free(nb);
+    return PFI_OK;
+}

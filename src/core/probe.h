@@ -8,6 +8,8 @@
  * clamped to the family's range).  The default depth, 0.40, is where one probe predicted the
  * real public transformer curves best over 80, 70 and 60% of baseline power (the largest of
  * the three median errors is least there: `pfi model probe-eval --scan`, docs/pfi.md).
+ * For allocation, one probe is better read through the population's SHAPE (pfi_probe_shape_
+ * curve): the power law through the origin misplaces where real curves bend (docs/allocation.md).
  * Pure: no I/O, no globals. */
 #ifndef PFI_CORE_PROBE_H
 #define PFI_CORE_PROBE_H
@@ -38,5 +40,45 @@ int pfi_probe_curve(const pfi_curve *truth, const double *depths, int n, double 
 /* The median power-law exponent of fitted curves (ignores those with fewer than 2 shed
  * points or a zero scale).  NAN when none. */
 double pfi_probe_median_b(const pfi_curve *curves, int n, int skip);
+
+/* What one probe measures on a job, and all a one-probe estimate may use of it: the baseline,
+ * the cap range the job may get, and the probe level (cap, draw, relative throughput). */
+typedef struct pfi_probe_obs {
+    double t0, p0_w, cap0_w, min_cap_w, max_cap_w;
+    int n_gpus;
+    double cap_w, draw_w, rel; /* the probe */
+} pfi_probe_obs;
+
+/* The probe at `depth` on a measured curve: the level nearest pfi_probe_cap (never the
+ * baseline), as pfi_probe_curve picks it.  *used (may be NULL) gets that level's index. */
+int pfi_probe_observe(const pfi_curve *truth, double depth, pfi_probe_obs *out, int *used,
+                      pfi_err *err);
+
+/* How caps of different jobs are compared: as cap/max_cap (watts of the same hardware; the
+ * default: a GPU's clocks collapse near a cap in watts whatever the job draws) or as cap/P0. */
+enum { PFI_PROBE_SPACE_MAXCAP = 0, PFI_PROBE_SPACE_P0 = 1 };
+
+/* Neighbours a shape estimate takes from the population (`pfi evaluate --public` is flat to
+ * within noise from 3 to 8, and worse from 12 on: docs/allocation.md). */
+#define PFI_PROBE_SHAPE_K 5
+
+typedef struct pfi_probe_shape_opts {
+    int k;     /* neighbours (< 1: PFI_PROBE_SHAPE_K) */
+    int space; /* PFI_PROBE_SPACE_* */
+} pfi_probe_shape_opts;
+
+/* A job's WHOLE curve in cap space from one probe and the measured curves of OTHER jobs:
+ * among the references refs[i] with use[i] != 0 (use NULL: all; a higher use[i] is a closer
+ * tier, e.g. the same GPU model, taken before any lower one), the k whose slowdown at the
+ * probe's cap is nearest the probe's; their median slowdown at each cap of the job's range,
+ * scaled through the probe.  Knees (no slowdown until the cap binds at the job's draw), jobs
+ * that shed nothing at the probe, and the collapse near a GPU's minimum come from the
+ * references, not from a curve family.  The caller must leave the job itself (and anything
+ * measured from it) out of use.  *out is a predicted curve with points on a grid of the
+ * job's cap range (cap, draw = min(cap, P0), rel = rel_mono), read in cap space
+ * (PFI_VIEW_MONOTONE); its fit is empty (s = 0).  so NULL: defaults. */
+int pfi_probe_shape_curve(const pfi_probe_obs *obs, const pfi_curve *refs,
+                          const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                          pfi_curve *out, pfi_err *err);
 
 #endif

@@ -188,6 +188,7 @@ pfi_expt_opts pfi_expt_defaults(int probes)
     pfi_alloc_opts_default(&o.alloc);
     o.sla_every = 3;
     o.sla_margin = NAN;
+    o.probe_shape = 1;
     return o;
 }
 
@@ -287,11 +288,49 @@ out:
     return rc;
 }
 
-/* depths: the same for every job, or per_job (n x probes, may be NULL) one set per job. */
-static int predict_probes(const pfi_expt_pop *p, int probes, const double *depths,
+/* One probe read through the population's shape (core/probe.h): job j's neighbours are the
+ * OTHER jobs' measured curves, those on the same GPU model first; nothing of job j but its
+ * baseline and its probe level is seen (pfi_probe_obs). */
+static int predict_shape(const pfi_expt_pop *p, const double *depths, const double *per_job,
+                         pfi_curve *pred, char *note, size_t notelen, pfi_err *err)
+{
+    unsigned char *use = malloc((size_t)(p->n ? p->n : 1));
+    if (!use)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    pfi_probe_shape_opts so = {PFI_PROBE_SHAPE_K, PFI_PROBE_SPACE_MAXCAP};
+    int rc = PFI_OK;
+    for (int j = 0; !rc && j < p->n; j++) {
+        const pfi_run *rj = p->run[p->run_of[j]];
+        for (int k = 0; k < p->n; k++)
+            use[k] = k == j ? 0 : 1 + (strcmp(p->run[p->run_of[k]]->gpu_type, rj->gpu_type) == 0);
+        pfi_probe_obs ob;
+        double d = per_job ? per_job[j] : depths[0];
+        if ((rc = pfi_probe_observe(&p->truth[j], d, &ob, NULL, err)) ||
+            (rc = pfi_probe_shape_curve(&ob, p->truth, use, p->n, &so, &pred[j], err)))
+            pfi_err_prefix(err, "probing %s: ", rj->name);
+    }
+    free(use);
+    char d[48];
+    if (per_job)
+        snprintf(d, sizeof d, "at each job's equal share of the cut");
+    else
+        snprintf(d, sizeof d, "%.2f", depths[0]);
+    if (!rc)
+        snprintf(note, notelen,
+                 "baseline + 1 probe (depth %s) read through the shape of the %d nearest OTHER "
+                 "jobs' measured curves (same GPU model first), in cap space",
+                 d, so.k);
+    return rc;
+}
+
+/* depths: the same for every job, or per_job (n x probes, may be NULL) one set per job.
+ * shape: one probe read through the population's shape, else the power law. */
+static int predict_probes(const pfi_expt_pop *p, int probes, int shape, const double *depths,
                           const double *per_job, pfi_curve *pred, pfi_draw_model *draw,
                           char *note, size_t notelen, pfi_err *err)
 {
+    if (probes == 1 && shape)
+        return predict_shape(p, depths, per_job, pred, note, notelen, err);
     int flat = 0;
     for (int j = 0; j < p->n; j++) {
         /* The exponent prior must not come from the curve it predicts. */
@@ -487,13 +526,19 @@ int pfi_expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
     if (!rc)
         rc = o->probes == 0
                  ? predict_model(p, o->train_seed, pred, draw, j->note, sizeof j->note, err)
-                 : predict_probes(p, o->probes, o->depth, depth, pred, draw, j->note,
-                                  sizeof j->note, err);
+                 : predict_probes(p, o->probes, o->probe_shape, o->depth, depth, pred, draw,
+                                  j->note, sizeof j->note, err);
     for (int k = 0; !rc && k < p->n; k++) {
         const pfi_alloc_job *t = &j->truth[k];
-        /* a prediction is read inside what was measured: no policy leaves that range */
-        rc = pfi_alloc_job_from_prediction(&pred[k], &draw[k], j->relative, t->id, t->min_cap_w,
-                                           t->max_cap_w, &j->pbuf[k], &j->pred[k], err);
+        /* a prediction is read inside what was measured: no policy leaves that range; a shape
+         * estimate is a curve in cap space already, a fit is read through the draw model */
+        rc = pred[k].n >= 2
+                 ? pfi_alloc_job_from_curve(&pred[k], PFI_VIEW_MONOTONE, j->relative, t->id,
+                                            t->min_cap_w, t->max_cap_w, &j->pbuf[k],
+                                            &j->pred[k], err)
+                 : pfi_alloc_job_from_prediction(&pred[k], &draw[k], j->relative, t->id,
+                                                 t->min_cap_w, t->max_cap_w, &j->pbuf[k],
+                                                 &j->pred[k], err);
         /* the baseline the budget is cut from is measured, so both views share it */
         j->pred[k].p0_w = t->p0_w;
     }

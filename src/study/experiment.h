@@ -75,6 +75,8 @@ typedef struct pfi_expt_opts {
     int probes;            /* what pfi sees: 0 the predictor out of fold, 1|2 baseline + probes */
     double depth[2];       /* fixed probe depths as power shed (probes 1: depth[0]) */
     int auto_depth;        /* probes at each job's equal share of each cut instead */
+    int probe_shape;       /* probes 1: read through the population's shape (core/probe.h's
+                              pfi_probe_shape_curve; the default), 0: the power law */
     unsigned long long train_seed; /* the predictor's training seed (pfi_train_opts.seed) */
     pfi_alloc_opts alloc;  /* the allocator's (cap grid, on_infeasible) */
     int want_caps;         /* fill pfi_expt_result.caps and .seen */

@@ -748,7 +748,7 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, pfi_err *err)
     char path[1100];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     json_t *sum = pfi_study_summary(s);
-    rc = json_dump_file(sum, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    rc = json_dump_file(sum, path, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
     json_decref(sum);
     if (rc != 0)
         return pfi_err_set(err, PFI_EIO, "cannot write %s", path);

@@ -80,6 +80,9 @@ static int fleet_from_file(const char *path, pfi_fleet_entry **out, int *n, pfi_
 {
     json_error_t je;
     json_t *doc = json_load_file(path, 0, &je);
+    if (!doc && je.line < 1) /* not opened: no line to point at, and perhaps a misspelt name */
+        return pfi_err_set(err, PFI_EINVAL, "--fleet %s is neither paper, small nor a fleet file "
+                                            "(%s)", path, je.text);
     if (!doc)
         return pfi_err_set(err, PFI_EINVAL, "%s:%d: %s", path, je.line, je.text);
     json_t *runs = json_object_get(doc, "runs");

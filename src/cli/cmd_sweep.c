@@ -39,6 +39,9 @@ static int sink_level(void *ctx, const pfi_run *run, int idx, const pfi_sample *
                       const int *gpus, int ng, pfi_err *err)
 {
     store_sink *s = ctx;
+    /* The unit is known only once the first level was measured (a log may give samples). */
+    if (idx == 0 && pfi_store_set_run_unit(s->st, s->run_id, run->unit, err) != PFI_OK)
+        return err->code;
     pfi_sample *col = malloc((size_t)(nt ? nt : 1) * sizeof *col);
     if (!col)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");

@@ -375,6 +375,14 @@ static int update_run_text(pfi_store *st, const char *sql, long long run_id, con
     return PFI_OK;
 }
 
+int pfi_store_set_run_unit(pfi_store *st, long long run_id, pfi_tput_unit unit, pfi_err *err)
+{
+    const char *u = unit == PFI_SAMPLES_PER_S ? "samples/s" : "tokens/s";
+    int rc = update_run_text(st, "UPDATE runs SET unit = ? WHERE id = ?", run_id, u, err,
+                             "setting the unit");
+    return rc != PFI_OK ? rc : pfi_store_set_unit_label(st, run_id, u, err);
+}
+
 int pfi_store_set_unit_label(pfi_store *st, long long run_id, const char *label, pfi_err *err)
 {
     if (!label || !*label || strlen(label) >= sizeof(((pfi_run_summary *)0)->unit_label))

@@ -95,6 +95,9 @@ int pfi_store_create_job(pfi_store *st, const char *command, const char *config_
 int pfi_store_create_run(pfi_store *st, long long job_id, const pfi_run *run, const char *backend,
                          long long *run_id, pfi_err *err);
 int pfi_store_set_unit_label(pfi_store *st, long long run_id, const char *label, pfi_err *err);
+/* A sweep learns its unit from the job's first level, after the run was created: unit and
+ * label both become "tokens/s" or "samples/s". */
+int pfi_store_set_run_unit(pfi_store *st, long long run_id, pfi_tput_unit unit, pfi_err *err);
 
 /* A level's writes are one transaction: begin, add_level, add_samples..., commit. */
 int pfi_store_level_begin(pfi_store *st, pfi_err *err);

@@ -195,6 +195,59 @@ out:
     return status;
 }
 
+/* Prints the job's progress as its framework would, each line when the job would print it,
+ * until dur of simulated time has passed. */
+static int run_job(pfi_sim_state *state, pfi_sim_node *node, int job, jobview *jv, double t0,
+                   double dur, double interval, int log_every, pfi_err *err)
+{
+    int rc;
+    double sp = pfi_sim_state_speed(state);
+    double last_print = -INFINITY;
+    pfi_sim_job_status st;
+    if ((rc = pfi_sim_job_status_at(node, job, t0, &st, err)) != PFI_OK)
+        return rc;
+    jv->tokens_per_step = st.tokens_per_step;
+    banner(jv);
+    fflush(stdout);
+    long long logged = (long long)floor(st.iterations);
+    double logged_t = t0 - (st.iterations - (double)logged) * st.step_time_s;
+    for (;;) {
+        double now;
+        if ((rc = pfi_sim_state_node(state, &node, &now, err)) != PFI_OK ||
+            (rc = pfi_sim_job_status_at(node, job, now, &st, err)) != PFI_OK)
+            return rc;
+        if (jv->fmt == PFI_LOG_PFI) {
+            if (now - last_print >= interval) {
+                printf("pfi: tokens=%.0f t=%.4f step=%lld\n", st.tokens, now,
+                       (long long)floor(st.iterations));
+                fflush(stdout);
+                last_print = now;
+            }
+        } else {
+            long long k = (long long)floor(st.iterations);
+            if (k >= logged + log_every) {
+                /* When iteration k really ended, not when this loop noticed. */
+                double tk = now - (st.iterations - (double)k) * st.step_time_s;
+                double dt = (tk - logged_t) / (double)(k - logged);
+                if (dt > 0)
+                    progress_line(jv, k, dt, st.tokens, tk, tk - t0);
+                logged = k;
+                logged_t = tk;
+            }
+        }
+        if (now - t0 >= dur)
+            break;
+        /* Sleep until the next line is due, so it is printed when the job would print it
+         * (a late line would skew a rate computed from arrival times). */
+        double due = jv->fmt == PFI_LOG_PFI
+                         ? last_print + interval - now
+                         : ((double)(logged + log_every) - st.iterations) * st.step_time_s;
+        double real = due / sp;
+        nap(real < 0.0005 ? 0.0005 : real > 0.05 ? 0.05 : real);
+    }
+    return PFI_OK;
+}
+
 int pfi_cmd_simjob(int argc, char **argv)
 {
     const char *format = "pfi", *jobname = NULL, *sim = NULL, *duration = NULL, *truth_caps = NULL;
@@ -287,50 +340,8 @@ int pfi_cmd_simjob(int argc, char **argv)
     jv.n_gpus = jc->n_gpus;
     jv.seq_len = jc->seq_len;
     jv.gbs = jc->global_batch;
-    double sp = pfi_sim_state_speed(state);
-    double last_print = -INFINITY;
-    pfi_sim_job_status st;
-    if ((rc = pfi_sim_job_status_at(node, job, t0, &st, &err)) != PFI_OK)
+    if ((rc = run_job(state, node, job, &jv, t0, dur, interval, log_every, &err)) != PFI_OK)
         goto fail;
-    jv.tokens_per_step = st.tokens_per_step;
-    banner(&jv);
-    fflush(stdout);
-    long long logged = (long long)floor(st.iterations);
-    double logged_t = t0 - (st.iterations - (double)logged) * st.step_time_s;
-    for (;;) {
-        double now;
-        if ((rc = pfi_sim_state_node(state, &node, &now, &err)) != PFI_OK ||
-            (rc = pfi_sim_job_status_at(node, job, now, &st, &err)) != PFI_OK)
-            goto fail;
-        if (jv.fmt == PFI_LOG_PFI) {
-            if (now - last_print >= interval) {
-                printf("pfi: tokens=%.0f t=%.4f step=%lld\n", st.tokens, now,
-                       (long long)floor(st.iterations));
-                fflush(stdout);
-                last_print = now;
-            }
-        } else {
-            long long k = (long long)floor(st.iterations);
-            if (k >= logged + log_every) {
-                /* When iteration k really ended, not when this loop noticed. */
-                double tk = now - (st.iterations - (double)k) * st.step_time_s;
-                double dt = (tk - logged_t) / (double)(k - logged);
-                if (dt > 0)
-                    progress_line(&jv, k, dt, st.tokens, tk, tk - t0);
-                logged = k;
-                logged_t = tk;
-            }
-        }
-        if (now - t0 >= dur)
-            break;
-        /* Sleep until the next line is due, so it is printed when the job would print it
-         * (a late line would skew a rate computed from arrival times). */
-        double due = jv.fmt == PFI_LOG_PFI
-                         ? last_print + interval - now
-                         : ((double)(logged + log_every) - st.iterations) * st.step_time_s;
-        double real = due / sp;
-        nap(real < 0.0005 ? 0.0005 : real > 0.05 ? 0.05 : real);
-    }
     pfi_sim_state_close(state);
     return PFI_EXIT_OK;
 fail:

@@ -137,10 +137,12 @@ int pfi_cmd_cluster(int argc, char **argv)
                *ramp = NULL, *budget = NULL, *port_file = NULL;
     int as_json = 0;
     const pfi_opt opts[] = {
-        {"listen", PFI_OPT_STR, &listen, "ADDR:PORT", "serve: API address (default 127.0.0.1:9460)"},
+        {"listen", PFI_OPT_STR, &listen, "ADDR:PORT",
+         "serve: API address (default 127.0.0.1:9460)"},
         {"port-file", PFI_OPT_STR, &port_file, "FILE", "serve: write the port listened on"},
         {"token", PFI_OPT_STR, &token, "FILE", "serve: bearer token for PUT/POST (chmod 600)"},
-        {"token-file", PFI_OPT_STR, &token, "FILE", "the same as --token (pfi serve's and ctl's name)"},
+        {"token-file", PFI_OPT_STR, &token, "FILE",
+         "the same as --token (pfi serve's and ctl's name)"},
         {"node-url", PFI_OPT_STR, &node_url, "URL",
          "node daemon URL, %n = node name, %a = address (default http://%a:9455)"},
         {"node-map", PFI_OPT_STR, &node_map, "FILE", "lines 'NODE URL' overriding --node-url"},

@@ -244,7 +244,8 @@ int pfi_cmd_ctl(int argc, char **argv)
         {"raw", PFI_OPT_FLAG, &c.raw, NULL, "print the answer as received (e.g. for metrics)"},
         {"gpus", PFI_OPT_STR, &a.gpus, "LIST", "job add: the job's GPUs, e.g. 0-3"},
         {"sla", PFI_OPT_DOUBLE, &a.sla, "SLOWDOWN", "job add: max slowdown, e.g. 0.1"},
-        {"no-sla", PFI_OPT_FLAG, &a.no_sla, NULL, "job add: no SLA even if the daemon has a default"},
+        {"no-sla", PFI_OPT_FLAG, &a.no_sla, NULL,
+         "job add: no SLA even if the daemon has a default"},
         {"weight", PFI_OPT_DOUBLE, &a.weight, "W", "job add: weight (default 1)"},
         {"pfi30", PFI_OPT_DOUBLE, &a.pfi30, "X", "job add: a known PFI30"},
         {"tokens-per-s", PFI_OPT_DOUBLE, &a.tps, "X", "job add: baseline tokens/s"},
@@ -259,7 +260,8 @@ int pfi_cmd_ctl(int argc, char **argv)
     const pfi_cmd_spec spec = {
         "pfi ctl [--url URL|--socket PATH] [--token-file FILE] COMMAND [ARGS]",
         "Talk to a running pfi serve.  Commands: health, gpus, jobs [ID], allocation, events, "
-        "decisions [--limit N] (the audit log: what each change cost), metrics; budget set 70%|4000W [--ramp 30s]; budget clear; job add ID --gpus LIST "
+        "decisions [--limit N] (the audit log: what each change cost), metrics; budget set "
+        "70%|4000W [--ramp 30s]; budget clear; job add ID --gpus LIST "
         "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X]; job rm ID; job throughput ID "
         "TOKENS_PER_S; heartbeat [--ttl 30s] [--controller NAME]; caps GPU=W[,GPU=W...] "
         "[--epoch N].",

@@ -172,6 +172,65 @@ static int plot_curves(const pfi_runset *rs, const pfi_index_opts *o, const char
     return rc;
 }
 
+/* The index of every run, as a table or one JSON document; the exit status. */
+static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int named,
+                      int as_json)
+{
+    pfi_err err = {0};
+    int rc, status = PFI_EXIT_OK, ok = 0;
+    json_t *arr = json_array();
+    if (!as_json)
+        printf("%-48s %-9s %6s %10s %7s %7s %7s %-13s %7s %5s %5s %5s\n", "run", "gpu", "P0 W",
+               "T0", "PFI10", "PFI20", "PFI30", "PFI30 95% CI", "PFI40", "shed2", "shed5",
+               "shed10");
+    for (int i = 0; i < rs->n; i++) {
+        const pfi_run *r = &rs->runs[i];
+        pfi_index x, h;
+        o->depth = 0.30;
+        rc = pfi_index_run(r, o, &x, &err);
+        int has_h = 0;
+        if (rc == PFI_OK && fabs(depth - 0.30) > 1e-9) {
+            o->depth = depth;
+            rc = pfi_index_run(r, o, &h, &err);
+            has_h = 1;
+        }
+        if (rc != PFI_OK) {
+            /* Runs named explicitly must work; in a listing, one bad run must not hide the rest. */
+            if (named)
+                status = PFI_EXIT_FAIL;
+            if (as_json)
+                json_array_append_new(arr, json_pack("{s:s, s:I, s:s}", "run", r->name, "id",
+                                                     (json_int_t)r->id, "error", err.msg));
+            else
+                fprintf(stderr, "pfi index: %s\n", err.msg);
+            continue;
+        }
+        ok++;
+        if (as_json)
+            json_array_append_new(arr, index_json(r, &x, has_h ? &h : NULL));
+        else {
+            print_row(r, &x);
+            if (has_h)
+                printf("  PFI at %.2f: %.3f [%.3f-%.3f]%s\n", depth, h.pfi, h.pfi_lo, h.pfi_hi,
+                       h.extrapolated ? " (extrapolated)" : "");
+        }
+    }
+    if (as_json) {
+        json_t *doc = json_pack("{s:s, s:f, s:s, s:i, s:o}", "source", rs->where, "depth", depth,
+                                "family",
+                                pfi_family_name(o->family < 0 ? pfi_default_family : o->family),
+                                "n_runs", ok, "runs", arr);
+        rc = pfi_cli_print_json(doc);
+        if (rc != PFI_EXIT_OK)
+            status = rc;
+    } else {
+        json_decref(arr);
+        printf("%d of %d runs indexed from %s; * = extrapolated beyond the deepest measured shed\n",
+               ok, rs->n, rs->where);
+    }
+    return status;
+}
+
 int pfi_cmd_index(int argc, char **argv)
 {
     const char *db = NULL, *family = NULL, *plot_dir = NULL, *fleet = NULL;
@@ -187,7 +246,8 @@ int pfi_cmd_index(int argc, char **argv)
         {"depth", PFI_OPT_DOUBLE, &depth, "R", "headline depth: power shed fraction (default 0.3)"},
         {"extrapolate", PFI_OPT_FLAG, &extrapolate, NULL,
          "read the fit beyond the deepest measured shed (marked * and in JSON)"},
-        {"family", PFI_OPT_STR, &family, "NAME", "curve family: power (default), quad, knee, exp, dvfs"},
+        {"family", PFI_OPT_STR, &family, "NAME",
+         "curve family: power (default), quad, knee, exp, dvfs"},
         {"boot", PFI_OPT_INT, &boot, "N", "bootstrap replicates for the CI (default 400; 0: none)"},
         {"seed", PFI_OPT_INT, &seed, "N", "bootstrap seed (default 1)"},
         {"fleet-seed", PFI_OPT_INT, &fleet_seed, "N", "--fleet: its seed (default 1)"},
@@ -247,56 +307,7 @@ int pfi_cmd_index(int argc, char **argv)
         pfi_runset_free(&rs);
         return pfi_cli_fail("index", &err);
     }
-    int status = PFI_EXIT_OK, ok = 0;
-    json_t *arr = json_array();
-    if (!as_json)
-        printf("%-48s %-9s %6s %10s %7s %7s %7s %-13s %7s %5s %5s %5s\n", "run", "gpu", "P0 W",
-               "T0", "PFI10", "PFI20", "PFI30", "PFI30 95% CI", "PFI40", "shed2", "shed5",
-               "shed10");
-    for (int i = 0; i < rs.n; i++) {
-        const pfi_run *r = &rs.runs[i];
-        pfi_index x, h;
-        o.depth = 0.30;
-        rc = pfi_index_run(r, &o, &x, &err);
-        int has_h = 0;
-        if (rc == PFI_OK && fabs(depth - 0.30) > 1e-9) {
-            o.depth = depth;
-            rc = pfi_index_run(r, &o, &h, &err);
-            has_h = 1;
-        }
-        if (rc != PFI_OK) {
-            /* Runs named explicitly must work; in a listing, one bad run must not hide the rest. */
-            if (npos > 0)
-                status = PFI_EXIT_FAIL;
-            if (as_json)
-                json_array_append_new(arr, json_pack("{s:s, s:I, s:s}", "run", r->name, "id",
-                                                     (json_int_t)r->id, "error", err.msg));
-            else
-                fprintf(stderr, "pfi index: %s\n", err.msg);
-            continue;
-        }
-        ok++;
-        if (as_json)
-            json_array_append_new(arr, index_json(r, &x, has_h ? &h : NULL));
-        else {
-            print_row(r, &x);
-            if (has_h)
-                printf("  PFI at %.2f: %.3f [%.3f-%.3f]%s\n", depth, h.pfi, h.pfi_lo, h.pfi_hi,
-                       h.extrapolated ? " (extrapolated)" : "");
-        }
-    }
-    if (as_json) {
-        json_t *doc = json_pack("{s:s, s:f, s:s, s:i, s:o}", "source", rs.where, "depth", depth,
-                                "family", pfi_family_name(o.family < 0 ? pfi_default_family : o.family),
-                                "n_runs", ok, "runs", arr);
-        rc = pfi_cli_print_json(doc);
-        if (rc != PFI_EXIT_OK)
-            status = rc;
-    } else {
-        json_decref(arr);
-        printf("%d of %d runs indexed from %s; * = extrapolated beyond the deepest measured shed\n",
-               ok, rs.n, rs.where);
-    }
+    int status = index_runs(&rs, &o, depth, npos > 0, as_json);
     pfi_runset_free(&rs);
     return status;
 }

@@ -426,7 +426,9 @@ int pfi_cmd_bench(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fprintf(argc < 2 ? stderr : stdout,
-                "usage: pfi bench allocate|pergpu [options]   (pfi bench NAME --help)\n");
+                "usage: pfi bench allocate|pergpu [options]   (pfi bench NAME --help)\n"
+                "  allocate  time and memory of one allocation of a synthetic campus-sized fleet\n"
+                "  pergpu    per-GPU caps vs one cap per job, measured in the simulator\n");
         return argc < 2 ? PFI_EXIT_USAGE : PFI_EXIT_OK;
     }
     if (strcmp(argv[1], "allocate") == 0)

@@ -8,6 +8,10 @@
 #   - on the A40 the 0.05 target is NOT met: held-out BERT 0.079 and BLOOM-3B 0.081, fitted
 #     T5-3B 0.0504 (the model's capacity: docs/simulator.md).  A40 runs are held to 0.09 so
 #     that nothing gets worse, and the miss is printed.  The target stays open in issue 2.
+#   - constants per model family (--family act|stall|mem|gemm|all) do not close it: with the
+#     same split the held-out worst is 0.064-0.29 (stall,gemm best; BLOOM is the least elastic
+#     job on the A100 and the most elastic on the A40).  What is held here is that they are
+#     fitted honestly: each family on the fit runs of one GPU type only, the split unchanged.
 set -u
 PFI=${PFI_BIN:?PFI_BIN is not set}
 DATA=${PFI_DATA_DIR:-../shared/data}
@@ -45,3 +49,39 @@ if bad:
     print("FAIL:\n  " + "\n  ".join(bad))
     sys.exit(1)
 PY
+[ $? -eq 0 ] || exit 1
+
+# Family constants: fitted with the GPU type that has a fit run of the family, never on a
+# held-out run; the split (which runs are held out) is the same as without them.
+"$PFI" sim validate --json --family act >"$tmp/f.json"
+rc=$?
+[ $rc -le 1 ] || { echo "FAIL: pfi sim validate --family exit $rc"; exit 1; }
+python3 - "$tmp/v.json" "$tmp/f.json" <<'PY' || exit 1
+import json, sys
+base = json.load(open(sys.argv[1]))
+d = json.load(open(sys.argv[2]))
+bad = []
+role = {r["run"]: r["held_out"] for r in base["runs"]}
+if {r["run"]: r["held_out"] for r in d["runs"]} != role:
+    bad.append("--family changed which runs are held out")
+if base.get("fitted_families") != []:
+    bad.append("family constants reported without --family")
+fams = d["fitted_families"]
+if len(fams) < 4:
+    bad.append("expected bert, bloom, gpt, t5 family constants, got %d" % len(fams))
+for f in fams:
+    fit = [r for r in d["runs"] if not r["held_out"] and r["gpu_type"] == f["fitted_on"]
+           and ("/" + f["family"]) in r["run"]]
+    if not fit:
+        bad.append("family %s fitted on %r without a fit run of it there" % (f["family"], f["fitted_on"]))
+    if not (0.05 <= f["act_compute"] <= 2 and 0 <= f["input_stall"] <= 0.6):
+        bad.append("family %s constants out of range: %s" % (f["family"], f))
+print("--family act: max throughput error %.3f (held out %.3f), power %.3f"
+      % (d["max_abs_err_throughput"], d["held_out_max_abs_err_throughput"], d["max_abs_err_power"]))
+if bad:
+    print("FAIL:\n  " + "\n  ".join(bad))
+    sys.exit(1)
+PY
+"$PFI" sim validate --split 3 >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: --split 3 was not refused as a usage error"; exit 1; }
+exit 0

@@ -505,17 +505,22 @@ static int sim_status(int argc, char **argv)
 
 static int sim_validate(int argc, char **argv)
 {
-    const char *dir = NULL;
+    const char *dir = NULL, *family = NULL, *split_s = NULL;
     int as_json = 0, verbose = 0, fit_all = 0;
     const pfi_opt opts[] = {
         {"data", PFI_OPT_STR, &dir, "DIR", "public datasets (default $PFI_DATA_DIR)"},
         {"verbose", PFI_OPT_FLAG, &verbose, NULL, "every measured limit of every run"},
         {"fit-all", PFI_OPT_FLAG, &fit_all, NULL,
          "fit on every run (not a validation: the model's capacity)"},
+        {"family", PFI_OPT_STR, &family, "LIST",
+         "also fit constants per model family: act,stall,mem,gemm or all (default none)"},
+        {"split", PFI_OPT_STR, &split_s, "N",
+         "fit/held-out split 0 (default), 1 or 2: a sensitivity check, docs/simulator.md"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
-    const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--fit-all] [--json]",
+    const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--fit-all] "
+                               "[--family LIST] [--split N] [--json]",
                                "Fit the simulator's constants on half of the Perseus power-limit "
                                "sweeps of each GPU type and compare relative throughput and "
                                "power at every measured limit, held-out runs apart.  Exits 1 "
@@ -525,11 +530,43 @@ static int sim_validate(int argc, char **argv)
     if (rc >= 0)
         return rc;
     pfi_err e = {0};
+    int flags = fit_all ? PFI_SIM_VAL_FIT_ALL : 0;
+    if (family && family[0] && strcmp(family, "none") != 0) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", family);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (strcmp(t, "act") == 0)
+                flags |= PFI_SIM_VAL_FAM_ACT;
+            else if (strcmp(t, "stall") == 0)
+                flags |= PFI_SIM_VAL_FAM_STALL;
+            else if (strcmp(t, "mem") == 0)
+                flags |= PFI_SIM_VAL_FAM_MEM;
+            else if (strcmp(t, "gemm") == 0)
+                flags |= PFI_SIM_VAL_FAM_GEMM;
+            else if (strcmp(t, "all") == 0)
+                flags |= PFI_SIM_VAL_FAM_ACT | PFI_SIM_VAL_FAM_STALL | PFI_SIM_VAL_FAM_MEM |
+                         PFI_SIM_VAL_FAM_GEMM;
+            else {
+                fprintf(stderr, "%s: --family: unknown constant '%s' (act, stall, mem, gemm, all, "
+                        "none)\n", argv[0], t);
+                return PFI_EXIT_USAGE;
+            }
+        }
+    }
+    if (split_s) {
+        char *end = NULL;
+        long sp = strtol(split_s, &end, 10);
+        if (!end || *end || end == split_s || sp < 0 || sp >= PFI_SIM_VAL_SPLITS) {
+            fprintf(stderr, "%s: --split: '%s' is not 0..%d\n", argv[0], split_s,
+                    PFI_SIM_VAL_SPLITS - 1);
+            return PFI_EXIT_USAGE;
+        }
+        flags |= PFI_SIM_VAL_SPLIT((int)sp);
+    }
     pfi_sim_validation *v = malloc(sizeof *v);
     if (!v)
         return PFI_EXIT_FAIL;
-    if (pfi_sim_validate(dir ? dir : pfi_data_dir(), fit_all ? PFI_SIM_VAL_FIT_ALL : 0, v, &e) !=
-        PFI_OK) {
+    if (pfi_sim_validate(dir ? dir : pfi_data_dir(), flags, v, &e) != PFI_OK) {
         free(v);
         return fail(argv[0], &e);
     }
@@ -567,7 +604,17 @@ static int sim_validate(int argc, char **argv)
                                                   g->mem_eff, "net_gbs", v->fitted_net_gbs[t],
                                                   "host_ms", v->fitted_host_ms[t]));
         }
-        json_t *doc = json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o}", "runs",
+        json_t *fams = json_array();
+        for (int f = 0; f < v->n_families; f++) {
+            const struct pfi_sim_val_family *fm = &v->families[f];
+            json_array_append_new(fams, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f}", "family",
+                                                  fm->family, "fitted_on", fm->fitted_on,
+                                                  "act_compute", fm->act_compute, "input_stall",
+                                                  fm->input_stall, "mem_traffic", fm->mem_traffic,
+                                                  "gemm_eff", fm->gemm_eff));
+        }
+        json_t *doc = json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o, s:o, "
+                                "s:i}", "runs",
                                 runs, "max_abs_err_throughput", v->max_abs_err_tput,
                                 "max_abs_err_power", v->max_abs_err_power,
                                 "held_out_max_abs_err_throughput", v->held_out_max_err_tput,
@@ -575,7 +622,8 @@ static int sim_validate(int argc, char **argv)
                                 "fit_max_abs_err_throughput", v->fit_max_err_tput,
                                 "fit_max_abs_err_power", v->fit_max_err_power, "target",
                                 VALIDATE_TARGET, "target_met", ok, "fit_all", fit_all,
-                                "fitted_gpus", gpus);
+                                "fitted_gpus", gpus, "fitted_families", fams, "split",
+                                v->split);
         free(v);
         rc = pfi_cli_print_json(doc);
         return rc ? rc : ok ? PFI_EXIT_OK : PFI_EXIT_FAIL;
@@ -589,6 +637,16 @@ static int sim_validate(int argc, char **argv)
             printf("    %4.0f W  throughput %.3f sim %.3f   power %.3f sim %.3f\n", r->limit_w[k],
                    r->meas_tput[k], r->sim_tput[k], r->meas_power[k], r->sim_power[k]);
     }
+    if (v->n_families > 0)
+        printf("\n");
+    for (int f = 0; f < v->n_families; f++) {
+        const struct pfi_sim_val_family *fm = &v->families[f];
+        printf("family %-6s fitted on %-15s act %.3f stall %.3f mem x%.3f gemm x%.3f\n",
+               fm->family, fm->fitted_on[0] ? fm->fitted_on : "(none)",
+               fm->act_compute, fm->input_stall, fm->mem_traffic, fm->gemm_eff);
+    }
+    if (v->split)
+        printf("\nsplit %d: a sensitivity check, not the validation (split 0)\n", v->split);
     printf("\nmax abs error (relative to the max limit): throughput %.3f, power %.3f\n"
            "  fit runs:      throughput %.3f, power %.3f\n"
            "  held-out runs: throughput %.3f, power %.3f\n"

@@ -263,6 +263,20 @@ typedef struct pfi_sim_validation {
     pfi_gpu_model fitted[2];   /* the fitted A100-PCIE-80GB and A40 */
     double fitted_net_gbs[2];  /* their clusters' inter-host bandwidth per GPU */
     double fitted_host_ms[2];  /* their clusters' host time per layer and microbatch */
+    /* Model-family constants (only with PFI_SIM_VAL_FAM_* flags): one entry per family of the
+     * runs, fitted on the fit runs of one GPU type only (fitted_on) and applied to the
+     * family's runs of both types.  Scales are relative to the mean of the families fitted on
+     * the same type. */
+    int n_families;
+    struct pfi_sim_val_family {
+        char family[32];
+        char fitted_on[32];    /* GPU type whose fit runs set it; "" when none did */
+        double act_compute;    /* GEMM switching activity (job act_compute) */
+        double input_stall;    /* host/input stall share (job input_stall) */
+        double mem_traffic;    /* memory traffic per token, x the type's */
+        double gemm_eff;       /* achieved fraction of GEMM peak, x the type's */
+    } families[PFI_SIM_VAL_MAX_RUNS];
+    int split;                 /* the fit/held-out split used (0: the documented one) */
 } pfi_sim_validation;
 
 /* Reads data_dir/perseus-sosp24/zeus_baseline/{A100,A40}/zeus_global.csv, fits the constants
@@ -270,6 +284,17 @@ typedef struct pfi_sim_validation {
  * measured limit.  PFI_ENOENT when the data is absent.  flags PFI_SIM_VAL_FIT_ALL fits on every
  * run instead: not a validation (nothing is held out), a check of the model's capacity. */
 #define PFI_SIM_VAL_FIT_ALL 1
+/* Constants per model family besides those per GPU type (docs/simulator.md, "Calibration"):
+ * each family's are fitted with the GPU type whose fit runs include it, never on a held-out
+ * run.  Off by default: none of them meets the target on the held-out runs. */
+#define PFI_SIM_VAL_FAM_ACT 2    /* GEMM switching activity: power per clock */
+#define PFI_SIM_VAL_FAM_STALL 4  /* host/input stall share: time the clock cannot shorten */
+#define PFI_SIM_VAL_FAM_MEM 8    /* memory traffic per token: how memory-bound */
+#define PFI_SIM_VAL_FAM_GEMM 16  /* achieved fraction of GEMM peak */
+/* Fit/held-out split n (0, the documented default; 1 and 2 the other splits of the same rule,
+ * a sensitivity check that must not be used to pick the best-scoring one). */
+#define PFI_SIM_VAL_SPLIT(n) ((n) << 8)
+#define PFI_SIM_VAL_SPLITS 3
 int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err);
 
 #endif

@@ -6,13 +6,14 @@
  * are compared with the measurement.
  *
  * What is fitted (docs/simulator.md): the V-f shape of each chip on the Perseus stage profiles
- * (locked-clock power, not the validation runs), then per GPU type only (never per run or per
- * model family) the SM dynamic and busy static power, GEMM and memory efficiency, the
- * cluster's host time and (A40) inter-host bandwidth, on at most half of each type's runs,
- * chosen before any fitting:
+ * (locked-clock power, not the validation runs), then per GPU type (never per run) the SM
+ * dynamic and busy static power, GEMM and memory efficiency, the cluster's host time and (A40)
+ * inter-host bandwidth, on at most half of each type's runs, chosen before any fitting:
  *   A100-PCIE-80GB: bert-huge-uncased, bloom-3b      (held out: gpt3-xl, t5-3b)
  *   A40:            gpt3-2.7b, t5-3b                  (held out: bert-huge, bloom-3b, gpt3-6.7b)
- * (the A40 T5 run is needed to see the cluster's network: nothing else stalls on it).  The fit
+ * (the A40 T5 run is needed to see the cluster's network: nothing else stalls on it).  On
+ * request (PFI_SIM_VAL_FAM_*) constants per model family too, each fitted with the one GPU
+ * type that has a fit run of the family and applied to its runs on the other type.  The fit
  * is a bounded Nelder-Mead (GSL) on squared errors. */
 #include <errno.h>
 #include <gsl/gsl_errno.h>
@@ -110,14 +111,29 @@ static int col(const csv_table *t, const char *name)
 typedef struct vrun {
     pfi_sim_val_run out;
     int type;          /* 0 A100-PCIE-80GB, 1 A40 */
+    int fam;           /* index into ctx.fam */
     pfi_node_config cfg;
     double meas_time[PFI_MAX_LEVELS], meas_energy[PFI_MAX_LEVELS];
     double meas_time0;
 } vrun;
 
+/* A model family's constants.  Each family is fitted on the fit runs of one GPU type only
+ * (fit_type) and applied unchanged to its runs on the other type. */
+typedef struct vfam {
+    char name[32];
+    int fit_type;   /* -1: no fit run of this family: it keeps the catalogue's defaults */
+    double act_log; /* log of the GEMM switching activity relative to the fit type's mean */
+    double stall;   /* input/host stall as a fraction of GPU work */
+    double mem_log; /* log of memory traffic per token relative to the fit type's mean */
+    double gemm_log; /* log of the achieved GEMM efficiency relative to the mean */
+} vfam;
+
 typedef struct ctx {
     vrun runs[PFI_SIM_VAL_MAX_RUNS];
     int nruns;
+    vfam fam[PFI_SIM_VAL_MAX_RUNS];
+    int nfam;
+    int fam_mode;
     pfi_gpu_model gpu[2];
     double net[2];
     double host[2]; /* the cluster's host time per layer and microbatch, ms */
@@ -130,15 +146,23 @@ typedef struct ctx {
  * same GPU count cannot separate it from the other constants. */
 #define VAL_VARIATION 0.03
 
-static const char *const fit_models[2][2] = {{"bert-huge-uncased", "bloom-3b"},
-                                             {"gpt3-2.7b", "t5-3b"}};
+/* The fit runs, two per GPU type (at most half), by a rule fixed before any fit: the A40's
+ * include T5 (the only run that stalls on the cluster's network, so the only one that can tell
+ * its bandwidth); every family measured on both types has its one fit run on one type only, so
+ * a family constant is always tested on the other type.  Three splits follow that rule; split 0
+ * was chosen first and is the validation; 1 and 2 are reported as a sensitivity check only. */
+static const char *const fit_models[PFI_SIM_VAL_SPLITS][2][2] = {
+    {{"bert-huge-uncased", "bloom-3b"}, {"gpt3-2.7b", "t5-3b"}},
+    {{"gpt3-xl", "bloom-3b"}, {"bert-huge-uncased", "t5-3b"}},
+    {{"gpt3-xl", "bert-huge-uncased"}, {"bloom-3b", "t5-3b"}},
+};
 
 /* Sequence lengths are not in the files: Merak's defaults are assumed (GPT-style 1024,
  * BERT and T5 512); docs/simulator.md says so. */
 static int seq_for(const char *family) { return strcmp(family, "gpt") == 0 ||
                                                 strcmp(family, "bloom") == 0 ? 1024 : 512; }
 
-static int load_type(ctx *c, const char *dir, int type, int fit_all, pfi_err *err)
+static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, pfi_err *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_global.csv", dir,
@@ -191,8 +215,8 @@ static int load_type(ctx *c, const char *dir, int type, int fit_all, pfi_err *er
             snprintf(v->out.run, sizeof v->out.run, "perseus/%s/%s dp%dtp%dpp%d",
                      type == 0 ? "A100" : "A40", model, j->dp, j->tp, j->pp);
             snprintf(v->out.gpu_type, sizeof v->out.gpu_type, "%s", gm->name);
-            v->out.held_out = !fit_all && strcmp(model, fit_models[type][0]) != 0 &&
-                              strcmp(model, fit_models[type][1]) != 0;
+            const char *const *fm = fit_models[split][type];
+            v->out.held_out = !fit_all && strcmp(model, fm[0]) != 0 && strcmp(model, fm[1]) != 0;
         }
         if (v->out.n_levels >= PFI_MAX_LEVELS) {
             rc = pfi_err_set(err, PFI_EINVAL, "%s: too many limits for %s", path, model);
@@ -227,13 +251,60 @@ static void measured(vrun *v)
     }
 }
 
+/* Family f's multipliers on its job's activity, memory traffic and GEMM efficiency.  They are
+ * relative to the mean (in log) of the families fitted on the same GPU type: the common level
+ * belongs to that type's dyn_w, mem_eff and gemm_eff; only the contrast is the family's. */
+static void fam_scales(const ctx *c, int f, double *act, double *mem, double *gemm)
+{
+    const vfam *fm = &c->fam[f];
+    *act = *mem = *gemm = 1;
+    if (!c->fam_mode || fm->fit_type < 0)
+        return;
+    double a = 0, m = 0, g = 0;
+    int nf = 0;
+    for (int i = 0; i < c->nfam; i++)
+        if (c->fam[i].fit_type == fm->fit_type) {
+            a += c->fam[i].act_log;
+            m += c->fam[i].mem_log;
+            g += c->fam[i].gemm_log;
+            nf++;
+        }
+    if (c->fam_mode & PFI_SIM_VAL_FAM_ACT)
+        *act = exp(fm->act_log - a / nf);
+    if (c->fam_mode & PFI_SIM_VAL_FAM_MEM)
+        *mem = exp(fm->mem_log - m / nf);
+    if (c->fam_mode & PFI_SIM_VAL_FAM_GEMM)
+        *gemm = exp(fm->gemm_log - g / nf);
+}
+
+/* The job's switching activity before any family constant (the catalogue's default). */
+static double default_act(const pfi_job_config *j)
+{
+    pfi_job_config base = *j;
+    base.act_compute = 0;
+    pfi_sim_job_defaults(&base);
+    return base.act_compute;
+}
+
 /* Simulates run v with the context's current constants; returns PFI_OK or an error. */
 static int simulate(const ctx *c, vrun *v)
 {
     pfi_node_config nc = v->cfg;
     nc.gpu = c->gpu[v->type];
     nc.net_gbs = c->net[v->type];
-    nc.jobs[0].host_ms = c->host[v->type];
+    pfi_job_config *j = &nc.jobs[0];
+    j->host_ms = c->host[v->type];
+    /* Family constants travel in the run's own configuration: activity and stall in the job,
+     * memory traffic and GEMM efficiency as scales of the node's copy of the GPU constants
+     * (t_mem = bytes / (bandwidth * mem_eff), so more traffic is a lower mem_eff). */
+    double act, mem, gemm;
+    fam_scales(c, v->fam, &act, &mem, &gemm);
+    nc.gpu.mem_eff /= mem;
+    nc.gpu.gemm_eff *= gemm;
+    if (c->fam_mode & PFI_SIM_VAL_FAM_ACT)
+        j->act_compute = default_act(j) * act;
+    if ((c->fam_mode & PFI_SIM_VAL_FAM_STALL) && c->fam[v->fam].fit_type >= 0)
+        j->input_stall = c->fam[v->fam].stall;
     pfi_sim_node *node;
     int rc = pfi_sim_node_new(&nc, &node, NULL);
     if (rc != PFI_OK)
@@ -278,8 +349,9 @@ typedef struct param {
     double lo, hi;
 } param;
 
+#define MAX_PARAMS 32
 typedef struct problem {
-    param p[16];
+    param p[MAX_PARAMS];
     int n;
     double (*cost)(void *);
     void *arg;
@@ -287,7 +359,9 @@ typedef struct problem {
 
 static void add_param(problem *pb, double *x, double lo, double hi)
 {
-    pb->p[pb->n++] = (param){x, lo, hi};
+    /* At most 10 per GPU type plus 4 per family of its fit runs (two): well under the bound. */
+    if (pb->n < MAX_PARAMS)
+        pb->p[pb->n++] = (param){x, lo, hi};
 }
 
 static double problem_eval(const gsl_vector *u, void *arg)
@@ -514,6 +588,18 @@ static int fit_type(ctx *c, int type, pfi_err *err)
     if (type == 1)
         add_param(&pb, &c->net[1], 0.05, 25);
     add_param(&pb, &c->host[type], 0.001, 5);
+    for (int f = 0; f < c->nfam; f++) {
+        if (c->fam[f].fit_type != type)
+            continue;
+        if (c->fam_mode & PFI_SIM_VAL_FAM_ACT)
+            add_param(&pb, &c->fam[f].act_log, -0.4, 0.4);
+        if (c->fam_mode & PFI_SIM_VAL_FAM_STALL)
+            add_param(&pb, &c->fam[f].stall, 0, 0.6);
+        if (c->fam_mode & PFI_SIM_VAL_FAM_MEM)
+            add_param(&pb, &c->fam[f].mem_log, -1.5, 1.5);
+        if (c->fam_mode & PFI_SIM_VAL_FAM_GEMM)
+            add_param(&pb, &c->fam[f].gemm_log, -0.7, 0.7);
+    }
     return minimize(&pb, err);
 }
 
@@ -531,11 +617,36 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
     c->net[1] = 3;
     c->host[0] = c->host[1] = 0.2;
     int fit_all = (flags & PFI_SIM_VAL_FIT_ALL) != 0;
-    int rc = load_type(c, data_dir, 0, fit_all, err);
+    int split = (flags >> 8) & 0xff;
+    if (split >= PFI_SIM_VAL_SPLITS) {
+        free(c);
+        return pfi_err_set(err, PFI_EINVAL, "split %d: there are %d (0..%d)", split,
+                           PFI_SIM_VAL_SPLITS, PFI_SIM_VAL_SPLITS - 1);
+    }
+    int rc = load_type(c, data_dir, 0, fit_all, split, err);
     if (rc == PFI_OK)
-        rc = load_type(c, data_dir, 1, fit_all, err);
+        rc = load_type(c, data_dir, 1, fit_all, split, err);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         measured(&c->runs[i]);
+    c->fam_mode = flags & (PFI_SIM_VAL_FAM_ACT | PFI_SIM_VAL_FAM_STALL | PFI_SIM_VAL_FAM_MEM |
+                           PFI_SIM_VAL_FAM_GEMM);
+    for (int i = 0; rc == PFI_OK && i < c->nruns; i++) {
+        vrun *v = &c->runs[i];
+        const char *name = v->cfg.jobs[0].family;
+        int f = 0;
+        while (f < c->nfam && strcmp(c->fam[f].name, name) != 0)
+            f++;
+        if (f == c->nfam) {
+            /* same size as the job's family field, NUL-terminated there */
+            memcpy(c->fam[f].name, name, sizeof c->fam[f].name);
+            c->fam[f].fit_type = -1;
+            c->nfam++;
+        }
+        v->fam = f;
+        /* The first type (in file order) with a fit run of the family fits its constants. */
+        if (!v->out.held_out && c->fam[f].fit_type < 0)
+            c->fam[f].fit_type = v->type;
+    }
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = fit_vf(c, data_dir, type, err);
     for (int type = 0; rc == PFI_OK && type < 2; type++)
@@ -565,6 +676,25 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
     out->fitted_net_gbs[1] = c->net[1];
     out->fitted_host_ms[0] = c->host[0];
     out->fitted_host_ms[1] = c->host[1];
+    out->split = split;
+    out->n_families = c->fam_mode ? c->nfam : 0;
+    for (int f = 0; f < out->n_families; f++) {
+        struct pfi_sim_val_family *o = &out->families[f];
+        const vfam *fm = &c->fam[f];
+        double act, mem, gemm;
+        fam_scales(c, f, &act, &mem, &gemm);
+        snprintf(o->family, sizeof o->family, "%s", fm->name);
+        snprintf(o->fitted_on, sizeof o->fitted_on, "%s",
+                 fm->fit_type >= 0 ? c->gpu[fm->fit_type].name : "");
+        const pfi_job_config *j = NULL;
+        for (int i = 0; i < c->nruns && !j; i++)
+            if (c->runs[i].fam == f)
+                j = &c->runs[i].cfg.jobs[0];
+        o->act_compute = default_act(j) * act;
+        o->input_stall = (c->fam_mode & PFI_SIM_VAL_FAM_STALL) && fm->fit_type >= 0 ? fm->stall : 0;
+        o->mem_traffic = mem;
+        o->gemm_eff = gemm;
+    }
     free(c->prof[0]);
     free(c->prof[1]);
     free(c);

@@ -312,5 +312,7 @@ int pfi_cmd_ctl(int argc, char **argv)
         return cmd_heartbeat(&c, &a);
     if (!strcmp(cmd, "caps"))
         return cmd_caps(&c, &a, pos, npos);
-    return usage_error("unknown command");
+    fprintf(stderr, "pfi ctl: unknown command '%s' (health, gpus, jobs, allocation, events, "
+                    "decisions, metrics, budget, job, heartbeat, caps; pfi ctl --help)\n", cmd);
+    return PFI_EXIT_USAGE;
 }

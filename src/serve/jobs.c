@@ -32,8 +32,11 @@ static int parse_gpus(const srv_node *n, json_t *g, srv_job *j, pfi_err *err)
 {
     int idx[PFI_MAX_GPUS], ni = 0;
     if (json_is_string(g)) {
-        if (pfi_parse_index_list(json_string_value(g), n->n_gpus, idx, &ni, err) != PFI_OK)
-            return pfi_err_prefix(err, "gpus: ");
+        if (pfi_parse_index_list(json_string_value(g), n->n_gpus, idx, &ni, err) != PFI_OK) {
+            /* A GPU the node lacks is a bad request (400), as in the array form, not a 404. */
+            pfi_err_prefix(err, "gpus: ");
+            return err->code = PFI_EINVAL;
+        }
     } else if (json_is_array(g) && json_array_size(g) <= PFI_MAX_GPUS) {
         size_t k;
         json_t *v;

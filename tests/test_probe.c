@@ -171,12 +171,12 @@ static void test_shape_neighbours(void **state)
     ref[5] = keep;
     use[5] = 1;
 
-    /* without the close tier, the other tier's shape, scaled through the probe */
+    /* without the close tier, the other tier's slope (0.2%/W, not 0.4) from the probe on */
     for (int i = 0; i < 4; i++)
         use[i] = 0;
     assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, o.cap_w) - o.rel) < 0.01);
-    assert_true(rel_at(&out, 250) < 0.97); /* tier 1 still loses above 200 W */
+    assert_true(fabs(rel_at(&out, 125) - (o.rel - 0.002 * 25)) < 0.01);
 
     /* nobody: nothing to learn from, and still a curve through the probe */
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, 0, &so, &out, &e), PFI_OK);
@@ -239,7 +239,7 @@ static void test_real_shape(void **state)
                 worst = fmax(worst, fabs(rel_at(&p, c[i].cap_w[k]) - c[i].rel[k]));
     }
     print_message("largest error over the five transformer/CNN jobs' levels: %.3f\n", worst);
-    assert_true(worst < 0.08); /* 0.051 when written */
+    assert_true(worst < 0.08); /* 0.064 when written */
 }
 
 int main(void)

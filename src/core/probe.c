@@ -190,33 +190,51 @@ static int ref_before(const unsigned char *use, const double *dist, int a, int b
     return ta != tb ? ta > tb : dist[a] < dist[b];
 }
 
-/* The slowdown at each grid cap (known[i] = 0 where fewer than SHAPE_MIN_COVER neighbours
- * were measured there): the neighbours' median, scaled through the probe where they lose
- * something at the probe, shifted where they lose (almost) nothing there (a ratio of noise). */
-static void neighbour_median(const pfi_curve *refs, const double *iso, const int *nb, int m,
-                             int space, double norm, double xp, double sp, const double *cap,
-                             int g, double *s, int *known)
+/* The median over the neighbours of how much more each slows down at x1 than at x0 (both as
+ * caps over norm); NAN when fewer than SHAPE_MIN_COVER were measured at both. */
+static double median_step(const pfi_curve *refs, const double *iso, const int *nb, int m,
+                          int space, double x0, double x1)
 {
-    double v[SHAPE_K_MAX], mp = NAN;
+    double v[SHAPE_K_MAX];
     int q = 0;
-    for (int a = 0; a < m; a++)
-        v[q++] = ref_s_at(&refs[nb[a]], iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS, xp, space);
-    if (q > 0)
-        mp = median_of(v, q);
-    for (int i = 0; i < g; i++) {
-        q = 0;
-        for (int a = 0; a < m; a++) {
-            double sv = ref_s_at(&refs[nb[a]], iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS,
-                                 cap[i] / norm, space);
-            if (isfinite(sv))
-                v[q++] = sv;
-        }
-        known[i] = q >= SHAPE_MIN_COVER && isfinite(mp);
-        if (!known[i])
-            continue;
-        double med = median_of(v, q);
-        s[i] = mp > 0.01 ? med * clampd(sp / mp, 0.25, 4.0) : med + (sp - mp);
+    for (int a = 0; a < m; a++) {
+        const double *y = iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS;
+        double s1 = ref_s_at(&refs[nb[a]], y, x1, space), s0 = ref_s_at(&refs[nb[a]], y, x0, space);
+        if (isfinite(s1) && isfinite(s0))
+            v[q++] = s1 - s0;
     }
+    return q >= SHAPE_MIN_COVER ? median_of(v, q) : NAN;
+}
+
+/* The slowdown at each grid cap, walked out from the probe: from the grid cap nearest the
+ * probe down to the minimum and up to the maximum, each step adds the neighbours' median step
+ * between the same two caps.  The curve goes through the probe exactly, and its slope, which is
+ * what the allocator trades on, is the neighbours' typical slope at each cap (a median of the
+ * neighbours' levels scaled through the probe did worse on few references: docs/allocation.md).
+ * known[i] = 0 from where fewer than SHAPE_MIN_COVER neighbours were measured on. */
+static void neighbour_walk(const pfi_curve *refs, const double *iso, const int *nb, int m,
+                           int space, double norm, double xp, double sp, const double *cap,
+                           int g, double *s, int *known)
+{
+    int ip = 0;
+    for (int i = 1; i < g; i++)
+        if (fabs(cap[i] - xp * norm) < fabs(cap[ip] - xp * norm))
+            ip = i;
+    for (int i = 0; i < g; i++)
+        known[i] = 0;
+    double d = median_step(refs, iso, nb, m, space, xp, cap[ip] / norm);
+    if (!isfinite(d))
+        return;
+    s[ip] = sp + d;
+    known[ip] = 1;
+    for (int dir = -1; dir <= 1; dir += 2)
+        for (int i = ip + dir; i >= 0 && i < g && known[i - dir]; i += dir) {
+            d = median_step(refs, iso, nb, m, space, cap[i - dir] / norm, cap[i] / norm);
+            if (isfinite(d)) {
+                s[i] = s[i - dir] + d;
+                known[i] = 1;
+            }
+        }
 }
 
 /* Where no neighbour was measured: below them the last known slope goes on (a curve never
@@ -304,7 +322,7 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
         out->cap_w[i] = o->min_cap_w + (o->max_cap_w - o->min_cap_w) * i / (G - 1);
         out->draw_w[i] = fmin(out->cap_w[i], o->p0_w);
     }
-    neighbour_median(refs, iso, nb, m, space, norm, xp, sp, out->cap_w, G, s, known);
+    neighbour_walk(refs, iso, nb, m, space, norm, xp, sp, out->cap_w, G, s, known);
     fill_unknown(o, out->cap_w, G, known, sp, s);
     for (int i = G - 1; i >= 0; i--) { /* more cap never slows a job down */
         s[i] = clampd(s[i], 0.0, 1.0);

@@ -58,9 +58,9 @@ int pfi_probe_observe(const pfi_curve *truth, double depth, pfi_probe_obs *out, 
  * default: a GPU's clocks collapse near a cap in watts whatever the job draws) or as cap/P0. */
 enum { PFI_PROBE_SPACE_MAXCAP = 0, PFI_PROBE_SPACE_P0 = 1 };
 
-/* Neighbours a shape estimate takes from the population (`pfi evaluate --public` is flat to
- * within noise from 3 to 8, and worse from 12 on: docs/allocation.md). */
-#define PFI_PROBE_SHAPE_K 5
+/* Neighbours a shape estimate takes from the population (`pfi evaluate --public` recovers
+ * about as much from 5 to 12, less from 20 on: docs/allocation.md). */
+#define PFI_PROBE_SHAPE_K 8
 
 typedef struct pfi_probe_shape_opts {
     int k;     /* neighbours (< 1: PFI_PROBE_SHAPE_K) */
@@ -70,8 +70,9 @@ typedef struct pfi_probe_shape_opts {
 /* A job's WHOLE curve in cap space from one probe and the measured curves of OTHER jobs:
  * among the references refs[i] with use[i] != 0 (use NULL: all; a higher use[i] is a closer
  * tier, e.g. the same GPU model, taken before any lower one), the k whose slowdown at the
- * probe's cap is nearest the probe's; their median slowdown at each cap of the job's range,
- * scaled through the probe.  Knees (no slowdown until the cap binds at the job's draw), jobs
+ * probe's cap is nearest the probe's.  From the probe, the curve is walked down to the job's
+ * minimum cap and up to its maximum on a grid, each step the neighbours' median step between
+ * the same two caps: through the probe exactly, with the neighbours' typical slope.  Knees (no slowdown until the cap binds at the job's draw), jobs
  * that shed nothing at the probe, and the collapse near a GPU's minimum come from the
  * references, not from a curve family.  The caller must leave the job itself (and anything
  * measured from it) out of use.  *out is a predicted curve with points on a grid of the

@@ -23,7 +23,7 @@ typedef struct series {
 
 struct pfi_plot {
     char *title, *xlabel, *ylabel, *y2label;
-    double xlo, xhi, ylo, yhi, boxwidth;
+    double xlo, xhi, ylo, yhi, boxwidth, ytics;
     int has_x, has_y;
     series *s;
     int ns;
@@ -61,6 +61,11 @@ void pfi_plot_xrange(pfi_plot *p, double lo, double hi)
 void pfi_plot_yrange(pfi_plot *p, double lo, double hi)
 {
     p->ylo = lo, p->yhi = hi, p->has_y = 1;
+}
+
+void pfi_plot_ytics(pfi_plot *p, double step)
+{
+    p->ytics = step;
 }
 
 void pfi_plot_boxwidth(pfi_plot *p, double width)
@@ -174,9 +179,11 @@ static void write_body(const pfi_plot *p, FILE *f, const char *datname)
         fprintf(f, "set xrange [%.9g:%.9g]\n", p->xlo, p->xhi);
     if (p->has_y)
         fprintf(f, "set yrange [%.9g:%.9g]\n", p->ylo, p->yhi);
+    if (p->ytics > 0)
+        fprintf(f, "set ytics %.9g\n", p->ytics);
     if (p->boxwidth > 0)
         fprintf(f, "set boxwidth %.9g absolute\n", p->boxwidth);
-    fputs("set grid lc rgb '#dddddd'\nset key outside right top box opaque\n"
+    fputs("set grid lc rgb '#dddddd'\nset key outside right top box opaque Left reverse width 2\n"
           "set style fill solid 0.6 border -1\nset border 3\nset tics nomirror\n",
           f);
     fputs("plot ", f);

@@ -37,6 +37,8 @@ void pfi_plot_xrange(pfi_plot *p, double lo, double hi);
 void pfi_plot_yrange(pfi_plot *p, double lo, double hi);
 /* A second y axis for series added with y2=1 (e.g. clock on the left, power on the right). */
 void pfi_plot_y2label(pfi_plot *p, const char *label);
+/* Distance between y tick marks (e.g. 1 for counts); default: gnuplot's choice. */
+void pfi_plot_ytics(pfi_plot *p, double step);
 /* Width of PFI_PLOT_BOXES bars in x units (default: gnuplot's, touching bars). */
 void pfi_plot_boxwidth(pfi_plot *p, double width);
 /* Adds a series.  color: a gnuplot colour name or "#rrggbb", NULL for the default cycle.

@@ -302,7 +302,7 @@ static int fig_hist(const pfi_study *s, const char *dir, pfi_err *err)
     for (int i = 0; i < s->n; i++)
         if (s->runs[i].index_ok && isfinite(s->runs[i].index.pfi) && s->runs[i].index.pfi >= hi)
             hi = floor(s->runs[i].index.pfi * 10) / 10 + 0.1;
-    double w = (hi - lo) / NB;
+    double w = (hi - lo) / NB, ymax = 1;
     pfi_plot *p = pfi_plot_new("PFI30 across runs", "PFI30 (fraction of throughput lost per "
                                "fraction of power shed, at 30% shed)", "runs");
     for (int t = 0; t < nt; t++) {
@@ -320,9 +320,12 @@ static int fig_hist(const pfi_study *s, const char *dir, pfi_err *err)
                 b = NB - 1;
             y[b] += 1;
         }
+        for (int b = 0; b < NB; b++)
+            ymax = fmax(ymax, y[b]);
         pfi_plot_series(p, types[t], PFI_PLOT_BOXES, pfi_palette(t), x, y, NULL, NULL, NB, 0);
     }
     pfi_plot_boxwidth(p, 0.9 * w / (nt > 0 ? nt : 1));
+    pfi_plot_ytics(p, ymax <= 8 ? 1 : ceil(ymax / 8)); /* counts: whole numbers */
     pfi_plot_xrange(p, lo, hi);
     int rc = pfi_plot_render(p, dir, "fig_pfi30_hist", err);
     pfi_plot_free(p);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -599,12 +600,15 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
             return pfi_err_set(err, PFI_EINVAL, "cut %g is not a fraction in (0, 1)", o->cuts[i]);
     if (!(o->sla > 0 && o->sla < 1))
         return pfi_err_set(err, PFI_EINVAL, "SLA %g is not a slowdown in (0, 1)", o->sla);
-    int rc = mkdir_p(o->out_dir, err);
-    if (rc != PFI_OK)
-        return rc;
+    if (o->from_db && access(o->from_db, R_OK) != 0)
+        return pfi_err_set(err, PFI_ENOENT, "--from-db %s: %s (a store written by pfi sweep or "
+                           "pfi import)", o->from_db, strerror(errno));
     double t0 = now_s(), t = t0;
 
-    rc = o->from_db ? load_db(s, err) : load_fleet(s, err);
+    /* The report directory is made once there is something to put in it. */
+    int rc = o->from_db ? load_db(s, err) : load_fleet(s, err);
+    if (rc == PFI_OK)
+        rc = mkdir_p(o->out_dir, err);
     if (rc == PFI_OK && !o->from_db)
         rc = save_to_store(s, err);
     s->step_s[0] = now_s() - t, t = now_s();

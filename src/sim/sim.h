@@ -270,7 +270,8 @@ typedef struct pfi_sim_validation {
     int n_families;
     struct pfi_sim_val_family {
         char family[32];
-        char fitted_on[32];    /* GPU type whose fit runs set it; "" when none did */
+        char fitted_on[32];    /* GPU type whose fit runs set it; "" when none did; "all
+                                * runs" with PFI_SIM_VAL_FIT_ALL (fitted on both types) */
         double act_compute;    /* GEMM switching activity (job act_compute) */
         double input_stall;    /* host/input stall share (job input_stall) */
         double mem_traffic;    /* memory traffic per token, x the type's */

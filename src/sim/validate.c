@@ -349,7 +349,7 @@ typedef struct param {
     double lo, hi;
 } param;
 
-#define MAX_PARAMS 32
+#define MAX_PARAMS 40
 typedef struct problem {
     param p[MAX_PARAMS];
     int n;
@@ -359,7 +359,7 @@ typedef struct problem {
 
 static void add_param(problem *pb, double *x, double lo, double hi)
 {
-    /* At most 10 per GPU type plus 4 per family of its fit runs (two): well under the bound. */
+    /* At most 10 per GPU type plus 4 per family (four here): under the bound. */
     if (pb->n < MAX_PARAMS)
         pb->p[pb->n++] = (param){x, lo, hi};
 }
@@ -547,10 +547,13 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
 static double sweep_cost(void *arg)
 {
     ctx *c = arg;
-    double sse = PROFILE_WEIGHT * profile_cost(c->prof[c->type]);
+    double sse = 0;
+    for (int t = 0; t < 2; t++)
+        if (c->type < 0 || c->type == t)
+            sse += PROFILE_WEIGHT * profile_cost(c->prof[t]);
     for (int i = 0; i < c->nruns; i++) {
         vrun *v = &c->runs[i];
-        if (v->type != c->type || v->out.held_out)
+        if ((c->type >= 0 && v->type != c->type) || v->out.held_out)
             continue;
         if (simulate(c, v) != PFI_OK)
             return 1e9;
@@ -570,36 +573,61 @@ static double sweep_cost(void *arg)
     return sse;
 }
 
-/* Fits the power and efficiency constants of gpu[type] (the V-f shape stays as the stage
- * profiles set it), the cluster's network, and the host time of the families fitted here. */
+/* The power and efficiency constants of gpu[type] (the V-f shape starts where the stage
+ * profiles set it), the cluster's network and host time. */
+static void add_type_params(problem *pb, ctx *c, int type)
+{
+    pfi_gpu_model *g = &c->gpu[type];
+    add_param(pb, &g->v_floor, 0.5, 0.95);
+    add_param(pb, &g->f_knee, 0.0, 0.9);
+    add_param(pb, &g->v_gamma, 0.7, 3.0);
+    add_param(pb, &c->prof[type]->ratio, 0.05, 2.0);
+    add_param(pb, &g->dyn_w, 100, 1500);
+    add_param(pb, &g->busy_static_w, 0, 150);
+    add_param(pb, &g->gemm_eff, 0.01, 0.9);
+    add_param(pb, &g->mem_eff, 0.02, 0.9);
+    if (type == 1)
+        add_param(pb, &c->net[1], 0.05, 25);
+    add_param(pb, &c->host[type], 0.001, 5);
+}
+
+/* The constants of the families fitted with GPU type `type` (-1: every family). */
+static void add_family_params(problem *pb, ctx *c, int type)
+{
+    for (int f = 0; f < c->nfam; f++) {
+        if (c->fam[f].fit_type < 0 || (type >= 0 && c->fam[f].fit_type != type))
+            continue;
+        if (c->fam_mode & PFI_SIM_VAL_FAM_ACT)
+            add_param(pb, &c->fam[f].act_log, -0.4, 0.4);
+        if (c->fam_mode & PFI_SIM_VAL_FAM_STALL)
+            add_param(pb, &c->fam[f].stall, 0, 0.6);
+        if (c->fam_mode & PFI_SIM_VAL_FAM_MEM)
+            add_param(pb, &c->fam[f].mem_log, -1.5, 1.5);
+        if (c->fam_mode & PFI_SIM_VAL_FAM_GEMM)
+            add_param(pb, &c->fam[f].gemm_log, -0.7, 0.7);
+    }
+}
+
+/* Fits gpu[type]'s constants and those of the families whose fit runs are of that type. */
 static int fit_type(ctx *c, int type, pfi_err *err)
 {
     c->type = type;
-    pfi_gpu_model *g = &c->gpu[type];
     problem pb = {.cost = sweep_cost, .arg = c};
-    add_param(&pb, &g->v_floor, 0.5, 0.95);
-    add_param(&pb, &g->f_knee, 0.0, 0.9);
-    add_param(&pb, &g->v_gamma, 0.7, 3.0);
-    add_param(&pb, &c->prof[type]->ratio, 0.05, 2.0);
-    add_param(&pb, &g->dyn_w, 100, 1500);
-    add_param(&pb, &g->busy_static_w, 0, 150);
-    add_param(&pb, &g->gemm_eff, 0.01, 0.9);
-    add_param(&pb, &g->mem_eff, 0.02, 0.9);
-    if (type == 1)
-        add_param(&pb, &c->net[1], 0.05, 25);
-    add_param(&pb, &c->host[type], 0.001, 5);
-    for (int f = 0; f < c->nfam; f++) {
-        if (c->fam[f].fit_type != type)
-            continue;
-        if (c->fam_mode & PFI_SIM_VAL_FAM_ACT)
-            add_param(&pb, &c->fam[f].act_log, -0.4, 0.4);
-        if (c->fam_mode & PFI_SIM_VAL_FAM_STALL)
-            add_param(&pb, &c->fam[f].stall, 0, 0.6);
-        if (c->fam_mode & PFI_SIM_VAL_FAM_MEM)
-            add_param(&pb, &c->fam[f].mem_log, -1.5, 1.5);
-        if (c->fam_mode & PFI_SIM_VAL_FAM_GEMM)
-            add_param(&pb, &c->fam[f].gemm_log, -0.7, 0.7);
-    }
+    add_type_params(&pb, c, type);
+    add_family_params(&pb, c, type);
+    return minimize(&pb, err);
+}
+
+/* --fit-all with family constants: every family has fit runs on both types, so after the
+ * per-type fits (families fitted with the A100) both types and every family are refined
+ * together on all runs: the capacity of shared family constants, not a validation. */
+static int fit_joint(ctx *c, pfi_err *err)
+{
+    c->type = -1;
+    problem pb = {.cost = sweep_cost, .arg = c};
+    add_type_params(&pb, c, 0);
+    add_type_params(&pb, c, 1);
+    add_family_params(&pb, c, -1);
     return minimize(&pb, err);
 }
 
@@ -651,6 +679,8 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
         rc = fit_vf(c, data_dir, type, err);
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = fit_type(c, type, err);
+    if (rc == PFI_OK && fit_all && c->fam_mode)
+        rc = fit_joint(c, err);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         rc = simulate(c, &c->runs[i]);
     if (rc != PFI_OK) {
@@ -685,7 +715,7 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
         fam_scales(c, f, &act, &mem, &gemm);
         snprintf(o->family, sizeof o->family, "%s", fm->name);
         snprintf(o->fitted_on, sizeof o->fitted_on, "%s",
-                 fm->fit_type >= 0 ? c->gpu[fm->fit_type].name : "");
+                 fm->fit_type < 0 ? "" : fit_all ? "all runs" : c->gpu[fm->fit_type].name);
         const pfi_job_config *j = NULL;
         for (int i = 0; i < c->nruns && !j; i++)
             if (c->runs[i].fam == f)

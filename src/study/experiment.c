@@ -153,23 +153,9 @@ int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err)
     int rc = pfi_store_open(path, PFI_STORE_CREATE, &st, err);
     if (rc)
         return rc;
-    for (int i = 0; !rc && i < p->nruns; i++) {
-        const pfi_run *r = p->run[i];
-        long long job, run;
-        const char *tag[1] = {"source=pfi evaluate --fleet"};
-        if ((rc = pfi_store_create_job(st, NULL, NULL, tag, 1, &job, err)) ||
-            (rc = pfi_store_create_run(st, job, r, "sim", &run, err)))
-            break;
-        for (int l = 0; !rc && l < r->n_levels; l++) {
-            long long lid;
-            if ((rc = pfi_store_level_begin(st, err)) ||
-                (rc = pfi_store_add_level(st, run, &r->levels[l], &lid, err)) ||
-                (rc = pfi_store_level_commit(st, err)))
-                pfi_store_level_abort(st);
-        }
-        if (!rc)
-            rc = pfi_store_finish_run(st, run, "done", err);
-    }
+    const char *tag[1] = {"source=pfi evaluate --fleet"};
+    for (int i = 0; !rc && i < p->nruns; i++)
+        rc = pfi_store_save_run(st, p->run[i], "sim", tag, 1, NULL, err);
     pfi_store_close(st);
     return rc;
 }

@@ -289,23 +289,9 @@ int pfi_fleet_store(pfi_store *st, const pfi_fleet_run *runs, int n, pfi_err *er
         snprintf(t_group, sizeof t_group, "group=%d", r->group);
         snprintf(t_match, sizeof t_match, "match=%d", r->match);
         const char *tags[3] = {t_set, t_group, t_match};
-        long long job, id, lid;
-        int rc = pfi_store_create_job(st, NULL, NULL, tags, 3, &job, err);
-        if (rc == PFI_OK)
-            rc = pfi_store_create_run(st, job, &r->run, "sim", &id, err);
-        for (int k = 0; rc == PFI_OK && k < r->run.n_levels; k++) {
-            rc = pfi_store_level_begin(st, err);
-            if (rc == PFI_OK)
-                rc = pfi_store_add_level(st, id, &r->run.levels[k], &lid, err);
-            if (rc == PFI_OK)
-                rc = pfi_store_level_commit(st, err);
-            else
-                pfi_store_level_abort(st);
-        }
-        if (rc == PFI_OK)
-            rc = pfi_store_finish_run(st, id, "done", err);
+        int rc = pfi_store_save_run(st, &r->run, "sim", tags, 3, NULL, err);
         if (rc != PFI_OK)
-            return pfi_err_prefix(err, "storing %s: ", r->run.name);
+            return rc;
     }
     return PFI_OK;
 }

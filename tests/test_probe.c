@@ -161,6 +161,16 @@ static void test_shape_neighbours(void **state)
     for (int i = 1; i < out.n; i++)
         assert_true(out.rel_mono[i] >= out.rel_mono[i - 1]);
 
+    /* the close tier first, even when the other tier is nearer the probe: at 0.75 the
+     * tier-1 references (0.74 at 150 W) are nearer than the tier-2 ones (0.8), yet the slope
+     * below the probe is tier 2's 0.4%/W */
+    pfi_probe_obs o75 = o;
+    o75.rel = 0.75;
+    assert_int_equal(pfi_probe_shape_curve(&o75, ref, use, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - (0.75 - 0.004 * 25)) < 0.01);
+    assert_int_equal(pfi_probe_shape_curve(&o75, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - (0.75 - 0.002 * 25)) < 0.01); /* no tiers */
+
     /* a reference left out may be anything */
     pfi_curve keep = ref[5];
     use[5] = 0;

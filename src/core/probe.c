@@ -199,7 +199,8 @@ static double median_step(const pfi_curve *refs, const double *iso, const int *n
     int q = 0;
     for (int a = 0; a < m; a++) {
         const double *y = iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS;
-        double s1 = ref_s_at(&refs[nb[a]], y, x1, space), s0 = ref_s_at(&refs[nb[a]], y, x0, space);
+        double s1 = ref_s_at(&refs[nb[a]], y, x1, space);
+        double s0 = ref_s_at(&refs[nb[a]], y, x0, space);
         if (isfinite(s1) && isfinite(s0))
             v[q++] = s1 - s0;
     }

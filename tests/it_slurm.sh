@@ -149,6 +149,19 @@ EOF
   sleep 0.5
 done
 echo "registered through the plugin: $j1 (2 nodes, sla 0.3), $j2 (weight 2, site sla 0.35), $j3 (srun, sla 0.25)"
+# The controller learns jobs when it refreshes (Slurm + node daemons): on a loaded machine its
+# first refresh can predate the registrations, so make it see all three before asking it
+# anything about them.
+i=0
+until curl -sf -X POST -H "Authorization: Bearer $TOK" "$CL/v1/refresh" >/dev/null &&
+  curl -sf "$CL/v1/jobs" | python3 -c '
+import json, sys
+ids = {str(x["id"]) for x in json.load(sys.stdin)["jobs"] if x.get("registered")}
+assert set(sys.argv[1:]) <= ids, ids
+' "$j1" "$j2" "$j3" 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "the cluster controller never saw jobs $j1 $j2 $j3"
+  sleep 0.5
+done
 
 # ---- bad input: nothing changes ----
 for n in pfin1 pfin2; do node_get $n /v1/gpus >"$T/before-$n.json" || fail "GET gpus $n"; done

@@ -91,48 +91,50 @@ static int current(sim_impl *s, pfi_sim_node **node, double *t, pfi_err *err)
     return PFI_OK;
 }
 
-static int sim_count(pfi_backend *b, int *count, pfi_err *err)
+/* What read_now reads; out points to the matching type. */
+typedef enum { READ_COUNT, READ_DEVICE, READ_SAMPLE, READ_JOB } read_kind;
+
+/* Reads one thing of the node at its current time, the mutex held throughout so that a shared
+ * state's node cannot change between finding it and reading it. */
+static int read_now(sim_impl *s, read_kind what, int idx, void *out, pfi_err *err)
 {
-    sim_impl *s = b->impl;
+    pfi_sim_node *n;
+    double t;
     pthread_mutex_lock(&s->mu);
-    pfi_sim_node *n = s->node;
-    if (s->state) {
-        double t;
-        int rc = pfi_sim_state_node(s->state, &n, &t, err);
-        if (rc != PFI_OK) {
-            pthread_mutex_unlock(&s->mu);
-            return rc;
+    int rc = current(s, &n, &t, err);
+    if (rc == PFI_OK) {
+        switch (what) {
+        case READ_COUNT:
+            *(int *)out = pfi_sim_node_gpus(n);
+            break;
+        case READ_DEVICE:
+            rc = pfi_sim_device(n, idx, t, out, err);
+            break;
+        case READ_SAMPLE:
+            rc = pfi_sim_sample(n, idx, t, out, err);
+            break;
+        case READ_JOB:
+            rc = pfi_sim_job_status_at(n, idx, t, out, err);
+            break;
         }
     }
-    *count = pfi_sim_node_gpus(n);
     pthread_mutex_unlock(&s->mu);
-    return PFI_OK;
+    return rc;
+}
+
+static int sim_count(pfi_backend *b, int *count, pfi_err *err)
+{
+    return read_now(b->impl, READ_COUNT, 0, count, err);
 }
 
 static int sim_info(pfi_backend *b, int idx, pfi_device *out, pfi_err *err)
 {
-    sim_impl *s = b->impl;
-    pfi_sim_node *n;
-    double t;
-    pthread_mutex_lock(&s->mu);
-    int rc = current(s, &n, &t, err);
-    if (rc == PFI_OK)
-        rc = pfi_sim_device(n, idx, t, out, err);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return read_now(b->impl, READ_DEVICE, idx, out, err);
 }
 
 static int sim_sample(pfi_backend *b, int idx, pfi_sample *out, pfi_err *err)
 {
-    sim_impl *s = b->impl;
-    pfi_sim_node *n;
-    double t;
-    pthread_mutex_lock(&s->mu);
-    int rc = current(s, &n, &t, err);
-    if (rc == PFI_OK)
-        rc = pfi_sim_sample(n, idx, t, out, err);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return read_now(b->impl, READ_SAMPLE, idx, out, err);
 }
 
 static int sim_set_limit(pfi_backend *b, int idx, double watts, pfi_err *err)
@@ -229,12 +231,5 @@ int pfi_backend_sim_job(pfi_backend *b, int job, pfi_sim_job_status *out, pfi_er
     sim_impl *s = impl_of(b);
     if (!s)
         return pfi_err_set(err, PFI_ENOTSUP, "not a simulator backend");
-    pfi_sim_node *n;
-    double t;
-    pthread_mutex_lock(&s->mu);
-    int rc = current(s, &n, &t, err);
-    if (rc == PFI_OK)
-        rc = pfi_sim_job_status_at(n, job, t, out, err);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return read_now(s, READ_JOB, job, out, err);
 }

@@ -35,6 +35,15 @@ static int fail(const char *sub, const pfi_err *e)
     return pfi_cli_fail(cmd, e);
 }
 
+/* A cap in watts within the model's limits (half a watt of slack for rounded input). */
+static int check_cap(double w, const pfi_gpu_model *g, pfi_err *e)
+{
+    if (w < g->min_limit_w - 0.5 || w > g->max_limit_w + 0.5)
+        return pfi_err_set(e, PFI_ERANGE, "cap %.0f W is outside the %s's range %.0f-%.0f W", w,
+                           g->name, g->min_limit_w, g->max_limit_w);
+    return PFI_OK;
+}
+
 /* A cap given as watts or as a percentage of the default limit, checked against the model. */
 static int parse_cap(const char *s, const pfi_gpu_model *g, double *w, pfi_err *e)
 {
@@ -44,10 +53,14 @@ static int parse_cap(const char *s, const pfi_gpu_model *g, double *w, pfi_err *
     if (rc != PFI_OK)
         return rc;
     *w = pct ? v * g->default_limit_w : v;
-    if (*w < g->min_limit_w - 0.5 || *w > g->max_limit_w + 0.5)
-        return pfi_err_set(e, PFI_ERANGE, "cap %.0f W is outside the %s's range %.0f-%.0f W", *w,
-                           g->name, g->min_limit_w, g->max_limit_w);
-    return PFI_OK;
+    return check_cap(*w, g, e);
+}
+
+/* One job's progress as run and status print it in JSON. */
+static json_t *job_json(const char *name, const pfi_sim_job_status *st)
+{
+    return json_pack("{s:s, s:f, s:f, s:f}", "job", name, "tokens_per_s", st->tokens_per_s,
+                     "tokens", st->tokens, "iterations", st->iterations);
 }
 
 /* ---------------------------------------------------------------- presets, config, fleet */
@@ -201,10 +214,8 @@ static int sim_curve(int argc, char **argv)
             caps[n++] = c;
     }
     for (int i = 0; i < n; i++)
-        if (caps[i] < g->min_limit_w - 0.5 || caps[i] > g->max_limit_w + 0.5) {
+        if (check_cap(caps[i], g, &e) != PFI_OK) {
             pfi_sim_node_free(node);
-            pfi_err_set(&e, PFI_ERANGE, "cap %.0f W is outside the %s's range %.0f-%.0f W",
-                        caps[i], g->name, g->min_limit_w, g->max_limit_w);
             return fail(argv[0], &e);
         }
     pfi_sim_steady s0;
@@ -312,10 +323,7 @@ static int sim_run(int argc, char **argv)
             pfi_sim_job_status st;
             pfi_sim_job_status_at(node, j, t, &st, NULL);
             if (as_json)
-                json_array_append_new(jobs, json_pack("{s:s, s:f, s:f, s:f}", "job",
-                                                      cfg.jobs[j].name, "tokens_per_s",
-                                                      st.tokens_per_s, "tokens", st.tokens,
-                                                      "iterations", st.iterations));
+                json_array_append_new(jobs, job_json(cfg.jobs[j].name, &st));
             else
                 printf(" %14.0f", st.tokens_per_s);
         }
@@ -350,6 +358,26 @@ static const char *state_path(const char *opt)
     return env && *env ? env : NULL;
 }
 
+/* *path becomes the state file named by the option or PFI_SIM_STATE; an error when neither. */
+static int need_state(const char **path, pfi_err *e)
+{
+    *path = state_path(*path);
+    if (!*path)
+        return pfi_err_set(e, PFI_EINVAL,
+                           "no state file: give --state FILE or set PFI_SIM_STATE");
+    return PFI_OK;
+}
+
+/* Opens an existing shared state and its node at the present; nothing stays open on error. */
+static int open_state(const char *path, pfi_sim_state **st, pfi_sim_node **node, double *now,
+                      pfi_err *e)
+{
+    int rc = pfi_sim_state_open(path, NULL, 1, st, e);
+    if (rc == PFI_OK && (rc = pfi_sim_state_node(*st, node, now, e)) != PFI_OK)
+        pfi_sim_state_close(*st);
+    return rc;
+}
+
 static int sim_init(int argc, char **argv)
 {
     const char *path = NULL, *sim = NULL;
@@ -372,11 +400,8 @@ static int sim_init(int argc, char **argv)
     if (rc >= 0)
         return rc;
     pfi_err e = {0};
-    path = state_path(path);
-    if (!path) {
-        pfi_err_set(&e, PFI_EINVAL, "no state file: give --state FILE or set PFI_SIM_STATE");
+    if (need_state(&path, &e) != PFI_OK)
         return fail(argv[0], &e);
-    }
     pfi_node_config cfg;
     if (pfi_sim_config_load(sim, &cfg, &e) != PFI_OK ||
         pfi_sim_state_create(path, &cfg, speed, force, &e) != PFI_OK)
@@ -408,19 +433,15 @@ static int sim_set(int argc, char **argv)
         return fail(argv[0], &e);
     }
     pfi_sim_state *st;
-    if (pfi_sim_state_open(path, NULL, 1, &st, &e) != PFI_OK)
-        return fail(argv[0], &e);
     pfi_sim_node *node;
-    const pfi_node_config *cfg;
+    if (open_state(path, &st, &node, NULL, &e) != PFI_OK)
+        return fail(argv[0], &e);
+    const pfi_node_config *cfg = pfi_sim_node_config(node);
     double cap;
     int gpus[PFI_MAX_GPUS], ng = 0;
-    rc = pfi_sim_state_node(st, &node, NULL, &e);
-    if (rc == PFI_OK) {
-        cfg = pfi_sim_node_config(node);
-        rc = parse_cap(cap_s, &cfg->gpu, &cap, &e);
-        if (rc == PFI_OK)
-            rc = pfi_parse_index_list(gpus_s ? gpus_s : "all", cfg->n_gpus, gpus, &ng, &e);
-    }
+    rc = parse_cap(cap_s, &cfg->gpu, &cap, &e);
+    if (rc == PFI_OK)
+        rc = pfi_parse_index_list(gpus_s ? gpus_s : "all", cfg->n_gpus, gpus, &ng, &e);
     /* Everything is checked before the first change: nothing is half-applied by bad input. */
     for (int i = 0; rc == PFI_OK && i < ng; i++)
         rc = pfi_sim_state_set_limit(st, gpus[i], cap, &e);
@@ -447,20 +468,13 @@ static int sim_status(int argc, char **argv)
     if (rc >= 0)
         return rc;
     pfi_err e = {0};
-    path = state_path(path);
-    if (!path) {
-        pfi_err_set(&e, PFI_EINVAL, "no state file: give --state FILE or set PFI_SIM_STATE");
+    if (need_state(&path, &e) != PFI_OK)
         return fail(argv[0], &e);
-    }
     pfi_sim_state *st;
     pfi_sim_node *node;
     double now;
-    if (pfi_sim_state_open(path, NULL, 1, &st, &e) != PFI_OK)
+    if (open_state(path, &st, &node, &now, &e) != PFI_OK)
         return fail(argv[0], &e);
-    if (pfi_sim_state_node(st, &node, &now, &e) != PFI_OK) {
-        pfi_sim_state_close(st);
-        return fail(argv[0], &e);
-    }
     const pfi_node_config *cfg = pfi_sim_node_config(node);
     json_t *gpus = json_array(), *jobs = json_array();
     if (!as_json)
@@ -484,9 +498,7 @@ static int sim_status(int argc, char **argv)
         pfi_sim_job_status js;
         pfi_sim_job_status_at(node, j, now, &js, NULL);
         if (as_json)
-            json_array_append_new(jobs, json_pack("{s:s, s:f, s:f, s:f}", "job", cfg->jobs[j].name,
-                                                  "tokens_per_s", js.tokens_per_s, "tokens",
-                                                  js.tokens, "iterations", js.iterations));
+            json_array_append_new(jobs, job_json(cfg->jobs[j].name, &js));
         else
             printf("  job %-14s %10.0f tokens/s  %14.0f tokens  %8.1f iterations\n",
                    cfg->jobs[j].name, js.tokens_per_s, js.tokens, js.iterations);

@@ -110,6 +110,36 @@ int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi
     return PFI_OK;
 }
 
+int pfi_import_key_run(pfi_import_set *set, int first, void **keys, const void *key, size_t size,
+                       const char *path, int *added, pfi_err *err)
+{
+    *added = 0;
+    int i = first;
+    for (; i < set->n; i++)
+        if (memcmp((const char *)*keys + (size_t)(i - first) * size, key, size) == 0)
+            return i;
+    char *nk = realloc(*keys, (size_t)(set->n - first + 1) * size);
+    pfi_import_run *ir = nk ? pfi_import_set_add(set) : NULL;
+    if (nk)
+        *keys = nk;
+    if (!ir) {
+        pfi_err_set(err, PFI_ENOMEM, "out of memory importing %s", path);
+        return -1;
+    }
+    memcpy(nk + (size_t)(i - first) * size, key, size);
+    *added = 1;
+    return i;
+}
+
+int pfi_import_set_config(pfi_import_run *ir, json_t *cfg, const char *where, pfi_err *err)
+{
+    ir->config_json = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    json_decref(cfg);
+    if (!ir->config_json)
+        return pfi_err_set(err, PFI_EINVAL, "%s: text is not valid UTF-8", where);
+    return PFI_OK;
+}
+
 pfi_import_run *pfi_import_set_add(pfi_import_set *set)
 {
     if (set->n == set->cap) {
@@ -187,4 +217,22 @@ int pfi_import_all(pfi_store *st, const char *root, int nruns[PFI_IMPORT_NSOURCE
             nlevels[i] = l[i];
     }
     return PFI_OK;
+}
+
+int pfi_import_files(pfi_store *st, const char *dir, const char *sub, const pfi_import_file *files,
+                     size_t n, pfi_import_file_fn read_file, const char *what, int *nruns,
+                     int *nlevels, pfi_err *err)
+{
+    char base[1024], path[1200];
+    pfi_import_dir(dir, sub, base, sizeof base);
+    pfi_import_set set = {0};
+    int rc = PFI_OK;
+    for (size_t i = 0; i < n && rc == PFI_OK; i++) {
+        snprintf(path, sizeof path, "%s/%s", base, files[i].rel);
+        rc = read_file(path, files[i].gpu, files[i].rel, &set, err);
+    }
+    if (rc == PFI_OK)
+        rc = pfi_import_set_write(st, &set, nruns, nlevels, err);
+    pfi_import_set_free(&set);
+    return rc == PFI_OK ? rc : pfi_err_prefix(err, "%s: ", what);
 }

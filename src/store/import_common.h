@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "store/store.h"
 
 /* dir when given, else pfi_data_dir()/sub; into buf. */
@@ -37,6 +39,32 @@ typedef struct pfi_import_set {
 /* Returns a new zeroed slot, or NULL when out of memory. */
 pfi_import_run *pfi_import_set_add(pfi_import_set *set);
 void pfi_import_set_free(pfi_import_set *set);
+/* The run of one file whose key (size bytes, compared bytewise: zero it before filling) equals
+ * key.  The file's runs are set->v[first..] and keys[k] is the key of run first + k; a key not
+ * seen yet gets a new run slot, *added = 1, for the caller to fill.  Returns the run's index,
+ * or -1 with err set (naming path) when out of memory. */
+int pfi_import_key_run(pfi_import_set *set, int first, void **keys, const void *key, size_t size,
+                       const char *path, int *added, pfi_err *err);
+/* Stores cfg (taken, may be NULL) compactly as ir->config_json; where names the row when jansson
+ * refused the text (not valid UTF-8). */
+int pfi_import_set_config(pfi_import_run *ir, json_t *cfg, const char *where, pfi_err *err);
+
+/* One CSV file of a dataset with a fixed list of files: its path below the dataset folder and
+ * the GPU type it was measured on. */
+typedef struct pfi_import_file {
+    const char *rel, *gpu;
+} pfi_import_file;
+
+/* Reads one file (at path; rel names it in the run's config) into set. */
+typedef int (*pfi_import_file_fn)(const char *path, const char *gpu_type, const char *rel,
+                                  pfi_import_set *set, pfi_err *err);
+
+/* Imports files[0..n) of the dataset in dir (default pfi_data_dir()/sub) with read_file and
+ * writes them all in one transaction; what: "import NAME" to prefix an error with. */
+int pfi_import_files(pfi_store *st, const char *dir, const char *sub, const pfi_import_file *files,
+                     size_t n, pfi_import_file_fn read_file, const char *what, int *nruns,
+                     int *nlevels, pfi_err *err);
+
 /* Writes every run in one transaction (replacing runs of the same source and name). */
 int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, int *nlevels,
                          pfi_err *err);

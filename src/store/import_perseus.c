@@ -84,7 +84,7 @@ static int import_file(const char *path, const char *gpu_type, const char *rel,
     if (rc != PFI_OK)
         return rc;
     cols k;
-    key *keys = NULL;
+    void *keys = NULL;
     int first = set->n;
     if ((rc = find_cols(c, &k, err)) != PFI_OK)
         goto out;
@@ -110,20 +110,13 @@ static int import_file(const char *path, const char *gpu_type, const char *rel,
                              where);
             goto out;
         }
-        int i = first;
-        for (; i < set->n; i++)
-            if (memcmp(&keys[i - first], &y, sizeof y) == 0)
-                break;
-        if (i == set->n) {
-            key *nk = realloc(keys, (size_t)(set->n - first + 1) * sizeof *nk);
-            pfi_import_run *ir = nk ? pfi_import_set_add(set) : NULL;
-            if (nk)
-                keys = nk;
-            if (!ir) {
-                rc = pfi_err_set(err, PFI_ENOMEM, "out of memory importing %s", path);
-                goto out;
-            }
-            keys[i - first] = y;
+        int added, i = pfi_import_key_run(set, first, &keys, &y, sizeof y, path, &added, err);
+        if (i < 0) {
+            rc = PFI_ENOMEM;
+            goto out;
+        }
+        if (added) {
+            pfi_import_run *ir = &set->v[i];
             pfi_run *r = &ir->run;
             pfi_import_run_init(r, "perseus", gpu_type, y.model);
             r->n_gpus = y.dp * y.tp * y.pp;
@@ -145,12 +138,8 @@ static int import_file(const char *path, const char *gpu_type, const char *rel,
                                     "file", rel, "partition_method", y.partition,
                                     "microbatch_size", y.mbs, "num_microbatches", y.nmb,
                                     "batch_size", y.batch);
-            ir->config_json = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
-            json_decref(cfg);
-            if (!ir->config_json) {
-                rc = pfi_err_set(err, PFI_EINVAL, "%s: text is not valid UTF-8", where);
+            if ((rc = pfi_import_set_config(ir, cfg, where, err)) != PFI_OK)
                 goto out;
-            }
         }
         pfi_run *r = &set->v[i].run;
         pfi_level lv;
@@ -169,20 +158,10 @@ out:
 
 int pfi_import_perseus(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err)
 {
-    char base[1024], path[1200];
-    pfi_import_dir(dir, "perseus-sosp24", base, sizeof base);
-    static const struct {
-        const char *sub, *gpu;
-    } files[] = {{"zeus_baseline/A100/zeus_global.csv", "A100-PCIE-80GB"},
-                 {"zeus_baseline/A40/zeus_global.csv", "A40"}};
-    pfi_import_set set = {0};
-    int rc = PFI_OK;
-    for (size_t i = 0; i < sizeof files / sizeof files[0] && rc == PFI_OK; i++) {
-        snprintf(path, sizeof path, "%s/%s", base, files[i].sub);
-        rc = import_file(path, files[i].gpu, files[i].sub, &set, err);
-    }
-    if (rc == PFI_OK)
-        rc = pfi_import_set_write(st, &set, nruns, nlevels, err);
-    pfi_import_set_free(&set);
-    return rc == PFI_OK ? rc : pfi_err_prefix(err, "import perseus: ");
+    static const pfi_import_file files[] = {
+        {"zeus_baseline/A100/zeus_global.csv", "A100-PCIE-80GB"},
+        {"zeus_baseline/A40/zeus_global.csv", "A40"},
+    };
+    return pfi_import_files(st, dir, "perseus-sosp24", files, sizeof files / sizeof files[0],
+                            import_file, "import perseus", nruns, nlevels, err);
 }

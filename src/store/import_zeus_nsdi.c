@@ -25,7 +25,7 @@ static int import_file(const char *path, const char *gpu_type, const char *rel,
     if (rc != PFI_OK)
         return rc;
     int cd, cn, cb, co, cl, ct, cp;
-    key *keys = NULL;
+    void *keys = NULL;
     int first = set->n;
     if ((rc = pfi_csv_require(c, "dataset", &cd, err)) ||
         (rc = pfi_csv_require(c, "network", &cn, err)) ||
@@ -54,20 +54,13 @@ static int import_file(const char *path, const char *gpu_type, const char *rel,
                              where);
             goto out;
         }
-        int i = first;
-        for (; i < set->n; i++)
-            if (memcmp(&keys[i - first], &y, sizeof y) == 0)
-                break;
-        if (i == set->n) {
-            key *nk = realloc(keys, (size_t)(set->n - first + 1) * sizeof *nk);
-            pfi_import_run *ir = nk ? pfi_import_set_add(set) : NULL;
-            if (nk)
-                keys = nk;
-            if (!ir) {
-                rc = pfi_err_set(err, PFI_ENOMEM, "out of memory importing %s", path);
-                goto out;
-            }
-            keys[i - first] = y;
+        int added, i = pfi_import_key_run(set, first, &keys, &y, sizeof y, path, &added, err);
+        if (i < 0) {
+            rc = PFI_ENOMEM;
+            goto out;
+        }
+        if (added) {
+            pfi_import_run *ir = &set->v[i];
             pfi_run *r = &ir->run;
             pfi_import_run_init(r, "zeus-nsdi", gpu_type, y.network);
             r->meta.dp = r->meta.tp = r->meta.pp = 1;
@@ -81,12 +74,8 @@ static int import_file(const char *path, const char *gpu_type, const char *rel,
             json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:i}", "dataset", "zeus-nsdi23-trace",
                                     "file", rel, "training_data", y.dataset, "optimizer",
                                     y.optimizer, "batch_size", y.batch);
-            ir->config_json = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
-            json_decref(cfg);
-            if (!ir->config_json) {
-                rc = pfi_err_set(err, PFI_EINVAL, "%s: text is not valid UTF-8", where);
+            if ((rc = pfi_import_set_config(ir, cfg, where, err)) != PFI_OK)
                 goto out;
-            }
         }
         pfi_level lv;
         pfi_import_level_init(&lv, cap, pw, 1.0 / tpe);
@@ -103,22 +92,10 @@ out:
 
 int pfi_import_zeus_nsdi(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err)
 {
-    char base[1024], path[1200];
-    pfi_import_dir(dir, "zeus-nsdi23-trace", base, sizeof base);
-    static const struct {
-        const char *file, *gpu;
-    } files[] = {{"summary_power_a40.csv", "A40"},
-                 {"summary_power_v100.csv", "V100"},
-                 {"summary_power_p100.csv", "P100"},
-                 {"summary_power_rtx6000.csv", "RTX6000"}};
-    pfi_import_set set = {0};
-    int rc = PFI_OK;
-    for (size_t i = 0; i < sizeof files / sizeof files[0] && rc == PFI_OK; i++) {
-        snprintf(path, sizeof path, "%s/%s", base, files[i].file);
-        rc = import_file(path, files[i].gpu, files[i].file, &set, err);
-    }
-    if (rc == PFI_OK)
-        rc = pfi_import_set_write(st, &set, nruns, nlevels, err);
-    pfi_import_set_free(&set);
-    return rc == PFI_OK ? rc : pfi_err_prefix(err, "import zeus-nsdi: ");
+    static const pfi_import_file files[] = {{"summary_power_a40.csv", "A40"},
+                                            {"summary_power_v100.csv", "V100"},
+                                            {"summary_power_p100.csv", "P100"},
+                                            {"summary_power_rtx6000.csv", "RTX6000"}};
+    return pfi_import_files(st, dir, "zeus-nsdi23-trace", files, sizeof files / sizeof files[0],
+                            import_file, "import zeus-nsdi", nruns, nlevels, err);
 }

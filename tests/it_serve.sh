@@ -39,6 +39,13 @@ fi
 head -c 32 /dev/urandom | base64 > "$dir/token"
 chmod 600 "$dir/token"
 
+# A bad listen address is refused before any GPU is touched: no store, no journal.
+"$PFI_BIN" serve $HW --listen 127.0.0.1:99999 --db "$dir/bad.db" --journal "$dir/bad.journal" \
+    --token-file "$dir/token" >"$dir/bad.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "bad port" "$dir/bad.out" || fail "bad --listen port: exit $rc, $(cat "$dir/bad.out")"
+[ ! -e "$dir/bad.db" ] && [ ! -e "$dir/bad.journal" ] || fail "bad --listen port left a store or a journal"
+
 start_serve() { # $1: listen address
     rm -f "$dir/port"
     # shellcheck disable=SC2086

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "serve/serve.h"
+#include "serve/serve_int.h"
 #include "util/units.h"
 
 void pfi_serve_config_defaults(pfi_serve_config *c)
@@ -221,6 +222,11 @@ int pfi_serve_config_check(const pfi_serve_config *c, pfi_err *err)
 {
     if (!c->listen[0])
         return pfi_err_set(err, PFI_EINVAL, "listen: must not be empty");
+    if (strncmp(c->listen, "unix:", 5) != 0) {
+        int rc = srv_listen_split(c->listen, NULL, 0, err);
+        if (rc != PFI_OK)
+            return rc;
+    }
     if (!is_loopback(c->listen) && !c->allow_remote)
         return pfi_err_set(err, PFI_EPERM,
                            "listen %s is not a loopback address or a Unix socket; set "

@@ -165,7 +165,7 @@ static int bind_unix(srv_http *h, const char *path, char *where, size_t wsize, p
     return PFI_OK;
 }
 
-static int bind_tcp(srv_http *h, const char *listen_s, char *where, size_t wsize, pfi_err *err)
+int srv_listen_split(const char *listen_s, char *host_out, size_t host_size, pfi_err *err)
 {
     char host[256];
     const char *colon = strrchr(listen_s, ':');
@@ -182,6 +182,18 @@ static int bind_tcp(srv_http *h, const char *listen_s, char *where, size_t wsize
     long port = strtol(colon + 1, &end, 10);
     if (*end || end == colon + 1 || port < 0 || port > 65535)
         return pfi_err_set(err, PFI_EINVAL, "listen: bad port in '%s'", listen_s);
+    if (host_out)
+        snprintf(host_out, host_size, "%s", host);
+    return PFI_OK;
+}
+
+static int bind_tcp(srv_http *h, const char *listen_s, char *where, size_t wsize, pfi_err *err)
+{
+    char host[256];
+    int rc = srv_listen_split(listen_s, host, sizeof host, err);
+    if (rc != PFI_OK)
+        return rc;
+    const char *colon = strrchr(listen_s, ':');
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
                     *ai = NULL;

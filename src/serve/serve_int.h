@@ -263,6 +263,9 @@ int srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size)
 /* http.c + api.c */
 typedef struct srv_http srv_http;
 int srv_http_start(srv_node *n, srv_http **out, char *where, size_t where_size, pfi_err *err);
+/* Splits "HOST:PORT" (HOST may be [v6]) and checks the port, so a bad address is refused
+ * before the daemon touches a GPU.  host may be NULL (check only). */
+int srv_listen_split(const char *listen_s, char *host, size_t host_size, pfi_err *err);
 void srv_http_stop(srv_http *h);
 /* api.c: answers one request; *status gets the HTTP status, *ctype the content type. */
 char *srv_api_handle(srv_node *n, const char *method, const char *url, const char *query_since,

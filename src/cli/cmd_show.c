@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "store/export.h"
 #include "store/store.h"
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -23,31 +24,6 @@ static const char *tri(int v, const char *yes, const char *no)
     return v > 0 ? yes : v == 0 ? no : "unknown";
 }
 
-static json_t *level_json(const pfi_level *l, const pfi_run_summary *s)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "cap_w", num_or_null(l->cap_w));
-    json_object_set_new(o, "enforced_w", num_or_null(l->enforced_w));
-    json_object_set_new(o, "power_w", num_or_null(l->power_w));
-    json_object_set_new(o, "throughput", num_or_null(l->tput));
-    json_object_set_new(o, "throughput_lo", num_or_null(l->tput_lo));
-    json_object_set_new(o, "throughput_hi", num_or_null(l->tput_hi));
-    json_object_set_new(o, "rel_throughput", num_or_null(l->tput / s->t0));
-    json_object_set_new(o, "rel_power", num_or_null(l->power_w / s->p0));
-    json_object_set_new(o, "sm_clock_mhz", num_or_null(l->sm_clock_mhz));
-    json_object_set_new(o, "powercap_frac", num_or_null(l->powercap_frac));
-    json_object_set_new(o, "gpu_util", num_or_null(l->gpu_util));
-    json_object_set_new(o, "sm_active", num_or_null(l->sm_active));
-    json_object_set_new(o, "tensor_active", num_or_null(l->tensor_active));
-    json_object_set_new(o, "dram_active", num_or_null(l->dram_active));
-    json_object_set_new(o, "nvlink_mibs", num_or_null(l->nvlink_mibs));
-    json_object_set_new(o, "pcie_mibs", num_or_null(l->pcie_mibs));
-    json_object_set_new(o, "t_start_s", num_or_null(l->t_start_s));
-    json_object_set_new(o, "t_end_s", num_or_null(l->t_end_s));
-    json_object_set_new(o, "n_samples", json_integer(l->n_samples));
-    return o;
-}
-
 static int print_json(const pfi_run *r, const pfi_run_summary *s)
 {
     const pfi_job_meta *m = &r->meta;
@@ -58,7 +34,7 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s)
     json_object_set_new(meta, "params_b", num_or_null(m->params_b));
     json_t *levels = json_array();
     for (int i = 0; i < r->n_levels; i++)
-        json_array_append_new(levels, level_json(&r->levels[i], s));
+        json_array_append_new(levels, pfi_export_level_fields(r, s, i));
     json_t *doc = json_pack("{s:I, s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "id",
                             (json_int_t)r->id, "job_id", (json_int_t)s->job_id, "name", r->name,
                             "source", r->source, "gpu_type", r->gpu_type, "n_gpus", r->n_gpus,

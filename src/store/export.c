@@ -20,24 +20,10 @@ const char *const pfi_export_columns[] = {
 static json_t *real_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 static json_t *int_or_null(int v) { return v > 0 ? json_integer(v) : json_null(); }
 
-json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, int level)
+json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, int level)
 {
     const pfi_level *l = &run->levels[level];
-    const pfi_job_meta *m = &run->meta;
     json_t *o = json_object();
-    json_object_set_new(o, "run_id", json_integer(run->id));
-    json_object_set_new(o, "run_name", json_string(run->name));
-    json_object_set_new(o, "source", json_string(run->source));
-    json_object_set_new(o, "gpu_type", json_string(run->gpu_type));
-    json_object_set_new(o, "n_gpus", json_integer(run->n_gpus));
-    json_object_set_new(o, "model", m->model[0] ? json_string(m->model) : json_null());
-    json_object_set_new(o, "family", m->family[0] ? json_string(m->family) : json_null());
-    json_object_set_new(o, "dp", int_or_null(m->dp));
-    json_object_set_new(o, "tp", int_or_null(m->tp));
-    json_object_set_new(o, "pp", int_or_null(m->pp));
-    json_object_set_new(o, "global_batch", int_or_null(m->global_batch));
-    json_object_set_new(o, "status", json_string(sum->status));
-    json_object_set_new(o, "level", json_integer(level));
     json_object_set_new(o, "cap_w", real_or_null(l->cap_w));
     json_object_set_new(o, "enforced_w", real_or_null(l->enforced_w));
     json_object_set_new(o, "power_w", real_or_null(l->power_w));
@@ -65,6 +51,29 @@ json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, in
     json_object_set_new(o, "t_start_s", real_or_null(l->t_start_s));
     json_object_set_new(o, "t_end_s", real_or_null(l->t_end_s));
     json_object_set_new(o, "n_samples", json_integer(l->n_samples));
+    return o;
+}
+
+json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, int level)
+{
+    const pfi_job_meta *m = &run->meta;
+    json_t *o = json_object();
+    json_object_set_new(o, "run_id", json_integer(run->id));
+    json_object_set_new(o, "run_name", json_string(run->name));
+    json_object_set_new(o, "source", json_string(run->source));
+    json_object_set_new(o, "gpu_type", json_string(run->gpu_type));
+    json_object_set_new(o, "n_gpus", json_integer(run->n_gpus));
+    json_object_set_new(o, "model", m->model[0] ? json_string(m->model) : json_null());
+    json_object_set_new(o, "family", m->family[0] ? json_string(m->family) : json_null());
+    json_object_set_new(o, "dp", int_or_null(m->dp));
+    json_object_set_new(o, "tp", int_or_null(m->tp));
+    json_object_set_new(o, "pp", int_or_null(m->pp));
+    json_object_set_new(o, "global_batch", int_or_null(m->global_batch));
+    json_object_set_new(o, "status", json_string(sum->status));
+    json_object_set_new(o, "level", json_integer(level));
+    json_t *fields = pfi_export_level_fields(run, sum, level);
+    json_object_update(o, fields);
+    json_decref(fields);
     return o;
 }
 

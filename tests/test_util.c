@@ -49,7 +49,7 @@ static void test_index_list(void **state)
     assert_int_equal(n, 4);
     assert_int_equal(out[0], 0);
     assert_int_equal(out[3], 6);
-    assert_int_equal(pfi_parse_index_list("0-8", 8, out, &n, &e), PFI_ENOENT);
+    assert_int_equal(pfi_parse_index_list("0-8", 8, out, &n, &e), PFI_ERANGE);
     assert_int_equal(pfi_parse_index_list("1,1", 8, out, &n, &e), PFI_EINVAL);
     assert_int_equal(pfi_parse_index_list("x", 8, out, &n, &e), PFI_EINVAL);
     assert_int_equal(pfi_parse_index_list("all", 4, out, &n, &e), PFI_OK);

@@ -14,12 +14,14 @@
 #include "cli/commands.def"
 #undef PFI_COMMAND
 
-/* Exit statuses: 0 ok, 1 runtime failure, 2 usage error (as most Unix tools). */
+/* Exit statuses: 0 ok, 1 runtime failure, 2 bad input: an unknown option, a malformed value or
+ * one out of range (PFI_EINVAL, PFI_ERANGE), as most Unix tools. */
 #define PFI_EXIT_OK 0
 #define PFI_EXIT_FAIL 1
 #define PFI_EXIT_USAGE 2
 
-/* Prints "pfi CMD: message" to stderr and returns the exit status for that error code. */
+/* Prints "pfi CMD: message" to stderr and returns the exit status for that error code
+ * (PFI_EXIT_USAGE for PFI_EINVAL and PFI_ERANGE, PFI_EXIT_FAIL otherwise). */
 int pfi_cli_fail(const char *cmd, const pfi_err *err);
 /* Handles the result of pfi_args_parse: returns -1 to continue, or an exit status. */
 int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos,

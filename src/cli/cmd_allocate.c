@@ -346,7 +346,7 @@ static int apply_slas(const pfi_strlist *l, job_set *s, pfi_err *err)
             hit = 1;
         }
         if (!hit)
-            return pfi_err_set(err, PFI_ENOENT, "--sla '%s': no such job", spec);
+            return pfi_err_set(err, PFI_EINVAL, "--sla '%s': no such job", spec);
     }
     return PFI_OK;
 }

@@ -247,7 +247,7 @@ static int bench_pergpu(int argc, char **argv)
 {
     const char *presets = "h200x8-mixed,h200x8-dense,h200x8-moe,h200x32-llama70b";
     const char *cuts_s = "0.1,0.2,0.3";
-    double variation = -1, step = 25;
+    double variation = NAN, step = 25; /* NAN: the preset's own spread */
     int as_json = 0;
     const char *jobs_out = NULL;
     const pfi_opt opts[] = {
@@ -283,6 +283,10 @@ static int bench_pergpu(int argc, char **argv)
             fprintf(stderr, "pfi bench pergpu: cut %g must be in (0, 1)\n", cuts[c]);
             return PFI_EXIT_USAGE;
         }
+    if (!isnan(variation) && !(variation >= 0 && variation < 1)) {
+        fprintf(stderr, "pfi bench pergpu: --variation %g must be in [0, 1)\n", variation);
+        return PFI_EXIT_USAGE;
+    }
     pg_bench *B = calloc(1, sizeof *B);
     if (!B)
         return PFI_EXIT_FAIL;
@@ -298,7 +302,7 @@ static int bench_pergpu(int argc, char **argv)
         pfi_node_config cfg;
         if ((rc = pfi_sim_config_load(name, &cfg, &err)))
             break;
-        if (variation >= 0)
+        if (!isnan(variation))
             cfg.variation = variation;
         cfg.seed += (uint64_t)B->nnodes; /* distinct GPUs on each node */
         if ((rc = pfi_sim_config_check(&cfg, &err)) ||

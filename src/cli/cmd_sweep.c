@@ -243,7 +243,7 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
         return pfi_err_set(err, PFI_EINVAL, "no GPUs selected");
     for (int i = 0; i < c->n_gpus; i++)
         if (c->gpus[i] < 0 || c->gpus[i] >= ngpu)
-            return pfi_err_set(err, PFI_ENOENT, "no GPU %d (this node has %d)", c->gpus[i], ngpu);
+            return pfi_err_set(err, PFI_ERANGE, "no GPU %d (this node has %d)", c->gpus[i], ngpu);
     if (o->levels && o->caps)
         return pfi_err_set(err, PFI_EINVAL, "give --levels or --caps, not both");
     if (o->caps) {
@@ -275,7 +275,19 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
         (rc = parse_duration_opt(o->min_window, &c->steady.min_window_s, err)) != PFI_OK ||
         (rc = parse_duration_opt(o->timeout, &c->timeout_s, err)) != PFI_OK)
         return rc;
-    if (o->rel_ci > 0)
+    const struct {
+        const char *name;
+        double v;
+    } given[] = {{"rel-ci", o->rel_ci},
+                 {"seq-len", o->seq_len},
+                 {"tokens-per-step", o->tokens_per_step},
+                 {"batch-size", o->batch_size},
+                 {"speed", o->speed}};
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+        if (!isnan(given[i].v) && !(given[i].v > 0 && isfinite(given[i].v)))
+            return pfi_err_set(err, PFI_ERANGE, "--%s %g must be a positive number",
+                               given[i].name, given[i].v);
+    if (!isnan(o->rel_ci))
         c->steady.rel_ci = o->rel_ci;
     if (!o->order || strcmp(o->order, "descending") == 0)
         c->order = PFI_ORDER_DESCENDING;
@@ -305,9 +317,9 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
     } else if (o->unit) {
         return pfi_err_set(err, PFI_EINVAL, "--unit goes with --throughput-regex");
     }
-    pc->seq_len = o->seq_len;
-    pc->tokens_per_step = o->tokens_per_step;
-    pc->samples_per_step = o->batch_size;
+    pc->seq_len = isnan(o->seq_len) ? 0 : o->seq_len;
+    pc->tokens_per_step = isnan(o->tokens_per_step) ? 0 : o->tokens_per_step;
+    pc->samples_per_step = isnan(o->batch_size) ? 0 : o->batch_size;
     /* The sweep's plan validates the caps against the devices now, before any change. */
     double (*plan)[PFI_MAX_GPUS] = malloc(sizeof(double[PFI_MAX_LEVELS][PFI_MAX_GPUS]));
     if (!plan)
@@ -330,7 +342,7 @@ static int sim_env(const sweep_opts *o, char *state_path, size_t n)
                  (long)getpid(), (long)time(NULL));
         setenv("PFI_SIM_STATE", state_path, 1);
     }
-    if (is_sim && o->speed > 0) {
+    if (is_sim && o->speed > 0) { /* NAN (not given) is not > 0 */
         char sp[32];
         snprintf(sp, sizeof sp, "%g", o->speed);
         setenv("PFI_SIM_SPEED", sp, 1);
@@ -402,6 +414,8 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
 int pfi_cmd_sweep(int argc, char **argv)
 {
     sweep_opts o = {0};
+    /* NAN: not given (the default applies); any number given must be positive. */
+    o.rel_ci = o.seq_len = o.tokens_per_step = o.batch_size = o.speed = NAN;
     const pfi_opt opts[] = {
         PFI_CLI_HW_OPTS(o.hw),
         {"gpus", PFI_OPT_STR, &o.gpus, "LIST", "GPUs of the job, e.g. 0-7 (default: all)"},

@@ -7,7 +7,8 @@
 int pfi_cli_fail(const char *cmd, const pfi_err *err)
 {
     fprintf(stderr, "pfi %s: %s\n", cmd, err->msg[0] ? err->msg : pfi_code_name(err->code));
-    return err->code == PFI_EINVAL ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
+    /* Malformed and out of range are the same mistake to the user: both are bad input. */
+    return err->code == PFI_EINVAL || err->code == PFI_ERANGE ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
 }
 
 int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos,

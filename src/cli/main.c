@@ -24,6 +24,8 @@ static void usage(FILE *f)
                "commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nexit status: 0 ok, 1 runtime failure, 2 bad input (an unknown option, a "
+               "malformed value\nor one out of range)\n");
 }
 
 int main(int argc, char **argv)

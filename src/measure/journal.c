@@ -177,7 +177,7 @@ int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err)
         if (j->e[i].gpu == gpu)
             return PFI_OK;
     if (j->n >= PFI_MAX_GPUS)
-        return pfi_err_set(err, PFI_ERANGE, "journal full (%d GPUs)", PFI_MAX_GPUS);
+        return pfi_err_set(err, PFI_ENOTSUP, "journal full (%d GPUs)", PFI_MAX_GPUS);
     int rc = read_entry(b, gpu, &j->e[j->n], err);
     if (rc != PFI_OK)
         return rc;

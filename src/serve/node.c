@@ -67,7 +67,7 @@ int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_
     if (count <= 0)
         return pfi_err_set(err, PFI_ENOENT, "the %s backend shows no GPU", b->ops->name);
     if (count > PFI_MAX_GPUS)
-        return pfi_err_set(err, PFI_ERANGE, "%d GPUs: pfi serve handles at most %d", count,
+        return pfi_err_set(err, PFI_ENOTSUP, "%d GPUs: pfi serve handles at most %d", count,
                            PFI_MAX_GPUS);
     n->n_gpus = count;
     for (int i = 0; i < count; i++) {

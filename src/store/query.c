@@ -249,7 +249,7 @@ int pfi_store_load_run(pfi_store *st, long long run_id, pfi_run *out, pfi_err *e
     while ((src = sqlite3_step(s)) == SQLITE_ROW) {
         if (out->n_levels >= PFI_MAX_LEVELS) {
             sqlite3_finalize(s);
-            return pfi_err_set(err, PFI_ERANGE, "run %lld has more than %d levels", run_id,
+            return pfi_err_set(err, PFI_ENOTSUP, "run %lld has more than %d levels", run_id,
                                PFI_MAX_LEVELS);
         }
         pfi_level *l = &out->levels[out->n_levels++];

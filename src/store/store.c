@@ -539,8 +539,9 @@ int pfi_store_add_level(pfi_store *st, long long run_id, const pfi_level *lv, lo
     if (!exists)
         return pfi_err_set(err, PFI_ENOENT, "no run %lld in '%s'", run_id, st->path);
     if (seq >= PFI_MAX_LEVELS)
-        return pfi_err_set(err, PFI_ERANGE, "run %lld already has %d levels (the most a run holds)",
-                           run_id, PFI_MAX_LEVELS);
+        return pfi_err_set(err, PFI_ENOTSUP,
+                           "run %lld already has %d levels (the most a run holds)", run_id,
+                           PFI_MAX_LEVELS);
     rc = pfi_store_prepare(st,
                            "INSERT INTO levels(run_id, seq, cap_w, enforced_w, power_w, tput,"
                            " tput_lo, tput_hi, sm_clock_mhz, powercap_frac, gpu_util, sm_active,"

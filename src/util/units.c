@@ -102,7 +102,7 @@ int pfi_parse_index_list(const char *s, int max_n, int *out, int *n, pfi_err *er
         }
         for (long i = a; i <= b; i++) {
             if (i >= max_n)
-                return pfi_err_set(err, PFI_ENOENT, "GPU %ld does not exist (this node has %d)", i,
+                return pfi_err_set(err, PFI_ERANGE, "GPU %ld does not exist (this node has %d)", i,
                                    max_n);
             out[(*n)++] = (int)i;
             if (*n > max_n)

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Integration test of conventions every command shares: exit statuses (0 ok, 1 runtime
+# failure, 2 bad input: an unknown option, a malformed value or a value out of range).
+set -u
+PFI=${PFI_BIN:?PFI_BIN not set}
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_cli.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+bad=0
+# Runs pfi with the given arguments (in $T, its own simulator state) and checks the status.
+want() {
+  code=$1; shift
+  (cd "$T" && PFI_STATE_DIR="$T" PFI_SIM_STATE="$T/sim.state" PFI_DB="$T/pfi.db" \
+     "$PFI" "$@" > "$T/out" 2> "$T/err")
+  got=$?
+  [ "$got" -eq "$code" ] ||
+    { echo "FAIL: pfi $*: exit $got, expected $code ($(head -c 300 "$T/err"))"; bad=1; }
+}
+JOBS="$T/jobs.json"
+cat > "$JOBS" <<'EOF'
+{"jobs": [{"id": "a", "gpus": 8, "predicted_curve": {"cap_w": [200, 450, 700],
+                                           "tput": [50000, 90000, 100000]}}]}
+EOF
+want 0 allocate --budget 70% --jobs "$JOBS"
+
+# Malformed and out of range are the same kind of mistake: both 2.
+want 2 allocate --budget abc --jobs "$JOBS"
+want 2 allocate --budget 150% --jobs "$JOBS"
+want 2 allocate --budget 0W --jobs "$JOBS"
+want 2 allocate --budget 70% --sla nosuchjob=5% --jobs "$JOBS"
+want 2 sim curve --caps x
+want 2 sim curve --caps 2000:100:50
+want 2 sim run --cap 5000 --duration 1s
+want 2 monitor --gpus 12 --count 1
+want 2 sweep --levels abc -- true
+want 2 sweep --levels 150% -- true
+want 2 sweep --levels 10% -- true
+want 2 sweep --caps 2000:100:50 -- true
+want 2 sweep --gpus 9 -- true
+# Numbers the sweep used to take silently (a negative CI bound, sequence length, speed).
+want 2 sweep --rel-ci -1 -- true
+want 2 sweep --rel-ci 0 -- true
+want 2 sweep --seq-len -4 -- true
+want 2 sweep --tokens-per-step 0 -- true
+want 2 sweep --batch-size -1 -- true
+want 2 sweep --speed -1 -- true
+want 2 bench pergpu --variation -0.5
+
+# A runtime failure stays 1: the input is fine, the world is not.
+want 1 show 1 --db "$T/none.db"
+want 1 sweep --caps 700:600:100 --timeout 1s -- false
+[ $bad -eq 0 ] || exit 1
+echo "it_cli: ok"

@@ -37,6 +37,18 @@ has "$tmp/out" "1 runs, 2 levels"
 "$PFI_BIN" show "zeus-plo/A40/resnet18 x1" --db "$db" >"$tmp/out" || fail "pfi show by name"
 has "$tmp/out" "windows/s (relative)"
 has "$tmp/out" "Baseline at 300 W"
+# --source: a name no writer gives is a mistake (exit 2, the known ones listed); a known source
+# with no run in this store is an empty answer, said on stderr (exit 0), as sacct does.
+"$PFI_BIN" runs --db "$db" --source bogus >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 2 ] || fail "pfi runs --source bogus exited $rc, not 2"
+has "$tmp/err" "unknown source 'bogus'"
+has "$tmp/err" "sweep, sim, perseus, zeus-nsdi, zeus-plo"
+"$PFI_BIN" runs --db "$db" --source perseus >"$tmp/out" 2>"$tmp/err" ||
+  fail "pfi runs --source perseus on a store without perseus runs"
+has "$tmp/err" "no runs from source 'perseus'"
+"$PFI_BIN" runs --db "$db" --source zeus-plo >"$tmp/out" 2>"$tmp/err" || fail "runs --source zeus-plo"
+has "$tmp/out" "resnet18"
+[ ! -s "$tmp/err" ] || fail "runs --source zeus-plo wrote to stderr: $(cat "$tmp/err")"
 must_fail show 999 --db "$db"
 has "$tmp/err" "no run 999"
 

@@ -9,6 +9,27 @@
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
+/* A --source no writer gives and no run of this store has is a typo, refused as squeue refuses
+ * an unknown partition; a known one with no runs here is an empty answer, as in sacct. */
+static int check_source(const char *source, const pfi_run_summary *v, int n, const char *db)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(source, v[i].source) == 0)
+            return -1;
+    int known = 0;
+    for (int i = 0; i < PFI_STORE_NSOURCES; i++)
+        known |= strcmp(source, pfi_store_sources[i]) == 0;
+    if (known) {
+        fprintf(stderr, "pfi runs: no runs from source '%s' in %s\n", source, db);
+        return -1;
+    }
+    fprintf(stderr, "pfi runs: unknown source '%s' (", source);
+    for (int i = 0; i < PFI_STORE_NSOURCES; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", pfi_store_sources[i]);
+    fprintf(stderr, ")\n");
+    return PFI_EXIT_USAGE;
+}
+
 static void fmt_num(char *buf, size_t n, double v, const char *fmt)
 {
     if (isfinite(v))
@@ -24,7 +45,8 @@ int pfi_cmd_runs(int argc, char **argv)
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &db, "FILE", "the store (default $PFI_DB, else pfi.db)"},
         {"source", PFI_OPT_STR, &source, "NAME",
-         "only runs from this source (sweep, sim, perseus, zeus-nsdi, zeus-plo)"},
+         "only runs from this source (sweep, sim, perseus, zeus-nsdi, zeus-plo; another name "
+         "is an error unless the store has it)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
         {0},
     };
@@ -51,6 +73,11 @@ int pfi_cmd_runs(int argc, char **argv)
     if (pfi_store_list_runs(st, &v, &n, &err) != PFI_OK) {
         pfi_store_close(st);
         return pfi_cli_fail("runs", &err);
+    }
+    if (source && (rc = check_source(source, v, n, pfi_store_path(st))) >= 0) {
+        free(v);
+        pfi_store_close(st);
+        return rc;
     }
     json_t *arr = as_json ? json_array() : NULL;
     int w = 4; /* the NAME column fits the longest name shown */

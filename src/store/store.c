@@ -217,6 +217,9 @@ void pfi_store_set_busy_timeout(pfi_store *st, int ms)
 }
 
 const char *pfi_store_path(const pfi_store *st) { return st->path; }
+
+const char *const pfi_store_sources[PFI_STORE_NSOURCES] = {"sweep", "sim", "perseus", "zeus-nsdi",
+                                                           "zeus-plo"};
 int pfi_store_schema_version(const pfi_store *st) { return st->version; }
 sqlite3 *pfi_store_db(pfi_store *st) { return st->db; }
 

@@ -152,6 +152,11 @@ typedef struct pfi_run_summary {
     double t0, p0, cap0_w;
 } pfi_run_summary;
 
+/* Every source pfi's writers give a run: "sweep" (pfi sweep), "sim" (the simulated fleet), then
+ * the public datasets (pfi_import_sources).  A store may hold others (written by a newer pfi). */
+#define PFI_STORE_NSOURCES 5
+extern const char *const pfi_store_sources[PFI_STORE_NSOURCES];
+
 /* All runs, ordered by id; *out is malloc'ed (free() it), NULL when *n == 0. */
 int pfi_store_list_runs(pfi_store *st, pfi_run_summary **out, int *n, pfi_err *err);
 /* "12" (an id) or an exact run name -> id.  PFI_ENOENT names what was looked for. */

@@ -22,6 +22,19 @@ cat > "$JOBS" <<'EOF'
                                            "tput": [50000, 90000, 100000]}}]}
 EOF
 want 0 allocate --budget 70% --jobs "$JOBS"
+# Tables are read digit by digit: fixed notation, never 9.5e+04 (JSON keeps full precision).
+sci() { if grep -E '[0-9]e[+-][0-9]' "$T/out"; then fail "$1 prints scientific notation"; fi; }
+sci "pfi allocate"
+grep -q '^a  *8 ' "$T/out" || fail "pfi allocate table: $(cat "$T/out")"
+want 0 evaluate --fleet small --cuts 0.3 --save-db "$T/fleet.db"
+sci "pfi evaluate"
+grep -Eq '30% +pfi +[0-9]{7} ' "$T/out" || fail "pfi evaluate total: $(cat "$T/out")"
+want 0 runs --db "$T/fleet.db"
+sci "pfi runs"
+want 0 show 1 --db "$T/fleet.db"
+sci "pfi show"
+want 0 index --db "$T/fleet.db" --boot 0
+sci "pfi index"
 
 # Malformed and out of range are the same kind of mistake: both 2.
 want 2 allocate --budget abc --jobs "$JOBS"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "report/report.h"
 
@@ -20,6 +21,23 @@ static char *render(const pfi_table *t, void (*fn)(const pfi_table *, FILE *))
     fn(t, f);
     fclose(f);
     return buf;
+}
+
+static void test_fmt_fixed(void **state)
+{
+    (void)state;
+    char b[32];
+    /* Never scientific notation: a fleet's total is read digit by digit, not as 2.36e+06. */
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, 2364594.4, 6), "2364594");
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, 15000, 4), "15000");
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, 1234.56, 4), "1235");
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, 123.456, 4), "123.5");
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, 0.0123456, 4), "0.01235");
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, -42.25, 3), "-42.2");
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, 0, 4), "0");
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, 1e-12, 4), "0.000000000"); /* 9 decimals at most */
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, 1e15, 4), "1000000000000000");
+    assert_string_equal(pfi_fmt_fixed(b, sizeof b, NAN, 4), "-");
 }
 
 static void test_table(void **state)
@@ -97,6 +115,7 @@ static void test_plot(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_table), cmocka_unit_test(test_plot)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fmt_fixed), cmocka_unit_test(test_table),
+                                       cmocka_unit_test(test_plot)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

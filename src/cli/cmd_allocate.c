@@ -13,6 +13,7 @@
 #include "core/curve.h"
 #include "core/policy.h"
 #include "core/predict.h"
+#include "report/report.h"
 #include "study/model_io.h"
 #include "store/store.h"
 #include "util/units.h"
@@ -562,9 +563,10 @@ int pfi_cmd_allocate(int argc, char **argv)
                      f & PFI_ALLOC_AT_SLA ? "sla " : "", f & PFI_ALLOC_AT_MAX ? "max " : "",
                      f & PFI_ALLOC_SLA_RELAXED ? "sla-relaxed " : "",
                      f & PFI_ALLOC_SLA_DROPPED ? "sla-dropped " : "");
-            printf("%-32.32s %5d %7.0fW %7.0fW %12.4g %11.0fW  %s\n", view[j].id,
-                   view[j].n_gpus, r.cap_w[j], r.floor_w[j], r.tput[j],
-                   view[j].n_gpus * r.cap_w[j], b);
+            char tp[32];
+            printf("%-32.32s %5d %7.0fW %7.0fW %12s %11.0fW  %s\n", view[j].id,
+                   view[j].n_gpus, r.cap_w[j], r.floor_w[j],
+                   pfi_fmt_fixed(tp, sizeof tp, r.tput[j], 4), view[j].n_gpus * r.cap_w[j], b);
             if (per_gpu && view[j].n_gpus <= 1024) {
                 double gc[1024];
                 pfi_pergpu_split(&s.pg[j].table, s.pg[j].gcaps, s.pg[j].x, r.cap_w[j], gc);
@@ -574,17 +576,20 @@ int pfi_cmd_allocate(int argc, char **argv)
                 printf(" W\n");
             }
         }
-        printf("policy %s: power %.0f W of budget %.0f W (%s)\ntotal throughput %.6g, "
-               "objective (weighted) %.6g",
+        char n1[32], n2[32];
+        printf("policy %s: power %.0f W of budget %.0f W (%s)\ntotal throughput %s, "
+               "objective (weighted) %s",
                pfi_policy_name(policy), r.power_w, budget,
-               r.budget_binds ? "budget binds" : "budget slack", total, r.value);
+               r.budget_binds ? "budget binds" : "budget slack",
+               pfi_fmt_fixed(n1, sizeof n1, total, 6), pfi_fmt_fixed(n2, sizeof n2, r.value, 6));
         if (isfinite(r.upper_bound))
-            printf(", %s (bound %.6g)", r.optimal ? "optimal" : "not proven optimal",
-                   r.upper_bound);
+            printf(", %s (bound %s)", r.optimal ? "optimal" : "not proven optimal",
+                   pfi_fmt_fixed(n1, sizeof n1, r.upper_bound, 6));
         printf("\n");
         if (all_true && wants_pred)
-            printf("on the true curves: total throughput %.6g, objective %.6g\n", total_true,
-                   obj_true);
+            printf("on the true curves: total throughput %s, objective %s\n",
+                   pfi_fmt_fixed(n1, sizeof n1, total_true, 6),
+                   pfi_fmt_fixed(n2, sizeof n2, obj_true, 6));
         if (r.sla_extra > 0)
             printf("every SLA loosened by %.1f%% of slowdown to fit the budget\n",
                    100 * r.sla_extra);

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "core/probe.h"
+#include "report/report.h"
 #include "study/experiment.h"
 #include "util/units.h"
 
@@ -211,9 +212,11 @@ int pfi_cmd_evaluate(int argc, char **argv)
                 if (policies[k] != PFI_POLICY_EQUAL && policies[k] != PFI_POLICY_ORACLE)
                     snprintf(gap, sizeof gap, isfinite(e->gap_recovered) ? "%.1f%%" : "n/a",
                              100 * e->gap_recovered);
-                printf("%4.0f%%  %-20s %16.6g %14.4g %10s\n", 100 * cuts[c],
-                       pfi_policy_name(policies[k]), e->total_throughput,
-                       e->per_job_gain_vs_equal, gap);
+                char tot[32], gain[32];
+                printf("%4.0f%%  %-20s %16s %14s %10s\n", 100 * cuts[c],
+                       pfi_policy_name(policies[k]),
+                       pfi_fmt_fixed(tot, sizeof tot, e->total_throughput, 6),
+                       pfi_fmt_fixed(gain, sizeof gain, e->per_job_gain_vs_equal, 4), gap);
             }
         }
         rc = PFI_EXIT_OK;

@@ -95,8 +95,9 @@ static void print_row(const pfi_run *r, const pfi_index *x)
         snprintf(note, sizeof note, "cap never bound");
     else if (x->non_monotone)
         snprintf(note, sizeof note, "non-monotone");
-    printf("%-48.48s %-9.9s %6.0f %10.4g %7s %7s %7s %-13s %7s %5.3f %5.3f %5.3f %s\n", r->name,
-           r->gpu_type, x->p0_w, x->t0, c[0], c[1], c[2], ci, c[3], x->shed_at[0], x->shed_at[1],
+    char t0[32];
+    printf("%-48.48s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %5.3f %5.3f %5.3f %s\n", r->name,
+           r->gpu_type, x->p0_w, pfi_fmt_fixed(t0, sizeof t0, x->t0, 4), c[0], c[1], c[2], ci, c[3], x->shed_at[0], x->shed_at[1],
            x->shed_at[2], note);
 }
 

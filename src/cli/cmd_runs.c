@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "report/report.h"
 #include "store/store.h"
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -109,7 +110,7 @@ int pfi_cmd_runs(int argc, char **argv)
             json_array_append_new(arr, o);
         } else {
             char t0[24], p0[24];
-            fmt_num(t0, sizeof t0, r->t0, "%.4g");
+            pfi_fmt_fixed(t0, sizeof t0, r->t0, 4);
             fmt_num(p0, sizeof p0, r->p0, "%.1f");
             printf("%-5lld %-*s %-10s %-15s %3d %6d %-21s %10s %7s %s\n", r->id, w, r->name,
                    r->source, r->gpu_type, r->n_gpus, r->n_levels, r->unit_label, t0, p0,

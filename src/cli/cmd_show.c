@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "report/report.h"
 #include "store/export.h"
 #include "store/store.h"
 
@@ -86,21 +87,22 @@ static void print_table(const pfi_run *r, const pfi_run_summary *s)
     if (m->seq_len)
         printf("   seq %d", m->seq_len);
     printf("\n  Throughput %s   Baseline at %s W: T0 %s, P0 %s W per GPU\n\n", s->unit_label,
-           fmt(a, sizeof a, s->cap0_w, "%.0f"), fmt(b, sizeof b, s->t0, "%.5g"),
+           fmt(a, sizeof a, s->cap0_w, "%.0f"), pfi_fmt_fixed(b, sizeof b, s->t0, 5),
            fmt(c, sizeof c, s->p0, "%.1f"));
     printf("%3s %7s %8s %8s %12s %19s %6s %6s %7s %6s %5s %5s %6s %5s\n", "#", "Cap(W)",
            "Enf.(W)", "Power(W)", "Throughput", "CI", "Rel.T", "Rel.P", "SM MHz", "PwrCap",
            "Util", "SM", "Tensor", "DRAM");
     for (int i = 0; i < r->n_levels; i++) {
         const pfi_level *l = &r->levels[i];
-        char ci[48], t[24], rt[16], rp[16], clk[16], pc[16], u[16], sm[16], tn[16], dr[16];
+        char ci[72], lo[32], hi[32], t[32], rt[16], rp[16], clk[16], pc[16], u[16], sm[16], tn[16], dr[16];
         if (isfinite(l->tput_lo) && isfinite(l->tput_hi))
-            snprintf(ci, sizeof ci, "[%.5g, %.5g]", l->tput_lo, l->tput_hi);
+            snprintf(ci, sizeof ci, "[%s, %s]", pfi_fmt_fixed(lo, sizeof lo, l->tput_lo, 5),
+                     pfi_fmt_fixed(hi, sizeof hi, l->tput_hi, 5));
         else
             snprintf(ci, sizeof ci, "-");
         printf("%3d %7s %8s %8s %12s %19s %6s %6s %7s %6s %5s %5s %6s %5s\n", i,
                fmt(a, sizeof a, l->cap_w, "%.0f"), fmt(b, sizeof b, l->enforced_w, "%.0f"),
-               fmt(c, sizeof c, l->power_w, "%.1f"), fmt(t, sizeof t, l->tput, "%.5g"), ci,
+               fmt(c, sizeof c, l->power_w, "%.1f"), pfi_fmt_fixed(t, sizeof t, l->tput, 5), ci,
                fmt(rt, sizeof rt, l->tput / s->t0, "%.3f"),
                fmt(rp, sizeof rp, l->power_w / s->p0, "%.3f"),
                fmt(clk, sizeof clk, l->sm_clock_mhz, "%.0f"),

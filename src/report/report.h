@@ -21,6 +21,11 @@ void pfi_table_html(const pfi_table *t, FILE *f);
 void pfi_table_text(const pfi_table *t, FILE *f); /* aligned columns for a terminal */
 void pfi_table_free(pfi_table *t);
 
+/* v in fixed notation, never scientific (a table is read digit by digit): at least sig
+ * significant digits, no decimals from 10^(sig-1) up, at most 9 decimals; "-" when not finite.
+ * Returns buf. */
+const char *pfi_fmt_fixed(char *buf, size_t n, double v, int sig);
+
 /* ---- figures ---- */
 typedef enum pfi_plot_style {
     PFI_PLOT_LINES,

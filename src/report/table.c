@@ -1,4 +1,5 @@
 /* table.c: one table definition, three renderings (Markdown, HTML, terminal text). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,4 +163,20 @@ void pfi_table_free(pfi_table *t)
     free(t->headers);
     free(t->cells);
     free(t);
+}
+
+const char *pfi_fmt_fixed(char *buf, size_t n, double v, int sig)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    int decimals = 0;
+    if (v != 0) {
+        int mag = (int)floor(log10(fabs(v)));
+        decimals = sig - 1 - mag;
+        decimals = decimals < 0 ? 0 : decimals > 9 ? 9 : decimals;
+    }
+    snprintf(buf, n, "%.*f", decimals, v);
+    return buf;
 }

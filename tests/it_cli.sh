@@ -35,6 +35,18 @@ want 0 show 1 --db "$T/fleet.db"
 sci "pfi show"
 want 0 index --db "$T/fleet.db" --boot 0
 sci "pfi index"
+# Run names are never cut silently: the column widens to the longest (51 characters here)...
+grep -qF "h200/main/000 qwen2.5-1.5b pretrain 8gpu dp8tp1pp1 " "$T/out" ||
+  fail "pfi index cut a run name: $(head -3 "$T/out")"
+# ...up to 64; a longer one shows both ends around a visible "...".
+long=transformer-with-a-very-long-workload-name-for-the-table-test
+mkdir "$T/plo"
+printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,33,7800\n3,__GlobalPowerLimitOptimizer_200,38,6600\n4,__GlobalPowerLimitOptimizer_150,46,5600\n' \
+  > "$T/plo/A40+$long+gpu0.csv"
+want 0 import zeus-plo "$T/plo" --db "$T/long.db"
+want 0 index --db "$T/long.db" --boot 0
+grep -Eq '^zeus-plo/A40/transformer-with-\.\.\..*table-test x1 +A40 ' "$T/out" ||
+  fail "pfi index: a long name is not ellipsized visibly: $(cat "$T/out")"
 
 # Malformed and out of range are the same kind of mistake: both 2.
 want 2 allocate --budget abc --jobs "$JOBS"

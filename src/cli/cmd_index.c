@@ -81,8 +81,31 @@ static void cell(char *buf, size_t n, double v, int ex)
         snprintf(buf, n, "-");
 }
 
-static void print_row(const pfi_run *r, const pfi_index *x)
+/* The run column: as wide as the longest name up to this, beyond which a name keeps both ends
+ * (source and model at the front, parallelism at the back) around a visible "...". */
+#define NAME_COL_MAX 64
+
+static int name_width(const pfi_runset *rs)
 {
+    int w = 3; /* "run" */
+    for (int i = 0; i < rs->n; i++) {
+        int len = (int)strlen(rs->runs[i].name);
+        if (len > w)
+            w = len;
+    }
+    return w < NAME_COL_MAX ? w : NAME_COL_MAX;
+}
+
+static void print_row(const pfi_run *r, const pfi_index *x, int w)
+{
+    char name[NAME_COL_MAX + 1];
+    int len = (int)strlen(r->name);
+    if (len <= w) {
+        snprintf(name, sizeof name, "%s", r->name);
+    } else {
+        int head = (w - 3) / 2, tail = w - 3 - head;
+        snprintf(name, sizeof name, "%.*s...%s", head, r->name, r->name + len - tail);
+    }
     char c[PFI_N_DEPTHS][16], ci[32];
     for (int i = 0; i < PFI_N_DEPTHS; i++)
         cell(c[i], sizeof c[i], x->pfi_at[i], x->extrap_at[i]);
@@ -96,9 +119,9 @@ static void print_row(const pfi_run *r, const pfi_index *x)
     else if (x->non_monotone)
         snprintf(note, sizeof note, "non-monotone");
     char t0[32];
-    printf("%-48.48s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %5.3f %5.3f %5.3f %s\n", r->name,
-           r->gpu_type, x->p0_w, pfi_fmt_fixed(t0, sizeof t0, x->t0, 4), c[0], c[1], c[2], ci, c[3], x->shed_at[0], x->shed_at[1],
-           x->shed_at[2], note);
+    printf("%-*s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %5.3f %5.3f %5.3f %s\n", w, name,
+           r->gpu_type, x->p0_w, pfi_fmt_fixed(t0, sizeof t0, x->t0, 4), c[0], c[1], c[2], ci,
+           c[3], x->shed_at[0], x->shed_at[1], x->shed_at[2], note);
 }
 
 static int compare_families(const pfi_runset *rs, int as_json)
@@ -180,10 +203,11 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
     pfi_err err = {0};
     int rc, status = PFI_EXIT_OK, ok = 0;
     json_t *arr = json_array();
+    int w = name_width(rs);
     if (!as_json)
-        printf("%-48s %-9s %6s %10s %7s %7s %7s %-13s %7s %5s %5s %5s\n", "run", "gpu", "P0 W",
-               "T0", "PFI10", "PFI20", "PFI30", "PFI30 95% CI", "PFI40", "shed2", "shed5",
-               "shed10");
+        printf("%-*s %-9s %6s %10s %7s %7s %7s %-13s %7s %5s %5s %5s\n", w, "run", "gpu",
+               "P0 W", "T0", "PFI10", "PFI20", "PFI30", "PFI30 95% CI", "PFI40", "shed2",
+               "shed5", "shed10");
     for (int i = 0; i < rs->n; i++) {
         const pfi_run *r = &rs->runs[i];
         pfi_index x, h;
@@ -210,7 +234,7 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
         if (as_json)
             json_array_append_new(arr, index_json(r, &x, has_h ? &h : NULL));
         else {
-            print_row(r, &x);
+            print_row(r, &x, w);
             if (has_h)
                 printf("  PFI at %.2f: %.3f [%.3f-%.3f]%s\n", depth, h.pfi, h.pfi_lo, h.pfi_hi,
                        h.extrapolated ? " (extrapolated)" : "");

@@ -71,6 +71,19 @@ want 2 sweep --batch-size -1 -- true
 want 2 sweep --speed -1 -- true
 want 2 bench pergpu --variation -0.5
 
+# --seed is the fleet's seed in every command that builds a fleet (index too); --fleet-seed is
+# its alias, the bootstrap's own is --boot-seed.
+want 0 index --fleet small --seed 2 --boot 0 --json
+cp "$T/out" "$T/seed2"
+want 0 index --fleet small --fleet-seed 2 --boot 0 --json
+cmp -s "$T/out" "$T/seed2" || fail "pfi index: --seed 2 and --fleet-seed 2 differ"
+want 0 index --fleet small --boot 0 --json
+cmp -s "$T/out" "$T/seed2" && fail "pfi index: --seed 2 builds the same fleet as seed 1"
+want 0 index --fleet small --boot 50 --boot-seed 3 --json
+want 2 index --fleet small --seed 2 --fleet-seed 3
+want 2 index --db "$T/fleet.db" --seed 2
+grep -q "boot-seed" "$T/err" || fail "pfi index --seed without --fleet: $(cat "$T/err")"
+
 # A runtime failure stays 1: the input is fine, the world is not.
 want 1 show 1 --db "$T/none.db"
 want 1 sweep --caps 700:600:100 --timeout 1s -- false

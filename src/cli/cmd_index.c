@@ -1,6 +1,7 @@
 /* pfi index: the Power Flexibility Index of characterized runs (core/pfi.h), with its bootstrap
  * interval and the power each job can shed within slowdown budgets; --compare-families shows
  * how well each candidate curve family fits the runs (the evidence behind the default one). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,8 +261,9 @@ int pfi_cmd_index(int argc, char **argv)
 {
     const char *db = NULL, *family = NULL, *plot_dir = NULL, *fleet = NULL;
     double depth = 0.30;
-    int as_json = 0, public_data = 0, extrapolate = 0, compare = 0, boot = 400, seed = 1;
-    int fleet_seed = 1;
+    int as_json = 0, public_data = 0, extrapolate = 0, compare = 0, boot = 400, boot_seed = 1;
+    /* INT_MIN: not given.  --seed is the fleet's seed as in every command that builds one. */
+    int seed = INT_MIN, fleet_seed = INT_MIN;
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &db, "FILE", "the store (default $PFI_DB, else pfi.db)"},
         {"public", PFI_OPT_FLAG, &public_data, NULL,
@@ -274,8 +276,9 @@ int pfi_cmd_index(int argc, char **argv)
         {"family", PFI_OPT_STR, &family, "NAME",
          "curve family: power (default), quad, knee, exp, dvfs"},
         {"boot", PFI_OPT_INT, &boot, "N", "bootstrap replicates for the CI (default 400; 0: none)"},
-        {"seed", PFI_OPT_INT, &seed, "N", "bootstrap seed (default 1)"},
-        {"fleet-seed", PFI_OPT_INT, &fleet_seed, "N", "--fleet: its seed (default 1)"},
+        {"seed", PFI_OPT_INT, &seed, "N", "--fleet: its seed (default 1), as in pfi evaluate"},
+        {"fleet-seed", PFI_OPT_INT, &fleet_seed, "N", "the same as --seed"},
+        {"boot-seed", PFI_OPT_INT, &boot_seed, "N", "bootstrap seed (default 1)"},
         {"plot", PFI_OPT_STR, &plot_dir, "DIR",
          "also draw DIR/pfi_curves.png and .svg: points and fits of the first 8 runs"},
         {"compare-families", PFI_OPT_FLAG, &compare, NULL,
@@ -301,7 +304,7 @@ int pfi_cmd_index(int argc, char **argv)
     pfi_index_opts o = pfi_index_defaults();
     o.extrapolate = extrapolate;
     o.n_boot = boot;
-    o.seed = (unsigned long long)seed;
+    o.seed = (unsigned long long)boot_seed;
     if (family && (o.family = pfi_family_parse(family)) < 0) {
         fprintf(stderr, "pfi index: unknown family '%s' (power, quad, knee, exp, dvfs)\n", family);
         return PFI_EXIT_USAGE;
@@ -319,7 +322,19 @@ int pfi_cmd_index(int argc, char **argv)
         fprintf(stderr, "pfi index: --fleet, --db and --public choose the runs: give one\n");
         return PFI_EXIT_USAGE;
     }
-    rc = fleet ? pfi_runset_fleet(fleet, fleet_seed, pos, npos, &rs, &err)
+    if (seed != INT_MIN && fleet_seed != INT_MIN && seed != fleet_seed) {
+        fprintf(stderr, "pfi index: --seed %d and --fleet-seed %d: one seed, two values\n", seed,
+                fleet_seed);
+        return PFI_EXIT_USAGE;
+    }
+    if (fleet_seed != INT_MIN)
+        seed = fleet_seed;
+    if (seed != INT_MIN && !fleet) {
+        fprintf(stderr, "pfi index: --seed is the seed of a --fleet (the bootstrap's is "
+                        "--boot-seed)\n");
+        return PFI_EXIT_USAGE;
+    }
+    rc = fleet ? pfi_runset_fleet(fleet, seed == INT_MIN ? 1 : seed, pos, npos, &rs, &err)
                : pfi_runset_load(db, public_data, pos, npos, &rs, &err);
     if (rc != PFI_OK)
         return pfi_cli_fail("index", &err);

@@ -44,7 +44,15 @@ capped=$(limits)
 [ "$capped" != "$orig" ] || { echo "FAIL: the sweep never changed a limit before the kill"; fail=1; }
 [ -s "$J" ] || { echo "FAIL: no journal after SIGKILL"; fail=1; }
 journaled=$(awk '$1 == "gpu" { printf "%s%s", sep, $6 + 0; sep = "," }' "$J")
+# The run the killed sweep was writing stays "running" until pfi restore, which the journal
+# tells where it is, marks it interrupted.
+run_status() { "$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq -r '.runs[-1].status'; }
+[ "$(run_status)" = "running" ] || { echo "FAIL: the killed sweep's run is '$(run_status)'"; fail=1; }
+grep -q "^run " "$J" || { echo "FAIL: the journal does not name the sweep's run"; cat "$J"; fail=1; }
 "$PFI_BIN" restore --journal "$J" >"$tmp/restore.out" 2>&1 || { echo "FAIL: pfi restore failed"; cat "$tmp/restore.out"; fail=1; }
+[ "$(run_status)" = "interrupted" ] ||
+  { echo "FAIL: after pfi restore the killed sweep's run is '$(run_status)', not interrupted"; fail=1; }
+grep -q "marked interrupted" "$tmp/restore.out" || { echo "FAIL: restore does not say it marked the run"; cat "$tmp/restore.out"; fail=1; }
 after=$(limits)
 [ "$after" = "$orig" ] || { echo "FAIL: after restore limits are $after, originals $orig"; fail=1; }
 [ "$(echo "$after" | jq -c 'map(floor)')" = "[$journaled]" ] \

@@ -154,17 +154,29 @@ static void test_journal(void **state)
     assert_int_equal(pfi_hw_set_limit(b, 0, d0.min_limit_w + 50, NULL, &e), PFI_OK);
     assert_int_equal(pfi_journal_add(&j, b, 2, &e), PFI_OK);
     assert_int_equal(j.n, 3);
+    /* The run being stored is named, its store path whole (spaces included), and survives a
+     * later add. */
+    assert_int_equal(pfi_journal_set_run(&j, "/data/my runs/pfi.db", 42, &e), PFI_OK);
+    assert_int_equal(pfi_journal_add(&j, b, 3, &e), PFI_OK);
+    assert_int_equal(pfi_journal_load(&other, path, 1, &e), PFI_OK); /* forced: lock is held */
+    assert_int_equal(other.held, 0);
+    assert_int_equal(other.run_id, 42);
+    assert_string_equal(other.run_db, "/data/my runs/pfi.db");
+    assert_int_equal(other.n, 4);
+    pfi_journal_close(&other);
     /* The writer "crashes": its lock goes, the file stays. */
     pfi_journal_close(&j);
     assert_int_equal(pfi_journal_begin(&j2, path, b, gpus, 2, &e), PFI_EBUSY);
     assert_non_null(strstr(e.msg, "pfi restore"));
     assert_int_equal(pfi_journal_load(&other, path, 0, &e), PFI_OK);
-    assert_int_equal(other.n, 3);
+    assert_int_equal(other.held, 1); /* the writer is gone */
+    assert_int_equal(other.n, 4);
+    assert_int_equal(other.run_id, 42);
     assert_near(other.e[0].limit_w, d0.limit_w, 1e-9);
     int restored = 0;
     assert_int_equal(pfi_journal_restore(&other, b, &restored, &e), PFI_OK);
     pfi_journal_close(&other);
-    assert_int_equal(restored, 3);
+    assert_int_equal(restored, 4);
     pfi_device now;
     assert_int_equal(pfi_hw_info(b, 0, &now, &e), PFI_OK);
     assert_near(now.limit_w, d0.limit_w, 1e-9);
@@ -234,7 +246,7 @@ static void test_sweep_virtual(void **state)
     c.levels_frac = 1;
     c.threaded_sampler = 0;
     sink_log sl = {0};
-    c.sink = (pfi_sweep_sink){&sl, sk_begin, sk_level, sk_end};
+    c.sink = (pfi_sweep_sink){&sl, sk_begin, sk_level, sk_end, NULL};
     pfi_tput_source *src;
     pfi_err e = {0};
     assert_int_equal(pfi_source_sim(0, &src, &e), PFI_OK);

@@ -5,6 +5,40 @@
 
 #include "cli/cli.h"
 #include "measure/journal.h"
+#include "store/store.h"
+
+/* The run a killed sweep was writing is left "running"; its journal names it.  Marked
+ * interrupted only when the writer is gone (the journal's lock was free) and the run is still
+ * running (a sweep that ended by itself wrote its own status). */
+static int mark_interrupted(const pfi_journal *j)
+{
+    if (j->run_id <= 0)
+        return PFI_EXIT_OK;
+    if (!j->held) {
+        printf("pfi restore: run %lld in %s left as it is: its sweep (pid %ld) still runs\n",
+               j->run_id, j->run_db, j->pid);
+        return PFI_EXIT_OK;
+    }
+    pfi_err err = {0};
+    pfi_store *st = NULL;
+    pfi_run_summary s;
+    int rc = pfi_store_open(j->run_db, 0, &st, &err);
+    if (rc == PFI_OK)
+        rc = pfi_store_run_summary(st, j->run_id, &s, &err);
+    if (rc == PFI_OK && strcmp(s.status, "running") == 0) {
+        rc = pfi_store_finish_run(st, j->run_id, "interrupted", &err);
+        if (rc == PFI_OK)
+            printf("pfi restore: run %lld in %s marked interrupted\n", j->run_id, j->run_db);
+    }
+    pfi_store_close(st);
+    if (rc != PFI_OK) {
+        fprintf(stderr, "pfi restore: the limits are restored, but run %lld of the sweep was "
+                        "not marked interrupted: %s\n",
+                j->run_id, err.msg);
+        return PFI_EXIT_FAIL;
+    }
+    return PFI_EXIT_OK;
+}
 
 int pfi_cmd_restore(int argc, char **argv)
 {
@@ -22,7 +56,8 @@ int pfi_cmd_restore(int argc, char **argv)
         "pfi restore [--journal FILE] [--backend sim|nvml] [--force]",
         "Set every GPU in the journal back to the power limit it had before the sweep (or "
         "daemon) that wrote it changed anything, then delete the journal.  GPUs are matched by "
-        "UUID.  Nothing to restore is not an error.",
+        "UUID.  The run a killed sweep was storing, named in the journal, is marked "
+        "interrupted.  Nothing to restore is not an error.",
         opts};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
@@ -67,5 +102,5 @@ int pfi_cmd_restore(int argc, char **argv)
         printf("GPU %d (%s): limit restored to %.0f W\n", j.e[i].gpu,
                j.e[i].uuid[0] ? j.e[i].uuid : "?", j.e[i].limit_w);
     printf("pfi restore: %d GPUs restored from %s (written by pid %ld)\n", done, path, j.pid);
-    return PFI_EXIT_OK;
+    return mark_interrupted(&j);
 }

@@ -26,8 +26,16 @@ typedef struct store_sink {
     pfi_store *st;
     long long job_id, run_id;
     const char *backend;
+    char db[PFI_JOURNAL_PATH_MAX]; /* absolute: pfi restore may run from another directory */
     pfi_err err; /* the first store error, reported at the end */
 } store_sink;
+
+static long long sink_run_ref(void *ctx, const char **db)
+{
+    store_sink *s = ctx;
+    *db = s->db;
+    return s->db[0] ? s->run_id : 0;
+}
 
 static int sink_begin(void *ctx, const pfi_run *run, pfi_err *err)
 {
@@ -517,7 +525,12 @@ int pfi_cmd_sweep(int argc, char **argv)
     if ((rc = store_job(st, &o, cmdline, &job_id, &err)) != PFI_OK)
         goto fail;
     store_sink sink = {.st = st, .job_id = job_id, .backend = b->ops->name};
-    c.sink = (pfi_sweep_sink){&sink, sink_begin, sink_level, sink_end};
+    char *abs_db = realpath(db, NULL);
+    /* Without an absolute path the journal names no run: a wrong store is worse than none. */
+    if (abs_db && strlen(abs_db) < sizeof sink.db)
+        snprintf(sink.db, sizeof sink.db, "%s", abs_db);
+    free(abs_db);
+    c.sink = (pfi_sweep_sink){&sink, sink_begin, sink_level, sink_end, sink_run_ref};
     progress_ctx prog = {.tty = isatty(STDERR_FILENO), .quiet = o.quiet, .unit = "tokens/s"};
     c.progress = on_progress;
     c.progress_ctx = &prog;

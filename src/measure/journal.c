@@ -84,6 +84,8 @@ static int write_file(pfi_journal *j, pfi_err *err)
     }
     fprintf(f, "pfi-journal 1\npid %ld\nbackend %s\nsim_state %s\n", j->pid, j->backend,
             j->sim_state[0] ? j->sim_state : "-");
+    if (j->run_id > 0)
+        fprintf(f, "run %lld %s\n", j->run_id, j->run_db);
     for (int i = 0; i < j->n; i++)
         fprintf(f, "gpu %d uuid %s limit_w %.3f\n", j->e[i].gpu,
                 j->e[i].uuid[0] ? j->e[i].uuid : "-", j->e[i].limit_w);
@@ -190,6 +192,24 @@ int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err)
     return take_lock(j, err);
 }
 
+int pfi_journal_set_run(pfi_journal *j, const char *db, long long run_id, pfi_err *err)
+{
+    if (strlen(db) >= sizeof j->run_db || strchr(db, '\n'))
+        return pfi_err_set(err, PFI_EINVAL, "store path '%s' cannot go in a journal", db);
+    long long old_id = j->run_id;
+    char old_db[PFI_JOURNAL_PATH_MAX];
+    snprintf(old_db, sizeof old_db, "%s", j->run_db);
+    j->run_id = run_id;
+    snprintf(j->run_db, sizeof j->run_db, "%s", db);
+    int rc = write_file(j, err);
+    if (rc != PFI_OK) {
+        j->run_id = old_id;
+        snprintf(j->run_db, sizeof j->run_db, "%s", old_db);
+        return rc;
+    }
+    return take_lock(j, err);
+}
+
 int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
 {
     memset(j, 0, sizeof *j);
@@ -219,6 +239,14 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
         } else if (strcmp(word, "sim_state") == 0 && sscanf(line, "%*s %1023s", arg) == 1) {
             if (strcmp(arg, "-") != 0)
                 snprintf(j->sim_state, sizeof j->sim_state, "%s", arg);
+        } else if (strcmp(word, "run") == 0) {
+            /* The store path is the rest of the line: it may hold spaces. */
+            if (sscanf(line, "run %lld %1023[^\n]", &j->run_id, j->run_db) != 2 ||
+                j->run_id <= 0) {
+                fclose(f);
+                return pfi_err_set(err, PFI_EINVAL, "journal %s line %d is damaged: %s", path,
+                                   lineno, line);
+            }
         } else if (strcmp(word, "gpu") == 0 && j->n < PFI_MAX_GPUS) {
             pfi_journal_entry *e = &j->e[j->n];
             if (sscanf(line, "gpu %d uuid %95s limit_w %lf", &e->gpu, e->uuid, &e->limit_w) != 3 ||
@@ -237,7 +265,8 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
         return pfi_err_set(err, PFI_EINVAL, "%s is not a pfi journal (version 1)", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0 && !force) {
+        j->held = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        if (!j->held && !force) {
             close(fd);
             return pfi_err_set(err, PFI_EBUSY,
                                "journal %s belongs to a running process (pid %ld), which restores "

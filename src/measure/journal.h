@@ -8,8 +8,9 @@
  *   pfi_journal_restore(&j, b, err);                // puts every original back, deletes file
  *   pfi_journal_close(&j);                          // releases the lock (file kept if not restored)
  *
- * The file is text ("pfi-journal 1", then pid, backend, sim_state and one "gpu IDX uuid UUID
- * limit_w W" line per GPU), replaced atomically (write temp, fsync, rename, fsync directory).
+ * The file is text ("pfi-journal 1", then pid, backend, sim_state, "run ID STORE" when the
+ * writer is a sweep storing a run, and one "gpu IDX uuid UUID limit_w W" line per GPU),
+ * replaced atomically (write temp, fsync, rename, fsync directory).
  * While its writer lives it holds an flock on the file: `pfi restore` refuses to act behind a
  * live sweep's back, and a new sweep refuses to start over a journal that was not restored
  * (its limits are the true originals).  Restore matches GPUs by UUID, so a renumbering after
@@ -35,6 +36,9 @@ typedef struct pfi_journal {
     char backend[16];
     char sim_state[PFI_JOURNAL_PATH_MAX]; /* $PFI_SIM_STATE of the writer ("" when none) */
     long pid;                             /* the writer */
+    long long run_id;                     /* the writer's run in the store run_db (0: none) */
+    char run_db[PFI_JOURNAL_PATH_MAX];
+    int held;                             /* load: the lock was free, so the writer is gone */
     int n;
     pfi_journal_entry e[PFI_MAX_GPUS];
     int lock_fd;                          /* -1 when not held */
@@ -50,6 +54,9 @@ int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const in
                       pfi_err *err);
 /* Adds one more GPU (no-op if already journaled), durably, before its first change. */
 int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err);
+/* Names the store run the writer is measuring (db: an absolute path), durably, so that a
+ * restore after a SIGKILL can mark it interrupted. */
+int pfi_journal_set_run(pfi_journal *j, const char *db, long long run_id, pfi_err *err);
 /* Reads a journal written by someone else.  PFI_ENOENT when there is none; PFI_EBUSY when its
  * writer is still alive and holds it (unless force). */
 int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err);

@@ -78,6 +78,9 @@ typedef struct pfi_sweep_sink {
     int (*level)(void *ctx, const pfi_run *run, int idx, const pfi_sample *samples, int nticks,
                  const int *gpus, int n_gpus, pfi_err *err);
     void (*end)(void *ctx, const pfi_run *run, const char *status);
+    /* Optional: the store run begin() made (its id, 0 for none; *db an absolute path), named
+     * in the journal so that pfi restore can mark it interrupted after a SIGKILL. */
+    long long (*run_ref)(void *ctx, const char **db);
 } pfi_sweep_sink;
 
 typedef struct pfi_sweep_progress {

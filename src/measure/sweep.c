@@ -462,6 +462,12 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
     s.last_obs_t = t0;
     if (rc == PFI_OK && c->sink.begin)
         rc = c->sink.begin(c->sink.ctx, &res->run, err);
+    if (rc == PFI_OK && journaled && c->sink.run_ref) {
+        const char *db = NULL;
+        long long id = c->sink.run_ref(c->sink.ctx, &db);
+        if (id > 0 && db)
+            rc = pfi_journal_set_run(&j, db, id, err);
+    }
     for (int li = 0; rc == PFI_OK && li < nl; li++)
         rc = sweep_level(&s, smp, li, nl, plan[li], t0, res, err);
     int status_rc = rc;

@@ -85,6 +85,35 @@ kill $jobpid 2>/dev/null
 wait $jobpid 2>/dev/null
 if [ $rc -ne 0 ]; then echo "FAIL attach: sweep exited $rc"; tail -5 "$tmp/attach.err"; fail=1
 else check attach torchtitan 700,350; fi
+grep -q "warning" "$tmp/attach.err" && { echo "FAIL attach: a warning on a tokens/s log"; cat "$tmp/attach.err"; fail=1; }
+
+# --attach to a Megatron job whose argument block (seq_length) is already past: its lines give
+# samples/s only.  The sweep says so in one line, naming --seq-len, and records samples/s.
+PFI_SIM_STATE="$tmp/attmeg.state" PFI_SIM_SPEED=40 "$PFI_BIN" simjob --sim $preset \
+    --format megatron >"$tmp/attmeg.log" 2>&1 &
+jobpid=$!
+i=0
+while [ $i -lt 200 ] && ! grep -q "elapsed time per iteration" "$tmp/attmeg.log"; do
+  sleep 0.05; i=$((i + 1))
+done
+grep -q "seq_length" "$tmp/attmeg.log" || { echo "FAIL attach megatron: no argument block in the job's log"; fail=1; }
+PFI_SIM_STATE="$tmp/attmeg.state" PFI_SIM_SPEED=40 "$PFI_BIN" sweep --backend sim --sim $preset \
+    --levels 100% --attach --log "$tmp/attmeg.log" --db "$tmp/pfi.db" --journal "$tmp/journal" \
+    --json --quiet >"$tmp/attmeg.json" 2>"$tmp/attmeg.err"
+rc=$?
+nruns=$((nruns + 1))
+kill $jobpid 2>/dev/null
+wait $jobpid 2>/dev/null
+if [ $rc -ne 0 ]; then echo "FAIL attach megatron: sweep exited $rc"; tail -5 "$tmp/attmeg.err"; fail=1
+else
+  [ "$(jq -r '.unit' "$tmp/attmeg.json")" = "samples/s" ] ||
+    { echo "FAIL attach megatron: unit $(jq -r '.unit' "$tmp/attmeg.json")"; fail=1; }
+  [ "$(grep -c "warning" "$tmp/attmeg.err")" -eq 1 ] && grep "warning" "$tmp/attmeg.err" | grep -q -- "--seq-len" ||
+    { echo "FAIL attach megatron: no one-line warning naming --seq-len:"; cat "$tmp/attmeg.err"; fail=1; }
+  rid=$(jq -r '.run_id' "$tmp/attmeg.json")
+  [ "$("$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq -r ".runs[] | select(.id == $rid) | .unit_label")" = "samples/s" ] ||
+    { echo "FAIL attach megatron: the store does not record samples/s"; fail=1; }
+fi
 
 # The real NVML code path, over the project's own libnvidia-ml (the simulator behind it, shared
 # with the job through the state file).  NVML's clock is real time: short windows.

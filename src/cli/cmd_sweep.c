@@ -81,6 +81,8 @@ typedef struct progress_ctx {
     int tty, quiet;
     double unit_scale;
     const char *unit;
+    const pfi_tput_source *src; /* names the log format in the samples/s warning */
+    int warned;
 } progress_ctx;
 
 static void fmt_time(double s, char *buf, size_t n)
@@ -98,6 +100,21 @@ static void fmt_time(double s, char *buf, size_t n)
 static void on_progress(void *arg, const pfi_sweep_progress *p)
 {
     progress_ctx *pc = arg;
+    if (p->unit)
+        pc->unit = p->unit;
+    /* A log giving samples/s without the sequence length (Megatron prints it in its argument
+     * block at start-up, long past when --attach joins) is measured in samples/s: say so once,
+     * --quiet or not, since the run is recorded in that unit. */
+    if (p->unit && strcmp(p->unit, "samples/s") == 0 && !pc->warned) {
+        pc->warned = 1;
+        const pfi_parser *ps = pc->src ? pc->src->parser : NULL;
+        fprintf(stderr,
+                "%spfi sweep: warning: the %s log gives samples/s and no sequence length: "
+                "throughput is recorded in samples/s; for tokens/s pass --seq-len N (or "
+                "--throughput-regex RE --unit tokens/s)\n",
+                pc->tty && !pc->quiet ? "\r\033[K" : "",
+                ps ? pfi_log_format_name(pfi_parser_format(ps)) : "job's");
+    }
     if (pc->quiet)
         return;
     char ci[32] = "";
@@ -556,6 +573,7 @@ int pfi_cmd_sweep(int argc, char **argv)
                                &err);
     if (rc != PFI_OK)
         goto fail;
+    prog.src = src;
     res = malloc(sizeof *res);
     if (!res) {
         rc = pfi_err_set(&err, PFI_ENOMEM, "out of memory");

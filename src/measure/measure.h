@@ -95,6 +95,7 @@ typedef struct pfi_sweep_progress {
     int settling;            /* 1 while the transient after the change is being discarded */
     int done;                /* 1 when the level just completed (tput is final) */
     int steady;
+    const char *unit;        /* of tput: "tokens/s" or "samples/s"; NULL before any data */
 } pfi_sweep_progress;
 
 typedef struct pfi_sweep_cfg {

@@ -241,10 +241,12 @@ static void fill_header(pfi_backend *b, const pfi_sweep_cfg *c, pfi_run *run)
     run->meta = c->meta;
 }
 
-static void report(const pfi_sweep_cfg *c, pfi_sweep_progress *p)
+static void report(const sweep_state *s, pfi_sweep_progress *p)
 {
-    if (c->progress)
-        c->progress(c->progress_ctx, p);
+    if (s->meter.unit_set)
+        p->unit = s->meter.unit == PFI_OU_SAMPLES ? "samples/s" : "tokens/s";
+    if (s->c->progress)
+        s->c->progress(s->c->progress_ctx, p);
 }
 
 /* Measures one level; fills *lv and *steady.  Telemetry rows stay in the sampler. */
@@ -321,7 +323,7 @@ static int measure_level(sweep_state *s, pfi_sampler *smp, int li, int nl, doubl
                          : s->n_done   ? s->done_s / s->n_done
                                        : c->max_dwell_s;
             p.remaining_s = fmax(0, per - (now - t_change)) + per * (nl - li - 1);
-            report(c, &p);
+            report(s, &p);
         }
     }
     s->done_s += pfi_hw_now(b) - t_change;
@@ -398,7 +400,7 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
                             .elapsed_s = pfi_hw_now(b) - t0, .tput = lv.tput,
                             .power_w = lv.power_w, .done = 1, .steady = steady};
     p.rel_ci = isfinite(lv.tput_lo) ? 0.5 * (lv.tput_hi - lv.tput_lo) / lv.tput : NAN;
-    report(c, &p);
+    report(s, &p);
     return rc;
 }
 

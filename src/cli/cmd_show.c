@@ -94,7 +94,8 @@ static void print_table(const pfi_run *r, const pfi_run_summary *s)
            "Util", "SM", "Tensor", "DRAM");
     for (int i = 0; i < r->n_levels; i++) {
         const pfi_level *l = &r->levels[i];
-        char ci[72], lo[32], hi[32], t[32], rt[16], rp[16], clk[16], pc[16], u[16], sm[16], tn[16], dr[16];
+        char ci[72], lo[32], hi[32], t[32];
+        char rt[16], rp[16], clk[16], pc[16], u[16], sm[16], tn[16], dr[16];
         if (isfinite(l->tput_lo) && isfinite(l->tput_hi))
             snprintf(ci, sizeof ci, "[%s, %s]", pfi_fmt_fixed(lo, sizeof lo, l->tput_lo, 5),
                      pfi_fmt_fixed(hi, sizeof hi, l->tput_hi, 5));

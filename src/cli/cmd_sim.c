@@ -517,7 +517,7 @@ static int sim_status(int argc, char **argv)
 
 static int sim_validate(int argc, char **argv)
 {
-    const char *dir = NULL, *family = NULL, *split_s = NULL;
+    const char *dir = NULL, *family = NULL, *split_s = NULL, *starts_s = NULL;
     int as_json = 0, verbose = 0, fit_all = 0;
     const pfi_opt opts[] = {
         {"data", PFI_OPT_STR, &dir, "DIR", "public datasets (default $PFI_DATA_DIR)"},
@@ -528,11 +528,13 @@ static int sim_validate(int argc, char **argv)
          "also fit constants per model family: act,stall,mem,gemm or all (default none)"},
         {"split", PFI_OPT_STR, &split_s, "N",
          "fit/held-out split 0 (default), 1 or 2: a sensitivity check, docs/simulator.md"},
+        {"starts", PFI_OPT_STR, &starts_s, "N",
+         "repeat each fit from N starting points (default 1): a check for local minima"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
     const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--fit-all] "
-                               "[--family LIST] [--split N] [--json]",
+                               "[--family LIST] [--split N] [--starts N] [--json]",
                                "Fit the simulator's constants on half of the Perseus power-limit "
                                "sweeps of each GPU type and compare relative throughput and "
                                "power at every measured limit, held-out runs apart.  Exits 1 "
@@ -574,6 +576,15 @@ static int sim_validate(int argc, char **argv)
             return PFI_EXIT_USAGE;
         }
         flags |= PFI_SIM_VAL_SPLIT((int)sp);
+    }
+    if (starts_s) {
+        char *end = NULL;
+        long n = strtol(starts_s, &end, 10);
+        if (!end || *end || end == starts_s || n < 1 || n > 255) {
+            fprintf(stderr, "%s: --starts: '%s' is not 1..255\n", argv[0], starts_s);
+            return PFI_EXIT_USAGE;
+        }
+        flags |= PFI_SIM_VAL_STARTS((int)n);
     }
     pfi_sim_validation *v = malloc(sizeof *v);
     if (!v)

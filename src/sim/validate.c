@@ -134,6 +134,7 @@ typedef struct ctx {
     vfam fam[PFI_SIM_VAL_MAX_RUNS];
     int nfam;
     int fam_mode;
+    int starts; /* starting points of the sweep fits */
     pfi_gpu_model gpu[2];
     double net[2];
     double host[2]; /* the cluster's host time per layer and microbatch, ms */
@@ -162,6 +163,77 @@ static const char *const fit_models[PFI_SIM_VAL_SPLITS][2][2] = {
 static int seq_for(const char *family) { return strcmp(family, "gpt") == 0 ||
                                                 strcmp(family, "bloom") == 0 ? 1024 : 512; }
 
+/* The Perseus jobs ran on Merak, which cuts a model into units and a pipeline stage holds a
+ * range of them ("custom:0,6,10,...": the first unit of each stage, then the unit count):
+ * the embedding units first (GPT-2 style models have two: tokens and positions, the others
+ * one), one unit per transformer layer, the output head last.  T5 cuts each decoder block in
+ * two (attention units, FFN unit); with T5-3B's widths an encoder block holds 6/7 of a mean
+ * layer's weights and each decoder half 4/7.  "uniform_transformer" spreads the layers evenly
+ * (T5: encoder blocks over the first half of the stages, decoder halves over the second),
+ * the embeddings on the first stage, the head on the last.  Gives transformer layers per
+ * stage, in mean layers. */
+#define MERAK_MAX_UNITS 256
+static int merak_stage_layers(const char *method, const pfi_job_config *j, double *out,
+                              pfi_err *err)
+{
+    double unit[MERAK_MAX_UNITS];
+    int emb = strcmp(j->family, "gpt") == 0 ? 2 : 1, t5 = j->encdec != 0;
+    int enc = t5 ? j->layers / 2 : j->layers, dec_units = t5 ? 2 * (j->layers - enc) : 0;
+    int nu = emb + enc + dec_units + 1;
+    if (nu > MERAK_MAX_UNITS)
+        return pfi_err_set(err, PFI_EINVAL, "%s: too many layers", j->model);
+    for (int u = 0; u < nu; u++)
+        unit[u] = u < emb || u == nu - 1 ? 0 : !t5 ? 1 : u < emb + enc ? 6.0 / 7 : 4.0 / 7;
+    int pp = j->pp, bound[PFI_SIM_MAX_STAGES + 1];
+    if (pp > PFI_SIM_MAX_STAGES)
+        return pfi_err_set(err, PFI_EINVAL, "%s: pp=%d", j->model, pp);
+    if (strcmp(method, "uniform_transformer") == 0) {
+        for (int s = 0; s <= pp; s++) {
+            if (!t5)
+                bound[s] = emb + (j->layers * s + pp - 1) / pp;
+            else if (s <= pp / 2)
+                bound[s] = emb + enc * s / (pp / 2);
+            else
+                bound[s] = emb + enc + dec_units * (s - pp / 2) / (pp - pp / 2);
+        }
+        bound[0] = 0;
+        bound[pp] = nu;
+    } else if (strncmp(method, "custom:", 7) == 0) {
+        const char *p = method + 7;
+        int k = 0;
+        while (*p && k <= pp) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            bound[k++] = (int)v;
+            p = *end == ',' ? end + 1 : end;
+        }
+        int ok = k == pp + 1 && !*p && bound[0] == 0 && bound[pp] == nu;
+        for (int s = 0; ok && s < pp; s++)
+            ok = bound[s] <= bound[s + 1];
+        if (!ok)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "%s: partition '%s' is not %d stages over its %d Merak units",
+                               j->model, method, pp, nu);
+    } else {
+        return pfi_err_set(err, PFI_EINVAL, "%s: unknown partition method '%s'", j->model,
+                           method);
+    }
+    for (int s = 0; s < pp; s++) {
+        out[s] = 0;
+        for (int u = bound[s]; u < bound[s + 1]; u++)
+            out[s] += unit[u];
+    }
+    /* In exact arithmetic they add up to the layer count; make the sum exact for the check. */
+    double sum = 0;
+    for (int s = 0; s < pp; s++)
+        sum += out[s];
+    for (int s = 0; s < pp && sum > 0; s++)
+        out[s] *= j->layers / sum;
+    return PFI_OK;
+}
+
 static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, pfi_err *err)
 {
     char path[4096];
@@ -173,9 +245,10 @@ static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, 
     int rc = csv_read(path, t, err);
     int cm = col(t, "model_name"), cb = col(t, "batch_size"), cdp = col(t, "dp"),
         ctp = col(t, "tp"), cpp = col(t, "pp"), cmb = col(t, "microbatch_size"),
-        cl = col(t, "power_limit_0"), ctime = col(t, "time"), ce = col(t, "energy");
+        cl = col(t, "power_limit_0"), ctime = col(t, "time"), ce = col(t, "energy"),
+        cpart = col(t, "partition_method");
     if (rc == PFI_OK && (cm < 0 || cb < 0 || cdp < 0 || ctp < 0 || cpp < 0 || cmb < 0 ||
-                         cl < 0 || ctime < 0 || ce < 0))
+                         cl < 0 || ctime < 0 || ce < 0 || cpart < 0))
         rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
     const pfi_gpu_model *gm = pfi_gpu_model_find(type == 0 ? "A100-PCIE-80GB" : "A40");
     for (int r = 0; rc == PFI_OK && r < t->nrows; r++) {
@@ -206,6 +279,13 @@ static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, 
             j->micro_batch = atoi(t->cell[r][cmb]);
             j->global_batch = atoi(t->cell[r][cb]);
             j->seq_len = seq_for(j->family);
+            /* Merak trains Hugging Face models, whose attention (2023) is eager. */
+            j->attn_eager = 1;
+            if (j->pp > 1) {
+                rc = merak_stage_layers(t->cell[r][cpart], j, j->stage_layers, err);
+                if (rc != PFI_OK)
+                    break;
+            }
             snprintf(j->name, sizeof j->name, "train");
             nc->n_jobs = 1;
             nc->n_gpus = j->dp * j->tp * j->pp;
@@ -353,6 +433,7 @@ typedef struct param {
 typedef struct problem {
     param p[MAX_PARAMS];
     int n;
+    int starts; /* starting points of the search (0 or 1: the current values only) */
     double (*cost)(void *);
     void *arg;
 } problem;
@@ -373,7 +454,9 @@ static double problem_eval(const gsl_vector *u, void *arg)
 }
 
 /* Nelder-Mead (GSL) from the current values; restarts from the best point shake the simplex
- * out of early collapse.  Leaves the best point in the constants. */
+ * out of early collapse.  With pb->starts > 1 the search is repeated from points scattered
+ * around the current values and the lowest cost wins (a check that the fit is not a local
+ * minimum).  Leaves the best point in the constants. */
 static int minimize(problem *pb, pfi_err *err)
 {
     size_t n = (size_t)pb->n;
@@ -387,20 +470,35 @@ static int minimize(problem *pb, pfi_err *err)
             gsl_multimin_fminimizer_free(m);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
+    double u0[MAX_PARAMS], best_u[MAX_PARAMS], best = INFINITY;
     for (size_t i = 0; i < n; i++)
-        gsl_vector_set(u, i, unsquash(*pb->p[i].x, pb->p[i].lo, pb->p[i].hi));
+        u0[i] = unsquash(*pb->p[i].x, pb->p[i].lo, pb->p[i].hi);
     gsl_multimin_function fn = {.f = problem_eval, .n = n, .params = pb};
-    for (int restart = 0; restart < 6; restart++) {
-        gsl_vector_set_all(step, restart == 0 ? 1.0 : 0.4);
-        gsl_multimin_fminimizer_set(m, &fn, u, step);
-        for (int it = 0; it < 1500; it++) {
-            if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS)
-                break;
-            if (gsl_multimin_fminimizer_size(m) < 1e-5)
-                break;
+    for (int st = 0; st < (pb->starts > 1 ? pb->starts : 1); st++) {
+        /* Start 0 is the current point; the others are scattered around it (deterministic). */
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(u, i, u0[i] + (st ? 3.0 * (pfi_sim_uniform(77, (uint64_t)st, i) - 0.5)
+                                             : 0));
+        for (int restart = 0; restart < 6; restart++) {
+            gsl_vector_set_all(step, restart == 0 ? 1.0 : 0.4);
+            gsl_multimin_fminimizer_set(m, &fn, u, step);
+            for (int it = 0; it < 1500; it++) {
+                if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS)
+                    break;
+                if (gsl_multimin_fminimizer_size(m) < 1e-5)
+                    break;
+            }
+            gsl_vector_memcpy(u, gsl_multimin_fminimizer_x(m));
         }
-        gsl_vector_memcpy(u, gsl_multimin_fminimizer_x(m));
+        double cst = problem_eval(u, pb);
+        if (cst < best) {
+            best = cst;
+            for (size_t i = 0; i < n; i++)
+                best_u[i] = gsl_vector_get(u, i);
+        }
     }
+    for (size_t i = 0; i < n; i++)
+        gsl_vector_set(u, i, best_u[i]);
     problem_eval(u, pb);
     gsl_multimin_fminimizer_free(m);
     gsl_vector_free(u);
@@ -508,11 +606,17 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
     if (rc == PFI_OK) {
         pfi_gpu_model *g = &c->gpu[type];
         pr->g = g;
-        /* Reference: the highest clock still under the default limit (the A40 profile is
-         * capped at 300 W above ~1450 MHz, where locking the clock no longer holds it). */
+        /* Reference: the highest clock below the power plateau of the profiled part's own
+         * limit (the A40 profile is capped at 300 W above ~1450 MHz, where locking the clock
+         * no longer holds it).  The plateau is the profile's, not the validated part's: the
+         * A100 SXM was profiled up to ~475 W, far above the PCIe card's 300 W, and every
+         * clock of it informs the shared V-f curve. */
+        double pmax = 0;
+        for (int k = 0; k < pr->n; k++)
+            pmax = fmax(pmax, pr->p[k]);
         pr->fref = 0;
         for (int k = 0; k < pr->n; k++)
-            if (pr->p[k] < 0.95 * g->default_limit_w && pr->f[k] > pr->fref)
+            if (pr->p[k] < 0.97 * pmax && pr->f[k] > pr->fref)
                 pr->fref = pr->f[k];
         double psum = 0;
         int np = 0;
@@ -612,7 +716,7 @@ static void add_family_params(problem *pb, ctx *c, int type)
 static int fit_type(ctx *c, int type, pfi_err *err)
 {
     c->type = type;
-    problem pb = {.cost = sweep_cost, .arg = c};
+    problem pb = {.cost = sweep_cost, .arg = c, .starts = c->starts};
     add_type_params(&pb, c, type);
     add_family_params(&pb, c, type);
     return minimize(&pb, err);
@@ -624,7 +728,7 @@ static int fit_type(ctx *c, int type, pfi_err *err)
 static int fit_joint(ctx *c, pfi_err *err)
 {
     c->type = -1;
-    problem pb = {.cost = sweep_cost, .arg = c};
+    problem pb = {.cost = sweep_cost, .arg = c, .starts = c->starts};
     add_type_params(&pb, c, 0);
     add_type_params(&pb, c, 1);
     add_family_params(&pb, c, -1);
@@ -646,6 +750,7 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
     c->host[0] = c->host[1] = 0.2;
     int fit_all = (flags & PFI_SIM_VAL_FIT_ALL) != 0;
     int split = (flags >> 8) & 0xff;
+    c->starts = (flags >> 16) & 0xff;
     if (split >= PFI_SIM_VAL_SPLITS) {
         free(c);
         return pfi_err_set(err, PFI_EINVAL, "split %d: there are %d (0..%d)", split,

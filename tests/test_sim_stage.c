@@ -126,6 +126,50 @@ static void test_stage_config(void **state)
         assert_true(back.jobs[0].stage_layers[s] == c.jobs[0].stage_layers[s]);
 }
 
+/* Merak's partitions (the Perseus CSVs) as layers per stage. */
+static void test_merak_partition(void **state)
+{
+    (void)state;
+    pfi_job_config j;
+    memset(&j, 0, sizeof j);
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_job_from_model(&j, "bloom-3b", &e), PFI_OK);
+    j.pp = 8;
+    double out[PFI_SIM_MAX_STAGES];
+    /* Units: the embedding, 30 layers, the head (32). */
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,6,10,14,18,22,26,30,32", &j, out, &e),
+                     PFI_OK);
+    static const double bloom[8] = {5, 4, 4, 4, 4, 4, 4, 1};
+    for (int s = 0; s < 8; s++)
+        assert_true(fabs(out[s] - bloom[s]) < 1e-9);
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,6,10,32", &j, out, &e), PFI_EINVAL);
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,6,10,14,18,22,26,30,31", &j, out, &e),
+                     PFI_EINVAL);
+    assert_int_equal(pfi_sim_merak_stage_layers("balanced", &j, out, &e), PFI_EINVAL);
+    /* GPT-2 style models have two embedding units: GPT-3 XL "custom:0,8,14,21,27" on 4. */
+    memset(&j, 0, sizeof j); /* a fresh job: the catalogue keeps a family already set */
+    assert_int_equal(pfi_sim_job_from_model(&j, "gpt3-xl", &e), PFI_OK);
+    j.pp = 4;
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,8,14,21,27", &j, out, &e), PFI_OK);
+    static const double gpt[4] = {6, 6, 7, 5};
+    for (int s = 0; s < 4; s++)
+        assert_true(fabs(out[s] - gpt[s]) < 1e-9);
+    memset(&j, 0, sizeof j);
+    assert_int_equal(pfi_sim_job_from_model(&j, "gpt3-2.7b", &e), PFI_OK);
+    j.pp = 8;
+    assert_int_equal(pfi_sim_merak_stage_layers("uniform_transformer", &j, out, &e), PFI_OK);
+    for (int s = 0; s < 8; s++)
+        assert_true(fabs(out[s] - 4) < 1e-9);
+    /* T5: encoder blocks one unit, decoder blocks two; a decoder block is the heavier. */
+    memset(&j, 0, sizeof j);
+    assert_int_equal(pfi_sim_job_from_model(&j, "t5-3b", &e), PFI_OK);
+    j.pp = 4;
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,16,33,53,74", &j, out, &e), PFI_OK);
+    double sum = out[0] + out[1] + out[2] + out[3];
+    assert_true(fabs(sum - 48) < 1e-9);
+    assert_true(fabs(out[0] - 15 * 6.0 / 7) < 1e-9 && fabs(out[2] - 10 * 8.0 / 7) < 1e-9);
+}
+
 /* A pipeline paced by its heaviest stage: the others wait, at lower power, and a cap slows
  * the job no more than it slows that stage. */
 static void test_node_stages(void **state)
@@ -165,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_step),
         cmocka_unit_test(test_stage_work),
         cmocka_unit_test(test_stage_config),
+        cmocka_unit_test(test_merak_partition),
         cmocka_unit_test(test_node_stages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,10 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *job, int 
                      pfi_sim_work *out, pfi_err *err);
 /* Transformer layers of each stage: the job's partition, or an even split when it has none. */
 void pfi_sim_job_stage_layers(const pfi_job_config *job, double *layers);
+/* A Merak partition method ("uniform_transformer", "custom:0,6,10,...,32") of job (model,
+ * family, layers and pp set) as transformer layers per stage, out[0..pp-1] (merak.c). */
+int pfi_sim_merak_stage_layers(const char *method, const pfi_job_config *job, double *out,
+                               pfi_err *err);
 /* Fills the family constants of job when they are 0. */
 void pfi_sim_job_defaults(pfi_job_config *job);
 

@@ -263,6 +263,10 @@ typedef struct pfi_sim_val_run {
     double meas_power_w0, sim_power_w0; /* absolute per-GPU power at the max limit */
     double sim_time0;                   /* simulated iteration time at the max limit */
     double max_abs_err_tput, max_abs_err_power;
+    /* Perseus's per-stage limits (zeus_local.csv), fitted on by nothing: rows simulated and
+     * the worst errors, relative to the measurement at the global maximum limit. */
+    int n_per_stage;
+    double per_stage_err_tput, per_stage_err_power;
 } pfi_sim_val_run;
 
 typedef struct pfi_sim_validation {

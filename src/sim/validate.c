@@ -23,88 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/perseus_csv.h"
 #include "sim/physics.h"
-
-/* ---------------------------------------------------------------- CSV */
-
-#define MAX_COLS 32
-#define MAX_ROWS 1024
-
-typedef struct csv_table {
-    int ncols, nrows;
-    char head[MAX_COLS][48];
-    char cell[MAX_ROWS][MAX_COLS][64];
-} csv_table;
-
-/* Splits one line into fields (RFC 4180 quotes; the partition lists hold commas). */
-static int csv_split(const char *line, char out[][64], int max)
-{
-    int n = 0;
-    const char *p = line;
-    while (n < max) {
-        size_t k = 0;
-        int quoted = *p == '"';
-        if (quoted)
-            p++;
-        while (*p && (quoted ? !(*p == '"' && p[1] != '"') : *p != ',') && *p != '\n' &&
-               *p != '\r') {
-            if (quoted && *p == '"')
-                p++;
-            if (k + 1 < 64)
-                out[n][k++] = *p;
-            p++;
-        }
-        if (quoted && *p == '"')
-            p++;
-        out[n++][k] = '\0';
-        if (*p != ',')
-            break;
-        p++;
-    }
-    return n;
-}
-
-static int csv_read(const char *path, csv_table *t, pfi_err *err)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return pfi_err_set(err, PFI_ENOENT, "cannot open %s: %s", path, strerror(errno));
-    char line[2048];
-    memset(t, 0, sizeof *t);
-    int rc = PFI_OK;
-    if (!fgets(line, sizeof line, f)) {
-        rc = pfi_err_set(err, PFI_EINVAL, "%s is empty", path);
-    } else {
-        char cols[MAX_COLS][64];
-        t->ncols = csv_split(line, cols, MAX_COLS);
-        for (int c = 0; c < t->ncols; c++)
-            snprintf(t->head[c], sizeof t->head[c], "%s", cols[c]);
-        while (rc == PFI_OK && fgets(line, sizeof line, f)) {
-            if (line[0] == '\n' || line[0] == '\r')
-                continue;
-            if (t->nrows >= MAX_ROWS) {
-                rc = pfi_err_set(err, PFI_EINVAL, "%s has more than %d rows", path, MAX_ROWS);
-                break;
-            }
-            if (csv_split(line, t->cell[t->nrows], MAX_COLS) != t->ncols) {
-                rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has the wrong number of fields",
-                                 path, t->nrows + 2);
-                break;
-            }
-            t->nrows++;
-        }
-    }
-    fclose(f);
-    return rc;
-}
-
-static int col(const csv_table *t, const char *name)
-{
-    for (int c = 0; c < t->ncols; c++)
-        if (strcmp(t->head[c], name) == 0)
-            return c;
-    return -1;
-}
 
 /* ---------------------------------------------------------------- runs */
 
@@ -168,14 +88,14 @@ static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, 
     char path[4096];
     snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_global.csv", dir,
              type == 0 ? "A100" : "A40");
-    csv_table *t = malloc(sizeof *t);
+    pfi_sim_csv *t = malloc(sizeof *t);
     if (!t)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    int rc = csv_read(path, t, err);
-    int cm = col(t, "model_name"), cb = col(t, "batch_size"), cdp = col(t, "dp"),
-        ctp = col(t, "tp"), cpp = col(t, "pp"), cmb = col(t, "microbatch_size"),
-        cl = col(t, "power_limit_0"), ctime = col(t, "time"), ce = col(t, "energy"),
-        cpart = col(t, "partition_method");
+    int rc = pfi_sim_csv_read(path, t, err);
+    int cm = pfi_sim_csv_col(t, "model_name"), cb = pfi_sim_csv_col(t, "batch_size"), cdp = pfi_sim_csv_col(t, "dp"),
+        ctp = pfi_sim_csv_col(t, "tp"), cpp = pfi_sim_csv_col(t, "pp"), cmb = pfi_sim_csv_col(t, "microbatch_size"),
+        cl = pfi_sim_csv_col(t, "power_limit_0"), ctime = pfi_sim_csv_col(t, "time"), ce = pfi_sim_csv_col(t, "energy"),
+        cpart = pfi_sim_csv_col(t, "partition_method");
     if (rc == PFI_OK && (cm < 0 || cb < 0 || cdp < 0 || ctp < 0 || cpp < 0 || cmb < 0 ||
                          cl < 0 || ctime < 0 || ce < 0 || cpart < 0))
         rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
@@ -295,8 +215,8 @@ static double default_act(const pfi_job_config *j)
     return base.act_compute;
 }
 
-/* Simulates run v with the context's current constants; returns PFI_OK or an error. */
-static int simulate(const ctx *c, vrun *v)
+/* Run v's node configuration with the context's current constants. */
+static void run_config(const ctx *c, const vrun *v, pfi_node_config *out)
 {
     pfi_node_config nc = v->cfg;
     nc.gpu = c->gpu[v->type];
@@ -314,6 +234,14 @@ static int simulate(const ctx *c, vrun *v)
         j->act_compute = default_act(j) * act;
     if ((c->fam_mode & PFI_SIM_VAL_FAM_STALL) && c->fam[v->fam].fit_type >= 0)
         j->input_stall = c->fam[v->fam].stall;
+    *out = nc;
+}
+
+/* Simulates run v with the context's current constants; returns PFI_OK or an error. */
+static int simulate(const ctx *c, vrun *v)
+{
+    pfi_node_config nc;
+    run_config(c, v, &nc);
     pfi_sim_node *node;
     int rc = pfi_sim_node_new(&nc, &node, NULL);
     if (rc != PFI_OK)
@@ -456,7 +384,7 @@ static int load_profile(const char *dir, int type, profile *pr, pfi_err *err)
     static const char *const models[2] = {"gpt3-175b", "bloom"};
     const char *chip = type == 0 ? "a100_sxm" : "a40";
     pr->n = 0;
-    csv_table *t = malloc(sizeof *t);
+    pfi_sim_csv *t = malloc(sizeof *t);
     if (!t)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     int rc = PFI_OK;
@@ -464,9 +392,9 @@ static int load_profile(const char *dir, int type, profile *pr, pfi_err *err)
         char path[4096];
         snprintf(path, sizeof path, "%s/perseus-sosp24/stage_profile/%s+%s_bf16.csv", dir,
                  models[m], chip);
-        rc = csv_read(path, t, err);
-        int cs = col(t, "stage"), cf = col(t, "frequency"), ct = col(t, "time"),
-            ce = col(t, "energy");
+        rc = pfi_sim_csv_read(path, t, err);
+        int cs = pfi_sim_csv_col(t, "stage"), cf = pfi_sim_csv_col(t, "frequency"), ct = pfi_sim_csv_col(t, "time"),
+            ce = pfi_sim_csv_col(t, "energy");
         if (rc == PFI_OK && (cs < 0 || cf < 0 || ct < 0 || ce < 0))
             rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
         /* Stage 0, forward and backward summed per clock: time and energy of one microbatch;
@@ -664,6 +592,73 @@ static int fit_joint(ctx *c, pfi_err *err)
     return minimize(&pb, err);
 }
 
+/* Perseus's per-stage baseline (zeus_local.csv: a power limit per pipeline stage, the
+ * heaviest stage at a higher one) is used by no fit: with the constants fitted on the global
+ * sweeps, each row is simulated with its limits on its stages' GPUs and compared, relative to
+ * the run's measurement at the global maximum limit, like the global sweep.  A check of the
+ * pipeline's stages (which one paces it, how the others' slack absorbs a lower limit). */
+static int per_stage_check(ctx *c, const char *dir, int type, pfi_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_local.csv", dir,
+             type == 0 ? "A100" : "A40");
+    FILE *probe = fopen(path, "r");
+    if (!probe)
+        return PFI_OK; /* an older copy of the data without it: nothing to check */
+    fclose(probe);
+    pfi_sim_csv *t = malloc(sizeof *t);
+    if (!t)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int rc = pfi_sim_csv_read(path, t, err);
+    int cm = pfi_sim_csv_col(t, "model_name"), ctime = pfi_sim_csv_col(t, "time"), ce = pfi_sim_csv_col(t, "energy");
+    if (rc == PFI_OK && (cm < 0 || ctime < 0 || ce < 0))
+        rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
+    for (int r = 0; rc == PFI_OK && r < t->nrows; r++) {
+        vrun *v = NULL;
+        for (int i = 0; i < c->nruns; i++)
+            if (c->runs[i].type == type &&
+                strcmp(c->runs[i].cfg.jobs[0].model, t->cell[r][cm]) == 0)
+                v = &c->runs[i];
+        if (!v)
+            continue; /* the CNN */
+        pfi_node_config nc;
+        run_config(c, v, &nc);
+        const pfi_job_config *j = &nc.jobs[0];
+        int bad = 0;
+        for (int g = 0; g < nc.n_gpus; g++) {
+            char key[32];
+            snprintf(key, sizeof key, "power_limit_%d", g / (j->tp * j->dp));
+            int k = pfi_sim_csv_col(t, key);
+            double L = k >= 0 ? atof(t->cell[r][k]) : 0;
+            bad |= !(L >= nc.gpu.min_limit_w && L <= nc.gpu.max_limit_w);
+            nc.initial_limit_w[g] = L;
+        }
+        double tm = atof(t->cell[r][ctime]), en = atof(t->cell[r][ce]);
+        if (bad || !(tm > 0 && en > 0)) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has a missing or bad value", path,
+                             r + 2);
+            break;
+        }
+        pfi_sim_node *node;
+        rc = pfi_sim_node_new(&nc, &node, err);
+        if (rc != PFI_OK)
+            break;
+        pfi_sim_job_status st;
+        rc = pfi_sim_job_status_at(node, 0, 1.0, &st, err);
+        pfi_sim_node_free(node);
+        if (rc != PFI_OK)
+            break;
+        pfi_sim_val_run *o = &v->out;
+        double et = fabs(o->sim_time0 / st.step_time_s - v->meas_time0 / tm);
+        double ep = fabs(st.power_w / o->sim_power_w0 - en / tm / nc.n_gpus / o->meas_power_w0);
+        o->n_per_stage++;
+        o->per_stage_err_tput = fmax(o->per_stage_err_tput, et);
+        o->per_stage_err_power = fmax(o->per_stage_err_power, ep);
+    }
+    free(t);
+    return rc;
+}
+
 int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -717,6 +712,8 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
         rc = fit_joint(c, err);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         rc = simulate(c, &c->runs[i]);
+    for (int type = 0; rc == PFI_OK && type < 2; type++)
+        rc = per_stage_check(c, data_dir, type, err);
     if (rc != PFI_OK) {
         free(c->prof[0]);
         free(c->prof[1]);

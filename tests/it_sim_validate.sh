@@ -12,6 +12,8 @@
 #   - the A40 T5-3B fit run within 0.055 (0.052: it runs 3.8% faster at 200-225 W than at
 #     300 W, which nothing in the model reproduces), so the 0.05 target is still missed by
 #     that run and the miss is printed.  The target stays open in issue 2.
+#   - Perseus's per-stage limits (zeus_local.csv, used by no fit) are simulated for every run
+#     and held within 0.15 in throughput and 0.08 in power (now 0.137 / 0.062 at worst);
 #   - the held-out worst also depends on the split (--split 1: 0.066, --split 2: 0.099);
 #     docs/simulator.md.
 #   - constants per model family (--family act|stall|mem|gemm|all) are fitted honestly: each
@@ -47,6 +49,14 @@ for r in d["runs"]:
         bound = 0.065
     if t > bound:
         bad.append("%s: throughput error %.4f > %.2f" % (name, t, bound))
+    # Perseus's per-stage limits: simulated with the fitted constants, fitted on by nothing;
+    # held to where the stage model is now (docs/simulator.md: 0.048-0.137).
+    ps = r.get("per_stage_limits")
+    if not ps or ps["rows"] < 5:
+        bad.append("%s: per-stage limit rows missing" % name)
+    elif ps["max_abs_err_throughput"] > 0.15 or ps["max_abs_err_power"] > 0.08:
+        bad.append("%s: per-stage limits error %.3f / %.3f" % (name, ps["max_abs_err_throughput"],
+                                                              ps["max_abs_err_power"]))
 met = d["target_met"]
 if met != (rc == 0):
     bad.append("target_met=%s but exit %d" % (met, rc))

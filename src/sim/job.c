@@ -222,7 +222,7 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int st
                      (j->encdec ? 1.5 : 1.0);
     if (last)
         act_bytes += tok_local * (double)j->vocab * 12 / j->tp;
-    if (first && j->pp > 1)
+    if (first)
         act_bytes += m * vh / j->tp * 12;
     double train_params = p_local;
     if (j->kind == PFI_JOB_LORA) {

@@ -3,15 +3,21 @@
 # <= 0.05 in relative throughput and relative power at every measured limit, held-out runs too).
 #
 # What this test holds, as of the last calibration (docs/simulator.md, "Calibration"):
-#   - relative power within 0.05 on every run, held out or not;
-#   - relative throughput within 0.05 on every A100 run, fitted or held out;
-#   - on the A40 the 0.05 target is NOT met: held-out BERT 0.079 and BLOOM-3B 0.081, fitted
-#     T5-3B 0.0504 (the model's capacity: docs/simulator.md).  A40 runs are held to 0.09 so
-#     that nothing gets worse, and the miss is printed.  The target stays open in issue 2.
-#   - constants per model family (--family act|stall|mem|gemm|all) do not close it: with the
-#     same split the held-out worst is 0.064-0.29 (stall,gemm best; BLOOM is the least elastic
-#     job on the A100 and the most elastic on the A40).  What is held here is that they are
-#     fitted honestly: each family on the fit runs of one GPU type only, the split unchanged.
+#   - relative power within 0.03 on every run, held out or not;
+#   - relative throughput within 0.05 on the A40's held-out runs (0.024-0.043, whatever the
+#     fit's start) and the A100's fit runs, since the job model has pipeline stages (head and
+#     loss on the last, embedding on the first, the partition of the CSV) and eager attention;
+#     within 0.065 on the A100's held-out runs: GPT-3 XL is 0.047 with the default fit, 0.063
+#     with a better-converged one (--starts 4), so 0.05 there is not a robust result;
+#   - the A40 T5-3B fit run within 0.055 (0.052: it runs 3.8% faster at 200-225 W than at
+#     300 W, which nothing in the model reproduces), so the 0.05 target is still missed by
+#     that run and the miss is printed.  The target stays open in issue 2.
+#   - Perseus's per-stage limits (zeus_local.csv, used by no fit) are simulated for every run
+#     and held within 0.15 in throughput and 0.08 in power (now 0.137 / 0.062 at worst);
+#   - the held-out worst also depends on the split (--split 1: 0.066, --split 2: 0.099);
+#     docs/simulator.md.
+#   - constants per model family (--family act|stall|mem|gemm|all) are fitted honestly: each
+#     family on the fit runs of one GPU type only, the split unchanged.
 set -u
 PFI=${PFI_BIN:?PFI_BIN is not set}
 DATA=${PFI_DATA_DIR:-../shared/data}
@@ -34,11 +40,23 @@ assert len(d["runs"]) >= 9, "expected the 9 Perseus transformer runs, got %d" % 
 for r in d["runs"]:
     name, t, p = r["run"], r["max_abs_err_throughput"], r["max_abs_err_power"]
     print("%-42s %-9s throughput %.3f  power %.3f" % (name, "held-out" if r["held_out"] else "fit", t, p))
-    if p > 0.05:
-        bad.append("%s: power error %.3f > 0.05" % (name, p))
-    bound = 0.09 if "A40" in r["gpu_type"] else 0.05
+    if p > 0.03:
+        bad.append("%s: power error %.3f > 0.03" % (name, p))
+    bound = 0.05
+    if "A40/t5-3b" in name and not r["held_out"]:
+        bound = 0.055
+    elif "A100" in r["gpu_type"] and r["held_out"]:
+        bound = 0.065
     if t > bound:
         bad.append("%s: throughput error %.4f > %.2f" % (name, t, bound))
+    # Perseus's per-stage limits: simulated with the fitted constants, fitted on by nothing;
+    # held to where the stage model is now (docs/simulator.md: 0.048-0.137).
+    ps = r.get("per_stage_limits")
+    if not ps or ps["rows"] < 5:
+        bad.append("%s: per-stage limit rows missing" % name)
+    elif ps["max_abs_err_throughput"] > 0.15 or ps["max_abs_err_power"] > 0.08:
+        bad.append("%s: per-stage limits error %.3f / %.3f" % (name, ps["max_abs_err_throughput"],
+                                                              ps["max_abs_err_power"]))
 met = d["target_met"]
 if met != (rc == 0):
     bad.append("target_met=%s but exit %d" % (met, rc))

@@ -517,7 +517,7 @@ static int sim_status(int argc, char **argv)
 
 static int sim_validate(int argc, char **argv)
 {
-    const char *dir = NULL, *family = NULL, *split_s = NULL;
+    const char *dir = NULL, *family = NULL, *split_s = NULL, *starts_s = NULL;
     int as_json = 0, verbose = 0, fit_all = 0;
     const pfi_opt opts[] = {
         {"data", PFI_OPT_STR, &dir, "DIR", "public datasets (default $PFI_DATA_DIR)"},
@@ -528,11 +528,13 @@ static int sim_validate(int argc, char **argv)
          "also fit constants per model family: act,stall,mem,gemm or all (default none)"},
         {"split", PFI_OPT_STR, &split_s, "N",
          "fit/held-out split 0 (default), 1 or 2: a sensitivity check, docs/simulator.md"},
+        {"starts", PFI_OPT_STR, &starts_s, "N",
+         "repeat each fit from N starting points (default 1): a check for local minima"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
     const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--fit-all] "
-                               "[--family LIST] [--split N] [--json]",
+                               "[--family LIST] [--split N] [--starts N] [--json]",
                                "Fit the simulator's constants on half of the Perseus power-limit "
                                "sweeps of each GPU type and compare relative throughput and "
                                "power at every measured limit, held-out runs apart.  Exits 1 "
@@ -575,6 +577,15 @@ static int sim_validate(int argc, char **argv)
         }
         flags |= PFI_SIM_VAL_SPLIT((int)sp);
     }
+    if (starts_s) {
+        char *end = NULL;
+        long n = strtol(starts_s, &end, 10);
+        if (!end || *end || end == starts_s || n < 1 || n > 255) {
+            fprintf(stderr, "%s: --starts: '%s' is not 1..255\n", argv[0], starts_s);
+            return PFI_EXIT_USAGE;
+        }
+        flags |= PFI_SIM_VAL_STARTS((int)n);
+    }
     pfi_sim_validation *v = malloc(sizeof *v);
     if (!v)
         return PFI_EXIT_FAIL;
@@ -595,14 +606,18 @@ static int sim_validate(int argc, char **argv)
                                                     r->sim_tput[k], "meas_power",
                                                     r->meas_power[k], "sim_power",
                                                     r->sim_power[k]));
-            json_array_append_new(runs, json_pack("{s:s, s:s, s:b, s:f, s:f, s:f, s:f, s:o}",
-                                                  "run", r->run, "gpu_type", r->gpu_type,
-                                                  "held_out", r->held_out,
-                                                  "max_abs_err_throughput", r->max_abs_err_tput,
-                                                  "max_abs_err_power", r->max_abs_err_power,
-                                                  "meas_power_w_at_max", r->meas_power_w0,
-                                                  "sim_power_w_at_max", r->sim_power_w0,
-                                                  "levels", lv));
+            json_t *o = json_pack("{s:s, s:s, s:b, s:f, s:f, s:f, s:f, s:o}", "run", r->run,
+                                  "gpu_type", r->gpu_type, "held_out", r->held_out,
+                                  "max_abs_err_throughput", r->max_abs_err_tput,
+                                  "max_abs_err_power", r->max_abs_err_power,
+                                  "meas_power_w_at_max", r->meas_power_w0,
+                                  "sim_power_w_at_max", r->sim_power_w0, "levels", lv);
+            if (r->n_per_stage > 0)
+                json_object_set_new(o, "per_stage_limits",
+                                    json_pack("{s:i, s:f, s:f}", "rows", r->n_per_stage,
+                                              "max_abs_err_throughput", r->per_stage_err_tput,
+                                              "max_abs_err_power", r->per_stage_err_power));
+            json_array_append_new(runs, o);
         }
         json_t *gpus = json_array();
         for (int t = 0; t < 2; t++) {
@@ -648,6 +663,17 @@ static int sim_validate(int argc, char **argv)
         for (int k = 0; verbose && k < r->n_levels; k++)
             printf("    %4.0f W  throughput %.3f sim %.3f   power %.3f sim %.3f\n", r->limit_w[k],
                    r->meas_tput[k], r->sim_tput[k], r->meas_power[k], r->sim_power[k]);
+    }
+    int per_stage = 0;
+    for (int i = 0; i < v->n_runs; i++)
+        per_stage += v->runs[i].n_per_stage;
+    if (per_stage > 0)
+        printf("\nper-stage limits (zeus_local.csv; no fit uses them), worst error:\n");
+    for (int i = 0; i < v->n_runs; i++) {
+        const pfi_sim_val_run *r = &v->runs[i];
+        if (r->n_per_stage > 0)
+            printf("%-40s %2d rows %10.3f %10.3f\n", r->run, r->n_per_stage,
+                   r->per_stage_err_tput, r->per_stage_err_power);
     }
     if (v->n_families > 0)
         printf("\n");

@@ -69,6 +69,25 @@ static int check_job(pfi_node_config *c, int idx, pfi_err *err)
     if (j->pp > j->layers)
         return pfi_err_set(err, PFI_EINVAL, "job '%s': pp=%d exceeds its %d layers", nm, j->pp,
                            j->layers);
+    if (j->pp > PFI_SIM_MAX_STAGES)
+        return pfi_err_set(err, PFI_EINVAL, "job '%s': pp=%d exceeds %d pipeline stages", nm,
+                           j->pp, PFI_SIM_MAX_STAGES);
+    int parts = 0;
+    double in_stages = 0;
+    for (int s = 0; s < PFI_SIM_MAX_STAGES; s++) {
+        if (!(j->stage_layers[s] >= 0 && isfinite(j->stage_layers[s])))
+            return pfi_err_set(err, PFI_EINVAL, "job '%s': stage_layers[%d] must be >= 0", nm, s);
+        if (j->stage_layers[s] > 0)
+            parts = s + 1;
+        in_stages += j->stage_layers[s];
+    }
+    if (parts > j->pp)
+        return pfi_err_set(err, PFI_EINVAL, "job '%s': stage_layers has %d stages but pp=%d", nm,
+                           parts, j->pp);
+    if (parts > 0 && fabs(in_stages - j->layers) > 1e-6 * j->layers)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "job '%s': stage_layers add up to %g layers but the model has %d", nm,
+                           in_stages, j->layers);
     if (j->moe) {
         if (j->experts < 2 || j->top_k < 1 || j->top_k > j->experts)
             return pfi_err_set(err, PFI_EINVAL,
@@ -343,6 +362,14 @@ static int parse_job(json_t *o, int idx, pfi_job_config *j, pfi_err *err)
         NUM_FIELD("act_compute", j->act_compute, 0.05, 2);
         NUM_FIELD("host_ms", j->host_ms, 1e-6, 1000);
         NUM_FIELD("input_stall", j->input_stall, 0, 10);
+        else if (strcmp(key, "stage_layers") == 0) {
+            if (!json_is_array(v) || json_array_size(v) > PFI_SIM_MAX_STAGES)
+                rc = pfi_err_set(err, PFI_EINVAL,
+                                 "%s: 'stage_layers' must be an array of at most %d numbers",
+                                 what, PFI_SIM_MAX_STAGES);
+            for (size_t i = 0; rc == PFI_OK && i < json_array_size(v); i++)
+                rc = get_num(json_array_get(v, i), what, key, 0, 1000, &j->stage_layers[i], err);
+        }
         else if (strcmp(key, "moe") == 0 || strcmp(key, "encdec") == 0) {
             if (!json_is_boolean(v))
                 rc = pfi_err_set(err, PFI_EINVAL, "%s: '%s' must be true or false", what, key);
@@ -351,6 +378,12 @@ static int parse_job(json_t *o, int idx, pfi_job_config *j, pfi_err *err)
                 j->moe = moe;
             else
                 j->encdec = moe;
+        } else if (strcmp(key, "attention") == 0) {
+            const char *a = json_is_string(v) ? json_string_value(v) : "";
+            if (strcasecmp(a, "fused") == 0 || strcasecmp(a, "eager") == 0)
+                j->attn_eager = strcasecmp(a, "eager") == 0;
+            else
+                rc = pfi_err_set(err, PFI_EINVAL, "%s: 'attention' must be fused or eager", what);
         } else if (strcmp(key, "kind") == 0)
             rc = pick(kind_names, 3, v, what, key, &j->kind, err);
         else if (strcmp(key, "precision") == 0)
@@ -574,6 +607,17 @@ char *pfi_sim_config_dump(const pfi_node_config *c)
             json_object_set_new(o, "lora_rank", json_real(j->lora_rank));
         if (j->input_stall > 0)
             json_object_set_new(o, "input_stall", json_real(j->input_stall));
+        if (j->attn_eager)
+            json_object_set_new(o, "attention", json_string("eager"));
+        int split = 0;
+        for (int st = 0; st < j->pp; st++)
+            split |= j->stage_layers[st] > 0;
+        if (split) {
+            json_t *a = json_array();
+            for (int st = 0; st < j->pp; st++)
+                json_array_append_new(a, json_real(j->stage_layers[st]));
+            json_object_set_new(o, "stage_layers", a);
+        }
         json_array_append_new(jobs, o);
     }
     json_t *root = json_pack("{s:s, s:o, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o}", "name",

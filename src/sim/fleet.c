@@ -190,10 +190,14 @@ int pfi_sim_fleet(const char *which, uint64_t seed, pfi_fleet_entry **out, int *
         const pfi_gpu_model *h100 = pfi_gpu_model_find("H100-SXM");
         c->gpu = *h100;
         c->seed = (uint64_t)(pfi_sim_uniform(seed, 78, (uint64_t)k) * 4294967296.0);
-        pfi_sim_work w;
-        if (pfi_sim_job_work(c, &c->jobs[0], &w, NULL) != PFI_OK ||
-            w.mem_used_mib > h100->mem_gib * 1024 * 0.9)
-            continue; /* does not fit on an 80 GB part */
+        int room = 1;
+        for (int st = 0; st < c->jobs[0].pp && room; st++) {
+            pfi_sim_work w;
+            room = pfi_sim_job_work(c, &c->jobs[0], st, &w, NULL) == PFI_OK &&
+                   w.mem_used_mib <= h100->mem_gib * 1024 * 0.9;
+        }
+        if (!room)
+            continue; /* a stage does not fit on an 80 GB part */
         snprintf(c->name, sizeof c->name, "H100-SXM-%d", c->n_gpus);
         snprintf(e->set, sizeof e->set, "h100");
         e->match = src;

@@ -144,11 +144,24 @@ static double expected_max(double a, double b)
     return a * cdf + b * (1 - cdf) + theta * pdf;
 }
 
-double pfi_sim_step_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
+double pfi_sim_pipe_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
     double busy = pfi_sim_work_busy(g, w, op);
-    double pipe = w->t_overlap > 0 ? expected_max(busy, w->t_overlap) : busy;
-    return pipe * (1.0 + w->bubble) + w->t_host;
+    return w->t_overlap > 0 ? expected_max(busy, w->t_overlap) : busy;
+}
+
+/* 1F1B: the slowest stage runs back to back (m - 1 microbatches), and filling and draining
+ * the pipeline costs one microbatch of every stage. */
+double pfi_sim_pipeline_step(const double *pipe, int pp, double m, double t_host)
+{
+    double mx = 0, sum = 0;
+    for (int s = 0; s < pp; s++) {
+        mx = pipe[s] > mx ? pipe[s] : mx;
+        sum += pipe[s];
+    }
+    if (m < 1)
+        m = 1;
+    return (m - 1) / m * mx + sum / m + t_host;
 }
 
 double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,

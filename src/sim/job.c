@@ -105,22 +105,50 @@ void pfi_sim_job_defaults(pfi_job_config *job)
 /* Ring collectives move 2(k-1)/k of the buffer per GPU (all-reduce), (k-1)/k for all-to-all. */
 static double ring(int k) { return k > 1 ? 2.0 * (k - 1) / k : 0.0; }
 
-int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_sim_work *w,
-                     pfi_err *err)
+void pfi_sim_job_stage_layers(const pfi_job_config *j, double *out)
+{
+    int pp = j->pp > 0 ? j->pp : 1;
+    int given = 0;
+    for (int s = 0; s < pp && s < PFI_SIM_MAX_STAGES; s++)
+        given |= j->stage_layers[s] > 0;
+    for (int s = 0; s < pp && s < PFI_SIM_MAX_STAGES; s++)
+        out[s] = given ? j->stage_layers[s]
+                       : floor((double)(s + 1) * j->layers / pp) - floor((double)s * j->layers / pp);
+}
+
+/* Memory traffic of eager attention per score element and layer, forward and backward (no
+ * activation recomputation: the Perseus stage profiles' backward takes 1.9x the forward,
+ * not the ~3x a recomputed forward would add). */
+#define EAGER_ATTN_BYTES 68.0
+
+/* Fraction of GEMM peak a GEMM of geometric width x (per TP rank) reaches on microbatches of
+ * tok tokens: small GEMMs fill fewer tiles. */
+static double gemm_size_eff(double x, double tok) { return (x / (x + 800)) * (tok / (tok + 128)); }
+
+int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int stage,
+                     pfi_sim_work *w, pfi_err *err)
 {
     memset(w, 0, sizeof *w);
     const pfi_gpu_model *g = &cfg->gpu;
     int n = j->dp * j->tp * j->pp;
     if (n <= 0 || j->seq_len <= 0 || j->global_batch <= 0 || j->micro_batch <= 0 ||
-        j->layers <= 0 || j->hidden <= 0 || j->params_b <= 0)
+        j->layers <= 0 || j->hidden <= 0 || j->params_b <= 0 || j->pp > PFI_SIM_MAX_STAGES)
         return pfi_err_set(err, PFI_EINVAL, "job '%s': incomplete configuration", j->name);
+    if (stage < 0 || stage >= j->pp)
+        return pfi_err_set(err, PFI_EINVAL, "job '%s': no pipeline stage %d", j->name, stage);
+    double lay[PFI_SIM_MAX_STAGES];
+    pfi_sim_job_stage_layers(j, lay);
+    double l_st = lay[stage];
+    int first = stage == 0, last = stage == j->pp - 1;
     double S = j->seq_len, h = j->hidden, L = j->layers, mb = j->micro_batch;
     double N = j->params_b * 1e9;
     double m = (double)j->global_batch / (j->dp * mb); /* microbatches per pipeline per step */
     if (m < 1)
         m = 1;
+    w->microbatches = m;
     double tokens = (double)j->global_batch * S;
     w->tokens_per_step = tokens;
+    double vh = (double)j->vocab * h; /* the output head (tied or not): one V x h matrix */
 
     /* Active parameters: a token meets only top_k of the experts. */
     double n_act = N, expert_params = 0;
@@ -132,46 +160,74 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
         expert_params = N * share;
         n_act = N * (1 - share) + expert_params * j->top_k / j->experts;
     }
-    /* Training FLOPs per token: 6N for the weights (2 forward, 4 backward) plus attention
-     * scores and values, 6*L*h*S with a causal mask.  LoRA skips weight gradients: 4N. */
-    double fpt = 6 * n_act + 6 * L * h * S;
-    if (j->kind == PFI_JOB_LORA)
-        fpt = 4 * n_act + 6 * L * h * S;
-    double flops_gpu = fpt * tokens / n;
+    /* Training FLOPs per token: 6 per weight (2 forward, 4 backward) plus attention scores and
+     * values, 6*L*h*S with a causal mask; LoRA skips weight gradients (4 per weight).  The
+     * output head's V x h GEMM runs on the last stage; the other weights are the layers' (an
+     * untied input embedding, a lookup, is counted with them: a small overcount). */
+    double per_w = j->kind == PFI_JOB_LORA ? 4 : 6;
+    double head_w = vh < 0.5 * n_act ? vh : 0.5 * n_act;
+    double fl_layer = (per_w * (n_act - head_w) + 6 * L * h * S) / L;
+    double fl_head = per_w * head_w;
+    double tok_gpu = tokens / (j->dp * j->tp); /* tokens through one GPU of a stage, per TP share */
     double peak = g->bf16_tflops * 1e12;
     if (j->precision == PFI_PREC_FP8 && g->name[0] == 'H')
         peak *= 2;
     else if (j->precision == PFI_PREC_FP32)
         peak *= 0.5; /* TF32 tensor cores */
-    /* Small GEMMs (narrow hidden per TP rank, few tokens per microbatch) reach less of peak. */
     /* A layer's typical GEMM is h x ffn (sharded by TP): its geometric size sets the tile
-     * occupancy; T5's narrow d_model with a wide FFN still makes large GEMMs. */
+     * occupancy; T5's narrow d_model with a wide FFN still makes large GEMMs.  The head is a
+     * wide h x V GEMM. */
     double ffn_w = j->ffn_hidden > 0 ? j->ffn_hidden : 4 * h;
-    double x = sqrt(h * ffn_w) / j->tp, tok = mb * S;
-    double size_eff = (x / (x + 800)) * (tok / (tok + 128));
-    w->t_comp = flops_gpu / (peak * g->gemm_eff * size_eff);
-    w->tensor_comp = 0.92 * size_eff;
+    double tok = mb * S;
+    double eff_l = gemm_size_eff(sqrt(h * ffn_w) / j->tp, tok);
+    double eff_h = gemm_size_eff(sqrt(vh) / j->tp, tok);
+    double t_l = tok_gpu * l_st * fl_layer / (peak * g->gemm_eff * eff_l);
+    double t_h = last ? tok_gpu * fl_head / (peak * g->gemm_eff * eff_h) : 0;
+    w->t_comp = t_l + t_h;
     /* Small GEMMs also keep fewer of the tensor cores switching: less power per cycle. */
-    w->act_comp = j->act_compute * (0.15 + 0.85 * pow(size_eff, 1.5));
+    if (w->t_comp > 0) {
+        w->tensor_comp = 0.92 * (t_l * eff_l + t_h * eff_h) / w->t_comp;
+        w->act_comp = j->act_compute * (0.15 + 0.85 * (t_l * pow(eff_l, 1.5) +
+                                                       t_h * pow(eff_h, 1.5)) / w->t_comp);
+    } else {
+        w->tensor_comp = 0.92 * eff_l;
+        w->act_comp = j->act_compute * (0.15 + 0.85 * pow(eff_l, 1.5));
+    }
 
     /* Memory-bound kernels (norms, activations, residuals, dropout, rotary, softmax outside
-     * fused attention, cross-entropy) stream activations: ~200 h + 12 ffn bytes per token per
-     * layer forward and backward, split by sequence parallelism; the loss reads and writes the
-     * logits (~12 bytes per vocabulary entry per token); the optimizer step (Adam in mixed
-     * precision, ~18 bytes per trained parameter, sharded over DP) and gradient traffic.
-     * Small elementwise kernels reach only part of the bandwidth (gpu.mem_eff). */
-    double l_local = L / j->pp;
-    double ffn = j->ffn_hidden > 0 ? j->ffn_hidden : 4 * h;
+     * fused attention) stream activations: ~200 h + 12 ffn bytes per token per layer forward
+     * and backward, split by sequence parallelism.  The last stage's loss reads and writes the
+     * logits (~12 bytes per vocabulary entry per token); the first stage's embedding backward
+     * builds a dense V x h gradient and adds it to the accumulated one in every microbatch
+     * (~12 bytes per entry).  The optimizer step (Adam in mixed precision, ~18 bytes per
+     * trained parameter, sharded over DP) and gradient traffic.  Small elementwise kernels
+     * reach only part of the bandwidth (gpu.mem_eff). */
+    double ffn = ffn_w;
     double ffn_act = j->moe && j->experts > 0 ? ffn * j->top_k : ffn;
-    double p_local = (N - expert_params) / (j->tp * j->pp) +
-                     expert_params / (j->tp * j->pp * (j->ep > 0 ? j->ep : 1));
     double tok_local = tokens / j->dp;
-    double act_bytes = tok_local * l_local * (200 * h + 12 * ffn_act) / j->tp +
-                       tok_local * (double)j->vocab * 12 / (j->tp * j->pp);
+    /* Weights of the stage: its layers, the embedding (first) and the head (last; with
+     * pp > 1 a tied head is a second copy). */
+    double p_layer = (N - expert_params - vh > 0 ? N - expert_params - vh : 0) / L;
+    double p_extra = (first || last ? vh : 0) + (last && j->pp > 1 ? vh : 0);
+    double p_local = (l_st * p_layer + p_extra) / j->tp +
+                     l_st * expert_params / L / (j->tp * (j->ep > 0 ? j->ep : 1));
+    double act_bytes = tok_local * l_st * (200 * h + 12 * ffn_act) / j->tp;
+    /* Eager attention streams the heads x S x S scores through memory: ~29 bytes per score
+     * forward (bf16 scores written; scale, mask: read and written; fp32 softmax; cast back;
+     * dropout with its mask; read by the second GEMM) and ~39 backward (EAGER_ATTN_BYTES).
+     * An encoder-decoder layer averages 1.5 attentions (the decoder's self and cross
+     * attention). */
+    if (j->attn_eager)
+        act_bytes += tok_local * l_st * (double)j->heads / j->tp * S * EAGER_ATTN_BYTES *
+                     (j->encdec ? 1.5 : 1.0);
+    if (last)
+        act_bytes += tok_local * (double)j->vocab * 12 / j->tp;
+    if (first)
+        act_bytes += m * vh / j->tp * 12;
     double train_params = p_local;
     if (j->kind == PFI_JOB_LORA) {
         double r = j->lora_rank > 0 ? j->lora_rank : 16;
-        train_params = l_local * 4 * 2 * r * h / j->tp;
+        train_params = l_st * 4 * 2 * r * h / j->tp;
     }
     double opt_bytes = 18 * train_params / j->dp + 4 * train_params;
     w->t_mem = (act_bytes + opt_bytes) / (g->hbm_tbs * 1e12 * (g->mem_eff > 0 ? g->mem_eff : 0.6));
@@ -188,15 +244,15 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
 
     /* Tensor parallel: 4 all-reduces of the microbatch activations per layer (2 fwd, 2 bwd). */
     if (j->tp > 1) {
-        double bytes = m * l_local * 4 * ring(j->tp) * mb * S * h * 2;
-        w->t_comm += bytes / bw_tp + m * l_local * 4 * (j->tp <= gph ? lat_intra : lat_inter);
+        double bytes = m * l_st * 4 * ring(j->tp) * mb * S * h * 2;
+        w->t_comm += bytes / bw_tp + m * l_st * 4 * (j->tp <= gph ? lat_intra : lat_inter);
         if (j->tp <= gph && g->nvlink_gbs > 0) nvl += bytes; else pcie += bytes;
     }
     /* Expert parallel: dispatch and combine, forward and backward, of top_k copies. */
     if (j->moe && j->ep > 1) {
-        double bytes = m * l_local * 4 * (j->ep - 1.0) / j->ep * mb * S * h * j->top_k * 2;
+        double bytes = m * l_st * 4 * (j->ep - 1.0) / j->ep * mb * S * h * j->top_k * 2;
         double bw = j->ep * j->tp <= gph ? intra : inter;
-        w->t_comm += bytes / bw + m * l_local * 4 * lat_intra;
+        w->t_comm += bytes / bw + m * l_st * 4 * lat_intra;
         if (bw == intra && g->nvlink_gbs > 0) nvl += bytes; else pcie += bytes;
     }
     /* Data parallel: gradient all-reduce, bucketed and mostly overlapped with backward. */
@@ -223,13 +279,12 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
         double bytes = m * 2 * per_mb / j->tp;
         w->t_overlap += bytes / bw;
         w->t_comm += m * 2 * (cross > 0 ? lat_inter : lat_intra);
-        w->bubble = (j->pp - 1.0) / m;
         nvl += (g->nvlink_gbs > 0 ? (1 - cross) : 0) * bytes;
         pcie += (g->nvlink_gbs > 0 ? cross : 1) * bytes;
     }
     /* Host: kernel launches per layer and microbatch, hidden while the GPU is busier; the
      * Python loop per microbatch, the optimizer launch and data loading are not. */
-    w->t_overlap += j->host_ms * 1e-3 * l_local * m * (j->encdec ? 1.5 : 1.0);
+    w->t_overlap += j->host_ms * 1e-3 * l_st * m * (j->encdec ? 1.5 : 1.0);
     w->t_host = 0.030 + 0.001 * m + tokens / n * 4 / (g->pcie_gbs * 1e9);
     /* A data loader or host that cannot keep up: the GPU waits, whatever its clock. */
     if (j->input_stall > 0)
@@ -245,8 +300,11 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, pfi_si
     w->nvlink_bytes = nvl;
     w->pcie_bytes = pcie + tokens / n * 4;
 
-    /* Memory: bf16 weights and grads, sharded fp32 optimizer state, 1F1B activations. */
-    double act_mem = mb * S * h * l_local * 34 / j->tp * fmin(j->pp, m);
+    /* Memory: bf16 weights and grads, sharded fp32 optimizer state, and the activations of
+     * the microbatches in flight (1F1B: pp - stage of them on stage `stage`). */
+    double act_mem = mb * S * h * l_st * 34 / j->tp * fmin(j->pp - stage, m);
+    if (last)
+        act_mem += mb * S * (double)j->vocab * 6 / j->tp; /* logits and their fp32 softmax */
     double bytes = 4 * p_local + 12 * train_params / j->dp + act_mem + 2.5 * 1024.0 * 1024 * 1024;
     double cap = g->mem_gib * 1024.0 * 1024 * 1024 * 0.97;
     w->mem_used_mib = fmin(bytes, cap) / (1024.0 * 1024);

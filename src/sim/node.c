@@ -59,7 +59,8 @@ struct pfi_sim_node {
     pfi_node_config cfg;
     double eff[PFI_MAX_GPUS]; /* per-GPU multiplier of dynamic power (manufacturing) */
     int job_of[PFI_MAX_GPUS];
-    pfi_sim_work work[PFI_SIM_MAX_JOBS];
+    int stage_of[PFI_MAX_GPUS]; /* pipeline stage of the GPU in its job */
+    pfi_sim_work work[PFI_SIM_MAX_JOBS][PFI_SIM_MAX_STAGES]; /* per job and stage */
     gpu_hist hist[PFI_MAX_GPUS];
     job_track track[PFI_SIM_MAX_JOBS];
     double last_change;
@@ -132,8 +133,8 @@ static const pfi_sim_op *op_for(pfi_sim_node *n, int g, double e)
 {
     gpu_hist *h = &n->hist[g];
     if (e != h->cache_e) {
-        pfi_sim_operating_point(&n->cfg.gpu, &n->work[n->job_of[g]], e, n->eff[g],
-                                &h->cache_op);
+        const pfi_sim_work *w = &n->work[n->job_of[g]][n->stage_of[g]];
+        pfi_sim_operating_point(&n->cfg.gpu, w, e, n->eff[g], &h->cache_op);
         h->cache_e = e;
     }
     return &h->cache_op;
@@ -145,29 +146,46 @@ static double gap_power(const pfi_gpu_model *g)
     return g->idle_w + 0.25 * g->busy_static_w;
 }
 
-/* State of job j when its GPUs' budgets are e[] (indexed by node GPU). */
+/* State of job j when its GPUs' budgets are e[] (indexed by node GPU).  Each data-parallel
+ * replica is a pipeline paced by its slowest stage, a stage by its slowest GPU (TP peers wait
+ * for each other); the replicas meet at the gradient all-reduce, so the step is the slowest
+ * replica's. */
 static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
 {
     const pfi_job_config *job = &n->cfg.jobs[j];
     const pfi_gpu_model *g = &n->cfg.gpu;
-    const pfi_sim_work *w = &n->work[j];
-    o->step = 0;
     pfi_sim_op ops[PFI_MAX_GPUS];
+    double pipe[PFI_MAX_GPUS]; /* [replica * pp + stage] */
+    int pp = job->pp, tp = job->tp, dp = job->dp;
+    for (int k = 0; k < dp * pp; k++)
+        pipe[k] = 0;
+    double t_host = 0;
     for (int i = 0; i < job->n_gpus; i++) {
         int gi = job->first_gpu + i;
+        const pfi_sim_work *w = &n->work[j][n->stage_of[gi]];
         ops[i] = *op_for(n, gi, e[gi]);
         o->f[i] = ops[i].f[PFI_PH_COMPUTE];
         o->binds[i] = ops[i].binds;
         o->fbusy[i] = pfi_sim_busy_clock(g, w, &ops[i]);
         for (int p = 0; p < PFI_PH_KERNELS; p++)
             o->tph[i][p] = pfi_sim_phase_time(g, w, &ops[i], p);
-        double st = pfi_sim_step_time(g, w, &ops[i]);
-        if (st > o->step)
-            o->step = st; /* a synchronous step waits for its slowest GPU */
+        double pt = pfi_sim_pipe_time(g, w, &ops[i]);
+        int k = ((i / tp) % dp) * pp + n->stage_of[gi];
+        if (pt > pipe[k])
+            pipe[k] = pt;
+        if (w->t_host > t_host)
+            t_host = w->t_host;
     }
-    o->rate = w->tokens_per_step / o->step;
+    o->step = 0;
+    for (int d = 0; d < dp; d++) {
+        double st = pfi_sim_pipeline_step(pipe + d * pp, pp, n->work[j][0].microbatches, t_host);
+        if (st > o->step)
+            o->step = st; /* a synchronous step waits for its slowest replica */
+    }
+    o->rate = n->work[j][0].tokens_per_step / o->step;
     for (int i = 0; i < job->n_gpus; i++) {
         int gi = job->first_gpu + i;
+        const pfi_sim_work *w = &n->work[j][n->stage_of[gi]];
         double busy = pfi_sim_work_busy(g, w, &ops[i]);
         if (busy > o->step)
             busy = o->step;
@@ -429,12 +447,17 @@ int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err 
     }
     for (int j = 0; j < c->n_jobs; j++) {
         const pfi_job_config *job = &c->jobs[j];
-        for (int i = 0; i < job->n_gpus; i++)
+        for (int i = 0; i < job->n_gpus; i++) {
             n->job_of[job->first_gpu + i] = j;
-        rc = pfi_sim_job_work(c, job, &n->work[j], err);
-        if (rc != PFI_OK) {
-            pfi_sim_node_free(n);
-            return rc;
+            /* Megatron's order: TP innermost, then DP, then PP. */
+            n->stage_of[job->first_gpu + i] = i / (job->tp * job->dp);
+        }
+        for (int st = 0; st < job->pp; st++) {
+            rc = pfi_sim_job_work(c, job, st, &n->work[j][st], err);
+            if (rc != PFI_OK) {
+                pfi_sim_node_free(n);
+                return rc;
+            }
         }
     }
     for (int g = 0; g < c->n_gpus; g++) {
@@ -585,7 +608,7 @@ int pfi_sim_job_status_at(pfi_sim_node *n, int j, double t, pfi_sim_job_status *
     memset(s, 0, sizeof *s);
     s->tokens_per_s = now.rate;
     s->tokens = p.tokens;
-    s->tokens_per_step = n->work[j].tokens_per_step;
+    s->tokens_per_step = n->work[j][0].tokens_per_step;
     s->iterations = p.tokens / s->tokens_per_step;
     s->step_time_s = now.step;
     s->sm_clock_mhz = INFINITY;
@@ -664,7 +687,7 @@ int pfi_sim_sample(pfi_sim_node *n, int g, double t, pfi_sample *s, pfi_err *err
         mem_mib = 0;
     } else {
         const pfi_job_config *job = &c->jobs[j];
-        const pfi_sim_work *w = &n->work[j];
+        const pfi_sim_work *w = &n->work[j][n->stage_of[g]];
         job_now now;
         job_at(n, j, t, &now);
         int i = g - job->first_gpu;

@@ -1,13 +1,17 @@
 /* physics.h: internals of the simulator shared by its files (not part of the public API).
  *
  * A job's step on one GPU is reduced to a pfi_sim_work: how long each kind of work takes at the
- * maximum SM clock, and how active the chip is while doing it.  From that and a GPU model:
+ * maximum SM clock, and how active the chip is while doing it.  Every GPU of a pipeline stage
+ * does the same work; the stages differ (layers per stage, the embedding on the first, the
+ * output head and the loss on the last).  From that and a GPU model:
  *   work(f)  = t_comp * fmax/f + t_mem * s(f_m) + t_comm * s(f_x)   (kernels on the GPU;
  *              s(f) = max(1, f_sat/f): below a saturation clock even memory and copy kernels
  *              cannot issue requests fast enough and slow down with the SM clock)
- *   pipe(f)  = max(work(f), t_overlap) * (1 + bubble)   (host launch and overlapped sends run
- *                                                        concurrently; 1F1B bubble)
- *   step(f)  = pipe(f) + t_host
+ *   pipe(f)  = E[max(work(f), t_overlap)]   (host launch and overlapped sends run concurrently)
+ *   step     = (m-1)/m * max_s pipe_s + 1/m * sum_s pipe_s + t_host
+ *              (1F1B over m microbatches: the slowest stage sets the pace, and filling and
+ *              draining the pipeline costs one microbatch of every stage; equal stages give
+ *              the familiar pipe * (1 + (pp-1)/m))
  * The firmware's control window is short next to a step's phases (GEMM stretches, elementwise
  * stretches, collectives, idle gaps), so it caps each phase on its own: in phase p the clock is
  * the highest f with power_p(f) <= L.  Compute phases draw the most and bind first; a job whose
@@ -22,7 +26,7 @@ typedef struct pfi_sim_work {
     double t_mem;        /* s per step of memory-bound kernels */
     double t_comm;       /* s per step of communication kernels on the critical path */
     double t_overlap;    /* s per step of work concurrent with the kernels (host, p2p sends) */
-    double bubble;       /* pipeline bubble as a fraction of the per-pipeline work */
+    double microbatches; /* per pipeline per step (the 1F1B schedule's m) */
     double t_host;       /* s per step the GPU waits for the host (optimizer, data) */
     double act_comp, act_mem, act_comm, act_spin;     /* SM activity of each phase, 0..~1.1 */
     double dram_comp, dram_mem, dram_comm, dram_spin; /* DRAM bandwidth use of each phase */
@@ -60,11 +64,22 @@ double pfi_sim_busy_clock(const pfi_gpu_model *g, const pfi_sim_work *w, const p
 double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
                           int phase);
 double pfi_sim_work_busy(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op);
-double pfi_sim_step_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op);
+/* One stage GPU's time per step with the concurrent work (busy kernels against t_overlap). */
+double pfi_sim_pipe_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op);
+/* A 1F1B step over pp stages whose per-step times are pipe[0..pp-1], m microbatches, plus the
+ * host time: the slowest stage sets the pace. */
+double pfi_sim_pipeline_step(const double *pipe, int pp, double m, double t_host);
 
-/* The work of job j on one of its GPUs (every GPU of a job does the same work). */
-int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *job, pfi_sim_work *out,
-                     pfi_err *err);
+/* The work of one GPU of the job's pipeline stage `stage` (0..pp-1; every GPU of a stage does
+ * the same work). */
+int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *job, int stage,
+                     pfi_sim_work *out, pfi_err *err);
+/* Transformer layers of each stage: the job's partition, or an even split when it has none. */
+void pfi_sim_job_stage_layers(const pfi_job_config *job, double *layers);
+/* A Merak partition method ("uniform_transformer", "custom:0,6,10,...,32") of job (model,
+ * family, layers and pp set) as transformer layers per stage, out[0..pp-1] (merak.c). */
+int pfi_sim_merak_stage_layers(const char *method, const pfi_job_config *job, double *out,
+                               pfi_err *err);
 /* Fills the family constants of job when they are 0. */
 void pfi_sim_job_defaults(pfi_job_config *job);
 

@@ -33,6 +33,7 @@
 
 #define PFI_SIM_MAX_JOBS 16
 #define PFI_SIM_NAME_MAX 64
+#define PFI_SIM_MAX_STAGES 32      /* pipeline stages of one job (pp) */
 
 /* ---------------------------------------------------------------- GPU models */
 
@@ -101,6 +102,16 @@ typedef struct pfi_job_config {
     double host_ms;                /* host time per layer and microbatch that the GPU can hide */
     double input_stall;            /* time the step waits for input data and the host, as a
                                     * fraction of its GPU work at full clock (0: none) */
+    /* Pipeline partition: transformer layers on each of the pp stages (fractions allowed: a
+     * stage may hold part of an encoder-decoder's heavier decoder blocks, counted in mean
+     * layers).  All 0: an even split.  The embedding is on the first stage, the output head
+     * and the loss on the last, whatever the split: stages are not equal, and a 1F1B
+     * pipeline runs at the pace of its slowest one. */
+    double stage_layers[PFI_SIM_MAX_STAGES];
+    /* 1: attention as separate kernels (eager PyTorch: the heads x S x S scores are written,
+     * masked, soft-maxed and dropped out in memory, forward, backward and recomputed); 0:
+     * a fused kernel (FlashAttention), the default. */
+    int attn_eager;
 } pfi_job_config;
 
 typedef struct pfi_node_config {
@@ -252,6 +263,10 @@ typedef struct pfi_sim_val_run {
     double meas_power_w0, sim_power_w0; /* absolute per-GPU power at the max limit */
     double sim_time0;                   /* simulated iteration time at the max limit */
     double max_abs_err_tput, max_abs_err_power;
+    /* Perseus's per-stage limits (zeus_local.csv), fitted on by nothing: rows simulated and
+     * the worst errors, relative to the measurement at the global maximum limit. */
+    int n_per_stage;
+    double per_stage_err_tput, per_stage_err_power;
 } pfi_sim_val_run;
 
 typedef struct pfi_sim_validation {
@@ -296,6 +311,9 @@ typedef struct pfi_sim_validation {
  * a sensitivity check that must not be used to pick the best-scoring one). */
 #define PFI_SIM_VAL_SPLIT(n) ((n) << 8)
 #define PFI_SIM_VAL_SPLITS 3
+/* Repeat each per-type fit from n starting points (1..255; default 1) and keep the lowest
+ * cost: how far the validation depends on where the search starts. */
+#define PFI_SIM_VAL_STARTS(n) ((n) << 16)
 int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err);
 
 #endif

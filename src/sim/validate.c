@@ -23,88 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/perseus_csv.h"
 #include "sim/physics.h"
-
-/* ---------------------------------------------------------------- CSV */
-
-#define MAX_COLS 32
-#define MAX_ROWS 1024
-
-typedef struct csv_table {
-    int ncols, nrows;
-    char head[MAX_COLS][48];
-    char cell[MAX_ROWS][MAX_COLS][64];
-} csv_table;
-
-/* Splits one line into fields (RFC 4180 quotes; the partition lists hold commas). */
-static int csv_split(const char *line, char out[][64], int max)
-{
-    int n = 0;
-    const char *p = line;
-    while (n < max) {
-        size_t k = 0;
-        int quoted = *p == '"';
-        if (quoted)
-            p++;
-        while (*p && (quoted ? !(*p == '"' && p[1] != '"') : *p != ',') && *p != '\n' &&
-               *p != '\r') {
-            if (quoted && *p == '"')
-                p++;
-            if (k + 1 < 64)
-                out[n][k++] = *p;
-            p++;
-        }
-        if (quoted && *p == '"')
-            p++;
-        out[n++][k] = '\0';
-        if (*p != ',')
-            break;
-        p++;
-    }
-    return n;
-}
-
-static int csv_read(const char *path, csv_table *t, pfi_err *err)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return pfi_err_set(err, PFI_ENOENT, "cannot open %s: %s", path, strerror(errno));
-    char line[2048];
-    memset(t, 0, sizeof *t);
-    int rc = PFI_OK;
-    if (!fgets(line, sizeof line, f)) {
-        rc = pfi_err_set(err, PFI_EINVAL, "%s is empty", path);
-    } else {
-        char cols[MAX_COLS][64];
-        t->ncols = csv_split(line, cols, MAX_COLS);
-        for (int c = 0; c < t->ncols; c++)
-            snprintf(t->head[c], sizeof t->head[c], "%s", cols[c]);
-        while (rc == PFI_OK && fgets(line, sizeof line, f)) {
-            if (line[0] == '\n' || line[0] == '\r')
-                continue;
-            if (t->nrows >= MAX_ROWS) {
-                rc = pfi_err_set(err, PFI_EINVAL, "%s has more than %d rows", path, MAX_ROWS);
-                break;
-            }
-            if (csv_split(line, t->cell[t->nrows], MAX_COLS) != t->ncols) {
-                rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has the wrong number of fields",
-                                 path, t->nrows + 2);
-                break;
-            }
-            t->nrows++;
-        }
-    }
-    fclose(f);
-    return rc;
-}
-
-static int col(const csv_table *t, const char *name)
-{
-    for (int c = 0; c < t->ncols; c++)
-        if (strcmp(t->head[c], name) == 0)
-            return c;
-    return -1;
-}
 
 /* ---------------------------------------------------------------- runs */
 
@@ -134,6 +54,7 @@ typedef struct ctx {
     vfam fam[PFI_SIM_VAL_MAX_RUNS];
     int nfam;
     int fam_mode;
+    int starts; /* starting points of the sweep fits */
     pfi_gpu_model gpu[2];
     double net[2];
     double host[2]; /* the cluster's host time per layer and microbatch, ms */
@@ -167,15 +88,16 @@ static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, 
     char path[4096];
     snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_global.csv", dir,
              type == 0 ? "A100" : "A40");
-    csv_table *t = malloc(sizeof *t);
+    pfi_sim_csv *t = malloc(sizeof *t);
     if (!t)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    int rc = csv_read(path, t, err);
-    int cm = col(t, "model_name"), cb = col(t, "batch_size"), cdp = col(t, "dp"),
-        ctp = col(t, "tp"), cpp = col(t, "pp"), cmb = col(t, "microbatch_size"),
-        cl = col(t, "power_limit_0"), ctime = col(t, "time"), ce = col(t, "energy");
+    int rc = pfi_sim_csv_read(path, t, err);
+    int cm = pfi_sim_csv_col(t, "model_name"), cb = pfi_sim_csv_col(t, "batch_size"), cdp = pfi_sim_csv_col(t, "dp"),
+        ctp = pfi_sim_csv_col(t, "tp"), cpp = pfi_sim_csv_col(t, "pp"), cmb = pfi_sim_csv_col(t, "microbatch_size"),
+        cl = pfi_sim_csv_col(t, "power_limit_0"), ctime = pfi_sim_csv_col(t, "time"), ce = pfi_sim_csv_col(t, "energy"),
+        cpart = pfi_sim_csv_col(t, "partition_method");
     if (rc == PFI_OK && (cm < 0 || cb < 0 || cdp < 0 || ctp < 0 || cpp < 0 || cmb < 0 ||
-                         cl < 0 || ctime < 0 || ce < 0))
+                         cl < 0 || ctime < 0 || ce < 0 || cpart < 0))
         rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
     const pfi_gpu_model *gm = pfi_gpu_model_find(type == 0 ? "A100-PCIE-80GB" : "A40");
     for (int r = 0; rc == PFI_OK && r < t->nrows; r++) {
@@ -206,6 +128,13 @@ static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, 
             j->micro_batch = atoi(t->cell[r][cmb]);
             j->global_batch = atoi(t->cell[r][cb]);
             j->seq_len = seq_for(j->family);
+            /* Merak trains Hugging Face models, whose attention (2023) is eager. */
+            j->attn_eager = 1;
+            if (j->pp > 1) {
+                rc = pfi_sim_merak_stage_layers(t->cell[r][cpart], j, j->stage_layers, err);
+                if (rc != PFI_OK)
+                    break;
+            }
             snprintf(j->name, sizeof j->name, "train");
             nc->n_jobs = 1;
             nc->n_gpus = j->dp * j->tp * j->pp;
@@ -286,8 +215,8 @@ static double default_act(const pfi_job_config *j)
     return base.act_compute;
 }
 
-/* Simulates run v with the context's current constants; returns PFI_OK or an error. */
-static int simulate(const ctx *c, vrun *v)
+/* Run v's node configuration with the context's current constants. */
+static void run_config(const ctx *c, const vrun *v, pfi_node_config *out)
 {
     pfi_node_config nc = v->cfg;
     nc.gpu = c->gpu[v->type];
@@ -305,6 +234,14 @@ static int simulate(const ctx *c, vrun *v)
         j->act_compute = default_act(j) * act;
     if ((c->fam_mode & PFI_SIM_VAL_FAM_STALL) && c->fam[v->fam].fit_type >= 0)
         j->input_stall = c->fam[v->fam].stall;
+    *out = nc;
+}
+
+/* Simulates run v with the context's current constants; returns PFI_OK or an error. */
+static int simulate(const ctx *c, vrun *v)
+{
+    pfi_node_config nc;
+    run_config(c, v, &nc);
     pfi_sim_node *node;
     int rc = pfi_sim_node_new(&nc, &node, NULL);
     if (rc != PFI_OK)
@@ -353,6 +290,7 @@ typedef struct param {
 typedef struct problem {
     param p[MAX_PARAMS];
     int n;
+    int starts; /* starting points of the search (0 or 1: the current values only) */
     double (*cost)(void *);
     void *arg;
 } problem;
@@ -373,7 +311,9 @@ static double problem_eval(const gsl_vector *u, void *arg)
 }
 
 /* Nelder-Mead (GSL) from the current values; restarts from the best point shake the simplex
- * out of early collapse.  Leaves the best point in the constants. */
+ * out of early collapse.  With pb->starts > 1 the search is repeated from points scattered
+ * around the current values and the lowest cost wins (a check that the fit is not a local
+ * minimum).  Leaves the best point in the constants. */
 static int minimize(problem *pb, pfi_err *err)
 {
     size_t n = (size_t)pb->n;
@@ -387,20 +327,35 @@ static int minimize(problem *pb, pfi_err *err)
             gsl_multimin_fminimizer_free(m);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
+    double u0[MAX_PARAMS], best_u[MAX_PARAMS], best = INFINITY;
     for (size_t i = 0; i < n; i++)
-        gsl_vector_set(u, i, unsquash(*pb->p[i].x, pb->p[i].lo, pb->p[i].hi));
+        u0[i] = unsquash(*pb->p[i].x, pb->p[i].lo, pb->p[i].hi);
     gsl_multimin_function fn = {.f = problem_eval, .n = n, .params = pb};
-    for (int restart = 0; restart < 6; restart++) {
-        gsl_vector_set_all(step, restart == 0 ? 1.0 : 0.4);
-        gsl_multimin_fminimizer_set(m, &fn, u, step);
-        for (int it = 0; it < 1500; it++) {
-            if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS)
-                break;
-            if (gsl_multimin_fminimizer_size(m) < 1e-5)
-                break;
+    for (int st = 0; st < (pb->starts > 1 ? pb->starts : 1); st++) {
+        /* Start 0 is the current point; the others are scattered around it (deterministic). */
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(u, i, u0[i] + (st ? 3.0 * (pfi_sim_uniform(77, (uint64_t)st, i) - 0.5)
+                                             : 0));
+        for (int restart = 0; restart < 6; restart++) {
+            gsl_vector_set_all(step, restart == 0 ? 1.0 : 0.4);
+            gsl_multimin_fminimizer_set(m, &fn, u, step);
+            for (int it = 0; it < 1500; it++) {
+                if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS)
+                    break;
+                if (gsl_multimin_fminimizer_size(m) < 1e-5)
+                    break;
+            }
+            gsl_vector_memcpy(u, gsl_multimin_fminimizer_x(m));
         }
-        gsl_vector_memcpy(u, gsl_multimin_fminimizer_x(m));
+        double cst = problem_eval(u, pb);
+        if (cst < best) {
+            best = cst;
+            for (size_t i = 0; i < n; i++)
+                best_u[i] = gsl_vector_get(u, i);
+        }
     }
+    for (size_t i = 0; i < n; i++)
+        gsl_vector_set(u, i, best_u[i]);
     problem_eval(u, pb);
     gsl_multimin_fminimizer_free(m);
     gsl_vector_free(u);
@@ -429,7 +384,7 @@ static int load_profile(const char *dir, int type, profile *pr, pfi_err *err)
     static const char *const models[2] = {"gpt3-175b", "bloom"};
     const char *chip = type == 0 ? "a100_sxm" : "a40";
     pr->n = 0;
-    csv_table *t = malloc(sizeof *t);
+    pfi_sim_csv *t = malloc(sizeof *t);
     if (!t)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     int rc = PFI_OK;
@@ -437,9 +392,9 @@ static int load_profile(const char *dir, int type, profile *pr, pfi_err *err)
         char path[4096];
         snprintf(path, sizeof path, "%s/perseus-sosp24/stage_profile/%s+%s_bf16.csv", dir,
                  models[m], chip);
-        rc = csv_read(path, t, err);
-        int cs = col(t, "stage"), cf = col(t, "frequency"), ct = col(t, "time"),
-            ce = col(t, "energy");
+        rc = pfi_sim_csv_read(path, t, err);
+        int cs = pfi_sim_csv_col(t, "stage"), cf = pfi_sim_csv_col(t, "frequency"), ct = pfi_sim_csv_col(t, "time"),
+            ce = pfi_sim_csv_col(t, "energy");
         if (rc == PFI_OK && (cs < 0 || cf < 0 || ct < 0 || ce < 0))
             rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
         /* Stage 0, forward and backward summed per clock: time and energy of one microbatch;
@@ -508,11 +463,17 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
     if (rc == PFI_OK) {
         pfi_gpu_model *g = &c->gpu[type];
         pr->g = g;
-        /* Reference: the highest clock still under the default limit (the A40 profile is
-         * capped at 300 W above ~1450 MHz, where locking the clock no longer holds it). */
+        /* Reference: the highest clock below the power plateau of the profiled part's own
+         * limit (the A40 profile is capped at 300 W above ~1450 MHz, where locking the clock
+         * no longer holds it).  The plateau is the profile's, not the validated part's: the
+         * A100 SXM was profiled up to ~475 W, far above the PCIe card's 300 W, and every
+         * clock of it informs the shared V-f curve. */
+        double pmax = 0;
+        for (int k = 0; k < pr->n; k++)
+            pmax = fmax(pmax, pr->p[k]);
         pr->fref = 0;
         for (int k = 0; k < pr->n; k++)
-            if (pr->p[k] < 0.95 * g->default_limit_w && pr->f[k] > pr->fref)
+            if (pr->p[k] < 0.97 * pmax && pr->f[k] > pr->fref)
                 pr->fref = pr->f[k];
         double psum = 0;
         int np = 0;
@@ -612,7 +573,7 @@ static void add_family_params(problem *pb, ctx *c, int type)
 static int fit_type(ctx *c, int type, pfi_err *err)
 {
     c->type = type;
-    problem pb = {.cost = sweep_cost, .arg = c};
+    problem pb = {.cost = sweep_cost, .arg = c, .starts = c->starts};
     add_type_params(&pb, c, type);
     add_family_params(&pb, c, type);
     return minimize(&pb, err);
@@ -624,11 +585,78 @@ static int fit_type(ctx *c, int type, pfi_err *err)
 static int fit_joint(ctx *c, pfi_err *err)
 {
     c->type = -1;
-    problem pb = {.cost = sweep_cost, .arg = c};
+    problem pb = {.cost = sweep_cost, .arg = c, .starts = c->starts};
     add_type_params(&pb, c, 0);
     add_type_params(&pb, c, 1);
     add_family_params(&pb, c, -1);
     return minimize(&pb, err);
+}
+
+/* Perseus's per-stage baseline (zeus_local.csv: a power limit per pipeline stage, the
+ * heaviest stage at a higher one) is used by no fit: with the constants fitted on the global
+ * sweeps, each row is simulated with its limits on its stages' GPUs and compared, relative to
+ * the run's measurement at the global maximum limit, like the global sweep.  A check of the
+ * pipeline's stages (which one paces it, how the others' slack absorbs a lower limit). */
+static int per_stage_check(ctx *c, const char *dir, int type, pfi_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_local.csv", dir,
+             type == 0 ? "A100" : "A40");
+    FILE *probe = fopen(path, "r");
+    if (!probe)
+        return PFI_OK; /* an older copy of the data without it: nothing to check */
+    fclose(probe);
+    pfi_sim_csv *t = malloc(sizeof *t);
+    if (!t)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int rc = pfi_sim_csv_read(path, t, err);
+    int cm = pfi_sim_csv_col(t, "model_name"), ctime = pfi_sim_csv_col(t, "time"), ce = pfi_sim_csv_col(t, "energy");
+    if (rc == PFI_OK && (cm < 0 || ctime < 0 || ce < 0))
+        rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
+    for (int r = 0; rc == PFI_OK && r < t->nrows; r++) {
+        vrun *v = NULL;
+        for (int i = 0; i < c->nruns; i++)
+            if (c->runs[i].type == type &&
+                strcmp(c->runs[i].cfg.jobs[0].model, t->cell[r][cm]) == 0)
+                v = &c->runs[i];
+        if (!v)
+            continue; /* the CNN */
+        pfi_node_config nc;
+        run_config(c, v, &nc);
+        const pfi_job_config *j = &nc.jobs[0];
+        int bad = 0;
+        for (int g = 0; g < nc.n_gpus; g++) {
+            char key[32];
+            snprintf(key, sizeof key, "power_limit_%d", g / (j->tp * j->dp));
+            int k = pfi_sim_csv_col(t, key);
+            double L = k >= 0 ? atof(t->cell[r][k]) : 0;
+            bad |= !(L >= nc.gpu.min_limit_w && L <= nc.gpu.max_limit_w);
+            nc.initial_limit_w[g] = L;
+        }
+        double tm = atof(t->cell[r][ctime]), en = atof(t->cell[r][ce]);
+        if (bad || !(tm > 0 && en > 0)) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has a missing or bad value", path,
+                             r + 2);
+            break;
+        }
+        pfi_sim_node *node;
+        rc = pfi_sim_node_new(&nc, &node, err);
+        if (rc != PFI_OK)
+            break;
+        pfi_sim_job_status st;
+        rc = pfi_sim_job_status_at(node, 0, 1.0, &st, err);
+        pfi_sim_node_free(node);
+        if (rc != PFI_OK)
+            break;
+        pfi_sim_val_run *o = &v->out;
+        double et = fabs(o->sim_time0 / st.step_time_s - v->meas_time0 / tm);
+        double ep = fabs(st.power_w / o->sim_power_w0 - en / tm / nc.n_gpus / o->meas_power_w0);
+        o->n_per_stage++;
+        o->per_stage_err_tput = fmax(o->per_stage_err_tput, et);
+        o->per_stage_err_power = fmax(o->per_stage_err_power, ep);
+    }
+    free(t);
+    return rc;
 }
 
 int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err)
@@ -646,6 +674,7 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
     c->host[0] = c->host[1] = 0.2;
     int fit_all = (flags & PFI_SIM_VAL_FIT_ALL) != 0;
     int split = (flags >> 8) & 0xff;
+    c->starts = (flags >> 16) & 0xff;
     if (split >= PFI_SIM_VAL_SPLITS) {
         free(c);
         return pfi_err_set(err, PFI_EINVAL, "split %d: there are %d (0..%d)", split,
@@ -683,6 +712,8 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
         rc = fit_joint(c, err);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         rc = simulate(c, &c->runs[i]);
+    for (int type = 0; rc == PFI_OK && type < 2; type++)
+        rc = per_stage_check(c, data_dir, type, err);
     if (rc != PFI_OK) {
         free(c->prof[0]);
         free(c->prof[1]);

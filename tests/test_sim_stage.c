@@ -1,0 +1,216 @@
+/* Tests of the simulator's pipeline stages: the 1F1B step over unequal stages, the work of
+ * each stage (layers from the partition, the embedding on the first, the head and the loss
+ * on the last), eager attention, the partition in the configuration, and per-stage
+ * telemetry of a node. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sim/physics.h"
+#include "sim/sim.h"
+
+/* BLOOM-3B on 8 A40s, PP8, as Perseus ran it (the partition in layers per stage). */
+static const char *const bloom_json =
+    "{\"gpu\": \"A40\", \"gpus\": 8, \"gpus_per_host\": 4, \"net_gbs\": 3, \"variation\": 0,"
+    " \"noise_w\": 0, \"jobs\": [{\"model\": \"bloom-3b\", \"pp\": 8, \"seq_len\": 1024,"
+    " \"global_batch\": 512, \"micro_batch\": 4%s}]}";
+
+static void parse(const char *extra, pfi_node_config *c)
+{
+    char text[1024];
+    snprintf(text, sizeof text, bloom_json, extra);
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_config_parse(text, c, &e), PFI_OK);
+}
+
+static void test_pipeline_step(void **state)
+{
+    (void)state;
+    /* Equal stages: the familiar pipe * (1 + (pp - 1) / m) plus the host time. */
+    double eq[4] = {2, 2, 2, 2};
+    assert_true(fabs(pfi_sim_pipeline_step(eq, 4, 16, 0.5) - (2 * (1 + 3.0 / 16) + 0.5)) < 1e-12);
+    /* One slow stage sets the pace: (m-1)/m of it, plus one microbatch of every stage. */
+    double un[4] = {2, 2, 2, 3};
+    double st = pfi_sim_pipeline_step(un, 4, 16, 0);
+    assert_true(fabs(st - (15.0 / 16 * 3 + 9.0 / 16)) < 1e-12);
+    assert_true(st > pfi_sim_pipeline_step(eq, 4, 16, 0));
+    /* One stage: no bubble; fewer than one microbatch counts as one. */
+    assert_true(fabs(pfi_sim_pipeline_step(eq, 1, 8, 0) - 2) < 1e-12);
+    assert_true(fabs(pfi_sim_pipeline_step(un, 4, 0.5, 0) - 9) < 1e-12);
+}
+
+static void test_stage_work(void **state)
+{
+    (void)state;
+    pfi_node_config c;
+    parse("", &c);
+    const pfi_job_config *j = &c.jobs[0];
+    double lay[PFI_SIM_MAX_STAGES];
+    pfi_sim_job_stage_layers(j, lay);
+    double sum = 0;
+    for (int s = 0; s < 8; s++)
+        sum += lay[s];
+    assert_true(fabs(sum - 30) < 1e-9); /* an even split of 30 layers: 3 or 4 each */
+    pfi_sim_work w[8];
+    pfi_err e = {0};
+    for (int s = 0; s < 8; s++)
+        assert_int_equal(pfi_sim_job_work(&c, j, s, &w[s], &e), PFI_OK);
+    pfi_sim_work none;
+    assert_int_equal(pfi_sim_job_work(&c, j, 8, &none, &e), PFI_EINVAL);
+    /* The head (250,880 x 2,560) makes the last stage the heaviest in compute and the loss in
+     * memory traffic; the first stage's embedding gradient adds memory traffic only. */
+    for (int s = 1; s < 7; s++) {
+        double per_layer = w[s].t_comp / lay[s];
+        assert_true(w[7].t_comp > w[s].t_comp + 3 * per_layer);
+        assert_true(fabs(w[0].t_comp / lay[0] - per_layer) < 1e-9 * per_layer);
+        assert_true(w[0].t_mem / lay[0] > w[s].t_mem / lay[s]);
+        assert_true(w[7].t_mem / lay[7] > w[s].t_mem / lay[s]);
+    }
+    /* The wide head GEMM keeps more tensor cores busy than the layers' GEMMs. */
+    assert_true(w[7].act_comp > w[3].act_comp && w[7].tensor_comp > w[3].tensor_comp);
+    /* Every stage does the same number of microbatches and tokens. */
+    assert_true(w[0].microbatches == 128 && w[7].tokens_per_step == w[0].tokens_per_step);
+
+    /* The total compute over the stages does not depend on the partition. */
+    pfi_node_config p;
+    parse(", \"stage_layers\": [5, 4, 4, 4, 4, 4, 4, 1]", &p);
+    double t_even = 0, t_part = 0;
+    for (int s = 0; s < 8; s++) {
+        pfi_sim_work a;
+        assert_int_equal(pfi_sim_job_work(&p, &p.jobs[0], s, &a, &e), PFI_OK);
+        t_part += a.t_comp;
+        t_even += w[s].t_comp;
+    }
+    assert_true(fabs(t_part - t_even) < 1e-9 * t_even);
+
+    /* Eager attention adds memory traffic that grows with the sequence length. */
+    pfi_node_config a;
+    parse(", \"attention\": \"eager\"", &a);
+    pfi_sim_work we;
+    assert_int_equal(pfi_sim_job_work(&a, &a.jobs[0], 3, &we, &e), PFI_OK);
+    assert_true(we.t_mem > 2 * w[3].t_mem && we.t_comp == w[3].t_comp);
+}
+
+static void test_stage_config(void **state)
+{
+    (void)state;
+    pfi_node_config c;
+    pfi_err e = {0};
+    char text[1024];
+    snprintf(text, sizeof text, bloom_json, ", \"stage_layers\": [5, 4, 4, 4, 4, 4, 4, 2]");
+    assert_int_equal(pfi_sim_config_parse(text, &c, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "add up to 31"));
+    snprintf(text, sizeof text, bloom_json, ", \"stage_layers\": [4, 4, 4, 3, 3, 3, 3, 3, 3]");
+    assert_int_equal(pfi_sim_config_parse(text, &c, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "9 stages but pp=8"));
+    snprintf(text, sizeof text, bloom_json, ", \"stage_layers\": [5, -4]");
+    assert_int_equal(pfi_sim_config_parse(text, &c, &e), PFI_EINVAL);
+    snprintf(text, sizeof text, bloom_json, ", \"attention\": \"flash\"");
+    assert_int_equal(pfi_sim_config_parse(text, &c, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "fused or eager"));
+    /* The dump keeps the partition and the attention. */
+    parse(", \"stage_layers\": [5, 4, 4, 4, 4, 4, 4, 1], \"attention\": \"eager\"", &c);
+    char *dump = pfi_sim_config_dump(&c);
+    assert_non_null(dump);
+    pfi_node_config back;
+    assert_int_equal(pfi_sim_config_parse(dump, &back, &e), PFI_OK);
+    free(dump);
+    assert_int_equal(back.jobs[0].attn_eager, 1);
+    for (int s = 0; s < 8; s++)
+        assert_true(back.jobs[0].stage_layers[s] == c.jobs[0].stage_layers[s]);
+}
+
+/* Merak's partitions (the Perseus CSVs) as layers per stage. */
+static void test_merak_partition(void **state)
+{
+    (void)state;
+    pfi_job_config j;
+    memset(&j, 0, sizeof j);
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_job_from_model(&j, "bloom-3b", &e), PFI_OK);
+    j.pp = 8;
+    double out[PFI_SIM_MAX_STAGES];
+    /* Units: the embedding, 30 layers, the head (32). */
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,6,10,14,18,22,26,30,32", &j, out, &e),
+                     PFI_OK);
+    static const double bloom[8] = {5, 4, 4, 4, 4, 4, 4, 1};
+    for (int s = 0; s < 8; s++)
+        assert_true(fabs(out[s] - bloom[s]) < 1e-9);
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,6,10,32", &j, out, &e), PFI_EINVAL);
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,6,10,14,18,22,26,30,31", &j, out, &e),
+                     PFI_EINVAL);
+    assert_int_equal(pfi_sim_merak_stage_layers("balanced", &j, out, &e), PFI_EINVAL);
+    /* GPT-2 style models have two embedding units: GPT-3 XL "custom:0,8,14,21,27" on 4. */
+    memset(&j, 0, sizeof j); /* a fresh job: the catalogue keeps a family already set */
+    assert_int_equal(pfi_sim_job_from_model(&j, "gpt3-xl", &e), PFI_OK);
+    j.pp = 4;
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,8,14,21,27", &j, out, &e), PFI_OK);
+    static const double gpt[4] = {6, 6, 7, 5};
+    for (int s = 0; s < 4; s++)
+        assert_true(fabs(out[s] - gpt[s]) < 1e-9);
+    memset(&j, 0, sizeof j);
+    assert_int_equal(pfi_sim_job_from_model(&j, "gpt3-2.7b", &e), PFI_OK);
+    j.pp = 8;
+    assert_int_equal(pfi_sim_merak_stage_layers("uniform_transformer", &j, out, &e), PFI_OK);
+    for (int s = 0; s < 8; s++)
+        assert_true(fabs(out[s] - 4) < 1e-9);
+    /* T5: encoder blocks one unit, decoder blocks two; a decoder block is the heavier. */
+    memset(&j, 0, sizeof j);
+    assert_int_equal(pfi_sim_job_from_model(&j, "t5-3b", &e), PFI_OK);
+    j.pp = 4;
+    assert_int_equal(pfi_sim_merak_stage_layers("custom:0,16,33,53,74", &j, out, &e), PFI_OK);
+    double sum = out[0] + out[1] + out[2] + out[3];
+    assert_true(fabs(sum - 48) < 1e-9);
+    assert_true(fabs(out[0] - 15 * 6.0 / 7) < 1e-9 && fabs(out[2] - 10 * 8.0 / 7) < 1e-9);
+}
+
+/* A pipeline paced by its heaviest stage: the others wait, at lower power, and a cap slows
+ * the job no more than it slows that stage. */
+static void test_node_stages(void **state)
+{
+    (void)state;
+    pfi_node_config c;
+    parse(", \"stage_layers\": [5, 4, 4, 4, 4, 4, 4, 1]", &c);
+    pfi_sim_node *n;
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_node_new(&c, &n, &e), PFI_OK);
+    pfi_sim_work w[8];
+    double pipe[8];
+    pfi_sim_op op;
+    for (int s = 0; s < 8; s++) {
+        assert_int_equal(pfi_sim_job_work(&c, &c.jobs[0], s, &w[s], &e), PFI_OK);
+        pfi_sim_operating_point(&c.gpu, &w[s], 300, 1.0, &op);
+        pipe[s] = pfi_sim_pipe_time(&c.gpu, &w[s], &op);
+    }
+    pfi_sim_steady st;
+    assert_int_equal(pfi_sim_job_steady(n, 0, 300, &st, &e), PFI_OK);
+    assert_true(fabs(st.step_time_s - pfi_sim_pipeline_step(pipe, 8, 128, w[0].t_host)) <
+                1e-9 * st.step_time_s);
+    pfi_sample s0, s3, s7;
+    assert_int_equal(pfi_sim_sample(n, 0, 30, &s0, &e), PFI_OK);
+    assert_int_equal(pfi_sim_sample(n, 3, 30, &s3, &e), PFI_OK);
+    assert_int_equal(pfi_sim_sample(n, 7, 30, &s7, &e), PFI_OK);
+    /* The head's stage is the busiest; a middle stage waits most and draws least. */
+    assert_true(s7.sm_active > s3.sm_active && s0.sm_active > s3.sm_active);
+    assert_true(s7.power_w > s3.power_w);
+    assert_true(s7.tensor_active > s3.tensor_active);
+    pfi_sim_node_free(n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pipeline_step),
+        cmocka_unit_test(test_stage_work),
+        cmocka_unit_test(test_stage_config),
+        cmocka_unit_test(test_merak_partition),
+        cmocka_unit_test(test_node_stages),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -65,6 +65,10 @@ enum { PFI_PROBE_SPACE_MAXCAP = 0, PFI_PROBE_SPACE_P0 = 1 };
 typedef struct pfi_probe_shape_opts {
     int k;     /* neighbours (< 1: PFI_PROBE_SHAPE_K) */
     int space; /* PFI_PROBE_SPACE_* */
+    /* weight of the draw/cap at the probe's cap in the distance to a reference (0: slowdown
+     * only): a job that draws well below a cap sheds less there than one that draws all of it,
+     * and the probe measures its draw anyway */
+    double w_draw;
 } pfi_probe_shape_opts;
 
 /* A job's WHOLE curve in cap space from one probe and the measured curves of OTHER jobs:

@@ -223,7 +223,7 @@ static void test_shape_from_other_jobs(void **state)
 static int same_set(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
 {
     return a->depth == b->depth && a->k == b->k && a->w_draw == b->w_draw &&
-           a->tier_gpus == b->tier_gpus;
+           a->tier_gpus == b->tier_gpus && a->committee == b->committee;
 }
 
 /* Cross-validated settings: each group's setting comes from the grid and is chosen without
@@ -250,9 +250,13 @@ static void test_shape_cross_validated(void **state)
     assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
     assert_non_null(a.sets);
     assert_non_null(strstr(a.jobs.note, "cross-validation"));
-    pfi_expt_shape_set grid[128];
-    int ng = pfi_expt_shape_grid(grid, 128);
-    assert_true(ng > 1 && ng <= 128);
+    pfi_expt_shape_set grid[256];
+    int ng = pfi_expt_shape_grid(grid, 256);
+    assert_true(ng > 1 && ng <= 256);
+    int committees = 0;
+    for (int g = 0; g < ng; g++)
+        committees += grid[g].committee;
+    assert_true(committees > 0 && committees < ng);
     for (int j = 0; j < a.n; j++) {
         int found = 0;
         for (int g = 0; g < ng; g++)
@@ -288,16 +292,18 @@ static void test_shape_cross_validated(void **state)
     pfi_expt_jobs ja, jb;
     assert_int_equal(pfi_expt_jobs_new(&p, &ja, &e), PFI_OK);
     assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
-    o = pfi_expt_defaults(1);
-    o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0};
-    assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
-    assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
-    assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
-    o.group_out = 1;
-    assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
-    assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
-    assert_true(same_curve(&ja.pred[0], &jb.pred[0]));
-    assert_non_null(strstr(ja.note, "OTHER job groups"));
+    for (int comm = 0; comm < 2; comm++) { /* one setting, and the committee */
+        o = pfi_expt_defaults(1);
+        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm};
+        assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
+        assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
+        assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
+        o.group_out = 1;
+        assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
+        assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
+        assert_true(same_curve(&ja.pred[0], &jb.pred[0]));
+        assert_non_null(strstr(ja.note, "OTHER job groups"));
+    }
     pfi_expt_jobs_free(&ja);
     pfi_expt_jobs_free(&jb);
     pfi_expt_pop_free(&p);

@@ -229,6 +229,36 @@ static void test_shape_draw_weight(void **state)
     assert_true(fabs(rel_at(&out, 125) - (0.8 - 0.008 * 25)) < 0.01);
 }
 
+/* A committee's curve is its members' mean, level by level; one member is that member. */
+static void test_shape_mean(void **state)
+{
+    enum { N = 8 };
+    pfi_curve ref[N], a, b, m;
+    for (int i = 0; i < N; i++) /* slopes below the knee spread from 0.2 to 0.9 %/W */
+        knee_curve(&ref[i], 250, 200 + 5 * i, 0.002 + 0.001 * i);
+    pfi_curve job;
+    knee_curve(&job, 250, 210, 0.004);
+    pfi_probe_obs o = obs_of(&job, 2);
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0}};
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[0], &a, &e), PFI_OK);
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[1], &b, &e), PFI_OK);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, &m, &e), PFI_OK);
+    assert_int_equal(m.n, a.n);
+    int differ = 0;
+    for (int i = 0; i < m.n; i++) {
+        assert_true(m.cap_w[i] == a.cap_w[i] && a.cap_w[i] == b.cap_w[i]);
+        assert_true(fabs(m.rel_mono[i] - 0.5 * (a.rel_mono[i] + b.rel_mono[i])) < 1e-12);
+        assert_true(m.rel[i] == m.rel_mono[i]);
+        assert_true(i == 0 || m.rel_mono[i] >= m.rel_mono[i - 1]);
+        differ |= fabs(a.rel_mono[i] - b.rel_mono[i]) > 1e-3;
+    }
+    assert_true(differ); /* the members do disagree, so the mean is a mean */
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 1, &m, &e), PFI_OK);
+    assert_memory_equal(m.rel_mono, a.rel_mono, sizeof a.rel_mono);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 0, &m, &e), PFI_EINVAL);
+}
+
 /* Below every neighbour's measured range the curve keeps falling (the collapse near a GPU's
  * minimum), never flattens. */
 static void test_shape_below_neighbours(void **state)
@@ -294,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_median_b),
         cmocka_unit_test(test_shape_neighbours),
         cmocka_unit_test(test_shape_draw_weight),
+        cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),
     };

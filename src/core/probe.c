@@ -352,3 +352,23 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
     free(iso), free(dist), free(nb);
     return PFI_OK;
 }
+
+int pfi_probe_shape_mean(const pfi_probe_obs *o, const pfi_curve *refs, const unsigned char *use,
+                         int nref, const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
+                         pfi_err *err)
+{
+    if (nm < 1)
+        return pfi_err_set(err, PFI_EINVAL, "a committee needs at least one member");
+    double acc[PFI_CURVE_MAX_PTS] = {0};
+    for (int m = 0; m < nm; m++) {
+        int rc = pfi_probe_shape_curve(o, refs, use, nref, &members[m], out, err);
+        if (rc)
+            return rc;
+        /* every member's grid is the same: the job's cap range in PFI_CURVE_MAX_PTS steps */
+        for (int i = 0; i < out->n; i++)
+            acc[i] += out->rel_mono[i];
+    }
+    for (int i = 0; i < out->n; i++) /* a mean of non-decreasing curves is non-decreasing */
+        out->rel[i] = out->rel_mono[i] = acc[i] / nm;
+    return PFI_OK;
+}

@@ -86,4 +86,12 @@ int pfi_probe_shape_curve(const pfi_probe_obs *obs, const pfi_curve *refs,
                           const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
                           pfi_curve *out, pfi_err *err);
 
+/* The mean relative throughput of pfi_probe_shape_curve over `nm` settings (same probe,
+ * references and tiers): a committee of neighbour counts and draw weights, whose curve moves
+ * less from one job to the next than any single member's (docs/allocation.md).  *out is as
+ * pfi_probe_shape_curve's, its rel and rel_mono the members' mean. */
+int pfi_probe_shape_mean(const pfi_probe_obs *obs, const pfi_curve *refs,
+                         const unsigned char *use, int nref, const pfi_probe_shape_opts *members,
+                         int nm, pfi_curve *out, pfi_err *err);
+
 #endif

@@ -179,22 +179,31 @@ int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err)
 /* The best mean gap recovered over 10/20/30% cuts on the public sweeps, over the grid below:
  * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
  * figure next to it). */
-const pfi_expt_shape_set pfi_expt_shape_default = {0.45, 5, 3.0, 1};
+const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0};
+
+/* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
+static const int grid_k[] = {4, 5, 6, 8};
+static const double grid_wd[] = {0, 1, 3, 5};
+#define NK (int)(sizeof grid_k / sizeof *grid_k)
+#define NWD (int)(sizeof grid_wd / sizeof *grid_wd)
+#define COMMITTEE (NK * NWD)
 
 int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
 {
-    static const double depths[] = {0.35, 0.40, 0.45};
-    static const int ks[] = {4, 5, 6, 8};
-    static const double wd[] = {0, 1, 3, 5};
+    static const double depths[] = {0.35, 0.40, 0.45, 0.50};
     int m = 0;
     for (int t = 0; t < 2; t++)
-        for (size_t a = 0; a < sizeof depths / sizeof *depths; a++)
-            for (size_t b = 0; b < sizeof ks / sizeof *ks; b++)
-                for (size_t c = 0; c < sizeof wd / sizeof *wd; c++) {
+        for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
+            if (m < max)
+                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1};
+            m++;
+            for (int b = 0; b < NK; b++)
+                for (int c = 0; c < NWD; c++) {
                     if (m < max)
-                        out[m] = (pfi_expt_shape_set){depths[a], ks[b], wd[c], t};
+                        out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0};
                     m++;
                 }
+        }
     return m;
 }
 
@@ -311,6 +320,20 @@ out:
     return rc;
 }
 
+/* The members of a setting: itself, or the committee's COMMITTEE. */
+static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
+{
+    if (!st->committee) {
+        so[0] = (pfi_probe_shape_opts){st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw};
+        return 1;
+    }
+    int m = 0;
+    for (int a = 0; a < NK; a++)
+        for (int b = 0; b < NWD; b++)
+            so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b]};
+    return m;
+}
+
 /* One probe read through the population's shape (core/probe.h): job j's neighbours are the
  * OTHER jobs' measured curves (with group_out, of the other groups), closest tier first;
  * nothing of job j but its baseline and its probe level is seen (pfi_probe_obs).  Job j's
@@ -334,33 +357,38 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
             if (k == j || (group_out && p->group[p->run_of[k]] == gj))
                 use[k] = 0;
         }
-        pfi_probe_shape_opts so = {st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw};
+        pfi_probe_shape_opts so[COMMITTEE];
+        int nm = committee(st, so);
         pfi_probe_obs ob;
         double d = per_job ? per_job[j] : st->depth;
         if ((rc = pfi_probe_observe(&p->truth[j], d, &ob, NULL, err)) ||
-            (rc = pfi_probe_shape_curve(&ob, p->truth, use, p->n, &so, &pred[j], err)))
+            (rc = pfi_probe_shape_mean(&ob, p->truth, use, p->n, so, nm, &pred[j], err)))
             pfi_err_prefix(err, "probing %s: ", rj->name);
     }
     free(use);
     if (rc)
         return rc;
     const char *lib = group_out ? "OTHER job groups'" : "OTHER jobs'";
+    const char *tiers = one->tier_gpus ? "same GPU and GPU-count kind first" : "same GPU first";
+    char depth[64], who[96];
+    if (per_job)
+        snprintf(depth, sizeof depth, "at each job's equal share of the cut");
+    else
+        snprintf(depth, sizeof depth, "depth %.2f", one->depth);
+    if (one->committee)
+        snprintf(who, sizeof who, "the mean over 4-8 nearest x draw weight 0-5");
+    else
+        snprintf(who, sizeof who, "the %d nearest, draw weight %g", one->k, one->w_draw);
     if (sets)
         snprintf(note, notelen,
                  "baseline + 1 probe read through the shape of the nearest %s measured curves, "
                  "the setting of each job group chosen by cross-validation on the other groups",
                  lib);
-    else if (per_job)
-        snprintf(note, notelen,
-                 "baseline + 1 probe (at each job's equal share of the cut) read through the "
-                 "shape of the %d nearest %s measured curves (draw weight %g%s)",
-                 one->k, lib, one->w_draw, one->tier_gpus ? ", same GPU and GPU-count kind first" : ", same GPU first");
     else
         snprintf(note, notelen,
-                 "baseline + 1 probe (depth %.2f) read through the shape of the %d nearest %s "
-                 "measured curves (draw weight %g%s)",
-                 one->depth, one->k, lib, one->w_draw,
-                 one->tier_gpus ? ", same GPU and GPU-count kind first" : ", same GPU first");
+                 "baseline + 1 probe (%s) read through the shape of the %s measured curves: "
+                 "%s, %s",
+                 depth, lib, who, tiers);
     return PFI_OK;
 }
 
@@ -699,8 +727,11 @@ static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g
 static int cross_validate(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
                           int ncuts, pfi_expt_shape_set *sets, pfi_err *err)
 {
-    pfi_expt_shape_set grid[128];
-    int ngrid = pfi_expt_shape_grid(grid, 128);
+    enum { GRID_MAX = 256 };
+    pfi_expt_shape_set grid[GRID_MAX];
+    int ngrid = pfi_expt_shape_grid(grid, GRID_MAX);
+    if (ngrid > GRID_MAX)
+        ngrid = GRID_MAX;
     int *done = calloc((size_t)(p->n ? p->n : 1), sizeof *done);
     if (!done)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -731,7 +762,8 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
     pfi_expt_opts ov = *o0;
     const pfi_expt_opts *o = &ov;
     pfi_expt_shape_set *sets = NULL;
-    if (o0->shape_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth) {
+    int cv = o0->shape_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth;
+    if (cv) {
         if (!(sets = calloc((size_t)p->n, sizeof *sets)))
             return pfi_err_set(err, PFI_ENOMEM, "out of memory");
         if ((rc = cross_validate(p, o0, cuts, ncuts, sets, err))) {

@@ -80,10 +80,15 @@ typedef struct pfi_expt_shape_set {
     double w_draw;   /* weight of the draw/cap at the probe in the neighbour distance */
     int tier_gpus;   /* 1: references of the same GPU model AND the same single/multi-GPU kind
                         first, then the same GPU model, then the rest; 0: GPU model only */
+    int committee;   /* 1: the mean over k in {4, 5, 6, 8} x w_draw in {0, 1, 3, 5}
+                        (pfi_probe_shape_mean), k and w_draw unused; 0: that one k, w_draw */
 } pfi_expt_shape_set;
 
-/* The settings chosen on the public sweeps (in sample: docs/allocation.md), and the grid the
- * cross-validation searches (the old default, depth 0.40, k 8, no draw, GPU tier, in it). */
+/* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
+ * 10/20/30% cuts; docs/allocation.md gives the cross-validated figure next to it), and the
+ * grid the cross-validation searches (136 settings: depths 0.35-0.50 x tiers x {neighbours
+ * x draw weights, or the committee}; the old default, depth 0.40, k 8, no draw, is in it).
+ * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
 extern const pfi_expt_shape_set pfi_expt_shape_default;
 int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max);
 

@@ -125,6 +125,19 @@ if [ -d "$data/perseus-sosp24" ]; then
   jq -e '.cuts[0].policies as $p | ($p.oracle.total_throughput / $p.equal.total_throughput - 1)
          | (. > 0.007 and . < 0.015)' "$dir/ps.json" >/dev/null ||
     fail "evaluate perseus: oracle gain $(jq '.cuts[0].policies' "$dir/ps.json")"
+  # one probe read through a committee of shapes: within the budget, and says what it saw
+  "$PFI_BIN" evaluate --public --source perseus --cuts 0.3 --committee 1 --group-out --json \
+    >"$dir/pc.json" 2>"$dir/err" || fail "evaluate --committee: $(cat "$dir/err")"
+  jq -e '(.prediction | test("mean over .* OTHER job groups|OTHER job groups.*mean over")) and
+         ([.cuts[0].budget_w as $b | .cuts[0].policies[] | .power_w <= $b * (1 + 1e-12)] | all)' \
+    "$dir/pc.json" >/dev/null || fail "evaluate --committee: $(cat "$dir/pc.json")"
+  for a in "--tier-gpus 2" "--committee 3" "--probe-k 0" "--draw-weight -2"; do
+    # shellcheck disable=SC2086
+    if "$PFI_BIN" evaluate --public --cuts 0.3 $a >"$dir/out" 2>"$dir/err"; then
+      fail "evaluate $a accepted"
+    fi
+    grep -q "probe-k\|draw-weight\|committee" "$dir/err" || fail "evaluate $a: $(cat "$dir/err")"
+  done
   # a store as jobs: oracle on the measured curves, pfi on a model's predictions
   "$PFI_BIN" import all --db "$dir/p.db" >/dev/null 2>&1 || fail "import all"
   "$PFI_BIN" model train --db "$dir/p.db" --out "$dir/m.json" >/dev/null 2>&1 || fail "model train"

@@ -220,6 +220,96 @@ static void test_shape_from_other_jobs(void **state)
     pfi_expt_pop_free(&q);
 }
 
+static int same_set(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
+{
+    return a->depth == b->depth && a->k == b->k && a->w_draw == b->w_draw &&
+           a->tier_gpus == b->tier_gpus && a->committee == b->committee;
+}
+
+/* Cross-validated settings: each group's setting comes from the grid and is chosen without
+ * that group (changing its curves changes nothing it is given), allocations stay within the
+ * budget; with group_out the library leaves the whole group out (a change to a job of the same
+ * group changes nothing the other one is shown). */
+static void test_shape_cross_validated(void **state)
+{
+    static synth s, t;
+    make_synth(&s, 6);
+    make_synth(&t, 6);
+    for (int i = 1; i < t.runs[0].n_levels; i++) /* job 0 loses more below its baseline */
+        t.runs[0].levels[i].tput *= 0.85;
+    pfi_expt_pop p, q;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
+    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 6, "synthetic", &q, &e), PFI_OK);
+    double cuts[2] = {0.2, 0.3};
+    int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    pfi_expt_opts o = pfi_expt_defaults(1);
+    o.shape_cv = 1;
+    pfi_expt_result a, b;
+    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
+    assert_non_null(a.sets);
+    assert_non_null(strstr(a.jobs.note, "cross-validation"));
+    pfi_expt_shape_set grid[256];
+    int ng = pfi_expt_shape_grid(grid, 256);
+    assert_true(ng > 1 && ng <= 256);
+    int committees = 0;
+    for (int g = 0; g < ng; g++)
+        committees += grid[g].committee;
+    assert_true(committees > 0 && committees < ng);
+    for (int j = 0; j < a.n; j++) {
+        int found = 0;
+        for (int g = 0; g < ng; g++)
+            found |= same_set(&grid[g], &a.sets[j]);
+        assert_true(found);
+    }
+    assert_true(same_set(&a.sets[0], &b.sets[0]));
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < PFI_POLICY_COUNT; k++) {
+            const pfi_eval_cell *cell = &a.cells[c * PFI_POLICY_COUNT + k];
+            assert_true(!cell->done || cell->power_w <= cell->budget_w * (1 + 1e-12));
+        }
+    pfi_expt_result_free(&a);
+    pfi_expt_result_free(&b);
+    pfi_expt_pop_free(&p);
+    pfi_expt_pop_free(&q);
+
+    /* jobs 0-3 one group, 1-3 copies of job 0 (its nearest references): with group_out,
+     * their curves are not job 0's references */
+    make_synth(&s, 8);
+    make_synth(&t, 8);
+    for (synth *x = &s; x; x = x == &s ? &t : NULL)
+        for (int k = 1; k < 4; k++) {
+            x->runs[k] = x->runs[0];
+            snprintf(x->runs[k].name, sizeof x->runs[k].name, "job-%d", k);
+            x->group[k] = 0;
+        }
+    for (int k = 1; k < 4; k++)
+        for (int i = 1; i < t.runs[k].n_levels; i++)
+            t.runs[k].levels[i].tput *= 0.85;
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
+    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 8, "synthetic", &q, &e), PFI_OK);
+    pfi_expt_jobs ja, jb;
+    assert_int_equal(pfi_expt_jobs_new(&p, &ja, &e), PFI_OK);
+    assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
+    for (int comm = 0; comm < 2; comm++) { /* one setting, and the committee */
+        o = pfi_expt_defaults(1);
+        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm};
+        assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
+        assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
+        assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
+        o.group_out = 1;
+        assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
+        assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
+        assert_true(same_curve(&ja.pred[0], &jb.pred[0]));
+        assert_non_null(strstr(ja.note, "OTHER job groups"));
+    }
+    pfi_expt_jobs_free(&ja);
+    pfi_expt_jobs_free(&jb);
+    pfi_expt_pop_free(&p);
+    pfi_expt_pop_free(&q);
+}
+
 /* The predictor's folds: changing every measured level below the baseline of one fold's runs
  * changes nothing that fold is shown (its model and draw model come from the other folds), and
  * does change what the other folds are shown. */
@@ -296,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_scored_on_truth),
         cmocka_unit_test(test_probe_sees_only_its_levels),
         cmocka_unit_test(test_shape_from_other_jobs),
+        cmocka_unit_test(test_shape_cross_validated),
         cmocka_unit_test(test_model_out_of_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -151,7 +151,7 @@ static void test_shape_neighbours(void **state)
     }
     knee_curve(&job, 240, 200, 0.004);
     pfi_probe_obs o = obs_of(&job, 2); /* probe at 150 W: 0.8 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
     assert_true(out.n >= 2 && out.min_cap_w == 100 && out.max_cap_w == 300);
@@ -195,6 +195,68 @@ static void test_shape_neighbours(void **state)
 
     o.p0_w = 0;
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_EINVAL);
+}
+
+/* The probe's draw picks the neighbours among references that slow down alike at its cap:
+ * those drawing what the job draws there, and their slope below it. */
+static void test_shape_draw_weight(void **state)
+{
+    enum { N = 8 };
+    pfi_curve ref[N], out;
+    for (int i = 0; i < N; i++) {
+        /* 0-3: the cap binds (draw = cap), 0.8%/W below 175 W; 4-7: draw 80% of the cap,
+         * 0.4%/W below 200 W; all lose 0.2 at 150 W */
+        knee_curve(&ref[i], 300, i < 4 ? 175 : 200, i < 4 ? 0.008 : 0.004);
+        if (i >= 4)
+            for (int l = 0; l < ref[i].n; l++)
+                ref[i].draw_w[l] = 0.8 * ref[i].cap_w[l];
+    }
+    pfi_curve job = ref[5];
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.8, drawing 120 W */
+    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0};
+    pfi_err e = {0};
+    /* a tie in slowdown: without the draw, the first four (the wrong slope) */
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - (0.8 - 0.008 * 25)) < 0.01);
+    so.w_draw = 1;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - (0.8 - 0.004 * 25)) < 0.01);
+    for (double cap = 100; cap <= 300; cap += 25)
+        assert_true(fabs(rel_at(&out, cap) - rel_at(&job, cap)) < 0.01);
+    /* a probe whose draw was not measured falls back on the slowdown alone */
+    o.draw_w = 0;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - (0.8 - 0.008 * 25)) < 0.01);
+}
+
+/* A committee's curve is its members' mean, level by level; one member is that member. */
+static void test_shape_mean(void **state)
+{
+    enum { N = 8 };
+    pfi_curve ref[N], a, b, m;
+    for (int i = 0; i < N; i++) /* slopes below the knee spread from 0.2 to 0.9 %/W */
+        knee_curve(&ref[i], 250, 200 + 5 * i, 0.002 + 0.001 * i);
+    pfi_curve job;
+    knee_curve(&job, 250, 210, 0.004);
+    pfi_probe_obs o = obs_of(&job, 2);
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0}};
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[0], &a, &e), PFI_OK);
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[1], &b, &e), PFI_OK);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, &m, &e), PFI_OK);
+    assert_int_equal(m.n, a.n);
+    int differ = 0;
+    for (int i = 0; i < m.n; i++) {
+        assert_true(m.cap_w[i] == a.cap_w[i] && a.cap_w[i] == b.cap_w[i]);
+        assert_true(fabs(m.rel_mono[i] - 0.5 * (a.rel_mono[i] + b.rel_mono[i])) < 1e-12);
+        assert_true(m.rel[i] == m.rel_mono[i]);
+        assert_true(i == 0 || m.rel_mono[i] >= m.rel_mono[i - 1]);
+        differ |= fabs(a.rel_mono[i] - b.rel_mono[i]) > 1e-3;
+    }
+    assert_true(differ); /* the members do disagree, so the mean is a mean */
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 1, &m, &e), PFI_OK);
+    assert_memory_equal(m.rel_mono, a.rel_mono, sizeof a.rel_mono);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 0, &m, &e), PFI_EINVAL);
 }
 
 /* Below every neighbour's measured range the curve keeps falling (the collapse near a GPU's
@@ -261,6 +323,8 @@ int main(void)
         cmocka_unit_test(test_real_flat_probe_refused),
         cmocka_unit_test(test_median_b),
         cmocka_unit_test(test_shape_neighbours),
+        cmocka_unit_test(test_shape_draw_weight),
+        cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),
     };

@@ -30,7 +30,8 @@ int pfi_cmd_evaluate(int argc, char **argv)
     const char *db = NULL, *cuts_s = "0.1,0.2,0.3,0.4,0.5", *pol_s = "equal,pfi,oracle";
     const char *fleet = NULL, *depth_s = NULL, *sources = NULL, *save_db = NULL;
     int public_data = 0, probes = 1, as_json = 0, seed = 1, per_job = 0;
-    double step = 1;
+    int probe_cv = 0, group_out = 0, probe_k = -1, tier = -1, comm = -1;
+    double step = 1, w_draw = -1;
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &db, "FILE", "the store whose runs are the jobs (default $PFI_DB, else pfi.db)"},
         {"public", PFI_OPT_FLAG, &public_data, NULL,
@@ -49,6 +50,20 @@ int pfi_cmd_evaluate(int argc, char **argv)
         {"probe-depth", PFI_OPT_STR, &depth_s, "D[,D2]|auto",
          "probe depths as power shed (default: core/probe.h's, 0.40; two probes 0.20,0.40); "
          "auto: each job probed at its equal share of each cut"},
+        {"probe-k", PFI_OPT_INT, &probe_k, "N",
+         "one probe: neighbours of the shape estimate (default: study/experiment.c's)"},
+        {"draw-weight", PFI_OPT_DOUBLE, &w_draw, "W",
+         "one probe: weight of the probe's draw/cap in the neighbour distance (default: ditto)"},
+        {"tier-gpus", PFI_OPT_INT, &tier, "0|1",
+         "one probe: 1 takes references of the same GPU model and single/multi-GPU kind first"},
+        {"committee", PFI_OPT_INT, &comm, "0|1",
+         "one probe: 1 averages the shape over 16 neighbour counts and draw weights "
+         "(--probe-k and --draw-weight then unused)"},
+        {"probe-cv", PFI_OPT_FLAG, &probe_cv, NULL,
+         "one probe: choose the shape setting of each job group by cross-validation on the "
+         "other groups (the honest figure; about 1.5 min on the public sweeps)"},
+        {"group-out", PFI_OPT_FLAG, &group_out, NULL,
+         "one probe: the shape library leaves each job's whole group (same model) out"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap grid (default 1 W)"},
         {"per-job", PFI_OPT_FLAG, &per_job, NULL,
          "JSON: each job's cap and true throughput under every policy at every cut"},
@@ -90,7 +105,24 @@ int pfi_cmd_evaluate(int argc, char **argv)
             fprintf(stderr, "pfi evaluate: --probe-depth needs %d depth(s) in (0, 1)\n", probes);
             return PFI_EXIT_USAGE;
         }
+        eo.shape.depth = eo.depth[0];
     }
+    if (probe_k == 0 || probe_k < -1 || (w_draw < 0 && w_draw != -1) || tier < -1 || tier > 1 ||
+        comm < -1 || comm > 1) {
+        fprintf(stderr, "pfi evaluate: --probe-k must be >= 1, --draw-weight >= 0, "
+                        "--tier-gpus and --committee 0 or 1\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (probe_k > 0)
+        eo.shape.k = probe_k;
+    if (w_draw >= 0)
+        eo.shape.w_draw = w_draw;
+    if (tier >= 0)
+        eo.shape.tier_gpus = tier;
+    if (comm >= 0)
+        eo.shape.committee = comm != 0;
+    eo.shape_cv = probe_cv;
+    eo.group_out = group_out;
     double cuts[MAX_CUTS];
     int ncuts = 0;
     if (pfi_parse_double_list(cuts_s, cuts, MAX_CUTS, &ncuts, &err))

@@ -264,6 +264,19 @@ static void fill_unknown(const pfi_probe_obs *o, const double *cap, int g, const
             s[i] = s[i - 1];
 }
 
+/* A reference's draw/cap at a cap, linear between its levels and held beyond its ends; NAN
+ * where a draw was not measured. */
+static double ref_draw_ratio(const pfi_curve *c, double cap)
+{
+    int i = 1;
+    while (i < c->n - 1 && cap > c->cap_w[i])
+        i++;
+    double dx = c->cap_w[i] - c->cap_w[i - 1];
+    double f = dx > 0 ? clampd((cap - c->cap_w[i - 1]) / dx, 0.0, 1.0) : 1.0;
+    double d = c->draw_w[i - 1] + f * (c->draw_w[i] - c->draw_w[i - 1]);
+    return c->draw_w[i - 1] > 0 && c->draw_w[i] > 0 && cap > 0 ? d / cap : NAN;
+}
+
 int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
                           const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
                           pfi_curve *out, pfi_err *err)
@@ -272,6 +285,7 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
         return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
     int k = so && so->k > 0 ? so->k : PFI_PROBE_SHAPE_K;
     int space = so ? so->space : PFI_PROBE_SPACE_MAXCAP;
+    double w_draw = so ? so->w_draw : 0;
     if (k > SHAPE_K_MAX)
         k = SHAPE_K_MAX;
     size_t nr = (size_t)(nref > 0 ? nref : 1);
@@ -295,6 +309,9 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
         if (!isfinite(s))
             continue; /* not measured as deep as the probe: not comparable */
         dist[i] = fabs(s - sp);
+        double dr = ref_draw_ratio(c, o->cap_w * shape_norm(c->p0_w, c->max_cap_w, space) / norm);
+        if (w_draw > 0 && o->draw_w > 0 && isfinite(dr))
+            dist[i] += w_draw * fabs(dr - o->draw_w / o->cap_w);
         nb[m++] = i;
     }
     for (int a = 1; a < m; a++) /* a few hundred references: insertion sort */
@@ -333,5 +350,25 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
     }
     out->n = G;
     free(iso), free(dist), free(nb);
+    return PFI_OK;
+}
+
+int pfi_probe_shape_mean(const pfi_probe_obs *o, const pfi_curve *refs, const unsigned char *use,
+                         int nref, const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
+                         pfi_err *err)
+{
+    if (nm < 1)
+        return pfi_err_set(err, PFI_EINVAL, "a committee needs at least one member");
+    double acc[PFI_CURVE_MAX_PTS] = {0};
+    for (int m = 0; m < nm; m++) {
+        int rc = pfi_probe_shape_curve(o, refs, use, nref, &members[m], out, err);
+        if (rc)
+            return rc;
+        /* every member's grid is the same: the job's cap range in PFI_CURVE_MAX_PTS steps */
+        for (int i = 0; i < out->n; i++)
+            acc[i] += out->rel_mono[i];
+    }
+    for (int i = 0; i < out->n; i++) /* a mean of non-decreasing curves is non-decreasing */
+        out->rel[i] = out->rel_mono[i] = acc[i] / nm;
     return PFI_OK;
 }

@@ -65,6 +65,10 @@ enum { PFI_PROBE_SPACE_MAXCAP = 0, PFI_PROBE_SPACE_P0 = 1 };
 typedef struct pfi_probe_shape_opts {
     int k;     /* neighbours (< 1: PFI_PROBE_SHAPE_K) */
     int space; /* PFI_PROBE_SPACE_* */
+    /* weight of the draw/cap at the probe's cap in the distance to a reference (0: slowdown
+     * only): a job that draws well below a cap sheds less there than one that draws all of it,
+     * and the probe measures its draw anyway */
+    double w_draw;
 } pfi_probe_shape_opts;
 
 /* A job's WHOLE curve in cap space from one probe and the measured curves of OTHER jobs:
@@ -81,5 +85,13 @@ typedef struct pfi_probe_shape_opts {
 int pfi_probe_shape_curve(const pfi_probe_obs *obs, const pfi_curve *refs,
                           const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
                           pfi_curve *out, pfi_err *err);
+
+/* The mean relative throughput of pfi_probe_shape_curve over `nm` settings (same probe,
+ * references and tiers): a committee of neighbour counts and draw weights, whose curve moves
+ * less from one job to the next than any single member's (docs/allocation.md).  *out is as
+ * pfi_probe_shape_curve's, its rel and rel_mono the members' mean. */
+int pfi_probe_shape_mean(const pfi_probe_obs *obs, const pfi_curve *refs,
+                         const unsigned char *use, int nref, const pfi_probe_shape_opts *members,
+                         int nm, pfi_curve *out, pfi_err *err);
 
 #endif

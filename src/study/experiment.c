@@ -1,6 +1,7 @@
 /* experiment.c: the allocation experiment on a population of runs (experiment.h). */
 #include "study/experiment.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,20 @@ int pfi_expt_pop_fleet(const char *which, uint64_t seed, const char *sources, pf
     return need_two(p, err);
 }
 
+/* Model names as the sources spell them: "bert-base-uncased" (zeus-plo) and
+ * "bert_base_uncased" (zeus-nsdi) are one model, and one job group. */
+static int same_model(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        char x = *a == '-' ? '_' : (char)tolower((unsigned char)*a);
+        char y = *b == '-' ? '_' : (char)tolower((unsigned char)*b);
+        if (x != y)
+            return 0;
+        if (!x)
+            return 1;
+    }
+}
+
 int pfi_expt_pop_load(const char *db, int public_data, const char *sources, pfi_expt_pop *p,
                       pfi_err *err)
 {
@@ -121,8 +136,7 @@ int pfi_expt_pop_load(const char *db, int public_data, const char *sources, pfi_
         p->run[i] = &p->own[i];
         p->group[i] = i;
         for (int k = 0; k < i; k++)
-            if (p->own[k].meta.model[0] &&
-                strcmp(p->own[k].meta.model, p->own[i].meta.model) == 0) {
+            if (p->own[k].meta.model[0] && same_model(p->own[k].meta.model, p->own[i].meta.model)) {
                 p->group[i] = p->group[k];
                 break;
             }
@@ -162,6 +176,37 @@ int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err)
 
 /* ------------------------------------------------------------------ what pfi sees */
 
+/* The best mean gap recovered over 10/20/30% cuts on the public sweeps, over the grid below:
+ * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
+ * figure next to it). */
+const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0};
+
+/* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
+static const int grid_k[] = {4, 5, 6, 8};
+static const double grid_wd[] = {0, 1, 3, 5};
+#define NK (int)(sizeof grid_k / sizeof *grid_k)
+#define NWD (int)(sizeof grid_wd / sizeof *grid_wd)
+#define COMMITTEE (NK * NWD)
+
+int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
+{
+    static const double depths[] = {0.35, 0.40, 0.45, 0.50};
+    int m = 0;
+    for (int t = 0; t < 2; t++)
+        for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
+            if (m < max)
+                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1};
+            m++;
+            for (int b = 0; b < NK; b++)
+                for (int c = 0; c < NWD; c++) {
+                    if (m < max)
+                        out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0};
+                    m++;
+                }
+        }
+    return m;
+}
+
 pfi_expt_opts pfi_expt_defaults(int probes)
 {
     pfi_expt_opts o;
@@ -175,6 +220,7 @@ pfi_expt_opts pfi_expt_defaults(int probes)
     o.sla_every = 3;
     o.sla_margin = NAN;
     o.probe_shape = 1;
+    o.shape = pfi_expt_shape_default;
     return o;
 }
 
@@ -274,49 +320,89 @@ out:
     return rc;
 }
 
+/* The members of a setting: itself, or the committee's COMMITTEE. */
+static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
+{
+    if (!st->committee) {
+        so[0] = (pfi_probe_shape_opts){st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw};
+        return 1;
+    }
+    int m = 0;
+    for (int a = 0; a < NK; a++)
+        for (int b = 0; b < NWD; b++)
+            so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b]};
+    return m;
+}
+
 /* One probe read through the population's shape (core/probe.h): job j's neighbours are the
- * OTHER jobs' measured curves, those on the same GPU model first; nothing of job j but its
- * baseline and its probe level is seen (pfi_probe_obs). */
-static int predict_shape(const pfi_expt_pop *p, const double *depths, const double *per_job,
+ * OTHER jobs' measured curves (with group_out, of the other groups), closest tier first;
+ * nothing of job j but its baseline and its probe level is seen (pfi_probe_obs).  Job j's
+ * setting is sets[j] (sets NULL: *one for all), its depth per_job[j] when given. */
+static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
+                         const pfi_expt_shape_set *sets, int group_out, const double *per_job,
                          pfi_curve *pred, char *note, size_t notelen, pfi_err *err)
 {
     unsigned char *use = malloc((size_t)(p->n ? p->n : 1));
     if (!use)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    pfi_probe_shape_opts so = {PFI_PROBE_SHAPE_K, PFI_PROBE_SPACE_MAXCAP};
     int rc = PFI_OK;
     for (int j = 0; !rc && j < p->n; j++) {
+        const pfi_expt_shape_set *st = sets ? &sets[j] : one;
         const pfi_run *rj = p->run[p->run_of[j]];
-        for (int k = 0; k < p->n; k++)
-            use[k] = k == j ? 0 : 1 + (strcmp(p->run[p->run_of[k]]->gpu_type, rj->gpu_type) == 0);
+        int gj = p->group[p->run_of[j]], multi = p->truth[j].n_gpus > 1;
+        for (int k = 0; k < p->n; k++) {
+            int same_gpu = strcmp(p->run[p->run_of[k]]->gpu_type, rj->gpu_type) == 0;
+            int same_kind = (p->truth[k].n_gpus > 1) == multi;
+            use[k] = (unsigned char)(1 + same_gpu + (st->tier_gpus && same_gpu && same_kind));
+            if (k == j || (group_out && p->group[p->run_of[k]] == gj))
+                use[k] = 0;
+        }
+        pfi_probe_shape_opts so[COMMITTEE];
+        int nm = committee(st, so);
         pfi_probe_obs ob;
-        double d = per_job ? per_job[j] : depths[0];
+        double d = per_job ? per_job[j] : st->depth;
         if ((rc = pfi_probe_observe(&p->truth[j], d, &ob, NULL, err)) ||
-            (rc = pfi_probe_shape_curve(&ob, p->truth, use, p->n, &so, &pred[j], err)))
+            (rc = pfi_probe_shape_mean(&ob, p->truth, use, p->n, so, nm, &pred[j], err)))
             pfi_err_prefix(err, "probing %s: ", rj->name);
     }
     free(use);
-    char d[48];
+    if (rc)
+        return rc;
+    const char *lib = group_out ? "OTHER job groups'" : "OTHER jobs'";
+    const char *tiers = one->tier_gpus ? "same GPU and GPU-count kind first" : "same GPU first";
+    char depth[64], who[96];
     if (per_job)
-        snprintf(d, sizeof d, "at each job's equal share of the cut");
+        snprintf(depth, sizeof depth, "at each job's equal share of the cut");
     else
-        snprintf(d, sizeof d, "%.2f", depths[0]);
-    if (!rc)
+        snprintf(depth, sizeof depth, "depth %.2f", one->depth);
+    if (one->committee)
+        snprintf(who, sizeof who, "the mean over 4-8 nearest x draw weight 0-5");
+    else
+        snprintf(who, sizeof who, "the %d nearest, draw weight %g", one->k, one->w_draw);
+    if (sets)
         snprintf(note, notelen,
-                 "baseline + 1 probe (depth %s) read through the shape of the %d nearest OTHER "
-                 "jobs' measured curves (same GPU model first), in cap space",
-                 d, so.k);
-    return rc;
+                 "baseline + 1 probe read through the shape of the nearest %s measured curves, "
+                 "the setting of each job group chosen by cross-validation on the other groups",
+                 lib);
+    else
+        snprintf(note, notelen,
+                 "baseline + 1 probe (%s) read through the shape of the %s measured curves: "
+                 "%s, %s",
+                 depth, lib, who, tiers);
+    return PFI_OK;
 }
 
 /* depths: the same for every job, or per_job (n x probes, may be NULL) one set per job.
  * shape: one probe read through the population's shape, else the power law. */
-static int predict_probes(const pfi_expt_pop *p, int probes, int shape, const double *depths,
+static int predict_probes(const pfi_expt_pop *p, const pfi_expt_opts *o,
                           const double *per_job, pfi_curve *pred, pfi_draw_model *draw,
                           char *note, size_t notelen, pfi_err *err)
 {
-    if (probes == 1 && shape)
-        return predict_shape(p, depths, per_job, pred, note, notelen, err);
+    int probes = o->probes;
+    const double *depths = o->depth;
+    if (probes == 1 && o->probe_shape)
+        return predict_shape(p, &o->shape, o->job_sets, o->group_out, per_job, pred, note,
+                             notelen, err);
     int flat = 0;
     for (int j = 0; j < p->n; j++) {
         /* The exponent prior must not come from the curve it predicts. */
@@ -512,8 +598,7 @@ int pfi_expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
     if (!rc)
         rc = o->probes == 0
                  ? predict_model(p, o->train_seed, pred, draw, j->note, sizeof j->note, err)
-                 : predict_probes(p, o->probes, o->probe_shape, o->depth, depth, pred, draw,
-                                  j->note, sizeof j->note, err);
+                 : predict_probes(p, o, depth, pred, draw, j->note, sizeof j->note, err);
     for (int k = 0; !rc && k < p->n; k++) {
         const pfi_alloc_job *t = &j->truth[k];
         /* a prediction is read inside what was measured: no policy leaves that range; a shape
@@ -538,6 +623,7 @@ void pfi_expt_result_free(pfi_expt_result *r)
 {
     pfi_expt_jobs_free(&r->jobs);
     free(r->cells), free(r->caps), free(r->seen), free(r->breaches), free(r->worst);
+    free(r->sets);
     memset(r, 0, sizeof *r);
 }
 
@@ -581,17 +667,115 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
     return rc;
 }
 
-int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
+/* ------------------------------------------------------------------ choosing the setting */
+
+/* The mean gap recovered by pfi over the cuts that ran (NAN: none). */
+static double mean_gap(const pfi_expt_result *r)
+{
+    double sum = 0;
+    int m = 0;
+    for (int c = 0; c < r->ncuts; c++) {
+        const pfi_eval_cell *cell = &r->cells[c * PFI_POLICY_COUNT + PFI_POLICY_PFI];
+        if (cell->done && isfinite(cell->gap_recovered))
+            sum += cell->gap_recovered, m++;
+    }
+    return m ? sum / m : NAN;
+}
+
+/* The best setting of the grid on the population without group g (ties: the earlier one);
+ * the default when fewer than two jobs are left or nothing scores. */
+static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g,
+                            const pfi_expt_shape_set *grid, int ngrid, const double *cuts,
+                            int ncuts, pfi_expt_shape_set *best, pfi_err *err)
+{
+    *best = o->shape;
+    const pfi_run **runs = malloc(sizeof *runs * (size_t)(p->n ? p->n : 1));
+    int *groups = malloc(sizeof *groups * (size_t)(p->n ? p->n : 1));
+    if (!runs || !groups) {
+        free(runs), free(groups);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    int m = 0;
+    for (int j = 0; j < p->n; j++)
+        if (p->group[p->run_of[j]] != g) {
+            runs[m] = p->run[p->run_of[j]];
+            groups[m++] = p->group[p->run_of[j]];
+        }
+    pfi_expt_pop sub;
+    int rc = pfi_expt_pop_runs(runs, groups, m, p->where, &sub, err);
+    const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    double top = -INFINITY;
+    for (int s = 0; !rc && sub.n >= 2 && s < ngrid; s++) {
+        pfi_expt_opts io = *o;
+        io.shape = grid[s];
+        io.shape_cv = 0, io.job_sets = NULL, io.want_caps = 0, io.sla = 0, io.auto_depth = 0;
+        pfi_expt_result r;
+        if ((rc = pfi_expt_run(&sub, &io, cuts, ncuts, pol, 3, &r, err)))
+            break;
+        double v = mean_gap(&r);
+        if (isfinite(v) && v > top)
+            top = v, *best = grid[s];
+        pfi_expt_result_free(&r);
+    }
+    pfi_expt_pop_free(&sub);
+    free(runs), free(groups);
+    return rc;
+}
+
+/* Each job's setting, chosen on the groups other than its own: no job's curve, nor any curve
+ * of its group, has a say in how it is predicted. */
+static int cross_validate(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
+                          int ncuts, pfi_expt_shape_set *sets, pfi_err *err)
+{
+    enum { GRID_MAX = 256 };
+    pfi_expt_shape_set grid[GRID_MAX];
+    int ngrid = pfi_expt_shape_grid(grid, GRID_MAX);
+    if (ngrid > GRID_MAX)
+        ngrid = GRID_MAX;
+    int *done = calloc((size_t)(p->n ? p->n : 1), sizeof *done);
+    if (!done)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int rc = PFI_OK;
+    for (int j = 0; !rc && j < p->n; j++) {
+        if (done[j])
+            continue;
+        int g = p->group[p->run_of[j]];
+        pfi_expt_shape_set best;
+        rc = choose_for_group(p, o, g, grid, ngrid, cuts, ncuts, &best, err);
+        for (int k = j; !rc && k < p->n; k++)
+            if (p->group[p->run_of[k]] == g)
+                sets[k] = best, done[k] = 1;
+    }
+    free(done);
+    return rc;
+}
+
+int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *cuts, int ncuts,
                  const int *policies, int npolicies, pfi_expt_result *r, pfi_err *err)
 {
     memset(r, 0, sizeof *r);
     int rc = need_two(p, err);
     if (rc)
         return rc;
-    if (o->sla > 0 && o->sla_every < 1)
+    if (o0->sla > 0 && o0->sla_every < 1)
         return pfi_err_set(err, PFI_EINVAL, "an SLA on every k-th job needs k >= 1");
-    if ((rc = pfi_expt_jobs_new(p, &r->jobs, err)))
+    pfi_expt_opts ov = *o0;
+    const pfi_expt_opts *o = &ov;
+    pfi_expt_shape_set *sets = NULL;
+    int cv = o0->shape_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth;
+    if (cv) {
+        if (!(sets = calloc((size_t)p->n, sizeof *sets)))
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        if ((rc = cross_validate(p, o0, cuts, ncuts, sets, err))) {
+            free(sets);
+            return rc;
+        }
+        ov.job_sets = sets;
+    }
+    if ((rc = pfi_expt_jobs_new(p, &r->jobs, err))) {
+        free(sets);
         return rc;
+    }
     int n = p->n;
     size_t cells = (size_t)ncuts * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
     /* With auto depths the probes depend on the cut, so each cut is its own round. */
@@ -617,6 +801,7 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cu
         rc = one_round(p, o, cuts + c0, per_round, policies, npolicies, caps, r, c0, err);
     }
     free(caps);
+    r->sets = sets;
     if (rc)
         pfi_expt_result_free(r);
     return rc;

@@ -36,6 +36,7 @@
 #include "core/curve.h"
 #include "core/err.h"
 #include "core/policy.h"
+#include "core/probe.h"
 #include "core/run.h"
 
 #define PFI_EXPT_FOLDS 5
@@ -71,12 +72,42 @@ int pfi_expt_pop_runs(const pfi_run *const *runs, const int *groups, int n, cons
 int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err);
 void pfi_expt_pop_free(pfi_expt_pop *p);
 
+/* One setting of the one-probe shape estimate (probes 1 with probe_shape): what the
+ * leave-group-out cross-validation (pfi_expt_opts.shape_cv) chooses among. */
+typedef struct pfi_expt_shape_set {
+    double depth;    /* the probe's depth (power shed) */
+    int k;           /* neighbours (core/probe.h) */
+    double w_draw;   /* weight of the draw/cap at the probe in the neighbour distance */
+    int tier_gpus;   /* 1: references of the same GPU model AND the same single/multi-GPU kind
+                        first, then the same GPU model, then the rest; 0: GPU model only */
+    int committee;   /* 1: the mean over k in {4, 5, 6, 8} x w_draw in {0, 1, 3, 5}
+                        (pfi_probe_shape_mean), k and w_draw unused; 0: that one k, w_draw */
+} pfi_expt_shape_set;
+
+/* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
+ * 10/20/30% cuts; docs/allocation.md gives the cross-validated figure next to it), and the
+ * grid the cross-validation searches (136 settings: depths 0.35-0.50 x tiers x {neighbours
+ * x draw weights, or the committee}; the old default, depth 0.40, k 8, no draw, is in it).
+ * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
+extern const pfi_expt_shape_set pfi_expt_shape_default;
+int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max);
+
 typedef struct pfi_expt_opts {
     int probes;            /* what pfi sees: 0 the predictor out of fold, 1|2 baseline + probes */
     double depth[2];       /* fixed probe depths as power shed (probes 1: depth[0]) */
     int auto_depth;        /* probes at each job's equal share of each cut instead */
     int probe_shape;       /* probes 1: read through the population's shape (core/probe.h's
                               pfi_probe_shape_curve; the default), 0: the power law */
+    pfi_expt_shape_set shape; /* the shape estimate's setting; its depth is the probe's (depth[0]
+                              is the power law's) */
+    int shape_cv;          /* choose the shape setting for each job group by cross-validation
+                              on the OTHER groups (the grid of pfi_expt_shape_grid, each scored
+                              by its mean gap recovered over the cuts run, on the population
+                              without that group), instead of `shape` */
+    int group_out;         /* the shape library leaves the job's whole group out, not only the
+                              job (same model on other GPUs, GPU counts or batch sizes) */
+    const pfi_expt_shape_set *job_sets; /* per job, a setting instead of `shape` (NULL: none;
+                              shape_cv fills it for the run) */
     unsigned long long train_seed; /* the predictor's training seed (pfi_train_opts.seed) */
     pfi_alloc_opts alloc;  /* the allocator's (cap grid, on_infeasible) */
     int want_caps;         /* fill pfi_expt_result.caps and .seen */
@@ -127,6 +158,7 @@ typedef struct pfi_expt_result {
     double sla_margin;       /* the margin pfi kept, mean over the SLA jobs */
     int *breaches;
     double *worst;
+    pfi_expt_shape_set *sets; /* with shape_cv: per job, the setting chosen for its group */
 } pfi_expt_result;
 
 /* The experiment at each cut with each policy (equal and oracle always run), every allocation

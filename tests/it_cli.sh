@@ -29,6 +29,9 @@ grep -q '^a  *8 ' "$T/out" || fail "pfi allocate table: $(cat "$T/out")"
 want 0 evaluate --fleet small --cuts 0.3 --save-db "$T/fleet.db"
 sci "pfi evaluate"
 grep -Eq '30% +pfi +[0-9]{7} ' "$T/out" || fail "pfi evaluate total: $(cat "$T/out")"
+# A --source typo is refused with the names pfi knows (was read as "no runs").
+want 2 evaluate --fleet small --source sim,bogus --cuts 0.3
+grep -q "unknown source 'bogus' (sweep, sim, " "$T/err" || fail "evaluate --source: $(cat "$T/err")"
 want 0 runs --db "$T/fleet.db"
 sci "pfi runs"
 want 0 show 1 --db "$T/fleet.db"

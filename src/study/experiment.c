@@ -1,7 +1,6 @@
 /* experiment.c: the allocation experiment on a population of runs (experiment.h). */
 #include "study/experiment.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,165 +13,6 @@
 #include "study/runset.h"
 
 #define ID_MAX PFI_EXPT_ID_MAX
-
-/* ------------------------------------------------------------------ the population */
-
-void pfi_expt_pop_free(pfi_expt_pop *p)
-{
-    free(p->run);
-    free(p->group);
-    free(p->truth);
-    free(p->run_of);
-    free(p->own);
-    memset(p, 0, sizeof *p);
-}
-
-/* "perseus,zeus-plo" holds run source src? (NULL: every source) */
-static int source_wanted(const char *list, const char *src)
-{
-    if (!list)
-        return 1;
-    size_t n = strlen(src);
-    for (const char *t = list; *t;) {
-        const char *e = strchr(t, ',');
-        size_t len = e ? (size_t)(e - t) : strlen(t);
-        if (len == n && strncmp(t, src, n) == 0)
-            return 1;
-        t += len + (e ? 1 : 0);
-    }
-    return 0;
-}
-
-static int alloc_runs(pfi_expt_pop *p, int n, pfi_err *err)
-{
-    size_t m = (size_t)(n ? n : 1);
-    p->run = malloc(sizeof *p->run * m);
-    p->group = malloc(sizeof *p->group * m);
-    p->truth = malloc(sizeof *p->truth * m);
-    p->run_of = malloc(sizeof *p->run_of * m);
-    if (!p->run || !p->group || !p->truth || !p->run_of)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    p->nruns = n;
-    return PFI_OK;
-}
-
-/* The jobs: the wanted runs whose measured curve is usable. */
-static void find_jobs(pfi_expt_pop *p, const char *sources)
-{
-    for (int i = 0; i < p->nruns; i++) {
-        pfi_err e2 = {0};
-        if (!source_wanted(sources, p->run[i]->source))
-            continue;
-        if (pfi_curve_from_run(p->run[i], -1, &p->truth[p->n], &e2)) {
-            p->skipped++;
-            continue;
-        }
-        p->run_of[p->n++] = i;
-    }
-}
-
-static int need_two(const pfi_expt_pop *p, pfi_err *err)
-{
-    if (p->n < 2)
-        return pfi_err_set(err, PFI_EINVAL, "%s: %d run(s) with a usable curve; need at least 2",
-                           p->where, p->n);
-    return PFI_OK;
-}
-
-int pfi_expt_pop_fleet(const char *which, uint64_t seed, const char *sources, pfi_expt_pop *p,
-                       pfi_err *err)
-{
-    memset(p, 0, sizeof *p);
-    pfi_fleet_run *fr = NULL;
-    int n = 0;
-    pfi_fleet_opts fo = pfi_fleet_defaults();
-    int rc = pfi_fleet_build(which, seed, &fo, &fr, &n, err);
-    if (rc)
-        return rc;
-    if ((rc = alloc_runs(p, n, err)) || !(p->own = malloc(sizeof *p->own * (size_t)(n ? n : 1)))) {
-        free(fr);
-        return rc ? rc : pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        p->own[i] = fr[i].run;
-        p->run[i] = &p->own[i];
-        p->group[i] = fr[i].group;
-    }
-    free(fr);
-    snprintf(p->where, sizeof p->where, "simulated fleet '%s' (seed %llu)", which,
-             (unsigned long long)seed);
-    find_jobs(p, sources);
-    return need_two(p, err);
-}
-
-/* Model names as the sources spell them: "bert-base-uncased" (zeus-plo) and
- * "bert_base_uncased" (zeus-nsdi) are one model, and one job group. */
-static int same_model(const char *a, const char *b)
-{
-    for (;; a++, b++) {
-        char x = *a == '-' ? '_' : (char)tolower((unsigned char)*a);
-        char y = *b == '-' ? '_' : (char)tolower((unsigned char)*b);
-        if (x != y)
-            return 0;
-        if (!x)
-            return 1;
-    }
-}
-
-int pfi_expt_pop_load(const char *db, int public_data, const char *sources, pfi_expt_pop *p,
-                      pfi_err *err)
-{
-    memset(p, 0, sizeof *p);
-    pfi_runset rs;
-    int rc = pfi_runset_load(db, public_data, NULL, 0, &rs, err);
-    if (rc)
-        return rc;
-    p->own = rs.runs;
-    snprintf(p->where, sizeof p->where, "%s", rs.where);
-    if ((rc = alloc_runs(p, rs.n, err)))
-        return rc;
-    /* Without a fleet's configuration groups, runs of the same model share a group. */
-    for (int i = 0; i < rs.n; i++) {
-        p->run[i] = &p->own[i];
-        p->group[i] = i;
-        for (int k = 0; k < i; k++)
-            if (p->own[k].meta.model[0] && same_model(p->own[k].meta.model, p->own[i].meta.model)) {
-                p->group[i] = p->group[k];
-                break;
-            }
-    }
-    find_jobs(p, sources);
-    return need_two(p, err);
-}
-
-int pfi_expt_pop_runs(const pfi_run *const *runs, const int *groups, int n, const char *where,
-                      pfi_expt_pop *p, pfi_err *err)
-{
-    memset(p, 0, sizeof *p);
-    int rc = alloc_runs(p, n, err);
-    if (rc)
-        return rc;
-    for (int i = 0; i < n; i++) {
-        p->run[i] = runs[i];
-        p->group[i] = groups[i];
-    }
-    snprintf(p->where, sizeof p->where, "%s", where);
-    find_jobs(p, NULL);
-    return PFI_OK;
-}
-
-int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err)
-{
-    pfi_store *st;
-    int rc = pfi_store_open(path, PFI_STORE_CREATE, &st, err);
-    if (rc)
-        return rc;
-    const char *tag[1] = {"source=pfi evaluate --fleet"};
-    for (int i = 0; !rc && i < p->nruns; i++)
-        rc = pfi_store_save_run(st, p->run[i], "sim", tag, 1, NULL, err);
-    pfi_store_close(st);
-    return rc;
-}
 
 /* ------------------------------------------------------------------ what pfi sees */
 
@@ -754,7 +594,7 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
                  const int *policies, int npolicies, pfi_expt_result *r, pfi_err *err)
 {
     memset(r, 0, sizeof *r);
-    int rc = need_two(p, err);
+    int rc = pfi_expt_pop_check(p, err);
     if (rc)
         return rc;
     if (o0->sla > 0 && o0->sla_every < 1)

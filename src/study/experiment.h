@@ -71,6 +71,8 @@ int pfi_expt_pop_runs(const pfi_run *const *runs, const int *groups, int n, cons
  * experiment can load them with pfi_expt_pop_load. */
 int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err);
 void pfi_expt_pop_free(pfi_expt_pop *p);
+/* PFI_OK when the population has the two jobs with usable curves an experiment needs. */
+int pfi_expt_pop_check(const pfi_expt_pop *p, pfi_err *err);
 
 /* One setting of the one-probe shape estimate (probes 1 with probe_shape): what the
  * leave-group-out cross-validation (pfi_expt_opts.shape_cv) chooses among. */

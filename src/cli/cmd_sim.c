@@ -623,13 +623,14 @@ static int sim_validate(int argc, char **argv)
         for (int t = 0; t < 2; t++) {
             const pfi_gpu_model *g = &v->fitted[t];
             json_array_append_new(gpus, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-                                                  "s:f}",
+                                                  "s:f, s:f}",
                                                   "type", g->name, "dyn_w", g->dyn_w,
                                                   "busy_static_w", g->busy_static_w, "v_floor",
                                                   g->v_floor, "f_knee", g->f_knee, "v_gamma",
                                                   g->v_gamma, "gemm_eff", g->gemm_eff, "mem_eff",
                                                   g->mem_eff, "net_gbs", v->fitted_net_gbs[t],
-                                                  "host_ms", v->fitted_host_ms[t]));
+                                                  "host_ms", v->fitted_host_ms[t],
+                                                  "net_jitter", v->fitted_net_jitter[t]));
         }
         json_t *fams = json_array();
         for (int f = 0; f < v->n_families; f++) {

@@ -120,6 +120,7 @@ typedef struct pfi_node_config {
     int n_gpus;                    /* 1..PFI_MAX_GPUS */
     int gpus_per_host;             /* GPUs sharing NVLink/PCIe; beyond that: the network */
     double net_gbs;                /* inter-host bandwidth per GPU per direction, GB/s */
+    double net_jitter;             /* relative spread of a microbatch's inter-host transfer */
     uint64_t seed;                 /* manufacturing variation and sensor noise */
     double variation;              /* 1-sigma spread of per-GPU power efficiency (0.02 = 2%) */
     double noise_w;                /* 1-sigma sensor noise of the instantaneous power */
@@ -278,6 +279,7 @@ typedef struct pfi_sim_validation {
     pfi_gpu_model fitted[2];   /* the fitted A100-PCIE-80GB and A40 */
     double fitted_net_gbs[2];  /* their clusters' inter-host bandwidth per GPU */
     double fitted_host_ms[2];  /* their clusters' host time per layer and microbatch */
+    double fitted_net_jitter[2]; /* their networks' relative spread per transfer */
     /* Model-family constants (only with PFI_SIM_VAL_FAM_* flags): one entry per family of the
      * runs, fitted on the fit runs of one GPU type only (fitted_on) and applied to the
      * family's runs of both types.  Scales are relative to the mean of the families fitted on

@@ -612,6 +612,8 @@ static int sim_validate(int argc, char **argv)
                                   "max_abs_err_power", r->max_abs_err_power,
                                   "meas_power_w_at_max", r->meas_power_w0,
                                   "sim_power_w_at_max", r->sim_power_w0, "levels", lv);
+            json_object_set_new(o, "meas_step_s_at_max", json_real(r->meas_time0));
+            json_object_set_new(o, "sim_step_s_at_max", json_real(r->sim_time0));
             if (r->n_per_stage > 0)
                 json_object_set_new(o, "per_stage_limits",
                                     json_pack("{s:i, s:f, s:f}", "rows", r->n_per_stage,

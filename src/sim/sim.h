@@ -262,7 +262,7 @@ typedef struct pfi_sim_val_run {
     double meas_tput[PFI_MAX_LEVELS], sim_tput[PFI_MAX_LEVELS]; /* relative to the max limit */
     double meas_power[PFI_MAX_LEVELS], sim_power[PFI_MAX_LEVELS];
     double meas_power_w0, sim_power_w0; /* absolute per-GPU power at the max limit */
-    double sim_time0;                   /* simulated iteration time at the max limit */
+    double meas_time0, sim_time0;       /* iteration time at the max limit, s */
     double max_abs_err_tput, max_abs_err_power;
     /* Perseus's per-stage limits (zeus_local.csv), fitted on by nothing: rows simulated and
      * the worst errors, relative to the measurement at the global maximum limit. */

@@ -175,6 +175,7 @@ static void measured(vrun *v)
     double p0 = v->meas_energy[top] / v->meas_time[top] / n;
     o->meas_power_w0 = p0;
     v->meas_time0 = v->meas_time[top];
+    o->meas_time0 = v->meas_time0;
     for (int k = 0; k < o->n_levels; k++) {
         o->meas_tput[k] = v->meas_time[top] / v->meas_time[k];
         o->meas_power[k] = v->meas_energy[k] / v->meas_time[k] / n / p0;

@@ -529,7 +529,7 @@ static int sim_validate(int argc, char **argv)
         {"split", PFI_OPT_STR, &split_s, "N",
          "fit/held-out split 0 (default), 1 or 2: a sensitivity check, docs/simulator.md"},
         {"starts", PFI_OPT_STR, &starts_s, "N",
-         "repeat each fit from N starting points (default 1): a check for local minima"},
+         "repeat each fit from N starting points (default 3): a check for local minima"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
@@ -633,6 +633,8 @@ static int sim_validate(int argc, char **argv)
                                                   g->mem_eff, "net_gbs", v->fitted_net_gbs[t],
                                                   "host_ms", v->fitted_host_ms[t],
                                                   "net_jitter", v->fitted_net_jitter[t]));
+            json_object_set_new(json_array_get(gpus, json_array_size(gpus) - 1), "sat_frac",
+                                json_real(g->sat_frac));
         }
         json_t *fams = json_array();
         for (int f = 0; f < v->n_families; f++) {

@@ -4,17 +4,16 @@
 #
 # What this test holds, as of the last calibration (docs/simulator.md, "Calibration"):
 #   - relative power within 0.03 on every run, held out or not;
-#   - relative throughput within 0.05 on the A40's held-out runs (0.024-0.043, whatever the
-#     fit's start) and the A100's fit runs, since the job model has pipeline stages (head and
-#     loss on the last, embedding on the first, the partition of the CSV) and eager attention;
-#     within 0.065 on the A100's held-out runs: GPT-3 XL is 0.047 with the default fit, 0.063
-#     with a better-converged one (--starts 4), so 0.05 there is not a robust result;
-#   - the A40 T5-3B fit run within 0.055 (0.052: it runs 3.8% faster at 200-225 W than at
-#     300 W, which nothing in the model reproduces), so the 0.05 target is still missed by
-#     that run and the miss is printed.  The target stays open in issue 2.
+#   - relative throughput within 0.05 on every run (worst 0.046, A40 BERT held out; the A100
+#     within 0.039, the A40 T5-3B fit run 0.041 of which 0.038 is its unreproducible speed-up
+#     at 200-225 W), with the default fit of 3 starting points, which more starts do not
+#     change; so the target is met and a miss is a failure;
+#   - the fitted cluster and chip constants where the physics puts them: only the A40's runs
+#     cross hosts, so only its network's spread per transfer (net_jitter) moves; the A100's
+#     memory saturation clock is fitted, the A40's stays 0.3;
 #   - Perseus's per-stage limits (zeus_local.csv, used by no fit) are simulated for every run
-#     and held within 0.15 in throughput and 0.08 in power (now 0.137 / 0.062 at worst);
-#   - the held-out worst also depends on the split (--split 1: 0.066, --split 2: 0.099);
+#     and held within 0.13 in throughput and 0.07 in power (now 0.123 / 0.060 at worst);
+#   - the held-out worst also depends on the split (--split 1: 0.048, --split 2: 0.100);
 #     docs/simulator.md.
 #   - constants per model family (--family act|stall|mem|gemm|all) are fitted honestly: each
 #     family on the fit runs of one GPU type only, the split unchanged.
@@ -42,22 +41,28 @@ for r in d["runs"]:
     print("%-42s %-9s throughput %.3f  power %.3f" % (name, "held-out" if r["held_out"] else "fit", t, p))
     if p > 0.03:
         bad.append("%s: power error %.3f > 0.03" % (name, p))
+    # every run within the 0.05 target (worst now 0.046, A40 BERT held out)
     bound = 0.05
-    if "A40/t5-3b" in name and not r["held_out"]:
-        bound = 0.055
-    elif "A100" in r["gpu_type"] and r["held_out"]:
-        bound = 0.065
     if t > bound:
         bad.append("%s: throughput error %.4f > %.2f" % (name, t, bound))
     # Perseus's per-stage limits: simulated with the fitted constants, fitted on by nothing;
-    # held to where the stage model is now (docs/simulator.md: 0.048-0.137).
+    # held to where the stage model is now (docs/simulator.md: 0.041-0.123).
     ps = r.get("per_stage_limits")
     if not ps or ps["rows"] < 5:
         bad.append("%s: per-stage limit rows missing" % name)
-    elif ps["max_abs_err_throughput"] > 0.15 or ps["max_abs_err_power"] > 0.08:
+    elif ps["max_abs_err_throughput"] > 0.13 or ps["max_abs_err_power"] > 0.07:
         bad.append("%s: per-stage limits error %.3f / %.3f" % (name, ps["max_abs_err_throughput"],
                                                               ps["max_abs_err_power"]))
 met = d["target_met"]
+if not met:
+    bad.append("the 0.05 target is no longer met")
+# Only the A40's runs cross hosts: its network's spread is fitted, the A100's stays 0.10.
+gpus = {g["type"]: g for g in d["fitted_gpus"]}
+if abs(gpus["A100-PCIE-80GB"]["net_jitter"] - 0.10) > 1e-9:
+    bad.append("A100 net_jitter moved without an inter-host run: %s" % gpus["A100-PCIE-80GB"])
+if not (0.02 <= gpus["A40"]["net_jitter"] <= 0.8 and 0.1 <= gpus["A100-PCIE-80GB"]["sat_frac"] <= 0.95
+        and abs(gpus["A40"]["sat_frac"] - 0.3) < 1e-9):
+    bad.append("fitted net_jitter / sat_frac out of their ranges: %s" % gpus)
 if met != (rc == 0):
     bad.append("target_met=%s but exit %d" % (met, rc))
 if not met:
@@ -70,8 +75,9 @@ PY
 [ $? -eq 0 ] || exit 1
 
 # Family constants: fitted with the GPU type that has a fit run of the family, never on a
-# held-out run; the split (which runs are held out) is the same as without them.
-"$PFI" sim validate --json --family act >"$tmp/f.json"
+# held-out run; the split (which runs are held out) is the same as without them.  What fits
+# what does not depend on the search's starting points: one start keeps the test fast.
+"$PFI" sim validate --json --family act --starts 1 >"$tmp/f.json"
 rc=$?
 [ $rc -le 1 ] || { echo "FAIL: pfi sim validate --family exit $rc"; exit 1; }
 python3 - "$tmp/v.json" "$tmp/f.json" <<'PY' || exit 1

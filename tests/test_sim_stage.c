@@ -1,7 +1,7 @@
 /* Tests of the simulator's pipeline stages: the 1F1B step over unequal stages, the work of
  * each stage (layers from the partition, the embedding on the first, the head and the loss
- * on the last), eager attention, the partition in the configuration, and per-stage
- * telemetry of a node. */
+ * on the last), eager attention, the partition in the configuration, per-stage telemetry
+ * of a node, and the inter-host network's spread. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,6 +203,69 @@ static void test_node_stages(void **state)
     pfi_sim_node_free(n);
 }
 
+/* T5-3B on 8 A40s over two 4-GPU hosts, paced by the inter-host link (Perseus's setup). */
+static void t5_config(const char *jitter, int gpus_per_host, pfi_node_config *c)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"gpu\": \"A40\", \"gpus\": 8, \"gpus_per_host\": %d, \"net_gbs\": 0.5,"
+             " \"variation\": 0, \"noise_w\": 0%s, \"jobs\": [{\"model\": \"t5-3b\", \"pp\": 8,"
+             " \"seq_len\": 512, \"global_batch\": 128, \"micro_batch\": 4}]}",
+             gpus_per_host, jitter);
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_config_parse(text, c, &e), PFI_OK);
+}
+
+/* The inter-host network's spread per transfer (net_jitter) widens the overlapped work's
+ * spread only when the pipeline crosses hosts, and softens the turn from link-bound to
+ * compute-bound: near the crossing the expected step is longer, far from it the same. */
+static void test_net_jitter(void **state)
+{
+    (void)state;
+    pfi_node_config lo, hi, one;
+    t5_config("", 4, &lo);
+    t5_config(", \"net_jitter\": 0.4", 4, &hi);
+    t5_config(", \"net_jitter\": 0.4", 8, &one);
+    assert_true(fabs(lo.net_jitter - PFI_SIM_KERNEL_JITTER) < 1e-12); /* the default */
+    char *dump = pfi_sim_config_dump(&hi);
+    assert_non_null(dump);
+    assert_non_null(strstr(dump, "\"net_jitter\": 0.4"));
+    free(dump);
+    pfi_err e = {0};
+    pfi_sim_work wl, wh, wo, wlo;
+    assert_int_equal(pfi_sim_job_work(&lo, &lo.jobs[0], 3, &wl, &e), PFI_OK);
+    assert_int_equal(pfi_sim_job_work(&hi, &hi.jobs[0], 3, &wh, &e), PFI_OK);
+    assert_int_equal(pfi_sim_job_work(&one, &one.jobs[0], 3, &wo, &e), PFI_OK);
+    t5_config("", 8, &lo);
+    assert_int_equal(pfi_sim_job_work(&lo, &lo.jobs[0], 3, &wlo, &e), PFI_OK);
+    assert_true(fabs(wl.t_overlap - wh.t_overlap) < 1e-12 * wl.t_overlap);
+    assert_true(wh.sd_overlap > 2 * wl.sd_overlap);
+    /* One host: no inter-host transfer, the network's spread changes nothing. */
+    assert_true(fabs(wo.sd_overlap - wlo.sd_overlap) < 1e-12 * wlo.sd_overlap);
+    /* Kernels as long as the link: the wider spread waits longer; kernels a tenth of it:
+     * both wait for the link. */
+    pfi_sim_op op;
+    pfi_sim_operating_point(&lo.gpu, &wl, 300, 1.0, &op);
+    double busy = pfi_sim_work_busy(&lo.gpu, &wl, &op);
+    pfi_sim_work a = wl, b = wh;
+    a.t_comp *= wl.t_overlap / busy;
+    a.t_mem *= wl.t_overlap / busy;
+    a.t_comm *= wl.t_overlap / busy;
+    b.t_comp = a.t_comp, b.t_mem = a.t_mem, b.t_comm = a.t_comm;
+    double pa = pfi_sim_pipe_time(&lo.gpu, &a, &op), pb = pfi_sim_pipe_time(&hi.gpu, &b, &op);
+    assert_true(pb > pa * 1.05 && pa > wl.t_overlap);
+    a.t_comp *= 0.1, a.t_mem *= 0.1, a.t_comm *= 0.1;
+    b.t_comp = a.t_comp, b.t_mem = a.t_mem, b.t_comm = a.t_comm;
+    pa = pfi_sim_pipe_time(&lo.gpu, &a, &op);
+    pb = pfi_sim_pipe_time(&hi.gpu, &b, &op);
+    assert_true(fabs(pa - wl.t_overlap) < 1e-3 * pa && fabs(pb - wl.t_overlap) < 0.02 * pb);
+    /* Out of range: refused. */
+    char text[512];
+    snprintf(text, sizeof text, "{\"gpu\": \"A40\", \"gpus\": 8, \"net_jitter\": 2}");
+    pfi_node_config bad;
+    assert_int_equal(pfi_sim_config_parse(text, &bad, &e), PFI_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_stage_config),
         cmocka_unit_test(test_merak_partition),
         cmocka_unit_test(test_node_stages),
+        cmocka_unit_test(test_net_jitter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -529,7 +529,7 @@ static int sim_validate(int argc, char **argv)
         {"split", PFI_OPT_STR, &split_s, "N",
          "fit/held-out split 0 (default), 1 or 2: a sensitivity check, docs/simulator.md"},
         {"starts", PFI_OPT_STR, &starts_s, "N",
-         "repeat each fit from N starting points (default 1): a check for local minima"},
+         "repeat each fit from N starting points (default 3): a check for local minima"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
@@ -612,6 +612,8 @@ static int sim_validate(int argc, char **argv)
                                   "max_abs_err_power", r->max_abs_err_power,
                                   "meas_power_w_at_max", r->meas_power_w0,
                                   "sim_power_w_at_max", r->sim_power_w0, "levels", lv);
+            json_object_set_new(o, "meas_step_s_at_max", json_real(r->meas_time0));
+            json_object_set_new(o, "sim_step_s_at_max", json_real(r->sim_time0));
             if (r->n_per_stage > 0)
                 json_object_set_new(o, "per_stage_limits",
                                     json_pack("{s:i, s:f, s:f}", "rows", r->n_per_stage,
@@ -623,13 +625,16 @@ static int sim_validate(int argc, char **argv)
         for (int t = 0; t < 2; t++) {
             const pfi_gpu_model *g = &v->fitted[t];
             json_array_append_new(gpus, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-                                                  "s:f}",
+                                                  "s:f, s:f}",
                                                   "type", g->name, "dyn_w", g->dyn_w,
                                                   "busy_static_w", g->busy_static_w, "v_floor",
                                                   g->v_floor, "f_knee", g->f_knee, "v_gamma",
                                                   g->v_gamma, "gemm_eff", g->gemm_eff, "mem_eff",
                                                   g->mem_eff, "net_gbs", v->fitted_net_gbs[t],
-                                                  "host_ms", v->fitted_host_ms[t]));
+                                                  "host_ms", v->fitted_host_ms[t],
+                                                  "net_jitter", v->fitted_net_jitter[t]));
+            json_object_set_new(json_array_get(gpus, json_array_size(gpus) - 1), "sat_frac",
+                                json_real(g->sat_frac));
         }
         json_t *fams = json_array();
         for (int f = 0; f < v->n_families; f++) {

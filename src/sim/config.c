@@ -138,6 +138,9 @@ int pfi_sim_config_check(pfi_node_config *c, pfi_err *err)
         c->gpus_per_host = c->n_gpus < 8 ? c->n_gpus : 8;
     if (c->net_gbs <= 0)
         c->net_gbs = 50;
+    /* A network transfer varies like a kernel (10%) unless the cluster says otherwise. */
+    if (c->net_jitter <= 0)
+        c->net_jitter = PFI_SIM_KERNEL_JITTER;
     if (c->ambient_c <= 0)
         c->ambient_c = 30;
     if (c->variation < 0 || c->variation > 0.2)
@@ -481,6 +484,7 @@ int pfi_sim_config_parse(const char *text, pfi_node_config *out, pfi_err *err)
         INT_FIELD("gpus", c.n_gpus, 1, PFI_MAX_GPUS);
         INT_FIELD("gpus_per_host", c.gpus_per_host, 1, PFI_MAX_GPUS);
         NUM_FIELD("net_gbs", c.net_gbs, 0.01, 10000);
+        NUM_FIELD("net_jitter", c.net_jitter, 0.01, 1);
         NUM_FIELD("variation", c.variation, 0, 0.2);
         NUM_FIELD("noise_w", c.noise_w, 0, 100);
         NUM_FIELD("ambient_c", c.ambient_c, 1, 80);
@@ -626,6 +630,7 @@ char *pfi_sim_config_dump(const pfi_node_config *c)
                              "noise_w", c->noise_w, "ambient_c", c->ambient_c, "limits_w", limits,
                              "jobs", jobs);
     json_object_set_new(root, "seed", json_integer((json_int_t)c->seed));
+    json_object_set_new(root, "net_jitter", json_real(c->net_jitter));
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(root);
     return s;

@@ -128,14 +128,14 @@ double pfi_sim_work_busy(const pfi_gpu_model *g, const pfi_sim_work *w, const pf
            pfi_sim_phase_time(g, w, op, PFI_PH_MEMORY) + pfi_sim_phase_time(g, w, op, PFI_PH_COMM);
 }
 
-/* Microbatches do not all take the same time: with ~10% jitter on both sides, the pipeline
- * waits for E[max(busy, overlap)] (Clark's formula for two independent normals), which is the
- * larger one when they are far apart and a little more than both when they are close. */
-#define STEP_JITTER 0.10
-
-static double expected_max(double a, double b)
+/* Microbatches do not all take the same time: the kernels vary by PFI_SIM_KERNEL_JITTER, the
+ * concurrent work by its own spread (an inter-host link far more than a peer copy), and the
+ * pipeline waits for E[max(busy, overlap)] (Clark's formula for two independent normals): the
+ * larger one when they are far apart, a little more than both when they are close, and the
+ * wider the spread the softer the turn from one bound to the other. */
+static double expected_max(double a, double sa, double b, double sb)
 {
-    double theta = STEP_JITTER * sqrt(a * a + b * b);
+    double theta = sqrt(sa * sa + sb * sb);
     if (theta <= 0)
         return a > b ? a : b;
     double x = (a - b) / theta;
@@ -147,7 +147,9 @@ static double expected_max(double a, double b)
 double pfi_sim_pipe_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
     double busy = pfi_sim_work_busy(g, w, op);
-    return w->t_overlap > 0 ? expected_max(busy, w->t_overlap) : busy;
+    return w->t_overlap > 0
+               ? expected_max(busy, PFI_SIM_KERNEL_JITTER * busy, w->t_overlap, w->sd_overlap)
+               : busy;
 }
 
 /* 1F1B: the slowest stage runs back to back (m - 1 microbatches), and filling and draining

@@ -240,6 +240,7 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int st
     double bw_tp = j->tp <= gph ? intra : inter;
     double bw_dp = j->tp * j->dp <= gph ? intra : inter;
     double lat_intra = 15e-6, lat_inter = 40e-6;
+    double jit_net = cfg->net_jitter > 0 ? cfg->net_jitter : PFI_SIM_KERNEL_JITTER;
     double nvl = 0, pcie = 0;
 
     /* Tensor parallel: 4 all-reduces of the microbatch activations per layer (2 fwd, 2 bwd). */
@@ -261,6 +262,7 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int st
         double t = bytes / bw_dp + 20 * (bw_dp == intra ? lat_intra : lat_inter);
         w->t_comm += 0.3 * t;
         w->t_overlap += 0.7 * t;
+        w->sd_overlap += 0.7 * t * (bw_dp == intra ? PFI_SIM_KERNEL_JITTER : jit_net);
         if (bw_dp == intra && g->nvlink_gbs > 0) nvl += bytes; else pcie += bytes;
     }
     /* Pipeline: each microbatch sends activations forward and gradients back; asynchronous
@@ -278,13 +280,17 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int st
             per_mb = 2 * per_mb + 2 * mb * (double)j->heads * S * S * 2;
         double bytes = m * 2 * per_mb / j->tp;
         w->t_overlap += bytes / bw;
+        w->sd_overlap += bytes / bw * (cross > 0 ? jit_net : PFI_SIM_KERNEL_JITTER);
         w->t_comm += m * 2 * (cross > 0 ? lat_inter : lat_intra);
         nvl += (g->nvlink_gbs > 0 ? (1 - cross) : 0) * bytes;
         pcie += (g->nvlink_gbs > 0 ? cross : 1) * bytes;
     }
     /* Host: kernel launches per layer and microbatch, hidden while the GPU is busier; the
      * Python loop per microbatch, the optimizer launch and data loading are not. */
-    w->t_overlap += j->host_ms * 1e-3 * l_st * m * (j->encdec ? 1.5 : 1.0);
+    double t_launch = j->host_ms * 1e-3 * l_st * m * (j->encdec ? 1.5 : 1.0);
+    w->t_overlap += t_launch;
+    /* The parts' spreads add (a slow microbatch is slow throughout, not at random). */
+    w->sd_overlap += PFI_SIM_KERNEL_JITTER * t_launch;
     w->t_host = 0.030 + 0.001 * m + tokens / n * 4 / (g->pcie_gbs * 1e9);
     /* A data loader or host that cannot keep up: the GPU waits, whatever its clock. */
     if (j->input_stall > 0)

@@ -21,11 +21,17 @@
 
 #include "sim/sim.h"
 
+/* Relative spread (1 sigma) of a microbatch's kernel time, host launch time and peer copy:
+ * microbatches do not all take the same time.  An inter-host transfer has its own spread
+ * (the node's net_jitter). */
+#define PFI_SIM_KERNEL_JITTER 0.10
+
 typedef struct pfi_sim_work {
     double t_comp;       /* s per step at f_max; scales with f_max/f */
     double t_mem;        /* s per step of memory-bound kernels */
     double t_comm;       /* s per step of communication kernels on the critical path */
     double t_overlap;    /* s per step of work concurrent with the kernels (host, p2p sends) */
+    double sd_overlap;   /* its spread (1 sigma) over microbatches, s per step */
     double microbatches; /* per pipeline per step (the 1F1B schedule's m) */
     double t_host;       /* s per step the GPU waits for the host (optimizer, data) */
     double act_comp, act_mem, act_comm, act_spin;     /* SM activity of each phase, 0..~1.1 */

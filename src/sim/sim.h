@@ -120,6 +120,7 @@ typedef struct pfi_node_config {
     int n_gpus;                    /* 1..PFI_MAX_GPUS */
     int gpus_per_host;             /* GPUs sharing NVLink/PCIe; beyond that: the network */
     double net_gbs;                /* inter-host bandwidth per GPU per direction, GB/s */
+    double net_jitter;             /* relative spread of a microbatch's inter-host transfer */
     uint64_t seed;                 /* manufacturing variation and sensor noise */
     double variation;              /* 1-sigma spread of per-GPU power efficiency (0.02 = 2%) */
     double noise_w;                /* 1-sigma sensor noise of the instantaneous power */
@@ -261,7 +262,7 @@ typedef struct pfi_sim_val_run {
     double meas_tput[PFI_MAX_LEVELS], sim_tput[PFI_MAX_LEVELS]; /* relative to the max limit */
     double meas_power[PFI_MAX_LEVELS], sim_power[PFI_MAX_LEVELS];
     double meas_power_w0, sim_power_w0; /* absolute per-GPU power at the max limit */
-    double sim_time0;                   /* simulated iteration time at the max limit */
+    double meas_time0, sim_time0;       /* iteration time at the max limit, s */
     double max_abs_err_tput, max_abs_err_power;
     /* Perseus's per-stage limits (zeus_local.csv), fitted on by nothing: rows simulated and
      * the worst errors, relative to the measurement at the global maximum limit. */
@@ -278,6 +279,7 @@ typedef struct pfi_sim_validation {
     pfi_gpu_model fitted[2];   /* the fitted A100-PCIE-80GB and A40 */
     double fitted_net_gbs[2];  /* their clusters' inter-host bandwidth per GPU */
     double fitted_host_ms[2];  /* their clusters' host time per layer and microbatch */
+    double fitted_net_jitter[2]; /* their networks' relative spread per transfer */
     /* Model-family constants (only with PFI_SIM_VAL_FAM_* flags): one entry per family of the
      * runs, fitted on the fit runs of one GPU type only (fitted_on) and applied to the
      * family's runs of both types.  Scales are relative to the mean of the families fitted on
@@ -311,9 +313,11 @@ typedef struct pfi_sim_validation {
  * a sensitivity check that must not be used to pick the best-scoring one). */
 #define PFI_SIM_VAL_SPLIT(n) ((n) << 8)
 #define PFI_SIM_VAL_SPLITS 3
-/* Repeat each per-type fit from n starting points (1..255; default 1) and keep the lowest
- * cost: how far the validation depends on where the search starts. */
+/* Repeat each per-type fit from n starting points (1..255) and keep the lowest cost.  The
+ * default, 3, is the fewest whose result more starts do not change (4 and 8 find the same
+ * minimum; 1 and 2 stop short of it on the A100). */
 #define PFI_SIM_VAL_STARTS(n) ((n) << 16)
+#define PFI_SIM_VAL_DEFAULT_STARTS 3
 int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err);
 
 #endif

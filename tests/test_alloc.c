@@ -494,6 +494,43 @@ static void test_draw_model(void **state)
     assert_true(fabs(pfi_draw_model_at(&m, 0.5) - 0.5) < 1e-12);
 }
 
+/* A job's own draws (levels out of order, one noisy dip) and the mean of two jobs' models. */
+static void test_draw_model_own_and_mean(void **state)
+{
+    (void)state;
+    pfi_curve c;
+    memset(&c, 0, sizeof c);
+    c.p0_w = 400;
+    const double cap[] = {400, 200, 300, 250, 350};
+    const double draw[] = {400, 190, 270, 280, 330}; /* 280 at 250 W: above what 300 W drew */
+    c.n = 5;
+    for (int i = 0; i < c.n; i++) {
+        c.cap_w[i] = cap[i];
+        c.draw_w[i] = draw[i];
+    }
+    pfi_draw_model a, b, m;
+    assert_int_equal(pfi_draw_model_from_curve(&c, &a), 5);
+    for (int i = 1; i < a.n; i++)
+        assert_true(a.u[i] > a.u[i - 1] && a.d[i] >= a.d[i - 1] && a.d[i] <= 1);
+    assert_true(fabs(pfi_draw_model_at(&a, 0.5) - 190.0 / 400) < 1e-12);
+    assert_true(fabs(pfi_draw_model_at(&a, 0.75) - 280.0 / 400) < 1e-12); /* made monotone */
+    assert_true(fabs(pfi_draw_model_at(&a, 1.2) - 1.0) < 1e-12);
+    pfi_draw_model_ratio(1, &b);
+    pfi_draw_model two[2] = {a, b};
+    pfi_draw_model_mean(two, 2, 0.3, 1.2, &m);
+    assert_int_equal(m.n, PFI_DRAW_PTS);
+    for (double u = 0.3; u <= 1.2; u += 0.0125) {
+        double want = 0.5 * (pfi_draw_model_at(&a, u) + pfi_draw_model_at(&b, u));
+        assert_true(fabs(pfi_draw_model_at(&m, u) - want) < 0.01);
+    }
+    /* no draws measured: nothing to learn, the output untouched */
+    for (int i = 0; i < c.n; i++)
+        c.draw_w[i] = NAN;
+    m.n = -7;
+    assert_true(pfi_draw_model_from_curve(&c, &m) < 2);
+    assert_int_equal(m.n, -7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -502,7 +539,7 @@ int main(void)
         cmocka_unit_test(test_collinear_wide), cmocka_unit_test(test_optimal_with_sla),
         cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_infeasible_modes),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
-        cmocka_unit_test(test_draw_model),
+        cmocka_unit_test(test_draw_model),     cmocka_unit_test(test_draw_model_own_and_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

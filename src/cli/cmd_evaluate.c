@@ -2,9 +2,9 @@
  * on the public sweeps, or on the simulated fleet.  Every policy's caps are scored on the TRUE
  * (measured) curves; pfi sees only predictions:
  *   --probes 0   the runtime predictor from baseline telemetry, cross-fitted by job group, with
- *                the draw under a cap learned on the training folds
- *   --probes 1|2 baseline + probes read on the run's own measured levels, with the exponent
- *                prior taken from the OTHER runs (leave-one-out).
+ *                the draw under a cap of the training-fold jobs nearest in telemetry
+ *   --probes 1|2 baseline + probes read on the run's own measured levels (one probe: through
+ *                the shape of the OTHER jobs' curves; two: a fitted power law).
  * This file parses the arguments and prints; the experiment lives in study/experiment.c. */
 #include <math.h>
 #include <stdio.h>

@@ -119,6 +119,46 @@ void pfi_draw_model_fit(const double *u, const double *d, int n, pfi_draw_model 
         pfi_draw_model_ratio(1, out);
 }
 
+int pfi_draw_model_from_curve(const pfi_curve *c, pfi_draw_model *out)
+{
+    pfi_draw_model m = {0};
+    for (int i = 0; i < c->n && m.n < PFI_DRAW_PTS; i++) {
+        if (!(c->draw_w[i] > 0) || !(c->cap_w[i] > 0) || !(c->p0_w > 0))
+            continue;
+        double u = c->cap_w[i] / c->p0_w, d = fmin(1.0, c->draw_w[i] / c->p0_w);
+        int k = m.n++;
+        for (; k > 0 && m.u[k - 1] > u; k--) {
+            m.u[k] = m.u[k - 1];
+            m.d[k] = m.d[k - 1];
+        }
+        m.u[k] = u;
+        m.d[k] = d;
+    }
+    for (int i = 1; i < m.n; i++)
+        if (m.d[i] < m.d[i - 1])
+            m.d[i] = m.d[i - 1]; /* more cap never means less draw */
+    if (m.n >= 2)
+        *out = m;
+    return m.n;
+}
+
+void pfi_draw_model_mean(const pfi_draw_model *m, int n, double u_lo, double u_hi,
+                         pfi_draw_model *out)
+{
+    if (n < 1 || !(u_hi > u_lo)) {
+        pfi_draw_model_ratio(1, out);
+        return;
+    }
+    out->n = PFI_DRAW_PTS;
+    for (int g = 0; g < PFI_DRAW_PTS; g++) {
+        double u = u_lo + (u_hi - u_lo) * g / (PFI_DRAW_PTS - 1), sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += pfi_draw_model_at(&m[i], u);
+        out->u[g] = u;
+        out->d[g] = sum / n;
+    }
+}
+
 int pfi_alloc_job_from_prediction(const pfi_curve *pred, const pfi_draw_model *draw,
                                   int relative, const char *id, double min_cap_w,
                                   double max_cap_w, pfi_alloc_curve *buf, pfi_alloc_job *job,

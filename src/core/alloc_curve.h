@@ -47,6 +47,14 @@ void pfi_draw_model_ratio(double rho, pfi_draw_model *out);
  * is full. */
 void pfi_draw_model_fit(const double *u, const double *d, int n, pfi_draw_model *out);
 double pfi_draw_model_at(const pfi_draw_model *m, double u);
+/* One job's own draw model from its measured levels (cap/P0, draw/P0), sorted by cap, made
+ * non-decreasing and <= 1.  Returns the number of points (< 2: no draws measured, *out unset). */
+int pfi_draw_model_from_curve(const pfi_curve *c, pfi_draw_model *out);
+/* The mean of n draw models on a grid of cap/P0 from u_lo to u_hi (at most PFI_DRAW_PTS
+ * points): jobs alike in telemetry draw alike under a cap, a pooled median does not know which
+ * job it reads. */
+void pfi_draw_model_mean(const pfi_draw_model *m, int n, double u_lo, double u_hi,
+                         pfi_draw_model *out);
 
 /* A predicted curve (its parametric fit) read through a draw model (NULL: ratio 1). */
 int pfi_alloc_job_from_prediction(const pfi_curve *pred, const pfi_draw_model *draw,

@@ -11,8 +11,8 @@
  *     probes 0    the runtime predictor (core/predict.h) from baseline telemetry, cross-fitted:
  *                 the jobs are split into PFI_EXPT_FOLDS folds by job group and each fold is
  *                 predicted by a model trained on the other folds; the draw under a cap (jobs
- *                 seldom draw their whole cap, core/alloc_curve.h) is learned from the same
- *                 training folds' measured levels;
+ *                 seldom draw their whole cap, core/alloc_curve.h) is the mean draw of the
+ *                 training-fold jobs nearest in baseline telemetry;
  *     probes 1|2  baseline + probes (core/probe.h) read on the job's own measured levels, at
  *                 fixed depths or, with auto depths, at the job's equal share of each cut (then
  *                 each cut is predicted and allocated on its own); the exponent prior is the

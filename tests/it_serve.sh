@@ -46,11 +46,13 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "bad port" "$dir/bad.out" || fail "bad --listen port: exit $rc, $(cat "$dir/bad.out")"
 [ ! -e "$dir/bad.db" ] && [ ! -e "$dir/bad.journal" ] || fail "bad --listen port left a store or a journal"
 
-start_serve() { # $1: listen address
+start_serve() { # $1: listen address, then more options
     rm -f "$dir/port"
+    addr=$1
+    shift
     # shellcheck disable=SC2086
-    "$PFI_BIN" serve $HW --listen "$1" --port-file "$dir/port" --token-file "$dir/token" \
-        --db "$dir/serve.db" --sample-interval 100ms >>"$dir/serve.log" 2>&1 &
+    "$PFI_BIN" serve $HW --listen "$addr" --port-file "$dir/port" --token-file "$dir/token" \
+        --db "$dir/serve.db" --sample-interval 100ms "$@" >>"$dir/serve.log" 2>&1 &
     SERVE=$!
     i=0
     while [ ! -s "$dir/port" ]; do
@@ -85,9 +87,28 @@ all_at() { # $1: watts; every GPU's limit
 set_allowed() { echo "$1" > "$dir/allowed.tmp" && mv "$dir/allowed.tmp" "$dir/allowed"; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 0.5) }'; }
 
+# A probe library that cannot be read is refused before any GPU is touched, too.
+"$PFI_BIN" serve $HW --set probe_library="$dir/none.db" --db "$dir/bad.db" \
+    --journal "$dir/bad.journal" --token-file "$dir/token" >"$dir/bad.out" 2>&1 &&
+    fail "a missing probe library was accepted"
+grep -q "probe_library $dir/none.db" "$dir/bad.out" || fail "probe library error: $(cat "$dir/bad.out")"
+[ ! -e "$dir/bad.db" ] && [ ! -e "$dir/bad.journal" ] || fail "a bad probe library left a store or a journal"
+
 # ---- start, three jobs ----
-start_serve 127.0.0.1:0
+# Probes are read through a library of measured curves (the public sweeps, when present).
+LIB=""
+if "$PFI_BIN" import all --db "$dir/lib.db" >/dev/null 2>&1; then
+    LIB="$dir/lib.db"
+    start_serve 127.0.0.1:0 --set probe_library="$LIB"
+else
+    note "public sweeps not found (PFI_DATA_DIR=${PFI_DATA_DIR:-unset}): no probe library"
+    start_serve 127.0.0.1:0
+fi
 note "listening on $ADDR"
+if [ -n "$LIB" ]; then
+    ctl events --limit 50 | grep -q 'probes read through 2[0-9][0-9] measured curves' ||
+        fail "no probe_library event: $(ctl events --limit 5)"
+fi
 all_at 700 || fail "GPUs do not start at their 700 W default: $(limits)"
 NOMINAL=5600
 CUT=3920 # 70% of 5600

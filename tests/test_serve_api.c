@@ -458,6 +458,73 @@ static void test_probe_refines_curve(void **state)
     assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
 }
 
+/* With a probe library, the probe is read through the shape of the library's curves: the
+ * job's curve passes through what the probe measured and follows the references' slope. */
+static void test_probe_through_library(void **state)
+{
+    fx *f = *state;
+    enum { NL = 6 };
+    srv_library *lib = &f->n->lib;
+    lib->curve = calloc(NL, sizeof *lib->curve);
+    lib->gpu = calloc(NL, sizeof *lib->gpu);
+    assert_non_null(lib->curve);
+    assert_non_null(lib->gpu);
+    /* references on the same GPU: throughput falls 0.1%-0.2% per watt below 600 W */
+    for (int i = 0; i < NL; i++) {
+        pfi_curve *c = &lib->curve[i];
+        c->t0 = 1000;
+        c->p0_w = 600;
+        c->cap0_w = c->max_cap_w = 700;
+        c->min_cap_w = 200;
+        c->n_gpus = 2;
+        c->n = 11;
+        double slope = 0.001 + 0.0002 * i;
+        for (int k = 0; k < c->n; k++) {
+            c->cap_w[k] = 200 + 50 * k;
+            c->draw_w[k] = fmin(c->cap_w[k], c->p0_w);
+            c->rel[k] = c->rel_mono[k] = 1 - slope * fmax(0, 600 - c->cap_w[k]);
+        }
+        snprintf(lib->gpu[i], sizeof lib->gpu[i], "H200-SXM");
+    }
+    lib->n = NL;
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"p\",\"gpus\":[0,1],\"probe\":{\"depth\":0.3,"
+                          "\"duration_s\":0.3}}",
+                          1, NULL),
+                     201);
+    for (int k = 0; k < SRV_MIN_BASELINE + 2; k++)
+        srv_sample(f->n);
+    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":1000}", 1, NULL),
+                     200);
+    srv_tick(f->n);
+    assert_int_equal(f->n->jobs[0].probe.state, SRV_PROBE_RUNNING);
+    double cap = f->n->jobs[0].probe.cap_w;
+    pfi_hw_sleep(f->b, 10.0);
+    sleep_s(0.12);
+    for (int k = 0; k < 5; k++)
+        srv_sample(f->n);
+    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":850}", 1, NULL),
+                     200);
+    sleep_s(0.25);
+    srv_tick(f->n);
+    assert_int_equal(call(f, "GET", "/v1/jobs/p", NULL, 0, &d), 200);
+    json_t *pr = json_object_get(d, "probe");
+    assert_string_equal(json_string_value(json_object_get(pr, "state")), "done");
+    assert_non_null(strstr(json_string_value(json_object_get(pr, "message")),
+                           "shape of the nearest library curves"));
+    assert_string_equal(json_string_value(json_object_get(d, "curve_source")), "probed");
+    const pfi_curve *c = &f->n->jobs[0].curve;
+    /* through the probe, flat-topped, falling below it with the references' slope */
+    assert_true(fabs(pfi_curve_rel_at_cap(c, PFI_VIEW_MONOTONE, cap) - 0.85) < 0.01);
+    assert_true(pfi_curve_rel_at_cap(c, PFI_VIEW_MONOTONE, cap - 50) < 0.85);
+    assert_true(pfi_curve_rel_at_cap(c, PFI_VIEW_MONOTONE, 700) > 0.99);
+    double pfi30 = json_real_value(json_object_get(d, "pfi30"));
+    assert_true(pfi30 > 0.2 && pfi30 < 1.0);
+    json_decref(d);
+    srv_library_free(lib);
+}
+
 /* With a predictor loaded, a job registered without a curve gets one from its own baseline
  * telemetry, and its PFI30 is shown. */
 static void test_predicted_curve(void **state)
@@ -637,6 +704,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_budget_ramp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_predicted_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_refines_curve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_through_library, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),

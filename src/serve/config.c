@@ -95,6 +95,8 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
         return set_str(c->db, sizeof c->db, key, v, err);
     if (!strcmp(key, "model"))
         return set_str(c->model, sizeof c->model, key, v, err);
+    if (!strcmp(key, "probe_library"))
+        return set_str(c->probe_library, sizeof c->probe_library, key, v, err);
     if (!strcmp(key, "journal"))
         return set_str(c->journal, sizeof c->journal, key, v, err);
     if (!strcmp(key, "backend")) {

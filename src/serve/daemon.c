@@ -192,6 +192,13 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     srv_node *n = calloc(1, sizeof *n);
     if (!n)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    /* Before any GPU is touched: a library that cannot be read is bad input, nothing changes.
+     * (srv_node_init clears the node: the library joins it after.) */
+    srv_library lib;
+    if ((rc = srv_library_load(c->probe_library, &lib, err)) != PFI_OK) {
+        free(n);
+        return rc;
+    }
     char jpath[PFI_JOURNAL_PATH_MAX], note[256] = "";
     if (c->journal[0])
         snprintf(jpath, sizeof jpath, "%s", c->journal);
@@ -206,11 +213,13 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (!c->read_only) {
         rc = recover_journal(jpath, b, note, sizeof note, err);
         if (rc != PFI_OK) {
+            srv_library_free(&lib);
             free(n);
             return rc;
         }
     }
     rc = srv_node_init(n, c, b, err);
+    n->lib = lib;
     if (rc != PFI_OK)
         goto out;
     n->model = model;
@@ -244,6 +253,9 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
                   model ? ", predictor " : ", no predictor (jobs without a curve are planned "
                                            "at PFI 1)",
                   model ? c->model : "");
+    if (n->lib.n)
+        srv_event_add(n, "probe_library", "probes read through %d measured curves of %s",
+                      n->lib.n, n->lib.where);
     pfi_err le = {0};
     /* The daemon still starts: the jobs can be registered again (Slurm's prolog does). */
     if (srv_audit_load_jobs(n->audit, reload_one, n, &le) != PFI_OK)
@@ -277,6 +289,7 @@ out:
     }
     srv_audit_close(n->audit);
     srv_node_destroy(n);
+    srv_library_free(&n->lib);
     free(n);
     return rc;
 }

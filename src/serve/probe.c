@@ -6,15 +6,111 @@
  * the budget.  It starts once the job's baseline is known: mean power over at least
  * SRV_MIN_BASELINE samples at the default limit, and tokens/s (registered, or reported while
  * uncapped).  After the first third (the transient), the job's mean power and the tokens/s it
- * reports are averaged; at the end r = 1 - P/P0 and s = 1 - T/T0 give the curve
- * (pfi_probe_fit, one probe, prior exponent).  A probe without a throughput report, or on a
+ * reports are averaged; at the end r = 1 - P/P0 and s = 1 - T/T0 give the curve: read through
+ * the shape of the nearest measured curves of a probe library when one is configured (the
+ * estimate `pfi evaluate --probes 1` scores, docs/allocation.md), else a power law through
+ * the probe (pfi_probe_fit, prior exponent).  A probe without a throughput report, or on a
  * job that stopped being planned locally, fails and says why; the job then keeps its curve. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/probe.h"
 #include "serve/serve_int.h"
+#include "sim/sim.h"
+#include "study/experiment.h"
+#include "study/runset.h"
+
+/* "NVIDIA H200", "H200-SXM" and "h200" are one GPU model; names pfi does not model compare as
+ * written. */
+static void gpu_key(const char *name, char *out, size_t cap)
+{
+    const pfi_gpu_model *m = pfi_gpu_model_find(name);
+    snprintf(out, cap, "%s", m ? m->name : name);
+}
+
+int srv_library_load(const char *what, srv_library *lib, pfi_err *err)
+{
+    memset(lib, 0, sizeof *lib);
+    if (!what || !*what)
+        return PFI_OK;
+    int pub = strcmp(what, "public") == 0;
+    pfi_runset rs;
+    int rc = pfi_runset_load(pub ? NULL : what, pub, NULL, 0, &rs, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "probe_library %s: ", what);
+    lib->curve = malloc(sizeof *lib->curve * (size_t)(rs.n ? rs.n : 1));
+    lib->gpu = malloc(sizeof *lib->gpu * (size_t)(rs.n ? rs.n : 1));
+    if (!lib->curve || !lib->gpu) {
+        pfi_runset_free(&rs);
+        srv_library_free(lib);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < rs.n; i++) {
+        pfi_err e2 = {0};
+        if (pfi_curve_from_run(&rs.runs[i], -1, &lib->curve[lib->n], &e2) != PFI_OK)
+            continue; /* too few levels to be a curve */
+        gpu_key(rs.runs[i].gpu_type, lib->gpu[lib->n], sizeof lib->gpu[0]);
+        lib->n++;
+    }
+    snprintf(lib->where, sizeof lib->where, "%s", rs.where);
+    pfi_runset_free(&rs);
+    if (lib->n < 2) {
+        int n = lib->n;
+        srv_library_free(lib);
+        return pfi_err_set(err, PFI_EINVAL,
+                           "probe_library %s: %d run(s) with a usable curve; a probe is read "
+                           "through the nearest of several (characterize some with pfi sweep)",
+                           what, n);
+    }
+    return PFI_OK;
+}
+
+void srv_library_free(srv_library *lib)
+{
+    free(lib->curve);
+    free(lib->gpu);
+    memset(lib, 0, sizeof *lib);
+}
+
+/* Job j's whole curve from its probe read through the library's shape, with the setting
+ * `pfi evaluate` uses (study/experiment.h): references of the same GPU model and single- or
+ * multi-GPU kind first. */
+static int shape_curve(const srv_node *n, const srv_job *j, double P, double T, double lo,
+                       double hi, double cap0, pfi_curve *out, pfi_err *err)
+{
+    const srv_library *lib = &n->lib;
+    unsigned char *use = malloc((size_t)lib->n);
+    if (!use)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    char mine[32];
+    gpu_key(n->gpu[j->gpus[0]].dev.name, mine, sizeof mine);
+    const pfi_expt_shape_set *st = &pfi_expt_shape_default;
+    for (int k = 0; k < lib->n; k++) {
+        int same_gpu = strcasecmp(lib->gpu[k], mine) == 0;
+        int same_kind = (lib->curve[k].n_gpus > 1) == (j->n_gpus > 1);
+        use[k] = (unsigned char)(1 + same_gpu + (st->tier_gpus && same_gpu && same_kind));
+    }
+    pfi_probe_obs o = {.t0 = j->t0_tps, .p0_w = j->base.power_w, .cap0_w = cap0,
+                       .min_cap_w = lo, .max_cap_w = hi, .n_gpus = j->n_gpus,
+                       .cap_w = j->probe.cap_w, .draw_w = P, .rel = T / j->t0_tps};
+    pfi_probe_shape_opts so = {st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw};
+    int rc = pfi_probe_shape_curve(&o, lib->curve, use, lib->n, &so, out, err);
+    free(use);
+    return rc;
+}
+
+/* PFI30 of a curve without a parametric view: the slowdown at 30% of the baseline draw shed. */
+static double curve_pfi30(const pfi_curve *c)
+{
+    double r[PFI_CURVE_MAX_PTS + 1], s[PFI_CURVE_MAX_PTS + 1];
+    int m = pfi_curve_points(c, r, s, PFI_CURVE_MAX_PTS + 1);
+    if (m < 2 || r[0] > 0.3 || r[m - 1] < 0.3)
+        return NAN;
+    return pfi_lerp_sorted(r, s, m, 0.3) / 0.3;
+}
 
 const char *srv_curve_src_name(int src)
 {
@@ -172,19 +268,27 @@ static void finish(srv_node *n, srv_job *j)
     for (int k = 0; k < j->n_gpus; k++)
         if (n->gpu[j->gpus[k]].dev.default_limit_w < cap0)
             cap0 = n->gpu[j->gpus[k]].dev.default_limit_w;
-    if (pfi_probe_fit(&p->r, &p->s, 1, PFI_PROBE_B_PRIOR, &fit, &e) != PFI_OK ||
-        pfi_curve_from_fit(&fit, j->t0_tps, j->base.power_w, cap0, lo, hi, j->n_gpus,
-                           p->r > 0.3 ? p->r : 0.3, &c, &e) != PFI_OK) {
+    const char *how = "a power law through it";
+    if (n->lib.n >= 2) {
+        if (shape_curve(n, j, P, T, lo, hi, cap0, &c, &e) != PFI_OK) {
+            snprintf(p->msg, sizeof p->msg, "shape estimate failed: %s", e.msg);
+            return;
+        }
+        how = "the shape of the nearest library curves";
+    } else if (pfi_probe_fit(&p->r, &p->s, 1, PFI_PROBE_B_PRIOR, &fit, &e) != PFI_OK ||
+               pfi_curve_from_fit(&fit, j->t0_tps, j->base.power_w, cap0, lo, hi, j->n_gpus,
+                                  p->r > 0.3 ? p->r : 0.3, &c, &e) != PFI_OK) {
         snprintf(p->msg, sizeof p->msg, "fit failed: %s", e.msg);
         return;
     }
     j->curve = c;
     j->curve_src = SRV_CURVE_PROBED;
-    j->pfi30 = pfi_fit_s(&c.fit, 0.3) / 0.3;
+    j->pfi30 = n->lib.n >= 2 ? curve_pfi30(&c) : pfi_fit_s(&c.fit, 0.3) / 0.3;
     p->state = SRV_PROBE_DONE;
     snprintf(p->msg, sizeof p->msg,
-             "%.1f%% power shed cost %.1f%% throughput (%d power samples, %d reports)",
-             100 * p->r, 100 * p->s, p->pow_n, p->tps_n);
+             "%.1f%% power shed cost %.1f%% throughput (%d power samples, %d reports); "
+             "curve: %s",
+             100 * p->r, 100 * p->s, p->pow_n, p->tps_n, how);
 }
 
 void srv_probe_tick(srv_node *n)

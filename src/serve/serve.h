@@ -62,6 +62,10 @@ typedef struct pfi_serve_config {
     int threads;                 /* HTTP worker threads */
     int resume;                  /* re-apply the last budget saved in the DB at start */
     char model[PFI_SERVE_PATH_MAX]; /* predictor (`pfi model train --out`); "" none */
+    /* Measured curves of other jobs a probe is read through (core/probe.h's shape estimate):
+     * a store, or "public" for $PFI_DATA_DIR's sweeps; "" none (a probe then fits a power
+     * law through the baseline and the probe) */
+    char probe_library[PFI_SERVE_PATH_MAX];
 } pfi_serve_config;
 
 void pfi_serve_config_defaults(pfi_serve_config *c);

@@ -49,6 +49,14 @@ typedef struct srv_probe {
     char msg[160];
 } srv_probe;
 
+/* The measured curves a probe is read through, each with its GPU model (for the tiers). */
+typedef struct srv_library {
+    int n;
+    pfi_curve *curve;
+    char (*gpu)[32];
+    char where[256];
+} srv_library;
+
 enum srv_mode {
     SRV_MODE_LOCAL = 0, /* this node allocates its budget itself */
     SRV_MODE_EXTERNAL,  /* caps handed down by a cluster controller (PUT /v1/caps) */
@@ -110,6 +118,7 @@ typedef struct srv_node {
     pfi_backend *b;
     srv_audit *audit;
     const struct pfi_model *model; /* runtime predictor (core/predict.h); NULL: none loaded */
+    srv_library lib;               /* curves a probe is read through; n 0: none */
     char token[PFI_TOKEN_MAX + 1]; /* "" when no token file: every mutation is refused */
 
     int n_gpus;
@@ -221,6 +230,9 @@ void srv_predict_curves(srv_node *n);
 int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err);
 /* Starts and finishes probes (control loop; takes decide_mu itself). */
 void srv_probe_tick(srv_node *n);
+/* Loads cfg->probe_library ("" leaves lib empty); frees it. */
+int srv_library_load(const char *what, srv_library *lib, pfi_err *err);
+void srv_library_free(srv_library *lib);
 /* Accumulates a job's power (sampler) and tokens/s (reports) into a running probe (mu held). */
 void srv_probe_sample(srv_node *n, srv_job *j, double now);
 void srv_probe_tps(srv_job *j, double tps, double now);

@@ -226,6 +226,38 @@ static int same_set(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
            a->tier_gpus == b->tier_gpus && a->committee == b->committee;
 }
 
+/* The bagged choice: per depth and tiers the mean of the top scores decides, and the winner is
+ * the committee of exactly those top settings; committees and unscored settings are skipped. */
+static void test_bag_choice(void **state)
+{
+    (void)state;
+    pfi_expt_shape_set g[] = {
+        {0.40, 4, 0, 1, 0, 0}, {0.40, 5, 3, 1, 0, 0}, {0.40, 8, 5, 1, 0, 0},
+        {0.50, 4, 0, 1, 0, 0}, {0.50, 5, 3, 1, 0, 0}, {0.50, 8, 5, 1, 0, 0},
+        {0.50, 0, 0, 1, 1, 0}, {0.50, 7, 0, 1, 0, 0}, /* a committee; 7 neighbours: off grid */
+    };
+    /* depth 0.40 has the best single (0.9) but 0.50's top two average better */
+    double v[] = {0.9, 0.1, 0.2, 0.7, 0.75, 0.3, 5.0, 9.0};
+    pfi_expt_shape_set best = {0};
+    assert_int_equal(pfi_expt_bag_choice(g, v, 8, 2, &best), 1);
+    assert_true(best.depth == 0.50 && best.committee == 1 && best.tier_gpus == 1);
+    /* bit a * 4 + b: k 4 (a 0) x w 0 (b 0) -> bit 0; k 5 (a 1) x w 3 (b 2) -> bit 6 */
+    assert_int_equal(best.members, (1u << 0) | (1u << 6));
+    /* top 1 is the one best single setting */
+    assert_int_equal(pfi_expt_bag_choice(g, v, 8, 1, &best), 1);
+    assert_true(best.depth == 0.40 && best.members == 1u);
+    /* more than there are: all three of the depth */
+    assert_int_equal(pfi_expt_bag_choice(g, v, 8, 6, &best), 1);
+    assert_true(best.depth == 0.50);
+    assert_int_equal(best.members, (1u << 0) | (1u << 6) | (1u << 15));
+    double none[8];
+    for (int i = 0; i < 8; i++)
+        none[i] = NAN;
+    best.depth = -1;
+    assert_int_equal(pfi_expt_bag_choice(g, none, 8, 3, &best), 0);
+    assert_true(best.depth == -1);
+}
+
 /* Cross-validated settings: each group's setting comes from the grid and is chosen without
  * that group (changing its curves changes nothing it is given), allocations stay within the
  * budget; with group_out the library leaves the whole group out (a change to a job of the same
@@ -246,6 +278,25 @@ static void test_shape_cross_validated(void **state)
     pfi_expt_opts o = pfi_expt_defaults(1);
     o.shape_cv = 1;
     pfi_expt_result a, b;
+    /* the default, bagged: a committee of at most cv_top single settings of one depth */
+    assert_int_equal(o.cv_top, PFI_EXPT_CV_TOP);
+    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
+    for (int j = 0; j < a.n; j++) {
+        assert_true(a.sets[j].committee);
+        int bits = __builtin_popcount(a.sets[j].members);
+        assert_true(bits >= 1 && bits <= PFI_EXPT_CV_TOP);
+    }
+    assert_true(same_set(&a.sets[0], &b.sets[0]));
+    assert_int_equal(a.sets[0].members, b.sets[0].members);
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < PFI_POLICY_COUNT; k++) {
+            const pfi_eval_cell *cell = &a.cells[c * PFI_POLICY_COUNT + k];
+            assert_true(!cell->done || cell->power_w <= cell->budget_w * (1 + 1e-12));
+        }
+    pfi_expt_result_free(&a);
+    pfi_expt_result_free(&b);
+    o.cv_top = 0; /* the grid's one best setting */
     assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
     assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
     assert_non_null(a.sets);
@@ -294,7 +345,7 @@ static void test_shape_cross_validated(void **state)
     assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
     for (int comm = 0; comm < 2; comm++) { /* one setting, and the committee */
         o = pfi_expt_defaults(1);
-        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm};
+        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm, 0};
         assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
         assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
         assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
@@ -386,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_scored_on_truth),
         cmocka_unit_test(test_probe_sees_only_its_levels),
         cmocka_unit_test(test_shape_from_other_jobs),
+        cmocka_unit_test(test_bag_choice),
         cmocka_unit_test(test_shape_cross_validated),
         cmocka_unit_test(test_model_out_of_fold),
     };

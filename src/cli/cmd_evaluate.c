@@ -30,7 +30,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
     const char *db = NULL, *cuts_s = "0.1,0.2,0.3,0.4,0.5", *pol_s = "equal,pfi,oracle";
     const char *fleet = NULL, *depth_s = NULL, *sources = NULL, *save_db = NULL;
     int public_data = 0, probes = 1, as_json = 0, seed = 1, per_job = 0;
-    int probe_cv = 0, group_out = 0, probe_k = -1, tier = -1, comm = -1;
+    int probe_cv = 0, group_out = 0, probe_k = -1, tier = -1, comm = -1, cv_top = -1;
     double step = 1, w_draw = -1;
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &db, "FILE", "the store whose runs are the jobs (default $PFI_DB, else pfi.db)"},
@@ -62,6 +62,9 @@ int pfi_cmd_evaluate(int argc, char **argv)
         {"probe-cv", PFI_OPT_FLAG, &probe_cv, NULL,
          "one probe: choose the shape setting of each job group by cross-validation on the "
          "other groups (the honest figure; about 1.5 min on the public sweeps)"},
+        {"probe-cv-top", PFI_OPT_INT, &cv_top, "M",
+         "with --probe-cv: each group gets the committee of the M best single settings of the "
+         "depth and tiers whose M best score best (default 6); 0: the grid's one best setting"},
         {"group-out", PFI_OPT_FLAG, &group_out, NULL,
          "one probe: the shape library leaves each job's whole group (same model) out"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap grid (default 1 W)"},
@@ -122,6 +125,12 @@ int pfi_cmd_evaluate(int argc, char **argv)
     if (comm >= 0)
         eo.shape.committee = comm != 0;
     eo.shape_cv = probe_cv;
+    if (cv_top < -1) {
+        fprintf(stderr, "pfi evaluate: --probe-cv-top must be >= 0\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (cv_top >= 0)
+        eo.cv_top = cv_top;
     eo.group_out = group_out;
     double cuts[MAX_CUTS];
     int ncuts = 0;

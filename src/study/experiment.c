@@ -19,7 +19,7 @@
 /* The best mean gap recovered over 10/20/30% cuts on the public sweeps, over the grid below:
  * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
  * figure next to it). */
-const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0};
+const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0};
 
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
@@ -35,12 +35,13 @@ int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
     for (int t = 0; t < 2; t++)
         for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
             if (m < max)
-                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1};
+                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0};
             m++;
             for (int b = 0; b < NK; b++)
                 for (int c = 0; c < NWD; c++) {
                     if (m < max)
-                        out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0};
+                        out[m] =
+                            (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0, 0};
                     m++;
                 }
         }
@@ -61,6 +62,7 @@ pfi_expt_opts pfi_expt_defaults(int probes)
     o.sla_margin = NAN;
     o.probe_shape = 1;
     o.shape = pfi_expt_shape_default;
+    o.cv_top = PFI_EXPT_CV_TOP;
     return o;
 }
 
@@ -216,7 +218,17 @@ out:
     return rc;
 }
 
-/* The members of a setting: itself, or the committee's COMMITTEE. */
+/* The committee bit of a single setting's neighbours and draw weight; -1 off the grid. */
+static int member_bit(const pfi_expt_shape_set *st)
+{
+    for (int a = 0; a < NK; a++)
+        for (int b = 0; b < NWD; b++)
+            if (grid_k[a] == st->k && grid_wd[b] == st->w_draw)
+                return a * NWD + b;
+    return -1;
+}
+
+/* The members of a setting: itself, or the committee's (all COMMITTEE, or those of its mask). */
 static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
 {
     if (!st->committee) {
@@ -226,7 +238,8 @@ static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
     int m = 0;
     for (int a = 0; a < NK; a++)
         for (int b = 0; b < NWD; b++)
-            so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b]};
+            if (!st->members || (st->members >> (a * NWD + b) & 1u))
+                so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b]};
     return m;
 }
 
@@ -578,8 +591,56 @@ static double mean_gap(const pfi_expt_result *r)
     return m ? sum / m : NAN;
 }
 
-/* The best setting of the grid on the population without group g (ties: the earlier one);
- * the default when fewer than two jobs are left or nothing scores. */
+/* The bagged choice among scored single settings v[s] (NAN: not scored): for each depth and
+ * tiers, the mean of its top best scores; the best such (ties: the earlier) becomes the
+ * committee of those top settings.  Averaging the m best instead of taking the one best is
+ * what steadies the choice: which single setting wins moves with which groups are left out
+ * (docs/allocation.md).  0 when nothing scored. */
+int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngrid, int top,
+                        pfi_expt_shape_set *best)
+{
+    double topmean = -INFINITY;
+    int found = 0;
+    for (int s = 0; s < ngrid; s++) {
+        const pfi_expt_shape_set *a = &grid[s];
+        int first = 1; /* each depth and tiers once, at its first single setting */
+        for (int q = 0; q < s && first; q++)
+            first = !(grid[q].depth == a->depth && grid[q].tier_gpus == a->tier_gpus &&
+                      !grid[q].committee && isfinite(v[q]) && member_bit(&grid[q]) >= 0);
+        if (a->committee || !isfinite(v[s]) || member_bit(a) < 0 || !first)
+            continue;
+        /* the top members of this depth and tiers: selection by repeated maximum */
+        unsigned mask = 0;
+        double sum = 0;
+        int m = 0;
+        for (; m < top; m++) {
+            int pick = -1;
+            for (int q = 0; q < ngrid; q++) {
+                const pfi_expt_shape_set *b = &grid[q];
+                int bit = member_bit(b);
+                if (b->committee || b->depth != a->depth || b->tier_gpus != a->tier_gpus ||
+                    !isfinite(v[q]) || bit < 0 || (mask >> bit & 1u))
+                    continue;
+                if (pick < 0 || v[q] > v[pick])
+                    pick = q;
+            }
+            if (pick < 0)
+                break;
+            mask |= 1u << member_bit(&grid[pick]);
+            sum += v[pick];
+        }
+        if (m > 0 && sum / m > topmean) {
+            topmean = sum / m;
+            *best = (pfi_expt_shape_set){a->depth, 0, 0, a->tier_gpus, 1, mask};
+            found = 1;
+        }
+    }
+    return found;
+}
+
+/* The setting for group g, chosen on the population without g: the grid's best (top 0; ties:
+ * the earlier one) or the bagged choice of its top single settings; the default when fewer
+ * than two jobs are left or nothing scores. */
 static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g,
                             const pfi_expt_shape_set *grid, int ngrid, const double *cuts,
                             int ncuts, pfi_expt_shape_set *best, pfi_err *err)
@@ -587,8 +648,9 @@ static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g
     *best = o->shape;
     const pfi_run **runs = malloc(sizeof *runs * (size_t)(p->n ? p->n : 1));
     int *groups = malloc(sizeof *groups * (size_t)(p->n ? p->n : 1));
-    if (!runs || !groups) {
-        free(runs), free(groups);
+    double *v = malloc(sizeof *v * (size_t)(ngrid > 0 ? ngrid : 1));
+    if (!runs || !groups || !v) {
+        free(runs), free(groups), free(v);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     int m = 0;
@@ -600,21 +662,30 @@ static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g
     pfi_expt_pop sub;
     int rc = pfi_expt_pop_runs(runs, groups, m, p->where, &sub, err);
     const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
-    double top = -INFINITY;
+    for (int s = 0; s < ngrid; s++)
+        v[s] = NAN;
     for (int s = 0; !rc && sub.n >= 2 && s < ngrid; s++) {
+        if (o->cv_top > 0 && grid[s].committee)
+            continue; /* the bag builds its own committee */
         pfi_expt_opts io = *o;
         io.shape = grid[s];
         io.shape_cv = 0, io.job_sets = NULL, io.want_caps = 0, io.sla = 0, io.auto_depth = 0;
         pfi_expt_result r;
         if ((rc = pfi_expt_run(&sub, &io, cuts, ncuts, pol, 3, &r, err)))
             break;
-        double v = mean_gap(&r);
-        if (isfinite(v) && v > top)
-            top = v, *best = grid[s];
+        v[s] = mean_gap(&r);
         pfi_expt_result_free(&r);
     }
+    if (!rc && o->cv_top > 0)
+        pfi_expt_bag_choice(grid, v, ngrid, o->cv_top, best);
+    else if (!rc) {
+        double top = -INFINITY;
+        for (int s = 0; s < ngrid; s++)
+            if (isfinite(v[s]) && v[s] > top)
+                top = v[s], *best = grid[s];
+    }
     pfi_expt_pop_free(&sub);
-    free(runs), free(groups);
+    free(runs), free(groups), free(v);
     return rc;
 }
 

@@ -84,6 +84,8 @@ typedef struct pfi_expt_shape_set {
                         first, then the same GPU model, then the rest; 0: GPU model only */
     int committee;   /* 1: the mean over k in {4, 5, 6, 8} x w_draw in {0, 1, 3, 5}
                         (pfi_probe_shape_mean), k and w_draw unused; 0: that one k, w_draw */
+    unsigned members; /* committee: bit a * 4 + b takes neighbours {4, 5, 6, 8}[a] x draw
+                        weight {0, 1, 3, 5}[b] (0: all 16) */
 } pfi_expt_shape_set;
 
 /* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
@@ -92,6 +94,14 @@ typedef struct pfi_expt_shape_set {
  * x draw weights, or the committee}; the old default, depth 0.40, k 8, no draw, is in it).
  * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
 extern const pfi_expt_shape_set pfi_expt_shape_default;
+#define PFI_EXPT_CV_TOP 6
+/* The cross-validation's bagged choice (pfi_expt_opts.cv_top) among the grid's settings
+ * scored v[s] (NAN: not scored; committees and settings off the grid's neighbour counts and
+ * draw weights are skipped): for each depth and tiers, the mean score of its `top` best single
+ * settings; the best (ties: the earlier) as a committee of those settings into *best.
+ * Returns 0 (and leaves *best) when nothing was scored. */
+int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngrid, int top,
+                        pfi_expt_shape_set *best);
 int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max);
 
 typedef struct pfi_expt_opts {
@@ -110,6 +120,10 @@ typedef struct pfi_expt_opts {
                               job (same model on other GPUs, GPU counts or batch sizes) */
     const pfi_expt_shape_set *job_sets; /* per job, a setting instead of `shape` (NULL: none;
                               shape_cv fills it for the run) */
+    int cv_top;            /* shape_cv: 0 takes the grid's best setting; m > 0 the depth and
+                              tiers whose m best single settings score best on average, and
+                              predicts with the committee of those m (a bagged choice: much
+                              less swayed by which groups are left out; PFI_EXPT_CV_TOP) */
     unsigned long long train_seed; /* the predictor's training seed (pfi_train_opts.seed) */
     pfi_alloc_opts alloc;  /* the allocator's (cap grid, on_infeasible) */
     int want_caps;         /* fill pfi_expt_result.caps and .seen */

@@ -48,7 +48,8 @@ int pfi_cmd_evaluate(int argc, char **argv)
         {"probes", PFI_OPT_INT, &probes, "0|1|2",
          "what pfi sees: 0 the telemetry predictor, 1 or 2 baseline + probes (default 1)"},
         {"probe-depth", PFI_OPT_STR, &depth_s, "D[,D2]|auto",
-         "probe depths as power shed (default: core/probe.h's, 0.40; two probes 0.20,0.40); "
+         "probe depths as power shed (default: one probe 0.50, the shape setting's; two probes "
+         "0.20,0.40); "
          "auto: each job probed at its equal share of each cut"},
         {"probe-k", PFI_OPT_INT, &probe_k, "N",
          "one probe: neighbours of the shape estimate (default: study/experiment.c's)"},
@@ -61,7 +62,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
          "(--probe-k and --draw-weight then unused)"},
         {"probe-cv", PFI_OPT_FLAG, &probe_cv, NULL,
          "one probe: choose the shape setting of each job group by cross-validation on the "
-         "other groups (the honest figure; about 1.5 min on the public sweeps)"},
+         "other groups (the honest figure; about 40 s on the public sweeps)"},
         {"probe-cv-top", PFI_OPT_INT, &cv_top, "M",
          "with --probe-cv: each group gets the committee of the M best single settings of the "
          "depth and tiers whose M best score best (default 6); 0: the grid's one best setting"},

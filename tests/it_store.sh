@@ -26,8 +26,8 @@ printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOpt
   >"$tmp/plo/A40+resnet18+gpu0.csv"
 must_fail import zeus-plo "$tmp/plo" --db "$db"
 has "$tmp/err" "A40+resnet18+gpu0.csv line 3"
-"$PFI_BIN" runs --db "$db" --json >"$tmp/out" || fail "pfi runs on the fresh store"
-has "$tmp/out" '"runs": \[\]'
+# An import that fails into a store it created leaves no empty store behind.
+[ ! -e "$db" ] || fail "a failed import left a database at $db"
 
 # A good one-file import, then the newer-schema and locked-database refusals.
 printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,36,8000\n' \

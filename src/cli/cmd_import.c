@@ -1,6 +1,7 @@
 /* pfi import: the public measured sweeps (read in place from $PFI_DATA_DIR) into the store. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "store/store.h"
@@ -52,6 +53,10 @@ int pfi_cmd_import(int argc, char **argv)
     const char *path = npos > 1 ? pos[1] : NULL;
     pfi_err err = {0};
     pfi_store *st;
+    /* A store this command creates and then fills with nothing is removed again: a failed
+     * import leaves no empty database behind for the next command to read as "no runs". */
+    const char *dbpath = db ? db : pfi_store_default_path();
+    int existed = access(dbpath, F_OK) == 0;
     if (pfi_store_open(db, PFI_STORE_CREATE, &st, &err) != PFI_OK)
         return pfi_cli_fail("import", &err);
     int nr[PFI_IMPORT_NSOURCES] = {0}, nl[PFI_IMPORT_NSOURCES] = {0};
@@ -79,6 +84,14 @@ int pfi_cmd_import(int argc, char **argv)
     if (!doc)
         json_decref(arr);
     pfi_store_close(st);
+    if (rc != PFI_OK && !existed) {
+        unlink(dbpath);
+        for (const char *sfx = "-wal"; sfx; sfx = strcmp(sfx, "-wal") == 0 ? "-shm" : NULL) {
+            char side[4200];
+            snprintf(side, sizeof side, "%s%s", dbpath, sfx);
+            unlink(side);
+        }
+    }
     if (rc != PFI_OK && err.code == PFI_ENOENT && !path) {
         fprintf(stderr, "pfi import: %s\n(the data folder is $PFI_DATA_DIR, default ../shared/data "
                         "from here: set it or give PATH)\n", err.msg);

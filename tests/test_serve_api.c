@@ -408,6 +408,31 @@ static void test_lost_gpu_replanned(void **state)
 }
 
 
+/* Job p's baseline (samples at the default limit, 1000 tokens/s reported), then a tick that
+ * arms its probe. */
+static void probe_start(fx *f)
+{
+    for (int k = 0; k < SRV_MIN_BASELINE + 2; k++)
+        srv_sample(f->n);
+    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":1000}", 1, NULL),
+                     200);
+    srv_tick(f->n);
+}
+
+/* Job p's running probe to its end: the firmware settles at the probe's cap, p reports 850
+ * tokens/s past the probe's first third, and the tick after its duration finishes it. */
+static void probe_finish(fx *f)
+{
+    pfi_hw_sleep(f->b, 10.0); /* virtual time */
+    sleep_s(0.12);
+    for (int k = 0; k < 5; k++)
+        srv_sample(f->n);
+    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":850}", 1, NULL),
+                     200);
+    sleep_s(0.25);
+    srv_tick(f->n);
+}
+
 /* A job that allows a probe: once its baseline is known it is held lower for a bounded time,
  * and what it reports there becomes its curve; then its cap comes back. */
 static void test_probe_refines_curve(void **state)
@@ -425,24 +450,13 @@ static void test_probe_refines_curve(void **state)
     json_decref(d);
     srv_tick(f->n); /* no baseline yet: nothing starts */
     assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
-    for (int k = 0; k < SRV_MIN_BASELINE + 2; k++)
-        srv_sample(f->n);
-    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":1000}", 1, NULL),
-                     200);
-    srv_tick(f->n);
+    probe_start(f);
     double p0 = f->n->jobs[0].base.power_w;
     assert_int_equal(f->n->jobs[0].probe.state, SRV_PROBE_RUNNING);
     assert_true(fabs(limit_of(f, 0) - 0.7 * p0) < 1.0);
     assert_true(fabs(limit_of(f, 1) - limit_of(f, 0)) < 1e-9);
     assert_true(fabs(limit_of(f, 2) - 700) < 1e-9); /* only the probed job moves */
-    pfi_hw_sleep(f->b, 10.0); /* virtual time: the firmware settles at the new cap */
-    sleep_s(0.12);           /* past the probe's first third */
-    for (int k = 0; k < 5; k++)
-        srv_sample(f->n);
-    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":850}", 1, NULL),
-                     200);
-    sleep_s(0.25);
-    srv_tick(f->n);
+    probe_finish(f);
     assert_int_equal(call(f, "GET", "/v1/jobs/p", NULL, 0, &d), 200);
     json_t *pr = json_object_get(d, "probe");
     assert_string_equal(json_string_value(json_object_get(pr, "state")), "done");
@@ -493,21 +507,10 @@ static void test_probe_through_library(void **state)
                           "\"duration_s\":0.3}}",
                           1, NULL),
                      201);
-    for (int k = 0; k < SRV_MIN_BASELINE + 2; k++)
-        srv_sample(f->n);
-    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":1000}", 1, NULL),
-                     200);
-    srv_tick(f->n);
+    probe_start(f);
     assert_int_equal(f->n->jobs[0].probe.state, SRV_PROBE_RUNNING);
     double cap = f->n->jobs[0].probe.cap_w;
-    pfi_hw_sleep(f->b, 10.0);
-    sleep_s(0.12);
-    for (int k = 0; k < 5; k++)
-        srv_sample(f->n);
-    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":850}", 1, NULL),
-                     200);
-    sleep_s(0.25);
-    srv_tick(f->n);
+    probe_finish(f);
     assert_int_equal(call(f, "GET", "/v1/jobs/p", NULL, 0, &d), 200);
     json_t *pr = json_object_get(d, "probe");
     assert_string_equal(json_string_value(json_object_get(pr, "state")), "done");

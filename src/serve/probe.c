@@ -78,8 +78,8 @@ void srv_library_free(srv_library *lib)
 /* Job j's whole curve from its probe read through the library's shape, with the setting
  * `pfi evaluate` uses (study/experiment.h): references of the same GPU model and single- or
  * multi-GPU kind first. */
-static int shape_curve(const srv_node *n, const srv_job *j, double P, double T, double lo,
-                       double hi, double cap0, pfi_curve *out, pfi_err *err)
+static int shape_curve(const srv_node *n, const srv_job *j, double P, double lo, double hi,
+                       double cap0, pfi_curve *out, pfi_err *err)
 {
     const srv_library *lib = &n->lib;
     unsigned char *use = malloc((size_t)lib->n);
@@ -93,9 +93,10 @@ static int shape_curve(const srv_node *n, const srv_job *j, double P, double T, 
         int same_kind = (lib->curve[k].n_gpus > 1) == (j->n_gpus > 1);
         use[k] = (unsigned char)(1 + same_gpu + (st->tier_gpus && same_gpu && same_kind));
     }
+    /* rel from the slowdown as finish() clamped it: faster at less power is noise */
     pfi_probe_obs o = {.t0 = j->t0_tps, .p0_w = j->base.power_w, .cap0_w = cap0,
                        .min_cap_w = lo, .max_cap_w = hi, .n_gpus = j->n_gpus,
-                       .cap_w = j->probe.cap_w, .draw_w = P, .rel = T / j->t0_tps};
+                       .cap_w = j->probe.cap_w, .draw_w = P, .rel = 1 - j->probe.s};
     pfi_probe_shape_opts so = {st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw};
     int rc = pfi_probe_shape_curve(&o, lib->curve, use, lib->n, &so, out, err);
     free(use);
@@ -270,7 +271,7 @@ static void finish(srv_node *n, srv_job *j)
             cap0 = n->gpu[j->gpus[k]].dev.default_limit_w;
     const char *how = "a power law through it";
     if (n->lib.n >= 2) {
-        if (shape_curve(n, j, P, T, lo, hi, cap0, &c, &e) != PFI_OK) {
+        if (shape_curve(n, j, P, lo, hi, cap0, &c, &e) != PFI_OK) {
             snprintf(p->msg, sizeof p->msg, "shape estimate failed: %s", e.msg);
             return;
         }

@@ -26,6 +26,9 @@ int pfi_cli_fail(const char *cmd, const pfi_err *err);
 /* Handles the result of pfi_args_parse: returns -1 to continue, or an exit status. */
 int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos,
                  int *dashdash);
+/* The same for a command that takes options only: a positional argument is refused, naming
+ * it ("pfi CMD: unexpected argument 'x'"). */
+int pfi_cli_args_none(const pfi_cmd_spec *spec, int argc, char **argv, const char *cmd);
 
 /* The backend flags every hardware-facing command accepts. */
 typedef struct pfi_cli_hw {

@@ -405,14 +405,9 @@ int pfi_cmd_allocate(int argc, char **argv)
         "the total (weighted) throughput is the largest.  pfi and proportional-to-pfi read each "
         "job's predicted curve, oracle and equal its true curve.  See docs/allocation.md.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "allocate");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi allocate: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_err err = {0};
     int policy = pfi_policy_parse(policy_s);
     if (policy < 0) {

@@ -81,14 +81,9 @@ int pfi_cmd_evaluate(int argc, char **argv)
         "each policy and score them on the true curves.  gap_recovered = (T_pfi - T_equal) / "
         "(T_oracle - T_equal).  Runs without tokens/s count GPU-weighted relative throughput.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "evaluate");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi evaluate: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_err err = {0};
     if ((db != NULL) + public_data + (fleet != NULL) > 1) {
         fprintf(stderr, "pfi evaluate: --db, --public and --fleet exclude each other\n");

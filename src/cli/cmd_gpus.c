@@ -16,14 +16,9 @@ int pfi_cmd_gpus(int argc, char **argv)
     const pfi_cmd_spec spec = {"pfi gpus [--backend sim|nvml] [--sim FILE|PRESET] [--json]",
                                "List the node's GPUs with their power limits and current draw.",
                                opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "gpus");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi gpus: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_err err = {0};
     pfi_backend *b;
     if (pfi_cli_open_hw(&hw, &b, &err) != PFI_OK)

@@ -45,14 +45,9 @@ static int model_train(int argc, char **argv)
         "error of PFI30 kept.  Without --db the simulated paper fleet is characterized in "
         "virtual time (a few seconds) and used.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "model train");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi model train: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_train_opts to = pfi_train_defaults();
     if (kind) {
         to.force_kind = strcmp(kind, "ridge") == 0 ? PFI_MODEL_RIDGE
@@ -123,14 +118,9 @@ static int model_eval(int argc, char **argv)
         "PFI30 and the error of the predicted relative throughput at 70% of baseline power; "
         "transfer from H200 runs to H100 runs and back; permutation importance of each feature.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "model eval");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi model eval: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_err err = {0};
     pfi_trainset rw;
     if (pfi_trainset_load(db, fleet, seed, NULL, &rw, &err) != PFI_OK)

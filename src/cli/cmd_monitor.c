@@ -153,15 +153,10 @@ int pfi_cmd_monitor(int argc, char **argv)
         "Stream every telemetry field of the GPUs until --count/--duration or Ctrl-C.  On the "
         "simulator in virtual time (no PFI_SIM_STATE) time passes instantly, so without "
         "--count/--duration it stops after 10 rounds.", opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "monitor");
     if (rc >= 0)
         return rc;
     pfi_err e = {0};
-    if (npos > 0) {
-        fprintf(stderr, "pfi monitor: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     double interval, duration = INFINITY;
     if (pfi_parse_duration(interval_s, &interval, &e) != PFI_OK ||
         (duration_s && pfi_parse_duration(duration_s, &duration, &e) != PFI_OK))

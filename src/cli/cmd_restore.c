@@ -59,14 +59,9 @@ int pfi_cmd_restore(int argc, char **argv)
         "UUID.  The run a killed sweep was storing, named in the journal, is marked "
         "interrupted.  Nothing to restore is not an error.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "restore");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi restore: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     char buf[PFI_JOURNAL_PATH_MAX];
     if (!path)
         path = pfi_journal_default_path(buf, sizeof buf);

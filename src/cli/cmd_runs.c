@@ -57,14 +57,9 @@ int pfi_cmd_runs(int argc, char **argv)
         "throughput unit, and the baseline (the level at the default power limit): its "
         "throughput T0 and per-GPU power P0.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "runs");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi runs: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_err err = {0};
     pfi_store *st;
     if (pfi_store_open(db, 0, &st, &err) != PFI_OK)

@@ -52,14 +52,9 @@ int pfi_cmd_serve(int argc, char **argv)
         "at /metrics, an audit log in SQLite.  Original limits are journaled and restored on "
         "SIGTERM/SIGINT, or at the next start after a crash.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "serve");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi serve: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_err err = {0};
     static pfi_serve_config cfg;
     pfi_serve_config_defaults(&cfg);

@@ -273,14 +273,9 @@ int pfi_cmd_simjob(int argc, char **argv)
         "sweep --backend sim sets it for the command it launches) and print its progress as "
         "the named framework does.  --truth prints the simulator's ground truth instead.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "simjob");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi simjob: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_err err = {0};
     jobview jv = {0};
     if (pfi_log_format_parse(format, &jv.fmt, &err) != PFI_OK)

@@ -55,14 +55,9 @@ int pfi_cmd_study(int argc, char **argv)
         "trains and validates the runtime predictor, runs the allocation experiment, and "
         "writes DIR/report.md, DIR/report.html, figures and DIR/summary.json.",
         opts};
-    char **pos;
-    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    int rc = pfi_cli_args_none(&spec, argc, argv, "study");
     if (rc >= 0)
         return rc;
-    if (npos > 0) {
-        fprintf(stderr, "pfi study: unexpected argument '%s'\n", pos[0]);
-        return PFI_EXIT_USAGE;
-    }
     pfi_err err = {0};
     if (fleet && o.from_db) {
         fprintf(stderr, "pfi study: --fleet and --from-db exclude each other\n");

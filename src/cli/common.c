@@ -25,6 +25,17 @@ int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, i
     return -1;
 }
 
+int pfi_cli_args_none(const pfi_cmd_spec *spec, int argc, char **argv, const char *cmd)
+{
+    char **pos;
+    int npos, rc = pfi_cli_args(spec, argc, argv, &pos, &npos, NULL);
+    if (rc < 0 && npos > 0) {
+        fprintf(stderr, "pfi %s: unexpected argument '%s'\n", cmd, pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    return rc;
+}
+
 int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err)
 {
     const char *name = h->backend;

@@ -102,31 +102,19 @@ static int draw_model_out_of_fold(const pfi_expt_pop *p, int fold, pfi_draw_mode
 }
 
 /* What job j draws under a cap: the mean of the draw models of the DRAW_K training-fold jobs
- * nearest to it in baseline telemetry (features standardized on the training folds).  A
+ * nearest to it in baseline telemetry.  A
  * pooled median reads every job alike and misplaces caps (the simulated fleet's jobs draw
- * 90-99% of the same cap); jobs that look alike at baseline draw alike under a cap.  Falls
+ * 90-99% of the same cap); jobs that look alike at baseline draw alike under a cap.  Distances
+ * use the fold's predictor's own standardization (m: trained on the same rows).  Falls
  * back to the pooled model when j has no features or fewer than two neighbours do. */
 #define DRAW_K 8
 static void draw_model_neighbours(const pfi_expt_pop *p, const pfi_train_row *rows,
-                                  const int *ok, int j, int fold, const pfi_draw_model *pooled,
-                                  pfi_draw_model *out)
+                                  const int *ok, int j, int fold, const pfi_model *m,
+                                  const pfi_draw_model *pooled, pfi_draw_model *out)
 {
     *out = *pooled;
     if (!ok[j])
         return;
-    double mean[PFI_N_FEATURES], sd[PFI_N_FEATURES];
-    for (int q = 0; q < PFI_N_FEATURES; q++) {
-        double s1 = 0, s2 = 0;
-        int c = 0;
-        for (int k = 0; k < p->n; k++)
-            if (ok[k] && fold_of_job(p, k) != fold && isfinite(rows[k].x[q])) {
-                s1 += rows[k].x[q];
-                s2 += rows[k].x[q] * rows[k].x[q];
-                c++;
-            }
-        mean[q] = c ? s1 / c : 0;
-        sd[q] = c > 1 ? sqrt(fmax(1e-12, s2 / c - mean[q] * mean[q])) : 1;
-    }
     double best_d[DRAW_K];
     int best[DRAW_K], nb = 0;
     for (int k = 0; k < p->n; k++) {
@@ -135,8 +123,8 @@ static void draw_model_neighbours(const pfi_expt_pop *p, const pfi_train_row *ro
         double d2 = 0;
         for (int q = 0; q < PFI_N_FEATURES; q++) {
             double a = rows[j].x[q], b = rows[k].x[q];
-            if (isfinite(a) && isfinite(b))
-                d2 += (a - b) * (a - b) / (sd[q] * sd[q]);
+            if (isfinite(a) && isfinite(b) && m->scale[q] > 0)
+                d2 += (a - b) * (a - b) / (m->scale[q] * m->scale[q]);
         }
         if (nb == DRAW_K && d2 >= best_d[nb - 1])
             continue;
@@ -149,12 +137,12 @@ static void draw_model_neighbours(const pfi_expt_pop *p, const pfi_train_row *ro
         best[i] = k;
     }
     pfi_draw_model own[DRAW_K];
-    int m = 0;
+    int nown = 0;
     for (int i = 0; i < nb; i++)
-        if (pfi_draw_model_from_curve(&p->truth[best[i]], &own[m]) >= 2)
-            m++;
-    if (m >= 2)
-        pfi_draw_model_mean(own, m, 0.3, 1.2, out);
+        if (pfi_draw_model_from_curve(&p->truth[best[i]], &own[nown]) >= 2)
+            nown++;
+    if (nown >= 2)
+        pfi_draw_model_mean(own, nown, 0.3, 1.2, out);
 }
 
 /* Out-of-fold predictions from the runtime model. */
@@ -200,7 +188,7 @@ static int predict_model(const pfi_expt_pop *p, unsigned long long seed, pfi_cur
         for (int j = 0; j < p->n; j++) {
             if (fold_of_job(p, j) != f)
                 continue;
-            draw_model_neighbours(p, rows, ok, j, f, &dm, &draw[j]);
+            draw_model_neighbours(p, rows, ok, j, f, &m, &dm, &draw[j]);
             if ((rc = pfi_model_predict_run(&m, p->run[p->run_of[j]], &pred[j], err))) {
                 pfi_err_prefix(err, "predicting %s: ", p->run[p->run_of[j]]->name);
                 goto out;

@@ -20,7 +20,7 @@
  *   - the shared state (pfi_sim_state): real time since the state's epoch times its speed-up.
  * To reach the node behind a pfi_backend, see hw/backend_sim.h.
  *
- * The layer uses core/ and the plain data types of hw/hw.h (pfi_sample, pfi_device); it never
+ * The layer uses core/ and the plain data types of core/sample.h (pfi_sample, pfi_device); it never
  * calls the hw layer.  All functions are thread-compatible (one node per thread, or lock). */
 #ifndef PFI_SIM_SIM_H
 #define PFI_SIM_SIM_H
@@ -29,7 +29,7 @@
 
 #include "core/err.h"
 #include "core/run.h"
-#include "hw/hw.h"
+#include "core/sample.h"
 
 #define PFI_SIM_MAX_JOBS 16
 #define PFI_SIM_NAME_MAX 64

@@ -6,18 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "core/alloc.h"
 #include "core/alloc_synth.h"
 #include "core/policy.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "util/clock.h"
 
 static long max_rss_kib(void)
 {
@@ -45,9 +38,9 @@ static int one(int n, const char *label, int policy, double max_work)
     double best = INFINITY;
     int reps = n >= 100000 ? 5 : 20;
     for (int rep = 0; rep < reps; rep++) {
-        double t = now();
+        double t = pfi_clock_mono();
         int rc = pfi_alloc_policy(policy, s.jobs, n, NULL, b, &o, &r, &e);
-        t = now() - t;
+        t = pfi_clock_mono() - t;
         if (rc) {
             fprintf(stderr, "bench_alloc: %s\n", e.msg);
             pfi_alloc_synth_free(&s);

@@ -11,17 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cluster/cluster.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "util/clock.h"
 
 static unsigned rng = 2463534242u;
 static double urand(void)
@@ -152,12 +145,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_cluster: %s\n", e.msg);
         return 1;
     }
-    double t = now_s();
+    double t = pfi_clock_mono();
     if (pfi_cl_refresh(c, &e)) {
         fprintf(stderr, "bench_cluster: refresh: %s\n", e.msg);
         return 1;
     }
-    double t_refresh = now_s() - t;
+    double t_refresh = pfi_clock_mono() - t;
     double full = pfi_cl_site_default_w(c);
     printf("cluster: %d nodes x %d GPUs = %d GPUs, %d jobs (%d multi-node) on %d GPUs\n", nodes,
            gpn, nodes * gpn, njobs, multi, ngpus_busy);
@@ -184,12 +177,12 @@ int main(int argc, char **argv)
             pfi_cl_budget b = {1, w, 0};
             pfi_standin_reset_peak(s);
             long long r0 = pfi_standin_requests(s);
-            t = now_s();
+            t = pfi_clock_mono();
             if (pfi_cl_set_budget(c, &b, &e)) {
                 fprintf(stderr, "bench_cluster: %s\n", e.msg);
                 return 1;
             }
-            tt[r] = now_s() - t;
+            tt[r] = pfi_clock_mono() - t;
             pfi_cl_stats st;
             pfi_cl_get_stats(c, &st);
             ta[r] = st.last_alloc_s;

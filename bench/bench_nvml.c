@@ -8,17 +8,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hw/hw.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "util/clock.h"
 
 /* Samples every GPU for about half a second; returns microseconds per GPU sample. */
 static double per_sample_us(pfi_backend *b, int *n_out)
@@ -28,8 +21,8 @@ static double per_sample_us(pfi_backend *b, int *n_out)
     if (pfi_hw_count(b, &n, &e) != PFI_OK || n == 0)
         return -1;
     long k = 0;
-    double t0 = now();
-    while (now() - t0 < 0.5)
+    double t0 = pfi_clock_mono();
+    while (pfi_clock_mono() - t0 < 0.5)
         for (int i = 0; i < n; i++, k++) {
             pfi_sample s;
             if (pfi_hw_sample(b, i, &s, &e) != PFI_OK) {
@@ -38,7 +31,7 @@ static double per_sample_us(pfi_backend *b, int *n_out)
             }
         }
     *n_out = n;
-    return (now() - t0) / k * 1e6;
+    return (pfi_clock_mono() - t0) / k * 1e6;
 }
 
 int main(void)

@@ -6,17 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/pfi.h"
 #include "core/predict.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "util/clock.h"
 
 /* A run shaped like an H200 sweep: 7 levels, convex curve, telemetry at baseline. */
 static void synth_run(pfi_run *r, unsigned long long *st)
@@ -61,13 +54,13 @@ int main(void)
 
     pfi_err err = {0};
     pfi_index_opts o = pfi_index_defaults();
-    double t0 = now();
+    double t0 = pfi_clock_mono();
     int ok = 0;
     for (int i = 0; i < NRUNS; i++) {
         pfi_index x;
         ok += pfi_index_run(&runs[i], &o, &x, &err) == PFI_OK;
     }
-    double t1 = now();
+    double t1 = pfi_clock_mono();
     printf("index with a 400-replicate bootstrap CI: %.2f ms per run (%d runs)\n",
            1e3 * (t1 - t0) / NRUNS, ok);
 
@@ -77,23 +70,23 @@ int main(void)
             nr++;
     pfi_train_opts to = pfi_train_defaults();
     pfi_model m;
-    t0 = now();
+    t0 = pfi_clock_mono();
     if (pfi_model_train(rows, nr, &to, &m, &err) != PFI_OK) {
         fprintf(stderr, "bench_predict: %s\n", err.msg);
         return 1;
     }
-    t1 = now();
+    t1 = pfi_clock_mono();
     printf("train (ridge + physics, 5-fold CV selection) on %d runs: %.2f s, selected %s\n", nr,
            t1 - t0, pfi_model_kind_name(m.kind));
 
-    t0 = now();
+    t0 = pfi_clock_mono();
     double sum = 0;
     for (int i = 0; i < NPRED; i++) {
         pfi_curve c;
         if (pfi_model_predict_run(&m, &runs[i % NRUNS], &c, &err) == PFI_OK)
             sum += pfi_curve_tput_at_cap(&c, PFI_VIEW_AUTO, 450);
     }
-    t1 = now();
+    t1 = pfi_clock_mono();
     printf("predicted curves: %.1f us per job, %.2f s for %d jobs (checksum %.0f)\n",
            1e6 * (t1 - t0) / NPRED, t1 - t0, NPRED, sum);
     free(runs);

@@ -83,13 +83,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < changes; k++) {
         /* Alternate deep cuts and restorations so every change moves every cap. */
         double budget = n->nominal_w * (k % 2 ? 1.0 : 0.62 + 0.1 * ((k / 2) % 3));
-        double t0 = srv_mono();
+        double t0 = pfi_clock_mono();
         json_t *res = NULL;
         if (srv_budget_set(n, budget, 0, &res, &e) != PFI_OK) {
             printf("bench_serve: budget %.0f W: %s\n", budget, e.msg);
             return 1;
         }
-        ms[k] = (srv_mono() - t0) * 1e3;
+        ms[k] = (pfi_clock_mono() - t0) * 1e3;
         /* Verified independently of the daemon's own read-back. */
         double sum = 0;
         int ok = 1;

@@ -7,17 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "store/store.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "util/clock.h"
 
 static long long file_size(const char *p)
 {
@@ -56,14 +49,14 @@ static int sweep(const char *db, double period, const char *label)
     int rc = pfi_store_create_job(st, "bench", NULL, NULL, 0, &job, &e);
     if (rc == PFI_OK)
         rc = pfi_store_create_run(st, job, &h, "sim", &run, &e);
-    double worst = 0, t0 = now();
+    double worst = 0, t0 = pfi_clock_mono();
     for (int l = 0; l < LEVELS && rc == PFI_OK; l++) {
         pfi_level lv;
         memset(&lv, 0, sizeof lv);
         lv.cap_w = 700 - 40 * l;
         lv.power_w = lv.cap_w * 0.95;
         lv.tput = 10000 - 500 * l;
-        double a = now();
+        double a = pfi_clock_mono();
         rc = pfi_store_level_begin(st, &e);
         if (rc == PFI_OK)
             rc = pfi_store_add_level(st, run, &lv, &lid, &e);
@@ -86,11 +79,11 @@ static int sweep(const char *db, double period, const char *label)
         }
         if (rc == PFI_OK)
             rc = pfi_store_level_commit(st, &e);
-        double dt = now() - a;
+        double dt = pfi_clock_mono() - a;
         if (dt > worst)
             worst = dt;
     }
-    double total = now() - t0;
+    double total = pfi_clock_mono() - t0;
     if (rc != PFI_OK)
         fprintf(stderr, "bench_store: %s\n", e.msg);
     pfi_store_close(st);
@@ -110,22 +103,22 @@ static int imports(const char *db)
     if (pfi_store_open(db, PFI_STORE_CREATE, &st, &e) != PFI_OK)
         return 1;
     int nr[PFI_IMPORT_NSOURCES], nl[PFI_IMPORT_NSOURCES];
-    double a = now();
+    double a = pfi_clock_mono();
     int rc = pfi_import_all(st, NULL, nr, nl, &e);
-    double t_import = now() - a;
+    double t_import = pfi_clock_mono() - a;
     if (rc != PFI_OK) {
         printf("import all: skipped (%s)\n", e.msg);
         pfi_store_close(st);
         return 0;
     }
-    a = now();
+    a = pfi_clock_mono();
     pfi_run_summary *v;
     int n;
     pfi_run *r = malloc(sizeof *r);
     rc = pfi_store_list_runs(st, &v, &n, &e);
     for (int i = 0; i < n && rc == PFI_OK; i++)
         rc = pfi_store_load_run(st, v[i].id, r, &e);
-    double t_read = now() - a;
+    double t_read = pfi_clock_mono() - a;
     free(v);
     free(r);
     pfi_store_close(st);

@@ -2,17 +2,10 @@
  * characterized run), and how much of that is the simulator.  Prints figures; asserts nothing. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "hw/backend_sim.h"
 #include "measure/measure.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "util/clock.h"
 
 static int bench(const char *preset)
 {
@@ -38,9 +31,9 @@ static int bench(const char *preset)
     pfi_tput_source *src;
     pfi_source_sim(0, &src, &e);
     pfi_sweep_result *r = malloc(sizeof *r);
-    double t0 = now_s();
+    double t0 = pfi_clock_mono();
     int rc = pfi_sweep_run(b, src, &c, r, &e);
-    double wall = now_s() - t0;
+    double wall = pfi_clock_mono() - t0;
     double virt = pfi_hw_now(b);
     int steady = 0;
     for (int i = 0; i < r->run.n_levels; i++)
@@ -49,7 +42,7 @@ static int bench(const char *preset)
     pfi_backend *b2;
     pfi_hw_open("sim", preset, 0, &b2, &e);
     long ticks = (long)(virt / c.tick_s);
-    double t1 = now_s();
+    double t1 = pfi_clock_mono();
     pfi_sample s;
     pfi_sim_job_status st;
     for (long k = 0; k < ticks; k++) {
@@ -61,7 +54,7 @@ static int bench(const char *preset)
             pfi_hw_sample(b2, c.gpus[i], &s, &e);
         pfi_backend_sim_job(b2, 0, &st, &e);
     }
-    double simonly = now_s() - t1;
+    double simonly = pfi_clock_mono() - t1;
     printf("%-14s %d GPUs: %d levels (%d steady) in %.1f s virtual, %.3f s wall (rc %d); the "
            "simulator alone for the same %ld ticks: %.3f s\n",
            preset, c.n_gpus, r->run.n_levels, steady, virt, wall, rc, ticks, simonly);

@@ -1,14 +1,16 @@
-/* Tests of the argument parser, unit parsers and error type. */
+/* Tests of the argument parser, unit parsers, error type and clock. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "core/err.h"
 #include "util/args.h"
+#include "util/clock.h"
 #include "util/units.h"
 
 static void test_duration(void **state)
@@ -118,12 +120,27 @@ static void test_err(void **state)
     assert_int_equal(pfi_err_set(NULL, PFI_EIO, "x"), PFI_EIO);
 }
 
+/* No timed assertions: the clocks agree with the C library's and never run backwards, and a
+ * sleep of nothing (or of NaN) returns. */
+static void test_clock(void **state)
+{
+    double m0 = pfi_clock_mono();
+    pfi_clock_sleep(0);
+    pfi_clock_sleep(-1);
+    pfi_clock_sleep(NAN);
+    pfi_clock_sleep(1e-6);
+    assert_true(pfi_clock_mono() >= m0);
+    double w = pfi_clock_wall();
+    assert_true(fabs(w - (double)time(NULL)) < 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
         cmocka_unit_test(test_args), cmocka_unit_test(test_err),
+        cmocka_unit_test(test_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "core/alloc.h"
@@ -19,14 +18,8 @@
 #include "core/alloc_synth.h"
 #include "core/policy.h"
 #include "sim/sim.h"
+#include "util/clock.h"
 #include "util/units.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static long rss_kib(void)
 {
@@ -88,12 +81,12 @@ static int bench_allocate(int argc, char **argv)
     double best = INFINITY;
     for (int i = 0; i < reps; i++) {
         pfi_alloc_result_free(&r);
-        double t = now_s();
+        double t = pfi_clock_mono();
         if (pfi_alloc_policy(policy, s.jobs, n, NULL, budget, &o, &r, &err)) {
             pfi_alloc_synth_free(&s);
             return pfi_cli_fail("bench", &err);
         }
-        t = now_s() - t;
+        t = pfi_clock_mono() - t;
         if (t < best)
             best = t;
     }

@@ -4,18 +4,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "hw/backend_sim.h"
+#include "util/clock.h"
 #include "util/units.h"
-
-static void pace(double seconds)
-{
-    struct timespec ts = {(time_t)seconds, (long)((seconds - floor(seconds)) * 1e9)};
-    nanosleep(&ts, NULL);
-}
 
 int pfi_cmd_demo(int argc, char **argv)
 {
@@ -105,7 +99,7 @@ int pfi_cmd_demo(int argc, char **argv)
                    k == 0 ? "  (settling)" : "");
             fflush(stdout);
             if (live)
-                pace(0.4);
+                pfi_clock_sleep(0.4);
         }
     }
     pfi_hw_close(b);

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "measure/parse.h"
 #include "sim/sim.h"
+#include "util/clock.h"
 #include "util/units.h"
 
 typedef struct jobview {
@@ -140,14 +141,6 @@ static void progress_line(const jobview *j, long long k, double dt, double token
     fflush(stdout);
 }
 
-static void nap(double s)
-{
-    if (s <= 0)
-        return;
-    struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
 static int truth(const char *preset, int job, const char *caps, int as_json)
 {
     pfi_err err = {0};
@@ -243,7 +236,7 @@ static int run_job(pfi_sim_state *state, pfi_sim_node *node, int job, jobview *j
                          ? last_print + interval - now
                          : ((double)(logged + log_every) - st.iterations) * st.step_time_s;
         double real = due / sp;
-        nap(real < 0.0005 ? 0.0005 : real > 0.05 ? 0.05 : real);
+        pfi_clock_sleep(real < 0.0005 ? 0.0005 : real > 0.05 ? 0.05 : real);
     }
     return PFI_OK;
 }

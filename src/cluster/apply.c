@@ -101,7 +101,7 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
         return PFI_ENOMEM;
     /* Node daemons refuse an epoch not above the last they applied, so every wave gets a new
      * one, and epochs start from the wall clock in ms so a restarted controller is not stale. */
-    long long ms = (long long)(pfi_cl_wall() * 1000.0);
+    long long ms = (long long)(pfi_clock_wall() * 1000.0);
     c->epoch = c->epoch + 1 > ms ? c->epoch + 1 : ms;
     for (int i = 0; i < nn; i++) {
         pfi_cl_node *n = &c->nodes[i];
@@ -148,7 +148,7 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
 static int wave_absorb(pfi_cl *c, wave *w, int lower)
 {
     int failed = 0;
-    double wall = pfi_cl_wall();
+    double wall = pfi_clock_wall();
     for (int k = 0; k < w->n; k++) {
         pfi_cl_node *n = &c->nodes[w->node[k]];
         if (w->rq[k].status >= 200 && w->rq[k].status < 300) {
@@ -180,7 +180,7 @@ static void send_wave(pfi_cl *c, wave *w)
 
 int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
 {
-    double t0 = pfi_cl_now();
+    double t0 = pfi_clock_mono();
     pthread_mutex_lock(&c->mu);
     if (isnan(budget_w) && c->epoch == 0) {
         /* No budget ever set: pfi has nothing to hand out and leaves every cap alone. */
@@ -203,10 +203,10 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
     double peak = 0, t_alloc = 0;
     /* Plans again (at most 3 times) while nodes fail to lower. */
     for (int attempt = 0; attempt < 3; attempt++) {
-        double ta = pfi_cl_now();
+        double ta = pfi_clock_mono();
         pthread_mutex_lock(&c->mu);
         rc = pfi_cl_plan(c, budget_w, target, err);
-        t_alloc += pfi_cl_now() - ta;
+        t_alloc += pfi_clock_mono() - ta;
         wave w;
         if (rc == PFI_OK && wave_build(c, target, 1, &w) != PFI_OK) {
             wave_free(&w);
@@ -253,7 +253,7 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
     if (rc == PFI_OK) {
         c->budget_now_w = budget_w;
         c->stats.n_apply++;
-        c->stats.last_apply_s = pfi_cl_now() - t0;
+        c->stats.last_apply_s = pfi_clock_mono() - t0;
         c->stats.last_alloc_s = t_alloc;
         c->stats.peak_w = peak;
         for (int j = 0; j < c->n_jobs; j++) {

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "cluster/cluster.h"
+#include "util/clock.h"
 
 struct pfi_cl {
     pfi_cl_config cfg;
@@ -38,9 +39,6 @@ struct pfi_cl {
  * characters; compared in constant time. */
 int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err);
 int pfi_cl_token_ok(const char *token, const char *authorization);
-
-double pfi_cl_now(void);
-double pfi_cl_wall(void);
 
 /* controller.c */
 const char *pfi_cl_unix_sock(const char *base); /* "unix:/p" -> "/p", else NULL */

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -13,20 +12,6 @@
 #include "cluster/cl_int.h"
 #include "core/curve.h"
 #include "util/units.h"
-
-double pfi_cl_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double pfi_cl_wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err)
 {
@@ -521,7 +506,7 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
     c->n_jobs = nj;
     nodes = NULL;
     jobs = NULL;
-    double wall = pfi_cl_wall();
+    double wall = pfi_clock_wall();
     for (int i = 0; i < nn; i++)
         absorb_node(c, &c->nodes[i], &rq[2 * i], &rq[2 * i + 1], wall);
     for (int j = 0; j < nj; j++)
@@ -564,7 +549,7 @@ static void heartbeat_locked(pfi_cl *c)
      * as this does. */
     pfi_cl_http_many(c->http, rq, n, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
     pthread_mutex_lock(&c->mu);
-    double wall = pfi_cl_wall();
+    double wall = pfi_clock_wall();
     for (int i = 0; i < n && i < c->n_nodes; i++) {
         pfi_cl_node *nd = &c->nodes[i];
         if (rq[i].status >= 200 && rq[i].status < 300) {
@@ -664,7 +649,7 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
             return rc;
         }
     }
-    double now = pfi_cl_now();
+    double now = pfi_clock_mono();
     pthread_mutex_lock(&c->mu);
     double from = c->budget_now_w;
     if (isnan(from))
@@ -692,7 +677,7 @@ int pfi_cl_reapply(pfi_cl *c, pfi_err *err)
 {
     pthread_mutex_lock(&c->op_mu);
     pthread_mutex_lock(&c->mu);
-    double w = ramp_value(c, pfi_cl_now());
+    double w = ramp_value(c, pfi_clock_mono());
     pthread_mutex_unlock(&c->mu);
     int rc = pfi_cl_apply(c, w, err);
     pthread_mutex_unlock(&c->op_mu);
@@ -711,7 +696,7 @@ static void *loop_main(void *arg)
     pfi_cl *c = arg;
     double next = 0;
     while (!c->stop) {
-        double now = pfi_cl_now();
+        double now = pfi_clock_mono();
         pthread_mutex_lock(&c->mu);
         int ramping = c->budget.set && now < c->ramp_t1;
         pthread_mutex_unlock(&c->mu);

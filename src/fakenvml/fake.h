@@ -82,8 +82,6 @@ typedef struct fake_lib {
 
 extern fake_lib pfi_fake;
 
-double fake_mono(void);
-
 /* Locks the library, checks it is initialized and applies faults for a call on no device
  * (gpu_hint: the GPU a fault may target, or -1).  Always pair with fake_end, which unlocks. */
 nvmlReturn_t fake_begin(const char *fn, int gpu_hint);

@@ -9,19 +9,13 @@
 #include "fakenvml/fake.h"
 #include "hw/backend_sim.h"
 #include "hw/nvml_errors.h"
+#include "util/clock.h"
 
 fake_lib pfi_fake;
 static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Calls closer together than this read the same simulator sample, as NVML itself caches. */
 #define FAKE_CACHE_S 0.005
-
-double fake_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 nvmlReturn_t fake_code(int code)
 {
@@ -78,7 +72,7 @@ static void sync_clock(void)
 {
     if (!pfi_backend_sim_virtual(pfi_fake.sim))
         return;
-    double lag = (fake_mono() - pfi_fake.t0_real) - pfi_hw_now(pfi_fake.sim);
+    double lag = (pfi_clock_mono() - pfi_fake.t0_real) - pfi_hw_now(pfi_fake.sim);
     if (lag > 0)
         pfi_hw_sleep(pfi_fake.sim, lag);
 }
@@ -110,7 +104,7 @@ static unsigned rates_of(const pfi_sample *s, double v[FAKE_NRATES])
 
 const pfi_sample *fake_now(fake_gpu *g, nvmlReturn_t *r)
 {
-    double real = fake_mono();
+    double real = pfi_clock_mono();
     if (g->have_cur && real - g->cur_real < FAKE_CACHE_S)
         return &g->cur;
     sync_clock();
@@ -186,7 +180,7 @@ static void apply_caps(void)
 static nvmlReturn_t start(void)
 {
     memset(&pfi_fake, 0, sizeof pfi_fake);
-    pfi_fake.t0_real = fake_mono();
+    pfi_fake.t0_real = pfi_clock_mono();
     if (fake_faults_load() != 0)
         return NVML_ERROR_UNKNOWN;
     nvmlReturn_t r = fake_fault("nvmlInit_v2", -1);

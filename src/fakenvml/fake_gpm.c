@@ -7,17 +7,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fakenvml/fake.h"
+#include "util/clock.h"
 
 #define SAMPLE_MAGIC 0x67706d73u /* "gpms" */
 
 static long long wall_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+    return (long long)(pfi_clock_wall() * 1e6);
 }
 
 static void set_uint(nvmlFieldValue_t *f, double v)

@@ -20,6 +20,7 @@
 
 #include "fakenvml/fake.h"
 #include "hw/nvml_errors.h"
+#include "util/clock.h"
 
 static const nvmlReturn_t all_codes[] = {
     NVML_SUCCESS, NVML_ERROR_UNINITIALIZED, NVML_ERROR_INVALID_ARGUMENT,
@@ -235,7 +236,7 @@ static int fn_matches(const char *pattern, const char *fn)
 
 nvmlReturn_t fake_fault(const char *fn, int gpu)
 {
-    double since = fake_mono() - pfi_fake.t0_real;
+    double since = pfi_clock_mono() - pfi_fake.t0_real;
     for (int i = 0; i < pfi_fake.n_rules; i++) {
         fake_rule *r = &pfi_fake.rules[i];
         if (!fn_matches(r->fn, fn) || (r->gpu >= 0 && r->gpu != gpu))

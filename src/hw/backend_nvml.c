@@ -25,11 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hw/hw.h"
 #include "hw/nvml_api.h"
 #include "hw/nvml_errors.h"
+#include "util/clock.h"
 
 #define NVML_DEFAULT_LIB "libnvidia-ml.so.1"
 #define GPM_MIN_WINDOW_S 0.1
@@ -104,13 +104,6 @@ typedef struct nvml_impl {
     int n;
     nvml_gpu *gpu; /* n entries */
 } nvml_impl;
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* "nvmlDeviceGetPowerUsage: GPU is lost (NVML_ERROR_GPU_IS_LOST = 15); check dmesg...".
  * Callers of sample and info put "GPU 2: " in front (cmd_gpus, monitor), so it is not here. */
@@ -444,7 +437,7 @@ static void read_gpm(rd *c, nvml_gpu *g, pfi_sample *s)
     if (!g->gpm_cur && !got_secondary(c, g, WARN_GPM, "nvmlGpmSampleAlloc",
                                       m->f.nvmlGpmSampleAlloc(&g->gpm_cur)))
         return;
-    double now = mono_now();
+    double now = pfi_clock_mono();
     if (!isnan(g->gpm_prev_t) && now - g->gpm_prev_t < GPM_MIN_WINDOW_S) {
         if (!isnan(g->gpm_vals_t) && now - g->gpm_vals_t < GPM_REUSE_MAX_S)
             gpm_store(g, s);
@@ -545,7 +538,7 @@ static void read_nvlink_counters(rd *c, nvml_gpu *g, pfi_sample *s)
         g->nvl_prev_ok = 0;
         return;
     }
-    double now = mono_now();
+    double now = pfi_clock_mono();
     unsigned long long ctx = (unsigned long long)tx, crx = (unsigned long long)rx;
     double dt = now - g->nvl_prev_t;
     /* A counter that went backwards (driver reload) starts a new window. */
@@ -568,7 +561,7 @@ static int nvml_sample(pfi_backend *b, int idx, pfi_sample *s, pfi_err *err)
         return err ? err->code : PFI_ENOENT;
     rd c = {m, idx, err, PFI_OK};
     pthread_mutex_lock(&g->mu);
-    s->t_s = mono_now();
+    s->t_s = pfi_clock_mono();
     unsigned int u, u2;
     unsigned long long ull;
     if (got(&c, "nvmlDeviceGetPowerUsage", RCALL(&c, nvmlDeviceGetPowerUsage, g->h, &u))) {

@@ -7,7 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "util/clock.h"
 
 typedef struct sim_impl {
     pthread_mutex_t mu;
@@ -167,10 +168,8 @@ static void sim_sleep(pfi_backend *b, double seconds)
         pthread_mutex_unlock(&s->mu);
         return;
     }
-    double real = seconds / pfi_sim_state_speed(s->state);
-    struct timespec ts = {(time_t)real, (long)((real - floor(real)) * 1e9)};
     /* A signal cuts the sleep short on purpose: the caller checks why it was woken. */
-    nanosleep(&ts, NULL);
+    pfi_clock_sleep(seconds / pfi_sim_state_speed(s->state));
 }
 
 const pfi_backend_ops pfi_backend_sim_ops = {

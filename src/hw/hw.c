@@ -3,7 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "util/clock.h"
 
 extern const pfi_backend_ops pfi_backend_sim_ops;
 extern const pfi_backend_ops pfi_backend_nvml_ops;
@@ -132,9 +133,7 @@ double pfi_hw_now(pfi_backend *b)
 {
     if (b && b->ops->now)
         return b->ops->now(b);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    return pfi_clock_mono();
 }
 
 void pfi_hw_sleep(pfi_backend *b, double seconds)
@@ -143,9 +142,6 @@ void pfi_hw_sleep(pfi_backend *b, double seconds)
         b->ops->sleep(b, seconds);
         return;
     }
-    if (seconds <= 0)
-        return;
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
     /* A signal cuts the sleep short on purpose: the caller checks why it was woken. */
-    nanosleep(&ts, NULL);
+    pfi_clock_sleep(seconds);
 }

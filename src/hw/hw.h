@@ -26,8 +26,8 @@ typedef struct pfi_backend_ops {
     int (*device_info)(pfi_backend *b, int idx, pfi_device *out, pfi_err *err);
     int (*sample)(pfi_backend *b, int idx, pfi_sample *out, pfi_err *err);
     int (*set_limit)(pfi_backend *b, int idx, double watts, pfi_err *err);
-    /* Seconds on the backend's clock.  Real backends: CLOCK_MONOTONIC; the simulator in virtual
-     * mode: its virtual time.  May be NULL (then CLOCK_MONOTONIC). */
+    /* Seconds on the backend's clock.  Real backends: the monotonic clock (util/clock.h); the
+     * simulator in virtual mode: its virtual time.  May be NULL (then the monotonic clock). */
     double (*now)(pfi_backend *b);
     /* Let time pass: real backends sleep; the virtual simulator advances.  May be NULL. */
     void (*sleep)(pfi_backend *b, double seconds);

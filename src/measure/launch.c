@@ -9,14 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
+#include "util/clock.h"
 
 int pfi_launch_start(pfi_launch *l, char *const argv[], const char *log_path, pfi_err *err)
 {
@@ -168,7 +163,7 @@ int pfi_launch_poll(pfi_launch *l, double timeout_s, pfi_line_fn fn, void *ctx, 
                 fflush(l->log);
         }
     } else if (timeout_s > 0) {
-        sleep_s(timeout_s < 0.05 ? timeout_s : 0.05);
+        pfi_clock_sleep(timeout_s < 0.05 ? timeout_s : 0.05);
     }
     if (l->running && l->pid > 0) {
         int st;
@@ -205,7 +200,7 @@ void pfi_launch_stop(pfi_launch *l, double grace_s)
         }
         if (reaped && kill(-l->pid, 0) != 0)
             break;
-        sleep_s(0.02);
+        pfi_clock_sleep(0.02);
     }
     kill(-l->pid, SIGKILL);
     if (!reaped) {

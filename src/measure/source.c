@@ -3,11 +3,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hw/backend_sim.h"
 #include "measure/launch.h"
 #include "measure/measure.h"
+#include "util/clock.h"
 
 /* ---- log sources ---- */
 
@@ -33,12 +33,6 @@ static void on_line(void *arg, const char *line)
         ls->fn(ls->ctx, &o, pfi_hw_now(ls->b));
 }
 
-static void nap(double s)
-{
-    struct timespec ts = {0, (long)(s * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
 /* Lines are time-stamped as they arrive, so the wait polls in short slices of real time: the
  * backend clock may run faster than real time (the simulator's speed-up). */
 #define SLICE_S 0.02
@@ -60,7 +54,7 @@ static int log_wait(pfi_tput_source *s, pfi_backend *b, double until, pfi_obs_fn
             rc = pfi_follow_poll(&ls->follow, on_line, s, err);
             if (rc != PFI_OK)
                 break;
-            nap(slice);
+            pfi_clock_sleep(slice);
         } else {
             rc = pfi_launch_poll(&ls->launch, slice, on_line, s, err);
             if (rc != PFI_OK)

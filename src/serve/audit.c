@@ -220,7 +220,7 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
 int srv_audit_observed(srv_audit *a, const char *job, double tps)
 {
     char t[40];
-    iso_utc(srv_wall(), t, sizeof t);
+    iso_utc(pfi_clock_wall(), t, sizeof t);
     /* The observation belongs to the caps in force now: those of the job's latest decision. */
     return exec_sql(a,
                     "UPDATE serve_decision_jobs SET observed_tps = ?, observed_t = ? "

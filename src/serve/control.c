@@ -55,7 +55,7 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
             pthread_mutex_lock(&n->mu);
             n->ramp_from_w = from;
             n->ramp_to_w = watts;
-            n->ramp_t0 = srv_mono();
+            n->ramp_t0 = pfi_clock_mono();
             n->ramp_t1 = n->ramp_t0 + ramp_s;
             n->ramping = 1;
             n->mode = SRV_MODE_LOCAL;
@@ -143,7 +143,7 @@ int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **re
         return pfi_err_set(err, PFI_EINVAL, "ttl_s: expected 0 to 86400 seconds");
     pthread_mutex_lock(&n->mu);
     int first = n->hb_ttl_s <= 0 && ttl_s > 0;
-    n->hb_last = srv_mono();
+    n->hb_last = pfi_clock_mono();
     n->hb_ttl_s = ttl_s;
     snprintf(n->hb_controller, sizeof n->hb_controller, "%s", controller ? controller : "");
     int mode = n->mode;
@@ -195,7 +195,7 @@ static void watchdog_fire(srv_node *n)
 
 void srv_tick(srv_node *n)
 {
-    double now = srv_mono();
+    double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
     int fire = n->hb_ttl_s > 0 && now - n->hb_last > n->hb_ttl_s;
     int ramping = n->ramping;

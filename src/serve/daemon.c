@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hw/backend_sim.h"
@@ -102,13 +101,10 @@ static void reload_one(void *ctx, const char *id, const char *spec)
 static void sleep_until(double t, volatile sig_atomic_t *stop)
 {
     while (!*stop) {
-        double left = t - srv_mono();
+        double left = t - pfi_clock_mono();
         if (left <= 0)
             return;
-        if (left > 0.02)
-            left = 0.02;
-        struct timespec ts = {0, (long)(left * 1e9)};
-        nanosleep(&ts, NULL);
+        pfi_clock_sleep(left > 0.02 ? 0.02 : left);
     }
 }
 
@@ -138,13 +134,13 @@ static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
 static void run_loop(srv_node *n, const pfi_serve_config *c, pfi_backend *b,
                      volatile sig_atomic_t *stop)
 {
-    double next = srv_mono(), last = next;
+    double next = pfi_clock_mono(), last = next;
     /* The simulator without a shared state runs in virtual time, which only moves when someone
      * sleeps on it: move it with the wall clock, so a simulated node behaves like a real one. */
     int virt = pfi_backend_sim_virtual(b);
     while (!*stop) {
         if (virt) {
-            double now = srv_mono();
+            double now = pfi_clock_mono();
             pthread_mutex_lock(&n->hw_mu);
             pfi_hw_sleep(b, now - last);
             pthread_mutex_unlock(&n->hw_mu);
@@ -153,8 +149,8 @@ static void run_loop(srv_node *n, const pfi_serve_config *c, pfi_backend *b,
         srv_sample(n);
         srv_tick(n);
         next += c->sample_interval_s;
-        if (next < srv_mono())
-            next = srv_mono();
+        if (next < pfi_clock_mono())
+            next = pfi_clock_mono();
         sleep_until(next, stop);
     }
 }

@@ -134,7 +134,7 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
         j->pfi30 = pfi_fit_s(&j->curve.fit, 0.3) / 0.3;
     j->cap_w = j->predicted_tps = j->predicted_rel = NAN;
     j->observed_tps = NAN;
-    j->registered_wall = srv_wall();
+    j->registered_wall = pfi_clock_wall();
     return PFI_OK;
 }
 
@@ -225,8 +225,8 @@ int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
     if (j >= 0) {
         srv_job *jb = &n->jobs[j];
         jb->observed_tps = tps;
-        jb->observed_wall = srv_wall();
-        srv_probe_tps(jb, tps, srv_mono());
+        jb->observed_wall = pfi_clock_wall();
+        srv_probe_tps(jb, tps, pfi_clock_mono());
         /* Reported while uncapped, it is the job's baseline. */
         int uncapped = 1;
         for (int k = 0; k < jb->n_gpus; k++) {
@@ -247,7 +247,7 @@ int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
 
 int srv_rate_take(srv_node *n)
 {
-    double now = srv_mono();
+    double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
     if (n->rl_last == 0)
         n->rl_tokens = SRV_CHANGE_BURST;

@@ -9,29 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "serve/serve_int.h"
-
-double srv_wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double srv_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
 {
     srv_event e;
     memset(&e, 0, sizeof e);
-    e.wall = srv_wall();
+    e.wall = pfi_clock_wall();
     snprintf(e.kind, sizeof e.kind, "%s", kind);
     va_list ap;
     va_start(ap, fmt);
@@ -58,7 +43,7 @@ int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_
     n->b = b;
     n->budget_w = NAN;
     n->ev_next = 1;
-    n->started_wall = srv_wall();
+    n->started_wall = pfi_clock_wall();
     n->last_decision_mono = n->last_replan_mono = -1e9;
     int count = 0;
     int rc = pfi_hw_count(b, &count, err);
@@ -161,7 +146,7 @@ void srv_sample(srv_node *n)
         else if (!was_up && rc == PFI_OK)
             srv_event_add(n, "gpu_back", "GPU %d answers again", i);
     }
-    double now = srv_mono();
+    double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_jobs; j++) {
         baseline_add(n, &n->jobs[j]);
@@ -356,7 +341,7 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
     n->n_held += rep->n_held;
     n->n_mismatch += rep->n_mismatch;
     n->last_apply_ms = ms;
-    n->last_decision_mono = srv_mono();
+    n->last_decision_mono = pfi_clock_mono();
     pthread_mutex_unlock(&n->mu);
 }
 
@@ -420,7 +405,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
     pfi_device known[PFI_MAX_GPUS];
     for (int i = 0; i < n->n_gpus; i++)
         known[i] = n->snap[i].dev;
-    double t0 = srv_mono();
+    double t0 = pfi_clock_mono();
     int rc = PFI_OK;
     if (n->cfg->read_only) {
         report_read_only(n, &plan, known, &rep);
@@ -432,12 +417,12 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
             replan_around_failures(n, budget_w, &plan, &rep);
         pthread_mutex_unlock(&n->hw_mu);
     }
-    double ms = (srv_mono() - t0) * 1e3;
+    double ms = (pfi_clock_mono() - t0) * 1e3;
     if (rc != PFI_OK)
         return rc;
     commit(n, &rep, budget_w, mode, ms);
 
-    long long id = srv_audit_decision(n->audit, srv_wall(), reason, budget_w, mode, n->cand,
+    long long id = srv_audit_decision(n->audit, pfi_clock_wall(), reason, budget_w, mode, n->cand,
                                       n->n_cand, &rep, ms);
     if (n->audit && id == 0)
         srv_event_add(n, "db_error", "%s: the decision could not be written to the audit log",

@@ -294,7 +294,7 @@ static void finish(srv_node *n, srv_job *j)
 
 void srv_probe_tick(srv_node *n)
 {
-    double now = srv_mono();
+    double now = pfi_clock_mono();
     pthread_mutex_lock(&n->decide_mu);
     pthread_mutex_lock(&n->mu);
     int local = n->mode == SRV_MODE_LOCAL && !n->ramping;

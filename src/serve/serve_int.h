@@ -12,6 +12,7 @@
 
 #include "core/curve.h"
 #include "serve/serve.h"
+#include "util/clock.h"
 
 #define SRV_ID_MAX 64
 #define SRV_MAX_JOBS PFI_MAX_GPUS
@@ -152,10 +153,6 @@ typedef struct srv_node {
     srv_job cand[SRV_MAX_JOBS];
     int n_cand;
 } srv_node;
-
-/* Clocks: wall (seconds since the epoch, for people) and monotonic (for intervals). */
-double srv_wall(void);
-double srv_mono(void);
 
 /* node.c */
 const char *srv_mode_name(int mode); /* "local", "external", "safe" */

@@ -143,7 +143,7 @@ json_t *srv_view_allocation(srv_node *n)
     if (n->ramping) {
         json_object_set_new(o, "ramp_from_w", num(n->ramp_from_w));
         json_object_set_new(o, "ramp_to_w", num(n->ramp_to_w));
-        json_object_set_new(o, "ramp_left_s", num(n->ramp_t1 - srv_mono()));
+        json_object_set_new(o, "ramp_left_s", num(n->ramp_t1 - pfi_clock_mono()));
     }
     json_object_set_new(o, "caps_epoch", json_integer(n->caps_epoch));
     json_object_set_new(o, "predicted_tokens_per_s", all_pred ? num(total_pred) : json_null());
@@ -189,7 +189,7 @@ json_t *srv_view_health(srv_node *n)
         "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b}", "status",
         up == n->n_gpus ? "ok" : "degraded", "backend", n->b->ops->name, "gpus", n->n_gpus,
         "gpus_up", up, "mode", srv_mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
-        srv_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
+        pfi_clock_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
         n->hb_ttl_s > 0);
     pthread_mutex_unlock(&n->mu);
     return o;

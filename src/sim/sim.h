@@ -210,7 +210,7 @@ int pfi_sim_job_steady(const pfi_sim_node *n, int job, double cap_w, pfi_sim_ste
 
 /* ---------------------------------------------------------------- shared state */
 
-/* A file that several processes map: the node config, the epoch (CLOCK_MONOTONIC, shared by
+/* A file that several processes map: the node config, the epoch (monotonic clock, shared by
  * every process of the machine), the speed-up and every limit change with its time.  Changes
  * are appended under an exclusive lock (flock); readers replay what they have not seen, so
  * one process sets a cap and another sees its effect.  Simulated time = (monotonic now -

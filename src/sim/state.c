@@ -14,10 +14,10 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sim/sim.h"
+#include "util/clock.h"
 
 #define STATE_MAGIC "PFISIM01"
 #define STATE_VERSION 1u
@@ -34,7 +34,7 @@ typedef struct state_head {
     char magic[8];
     uint32_t version;
     uint32_t config_size; /* sizeof(pfi_node_config): refuses a file from another build */
-    double epoch;         /* CLOCK_MONOTONIC seconds at creation */
+    double epoch;         /* monotonic seconds at creation (util/clock.h) */
     double speed;         /* simulated seconds per wall second */
     uint64_t n_events;
     pfi_node_config cfg;
@@ -53,13 +53,6 @@ struct pfi_sim_state {
     uint64_t applied;
     char path[4096];
 };
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int write_all(int fd, const void *buf, size_t n)
 {
@@ -101,7 +94,7 @@ int pfi_sim_state_create(const char *path, const pfi_node_config *cfg_in, double
     memcpy(head->magic, STATE_MAGIC, 8);
     head->version = STATE_VERSION;
     head->config_size = (uint32_t)sizeof(pfi_node_config);
-    head->epoch = mono();
+    head->epoch = pfi_clock_mono();
     head->speed = speed;
     head->cfg = cfg;
     int bad = write_all(fd, head, sizeof *head) != 0 ||
@@ -197,7 +190,7 @@ void pfi_sim_state_close(pfi_sim_state *s)
 
 double pfi_sim_state_now(const pfi_sim_state *s)
 {
-    return (mono() - s->map->h.epoch) * s->map->h.speed;
+    return (pfi_clock_mono() - s->map->h.epoch) * s->map->h.speed;
 }
 
 double pfi_sim_state_speed(const pfi_sim_state *s) { return s->map->h.speed; }

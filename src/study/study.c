@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -19,6 +18,7 @@
 #include "store/store.h"
 #include "study/experiment.h"
 #include "study/fleet.h"
+#include "util/clock.h"
 
 void pfi_study_defaults(pfi_study_opts *o)
 {
@@ -31,13 +31,6 @@ void pfi_study_defaults(pfi_study_opts *o)
         o->cuts[i] = 0.1 * (i + 1);
     o->sla = 0.10;
     o->figures = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void progress(const pfi_study *s, const char *step, int done, int total)
@@ -603,7 +596,7 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
     if (o->from_db && access(o->from_db, R_OK) != 0)
         return pfi_err_set(err, PFI_ENOENT, "--from-db %s: %s (a store written by pfi sweep or "
                            "pfi import)", o->from_db, strerror(errno));
-    double t0 = now_s(), t = t0;
+    double t0 = pfi_clock_mono(), t = t0;
 
     /* The report directory is made once there is something to put in it. */
     int rc = o->from_db ? load_db(s, err) : load_fleet(s, err);
@@ -611,20 +604,20 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
         rc = mkdir_p(o->out_dir, err);
     if (rc == PFI_OK && !o->from_db)
         rc = save_to_store(s, err);
-    s->step_s[0] = now_s() - t, t = now_s();
+    s->step_s[0] = pfi_clock_mono() - t, t = pfi_clock_mono();
     if (rc == PFI_OK) {
         index_runs(s);
-        s->step_s[1] = now_s() - t, t = now_s();
+        s->step_s[1] = pfi_clock_mono() - t, t = pfi_clock_mono();
         rc = predictor(s, err);
-        s->step_s[2] = now_s() - t, t = now_s();
+        s->step_s[2] = pfi_clock_mono() - t, t = pfi_clock_mono();
     }
     if (rc == PFI_OK) {
         rc = allocation(s, err);
-        s->step_s[3] = now_s() - t, t = now_s();
+        s->step_s[3] = pfi_clock_mono() - t, t = pfi_clock_mono();
     }
     if (rc == PFI_OK)
         gpu_trace(s);
-    s->elapsed_s = now_s() - t0;
+    s->elapsed_s = pfi_clock_mono() - t0;
     if (rc != PFI_OK) {
         pfi_study_free(s);
         return rc;

@@ -5,17 +5,11 @@
  *   - shared-state limit changes and re-reads per second. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "hw/hw.h"
 #include "sim/sim.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "util/clock.h"
 
 int main(void)
 {
@@ -26,13 +20,13 @@ int main(void)
         fprintf(stderr, "bench_sim: %s\n", e.msg);
         return 1;
     }
-    double t0 = now();
+    double t0 = pfi_clock_mono();
     int points = 0;
     pfi_sim_steady s;
-    while (now() - t0 < 0.5)
+    while (pfi_clock_mono() - t0 < 0.5)
         for (double cap = 700; cap >= 200; cap -= 1, points++)
             pfi_sim_job_steady(n, 0, cap, &s, NULL);
-    printf("steady curve points (8 GPUs):       %10.0f /s\n", points / (now() - t0));
+    printf("steady curve points (8 GPUs):       %10.0f /s\n", points / (pfi_clock_mono() - t0));
     pfi_sim_node_free(n);
 
     pfi_fleet_entry *f;
@@ -41,7 +35,7 @@ int main(void)
         fprintf(stderr, "bench_sim: %s\n", e.msg);
         return 1;
     }
-    t0 = now();
+    t0 = pfi_clock_mono();
     long samples = 0;
     double sim_s = 0;
     for (int i = 0; i < nf; i++) {
@@ -66,7 +60,7 @@ int main(void)
         sim_s += t;
         pfi_sim_node_free(n);
     }
-    double dt = now() - t0;
+    double dt = pfi_clock_mono() - t0;
     printf("paper fleet in virtual time:        %10.2f s wall for %.0f simulated GPU-node hours\n",
            dt, sim_s / 3600);
     printf("  telemetry samples:                %10.0f /s (%ld samples)\n", samples / dt, samples);
@@ -83,15 +77,15 @@ int main(void)
         fprintf(stderr, "bench_sim: %s\n", e.msg);
         return 1;
     }
-    t0 = now();
+    t0 = pfi_clock_mono();
     int sets = 0;
-    while (now() - t0 < 0.5 && sets < 60000) {
+    while (pfi_clock_mono() - t0 < 0.5 && sets < 60000) {
         pfi_sim_state_set_limit(st, sets % 8, 700 - (sets % 50), NULL);
         pfi_sim_node *node;
         pfi_sim_state_node(st, &node, NULL, NULL);
         sets++;
     }
-    printf("shared-state set + re-read:         %10.0f /s\n", sets / (now() - t0));
+    printf("shared-state set + re-read:         %10.0f /s\n", sets / (pfi_clock_mono() - t0));
     pfi_sim_state_close(st);
     unlink(path);
     return 0;

@@ -30,11 +30,6 @@ int pfi_log_format_parse(const char *name, pfi_log_format *out, pfi_err *err)
                        name ? name : "");
 }
 
-const char *pfi_obs_unit_name(pfi_obs_unit u)
-{
-    return u == PFI_OU_TOKENS ? "tokens" : u == PFI_OU_SAMPLES ? "samples" : "steps";
-}
-
 static const char *const regex_unit_names[] = {"tokens/s", "samples/s", "it/s",   "s/it",
                                                "ms/it",    "tokens",    "samples"};
 

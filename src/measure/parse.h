@@ -49,7 +49,6 @@ typedef enum pfi_obs_kind {
 } pfi_obs_kind;
 
 typedef enum pfi_obs_unit { PFI_OU_TOKENS = 0, PFI_OU_SAMPLES, PFI_OU_STEPS } pfi_obs_unit;
-const char *pfi_obs_unit_name(pfi_obs_unit u); /* "tokens", "samples", "steps" */
 
 typedef struct pfi_obs {
     pfi_obs_kind kind;

@@ -46,9 +46,6 @@ static const model_card cards[] = {
 };
 #define NCARDS ((int)(sizeof cards / sizeof cards[0]))
 
-int pfi_sim_model_count(void) { return NCARDS; }
-const char *pfi_sim_model_name(int i) { return i >= 0 && i < NCARDS ? cards[i].name : NULL; }
-
 int pfi_sim_job_from_model(pfi_job_config *job, const char *model, pfi_err *err)
 {
     for (int i = 0; i < NCARDS; i++) {

@@ -134,8 +134,6 @@ typedef struct pfi_node_config {
  * "mixtral-8x7b", ...; case-insensitive) into *job (model, family, params, layers, hidden,
  * ffn, heads, vocab, moe fields).  PFI_ENOENT with the list of known names otherwise. */
 int pfi_sim_job_from_model(pfi_job_config *job, const char *model, pfi_err *err);
-int pfi_sim_model_count(void);
-const char *pfi_sim_model_name(int i);
 
 /* Validates *cfg and fills derived and default fields.  Messages name the field and the job. */
 int pfi_sim_config_check(pfi_node_config *cfg, pfi_err *err);
@@ -233,7 +231,6 @@ int pfi_sim_state_set_limit(pfi_sim_state *s, int gpu, double watts, pfi_err *er
  * *now (may be NULL), the simulated time read under the same lock: every change made before
  * that instant is in the node. */
 int pfi_sim_state_node(pfi_sim_state *s, pfi_sim_node **node, double *now, pfi_err *err);
-const char *pfi_sim_state_path(const pfi_sim_state *s);
 
 /* ---------------------------------------------------------------- fleet */
 

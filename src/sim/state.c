@@ -194,7 +194,6 @@ double pfi_sim_state_now(const pfi_sim_state *s)
 }
 
 double pfi_sim_state_speed(const pfi_sim_state *s) { return s->map->h.speed; }
-const char *pfi_sim_state_path(const pfi_sim_state *s) { return s->path; }
 
 static int lock(pfi_sim_state *s, int how, pfi_err *err)
 {

@@ -602,12 +602,6 @@ static int delete_named(pfi_store *st, const char *source, const char *name, lon
     return PFI_OK;
 }
 
-int pfi_store_delete_named(pfi_store *st, const char *source, const char *name, pfi_err *err)
-{
-    long long unused;
-    return delete_named(st, source, name, &unused, err);
-}
-
 int pfi_store_write_imported(pfi_store *st, const pfi_run *run, const char *unit_label,
                              const char *config_json, pfi_err *err)
 {

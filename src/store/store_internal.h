@@ -48,10 +48,9 @@ void pfi_store_bind_real(sqlite3_stmt *s, int i, double v);
 double pfi_store_col_real(sqlite3_stmt *s, int i);
 void pfi_store_col_text(sqlite3_stmt *s, int i, char *dst, size_t n);
 
-/* For the importers (store.c): deletes a run of this source and name (an earlier import) with
- * its job, if any; writes one imported run (status "imported") with its levels.  Both run inside
- * the caller's transaction. */
-int pfi_store_delete_named(pfi_store *st, const char *source, const char *name, pfi_err *err);
+/* For the importers (store.c): writes one imported run (status "imported") with its levels,
+ * replacing a run of this source and name (an earlier import) with its job, if any.  It runs
+ * inside the caller's transaction. */
 int pfi_store_write_imported(pfi_store *st, const pfi_run *run, const char *unit_label,
                              const char *config_json, pfi_err *err);
 

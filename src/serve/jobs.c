@@ -12,6 +12,27 @@
 
 /* ---- jobs ---- */
 
+int srv_only_keys(json_t *o, const char *const *keys, pfi_err *e)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        int known = 0;
+        for (int i = 0; keys[i]; i++)
+            known |= !strcmp(k, keys[i]);
+        if (known)
+            continue;
+        /* Name them all: a client that misspelt one learns the right one here. */
+        char list[256] = "";
+        size_t at = 0;
+        for (int i = 0; keys[i] && at < sizeof list; i++)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", keys[i]);
+        return pfi_err_set(e, PFI_EINVAL, "unknown field '%s' (known: %s)", k, list);
+    }
+    return PFI_OK;
+}
+
 static int valid_id(const char *s)
 {
     size_t l = strlen(s);

@@ -243,8 +243,8 @@ void srv_snapshot(srv_node *n);
 /* metrics.c */
 char *srv_metrics_text(srv_node *n, size_t *len);
 
-/* api.c: PFI_EINVAL naming the first field of o not in keys (NULL-terminated) and the known
- * ones. */
+/* jobs.c (a job's spec; api.c's request bodies too): PFI_EINVAL naming the first field of o
+ * not in keys (NULL-terminated) and the known ones. */
 int srv_only_keys(json_t *o, const char *const *keys, pfi_err *e);
 
 /* audit.c */

@@ -38,41 +38,10 @@
 #include "core/policy.h"
 #include "core/probe.h"
 #include "core/run.h"
+#include "study/population.h"
 
 #define PFI_EXPT_FOLDS 5
 #define PFI_EXPT_ID_MAX (PFI_NAME_MAX + 16)
-
-typedef struct pfi_expt_pop {
-    int nruns;
-    const pfi_run **run;  /* per run given or loaded */
-    int *group;           /* per run: its job group */
-    int n;                /* jobs: the runs with a usable measured curve */
-    int *run_of;          /* job -> run */
-    pfi_curve *truth;     /* per job: the measured curve */
-    int skipped;          /* runs left out without a usable curve */
-    char where[256];      /* "simulated fleet 'paper' (seed 1)", a store, the public data */
-    pfi_run *own;         /* the runs a loader read (NULL for pfi_expt_pop_runs) */
-} pfi_expt_pop;
-
-/* The simulated fleet "paper" or "small", characterized now (study/fleet.h), with its
- * configuration groups.  sources (may be NULL: all) keeps runs of these sources, e.g.
- * "perseus,zeus-plo".  Fewer than 2 jobs is an error. */
-int pfi_expt_pop_fleet(const char *which, uint64_t seed, const char *sources, pfi_expt_pop *out,
-                       pfi_err *err);
-/* The runs of a store, or of the public sweeps (study/runset.h).  Without configuration groups,
- * runs of one model share a group.  Fewer than 2 jobs is an error. */
-int pfi_expt_pop_load(const char *db, int public_data, const char *sources, pfi_expt_pop *out,
-                      pfi_err *err);
-/* Runs the caller holds (borrowed: they must outlive the population) with their groups.
- * Any number of jobs; pfi_expt_run refuses fewer than 2. */
-int pfi_expt_pop_runs(const pfi_run *const *runs, const int *groups, int n, const char *where,
-                      pfi_expt_pop *out, pfi_err *err);
-/* Stores every run of the population (one job and run each, backend "sim"), so a later
- * experiment can load them with pfi_expt_pop_load. */
-int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err);
-void pfi_expt_pop_free(pfi_expt_pop *p);
-/* PFI_OK when the population has the two jobs with usable curves an experiment needs. */
-int pfi_expt_pop_check(const pfi_expt_pop *p, pfi_err *err);
 
 /* One setting of the one-probe shape estimate (probes 1 with probe_shape): what the
  * leave-group-out cross-validation (pfi_expt_opts.shape_cv) chooses among. */

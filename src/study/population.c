@@ -1,6 +1,5 @@
-/* population.c: the jobs of an allocation experiment (experiment.h): a simulated fleet, a
- * store, the public sweeps, or runs the caller holds, each run with its measured curve. */
-#include "study/experiment.h"
+/* population.c: the jobs of an allocation experiment (population.h). */
+#include "study/population.h"
 
 #include <ctype.h>
 #include <stdio.h>

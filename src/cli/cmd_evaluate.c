@@ -25,53 +25,232 @@ static json_t *jnum(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+typedef struct ev_args {
+    const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
+    int public_data, probes, as_json, seed, per_job;
+    int probe_cv, group_out, probe_k, tier, comm, cv_top;
+    double step, w_draw;
+} ev_args;
+
+/* The experiment's options, cuts and policies from the flags: -1 to go on, else an exit status
+ * (the message printed). */
+static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *ncuts,
+                      int *policies, int *npol)
+{
+    pfi_err err = {0};
+    if ((a->db != NULL) + a->public_data + (a->fleet != NULL) > 1) {
+        fprintf(stderr, "pfi evaluate: --db, --public and --fleet exclude each other\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (a->probes < 0 || a->probes > 2) {
+        fprintf(stderr, "pfi evaluate: --probes must be 0, 1 or 2\n");
+        return PFI_EXIT_USAGE;
+    }
+    *eo = pfi_expt_defaults(a->probes);
+    eo->auto_depth = a->depth_s && strcmp(a->depth_s, "auto") == 0;
+    if (a->depth_s && !eo->auto_depth) {
+        int nd = 0;
+        if (pfi_parse_double_list(a->depth_s, eo->depth, 2, &nd, &err))
+            return pfi_cli_fail(CMD, &err);
+        if (nd != a->probes || !(eo->depth[0] > 0 && eo->depth[0] < 1) ||
+            (nd == 2 && !(eo->depth[1] > 0 && eo->depth[1] < 1))) {
+            fprintf(stderr, "pfi evaluate: --probe-depth needs %d depth(s) in (0, 1)\n",
+                    a->probes);
+            return PFI_EXIT_USAGE;
+        }
+        eo->shape.depth = eo->depth[0];
+    }
+    if (a->probe_k == 0 || a->probe_k < -1 || (a->w_draw < 0 && a->w_draw != -1) ||
+        a->tier < -1 || a->tier > 1 || a->comm < -1 || a->comm > 1) {
+        fprintf(stderr, "pfi evaluate: --probe-k must be >= 1, --draw-weight >= 0, "
+                        "--tier-gpus and --committee 0 or 1\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (a->probe_k > 0)
+        eo->shape.k = a->probe_k;
+    if (a->w_draw >= 0)
+        eo->shape.w_draw = a->w_draw;
+    if (a->tier >= 0)
+        eo->shape.tier_gpus = a->tier;
+    if (a->comm >= 0)
+        eo->shape.committee = a->comm != 0;
+    eo->shape_cv = a->probe_cv;
+    if (a->cv_top < -1) {
+        fprintf(stderr, "pfi evaluate: --probe-cv-top must be >= 0\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (a->cv_top >= 0)
+        eo->cv_top = a->cv_top;
+    eo->group_out = a->group_out;
+    eo->alloc.step_w = a->step;
+    eo->want_caps = a->per_job;
+    if (pfi_parse_double_list(a->cuts_s, cuts, MAX_CUTS, ncuts, &err))
+        return pfi_cli_fail(CMD, &err);
+    for (int c = 0; c < *ncuts; c++)
+        if (!(cuts[c] > 0 && cuts[c] < 1)) {
+            fprintf(stderr, "pfi evaluate: cut %g must be in (0, 1)\n", cuts[c]);
+            return PFI_EXIT_USAGE;
+        }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", a->pol_s);
+    *npol = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int p = pfi_policy_parse(t);
+        if (p < 0) {
+            fprintf(stderr, "pfi evaluate: unknown policy '%s' (equal, pfi, oracle, "
+                            "proportional-to-pfi)\n", t);
+            return PFI_EXIT_USAGE;
+        }
+        if (*npol < PFI_POLICY_COUNT)
+            policies[(*npol)++] = p;
+    }
+    return -1;
+}
+
+/* Each job's cap and true and seen throughput under every policy at every cut (--per-job). */
+static json_t *ev_jobs_json(const pfi_expt_pop *p, const pfi_expt_result *r, const double *cuts,
+                            int ncuts, const int *policies, int npol)
+{
+    const pfi_alloc_job *tj = r->jobs.truth;
+    json_t *jobs = json_array();
+    for (int j = 0; j < p->n; j++) {
+        json_t *per = json_array();
+        for (int c = 0; c < ncuts; c++) {
+            json_t *pc = json_object();
+            for (int k = 0; k < npol; k++) {
+                if (r->cells[(size_t)c * PFI_POLICY_COUNT + (size_t)policies[k]].infeasible)
+                    continue;
+                size_t at = ((size_t)c * PFI_POLICY_COUNT + (size_t)policies[k]) *
+                                (size_t)p->n + (size_t)j;
+                double cap = r->caps[at];
+                json_object_set_new(pc, pfi_policy_name(policies[k]),
+                                    json_pack("{s:f, s:f, s:f}", "cap_w", cap, "tput_true",
+                                              pfi_alloc_tput_at(&tj[j], cap), "tput_seen",
+                                              r->seen[at]));
+            }
+            json_array_append_new(per, json_pack("{s:f, s:o}", "cut", cuts[c], "policies", pc));
+        }
+        json_array_append_new(jobs, json_pack("{s:s, s:i, s:f, s:f, s:f, s:o}", "id", tj[j].id,
+                                              "gpus", tj[j].n_gpus, "p0_w", tj[j].p0_w,
+                                              "min_cap_w", tj[j].min_cap_w, "max_cap_w",
+                                              tj[j].max_cap_w, "cuts", per));
+    }
+    return jobs;
+}
+
+static int ev_print_json(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_result *r,
+                         const double *cuts, int ncuts, const int *policies, int npol)
+{
+    json_t *arr = json_array();
+    for (int c = 0; c < ncuts; c++) {
+        const pfi_eval_cell *row = r->cells + (size_t)c * PFI_POLICY_COUNT;
+        if (row[PFI_POLICY_EQUAL].infeasible) {
+            json_array_append_new(arr, json_pack("{s:f, s:f, s:b, s:f}", "cut", cuts[c],
+                                                 "budget_w", row[0].budget_w, "infeasible",
+                                                 1, "min_budget_w", row[0].min_budget_w));
+            continue;
+        }
+        json_t *pol = json_object();
+        for (int k = 0; k < npol; k++) {
+            const pfi_eval_cell *e = &row[policies[k]];
+            json_t *o1 = json_pack("{s:f, s:f, s:f}", "total_throughput",
+                                   e->total_throughput, "per_job_gain_vs_equal",
+                                   e->per_job_gain_vs_equal, "power_w", e->power_w);
+            if (policies[k] != PFI_POLICY_EQUAL && policies[k] != PFI_POLICY_ORACLE)
+                json_object_set_new(o1, "gap_recovered", jnum(e->gap_recovered));
+            json_object_set_new(pol, pfi_policy_name(policies[k]), o1);
+        }
+        json_array_append_new(
+            arr, json_pack("{s:f, s:f, s:f, s:o}", "cut", cuts[c], "budget_w",
+                           row[PFI_POLICY_EQUAL].budget_w, "oracle_gain_over_equal",
+                           row[PFI_POLICY_ORACLE].total_throughput -
+                               row[PFI_POLICY_EQUAL].total_throughput,
+                           "policies", pol));
+    }
+    json_t *doc = json_pack("{s:s, s:i, s:i, s:I, s:s, s:i, s:s, s:o}", "source", p->where,
+                            "jobs", p->n, "skipped_runs", p->skipped, "gpus",
+                            (json_int_t)r->jobs.gpus, "unit", r->jobs.unit, "probes", a->probes,
+                            "prediction", r->jobs.note, "cuts", arr);
+    if (a->per_job)
+        json_object_set_new(doc, "jobs", ev_jobs_json(p, r, cuts, ncuts, policies, npol));
+    return pfi_cli_print_json(doc);
+}
+
+static void ev_print_text(const pfi_expt_pop *p, const pfi_expt_result *r, const double *cuts,
+                          int ncuts, const int *policies, int npol)
+{
+    printf("%s: %d jobs (%ld GPUs), %d run(s) skipped without a usable curve\n", p->where, p->n,
+           r->jobs.gpus, p->skipped);
+    printf("throughput: %s; pfi sees: %s\n\n", r->jobs.unit, r->jobs.note);
+    printf("%5s  %-20s %16s %14s %10s\n", "cut", "policy", "total", "gain/job", "gap rec.");
+    for (int c = 0; c < ncuts; c++) {
+        const pfi_eval_cell *row = r->cells + (size_t)c * PFI_POLICY_COUNT;
+        if (row[PFI_POLICY_EQUAL].infeasible) {
+            printf("%4.0f%%  infeasible: budget %.0f W is below the %.0f W the jobs' "
+                   "minimum caps need\n",
+                   100 * cuts[c], row[0].budget_w, row[0].min_budget_w);
+            continue;
+        }
+        for (int k = 0; k < npol; k++) {
+            const pfi_eval_cell *e = &row[policies[k]];
+            char gap[16] = "";
+            if (policies[k] != PFI_POLICY_EQUAL && policies[k] != PFI_POLICY_ORACLE)
+                snprintf(gap, sizeof gap, isfinite(e->gap_recovered) ? "%.1f%%" : "n/a",
+                         100 * e->gap_recovered);
+            char tot[32], gain[32];
+            printf("%4.0f%%  %-20s %16s %14s %10s\n", 100 * cuts[c],
+                   pfi_policy_name(policies[k]),
+                   pfi_fmt_fixed(tot, sizeof tot, e->total_throughput, 6),
+                   pfi_fmt_fixed(gain, sizeof gain, e->per_job_gain_vs_equal, 4), gap);
+        }
+    }
+}
+
 int pfi_cmd_evaluate(int argc, char **argv)
 {
-    const char *db = NULL, *cuts_s = "0.1,0.2,0.3,0.4,0.5", *pol_s = "equal,pfi,oracle";
-    const char *fleet = NULL, *depth_s = NULL, *sources = NULL, *save_db = NULL;
-    int public_data = 0, probes = 1, as_json = 0, seed = 1, per_job = 0;
-    int probe_cv = 0, group_out = 0, probe_k = -1, tier = -1, comm = -1, cv_top = -1;
-    double step = 1, w_draw = -1;
+    ev_args a = {.cuts_s = "0.1,0.2,0.3,0.4,0.5", .pol_s = "equal,pfi,oracle", .probes = 1,
+                 .seed = 1, .probe_k = -1, .tier = -1, .comm = -1, .cv_top = -1, .step = 1,
+                 .w_draw = -1};
     const pfi_opt opts[] = {
-        {"db", PFI_OPT_STR, &db, "FILE", "the store whose runs are the jobs (default $PFI_DB, else pfi.db)"},
-        {"public", PFI_OPT_FLAG, &public_data, NULL,
+        {"db", PFI_OPT_STR, &a.db, "FILE", "the store whose runs are the jobs (default $PFI_DB, else pfi.db)"},
+        {"public", PFI_OPT_FLAG, &a.public_data, NULL,
          "the public measured sweeps of $PFI_DATA_DIR, imported in memory"},
-        {"fleet", PFI_OPT_STR, &fleet, "paper|small", "the simulated fleet, characterized"},
-        {"seed", PFI_OPT_INT, &seed, "N", "fleet seed (default 1)"},
-        {"save-db", PFI_OPT_STR, &save_db, "FILE",
+        {"fleet", PFI_OPT_STR, &a.fleet, "paper|small", "the simulated fleet, characterized"},
+        {"seed", PFI_OPT_INT, &a.seed, "N", "fleet seed (default 1)"},
+        {"save-db", PFI_OPT_STR, &a.save_db, "FILE",
          "with --fleet: also store the characterized runs (reuse them with --db FILE)"},
-        {"source", PFI_OPT_STR, &sources, "LIST",
+        {"source", PFI_OPT_STR, &a.sources, "LIST",
          "only runs of these sources, e.g. perseus,zeus-nsdi (default all)"},
-        {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts (default 0.1,0.2,0.3,0.4,0.5)"},
-        {"policies", PFI_OPT_STR, &pol_s, "LIST",
+        {"cuts", PFI_OPT_STR, &a.cuts_s, "LIST", "power cuts (default 0.1,0.2,0.3,0.4,0.5)"},
+        {"policies", PFI_OPT_STR, &a.pol_s, "LIST",
          "equal,pfi,oracle,proportional-to-pfi (default equal,pfi,oracle)"},
-        {"probes", PFI_OPT_INT, &probes, "0|1|2",
+        {"probes", PFI_OPT_INT, &a.probes, "0|1|2",
          "what pfi sees: 0 the telemetry predictor, 1 or 2 baseline + probes (default 1)"},
-        {"probe-depth", PFI_OPT_STR, &depth_s, "D[,D2]|auto",
+        {"probe-depth", PFI_OPT_STR, &a.depth_s, "D[,D2]|auto",
          "probe depths as power shed (default: one probe 0.50, the shape setting's; two probes "
          "0.20,0.40); "
          "auto: each job probed at its equal share of each cut"},
-        {"probe-k", PFI_OPT_INT, &probe_k, "N",
+        {"probe-k", PFI_OPT_INT, &a.probe_k, "N",
          "one probe: neighbours of the shape estimate (default: study/experiment.c's)"},
-        {"draw-weight", PFI_OPT_DOUBLE, &w_draw, "W",
+        {"draw-weight", PFI_OPT_DOUBLE, &a.w_draw, "W",
          "one probe: weight of the probe's draw/cap in the neighbour distance (default: ditto)"},
-        {"tier-gpus", PFI_OPT_INT, &tier, "0|1",
+        {"tier-gpus", PFI_OPT_INT, &a.tier, "0|1",
          "one probe: 1 takes references of the same GPU model and single/multi-GPU kind first"},
-        {"committee", PFI_OPT_INT, &comm, "0|1",
+        {"committee", PFI_OPT_INT, &a.comm, "0|1",
          "one probe: 1 averages the shape over 16 neighbour counts and draw weights "
          "(--probe-k and --draw-weight then unused)"},
-        {"probe-cv", PFI_OPT_FLAG, &probe_cv, NULL,
+        {"probe-cv", PFI_OPT_FLAG, &a.probe_cv, NULL,
          "one probe: choose the shape setting of each job group by cross-validation on the "
          "other groups (the honest figure; about 40 s on the public sweeps)"},
-        {"probe-cv-top", PFI_OPT_INT, &cv_top, "M",
+        {"probe-cv-top", PFI_OPT_INT, &a.cv_top, "M",
          "with --probe-cv: each group gets the committee of the M best single settings of the "
          "depth and tiers whose M best score best (default 6); 0: the grid's one best setting"},
-        {"group-out", PFI_OPT_FLAG, &group_out, NULL,
+        {"group-out", PFI_OPT_FLAG, &a.group_out, NULL,
          "one probe: the shape library leaves each job's whole group (same model) out"},
-        {"step", PFI_OPT_DOUBLE, &step, "W", "cap grid (default 1 W)"},
-        {"per-job", PFI_OPT_FLAG, &per_job, NULL,
+        {"step", PFI_OPT_DOUBLE, &a.step, "W", "cap grid (default 1 W)"},
+        {"per-job", PFI_OPT_FLAG, &a.per_job, NULL,
          "JSON: each job's cap and true throughput under every policy at every cut"},
-        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
+        {"json", PFI_OPT_FLAG, &a.as_json, NULL, "one JSON document on stdout"},
         {0},
     };
     const pfi_cmd_spec spec = {
@@ -84,178 +263,33 @@ int pfi_cmd_evaluate(int argc, char **argv)
     int rc = pfi_cli_args_none(&spec, argc, argv, "evaluate");
     if (rc >= 0)
         return rc;
-    pfi_err err = {0};
-    if ((db != NULL) + public_data + (fleet != NULL) > 1) {
-        fprintf(stderr, "pfi evaluate: --db, --public and --fleet exclude each other\n");
-        return PFI_EXIT_USAGE;
-    }
-    if (probes < 0 || probes > 2) {
-        fprintf(stderr, "pfi evaluate: --probes must be 0, 1 or 2\n");
-        return PFI_EXIT_USAGE;
-    }
-    pfi_expt_opts eo = pfi_expt_defaults(probes);
-    eo.auto_depth = depth_s && strcmp(depth_s, "auto") == 0;
-    if (depth_s && !eo.auto_depth) {
-        int nd = 0;
-        if (pfi_parse_double_list(depth_s, eo.depth, 2, &nd, &err))
-            return pfi_cli_fail(CMD, &err);
-        if (nd != probes || !(eo.depth[0] > 0 && eo.depth[0] < 1) ||
-            (nd == 2 && !(eo.depth[1] > 0 && eo.depth[1] < 1))) {
-            fprintf(stderr, "pfi evaluate: --probe-depth needs %d depth(s) in (0, 1)\n", probes);
-            return PFI_EXIT_USAGE;
-        }
-        eo.shape.depth = eo.depth[0];
-    }
-    if (probe_k == 0 || probe_k < -1 || (w_draw < 0 && w_draw != -1) || tier < -1 || tier > 1 ||
-        comm < -1 || comm > 1) {
-        fprintf(stderr, "pfi evaluate: --probe-k must be >= 1, --draw-weight >= 0, "
-                        "--tier-gpus and --committee 0 or 1\n");
-        return PFI_EXIT_USAGE;
-    }
-    if (probe_k > 0)
-        eo.shape.k = probe_k;
-    if (w_draw >= 0)
-        eo.shape.w_draw = w_draw;
-    if (tier >= 0)
-        eo.shape.tier_gpus = tier;
-    if (comm >= 0)
-        eo.shape.committee = comm != 0;
-    eo.shape_cv = probe_cv;
-    if (cv_top < -1) {
-        fprintf(stderr, "pfi evaluate: --probe-cv-top must be >= 0\n");
-        return PFI_EXIT_USAGE;
-    }
-    if (cv_top >= 0)
-        eo.cv_top = cv_top;
-    eo.group_out = group_out;
+    pfi_expt_opts eo;
     double cuts[MAX_CUTS];
-    int ncuts = 0;
-    if (pfi_parse_double_list(cuts_s, cuts, MAX_CUTS, &ncuts, &err))
-        return pfi_cli_fail(CMD, &err);
-    for (int c = 0; c < ncuts; c++)
-        if (!(cuts[c] > 0 && cuts[c] < 1)) {
-            fprintf(stderr, "pfi evaluate: cut %g must be in (0, 1)\n", cuts[c]);
-            return PFI_EXIT_USAGE;
-        }
-    int policies[PFI_POLICY_COUNT], npol = 0;
-    {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", pol_s);
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            int p = pfi_policy_parse(t);
-            if (p < 0) {
-                fprintf(stderr, "pfi evaluate: unknown policy '%s' (equal, pfi, oracle, "
-                                "proportional-to-pfi)\n", t);
-                return PFI_EXIT_USAGE;
-            }
-            if (npol < PFI_POLICY_COUNT)
-                policies[npol++] = p;
-        }
-    }
+    int ncuts = 0, policies[PFI_POLICY_COUNT], npol = 0;
+    if ((rc = ev_options(&a, &eo, cuts, &ncuts, policies, &npol)) >= 0)
+        return rc;
+    pfi_err err = {0};
     pfi_expt_pop p;
-    if ((rc = fleet ? pfi_expt_pop_fleet(fleet, (uint64_t)seed, sources, &p, &err)
-                    : pfi_expt_pop_load(db, public_data, sources, &p, &err))) {
+    if ((rc = a.fleet ? pfi_expt_pop_fleet(a.fleet, (uint64_t)a.seed, a.sources, &p, &err)
+                      : pfi_expt_pop_load(a.db, a.public_data, a.sources, &p, &err))) {
         pfi_expt_pop_free(&p);
         return pfi_cli_fail(CMD, &err);
     }
-    if (save_db && (!fleet || (rc = pfi_expt_pop_save(&p, save_db, &err)))) {
-        if (!fleet)
+    if (a.save_db && (!a.fleet || (rc = pfi_expt_pop_save(&p, a.save_db, &err)))) {
+        if (!a.fleet)
             pfi_err_set(&err, PFI_EINVAL, "--save-db stores a simulated fleet (--fleet)");
         pfi_expt_pop_free(&p);
         return pfi_cli_fail(CMD, &err);
     }
-    eo.alloc.step_w = step;
-    eo.want_caps = per_job;
     pfi_expt_result r;
     if ((rc = pfi_expt_run(&p, &eo, cuts, ncuts, policies, npol, &r, &err))) {
         pfi_expt_pop_free(&p);
         return pfi_cli_fail(CMD, &err);
     }
-    const pfi_eval_cell *cells = r.cells;
-    const pfi_alloc_job *tj = r.jobs.truth;
-    if (as_json) {
-        json_t *arr = json_array();
-        for (int c = 0; c < ncuts; c++) {
-            const pfi_eval_cell *row = cells + (size_t)c * PFI_POLICY_COUNT;
-            if (row[PFI_POLICY_EQUAL].infeasible) {
-                json_array_append_new(arr, json_pack("{s:f, s:f, s:b, s:f}", "cut", cuts[c],
-                                                     "budget_w", row[0].budget_w, "infeasible",
-                                                     1, "min_budget_w", row[0].min_budget_w));
-                continue;
-            }
-            json_t *pol = json_object();
-            for (int k = 0; k < npol; k++) {
-                const pfi_eval_cell *e = &row[policies[k]];
-                json_t *o1 = json_pack("{s:f, s:f, s:f}", "total_throughput",
-                                       e->total_throughput, "per_job_gain_vs_equal",
-                                       e->per_job_gain_vs_equal, "power_w", e->power_w);
-                if (policies[k] != PFI_POLICY_EQUAL && policies[k] != PFI_POLICY_ORACLE)
-                    json_object_set_new(o1, "gap_recovered", jnum(e->gap_recovered));
-                json_object_set_new(pol, pfi_policy_name(policies[k]), o1);
-            }
-            json_array_append_new(
-                arr, json_pack("{s:f, s:f, s:f, s:o}", "cut", cuts[c], "budget_w",
-                               row[PFI_POLICY_EQUAL].budget_w, "oracle_gain_over_equal",
-                               row[PFI_POLICY_ORACLE].total_throughput -
-                                   row[PFI_POLICY_EQUAL].total_throughput,
-                               "policies", pol));
-        }
-        json_t *jobs = per_job ? json_array() : NULL;
-        for (int j = 0; per_job && j < p.n; j++) {
-            json_t *per = json_array();
-            for (int c = 0; c < ncuts; c++) {
-                json_t *pc = json_object();
-                for (int k = 0; k < npol; k++) {
-                    if (cells[(size_t)c * PFI_POLICY_COUNT + (size_t)policies[k]].infeasible)
-                        continue;
-                    size_t at = ((size_t)c * PFI_POLICY_COUNT + (size_t)policies[k]) *
-                                    (size_t)p.n + (size_t)j;
-                    double cap = r.caps[at];
-                    json_object_set_new(pc, pfi_policy_name(policies[k]),
-                                        json_pack("{s:f, s:f, s:f}", "cap_w", cap, "tput_true",
-                                                  pfi_alloc_tput_at(&tj[j], cap), "tput_seen",
-                                                  r.seen[at]));
-                }
-                json_array_append_new(per, json_pack("{s:f, s:o}", "cut", cuts[c], "policies", pc));
-            }
-            json_array_append_new(jobs, json_pack("{s:s, s:i, s:f, s:f, s:f, s:o}", "id", tj[j].id,
-                                                  "gpus", tj[j].n_gpus, "p0_w", tj[j].p0_w,
-                                                  "min_cap_w", tj[j].min_cap_w, "max_cap_w",
-                                                  tj[j].max_cap_w, "cuts", per));
-        }
-        json_t *doc = json_pack("{s:s, s:i, s:i, s:I, s:s, s:i, s:s, s:o}", "source", p.where,
-                                "jobs", p.n, "skipped_runs", p.skipped, "gpus",
-                                (json_int_t)r.jobs.gpus, "unit", r.jobs.unit, "probes", probes,
-                                "prediction", r.jobs.note, "cuts", arr);
-        if (jobs)
-            json_object_set_new(doc, "jobs", jobs);
-        rc = pfi_cli_print_json(doc);
+    if (a.as_json) {
+        rc = ev_print_json(&a, &p, &r, cuts, ncuts, policies, npol);
     } else {
-        printf("%s: %d jobs (%ld GPUs), %d run(s) skipped without a usable curve\n", p.where,
-               p.n, r.jobs.gpus, p.skipped);
-        printf("throughput: %s; pfi sees: %s\n\n", r.jobs.unit, r.jobs.note);
-        printf("%5s  %-20s %16s %14s %10s\n", "cut", "policy", "total", "gain/job", "gap rec.");
-        for (int c = 0; c < ncuts; c++) {
-            const pfi_eval_cell *row = cells + (size_t)c * PFI_POLICY_COUNT;
-            if (row[PFI_POLICY_EQUAL].infeasible) {
-                printf("%4.0f%%  infeasible: budget %.0f W is below the %.0f W the jobs' "
-                       "minimum caps need\n",
-                       100 * cuts[c], row[0].budget_w, row[0].min_budget_w);
-                continue;
-            }
-            for (int k = 0; k < npol; k++) {
-                const pfi_eval_cell *e = &row[policies[k]];
-                char gap[16] = "";
-                if (policies[k] != PFI_POLICY_EQUAL && policies[k] != PFI_POLICY_ORACLE)
-                    snprintf(gap, sizeof gap, isfinite(e->gap_recovered) ? "%.1f%%" : "n/a",
-                             100 * e->gap_recovered);
-                char tot[32], gain[32];
-                printf("%4.0f%%  %-20s %16s %14s %10s\n", 100 * cuts[c],
-                       pfi_policy_name(policies[k]),
-                       pfi_fmt_fixed(tot, sizeof tot, e->total_throughput, 6),
-                       pfi_fmt_fixed(gain, sizeof gain, e->per_job_gain_vs_equal, 4), gap);
-            }
-        }
+        ev_print_text(&p, &r, cuts, ncuts, policies, npol);
         rc = PFI_EXIT_OK;
     }
     pfi_expt_result_free(&r);

@@ -132,6 +132,20 @@ static void jsonl_row(int gpu, const pfi_sample *s)
     json_decref(o);
 }
 
+/* 0 table, 1 csv, 2 jsonl; -1 for an unknown --format.  Without one: a table on a terminal. */
+static int output_mode(const char *format)
+{
+    if (!format)
+        return isatty(STDOUT_FILENO) ? 0 : 1;
+    if (strcmp(format, "table") == 0)
+        return 0;
+    if (strcmp(format, "csv") == 0)
+        return 1;
+    if (strcmp(format, "jsonl") == 0 || strcmp(format, "json") == 0)
+        return 2;
+    return -1;
+}
+
 int pfi_cmd_monitor(int argc, char **argv)
 {
     pfi_cli_hw hw = {0};
@@ -171,18 +185,10 @@ int pfi_cmd_monitor(int argc, char **argv)
     }
     if (count == INT_MIN)
         count = 0;
-    int mode = isatty(STDOUT_FILENO) ? 0 : 1; /* 0 table, 1 csv, 2 jsonl */
-    if (format) {
-        if (strcmp(format, "table") == 0)
-            mode = 0;
-        else if (strcmp(format, "csv") == 0)
-            mode = 1;
-        else if (strcmp(format, "jsonl") == 0 || strcmp(format, "json") == 0)
-            mode = 2;
-        else {
-            fprintf(stderr, "pfi monitor: unknown format '%s' (table, csv or jsonl)\n", format);
-            return PFI_EXIT_USAGE;
-        }
+    int mode = output_mode(format);
+    if (mode < 0) {
+        fprintf(stderr, "pfi monitor: unknown format '%s' (table, csv or jsonl)\n", format);
+        return PFI_EXIT_USAGE;
     }
     pfi_backend *b;
     if (pfi_cli_open_hw(&hw, &b, &e) != PFI_OK)

@@ -15,6 +15,38 @@ static void on_signal(int sig)
     stop_flag = 1;
 }
 
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    /* A closed terminal must not kill the daemon without its restore. */
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Each --set KEY=VALUE into *cfg: -1 to go on, else an exit status (the message printed). */
+static int apply_sets(pfi_serve_config *cfg, const pfi_strlist *sets)
+{
+    pfi_err err = {0};
+    for (int i = 0; i < sets->n; i++) {
+        char key[64];
+        const char *eq = strchr(sets->v[i], '=');
+        if (!eq || eq == sets->v[i] || (size_t)(eq - sets->v[i]) >= sizeof key) {
+            fprintf(stderr, "pfi serve: --set expects KEY=VALUE, got '%s'\n", sets->v[i]);
+            return PFI_EXIT_USAGE;
+        }
+        memcpy(key, sets->v[i], (size_t)(eq - sets->v[i]));
+        key[eq - sets->v[i]] = '\0';
+        if (pfi_serve_config_set(cfg, key, eq + 1, &err) != PFI_OK)
+            return pfi_cli_fail("serve", &err);
+    }
+    return -1;
+}
+
 int pfi_cmd_serve(int argc, char **argv)
 {
     pfi_cli_hw hw = {0};
@@ -72,18 +104,8 @@ int pfi_cmd_serve(int argc, char **argv)
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i].val && pfi_serve_config_set(&cfg, flags[i].key, flags[i].val, &err) != PFI_OK)
             return pfi_cli_fail("serve", &err);
-    for (int i = 0; i < sets.n; i++) {
-        char key[64];
-        const char *eq = strchr(sets.v[i], '=');
-        if (!eq || eq == sets.v[i] || (size_t)(eq - sets.v[i]) >= sizeof key) {
-            fprintf(stderr, "pfi serve: --set expects KEY=VALUE, got '%s'\n", sets.v[i]);
-            return PFI_EXIT_USAGE;
-        }
-        memcpy(key, sets.v[i], (size_t)(eq - sets.v[i]));
-        key[eq - sets.v[i]] = '\0';
-        if (pfi_serve_config_set(&cfg, key, eq + 1, &err) != PFI_OK)
-            return pfi_cli_fail("serve", &err);
-    }
+    if ((rc = apply_sets(&cfg, &sets)) >= 0)
+        return rc;
     if (hw.read_only)
         cfg.read_only = 1;
     if (pfi_serve_config_check(&cfg, &err) != PFI_OK)
@@ -103,15 +125,7 @@ int pfi_cmd_serve(int argc, char **argv)
     if (b->read_only) /* PFI_READ_ONLY=1 in the environment forces it too */
         cfg.read_only = 1;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    /* A closed terminal must not kill the daemon without its restore. */
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    catch_signals();
     rc = pfi_serve_run(&cfg, b, cfg.model[0] ? &m : NULL, &stop_flag, &err);
     pfi_hw_close(b);
     if (rc != PFI_OK)

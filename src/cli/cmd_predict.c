@@ -25,19 +25,6 @@ typedef struct pred {
     int missing;           /* telemetry features the baseline did not have */
 } pred;
 
-/* Telemetry features (not metadata) missing at the baseline: each one falls back to the
- * training mean, so a run with most of them missing gets a prediction near the fleet's mean. */
-static int count_missing(const pfi_run *hdr, const pfi_level *base)
-{
-    double x[PFI_N_FEATURES];
-    if (pfi_features_from_level(hdr, base, x, NULL) != PFI_OK)
-        return PFI_FT_MOE;
-    int n = 0;
-    for (int f = 0; f < PFI_FT_MOE; f++)
-        n += !isfinite(x[f]);
-    return n;
-}
-
 static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
 {
     json_t *pf = json_object(), *rel = json_object(), *shed = json_object();
@@ -124,6 +111,60 @@ static int get_model(const char *path, pfi_model *m, pfi_err *err)
     return rc;
 }
 
+/* Predicts the live sample and prints it, or appends it to arr (--json). */
+static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
+                        const pfi_model *m, json_t *arr, pfi_err *err)
+{
+    pfi_run *hdr = malloc(sizeof *hdr);
+    pred p;
+    int rc = hdr ? sample_live(hw, gpus, duration, hdr, err)
+                 : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    if (rc == PFI_OK)
+        rc = pfi_model_predict_level(m, hdr, &hdr->levels[0], &p.c, err);
+    if (rc == PFI_OK) {
+        p.measured_pfi30 = NAN;
+        p.missing = pfi_features_missing(hdr, &hdr->levels[0]);
+        if (arr) {
+            json_t *o = pred_json(hdr->name, &p, m);
+            json_object_set_new(o, "baseline_power_w", num(hdr->levels[0].power_w));
+            json_object_set_new(o, "sm_clock_mhz", num(hdr->levels[0].sm_clock_mhz));
+            json_object_set_new(o, "powercap_frac", num(hdr->levels[0].powercap_frac));
+            json_array_append_new(arr, o);
+        } else
+            pred_print(hdr->name, &p);
+    }
+    free(hdr);
+    return rc;
+}
+
+/* Predicts each stored run beside its measured PFI30 and prints it, or appends it to arr
+ * (--json).  A run that cannot be predicted is named and skipped: PFI_EXIT_FAIL at the end. */
+static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
+{
+    int status = PFI_EXIT_OK;
+    for (int i = 0; i < rs->n; i++) {
+        pfi_err err = {0};
+        pred p;
+        if (pfi_model_predict_run(m, &rs->runs[i], &p.c, &err) != PFI_OK) {
+            fprintf(stderr, "pfi predict: %s\n", err.msg);
+            status = PFI_EXIT_FAIL;
+            continue;
+        }
+        int b = pfi_run_baseline(&rs->runs[i]);
+        p.missing =
+            b >= 0 ? pfi_features_missing(&rs->runs[i], &rs->runs[i].levels[b]) : PFI_FT_MOE;
+        pfi_index x;
+        pfi_index_opts io = pfi_index_defaults();
+        io.n_boot = 0;
+        p.measured_pfi30 = pfi_index_run(&rs->runs[i], &io, &x, NULL) == PFI_OK ? x.pfi : NAN;
+        if (arr)
+            json_array_append_new(arr, pred_json(rs->runs[i].name, &p, m));
+        else
+            pred_print(rs->runs[i].name, &p);
+    }
+    return status;
+}
+
 int pfi_cmd_predict(int argc, char **argv)
 {
     pfi_cli_hw hw = {0};
@@ -168,62 +209,20 @@ int pfi_cmd_predict(int argc, char **argv)
         return pfi_cli_fail("predict", &err);
     json_t *arr = json_array();
     int status = PFI_EXIT_OK;
+    pfi_runset rs;
     if (!as_json) {
         printf("%-52s", "run (predicted PFI at r =)");
         for (int i = 0; i < PFI_N_TDEPTHS; i++)
             printf("   %.2f", pfi_target_depths[i]);
         printf("  T@70%%P  measured PFI30\n");
     }
-    if (live) {
-        pfi_run *hdr = malloc(sizeof *hdr);
-        pred p;
-        rc = hdr ? sample_live(&hw, gpus, duration, hdr, &err)
-                 : pfi_err_set(&err, PFI_ENOMEM, "out of memory");
-        if (rc == PFI_OK)
-            rc = pfi_model_predict_level(&m, hdr, &hdr->levels[0], &p.c, &err);
-        if (rc == PFI_OK) {
-            p.measured_pfi30 = NAN;
-            p.missing = count_missing(hdr, &hdr->levels[0]);
-            if (as_json) {
-                json_t *o = pred_json(hdr->name, &p, &m);
-                json_object_set_new(o, "baseline_power_w", num(hdr->levels[0].power_w));
-                json_object_set_new(o, "sm_clock_mhz", num(hdr->levels[0].sm_clock_mhz));
-                json_object_set_new(o, "powercap_frac", num(hdr->levels[0].powercap_frac));
-                json_array_append_new(arr, o);
-            } else
-                pred_print(hdr->name, &p);
-        }
-        free(hdr);
-        if (rc != PFI_OK) {
-            json_decref(arr);
-            return pfi_cli_fail("predict", &err);
-        }
-    } else {
-        pfi_runset rs;
-        if (pfi_runset_load(db, public_data, pos, npos, &rs, &err) != PFI_OK) {
-            json_decref(arr);
-            return pfi_cli_fail("predict", &err);
-        }
-        for (int i = 0; i < rs.n; i++) {
-            pred p;
-            rc = pfi_model_predict_run(&m, &rs.runs[i], &p.c, &err);
-            if (rc != PFI_OK) {
-                fprintf(stderr, "pfi predict: %s\n", err.msg);
-                status = PFI_EXIT_FAIL;
-                continue;
-            }
-            int b = pfi_run_baseline(&rs.runs[i]);
-            p.missing = b >= 0 ? count_missing(&rs.runs[i], &rs.runs[i].levels[b]) : PFI_FT_MOE;
-            pfi_index x;
-            pfi_index_opts io = pfi_index_defaults();
-            io.n_boot = 0;
-            p.measured_pfi30 =
-                pfi_index_run(&rs.runs[i], &io, &x, NULL) == PFI_OK ? x.pfi : NAN;
-            if (as_json)
-                json_array_append_new(arr, pred_json(rs.runs[i].name, &p, &m));
-            else
-                pred_print(rs.runs[i].name, &p);
-        }
+    if (live ? predict_live(&hw, gpus, duration, &m, as_json ? arr : NULL, &err)
+             : pfi_runset_load(db, public_data, pos, npos, &rs, &err)) {
+        json_decref(arr);
+        return pfi_cli_fail("predict", &err);
+    }
+    if (!live) {
+        status = predict_stored(&rs, &m, as_json ? arr : NULL);
         pfi_runset_free(&rs);
     }
     if (as_json) {

@@ -90,3 +90,14 @@ int pfi_features_from_run(const pfi_run *run, double *x, pfi_err *err)
         return pfi_err_set(err, PFI_EINVAL, "run %s has no baseline level", run->name);
     return pfi_features_from_level(run, &run->levels[b], x, err);
 }
+
+int pfi_features_missing(const pfi_run *hdr, const pfi_level *base)
+{
+    double x[PFI_N_FEATURES];
+    if (pfi_features_from_level(hdr, base, x, NULL) != PFI_OK)
+        return PFI_FT_MOE;
+    int n = 0;
+    for (int f = 0; f < PFI_FT_MOE; f++)
+        n += !isfinite(x[f]);
+    return n;
+}

@@ -47,5 +47,9 @@ double pfi_gpu_max_sm_clock(const char *gpu_type);
 int pfi_features_from_level(const pfi_run *hdr, const pfi_level *base, double *x, pfi_err *err);
 /* The same from a run's baseline level (core/curve.h's pfi_run_baseline). */
 int pfi_features_from_run(const pfi_run *run, double *x, pfi_err *err);
+/* How many telemetry features (not metadata: those before PFI_FT_MOE) a baseline level lacks,
+ * all of them when it has no power drawn.  Each falls back to the training mean, so a job that
+ * lacks most of them is predicted near the fleet's mean, and a report must say so. */
+int pfi_features_missing(const pfi_run *hdr, const pfi_level *base);
 
 #endif

@@ -4,7 +4,7 @@
  *       the memory it took;
  *   pfi bench pergpu [--sim PRESETS] [--cuts LIST] [--variation V] [--json]
  *       measures in the simulator what per-GPU caps inside a job (core/alloc_pergpu.h) gain
- *       over one cap per job under the same budget.
+ *       over one cap per job under the same budget (study/pergpu.h).
  * Prints figures; judges nothing. */
 #include <math.h>
 #include <stdio.h>
@@ -14,10 +14,9 @@
 
 #include "cli/cli.h"
 #include "core/alloc.h"
-#include "core/alloc_pergpu.h"
 #include "core/alloc_synth.h"
 #include "core/policy.h"
-#include "sim/sim.h"
+#include "study/pergpu.h"
 #include "util/clock.h"
 #include "util/units.h"
 
@@ -119,122 +118,7 @@ static int bench_allocate(int argc, char **argv)
     return rc;
 }
 
-/* ---- per-GPU caps in the simulator ---- */
-
-#define PG_MAX_JOBS 64
-#define PG_CAPS 64
-#define PG_SETTLE_S 10.0 /* virtual seconds after a change: 40 firmware time constants */
-
-typedef struct pg_job {
-    pfi_sim_node *node;
-    int sim_job, first, n;  /* the job on its node and its GPUs */
-    char id[96];
-    int ncaps;
-    double caps[PG_CAPS], tput[PG_CAPS], clock[PFI_MAX_GPUS * PG_CAPS];
-    double gcaps[PFI_MAX_GPUS * PG_CAPS], x[PG_CAPS]; /* per-GPU table */
-    double xc[PG_CAPS], xt[PG_CAPS];                  /* per-GPU curve */
-    int nx;
-    double p0, min_w, max_w;
-    pfi_pergpu_job table;
-} pg_job;
-
-typedef struct pg_bench {
-    int nnodes, njobs;
-    pfi_sim_node *nodes[8];
-    double t[8];            /* each node's clock: changes must move forward */
-    pg_job jobs[PG_MAX_JOBS];
-} pg_bench;
-
-/* Sets every GPU of every job (caps[j][g]) and returns the tokens/s of each job once settled. */
-static int pg_apply(pg_bench *B, double (*caps)[PFI_MAX_GPUS], double *tput, pfi_err *err)
-{
-    for (int i = 0; i < B->nnodes; i++)
-        B->t[i] += 1.0;
-    for (int j = 0; j < B->njobs; j++) {
-        pg_job *J = &B->jobs[j];
-        int ni = 0;
-        while (B->nodes[ni] != J->node)
-            ni++;
-        for (int g = 0; g < J->n; g++) {
-            int rc = pfi_sim_set_limit(J->node, J->first + g, B->t[ni], caps[j][g], err);
-            if (rc)
-                return pfi_err_prefix(err, "%s GPU %d: ", J->id, g);
-        }
-    }
-    for (int i = 0; i < B->nnodes; i++)
-        B->t[i] += PG_SETTLE_S;
-    for (int j = 0; j < B->njobs; j++) {
-        pg_job *J = &B->jobs[j];
-        int ni = 0;
-        while (B->nodes[ni] != J->node)
-            ni++;
-        pfi_sim_job_status st;
-        int rc = pfi_sim_job_status_at(J->node, J->sim_job, B->t[ni], &st, err);
-        if (rc)
-            return rc;
-        tput[j] = st.tokens_per_s;
-    }
-    return PFI_OK;
-}
-
-/* Sweeps every job at uniform caps (all jobs at once: they do not share GPUs). */
-static int pg_measure(pg_bench *B, double step_w, pfi_err *err)
-{
-    static double caps[PG_MAX_JOBS][PFI_MAX_GPUS];
-    double tput[PG_MAX_JOBS];
-    int maxk = 0;
-    for (int j = 0; j < B->njobs; j++) {
-        pg_job *J = &B->jobs[j];
-        J->ncaps = 0;
-        for (double c = J->min_w; c <= J->max_w + 1e-9 && J->ncaps < PG_CAPS; c += step_w)
-            J->caps[J->ncaps++] = c;
-        if (J->caps[J->ncaps - 1] < J->max_w - 1e-9 && J->ncaps < PG_CAPS)
-            J->caps[J->ncaps++] = J->max_w;
-        if (J->ncaps > maxk)
-            maxk = J->ncaps;
-    }
-    for (int k = 0; k < maxk; k++) {
-        for (int j = 0; j < B->njobs; j++)
-            for (int g = 0; g < B->jobs[j].n; g++)
-                caps[j][g] = B->jobs[j].caps[k < B->jobs[j].ncaps ? k : B->jobs[j].ncaps - 1];
-        int rc = pg_apply(B, caps, tput, err);
-        if (rc)
-            return rc;
-        for (int j = 0; j < B->njobs; j++) {
-            pg_job *J = &B->jobs[j];
-            if (k >= J->ncaps)
-                continue;
-            J->tput[k] = tput[j];
-            int ni = 0;
-            while (B->nodes[ni] != J->node)
-                ni++;
-            for (int g = 0; g < J->n; g++) {
-                pfi_sample s;
-                if ((rc = pfi_sim_sample(J->node, J->first + g, B->t[ni], &s, err)))
-                    return rc;
-                J->clock[g * J->ncaps + k] = s.sm_clock_mhz;
-                if (k == J->ncaps - 1)
-                    J->p0 += s.power_w / J->n; /* the top cap is the default: the baseline */
-            }
-        }
-    }
-    /* A GPU's clock read at one instant can dip by a few MHz; the table wants it monotone. */
-    for (int j = 0; j < B->njobs; j++) {
-        pg_job *J = &B->jobs[j];
-        for (int g = 0; g < J->n; g++)
-            for (int k = 1; k < J->ncaps; k++) {
-                double *f = &J->clock[g * J->ncaps + k];
-                if (*f < f[-1])
-                    *f = f[-1];
-            }
-        J->table = (pfi_pergpu_job){J->n, J->ncaps, J->caps, J->clock, J->tput};
-        int rc = pfi_pergpu_table(&J->table, J->gcaps, J->x, err);
-        if (rc)
-            return pfi_err_prefix(err, "%s: ", J->id);
-        J->nx = pfi_pergpu_curve(&J->table, J->x, J->xc, J->xt, NULL);
-    }
-    return PFI_OK;
-}
+/* ---- per-GPU caps in the simulator (study/pergpu.h) ---- */
 
 static int bench_pergpu(int argc, char **argv)
 {
@@ -280,134 +164,38 @@ static int bench_pergpu(int argc, char **argv)
         fprintf(stderr, "pfi bench pergpu: --variation %g must be in [0, 1)\n", variation);
         return PFI_EXIT_USAGE;
     }
-    pg_bench *B = calloc(1, sizeof *B);
-    if (!B)
-        return PFI_EXIT_FAIL;
-    rc = PFI_OK;
-    char list[512];
-    snprintf(list, sizeof list, "%s", presets);
-    for (char *sv = NULL, *name = strtok_r(list, ",", &sv); name && !rc;
-         name = strtok_r(NULL, ",", &sv)) {
-        if (B->nnodes == 8) {
-            rc = pfi_err_set(&err, PFI_EINVAL, "at most 8 nodes");
-            break;
-        }
-        pfi_node_config cfg;
-        if ((rc = pfi_sim_config_load(name, &cfg, &err)))
-            break;
-        if (!isnan(variation))
-            cfg.variation = variation;
-        cfg.seed += (uint64_t)B->nnodes; /* distinct GPUs on each node */
-        if ((rc = pfi_sim_config_check(&cfg, &err)) ||
-            (rc = pfi_sim_node_new(&cfg, &B->nodes[B->nnodes], &err)))
-            break;
-        pfi_sim_node *nd = B->nodes[B->nnodes++];
-        for (int j = 0; j < cfg.n_jobs && B->njobs < PG_MAX_JOBS; j++) {
-            pg_job *J = &B->jobs[B->njobs++];
-            J->node = nd;
-            J->sim_job = j;
-            J->first = cfg.jobs[j].first_gpu;
-            J->n = cfg.jobs[j].n_gpus;
-            J->min_w = cfg.gpu.min_limit_w;
-            J->max_w = cfg.gpu.default_limit_w;
-            snprintf(J->id, sizeof J->id, "%s/%s", name, cfg.jobs[j].name);
-        }
-    }
-    if (!rc)
-        rc = pg_measure(B, step, &err);
-    if (!rc && jobs_out) {
-        json_t *ja = json_array();
-        for (int j = 0; j < B->njobs; j++) {
-            pg_job *J = &B->jobs[j];
-            json_t *c = json_array(), *t = json_array(), *clk = json_array();
-            for (int k = 0; k < J->ncaps; k++) {
-                json_array_append_new(c, json_real(J->caps[k]));
-                json_array_append_new(t, json_real(J->tput[k]));
-            }
-            for (int g = 0; g < J->n; g++) {
-                json_t *row = json_array();
-                for (int k = 0; k < J->ncaps; k++)
-                    json_array_append_new(row, json_real(J->clock[g * J->ncaps + k]));
-                json_array_append_new(clk, row);
-            }
-            json_array_append_new(
-                ja, json_pack("{s:s, s:i, s:f, s:f, s:f, s:{s:O, s:O}, s:{s:o, s:o, s:o}}", "id",
-                              J->id, "gpus", J->n, "min_cap_w", J->min_w, "max_cap_w", J->max_w,
-                              "p0_w", J->p0, "curve", "cap_w", c, "tput", t, "per_gpu", "cap_w",
-                              c, "tput", t, "clock_mhz", clk));
-        }
-        json_t *doc = json_pack("{s:s, s:o}", "note",
-                                "measured by pfi bench pergpu on the simulator", "jobs", ja);
-        if (json_dump_file(doc, jobs_out, JSON_INDENT(1) | JSON_REAL_PRECISION(8)))
-            rc = pfi_err_set(&err, PFI_EIO, "cannot write %s", jobs_out);
-        json_decref(doc);
-    }
+    pfi_pergpu_bench *B;
+    if (pfi_pergpu_bench_new(presets, variation, &B, &err))
+        return pfi_cli_fail("bench", &err);
+    int njobs, nnodes;
+    long gpus;
+    pfi_pergpu_bench_size(B, &njobs, &nnodes, &gpus);
+    rc = pfi_pergpu_bench_measure(B, step, &err);
+    if (!rc && jobs_out)
+        rc = pfi_pergpu_bench_write_jobs(B, jobs_out, &err);
     json_t *arr = json_array();
-    static double caps[PG_MAX_JOBS][PFI_MAX_GPUS];
-    double tput[PG_MAX_JOBS];
-    long gpus = 0;
-    for (int j = 0; j < B->njobs; j++)
-        gpus += B->jobs[j].n;
     if (!rc && !as_json)
         printf("%d jobs on %d simulated nodes (%ld GPUs); one cap per job vs per-GPU caps\n"
                "%5s %12s %14s %14s %8s %14s %14s\n",
-               B->njobs, B->nnodes, gpus, "cut", "budget W", "uniform tok/s", "per-GPU tok/s",
+               njobs, nnodes, gpus, "cut", "budget W", "uniform tok/s", "per-GPU tok/s",
                "gain", "uniform W", "per-GPU W");
     for (int c = 0; !rc && c < ncuts; c++) {
-        pfi_alloc_job uni[PG_MAX_JOBS], per[PG_MAX_JOBS];
-        double budget = 0;
-        for (int j = 0; j < B->njobs; j++) {
-            pg_job *J = &B->jobs[j];
-            budget += J->n * J->p0;
-            uni[j] = (pfi_alloc_job){J->id, J->n, J->min_w, J->max_w, J->caps, J->tput, J->ncaps,
-                                     J->p0, NAN, NAN, 1};
-            /* flat above its last point: the device maximum stays the range's end */
-            per[j] = (pfi_alloc_job){J->id, J->n, J->xc[0], J->max_w, J->xc, J->xt, J->nx,
-                                     J->p0, NAN, NAN, 1};
-        }
-        budget *= 1 - cuts[c];
-        pfi_alloc_opts o;
-        pfi_alloc_opts_default(&o);
-        pfi_alloc_result ru, rp;
-        if ((rc = pfi_alloc_solve(uni, B->njobs, budget, &o, &ru, &err)))
-            break;
-        if ((rc = pfi_alloc_solve(per, B->njobs, budget, &o, &rp, &err))) {
-            pfi_alloc_result_free(&ru);
-            break;
-        }
-        double tu = 0, tp = 0, wu = 0, wp = 0;
-        for (int j = 0; j < B->njobs; j++)
-            for (int g = 0; g < B->jobs[j].n; g++)
-                caps[j][g] = ru.cap_w[j], wu += ru.cap_w[j];
-        if (!(rc = pg_apply(B, caps, tput, &err)))
-            for (int j = 0; j < B->njobs; j++)
-                tu += tput[j];
-        for (int j = 0; !rc && j < B->njobs; j++) {
-            pg_job *J = &B->jobs[j];
-            pfi_pergpu_split(&J->table, J->gcaps, J->x, rp.cap_w[j], caps[j]);
-            for (int g = 0; g < J->n; g++)
-                wp += caps[j][g];
-        }
-        if (!rc && !(rc = pg_apply(B, caps, tput, &err)))
-            for (int j = 0; j < B->njobs; j++)
-                tp += tput[j];
-        pfi_alloc_result_free(&ru);
-        pfi_alloc_result_free(&rp);
-        if (rc)
+        pfi_pergpu_cut r;
+        if ((rc = pfi_pergpu_bench_cut(B, cuts[c], &r, &err)))
             break;
         if (as_json)
             json_array_append_new(
                 arr, json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "cut", cuts[c], "budget_w",
-                               budget, "uniform_tokens_per_s", tu, "pergpu_tokens_per_s", tp,
-                               "gain", tp / tu - 1, "uniform_caps_w", wu, "pergpu_caps_w", wp));
+                               r.budget_w, "uniform_tokens_per_s", r.uniform_tps,
+                               "pergpu_tokens_per_s", r.pergpu_tps, "gain",
+                               r.pergpu_tps / r.uniform_tps - 1, "uniform_caps_w", r.uniform_w,
+                               "pergpu_caps_w", r.pergpu_w));
         else
-            printf("%4.0f%% %12.0f %14.1f %14.1f %7.2f%% %14.1f %14.1f\n", 100 * cuts[c], budget,
-                   tu, tp, 100 * (tp / tu - 1), wu, wp);
+            printf("%4.0f%% %12.0f %14.1f %14.1f %7.2f%% %14.1f %14.1f\n", 100 * cuts[c],
+                   r.budget_w, r.uniform_tps, r.pergpu_tps,
+                   100 * (r.pergpu_tps / r.uniform_tps - 1), r.uniform_w, r.pergpu_w);
     }
-    for (int i = 0; i < B->nnodes; i++)
-        pfi_sim_node_free(B->nodes[i]);
-    int njobs = B->njobs, nnodes = B->nnodes;
-    free(B);
+    pfi_pergpu_bench_free(B);
     if (rc) {
         json_decref(arr);
         return pfi_cli_fail("bench", &err);

@@ -1,6 +1,6 @@
-# pfi: power-flexible AI training.  `make` builds build/pfi; `make check` runs every test
-# (normal build, then ASan+UBSan); `make demo` runs the study on the embedded simulator;
-# `make bench` prints benchmark figures.  Sources are found by directory, so adding a file
+# pfi: power-flexible AI training.  `make` builds build/pfi; `make check` runs the architecture
+# check, then every test (normal build, then ASan+UBSan); `make demo` runs the study on the
+# embedded simulator; `make bench` prints benchmark figures.  Sources are found by directory, so adding a file
 # under src/<layer>/ or tests/test_*.c needs no edit here.
 
 CC      ?= cc
@@ -43,7 +43,7 @@ DEPS_OK := build/.deps-ok
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 SLURM_OK:= $(shell test -f /usr/include/slurm/spank.h && echo 1)
 
-.PHONY: all check test demo bench deps clean burn spank asan-tests
+.PHONY: all check test demo bench deps clean burn spank asan-tests check-arch
 all: $(PFI) $(FAKENVML) $(if $(SLURM_OK),$(BUILD)/lib/pfi_spank.so)
 
 deps: $(DEPS_OK)
@@ -93,8 +93,13 @@ ABUILD  := $(BUILD)/asan
 asan-tests:
 	$(MAKE) BUILD=$(ABUILD) SAN=1 $(patsubst $(BUILD)/%,$(ABUILD)/%,$(TESTS)) $(ABUILD)/pfi $(ABUILD)/lib/libnvidia-ml.so.1
 
+# The layering rules of HACKING.md (circles, upward includes, cli/ that computes, ...), on the
+# sources alone: first, so a violation fails the check before anything is built.
+check-arch: | $(DEPS_OK)
+	@python3 scripts/check-arch.py
+
 # Both suites always run (a failure in the first must not hide the sanitizers' findings).
-check: all $(TESTS) asan-tests burn
+check: check-arch all $(TESTS) asan-tests burn
 	@st=0; PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) sh tests/run.sh $(BUILD) normal || st=1; \
 	  PFI_BIN=$(abspath $(ABUILD)/pfi) PFI_FAKENVML=$(abspath $(ABUILD)/lib/libnvidia-ml.so.1) \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

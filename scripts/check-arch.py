@@ -428,14 +428,15 @@ def main():
         print(f"{tag} {kind} {subject}")
         for d in detail:
             print(f"    {d}")
+    shown = os.path.relpath(allow_path, a.root)
+    shown = allow_path if shown.startswith("..") else shown
     for key, n in sorted(allow.items(), key=lambda x: x[1]):
         if key not in seen:
             bad += 1
-            print(f"STALE {allow_path}:{n}: '{key[0]} {key[1]}' matches nothing: remove it")
+            print(f"STALE {shown}:{n}: '{key[0]} {key[1]}' matches nothing: remove it")
     n_edges = sum(len(v) for v in graph.values())
-    shown = os.path.relpath(allow_path, a.root)
     print(f"check-arch: {len(graph)} files, {n_edges} edges; {bad} violation(s), "
-          f"{allowed} allowed by {allow_path if shown.startswith('..') else shown}")
+          f"{allowed} allowed by {shown}")
     return 1 if bad else 0
 
 

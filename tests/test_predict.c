@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "core/features.h"
+#include "core/gpu.h"
 #include "core/pfi.h"
 #include "core/predict.h"
 
@@ -60,6 +61,13 @@ static void test_features(void **state)
     assert_true(isnan(x[PFI_FT_MOE]) && isnan(x[PFI_FT_LOG_TP]) && isnan(x[PFI_FT_LOG_PARAMS]));
     assert_true(isnan(pfi_gpu_max_sm_clock("Unknown GPU")));
     assert_true(pfi_gpu_max_sm_clock("NVIDIA H100 80GB HBM3") == 1980);
+    /* A family the catalogue knows, in a spelling it does not list, still has its facts. */
+    assert_true(pfi_gpu_max_sm_clock("NVIDIA A100-SXM4-40GB") == 1410);
+    assert_true(pfi_gpu_max_sm_clock("a40") == 1740);
+    assert_int_equal(pfi_gpu_class("GH200"), 0);
+    assert_int_equal(pfi_gpu_class("H100-SXM"), 1);
+    assert_int_equal(pfi_gpu_class("A100-PCIE-80GB"), 2);
+    assert_int_equal(pfi_gpu_class("V100"), 2);
     r.levels[0].power_w = NAN;
     assert_int_equal(pfi_features_from_level(&r, &r.levels[0], x, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "no power"));

@@ -1,11 +1,11 @@
 /* features.c: baseline telemetry and metadata -> the predictor's feature vector. */
 #include "core/features.h"
 
-#include <ctype.h>
 #include <math.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "core/curve.h"
+#include "core/gpu.h"
 
 static const char *const names[PFI_N_FEATURES] = {
     "power_headroom", "power_of_max",  "clock_ratio",   "powercap_frac", "gpu_util",
@@ -17,33 +17,6 @@ static const char *const names[PFI_N_FEATURES] = {
 const char *pfi_feature_name(int f)
 {
     return f >= 0 && f < PFI_N_FEATURES ? names[f] : "?";
-}
-
-/* Case-insensitive substring test, so "NVIDIA H200", "H200-SXM" and "h200" all match. */
-static int has(const char *s, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *s; s++) {
-        size_t i = 0;
-        while (i < n && s[i] && tolower((unsigned char)s[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n)
-            return 1;
-    }
-    return 0;
-}
-
-double pfi_gpu_max_sm_clock(const char *t)
-{
-    if (!t)
-        return NAN;
-    if (has(t, "h100") || has(t, "h200"))
-        return 1980;
-    if (has(t, "a100"))
-        return 1410;
-    if (has(t, "a40"))
-        return 1740;
-    return NAN;
 }
 
 static double ratio(double a, double b) { return isfinite(a) && b > 0 ? a / b : NAN; }

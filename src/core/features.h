@@ -38,9 +38,6 @@ enum pfi_feature {
 
 const char *pfi_feature_name(int f);
 
-/* Facts of a GPU type the features need (reference/hardware.md): max SM clock.  NAN unknown. */
-double pfi_gpu_max_sm_clock(const char *gpu_type);
-
 /* Features from one baseline level and the run's header (limits, GPU type, count, metadata).
  * x must hold PFI_N_FEATURES values; missing ones are NAN.  PFI_EINVAL when the level has no
  * power drawn (the one signal every GPU gives). */

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/gpu.h"
 #include "core/run.h"
 #include "core/sample.h"
 
@@ -37,40 +38,7 @@
 
 /* ---------------------------------------------------------------- GPU models */
 
-/* Facts from reference/hardware.md plus the modelled power constants.  Plain data (no
- * pointers) so a whole node config can live in a shared file. */
-typedef struct pfi_gpu_model {
-    char name[32];              /* canonical: "H200-SXM", "H100-SXM", "A100-SXM", ... */
-    char nvml_name[64];         /* as NVML names the device: "NVIDIA H200" */
-    double min_limit_w, max_limit_w, default_limit_w;
-    double idle_w;              /* board power at idle clocks, no work */
-    double hbm_idle_w;          /* memory share of idle_w (reported as mem_power_w) */
-    double hbm_w;               /* extra memory power at 100% DRAM bandwidth */
-    double busy_static_w;       /* extra board power while kernels run, besides SM dynamic */
-    double dyn_w;               /* SM dynamic power at f_max, V_max, activity 1 */
-    double sm_clock_idle_mhz, sm_clock_min_mhz, sm_clock_max_mhz, mem_clock_mhz;
-    double v_floor;             /* V/V(f_max) at and below the knee (the voltage floor) */
-    double f_knee;              /* fraction of f_max below which V stays at the floor */
-    double v_gamma;             /* curvature of V above the knee (1 = linear, >1 convex) */
-    double hbm_tbs;             /* memory bandwidth, TB/s */
-    double mem_gib;
-    int sms;
-    double bf16_tflops;         /* dense BF16 peak at sm_clock_max_mhz */
-    double gemm_eff;            /* achievable fraction of that peak on large GEMMs */
-    double mem_eff;             /* fraction of the memory bandwidth elementwise kernels reach */
-    double sat_frac;            /* below this fraction of f_max, memory and copy kernels slow
-                                 * with the SM clock too (they need SM cycles to issue) */
-    double nvlink_gbs;          /* NVLink per GPU per direction, GB/s (0: none) */
-    double pcie_gbs;            /* PCIe per direction, GB/s */
-    double tau_s;               /* firmware power-control time constant */
-    double temp_c_per_w;        /* steady temperature rise per watt */
-} pfi_gpu_model;
-
-/* Case-insensitive; accepts common spellings: "h200", "H200 SXM", "NVIDIA H200", "a100-pcie",
- * "A100 PCIe 80GB", "a40".  NULL when unknown. */
-const pfi_gpu_model *pfi_gpu_model_find(const char *name);
-int pfi_gpu_model_count(void);
-const pfi_gpu_model *pfi_gpu_model_at(int i);
+/* The models and their facts are core/gpu.h's catalogue (pfi_gpu_model, pfi_gpu_model_find). */
 
 /* ---------------------------------------------------------------- jobs and nodes */
 

@@ -5,20 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "core/gpu.h"
 #include "store/store.h"
 #include "study/fleet.h"
 #include "study/runset.h"
-
-int pfi_gpu_class(const char *gpu_type)
-{
-    if (strcasestr(gpu_type, "H200"))
-        return 0;
-    if (strcasestr(gpu_type, "H100"))
-        return 1;
-    return 2;
-}
 
 /* A store's runs carry no group: runs of the same job configuration are found by their
  * metadata, so a rerun of a job is not left in while it is the one held out. */

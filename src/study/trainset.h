@@ -35,7 +35,4 @@ typedef struct pfi_predictor_eval {
 int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_predictor_eval *out,
                            pfi_err *err);
 
-/* 0 H200, 1 H100, 2 any other GPU: the classes the transfer tests split on. */
-int pfi_gpu_class(const char *gpu_type);
-
 #endif

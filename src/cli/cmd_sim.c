@@ -8,9 +8,8 @@
 
 #include "cli/cli.h"
 #include "sim/sim.h"
+#include "study/sim_validate.h"
 #include "util/units.h"
-
-#define VALIDATE_TARGET 0.05
 
 /* Parses a subcommand's options with argv[0] shown as "sim SUB" in messages. */
 static int sub_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos)
@@ -515,151 +514,131 @@ static int sim_status(int argc, char **argv)
 
 /* ---------------------------------------------------------------- validate */
 
-static int sim_validate(int argc, char **argv)
+/* --family LIST as PFI_SIM_VAL_FAM_* flags; -1 after a message when a name is unknown. */
+static int family_flags(const char *cmd, const char *family)
 {
-    const char *dir = NULL, *family = NULL, *split_s = NULL, *starts_s = NULL;
-    int as_json = 0, verbose = 0, fit_all = 0;
-    const pfi_opt opts[] = {
-        {"data", PFI_OPT_STR, &dir, "DIR", "public datasets (default $PFI_DATA_DIR)"},
-        {"verbose", PFI_OPT_FLAG, &verbose, NULL, "every measured limit of every run"},
-        {"fit-all", PFI_OPT_FLAG, &fit_all, NULL,
-         "fit on every run (not a validation: the model's capacity)"},
-        {"family", PFI_OPT_STR, &family, "LIST",
-         "also fit constants per model family: act,stall,mem,gemm or all (default none)"},
-        {"split", PFI_OPT_STR, &split_s, "N",
-         "fit/held-out split 0 (default), 1 or 2: a sensitivity check, docs/simulator.md"},
-        {"starts", PFI_OPT_STR, &starts_s, "N",
-         "repeat each fit from N starting points (default 3): a check for local minima"},
-        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
-        {0},
-    };
-    const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--fit-all] "
-                               "[--family LIST] [--split N] [--starts N] [--json]",
-                               "Fit the simulator's constants on half of the Perseus power-limit "
-                               "sweeps of each GPU type and compare relative throughput and "
-                               "power at every measured limit, held-out runs apart.  Exits 1 "
-                               "when an error exceeds 0.05.", opts};
-    char **pos;
-    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
-    if (rc >= 0)
-        return rc;
-    pfi_err e = {0};
-    int flags = fit_all ? PFI_SIM_VAL_FIT_ALL : 0;
-    if (family && family[0] && strcmp(family, "none") != 0) {
-        char buf[128];
-        snprintf(buf, sizeof buf, "%s", family);
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            if (strcmp(t, "act") == 0)
-                flags |= PFI_SIM_VAL_FAM_ACT;
-            else if (strcmp(t, "stall") == 0)
-                flags |= PFI_SIM_VAL_FAM_STALL;
-            else if (strcmp(t, "mem") == 0)
-                flags |= PFI_SIM_VAL_FAM_MEM;
-            else if (strcmp(t, "gemm") == 0)
-                flags |= PFI_SIM_VAL_FAM_GEMM;
-            else if (strcmp(t, "all") == 0)
-                flags |= PFI_SIM_VAL_FAM_ACT | PFI_SIM_VAL_FAM_STALL | PFI_SIM_VAL_FAM_MEM |
-                         PFI_SIM_VAL_FAM_GEMM;
-            else {
-                fprintf(stderr, "%s: --family: unknown constant '%s' (act, stall, mem, gemm, all, "
-                        "none)\n", argv[0], t);
-                return PFI_EXIT_USAGE;
-            }
+    int flags = 0;
+    if (!family || !family[0] || strcmp(family, "none") == 0)
+        return 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", family);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (strcmp(t, "act") == 0)
+            flags |= PFI_SIM_VAL_FAM_ACT;
+        else if (strcmp(t, "stall") == 0)
+            flags |= PFI_SIM_VAL_FAM_STALL;
+        else if (strcmp(t, "mem") == 0)
+            flags |= PFI_SIM_VAL_FAM_MEM;
+        else if (strcmp(t, "gemm") == 0)
+            flags |= PFI_SIM_VAL_FAM_GEMM;
+        else if (strcmp(t, "all") == 0)
+            flags |= PFI_SIM_VAL_FAM_ACT | PFI_SIM_VAL_FAM_STALL | PFI_SIM_VAL_FAM_MEM |
+                     PFI_SIM_VAL_FAM_GEMM;
+        else {
+            fprintf(stderr, "%s: --family: unknown constant '%s' (act, stall, mem, gemm, all, "
+                    "none)\n", cmd, t);
+            return -1;
         }
     }
+    return flags;
+}
+
+/* --split N and --starts N into flags; PFI_EXIT_USAGE after a message when out of range. */
+static int count_flags(const char *cmd, const char *split_s, const char *starts_s, int *flags)
+{
     if (split_s) {
         char *end = NULL;
         long sp = strtol(split_s, &end, 10);
         if (!end || *end || end == split_s || sp < 0 || sp >= PFI_SIM_VAL_SPLITS) {
-            fprintf(stderr, "%s: --split: '%s' is not 0..%d\n", argv[0], split_s,
+            fprintf(stderr, "%s: --split: '%s' is not 0..%d\n", cmd, split_s,
                     PFI_SIM_VAL_SPLITS - 1);
             return PFI_EXIT_USAGE;
         }
-        flags |= PFI_SIM_VAL_SPLIT((int)sp);
+        *flags |= PFI_SIM_VAL_SPLIT((int)sp);
     }
     if (starts_s) {
         char *end = NULL;
         long n = strtol(starts_s, &end, 10);
         if (!end || *end || end == starts_s || n < 1 || n > 255) {
-            fprintf(stderr, "%s: --starts: '%s' is not 1..255\n", argv[0], starts_s);
+            fprintf(stderr, "%s: --starts: '%s' is not 1..255\n", cmd, starts_s);
             return PFI_EXIT_USAGE;
         }
-        flags |= PFI_SIM_VAL_STARTS((int)n);
+        *flags |= PFI_SIM_VAL_STARTS((int)n);
     }
-    pfi_sim_validation *v = malloc(sizeof *v);
-    if (!v)
-        return PFI_EXIT_FAIL;
-    if (pfi_sim_validate(dir ? dir : pfi_data_dir(), flags, v, &e) != PFI_OK) {
-        free(v);
-        return fail(argv[0], &e);
+    return PFI_EXIT_OK;
+}
+
+static json_t *val_run_json(const pfi_sim_val_run *r)
+{
+    json_t *lv = json_array();
+    for (int k = 0; k < r->n_levels; k++)
+        json_array_append_new(lv, json_pack("{s:f, s:f, s:f, s:f, s:f}", "limit_w",
+                                            r->limit_w[k], "meas_throughput",
+                                            r->meas_tput[k], "sim_throughput",
+                                            r->sim_tput[k], "meas_power",
+                                            r->meas_power[k], "sim_power",
+                                            r->sim_power[k]));
+    json_t *o = json_pack("{s:s, s:s, s:b, s:f, s:f, s:f, s:f, s:o}", "run", r->run,
+                          "gpu_type", r->gpu_type, "held_out", r->held_out,
+                          "max_abs_err_throughput", r->max_abs_err_tput,
+                          "max_abs_err_power", r->max_abs_err_power,
+                          "meas_power_w_at_max", r->meas_power_w0,
+                          "sim_power_w_at_max", r->sim_power_w0, "levels", lv);
+    json_object_set_new(o, "meas_step_s_at_max", json_real(r->meas_time0));
+    json_object_set_new(o, "sim_step_s_at_max", json_real(r->sim_time0));
+    if (r->n_per_stage > 0)
+        json_object_set_new(o, "per_stage_limits",
+                            json_pack("{s:i, s:f, s:f}", "rows", r->n_per_stage,
+                                      "max_abs_err_throughput", r->per_stage_err_tput,
+                                      "max_abs_err_power", r->per_stage_err_power));
+    return o;
+}
+
+static int print_validation_json(const pfi_sim_validation *v, int fit_all)
+{
+    json_t *runs = json_array();
+    for (int i = 0; i < v->n_runs; i++)
+        json_array_append_new(runs, val_run_json(&v->runs[i]));
+    json_t *gpus = json_array();
+    for (int t = 0; t < 2; t++) {
+        const pfi_gpu_model *g = &v->fitted[t];
+        json_array_append_new(gpus, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+                                              "s:f, s:f}",
+                                              "type", g->name, "dyn_w", g->dyn_w,
+                                              "busy_static_w", g->busy_static_w, "v_floor",
+                                              g->v_floor, "f_knee", g->f_knee, "v_gamma",
+                                              g->v_gamma, "gemm_eff", g->gemm_eff, "mem_eff",
+                                              g->mem_eff, "net_gbs", v->fitted_net_gbs[t],
+                                              "host_ms", v->fitted_host_ms[t],
+                                              "net_jitter", v->fitted_net_jitter[t]));
+        json_object_set_new(json_array_get(gpus, json_array_size(gpus) - 1), "sat_frac",
+                            json_real(g->sat_frac));
     }
-    int ok = v->max_abs_err_tput <= VALIDATE_TARGET && v->max_abs_err_power <= VALIDATE_TARGET;
-    if (as_json) {
-        json_t *runs = json_array();
-        for (int i = 0; i < v->n_runs; i++) {
-            const pfi_sim_val_run *r = &v->runs[i];
-            json_t *lv = json_array();
-            for (int k = 0; k < r->n_levels; k++)
-                json_array_append_new(lv, json_pack("{s:f, s:f, s:f, s:f, s:f}", "limit_w",
-                                                    r->limit_w[k], "meas_throughput",
-                                                    r->meas_tput[k], "sim_throughput",
-                                                    r->sim_tput[k], "meas_power",
-                                                    r->meas_power[k], "sim_power",
-                                                    r->sim_power[k]));
-            json_t *o = json_pack("{s:s, s:s, s:b, s:f, s:f, s:f, s:f, s:o}", "run", r->run,
-                                  "gpu_type", r->gpu_type, "held_out", r->held_out,
-                                  "max_abs_err_throughput", r->max_abs_err_tput,
-                                  "max_abs_err_power", r->max_abs_err_power,
-                                  "meas_power_w_at_max", r->meas_power_w0,
-                                  "sim_power_w_at_max", r->sim_power_w0, "levels", lv);
-            json_object_set_new(o, "meas_step_s_at_max", json_real(r->meas_time0));
-            json_object_set_new(o, "sim_step_s_at_max", json_real(r->sim_time0));
-            if (r->n_per_stage > 0)
-                json_object_set_new(o, "per_stage_limits",
-                                    json_pack("{s:i, s:f, s:f}", "rows", r->n_per_stage,
-                                              "max_abs_err_throughput", r->per_stage_err_tput,
-                                              "max_abs_err_power", r->per_stage_err_power));
-            json_array_append_new(runs, o);
-        }
-        json_t *gpus = json_array();
-        for (int t = 0; t < 2; t++) {
-            const pfi_gpu_model *g = &v->fitted[t];
-            json_array_append_new(gpus, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-                                                  "s:f, s:f}",
-                                                  "type", g->name, "dyn_w", g->dyn_w,
-                                                  "busy_static_w", g->busy_static_w, "v_floor",
-                                                  g->v_floor, "f_knee", g->f_knee, "v_gamma",
-                                                  g->v_gamma, "gemm_eff", g->gemm_eff, "mem_eff",
-                                                  g->mem_eff, "net_gbs", v->fitted_net_gbs[t],
-                                                  "host_ms", v->fitted_host_ms[t],
-                                                  "net_jitter", v->fitted_net_jitter[t]));
-            json_object_set_new(json_array_get(gpus, json_array_size(gpus) - 1), "sat_frac",
-                                json_real(g->sat_frac));
-        }
-        json_t *fams = json_array();
-        for (int f = 0; f < v->n_families; f++) {
-            const struct pfi_sim_val_family *fm = &v->families[f];
-            json_array_append_new(fams, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f}", "family",
-                                                  fm->family, "fitted_on", fm->fitted_on,
-                                                  "act_compute", fm->act_compute, "input_stall",
-                                                  fm->input_stall, "mem_traffic", fm->mem_traffic,
-                                                  "gemm_eff", fm->gemm_eff));
-        }
-        json_t *doc = json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o, s:o, "
-                                "s:i}", "runs",
-                                runs, "max_abs_err_throughput", v->max_abs_err_tput,
-                                "max_abs_err_power", v->max_abs_err_power,
-                                "held_out_max_abs_err_throughput", v->held_out_max_err_tput,
-                                "held_out_max_abs_err_power", v->held_out_max_err_power,
-                                "fit_max_abs_err_throughput", v->fit_max_err_tput,
-                                "fit_max_abs_err_power", v->fit_max_err_power, "target",
-                                VALIDATE_TARGET, "target_met", ok, "fit_all", fit_all,
-                                "fitted_gpus", gpus, "fitted_families", fams, "split",
-                                v->split);
-        free(v);
-        rc = pfi_cli_print_json(doc);
-        return rc ? rc : ok ? PFI_EXIT_OK : PFI_EXIT_FAIL;
+    json_t *fams = json_array();
+    for (int f = 0; f < v->n_families; f++) {
+        const struct pfi_sim_val_family *fm = &v->families[f];
+        json_array_append_new(fams, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f}", "family",
+                                              fm->family, "fitted_on", fm->fitted_on,
+                                              "act_compute", fm->act_compute, "input_stall",
+                                              fm->input_stall, "mem_traffic", fm->mem_traffic,
+                                              "gemm_eff", fm->gemm_eff));
     }
+    json_t *doc = json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o, s:o, "
+                            "s:i}", "runs",
+                            runs, "max_abs_err_throughput", v->max_abs_err_tput,
+                            "max_abs_err_power", v->max_abs_err_power,
+                            "held_out_max_abs_err_throughput", v->held_out_max_err_tput,
+                            "held_out_max_abs_err_power", v->held_out_max_err_power,
+                            "fit_max_abs_err_throughput", v->fit_max_err_tput,
+                            "fit_max_abs_err_power", v->fit_max_err_power, "target",
+                            PFI_SIM_VAL_TARGET, "target_met", v->target_met, "fit_all", fit_all,
+                            "fitted_gpus", gpus, "fitted_families", fams, "split",
+                            v->split);
+    return pfi_cli_print_json(doc);
+}
+
+static void print_validation(const pfi_sim_validation *v, int verbose, int fit_all)
+{
     printf("%-40s %-8s %10s %10s\n", "run", "role", "err_tput", "err_power");
     for (int i = 0; i < v->n_runs; i++) {
         const pfi_sim_val_run *r = &v->runs[i];
@@ -695,10 +674,61 @@ static int sim_validate(int argc, char **argv)
            "  held-out runs: throughput %.3f, power %.3f\n"
            "target <= %.2f: %s%s\n",
            v->max_abs_err_tput, v->max_abs_err_power, v->fit_max_err_tput, v->fit_max_err_power,
-           v->held_out_max_err_tput, v->held_out_max_err_power, VALIDATE_TARGET,
-           ok ? "met" : "NOT met", fit_all ? " (--fit-all: nothing held out, not a validation)" : "");
+           v->held_out_max_err_tput, v->held_out_max_err_power, PFI_SIM_VAL_TARGET,
+           v->target_met ? "met" : "NOT met",
+           fit_all ? " (--fit-all: nothing held out, not a validation)" : "");
+}
+
+static int sim_validate(int argc, char **argv)
+{
+    const char *dir = NULL, *family = NULL, *split_s = NULL, *starts_s = NULL;
+    int as_json = 0, verbose = 0, fit_all = 0;
+    const pfi_opt opts[] = {
+        {"data", PFI_OPT_STR, &dir, "DIR", "public datasets (default $PFI_DATA_DIR)"},
+        {"verbose", PFI_OPT_FLAG, &verbose, NULL, "every measured limit of every run"},
+        {"fit-all", PFI_OPT_FLAG, &fit_all, NULL,
+         "fit on every run (not a validation: the model's capacity)"},
+        {"family", PFI_OPT_STR, &family, "LIST",
+         "also fit constants per model family: act,stall,mem,gemm or all (default none)"},
+        {"split", PFI_OPT_STR, &split_s, "N",
+         "fit/held-out split 0 (default), 1 or 2: a sensitivity check, docs/simulator.md"},
+        {"starts", PFI_OPT_STR, &starts_s, "N",
+         "repeat each fit from N starting points (default 3): a check for local minima"},
+        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--fit-all] "
+                               "[--family LIST] [--split N] [--starts N] [--json]",
+                               "Fit the simulator's constants on half of the Perseus power-limit "
+                               "sweeps of each GPU type and compare relative throughput and "
+                               "power at every measured limit, held-out runs apart.  Exits 1 "
+                               "when an error exceeds 0.05.", opts};
+    char **pos;
+    int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
+    if (rc >= 0)
+        return rc;
+    pfi_err e = {0};
+    int fam = family_flags(argv[0], family);
+    if (fam < 0)
+        return PFI_EXIT_USAGE;
+    int flags = (fit_all ? PFI_SIM_VAL_FIT_ALL : 0) | fam;
+    if ((rc = count_flags(argv[0], split_s, starts_s, &flags)) != PFI_EXIT_OK)
+        return rc;
+    pfi_sim_validation *v = malloc(sizeof *v);
+    if (!v)
+        return PFI_EXIT_FAIL;
+    if (pfi_sim_validate(dir ? dir : pfi_data_dir(), flags, v, &e) != PFI_OK) {
+        free(v);
+        return fail(argv[0], &e);
+    }
+    int ok = v->target_met;
+    rc = PFI_EXIT_OK;
+    if (as_json)
+        rc = print_validation_json(v, fit_all);
+    else
+        print_validation(v, verbose, fit_all);
     free(v);
-    return ok ? PFI_EXIT_OK : PFI_EXIT_FAIL;
+    return rc ? rc : ok ? PFI_EXIT_OK : PFI_EXIT_FAIL;
 }
 
 /* ---------------------------------------------------------------- dispatch */

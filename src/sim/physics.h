@@ -21,11 +21,6 @@
 
 #include "sim/sim.h"
 
-/* Relative spread (1 sigma) of a microbatch's kernel time, host launch time and peer copy:
- * microbatches do not all take the same time.  An inter-host transfer has its own spread
- * (the node's net_jitter). */
-#define PFI_SIM_KERNEL_JITTER 0.10
-
 typedef struct pfi_sim_work {
     double t_comp;       /* s per step at f_max; scales with f_max/f */
     double t_mem;        /* s per step of memory-bound kernels */
@@ -54,8 +49,6 @@ typedef struct pfi_sim_op {
     int binds; /* some phase runs below f_max because of the limit */
 } pfi_sim_op;
 
-/* V(f)/V(fmax) with the floor below the knee. */
-double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz);
 /* Power of one phase at clock f; eff scales the SM dynamic power (manufacturing). */
 double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
                            double f_mhz, double eff);
@@ -82,15 +75,5 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *job, int 
                      pfi_sim_work *out, pfi_err *err);
 /* Transformer layers of each stage: the job's partition, or an even split when it has none. */
 void pfi_sim_job_stage_layers(const pfi_job_config *job, double *layers);
-/* A Merak partition method ("uniform_transformer", "custom:0,6,10,...,32") of job (model,
- * family, layers and pp set) as transformer layers per stage, out[0..pp-1] (merak.c). */
-int pfi_sim_merak_stage_layers(const char *method, const pfi_job_config *job, double *out,
-                               pfi_err *err);
-/* Fills the family constants of job when they are 0. */
-void pfi_sim_job_defaults(pfi_job_config *job);
-
-/* Deterministic randomness from (seed, stream, index): uniform in [0,1) and standard normal. */
-double pfi_sim_uniform(uint64_t seed, uint64_t stream, uint64_t index);
-double pfi_sim_gauss(uint64_t seed, uint64_t stream, uint64_t index);
 
 #endif

@@ -215,74 +215,26 @@ typedef struct pfi_fleet_entry {
  * "small" (12 runs: 8 H200 + 4 H100 matched).  Same seed, same fleet.  *out is malloc'd. */
 int pfi_sim_fleet(const char *which, uint64_t seed, pfi_fleet_entry **out, int *n, pfi_err *err);
 
-/* ---------------------------------------------------------------- calibration */
+/* ---------------------------------------------------------------- for calibration */
 
-#define PFI_SIM_VAL_MAX_RUNS 16
-typedef struct pfi_sim_val_run {
-    char run[PFI_NAME_MAX];     /* "perseus/A40/gpt3-2.7b dp1tp1pp8" */
-    char gpu_type[32];
-    int held_out;               /* 1: not used to fit any constant */
-    int n_levels;
-    double limit_w[PFI_MAX_LEVELS];
-    double meas_tput[PFI_MAX_LEVELS], sim_tput[PFI_MAX_LEVELS]; /* relative to the max limit */
-    double meas_power[PFI_MAX_LEVELS], sim_power[PFI_MAX_LEVELS];
-    double meas_power_w0, sim_power_w0; /* absolute per-GPU power at the max limit */
-    double meas_time0, sim_time0;       /* iteration time at the max limit, s */
-    double max_abs_err_tput, max_abs_err_power;
-    /* Perseus's per-stage limits (zeus_local.csv), fitted on by nothing: rows simulated and
-     * the worst errors, relative to the measurement at the global maximum limit. */
-    int n_per_stage;
-    double per_stage_err_tput, per_stage_err_power;
-} pfi_sim_val_run;
+/* What the simulator's validation against measured sweeps (study/sim_validate.h) fits and
+ * configures with, besides the node API above. */
 
-typedef struct pfi_sim_validation {
-    int n_runs;
-    pfi_sim_val_run runs[PFI_SIM_VAL_MAX_RUNS];
-    double max_abs_err_tput, max_abs_err_power;         /* over all runs */
-    double held_out_max_err_tput, held_out_max_err_power;
-    double fit_max_err_tput, fit_max_err_power;
-    pfi_gpu_model fitted[2];   /* the fitted A100-PCIE-80GB and A40 */
-    double fitted_net_gbs[2];  /* their clusters' inter-host bandwidth per GPU */
-    double fitted_host_ms[2];  /* their clusters' host time per layer and microbatch */
-    double fitted_net_jitter[2]; /* their networks' relative spread per transfer */
-    /* Model-family constants (only with PFI_SIM_VAL_FAM_* flags): one entry per family of the
-     * runs, fitted on the fit runs of one GPU type only (fitted_on) and applied to the
-     * family's runs of both types.  Scales are relative to the mean of the families fitted on
-     * the same type. */
-    int n_families;
-    struct pfi_sim_val_family {
-        char family[32];
-        char fitted_on[32];    /* GPU type whose fit runs set it; "" when none did; "all
-                                * runs" with PFI_SIM_VAL_FIT_ALL (fitted on both types) */
-        double act_compute;    /* GEMM switching activity (job act_compute) */
-        double input_stall;    /* host/input stall share (job input_stall) */
-        double mem_traffic;    /* memory traffic per token, x the type's */
-        double gemm_eff;       /* achieved fraction of GEMM peak, x the type's */
-    } families[PFI_SIM_VAL_MAX_RUNS];
-    int split;                 /* the fit/held-out split used (0: the documented one) */
-} pfi_sim_validation;
+/* Relative spread (1 sigma) of a microbatch's kernel time, host launch time and peer copy:
+ * microbatches do not all take the same time.  An inter-host transfer has its own spread
+ * (the node's net_jitter). */
+#define PFI_SIM_KERNEL_JITTER 0.10
 
-/* Reads data_dir/perseus-sosp24/zeus_baseline/{A100,A40}/zeus_global.csv, fits the constants
- * on the designated half of each GPU type's transformer runs and simulates every run at every
- * measured limit.  PFI_ENOENT when the data is absent.  flags PFI_SIM_VAL_FIT_ALL fits on every
- * run instead: not a validation (nothing is held out), a check of the model's capacity. */
-#define PFI_SIM_VAL_FIT_ALL 1
-/* Constants per model family besides those per GPU type (docs/simulator.md, "Calibration"):
- * each family's are fitted with the GPU type whose fit runs include it, never on a held-out
- * run.  Off by default: none of them meets the target on the held-out runs. */
-#define PFI_SIM_VAL_FAM_ACT 2    /* GEMM switching activity: power per clock */
-#define PFI_SIM_VAL_FAM_STALL 4  /* host/input stall share: time the clock cannot shorten */
-#define PFI_SIM_VAL_FAM_MEM 8    /* memory traffic per token: how memory-bound */
-#define PFI_SIM_VAL_FAM_GEMM 16  /* achieved fraction of GEMM peak */
-/* Fit/held-out split n (0, the documented default; 1 and 2 the other splits of the same rule,
- * a sensitivity check that must not be used to pick the best-scoring one). */
-#define PFI_SIM_VAL_SPLIT(n) ((n) << 8)
-#define PFI_SIM_VAL_SPLITS 3
-/* Repeat each per-type fit from n starting points (1..255) and keep the lowest cost.  The
- * default, 3, is the fewest whose result more starts do not change (4 and 8 find the same
- * minimum; 1 and 2 stop short of it on the A100). */
-#define PFI_SIM_VAL_STARTS(n) ((n) << 16)
-#define PFI_SIM_VAL_DEFAULT_STARTS 3
-int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err);
+/* V(f)/V(fmax) with the floor below the knee. */
+double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz);
+/* A Merak partition method ("uniform_transformer", "custom:0,6,10,...,32") of job (model,
+ * family, layers and pp set) as transformer layers per stage, out[0..pp-1] (merak.c). */
+int pfi_sim_merak_stage_layers(const char *method, const pfi_job_config *job, double *out,
+                               pfi_err *err);
+/* Fills the family constants of job when they are 0. */
+void pfi_sim_job_defaults(pfi_job_config *job);
+/* Deterministic randomness from (seed, stream, index): uniform in [0,1) and standard normal. */
+double pfi_sim_uniform(uint64_t seed, uint64_t stream, uint64_t index);
+double pfi_sim_gauss(uint64_t seed, uint64_t stream, uint64_t index);
 
 #endif

@@ -1,5 +1,5 @@
-/* validate.c: calibration of the simulator against measured power-limit sweeps (Perseus,
- * SOSP'24: zeus_baseline/{A100,A40}/zeus_global.csv).
+/* sim_validate.c: calibration of the simulator against measured power-limit sweeps (Perseus,
+ * SOSP'24: zeus_baseline/{A100,A40}/zeus_global.csv), read through store/perseus.h.
  *
  * Each transformer job of those files is configured from its model name and parallelism and
  * simulated at every measured limit; relative throughput T/T(max) and relative power P/P(max)
@@ -15,7 +15,8 @@
  * request (PFI_SIM_VAL_FAM_*) constants per model family too, each fitted with the one GPU
  * type that has a fit run of the family and applied to its runs on the other type.  The fit
  * is a bounded Nelder-Mead (GSL) on squared errors. */
-#include <errno.h>
+#include "study/sim_validate.h"
+
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multimin.h>
 #include <math.h>
@@ -23,8 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/perseus_csv.h"
-#include "sim/physics.h"
+#include "sim/sim.h"
+#include "store/csv.h"
+#include "store/perseus.h"
 
 /* ---------------------------------------------------------------- runs */
 
@@ -84,25 +86,57 @@ static const char *const fit_models[PFI_SIM_VAL_SPLITS][2][2] = {
 static int seq_for(const char *family) { return strcmp(family, "gpt") == 0 ||
                                                 strcmp(family, "bloom") == 0 ? 1024 : 512; }
 
+/* A run of type `type` (0 A100-PCIE-80GB, 1 A40) from its first row: the job configured from
+ * its model name and parallelism. */
+static int new_run(vrun *v, int type, const pfi_gpu_model *gm, const pfi_perseus_row *row,
+                   pfi_err *err)
+{
+    memset(v, 0, sizeof *v);
+    v->type = type;
+    pfi_node_config *nc = &v->cfg;
+    nc->gpu = *gm;
+    pfi_job_config *j = &nc->jobs[0];
+    int rc = pfi_sim_job_from_model(j, row->model, err);
+    if (rc != PFI_OK)
+        return rc;
+    j->dp = row->dp;
+    j->tp = row->tp;
+    j->pp = row->pp;
+    j->micro_batch = row->mbs;
+    j->global_batch = row->batch;
+    j->seq_len = seq_for(j->family);
+    /* Merak trains Hugging Face models, whose attention (2023) is eager. */
+    j->attn_eager = 1;
+    if (j->pp > 1) {
+        rc = pfi_sim_merak_stage_layers(row->partition, j, j->stage_layers, err);
+        if (rc != PFI_OK)
+            return rc;
+    }
+    snprintf(j->name, sizeof j->name, "train");
+    nc->n_jobs = 1;
+    nc->n_gpus = j->dp * j->tp * j->pp;
+    nc->gpus_per_host = 4; /* both clusters: 4 GPUs per host */
+    nc->variation = VAL_VARIATION;
+    snprintf(nc->name, sizeof nc->name, "perseus-%s", type == 0 ? "A100" : "A40");
+    snprintf(v->out.run, sizeof v->out.run, "perseus/%s/%s dp%dtp%dpp%d",
+             type == 0 ? "A100" : "A40", row->model, j->dp, j->tp, j->pp);
+    snprintf(v->out.gpu_type, sizeof v->out.gpu_type, "%s", gm->name);
+    return PFI_OK;
+}
+
 static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, pfi_err *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_global.csv", dir,
              type == 0 ? "A100" : "A40");
-    pfi_sim_csv *t = malloc(sizeof *t);
-    if (!t)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    int rc = pfi_sim_csv_read(path, t, err);
-    int cm = pfi_sim_csv_col(t, "model_name"), cb = pfi_sim_csv_col(t, "batch_size"), cdp = pfi_sim_csv_col(t, "dp"),
-        ctp = pfi_sim_csv_col(t, "tp"), cpp = pfi_sim_csv_col(t, "pp"), cmb = pfi_sim_csv_col(t, "microbatch_size"),
-        cl = pfi_sim_csv_col(t, "power_limit_0"), ctime = pfi_sim_csv_col(t, "time"), ce = pfi_sim_csv_col(t, "energy"),
-        cpart = pfi_sim_csv_col(t, "partition_method");
-    if (rc == PFI_OK && (cm < 0 || cb < 0 || cdp < 0 || ctp < 0 || cpp < 0 || cmb < 0 ||
-                         cl < 0 || ctime < 0 || ce < 0 || cpart < 0))
-        rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
+    pfi_perseus *t;
+    int rc = pfi_perseus_open(path, PFI_PERSEUS_GLOBAL, &t, err);
+    if (rc != PFI_OK)
+        return rc;
     const pfi_gpu_model *gm = pfi_gpu_model_find(type == 0 ? "A100-PCIE-80GB" : "A40");
-    for (int r = 0; rc == PFI_OK && r < t->nrows; r++) {
-        const char *model = t->cell[r][cm];
+    pfi_perseus_row row;
+    while ((rc = pfi_perseus_next(t, &row, err)) == PFI_OK) {
+        const char *model = row.model;
         if (strncmp(model, "wide-resnet", 11) == 0)
             continue; /* a CNN: the cost model is for transformers */
         vrun *v = NULL;
@@ -115,36 +149,8 @@ static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, 
                 break;
             }
             v = &c->runs[c->nruns++];
-            memset(v, 0, sizeof *v);
-            v->type = type;
-            pfi_node_config *nc = &v->cfg;
-            nc->gpu = *gm;
-            pfi_job_config *j = &nc->jobs[0];
-            rc = pfi_sim_job_from_model(j, model, err);
-            if (rc != PFI_OK)
+            if ((rc = new_run(v, type, gm, &row, err)) != PFI_OK)
                 break;
-            j->dp = atoi(t->cell[r][cdp]);
-            j->tp = atoi(t->cell[r][ctp]);
-            j->pp = atoi(t->cell[r][cpp]);
-            j->micro_batch = atoi(t->cell[r][cmb]);
-            j->global_batch = atoi(t->cell[r][cb]);
-            j->seq_len = seq_for(j->family);
-            /* Merak trains Hugging Face models, whose attention (2023) is eager. */
-            j->attn_eager = 1;
-            if (j->pp > 1) {
-                rc = pfi_sim_merak_stage_layers(t->cell[r][cpart], j, j->stage_layers, err);
-                if (rc != PFI_OK)
-                    break;
-            }
-            snprintf(j->name, sizeof j->name, "train");
-            nc->n_jobs = 1;
-            nc->n_gpus = j->dp * j->tp * j->pp;
-            nc->gpus_per_host = 4; /* both clusters: 4 GPUs per host */
-            nc->variation = VAL_VARIATION;
-            snprintf(nc->name, sizeof nc->name, "perseus-%s", type == 0 ? "A100" : "A40");
-            snprintf(v->out.run, sizeof v->out.run, "perseus/%s/%s dp%dtp%dpp%d",
-                     type == 0 ? "A100" : "A40", model, j->dp, j->tp, j->pp);
-            snprintf(v->out.gpu_type, sizeof v->out.gpu_type, "%s", gm->name);
             const char *const *fm = fit_models[split][type];
             v->out.held_out = !fit_all && strcmp(model, fm[0]) != 0 && strcmp(model, fm[1]) != 0;
         }
@@ -153,14 +159,17 @@ static int load_type(ctx *c, const char *dir, int type, int fit_all, int split, 
             break;
         }
         int k = v->out.n_levels++;
-        v->out.limit_w[k] = atof(t->cell[r][cl]);
-        v->meas_time[k] = atof(t->cell[r][ctime]);
-        v->meas_energy[k] = atof(t->cell[r][ce]);
-        if (!(v->out.limit_w[k] > 0 && v->meas_time[k] > 0 && v->meas_energy[k] > 0))
-            rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has a non-positive value", path, r + 2);
+        v->out.limit_w[k] = row.cap_w;
+        v->meas_time[k] = row.time_s;
+        v->meas_energy[k] = row.energy_j;
+        if (!(v->out.limit_w[k] > 0 && v->meas_time[k] > 0 && v->meas_energy[k] > 0)) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has a non-positive value", path,
+                             row.line);
+            break;
+        }
     }
-    free(t);
-    return rc;
+    pfi_perseus_close(t);
+    return rc == PFI_CSV_END ? PFI_OK : rc;
 }
 
 /* Relative measured values, against the level at the highest limit. */
@@ -241,12 +250,12 @@ static void run_config(const ctx *c, const vrun *v, pfi_node_config *out)
 }
 
 /* Simulates run v with the context's current constants; returns PFI_OK or an error. */
-static int simulate(const ctx *c, vrun *v)
+static int simulate(const ctx *c, vrun *v, pfi_err *err)
 {
     pfi_node_config nc;
     run_config(c, v, &nc);
     pfi_sim_node *node;
-    int rc = pfi_sim_node_new(&nc, &node, NULL);
+    int rc = pfi_sim_node_new(&nc, &node, err);
     if (rc != PFI_OK)
         return rc;
     pfi_sim_val_run *o = &v->out;
@@ -255,12 +264,16 @@ static int simulate(const ctx *c, vrun *v)
         if (o->limit_w[k] > o->limit_w[top])
             top = k;
     pfi_sim_steady s0, s;
-    pfi_sim_job_steady(node, 0, o->limit_w[top], &s0, NULL);
+    if ((rc = pfi_sim_job_steady(node, 0, o->limit_w[top], &s0, err)) != PFI_OK) {
+        pfi_sim_node_free(node);
+        return rc;
+    }
     o->sim_power_w0 = s0.power_w;
     o->sim_time0 = s0.step_time_s;
     o->max_abs_err_tput = o->max_abs_err_power = 0;
     for (int k = 0; k < o->n_levels; k++) {
-        pfi_sim_job_steady(node, 0, o->limit_w[k], &s, NULL);
+        if ((rc = pfi_sim_job_steady(node, 0, o->limit_w[k], &s, err)) != PFI_OK)
+            break;
         o->sim_tput[k] = s.tokens_per_s / s0.tokens_per_s;
         o->sim_power[k] = s.power_w / s0.power_w;
         o->max_abs_err_tput = fmax(o->max_abs_err_tput, fabs(o->sim_tput[k] - o->meas_tput[k]));
@@ -268,7 +281,7 @@ static int simulate(const ctx *c, vrun *v)
             fmax(o->max_abs_err_power, fabs(o->sim_power[k] - o->meas_power[k]));
     }
     pfi_sim_node_free(node);
-    return PFI_OK;
+    return rc;
 }
 
 /* ---------------------------------------------------------------- the fit */
@@ -382,56 +395,72 @@ struct profile {
     double fref, pref;
 };
 
+/* Stage 0, forward and backward summed per clock: time and energy of one microbatch; their
+ * ratio is the board power at that clock.  Adds the clocks of one profile file to pr. */
+static int add_profile_file(const char *path, profile *pr, pfi_err *err)
+{
+    pfi_csv *t;
+    int rc = pfi_csv_open(path, &t, err);
+    if (rc != PFI_OK)
+        return rc;
+    int cs, cf, ct, ce;
+    if ((rc = pfi_csv_require(t, "stage", &cs, err)) ||
+        (rc = pfi_csv_require(t, "frequency", &cf, err)) ||
+        (rc = pfi_csv_require(t, "time", &ct, err)) ||
+        (rc = pfi_csv_require(t, "energy", &ce, err))) {
+        pfi_csv_close(t);
+        return rc;
+    }
+    int first = pr->n;
+    double tm[MAX_PROFILE] = {0};
+    while ((rc = pfi_csv_next(t, err)) == PFI_OK) {
+        int stage;
+        double f, e, time;
+        if ((rc = pfi_csv_int(t, cs, &stage, err)) != PFI_OK)
+            break;
+        if (stage != 0)
+            continue;
+        if ((rc = pfi_csv_double(t, cf, &f, err)) || (rc = pfi_csv_double(t, ce, &e, err)) ||
+            (rc = pfi_csv_double(t, ct, &time, err)))
+            break;
+        int k = first;
+        while (k < pr->n && pr->f[k] != f)
+            k++;
+        if (k == pr->n) {
+            if (pr->n >= MAX_PROFILE) {
+                rc = pfi_err_set(err, PFI_EINVAL, "%s: too many clocks", path);
+                break;
+            }
+            pr->f[k] = f;
+            pr->p[k] = 0;
+            pr->n++;
+        }
+        pr->p[k] += e;
+        tm[k] += time;
+    }
+    pfi_csv_close(t);
+    if (rc != PFI_CSV_END)
+        return rc;
+    for (int k = first; k < pr->n; k++) {
+        if (!(tm[k] > 0 && pr->p[k] > 0))
+            return pfi_err_set(err, PFI_EINVAL, "%s: no time at %.0f MHz", path, pr->f[k]);
+        pr->p[k] /= tm[k];
+    }
+    return PFI_OK;
+}
+
 static int load_profile(const char *dir, int type, profile *pr, pfi_err *err)
 {
     static const char *const models[2] = {"gpt3-175b", "bloom"};
     const char *chip = type == 0 ? "a100_sxm" : "a40";
     pr->n = 0;
-    pfi_sim_csv *t = malloc(sizeof *t);
-    if (!t)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     int rc = PFI_OK;
     for (int m = 0; m < 2 && rc == PFI_OK; m++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/perseus-sosp24/stage_profile/%s+%s_bf16.csv", dir,
                  models[m], chip);
-        rc = pfi_sim_csv_read(path, t, err);
-        int cs = pfi_sim_csv_col(t, "stage"), cf = pfi_sim_csv_col(t, "frequency"), ct = pfi_sim_csv_col(t, "time"),
-            ce = pfi_sim_csv_col(t, "energy");
-        if (rc == PFI_OK && (cs < 0 || cf < 0 || ct < 0 || ce < 0))
-            rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
-        /* Stage 0, forward and backward summed per clock: time and energy of one microbatch;
-         * their ratio is the board power at that clock. */
-        int first = pr->n;
-        double tm[MAX_PROFILE] = {0};
-        for (int r = 0; rc == PFI_OK && r < t->nrows; r++) {
-            if (atoi(t->cell[r][cs]) != 0)
-                continue;
-            double f = atof(t->cell[r][cf]);
-            int k = first;
-            while (k < pr->n && pr->f[k] != f)
-                k++;
-            if (k == pr->n) {
-                if (pr->n >= MAX_PROFILE) {
-                    rc = pfi_err_set(err, PFI_EINVAL, "%s: too many clocks", path);
-                    break;
-                }
-                pr->f[k] = f;
-                pr->p[k] = 0;
-                pr->n++;
-            }
-            pr->p[k] += atof(t->cell[r][ce]);
-            tm[k] += atof(t->cell[r][ct]);
-        }
-        for (int k = first; rc == PFI_OK && k < pr->n; k++) {
-            if (!(tm[k] > 0 && pr->p[k] > 0)) {
-                rc = pfi_err_set(err, PFI_EINVAL, "%s: no time at %.0f MHz", path, pr->f[k]);
-                break;
-            }
-            pr->p[k] /= tm[k];
-        }
+        rc = add_profile_file(path, pr, err);
     }
-    free(t);
     return rc;
 }
 
@@ -485,10 +514,8 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
                 psum += pr->p[k];
                 np++;
             }
-        if (np == 0) {
-            free(pr);
+        if (np == 0) /* pr is c->prof[type]: the caller frees it */
             return pfi_err_set(err, PFI_EINVAL, "stage profile: no clock under the limit");
-        }
         pr->pref = psum / np;
         pr->ratio = 0.3;
         problem pb = {.cost = profile_cost, .arg = pr};
@@ -519,7 +546,10 @@ static double sweep_cost(void *arg)
         vrun *v = &c->runs[i];
         if ((c->type >= 0 && v->type != c->type) || v->out.held_out)
             continue;
-        if (simulate(c, v) != PFI_OK)
+        /* A point the simulator refuses is as bad as a point can be: the search turns away
+         * from it, and the final simulation at the fitted point reports any error. */
+        pfi_err e = {0};
+        if (simulate(c, v, &e) != PFI_OK)
             return 1e9;
         const pfi_sim_val_run *o = &v->out;
         for (int k = 0; k < o->n_levels; k++) {
@@ -607,6 +637,40 @@ static int fit_joint(ctx *c, pfi_err *err)
     return minimize(&pb, err);
 }
 
+/* One row of zeus_local.csv for run v: its limits on its stages' GPUs, simulated and compared. */
+static int stage_row(ctx *c, vrun *v, const pfi_perseus_row *row, const char *path, pfi_err *err)
+{
+    pfi_node_config nc;
+    run_config(c, v, &nc);
+    const pfi_job_config *j = &nc.jobs[0];
+    int bad = 0;
+    for (int g = 0; g < nc.n_gpus; g++) {
+        double L = row->limit_w[g / (j->tp * j->dp)];
+        bad |= !(L >= nc.gpu.min_limit_w && L <= nc.gpu.max_limit_w);
+        nc.initial_limit_w[g] = L;
+    }
+    double tm = row->time_s, en = row->energy_j;
+    if (bad || !(tm > 0 && en > 0))
+        return pfi_err_set(err, PFI_EINVAL, "%s: row %d has a missing or bad value", path,
+                           row->line);
+    pfi_sim_node *node;
+    int rc = pfi_sim_node_new(&nc, &node, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_sim_job_status st;
+    rc = pfi_sim_job_status_at(node, 0, 1.0, &st, err);
+    pfi_sim_node_free(node);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_sim_val_run *o = &v->out;
+    double et = fabs(o->sim_time0 / st.step_time_s - v->meas_time0 / tm);
+    double ep = fabs(st.power_w / o->sim_power_w0 - en / tm / nc.n_gpus / o->meas_power_w0);
+    o->n_per_stage++;
+    o->per_stage_err_tput = fmax(o->per_stage_err_tput, et);
+    o->per_stage_err_power = fmax(o->per_stage_err_power, ep);
+    return PFI_OK;
+}
+
 /* Perseus's per-stage baseline (zeus_local.csv: a power limit per pipeline stage, the
  * heaviest stage at a higher one) is used by no fit: with the constants fitted on the global
  * sweeps, each row is simulated with its limits on its stages' GPUs and compared, relative to
@@ -617,61 +681,92 @@ static int per_stage_check(ctx *c, const char *dir, int type, pfi_err *err)
     char path[4096];
     snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_local.csv", dir,
              type == 0 ? "A100" : "A40");
-    FILE *probe = fopen(path, "r");
-    if (!probe)
+    pfi_perseus *t;
+    int rc = pfi_perseus_open(path, 0, &t, err);
+    if (rc == PFI_ENOENT)
         return PFI_OK; /* an older copy of the data without it: nothing to check */
-    fclose(probe);
-    pfi_sim_csv *t = malloc(sizeof *t);
-    if (!t)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    int rc = pfi_sim_csv_read(path, t, err);
-    int cm = pfi_sim_csv_col(t, "model_name"), ctime = pfi_sim_csv_col(t, "time"), ce = pfi_sim_csv_col(t, "energy");
-    if (rc == PFI_OK && (cm < 0 || ctime < 0 || ce < 0))
-        rc = pfi_err_set(err, PFI_EINVAL, "%s lacks an expected column", path);
-    for (int r = 0; rc == PFI_OK && r < t->nrows; r++) {
+    if (rc != PFI_OK)
+        return rc;
+    pfi_perseus_row row;
+    while ((rc = pfi_perseus_next(t, &row, err)) == PFI_OK) {
         vrun *v = NULL;
         for (int i = 0; i < c->nruns; i++)
-            if (c->runs[i].type == type &&
-                strcmp(c->runs[i].cfg.jobs[0].model, t->cell[r][cm]) == 0)
+            if (c->runs[i].type == type && strcmp(c->runs[i].cfg.jobs[0].model, row.model) == 0)
                 v = &c->runs[i];
         if (!v)
             continue; /* the CNN */
-        pfi_node_config nc;
-        run_config(c, v, &nc);
-        const pfi_job_config *j = &nc.jobs[0];
-        int bad = 0;
-        for (int g = 0; g < nc.n_gpus; g++) {
-            char key[32];
-            snprintf(key, sizeof key, "power_limit_%d", g / (j->tp * j->dp));
-            int k = pfi_sim_csv_col(t, key);
-            double L = k >= 0 ? atof(t->cell[r][k]) : 0;
-            bad |= !(L >= nc.gpu.min_limit_w && L <= nc.gpu.max_limit_w);
-            nc.initial_limit_w[g] = L;
-        }
-        double tm = atof(t->cell[r][ctime]), en = atof(t->cell[r][ce]);
-        if (bad || !(tm > 0 && en > 0)) {
-            rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has a missing or bad value", path,
-                             r + 2);
+        if ((rc = stage_row(c, v, &row, path, err)) != PFI_OK)
             break;
-        }
-        pfi_sim_node *node;
-        rc = pfi_sim_node_new(&nc, &node, err);
-        if (rc != PFI_OK)
-            break;
-        pfi_sim_job_status st;
-        rc = pfi_sim_job_status_at(node, 0, 1.0, &st, err);
-        pfi_sim_node_free(node);
-        if (rc != PFI_OK)
-            break;
-        pfi_sim_val_run *o = &v->out;
-        double et = fabs(o->sim_time0 / st.step_time_s - v->meas_time0 / tm);
-        double ep = fabs(st.power_w / o->sim_power_w0 - en / tm / nc.n_gpus / o->meas_power_w0);
-        o->n_per_stage++;
-        o->per_stage_err_tput = fmax(o->per_stage_err_tput, et);
-        o->per_stage_err_power = fmax(o->per_stage_err_power, ep);
     }
-    free(t);
-    return rc;
+    pfi_perseus_close(t);
+    return rc == PFI_CSV_END ? PFI_OK : rc;
+}
+
+/* Each run's model family, and the GPU type whose fit runs fit the family's constants. */
+static void assign_families(ctx *c)
+{
+    for (int i = 0; i < c->nruns; i++) {
+        vrun *v = &c->runs[i];
+        const char *name = v->cfg.jobs[0].family;
+        int f = 0;
+        while (f < c->nfam && strcmp(c->fam[f].name, name) != 0)
+            f++;
+        if (f == c->nfam) {
+            /* same size as the job's family field, NUL-terminated there */
+            memcpy(c->fam[f].name, name, sizeof c->fam[f].name);
+            c->fam[f].fit_type = -1;
+            c->nfam++;
+        }
+        v->fam = f;
+        /* The first type (in file order) with a fit run of the family fits its constants. */
+        if (!v->out.held_out && c->fam[f].fit_type < 0)
+            c->fam[f].fit_type = v->type;
+    }
+}
+
+/* The fitted constants and every run's errors into *out. */
+static void report(const ctx *c, int fit_all, int split, pfi_sim_validation *out)
+{
+    out->n_runs = c->nruns;
+    for (int i = 0; i < c->nruns; i++) {
+        const pfi_sim_val_run *o = &c->runs[i].out;
+        out->runs[i] = *o;
+        double *mt = o->held_out ? &out->held_out_max_err_tput : &out->fit_max_err_tput;
+        double *mp = o->held_out ? &out->held_out_max_err_power : &out->fit_max_err_power;
+        *mt = fmax(*mt, o->max_abs_err_tput);
+        *mp = fmax(*mp, o->max_abs_err_power);
+        out->max_abs_err_tput = fmax(out->max_abs_err_tput, o->max_abs_err_tput);
+        out->max_abs_err_power = fmax(out->max_abs_err_power, o->max_abs_err_power);
+    }
+    out->fitted[0] = c->gpu[0];
+    out->fitted[1] = c->gpu[1];
+    out->fitted_net_gbs[0] = c->net[0];
+    out->fitted_net_gbs[1] = c->net[1];
+    out->fitted_host_ms[0] = c->host[0];
+    out->fitted_host_ms[1] = c->host[1];
+    out->fitted_net_jitter[0] = c->jit[0];
+    out->fitted_net_jitter[1] = c->jit[1];
+    out->split = split;
+    out->target_met = out->max_abs_err_tput <= PFI_SIM_VAL_TARGET &&
+                      out->max_abs_err_power <= PFI_SIM_VAL_TARGET;
+    out->n_families = c->fam_mode ? c->nfam : 0;
+    for (int f = 0; f < out->n_families; f++) {
+        struct pfi_sim_val_family *o = &out->families[f];
+        const vfam *fm = &c->fam[f];
+        double act, mem, gemm;
+        fam_scales(c, f, &act, &mem, &gemm);
+        snprintf(o->family, sizeof o->family, "%s", fm->name);
+        snprintf(o->fitted_on, sizeof o->fitted_on, "%s",
+                 fm->fit_type < 0 ? "" : fit_all ? "all runs" : c->gpu[fm->fit_type].name);
+        const pfi_job_config *j = NULL;
+        for (int i = 0; i < c->nruns && !j; i++)
+            if (c->runs[i].fam == f)
+                j = &c->runs[i].cfg.jobs[0];
+        o->act_compute = default_act(j) * act;
+        o->input_stall = (c->fam_mode & PFI_SIM_VAL_FAM_STALL) && fm->fit_type >= 0 ? fm->stall : 0;
+        o->mem_traffic = mem;
+        o->gemm_eff = gemm;
+    }
 }
 
 int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err)
@@ -681,7 +776,7 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
     if (!c)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     gsl_set_error_handler_off();
-    /* Starting points: the modelled constants of gpu.c and job.c. */
+    /* Starting points: the modelled constants of core/gpu.c and sim/job.c. */
     c->gpu[0] = *pfi_gpu_model_find("A100-PCIE-80GB");
     c->gpu[1] = *pfi_gpu_model_find("A40");
     c->net[0] = 3;
@@ -705,23 +800,8 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
         measured(&c->runs[i]);
     c->fam_mode = flags & (PFI_SIM_VAL_FAM_ACT | PFI_SIM_VAL_FAM_STALL | PFI_SIM_VAL_FAM_MEM |
                            PFI_SIM_VAL_FAM_GEMM);
-    for (int i = 0; rc == PFI_OK && i < c->nruns; i++) {
-        vrun *v = &c->runs[i];
-        const char *name = v->cfg.jobs[0].family;
-        int f = 0;
-        while (f < c->nfam && strcmp(c->fam[f].name, name) != 0)
-            f++;
-        if (f == c->nfam) {
-            /* same size as the job's family field, NUL-terminated there */
-            memcpy(c->fam[f].name, name, sizeof c->fam[f].name);
-            c->fam[f].fit_type = -1;
-            c->nfam++;
-        }
-        v->fam = f;
-        /* The first type (in file order) with a fit run of the family fits its constants. */
-        if (!v->out.held_out && c->fam[f].fit_type < 0)
-            c->fam[f].fit_type = v->type;
-    }
+    if (rc == PFI_OK)
+        assign_families(c);
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = fit_vf(c, data_dir, type, err);
     for (int type = 0; rc == PFI_OK && type < 2; type++)
@@ -729,55 +809,13 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
     if (rc == PFI_OK && fit_all && c->fam_mode)
         rc = fit_joint(c, err);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
-        rc = simulate(c, &c->runs[i]);
+        rc = simulate(c, &c->runs[i], err);
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = per_stage_check(c, data_dir, type, err);
-    if (rc != PFI_OK) {
-        free(c->prof[0]);
-        free(c->prof[1]);
-        free(c);
-        return rc;
-    }
-    out->n_runs = c->nruns;
-    for (int i = 0; i < c->nruns; i++) {
-        const pfi_sim_val_run *o = &c->runs[i].out;
-        out->runs[i] = *o;
-        double *mt = o->held_out ? &out->held_out_max_err_tput : &out->fit_max_err_tput;
-        double *mp = o->held_out ? &out->held_out_max_err_power : &out->fit_max_err_power;
-        *mt = fmax(*mt, o->max_abs_err_tput);
-        *mp = fmax(*mp, o->max_abs_err_power);
-        out->max_abs_err_tput = fmax(out->max_abs_err_tput, o->max_abs_err_tput);
-        out->max_abs_err_power = fmax(out->max_abs_err_power, o->max_abs_err_power);
-    }
-    out->fitted[0] = c->gpu[0];
-    out->fitted[1] = c->gpu[1];
-    out->fitted_net_gbs[0] = c->net[0];
-    out->fitted_net_gbs[1] = c->net[1];
-    out->fitted_host_ms[0] = c->host[0];
-    out->fitted_host_ms[1] = c->host[1];
-    out->fitted_net_jitter[0] = c->jit[0];
-    out->fitted_net_jitter[1] = c->jit[1];
-    out->split = split;
-    out->n_families = c->fam_mode ? c->nfam : 0;
-    for (int f = 0; f < out->n_families; f++) {
-        struct pfi_sim_val_family *o = &out->families[f];
-        const vfam *fm = &c->fam[f];
-        double act, mem, gemm;
-        fam_scales(c, f, &act, &mem, &gemm);
-        snprintf(o->family, sizeof o->family, "%s", fm->name);
-        snprintf(o->fitted_on, sizeof o->fitted_on, "%s",
-                 fm->fit_type < 0 ? "" : fit_all ? "all runs" : c->gpu[fm->fit_type].name);
-        const pfi_job_config *j = NULL;
-        for (int i = 0; i < c->nruns && !j; i++)
-            if (c->runs[i].fam == f)
-                j = &c->runs[i].cfg.jobs[0];
-        o->act_compute = default_act(j) * act;
-        o->input_stall = (c->fam_mode & PFI_SIM_VAL_FAM_STALL) && fm->fit_type >= 0 ? fm->stall : 0;
-        o->mem_traffic = mem;
-        o->gemm_eff = gemm;
-    }
+    if (rc == PFI_OK)
+        report(c, fit_all, split, out);
     free(c->prof[0]);
     free(c->prof[1]);
     free(c);
-    return PFI_OK;
+    return rc;
 }

@@ -217,16 +217,20 @@ static int sim_curve(int argc, char **argv)
             pfi_sim_node_free(node);
             return fail(argv[0], &e);
         }
-    pfi_sim_steady s0;
-    pfi_sim_job_steady(node, job, g->default_limit_w, &s0, NULL);
+    pfi_sim_steady s0, pts[PFI_MAX_LEVELS];
+    rc = pfi_sim_job_steady(node, job, g->default_limit_w, &s0, &e);
+    for (int i = 0; rc == PFI_OK && i < n; i++)
+        rc = pfi_sim_job_steady(node, job, caps[i], &pts[i], &e);
+    pfi_sim_node_free(node);
+    if (rc != PFI_OK)
+        return fail(argv[0], &e);
     json_t *arr = json_array();
     if (!as_json)
         printf("job %s (%s) on %d x %s\n%7s %12s %8s %8s %8s %8s %6s\n", cfg.jobs[job].name,
                cfg.jobs[job].model, cfg.jobs[job].n_gpus, g->name, "cap_W", "tokens/s", "rel_T",
                "power_W", "rel_P", "SM_MHz", "binds");
     for (int i = 0; i < n; i++) {
-        pfi_sim_steady s;
-        pfi_sim_job_steady(node, job, caps[i], &s, NULL);
+        const pfi_sim_steady s = pts[i];
         if (as_json)
             json_array_append_new(arr, json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "cap_w",
                                                  caps[i], "tokens_per_s", s.tokens_per_s,
@@ -239,7 +243,6 @@ static int sim_curve(int argc, char **argv)
                    s.tokens_per_s / s0.tokens_per_s, s.power_w, s.power_w / s0.power_w,
                    s.sm_clock_mhz, s.cap_binds ? "yes" : "no");
     }
-    pfi_sim_node_free(node);
     if (as_json)
         return pfi_cli_print_json(json_pack("{s:s, s:s, s:s, s:o}", "job", cfg.jobs[job].name,
                                             "model", cfg.jobs[job].model, "gpu", g->name,
@@ -249,6 +252,43 @@ static int sim_curve(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------- run (virtual time) */
+
+/* The node at t: limit, power and clock (means over its GPUs) and each job's progress, printed
+ * as a row or appended to rows. */
+static int run_row(pfi_sim_node *node, const pfi_node_config *cfg, double t, int as_json,
+                   json_t *rows, pfi_err *e)
+{
+    double pw = 0, clk = 0, lim = 0;
+    for (int g = 0; g < cfg->n_gpus; g++) {
+        pfi_sample s;
+        pfi_sample_clear(&s);
+        int rc = pfi_sim_sample(node, g, t, &s, e);
+        if (rc != PFI_OK)
+            return rc;
+        pw += s.power_w / cfg->n_gpus;
+        clk += s.sm_clock_mhz / cfg->n_gpus;
+        lim += s.limit_w / cfg->n_gpus;
+    }
+    pfi_sim_job_status st[PFI_SIM_MAX_JOBS];
+    for (int j = 0; j < cfg->n_jobs; j++) {
+        int rc = pfi_sim_job_status_at(node, j, t, &st[j], e);
+        if (rc != PFI_OK)
+            return rc;
+    }
+    if (!as_json) {
+        printf("%8.1f %7.0f %8.1f %8.0f", t, lim, pw, clk);
+        for (int j = 0; j < cfg->n_jobs; j++)
+            printf(" %14.0f", st[j].tokens_per_s);
+        printf("\n");
+        return PFI_OK;
+    }
+    json_t *jobs = json_array();
+    for (int j = 0; j < cfg->n_jobs; j++)
+        json_array_append_new(jobs, job_json(cfg->jobs[j].name, &st[j]));
+    json_array_append_new(rows, json_pack("{s:f, s:f, s:f, s:f, s:o}", "t_s", t, "limit_w", lim,
+                                          "power_w", pw, "sm_clock_mhz", clk, "jobs", jobs));
+    return PFI_OK;
+}
 
 static int sim_run(int argc, char **argv)
 {
@@ -306,33 +346,9 @@ static int sim_run(int argc, char **argv)
         }
         if (rc > 0)
             break;
-        double pw = 0, clk = 0, lim = 0;
-        for (int g = 0; g < cfg.n_gpus; g++) {
-            pfi_sample s;
-            pfi_sample_clear(&s);
-            pfi_sim_sample(node, g, t, &s, NULL);
-            pw += s.power_w / cfg.n_gpus;
-            clk += s.sm_clock_mhz / cfg.n_gpus;
-            lim += s.limit_w / cfg.n_gpus;
-        }
-        json_t *jobs = json_array();
-        if (!as_json)
-            printf("%8.1f %7.0f %8.1f %8.0f", t, lim, pw, clk);
-        for (int j = 0; j < cfg.n_jobs; j++) {
-            pfi_sim_job_status st;
-            pfi_sim_job_status_at(node, j, t, &st, NULL);
-            if (as_json)
-                json_array_append_new(jobs, job_json(cfg.jobs[j].name, &st));
-            else
-                printf(" %14.0f", st.tokens_per_s);
-        }
-        if (as_json)
-            json_array_append_new(rows, json_pack("{s:f, s:f, s:f, s:f, s:o}", "t_s", t,
-                                                  "limit_w", lim, "power_w", pw, "sm_clock_mhz",
-                                                  clk, "jobs", jobs));
-        else {
-            printf("\n");
-            json_decref(jobs);
+        if (run_row(node, &cfg, t, as_json, rows, &e) != PFI_OK) {
+            rc = PFI_EXIT_FAIL;
+            break;
         }
     }
     pfi_sim_node_free(node);
@@ -475,32 +491,41 @@ static int sim_status(int argc, char **argv)
     if (open_state(path, &st, &node, &now, &e) != PFI_OK)
         return fail(argv[0], &e);
     const pfi_node_config *cfg = pfi_sim_node_config(node);
+    pfi_sample smp[PFI_MAX_GPUS];
+    pfi_sim_job_status js[PFI_SIM_MAX_JOBS];
+    rc = PFI_OK;
+    for (int g = 0; rc == PFI_OK && g < cfg->n_gpus; g++) {
+        pfi_sample_clear(&smp[g]);
+        rc = pfi_sim_sample(node, g, now, &smp[g], &e);
+    }
+    for (int j = 0; rc == PFI_OK && j < cfg->n_jobs; j++)
+        rc = pfi_sim_job_status_at(node, j, now, &js[j], &e);
+    if (rc != PFI_OK) {
+        pfi_sim_state_close(st);
+        return fail(argv[0], &e);
+    }
     json_t *gpus = json_array(), *jobs = json_array();
     if (!as_json)
         printf("%s: %s, %d x %s, t=%.1f s simulated (speed %gx)\n", path, cfg->name, cfg->n_gpus,
                cfg->gpu.name, now, pfi_sim_state_speed(st));
     for (int g = 0; g < cfg->n_gpus; g++) {
-        pfi_sample s;
-        pfi_sample_clear(&s);
-        pfi_sim_sample(node, g, now, &s, NULL);
+        const pfi_sample *s = &smp[g];
+        int binds = (s->clock_reasons & PFI_REASON_SW_POWERCAP) != 0;
         if (as_json)
             json_array_append_new(gpus, json_pack("{s:i, s:f, s:f, s:f, s:b}", "index", g,
-                                                  "limit_w", s.limit_w, "power_w", s.power_w,
-                                                  "sm_clock_mhz", s.sm_clock_mhz, "cap_binds",
-                                                  (s.clock_reasons & PFI_REASON_SW_POWERCAP) != 0));
+                                                  "limit_w", s->limit_w, "power_w", s->power_w,
+                                                  "sm_clock_mhz", s->sm_clock_mhz, "cap_binds",
+                                                  binds));
         else
-            printf("  GPU %-2d limit %4.0f W  power %6.1f W  SM %5.0f MHz%s\n", g, s.limit_w,
-                   s.power_w, s.sm_clock_mhz,
-                   (s.clock_reasons & PFI_REASON_SW_POWERCAP) ? "  [SW power cap]" : "");
+            printf("  GPU %-2d limit %4.0f W  power %6.1f W  SM %5.0f MHz%s\n", g, s->limit_w,
+                   s->power_w, s->sm_clock_mhz, binds ? "  [SW power cap]" : "");
     }
     for (int j = 0; j < cfg->n_jobs; j++) {
-        pfi_sim_job_status js;
-        pfi_sim_job_status_at(node, j, now, &js, NULL);
         if (as_json)
-            json_array_append_new(jobs, job_json(cfg->jobs[j].name, &js));
+            json_array_append_new(jobs, job_json(cfg->jobs[j].name, &js[j]));
         else
             printf("  job %-14s %10.0f tokens/s  %14.0f tokens  %8.1f iterations\n",
-                   cfg->jobs[j].name, js.tokens_per_s, js.tokens, js.iterations);
+                   cfg->jobs[j].name, js[j].tokens_per_s, js[j].tokens, js[j].iterations);
     }
     double speed = pfi_sim_state_speed(st);
     pfi_sim_state_close(st);

@@ -24,7 +24,7 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) -Isrc $(PKG_CFLAGS) -MMD 
 LDFLAGS += $(SANFLAGS)
 LDLIBS  += $(PKG_LIBS) -ldl -lpthread -lm
 
-LAYERS  := core util sim hw measure store study report serve cluster
+LAYERS  := core util sim hw hw/nvml measure store study report serve cluster
 LIB_SRC := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 FAKE_SRC:= $(wildcard src/fakenvml/*.c)

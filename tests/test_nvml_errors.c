@@ -1,4 +1,4 @@
-/* Tests of pfi's own table of NVML return codes (hw/nvml_errors.h): every code the NVML
+/* Tests of pfi's own table of NVML return codes (hw/nvml/nvml_errors.h): every code the NVML
  * reference lists has a name, a sentence and the pfi_code callers act on. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
-#include "hw/nvml_errors.h"
+#include "hw/nvml/nvml_errors.h"
 
 static void test_every_code_named(void **state)
 {

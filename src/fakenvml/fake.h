@@ -1,7 +1,7 @@
 /* fake.h: the inside of pfi's own libnvidia-ml.so.1 (src/fakenvml/).  Read docs/nvml.md first.
  *
- * The library answers the NVML calls pfi uses (hw/nvml_api.h) from the simulator, opened as a
- * pfi "sim" backend: with env PFI_SIM_STATE=FILE every process that loads the fake shares one
+ * The library answers the NVML calls pfi uses (hw/nvml/nvml_api.h) from the simulator, opened as
+ * a pfi "sim" backend: with env PFI_SIM_STATE=FILE every process that loads the fake shares one
  * simulated node (one sets a limit, another sees its effect); without it the node is private to
  * the process and its clock follows real time.  Env PFI_FAKENVML_SIM picks the preset or config
  * file (default: the simulator's default preset).
@@ -17,7 +17,7 @@
 #include <pthread.h>
 
 #include "hw/hw.h"
-#include "hw/nvml_api.h"
+#include "hw/nvml/nvml_api.h"
 
 /* Only the NVML entry points are exported; everything below is the library's own (and the
  * Makefile links libpfi.a into it with --exclude-libs), so a host program's symbols and the

@@ -8,7 +8,7 @@
 
 #include "fakenvml/fake.h"
 #include "hw/backend_sim.h"
-#include "hw/nvml_errors.h"
+#include "hw/nvml/nvml_errors.h"
 #include "util/clock.h"
 
 fake_lib pfi_fake;

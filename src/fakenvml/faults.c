@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "fakenvml/fake.h"
-#include "hw/nvml_errors.h"
+#include "hw/nvml/nvml_errors.h"
 #include "util/clock.h"
 
 static const nvmlReturn_t all_codes[] = {

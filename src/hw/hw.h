@@ -3,8 +3,9 @@
  * Everything that reads or changes a GPU goes through a pfi_backend: a table of function
  * pointers (pfi_backend_ops) plus the implementation's private state.  Three implementations:
  *   "sim"   the embedded simulator (src/hw/backend_sim.c over src/sim/)
- *   "nvml"  real NVIDIA GPUs through libnvidia-ml.so.1 loaded with dlopen (src/hw/backend_nvml.c);
- *           pointed at the project's own fake libnvidia-ml (src/fakenvml/) in CI.
+ *   "nvml"  real NVIDIA GPUs through libnvidia-ml.so.1 loaded with dlopen
+ *           (src/hw/nvml/backend_nvml.c); pointed at the project's own fake libnvidia-ml
+ *           (src/fakenvml/) in CI.
  * Callers never call ops directly: they use the pfi_hw_* wrappers below, which hold the rules
  * that must not depend on the backend (read-only mode, limit constraints, read-back). */
 #ifndef PFI_HW_HW_H

@@ -1,5 +1,5 @@
 /* nvml_errors.c: the table behind nvml_errors.h. */
-#include "hw/nvml_errors.h"
+#include "hw/nvml/nvml_errors.h"
 
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
 #ifndef PFI_HW_NVML_ERRORS_H
 #define PFI_HW_NVML_ERRORS_H
 
-#include "hw/nvml_api.h"
+#include "hw/nvml/nvml_api.h"
 
 /* The pfi_code a caller should see for r (PFI_OK for NVML_SUCCESS). */
 int pfi_nvml_code(nvmlReturn_t r);

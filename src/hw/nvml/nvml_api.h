@@ -1,8 +1,8 @@
 /* nvml_api.h: the subset of NVIDIA's NVML C API that pfi uses, declared here from the public
  * NVML reference (no NVIDIA header is needed to build pfi).
  *
- * Two users: the NVML backend (src/hw/backend_nvml.c) never calls these functions directly; it
- * dlopens libnvidia-ml.so.1 and looks each one up with dlsym, typing the pointer with
+ * Two users: the NVML backend (src/hw/nvml/backend_nvml.c) never calls these functions directly;
+ * it dlopens libnvidia-ml.so.1 and looks each one up with dlsym, typing the pointer with
  * __typeof__ of the declaration below, so a signature written here is checked at compile time.
  * The project's fake library (src/fakenvml/) defines them, so the two cannot disagree.
  *

@@ -1,7 +1,7 @@
 /* backend_nvml.c: real NVIDIA GPUs through libnvidia-ml.so.1, loaded with dlopen at run time.
  *
  * pfi has no link-time dependency on the driver: every NVML function is looked up with dlsym
- * and typed from hw/nvml_api.h.  A function the library lacks reads as
+ * and typed from hw/nvml/nvml_api.h.  A function the library lacks reads as
  * NVML_ERROR_FUNCTION_NOT_FOUND, so an old driver simply reports those fields missing.
  *
  * Errors.  A reading the device cannot give (NOT_SUPPORTED, NO_PERMISSION on a read, ...) marks
@@ -27,8 +27,8 @@
 #include <string.h>
 
 #include "hw/hw.h"
-#include "hw/nvml_api.h"
-#include "hw/nvml_errors.h"
+#include "hw/nvml/nvml_api.h"
+#include "hw/nvml/nvml_errors.h"
 #include "util/clock.h"
 
 #define NVML_DEFAULT_LIB "libnvidia-ml.so.1"

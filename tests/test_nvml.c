@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "hw/hw.h"
+#include "hw/backend_impl.h"
 
 static char fake_path[PATH_MAX];
 

@@ -15,6 +15,7 @@
 
 #include "core/pfi.h"
 #include "core/predict.h"
+#include "hw/backend_impl.h"
 #include "serve/serve_int.h"
 
 #define TOKEN "test-token-0123456789abcdef"

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "hw/backend_impl.h"
 #include "serve/serve.h"
 
 /* ---- a backend that records every instant ---- */

@@ -67,7 +67,7 @@ int pfi_cmd_gpus(int argc, char **argv)
                    d.default_limit_w);
         }
     }
-    const char *bname = b->ops->name;
+    const char *bname = pfi_backend_name(b);
     pfi_hw_close(b);
     if (as_json) {
         json_t *doc = json_pack("{s:s, s:o}", "backend", bname, "gpus", arr);

@@ -84,7 +84,7 @@ static int sample_live(const pfi_cli_hw *hw, const char *gpus_s, double duration
     if (rc == PFI_OK)
         rc = pfi_measure_baseline(b, idx, ng, duration, hdr, err);
     if (rc == PFI_OK)
-        snprintf(hdr->name, sizeof hdr->name, "live %s GPUs %s", b->ops->name,
+        snprintf(hdr->name, sizeof hdr->name, "live %s GPUs %s", pfi_backend_name(b),
                  gpus_s ? gpus_s : "all");
     pfi_hw_close(b);
     return rc;

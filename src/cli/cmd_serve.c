@@ -122,7 +122,7 @@ int pfi_cmd_serve(int argc, char **argv)
     pfi_backend *b;
     if (pfi_cli_open_hw(&open, &b, &err) != PFI_OK)
         return pfi_cli_fail("serve", &err);
-    if (b->read_only) /* PFI_READ_ONLY=1 in the environment forces it too */
+    if (pfi_backend_read_only(b)) /* PFI_READ_ONLY=1 in the environment forces it too */
         cfg.read_only = 1;
 
     catch_signals();

@@ -255,7 +255,7 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
 {
     int rc;
     int ngpu = 0;
-    if (b->read_only)
+    if (pfi_backend_read_only(b))
         return pfi_err_set(err, PFI_EPERM,
                            "a sweep changes power limits: it cannot run read-only (--read-only "
                            "or PFI_READ_ONLY)");
@@ -541,7 +541,7 @@ int pfi_cmd_sweep(int argc, char **argv)
     long long job_id;
     if ((rc = store_job(st, &o, cmdline, &job_id, &err)) != PFI_OK)
         goto fail;
-    store_sink sink = {.st = st, .job_id = job_id, .backend = b->ops->name};
+    store_sink sink = {.st = st, .job_id = job_id, .backend = pfi_backend_name(b)};
     char *abs_db = realpath(db, NULL);
     /* Without an absolute path the journal names no run: a wrong store is worse than none. */
     if (abs_db && strlen(abs_db) < sizeof sink.db)
@@ -583,7 +583,7 @@ int pfi_cmd_sweep(int argc, char **argv)
     if (prog.tty && !o.quiet)
         fputs("\r\033[K", stderr);
     int printed =
-        print_result(&o, res, b->ops->name, sink.run_id, db, rc == PFI_OK ? NULL : &err);
+        print_result(&o, res, pfi_backend_name(b), sink.run_id, db, rc == PFI_OK ? NULL : &err);
     if (sink.err.code != PFI_OK && rc == PFI_OK) {
         err = sink.err;
         rc = err.code;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "fakenvml/fake.h"
+#include "hw/backend_impl.h"
 #include "hw/backend_sim.h"
 #include "hw/nvml/nvml_errors.h"
 #include "util/clock.h"

@@ -10,6 +10,8 @@
 
 #include "util/clock.h"
 
+#include "hw/backend_impl.h"
+
 typedef struct sim_impl {
     pthread_mutex_t mu;
     pfi_sim_node *node;   /* virtual mode: owned */

@@ -1,4 +1,4 @@
-#include "hw/hw.h"
+#include "hw/backend_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@ static const pfi_backend_ops *const backends[] = {
     &pfi_backend_nvml_ops,
 };
 
-const pfi_backend_ops *pfi_hw_find(const char *name)
+static const pfi_backend_ops *find(const char *name)
 {
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
         if (strcmp(backends[i]->name, name) == 0)
@@ -31,7 +31,7 @@ static int env_read_only(void)
 int pfi_hw_open(const char *name, const char *arg, int read_only, pfi_backend **out, pfi_err *err)
 {
     *out = NULL;
-    const pfi_backend_ops *ops = pfi_hw_find(name ? name : "sim");
+    const pfi_backend_ops *ops = find(name ? name : "sim");
     if (!ops)
         return pfi_err_set(err, PFI_EINVAL, "unknown backend '%s' (known: sim, nvml)", name);
     pfi_backend *b = calloc(1, sizeof *b);
@@ -54,6 +54,16 @@ void pfi_hw_close(pfi_backend *b)
         return;
     b->ops->close(b);
     free(b);
+}
+
+const char *pfi_backend_name(const pfi_backend *b)
+{
+    return b->ops->name;
+}
+
+int pfi_backend_read_only(const pfi_backend *b)
+{
+    return b->read_only;
 }
 
 int pfi_hw_count(pfi_backend *b, int *count, pfi_err *err)

@@ -1,7 +1,8 @@
 /* hw.h: the one interface to GPUs.  Read this first if you touch hardware.
  *
  * Everything that reads or changes a GPU goes through a pfi_backend: a table of function
- * pointers (pfi_backend_ops) plus the implementation's private state.  Three implementations:
+ * pointers plus the implementation's private state (hw/backend_impl.h, seen only by the
+ * implementations and by tests that stand one up).  Two implementations:
  *   "sim"   the embedded simulator (src/hw/backend_sim.c over src/sim/)
  *   "nvml"  real NVIDIA GPUs through libnvidia-ml.so.1 loaded with dlopen
  *           (src/hw/nvml/backend_nvml.c); pointed at the project's own fake libnvidia-ml
@@ -18,32 +19,13 @@
 
 typedef struct pfi_backend pfi_backend;
 
-typedef struct pfi_backend_ops {
-    const char *name;
-    /* arg: backend-specific (sim: a config file or preset name; nvml: library path). NULL=default */
-    int (*open)(pfi_backend *b, const char *arg, pfi_err *err);
-    void (*close)(pfi_backend *b);
-    int (*device_count)(pfi_backend *b, int *count, pfi_err *err);
-    int (*device_info)(pfi_backend *b, int idx, pfi_device *out, pfi_err *err);
-    int (*sample)(pfi_backend *b, int idx, pfi_sample *out, pfi_err *err);
-    int (*set_limit)(pfi_backend *b, int idx, double watts, pfi_err *err);
-    /* Seconds on the backend's clock.  Real backends: the monotonic clock (util/clock.h); the
-     * simulator in virtual mode: its virtual time.  May be NULL (then the monotonic clock). */
-    double (*now)(pfi_backend *b);
-    /* Let time pass: real backends sleep; the virtual simulator advances.  May be NULL. */
-    void (*sleep)(pfi_backend *b, double seconds);
-} pfi_backend_ops;
-
-struct pfi_backend {
-    const pfi_backend_ops *ops;
-    void *impl;
-    int read_only;          /* every set is refused before it reaches the implementation */
-};
-
 /* Registry: "sim", "nvml".  read_only is also forced on by env PFI_READ_ONLY=1. */
 int pfi_hw_open(const char *name, const char *arg, int read_only, pfi_backend **out, pfi_err *err);
 void pfi_hw_close(pfi_backend *b);
-const pfi_backend_ops *pfi_hw_find(const char *name);
+/* "sim" or "nvml": for messages, journals and records of where a run came from. */
+const char *pfi_backend_name(const pfi_backend *b);
+/* 1 when every set is refused (asked at open, or forced by PFI_READ_ONLY=1). */
+int pfi_backend_read_only(const pfi_backend *b);
 
 int pfi_hw_count(pfi_backend *b, int *count, pfi_err *err);
 int pfi_hw_info(pfi_backend *b, int idx, pfi_device *out, pfi_err *err);

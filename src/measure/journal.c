@@ -157,9 +157,9 @@ int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const in
     if (rc != PFI_OK)
         return rc;
     j->pid = (long)getpid();
-    snprintf(j->backend, sizeof j->backend, "%s", b->ops->name);
+    snprintf(j->backend, sizeof j->backend, "%s", pfi_backend_name(b));
     const char *ss = getenv("PFI_SIM_STATE");
-    if (ss && *ss && strcmp(b->ops->name, "sim") == 0)
+    if (ss && *ss && strcmp(pfi_backend_name(b), "sim") == 0)
         snprintf(j->sim_state, sizeof j->sim_state, "%s", ss);
     for (int i = 0; i < n; i++) {
         rc = read_entry(b, gpus[i], &j->e[j->n], err);

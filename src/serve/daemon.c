@@ -245,7 +245,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         journaled = 1;
     }
     srv_event_add(n, "start", "%d GPU(s) on the %s backend, nominal %.0f W%s%s%s", n->n_gpus,
-                  b->ops->name, n->nominal_w, c->read_only ? ", read-only" : "",
+                  pfi_backend_name(b), n->nominal_w, c->read_only ? ", read-only" : "",
                   model ? ", predictor " : ", no predictor (jobs without a curve are planned "
                                            "at PFI 1)",
                   model ? c->model : "");

@@ -50,7 +50,7 @@ int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_
     if (rc != PFI_OK)
         return rc;
     if (count <= 0)
-        return pfi_err_set(err, PFI_ENOENT, "the %s backend shows no GPU", b->ops->name);
+        return pfi_err_set(err, PFI_ENOENT, "the %s backend shows no GPU", pfi_backend_name(b));
     if (count > PFI_MAX_GPUS)
         return pfi_err_set(err, PFI_ENOTSUP, "%d GPUs: pfi serve handles at most %d", count,
                            PFI_MAX_GPUS);

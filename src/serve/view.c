@@ -52,7 +52,7 @@ json_t *srv_view_gpus(srv_node *n)
     for (int i = 0; i < n->n_gpus; i++)
         json_array_append_new(arr, gpu_json(n, i));
     pthread_mutex_unlock(&n->mu);
-    return json_pack("{s:s, s:o}", "backend", n->b->ops->name, "gpus", arr);
+    return json_pack("{s:s, s:o}", "backend", pfi_backend_name(n->b), "gpus", arr);
 }
 
 static json_t *job_json(const srv_node *n, const srv_job *j)
@@ -187,7 +187,7 @@ json_t *srv_view_health(srv_node *n)
         up += n->gpu[i].up;
     json_t *o = json_pack(
         "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b}", "status",
-        up == n->n_gpus ? "ok" : "degraded", "backend", n->b->ops->name, "gpus", n->n_gpus,
+        up == n->n_gpus ? "ok" : "degraded", "backend", pfi_backend_name(n->b), "gpus", n->n_gpus,
         "gpus_up", up, "mode", srv_mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
         pfi_clock_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
         n->hb_ttl_s > 0);

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw/hw.h"
+#include "hw/backend_impl.h"
 #include "hw/nvml/nvml_api.h"
 #include "hw/nvml/nvml_errors.h"
 #include "util/clock.h"

@@ -1,4 +1,4 @@
-/* Tests of the daemon's safety core (src/serve/apply.c), its token file and its config file.
+/* Tests of the daemon's safety core (src/hw/apply.c), its token file and its config file.
  *
  * The cap ordering is checked against a recording backend that computes the node's sum of
  * limits after EVERY single set, so no transient can hide between two samples; a naive
@@ -150,7 +150,7 @@ static void test_apply_never_over_budget(void **state)
         pfi_backend b = rec_backend(&r);
         pfi_apply_report rep;
         pfi_err e = {0};
-        assert_int_equal(pfi_serve_apply(&b, r.n, target, b_new, NULL, &rep, &e), PFI_OK);
+        assert_int_equal(pfi_hw_apply(&b, r.n, target, b_new, NULL, &rep, &e), PFI_OK);
         assert_int_equal(r.violations, 0);
         assert_int_equal(rep.n_failed, 0);
         assert_int_equal(rep.n_held, 0);
@@ -204,7 +204,7 @@ static void test_lost_gpu_does_not_stop_others(void **state)
     }
     pfi_apply_report rep;
     pfi_err e = {0};
-    assert_int_equal(pfi_serve_apply(&b, 4, target, 2000, known, &rep, &e), PFI_OK);
+    assert_int_equal(pfi_hw_apply(&b, 4, target, 2000, known, &rep, &e), PFI_OK);
     assert_int_equal(r.violations, 0);
     assert_int_equal(rep.n_failed, 1);
     assert_int_not_equal(rep.gpu[1].code, PFI_OK);
@@ -226,7 +226,7 @@ static void test_refused_set_counts_old_limit(void **state)
     double target[2] = {400, 700};
     pfi_apply_report rep;
     pfi_err e = {0};
-    assert_int_equal(pfi_serve_apply(&b, 2, target, 1100, NULL, &rep, &e), PFI_OK);
+    assert_int_equal(pfi_hw_apply(&b, 2, target, 1100, NULL, &rep, &e), PFI_OK);
     assert_int_equal(r.violations, 0);
     assert_int_equal(rep.n_failed, 1);
     assert_int_equal(rep.gpu[0].code, PFI_EPERM);
@@ -243,7 +243,7 @@ static void test_enforced_mismatch_reported(void **state)
     double target[2] = {500, 500};
     pfi_apply_report rep;
     pfi_err e = {0};
-    assert_int_equal(pfi_serve_apply(&b, 2, target, 1000, NULL, &rep, &e), PFI_OK);
+    assert_int_equal(pfi_hw_apply(&b, 2, target, 1000, NULL, &rep, &e), PFI_OK);
     assert_int_equal(rep.n_mismatch, 1);
     assert_true(fabs(rep.gpu[1].enforced_w - 300) < 1e-9);
     assert_non_null(strstr(rep.gpu[1].msg, "enforces 300 W"));
@@ -266,7 +266,7 @@ static void test_unreadable_counts_at_max(void **state)
     pfi_apply_report rep;
     pfi_err e = {0};
     /* 400 + 700 + (unknown, counted 700) > 1400: the raise must wait. */
-    assert_int_equal(pfi_serve_apply(&b, 3, target, 1400, known, &rep, &e), PFI_OK);
+    assert_int_equal(pfi_hw_apply(&b, 3, target, 1400, known, &rep, &e), PFI_OK);
     assert_true(rep.gpu[1].held);
     assert_true(fabs(r.limit[1] - 400) < 1e-9);
     assert_true(fabs(r.limit[0] - 400) < 1e-9);

@@ -38,6 +38,42 @@ int pfi_hw_set_limit(pfi_backend *b, int idx, double watts, double *enforced_w, 
 double pfi_hw_now(pfi_backend *b);
 void pfi_hw_sleep(pfi_backend *b, double seconds);
 
+/* ---- applying a set of caps safely (apply.c): the node daemon, sweeps, the demo ---- */
+
+typedef struct pfi_cap_change {
+    int gpu;
+    double before_w;    /* limit before (NAN: unreadable) */
+    double target_w;    /* asked (NAN: left alone) */
+    double limit_w;     /* limit read back after (NAN: unreadable) */
+    double enforced_w;  /* enforced limit read back after (NAN: unreadable) */
+    int held;           /* a raise not applied because it would have exceeded the budget */
+    int code;           /* PFI_OK or why this GPU failed */
+    char msg[160];
+} pfi_cap_change;
+
+typedef struct pfi_apply_report {
+    int n;
+    pfi_cap_change gpu[PFI_MAX_GPUS];
+    int n_changed, n_failed, n_held, n_mismatch; /* mismatch: enforced differs from asked > 1 W */
+    double sum_before_w, sum_after_w; /* sums of the limits as counted for the budget */
+    double peak_w;                    /* the largest sum at any instant of the change */
+    /* The first GPU to fail and its error in full (gpu[].msg is cut to fit): for callers that
+     * stop at a failure and say why.  first_gpu -1 when none failed. */
+    int first_gpu;
+    pfi_err first;
+} pfi_apply_report;
+
+/* Moves GPUs 0..n-1 to target_w[i] (NAN: leave that GPU alone) so that the sum of the power
+ * limits never exceeds budget_w at any instant beyond where it already was (INFINITY: no
+ * budget; the order still keeps the sum between where it was and where it goes): all lowerings
+ * first, each read back, then only the raises that still fit; a GPU already within 0.5 W of
+ * its target is not set.  A GPU whose limit cannot be read counts at known[i] (the caller's
+ * last reading; may be NULL, then at its maximum limit, or INFINITY when that is unknown too).
+ * Failures of single GPUs are in the report, not in the return code: returns PFI_OK unless
+ * nothing could be done at all. */
+int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
+                 const pfi_device *known, pfi_apply_report *rep, pfi_err *err);
+
 /* Sets every double field to NAN and have to 0. */
 void pfi_sample_clear(pfi_sample *s);
 

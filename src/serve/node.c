@@ -222,7 +222,7 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
     for (int i = 0; i < n->n_gpus; i++)
         known[i] = n->snap[i].dev;
     pfi_apply_report r2;
-    if (pfi_serve_apply(n->b, n->n_gpus, p2.target_w, budget_w, known, &r2, &e) != PFI_OK)
+    if (pfi_hw_apply(n->b, n->n_gpus, p2.target_w, budget_w, known, &r2, &e) != PFI_OK)
         return;
     /* One report of both passes: the first's failures, the second's outcome. */
     for (int i = 0; i < n->n_gpus; i++)
@@ -411,7 +411,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
         report_read_only(n, &plan, known, &rep);
     } else {
         pthread_mutex_lock(&n->hw_mu);
-        rc = pfi_serve_apply(n->b, n->n_gpus, plan.target_w, apply_budget, known, &rep, err);
+        rc = pfi_hw_apply(n->b, n->n_gpus, plan.target_w, apply_budget, known, &rep, err);
         if (rc == PFI_OK && mode != SRV_MODE_EXTERNAL && rep.n_failed > 0 &&
             rep.sum_after_w > apply_budget + 0.5)
             replan_around_failures(n, budget_w, &plan, &rep);
@@ -488,7 +488,7 @@ int srv_restore_originals(srv_node *n, pfi_err *err)
     pthread_mutex_unlock(&n->mu);
     pfi_apply_report rep;
     pthread_mutex_lock(&n->hw_mu);
-    int rc = pfi_serve_apply(n->b, n->n_gpus, t, INFINITY, known, &rep, err);
+    int rc = pfi_hw_apply(n->b, n->n_gpus, t, INFINITY, known, &rep, err);
     pthread_mutex_unlock(&n->hw_mu);
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)

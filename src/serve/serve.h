@@ -5,7 +5,7 @@
  * PFI), and under a node power budget gives every job a per-GPU cap chosen by the allocator
  * (core/alloc.h) on the jobs' curves (core/curve.h).  Safety rules, each tested:
  *   - the sum of the GPUs' power limits never exceeds the budget, not even while caps change:
- *     every lowering is applied and read back before any raise (apply.c);
+ *     every lowering is applied and read back before any raise (pfi_hw_apply, hw/apply.c);
  *   - the limits found at start are journaled (measure/journal.h) before the first change and
  *     restored on SIGTERM/SIGINT, and at the next start after a crash or SIGKILL;
  *   - a watchdog reverts to a configured safe budget when a cluster controller stops sending
@@ -15,7 +15,6 @@
  * Pieces (one concern per file):
  *   config.c   the config file (key = value) and its defaults
  *   auth.c     bearer token file (root-only) and constant-time check
- *   apply.c    safe application of a set of caps under a budget (lower, read back, raise)
  *   node.c     the controller state: GPUs, jobs, budget, allocation; all mutations
  *   plan.c     the allocation of the budget to jobs (core/alloc.h)
  *   curves.c   jobs' curves: registered (JSON), PFI30, predicted from telemetry (core/predict.h)
@@ -84,36 +83,6 @@ struct pfi_model;
  * telemetry.  Returns PFI_OK after a clean shutdown. */
 int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_model *model,
                   volatile sig_atomic_t *stop, pfi_err *err);
-
-/* ---- safe cap application (apply.c), also used by the benchmarks and the tests ---- */
-
-typedef struct pfi_cap_change {
-    int gpu;
-    double before_w;    /* limit before (NAN: unreadable) */
-    double target_w;    /* asked (NAN: left alone) */
-    double limit_w;     /* limit read back after (NAN: unreadable) */
-    double enforced_w;  /* enforced limit read back after (NAN: unreadable) */
-    int held;           /* a raise not applied because it would have exceeded the budget */
-    int code;           /* PFI_OK or why this GPU failed */
-    char msg[160];
-} pfi_cap_change;
-
-typedef struct pfi_apply_report {
-    int n;
-    pfi_cap_change gpu[PFI_MAX_GPUS];
-    int n_changed, n_failed, n_held, n_mismatch; /* mismatch: enforced differs from asked > 1 W */
-    double sum_before_w, sum_after_w; /* sums of the limits as counted for the budget */
-    double peak_w;                    /* the largest sum at any instant of the change */
-} pfi_apply_report;
-
-/* Moves GPUs 0..n-1 to target_w[i] (NAN: leave that GPU alone) so that the sum of the power
- * limits never exceeds budget_w at any instant beyond where it already was (INFINITY: no
- * budget): all lowerings first, each read back, then only the raises that still fit.  A GPU
- * whose limit cannot be read counts at known[i] (the caller's last reading; may be NULL, then
- * at its maximum limit, or INFINITY when that is unknown too).  Failures of single GPUs are in
- * the report, not in the return code: returns PFI_OK unless nothing could be done at all. */
-int pfi_serve_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
-                    const pfi_device *known, pfi_apply_report *rep, pfi_err *err);
 
 /* ---- auth (auth.c) ---- */
 

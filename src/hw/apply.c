@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "serve/serve.h"
+#include "hw/hw.h"
 
 /* The limit a GPU counts at for the budget: the larger of the in-band and enforced limits, so
  * neither a stale reading nor an out-of-band cap that later lifts can hide power. */
@@ -44,27 +44,34 @@ static double sum_of(const double *v, int n)
     return s;
 }
 
-static void note(pfi_cap_change *c, const pfi_err *e)
+static void note(pfi_apply_report *rep, int i, const pfi_err *e)
 {
+    pfi_cap_change *c = &rep->gpu[i];
     c->code = e->code ? e->code : PFI_EINTERNAL;
     snprintf(c->msg, sizeof c->msg, "%s", e->msg);
+    if (rep->first_gpu < 0) {
+        rep->first_gpu = i;
+        rep->first = *e;
+        rep->first.code = c->code;
+    }
 }
 
 /* Sets one GPU and reads it back; cur[i] afterwards is what it may be holding. */
-static void set_one(pfi_backend *b, int i, double target, double *cur, pfi_cap_change *c)
+static void set_one(pfi_backend *b, int i, double target, double *cur, pfi_apply_report *rep)
 {
+    pfi_cap_change *c = &rep->gpu[i];
     pfi_err e = {0};
     double before = cur[i];
     int rc = pfi_hw_set_limit(b, i, target, NULL, &e);
     if (rc != PFI_OK) {
-        note(c, &e);
+        note(rep, i, &e);
         /* The driver may or may not have taken it: count the worse of the two. */
         cur[i] = target > before ? target : before;
         return;
     }
     pfi_device d;
     if (pfi_hw_info(b, i, &d, &e) != PFI_OK) {
-        note(c, &e);
+        note(rep, i, &e);
         cur[i] = target > before ? target : before;
         return;
     }
@@ -75,10 +82,11 @@ static void set_one(pfi_backend *b, int i, double target, double *cur, pfi_cap_c
         cur[i] = target > before ? target : before;
 }
 
-int pfi_serve_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
-                    const pfi_device *known, pfi_apply_report *rep, pfi_err *err)
+int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
+                 const pfi_device *known, pfi_apply_report *rep, pfi_err *err)
 {
     memset(rep, 0, sizeof *rep);
+    rep->first_gpu = -1;
     if (n < 0 || n > PFI_MAX_GPUS)
         return pfi_err_set(err, PFI_EINVAL, "apply: %d GPUs is out of range", n);
     rep->n = n;
@@ -100,7 +108,7 @@ int pfi_serve_apply(pfi_backend *b, int n, const double *target_w, double budget
         } else {
             cur[i] = fallback(known, i);
             if (!isnan(target_w[i]))
-                note(c, &e);
+                note(rep, i, &e);
         }
     }
     rep->sum_before_w = rep->peak_w = sum_of(cur, n);
@@ -112,7 +120,7 @@ int pfi_serve_apply(pfi_backend *b, int n, const double *target_w, double budget
         pfi_cap_change *c = &rep->gpu[i];
         if (isnan(target_w[i]) || c->code != PFI_OK || !(target_w[i] < cur[i] - 0.5))
             continue;
-        set_one(b, i, target_w[i], cur, c);
+        set_one(b, i, target_w[i], cur, rep);
         rep->n_changed++;
     }
     /* Pass 2: raises, smallest first, so that when a failed lowering leaves too little room the
@@ -141,7 +149,7 @@ int pfi_serve_apply(pfi_backend *b, int n, const double *target_w, double budget
                      target_w[i], s - cur[i] + target_w[i], budget_w);
             continue;
         }
-        set_one(b, i, target_w[i], cur, &rep->gpu[i]);
+        set_one(b, i, target_w[i], cur, rep);
         rep->n_changed++;
         double now = sum_of(cur, n);
         if (now > rep->peak_w)

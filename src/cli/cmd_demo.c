@@ -67,11 +67,14 @@ int pfi_cmd_demo(int argc, char **argv)
            "SM_MHz", "tokens/s", "rel");
     double t0_rate = NAN;
     for (int i = 0; i < ncaps; i++) {
+        double t[PFI_MAX_GPUS];
         for (int g = 0; g < n; g++)
-            if (pfi_hw_set_limit(b, g, caps[i], NULL, &e) != PFI_OK) {
-                pfi_hw_close(b);
-                return pfi_cli_fail("demo", &e);
-            }
+            t[g] = caps[i];
+        pfi_apply_report rep;
+        if (pfi_hw_apply(b, n, t, INFINITY, NULL, &rep, &e) != PFI_OK || rep.first_gpu >= 0) {
+            pfi_hw_close(b);
+            return pfi_cli_fail("demo", rep.first_gpu >= 0 ? &rep.first : &e);
+        }
         /* Two lines per step: just after the change (the firmware is still settling) and at
          * the end of the hold (steady). */
         for (int k = 0; k < 2; k++) {

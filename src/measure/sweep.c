@@ -203,16 +203,51 @@ static void level_init(pfi_level *lv)
     lv->n_samples = 0;
 }
 
+/* Moves the swept GPUs to w[i] through pfi_hw_apply, lowerings first, so that between two
+ * levels (or a plan that raises some GPUs and lowers others) the node's sum of limits never
+ * passes the larger of the two.  A failure is the first GPU's, in full. */
+static int apply_caps(pfi_backend *b, const pfi_sweep_cfg *c, const double *w,
+                      pfi_apply_report *rep, pfi_err *err)
+{
+    double t[PFI_MAX_GPUS];
+    int n = 0;
+    rep->first_gpu = -1;
+    for (int g = 0; g < PFI_MAX_GPUS; g++)
+        t[g] = NAN;
+    for (int i = 0; i < c->n_gpus; i++) {
+        int g = c->gpus[i];
+        if (g < 0 || g >= PFI_MAX_GPUS)
+            return pfi_err_set(err, PFI_ENOENT, "no GPU %d", g);
+        t[g] = w[i];
+        n = g + 1 > n ? g + 1 : n;
+    }
+    pfi_err e = {0};
+    int rc = pfi_hw_apply(b, n, t, INFINITY, NULL, rep, &e);
+    if (rep->first_gpu >= 0) {
+        if (err)
+            *err = rep->first;
+        return rep->first.code;
+    }
+    if (rc != PFI_OK && err)
+        *err = e;
+    return rc;
+}
+
 static int set_caps(pfi_backend *b, const pfi_sweep_cfg *c, const double *w, double *enforced,
                     pfi_err *err)
 {
+    pfi_apply_report rep;
+    int rc = apply_caps(b, c, w, &rep, err);
+    if (rc != PFI_OK) {
+        int g = rep.first_gpu;
+        if (g >= 0)
+            pfi_err_prefix(err, "setting GPU %d to %.0f W: ", g, rep.gpu[g].target_w);
+        return rc;
+    }
     double sum = 0;
     int n = 0;
     for (int i = 0; i < c->n_gpus; i++) {
-        double e = NAN;
-        int rc = pfi_hw_set_limit(b, c->gpus[i], w[i], &e, err);
-        if (rc != PFI_OK)
-            return pfi_err_prefix(err, "setting GPU %d to %.0f W: ", c->gpus[i], w[i]);
+        double e = rep.gpu[c->gpus[i]].enforced_w;
         if (isfinite(e)) {
             sum += e;
             n++;
@@ -341,16 +376,8 @@ static int restore(pfi_backend *b, const pfi_sweep_cfg *c, pfi_journal *j, int j
 {
     if (journaled)
         return pfi_journal_restore(j, b, NULL, err);
-    int first = PFI_OK;
-    for (int i = 0; i < c->n_gpus; i++) {
-        pfi_err e1 = {0};
-        int rc = pfi_hw_set_limit(b, c->gpus[i], orig[i], NULL, &e1);
-        if (rc != PFI_OK && first == PFI_OK) {
-            first = rc;
-            *err = e1;
-        }
-    }
-    return first;
+    pfi_apply_report rep;
+    return apply_caps(b, c, orig, &rep, err);
 }
 
 /* One level: its caps set, its throughput measured, its telemetry averaged, then handed to

@@ -207,20 +207,6 @@ pfi_sim_node *pfi_backend_sim_node(pfi_backend *b)
     return n;
 }
 
-void pfi_backend_sim_lock(pfi_backend *b)
-{
-    sim_impl *s = impl_of(b);
-    if (s)
-        pthread_mutex_lock(&s->mu);
-}
-
-void pfi_backend_sim_unlock(pfi_backend *b)
-{
-    sim_impl *s = impl_of(b);
-    if (s)
-        pthread_mutex_unlock(&s->mu);
-}
-
 int pfi_backend_sim_virtual(pfi_backend *b)
 {
     sim_impl *s = impl_of(b);

@@ -14,11 +14,10 @@
 #include "sim/sim.h"
 
 /* The node behind a sim backend, brought up to date with the shared state; NULL when b is not
- * a sim backend.  Read it at pfi_hw_now(b).  Hold pfi_backend_sim_lock while using it if other
- * threads use the same backend. */
+ * a sim backend.  For its config (pfi_sim_node_config), which never changes once the node
+ * exists, so any thread may read it without a lock.  What moves with time is read through the
+ * backend (pfi_hw_sample, pfi_backend_sim_job), which locks. */
 pfi_sim_node *pfi_backend_sim_node(pfi_backend *b);
-void pfi_backend_sim_lock(pfi_backend *b);
-void pfi_backend_sim_unlock(pfi_backend *b);
 /* 1 when the backend runs in virtual time. */
 int pfi_backend_sim_virtual(pfi_backend *b);
 /* Job status at the backend's current time (locks internally).  PFI_ENOTSUP if not sim. */

@@ -42,6 +42,7 @@ SIDE_LAYERS = {
 
 IDENT = re.compile(r"[A-Za-z_]\w*")
 CALL_PAREN = re.compile(r"\s*\(")
+MEMBER = re.compile(r"(\.|->)\s*$")
 KEYWORDS = set("""if for while switch return sizeof do else case default goto break continue
 typedef struct union enum static extern inline const volatile register signed unsigned void
 char short int long float double _Bool _Static_assert _Alignof _Generic""".split())
@@ -144,6 +145,8 @@ class Unit:
         for a, b in self.use_ranges:
             for m in IDENT.finditer(code, a, b):
                 w = m.group(0)
+                if MEMBER.search(code, max(0, m.start() - 64), m.start()):
+                    continue  # s.f or p->f: a field (maybe a function pointer), not a function
                 if w not in KEYWORDS and w not in self.uses:
                     self.uses[w] = self._line(m.start())
                 if w not in KEYWORDS and w not in self.calls and CALL_PAREN.match(code, m.end()):

@@ -27,7 +27,13 @@ for want in 'VIOLATION circle core/a.c core/b.c' \
   grep -qF "$want" "$T/out" || { echo "FAIL: not reported: $want"; bad=1; }
 done
 # u_used is called from another file; a static function is never "unused".
-if grep -E 'unused (u_used|s_fn)' "$T/out"; then echo "FAIL: a used function reported"; bad=1; fi
+if grep -E 'unused (u_used|s_fn|b_ops)' "$T/out"; then echo "FAIL: a used function reported"; bad=1; fi
+# o->u_never() calls a field, not util/u.c's u_never.
+python3 "$top/scripts/check-arch.py" --root "$top/tests/fixtures/arch" --allow /dev/null --graph \
+  > "$T/graph" 2>&1
+grep -q '^edge core/b.c -> core/a.c: core/b.c:7 calls a_fn()' "$T/graph" ||
+  { echo "FAIL: no edge for b.c's call: $(grep '^edge' "$T/graph")"; bad=1; }
+if grep '^edge core/b.c -> util/' "$T/graph"; then echo "FAIL: a field call made an edge"; bad=1; fi
 
 # Every violation listed, with its reason: the check passes.
 grep '^VIOLATION' "$T/out" | sed 's/^VIOLATION \(.*\)$/\1 -- known in this fixture/' > "$T/allow"

@@ -74,9 +74,10 @@ $(BUILD)/tests/%: tests/%.c $(call obj,$(TEST_SUPPORT)) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS) -lcmocka
 
-$(BUILD)/bench/%: bench/%.c $(LIB)
+# Benchmarks link the tests' support code too (the cluster's stand-in node daemons).
+$(BUILD)/bench/%: bench/%.c $(call obj,$(TEST_SUPPORT)) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
 
 # Optional pieces, built only where their toolchains exist.
 burn: $(BUILD)/pfi-burn

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cluster/cluster.h"
+#include "support/standin.h"
 #include "util/clock.h"
 
 static unsigned rng = 2463534242u;

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "cluster/cl_int.h"
+#include "support/standin.h"
 
 static void test_gres_idx(void **state)
 {

@@ -20,7 +20,7 @@
  *   nodes.c       HTTP client to many node daemons at once (libcurl multi)
  *   controller.c  gather, allocate, two-phase apply, heartbeats, the budget
  *   api.c         the controller's own HTTP API (libmicrohttpd)
- *   standin.c     loopback stand-ins for node daemons: tests and the 1,000-node benchmark */
+ * Stand-in node daemons for its tests and benchmark live in tests/support/standin.c. */
 #ifndef PFI_CLUSTER_CLUSTER_H
 #define PFI_CLUSTER_CLUSTER_H
 
@@ -199,37 +199,5 @@ typedef struct pfi_cl_server pfi_cl_server;
 int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
                         pfi_cl_server **out, int *port, pfi_err *err);
 void pfi_cl_server_stop(pfi_cl_server *s);
-
-/* ---- stand-in node daemons (standin.c) ---- */
-
-/* Many simulated node daemons behind one loopback HTTP server: node NAME answers under
- * http://127.0.0.1:PORT/n/NAME/v1/...  Each GPU has limits [min, max], default = max; jobs are
- * given with their GPUs, SLA, weight and a curve.  Every cap change is applied under one lock
- * and the site's cap sum checked after it: peak_w is the largest sum ever seen. */
-typedef struct pfi_standin pfi_standin;
-
-typedef struct pfi_standin_job {
-    const char *id;
-    const char *node;
-    int n_gpus;
-    const int *gpus;
-    double sla, weight;       /* NAN: none */
-    int n_points;             /* 0: no curve */
-    const double *cap_w, *tput;
-    double p0_w, t0;
-} pfi_standin_job;
-
-int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, double min_w,
-                      double max_w, pfi_standin **out, int *port, pfi_err *err);
-int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err);
-/* A silent node: accepts connections, never answers (until unset). */
-void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent);
-double pfi_standin_cap_sum(pfi_standin *s);
-double pfi_standin_peak(pfi_standin *s);
-void pfi_standin_reset_peak(pfi_standin *s);
-/* Limit of one GPU now (NAN: unknown node). */
-double pfi_standin_cap(pfi_standin *s, const char *node, int gpu);
-long long pfi_standin_requests(pfi_standin *s);
-void pfi_standin_stop(pfi_standin *s);
 
 #endif

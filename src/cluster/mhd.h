@@ -1,6 +1,6 @@
-/* mhd.h: what the two HTTP servers of src/cluster share, the controller's API (api.c) and the
- * node stand-ins (standin.c): a request body gathered over libmicrohttpd's calls, and JSON
- * replies.  Nothing outside src/cluster includes it. */
+/* mhd.h: what the two HTTP servers of the cluster share, the controller's API (api.c) and the
+ * node stand-ins of its tests (tests/support/standin.c): a request body gathered over
+ * libmicrohttpd's calls, and JSON replies.  Nothing else includes it. */
 #ifndef PFI_CLUSTER_MHD_H
 #define PFI_CLUSTER_MHD_H
 

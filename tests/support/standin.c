@@ -15,6 +15,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/mhd.h"
+#include "standin.h"
 
 #define BODY_MAX (1u << 20)
 

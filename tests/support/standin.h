@@ -1,0 +1,39 @@
+/* standin.h: stand-in node daemons for the cluster controller's tests (tests/test_cluster.c)
+ * and its 1,000-node benchmark (bench/bench_cluster.c).  Built with the tests and benchmarks,
+ * never into libpfi.a: no pfi command runs one. */
+#ifndef PFI_TESTS_SUPPORT_STANDIN_H
+#define PFI_TESTS_SUPPORT_STANDIN_H
+
+#include "core/err.h"
+
+/* Many simulated node daemons behind one loopback HTTP server: node NAME answers under
+ * http://127.0.0.1:PORT/n/NAME/v1/...  Each GPU has limits [min, max], default = max; jobs are
+ * given with their GPUs, SLA, weight and a curve.  Every cap change is applied under one lock
+ * and the site's cap sum checked after it: peak_w is the largest sum ever seen. */
+typedef struct pfi_standin pfi_standin;
+
+typedef struct pfi_standin_job {
+    const char *id;
+    const char *node;
+    int n_gpus;
+    const int *gpus;
+    double sla, weight;       /* NAN: none */
+    int n_points;             /* 0: no curve */
+    const double *cap_w, *tput;
+    double p0_w, t0;
+} pfi_standin_job;
+
+int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, double min_w,
+                      double max_w, pfi_standin **out, int *port, pfi_err *err);
+int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err);
+/* A silent node: accepts connections, never answers (until unset). */
+void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent);
+double pfi_standin_cap_sum(pfi_standin *s);
+double pfi_standin_peak(pfi_standin *s);
+void pfi_standin_reset_peak(pfi_standin *s);
+/* Limit of one GPU now (NAN: unknown node). */
+double pfi_standin_cap(pfi_standin *s, const char *node, int gpu);
+long long pfi_standin_requests(pfi_standin *s);
+void pfi_standin_stop(pfi_standin *s);
+
+#endif

@@ -128,34 +128,55 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
     return PFI_EXIT_OK;
 }
 
+/* The options as given; settings() turns them into the controller's config. */
+typedef struct cl_opts {
+    const char *listen, *token, *node_url, *node_map, *node_token, *topo, *hb, *ttl, *timeout,
+        *ramp, *budget, *port_file;
+    int as_json;
+} cl_opts;
+
+/* cfg and ramp_s from the options: -1 when they are good, else the exit code (said why). */
+static int settings(const cl_opts *o, pfi_cl_config *cfg, double *ramp_s)
+{
+    pfi_err err = {0};
+    pfi_cl_config_defaults(cfg);
+    *ramp_s = 0;
+    if (copy_opt(cfg->node_url, sizeof cfg->node_url, o->node_url, "node-url") ||
+        copy_opt(cfg->node_map, sizeof cfg->node_map, o->node_map, "node-map") ||
+        copy_opt(cfg->node_token_file, sizeof cfg->node_token_file, o->node_token, "node-token") ||
+        copy_opt(cfg->topo_file, sizeof cfg->topo_file, o->topo, "topology"))
+        return PFI_EXIT_USAGE;
+    if ((o->hb && pfi_parse_duration(o->hb, &cfg->heartbeat_s, &err)) ||
+        (o->ttl && pfi_parse_duration(o->ttl, &cfg->node_ttl_s, &err)) ||
+        (o->timeout && pfi_parse_duration(o->timeout, &cfg->timeout_s, &err)) ||
+        (o->ramp && pfi_parse_duration(o->ramp, ramp_s, &err)))
+        return pfi_cli_fail("cluster", &err);
+    return -1;
+}
+
 int pfi_cmd_cluster(int argc, char **argv)
 {
-    pfi_cl_config cfg;
-    pfi_cl_config_defaults(&cfg);
-    const char *listen = "127.0.0.1:9460", *token = NULL, *node_url = NULL, *node_map = NULL,
-               *node_token = NULL, *topo = NULL, *hb = NULL, *ttl = NULL, *timeout = NULL,
-               *ramp = NULL, *budget = NULL, *port_file = NULL;
-    int as_json = 0;
+    cl_opts o = {.listen = "127.0.0.1:9460"};
     const pfi_opt opts[] = {
-        {"listen", PFI_OPT_STR, &listen, "ADDR:PORT",
+        {"listen", PFI_OPT_STR, &o.listen, "ADDR:PORT",
          "serve: API address (default 127.0.0.1:9460)"},
-        {"port-file", PFI_OPT_STR, &port_file, "FILE", "serve: write the port listened on"},
-        {"token", PFI_OPT_STR, &token, "FILE", "serve: bearer token for PUT/POST (chmod 600)"},
-        {"token-file", PFI_OPT_STR, &token, "FILE",
+        {"port-file", PFI_OPT_STR, &o.port_file, "FILE", "serve: write the port listened on"},
+        {"token", PFI_OPT_STR, &o.token, "FILE", "serve: bearer token for PUT/POST (chmod 600)"},
+        {"token-file", PFI_OPT_STR, &o.token, "FILE",
          "the same as --token (pfi serve's and ctl's name)"},
-        {"node-url", PFI_OPT_STR, &node_url, "URL",
+        {"node-url", PFI_OPT_STR, &o.node_url, "URL",
          "node daemon URL, %n = node name, %a = address (default http://%a:9455)"},
-        {"node-map", PFI_OPT_STR, &node_map, "FILE", "lines 'NODE URL' overriding --node-url"},
-        {"node-token", PFI_OPT_STR, &node_token, "FILE", "bearer token of the node daemons"},
-        {"topology", PFI_OPT_STR, &topo, "FILE",
+        {"node-map", PFI_OPT_STR, &o.node_map, "FILE", "lines 'NODE URL' overriding --node-url"},
+        {"node-token", PFI_OPT_STR, &o.node_token, "FILE", "bearer token of the node daemons"},
+        {"topology", PFI_OPT_STR, &o.topo, "FILE",
          "nodes and jobs from a JSON file instead of Slurm (simulations)"},
-        {"heartbeat", PFI_OPT_STR, &hb, "DURATION", "serve: heartbeat/refresh period (5s)"},
-        {"node-ttl", PFI_OPT_STR, &ttl, "DURATION",
+        {"heartbeat", PFI_OPT_STR, &o.hb, "DURATION", "serve: heartbeat/refresh period (5s)"},
+        {"node-ttl", PFI_OPT_STR, &o.ttl, "DURATION",
          "node daemons revert to safe caps after this silence (30s)"},
-        {"timeout", PFI_OPT_STR, &timeout, "DURATION", "per node request (2s)"},
-        {"budget", PFI_OPT_STR, &budget, "BUDGET", "serve: initial site budget"},
-        {"ramp", PFI_OPT_STR, &ramp, "DURATION", "reach the budget over this time"},
-        {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
+        {"timeout", PFI_OPT_STR, &o.timeout, "DURATION", "per node request (2s)"},
+        {"budget", PFI_OPT_STR, &o.budget, "BUDGET", "serve: initial site budget"},
+        {"ramp", PFI_OPT_STR, &o.ramp, "DURATION", "reach the budget over this time"},
+        {"json", PFI_OPT_FLAG, &o.as_json, NULL, "one JSON document on stdout"},
         {0},
     };
     const pfi_cmd_spec spec = {
@@ -174,21 +195,13 @@ int pfi_cmd_cluster(int argc, char **argv)
         return PFI_EXIT_USAGE;
     }
     const char *what = pos[0];
-    pfi_err err = {0};
-    if (copy_opt(cfg.node_url, sizeof cfg.node_url, node_url, "node-url") ||
-        copy_opt(cfg.node_map, sizeof cfg.node_map, node_map, "node-map") ||
-        copy_opt(cfg.node_token_file, sizeof cfg.node_token_file, node_token, "node-token") ||
-        copy_opt(cfg.topo_file, sizeof cfg.topo_file, topo, "topology"))
-        return PFI_EXIT_USAGE;
-    double v, ramp_s = 0;
-    if ((hb && pfi_parse_duration(hb, &cfg.heartbeat_s, &err)) ||
-        (ttl && pfi_parse_duration(ttl, &cfg.node_ttl_s, &err)) ||
-        (timeout && pfi_parse_duration(timeout, &cfg.timeout_s, &err)) ||
-        (ramp && pfi_parse_duration(ramp, &ramp_s, &err)))
-        return pfi_cli_fail("cluster", &err);
+    pfi_cl_config cfg;
+    double ramp_s;
+    if ((rc = settings(&o, &cfg, &ramp_s)) >= 0)
+        return rc;
 
     if (!strcmp(what, "topology"))
-        return print_topology(as_json);
+        return print_topology(o.as_json);
     if (strcmp(what, "serve") && strcmp(what, "status") && strcmp(what, "budget")) {
         fprintf(stderr, "pfi cluster: unknown action '%s' (serve, status, budget, topology)\n",
                 what);
@@ -200,6 +213,7 @@ int pfi_cmd_cluster(int argc, char **argv)
     }
     if (strcmp(what, "serve"))
         cfg.heartbeat_s = 0;
+    pfi_err err = {0};
     pfi_cl *c;
     if (pfi_cl_open(&cfg, &c, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
@@ -209,36 +223,24 @@ int pfi_cmd_cluster(int argc, char **argv)
         goto out;
     }
     if (!strcmp(what, "status")) {
-        rc = as_json ? pfi_cli_print_json(json_pack("{s:o, s:o, s:o}", "allocation",
-                                                    pfi_cl_json_allocation(c), "nodes",
-                                                    pfi_cl_json_nodes(c), "jobs",
-                                                    pfi_cl_json_jobs(c)))
-                     : print_table(c);
+        rc = o.as_json ? pfi_cli_print_json(json_pack("{s:o, s:o, s:o}", "allocation",
+                                                      pfi_cl_json_allocation(c), "nodes",
+                                                      pfi_cl_json_nodes(c), "jobs",
+                                                      pfi_cl_json_jobs(c)))
+                       : print_table(c);
         goto out;
     }
-    const char *bt = !strcmp(what, "budget") ? pos[1] : budget;
-    if (bt) {
-        pfi_cl_budget b = {0};
-        b.ramp_s = ramp_s;
-        if (strcmp(bt, "none")) {
-            b.set = 1;
-            if (pfi_cl_parse_budget(c, bt, &v, &err) != PFI_OK) {
-                rc = pfi_cli_fail("cluster", &err);
-                goto out;
-            }
-            b.watts = v;
-        }
-        if (pfi_cl_set_budget(c, &b, &err) != PFI_OK) {
-            rc = pfi_cli_fail("cluster", &err);
-            goto out;
-        }
+    const char *bt = !strcmp(what, "budget") ? pos[1] : o.budget;
+    if (bt && pfi_cl_set_budget_text(c, bt, ramp_s, &err) != PFI_OK) {
+        rc = pfi_cli_fail("cluster", &err);
+        goto out;
     }
     if (!strcmp(what, "budget")) {
-        rc = as_json ? pfi_cli_print_json(pfi_cl_json_allocation(c)) : print_table(c);
+        rc = o.as_json ? pfi_cli_print_json(pfi_cl_json_allocation(c)) : print_table(c);
         goto out;
     }
 
-    rc = serve(c, listen, token, port_file);
+    rc = serve(c, o.listen, o.token, o.port_file);
 out:
     pfi_cl_close(c);
     return rc;

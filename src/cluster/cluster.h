@@ -173,6 +173,9 @@ int pfi_cl_refresh(pfi_cl *c, pfi_err *err);
 int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err);
 /* Parses "5600W", "70%" (of the sum of the GPUs' default limits) or "cut=30%". */
 int pfi_cl_parse_budget(pfi_cl *c, const char *text, double *watts, pfi_err *err);
+/* pfi_cl_set_budget of a budget as a person types it: what pfi_cl_parse_budget reads, or "none"
+ * to remove it; reached over ramp_s. */
+int pfi_cl_set_budget_text(pfi_cl *c, const char *text, double ramp_s, pfi_err *err);
 /* Re-allocates the budget in force on the current topology (after a refresh). */
 int pfi_cl_reapply(pfi_cl *c, pfi_err *err);
 /* Sends a heartbeat to every node daemon; marks the silent ones down. */

@@ -620,6 +620,17 @@ int pfi_cl_parse_budget(pfi_cl *c, const char *text, double *watts, pfi_err *err
     return PFI_OK;
 }
 
+int pfi_cl_set_budget_text(pfi_cl *c, const char *text, double ramp_s, pfi_err *err)
+{
+    pfi_cl_budget b = {.set = strcmp(text, "none") != 0, .ramp_s = ramp_s};
+    if (b.set) {
+        int rc = pfi_cl_parse_budget(c, text, &b.watts, err);
+        if (rc != PFI_OK)
+            return rc;
+    }
+    return pfi_cl_set_budget(c, &b, err);
+}
+
 /* Budget in force at time now, on a ramp from ramp_from_w to budget.watts. */
 static double ramp_value(const pfi_cl *c, double now)
 {

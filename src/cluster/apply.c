@@ -9,7 +9,11 @@
  * counted at its caps from before (the highest it can hold), marked silent, and the plan is
  * made again without it before any raise, so the raises elsewhere never spend watts that node
  * may still hold.  A node that fails in phase 2 is counted at its targets (the highest it can
- * hold then), which the plan already fits in the budget. */
+ * hold then), which the plan already fits in the budget.
+ *
+ * The same rule one level down is each node daemon's: it applies what it is sent with
+ * pfi_hw_apply (hw/apply.c), lowerings first, read back.  Here no GPU is touched, only nodes
+ * asked over HTTP, so that code is not reused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -40,9 +40,12 @@ struct pfi_cl {
 int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err);
 int pfi_cl_token_ok(const char *token, const char *authorization);
 
-/* controller.c */
+/* node_url.c: where a node daemon is reached. */
 const char *pfi_cl_unix_sock(const char *base); /* "unix:/p" -> "/p", else NULL */
 void pfi_cl_build_url(const char *base, const char *path, char *out, size_t n);
+/* The URL of a node's daemon: the map file's line for it, else the template. */
+void pfi_cl_node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char *out,
+                     size_t n);
 
 /* plan.c: the targets of a budget on the state as it is (c->mu held by the caller).
  * target[node][gpu] gets a cap for every GPU of every up node; silent nodes and pinned jobs

@@ -61,61 +61,6 @@ void pfi_cl_config_defaults(pfi_cl_config *c)
     c->step_w = 1.0;
 }
 
-const char *pfi_cl_unix_sock(const char *base)
-{
-    return strncmp(base, "unix:", 5) ? NULL : base + 5;
-}
-
-void pfi_cl_build_url(const char *base, const char *path, char *out, size_t n)
-{
-    if (pfi_cl_unix_sock(base)) {
-        snprintf(out, n, "http://localhost%s", path);
-        return;
-    }
-    size_t l = strlen(base);
-    while (l > 0 && base[l - 1] == '/')
-        l--;
-    snprintf(out, n, "%.*s%s", (int)l, base, path);
-}
-
-/* The URL of a node's daemon: the map file's line for it, else the template. */
-static void node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char *out, size_t n)
-{
-    if (cfg->node_map[0]) {
-        FILE *f = fopen(cfg->node_map, "r");
-        char line[600];
-        while (f && fgets(line, sizeof line, f)) {
-            char name[PFI_CL_NAME_MAX], url[PFI_CL_URL_MAX];
-            if (line[0] == '#' || sscanf(line, "%63s %255s", name, url) != 2)
-                continue;
-            if (!strcmp(name, tn->name)) {
-                snprintf(out, n, "%s", url);
-                fclose(f);
-                return;
-            }
-        }
-        if (f)
-            fclose(f);
-    }
-    size_t o = 0;
-    for (const char *p = cfg->node_url; *p && o + 1 < n; p++) {
-        const char *piece = NULL;
-        if (p[0] == '%' && p[1] == 'n')
-            piece = tn->name;
-        else if (p[0] == '%' && p[1] == 'a')
-            piece = tn->addr[0] ? tn->addr : tn->name;
-        if (piece) {
-            o += (size_t)snprintf(out + o, n - o, "%s", piece);
-            if (o >= n)
-                o = n - 1;
-            p++;
-        } else {
-            out[o++] = *p;
-        }
-    }
-    out[o] = '\0';
-}
-
 int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
 {
     *out = NULL;
@@ -366,7 +311,7 @@ static int carry_nodes(const pfi_cl *c, const pfi_cl_topo *t, pfi_cl_node *nodes
             }
             snprintf(n->why, sizeof n->why, "not asked yet");
         }
-        node_url(&c->cfg, &t->nodes[i], n->url, sizeof n->url);
+        pfi_cl_node_url(&c->cfg, &t->nodes[i], n->url, sizeof n->url);
         for (int g = 0; g < PFI_MAX_GPUS; g++)
             n->job_of[g] = -1;
     }

@@ -2,7 +2,7 @@
  *
  * A change (a job registered or removed, a budget, caps from a cluster controller, the
  * watchdog) is one decision: under decide_mu it is planned on a copy of the state, applied with
- * apply.c's ordering, written to the audit log, and only then committed.  A change that cannot
+ * hw/apply.c's ordering, written to the audit log, and only then committed.  A change that cannot
  * be planned (bad input, infeasible budget) returns an error before anything is touched. */
 #include <math.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Tests of the argument parser, unit parsers, error type and clock. */
+/* Tests of the argument parser, unit parsers, error type, clock and JSON helpers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +11,7 @@
 #include "core/err.h"
 #include "util/args.h"
 #include "util/clock.h"
+#include "util/json.h"
 #include "util/units.h"
 
 static void test_duration(void **state)
@@ -134,13 +135,28 @@ static void test_clock(void **state)
     assert_true(fabs(w - (double)time(NULL)) < 2);
 }
 
+static void test_json(void **state)
+{
+    json_t *a = pfi_json_num(1.5), *b = pfi_json_num(NAN), *c = pfi_json_num(-INFINITY);
+    assert_true(json_is_real(a) && json_real_value(a) == 1.5);
+    assert_true(json_is_null(b) && json_is_null(c));
+    json_t *o = json_pack("{s:f, s:i, s:s, s:n}", "x", 2.5, "n", 3, "s", "4", "z");
+    assert_true(pfi_json_num_or_nan(json_object_get(o, "x")) == 2.5);
+    assert_true(pfi_json_num_or_nan(json_object_get(o, "n")) == 3);
+    assert_true(isnan(pfi_json_num_or_nan(json_object_get(o, "s"))));
+    assert_true(isnan(pfi_json_num_or_nan(json_object_get(o, "z"))));
+    assert_true(isnan(pfi_json_num_or_nan(json_object_get(o, "absent"))));
+    assert_true(isnan(pfi_json_num_or_nan(NULL)));
+    json_decref(a), json_decref(b), json_decref(c), json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
         cmocka_unit_test(test_args), cmocka_unit_test(test_err),
-        cmocka_unit_test(test_clock),
+        cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

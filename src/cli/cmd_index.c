@@ -12,8 +12,8 @@
 #include "report/report.h"
 #include "study/curve_eval.h"
 #include "study/runset.h"
+#include "util/json.h"
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static const char *depth_key(char *buf, size_t n, double d)
 {
@@ -28,28 +28,28 @@ static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index 
     json_object_set_new(o, "id", json_integer(r->id));
     json_object_set_new(o, "gpu_type", json_string(r->gpu_type));
     json_object_set_new(o, "n_gpus", json_integer(r->n_gpus));
-    json_object_set_new(o, "p0_w", num(x->p0_w));
-    json_object_set_new(o, "t0", num(x->t0));
-    json_object_set_new(o, "cap0_w", num(x->cap0_w));
-    json_object_set_new(o, "pfi30", num(x->pfi));
-    json_object_set_new(o, "pfi30_lo", num(x->pfi_lo));
-    json_object_set_new(o, "pfi30_hi", num(x->pfi_hi));
+    json_object_set_new(o, "p0_w", pfi_json_num(x->p0_w));
+    json_object_set_new(o, "t0", pfi_json_num(x->t0));
+    json_object_set_new(o, "cap0_w", pfi_json_num(x->cap0_w));
+    json_object_set_new(o, "pfi30", pfi_json_num(x->pfi));
+    json_object_set_new(o, "pfi30_lo", pfi_json_num(x->pfi_lo));
+    json_object_set_new(o, "pfi30_hi", pfi_json_num(x->pfi_hi));
     json_t *pf = json_object(), *ex = json_object(), *mono = json_object();
     char k[16];
     for (int i = 0; i < PFI_N_DEPTHS; i++) {
         depth_key(k, sizeof k, pfi_depths[i]);
-        json_object_set_new(pf, k, num(x->pfi_at[i]));
+        json_object_set_new(pf, k, pfi_json_num(x->pfi_at[i]));
         json_object_set_new(ex, k, json_boolean(x->extrap_at[i]));
-        json_object_set_new(mono, k, num(x->pfi_mono_at[i]));
+        json_object_set_new(mono, k, pfi_json_num(x->pfi_mono_at[i]));
     }
     if (h) {
         depth_key(k, sizeof k, h->depth);
-        json_object_set_new(pf, k, num(h->pfi));
+        json_object_set_new(pf, k, pfi_json_num(h->pfi));
         json_object_set_new(ex, k, json_boolean(h->extrapolated));
         json_object_set_new(o, "headline",
                             json_pack("{s:f, s:o, s:o, s:o, s:b}", "depth", h->depth, "pfi",
-                                      num(h->pfi), "lo", num(h->pfi_lo), "hi", num(h->pfi_hi),
-                                      "extrapolated", h->extrapolated));
+                                      pfi_json_num(h->pfi), "lo", pfi_json_num(h->pfi_lo), "hi",
+                                      pfi_json_num(h->pfi_hi), "extrapolated", h->extrapolated));
     }
     json_object_set_new(o, "pfi", pf);
     json_object_set_new(o, "extrapolated", ex);
@@ -57,7 +57,7 @@ static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index 
     json_t *shed = json_object(), *lim = json_object();
     for (int i = 0; i < PFI_N_BUDGETS; i++) {
         depth_key(k, sizeof k, pfi_budgets[i]);
-        json_object_set_new(shed, k, num(x->shed_at[i]));
+        json_object_set_new(shed, k, pfi_json_num(x->shed_at[i]));
         json_object_set_new(lim, k, json_boolean(x->shed_limited[i]));
     }
     json_object_set_new(o, "shed_at_slowdown", shed);
@@ -67,8 +67,8 @@ static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index 
         json_array_append_new(p, json_real(x->fit.p[i]));
     json_object_set_new(o, "fit", json_pack("{s:s, s:o, s:o}", "family",
                                             pfi_family_name(x->fit.family), "params", p, "rmse",
-                                            num(x->fit.rmse)));
-    json_object_set_new(o, "r_max", num(x->r_max));
+                                            pfi_json_num(x->fit.rmse)));
+    json_object_set_new(o, "r_max", pfi_json_num(x->r_max));
     json_object_set_new(o, "levels", json_integer(x->n_points));
     json_object_set_new(o, "non_monotone", json_boolean(x->non_monotone));
     return o;
@@ -139,10 +139,10 @@ static int compare_families(const pfi_runset *rs, int as_json)
                 json_array_append_new(
                     arr, json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:b}", "family",
                                    pfi_family_name(f), "params", pfi_family_params(f),
-                                   "rmse_in_sample", num(q->rmse_fit),
-                                   "rmse_lolo_interpolation", num(q->rmse_lolo_interp),
-                                   "rmse_lolo_extrapolation", num(q->rmse_lolo_extrap),
-                                   "mean_pfi30", num(q->mean_pfi30), "default",
+                                   "rmse_in_sample", pfi_json_num(q->rmse_fit),
+                                   "rmse_lolo_interpolation", pfi_json_num(q->rmse_lolo_interp),
+                                   "rmse_lolo_extrapolation", pfi_json_num(q->rmse_lolo_extrap),
+                                   "mean_pfi30", pfi_json_num(q->mean_pfi30), "default",
                                    f == pfi_default_family));
             }
             json_object_set_new(doc, setname[set],

@@ -15,9 +15,9 @@
 #include "study/model_io.h"
 #include "study/runset.h"
 #include "study/trainset.h"
+#include "util/json.h"
 #include "util/units.h"
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 /* ---- train ---- */
 
@@ -77,8 +77,8 @@ static int model_train(int argc, char **argv)
         return pfi_cli_print_json(json_pack(
             "{s:s, s:s, s:i, s:i, s:s, s:o, s:o}", "model", outp, "trained_on", rw.where, "n_train",
             m.n_train, "skipped", rw.skipped, "kind", pfi_model_kind_name(m.kind),
-            "cv_mae_pfi30_ridge", num(m.cv_mae_ridge), "cv_mae_pfi30_physics",
-            num(m.cv_mae_physics)));
+            "cv_mae_pfi30_ridge", pfi_json_num(m.cv_mae_ridge), "cv_mae_pfi30_physics",
+            pfi_json_num(m.cv_mae_physics)));
     printf("trained on %s: %d runs (%d without a usable curve skipped)\n", rw.where, m.n_train,
            rw.skipped);
     printf("5-fold CV MAE of PFI30: ridge %.4f, physics %.4f -> %s\n", m.cv_mae_ridge,
@@ -92,9 +92,10 @@ static int model_train(int argc, char **argv)
 static json_t *eval_json(const pfi_model_eval *e)
 {
     return json_pack("{s:i, s:o, s:o, s:o, s:o, s:i, s:i}", "n", e->n, "mae_pfi30",
-                     num(e->mae_pfi30), "r2_pfi30", num(e->r2_pfi30), "mae_rel_tput_70",
-                     num(e->mae_rel70), "max_abs_err_pfi30", num(e->max_err_pfi30),
-                     "selected_ridge", e->kind_ridge, "selected_physics", e->kind_physics);
+                     pfi_json_num(e->mae_pfi30), "r2_pfi30", pfi_json_num(e->r2_pfi30),
+                     "mae_rel_tput_70", pfi_json_num(e->mae_rel70), "max_abs_err_pfi30",
+                     pfi_json_num(e->max_err_pfi30), "selected_ridge", e->kind_ridge,
+                     "selected_physics", e->kind_physics);
 }
 
 static int model_eval(int argc, char **argv)
@@ -135,24 +136,26 @@ static int model_eval(int argc, char **argv)
         json_t *im = json_object();
         for (int f = 0; f < PFI_N_FEATURES; f++)
             json_object_set_new(im, pfi_feature_name(f), json_real(ev.importance[f]));
-        json_t *doc = json_pack(
-            "{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o}", "data", rw.where,
-            "n_runs", n, "lojo_mae_pfi30", num(ev.lojo.mae_pfi30), "lojo_r2_pfi30",
-            num(ev.lojo.r2_pfi30), "lojo_mae_rel_tput_70", num(ev.lojo.mae_rel70),
-            "transfer_h200_to_h100_mae_pfi30",
-            ev.have_transfer ? num(ev.h200_to_h100.mae_pfi30) : json_null(),
-            "transfer_h100_to_h200_mae_pfi30",
-            ev.have_transfer ? num(ev.h100_to_h200.mae_pfi30) : json_null(),
-            "transfer_h200_to_h100_mae_rel_tput_70",
-            ev.have_transfer ? num(ev.h200_to_h100.mae_rel70) : json_null(),
-            "transfer_h100_to_h200_mae_rel_tput_70",
-            ev.have_transfer ? num(ev.h100_to_h200.mae_rel70) : json_null(), "model_selected",
-            pfi_model_kind_name(ev.full.kind), "importance", im, "lojo", eval_json(&ev.lojo));
-        json_object_set_new(doc, "mean_pfi30", num(ev.mean_pfi30));
-        json_object_set_new(doc, "reference_mae_pfi30_predict_mean", num(ev.ref_mae_pfi30));
+        json_t *doc =
+            json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o}", "data",
+                      rw.where, "n_runs", n, "lojo_mae_pfi30", pfi_json_num(ev.lojo.mae_pfi30),
+                      "lojo_r2_pfi30", pfi_json_num(ev.lojo.r2_pfi30), "lojo_mae_rel_tput_70",
+                      pfi_json_num(ev.lojo.mae_rel70), "transfer_h200_to_h100_mae_pfi30",
+                      ev.have_transfer ? pfi_json_num(ev.h200_to_h100.mae_pfi30) : json_null(),
+                      "transfer_h100_to_h200_mae_pfi30",
+                      ev.have_transfer ? pfi_json_num(ev.h100_to_h200.mae_pfi30) : json_null(),
+                      "transfer_h200_to_h100_mae_rel_tput_70",
+                      ev.have_transfer ? pfi_json_num(ev.h200_to_h100.mae_rel70) : json_null(),
+                      "transfer_h100_to_h200_mae_rel_tput_70",
+                      ev.have_transfer ? pfi_json_num(ev.h100_to_h200.mae_rel70) : json_null(),
+                      "model_selected", pfi_model_kind_name(ev.full.kind), "importance", im, "lojo",
+                      eval_json(&ev.lojo));
+        json_object_set_new(doc, "mean_pfi30", pfi_json_num(ev.mean_pfi30));
+        json_object_set_new(doc, "reference_mae_pfi30_predict_mean",
+                            pfi_json_num(ev.ref_mae_pfi30));
         json_object_set_new(doc, "cv_mae_pfi30",
-                            json_pack("{s:o, s:o}", "ridge", num(ev.full.cv_mae_ridge), "physics",
-                                      num(ev.full.cv_mae_physics)));
+                            json_pack("{s:o, s:o}", "ridge", pfi_json_num(ev.full.cv_mae_ridge),
+                                      "physics", pfi_json_num(ev.full.cv_mae_physics)));
         if (ev.have_transfer) {
             json_object_set_new(doc, "transfer_h200_to_h100", eval_json(&ev.h200_to_h100));
             json_object_set_new(doc, "transfer_h100_to_h200", eval_json(&ev.h100_to_h200));
@@ -196,7 +199,7 @@ static json_t *probe_eval_json(const pfi_probe_eval *ev, const char *where,
                                const double *depths, int probes)
 {
     json_t *doc = json_pack("{s:s, s:i, s:o, s:o, s:i}", "data", where, "probes", probes,
-                            "depths", json_array(), "b_prior_median", num(ev->b_prior),
+                            "depths", json_array(), "b_prior_median", pfi_json_num(ev->b_prior),
                             "n_curves", ev->n_curves);
     for (int i = 0; i < probes; i++)
         json_array_append_new(json_object_get(doc, "depths"), json_real(depths[i]));
@@ -207,9 +210,9 @@ static json_t *probe_eval_json(const pfi_probe_eval *ev, const char *where,
         char key[48];
         for (int k = 0; k < PFI_PROBE_EVAL_N; k++) {
             snprintf(key, sizeof key, "median_abs_err_%d", pfi_probe_eval_pct[k]);
-            json_object_set_new(o, key, num(sc->median[k]));
+            json_object_set_new(o, key, pfi_json_num(sc->median[k]));
             snprintf(key, sizeof key, "max_abs_err_%d", pfi_probe_eval_pct[k]);
-            json_object_set_new(o, key, num(sc->max[k]));
+            json_object_set_new(o, key, pfi_json_num(sc->max[k]));
             snprintf(key, sizeof key, "n_%d", pfi_probe_eval_pct[k]);
             json_object_set_new(o, key, json_integer(sc->n[k]));
             snprintf(key, sizeof key, "worst_run_%d", pfi_probe_eval_pct[k]);
@@ -224,9 +227,9 @@ static json_t *probe_eval_json(const pfi_probe_eval *ev, const char *where,
         for (int j = 0; j < ev->n_scan; j++)
             json_array_append_new(
                 arr, json_pack("{s:f, s:o, s:o, s:o}", "depth", ev->scan_depth[j],
-                               "median_abs_err_80", num(ev->scan_median[j][0]),
-                               "median_abs_err_70", num(ev->scan_median[j][1]),
-                               "median_abs_err_60", num(ev->scan_median[j][2])));
+                               "median_abs_err_80", pfi_json_num(ev->scan_median[j][0]),
+                               "median_abs_err_70", pfi_json_num(ev->scan_median[j][1]),
+                               "median_abs_err_60", pfi_json_num(ev->scan_median[j][2])));
         json_object_set_new(doc, "scan", arr);
     }
     return doc;

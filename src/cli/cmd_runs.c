@@ -7,8 +7,8 @@
 #include "cli/cli.h"
 #include "report/report.h"
 #include "store/store.h"
+#include "util/json.h"
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 /* A --source no writer gives and no run of this store has is a typo, refused as squeue refuses
  * an unknown partition; a known one with no runs here is an empty answer, as in sacct. */
@@ -96,9 +96,9 @@ int pfi_cmd_runs(int argc, char **argv)
                                   "unit_label", r->unit_label, "status", r->status);
             json_object_set_new(o, "backend", r->backend[0] ? json_string(r->backend)
                                                             : json_null());
-            json_object_set_new(o, "baseline_cap_w", num_or_null(r->cap0_w));
-            json_object_set_new(o, "t0", num_or_null(r->t0));
-            json_object_set_new(o, "p0_w", num_or_null(r->p0));
+            json_object_set_new(o, "baseline_cap_w", pfi_json_num(r->cap0_w));
+            json_object_set_new(o, "t0", pfi_json_num(r->t0));
+            json_object_set_new(o, "p0_w", pfi_json_num(r->p0));
             json_object_set_new(o, "started", r->started[0] ? json_string(r->started)
                                                             : json_null());
             json_object_set_new(o, "ended", r->ended[0] ? json_string(r->ended) : json_null());

@@ -8,8 +8,8 @@
 #include "report/report.h"
 #include "store/export.h"
 #include "store/store.h"
+#include "util/json.h"
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static const char *fmt(char *buf, size_t n, double v, const char *f)
 {
@@ -32,7 +32,7 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s)
                              m->model, "family", m->family, "moe", m->moe, "finetune",
                              m->finetune, "lora", m->lora, "dp", m->dp, "tp", m->tp, "pp", m->pp,
                              "ep", m->ep, "seq_len", m->seq_len, "global_batch", m->global_batch);
-    json_object_set_new(meta, "params_b", num_or_null(m->params_b));
+    json_object_set_new(meta, "params_b", pfi_json_num(m->params_b));
     json_t *levels = json_array();
     for (int i = 0; i < r->n_levels; i++)
         json_array_append_new(levels, pfi_export_level_fields(r, s, i));
@@ -44,12 +44,12 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s)
     json_object_set_new(doc, "backend", s->backend[0] ? json_string(s->backend) : json_null());
     json_object_set_new(doc, "started", s->started[0] ? json_string(s->started) : json_null());
     json_object_set_new(doc, "ended", s->ended[0] ? json_string(s->ended) : json_null());
-    json_object_set_new(doc, "min_limit_w", num_or_null(r->min_limit_w));
-    json_object_set_new(doc, "max_limit_w", num_or_null(r->max_limit_w));
-    json_object_set_new(doc, "default_limit_w", num_or_null(r->default_limit_w));
-    json_object_set_new(doc, "baseline_cap_w", num_or_null(s->cap0_w));
-    json_object_set_new(doc, "t0", num_or_null(s->t0));
-    json_object_set_new(doc, "p0_w", num_or_null(s->p0));
+    json_object_set_new(doc, "min_limit_w", pfi_json_num(r->min_limit_w));
+    json_object_set_new(doc, "max_limit_w", pfi_json_num(r->max_limit_w));
+    json_object_set_new(doc, "default_limit_w", pfi_json_num(r->default_limit_w));
+    json_object_set_new(doc, "baseline_cap_w", pfi_json_num(s->cap0_w));
+    json_object_set_new(doc, "t0", pfi_json_num(s->t0));
+    json_object_set_new(doc, "p0_w", pfi_json_num(s->p0));
     json_object_set_new(doc, "meta", meta);
     json_object_set_new(doc, "levels", levels);
     return pfi_cli_print_json(doc);

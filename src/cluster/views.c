@@ -5,11 +5,7 @@
 #include <string.h>
 
 #include "cluster/cl_int.h"
-
-static json_t *num(double v)
-{
-    return isnan(v) || isinf(v) ? json_null() : json_real(v);
-}
+#include "util/json.h"
 
 void *pfi_cl_json_nodes(pfi_cl *c)
 {
@@ -22,11 +18,11 @@ void *pfi_cl_json_nodes(pfi_cl *c)
         for (int g = 0; g < n->n_gpus; g++) {
             const pfi_device *d = &n->gpu[g];
             json_t *o = json_pack("{s:i}", "index", g);
-            json_object_set_new(o, "cap_w", num(d->limit_w));
-            json_object_set_new(o, "enforced_w", num(d->enforced_w));
-            json_object_set_new(o, "min_limit_w", num(d->min_limit_w));
-            json_object_set_new(o, "max_limit_w", num(d->max_limit_w));
-            json_object_set_new(o, "default_limit_w", num(d->default_limit_w));
+            json_object_set_new(o, "cap_w", pfi_json_num(d->limit_w));
+            json_object_set_new(o, "enforced_w", pfi_json_num(d->enforced_w));
+            json_object_set_new(o, "min_limit_w", pfi_json_num(d->min_limit_w));
+            json_object_set_new(o, "max_limit_w", pfi_json_num(d->max_limit_w));
+            json_object_set_new(o, "default_limit_w", pfi_json_num(d->default_limit_w));
             json_object_set_new(o, "job", n->job_of[g] >= 0 ? json_string(c->jobs[n->job_of[g]].id)
                                                             : json_null());
             json_array_append_new(gpus, o);
@@ -58,14 +54,14 @@ void *pfi_cl_json_jobs(pfi_cl *c)
         json_t *o = json_pack("{s:s, s:i, s:o, s:b, s:b, s:b}", "id", J->id, "n_gpus", J->n_gpus,
                               "nodes", nodes, "registered", J->registered, "has_curve",
                               J->has_curve, "pinned", J->pinned);
-        json_object_set_new(o, "sla", num(J->sla));
-        json_object_set_new(o, "weight", num(J->weight));
-        json_object_set_new(o, "min_cap_w", num(J->min_cap_w));
-        json_object_set_new(o, "max_cap_w", num(J->max_cap_w));
-        json_object_set_new(o, "cap_w", num(J->cap_now_w));
-        json_object_set_new(o, "cap_target_w", num(J->cap_target_w));
+        json_object_set_new(o, "sla", pfi_json_num(J->sla));
+        json_object_set_new(o, "weight", pfi_json_num(J->weight));
+        json_object_set_new(o, "min_cap_w", pfi_json_num(J->min_cap_w));
+        json_object_set_new(o, "max_cap_w", pfi_json_num(J->max_cap_w));
+        json_object_set_new(o, "cap_w", pfi_json_num(J->cap_now_w));
+        json_object_set_new(o, "cap_target_w", pfi_json_num(J->cap_target_w));
         json_object_set_new(o, "rel_tput_target",
-                            J->n_gpus > 0 ? num(J->tput_target / J->n_gpus) : json_null());
+                            J->n_gpus > 0 ? pfi_json_num(J->tput_target / J->n_gpus) : json_null());
         json_array_append_new(arr, o);
     }
     pthread_mutex_unlock(&c->mu);
@@ -89,7 +85,7 @@ void *pfi_cl_json_allocation(pfi_cl *c)
                           "site_default_w", site, "nodes", c->n_nodes, "nodes_up", up, "gpus",
                           gpus, "jobs", c->n_jobs);
     json_object_set_new(o, "budget_w", c->budget.set ? json_real(c->budget.watts) : json_null());
-    json_object_set_new(o, "budget_now_w", num(c->budget_now_w));
+    json_object_set_new(o, "budget_now_w", pfi_json_num(c->budget_now_w));
     json_object_set_new(o, "cap_sum_w", json_real(sum));
     json_object_set_new(o, "reserved_w", json_real(c->reserved_w));
     json_object_set_new(o, "idle_min_w", json_real(c->idle_w));
@@ -101,8 +97,8 @@ void *pfi_cl_json_allocation(pfi_cl *c)
     json_t *jobs = json_array();
     for (int j = 0; j < c->n_jobs; j++) {
         json_t *x = json_pack("{s:s, s:i}", "id", c->jobs[j].id, "n_gpus", c->jobs[j].n_gpus);
-        json_object_set_new(x, "cap_w", num(c->jobs[j].cap_now_w));
-        json_object_set_new(x, "cap_target_w", num(c->jobs[j].cap_target_w));
+        json_object_set_new(x, "cap_w", pfi_json_num(c->jobs[j].cap_now_w));
+        json_object_set_new(x, "cap_target_w", pfi_json_num(c->jobs[j].cap_target_w));
         json_array_append_new(jobs, x);
     }
     json_object_set_new(o, "per_job", jobs);

@@ -22,6 +22,7 @@
 #include "sim/sim.h"
 #include "study/experiment.h"
 #include "study/runset.h"
+#include "util/json.h"
 
 /* "NVIDIA H200", "H200-SXM" and "h200" are one GPU model; names pfi does not model compare as
  * written. */
@@ -132,7 +133,7 @@ int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err)
         json_t *x;
         json_object_foreach(v, k, x)
         {
-            double d = json_is_number(x) ? json_number_value(x) : NAN;
+            double d = pfi_json_num_or_nan(x);
             if (!strcmp(k, "depth")) {
                 if (!(d >= 0.05 && d <= 0.5))
                     return pfi_err_set(err, PFI_EINVAL, "probe.depth: expected 0.05 to 0.5");

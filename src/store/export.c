@@ -5,6 +5,7 @@
 
 #include "store/csv.h"
 #include "store/export.h"
+#include "util/json.h"
 
 const char *const pfi_export_columns[] = {
     "run_id",        "run_name",      "source",         "gpu_type",      "n_gpus",
@@ -17,39 +18,38 @@ const char *const pfi_export_columns[] = {
     "n_samples",     NULL,
 };
 
-static json_t *real_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 static json_t *int_or_null(int v) { return v > 0 ? json_integer(v) : json_null(); }
 
 json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, int level)
 {
     const pfi_level *l = &run->levels[level];
     json_t *o = json_object();
-    json_object_set_new(o, "cap_w", real_or_null(l->cap_w));
-    json_object_set_new(o, "enforced_w", real_or_null(l->enforced_w));
-    json_object_set_new(o, "power_w", real_or_null(l->power_w));
-    json_object_set_new(o, "job_power_w", real_or_null(l->power_w * run->n_gpus));
+    json_object_set_new(o, "cap_w", pfi_json_num(l->cap_w));
+    json_object_set_new(o, "enforced_w", pfi_json_num(l->enforced_w));
+    json_object_set_new(o, "power_w", pfi_json_num(l->power_w));
+    json_object_set_new(o, "job_power_w", pfi_json_num(l->power_w * run->n_gpus));
     /* Only an absolute rate goes in the unit-named columns; a relative one (epochs/s of an
      * unknown dataset size) is in throughput, with its unit beside it. */
     int tokens = strcmp(sum->unit_label, "tokens/s") == 0;
     int samples = strcmp(sum->unit_label, "samples/s") == 0;
-    json_object_set_new(o, "tokens_per_s", tokens ? real_or_null(l->tput) : json_null());
-    json_object_set_new(o, "samples_per_s", samples ? real_or_null(l->tput) : json_null());
-    json_object_set_new(o, "throughput", real_or_null(l->tput));
+    json_object_set_new(o, "tokens_per_s", tokens ? pfi_json_num(l->tput) : json_null());
+    json_object_set_new(o, "samples_per_s", samples ? pfi_json_num(l->tput) : json_null());
+    json_object_set_new(o, "throughput", pfi_json_num(l->tput));
     json_object_set_new(o, "throughput_unit", json_string(sum->unit_label));
-    json_object_set_new(o, "throughput_lo", real_or_null(l->tput_lo));
-    json_object_set_new(o, "throughput_hi", real_or_null(l->tput_hi));
-    json_object_set_new(o, "rel_throughput", real_or_null(l->tput / sum->t0));
-    json_object_set_new(o, "rel_power", real_or_null(l->power_w / sum->p0));
-    json_object_set_new(o, "sm_clock_mhz", real_or_null(l->sm_clock_mhz));
-    json_object_set_new(o, "powercap_frac", real_or_null(l->powercap_frac));
-    json_object_set_new(o, "gpu_util", real_or_null(l->gpu_util));
-    json_object_set_new(o, "sm_active", real_or_null(l->sm_active));
-    json_object_set_new(o, "tensor_active", real_or_null(l->tensor_active));
-    json_object_set_new(o, "dram_active", real_or_null(l->dram_active));
-    json_object_set_new(o, "nvlink_mibs", real_or_null(l->nvlink_mibs));
-    json_object_set_new(o, "pcie_mibs", real_or_null(l->pcie_mibs));
-    json_object_set_new(o, "t_start_s", real_or_null(l->t_start_s));
-    json_object_set_new(o, "t_end_s", real_or_null(l->t_end_s));
+    json_object_set_new(o, "throughput_lo", pfi_json_num(l->tput_lo));
+    json_object_set_new(o, "throughput_hi", pfi_json_num(l->tput_hi));
+    json_object_set_new(o, "rel_throughput", pfi_json_num(l->tput / sum->t0));
+    json_object_set_new(o, "rel_power", pfi_json_num(l->power_w / sum->p0));
+    json_object_set_new(o, "sm_clock_mhz", pfi_json_num(l->sm_clock_mhz));
+    json_object_set_new(o, "powercap_frac", pfi_json_num(l->powercap_frac));
+    json_object_set_new(o, "gpu_util", pfi_json_num(l->gpu_util));
+    json_object_set_new(o, "sm_active", pfi_json_num(l->sm_active));
+    json_object_set_new(o, "tensor_active", pfi_json_num(l->tensor_active));
+    json_object_set_new(o, "dram_active", pfi_json_num(l->dram_active));
+    json_object_set_new(o, "nvlink_mibs", pfi_json_num(l->nvlink_mibs));
+    json_object_set_new(o, "pcie_mibs", pfi_json_num(l->pcie_mibs));
+    json_object_set_new(o, "t_start_s", pfi_json_num(l->t_start_s));
+    json_object_set_new(o, "t_end_s", pfi_json_num(l->t_end_s));
     json_object_set_new(o, "n_samples", json_integer(l->n_samples));
     return o;
 }

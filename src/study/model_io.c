@@ -4,11 +4,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "util/json.h"
+
 static json_t *arr(const double *v, int n)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
-        json_array_append_new(a, isfinite(v[i]) ? json_real(v[i]) : json_null());
+        json_array_append_new(a, pfi_json_num(v[i]));
     return a;
 }
 

@@ -14,6 +14,7 @@
 
 #include "report/report.h"
 #include "study/study.h"
+#include "util/json.h"
 
 /* The paper's headline allocation result (arXiv 2609.11542, abstract): at a 30% power cut,
  * PFI-aware allocation recovers 63% of the equal-vs-oracle gap, about 1.5k tokens/s per job. */
@@ -625,11 +626,6 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
 
 /* ------------------------------------------------------------------ summary.json */
 
-static json_t *num(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 json_t *pfi_study_summary(const pfi_study *s)
 {
     double *v = malloc((size_t)(s->n ? s->n : 1) * sizeof *v);
@@ -643,25 +639,29 @@ json_t *pfi_study_summary(const pfi_study *s)
     json_object_set_new(doc, "source", json_string(s->source));
     json_object_set_new(doc, "runs", json_integer(s->n));
     json_object_set_new(doc, "runs_with_pfi", json_integer(n));
-    json_object_set_new(doc, "pfi30", json_pack("{s:o, s:o, s:o}", "min", num(d.min), "median",
-                                                num(d.median), "max", num(d.max)));
+    json_object_set_new(doc, "pfi30",
+                        json_pack("{s:o, s:o, s:o}", "min", pfi_json_num(d.min), "median",
+                                  pfi_json_num(d.median), "max", pfi_json_num(d.max)));
     const pfi_study_pred *p = &s->pred;
     json_t *pred = json_object();
     json_object_set_new(pred, "done", json_boolean(p->done));
     if (p->done) {
         json_object_set_new(pred, "model", json_string(pfi_model_kind_name(p->model_kind)));
         json_object_set_new(pred, "n_train", json_integer(p->n_train));
-        json_object_set_new(pred, "lojo_mae_pfi30", num(p->lojo.mae_pfi30));
-        json_object_set_new(pred, "lojo_r2_pfi30", num(p->lojo.r2_pfi30));
+        json_object_set_new(pred, "lojo_mae_pfi30", pfi_json_num(p->lojo.mae_pfi30));
+        json_object_set_new(pred, "lojo_r2_pfi30", pfi_json_num(p->lojo.r2_pfi30));
         json_object_set_new(pred, "validation_mae_pfi30",
-                            p->have_validation ? num(p->validation.mae_pfi30) : json_null());
+                            p->have_validation ? pfi_json_num(p->validation.mae_pfi30)
+                                               : json_null());
         json_object_set_new(pred, "transfer_h200_to_h100_mae_pfi30",
-                            p->have_h200_to_h100 ? num(p->h200_to_h100.mae_pfi30) : json_null());
+                            p->have_h200_to_h100 ? pfi_json_num(p->h200_to_h100.mae_pfi30)
+                                                 : json_null());
         json_object_set_new(pred, "transfer_h100_to_h200_mae_pfi30",
-                            p->have_h100_to_h200 ? num(p->h100_to_h200.mae_pfi30) : json_null());
+                            p->have_h100_to_h200 ? pfi_json_num(p->h100_to_h200.mae_pfi30)
+                                                 : json_null());
         json_t *imp = json_object();
         for (int f = 0; f < PFI_N_FEATURES; f++)
-            json_object_set_new(imp, pfi_feature_name(f), num(p->importance[f]));
+            json_object_set_new(imp, pfi_feature_name(f), pfi_json_num(p->importance[f]));
         json_object_set_new(pred, "importance", imp);
     } else {
         json_object_set_new(pred, "why", json_string(p->why));
@@ -686,24 +686,25 @@ json_t *pfi_study_summary(const pfi_study *s)
                 if (!cell->done)
                     continue;
                 json_object_set_new(pc, pfi_policy_name(k),
-                                    cell->infeasible ? json_null() : num(cell->total_throughput));
+                                    cell->infeasible ? json_null()
+                                                     : pfi_json_num(cell->total_throughput));
                 if (k != PFI_POLICY_EQUAL)
-                    json_object_set_new(pg, pfi_policy_name(k),
-                                        cell->infeasible ? json_null()
-                                                         : num(cell->per_job_gain_vs_equal));
+                    json_object_set_new(
+                        pg, pfi_policy_name(k),
+                        cell->infeasible ? json_null() : pfi_json_num(cell->per_job_gain_vs_equal));
                 const pfi_eval_cell *sc = &a->sla_cell[c][k];
                 json_object_set_new(ps, pfi_policy_name(k),
                                     json_pack("{s:o, s:i, s:o}", "total_throughput",
                                               sc->infeasible ? json_null()
-                                                             : num(sc->total_throughput),
+                                                             : pfi_json_num(sc->total_throughput),
                                               "sla_breaches", a->sla_violations[c][k],
                                               "worst_excess_slowdown",
-                                              num(a->sla_worst[c][k])));
+                                              pfi_json_num(a->sla_worst[c][k])));
             }
             json_object_set_new(cuts, key, pc);
             json_object_set_new(gain, key, pg);
             json_object_set_new(sla, key, ps);
-            json_object_set_new(gap, key, num(a->cell[c][PFI_POLICY_PFI].gap_recovered));
+            json_object_set_new(gap, key, pfi_json_num(a->cell[c][PFI_POLICY_PFI].gap_recovered));
         }
         json_object_set_new(al, "cuts", cuts);
         json_object_set_new(al, "gap_recovered", gap);

@@ -1,0 +1,15 @@
+/* json.h: the small JSON conventions every layer shares, over jansson.  JSON has no NaN or
+ * infinity, and pfi uses NaN for "not known": a number that is not finite is written as null,
+ * and a member that is absent or not a number reads as NaN, so unknowns survive a round trip. */
+#ifndef PFI_UTIL_JSON_H
+#define PFI_UTIL_JSON_H
+
+#include <jansson.h>
+
+/* v as a JSON real when finite, else null (a new reference). */
+json_t *pfi_json_num(double v);
+
+/* The value of v when it is a number (integer or real), else NAN (v may be NULL). */
+double pfi_json_num_or_nan(const json_t *v);
+
+#endif

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
+
 const double pfi_depths[PFI_N_DEPTHS] = {0.10, 0.20, 0.30, 0.40};
 const double pfi_budgets[PFI_N_BUDGETS] = {0.02, 0.05, 0.10};
 
@@ -62,24 +64,6 @@ double pfi_shed_at_slowdown(const pfi_fit *fit, double s_max, double r_limit)
             hi = mid;
     }
     return lo;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Quantile q of sorted v[0..n-1], linear between order statistics. */
-static double quantile(const double *v, int n, double q)
-{
-    if (n <= 0)
-        return NAN;
-    double pos = q * (n - 1);
-    int i = (int)floor(pos);
-    if (i >= n - 1)
-        return v[n - 1];
-    return v[i] + (v[i + 1] - v[i]) * (pos - i);
 }
 
 /* s on the monotone fit at shed r: linear in r between points (origin included). */
@@ -182,9 +166,9 @@ static int bootstrap(const pfi_curve *c, const fit_pts *p, const pfi_index_opts 
             vals[nv++] = v;
     }
     if (nv > 0) {
-        qsort(vals, (size_t)nv, sizeof(double), cmp_double);
-        out->pfi_lo = quantile(vals, nv, 0.025);
-        out->pfi_hi = quantile(vals, nv, 0.975);
+        qsort(vals, (size_t)nv, sizeof(double), pfi_cmp_double);
+        out->pfi_lo = pfi_quantile_sorted(vals, nv, 0.025);
+        out->pfi_hi = pfi_quantile_sorted(vals, nv, 0.975);
         /* The interval must hold the estimate itself (a skewed refit can push both ends past). */
         if (out->pfi < out->pfi_lo)
             out->pfi_lo = out->pfi;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
+
 #define B_MIN 1.0
 #define B_MAX 4.0
 
@@ -93,12 +95,6 @@ int pfi_probe_curve(const pfi_curve *t, const double *depths, int n, double b_pr
                               t->n_gpus, rmax, out, err);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 double pfi_probe_median_b(const pfi_curve *c, int n, int skip)
 {
     double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
@@ -108,11 +104,7 @@ double pfi_probe_median_b(const pfi_curve *c, int n, int skip)
     for (int i = 0; i < n; i++)
         if (i != skip && c[i].fit.family == PFI_FAM_POWER && c[i].n_shed >= 2 && c[i].fit.p[0] > 0)
             v[m++] = c[i].fit.p[1];
-    double med = NAN;
-    if (m > 0) {
-        qsort(v, (size_t)m, sizeof(double), cmp_double);
-        med = m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
-    }
+    double med = pfi_median(v, m);
     free(v);
     return med;
 }
@@ -177,12 +169,6 @@ static double ref_s_at(const pfi_curve *c, const double *iso, double x, int spac
     return clampd(1.0 - rel, 0.0, 1.0);
 }
 
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Reference a comes before b: higher tier first, then nearer the probe. */
 static int ref_before(const unsigned char *use, const double *dist, int a, int b)
 {
@@ -204,7 +190,7 @@ static double median_step(const pfi_curve *refs, const double *iso, const int *n
         if (isfinite(s1) && isfinite(s0))
             v[q++] = s1 - s0;
     }
-    return q >= SHAPE_MIN_COVER ? median_of(v, q) : NAN;
+    return q >= SHAPE_MIN_COVER ? pfi_median(v, q) : NAN;
 }
 
 /* The slowdown at each grid cap, walked out from the probe: from the grid cap nearest the

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/stats.h"
 #include "serve/serve_int.h"
 
 #define GRID_PTS 17 /* uniform caps per job, on top of the curve's own measured caps */
@@ -80,12 +81,6 @@ static int add_point(double *caps, int n, double c)
             return n;
     caps[n] = c;
     return n + 1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_plan *p,
@@ -213,7 +208,7 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     for (int k = 0; k < cv->n; k++)
         if (cv->cap_w[k] > lo && cv->cap_w[k] < hi)
             m = add_point(gc, m, round(cv->cap_w[k]));
-    qsort(gc, (size_t)m, sizeof gc[0], cmp_double);
+    qsort(gc, (size_t)m, sizeof gc[0], pfi_cmp_double);
     for (int k = 0; k < m; k++) {
         gt[k] = scale * pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, gc[k]);
         if (!isfinite(gt[k]))

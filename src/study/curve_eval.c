@@ -7,6 +7,7 @@
 
 #include "core/pfi.h"
 #include "core/probe.h"
+#include "core/stats.h"
 #include "study/runset.h"
 
 /* ---- curve families ---- */
@@ -101,20 +102,6 @@ static double truth_at(const pfi_curve *c, const int *skip, int nskip, double r)
     return r > rr[m - 1] ? NAN : pfi_lerp_sorted(rr, tt, m, r);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double maxv(const double *v, int n)
 {
     double m = n ? 0 : NAN;
@@ -183,7 +170,7 @@ static int depth_scan(const pfi_curve *cv, const int *tr, const char **names, in
         for (int i = 0; rc == PFI_OK && i < n; i++)
             score(&cv[i], tr[i], &d, 1, b, names[i], sc);
         for (int k = 0; rc == PFI_OK && k < PFI_PROBE_EVAL_N; k++)
-            out->scan_median[j][k] = median(sc[0].e[k], sc[0].n[k]);
+            out->scan_median[j][k] = pfi_median(sc[0].e[k], sc[0].n[k]);
         errs_free(sc);
         if (rc != PFI_OK)
             return rc;
@@ -239,7 +226,7 @@ int pfi_probe_evaluate(const pfi_run *runs, int nruns, const double *depths, int
         for (int s = 0; s < 2; s++)
             for (int k = 0; k < PFI_PROBE_EVAL_N; k++) {
                 out->set[s].max[k] = maxv(es[s].e[k], es[s].n[k]);
-                out->set[s].median[k] = median(es[s].e[k], es[s].n[k]);
+                out->set[s].median[k] = pfi_median(es[s].e[k], es[s].n[k]);
                 out->set[s].n[k] = es[s].n[k];
                 out->set[s].worst[k] = es[s].worst[k];
             }

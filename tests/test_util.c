@@ -1,8 +1,10 @@
-/* Tests of the argument parser, unit parsers, error type, clock and JSON helpers. */
+/* Tests of the argument parser, unit parsers, error type, clock, JSON and text helpers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -12,6 +14,7 @@
 #include "util/args.h"
 #include "util/clock.h"
 #include "util/json.h"
+#include "util/text.h"
 #include "util/units.h"
 
 static void test_duration(void **state)
@@ -150,6 +153,32 @@ static void test_json(void **state)
     json_decref(a), json_decref(b), json_decref(c), json_decref(o);
 }
 
+static void test_text(void **state)
+{
+    char a[] = "  key = value \t\n", b[] = " \n ", c[] = "x";
+    assert_string_equal(pfi_trim(a), "key = value");
+    assert_string_equal(pfi_trim(b), "");
+    assert_string_equal(pfi_trim(c), "x");
+
+    /* Larger than the first buffer, so it grows; then the same with a limit below its size. */
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    size_t n = 200000;
+    for (size_t i = 0; i < n; i++)
+        fputc('a' + (int)(i % 26), f);
+    rewind(f);
+    size_t len = 0;
+    char *all = pfi_read_all(f, 0, &len);
+    assert_non_null(all);
+    assert_int_equal(len, n);
+    assert_int_equal(strlen(all), n);
+    assert_true(all[0] == 'a' && all[n - 1] == 'a' + (int)((n - 1) % 26));
+    free(all);
+    rewind(f);
+    assert_null(pfi_read_all(f, 1 << 17, &len));
+    fclose(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -157,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
         cmocka_unit_test(test_args), cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
+        cmocka_unit_test(test_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

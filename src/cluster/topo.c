@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "cluster/cluster.h"
+#include "util/text.h"
 
 void pfi_cl_topo_free(pfi_cl_topo *t)
 {
@@ -296,30 +297,12 @@ static char *run_capture(const char *cmd, pfi_err *err)
         pfi_err_set(err, PFI_ECHILD, "cannot run '%s'", cmd);
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
+    char *buf = pfi_read_all(f, 0, NULL);
     int st = pclose(f);
     if (!buf) {
         pfi_err_set(err, PFI_ENOMEM, "out of memory reading '%s'", cmd);
         return NULL;
     }
-    buf[n] = '\0';
     if (st != 0) {
         /* The command's own first line (2>&1) says why; pclose gives a wait status, not the
          * exit code. */

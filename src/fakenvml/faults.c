@@ -21,6 +21,7 @@
 #include "fakenvml/fake.h"
 #include "hw/nvml/nvml_errors.h"
 #include "util/clock.h"
+#include "util/text.h"
 
 static const nvmlReturn_t all_codes[] = {
     NVML_SUCCESS, NVML_ERROR_UNINITIALIZED, NVML_ERROR_INVALID_ARGUMENT,
@@ -54,16 +55,6 @@ int fake_parse_code(const char *s)
             return (int)all_codes[i];
     }
     return -1;
-}
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1]))
-        *--e = '\0';
-    return s;
 }
 
 static int bad(const char *rule, const char *why)
@@ -107,19 +98,19 @@ static int parse_rule(char *rule)
     if (!eq)
         return bad(orig, "expected FUNC[@GPU]=ERROR");
     *eq = '\0';
-    char *lhs = trim(rule), *rhs = eq + 1;
+    char *lhs = pfi_trim(rule), *rhs = eq + 1;
     char *opts = strchr(rhs, ';');
     if (opts)
         *opts++ = '\0';
-    rhs = trim(rhs);
+    rhs = pfi_trim(rhs);
     int gpu = -1;
     char *at = strchr(lhs, '@');
     if (at) {
         *at = '\0';
-        if (parse_gpu(trim(at + 1), &gpu) != 0)
+        if (parse_gpu(pfi_trim(at + 1), &gpu) != 0)
             return bad(orig, "GPU must be an index or '*'");
     }
-    lhs = trim(lhs);
+    lhs = pfi_trim(lhs);
     if (strcmp(lhs, "oob-cap") == 0) {
         char *end;
         double w = strtod(rhs, &end);
@@ -149,22 +140,22 @@ static int parse_rule(char *rule)
         char *next = strchr(opts, ';');
         if (next)
             *next++ = '\0';
-        char *kv = trim(opts), *val = strchr(kv, '=');
+        char *kv = pfi_trim(opts), *val = strchr(kv, '=');
         if (!val)
             return bad(orig, "options are after=N, at=SECONDS, count=N");
         *val++ = '\0';
         char *end;
-        if (strcmp(trim(kv), "after") == 0) {
+        if (strcmp(pfi_trim(kv), "after") == 0) {
             r.after = strtol(val, &end, 10);
-            if (end == val || *trim(end) || r.after < 0)
+            if (end == val || *pfi_trim(end) || r.after < 0)
                 return bad(orig, "after= needs a count >= 0");
-        } else if (strcmp(trim(kv), "count") == 0) {
+        } else if (strcmp(pfi_trim(kv), "count") == 0) {
             r.count = strtol(val, &end, 10);
-            if (end == val || *trim(end) || r.count < 1)
+            if (end == val || *pfi_trim(end) || r.count < 1)
                 return bad(orig, "count= needs a count >= 1");
-        } else if (strcmp(trim(kv), "at") == 0) {
+        } else if (strcmp(pfi_trim(kv), "at") == 0) {
             r.at_s = strtod(val, &end);
-            if (end == val || (*end && strcmp(trim(end), "s") != 0) || !(r.at_s >= 0))
+            if (end == val || (*end && strcmp(pfi_trim(end), "s") != 0) || !(r.at_s >= 0))
                 return bad(orig, "at= needs seconds >= 0");
         } else {
             return bad(orig, "options are after=N, at=SECONDS, count=N");
@@ -184,7 +175,7 @@ static int parse_text(char *text)
             *hash = '\0';
         char *save2 = NULL;
         for (char *rule = strtok_r(line, ",", &save2); rule; rule = strtok_r(NULL, ",", &save2)) {
-            rule = trim(rule);
+            rule = pfi_trim(rule);
             if (*rule && parse_rule(rule) != 0)
                 return -1;
         }

@@ -9,6 +9,7 @@
 
 #include "serve/serve.h"
 #include "serve/serve_int.h"
+#include "util/text.h"
 #include "util/units.h"
 
 void pfi_serve_config_defaults(pfi_serve_config *c)
@@ -162,16 +163,6 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
     return pfi_err_set(err, PFI_EINVAL, "unknown setting '%s' (see docs/serve.md)", key);
 }
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1]))
-        *--e = '\0';
-    return s;
-}
-
 int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
 {
     FILE *f = fopen(path, "r");
@@ -189,7 +180,7 @@ int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
-        char *s = trim(line);
+        char *s = pfi_trim(line);
         if (!*s)
             continue;
         char *eq = strchr(s, '=');
@@ -198,7 +189,7 @@ int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
             break;
         }
         *eq = '\0';
-        char *key = trim(s), *val = trim(eq + 1);
+        char *key = pfi_trim(s), *val = pfi_trim(eq + 1);
         size_t vl = strlen(val);
         if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
             val[vl - 1] = '\0';

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "sim/physics.h"
+#include "util/text.h"
 
 static const char *const kind_names[] = {"pretrain", "finetune", "lora"};
 static const char *const prec_names[] = {"bf16", "fp16", "fp8", "fp32"};
@@ -548,29 +549,13 @@ int pfi_sim_config_load(const char *arg, pfi_node_config *out, pfi_err *err)
     if (!f)
         return pfi_err_set(err, PFI_ENOENT, "cannot open simulator config '%s': %s", arg,
                            strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = cap < (1u << 24) ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
+    char *buf = pfi_read_all(f, 1u << 24, NULL);
     int bad = ferror(f);
     fclose(f);
     if (!buf || bad) {
         free(buf);
         return pfi_err_set(err, bad ? PFI_EIO : PFI_ENOMEM, "cannot read '%s'", arg);
     }
-    buf[n] = '\0';
     int rc = pfi_sim_config_parse(buf, out, err);
     free(buf);
     if (rc != PFI_OK)

@@ -371,12 +371,12 @@ static void test_ramp(void **state)
 static long call(const char *url, const char *method, const char *body, const char *token,
                  char **reply)
 {
-    pfi_cl_req r;
+    pfi_http_req r;
     memset(&r, 0, sizeof r);
     r.url = url;
     r.method = method;
     r.body = body;
-    pfi_cl_http_many(NULL, &r, 1, token, 5.0, 1);
+    pfi_http_many(NULL, &r, 1, token, 5.0, 1);
     if (reply)
         *reply = r.reply;
     else

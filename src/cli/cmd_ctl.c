@@ -1,35 +1,17 @@
 /* pfi ctl: a client of a running `pfi serve` (docs/api.md), over TCP or its Unix socket.
  * Prints the daemon's JSON answer; an error answer goes to stderr with exit status 1 (2 for a
  * request the daemon found malformed). */
-#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "serve/serve.h"
+#include "util/http.h"
 #include "util/units.h"
-
-typedef struct resp {
-    char *p;
-    size_t len;
-} resp;
-
-static size_t on_data(char *d, size_t sz, size_t nm, void *u)
-{
-    resp *r = u;
-    size_t k = sz * nm;
-    char *np = realloc(r->p, r->len + k + 1);
-    if (!np)
-        return 0;
-    r->p = np;
-    memcpy(r->p + r->len, d, k);
-    r->len += k;
-    r->p[r->len] = '\0';
-    return k;
-}
 
 typedef struct ctl {
     const char *url, *socket, *token_file;
@@ -48,67 +30,41 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
         return pfi_cli_fail("ctl", &err);
     }
     char url[1024];
-    const char *base = c->socket ? "http://localhost" : c->url;
-    size_t bl = strlen(base);
-    while (bl > 0 && base[bl - 1] == '/')
-        bl--;
-    snprintf(url, sizeof url, "%.*s%s", (int)bl, base, path);
+    pfi_http_url(c->socket ? "http://localhost" : c->url, path, url, sizeof url);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    CURL *cu = curl_easy_init();
-    if (!cu) {
-        free(text);
+    /* What the daemon answers is shown whole, however long (an audit query can be). */
+    pfi_http_req r = {.url = url, .unix_sock = c->socket, .method = method, .body = text,
+                      .max_reply = SIZE_MAX};
+    pfi_http_many(NULL, &r, 1, token, 60.0, 1);
+    free(text);
+    if (!r.started) {
         fprintf(stderr, "pfi ctl: libcurl failed to start\n");
+        free(r.reply);
         return PFI_EXIT_FAIL;
     }
-    struct curl_slist *h = NULL;
-    char auth[PFI_TOKEN_MAX + 32];
-    if (token[0]) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    if (text)
-        h = curl_slist_append(h, "Content-Type: application/json");
-    resp r = {0};
-    curl_easy_setopt(cu, CURLOPT_URL, url);
-    curl_easy_setopt(cu, CURLOPT_CUSTOMREQUEST, method);
-    if (c->socket)
-        curl_easy_setopt(cu, CURLOPT_UNIX_SOCKET_PATH, c->socket);
-    if (text)
-        curl_easy_setopt(cu, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(cu, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(cu, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
-    CURLcode cc = curl_easy_perform(cu);
-    long status = 0;
-    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(cu);
-    free(text);
-    if (cc != CURLE_OK) {
+    if (r.status < 0) {
         fprintf(stderr, "pfi ctl: %s %s: %s (is pfi serve running there?)\n", method, url,
-                curl_easy_strerror(cc));
-        free(r.p);
+                r.err);
+        free(r.reply);
         return PFI_EXIT_FAIL;
     }
     int rc = PFI_EXIT_OK;
-    json_t *doc = r.p ? json_loads(r.p, 0, NULL) : NULL;
-    if (status >= 400) {
+    json_t *doc = r.reply ? json_loads(r.reply, 0, NULL) : NULL;
+    if (r.status >= 400) {
         json_t *m = json_object_get(json_object_get(doc, "error"), "message");
-        fprintf(stderr, "pfi ctl: %s %s: HTTP %ld: %s\n", method, path, status,
-                json_is_string(m) ? json_string_value(m) : (r.p ? r.p : ""));
-        rc = status == 400 ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
+        fprintf(stderr, "pfi ctl: %s %s: HTTP %ld: %s\n", method, path, r.status,
+                json_is_string(m) ? json_string_value(m) : (r.reply ? r.reply : ""));
+        rc = r.status == 400 ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
         json_decref(doc);
     } else if (doc && !c->raw) {
         rc = pfi_cli_print_json(doc);
-    } else if (r.p) {
-        if (fputs(r.p, stdout) == EOF)
+    } else if (r.reply) {
+        if (fputs(r.reply, stdout) == EOF)
             rc = PFI_EXIT_FAIL;
         json_decref(doc);
     }
-    free(r.p);
+    free(r.reply);
     return rc;
 }
 

@@ -73,7 +73,7 @@ typedef struct wave {
     double (*asked)[PFI_MAX_GPUS];
     char **body;
     char (*url)[PFI_CL_URL_MAX + 32];
-    pfi_cl_req *rq;
+    pfi_http_req *rq;
 } wave;
 
 static void wave_free(wave *w)
@@ -81,7 +81,7 @@ static void wave_free(wave *w)
     for (int k = 0; k < w->n; k++)
         free(w->body[k]);
     if (w->rq)
-        pfi_cl_req_free(w->rq, w->n);
+        pfi_http_req_free(w->rq, w->n);
     free(w->node);
     free(w->asked);
     free(w->body);
@@ -179,7 +179,7 @@ static int wave_absorb(pfi_cl *c, wave *w, int lower)
 
 static void send_wave(pfi_cl *c, wave *w)
 {
-    pfi_cl_http_many(c->http, w->rq, w->n, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
+    pfi_http_many(c->http, w->rq, w->n, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
 }
 
 int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)

@@ -15,7 +15,7 @@ struct pfi_cl {
     pfi_cl_config cfg;
     char token[512];
     pthread_mutex_t mu, op_mu;
-    pfi_cl_http *http;
+    pfi_http *http;
 
     int n_nodes, n_jobs;
     pfi_cl_node *nodes;

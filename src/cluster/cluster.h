@@ -17,8 +17,8 @@
  *
  * Pieces (one concern per file):
  *   topo.c        nodes and jobs: Slurm (`sinfo --json`, `squeue --json`) or a JSON file
- *   nodes.c       HTTP client to many node daemons at once (libcurl multi)
- *   controller.c  gather, allocate, two-phase apply, heartbeats, the budget
+ *   controller.c  gather, allocate, two-phase apply, heartbeats, the budget; it reaches
+ *                 the node daemons many at once through util/http.h
  *   api.c         the controller's own HTTP API (libmicrohttpd)
  * Stand-in node daemons for its tests and benchmark live in tests/support/standin.c. */
 #ifndef PFI_CLUSTER_CLUSTER_H
@@ -28,6 +28,7 @@
 
 #include "core/err.h"
 #include "hw/hw.h"
+#include "util/http.h"
 
 #define PFI_CL_NODE_PORT 9455 /* `pfi serve`'s default port */
 #define PFI_CL_NAME_MAX 64
@@ -74,31 +75,6 @@ int pfi_cl_topo_parse_json(const char *text, pfi_cl_topo *out, pfi_err *err);
 char *pfi_cl_topo_to_json(const pfi_cl_topo *t);
 /* "gpu:2(IDX:0-1)", "gpu:h100:4(IDX:0,2-4)" -> indices; -1 when malformed. */
 int pfi_cl_parse_gres_idx(const char *s, int *out, int max);
-
-/* ---- node daemon client (nodes.c) ---- */
-
-/* One request to one node; the client runs many at once. */
-typedef struct pfi_cl_req {
-    const char *url;      /* full URL */
-    const char *unix_sock;/* non-NULL: connect to this Unix socket (url's host is ignored) */
-    const char *method;   /* "GET", "PUT", "POST" */
-    const char *body;     /* NULL: none */
-    long status;          /* out: HTTP status, or -1 when no answer */
-    char *reply;          /* out: body (malloc'd, NUL-terminated) or NULL */
-    char err[200];        /* out: why there was no good answer */
-} pfi_cl_req;
-
-/* A reusable client: its open connections survive between calls.  Not thread-safe: one caller
- * at a time. */
-typedef struct pfi_cl_http pfi_cl_http;
-pfi_cl_http *pfi_cl_http_new(void);
-void pfi_cl_http_free(pfi_cl_http *h);
-/* Performs every request, at most max_parallel at a time, each within timeout_s, on keep's
- * connections (NULL: a client for this call only).  token (may be NULL) goes in an
- * Authorization: Bearer header.  Never fails as a whole: outcomes are in the requests. */
-void pfi_cl_http_many(pfi_cl_http *keep, pfi_cl_req *reqs, int n, const char *token,
-                      double timeout_s, int max_parallel);
-void pfi_cl_req_free(pfi_cl_req *reqs, int n);
 
 /* ---- the controller (controller.c) ---- */
 

@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "cluster/cl_int.h"
 #include "core/curve.h"
 #include "util/units.h"
@@ -75,8 +73,7 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
         free(c);
         return pfi_err_prefix(err, "node token: ");
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    c->http = pfi_cl_http_new();
+    c->http = pfi_http_new();
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->op_mu, NULL);
     c->budget_now_w = NAN;
@@ -99,7 +96,7 @@ void pfi_cl_close(pfi_cl *c)
         c->stop = 1;
         pthread_join(c->loop, NULL);
     }
-    pfi_cl_http_free(c->http);
+    pfi_http_free(c->http);
     free(c->nodes);
     free_jobs(c->jobs, c->n_jobs);
     pthread_mutex_destroy(&c->mu);
@@ -364,7 +361,7 @@ static int join_jobs(const pfi_cl_topo *t, pfi_cl_node *nodes, int nn, pfi_cl_jo
 
 /* A node's answers to GET /v1/gpus (rg) and /v1/jobs (rj): up with its GPUs and jobs' curves,
  * or down with the reason. */
-static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_cl_req *rg, const pfi_cl_req *rj,
+static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_http_req *rg, const pfi_http_req *rj,
                         double wall)
 {
     json_t *dg = NULL, *dj = NULL;
@@ -418,7 +415,7 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
     pfi_cl_node *nodes = calloc((size_t)t.n_nodes + 1, sizeof *nodes);
     pfi_cl_job *jobs = calloc((size_t)t.n_jobs + 1, sizeof *jobs);
     /* Two requests a node, GPUs and jobs, all sent at once. */
-    pfi_cl_req *rq = calloc((size_t)t.n_nodes * 2 + 1, sizeof *rq);
+    pfi_http_req *rq = calloc((size_t)t.n_nodes * 2 + 1, sizeof *rq);
     char(*urls)[PFI_CL_URL_MAX + 32] = calloc((size_t)t.n_nodes * 2 + 1, sizeof *urls);
     int nn = 0, nj = 0;
     if (!nodes || !jobs || !rq || !urls) {
@@ -437,7 +434,7 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
             rq[2 * i + k].method = "GET";
         }
     }
-    pfi_cl_http_many(c->http, rq, nn * 2, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
+    pfi_http_many(c->http, rq, nn * 2, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
     rc = join_jobs(&t, nodes, nn, jobs, &nj, err);
     if (rc != PFI_OK)
         goto out;
@@ -459,7 +456,7 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
     pthread_mutex_unlock(&c->mu);
 out:
     if (rq)
-        pfi_cl_req_free(rq, nn * 2);
+        pfi_http_req_free(rq, nn * 2);
     free(rq);
     free(urls);
     free(nodes);
@@ -473,7 +470,7 @@ static void heartbeat_locked(pfi_cl *c)
 {
     pthread_mutex_lock(&c->mu);
     int n = c->n_nodes;
-    pfi_cl_req *rq = calloc((size_t)n + 1, sizeof *rq);
+    pfi_http_req *rq = calloc((size_t)n + 1, sizeof *rq);
     char(*urls)[PFI_CL_URL_MAX + 32] = calloc((size_t)n + 1, sizeof *urls);
     char body[128];
     snprintf(body, sizeof body, "{\"controller\":\"pfi-cluster\",\"ttl_s\":%g}", c->cfg.node_ttl_s);
@@ -492,7 +489,7 @@ static void heartbeat_locked(pfi_cl *c)
     }
     /* unix_sock points into c->nodes: only refresh replaces them, and it runs under op_mu
      * as this does. */
-    pfi_cl_http_many(c->http, rq, n, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
+    pfi_http_many(c->http, rq, n, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
     pthread_mutex_lock(&c->mu);
     double wall = pfi_clock_wall();
     for (int i = 0; i < n && i < c->n_nodes; i++) {
@@ -511,7 +508,7 @@ static void heartbeat_locked(pfi_cl *c)
         }
     }
     pthread_mutex_unlock(&c->mu);
-    pfi_cl_req_free(rq, n);
+    pfi_http_req_free(rq, n);
     free(rq);
     free(urls);
 }

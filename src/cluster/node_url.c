@@ -17,10 +17,7 @@ void pfi_cl_build_url(const char *base, const char *path, char *out, size_t n)
         snprintf(out, n, "http://localhost%s", path);
         return;
     }
-    size_t l = strlen(base);
-    while (l > 0 && base[l - 1] == '/')
-        l--;
-    snprintf(out, n, "%.*s%s", (int)l, base, path);
+    pfi_http_url(base, path, out, n);
 }
 
 void pfi_cl_node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char *out,

@@ -1,31 +1,33 @@
-/* nodes.c: many HTTP requests to node daemons at once, with libcurl's multi interface.
- *
- * One thread drives every transfer, so reaching 1,000 nodes costs one round trip of the slowest
- * node plus the per-request CPU, not 1,000 round trips.  A caller that keeps a pfi_cl_http
- * (a curl multi handle) across calls keeps its connections, so heartbeats do not reconnect. */
-#include <math.h>
+#include "util/http.h"
+
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <curl/curl.h>
 
-#include "cluster/cluster.h"
-
 #define REPLY_MAX (4u << 20) /* a node's answer is small; this bounds a broken one */
 
 typedef struct xfer {
-    pfi_cl_req *r;
+    pfi_http_req *r;
     CURL *h;
-    size_t len, cap;
+    size_t len, cap, max;
     struct curl_slist *hdr;
 } xfer;
+
+/* libcurl's global state, once per process, before the first handle (it is not thread-safe). */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_start(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t add = size * nmemb;
-    if (x->len + add + 1 > REPLY_MAX)
+    if (add + 1 > x->max || x->len > x->max - add - 1)
         return 0; /* makes curl fail the transfer: the reply is not believable */
     if (x->len + add + 1 > x->cap) {
         size_t nc = x->cap ? x->cap : 1024;
@@ -45,15 +47,18 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 
 static void start_one(CURLM *m, xfer *x, const char *auth, double timeout_s)
 {
-    pfi_cl_req *r = x->r;
+    pfi_http_req *r = x->r;
+    x->max = r->max_reply ? r->max_reply : REPLY_MAX;
     x->h = curl_easy_init();
     if (!x->h) {
         snprintf(r->err, sizeof r->err, "curl_easy_init failed");
         return;
     }
+    r->started = 1;
     if (auth)
         x->hdr = curl_slist_append(x->hdr, auth);
-    x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
+    if (r->body)
+        x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
     /* "Expect: 100-continue" would add a round trip to every PUT. */
     x->hdr = curl_slist_append(x->hdr, "Expect:");
     long ms = (long)(timeout_s * 1000.0);
@@ -75,19 +80,20 @@ static void start_one(CURLM *m, xfer *x, const char *auth, double timeout_s)
     curl_multi_add_handle(m, x->h);
 }
 
-pfi_cl_http *pfi_cl_http_new(void)
+pfi_http *pfi_http_new(void)
 {
-    return (pfi_cl_http *)curl_multi_init();
+    pthread_once(&curl_once, curl_start);
+    return (pfi_http *)curl_multi_init();
 }
 
-void pfi_cl_http_free(pfi_cl_http *h)
+void pfi_http_free(pfi_http *h)
 {
     if (h)
         curl_multi_cleanup((CURLM *)h);
 }
 
-void pfi_cl_http_many(pfi_cl_http *keep, pfi_cl_req *reqs, int n, const char *token,
-                      double timeout_s, int max_parallel)
+void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
+                   double timeout_s, int max_parallel)
 {
     if (n <= 0)
         return;
@@ -99,13 +105,18 @@ void pfi_cl_http_many(pfi_cl_http *keep, pfi_cl_req *reqs, int n, const char *to
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
         ah = auth;
     }
+    for (int i = 0; i < n; i++) {
+        reqs[i].status = -1;
+        reqs[i].started = 0;
+        reqs[i].err[0] = '\0';
+        free(reqs[i].reply);
+        reqs[i].reply = NULL;
+    }
     xfer *xs = calloc((size_t)n, sizeof *xs);
-    CURLM *m = keep ? (CURLM *)keep : curl_multi_init();
+    CURLM *m = keep ? (CURLM *)keep : (CURLM *)pfi_http_new();
     if (!xs || !m) {
-        for (int i = 0; i < n; i++) {
-            reqs[i].status = -1;
+        for (int i = 0; i < n; i++)
             snprintf(reqs[i].err, sizeof reqs[i].err, "out of memory");
-        }
         free(xs);
         if (m && !keep)
             curl_multi_cleanup(m);
@@ -114,13 +125,8 @@ void pfi_cl_http_many(pfi_cl_http *keep, pfi_cl_req *reqs, int n, const char *to
     curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max_parallel);
     curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)max_parallel);
     int next = 0, active = 0;
-    for (int i = 0; i < n; i++) {
-        reqs[i].status = -1;
-        reqs[i].err[0] = '\0';
-        free(reqs[i].reply);
-        reqs[i].reply = NULL;
+    for (int i = 0; i < n; i++)
         xs[i].r = &reqs[i];
-    }
     while (next < n || active > 0) {
         while (next < n && active < max_parallel) {
             start_one(m, &xs[next], ah, timeout_s);
@@ -163,10 +169,18 @@ void pfi_cl_http_many(pfi_cl_http *keep, pfi_cl_req *reqs, int n, const char *to
     free(xs);
 }
 
-void pfi_cl_req_free(pfi_cl_req *reqs, int n)
+void pfi_http_req_free(pfi_http_req *reqs, int n)
 {
     for (int i = 0; i < n; i++) {
         free(reqs[i].reply);
         reqs[i].reply = NULL;
     }
+}
+
+void pfi_http_url(const char *base, const char *path, char *out, size_t n)
+{
+    size_t l = strlen(base);
+    while (l > 0 && base[l - 1] == '/')
+        l--;
+    snprintf(out, n, "%.*s%s", (int)l, base, path);
 }

@@ -1,0 +1,42 @@
+/* http.h: pfi's one HTTP client (libcurl), used by `pfi ctl` and by the cluster controller to
+ * reach node daemons.  Requests run together on the calling thread through curl's multi
+ * interface, so reaching 1,000 nodes costs one round trip of the slowest node plus the
+ * per-request CPU, not 1,000 round trips; a client kept across calls keeps its connections, so
+ * heartbeats do not reconnect.  The SPANK plugin (src/slurm/) keeps its own few lines of curl:
+ * slurmd loads it, and it links libcurl alone, never libpfi. */
+#ifndef PFI_UTIL_HTTP_H
+#define PFI_UTIL_HTTP_H
+
+#include <stddef.h>
+
+/* One request. */
+typedef struct pfi_http_req {
+    const char *url;       /* full URL */
+    const char *unix_sock; /* non-NULL: connect to this Unix socket (url's host is ignored) */
+    const char *method;    /* "GET", "PUT", "POST", "DELETE" */
+    const char *body;      /* JSON, sent with its Content-Type; NULL: none */
+    size_t max_reply;      /* a longer reply fails the request; 0: 4 MiB (a node's answer) */
+    long status;           /* out: HTTP status, or -1 when no answer */
+    int started;           /* out: 0 when the client could not even start it (out of memory) */
+    char *reply;           /* out: body (malloc'd, NUL-terminated) or NULL */
+    char err[200];         /* out: why there was no good answer */
+} pfi_http_req;
+
+/* A reusable client: its open connections survive between calls.  Not thread-safe: one caller
+ * at a time. */
+typedef struct pfi_http pfi_http;
+pfi_http *pfi_http_new(void);
+void pfi_http_free(pfi_http *h);
+
+/* Performs every request, at most max_parallel at a time, each within timeout_s, on keep's
+ * connections (NULL: a client for this call only).  token (may be NULL) goes in an
+ * Authorization: Bearer header.  Never fails as a whole: outcomes are in the requests. */
+void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
+                   double timeout_s, int max_parallel);
+/* Frees the replies (the requests themselves are the caller's). */
+void pfi_http_req_free(pfi_http_req *reqs, int n);
+
+/* base (without or with trailing '/') + path ("/v1/gpus") into out. */
+void pfi_http_url(const char *base, const char *path, char *out, size_t n);
+
+#endif

@@ -73,11 +73,7 @@ double pfi_draw_model_at(const pfi_draw_model *m, double u)
 {
     if (u <= m->u[0])
         return m->u[0] > 0 ? m->d[0] * u / m->u[0] : m->d[0];
-    for (int i = 1; i < m->n; i++)
-        if (u <= m->u[i])
-            return m->d[i - 1] + (m->d[i] - m->d[i - 1]) * (u - m->u[i - 1]) /
-                                     (m->u[i] - m->u[i - 1]);
-    return m->d[m->n - 1];
+    return pfi_lerp_sorted(m->u, m->d, m->n, u);
 }
 
 #define BIN_W 0.05

@@ -4,19 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 
-/* Least cap at which a GPU with clocks f[k] at caps c[k] holds clock target. */
-static double cap_for_clock(const double *c, const double *f, int n, double target)
-{
-    if (target <= f[0])
-        return c[0];
-    for (int k = 1; k < n; k++)
-        if (f[k] >= target) {
-            if (f[k] <= f[k - 1])
-                return c[k];
-            return c[k - 1] + (c[k] - c[k - 1]) * (target - f[k - 1]) / (f[k] - f[k - 1]);
-        }
-    return c[n - 1];
-}
+#include "core/curve.h"
 
 int pfi_pergpu_table(const pfi_pergpu_job *J, double *gpu_caps, double *x_w, pfi_err *err)
 {
@@ -40,7 +28,8 @@ int pfi_pergpu_table(const pfi_pergpu_job *J, double *gpu_caps, double *x_w, pfi
             slowest = fmin(slowest, J->clock_mhz[(size_t)g * J->n_caps + k]);
         double sum = 0;
         for (int g = 0; g < J->n_gpus; g++) {
-            double c = cap_for_clock(J->cap_w, J->clock_mhz + (size_t)g * J->n_caps, J->n_caps,
+            /* the least cap at which GPU g holds that clock (its clocks by cap, read back) */
+            double c = pfi_lerp_held(J->clock_mhz + (size_t)g * J->n_caps, J->cap_w, J->n_caps,
                                      slowest);
             /* the slowest GPU needs the whole uniform cap, the others no more than it */
             c = fmin(c, J->cap_w[k]);

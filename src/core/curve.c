@@ -502,6 +502,11 @@ double pfi_lerp_sorted(const double *x, const double *y, int n, double x0)
     return y[n - 1];
 }
 
+double pfi_lerp_held(const double *x, const double *y, int n, double x0)
+{
+    return x0 <= x[0] ? y[0] : pfi_lerp_sorted(x, y, n, x0);
+}
+
 int pfi_curve_from_fit(const pfi_fit *fit, double t0, double p0_w, double cap0_w,
                        double min_cap_w, double max_cap_w, int n_gpus, double r_max,
                        pfi_curve *out, pfi_err *err)
@@ -528,19 +533,13 @@ int pfi_curve_from_fit(const pfi_fit *fit, double t0, double p0_w, double cap0_w
 
 /* ---- cap -> throughput ---- */
 
+/* Held at both ends, the highest level read as measured (not through its segment); a NaN cap
+ * reads NaN. */
 static double interp(const double *x, const double *y, int n, double v)
 {
-    if (v <= x[0])
-        return y[0];
-    if (v >= x[n - 1])
-        return y[n - 1];
-    int k = 1;
-    while (k < n - 1 && x[k] < v)
-        k++;
-    double dx = x[k] - x[k - 1];
-    if (dx <= 0)
-        return y[k];
-    return y[k - 1] + (y[k] - y[k - 1]) * (v - x[k - 1]) / dx;
+    if (isnan(v))
+        return NAN;
+    return v >= x[n - 1] ? y[n - 1] : pfi_lerp_held(x, y, n, v);
 }
 
 double pfi_curve_draw_at_cap(const pfi_curve *c, double cap_w)

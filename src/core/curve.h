@@ -109,8 +109,13 @@ int pfi_curve_points(const pfi_curve *c, double *r, double *s, int max);
 int pfi_curve_below_points(const pfi_curve *c, const double *y_of_level, double y0,
                            const int *skip, int nskip, double *r, double *y);
 
-/* y at x0 on the broken line through (x[i], y[i]), x ascending, x[0] <= x0 <= x[n-1]. */
+/* Interpolation in a table, for every table pfi reads (curves, draw models, clock tables):
+ * y at x0 on the broken line through (x[i], y[i]), x ascending, linear between the points and
+ * y[n-1] past the last.  Below x[0], pfi_lerp_sorted extends the first segment (callers keep
+ * x0 >= x[0]) and pfi_lerp_held holds y[0].  (The allocator's own table, core/alloc.c, keeps a
+ * binary search: it reads exact knots as y[k], where these compute them through the segment.) */
 double pfi_lerp_sorted(const double *x, const double *y, int n, double x0);
+double pfi_lerp_held(const double *x, const double *y, int n, double x0);
 
 /* Per-GPU power drawn at a cap. */
 double pfi_curve_draw_at_cap(const pfi_curve *c, double cap_w);

@@ -157,16 +157,7 @@ static double ref_s_at(const pfi_curve *c, const double *iso, double x, int spac
     double cap = x * shape_norm(c->p0_w, c->max_cap_w, space);
     if (cap < c->min_cap_w * 0.98)
         return NAN;
-    double rel = iso[c->n - 1];
-    for (int i = 1; i < c->n; i++)
-        if (cap <= c->cap_w[i]) {
-            double dx = c->cap_w[i] - c->cap_w[i - 1];
-            rel = dx > 0 && cap > c->cap_w[i - 1]
-                      ? iso[i - 1] + (iso[i] - iso[i - 1]) * (cap - c->cap_w[i - 1]) / dx
-                      : iso[i - 1];
-            break;
-        }
-    return clampd(1.0 - rel, 0.0, 1.0);
+    return clampd(1.0 - pfi_lerp_held(c->cap_w, iso, c->n, cap), 0.0, 1.0);
 }
 
 /* Reference a comes before b: higher tier first, then nearer the probe. */

@@ -1,4 +1,5 @@
-/* Tests of the argument parser, unit parsers, error type, clock, JSON and text helpers. */
+/* Tests of the argument parser, unit parsers, error type, clock, JSON, text and
+ * file system helpers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -13,6 +15,7 @@
 #include "core/err.h"
 #include "util/args.h"
 #include "util/clock.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/text.h"
 #include "util/units.h"
@@ -179,6 +182,28 @@ static void test_text(void **state)
     fclose(f);
 }
 
+static void test_mkdir_p(void **state)
+{
+    char base[] = "/tmp/pfi-test-util.XXXXXX", dir[128], file[128];
+    assert_non_null(mkdtemp(base));
+    pfi_err e = {0};
+    snprintf(dir, sizeof dir, "%s/a/b/c", base);
+    assert_int_equal(pfi_mkdir_p(dir, &e), PFI_OK);
+    assert_int_equal(pfi_mkdir_p(dir, &e), PFI_OK); /* existing: fine */
+    struct stat st;
+    assert_true(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+    snprintf(file, sizeof file, "%s/f", base);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/f/x", base);
+    assert_int_equal(pfi_mkdir_p(dir, &e), PFI_EIO);
+    assert_non_null(strstr(e.msg, "cannot create"));
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,7 +211,7 @@ int main(void)
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
         cmocka_unit_test(test_args), cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/fs.h"
+
 const char *pfi_journal_default_path(char *buf, size_t n)
 {
     const char *env = getenv("PFI_JOURNAL");
@@ -37,17 +39,7 @@ static int mkdirs_for(const char *path, pfi_err *err)
     if (!slash || slash == dir)
         return PFI_OK;
     *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-            return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", dir, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", dir, strerror(errno));
-    return PFI_OK;
+    return pfi_mkdir_p(dir, err);
 }
 
 static int fsync_dir_of(const char *path)

@@ -19,6 +19,7 @@
 #include "study/experiment.h"
 #include "study/fleet.h"
 #include "util/clock.h"
+#include "util/fs.h"
 
 void pfi_study_defaults(pfi_study_opts *o)
 {
@@ -48,23 +49,6 @@ static void note(pfi_study *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(s->notes[s->n_notes++], sizeof s->notes[0], fmt, ap);
     va_end(ap);
-}
-
-static int mkdir_p(const char *dir, pfi_err *err)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", buf, strerror(errno));
-    return PFI_OK;
 }
 
 /* ------------------------------------------------------------------ step 1: the runs */
@@ -601,7 +585,7 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
     /* The report directory is made once there is something to put in it. */
     int rc = o->from_db ? load_db(s, err) : load_fleet(s, err);
     if (rc == PFI_OK)
-        rc = mkdir_p(o->out_dir, err);
+        rc = pfi_mkdir_p(o->out_dir, err);
     if (rc == PFI_OK && !o->from_db)
         rc = save_to_store(s, err);
     s->step_s[0] = pfi_clock_mono() - t, t = pfi_clock_mono();

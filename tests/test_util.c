@@ -153,7 +153,10 @@ static void test_json(void **state)
     assert_true(isnan(pfi_json_num_or_nan(json_object_get(o, "z"))));
     assert_true(isnan(pfi_json_num_or_nan(json_object_get(o, "absent"))));
     assert_true(isnan(pfi_json_num_or_nan(NULL)));
-    json_decref(a), json_decref(b), json_decref(c), json_decref(o);
+    json_t *s = pfi_json_str("h200"), *none = pfi_json_str("");
+    assert_true(json_is_string(s) && strcmp(json_string_value(s), "h200") == 0);
+    assert_true(json_is_null(none));
+    json_decref(a), json_decref(b), json_decref(c), json_decref(o), json_decref(s);
 }
 
 static void test_text(void **state)

@@ -94,14 +94,12 @@ int pfi_cmd_runs(int argc, char **argv)
                                   r->n_levels, "unit",
                                   r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s",
                                   "unit_label", r->unit_label, "status", r->status);
-            json_object_set_new(o, "backend", r->backend[0] ? json_string(r->backend)
-                                                            : json_null());
+            json_object_set_new(o, "backend", pfi_json_str(r->backend));
             json_object_set_new(o, "baseline_cap_w", pfi_json_num(r->cap0_w));
             json_object_set_new(o, "t0", pfi_json_num(r->t0));
             json_object_set_new(o, "p0_w", pfi_json_num(r->p0));
-            json_object_set_new(o, "started", r->started[0] ? json_string(r->started)
-                                                            : json_null());
-            json_object_set_new(o, "ended", r->ended[0] ? json_string(r->ended) : json_null());
+            json_object_set_new(o, "started", pfi_json_str(r->started));
+            json_object_set_new(o, "ended", pfi_json_str(r->ended));
             json_array_append_new(arr, o);
         } else {
             char t0[24], p0[24];

@@ -41,9 +41,9 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s)
                             "source", r->source, "gpu_type", r->gpu_type, "n_gpus", r->n_gpus,
                             "unit", r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s",
                             "unit_label", s->unit_label, "status", s->status);
-    json_object_set_new(doc, "backend", s->backend[0] ? json_string(s->backend) : json_null());
-    json_object_set_new(doc, "started", s->started[0] ? json_string(s->started) : json_null());
-    json_object_set_new(doc, "ended", s->ended[0] ? json_string(s->ended) : json_null());
+    json_object_set_new(doc, "backend", pfi_json_str(s->backend));
+    json_object_set_new(doc, "started", pfi_json_str(s->started));
+    json_object_set_new(doc, "ended", pfi_json_str(s->ended));
     json_object_set_new(doc, "min_limit_w", pfi_json_num(r->min_limit_w));
     json_object_set_new(doc, "max_limit_w", pfi_json_num(r->max_limit_w));
     json_object_set_new(doc, "default_limit_w", pfi_json_num(r->default_limit_w));

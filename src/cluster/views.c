@@ -93,7 +93,7 @@ void *pfi_cl_json_allocation(pfi_cl *c)
     json_object_set_new(o, "last_apply_s", json_real(c->stats.last_apply_s));
     json_object_set_new(o, "last_alloc_s", json_real(c->stats.last_alloc_s));
     json_object_set_new(o, "peak_w", json_real(c->stats.peak_w));
-    json_object_set_new(o, "note", c->note[0] ? json_string(c->note) : json_null());
+    json_object_set_new(o, "note", pfi_json_str(c->note));
     json_t *jobs = json_array();
     for (int j = 0; j < c->n_jobs; j++) {
         json_t *x = json_pack("{s:s, s:i}", "id", c->jobs[j].id, "n_gpus", c->jobs[j].n_gpus);

@@ -202,7 +202,7 @@ json_t *srv_probe_json(const srv_probe *p)
         json_object_set_new(o, "r", json_real(p->r));
         json_object_set_new(o, "s", json_real(p->s));
     }
-    json_object_set_new(o, "message", p->msg[0] ? json_string(p->msg) : json_null());
+    json_object_set_new(o, "message", pfi_json_str(p->msg));
     return o;
 }
 

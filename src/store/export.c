@@ -63,8 +63,8 @@ json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, in
     json_object_set_new(o, "source", json_string(run->source));
     json_object_set_new(o, "gpu_type", json_string(run->gpu_type));
     json_object_set_new(o, "n_gpus", json_integer(run->n_gpus));
-    json_object_set_new(o, "model", m->model[0] ? json_string(m->model) : json_null());
-    json_object_set_new(o, "family", m->family[0] ? json_string(m->family) : json_null());
+    json_object_set_new(o, "model", pfi_json_str(m->model));
+    json_object_set_new(o, "family", pfi_json_str(m->family));
     json_object_set_new(o, "dp", int_or_null(m->dp));
     json_object_set_new(o, "tp", int_or_null(m->tp));
     json_object_set_new(o, "pp", int_or_null(m->pp));

@@ -9,6 +9,9 @@
 /* v as a JSON real when finite, else null (a new reference). */
 json_t *pfi_json_num(double v);
 
+/* s as a JSON string when not empty, else null: pfi's fixed-size text fields hold "" for none. */
+json_t *pfi_json_str(const char *s);
+
 /* The value of v when it is a number (integer or real), else NAN (v may be NULL). */
 double pfi_json_num_or_nan(const json_t *v);
 

@@ -15,15 +15,11 @@
 #include "core/probe.h"
 #include "report/report.h"
 #include "study/experiment.h"
+#include "util/json.h"
 #include "util/units.h"
 
 #define CMD "evaluate"
 #define MAX_CUTS 16
-
-static json_t *jnum(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
 
 typedef struct ev_args {
     const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
@@ -157,7 +153,7 @@ static int ev_print_json(const ev_args *a, const pfi_expt_pop *p, const pfi_expt
                                    e->total_throughput, "per_job_gain_vs_equal",
                                    e->per_job_gain_vs_equal, "power_w", e->power_w);
             if (policies[k] != PFI_POLICY_EQUAL && policies[k] != PFI_POLICY_ORACLE)
-                json_object_set_new(o1, "gap_recovered", jnum(e->gap_recovered));
+                json_object_set_new(o1, "gap_recovered", pfi_json_num(e->gap_recovered));
             json_object_set_new(pol, pfi_policy_name(policies[k]), o1);
         }
         json_array_append_new(

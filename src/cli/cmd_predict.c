@@ -14,9 +14,9 @@
 #include "study/model_io.h"
 #include "study/runset.h"
 #include "study/trainset.h"
+#include "util/json.h"
 #include "util/units.h"
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 typedef struct pred {
     pfi_curve c;
@@ -31,25 +31,25 @@ static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
     char k[16];
     for (int i = 0; i < PFI_N_TDEPTHS; i++) {
         snprintf(k, sizeof k, "%.2g", pfi_target_depths[i]);
-        json_object_set_new(pf, k, num(pfi_at(&p->c.fit, pfi_target_depths[i])));
+        json_object_set_new(pf, k, pfi_json_num(pfi_at(&p->c.fit, pfi_target_depths[i])));
         snprintf(k, sizeof k, "%d", (int)lround(100 * (1 - pfi_target_depths[i])));
-        json_object_set_new(rel, k, num(1 - pfi_fit_s(&p->c.fit, pfi_target_depths[i])));
+        json_object_set_new(rel, k, pfi_json_num(1 - pfi_fit_s(&p->c.fit, pfi_target_depths[i])));
     }
     for (int i = 0; i < PFI_N_BUDGETS; i++) {
         snprintf(k, sizeof k, "%.2g", pfi_budgets[i]);
-        json_object_set_new(shed, k,
-                            num(pfi_shed_at_slowdown(&p->c.fit, pfi_budgets[i], p->c.r_max)));
+        json_object_set_new(
+            shed, k, pfi_json_num(pfi_shed_at_slowdown(&p->c.fit, pfi_budgets[i], p->c.r_max)));
     }
     json_t *par = json_array();
     for (int i = 0; i < pfi_family_params(p->c.fit.family); i++)
         json_array_append_new(par, json_real(p->c.fit.p[i]));
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "run", name, "model",
-                          pfi_model_kind_name(m->kind), "pfi30", num(pfi_at(&p->c.fit, 0.30)),
-                          "pfi", pf, "rel_tput_at_power_pct", rel, "shed_at_slowdown", shed,
-                          "measured_pfi30", num(p->measured_pfi30));
+    json_t *o = json_pack(
+        "{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "run", name, "model", pfi_model_kind_name(m->kind),
+        "pfi30", pfi_json_num(pfi_at(&p->c.fit, 0.30)), "pfi", pf, "rel_tput_at_power_pct", rel,
+        "shed_at_slowdown", shed, "measured_pfi30", pfi_json_num(p->measured_pfi30));
     json_object_set_new(o, "missing_telemetry_features", json_integer(p->missing));
-    json_object_set_new(o, "p0_w", num(p->c.p0_w));
-    json_object_set_new(o, "cap0_w", num(p->c.cap0_w));
+    json_object_set_new(o, "p0_w", pfi_json_num(p->c.p0_w));
+    json_object_set_new(o, "cap0_w", pfi_json_num(p->c.cap0_w));
     json_object_set_new(o, "fit", json_pack("{s:s, s:o}", "family",
                                             pfi_family_name(p->c.fit.family), "params", par));
     return o;
@@ -126,9 +126,9 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
         p.missing = pfi_features_missing(hdr, &hdr->levels[0]);
         if (arr) {
             json_t *o = pred_json(hdr->name, &p, m);
-            json_object_set_new(o, "baseline_power_w", num(hdr->levels[0].power_w));
-            json_object_set_new(o, "sm_clock_mhz", num(hdr->levels[0].sm_clock_mhz));
-            json_object_set_new(o, "powercap_frac", num(hdr->levels[0].powercap_frac));
+            json_object_set_new(o, "baseline_power_w", pfi_json_num(hdr->levels[0].power_w));
+            json_object_set_new(o, "sm_clock_mhz", pfi_json_num(hdr->levels[0].sm_clock_mhz));
+            json_object_set_new(o, "powercap_frac", pfi_json_num(hdr->levels[0].powercap_frac));
             json_array_append_new(arr, o);
         } else
             pred_print(hdr->name, &p);

@@ -1,6 +1,7 @@
 /* Tests of the daemon's API routes and decisions (src/serve/api.c, node.c, plan.c) on the
  * simulator backend in virtual time: what each request answers, what it changes on the GPUs,
  * and that every refused request leaves the GPUs and the state as they were. */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,6 +87,20 @@ static int call(fx *f, const char *method, const char *url, const char *body, in
     return st;
 }
 
+/* A GET with query parameters since= and limit= (either may be NULL). */
+static int query(fx *f, const char *url, const char *since, const char *limit, json_t **doc)
+{
+    int st = 0;
+    const char *ctype;
+    size_t len;
+    char *out = srv_api_handle(f->n, "GET", url, since, limit, NULL, 0, 0, &st, &ctype, &len);
+    assert_non_null(out);
+    *doc = json_loads(out, 0, NULL);
+    assert_non_null(*doc);
+    free(out);
+    return st;
+}
+
 static double limit_of(fx *f, int i)
 {
     pfi_device d;
@@ -144,6 +159,42 @@ static void test_reads(void **state)
     assert_int_equal(call(f, "GET", "/v1/nothing", NULL, 0, &d), 404);
     json_decref(d);
     assert_int_equal(call(f, "PATCH", "/v1/budget", "{}", 1, &d), 405);
+    json_decref(d);
+}
+
+/* since= and limit= are checked numbers: the largest since answers at once with no events
+ * (it used to overflow since + 1 and loop without end), bad ones are 400 and change nothing. */
+static void test_event_query_bounds(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    srv_sample(f->n);
+    assert_int_equal(query(f, "/v1/events", "9223372036854775807", NULL, &d), 200);
+    assert_int_equal(json_array_size(json_object_get(d, "events")), 0);
+    json_decref(d);
+    assert_int_equal(query(f, "/v1/events", "9223372036854775806", "1000", &d), 200);
+    assert_int_equal(json_array_size(json_object_get(d, "events")), 0);
+    json_decref(d);
+    json_t *ev = srv_view_events(f->n, LLONG_MAX, 100);
+    assert_int_equal(json_array_size(json_object_get(ev, "events")), 0);
+    json_decref(ev);
+    const char *bad_since[] = {"9223372036854775808", "-1", "12abc", "", " 5", "0x10",
+                               "-9223372036854775808"};
+    for (size_t i = 0; i < sizeof bad_since / sizeof *bad_since; i++) {
+        assert_int_equal(query(f, "/v1/events", bad_since[i], NULL, &d), 400);
+        assert_non_null(strstr(json_string_value(json_object_get(json_object_get(d, "error"), "message")), "since"));
+        json_decref(d);
+    }
+    const char *bad_limit[] = {"0", "1001", "99999999999999999999", "5x", ""};
+    for (size_t i = 0; i < sizeof bad_limit / sizeof *bad_limit; i++) {
+        assert_int_equal(query(f, "/v1/events", NULL, bad_limit[i], &d), 400);
+        json_decref(d);
+        assert_int_equal(query(f, "/v1/decisions", NULL, bad_limit[i], &d), 400);
+        assert_non_null(strstr(json_string_value(json_object_get(json_object_get(d, "error"), "message")), "limit"));
+        json_decref(d);
+    }
+    assert_int_equal(query(f, "/v1/events", "0", "1", &d), 200);
+    assert_true(json_array_size(json_object_get(d, "events")) <= 1);
     json_decref(d);
 }
 
@@ -699,6 +750,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_query_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_requests_change_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_cut_and_restore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),

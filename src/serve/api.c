@@ -2,12 +2,14 @@
  * status and a body out, so the routes are tested without a socket.  Every mutating route needs
  * the bearer token; every error is JSON {"error": {"code", "message"}} with a 4xx status and
  * the state untouched. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "serve/serve_int.h"
+#include "util/num.h"
 
 static int http_status(int code)
 {
@@ -222,16 +224,20 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
     if (!strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/budget"))
         return ok(200, srv_view_allocation(n), st, len);
     if (!strcmp(url, "/v1/decisions")) {
-        int limit = q_limit ? atoi(q_limit) : 20;
-        if (limit < 1 || limit > 1000)
-            return fail(400, PFI_EINVAL, "limit: expected 1 to 1000", st, len);
+        int limit = 20;
         pfi_err e = {0};
+        if (q_limit && pfi_num_int(q_limit, 1, 1000, "limit", &limit, &e) != PFI_OK)
+            return fail_err(&e, st, len);
         json_t *doc = srv_audit_decisions(n->audit, limit, &e);
         return doc ? ok(200, doc, st, len) : fail_err(&e, st, len);
     }
     if (!strcmp(url, "/v1/events")) {
-        long long since = q_since ? atoll(q_since) : 0;
-        int limit = q_limit ? atoi(q_limit) : 100;
+        long long since = 0;
+        int limit = 100;
+        pfi_err e = {0};
+        if ((q_since && pfi_num_ll(q_since, 0, LLONG_MAX, "since", &since, &e) != PFI_OK) ||
+            (q_limit && pfi_num_int(q_limit, 1, 1000, "limit", &limit, &e) != PFI_OK))
+            return fail_err(&e, st, len);
         return ok(200, srv_view_events(n, since, limit), st, len);
     }
     *matched = 0;

@@ -163,8 +163,8 @@ json_t *srv_view_events(srv_node *n, long long since, int limit)
     long long first = n->ev_next - SRV_EVENTS;
     if (first < 1)
         first = 1;
-    if (since + 1 > first)
-        first = since + 1;
+    if (since >= first) /* since may be LLONG_MAX: never since + 1 unchecked */
+        first = since < n->ev_next ? since + 1 : n->ev_next;
     if (n->ev_next - first > limit)
         first = n->ev_next - limit;
     json_t *arr = json_array();

@@ -1,0 +1,48 @@
+#include "util/num.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+int pfi_num_ll(const char *s, long long lo, long long hi, const char *what, long long *out,
+               pfi_err *err)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = s && *s && !isspace((unsigned char)*s) ? strtoll(s, &end, 10) : 0;
+    if (!end || end == s || *end || errno || v < lo || v > hi)
+        return pfi_err_set(err, PFI_EINVAL, "%s: expected an integer from %lld to %lld, got '%.40s'",
+                           what, lo, hi, s ? s : "");
+    *out = v;
+    return PFI_OK;
+}
+
+int pfi_num_int(const char *s, int lo, int hi, const char *what, int *out, pfi_err *err)
+{
+    long long v;
+    int rc = pfi_num_ll(s, lo, hi, what, &v, err);
+    if (rc == PFI_OK)
+        *out = (int)v;
+    return rc;
+}
+
+int pfi_num_real(const char *s, double lo, double hi, const char *what, double *out,
+                 pfi_err *err)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = s && *s && !isspace((unsigned char)*s) ? strtod(s, &end) : NAN;
+    if (!end || end == s || *end || errno || !isfinite(v) || v < lo || v > hi)
+        return pfi_err_set(err, PFI_EINVAL, "%s: expected a number from %g to %g, got '%.40s'",
+                           what, lo, hi, s ? s : "");
+    *out = v;
+    return PFI_OK;
+}
+
+long long pfi_num_to_ll(double x, long long max)
+{
+    if (!isfinite(x) || x < 0 || !(x < (double)max))
+        return -1;
+    return (long long)x;
+}

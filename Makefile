@@ -15,7 +15,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -W
 OPT     := -O2 -g
 SANFLAGS:=
 ifeq ($(SAN),1)
-SANFLAGS:= -fsanitize=address,undefined -fno-sanitize-recover=undefined
+SANFLAGS:= -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
 OPT     := -O1 -g -fno-omit-frame-pointer $(SANFLAGS)
 endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "measure/parse.h"
+#include "measure/parse_impl.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures/logs/"
@@ -310,6 +311,59 @@ static void test_garbage(void **state)
         }
 }
 
+/* Hostile lines any job can print: a 62-digit number with an exponent (it wrote one byte past
+ * pfi_num_at's buffer) and step counters too large for an integer (converting them was
+ * undefined behaviour).  The step is then unknown (-1), never a wrapped number. */
+static void test_hostile_numbers(void **state)
+{
+    char line[256];
+    snprintf(line, sizeof line, "tokens per iteration will be: %s%se5",
+             "12345678901234567890123456789012345678901234567890", "123456789012");
+    double v = 0;
+    assert_int_equal(pfi_num_after(line, "tokens per iteration will be:", &v), 0);
+    pfi_parse_cfg nano = {.format = PFI_LOG_NANOGPT};
+    pfi_parser *p;
+    pfi_err e = {0};
+    pfi_obs o;
+    assert_int_equal(pfi_parser_new(&nano, &p, &e), PFI_OK);
+    pfi_parser_feed(p, line, &o);
+    assert_true(!(pfi_parser_tokens_per_step(p) > 0));
+    pfi_parser_free(p);
+    assert_int_equal(pfi_num_after("x: 1,234e5 ", "x:", &v), 1);
+    assert_near(v, 1234e5, 0);
+
+    static const struct {
+        pfi_log_format f;
+        const char *line;
+    } big[] = {
+        {PFI_LOG_PFI, "pfi: tokens=100 step=1e300"},
+        {PFI_LOG_MEGATRON, " iteration 1e300/ 250000 | elapsed time per iteration (ms): 86545.2 |"
+                           " global batch size:  1024 |"},
+        {PFI_LOG_TORCHTITAN, "step: 1e300  loss:  3.24405  tps: 7,282"},
+        {PFI_LOG_NANOGPT, "iter 1e300: loss 5.4983, time 33785.52ms, mfu 0.96%"},
+        {PFI_LOG_LLMC, "step 1e300/74 | loss 3.2 | lr 3.00e-04 | 44.57 ms | 1% MFU | 91886 tok/s"},
+        {PFI_LOG_LLMC, "step 1e300: train loss 3.2 (took 44.5 ms)"},
+        {PFI_LOG_DEEPSPEED, "[timer.py:197:stop] 0/1e300, RunningAvgSamplesPerSec=158.3, "
+                            "CurrSamplesPerSec=159.6, MemAllocated=1.75GB"},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+        pfi_parse_cfg cfg = {.format = big[i].f};
+        assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+        memset(&o, 0, sizeof o);
+        assert_int_equal(pfi_parser_feed(p, big[i].line, &o), 1);
+        assert_int_equal(o.step, -1);
+        pfi_parser_free(p);
+    }
+    /* The older DeepSpeed lines: a rate from two counters, the second beyond any integer. */
+    pfi_parse_cfg ds = {.format = PFI_LOG_DEEPSPEED};
+    assert_int_equal(pfi_parser_new(&ds, &p, &e), PFI_OK);
+    assert_int_equal(pfi_parser_feed(p, "[timer.py:189:stop] 0/40, SamplesPerSec=83.5, x", &o), 0);
+    assert_int_equal(pfi_parser_feed(p, "[timer.py:189:stop] 0/1e300, SamplesPerSec=83.7, x", &o),
+                     1);
+    assert_int_equal(o.step, -1);
+    pfi_parser_free(p);
+}
+
 static void count_line(void *ctx, const char *line)
 {
     (*(int *)ctx)++;
@@ -348,7 +402,9 @@ int main(void)
         cmocka_unit_test(test_deepspeed),  cmocka_unit_test(test_nanogpt),
         cmocka_unit_test(test_llmc),       cmocka_unit_test(test_lightning),
         cmocka_unit_test(test_pfi_protocol), cmocka_unit_test(test_regex),
-        cmocka_unit_test(test_garbage),    cmocka_unit_test(test_linebuf),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_hostile_numbers),
+        cmocka_unit_test(test_linebuf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

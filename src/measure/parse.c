@@ -104,7 +104,8 @@ void pfi_parser_free(pfi_parser *p)
 
 int pfi_num_at(const char *s, double *v, const char **end)
 {
-    /* Copy digits, dropping thousands separators ("10,050"), then strtod. */
+    /* Copy digits, dropping thousands separators ("10,050"), then strtod.  A number longer
+     * than tmp is refused rather than cut (a cut number has the wrong magnitude). */
     char tmp[64];
     size_t n = 0;
     const char *q = s;
@@ -112,7 +113,10 @@ int pfi_num_at(const char *s, double *v, const char **end)
         tmp[n++] = *q++;
     if (!isdigit((unsigned char)*q) && !(*q == '.' && isdigit((unsigned char)q[1])))
         return 0;
-    while (n < sizeof tmp - 1) {
+    for (;;) {
+        /* Room for two more characters and the NUL, or the number is too long to be one. */
+        if (n + 3 > sizeof tmp)
+            return 0;
         if (isdigit((unsigned char)*q) || *q == '.') {
             tmp[n++] = *q++;
         } else if (*q == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2]) &&

@@ -6,10 +6,12 @@
  * a running average since the start, which would blur every level into the previous ones:
  * the rate between two lines is recovered from the step counter k and the averages A
  * (elapsed = k*B/A, so rate = (k2-k1) / (k2/A2 - k1/A1) samples/s, B cancelling). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
+#include "util/num.h"
 
 /* The "E/S, " before the key: returns S or -1. */
 static double step_before(const char *line, const char *key)
@@ -36,7 +38,7 @@ int pfi_parse_deepspeed(pfi_parser *p, const char *line, pfi_obs *o)
     double v;
     if (pfi_num_after(line, "CurrSamplesPerSec=", &v)) {
         double st = step_before(line, "RunningAvgSamplesPerSec=");
-        o->step = st >= 0 ? (long long)st : -1;
+        o->step = pfi_num_to_ll(st, LLONG_MAX);
         o->kind = PFI_OBS_RATE;
         o->unit = PFI_OU_SAMPLES;
         o->value = v;
@@ -58,7 +60,7 @@ int pfi_parse_deepspeed(pfi_parser *p, const char *line, pfi_obs *o)
     double dt = k / v - k1 / a1;
     if (!(dt > 0))
         return 0;
-    o->step = (long long)k;
+    o->step = pfi_num_to_ll(k, LLONG_MAX);
     o->kind = PFI_OBS_RATE;
     o->unit = PFI_OU_SAMPLES;
     o->value = (k - k1) / dt;

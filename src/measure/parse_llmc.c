@@ -4,9 +4,11 @@
  * where tok/s is a bias-corrected moving average that would lag behind a cap change, so the
  * step time is used with the "total batch size" (tokens) of the start-up table when known.
  * The CPU reference train_gpt2.c prints "step 1: train loss 4.677779 (took 1234.567 ms)". */
+#include <limits.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
+#include "util/num.h"
 
 int pfi_parse_llmc(pfi_parser *p, const char *line, pfi_obs *o)
 {
@@ -28,7 +30,7 @@ int pfi_parse_llmc(pfi_parser *p, const char *line, pfi_obs *o)
             q--;
         if (!pfi_num_at(q, &ms, NULL) || !(ms > 0))
             return 0;
-        o->step = (long long)step;
+        o->step = pfi_num_to_ll(step, LLONG_MAX);
         o->kind = PFI_OBS_RATE;
         o->period_s = ms / 1000.0;
         if (pfi_parser_tokens_per_step(p) > 0) {
@@ -49,6 +51,6 @@ int pfi_parse_llmc(pfi_parser *p, const char *line, pfi_obs *o)
         return 1;
     }
     if (*e == ':' && strstr(e, "train loss") && pfi_num_after(e, "(took ", &ms) && ms > 0)
-        return pfi_obs_step_ms(o, (long long)step, ms);
+        return pfi_obs_step_ms(o, pfi_num_to_ll(step, LLONG_MAX), ms);
     return 0;
 }

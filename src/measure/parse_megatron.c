@@ -4,9 +4,11 @@
  *   size: 128 | lm loss: ...
  * The time per iteration is averaged over the log interval; tokens = global batch x sequence
  * length (from --seq-len or the "seq_length ....." line of the argument dump). */
+#include <limits.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
+#include "util/num.h"
 
 int pfi_parse_megatron(pfi_parser *p, const char *line, pfi_obs *o)
 {
@@ -15,7 +17,7 @@ int pfi_parse_megatron(pfi_parser *p, const char *line, pfi_obs *o)
         !pfi_num_after(line, "elapsed time per iteration (ms):", &ms) || !(ms > 0))
         return 0;
     if (pfi_num_after(line, "iteration", &it))
-        o->step = (long long)it;
+        o->step = pfi_num_to_ll(it, LLONG_MAX);
     o->kind = PFI_OBS_RATE;
     if (pfi_num_after(line, "global batch size:", &gbs) && gbs > 0) {
         o->unit = PFI_OU_SAMPLES;

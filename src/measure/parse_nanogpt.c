@@ -2,9 +2,11 @@
  *   iter 2920: loss 3.9883, time 1099.34ms, mfu 15.34%
  * The time is that of the last iteration alone; tokens per iteration come from the banner
  * "tokens per iteration will be: 491,520" (or --tokens-per-step). */
+#include <limits.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
+#include "util/num.h"
 
 int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o)
 {
@@ -15,5 +17,5 @@ int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o)
         return 0;
     if (!pfi_num_after(e, ", time ", &ms) || !(ms > 0))
         return 0;
-    return pfi_obs_step_ms(o, (long long)it, ms);
+    return pfi_obs_step_ms(o, pfi_num_to_ll(it, LLONG_MAX), ms);
 }

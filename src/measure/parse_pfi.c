@@ -3,9 +3,11 @@
  *     pfi: samples=<cumulative samples> [t=<seconds>]
  * Anything may precede "pfi:" (a rank prefix, a timestamp).  A count that goes down means the
  * job restarted its counter; the rate logic handles it. */
+#include <limits.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
+#include "util/num.h"
 
 int pfi_parse_pfi(pfi_parser *p, const char *line, pfi_obs *o)
 {
@@ -26,6 +28,6 @@ int pfi_parse_pfi(pfi_parser *p, const char *line, pfi_obs *o)
         o->job_t_s = t;
     double step;
     if (pfi_num_after(s, " step=", &step))
-        o->step = (long long)step;
+        o->step = pfi_num_to_ll(step, LLONG_MAX);
     return 1;
 }

@@ -3,9 +3,11 @@
  *   memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%
  * Older releases printed "wps:" for the same number.  tps is tokens per second PER GPU
  * (tokens since the last log / time / non-data-parallel size); pfi_parser_per_gpu says so. */
+#include <limits.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
+#include "util/num.h"
 
 int pfi_parse_torchtitan(pfi_parser *p, const char *line, pfi_obs *o)
 {
@@ -15,7 +17,7 @@ int pfi_parse_torchtitan(pfi_parser *p, const char *line, pfi_obs *o)
     if (!pfi_num_after(line, "tps:", &v) && !pfi_num_after(line, "wps:", &v))
         return 0;
     if (pfi_num_after(line, "step:", &step))
-        o->step = (long long)step;
+        o->step = pfi_num_to_ll(step, LLONG_MAX);
     o->kind = PFI_OBS_RATE;
     o->unit = PFI_OU_TOKENS;
     o->value = v;

@@ -27,19 +27,6 @@ int pfi_num_int(const char *s, int lo, int hi, const char *what, int *out, pfi_e
     return rc;
 }
 
-int pfi_num_real(const char *s, double lo, double hi, const char *what, double *out,
-                 pfi_err *err)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = s && *s && !isspace((unsigned char)*s) ? strtod(s, &end) : NAN;
-    if (!end || end == s || *end || errno || !isfinite(v) || v < lo || v > hi)
-        return pfi_err_set(err, PFI_EINVAL, "%s: expected a number from %g to %g, got '%.40s'",
-                           what, lo, hi, s ? s : "");
-    *out = v;
-    return PFI_OK;
-}
-
 long long pfi_num_to_ll(double x, long long max)
 {
     if (!isfinite(x) || x < 0 || !(x < (double)max))

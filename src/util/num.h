@@ -11,10 +11,6 @@ int pfi_num_ll(const char *s, long long lo, long long hi, const char *what, long
                pfi_err *err);
 int pfi_num_int(const char *s, int lo, int hi, const char *what, int *out, pfi_err *err);
 
-/* Finite real number in [lo, hi]. */
-int pfi_num_real(const char *s, double lo, double hi, const char *what, double *out,
-                 pfi_err *err);
-
 /* A finite double as an integer step count, or -1 when it is negative, not finite or not below
  * `max`: converting an out-of-range double to an integer is undefined behaviour. */
 long long pfi_num_to_ll(double x, long long max);

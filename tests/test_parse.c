@@ -138,16 +138,37 @@ static void test_hf(void **state)
     assert_near(r.obs[1].value, 3 * 10 * 512, 0);
     close_run(&r);
 
-    /* A bare tqdm bar is not taken for training in auto mode (it could be tokenization)... */
+    /* Without the banner (hidden at the Trainer's default verbosity), its bars are known by
+     * having no description; the fork's per-step dict gives samples/s (tokens with seq_len). */
     parse_file("hf-steps.log", &cfg, &r);
-    assert_int_equal(r.n, 0);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_HF);
+    assert_int_equal(r.n, 6);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
+    assert_near(r.obs[0].value, 2086, 0);
+    assert_int_equal(r.obs[2].kind, PFI_OBS_RATE);
+    assert_int_equal(r.obs[2].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[2].value, 56.162 * 512, 1e-12);
+    assert_near(r.obs[2].period_s, 0.641, 1e-12);
     close_run(&r);
+    /* A bar with a description (a loader, a tokenizer) is not training without the banner. */
+    pfi_parser *q;
+    pfi_err qe = {0};
+    pfi_obs qo;
+    assert_int_equal(pfi_parser_new(&cfg, &q, &qe), PFI_OK);
+    assert_int_equal(pfi_parser_feed(q, "Loading checkpoint shards: 100%|##########| 2/2 "
+                                        "[00:05<00:00,  2.50s/it]", &qo), 0);
+    /* Transformers v5's metrics dict (quoted values) says the Trainer is training. */
+    assert_int_equal(pfi_parser_feed(q, "{'loss': '1.363', 'grad_norm': '1.094', "
+                                        "'learning_rate': '5e-05', 'epoch': '1'}", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "Loading checkpoint shards: 100%|##########| 2/2 "
+                                        "[00:05<00:00,  2.50s/it]", &qo), 1);
+    pfi_parser_free(q);
     /* ...but it is when the format is named; without a batch size it stays in steps. */
     pfi_parse_cfg c2 = {.format = PFI_LOG_HF};
     parse_file("hf-steps.log", &c2, &r);
-    assert_int_equal(r.n, 5);
+    assert_int_equal(r.n, 6);
     assert_int_equal(r.obs[0].unit, PFI_OU_STEPS);
-    assert_near(r.obs[4].value, 2090, 0);
+    assert_near(r.obs[5].value, 2090, 0);
     close_run(&r);
 }
 

@@ -2,6 +2,7 @@
  * splitting.  The line formats themselves live in parse_<framework>.c. */
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,17 +154,71 @@ int pfi_num_after(const char *s, const char *key, double *v)
     return pfi_num_at(k, v, NULL);
 }
 
-int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o)
+int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less)
 {
-    regmatch_t m[2];
-    if (regexec(&p->tqdm_re, line, 2, m, 0) != 0)
+    regmatch_t m[8];
+    if (regexec(&p->tqdm_re, line, 8, m, 0) != 0)
         return 0;
+    if (desc_less) {
+        *desc_less = 1;
+        for (const char *c = line; c < line + m[1].rm_so; c++)
+            if (isalpha((unsigned char)*c) || *c == ':')
+                *desc_less = 0;
+    }
     long long n = strtoll(line + m[1].rm_so, NULL, 10);
+    o->step = n;
+    if (p->cfg.offline) {
+        double r;
+        o->kind = PFI_OBS_RATE;
+        o->unit = PFI_OU_STEPS;
+        if (line[m[6].rm_so] == '?' || !pfi_num_at(line + m[6].rm_so, &r, NULL) || !(r > 0)) {
+            o->value = NAN; /* a bar, but no rate yet: counted untimed */
+            return 1;
+        }
+        o->value = line[m[7].rm_so] == 's' ? 1.0 / r : r; /* "s/it" or "it/s" */
+        return 1;
+    }
     o->kind = PFI_OBS_COUNT;
     o->unit = PFI_OU_STEPS;
     o->value = (double)n;
-    o->step = n;
     return 1;
+}
+
+int pfi_dict_num(const char *s, const char *key, double *v)
+{
+    char k[96];
+    snprintf(k, sizeof k, "'%s':", key);
+    const char *q = strstr(s, k);
+    if (!q)
+        return 0;
+    q += strlen(k);
+    while (*q == ' ')
+        q++;
+    if (*q == '\'')
+        q++;
+    return pfi_num_at(q, v, NULL);
+}
+
+/* The Hugging Face Trainer's metrics dicts: every logging step ({'loss': ..., 'learning_rate':
+ * ..., 'epoch': ...}) and at the end ({'train_runtime': ..., 'train_samples_per_second': ...,
+ * 'train_steps_per_second': ...}).  They say the Trainer is training (its banner is an INFO
+ * log line, hidden at the default verbosity), and the closing one gives the batch size. */
+static void learn_hf_dict(pfi_parser *p, const char *line)
+{
+    line = strstr(line, "{'");
+    if (!line)
+        return;
+    double v, sps, stps;
+    if ((strstr(line, "'loss':") && strstr(line, "'epoch':")) || strstr(line, "'learning_rate':") ||
+        strstr(line, "'train_runtime':") || strstr(line, "'train_step_runtime':"))
+        p->hf_training = 1;
+    if (pfi_dict_num(line, "train_samples_per_second", &sps) && sps > 0) {
+        p->hf_summary_sps = sps;
+        /* Samples per step, rounded to the whole batch both rates were printed from. */
+        if (p->samples_per_step <= 0 && pfi_dict_num(line, "train_steps_per_second", &stps) &&
+            stps > 0 && (v = floor(sps / stps + 0.5)) >= 1 && fabs(v - sps / stps) <= 0.05 * v)
+            p->samples_per_step = v;
+    }
 }
 
 /* Facts printed once at start-up, in whatever framework's words. */
@@ -182,6 +237,7 @@ static void learn_banner(pfi_parser *p, const char *line)
     /* Hugging Face Trainer. */
     if (strstr(line, "***** Running training *****"))
         p->hf_training = 1;
+    learn_hf_dict(p, line);
     if (pfi_num_after(line, "Total train batch size (w. parallel, distributed & accumulation) =",
                       &v) &&
         v > 0)
@@ -289,6 +345,10 @@ int pfi_parser_feed(pfi_parser *p, const char *raw, pfi_obs *o)
             }
         }
     }
+    if (hit && isnan(o->value)) {
+        p->untimed++;
+        return 0;
+    }
     if (!hit || !isfinite(o->value) || o->value < 0)
         return 0;
     if (o->kind == PFI_OBS_RATE && !(o->value > 0))
@@ -312,6 +372,33 @@ void pfi_parser_stats(const pfi_parser *p, long *lines, long *matched)
 {
     *lines = p->lines;
     *matched = p->matched;
+}
+
+long pfi_parser_untimed(const pfi_parser *p)
+{
+    return p->untimed;
+}
+
+double pfi_parser_summary(const pfi_parser *p, pfi_obs_unit *unit)
+{
+    pfi_obs o;
+    pfi_obs_init(&o);
+    o.unit = PFI_OU_SAMPLES;
+    o.value = p->hf_summary_sps;
+    to_tokens(p, &o);
+    *unit = o.unit;
+    return o.value;
+}
+
+void pfi_parser_learn_from(pfi_parser *dst, const pfi_parser *src)
+{
+    if (src->seq_len > 0)
+        dst->seq_len = src->seq_len;
+    if (src->tokens_per_step > 0)
+        dst->tokens_per_step = src->tokens_per_step;
+    if (src->samples_per_step > 0)
+        dst->samples_per_step = src->samples_per_step;
+    dst->hf_training |= src->hf_training;
 }
 
 /* ---- line splitting ---- */

@@ -11,7 +11,10 @@
  *   pfi        "pfi: tokens=<cumulative tokens> [t=<seconds>]"   the one-line protocol
  *   megatron   "iteration N/ M | ... elapsed time per iteration (ms): X | ... global batch size: B"
  *   torchtitan "step: N  loss: ...  tps: X ..."            (tokens/s per GPU)
- *   hf         tqdm bar "N/M [mm:ss<mm:ss, X it/s]" after "***** Running training *****"
+ *   hf         tqdm bar "N/M [mm:ss<mm:ss, X it/s]" once training is known (the
+ *              "***** Running training *****" banner, a metrics dict such as {'loss': ...,
+ *              'epoch': ...}, or a bar without a description); metrics dicts with quoted
+ *              values (Transformers v5: {'train_samples_per_second': '42.64'}) too
  *   deepspeed  "CurrSamplesPerSec=X" (or the older running "SamplesPerSec=X")
  *   nanogpt    "iter N: loss X, time Tms, mfu M%"
  *   llmc       "step N/M | ... | T ms | ... | X tok/s"  or  "step N: train loss X (took T ms)"
@@ -82,6 +85,9 @@ typedef struct pfi_parse_cfg {
     double seq_len;           /* tokens per sample */
     double tokens_per_step;   /* tokens per iteration (global) */
     double samples_per_step;  /* global batch size */
+    /* 1 when reading a finished file (pfi log): a progress bar gives the rate it states
+     * (it/s, s/it) instead of its counter, since there is no arrival time to difference. */
+    int offline;
 } pfi_parse_cfg;
 
 typedef struct pfi_parser pfi_parser;
@@ -102,6 +108,17 @@ double pfi_parser_tokens_per_step(const pfi_parser *p);
 int pfi_parser_per_gpu(const pfi_parser *p);
 /* Lines seen and lines that gave an observation. */
 void pfi_parser_stats(const pfi_parser *p, long *lines, long *matched);
+/* Progress lines the parser recognized that carry no usable time or rate (a bar's "?it/s", a
+ * pfi line without t= when offline, a running average's first line). */
+long pfi_parser_untimed(const pfi_parser *p);
+/* The whole-run rate the log states in its closing summary (the Hugging Face Trainer's
+ * train_samples_per_second), converted like any observation; 0 when none was seen.
+ * *unit gets its unit. */
+double pfi_parser_summary(const pfi_parser *p, pfi_obs_unit *unit);
+/* Copies what src learned from its log (batch size, sequence length, tokens per step, that
+ * the Trainer is training) into dst: a finished file is read twice so that facts printed late
+ * (a closing summary) convert every line. */
+void pfi_parser_learn_from(pfi_parser *dst, const pfi_parser *src);
 
 /* ---- splitting a byte stream into lines ---- */
 

@@ -7,6 +7,7 @@
  * the rate between two lines is recovered from the step counter k and the averages A
  * (elapsed = k*B/A, so rate = (k2-k1) / (k2/A2 - k1/A1) samples/s, B cancelling). */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,14 +56,12 @@ int pfi_parse_deepspeed(pfi_parser *p, const char *line, pfi_obs *o)
     p->ds_prev_step = k;
     p->ds_prev_avg = v;
     p->ds_have_prev = 1;
-    if (!have || k <= k1)
-        return 0; /* first line, or the counter restarted */
-    double dt = k / v - k1 / a1;
-    if (!(dt > 0))
-        return 0;
     o->step = pfi_num_to_ll(k, LLONG_MAX);
     o->kind = PFI_OBS_RATE;
     o->unit = PFI_OU_SAMPLES;
-    o->value = (k - k1) / dt;
+    double dt = have && k > k1 ? k / v - k1 / a1 : NAN;
+    /* The first line, a restarted counter or a non-increasing time: a DeepSpeed line, but no
+     * interval to difference (NAN: counted untimed). */
+    o->value = dt > 0 ? (k - k1) / dt : NAN;
     return 1;
 }

@@ -2,14 +2,39 @@
  * line, only its tqdm progress bar ("  2%|▏   | 4/203 [00:37<30:55,  9.33s/it]"), redrawn
  * with '\r'.  The bar's counter is the global optimizer step, so it is used as a cumulative
  * count of steps; the batch size comes from the banner "Total train batch size (w. parallel,
- * distributed & accumulation) = N" and tokens need the sequence length (--seq-len).
- * In auto mode a bar counts only after "***** Running training *****", so the bars of
- * tokenization or downloads (datasets' "examples/s") are never taken for training. */
+ * distributed & accumulation) = N" (or the closing summary's samples/s over steps/s) and
+ * tokens need the sequence length (--seq-len).
+ *
+ * In auto mode a bar counts once the Trainer is known to be training: its banner
+ * "***** Running training *****" (an INFO line, hidden at the default verbosity), one of its
+ * metrics dicts ({'loss': ..., 'epoch': ...}, with numbers or, as Transformers v5 prints
+ * them, quoted strings), or a bar without a description: the Trainer's bar has none, while
+ * the bars of tokenization, downloads and checkpoint loading ("Map: ... examples/s",
+ * "Loading checkpoint shards: ...") carry one.
+ *
+ * A dict with 'train_step_samples_per_second' (printed by some Trainer forks for every step)
+ * is a rate in samples/s over 'train_step_runtime'. */
+#include <string.h>
+
 #include "measure/parse_impl.h"
 
 int pfi_parse_hf(pfi_parser *p, const char *line, pfi_obs *o)
 {
-    if (!p->hf_training && p->cfg.format != PFI_LOG_HF)
+    double sps, rt;
+    if (strstr(line, "{'") && pfi_dict_num(line, "train_step_samples_per_second", &sps)) {
+        o->kind = PFI_OBS_RATE;
+        o->unit = PFI_OU_SAMPLES;
+        o->value = sps;
+        if (pfi_dict_num(line, "train_step_runtime", &rt) && rt > 0)
+            o->period_s = rt;
+        return 1;
+    }
+    int desc_less = 0;
+    pfi_obs bar = *o;
+    if (!pfi_tqdm_steps(p, line, &bar, &desc_less))
         return 0;
-    return pfi_tqdm_steps(p, line, o);
+    if (!p->hf_training && p->cfg.format != PFI_LOG_HF && !desc_less)
+        return 0;
+    *o = bar;
+    return 1;
 }

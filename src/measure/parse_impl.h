@@ -12,14 +12,15 @@ struct pfi_parser {
     pfi_log_format detected;
     /* Learned from the log's banner (the cfg values win when non-zero). */
     double seq_len, tokens_per_step, samples_per_step;
-    int hf_training; /* saw the Trainer's "***** Running training *****" */
+    int hf_training; /* saw the Trainer's banner or one of its metrics dicts */
+    double hf_summary_sps; /* train_samples_per_second of the closing summary (0: none) */
     /* DeepSpeed's older running average: the previous (step, average) to difference. */
     double ds_prev_step, ds_prev_avg;
     int ds_have_prev;
     regex_t tqdm_re;
     regex_t user_re;
     int user_re_ok;
-    long lines, matched;
+    long lines, matched, untimed;
 };
 
 /* Finds key in s and parses the number after it (spaces skipped; "10,050" thousands
@@ -27,10 +28,16 @@ struct pfi_parser {
 int pfi_num_after(const char *s, const char *key, double *v);
 /* Parses a number at s (thousands separators allowed); *end past it.  1 on success. */
 int pfi_num_at(const char *s, double *v, const char **end);
+/* A metrics dict's value for 'key' ("'key': 1.5" or "'key': '1.5'", as Transformers v5
+ * prints it).  1 and *v set when found. */
+int pfi_dict_num(const char *s, const char *key, double *v);
 /* A tqdm progress bar as a cumulative count of steps (its counter).  The bar's own rate is
  * not used: it is tqdm's smoothed estimate, while the meter times the counts itself.  1 and *o
- * filled if the line holds a bar. */
-int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o);
+ * filled if the line holds a bar.  Offline (a finished file, no arrival times) the bar's own
+ * rate is the observation instead, in steps/s; a bar showing "?it/s" is counted untimed.
+ * *desc_less (may be NULL) is set to 1 when nothing but the percentage and the bar precede
+ * the counter (the Trainer's bar; tokenizer and loader bars carry a description). */
+int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less);
 
 static inline void pfi_obs_init(pfi_obs *o)
 {

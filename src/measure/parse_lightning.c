@@ -12,5 +12,5 @@ int pfi_parse_lightning(pfi_parser *p, const char *line, pfi_obs *o)
     double epoch;
     if (!e || !pfi_num_at(e + 6, &epoch, &e) || *e != ':')
         return 0;
-    return pfi_tqdm_steps(p, line, o);
+    return pfi_tqdm_steps(p, line, o, NULL);
 }

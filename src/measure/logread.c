@@ -1,0 +1,207 @@
+/* logread.c: a finished log file -> its throughput series and steady summary (logread.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/logread.h"
+#include "measure/meter.h"
+
+typedef struct reader {
+    pfi_parser *p;
+    pfi_logread *r;
+    int collect;          /* 0: the first pass (learning only) */
+    int unit_set;
+    pfi_obs_unit unit;
+    int have_count;       /* the pfi protocol's cumulative count, differenced on its t= */
+    double count, count_t;
+    int oom;
+} reader;
+
+static void add_point(reader *rd, long long step, double rate)
+{
+    pfi_logread *r = rd->r;
+    if ((r->n & (r->n - 1)) == 0 && r->n >= 16) { /* grow at 16, 32, 64, ... */
+        pfi_log_point *q = realloc(r->pts, (size_t)r->n * 2 * sizeof *q);
+        if (!q) {
+            rd->oom = 1;
+            return;
+        }
+        r->pts = q;
+    }
+    r->pts[r->n++] = (pfi_log_point){r->lines, step, rate};
+}
+
+static void on_count(reader *rd, const pfi_obs *o)
+{
+    if (!isfinite(o->job_t_s)) {
+        rd->r->untimed++; /* a count with no clock of its own: nothing to time it by */
+        return;
+    }
+    if (rd->have_count && o->value > rd->count && o->job_t_s > rd->count_t)
+        add_point(rd, o->step, (o->value - rd->count) / (o->job_t_s - rd->count_t));
+    else
+        rd->r->untimed++; /* the first count, a restart or a repeat: no interval */
+    rd->have_count = 1;
+    rd->count = o->value;
+    rd->count_t = o->job_t_s;
+}
+
+static void on_line(void *ctx, const char *line)
+{
+    reader *rd = ctx;
+    pfi_obs o;
+    if (rd->collect)
+        rd->r->lines++;
+    if (!pfi_parser_feed(rd->p, line, &o) || !rd->collect || rd->oom)
+        return;
+    if (!rd->unit_set) {
+        rd->unit = o.unit;
+        rd->unit_set = 1;
+    } else if (o.unit != rd->unit) {
+        rd->r->other_unit++;
+        return;
+    }
+    if (o.kind == PFI_OBS_COUNT)
+        on_count(rd, &o);
+    else
+        add_point(rd, o.step, o.value);
+}
+
+static int read_pass(const char *path, reader *rd, pfi_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "cannot open %s: %s",
+                           path, strerror(errno));
+    pfi_linebuf *lb = calloc(1, sizeof *lb);
+    if (!lb) {
+        fclose(f);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    char buf[65536];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+        pfi_linebuf_push(lb, buf, k, on_line, rd);
+    pfi_linebuf_flush(lb, on_line, rd);
+    int bad = ferror(f);
+    fclose(f);
+    free(lb);
+    if (bad)
+        return pfi_err_set(err, PFI_EIO, "error reading %s", path);
+    if (rd->oom)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for the throughput series");
+    return PFI_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The steady window (MSER truncation of the start, as a sweep's level), its median, mean and
+ * 95% CI, on an axis where every line is one unit long. */
+static int summarize(pfi_logread *r, pfi_err *err)
+{
+    pfi_meter m;
+    pfi_meter_init(&m);
+    m.s = malloc((size_t)r->n * sizeof *m.s);
+    double *v = malloc((size_t)r->n * sizeof *v);
+    if (!m.s || !v) {
+        free(m.s);
+        free(v);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    m.cap = r->n;
+    for (int i = 0; i < r->n; i++)
+        m.s[m.n++] = (pfi_rate_sample){i, i + 1, r->pts[i].rate};
+    pfi_steady_cfg sc;
+    pfi_steady_defaults(&sc);
+    double win = 0;
+    pfi_window_stats st;
+    r->steady = pfi_steady_check(&m, &sc, r->n, &win, &st);
+    r->win_first = (int)win;
+    r->mean = st.mean;
+    r->lo = st.lo;
+    r->hi = st.hi;
+    int k = 0;
+    for (int i = r->win_first; i < r->n; i++)
+        v[k++] = r->pts[i].rate;
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    r->median = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    free(v);
+    pfi_meter_free(&m);
+    return PFI_OK;
+}
+
+static const char *unit_name(pfi_obs_unit u)
+{
+    return u == PFI_OU_TOKENS ? "tokens/s" : u == PFI_OU_SAMPLES ? "samples/s" : "steps/s";
+}
+
+int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *out, pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pfi_parse_cfg pc = c->parse;
+    pc.offline = 1;
+    reader first = {0}, second = {0};
+    int rc = pfi_parser_new(&pc, &first.p, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_logread scratch = {0};
+    first.r = &scratch;
+    rc = read_pass(path, &first, err);
+    if (rc == PFI_OK)
+        rc = pfi_parser_new(&pc, &second.p, err);
+    if (rc != PFI_OK) {
+        pfi_parser_free(first.p);
+        return rc;
+    }
+    pfi_parser_learn_from(second.p, first.p);
+    pfi_parser_free(first.p);
+    out->pts = malloc(16 * sizeof *out->pts);
+    if (!out->pts) {
+        pfi_parser_free(second.p);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    second.r = out;
+    second.collect = 1;
+    rc = read_pass(path, &second, err);
+    out->format = pfi_parser_format(second.p);
+    out->untimed += pfi_parser_untimed(second.p);
+    pfi_obs_unit su;
+    out->summary_rate = pfi_parser_summary(second.p, &su);
+    snprintf(out->summary_unit, sizeof out->summary_unit, "%s", unit_name(su));
+    int per_gpu = pfi_parser_per_gpu(second.p);
+    pfi_parser_free(second.p);
+    if (rc == PFI_OK && out->n == 0)
+        rc = pfi_err_set(err, PFI_EINVAL,
+                         "no throughput in %s: %ld lines read, %ld progress lines without a "
+                         "usable time (format %s; --format names one)",
+                         path, out->lines, out->untimed, pfi_log_format_name(out->format));
+    if (rc != PFI_OK) {
+        pfi_logread_free(out);
+        return rc;
+    }
+    snprintf(out->unit, sizeof out->unit, "%s", unit_name(second.unit));
+    out->in_tokens = second.unit == PFI_OU_TOKENS;
+    if (per_gpu && c->gpus > 0) {
+        for (int i = 0; i < out->n; i++)
+            out->pts[i].rate *= c->gpus;
+    } else if (per_gpu) {
+        snprintf(out->unit, sizeof out->unit, "tokens/s per GPU");
+    }
+    rc = summarize(out, err);
+    if (rc != PFI_OK)
+        pfi_logread_free(out);
+    return rc;
+}
+
+void pfi_logread_free(pfi_logread *r)
+{
+    free(r->pts);
+    r->pts = NULL;
+    r->n = 0;
+}

@@ -1,0 +1,47 @@
+#!/bin/sh
+# Integration test of `pfi log FILE`: a finished log read from the rates it states, in
+# tokens/s when convertible and in the log's unit otherwise (said), untimed lines counted,
+# bad input refused with the usual exit statuses.
+set -u
+PFI=${PFI_BIN:?PFI_BIN not set}
+F=tests/fixtures/logs
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_log.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+want() {
+  code=$1; shift
+  "$PFI" "$@" > "$T/out" 2> "$T/err"
+  got=$?
+  [ "$got" -eq "$code" ] || fail "pfi $*: exit $got, expected $code ($(head -c 300 "$T/err"))"
+}
+# nanoGPT states its step time and its tokens per iteration: tokens/s, each point within 1%
+# of 262144 / 33.78552 s = 7759.0.
+want 0 log "$F/nanogpt.log"
+grep -q '^ *2 *340 *7759' "$T/out" || fail "nanogpt series: $(cat "$T/out")"
+grep -q 'median 77[0-9][0-9]\.[0-9]* tokens/s' "$T/out" || fail "nanogpt summary: $(cat "$T/out")"
+# Megatron without a sequence length: samples/s, and the option that would convert it.
+want 0 log "$F/megatron.log" --quiet
+grep -q 'samples/s' "$T/out" && grep -q -- '--seq-len N gives tokens/s' "$T/out" ||
+  fail "megatron unit note: $(cat "$T/out")"
+want 0 log "$F/megatron.log" --seq-len 2048 --json
+grep -q '"unit": "tokens/s"' "$T/out" || fail "megatron --seq-len: $(cat "$T/out")"
+grep -q '"median": 2370[0-9]' "$T/out" || fail "megatron median (1024*2048 over 87.87 and 89.07 s per iteration): $(cat "$T/out")"
+# Hugging Face without the banner and Transformers v5 string values.
+want 0 log "$F/hf-v5.log" --json
+grep -q '"format": "hf"' "$T/out" && grep -q '"unit": "samples/s"' "$T/out" &&
+  grep -q '"rate": 6.486' "$T/out" || fail "hf v5: $(cat "$T/out")"
+want 0 log "$F/hf-steps.log" --quiet
+grep -q 'format hf, 6 lines, 5 throughput points' "$T/out" || fail "hf no banner: $(cat "$T/out")"
+# Untimed progress lines are reported.
+want 0 log "$F/lightning-epochs.log" --tokens-per-step 4096 --quiet
+grep -q '1 progress lines without a usable time' "$T/out" || fail "untimed: $(cat "$T/out")"
+# Bad input: no throughput (2), a missing file (1), no file or two (2), a bad option value (2).
+want 2 log "$F/garbage.log"
+grep -q 'no throughput in' "$T/err" || fail "garbage: $(cat "$T/err")"
+want 1 log "$T/none.log"
+want 2 log
+want 2 log "$F/hf.log" "$F/hf.log"
+want 2 log "$F/hf.log" --seq-len -1
+want 2 log "$F/hf.log" --format bogus
+want 2 log "$F/hf.log" --unit tokens/s
+echo "it_log: ok"

@@ -1,0 +1,274 @@
+/* Tests of pfi log's reader (measure/logread.h) on the real fixture logs: every framework's
+ * series and steady summary within 1% of the rates the log itself states (the numbers below
+ * are copied from the fixture lines), the two Hugging Face shapes (no banner; Transformers v5
+ * string values), untimed lines counted, bad input refused. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "measure/logread.h"
+
+#ifndef FIXTURES
+#define FIXTURES "tests/fixtures/logs/"
+#endif
+
+static void read_ok(const char *name, const pfi_logread_cfg *c, pfi_logread *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s%s", FIXTURES, name);
+    pfi_err e = {0};
+    int rc = pfi_logread_file(path, c, r, &e);
+    if (rc != PFI_OK)
+        fail_msg("%s: %s", name, e.msg);
+}
+
+static double median_of(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Every point and the median within 1% of the stated rates. */
+static void assert_series(const pfi_logread *r, const double *want, int n)
+{
+    assert_int_equal(r->n, n);
+    double v[64];
+    for (int i = 0; i < n; i++) {
+        if (!(fabs(r->pts[i].rate - want[i]) <= 0.01 * want[i]))
+            fail_msg("point %d: %g, the log states %g", i, r->pts[i].rate, want[i]);
+        v[i] = want[i];
+    }
+    assert_int_equal(r->win_first, 0); /* too few lines for MSER to cut anything */
+    double m = median_of(v, n);
+    if (!(fabs(r->median - m) <= 0.01 * m))
+        fail_msg("median %g, the log's %g", r->median, m);
+}
+
+static void test_megatron(void **state)
+{
+    pfi_logread_cfg c = {.parse = {.seq_len = 2048}};
+    pfi_logread r;
+    read_ok("megatron.log", &c, &r);
+    const double ms[] = {86545.2, 87871.6, 89474.8, 89075.2};
+    double want[4];
+    for (int i = 0; i < 4; i++)
+        want[i] = 1024 * 2048 * 1000.0 / ms[i];
+    assert_int_equal(r.format, PFI_LOG_MEGATRON);
+    assert_true(r.in_tokens);
+    assert_string_equal(r.unit, "tokens/s");
+    assert_series(&r, want, 4);
+    assert_true(r.lo <= r.mean && r.mean <= r.hi);
+    pfi_logread_free(&r);
+    /* Without a sequence length: samples/s, said. */
+    pfi_logread_cfg c2 = {0};
+    read_ok("megatron-core.log", &c2, &r);
+    const double ms2[] = {5361.6, 5470.7, 5829.9};
+    for (int i = 0; i < 3; i++)
+        want[i] = 128 * 1000.0 / ms2[i];
+    assert_false(r.in_tokens);
+    assert_string_equal(r.unit, "samples/s");
+    assert_series(&r, want, 3);
+    pfi_logread_free(&r);
+}
+
+static void test_torchtitan(void **state)
+{
+    const double tps[] = {7282, 7334, 7313, 7282, 7322, 7309, 7272, 7304};
+    double want[8];
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    read_ok("torchtitan.log", &c, &r);
+    assert_string_equal(r.unit, "tokens/s per GPU");
+    assert_series(&r, tps, 8);
+    pfi_logread_free(&r);
+    c.gpus = 8;
+    read_ok("torchtitan.log", &c, &r);
+    for (int i = 0; i < 8; i++)
+        want[i] = 8 * tps[i];
+    assert_string_equal(r.unit, "tokens/s");
+    assert_series(&r, want, 8);
+    pfi_logread_free(&r);
+}
+
+static void test_hf_banner(void **state)
+{
+    /* Batch 10 from the banner; the bars state 5.01 and 5.97 s/it (the third is cut). */
+    pfi_logread_cfg c = {.parse = {.seq_len = 512}};
+    pfi_logread r;
+    read_ok("hf.log", &c, &r);
+    const double want[] = {10 * 512 / 5.01, 10 * 512 / 5.97};
+    assert_int_equal(r.format, PFI_LOG_HF);
+    assert_series(&r, want, 2);
+    assert_true(isnan(r.lo)); /* no CI from 2 points */
+    pfi_logread_free(&r);
+}
+
+static void test_hf_no_banner(void **state)
+{
+    /* No "Running training" banner: detected from the bars (no description) and the dict.
+     * The fork's per-step dict (56.162 samples/s over 0.641 s: a batch of 36) is a point too. */
+    pfi_logread_cfg c = {.parse = {.samples_per_step = 36, .seq_len = 512}};
+    pfi_logread r;
+    read_ok("hf-steps.log", &c, &r);
+    const double want[] = {1.49 * 36 * 512, 1.48 * 36 * 512, 56.162 * 512,
+                           1.47 * 36 * 512, 1.45 * 36 * 512, 1.43 * 36 * 512};
+    assert_int_equal(r.format, PFI_LOG_HF);
+    assert_series(&r, want, 6);
+    pfi_logread_free(&r);
+    /* Without a batch size the bars stay in steps/s and the dict's samples/s are dropped,
+     * counted. */
+    pfi_logread_cfg c2 = {0};
+    read_ok("hf-steps.log", &c2, &r);
+    assert_string_equal(r.unit, "steps/s");
+    assert_int_equal(r.n, 5);
+    assert_int_equal(r.other_unit, 1);
+    pfi_logread_free(&r);
+}
+
+static void test_hf_v5_strings(void **state)
+{
+    /* Transformers v5 quotes its metrics: the closing summary gives 6.486 samples/s at 0.203
+     * steps/s, so a batch of 32; the bar's 4.92 s/it is 32 / 4.92 samples/s. */
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    read_ok("hf-v5.log", &c, &r);
+    const double want[] = {32 / 4.92};
+    assert_int_equal(r.format, PFI_LOG_HF);
+    assert_string_equal(r.unit, "samples/s");
+    assert_series(&r, want, 1);
+    assert_true(fabs(r.summary_rate - 6.486) < 1e-9);
+    assert_string_equal(r.summary_unit, "samples/s");
+    assert_true(fabs(r.median - 6.486) <= 0.01 * 6.486); /* the bar agrees with the summary */
+    pfi_logread_free(&r);
+    c.parse.seq_len = 1024;
+    read_ok("hf-v5.log", &c, &r);
+    assert_true(r.in_tokens);
+    assert_true(fabs(r.median - 32 * 1024 / 4.92) <= 0.01 * 32 * 1024 / 4.92);
+    assert_true(fabs(r.summary_rate - 6.486 * 1024) < 1e-6);
+    pfi_logread_free(&r);
+}
+
+static void test_deepspeed(void **state)
+{
+    const double want[] = {159.628891629629,   145.0889530760849,  157.80592669930536,
+                           155.10475468488542, 155.01088859630886, 155.14401867030702};
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    read_ok("deepspeed.log", &c, &r);
+    assert_int_equal(r.format, PFI_LOG_DEEPSPEED);
+    assert_series(&r, want, 6);
+    pfi_logread_free(&r);
+    /* The older running average: 10 steps between the averages 83.486 (step 40) and 83.738
+     * (step 50); the first line has nothing to difference with and is counted untimed. */
+    read_ok("deepspeed-old.log", &c, &r);
+    const double dt = 50 / 83.73838805358588 - 40 / 83.48609168106144;
+    const double w2[] = {10 / dt};
+    assert_series(&r, w2, 1);
+    assert_int_equal(r.untimed, 1);
+    pfi_logread_free(&r);
+}
+
+static void test_nanogpt(void **state)
+{
+    const double ms[] = {33785.52, 33798.82, 33770.99, 33695.61, 33648.24, 33637.29};
+    double want[6];
+    for (int i = 0; i < 6; i++)
+        want[i] = 262144 * 1000.0 / ms[i];
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    read_ok("nanogpt.log", &c, &r);
+    assert_int_equal(r.format, PFI_LOG_NANOGPT);
+    assert_true(r.in_tokens);
+    assert_series(&r, want, 6);
+    pfi_logread_free(&r);
+}
+
+static void test_llmc(void **state)
+{
+    const double want[] = {91886, 91886, 91886, 91887, 91890};
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    read_ok("llmc.log", &c, &r);
+    assert_int_equal(r.format, PFI_LOG_LLMC);
+    assert_series(&r, want, 5);
+    pfi_logread_free(&r);
+}
+
+static void test_lightning(void **state)
+{
+    const double its[] = {2.11, 2.11, 2.12, 2.12};
+    double want[4];
+    for (int i = 0; i < 4; i++)
+        want[i] = its[i] * 4096;
+    pfi_logread_cfg c = {.parse = {.tokens_per_step = 4096}};
+    pfi_logread r;
+    read_ok("lightning.log", &c, &r);
+    assert_int_equal(r.format, PFI_LOG_LIGHTNING);
+    assert_series(&r, want, 4);
+    pfi_logread_free(&r);
+    /* A bar before its first rate ("?it/s") is counted, not dropped silently. */
+    read_ok("lightning-epochs.log", &c, &r);
+    assert_int_equal(r.untimed, 1);
+    pfi_logread_free(&r);
+}
+
+static void test_bad_input(void **state)
+{
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(FIXTURES "garbage.log", &c, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "no throughput"));
+    assert_int_equal(pfi_logread_file(FIXTURES "no-such.log", &c, &r, &e), PFI_ENOENT);
+}
+
+/* A long steady series after a warm-up: MSER cuts the warm-up, the window is steady. */
+static void test_steady_window(void **state)
+{
+    char path[] = "/tmp/pfi-logread-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "tokens per iteration will be: 1,000\n");
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "iter %d: loss 3.0, time %.2fms, mfu 10.00%%\n", i,
+                i < 6 ? 400.0 - 40 * i : 100.0 + (i % 3) * 0.5);
+    fprintf(f, "pfi: tokens=5\n"); /* another format, no clock: not a point */
+    fclose(f);
+    pfi_logread_cfg c = {.parse = {.format = PFI_LOG_NANOGPT}};
+    pfi_logread r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_OK);
+    unlink(path);
+    assert_int_equal(r.n, 40);
+    assert_true(r.win_first >= 4 && r.win_first <= 8);
+    assert_true(r.steady);
+    assert_true(fabs(r.median - 1000 / 0.1005) <= 0.01 * 1000 / 0.1005);
+    assert_true(r.lo <= r.mean && r.mean <= r.hi);
+    pfi_logread_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_megatron),      cmocka_unit_test(test_torchtitan),
+        cmocka_unit_test(test_hf_banner),     cmocka_unit_test(test_hf_no_banner),
+        cmocka_unit_test(test_hf_v5_strings), cmocka_unit_test(test_deepspeed),
+        cmocka_unit_test(test_nanogpt),       cmocka_unit_test(test_llmc),
+        cmocka_unit_test(test_lightning),     cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_steady_window),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

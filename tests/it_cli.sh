@@ -7,10 +7,11 @@ T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_cli.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 bad=0
-# Runs pfi with the given arguments (in $T, its own simulator state) and checks the status.
+# Runs pfi with the given arguments (in $T, its own simulator state, on the simulator: the
+# default backend is NVML, it_nvml checks it) and checks the status.
 want() {
   code=$1; shift
-  (cd "$T" && PFI_STATE_DIR="$T" PFI_SIM_STATE="$T/sim.state" PFI_DB="$T/pfi.db" \
+  (cd "$T" && PFI_BACKEND=sim PFI_STATE_DIR="$T" PFI_SIM_STATE="$T/sim.state" PFI_DB="$T/pfi.db" \
      "$PFI" "$@" > "$T/out" 2> "$T/err")
   got=$?
   [ "$got" -eq "$code" ] ||

@@ -26,11 +26,28 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml\.so\.1'; then
   "$PFI_BIN" gpus --backend nvml >"$tmp/o" 2>"$tmp/e" && bad "gpus --backend nvml exited 0 without a driver"
   grep -q "no NVIDIA driver found (libnvidia-ml.so.1" "$tmp/e" || { bad "default soname message"; cat "$tmp/e"; }
 fi
+# The default backend (auto) is NVML: without a driver every GPU command fails (exit 1) and says
+# how to ask for the simulator; it never falls back to it.
+for cmd in "gpus" "monitor --count 1" "sweep -- true" "predict --live --duration 1s" \
+           "serve --listen 127.0.0.1:0"; do
+  # shellcheck disable=SC2086
+  PFI_NVML_LIBRARY="$tmp/none/libnvidia-ml.so.1" "$PFI_BIN" $cmd >"$tmp/o" 2>"$tmp/e"
+  rc=$?
+  [ $rc -eq 1 ] || bad "pfi $cmd without a driver: exit $rc, expected 1"
+  grep -q "no NVIDIA driver found.*use --backend sim for the simulator" "$tmp/e" ||
+    { bad "pfi $cmd without a driver: message"; cat "$tmp/e"; }
+done
 
 # --- list through the fake (the library named by the environment)
 export PFI_NVML_LIBRARY="$PFI_FAKENVML"
 "$PFI_BIN" gpus --backend nvml --json >"$tmp/gpus.json" 2>"$tmp/e" || { bad "gpus via fake"; cat "$tmp/e"; }
-[ "$(jq -r '.backend' "$tmp/gpus.json")" = nvml ] || bad "backend is not nvml"
+# The fake library says it serves simulated GPUs: the output says so.
+[ "$(jq -r '.backend' "$tmp/gpus.json")" = nvml-sim ] || bad "backend is not nvml-sim"
+[ "$(jq '.simulated and ([.gpus[].simulated] | all)' "$tmp/gpus.json")" = true ] ||
+  bad "the fake's GPUs are not marked simulated"
+# auto picks NVML when it lists a GPU.
+"$PFI_BIN" gpus --json >"$tmp/auto.json" 2>"$tmp/e" || { bad "gpus (auto) via fake"; cat "$tmp/e"; }
+[ "$(jq -r '.backend' "$tmp/auto.json")" = nvml-sim ] || bad "auto did not pick NVML"
 [ "$(jq '.gpus | length' "$tmp/gpus.json")" -eq 8 ] || bad "not 8 GPUs"
 [ "$(jq -r '[.gpus[].name] | unique | .[0]' "$tmp/gpus.json")" = "NVIDIA H200" ] || bad "names"
 [ "$(jq '[.gpus[] | select(.power_w > 50 and .limit_w == 700 and .min_limit_w == 200)] | length' \

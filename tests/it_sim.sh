@@ -6,6 +6,8 @@ PFI=${PFI_BIN:?PFI_BIN is not set}
 T=$(mktemp -d "${PFI_TEST_TMP:-${TMPDIR:-/tmp}}/it_sim.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT INT TERM
 unset PFI_SIM_STATE PFI_SIM_SPEED PFI_BACKEND PFI_READ_ONLY
+# The default backend is NVML (auto): these are the simulator's tests, on the simulator.
+export PFI_BACKEND=sim
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # jq-free JSON checks: python3 is not a dependency, so use pfi's own output shapes with grep/awk.
@@ -18,6 +20,9 @@ grep -q '"mixtral-8x7b"' "$T/moe.json" || fail "config has the model"
 # A config written by `sim config` loads back as a file.
 "$PFI" gpus --sim "$T/moe.json" --json >"$T/gpus.json" || fail "gpus from a config file"
 [ "$(grep -c '"index"' "$T/gpus.json")" -eq 8 ] || fail "8 GPUs from the config file"
+# Everything the simulator shows says so.
+[ "$(grep -c '"simulated": true' "$T/gpus.json")" -eq 9 ] || fail "gpus json not marked simulated"
+"$PFI" gpus --sim h200x1-small | grep -q '^0 .*  yes$' || fail "gpus table: no Simulated yes"
 
 "$PFI" sim run --cap 450 --cap-at 10s --duration 40s --interval 10s >"$T/run.txt" || fail "sim run"
 before=$(awk '$1 == "0.0" {print $5}' "$T/run.txt")
@@ -44,12 +49,14 @@ grep -q "malformed JSON" "$T/err" || fail "malformed message: $(cat "$T/err")"
 # --- monitor: formats and missing fields ------------------------------------------------------
 "$PFI" monitor --count 3 --format csv >"$T/mon.csv" || fail "monitor csv"
 [ "$(wc -l <"$T/mon.csv")" -eq 25 ] || fail "monitor csv rows: $(wc -l <"$T/mon.csv")"
-head -n 1 "$T/mon.csv" | grep -q '^t_s,gpu,power_w,' || fail "csv header"
+head -n 1 "$T/mon.csv" | grep -q '^t_s,gpu,power_w,.*,simulated$' || fail "csv header"
+tail -n 1 "$T/mon.csv" | grep -q ',1$' || fail "csv rows not marked simulated"
 # A100 PCIe has no NVLink: empty CSV cells and JSON nulls, never zeros.
 "$PFI" monitor --sim a100x4-gpt3xl --count 1 --gpus 2 --format csv | tail -n 1 >"$T/row.csv"
 awk -F, '{ exit !($13 == "" && $14 == "" && $3 > 100) }' "$T/row.csv" || fail "missing nvlink in csv: $(cat "$T/row.csv")"
 "$PFI" monitor --sim a100x4-gpt3xl --count 1 --gpus 0 --format jsonl >"$T/row.jsonl"
 grep -q '"nvlink_tx_mibs":null' "$T/row.jsonl" || fail "missing nvlink in jsonl"
+grep -q '"simulated":true' "$T/row.jsonl" || fail "jsonl not marked simulated"
 "$PFI" monitor --duration 2s --interval 500ms --format jsonl --gpus 0 >"$T/dur.jsonl" || fail "monitor --duration"
 [ "$(wc -l <"$T/dur.jsonl")" -eq 5 ] || fail "duration 2s at 500ms gives 5 rounds: $(wc -l <"$T/dur.jsonl")"
 "$PFI" monitor --format xml 2>/dev/null && fail "unknown format accepted"

@@ -130,6 +130,26 @@ else
   echo "note: PFI_FAKENVML not set, the NVML path is not swept here"
 fi
 
+# A real program swept on simulated GPUs: real tokens/s against simulated power.  It warns,
+# the run's backend says so (runs, show, export), and the preset's model is not its label.
+"$PFI_BIN" sweep --backend sim --sim $preset --levels 100% --dwell 1s --settle 0.2s \
+    --db "$tmp/real.db" --journal "$tmp/journal" --no-log --quiet --json \
+    -- sh -c 'i=0; while [ $i -lt 60 ]; do echo "pfi: tokens=$((i*1000)) t=$i"; i=$((i+1)); sleep 0.05; done' \
+    >"$tmp/real.json" 2>"$tmp/real.err" || { echo "FAIL real on sim: exit $?"; cat "$tmp/real.err"; fail=1; }
+grep -q "warning: the GPUs are simulated" "$tmp/real.err" || { echo "FAIL real on sim: no warning"; fail=1; }
+[ "$(jq -r '.backend' "$tmp/real.json")" = "sim (simulated GPUs, real program)" ] &&
+  [ "$(jq '.simulated' "$tmp/real.json")" = true ] || { echo "FAIL real on sim: $(cat "$tmp/real.json")"; fail=1; }
+"$PFI_BIN" runs --db "$tmp/real.db" --json | jq -e '.runs[0].simulated == true' >/dev/null ||
+  { echo "FAIL real on sim: runs does not mark it"; fail=1; }
+"$PFI_BIN" show 1 --db "$tmp/real.db" | grep -q "Backend sim (simulated GPUs, real program)" ||
+  { echo "FAIL real on sim: show"; fail=1; }
+"$PFI_BIN" show 1 --db "$tmp/real.db" | grep -q "Model  *unknown" || { echo "FAIL real on sim: preset label"; fail=1; }
+"$PFI_BIN" export --db "$tmp/real.db" --format json | jq -e '.[0].simulated == true' >/dev/null ||
+  { echo "FAIL real on sim: export"; fail=1; }
+# The simulated jobs' runs above are marked too.
+"$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq -e '[.runs[] | select(.backend == "sim" or .backend == "nvml-sim")] | length > 0' >/dev/null ||
+  { echo "FAIL: simulated sweeps not marked by backend"; fail=1; }
+
 # Every sweep is a run in the store.
 runs=$("$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq 'if type == "array" then length else (.runs | length) end')
 [ "${runs:-0}" -eq "$nruns" ] || { echo "FAIL: the store holds ${runs:-no} runs, expected $nruns"; fail=1; }

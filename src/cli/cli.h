@@ -32,17 +32,22 @@ int pfi_cli_args_none(const pfi_cmd_spec *spec, int argc, char **argv, const cha
 
 /* The backend flags every hardware-facing command accepts. */
 typedef struct pfi_cli_hw {
-    const char *backend;   /* --backend sim|nvml (default: $PFI_BACKEND, else sim) */
+    const char *backend;   /* --backend auto|nvml|sim (default: $PFI_BACKEND, else sim when
+                            * --sim is given, else auto) */
     const char *sim;       /* --sim FILE|PRESET */
     const char *nvml_lib;  /* --nvml-lib PATH (default $PFI_NVML_LIBRARY) */
     int read_only;         /* --read-only */
 } pfi_cli_hw;
 #define PFI_CLI_HW_OPTS(h)                                                                        \
-    {"backend", PFI_OPT_STR, &(h).backend, "NAME", "hardware backend: sim (default) or nvml"},   \
+    {"backend", PFI_OPT_STR, &(h).backend, "NAME",                                              \
+     "auto (default: NVML if it lists a GPU, else an error), nvml, or sim (the simulator)"},   \
         {"sim", PFI_OPT_STR, &(h).sim, "FILE|PRESET", "simulated node: a config file or preset"}, \
         {"nvml-lib", PFI_OPT_STR, &(h).nvml_lib, "PATH", "libnvidia-ml.so.1 to load"},            \
         {"read-only", PFI_OPT_FLAG, &(h).read_only, NULL, "never change a GPU setting"}
 int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err);
+/* The backend name pfi_cli_open_hw will open: --backend, $PFI_BACKEND, "sim" with --sim,
+ * else "auto". */
+const char *pfi_cli_backend_name(const pfi_cli_hw *h);
 
 /* Writes one JSON document to stdout (indented, newline-terminated) and decrefs it. */
 int pfi_cli_print_json(json_t *doc);

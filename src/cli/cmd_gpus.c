@@ -13,8 +13,11 @@ int pfi_cmd_gpus(int argc, char **argv)
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
         {0},
     };
-    const pfi_cmd_spec spec = {"pfi gpus [--backend sim|nvml] [--sim FILE|PRESET] [--json]",
-                               "List the node's GPUs with their power limits and current draw.",
+    const pfi_cmd_spec spec = {"pfi gpus [--backend auto|nvml|sim] [--sim FILE|PRESET] [--json]",
+                               "List the node's GPUs with their power limits and current draw.  The default backend "
+                               "(auto) is NVML; without an NVIDIA driver it fails and says how "
+                               "to ask for the simulator (--backend sim), whose GPUs are marked "
+                               "simulated.",
                                opts};
     int rc = pfi_cli_args_none(&spec, argc, argv, "gpus");
     if (rc >= 0)
@@ -29,9 +32,10 @@ int pfi_cmd_gpus(int argc, char **argv)
         return pfi_cli_fail("gpus", &err);
     }
     json_t *arr = json_array();
+    int sim = pfi_hw_simulated(b);
     if (!as_json)
-        printf("%-3s %-24s %-14s %8s %8s %8s %8s %8s %8s\n", "GPU", "Name", "UUID", "Power",
-               "Limit", "Enforced", "Min", "Max", "Default");
+        printf("%-3s %-24s %-14s %8s %8s %8s %8s %8s %8s  %s\n", "GPU", "Name", "UUID", "Power",
+               "Limit", "Enforced", "Min", "Max", "Default", "Simulated");
     int status = PFI_EXIT_OK;
     for (int i = 0; i < n; i++) {
         pfi_device d;
@@ -55,6 +59,7 @@ int pfi_cmd_gpus(int argc, char **argv)
                                   d.enforced_w);
             json_object_set_new(o, "power_w",
                                 (s.have & PFI_F_POWER) ? json_real(s.power_w) : json_null());
+            json_object_set_new(o, "simulated", json_boolean(sim));
             json_array_append_new(arr, o);
         } else {
             char pw[16];
@@ -62,15 +67,18 @@ int pfi_cmd_gpus(int argc, char **argv)
                 snprintf(pw, sizeof pw, "%.0fW", s.power_w);
             else
                 snprintf(pw, sizeof pw, "N/A");
-            printf("%-3d %-24.24s %-14.14s %8s %7.0fW %7.0fW %7.0fW %7.0fW %7.0fW\n", d.index,
-                   d.name, d.uuid, pw, d.limit_w, d.enforced_w, d.min_limit_w, d.max_limit_w,
-                   d.default_limit_w);
+            printf("%-3d %-24.24s %-14.14s %8s %7.0fW %7.0fW %7.0fW %7.0fW %7.0fW  %s\n",
+                   d.index, d.name, d.uuid, pw, d.limit_w, d.enforced_w, d.min_limit_w,
+                   d.max_limit_w, d.default_limit_w, sim ? "yes" : "no");
         }
     }
-    const char *bname = pfi_backend_name(b);
+    const char *bname = pfi_hw_label(b);
     pfi_hw_close(b);
+    if (!as_json && sim)
+        printf("(simulated GPUs: backend %s; not this machine's hardware)\n", bname);
     if (as_json) {
-        json_t *doc = json_pack("{s:s, s:o}", "backend", bname, "gpus", arr);
+        json_t *doc = json_pack("{s:s, s:b, s:o}", "backend", bname, "simulated", sim, "gpus",
+                                arr);
         int prc = pfi_cli_print_json(doc);
         return status ? status : prc;
     }

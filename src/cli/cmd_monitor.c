@@ -15,6 +15,7 @@
 #include "util/units.h"
 
 static volatile sig_atomic_t stop;
+static int simulated; /* the backend's GPUs are simulated: every row says so */
 static void on_signal(int sig) { stop = sig; }
 
 typedef struct field {
@@ -69,7 +70,7 @@ static void table_header(void)
         snprintf(fmt, sizeof fmt, " %%%ds", w);
         printf(fmt, fields[i].head);
     }
-    printf(" %s\n", "reasons");
+    printf(" %3s %s\n", "sim", "reasons");
 }
 
 static void table_row(int gpu, const pfi_sample *s)
@@ -86,6 +87,7 @@ static void table_row(int gpu, const pfi_sample *s)
             printf(fmt, "N/A");
         }
     }
+    printf(" %3s", simulated ? "yes" : "no");
     if (s->have & PFI_F_REASONS)
         printf(" 0x%llx%s\n", (unsigned long long)s->clock_reasons,
                (s->clock_reasons & PFI_REASON_SW_POWERCAP) ? " pwrcap" : "");
@@ -98,7 +100,7 @@ static void csv_header(void)
     printf("t_s,gpu");
     for (size_t i = 0; i < NFIELDS; i++)
         printf(",%s", fields[i].name);
-    printf(",clock_reasons\n");
+    printf(",clock_reasons,simulated\n");
 }
 
 static void csv_row(int gpu, const pfi_sample *s)
@@ -111,9 +113,10 @@ static void csv_row(int gpu, const pfi_sample *s)
             printf(",");
     }
     if (s->have & PFI_F_REASONS)
-        printf(",%llu\n", (unsigned long long)s->clock_reasons);
+        printf(",%llu", (unsigned long long)s->clock_reasons);
     else
-        printf(",\n");
+        printf(",");
+    printf(",%d\n", simulated);
 }
 
 static void jsonl_row(int gpu, const pfi_sample *s)
@@ -125,6 +128,7 @@ static void jsonl_row(int gpu, const pfi_sample *s)
     json_object_set_new(o, "clock_reasons", (s->have & PFI_F_REASONS)
                                                 ? json_integer((json_int_t)s->clock_reasons)
                                                 : json_null());
+    json_object_set_new(o, "simulated", json_boolean(simulated));
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
     if (text)
         printf("%s\n", text);
@@ -163,7 +167,7 @@ int pfi_cmd_monitor(int argc, char **argv)
     };
     const pfi_cmd_spec spec = {
         "pfi monitor [--interval 100ms] [--count N|--duration D] [--format table|csv|jsonl] "
-        "[--gpus LIST] [--backend sim|nvml] [--sim FILE|PRESET]",
+        "[--gpus LIST] [--backend auto|nvml|sim] [--sim FILE|PRESET]",
         "Stream every telemetry field of the GPUs until --count/--duration or Ctrl-C.  On the "
         "simulator in virtual time (no PFI_SIM_STATE) time passes instantly, so without "
         "--count/--duration it stops after 10 rounds.", opts};
@@ -193,6 +197,7 @@ int pfi_cmd_monitor(int argc, char **argv)
     pfi_backend *b;
     if (pfi_cli_open_hw(&hw, &b, &e) != PFI_OK)
         return pfi_cli_fail("monitor", &e);
+    simulated = pfi_hw_simulated(b);
     int n = 0, idx[PFI_MAX_GPUS], ni = 0;
     if (pfi_hw_count(b, &n, &e) != PFI_OK ||
         pfi_parse_index_list(gpus_s ? gpus_s : "all", n, idx, &ni, &e) != PFI_OK) {

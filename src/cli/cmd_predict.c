@@ -84,8 +84,8 @@ static int sample_live(const pfi_cli_hw *hw, const char *gpus_s, double duration
     if (rc == PFI_OK)
         rc = pfi_measure_baseline(b, idx, ng, duration, hdr, err);
     if (rc == PFI_OK)
-        snprintf(hdr->name, sizeof hdr->name, "live %s GPUs %s", pfi_backend_name(b),
-                 gpus_s ? gpus_s : "all");
+        snprintf(hdr->name, sizeof hdr->name, "live %s GPUs %s%s", pfi_hw_label(b),
+                 gpus_s ? gpus_s : "all", pfi_hw_simulated(b) ? " (simulated)" : "");
     pfi_hw_close(b);
     return rc;
 }
@@ -183,7 +183,7 @@ int pfi_cmd_predict(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi predict RUN... | --live [--backend sim|nvml] [--gpus LIST] [--duration D] "
+        "pfi predict RUN... | --live [--backend auto|nvml|sim] [--gpus LIST] [--duration D] "
         "[--model FILE] [--json]",
         "Predict a job's curve and PFI from the telemetry of its baseline alone (no sweep): "
         "PFI at 10-50% shed, relative throughput at 70% of baseline power, and the power it can "

@@ -53,7 +53,7 @@ int pfi_cmd_restore(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi restore [--journal FILE] [--backend sim|nvml] [--force]",
+        "pfi restore [--journal FILE] [--backend auto|nvml|sim] [--force]",
         "Set every GPU in the journal back to the power limit it had before the sweep (or "
         "daemon) that wrote it changed anything, then delete the journal.  GPUs are matched by "
         "UUID.  The run a killed sweep was storing, named in the journal, is marked "

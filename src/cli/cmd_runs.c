@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "store/export.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "util/json.h"
@@ -81,8 +82,8 @@ int pfi_cmd_runs(int argc, char **argv)
         if ((!source || strcmp(source, v[i].source) == 0) && (int)strlen(v[i].name) > w)
             w = (int)strlen(v[i].name);
     if (!as_json)
-        printf("%-5s %-*s %-10s %-15s %3s %6s %-21s %10s %7s %s\n", "ID", w, "NAME", "SOURCE",
-               "GPU", "N", "LEVELS", "UNIT", "T0", "P0(W)", "STATUS");
+        printf("%-5s %-*s %-10s %-15s %3s %6s %-21s %10s %7s %-11s %s\n", "ID", w, "NAME",
+               "SOURCE", "GPU", "N", "LEVELS", "UNIT", "T0", "P0(W)", "STATUS", "BACKEND");
     for (int i = 0; i < n; i++) {
         const pfi_run_summary *r = &v[i];
         if (source && strcmp(source, r->source) != 0)
@@ -95,6 +96,9 @@ int pfi_cmd_runs(int argc, char **argv)
                                   r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s",
                                   "unit_label", r->unit_label, "status", r->status);
             json_object_set_new(o, "backend", pfi_json_str(r->backend));
+            json_object_set_new(o, "simulated",
+                                r->backend[0] ? json_boolean(pfi_backend_is_simulated(r->backend))
+                                              : json_null());
             json_object_set_new(o, "baseline_cap_w", pfi_json_num(r->cap0_w));
             json_object_set_new(o, "t0", pfi_json_num(r->t0));
             json_object_set_new(o, "p0_w", pfi_json_num(r->p0));
@@ -105,9 +109,9 @@ int pfi_cmd_runs(int argc, char **argv)
             char t0[24], p0[24];
             pfi_fmt_fixed(t0, sizeof t0, r->t0, 4);
             fmt_num(p0, sizeof p0, r->p0, "%.1f");
-            printf("%-5lld %-*s %-10s %-15s %3d %6d %-21s %10s %7s %s\n", r->id, w, r->name,
+            printf("%-5lld %-*s %-10s %-15s %3d %6d %-21s %10s %7s %-11s %s\n", r->id, w, r->name,
                    r->source, r->gpu_type, r->n_gpus, r->n_levels, r->unit_label, t0, p0,
-                   r->status);
+                   r->status, r->backend[0] ? r->backend : "-");
         }
     }
     free(v);

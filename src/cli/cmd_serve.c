@@ -78,7 +78,7 @@ int pfi_cmd_serve(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi serve [--config FILE] [--listen ADDR] [--token-file FILE] [--backend sim|nvml] ...",
+        "pfi serve [--config FILE] [--listen ADDR] [--token-file FILE] [--backend auto|nvml|sim] ...",
         "Run the node power controller: an HTTP API to register jobs and set a power budget, "
         "PFI-aware caps applied safely (lower first, read back, then raise), Prometheus metrics "
         "at /metrics, an audit log in SQLite.  Original limits are journaled and restored on "
@@ -100,7 +100,8 @@ int pfi_cmd_serve(int argc, char **argv)
                  {"sample_interval", sample},  {"watchdog_timeout", watchdog},
                  {"safe_budget", safe},        {"default_sla", sla},
                  {"model", model},
-                 {"backend", hw.backend},      {"backend_arg", hw.sim ? hw.sim : hw.nvml_lib}};
+                 {"backend", hw.backend},      {"sim", hw.sim},
+                 {"backend_arg", hw.sim ? NULL : hw.nvml_lib}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i].val && pfi_serve_config_set(&cfg, flags[i].key, flags[i].val, &err) != PFI_OK)
             return pfi_cli_fail("serve", &err);
@@ -111,8 +112,8 @@ int pfi_cmd_serve(int argc, char **argv)
     if (pfi_serve_config_check(&cfg, &err) != PFI_OK)
         return pfi_cli_fail("serve", &err);
 
-    pfi_cli_hw open = {cfg.backend, NULL, NULL, cfg.read_only};
-    if (cfg.backend[0] == 's')
+    pfi_cli_hw open = {cfg.backend[0] ? cfg.backend : NULL, NULL, NULL, cfg.read_only};
+    if (strcmp(pfi_cli_backend_name(&open), "sim") == 0)
         open.sim = cfg.backend_arg[0] ? cfg.backend_arg : NULL;
     else
         open.nvml_lib = cfg.backend_arg[0] ? cfg.backend_arg : NULL;

@@ -42,6 +42,9 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s)
                             "unit", r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s",
                             "unit_label", s->unit_label, "status", s->status);
     json_object_set_new(doc, "backend", pfi_json_str(s->backend));
+    json_object_set_new(doc, "simulated", s->backend[0]
+                                              ? json_boolean(pfi_backend_is_simulated(s->backend))
+                                              : json_null());
     json_object_set_new(doc, "started", pfi_json_str(s->started));
     json_object_set_new(doc, "ended", pfi_json_str(s->ended));
     json_object_set_new(doc, "min_limit_w", pfi_json_num(r->min_limit_w));

@@ -145,11 +145,12 @@ static void on_progress(void *arg, const pfi_sweep_progress *p)
 }
 
 /* Job metadata for the run (what prediction and the study group by): from --tag K=V with the
- * run model's names, else, on the simulator, from the job on the swept GPUs. */
-static void job_meta(pfi_backend *b, const pfi_sweep_cfg *c, const pfi_strlist *tags,
-                     pfi_job_meta *m)
+ * run model's names, else, when the job is the simulator's own, from the job on the swept
+ * GPUs (a real program is never labelled with the simulated preset's model). */
+static void job_meta(pfi_backend *b, int sim_job, const pfi_sweep_cfg *c,
+                     const pfi_strlist *tags, pfi_job_meta *m)
 {
-    pfi_sim_node *node = pfi_backend_sim_node(b);
+    pfi_sim_node *node = sim_job ? pfi_backend_sim_node(b) : NULL;
     if (node) {
         const pfi_node_config *nc = pfi_sim_node_config(node);
         for (int j = 0; j < nc->n_jobs; j++)
@@ -359,8 +360,7 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
  * path in state_path, removed at the end).  1 when the backend is the simulator. */
 static int sim_env(const sweep_opts *o, char *state_path, size_t n)
 {
-    const char *bname = o->hw.backend ? o->hw.backend : getenv("PFI_BACKEND");
-    int is_sim = !bname || strcmp(bname, "sim") == 0;
+    int is_sim = strcmp(pfi_cli_backend_name(&o->hw), "sim") == 0;
     if (is_sim && !o->attach && !getenv("PFI_SIM_STATE")) {
         const char *tmp = getenv("TMPDIR");
         snprintf(state_path, n, "%s/pfi-sim-%ld-%ld.state", tmp && *tmp ? tmp : "/tmp",
@@ -391,6 +391,34 @@ static int store_job(pfi_store *st, const sweep_opts *o, const char *cmdline, lo
     return rc;
 }
 
+/* 1 when the command is one of the simulator's jobs (`pfi simjob ...`). */
+static int is_simjob(char **argv, int n)
+{
+    if (n < 2)
+        return 0;
+    const char *base = strrchr(argv[0], '/');
+    base = base ? base + 1 : argv[0];
+    return strcmp(base, "pfi") == 0 && strcmp(argv[1], "simjob") == 0;
+}
+
+/* What the run records as its backend.  Simulated GPUs under a real program measure real
+ * tokens/s against simulated power: the run says so and a warning is printed.  A followed log
+ * may be a simulated job's or not: its run is marked by the backend alone. */
+static void backend_label(pfi_backend *b, const sweep_opts *o, int sim_job, char *out,
+                          size_t n)
+{
+    if (!pfi_hw_simulated(b) || sim_job || o->attach) {
+        snprintf(out, n, "%s", pfi_hw_label(b));
+        return;
+    }
+    snprintf(out, n, "%s (simulated GPUs, real program)", pfi_hw_label(b));
+    fprintf(stderr,
+            "pfi sweep: warning: the GPUs are simulated (backend %s) but the command is not a "
+            "simulated job (pfi simjob): its tokens/s are real while power, caps and telemetry "
+            "are not; the run is stored with backend '%s'\n",
+            pfi_hw_label(b), out);
+}
+
 static void catch_signals(void)
 {
     struct sigaction sa = {0};
@@ -405,7 +433,7 @@ static void catch_signals(void)
 /* The levels measured, as a table or one JSON document (with the error when the sweep failed:
  * err non-NULL).  The exit status of the printing. */
 static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const char *backend,
-                        long long run_id, const char *db, const pfi_err *err)
+                        int simulated, long long run_id, const char *db, const pfi_err *err)
 {
     const char *unit = res->run.unit == PFI_SAMPLES_PER_S ? "samples/s" : "tokens/s";
     if (o->as_json) {
@@ -419,6 +447,7 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
                                 res->restored, "log_format", res->format, "lines",
                                 (json_int_t)res->lines, "observations",
                                 (json_int_t)res->observations, "levels", lv);
+        json_object_set_new(doc, "simulated", json_boolean(simulated));
         if (err)
             json_object_set_new(doc, "error", json_string(err->msg));
         return pfi_cli_print_json(doc);
@@ -433,6 +462,8 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
     }
     if (run_id > 0)
         printf("run %lld in %s (%s)\n", run_id, db, res->status);
+    if (simulated)
+        printf("simulated GPUs (backend %s)\n", backend);
     return PFI_EXIT_OK;
 }
 
@@ -481,7 +512,7 @@ int pfi_cmd_sweep(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi sweep [--backend nvml|sim] [--gpus 0-7] [--levels 100,90,80,70,60,50% | --caps "
+        "pfi sweep [--backend auto|nvml|sim] [--gpus 0-7] [--levels 100,90,80,70,60,50% | --caps "
         "700:300:50] [--dwell auto|DURATION] [--order descending|ascending|random] [--db FILE] "
         "[--tag K=V ...] [--restart] [--attach --log FILE] [--throughput-regex RE --unit U] "
         "[--seq-len N] -- COMMAND...",
@@ -527,7 +558,10 @@ int pfi_cmd_sweep(int argc, char **argv)
     if ((rc = build_cfg(&o, b, &c, &pc, &err)) != PFI_OK)
         goto fail;
     c.threaded_sampler = !(is_sim && pfi_backend_sim_virtual(b));
-    job_meta(b, &c, &o.tags, &c.meta);
+    int sim_job = pfi_hw_simulated(b) && !o.attach && is_simjob(pos, npos);
+    char blabel[64];
+    backend_label(b, &o, sim_job, blabel, sizeof blabel);
+    job_meta(b, sim_job || (o.attach && pfi_hw_simulated(b)), &c, &o.tags, &c.meta);
     char jpath[PFI_JOURNAL_PATH_MAX];
     c.journal_path = o.journal ? o.journal : pfi_journal_default_path(jpath, sizeof jpath);
     cmdline = o.attach ? NULL : join_argv(pos, npos);
@@ -541,7 +575,7 @@ int pfi_cmd_sweep(int argc, char **argv)
     long long job_id;
     if ((rc = store_job(st, &o, cmdline, &job_id, &err)) != PFI_OK)
         goto fail;
-    store_sink sink = {.st = st, .job_id = job_id, .backend = pfi_backend_name(b)};
+    store_sink sink = {.st = st, .job_id = job_id, .backend = blabel};
     char *abs_db = realpath(db, NULL);
     /* Without an absolute path the journal names no run: a wrong store is worse than none. */
     if (abs_db && strlen(abs_db) < sizeof sink.db)
@@ -583,7 +617,8 @@ int pfi_cmd_sweep(int argc, char **argv)
     if (prog.tty && !o.quiet)
         fputs("\r\033[K", stderr);
     int printed =
-        print_result(&o, res, pfi_backend_name(b), sink.run_id, db, rc == PFI_OK ? NULL : &err);
+        print_result(&o, res, blabel, pfi_hw_simulated(b), sink.run_id, db,
+                     rc == PFI_OK ? NULL : &err);
     if (sink.err.code != PFI_OK && rc == PFI_OK) {
         err = sink.err;
         rc = err.code;

@@ -1,6 +1,7 @@
 /* common.c: helpers every subcommand shares (see cli.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -36,18 +37,23 @@ int pfi_cli_args_none(const pfi_cmd_spec *spec, int argc, char **argv, const cha
     return rc;
 }
 
+const char *pfi_cli_backend_name(const pfi_cli_hw *h)
+{
+    if (h->backend)
+        return h->backend;
+    const char *env = getenv("PFI_BACKEND");
+    if (env && *env)
+        return env;
+    return h->sim ? "sim" : "auto"; /* --sim names a simulated node: that is asking for it */
+}
+
 int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err)
 {
-    const char *name = h->backend;
-    if (!name)
-        name = getenv("PFI_BACKEND");
-    if (!name)
-        name = "sim";
-    const char *arg = NULL;
-    if (name[0] == 's')
-        arg = h->sim;
-    else
-        arg = h->nvml_lib;
+    const char *name = pfi_cli_backend_name(h);
+    const char *arg = strcmp(name, "sim") == 0 ? h->sim : h->nvml_lib;
+    if (h->sim && strcmp(name, "sim") != 0)
+        return pfi_err_set(err, PFI_EINVAL, "--sim goes with --backend sim (the backend is %s)",
+                           name);
     return pfi_hw_open(name, arg, h->read_only, out, err);
 }
 

@@ -298,3 +298,8 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
     }
     return fake_end(r);
 }
+
+/* Says to whoever loads this library that its GPUs are simulated (hw/backend_nvml.c looks the
+ * symbol up; the real libnvidia-ml has no such name). */
+extern const int pfi_fakenvml_simulated;
+__attribute__((visibility("default"))) const int pfi_fakenvml_simulated = 1;

@@ -21,6 +21,9 @@ typedef struct pfi_backend_ops {
     double (*now)(pfi_backend *b);
     /* Let time pass: real backends sleep; the virtual simulator advances.  May be NULL. */
     void (*sleep)(pfi_backend *b, double seconds);
+    /* 1 when the GPUs are simulated (the simulator, or NVML served by the project's fake
+     * libnvidia-ml over it).  May be NULL (then 0). */
+    int (*simulated)(pfi_backend *b);
 } pfi_backend_ops;
 
 struct pfi_backend {

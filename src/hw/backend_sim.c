@@ -174,6 +174,11 @@ static void sim_sleep(pfi_backend *b, double seconds)
     pfi_clock_sleep(seconds / pfi_sim_state_speed(s->state));
 }
 
+static int sim_simulated(pfi_backend *b)
+{
+    return 1;
+}
+
 const pfi_backend_ops pfi_backend_sim_ops = {
     .name = "sim",
     .open = sim_open,
@@ -184,6 +189,7 @@ const pfi_backend_ops pfi_backend_sim_ops = {
     .set_limit = sim_set_limit,
     .now = sim_now,
     .sleep = sim_sleep,
+    .simulated = sim_simulated,
 };
 
 static sim_impl *impl_of(pfi_backend *b)

@@ -28,12 +28,41 @@ static int env_read_only(void)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+#define SIM_HINT "; pfi runs on NVIDIA GPUs through NVML: use --backend sim for the simulator"
+
+/* The default backend: the node's NVIDIA GPUs through NVML, or a clear error.  The simulator
+ * is never chosen silently: a machine without a driver is told how to ask for it. */
+int pfi_hw_open_auto(const char *nvml_lib, int read_only, pfi_backend **out, pfi_err *err)
+{
+    pfi_backend *b = NULL;
+    pfi_err e = {0};
+    *out = NULL;
+    int rc = pfi_hw_open("nvml", nvml_lib, read_only, &b, &e);
+    if (rc != PFI_OK) {
+        if (rc == PFI_ENODRIVER && strncmp(e.msg, "no ", 3) == 0)
+            return pfi_err_set(err, rc, "%s" SIM_HINT, e.msg);
+        return pfi_err_set(err, rc, "no NVIDIA driver usable: %s" SIM_HINT, e.msg);
+    }
+    int n = 0;
+    if ((rc = pfi_hw_count(b, &n, &e)) != PFI_OK || n < 1) {
+        pfi_hw_close(b);
+        if (rc != PFI_OK)
+            return pfi_err_set(err, rc, "the NVIDIA driver lists no GPU: %s" SIM_HINT, e.msg);
+        return pfi_err_set(err, PFI_ENODRIVER, "the NVIDIA driver lists no GPU" SIM_HINT);
+    }
+    *out = b;
+    return PFI_OK;
+}
+
 int pfi_hw_open(const char *name, const char *arg, int read_only, pfi_backend **out, pfi_err *err)
 {
     *out = NULL;
+    if (name && strcmp(name, "auto") == 0)
+        return pfi_hw_open_auto(arg, read_only, out, err);
     const pfi_backend_ops *ops = find(name ? name : "sim");
     if (!ops)
-        return pfi_err_set(err, PFI_EINVAL, "unknown backend '%s' (known: sim, nvml)", name);
+        return pfi_err_set(err, PFI_EINVAL, "unknown backend '%s' (known: auto, nvml, sim)",
+                           name);
     pfi_backend *b = calloc(1, sizeof *b);
     if (!b)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");

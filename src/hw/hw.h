@@ -19,8 +19,17 @@
 
 typedef struct pfi_backend pfi_backend;
 
-/* Registry: "sim", "nvml".  read_only is also forced on by env PFI_READ_ONLY=1. */
+/* Registry: "sim", "nvml", and "auto": NVML when the library loads and lists at least one
+ * GPU, else PFI_ENODRIVER saying no NVIDIA driver was found and that --backend sim runs the
+ * simulator (hw.c); arg is then the NVML library path.  read_only is also forced on by
+ * env PFI_READ_ONLY=1. */
 int pfi_hw_open(const char *name, const char *arg, int read_only, pfi_backend **out, pfi_err *err);
+int pfi_hw_open_auto(const char *nvml_lib, int read_only, pfi_backend **out, pfi_err *err);
+/* 1 when the backend's GPUs are simulated (see pfi_backend_ops.simulated). */
+int pfi_hw_simulated(pfi_backend *b);
+/* What a stored run records as its backend: "nvml", "sim", or "nvml-sim" (the NVML API served
+ * by the fake libnvidia-ml over the simulator). */
+const char *pfi_hw_label(pfi_backend *b);
 void pfi_hw_close(pfi_backend *b);
 /* "sim" or "nvml": for messages, journals and records of where a run came from. */
 const char *pfi_backend_name(const pfi_backend *b);

@@ -17,7 +17,7 @@ void pfi_serve_config_defaults(pfi_serve_config *c)
     memset(c, 0, sizeof *c);
     snprintf(c->listen, sizeof c->listen, "127.0.0.1:%d", PFI_SERVE_DEFAULT_PORT);
     snprintf(c->db, sizeof c->db, "pfi-serve.db");
-    snprintf(c->backend, sizeof c->backend, "sim");
+    c->backend[0] = '\0'; /* unset: $PFI_BACKEND, else sim with a sim=, else auto */
     c->sample_interval_s = 1.0;
     c->reoptimize_interval_s = 30.0;
     c->min_change_interval_s = 10.0;
@@ -101,10 +101,13 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
     if (!strcmp(key, "journal"))
         return set_str(c->journal, sizeof c->journal, key, v, err);
     if (!strcmp(key, "backend")) {
-        if (strcmp(v, "sim") && strcmp(v, "nvml"))
-            return pfi_err_set(err, PFI_EINVAL, "backend: expected sim or nvml, got '%s'", v);
+        if (strcmp(v, "auto") && strcmp(v, "sim") && strcmp(v, "nvml"))
+            return pfi_err_set(err, PFI_EINVAL, "backend: expected auto, nvml or sim, got '%s'",
+                               v);
         return set_str(c->backend, sizeof c->backend, key, v, err);
     }
+    if (!strcmp(key, "sim") && !c->backend[0]) /* a simulated node asks for the simulator */
+        snprintf(c->backend, sizeof c->backend, "sim");
     if (!strcmp(key, "sim") || !strcmp(key, "nvml_lib") || !strcmp(key, "backend_arg"))
         return set_str(c->backend_arg, sizeof c->backend_arg, key, v, err);
     if (!strcmp(key, "read_only"))

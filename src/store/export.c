@@ -15,8 +15,14 @@ const char *const pfi_export_columns[] = {
     "throughput_unit", "throughput_lo", "throughput_hi", "rel_throughput", "rel_power",
     "sm_clock_mhz",  "powercap_frac", "gpu_util",       "sm_active",     "tensor_active",
     "dram_active",   "nvlink_mibs",   "pcie_mibs",      "t_start_s",     "t_end_s",
-    "n_samples",     NULL,
+    "n_samples",     "backend",       "simulated",      NULL,
 };
+
+int pfi_backend_is_simulated(const char *backend)
+{
+    return strncmp(backend, "sim", 3) == 0 || strncmp(backend, "nvml-sim", 8) == 0 ||
+           strstr(backend, "simulated") != NULL;
+}
 
 static json_t *int_or_null(int v) { return v > 0 ? json_integer(v) : json_null(); }
 
@@ -74,6 +80,12 @@ json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, in
     json_t *fields = pfi_export_level_fields(run, sum, level);
     json_object_update(o, fields);
     json_decref(fields);
+    /* Which GPUs measured it: "nvml", "sim", "nvml-sim" (the fake NVML over the simulator),
+     * possibly with what was simulated; NULL for imported data. */
+    json_object_set_new(o, "backend", sum->backend[0] ? json_string(sum->backend) : json_null());
+    json_object_set_new(o, "simulated", sum->backend[0] ? json_boolean(pfi_backend_is_simulated(
+                                                              sum->backend))
+                                                        : json_null());
     return o;
 }
 

@@ -19,6 +19,9 @@ extern const char *const pfi_export_columns[];
  * `pfi show --json` lists under a run. */
 json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, int level);
 /* One level of a run as an object with every column (JSON null for missing values). */
+/* 1 when a stored run's backend label says its GPUs were simulated ("sim...", "nvml-sim",
+ * "... (simulated GPUs, ...)"). */
+int pfi_backend_is_simulated(const char *backend);
 json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, int level);
 
 /* Writes the levels of the runs ids[0..n) (n == 0: every run) to out: CSV with a header line,

@@ -140,7 +140,7 @@ typedef struct pfi_run_summary {
     char name[PFI_NAME_MAX];
     char source[32];
     char gpu_type[32];
-    char backend[16];    /* "" for imported data */
+    char backend[48];    /* "" for imported data; "sim (simulated GPUs, real program)" fits */
     char status[16];     /* "running", "done", "failed", "interrupted", "imported" */
     char unit_label[48]; /* "tokens/s", "samples/s", "epochs/s (relative)", ... */
     char started[32], ended[32]; /* ISO 8601 UTC; "" when unknown */

@@ -103,6 +103,7 @@ typedef struct nvml_impl {
     nvml_fns f;
     int n;
     nvml_gpu *gpu; /* n entries */
+    int simulated; /* the library is the project's fake libnvidia-ml (it says so) */
 } nvml_impl;
 
 /* "nvmlDeviceGetPowerUsage: GPU is lost (NVML_ERROR_GPU_IS_LOST = 15); check dmesg...".
@@ -213,6 +214,9 @@ static int nvml_open(pfi_backend *b, const char *arg, pfi_err *err)
         free_impl(m, 0);
         return PFI_ENODRIVER;
     }
+    /* The fake libnvidia-ml (src/fakenvml/) serves the simulator and exports this marker;
+     * no NVIDIA library does. */
+    m->simulated = dlsym(m->dl, "pfi_fakenvml_simulated") != NULL;
     nvmlReturn_t r = m->f.nvmlInit_v2();
     if (r != NVML_SUCCESS) {
         nvml_fail(m, err, "nvmlInit_v2", r);
@@ -644,6 +648,12 @@ static int nvml_set_limit(pfi_backend *b, int idx, double watts, pfi_err *err)
     return rc;
 }
 
+static int nvml_simulated(pfi_backend *b)
+{
+    const nvml_impl *m = b->impl;
+    return m && m->simulated;
+}
+
 const pfi_backend_ops pfi_backend_nvml_ops = {
     .name = "nvml",
     .open = nvml_open,
@@ -654,4 +664,5 @@ const pfi_backend_ops pfi_backend_nvml_ops = {
     .set_limit = nvml_set_limit,
     .now = NULL,
     .sleep = NULL,
+    .simulated = nvml_simulated,
 };

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "measure/parse.h"
@@ -241,6 +242,21 @@ static int run_job(pfi_sim_state *state, pfi_sim_node *node, int job, jobview *j
     return PFI_OK;
 }
 
+/* run_job with this process recorded as the job's in the shared state, so the simulated
+ * node (and the fake NVML over it) lists it on the job's GPUs, as a driver lists a real job's
+ * process.  Cleared when the job ends. */
+static int run_registered(pfi_sim_state *state, pfi_sim_node *node, int job, jobview *jv,
+                          double t0, double dur, double interval, int log_every, pfi_err *err)
+{
+    int rc = pfi_sim_state_set_job_pid(state, job, (long)getpid(), err);
+    if (rc == PFI_OK)
+        rc = run_job(state, node, job, jv, t0, dur, interval, log_every, err);
+    pfi_err e2 = {0};
+    if (pfi_sim_state_job_pid(state, job) == (long)getpid())
+        pfi_sim_state_set_job_pid(state, job, 0, &e2);
+    return rc;
+}
+
 int pfi_cmd_simjob(int argc, char **argv)
 {
     const char *format = "pfi", *jobname = NULL, *sim = NULL, *duration = NULL, *truth_caps = NULL;
@@ -328,7 +344,8 @@ int pfi_cmd_simjob(int argc, char **argv)
     jv.n_gpus = jc->n_gpus;
     jv.seq_len = jc->seq_len;
     jv.gbs = jc->global_batch;
-    if ((rc = run_job(state, node, job, &jv, t0, dur, interval, log_every, &err)) != PFI_OK)
+    if ((rc = run_registered(state, node, job, &jv, t0, dur, interval, log_every, &err)) !=
+        PFI_OK)
         goto fail;
     pfi_sim_state_close(state);
     return PFI_EXIT_OK;

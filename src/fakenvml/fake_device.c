@@ -268,3 +268,32 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
     }
     return fake_end(r);
 }
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                     nvmlProcessInfo_t *infos)
+{
+    fake_gpu *g;
+    nvmlReturn_t r = fake_begin_dev("nvmlDeviceGetComputeRunningProcesses_v3", device, &g);
+    if (r == NVML_SUCCESS && !infoCount)
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    pfi_gpu_proc p[PFI_MAX_GPU_PROCS];
+    int n = 0;
+    pfi_err e = {0};
+    if (r == NVML_SUCCESS &&
+        pfi_hw_processes(pfi_fake.sim, g->dev.index, p, PFI_MAX_GPU_PROCS, &n, &e) != PFI_OK)
+        r = NVML_ERROR_UNKNOWN;
+    if (r == NVML_SUCCESS) {
+        if ((unsigned)n > *infoCount || (n > 0 && !infos)) {
+            r = NVML_ERROR_INSUFFICIENT_SIZE;
+        } else {
+            for (int i = 0; i < n; i++)
+                infos[i] = (nvmlProcessInfo_t){
+                    (unsigned)p[i].pid,
+                    isfinite(p[i].used_mib) ? (unsigned long long)(p[i].used_mib * 1048576.0)
+                                            : NVML_VALUE_NOT_AVAILABLE,
+                    0xFFFFFFFFu, 0xFFFFFFFFu};
+        }
+        *infoCount = (unsigned)n;
+    }
+    return fake_end(r);
+}

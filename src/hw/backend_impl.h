@@ -24,6 +24,9 @@ typedef struct pfi_backend_ops {
     /* 1 when the GPUs are simulated (the simulator, or NVML served by the project's fake
      * libnvidia-ml over it).  May be NULL (then 0). */
     int (*simulated)(pfi_backend *b);
+    /* The compute processes on GPU idx: up to cap into out, *n how many there are.  May be
+     * NULL (then PFI_ENOTSUP). */
+    int (*processes)(pfi_backend *b, int idx, pfi_gpu_proc *out, int cap, int *n, pfi_err *err);
 } pfi_backend_ops;
 
 struct pfi_backend {

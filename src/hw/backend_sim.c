@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,43 @@ static void sim_sleep(pfi_backend *b, double seconds)
     pfi_clock_sleep(seconds / pfi_sim_state_speed(s->state));
 }
 
+/* A simulated job's process: the pid `pfi simjob` recorded in the shared state, while it is
+ * alive (a virtual node has no processes). */
+static int sim_processes(pfi_backend *b, int idx, pfi_gpu_proc *out, int cap, int *n,
+                         pfi_err *err)
+{
+    sim_impl *s = b->impl;
+    pfi_sim_node *node;
+    double t;
+    *n = 0;
+    pthread_mutex_lock(&s->mu);
+    int rc = current(s, &node, &t, err);
+    if (rc == PFI_OK && (idx < 0 || idx >= pfi_sim_node_gpus(node)))
+        rc = pfi_err_set(err, PFI_ENOENT, "no GPU %d (this node has %d)", idx,
+                         pfi_sim_node_gpus(node));
+    if (rc == PFI_OK && s->state) {
+        const pfi_node_config *c = pfi_sim_node_config(node);
+        for (int j = 0; j < c->n_jobs; j++) {
+            long pid = pfi_sim_state_job_pid(s->state, j);
+            if (pid <= 0 || idx < c->jobs[j].first_gpu ||
+                idx >= c->jobs[j].first_gpu + c->jobs[j].n_gpus)
+                continue;
+            if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
+                continue; /* it ended without saying so (killed) */
+            pfi_sample smp;
+            double mem = NAN;
+            pfi_err e2 = {0};
+            if (pfi_sim_sample(node, idx, t, &smp, &e2) == PFI_OK && (smp.have & PFI_F_MEM_USED))
+                mem = smp.mem_used_mib;
+            if (*n < cap)
+                out[*n] = (pfi_gpu_proc){pid, mem};
+            (*n)++;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 static int sim_simulated(pfi_backend *b)
 {
     return 1;
@@ -190,6 +228,7 @@ const pfi_backend_ops pfi_backend_sim_ops = {
     .now = sim_now,
     .sleep = sim_sleep,
     .simulated = sim_simulated,
+    .processes = sim_processes,
 };
 
 static sim_impl *impl_of(pfi_backend *b)

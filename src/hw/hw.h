@@ -19,6 +19,13 @@
 
 typedef struct pfi_backend pfi_backend;
 
+/* A compute process on a GPU (NVML's nvmlProcessInfo_t). */
+typedef struct pfi_gpu_proc {
+    long pid;
+    double used_mib; /* NAN when the driver does not say */
+} pfi_gpu_proc;
+#define PFI_MAX_GPU_PROCS 64
+
 /* Registry: "sim", "nvml", and "auto": NVML when the library loads and lists at least one
  * GPU, else PFI_ENODRIVER saying no NVIDIA driver was found and that --backend sim runs the
  * simulator (hw.c); arg is then the NVML library path.  read_only is also forced on by
@@ -44,6 +51,9 @@ int pfi_hw_sample(pfi_backend *b, int idx, pfi_sample *out, pfi_err *err);
  * differs from what was asked by more than 1 W, the call still succeeds and the caller is told
  * through *enforced_w so it can report it. */
 int pfi_hw_set_limit(pfi_backend *b, int idx, double watts, double *enforced_w, pfi_err *err);
+/* The compute processes running on GPU idx (see pfi_backend_ops.processes); *n is how many
+ * there are, at most cap are copied.  PFI_ENOTSUP when the backend or driver cannot say. */
+int pfi_hw_processes(pfi_backend *b, int idx, pfi_gpu_proc *out, int cap, int *n, pfi_err *err);
 double pfi_hw_now(pfi_backend *b);
 void pfi_hw_sleep(pfi_backend *b, double seconds);
 

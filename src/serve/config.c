@@ -27,6 +27,8 @@ void pfi_serve_config_defaults(pfi_serve_config *c)
     snprintf(c->safe_budget, sizeof c->safe_budget, "min");
     c->max_body = 64 * 1024;
     c->threads = 4;
+    c->discover = 1;
+    snprintf(c->proc_root, sizeof c->proc_root, "/proc");
 }
 
 static int set_str(char *dst, size_t size, const char *key, const char *v, pfi_err *err)
@@ -100,6 +102,10 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
         return set_str(c->probe_library, sizeof c->probe_library, key, v, err);
     if (!strcmp(key, "journal"))
         return set_str(c->journal, sizeof c->journal, key, v, err);
+    if (!strcmp(key, "discover"))
+        return set_bool(&c->discover, key, v, err);
+    if (!strcmp(key, "proc_root"))
+        return set_str(c->proc_root, sizeof c->proc_root, key, v, err);
     if (!strcmp(key, "backend")) {
         if (strcmp(v, "auto") && strcmp(v, "sim") && strcmp(v, "nvml"))
             return pfi_err_set(err, PFI_EINVAL, "backend: expected auto, nvml or sim, got '%s'",

@@ -147,6 +147,7 @@ static void run_loop(srv_node *n, const pfi_serve_config *c, pfi_backend *b,
             last = now;
         }
         srv_sample(n);
+        srv_discover(n);
         srv_tick(n);
         next += c->sample_interval_s;
         if (next < pfi_clock_mono())

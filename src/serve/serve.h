@@ -65,6 +65,11 @@ typedef struct pfi_serve_config {
      * a store, or "public" for $PFI_DATA_DIR's sweeps; "" none (a probe then fits a power
      * law through the baseline and the probe) */
     char probe_library[PFI_SERVE_PATH_MAX];
+    /* Job discovery: every sample interval the GPUs' compute processes are listed through the
+     * backend and mapped to jobs (pfi_proc_job_of); new ones are registered, ended ones
+     * retired.  discover = 0 turns it off; proc_root is where /proc is read (tests). */
+    int discover;
+    char proc_root[PFI_SERVE_PATH_MAX];
 } pfi_serve_config;
 
 void pfi_serve_config_defaults(pfi_serve_config *c);
@@ -75,6 +80,18 @@ int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err);
 int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *value, pfi_err *err);
 /* Checks cross-field rules (e.g. non-loopback listen without allow_remote). */
 int pfi_serve_config_check(const pfi_serve_config *c, pfi_err *err);
+
+/* The job a process belongs to (procjob.c). */
+typedef struct pfi_proc_job {
+    long pid;
+    char id[64];     /* "slurm-123", "k8s-<pod uid>", or "pg-<process group>" */
+    char kind[16];   /* "slurm", "kubernetes", "process" */
+    char cmdline[256];
+    char log[PFI_SERVE_PATH_MAX]; /* its stdout when that is a regular file; "" else */
+} pfi_proc_job;
+/* Reads proc_root/PID/{cgroup,environ,stat,cmdline,fd/1} (proc_root NULL or "": /proc).
+ * PFI_ENOENT when the process is gone. */
+int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err);
 
 struct pfi_model;
 /* Runs the daemon on an opened backend until *stop becomes non-zero (set it from a signal

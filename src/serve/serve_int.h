@@ -113,6 +113,18 @@ typedef struct srv_event {
 
 typedef struct srv_audit srv_audit;
 
+/* A job found from its GPU processes (discover.c), kept by the control loop alone. */
+typedef struct srv_found {
+    char id[SRV_ID_MAX];
+    int registered_by_us; /* 1: discovery registered it (and retires it when its processes
+                           * end); 0: it matched a job registered by the plugin or the API */
+    char matched[SRV_ID_MAX]; /* the registered job it matched (registered_by_us 0) */
+    long pid;
+    int gpus[PFI_MAX_GPUS], n_gpus;
+    char log[PFI_SERVE_PATH_MAX];
+    int seen;             /* scratch of one discovery round */
+} srv_found;
+
 typedef struct srv_node {
     pthread_mutex_t mu, decide_mu, hw_mu;
     const pfi_serve_config *cfg;
@@ -147,6 +159,11 @@ typedef struct srv_node {
 
     srv_event ev[SRV_EVENTS];
     long long ev_next;     /* id of the next event (ids start at 1) */
+
+    /* Jobs found from their processes (discover.c); the control loop's alone. */
+    srv_found found[SRV_MAX_JOBS];
+    int n_found;
+    int discover_off;      /* the backend cannot list processes: said once, then off */
 
     /* Scratch of the decision in progress, guarded by decide_mu (too large for a stack). */
     srv_gpu snap[PFI_MAX_GPUS];
@@ -239,6 +256,9 @@ void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
 /* node.c: one decision in the current mode and budget (decide_mu held, snapshot taken). */
 int srv_decide_now(srv_node *n, const char *reason, pfi_err *err);
 void srv_snapshot(srv_node *n);
+
+/* discover.c: one round of job discovery (control loop). */
+void srv_discover(srv_node *n);
 
 /* metrics.c */
 char *srv_metrics_text(srv_node *n, size_t *len);

@@ -52,7 +52,8 @@ json_t *srv_view_gpus(srv_node *n)
     for (int i = 0; i < n->n_gpus; i++)
         json_array_append_new(arr, gpu_json(n, i));
     pthread_mutex_unlock(&n->mu);
-    return json_pack("{s:s, s:o}", "backend", pfi_backend_name(n->b), "gpus", arr);
+    return json_pack("{s:s, s:b, s:o}", "backend", pfi_hw_label(n->b), "simulated",
+                     pfi_hw_simulated(n->b), "gpus", arr);
 }
 
 static json_t *job_json(const srv_node *n, const srv_job *j)

@@ -195,6 +195,10 @@ double pfi_sim_state_now(const pfi_sim_state *s);
 double pfi_sim_state_speed(const pfi_sim_state *s);
 /* Appends a limit change at the current simulated time. */
 int pfi_sim_state_set_limit(pfi_sim_state *s, int gpu, double watts, pfi_err *err);
+/* The process that runs job `job` (pfi simjob records its pid; 0 when it ends), so the
+ * simulated node can list its GPUs' processes as a driver would. */
+int pfi_sim_state_set_job_pid(pfi_sim_state *s, int job, long pid, pfi_err *err);
+long pfi_sim_state_job_pid(const pfi_sim_state *s, int job);
 /* Brings the process's node up to date with the file and returns it (owned by s) with, in
  * *now (may be NULL), the simulated time read under the same lock: every change made before
  * that instant is in the node. */

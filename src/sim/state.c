@@ -20,7 +20,7 @@
 #include "util/clock.h"
 
 #define STATE_MAGIC "PFISIM01"
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u
 #define STATE_MAX_EVENTS 65536
 
 typedef struct state_event {
@@ -37,6 +37,7 @@ typedef struct state_head {
     double epoch;         /* monotonic seconds at creation (util/clock.h) */
     double speed;         /* simulated seconds per wall second */
     uint64_t n_events;
+    int32_t job_pid[PFI_SIM_MAX_JOBS]; /* the process running each job (pfi simjob); 0 none */
     pfi_node_config cfg;
 } state_head;
 
@@ -269,4 +270,26 @@ int pfi_sim_state_set_limit(pfi_sim_state *s, int gpu, double watts, pfi_err *er
     }
     flock(s->fd, LOCK_UN);
     return rc;
+}
+
+int pfi_sim_state_set_job_pid(pfi_sim_state *s, int job, long pid, pfi_err *err)
+{
+    if (!s->writable)
+        return pfi_err_set(err, PFI_EPERM, "simulator state %s is read-only for this user",
+                           s->path);
+    if (job < 0 || job >= s->map->h.cfg.n_jobs || job >= PFI_SIM_MAX_JOBS)
+        return pfi_err_set(err, PFI_ENOENT, "no job %d on the simulated node", job);
+    int rc = lock(s, LOCK_EX, err);
+    if (rc != PFI_OK)
+        return rc;
+    __atomic_store_n(&s->map->h.job_pid[job], (int32_t)pid, __ATOMIC_RELEASE);
+    flock(s->fd, LOCK_UN);
+    return PFI_OK;
+}
+
+long pfi_sim_state_job_pid(const pfi_sim_state *s, int job)
+{
+    if (job < 0 || job >= PFI_SIM_MAX_JOBS)
+        return 0;
+    return __atomic_load_n(&s->map->h.job_pid[job], __ATOMIC_ACQUIRE);
 }

@@ -58,6 +58,7 @@ typedef struct nvml_fns {
     FN(nvmlDeviceGetUtilizationRates);
     FN(nvmlDeviceGetTemperature);
     FN(nvmlDeviceGetMemoryInfo);
+    FN(nvmlDeviceGetComputeRunningProcesses_v3);
     FN(nvmlDeviceGetFieldValues);
     FN(nvmlGpmQueryDeviceSupport);
     FN(nvmlGpmSampleAlloc);
@@ -146,6 +147,7 @@ static int load_fns(nvml_impl *m)
     LOAD(nvmlDeviceGetUtilizationRates);
     LOAD(nvmlDeviceGetTemperature);
     LOAD(nvmlDeviceGetMemoryInfo);
+    LOAD(nvmlDeviceGetComputeRunningProcesses_v3);
     LOAD(nvmlDeviceGetFieldValues);
     LOAD(nvmlGpmQueryDeviceSupport);
     LOAD(nvmlGpmSampleAlloc);
@@ -648,6 +650,31 @@ static int nvml_set_limit(pfi_backend *b, int idx, double watts, pfi_err *err)
     return rc;
 }
 
+static int nvml_processes(pfi_backend *b, int idx, pfi_gpu_proc *out, int cap, int *n,
+                          pfi_err *err)
+{
+    nvml_impl *m = b->impl;
+    if (idx < 0 || idx >= m->n)
+        return pfi_err_set(err, PFI_ENOENT, "no GPU %d (this node has %d)", idx, m->n);
+    nvml_gpu *g = &m->gpu[idx];
+    if (g->handle_rc != NVML_SUCCESS)
+        return nvml_fail(m, err, "nvmlDeviceGetHandleByIndex_v2", g->handle_rc);
+    nvmlProcessInfo_t info[PFI_MAX_GPU_PROCS];
+    unsigned int count = PFI_MAX_GPU_PROCS;
+    nvmlReturn_t r = CALL(m, nvmlDeviceGetComputeRunningProcesses_v3, g->h, &count, info);
+    if (r != NVML_SUCCESS) /* more than PFI_MAX_GPU_PROCS processes included */
+        return nvml_fail(m, err, "nvmlDeviceGetComputeRunningProcesses_v3", r);
+    for (unsigned int i = 0; i < count && i < PFI_MAX_GPU_PROCS; i++) {
+        if ((int)i < cap)
+            out[i] = (pfi_gpu_proc){(long)info[i].pid,
+                                    info[i].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE
+                                        ? NAN
+                                        : (double)info[i].usedGpuMemory / 1048576.0};
+        (*n)++;
+    }
+    return PFI_OK;
+}
+
 static int nvml_simulated(pfi_backend *b)
 {
     const nvml_impl *m = b->impl;
@@ -665,4 +692,5 @@ const pfi_backend_ops pfi_backend_nvml_ops = {
     .now = NULL,
     .sleep = NULL,
     .simulated = nvml_simulated,
+    .processes = nvml_processes,
 };

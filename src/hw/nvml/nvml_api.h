@@ -71,6 +71,15 @@ typedef struct nvmlUtilization_st {
     unsigned int memory; /* percent of time device memory was read or written */
 } nvmlUtilization_t;
 
+/* nvmlProcessInfo_v2_t, the layout of the _v3 process queries. */
+typedef struct nvmlProcessInfo_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory; /* bytes; NVML_VALUE_NOT_AVAILABLE when unknown */
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+
 typedef struct nvmlMemory_st {
     unsigned long long total; /* bytes */
     unsigned long long free;
@@ -204,6 +213,10 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
                                       unsigned int *temp);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
+/* The compute processes on a device (driver 510 and newer): *infoCount in, the array's size;
+ * out, how many there are (NVML_ERROR_INSUFFICIENT_SIZE when the array was too small). */
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                     nvmlProcessInfo_t *infos);
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
                                       nvmlFieldValue_t *values);
 

@@ -1,0 +1,189 @@
+/* discover.c: jobs found by themselves.  Every sample interval the GPUs' compute processes
+ * are listed through the backend (pfi_hw_processes: NVML's running processes, or the
+ * simulator's jobs) and each is mapped to its job (pfi_proc_job_of: Slurm job id, Kubernetes
+ * pod, else process group).  A job seen for the first time is registered with its GPUs like a
+ * client's registration (same checks, same decision under the budget); a job registered by
+ * the Slurm plugin or the API takes precedence: a discovered job with its id (or "slurm-N" for
+ * "N") or on its GPUs is matched to it, not registered again.  A job discovery registered is
+ * retired when its processes are gone, through the same removal as DELETE /v1/jobs/{id}, whose
+ * decision re-plans the freed GPUs under the budget. */
+#include <stdio.h>
+#include <string.h>
+
+#include "serve/serve_int.h"
+
+typedef struct round_job {
+    pfi_proc_job pj;
+    int gpus[PFI_MAX_GPUS], n_gpus;
+} round_job;
+
+/* Adds GPU i's processes to the round's jobs.  0 when the listing failed (then nothing is
+ * retired this round), -1 when the backend cannot list processes at all. */
+static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
+{
+    pfi_gpu_proc p[PFI_MAX_GPU_PROCS];
+    int np = 0;
+    pfi_err e = {0};
+    pthread_mutex_lock(&n->hw_mu);
+    int rc = pfi_hw_processes(n->b, i, p, PFI_MAX_GPU_PROCS, &np, &e);
+    pthread_mutex_unlock(&n->hw_mu);
+    if (rc == PFI_ENOTSUP) {
+        srv_event_add(n, "discovery_off", "jobs are not discovered: %s", e.msg);
+        return -1;
+    }
+    if (rc != PFI_OK)
+        return 0;
+    for (int k = 0; k < np && k < PFI_MAX_GPU_PROCS; k++) {
+        pfi_proc_job pj;
+        if (pfi_proc_job_of(n->cfg->proc_root, p[k].pid, &pj, &e) != PFI_OK)
+            continue; /* ended between the two reads */
+        int f = 0;
+        while (f < *nr && strcmp(rj[f].pj.id, pj.id) != 0)
+            f++;
+        if (f == *nr) {
+            if (*nr == SRV_MAX_JOBS)
+                continue;
+            rj[f].pj = pj;
+            rj[f].n_gpus = 0;
+            (*nr)++;
+        }
+        int have = 0;
+        for (int g = 0; g < rj[f].n_gpus; g++)
+            have |= rj[f].gpus[g] == i;
+        if (!have)
+            rj[f].gpus[rj[f].n_gpus++] = i;
+    }
+    return 1;
+}
+
+/* The registered job a discovered one is: same id ("slurm-N" also matches "N"), else one
+ * holding any of its GPUs.  -1 when none (mu held). */
+static int registered_match(const srv_node *n, const round_job *r)
+{
+    int j = srv_find_job(n->jobs, n->n_jobs, r->pj.id);
+    if (j >= 0)
+        return j;
+    if (strncmp(r->pj.id, "slurm-", 6) == 0 &&
+        (j = srv_find_job(n->jobs, n->n_jobs, r->pj.id + 6)) >= 0)
+        return j;
+    for (int g = 0; g < r->n_gpus; g++)
+        if (n->gpu[r->gpus[g]].job >= 0)
+            return n->gpu[r->gpus[g]].job;
+    return -1;
+}
+
+static srv_found *found_by_id(srv_node *n, const char *id)
+{
+    for (int f = 0; f < n->n_found; f++)
+        if (strcmp(n->found[f].id, id) == 0)
+            return &n->found[f];
+    return NULL;
+}
+
+static void register_job(srv_node *n, const round_job *r)
+{
+    json_t *gpus = json_array();
+    for (int g = 0; g < r->n_gpus; g++)
+        json_array_append_new(gpus, json_integer(r->gpus[g]));
+    char name[129];
+    snprintf(name, sizeof name, "%s", r->pj.cmdline);
+    json_t *spec = json_pack("{s:s, s:o, s:s, s:s}", "id", r->pj.id, "gpus", gpus, "source",
+                             "discovered", "name", name);
+    json_t *res = NULL;
+    pfi_err e = {0};
+    int rc = srv_job_add(n, spec, &res, &e);
+    json_decref(spec);
+    json_decref(res);
+    if (rc != PFI_OK) {
+        srv_event_add(n, "discovery_error", "job %s (pid %ld) not registered: %s", r->pj.id,
+                      r->pj.pid, e.msg);
+        return;
+    }
+    srv_event_add(n, "job_discovered", "job %s (%s, pid %ld) on %d GPU(s)%s%s", r->pj.id,
+                  r->pj.kind, r->pj.pid, r->n_gpus, r->pj.log[0] ? ", log " : "", r->pj.log);
+}
+
+static void remember(srv_node *n, const round_job *r, int ours, const char *matched)
+{
+    srv_found *f = found_by_id(n, r->pj.id);
+    if (!f) {
+        if (n->n_found == SRV_MAX_JOBS)
+            return;
+        f = &n->found[n->n_found++];
+        memset(f, 0, sizeof *f);
+        snprintf(f->id, sizeof f->id, "%s", r->pj.id);
+        f->registered_by_us = ours;
+        snprintf(f->matched, sizeof f->matched, "%s", matched ? matched : "");
+        if (!ours)
+            srv_event_add(n, "job_matched", "job %s (pid %ld) is the registered job %s",
+                          r->pj.id, r->pj.pid, matched);
+    }
+    f->seen = 1;
+    f->pid = r->pj.pid;
+    memcpy(f->gpus, r->gpus, sizeof f->gpus);
+    f->n_gpus = r->n_gpus;
+    if (!f->log[0])
+        snprintf(f->log, sizeof f->log, "%s", r->pj.log);
+}
+
+/* Jobs discovery registered whose processes are gone are removed; matched ones forgotten. */
+static void retire(srv_node *n)
+{
+    for (int f = 0; f < n->n_found;) {
+        if (n->found[f].seen) {
+            f++;
+            continue;
+        }
+        if (n->found[f].registered_by_us) {
+            json_t *res = NULL;
+            pfi_err e = {0};
+            if (srv_job_remove(n, n->found[f].id, &res, &e) == PFI_OK)
+                srv_event_add(n, "job_ended", "job %s: its processes are gone; removed",
+                              n->found[f].id);
+            json_decref(res);
+        }
+        memmove(&n->found[f], &n->found[f + 1], sizeof n->found[0] * (size_t)(n->n_found - f - 1));
+        n->n_found--;
+    }
+}
+
+void srv_discover(srv_node *n)
+{
+    if (!n->cfg->discover || n->discover_off)
+        return;
+    static round_job rj[SRV_MAX_JOBS]; /* the control loop's alone */
+    int nr = 0, complete = 1;
+    for (int i = 0; i < n->n_gpus; i++) {
+        int rc = list_gpu(n, i, rj, &nr);
+        if (rc < 0) {
+            n->discover_off = 1;
+            return;
+        }
+        complete &= rc;
+    }
+    for (int f = 0; f < n->n_found; f++)
+        n->found[f].seen = 0;
+    for (int r = 0; r < nr; r++) {
+        srv_found *known = found_by_id(n, rj[r].pj.id);
+        pthread_mutex_lock(&n->mu);
+        int j = registered_match(n, &rj[r]);
+        char matched[SRV_ID_MAX] = "";
+        if (j >= 0)
+            snprintf(matched, sizeof matched, "%s", n->jobs[j].id);
+        pthread_mutex_unlock(&n->mu);
+        if (known && known->registered_by_us && j >= 0 && strcmp(matched, known->id) == 0) {
+            remember(n, &rj[r], 1, NULL);
+        } else if (j >= 0) {
+            remember(n, &rj[r], 0, matched);
+        } else {
+            register_job(n, &rj[r]);
+            pthread_mutex_lock(&n->mu);
+            int now = srv_find_job(n->jobs, n->n_jobs, rj[r].pj.id) >= 0;
+            pthread_mutex_unlock(&n->mu);
+            if (now)
+                remember(n, &rj[r], 1, NULL);
+        }
+    }
+    if (complete)
+        retire(n);
+}

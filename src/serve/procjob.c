@@ -1,0 +1,154 @@
+/* procjob.c: which job a GPU process belongs to, from what Linux says about it (serve.h).
+ *
+ *   Slurm       a cgroup path with job_NNN (cgroup v1 ".../slurm/uid_U/job_NNN/step_S", v2
+ *               ".../job_NNN/step_S/..."), else SLURM_JOB_ID=NNN in its environment
+ *   Kubernetes  a cgroup path through kubepods with pod<uid> (cgroupfs "pod1234-...", systemd
+ *               "kubepods-burstable-pod1234_....slice", underscores as dashes)
+ *   else        its process group, with its command line
+ * The process's stdout is its log when it is a regular file (a batch job's output). */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "serve/serve.h"
+
+/* Reads proc_root/pid/name (at most cap-1 bytes, NUL-terminated); the length, or -1. */
+static long read_proc(const char *root, long pid, const char *name, char *buf, size_t cap)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%ld/%s", root, pid, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return (long)n;
+}
+
+/* "job_" followed by digits, at the start of a path component. */
+static int slurm_from_cgroup(const char *cg, char *id, size_t cap)
+{
+    for (const char *p = strstr(cg, "job_"); p; p = strstr(p + 1, "job_")) {
+        if (p != cg && p[-1] != '/')
+            continue;
+        const char *d = p + 4;
+        size_t k = 0;
+        while (isdigit((unsigned char)d[k]))
+            k++;
+        if (k == 0 || k > 18 || (d[k] && d[k] != '/' && d[k] != '\n'))
+            continue;
+        snprintf(id, cap, "slurm-%.*s", (int)k, d);
+        return 1;
+    }
+    return 0;
+}
+
+static int k8s_from_cgroup(const char *cg, char *id, size_t cap)
+{
+    const char *kp = strstr(cg, "kubepods");
+    if (!kp)
+        return 0;
+    for (const char *p = strstr(kp, "pod"); p; p = strstr(p + 3, "pod")) {
+        const char *u = p + 3;
+        char uid[40];
+        size_t k = 0;
+        while (k < 36 && (isxdigit((unsigned char)u[k]) || u[k] == '-' || u[k] == '_')) {
+            uid[k] = u[k] == '_' ? '-' : u[k];
+            k++;
+        }
+        if (k != 36 || uid[8] != '-' || uid[13] != '-' || uid[18] != '-' || uid[23] != '-')
+            continue;
+        uid[k] = '\0';
+        snprintf(id, cap, "k8s-%s", uid);
+        return 1;
+    }
+    return 0;
+}
+
+/* SLURM_JOB_ID=NNN among the NUL-separated variables. */
+static int slurm_from_environ(const char *env, long n, char *id, size_t cap)
+{
+    for (long i = 0; i < n; i += (long)strlen(env + i) + 1) {
+        const char *v = env + i;
+        if (strncmp(v, "SLURM_JOB_ID=", 13) != 0)
+            continue;
+        v += 13;
+        size_t k = 0;
+        while (isdigit((unsigned char)v[k]))
+            k++;
+        if (k == 0 || k > 18 || v[k])
+            return 0;
+        snprintf(id, cap, "slurm-%s", v);
+        return 1;
+    }
+    return 0;
+}
+
+/* The process group from /proc/PID/stat: "pid (comm) state ppid pgrp session ...", comm may
+ * hold spaces and parentheses, so fields are counted after the last ')'. */
+static long pgrp_of(const char *root, long pid)
+{
+    char st[1024];
+    if (read_proc(root, pid, "stat", st, sizeof st) <= 0)
+        return -1;
+    const char *p = strrchr(st, ')');
+    char state;
+    long ppid, pgrp;
+    if (!p || sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
+        return -1;
+    return pgrp;
+}
+
+int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->pid = pid;
+    if (!proc_root || !*proc_root)
+        proc_root = "/proc";
+    char *buf = malloc(65536);
+    if (!buf)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    long n = read_proc(proc_root, pid, "cmdline", buf, 65536);
+    if (n < 0) {
+        free(buf);
+        return pfi_err_set(err, PFI_ENOENT, "no process %ld in %s", pid, proc_root);
+    }
+    for (long i = 0; i < n; i++)
+        if (buf[i] == '\0')
+            buf[i] = ' ';
+    while (n > 0 && buf[n - 1] == ' ')
+        buf[--n] = '\0';
+    snprintf(out->cmdline, sizeof out->cmdline, "%s", buf);
+    if (read_proc(proc_root, pid, "cgroup", buf, 65536) > 0) {
+        if (slurm_from_cgroup(buf, out->id, sizeof out->id))
+            snprintf(out->kind, sizeof out->kind, "slurm");
+        else if (k8s_from_cgroup(buf, out->id, sizeof out->id))
+            snprintf(out->kind, sizeof out->kind, "kubernetes");
+    }
+    if (!out->id[0] && (n = read_proc(proc_root, pid, "environ", buf, 65536)) > 0 &&
+        slurm_from_environ(buf, n, out->id, sizeof out->id))
+        snprintf(out->kind, sizeof out->kind, "slurm");
+    if (!out->id[0]) {
+        long pg = pgrp_of(proc_root, pid);
+        snprintf(out->id, sizeof out->id, "pg-%ld", pg > 0 ? pg : pid);
+        snprintf(out->kind, sizeof out->kind, "process");
+    }
+    /* Its stdout, when that is a regular file, is the job's log. */
+    char fd1[PATH_MAX];
+    snprintf(fd1, sizeof fd1, "%s/%ld/fd/1", proc_root, pid);
+    ssize_t k = readlink(fd1, buf, PATH_MAX - 1);
+    struct stat sb;
+    if (k > 0) {
+        buf[k] = '\0';
+        if (buf[0] == '/' && stat(buf, &sb) == 0 && S_ISREG(sb.st_mode))
+            snprintf(out->log, sizeof out->log, "%s", buf);
+    }
+    free(buf);
+    return PFI_OK;
+}

@@ -1,0 +1,85 @@
+#!/bin/sh
+# Integration test of job discovery in `pfi serve` (no registration call): the daemon runs on
+# the fake NVML over a shared simulated node (h200x8-mixed: three jobs), two simulated jobs
+# run as processes (pfi simjob), and a /proc tree stands in for the node's: one job's process
+# is in a Slurm cgroup (job_4242), the other in a plain process group.  The daemon must list
+# the GPUs' processes, map them to jobs, register both with their GPUs, follow the Slurm job's
+# log (its stdout, fd/1, a regular file) and build its curve from the tokens/s it observes at
+# the caps it sets, then retire each job when its process ends.
+set -u
+fail() { echo "it_discover: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_discover: PFI_BIN is not set"; exit 1; }
+[ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "it_discover: PFI_FAKENVML is not built"; exit 77; }
+command -v curl >/dev/null && command -v jq >/dev/null || { echo "it_discover: needs curl and jq"; exit 77; }
+dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_discover.XXXXXX") || exit 1
+SERVE="" J0="" J1=""
+cleanup() {
+    for p in $SERVE $J0 $J1; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY PFI_BACKEND
+export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
+"$PFI_BIN" sim init --state "$PFI_SIM_STATE" --sim h200x8-mixed --speed 20 >/dev/null || fail "sim init"
+head -c 32 /dev/urandom | base64 > "$dir/token"
+chmod 600 "$dir/token"
+
+# Two simulated jobs, each writing its log to a regular file.
+"$PFI_BIN" simjob --job 0 --format torchtitan >"$dir/job0.log" 2>&1 &
+J0=$!
+"$PFI_BIN" simjob --job 1 --format pfi >"$dir/job1.log" 2>&1 &
+J1=$!
+# The /proc the daemon reads: job 0 in Slurm job 4242's cgroup (cgroup v2 path), job 1 in its
+# own process group; each with its command line and its stdout.
+mkproc() { # pid cgroup-line comm
+    mkdir -p "$dir/proc/$1/fd"
+    printf '%s\n' "$2" >"$dir/proc/$1/cgroup"
+    printf 'python\000train.py\000--job\000%s\000' "$3" >"$dir/proc/$1/cmdline"
+    printf '%s (python) S 1 %s %s 0 -1 4194560\n' "$1" "$1" "$1" >"$dir/proc/$1/stat"
+    : >"$dir/proc/$1/environ"
+}
+mkproc "$J0" "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0" 0
+ln -s "$dir/job0.log" "$dir/proc/$J0/fd/1"
+mkproc "$J1" "0::/user.slice/user-1000.slice/session-3.scope" 1
+ln -s "$dir/job1.log" "$dir/proc/$J1/fd/1"
+
+"$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
+    --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
+    --sample-interval 100ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
+    --set min_change_interval=1s >"$dir/serve.log" 2>&1 &
+SERVE=$!
+i=0
+while [ ! -s "$dir/port" ]; do
+    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
+    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
+    sleep 0.05
+done
+URL="http://$(cat "$dir/port")"
+jobs_json() { curl -sf --max-time 5 "$URL/v1/jobs"; }
+
+# Both jobs are found with their GPUs (h200x8-mixed: job 0 on GPUs 0-3, job 1 on 4-5).
+i=0
+until jobs_json | jq -e '[.jobs[] | select(.id == "slurm-4242" and (.gpus | length) == 4)] | length == 1' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "slurm-4242 not discovered: $(jobs_json)"
+    sleep 0.1
+done
+i=0
+until jobs_json | jq -e --arg id "pg-$J1" '[.jobs[] | select(.id == $id and (.gpus | length) == 2)] | length == 1' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "pg-$J1 not discovered: $(jobs_json)"
+    sleep 0.1
+done
+curl -sf "$URL/v1/events?limit=100" | grep -q "job_discovered" || fail "no job_discovered event"
+curl -sf "$URL/v1/gpus" | jq -e '.simulated == true' >/dev/null || fail "/v1/gpus does not say simulated"
+echo "it_discover: both jobs discovered with their GPUs, no registration call"
+
+# A job ends: it is retired.
+kill "$J1"; wait "$J1" 2>/dev/null; J1=""
+i=0
+until jobs_json | jq -e '[.jobs[] | select(.id | startswith("pg-"))] | length == 0' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "the ended job was not retired: $(jobs_json)"
+    sleep 0.1
+done
+echo "it_discover: the ended job was retired"
+kill -TERM "$SERVE"; wait "$SERVE" 2>/dev/null; SERVE=""
+exit 0

@@ -73,6 +73,47 @@ curl -sf "$URL/v1/events?limit=100" | grep -q "job_discovered" || fail "no job_d
 curl -sf "$URL/v1/gpus" | jq -e '.simulated == true' >/dev/null || fail "/v1/gpus does not say simulated"
 echo "it_discover: both jobs discovered with their GPUs, no registration call"
 
+# The Slurm job's log (its stdout) is followed: observed tokens/s, then a steady point at the
+# caps the daemon applied (no budget: the default limit) ...
+ctl() { "$PFI_BIN" ctl --url "$URL" --token-file "$dir/token" "$@"; }
+job0() { jobs_json | jq -c '.jobs[] | select(.id == "slurm-4242")'; }
+i=0
+until job0 | jq -e '.observed_tokens_per_s > 0' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "no tokens/s from the followed log: $(job0)"
+    sleep 0.1
+done
+i=0
+until curl -sf "$URL/v1/events?limit=500" | grep -q "job slurm-4242: .* tokens/s at 700 W"; do
+    i=$((i + 1)); [ $i -gt 150 ] && fail "no steady point at 700 W: $(curl -sf "$URL/v1/events?limit=500" | tail -c 1500)"
+    sleep 0.2
+done
+# ... and one more at each budget that makes the daemon cap it: three levels make its curve.
+npoints() { curl -sf "$URL/v1/events?limit=500" | jq '[.events[] | select(.kind == "curve_point" and (.message | startswith("job slurm-4242:")))] | length'; }
+ctl budget set 60% >/dev/null || fail "budget set 60%"
+i=0
+until [ "$(npoints)" -ge 2 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "no steady point under a 60% budget"
+    sleep 0.2
+done
+ctl budget set 45% >/dev/null || fail "budget set 45%"
+i=0
+until job0 | jq -e '.curve_source == "observed" and .pfi30 > 0' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "no observed curve: $(job0) $(curl -sf "$URL/v1/events?limit=500" | tail -c 1500)"
+    sleep 0.2
+done
+# The observed points against the simulator's ground truth at the same caps (noise-free steady
+# throughput): within 3% (the log's per-step rates are noisy; the CI rule is 1%).
+pts=$(curl -sf "$URL/v1/events?limit=500" | jq -r '.events[] | select(.kind == "curve_point" and (.message | startswith("job slurm-4242:"))) | .message' |
+      sed -n 's/.*: \([0-9]*\) tokens\/s at \([0-9]*\) W per GPU.*/\2 \1/p')
+[ "$(printf '%s\n' "$pts" | wc -l)" -ge 3 ] || fail "fewer than three curve points: $pts"
+printf '%s\n' "$pts" | while read -r cap tps; do
+    truth=$("$PFI_BIN" simjob --sim h200x8-mixed --job 0 --truth "$cap" --json | jq '.truth[0].tokens_per_s')
+    awk -v a="$tps" -v b="$truth" 'BEGIN { exit !(b > 0 && a > 0.97 * b && a < 1.03 * b) }' ||
+        { echo "it_discover: FAIL: $tps tokens/s at $cap W, truth $truth"; exit 1; }
+    echo "it_discover: observed $tps tokens/s at $cap W per GPU, truth $truth"
+done || fail "observed points off the truth"
+echo "it_discover: the Slurm job's curve was built from its log at the caps the daemon set"
+
 # A job ends: it is retired.
 kill "$J1"; wait "$J1" 2>/dev/null; J1=""
 i=0

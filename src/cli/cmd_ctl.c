@@ -76,7 +76,7 @@ static int usage_error(const char *msg)
 
 /* The options of the commands that change something. */
 typedef struct ctl_args {
-    const char *gpus, *ramp, *ttl, *controller;
+    const char *gpus, *ramp, *ttl, *controller, *log;
     double sla, weight, pfi30, tps;
     int epoch, no_sla;
 } ctl_args;
@@ -136,6 +136,8 @@ static int cmd_job(const ctl *c, const ctl_args *a, char **pos, int npos)
             json_object_set_new(b, "pfi30", json_real(a->pfi30));
         if (!isnan(a->tps))
             json_object_set_new(b, "tokens_per_s", json_real(a->tps));
+        if (a->log)
+            json_object_set_new(b, "log", json_string(a->log));
         return request(c, "POST", "/v1/jobs", b);
     }
     return usage_error("job add ID --gpus LIST | job rm ID | job throughput ID X");
@@ -205,6 +207,7 @@ int pfi_cmd_ctl(int argc, char **argv)
         {"weight", PFI_OPT_DOUBLE, &a.weight, "W", "job add: weight (default 1)"},
         {"pfi30", PFI_OPT_DOUBLE, &a.pfi30, "X", "job add: a known PFI30"},
         {"tokens-per-s", PFI_OPT_DOUBLE, &a.tps, "X", "job add: baseline tokens/s"},
+        {"log", PFI_OPT_STR, &a.log, "FILE", "job add: the job's log, followed for tokens/s"},
         {"ramp", PFI_OPT_STR, &a.ramp, "DURATION", "budget set: reach it gradually"},
         {"since", PFI_OPT_INT, &since, "ID", "events: only those after this id"},
         {"limit", PFI_OPT_INT, &limit, "N", "events, decisions: at most N (default 100)"},
@@ -218,7 +221,7 @@ int pfi_cmd_ctl(int argc, char **argv)
         "Talk to a running pfi serve.  Commands: health, gpus, jobs [ID], allocation, events, "
         "decisions [--limit N] (the audit log: what each change cost), metrics; budget set "
         "70%|4000W [--ramp 30s]; budget clear; job add ID --gpus LIST "
-        "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X]; job rm ID; job throughput ID "
+        "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X] [--log FILE]; job rm ID; job throughput ID "
         "TOKENS_PER_S; heartbeat [--ttl 30s] [--controller NAME]; caps GPU=W[,GPU=W...] "
         "[--epoch N].",
         opts};

@@ -233,7 +233,7 @@ void srv_predict_curves(srv_node *n)
     for (int k = 0; k < n->n_jobs; k++) {
         srv_job *j = &n->jobs[k];
         if (j->curve_src == SRV_CURVE_GIVEN || j->curve_src == SRV_CURVE_PFI ||
-            j->base.n < SRV_MIN_BASELINE)
+            j->curve_src == SRV_CURVE_OBSERVED || j->base.n < SRV_MIN_BASELINE)
             continue;
         pfi_run hdr;
         pfi_level lv;

@@ -148,6 +148,7 @@ static void run_loop(srv_node *n, const pfi_serve_config *c, pfi_backend *b,
         }
         srv_sample(n);
         srv_discover(n);
+        srv_follow_tick(n);
         srv_tick(n);
         next += c->sample_interval_s;
         if (next < pfi_clock_mono())
@@ -285,6 +286,7 @@ out:
             rc = pfi_err_set(err, e.code ? e.code : PFI_EIO, "restoring limits: %s", e.msg);
     }
     srv_audit_close(n->audit);
+    srv_follow_free(n);
     srv_node_destroy(n);
     srv_library_free(&n->lib);
     free(n);

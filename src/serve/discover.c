@@ -187,3 +187,11 @@ void srv_discover(srv_node *n)
     if (complete)
         retire(n);
 }
+
+const char *srv_found_log(srv_node *n, const char *id)
+{
+    for (int f = 0; f < n->n_found; f++)
+        if (!strcmp(n->found[f].id, id) || !strcmp(n->found[f].matched, id))
+            return n->found[f].log;
+    return "";
+}

@@ -46,7 +46,7 @@ static int valid_id(const char *s)
 
 static const char *const job_keys[] = {"id",   "gpus",   "sla",  "weight", "curve",
                                        "pfi30", "tokens_per_s", "probe", "source", "node",
-                                       "user", "name",   NULL};
+                                       "user", "name",   "log",    NULL};
 
 /* "gpus": [0, 1] or "0-3", each a GPU of this node, none twice. */
 static int parse_gpus(const srv_node *n, json_t *g, srv_job *j, pfi_err *err)
@@ -139,6 +139,11 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
             return pfi_err_set(err, PFI_EINVAL, "%s: expected a string of at most 128 bytes",
                                meta[k]);
     }
+    v = json_object_get(spec, "log");
+    if (v && (!json_is_string(v) || json_string_value(v)[0] != '/' ||
+              strlen(json_string_value(v)) >= sizeof j->log))
+        return pfi_err_set(err, PFI_EINVAL, "log: expected an absolute path to the job's log");
+    snprintf(j->log, sizeof j->log, "%s", v ? json_string_value(v) : "");
     rc = srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
     if (rc != PFI_OK)
         return rc;

@@ -116,8 +116,8 @@ static double curve_pfi30(const pfi_curve *c)
 
 const char *srv_curve_src_name(int src)
 {
-    static const char *names[] = {"none", "given", "pfi30", "predicted", "probed"};
-    return src >= 0 && src <= SRV_CURVE_PROBED ? names[src] : "none";
+    static const char *names[] = {"none", "given", "pfi30", "predicted", "probed", "observed"};
+    return src >= 0 && src <= SRV_CURVE_OBSERVED ? names[src] : "none";
 }
 
 int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err)

@@ -11,6 +11,8 @@
 #include <pthread.h>
 
 #include "core/curve.h"
+#include "measure/meter.h"
+#include "measure/parse.h"
 #include "serve/serve.h"
 #include "util/clock.h"
 
@@ -24,9 +26,11 @@ enum srv_curve_src {
     SRV_CURVE_GIVEN,    /* registered with the job: measured points or a fit */
     SRV_CURVE_PFI,      /* registered as a PFI30 */
     SRV_CURVE_PREDICTED, /* predicted online from the job's baseline telemetry */
-    SRV_CURVE_PROBED     /* baseline + one short probe at a lower cap (core/probe.h) */
+    SRV_CURVE_PROBED,    /* baseline + one short probe at a lower cap (core/probe.h) */
+    SRV_CURVE_OBSERVED   /* steady tokens/s read from the job's log at the caps applied */
 };
-const char *srv_curve_src_name(int src); /* "none", "given", "pfi30", "predicted", "probed" */
+/* "none", "given", "pfi30", "predicted", "probed", "observed" */
+const char *srv_curve_src_name(int src);
 
 enum srv_probe_state {
     SRV_PROBE_OFF = 0, /* not allowed by whoever registered the job */
@@ -102,6 +106,7 @@ typedef struct srv_job {
     double registered_wall;
     srv_baseline base;
     srv_probe probe;
+    char log[PFI_SERVE_PATH_MAX]; /* registered log path; "" none (follow.c) */
 } srv_job;
 
 typedef struct srv_event {
@@ -112,6 +117,26 @@ typedef struct srv_event {
 } srv_event;
 
 typedef struct srv_audit srv_audit;
+
+/* A job's log followed by the control loop (follow.c): each level of caps the daemon applied
+ * is measured like a sweep's (settle, MSER, 95% CI within rel_ci), and each steady level is a
+ * point of the job's curve. */
+typedef struct srv_follow {
+    char id[SRV_ID_MAX];
+    char path[PFI_SERVE_PATH_MAX];
+    int fd;
+    long long off;
+    int live;              /* the backlog found at the first read was parsed for facts only */
+    struct pfi_parser *p;
+    pfi_linebuf lb;
+    pfi_meter m;
+    double level_cap, level_t0, win_start;
+    int level_done;
+    int n_pts;
+    double pts_cap[PFI_MAX_LEVELS], pts_tps[PFI_MAX_LEVELS], pts_draw[PFI_MAX_LEVELS];
+    double draw_sum;
+    int draw_n;
+} srv_follow;
 
 /* A job found from its GPU processes (discover.c), kept by the control loop alone. */
 typedef struct srv_found {
@@ -164,6 +189,8 @@ typedef struct srv_node {
     srv_found found[SRV_MAX_JOBS];
     int n_found;
     int discover_off;      /* the backend cannot list processes: said once, then off */
+    srv_follow follow[SRV_MAX_JOBS]; /* logs followed (follow.c); the control loop's alone */
+    int n_follow;
 
     /* Scratch of the decision in progress, guarded by decide_mu (too large for a stack). */
     srv_gpu snap[PFI_MAX_GPUS];
@@ -259,6 +286,12 @@ void srv_snapshot(srv_node *n);
 
 /* discover.c: one round of job discovery (control loop). */
 void srv_discover(srv_node *n);
+/* The log discovery found for a job (its stdout): "" none.  Control loop only. */
+const char *srv_found_log(srv_node *n, const char *id);
+/* follow.c: reads the jobs' logs, feeds observed tokens/s and steady curve points (control
+ * loop); srv_follow_free closes every log. */
+void srv_follow_tick(srv_node *n);
+void srv_follow_free(srv_node *n);
 
 /* metrics.c */
 char *srv_metrics_text(srv_node *n, size_t *len);

@@ -79,6 +79,7 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "probe", srv_probe_json(&j->probe));
     json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
     json_object_set_new(o, "baseline_power_w", num(j->base.n ? j->base.power_w : NAN));
+    json_object_set_new(o, "log", j->log[0] ? json_string(j->log) : json_null());
     return o;
 }
 

@@ -1,0 +1,243 @@
+/* follow.c: throughput from the job's own log, inside the daemon.  A job's log is the path it
+ * was registered with ("log", `pfi ctl job add --log`) or the stdout discovery found for it
+ * (/proc/PID/fd/1 when a regular file).  It is read as it grows, with the parsers of pfi sweep
+ * (format detected; the lines already there at the first read are parsed for the facts they
+ * state, such as a sequence length, not timed).  Every observation updates the job's observed
+ * tokens/s (as POST /v1/jobs/{id}/throughput does), and every cap change the daemon makes is a
+ * free measurement: the time at one level of caps is measured as a sweep's level is (the
+ * transient settles, MSER cuts what remains of it, the level is steady when the 95% CI is
+ * within rel_ci of the mean), and each steady level becomes a point of the job's curve; from
+ * three levels on (the baseline and two lower caps, as a registered curve needs) the points
+ * are the job's curve (curve source "observed"; a curve the job was registered with, or a
+ * PFI30, is never replaced). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "serve/serve_int.h"
+
+typedef struct feed_ctx {
+    srv_follow *f;
+    double now;
+    int timed;     /* 0 while the backlog is parsed for its facts */
+    int got;       /* observations timed this round */
+} feed_ctx;
+
+static void on_line(void *ctx, const char *line)
+{
+    feed_ctx *c = ctx;
+    pfi_obs o;
+    pfi_err e = {0};
+    if (pfi_parser_feed(c->f->p, line, &o) && c->timed &&
+        pfi_meter_add(&c->f->m, &o, c->now, &e) == PFI_OK)
+        c->got++;
+}
+
+static void close_follow(srv_follow *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    pfi_parser_free(f->p);
+    pfi_meter_free(&f->m);
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+}
+
+static srv_follow *follow_for(srv_node *n, const char *id, const char *path)
+{
+    for (int k = 0; k < n->n_follow; k++)
+        if (!strcmp(n->follow[k].id, id)) {
+            if (!strcmp(n->follow[k].path, path))
+                return &n->follow[k];
+            close_follow(&n->follow[k]); /* a new log: start again */
+            n->follow[k] = n->follow[--n->n_follow];
+            break;
+        }
+    if (n->n_follow == SRV_MAX_JOBS)
+        return NULL;
+    srv_follow *f = &n->follow[n->n_follow];
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    pfi_parse_cfg pc = {0};
+    pfi_err e = {0};
+    if (pfi_parser_new(&pc, &f->p, &e) != PFI_OK)
+        return NULL;
+    pfi_meter_init(&f->m);
+    snprintf(f->id, sizeof f->id, "%s", id);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    f->level_cap = NAN;
+    n->n_follow++;
+    return f;
+}
+
+/* Reads what was appended since the last call; 1 when new observations were timed. */
+static int read_new(srv_follow *f, double now)
+{
+    if (f->fd < 0 && (f->fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    struct stat sb;
+    if (fstat(f->fd, &sb) == 0 && sb.st_size < f->off) {
+        f->off = 0; /* truncated or replaced: from the start again */
+        f->lb.len = 0;
+    }
+    feed_ctx c = {f, now, f->live, 0};
+    char buf[65536];
+    ssize_t k;
+    while ((k = pread(f->fd, buf, sizeof buf, f->off)) > 0) {
+        f->off += k;
+        pfi_linebuf_push(&f->lb, buf, (size_t)k, on_line, &c);
+    }
+    f->live = 1;
+    return c.got > 0;
+}
+
+/* The curve point of a steady level: replaces one at the same cap. */
+static void add_point(srv_follow *f, double cap, double tps, double draw)
+{
+    int k = 0;
+    while (k < f->n_pts && fabs(f->pts_cap[k] - cap) > 1.0)
+        k++;
+    if (k == f->n_pts) {
+        if (f->n_pts == PFI_MAX_LEVELS)
+            return;
+        f->n_pts++;
+    }
+    f->pts_cap[k] = cap;
+    f->pts_tps[k] = tps;
+    f->pts_draw[k] = draw;
+}
+
+/* Three or more steady levels (what a registered curve needs: the baseline and two lower
+ * caps) make the job's curve, unless it was registered with one. */
+static void set_curve(srv_node *n, srv_follow *f)
+{
+    if (f->n_pts < 3)
+        return;
+    json_t *pts = json_array();
+    for (int k = 0; k < f->n_pts; k++)
+        json_array_append_new(pts, json_pack("{s:f, s:f, s:f}", "cap_w", f->pts_cap[k],
+                                             "tokens_per_s", f->pts_tps[k], "draw_w",
+                                             f->pts_draw[k]));
+    json_t *curve = json_pack("{s:o}", "points", pts);
+    pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    int j = srv_find_job(n->jobs, n->n_jobs, f->id);
+    if (j >= 0 && n->jobs[j].curve_src != SRV_CURVE_GIVEN &&
+        n->jobs[j].curve_src != SRV_CURVE_PFI) {
+        pfi_curve c;
+        int src;
+        double t0;
+        pfi_err e = {0};
+        if (srv_curve_from_json(n->gpu, &n->jobs[j], curve, NULL, &c, &src, &t0, &e) == PFI_OK) {
+            n->jobs[j].curve = c;
+            n->jobs[j].curve_src = SRV_CURVE_OBSERVED;
+            n->jobs[j].pfi30 = pfi_fit_s(&c.fit, 0.3) / 0.3;
+            if (isfinite(t0))
+                n->jobs[j].t0_tps = t0;
+        }
+    }
+    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->decide_mu);
+    json_decref(curve);
+}
+
+/* One job's level bookkeeping: its GPUs' mean limit and draw now (mu held by the caller's
+ * copy), the meter's steady check. */
+static void level_tick(srv_node *n, srv_follow *f, double cap, double draw, double now)
+{
+    pfi_steady_cfg sc;
+    pfi_steady_defaults(&sc);
+    if (!(fabs(cap - f->level_cap) <= 1.0)) {
+        f->level_cap = cap;
+        f->level_t0 = now;
+        f->win_start = now + sc.settle_s;
+        f->level_done = 0;
+        f->draw_sum = 0;
+        f->draw_n = 0;
+        pfi_meter_clear(&f->m);
+        return;
+    }
+    if (f->level_done || now < f->win_start)
+        return;
+    if (isfinite(draw)) {
+        f->draw_sum += draw;
+        f->draw_n++;
+    }
+    pfi_window_stats st;
+    if (!pfi_steady_check(&f->m, &sc, now, &f->win_start, &st))
+        return;
+    f->level_done = 1;
+    double d = f->draw_n ? f->draw_sum / f->draw_n : NAN;
+    add_point(f, cap, st.mean, d);
+    srv_event_add(n, "curve_point", "job %s: %.0f tokens/s at %.0f W per GPU (steady, %d samples, "
+                  "from its log)", f->id, st.mean, cap, st.n);
+    set_curve(n, f);
+}
+
+void srv_follow_tick(srv_node *n)
+{
+    double now = pfi_clock_mono();
+    char ids[SRV_MAX_JOBS][SRV_ID_MAX], logs[SRV_MAX_JOBS][PFI_SERVE_PATH_MAX];
+    double cap[SRV_MAX_JOBS], draw[SRV_MAX_JOBS];
+    int ng[SRV_MAX_JOBS], nj = 0;
+    pthread_mutex_lock(&n->mu);
+    for (int j = 0; j < n->n_jobs; j++) {
+        const srv_job *jb = &n->jobs[j];
+        snprintf(ids[nj], SRV_ID_MAX, "%s", jb->id);
+        snprintf(logs[nj], PFI_SERVE_PATH_MAX, "%s", jb->log);
+        double c = 0, d = 0;
+        int nd = 0;
+        for (int k = 0; k < jb->n_gpus; k++) {
+            const srv_gpu *g = &n->gpu[jb->gpus[k]];
+            c += g->dev.limit_w;
+            if (g->up && (g->s.have & PFI_F_POWER)) {
+                d += g->s.power_w;
+                nd++;
+            }
+        }
+        cap[nj] = jb->n_gpus ? c / jb->n_gpus : NAN;
+        draw[nj] = nd ? d / nd : NAN;
+        ng[nj] = jb->n_gpus;
+        nj++;
+    }
+    pthread_mutex_unlock(&n->mu);
+    for (int j = 0; j < nj; j++) {
+        const char *path = logs[j][0] ? logs[j] : srv_found_log(n, ids[j]);
+        if (!path[0])
+            continue;
+        srv_follow *f = follow_for(n, ids[j], path);
+        if (!f)
+            continue;
+        int fresh = read_new(f, now);
+        f->m.scale = pfi_parser_per_gpu(f->p) ? ng[j] : 1;
+        level_tick(n, f, cap[j], draw[j], now);
+        if (fresh && f->m.n > 0 && f->m.unit == PFI_OU_TOKENS) {
+            pfi_err e = {0};
+            srv_job_throughput(n, ids[j], f->m.s[f->m.n - 1].rate, &e);
+        }
+    }
+    /* Logs of jobs that are gone are closed. */
+    for (int k = 0; k < n->n_follow;) {
+        int alive = 0;
+        for (int j = 0; j < nj; j++)
+            alive |= !strcmp(ids[j], n->follow[k].id);
+        if (alive) {
+            k++;
+            continue;
+        }
+        close_follow(&n->follow[k]);
+        n->follow[k] = n->follow[--n->n_follow];
+    }
+}
+
+void srv_follow_free(srv_node *n)
+{
+    for (int k = 0; k < n->n_follow; k++)
+        close_follow(&n->follow[k]);
+    n->n_follow = 0;
+}

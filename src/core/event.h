@@ -1,0 +1,108 @@
+/* event.h: grid events, the requests of a utility, an aggregator or the site to draw less.
+ *
+ * An event is a window [start, end) (Unix seconds), a target and ramp limits:
+ *   target     either a site power limit in W (PFI_EVENT_LIMIT), or a cut relative to a stated
+ *              baseline (PFI_EVENT_CUT): target = baseline_w * (1 - cut), cut in (0, 1).
+ *   ramp down  ramp_down_s before the start, the budget descends linearly from the level in
+ *              force without the event (the manual budget, or the site maximum when there is
+ *              none) to the target, so the site is at target by the start.  0: the budget drops
+ *              at the start (the controller plans ahead, see pfi_event_budget_min).
+ *   ramp up    after the end the budget rises back in steps of site->restore_step_s, over at
+ *              least ramp_up_s and no faster than site->restore_w_per_s, so the site does not
+ *              rebound at once.
+ * Several events and the manual budget resolve to the tightest (lowest) value at every instant;
+ * among events with the same target the higher priority binds, then the earlier start.
+ * Pure: no I/O, no clock, no globals. */
+#ifndef PFI_CORE_EVENT_H
+#define PFI_CORE_EVENT_H
+
+#include "core/err.h"
+
+#define PFI_EVENT_ID_MAX 64
+#define PFI_EVENT_SOURCE_MAX 64
+#define PFI_EVENT_METHOD_MAX 128
+#define PFI_EVENT_PRIORITY_MAX 1000
+
+typedef enum pfi_event_kind { PFI_EVENT_LIMIT = 0, PFI_EVENT_CUT = 1 } pfi_event_kind;
+
+typedef struct pfi_event {
+    char id[PFI_EVENT_ID_MAX];         /* [A-Za-z0-9._:-], not empty */
+    double start_s, end_s;             /* window, Unix seconds, end > start */
+    int kind;                          /* pfi_event_kind */
+    double limit_w;                    /* PFI_EVENT_LIMIT: site power limit (W) */
+    double cut;                        /* PFI_EVENT_CUT: fraction shed, in (0, 1) */
+    double baseline_w;                 /* PFI_EVENT_CUT: the baseline the cut is relative to */
+    char baseline_method[PFI_EVENT_METHOD_MAX]; /* how baseline_w was obtained, for people */
+    double ramp_down_s;                /* >= 0 */
+    double ramp_up_s;                  /* >= 0 */
+    int priority;                      /* |priority| <= PFI_EVENT_PRIORITY_MAX, higher binds */
+    char source[PFI_EVENT_SOURCE_MAX]; /* "api", "cli", "openadr:<program>"... */
+} pfi_event;
+
+/* The site the events apply to. */
+typedef struct pfi_event_site {
+    double max_w;            /* the site's maximum power (W), > 0; targets above it are refused */
+    double manual_w;         /* the manual budget in force, INFINITY when none */
+    double restore_step_s;   /* ramp-up step length (s), > 0 (default 60) */
+    double restore_w_per_s;  /* fastest allowed restore (W/s); INFINITY: ramp_up_s alone */
+} pfi_event_site;
+
+/* A site with max_w and the defaults: no manual budget, 60 s steps, no rate limit. */
+pfi_event_site pfi_event_site_default(double max_w);
+
+/* A LIMIT event with the defaults (no ramps, priority 0, source "api"). */
+void pfi_event_init_limit(pfi_event *ev, const char *id, double start_s, double end_s,
+                          double limit_w);
+/* A CUT event with the defaults; method states how baseline_w was obtained. */
+void pfi_event_init_cut(pfi_event *ev, const char *id, double start_s, double end_s, double cut,
+                        double baseline_w, const char *method);
+
+/* The event's target in W (limit_w, or baseline_w * (1 - cut)). */
+double pfi_event_target_w(const pfi_event *ev);
+
+/* Checks one event against the site (site may be NULL: no maximum check).  Names the first
+ * problem: end before start, a negative, NaN or infinite target, a target above the site's
+ * maximum, a cut outside (0, 1), a bad id, ramp or priority. */
+int pfi_event_validate(const pfi_event *ev, const pfi_event_site *site, pfi_err *err);
+int pfi_event_site_validate(const pfi_event_site *site, pfi_err *err);
+
+/* Time the budget starts to descend (start - ramp_down_s) and the time it is fully restored
+ * after the end (depends on the level it restores to, hence site). */
+double pfi_event_ramp_start_s(const pfi_event *ev);
+double pfi_event_restored_s(const pfi_event *ev, const pfi_event_site *site);
+
+/* The one event's own cap at time t (ramps included); INFINITY when it does not bind at t. */
+double pfi_event_cap_at(const pfi_event *ev, const pfi_event_site *site, double t);
+
+/* The budget in force at t: the tightest of the manual budget and every event's cap (ramps
+ * included).  INFINITY when nothing binds.  *binding (may be NULL) gets the index of the event
+ * that binds, or -1 when the manual budget (or nothing) does. */
+double pfi_event_budget_at(const pfi_event *evs, int n, const pfi_event_site *site, double t,
+                           int *binding);
+
+/* The lowest budget in force over [t0, t1] (the budget is piecewise linear, so this is exact):
+ * a controller that holds an allocation from t0 to t1 plans against this. */
+double pfi_event_budget_min(const pfi_event *evs, int n, const pfi_event_site *site, double t0,
+                            double t1);
+
+/* One piece of the resolved schedule: within [t0, t1) event `event` (index) is the tightest
+ * among those whose window covers the piece (ramps excluded). */
+typedef struct pfi_event_piece {
+    double t0, t1;
+    double target_w;
+    int event;
+} pfi_event_piece;
+
+/* Resolves overlapping windows into disjoint pieces, sorted by time, adjacent pieces of the same
+ * event merged.  Writes at most cap pieces (2n - 1 suffice) and returns how many, or -1 when cap
+ * is too small. */
+int pfi_event_resolve(const pfi_event *evs, int n, pfi_event_piece *out, int cap);
+
+/* Whether a target can be met when the site cannot go below floor_w with the SLAs in force
+ * (the SLA floors plus what is not controlled).  *achievable_w gets the lowest level that can
+ * be met: max(target, floor).  Returns 1 when feasible. */
+int pfi_event_feasible(double target_w, double floor_w, double *achievable_w);
+
+const char *pfi_event_kind_name(int kind);
+
+#endif

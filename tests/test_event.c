@@ -1,0 +1,285 @@
+/* Tests of the grid event model (core/event.h): validation, ramps, the budget in force, overlap
+ * resolution, and properties checked on random event sets. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/event.h"
+
+static pfi_event limit_ev(const char *id, double t0, double t1, double w)
+{
+    pfi_event e;
+    pfi_event_init_limit(&e, id, t0, t1, w);
+    return e;
+}
+
+static void expect_invalid(const pfi_event *e, const pfi_event_site *s, const char *words)
+{
+    pfi_err err = {0};
+    assert_int_not_equal(pfi_event_validate(e, s, &err), PFI_OK);
+    if (!strstr(err.msg, words))
+        fail_msg("message '%s' does not say '%s'", err.msg, words);
+}
+
+static void test_validate(void **state)
+{
+    (void)state;
+    pfi_event_site s = pfi_event_site_default(10000);
+    pfi_err err = {0};
+    pfi_event e = limit_ev("ev1", 1000, 2000, 7500);
+    assert_int_equal(pfi_event_validate(&e, &s, &err), PFI_OK);
+
+    e = limit_ev("ev1", 2000, 1000, 7500);
+    expect_invalid(&e, &s, "before it starts");
+    e = limit_ev("ev1", 1000, 1000, 7500);
+    expect_invalid(&e, &s, "when it starts");
+    e = limit_ev("ev1", 1000, 2000, -5);
+    expect_invalid(&e, &s, "negative");
+    e = limit_ev("ev1", 1000, 2000, NAN);
+    expect_invalid(&e, &s, "not a number");
+    e = limit_ev("ev1", 1000, 2000, INFINITY);
+    expect_invalid(&e, &s, "infinite");
+    e = limit_ev("ev1", 1000, 2000, 0);
+    expect_invalid(&e, &s, "0 W");
+    e = limit_ev("ev1", 1000, 2000, 12000);
+    expect_invalid(&e, &s, "above the site's maximum 10000 W");
+    /* Without a site the maximum is not checked. */
+    assert_int_equal(pfi_event_validate(&e, NULL, &err), PFI_OK);
+    e = limit_ev("ev1", NAN, 2000, 5000);
+    expect_invalid(&e, &s, "finite");
+    e = limit_ev("", 1000, 2000, 5000);
+    expect_invalid(&e, &s, "event id");
+    e = limit_ev("a b", 1000, 2000, 5000);
+    expect_invalid(&e, &s, "event id");
+    e = limit_ev("ev1", 1000, 2000, 5000);
+    e.ramp_down_s = -1;
+    expect_invalid(&e, &s, "ramp-down");
+    e.ramp_down_s = 0;
+    e.ramp_up_s = NAN;
+    expect_invalid(&e, &s, "ramp-up");
+    e.ramp_up_s = 0;
+    e.priority = 5000;
+    expect_invalid(&e, &s, "priority");
+    e.priority = 0;
+    e.kind = 7;
+    expect_invalid(&e, &s, "unknown kind");
+
+    pfi_event_init_cut(&e, "c1", 1000, 2000, 0.25, 8000, "stated");
+    assert_int_equal(pfi_event_validate(&e, &s, &err), PFI_OK);
+    assert_true(fabs(pfi_event_target_w(&e) - 6000) < 1e-9);
+    e.cut = 0;
+    expect_invalid(&e, &s, "outside (0%, 100%)");
+    e.cut = 1;
+    expect_invalid(&e, &s, "outside (0%, 100%)");
+    e.cut = -0.1;
+    expect_invalid(&e, &s, "outside");
+    e.cut = NAN;
+    expect_invalid(&e, &s, "not a number");
+    e.cut = 0.25;
+    e.baseline_w = 20000;
+    expect_invalid(&e, &s, "baseline");
+    e.baseline_w = 8000;
+    e.baseline_method[0] = 0;
+    expect_invalid(&e, &s, "method");
+
+    pfi_event_site bad = s;
+    bad.max_w = NAN;
+    assert_int_equal(pfi_event_site_validate(&bad, &err), PFI_EINVAL);
+    bad = s;
+    bad.restore_step_s = 0;
+    assert_int_equal(pfi_event_site_validate(&bad, &err), PFI_EINVAL);
+    assert_int_equal(pfi_event_site_validate(&s, &err), PFI_OK);
+}
+
+static void test_ramps(void **state)
+{
+    (void)state;
+    pfi_event_site s = pfi_event_site_default(10000);
+    s.manual_w = 9000;
+    pfi_event e = limit_ev("r", 1000, 2000, 6000);
+    e.ramp_down_s = 100;
+    e.ramp_up_s = 300;
+    assert_true(isinf(pfi_event_cap_at(&e, &s, 899)));
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 900) - 9000) < 1e-9);
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 950) - 7500) < 1e-9);
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 1000) - 6000) < 1e-9);
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 1999.9) - 6000) < 1e-9);
+    /* Restore: 300 s in 60 s steps = 5 steps of 600 W, the first step held at target. */
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 2000) - 6000) < 1e-9);
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 2059) - 6000) < 1e-9);
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 2060) - 6600) < 1e-9);
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 2299) - 8400) < 1e-9);
+    assert_true(isinf(pfi_event_cap_at(&e, &s, 2300)));
+    assert_true(fabs(pfi_event_restored_s(&e, &s) - 2300) < 1e-9);
+    /* A rate limit longer than the ramp wins: 3000 W at 5 W/s = 600 s = 10 steps. */
+    s.restore_w_per_s = 5;
+    assert_true(fabs(pfi_event_restored_s(&e, &s) - 2600) < 1e-9);
+    /* The budget in force: the manual budget outside the event's reach. */
+    int b = 7;
+    assert_true(fabs(pfi_event_budget_at(&e, 1, &s, 0, &b) - 9000) < 1e-9);
+    assert_int_equal(b, -1);
+    assert_true(fabs(pfi_event_budget_at(&e, 1, &s, 1500, &b) - 6000) < 1e-9);
+    assert_int_equal(b, 0);
+    /* Without a manual budget nothing binds outside and the ramp starts at the site maximum. */
+    s = pfi_event_site_default(10000);
+    assert_true(isinf(pfi_event_budget_at(&e, 1, &s, 0, &b)));
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 950) - 8000) < 1e-9);
+    /* An event above the manual budget never binds. */
+    s.manual_w = 5000;
+    assert_true(fabs(pfi_event_budget_at(&e, 1, &s, 1500, &b) - 5000) < 1e-9);
+    assert_int_equal(b, -1);
+}
+
+static void test_budget_min_plans_ahead(void **state)
+{
+    (void)state;
+    pfi_event_site s = pfi_event_site_default(10000);
+    pfi_event e = limit_ev("m", 1000, 2000, 6000); /* no ramp: drops at the start */
+    assert_true(isinf(pfi_event_budget_min(&e, 1, &s, 900, 990)));
+    assert_true(fabs(pfi_event_budget_min(&e, 1, &s, 990, 1005) - 6000) < 1e-9);
+    assert_true(fabs(pfi_event_budget_min(&e, 1, &s, 1005, 990) - 6000) < 1e-9);
+    assert_true(fabs(pfi_event_budget_min(&e, 1, &s, 1995, 3000) - 6000) < 1e-9);
+}
+
+static void test_overlap(void **state)
+{
+    (void)state;
+    pfi_event_site s = pfi_event_site_default(10000);
+    pfi_event ev[3] = {limit_ev("a", 0, 100, 7000), limit_ev("b", 50, 150, 6000),
+                       limit_ev("c", 120, 200, 6000)};
+    ev[2].priority = 3;
+    pfi_event_piece p[5];
+    int n = pfi_event_resolve(ev, 3, p, 5);
+    assert_int_equal(n, 3);
+    assert_int_equal(p[0].event, 0);
+    assert_true(p[0].t0 == 0 && p[0].t1 == 50);
+    assert_int_equal(p[1].event, 1);
+    assert_true(p[1].t0 == 50 && p[1].t1 == 120);
+    /* b and c tie at 6000 W: c has the higher priority. */
+    assert_int_equal(p[2].event, 2);
+    assert_true(p[2].t0 == 120 && p[2].t1 == 200);
+    assert_int_equal(pfi_event_resolve(ev, 3, p, 2), -1);
+    int b;
+    assert_true(fabs(pfi_event_budget_at(ev, 3, &s, 75, &b) - 6000) < 1e-9);
+    assert_int_equal(b, 1);
+    assert_true(fabs(pfi_event_budget_at(ev, 3, &s, 130, &b) - 6000) < 1e-9);
+    assert_int_equal(b, 2);
+    assert_int_equal(pfi_event_resolve(ev, 0, p, 5), 0);
+}
+
+static void test_feasible(void **state)
+{
+    (void)state;
+    double a;
+    assert_int_equal(pfi_event_feasible(6000, 5000, &a), 1);
+    assert_true(a == 6000);
+    assert_int_equal(pfi_event_feasible(4000, 5000, &a), 0);
+    assert_true(a == 5000);
+}
+
+/* A small deterministic generator for the property checks. */
+static uint64_t rng = 88172645463325252ull;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static void random_events(pfi_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        double t0 = urand() * 10000, d = 60 + urand() * 4000;
+        char id[16];
+        snprintf(id, sizeof(id), "e%d", i);
+        if (urand() < 0.5)
+            pfi_event_init_limit(&ev[i], id, t0, t0 + d, 1000 + urand() * 8000);
+        else
+            pfi_event_init_cut(&ev[i], id, t0, t0 + d, 0.05 + urand() * 0.9,
+                               2000 + urand() * 8000, "random");
+        ev[i].ramp_down_s = urand() < 0.3 ? 0 : urand() * 900;
+        ev[i].ramp_up_s = urand() < 0.3 ? 0 : urand() * 900;
+        ev[i].priority = (int)(urand() * 5);
+    }
+}
+
+/* Properties on random sets: the budget never exceeds the manual budget nor any event's target
+ * inside its window; it equals the tightest of them there; the lowest budget over an interval is
+ * no higher than the budget at any instant of it; after an event the budget rises no faster
+ * than its steps allow; the resolved pieces are disjoint, sorted, and name the tightest. */
+static void test_properties(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 200; round++) {
+        int n = 1 + (int)(urand() * 6);
+        pfi_event ev[8];
+        random_events(ev, n);
+        pfi_event_site s = pfi_event_site_default(10000);
+        s.manual_w = urand() < 0.5 ? INFINITY : 3000 + urand() * 7000;
+        s.restore_w_per_s = urand() < 0.5 ? INFINITY : 1 + urand() * 20;
+        pfi_err err = {0};
+        for (int i = 0; i < n; i++)
+            assert_int_equal(pfi_event_validate(&ev[i], &s, &err), PFI_OK);
+        double prev = NAN;
+        for (double t = -1000; t < 16000; t += 7.3) {
+            double bt = pfi_event_budget_at(ev, n, &s, t, NULL);
+            assert_true(bt <= s.manual_w);
+            double tight = s.manual_w;
+            for (int i = 0; i < n; i++)
+                if (t >= ev[i].start_s && t < ev[i].end_s) {
+                    assert_true(bt <= pfi_event_target_w(&ev[i]) + 1e-9);
+                    tight = fmin(tight, pfi_event_target_w(&ev[i]));
+                }
+            assert_true(bt <= tight + 1e-9);
+            double m = pfi_event_budget_min(ev, n, &s, t, t + 45);
+            for (double u = t; u <= t + 45; u += 1.5)
+                assert_true(m <= pfi_event_budget_at(ev, n, &s, u, NULL) + 1e-9);
+            /* Upward jumps: never more than one restore step of the widest event. */
+            if (isfinite(prev) && isfinite(bt) && bt > prev + 1e-9) {
+                double worst = 0;
+                for (int i = 0; i < n; i++) {
+                    double lvl = isfinite(s.manual_w) ? s.manual_w : s.max_w;
+                    double tgt = pfi_event_target_w(&ev[i]);
+                    double steps = (pfi_event_restored_s(&ev[i], &s) - ev[i].end_s) /
+                                   s.restore_step_s;
+                    double jump = steps > 0 ? (lvl - tgt) / steps : lvl - tgt;
+                    worst = fmax(worst, jump);
+                }
+                assert_true(bt - prev <= worst + 1e-6);
+            }
+            prev = bt;
+        }
+        pfi_event_piece p[16];
+        int np = pfi_event_resolve(ev, n, p, 16);
+        assert_true(np >= 0 && np <= 2 * n - 1);
+        for (int k = 0; k < np; k++) {
+            assert_true(p[k].t1 > p[k].t0);
+            if (k > 0)
+                assert_true(p[k].t0 >= p[k - 1].t1);
+            double mid = (p[k].t0 + p[k].t1) / 2;
+            for (int i = 0; i < n; i++)
+                if (mid >= ev[i].start_s && mid < ev[i].end_s)
+                    assert_true(p[k].target_w <= pfi_event_target_w(&ev[i]) + 1e-9);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_ramps),
+        cmocka_unit_test(test_budget_min_plans_ahead),
+        cmocka_unit_test(test_overlap),
+        cmocka_unit_test(test_feasible),
+        cmocka_unit_test(test_properties),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

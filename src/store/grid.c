@@ -1,0 +1,250 @@
+/* grid.c: the "grid" layer's tables and every statement on them (grid.h). */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/grid.h"
+#include "store/store_internal.h"
+
+struct pfi_grid_store {
+    pthread_mutex_t mu;
+    pfi_store *st;
+};
+
+static const pfi_store_step steps[] = {
+    {"CREATE TABLE grid_events ("
+     " id TEXT PRIMARY KEY, start_s REAL NOT NULL, end_s REAL NOT NULL, kind TEXT NOT NULL,"
+     " limit_w REAL, cut REAL, baseline_w REAL, baseline_method TEXT NOT NULL,"
+     " ramp_down_s REAL NOT NULL, ramp_up_s REAL NOT NULL, priority INTEGER NOT NULL,"
+     " source TEXT NOT NULL);"
+     "CREATE TABLE grid_power (t REAL NOT NULL, site_w REAL, budget_w REAL, event TEXT);"
+     "CREATE INDEX grid_power_t ON grid_power(t);"},
+};
+
+int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
+{
+    *out = NULL;
+    pfi_grid_store *g = calloc(1, sizeof *g);
+    if (!g)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int rc = pfi_store_open(path, PFI_STORE_CREATE, &g->st, err);
+    if (rc == PFI_OK)
+        rc = pfi_store_migrate_layer(g->st, "grid", steps, (int)(sizeof steps / sizeof steps[0]),
+                                     err);
+    if (rc != PFI_OK) {
+        pfi_store_close(g->st);
+        free(g);
+        return rc;
+    }
+    pthread_mutex_init(&g->mu, NULL);
+    *out = g;
+    return PFI_OK;
+}
+
+void pfi_grid_close(pfi_grid_store *g)
+{
+    if (!g)
+        return;
+    pfi_store_close(g->st);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+/* Steps a prepared statement to its end; PFI_OK or the store's error. */
+static int step_done(pfi_grid_store *g, sqlite3_stmt *s, const char *doing, pfi_err *err)
+{
+    int rc = sqlite3_step(s);
+    int out = rc == SQLITE_DONE ? PFI_OK : pfi_store_sqlerr(g->st, rc, err, doing);
+    sqlite3_finalize(s);
+    return out;
+}
+
+int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st,
+                               "INSERT OR REPLACE INTO grid_events(id, start_s, end_s, kind, "
+                               "limit_w, cut, baseline_w, baseline_method, ramp_down_s, "
+                               "ramp_up_s, priority, source) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                               &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_text(s, 1, ev->id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(s, 2, ev->start_s);
+        sqlite3_bind_double(s, 3, ev->end_s);
+        sqlite3_bind_text(s, 4, pfi_event_kind_name(ev->kind), -1, SQLITE_STATIC);
+        pfi_store_bind_real(s, 5, ev->limit_w);
+        pfi_store_bind_real(s, 6, ev->cut);
+        pfi_store_bind_real(s, 7, ev->baseline_w);
+        sqlite3_bind_text(s, 8, ev->baseline_method, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(s, 9, ev->ramp_down_s);
+        sqlite3_bind_double(s, 10, ev->ramp_up_s);
+        sqlite3_bind_int(s, 11, ev->priority);
+        sqlite3_bind_text(s, 12, ev->source, -1, SQLITE_TRANSIENT);
+        rc = step_done(g, s, "saving a grid event", err);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+int pfi_grid_delete(pfi_grid_store *g, const char *id, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st, "DELETE FROM grid_events WHERE id = ?", &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+        rc = step_done(g, s, "deleting a grid event", err);
+        if (rc == PFI_OK && sqlite3_changes(g->st->db) == 0)
+            rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+static void row_event(sqlite3_stmt *s, pfi_event *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    pfi_store_col_text(s, 0, ev->id, sizeof ev->id);
+    ev->start_s = sqlite3_column_double(s, 1);
+    ev->end_s = sqlite3_column_double(s, 2);
+    const unsigned char *k = sqlite3_column_text(s, 3);
+    ev->kind = k && !strcmp((const char *)k, "cut") ? PFI_EVENT_CUT
+               : k && !strcmp((const char *)k, "limit") ? PFI_EVENT_LIMIT
+                                                       : -1;
+    ev->limit_w = pfi_store_col_real(s, 4);
+    ev->cut = pfi_store_col_real(s, 5);
+    ev->baseline_w = pfi_store_col_real(s, 6);
+    pfi_store_col_text(s, 7, ev->baseline_method, sizeof ev->baseline_method);
+    ev->ramp_down_s = sqlite3_column_double(s, 8);
+    ev->ramp_up_s = sqlite3_column_double(s, 9);
+    ev->priority = sqlite3_column_int(s, 10);
+    pfi_store_col_text(s, 11, ev->source, sizeof ev->source);
+}
+
+int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
+{
+    *evs = NULL;
+    *n = 0;
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st,
+                               "SELECT id, start_s, end_s, kind, limit_w, cut, baseline_w, "
+                               "baseline_method, ramp_down_s, ramp_up_s, priority, source "
+                               "FROM grid_events ORDER BY start_s, id",
+                               &s, err);
+    int cap = 0, src = SQLITE_DONE;
+    if (rc == PFI_OK) {
+        while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 16;
+                pfi_event *m = realloc(*evs, sizeof **evs * (size_t)cap);
+                if (!m) {
+                    rc = pfi_err_set(err, PFI_ENOMEM, "out of memory loading grid events");
+                    break;
+                }
+                *evs = m;
+            }
+            row_event(s, &(*evs)[(*n)++]);
+        }
+        if (rc == PFI_OK && src != SQLITE_DONE)
+            rc = pfi_store_sqlerr(g->st, src, err, "loading grid events");
+        sqlite3_finalize(s);
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (rc != PFI_OK) {
+        free(*evs);
+        *evs = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int pfi_grid_power_add(pfi_grid_store *g, double wall, double site_w, double budget_w,
+                       const char *event_id, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st,
+                               "INSERT INTO grid_power(t, site_w, budget_w, event) "
+                               "VALUES(?,?,?,?)",
+                               &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_double(s, 1, wall);
+        pfi_store_bind_real(s, 2, isfinite(site_w) ? site_w : NAN);
+        pfi_store_bind_real(s, 3, isfinite(budget_w) ? budget_w : NAN);
+        if (event_id && *event_id)
+            sqlite3_bind_text(s, 4, event_id, -1, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_null(s, 4);
+        rc = step_done(g, s, "recording site power", err);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+int pfi_grid_power_range(pfi_grid_store *g, double t0, double t1, pfi_grid_sample **out, int *n,
+                         pfi_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st,
+                               "SELECT t, site_w, budget_w FROM grid_power "
+                               "WHERE t >= ? AND t < ? ORDER BY t",
+                               &s, err);
+    int cap = 0, src = SQLITE_DONE;
+    if (rc == PFI_OK) {
+        sqlite3_bind_double(s, 1, t0);
+        sqlite3_bind_double(s, 2, t1);
+        while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 256;
+                pfi_grid_sample *m = realloc(*out, sizeof **out * (size_t)cap);
+                if (!m) {
+                    rc = pfi_err_set(err, PFI_ENOMEM, "out of memory reading site power");
+                    break;
+                }
+                *out = m;
+            }
+            pfi_grid_sample *x = &(*out)[(*n)++];
+            x->wall = sqlite3_column_double(s, 0);
+            x->site_w = pfi_store_col_real(s, 1);
+            x->budget_w = pfi_store_col_real(s, 2);
+        }
+        if (rc == PFI_OK && src != SQLITE_DONE)
+            rc = pfi_store_sqlerr(g->st, src, err, "reading site power");
+        sqlite3_finalize(s);
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (rc != PFI_OK) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
+                         double keep_after_s, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st,
+                               "DELETE FROM grid_power WHERE t < ?1 AND NOT EXISTS ("
+                               " SELECT 1 FROM grid_events e"
+                               " WHERE grid_power.t >= e.start_s - e.ramp_down_s - ?2"
+                               " AND grid_power.t < e.end_s + e.ramp_up_s + ?3)",
+                               &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_double(s, 1, before);
+        sqlite3_bind_double(s, 2, keep_before_s);
+        sqlite3_bind_double(s, 3, keep_after_s);
+        rc = step_done(g, s, "pruning site power", err);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}

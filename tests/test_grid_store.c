@@ -49,6 +49,7 @@ static void test_events_survive_reopen(void **state)
     pfi_event_init_limit(&a, "a", 2000, 3000, 5000);
     a.ramp_down_s = 300;
     a.priority = 2;
+    a.sla_yield = 1;
     snprintf(a.source, sizeof a.source, "cli");
     pfi_event_init_cut(&b, "b", 1000, 1500, 0.25, 8000, "mean site draw over the hour before");
     assert_int_equal(pfi_grid_put(g, &a, &e), PFI_OK);
@@ -71,6 +72,8 @@ static void test_events_survive_reopen(void **state)
     assert_string_equal(evs[0].baseline_method, "mean site draw over the hour before");
     assert_string_equal(evs[1].id, "a");
     assert_true(evs[1].limit_w == 4500 && evs[1].ramp_down_s == 300 && evs[1].priority == 2);
+    assert_int_equal(evs[1].sla_yield, 1);
+    assert_int_equal(evs[0].sla_yield, 0);
     assert_string_equal(evs[1].source, "cli");
     assert_int_equal(pfi_event_validate(&evs[1], NULL, &e), PFI_OK);
     free(evs);

@@ -36,6 +36,7 @@ typedef struct pfi_event {
     double ramp_down_s;                /* >= 0 */
     double ramp_up_s;                  /* >= 0 */
     int priority;                      /* |priority| <= PFI_EVENT_PRIORITY_MAX, higher binds */
+    int sla_yield;                     /* 1: the jobs' SLAs yield to this event's target */
     char source[PFI_EVENT_SOURCE_MAX]; /* "api", "cli", "openadr:<program>"... */
 } pfi_event;
 

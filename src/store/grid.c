@@ -18,7 +18,7 @@ static const pfi_store_step steps[] = {
      " id TEXT PRIMARY KEY, start_s REAL NOT NULL, end_s REAL NOT NULL, kind TEXT NOT NULL,"
      " limit_w REAL, cut REAL, baseline_w REAL, baseline_method TEXT NOT NULL,"
      " ramp_down_s REAL NOT NULL, ramp_up_s REAL NOT NULL, priority INTEGER NOT NULL,"
-     " source TEXT NOT NULL);"
+     " source TEXT NOT NULL, sla_yield INTEGER NOT NULL DEFAULT 0);"
      "CREATE TABLE grid_power (t REAL NOT NULL, site_w REAL, budget_w REAL, event TEXT);"
      "CREATE INDEX grid_power_t ON grid_power(t);"},
 };
@@ -68,7 +68,8 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
     int rc = pfi_store_prepare(g->st,
                                "INSERT OR REPLACE INTO grid_events(id, start_s, end_s, kind, "
                                "limit_w, cut, baseline_w, baseline_method, ramp_down_s, "
-                               "ramp_up_s, priority, source) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "ramp_up_s, priority, source, sla_yield) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                &s, err);
     if (rc == PFI_OK) {
         sqlite3_bind_text(s, 1, ev->id, -1, SQLITE_TRANSIENT);
@@ -83,6 +84,7 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
         sqlite3_bind_double(s, 10, ev->ramp_up_s);
         sqlite3_bind_int(s, 11, ev->priority);
         sqlite3_bind_text(s, 12, ev->source, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(s, 13, ev->sla_yield != 0);
         rc = step_done(g, s, "saving a grid event", err);
     }
     pthread_mutex_unlock(&g->mu);
@@ -122,6 +124,7 @@ static void row_event(sqlite3_stmt *s, pfi_event *ev)
     ev->ramp_up_s = sqlite3_column_double(s, 9);
     ev->priority = sqlite3_column_int(s, 10);
     pfi_store_col_text(s, 11, ev->source, sizeof ev->source);
+    ev->sla_yield = sqlite3_column_int(s, 12);
 }
 
 int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
@@ -132,7 +135,7 @@ int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
     sqlite3_stmt *s;
     int rc = pfi_store_prepare(g->st,
                                "SELECT id, start_s, end_s, kind, limit_w, cut, baseline_w, "
-                               "baseline_method, ramp_down_s, ramp_up_s, priority, source "
+                               "baseline_method, ramp_down_s, ramp_up_s, priority, source, sla_yield "
                                "FROM grid_events ORDER BY start_s, id",
                                &s, err);
     int cap = 0, src = SQLITE_DONE;

@@ -120,6 +120,17 @@ static void test_ramps(void **state)
     /* A rate limit longer than the ramp wins: 3000 W at 5 W/s = 600 s = 10 steps. */
     s.restore_w_per_s = 5;
     assert_true(fabs(pfi_event_restored_s(&e, &s) - 2600) < 1e-9);
+    /* A ramp shorter than a step is one step of its own length. */
+    s.restore_w_per_s = INFINITY;
+    e.ramp_up_s = 20;
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 2019) - 6000) < 1e-9);
+    assert_true(isinf(pfi_event_cap_at(&e, &s, 2020)));
+    /* 150 s: 3 steps of 50 s. */
+    e.ramp_up_s = 150;
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 2050) - 7000) < 1e-9);
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 2149) - 8000) < 1e-9);
+    assert_true(isinf(pfi_event_cap_at(&e, &s, 2150)));
+    e.ramp_up_s = 300;
     /* The budget in force: the manual budget outside the event's reach. */
     int b = 7;
     assert_true(fabs(pfi_event_budget_at(&e, 1, &s, 0, &b) - 9000) < 1e-9);
@@ -247,9 +258,12 @@ static void test_properties(void **state)
                 for (int i = 0; i < n; i++) {
                     double lvl = isfinite(s.manual_w) ? s.manual_w : s.max_w;
                     double tgt = pfi_event_target_w(&ev[i]);
-                    double steps = (pfi_event_restored_s(&ev[i], &s) - ev[i].end_s) /
-                                   s.restore_step_s;
+                    double d = pfi_event_restored_s(&ev[i], &s) - ev[i].end_s;
+                    double steps = ceil(d / s.restore_step_s - 1e-9);
                     double jump = steps > 0 ? (lvl - tgt) / steps : lvl - tgt;
+                    /* and never faster than the site's rate over a step */
+                    if (isfinite(s.restore_w_per_s) && steps > 0)
+                        assert_true(jump <= s.restore_w_per_s * (d / steps) + 1e-6);
                     worst = fmax(worst, jump);
                 }
                 assert_true(bt - prev <= worst + 1e-6);

@@ -181,22 +181,29 @@ double pfi_event_ramp_start_s(const pfi_event *ev)
     return ev->start_s - ev->ramp_down_s;
 }
 
-/* Number of restore steps after the end (0: restored at the end). */
-static double restore_steps(const pfi_event *ev, const pfi_event_site *site, double target,
-                            double level)
+/* The restore after the end: its duration (the event's ramp-up, or longer when the site's rate
+ * asks) cut into *n equal steps of at most restore_step_s.  0 when restored at once. */
+static double restore_span(const pfi_event *ev, const pfi_event_site *site, double target,
+                           double level, double *n)
 {
+    *n = 0;
     if (target >= level)
         return 0;
     double d = ev->ramp_up_s;
     if (isfinite(site->restore_w_per_s) && site->restore_w_per_s > 0)
         d = fmax(d, (level - target) / site->restore_w_per_s);
-    return d > 0 ? ceil(d / site->restore_step_s) : 0;
+    if (!(d > 0))
+        return 0;
+    *n = ceil(d / site->restore_step_s - 1e-9);
+    if (*n < 1)
+        *n = 1;
+    return d;
 }
 
 double pfi_event_restored_s(const pfi_event *ev, const pfi_event_site *site)
 {
-    double n = restore_steps(ev, site, pfi_event_target_w(ev), free_level(site));
-    return ev->end_s + n * site->restore_step_s;
+    double n;
+    return ev->end_s + restore_span(ev, site, pfi_event_target_w(ev), free_level(site), &n);
 }
 
 double pfi_event_cap_at(const pfi_event *ev, const pfi_event_site *site, double t)
@@ -212,8 +219,10 @@ double pfi_event_cap_at(const pfi_event *ev, const pfi_event_site *site, double 
             return INFINITY;
         return level + (target - level) * (t - r0) / ev->ramp_down_s;
     }
-    double n = restore_steps(ev, site, target, level);
-    double k = floor((t - ev->end_s) / site->restore_step_s);
+    double n, d = restore_span(ev, site, target, level, &n);
+    if (n <= 0)
+        return INFINITY;
+    double k = floor((t - ev->end_s) / (d / n));
     if (k >= n)
         return INFINITY;
     return target + (level - target) * k / n;

@@ -7,9 +7,9 @@
  *              force without the event (the manual budget, or the site maximum when there is
  *              none) to the target, so the site is at target by the start.  0: the budget drops
  *              at the start (the controller plans ahead, see pfi_event_budget_min).
- *   ramp up    after the end the budget rises back in steps of site->restore_step_s, over at
- *              least ramp_up_s and no faster than site->restore_w_per_s, so the site does not
- *              rebound at once.
+ *   ramp up    after the end the budget rises back in equal steps of at most
+ *              site->restore_step_s, over ramp_up_s (longer when site->restore_w_per_s asks),
+ *              each step held before the next, so the site does not rebound at once.
  * Several events and the manual budget resolve to the tightest (lowest) value at every instant;
  * among events with the same target the higher priority binds, then the earlier start.
  * Pure: no I/O, no clock, no globals. */

@@ -288,6 +288,9 @@ char *srv_api_handle(srv_node *n, const char *method, const char *url, const cha
                      int *st, const char **ctype, size_t *len)
 {
     *ctype = "application/json";
+    char *grid = srv_grid_api(n, method, url, body, blen, authorized, st, len);
+    if (grid)
+        return grid;
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     int post = !strcmp(method, "POST"), put = !strcmp(method, "PUT"),
         del = !strcmp(method, "DELETE");

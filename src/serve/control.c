@@ -67,9 +67,15 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
                                     "ramp_s", ramp_s, "mode", "local");
         }
     } else {
-        char reason[96];
-        snprintf(reason, sizeof reason, "budget set to %.0f W", watts);
-        rc = srv_decide(n, watts, SRV_MODE_LOCAL, NULL, reason, result, err);
+        /* A grid event in force holds the budget below the manual one. */
+        double eff = srv_grid_limit(n, watts);
+        char reason[128];
+        if (eff < watts - 0.5)
+            snprintf(reason, sizeof reason, "budget set to %.0f W (a grid event holds %.0f W)",
+                     watts, eff);
+        else
+            snprintf(reason, sizeof reason, "budget set to %.0f W", watts);
+        rc = srv_decide(n, eff, SRV_MODE_LOCAL, NULL, reason, result, err);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             n->ramping = 0;
@@ -77,6 +83,9 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
         }
     }
     if (rc == PFI_OK) {
+        pthread_mutex_lock(&n->mu);
+        n->manual_w = watts;
+        pthread_mutex_unlock(&n->mu);
         char v[32];
         snprintf(v, sizeof v, "%.3f", watts);
         save_budget(n, v);
@@ -89,10 +98,14 @@ int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
     srv_snapshot(n);
-    int rc = srv_decide(n, NAN, SRV_MODE_LOCAL, NULL, "budget removed", result, err);
+    double eff = srv_grid_limit(n, NAN); /* NAN unless a grid event holds one */
+    int rc = srv_decide(n, eff, SRV_MODE_LOCAL, NULL,
+                        isnan(eff) ? "budget removed" : "budget removed (a grid event holds one)",
+                        result, err);
     if (rc == PFI_OK) {
         pthread_mutex_lock(&n->mu);
         n->ramping = 0;
+        n->manual_w = NAN;
         pthread_mutex_unlock(&n->mu);
         save_budget(n, "none");
     }
@@ -209,10 +222,15 @@ void srv_tick(srv_node *n)
         watchdog_fire(n);
         return;
     }
+    if (srv_grid_tick(n))
+        return;
     pfi_err e = {0};
     if (ramping) {
         double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
         double w = f >= 1 ? rt : rf + (rt - rf) * f;
+        double g = srv_grid_limit(n, w); /* a grid event may hold it lower */
+        if (!isnan(g))
+            w = g;
         pthread_mutex_lock(&n->decide_mu);
         srv_snapshot(n);
         char reason[64];

@@ -226,6 +226,11 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         pfi_err_prefix(err, "state database %s: ", c->db);
         goto out;
     }
+    rc = srv_grid_open(n, err);
+    if (rc != PFI_OK) {
+        pfi_err_prefix(err, "grid events in %s: ", c->db);
+        goto out;
+    }
     if (note[0])
         srv_event_add(n, "journal_restore", "%s", note);
     if (c->token_file[0]) {
@@ -285,6 +290,7 @@ out:
         if (restore_at_exit(n, &j, jpath, &e) != PFI_OK && rc == PFI_OK)
             rc = pfi_err_set(err, e.code ? e.code : PFI_EIO, "restoring limits: %s", e.msg);
     }
+    srv_grid_close(n);
     srv_audit_close(n->audit);
     srv_follow_free(n);
     srv_node_destroy(n);

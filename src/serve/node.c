@@ -42,6 +42,7 @@ int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_
     n->cfg = cfg;
     n->b = b;
     n->budget_w = NAN;
+    n->manual_w = NAN;
     n->ev_next = 1;
     n->started_wall = pfi_clock_wall();
     n->last_decision_mono = n->last_replan_mono = -1e9;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/policy.h"
 #include "core/stats.h"
 #include "serve/serve_int.h"
 
@@ -231,6 +232,12 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
 int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
                      srv_plan *p, pfi_err *err)
 {
+    return srv_plan_policy(g, ng, jobs, n_jobs, budget_w, PFI_POLICY_PFI, p, err);
+}
+
+int srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
+                    int policy, srv_plan *p, pfi_err *err)
+{
     int owner[PFI_MAX_GPUS];
     for (int i = 0; i < ng; i++) {
         owner[i] = -1;
@@ -307,7 +314,7 @@ int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, 
         goto out;
     }
     if (na > 0) {
-        rc = pfi_alloc_solve(aj, na, budget_w - fixed_w, &o, &res, err);
+        rc = pfi_alloc_policy(policy, aj, na, NULL, budget_w - fixed_w, &o, &res, err);
         if (rc != PFI_OK)
             goto out;
         for (int a = 0; a < na; a++)

@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "core/curve.h"
+#include "core/event.h"
 #include "measure/meter.h"
 #include "measure/parse.h"
 #include "serve/serve.h"
@@ -117,6 +118,9 @@ typedef struct srv_event {
 } srv_event;
 
 typedef struct srv_audit srv_audit;
+struct pfi_grid_store;
+
+#define SRV_GRID_MAX 64 /* grid events held at once (past ones included until deleted) */
 
 /* A job's log followed by the control loop (follow.c): each level of caps the daemon applied
  * is measured like a sweep's (settle, MSER, 95% CI within rel_ci), and each steady level is a
@@ -185,6 +189,16 @@ typedef struct srv_node {
     srv_event ev[SRV_EVENTS];
     long long ev_next;     /* id of the next event (ids start at 1) */
 
+    /* Grid events (grid.c), guarded by mu.  The budget in force (budget_w) is the tightest of
+     * the manual budget (PUT /v1/budget) and the events' budgets, ramps included. */
+    struct pfi_grid_store *grid;
+    pfi_event grid_ev[SRV_GRID_MAX];
+    int n_grid;
+    double manual_w;       /* the budget set by hand; NAN: none */
+    int grid_binding;      /* the budget in force comes from an event */
+    char grid_event[PFI_EVENT_ID_MAX]; /* which one */
+    double grid_rec_wall, grid_prune_wall;
+    long long n_grid_decisions, n_grid_infeasible;
     /* Jobs found from their processes (discover.c); the control loop's alone. */
     srv_found found[SRV_MAX_JOBS];
     int n_found;
@@ -254,6 +268,10 @@ typedef struct srv_plan {
 } srv_plan;
 int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
                      srv_plan *p, pfi_err *err);
+/* The same under another policy of core/policy.h (srv_plan_compute: PFI_POLICY_PFI), e.g. the
+ * equal cut a grid event's cost is compared with. */
+int srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
+                    int policy, srv_plan *p, pfi_err *err);
 /* The curve a job is planned on (its own, or a proportional one when nothing is known). */
 void srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out);
 /* Per-GPU cap range all of a job's GPUs accept. */
@@ -284,6 +302,27 @@ void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
 int srv_decide_now(srv_node *n, const char *reason, pfi_err *err);
 void srv_snapshot(srv_node *n);
 
+/* grid.c: grid events on this node (docs/api.md, /v1/grid/events). */
+int srv_grid_open(srv_node *n, pfi_err *err);
+void srv_grid_close(srv_node *n);
+/* The site the events apply to: the node's GPUs (maximum: the sum of their maximum limits),
+ * manual_w (NAN: none). */
+pfi_event_site srv_grid_site(const srv_node *n, double manual_w);
+/* The budget to plan for now with this manual budget (NAN: none): the lowest of it and every
+ * event's over the next few control periods; NAN when nothing binds. */
+double srv_grid_limit(srv_node *n, double manual_w);
+/* Control loop: records site power, moves the budget with the events; 1 when it decided (the
+ * loop's own re-plan is then skipped this tick). */
+int srv_grid_tick(srv_node *n);
+/* Adds or replaces an event (validated, checked against the SLAs in force unless it lets them
+ * yield, saved, then re-planned at once); *result: the event as GET shows it. */
+int srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err);
+int srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
+/* {"events": [...]} or one event (NULL when there is no such id), with its predicted cost. */
+json_t *srv_grid_view(srv_node *n, const char *id);
+/* grid_api.c: the /v1/grid/ routes; NULL when url is not one of them. */
+char *srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
+                   size_t blen, int authorized, int *status, size_t *len);
 /* discover.c: one round of job discovery (control loop). */
 void srv_discover(srv_node *n);
 /* The log discovery found for a job (its stdout): "" none.  Control loop only. */

@@ -138,6 +138,9 @@ json_t *srv_view_allocation(srv_node *n)
     json_t *o = json_object();
     json_object_set_new(o, "mode", json_string(srv_mode_name(n->mode)));
     json_object_set_new(o, "budget_w", num(n->budget_w));
+    json_object_set_new(o, "manual_budget_w", num(n->manual_w));
+    json_object_set_new(o, "grid_event",
+                        n->grid_binding ? json_string(n->grid_event) : json_null());
     json_object_set_new(o, "nominal_w", num(n->nominal_w));
     json_object_set_new(o, "sum_limits_w", num(sum_limits));
     json_object_set_new(o, "sum_requested_w", num(sum_requested));

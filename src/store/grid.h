@@ -44,4 +44,21 @@ int pfi_grid_power_range(pfi_grid_store *g, double t0, double t1, pfi_grid_sampl
 int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
                          double keep_after_s, pfi_err *err);
 
+/* ---- JSON (grid_json.c), the shape of the API's /v1/grid/events (docs/api.md) ---- */
+
+typedef struct json_t json_t;
+
+/* An event from a request body: "id" (default: made from now), "start" and one of "end" or
+ * "duration_s" (times: Unix seconds, or strings for util/isotime.h), one of "limit_w" (W) or
+ * "cut" (0.25 or "25%") with an optional "baseline_w", "ramp_s" (both ramps) or "ramp_down_s" /
+ * "ramp_up_s", "priority", "source", "sla" ("keep" or "yield").  Unknown fields are an error
+ * naming the known ones.  A cut without baseline_w gets baseline_w NAN: the caller states its
+ * own.  Not validated against a site: call pfi_event_validate. */
+int pfi_grid_event_from_json(json_t *o, double now, pfi_event *ev, pfi_err *err);
+/* The event as the API shows it: every field, times both as ISO 8601 and Unix seconds, the
+ * target in W, and its phase at `now` ("scheduled", "ramping", "active", "restoring", "done";
+ * site may be NULL: the restore is then taken to end with the window). */
+json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, double now);
+const char *pfi_grid_event_phase(const pfi_event *ev, const pfi_event_site *site, double now);
+
 #endif

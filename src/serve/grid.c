@@ -1,0 +1,446 @@
+/* grid.c: grid events on one node (`pfi serve` without a cluster controller).
+ *
+ * The events (core/event.h) live in node->grid_ev and in the store's grid layer (store/grid.h),
+ * so they survive a restart.  The budget in force is the tightest of the manual budget and the
+ * events' budgets, ramps included, taken over the next few control periods so that the node is
+ * at target by an event's start even between two ticks.  The node's power (the sum of its GPUs'
+ * draw) is recorded every second with the budget in force, for the compliance report. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/policy.h"
+#include "serve/serve_int.h"
+#include "store/grid.h"
+
+#define GRID_REC_S 1.0              /* site power recorded at most once a second */
+#define GRID_PRUNE_S 3600.0         /* old samples pruned once an hour */
+#define GRID_KEEP_S (2 * 86400.0)   /* samples older than this go, unless an event needs them */
+#define GRID_CONTEXT_S 3600.0       /* an event needs the hour before its ramp and after */
+#define GRID_BASELINE_S 3600.0      /* a cut's baseline: mean draw over the last hour */
+
+pfi_event_site srv_grid_site(const srv_node *n, double manual_w)
+{
+    double max = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        max += n->gpu[i].dev.max_limit_w;
+    pfi_event_site s = pfi_event_site_default(max > 0 ? max : 1);
+    s.manual_w = isnan(manual_w) ? INFINITY : manual_w;
+    return s;
+}
+
+static double horizon_s(const srv_node *n)
+{
+    return 2 * n->cfg->sample_interval_s + 1.0;
+}
+
+/* The budget the events and manual allow over [now, now + horizon] (mu held); *bi (may be
+ * NULL) gets the event that sets it, -1 when none does. */
+static double limit_locked(srv_node *n, double manual_w, double now, int *bi)
+{
+    pfi_event_site site = srv_grid_site(n, manual_w);
+    double h = horizon_s(n);
+    double b = pfi_event_budget_min(n->grid_ev, n->n_grid, &site, now, now + h);
+    if (bi) {
+        *bi = -1;
+        double best = site.manual_w;
+        for (int i = 0; i < n->n_grid; i++) {
+            double c = pfi_event_budget_min(&n->grid_ev[i], 1, &site, now, now + h);
+            if (c < best || (c == best && *bi >= 0 && n->grid_ev[i].priority >
+                                                          n->grid_ev[*bi].priority)) {
+                best = c;
+                *bi = i;
+            }
+        }
+    }
+    return isfinite(b) ? b : NAN;
+}
+
+double srv_grid_limit(srv_node *n, double manual_w)
+{
+    pthread_mutex_lock(&n->mu);
+    double b = limit_locked(n, manual_w, pfi_clock_wall(), NULL);
+    pthread_mutex_unlock(&n->mu);
+    return b;
+}
+
+int srv_grid_open(srv_node *n, pfi_err *err)
+{
+    int rc = pfi_grid_open(n->cfg->db, &n->grid, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_event *evs;
+    int k;
+    if ((rc = pfi_grid_load(n->grid, &evs, &k, err)) != PFI_OK) {
+        pfi_grid_close(n->grid);
+        n->grid = NULL;
+        return rc;
+    }
+    pfi_event_site site = srv_grid_site(n, NAN);
+    int kept = 0;
+    for (int i = 0; i < k; i++) {
+        pfi_err e = {0};
+        if (pfi_event_validate(&evs[i], &site, &e) != PFI_OK) {
+            srv_event_add(n, "grid", "saved event not loaded: %s", e.msg);
+            continue;
+        }
+        if (kept == SRV_GRID_MAX) {
+            srv_event_add(n, "grid", "more than %d saved events: %s and later not loaded "
+                                     "(delete past events)", SRV_GRID_MAX, evs[i].id);
+            break;
+        }
+        n->grid_ev[kept++] = evs[i];
+    }
+    n->n_grid = kept;
+    free(evs);
+    if (kept)
+        srv_event_add(n, "grid", "%d grid event(s) loaded from %s", kept, n->cfg->db);
+    return PFI_OK;
+}
+
+void srv_grid_close(srv_node *n)
+{
+    pfi_grid_close(n->grid);
+    n->grid = NULL;
+}
+
+static double site_draw_locked(const srv_node *n)
+{
+    double w = 0;
+    int any = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        if (n->gpu[i].s.have & PFI_F_POWER) {
+            w += n->gpu[i].s.power_w;
+            any = 1;
+        }
+    return any ? w : NAN;
+}
+
+static void record_power(srv_node *n, double now)
+{
+    pthread_mutex_lock(&n->mu);
+    int due = now - n->grid_rec_wall >= GRID_REC_S;
+    int prune = now - n->grid_prune_wall >= GRID_PRUNE_S;
+    double w = site_draw_locked(n), b = n->budget_w;
+    char id[PFI_EVENT_ID_MAX] = "";
+    if (n->grid_binding)
+        snprintf(id, sizeof id, "%s", n->grid_event);
+    if (due)
+        n->grid_rec_wall = now;
+    if (prune)
+        n->grid_prune_wall = now;
+    pthread_mutex_unlock(&n->mu);
+    pfi_err e = {0};
+    if (due && !isnan(w) && pfi_grid_power_add(n->grid, now, w, b, id, &e) != PFI_OK && prune)
+        srv_event_add(n, "db_error", "site power not recorded: %s", e.msg);
+    if (prune && pfi_grid_power_prune(n->grid, now - GRID_KEEP_S, GRID_CONTEXT_S,
+                                      GRID_CONTEXT_S, &e) != PFI_OK)
+        srv_event_add(n, "db_error", "old site power not pruned: %s", e.msg);
+}
+
+static int same_budget(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || fabs(a - b) < 0.5;
+}
+
+/* The least budget the node can hold with the jobs' SLAs (or without them: yield); decide_mu
+ * held. */
+static double floor_locked(srv_node *n, int yield)
+{
+    srv_snapshot(n);
+    if (yield)
+        for (int j = 0; j < n->n_cand; j++)
+            n->cand[j].sla = NAN;
+    srv_plan p;
+    pfi_err e = {0};
+    pfi_event_site s = srv_grid_site(n, NAN);
+    srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, s.max_w, &p, &e);
+    return p.min_budget_w;
+}
+
+/* Decides under the events' budget now (decide_mu taken here).  force: even when the budget
+ * did not move (an event was added, changed or deleted). */
+static int grid_apply(srv_node *n, int force)
+{
+    double now = pfi_clock_wall();
+    pthread_mutex_lock(&n->mu);
+    int mode = n->mode, ramping = n->ramping, was = n->grid_binding, bi;
+    double manual = n->manual_w, cur = n->budget_w;
+    double lim = limit_locked(n, manual, now, &bi);
+    int yield = bi >= 0 && n->grid_ev[bi].sla_yield;
+    char id[PFI_EVENT_ID_MAX] = "";
+    if (bi >= 0)
+        snprintf(id, sizeof id, "%s", n->grid_ev[bi].id);
+    pthread_mutex_unlock(&n->mu);
+    if (mode != SRV_MODE_LOCAL || ramping)
+        return 0;
+    int binds = bi >= 0 && !isnan(lim);
+    if (!binds && !was)
+        return 0;
+    double want = binds ? lim : manual;
+    if (!force && binds == was && same_budget(want, cur))
+        return binds && yield; /* a yielding event: the loop's re-plan would keep the SLAs */
+    pthread_mutex_lock(&n->decide_mu);
+    srv_snapshot(n);
+    if (binds && yield)
+        for (int j = 0; j < n->n_cand; j++)
+            n->cand[j].sla = NAN;
+    char reason[160];
+    if (binds)
+        snprintf(reason, sizeof reason, "grid event %s: budget %.0f W", id, want);
+    else
+        snprintf(reason, sizeof reason, "grid events over: budget back to %s",
+                 isnan(manual) ? "none" : "the manual budget");
+    pfi_err e = {0};
+    int rc = srv_decide(n, want, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+    if (rc == PFI_EINFEASIBLE && binds) {
+        double floor = floor_locked(n, yield);
+        srv_event_add(n, "grid_infeasible", "event %s: %.0f W cannot be met with the SLAs in "
+                      "force; holding the least that can, %.0f W", id, want, floor);
+        snprintf(reason, sizeof reason, "grid event %s: budget %.0f W (the least the SLAs "
+                 "allow)", id, floor);
+        rc = srv_decide(n, floor, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+        pthread_mutex_lock(&n->mu);
+        n->n_grid_infeasible++;
+        pthread_mutex_unlock(&n->mu);
+    }
+    pthread_mutex_lock(&n->mu);
+    if (rc == PFI_OK) {
+        n->grid_binding = binds;
+        snprintf(n->grid_event, sizeof n->grid_event, "%s", id);
+        n->n_grid_decisions++;
+    }
+    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc != PFI_OK)
+        srv_event_add(n, "grid_failed", "%s: %s", reason, e.msg);
+    return 1;
+}
+
+int srv_grid_tick(srv_node *n)
+{
+    if (!n->grid)
+        return 0;
+    record_power(n, pfi_clock_wall());
+    return grid_apply(n, 0);
+}
+
+/* A cut's baseline when the request states none: the node's mean draw over the last hour as
+ * recorded, else its draw now. */
+static void fill_baseline(srv_node *n, double now, pfi_event *ev)
+{
+    pfi_grid_sample *s = NULL;
+    int k = 0;
+    pfi_err e = {0};
+    double sum = 0;
+    int m = 0;
+    if (pfi_grid_power_range(n->grid, now - GRID_BASELINE_S, now + 1, &s, &k, &e) == PFI_OK)
+        for (int i = 0; i < k; i++)
+            if (isfinite(s[i].site_w)) {
+                sum += s[i].site_w;
+                m++;
+            }
+    free(s);
+    if (m > 0) {
+        ev->baseline_w = sum / m;
+        snprintf(ev->baseline_method, sizeof ev->baseline_method,
+                 "mean node draw over the %.0f min before the event was posted (%d samples)",
+                 GRID_BASELINE_S / 60, m);
+        return;
+    }
+    pthread_mutex_lock(&n->mu);
+    ev->baseline_w = site_draw_locked(n);
+    pthread_mutex_unlock(&n->mu);
+    snprintf(ev->baseline_method, sizeof ev->baseline_method,
+             "node draw when the event was posted (no earlier samples)");
+}
+
+static int store_event(srv_node *n, const pfi_event *ev, int *created, pfi_err *err)
+{
+    pthread_mutex_lock(&n->mu);
+    int at = -1;
+    for (int i = 0; i < n->n_grid; i++)
+        if (!strcmp(n->grid_ev[i].id, ev->id))
+            at = i;
+    int full = at < 0 && n->n_grid == SRV_GRID_MAX;
+    pthread_mutex_unlock(&n->mu);
+    if (full)
+        return pfi_err_set(err, PFI_EBUSY, "%d grid events are held: delete past ones first",
+                           SRV_GRID_MAX);
+    int rc = pfi_grid_put(n->grid, ev, err);
+    if (rc != PFI_OK)
+        return rc;
+    *created = at < 0;
+    pthread_mutex_lock(&n->mu);
+    if (at < 0)
+        at = n->n_grid++;
+    n->grid_ev[at] = *ev;
+    pthread_mutex_unlock(&n->mu);
+    return PFI_OK;
+}
+
+static json_t *infeasible_json(const pfi_event *ev, double floor)
+{
+    return json_pack("{s:b, s:f, s:f}", "feasible", 0, "target_w", pfi_event_target_w(ev),
+                     "achievable_w", floor);
+}
+
+int srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
+{
+    double now = pfi_clock_wall();
+    pfi_event ev;
+    int rc = pfi_grid_event_from_json(body, now, &ev, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (ev.kind == PFI_EVENT_CUT && isnan(ev.baseline_w))
+        fill_baseline(n, now, &ev);
+    pthread_mutex_lock(&n->mu);
+    pfi_event_site site = srv_grid_site(n, n->manual_w);
+    pthread_mutex_unlock(&n->mu);
+    if ((rc = pfi_event_validate(&ev, &site, err)) != PFI_OK)
+        return rc;
+    if (ev.end_s <= now)
+        return pfi_err_set(err, PFI_EINVAL, "event %s ended already (end %.0f, now %.0f)",
+                           ev.id, ev.end_s, now);
+    pthread_mutex_lock(&n->decide_mu);
+    double floor = floor_locked(n, ev.sla_yield);
+    double achievable;
+    int created = 0;
+    if (!pfi_event_feasible(pfi_event_target_w(&ev), floor, &achievable)) {
+        rc = pfi_err_set(err, PFI_EINFEASIBLE, "event %s: target %.0f W cannot be met with the "
+                         "SLAs in force: this node can hold no less than %.0f W (achievable_w); "
+                         "send \"sla\": \"yield\" to let the SLAs give way",
+                         ev.id, pfi_event_target_w(&ev), achievable);
+        if (result)
+            *result = infeasible_json(&ev, achievable);
+    } else {
+        rc = store_event(n, &ev, &created, err);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc != PFI_OK)
+        return rc;
+    srv_event_add(n, "grid", "event %s %s: %s %.0f W from %.0f to %.0f (ramps %.0f/%.0f s, "
+                  "source %s)", ev.id, created ? "added" : "changed",
+                  pfi_event_kind_name(ev.kind), pfi_event_target_w(&ev), ev.start_s, ev.end_s,
+                  ev.ramp_down_s, ev.ramp_up_s, ev.source);
+    grid_apply(n, 1);
+    if (result)
+        *result = srv_grid_view(n, ev.id);
+    return PFI_OK;
+}
+
+int srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    int rc = pfi_grid_delete(n->grid, id, err);
+    if (rc == PFI_OK) {
+        pthread_mutex_lock(&n->mu);
+        for (int i = 0; i < n->n_grid; i++)
+            if (!strcmp(n->grid_ev[i].id, id)) {
+                memmove(&n->grid_ev[i], &n->grid_ev[i + 1],
+                        sizeof n->grid_ev[0] * (size_t)(n->n_grid - i - 1));
+                n->n_grid--;
+                break;
+            }
+        pthread_mutex_unlock(&n->mu);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc != PFI_OK)
+        return rc;
+    srv_event_add(n, "grid", "event %s deleted", id);
+    grid_apply(n, 1);
+    if (result)
+        *result = json_pack("{s:s}", "deleted", id);
+    return PFI_OK;
+}
+
+/* Tokens/s each job loses at budget_w under a policy, against its baseline (decide_mu held,
+ * snapshot taken). */
+static json_t *cost_policy(srv_node *n, double budget_w, int policy)
+{
+    srv_plan p;
+    pfi_err e = {0};
+    if (srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, policy, &p, &e) !=
+        PFI_OK)
+        return json_pack("{s:s}", "error", e.msg);
+    json_t *jobs = json_array();
+    double total = 0, rel_gpu = 0;
+    int gpus = 0, known = 1;
+    for (int j = 0; j < n->n_cand; j++) {
+        const srv_job *jb = &n->cand[j];
+        double rel = p.job_pred_rel[j], lost = jb->t0_tps * (1 - rel);
+        if (isfinite(lost))
+            total += lost;
+        else
+            known = 0;
+        if (isfinite(rel)) {
+            rel_gpu += jb->n_gpus * (1 - rel);
+            gpus += jb->n_gpus;
+        }
+        json_array_append_new(
+            jobs, json_pack("{s:s, s:o, s:o, s:o, s:o}", "id", jb->id, "cap_w",
+                            isfinite(p.job_cap_w[j]) ? json_real(p.job_cap_w[j]) : json_null(),
+                            "tokens_per_s", isfinite(p.job_pred_tps[j]) ? json_real(p.job_pred_tps[j]) : json_null(),
+                            "tokens_per_s_lost", isfinite(lost) ? json_real(lost) : json_null(),
+                            "slowdown", isfinite(rel) ? json_real(1 - rel) : json_null()));
+    }
+    return json_pack("{s:o, s:o, s:o}", "tokens_per_s_lost",
+                     known ? json_real(total) : json_null(), "gpu_weighted_slowdown",
+                     gpus ? json_real(rel_gpu / gpus) : json_null(), "jobs", jobs);
+}
+
+/* The predicted cost of holding ev's target with the jobs now registered, under pfi's policy
+ * and under an equal cut; feasibility against the SLAs in force. */
+static void add_cost(srv_node *n, const pfi_event *ev, json_t *o)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    double floor = floor_locked(n, ev->sla_yield); /* takes the snapshot */
+    double target = pfi_event_target_w(ev), achievable;
+    int ok = pfi_event_feasible(target, floor, &achievable);
+    json_object_set_new(o, "feasible", json_boolean(ok));
+    json_object_set_new(o, "achievable_w", json_real(achievable));
+    json_object_set_new(o, "cost", json_pack("{s:f, s:o, s:o}", "budget_w", achievable, "pfi",
+                                             cost_policy(n, achievable, PFI_POLICY_PFI),
+                                             "equal", cost_policy(n, achievable,
+                                                                  PFI_POLICY_EQUAL)));
+    pthread_mutex_unlock(&n->decide_mu);
+}
+
+json_t *srv_grid_view(srv_node *n, const char *id)
+{
+    double now = pfi_clock_wall();
+    pthread_mutex_lock(&n->mu);
+    int k = n->n_grid;
+    pfi_event *evs = malloc(sizeof *evs * (size_t)(k > 0 ? k : 1));
+    if (evs)
+        memcpy(evs, n->grid_ev, sizeof *evs * (size_t)k);
+    pfi_event_site site = srv_grid_site(n, n->manual_w);
+    int binding = n->grid_binding;
+    char bid[PFI_EVENT_ID_MAX];
+    snprintf(bid, sizeof bid, "%s", n->grid_event);
+    pthread_mutex_unlock(&n->mu);
+    if (!evs)
+        return NULL;
+    json_t *list = json_array(), *one = NULL;
+    for (int i = 0; i < k; i++) {
+        if (id && strcmp(evs[i].id, id))
+            continue;
+        json_t *o = pfi_grid_event_to_json(&evs[i], &site, now);
+        json_object_set_new(o, "binding", json_boolean(binding && !strcmp(bid, evs[i].id)));
+        if (strcmp(pfi_grid_event_phase(&evs[i], &site, now), "done"))
+            add_cost(n, &evs[i], o);
+        if (id)
+            one = o;
+        else
+            json_array_append_new(list, o);
+    }
+    free(evs);
+    if (id) {
+        json_decref(list);
+        return one;
+    }
+    double b = pfi_event_budget_at(NULL, 0, &site, now, NULL);
+    return json_pack("{s:o, s:o}", "events", list, "manual_budget_w",
+                     isfinite(b) ? json_real(b) : json_null());
+}

@@ -1,0 +1,107 @@
+/* grid_api.c: the node daemon's grid event routes (docs/api.md):
+ *   GET    /v1/grid/events        every event held, with its phase and predicted cost
+ *   POST   /v1/grid/events        add one (201), or change the one with the same id (200)
+ *   GET    /v1/grid/events/{id}   one event
+ *   DELETE /v1/grid/events/{id}   delete it (the budget is re-planned at once)
+ * Errors are JSON {"error": {"code", "message"}} like every route; an event the SLAs in force
+ * cannot meet is 409 with "feasible": false and "achievable_w" beside the error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "serve/serve_int.h"
+
+#define PREFIX "/v1/grid/events"
+
+static char *reply(int status, json_t *doc, int *st, size_t *len)
+{
+    *st = status;
+    char *s = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+    json_decref(doc);
+    *len = s ? strlen(s) : 0;
+    return s;
+}
+
+static char *error(int status, const char *code, const char *msg, json_t *extra, int *st,
+                   size_t *len)
+{
+    json_t *o = extra ? extra : json_object();
+    json_object_set_new(o, "error", json_pack("{s:s, s:s}", "code", code, "message", msg));
+    return reply(status, o, st, len);
+}
+
+static char *error_of(const pfi_err *e, json_t *extra, int *st, size_t *len)
+{
+    int status = e->code == PFI_ENOENT                                       ? 404
+                 : e->code == PFI_EINFEASIBLE || e->code == PFI_EBUSY        ? 409
+                 : e->code == PFI_EINVAL || e->code == PFI_ERANGE            ? 400
+                                                                             : 500;
+    const char *code = e->code == PFI_ENOENT         ? "ENOENT"
+                       : e->code == PFI_EINFEASIBLE  ? "EINFEASIBLE"
+                       : e->code == PFI_EBUSY        ? "EBUSY"
+                       : e->code == PFI_EINVAL       ? "EINVAL"
+                       : e->code == PFI_ERANGE       ? "ERANGE"
+                                                     : "EIO";
+    return error(status, code, e->msg[0] ? e->msg : pfi_code_name(e->code), extra, st, len);
+}
+
+static char *post(srv_node *n, const char *body, size_t blen, int *st, size_t *len)
+{
+    pfi_err e = {0};
+    json_error_t je;
+    json_t *doc = body && blen ? json_loadb(body, blen, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (!doc) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "this request needs a JSON object body%s%s",
+                 body && blen ? ": " : "", body && blen ? je.text : "");
+        return error(400, "EINVAL", msg, NULL, st, len);
+    }
+    json_t *res = NULL;
+    pthread_mutex_lock(&n->mu);
+    int before = n->n_grid;
+    pthread_mutex_unlock(&n->mu);
+    int rc = srv_grid_add(n, doc, &res, &e);
+    json_decref(doc);
+    if (rc != PFI_OK)
+        return error_of(&e, res, st, len);
+    pthread_mutex_lock(&n->mu);
+    int created = n->n_grid > before;
+    pthread_mutex_unlock(&n->mu);
+    return reply(created ? 201 : 200, res, st, len);
+}
+
+char *srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
+                   size_t blen, int authorized, int *st, size_t *len)
+{
+    size_t pl = strlen(PREFIX);
+    if (strncmp(url, "/v1/grid/", 9))
+        return NULL;
+    int list = !strcmp(url, PREFIX);
+    const char *id = !list && !strncmp(url, PREFIX "/", pl + 1) ? url + pl + 1 : NULL;
+    if (!list && (!id || !*id || strchr(id, '/')))
+        return error(404, "ENOENT", "no such path (see docs/api.md)", NULL, st, len);
+    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    if (get) {
+        json_t *v = srv_grid_view(n, list ? NULL : id);
+        if (!v)
+            return error(404, "ENOENT", "no such grid event", NULL, st, len);
+        return reply(200, v, st, len);
+    }
+    int post_ok = list && !strcmp(method, "POST"), del_ok = id && !strcmp(method, "DELETE");
+    if (!post_ok && !del_ok)
+        return error(405, "EINVAL", "method not allowed on this path", NULL, st, len);
+    if (authorized < 0)
+        return error(403, "EPERM", "this daemon has no token file configured: it accepts no "
+                                   "change", NULL, st, len);
+    if (!authorized)
+        return error(401, "EPERM", "missing or wrong bearer token", NULL, st, len);
+    if (!srv_rate_take(n))
+        return error(429, "EBUSY", "too many changes: at most a burst of 100, then 20 per "
+                                   "second", NULL, st, len);
+    if (post_ok)
+        return post(n, body, blen, st, len);
+    pfi_err e = {0};
+    json_t *res = NULL;
+    if (srv_grid_remove(n, id, &res, &e) != PFI_OK)
+        return error_of(&e, NULL, st, len);
+    return reply(200, res, st, len);
+}

@@ -1,0 +1,214 @@
+/* grid_json.c: grid events to and from the API's JSON (grid.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "store/grid.h"
+#include "util/isotime.h"
+#include "util/units.h"
+
+static const char *const keys[] = {"id",          "start",     "end",       "duration_s",
+                                   "limit_w",     "cut",       "baseline_w", "ramp_s",
+                                   "ramp_down_s", "ramp_up_s", "priority",  "source",
+                                   "sla",         NULL};
+
+static int only_keys(json_t *o, pfi_err *err)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        int known = 0;
+        for (int i = 0; keys[i]; i++)
+            known |= !strcmp(k, keys[i]);
+        if (!known) {
+            char list[300] = "";
+            size_t at = 0;
+            for (int i = 0; keys[i] && at < sizeof list; i++)
+                at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "",
+                                       keys[i]);
+            return pfi_err_set(err, PFI_EINVAL, "unknown field '%s' (known: %s)", k, list);
+        }
+    }
+    return PFI_OK;
+}
+
+static int get_time(json_t *o, const char *key, double now, double *t, pfi_err *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_number(v)) {
+        *t = json_number_value(v);
+        return PFI_OK;
+    }
+    if (json_is_string(v))
+        return pfi_time_parse(json_string_value(v), now, t, err) == PFI_OK
+                   ? PFI_OK
+                   : pfi_err_prefix(err, "%s: ", key);
+    return pfi_err_set(err, PFI_EINVAL, "%s: expected a time (Unix seconds or "
+                                        "\"2026-12-01T18:00:00Z\")", key);
+}
+
+/* A number field (absent: keeps *v); any other type is an error naming it. */
+static int get_num(json_t *o, const char *key, double *v, pfi_err *err)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x)
+        return PFI_OK;
+    if (!json_is_number(x))
+        return pfi_err_set(err, PFI_EINVAL, "%s: expected a number", key);
+    *v = json_number_value(x);
+    return PFI_OK;
+}
+
+static int get_window(json_t *o, double now, pfi_event *ev, pfi_err *err)
+{
+    if (!json_object_get(o, "start"))
+        return pfi_err_set(err, PFI_EINVAL, "start: required");
+    int rc = get_time(o, "start", now, &ev->start_s, err);
+    if (rc)
+        return rc;
+    json_t *end = json_object_get(o, "end"), *dur = json_object_get(o, "duration_s");
+    if (!!end + !!dur != 1)
+        return pfi_err_set(err, PFI_EINVAL, "give exactly one of end or duration_s");
+    if (end)
+        return get_time(o, "end", now, &ev->end_s, err);
+    double d = NAN;
+    if ((rc = get_num(o, "duration_s", &d, err)))
+        return rc;
+    if (!(d > 0 && isfinite(d)))
+        return pfi_err_set(err, PFI_EINVAL, "duration_s: expected seconds > 0");
+    ev->end_s = ev->start_s + d;
+    return PFI_OK;
+}
+
+static int get_target(json_t *o, pfi_event *ev, pfi_err *err)
+{
+    json_t *lim = json_object_get(o, "limit_w"), *cut = json_object_get(o, "cut");
+    if (!!lim + !!cut != 1)
+        return pfi_err_set(err, PFI_EINVAL, "give exactly one of limit_w (a site power limit "
+                                            "in W) or cut (e.g. 0.25 or \"25%%\")");
+    if (lim) {
+        ev->kind = PFI_EVENT_LIMIT;
+        return get_num(o, "limit_w", &ev->limit_w, err);
+    }
+    ev->kind = PFI_EVENT_CUT;
+    if (json_is_string(cut)) {
+        int pct = 0;
+        if (pfi_parse_power(json_string_value(cut), &ev->cut, &pct, err) != PFI_OK)
+            return pfi_err_prefix(err, "cut: ");
+        if (!pct)
+            return pfi_err_set(err, PFI_EINVAL, "cut: expected a percentage like \"25%%\"");
+    } else if (json_is_number(cut)) {
+        ev->cut = json_number_value(cut);
+    } else {
+        return pfi_err_set(err, PFI_EINVAL, "cut: expected 0.25 or \"25%%\"");
+    }
+    int rc = get_num(o, "baseline_w", &ev->baseline_w, err);
+    if (rc == PFI_OK && json_object_get(o, "baseline_w"))
+        snprintf(ev->baseline_method, sizeof ev->baseline_method, "stated in the request");
+    return rc;
+}
+
+static int get_ramps(json_t *o, pfi_event *ev, pfi_err *err)
+{
+    double r = 0;
+    int rc = get_num(o, "ramp_s", &r, err);
+    if (rc)
+        return rc;
+    ev->ramp_down_s = ev->ramp_up_s = r;
+    if ((rc = get_num(o, "ramp_down_s", &ev->ramp_down_s, err)) ||
+        (rc = get_num(o, "ramp_up_s", &ev->ramp_up_s, err)))
+        return rc;
+    json_t *p = json_object_get(o, "priority");
+    if (p) {
+        if (!json_is_integer(p))
+            return pfi_err_set(err, PFI_EINVAL, "priority: expected an integer");
+        json_int_t v = json_integer_value(p);
+        ev->priority = v > 100000 ? 100000 : v < -100000 ? -100000 : (int)v;
+    }
+    return PFI_OK;
+}
+
+static int get_strings(json_t *o, double now, pfi_event *ev, pfi_err *err)
+{
+    json_t *id = json_object_get(o, "id"), *src = json_object_get(o, "source"),
+           *sla = json_object_get(o, "sla");
+    if (id && (!json_is_string(id) || strlen(json_string_value(id)) >= sizeof ev->id))
+        return pfi_err_set(err, PFI_EINVAL, "id: expected a string of at most %d characters",
+                           (int)sizeof ev->id - 1);
+    if (id)
+        snprintf(ev->id, sizeof ev->id, "%s", json_string_value(id));
+    else
+        snprintf(ev->id, sizeof ev->id, "ev-%.0f", floor(now * 1000));
+    if (src && (!json_is_string(src) || strlen(json_string_value(src)) >= sizeof ev->source))
+        return pfi_err_set(err, PFI_EINVAL, "source: expected a string of at most %d characters",
+                           (int)sizeof ev->source - 1);
+    snprintf(ev->source, sizeof ev->source, "%s", src ? json_string_value(src) : "api");
+    if (sla) {
+        const char *v = json_is_string(sla) ? json_string_value(sla) : "";
+        if (strcmp(v, "keep") && strcmp(v, "yield"))
+            return pfi_err_set(err, PFI_EINVAL, "sla: expected \"keep\" or \"yield\"");
+        ev->sla_yield = !strcmp(v, "yield");
+    }
+    return PFI_OK;
+}
+
+int pfi_grid_event_from_json(json_t *o, double now, pfi_event *ev, pfi_err *err)
+{
+    pfi_event_init_limit(ev, "", 0, 0, NAN);
+    if (!json_is_object(o))
+        return pfi_err_set(err, PFI_EINVAL, "an event must be a JSON object");
+    int rc;
+    if ((rc = only_keys(o, err)) || (rc = get_strings(o, now, ev, err)) ||
+        (rc = get_window(o, now, ev, err)) || (rc = get_target(o, ev, err)) ||
+        (rc = get_ramps(o, ev, err)))
+        return rc;
+    return PFI_OK;
+}
+
+const char *pfi_grid_event_phase(const pfi_event *ev, const pfi_event_site *site, double now)
+{
+    double restored = site ? pfi_event_restored_s(ev, site) : ev->end_s;
+    if (now < pfi_event_ramp_start_s(ev))
+        return "scheduled";
+    if (now < ev->start_s)
+        return "ramping";
+    if (now < ev->end_s)
+        return "active";
+    return now < restored ? "restoring" : "done";
+}
+
+static json_t *real_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, double now)
+{
+    char t0[40], t1[40];
+    pfi_time_format(ev->start_s, t0, sizeof t0);
+    pfi_time_format(ev->end_s, t1, sizeof t1);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:s, s:o, s:f, s:f, s:i, s:s, s:s, "
+                          "s:s}",
+                          "id", ev->id, "start", t0, "end", t1, "start_s", ev->start_s, "end_s",
+                          ev->end_s, "duration_s", ev->end_s - ev->start_s, "kind",
+                          pfi_event_kind_name(ev->kind), "target_w",
+                          real_or_null(pfi_event_target_w(ev)), "ramp_down_s", ev->ramp_down_s,
+                          "ramp_up_s", ev->ramp_up_s, "priority", ev->priority, "source",
+                          ev->source, "sla", ev->sla_yield ? "yield" : "keep", "phase",
+                          pfi_grid_event_phase(ev, site, now));
+    if (!o)
+        return NULL;
+    if (ev->kind == PFI_EVENT_LIMIT) {
+        json_object_set_new(o, "limit_w", real_or_null(ev->limit_w));
+    } else {
+        json_object_set_new(o, "cut", real_or_null(ev->cut));
+        json_object_set_new(o, "baseline_w", real_or_null(ev->baseline_w));
+        json_object_set_new(o, "baseline_method", json_string(ev->baseline_method));
+    }
+    if (site)
+        json_object_set_new(o, "restored_s", real_or_null(pfi_event_restored_s(ev, site)));
+    return o;
+}

@@ -23,7 +23,7 @@ SAMPLE=""
 cleanup() {
     [ -n "$SERVE" ] && kill -9 "$SERVE" 2>/dev/null
     [ -n "$SAMPLE" ] && kill -9 "$SAMPLE" 2>/dev/null
-    rm -rf "$dir"
+    [ -n "${KEEP:-}" ] || rm -rf "$dir"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -149,6 +149,18 @@ note "sampler: $samples instants, largest sum $maxsum W, $viol over the target"
 curl -sf "http://$ADDR/v1/events?limit=200" | grep -q 'grid event cut1: budget 3920 W' ||
     fail "no decision names the event"
 
+# ---- the compliance report ----
+ev() { "$PFI_BIN" event --url "http://$ADDR" --token-file "$dir/token" "$@"; }
+ev report cut1 --out "$dir/rep" >"$dir/rep.out" 2>&1 || fail "event report: $(cat "$dir/rep.out")"
+[ -s "$dir/rep/report.md" ] && [ -s "$dir/rep/report.json" ] || fail "report files: $(ls "$dir/rep")"
+[ -s "$dir/rep/power.gp" ] && [ -s "$dir/rep/power.dat" ] || fail "no figure script or data"
+grep -q '"max_excess_w": 0' "$dir/rep/report.json" || fail "excess over the target: $(grep -m1 max_excess "$dir/rep/report.json")"
+grep -q '"seconds_over_target": 0' "$dir/rep/report.json" || fail "time over the target: $(grep -m1 seconds_over "$dir/rep/report.json")"
+grep -q 'Baseline: .*method' "$dir/rep/report.md" || fail "report without a baseline method: $(head "$dir/rep/report.md")"
+grep -q '^| equal' "$dir/rep/report.md" || fail "report without the equal cut's cost"
+note "report: $(grep -m1 'Largest excess' "$dir/rep/report.md")"
+ev report nope --json >/dev/null 2>&1 && fail "a report of an unknown event"
+
 # ---- events survive a restart ----
 stop_serve
 start_serve
@@ -185,6 +197,17 @@ c=$(code -X DELETE -H "$AUTH" "http://$ADDR/v1/grid/events/now")
 [ "$c" = 404 ] || fail "deleting twice: $c"
 c=$(code "http://$ADDR/v1/grid/events/nope")
 [ "$c" = 404 ] || fail "GET of an unknown event: $c"
+# ---- the CLI ----
+ev add --start now+2h --duration 30m --cut 10% --ramp 5m --id cli1 --priority 3 --sla-yield \
+    >"$dir/cli.out" 2>&1 || fail "event add: $(cat "$dir/cli.out")"
+grep -q '"source": "cli"' "$dir/cli.out" || fail "event add answer: $(cat "$dir/cli.out")"
+ev list | grep -q '"id": "cli1"' || fail "event list lacks cli1"
+ev add --start now+2h --duration 30m --cut 150% >/dev/null 2>&1
+[ $? = 2 ] || fail "a 150% cut from the CLI was not a usage error"
+ev add --start now+2h --end now+1h --limit 4kW >"$dir/cli.out" 2>&1
+[ $? = 2 ] && grep -q "before it starts" "$dir/cli.out" || fail "end before start from the CLI: $(cat "$dir/cli.out")"
+ev rm cli1 >/dev/null || fail "event rm"
+ev rm cli1 >/dev/null 2>&1 && fail "event rm of a deleted event"
 note "MAX $MAX W; events: $(n_events)"
 stop_serve
 echo "it_grid: ok"

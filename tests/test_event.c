@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "core/event.h"
+#include "core/event_report.h"
 
 static pfi_event limit_ev(const char *id, double t0, double t1, double w)
 {
@@ -285,6 +286,63 @@ static void test_properties(void **state)
     }
 }
 
+/* Site power that follows the event's caps 10 W below, with one 10 s sample 100 W over. */
+static void test_compliance(void **state)
+{
+    (void)state;
+    pfi_event_site site = pfi_event_site_default(10000);
+    site.manual_w = 9000;
+    pfi_event e = limit_ev("c", 4000, 4600, 6000);
+    e.ramp_down_s = 300;
+    e.ramp_up_s = 120;
+    double t[700], w[700];
+    int n = 0;
+    for (double x = 0; x < 6000; x += 10, n++) {
+        t[n] = x;
+        double cap = pfi_event_cap_at(&e, &site, x);
+        w[n] = isfinite(cap) ? cap - 10 : 8000;
+        if (x == 4300)
+            w[n] = 6100;
+    }
+    pfi_event_compliance c;
+    pfi_err err = {0};
+    assert_int_equal(pfi_event_compliance_compute(&e, &site, t, w, n, 60, 30, &c, &err), PFI_OK);
+    assert_true(fabs(c.baseline_w - 8000) < 1e-9);
+    assert_non_null(strstr(c.baseline_method, "hour before the ramp"));
+    assert_true(fabs(c.max_excess_w - 100) < 1e-9);
+    assert_true(fabs(c.seconds_over_target - 10) < 1e-9);
+    assert_true(fabs(c.covered_s - 600) < 1e-9);
+    double shed = (59 * (8000 - 5990.0) + (8000 - 6100.0)) * 10 / 3.6e6;
+    assert_true(fabs(c.energy_shed_kwh - shed) < 1e-9);
+    assert_int_equal(c.ramp_ok, 1);
+    assert_true(isnan(c.at_target_s)); /* the draw follows the ramp line down to the start */
+    assert_true(c.ramp_down_max_excess_w == 0 && c.restore_max_excess_w == 0);
+    /* Intervals: from the ramp's start to the restore's end, 1 minute each. */
+    assert_int_equal(c.n_intervals, (int)ceil((4720 - 3700) / 60.0));
+    assert_true(c.intervals[0].t0 == 3700);
+    int k = (4300 - 3700) / 60; /* the minute starting with the excess */
+    assert_true(fabs(c.intervals[k].max_w - 6100) < 1e-9);
+    pfi_event_compliance_free(&c);
+    /* Late: still above the target right before the start, and a gap in the record. */
+    for (int i = 0; i < n; i++)
+        if (t[i] >= 3900 && t[i] < 4000)
+            w[i] = 7000;
+    assert_int_equal(pfi_event_compliance_compute(&e, &site, t, w, n, 60, 30, &c, &err), PFI_OK);
+    assert_int_equal(c.ramp_ok, 0);
+    assert_true(isnan(c.at_target_s));
+    assert_true(c.ramp_down_max_excess_w > 0);
+    pfi_event_compliance_free(&c);
+    /* No baseline hour recorded and no stated baseline: none, said so. */
+    assert_int_equal(pfi_event_compliance_compute(&e, &site, t + 380, w + 380, n - 380, 60, 30,
+                                                  &c, &err), PFI_OK);
+    assert_true(isnan(c.baseline_w) && isnan(c.energy_shed_kwh));
+    assert_non_null(strstr(c.baseline_method, "none"));
+    pfi_event_compliance_free(&c);
+    t[5] = 0;
+    assert_int_equal(pfi_event_compliance_compute(&e, &site, t, w, n, 60, 30, &c, &err),
+                     PFI_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_overlap),
         cmocka_unit_test(test_feasible),
         cmocka_unit_test(test_properties),
+        cmocka_unit_test(test_compliance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

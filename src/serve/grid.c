@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/event_report.h"
 #include "core/policy.h"
 #include "serve/serve_int.h"
 #include "store/grid.h"
@@ -30,9 +31,12 @@ pfi_event_site srv_grid_site(const srv_node *n, double manual_w)
     return s;
 }
 
+/* How far ahead the budget is planned: two control periods, plus the time a GPU's draw takes to
+ * settle under a new limit (the draw lags the limit by up to a second or so). */
+#define GRID_SETTLE_S 3.0
 static double horizon_s(const srv_node *n)
 {
-    return 2 * n->cfg->sample_interval_s + 1.0;
+    return 2 * n->cfg->sample_interval_s + GRID_SETTLE_S;
 }
 
 /* The budget the events and manual allow over [now, now + horizon] (mu held); *bi (may be
@@ -390,6 +394,27 @@ static json_t *cost_policy(srv_node *n, double budget_w, int policy)
                      gpus ? json_real(rel_gpu / gpus) : json_null(), "jobs", jobs);
 }
 
+/* Each job's SLA against its slowdown under pfi's plan at budget_w (decide_mu held, snapshot
+ * taken). */
+static json_t *sla_json(srv_node *n, double budget_w)
+{
+    srv_plan p;
+    pfi_err e = {0};
+    json_t *a = json_array();
+    int ok = srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, PFI_POLICY_PFI,
+                             &p, &e) == PFI_OK;
+    for (int j = 0; j < n->n_cand; j++) {
+        double slow = ok ? 1 - p.job_pred_rel[j] : NAN, sla = n->jobs[j].sla;
+        json_array_append_new(
+            a, json_pack("{s:s, s:o, s:o, s:o}", "id", n->cand[j].id, "sla",
+                         isfinite(sla) ? json_real(sla) : json_null(), "slowdown",
+                         isfinite(slow) ? json_real(slow) : json_null(), "sla_kept",
+                         !isfinite(sla) ? json_null()
+                                        : json_boolean(isfinite(slow) && slow <= sla + 1e-9)));
+    }
+    return a;
+}
+
 /* The predicted cost of holding ev's target with the jobs now registered, under pfi's policy
  * and under an equal cut; feasibility against the SLAs in force. */
 static void add_cost(srv_node *n, const pfi_event *ev, json_t *o)
@@ -443,4 +468,94 @@ json_t *srv_grid_view(srv_node *n, const char *id)
     double b = pfi_event_budget_at(NULL, 0, &site, now, NULL);
     return json_pack("{s:o, s:o}", "events", list, "manual_budget_w",
                      isfinite(b) ? json_real(b) : json_null());
+}
+
+static json_t *compliance_json(const pfi_event_compliance *c)
+{
+    json_t *iv = json_array();
+    for (int i = 0; i < c->n_intervals; i++) {
+        const pfi_event_interval *x = &c->intervals[i];
+        json_array_append_new(
+            iv, json_pack("{s:f, s:f, s:o, s:o, s:o, s:f, s:f}", "t0", x->t0, "t1", x->t1,
+                          "mean_w", isfinite(x->mean_w) ? json_real(x->mean_w) : json_null(),
+                          "max_w", isfinite(x->max_w) ? json_real(x->max_w) : json_null(),
+                          "budget_w", isfinite(x->budget_w) ? json_real(x->budget_w)
+                                                            : json_null(),
+                          "target_w", x->target_w, "covered_s", x->covered_s));
+    }
+    json_t *ramp = json_pack("{s:b, s:f, s:f, s:f, s:o}", "ok", c->ramp_ok,
+                             "ramp_down_max_excess_w", c->ramp_down_max_excess_w,
+                             "restore_max_excess_w", c->restore_max_excess_w,
+                             "restore_max_rise_w_per_s", c->restore_max_rise_w_per_s,
+                             "at_target_s_before_start",
+                             isfinite(c->at_target_s) ? json_real(c->at_target_s)
+                                                      : json_null());
+    return json_pack("{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "target_w",
+                     c->target_w, "baseline_w",
+                     isfinite(c->baseline_w) ? json_real(c->baseline_w) : json_null(),
+                     "baseline_method", c->baseline_method, "window_s", c->window_s,
+                     "covered_s", c->covered_s, "max_excess_w", c->max_excess_w,
+                     "seconds_over_target", c->seconds_over_target, "energy_shed_kwh",
+                     isfinite(c->energy_shed_kwh) ? json_real(c->energy_shed_kwh) : json_null(),
+                     "mean_w", isfinite(c->mean_w) ? json_real(c->mean_w) : json_null(),
+                     "ramp", ramp, "intervals", iv);
+}
+
+json_t *srv_grid_report(srv_node *n, const char *id, pfi_err *err)
+{
+    pthread_mutex_lock(&n->mu);
+    int at = -1;
+    for (int i = 0; i < n->n_grid; i++)
+        if (!strcmp(n->grid_ev[i].id, id))
+            at = i;
+    pfi_event ev;
+    if (at >= 0)
+        ev = n->grid_ev[at];
+    pfi_event_site site = srv_grid_site(n, n->manual_w);
+    pthread_mutex_unlock(&n->mu);
+    if (at < 0) {
+        pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+        return NULL;
+    }
+    pfi_grid_sample *s = NULL;
+    int k = 0;
+    double t0 = pfi_event_ramp_start_s(&ev) - PFI_COMPLIANCE_BASELINE_S;
+    if (pfi_grid_power_range(n->grid, t0, pfi_event_restored_s(&ev, &site) + 60, &s, &k, err) !=
+        PFI_OK)
+        return NULL;
+    double *t = malloc(sizeof *t * (size_t)(k + 1)), *w = malloc(sizeof *w * (size_t)(k + 1));
+    pfi_event_compliance c;
+    int rc = t && w ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int i = 0; rc == PFI_OK && i < k; i++) {
+        t[i] = s[i].wall;
+        w[i] = s[i].site_w;
+    }
+    /* Samples are a second apart; a gap over 5 s is a gap in the record. */
+    if (rc == PFI_OK)
+        rc = pfi_event_compliance_compute(&ev, &site, t, w, k, 60, 5, &c, err);
+    free(s);
+    free(t);
+    free(w);
+    if (rc != PFI_OK)
+        return NULL;
+    json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event",
+                          pfi_grid_event_to_json(&ev, &site, pfi_clock_wall()), "compliance",
+                          compliance_json(&c), "site_max_w", site.max_w, "samples", k);
+    pfi_event_compliance_free(&c);
+    pthread_mutex_lock(&n->decide_mu);
+    double floor = floor_locked(n, ev.sla_yield), a;
+    pfi_event_feasible(pfi_event_target_w(&ev), floor, &a);
+    json_object_set_new(
+        o, "cost",
+        json_pack("{s:s, s:f, s:o, s:o, s:o}", "method",
+                  "tokens/s each job loses at the target on the curves of the jobs registered "
+                  "now (pfi: pfi's plan on the curves the node plans with; oracle: the optimal "
+                  "plan on the same curves, as the node knows no truer ones; equal: every job "
+                  "capped at the same fraction)",
+                  "budget_w", a, "pfi", cost_policy(n, a, PFI_POLICY_PFI), "oracle",
+                  cost_policy(n, a, PFI_POLICY_ORACLE), "equal",
+                  cost_policy(n, a, PFI_POLICY_EQUAL)));
+    json_object_set_new(o, "jobs", sla_json(n, a));
+    pthread_mutex_unlock(&n->decide_mu);
+    return o;
 }

@@ -3,6 +3,7 @@
  *   POST   /v1/grid/events        add one (201), or change the one with the same id (200)
  *   GET    /v1/grid/events/{id}   one event
  *   DELETE /v1/grid/events/{id}   delete it (the budget is re-planned at once)
+ *   GET    /v1/grid/events/{id}/report   its compliance report (core/event_report.h)
  * Errors are JSON {"error": {"code", "message"}} like every route; an event the SLAs in force
  * cannot meet is 409 with "feasible": false and "achievable_w" beside the error. */
 #include <stdio.h>
@@ -77,9 +78,21 @@ char *srv_grid_api(srv_node *n, const char *method, const char *url, const char 
         return NULL;
     int list = !strcmp(url, PREFIX);
     const char *id = !list && !strncmp(url, PREFIX "/", pl + 1) ? url + pl + 1 : NULL;
-    if (!list && (!id || !*id || strchr(id, '/')))
-        return error(404, "ENOENT", "no such path (see docs/api.md)", NULL, st, len);
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    const char *slash = id ? strchr(id, '/') : NULL;
+    if (slash && !strcmp(slash, "/report") && slash > id) {
+        char one[PFI_EVENT_ID_MAX];
+        if ((size_t)(slash - id) >= sizeof one)
+            return error(404, "ENOENT", "no such grid event", NULL, st, len);
+        if (!get)
+            return error(405, "EINVAL", "method not allowed on this path", NULL, st, len);
+        snprintf(one, sizeof one, "%.*s", (int)(slash - id), id);
+        pfi_err e = {0};
+        json_t *r = srv_grid_report(n, one, &e);
+        return r ? reply(200, r, st, len) : error_of(&e, NULL, st, len);
+    }
+    if (!list && (!id || !*id || slash))
+        return error(404, "ENOENT", "no such path (see docs/api.md)", NULL, st, len);
     if (get) {
         json_t *v = srv_grid_view(n, list ? NULL : id);
         if (!v)

@@ -320,6 +320,9 @@ int srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err);
 int srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
 /* {"events": [...]} or one event (NULL when there is no such id), with its predicted cost. */
 json_t *srv_grid_view(srv_node *n, const char *id);
+/* The compliance report of one event from the power recorded around it (core/event_report.h),
+ * with its predicted cost per policy and each job's SLA; NULL with *err when it cannot be. */
+json_t *srv_grid_report(srv_node *n, const char *id, pfi_err *err);
 /* grid_api.c: the /v1/grid/ routes; NULL when url is not one of them. */
 char *srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
                    size_t blen, int authorized, int *status, size_t *len);

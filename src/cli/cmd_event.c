@@ -1,0 +1,297 @@
+/* pfi event: grid events on a running `pfi serve` or `pfi cluster serve` (docs/api.md,
+ * /v1/grid/events), with the connection options of `pfi ctl`.  add, list, rm print the daemon's
+ * JSON answer; report writes the event's compliance report (Markdown, JSON and a gnuplot
+ * figure).  An error answer goes to stderr with exit status 1 (2 for a malformed request). */
+#include <curl/curl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "report/grid_report.h"
+#include "serve/serve.h"
+#include "util/clock.h"
+#include "util/isotime.h"
+#include "util/units.h"
+
+typedef struct conn {
+    const char *url, *socket, *token_file;
+} conn;
+
+typedef struct buf {
+    char *p;
+    size_t len;
+} buf;
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *u)
+{
+    buf *r = u;
+    size_t k = sz * nm;
+    char *np = realloc(r->p, r->len + k + 1);
+    if (!np)
+        return 0;
+    r->p = np;
+    memcpy(r->p + r->len, d, k);
+    r->len += k;
+    r->p[r->len] = '\0';
+    return k;
+}
+
+/* One request; *status the HTTP status (-1: no answer), the body in *out (malloc'd). */
+static int perform(const conn *c, const char *method, const char *url, const char *text,
+                   const char *token, long *status, buf *out)
+{
+    CURL *cu = curl_easy_init();
+    if (!cu)
+        return 0;
+    struct curl_slist *h = NULL;
+    char auth[PFI_TOKEN_MAX + 32];
+    if (token[0]) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    if (text)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(cu, CURLOPT_URL, url);
+    curl_easy_setopt(cu, CURLOPT_CUSTOMREQUEST, method);
+    if (c->socket)
+        curl_easy_setopt(cu, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+    if (text)
+        curl_easy_setopt(cu, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(cu, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(cu, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
+    CURLcode cc = curl_easy_perform(cu);
+    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(cu);
+    if (cc != CURLE_OK) {
+        fprintf(stderr, "pfi event: %s %s: %s (is the daemon running there?)\n", method, url,
+                curl_easy_strerror(cc));
+        *status = -1;
+    }
+    return 1;
+}
+
+/* A request to the daemon; *doc (may be NULL) gets the JSON answer of a success.  Returns the
+ * exit status; an error answer is printed. */
+static int request(const conn *c, const char *method, const char *path, json_t *body,
+                   json_t **doc)
+{
+    char token[PFI_TOKEN_MAX + 1] = "", url[1024];
+    pfi_err err = {0};
+    if (strcmp(method, "GET") && c->token_file &&
+        pfi_serve_token_load(c->token_file, token, sizeof token, &err) != PFI_OK) {
+        json_decref(body);
+        return pfi_cli_fail("event", &err);
+    }
+    const char *base = c->socket ? "http://localhost" : c->url;
+    size_t bl = strlen(base);
+    while (bl > 0 && base[bl - 1] == '/')
+        bl--;
+    snprintf(url, sizeof url, "%.*s%s", (int)bl, base, path);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    buf r = {0};
+    long status = -1;
+    int started = perform(c, method, url, text, token, &status, &r);
+    free(text);
+    if (!started || status < 0) {
+        free(r.p);
+        if (!started)
+            fprintf(stderr, "pfi event: libcurl failed to start\n");
+        return PFI_EXIT_FAIL;
+    }
+    json_t *d = r.p ? json_loads(r.p, 0, NULL) : NULL;
+    free(r.p);
+    if (status >= 400) {
+        json_t *m = json_object_get(json_object_get(d, "error"), "message");
+        json_t *a = json_object_get(d, "achievable_w");
+        fprintf(stderr, "pfi event: %s %s: HTTP %ld: %s\n", method, path, status,
+                json_is_string(m) ? json_string_value(m) : "no message");
+        if (json_is_number(a))
+            fprintf(stderr, "pfi event: what can be met: %.0f W\n", json_number_value(a));
+        json_decref(d);
+        return status == 400 ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
+    }
+    if (!d) {
+        fprintf(stderr, "pfi event: %s %s: the answer is not JSON\n", method, path);
+        return PFI_EXIT_FAIL;
+    }
+    if (doc)
+        *doc = d;
+    else
+        return pfi_cli_print_json(d);
+    return PFI_EXIT_OK;
+}
+
+typedef struct add_args {
+    const char *start, *end, *duration, *cut, *limit, *ramp, *ramp_down, *ramp_up, *id;
+    const char *baseline;
+    int priority, sla_yield;
+} add_args;
+
+static int usage_error(const char *msg)
+{
+    fprintf(stderr, "pfi event: %s (pfi event --help)\n", msg);
+    return PFI_EXIT_USAGE;
+}
+
+/* Duration option `name` into body[key] (absent: nothing). */
+static int put_duration(json_t *b, const char *key, const char *name, const char *v)
+{
+    if (!v)
+        return PFI_OK;
+    double s;
+    pfi_err e = {0};
+    if (pfi_parse_duration(v, &s, &e) != PFI_OK) {
+        pfi_err_prefix(&e, "--%s: ", name);
+        return pfi_cli_fail("event", &e);
+    }
+    json_object_set_new(b, key, json_real(s));
+    return PFI_OK;
+}
+
+/* The target: --cut 25% or --limit 4kW (watts); --baseline W for a cut. */
+static int put_target(json_t *b, const add_args *a)
+{
+    pfi_err e = {0};
+    double v;
+    int pct;
+    if (!!a->cut + !!a->limit != 1)
+        return usage_error("give exactly one of --cut 25% or --limit 4kW");
+    if (a->cut) {
+        if (pfi_parse_power(a->cut, &v, &pct, &e) != PFI_OK || !pct)
+            return e.msg[0] ? pfi_cli_fail("event", &e)
+                            : usage_error("--cut expects a percentage, e.g. 25%");
+        json_object_set_new(b, "cut", json_real(v));
+    } else {
+        if (pfi_parse_power(a->limit, &v, &pct, &e) != PFI_OK || pct)
+            return e.msg[0] ? pfi_cli_fail("event", &e)
+                            : usage_error("--limit expects watts, e.g. 4kW or 4000W");
+        json_object_set_new(b, "limit_w", json_real(v));
+    }
+    if (a->baseline) {
+        if (!a->cut)
+            return usage_error("--baseline goes with --cut");
+        if (pfi_parse_power(a->baseline, &v, &pct, &e) != PFI_OK || pct)
+            return e.msg[0] ? pfi_cli_fail("event", &e) : usage_error("--baseline expects W");
+        json_object_set_new(b, "baseline_w", json_real(v));
+    }
+    return PFI_OK;
+}
+
+static int cmd_add(const conn *c, const add_args *a)
+{
+    if (!a->start)
+        return usage_error("add needs --start (e.g. now+1h or 2026-12-01T18:00:00Z)");
+    if (!!a->end + !!a->duration != 1)
+        return usage_error("give exactly one of --duration 3h or --end TIME");
+    pfi_err e = {0};
+    double now = pfi_clock_wall(), t0, t1 = NAN;
+    if (pfi_time_parse(a->start, now, &t0, &e) != PFI_OK ||
+        (a->end && pfi_time_parse(a->end, now, &t1, &e) != PFI_OK))
+        return pfi_cli_fail("event", &e);
+    json_t *b = json_pack("{s:f}", "start", t0);
+    if (a->end)
+        json_object_set_new(b, "end", json_real(t1));
+    int rc;
+    if ((rc = put_duration(b, "duration_s", "duration", a->duration)) ||
+        (rc = put_duration(b, "ramp_s", "ramp", a->ramp)) ||
+        (rc = put_duration(b, "ramp_down_s", "ramp-down", a->ramp_down)) ||
+        (rc = put_duration(b, "ramp_up_s", "ramp-up", a->ramp_up)) || (rc = put_target(b, a))) {
+        json_decref(b);
+        return rc;
+    }
+    if (a->id)
+        json_object_set_new(b, "id", json_string(a->id));
+    if (a->priority)
+        json_object_set_new(b, "priority", json_integer(a->priority));
+    if (a->sla_yield)
+        json_object_set_new(b, "sla", json_string("yield"));
+    json_object_set_new(b, "source", json_string("cli"));
+    return request(c, "POST", "/v1/grid/events", b, NULL);
+}
+
+/* report ID: the daemon's report document, written as Markdown + JSON + figure under out. */
+static int cmd_report(const conn *c, const char *id, const char *out, int json_only)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/grid/events/%s/report", id);
+    json_t *doc = NULL;
+    int rc = request(c, "GET", path, NULL, &doc);
+    if (rc != PFI_EXIT_OK)
+        return rc;
+    if (json_only)
+        return pfi_cli_print_json(doc);
+    pfi_err e = {0};
+    char written[1024];
+    rc = pfi_grid_report_write(doc, out, written, sizeof written, &e);
+    json_decref(doc);
+    if (rc != PFI_OK)
+        return pfi_cli_fail("event", &e);
+    printf("%s", written);
+    return PFI_EXIT_OK;
+}
+
+int pfi_cmd_event(int argc, char **argv)
+{
+    conn c = {0};
+    add_args a = {0};
+    const char *out = "event-report";
+    int json = 0;
+    const pfi_opt opts[] = {
+        {"url", PFI_OPT_STR, &c.url, "URL", "daemon address (default $PFI_SERVE_URL, else "
+                                            "http://127.0.0.1:9455)"},
+        {"socket", PFI_OPT_STR, &c.socket, "PATH", "talk over the daemon's Unix socket"},
+        {"token-file", PFI_OPT_STR, &c.token_file, "FILE",
+         "bearer token for changes (default $PFI_SERVE_TOKEN_FILE)"},
+        {"start", PFI_OPT_STR, &a.start, "TIME", "add: ISO 8601 with a zone, now+DURATION"},
+        {"end", PFI_OPT_STR, &a.end, "TIME", "add: when it ends"},
+        {"duration", PFI_OPT_STR, &a.duration, "DURATION", "add: how long, e.g. 3h"},
+        {"cut", PFI_OPT_STR, &a.cut, "PCT", "add: shed this share of the baseline, e.g. 25%"},
+        {"baseline", PFI_OPT_STR, &a.baseline, "W", "add: the cut's baseline (default: the "
+                                                    "daemon's mean draw over the last hour)"},
+        {"limit", PFI_OPT_STR, &a.limit, "W", "add: a site power limit, e.g. 4kW"},
+        {"ramp", PFI_OPT_STR, &a.ramp, "DURATION", "add: ramp down before and up after"},
+        {"ramp-down", PFI_OPT_STR, &a.ramp_down, "DURATION", "add: ramp before the start"},
+        {"ramp-up", PFI_OPT_STR, &a.ramp_up, "DURATION", "add: restore after the end"},
+        {"priority", PFI_OPT_INT, &a.priority, "N", "add: higher binds on equal targets"},
+        {"sla-yield", PFI_OPT_FLAG, &a.sla_yield, NULL, "add: the jobs' SLAs give way"},
+        {"id", PFI_OPT_STR, &a.id, "ID", "add: the event's id (default: made up)"},
+        {"out", PFI_OPT_STR, &out, "DIR", "report: where to write it (default event-report)"},
+        {"json", PFI_OPT_FLAG, &json, NULL, "report: print the JSON document only"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi event [--url URL|--socket PATH] [--token-file FILE] COMMAND [ARGS]",
+        "Grid events on a running pfi serve or pfi cluster serve.  Commands: add --start TIME "
+        "(--duration 3h|--end TIME) (--cut 25%|--limit 4kW) [--ramp 10m] [--priority N] "
+        "[--sla-yield]; list; rm ID; report ID [--out DIR] [--json].",
+        opts};
+    char **pos;
+    int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
+    if (rc >= 0)
+        return rc;
+    c.url = c.url ? c.url : getenv("PFI_SERVE_URL");
+    c.url = c.url ? c.url : "http://127.0.0.1:9455";
+    c.token_file = c.token_file ? c.token_file : getenv("PFI_SERVE_TOKEN_FILE");
+    if (npos < 1)
+        return usage_error("missing command (add, list, rm, report)");
+    const char *cmd = pos[0];
+    char path[256];
+    if (!strcmp(cmd, "add") && npos == 1)
+        return cmd_add(&c, &a);
+    if (!strcmp(cmd, "list") && npos == 1)
+        return request(&c, "GET", "/v1/grid/events", NULL, NULL);
+    if (!strcmp(cmd, "rm") && npos == 2) {
+        snprintf(path, sizeof path, "/v1/grid/events/%s", pos[1]);
+        return request(&c, "DELETE", path, NULL, NULL);
+    }
+    if (!strcmp(cmd, "report") && npos == 2)
+        return cmd_report(&c, pos[1], out, json);
+    return usage_error("expected add [options], list, rm ID or report ID");
+}

@@ -1,0 +1,52 @@
+/* event_report.h: whether a grid event was met, from the site power recorded around it.
+ *
+ * Samples are (time, site draw) pairs in time order; each holds until the next one, but never
+ * longer than max_gap_s (a gap in the record is not counted as compliant or not: it lowers the
+ * coverage).  The baseline is stated with its method: the mean draw over the hour before the
+ * ramp starts when samples cover it, else the event's own stated baseline (a cut's), else none.
+ * Pure: no I/O. */
+#ifndef PFI_CORE_EVENT_REPORT_H
+#define PFI_CORE_EVENT_REPORT_H
+
+#include "core/err.h"
+#include "core/event.h"
+
+#define PFI_COMPLIANCE_BASELINE_S 3600.0
+
+typedef struct pfi_event_interval {
+    double t0, t1;          /* [t0, t1), Unix seconds */
+    double mean_w, max_w;   /* of the draw; NAN when no sample covers it */
+    double budget_w;        /* the lowest budget in force over it (ramps included) */
+    double target_w;        /* the event's target */
+    double covered_s;
+} pfi_event_interval;
+
+typedef struct pfi_event_compliance {
+    double target_w;
+    double baseline_w;
+    char baseline_method[160];
+    double window_s, covered_s;   /* the event's window and how much of it samples cover */
+    double max_excess_w;          /* largest draw above the target inside the window, >= 0 */
+    double seconds_over_target;   /* inside the window */
+    double energy_shed_kwh;       /* (baseline - draw) integrated over the window */
+    double mean_w;                /* mean draw inside the window */
+    /* Ramps: the draw against the event's own cap before the start and after the end. */
+    double ramp_down_max_excess_w; /* draw above the ramp-down line, >= 0 */
+    double at_target_s;           /* first time the draw was at or below target before the
+                                   * start, seconds before the start (NAN: never before it) */
+    double restore_max_rise_w_per_s; /* fastest rise of the draw after the end */
+    double restore_max_excess_w;  /* draw above the restore steps, >= 0 */
+    int ramp_ok;                  /* both excesses 0, and the first sample of the window (within
+                                   * max_gap_s of the start) at or below the target */
+    int n_intervals;
+    pfi_event_interval *intervals; /* malloc'ed (pfi_event_compliance_free) */
+} pfi_event_compliance;
+
+/* Computes the compliance of ev from n samples (t[i], w[i]) over intervals of interval_s (60
+ * for 1-minute intervals) covering the window, with the ramps as site makes them. */
+int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site,
+                                 const double *t, const double *w, int n, double interval_s,
+                                 double max_gap_s, pfi_event_compliance *out, pfi_err *err);
+void pfi_event_compliance_free(pfi_event_compliance *c);
+
+#endif

@@ -1,0 +1,178 @@
+/* grid_report.c: a grid event's compliance report in Markdown, JSON and a figure. */
+#include "report/grid_report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "report/report.h"
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *str(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static const char *fx(char *b, size_t n, double v, int sig)
+{
+    return pfi_fmt_fixed(b, n, v, sig);
+}
+
+/* Site power per interval against target and budget, minutes from the event's start. */
+static int figure(json_t *doc, const char *dir, pfi_err *err)
+{
+    json_t *ev = json_object_get(doc, "event"), *c = json_object_get(doc, "compliance");
+    json_t *iv = json_object_get(c, "intervals");
+    size_t n = json_array_size(iv);
+    double start = num(ev, "start_s");
+    double *x = calloc(n + 1, sizeof *x), *mean = calloc(n + 1, sizeof *mean),
+           *mx = calloc(n + 1, sizeof *mx), *tg = calloc(n + 1, sizeof *tg),
+           *bd = calloc(n + 1, sizeof *bd);
+    int rc = x && mean && mx && tg && bd ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == PFI_OK && i < n; i++) {
+        json_t *r = json_array_get(iv, i);
+        x[i] = (num(r, "t0") - start) / 60;
+        mean[i] = num(r, "mean_w");
+        mx[i] = num(r, "max_w");
+        tg[i] = num(r, "target_w");
+        bd[i] = num(r, "budget_w");
+    }
+    pfi_plot *p = rc == PFI_OK ? pfi_plot_new("Site power against the event's target",
+                                              "minutes from the event's start", "W")
+                               : NULL;
+    if (p) {
+        pfi_plot_series(p, "mean draw per minute", PFI_PLOT_LINESPOINTS, NULL, x, mean, NULL,
+                        NULL, (int)n, 0);
+        pfi_plot_series(p, "largest draw per minute", PFI_PLOT_LINES, NULL, x, mx, NULL, NULL,
+                        (int)n, 0);
+        pfi_plot_series(p, "budget in force (ramps)", PFI_PLOT_LINES, NULL, x, bd, NULL, NULL,
+                        (int)n, 0);
+        pfi_plot_series(p, "target", PFI_PLOT_LINES, "#d62728", x, tg, NULL, NULL, (int)n, 0);
+        rc = pfi_plot_render(p, dir, "power", err);
+        pfi_plot_free(p);
+    }
+    free(x);
+    free(mean);
+    free(mx);
+    free(tg);
+    free(bd);
+    return rc;
+}
+
+static void cost_rows(FILE *f, json_t *cost)
+{
+    const char *pol[] = {"pfi", "oracle", "equal"};
+    pfi_table *t = pfi_table_new(4, (const char *const[]){"policy", "job", "tokens/s lost",
+                                                          "slowdown"});
+    char a[32], b[32];
+    for (int k = 0; k < 3; k++) {
+        json_t *pc = json_object_get(cost, pol[k]);
+        size_t i;
+        json_t *j;
+        json_array_foreach(json_object_get(pc, "jobs"), i, j)
+        {
+            pfi_table_row(t, (const char *const[]){pol[k], str(j, "id"),
+                                                   fx(a, sizeof a, num(j, "tokens_per_s_lost"), 4),
+                                                   fx(b, sizeof b, num(j, "slowdown"), 3)});
+        }
+        pfi_table_row(t, (const char *const[]){pol[k], "**total**",
+                                               fx(a, sizeof a, num(pc, "tokens_per_s_lost"), 4),
+                                               fx(b, sizeof b, num(pc, "gpu_weighted_slowdown"),
+                                                  3)});
+    }
+    pfi_table_markdown(t, f);
+    pfi_table_free(t);
+}
+
+static void sla_rows(FILE *f, json_t *jobs)
+{
+    pfi_table *t = pfi_table_new(4, (const char *const[]){"job", "SLA (max slowdown)",
+                                                          "slowdown under pfi", "kept"});
+    char a[32], b[32];
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j)
+    {
+        json_t *k = json_object_get(j, "sla_kept");
+        pfi_table_row(t, (const char *const[]){str(j, "id"), fx(a, sizeof a, num(j, "sla"), 3),
+                                               fx(b, sizeof b, num(j, "slowdown"), 3),
+                                               json_is_boolean(k) ? (json_is_true(k) ? "kept"
+                                                                                     : "BREACHED")
+                                                                  : "no SLA"});
+    }
+    pfi_table_markdown(t, f);
+    pfi_table_free(t);
+}
+
+static void markdown(FILE *f, json_t *doc, const char *fig_note)
+{
+    json_t *ev = json_object_get(doc, "event"), *c = json_object_get(doc, "compliance");
+    json_t *ramp = json_object_get(c, "ramp"), *cost = json_object_get(doc, "cost");
+    char a[32], b[32], d[32], e[32];
+    fprintf(f, "# Grid event %s: compliance report\n\n", str(ev, "id"));
+    fprintf(f, "- Window: %s to %s (%s min), source %s, phase %s\n", str(ev, "start"),
+            str(ev, "end"), fx(a, sizeof a, num(ev, "duration_s") / 60, 3), str(ev, "source"),
+            str(ev, "phase"));
+    fprintf(f, "- Target: %s W (%s)\n", fx(a, sizeof a, num(c, "target_w"), 4), str(ev, "kind"));
+    fprintf(f, "- Baseline: %s W, method: %s\n", fx(a, sizeof a, num(c, "baseline_w"), 4),
+            str(c, "baseline_method"));
+    fprintf(f, "- Largest excess over the target: %s W; time above the target: %s s "
+               "(of %s s recorded in the %s s window)\n",
+            fx(a, sizeof a, num(c, "max_excess_w"), 3),
+            fx(b, sizeof b, num(c, "seconds_over_target"), 3),
+            fx(d, sizeof d, num(c, "covered_s"), 3), fx(e, sizeof e, num(c, "window_s"), 3));
+    fprintf(f, "- Ramps: %s (largest draw above the ramp-down line %s W, above the restore "
+               "steps %s W; fastest rise after the end %s W/s)\n",
+            json_is_true(json_object_get(ramp, "ok")) ? "complied" : "NOT complied",
+            fx(a, sizeof a, num(ramp, "ramp_down_max_excess_w"), 3),
+            fx(b, sizeof b, num(ramp, "restore_max_excess_w"), 3),
+            fx(d, sizeof d, num(ramp, "restore_max_rise_w_per_s"), 3));
+    fprintf(f, "- Energy shed against the baseline: %s kWh\n\n",
+            fx(a, sizeof a, num(c, "energy_shed_kwh"), 4));
+    fprintf(f, "## Site power per minute\n\n%s\n\n", fig_note);
+    fprintf(f, "## Throughput cost at %s W\n\n%s\n\n", fx(a, sizeof a, num(cost, "budget_w"), 4),
+            str(cost, "method"));
+    cost_rows(f, cost);
+    fprintf(f, "\n## SLAs\n\n");
+    sla_rows(f, json_object_get(doc, "jobs"));
+}
+
+int pfi_grid_report_write(json_t *doc, const char *dir, char *written, size_t size,
+                          pfi_err *err)
+{
+    if (!json_is_object(json_object_get(doc, "compliance")))
+        return pfi_err_set(err, PFI_EINVAL, "not a grid event report (no compliance)");
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", dir, strerror(errno));
+    char path[1024], note[700];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    if (json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0)
+        return pfi_err_set(err, PFI_EIO, "cannot write %s", path);
+    pfi_err fe = {0};
+    int fig = figure(doc, dir, &fe);
+    if (fig == PFI_OK)
+        snprintf(note, sizeof note, "![site power](power.png)");
+    else
+        snprintf(note, sizeof note, "(figure not drawn: %s; power.gp and power.dat are the "
+                 "figure's script and data)", fe.msg);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return pfi_err_set(err, PFI_EIO, "cannot write %s: %s", path, strerror(errno));
+    markdown(f, doc, note);
+    if (fclose(f) != 0)
+        return pfi_err_set(err, PFI_EIO, "cannot write %s", path);
+    snprintf(written, size, "wrote %s/report.md, %s/report.json%s%s%s\n", dir, dir,
+             fig == PFI_OK ? ", " : "\nfigure not drawn: ", fig == PFI_OK ? dir : fe.msg,
+             fig == PFI_OK ? "/power.png" : "");
+    return PFI_OK;
+}

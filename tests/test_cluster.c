@@ -470,6 +470,94 @@ static void test_unknown_node_in_topology(void **state)
     site_down(&x);
 }
 
+/* Grid events on the site budget: an event in force holds the site under its target whatever
+ * the manual budget; an infeasible one is refused with what can be met unless the SLAs yield;
+ * a bad one changes nothing; deleting re-plans; events survive reopening. */
+static void test_grid_events(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400];
+    snprintf(db, sizeof db, "%s/grid.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    double full = pfi_cl_site_default_w(x.c), now = pfi_clock_wall();
+    assert_int_equal(set_budget(&x, 0.9 * full, &e), PFI_OK);
+    json_t *body = json_pack("{s:s, s:f, s:f, s:f}", "id", "g1", "start", now - 1,
+                             "duration_s", 3600.0, "limit_w", 0.7 * full);
+    void *res = NULL;
+    int created = 0;
+    assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+    json_decref(body);
+    assert_int_equal(created, 1);
+    assert_true(json_is_true(json_object_get(res, "binding")));
+    assert_non_null(json_object_get(json_object_get(res, "cost"), "equal"));
+    json_decref(res);
+    assert_true(pfi_standin_cap_sum(x.s) <= 0.7 * full + 1e-6);
+    /* A manual budget above the event's target does not lift it. */
+    assert_int_equal(set_budget(&x, 0.95 * full, &e), PFI_OK);
+    assert_true(pfi_standin_cap_sum(x.s) <= 0.7 * full + 1e-6);
+
+    /* Below job B's SLA floor: refused with what can be met, nothing stored. */
+    body = json_pack("{s:s, s:f, s:f, s:f}", "id", "deep", "start", now + 600, "duration_s",
+                     600.0, "limit_w", 0.3 * full);
+    res = NULL;
+    assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_EINFEASIBLE);
+    double ach = json_number_value(json_object_get(res, "achievable_w"));
+    assert_true(ach > 0.3 * full && ach < 0.7 * full);
+    json_decref(res);
+    json_t *list = pfi_cl_grid_json(x.c, NULL);
+    assert_int_equal(json_array_size(json_object_get(list, "events")), 1);
+    json_decref(list);
+    /* The same with the SLAs yielding: accepted. */
+    json_object_set_new(body, "sla", json_string("yield"));
+    res = NULL;
+    assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+    json_decref(res);
+    json_decref(body);
+    /* Bad: ends before it starts; above the site's maximum.  Nothing stored. */
+    const char *bad[] = {"{\"start\": 2000000000, \"end\": 1999999000, \"limit_w\": 5000}",
+                         "{\"start\": 2000000000, \"duration_s\": 60, \"limit_w\": 1e9}"};
+    for (int i = 0; i < 2; i++) {
+        body = json_loads(bad[i], 0, NULL);
+        res = NULL;
+        assert_int_not_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+        json_decref(body);
+    }
+    list = pfi_cl_grid_json(x.c, NULL);
+    assert_int_equal(json_array_size(json_object_get(list, "events")), 2);
+    json_decref(list);
+
+    /* Deleted: the manual budget is back at once. */
+    assert_int_equal(pfi_cl_grid_remove(x.c, "g1", &e), PFI_OK);
+    double sum = pfi_standin_cap_sum(x.s);
+    assert_true(sum > 0.7 * full + 1 && sum <= 0.95 * full + 1e-6);
+    assert_int_equal(pfi_cl_grid_remove(x.c, "g1", &e), PFI_ENOENT);
+    json_t *rep = pfi_cl_grid_report(x.c, "deep", &e);
+    assert_non_null(rep);
+    assert_non_null(json_object_get(json_object_get(rep, "cost"), "oracle"));
+    json_decref(rep);
+
+    /* Another controller on the same store finds the event. */
+    pfi_cl_close(x.c);
+    pfi_cl_config cfg;
+    pfi_cl_config_defaults(&cfg);
+    snprintf(cfg.topo_file, sizeof cfg.topo_file, "%s", x.topo);
+    cfg.heartbeat_s = 0;
+    assert_int_equal(pfi_cl_open(&cfg, &x.c, &e), PFI_OK);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    list = pfi_cl_grid_json(x.c, "deep");
+    assert_non_null(list);
+    json_decref(list);
+    char f[500];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
+        unlink(f);
+    }
+    site_down(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +572,7 @@ int main(void)
         cmocka_unit_test(test_ramp),
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_unknown_node_in_topology),
+        cmocka_unit_test(test_grid_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cluster/cluster.h"
+#include "store/store.h"
 #include "util/units.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -93,11 +94,14 @@ static int print_topology(int as_json)
 }
 
 /* The API and the heartbeat loop until SIGTERM or SIGINT. */
-static int serve(pfi_cl *c, const char *listen, const char *token, const char *port_file)
+static int serve(pfi_cl *c, const char *listen, const char *token, const char *port_file,
+                 const char *db)
 {
     pfi_err err = {0};
     pfi_cl_server *srv;
     int port = 0;
+    if (pfi_cl_grid_open(c, db ? db : pfi_store_default_path(), &err) != PFI_OK)
+        return pfi_cli_fail("cluster", &err);
     if (pfi_cl_server_start(c, listen, token, &srv, &port, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
     if (port_file) {
@@ -131,7 +135,7 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
 /* The options as given; settings() turns them into the controller's config. */
 typedef struct cl_opts {
     const char *listen, *token, *node_url, *node_map, *node_token, *topo, *hb, *ttl, *timeout,
-        *ramp, *budget, *port_file;
+        *ramp, *budget, *port_file, *db;
     int as_json;
 } cl_opts;
 
@@ -177,6 +181,7 @@ int pfi_cmd_cluster(int argc, char **argv)
         {"budget", PFI_OPT_STR, &o.budget, "BUDGET", "serve: initial site budget"},
         {"ramp", PFI_OPT_STR, &o.ramp, "DURATION", "reach the budget over this time"},
         {"json", PFI_OPT_FLAG, &o.as_json, NULL, "one JSON document on stdout"},
+        {"db", PFI_OPT_STR, &o.db, "FILE", "serve: grid events and site power (default $PFI_DB)"},
         {0},
     };
     const pfi_cmd_spec spec = {
@@ -240,7 +245,7 @@ int pfi_cmd_cluster(int argc, char **argv)
         goto out;
     }
 
-    rc = serve(c, o.listen, o.token, o.port_file);
+    rc = serve(c, o.listen, o.token, o.port_file, o.db);
 out:
     pfi_cl_close(c);
     return rc;

@@ -108,7 +108,8 @@ static int request(const conn *c, const char *method, const char *path, json_t *
     json_t *d = r.p ? json_loads(r.p, 0, NULL) : NULL;
     free(r.p);
     if (status >= 400) {
-        json_t *m = json_object_get(json_object_get(d, "error"), "message");
+        json_t *er = json_object_get(d, "error");
+        json_t *m = json_is_string(er) ? er : json_object_get(er, "message");
         json_t *a = json_object_get(d, "achievable_w");
         fprintf(stderr, "pfi event: %s %s: HTTP %ld: %s\n", method, path, status,
                 json_is_string(m) ? json_string_value(m) : "no message");

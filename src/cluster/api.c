@@ -3,6 +3,8 @@
  *   PUT  /v1/budget   {"budget": "70%" | "5600W" | "cut=30%" | null, "ramp_s": 0}
  *                     or {"watts": 5600} or {"cut": 0.3}; null removes the budget
  *   POST /v1/refresh  re-read Slurm and the node daemons, re-allocate
+ *   GET, POST /v1/grid/events; GET, DELETE /v1/grid/events/{id}; GET .../{id}/report:
+ *                     grid events on the site budget (grid.c, docs/api.md's shapes)
  * Mutating requests need the bearer token when a token file is configured.  Errors are
  * {"error": "..."} with 400 (malformed), 401, 404, 409 (infeasible: nothing changed). */
 #include <arpa/inet.h>
@@ -102,9 +104,78 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
     return send_json(con, 200, pfi_cl_json_allocation(s->c));
 }
 
+/* An error answer with extra fields beside it (an infeasible event's achievable_w). */
+static enum MHD_Result send_err_with(struct MHD_Connection *con, unsigned code, const char *msg,
+                                     json_t *extra)
+{
+    json_t *o = extra ? extra : json_object();
+    json_object_set_new(o, "error", json_string(msg));
+    return send_json(con, code, o);
+}
+
+static enum MHD_Result post_event(pfi_cl_server *s, struct MHD_Connection *con,
+                                  const char *body)
+{
+    json_error_t je;
+    json_t *d = json_loads(body, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(d)) {
+        json_decref(d);
+        return send_err(con, 400, "body: expected a JSON object (an event, see docs/api.md)");
+    }
+    pfi_err e = {0};
+    void *res = NULL;
+    int created = 0;
+    int rc = pfi_cl_grid_add(s->c, d, &res, &created, &e);
+    json_decref(d);
+    if (rc != PFI_OK)
+        return send_err_with(con, http_code(rc), e.msg, res);
+    return send_json(con, created ? 201 : 200, res);
+}
+
+/* /v1/grid/events[/ID[/report]] (docs/cluster.md). */
+static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
+                                  const char *url, const char *method, const char *body)
+{
+    const char *base = "/v1/grid/events";
+    size_t bl = strlen(base);
+    if (strncmp(url, base, bl) || (url[bl] && url[bl] != '/'))
+        return send_err(con, 404, "no such route");
+    char id[PFI_EVENT_ID_MAX] = "";
+    const char *rest = url[bl] ? url + bl + 1 : NULL, *slash = rest ? strchr(rest, '/') : NULL;
+    size_t il = rest ? (slash ? (size_t)(slash - rest) : strlen(rest)) : 0;
+    if (rest && (il == 0 || il >= sizeof id || (slash && strcmp(slash, "/report"))))
+        return send_err(con, 404, "no such grid event");
+    if (rest)
+        snprintf(id, sizeof id, "%.*s", (int)il, rest);
+    int get = !strcmp(method, "GET");
+    pfi_err e = {0};
+    if (get && slash) {
+        json_t *r = pfi_cl_grid_report(s->c, id, &e);
+        return r ? send_json(con, 200, r) : send_err(con, http_code(e.code), e.msg);
+    }
+    if (get) {
+        json_t *v = pfi_cl_grid_json(s->c, rest ? id : NULL);
+        return v ? send_json(con, 200, v) : send_err(con, 404, "no such grid event");
+    }
+    int post = !strcmp(method, "POST") && !rest, del = !strcmp(method, "DELETE") && rest && !slash;
+    if (!post && !del)
+        return send_err(con, 405, "method not allowed on this path");
+    if (s->need_token &&
+        !pfi_cl_token_ok(s->token,
+                            MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization")))
+        return send_err(con, 401, "missing or wrong bearer token");
+    if (post)
+        return post_event(s, con, body);
+    if (pfi_cl_grid_remove(s->c, id, &e) != PFI_OK)
+        return send_err(con, http_code(e.code), e.msg);
+    return send_json(con, 200, json_pack("{s:s}", "deleted", id));
+}
+
 static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const char *url,
                              const char *method, const char *body)
 {
+    if (!strncmp(url, "/v1/grid/", 9))
+        return grid_route(s, con, url, method, body);
     int get = !strcmp(method, "GET");
     if (get && !strcmp(url, "/healthz"))
         return send_json(con, 200, json_pack("{s:b}", "ok", 1));

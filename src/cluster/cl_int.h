@@ -9,6 +9,9 @@
 #include <jansson.h>
 
 #include "cluster/cluster.h"
+#include "core/event.h"
+
+#define PFI_CL_GRID_MAX 64
 #include "util/clock.h"
 
 struct pfi_cl {
@@ -29,6 +32,16 @@ struct pfi_cl {
     char note[300];             /* last thing worth telling an operator */
     pfi_cl_stats stats;
     long long epoch;
+
+    /* Grid events (grid.c), guarded by mu: the budget in force is the tightest of the manual
+     * budget (with its ramp) and the events' (core/event.h). */
+    struct pfi_grid_store *grid;
+    pfi_event grid_ev[PFI_CL_GRID_MAX];
+    int n_grid;
+    int grid_binding;           /* the last apply's budget came from an event */
+    char grid_event[PFI_EVENT_ID_MAX];
+    int sla_yield;              /* plan.c: the SLAs give way (a yielding event binds) */
+    double grid_rec_wall;
 
     pthread_t loop;
     int loop_running;
@@ -53,6 +66,21 @@ void pfi_cl_node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char 
 int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err);
 /* apply.c: moves every up node to target, lowerings everywhere first.  c->op_mu held. */
 int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err);
+
+/* The least feasible site budget with the jobs' SLAs (yield: without them); NAN when unknown.
+ * Each job's cap and relative throughput (of its top) at budget_w under a core/policy.h
+ * policy, per c->jobs index (NAN: not planned); nothing is applied.  c->mu held. */
+double pfi_cl_min_budget(pfi_cl *c, int yield);
+int pfi_cl_plan_policy(pfi_cl *c, double budget_w, int policy, int yield, double *cap,
+                       double *rel, pfi_err *err);
+
+/* grid.c (c->mu held): the budget to apply now given the manual one (NAN: none) over the next
+ * moments; NAN when nothing binds.  Sets grid_binding, grid_event and sla_yield. */
+double pfi_cl_grid_limit(pfi_cl *c, double manual_w, double now_wall);
+/* Whether an event is near enough that the loop must re-plan often (c->mu held). */
+int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
+/* Records the site's draw with the budget in force (after a refresh; takes mu itself). */
+void pfi_cl_grid_record(pfi_cl *c);
 
 /* Decoding what node daemons say (controller.c). */
 int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err);

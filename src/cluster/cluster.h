@@ -103,6 +103,7 @@ typedef struct pfi_cl_node {
     char why[200];            /* why not up */
     double last_ok_wall;
     pfi_device gpu[PFI_MAX_GPUS];  /* limits; limit_w = last acknowledged cap (NAN unknown) */
+    double power_w[PFI_MAX_GPUS];  /* draw at the last refresh (NAN unknown) */
     int job_of[PFI_MAX_GPUS];      /* index into jobs, -1 when no job holds the GPU */
 } pfi_cl_node;
 
@@ -170,6 +171,20 @@ void pfi_cl_get_stats(pfi_cl *c, pfi_cl_stats *out);
 
 /* Periodic heartbeats and refresh + re-allocation, in a thread, until pfi_cl_close. */
 int pfi_cl_start_loop(pfi_cl *c, pfi_err *err);
+
+/* ---- grid events (grid.c; docs/cluster.md) ---- */
+
+/* Opens the store at db (its grid layer) and loads the events saved there. */
+int pfi_cl_grid_open(pfi_cl *c, const char *db, pfi_err *err);
+/* Adds or replaces an event from a JSON body (store/grid.h's shape) and re-plans at once;
+ * *result: the event as shown, or {"feasible": false, "achievable_w"} beside an EINFEASIBLE
+ * error.  json_t * as void *. */
+int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err *err);
+int pfi_cl_grid_remove(pfi_cl *c, const char *id, pfi_err *err);
+/* {"events": [...]} or one event (NULL: no such id), with the predicted cost of each. */
+void *pfi_cl_grid_json(pfi_cl *c, const char *id);
+/* The compliance report of one event (docs/api.md's shape); NULL with *err. */
+void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err);
 
 /* ---- the controller's HTTP API (api.c) ---- */
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cluster/cl_int.h"
+#include "store/grid.h"
 #include "core/curve.h"
 #include "util/units.h"
 
@@ -97,6 +98,7 @@ void pfi_cl_close(pfi_cl *c)
         pthread_join(c->loop, NULL);
     }
     pfi_http_free(c->http);
+    pfi_grid_close(c->grid);
     free(c->nodes);
     free_jobs(c->jobs, c->n_jobs);
     pthread_mutex_destroy(&c->mu);
@@ -131,6 +133,7 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
         d->default_limit_w = jnum(g, "default_limit_w");
         d->limit_w = jnum(g, "limit_w");
         d->enforced_w = jnum(g, "enforced_limit_w");
+        n->power_w[idx] = jnum(g, "power_w");
         if (isnan(d->enforced_w))
             d->enforced_w = jnum(g, "enforced_w");
         if (!(d->min_limit_w > 0 && d->max_limit_w >= d->min_limit_w))
@@ -631,6 +634,9 @@ int pfi_cl_reapply(pfi_cl *c, pfi_err *err)
     pthread_mutex_lock(&c->op_mu);
     pthread_mutex_lock(&c->mu);
     double w = ramp_value(c, pfi_clock_mono());
+    double g = pfi_cl_grid_limit(c, w, pfi_clock_wall()); /* a grid event may hold it lower */
+    if (!isnan(g))
+        w = g;
     pthread_mutex_unlock(&c->mu);
     int rc = pfi_cl_apply(c, w, err);
     pthread_mutex_unlock(&c->op_mu);
@@ -651,7 +657,7 @@ static void *loop_main(void *arg)
     while (!c->stop) {
         double now = pfi_clock_mono();
         pthread_mutex_lock(&c->mu);
-        int ramping = c->budget.set && now < c->ramp_t1;
+        int ramping = (c->budget.set && now < c->ramp_t1) || pfi_cl_grid_busy(c, pfi_clock_wall());
         pthread_mutex_unlock(&c->mu);
         if (now >= next || ramping) {
             pfi_err e = {0};
@@ -662,6 +668,7 @@ static void *loop_main(void *arg)
                 heartbeat_locked(c);
                 rc = refresh_locked(c, &e);
                 pthread_mutex_unlock(&c->op_mu);
+                pfi_cl_grid_record(c);
             }
             if (rc == PFI_OK)
                 rc = pfi_cl_reapply(c, &e);

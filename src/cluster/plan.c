@@ -18,6 +18,7 @@
 
 #include "cluster/cl_int.h"
 #include "core/alloc.h"
+#include "core/policy.h"
 
 static double gpu_count_w(const pfi_device *d, double site_max)
 {
@@ -145,6 +146,8 @@ static int job_view_build(const pfi_cl *c, job_view *v, pfi_err *err)
         if (J->pinned || J->n_gpus == 0)
             continue;
         job_to_alloc(J, &v->aj[v->na], v->pc[v->na], v->pt[v->na]);
+        if (c->sla_yield) /* a grid event in force lets the SLAs give way */
+            v->aj[v->na].sla = NAN;
         v->which[v->na++] = j;
     }
     return PFI_OK;
@@ -268,6 +271,70 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
         write_targets(c, &v, &res, idle_share(c, left, f.n_idle), target);
         c->reserved_w = f.reserved;
         c->idle_w = f.idle_min;
+    }
+    pfi_alloc_result_free(&res);
+    job_view_free(&v);
+    return rc;
+}
+
+double pfi_cl_min_budget(pfi_cl *c, int yield)
+{
+    fixed_w f;
+    job_view v;
+    int keep = c->sla_yield;
+    c->sla_yield = yield;
+    int rc = count_fixed(c, &f, NULL);
+    if (rc == PFI_OK)
+        rc = job_view_build(c, &v, NULL);
+    c->sla_yield = keep;
+    if (rc != PFI_OK)
+        return NAN;
+    double need = f.reserved + f.idle_min;
+    if (v.na > 0) {
+        pfi_alloc_opts o;
+        pfi_alloc_opts_default(&o);
+        o.step_w = c->cfg.step_w;
+        o.on_infeasible = PFI_INFEASIBLE_FAIL;
+        o.max_work = -1;
+        pfi_alloc_result big;
+        memset(&big, 0, sizeof big);
+        need = pfi_alloc_solve(v.aj, v.na, 1e15, &o, &big, NULL) == PFI_OK
+                   ? need + big.min_budget_w
+                   : NAN;
+        pfi_alloc_result_free(&big);
+    }
+    job_view_free(&v);
+    return need;
+}
+
+int pfi_cl_plan_policy(pfi_cl *c, double budget_w, int policy, int yield, double *cap,
+                       double *rel, pfi_err *err)
+{
+    for (int j = 0; j < c->n_jobs; j++)
+        cap[j] = rel[j] = NAN;
+    fixed_w f;
+    job_view v;
+    int keep = c->sla_yield;
+    c->sla_yield = yield;
+    int rc = count_fixed(c, &f, err);
+    if (rc == PFI_OK)
+        rc = job_view_build(c, &v, err);
+    c->sla_yield = keep;
+    if (rc != PFI_OK)
+        return rc;
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.step_w = c->cfg.step_w;
+    o.on_infeasible = PFI_INFEASIBLE_FAIL;
+    pfi_alloc_result res;
+    memset(&res, 0, sizeof res);
+    double for_jobs = budget_w - f.reserved - f.idle_min;
+    if (v.na > 0)
+        rc = for_jobs > 0 ? pfi_alloc_policy(policy, v.aj, v.na, NULL, for_jobs, &o, &res, err)
+                          : pfi_err_set(err, PFI_EINFEASIBLE, "no watt left for the jobs");
+    for (int k = 0; rc == PFI_OK && k < v.na; k++) {
+        cap[v.which[k]] = res.cap_w[k];
+        rel[v.which[k]] = v.aj[k].n_gpus > 0 ? res.tput[k] / v.aj[k].n_gpus : NAN;
     }
     pfi_alloc_result_free(&res);
     job_view_free(&v);

@@ -1,0 +1,417 @@
+/* grid.c: grid events for the site (`pfi cluster serve`): the same events as a node's
+ * (core/event.h, store/grid.h), on the site's budget.  The budget the controller applies is the
+ * tightest of the manual budget (with its ramp) and every event's, ramps included, planned a
+ * few seconds ahead so that every node is at its caps by an event's start.  While an event is
+ * near (its ramp, window and restore, plus a heartbeat period before) the controller re-plans
+ * every 0.2 s instead of every heartbeat.  The site's draw (the sum of its GPUs' draw as the
+ * node daemons report it at each refresh) is recorded with the budget in force. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cl_int.h"
+#include "core/event_report.h"
+#include "core/policy.h"
+#include "store/grid.h"
+
+#define GRID_SETTLE_S 3.0   /* node round trips and the GPUs' draw settling */
+#define GRID_LOOP_S 0.2     /* the loop's period while an event is near */
+
+/* The site: every known GPU's maximum limit summed; manual (NAN: none). */
+static pfi_event_site site_of(const pfi_cl *c, double manual_w)
+{
+    double max = 0;
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int g = 0; g < c->nodes[i].n_gpus; g++)
+            if (isfinite(c->nodes[i].gpu[g].max_limit_w))
+                max += c->nodes[i].gpu[g].max_limit_w;
+    pfi_event_site s = pfi_event_site_default(max > 0 ? max : 1);
+    s.manual_w = isnan(manual_w) ? INFINITY : manual_w;
+    return s;
+}
+
+double pfi_cl_grid_limit(pfi_cl *c, double manual_w, double now)
+{
+    c->grid_binding = 0;
+    c->sla_yield = 0;
+    if (c->n_grid == 0)
+        return manual_w;
+    pfi_event_site site = site_of(c, manual_w);
+    double h = 2 * GRID_LOOP_S + GRID_SETTLE_S;
+    double best = site.manual_w;
+    int bi = -1;
+    for (int i = 0; i < c->n_grid; i++) {
+        double v = pfi_event_budget_min(&c->grid_ev[i], 1, &site, now, now + h);
+        if (v < best) {
+            best = v;
+            bi = i;
+        }
+    }
+    if (bi >= 0) {
+        c->grid_binding = 1;
+        c->sla_yield = c->grid_ev[bi].sla_yield;
+        snprintf(c->grid_event, sizeof c->grid_event, "%s", c->grid_ev[bi].id);
+    }
+    return isfinite(best) ? best : NAN;
+}
+
+int pfi_cl_grid_busy(pfi_cl *c, double now)
+{
+    pfi_event_site site = site_of(c, NAN);
+    for (int i = 0; i < c->n_grid; i++) {
+        const pfi_event *e = &c->grid_ev[i];
+        double lead = c->cfg.heartbeat_s + 2 * GRID_LOOP_S + GRID_SETTLE_S;
+        if (now >= pfi_event_ramp_start_s(e) - lead &&
+            now < pfi_event_restored_s(e, &site) + lead)
+            return 1;
+    }
+    return 0;
+}
+
+void pfi_cl_grid_record(pfi_cl *c)
+{
+    pthread_mutex_lock(&c->mu);
+    double w = 0, now = pfi_clock_wall();
+    int any = 0;
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int g = 0; c->nodes[i].up && g < c->nodes[i].n_gpus; g++)
+            if (isfinite(c->nodes[i].power_w[g])) {
+                w += c->nodes[i].power_w[g];
+                any = 1;
+            }
+    double b = c->budget_now_w;
+    char id[PFI_EVENT_ID_MAX] = "";
+    if (c->grid_binding)
+        snprintf(id, sizeof id, "%s", c->grid_event);
+    pfi_grid_store *g = c->grid;
+    pthread_mutex_unlock(&c->mu);
+    pfi_err e = {0};
+    if (g && any && pfi_grid_power_add(g, now, w, b, id, &e) != PFI_OK) {
+        pthread_mutex_lock(&c->mu);
+        snprintf(c->note, sizeof c->note, "site power not recorded: %s", e.msg);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (g && now - c->grid_rec_wall > 3600) {
+        c->grid_rec_wall = now;
+        pfi_grid_power_prune(g, now - 2 * 86400.0, 3600, 3600, &e);
+    }
+}
+
+int pfi_cl_grid_open(pfi_cl *c, const char *db, pfi_err *err)
+{
+    pfi_grid_store *g;
+    int rc = pfi_grid_open(db, &g, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "grid events in %s: ", db);
+    pfi_event *evs;
+    int k;
+    if ((rc = pfi_grid_load(g, &evs, &k, err)) != PFI_OK) {
+        pfi_grid_close(g);
+        return rc;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->grid = g;
+    c->n_grid = 0;
+    for (int i = 0; i < k && c->n_grid < PFI_CL_GRID_MAX; i++)
+        if (pfi_event_validate(&evs[i], NULL, NULL) == PFI_OK)
+            c->grid_ev[c->n_grid++] = evs[i];
+    pthread_mutex_unlock(&c->mu);
+    free(evs);
+    return PFI_OK;
+}
+
+/* A cut without a stated baseline: the site's mean draw over the last hour as recorded, else
+ * its draw now (mu not held). */
+static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
+{
+    pfi_grid_sample *s = NULL;
+    int k = 0, m = 0;
+    double sum = 0;
+    if (pfi_grid_power_range(c->grid, now - 3600, now + 1, &s, &k, NULL) == PFI_OK)
+        for (int i = 0; i < k; i++)
+            if (isfinite(s[i].site_w)) {
+                sum += s[i].site_w;
+                m++;
+            }
+    free(s);
+    if (m > 0) {
+        ev->baseline_w = sum / m;
+        snprintf(ev->baseline_method, sizeof ev->baseline_method,
+                 "mean site draw over the hour before the event was posted (%d samples)", m);
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    double w = 0;
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int g = 0; c->nodes[i].up && g < c->nodes[i].n_gpus; g++)
+            if (isfinite(c->nodes[i].power_w[g]))
+                w += c->nodes[i].power_w[g];
+    pthread_mutex_unlock(&c->mu);
+    ev->baseline_w = w > 0 ? w : NAN;
+    snprintf(ev->baseline_method, sizeof ev->baseline_method,
+             "site draw when the event was posted (no earlier samples)");
+}
+
+int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err *err)
+{
+    double now = pfi_clock_wall();
+    pfi_event ev;
+    *created = 0;
+    if (!c->grid)
+        return pfi_err_set(err, PFI_ESTATE, "grid events need a store (pfi cluster serve --db)");
+    int rc = pfi_grid_event_from_json(body, now, &ev, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (ev.kind == PFI_EVENT_CUT && isnan(ev.baseline_w))
+        fill_baseline(c, now, &ev);
+    pthread_mutex_lock(&c->op_mu);
+    pthread_mutex_lock(&c->mu);
+    pfi_event_site site = site_of(c, NAN);
+    rc = pfi_event_validate(&ev, &site, err);
+    if (rc == PFI_OK && ev.end_s <= now)
+        rc = pfi_err_set(err, PFI_EINVAL, "event %s ended already", ev.id);
+    double need = rc == PFI_OK ? pfi_cl_min_budget(c, ev.sla_yield) : NAN, a = NAN;
+    if (rc == PFI_OK && !pfi_event_feasible(pfi_event_target_w(&ev), isnan(need) ? 0 : need, &a)) {
+        rc = pfi_err_set(err, PFI_EINFEASIBLE, "event %s: target %.0f W cannot be met with the "
+                         "SLAs in force: the site can hold no less than %.0f W (achievable_w); "
+                         "send \"sla\": \"yield\" to let the SLAs give way",
+                         ev.id, pfi_event_target_w(&ev), a);
+        *result = json_pack("{s:b, s:f, s:f}", "feasible", 0, "target_w",
+                            pfi_event_target_w(&ev), "achievable_w", a);
+    }
+    int at = -1;
+    for (int i = 0; i < c->n_grid; i++)
+        if (!strcmp(c->grid_ev[i].id, ev.id))
+            at = i;
+    if (rc == PFI_OK && at < 0 && c->n_grid == PFI_CL_GRID_MAX)
+        rc = pfi_err_set(err, PFI_EBUSY, "%d grid events are held: delete past ones first",
+                         PFI_CL_GRID_MAX);
+    pthread_mutex_unlock(&c->mu);
+    if (rc == PFI_OK)
+        rc = pfi_grid_put(c->grid, &ev, err);
+    if (rc == PFI_OK) {
+        pthread_mutex_lock(&c->mu);
+        *created = at < 0;
+        c->grid_ev[at < 0 ? c->n_grid++ : at] = ev;
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->op_mu);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_err e = {0};
+    if (pfi_cl_reapply(c, &e) != PFI_OK) {
+        pthread_mutex_lock(&c->mu);
+        snprintf(c->note, sizeof c->note, "re-plan after event %s: %s", ev.id, e.msg);
+        pthread_mutex_unlock(&c->mu);
+    }
+    *result = pfi_cl_grid_json(c, ev.id);
+    return PFI_OK;
+}
+
+int pfi_cl_grid_remove(pfi_cl *c, const char *id, pfi_err *err)
+{
+    if (!c->grid)
+        return pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    pthread_mutex_lock(&c->op_mu);
+    int rc = pfi_grid_delete(c->grid, id, err);
+    if (rc == PFI_OK) {
+        pthread_mutex_lock(&c->mu);
+        for (int i = 0; i < c->n_grid; i++)
+            if (!strcmp(c->grid_ev[i].id, id)) {
+                memmove(&c->grid_ev[i], &c->grid_ev[i + 1],
+                        sizeof c->grid_ev[0] * (size_t)(c->n_grid - i - 1));
+                c->n_grid--;
+                break;
+            }
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->op_mu);
+    if (rc == PFI_OK) {
+        pfi_err e = {0};
+        pfi_cl_reapply(c, &e);
+    }
+    return rc;
+}
+
+/* Tokens/s (of each curve's top) the jobs lose at budget_w under a policy (mu held). */
+static json_t *cost_policy(pfi_cl *c, double budget_w, int policy, int yield)
+{
+    double *cap = calloc((size_t)c->n_jobs + 1, sizeof *cap);
+    double *rel = calloc((size_t)c->n_jobs + 1, sizeof *rel);
+    pfi_err e = {0};
+    json_t *out;
+    if (!cap || !rel) {
+        out = json_pack("{s:s}", "error", "out of memory");
+    } else if (pfi_cl_plan_policy(c, budget_w, policy, yield, cap, rel, &e) != PFI_OK) {
+        out = json_pack("{s:s}", "error", e.msg);
+    } else {
+        json_t *jobs = json_array();
+        double total = 0, slow = 0;
+        int known = 1, gpus = 0;
+        for (int j = 0; j < c->n_jobs; j++) {
+            const pfi_cl_job *J = &c->jobs[j];
+            double lost = J->t0 > 0 ? J->t0 * (1 - rel[j]) : NAN;
+            if (isfinite(rel[j])) {
+                slow += J->n_gpus * (1 - rel[j]);
+                gpus += J->n_gpus;
+                if (isfinite(lost))
+                    total += lost;
+                else
+                    known = 0;
+            }
+            json_array_append_new(
+                jobs, json_pack("{s:s, s:o, s:o, s:o, s:o}", "id", J->id, "cap_w",
+                                isfinite(cap[j]) ? json_real(cap[j]) : json_null(), "sla",
+                                isfinite(J->sla) ? json_real(J->sla) : json_null(),
+                                "tokens_per_s_lost", isfinite(lost) ? json_real(lost) : json_null(),
+                                "slowdown", isfinite(rel[j]) ? json_real(1 - rel[j]) : json_null()));
+        }
+        out = json_pack("{s:o, s:o, s:o}", "tokens_per_s_lost",
+                        known ? json_real(total) : json_null(), "gpu_weighted_slowdown",
+                        gpus ? json_real(slow / gpus) : json_null(), "jobs", jobs);
+    }
+    free(cap);
+    free(rel);
+    return out;
+}
+
+static void add_cost(pfi_cl *c, const pfi_event *ev, json_t *o, int oracle)
+{
+    double need = pfi_cl_min_budget(c, ev->sla_yield), a;
+    int ok = pfi_event_feasible(pfi_event_target_w(ev), isnan(need) ? 0 : need, &a);
+    json_object_set_new(o, "feasible", json_boolean(ok));
+    json_object_set_new(o, "achievable_w", json_real(a));
+    json_t *cost = json_pack("{s:f, s:o, s:o}", "budget_w", a, "pfi",
+                             cost_policy(c, a, PFI_POLICY_PFI, ev->sla_yield), "equal",
+                             cost_policy(c, a, PFI_POLICY_EQUAL, ev->sla_yield));
+    if (oracle)
+        json_object_set_new(cost, "oracle",
+                            cost_policy(c, a, PFI_POLICY_ORACLE, ev->sla_yield));
+    json_object_set_new(o, "cost", cost);
+}
+
+void *pfi_cl_grid_json(pfi_cl *c, const char *id)
+{
+    double now = pfi_clock_wall();
+    pthread_mutex_lock(&c->mu);
+    pfi_event_site site = site_of(c, c->budget.set ? c->budget.watts : NAN);
+    json_t *list = json_array(), *one = NULL;
+    for (int i = 0; i < c->n_grid; i++) {
+        const pfi_event *ev = &c->grid_ev[i];
+        if (id && strcmp(ev->id, id))
+            continue;
+        json_t *o = pfi_grid_event_to_json(ev, &site, now);
+        json_object_set_new(o, "binding",
+                            json_boolean(c->grid_binding && !strcmp(c->grid_event, ev->id)));
+        if (strcmp(pfi_grid_event_phase(ev, &site, now), "done"))
+            add_cost(c, ev, o, 0);
+        if (id)
+            one = o;
+        else
+            json_array_append_new(list, o);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (id) {
+        json_decref(list);
+        return one;
+    }
+    return json_pack("{s:o}", "events", list);
+}
+
+static json_t *compliance_json(const pfi_event_compliance *x)
+{
+    json_t *iv = json_array();
+    for (int i = 0; i < x->n_intervals; i++) {
+        const pfi_event_interval *v = &x->intervals[i];
+        json_array_append_new(
+            iv, json_pack("{s:f, s:f, s:o, s:o, s:o, s:f, s:f}", "t0", v->t0, "t1", v->t1,
+                          "mean_w", isfinite(v->mean_w) ? json_real(v->mean_w) : json_null(),
+                          "max_w", isfinite(v->max_w) ? json_real(v->max_w) : json_null(),
+                          "budget_w", isfinite(v->budget_w) ? json_real(v->budget_w)
+                                                            : json_null(),
+                          "target_w", v->target_w, "covered_s", v->covered_s));
+    }
+    return json_pack(
+        "{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:b, s:f, s:f, s:f, s:o}, s:o}",
+        "target_w", x->target_w, "baseline_w",
+        isfinite(x->baseline_w) ? json_real(x->baseline_w) : json_null(), "baseline_method",
+        x->baseline_method, "window_s", x->window_s, "covered_s", x->covered_s, "max_excess_w",
+        x->max_excess_w, "seconds_over_target", x->seconds_over_target, "energy_shed_kwh",
+        isfinite(x->energy_shed_kwh) ? json_real(x->energy_shed_kwh) : json_null(), "mean_w",
+        isfinite(x->mean_w) ? json_real(x->mean_w) : json_null(), "ramp", "ok", x->ramp_ok,
+        "ramp_down_max_excess_w", x->ramp_down_max_excess_w, "restore_max_excess_w",
+        x->restore_max_excess_w, "restore_max_rise_w_per_s", x->restore_max_rise_w_per_s,
+        "at_target_s_before_start",
+        isfinite(x->at_target_s) ? json_real(x->at_target_s) : json_null(), "intervals", iv);
+}
+
+void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
+{
+    pthread_mutex_lock(&c->mu);
+    int at = -1;
+    for (int i = 0; i < c->n_grid; i++)
+        if (!strcmp(c->grid_ev[i].id, id))
+            at = i;
+    pfi_event ev;
+    if (at >= 0)
+        ev = c->grid_ev[at];
+    pfi_event_site site = site_of(c, c->budget.set ? c->budget.watts : NAN);
+    double gap = 2.5 * (c->cfg.heartbeat_s > 2 ? c->cfg.heartbeat_s : 2);
+    pthread_mutex_unlock(&c->mu);
+    if (at < 0) {
+        pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+        return NULL;
+    }
+    pfi_grid_sample *s = NULL;
+    int k = 0;
+    if (pfi_grid_power_range(c->grid, pfi_event_ramp_start_s(&ev) - PFI_COMPLIANCE_BASELINE_S,
+                             pfi_event_restored_s(&ev, &site) + 60, &s, &k, err) != PFI_OK)
+        return NULL;
+    double *t = malloc(sizeof *t * (size_t)(k + 1)), *w = malloc(sizeof *w * (size_t)(k + 1));
+    int rc = t && w ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int i = 0; rc == PFI_OK && i < k; i++) {
+        t[i] = s[i].wall;
+        w[i] = s[i].site_w;
+    }
+    pfi_event_compliance x;
+    if (rc == PFI_OK)
+        rc = pfi_event_compliance_compute(&ev, &site, t, w, k, 60, gap, &x, err);
+    free(s);
+    free(t);
+    free(w);
+    if (rc != PFI_OK)
+        return NULL;
+    json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event",
+                          pfi_grid_event_to_json(&ev, &site, pfi_clock_wall()), "compliance",
+                          compliance_json(&x), "site_max_w", site.max_w, "samples", k);
+    pfi_event_compliance_free(&x);
+    pthread_mutex_lock(&c->mu);
+    json_t *tmp = json_object();
+    add_cost(c, &ev, tmp, 1);
+    pthread_mutex_unlock(&c->mu);
+    json_t *cost = json_object_get(tmp, "cost");
+    json_object_set_new(cost, "method",
+                        json_string("tokens/s (of the top of each job's curve) each job loses "
+                                    "at the target on the curves the controller knows now "
+                                    "(oracle: the optimum on the same curves)"));
+    json_object_set(o, "cost", cost);
+    json_t *jobs = json_array(), *pj = json_object_get(json_object_get(cost, "pfi"), "jobs");
+    size_t i;
+    json_t *j;
+    json_array_foreach(pj, i, j)
+    {
+        json_t *sla = json_object_get(j, "sla"), *sl = json_object_get(j, "slowdown");
+        json_array_append_new(
+            jobs, json_pack("{s:O, s:O, s:O, s:o}", "id", json_object_get(j, "id"), "sla", sla,
+                            "slowdown", sl, "sla_kept",
+                            !json_is_number(sla) ? json_null()
+                                                 : json_boolean(json_is_number(sl) &&
+                                                                json_number_value(sl) <=
+                                                                    json_number_value(sla) +
+                                                                        1e-9)));
+    }
+    json_object_set_new(o, "jobs", jobs);
+    json_decref(tmp);
+    return o;
+}

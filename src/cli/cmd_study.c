@@ -46,6 +46,8 @@ int pfi_cmd_study(int argc, char **argv)
         {"direct", PFI_OPT_FLAG, &o.direct, NULL,
          "read the simulated jobs' steady state directly instead of sweeping them (3x faster)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "print summary.json on stdout"},
+        {"scenario", PFI_OPT_STR, &o.scenario, "grid-day",
+         "also a simulated site's day under two grid events"},
         {0},
     };
     const pfi_cmd_spec spec = {

@@ -438,6 +438,29 @@ static int build_alloc_set(pfi_study *s, alloc_set *a, pfi_err *err)
     return PFI_OK;
 }
 
+/* The grid day on the experiment's jobs: truth, and what pfi saw (the predictor's curves do
+ * not depend on the cut).  A failure is a note, not the study's failure. */
+static void grid_day(pfi_study *s, const pfi_expt_jobs *jobs)
+{
+    pfi_study_grid *g = &s->grid;
+    pfi_grid_day_defaults(&g->opts);
+    g->opts.seed = s->opts.seed;
+    snprintf(g->unit, sizeof g->unit, "%s", jobs->relative ? "GPU-weighted relative x s"
+                                                            : "tokens");
+    progress(s, "grid day", 0, 1);
+    pfi_err e = {0};
+    double t0 = pfi_clock_mono();
+    int rc = pfi_grid_day_run(jobs->truth, jobs->pred, jobs->n, &g->opts, &g->day, &e);
+    g->elapsed_s = pfi_clock_mono() - t0;
+    if (rc != PFI_OK) {
+        snprintf(g->why, sizeof g->why, "%s", e.msg);
+        note(s, "grid day not run: %s", e.msg);
+        return;
+    }
+    g->done = 1;
+    progress(s, "grid day", 1, 1);
+}
+
 static int allocation(pfi_study *s, pfi_err *err)
 {
     pfi_study_alloc *al = &s->alloc;
@@ -496,6 +519,8 @@ static int allocation(pfi_study *s, pfi_err *err)
         }
     al->done = 1;
     progress(s, "allocation experiment", 2, 2);
+    if (s->opts.scenario)
+        grid_day(s, &plain.jobs);
 out:
     pfi_expt_result_free(&plain);
     pfi_expt_result_free(&sla);
@@ -575,6 +600,8 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
     for (int i = 0; i < o->n_cuts; i++)
         if (!(o->cuts[i] > 0 && o->cuts[i] < 1))
             return pfi_err_set(err, PFI_EINVAL, "cut %g is not a fraction in (0, 1)", o->cuts[i]);
+    if (o->scenario && strcmp(o->scenario, "grid-day"))
+        return pfi_err_set(err, PFI_EINVAL, "unknown scenario '%s' (grid-day)", o->scenario);
     if (!(o->sla > 0 && o->sla < 1))
         return pfi_err_set(err, PFI_EINVAL, "SLA %g is not a slowdown in (0, 1)", o->sla);
     if (o->from_db && access(o->from_db, R_OK) != 0)
@@ -611,6 +638,7 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
 
 void pfi_study_free(pfi_study *s)
 {
+    pfi_grid_day_free(&s->grid.day);
     free(s->runs);
     s->runs = NULL;
     s->n = 0;

@@ -22,6 +22,7 @@
 #include "core/err.h"
 #include "core/alloc_eval.h"
 #include "core/features.h"
+#include "core/grid_day.h"
 #include "core/pfi.h"
 #include "core/policy.h"
 #include "core/predict.h"
@@ -42,6 +43,8 @@ typedef struct pfi_study_opts {
     double cuts[PFI_STUDY_MAX_CUTS];
     double sla;           /* max slowdown given to every third job in the SLA experiment */
     int figures;          /* 0: skip gnuplot (tables and JSON only) */
+    const char *scenario; /* NULL, or "grid-day": also a simulated site's day under two grid
+                             events (core/grid_day.h) on the allocation's jobs */
     int direct;           /* characterize the fleet from the simulator directly, not through
                              the sweep protocol (faster; for quick looks) */
     /* Progress: called at each step and every few runs; may be NULL. */
@@ -112,6 +115,17 @@ typedef struct pfi_study_trace {
     double power[PFI_STUDY_TRACE_GPUS][PFI_STUDY_TRACE_PTS];
 } pfi_study_trace;
 
+/* The grid day (--scenario grid-day): the allocation's jobs (truth, and the curves pfi sees)
+ * on a simulated site through a day with two events. */
+typedef struct pfi_study_grid {
+    int done;
+    char why[256];
+    char unit[48];             /* of tput_lost: "tokens" or "GPU-weighted relative x s" */
+    double elapsed_s;          /* what the grid day added to the study */
+    pfi_grid_day day;
+    pfi_grid_day_opts opts;
+} pfi_study_grid;
+
 typedef struct pfi_study {
     pfi_study_opts opts;
     char source[256];          /* "simulated fleet 'paper', seed 1" or "store FILE" */
@@ -121,6 +135,7 @@ typedef struct pfi_study {
     pfi_study_pred pred;
     pfi_study_alloc alloc;
     pfi_study_trace trace;
+    pfi_study_grid grid;
     int n_notes;
     char notes[PFI_STUDY_MAX_NOTES][256]; /* steps not done and why; caveats */
     double elapsed_s;

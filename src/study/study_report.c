@@ -241,7 +241,8 @@ typedef struct figure {
     int done;
 } figure;
 
-enum { FIG_CURVES, FIG_HIST, FIG_PRED, FIG_ALLOC, FIG_TRACE, N_FIGS };
+enum { FIG_CURVES, FIG_HIST, FIG_PRED, FIG_ALLOC, FIG_TRACE, FIG_GRID_POWER, FIG_GRID_TPUT,
+       N_FIGS };
 
 static int fig_curves(const pfi_study *s, const char *dir, pfi_err *err)
 {
@@ -416,6 +417,90 @@ static int fig_trace(const pfi_study *s, const char *dir, pfi_err *err)
     int rc = pfi_plot_render(p, dir, "fig_gpu_trace", err);
     pfi_plot_free(p);
     return rc;
+}
+
+/* The grid day over 24 h: one series per policy (and the budget), in hours. */
+static int fig_grid(const pfi_study *s, const char *dir, int power, pfi_err *err)
+{
+    const pfi_grid_day *d = &s->grid.day;
+    double *h = malloc(sizeof *h * (size_t)d->n_steps), *b = malloc(sizeof *b * (size_t)d->n_steps);
+    if (!h || !b) {
+        free(h);
+        free(b);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (int k = 0; k < d->n_steps; k++) {
+        h[k] = d->t[k] / 3600;
+        b[k] = isfinite(d->budget_w[k]) ? d->budget_w[k] / 1000 : NAN;
+    }
+    char yl[96];
+    snprintf(yl, sizeof yl, "%s", power ? "site power (kW)"
+                                        : (s->grid.day.n_events && !strcmp(s->grid.unit, "tokens")
+                                               ? "site throughput (tokens/s)"
+                                               : "site throughput (GPU-weighted relative)"));
+    pfi_plot *p = pfi_plot_new(power ? "Site power against the events' budget over the day"
+                                     : "Site throughput over the day",
+                               "hour of the day", yl);
+    static const int order[] = {PFI_GD_NONE, PFI_GD_EQUAL, PFI_GD_PFI};
+    double *y = malloc(sizeof *y * (size_t)d->n_steps);
+    for (int q = 0; y && q < 3; q++) {
+        int pol = order[q];
+        for (int k = 0; k < d->n_steps; k++)
+            y[k] = power ? d->draw_w[pol][k] / 1000 : d->tput[pol][k];
+        char label[64];
+        snprintf(label, sizeof label, "%s", pol == PFI_GD_NONE ? "no event (counterfactual)"
+                                            : pol == PFI_GD_EQUAL ? "equal cut"
+                                                                  : "pfi");
+        pfi_plot_series(p, label, PFI_PLOT_LINES, pfi_palette(q), h, y, NULL, NULL, d->n_steps,
+                        0);
+    }
+    if (power)
+        pfi_plot_series(p, "budget (events, ramps)", PFI_PLOT_LINES, "#d62728", h, b, NULL, NULL,
+                        d->n_steps, 0);
+    pfi_plot_xrange(p, 0, 24);
+    int rc = y ? pfi_plot_render(p, dir, power ? "fig_grid_power" : "fig_grid_tput", err)
+               : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    pfi_plot_free(p);
+    free(h);
+    free(b);
+    free(y);
+    return rc;
+}
+
+static int fig_grid_power(const pfi_study *s, const char *dir, pfi_err *err)
+{
+    return fig_grid(s, dir, 1, err);
+}
+
+static int fig_grid_tput(const pfi_study *s, const char *dir, pfi_err *err)
+{
+    return fig_grid(s, dir, 0, err);
+}
+
+static pfi_table *grid_table(const pfi_study *s)
+{
+    const pfi_grid_day *d = &s->grid.day;
+    char lost[80];
+    snprintf(lost, sizeof lost, "lost (%s)", s->grid.unit);
+    const char *h[] = {"event", "baseline (kW)", "target (kW)", "policy", "largest excess (W)",
+                       "time over target (s)", "energy shed (kWh)", lost, "ramps"};
+    pfi_table *t = pfi_table_new(9, h);
+    static const int order[] = {PFI_GD_PFI, PFI_GD_EQUAL, PFI_GD_ORACLE, PFI_GD_NONE};
+    for (int e = 0; e < d->n_events; e++)
+        for (int q = 0; q < 4; q++) {
+            const pfi_grid_day_cell *c = &d->cell[e][order[q]];
+            pfi_table_cell(t, "%s", d->events[e].id);
+            pfi_table_cell(t, "%.1f", d->events[e].baseline_w / 1000);
+            pfi_table_cell(t, "%.1f", pfi_event_target_w(&d->events[e]) / 1000);
+            pfi_table_cell(t, "%s", order[q] == PFI_GD_NONE ? "none (no control)"
+                                                             : pfi_grid_day_policy_name(order[q]));
+            pfi_table_cell(t, "%.0f", c->max_excess_w);
+            pfi_table_cell(t, "%.0f", c->seconds_over_target);
+            pfi_table_cell(t, "%.1f", c->energy_shed_kwh);
+            pfi_table_cell(t, "%.4g", c->tput_lost);
+            pfi_table_cell(t, "%s", c->ramp_ok ? "kept" : "not kept");
+        }
+    return t;
 }
 
 /* ------------------------------------------------------------------ documents */
@@ -611,6 +696,35 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
              s->trace.run);
         figure_ref(&d, &figs[FIG_TRACE]);
     }
+    if (s->opts.scenario) {
+        heading(&d, 2, "A grid day");
+        const pfi_study_grid *g = &s->grid;
+        if (g->done) {
+            const pfi_grid_day_opts *o = &g->opts;
+            para(&d,
+                 "The allocation's jobs on a simulated site of %d nodes x %d GPUs through 24 h "
+                 "in %.0f s steps: %.0f%% of the GPUs busy on average, jobs of %.1f h on "
+                 "average drawn from the population (%d started, %d waited for room), seed "
+                 "%llu. Two events: a 25%% cut held 3 h from 13:00 with 10 min ramps, and a 30%% "
+                 "cut for 30 min from 19:00 with a 5 min ramp down and up; each cut is taken "
+                 "from the site's mean draw over the hour before its ramp. The budget, on the "
+                 "sum of the running jobs' caps, is each step the lowest the events allow over "
+                 "it; a job draws min(baseline, cap) per GPU (an upper bound: simulated jobs "
+                 "draw a little less than a binding cap) and makes its TRUE throughput there; "
+                 "idle GPUs are in neither the draw nor the budget. equal and oracle see the true "
+                 "curves, pfi sees %s. Lost: against the same day without events, over each "
+                 "event's ramp, window and restore. %d step(s) could not be met even at every "
+                 "job's minimum cap.",
+                 o->nodes, o->gpus_per_node, o->dt_s, o->occupancy * 100,
+                 o->mean_duration_s / 3600, g->day.n_started, g->day.n_waited,
+                 (unsigned long long)o->seed, s->alloc.pfi_curves, g->day.n_infeasible_steps);
+            table(&d, grid_table(s));
+            figure_ref(&d, &figs[FIG_GRID_POWER]);
+            figure_ref(&d, &figs[FIG_GRID_TPUT]);
+        } else {
+            para(&d, "Not done: %s.", g->why[0] ? g->why : "the allocation experiment did not run");
+        }
+    }
     heading(&d, 2, "Reproduce");
     para(&d, "`pfi study --fleet %s --seed %llu --out %s` (or `--from-db FILE` for measured or "
              "imported runs). Figures are drawn by gnuplot from the .gp and .dat files beside them.",
@@ -625,6 +739,40 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
 }
 
 /* ------------------------------------------------------------------ summary.json */
+
+/* summary.json's grid_day: per event and policy the compliance and what was lost. */
+static json_t *grid_summary(const pfi_study *s)
+{
+    const pfi_study_grid *g = &s->grid;
+    if (!g->done)
+        return json_pack("{s:b, s:s}", "done", 0, "why",
+                         g->why[0] ? g->why : "the allocation experiment did not run");
+    const pfi_grid_day *d = &g->day;
+    json_t *evs = json_array();
+    for (int e = 0; e < d->n_events; e++) {
+        const pfi_event *ev = &d->events[e];
+        json_t *pol = json_object();
+        for (int p = 0; p < PFI_GRID_DAY_NPOL; p++) {
+            const pfi_grid_day_cell *c = &d->cell[e][p];
+            json_object_set_new(pol, pfi_grid_day_policy_name(p),
+                                json_pack("{s:f, s:f, s:o, s:f, s:b}", "max_excess_w",
+                                          c->max_excess_w, "seconds_over_target",
+                                          c->seconds_over_target, "energy_shed_kwh",
+                                          pfi_json_num(c->energy_shed_kwh), "tokens_lost", c->tput_lost,
+                                          "ramp_ok", c->ramp_ok));
+        }
+        json_array_append_new(
+            evs, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:o}", "id", ev->id, "cut",
+                           ev->cut, "start_h", ev->start_s / 3600, "duration_s",
+                           ev->end_s - ev->start_s, "ramp_s", ev->ramp_down_s, "baseline_w",
+                           ev->baseline_w, "target_w", pfi_event_target_w(ev),
+                           "baseline_method", ev->baseline_method, "policies", pol));
+    }
+    return json_pack("{s:b, s:s, s:i, s:i, s:i, s:i, s:i, s:f, s:o}", "done", 1,
+                     "tokens_lost_unit", g->unit, "nodes", g->opts.nodes, "gpus", d->site_gpus,
+                     "jobs_started", d->n_started, "steps", d->n_steps, "infeasible_steps",
+                     d->n_infeasible_steps, "elapsed_s", g->elapsed_s, "events", evs);
+}
 
 json_t *pfi_study_summary(const pfi_study *s)
 {
@@ -716,6 +864,8 @@ json_t *pfi_study_summary(const pfi_study *s)
         json_object_set_new(al, "why", json_string(a->why));
     }
     json_object_set_new(doc, "allocation", al);
+    if (s->opts.scenario)
+        json_object_set_new(doc, "grid_day", grid_summary(s));
     json_t *notes = json_array();
     for (int i = 0; i < s->n_notes; i++)
         json_array_append_new(notes, json_string(s->notes[i]));
@@ -732,11 +882,14 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, pfi_err *err)
         {"fig_pred_vs_true", "Predicted vs measured PFI30, every prediction out of sample", 0},
         {"fig_alloc_vs_cut", "Gain per job over the equal cut, by policy and cut", 0},
         {"fig_gpu_trace", "SM clock and power of each GPU of one job across a cap step", 0},
+        {"fig_grid_power", "The grid day: site power against the events' budget", 0},
+        {"fig_grid_tput", "The grid day: site throughput", 0},
     };
     if (s->opts.figures) {
         int (*draw[N_FIGS])(const pfi_study *, const char *, pfi_err *) = {
-            fig_curves, fig_hist, fig_pred, fig_alloc, fig_trace};
-        int can[N_FIGS] = {1, 1, s->pred.done, s->alloc.done, s->trace.done};
+            fig_curves, fig_hist, fig_pred, fig_alloc, fig_trace, fig_grid_power, fig_grid_tput};
+        int can[N_FIGS] = {1, 1, s->pred.done, s->alloc.done, s->trace.done, s->grid.done,
+                           s->grid.done};
         for (int f = 0; f < N_FIGS; f++) {
             if (!can[f])
                 continue;

@@ -489,7 +489,10 @@ static void test_grid_events(void **state)
     int created = 0;
     assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
     json_decref(body);
+    json_decref(res);
     assert_int_equal(created, 1);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK); /* the API does it at once */
+    res = pfi_cl_grid_json(x.c, "g1");
     assert_true(json_is_true(json_object_get(res, "binding")));
     assert_non_null(json_object_get(json_object_get(res, "cost"), "equal"));
     json_decref(res);
@@ -515,6 +518,7 @@ static void test_grid_events(void **state)
     assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
     json_decref(res);
     json_decref(body);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
     /* Bad: ends before it starts; above the site's maximum.  Nothing stored. */
     const char *bad[] = {"{\"start\": 2000000000, \"end\": 1999999000, \"limit_w\": 5000}",
                          "{\"start\": 2000000000, \"duration_s\": 60, \"limit_w\": 1e9}"};
@@ -530,6 +534,7 @@ static void test_grid_events(void **state)
 
     /* Deleted: the manual budget is back at once. */
     assert_int_equal(pfi_cl_grid_remove(x.c, "g1", &e), PFI_OK);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
     double sum = pfi_standin_cap_sum(x.s);
     assert_true(sum > 0.7 * full + 1 && sum <= 0.95 * full + 1e-6);
     assert_int_equal(pfi_cl_grid_remove(x.c, "g1", &e), PFI_ENOENT);

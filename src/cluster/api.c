@@ -104,6 +104,15 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
     return send_json(con, 200, pfi_cl_json_allocation(s->c));
 }
 
+/* A grid event changed: re-plan at once; a failure is the controller's note (the event
+ * stands, and the loop tries again). */
+static void replan(pfi_cl *c, const char *what)
+{
+    pfi_err e = {0};
+    if (pfi_cl_reapply(c, &e) != PFI_OK)
+        fprintf(stderr, "pfi cluster: re-plan after %s: %s\n", what, e.msg);
+}
+
 /* An error answer with extra fields beside it (an infeasible event's achievable_w). */
 static enum MHD_Result send_err_with(struct MHD_Connection *con, unsigned code, const char *msg,
                                      json_t *extra)
@@ -129,7 +138,13 @@ static enum MHD_Result post_event(pfi_cl_server *s, struct MHD_Connection *con,
     json_decref(d);
     if (rc != PFI_OK)
         return send_err_with(con, http_code(rc), e.msg, res);
-    return send_json(con, created ? 201 : 200, res);
+    json_t *id = json_object_get(res, "id");
+    char one[PFI_EVENT_ID_MAX];
+    snprintf(one, sizeof one, "%s", json_is_string(id) ? json_string_value(id) : "");
+    json_decref(res);
+    replan(s->c, "the event");
+    json_t *v = pfi_cl_grid_json(s->c, one); /* as it stands after the re-plan */
+    return v ? send_json(con, created ? 201 : 200, v) : send_err(con, 500, "event lost");
 }
 
 /* /v1/grid/events[/ID[/report]] (docs/cluster.md). */
@@ -168,6 +183,7 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
         return post_event(s, con, body);
     if (pfi_cl_grid_remove(s->c, id, &e) != PFI_OK)
         return send_err(con, http_code(e.code), e.msg);
+    replan(s->c, "deleting the event");
     return send_json(con, 200, json_pack("{s:s}", "deleted", id));
 }
 

@@ -199,12 +199,6 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err 
     pthread_mutex_unlock(&c->op_mu);
     if (rc != PFI_OK)
         return rc;
-    pfi_err e = {0};
-    if (pfi_cl_reapply(c, &e) != PFI_OK) {
-        pthread_mutex_lock(&c->mu);
-        snprintf(c->note, sizeof c->note, "re-plan after event %s: %s", ev.id, e.msg);
-        pthread_mutex_unlock(&c->mu);
-    }
     *result = pfi_cl_grid_json(c, ev.id);
     return PFI_OK;
 }
@@ -227,10 +221,6 @@ int pfi_cl_grid_remove(pfi_cl *c, const char *id, pfi_err *err)
         pthread_mutex_unlock(&c->mu);
     }
     pthread_mutex_unlock(&c->op_mu);
-    if (rc == PFI_OK) {
-        pfi_err e = {0};
-        pfi_cl_reapply(c, &e);
-    }
     return rc;
 }
 

@@ -94,14 +94,31 @@ static int print_topology(int as_json)
 }
 
 /* The API and the heartbeat loop until SIGTERM or SIGINT. */
+/* Grid events in db; the OpenADR client when its config file is given. */
+static int grid_setup(pfi_cl *c, const char *db, const char *openadr, pfi_cl_ven **ven)
+{
+    pfi_err err = {0};
+    pfi_cl_ven_config vc;
+    pfi_cl_ven_config_defaults(&vc);
+    *ven = NULL;
+    if (pfi_cl_grid_open(c, db ? db : pfi_store_default_path(), &err) != PFI_OK ||
+        (openadr && (pfi_cl_ven_config_load(&vc, openadr, &err) != PFI_OK ||
+                     pfi_cl_ven_start(c, &vc, ven, &err) != PFI_OK)))
+        return pfi_cli_fail("cluster", &err);
+    pfi_cl_set_ven(c, *ven);
+    return PFI_EXIT_OK;
+}
+
 static int serve(pfi_cl *c, const char *listen, const char *token, const char *port_file,
-                 const char *db)
+                 const char *const grid[2])
 {
     pfi_err err = {0};
     pfi_cl_server *srv;
     int port = 0;
-    if (pfi_cl_grid_open(c, db ? db : pfi_store_default_path(), &err) != PFI_OK)
-        return pfi_cli_fail("cluster", &err);
+    pfi_cl_ven *ven;
+    int grc = grid_setup(c, grid[0], grid[1], &ven);
+    if (grc != PFI_EXIT_OK)
+        return grc;
     if (pfi_cl_server_start(c, listen, token, &srv, &port, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
     if (port_file) {
@@ -112,6 +129,8 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
             ok = 0;
         if (!ok) {
             pfi_cl_server_stop(srv);
+            pfi_cl_set_ven(c, NULL);
+            pfi_cl_ven_stop(ven);
             pfi_err_set(&err, PFI_EIO, "cannot write the port to %s", port_file);
             return pfi_cli_fail("cluster", &err);
         }
@@ -123,19 +142,23 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
     sigaction(SIGINT, &sa, NULL);
     if (pfi_cl_start_loop(c, &err) != PFI_OK) {
         pfi_cl_server_stop(srv);
+        pfi_cl_set_ven(c, NULL);
+        pfi_cl_ven_stop(ven);
         return pfi_cli_fail("cluster", &err);
     }
     fprintf(stderr, "pfi cluster: listening on port %d\n", port);
     while (!stop_flag)
         usleep(100000);
     pfi_cl_server_stop(srv);
+    pfi_cl_set_ven(c, NULL);
+    pfi_cl_ven_stop(ven);
     return PFI_EXIT_OK;
 }
 
 /* The options as given; settings() turns them into the controller's config. */
 typedef struct cl_opts {
     const char *listen, *token, *node_url, *node_map, *node_token, *topo, *hb, *ttl, *timeout,
-        *ramp, *budget, *port_file, *db;
+        *ramp, *budget, *port_file, *grid[2];
     int as_json;
 } cl_opts;
 
@@ -181,7 +204,8 @@ int pfi_cmd_cluster(int argc, char **argv)
         {"budget", PFI_OPT_STR, &o.budget, "BUDGET", "serve: initial site budget"},
         {"ramp", PFI_OPT_STR, &o.ramp, "DURATION", "reach the budget over this time"},
         {"json", PFI_OPT_FLAG, &o.as_json, NULL, "one JSON document on stdout"},
-        {"db", PFI_OPT_STR, &o.db, "FILE", "serve: grid events and site power (default $PFI_DB)"},
+        {"db", PFI_OPT_STR, &o.grid[0], "FILE", "serve: grid events, site power (default $PFI_DB)"},
+        {"openadr", PFI_OPT_STR, &o.grid[1], "FILE", "serve: OpenADR 3.0 client settings"},
         {0},
     };
     const pfi_cmd_spec spec = {
@@ -245,7 +269,7 @@ int pfi_cmd_cluster(int argc, char **argv)
         goto out;
     }
 
-    rc = serve(c, o.listen, o.token, o.port_file, o.db);
+    rc = serve(c, o.listen, o.token, o.port_file, o.grid);
 out:
     pfi_cl_close(c);
     return rc;

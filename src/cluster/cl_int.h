@@ -42,6 +42,7 @@ struct pfi_cl {
     char grid_event[PFI_EVENT_ID_MAX];
     int sla_yield;              /* plan.c: the SLAs give way (a yielding event binds) */
     double grid_rec_wall;
+    pfi_cl_ven *ven;            /* the OpenADR client, when configured (GET /v1/grid/openadr) */
 
     pthread_t loop;
     int loop_running;

@@ -405,3 +405,10 @@ void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
     json_decref(tmp);
     return o;
 }
+
+void pfi_cl_set_ven(pfi_cl *c, pfi_cl_ven *v)
+{
+    pthread_mutex_lock(&c->mu);
+    c->ven = v;
+    pthread_mutex_unlock(&c->mu);
+}

@@ -6,9 +6,8 @@
 # sum of the limits at single instants), restores afterwards, and posts a report with USAGE and
 # DEMAND per interval; an event with an unknown payload type is counted as an error and changes
 # nothing; revoked tokens are fetched again.
-# Times are seconds, not the 20 minutes of the issue's example: the daemons run in real time.
-# The limit is 75% of the site's default limits (5600 W), not of its draw: the simulated GPUs
-# run no job here, so their draw is below what their minimum limits need.
+# The limit is 75% of the site's draw when the event is published.  Times are seconds, not the 20
+# minutes of the issue's example: the daemons run in real time.
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 
@@ -111,17 +110,30 @@ until ven | grep -q 'unknown payload type CHOCOLATE'; do
 done
 curl -sf "$CL/v1/grid/events" | grep -q '"id"' && fail "an event with an unknown payload was taken"
 
-# ---- the event: 4.2 kW (75% of 5600 W) for 10 s, 3 s ramps ----
-TARGET=4200
+# ---- SIMPLE level 2: a cut of the configured 20% (an hour from now: binds nothing here) ----
+publish "{\"eventName\": \"simple\", \"priority\": 2, \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [2]}]}]}"
+i=0
+until curl -sf "$CL/v1/grid/events/oadr-2-0" >"$dir/simple.json" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "SIMPLE level 2 not taken: $(ven)"
+    sleep 0.1
+done
+grep -q '"cut": 0.2' "$dir/simple.json" && grep -q '"priority": -2' "$dir/simple.json" &&
+    grep -q '"duration_s": 600' "$dir/simple.json" || fail "SIMPLE level 2 mapped to $(cat "$dir/simple.json")"
+
+# ---- the event: 75% of the site's draw now, for 10 s, 3 s ramps ----
+draw=$("$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"power_w"/ { sub(/,$/, "", $2); s += $2 } END { printf "%.0f", s }')
+TARGET=$(awk -v d="$draw" 'BEGIN { printf "%.0f", 0.75 * d }')
+KW=$(awk -v t="$TARGET" 'BEGIN { printf "%.3f", t / 1000 }')
+note "site draw $draw W: limit $KW kW"
 set_allowed 5600
 "$SAMPLER" --sample "$PFI_SIM_STATE" "$dir/allowed" "$dir/sampled" 2>>"$dir/sampler.log" &
 SAMPLE=$!
 pids="$pids $SAMPLE"
 START=$(( $(now | cut -d. -f1) + 6 ))
 END=$((START + 10))
-publish "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso $START)\", \"duration\": \"PT10S\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [4.2]}]}]}"
+publish "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso $START)\", \"duration\": \"PT10S\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}"
 i=0
-until curl -sf "$CL/v1/grid/events" | grep -q '"source": "openadr:site-dr"'; do
+until curl -sf "$CL/v1/grid/events/oadr-3-0" >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -gt 60 ] && fail "the VEN did not take the event: $(ven)"
     sleep 0.1
 done
@@ -156,7 +168,7 @@ curl -sf "$VTN/_test/reports" >"$dir/reports.json"
 python3 - "$dir/reports.json" <<'EOF' || fail "report: $(cat "$dir/reports.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
-assert r["programID"] == "p1" and r["eventID"] == "2", r
+assert r["programID"] == "p1" and r["eventID"] == "3", r
 iv = r["resources"][0]["intervals"]
 types = {p["type"] for x in iv for p in x["payloads"]}
 assert {"USAGE", "DEMAND"} <= types, types

@@ -70,7 +70,7 @@ vtn_url = $VTN
 client_id = pfi-site
 secret_file = $dir/secret
 program = site-dr
-poll = 500ms
+poll = 300ms
 ramp = 3s
 EOF
 "$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token "$dir/token" \
@@ -120,7 +120,7 @@ done
 grep -q '"cut": 0.2' "$dir/simple.json" && grep -q '"priority": -2' "$dir/simple.json" &&
     grep -q '"duration_s": 600' "$dir/simple.json" || fail "SIMPLE level 2 mapped to $(cat "$dir/simple.json")"
 
-# ---- the event: 75% of the site's draw now, for 10 s, 3 s ramps ----
+# ---- the event: 75% of the site's draw now, for 6 s, 3 s ramps ----
 draw=$("$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"power_w"/ { sub(/,$/, "", $2); s += $2 } END { printf "%.0f", s }')
 TARGET=$(awk -v d="$draw" 'BEGIN { printf "%.0f", 0.75 * d }')
 KW=$(awk -v t="$TARGET" 'BEGIN { printf "%.3f", t / 1000 }')
@@ -129,9 +129,9 @@ set_allowed 5600
 "$SAMPLER" --sample "$PFI_SIM_STATE" "$dir/allowed" "$dir/sampled" 2>>"$dir/sampler.log" &
 SAMPLE=$!
 pids="$pids $SAMPLE"
-START=$(( $(now | cut -d. -f1) + 6 ))
-END=$((START + 10))
-publish "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso $START)\", \"duration\": \"PT10S\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}"
+START=$(( $(now | cut -d. -f1) + 5 ))
+END=$((START + 6))
+publish "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso $START)\", \"duration\": \"PT6S\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}"
 i=0
 until curl -sf "$CL/v1/grid/events/oadr-3-0" >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -gt 60 ] && fail "the VEN did not take the event: $(ven)"

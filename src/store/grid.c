@@ -10,7 +10,8 @@
 
 struct pfi_grid_store {
     pthread_mutex_t mu;
-    pfi_store *st;
+    pfi_store *st;  /* events: every commit synced (the store's default) */
+    pfi_store *pw;  /* power samples: synchronous=NORMAL, a row a second is not worth a sync */
 };
 
 static const pfi_store_step steps[] = {
@@ -33,7 +34,12 @@ int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
     if (rc == PFI_OK)
         rc = pfi_store_migrate_layer(g->st, "grid", steps, (int)(sizeof steps / sizeof steps[0]),
                                      err);
+    if (rc == PFI_OK)
+        rc = pfi_store_open(path, 0, &g->pw, err);
+    if (rc == PFI_OK)
+        rc = pfi_store_exec(g->pw, "PRAGMA synchronous=NORMAL", err, "setting up site power");
     if (rc != PFI_OK) {
+        pfi_store_close(g->pw);
         pfi_store_close(g->st);
         free(g);
         return rc;
@@ -47,18 +53,24 @@ void pfi_grid_close(pfi_grid_store *g)
 {
     if (!g)
         return;
+    pfi_store_close(g->pw);
     pfi_store_close(g->st);
     pthread_mutex_destroy(&g->mu);
     free(g);
 }
 
 /* Steps a prepared statement to its end; PFI_OK or the store's error. */
-static int step_done(pfi_grid_store *g, sqlite3_stmt *s, const char *doing, pfi_err *err)
+static int step_done_on(pfi_store *st, sqlite3_stmt *s, const char *doing, pfi_err *err)
 {
     int rc = sqlite3_step(s);
-    int out = rc == SQLITE_DONE ? PFI_OK : pfi_store_sqlerr(g->st, rc, err, doing);
+    int out = rc == SQLITE_DONE ? PFI_OK : pfi_store_sqlerr(st, rc, err, doing);
     sqlite3_finalize(s);
     return out;
+}
+
+static int step_done(pfi_grid_store *g, sqlite3_stmt *s, const char *doing, pfi_err *err)
+{
+    return step_done_on(g->st, s, doing, err);
 }
 
 int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
@@ -170,7 +182,7 @@ int pfi_grid_power_add(pfi_grid_store *g, double wall, double site_w, double bud
 {
     pthread_mutex_lock(&g->mu);
     sqlite3_stmt *s;
-    int rc = pfi_store_prepare(g->st,
+    int rc = pfi_store_prepare(g->pw,
                                "INSERT INTO grid_power(t, site_w, budget_w, event) "
                                "VALUES(?,?,?,?)",
                                &s, err);
@@ -182,7 +194,7 @@ int pfi_grid_power_add(pfi_grid_store *g, double wall, double site_w, double bud
             sqlite3_bind_text(s, 4, event_id, -1, SQLITE_TRANSIENT);
         else
             sqlite3_bind_null(s, 4);
-        rc = step_done(g, s, "recording site power", err);
+        rc = step_done_on(g->pw, s, "recording site power", err);
     }
     pthread_mutex_unlock(&g->mu);
     return rc;
@@ -195,7 +207,7 @@ int pfi_grid_power_range(pfi_grid_store *g, double t0, double t1, pfi_grid_sampl
     *n = 0;
     pthread_mutex_lock(&g->mu);
     sqlite3_stmt *s;
-    int rc = pfi_store_prepare(g->st,
+    int rc = pfi_store_prepare(g->pw,
                                "SELECT t, site_w, budget_w FROM grid_power "
                                "WHERE t >= ? AND t < ? ORDER BY t",
                                &s, err);
@@ -219,7 +231,7 @@ int pfi_grid_power_range(pfi_grid_store *g, double t0, double t1, pfi_grid_sampl
             x->budget_w = pfi_store_col_real(s, 2);
         }
         if (rc == PFI_OK && src != SQLITE_DONE)
-            rc = pfi_store_sqlerr(g->st, src, err, "reading site power");
+            rc = pfi_store_sqlerr(g->pw, src, err, "reading site power");
         sqlite3_finalize(s);
     }
     pthread_mutex_unlock(&g->mu);
@@ -236,7 +248,7 @@ int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
 {
     pthread_mutex_lock(&g->mu);
     sqlite3_stmt *s;
-    int rc = pfi_store_prepare(g->st,
+    int rc = pfi_store_prepare(g->pw,
                                "DELETE FROM grid_power WHERE t < ?1 AND NOT EXISTS ("
                                " SELECT 1 FROM grid_events e"
                                " WHERE grid_power.t >= e.start_s - e.ramp_down_s - ?2"
@@ -246,7 +258,7 @@ int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
         sqlite3_bind_double(s, 1, before);
         sqlite3_bind_double(s, 2, keep_before_s);
         sqlite3_bind_double(s, 3, keep_after_s);
-        rc = step_done(g, s, "pruning site power", err);
+        rc = step_done_on(g->pw, s, "pruning site power", err);
     }
     pthread_mutex_unlock(&g->mu);
     return rc;

@@ -6,7 +6,9 @@
  * Tables: grid_events (one row per event, every field of pfi_event), grid_power (one row per
  * recorded site sample: wall time, site draw, budget in force, the binding event's id).  Every
  * write is one statement or one transaction: a crash leaves the old row or the new, never half.
- * One connection, shared by the daemon's threads under a mutex. */
+ * Events are synced at every commit; power samples go through a second connection with
+ * synchronous=NORMAL (a power cut may lose the last seconds of samples, never an event).  The
+ * connections are shared by the daemon's threads under a mutex. */
 #ifndef PFI_STORE_GRID_H
 #define PFI_STORE_GRID_H
 

@@ -88,7 +88,8 @@ static int r_set(pfi_backend *b, int i, double w, pfi_err *err)
         return pfi_err_set(err, PFI_ELOST, "GPU %d has fallen off the bus", i);
     if (r->set_fails[i])
         return pfi_err_set(err, PFI_EPERM, "GPU %d: no permission", i);
-    r->limit[i] = w;
+    /* The device takes whole milliwatts, as NVML does (nearest, as the NVML backend rounded). */
+    r->limit[i] = round(w * 1000.0) / 1000.0;
     r->sets++;
     double s = rec_sum(r);
     if (s > r->peak)
@@ -158,6 +159,56 @@ static void test_apply_never_over_budget(void **state)
             assert_true(fabs(r.limit[i] - target[i]) < 1e-9);
         assert_true(rep.peak_w <= r.allowed + 1e-6);
         assert_true(rep.sum_after_w <= b_new + 1e-6);
+    }
+}
+
+/* The sum of the limits in whole milliwatts (the recorder holds whole milliwatts). */
+static long long rec_sum_mw(const rec *r)
+{
+    long long s = 0;
+    for (int i = 0; i < r->n; i++)
+        s += llround(r->limit[i] * 1000.0);
+    return s;
+}
+
+/* Budgets a fraction of a watt apart (issue 14 item 7: 4000 W, then 3999.6 ... 3998 W), and
+ * random fractional caps: after every apply the sum of the limits is at most the budget,
+ * compared exactly in milliwatts, never over by a fraction of a watt. */
+static void test_apply_fractional_budget_exact(void **state)
+{
+    rec r = rec_uniform(8, 500, INFINITY);
+    pfi_backend b = rec_backend(&r);
+    const double budgets[] = {4000, 3999.6, 3999.2, 3998.8, 3998.4, 3998, 3997.9999};
+    for (size_t k = 0; k < sizeof budgets / sizeof budgets[0]; k++) {
+        double target[PFI_MAX_GPUS];
+        for (int i = 0; i < r.n; i++)
+            target[i] = budgets[k] / r.n;
+        pfi_apply_report rep;
+        pfi_err e = {0};
+        assert_int_equal(pfi_hw_apply(&b, r.n, target, budgets[k], NULL, &rep, &e), PFI_OK);
+        long long budget_mw = (long long)floor(budgets[k] * 1000.0 + 1e-6);
+        assert_true(rec_sum_mw(&r) <= budget_mw);
+        assert_true(rep.sum_after_w * 1000.0 <= (double)budget_mw);
+        assert_int_equal(rep.n_failed, 0);
+    }
+    for (int trial = 0; trial < 2000; trial++) {
+        rec q = {0};
+        q.n = 1 + (int)(uni() * 8);
+        double target[PFI_MAX_GPUS], bud = 0;
+        for (int i = 0; i < q.n; i++) {
+            q.limit[i] = round((200 + 500 * uni()) * 1000.0) / 1000.0;
+            target[i] = 200 + 500 * uni();
+            bud += target[i];
+        }
+        q.allowed = INFINITY;
+        pfi_backend bq = rec_backend(&q);
+        pfi_apply_report rep;
+        pfi_err e = {0};
+        assert_int_equal(pfi_hw_apply(&bq, q.n, target, bud, NULL, &rep, &e), PFI_OK);
+        assert_int_equal(rep.n_held, 0);
+        assert_true(rec_sum_mw(&q) <= (long long)floor(bud * 1000.0 + 1e-6));
+        for (int i = 0; i < q.n; i++)
+            assert_true(q.limit[i] <= target[i] && q.limit[i] > target[i] - 0.001);
     }
 }
 
@@ -375,6 +426,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_apply_never_over_budget),
         cmocka_unit_test(test_naive_order_is_caught),
+        cmocka_unit_test(test_apply_fractional_budget_exact),
         cmocka_unit_test(test_lost_gpu_does_not_stop_others),
         cmocka_unit_test(test_refused_set_counts_old_limit),
         cmocka_unit_test(test_enforced_mismatch_reported),

@@ -5,7 +5,11 @@
  * old high one.  So: every lowering first, each one read back (the device's word, not ours,
  * decides what is counted); then each raise only if the sum with it still fits.  Every GPU is
  * counted at the most it may be holding: a set that failed midway counts at the higher of before
- * and target; a GPU that cannot be read counts at its last known limit or its maximum. */
+ * and target; a GPU that cannot be read counts at its last known limit or its maximum.
+ *
+ * All of it is counted in whole milliwatts (hw.h): a target is rounded down to what the device
+ * accepts, a limit read back is counted rounded up, and sums are compared exactly.  There is no
+ * "close enough": a change of one milliwatt that the budget needs is made. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,14 +28,26 @@ static double counted(const pfi_device *d)
     return a > e ? a : e;
 }
 
+/* Watts as whole milliwatts (doubles hold them exactly), rounded up: what may be held. */
+static double held_mw(double w)
+{
+    return isfinite(w) ? (double)pfi_hw_held_mw(w) : w;
+}
+
+/* Watts as the whole milliwatts a device is asked for, rounded down. */
+static double cap_mw(double w)
+{
+    return isfinite(w) ? (double)pfi_hw_cap_mw(w) : w;
+}
+
 static double fallback(const pfi_device *known, int i)
 {
     if (known) {
         double v = counted(&known[i]);
         if (!isnan(v))
-            return v;
+            return held_mw(v);
         if (isfinite(known[i].max_limit_w) && known[i].max_limit_w > 0)
-            return known[i].max_limit_w;
+            return held_mw(known[i].max_limit_w);
     }
     return INFINITY;
 }
@@ -56,13 +72,14 @@ static void note(pfi_apply_report *rep, int i, const pfi_err *e)
     }
 }
 
-/* Sets one GPU and reads it back; cur[i] afterwards is what it may be holding. */
+/* Sets one GPU to target (milliwatts) and reads it back; cur[i] (milliwatts) afterwards is
+ * what it may be holding. */
 static void set_one(pfi_backend *b, int i, double target, double *cur, pfi_apply_report *rep)
 {
     pfi_cap_change *c = &rep->gpu[i];
     pfi_err e = {0};
     double before = cur[i];
-    int rc = pfi_hw_set_limit(b, i, target, NULL, &e);
+    int rc = pfi_hw_set_limit(b, i, target / 1000.0, NULL, &e);
     if (rc != PFI_OK) {
         note(rep, i, &e);
         /* The driver may or may not have taken it: count the worse of the two. */
@@ -77,7 +94,7 @@ static void set_one(pfi_backend *b, int i, double target, double *cur, pfi_apply
     }
     c->limit_w = d.limit_w;
     c->enforced_w = d.enforced_w;
-    cur[i] = counted(&d);
+    cur[i] = held_mw(counted(&d));
     if (isnan(cur[i]))
         cur[i] = target > before ? target : before;
 }
@@ -90,7 +107,11 @@ int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
     if (n < 0 || n > PFI_MAX_GPUS)
         return pfi_err_set(err, PFI_EINVAL, "apply: %d GPUs is out of range", n);
     rep->n = n;
-    double cur[PFI_MAX_GPUS] = {0};
+    /* Milliwatts from here on: what each GPU may hold, what it is asked, the budget. */
+    double cur[PFI_MAX_GPUS] = {0}, tgt[PFI_MAX_GPUS];
+    double budget = isnan(budget_w) ? INFINITY : cap_mw(budget_w);
+    for (int i = 0; i < n; i++)
+        tgt[i] = isnan(target_w[i]) ? NAN : cap_mw(target_w[i]);
     int readable = 0;
     for (int i = 0; i < n; i++) {
         pfi_cap_change *c = &rep->gpu[i];
@@ -103,7 +124,7 @@ int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
             c->before_w = d.limit_w;
             c->limit_w = d.limit_w;
             c->enforced_w = d.enforced_w;
-            cur[i] = counted(&d);
+            cur[i] = held_mw(counted(&d));
             readable++;
         } else {
             cur[i] = fallback(known, i);
@@ -111,27 +132,27 @@ int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
                 note(rep, i, &e);
         }
     }
-    rep->sum_before_w = rep->peak_w = sum_of(cur, n);
+    rep->sum_before_w = rep->peak_w = sum_of(cur, n) / 1000.0;
     if (n > 0 && readable == 0)
         return pfi_err_set(err, PFI_EIO, "apply: none of the %d GPUs could be read", n);
 
     /* Pass 1: lowerings.  Each only reduces what is counted, so no order among them matters. */
     for (int i = 0; i < n; i++) {
         pfi_cap_change *c = &rep->gpu[i];
-        if (isnan(target_w[i]) || c->code != PFI_OK || !(target_w[i] < cur[i] - 0.5))
+        if (isnan(tgt[i]) || c->code != PFI_OK || !(tgt[i] < cur[i]))
             continue;
-        set_one(b, i, target_w[i], cur, rep);
+        set_one(b, i, tgt[i], cur, rep);
         rep->n_changed++;
     }
     /* Pass 2: raises, smallest first, so that when a failed lowering leaves too little room the
      * room goes to as many GPUs as possible. */
     int order[PFI_MAX_GPUS], m = 0;
     for (int i = 0; i < n; i++)
-        if (!isnan(target_w[i]) && rep->gpu[i].code == PFI_OK && target_w[i] > cur[i] + 0.5)
+        if (!isnan(tgt[i]) && rep->gpu[i].code == PFI_OK && tgt[i] > cur[i])
             order[m++] = i;
     for (int a = 1; a < m; a++)
-        for (int k = a; k > 0 && target_w[order[k]] - cur[order[k]] <
-                                     target_w[order[k - 1]] - cur[order[k - 1]];
+        for (int k = a; k > 0 && tgt[order[k]] - cur[order[k]] <
+                                     tgt[order[k - 1]] - cur[order[k - 1]];
              k--) {
             int t = order[k];
             order[k] = order[k - 1];
@@ -140,18 +161,18 @@ int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
     for (int k = 0; k < m; k++) {
         int i = order[k];
         double s = sum_of(cur, n);
-        if (s - cur[i] + target_w[i] > budget_w + 1e-6) {
+        if (s - cur[i] + tgt[i] > budget) {
             rep->gpu[i].held = 1;
             rep->n_held++;
             snprintf(rep->gpu[i].msg, sizeof rep->gpu[i].msg,
-                     "raise to %.0f W held back: it would put the node at %.0f W, over the "
-                     "%.0f W budget",
-                     target_w[i], s - cur[i] + target_w[i], budget_w);
+                     "raise to %.3f W held back: it would put the node at %.3f W, over the "
+                     "%.3f W budget",
+                     tgt[i] / 1000.0, (s - cur[i] + tgt[i]) / 1000.0, budget / 1000.0);
             continue;
         }
-        set_one(b, i, target_w[i], cur, rep);
+        set_one(b, i, tgt[i], cur, rep);
         rep->n_changed++;
-        double now = sum_of(cur, n);
+        double now = sum_of(cur, n) / 1000.0;
         if (now > rep->peak_w)
             rep->peak_w = now;
     }
@@ -169,6 +190,6 @@ int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
                          c->target_w, c->enforced_w);
         }
     }
-    rep->sum_after_w = sum_of(cur, n);
+    rep->sum_after_w = sum_of(cur, n) / 1000.0;
     return PFI_OK;
 }

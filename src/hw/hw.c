@@ -1,5 +1,6 @@
 #include "hw/backend_impl.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,25 @@ int pfi_hw_sample(pfi_backend *b, int idx, pfi_sample *out, pfi_err *err)
     return b->ops->sample(b, idx, out, err);
 }
 
+static long long mw_saturated(double mw)
+{
+    if (isnan(mw) || mw > 1e18)
+        return LLONG_MAX;
+    if (mw < -1e18)
+        return LLONG_MIN;
+    return (long long)mw;
+}
+
+long long pfi_hw_cap_mw(double watts)
+{
+    return mw_saturated(floor(watts * 1000.0 + 1e-6));
+}
+
+long long pfi_hw_held_mw(double watts)
+{
+    return mw_saturated(ceil(watts * 1000.0 - 1e-6));
+}
+
 int pfi_hw_set_limit(pfi_backend *b, int idx, double watts, double *enforced_w, pfi_err *err)
 {
     if (b->read_only)
@@ -156,7 +176,13 @@ int pfi_hw_set_limit(pfi_backend *b, int idx, double watts, double *enforced_w, 
         return pfi_err_set(err, PFI_ERANGE,
                            "power limit %.0f W is outside GPU %d's range %.0f-%.0f W", watts, idx,
                            d.min_limit_w, d.max_limit_w);
-    rc = b->ops->set_limit(b, idx, watts, err);
+    /* What the device accepts: whole milliwatts, rounded down, within its range. */
+    long long mw = pfi_hw_cap_mw(watts);
+    if (mw > pfi_hw_cap_mw(d.max_limit_w))
+        mw = pfi_hw_cap_mw(d.max_limit_w);
+    if (mw < pfi_hw_held_mw(d.min_limit_w))
+        mw = pfi_hw_held_mw(d.min_limit_w);
+    rc = b->ops->set_limit(b, idx, (double)mw / 1000.0, err);
     if (rc != PFI_OK)
         return rc;
     if (enforced_w) {

@@ -46,7 +46,18 @@ int pfi_backend_read_only(const pfi_backend *b);
 int pfi_hw_count(pfi_backend *b, int *count, pfi_err *err);
 int pfi_hw_info(pfi_backend *b, int idx, pfi_device *out, pfi_err *err);
 int pfi_hw_sample(pfi_backend *b, int idx, pfi_sample *out, pfi_err *err);
+/* Power limits in whole milliwatts, the unit NVML takes.  A cap is rounded DOWN to one
+ * (pfi_hw_cap_mw), so a set of caps that fits a budget still fits after rounding; a limit read
+ * back is counted rounded UP (pfi_hw_held_mw), so a sum of them is never less than what the
+ * devices hold.  The budget itself is rounded down like a cap.  Sums of these are compared as
+ * integers: never over, not by a fraction of a watt.  (A small tolerance, 1e-6 mW, absorbs the
+ * binary representation of decimal watts such as 3999.6.)  Both saturate: NAN or beyond
+ * +-1e15 W gives LLONG_MAX (+) or LLONG_MIN (-), never undefined behaviour. */
+long long pfi_hw_cap_mw(double watts);
+long long pfi_hw_held_mw(double watts);
 /* Checks read-only mode and [min,max] before calling the backend, then reads the limit back.
+ * The limit asked is pfi_hw_cap_mw(watts) (rounded down to a milliwatt), brought into
+ * [min, max] when it is within 0.5 W outside them.
  * *enforced_w (may be NULL) receives what the device enforces after the change; when it
  * differs from what was asked by more than 1 W, the call still succeeds and the caller is told
  * through *enforced_w so it can report it. */
@@ -85,9 +96,10 @@ typedef struct pfi_apply_report {
 /* Moves GPUs 0..n-1 to target_w[i] (NAN: leave that GPU alone) so that the sum of the power
  * limits never exceeds budget_w at any instant beyond where it already was (INFINITY: no
  * budget; the order still keeps the sum between where it was and where it goes): all lowerings
- * first, each read back, then only the raises that still fit; a GPU already within 0.5 W of
- * its target is not set.  A GPU whose limit cannot be read counts at known[i] (the caller's
- * last reading; may be NULL, then at its maximum limit, or INFINITY when that is unknown too).
+ * first, each read back, then only the raises that still fit; a GPU already at its target
+ * (in whole milliwatts) is not set.  Targets, limits and the budget are counted in whole
+ * milliwatts (pfi_hw_cap_mw above).  A GPU whose limit cannot be read counts at known[i] (the
+ * caller's last reading; may be NULL, then at its maximum limit, or INFINITY when that is unknown too).
  * Failures of single GPUs are in the report, not in the return code: returns PFI_OK unless
  * nothing could be done at all. */
 int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,

@@ -414,7 +414,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
         pthread_mutex_lock(&n->hw_mu);
         rc = pfi_hw_apply(n->b, n->n_gpus, plan.target_w, apply_budget, known, &rep, err);
         if (rc == PFI_OK && mode != SRV_MODE_EXTERNAL && rep.n_failed > 0 &&
-            rep.sum_after_w > apply_budget + 0.5)
+            pfi_hw_held_mw(rep.sum_after_w) > pfi_hw_cap_mw(apply_budget))
             replan_around_failures(n, budget_w, &plan, &rep);
         pthread_mutex_unlock(&n->hw_mu);
     }

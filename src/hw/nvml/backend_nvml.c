@@ -636,7 +636,8 @@ static int nvml_set_limit(pfi_backend *b, int idx, double watts, pfi_err *err)
     if (!isfinite(watts) || watts <= 0 || watts > 100000)
         return pfi_err_set(err, PFI_ERANGE, "GPU %d: power limit %g W is not a valid limit", idx,
                            watts);
-    unsigned int mw = (unsigned int)lround(watts * 1000.0);
+    /* Down, as pfi_hw_cap_mw rounds (hw.c passes whole milliwatts): never above what was asked. */
+    unsigned int mw = (unsigned int)floor(watts * 1000.0 + 1e-6);
     nvmlReturn_t r = CALL(m, nvmlDeviceSetPowerManagementLimit, g->h, mw);
     if (r == NVML_SUCCESS)
         return PFI_OK;

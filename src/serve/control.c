@@ -174,6 +174,12 @@ int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **re
 
 /* ---- the control loop's periodic work ---- */
 
+/* Every periodic step below takes decide_mu, the lock every decision holds from reading the
+ * state to committing it, and only then reads what it acts on (heartbeat, ramp, budget, mode).
+ * A command answered before the step took the lock is therefore what the step sees: a step can
+ * never bring back an older budget, mode or caps (issue 14: a re-plan read the budget outside
+ * the lock and re-applied it after a newer one). */
+
 static void watchdog_fire(srv_node *n)
 {
     double w;
@@ -183,6 +189,13 @@ static void watchdog_fire(srv_node *n)
         return;
     }
     pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    int fire = n->hb_ttl_s > 0 && pfi_clock_mono() - n->hb_last > n->hb_ttl_s;
+    pthread_mutex_unlock(&n->mu);
+    if (!fire) { /* a heartbeat came in meanwhile */
+        pthread_mutex_unlock(&n->decide_mu);
+        return;
+    }
     srv_snapshot(n);
     /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
     for (int j = 0; j < n->n_cand; j++)
@@ -206,57 +219,55 @@ static void watchdog_fire(srv_node *n)
         srv_event_add(n, "watchdog", "safe budget %.0f W could not be applied: %s", w, e.msg);
 }
 
-void srv_tick(srv_node *n)
+/* One step of a ramp in progress (none when a command ended it meanwhile). */
+static void ramp_step(srv_node *n)
 {
-    double now = pfi_clock_mono();
+    pthread_mutex_lock(&n->decide_mu);
     pthread_mutex_lock(&n->mu);
-    int fire = n->hb_ttl_s > 0 && now - n->hb_last > n->hb_ttl_s;
     int ramping = n->ramping;
     double rf = n->ramp_from_w, rt = n->ramp_to_w, r0 = n->ramp_t0, r1 = n->ramp_t1;
-    int mode = n->mode;
-    double budget = n->budget_w;
-    int replan = now - n->last_replan_mono >= n->cfg->reoptimize_interval_s;
-    int rate_ok = now - n->last_decision_mono >= n->cfg->min_change_interval_s;
     pthread_mutex_unlock(&n->mu);
-    if (fire) {
-        watchdog_fire(n);
-        return;
-    }
-    if (srv_grid_tick(n))
-        return;
-    pfi_err e = {0};
-    if (ramping) {
-        double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
-        double w = f >= 1 ? rt : rf + (rt - rf) * f;
-        double g = srv_grid_limit(n, w); /* a grid event may hold it lower */
-        if (!isnan(g))
-            w = g;
-        pthread_mutex_lock(&n->decide_mu);
-        srv_snapshot(n);
-        char reason[64];
-        snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
-        int rc = srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
-        if (f >= 1 || rc != PFI_OK) {
-            pthread_mutex_lock(&n->mu);
-            n->ramping = 0;
-            pthread_mutex_unlock(&n->mu);
-        }
+    if (!ramping) {
         pthread_mutex_unlock(&n->decide_mu);
-        if (rc != PFI_OK)
-            srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
         return;
     }
-    srv_probe_tick(n);
-    if (!replan)
-        return;
-    pthread_mutex_lock(&n->mu);
-    n->last_replan_mono = now;
-    pthread_mutex_unlock(&n->mu);
-    srv_predict_curves(n); /* also without a budget: the PFI is reported either way */
-    if (mode == SRV_MODE_EXTERNAL || isnan(budget) || !rate_ok)
-        return;
-    /* Re-plan on what is now known of the jobs; apply only a change worth making. */
+    double now = pfi_clock_mono();
+    double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
+    double w = f >= 1 ? rt : rf + (rt - rf) * f;
+    double g = srv_grid_limit(n, w); /* a grid event may hold it lower */
+    if (!isnan(g))
+        w = g;
+    pfi_err e = {0};
+    srv_snapshot(n);
+    char reason[64];
+    snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
+    int rc = srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+    if (f >= 1 || rc != PFI_OK) {
+        pthread_mutex_lock(&n->mu);
+        n->ramping = 0;
+        pthread_mutex_unlock(&n->mu);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc != PFI_OK)
+        srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
+}
+
+/* Re-plans on what is now known of the jobs, under the budget and in the mode in force (read
+ * here, under decide_mu: a re-plan never changes either), and applies only a change worth
+ * making. */
+static void replan_step(srv_node *n)
+{
     pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    int mode = n->mode, ramping = n->ramping;
+    double budget = n->budget_w;
+    int rate_ok = pfi_clock_mono() - n->last_decision_mono >= n->cfg->min_change_interval_s;
+    pthread_mutex_unlock(&n->mu);
+    if (mode == SRV_MODE_EXTERNAL || ramping || isnan(budget) || !rate_ok) {
+        pthread_mutex_unlock(&n->decide_mu);
+        return;
+    }
+    pfi_err e = {0};
     srv_snapshot(n);
     srv_plan plan;
     if (srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
@@ -271,3 +282,29 @@ void srv_tick(srv_node *n)
     pthread_mutex_unlock(&n->decide_mu);
 }
 
+void srv_tick(srv_node *n)
+{
+    double now = pfi_clock_mono();
+    pthread_mutex_lock(&n->mu);
+    int fire = n->hb_ttl_s > 0 && now - n->hb_last > n->hb_ttl_s;
+    int ramping = n->ramping;
+    int replan = !fire && !ramping && now - n->last_replan_mono >= n->cfg->reoptimize_interval_s;
+    if (replan)
+        n->last_replan_mono = now;
+    pthread_mutex_unlock(&n->mu);
+    if (fire) {
+        watchdog_fire(n);
+        return;
+    }
+    if (srv_grid_tick(n))
+        return;
+    if (ramping) {
+        ramp_step(n);
+        return;
+    }
+    srv_probe_tick(n);
+    if (!replan)
+        return;
+    srv_predict_curves(n); /* also without a budget: the PFI is reported either way */
+    replan_step(n);
+}

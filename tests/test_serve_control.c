@@ -1,0 +1,254 @@
+/* Tests of the daemon's control path (src/serve/control.c, node.c) under concurrency: the
+ * control loop re-planning every tick in its own thread while commands (budgets, caps) arrive,
+ * as issue 14 reproduced it over HTTP (10 ms re-plans, budgets alternating ~4000/~5000 W).
+ * A command, once answered, must stay in force: a re-plan never brings back an older budget or
+ * mode, and the sum of the limits never exceeds the budget the last command set. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hw/backend_impl.h"
+#include "serve/serve_int.h"
+
+typedef struct fx {
+    char dir[400];
+    pfi_serve_config cfg;
+    pfi_backend *b;
+    srv_node *n;
+    pthread_t ticker;
+    volatile int stop;
+    volatile long long ticks;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(f->dir, sizeof f->dir, "%s/serve-ctl-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(f->dir))
+        return -1;
+    unsetenv("PFI_SIM_STATE");
+    pfi_serve_config_defaults(&f->cfg);
+    snprintf(f->cfg.db, sizeof f->cfg.db, "%s/serve.db", f->dir);
+    /* The issue's recipe: re-plan at every tick, no rate limit, no hysteresis. */
+    f->cfg.reoptimize_interval_s = 0;
+    f->cfg.min_change_interval_s = 0;
+    f->cfg.hysteresis_w = 0;
+    pfi_err e = {0};
+    if (pfi_hw_open("sim", NULL, 0, &f->b, &e) != PFI_OK) {
+        fprintf(stderr, "sim backend: %s\n", e.msg);
+        return -1;
+    }
+    f->n = calloc(1, sizeof *f->n);
+    if (srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
+        srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+        fprintf(stderr, "node: %s\n", e.msg);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    srv_audit_close(f->n->audit);
+    srv_node_destroy(f->n);
+    free(f->n);
+    pfi_hw_close(f->b);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", f->dir);
+    free(f);
+    return 0;
+}
+
+static void *tick_loop(void *arg)
+{
+    fx *f = arg;
+    while (!f->stop) {
+        srv_tick(f->n);
+        f->ticks++;
+    }
+    return NULL;
+}
+
+static void ticker_start(fx *f)
+{
+    f->stop = 0;
+    assert_int_equal(pthread_create(&f->ticker, NULL, tick_loop, f), 0);
+}
+
+static void ticker_stop(fx *f)
+{
+    f->stop = 1;
+    pthread_join(f->ticker, NULL);
+}
+
+/* Waits until the control loop has run a few more ticks (counted, not timed). */
+static void wait_ticks(fx *f, int k)
+{
+    long long t0 = f->ticks;
+    while (f->ticks < t0 + k) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The sum of the limits as the GPUs hold them, in whole milliwatts. */
+static long long sum_mw(fx *f)
+{
+    long long s = 0;
+    pthread_mutex_lock(&f->n->hw_mu);
+    for (int i = 0; i < f->n->n_gpus; i++) {
+        pfi_device d;
+        pfi_err e = {0};
+        assert_int_equal(pfi_hw_info(f->b, i, &d, &e), PFI_OK);
+        s += pfi_hw_held_mw(d.limit_w > d.enforced_w ? d.limit_w : d.enforced_w);
+    }
+    pthread_mutex_unlock(&f->n->hw_mu);
+    return s;
+}
+
+static void add_job(fx *f, const char *spec)
+{
+    json_t *j = json_loads(spec, 0, NULL);
+    assert_non_null(j);
+    json_t *res = NULL;
+    pfi_err e = {0};
+    int rc = srv_job_add(f->n, j, &res, &e);
+    if (rc != PFI_OK)
+        fprintf(stderr, "job: %s\n", e.msg);
+    assert_int_equal(rc, PFI_OK);
+    json_decref(res);
+    json_decref(j);
+}
+
+static void register_three(fx *f)
+{
+    add_job(f, "{\"id\":\"a\",\"gpus\":[0,1,2,3],\"sla\":0.05}");
+    add_job(f, "{\"id\":\"b\",\"gpus\":[4,5],\"pfi30\":0.2}");
+    add_job(f, "{\"id\":\"c\",\"gpus\":[6,7],\"pfi30\":0.9,\"weight\":2}");
+}
+
+/* Item 1: budgets alternating ~4000/~5000 W while the loop re-plans continuously.  After each
+ * answered change and a few ticks, the budget in force is the one set, the mode is local and
+ * the limits sum to at most it. */
+static void test_replan_keeps_new_budget(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    ticker_start(f);
+    int undone = 0, over = 0;
+    for (int k = 0; k < 200; k++) {
+        double w = (k % 2 ? 4000.0 : 5000.0) + (k % 7);
+        pfi_err e = {0};
+        json_t *res = NULL;
+        assert_int_equal(srv_budget_set(f->n, w, 0, &res, &e), PFI_OK);
+        json_decref(res);
+        wait_ticks(f, 3);
+        pthread_mutex_lock(&f->n->mu);
+        double b = f->n->budget_w;
+        int mode = f->n->mode;
+        pthread_mutex_unlock(&f->n->mu);
+        if (b != w || mode != SRV_MODE_LOCAL)
+            undone++;
+        if (sum_mw(f) > pfi_hw_cap_mw(w))
+            over++;
+    }
+    ticker_stop(f);
+    if (undone || over)
+        fprintf(stderr, "%d of 200 budgets undone, %d over the new budget\n", undone, over);
+    assert_int_equal(undone, 0);
+    assert_int_equal(over, 0);
+}
+
+/* Item 1 with caps: caps from a controller, once answered, are not replaced by a local plan
+ * and the mode stays external. */
+static void test_replan_keeps_controller_caps(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    ticker_start(f);
+    int replaced = 0;
+    for (int k = 0; k < 100; k++) {
+        /* A local budget first (the loop re-plans it), then the controller's caps. */
+        pfi_err e = {0};
+        json_t *res = NULL;
+        assert_int_equal(srv_budget_set(f->n, 4500.0 + k, 0, &res, &e), PFI_OK);
+        json_decref(res);
+        double caps[PFI_MAX_GPUS];
+        for (int i = 0; i < f->n->n_gpus; i++)
+            caps[i] = 300.0 + 10.0 * (k % 5) + i;
+        res = NULL;
+        assert_int_equal(srv_caps_set(f->n, k + 1, caps, &res, &e), PFI_OK);
+        json_decref(res);
+        wait_ticks(f, 3);
+        pthread_mutex_lock(&f->n->hw_mu);
+        int differs = 0;
+        for (int i = 0; i < f->n->n_gpus; i++) {
+            pfi_device d;
+            assert_int_equal(pfi_hw_info(f->b, i, &d, &e), PFI_OK);
+            differs += pfi_hw_cap_mw(d.limit_w) != pfi_hw_cap_mw(caps[i]);
+        }
+        pthread_mutex_unlock(&f->n->hw_mu);
+        pthread_mutex_lock(&f->n->mu);
+        int mode = f->n->mode;
+        pthread_mutex_unlock(&f->n->mu);
+        if (differs || mode != SRV_MODE_EXTERNAL)
+            replaced++;
+    }
+    ticker_stop(f);
+    if (replaced)
+        fprintf(stderr, "%d of 100 controller caps replaced by a local plan\n", replaced);
+    assert_int_equal(replaced, 0);
+}
+
+/* A ramp under way, then a plain budget: the ramp's next step must not bring it back. */
+static void test_ramp_then_budget(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    ticker_start(f);
+    int undone = 0;
+    for (int k = 0; k < 100; k++) {
+        pfi_err e = {0};
+        json_t *res = NULL;
+        assert_int_equal(srv_budget_set(f->n, 5000.0, 0, &res, &e), PFI_OK);
+        json_decref(res);
+        res = NULL;
+        assert_int_equal(srv_budget_set(f->n, 4000.0, 60, &res, &e), PFI_OK);
+        json_decref(res);
+        wait_ticks(f, 1);
+        res = NULL;
+        assert_int_equal(srv_budget_set(f->n, 4200.0, 0, &res, &e), PFI_OK);
+        json_decref(res);
+        wait_ticks(f, 3);
+        pthread_mutex_lock(&f->n->mu);
+        if (f->n->budget_w != 4200.0 || f->n->ramping)
+            undone++;
+        pthread_mutex_unlock(&f->n->mu);
+    }
+    ticker_stop(f);
+    assert_int_equal(undone, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_replan_keeps_new_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replan_keeps_controller_caps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ramp_then_budget, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -243,12 +243,34 @@ static void test_ramp_then_budget(void **state)
     assert_int_equal(undone, 0);
 }
 
+/* Item 9: on a fresh daemon (no budget yet) a ramp starts from the current sum of the limits,
+ * not in one step to its end. */
+static void test_first_budget_ramps(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    long long start = sum_mw(f);
+    double to = 0.7 * f->n->nominal_w;
+    pfi_err e = {0};
+    json_t *res = NULL;
+    assert_int_equal(srv_budget_set(f->n, to, 30, &res, &e), PFI_OK);
+    json_decref(res);
+    assert_true(f->n->ramping);
+    assert_true(fabs(f->n->ramp_from_w * 1000.0 - (double)start) < 1.0);
+    srv_tick(f->n);
+    /* Seconds into a 30 s ramp the node is still near where it started, far above the end. */
+    long long now = sum_mw(f);
+    assert_true(now <= start);
+    assert_true(now > pfi_hw_cap_mw(to) + 1000 * 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_replan_keeps_new_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replan_keeps_controller_caps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ramp_then_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_budget_ramps, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

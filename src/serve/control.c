@@ -46,7 +46,15 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
     pthread_mutex_lock(&n->decide_mu);
     srv_snapshot(n);
     int rc;
-    double from = srv_current_budget(n);
+    /* A ramp starts from where the node is: the sum of its limits (as counted for the budget)
+     * when no budget is in force or the limits sit below it, else the budget in force. */
+    double from = srv_current_budget(n), held = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_device *d = &n->snap[i].dev;
+        held += isnan(d->enforced_w) || d->limit_w >= d->enforced_w ? d->limit_w : d->enforced_w;
+    }
+    if (isfinite(held) && (!isfinite(from) || held < from))
+        from = held;
     if (ramp_s > 0 && isfinite(from)) {
         /* Check the destination now, so an infeasible ramp is refused before it starts. */
         srv_plan plan;

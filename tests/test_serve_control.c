@@ -264,6 +264,40 @@ static void test_first_budget_ramps(void **state)
     assert_true(now > pfi_hw_cap_mw(to) + 1000 * 100);
 }
 
+static int caps_at(fx *f, long long epoch, double w)
+{
+    double caps[PFI_MAX_GPUS];
+    for (int i = 0; i < f->n->n_gpus; i++)
+        caps[i] = w;
+    pfi_err e = {0};
+    json_t *res = NULL;
+    int rc = srv_caps_set(f->n, epoch, caps, &res, &e);
+    json_decref(res);
+    return rc;
+}
+
+/* Item 10: an epoch out of bounds is refused and changes nothing (it used to be taken and lock
+ * every later epoch out until a restart); a budget set on the node ends the controller's
+ * command, and with it its epochs. */
+static void test_epoch_bounds_and_reset(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    assert_int_equal(caps_at(f, 10, 500), PFI_OK);
+    assert_int_equal(caps_at(f, 9223372036854775807LL, 450), PFI_EINVAL);
+    assert_int_equal(f->n->caps_epoch, 10);
+    assert_true(sum_mw(f) == 500LL * 1000 * f->n->n_gpus);
+    assert_int_equal(caps_at(f, 11, 480), PFI_OK);
+    assert_int_equal(caps_at(f, 11, 470), PFI_EBUSY); /* stale: still refused */
+    assert_int_equal(caps_at(f, 5, 470), PFI_EBUSY);
+    pfi_err e = {0};
+    json_t *res = NULL;
+    assert_int_equal(srv_budget_set(f->n, 4000, 0, &res, &e), PFI_OK);
+    json_decref(res);
+    assert_int_equal(f->n->caps_epoch, 0);
+    assert_int_equal(caps_at(f, 5, 470), PFI_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +305,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replan_keeps_controller_caps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ramp_then_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_budget_ramps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_epoch_bounds_and_reset, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,6 +141,7 @@ static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
     if (ep) {
         if (!json_is_integer(ep) || json_integer_value(ep) < 1)
             return pfi_err_set(e, PFI_EINVAL, "epoch: expected an integer >= 1");
+        /* srv_caps_set bounds it from above. */
         epoch = json_integer_value(ep);
     }
     if (!json_is_array(caps) || json_array_size(caps) == 0)

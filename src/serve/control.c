@@ -67,6 +67,7 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
             n->ramp_t1 = n->ramp_t0 + ramp_s;
             n->ramping = 1;
             n->mode = SRV_MODE_LOCAL;
+            n->caps_epoch = 0; /* the controller's command ends with its epochs */
             pthread_mutex_unlock(&n->mu);
             srv_event_add(n, "budget", "budget ramps from %.0f W to %.0f W over %.0f s", from,
                           watts, ramp_s);
@@ -87,6 +88,7 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             n->ramping = 0;
+            n->caps_epoch = 0;
             pthread_mutex_unlock(&n->mu);
         }
     }
@@ -114,6 +116,7 @@ int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
         pthread_mutex_lock(&n->mu);
         n->ramping = 0;
         n->manual_w = NAN;
+        n->caps_epoch = 0;
         pthread_mutex_unlock(&n->mu);
         save_budget(n, "none");
     }
@@ -121,8 +124,23 @@ int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
     return rc;
 }
 
+/* The largest epoch taken: a cluster controller numbers its waves from the wall clock in
+ * milliseconds (cluster/apply.c), so an epoch more than a day ahead of this node's clock, or
+ * beyond what a JSON number holds exactly (2^53), is not one it sent: refused, since once taken
+ * it would make every later epoch stale. */
+static long long epoch_bound(void)
+{
+    double b = pfi_clock_wall() * 1000.0 + 86400e3;
+    return b < 9007199254740992.0 ? (long long)b : 9007199254740992LL;
+}
+
 int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err)
 {
+    if (epoch < 0 || epoch > epoch_bound())
+        return pfi_err_set(err, PFI_EINVAL,
+                           "epoch %lld: expected 1 to %lld (at most a day ahead of this node's "
+                           "clock in ms)",
+                           epoch, epoch_bound());
     for (int i = 0; i < n->n_gpus; i++) {
         const pfi_device *d = &n->gpu[i].dev;
         if (!isnan(caps[i]) && !(caps[i] >= d->min_limit_w - 0.5 && caps[i] <= d->max_limit_w + 0.5))

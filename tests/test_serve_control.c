@@ -298,6 +298,98 @@ static void test_epoch_bounds_and_reset(void **state)
     assert_int_equal(caps_at(f, 5, 470), PFI_OK);
 }
 
+/* A node over the fake NVML with a fault rule (PFI_FAKENVML: the library make check builds). */
+static int setup_faulty(void **state, const char *faults)
+{
+    const char *lib = getenv("PFI_FAKENVML");
+    if (!lib || access(lib, R_OK) != 0) {
+        fprintf(stderr, "PFI_FAKENVML is not set to the fake NVML library\n");
+        return -1;
+    }
+    fx *f = calloc(1, sizeof *f);
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(f->dir, sizeof f->dir, "%s/serve-ctl-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(f->dir))
+        return -1;
+    unsetenv("PFI_SIM_STATE");
+    unsetenv("PFI_FAKENVML_FAULTS_FILE");
+    setenv("PFI_FAKENVML_FAULTS", faults, 1);
+    pfi_serve_config_defaults(&f->cfg);
+    snprintf(f->cfg.db, sizeof f->cfg.db, "%s/serve.db", f->dir);
+    pfi_err e = {0};
+    int rc = pfi_hw_open("nvml", lib, 0, &f->b, &e);
+    unsetenv("PFI_FAKENVML_FAULTS");
+    if (rc != PFI_OK) {
+        fprintf(stderr, "nvml backend: %s\n", e.msg);
+        return -1;
+    }
+    f->n = calloc(1, sizeof *f->n);
+    if (srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
+        srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+        fprintf(stderr, "node: %s\n", e.msg);
+        return -1;
+    }
+    snprintf(f->n->token, sizeof f->n->token, "%s", "test-token-0123456789abcdef");
+    *state = f;
+    return 0;
+}
+
+static int setup_not_root(void **state)
+{
+    return setup_faulty(state, "not-root");
+}
+
+static int api(fx *f, const char *method, const char *url, const char *body, json_t **doc)
+{
+    int st = 0;
+    const char *ctype;
+    size_t len;
+    char *out = srv_api_handle(f->n, method, url, NULL, NULL, body, body ? strlen(body) : 0, 1,
+                               &st, &ctype, &len);
+    assert_non_null(out);
+    if (doc) {
+        *doc = json_loads(out, 0, NULL);
+        if (!*doc) /* not JSON: /metrics */
+            *doc = json_string(out);
+    }
+    free(out);
+    return st;
+}
+
+/* Item 6: a cut that cannot be applied (no permission to set limits) answers non-2xx naming
+ * the GPUs that failed; /healthz says degraded; /metrics carries pfi_over_budget 1 and the
+ * excess in watts. */
+static void test_unapplied_cut_reported(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    int st = api(f, "PUT", "/v1/budget", "{\"percent\":70}", &d);
+    char *txt = json_dumps(d, JSON_COMPACT);
+    fprintf(stderr, "PUT 70%% -> %d %s\n", st, txt);
+    assert_true(st >= 300);
+    assert_non_null(strstr(txt, "GPU 0"));
+    free(txt);
+    json_decref(d);
+    assert_int_equal(api(f, "GET", "/healthz", NULL, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "status")), "degraded");
+    double over = json_number_value(json_object_get(d, "over_budget_w"));
+    assert_true(over > 1000);
+    json_decref(d);
+    assert_int_equal(api(f, "GET", "/metrics", NULL, &d), 200);
+    const char *m = json_string_value(d);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "\npfi_over_budget 1\n"));
+    char want[96];
+    snprintf(want, sizeof want, "\npfi_budget_excess_watts %.17g\n", over);
+    assert_non_null(strstr(m, want));
+    json_decref(d);
+    /* Without a budget nothing is over. */
+    assert_int_equal(api(f, "DELETE", "/v1/budget", NULL, NULL), 200);
+    assert_int_equal(api(f, "GET", "/metrics", NULL, &d), 200);
+    assert_non_null(strstr(json_string_value(d), "\npfi_over_budget 0\n"));
+    json_decref(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ramp_then_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_budget_ramps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_bounds_and_reset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unapplied_cut_reported, setup_not_root, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

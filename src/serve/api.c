@@ -245,6 +245,43 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
     return NULL;
 }
 
+/* A decision that was made but left the node over its budget (GPUs that could not be set):
+ * 500 with the error naming the GPUs, and the decision as applied.  The budget stays in force
+ * and /healthz says degraded until the limits meet it. */
+static char *over_budget(json_t *res, int *st, size_t *len)
+{
+    char gpus[256] = "", first[160] = "";
+    size_t k, used = 0;
+    json_t *v;
+    json_array_foreach(json_object_get(res, "failed_gpus"), k, v)
+    {
+        int w = snprintf(gpus + used, sizeof gpus - used, "%s%lld", k ? ", " : "",
+                         (long long)json_integer_value(v));
+        if (w < 0 || (size_t)w >= sizeof gpus - used)
+            break;
+        used += (size_t)w;
+        if (!k) {
+            json_t *g = json_array_get(json_object_get(res, "gpus"), (size_t)json_integer_value(v));
+            snprintf(first, sizeof first, "%s", json_string_value(json_object_get(g, "error"))
+                                                     ? json_string_value(json_object_get(g, "error"))
+                                                     : "");
+        }
+    }
+    json_t *a = json_object_get(res, "applied");
+    char msg[600];
+    snprintf(msg, sizeof msg,
+             "the budget is not met: limits sum to %.3f W, %.3f W over the %.3f W budget; "
+             "GPU(s) %s could not be set%s%s",
+             json_number_value(json_object_get(a, "sum_after_w")),
+             json_number_value(json_object_get(res, "over_budget_w")),
+             json_number_value(json_object_get(res, "budget_w")), used ? gpus : "(none)",
+             first[0] ? ": " : "", first);
+    *st = 500;
+    return dump(json_pack("{s:{s:s, s:s}, s:o}", "error", "code", "EOVERBUDGET", "message", msg,
+                          "decision", res),
+                len);
+}
+
 /* A change, once its route, token and rate are checked. */
 static char *handle_write(srv_node *n, const char *url, int del, const char *id,
                           const char *sub, const char *body, size_t blen, int *st, size_t *len)
@@ -281,6 +318,8 @@ static char *handle_write(srv_node *n, const char *url, int del, const char *id,
         json_decref(res);
         return fail_err(&e, st, len);
     }
+    if (json_is_false(json_object_get(res, "budget_met")))
+        return over_budget(res, st, len);
     return ok(created ? 201 : 200, res, st, len);
 }
 

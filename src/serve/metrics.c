@@ -180,6 +180,13 @@ char *srv_metrics_text(srv_node *n, size_t *len)
     head(&b, "pfi_node_budget_watts", "gauge", "Node power budget on the sum of limits.");
     if (isfinite(n->budget_w))
         put(&b, "pfi_node_budget_watts %.17g\n", n->budget_w);
+    double over = srv_over_budget_w(n);
+    head(&b, "pfi_over_budget", "gauge",
+         "1 when the power limits as last read exceed the budget in force.");
+    put(&b, "pfi_over_budget %d\n", over > 0);
+    head(&b, "pfi_budget_excess_watts", "gauge",
+         "How far the power limits as last read exceed the budget (0 within it).");
+    put(&b, "pfi_budget_excess_watts %.17g\n", over);
     head(&b, "pfi_node_power_limits_watts", "gauge", "Sum of the GPUs' power limits.");
     put(&b, "pfi_node_power_limits_watts %.17g\n", sum);
     head(&b, "pfi_node_nominal_watts", "gauge", "Sum of the GPUs' default limits (100%).");

@@ -374,6 +374,19 @@ static json_t *decision_json(const srv_node *n, long long id, const char *reason
         "sum_after_w", rep->sum_after_w, "peak_w", rep->peak_w, "apply_ms", ms, "gpus", g, "jobs",
         jj);
     json_object_set_new(doc, "read_only", json_boolean(n->cfg->read_only));
+    /* Whether the limits as read back meet the budget, in whole milliwatts (hw.h). */
+    double over = 0;
+    if (isfinite(budget_w) && !n->cfg->read_only) {
+        long long d = pfi_hw_held_mw(rep->sum_after_w) - pfi_hw_cap_mw(budget_w);
+        over = d > 0 ? (double)d / 1000.0 : 0;
+    }
+    json_t *failed = json_array();
+    for (int i = 0; i < rep->n; i++)
+        if (rep->gpu[i].code != PFI_OK)
+            json_array_append_new(failed, json_integer(i));
+    json_object_set_new(doc, "budget_met", json_boolean(over == 0));
+    json_object_set_new(doc, "over_budget_w", json_real(over));
+    json_object_set_new(doc, "failed_gpus", failed);
     return doc;
 }
 

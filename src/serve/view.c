@@ -184,18 +184,37 @@ json_t *srv_view_events(srv_node *n, long long since, int limit)
     return json_pack("{s:o, s:I}", "events", arr, "next", (json_int_t)next);
 }
 
+double srv_over_budget_w(const srv_node *n)
+{
+    if (!isfinite(n->budget_w) || n->cfg->read_only)
+        return 0;
+    long long sum = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_device *d = &n->gpu[i].dev;
+        double w = d->limit_w;
+        if (isnan(w) || (!isnan(d->enforced_w) && d->enforced_w > w))
+            w = d->enforced_w;
+        if (isnan(w))
+            w = d->max_limit_w;
+        sum += pfi_hw_held_mw(w);
+    }
+    long long over = sum - pfi_hw_cap_mw(n->budget_w);
+    return over > 0 ? (double)over / 1000.0 : 0;
+}
+
 json_t *srv_view_health(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     int up = 0;
     for (int i = 0; i < n->n_gpus; i++)
         up += n->gpu[i].up;
+    double over = srv_over_budget_w(n);
     json_t *o = json_pack(
-        "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b}", "status",
-        up == n->n_gpus ? "ok" : "degraded", "backend", pfi_backend_name(n->b), "gpus", n->n_gpus,
+        "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b, s:f}", "status",
+        up == n->n_gpus && over == 0 ? "ok" : "degraded", "backend", pfi_backend_name(n->b), "gpus", n->n_gpus,
         "gpus_up", up, "mode", srv_mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
         pfi_clock_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
-        n->hb_ttl_s > 0);
+        n->hb_ttl_s > 0, "over_budget_w", over);
     pthread_mutex_unlock(&n->mu);
     return o;
 }

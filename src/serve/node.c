@@ -1,37 +1,16 @@
-/* node.c: the controller's state, telemetry, and the one way caps change: a decision.
+/* node.c: the node's state and the one way caps change: a decision (plan.c computes, hw/'s
+ * pfi_hw_apply applies, audit.c records; control.c, jobs.c and probe.c decide when).
  *
  * A change (a job registered or removed, a budget, caps from a cluster controller, the
  * watchdog) is one decision: under decide_mu it is planned on a copy of the state, applied with
  * hw/apply.c's ordering, written to the audit log, and only then committed.  A change that cannot
  * be planned (bad input, infeasible budget) returns an error before anything is touched. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "serve/serve_int.h"
-
-void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
-{
-    srv_event e;
-    memset(&e, 0, sizeof e);
-    e.wall = pfi_clock_wall();
-    snprintf(e.kind, sizeof e.kind, "%s", kind);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
-    va_end(ap);
-    pthread_mutex_lock(&n->mu);
-    e.id = n->ev_next++;
-    n->ev[e.id % SRV_EVENTS] = e;
-    pthread_mutex_unlock(&n->mu);
-    /* The daemon's log is stderr (journald under systemd); the audit DB keeps them too. */
-    fprintf(stderr, "pfi serve: %s: %s\n", e.kind, e.msg);
-    /* Not an event of its own: that one could not be written either. */
-    if (srv_audit_event(n->audit, e.wall, e.kind, e.msg) != PFI_OK)
-        fprintf(stderr, "pfi serve: db_error: the event above is not in the audit log\n");
-}
 
 int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err)
 {
@@ -81,91 +60,10 @@ void srv_node_destroy(srv_node *n)
     pthread_mutex_destroy(&n->hw_mu);
 }
 
-/* ---- telemetry ---- */
-
-static void baseline_add(srv_node *n, srv_job *j)
-{
-    double v[9] = {0};
-    for (int k = 0; k < j->n_gpus; k++) {
-        const srv_gpu *g = &n->gpu[j->gpus[k]];
-        /* Only samples at the default limit describe the job unconstrained. */
-        if (!g->up || !(g->s.have & PFI_F_POWER) ||
-            g->dev.limit_w < g->dev.default_limit_w - 1.0)
-            return;
-        const pfi_sample *s = &g->s;
-        v[0] += s->power_w;
-        v[1] += (s->have & PFI_F_SM_CLOCK) ? s->sm_clock_mhz : NAN;
-        v[2] += (s->have & PFI_F_REASONS) ? ((s->clock_reasons & PFI_REASON_SW_POWERCAP) != 0)
-                                          : NAN;
-        v[3] += (s->have & PFI_F_GPU_UTIL) ? s->gpu_util : NAN;
-        v[4] += (s->have & PFI_F_SM_ACTIVE) ? s->sm_active : NAN;
-        v[5] += (s->have & PFI_F_TENSOR) ? s->tensor_active : NAN;
-        v[6] += (s->have & PFI_F_DRAM) ? s->dram_active : NAN;
-        v[7] += (s->have & PFI_F_NVLINK) ? s->nvlink_tx_mibs + s->nvlink_rx_mibs : NAN;
-        v[8] += (s->have & PFI_F_PCIE) ? s->pcie_tx_mibs + s->pcie_rx_mibs : NAN;
-    }
-    srv_baseline *bl = &j->base;
-    double *m[9] = {&bl->power_w,   &bl->sm_clock_mhz,  &bl->powercap,
-                    &bl->gpu_util,  &bl->sm_active,     &bl->tensor_active,
-                    &bl->dram_active, &bl->nvlink_mibs, &bl->pcie_mibs};
-    /* Running mean over at most the last ~600 samples, so an old phase of the job fades. */
-    double w = 1.0 / (bl->n < 600 ? bl->n + 1 : 600);
-    for (int k = 0; k < 9; k++) {
-        double x = v[k] / j->n_gpus;
-        *m[k] = bl->n == 0 ? x : *m[k] + w * (x - *m[k]);
-    }
-    bl->n++;
-}
-
-void srv_sample(srv_node *n)
-{
-    for (int i = 0; i < n->n_gpus; i++) {
-        pfi_sample s;
-        pfi_device d;
-        pfi_err e = {0};
-        pthread_mutex_lock(&n->hw_mu);
-        int rc = pfi_hw_sample(n->b, i, &s, &e);
-        if (rc == PFI_OK)
-            rc = pfi_hw_info(n->b, i, &d, &e);
-        pthread_mutex_unlock(&n->hw_mu);
-        pthread_mutex_lock(&n->mu);
-        srv_gpu *g = &n->gpu[i];
-        int was_up = g->up;
-        if (rc == PFI_OK) {
-            g->s = s;
-            g->dev.limit_w = d.limit_w;
-            g->dev.enforced_w = d.enforced_w;
-            g->up = 1;
-            g->err[0] = '\0';
-        } else {
-            g->up = 0;
-            snprintf(g->err, sizeof g->err, "%s", e.msg);
-        }
-        pthread_mutex_unlock(&n->mu);
-        if (was_up && rc != PFI_OK)
-            srv_event_add(n, "gpu_error", "GPU %d cannot be read: %s", i, e.msg);
-        else if (!was_up && rc == PFI_OK)
-            srv_event_add(n, "gpu_back", "GPU %d answers again", i);
-    }
-    double now = pfi_clock_mono();
-    pthread_mutex_lock(&n->mu);
-    for (int j = 0; j < n->n_jobs; j++) {
-        baseline_add(n, &n->jobs[j]);
-        srv_probe_sample(n, &n->jobs[j], now);
-    }
-    pthread_mutex_unlock(&n->mu);
-}
-
-/* ---- decisions ---- */
 
 static json_t *real_or_null(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
-}
-
-const char *srv_mode_name(int m)
-{
-    return m == SRV_MODE_EXTERNAL ? "external" : m == SRV_MODE_SAFE ? "safe" : "local";
 }
 
 /* Takes the state's copies a decision works on.  Caller holds decide_mu. */

@@ -340,3 +340,11 @@ out:
     free(map);
     return rc;
 }
+
+/* The per-GPU cap range a plan may give a job: its GPUs' range, capped by a running probe. */
+void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
+{
+    srv_job_cap_range(g, j, lo, hi);
+    if (j->probe.state == SRV_PROBE_RUNNING && j->probe.cap_w < *hi)
+        *hi = j->probe.cap_w > *lo ? j->probe.cap_w : *lo;
+}

@@ -114,12 +114,6 @@ static double curve_pfi30(const pfi_curve *c)
     return pfi_lerp_sorted(r, s, m, 0.3) / 0.3;
 }
 
-const char *srv_curve_src_name(int src)
-{
-    static const char *names[] = {"none", "given", "pfi30", "predicted", "probed", "observed"};
-    return src >= 0 && src <= SRV_CURVE_OBSERVED ? names[src] : "none";
-}
-
 int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -154,13 +148,6 @@ int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err)
     }
     p->state = SRV_PROBE_WAITING;
     return PFI_OK;
-}
-
-void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
-{
-    srv_job_cap_range(g, j, lo, hi);
-    if (j->probe.state == SRV_PROBE_RUNNING && j->probe.cap_w < *hi)
-        *hi = j->probe.cap_w > *lo ? j->probe.cap_w : *lo;
 }
 
 void srv_probe_sample(srv_node *n, srv_job *j, double now)

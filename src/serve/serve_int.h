@@ -212,8 +212,12 @@ typedef struct srv_node {
     int n_cand;
 } srv_node;
 
-/* node.c */
+/* names.c */
 const char *srv_mode_name(int mode); /* "local", "external", "safe" */
+
+/* node.c: decisions.  The path is a straight line: control.c, jobs.c and probe.c decide WHEN
+ * (each holding decide_mu from reading the state to the commit), node.c's srv_decide has
+ * plan.c compute the caps, hw/'s pfi_hw_apply apply them and audit.c record them. */
 int srv_find_job(const srv_job *jobs, int nj, const char *id);
 double srv_current_budget(srv_node *n);
 int srv_current_mode(srv_node *n, const double **ext);
@@ -223,8 +227,10 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
                json_t **result, pfi_err *err);
 int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err);
 void srv_node_destroy(srv_node *n);
+/* events.c */
 void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* telemetry.c: one sampler pass (readings, baselines, running probes). */
 void srv_sample(srv_node *n);
 /* Mutations.  Each returns PFI_OK with *result (a JSON object, caller decrefs) describing what
  * was applied, or an error with the state unchanged. */
@@ -300,7 +306,8 @@ void srv_library_free(srv_library *lib);
 void srv_probe_sample(srv_node *n, srv_job *j, double now);
 void srv_probe_tps(srv_job *j, double tps, double now);
 json_t *srv_probe_json(const srv_probe *p);
-/* The per-GPU cap range a plan may give a job: its GPUs' range, capped by a running probe. */
+/* plan.c: the per-GPU cap range a plan may give a job: its GPUs' range, capped by a running
+ * probe. */
 void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
 /* node.c: one decision in the current mode and budget (decide_mu held, snapshot taken). */
 int srv_decide_now(srv_node *n, const char *reason, pfi_err *err);

@@ -390,6 +390,57 @@ static void test_unapplied_cut_reported(void **state)
     json_decref(d);
 }
 
+static void *sample_loop(void *arg)
+{
+    fx *f = arg;
+    while (!f->stop) {
+        srv_sample(f->n);
+        f->ticks++;
+    }
+    return NULL;
+}
+
+/* Item 8: the sampler must not overwrite a decision's read-back with a reading taken before
+ * it.  After each answered change, while the sampler runs and nothing else changes, the state's
+ * limits are the ones the GPUs hold whenever they are looked at. */
+static void test_views_not_stale(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    f->stop = 0;
+    assert_int_equal(pthread_create(&f->ticker, NULL, sample_loop, f), 0);
+    int stale = 0;
+    for (int k = 0; k < 1000; k++) {
+        double w = (k % 2 ? 4000.0 : 5000.0) + (k % 11);
+        pfi_err e = {0};
+        json_t *res = NULL;
+        assert_int_equal(srv_budget_set(f->n, w, 0, &res, &e), PFI_OK);
+        json_decref(res);
+        double want[PFI_MAX_GPUS];
+        pthread_mutex_lock(&f->n->hw_mu);
+        for (int i = 0; i < f->n->n_gpus; i++) {
+            pfi_device d;
+            assert_int_equal(pfi_hw_info(f->b, i, &d, &e), PFI_OK);
+            want[i] = d.limit_w;
+        }
+        pthread_mutex_unlock(&f->n->hw_mu);
+        long long t0 = f->ticks;
+        int bad = 0;
+        while (f->ticks < t0 + 2 && !bad) {
+            pthread_mutex_lock(&f->n->mu);
+            for (int i = 0; i < f->n->n_gpus; i++)
+                bad |= f->n->gpu[i].dev.limit_w != want[i];
+            pthread_mutex_unlock(&f->n->mu);
+        }
+        stale += bad;
+    }
+    f->stop = 1;
+    pthread_join(f->ticker, NULL);
+    if (stale)
+        fprintf(stderr, "%d of 1000 views showed limits older than the decision\n", stale);
+    assert_int_equal(stale, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +450,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_first_budget_ramps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_bounds_and_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unapplied_cut_reported, setup_not_root, teardown),
+        cmocka_unit_test_setup_teardown(test_views_not_stale, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

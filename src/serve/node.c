@@ -234,6 +234,7 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
     }
     n->budget_w = budget_w;
     n->mode = mode;
+    n->commit_gen++;
     n->n_decisions++;
     n->n_cap_changes += rep->n_changed;
     n->n_apply_failures += rep->n_failed;

@@ -184,6 +184,8 @@ typedef struct srv_node {
     long long n_decisions, n_cap_changes, n_apply_failures, n_held, n_mismatch;
     long long n_watchdog_trips;
     double last_apply_ms, last_decision_mono, last_replan_mono;
+    long long commit_gen;  /* bumped by every commit of a decision (under mu): a reading taken
+                            * before it is older than the limits the decision read back */
     double started_wall;
 
     srv_event ev[SRV_EVENTS];

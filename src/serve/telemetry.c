@@ -47,6 +47,10 @@ void srv_sample(srv_node *n)
         pfi_sample s;
         pfi_device d;
         pfi_err e = {0};
+        /* A decision committed after this point read back limits newer than this reading. */
+        pthread_mutex_lock(&n->mu);
+        long long gen = n->commit_gen;
+        pthread_mutex_unlock(&n->mu);
         pthread_mutex_lock(&n->hw_mu);
         int rc = pfi_hw_sample(n->b, i, &s, &e);
         if (rc == PFI_OK)
@@ -57,8 +61,10 @@ void srv_sample(srv_node *n)
         int was_up = g->up;
         if (rc == PFI_OK) {
             g->s = s;
-            g->dev.limit_w = d.limit_w;
-            g->dev.enforced_w = d.enforced_w;
+            if (n->commit_gen == gen) { /* else the decision's read-back is newer: kept */
+                g->dev.limit_w = d.limit_w;
+                g->dev.enforced_w = d.enforced_w;
+            }
             g->up = 1;
             g->err[0] = '\0';
         } else {

@@ -93,9 +93,10 @@ static int sample_main(const char *state, const char *allowed_path, const char *
             max_sum = sum;
         if (sum - allowed > max_over)
             max_over = sum - allowed;
-        if (sum > allowed + 0.5) {
+        /* Exactly, in whole milliwatts (hw.h): not over by a fraction of a watt either. */
+        if (pfi_hw_held_mw(sum) > pfi_hw_cap_mw(allowed)) {
             if (viol == 0)
-                fprintf(stderr, "sampler: sum of limits %.1f W over the allowed %.1f W at t=%.3f\n",
+                fprintf(stderr, "sampler: sum of limits %.3f W over the allowed %.3f W at t=%.3f\n",
                         sum, allowed, now);
             viol++;
         }

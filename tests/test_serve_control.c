@@ -49,8 +49,8 @@ static int setup(void **state)
         return -1;
     }
     f->n = calloc(1, sizeof *f->n);
-    if (srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+    if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
+        pfi_srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
         fprintf(stderr, "node: %s\n", e.msg);
         return -1;
     }
@@ -61,8 +61,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    srv_audit_close(f->n->audit);
-    srv_node_destroy(f->n);
+    pfi_srv_audit_close(f->n->audit);
+    pfi_srv_node_destroy(f->n);
     free(f->n);
     pfi_hw_close(f->b);
     char cmd[600];
@@ -77,7 +77,7 @@ static void *tick_loop(void *arg)
 {
     fx *f = arg;
     while (!f->stop) {
-        srv_tick(f->n);
+        pfi_srv_tick(f->n);
         f->ticks++;
     }
     return NULL;
@@ -126,7 +126,7 @@ static void add_job(fx *f, const char *spec)
     assert_non_null(j);
     json_t *res = NULL;
     pfi_err e = {0};
-    int rc = srv_job_add(f->n, j, &res, &e);
+    int rc = pfi_srv_job_add(f->n, j, &res, &e);
     if (rc != PFI_OK)
         fprintf(stderr, "job: %s\n", e.msg);
     assert_int_equal(rc, PFI_OK);
@@ -154,7 +154,7 @@ static void test_replan_keeps_new_budget(void **state)
         double w = (k % 2 ? 4000.0 : 5000.0) + (k % 7);
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(srv_budget_set(f->n, w, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->n, w, 0, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
         pthread_mutex_lock(&f->n->mu);
@@ -185,13 +185,13 @@ static void test_replan_keeps_controller_caps(void **state)
         /* A local budget first (the loop re-plans it), then the controller's caps. */
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(srv_budget_set(f->n, 4500.0 + k, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->n, 4500.0 + k, 0, &res, &e), PFI_OK);
         json_decref(res);
         double caps[PFI_MAX_GPUS];
         for (int i = 0; i < f->n->n_gpus; i++)
             caps[i] = 300.0 + 10.0 * (k % 5) + i;
         res = NULL;
-        assert_int_equal(srv_caps_set(f->n, k + 1, caps, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_caps_set(f->n, k + 1, caps, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
         pthread_mutex_lock(&f->n->hw_mu);
@@ -224,14 +224,14 @@ static void test_ramp_then_budget(void **state)
     for (int k = 0; k < 100; k++) {
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(srv_budget_set(f->n, 5000.0, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->n, 5000.0, 0, &res, &e), PFI_OK);
         json_decref(res);
         res = NULL;
-        assert_int_equal(srv_budget_set(f->n, 4000.0, 60, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->n, 4000.0, 60, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 1);
         res = NULL;
-        assert_int_equal(srv_budget_set(f->n, 4200.0, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->n, 4200.0, 0, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
         pthread_mutex_lock(&f->n->mu);
@@ -253,11 +253,11 @@ static void test_first_budget_ramps(void **state)
     double to = 0.7 * f->n->nominal_w;
     pfi_err e = {0};
     json_t *res = NULL;
-    assert_int_equal(srv_budget_set(f->n, to, 30, &res, &e), PFI_OK);
+    assert_int_equal(pfi_srv_budget_set(f->n, to, 30, &res, &e), PFI_OK);
     json_decref(res);
     assert_true(f->n->ramping);
     assert_true(fabs(f->n->ramp_from_w * 1000.0 - (double)start) < 1.0);
-    srv_tick(f->n);
+    pfi_srv_tick(f->n);
     /* Seconds into a 30 s ramp the node is still near where it started, far above the end. */
     long long now = sum_mw(f);
     assert_true(now <= start);
@@ -271,7 +271,7 @@ static int caps_at(fx *f, long long epoch, double w)
         caps[i] = w;
     pfi_err e = {0};
     json_t *res = NULL;
-    int rc = srv_caps_set(f->n, epoch, caps, &res, &e);
+    int rc = pfi_srv_caps_set(f->n, epoch, caps, &res, &e);
     json_decref(res);
     return rc;
 }
@@ -292,7 +292,7 @@ static void test_epoch_bounds_and_reset(void **state)
     assert_int_equal(caps_at(f, 5, 470), PFI_EBUSY);
     pfi_err e = {0};
     json_t *res = NULL;
-    assert_int_equal(srv_budget_set(f->n, 4000, 0, &res, &e), PFI_OK);
+    assert_int_equal(pfi_srv_budget_set(f->n, 4000, 0, &res, &e), PFI_OK);
     json_decref(res);
     assert_int_equal(f->n->caps_epoch, 0);
     assert_int_equal(caps_at(f, 5, 470), PFI_OK);
@@ -324,8 +324,8 @@ static int setup_faulty(void **state, const char *faults)
         return -1;
     }
     f->n = calloc(1, sizeof *f->n);
-    if (srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+    if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
+        pfi_srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
         fprintf(stderr, "node: %s\n", e.msg);
         return -1;
     }
@@ -344,7 +344,7 @@ static int api(fx *f, const char *method, const char *url, const char *body, jso
     int st = 0;
     const char *ctype;
     size_t len;
-    char *out = srv_api_handle(f->n, method, url, NULL, NULL, body, body ? strlen(body) : 0, 1,
+    char *out = pfi_srv_api_handle(f->n, method, url, NULL, NULL, body, body ? strlen(body) : 0, 1,
                                &st, &ctype, &len);
     assert_non_null(out);
     if (doc) {
@@ -394,7 +394,7 @@ static void *sample_loop(void *arg)
 {
     fx *f = arg;
     while (!f->stop) {
-        srv_sample(f->n);
+        pfi_srv_sample(f->n);
         f->ticks++;
     }
     return NULL;
@@ -414,7 +414,7 @@ static void test_views_not_stale(void **state)
         double w = (k % 2 ? 4000.0 : 5000.0) + (k % 11);
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(srv_budget_set(f->n, w, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->n, w, 0, &res, &e), PFI_OK);
         json_decref(res);
         double want[PFI_MAX_GPUS];
         pthread_mutex_lock(&f->n->hw_mu);

@@ -11,7 +11,7 @@
 
 /* ---- budget, caps, heartbeat ---- */
 
-int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
+int pfi_srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
 {
     if (!strcmp(s, "min")) {
         double w = 0;
@@ -32,23 +32,23 @@ int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
 /* The budget a restart with resume comes back to. */
 static void save_budget(srv_node *n, const char *value)
 {
-    if (srv_audit_set_state(n->audit, "budget_w", value) != PFI_OK)
-        srv_event_add(n, "db_error", "budget %s not saved: a restart would not come back to it",
+    if (pfi_srv_audit_set_state(n->audit, "budget_w", value) != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "budget %s not saved: a restart would not come back to it",
                       value);
 }
 
-int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
+int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
 {
     if (!(watts > 0 && isfinite(watts)))
         return pfi_err_set(err, PFI_EINVAL, "budget: expected watts > 0");
     if (!(ramp_s >= 0 && ramp_s <= 86400))
         return pfi_err_set(err, PFI_EINVAL, "ramp_s: expected 0 to 86400 seconds");
     pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     int rc;
     /* A ramp starts from where the node is: the sum of its limits (as counted for the budget)
      * when no budget is in force or the limits sit below it, else the budget in force. */
-    double from = srv_current_budget(n), held = 0;
+    double from = pfi_srv_current_budget(n), held = 0;
     for (int i = 0; i < n->n_gpus; i++) {
         const pfi_device *d = &n->snap[i].dev;
         held += isnan(d->enforced_w) || d->limit_w >= d->enforced_w ? d->limit_w : d->enforced_w;
@@ -58,7 +58,7 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
     if (ramp_s > 0 && isfinite(from)) {
         /* Check the destination now, so an infeasible ramp is refused before it starts. */
         srv_plan plan;
-        rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &plan, err);
+        rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &plan, err);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             n->ramp_from_w = from;
@@ -69,7 +69,7 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
             n->mode = SRV_MODE_LOCAL;
             n->caps_epoch = 0; /* the controller's command ends with its epochs */
             pthread_mutex_unlock(&n->mu);
-            srv_event_add(n, "budget", "budget ramps from %.0f W to %.0f W over %.0f s", from,
+            pfi_srv_event_add(n, "budget", "budget ramps from %.0f W to %.0f W over %.0f s", from,
                           watts, ramp_s);
             if (result)
                 *result = json_pack("{s:f, s:f, s:f, s:s}", "from_w", from, "budget_w", watts,
@@ -77,14 +77,14 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
         }
     } else {
         /* A grid event in force holds the budget below the manual one. */
-        double eff = srv_grid_limit(n, watts);
+        double eff = pfi_srv_grid_limit(n, watts);
         char reason[128];
         if (eff < watts - 0.5)
             snprintf(reason, sizeof reason, "budget set to %.0f W (a grid event holds %.0f W)",
                      watts, eff);
         else
             snprintf(reason, sizeof reason, "budget set to %.0f W", watts);
-        rc = srv_decide(n, eff, SRV_MODE_LOCAL, NULL, reason, result, err);
+        rc = pfi_srv_decide(n, eff, SRV_MODE_LOCAL, NULL, reason, result, err);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             n->ramping = 0;
@@ -104,12 +104,12 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
     return rc;
 }
 
-int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
+int pfi_srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
-    double eff = srv_grid_limit(n, NAN); /* NAN unless a grid event holds one */
-    int rc = srv_decide(n, eff, SRV_MODE_LOCAL, NULL,
+    pfi_srv_snapshot(n);
+    double eff = pfi_srv_grid_limit(n, NAN); /* NAN unless a grid event holds one */
+    int rc = pfi_srv_decide(n, eff, SRV_MODE_LOCAL, NULL,
                         isnan(eff) ? "budget removed" : "budget removed (a grid event holds one)",
                         result, err);
     if (rc == PFI_OK) {
@@ -134,7 +134,7 @@ static long long epoch_bound(void)
     return b < 9007199254740992.0 ? (long long)b : 9007199254740992LL;
 }
 
-int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err)
+int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err)
 {
     if (epoch < 0 || epoch > epoch_bound())
         return pfi_err_set(err, PFI_EINVAL,
@@ -153,10 +153,10 @@ int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **resu
         rc = pfi_err_set(err, PFI_EBUSY, "stale epoch %lld: caps of epoch %lld are applied",
                          epoch, n->caps_epoch);
     } else {
-        srv_snapshot(n);
+        pfi_srv_snapshot(n);
         char reason[96];
         snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)", epoch);
-        rc = srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
+        rc = pfi_srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             if (epoch > 0)
@@ -173,7 +173,7 @@ int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **resu
     return rc;
 }
 
-int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
+int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
                   pfi_err *err)
 {
     if (isnan(ttl_s))
@@ -188,13 +188,13 @@ int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **re
     int mode = n->mode;
     pthread_mutex_unlock(&n->mu);
     if (first)
-        srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
+        pfi_srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
                                      "heartbeat",
                       controller && *controller ? controller : "a controller",
                       n->cfg->safe_budget, ttl_s);
     if (result)
         *result = json_pack("{s:b, s:f, s:s}", "armed", ttl_s > 0, "ttl_s", ttl_s, "mode",
-                            srv_mode_name(mode));
+                            pfi_srv_mode_name(mode));
     return PFI_OK;
 }
 
@@ -210,8 +210,8 @@ static void watchdog_fire(srv_node *n)
 {
     double w;
     pfi_err e = {0};
-    if (srv_budget_parse(n, n->cfg->safe_budget, &w, &e) != PFI_OK) {
-        srv_event_add(n, "watchdog", "bad safe_budget: %s", e.msg);
+    if (pfi_srv_budget_parse(n, n->cfg->safe_budget, &w, &e) != PFI_OK) {
+        pfi_srv_event_add(n, "watchdog", "bad safe_budget: %s", e.msg);
         return;
     }
     pthread_mutex_lock(&n->decide_mu);
@@ -222,7 +222,7 @@ static void watchdog_fire(srv_node *n)
         pthread_mutex_unlock(&n->decide_mu);
         return;
     }
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
     for (int j = 0; j < n->n_cand; j++)
         n->cand[j].sla = NAN;
@@ -231,7 +231,7 @@ static void watchdog_fire(srv_node *n)
         floor += n->snap[i].dev.min_limit_w;
     if (w < floor)
         w = floor;
-    int rc = srv_decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
+    int rc = pfi_srv_decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
     pthread_mutex_lock(&n->mu);
     n->ramping = 0;
     n->n_watchdog_trips++;
@@ -239,10 +239,10 @@ static void watchdog_fire(srv_node *n)
     pthread_mutex_unlock(&n->mu);
     pthread_mutex_unlock(&n->decide_mu);
     if (rc == PFI_OK)
-        srv_event_add(n, "watchdog", "no heartbeat from %s: safe budget %.0f W applied",
+        pfi_srv_event_add(n, "watchdog", "no heartbeat from %s: safe budget %.0f W applied",
                       n->hb_controller[0] ? n->hb_controller : "the controller", w);
     else
-        srv_event_add(n, "watchdog", "safe budget %.0f W could not be applied: %s", w, e.msg);
+        pfi_srv_event_add(n, "watchdog", "safe budget %.0f W could not be applied: %s", w, e.msg);
 }
 
 /* One step of a ramp in progress (none when a command ended it meanwhile). */
@@ -260,14 +260,14 @@ static void ramp_step(srv_node *n)
     double now = pfi_clock_mono();
     double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
     double w = f >= 1 ? rt : rf + (rt - rf) * f;
-    double g = srv_grid_limit(n, w); /* a grid event may hold it lower */
+    double g = pfi_srv_grid_limit(n, w); /* a grid event may hold it lower */
     if (!isnan(g))
         w = g;
     pfi_err e = {0};
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     char reason[64];
     snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
-    int rc = srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+    int rc = pfi_srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
     if (f >= 1 || rc != PFI_OK) {
         pthread_mutex_lock(&n->mu);
         n->ramping = 0;
@@ -275,7 +275,7 @@ static void ramp_step(srv_node *n)
     }
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
-        srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
+        pfi_srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
 }
 
 /* Re-plans on what is now known of the jobs, under the budget and in the mode in force (read
@@ -294,21 +294,21 @@ static void replan_step(srv_node *n)
         return;
     }
     pfi_err e = {0};
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     srv_plan plan;
-    if (srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
+    if (pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
         double moved = 0;
         for (int i = 0; i < n->n_gpus; i++)
             if (!isnan(plan.target_w[i]) && fabs(plan.target_w[i] - n->snap[i].dev.limit_w) > moved)
                 moved = fabs(plan.target_w[i] - n->snap[i].dev.limit_w);
         if (moved > n->cfg->hysteresis_w &&
-            srv_decide(n, budget, mode, NULL, "re-plan on updated curves", NULL, &e) != PFI_OK)
-            srv_event_add(n, "replan_failed", "%s", e.msg);
+            pfi_srv_decide(n, budget, mode, NULL, "re-plan on updated curves", NULL, &e) != PFI_OK)
+            pfi_srv_event_add(n, "replan_failed", "%s", e.msg);
     }
     pthread_mutex_unlock(&n->decide_mu);
 }
 
-void srv_tick(srv_node *n)
+void pfi_srv_tick(srv_node *n)
 {
     double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
@@ -322,15 +322,15 @@ void srv_tick(srv_node *n)
         watchdog_fire(n);
         return;
     }
-    if (srv_grid_tick(n))
+    if (pfi_srv_grid_tick(n))
         return;
     if (ramping) {
         ramp_step(n);
         return;
     }
-    srv_probe_tick(n);
+    pfi_srv_probe_tick(n);
     if (!replan)
         return;
-    srv_predict_curves(n); /* also without a budget: the PFI is reported either way */
+    pfi_srv_predict_curves(n); /* also without a budget: the PFI is reported either way */
     replan_step(n);
 }

@@ -12,7 +12,7 @@
 
 #include "serve/serve_int.h"
 
-int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err)
+int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err)
 {
     memset(n, 0, sizeof *n);
     pthread_mutex_init(&n->mu, NULL);
@@ -53,7 +53,7 @@ int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_
     return PFI_OK;
 }
 
-void srv_node_destroy(srv_node *n)
+void pfi_srv_node_destroy(srv_node *n)
 {
     pthread_mutex_destroy(&n->mu);
     pthread_mutex_destroy(&n->decide_mu);
@@ -67,7 +67,7 @@ static json_t *real_or_null(double v)
 }
 
 /* Takes the state's copies a decision works on.  Caller holds decide_mu. */
-void srv_snapshot(srv_node *n)
+void pfi_srv_snapshot(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     memcpy(n->snap, n->gpu, sizeof n->gpu[0] * (size_t)n->n_gpus);
@@ -76,7 +76,7 @@ void srv_snapshot(srv_node *n)
     pthread_mutex_unlock(&n->mu);
 }
 
-int srv_find_job(const srv_job *jobs, int nj, const char *id)
+int pfi_srv_find_job(const srv_job *jobs, int nj, const char *id)
 {
     for (int j = 0; j < nj; j++)
         if (strcmp(jobs[j].id, id) == 0)
@@ -110,7 +110,7 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
     }
     pfi_err e = {0};
     srv_plan p2;
-    int rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &p2, &e);
+    int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &p2, &e);
     if (rc != PFI_OK) {
         for (int i = 0; i < n->n_gpus; i++)
             p2.target_w[i] = isnan(n->snap[i].pinned_w) ? n->snap[i].dev.min_limit_w : NAN;
@@ -144,11 +144,11 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
             n->cand[j].predicted_rel = p2.job_pred_rel[j];
             n->cand[j].predicted_tps = p2.job_pred_tps[j];
         }
-        srv_event_add(n, "replanned", "caps re-planned around %d GPU(s) that could not be "
+        pfi_srv_event_add(n, "replanned", "caps re-planned around %d GPU(s) that could not be "
                                       "lowered; limits now sum to %.0f W",
                       rep->n_failed, rep->sum_after_w);
     } else {
-        srv_event_add(n, "over_budget", "GPUs that could not be lowered hold the node at %.0f W, "
+        pfi_srv_event_add(n, "over_budget", "GPUs that could not be lowered hold the node at %.0f W, "
                                         "over the %.0f W budget, with every other GPU at its "
                                         "minimum (%s)",
                       rep->sum_after_w, budget_w, e.msg);
@@ -175,7 +175,7 @@ static double plan_external(srv_node *n, const double *ext, srv_plan *plan)
                 plan->job_cap_w[j] = c;
         }
         pfi_curve cv;
-        srv_job_curve(n->snap, &n->cand[j], &cv);
+        pfi_srv_job_curve(n->snap, &n->cand[j], &cv);
         plan->job_pred_rel[j] = pfi_curve_rel_at_cap(&cv, PFI_VIEW_AUTO, plan->job_cap_w[j]);
         plan->job_pred_tps[j] = n->cand[j].t0_tps * plan->job_pred_rel[j];
     }
@@ -206,7 +206,7 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
 {
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_cand; j++) {
-        int old = srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
+        int old = pfi_srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
         if (old >= 0) {
             n->cand[j].base = n->jobs[old].base;
             n->cand[j].observed_tps = n->jobs[old].observed_tps;
@@ -268,7 +268,7 @@ static json_t *decision_json(const srv_node *n, long long id, const char *reason
     json_t *doc = json_pack(
         "{s:I, s:s, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f}, s:o, s:o}", "decision",
         (json_int_t)id, "reason", reason, "budget_w", real_or_null(budget_w), "mode",
-        srv_mode_name(mode), "applied", "changed", rep->n_changed, "failed", rep->n_failed,
+        pfi_srv_mode_name(mode), "applied", "changed", rep->n_changed, "failed", rep->n_failed,
         "held", rep->n_held, "mismatch", rep->n_mismatch, "sum_before_w", rep->sum_before_w,
         "sum_after_w", rep->sum_after_w, "peak_w", rep->peak_w, "apply_ms", ms, "gpus", g, "jobs",
         jj);
@@ -291,7 +291,7 @@ static json_t *decision_json(const srv_node *n, long long id, const char *reason
 
 /* Plans n->cand under budget_w (mode local/safe) or applies ext (mode external), applies,
  * audits and commits.  Caller holds decide_mu and has filled n->snap / n->cand. */
-int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
+int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
                   json_t **result, pfi_err *err)
 {
     srv_plan plan;
@@ -302,7 +302,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
         /* A GPU that does not answer cannot be moved: plan around it at its last reading. */
         for (int i = 0; i < n->n_gpus; i++)
             n->snap[i].pinned_w = n->snap[i].up ? NAN : counted_w(&n->snap[i].dev);
-        int rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &plan, err);
+        int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &plan, err);
         if (rc != PFI_OK)
             return rc;
         if (isnan(budget_w))
@@ -335,24 +335,24 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
         return rc;
     commit(n, &rep, budget_w, mode, ms);
 
-    long long id = srv_audit_decision(n->audit, pfi_clock_wall(), reason, budget_w, mode, n->cand,
+    long long id = pfi_srv_audit_decision(n->audit, pfi_clock_wall(), reason, budget_w, mode, n->cand,
                                       n->n_cand, &rep, ms);
     if (n->audit && id == 0)
-        srv_event_add(n, "db_error", "%s: the decision could not be written to the audit log",
+        pfi_srv_event_add(n, "db_error", "%s: the decision could not be written to the audit log",
                       reason);
     for (int i = 0; i < rep.n; i++) {
         const pfi_cap_change *c = &rep.gpu[i];
         if (c->code != PFI_OK)
-            srv_event_add(n, "apply_failed", "GPU %d: %s", i, c->msg);
+            pfi_srv_event_add(n, "apply_failed", "GPU %d: %s", i, c->msg);
         else if (c->held && !n->cfg->read_only)
-            srv_event_add(n, "apply_held", "GPU %d: %s", i, c->msg);
+            pfi_srv_event_add(n, "apply_held", "GPU %d: %s", i, c->msg);
         else if (c->msg[0])
-            srv_event_add(n, "enforced_differs", "GPU %d: %s", i, c->msg);
+            pfi_srv_event_add(n, "enforced_differs", "GPU %d: %s", i, c->msg);
     }
-    srv_event_add(n, "decision",
+    pfi_srv_event_add(n, "decision",
                   "%s%s: budget %s, %s mode, %d cap changes, limits sum %.0f W -> %.0f W in %.1f ms",
                   n->cfg->read_only ? "(read-only, planned only) " : "", reason,
-                  isfinite(budget_w) ? "set" : "none", srv_mode_name(mode), rep.n_changed,
+                  isfinite(budget_w) ? "set" : "none", pfi_srv_mode_name(mode), rep.n_changed,
                   rep.sum_before_w, rep.sum_after_w, ms);
     if (result)
         *result = decision_json(n, id, reason, budget_w, mode, &rep, ms);
@@ -360,7 +360,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
 }
 
 /* The budget a decision made now plans for: the one in force (or where a ramp has got to). */
-double srv_current_budget(srv_node *n)
+double pfi_srv_current_budget(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     double b = n->budget_w;
@@ -368,7 +368,7 @@ double srv_current_budget(srv_node *n)
     return b;
 }
 
-int srv_current_mode(srv_node *n, const double **ext)
+int pfi_srv_current_mode(srv_node *n, const double **ext)
 {
     pthread_mutex_lock(&n->mu);
     int m = n->mode;
@@ -377,18 +377,18 @@ int srv_current_mode(srv_node *n, const double **ext)
     return m;
 }
 
-int srv_decide_now(srv_node *n, const char *reason, pfi_err *err)
+int pfi_srv_decide_now(srv_node *n, const char *reason, pfi_err *err)
 {
     pthread_mutex_lock(&n->mu);
     int mode = n->mode;
     double budget = n->budget_w;
     pthread_mutex_unlock(&n->mu);
     if (mode == SRV_MODE_EXTERNAL)
-        return srv_decide(n, NAN, mode, n->ext_caps, reason, NULL, err);
-    return srv_decide(n, budget, mode, NULL, reason, NULL, err);
+        return pfi_srv_decide(n, NAN, mode, n->ext_caps, reason, NULL, err);
+    return pfi_srv_decide(n, budget, mode, NULL, reason, NULL, err);
 }
 
-int srv_restore_originals(srv_node *n, pfi_err *err)
+int pfi_srv_restore_originals(srv_node *n, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
     double t[PFI_MAX_GPUS];

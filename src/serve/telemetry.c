@@ -41,7 +41,7 @@ static void baseline_add(srv_node *n, srv_job *j)
     bl->n++;
 }
 
-void srv_sample(srv_node *n)
+void pfi_srv_sample(srv_node *n)
 {
     for (int i = 0; i < n->n_gpus; i++) {
         pfi_sample s;
@@ -73,15 +73,15 @@ void srv_sample(srv_node *n)
         }
         pthread_mutex_unlock(&n->mu);
         if (was_up && rc != PFI_OK)
-            srv_event_add(n, "gpu_error", "GPU %d cannot be read: %s", i, e.msg);
+            pfi_srv_event_add(n, "gpu_error", "GPU %d cannot be read: %s", i, e.msg);
         else if (!was_up && rc == PFI_OK)
-            srv_event_add(n, "gpu_back", "GPU %d answers again", i);
+            pfi_srv_event_add(n, "gpu_back", "GPU %d answers again", i);
     }
     double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_jobs; j++) {
         baseline_add(n, &n->jobs[j]);
-        srv_probe_sample(n, &n->jobs[j], now);
+        pfi_srv_probe_sample(n, &n->jobs[j], now);
     }
     pthread_mutex_unlock(&n->mu);
 }

@@ -59,7 +59,8 @@ int main(int argc, char **argv)
         return 1;
     }
     srv_node *n = calloc(1, sizeof *n);
-    if (srv_node_init(n, &cfg, b, &e) != PFI_OK || srv_audit_open(db, &n->audit, &e) != PFI_OK) {
+    if (pfi_srv_node_init(n, &cfg, b, &e) != PFI_OK ||
+        pfi_srv_audit_open(db, &n->audit, &e) != PFI_OK) {
         fprintf(stderr, "bench_serve: %s\n", e.msg);
         return 1;
     }
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
                           "{\"id\":\"c\",\"gpus\":[6,7],\"pfi30\":0.8,\"weight\":2}"};
     for (int j = 0; j < 3; j++) {
         json_t *spec = json_loads(jobs[j], 0, NULL), *res = NULL;
-        if (srv_job_add(n, spec, &res, &e) != PFI_OK) {
+        if (pfi_srv_job_add(n, spec, &res, &e) != PFI_OK) {
             printf("bench_serve: job: %s\n", e.msg);
             return 1;
         }
@@ -85,7 +86,7 @@ int main(int argc, char **argv)
         double budget = n->nominal_w * (k % 2 ? 1.0 : 0.62 + 0.1 * ((k / 2) % 3));
         double t0 = pfi_clock_mono();
         json_t *res = NULL;
-        if (srv_budget_set(n, budget, 0, &res, &e) != PFI_OK) {
+        if (pfi_srv_budget_set(n, budget, 0, &res, &e) != PFI_OK) {
             printf("bench_serve: budget %.0f W: %s\n", budget, e.msg);
             return 1;
         }
@@ -117,9 +118,9 @@ int main(int argc, char **argv)
     printf("  verified by a separate read: %d/%d changes exact and within budget "
            "(largest sum - budget: %.1f W)\n",
            verified, changes, worst_over);
-    srv_restore_originals(n, &e);
-    srv_audit_close(n->audit);
-    srv_node_destroy(n);
+    pfi_srv_restore_originals(n, &e);
+    pfi_srv_audit_close(n->audit);
+    pfi_srv_node_destroy(n);
     free(n);
     free(ms);
     pfi_hw_close(b);

@@ -44,8 +44,8 @@ static int setup(void **state)
         return -1;
     }
     f->n = calloc(1, sizeof *f->n);
-    if (srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+    if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
+        pfi_srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
         fprintf(stderr, "node: %s\n", e.msg);
         return -1;
     }
@@ -57,8 +57,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    srv_audit_close(f->n->audit);
-    srv_node_destroy(f->n);
+    pfi_srv_audit_close(f->n->audit);
+    pfi_srv_node_destroy(f->n);
     free(f->n);
     pfi_hw_close(f->b);
     char cmd[600];
@@ -76,8 +76,8 @@ static int call(fx *f, const char *method, const char *url, const char *body, in
     int st = 0;
     const char *ctype;
     size_t len;
-    char *out = srv_api_handle(f->n, method, url, NULL, NULL, body, body ? strlen(body) : 0,
-                               auth, &st, &ctype, &len);
+    char *out = pfi_srv_api_handle(f->n, method, url, NULL, NULL, body, body ? strlen(body) : 0,
+                                   auth, &st, &ctype, &len);
     assert_non_null(out);
     if (doc) {
         *doc = json_loads(out, 0, NULL);
@@ -93,7 +93,7 @@ static int query(fx *f, const char *url, const char *since, const char *limit, j
     int st = 0;
     const char *ctype;
     size_t len;
-    char *out = srv_api_handle(f->n, "GET", url, since, limit, NULL, 0, 0, &st, &ctype, &len);
+    char *out = pfi_srv_api_handle(f->n, "GET", url, since, limit, NULL, 0, 0, &st, &ctype, &len);
     assert_non_null(out);
     *doc = json_loads(out, 0, NULL);
     assert_non_null(*doc);
@@ -150,7 +150,7 @@ static void test_reads(void **state)
     assert_int_equal(call(f, "GET", "/healthz", NULL, 0, &d), 200);
     assert_string_equal(json_string_value(json_object_get(d, "status")), "ok");
     json_decref(d);
-    srv_sample(f->n);
+    pfi_srv_sample(f->n);
     assert_int_equal(call(f, "GET", "/v1/gpus", NULL, 0, &d), 200);
     json_t *g = json_object_get(d, "gpus");
     assert_int_equal(json_array_size(g), f->n->n_gpus);
@@ -168,14 +168,14 @@ static void test_event_query_bounds(void **state)
 {
     fx *f = *state;
     json_t *d;
-    srv_sample(f->n);
+    pfi_srv_sample(f->n);
     assert_int_equal(query(f, "/v1/events", "9223372036854775807", NULL, &d), 200);
     assert_int_equal(json_array_size(json_object_get(d, "events")), 0);
     json_decref(d);
     assert_int_equal(query(f, "/v1/events", "9223372036854775806", "1000", &d), 200);
     assert_int_equal(json_array_size(json_object_get(d, "events")), 0);
     json_decref(d);
-    json_t *ev = srv_view_events(f->n, LLONG_MAX, 100);
+    json_t *ev = pfi_srv_view_events(f->n, LLONG_MAX, 100);
     assert_int_equal(json_array_size(json_object_get(ev, "events")), 0);
     json_decref(ev);
     const char *bad_since[] = {"9223372036854775808", "-1", "12abc", "", " 5", "0x10",
@@ -312,7 +312,7 @@ static void test_metrics_text(void **state)
     assert_int_equal(call(f, "POST", "/v1/jobs/c/throughput", "{\"tokens_per_s\":1234.5}", 1,
                           NULL),
                      200);
-    srv_sample(f->n);
+    pfi_srv_sample(f->n);
     /* The audit log through the API: the latest decision carries what job c then reported. */
     json_t *d;
     assert_int_equal(call(f, "GET", "/v1/decisions", NULL, 0, &d), 200);
@@ -328,7 +328,8 @@ static void test_metrics_text(void **state)
     int st;
     const char *ctype;
     size_t len;
-    char *t = srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    char *t =
+        pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
     assert_int_equal(st, 200);
     assert_non_null(strstr(ctype, "text/plain"));
     assert_non_null(strstr(t, "pfi_node_budget_watts 4200\n"));
@@ -380,11 +381,11 @@ static void test_cluster_caps_and_watchdog(void **state)
                      200);
     assert_true(json_is_true(json_object_get(d, "armed")));
     json_decref(d);
-    srv_tick(f->n);
+    pfi_srv_tick(f->n);
     assert_int_equal(f->n->mode, SRV_MODE_EXTERNAL);
     struct timespec ts = {0, 120 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    srv_tick(f->n);
+    pfi_srv_tick(f->n);
     assert_int_equal(f->n->mode, SRV_MODE_SAFE);
     assert_true(fabs(sum_limits(f) - 8 * 200) < 1e-6);
     assert_int_equal(f->n->n_watchdog_trips, 1);
@@ -465,10 +466,10 @@ static void test_lost_gpu_replanned(void **state)
 static void probe_start(fx *f)
 {
     for (int k = 0; k < SRV_MIN_BASELINE + 2; k++)
-        srv_sample(f->n);
+        pfi_srv_sample(f->n);
     assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":1000}", 1, NULL),
                      200);
-    srv_tick(f->n);
+    pfi_srv_tick(f->n);
 }
 
 /* Job p's running probe to its end: the firmware settles at the probe's cap, p reports 850
@@ -478,11 +479,11 @@ static void probe_finish(fx *f)
     pfi_hw_sleep(f->b, 10.0); /* virtual time */
     sleep_s(0.12);
     for (int k = 0; k < 5; k++)
-        srv_sample(f->n);
+        pfi_srv_sample(f->n);
     assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":850}", 1, NULL),
                      200);
     sleep_s(0.25);
-    srv_tick(f->n);
+    pfi_srv_tick(f->n);
 }
 
 /* A job that allows a probe: once its baseline is known it is held lower for a bounded time,
@@ -500,7 +501,7 @@ static void test_probe_refines_curve(void **state)
                           &d),
                      400);
     json_decref(d);
-    srv_tick(f->n); /* no baseline yet: nothing starts */
+    pfi_srv_tick(f->n); /* no baseline yet: nothing starts */
     assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
     probe_start(f);
     double p0 = f->n->jobs[0].base.power_w;
@@ -577,7 +578,7 @@ static void test_probe_through_library(void **state)
     double pfi30 = json_real_value(json_object_get(d, "pfi30"));
     assert_true(pfi30 > 0.2 && pfi30 < 1.0);
     json_decref(d);
-    srv_library_free(lib);
+    pfi_srv_library_free(lib);
 }
 
 /* With a predictor loaded, a job registered without a curve gets one from its own baseline
@@ -607,12 +608,12 @@ static void test_predicted_curve(void **state)
     f->n->last_replan_mono = -1e9;
     assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"m\",\"gpus\":[0,1,2,3]}", 1, NULL),
                      201);
-    srv_tick(f->n); /* too few baseline samples: nothing predicted */
+    pfi_srv_tick(f->n); /* too few baseline samples: nothing predicted */
     assert_int_equal(f->n->jobs[0].curve_src, SRV_CURVE_NONE);
     for (int k = 0; k < SRV_MIN_BASELINE; k++)
-        srv_sample(f->n);
+        pfi_srv_sample(f->n);
     f->n->last_replan_mono = -1e9;
-    srv_tick(f->n);
+    pfi_srv_tick(f->n);
     json_t *d;
     assert_int_equal(call(f, "GET", "/v1/jobs/m", NULL, 0, &d), 200);
     assert_string_equal(json_string_value(json_object_get(d, "curve_source")), "predicted");
@@ -657,7 +658,7 @@ static void test_budget_ramp(void **state)
     assert_true(f->n->ramping);
     assert_true(fabs(sum_limits(f) - 5600) < 1e-6); /* nothing moved yet */
     sleep_s(0.1);
-    srv_tick(f->n);
+    pfi_srv_tick(f->n);
     /* On the way (unless this machine was so slow that the ramp is already over). */
     double mid = sum_limits(f);
     assert_true(mid <= f->n->budget_w + 1e-6);
@@ -665,7 +666,7 @@ static void test_budget_ramp(void **state)
     if (f->n->ramping)
         assert_true(f->n->budget_w > 3920);
     sleep_s(0.35);
-    srv_tick(f->n);
+    pfi_srv_tick(f->n);
     assert_false(f->n->ramping);
     assert_true(fabs(f->n->budget_w - 3920) < 1e-6);
     assert_true(sum_limits(f) <= 3920 + 1e-6);
@@ -704,7 +705,7 @@ static void test_restore_originals(void **state)
     assert_int_equal(call(f, "PUT", "/v1/budget", "{\"budget\":\"75%\"}", 1, NULL), 200);
     assert_true(sum_limits(f) <= 0.75 * 5600 + 1e-6);
     pfi_err e = {0};
-    assert_int_equal(srv_restore_originals(f->n, &e), PFI_OK);
+    assert_int_equal(pfi_srv_restore_originals(f->n, &e), PFI_OK);
     for (int i = 0; i < 8; i++)
         assert_true(fabs(limit_of(f, i) - 700) < 1e-9);
 }
@@ -736,12 +737,12 @@ static void test_jobs_saved(void **state)
     json_decref(d);
     int seen = 0;
     pfi_err e = {0};
-    assert_int_equal(srv_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
+    assert_int_equal(pfi_srv_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
     assert_int_equal(seen, 1);
     assert_int_equal(call(f, "DELETE", "/v1/jobs/k", NULL, 1, &d), 200);
     json_decref(d);
     seen = 0;
-    assert_int_equal(srv_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
+    assert_int_equal(pfi_srv_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
     assert_int_equal(seen, 0);
 }
 

@@ -96,7 +96,7 @@ static json_t *body_json(const char *body, size_t blen, pfi_err *e)
 static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 {
     static const char *const keys[] = {"watts", "percent", "budget", "ramp_s", NULL};
-    if (srv_only_keys(doc, keys, e) != PFI_OK)
+    if (pfi_srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *w = json_object_get(doc, "watts"), *p = json_object_get(doc, "percent"),
            *b = json_object_get(doc, "budget");
@@ -116,7 +116,7 @@ static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
         if (!json_is_string(b) || !strcmp(json_string_value(b), "min"))
             return pfi_err_set(e, PFI_EINVAL, "budget: expected a string like \"70%%\" or "
                                               "\"4000W\"");
-        if (srv_budget_parse(n, json_string_value(b), &watts, e) != PFI_OK)
+        if (pfi_srv_budget_parse(n, json_string_value(b), &watts, e) != PFI_OK)
             return pfi_err_prefix(e, "budget: ");
     }
     if (!(watts > 0 && isfinite(watts)))
@@ -128,13 +128,13 @@ static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
         if (!(ramp >= 0))
             return pfi_err_set(e, PFI_EINVAL, "ramp_s: expected seconds >= 0");
     }
-    return srv_budget_set(n, watts, ramp, res, e);
+    return pfi_srv_budget_set(n, watts, ramp, res, e);
 }
 
 static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 {
     static const char *const keys[] = {"epoch", "caps", NULL};
-    if (srv_only_keys(doc, keys, e) != PFI_OK)
+    if (pfi_srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *ep = json_object_get(doc, "epoch"), *caps = json_object_get(doc, "caps");
     long long epoch = 0;
@@ -168,13 +168,13 @@ static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
         if (!isfinite(c[gi]))
             return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: cap_w is not a number", k);
     }
-    return srv_caps_set(n, epoch, c, res, e);
+    return pfi_srv_caps_set(n, epoch, c, res, e);
 }
 
 static int post_heartbeat(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 {
     static const char *const keys[] = {"controller", "ttl_s", NULL};
-    if (srv_only_keys(doc, keys, e) != PFI_OK)
+    if (pfi_srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *c = json_object_get(doc, "controller"), *t = json_object_get(doc, "ttl_s");
     if (c && !json_is_string(c))
@@ -185,18 +185,18 @@ static int post_heartbeat(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
         if (!(ttl >= 0))
             return pfi_err_set(e, PFI_EINVAL, "ttl_s: expected seconds >= 0");
     }
-    return srv_heartbeat(n, c ? json_string_value(c) : "", ttl, res, e);
+    return pfi_srv_heartbeat(n, c ? json_string_value(c) : "", ttl, res, e);
 }
 
 static int post_throughput(srv_node *n, const char *id, json_t *doc, pfi_err *e)
 {
     static const char *const keys[] = {"tokens_per_s", NULL};
-    if (srv_only_keys(doc, keys, e) != PFI_OK)
+    if (pfi_srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *t = json_object_get(doc, "tokens_per_s");
     if (!json_is_number(t))
         return pfi_err_set(e, PFI_EINVAL, "tokens_per_s: expected a number");
-    return srv_job_throughput(n, id, json_number_value(t), e);
+    return pfi_srv_job_throughput(n, id, json_number_value(t), e);
 }
 
 /* GET and HEAD routes; *matched 0 when the request is not one of them. */
@@ -206,29 +206,29 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
 {
     *matched = 1;
     if (!strcmp(url, "/healthz"))
-        return ok(200, srv_view_health(n), st, len);
+        return ok(200, pfi_srv_view_health(n), st, len);
     if (!strcmp(url, "/metrics")) {
         *ctype = "text/plain; version=0.0.4; charset=utf-8";
         *st = 200;
-        char *t = srv_metrics_text(n, len);
+        char *t = pfi_srv_metrics_text(n, len);
         return t ? t : fail(500, PFI_ENOMEM, "out of memory", st, len);
     }
     if (!strcmp(url, "/v1/gpus"))
-        return ok(200, srv_view_gpus(n), st, len);
+        return ok(200, pfi_srv_view_gpus(n), st, len);
     if (!strcmp(url, "/v1/jobs"))
-        return ok(200, srv_view_jobs(n, NULL), st, len);
+        return ok(200, pfi_srv_view_jobs(n, NULL), st, len);
     if (sub && !*sub) {
-        json_t *j = srv_view_jobs(n, id);
+        json_t *j = pfi_srv_view_jobs(n, id);
         return j ? ok(200, j, st, len) : fail(404, PFI_ENOENT, "no such job", st, len);
     }
     if (!strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/budget"))
-        return ok(200, srv_view_allocation(n), st, len);
+        return ok(200, pfi_srv_view_allocation(n), st, len);
     if (!strcmp(url, "/v1/decisions")) {
         int limit = 20;
         pfi_err e = {0};
         if (q_limit && pfi_num_int(q_limit, 1, 1000, "limit", &limit, &e) != PFI_OK)
             return fail_err(&e, st, len);
-        json_t *doc = srv_audit_decisions(n->audit, limit, &e);
+        json_t *doc = pfi_srv_audit_decisions(n->audit, limit, &e);
         return doc ? ok(200, doc, st, len) : fail_err(&e, st, len);
     }
     if (!strcmp(url, "/v1/events")) {
@@ -238,7 +238,7 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
         if ((q_since && pfi_num_ll(q_since, 0, LLONG_MAX, "since", &since, &e) != PFI_OK) ||
             (q_limit && pfi_num_int(q_limit, 1, 1000, "limit", &limit, &e) != PFI_OK))
             return fail_err(&e, st, len);
-        return ok(200, srv_view_events(n, since, limit), st, len);
+        return ok(200, pfi_srv_view_events(n, since, limit), st, len);
     }
     *matched = 0;
     return NULL;
@@ -252,11 +252,11 @@ static char *handle_write(srv_node *n, const char *url, int del, const char *id,
     json_t *res = NULL;
     int rc;
     if (del && sub) {
-        rc = srv_job_remove(n, id, &res, &e);
+        rc = pfi_srv_job_remove(n, id, &res, &e);
         return rc == PFI_OK ? ok(200, res, st, len) : fail_err(&e, st, len);
     }
     if (del) {
-        rc = srv_budget_clear(n, &res, &e);
+        rc = pfi_srv_budget_clear(n, &res, &e);
         return rc == PFI_OK ? ok(200, res, st, len) : fail_err(&e, st, len);
     }
     json_t *doc = body_json(body, blen, &e);
@@ -266,7 +266,7 @@ static char *handle_write(srv_node *n, const char *url, int del, const char *id,
     if (sub) {
         rc = post_throughput(n, id, doc, &e);
     } else if (!strcmp(url, "/v1/jobs")) {
-        rc = srv_job_add(n, doc, &res, &e);
+        rc = pfi_srv_job_add(n, doc, &res, &e);
         created = 1;
     } else if (!strcmp(url, "/v1/budget")) {
         rc = put_budget(n, doc, &res, &e);
@@ -283,12 +283,12 @@ static char *handle_write(srv_node *n, const char *url, int del, const char *id,
     return ok(created ? 201 : 200, res, st, len);
 }
 
-char *srv_api_handle(srv_node *n, const char *method, const char *url, const char *q_since,
-                     const char *q_limit, const char *body, size_t blen, int authorized,
-                     int *st, const char **ctype, size_t *len)
+char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const char *q_since,
+                         const char *q_limit, const char *body, size_t blen, int authorized,
+                         int *st, const char **ctype, size_t *len)
 {
     *ctype = "application/json";
-    char *grid = srv_grid_api(n, method, url, body, blen, authorized, st, len);
+    char *grid = pfi_srv_grid_api(n, method, url, body, blen, authorized, st, len);
     if (grid)
         return grid;
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
@@ -336,7 +336,7 @@ char *srv_api_handle(srv_node *n, const char *method, const char *url, const cha
 
     /* Throughput reports and heartbeats move no cap: never throttled. */
     int moves_caps = !(sub && *sub) && strcmp(url, "/v1/heartbeat") != 0;
-    if (moves_caps && !srv_rate_take(n))
+    if (moves_caps && !pfi_srv_rate_take(n))
         return fail(429, PFI_EBUSY, "too many changes: at most a burst of 100, then 20 per second",
                     st, len);
     return handle_write(n, url, del, id, sub, body, blen, st, len);

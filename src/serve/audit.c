@@ -51,7 +51,7 @@ static void iso_utc(double wall, char *buf, size_t size)
     snprintf(buf, size, "%s.%03dZ", head, ms < 0 ? 0 : ms > 999 ? 999 : ms);
 }
 
-int srv_audit_open(const char *path, srv_audit **out, pfi_err *err)
+int pfi_srv_audit_open(const char *path, srv_audit **out, pfi_err *err)
 {
     *out = NULL;
     srv_audit *a = calloc(1, sizeof *a);
@@ -75,7 +75,7 @@ int srv_audit_open(const char *path, srv_audit **out, pfi_err *err)
     return PFI_OK;
 }
 
-void srv_audit_close(srv_audit *a)
+void pfi_srv_audit_close(srv_audit *a)
 {
     if (!a)
         return;
@@ -124,7 +124,7 @@ static int exec_sql(srv_audit *a, const char *sql, const char *types, ...)
     return rc;
 }
 
-int srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg)
+int pfi_srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg)
 {
     char t[40];
     iso_utc(wall, t, sizeof t);
@@ -132,9 +132,9 @@ int srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg
                     kind, msg);
 }
 
-long long srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
-                             int mode, const srv_job *jobs, int n_jobs,
-                             const pfi_apply_report *rep, double apply_ms)
+long long pfi_srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
+                                 int mode, const srv_job *jobs, int n_jobs,
+                                 const pfi_apply_report *rep, double apply_ms)
 {
     if (!a)
         return 0;
@@ -153,7 +153,7 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
         sqlite3_bind_text(s, 1, t, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(s, 2, reason, -1, SQLITE_TRANSIENT);
         bind_real(s, 3, budget_w);
-        sqlite3_bind_text(s, 4, srv_mode_name(mode), -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, pfi_srv_mode_name(mode), -1, SQLITE_STATIC);
         bind_real(s, 5, rep->sum_before_w);
         bind_real(s, 6, rep->sum_after_w);
         bind_real(s, 7, rep->peak_w);
@@ -183,7 +183,7 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
             bind_real(s, 6, jb->pfi30);
             bind_real(s, 7, jb->sla);
             bind_real(s, 8, jb->weight);
-            sqlite3_bind_text(s, 9, srv_curve_src_name(jb->curve_src), -1, SQLITE_STATIC);
+            sqlite3_bind_text(s, 9, pfi_srv_curve_src_name(jb->curve_src), -1, SQLITE_STATIC);
             ok = sqlite3_step(s) == SQLITE_DONE;
         }
     }
@@ -217,7 +217,7 @@ long long srv_audit_decision(srv_audit *a, double wall, const char *reason, doub
     return ok ? id : 0;
 }
 
-int srv_audit_observed(srv_audit *a, const char *job, double tps)
+int pfi_srv_audit_observed(srv_audit *a, const char *job, double tps)
 {
     char t[40];
     iso_utc(pfi_clock_wall(), t, sizeof t);
@@ -229,7 +229,7 @@ int srv_audit_observed(srv_audit *a, const char *job, double tps)
                     "dsss", tps, t, job, job);
 }
 
-int srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json)
+int pfi_srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json)
 {
     return exec_sql(a,
                     "INSERT OR REPLACE INTO serve_jobs(id, spec, seq) VALUES(?, ?, "
@@ -237,13 +237,13 @@ int srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json)
                     "ss", id, spec_json);
 }
 
-int srv_audit_delete_job(srv_audit *a, const char *id)
+int pfi_srv_audit_delete_job(srv_audit *a, const char *id)
 {
     return exec_sql(a, "DELETE FROM serve_jobs WHERE id = ?", "s", id);
 }
 
-int srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, const char *spec),
-                        void *ctx, pfi_err *err)
+int pfi_srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, const char *spec),
+                            void *ctx, pfi_err *err)
 {
     if (!a)
         return PFI_OK;
@@ -289,13 +289,13 @@ int srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, cons
     return rc;
 }
 
-int srv_audit_set_state(srv_audit *a, const char *key, const char *value)
+int pfi_srv_audit_set_state(srv_audit *a, const char *key, const char *value)
 {
     return exec_sql(a, "INSERT OR REPLACE INTO serve_state(key, value) VALUES(?, ?)", "ss", key,
                     value);
 }
 
-int srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size)
+int pfi_srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size)
 {
     if (!a)
         return PFI_ENOENT;
@@ -342,7 +342,7 @@ static json_t *rows_json(sqlite3_stmt *s)
     return arr;
 }
 
-json_t *srv_audit_decisions(srv_audit *a, int limit, pfi_err *err)
+json_t *pfi_srv_audit_decisions(srv_audit *a, int limit, pfi_err *err)
 {
     if (!a)
         return json_pack("{s:[]}", "decisions");

@@ -225,7 +225,7 @@ int pfi_serve_config_check(const pfi_serve_config *c, pfi_err *err)
     if (!c->listen[0])
         return pfi_err_set(err, PFI_EINVAL, "listen: must not be empty");
     if (strncmp(c->listen, "unix:", 5) != 0) {
-        int rc = srv_listen_split(c->listen, NULL, 0, err);
+        int rc = pfi_srv_listen_split(c->listen, NULL, 0, err);
         if (rc != PFI_OK)
             return rc;
     }

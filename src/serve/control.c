@@ -11,7 +11,7 @@
 
 /* ---- budget, caps, heartbeat ---- */
 
-int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
+int pfi_srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
 {
     if (!strcmp(s, "min")) {
         double w = 0;
@@ -32,25 +32,25 @@ int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err)
 /* The budget a restart with resume comes back to. */
 static void save_budget(srv_node *n, const char *value)
 {
-    if (srv_audit_set_state(n->audit, "budget_w", value) != PFI_OK)
-        srv_event_add(n, "db_error", "budget %s not saved: a restart would not come back to it",
-                      value);
+    if (pfi_srv_audit_set_state(n->audit, "budget_w", value) != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "budget %s not saved: a restart would not come back to it",
+                          value);
 }
 
-int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
+int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
 {
     if (!(watts > 0 && isfinite(watts)))
         return pfi_err_set(err, PFI_EINVAL, "budget: expected watts > 0");
     if (!(ramp_s >= 0 && ramp_s <= 86400))
         return pfi_err_set(err, PFI_EINVAL, "ramp_s: expected 0 to 86400 seconds");
     pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     int rc;
-    double from = srv_current_budget(n);
+    double from = pfi_srv_current_budget(n);
     if (ramp_s > 0 && isfinite(from)) {
         /* Check the destination now, so an infeasible ramp is refused before it starts. */
         srv_plan plan;
-        rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &plan, err);
+        rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &plan, err);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             n->ramp_from_w = from;
@@ -60,22 +60,22 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
             n->ramping = 1;
             n->mode = SRV_MODE_LOCAL;
             pthread_mutex_unlock(&n->mu);
-            srv_event_add(n, "budget", "budget ramps from %.0f W to %.0f W over %.0f s", from,
-                          watts, ramp_s);
+            pfi_srv_event_add(n, "budget", "budget ramps from %.0f W to %.0f W over %.0f s", from,
+                              watts, ramp_s);
             if (result)
                 *result = json_pack("{s:f, s:f, s:f, s:s}", "from_w", from, "budget_w", watts,
                                     "ramp_s", ramp_s, "mode", "local");
         }
     } else {
         /* A grid event in force holds the budget below the manual one. */
-        double eff = srv_grid_limit(n, watts);
+        double eff = pfi_srv_grid_limit(n, watts);
         char reason[128];
         if (eff < watts - 0.5)
             snprintf(reason, sizeof reason, "budget set to %.0f W (a grid event holds %.0f W)",
                      watts, eff);
         else
             snprintf(reason, sizeof reason, "budget set to %.0f W", watts);
-        rc = srv_decide(n, eff, SRV_MODE_LOCAL, NULL, reason, result, err);
+        rc = pfi_srv_decide(n, eff, SRV_MODE_LOCAL, NULL, reason, result, err);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             n->ramping = 0;
@@ -94,14 +94,14 @@ int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pf
     return rc;
 }
 
-int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
+int pfi_srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
-    double eff = srv_grid_limit(n, NAN); /* NAN unless a grid event holds one */
-    int rc = srv_decide(n, eff, SRV_MODE_LOCAL, NULL,
-                        isnan(eff) ? "budget removed" : "budget removed (a grid event holds one)",
-                        result, err);
+    pfi_srv_snapshot(n);
+    double eff = pfi_srv_grid_limit(n, NAN); /* NAN unless a grid event holds one */
+    int rc = pfi_srv_decide(n, eff, SRV_MODE_LOCAL, NULL,
+                            isnan(eff) ? "budget removed" : "budget removed (a grid event holds one)",
+                            result, err);
     if (rc == PFI_OK) {
         pthread_mutex_lock(&n->mu);
         n->ramping = 0;
@@ -113,7 +113,8 @@ int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
     return rc;
 }
 
-int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err)
+int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result,
+                     pfi_err *err)
 {
     for (int i = 0; i < n->n_gpus; i++) {
         const pfi_device *d = &n->gpu[i].dev;
@@ -127,10 +128,10 @@ int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **resu
         rc = pfi_err_set(err, PFI_EBUSY, "stale epoch %lld: caps of epoch %lld are applied",
                          epoch, n->caps_epoch);
     } else {
-        srv_snapshot(n);
+        pfi_srv_snapshot(n);
         char reason[96];
         snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)", epoch);
-        rc = srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
+        rc = pfi_srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             if (epoch > 0)
@@ -147,8 +148,8 @@ int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **resu
     return rc;
 }
 
-int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
-                  pfi_err *err)
+int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
+                      pfi_err *err)
 {
     if (isnan(ttl_s))
         ttl_s = n->cfg->watchdog_timeout_s;
@@ -162,13 +163,13 @@ int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **re
     int mode = n->mode;
     pthread_mutex_unlock(&n->mu);
     if (first)
-        srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
-                                     "heartbeat",
-                      controller && *controller ? controller : "a controller",
-                      n->cfg->safe_budget, ttl_s);
+        pfi_srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
+                                         "heartbeat",
+                          controller && *controller ? controller : "a controller",
+                          n->cfg->safe_budget, ttl_s);
     if (result)
         *result = json_pack("{s:b, s:f, s:s}", "armed", ttl_s > 0, "ttl_s", ttl_s, "mode",
-                            srv_mode_name(mode));
+                            pfi_srv_mode_name(mode));
     return PFI_OK;
 }
 
@@ -178,12 +179,12 @@ static void watchdog_fire(srv_node *n)
 {
     double w;
     pfi_err e = {0};
-    if (srv_budget_parse(n, n->cfg->safe_budget, &w, &e) != PFI_OK) {
-        srv_event_add(n, "watchdog", "bad safe_budget: %s", e.msg);
+    if (pfi_srv_budget_parse(n, n->cfg->safe_budget, &w, &e) != PFI_OK) {
+        pfi_srv_event_add(n, "watchdog", "bad safe_budget: %s", e.msg);
         return;
     }
     pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
     for (int j = 0; j < n->n_cand; j++)
         n->cand[j].sla = NAN;
@@ -192,7 +193,7 @@ static void watchdog_fire(srv_node *n)
         floor += n->snap[i].dev.min_limit_w;
     if (w < floor)
         w = floor;
-    int rc = srv_decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
+    int rc = pfi_srv_decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
     pthread_mutex_lock(&n->mu);
     n->ramping = 0;
     n->n_watchdog_trips++;
@@ -200,13 +201,13 @@ static void watchdog_fire(srv_node *n)
     pthread_mutex_unlock(&n->mu);
     pthread_mutex_unlock(&n->decide_mu);
     if (rc == PFI_OK)
-        srv_event_add(n, "watchdog", "no heartbeat from %s: safe budget %.0f W applied",
-                      n->hb_controller[0] ? n->hb_controller : "the controller", w);
+        pfi_srv_event_add(n, "watchdog", "no heartbeat from %s: safe budget %.0f W applied",
+                          n->hb_controller[0] ? n->hb_controller : "the controller", w);
     else
-        srv_event_add(n, "watchdog", "safe budget %.0f W could not be applied: %s", w, e.msg);
+        pfi_srv_event_add(n, "watchdog", "safe budget %.0f W could not be applied: %s", w, e.msg);
 }
 
-void srv_tick(srv_node *n)
+void pfi_srv_tick(srv_node *n)
 {
     double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
@@ -222,20 +223,20 @@ void srv_tick(srv_node *n)
         watchdog_fire(n);
         return;
     }
-    if (srv_grid_tick(n))
+    if (pfi_srv_grid_tick(n))
         return;
     pfi_err e = {0};
     if (ramping) {
         double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
         double w = f >= 1 ? rt : rf + (rt - rf) * f;
-        double g = srv_grid_limit(n, w); /* a grid event may hold it lower */
+        double g = pfi_srv_grid_limit(n, w); /* a grid event may hold it lower */
         if (!isnan(g))
             w = g;
         pthread_mutex_lock(&n->decide_mu);
-        srv_snapshot(n);
+        pfi_srv_snapshot(n);
         char reason[64];
         snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
-        int rc = srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+        int rc = pfi_srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
         if (f >= 1 || rc != PFI_OK) {
             pthread_mutex_lock(&n->mu);
             n->ramping = 0;
@@ -243,30 +244,30 @@ void srv_tick(srv_node *n)
         }
         pthread_mutex_unlock(&n->decide_mu);
         if (rc != PFI_OK)
-            srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
+            pfi_srv_event_add(n, "ramp_failed", "budget ramp stopped at %.0f W: %s", w, e.msg);
         return;
     }
-    srv_probe_tick(n);
+    pfi_srv_probe_tick(n);
     if (!replan)
         return;
     pthread_mutex_lock(&n->mu);
     n->last_replan_mono = now;
     pthread_mutex_unlock(&n->mu);
-    srv_predict_curves(n); /* also without a budget: the PFI is reported either way */
+    pfi_srv_predict_curves(n); /* also without a budget: the PFI is reported either way */
     if (mode == SRV_MODE_EXTERNAL || isnan(budget) || !rate_ok)
         return;
     /* Re-plan on what is now known of the jobs; apply only a change worth making. */
     pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     srv_plan plan;
-    if (srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
+    if (pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
         double moved = 0;
         for (int i = 0; i < n->n_gpus; i++)
             if (!isnan(plan.target_w[i]) && fabs(plan.target_w[i] - n->snap[i].dev.limit_w) > moved)
                 moved = fabs(plan.target_w[i] - n->snap[i].dev.limit_w);
         if (moved > n->cfg->hysteresis_w &&
-            srv_decide(n, budget, mode, NULL, "re-plan on updated curves", NULL, &e) != PFI_OK)
-            srv_event_add(n, "replan_failed", "%s", e.msg);
+            pfi_srv_decide(n, budget, mode, NULL, "re-plan on updated curves", NULL, &e) != PFI_OK)
+            pfi_srv_event_add(n, "replan_failed", "%s", e.msg);
     }
     pthread_mutex_unlock(&n->decide_mu);
 }

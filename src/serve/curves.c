@@ -35,7 +35,7 @@ static int from_points(const srv_gpu *g, const srv_job *j, json_t *pts, double t
     static const pfi_run zero;
     pfi_run run = zero;
     double lo, hi;
-    srv_job_cap_range(g, j, &lo, &hi);
+    pfi_srv_job_cap_range(g, j, &lo, &hi);
     snprintf(run.name, sizeof run.name, "job %s", j->id);
     snprintf(run.source, sizeof run.source, "serve");
     run.n_gpus = j->n_gpus;
@@ -78,12 +78,12 @@ static int from_points(const srv_gpu *g, const srv_job *j, json_t *pts, double t
     return PFI_OK;
 }
 
-int srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, json_t *pfi30,
-                        pfi_curve *out, int *src, double *abs_t0, pfi_err *err)
+int pfi_srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, json_t *pfi30,
+                            pfi_curve *out, int *src, double *abs_t0, pfi_err *err)
 {
     *abs_t0 = NAN;
     double lo, hi, cap0 = INFINITY;
-    srv_job_cap_range(g, j, &lo, &hi);
+    pfi_srv_job_cap_range(g, j, &lo, &hi);
     for (int k = 0; k < j->n_gpus; k++)
         if (g[j->gpus[k]].dev.default_limit_w < cap0)
             cap0 = g[j->gpus[k]].dev.default_limit_w;
@@ -163,7 +163,7 @@ static json_t *real_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-json_t *srv_curve_to_json(const pfi_curve *c)
+json_t *pfi_srv_curve_to_json(const pfi_curve *c)
 {
     json_t *o = json_object();
     json_object_set_new(o, "t0", real_or_null(c->t0));
@@ -203,7 +203,7 @@ static void live_level(const srv_gpu *g, const srv_job *j, pfi_run *hdr, pfi_lev
     snprintf(hdr->gpu_type, sizeof hdr->gpu_type, "%s", name);
     snprintf(hdr->name, sizeof hdr->name, "job %s", j->id);
     hdr->n_gpus = j->n_gpus;
-    srv_job_cap_range(g, j, &hdr->min_limit_w, &hdr->max_limit_w);
+    pfi_srv_job_cap_range(g, j, &hdr->min_limit_w, &hdr->max_limit_w);
     hdr->default_limit_w = d->default_limit_w;
     hdr->meta.moe = hdr->meta.finetune = -1;
     hdr->meta.params_b = NAN;
@@ -224,7 +224,7 @@ static void live_level(const srv_gpu *g, const srv_job *j, pfi_run *hdr, pfi_lev
     lv->n_samples = j->base.n;
 }
 
-void srv_predict_curves(srv_node *n)
+void pfi_srv_predict_curves(srv_node *n)
 {
     if (!n->model)
         return;

@@ -86,14 +86,14 @@ static void reload_one(void *ctx, const char *id, const char *spec)
     json_error_t je;
     json_t *doc = json_loads(spec, 0, &je);
     pfi_err e = {0};
-    if (!doc || srv_job_reload(n, doc, &e) != PFI_OK) {
-        srv_event_add(n, "job_dropped", "saved job %s not registered again: %s", id,
-                      doc ? e.msg : je.text);
-        if (srv_audit_delete_job(n->audit, id) != PFI_OK)
-            srv_event_add(n, "db_error", "saved job %s could not be removed from the database",
-                          id);
+    if (!doc || pfi_srv_job_reload(n, doc, &e) != PFI_OK) {
+        pfi_srv_event_add(n, "job_dropped", "saved job %s not registered again: %s", id,
+                          doc ? e.msg : je.text);
+        if (pfi_srv_audit_delete_job(n->audit, id) != PFI_OK)
+            pfi_srv_event_add(n, "db_error", "saved job %s could not be removed from the database",
+                              id);
     } else {
-        srv_event_add(n, "job_reloaded", "job %s registered again from the database", id);
+        pfi_srv_event_add(n, "job_reloaded", "job %s registered again from the database", id);
     }
     json_decref(doc);
 }
@@ -114,8 +114,8 @@ static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
     char budget_s[64] = "";
     if (c->budget[0])
         snprintf(budget_s, sizeof budget_s, "%s", c->budget);
-    else if (c->resume && srv_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) ==
-                              PFI_OK &&
+    else if (c->resume &&
+             pfi_srv_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) == PFI_OK &&
              !strcmp(budget_s, "none"))
         budget_s[0] = '\0';
     if (!budget_s[0])
@@ -123,8 +123,8 @@ static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
     double w;
     json_t *res = NULL;
     pfi_err e = {0};
-    if (srv_budget_parse(n, budget_s, &w, &e) != PFI_OK ||
-        srv_budget_set(n, w, 0, &res, &e) != PFI_OK)
+    if (pfi_srv_budget_parse(n, budget_s, &w, &e) != PFI_OK ||
+        pfi_srv_budget_set(n, w, 0, &res, &e) != PFI_OK)
         return pfi_err_set(err, e.code ? e.code : PFI_EINVAL, "initial budget %s: %s", budget_s,
                            e.msg);
     json_decref(res);
@@ -146,10 +146,10 @@ static void run_loop(srv_node *n, const pfi_serve_config *c, pfi_backend *b,
             pthread_mutex_unlock(&n->hw_mu);
             last = now;
         }
-        srv_sample(n);
-        srv_discover(n);
-        srv_follow_tick(n);
-        srv_tick(n);
+        pfi_srv_sample(n);
+        pfi_srv_discover(n);
+        pfi_srv_follow_tick(n);
+        pfi_srv_tick(n);
         next += c->sample_interval_s;
         if (next < pfi_clock_mono())
             next = pfi_clock_mono();
@@ -161,7 +161,7 @@ static void run_loop(srv_node *n, const pfi_serve_config *c, pfi_backend *b,
  * and removes itself, or stays for the next start if a GPU refused.  Closes j. */
 static int restore_at_exit(srv_node *n, pfi_journal *j, const char *jpath, pfi_err *e)
 {
-    int r1 = srv_restore_originals(n, e);
+    int r1 = pfi_srv_restore_originals(n, e);
     int restored = 0, r2;
     if (r1 == PFI_OK && journal_matches(j, n->b)) {
         /* Every GPU already holds its journaled limit: setting them again could only fail on
@@ -173,10 +173,10 @@ static int restore_at_exit(srv_node *n, pfi_journal *j, const char *jpath, pfi_e
         r2 = pfi_journal_restore(j, n->b, &restored, r1 == PFI_OK ? e : NULL);
     }
     if (r1 == PFI_OK && r2 == PFI_OK)
-        srv_event_add(n, "restored", "original power limits restored on %d GPU(s)", restored);
+        pfi_srv_event_add(n, "restored", "original power limits restored on %d GPU(s)", restored);
     else
-        srv_event_add(n, "restore_failed", "%s (journal %s kept for the next start)", e->msg,
-                      jpath);
+        pfi_srv_event_add(n, "restore_failed", "%s (journal %s kept for the next start)", e->msg,
+                          jpath);
     pfi_journal_close(j);
     return r1 != PFI_OK ? r1 : r2;
 }
@@ -191,9 +191,9 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (!n)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     /* Before any GPU is touched: a library that cannot be read is bad input, nothing changes.
-     * (srv_node_init clears the node: the library joins it after.) */
+     * (pfi_srv_node_init clears the node: the library joins it after.) */
     srv_library lib;
-    if ((rc = srv_library_load(c->probe_library, &lib, err)) != PFI_OK) {
+    if ((rc = pfi_srv_library_load(c->probe_library, &lib, err)) != PFI_OK) {
         free(n);
         return rc;
     }
@@ -211,34 +211,34 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (!c->read_only) {
         rc = recover_journal(jpath, b, note, sizeof note, err);
         if (rc != PFI_OK) {
-            srv_library_free(&lib);
+            pfi_srv_library_free(&lib);
             free(n);
             return rc;
         }
     }
-    rc = srv_node_init(n, c, b, err);
+    rc = pfi_srv_node_init(n, c, b, err);
     n->lib = lib;
     if (rc != PFI_OK)
         goto out;
     n->model = model;
-    rc = srv_audit_open(c->db, &n->audit, err);
+    rc = pfi_srv_audit_open(c->db, &n->audit, err);
     if (rc != PFI_OK) {
         pfi_err_prefix(err, "state database %s: ", c->db);
         goto out;
     }
-    rc = srv_grid_open(n, err);
+    rc = pfi_srv_grid_open(n, err);
     if (rc != PFI_OK) {
         pfi_err_prefix(err, "grid events in %s: ", c->db);
         goto out;
     }
     if (note[0])
-        srv_event_add(n, "journal_restore", "%s", note);
+        pfi_srv_event_add(n, "journal_restore", "%s", note);
     if (c->token_file[0]) {
         rc = pfi_serve_token_load(c->token_file, n->token, sizeof n->token, err);
         if (rc != PFI_OK)
             goto out;
     } else {
-        srv_event_add(n, "auth", "no token_file configured: the API is read-only");
+        pfi_srv_event_add(n, "auth", "no token_file configured: the API is read-only");
     }
     if (!c->read_only) {
         int all[PFI_MAX_GPUS];
@@ -251,25 +251,25 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         }
         journaled = 1;
     }
-    srv_event_add(n, "start", "%d GPU(s) on the %s backend, nominal %.0f W%s%s%s", n->n_gpus,
-                  pfi_backend_name(b), n->nominal_w, c->read_only ? ", read-only" : "",
-                  model ? ", predictor " : ", no predictor (jobs without a curve are planned "
+    pfi_srv_event_add(n, "start", "%d GPU(s) on the %s backend, nominal %.0f W%s%s%s", n->n_gpus,
+                      pfi_backend_name(b), n->nominal_w, c->read_only ? ", read-only" : "",
+                      model ? ", predictor " : ", no predictor (jobs without a curve are planned "
                                            "at PFI 1)",
-                  model ? c->model : "");
+                      model ? c->model : "");
     if (n->lib.n)
-        srv_event_add(n, "probe_library", "probes read through %d measured curves of %s",
-                      n->lib.n, n->lib.where);
+        pfi_srv_event_add(n, "probe_library", "probes read through %d measured curves of %s",
+                          n->lib.n, n->lib.where);
     pfi_err le = {0};
     /* The daemon still starts: the jobs can be registered again (Slurm's prolog does). */
-    if (srv_audit_load_jobs(n->audit, reload_one, n, &le) != PFI_OK)
-        srv_event_add(n, "db_error", "saved jobs not registered again: %s", le.msg);
+    if (pfi_srv_audit_load_jobs(n->audit, reload_one, n, &le) != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "saved jobs not registered again: %s", le.msg);
 
     rc = initial_budget(n, c, err);
     if (rc != PFI_OK)
         goto out;
 
     char where[PFI_SERVE_PATH_MAX + 32];
-    rc = srv_http_start(n, &http, where, sizeof where, err);
+    rc = pfi_srv_http_start(n, &http, where, sizeof where, err);
     if (rc != PFI_OK)
         goto out;
     if (c->port_file[0]) {
@@ -277,24 +277,24 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         if (rc != PFI_OK)
             goto out;
     }
-    srv_event_add(n, "listen", "API on %s", where);
+    pfi_srv_event_add(n, "listen", "API on %s", where);
 
     run_loop(n, c, b, stop);
-    srv_event_add(n, "stop", "shutting down: restoring original power limits");
+    pfi_srv_event_add(n, "stop", "shutting down: restoring original power limits");
     rc = PFI_OK;
 
 out:
-    srv_http_stop(http);
+    pfi_srv_http_stop(http);
     if (journaled) {
         pfi_err e = {0};
         if (restore_at_exit(n, &j, jpath, &e) != PFI_OK && rc == PFI_OK)
             rc = pfi_err_set(err, e.code ? e.code : PFI_EIO, "restoring limits: %s", e.msg);
     }
-    srv_grid_close(n);
-    srv_audit_close(n->audit);
-    srv_follow_free(n);
-    srv_node_destroy(n);
-    srv_library_free(&n->lib);
+    pfi_srv_grid_close(n);
+    pfi_srv_audit_close(n->audit);
+    pfi_srv_follow_free(n);
+    pfi_srv_node_destroy(n);
+    pfi_srv_library_free(&n->lib);
     free(n);
     return rc;
 }

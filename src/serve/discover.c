@@ -28,7 +28,7 @@ static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
     int rc = pfi_hw_processes(n->b, i, p, PFI_MAX_GPU_PROCS, &np, &e);
     pthread_mutex_unlock(&n->hw_mu);
     if (rc == PFI_ENOTSUP) {
-        srv_event_add(n, "discovery_off", "jobs are not discovered: %s", e.msg);
+        pfi_srv_event_add(n, "discovery_off", "jobs are not discovered: %s", e.msg);
         return -1;
     }
     if (rc != PFI_OK)
@@ -60,11 +60,11 @@ static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
  * holding any of its GPUs.  -1 when none (mu held). */
 static int registered_match(const srv_node *n, const round_job *r)
 {
-    int j = srv_find_job(n->jobs, n->n_jobs, r->pj.id);
+    int j = pfi_srv_find_job(n->jobs, n->n_jobs, r->pj.id);
     if (j >= 0)
         return j;
     if (strncmp(r->pj.id, "slurm-", 6) == 0 &&
-        (j = srv_find_job(n->jobs, n->n_jobs, r->pj.id + 6)) >= 0)
+        (j = pfi_srv_find_job(n->jobs, n->n_jobs, r->pj.id + 6)) >= 0)
         return j;
     for (int g = 0; g < r->n_gpus; g++)
         if (n->gpu[r->gpus[g]].job >= 0)
@@ -91,16 +91,16 @@ static void register_job(srv_node *n, const round_job *r)
                              "discovered", "name", name);
     json_t *res = NULL;
     pfi_err e = {0};
-    int rc = srv_job_add(n, spec, &res, &e);
+    int rc = pfi_srv_job_add(n, spec, &res, &e);
     json_decref(spec);
     json_decref(res);
     if (rc != PFI_OK) {
-        srv_event_add(n, "discovery_error", "job %s (pid %ld) not registered: %s", r->pj.id,
-                      r->pj.pid, e.msg);
+        pfi_srv_event_add(n, "discovery_error", "job %s (pid %ld) not registered: %s", r->pj.id,
+                          r->pj.pid, e.msg);
         return;
     }
-    srv_event_add(n, "job_discovered", "job %s (%s, pid %ld) on %d GPU(s)%s%s", r->pj.id,
-                  r->pj.kind, r->pj.pid, r->n_gpus, r->pj.log[0] ? ", log " : "", r->pj.log);
+    pfi_srv_event_add(n, "job_discovered", "job %s (%s, pid %ld) on %d GPU(s)%s%s", r->pj.id,
+                      r->pj.kind, r->pj.pid, r->n_gpus, r->pj.log[0] ? ", log " : "", r->pj.log);
 }
 
 static void remember(srv_node *n, const round_job *r, int ours, const char *matched)
@@ -115,8 +115,8 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
         f->registered_by_us = ours;
         snprintf(f->matched, sizeof f->matched, "%s", matched ? matched : "");
         if (!ours)
-            srv_event_add(n, "job_matched", "job %s (pid %ld) is the registered job %s",
-                          r->pj.id, r->pj.pid, matched);
+            pfi_srv_event_add(n, "job_matched", "job %s (pid %ld) is the registered job %s",
+                              r->pj.id, r->pj.pid, matched);
     }
     f->seen = 1;
     f->pid = r->pj.pid;
@@ -137,9 +137,9 @@ static void retire(srv_node *n)
         if (n->found[f].registered_by_us) {
             json_t *res = NULL;
             pfi_err e = {0};
-            if (srv_job_remove(n, n->found[f].id, &res, &e) == PFI_OK)
-                srv_event_add(n, "job_ended", "job %s: its processes are gone; removed",
-                              n->found[f].id);
+            if (pfi_srv_job_remove(n, n->found[f].id, &res, &e) == PFI_OK)
+                pfi_srv_event_add(n, "job_ended", "job %s: its processes are gone; removed",
+                                  n->found[f].id);
             json_decref(res);
         }
         memmove(&n->found[f], &n->found[f + 1], sizeof n->found[0] * (size_t)(n->n_found - f - 1));
@@ -147,7 +147,7 @@ static void retire(srv_node *n)
     }
 }
 
-void srv_discover(srv_node *n)
+void pfi_srv_discover(srv_node *n)
 {
     if (!n->cfg->discover || n->discover_off)
         return;
@@ -178,7 +178,7 @@ void srv_discover(srv_node *n)
         } else {
             register_job(n, &rj[r]);
             pthread_mutex_lock(&n->mu);
-            int now = srv_find_job(n->jobs, n->n_jobs, rj[r].pj.id) >= 0;
+            int now = pfi_srv_find_job(n->jobs, n->n_jobs, rj[r].pj.id) >= 0;
             pthread_mutex_unlock(&n->mu);
             if (now)
                 remember(n, &rj[r], 1, NULL);
@@ -188,7 +188,7 @@ void srv_discover(srv_node *n)
         retire(n);
 }
 
-const char *srv_found_log(srv_node *n, const char *id)
+const char *pfi_srv_found_log(srv_node *n, const char *id)
 {
     for (int f = 0; f < n->n_found; f++)
         if (!strcmp(n->found[f].id, id) || !strcmp(n->found[f].matched, id))

@@ -126,14 +126,15 @@ static void set_curve(srv_node *n, srv_follow *f)
     json_t *curve = json_pack("{s:o}", "points", pts);
     pthread_mutex_lock(&n->decide_mu);
     pthread_mutex_lock(&n->mu);
-    int j = srv_find_job(n->jobs, n->n_jobs, f->id);
+    int j = pfi_srv_find_job(n->jobs, n->n_jobs, f->id);
     if (j >= 0 && n->jobs[j].curve_src != SRV_CURVE_GIVEN &&
         n->jobs[j].curve_src != SRV_CURVE_PFI) {
         pfi_curve c;
         int src;
         double t0;
         pfi_err e = {0};
-        if (srv_curve_from_json(n->gpu, &n->jobs[j], curve, NULL, &c, &src, &t0, &e) == PFI_OK) {
+        if (pfi_srv_curve_from_json(n->gpu, &n->jobs[j], curve, NULL, &c, &src, &t0, &e) ==
+            PFI_OK) {
             n->jobs[j].curve = c;
             n->jobs[j].curve_src = SRV_CURVE_OBSERVED;
             n->jobs[j].pfi30 = pfi_fit_s(&c.fit, 0.3) / 0.3;
@@ -174,12 +175,13 @@ static void level_tick(srv_node *n, srv_follow *f, double cap, double draw, doub
     f->level_done = 1;
     double d = f->draw_n ? f->draw_sum / f->draw_n : NAN;
     add_point(f, cap, st.mean, d);
-    srv_event_add(n, "curve_point", "job %s: %.0f tokens/s at %.0f W per GPU (steady, %d samples, "
-                  "from its log)", f->id, st.mean, cap, st.n);
+    pfi_srv_event_add(n, "curve_point",
+                      "job %s: %.0f tokens/s at %.0f W per GPU (steady, %d samples, from its log)",
+                      f->id, st.mean, cap, st.n);
     set_curve(n, f);
 }
 
-void srv_follow_tick(srv_node *n)
+void pfi_srv_follow_tick(srv_node *n)
 {
     double now = pfi_clock_mono();
     char ids[SRV_MAX_JOBS][SRV_ID_MAX], logs[SRV_MAX_JOBS][PFI_SERVE_PATH_MAX];
@@ -207,7 +209,7 @@ void srv_follow_tick(srv_node *n)
     }
     pthread_mutex_unlock(&n->mu);
     for (int j = 0; j < nj; j++) {
-        const char *path = logs[j][0] ? logs[j] : srv_found_log(n, ids[j]);
+        const char *path = logs[j][0] ? logs[j] : pfi_srv_found_log(n, ids[j]);
         if (!path[0])
             continue;
         srv_follow *f = follow_for(n, ids[j], path);
@@ -218,7 +220,7 @@ void srv_follow_tick(srv_node *n)
         level_tick(n, f, cap[j], draw[j], now);
         if (fresh && f->m.n > 0 && f->m.unit == PFI_OU_TOKENS) {
             pfi_err e = {0};
-            srv_job_throughput(n, ids[j], f->m.s[f->m.n - 1].rate, &e);
+            pfi_srv_job_throughput(n, ids[j], f->m.s[f->m.n - 1].rate, &e);
         }
     }
     /* Logs of jobs that are gone are closed. */
@@ -235,7 +237,7 @@ void srv_follow_tick(srv_node *n)
     }
 }
 
-void srv_follow_free(srv_node *n)
+void pfi_srv_follow_free(srv_node *n)
 {
     for (int k = 0; k < n->n_follow; k++)
         close_follow(&n->follow[k]);

@@ -21,7 +21,7 @@
 #define GRID_CONTEXT_S 3600.0       /* an event needs the hour before its ramp and after */
 #define GRID_BASELINE_S 3600.0      /* a cut's baseline: mean draw over the last hour */
 
-pfi_event_site srv_grid_site(const srv_node *n, double manual_w)
+pfi_event_site pfi_srv_grid_site(const srv_node *n, double manual_w)
 {
     double max = 0;
     for (int i = 0; i < n->n_gpus; i++)
@@ -43,7 +43,7 @@ static double horizon_s(const srv_node *n)
  * NULL) gets the event that sets it, -1 when none does. */
 static double limit_locked(srv_node *n, double manual_w, double now, int *bi)
 {
-    pfi_event_site site = srv_grid_site(n, manual_w);
+    pfi_event_site site = pfi_srv_grid_site(n, manual_w);
     double h = horizon_s(n);
     double b = pfi_event_budget_min(n->grid_ev, n->n_grid, &site, now, now + h);
     if (bi) {
@@ -61,7 +61,7 @@ static double limit_locked(srv_node *n, double manual_w, double now, int *bi)
     return isfinite(b) ? b : NAN;
 }
 
-double srv_grid_limit(srv_node *n, double manual_w)
+double pfi_srv_grid_limit(srv_node *n, double manual_w)
 {
     pthread_mutex_lock(&n->mu);
     double b = limit_locked(n, manual_w, pfi_clock_wall(), NULL);
@@ -69,7 +69,7 @@ double srv_grid_limit(srv_node *n, double manual_w)
     return b;
 }
 
-int srv_grid_open(srv_node *n, pfi_err *err)
+int pfi_srv_grid_open(srv_node *n, pfi_err *err)
 {
     int rc = pfi_grid_open(n->cfg->db, &n->grid, err);
     if (rc != PFI_OK)
@@ -81,17 +81,17 @@ int srv_grid_open(srv_node *n, pfi_err *err)
         n->grid = NULL;
         return rc;
     }
-    pfi_event_site site = srv_grid_site(n, NAN);
+    pfi_event_site site = pfi_srv_grid_site(n, NAN);
     int kept = 0;
     for (int i = 0; i < k; i++) {
         pfi_err e = {0};
         if (pfi_event_validate(&evs[i], &site, &e) != PFI_OK) {
-            srv_event_add(n, "grid", "saved event not loaded: %s", e.msg);
+            pfi_srv_event_add(n, "grid", "saved event not loaded: %s", e.msg);
             continue;
         }
         if (kept == SRV_GRID_MAX) {
-            srv_event_add(n, "grid", "more than %d saved events: %s and later not loaded "
-                                     "(delete past events)", SRV_GRID_MAX, evs[i].id);
+            pfi_srv_event_add(n, "grid", "more than %d saved events: %s and later not loaded "
+                                         "(delete past events)", SRV_GRID_MAX, evs[i].id);
             break;
         }
         n->grid_ev[kept++] = evs[i];
@@ -99,11 +99,11 @@ int srv_grid_open(srv_node *n, pfi_err *err)
     n->n_grid = kept;
     free(evs);
     if (kept)
-        srv_event_add(n, "grid", "%d grid event(s) loaded from %s", kept, n->cfg->db);
+        pfi_srv_event_add(n, "grid", "%d grid event(s) loaded from %s", kept, n->cfg->db);
     return PFI_OK;
 }
 
-void srv_grid_close(srv_node *n)
+void pfi_srv_grid_close(srv_node *n)
 {
     pfi_grid_close(n->grid);
     n->grid = NULL;
@@ -137,10 +137,10 @@ static void record_power(srv_node *n, double now)
     pthread_mutex_unlock(&n->mu);
     pfi_err e = {0};
     if (due && !isnan(w) && pfi_grid_power_add(n->grid, now, w, b, id, &e) != PFI_OK && prune)
-        srv_event_add(n, "db_error", "site power not recorded: %s", e.msg);
+        pfi_srv_event_add(n, "db_error", "site power not recorded: %s", e.msg);
     if (prune && pfi_grid_power_prune(n->grid, now - GRID_KEEP_S, GRID_CONTEXT_S,
                                       GRID_CONTEXT_S, &e) != PFI_OK)
-        srv_event_add(n, "db_error", "old site power not pruned: %s", e.msg);
+        pfi_srv_event_add(n, "db_error", "old site power not pruned: %s", e.msg);
 }
 
 static int same_budget(double a, double b)
@@ -152,14 +152,14 @@ static int same_budget(double a, double b)
  * held. */
 static double floor_locked(srv_node *n, int yield)
 {
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     if (yield)
         for (int j = 0; j < n->n_cand; j++)
             n->cand[j].sla = NAN;
     srv_plan p;
     pfi_err e = {0};
-    pfi_event_site s = srv_grid_site(n, NAN);
-    srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, s.max_w, &p, &e);
+    pfi_event_site s = pfi_srv_grid_site(n, NAN);
+    pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, s.max_w, &p, &e);
     return p.min_budget_w;
 }
 
@@ -186,7 +186,7 @@ static int grid_apply(srv_node *n, int force)
     if (!force && binds == was && same_budget(want, cur))
         return binds && yield; /* a yielding event: the loop's re-plan would keep the SLAs */
     pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     if (binds && yield)
         for (int j = 0; j < n->n_cand; j++)
             n->cand[j].sla = NAN;
@@ -197,14 +197,14 @@ static int grid_apply(srv_node *n, int force)
         snprintf(reason, sizeof reason, "grid events over: budget back to %s",
                  isnan(manual) ? "none" : "the manual budget");
     pfi_err e = {0};
-    int rc = srv_decide(n, want, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+    int rc = pfi_srv_decide(n, want, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
     if (rc == PFI_EINFEASIBLE && binds) {
         double floor = floor_locked(n, yield);
-        srv_event_add(n, "grid_infeasible", "event %s: %.0f W cannot be met with the SLAs in "
-                      "force; holding the least that can, %.0f W", id, want, floor);
+        pfi_srv_event_add(n, "grid_infeasible", "event %s: %.0f W cannot be met with the SLAs in "
+                          "force; holding the least that can, %.0f W", id, want, floor);
         snprintf(reason, sizeof reason, "grid event %s: budget %.0f W (the least the SLAs "
                  "allow)", id, floor);
-        rc = srv_decide(n, floor, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+        rc = pfi_srv_decide(n, floor, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
         pthread_mutex_lock(&n->mu);
         n->n_grid_infeasible++;
         pthread_mutex_unlock(&n->mu);
@@ -218,11 +218,11 @@ static int grid_apply(srv_node *n, int force)
     pthread_mutex_unlock(&n->mu);
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
-        srv_event_add(n, "grid_failed", "%s: %s", reason, e.msg);
+        pfi_srv_event_add(n, "grid_failed", "%s: %s", reason, e.msg);
     return 1;
 }
 
-int srv_grid_tick(srv_node *n)
+int pfi_srv_grid_tick(srv_node *n)
 {
     if (!n->grid)
         return 0;
@@ -290,7 +290,7 @@ static json_t *infeasible_json(const pfi_event *ev, double floor)
                      "achievable_w", floor);
 }
 
-int srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
+int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
 {
     double now = pfi_clock_wall();
     pfi_event ev;
@@ -300,7 +300,7 @@ int srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
     if (ev.kind == PFI_EVENT_CUT && isnan(ev.baseline_w))
         fill_baseline(n, now, &ev);
     pthread_mutex_lock(&n->mu);
-    pfi_event_site site = srv_grid_site(n, n->manual_w);
+    pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
     pthread_mutex_unlock(&n->mu);
     if ((rc = pfi_event_validate(&ev, &site, err)) != PFI_OK)
         return rc;
@@ -324,17 +324,17 @@ int srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
         return rc;
-    srv_event_add(n, "grid", "event %s %s: %s %.0f W from %.0f to %.0f (ramps %.0f/%.0f s, "
-                  "source %s)", ev.id, created ? "added" : "changed",
-                  pfi_event_kind_name(ev.kind), pfi_event_target_w(&ev), ev.start_s, ev.end_s,
-                  ev.ramp_down_s, ev.ramp_up_s, ev.source);
+    pfi_srv_event_add(n, "grid", "event %s %s: %s %.0f W from %.0f to %.0f (ramps %.0f/%.0f s, "
+                      "source %s)", ev.id, created ? "added" : "changed",
+                      pfi_event_kind_name(ev.kind), pfi_event_target_w(&ev), ev.start_s, ev.end_s,
+                      ev.ramp_down_s, ev.ramp_up_s, ev.source);
     grid_apply(n, 1);
     if (result)
-        *result = srv_grid_view(n, ev.id);
+        *result = pfi_srv_grid_view(n, ev.id);
     return PFI_OK;
 }
 
-int srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
+int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
     int rc = pfi_grid_delete(n->grid, id, err);
@@ -352,7 +352,7 @@ int srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
         return rc;
-    srv_event_add(n, "grid", "event %s deleted", id);
+    pfi_srv_event_add(n, "grid", "event %s deleted", id);
     grid_apply(n, 1);
     if (result)
         *result = json_pack("{s:s}", "deleted", id);
@@ -365,7 +365,7 @@ static json_t *cost_policy(srv_node *n, double budget_w, int policy)
 {
     srv_plan p;
     pfi_err e = {0};
-    if (srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, policy, &p, &e) !=
+    if (pfi_srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, policy, &p, &e) !=
         PFI_OK)
         return json_pack("{s:s}", "error", e.msg);
     json_t *jobs = json_array();
@@ -401,8 +401,8 @@ static json_t *sla_json(srv_node *n, double budget_w)
     srv_plan p;
     pfi_err e = {0};
     json_t *a = json_array();
-    int ok = srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, PFI_POLICY_PFI,
-                             &p, &e) == PFI_OK;
+    int ok = pfi_srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, PFI_POLICY_PFI,
+                                 &p, &e) == PFI_OK;
     for (int j = 0; j < n->n_cand; j++) {
         double slow = ok ? 1 - p.job_pred_rel[j] : NAN, sla = n->jobs[j].sla;
         json_array_append_new(
@@ -432,7 +432,7 @@ static void add_cost(srv_node *n, const pfi_event *ev, json_t *o)
     pthread_mutex_unlock(&n->decide_mu);
 }
 
-json_t *srv_grid_view(srv_node *n, const char *id)
+json_t *pfi_srv_grid_view(srv_node *n, const char *id)
 {
     double now = pfi_clock_wall();
     pthread_mutex_lock(&n->mu);
@@ -440,7 +440,7 @@ json_t *srv_grid_view(srv_node *n, const char *id)
     pfi_event *evs = malloc(sizeof *evs * (size_t)(k > 0 ? k : 1));
     if (evs)
         memcpy(evs, n->grid_ev, sizeof *evs * (size_t)k);
-    pfi_event_site site = srv_grid_site(n, n->manual_w);
+    pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
     int binding = n->grid_binding;
     char bid[PFI_EVENT_ID_MAX];
     snprintf(bid, sizeof bid, "%s", n->grid_event);
@@ -501,7 +501,7 @@ static json_t *compliance_json(const pfi_event_compliance *c)
                      "ramp", ramp, "intervals", iv);
 }
 
-json_t *srv_grid_report(srv_node *n, const char *id, pfi_err *err)
+json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
 {
     pthread_mutex_lock(&n->mu);
     int at = -1;
@@ -511,7 +511,7 @@ json_t *srv_grid_report(srv_node *n, const char *id, pfi_err *err)
     pfi_event ev;
     if (at >= 0)
         ev = n->grid_ev[at];
-    pfi_event_site site = srv_grid_site(n, n->manual_w);
+    pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
     pthread_mutex_unlock(&n->mu);
     if (at < 0) {
         pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);

@@ -60,7 +60,7 @@ static char *post(srv_node *n, const char *body, size_t blen, int *st, size_t *l
     pthread_mutex_lock(&n->mu);
     int before = n->n_grid;
     pthread_mutex_unlock(&n->mu);
-    int rc = srv_grid_add(n, doc, &res, &e);
+    int rc = pfi_srv_grid_add(n, doc, &res, &e);
     json_decref(doc);
     if (rc != PFI_OK)
         return error_of(&e, res, st, len);
@@ -70,8 +70,8 @@ static char *post(srv_node *n, const char *body, size_t blen, int *st, size_t *l
     return reply(created ? 201 : 200, res, st, len);
 }
 
-char *srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
-                   size_t blen, int authorized, int *st, size_t *len)
+char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
+                       size_t blen, int authorized, int *st, size_t *len)
 {
     size_t pl = strlen(PREFIX);
     if (strncmp(url, "/v1/grid/", 9))
@@ -88,13 +88,13 @@ char *srv_grid_api(srv_node *n, const char *method, const char *url, const char 
             return error(405, "EINVAL", "method not allowed on this path", NULL, st, len);
         snprintf(one, sizeof one, "%.*s", (int)(slash - id), id);
         pfi_err e = {0};
-        json_t *r = srv_grid_report(n, one, &e);
+        json_t *r = pfi_srv_grid_report(n, one, &e);
         return r ? reply(200, r, st, len) : error_of(&e, NULL, st, len);
     }
     if (!list && (!id || !*id || slash))
         return error(404, "ENOENT", "no such path (see docs/api.md)", NULL, st, len);
     if (get) {
-        json_t *v = srv_grid_view(n, list ? NULL : id);
+        json_t *v = pfi_srv_grid_view(n, list ? NULL : id);
         if (!v)
             return error(404, "ENOENT", "no such grid event", NULL, st, len);
         return reply(200, v, st, len);
@@ -107,14 +107,14 @@ char *srv_grid_api(srv_node *n, const char *method, const char *url, const char 
                                    "change", NULL, st, len);
     if (!authorized)
         return error(401, "EPERM", "missing or wrong bearer token", NULL, st, len);
-    if (!srv_rate_take(n))
+    if (!pfi_srv_rate_take(n))
         return error(429, "EBUSY", "too many changes: at most a burst of 100, then 20 per "
                                    "second", NULL, st, len);
     if (post_ok)
         return post(n, body, blen, st, len);
     pfi_err e = {0};
     json_t *res = NULL;
-    if (srv_grid_remove(n, id, &res, &e) != PFI_OK)
+    if (pfi_srv_grid_remove(n, id, &res, &e) != PFI_OK)
         return error_of(&e, NULL, st, len);
     return reply(200, res, st, len);
 }

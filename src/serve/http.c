@@ -106,8 +106,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     int status = 500;
     const char *ctype = "application/json";
     size_t len = 0;
-    char *body = srv_api_handle(h->n, method, url, since, limit, r->body, r->len, authorized,
-                                &status, &ctype, &len);
+    char *body = pfi_srv_api_handle(h->n, method, url, since, limit, r->body, r->len, authorized,
+                                    &status, &ctype, &len);
     if (!body)
         return reject(c, 500, "ENOMEM", "out of memory");
     return respond(c, status, ctype, body, len);
@@ -165,7 +165,7 @@ static int bind_unix(srv_http *h, const char *path, char *where, size_t wsize, p
     return PFI_OK;
 }
 
-int srv_listen_split(const char *listen_s, char *host_out, size_t host_size, pfi_err *err)
+int pfi_srv_listen_split(const char *listen_s, char *host_out, size_t host_size, pfi_err *err)
 {
     char host[256];
     const char *colon = strrchr(listen_s, ':');
@@ -190,7 +190,7 @@ int srv_listen_split(const char *listen_s, char *host_out, size_t host_size, pfi
 static int bind_tcp(srv_http *h, const char *listen_s, char *where, size_t wsize, pfi_err *err)
 {
     char host[256];
-    int rc = srv_listen_split(listen_s, host, sizeof host, err);
+    int rc = pfi_srv_listen_split(listen_s, host, sizeof host, err);
     if (rc != PFI_OK)
         return rc;
     const char *colon = strrchr(listen_s, ':');
@@ -225,7 +225,7 @@ static int bind_tcp(srv_http *h, const char *listen_s, char *where, size_t wsize
     return PFI_OK;
 }
 
-int srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, pfi_err *err)
+int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, pfi_err *err)
 {
     *out = NULL;
     srv_http *h = calloc(1, sizeof *h);
@@ -257,7 +257,7 @@ int srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, pfi_e
     return PFI_OK;
 }
 
-void srv_http_stop(srv_http *h)
+void pfi_srv_http_stop(srv_http *h)
 {
     if (!h)
         return;

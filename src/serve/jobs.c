@@ -12,7 +12,7 @@
 
 /* ---- jobs ---- */
 
-int srv_only_keys(json_t *o, const char *const *keys, pfi_err *e)
+int pfi_srv_only_keys(json_t *o, const char *const *keys, pfi_err *e)
 {
     const char *k;
     json_t *v;
@@ -91,7 +91,7 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
     memset(j, 0, sizeof *j);
     if (!json_is_object(spec))
         return pfi_err_set(err, PFI_EINVAL, "a job is a JSON object {\"id\", \"gpus\", ...}");
-    if (srv_only_keys(spec, job_keys, err) != PFI_OK)
+    if (pfi_srv_only_keys(spec, job_keys, err) != PFI_OK)
         return err->code;
     json_t *v;
     const char *id = json_string_value(json_object_get(spec, "id"));
@@ -144,11 +144,11 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
               strlen(json_string_value(v)) >= sizeof j->log))
         return pfi_err_set(err, PFI_EINVAL, "log: expected an absolute path to the job's log");
     snprintf(j->log, sizeof j->log, "%s", v ? json_string_value(v) : "");
-    rc = srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
+    rc = pfi_srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
     if (rc != PFI_OK)
         return rc;
     double abs_t0;
-    rc = srv_curve_from_json(n->snap, j, json_object_get(spec, "curve"),
+    rc = pfi_srv_curve_from_json(n->snap, j, json_object_get(spec, "curve"),
                                  json_object_get(spec, "pfi30"), &j->curve, &j->curve_src,
                                  &abs_t0, err);
     if (rc != PFI_OK)
@@ -166,14 +166,14 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
 
 static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **result, pfi_err *err)
 {
-    srv_snapshot(n);
+    pfi_srv_snapshot(n);
     if (n->n_cand >= SRV_MAX_JOBS)
         return pfi_err_set(err, PFI_EBUSY, "this node already runs %d jobs", n->n_cand);
     srv_job *j = &n->cand[n->n_cand];
     int rc = parse_job(n, spec, j, err);
     if (rc != PFI_OK)
         return rc;
-    if (srv_find_job(n->cand, n->n_cand, j->id) >= 0)
+    if (pfi_srv_find_job(n->cand, n->n_cand, j->id) >= 0)
         return pfi_err_set(err, PFI_EBUSY, "job %s is already registered", j->id);
     for (int k = 0; k < j->n_gpus; k++)
         for (int o = 0; o < n->n_cand; o++)
@@ -183,24 +183,24 @@ static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **resul
                                        j->gpus[k], n->cand[o].id);
     n->n_cand++;
     const double *ext;
-    int mode = srv_current_mode(n, &ext);
+    int mode = pfi_srv_current_mode(n, &ext);
     char reason[96];
     snprintf(reason, sizeof reason, "job %s registered", j->id);
-    rc = srv_decide(n, srv_current_budget(n), mode, ext, reason, result, err);
+    rc = pfi_srv_decide(n, pfi_srv_current_budget(n), mode, ext, reason, result, err);
     if (rc != PFI_OK)
         return rc;
     if (persist) {
         char *text = json_dumps(spec, JSON_COMPACT);
-        if (!text || srv_audit_save_job(n->audit, j->id, text) != PFI_OK)
-            srv_event_add(n, "db_error", "job %s could not be saved: it will not survive a "
-                                         "restart",
-                          j->id);
+        if (!text || pfi_srv_audit_save_job(n->audit, j->id, text) != PFI_OK)
+            pfi_srv_event_add(n, "db_error", "job %s could not be saved: it will not survive a "
+                                             "restart",
+                              j->id);
         free(text);
     }
     return PFI_OK;
 }
 
-int srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err)
+int pfi_srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
     int rc = add_job_locked(n, spec, 1, result, err);
@@ -208,7 +208,7 @@ int srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err)
     return rc;
 }
 
-int srv_job_reload(srv_node *n, json_t *spec, pfi_err *err)
+int pfi_srv_job_reload(srv_node *n, json_t *spec, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
     int rc = add_job_locked(n, spec, 0, NULL, err);
@@ -216,11 +216,11 @@ int srv_job_reload(srv_node *n, json_t *spec, pfi_err *err)
     return rc;
 }
 
-int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
+int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
-    srv_snapshot(n);
-    int j = srv_find_job(n->cand, n->n_cand, id);
+    pfi_srv_snapshot(n);
+    int j = pfi_srv_find_job(n->cand, n->n_cand, id);
     int rc;
     if (j < 0) {
         rc = pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
@@ -228,31 +228,31 @@ int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
         memmove(&n->cand[j], &n->cand[j + 1], sizeof n->cand[0] * (size_t)(n->n_cand - j - 1));
         n->n_cand--;
         const double *ext;
-        int mode = srv_current_mode(n, &ext);
+        int mode = pfi_srv_current_mode(n, &ext);
         char reason[96];
         snprintf(reason, sizeof reason, "job %s removed", id);
-        rc = srv_decide(n, srv_current_budget(n), mode, ext, reason, result, err);
-        if (rc == PFI_OK && srv_audit_delete_job(n->audit, id) != PFI_OK)
-            srv_event_add(n, "db_error",
-                          "job %s could not be removed from the database: a restart brings it "
-                          "back",
-                          id);
+        rc = pfi_srv_decide(n, pfi_srv_current_budget(n), mode, ext, reason, result, err);
+        if (rc == PFI_OK && pfi_srv_audit_delete_job(n->audit, id) != PFI_OK)
+            pfi_srv_event_add(n, "db_error",
+                              "job %s could not be removed from the database: a restart brings it "
+                              "back",
+                              id);
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;
 }
 
-int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
+int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
 {
     if (!(tps >= 0 && isfinite(tps)))
         return pfi_err_set(err, PFI_EINVAL, "tokens_per_s: expected a number >= 0");
     pthread_mutex_lock(&n->mu);
-    int j = srv_find_job(n->jobs, n->n_jobs, id);
+    int j = pfi_srv_find_job(n->jobs, n->n_jobs, id);
     if (j >= 0) {
         srv_job *jb = &n->jobs[j];
         jb->observed_tps = tps;
         jb->observed_wall = pfi_clock_wall();
-        srv_probe_tps(jb, tps, pfi_clock_mono());
+        pfi_srv_probe_tps(jb, tps, pfi_clock_mono());
         /* Reported while uncapped, it is the job's baseline. */
         int uncapped = 1;
         for (int k = 0; k < jb->n_gpus; k++) {
@@ -266,12 +266,12 @@ int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
     pthread_mutex_unlock(&n->mu);
     if (j < 0)
         return pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
-    if (srv_audit_observed(n->audit, id, tps) != PFI_OK)
-        srv_event_add(n, "db_error", "tokens/s of job %s not written to the audit log", id);
+    if (pfi_srv_audit_observed(n->audit, id, tps) != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "tokens/s of job %s not written to the audit log", id);
     return PFI_OK;
 }
 
-int srv_rate_take(srv_node *n)
+int pfi_srv_rate_take(srv_node *n)
 {
     double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);

@@ -142,7 +142,7 @@ static void job_metric(buf *b, const srv_node *n, const char *name, const char *
     }
 }
 
-char *srv_metrics_text(srv_node *n, size_t *len)
+char *pfi_srv_metrics_text(srv_node *n, size_t *len)
 {
     buf b = {malloc(16384), 0, 16384, 0};
     if (!b.p)

@@ -12,7 +12,7 @@
 
 #include "serve/serve_int.h"
 
-void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
+void pfi_srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
 {
     srv_event e;
     memset(&e, 0, sizeof e);
@@ -29,11 +29,11 @@ void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
     /* The daemon's log is stderr (journald under systemd); the audit DB keeps them too. */
     fprintf(stderr, "pfi serve: %s: %s\n", e.kind, e.msg);
     /* Not an event of its own: that one could not be written either. */
-    if (srv_audit_event(n->audit, e.wall, e.kind, e.msg) != PFI_OK)
+    if (pfi_srv_audit_event(n->audit, e.wall, e.kind, e.msg) != PFI_OK)
         fprintf(stderr, "pfi serve: db_error: the event above is not in the audit log\n");
 }
 
-int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err)
+int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err)
 {
     memset(n, 0, sizeof *n);
     pthread_mutex_init(&n->mu, NULL);
@@ -74,7 +74,7 @@ int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_
     return PFI_OK;
 }
 
-void srv_node_destroy(srv_node *n)
+void pfi_srv_node_destroy(srv_node *n)
 {
     pthread_mutex_destroy(&n->mu);
     pthread_mutex_destroy(&n->decide_mu);
@@ -117,7 +117,7 @@ static void baseline_add(srv_node *n, srv_job *j)
     bl->n++;
 }
 
-void srv_sample(srv_node *n)
+void pfi_srv_sample(srv_node *n)
 {
     for (int i = 0; i < n->n_gpus; i++) {
         pfi_sample s;
@@ -143,15 +143,15 @@ void srv_sample(srv_node *n)
         }
         pthread_mutex_unlock(&n->mu);
         if (was_up && rc != PFI_OK)
-            srv_event_add(n, "gpu_error", "GPU %d cannot be read: %s", i, e.msg);
+            pfi_srv_event_add(n, "gpu_error", "GPU %d cannot be read: %s", i, e.msg);
         else if (!was_up && rc == PFI_OK)
-            srv_event_add(n, "gpu_back", "GPU %d answers again", i);
+            pfi_srv_event_add(n, "gpu_back", "GPU %d answers again", i);
     }
     double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_jobs; j++) {
         baseline_add(n, &n->jobs[j]);
-        srv_probe_sample(n, &n->jobs[j], now);
+        pfi_srv_probe_sample(n, &n->jobs[j], now);
     }
     pthread_mutex_unlock(&n->mu);
 }
@@ -163,13 +163,13 @@ static json_t *real_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-const char *srv_mode_name(int m)
+const char *pfi_srv_mode_name(int m)
 {
     return m == SRV_MODE_EXTERNAL ? "external" : m == SRV_MODE_SAFE ? "safe" : "local";
 }
 
 /* Takes the state's copies a decision works on.  Caller holds decide_mu. */
-void srv_snapshot(srv_node *n)
+void pfi_srv_snapshot(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     memcpy(n->snap, n->gpu, sizeof n->gpu[0] * (size_t)n->n_gpus);
@@ -178,7 +178,7 @@ void srv_snapshot(srv_node *n)
     pthread_mutex_unlock(&n->mu);
 }
 
-int srv_find_job(const srv_job *jobs, int nj, const char *id)
+int pfi_srv_find_job(const srv_job *jobs, int nj, const char *id)
 {
     for (int j = 0; j < nj; j++)
         if (strcmp(jobs[j].id, id) == 0)
@@ -212,7 +212,7 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
     }
     pfi_err e = {0};
     srv_plan p2;
-    int rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &p2, &e);
+    int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &p2, &e);
     if (rc != PFI_OK) {
         for (int i = 0; i < n->n_gpus; i++)
             p2.target_w[i] = isnan(n->snap[i].pinned_w) ? n->snap[i].dev.min_limit_w : NAN;
@@ -246,14 +246,14 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
             n->cand[j].predicted_rel = p2.job_pred_rel[j];
             n->cand[j].predicted_tps = p2.job_pred_tps[j];
         }
-        srv_event_add(n, "replanned", "caps re-planned around %d GPU(s) that could not be "
-                                      "lowered; limits now sum to %.0f W",
-                      rep->n_failed, rep->sum_after_w);
+        pfi_srv_event_add(n, "replanned", "caps re-planned around %d GPU(s) that could not be "
+                                          "lowered; limits now sum to %.0f W",
+                          rep->n_failed, rep->sum_after_w);
     } else {
-        srv_event_add(n, "over_budget", "GPUs that could not be lowered hold the node at %.0f W, "
-                                        "over the %.0f W budget, with every other GPU at its "
-                                        "minimum (%s)",
-                      rep->sum_after_w, budget_w, e.msg);
+        pfi_srv_event_add(n, "over_budget",
+                          "GPUs that could not be lowered hold the node at %.0f W, "
+                          "over the %.0f W budget, with every other GPU at its minimum (%s)",
+                          rep->sum_after_w, budget_w, e.msg);
     }
 }
 
@@ -277,7 +277,7 @@ static double plan_external(srv_node *n, const double *ext, srv_plan *plan)
                 plan->job_cap_w[j] = c;
         }
         pfi_curve cv;
-        srv_job_curve(n->snap, &n->cand[j], &cv);
+        pfi_srv_job_curve(n->snap, &n->cand[j], &cv);
         plan->job_pred_rel[j] = pfi_curve_rel_at_cap(&cv, PFI_VIEW_AUTO, plan->job_cap_w[j]);
         plan->job_pred_tps[j] = n->cand[j].t0_tps * plan->job_pred_rel[j];
     }
@@ -308,7 +308,7 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
 {
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_cand; j++) {
-        int old = srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
+        int old = pfi_srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
         if (old >= 0) {
             n->cand[j].base = n->jobs[old].base;
             n->cand[j].observed_tps = n->jobs[old].observed_tps;
@@ -369,7 +369,7 @@ static json_t *decision_json(const srv_node *n, long long id, const char *reason
     json_t *doc = json_pack(
         "{s:I, s:s, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f}, s:o, s:o}", "decision",
         (json_int_t)id, "reason", reason, "budget_w", real_or_null(budget_w), "mode",
-        srv_mode_name(mode), "applied", "changed", rep->n_changed, "failed", rep->n_failed,
+        pfi_srv_mode_name(mode), "applied", "changed", rep->n_changed, "failed", rep->n_failed,
         "held", rep->n_held, "mismatch", rep->n_mismatch, "sum_before_w", rep->sum_before_w,
         "sum_after_w", rep->sum_after_w, "peak_w", rep->peak_w, "apply_ms", ms, "gpus", g, "jobs",
         jj);
@@ -379,7 +379,7 @@ static json_t *decision_json(const srv_node *n, long long id, const char *reason
 
 /* Plans n->cand under budget_w (mode local/safe) or applies ext (mode external), applies,
  * audits and commits.  Caller holds decide_mu and has filled n->snap / n->cand. */
-int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
+int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
                   json_t **result, pfi_err *err)
 {
     srv_plan plan;
@@ -390,7 +390,7 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
         /* A GPU that does not answer cannot be moved: plan around it at its last reading. */
         for (int i = 0; i < n->n_gpus; i++)
             n->snap[i].pinned_w = n->snap[i].up ? NAN : counted_w(&n->snap[i].dev);
-        int rc = srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &plan, err);
+        int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &plan, err);
         if (rc != PFI_OK)
             return rc;
         if (isnan(budget_w))
@@ -423,32 +423,33 @@ int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const 
         return rc;
     commit(n, &rep, budget_w, mode, ms);
 
-    long long id = srv_audit_decision(n->audit, pfi_clock_wall(), reason, budget_w, mode, n->cand,
-                                      n->n_cand, &rep, ms);
+    long long id = pfi_srv_audit_decision(n->audit, pfi_clock_wall(), reason, budget_w, mode,
+                                          n->cand, n->n_cand, &rep, ms);
     if (n->audit && id == 0)
-        srv_event_add(n, "db_error", "%s: the decision could not be written to the audit log",
-                      reason);
+        pfi_srv_event_add(n, "db_error", "%s: the decision could not be written to the audit log",
+                          reason);
     for (int i = 0; i < rep.n; i++) {
         const pfi_cap_change *c = &rep.gpu[i];
         if (c->code != PFI_OK)
-            srv_event_add(n, "apply_failed", "GPU %d: %s", i, c->msg);
+            pfi_srv_event_add(n, "apply_failed", "GPU %d: %s", i, c->msg);
         else if (c->held && !n->cfg->read_only)
-            srv_event_add(n, "apply_held", "GPU %d: %s", i, c->msg);
+            pfi_srv_event_add(n, "apply_held", "GPU %d: %s", i, c->msg);
         else if (c->msg[0])
-            srv_event_add(n, "enforced_differs", "GPU %d: %s", i, c->msg);
+            pfi_srv_event_add(n, "enforced_differs", "GPU %d: %s", i, c->msg);
     }
-    srv_event_add(n, "decision",
-                  "%s%s: budget %s, %s mode, %d cap changes, limits sum %.0f W -> %.0f W in %.1f ms",
-                  n->cfg->read_only ? "(read-only, planned only) " : "", reason,
-                  isfinite(budget_w) ? "set" : "none", srv_mode_name(mode), rep.n_changed,
-                  rep.sum_before_w, rep.sum_after_w, ms);
+    pfi_srv_event_add(n, "decision",
+                      "%s%s: budget %s, %s mode, %d cap changes, limits sum %.0f W -> %.0f W "
+                      "in %.1f ms",
+                      n->cfg->read_only ? "(read-only, planned only) " : "", reason,
+                      isfinite(budget_w) ? "set" : "none", pfi_srv_mode_name(mode), rep.n_changed,
+                      rep.sum_before_w, rep.sum_after_w, ms);
     if (result)
         *result = decision_json(n, id, reason, budget_w, mode, &rep, ms);
     return PFI_OK;
 }
 
 /* The budget a decision made now plans for: the one in force (or where a ramp has got to). */
-double srv_current_budget(srv_node *n)
+double pfi_srv_current_budget(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     double b = n->budget_w;
@@ -456,7 +457,7 @@ double srv_current_budget(srv_node *n)
     return b;
 }
 
-int srv_current_mode(srv_node *n, const double **ext)
+int pfi_srv_current_mode(srv_node *n, const double **ext)
 {
     pthread_mutex_lock(&n->mu);
     int m = n->mode;
@@ -465,18 +466,18 @@ int srv_current_mode(srv_node *n, const double **ext)
     return m;
 }
 
-int srv_decide_now(srv_node *n, const char *reason, pfi_err *err)
+int pfi_srv_decide_now(srv_node *n, const char *reason, pfi_err *err)
 {
     pthread_mutex_lock(&n->mu);
     int mode = n->mode;
     double budget = n->budget_w;
     pthread_mutex_unlock(&n->mu);
     if (mode == SRV_MODE_EXTERNAL)
-        return srv_decide(n, NAN, mode, n->ext_caps, reason, NULL, err);
-    return srv_decide(n, budget, mode, NULL, reason, NULL, err);
+        return pfi_srv_decide(n, NAN, mode, n->ext_caps, reason, NULL, err);
+    return pfi_srv_decide(n, budget, mode, NULL, reason, NULL, err);
 }
 
-int srv_restore_originals(srv_node *n, pfi_err *err)
+int pfi_srv_restore_originals(srv_node *n, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
     double t[PFI_MAX_GPUS];

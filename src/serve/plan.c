@@ -17,7 +17,7 @@
 
 #define GRID_PTS 17 /* uniform caps per job, on top of the curve's own measured caps */
 
-void srv_job_cap_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
+void pfi_srv_job_cap_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
 {
     *lo = 0;
     *hi = INFINITY;
@@ -42,14 +42,14 @@ static double job_cap0(const srv_gpu *g, const srv_job *j)
     return isfinite(c) ? c : 0;
 }
 
-void srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out)
+void pfi_srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out)
 {
     if (j->curve_src != SRV_CURVE_NONE) {
         *out = j->curve;
         return;
     }
     double lo, hi, cap0 = job_cap0(g, j);
-    srv_job_cap_range(g, j, &lo, &hi);
+    pfi_srv_job_cap_range(g, j, &lo, &hi);
     /* A few samples right after start-up are no baseline. */
     double p0 = j->base.n >= SRV_MIN_BASELINE && j->base.power_w > 0 ? j->base.power_w : cap0;
     double t0 = isfinite(j->t0_tps) ? j->t0_tps : (double)j->n_gpus;
@@ -120,7 +120,7 @@ static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const sr
             used += p->target_w[i];
     for (int j = 0; j < n_jobs; j++) {
         double lo;
-        srv_plan_range(g, &jobs[j], &lo, &hi[j]);
+        pfi_srv_plan_range(g, &jobs[j], &lo, &hi[j]);
         used += free_gpus(g, &jobs[j]) * p->job_cap_w[j];
     }
     double left = budget_w - used;
@@ -173,7 +173,7 @@ static void plan_no_budget(const srv_gpu *g, int ng, const srv_job *jobs, int n_
         p->target_w[i] = is_pinned(&g[i]) ? NAN : g[i].original_w;
     for (int j = 0; j < n_jobs; j++) {
         double lo, hi;
-        srv_plan_range(g, &jobs[j], &lo, &hi);
+        pfi_srv_plan_range(g, &jobs[j], &lo, &hi);
         for (int k = 0; k < jobs[j].n_gpus; k++) {
             int i = jobs[j].gpus[k];
             if (!isnan(p->target_w[i]) && p->target_w[i] > hi)
@@ -194,7 +194,7 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
                         double *fixed_w)
 {
     double lo, hi;
-    srv_plan_range(g, jb, &lo, &hi);
+    pfi_srv_plan_range(g, jb, &lo, &hi);
     int nfree = free_gpus(g, jb);
     if (nfree == 0)
         return 0;
@@ -229,14 +229,14 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     return 1;
 }
 
-int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
-                     srv_plan *p, pfi_err *err)
+int pfi_srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
+                         srv_plan *p, pfi_err *err)
 {
-    return srv_plan_policy(g, ng, jobs, n_jobs, budget_w, PFI_POLICY_PFI, p, err);
+    return pfi_srv_plan_policy(g, ng, jobs, n_jobs, budget_w, PFI_POLICY_PFI, p, err);
 }
 
-int srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
-                    int policy, srv_plan *p, pfi_err *err)
+int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
+                        int policy, srv_plan *p, pfi_err *err)
 {
     int owner[PFI_MAX_GPUS];
     for (int i = 0; i < ng; i++) {
@@ -263,7 +263,7 @@ int srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, d
         goto out;
     }
     for (int j = 0; j < n_jobs; j++)
-        srv_job_curve(g, &jobs[j], &cv[j]);
+        pfi_srv_job_curve(g, &jobs[j], &cv[j]);
     if (isnan(budget_w)) {
         plan_no_budget(g, ng, jobs, n_jobs, p);
         report_caps(g, jobs, n_jobs, p, cv);

@@ -32,7 +32,7 @@ static void gpu_key(const char *name, char *out, size_t cap)
     snprintf(out, cap, "%s", m ? m->name : name);
 }
 
-int srv_library_load(const char *what, srv_library *lib, pfi_err *err)
+int pfi_srv_library_load(const char *what, srv_library *lib, pfi_err *err)
 {
     memset(lib, 0, sizeof *lib);
     if (!what || !*what)
@@ -46,7 +46,7 @@ int srv_library_load(const char *what, srv_library *lib, pfi_err *err)
     lib->gpu = malloc(sizeof *lib->gpu * (size_t)(rs.n ? rs.n : 1));
     if (!lib->curve || !lib->gpu) {
         pfi_runset_free(&rs);
-        srv_library_free(lib);
+        pfi_srv_library_free(lib);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     for (int i = 0; i < rs.n; i++) {
@@ -60,7 +60,7 @@ int srv_library_load(const char *what, srv_library *lib, pfi_err *err)
     pfi_runset_free(&rs);
     if (lib->n < 2) {
         int n = lib->n;
-        srv_library_free(lib);
+        pfi_srv_library_free(lib);
         return pfi_err_set(err, PFI_EINVAL,
                            "probe_library %s: %d run(s) with a usable curve; a probe is read "
                            "through the nearest of several (characterize some with pfi sweep)",
@@ -69,7 +69,7 @@ int srv_library_load(const char *what, srv_library *lib, pfi_err *err)
     return PFI_OK;
 }
 
-void srv_library_free(srv_library *lib)
+void pfi_srv_library_free(srv_library *lib)
 {
     free(lib->curve);
     free(lib->gpu);
@@ -114,13 +114,13 @@ static double curve_pfi30(const pfi_curve *c)
     return pfi_lerp_sorted(r, s, m, 0.3) / 0.3;
 }
 
-const char *srv_curve_src_name(int src)
+const char *pfi_srv_curve_src_name(int src)
 {
     static const char *names[] = {"none", "given", "pfi30", "predicted", "probed", "observed"};
     return src >= 0 && src <= SRV_CURVE_OBSERVED ? names[src] : "none";
 }
 
-int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err)
+int pfi_srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err)
 {
     memset(p, 0, sizeof *p);
     p->state = SRV_PROBE_OFF;
@@ -156,14 +156,14 @@ int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err)
     return PFI_OK;
 }
 
-void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
+void pfi_srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
 {
-    srv_job_cap_range(g, j, lo, hi);
+    pfi_srv_job_cap_range(g, j, lo, hi);
     if (j->probe.state == SRV_PROBE_RUNNING && j->probe.cap_w < *hi)
         *hi = j->probe.cap_w > *lo ? j->probe.cap_w : *lo;
 }
 
-void srv_probe_sample(srv_node *n, srv_job *j, double now)
+void pfi_srv_probe_sample(srv_node *n, srv_job *j, double now)
 {
     srv_probe *p = &j->probe;
     if (p->state != SRV_PROBE_RUNNING || now < p->t0 + p->duration_s / 3)
@@ -179,7 +179,7 @@ void srv_probe_sample(srv_node *n, srv_job *j, double now)
     p->pow_n++;
 }
 
-void srv_probe_tps(srv_job *j, double tps, double now)
+void pfi_srv_probe_tps(srv_job *j, double tps, double now)
 {
     srv_probe *p = &j->probe;
     if (p->state == SRV_PROBE_RUNNING && now >= p->t0 + p->duration_s / 3) {
@@ -188,7 +188,7 @@ void srv_probe_tps(srv_job *j, double tps, double now)
     }
 }
 
-json_t *srv_probe_json(const srv_probe *p)
+json_t *pfi_srv_probe_json(const srv_probe *p)
 {
     static const char *st[] = {"off", "waiting", "running", "done", "failed"};
     json_t *o = json_pack("{s:s}", "state", st[p->state % 5]);
@@ -223,7 +223,7 @@ static int arm_one(srv_node *n, double now)
         if (!(j->t0_tps > 0) || j->base.n < SRV_MIN_BASELINE || !(j->base.power_w > 0))
             continue; /* no baseline yet */
         double lo, hi;
-        srv_job_cap_range(n->gpu, j, &lo, &hi);
+        pfi_srv_job_cap_range(n->gpu, j, &lo, &hi);
         double cap = pfi_probe_cap(j->base.power_w, p->depth, lo, hi);
         if (isfinite(j->cap_w) && j->cap_w < cap)
             cap = j->cap_w; /* already cut deeper by the budget: measure where it is */
@@ -266,7 +266,7 @@ static void finish(srv_node *n, srv_job *j)
     pfi_err e = {0};
     pfi_curve c;
     double lo, hi, cap0 = INFINITY;
-    srv_job_cap_range(n->gpu, j, &lo, &hi);
+    pfi_srv_job_cap_range(n->gpu, j, &lo, &hi);
     for (int k = 0; k < j->n_gpus; k++)
         if (n->gpu[j->gpus[k]].dev.default_limit_w < cap0)
             cap0 = n->gpu[j->gpus[k]].dev.default_limit_w;
@@ -293,7 +293,7 @@ static void finish(srv_node *n, srv_job *j)
              100 * p->r, 100 * p->s, p->pow_n, p->tps_n, how);
 }
 
-void srv_probe_tick(srv_node *n)
+void pfi_srv_probe_tick(srv_node *n)
 {
     double now = pfi_clock_mono();
     pthread_mutex_lock(&n->decide_mu);
@@ -329,13 +329,14 @@ void srv_probe_tick(srv_node *n)
         char reason[128];
         snprintf(reason, sizeof reason, "probe of job %s %s", id,
                  ended >= 0 ? "ended" : "started");
-        srv_snapshot(n);
-        if (srv_decide_now(n, reason, &e) != PFI_OK)
-            srv_event_add(n, "probe", "job %s: %s: %s", id, reason, e.msg);
+        pfi_srv_snapshot(n);
+        if (pfi_srv_decide_now(n, reason, &e) != PFI_OK)
+            pfi_srv_event_add(n, "probe", "job %s: %s: %s", id, reason, e.msg);
         if (ended >= 0)
-            srv_event_add(n, "probe", "job %s: probe %s: %s", id, done ? "done" : "failed", msg);
+            pfi_srv_event_add(n, "probe", "job %s: probe %s: %s", id, done ? "done" : "failed",
+                              msg);
         else
-            srv_event_add(n, "probe", "job %s: probe at %.0f W started", id, cap);
+            pfi_srv_event_add(n, "probe", "job %s: probe at %.0f W started", id, cap);
     }
     pthread_mutex_unlock(&n->decide_mu);
 }

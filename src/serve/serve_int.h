@@ -31,7 +31,7 @@ enum srv_curve_src {
     SRV_CURVE_OBSERVED   /* steady tokens/s read from the job's log at the caps applied */
 };
 /* "none", "given", "pfi30", "predicted", "probed", "observed" */
-const char *srv_curve_src_name(int src);
+const char *pfi_srv_curve_src_name(int src);
 
 enum srv_probe_state {
     SRV_PROBE_OFF = 0, /* not allowed by whoever registered the job */
@@ -213,50 +213,51 @@ typedef struct srv_node {
 } srv_node;
 
 /* node.c */
-const char *srv_mode_name(int mode); /* "local", "external", "safe" */
-int srv_find_job(const srv_job *jobs, int nj, const char *id);
-double srv_current_budget(srv_node *n);
-int srv_current_mode(srv_node *n, const double **ext);
+const char *pfi_srv_mode_name(int mode); /* "local", "external", "safe" */
+int pfi_srv_find_job(const srv_job *jobs, int nj, const char *id);
+double pfi_srv_current_budget(srv_node *n);
+int pfi_srv_current_mode(srv_node *n, const double **ext);
 /* Plans n->cand under budget_w (mode local/safe) or applies ext (external), applies, audits
- * and commits; decide_mu held and n->snap / n->cand filled (srv_snapshot). */
-int srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
-               json_t **result, pfi_err *err);
-int srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err);
-void srv_node_destroy(srv_node *n);
-void srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
+ * and commits; decide_mu held and n->snap / n->cand filled (pfi_srv_snapshot). */
+int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
+                   json_t **result, pfi_err *err);
+int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err);
+void pfi_srv_node_destroy(srv_node *n);
+void pfi_srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void srv_sample(srv_node *n);
+void pfi_srv_sample(srv_node *n);
 /* Mutations.  Each returns PFI_OK with *result (a JSON object, caller decrefs) describing what
  * was applied, or an error with the state unchanged. */
-int srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err);
+int pfi_srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err);
 /* A job saved in the DB, registered again at start (not saved twice). */
-int srv_job_reload(srv_node *n, json_t *spec, pfi_err *err);
-int srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
-int srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err);
-int srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err);
-int srv_budget_clear(srv_node *n, json_t **result, pfi_err *err);
-int srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err);
-int srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
-                  pfi_err *err);
+int pfi_srv_job_reload(srv_node *n, json_t *spec, pfi_err *err);
+int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
+int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err);
+int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err);
+int pfi_srv_budget_clear(srv_node *n, json_t **result, pfi_err *err);
+int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result,
+                     pfi_err *err);
+int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
+                      pfi_err *err);
 /* The control loop's periodic work: ramps, watchdog, re-planning. */
-void srv_tick(srv_node *n);
+void pfi_srv_tick(srv_node *n);
 /* Restores every GPU to its original limit (shutdown). */
-int srv_restore_originals(srv_node *n, pfi_err *err);
+int pfi_srv_restore_originals(srv_node *n, pfi_err *err);
 /* Parses "70%", "4000W" or "min" against this node. */
-int srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err);
+int pfi_srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err);
 
 /* 1 when a cap-moving request may go ahead now (token bucket: SRV_CHANGE_BURST requests, then
  * SRV_CHANGE_RATE per second); 0: answer 429. */
-int srv_rate_take(srv_node *n);
+int pfi_srv_rate_take(srv_node *n);
 #define SRV_CHANGE_BURST 100.0
 #define SRV_CHANGE_RATE 20.0
 
 /* Views (JSON) taken under node->mu. */
-json_t *srv_view_gpus(srv_node *n);
-json_t *srv_view_jobs(srv_node *n, const char *id);
-json_t *srv_view_allocation(srv_node *n);
-json_t *srv_view_events(srv_node *n, long long since, int limit);
-json_t *srv_view_health(srv_node *n);
+json_t *pfi_srv_view_gpus(srv_node *n);
+json_t *pfi_srv_view_jobs(srv_node *n, const char *id);
+json_t *pfi_srv_view_allocation(srv_node *n);
+json_t *pfi_srv_view_events(srv_node *n, long long since, int limit);
+json_t *pfi_srv_view_health(srv_node *n);
 
 /* plan.c: the caps a decision asks for. */
 typedef struct srv_plan {
@@ -266,114 +267,114 @@ typedef struct srv_plan {
     double job_pred_rel[SRV_MAX_JOBS]; /* T/T0 at the cap on the job's curve */
     double min_budget_w;            /* the least budget that meets every job's SLA */
 } srv_plan;
-int srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
-                     srv_plan *p, pfi_err *err);
-/* The same under another policy of core/policy.h (srv_plan_compute: PFI_POLICY_PFI), e.g. the
+int pfi_srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
+                         srv_plan *p, pfi_err *err);
+/* The same under another policy of core/policy.h (pfi_srv_plan_compute: PFI_POLICY_PFI), e.g. the
  * equal cut a grid event's cost is compared with. */
-int srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
-                    int policy, srv_plan *p, pfi_err *err);
+int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
+                        int policy, srv_plan *p, pfi_err *err);
 /* The curve a job is planned on (its own, or a proportional one when nothing is known). */
-void srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out);
+void pfi_srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out);
 /* Per-GPU cap range all of a job's GPUs accept. */
-void srv_job_cap_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
+void pfi_srv_job_cap_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
 /* Curves from what a client registers: {"points": [...]} / {"pfi30": x}; NULL -> none.
  * *abs_t0 receives the baseline tokens/s when the curve gives absolute throughput, else NAN. */
-int srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, json_t *pfi30,
-                        pfi_curve *out, int *src, double *abs_t0, pfi_err *err);
-json_t *srv_curve_to_json(const pfi_curve *c);
+int pfi_srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, json_t *pfi30,
+                            pfi_curve *out, int *src, double *abs_t0, pfi_err *err);
+json_t *pfi_srv_curve_to_json(const pfi_curve *c);
 /* Re-estimates curves of jobs with no registered curve from their baseline telemetry. */
-void srv_predict_curves(srv_node *n);
+void pfi_srv_predict_curves(srv_node *n);
 
 /* probe.c */
 #define SRV_PROBE_MAX_S 600.0
-int srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err);
+int pfi_srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err);
 /* Starts and finishes probes (control loop; takes decide_mu itself). */
-void srv_probe_tick(srv_node *n);
+void pfi_srv_probe_tick(srv_node *n);
 /* Loads cfg->probe_library ("" leaves lib empty); frees it. */
-int srv_library_load(const char *what, srv_library *lib, pfi_err *err);
-void srv_library_free(srv_library *lib);
+int pfi_srv_library_load(const char *what, srv_library *lib, pfi_err *err);
+void pfi_srv_library_free(srv_library *lib);
 /* Accumulates a job's power (sampler) and tokens/s (reports) into a running probe (mu held). */
-void srv_probe_sample(srv_node *n, srv_job *j, double now);
-void srv_probe_tps(srv_job *j, double tps, double now);
-json_t *srv_probe_json(const srv_probe *p);
+void pfi_srv_probe_sample(srv_node *n, srv_job *j, double now);
+void pfi_srv_probe_tps(srv_job *j, double tps, double now);
+json_t *pfi_srv_probe_json(const srv_probe *p);
 /* The per-GPU cap range a plan may give a job: its GPUs' range, capped by a running probe. */
-void srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
+void pfi_srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
 /* node.c: one decision in the current mode and budget (decide_mu held, snapshot taken). */
-int srv_decide_now(srv_node *n, const char *reason, pfi_err *err);
-void srv_snapshot(srv_node *n);
+int pfi_srv_decide_now(srv_node *n, const char *reason, pfi_err *err);
+void pfi_srv_snapshot(srv_node *n);
 
 /* grid.c: grid events on this node (docs/api.md, /v1/grid/events). */
-int srv_grid_open(srv_node *n, pfi_err *err);
-void srv_grid_close(srv_node *n);
+int pfi_srv_grid_open(srv_node *n, pfi_err *err);
+void pfi_srv_grid_close(srv_node *n);
 /* The site the events apply to: the node's GPUs (maximum: the sum of their maximum limits),
  * manual_w (NAN: none). */
-pfi_event_site srv_grid_site(const srv_node *n, double manual_w);
+pfi_event_site pfi_srv_grid_site(const srv_node *n, double manual_w);
 /* The budget to plan for now with this manual budget (NAN: none): the lowest of it and every
  * event's over the next few control periods; NAN when nothing binds. */
-double srv_grid_limit(srv_node *n, double manual_w);
+double pfi_srv_grid_limit(srv_node *n, double manual_w);
 /* Control loop: records site power, moves the budget with the events; 1 when it decided (the
  * loop's own re-plan is then skipped this tick). */
-int srv_grid_tick(srv_node *n);
+int pfi_srv_grid_tick(srv_node *n);
 /* Adds or replaces an event (validated, checked against the SLAs in force unless it lets them
  * yield, saved, then re-planned at once); *result: the event as GET shows it. */
-int srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err);
-int srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
+int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err);
+int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
 /* {"events": [...]} or one event (NULL when there is no such id), with its predicted cost. */
-json_t *srv_grid_view(srv_node *n, const char *id);
+json_t *pfi_srv_grid_view(srv_node *n, const char *id);
 /* The compliance report of one event from the power recorded around it (core/event_report.h),
  * with its predicted cost per policy and each job's SLA; NULL with *err when it cannot be. */
-json_t *srv_grid_report(srv_node *n, const char *id, pfi_err *err);
+json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err);
 /* grid_api.c: the /v1/grid/ routes; NULL when url is not one of them. */
-char *srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
-                   size_t blen, int authorized, int *status, size_t *len);
+char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
+                       size_t blen, int authorized, int *status, size_t *len);
 /* discover.c: one round of job discovery (control loop). */
-void srv_discover(srv_node *n);
+void pfi_srv_discover(srv_node *n);
 /* The log discovery found for a job (its stdout): "" none.  Control loop only. */
-const char *srv_found_log(srv_node *n, const char *id);
+const char *pfi_srv_found_log(srv_node *n, const char *id);
 /* follow.c: reads the jobs' logs, feeds observed tokens/s and steady curve points (control
- * loop); srv_follow_free closes every log. */
-void srv_follow_tick(srv_node *n);
-void srv_follow_free(srv_node *n);
+ * loop); pfi_srv_follow_free closes every log. */
+void pfi_srv_follow_tick(srv_node *n);
+void pfi_srv_follow_free(srv_node *n);
 
 /* metrics.c */
-char *srv_metrics_text(srv_node *n, size_t *len);
+char *pfi_srv_metrics_text(srv_node *n, size_t *len);
 
 /* jobs.c (a job's spec; api.c's request bodies too): PFI_EINVAL naming the first field of o
  * not in keys (NULL-terminated) and the known ones. */
-int srv_only_keys(json_t *o, const char *const *keys, pfi_err *e);
+int pfi_srv_only_keys(json_t *o, const char *const *keys, pfi_err *e);
 
 /* audit.c */
-int srv_audit_open(const char *path, srv_audit **out, pfi_err *err);
-void srv_audit_close(srv_audit *a);
+int pfi_srv_audit_open(const char *path, srv_audit **out, pfi_err *err);
+void pfi_srv_audit_close(srv_audit *a);
 /* The writers return PFI_EIO when the row could not be written (a NULL log writes nothing):
  * the daemon carries on, and says so in an event, since a full disk must not stop control. */
-int srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg);
+int pfi_srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg);
 /* One decision row with its jobs and GPUs; returns the decision id (0 on failure). */
-long long srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
-                             int mode, const srv_job *jobs, int n_jobs,
-                             const pfi_apply_report *rep, double apply_ms);
-int srv_audit_observed(srv_audit *a, const char *job, double tps);
+long long pfi_srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
+                                 int mode, const srv_job *jobs, int n_jobs,
+                                 const pfi_apply_report *rep, double apply_ms);
+int pfi_srv_audit_observed(srv_audit *a, const char *job, double tps);
 /* The latest `limit` decisions, newest first, each with its jobs' rows (predicted and
  * observed tokens/s): {"decisions": [...]}.  NULL on a database error. */
-json_t *srv_audit_decisions(srv_audit *a, int limit, pfi_err *err);
-int srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json);
-int srv_audit_delete_job(srv_audit *a, const char *id);
+json_t *pfi_srv_audit_decisions(srv_audit *a, int limit, pfi_err *err);
+int pfi_srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json);
+int pfi_srv_audit_delete_job(srv_audit *a, const char *id);
 /* Calls fn for every saved job spec (JSON text), in registration order. */
-int srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, const char *spec),
-                        void *ctx, pfi_err *err);
-int srv_audit_set_state(srv_audit *a, const char *key, const char *value);
-int srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size);
+int pfi_srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, const char *spec),
+                            void *ctx, pfi_err *err);
+int pfi_srv_audit_set_state(srv_audit *a, const char *key, const char *value);
+int pfi_srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size);
 
 /* http.c + api.c */
 typedef struct srv_http srv_http;
-int srv_http_start(srv_node *n, srv_http **out, char *where, size_t where_size, pfi_err *err);
+int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t where_size, pfi_err *err);
 /* Splits "HOST:PORT" (HOST may be [v6]) and checks the port, so a bad address is refused
  * before the daemon touches a GPU.  host may be NULL (check only). */
-int srv_listen_split(const char *listen_s, char *host, size_t host_size, pfi_err *err);
-void srv_http_stop(srv_http *h);
+int pfi_srv_listen_split(const char *listen_s, char *host, size_t host_size, pfi_err *err);
+void pfi_srv_http_stop(srv_http *h);
 /* api.c: answers one request; *status gets the HTTP status, *ctype the content type. */
-char *srv_api_handle(srv_node *n, const char *method, const char *url, const char *query_since,
-                     const char *query_limit, const char *body, size_t body_len, int authorized,
-                     int *status, const char **ctype, size_t *len);
+char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const char *query_since,
+                         const char *query_limit, const char *body, size_t body_len, int authorized,
+                         int *status, const char **ctype, size_t *len);
 
 #endif

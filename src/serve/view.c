@@ -45,7 +45,7 @@ static json_t *gpu_json(const srv_node *n, int i)
     return o;
 }
 
-json_t *srv_view_gpus(srv_node *n)
+json_t *pfi_srv_view_gpus(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     json_t *arr = json_array();
@@ -72,18 +72,18 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "observed_tokens_per_s", num(j->observed_tps));
     json_object_set_new(o, "baseline_tokens_per_s", num(j->t0_tps));
     json_object_set_new(o, "pfi30", num(j->pfi30));
-    json_object_set_new(o, "curve_source", json_string(srv_curve_src_name(j->curve_src)));
+    json_object_set_new(o, "curve_source", json_string(pfi_srv_curve_src_name(j->curve_src)));
     json_object_set_new(o, "curve", j->curve_src == SRV_CURVE_NONE
                                         ? json_null()
-                                        : srv_curve_to_json(&j->curve));
-    json_object_set_new(o, "probe", srv_probe_json(&j->probe));
+                                        : pfi_srv_curve_to_json(&j->curve));
+    json_object_set_new(o, "probe", pfi_srv_probe_json(&j->probe));
     json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
     json_object_set_new(o, "baseline_power_w", num(j->base.n ? j->base.power_w : NAN));
     json_object_set_new(o, "log", j->log[0] ? json_string(j->log) : json_null());
     return o;
 }
 
-json_t *srv_view_jobs(srv_node *n, const char *id)
+json_t *pfi_srv_view_jobs(srv_node *n, const char *id)
 {
     pthread_mutex_lock(&n->mu);
     json_t *out = NULL;
@@ -101,7 +101,7 @@ json_t *srv_view_jobs(srv_node *n, const char *id)
     return out;
 }
 
-json_t *srv_view_allocation(srv_node *n)
+json_t *pfi_srv_view_allocation(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     double sum_limits = 0, sum_requested = 0;
@@ -136,7 +136,7 @@ json_t *srv_view_allocation(srv_node *n)
                             num(jb->observed_tps)));
     }
     json_t *o = json_object();
-    json_object_set_new(o, "mode", json_string(srv_mode_name(n->mode)));
+    json_object_set_new(o, "mode", json_string(pfi_srv_mode_name(n->mode)));
     json_object_set_new(o, "budget_w", num(n->budget_w));
     json_object_set_new(o, "manual_budget_w", num(n->manual_w));
     json_object_set_new(o, "grid_event",
@@ -160,7 +160,7 @@ json_t *srv_view_allocation(srv_node *n)
     return o;
 }
 
-json_t *srv_view_events(srv_node *n, long long since, int limit)
+json_t *pfi_srv_view_events(srv_node *n, long long since, int limit)
 {
     if (limit <= 0 || limit > SRV_EVENTS)
         limit = SRV_EVENTS;
@@ -184,7 +184,7 @@ json_t *srv_view_events(srv_node *n, long long since, int limit)
     return json_pack("{s:o, s:I}", "events", arr, "next", (json_int_t)next);
 }
 
-json_t *srv_view_health(srv_node *n)
+json_t *pfi_srv_view_health(srv_node *n)
 {
     pthread_mutex_lock(&n->mu);
     int up = 0;
@@ -193,7 +193,7 @@ json_t *srv_view_health(srv_node *n)
     json_t *o = json_pack(
         "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b}", "status",
         up == n->n_gpus ? "ok" : "degraded", "backend", pfi_backend_name(n->b), "gpus", n->n_gpus,
-        "gpus_up", up, "mode", srv_mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
+        "gpus_up", up, "mode", pfi_srv_mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
         pfi_clock_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
         n->hb_ttl_s > 0);
     pthread_mutex_unlock(&n->mu);

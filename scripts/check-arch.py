@@ -14,7 +14,9 @@ exists, a file and its own header being one node) and reports:
   sqlite        'sqlite3' in a file outside src/store/ (persistence has one home);
   monotonic     CLOCK_MONOTONIC in more than one file of src/ (one clock; burn.cu aside);
   long-function a function of src/cli/ over 100 lines (cli/ parses and prints, nothing else);
-  unused        a function exported from src/ that nothing in src/, tests/ or bench/ uses.
+  unused        a function exported from src/ that nothing in src/, tests/ or bench/ uses;
+  prefix        a function exported from src/ whose name does not start with pfi_ (libpfi is
+                linked into other programs: its names must not clash with theirs).
 
 Every violation is printed; the check fails on any that scripts/arch-allow.txt does not list.
 An allowlist line that matches nothing fails too, so the list shrinks as the code is fixed.
@@ -381,9 +383,14 @@ def check(root, hacking):
                     ws |= src[tgt].uses_all()
             used |= ws
     for name, rel in sorted(exported.items(), key=lambda x: (x[1], x[0])):
-        if name not in used and layer_of(rel) not in ABI_DIRS and name != "main":
-            line = src[rel].defs[name][1]
+        if layer_of(rel) in ABI_DIRS or name == "main":
+            continue
+        line = src[rel].defs[name][1]
+        if name not in used:
             found.append(("unused", name, [f"{rel}:{line}: {name} is exported but never used"]))
+        if not name.startswith("pfi_"):
+            found.append(("prefix", name, [f"{rel}:{line}: {name} is exported without the pfi_ "
+                                           "prefix (make it static, or name it pfi_...)"]))
     return found, graph
 
 

@@ -255,7 +255,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
                   pfi_backend_name(b), n->nominal_w, c->read_only ? ", read-only" : "",
                   model ? ", predictor " : ", no predictor (jobs without a curve are planned "
                                            "at PFI 1)",
-                  model ? c->model : "");
+                      model ? c->model : "");
     if (n->lib.n)
         pfi_srv_event_add(n, "probe_library", "probes read through %d measured curves of %s",
                       n->lib.n, n->lib.where);

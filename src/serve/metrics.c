@@ -180,7 +180,7 @@ char *pfi_srv_metrics_text(srv_node *n, size_t *len)
     head(&b, "pfi_node_budget_watts", "gauge", "Node power budget on the sum of limits.");
     if (isfinite(n->budget_w))
         put(&b, "pfi_node_budget_watts %.17g\n", n->budget_w);
-    double over = srv_over_budget_w(n);
+    double over = pfi_srv_over_budget_w(n);
     head(&b, "pfi_over_budget", "gauge",
          "1 when the power limits as last read exceed the budget in force.");
     put(&b, "pfi_over_budget %d\n", over > 0);

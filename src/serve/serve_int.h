@@ -268,7 +268,7 @@ json_t *pfi_srv_view_health(srv_node *n);
 /* How far the limits as last read (each counted at the larger of limit and enforced) exceed
  * the budget in force, in watts of whole milliwatts (hw.h); 0 when within it or no budget.
  * Caller holds node->mu.  /healthz is "degraded" and /metrics' pfi_over_budget 1 when > 0. */
-double srv_over_budget_w(const srv_node *n);
+double pfi_srv_over_budget_w(const srv_node *n);
 
 /* plan.c: the caps a decision asks for. */
 typedef struct srv_plan {

@@ -184,7 +184,7 @@ json_t *pfi_srv_view_events(srv_node *n, long long since, int limit)
     return json_pack("{s:o, s:I}", "events", arr, "next", (json_int_t)next);
 }
 
-double srv_over_budget_w(const srv_node *n)
+double pfi_srv_over_budget_w(const srv_node *n)
 {
     if (!isfinite(n->budget_w) || n->cfg->read_only)
         return 0;
@@ -208,7 +208,7 @@ json_t *pfi_srv_view_health(srv_node *n)
     int up = 0;
     for (int i = 0; i < n->n_gpus; i++)
         up += n->gpu[i].up;
-    double over = srv_over_budget_w(n);
+    double over = pfi_srv_over_budget_w(n);
     json_t *o = json_pack(
         "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b, s:f}", "status",
         up == n->n_gpus && over == 0 ? "ok" : "degraded", "backend", pfi_backend_name(n->b), "gpus", n->n_gpus,

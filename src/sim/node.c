@@ -22,6 +22,8 @@ typedef struct gpu_hist {
     limit_change *ch;
     double cache_e;          /* the last operating point solved, reused in steady state */
     pfi_sim_op cache_op;
+    pfi_sim_optable ops;     /* operating points by budget (transients); nodes NULL: unset */
+    int ops_init;
 } gpu_hist;
 
 /* Cumulative quantities of one job at a time: tokens and each of its GPUs' energy. */
@@ -133,8 +135,12 @@ static const pfi_sim_op *op_for(pfi_sim_node *n, int g, double e)
 {
     gpu_hist *h = &n->hist[g];
     if (e != h->cache_e) {
-        const pfi_sim_work *w = &n->work[n->job_of[g]][n->stage_of[g]];
-        pfi_sim_operating_point(&n->cfg.gpu, w, e, n->eff[g], &h->cache_op);
+        if (!h->ops_init) {
+            const pfi_sim_work *w = &n->work[n->job_of[g]][n->stage_of[g]];
+            pfi_sim_optable_init(&h->ops, &n->cfg.gpu, w, n->eff[g]);
+            h->ops_init = 1;
+        }
+        pfi_sim_optable_op(&h->ops, e, &h->cache_op);
         h->cache_e = e;
     }
     return &h->cache_op;
@@ -489,6 +495,8 @@ void pfi_sim_node_free(pfi_sim_node *n)
         return;
     for (int g = 0; g < PFI_MAX_GPUS; g++) {
         free(n->hist[g].ch);
+        if (n->hist[g].ops_init)
+            pfi_sim_optable_free(&n->hist[g].ops);
     }
     for (int j = 0; j < PFI_SIM_MAX_JOBS; j++) {
         free(n->now_v[j]);

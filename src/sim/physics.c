@@ -1,17 +1,32 @@
 /* physics.c: the DVFS physics of a GPU model (core/gpu.h's catalogue): voltage-frequency curve,
  * busy power, and the clock the firmware picks. */
 #include <math.h>
+#include <stddef.h>
 
 #include "sim/physics.h"
 
-double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
+/* V(f)/V(fmax) and its slope dV/dphi (phi = f/fmax) when dv is not NULL. */
+static double volt_slope(const pfi_gpu_model *g, double f_mhz, double *dv)
 {
     double phi = f_mhz / g->sm_clock_max_mhz;
-    if (phi <= g->f_knee)
+    if (phi <= g->f_knee) {
+        if (dv)
+            *dv = 0;
         return g->v_floor;
+    }
     double x = (phi - g->f_knee) / (1.0 - g->f_knee);
     double gamma = g->v_gamma > 0 ? g->v_gamma : 1.0;
-    return g->v_floor + (1.0 - g->v_floor) * pow(x, gamma);
+    /* x^1.5 (every model's exponent) as x*sqrt(x): the same to an ulp or two, and the root
+     * finder below calls this in its inner loop. */
+    double xg = gamma == 1.5 ? x * sqrt(x) : pow(x, gamma);
+    if (dv)
+        *dv = (1.0 - g->v_floor) * gamma * xg / x / (1.0 - g->f_knee);
+    return g->v_floor + (1.0 - g->v_floor) * xg;
+}
+
+double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
+{
+    return volt_slope(g, f_mhz, NULL);
 }
 
 double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
@@ -68,8 +83,9 @@ double pfi_sim_pipeline_step(const double *pipe, int pp, double m, double t_host
     return (m - 1) / m * mx + sum / m + t_host;
 }
 
-double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
-                           double f_mhz, double eff)
+/* Power of a phase at f and its slope dP/df (when dp is not NULL). */
+static double power_slope(const pfi_gpu_model *g, const pfi_sim_work *w, int phase, double f_mhz,
+                          double eff, double *dp)
 {
     double act = phase == PFI_PH_COMPUTE ? w->act_comp
                  : phase == PFI_PH_MEMORY ? w->act_mem
@@ -77,10 +93,72 @@ double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int ph
     double dram = phase == PFI_PH_COMPUTE ? w->dram_comp
                   : phase == PFI_PH_MEMORY ? w->dram_mem
                   : phase == PFI_PH_COMM   ? w->dram_comm : w->dram_spin;
-    double v = pfi_sim_volt(g, f_mhz);
+    double dv, v = volt_slope(g, f_mhz, dp ? &dv : NULL);
+    double phi = f_mhz / g->sm_clock_max_mhz;
+    if (dp)
+        *dp = g->dyn_w * eff * act * (v * v + 2 * v * dv * phi) / g->sm_clock_max_mhz;
     /* Manufacturing variation (eff) scales leakage and switching power alike. */
     return g->idle_w + g->busy_static_w * eff + g->hbm_w * dram +
-           g->dyn_w * eff * act * v * v * (f_mhz / g->sm_clock_max_mhz);
+           g->dyn_w * eff * act * v * v * phi;
+}
+
+double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
+                           double f_mhz, double eff)
+{
+    return power_slope(g, w, phase, f_mhz, eff, NULL);
+}
+
+void pfi_sim_phase_root(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
+                        double limit_w, double eff, pfi_sim_bracket *b)
+{
+    /* Phase power grows monotonically with f (V and f both do) and its slope is known, so
+     * Newton's method kept inside the bracket finds the root in a few steps.  Each step aims a
+     * quarter of the tolerance past the root, toward the end that has not moved, so that once
+     * the steps are small the next point lands on the other side and closes the bracket to the
+     * width bisection stopped at.  A step outside the bracket falls back to the secant, then to
+     * bisection. */
+    const double tol = PFI_SIM_CLOCK_TOL;
+    double lo = b->lo, hi = b->hi, plo = b->plo, phi = b->phi;
+    double x = lo + (hi - lo) * (limit_w - plo) / (phi - plo);
+    for (int i = 0; i < 96 && hi - lo > tol; i++) {
+        if (!(x > lo && x < hi))
+            x = 0.5 * (lo + hi);
+        double dp, px = power_slope(g, w, phase, x, eff, &dp), r = px - limit_w;
+        if (r > 0) {
+            hi = x;
+            phi = px;
+        } else {
+            lo = x;
+            plo = px;
+        }
+        double xn = dp > 0 ? x - r / dp : NAN;
+        xn += r > 0 ? -0.25 * tol : 0.25 * tol;
+        if (!(xn > lo && xn < hi))
+            xn = lo + (hi - lo) * (limit_w - plo) / (phi - plo);
+        x = xn;
+    }
+    *b = (pfi_sim_bracket){lo, hi, plo, phi};
+}
+
+double pfi_sim_phase_clock(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
+                           double limit_w, double eff)
+{
+    pfi_sim_bracket b = {g->sm_clock_min_mhz, g->sm_clock_max_mhz, 0, 0};
+    b.phi = pfi_sim_phase_power(g, w, phase, b.hi, eff);
+    if (b.phi <= limit_w)
+        return b.hi;
+    b.plo = pfi_sim_phase_power(g, w, phase, b.lo, eff);
+    if (b.plo >= limit_w)
+        return b.lo;
+    pfi_sim_phase_root(g, w, phase, limit_w, eff, &b);
+    return b.lo;
+}
+
+double pfi_sim_phase_duration(const pfi_sim_work *w, int phase)
+{
+    return phase == PFI_PH_COMPUTE ? w->t_comp
+           : phase == PFI_PH_MEMORY ? w->t_mem
+           : phase == PFI_PH_COMM   ? w->t_comm : 0;
 }
 
 void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, double limit_w,
@@ -88,29 +166,9 @@ void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, doub
 {
     op->binds = 0;
     for (int p = 0; p < PFI_PH_N; p++) {
-        double hi = g->sm_clock_max_mhz, lo = g->sm_clock_min_mhz;
-        if (pfi_sim_phase_power(g, w, p, hi, eff) <= limit_w) {
-            op->f[p] = hi;
-            continue;
-        }
-        double dur = p == PFI_PH_COMPUTE ? w->t_comp
-                     : p == PFI_PH_MEMORY ? w->t_mem
-                     : p == PFI_PH_COMM   ? w->t_comm : 0;
-        if (dur > 0)
+        op->f[p] = pfi_sim_phase_clock(g, w, p, limit_w, eff);
+        if (op->f[p] < g->sm_clock_max_mhz && pfi_sim_phase_duration(w, p) > 0)
             op->binds = 1;
-        if (pfi_sim_phase_power(g, w, p, lo, eff) >= limit_w) {
-            op->f[p] = lo;
-            continue;
-        }
-        /* Phase power grows monotonically with f (V and f both do), so bisection finds it. */
-        for (int i = 0; i < 48 && hi - lo > 1e-6; i++) {
-            double mid = 0.5 * (lo + hi);
-            if (pfi_sim_phase_power(g, w, p, mid, eff) > limit_w)
-                hi = mid;
-            else
-                lo = mid;
-        }
-        op->f[p] = lo;
     }
 }
 

@@ -52,9 +52,46 @@ typedef struct pfi_sim_op {
 /* Power of one phase at clock f; eff scales the SM dynamic power (manufacturing). */
 double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
                            double f_mhz, double eff);
+/* The highest clock of one phase whose power fits under limit_w (f_min when none does), to
+ * PFI_SIM_CLOCK_TOL below the exact root. */
+#define PFI_SIM_CLOCK_TOL 1e-6 /* MHz */
+double pfi_sim_phase_clock(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
+                           double limit_w, double eff);
+/* A bracket of a phase's clock under a limit: power(lo) = plo <= limit < phi = power(hi).
+ * pfi_sim_phase_root narrows it to hi - lo <= PFI_SIM_CLOCK_TOL (the clock is then lo). */
+typedef struct pfi_sim_bracket {
+    double lo, hi, plo, phi;
+} pfi_sim_bracket;
+void pfi_sim_phase_root(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
+                        double limit_w, double eff, pfi_sim_bracket *b);
+/* Seconds per step of a kernel phase at f_max (0 for the spin phase). */
+double pfi_sim_phase_duration(const pfi_sim_work *w, int phase);
 /* The highest clock of each phase whose power fits under limit_w (f_min when none does). */
 void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, double limit_w,
                              double eff, pfi_sim_op *op);
+/* One GPU's operating points on a grid of budgets PFI_SIM_OPTABLE_STEP_W apart, solved when
+ * first needed (optable.c): an operating point at any budget then starts from the bracket of
+ * the two nodes around it and costs a few power evaluations; its clocks are those of
+ * pfi_sim_operating_point to PFI_SIM_CLOCK_TOL (the same on a node). */
+#define PFI_SIM_OPTABLE_STEP_W 1.0
+#define PFI_SIM_OPTABLE_PAGE 64   /* nodes per page, allocated when first touched */
+#define PFI_SIM_OPTABLE_PAGES 32  /* budgets beyond 2048 steps are solved directly */
+typedef struct pfi_sim_opnode pfi_sim_opnode;
+typedef struct pfi_sim_optable {
+    const pfi_gpu_model *g;
+    const pfi_sim_work *w;
+    double eff;
+    double pmin[PFI_PH_N], pmax[PFI_PH_N]; /* each phase's power at f_min and f_max */
+    int k0, n;                              /* nodes at budgets (k0 + i) * step, i < n */
+    pfi_sim_opnode *page[PFI_SIM_OPTABLE_PAGES];
+    int pages;                              /* pages [0, pages) may be allocated */
+} pfi_sim_optable;
+/* g and w must outlive the table.  Out of memory, it solves points directly. */
+void pfi_sim_optable_init(pfi_sim_optable *t, const pfi_gpu_model *g, const pfi_sim_work *w,
+                         double eff);
+void pfi_sim_optable_free(pfi_sim_optable *t);
+void pfi_sim_optable_op(pfi_sim_optable *t, double budget_w, pfi_sim_op *op);
+
 /* Mean power and time-weighted clock over the busy part of a step at op. */
 double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
                           double eff);

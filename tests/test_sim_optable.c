@@ -1,0 +1,110 @@
+/* Tests of the simulator's operating point: the regula falsi root finder against the power it
+ * inverts, and the budget grid (sim/optable.c) against the direct solver at budgets between its
+ * nodes, on them, and outside the settable range, for every GPU model and the paper fleet's
+ * stage work. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "sim/physics.h"
+#include "sim/sim.h"
+
+/* Every clock strictly inside the range is within PFI_SIM_CLOCK_TOL below the root: its power
+ * fits, and the power a tolerance higher does not. */
+static void test_root_brackets_the_limit(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_node_config c;
+    assert_int_equal(pfi_sim_preset("h200x8-mixed", &c, &e), PFI_OK);
+    for (int m = 0; m < pfi_gpu_model_count(); m++) {
+        const pfi_gpu_model *g = pfi_gpu_model_at(m);
+        c.gpu = *g;
+        pfi_sim_work w;
+        assert_int_equal(pfi_sim_job_work(&c, &c.jobs[0], 0, &w, &e), PFI_OK);
+        int inside = 0;
+        for (double L = g->min_limit_w - 20; L <= g->max_limit_w + 20; L += 0.731) {
+            pfi_sim_op op;
+            pfi_sim_operating_point(g, &w, L, 1.02, &op);
+            int binds = 0;
+            for (int p = 0; p < PFI_PH_N; p++) {
+                double f = op.f[p];
+                assert_true(f >= g->sm_clock_min_mhz && f <= g->sm_clock_max_mhz);
+                if (f < g->sm_clock_max_mhz && pfi_sim_phase_duration(&w, p) > 0)
+                    binds = 1;
+                if (f <= g->sm_clock_min_mhz || f >= g->sm_clock_max_mhz)
+                    continue;
+                inside++;
+                assert_true(pfi_sim_phase_power(g, &w, p, f, 1.02) <= L);
+                assert_true(pfi_sim_phase_power(g, &w, p, f + PFI_SIM_CLOCK_TOL, 1.02) > L);
+            }
+            assert_int_equal(op.binds, binds);
+        }
+        assert_true(inside > 100);
+    }
+}
+
+/* The grid's answer equals the direct solver's to the solver's own tolerance everywhere, and
+ * exactly on its nodes; the same GPU asked in any order gives the same answers. */
+static void test_optable_matches_direct(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_fleet_entry *f;
+    int nf;
+    assert_int_equal(pfi_sim_fleet("paper", 1, &f, &nf, &e), PFI_OK);
+    uint64_t rng = 7;
+    long between = 0, on_node = 0;
+    for (int i = 0; i < nf; i += 7) {
+        const pfi_node_config *c = &f[i].node;
+        const pfi_gpu_model *g = &c->gpu;
+        for (int st = 0; st < c->jobs[0].pp; st++) {
+            pfi_sim_work w;
+            assert_int_equal(pfi_sim_job_work(c, &c->jobs[0], st, &w, &e), PFI_OK);
+            double eff = 0.96 + 0.01 * st;
+            pfi_sim_optable t;
+            pfi_sim_optable_init(&t, g, &w, eff);
+            for (int q = 0; q < 400; q++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                double u = (double)(rng >> 11) / 9007199254740992.0;
+                /* a quarter on whole watts (nodes), the rest anywhere, some outside the range */
+                double L = g->min_limit_w - 10 + u * (g->max_limit_w - g->min_limit_w + 20);
+                if (q % 4 == 0)
+                    L = floor(L);
+                pfi_sim_op a, b;
+                pfi_sim_optable_op(&t, L, &a);
+                pfi_sim_operating_point(g, &w, L, eff, &b);
+                assert_int_equal(a.binds, b.binds);
+                for (int p = 0; p < PFI_PH_N; p++) {
+                    if (q % 4 == 0)
+                        assert_true(a.f[p] == b.f[p]);
+                    else
+                        assert_true(fabs(a.f[p] - b.f[p]) <= PFI_SIM_CLOCK_TOL);
+                    if (a.f[p] > g->sm_clock_min_mhz && a.f[p] < g->sm_clock_max_mhz)
+                        assert_true(pfi_sim_phase_power(g, &w, p, a.f[p], eff) <= L);
+                }
+                if (q % 4 == 0)
+                    on_node++;
+                else
+                    between++;
+            }
+            pfi_sim_optable_free(&t);
+        }
+    }
+    free(f);
+    assert_true(between > 1000 && on_node > 300);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_root_brackets_the_limit),
+        cmocka_unit_test(test_optable_matches_direct),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -94,6 +94,29 @@ double pfi_alloc_tput_at(const pfi_alloc_job *job, double cap_w);
 int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi_alloc_opts *opts,
                     pfi_alloc_result *res, pfi_err *err);
 
+/* ---- warm re-solves ----
+ * A workspace keeps what a solve builds (checks, grids, floors, every job's hull and the
+ * buffers), so the next solve after a budget change or one job's new curve skips all of it.
+ * Its answers are those of pfi_alloc_solve on the same jobs and budget, bit for bit (same
+ * hulls, same order, same pivots).  The workspace reads the caller's jobs array, which must
+ * outlive it; after changing job j in place, call pfi_alloc_ws_update_job(j); after adding or
+ * removing jobs, pfi_alloc_ws_set_jobs (a rebuild).  A budget below what the SLAs need, or any
+ * budget once SLAs had to be relaxed or dropped, rebuilds (the degradation depends on it). */
+typedef struct pfi_alloc_ws pfi_alloc_ws;
+
+/* Checks and builds everything for jobs at budget_w (the budget decides SLA degradation; the
+ * same errors as pfi_alloc_solve). */
+int pfi_alloc_ws_new(const pfi_alloc_job *jobs, int n, double budget_w,
+                     const pfi_alloc_opts *opts, pfi_alloc_ws **out, pfi_err *err);
+/* The optimal allocation at budget_w (res as pfi_alloc_solve's). */
+int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, pfi_err *err);
+/* Job j of the jobs array changed (curve, range, GPUs, SLA, weight; not its id). */
+int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err);
+/* A new jobs array (jobs arrived or left): rebuilds. */
+int pfi_alloc_ws_set_jobs(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
+                          pfi_err *err);
+void pfi_alloc_ws_free(pfi_alloc_ws *w);
+
 /* ---- shared by the policies (core/policy.c) ---- */
 
 /* The grid of a job and its floor: caps k*step for k in [k_floor, k_max].  Computes the SLA

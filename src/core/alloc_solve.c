@@ -386,112 +386,302 @@ static void search(solver *S)
     }
     /* Completed only when every node was closed (no pending branch, empty stack). */
     S->max_work = (branch || top > 0 || !st) ? -1 : S->max_work;
+    /* Stopped early: put every range and hull back as it was at the root, so the next solve
+     * starts from them. */
+    while (top > 0) {
+        frame *f = &st[--top];
+        S->a[f->j] = f->a0;
+        S->b[f->j] = f->b0;
+        build_hull(S, f->j);
+    }
     free(st);
+}
+
+/* ---- the workspace: what a solve keeps for the next one ---- */
+
+struct pfi_alloc_ws {
+    const pfi_alloc_job *jobs;
+    int n;
+    int valid;             /* the arrays below match jobs (0 after a failed build) */
+    double budget_w;       /* the budget of the last build (floors are degraded for it) */
+    solver S;
+    pfi_alloc_opts o;
+    pfi_alloc_result prep; /* floors, SLAs and flags of pfi_alloc_prepare */
+    int *kf, *kmax;        /* each job's floor and top grid index */
+    int *hcap;             /* hull slots reserved for each job */
+    double *hmax;          /* largest |hull value| of each job (the tolerance's scale) */
+    long long need_units;  /* sum n_j * floor_j in grid units: budgets below it re-prepare */
+    int fresh_only;        /* the floors depend on the budget (SLAs relaxed or dropped) */
+};
+
+static void ws_arrays_free(pfi_alloc_ws *w)
+{
+    solver *S = &w->S;
+    free(S->a);
+    free(S->b);
+    free(S->hoff);
+    free(S->hn);
+    free(S->hk);
+    free(S->hv);
+    free(S->segs);
+    free(S->pos);
+    free(S->k);
+    free(S->best_k);
+    free(S->kv);
+    free(S->heap);
+    free(S->gain);
+    free(w->kf);
+    free(w->kmax);
+    free(w->hcap);
+    free(w->hmax);
+    pfi_alloc_result_free(&w->prep);
+    memset(S, 0, sizeof *S);
+    w->kf = w->kmax = w->hcap = NULL;
+    w->hmax = NULL;
+}
+
+void pfi_alloc_ws_free(pfi_alloc_ws *w)
+{
+    if (!w)
+        return;
+    ws_arrays_free(w);
+    free(w);
+}
+
+static void hull_scale(pfi_alloc_ws *w, int j)
+{
+    solver *S = &w->S;
+    double m = 0;
+    for (int i = 0; i < S->hn[j]; i++)
+        m = fmax(m, fabs(S->hv[S->hoff[j] + i]));
+    w->hmax[j] = m;
+}
+
+/* Validation, grid and floors at budget_w, hull storage and every job's hull. */
+static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
+                    pfi_err *err)
+{
+    ws_arrays_free(w);
+    w->jobs = jobs;
+    w->n = n;
+    w->valid = 0;
+    w->budget_w = budget_w;
+    solver *S = &w->S;
+    if (n > 0) {
+        w->kf = malloc((size_t)n * sizeof *w->kf);
+        w->kmax = malloc((size_t)n * sizeof *w->kmax);
+    }
+    if (n > 0 && (!w->kf || !w->kmax)) {
+        ws_arrays_free(w);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
+    int rc = pfi_alloc_prepare(jobs, n, budget_w, &w->o, w->kf, w->kmax, &w->prep, err);
+    if (rc) {
+        ws_arrays_free(w);
+        return rc;
+    }
+    w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
+    w->need_units = 0;
+    for (int j = 0; j < n; j++)
+        w->need_units += (long long)jobs[j].n_gpus * w->kf[j];
+    S->jobs = jobs;
+    S->n = n;
+    S->step = w->o.step_w;
+    size_t hcap = 0;
+    S->hoff = malloc((size_t)n * sizeof *S->hoff);
+    S->hn = malloc((size_t)n * sizeof *S->hn);
+    w->hcap = malloc((size_t)n * sizeof *w->hcap);
+    w->hmax = malloc((size_t)n * sizeof *w->hmax);
+    if (S->hoff && w->hcap)
+        for (int j = 0; j < n; j++) {
+            S->hoff[j] = (int)hcap;
+            w->hcap[j] = 2 * jobs[j].n_points + 2;
+            hcap += (size_t)w->hcap[j];
+        }
+    S->a = malloc((size_t)n * sizeof *S->a);
+    S->b = malloc((size_t)n * sizeof *S->b);
+    S->hk = malloc(hcap * sizeof *S->hk);
+    S->hv = malloc(hcap * sizeof *S->hv);
+    S->segs = malloc(hcap * sizeof *S->segs);
+    S->pos = malloc((size_t)n * sizeof *S->pos);
+    S->k = malloc((size_t)n * sizeof *S->k);
+    S->best_k = malloc((size_t)n * sizeof *S->best_k);
+    S->kv = malloc((size_t)n * sizeof *S->kv);
+    S->heap = malloc((size_t)n * sizeof *S->heap);
+    S->gain = malloc((size_t)n * sizeof *S->gain);
+    if (!S->hoff || !S->hn || !w->hcap || !w->hmax || !S->a || !S->b || !S->hk || !S->hv ||
+        !S->segs || !S->pos || !S->k || !S->best_k || !S->kv || !S->heap || !S->gain ||
+        hcap > 0x7fffffff) {
+        ws_arrays_free(w);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
+    for (int j = 0; j < n; j++) {
+        S->a[j] = w->kf[j];
+        S->b[j] = w->kmax[j];
+        build_hull(S, j);
+        hull_scale(w, j);
+    }
+    w->valid = 1;
+    return PFI_OK;
+}
+
+int pfi_alloc_ws_new(const pfi_alloc_job *jobs, int n, double budget_w,
+                     const pfi_alloc_opts *opts, pfi_alloc_ws **out, pfi_err *err)
+{
+    *out = NULL;
+    pfi_alloc_ws *w = calloc(1, sizeof *w);
+    if (!w)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for the allocator");
+    if (opts)
+        w->o = *opts;
+    else
+        pfi_alloc_opts_default(&w->o);
+    int rc = ws_build(w, jobs, n, budget_w, err);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    *out = w;
+    return PFI_OK;
+}
+
+int pfi_alloc_ws_set_jobs(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
+                          pfi_err *err)
+{
+    return ws_build(w, jobs, n, budget_w, err);
+}
+
+int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
+{
+    solver *S = &w->S;
+    if (j < 0 || j >= w->n)
+        return pfi_err_set(err, PFI_EINVAL, "no job %d (the allocator holds %d)", j, w->n);
+    const pfi_alloc_job *J = &w->jobs[j];
+    int rc = pfi_alloc_validate(J, 1, err);
+    if (rc)
+        return rc;
+    /* Not the kept state, a curve with more points than its hull storage, or floors that
+     * depend on the budget: rebuild from scratch (the same checks, the same answer). */
+    if (!w->valid || w->fresh_only || 2 * J->n_points + 2 > w->hcap[j])
+        return ws_build(w, w->jobs, w->n, w->budget_w, err);
+    pfi_alloc_result one;
+    int kf, kmax;
+    double room = 2.0 * J->n_gpus * (J->max_cap_w + w->o.step_w); /* more than it can use */
+    if (pfi_alloc_prepare(J, 1, room, &w->o, &kf, &kmax, &one, NULL) != PFI_OK)
+        return ws_build(w, w->jobs, w->n, w->budget_w, err); /* its error, as fresh */
+    if (one.sla_extra > 0 || one.n_sla_dropped > 0) { /* its SLA is met at no cap */
+        pfi_alloc_result_free(&one);
+        return ws_build(w, w->jobs, w->n, w->budget_w, err);
+    }
+    w->kf[j] = kf;
+    w->kmax[j] = kmax;
+    w->prep.floor_w[j] = one.floor_w[0];
+    w->prep.sla[j] = one.sla[0];
+    w->prep.flags[j] = one.flags[0];
+    pfi_alloc_result_free(&one);
+    /* The least budgets, as pfi_alloc_prepare sums them over every job. */
+    double step = w->o.step_w;
+    long long m0 = 0;
+    w->need_units = 0;
+    for (int i = 0; i < w->n; i++) {
+        const pfi_alloc_job *I = &w->jobs[i];
+        m0 += (long long)I->n_gpus * (long long)ceil(fmax(I->min_cap_w, I->cap_w[0]) / step - 1e-9);
+        w->need_units += (long long)I->n_gpus * w->kf[i];
+    }
+    w->prep.min_budget_nosla_w = m0 * step;
+    w->prep.min_budget_w = w->need_units * step;
+    S->a[j] = kf;
+    S->b[j] = kmax;
+    build_hull(S, j);
+    hull_scale(w, j);
+    return PFI_OK;
+}
+
+int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, pfi_err *err)
+{
+    memset(res, 0, sizeof *res);
+    solver *S = &w->S;
+    const pfi_alloc_opts *o = &w->o;
+    int n = S->n;
+    if (!isfinite(budget_w) || budget_w <= 0)
+        return pfi_err_set(err, PFI_EINVAL, "budget %g W must be positive", budget_w);
+    long long bu = (long long)floor(budget_w / o->step_w * (1 + 1e-12));
+    /* Floors fixed by the SLAs hold for any budget that meets them; below that, or when they
+     * were degraded for a budget, the degradation is redone for this one. */
+    if (!w->valid || w->fresh_only || bu < w->need_units) {
+        int rc = ws_build(w, w->jobs, w->n, budget_w, err);
+        if (rc)
+            return rc;
+        n = S->n;
+    }
+    if (n > 0 && (!(res->cap_w = calloc((size_t)n, sizeof *res->cap_w)) ||
+                  !(res->tput = calloc((size_t)n, sizeof *res->tput)) ||
+                  !(res->floor_w = malloc((size_t)n * sizeof *res->floor_w)) ||
+                  !(res->sla = malloc((size_t)n * sizeof *res->sla)) ||
+                  !(res->flags = malloc((size_t)n * sizeof *res->flags)))) {
+        pfi_alloc_result_free(res);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
+    res->n = n;
+    memcpy(res->floor_w, w->prep.floor_w, (size_t)n * sizeof *res->floor_w);
+    memcpy(res->sla, w->prep.sla, (size_t)n * sizeof *res->sla);
+    memcpy(res->flags, w->prep.flags, (size_t)n * sizeof *res->flags);
+    res->budget_w = budget_w;
+    res->min_budget_w = w->prep.min_budget_w;
+    res->min_budget_nosla_w = w->prep.min_budget_nosla_w;
+    res->sla_extra = w->prep.sla_extra;
+    res->n_sla_dropped = w->prep.n_sla_dropped;
+    S->bu = bu;
+    S->rng = 12345u;
+    S->max_work = o->max_work;
+    S->work = 0;
+    S->nodes = 0;
+    S->best = 0;
+    S->have_best = 0;
+    S->root_ub = 0;
+    double scale = 0;
+    for (int j = 0; j < n; j++)
+        scale += w->hmax[j];
+    S->tol = 1e-11 * scale; /* above the rounding of hull slopes and sums */
+    S->rel_gap = o->rel_gap > 0 ? o->rel_gap : 0;
+    if (o->max_work >= 0) {
+        search(S);
+    } else {
+        int bj, bs;
+        S->max_work = 0;
+        node(S, &bj, &bs);
+        S->max_work = -1;
+    }
+    double root_ub = S->root_ub;
+    res->optimal = S->max_work >= 0 || S->best >= root_ub - S->tol;
+    res->nodes = S->nodes;
+    long long used = 0;
+    for (int j = 0; j < n; j++) {
+        res->cap_w[j] = S->best_k[j] * o->step_w;
+        used += (long long)S->jobs[j].n_gpus * S->best_k[j];
+    }
+    if (used > S->bu) { /* the one promise that must never break: refuse, do not return it */
+        int rc = pfi_err_set(err, PFI_EINTERNAL,
+                             "allocator bug: %lld W allocated over a %lld W budget",
+                             (long long)(used * o->step_w), (long long)(S->bu * o->step_w));
+        pfi_alloc_result_free(res);
+        return rc;
+    }
+    pfi_alloc_finish(S->jobs, n, o, res);
+    res->upper_bound = res->optimal ? fmax(res->value, fmin(root_ub, res->value + S->tol))
+                                    : root_ub;
+    return PFI_OK;
 }
 
 int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi_alloc_opts *opts,
                     pfi_alloc_result *res, pfi_err *err)
 {
-    pfi_alloc_opts o;
-    if (opts)
-        o = *opts;
-    else
-        pfi_alloc_opts_default(&o);
-    solver S;
-    memset(&S, 0, sizeof S);
-    if (n > 0) {
-        S.a = malloc((size_t)n * sizeof *S.a);
-        S.b = malloc((size_t)n * sizeof *S.b);
-    }
-    if (n > 0 && (!S.a || !S.b)) {
-        free(S.a);
-        free(S.b);
-        memset(res, 0, sizeof *res);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
-    }
-    int rc = pfi_alloc_prepare(jobs, n, budget_w, &o, S.a, S.b, res, err);
-    if (rc) {
-        free(S.a);
-        free(S.b);
+    pfi_alloc_ws *w;
+    memset(res, 0, sizeof *res);
+    int rc = pfi_alloc_ws_new(jobs, n, budget_w, opts, &w, err);
+    if (rc)
         return rc;
-    }
-    S.jobs = jobs;
-    S.n = n;
-    S.step = o.step_w;
-    S.bu = (long long)floor(budget_w / o.step_w * (1 + 1e-12));
-    S.rng = 12345u;
-    S.max_work = o.max_work;
-    size_t hcap = 0;
-    S.hoff = malloc((size_t)n * sizeof *S.hoff);
-    S.hn = malloc((size_t)n * sizeof *S.hn);
-    if (S.hoff)
-        for (int j = 0; j < n; j++) {
-            S.hoff[j] = (int)hcap;
-            hcap += 2 * (size_t)jobs[j].n_points + 2;
-        }
-    S.hk = malloc(hcap * sizeof *S.hk);
-    S.hv = malloc(hcap * sizeof *S.hv);
-    S.segs = malloc(hcap * sizeof *S.segs);
-    S.pos = malloc((size_t)n * sizeof *S.pos);
-    S.k = malloc((size_t)n * sizeof *S.k);
-    S.best_k = malloc((size_t)n * sizeof *S.best_k);
-    S.kv = malloc((size_t)n * sizeof *S.kv);
-    S.heap = malloc((size_t)n * sizeof *S.heap);
-    S.gain = malloc((size_t)n * sizeof *S.gain);
-    if (!S.hoff || !S.hn || !S.hk || !S.hv || !S.segs || !S.pos || !S.k || !S.best_k || !S.kv ||
-        !S.heap || !S.gain || hcap > 0x7fffffff) {
-        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
-        pfi_alloc_result_free(res);
-        goto out;
-    }
-    double scale = 0;
-    for (int j = 0; j < n; j++) {
-        build_hull(&S, j);
-        double m = 0;
-        for (int i = 0; i < S.hn[j]; i++)
-            m = fmax(m, fabs(S.hv[S.hoff[j] + i]));
-        scale += m;
-    }
-    S.tol = 1e-11 * scale; /* above the rounding of hull slopes and sums */
-    S.rel_gap = o.rel_gap > 0 ? o.rel_gap : 0;
-    if (o.max_work >= 0) {
-        search(&S);
-    } else {
-        int bj, bs;
-        S.max_work = 0;
-        node(&S, &bj, &bs);
-        S.max_work = -1;
-    }
-    double root_ub = S.root_ub;
-    res->optimal = S.max_work >= 0 || S.best >= root_ub - S.tol;
-    res->nodes = S.nodes;
-    long long used = 0;
-    for (int j = 0; j < n; j++) {
-        res->cap_w[j] = S.best_k[j] * o.step_w;
-        used += (long long)jobs[j].n_gpus * S.best_k[j];
-    }
-    if (used > S.bu) { /* the one promise that must never break: refuse, do not return it */
-        rc = pfi_err_set(err, PFI_EINTERNAL, "allocator bug: %lld W allocated over a %lld W budget",
-                         (long long)(used * o.step_w), (long long)(S.bu * o.step_w));
-        pfi_alloc_result_free(res);
-        goto out;
-    }
-    pfi_alloc_finish(jobs, n, &o, res);
-    res->upper_bound = res->optimal ? fmax(res->value, fmin(root_ub, res->value + S.tol))
-                                    : root_ub;
-out:
-    free(S.a);
-    free(S.b);
-    free(S.hoff);
-    free(S.hn);
-    free(S.hk);
-    free(S.hv);
-    free(S.segs);
-    free(S.pos);
-    free(S.k);
-    free(S.best_k);
-    free(S.kv);
-    free(S.heap);
-    free(S.gain);
+    rc = pfi_alloc_ws_solve(w, budget_w, res, err);
+    pfi_alloc_ws_free(w);
     return rc;
 }

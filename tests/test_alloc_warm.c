@@ -1,0 +1,233 @@
+/* Tests of the allocator's warm re-solves (pfi_alloc_ws, core/alloc.h): after budget changes,
+ * one job's new curve, range or SLA, and a new job list, the workspace's answer is the fresh
+ * solver's on the same jobs and budget, bit for bit, on random instances concave and not, with
+ * SLAs, weights and every infeasibility mode; errors are the same too. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/alloc.h"
+
+#define MAXJ 200
+#define MAXP 8
+
+typedef struct inst {
+    int n;
+    pfi_alloc_job jobs[MAXJ];
+    double caps[MAXJ][MAXP], tput[MAXJ][MAXP];
+    char ids[MAXJ][8];
+} inst;
+
+static unsigned long long rng_state;
+static double urand(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static int irand(int lo, int hi) /* inclusive */
+{
+    return lo + (int)(urand() * (hi - lo + 1));
+}
+
+/* A curve of np points (np <= MAXP): concave (decreasing slopes) or arbitrary. */
+static void make_curve(inst *I, int j, int np, int concave)
+{
+    pfi_alloc_job *J = &I->jobs[j];
+    double x0 = 150 + urand() * 60, x1 = x0 + 150 + urand() * 400;
+    for (int i = 0; i < np; i++)
+        I->caps[j][i] = i == 0 ? x0 : x0 + (x1 - x0) * (i + 0.2 + 0.6 * urand()) / np;
+    double t = 100 + urand() * 50, slope = 0.5 + urand();
+    for (int i = 0; i < np; i++) {
+        if (concave && i > 0) {
+            slope *= urand();
+            t += slope * (I->caps[j][i] - I->caps[j][i - 1]);
+        }
+        I->tput[j][i] = concave ? t : 20 + urand() * 80;
+    }
+    J->cap_w = I->caps[j];
+    J->tput = I->tput[j];
+    J->n_points = np;
+    J->min_cap_w = x0 + urand() * 30;
+    J->max_cap_w = x1 - urand() * 30;
+    J->p0_w = J->max_cap_w * (0.8 + 0.2 * urand());
+}
+
+static void make_inst(inst *I, int n, int concave)
+{
+    memset(I, 0, sizeof *I);
+    I->n = n;
+    for (int j = 0; j < n; j++) {
+        pfi_alloc_job *J = &I->jobs[j];
+        snprintf(I->ids[j], sizeof I->ids[j], "j%d", j);
+        J->id = I->ids[j];
+        J->n_gpus = irand(1, 8);
+        make_curve(I, j, irand(2, MAXP - 2), concave);
+        J->t0 = NAN;
+        J->sla = urand() < 0.3 ? urand() * 0.3 : NAN;
+        J->weight = urand() < 0.5 ? 1.0 : 0.5 + 1.5 * urand();
+    }
+}
+
+static double total(const inst *I, int top)
+{
+    double s = 0;
+    for (int j = 0; j < I->n; j++)
+        s += I->jobs[j].n_gpus *
+             (top ? I->jobs[j].max_cap_w : fmax(I->jobs[j].min_cap_w, I->jobs[j].cap_w[0]));
+    return s;
+}
+
+/* The workspace at budget b against a fresh solve: same code, same error, same answer. */
+static void same_as_fresh(pfi_alloc_ws *w, const inst *I, double b, const pfi_alloc_opts *o,
+                          int *solved)
+{
+    pfi_alloc_result r, f;
+    pfi_err e1 = {0}, e2 = {0};
+    int rc1 = pfi_alloc_ws_solve(w, b, &r, &e1);
+    int rc2 = pfi_alloc_solve(I->jobs, I->n, b, o, &f, &e2);
+    assert_int_equal(rc1, rc2);
+    if (rc1) {
+        assert_string_equal(e1.msg, e2.msg);
+        assert_null(r.cap_w);
+        return;
+    }
+    (*solved)++;
+    assert_int_equal(r.n, f.n);
+    for (int j = 0; j < I->n; j++) {
+        assert_true(r.cap_w[j] == f.cap_w[j]);
+        assert_true(r.tput[j] == f.tput[j]);
+        assert_true(r.floor_w[j] == f.floor_w[j]);
+        assert_true(r.sla[j] == f.sla[j] || (isnan(r.sla[j]) && isnan(f.sla[j])));
+        assert_int_equal(r.flags[j], f.flags[j]);
+    }
+    assert_true(r.value == f.value && r.power_w == f.power_w && r.power_w <= b * (1 + 1e-12));
+    assert_true(r.upper_bound == f.upper_bound);
+    assert_int_equal(r.optimal, f.optimal);
+    assert_int_equal(r.budget_binds, f.budget_binds);
+    if (r.min_budget_w != f.min_budget_w)
+        fail_msg("min budget %.17g vs %.17g (n %d, mode %d)", r.min_budget_w, f.min_budget_w, I->n, o->on_infeasible);
+    assert_true(r.min_budget_nosla_w == f.min_budget_nosla_w);
+    assert_true(r.sla_extra == f.sla_extra);
+    assert_int_equal(r.n_sla_dropped, f.n_sla_dropped);
+    assert_true(r.nodes == f.nodes);
+    pfi_alloc_result_free(&r);
+    pfi_alloc_result_free(&f);
+}
+
+static void warm_run(int concave, unsigned long long seed, int count)
+{
+    rng_state = seed;
+    static inst I;
+    int solved = 0;
+    for (int t = 0; t < count; t++) {
+        make_inst(&I, irand(1, MAXJ), concave);
+        pfi_alloc_opts o;
+        pfi_alloc_opts_default(&o);
+        o.step_w = urand() < 0.5 ? 1.0 : 5.0;
+        o.on_infeasible = irand(0, 2);
+        if (!concave)
+            o.max_work = urand() < 0.2 ? 2000 : 1e6; /* sometimes stopped early */
+        double lo = total(&I, 0), hi = total(&I, 1);
+        double b = lo + (hi - lo) * (0.2 + 0.6 * urand());
+        pfi_alloc_ws *w;
+        pfi_err e = {0};
+        if (pfi_alloc_ws_new(I.jobs, I.n, b, &o, &w, &e) != PFI_OK)
+            continue;
+        for (int step = 0; step < 12; step++) {
+            double u = urand();
+            if (u < 0.5) { /* a budget change, sometimes below what the SLAs need */
+                b = lo + (hi - lo) * (urand() * 1.1 - 0.05);
+                if (b <= 0)
+                    b = 1;
+            } else if (u < 0.85) { /* one job's curve, range, SLA or GPUs change */
+                int j = irand(0, I.n - 1);
+                double v = urand();
+                if (v < 0.5)
+                    make_curve(&I, j, irand(2, MAXP), concave); /* sometimes more points */
+                else if (v < 0.7)
+                    I.jobs[j].sla = urand() < 0.5 ? NAN : urand() * 0.3;
+                else if (v < 0.85)
+                    I.jobs[j].n_gpus = irand(1, 8);
+                else
+                    I.jobs[j].weight = 0.5 + urand();
+                lo = total(&I, 0);
+                hi = total(&I, 1);
+                /* a rebuild (floors that depend on the budget) can find the last budget short */
+                pfi_err e3 = {0};
+                int rc = pfi_alloc_ws_update_job(w, j, &e3);
+                if (!(rc == PFI_OK || rc == PFI_EINFEASIBLE))
+                    fail_msg("update: %d %s", rc, e3.msg);
+            } else { /* a job leaves (the last one) or the list is the same again */
+                if (I.n > 1 && urand() < 0.5)
+                    I.n--;
+                lo = total(&I, 0);
+                hi = total(&I, 1);
+                pfi_err e3 = {0};
+                int rc = pfi_alloc_ws_set_jobs(w, I.jobs, I.n, b, &e3);
+                pfi_alloc_result f;
+                pfi_err e4 = {0};
+                assert_int_equal(rc, pfi_alloc_solve(I.jobs, I.n, b, &o, &f, &e4));
+                pfi_alloc_result_free(&f);
+            }
+            same_as_fresh(w, &I, b, &o, &solved);
+        }
+        pfi_alloc_ws_free(w);
+    }
+    assert_true(solved > count * 4);
+}
+
+static void test_warm_concave(void **state)
+{
+    (void)state;
+    warm_run(1, 11, 60);
+}
+
+static void test_warm_nonconcave(void **state)
+{
+    (void)state;
+    warm_run(0, 12, 40);
+}
+
+/* Bad input through the workspace: the same message as the fresh solver, nothing kept. */
+static void test_warm_bad_job(void **state)
+{
+    (void)state;
+    rng_state = 5;
+    static inst I;
+    make_inst(&I, 20, 1);
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_alloc_ws *w;
+    pfi_err e = {0};
+    double b = 0.5 * (total(&I, 0) + total(&I, 1));
+    assert_int_equal(pfi_alloc_ws_new(I.jobs, I.n, b, &o, &w, &e), PFI_OK);
+    I.caps[3][1] = I.caps[3][0]; /* caps no longer increase */
+    assert_int_equal(pfi_alloc_ws_update_job(w, 3, &e), PFI_EINVAL);
+    pfi_alloc_result r;
+    pfi_err e2 = {0};
+    assert_int_equal(pfi_alloc_solve(I.jobs, I.n, b, &o, &r, &e2), PFI_EINVAL);
+    assert_string_equal(e.msg, e2.msg);
+    assert_int_equal(pfi_alloc_ws_update_job(w, 99, &e), PFI_EINVAL);
+    I.caps[3][1] = I.caps[3][0] + 10;
+    assert_int_equal(pfi_alloc_ws_update_job(w, 3, &e), PFI_OK);
+    int solved = 0;
+    same_as_fresh(w, &I, b, &o, &solved);
+    assert_int_equal(solved, 1);
+    pfi_alloc_ws_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_warm_concave),
+        cmocka_unit_test(test_warm_nonconcave),
+        cmocka_unit_test(test_warm_bad_job),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -48,6 +48,14 @@ typedef struct solver {
     double work, max_work, tol, rel_gap, root_ub;
     unsigned rng;
     long long nodes;
+    /* The root's segments sorted once (slope down, then job, then vertex), for re-solves of
+     * the same hulls at other budgets: cum[t] is the cost of the first t, sj/si name them,
+     * hs[hoff[j] + i] is segment i's slope and hm[j] how many of job j's are positive.  Used
+     * at the root node only, while idx_ok. */
+    long long *cum;
+    int *sj, *si, *hm;
+    double *hs;
+    int nidx, idx_ok;
 } solver;
 
 static double val(const solver *S, int j, int k)
@@ -135,16 +143,96 @@ static int cmp_seg_job(const void *x, const void *y)
 /* Solves the relaxation on the current ranges.  Returns 0 when the ranges' minimums exceed the
  * budget.  Fills pos[], *ub, and the fractional job (*fj = -1 when none) with its position *fx
  * in grid units. */
+/* The relaxation's value once pos[] and the fractional job are known: the hull values reached
+ * plus the fractional part, summed in job order (the same sum whichever way pos was found). */
+static double relax_value(const solver *S, int fj, double fslope, long long f)
+{
+    double v = 0;
+    for (int j = 0; j < S->n; j++)
+        v += S->hv[S->hoff[j] + S->pos[j]];
+    return fj >= 0 ? v + fslope * (double)f : v;
+}
+
+/* The root relaxation from the sorted index: the first group of equal slopes whose end
+ * reaches the budget is filled in job order; everything before it is taken. */
+static int relax_indexed(solver *S, long long e, double *ub, int *fj, double *fx)
+{
+    int m = S->nidx;
+    const long long *cum = S->cum;
+    /* first t in [1, m] with cum[t] >= e; m + 1 when every segment fits */
+    int lo = 1, hi = m + 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cum[mid] >= e)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    int g0 = m, g1 = m;
+    double p = -INFINITY;
+    if (lo <= m) {
+        int t = lo - 1;
+        p = S->hs[S->hoff[S->sj[t]] + S->si[t]];
+        g0 = t;
+        while (g0 > 0 && S->hs[S->hoff[S->sj[g0 - 1]] + S->si[g0 - 1]] == p)
+            g0--;
+        g1 = t + 1;
+        while (g1 < m && S->hs[S->hoff[S->sj[g1]] + S->si[g1]] == p)
+            g1++;
+    }
+    /* every segment steeper than p is taken: a prefix of each job's */
+    for (int j = 0; j < S->n; j++) {
+        const double *hs = S->hs + S->hoff[j];
+        int a = 0, b = S->hm[j];
+        while (a < b) {
+            int mid = (a + b) / 2;
+            if (hs[mid] > p)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        S->pos[j] = a;
+    }
+    long long left = e - cum[g0], f = 0;
+    double fslope = 0;
+    for (int t = g0; t < g1 && left > 0; t++) {
+        int j = S->sj[t], i = S->si[t];
+        long long cost = cum[t + 1] - cum[t];
+        f = cost < left ? cost : left;
+        left -= f;
+        if (f == cost)
+            S->pos[j] = i + 1;
+        else {
+            *fj = j;
+            fslope = p;
+            *fx = S->hk[S->hoff[j] + i] + (double)f / S->jobs[j].n_gpus;
+        }
+    }
+    *ub = relax_value(S, *fj, fslope, f);
+    return 1;
+}
+
+/* Solves the relaxation on the current ranges.  Returns 0 when the ranges' minimums exceed the
+ * budget.  Fills pos[], *ub, and the fractional job (*fj = -1 when none) with its position *fx
+ * in grid units. */
 static int relax(solver *S, double *ub, int *fj, double *fx)
 {
     long long base = 0;
-    double v = 0;
     int ns = 0;
+    *fj = -1;
+    *fx = 0;
+    if (S->idx_ok && S->nodes == 1) {
+        for (int j = 0; j < S->n; j++)
+            base += (long long)S->jobs[j].n_gpus * S->a[j];
+        S->work += S->n + 2.0 * S->nidx;
+        if (base > S->bu)
+            return 0;
+        return relax_indexed(S, S->bu - base, ub, fj, fx);
+    }
     for (int j = 0; j < S->n; j++) {
         base += (long long)S->jobs[j].n_gpus * S->a[j];
         const int *hk = S->hk + S->hoff[j];
         const double *hv = S->hv + S->hoff[j];
-        v += hv[0];
         S->pos[j] = 0;
         long long n = S->jobs[j].n_gpus;
         double prev = INFINITY;
@@ -161,9 +249,9 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
             S->segs[ns++] = (seg){slope, cost, j, i};
         }
     }
-    S->work += S->n + ns;
-    *fj = -1;
-    *fx = 0;
+    /* A fixed charge (not the partition's own count), so that the work limit stops a search
+     * at the same node whichever way its root was solved. */
+    S->work += S->n + 2.0 * ns;
     if (base > S->bu)
         return 0;
     long long e = S->bu - base;
@@ -182,7 +270,6 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
             else
                 q++;
         }
-        S->work += hi - lo;
         long long cg = 0, ce = 0;
         for (int t = lo; t < g; t++)
             cg += sg[t].cost;
@@ -202,28 +289,86 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
         e -= ce;
         lo = r;
     }
-    for (int t = 0; t < lo; t++) {
-        v += sg[t].slope * (double)sg[t].cost;
+    for (int t = 0; t < lo; t++)
         if (sg[t].i + 1 > S->pos[sg[t].j])
             S->pos[sg[t].j] = sg[t].i + 1;
-    }
+    long long f = 0;
+    double fslope = 0;
     if (eq_hi > eq_lo) {
         /* Ties at the threshold: fill in job order so the result does not depend on the
          * partition's order; with distinct slopes per job, this keeps each job's prefix. */
         qsort(sg + eq_lo, (size_t)(eq_hi - eq_lo), sizeof *sg, cmp_seg_job);
         for (int t = eq_lo; t < eq_hi && e > 0; t++) {
-            long long f = sg[t].cost < e ? sg[t].cost : e;
-            v += sg[t].slope * (double)f;
+            f = sg[t].cost < e ? sg[t].cost : e;
             e -= f;
             if (f == sg[t].cost)
                 S->pos[sg[t].j] = sg[t].i + 1;
             else {
                 *fj = sg[t].j;
+                fslope = sg[t].slope;
                 *fx = S->hk[S->hoff[sg[t].j] + sg[t].i] + (double)f / S->jobs[sg[t].j].n_gpus;
             }
         }
     }
-    *ub = v;
+    *ub = relax_value(S, *fj, fslope, f);
+    return 1;
+}
+
+static int cmp_seg_slope(const void *x, const void *y)
+{
+    const seg *p = x, *q = y;
+    if (p->slope != q->slope)
+        return p->slope > q->slope ? -1 : 1;
+    return cmp_seg_job(x, y);
+}
+
+/* Sorts the current (root) hulls' segments into the index.  0: out of memory (no index). */
+static int build_index(solver *S)
+{
+    S->idx_ok = 0;
+    size_t hcap = S->n > 0 ? (size_t)S->hoff[S->n - 1] + 2 * (size_t)S->jobs[S->n - 1].n_points + 2
+                           : 0;
+    if (!S->hs && !(S->hs = malloc(hcap * sizeof *S->hs)))
+        return 0;
+    if (!S->hm && !(S->hm = malloc((size_t)S->n * sizeof *S->hm)))
+        return 0;
+    int ns = 0;
+    for (int j = 0; j < S->n; j++) {
+        const int *hk = S->hk + S->hoff[j];
+        const double *hv = S->hv + S->hoff[j];
+        long long n = S->jobs[j].n_gpus;
+        double prev = INFINITY;
+        int i = 0;
+        for (; i + 1 < S->hn[j]; i++) { /* the same segments as relax() builds */
+            long long cost = n * (hk[i + 1] - hk[i]);
+            double slope = (hv[i + 1] - hv[i]) / (double)cost;
+            if (slope > prev)
+                slope = prev;
+            prev = slope;
+            if (!(slope > 0))
+                break;
+            S->hs[S->hoff[j] + i] = slope;
+            S->segs[ns++] = (seg){slope, cost, j, i};
+        }
+        S->hm[j] = i;
+    }
+    qsort(S->segs, (size_t)ns, sizeof *S->segs, cmp_seg_slope);
+    free(S->cum);
+    free(S->sj);
+    free(S->si);
+    S->cum = malloc(((size_t)ns + 1) * sizeof *S->cum);
+    S->sj = malloc(((size_t)ns + 1) * sizeof *S->sj);
+    S->si = malloc(((size_t)ns + 1) * sizeof *S->si);
+    if (!S->cum || !S->sj || !S->si)
+        return 0;
+    S->cum[0] = 0;
+    for (int t = 0; t < ns; t++) {
+        S->cum[t + 1] = S->cum[t] + S->segs[t].cost;
+        S->sj[t] = S->segs[t].j;
+        S->si[t] = S->segs[t].i;
+    }
+    S->nidx = ns;
+    S->idx_ok = 1;
     return 1;
 }
 
@@ -251,6 +396,7 @@ static void heap_down(solver *S, int nh, int i)
 static double fill(solver *S, long long left, double v)
 {
     int nh = 0;
+    long long min_n = left + 1; /* the fewest GPUs of a job in the heap */
     for (int j = 0; j < S->n; j++) {
         long long n = S->jobs[j].n_gpus;
         if (n > left || S->k[j] >= S->b[j])
@@ -259,12 +405,15 @@ static double fill(solver *S, long long left, double v)
         if (g > 0) {
             S->gain[j] = g;
             S->heap[nh++] = j;
+            if (n < min_n)
+                min_n = n;
         }
     }
     S->work += S->n;
     for (int i = nh / 2 - 1; i >= 0; i--)
         heap_down(S, nh, i);
-    while (nh > 0) {
+    /* Once what is left is below every job's step, the rest would only be popped and dropped. */
+    while (nh > 0 && left >= min_n) {
         int j = S->heap[0];
         long long n = S->jobs[j].n_gpus;
         if (n <= left) {
@@ -411,6 +560,7 @@ struct pfi_alloc_ws {
     int *hcap;             /* hull slots reserved for each job */
     double *hmax;          /* largest |hull value| of each job (the tolerance's scale) */
     long long need_units;  /* sum n_j * floor_j in grid units: budgets below it re-prepare */
+    int solves;            /* solves since the hulls last changed: the second sorts them */
     int fresh_only;        /* the floors depend on the budget (SLAs relaxed or dropped) */
 };
 
@@ -430,6 +580,11 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->kv);
     free(S->heap);
     free(S->gain);
+    free(S->cum);
+    free(S->sj);
+    free(S->si);
+    free(S->hm);
+    free(S->hs);
     free(w->kf);
     free(w->kmax);
     free(w->hcap);
@@ -522,6 +677,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         hull_scale(w, j);
     }
     w->valid = 1;
+    w->solves = 0;
     return PFI_OK;
 }
 
@@ -594,6 +750,8 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     S->b[j] = kmax;
     build_hull(S, j);
     hull_scale(w, j);
+    S->idx_ok = 0;
+    w->solves = 0;
     return PFI_OK;
 }
 
@@ -614,8 +772,8 @@ int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, 
             return rc;
         n = S->n;
     }
-    if (n > 0 && (!(res->cap_w = calloc((size_t)n, sizeof *res->cap_w)) ||
-                  !(res->tput = calloc((size_t)n, sizeof *res->tput)) ||
+    if (n > 0 && (!(res->cap_w = malloc((size_t)n * sizeof *res->cap_w)) ||
+                  !(res->tput = malloc((size_t)n * sizeof *res->tput)) ||
                   !(res->floor_w = malloc((size_t)n * sizeof *res->floor_w)) ||
                   !(res->sla = malloc((size_t)n * sizeof *res->sla)) ||
                   !(res->flags = malloc((size_t)n * sizeof *res->flags)))) {
@@ -644,6 +802,10 @@ int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, 
         scale += w->hmax[j];
     S->tol = 1e-11 * scale; /* above the rounding of hull slopes and sums */
     S->rel_gap = o->rel_gap > 0 ? o->rel_gap : 0;
+    /* A workspace solved again at the same hulls is being re-planned: sort its segments once
+     * (the hulls are at the root here), so later budgets cost a search, not a selection. */
+    if (++w->solves == 2 && !S->idx_ok)
+        build_index(S);
     if (o->max_work >= 0) {
         search(S);
     } else {

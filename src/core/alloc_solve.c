@@ -755,7 +755,9 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     return PFI_OK;
 }
 
-int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, pfi_err *err)
+/* steal: the workspace is used once; res takes the arrays pfi_alloc_prepare allocated. */
+static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int steal,
+                    pfi_err *err)
 {
     memset(res, 0, sizeof *res);
     solver *S = &w->S;
@@ -772,18 +774,28 @@ int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, 
             return rc;
         n = S->n;
     }
-    if (n > 0 && (!(res->cap_w = malloc((size_t)n * sizeof *res->cap_w)) ||
-                  !(res->tput = malloc((size_t)n * sizeof *res->tput)) ||
-                  !(res->floor_w = malloc((size_t)n * sizeof *res->floor_w)) ||
-                  !(res->sla = malloc((size_t)n * sizeof *res->sla)) ||
-                  !(res->flags = malloc((size_t)n * sizeof *res->flags)))) {
+    if (steal) {
+        res->cap_w = w->prep.cap_w;
+        res->tput = w->prep.tput;
+        res->floor_w = w->prep.floor_w;
+        res->sla = w->prep.sla;
+        res->flags = w->prep.flags;
+        w->prep.cap_w = w->prep.tput = w->prep.floor_w = w->prep.sla = NULL;
+        w->prep.flags = NULL;
+        w->valid = 0;
+    } else if (n > 0 && (!(res->cap_w = malloc((size_t)n * sizeof *res->cap_w)) ||
+                         !(res->tput = malloc((size_t)n * sizeof *res->tput)) ||
+                         !(res->floor_w = malloc((size_t)n * sizeof *res->floor_w)) ||
+                         !(res->sla = malloc((size_t)n * sizeof *res->sla)) ||
+                         !(res->flags = malloc((size_t)n * sizeof *res->flags)))) {
         pfi_alloc_result_free(res);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    } else {
+        memcpy(res->floor_w, w->prep.floor_w, (size_t)n * sizeof *res->floor_w);
+        memcpy(res->sla, w->prep.sla, (size_t)n * sizeof *res->sla);
+        memcpy(res->flags, w->prep.flags, (size_t)n * sizeof *res->flags);
     }
     res->n = n;
-    memcpy(res->floor_w, w->prep.floor_w, (size_t)n * sizeof *res->floor_w);
-    memcpy(res->sla, w->prep.sla, (size_t)n * sizeof *res->sla);
-    memcpy(res->flags, w->prep.flags, (size_t)n * sizeof *res->flags);
     res->budget_w = budget_w;
     res->min_budget_w = w->prep.min_budget_w;
     res->min_budget_nosla_w = w->prep.min_budget_nosla_w;
@@ -835,6 +847,11 @@ int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, 
     return PFI_OK;
 }
 
+int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, pfi_err *err)
+{
+    return ws_solve(w, budget_w, res, 0, err);
+}
+
 int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi_alloc_opts *opts,
                     pfi_alloc_result *res, pfi_err *err)
 {
@@ -843,7 +860,7 @@ int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi
     int rc = pfi_alloc_ws_new(jobs, n, budget_w, opts, &w, err);
     if (rc)
         return rc;
-    rc = pfi_alloc_ws_solve(w, budget_w, res, err);
+    rc = ws_solve(w, budget_w, res, 1, err);
     pfi_alloc_ws_free(w);
     return rc;
 }

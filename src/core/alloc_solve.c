@@ -56,6 +56,7 @@ typedef struct solver {
     int *sj, *si, *hm;
     double *hs;
     int nidx, idx_ok;
+    size_t cap_n, cap_h; /* the buffers' sizes (jobs, hull vertices) */
 } solver;
 
 static double val(const solver *S, int j, int k)
@@ -326,11 +327,9 @@ static int cmp_seg_slope(const void *x, const void *y)
 static int build_index(solver *S)
 {
     S->idx_ok = 0;
-    size_t hcap = S->n > 0 ? (size_t)S->hoff[S->n - 1] + 2 * (size_t)S->jobs[S->n - 1].n_points + 2
-                           : 0;
-    if (!S->hs && !(S->hs = malloc(hcap * sizeof *S->hs)))
+    if (!S->hs && !(S->hs = malloc(S->cap_h * sizeof *S->hs)))
         return 0;
-    if (!S->hm && !(S->hm = malloc((size_t)S->n * sizeof *S->hm)))
+    if (!S->hm && !(S->hm = malloc(S->cap_n * sizeof *S->hm)))
         return 0;
     int ns = 0;
     for (int j = 0; j < S->n; j++) {
@@ -561,6 +560,8 @@ struct pfi_alloc_ws {
     double *hmax;          /* largest |hull value| of each job (the tolerance's scale) */
     long long need_units;  /* sum n_j * floor_j in grid units: budgets below it re-prepare */
     int solves;            /* solves since the hulls last changed: the second sorts them */
+    int cap_n;             /* buffers hold this many jobs */
+    size_t cap_h;          /*   and hull vertices */
     int fresh_only;        /* the floors depend on the budget (SLAs relaxed or dropped) */
 };
 
@@ -613,28 +614,58 @@ static void hull_scale(pfi_alloc_ws *w, int j)
 }
 
 /* Validation, grid and floors at budget_w, hull storage and every job's hull. */
+/* Validation, grid and floors at budget_w, and every job's hull.  The buffers of the last
+ * build are reused when they are large enough (a re-plan touches no new memory). */
 static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
                     pfi_err *err)
 {
-    ws_arrays_free(w);
+    solver *S = &w->S;
+    size_t hcap = 0;
+    for (int j = 0; j < n; j++)
+        hcap += 2 * (size_t)(jobs[j].n_points > 0 ? jobs[j].n_points : 0) + 2;
+    if (n > w->cap_n || hcap > w->cap_h || !S->hoff) {
+        ws_arrays_free(w);
+        size_t nn = n > 0 ? (size_t)n : 1, hh = hcap > 0 ? hcap : 1;
+        w->kf = malloc(nn * sizeof *w->kf);
+        w->kmax = malloc(nn * sizeof *w->kmax);
+        S->hoff = malloc(nn * sizeof *S->hoff);
+        S->hn = malloc(nn * sizeof *S->hn);
+        w->hcap = malloc(nn * sizeof *w->hcap);
+        w->hmax = malloc(nn * sizeof *w->hmax);
+        S->a = malloc(nn * sizeof *S->a);
+        S->b = malloc(nn * sizeof *S->b);
+        S->hk = malloc(hh * sizeof *S->hk);
+        S->hv = malloc(hh * sizeof *S->hv);
+        S->segs = malloc(hh * sizeof *S->segs);
+        S->pos = malloc(nn * sizeof *S->pos);
+        S->k = malloc(nn * sizeof *S->k);
+        S->best_k = malloc(nn * sizeof *S->best_k);
+        S->kv = malloc(nn * sizeof *S->kv);
+        S->heap = malloc(nn * sizeof *S->heap);
+        S->gain = malloc(nn * sizeof *S->gain);
+        if (!w->kf || !w->kmax || !S->hoff || !S->hn || !w->hcap || !w->hmax || !S->a ||
+            !S->b || !S->hk || !S->hv || !S->segs || !S->pos || !S->k || !S->best_k ||
+            !S->kv || !S->heap || !S->gain || hcap > 0x7fffffff) {
+            ws_arrays_free(w);
+            w->cap_n = 0;
+            w->cap_h = 0;
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+        }
+        w->cap_n = n;
+        w->cap_h = hcap;
+        S->cap_h = hh;
+        S->cap_n = nn;
+    } else {
+        pfi_alloc_result_free(&w->prep);
+    }
     w->jobs = jobs;
     w->n = n;
     w->valid = 0;
     w->budget_w = budget_w;
-    solver *S = &w->S;
-    if (n > 0) {
-        w->kf = malloc((size_t)n * sizeof *w->kf);
-        w->kmax = malloc((size_t)n * sizeof *w->kmax);
-    }
-    if (n > 0 && (!w->kf || !w->kmax)) {
-        ws_arrays_free(w);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
-    }
+    S->idx_ok = 0;
     int rc = pfi_alloc_prepare(jobs, n, budget_w, &w->o, w->kf, w->kmax, &w->prep, err);
-    if (rc) {
-        ws_arrays_free(w);
+    if (rc)
         return rc;
-    }
     w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
     w->need_units = 0;
     for (int j = 0; j < n; j++)
@@ -642,35 +673,11 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     S->jobs = jobs;
     S->n = n;
     S->step = w->o.step_w;
-    size_t hcap = 0;
-    S->hoff = malloc((size_t)n * sizeof *S->hoff);
-    S->hn = malloc((size_t)n * sizeof *S->hn);
-    w->hcap = malloc((size_t)n * sizeof *w->hcap);
-    w->hmax = malloc((size_t)n * sizeof *w->hmax);
-    if (S->hoff && w->hcap)
-        for (int j = 0; j < n; j++) {
-            S->hoff[j] = (int)hcap;
-            w->hcap[j] = 2 * jobs[j].n_points + 2;
-            hcap += (size_t)w->hcap[j];
-        }
-    S->a = malloc((size_t)n * sizeof *S->a);
-    S->b = malloc((size_t)n * sizeof *S->b);
-    S->hk = malloc(hcap * sizeof *S->hk);
-    S->hv = malloc(hcap * sizeof *S->hv);
-    S->segs = malloc(hcap * sizeof *S->segs);
-    S->pos = malloc((size_t)n * sizeof *S->pos);
-    S->k = malloc((size_t)n * sizeof *S->k);
-    S->best_k = malloc((size_t)n * sizeof *S->best_k);
-    S->kv = malloc((size_t)n * sizeof *S->kv);
-    S->heap = malloc((size_t)n * sizeof *S->heap);
-    S->gain = malloc((size_t)n * sizeof *S->gain);
-    if (!S->hoff || !S->hn || !w->hcap || !w->hmax || !S->a || !S->b || !S->hk || !S->hv ||
-        !S->segs || !S->pos || !S->k || !S->best_k || !S->kv || !S->heap || !S->gain ||
-        hcap > 0x7fffffff) {
-        ws_arrays_free(w);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
-    }
+    hcap = 0;
     for (int j = 0; j < n; j++) {
+        S->hoff[j] = (int)hcap;
+        w->hcap[j] = 2 * jobs[j].n_points + 2;
+        hcap += (size_t)w->hcap[j];
         S->a[j] = w->kf[j];
         S->b[j] = w->kmax[j];
         build_hull(S, j);

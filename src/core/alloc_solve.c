@@ -555,8 +555,7 @@ struct pfi_alloc_ws {
     solver S;
     pfi_alloc_opts o;
     pfi_alloc_result prep; /* floors, SLAs and flags of pfi_alloc_prepare */
-    int *kf, *kmax;        /* each job's floor and top grid index */
-    int *hcap;             /* hull slots reserved for each job */
+    size_t total_h;        /* hull slots reserved for all jobs (job j: hoff[j] on) */
     double *hmax;          /* largest |hull value| of each job (the tolerance's scale) */
     long long need_units;  /* sum n_j * floor_j in grid units: budgets below it re-prepare */
     int solves;            /* solves since the hulls last changed: the second sorts them */
@@ -581,18 +580,14 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->kv);
     free(S->heap);
     free(S->gain);
+    free(w->hmax);
     free(S->cum);
     free(S->sj);
     free(S->si);
     free(S->hm);
     free(S->hs);
-    free(w->kf);
-    free(w->kmax);
-    free(w->hcap);
-    free(w->hmax);
     pfi_alloc_result_free(&w->prep);
     memset(S, 0, sizeof *S);
-    w->kf = w->kmax = w->hcap = NULL;
     w->hmax = NULL;
 }
 
@@ -623,17 +618,33 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     size_t hcap = 0;
     for (int j = 0; j < n; j++)
         hcap += 2 * (size_t)(jobs[j].n_points > 0 ? jobs[j].n_points : 0) + 2;
-    if (n > w->cap_n || hcap > w->cap_h || !S->hoff) {
+    size_t nn = n > 0 ? (size_t)n : 1, hh = hcap > 0 ? hcap : 1;
+    int fresh = n > w->cap_n || hcap > w->cap_h || !S->hoff;
+    if (fresh) {
         ws_arrays_free(w);
-        size_t nn = n > 0 ? (size_t)n : 1, hh = hcap > 0 ? hcap : 1;
-        w->kf = malloc(nn * sizeof *w->kf);
-        w->kmax = malloc(nn * sizeof *w->kmax);
-        S->hoff = malloc(nn * sizeof *S->hoff);
-        S->hn = malloc(nn * sizeof *S->hn);
-        w->hcap = malloc(nn * sizeof *w->hcap);
-        w->hmax = malloc(nn * sizeof *w->hmax);
+        w->cap_n = 0;
+        w->cap_h = 0;
         S->a = malloc(nn * sizeof *S->a);
         S->b = malloc(nn * sizeof *S->b);
+        if (!S->a || !S->b) {
+            ws_arrays_free(w);
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+        }
+    } else {
+        pfi_alloc_result_free(&w->prep);
+    }
+    w->jobs = jobs;
+    w->n = n;
+    w->valid = 0;
+    w->budget_w = budget_w;
+    S->idx_ok = 0;
+    /* pfi_alloc_prepare writes each job's floor and top grid index: the root's ranges */
+    int rc = pfi_alloc_prepare(jobs, n, budget_w, &w->o, S->a, S->b, &w->prep, err);
+    if (rc)
+        return rc;
+    if (fresh) {
+        S->hoff = malloc(nn * sizeof *S->hoff);
+        S->hn = malloc(nn * sizeof *S->hn);
         S->hk = malloc(hh * sizeof *S->hk);
         S->hv = malloc(hh * sizeof *S->hv);
         S->segs = malloc(hh * sizeof *S->segs);
@@ -643,43 +654,28 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         S->kv = malloc(nn * sizeof *S->kv);
         S->heap = malloc(nn * sizeof *S->heap);
         S->gain = malloc(nn * sizeof *S->gain);
-        if (!w->kf || !w->kmax || !S->hoff || !S->hn || !w->hcap || !w->hmax || !S->a ||
-            !S->b || !S->hk || !S->hv || !S->segs || !S->pos || !S->k || !S->best_k ||
-            !S->kv || !S->heap || !S->gain || hcap > 0x7fffffff) {
+        w->hmax = malloc(nn * sizeof *w->hmax);
+        if (!S->hoff || !S->hn || !S->hk || !S->hv || !S->segs || !S->pos || !S->k ||
+            !S->best_k || !S->kv || !S->heap || !S->gain || !w->hmax || hcap > 0x7fffffff) {
             ws_arrays_free(w);
-            w->cap_n = 0;
-            w->cap_h = 0;
             return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
         }
         w->cap_n = n;
         w->cap_h = hcap;
         S->cap_h = hh;
         S->cap_n = nn;
-    } else {
-        pfi_alloc_result_free(&w->prep);
     }
-    w->jobs = jobs;
-    w->n = n;
-    w->valid = 0;
-    w->budget_w = budget_w;
-    S->idx_ok = 0;
-    int rc = pfi_alloc_prepare(jobs, n, budget_w, &w->o, w->kf, w->kmax, &w->prep, err);
-    if (rc)
-        return rc;
     w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
     w->need_units = 0;
-    for (int j = 0; j < n; j++)
-        w->need_units += (long long)jobs[j].n_gpus * w->kf[j];
     S->jobs = jobs;
     S->n = n;
     S->step = w->o.step_w;
+    w->total_h = hcap;
     hcap = 0;
     for (int j = 0; j < n; j++) {
+        w->need_units += (long long)jobs[j].n_gpus * S->a[j];
         S->hoff[j] = (int)hcap;
-        w->hcap[j] = 2 * jobs[j].n_points + 2;
-        hcap += (size_t)w->hcap[j];
-        S->a[j] = w->kf[j];
-        S->b[j] = w->kmax[j];
+        hcap += 2 * (size_t)jobs[j].n_points + 2;
         build_hull(S, j);
         hull_scale(w, j);
     }
@@ -725,7 +721,9 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
         return rc;
     /* Not the kept state, a curve with more points than its hull storage, or floors that
      * depend on the budget: rebuild from scratch (the same checks, the same answer). */
-    if (!w->valid || w->fresh_only || 2 * J->n_points + 2 > w->hcap[j])
+    size_t slots = !w->valid ? 0
+                   : (j + 1 < w->n ? (size_t)S->hoff[j + 1] : w->total_h) - (size_t)S->hoff[j];
+    if (!w->valid || w->fresh_only || 2 * (size_t)J->n_points + 2 > slots)
         return ws_build(w, w->jobs, w->n, w->budget_w, err);
     pfi_alloc_result one;
     int kf, kmax;
@@ -736,8 +734,8 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
         pfi_alloc_result_free(&one);
         return ws_build(w, w->jobs, w->n, w->budget_w, err);
     }
-    w->kf[j] = kf;
-    w->kmax[j] = kmax;
+    S->a[j] = kf;
+    S->b[j] = kmax;
     w->prep.floor_w[j] = one.floor_w[0];
     w->prep.sla[j] = one.sla[0];
     w->prep.flags[j] = one.flags[0];
@@ -749,7 +747,7 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     for (int i = 0; i < w->n; i++) {
         const pfi_alloc_job *I = &w->jobs[i];
         m0 += (long long)I->n_gpus * (long long)ceil(fmax(I->min_cap_w, I->cap_w[0]) / step - 1e-9);
-        w->need_units += (long long)I->n_gpus * w->kf[i];
+        w->need_units += (long long)I->n_gpus * S->a[i];
     }
     w->prep.min_budget_nosla_w = m0 * step;
     w->prep.min_budget_w = w->need_units * step;

@@ -697,7 +697,7 @@ int pfi_alloc_ws_new(const pfi_alloc_job *jobs, int n, double budget_w,
         pfi_alloc_opts_default(&w->o);
     int rc = ws_build(w, jobs, n, budget_w, err);
     if (rc) {
-        free(w);
+        pfi_alloc_ws_free(w);
         return rc;
     }
     *out = w;

@@ -56,6 +56,8 @@ typedef struct solver {
     int *sj, *si, *hm;
     double *hs;
     int nidx, idx_ok;
+    long long *cum2;  /* a second index of idx_cap + 1 entries: a patch writes it, then swaps */
+    int *sj2, *si2, idx_cap, nidx_cap;
     size_t cap_n, cap_h; /* the buffers' sizes (jobs, hull vertices) */
 } solver;
 
@@ -367,7 +369,87 @@ static int build_index(solver *S)
         S->si[t] = S->segs[t].i;
     }
     S->nidx = ns;
+    S->nidx_cap = ns;
     S->idx_ok = 1;
+    return 1;
+}
+
+/* Job j's hull changed (already rebuilt): its old segments leave the index and its new ones
+ * enter at their places, in one merge pass instead of a sort.  0: out of memory (the index is
+ * dropped; the next solves select). */
+static int patch_index(solver *S, int j)
+{
+    const int *hk = S->hk + S->hoff[j];
+    const double *hv = S->hv + S->hoff[j];
+    long long n = S->jobs[j].n_gpus;
+    double prev = INFINITY;
+    int m = 0, old = 0;
+    for (; m + 1 < S->hn[j]; m++) { /* the same segments as relax() builds, into segs */
+        long long cost = n * (hk[m + 1] - hk[m]);
+        double slope = (hv[m + 1] - hv[m]) / (double)cost;
+        if (slope > prev)
+            slope = prev;
+        prev = slope;
+        if (!(slope > 0))
+            break;
+        S->segs[m] = (seg){slope, cost, j, m};
+    }
+    for (int t = 0; t < S->nidx; t++)
+        old += S->sj[t] == j;
+    int total = S->nidx - old + m;
+    if (total > S->idx_cap) {
+        free(S->cum2);
+        free(S->sj2);
+        free(S->si2);
+        S->idx_cap = total + total / 8;
+        S->cum2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->cum2);
+        S->sj2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->sj2);
+        S->si2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->si2);
+        if (!S->cum2 || !S->sj2 || !S->si2) {
+            S->idx_cap = 0;
+            S->idx_ok = 0;
+            return 0;
+        }
+    }
+    int t = 0, u = 0, o = 0;
+    S->cum2[0] = 0;
+    while (t < S->nidx || u < m) {
+        if (t < S->nidx && S->sj[t] == j) {
+            t++;
+            continue;
+        }
+        int take_new = u < m;
+        if (take_new && t < S->nidx) {
+            seg x = {S->hs[S->hoff[S->sj[t]] + S->si[t]], 0, S->sj[t], S->si[t]};
+            take_new = cmp_seg_slope(&S->segs[u], &x) < 0;
+        }
+        if (take_new) {
+            S->cum2[o + 1] = S->cum2[o] + S->segs[u].cost;
+            S->sj2[o] = j;
+            S->si2[o] = S->segs[u].i;
+            u++;
+        } else {
+            S->cum2[o + 1] = S->cum2[o] + (S->cum[t + 1] - S->cum[t]);
+            S->sj2[o] = S->sj[t];
+            S->si2[o] = S->si[t];
+            t++;
+        }
+        o++;
+    }
+    for (int i = 0; i < m; i++)
+        S->hs[S->hoff[j] + i] = S->segs[i].slope;
+    S->hm[j] = m;
+    long long *c = S->cum;
+    int *a = S->sj, *b = S->si, cap = S->idx_cap;
+    S->cum = S->cum2;
+    S->sj = S->sj2;
+    S->si = S->si2;
+    S->cum2 = c;
+    S->sj2 = a;
+    S->si2 = b;
+    S->idx_cap = S->nidx_cap;
+    S->nidx_cap = cap;
+    S->nidx = total;
     return 1;
 }
 
@@ -584,6 +666,9 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->cum);
     free(S->sj);
     free(S->si);
+    free(S->cum2);
+    free(S->sj2);
+    free(S->si2);
     free(S->hm);
     free(S->hs);
     pfi_alloc_result_free(&w->prep);
@@ -755,8 +840,8 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     S->b[j] = kmax;
     build_hull(S, j);
     hull_scale(w, j);
-    S->idx_ok = 0;
-    w->solves = 0;
+    if (!S->idx_ok || !patch_index(S, j))
+        w->solves = 0; /* sorted again on the second solve from here */
     return PFI_OK;
 }
 

@@ -56,7 +56,9 @@ typedef struct solver {
     int *sj, *si, *hm;
     double *hs;
     int nidx, idx_ok;
+    double *ss;       /* the slope of each sorted segment */
     long long *cum2;  /* a second index of idx_cap + 1 entries: a patch writes it, then swaps */
+    double *ss2;
     int *sj2, *si2, idx_cap, nidx_cap;
     size_t cap_n, cap_h; /* the buffers' sizes (jobs, hull vertices) */
 } solver;
@@ -175,12 +177,12 @@ static int relax_indexed(solver *S, long long e, double *ub, int *fj, double *fx
     double p = -INFINITY;
     if (lo <= m) {
         int t = lo - 1;
-        p = S->hs[S->hoff[S->sj[t]] + S->si[t]];
+        p = S->ss[t];
         g0 = t;
-        while (g0 > 0 && S->hs[S->hoff[S->sj[g0 - 1]] + S->si[g0 - 1]] == p)
+        while (g0 > 0 && S->ss[g0 - 1] == p)
             g0--;
         g1 = t + 1;
-        while (g1 < m && S->hs[S->hoff[S->sj[g1]] + S->si[g1]] == p)
+        while (g1 < m && S->ss[g1] == p)
             g1++;
     }
     /* every segment steeper than p is taken: a prefix of each job's */
@@ -357,16 +359,19 @@ static int build_index(solver *S)
     free(S->cum);
     free(S->sj);
     free(S->si);
+    free(S->ss);
     S->cum = malloc(((size_t)ns + 1) * sizeof *S->cum);
     S->sj = malloc(((size_t)ns + 1) * sizeof *S->sj);
     S->si = malloc(((size_t)ns + 1) * sizeof *S->si);
-    if (!S->cum || !S->sj || !S->si)
+    S->ss = malloc(((size_t)ns + 1) * sizeof *S->ss);
+    if (!S->cum || !S->sj || !S->si || !S->ss)
         return 0;
     S->cum[0] = 0;
     for (int t = 0; t < ns; t++) {
         S->cum[t + 1] = S->cum[t] + S->segs[t].cost;
         S->sj[t] = S->segs[t].j;
         S->si[t] = S->segs[t].i;
+        S->ss[t] = S->segs[t].slope;
     }
     S->nidx = ns;
     S->nidx_cap = ns;
@@ -401,11 +406,13 @@ static int patch_index(solver *S, int j)
         free(S->cum2);
         free(S->sj2);
         free(S->si2);
+        free(S->ss2);
         S->idx_cap = total + total / 8;
         S->cum2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->cum2);
         S->sj2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->sj2);
         S->si2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->si2);
-        if (!S->cum2 || !S->sj2 || !S->si2) {
+        S->ss2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->ss2);
+        if (!S->cum2 || !S->sj2 || !S->si2 || !S->ss2) {
             S->idx_cap = 0;
             S->idx_ok = 0;
             return 0;
@@ -420,18 +427,20 @@ static int patch_index(solver *S, int j)
         }
         int take_new = u < m;
         if (take_new && t < S->nidx) {
-            seg x = {S->hs[S->hoff[S->sj[t]] + S->si[t]], 0, S->sj[t], S->si[t]};
+            seg x = {S->ss[t], 0, S->sj[t], S->si[t]};
             take_new = cmp_seg_slope(&S->segs[u], &x) < 0;
         }
         if (take_new) {
             S->cum2[o + 1] = S->cum2[o] + S->segs[u].cost;
             S->sj2[o] = j;
             S->si2[o] = S->segs[u].i;
+            S->ss2[o] = S->segs[u].slope;
             u++;
         } else {
             S->cum2[o + 1] = S->cum2[o] + (S->cum[t + 1] - S->cum[t]);
             S->sj2[o] = S->sj[t];
             S->si2[o] = S->si[t];
+            S->ss2[o] = S->ss[t];
             t++;
         }
         o++;
@@ -441,12 +450,15 @@ static int patch_index(solver *S, int j)
     S->hm[j] = m;
     long long *c = S->cum;
     int *a = S->sj, *b = S->si, cap = S->idx_cap;
+    double *d = S->ss;
     S->cum = S->cum2;
     S->sj = S->sj2;
     S->si = S->si2;
+    S->ss = S->ss2;
     S->cum2 = c;
     S->sj2 = a;
     S->si2 = b;
+    S->ss2 = d;
     S->idx_cap = S->nidx_cap;
     S->nidx_cap = cap;
     S->nidx = total;
@@ -669,6 +681,8 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->cum2);
     free(S->sj2);
     free(S->si2);
+    free(S->ss);
+    free(S->ss2);
     free(S->hm);
     free(S->hs);
     pfi_alloc_result_free(&w->prep);

@@ -5,7 +5,9 @@
  * concave hull; the relaxation's optimum takes hull segments in decreasing order of value per
  * unit of cost until the budget runs out, and leaves at most one job between two hull vertices.
  * We find the last segment taken by a weighted quickselect on slopes (expected linear time: a
- * sort of a million segments would alone cost the whole time budget of 100k jobs).
+ * sort of a million segments would alone cost the whole time budget of 100k jobs).  A
+ * workspace (pfi_alloc_ws) solved again at the same hulls sorts them once instead, and finds
+ * the last segment taken by a binary search on their costs' prefix sums.
  *
  * A job's hull is computed from its range ends and the grid points on either side of each of its
  * curve's breakpoints: between those the curve is linear, so every other grid point lies on a

@@ -172,7 +172,7 @@ static int bench_allocate(int argc, char **argv)
         "one core, and the memory it takes: best_ms allocates everything anew (pfi_alloc_solve), "
         "solve_ms redoes every check and hull in a workspace's reused buffers, read_ms is one "
         "pass over the curves, resolve_ms a warm re-solve after a budget change, resolve_job_ms "
-        "after one job's new curve.  Targets (issue 19): solve_ms <= 5 x read_ms at 1M jobs, "
+        "after one job's new curve.  Targets: solve_ms <= 5 x read_ms at 1M jobs, "
         "<= 25 ms at 100k; resolve_ms <= 5 ms at 100k.",
         opts};
     char **pos;

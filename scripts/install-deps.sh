@@ -6,9 +6,9 @@
 set -eu
 
 BUILD_PKGS="build-essential pkg-config libsqlite3-dev libgsl-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev"
-TEST_PKGS="libcmocka-dev gnuplot-nox sqlite3 curl jq python3"
+TEST_PKGS="libcmocka-dev gnuplot-nox sqlite3 curl jq python3 prometheus"
 # Optional: used by tests that skip with a message when they are absent.
-OPT_PKGS="prometheus wrk"
+OPT_PKGS="wrk"
 
 what=${1:-all}
 case "$what" in

@@ -426,8 +426,12 @@ static void test_api(void **state)
     assert_true(pfi_standin_cap_sum(x.s) <= 0.7 * NN * NG * 700 + 1e-6);
     snprintf(url, sizeof url, "%s/metrics", base);
     assert_int_equal(call(url, "GET", NULL, NULL, &rep), 200);
-    assert_non_null(strstr(rep, "pfi_cluster_budget_watts 7840.0"));
+    const char *bw = strstr(rep, "\npfi_cluster_budget_watts ");
+    assert_non_null(bw);
+    assert_true(fabs(strtod(bw + strlen("\npfi_cluster_budget_watts "), NULL) - 7840) < 1e-6);
     assert_non_null(strstr(rep, "pfi_cluster_node_up{node=\"n1\"} 1"));
+    assert_non_null(strstr(rep, "\npfi_cluster_job_cap_watts{job_id=\"101\"} "));
+    assert_null(strstr(rep, "{job="));
     free(rep);
     snprintf(url, sizeof url, "%s/v1/jobs", base);
     assert_int_equal(call(url, "GET", NULL, NULL, &rep), 200);

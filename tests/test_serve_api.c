@@ -332,9 +332,20 @@ static void test_metrics_text(void **state)
     assert_int_equal(st, 200);
     assert_non_null(strstr(ctype, "text/plain"));
     assert_non_null(strstr(t, "pfi_node_budget_watts 4200\n"));
-    assert_non_null(strstr(t, "pfi_job_tokens_per_second{job=\"c\"} 1234.5\n"));
-    assert_non_null(strstr(t, "pfi_gpu_power_limit_watts{gpu=\"0\",uuid=\"GPU-"));
-    assert_non_null(strstr(t, "pfi_job_predicted_pfi30{job=\"b\"}"));
+    /* Labels as NVIDIA's DCGM-exporter spells them; a job's is job_id, never Prometheus' job. */
+    char host[128] = "", want[300];
+    gethostname(host, sizeof host);
+    snprintf(want, sizeof want, "pfi_job_tokens_per_second{job_id=\"c\",Hostname=\"%s\"} 1234.5\n",
+             host);
+    assert_non_null(strstr(t, want));
+    assert_null(strstr(t, "{job="));
+    assert_non_null(strstr(t, "pfi_gpu_power_limit_watts{gpu=\"0\",UUID=\"GPU-"));
+    assert_non_null(strstr(t, "pfi_job_predicted_pfi30{job_id=\"b\""));
+    /* Energy as a counter in joules and the temperature, as the simulated GPU reports them. */
+    assert_non_null(strstr(t, "# TYPE pfi_gpu_energy_joules_total counter\n"));
+    assert_non_null(strstr(t, "\npfi_gpu_energy_joules_total{gpu=\"7\",UUID=\"GPU-"));
+    assert_non_null(strstr(t, "\npfi_gpu_temperature_celsius{gpu=\"0\",UUID=\"GPU-"));
+
     assert_non_null(strstr(t, "# TYPE pfi_cap_changes_total counter\n"));
     /* Every sample line is NAME{labels} VALUE or NAME VALUE with a number. */
     char *save, *line;

@@ -17,6 +17,7 @@
 #include "util/clock.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/prom.h"
 #include "util/text.h"
 #include "util/units.h"
 
@@ -185,6 +186,31 @@ static void test_text(void **state)
     fclose(f);
 }
 
+/* Label values escape backslash, quote and newline, and are cut without splitting an escape;
+ * the buffer grows past its first size. */
+static void test_prom(void **state)
+{
+    (void)state;
+    char out[64];
+    pfi_prom_escape("a\\b\"c\nd", out, sizeof out);
+    assert_string_equal(out, "a\\\\b\\\"c\\nd");
+    pfi_prom_escape("ab\"", out, 5);
+    assert_string_equal(out, "ab");
+    pfi_prom b;
+    pfi_prom_init(&b);
+    pfi_prom_head(&b, "x_total", "counter", "Things.");
+    for (int i = 0; i < 4000; i++)
+        pfi_prom_put(&b, "x_total{i=\"%d\"} %d\n", i, i);
+    size_t len = 0;
+    char *t = pfi_prom_take(&b, &len);
+    assert_non_null(t);
+    assert_int_equal(len, strlen(t));
+    assert_true(len > 16384);
+    assert_non_null(strstr(t, "# HELP x_total Things.\n# TYPE x_total counter\nx_total{i=\"0\"} 0\n"));
+    assert_non_null(strstr(t, "\nx_total{i=\"3999\"} 3999\n"));
+    free(t);
+}
+
 static void test_mkdir_p(void **state)
 {
     char base[] = "/tmp/pfi-test-util.XXXXXX", dir[128], file[128];
@@ -215,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_args), cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
         cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
+        cmocka_unit_test(test_prom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 
 #include "cluster/cl_int.h"
 #include "util/json.h"
+#include "util/prom.h"
 
 void *pfi_cl_json_nodes(pfi_cl *c)
 {
@@ -106,56 +107,103 @@ void *pfi_cl_json_allocation(pfi_cl *c)
     return o;
 }
 
+static void cl_scalar(pfi_prom *b, const char *name, const char *type, const char *help,
+                      double v)
+{
+    pfi_prom_head(b, name, type, help);
+    if (isfinite(v))
+        pfi_prom_put(b, "%s %.17g\n", name, v);
+}
+
+/* One series per node (which: 0 up, 1 sum of caps, 2 draw, 3 GPUs); *sum gets their total. */
+static void cl_node_metric(pfi_prom *b, pfi_cl *c, const char *name, const char *help, int which,
+                           double *sum)
+{
+    pfi_prom_head(b, name, "gauge", help);
+    *sum = 0;
+    for (int i = 0; i < c->n_nodes; i++) {
+        const pfi_cl_node *n = &c->nodes[i];
+        double v = 0;
+        for (int g = 0; g < n->n_gpus && which != 0 && which != 3; g++) {
+            const pfi_device *d = &n->gpu[g];
+            if (which == 1)
+                v += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w : 0;
+            else if (isfinite(n->power_w[g]))
+                v += n->power_w[g];
+        }
+        v = which == 0 ? n->up : which == 3 ? n->n_gpus : v;
+        char name_e[2 * PFI_CL_NAME_MAX + 8];
+        pfi_prom_escape(n->name, name_e, sizeof name_e);
+        pfi_prom_put(b, "%s{node=\"%s\"} %.17g\n", name, name_e, v);
+        *sum += v;
+    }
+}
+
+/* One series per job (which: 0 cap now, 1 cap target, 2 relative throughput target, 3 SLA,
+ * 4 GPUs). */
+static void cl_job_metric(pfi_prom *b, pfi_cl *c, const char *name, const char *help, int which)
+{
+    pfi_prom_head(b, name, "gauge", help);
+    for (int j = 0; j < c->n_jobs; j++) {
+        const pfi_cl_job *J = &c->jobs[j];
+        double v = which == 0   ? J->cap_now_w
+                   : which == 1 ? J->cap_target_w
+                   : which == 2 ? (J->n_gpus > 0 ? J->tput_target / J->n_gpus : NAN)
+                   : which == 3 ? J->sla
+                                : J->n_gpus;
+        if (!isfinite(v))
+            continue;
+        char id[2 * PFI_CL_NAME_MAX + 8];
+        pfi_prom_escape(J->id, id, sizeof id);
+        pfi_prom_put(b, "%s{job_id=\"%s\"} %.17g\n", name, id, v);
+    }
+}
+
 char *pfi_cl_metrics(pfi_cl *c)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return NULL;
+    pfi_prom b;
+    pfi_prom_init(&b);
     pthread_mutex_lock(&c->mu);
-    double sum = 0;
-    int up = 0;
-    fprintf(f, "# HELP pfi_cluster_node_up 1 when the node daemon answered the last request.\n");
-    fprintf(f, "# TYPE pfi_cluster_node_up gauge\n");
-    for (int i = 0; i < c->n_nodes; i++) {
-        fprintf(f, "pfi_cluster_node_up{node=\"%s\"} %d\n", c->nodes[i].name, c->nodes[i].up);
-        up += c->nodes[i].up;
-    }
-    fprintf(f, "# HELP pfi_cluster_node_cap_watts Sum of the GPU power caps of a node.\n");
-    fprintf(f, "# TYPE pfi_cluster_node_cap_watts gauge\n");
-    for (int i = 0; i < c->n_nodes; i++) {
-        double s = 0;
-        for (int g = 0; g < c->nodes[i].n_gpus; g++) {
-            const pfi_device *d = &c->nodes[i].gpu[g];
-            s += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w : 0;
-        }
-        sum += s;
-        fprintf(f, "pfi_cluster_node_cap_watts{node=\"%s\"} %.1f\n", c->nodes[i].name, s);
-    }
-    fprintf(f, "# HELP pfi_cluster_job_cap_watts Per-GPU power cap of a job.\n");
-    fprintf(f, "# TYPE pfi_cluster_job_cap_watts gauge\n");
-    for (int j = 0; j < c->n_jobs; j++)
-        if (!isnan(c->jobs[j].cap_now_w))
-            fprintf(f, "pfi_cluster_job_cap_watts{job=\"%s\"} %.1f\n", c->jobs[j].id,
-                    c->jobs[j].cap_now_w);
-    fprintf(f, "# HELP pfi_cluster_budget_watts Site budget in force (NaN: none).\n");
-    fprintf(f, "# TYPE pfi_cluster_budget_watts gauge\n");
-    if (isnan(c->budget_now_w))
-        fprintf(f, "pfi_cluster_budget_watts NaN\n");
-    else
-        fprintf(f, "pfi_cluster_budget_watts %.1f\n", c->budget_now_w);
-    fprintf(f, "# HELP pfi_cluster_cap_sum_watts Sum of every managed GPU's cap.\n");
-    fprintf(f, "# TYPE pfi_cluster_cap_sum_watts gauge\npfi_cluster_cap_sum_watts %.1f\n", sum);
-    fprintf(f, "# HELP pfi_cluster_nodes_up Node daemons answering.\n");
-    fprintf(f, "# TYPE pfi_cluster_nodes_up gauge\npfi_cluster_nodes_up %d\n", up);
-    fprintf(f, "# HELP pfi_cluster_apply_seconds Last budget change to every node acknowledged.\n");
-    fprintf(f, "# TYPE pfi_cluster_apply_seconds gauge\npfi_cluster_apply_seconds %.6f\n",
-            c->stats.last_apply_s);
-    fprintf(f, "# HELP pfi_cluster_node_failures_total Node requests that failed.\n");
-    fprintf(f, "# TYPE pfi_cluster_node_failures_total counter\n");
-    fprintf(f, "pfi_cluster_node_failures_total %lld\n", c->stats.n_node_fail);
+    double up, caps, draw, gpus;
+    cl_node_metric(&b, c, "pfi_cluster_node_up",
+                   "1 when the node daemon answered the last request.", 0, &up);
+    cl_node_metric(&b, c, "pfi_cluster_node_cap_watts", "Sum of the GPU power caps of a node.", 1,
+                   &caps);
+    cl_node_metric(&b, c, "pfi_cluster_node_power_watts",
+                   "Power the node's GPUs drew at the last refresh.", 2, &draw);
+    cl_node_metric(&b, c, "pfi_cluster_node_gpus", "GPUs of a node.", 3, &gpus);
+    cl_job_metric(&b, c, "pfi_cluster_job_cap_watts", "Per-GPU power cap a job holds.", 0);
+    cl_job_metric(&b, c, "pfi_cluster_job_cap_target_watts",
+                  "Per-GPU cap the last allocation gave a job.", 1);
+    cl_job_metric(&b, c, "pfi_cluster_job_relative_throughput_target",
+                  "Throughput the last allocation expects of a job over its baseline.", 2);
+    cl_job_metric(&b, c, "pfi_cluster_job_sla_max_slowdown",
+                  "Largest slowdown a job accepts (fraction of its baseline throughput).", 3);
+    cl_job_metric(&b, c, "pfi_cluster_job_gpus", "GPUs a job holds over all its nodes.", 4);
+    cl_scalar(&b, "pfi_cluster_budget_watts", "gauge",
+              "Site budget in force (absent: none, every GPU at its default).", c->budget_now_w);
+    cl_scalar(&b, "pfi_cluster_cap_sum_watts", "gauge", "Sum of every managed GPU's cap.", caps);
+    cl_scalar(&b, "pfi_cluster_power_watts", "gauge",
+              "Power every managed GPU drew at the last refresh.", draw);
+    cl_scalar(&b, "pfi_cluster_nominal_watts", "gauge",
+              "Sum of the GPUs' default limits (100%).", pfi_cl_site_default_w(c));
+    cl_scalar(&b, "pfi_cluster_nodes_up", "gauge", "Node daemons answering.", up);
+    cl_scalar(&b, "pfi_cluster_nodes", "gauge", "Node daemons managed.", c->n_nodes);
+    cl_scalar(&b, "pfi_cluster_apply_seconds", "gauge",
+              "Last budget change to every node acknowledged.", c->stats.last_apply_s);
+    cl_scalar(&b, "pfi_cluster_alloc_seconds", "gauge", "Allocation part of the last apply.",
+              c->stats.last_alloc_s);
+    cl_scalar(&b, "pfi_cluster_applies_total", "counter", "Allocations applied to the nodes.",
+              (double)c->stats.n_apply);
+    cl_scalar(&b, "pfi_cluster_caps_lowered_total", "counter", "Caps lowered on the nodes.",
+              (double)c->stats.n_lowered);
+    cl_scalar(&b, "pfi_cluster_caps_raised_total", "counter", "Caps raised on the nodes.",
+              (double)c->stats.n_raised);
+    cl_scalar(&b, "pfi_cluster_node_failures_total", "counter", "Node requests that failed.",
+              (double)c->stats.n_node_fail);
+    cl_scalar(&b, "pfi_cluster_grid_events", "gauge", "Grid events held.", c->n_grid);
+    cl_scalar(&b, "pfi_cluster_grid_event_binding", "gauge",
+              "1 while a grid event set the budget of the last apply.", c->grid_binding);
     pthread_mutex_unlock(&c->mu);
-    fclose(f);
-    return buf;
+    return pfi_prom_take(&b, NULL);
 }

@@ -1,0 +1,79 @@
+#include "util/prom.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void pfi_prom_init(pfi_prom *b)
+{
+    b->cap = 16384;
+    b->len = 0;
+    b->p = malloc(b->cap);
+    b->oom = !b->p;
+    if (b->p)
+        b->p[0] = '\0';
+}
+
+void pfi_prom_put(pfi_prom *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->oom = 1;
+            return;
+        }
+        if ((size_t)k < b->cap - b->len) {
+            b->len += (size_t)k;
+            return;
+        }
+        size_t nc = b->cap * 2 + (size_t)k;
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+}
+
+void pfi_prom_head(pfi_prom *b, const char *name, const char *type, const char *help)
+{
+    pfi_prom_put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void pfi_prom_escape(const char *in, char *out, size_t size)
+{
+    size_t o = 0;
+    for (; *in && o + 3 < size; in++) {
+        if (*in == '\\' || *in == '"') {
+            out[o++] = '\\';
+            out[o++] = *in;
+        } else if (*in == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else {
+            out[o++] = *in;
+        }
+    }
+    out[o] = '\0';
+}
+
+char *pfi_prom_take(pfi_prom *b, size_t *len)
+{
+    if (b->oom) {
+        free(b->p);
+        b->p = NULL;
+        return NULL;
+    }
+    if (len)
+        *len = b->len;
+    char *p = b->p;
+    b->p = NULL;
+    return p;
+}

@@ -1,0 +1,69 @@
+#!/bin/sh
+# The metrics as Prometheus reads them: /metrics of `pfi serve` and of `pfi cluster serve`, each
+# checked with Prometheus' own promtool; GPU series labelled as DCGM-exporter labels them (gpu,
+# UUID, Hostname), jobs by job_id; energy (a counter, joules, rising) and temperature
+# exported.
+# Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
+set -u
+name=it_monitor
+fail() {
+    echo "$name: FAIL: $*"
+    for f in n1 n2 cluster; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
+    exit 1
+}
+note() { echo "$name: $*"; }
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/$name.XXXXXX") || exit 1
+cleanup() {
+    for p in ${pids:-}; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+command -v promtool >/dev/null || fail "promtool is missing (scripts/install-deps.sh test installs prometheus)"
+. "$here/support/monitor_env.sh"
+
+# The controller has applied its budget to n2 once n2 is in external mode.
+i=0
+until curl -sf "$N2/metrics" | grep -q '^pfi_node_mode{mode="external"} 1'; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "n2 never took the controller's caps: $(curl -s "$CL/v1/allocation")"
+    sleep 0.1
+done
+sleep 0.5
+curl -sf "$N1/metrics" >"$dir/n1.prom" || fail "GET /metrics on n1"
+curl -sf "$N2/metrics" >"$dir/n2.prom" || fail "GET /metrics on n2"
+curl -sf "$CL/metrics" >"$dir/cluster.prom" || fail "GET /metrics on the controller"
+for f in n1 n2 cluster; do
+    promtool check metrics <"$dir/$f.prom" >"$dir/$f.promtool" 2>&1 ||
+        fail "promtool check metrics ($f): $(cat "$dir/$f.promtool")"
+done
+note "promtool check metrics: node and controller expositions ok"
+
+host=$(hostname)
+uuid=$("$PFI_BIN" ctl --url "$N1" gpus | awk -F'"' '/"uuid"/ { print $4; exit }')
+[ -n "$uuid" ] || fail "no UUID in GET /v1/gpus"
+grep -q "^pfi_gpu_power_watts{gpu=\"0\",UUID=\"$uuid\",Hostname=\"$host\"} " "$dir/n1.prom" ||
+    fail "GPU labels are not DCGM-exporter's: $(grep -m1 '^pfi_gpu_power_watts' "$dir/n1.prom")"
+grep -q "^pfi_job_cap_watts{job_id=\"a\",Hostname=\"$host\"} " "$dir/n1.prom" || fail "no job_id label"
+grep -q '{job=' "$dir/n1.prom" "$dir/cluster.prom" && fail "a job label Prometheus would rename to exported_job"
+grep -q '^# TYPE pfi_gpu_energy_joules_total counter$' "$dir/n1.prom" || fail "no energy counter"
+grep -q '^pfi_gpu_temperature_celsius{gpu="7",' "$dir/n1.prom" || fail "no temperature"
+grep -q '^pfi_cluster_job_cap_watts{job_id="x"} ' "$dir/cluster.prom" || fail "no job cap on the controller"
+grep -q '^pfi_cluster_node_up{node="n2"} 1$' "$dir/cluster.prom" || fail "n2 not up on the controller"
+grep -q '^pfi_grid_event_binding 1$' "$dir/n1.prom" || fail "the event in force is not shown binding"
+grep -q '^pfi_grid_event_target_watts 3800$' "$dir/n1.prom" || fail "the event target is not 3800 W"
+
+# Energy rises with time (a counter), and at about the board's draw.
+t0=$(date +%s.%N)
+curl -sf "$N1/metrics" >"$dir/n1.a.prom" || fail "GET /metrics on n1"
+e0=$(awk '/^pfi_gpu_energy_joules_total\{gpu="0",/ { print $2 }' "$dir/n1.a.prom")
+p0=$(awk '/^pfi_gpu_power_watts\{gpu="0",/ { print $2 }' "$dir/n1.a.prom")
+sleep 1
+e1=$(curl -sf "$N1/metrics" | awk '/^pfi_gpu_energy_joules_total\{gpu="0",/ { print $2 }')
+t1=$(date +%s.%N)
+awk -v a="$e0" -v b="$e1" -v p="$p0" -v t0="$t0" -v t1="$t1" \
+    'BEGIN { r = (b - a) / (t1 - t0); exit !(b > a && r > 0.1 * p && r < 3 * p) }' ||
+    fail "energy went from $e0 J to $e1 J in $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s at $p0 W"
+note "GPU 0: $p0 W, energy $e0 J -> $e1 J"
+
+exit 0

@@ -1,0 +1,59 @@
+# Sourced by the monitoring tests (it_monitor.sh, it_status_page.sh): two node daemons on the
+# fake NVML over their own simulated nodes and a site controller over the second.
+#   n1: `pfi serve` alone (local mode): three jobs, a 70% budget, grid events.
+#   n2: `pfi serve` under `pfi cluster serve` (external mode): caps from the site budget.
+# Sets N1, N2, CL (http://127.0.0.1:PORT), TOKEN (a file); the caller sets $name, $dir and
+# fail(), and kills $pids at exit.
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "$name: PFI_BIN is not set"; exit 1; }
+command -v curl >/dev/null || fail "curl is missing (scripts/install-deps.sh test)"
+unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
+if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
+    HW="--backend nvml --nvml-lib $PFI_FAKENVML"
+else
+    echo "$name: fake NVML not built ($PFI_FAKENVML): running on the sim backend"
+    HW="--backend sim"
+fi
+TOKEN=$dir/token
+head -c 32 /dev/urandom | base64 >"$TOKEN"
+chmod 600 "$TOKEN"
+pids=""
+wait_file() { # $1 file, $2 what
+    i=0
+    while [ ! -s "$1" ]; do
+        i=$((i + 1)); [ $i -gt 600 ] && fail "$2 did not start"
+        sleep 0.05
+    done
+}
+start_node() { # $1 name
+    # shellcheck disable=SC2086
+    PFI_SIM_STATE="$dir/$1.state" PFI_JOURNAL="$dir/$1.journal" "$PFI_BIN" serve $HW \
+        --listen 127.0.0.1:0 --port-file "$dir/$1.port" --token-file "$TOKEN" \
+        --db "$dir/$1.db" --sample-interval 100ms >"$dir/$1.log" 2>&1 &
+    pids="$pids $!"
+    wait_file "$dir/$1.port" "pfi serve ($1)"
+}
+start_node n1
+start_node n2
+N1=http://$(cat "$dir/n1.port")
+N2=http://$(cat "$dir/n2.port")
+ctl1() { "$PFI_BIN" ctl --url "$N1" --token-file "$TOKEN" "$@"; }
+ctl1 job add a --gpus 0-3 --sla 0.1 --tokens-per-s 5000 >/dev/null || fail "job a"
+ctl1 job add b --gpus 4,5 --pfi30 0.25 >/dev/null || fail "job b"
+ctl1 job add c --gpus 6-7 --pfi30 0.8 --weight 2 >/dev/null || fail "job c"
+ctl1 job throughput a 4700 >/dev/null || fail "job a throughput"
+ctl1 budget set 70% >/dev/null || fail "budget 70%"
+"$PFI_BIN" event --url "$N1" --token-file "$TOKEN" add --id next-cut --start now+2h \
+    --duration 1h --limit 3500W >/dev/null || fail "grid event next-cut"
+"$PFI_BIN" event --url "$N1" --token-file "$TOKEN" add --id now-cap --start now+0s \
+    --duration 1h --limit 3800W >/dev/null || fail "grid event now-cap"
+"$PFI_BIN" ctl --url "$N2" --token-file "$TOKEN" job add x --gpus 0-7 --sla 0.2 >/dev/null ||
+    fail "job x on n2"
+
+echo '{"nodes": [{"name": "n2", "gpus": 8}], "jobs": [{"id": "x", "parts": [{"node": "n2", "gpus": [0, 1, 2, 3, 4, 5, 6, 7]}]}]}' >"$dir/topo.json"
+echo "n2 $N2" >"$dir/node.map"
+"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token "$TOKEN" \
+    --node-map "$dir/node.map" --node-token "$TOKEN" --topology "$dir/topo.json" \
+    --heartbeat 1s --db "$dir/cluster.db" --budget 4800W >"$dir/cluster.log" 2>&1 &
+pids="$pids $!"
+wait_file "$dir/cluster.port" "pfi cluster serve"
+CL=http://127.0.0.1:$(cat "$dir/cluster.port")

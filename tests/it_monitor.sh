@@ -2,7 +2,8 @@
 # The metrics as Prometheus reads them: /metrics of `pfi serve` and of `pfi cluster serve`, each
 # checked with Prometheus' own promtool; GPU series labelled as DCGM-exporter labels them (gpu,
 # UUID, Hostname), jobs by job_id; energy (a counter, joules, rising) and temperature
-# exported.
+# exported; every metric the Grafana dashboards (contrib/grafana/) and the alerting rules
+# (contrib/prometheus/) query is in these expositions (scripts/check-monitoring.py).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 name=it_monitor
@@ -65,5 +66,8 @@ awk -v a="$e0" -v b="$e1" -v p="$p0" -v t0="$t0" -v t1="$t1" \
     'BEGIN { r = (b - a) / (t1 - t0); exit !(b > a && r > 0.1 * p && r < 3 * p) }' ||
     fail "energy went from $e0 J to $e1 J in $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s at $p0 W"
 note "GPU 0: $p0 W, energy $e0 J -> $e1 J"
+
+python3 "$here/../scripts/check-monitoring.py" "$here/../contrib" \
+    "$dir/n1.prom" "$dir/n2.prom" "$dir/cluster.prom" || fail "dashboards or rules use metrics no daemon exports"
 
 exit 0

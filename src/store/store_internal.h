@@ -26,6 +26,8 @@ extern const int pfi_store_schema_nsteps;
 /* Applies the store's own steps (schema.c / migrate.c). */
 int pfi_store_migrate(pfi_store *st, pfi_err *err);
 
+/* ---- sql.c ---- */
+
 /* Turns the connection's last SQLite error (rc) into a pfi_err, with what we were doing. */
 int pfi_store_sqlerr(pfi_store *st, int rc, pfi_err *err, const char *doing);
 /* Runs SQL without results (several statements allowed). */

@@ -59,7 +59,7 @@ int main(int argc, char **argv)
         return 1;
     }
     srv_node *n = calloc(1, sizeof *n);
-    if (pfi_srv_node_init(n, &cfg, b, &e) != PFI_OK || pfi_srv_audit_open(db, &n->audit, &e) != PFI_OK) {
+    if (pfi_srv_node_init(n, &cfg, b, &e) != PFI_OK || pfi_audit_open(db, &n->audit, &e) != PFI_OK) {
         fprintf(stderr, "bench_serve: %s\n", e.msg);
         return 1;
     }
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
            "(largest sum - budget: %.1f W)\n",
            verified, changes, worst_over);
     pfi_srv_restore_originals(n, &e);
-    pfi_srv_audit_close(n->audit);
+    pfi_audit_close(n->audit);
     pfi_srv_node_destroy(n);
     free(n);
     free(ms);

@@ -45,7 +45,7 @@ static int setup(void **state)
     }
     f->n = calloc(1, sizeof *f->n);
     if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        pfi_srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+        pfi_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
         fprintf(stderr, "node: %s\n", e.msg);
         return -1;
     }
@@ -57,7 +57,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    pfi_srv_audit_close(f->n->audit);
+    pfi_audit_close(f->n->audit);
     pfi_srv_node_destroy(f->n);
     free(f->n);
     pfi_hw_close(f->b);
@@ -747,12 +747,12 @@ static void test_jobs_saved(void **state)
     json_decref(d);
     int seen = 0;
     pfi_err e = {0};
-    assert_int_equal(pfi_srv_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
+    assert_int_equal(pfi_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
     assert_int_equal(seen, 1);
     assert_int_equal(call(f, "DELETE", "/v1/jobs/k", NULL, 1, &d), 200);
     json_decref(d);
     seen = 0;
-    assert_int_equal(pfi_srv_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
+    assert_int_equal(pfi_audit_load_jobs(f->n->audit, count_saved, &seen, &e), PFI_OK);
     assert_int_equal(seen, 0);
 }
 

@@ -50,7 +50,7 @@ static int setup(void **state)
     }
     f->n = calloc(1, sizeof *f->n);
     if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        pfi_srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+        pfi_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
         fprintf(stderr, "node: %s\n", e.msg);
         return -1;
     }
@@ -61,7 +61,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    pfi_srv_audit_close(f->n->audit);
+    pfi_audit_close(f->n->audit);
     pfi_srv_node_destroy(f->n);
     free(f->n);
     pfi_hw_close(f->b);
@@ -325,7 +325,7 @@ static int setup_faulty(void **state, const char *faults)
     }
     f->n = calloc(1, sizeof *f->n);
     if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        pfi_srv_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+        pfi_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
         fprintf(stderr, "node: %s\n", e.msg);
         return -1;
     }

@@ -229,7 +229,7 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
         pfi_err e = {0};
         if (q_limit && pfi_num_int(q_limit, 1, 1000, "limit", &limit, &e) != PFI_OK)
             return fail_err(&e, st, len);
-        json_t *doc = pfi_srv_audit_decisions(n->audit, limit, &e);
+        json_t *doc = pfi_audit_decisions(n->audit, limit, &e);
         return doc ? ok(200, doc, st, len) : fail_err(&e, st, len);
     }
     if (!strcmp(url, "/v1/events")) {

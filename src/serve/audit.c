@@ -1,381 +1,59 @@
-/* audit.c: the daemon's memory in SQLite: every decision (budget, caps asked and read back, each
- * job's predicted tokens/s and the tokens/s it later reported), events, the registered jobs (so
- * a restart keeps them) and a little state.  The tables live beside the store's in the same
- * kind of file, as the store's "serve" layer (store.h: pfi_store_migrate_layer). */
-#include <math.h>
-#include <pthread.h>
-#include <sqlite3.h>
-#include <stdarg.h>
-#include <stdio.h>
+/* audit.c: a decision as the daemon's audit log (store/audit.h) keeps it: the daemon's own types
+ * (jobs, the apply report, the mode) become the log's plain rows. */
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "serve/serve_int.h"
-#include "store/store.h"
 
-struct srv_audit {
-    pthread_mutex_t mu;
-    pfi_store *st;
-    sqlite3 *db;
-};
-
-static const pfi_store_step steps[] = {
-    {"CREATE TABLE serve_decisions ("
-     " id INTEGER PRIMARY KEY, t TEXT NOT NULL, reason TEXT NOT NULL, budget_w REAL,"
-     " mode TEXT NOT NULL, sum_before_w REAL, sum_after_w REAL, peak_w REAL,"
-     " n_changed INTEGER, n_failed INTEGER, n_held INTEGER, n_mismatch INTEGER, apply_ms REAL);"
-     "CREATE TABLE serve_decision_jobs ("
-     " decision_id INTEGER NOT NULL REFERENCES serve_decisions(id) ON DELETE CASCADE,"
-     " job TEXT NOT NULL, n_gpus INTEGER, cap_w REAL, predicted_tps REAL, observed_tps REAL,"
-     " observed_t TEXT, pfi30 REAL, sla REAL, weight REAL, curve TEXT);"
-     "CREATE INDEX serve_decision_jobs_job ON serve_decision_jobs(job, decision_id);"
-     "CREATE TABLE serve_decision_gpus ("
-     " decision_id INTEGER NOT NULL REFERENCES serve_decisions(id) ON DELETE CASCADE,"
-     " gpu INTEGER NOT NULL, before_w REAL, target_w REAL, limit_w REAL, enforced_w REAL,"
-     " held INTEGER, error TEXT);"
-     "CREATE TABLE serve_events (id INTEGER PRIMARY KEY, t TEXT NOT NULL, kind TEXT NOT NULL,"
-     " message TEXT NOT NULL);"
-     "CREATE TABLE serve_jobs (id TEXT PRIMARY KEY, spec TEXT NOT NULL, seq INTEGER NOT NULL);"
-     "CREATE TABLE serve_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
-};
-
-static void iso_utc(double wall, char *buf, size_t size)
-{
-    time_t s = (time_t)wall;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    int ms = (int)((wall - (double)s) * 1000);
-    char head[32];
-    strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, size, "%s.%03dZ", head, ms < 0 ? 0 : ms > 999 ? 999 : ms);
-}
-
-int pfi_srv_audit_open(const char *path, srv_audit **out, pfi_err *err)
-{
-    *out = NULL;
-    srv_audit *a = calloc(1, sizeof *a);
-    if (!a)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    int rc = pfi_store_open(path, PFI_STORE_CREATE, &a->st, err);
-    if (rc == PFI_OK)
-        rc = pfi_store_migrate_layer(a->st, "serve", steps, (int)(sizeof steps / sizeof steps[0]),
-                                     err);
-    if (rc != PFI_OK) {
-        pfi_store_close(a->st);
-        free(a);
-        return rc;
-    }
-    a->db = pfi_store_db(a->st);
-    /* Audit rows may lose the last instants in a power cut; the limits themselves are guarded
-     * by the journal, which fsyncs. */
-    sqlite3_exec(a->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
-    pthread_mutex_init(&a->mu, NULL);
-    *out = a;
-    return PFI_OK;
-}
-
-void pfi_srv_audit_close(srv_audit *a)
-{
-    if (!a)
-        return;
-    pfi_store_close(a->st);
-    pthread_mutex_destroy(&a->mu);
-    free(a);
-}
-
-static void bind_real(sqlite3_stmt *s, int i, double v)
-{
-    if (isfinite(v))
-        sqlite3_bind_double(s, i, v);
-    else
-        sqlite3_bind_null(s, i);
-}
-
-/* One statement, its parameters bound in order by types: 's' text (NULL binds NULL), 'd' a
- * real (bind_real).  PFI_EIO when it could not be run. */
-static int exec_sql(srv_audit *a, const char *sql, const char *types, ...)
-{
-    if (!a)
-        return PFI_OK;
-    va_list ap;
-    va_start(ap, types);
-    pthread_mutex_lock(&a->mu);
-    sqlite3_stmt *s;
-    int rc = PFI_EIO;
-    if (sqlite3_prepare_v2(a->db, sql, -1, &s, NULL) == SQLITE_OK) {
-        for (int i = 0; types[i]; i++) {
-            if (types[i] == 'd') {
-                bind_real(s, i + 1, va_arg(ap, double));
-                continue;
-            }
-            const char *t = va_arg(ap, const char *);
-            if (t)
-                sqlite3_bind_text(s, i + 1, t, -1, SQLITE_TRANSIENT);
-            else
-                sqlite3_bind_null(s, i + 1);
-        }
-        if (sqlite3_step(s) == SQLITE_DONE)
-            rc = PFI_OK;
-        sqlite3_finalize(s);
-    }
-    pthread_mutex_unlock(&a->mu);
-    va_end(ap);
-    return rc;
-}
-
-int pfi_srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg)
-{
-    char t[40];
-    iso_utc(wall, t, sizeof t);
-    return exec_sql(a, "INSERT INTO serve_events(t, kind, message) VALUES(?,?,?)", "sss", t,
-                    kind, msg);
-}
-
-long long pfi_srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
-                             int mode, const srv_job *jobs, int n_jobs,
-                             const pfi_apply_report *rep, double apply_ms)
+long long pfi_srv_audit_decision(pfi_audit *a, double wall, const char *reason, double budget_w,
+                                 int mode, const srv_job *jobs, int n_jobs,
+                                 const pfi_apply_report *rep, double apply_ms)
 {
     if (!a)
         return 0;
-    char t[40];
-    iso_utc(wall, t, sizeof t);
+    pfi_audit_job *jr = malloc(sizeof *jr * (size_t)(n_jobs > 0 ? n_jobs : 1));
+    pfi_audit_gpu *gr = malloc(sizeof *gr * (size_t)(rep->n > 0 ? rep->n : 1));
     long long id = 0;
-    pthread_mutex_lock(&a->mu);
-    sqlite3_exec(a->db, "BEGIN", NULL, NULL, NULL);
-    sqlite3_stmt *s = NULL;
-    int ok = sqlite3_prepare_v2(a->db,
-                                "INSERT INTO serve_decisions(t, reason, budget_w, mode, "
-                                "sum_before_w, sum_after_w, peak_w, n_changed, n_failed, n_held, "
-                                "n_mismatch, apply_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-                                -1, &s, NULL) == SQLITE_OK;
-    if (ok) {
-        sqlite3_bind_text(s, 1, t, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 2, reason, -1, SQLITE_TRANSIENT);
-        bind_real(s, 3, budget_w);
-        sqlite3_bind_text(s, 4, pfi_srv_mode_name(mode), -1, SQLITE_STATIC);
-        bind_real(s, 5, rep->sum_before_w);
-        bind_real(s, 6, rep->sum_after_w);
-        bind_real(s, 7, rep->peak_w);
-        sqlite3_bind_int(s, 8, rep->n_changed);
-        sqlite3_bind_int(s, 9, rep->n_failed);
-        sqlite3_bind_int(s, 10, rep->n_held);
-        sqlite3_bind_int(s, 11, rep->n_mismatch);
-        bind_real(s, 12, apply_ms);
-        ok = sqlite3_step(s) == SQLITE_DONE;
-        id = sqlite3_last_insert_rowid(a->db);
-    }
-    sqlite3_finalize(s);
-    s = NULL;
-    if (ok && sqlite3_prepare_v2(a->db,
-                                 "INSERT INTO serve_decision_jobs(decision_id, job, n_gpus, "
-                                 "cap_w, predicted_tps, pfi30, sla, weight, curve) "
-                                 "VALUES(?,?,?,?,?,?,?,?,?)",
-                                 -1, &s, NULL) == SQLITE_OK) {
-        for (int j = 0; j < n_jobs && ok; j++) {
+    if (jr && gr) {
+        for (int j = 0; j < n_jobs; j++) {
             const srv_job *jb = &jobs[j];
-            sqlite3_reset(s);
-            sqlite3_bind_int64(s, 1, id);
-            sqlite3_bind_text(s, 2, jb->id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_int(s, 3, jb->n_gpus);
-            bind_real(s, 4, jb->cap_w);
-            bind_real(s, 5, jb->predicted_tps);
-            bind_real(s, 6, jb->pfi30);
-            bind_real(s, 7, jb->sla);
-            bind_real(s, 8, jb->weight);
-            sqlite3_bind_text(s, 9, pfi_srv_curve_src_name(jb->curve_src), -1, SQLITE_STATIC);
-            ok = sqlite3_step(s) == SQLITE_DONE;
+            jr[j] = (pfi_audit_job){.id = jb->id,
+                                    .n_gpus = jb->n_gpus,
+                                    .cap_w = jb->cap_w,
+                                    .predicted_tps = jb->predicted_tps,
+                                    .pfi30 = jb->pfi30,
+                                    .sla = jb->sla,
+                                    .weight = jb->weight,
+                                    .curve = pfi_srv_curve_src_name(jb->curve_src)};
         }
-    }
-    sqlite3_finalize(s);
-    s = NULL;
-    if (ok && sqlite3_prepare_v2(a->db,
-                                 "INSERT INTO serve_decision_gpus(decision_id, gpu, before_w, "
-                                 "target_w, limit_w, enforced_w, held, error) "
-                                 "VALUES(?,?,?,?,?,?,?,?)",
-                                 -1, &s, NULL) == SQLITE_OK) {
-        for (int i = 0; i < rep->n && ok; i++) {
+        for (int i = 0; i < rep->n; i++) {
             const pfi_cap_change *c = &rep->gpu[i];
-            sqlite3_reset(s);
-            sqlite3_bind_int64(s, 1, id);
-            sqlite3_bind_int(s, 2, c->gpu);
-            bind_real(s, 3, c->before_w);
-            bind_real(s, 4, c->target_w);
-            bind_real(s, 5, c->limit_w);
-            bind_real(s, 6, c->enforced_w);
-            sqlite3_bind_int(s, 7, c->held);
-            if (c->msg[0])
-                sqlite3_bind_text(s, 8, c->msg, -1, SQLITE_TRANSIENT);
-            else
-                sqlite3_bind_null(s, 8);
-            ok = sqlite3_step(s) == SQLITE_DONE;
+            gr[i] = (pfi_audit_gpu){.gpu = c->gpu,
+                                    .before_w = c->before_w,
+                                    .target_w = c->target_w,
+                                    .limit_w = c->limit_w,
+                                    .enforced_w = c->enforced_w,
+                                    .held = c->held,
+                                    .error = c->msg};
         }
+        pfi_audit_decision d = {.wall = wall,
+                                .reason = reason,
+                                .budget_w = budget_w,
+                                .mode = pfi_srv_mode_name(mode),
+                                .sum_before_w = rep->sum_before_w,
+                                .sum_after_w = rep->sum_after_w,
+                                .peak_w = rep->peak_w,
+                                .n_changed = rep->n_changed,
+                                .n_failed = rep->n_failed,
+                                .n_held = rep->n_held,
+                                .n_mismatch = rep->n_mismatch,
+                                .apply_ms = apply_ms,
+                                .jobs = jr,
+                                .n_jobs = n_jobs,
+                                .gpus = gr,
+                                .n_gpus = rep->n};
+        id = pfi_audit_decision_add(a, &d);
     }
-    sqlite3_finalize(s);
-    sqlite3_exec(a->db, ok ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
-    pthread_mutex_unlock(&a->mu);
-    return ok ? id : 0;
-}
-
-int pfi_srv_audit_observed(srv_audit *a, const char *job, double tps)
-{
-    char t[40];
-    iso_utc(pfi_clock_wall(), t, sizeof t);
-    /* The observation belongs to the caps in force now: those of the job's latest decision. */
-    return exec_sql(a,
-                    "UPDATE serve_decision_jobs SET observed_tps = ?, observed_t = ? "
-                    "WHERE job = ? AND decision_id = (SELECT max(decision_id) FROM "
-                    "serve_decision_jobs WHERE job = ?)",
-                    "dsss", tps, t, job, job);
-}
-
-int pfi_srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json)
-{
-    return exec_sql(a,
-                    "INSERT OR REPLACE INTO serve_jobs(id, spec, seq) VALUES(?, ?, "
-                    "(SELECT coalesce(max(seq), 0) + 1 FROM serve_jobs))",
-                    "ss", id, spec_json);
-}
-
-int pfi_srv_audit_delete_job(srv_audit *a, const char *id)
-{
-    return exec_sql(a, "DELETE FROM serve_jobs WHERE id = ?", "s", id);
-}
-
-int pfi_srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, const char *spec),
-                        void *ctx, pfi_err *err)
-{
-    if (!a)
-        return PFI_OK;
-    pthread_mutex_lock(&a->mu);
-    sqlite3_stmt *s;
-    int rc = PFI_OK;
-    if (sqlite3_prepare_v2(a->db, "SELECT id, spec FROM serve_jobs ORDER BY seq", -1, &s,
-                           NULL) != SQLITE_OK) {
-        rc = pfi_err_set(err, PFI_EIO, "reading saved jobs: %s", sqlite3_errmsg(a->db));
-        pthread_mutex_unlock(&a->mu);
-        return rc;
-    }
-    /* Copied out first: fn may write to the database, which needs the lock. */
-    int cap = 16, n = 0;
-    char **rows = malloc(sizeof *rows * 2 * (size_t)cap);
-    if (!rows)
-        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory reading saved jobs");
-    while (rows && sqlite3_step(s) == SQLITE_ROW) {
-        if (n == cap) {
-            char **r2 = realloc(rows, sizeof *rows * 4 * (size_t)cap);
-            if (!r2) {
-                rc = pfi_err_set(err, PFI_ENOMEM, "out of memory after %d saved jobs", n);
-                break;
-            }
-            cap *= 2;
-            rows = r2;
-        }
-        rows[2 * n] = strdup((const char *)sqlite3_column_text(s, 0));
-        rows[2 * n + 1] = strdup((const char *)sqlite3_column_text(s, 1));
-        n++;
-    }
-    sqlite3_finalize(s);
-    pthread_mutex_unlock(&a->mu);
-    for (int i = 0; i < n; i++) {
-        if (rows[2 * i] && rows[2 * i + 1])
-            fn(ctx, rows[2 * i], rows[2 * i + 1]);
-        else
-            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory reading saved jobs");
-        free(rows[2 * i]);
-        free(rows[2 * i + 1]);
-    }
-    free(rows);
-    return rc;
-}
-
-int pfi_srv_audit_set_state(srv_audit *a, const char *key, const char *value)
-{
-    return exec_sql(a, "INSERT OR REPLACE INTO serve_state(key, value) VALUES(?, ?)", "ss", key,
-                    value);
-}
-
-int pfi_srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size)
-{
-    if (!a)
-        return PFI_ENOENT;
-    int rc = PFI_ENOENT;
-    pthread_mutex_lock(&a->mu);
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(a->db, "SELECT value FROM serve_state WHERE key = ?", -1, &s, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(s) == SQLITE_ROW) {
-            snprintf(value, size, "%s", (const char *)sqlite3_column_text(s, 0));
-            rc = PFI_OK;
-        }
-        sqlite3_finalize(s);
-    }
-    pthread_mutex_unlock(&a->mu);
-    return rc;
-}
-
-static json_t *col_json(sqlite3_stmt *s, int i)
-{
-    switch (sqlite3_column_type(s, i)) {
-    case SQLITE_INTEGER:
-        return json_integer(sqlite3_column_int64(s, i));
-    case SQLITE_FLOAT:
-        return json_real(sqlite3_column_double(s, i));
-    case SQLITE_TEXT:
-        return json_string((const char *)sqlite3_column_text(s, i));
-    default:
-        return json_null();
-    }
-}
-
-/* Rows of a statement as objects named by its columns. */
-static json_t *rows_json(sqlite3_stmt *s)
-{
-    json_t *arr = json_array();
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        json_t *o = json_object();
-        for (int i = 0; i < sqlite3_column_count(s); i++)
-            json_object_set_new(o, sqlite3_column_name(s, i), col_json(s, i));
-        json_array_append_new(arr, o);
-    }
-    return arr;
-}
-
-json_t *pfi_srv_audit_decisions(srv_audit *a, int limit, pfi_err *err)
-{
-    if (!a)
-        return json_pack("{s:[]}", "decisions");
-    pthread_mutex_lock(&a->mu);
-    sqlite3_stmt *d = NULL, *j = NULL;
-    json_t *out = NULL;
-    if (sqlite3_prepare_v2(a->db,
-                           "SELECT id, t, reason, budget_w, mode, sum_before_w, sum_after_w, "
-                           "peak_w, n_changed, n_failed, n_held, n_mismatch, apply_ms "
-                           "FROM serve_decisions ORDER BY id DESC LIMIT ?",
-                           -1, &d, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(a->db,
-                           "SELECT job, n_gpus, cap_w, predicted_tps, observed_tps, observed_t, "
-                           "pfi30, sla, weight, curve FROM serve_decision_jobs "
-                           "WHERE decision_id = ? ORDER BY rowid",
-                           -1, &j, NULL) != SQLITE_OK) {
-        pfi_err_set(err, PFI_EIO, "audit log: %s", sqlite3_errmsg(a->db));
-        goto out;
-    }
-    sqlite3_bind_int(d, 1, limit);
-    json_t *arr = rows_json(d);
-    size_t k;
-    json_t *o;
-    json_array_foreach(arr, k, o)
-    {
-        sqlite3_reset(j);
-        sqlite3_bind_int64(j, 1, json_integer_value(json_object_get(o, "id")));
-        json_object_set_new(o, "jobs", rows_json(j));
-    }
-    out = json_pack("{s:o}", "decisions", arr);
-out:
-    sqlite3_finalize(d);
-    sqlite3_finalize(j);
-    pthread_mutex_unlock(&a->mu);
-    return out;
+    free(jr);
+    free(gr);
+    return id;
 }

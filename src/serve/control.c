@@ -32,7 +32,7 @@ int pfi_srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err
 /* The budget a restart with resume comes back to. */
 static void save_budget(srv_node *n, const char *value)
 {
-    if (pfi_srv_audit_set_state(n->audit, "budget_w", value) != PFI_OK)
+    if (pfi_audit_set_state(n->audit, "budget_w", value) != PFI_OK)
         pfi_srv_event_add(n, "db_error", "budget %s not saved: a restart would not come back to it",
                       value);
 }

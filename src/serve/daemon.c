@@ -89,7 +89,7 @@ static void reload_one(void *ctx, const char *id, const char *spec)
     if (!doc || pfi_srv_job_reload(n, doc, &e) != PFI_OK) {
         pfi_srv_event_add(n, "job_dropped", "saved job %s not registered again: %s", id,
                       doc ? e.msg : je.text);
-        if (pfi_srv_audit_delete_job(n->audit, id) != PFI_OK)
+        if (pfi_audit_delete_job(n->audit, id) != PFI_OK)
             pfi_srv_event_add(n, "db_error", "saved job %s could not be removed from the database",
                           id);
     } else {
@@ -114,7 +114,7 @@ static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
     char budget_s[64] = "";
     if (c->budget[0])
         snprintf(budget_s, sizeof budget_s, "%s", c->budget);
-    else if (c->resume && pfi_srv_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) ==
+    else if (c->resume && pfi_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) ==
                               PFI_OK &&
              !strcmp(budget_s, "none"))
         budget_s[0] = '\0';
@@ -221,7 +221,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (rc != PFI_OK)
         goto out;
     n->model = model;
-    rc = pfi_srv_audit_open(c->db, &n->audit, err);
+    rc = pfi_audit_open(c->db, &n->audit, err);
     if (rc != PFI_OK) {
         pfi_err_prefix(err, "state database %s: ", c->db);
         goto out;
@@ -261,7 +261,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
                       n->lib.n, n->lib.where);
     pfi_err le = {0};
     /* The daemon still starts: the jobs can be registered again (Slurm's prolog does). */
-    if (pfi_srv_audit_load_jobs(n->audit, reload_one, n, &le) != PFI_OK)
+    if (pfi_audit_load_jobs(n->audit, reload_one, n, &le) != PFI_OK)
         pfi_srv_event_add(n, "db_error", "saved jobs not registered again: %s", le.msg);
 
     rc = initial_budget(n, c, err);
@@ -291,7 +291,7 @@ out:
             rc = pfi_err_set(err, e.code ? e.code : PFI_EIO, "restoring limits: %s", e.msg);
     }
     pfi_srv_grid_close(n);
-    pfi_srv_audit_close(n->audit);
+    pfi_audit_close(n->audit);
     pfi_srv_follow_free(n);
     pfi_srv_node_destroy(n);
     pfi_srv_library_free(&n->lib);

@@ -23,6 +23,6 @@ void pfi_srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
     /* The daemon's log is stderr (journald under systemd); the audit DB keeps them too. */
     fprintf(stderr, "pfi serve: %s: %s\n", e.kind, e.msg);
     /* Not an event of its own: that one could not be written either. */
-    if (pfi_srv_audit_event(n->audit, e.wall, e.kind, e.msg) != PFI_OK)
+    if (pfi_audit_event(n->audit, e.wall, e.kind, e.msg) != PFI_OK)
         fprintf(stderr, "pfi serve: db_error: the event above is not in the audit log\n");
 }

@@ -191,7 +191,7 @@ static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **resul
         return rc;
     if (persist) {
         char *text = json_dumps(spec, JSON_COMPACT);
-        if (!text || pfi_srv_audit_save_job(n->audit, j->id, text) != PFI_OK)
+        if (!text || pfi_audit_save_job(n->audit, j->id, text) != PFI_OK)
             pfi_srv_event_add(n, "db_error", "job %s could not be saved: it will not survive a "
                                          "restart",
                           j->id);
@@ -232,7 +232,7 @@ int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *er
         char reason[96];
         snprintf(reason, sizeof reason, "job %s removed", id);
         rc = pfi_srv_decide(n, pfi_srv_current_budget(n), mode, ext, reason, result, err);
-        if (rc == PFI_OK && pfi_srv_audit_delete_job(n->audit, id) != PFI_OK)
+        if (rc == PFI_OK && pfi_audit_delete_job(n->audit, id) != PFI_OK)
             pfi_srv_event_add(n, "db_error",
                           "job %s could not be removed from the database: a restart brings it "
                           "back",
@@ -266,7 +266,7 @@ int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err
     pthread_mutex_unlock(&n->mu);
     if (j < 0)
         return pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
-    if (pfi_srv_audit_observed(n->audit, id, tps) != PFI_OK)
+    if (pfi_audit_observed(n->audit, pfi_clock_wall(), id, tps) != PFI_OK)
         pfi_srv_event_add(n, "db_error", "tokens/s of job %s not written to the audit log", id);
     return PFI_OK;
 }

@@ -15,6 +15,7 @@
 #include "measure/meter.h"
 #include "measure/parse.h"
 #include "serve/serve.h"
+#include "store/audit.h"
 #include "util/clock.h"
 
 #define SRV_ID_MAX 64
@@ -117,7 +118,6 @@ typedef struct srv_event {
     char msg[300];
 } srv_event;
 
-typedef struct srv_audit srv_audit;
 struct pfi_grid_store;
 
 #define SRV_GRID_MAX 64 /* grid events held at once (past ones included until deleted) */
@@ -158,7 +158,7 @@ typedef struct srv_node {
     pthread_mutex_t mu, decide_mu, hw_mu;
     const pfi_serve_config *cfg;
     pfi_backend *b;
-    srv_audit *audit;
+    pfi_audit *audit;
     const struct pfi_model *model; /* runtime predictor (core/predict.h); NULL: none loaded */
     srv_library lib;               /* curves a probe is read through; n 0: none */
     char token[PFI_TOKEN_MAX + 1]; /* "" when no token file: every mutation is refused */
@@ -355,27 +355,11 @@ char *pfi_srv_metrics_text(srv_node *n, size_t *len);
  * not in keys (NULL-terminated) and the known ones. */
 int pfi_srv_only_keys(json_t *o, const char *const *keys, pfi_err *e);
 
-/* audit.c */
-int pfi_srv_audit_open(const char *path, srv_audit **out, pfi_err *err);
-void pfi_srv_audit_close(srv_audit *a);
-/* The writers return PFI_EIO when the row could not be written (a NULL log writes nothing):
- * the daemon carries on, and says so in an event, since a full disk must not stop control. */
-int pfi_srv_audit_event(srv_audit *a, double wall, const char *kind, const char *msg);
-/* One decision row with its jobs and GPUs; returns the decision id (0 on failure). */
-long long pfi_srv_audit_decision(srv_audit *a, double wall, const char *reason, double budget_w,
-                             int mode, const srv_job *jobs, int n_jobs,
-                             const pfi_apply_report *rep, double apply_ms);
-int pfi_srv_audit_observed(srv_audit *a, const char *job, double tps);
-/* The latest `limit` decisions, newest first, each with its jobs' rows (predicted and
- * observed tokens/s): {"decisions": [...]}.  NULL on a database error. */
-json_t *pfi_srv_audit_decisions(srv_audit *a, int limit, pfi_err *err);
-int pfi_srv_audit_save_job(srv_audit *a, const char *id, const char *spec_json);
-int pfi_srv_audit_delete_job(srv_audit *a, const char *id);
-/* Calls fn for every saved job spec (JSON text), in registration order. */
-int pfi_srv_audit_load_jobs(srv_audit *a, void (*fn)(void *ctx, const char *id, const char *spec),
-                        void *ctx, pfi_err *err);
-int pfi_srv_audit_set_state(srv_audit *a, const char *key, const char *value);
-int pfi_srv_audit_get_state(srv_audit *a, const char *key, char *value, size_t size);
+/* audit.c: one decision row with its jobs and GPUs in the audit log (store/audit.h; a NULL log
+ * writes nothing); returns the decision id (0 on failure). */
+long long pfi_srv_audit_decision(pfi_audit *a, double wall, const char *reason, double budget_w,
+                                 int mode, const srv_job *jobs, int n_jobs,
+                                 const pfi_apply_report *rep, double apply_ms);
 
 /* http.c + api.c */
 typedef struct srv_http srv_http;

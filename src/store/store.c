@@ -97,7 +97,6 @@ const char *pfi_store_path(const pfi_store *st) { return st->path; }
 const char *const pfi_store_sources[PFI_STORE_NSOURCES] = {"sweep", "sim", "perseus", "zeus-nsdi",
                                                            "zeus-plo"};
 int pfi_store_schema_version(const pfi_store *st) { return st->version; }
-sqlite3 *pfi_store_db(pfi_store *st) { return st->db; }
 
 /* ---- jobs ---- */
 

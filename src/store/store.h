@@ -24,10 +24,10 @@
  * (fills a pfi_run, the model every layer above works on), pfi_store_load_telemetry.
  *
  * Schema versions: PRAGMA user_version is the store's own schema version; opening a file
- * written by a newer pfi is refused (PFI_ESTATE) rather than guessed at.  Other layers (the
- * node daemon...) keep their own tables in the same file through pfi_store_migrate_layer: each
- * layer has its own ordered list of steps and its own version in table schema_layers, so they
- * never collide with the store's numbering.
+ * written by a newer pfi is refused (PFI_ESTATE) rather than guessed at.  Other tables in the
+ * same file (the node daemon's audit log, store/audit.h) are brought up to date through
+ * pfi_store_migrate_layer: each layer has its own ordered list of steps and its own version in
+ * table schema_layers, so they never collide with the store's numbering.
  *
  * Errors: a locked database (another writer past the busy timeout) is PFI_EBUSY with a message
  * naming the file; a missing file opened without PFI_STORE_CREATE is PFI_ENOENT. */
@@ -38,7 +38,6 @@
 #include "core/run.h"
 #include "hw/hw.h"
 
-typedef struct sqlite3 sqlite3;
 typedef struct pfi_store pfi_store;
 
 /* The store schema version this build writes (PRAGMA user_version). */
@@ -63,8 +62,6 @@ void pfi_store_set_busy_timeout(pfi_store *st, int ms);
 const char *pfi_store_path(const pfi_store *st);
 /* Version found in the file (after migration: PFI_STORE_SCHEMA_VERSION). */
 int pfi_store_schema_version(const pfi_store *st);
-/* The underlying connection, for a layer that keeps its own tables (after migrating them). */
-sqlite3 *pfi_store_db(pfi_store *st);
 
 /* ---- other layers' tables ---- */
 

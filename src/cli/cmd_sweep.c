@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "hw/backend_sim.h"
 #include "measure/measure.h"
+#include "store/sink.h"
 #include "store/store.h"
 #include "util/units.h"
 
@@ -20,61 +21,6 @@ static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig)
 {
     stop_flag = sig;
-}
-
-typedef struct store_sink {
-    pfi_store *st;
-    long long job_id, run_id;
-    const char *backend;
-    char db[PFI_JOURNAL_PATH_MAX]; /* absolute: pfi restore may run from another directory */
-    pfi_err err; /* the first store error, reported at the end */
-} store_sink;
-
-static long long sink_run_ref(void *ctx, const char **db)
-{
-    store_sink *s = ctx;
-    *db = s->db;
-    return s->db[0] ? s->run_id : 0;
-}
-
-static int sink_begin(void *ctx, const pfi_run *run, pfi_err *err)
-{
-    store_sink *s = ctx;
-    return pfi_store_create_run(s->st, s->job_id, run, s->backend, &s->run_id, err);
-}
-
-static int sink_level(void *ctx, const pfi_run *run, int idx, const pfi_sample *rows, int nt,
-                      const int *gpus, int ng, pfi_err *err)
-{
-    store_sink *s = ctx;
-    /* The unit is known only once the first level was measured (a log may give samples). */
-    if (idx == 0 && pfi_store_set_run_unit(s->st, s->run_id, run->unit, err) != PFI_OK)
-        return err->code;
-    pfi_sample *col = malloc((size_t)(nt ? nt : 1) * sizeof *col);
-    if (!col)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    long long level_id;
-    int rc = pfi_store_level_begin(s->st, err);
-    if (rc == PFI_OK)
-        rc = pfi_store_add_level(s->st, s->run_id, &run->levels[idx], &level_id, err);
-    for (int g = 0; rc == PFI_OK && g < ng; g++) {
-        for (int t = 0; t < nt; t++)
-            col[t] = rows[(size_t)t * (size_t)ng + (size_t)g];
-        rc = pfi_store_add_samples(s->st, level_id, gpus[g], col, nt, 1.0, err);
-    }
-    if (rc == PFI_OK)
-        rc = pfi_store_level_commit(s->st, err);
-    else
-        pfi_store_level_abort(s->st);
-    free(col);
-    return rc;
-}
-
-static void sink_end(void *ctx, const pfi_run *run, const char *status)
-{
-    store_sink *s = ctx;
-    if (s->run_id > 0)
-        pfi_store_finish_run(s->st, s->run_id, status, &s->err);
 }
 
 typedef struct progress_ctx {
@@ -250,6 +196,30 @@ static int parse_duration_opt(const char *s, double *out, pfi_err *err)
     return s ? pfi_parse_duration(s, out, err) : PFI_OK;
 }
 
+/* How the job's log is read: format, regex and its unit, tokens per sample or step. */
+static int build_parse_cfg(const sweep_opts *o, pfi_parse_cfg *pc, pfi_err *err)
+{
+    int rc;
+    memset(pc, 0, sizeof *pc);
+    if (o->format && (rc = pfi_log_format_parse(o->format, &pc->format, err)) != PFI_OK)
+        return rc;
+    pc->regex = o->regex;
+    if (o->regex) {
+        if (!o->unit)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "--throughput-regex needs --unit (tokens/s, samples/s, it/s, s/it, "
+                               "ms/it, tokens or samples)");
+        if ((rc = pfi_regex_unit_parse(o->unit, &pc->regex_unit, err)) != PFI_OK)
+            return rc;
+    } else if (o->unit) {
+        return pfi_err_set(err, PFI_EINVAL, "--unit goes with --throughput-regex");
+    }
+    pc->seq_len = isnan(o->seq_len) ? 0 : o->seq_len;
+    pc->tokens_per_step = isnan(o->tokens_per_step) ? 0 : o->tokens_per_step;
+    pc->samples_per_step = isnan(o->batch_size) ? 0 : o->batch_size;
+    return PFI_OK;
+}
+
 /* Everything in the options that can be wrong, checked before any GPU is touched. */
 static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_parse_cfg *pc,
                      pfi_err *err)
@@ -328,24 +298,8 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
     c->restart = o->restart;
     if (o->restart && o->attach)
         return pfi_err_set(err, PFI_EINVAL, "--restart cannot relaunch a job it attached to");
-    /* Parser settings. */
-    memset(pc, 0, sizeof *pc);
-    if (o->format && (rc = pfi_log_format_parse(o->format, &pc->format, err)) != PFI_OK)
+    if ((rc = build_parse_cfg(o, pc, err)) != PFI_OK)
         return rc;
-    pc->regex = o->regex;
-    if (o->regex) {
-        if (!o->unit)
-            return pfi_err_set(err, PFI_EINVAL,
-                               "--throughput-regex needs --unit (tokens/s, samples/s, it/s, s/it, "
-                               "ms/it, tokens or samples)");
-        if ((rc = pfi_regex_unit_parse(o->unit, &pc->regex_unit, err)) != PFI_OK)
-            return rc;
-    } else if (o->unit) {
-        return pfi_err_set(err, PFI_EINVAL, "--unit goes with --throughput-regex");
-    }
-    pc->seq_len = isnan(o->seq_len) ? 0 : o->seq_len;
-    pc->tokens_per_step = isnan(o->tokens_per_step) ? 0 : o->tokens_per_step;
-    pc->samples_per_step = isnan(o->batch_size) ? 0 : o->batch_size;
     /* The sweep's plan validates the caps against the devices now, before any change. */
     double (*plan)[PFI_MAX_GPUS] = malloc(sizeof(double[PFI_MAX_LEVELS][PFI_MAX_GPUS]));
     if (!plan)
@@ -375,9 +329,10 @@ static int sim_env(const sweep_opts *o, char *state_path, size_t n)
     return is_sim;
 }
 
-/* The job row: its command (or followed log), the sweep's settings and the tags. */
-static int store_job(pfi_store *st, const sweep_opts *o, const char *cmdline, long long *job_id,
-                     pfi_err *err)
+/* The store, and the job row in it: its command (or followed log), the sweep's settings and
+ * the tags. */
+static int open_sink(const sweep_opts *o, const char *db, const char *cmdline,
+                     const char *backend, pfi_store_sink **sink, pfi_err *err)
 {
     json_t *conf = json_pack("{s:s, s:s, s:s}", "levels", o->levels ? o->levels : "", "caps",
                              o->caps ? o->caps : "", "dwell", o->dwell ? o->dwell : "auto");
@@ -385,8 +340,8 @@ static int store_job(pfi_store *st, const sweep_opts *o, const char *cmdline, lo
     json_decref(conf);
     if (!conf_text)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    int rc = pfi_store_create_job(st, cmdline ? cmdline : o->log, conf_text, o->tags.v,
-                                  o->tags.n, job_id, err);
+    int rc = pfi_store_sink_open(db, cmdline ? cmdline : o->log, conf_text,
+                                 o->tags.v, o->tags.n, backend, sink, err);
     free(conf_text);
     return rc;
 }
@@ -467,48 +422,71 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
     return PFI_EXIT_OK;
 }
 
-int pfi_cmd_sweep(int argc, char **argv)
+/* The job's output: launched with its log copied to a file (named in logname when it is the
+ * default one), or followed in its log (--attach). */
+static int start_source(sweep_opts *o, char **pos, const pfi_parse_cfg *pc, char *logname,
+                        size_t n, pfi_tput_source **src, pfi_err *err)
 {
-    sweep_opts o = {0};
+    if (!o->attach && !o->log && !o->no_log) {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(logname, n, "pfi-sweep-%Y%m%d-%H%M%S.log", &tm);
+        o->log = logname;
+        if (!o->quiet)
+            fprintf(stderr, "pfi sweep: the job's output is also in %s\n", o->log);
+    }
+    if (o->no_log && !o->attach)
+        o->log = NULL;
+    if (o->attach)
+        return pfi_source_follow(o->log, pc, src, err);
+    return pfi_source_launch(pos, o->log, o->as_json ? STDERR_FILENO : STDOUT_FILENO, pc, src,
+                             err);
+}
+
+/* The options into *o and the COMMAND after them into pos[0..npos) (pos[npos] NULL): -1 to go
+ * on, else the exit status. */
+static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *npos)
+{
     /* NAN: not given (the default applies); any number given must be positive. */
-    o.rel_ci = o.seq_len = o.tokens_per_step = o.batch_size = o.speed = NAN;
+    o->rel_ci = o->seq_len = o->tokens_per_step = o->batch_size = o->speed = NAN;
     const pfi_opt opts[] = {
-        PFI_CLI_HW_OPTS(o.hw),
-        {"gpus", PFI_OPT_STR, &o.gpus, "LIST", "GPUs of the job, e.g. 0-7 (default: all)"},
-        {"levels", PFI_OPT_STR, &o.levels, "LIST", "fractions of the max limit (100,90,...,50%)"},
-        {"caps", PFI_OPT_STR, &o.caps, "FROM:TO:STEP", "caps in watts instead, e.g. 700:300:50"},
-        {"dwell", PFI_OPT_STR, &o.dwell, "auto|DUR", "per level: until steady (auto) or fixed"},
-        {"max-dwell", PFI_OPT_STR, &o.max_dwell, "DUR", "auto: longest wait per level (120s)"},
-        {"settle", PFI_OPT_STR, &o.settle, "DUR", "transient discarded after a change (3s)"},
-        {"min-window", PFI_OPT_STR, &o.min_window, "DUR", "shortest steady window (5s)"},
-        {"rel-ci", PFI_OPT_DOUBLE, &o.rel_ci, "X", "steady when CI half-width/mean <= X (0.01)"},
-        {"timeout", PFI_OPT_STR, &o.timeout, "DUR",
+        PFI_CLI_HW_OPTS(o->hw),
+        {"gpus", PFI_OPT_STR, &o->gpus, "LIST", "GPUs of the job, e.g. 0-7 (default: all)"},
+        {"levels", PFI_OPT_STR, &o->levels, "LIST", "fractions of the max limit (100,90,...,50%)"},
+        {"caps", PFI_OPT_STR, &o->caps, "FROM:TO:STEP", "caps in watts instead, e.g. 700:300:50"},
+        {"dwell", PFI_OPT_STR, &o->dwell, "auto|DUR", "per level: until steady (auto) or fixed"},
+        {"max-dwell", PFI_OPT_STR, &o->max_dwell, "DUR", "auto: longest wait per level (120s)"},
+        {"settle", PFI_OPT_STR, &o->settle, "DUR", "transient discarded after a change (3s)"},
+        {"min-window", PFI_OPT_STR, &o->min_window, "DUR", "shortest steady window (5s)"},
+        {"rel-ci", PFI_OPT_DOUBLE, &o->rel_ci, "X", "steady when CI half-width/mean <= X (0.01)"},
+        {"timeout", PFI_OPT_STR, &o->timeout, "DUR",
          "fail after this long without throughput (300s)"},
-        {"order", PFI_OPT_STR, &o.order, "ORDER", "descending (default), ascending or random"},
-        {"seed", PFI_OPT_INT, &o.seed, "N", "seed of --order random"},
-        {"db", PFI_OPT_STR, &o.db, "FILE", "SQLite store (default $PFI_DB, else pfi.db)"},
-        {"tag", PFI_OPT_MULTI, &o.tags, "K=V", "a tag for the job (repeatable); model=, family=, "
+        {"order", PFI_OPT_STR, &o->order, "ORDER", "descending (default), ascending or random"},
+        {"seed", PFI_OPT_INT, &o->seed, "N", "seed of --order random"},
+        {"db", PFI_OPT_STR, &o->db, "FILE", "SQLite store (default $PFI_DB, else pfi.db)"},
+        {"tag", PFI_OPT_MULTI, &o->tags, "K=V", "a tag for the job (repeatable); model=, family=, "
                                                "params_b=, dp=, tp=, pp=, seq_len=... also fill "
                                                "the run's metadata"},
-        {"name", PFI_OPT_STR, &o.name, "NAME", "run name (default: the command)"},
-        {"restart", PFI_OPT_FLAG, &o.restart, NULL, "relaunch the job for every level"},
-        {"attach", PFI_OPT_FLAG, &o.attach, NULL, "characterize a running job: follow --log"},
-        {"log", PFI_OPT_STR, &o.log, "FILE", "job log: appended to (default "
+        {"name", PFI_OPT_STR, &o->name, "NAME", "run name (default: the command)"},
+        {"restart", PFI_OPT_FLAG, &o->restart, NULL, "relaunch the job for every level"},
+        {"attach", PFI_OPT_FLAG, &o->attach, NULL, "characterize a running job: follow --log"},
+        {"log", PFI_OPT_STR, &o->log, "FILE", "job log: appended to (default "
                                              "pfi-sweep-DATE.log) or followed (--attach)"},
-        {"no-log", PFI_OPT_FLAG, &o.no_log, NULL, "do not copy the job's output to a file"},
-        {"format", PFI_OPT_STR, &o.format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
+        {"no-log", PFI_OPT_FLAG, &o->no_log, NULL, "do not copy the job's output to a file"},
+        {"format", PFI_OPT_STR, &o->format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
                                                    "hf, deepspeed, nanogpt, llmc, lightning)"},
-        {"throughput-regex", PFI_OPT_STR, &o.regex, "RE", "ERE whose first group is the number"},
-        {"unit", PFI_OPT_STR, &o.unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
+        {"throughput-regex", PFI_OPT_STR, &o->regex, "RE", "ERE whose first group is the number"},
+        {"unit", PFI_OPT_STR, &o->unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
                                                "ms/it, tokens, samples"},
-        {"seq-len", PFI_OPT_DOUBLE, &o.seq_len, "N", "tokens per sample"},
-        {"tokens-per-step", PFI_OPT_DOUBLE, &o.tokens_per_step, "N", "tokens per iteration"},
-        {"batch-size", PFI_OPT_DOUBLE, &o.batch_size, "N", "global batch size (samples/step)"},
-        {"journal", PFI_OPT_STR, &o.journal, "FILE",
+        {"seq-len", PFI_OPT_DOUBLE, &o->seq_len, "N", "tokens per sample"},
+        {"tokens-per-step", PFI_OPT_DOUBLE, &o->tokens_per_step, "N", "tokens per iteration"},
+        {"batch-size", PFI_OPT_DOUBLE, &o->batch_size, "N", "global batch size (samples/step)"},
+        {"journal", PFI_OPT_STR, &o->journal, "FILE",
          "where original limits are journaled (default as pfi restore)"},
-        {"speed", PFI_OPT_DOUBLE, &o.speed, "X", "sim: speed-up of simulated time (fast mode)"},
-        {"json", PFI_OPT_FLAG, &o.as_json, NULL, "a JSON summary on stdout at the end"},
-        {"quiet", PFI_OPT_FLAG, &o.quiet, NULL, "no progress lines"},
+        {"speed", PFI_OPT_DOUBLE, &o->speed, "X", "sim: speed-up of simulated time (fast mode)"},
+        {"json", PFI_OPT_FLAG, &o->as_json, NULL, "a JSON summary on stdout at the end"},
+        {"quiet", PFI_OPT_FLAG, &o->quiet, NULL, "no progress lines"},
         {0},
     };
     const pfi_cmd_spec spec = {
@@ -521,32 +499,42 @@ int pfi_cmd_sweep(int argc, char **argv)
         "output until steady, with telemetry at 10 Hz; store every level; restore the limits "
         "on every exit.  docs/sweep.md explains the protocol.",
         opts};
-    char **pos;
-    int npos, dd;
-    int rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, &dd);
+    int dd;
+    int rc = pfi_cli_args(&spec, argc, argv, pos, npos, &dd);
     if (rc >= 0)
         return rc;
     /* The parser compacts positionals into argv without a terminator; exec needs one (the
      * slot after them is inside argv, whose argv[argc] is NULL). */
-    pos[npos] = NULL;
-    if (o.attach && npos > 0) {
+    (*pos)[*npos] = NULL;
+    if (o->attach && *npos > 0) {
         fprintf(stderr, "pfi sweep: --attach follows --log; it takes no COMMAND\n");
         return PFI_EXIT_USAGE;
     }
-    if (!o.attach && npos == 0) {
+    if (!o->attach && *npos == 0) {
         fprintf(stderr, "pfi sweep: no COMMAND (write it after --), or --attach --log FILE\n");
         return PFI_EXIT_USAGE;
     }
-    if (o.attach && !o.log) {
+    if (o->attach && !o->log) {
         fprintf(stderr, "pfi sweep: --attach needs --log FILE (the running job's log)\n");
         return PFI_EXIT_USAGE;
     }
+    return -1;
+}
+
+int pfi_cmd_sweep(int argc, char **argv)
+{
+    sweep_opts o = {0};
+    char **pos;
+    int npos;
+    int rc = parse_args(argc, argv, &o, &pos, &npos);
+    if (rc >= 0)
+        return rc;
     pfi_err err = {0};
     char state_path[512] = "";
     int is_sim = sim_env(&o, state_path, sizeof state_path);
     pfi_backend *b = NULL;
     int status = PFI_EXIT_FAIL;
-    pfi_store *st = NULL;
+    pfi_store_sink *sink = NULL;
     pfi_tput_source *src = NULL;
     char *cmdline = NULL;
     pfi_sweep_result *res = NULL;
@@ -570,18 +558,10 @@ int pfi_cmd_sweep(int argc, char **argv)
     c.name = name;
     /* The store first: a locked or newer database fails before the job is launched. */
     const char *db = o.db ? o.db : pfi_store_default_path();
-    if ((rc = pfi_store_open(db, PFI_STORE_CREATE, &st, &err)) != PFI_OK)
+    if ((rc = open_sink(&o, db, cmdline, blabel, &sink, &err)) != PFI_OK)
         goto fail;
-    long long job_id;
-    if ((rc = store_job(st, &o, cmdline, &job_id, &err)) != PFI_OK)
-        goto fail;
-    store_sink sink = {.st = st, .job_id = job_id, .backend = blabel};
-    char *abs_db = realpath(db, NULL);
-    /* Without an absolute path the journal names no run: a wrong store is worse than none. */
-    if (abs_db && strlen(abs_db) < sizeof sink.db)
-        snprintf(sink.db, sizeof sink.db, "%s", abs_db);
-    free(abs_db);
-    c.sink = (pfi_sweep_sink){&sink, sink_begin, sink_level, sink_end, sink_run_ref};
+    c.sink = (pfi_sweep_sink){sink, pfi_store_sink_begin, pfi_store_sink_level,
+                              pfi_store_sink_end, pfi_store_sink_run_ref};
     progress_ctx prog = {.tty = isatty(STDERR_FILENO), .quiet = o.quiet, .unit = "tokens/s"};
     c.progress = on_progress;
     c.progress_ctx = &prog;
@@ -589,23 +569,7 @@ int pfi_cmd_sweep(int argc, char **argv)
     c.stop = &stop_flag;
     catch_signals();
     char logname[64];
-    if (!o.attach && !o.log && !o.no_log) {
-        time_t now = time(NULL);
-        struct tm tm;
-        localtime_r(&now, &tm);
-        strftime(logname, sizeof logname, "pfi-sweep-%Y%m%d-%H%M%S.log", &tm);
-        o.log = logname;
-        if (!o.quiet)
-            fprintf(stderr, "pfi sweep: the job's output is also in %s\n", o.log);
-    }
-    if (o.no_log && !o.attach)
-        o.log = NULL;
-    if (o.attach)
-        rc = pfi_source_follow(o.log, &pc, &src, &err);
-    else
-        rc = pfi_source_launch(pos, o.log, o.as_json ? STDERR_FILENO : STDOUT_FILENO, &pc, &src,
-                               &err);
-    if (rc != PFI_OK)
+    if ((rc = start_source(&o, pos, &pc, logname, sizeof logname, &src, &err)) != PFI_OK)
         goto fail;
     prog.src = src;
     res = malloc(sizeof *res);
@@ -616,11 +580,10 @@ int pfi_cmd_sweep(int argc, char **argv)
     rc = pfi_sweep_run(b, src, &c, res, &err);
     if (prog.tty && !o.quiet)
         fputs("\r\033[K", stderr);
-    int printed =
-        print_result(&o, res, blabel, pfi_hw_simulated(b), sink.run_id, db,
-                     rc == PFI_OK ? NULL : &err);
-    if (sink.err.code != PFI_OK && rc == PFI_OK) {
-        err = sink.err;
+    int printed = print_result(&o, res, blabel, pfi_hw_simulated(b), pfi_store_sink_run_id(sink),
+                               db, rc == PFI_OK ? NULL : &err);
+    if (pfi_store_sink_error(sink)->code != PFI_OK && rc == PFI_OK) {
+        err = *pfi_store_sink_error(sink);
         rc = err.code;
     }
     if (!res->restored)
@@ -639,7 +602,7 @@ fail:
 out:
     free(res);
     pfi_source_free(src);
-    pfi_store_close(st);
+    pfi_store_sink_close(sink);
     free(cmdline);
     pfi_hw_close(b);
     if (state_path[0])

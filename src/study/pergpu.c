@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/alloc_pergpu.h"
 #include "sim/sim.h"
+#include "store/codec.h"
 
 #define PG_CAPS 64
 #define PG_SETTLE_S 10.0 /* virtual seconds after a change: 40 firmware time constants */
@@ -191,22 +192,11 @@ int pfi_pergpu_bench_write_jobs(const pfi_pergpu_bench *B, const char *path, pfi
     json_t *ja = json_array();
     for (int j = 0; j < B->njobs; j++) {
         const pg_job *J = &B->jobs[j];
-        json_t *c = json_array(), *t = json_array(), *clk = json_array();
-        for (int k = 0; k < J->ncaps; k++) {
-            json_array_append_new(c, json_real(J->caps[k]));
-            json_array_append_new(t, json_real(J->tput[k]));
-        }
-        for (int g = 0; g < J->n; g++) {
-            json_t *row = json_array();
-            for (int k = 0; k < J->ncaps; k++)
-                json_array_append_new(row, json_real(J->clock[g * J->ncaps + k]));
-            json_array_append_new(clk, row);
-        }
-        json_array_append_new(
-            ja, json_pack("{s:s, s:i, s:f, s:f, s:f, s:{s:O, s:O}, s:{s:o, s:o, s:o}}", "id",
-                          J->id, "gpus", J->n, "min_cap_w", J->min_w, "max_cap_w", J->max_w,
-                          "p0_w", J->p0, "curve", "cap_w", c, "tput", t, "per_gpu", "cap_w",
-                          c, "tput", t, "clock_mhz", clk));
+        pfi_alloc_job a = {.id = J->id, .n_gpus = J->n, .min_cap_w = J->min_w,
+                           .max_cap_w = J->max_w, .cap_w = J->caps, .tput = J->tput,
+                           .n_points = J->ncaps, .p0_w = J->p0, .t0 = NAN, .sla = NAN,
+                           .weight = NAN};
+        json_array_append_new(ja, pfi_job_json_encode(&a, NULL, NAN, &J->table));
     }
     json_t *doc = json_pack("{s:s, s:o}", "note",
                             "measured by pfi bench pergpu on the simulator", "jobs", ja);

@@ -1,0 +1,322 @@
+/* codec.c: curves and jobs in JSON, both ways (codec.h). */
+#include "store/codec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double num_or_nan(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static json_t *real_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* ---- a curve ---- */
+
+void pfi_curve_json_read(json_t *c, pfi_curve_json *out)
+{
+    memset(out, 0, sizeof *out);
+    out->is_object = json_is_object(c);
+    out->cap_a = json_object_get(c, "cap_w");
+    out->tput_a = json_object_get(c, "tput");
+    out->points = json_object_get(c, "points");
+    out->n_cap = json_array_size(out->cap_a);
+    out->n_tput = json_array_size(out->tput_a);
+    out->has_arrays = json_is_array(out->cap_a) && json_is_array(out->tput_a);
+    out->n_points = json_array_size(out->points);
+    out->t0 = num_or_nan(c, "t0");
+    out->p0_w = num_or_nan(c, "p0_w");
+    out->cap0_w = num_or_nan(c, "cap0_w");
+    out->min_cap_w = num_or_nan(c, "min_cap_w");
+    out->max_cap_w = num_or_nan(c, "max_cap_w");
+    out->r_max = num_or_nan(c, "r_max");
+    json_t *ng = json_object_get(c, "n_gpus");
+    out->has_n_gpus = json_is_integer(ng);
+    out->n_gpus = out->has_n_gpus ? (int)json_integer_value(ng) : 0;
+    json_t *fit = json_object_get(c, "fit");
+    out->has_fit = json_is_object(fit);
+    out->family = json_string_value(json_object_get(fit, "family"));
+    json_t *pa = json_object_get(fit, "p");
+    out->n_p = json_is_array(pa) ? (int)json_array_size(pa) : -1;
+    out->p_bad = -1;
+    for (int k = 0; k < out->n_p && k < 3; k++) {
+        json_t *v = json_array_get(pa, (size_t)k);
+        out->p[k] = json_number_value(v);
+        if (out->p_bad < 0 && (!json_is_number(v) || !isfinite(out->p[k])))
+            out->p_bad = k;
+    }
+}
+
+int pfi_curve_json_pair_at(const pfi_curve_json *c, size_t i, double *cap_w, double *tput)
+{
+    json_t *a = json_array_get(c->cap_a, i), *b = json_array_get(c->tput_a, i);
+    *cap_w = json_number_value(a);
+    *tput = json_number_value(b);
+    return json_is_number(a) && json_is_number(b);
+}
+
+void pfi_curve_json_point_at(const pfi_curve_json *c, size_t i, pfi_curve_json_point *out)
+{
+    json_t *p = json_array_get(c->points, i);
+    out->cap_w = num_or_nan(p, "cap_w");
+    out->tokens_per_s = num_or_nan(p, "tokens_per_s");
+    out->tput = num_or_nan(p, "tput");
+    out->rel = num_or_nan(p, "rel");
+    out->draw_w = num_or_nan(p, "draw_w");
+}
+
+int pfi_curve_json_arrays(json_t *c, const char *what, int max, double *cap_w, double *tput,
+                          int *n, pfi_err *err)
+{
+    *n = 0;
+    if (!c)
+        return PFI_OK;
+    pfi_curve_json cv;
+    pfi_curve_json_read(c, &cv);
+    if (!cv.has_arrays)
+        return pfi_err_set(err, PFI_EINVAL, "%s needs arrays \"cap_w\" and \"tput\"", what);
+    size_t m = cv.n_cap;
+    if (m != cv.n_tput)
+        return pfi_err_set(err, PFI_EINVAL, "%s has %zu caps but %zu throughputs", what, m,
+                           cv.n_tput);
+    if (m > (size_t)max)
+        return pfi_err_set(err, PFI_EINVAL, "%s has %zu points (at most %d)", what, m, max);
+    for (size_t i = 0; i < m; i++)
+        if (!pfi_curve_json_pair_at(&cv, i, &cap_w[i], &tput[i]))
+            return pfi_err_set(err, PFI_EINVAL, "%s point %zu is not two numbers", what, i + 1);
+    *n = (int)m;
+    return PFI_OK;
+}
+
+int pfi_curve_json_fit(const pfi_curve_json *c, pfi_fit *out, pfi_err *err)
+{
+    if (!c->has_fit)
+        return pfi_err_set(err, PFI_EINVAL, "curve: needs points (measured levels) or a fit");
+    const char *fam = c->family;
+    int family = fam ? pfi_family_parse(fam) : -1;
+    if (family < 0)
+        return pfi_err_set(err, PFI_EINVAL, "curve.fit.family: unknown family '%s'",
+                           fam ? fam : "");
+    if (c->n_p < pfi_family_params(family) || c->n_p > 3)
+        return pfi_err_set(err, PFI_EINVAL, "curve.fit.p: family %s needs %d parameters", fam,
+                           pfi_family_params(family));
+    if (c->p_bad >= 0)
+        return pfi_err_set(err, PFI_EINVAL, "curve.fit.p[%d]: not a number", c->p_bad);
+    *out = (pfi_fit){.family = family, .rmse = NAN};
+    memcpy(out->p, c->p, sizeof out->p);
+    return PFI_OK;
+}
+
+json_t *pfi_curve_json_encode(const pfi_curve *c)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "t0", real_or_null(c->t0));
+    json_object_set_new(o, "p0_w", real_or_null(c->p0_w));
+    json_object_set_new(o, "cap0_w", real_or_null(c->cap0_w));
+    json_object_set_new(o, "min_cap_w", real_or_null(c->min_cap_w));
+    json_object_set_new(o, "max_cap_w", real_or_null(c->max_cap_w));
+    json_object_set_new(o, "n_gpus", json_integer(c->n_gpus));
+    json_object_set_new(o, "r_max", real_or_null(c->r_max));
+    json_t *pts = json_array();
+    for (int i = 0; i < c->n; i++) {
+        json_t *p = json_object();
+        json_object_set_new(p, "cap_w", real_or_null(c->cap_w[i]));
+        json_object_set_new(p, "draw_w", real_or_null(c->draw_w[i]));
+        json_object_set_new(p, "rel", real_or_null(c->rel[i]));
+        json_array_append_new(pts, p);
+    }
+    json_object_set_new(o, "points", pts);
+    json_t *fit = json_object();
+    json_object_set_new(fit, "family", json_string(pfi_family_name(c->fit.family)));
+    json_t *pa = json_array();
+    for (int k = 0; k < pfi_family_params(c->fit.family) && k < 3; k++)
+        json_array_append_new(pa, real_or_null(c->fit.p[k]));
+    json_object_set_new(fit, "p", pa);
+    json_object_set_new(o, "fit", fit);
+    return o;
+}
+
+json_t *pfi_curve_json_encode_arrays(const double *cap_w, const double *tput, int n)
+{
+    json_t *c = json_array(), *t = json_array();
+    for (int k = 0; k < n; k++) {
+        json_array_append_new(c, json_real(cap_w[k]));
+        json_array_append_new(t, json_real(tput[k]));
+    }
+    return json_pack("{s:o, s:o}", "cap_w", c, "tput", t);
+}
+
+/* ---- a job of a jobs file ---- */
+
+static int num(json_t *o, const char *key, double *v, int required, const char *id, pfi_err *err)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x) {
+        if (required)
+            return pfi_err_set(err, PFI_EINVAL, "job %s: missing \"%s\"", id, key);
+        return PFI_OK;
+    }
+    if (!json_is_number(x))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: \"%s\" must be a number", id, key);
+    *v = json_number_value(x);
+    return PFI_OK;
+}
+
+static int curve(json_t *o, const char *key, const char *id, pfi_alloc_curve *buf, int *n,
+                 pfi_err *err)
+{
+    char what[PFI_ERR_MSG_MAX];
+    snprintf(what, sizeof what, "job %s: \"%s\"", id, key);
+    return pfi_curve_json_arrays(json_object_get(o, key), what, PFI_ALLOC_CURVE_PTS, buf->cap_w,
+                                 buf->tput, n, err);
+}
+
+/* "per_gpu": {"cap_w": [...], "clock_mhz": [[GPU 0 at each cap], ...], "tput": [...]} */
+static int pergpu(json_t *o, const char *id, int gpus, pfi_alloc_pergpu *pg, pfi_err *err)
+{
+    json_t *p = json_object_get(o, "per_gpu");
+    if (!json_is_object(p))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: --per-gpu needs a \"per_gpu\" table "
+                                            "(docs/jobs-format.md)", id);
+    pfi_alloc_curve tmp;
+    int n = 0, rc = curve(o, "per_gpu", id, &tmp, &n, err);
+    if (rc)
+        return rc;
+    if (n < 2)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu needs at least 2 caps", id);
+    memcpy(pg->cap_w, tmp.cap_w, sizeof tmp.cap_w);
+    memcpy(pg->tput, tmp.tput, sizeof tmp.tput);
+    pg->n_caps = n;
+    if (gpus > 1024)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: --per-gpu handles at most 1024 GPUs a job", id);
+    json_t *clk = json_object_get(p, "clock_mhz");
+    if (!json_is_array(clk) || (int)json_array_size(clk) != gpus)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu.clock_mhz needs one row per GPU (%d)",
+                           id, gpus);
+    pg->clock = malloc(sizeof *pg->clock * (size_t)gpus * (size_t)n);
+    pg->gcaps = malloc(sizeof *pg->gcaps * (size_t)gpus * (size_t)n);
+    if (!pg->clock || !pg->gcaps)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int g = 0; g < gpus; g++) {
+        json_t *row = json_array_get(clk, (size_t)g);
+        if (!json_is_array(row) || (int)json_array_size(row) != n)
+            return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu.clock_mhz row %d needs %d values",
+                               id, g, n);
+        for (int k = 0; k < n; k++) {
+            json_t *v = json_array_get(row, (size_t)k);
+            if (!json_is_number(v))
+                return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu.clock_mhz[%d][%d] is not a "
+                                                    "number", id, g, k);
+            pg->clock[(size_t)g * (size_t)n + (size_t)k] = json_number_value(v);
+        }
+    }
+    pg->table = (pfi_pergpu_job){gpus, n, pg->cap_w, pg->clock, pg->tput};
+    if ((rc = pfi_pergpu_table(&pg->table, pg->gcaps, pg->x, err)))
+        return pfi_err_prefix(err, "job %s: ", id);
+    return PFI_OK;
+}
+
+int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s, int j,
+                        pfi_err *err)
+{
+    if (!json_is_object(o))
+        return pfi_err_set(err, PFI_EINVAL, "%s: job %d is not an object", path, index + 1);
+    json_t *idj = json_object_get(o, "id");
+    if (!json_is_string(idj))
+        return pfi_err_set(err, PFI_EINVAL, "%s: job %d has no string \"id\"", path, index + 1);
+    const char *id = json_string_value(idj);
+    double gpus = 1, mn = NAN, mx = NAN, p0 = NAN, t0 = NAN, w = 1, sla = NAN, pfi = NAN;
+    int rc;
+    if ((rc = num(o, "gpus", &gpus, 1, id, err)) || (rc = num(o, "min_cap_w", &mn, 0, id, err)) ||
+        (rc = num(o, "max_cap_w", &mx, 0, id, err)) || (rc = num(o, "p0_w", &p0, 0, id, err)) ||
+        (rc = num(o, "t0", &t0, 0, id, err)) || (rc = num(o, "weight", &w, 0, id, err)) ||
+        (rc = num(o, "sla_max_slowdown", &sla, 0, id, err)) ||
+        (rc = num(o, "pfi30", &pfi, 0, id, err)))
+        return rc;
+    if (gpus != floor(gpus) || gpus < 1 || gpus > 1e6)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: \"gpus\" must be a positive integer", id);
+    int nt, np;
+    if ((rc = curve(o, "curve", id, &s->bt[j], &nt, err)) ||
+        (rc = curve(o, "predicted_curve", id, &s->bp[j], &np, err)))
+        return rc;
+    if (s->pg) {
+        /* the uniform sweep of the table is the job's true curve */
+        if ((rc = pergpu(o, id, (int)gpus, &s->pg[j], err)))
+            return rc;
+        if (nt == 0) {
+            s->bt[j] = (pfi_alloc_curve){{0}, {0}};
+            memcpy(s->bt[j].cap_w, s->pg[j].cap_w, sizeof s->bt[j].cap_w);
+            memcpy(s->bt[j].tput, s->pg[j].tput, sizeof s->bt[j].tput);
+            nt = s->pg[j].n_caps;
+        }
+    }
+    if (nt == 0 && np == 0)
+        return pfi_err_set(err, PFI_EINVAL, "job %s has no curve (\"curve\" or "
+                                            "\"predicted_curve\")", id);
+    if (!(s->ids[j] = strdup(id)))
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    /* Defaults: the range of the curve, and the baseline drawn at the top of it. */
+    const pfi_alloc_curve *any = nt ? &s->bt[j] : &s->bp[j];
+    int na = nt ? nt : np;
+    if (isnan(mn))
+        mn = any->cap_w[0];
+    if (isnan(mx))
+        mx = any->cap_w[na - 1];
+    if (isnan(p0))
+        p0 = mx;
+    pfi_alloc_job base = {s->ids[j], (int)gpus, mn, mx, NULL, NULL, 0, p0, t0, sla, w};
+    s->truth[j] = base;
+    s->truth[j].cap_w = s->bt[j].cap_w;
+    s->truth[j].tput = s->bt[j].tput;
+    s->truth[j].n_points = nt;
+    s->pred[j] = base;
+    s->pred[j].cap_w = s->bp[j].cap_w;
+    s->pred[j].tput = s->bp[j].tput;
+    s->pred[j].n_points = np;
+    s->pfi30[j] = pfi;
+    return PFI_OK;
+}
+
+static void set_finite(json_t *o, const char *key, double v)
+{
+    if (isfinite(v))
+        json_object_set_new(o, key, json_real(v));
+}
+
+json_t *pfi_job_json_encode(const pfi_alloc_job *job, const pfi_alloc_job *pred, double pfi30,
+                            const pfi_pergpu_job *pg)
+{
+    json_t *o = json_pack("{s:s, s:i}", "id", job->id, "gpus", job->n_gpus);
+    set_finite(o, "min_cap_w", job->min_cap_w);
+    set_finite(o, "max_cap_w", job->max_cap_w);
+    set_finite(o, "p0_w", job->p0_w);
+    set_finite(o, "t0", job->t0);
+    set_finite(o, "sla_max_slowdown", job->sla);
+    set_finite(o, "weight", job->weight);
+    set_finite(o, "pfi30", pfi30);
+    if (job->n_points > 0)
+        json_object_set_new(o, "curve",
+                            pfi_curve_json_encode_arrays(job->cap_w, job->tput, job->n_points));
+    if (pred && pred->n_points > 0)
+        json_object_set_new(o, "predicted_curve",
+                            pfi_curve_json_encode_arrays(pred->cap_w, pred->tput, pred->n_points));
+    if (pg) {
+        json_t *t = pfi_curve_json_encode_arrays(pg->cap_w, pg->tput, pg->n_caps);
+        json_t *clk = json_array();
+        for (int g = 0; g < pg->n_gpus; g++) {
+            json_t *row = json_array();
+            for (int k = 0; k < pg->n_caps; k++)
+                json_array_append_new(row, json_real(pg->clock_mhz[g * pg->n_caps + k]));
+            json_array_append_new(clk, row);
+        }
+        json_object_set_new(t, "clock_mhz", clk);
+        json_object_set_new(o, "per_gpu", t);
+    }
+    return o;
+}

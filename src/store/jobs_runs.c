@@ -1,0 +1,102 @@
+/* jobs_runs.c: the runs of a store as the jobs of an allocation (jobs.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc_curve.h"
+#include "core/curve.h"
+#include "store/jobs.h"
+#include "store/store.h"
+
+/* What the jobs draw under a cap, learned from every sweep of the store (alloc_curve.h). */
+static void fit_draw(pfi_store *st, const pfi_run_summary *sum, int nr, pfi_run *run,
+                     pfi_curve *cv, pfi_draw_model *dm)
+{
+    double *u = malloc(sizeof *u * (size_t)nr * PFI_MAX_LEVELS);
+    double *d = malloc(sizeof *d * (size_t)nr * PFI_MAX_LEVELS);
+    int k = 0;
+    for (int i = 0; u && d && i < nr; i++) {
+        pfi_err e2 = {0};
+        if (pfi_store_load_run(st, sum[i].id, run, &e2) || pfi_curve_from_run(run, -1, cv, &e2))
+            continue;
+        for (int l = 0; l < cv->n; l++)
+            if (cv->draw_w[l] > 0) {
+                u[k] = cv->cap_w[l] / cv->p0_w;
+                d[k++] = cv->draw_w[l] / cv->p0_w;
+            }
+    }
+    pfi_draw_model_fit(u ? u : (double[1]){0}, d ? d : (double[1]){0}, u && d ? k : 0, dm);
+    free(u);
+    free(d);
+}
+
+int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set *s,
+                        void (*skip)(void *ctx, const char *run, const char *why), void *ctx,
+                        pfi_err *err)
+{
+    memset(s, 0, sizeof *s);
+    pfi_store *st;
+    int rc = pfi_store_open(path, PFI_STORE_READONLY, &st, err);
+    if (rc)
+        return rc;
+    pfi_run_summary *sum = NULL;
+    int nr = 0;
+    if ((rc = pfi_store_list_runs(st, &sum, &nr, err)))
+        goto out;
+    if (nr == 0) {
+        rc = pfi_err_set(err, PFI_ENOENT, "%s holds no runs", path);
+        goto out;
+    }
+    if ((rc = pfi_alloc_set_init(s, nr, 0)) != PFI_OK) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d runs", nr);
+        goto out;
+    }
+    int relative = 0;
+    for (int i = 0; i < nr; i++)
+        relative |= sum[i].unit != PFI_TOKENS_PER_S;
+    pfi_run *run = malloc(sizeof *run);
+    pfi_curve *cv = malloc(sizeof *cv);
+    int m = 0;
+    pfi_draw_model dm, *draw = NULL;
+    if (model && run && cv) {
+        fit_draw(st, sum, nr, run, cv, &dm);
+        draw = &dm;
+    }
+    for (int i = 0; run && cv && i < nr; i++) {
+        pfi_err e2 = {0};
+        if (pfi_store_load_run(st, sum[i].id, run, &e2) ||
+            pfi_curve_from_run(run, -1, cv, &e2)) {
+            if (skip)
+                skip(ctx, sum[i].name, e2.msg);
+            continue;
+        }
+        s->ids[m] = strdup(sum[i].name);
+        if (!s->ids[m] ||
+            (rc = pfi_alloc_job_from_curve(cv, PFI_VIEW_MEASURED, relative, s->ids[m], 0, 0,
+                                           &s->bt[m], &s->truth[m], err)))
+            break;
+        if (model) {
+            if ((rc = pfi_model_predict_run(model, run, cv, err)) ||
+                (rc = pfi_alloc_job_from_prediction(cv, draw, relative, s->ids[m],
+                                                    s->truth[m].min_cap_w, s->truth[m].max_cap_w,
+                                                    &s->bp[m], &s->pred[m], err))) {
+                pfi_err_prefix(err, "predicting %s: ", sum[i].name);
+                break;
+            }
+            s->pred[m].p0_w = s->truth[m].p0_w; /* the measured baseline draw */
+        }
+        s->pfi30[m] = NAN;
+        m++;
+    }
+    if (!run || !cv)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    free(run);
+    free(cv);
+    s->n = m;
+    if (!rc && m == 0)
+        rc = pfi_err_set(err, PFI_EINVAL, "no run of %s has a usable curve", path);
+out:
+    free(sum);
+    pfi_store_close(st);
+    return rc;
+}

@@ -10,6 +10,7 @@
 #include "cluster/cl_int.h"
 #include "store/grid.h"
 #include "core/curve.h"
+#include "store/codec.h"
 #include "util/units.h"
 
 int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err)
@@ -150,26 +151,22 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
 
 /* A curve known only by its parametric fit (predicted from telemetry): sampled at 12 caps
  * through core/curve.h, the same evaluation the node daemon uses.  Returns the points made. */
-static int sample_fit(json_t *cv, double *cap_w, double *tput)
+static int sample_fit(const pfi_curve_json *cv, double *cap_w, double *tput)
 {
-    json_t *fit = json_object_get(cv, "fit"), *p = json_object_get(fit, "p");
-    json_t *fam = json_object_get(fit, "family");
     pfi_fit f;
     memset(&f, 0, sizeof f);
-    f.family = json_is_string(fam) ? pfi_family_parse(json_string_value(fam)) : -1;
-    if (f.family < 0 || !json_is_array(p))
+    f.family = cv->family ? pfi_family_parse(cv->family) : -1;
+    if (f.family < 0 || cv->n_p < 0)
         return 0;
-    for (size_t k = 0; k < json_array_size(p) && k < 3; k++)
-        f.p[k] = json_number_value(json_array_get(p, k));
+    memcpy(f.p, cv->p, sizeof f.p);
     f.rmse = NAN;
-    double lo = jnum(cv, "min_cap_w"), hi = jnum(cv, "max_cap_w"), p0 = jnum(cv, "p0_w");
-    double cap0 = jnum(cv, "cap0_w"), rmax = jnum(cv, "r_max"), t0 = jnum(cv, "t0");
-    json_t *ng = json_object_get(cv, "n_gpus");
+    double lo = cv->min_cap_w, hi = cv->max_cap_w, p0 = cv->p0_w;
+    double cap0 = cv->cap0_w, rmax = cv->r_max, t0 = cv->t0;
     pfi_curve c;
     if (!(lo > 0 && hi > lo && p0 > 0) ||
         pfi_curve_from_fit(&f, t0 > 0 ? t0 : 1.0, p0, cap0 > 0 ? cap0 : hi, lo, hi,
-                           json_is_integer(ng) ? (int)json_integer_value(ng) : 1,
-                           rmax > 0 ? rmax : 1.0, &c, NULL) != PFI_OK)
+                           cv->has_n_gpus ? cv->n_gpus : 1, rmax > 0 ? rmax : 1.0, &c,
+                           NULL) != PFI_OK)
         return 0;
     int n = 12;
     for (int k = 0; k < n; k++) {
@@ -179,24 +176,24 @@ static int sample_fit(json_t *cv, double *cap_w, double *tput)
     return n;
 }
 
-int pfi_cl_decode_curve(json_t *cv, pfi_cl_job *j)
+int pfi_cl_decode_curve(json_t *json, pfi_cl_job *j)
 {
-    /* Two spellings: {"cap_w": [...], "tput": [...]} or the node daemon's {"points": [{"cap_w",
-     * "rel"|"tput"}], "t0", "fit"}; a curve with no points but a fit is sampled from the fit. */
-    double t0 = jnum(cv, "t0");
-    json_t *caps = json_object_get(cv, "cap_w"), *tp = json_object_get(cv, "tput");
-    json_t *pts = json_object_get(cv, "points");
+    /* Either spelling (store/codec.h); a curve with no points but a fit is sampled from the
+     * fit.  Points that say nothing usable are left out. */
+    pfi_curve_json cv;
+    pfi_curve_json_read(json, &cv);
+    double t0 = cv.t0;
     int n = 0;
-    if (json_is_array(caps) && json_is_array(tp) && json_array_size(caps) == json_array_size(tp)) {
-        for (size_t k = 0; k < json_array_size(caps) && n < PFI_CL_CURVE_MAX; k++) {
-            j->cap_w[n] = json_number_value(json_array_get(caps, k));
-            j->tput[n] = json_number_value(json_array_get(tp, k));
+    if (cv.has_arrays && cv.n_cap == cv.n_tput) {
+        for (size_t k = 0; k < cv.n_cap && n < PFI_CL_CURVE_MAX; k++) {
+            pfi_curve_json_pair_at(&cv, k, &j->cap_w[n], &j->tput[n]);
             n++;
         }
-    } else if (json_is_array(pts)) {
-        for (size_t k = 0; k < json_array_size(pts) && n < PFI_CL_CURVE_MAX; k++) {
-            json_t *p = json_array_get(pts, k);
-            double cap = jnum(p, "cap_w"), t = jnum(p, "tput"), rel = jnum(p, "rel");
+    } else {
+        for (size_t k = 0; k < cv.n_points && n < PFI_CL_CURVE_MAX; k++) {
+            pfi_curve_json_point p;
+            pfi_curve_json_point_at(&cv, k, &p);
+            double cap = p.cap_w, t = p.tput, rel = p.rel;
             if (isnan(t) && !isnan(rel))
                 t = rel * (t0 > 0 ? t0 : 1.0);
             if (isnan(cap) || isnan(t))
@@ -206,8 +203,8 @@ int pfi_cl_decode_curve(json_t *cv, pfi_cl_job *j)
             n++;
         }
     }
-    if (n < 2 && json_is_object(json_object_get(cv, "fit")))
-        n = sample_fit(cv, j->cap_w, j->tput);
+    if (n < 2 && cv.has_fit)
+        n = sample_fit(&cv, j->cap_w, j->tput);
     int ok = n >= 2;
     for (int k = 1; k < n && ok; k++)
         ok = j->cap_w[k] > j->cap_w[k - 1] && j->tput[k] >= 0 && !isnan(j->tput[k]);
@@ -216,7 +213,7 @@ int pfi_cl_decode_curve(json_t *cv, pfi_cl_job *j)
     j->n_points = n;
     j->has_curve = 1;
     j->t0 = t0 > 0 ? t0 : j->tput[n - 1];
-    j->p0_w = jnum(cv, "p0_w");
+    j->p0_w = cv.p0_w;
     return 1;
 }
 

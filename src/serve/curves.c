@@ -1,5 +1,6 @@
-/* curves.c: a job's curve as the API spells it, both ways, and the curves of jobs that
- * registered none (predicted online from their baseline telemetry by core/predict.h).
+/* curves.c: a job's curve as registered through the API (spelled as store/codec.h reads and
+ * writes it), and the curves of jobs that registered none (predicted online from their baseline
+ * telemetry by core/predict.h).
  *
  * A client may register, per job, either
  *   "curve": {"points": [{"cap_w": 700, "tokens_per_s": 9000, "draw_w": 640}, ...]}
@@ -15,18 +16,13 @@
 #include "core/pfi.h"
 #include "core/predict.h"
 #include "serve/serve_int.h"
+#include "store/codec.h"
 
-static double num(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static int from_points(const srv_gpu *g, const srv_job *j, json_t *pts, double t0_given,
-                       pfi_curve *out, int *absolute, pfi_err *err)
+static int from_points(const srv_gpu *g, const srv_job *j, const pfi_curve_json *cv,
+                       double t0_given, pfi_curve *out, int *absolute, pfi_err *err)
 {
     *absolute = 1;
-    size_t np = json_array_size(pts);
+    size_t np = cv->n_points;
     if (np < 3 || np > PFI_MAX_LEVELS)
         return pfi_err_set(err, PFI_EINVAL,
                            "curve.points: need 3 to %d levels (the baseline and at least 2 "
@@ -48,12 +44,12 @@ static int from_points(const srv_gpu *g, const srv_job *j, json_t *pts, double t
             run.default_limit_w = d;
     }
     for (size_t i = 0; i < np; i++) {
-        json_t *p = json_array_get(pts, i);
+        pfi_curve_json_point p;
+        pfi_curve_json_point_at(cv, i, &p);
         pfi_level *lv = &run.levels[run.n_levels++];
         memset(lv, 0, sizeof *lv);
-        double cap = num(p, "cap_w"), tput = num(p, "tokens_per_s"), rel = num(p, "rel");
-        double draw = num(p, "draw_w");
-        if (!json_is_object(p) || !(cap > 0) || !(isfinite(tput) || isfinite(rel)))
+        double cap = p.cap_w, tput = p.tokens_per_s, rel = p.rel, draw = p.draw_w;
+        if (!(cap > 0) || !(isfinite(tput) || isfinite(rel)))
             return pfi_err_set(err, PFI_EINVAL,
                                "curve.points[%zu]: needs cap_w > 0 and tokens_per_s or rel", i);
         if (isfinite(tput) && tput < 0)
@@ -106,15 +102,14 @@ int pfi_srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, j
     }
     if (!curve || json_is_null(curve))
         return PFI_OK;
-    if (!json_is_object(curve))
+    pfi_curve_json cv;
+    pfi_curve_json_read(curve, &cv);
+    if (!cv.is_object)
         return pfi_err_set(err, PFI_EINVAL, "curve: expected an object");
-    double tg = num(curve, "t0");
-    json_t *pts = json_object_get(curve, "points");
-    if (pts && json_array_size(pts) > 0) {
-        if (!json_is_array(pts))
-            return pfi_err_set(err, PFI_EINVAL, "curve.points: expected an array");
+    double tg = cv.t0;
+    if (cv.n_points > 0) {
         int absolute;
-        int rc = from_points(g, j, pts, tg, out, &absolute, err);
+        int rc = from_points(g, j, &cv, tg, out, &absolute, err);
         if (rc != PFI_OK)
             return rc;
         if (absolute)
@@ -122,74 +117,24 @@ int pfi_srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, j
         *src = SRV_CURVE_GIVEN;
         return PFI_OK;
     }
-    json_t *fit = json_object_get(curve, "fit");
-    if (!json_is_object(fit))
-        return pfi_err_set(err, PFI_EINVAL, "curve: needs points (measured levels) or a fit");
-    const char *fam = json_string_value(json_object_get(fit, "family"));
-    int family = fam ? pfi_family_parse(fam) : -1;
-    if (family < 0)
-        return pfi_err_set(err, PFI_EINVAL, "curve.fit.family: unknown family '%s'",
-                           fam ? fam : "");
-    json_t *pa = json_object_get(fit, "p");
-    pfi_fit f = {.family = family, .rmse = NAN};
-    if (!json_is_array(pa) || json_array_size(pa) < (size_t)pfi_family_params(family) ||
-        json_array_size(pa) > 3)
-        return pfi_err_set(err, PFI_EINVAL, "curve.fit.p: family %s needs %d parameters", fam,
-                           pfi_family_params(family));
-    for (size_t k = 0; k < json_array_size(pa); k++) {
-        json_t *v = json_array_get(pa, k);
-        if (!json_is_number(v) || !isfinite(json_number_value(v)))
-            return pfi_err_set(err, PFI_EINVAL, "curve.fit.p[%zu]: not a number", k);
-        f.p[k] = json_number_value(v);
-    }
-    double p0 = num(curve, "p0_w");
+    pfi_fit f;
+    int rc = pfi_curve_json_fit(&cv, &f, err);
+    if (rc != PFI_OK)
+        return rc;
+    double p0 = cv.p0_w;
     if (isnan(p0))
         p0 = cap0;
     if (!(p0 > 0))
         return pfi_err_set(err, PFI_EINVAL, "curve.p0_w: must be > 0");
-    double rmax = num(curve, "r_max");
-    int rc = pfi_curve_from_fit(&f, tg > 0 ? tg : t0, p0, cap0, lo, hi, j->n_gpus,
-                                rmax > 0 ? rmax : 0.5, out, err);
+    double rmax = cv.r_max;
+    rc = pfi_curve_from_fit(&f, tg > 0 ? tg : t0, p0, cap0, lo, hi, j->n_gpus,
+                            rmax > 0 ? rmax : 0.5, out, err);
     if (rc != PFI_OK)
         return pfi_err_prefix(err, "curve: ");
     if (tg > 0)
         *abs_t0 = tg;
     *src = SRV_CURVE_GIVEN;
     return PFI_OK;
-}
-
-static json_t *real_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
-json_t *pfi_srv_curve_to_json(const pfi_curve *c)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "t0", real_or_null(c->t0));
-    json_object_set_new(o, "p0_w", real_or_null(c->p0_w));
-    json_object_set_new(o, "cap0_w", real_or_null(c->cap0_w));
-    json_object_set_new(o, "min_cap_w", real_or_null(c->min_cap_w));
-    json_object_set_new(o, "max_cap_w", real_or_null(c->max_cap_w));
-    json_object_set_new(o, "n_gpus", json_integer(c->n_gpus));
-    json_object_set_new(o, "r_max", real_or_null(c->r_max));
-    json_t *pts = json_array();
-    for (int i = 0; i < c->n; i++) {
-        json_t *p = json_object();
-        json_object_set_new(p, "cap_w", real_or_null(c->cap_w[i]));
-        json_object_set_new(p, "draw_w", real_or_null(c->draw_w[i]));
-        json_object_set_new(p, "rel", real_or_null(c->rel[i]));
-        json_array_append_new(pts, p);
-    }
-    json_object_set_new(o, "points", pts);
-    json_t *fit = json_object();
-    json_object_set_new(fit, "family", json_string(pfi_family_name(c->fit.family)));
-    json_t *pa = json_array();
-    for (int k = 0; k < pfi_family_params(c->fit.family) && k < 3; k++)
-        json_array_append_new(pa, real_or_null(c->fit.p[k]));
-    json_object_set_new(fit, "p", pa);
-    json_object_set_new(o, "fit", fit);
-    return o;
 }
 
 /* The header and baseline level the predictor reads, from what the daemon measured. */

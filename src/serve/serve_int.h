@@ -292,7 +292,6 @@ void pfi_srv_job_cap_range(const srv_gpu *g, const srv_job *j, double *lo, doubl
  * *abs_t0 receives the baseline tokens/s when the curve gives absolute throughput, else NAN. */
 int pfi_srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, json_t *pfi30,
                         pfi_curve *out, int *src, double *abs_t0, pfi_err *err);
-json_t *pfi_srv_curve_to_json(const pfi_curve *c);
 /* Re-estimates curves of jobs with no registered curve from their baseline telemetry. */
 void pfi_srv_predict_curves(srv_node *n);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "serve/serve_int.h"
+#include "store/codec.h"
 
 static json_t *num(double v)
 {
@@ -75,7 +76,7 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "curve_source", json_string(pfi_srv_curve_src_name(j->curve_src)));
     json_object_set_new(o, "curve", j->curve_src == SRV_CURVE_NONE
                                         ? json_null()
-                                        : pfi_srv_curve_to_json(&j->curve));
+                                        : pfi_curve_json_encode(&j->curve));
     json_object_set_new(o, "probe", pfi_srv_probe_json(&j->probe));
     json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
     json_object_set_new(o, "baseline_power_w", num(j->base.n ? j->base.power_w : NAN));

@@ -34,7 +34,7 @@ static void test_gres_idx(void **state)
     assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:0-1", g, PFI_MAX_GPUS), -1);
 }
 
-/* Curves as `pfi serve` writes them (src/serve/curves.c): measured points, or a fit only. */
+/* Curves as `pfi serve` writes them (store/codec.h): measured points, or a fit only. */
 static void test_decode_curve(void **state)
 {
     pfi_cl_job j;

@@ -53,7 +53,8 @@ typedef struct pfi_audit_decision {
 int pfi_audit_open(const char *path, pfi_audit **out, pfi_err *err);
 void pfi_audit_close(pfi_audit *a);
 
-/* The writers return PFI_EIO when the row could not be written. */
+/* The writers return PFI_EIO when the row could not be written: the daemon carries on, and
+ * says so in an event, since a full disk must not stop control. */
 int pfi_audit_event(pfi_audit *a, double wall, const char *kind, const char *msg);
 /* The decision row with its jobs and GPUs, all or nothing; returns its id (0 on failure). */
 long long pfi_audit_decision_add(pfi_audit *a, const pfi_audit_decision *d);

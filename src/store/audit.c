@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "store/audit.h"
+#include "store/store.h"
 #include "store/store_internal.h"
 
 struct pfi_audit {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/grid.h"
+#include "store/store.h"
 #include "store/store_internal.h"
 
 struct pfi_grid_store {

@@ -2,6 +2,7 @@
  * importers it calls and the helpers they share (import_common.c). */
 #include <stdio.h>
 
+#include "store/store.h"
 #include "store/store_internal.h"
 #include "util/units.h"
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "store/import_common.h"
+#include "store/store.h"
 #include "store/store_internal.h"
 #include "util/units.h"
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "store/schema.h"
+#include "store/store.h"
 #include "store/store_internal.h"
 
 static int read_user_version(pfi_store *st, int *v, pfi_err *err)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store.h"
 #include "store/store_internal.h"
 
 #define RUN_COLS                                                                                  \

@@ -1,6 +1,8 @@
 /* schema.c: the store's own tables, as an ordered list of migration steps.  Never edit a step
  * that has shipped: append a new one (ALTER TABLE, new table, data fix) and bump
  * PFI_STORE_SCHEMA_VERSION in store.h to the new count. */
+#include "store/schema.h"
+#include "store/store.h"
 #include "store/store_internal.h"
 
 const pfi_store_step pfi_store_schema_steps[] = {

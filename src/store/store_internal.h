@@ -1,5 +1,7 @@
 /* store_internal.h: what the files of src/store/ share and nobody else needs: the connection
- * handle, the SQLite-error-to-pfi_err mapping, the schema steps, and small statement helpers. */
+ * handle, the SQLite-error-to-pfi_err mapping, the schema steps, and small statement helpers.
+ * It does not include store.h (the API of store.c): the plumbing (sql.c) and the migrations
+ * (migrate.c) sit below the files that use them, so none of them needs the others back. */
 #ifndef PFI_STORE_INTERNAL_H
 #define PFI_STORE_INTERNAL_H
 
@@ -7,7 +9,10 @@
 
 #include <sqlite3.h>
 
-#include "store/store.h"
+#include "core/err.h"
+#include "core/run.h"
+
+typedef struct pfi_store pfi_store; /* as in store.h */
 
 struct pfi_store {
     sqlite3 *db;
@@ -19,11 +24,7 @@ struct pfi_store {
     int level;      /* a level is open: 0 no, 1 in its own transaction, 2 as a savepoint */
 };
 
-/* The store's own schema: step i brings user_version from i to i+1. */
-extern const pfi_store_step pfi_store_schema_steps[];
-extern const int pfi_store_schema_nsteps;
-
-/* Applies the store's own steps (schema.c / migrate.c). */
+/* Applies the store's own steps (schema.c) when opening (open.c; migrate.c). */
 int pfi_store_migrate(pfi_store *st, pfi_err *err);
 
 /* ---- sql.c ---- */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store.h"
 #include "store/store_internal.h"
 
 /* The double fields of pfi_sample, their have-bit, and their column (in this order in SQL). */

@@ -12,6 +12,7 @@
 #include "report/report.h"
 #include "store/jobs.h"
 #include "study/model_io.h"
+#include "util/json.h"
 #include "util/units.h"
 
 #define CMD "allocate"
@@ -76,11 +77,6 @@ static json_t *binding(unsigned f)
     return a;
 }
 
-static json_t *num_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 /* What is printed: the jobs, the curves the policy read, its allocation and their totals. */
 typedef struct alloc_out {
     int policy, per_gpu;
@@ -101,7 +97,7 @@ static int print_json(const alloc_out *a)
         json_t *o1 = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:o, s:o}", "id", view[j].id,
                                "gpus", view[j].n_gpus, "cap_w", r->cap_w[j], "power_w",
                                view[j].n_gpus * r->cap_w[j], "floor_w", r->floor_w[j], "tput",
-                               r->tput[j], "sla", num_or_null(r->sla[j]), "binding",
+                               r->tput[j], "sla", pfi_json_num(r->sla[j]), "binding",
                                binding(r->flags[j]));
         if (s->truth[j].n_points >= 2)
             json_object_set_new(o1, "tput_true",
@@ -125,7 +121,7 @@ static int print_json(const alloc_out *a)
         t->tput, "objective", r->value, "total_tput_true",
         t->all_true ? json_real(t->tput_true) : json_null(), "objective_true",
         t->all_true ? json_real(t->objective_true) : json_null(), "upper_bound",
-        num_or_null(r->upper_bound), "budget_binds", r->budget_binds, "min_budget_w",
+        pfi_json_num(r->upper_bound), "budget_binds", r->budget_binds, "min_budget_w",
         r->min_budget_w, "min_budget_nosla_w", r->min_budget_nosla_w, "sla_extra", r->sla_extra,
         "sla_dropped", r->n_sla_dropped, "nodes", (json_int_t)r->nodes, "jobs", arr);
     json_object_set_new(doc, "optimal", json_boolean(r->optimal));

@@ -13,6 +13,7 @@
 #include "measure/measure.h"
 #include "store/sink.h"
 #include "store/store.h"
+#include "util/json.h"
 #include "util/units.h"
 
 /* Set by SIGINT/SIGTERM; the sweep polls it, stops the job and restores the limits. */
@@ -158,27 +159,25 @@ static char *join_argv(char **argv, int n)
 
 static json_t *level_json(const pfi_level *L, int steady)
 {
-#define NUM(x) (isfinite(x) ? json_real(x) : json_null())
     json_t *o = json_object();
-    json_object_set_new(o, "cap_w", NUM(L->cap_w));
-    json_object_set_new(o, "enforced_w", NUM(L->enforced_w));
-    json_object_set_new(o, "power_w", NUM(L->power_w));
-    json_object_set_new(o, "tput", NUM(L->tput));
-    json_object_set_new(o, "tput_lo", NUM(L->tput_lo));
-    json_object_set_new(o, "tput_hi", NUM(L->tput_hi));
+    json_object_set_new(o, "cap_w", pfi_json_num(L->cap_w));
+    json_object_set_new(o, "enforced_w", pfi_json_num(L->enforced_w));
+    json_object_set_new(o, "power_w", pfi_json_num(L->power_w));
+    json_object_set_new(o, "tput", pfi_json_num(L->tput));
+    json_object_set_new(o, "tput_lo", pfi_json_num(L->tput_lo));
+    json_object_set_new(o, "tput_hi", pfi_json_num(L->tput_hi));
     json_object_set_new(o, "steady", json_boolean(steady));
-    json_object_set_new(o, "sm_clock_mhz", NUM(L->sm_clock_mhz));
-    json_object_set_new(o, "powercap_frac", NUM(L->powercap_frac));
-    json_object_set_new(o, "gpu_util", NUM(L->gpu_util));
-    json_object_set_new(o, "sm_active", NUM(L->sm_active));
-    json_object_set_new(o, "tensor_active", NUM(L->tensor_active));
-    json_object_set_new(o, "dram_active", NUM(L->dram_active));
-    json_object_set_new(o, "nvlink_mibs", NUM(L->nvlink_mibs));
-    json_object_set_new(o, "pcie_mibs", NUM(L->pcie_mibs));
-    json_object_set_new(o, "t_start_s", NUM(L->t_start_s));
-    json_object_set_new(o, "t_end_s", NUM(L->t_end_s));
+    json_object_set_new(o, "sm_clock_mhz", pfi_json_num(L->sm_clock_mhz));
+    json_object_set_new(o, "powercap_frac", pfi_json_num(L->powercap_frac));
+    json_object_set_new(o, "gpu_util", pfi_json_num(L->gpu_util));
+    json_object_set_new(o, "sm_active", pfi_json_num(L->sm_active));
+    json_object_set_new(o, "tensor_active", pfi_json_num(L->tensor_active));
+    json_object_set_new(o, "dram_active", pfi_json_num(L->dram_active));
+    json_object_set_new(o, "nvlink_mibs", pfi_json_num(L->nvlink_mibs));
+    json_object_set_new(o, "pcie_mibs", pfi_json_num(L->pcie_mibs));
+    json_object_set_new(o, "t_start_s", pfi_json_num(L->t_start_s));
+    json_object_set_new(o, "t_end_s", pfi_json_num(L->t_end_s));
     json_object_set_new(o, "n_samples", json_integer(L->n_samples));
-#undef NUM
     return o;
 }
 

@@ -11,6 +11,7 @@
 #include "store/grid.h"
 #include "core/curve.h"
 #include "store/codec.h"
+#include "util/json.h"
 #include "util/units.h"
 
 int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err)
@@ -109,8 +110,7 @@ void pfi_cl_close(pfi_cl *c)
 
 static double jnum(json_t *o, const char *k)
 {
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
+    return pfi_json_num_or_nan(json_object_get(o, k));
 }
 
 int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)

@@ -6,15 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
+
 static double num_or_nan(json_t *o, const char *key)
 {
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static json_t *real_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
+    return pfi_json_num_or_nan(json_object_get(o, key));
 }
 
 /* ---- a curve ---- */
@@ -116,19 +112,19 @@ int pfi_curve_json_fit(const pfi_curve_json *c, pfi_fit *out, pfi_err *err)
 json_t *pfi_curve_json_encode(const pfi_curve *c)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "t0", real_or_null(c->t0));
-    json_object_set_new(o, "p0_w", real_or_null(c->p0_w));
-    json_object_set_new(o, "cap0_w", real_or_null(c->cap0_w));
-    json_object_set_new(o, "min_cap_w", real_or_null(c->min_cap_w));
-    json_object_set_new(o, "max_cap_w", real_or_null(c->max_cap_w));
+    json_object_set_new(o, "t0", pfi_json_num(c->t0));
+    json_object_set_new(o, "p0_w", pfi_json_num(c->p0_w));
+    json_object_set_new(o, "cap0_w", pfi_json_num(c->cap0_w));
+    json_object_set_new(o, "min_cap_w", pfi_json_num(c->min_cap_w));
+    json_object_set_new(o, "max_cap_w", pfi_json_num(c->max_cap_w));
     json_object_set_new(o, "n_gpus", json_integer(c->n_gpus));
-    json_object_set_new(o, "r_max", real_or_null(c->r_max));
+    json_object_set_new(o, "r_max", pfi_json_num(c->r_max));
     json_t *pts = json_array();
     for (int i = 0; i < c->n; i++) {
         json_t *p = json_object();
-        json_object_set_new(p, "cap_w", real_or_null(c->cap_w[i]));
-        json_object_set_new(p, "draw_w", real_or_null(c->draw_w[i]));
-        json_object_set_new(p, "rel", real_or_null(c->rel[i]));
+        json_object_set_new(p, "cap_w", pfi_json_num(c->cap_w[i]));
+        json_object_set_new(p, "draw_w", pfi_json_num(c->draw_w[i]));
+        json_object_set_new(p, "rel", pfi_json_num(c->rel[i]));
         json_array_append_new(pts, p);
     }
     json_object_set_new(o, "points", pts);
@@ -136,7 +132,7 @@ json_t *pfi_curve_json_encode(const pfi_curve *c)
     json_object_set_new(fit, "family", json_string(pfi_family_name(c->fit.family)));
     json_t *pa = json_array();
     for (int k = 0; k < pfi_family_params(c->fit.family) && k < 3; k++)
-        json_array_append_new(pa, real_or_null(c->fit.p[k]));
+        json_array_append_new(pa, pfi_json_num(c->fit.p[k]));
     json_object_set_new(fit, "p", pa);
     json_object_set_new(o, "fit", fit);
     return o;

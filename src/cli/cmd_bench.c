@@ -19,6 +19,7 @@
 #include "study/pergpu.h"
 #include "util/clock.h"
 #include "util/units.h"
+#include "util/json.h"
 
 static long rss_kib(void)
 {
@@ -106,11 +107,6 @@ typedef struct alloc_figs {
     double read_s, solve_ms, index_ms, resolve_ms, resolve_job_ms;
 } alloc_figs;
 
-static json_t *ms_or_null(double ms)
-{
-    return isfinite(ms) ? json_real(ms) : json_null();
-}
-
 static int alloc_print(const alloc_figs *f, const pfi_alloc_result *r, int as_json)
 {
     double solver_kib = (double)(f->rss1 - f->rss_fleet);
@@ -129,9 +125,9 @@ static int alloc_print(const alloc_figs *f, const pfi_alloc_result *r, int as_js
         json_object_set_new(doc, "solve_ms", json_real(f->solve_ms));
         json_object_set_new(doc, "read_ms", json_real(1e3 * f->read_s));
         json_object_set_new(doc, "solve_per_read", json_real(per_read));
-        json_object_set_new(doc, "resolve_ms", ms_or_null(f->resolve_ms));
-        json_object_set_new(doc, "resolve_job_ms", ms_or_null(f->resolve_job_ms));
-        json_object_set_new(doc, "index_ms", ms_or_null(f->index_ms));
+        json_object_set_new(doc, "resolve_ms", pfi_json_num(f->resolve_ms));
+        json_object_set_new(doc, "resolve_job_ms", pfi_json_num(f->resolve_job_ms));
+        json_object_set_new(doc, "index_ms", pfi_json_num(f->index_ms));
         return pfi_cli_print_json(doc);
     }
     printf("%s: %d jobs, %lld GPUs, %.0f%% cut: best of %d %.2f ms on one core\n", f->policy,

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "measure/logread.h"
+#include "util/json.h"
 
 typedef struct log_opts {
     const char *format, *regex, *unit;
@@ -79,8 +80,8 @@ static int print_json(const char *path, const pfi_logread *r)
     json_t *st = json_pack("{s:f, s:f, s:b, s:i, s:i}", "median", r->median, "mean", r->mean,
                            "steady", r->steady, "window_first", r->win_first, "window_points",
                            r->n - r->win_first);
-    json_object_set_new(st, "ci_lo", isfinite(r->lo) ? json_real(r->lo) : json_null());
-    json_object_set_new(st, "ci_hi", isfinite(r->hi) ? json_real(r->hi) : json_null());
+    json_object_set_new(st, "ci_lo", pfi_json_num(r->lo));
+    json_object_set_new(st, "ci_hi", pfi_json_num(r->hi));
     json_object_set_new(st, "window_first_line", json_integer(r->pts[r->win_first].line));
     json_object_set_new(doc, "summary", st);
     json_object_set_new(doc, "note", note ? json_string(note) : json_null());

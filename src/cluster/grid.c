@@ -14,6 +14,7 @@
 #include "core/event_report.h"
 #include "core/policy.h"
 #include "store/grid.h"
+#include "util/json.h"
 
 #define GRID_SETTLE_S 3.0   /* node round trips and the GPUs' draw settling */
 #define GRID_LOOP_S 0.2     /* the loop's period while an event is near */
@@ -252,10 +253,10 @@ static json_t *cost_policy(pfi_cl *c, double budget_w, int policy, int yield)
             }
             json_array_append_new(
                 jobs, json_pack("{s:s, s:o, s:o, s:o, s:o}", "id", J->id, "cap_w",
-                                isfinite(cap[j]) ? json_real(cap[j]) : json_null(), "sla",
-                                isfinite(J->sla) ? json_real(J->sla) : json_null(),
-                                "tokens_per_s_lost", isfinite(lost) ? json_real(lost) : json_null(),
-                                "slowdown", isfinite(rel[j]) ? json_real(1 - rel[j]) : json_null()));
+                                pfi_json_num(cap[j]), "sla",
+                                pfi_json_num(J->sla),
+                                "tokens_per_s_lost", pfi_json_num(lost),
+                                "slowdown", pfi_json_num(1 - rel[j])));
         }
         out = json_pack("{s:o, s:o, s:o}", "tokens_per_s_lost",
                         known ? json_real(total) : json_null(), "gpu_weighted_slowdown",
@@ -316,8 +317,8 @@ static json_t *compliance_json(const pfi_event_compliance *x)
         const pfi_event_interval *v = &x->intervals[i];
         json_array_append_new(
             iv, json_pack("{s:f, s:f, s:o, s:o, s:o, s:f, s:f}", "t0", v->t0, "t1", v->t1,
-                          "mean_w", isfinite(v->mean_w) ? json_real(v->mean_w) : json_null(),
-                          "max_w", isfinite(v->max_w) ? json_real(v->max_w) : json_null(),
+                          "mean_w", pfi_json_num(v->mean_w),
+                          "max_w", pfi_json_num(v->max_w),
                           "budget_w", isfinite(v->budget_w) ? json_real(v->budget_w)
                                                             : json_null(),
                           "target_w", v->target_w, "covered_s", v->covered_s));
@@ -325,15 +326,15 @@ static json_t *compliance_json(const pfi_event_compliance *x)
     return json_pack(
         "{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:b, s:f, s:f, s:f, s:o}, s:o}",
         "target_w", x->target_w, "baseline_w",
-        isfinite(x->baseline_w) ? json_real(x->baseline_w) : json_null(), "baseline_method",
+        pfi_json_num(x->baseline_w), "baseline_method",
         x->baseline_method, "window_s", x->window_s, "covered_s", x->covered_s, "max_excess_w",
         x->max_excess_w, "seconds_over_target", x->seconds_over_target, "energy_shed_kwh",
-        isfinite(x->energy_shed_kwh) ? json_real(x->energy_shed_kwh) : json_null(), "mean_w",
-        isfinite(x->mean_w) ? json_real(x->mean_w) : json_null(), "ramp", "ok", x->ramp_ok,
+        pfi_json_num(x->energy_shed_kwh), "mean_w",
+        pfi_json_num(x->mean_w), "ramp", "ok", x->ramp_ok,
         "ramp_down_max_excess_w", x->ramp_down_max_excess_w, "restore_max_excess_w",
         x->restore_max_excess_w, "restore_max_rise_w_per_s", x->restore_max_rise_w_per_s,
         "at_target_s_before_start",
-        isfinite(x->at_target_s) ? json_real(x->at_target_s) : json_null(), "intervals", iv);
+        pfi_json_num(x->at_target_s), "intervals", iv);
 }
 
 void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)

@@ -14,6 +14,7 @@
 #include "core/policy.h"
 #include "serve/serve_int.h"
 #include "store/grid.h"
+#include "util/json.h"
 
 #define GRID_REC_S 1.0              /* site power recorded at most once a second */
 #define GRID_PRUNE_S 3600.0         /* old samples pruned once an hour */
@@ -384,10 +385,10 @@ static json_t *cost_policy(srv_node *n, double budget_w, int policy)
         }
         json_array_append_new(
             jobs, json_pack("{s:s, s:o, s:o, s:o, s:o}", "id", jb->id, "cap_w",
-                            isfinite(p.job_cap_w[j]) ? json_real(p.job_cap_w[j]) : json_null(),
-                            "tokens_per_s", isfinite(p.job_pred_tps[j]) ? json_real(p.job_pred_tps[j]) : json_null(),
-                            "tokens_per_s_lost", isfinite(lost) ? json_real(lost) : json_null(),
-                            "slowdown", isfinite(rel) ? json_real(1 - rel) : json_null()));
+                            pfi_json_num(p.job_cap_w[j]),
+                            "tokens_per_s", pfi_json_num(p.job_pred_tps[j]),
+                            "tokens_per_s_lost", pfi_json_num(lost),
+                            "slowdown", pfi_json_num(1 - rel)));
     }
     return json_pack("{s:o, s:o, s:o}", "tokens_per_s_lost",
                      known ? json_real(total) : json_null(), "gpu_weighted_slowdown",
@@ -407,8 +408,8 @@ static json_t *sla_json(srv_node *n, double budget_w)
         double slow = ok ? 1 - p.job_pred_rel[j] : NAN, sla = n->jobs[j].sla;
         json_array_append_new(
             a, json_pack("{s:s, s:o, s:o, s:o}", "id", n->cand[j].id, "sla",
-                         isfinite(sla) ? json_real(sla) : json_null(), "slowdown",
-                         isfinite(slow) ? json_real(slow) : json_null(), "sla_kept",
+                         pfi_json_num(sla), "slowdown",
+                         pfi_json_num(slow), "sla_kept",
                          !isfinite(sla) ? json_null()
                                         : json_boolean(isfinite(slow) && slow <= sla + 1e-9)));
     }
@@ -467,7 +468,7 @@ json_t *pfi_srv_grid_view(srv_node *n, const char *id)
     }
     double b = pfi_event_budget_at(NULL, 0, &site, now, NULL);
     return json_pack("{s:o, s:o}", "events", list, "manual_budget_w",
-                     isfinite(b) ? json_real(b) : json_null());
+                     pfi_json_num(b));
 }
 
 static json_t *compliance_json(const pfi_event_compliance *c)
@@ -477,8 +478,8 @@ static json_t *compliance_json(const pfi_event_compliance *c)
         const pfi_event_interval *x = &c->intervals[i];
         json_array_append_new(
             iv, json_pack("{s:f, s:f, s:o, s:o, s:o, s:f, s:f}", "t0", x->t0, "t1", x->t1,
-                          "mean_w", isfinite(x->mean_w) ? json_real(x->mean_w) : json_null(),
-                          "max_w", isfinite(x->max_w) ? json_real(x->max_w) : json_null(),
+                          "mean_w", pfi_json_num(x->mean_w),
+                          "max_w", pfi_json_num(x->max_w),
                           "budget_w", isfinite(x->budget_w) ? json_real(x->budget_w)
                                                             : json_null(),
                           "target_w", x->target_w, "covered_s", x->covered_s));
@@ -492,12 +493,12 @@ static json_t *compliance_json(const pfi_event_compliance *c)
                                                       : json_null());
     return json_pack("{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "target_w",
                      c->target_w, "baseline_w",
-                     isfinite(c->baseline_w) ? json_real(c->baseline_w) : json_null(),
+                     pfi_json_num(c->baseline_w),
                      "baseline_method", c->baseline_method, "window_s", c->window_s,
                      "covered_s", c->covered_s, "max_excess_w", c->max_excess_w,
                      "seconds_over_target", c->seconds_over_target, "energy_shed_kwh",
-                     isfinite(c->energy_shed_kwh) ? json_real(c->energy_shed_kwh) : json_null(),
-                     "mean_w", isfinite(c->mean_w) ? json_real(c->mean_w) : json_null(),
+                     pfi_json_num(c->energy_shed_kwh),
+                     "mean_w", pfi_json_num(c->mean_w),
                      "ramp", ramp, "intervals", iv);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "serve/serve_int.h"
+#include "util/json.h"
 
 int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, pfi_err *err)
 {
@@ -60,11 +61,6 @@ void pfi_srv_node_destroy(srv_node *n)
     pthread_mutex_destroy(&n->hw_mu);
 }
 
-
-static json_t *real_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
 
 /* Takes the state's copies a decision works on.  Caller holds decide_mu. */
 void pfi_srv_snapshot(srv_node *n)
@@ -252,8 +248,8 @@ static json_t *decision_json(const srv_node *n, long long id, const char *reason
     for (int i = 0; i < rep->n; i++) {
         const pfi_cap_change *c = &rep->gpu[i];
         json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:b}", "index", i, "target_w",
-                              real_or_null(c->target_w), "limit_w", real_or_null(c->limit_w),
-                              "enforced_w", real_or_null(c->enforced_w), "held", c->held);
+                              pfi_json_num(c->target_w), "limit_w", pfi_json_num(c->limit_w),
+                              "enforced_w", pfi_json_num(c->enforced_w), "held", c->held);
         json_object_set_new(o, "error", c->code != PFI_OK || c->msg[0] ? json_string(c->msg)
                                                                        : json_null());
         json_array_append_new(g, o);
@@ -262,12 +258,12 @@ static json_t *decision_json(const srv_node *n, long long id, const char *reason
     for (int j = 0; j < n->n_cand; j++)
         json_array_append_new(
             jj, json_pack("{s:s, s:o, s:o, s:o}", "id", n->cand[j].id, "cap_w",
-                          real_or_null(n->cand[j].cap_w), "predicted_rel",
-                          real_or_null(n->cand[j].predicted_rel), "predicted_tokens_per_s",
-                          real_or_null(n->cand[j].predicted_tps)));
+                          pfi_json_num(n->cand[j].cap_w), "predicted_rel",
+                          pfi_json_num(n->cand[j].predicted_rel), "predicted_tokens_per_s",
+                          pfi_json_num(n->cand[j].predicted_tps)));
     json_t *doc = json_pack(
         "{s:I, s:s, s:o, s:s, s:{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f}, s:o, s:o}", "decision",
-        (json_int_t)id, "reason", reason, "budget_w", real_or_null(budget_w), "mode",
+        (json_int_t)id, "reason", reason, "budget_w", pfi_json_num(budget_w), "mode",
         pfi_srv_mode_name(mode), "applied", "changed", rep->n_changed, "failed", rep->n_failed,
         "held", rep->n_held, "mismatch", rep->n_mismatch, "sum_before_w", rep->sum_before_w,
         "sum_after_w", rep->sum_after_w, "peak_w", rep->peak_w, "apply_ms", ms, "gpus", g, "jobs",

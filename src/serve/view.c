@@ -6,11 +6,7 @@
 
 #include "serve/serve_int.h"
 #include "store/codec.h"
-
-static json_t *num(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
+#include "util/json.h"
 
 
 static json_t *gpu_json(const srv_node *n, int i)
@@ -24,16 +20,16 @@ static json_t *gpu_json(const srv_node *n, int i)
     json_object_set_new(o, "up", json_boolean(g->up));
     json_object_set_new(o, "error", g->up ? json_null() : json_string(g->err));
     json_object_set_new(o, "job", g->job >= 0 ? json_string(n->jobs[g->job].id) : json_null());
-    json_object_set_new(o, "min_limit_w", num(g->dev.min_limit_w));
-    json_object_set_new(o, "max_limit_w", num(g->dev.max_limit_w));
-    json_object_set_new(o, "default_limit_w", num(g->dev.default_limit_w));
-    json_object_set_new(o, "original_limit_w", num(g->original_w));
-    json_object_set_new(o, "requested_w", num(g->requested_w));
-    json_object_set_new(o, "limit_w", num(g->dev.limit_w));
-    json_object_set_new(o, "enforced_limit_w", num(g->dev.enforced_w));
-    json_object_set_new(o, "power_w", num((s->have & PFI_F_POWER) ? s->power_w : NAN));
+    json_object_set_new(o, "min_limit_w", pfi_json_num(g->dev.min_limit_w));
+    json_object_set_new(o, "max_limit_w", pfi_json_num(g->dev.max_limit_w));
+    json_object_set_new(o, "default_limit_w", pfi_json_num(g->dev.default_limit_w));
+    json_object_set_new(o, "original_limit_w", pfi_json_num(g->original_w));
+    json_object_set_new(o, "requested_w", pfi_json_num(g->requested_w));
+    json_object_set_new(o, "limit_w", pfi_json_num(g->dev.limit_w));
+    json_object_set_new(o, "enforced_limit_w", pfi_json_num(g->dev.enforced_w));
+    json_object_set_new(o, "power_w", pfi_json_num((s->have & PFI_F_POWER) ? s->power_w : NAN));
     json_object_set_new(o, "sm_clock_mhz",
-                        num((s->have & PFI_F_SM_CLOCK) ? s->sm_clock_mhz : NAN));
+                        pfi_json_num((s->have & PFI_F_SM_CLOCK) ? s->sm_clock_mhz : NAN));
     json_object_set_new(o, "clock_reasons", (s->have & PFI_F_REASONS)
                                                 ? json_integer((json_int_t)s->clock_reasons)
                                                 : json_null());
@@ -41,8 +37,9 @@ static json_t *gpu_json(const srv_node *n, int i)
                         (s->have & PFI_F_REASONS)
                             ? json_boolean((s->clock_reasons & PFI_REASON_SW_POWERCAP) != 0)
                             : json_null());
-    json_object_set_new(o, "temp_c", num((s->have & PFI_F_TEMP) ? s->temp_c : NAN));
-    json_object_set_new(o, "gpu_util", num((s->have & PFI_F_GPU_UTIL) ? s->gpu_util : NAN));
+    json_object_set_new(o, "temp_c", pfi_json_num((s->have & PFI_F_TEMP) ? s->temp_c : NAN));
+    json_object_set_new(o, "gpu_util",
+                        pfi_json_num((s->have & PFI_F_GPU_UTIL) ? s->gpu_util : NAN));
     return o;
 }
 
@@ -65,21 +62,21 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     for (int k = 0; k < j->n_gpus; k++)
         json_array_append_new(g, json_integer(j->gpus[k]));
     json_object_set_new(o, "gpus", g);
-    json_object_set_new(o, "sla", num(j->sla));
-    json_object_set_new(o, "weight", num(j->weight));
-    json_object_set_new(o, "cap_w", num(j->cap_w));
-    json_object_set_new(o, "predicted_rel", num(j->predicted_rel));
-    json_object_set_new(o, "predicted_tokens_per_s", num(j->predicted_tps));
-    json_object_set_new(o, "observed_tokens_per_s", num(j->observed_tps));
-    json_object_set_new(o, "baseline_tokens_per_s", num(j->t0_tps));
-    json_object_set_new(o, "pfi30", num(j->pfi30));
+    json_object_set_new(o, "sla", pfi_json_num(j->sla));
+    json_object_set_new(o, "weight", pfi_json_num(j->weight));
+    json_object_set_new(o, "cap_w", pfi_json_num(j->cap_w));
+    json_object_set_new(o, "predicted_rel", pfi_json_num(j->predicted_rel));
+    json_object_set_new(o, "predicted_tokens_per_s", pfi_json_num(j->predicted_tps));
+    json_object_set_new(o, "observed_tokens_per_s", pfi_json_num(j->observed_tps));
+    json_object_set_new(o, "baseline_tokens_per_s", pfi_json_num(j->t0_tps));
+    json_object_set_new(o, "pfi30", pfi_json_num(j->pfi30));
     json_object_set_new(o, "curve_source", json_string(pfi_srv_curve_src_name(j->curve_src)));
     json_object_set_new(o, "curve", j->curve_src == SRV_CURVE_NONE
                                         ? json_null()
                                         : pfi_curve_json_encode(&j->curve));
     json_object_set_new(o, "probe", pfi_srv_probe_json(&j->probe));
     json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
-    json_object_set_new(o, "baseline_power_w", num(j->base.n ? j->base.power_w : NAN));
+    json_object_set_new(o, "baseline_power_w", pfi_json_num(j->base.n ? j->base.power_w : NAN));
     json_object_set_new(o, "log", j->log[0] ? json_string(j->log) : json_null());
     return o;
 }
@@ -113,8 +110,9 @@ json_t *pfi_srv_view_allocation(srv_node *n)
         sum_requested += isnan(g->requested_w) ? g->dev.limit_w : g->requested_w;
         json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o}", "index", i, "job",
                               g->job >= 0 ? json_string(n->jobs[g->job].id) : json_null(),
-                              "requested_w", num(g->requested_w), "limit_w",
-                              num(g->dev.limit_w), "enforced_limit_w", num(g->dev.enforced_w));
+                              "requested_w", pfi_json_num(g->requested_w), "limit_w",
+                              pfi_json_num(g->dev.limit_w), "enforced_limit_w",
+                              pfi_json_num(g->dev.enforced_w));
         json_object_set_new(o, "enforced_differs",
                             json_boolean(!isnan(g->requested_w) && !isnan(g->dev.enforced_w) &&
                                          fabs(g->dev.enforced_w - g->requested_w) > 1.0));
@@ -131,30 +129,31 @@ json_t *pfi_srv_view_allocation(srv_node *n)
             all_pred = 0;
         json_array_append_new(
             jobs, json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "id", jb->id, "n_gpus",
-                            jb->n_gpus, "cap_w", num(jb->cap_w), "predicted_rel",
-                            num(jb->predicted_rel), "predicted_tokens_per_s",
-                            num(jb->predicted_tps), "observed_tokens_per_s",
-                            num(jb->observed_tps)));
+                            jb->n_gpus, "cap_w", pfi_json_num(jb->cap_w), "predicted_rel",
+                            pfi_json_num(jb->predicted_rel), "predicted_tokens_per_s",
+                            pfi_json_num(jb->predicted_tps), "observed_tokens_per_s",
+                            pfi_json_num(jb->observed_tps)));
     }
     json_t *o = json_object();
     json_object_set_new(o, "mode", json_string(pfi_srv_mode_name(n->mode)));
-    json_object_set_new(o, "budget_w", num(n->budget_w));
-    json_object_set_new(o, "manual_budget_w", num(n->manual_w));
+    json_object_set_new(o, "budget_w", pfi_json_num(n->budget_w));
+    json_object_set_new(o, "manual_budget_w", pfi_json_num(n->manual_w));
     json_object_set_new(o, "grid_event",
                         n->grid_binding ? json_string(n->grid_event) : json_null());
-    json_object_set_new(o, "nominal_w", num(n->nominal_w));
-    json_object_set_new(o, "sum_limits_w", num(sum_limits));
-    json_object_set_new(o, "sum_requested_w", num(sum_requested));
+    json_object_set_new(o, "nominal_w", pfi_json_num(n->nominal_w));
+    json_object_set_new(o, "sum_limits_w", pfi_json_num(sum_limits));
+    json_object_set_new(o, "sum_requested_w", pfi_json_num(sum_requested));
     json_object_set_new(o, "ramping", json_boolean(n->ramping));
     if (n->ramping) {
-        json_object_set_new(o, "ramp_from_w", num(n->ramp_from_w));
-        json_object_set_new(o, "ramp_to_w", num(n->ramp_to_w));
-        json_object_set_new(o, "ramp_left_s", num(n->ramp_t1 - pfi_clock_mono()));
+        json_object_set_new(o, "ramp_from_w", pfi_json_num(n->ramp_from_w));
+        json_object_set_new(o, "ramp_to_w", pfi_json_num(n->ramp_to_w));
+        json_object_set_new(o, "ramp_left_s", pfi_json_num(n->ramp_t1 - pfi_clock_mono()));
     }
     json_object_set_new(o, "caps_epoch", json_integer(n->caps_epoch));
-    json_object_set_new(o, "predicted_tokens_per_s", all_pred ? num(total_pred) : json_null());
+    json_object_set_new(o, "predicted_tokens_per_s",
+                        all_pred ? pfi_json_num(total_pred) : json_null());
     json_object_set_new(o, "decisions", json_integer(n->n_decisions));
-    json_object_set_new(o, "last_apply_ms", num(n->n_decisions ? n->last_apply_ms : NAN));
+    json_object_set_new(o, "last_apply_ms", pfi_json_num(n->n_decisions ? n->last_apply_ms : NAN));
     json_object_set_new(o, "gpus", gpus);
     json_object_set_new(o, "jobs", jobs);
     pthread_mutex_unlock(&n->mu);
@@ -213,7 +212,7 @@ json_t *pfi_srv_view_health(srv_node *n)
     json_t *o = json_pack(
         "{s:s, s:s, s:i, s:i, s:s, s:o, s:f, s:b, s:b, s:f}", "status",
         up == n->n_gpus && over == 0 ? "ok" : "degraded", "backend", pfi_backend_name(n->b), "gpus", n->n_gpus,
-        "gpus_up", up, "mode", pfi_srv_mode_name(n->mode), "budget_w", num(n->budget_w), "uptime_s",
+        "gpus_up", up, "mode", pfi_srv_mode_name(n->mode), "budget_w", pfi_json_num(n->budget_w), "uptime_s",
         pfi_clock_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
         n->hb_ttl_s > 0, "over_budget_w", over);
     pthread_mutex_unlock(&n->mu);

@@ -8,6 +8,7 @@
 #include "store/grid.h"
 #include "util/isotime.h"
 #include "util/units.h"
+#include "util/json.h"
 
 static const char *const keys[] = {"id",          "start",     "end",       "duration_s",
                                    "limit_w",     "cut",       "baseline_w", "ramp_s",
@@ -180,11 +181,6 @@ const char *pfi_grid_event_phase(const pfi_event *ev, const pfi_event_site *site
     return now < restored ? "restoring" : "done";
 }
 
-static json_t *real_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, double now)
 {
     char t0[40], t1[40];
@@ -195,20 +191,20 @@ json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, 
                           "id", ev->id, "start", t0, "end", t1, "start_s", ev->start_s, "end_s",
                           ev->end_s, "duration_s", ev->end_s - ev->start_s, "kind",
                           pfi_event_kind_name(ev->kind), "target_w",
-                          real_or_null(pfi_event_target_w(ev)), "ramp_down_s", ev->ramp_down_s,
+                          pfi_json_num(pfi_event_target_w(ev)), "ramp_down_s", ev->ramp_down_s,
                           "ramp_up_s", ev->ramp_up_s, "priority", ev->priority, "source",
                           ev->source, "sla", ev->sla_yield ? "yield" : "keep", "phase",
                           pfi_grid_event_phase(ev, site, now));
     if (!o)
         return NULL;
     if (ev->kind == PFI_EVENT_LIMIT) {
-        json_object_set_new(o, "limit_w", real_or_null(ev->limit_w));
+        json_object_set_new(o, "limit_w", pfi_json_num(ev->limit_w));
     } else {
-        json_object_set_new(o, "cut", real_or_null(ev->cut));
-        json_object_set_new(o, "baseline_w", real_or_null(ev->baseline_w));
+        json_object_set_new(o, "cut", pfi_json_num(ev->cut));
+        json_object_set_new(o, "baseline_w", pfi_json_num(ev->baseline_w));
         json_object_set_new(o, "baseline_method", json_string(ev->baseline_method));
     }
     if (site)
-        json_object_set_new(o, "restored_s", real_or_null(pfi_event_restored_s(ev, site)));
+        json_object_set_new(o, "restored_s", pfi_json_num(pfi_event_restored_s(ev, site)));
     return o;
 }

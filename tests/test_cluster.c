@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "cluster/cl_int.h"
+#include "report/status_page.h"
 #include "support/standin.h"
 
 static void test_gres_idx(void **state)
@@ -424,6 +425,29 @@ static void test_api(void **state)
     assert_non_null(strstr(rep, "\"budget_w\""));
     free(rep);
     assert_true(pfi_standin_cap_sum(x.s) <= 0.7 * NN * NG * 700 + 1e-6);
+    /* The status page and what it reads: the cut is the latest decision. */
+    snprintf(url, sizeof url, "%s/", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, &rep), 200);
+    assert_string_equal(rep, pfi_status_page(NULL));
+    free(rep);
+    snprintf(url, sizeof url, "%s/v1/decisions?limit=1", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, &rep), 200);
+    json_t *dd = json_loads(rep, 0, NULL);
+    free(rep);
+    json_t *d0 = json_array_get(json_object_get(dd, "decisions"), 0);
+    assert_non_null(d0);
+    assert_int_equal(json_array_size(json_object_get(dd, "decisions")), 1);
+    assert_true(fabs(json_real_value(json_object_get(d0, "budget_w")) - 0.7 * NN * NG * 700) < 1e-6);
+    assert_true(json_integer_value(json_object_get(d0, "n_lowered")) > 0);
+    json_decref(dd);
+    snprintf(url, sizeof url, "%s/v1/decisions?limit=0", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, NULL), 400);
+    snprintf(url, sizeof url, "%s/v1/history", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, &rep), 200);
+    assert_non_null(strstr(rep, "\"limits_w\""));
+    free(rep);
+    snprintf(url, sizeof url, "%s/v1/history?since=x", base);
+    assert_int_equal(call(url, "GET", NULL, NULL, NULL), 400);
     snprintf(url, sizeof url, "%s/metrics", base);
     assert_int_equal(call(url, "GET", NULL, NULL, &rep), 200);
     const char *bw = strstr(rep, "\npfi_cluster_budget_watts ");

@@ -17,6 +17,7 @@
 #include "core/pfi.h"
 #include "core/predict.h"
 #include "hw/backend_impl.h"
+#include "report/status_page.h"
 #include "serve/serve_int.h"
 
 #define TOKEN "test-token-0123456789abcdef"
@@ -362,6 +363,52 @@ static void test_metrics_text(void **state)
     }
     assert_true(samples > 8 * 8);
     free(t);
+}
+
+/* GET / is the status page, as text/html, without a token; GET /v1/history holds what the
+ * sampler saw (one sample a second at most), filtered by since, and refuses a bad since. */
+static void test_status_page(void **state)
+{
+    fx *f = *state;
+    int st;
+    const char *ctype;
+    size_t len, plen;
+    char *t = pfi_srv_api_handle(f->n, "GET", "/", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(ctype, "text/html"));
+    const char *page = pfi_status_page(&plen);
+    assert_int_equal(len, plen);
+    assert_memory_equal(t, page, len);
+    assert_non_null(strstr(t, "</html>"));
+    free(t);
+    assert_int_equal(call(f, "PUT", "/", "{}", 1, NULL), 405);
+
+    json_t *d;
+    assert_int_equal(query(f, "/v1/history", NULL, NULL, &d), 200);
+    assert_int_equal(json_array_size(json_object_get(d, "t")), 0);
+    json_decref(d);
+    pfi_srv_sample(f->n);
+    pfi_srv_sample(f->n); /* within the second: not kept */
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":4200}", 1, NULL), 200);
+    assert_int_equal(query(f, "/v1/history", NULL, NULL, &d), 200);
+    json_t *ts = json_object_get(d, "t");
+    assert_int_equal(json_array_size(ts), 1);
+    assert_true(json_is_null(json_array_get(json_object_get(d, "budget_w"), 0)));
+    assert_true(fabs(json_real_value(json_array_get(json_object_get(d, "limits_w"), 0)) - 5600) <
+                1e-9);
+    assert_true(json_real_value(json_array_get(json_object_get(d, "draw_w"), 0)) > 0);
+    double t0 = json_real_value(json_array_get(ts, 0));
+    assert_true(json_real_value(json_object_get(d, "now")) >= t0);
+    json_decref(d);
+    char since[32];
+    snprintf(since, sizeof since, "%lld", (long long)t0 + 1);
+    assert_int_equal(query(f, "/v1/history", since, NULL, &d), 200);
+    assert_int_equal(json_array_size(json_object_get(d, "t")), 0);
+    json_decref(d);
+    assert_int_equal(query(f, "/v1/history", "-1", NULL, &d), 400);
+    json_decref(d);
+    assert_int_equal(query(f, "/v1/history", "soon", NULL, &d), 400);
+    json_decref(d);
 }
 
 static void test_cluster_caps_and_watchdog(void **state)
@@ -765,6 +812,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_requests_change_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_cut_and_restore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only_plans_only, setup, teardown),

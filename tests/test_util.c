@@ -18,6 +18,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/prom.h"
+#include "util/series.h"
 #include "util/text.h"
 #include "util/units.h"
 
@@ -211,6 +212,39 @@ static void test_prom(void **state)
     free(t);
 }
 
+/* The ring keeps one sample per min_dt, drops the oldest past PFI_SERIES_MAX, and its JSON
+ * takes since < t <= until, oldest first, NaN as null. */
+static void test_series(void **state)
+{
+    (void)state;
+    pfi_series *s = malloc(sizeof *s);
+    assert_non_null(s);
+    pfi_series_init(s, 1.0);
+    double v[PFI_SERIES_COLS] = {NAN, 2, 3};
+    assert_int_equal(pfi_series_add(s, 10, v), 1);
+    assert_int_equal(pfi_series_add(s, 10.5, v), 0);
+    assert_int_equal(pfi_series_add(s, 9, v), 0);
+    assert_int_equal(pfi_series_add(s, NAN, v), 0);
+    for (int i = 1; i < PFI_SERIES_MAX + 400; i++) {
+        v[1] = i;
+        assert_int_equal(pfi_series_add(s, 10 + i, v), 1);
+    }
+    assert_int_equal(s->n, PFI_SERIES_MAX);
+    static const char *const names[PFI_SERIES_COLS] = {"a", "b", "c"};
+    json_t *o = pfi_series_json(s, 0, 1e9, names);
+    json_t *t = json_object_get(o, "t"), *b = json_object_get(o, "b");
+    assert_int_equal(json_array_size(t), PFI_SERIES_MAX);
+    assert_true(fabs(json_real_value(json_array_get(t, 0)) - 410) < 1e-9);
+    assert_true(fabs(json_real_value(json_array_get(b, 0)) - 400) < 1e-9);
+    assert_true(json_is_null(json_array_get(json_object_get(o, "a"), 5)));
+    json_decref(o);
+    o = pfi_series_json(s, 4000, 4005, names);
+    assert_int_equal(json_array_size(json_object_get(o, "t")), 5);
+    assert_true(fabs(json_real_value(json_array_get(json_object_get(o, "t"), 0)) - 4001) < 1e-9);
+    json_decref(o);
+    free(s);
+}
+
 static void test_mkdir_p(void **state)
 {
     char base[] = "/tmp/pfi-test-util.XXXXXX", dir[128], file[128];
@@ -241,7 +275,7 @@ int main(void)
         cmocka_unit_test(test_args), cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
         cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
-        cmocka_unit_test(test_prom),
+        cmocka_unit_test(test_prom), cmocka_unit_test(test_series),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

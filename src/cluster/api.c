@@ -1,5 +1,6 @@
 /* api.c: the controller's HTTP API, in the node daemon's style (docs/cluster.md):
  *   GET  /healthz, /v1/nodes, /v1/jobs, /v1/allocation, /metrics
+ *   GET  / (the status page), /v1/history?since=T, /v1/decisions?limit=N (what it reads)
  *   PUT  /v1/budget   {"budget": "70%" | "5600W" | "cut=30%" | null, "ramp_s": 0}
  *                     or {"watts": 5600} or {"cut": 0.3}; null removes the budget
  *   POST /v1/refresh  re-read Slurm and the node daemons, re-allocate
@@ -18,6 +19,8 @@
 
 #include "cluster/cl_int.h"
 #include "cluster/mhd.h"
+#include "report/status_page.h"
+#include "util/num.h"
 
 #define BODY_MAX (64u << 10)
 
@@ -190,6 +193,33 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
     return send_json(con, 200, json_pack("{s:s}", "deleted", id));
 }
 
+/* GET / (the status page), /v1/history and /v1/decisions, which it reads. */
+static enum MHD_Result page_route(pfi_cl_server *s, struct MHD_Connection *con, const char *url)
+{
+    if (!strcmp(url, "/")) {
+        size_t len;
+        const char *page = pfi_status_page(&len);
+        char *t = malloc(len + 1);
+        if (!t)
+            return send_err(con, 500, "out of memory");
+        memcpy(t, page, len + 1);
+        return pfi_cl_send_text(con, 200, t, "text/html; charset=utf-8");
+    }
+    pfi_err e = {0};
+    const char *q = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND,
+                                                !strcmp(url, "/v1/history") ? "since" : "limit");
+    if (!strcmp(url, "/v1/history")) {
+        long long since = (long long)pfi_clock_wall() - 3600;
+        if (q && pfi_num_ll(q, 0, (long long)1e15, "since", &since, &e) != PFI_OK)
+            return send_err(con, 400, e.msg);
+        return send_json(con, 200, pfi_cl_json_history(s->c, (double)since));
+    }
+    int limit = 20;
+    if (q && pfi_num_int(q, 1, PFI_CL_DECISIONS, "limit", &limit, &e) != PFI_OK)
+        return send_err(con, 400, e.msg);
+    return send_json(con, 200, pfi_cl_json_decisions(s->c, limit));
+}
+
 static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const char *url,
                              const char *method, const char *body)
 {
@@ -204,6 +234,8 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
         return send_json(con, 200, pfi_cl_json_jobs(s->c));
     if (get && !strcmp(url, "/v1/allocation"))
         return send_json(con, 200, pfi_cl_json_allocation(s->c));
+    if (get && (!strcmp(url, "/") || !strcmp(url, "/v1/history") || !strcmp(url, "/v1/decisions")))
+        return page_route(s, con, url);
     if (get && !strcmp(url, "/metrics"))
         return pfi_cl_send_text(con, 200, pfi_cl_metrics(s->c), "text/plain; version=0.0.4");
     int mut = (!strcmp(method, "PUT") && !strcmp(url, "/v1/budget")) ||

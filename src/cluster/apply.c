@@ -186,6 +186,7 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
 {
     double t0 = pfi_clock_mono();
     pthread_mutex_lock(&c->mu);
+    long long lowered0 = c->stats.n_lowered, raised0 = c->stats.n_raised;
     if (isnan(budget_w) && c->epoch == 0) {
         /* No budget ever set: pfi has nothing to hand out and leaves every cap alone. */
         pthread_mutex_unlock(&c->mu);
@@ -260,6 +261,8 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
         c->stats.last_apply_s = pfi_clock_mono() - t0;
         c->stats.last_alloc_s = t_alloc;
         c->stats.peak_w = peak;
+        pfi_cl_decision_add(c, budget_w, c->stats.last_apply_s, c->stats.n_lowered - lowered0,
+                            c->stats.n_raised - raised0);
         for (int j = 0; j < c->n_jobs; j++) {
             pfi_cl_job *J = &c->jobs[j];
             J->cap_now_w = NAN;

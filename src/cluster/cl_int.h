@@ -12,7 +12,16 @@
 #include "core/event.h"
 
 #define PFI_CL_GRID_MAX 64
+#define PFI_CL_DECISIONS 32
 #include "util/clock.h"
+#include "util/series.h"
+
+/* An allocation applied that moved caps or the budget (history.c): the status page's list. */
+typedef struct pfi_cl_decision {
+    long long id;
+    double wall, budget_w, cap_sum_w, apply_s;
+    long long n_lowered, n_raised; /* node requests that lowered or raised caps */
+} pfi_cl_decision;
 
 struct pfi_cl {
     pfi_cl_config cfg;
@@ -32,6 +41,10 @@ struct pfi_cl {
     char note[300];             /* last thing worth telling an operator */
     pfi_cl_stats stats;
     long long epoch;
+    pfi_series hist;            /* budget, sum of caps, draw: one sample a second (history.c) */
+    pfi_cl_decision dec[PFI_CL_DECISIONS]; /* ring of the last decisions */
+    int n_dec;
+    long long dec_next;
 
     /* Grid events (grid.c), guarded by mu: the budget in force is the tightest of the manual
      * budget (with its ramp) and the events' (core/event.h). */
@@ -87,5 +100,17 @@ void pfi_cl_grid_record(pfi_cl *c);
 int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err);
 /* A job's curve as GET /v1/jobs gives it: 1 when j now has >= 2 usable points. */
 int pfi_cl_decode_curve(json_t *curve, pfi_cl_job *j);
+
+/* history.c: what the status page plots and lists.  The sum of the caps as the controller counts
+ * it (an unknown cap at the GPU's maximum); c->mu held. */
+double pfi_cl_cap_sum_w(const pfi_cl *c);
+/* Samples budget, caps and draw into c->hist (takes c->mu). */
+void pfi_cl_history_record(pfi_cl *c);
+/* Records an apply that moved something (c->mu held): lowered/raised are this apply's counts. */
+void pfi_cl_decision_add(pfi_cl *c, double budget_w, double apply_s, long long lowered,
+                         long long raised);
+/* GET /v1/history (since: Unix seconds) and GET /v1/decisions (newest first, at most limit). */
+void *pfi_cl_json_history(pfi_cl *c, double since);
+void *pfi_cl_json_decisions(pfi_cl *c, int limit);
 
 #endif

@@ -80,6 +80,7 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->op_mu, NULL);
     c->budget_now_w = NAN;
+    pfi_series_init(&c->hist, 1.0);
     *out = c;
     return PFI_OK;
 }
@@ -667,6 +668,7 @@ static void *loop_main(void *arg)
                 pthread_mutex_unlock(&c->op_mu);
                 pfi_cl_grid_record(c);
             }
+            pfi_cl_history_record(c);
             if (rc == PFI_OK)
                 rc = pfi_cl_reapply(c, &e);
             if (rc != PFI_OK) {

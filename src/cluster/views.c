@@ -24,6 +24,7 @@ void *pfi_cl_json_nodes(pfi_cl *c)
             json_object_set_new(o, "min_limit_w", pfi_json_num(d->min_limit_w));
             json_object_set_new(o, "max_limit_w", pfi_json_num(d->max_limit_w));
             json_object_set_new(o, "default_limit_w", pfi_json_num(d->default_limit_w));
+            json_object_set_new(o, "power_w", pfi_json_num(n->power_w[g]));
             json_object_set_new(o, "job", n->job_of[g] >= 0 ? json_string(c->jobs[n->job_of[g]].id)
                                                             : json_null());
             json_array_append_new(gpus, o);
@@ -32,6 +33,14 @@ void *pfi_cl_json_nodes(pfi_cl *c)
         json_t *o = json_pack("{s:s, s:s, s:b, s:i, s:o}", "name", n->name, "url", n->url, "up",
                               n->up, "n_gpus", n->n_gpus, "gpus", gpus);
         json_object_set_new(o, "cap_sum_w", json_real(sum));
+        double draw = 0;
+        int drawn = 0;
+        for (int g = 0; g < n->n_gpus; g++)
+            if (isfinite(n->power_w[g])) {
+                draw += n->power_w[g];
+                drawn++;
+            }
+        json_object_set_new(o, "power_w", drawn ? json_real(draw) : json_null());
         /* A silent node's GPUs count at the caps it last acknowledged: say so. */
         json_object_set_new(o, "why", n->up ? json_null() : json_string(n->why));
         json_object_set_new(o, "counted_at_last_caps", json_boolean(!n->up));

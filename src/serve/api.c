@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/status_page.h"
 #include "serve/serve_int.h"
 #include "util/num.h"
 
@@ -232,6 +233,25 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
         json_t *doc = pfi_audit_decisions(n->audit, limit, &e);
         return doc ? ok(200, doc, st, len) : fail_err(&e, st, len);
     }
+    if (!strcmp(url, "/")) {
+        *ctype = "text/html; charset=utf-8";
+        *st = 200;
+        size_t plen;
+        const char *page = pfi_status_page(&plen);
+        char *t = malloc(plen + 1);
+        if (!t)
+            return fail(500, PFI_ENOMEM, "out of memory", st, len);
+        memcpy(t, page, plen + 1);
+        *len = plen;
+        return t;
+    }
+    if (!strcmp(url, "/v1/history")) {
+        long long since = (long long)pfi_clock_wall() - 3600;
+        pfi_err e = {0};
+        if (q_since && pfi_num_ll(q_since, 0, LLONG_MAX, "since", &since, &e) != PFI_OK)
+            return fail_err(&e, st, len);
+        return ok(200, pfi_srv_view_history(n, (double)since), st, len);
+    }
     if (!strcmp(url, "/v1/events")) {
         long long since = 0;
         int limit = 100;
@@ -358,7 +378,8 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const
                 (!strcmp(url, "/v1/budget") && (put || del)) || (!strcmp(url, "/v1/caps") && put) ||
                 (!strcmp(url, "/v1/heartbeat") && post);
     if (!route) {
-        int known = !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
+        int known = !strcmp(url, "/healthz") || !strcmp(url, "/metrics") || !strcmp(url, "/") ||
+                    !strcmp(url, "/v1/history") ||
                     !strncmp(url, "/v1/jobs", 8) || !strcmp(url, "/v1/gpus") ||
                     !strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/events") ||
                     !strcmp(url, "/v1/decisions") ||

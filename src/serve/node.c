@@ -25,6 +25,7 @@ int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, 
     n->manual_w = NAN;
     n->ev_next = 1;
     n->started_wall = pfi_clock_wall();
+    pfi_series_init(&n->hist, 1.0);
     n->last_decision_mono = n->last_replan_mono = -1e9;
     int count = 0;
     int rc = pfi_hw_count(b, &count, err);

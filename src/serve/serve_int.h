@@ -17,6 +17,7 @@
 #include "serve/serve.h"
 #include "store/audit.h"
 #include "util/clock.h"
+#include "util/series.h"
 
 #define SRV_ID_MAX 64
 #define SRV_MAX_JOBS PFI_MAX_GPUS
@@ -187,6 +188,7 @@ typedef struct srv_node {
     long long commit_gen;  /* bumped by every commit of a decision (under mu): a reading taken
                             * before it is older than the limits the decision read back */
     double started_wall;
+    pfi_series hist;       /* budget, sum of limits, draw: one sample a second, the last hour */
 
     srv_event ev[SRV_EVENTS];
     long long ev_next;     /* id of the next event (ids start at 1) */
@@ -265,6 +267,8 @@ json_t *pfi_srv_view_jobs(srv_node *n, const char *id);
 json_t *pfi_srv_view_allocation(srv_node *n);
 json_t *pfi_srv_view_events(srv_node *n, long long since, int limit);
 json_t *pfi_srv_view_health(srv_node *n);
+/* GET /v1/history: budget, sum of limits and draw sampled after since (Unix seconds). */
+json_t *pfi_srv_view_history(srv_node *n, double since);
 /* How far the limits as last read (each counted at the larger of limit and enforced) exceed
  * the budget in force, in watts of whole milliwatts (hw.h); 0 when within it or no budget.
  * Caller holds node->mu.  /healthz is "degraded" and /metrics' pfi_over_budget 1 when > 0. */

@@ -41,6 +41,22 @@ static void baseline_add(srv_node *n, srv_job *j)
     bl->n++;
 }
 
+/* The status page's plot: budget, sum of the limits and draw after this pass (mu held). */
+static void record_history(srv_node *n)
+{
+    double lim = 0, draw = 0;
+    int drawn = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        lim += n->gpu[i].dev.limit_w;
+        if (n->gpu[i].up && (n->gpu[i].s.have & PFI_F_POWER)) {
+            draw += n->gpu[i].s.power_w;
+            drawn++;
+        }
+    }
+    double v[PFI_SERIES_COLS] = {n->budget_w, lim, drawn ? draw : NAN};
+    pfi_series_add(&n->hist, pfi_clock_wall(), v);
+}
+
 void pfi_srv_sample(srv_node *n)
 {
     for (int i = 0; i < n->n_gpus; i++) {
@@ -79,6 +95,7 @@ void pfi_srv_sample(srv_node *n)
     }
     double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
+    record_history(n);
     for (int j = 0; j < n->n_jobs; j++) {
         baseline_add(n, &n->jobs[j]);
         pfi_srv_probe_sample(n, &n->jobs[j], now);

@@ -218,3 +218,14 @@ json_t *pfi_srv_view_health(srv_node *n)
     pthread_mutex_unlock(&n->mu);
     return o;
 }
+
+json_t *pfi_srv_view_history(srv_node *n, double since)
+{
+    static const char *const names[PFI_SERIES_COLS] = {"budget_w", "limits_w", "draw_w"};
+    double now = pfi_clock_wall();
+    pthread_mutex_lock(&n->mu);
+    json_t *o = pfi_series_json(&n->hist, since, now, names);
+    pthread_mutex_unlock(&n->mu);
+    json_object_set_new(o, "now", json_real(now));
+    return o;
+}

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Compares the status page as Chromium rendered it (--dump-dom) with the daemon's API.
+
+  check_status_page.py node|site DOM BEFORE_DIR AFTER_DIR
+
+BEFORE_DIR and AFTER_DIR hold the API's answers fetched just before and just after the page was
+rendered: node: gpus.json, jobs.json, allocation.json, grid_events.json, decisions.json; site:
+nodes.json, jobs.json, allocation.json, grid_events.json, decisions.json.  Every figure the page
+shows carries data-k (what it is) and data-v (the number it was given); the shown text must say
+that number, and the number must be the API's: the same as before or after for what stays put
+(caps, budgets, jobs' figures), between the two readings (with 2% or 1 degree of slack for
+noise) for what moves (draw, temperature).  Prints what it compared; exits 1 listing every
+mismatch."""
+import json
+import math
+import re
+import sys
+import time
+from html.parser import HTMLParser
+
+
+class Dom(HTMLParser):
+    """Figures (data-k) with their table, row (data-key) and text; body attributes; plot paths."""
+
+    def __init__(self):
+        super().__init__()
+        self.figs, self.paths, self.body = [], [], {}
+        self.table = self.row = None
+        self.cur = None
+        self.depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "body":
+            self.body = a
+        if tag == "table":
+            self.table = a.get("id")
+        if tag == "tr":
+            self.row = a.get("data-key")
+        if tag == "path" and "data-k" in a:
+            self.paths.append(a)
+        elif "data-k" in a:
+            self.cur = {"k": a["data-k"], "v": a.get("data-v", ""), "id": a.get("id"),
+                        "table": self.table, "row": self.row, "text": ""}
+            self.figs.append(self.cur)
+            self.depth = 0
+        elif self.cur is not None:
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        if self.cur is not None:
+            if self.depth == 0:
+                self.cur = None
+            else:
+                self.depth -= 1
+        if tag == "table":
+            self.table = None
+
+    def handle_data(self, data):
+        if self.cur is not None:
+            self.cur["text"] += data
+
+
+bad = []
+checked = 0
+
+
+def num(v):
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def shown_ok(f):
+    """The text shows data-v: some number in it equals data-v at the precision shown."""
+    text, v = f["text"].replace(",", ""), f["v"]
+    if v == "":
+        return not re.search(r"\d", text) or "no SLA" in text
+    v = float(v)
+    for m in re.finditer(r"-?\d+(?:\.(\d+))?\s*(%?)", text):
+        x = float(m.group(0).rstrip("% "))
+        dec = len(m.group(1) or "")
+        val = v * 100 if m.group(2) == "%" else v
+        if abs(x - val) <= 0.5 * 10 ** -dec + 1e-9:
+            return True
+    return False
+
+
+def same(f, wants, what, moving=False):
+    """wants: the API's value before and after the rendering."""
+    global checked
+    checked += 1
+    got = float(f["v"]) if f["v"] != "" else math.nan
+    a, b = wants
+    if math.isnan(got):
+        ok = math.isnan(a) or math.isnan(b)
+    elif moving and not math.isnan(a) and not math.isnan(b):
+        slack = max(1.0 if f["k"] == "temp_c" else 0, 0.02 * max(abs(a), abs(b)))
+        ok = min(a, b) - slack <= got <= max(a, b) + slack
+    else:
+        ok = any(not math.isnan(w) and abs(got - w) <= 1e-9 * max(1, abs(w)) for w in wants)
+    if not ok:
+        bad.append(f"{what}: the page shows {f['text']!r} (data-v {f['v']!r}), the API {a} "
+                   f"before and {b} after")
+
+
+def figs(dom, table=None, key=None, k=None):
+    return [f for f in dom.figs if (table is None or f["table"] == table) and
+            (key is None or f["row"] == key) and (k is None or f["k"] == k)]
+
+
+def one(dom, what, **sel):
+    r = figs(dom, **sel)
+    if len(r) != 1:
+        bad.append(f"{what}: {len(r)} figures on the page for {sel}")
+        return None
+    return r[0]
+
+
+def check_rows(dom, table, rows, keyof, fields, what):
+    """rows: the API's objects (before, after); fields: (data-k, value of a row, moving)."""
+    shown = {f["row"] for f in figs(dom, table=table)}
+    keys = [{keyof(r) for r in rs} for rs in rows]
+    if shown != keys[0] and shown != keys[1]:
+        bad.append(f"{what}: the page shows {sorted(shown)}, the API has {sorted(keys[1])}")
+        return
+    by = [{keyof(r): r for r in rs} for rs in rows]
+    for key in sorted(shown):
+        for k, get, moving in fields:
+            f = one(dom, f"{what} {key} {k}", table=table, key=key, k=k)
+            if f:
+                wants = tuple(get(b[key]) if key in b else math.nan for b in by)
+                same(f, wants, f"{what} {key} {k}", moving)
+
+
+def headroom(rel, sla):
+    return rel - (1 - sla) if not math.isnan(rel) and not math.isnan(sla) else math.nan
+
+
+def events(dom, apis, now):
+    rows = []
+    for api in apis:
+        evs = sorted((e for e in api["events"] if e["end_s"] > now), key=lambda e: e["start_s"])
+        rows.append([e for e in evs if e["start_s"] <= now] +
+                    [e for e in evs if e["start_s"] > now][:1])
+    check_rows(dom, "events", rows, lambda e: e["id"],
+               [("target_w", lambda e: num(e["target_w"]), False)], "grid event")
+    return rows[1]
+
+
+def main():
+    kind, dom_path, before, after = sys.argv[1:5]
+    dom = Dom()
+    with open(dom_path) as f:
+        dom.feed(f.read())
+    apis = []
+    for d in (before, after):
+        api = {}
+        for n in ("gpus", "nodes", "jobs", "allocation", "grid_events", "decisions"):
+            try:
+                with open(f"{d}/{n}.json") as f:
+                    api[n] = json.load(f)
+            except OSError:
+                pass
+        apis.append(api)
+    loads = int(dom.body.get("data-loaded", "0") or 0)
+    if loads < 2:
+        bad.append(f"the page loaded its data {loads} time(s): it does not refresh itself")
+    for f in dom.figs:
+        if not shown_ok(f):
+            bad.append(f"{f['k']} ({f['table'] or f['id']} {f['row'] or ''}): shows "
+                       f"{f['text']!r} for {f['v']!r}")
+    for k in ("budget_w", "limits_w", "draw_w"):
+        p = [x for x in dom.paths if x["data-k"] == k]
+        if not p or int(p[0].get("data-n", "0")) < 2:
+            bad.append(f"the plot has no {k} line of at least 2 points")
+    both = lambda name, key: tuple(a[name][key] for a in apis)
+    now = time.time()
+    if kind == "node":
+        gpus = both("gpus", "gpus")
+        draw = tuple(sum(g["power_w"] for g in gs if g["up"] and g["power_w"] is not None)
+                     for gs in gpus)
+        al = lambda k: tuple(num(a["allocation"][k]) for a in apis)
+        top = [("fig-budget", al("budget_w"), False), ("fig-limits", al("sum_limits_w"), False),
+               ("fig-nominal", al("nominal_w"), False), ("fig-draw", draw, True)]
+        check_rows(dom, "units", gpus, lambda g: str(g["index"]),
+                   [("cap_w", lambda g: num(g["limit_w"]), False),
+                    ("power_w", lambda g: num(g["power_w"]), True),
+                    ("temp_c", lambda g: num(g["temp_c"]), True)], "GPU")
+        check_rows(dom, "jobs", both("jobs", "jobs"), lambda j: j["id"],
+                   [("cap_w", lambda j: num(j["cap_w"]), False),
+                    ("n_gpus", lambda j: len(j["gpus"]), False),
+                    ("tokens_per_s", lambda j: num(j["observed_tokens_per_s"]), False),
+                    ("predicted_rel", lambda j: num(j["predicted_rel"]), False),
+                    ("pfi30", lambda j: num(j["pfi30"]), False),
+                    ("sla_headroom", lambda j: headroom(num(j["predicted_rel"]), num(j["sla"])),
+                     False)], "job")
+        dec_fields = [("budget_w", lambda x: num(x["budget_w"]), False),
+                      ("sum_after_w", lambda x: num(x["sum_after_w"]), False),
+                      ("n_changed", lambda x: num(x["n_changed"]), False)]
+    else:
+        nodes = both("nodes", "nodes")
+        draw = tuple(sum(n["power_w"] for n in ns if n["power_w"] is not None) for ns in nodes)
+        al = lambda k: tuple(num(a["allocation"][k]) for a in apis)
+        top = [("fig-budget", al("budget_now_w"), False), ("fig-limits", al("cap_sum_w"), False),
+               ("fig-nominal", al("site_default_w"), False), ("fig-draw", draw, True)]
+        check_rows(dom, "units", nodes, lambda n: n["name"],
+                   [("cap_sum_w", lambda n: num(n["cap_sum_w"]), False),
+                    ("power_w", lambda n: num(n["power_w"]), True)], "node")
+        check_rows(dom, "jobs", both("jobs", "jobs"), lambda j: j["id"],
+                   [("cap_w", lambda j: num(j["cap_w"]), False),
+                    ("cap_target_w", lambda j: num(j["cap_target_w"]), False),
+                    ("n_gpus", lambda j: num(j["n_gpus"]), False),
+                    ("predicted_rel", lambda j: num(j["rel_tput_target"]), False),
+                    ("sla_headroom",
+                     lambda j: headroom(num(j["rel_tput_target"]), num(j["sla"])), False)], "job")
+        dec_fields = [("budget_w", lambda x: num(x["budget_w"]), False),
+                      ("cap_sum_w", lambda x: num(x["cap_sum_w"]), False),
+                      ("n_lowered", lambda x: num(x["n_lowered"]), False),
+                      ("n_raised", lambda x: num(x["n_raised"]), False)]
+    for fid, wants, moving in top:
+        f = next((x for x in dom.figs if x["id"] == fid), None)
+        if f is None:
+            bad.append(f"no {fid} on the page")
+        else:
+            same(f, wants, fid, moving)
+    shown_ev = events(dom, [a["grid_events"] for a in apis], now)
+    # The decisions shown are the 8 newest the API had when the page read it.
+    ids = {f["row"] for f in figs(dom, table="decisions")}
+    if not ids:
+        bad.append("no decision shown")
+    else:
+        top_id = max(int(i) for i in ids)
+        then = [[x for x in a["decisions"]["decisions"] if x["id"] <= top_id][:8] for a in apis]
+        check_rows(dom, "decisions", then, lambda x: str(x["id"]), dec_fields, "decision")
+    for b in bad:
+        print("check_status_page:", b, file=sys.stderr)
+    print(f"{kind} page: {len(dom.figs)} figures shown, {checked} compared with the API, "
+          f"{len(shown_ev)} grid event(s), {len(ids)} decision(s), refreshed {loads} times; "
+          f"{len(bad)} mismatch(es)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

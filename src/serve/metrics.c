@@ -37,7 +37,7 @@ static void gpu_metric(ctx *c, const char *name, const char *type, const char *h
 
 #define HAVE(g, f, v) (((g)->s.have & (f)) ? (v) : NAN)
 static double g_power(const srv_gpu *g) { return HAVE(g, PFI_F_POWER, g->s.power_w); }
-static double g_energy(const srv_gpu *g) { return HAVE(g, PFI_F_ENERGY, g->s.energy_j); }
+static double g_energy(const srv_gpu *g) { return g->energy_j; }
 static double g_temp(const srv_gpu *g) { return HAVE(g, PFI_F_TEMP, g->s.temp_c); }
 static double g_clock(const srv_gpu *g) { return HAVE(g, PFI_F_SM_CLOCK, g->s.sm_clock_mhz * 1e6); }
 static double g_limit(const srv_gpu *g) { return g->dev.limit_w; }
@@ -57,7 +57,8 @@ static void gpu_metrics(ctx *c)
 {
     gpu_metric(c, "pfi_gpu_power_watts", "gauge", "Board power drawn (1 s average).", g_power);
     gpu_metric(c, "pfi_gpu_energy_joules_total", "counter",
-               "Energy the board consumed since the driver loaded (NVML's counter).", g_energy);
+               "Energy the board consumed: NVML's counter (since the driver loaded), or for a GPU "
+               "without one its draw integrated since pfi serve started.", g_energy);
     gpu_metric(c, "pfi_gpu_temperature_celsius", "gauge", "GPU core temperature.", g_temp);
     gpu_metric(c, "pfi_gpu_power_limit_watts", "gauge", "Power limit set in band.", g_limit);
     gpu_metric(c, "pfi_gpu_enforced_power_limit_watts", "gauge",

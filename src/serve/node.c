@@ -42,6 +42,7 @@ int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, 
         g->job = -1;
         g->requested_w = NAN;
         g->pinned_w = NAN;
+        g->energy_j = NAN;
         pfi_sample_clear(&g->s);
         rc = pfi_hw_info(b, i, &g->dev, err);
         if (rc != PFI_OK)

@@ -81,6 +81,10 @@ typedef struct srv_gpu {
     int job;             /* index into node->jobs, -1 when no job holds it */
     double pinned_w;     /* in a decision's snapshot: a GPU that cannot be moved (unreadable,
                           * or a change that failed), counted at this; NAN otherwise */
+    /* Energy for /metrics (telemetry.c): NVML's counter where the GPU's first reading had one,
+     * else the draw integrated (trapezoids) since the daemon started.  NAN until known. */
+    int energy_src;      /* 0 not decided yet, 1 the device's counter, 2 integrated */
+    double energy_j, energy_t, energy_p;
 } srv_gpu;
 
 /* Baseline telemetry of a job: means over samples taken while all its GPUs sat at their default

@@ -41,6 +41,25 @@ static void baseline_add(srv_node *n, srv_job *j)
     bl->n++;
 }
 
+/* The GPU's energy counter after a reading (mu held): the device's own, or, for a GPU that has
+ * none, its draw integrated over the readings' times.  A counter that is missing from one reading
+ * keeps its last value; the source never changes, so the series only rises. */
+static void energy_add(srv_gpu *g, const pfi_sample *s)
+{
+    if (g->energy_src == 0 && (s->have & (PFI_F_ENERGY | PFI_F_POWER)))
+        g->energy_src = (s->have & PFI_F_ENERGY) ? 1 : 2;
+    if (g->energy_src == 1 && (s->have & PFI_F_ENERGY)) {
+        g->energy_j = s->energy_j;
+    } else if (g->energy_src == 2 && (s->have & PFI_F_POWER) && isfinite(s->t_s)) {
+        if (isnan(g->energy_j))
+            g->energy_j = 0;
+        else if (s->t_s > g->energy_t)
+            g->energy_j += 0.5 * (g->energy_p + s->power_w) * (s->t_s - g->energy_t);
+        g->energy_t = s->t_s;
+        g->energy_p = s->power_w;
+    }
+}
+
 /* The status page's plot: budget, sum of the limits and draw after this pass (mu held). */
 static void record_history(srv_node *n)
 {
@@ -77,6 +96,7 @@ void pfi_srv_sample(srv_node *n)
         int was_up = g->up;
         if (rc == PFI_OK) {
             g->s = s;
+            energy_add(g, &s);
             if (n->commit_gen == gen) { /* else the decision's read-back is newer: kept */
                 g->dev.limit_w = d.limit_w;
                 g->dev.enforced_w = d.enforced_w;

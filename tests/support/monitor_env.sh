@@ -3,7 +3,7 @@
 #   n1: `pfi serve` alone (local mode): three jobs, a 70% budget, grid events.
 #   n2: `pfi serve` under `pfi cluster serve` (external mode): caps from the site budget.
 # Sets N1, N2, CL (http://127.0.0.1:PORT), TOKEN (a file); the caller sets $name, $dir and
-# fail(), and kills $pids at exit.
+# fail(), and kills $pids at exit.  N2_FAULTS: the fake NVML's fault rules for n2 (faults.c).
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "$name: PFI_BIN is not set"; exit 1; }
 command -v curl >/dev/null || fail "curl is missing (scripts/install-deps.sh test)"
 unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
@@ -24,16 +24,17 @@ wait_file() { # $1 file, $2 what
         sleep 0.05
     done
 }
-start_node() { # $1 name
+start_node() { # $1 name, $2 fault rules
     # shellcheck disable=SC2086
-    PFI_SIM_STATE="$dir/$1.state" PFI_JOURNAL="$dir/$1.journal" "$PFI_BIN" serve $HW \
+    PFI_FAKENVML_FAULTS="${2:-}" PFI_SIM_STATE="$dir/$1.state" PFI_JOURNAL="$dir/$1.journal" \
+        "$PFI_BIN" serve $HW \
         --listen 127.0.0.1:0 --port-file "$dir/$1.port" --token-file "$TOKEN" \
         --db "$dir/$1.db" --sample-interval 100ms >"$dir/$1.log" 2>&1 &
     pids="$pids $!"
     wait_file "$dir/$1.port" "pfi serve ($1)"
 }
 start_node n1
-start_node n2
+start_node n2 "${N2_FAULTS:-}"
 N1=http://$(cat "$dir/n1.port")
 N2=http://$(cat "$dir/n2.port")
 ctl1() { "$PFI_BIN" ctl --url "$N1" --token-file "$TOKEN" "$@"; }

@@ -6,7 +6,7 @@
 set -eu
 
 BUILD_PKGS="build-essential pkg-config libsqlite3-dev libgsl-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev"
-TEST_PKGS="libcmocka-dev gnuplot-nox sqlite3 curl jq python3 prometheus chromium"
+TEST_PKGS="libcmocka-dev gnuplot-nox sqlite3 curl jq python3 prometheus chromium fonts-dejavu-core"
 # Optional: used by tests that skip with a message when they are absent.
 OPT_PKGS="wrk"
 

@@ -49,6 +49,9 @@ struct pfi_tput_source {
     void (*stop)(pfi_tput_source *s);
     void (*destroy)(pfi_tput_source *s);
     pfi_parser *parser; /* log sources; NULL for the simulator */
+    const char *path;   /* the followed log (kind "follow"); NULL otherwise */
+    /* Set by the sweep: a wait returns early once *interrupt is non-zero (NULL: never). */
+    const volatile sig_atomic_t *interrupt;
     void *impl;
 };
 

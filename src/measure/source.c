@@ -1,8 +1,10 @@
 /* source.c: the throughput sources of measure.h: a launched command, a followed log file,
  * the simulator. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "hw/backend_sim.h"
 #include "measure/launch.h"
@@ -34,8 +36,18 @@ static void on_line(void *arg, const char *line)
 }
 
 /* Lines are time-stamped as they arrive, so the wait polls in short slices of real time: the
- * backend clock may run faster than real time (the simulator's speed-up). */
+ * backend clock may run faster than real time (the simulator's speed-up).  A clock that moves
+ * only when slept (the embedded simulator) is moved by the real time each slice took, so a log
+ * followed against it keeps time and the wait ends: without that it waited for ever. */
 #define SLICE_S 0.02
+
+static void keep_time(pfi_backend *b, double hw_before, double wall_before)
+{
+    if (pfi_hw_now(b) == hw_before) {
+        double spent = pfi_clock_mono() - wall_before;
+        pfi_hw_sleep(b, spent > 0 ? spent : SLICE_S);
+    }
+}
 
 static int log_wait(pfi_tput_source *s, pfi_backend *b, double until, pfi_obs_fn fn, void *ctx,
                     pfi_err *err)
@@ -45,11 +57,16 @@ static int log_wait(pfi_tput_source *s, pfi_backend *b, double until, pfi_obs_fn
     ls->fn = fn;
     ls->ctx = ctx;
     int rc = PFI_OK;
+    /* A log is written in real time: whatever the backend's clock does, the wait also ends
+     * after as many real seconds as it was asked to wait, or at once on an interrupt. */
+    double left0 = until - pfi_hw_now(b);
+    double wall_end = pfi_clock_mono() + (left0 > 0 ? left0 : 0);
     for (;;) {
         double left = until - pfi_hw_now(b);
-        if (left <= 0)
+        if (left <= 0 || pfi_clock_mono() >= wall_end || (s->interrupt && *s->interrupt))
             break;
         double slice = left < SLICE_S ? left : SLICE_S;
+        double hw0 = pfi_hw_now(b), wall0 = pfi_clock_mono();
         if (ls->following) {
             rc = pfi_follow_poll(&ls->follow, on_line, s, err);
             if (rc != PFI_OK)
@@ -66,6 +83,7 @@ static int log_wait(pfi_tput_source *s, pfi_backend *b, double until, pfi_obs_fn
                 break;
             }
         }
+        keep_time(b, hw0, wall0);
     }
     ls->fn = NULL;
     return rc;
@@ -180,11 +198,25 @@ int pfi_source_follow(const char *path, const pfi_parse_cfg *pc, pfi_tput_source
         return rc;
     s->kind = "follow";
     ls->following = 1;
-    rc = pfi_follow_open(&ls->follow, path, 1, err);
+    /* A log that is not there (a typo, a job not started) is said at once, not after the
+     * timeout. */
+    struct stat st;
+    if (path && *path && stat(path, &st) != 0)
+        rc = pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO,
+                         "cannot follow the log %s: %s (--attach follows the log of a job that "
+                         "is already running)",
+                         path, strerror(errno));
+    else if (path && *path && S_ISDIR(st.st_mode))
+        rc = pfi_err_set(err, PFI_EINVAL, "cannot follow the log %s: it is a directory", path);
+    if (rc == PFI_OK)
+        rc = pfi_follow_open(&ls->follow, path, 1, err);
+    if (rc == PFI_OK && ls->follow.fd < 0)
+        rc = pfi_err_set(err, PFI_EIO, "cannot open the log %s", path);
     if (rc != PFI_OK) {
         log_destroy(s);
         return rc;
     }
+    s->path = ls->follow.path;
     *out = s;
     return PFI_OK;
 }

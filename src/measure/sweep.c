@@ -8,6 +8,7 @@
 #include "measure/measure.h"
 #include "measure/sampler.h"
 #include "sim/sim.h"
+#include "util/clock.h"
 
 void pfi_sweep_defaults(pfi_sweep_cfg *c)
 {
@@ -115,6 +116,7 @@ typedef struct sweep_state {
     pfi_tput_source *src;
     pfi_meter meter;
     double last_obs_t;
+    double last_obs_wall; /* monotonic seconds of the last observation */
     long n_obs;
     pfi_err obs_err;
     double done_s; /* backend time the completed levels took, for the estimate of what is left */
@@ -128,6 +130,7 @@ static void on_obs(void *ctx, const pfi_obs *o, double t)
         s->meter.scale = s->c->n_gpus; /* torchtitan's tps is per GPU */
     s->n_obs++;
     s->last_obs_t = t;
+    s->last_obs_wall = pfi_clock_mono();
     if (pfi_meter_add(&s->meter, o, t, &s->obs_err) != PFI_OK)
         s->obs_err.code = PFI_ENOMEM;
 }
@@ -314,10 +317,24 @@ static int measure_level(sweep_state *s, pfi_sampler *smp, int li, int nl, doubl
             return pfi_err_set(err, PFI_EINVAL,
                                "the log reports steps only; pass --tokens-per-step N (or "
                                "--seq-len with --batch-size) to turn steps into tokens");
-        if (now - s->last_obs_t > c->timeout_s) {
+        /* A log is written in real time: its silence is also timed on the wall clock, so a
+         * backend clock that stalls cannot keep the sweep waiting. */
+        double wall_quiet = pfi_clock_mono() - s->last_obs_wall;
+        if (now - s->last_obs_t > c->timeout_s || (s->src->parser && wall_quiet > c->timeout_s)) {
             long lines = 0, matched = 0;
             if (s->src->parser)
                 pfi_parser_stats(s->src->parser, &lines, &matched);
+            if (s->src->path && lines == 0)
+                return pfi_err_set(err, PFI_ETIMEOUT,
+                                   "the log %s had no new line for %.0f s: is the job running "
+                                   "and writing to it?",
+                                   s->src->path, c->timeout_s);
+            if (s->src->path)
+                return pfi_err_set(err, PFI_ETIMEOUT,
+                                   "no throughput in the log %s for %.0f s (%ld new lines, %ld "
+                                   "parsed as throughput); name the format with --format or "
+                                   "give --throughput-regex",
+                                   s->src->path, c->timeout_s, lines, matched);
             return pfi_err_set(err, PFI_ETIMEOUT,
                                "no throughput for %.0f s (%ld output lines seen, %ld parsed as "
                                "throughput); name the format with --format or give "
@@ -394,6 +411,7 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
         pfi_meter_free(&s->meter);
         pfi_meter_init(&s->meter);
         s->last_obs_t = pfi_hw_now(b);
+        s->last_obs_wall = pfi_clock_mono();
     }
     pfi_level lv;
     level_init(&lv);
@@ -489,6 +507,8 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
     pfi_meter_init(&s.meter);
     double t0 = pfi_hw_now(b);
     s.last_obs_t = t0;
+    s.last_obs_wall = pfi_clock_mono();
+    src->interrupt = c->stop;
     if (rc == PFI_OK && c->sink.begin)
         rc = c->sink.begin(c->sink.ctx, &res->run, err);
     if (rc == PFI_OK && journaled && c->sink.run_ref) {

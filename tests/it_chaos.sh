@@ -8,7 +8,8 @@
 # whole milliwatts; the budget in force is the larger of the old and new one only while a
 # change is in flight (the documented lower-first transition).  After every answered change
 # the daemon's own view must show it (a re-plan never brings back an older budget or mode).
-# At the end SIGTERM must bring back every original limit.
+# At the end SIGTERM must bring back every original limit (on_stop = restore: caps from a
+# "controller" would otherwise be held at a stop; tests/it_restart.sh tests that).
 # Not covered here (see docs/serve.md): injected NVML faults mid-run, slow clients, kill -9 of
 # a node daemon under a cluster controller.
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).  CHAOS_ROUNDS: rounds
@@ -50,7 +51,8 @@ AUTH="Authorization: Bearer $(cat "$dir/token")"
 # shellcheck disable=SC2086
 "$PFI_BIN" serve $HW --listen 127.0.0.1:0 --port-file "$dir/port" --token-file "$dir/token" \
     --db "$dir/serve.db" --sample-interval 10ms --set reoptimize_interval=10ms \
-    --set min_change_interval=0s --set hysteresis=0W >>"$dir/serve.log" 2>&1 &
+    --set min_change_interval=0s --set hysteresis=0W --set on_stop=restore \
+    >>"$dir/serve.log" 2>&1 &
 SERVE=$!
 i=0
 while [ ! -s "$dir/port" ]; do

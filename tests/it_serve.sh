@@ -207,7 +207,8 @@ all_at 700 || fail "SIGTERM did not restore the limits: $(limits)"
 [ ! -e "$PFI_JOURNAL" ] || fail "journal left after a clean stop"
 note "SIGTERM: limits restored"
 
-# ---- kill -9, then the next start restores ----
+# ---- kill -9 with a budget in force: the next start comes back holding it (never above it),
+# with the originals still journaled; a clean stop then restores them ----
 start_serve "unix:$dir/serve.sock"
 ctl budget set 70% >/dev/null || fail "cut over the Unix socket"
 le "$(sum_limits)" $CUT || fail "cut over the Unix socket not applied"
@@ -215,12 +216,18 @@ stop_serve KILL
 all_at 700 && fail "limits back at 700 W although the daemon was killed"
 [ -e "$PFI_JOURNAL" ] || fail "no journal after kill -9"
 start_serve "unix:$dir/serve.sock"
-all_at 700 || fail "restart after kill -9 did not restore the limits: $(limits)"
-ctl events --limit 50 | grep -q 'restored 8 original power limit' || fail "no journal_restore event"
+le "$(sum_limits)" $CUT || fail "restart after kill -9 raised the limits over the budget: $(limits)"
+ctl events --limit 50 | grep -q 'limits held from before the restart' || fail "no hold event at the restart"
+ctl gpus | grep -q '"original_limit_w": 700' || fail "the originals were not taken from the journal"
 ctl jobs | grep -q '"id": "c"' || fail "jobs not reloaded after restart"
 stop_serve TERM || fail "final stop"
 all_at 700 || fail "final stop: $(limits)"
-note "kill -9 + restart: limits restored"
+[ ! -e "$PFI_JOURNAL" ] || fail "journal left after the final clean stop"
+# Restored cleanly, nothing is held any more: the next start is at the originals.
+start_serve "unix:$dir/serve.sock"
+all_at 700 || fail "a start after a clean stop changed the limits: $(limits)"
+stop_serve TERM || fail "stop after the clean start"
+note "kill -9 + restart: the budget held, then restored at a clean stop"
 
 # ---- a GPU lost mid-change (fake NVML fault injection) ----
 if [ "${HW#--backend nvml}" != "$HW" ]; then

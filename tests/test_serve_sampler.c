@@ -1,6 +1,7 @@
 /* A budget sampler for the node daemon's integration test (tests/it_serve.sh), and its own tests.
  *
  *   test_serve_sampler --sample STATE ALLOWED OUT
+ *   test_serve_sampler --sample-site ALLOWED OUT STATE...   (a site: one state per node)
  * attaches to the simulator's shared state (the one the fake NVML serves from) and, until the
  * file OUT.stop appears, reads the sum of all GPUs' power limits at one instant (one locked
  * snapshot of the state, never GPU by GPU: a sequential read mixes instants and could report a
@@ -106,6 +107,93 @@ static int sample_main(const char *state, const char *allowed_path, const char *
     return 0;
 }
 
+/* The sum of one state's limits at one instant (one locked snapshot). */
+static int state_sum(pfi_sim_state *s, double *sum, pfi_err *e)
+{
+    pfi_sim_node *node;
+    double now;
+    if (pfi_sim_state_node(s, &node, &now, e) != PFI_OK)
+        return -1;
+    *sum = 0;
+    for (int g = 0; g < pfi_sim_node_gpus(node); g++)
+        *sum += pfi_sim_limit(node, g, now);
+    return 0;
+}
+
+#define SITE_MAX 16
+
+/* A site of several simulated nodes (one state each, one daemon each): their limits cannot be
+ * read at one instant, so each sample reads nodes 1..n, then 1..n-1 again, and counts only when
+ * those did not move in between: each then held its sum while node n was read, and the total is
+ * the site's at that instant.  Samples that moved are retried (counted in the output). */
+static int sample_site_main(const char *allowed_path, const char *out, int ns, char **states)
+{
+    pfi_sim_state *s[SITE_MAX] = {0};
+    pfi_err e = {0};
+    if (ns < 1 || ns > SITE_MAX) {
+        fprintf(stderr, "sampler: 1 to %d states\n", SITE_MAX);
+        return 1;
+    }
+    for (int i = 0; i < ns; i++) {
+        for (int k = 0; k < 3000 && pfi_sim_state_open(states[i], NULL, 1, &s[i], &e) != PFI_OK;
+             k++) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (!s[i]) {
+            fprintf(stderr, "sampler: %s: %s\n", states[i], e.msg);
+            return 1;
+        }
+    }
+    char stop[1100];
+    snprintf(stop, sizeof stop, "%s.stop", out);
+    long samples = 0, viol = 0, tries = 0;
+    double max_sum = 0, max_over = -INFINITY, allowed = INFINITY;
+    int bad = 0;
+    for (;;) {
+        if ((tries & 255) == 0) {
+            if (access(stop, F_OK) == 0)
+                break;
+            write_out(out, samples, viol, max_sum, max_over);
+        }
+        tries++;
+        double a0 = read_allowed(allowed_path, allowed);
+        double first[SITE_MAX], again, total = 0;
+        for (int i = 0; i < ns && !bad; i++)
+            bad = state_sum(s[i], &first[i], &e);
+        int moved = 0;
+        for (int i = 0; i < ns - 1 && !bad && !moved; i++) {
+            bad = state_sum(s[i], &again, &e);
+            moved = again != first[i];
+        }
+        if (bad) {
+            fprintf(stderr, "sampler: %s\n", e.msg);
+            break;
+        }
+        if (moved)
+            continue;
+        for (int i = 0; i < ns; i++)
+            total += first[i];
+        double a1 = read_allowed(allowed_path, a0);
+        allowed = a0 > a1 ? a0 : a1;
+        samples++;
+        if (total > max_sum)
+            max_sum = total;
+        if (total - allowed > max_over)
+            max_over = total - allowed;
+        if (pfi_hw_held_mw(total) > pfi_hw_cap_mw(allowed)) {
+            if (viol == 0)
+                fprintf(stderr, "sampler: site sum of limits %.3f W over the allowed %.3f W\n",
+                        total, allowed);
+            viol++;
+        }
+    }
+    write_out(out, samples, viol, max_sum, max_over);
+    for (int i = 0; i < ns; i++)
+        pfi_sim_state_close(s[i]);
+    return bad ? 1 : 0;
+}
+
 /* ---- self-test ---- */
 
 static char dir[400];
@@ -192,6 +280,8 @@ int main(int argc, char **argv)
 {
     if (argc == 5 && !strcmp(argv[1], "--sample"))
         return sample_main(argv[2], argv[3], argv[4]);
+    if (argc >= 5 && !strcmp(argv[1], "--sample-site"))
+        return sample_site_main(argv[2], argv[3], argc - 4, argv + 4);
     if (argc != 1) {
         fprintf(stderr, "usage: %s [--sample STATE ALLOWED OUT]\n", argv[0]);
         return 2;

@@ -120,6 +120,8 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
                 continue;
             if (lower && (isnan(now) || t < now - SAME_W))
                 a = t;
+            else if (lower && n->resend)
+                a = t < now ? t : now; /* restarted: sent again, never raised in this phase */
             else if (!lower && !isnan(now) && t > now + SAME_W)
                 a = t;
             if (isnan(a))
@@ -157,6 +159,8 @@ static int wave_absorb(pfi_cl *c, wave *w, int lower)
         pfi_cl_node *n = &c->nodes[w->node[k]];
         if (w->rq[k].status >= 200 && w->rq[k].status < 300) {
             absorb_caps(n, w->rq[k].reply, w->asked[k]);
+            if (lower)
+                n->resend = 0;
             n->last_ok_wall = wall;
             if (lower)
                 c->stats.n_lowered++;

@@ -102,6 +102,9 @@ typedef struct pfi_cl_node {
     int ever_up;
     char why[200];            /* why not up */
     double last_ok_wall;
+    char boot_id[40];         /* the daemon's, from its heartbeat answers ("" unknown) */
+    int resend;               /* restarted: its caps go out again in the next apply */
+    long long restarts;       /* new boot ids seen */
     pfi_device gpu[PFI_MAX_GPUS];  /* limits; limit_w = last acknowledged cap (NAN unknown) */
     double power_w[PFI_MAX_GPUS];  /* draw at the last refresh (NAN unknown) */
     int job_of[PFI_MAX_GPUS];      /* index into jobs, -1 when no job holds the GPU */
@@ -133,6 +136,7 @@ typedef struct pfi_cl_budget {
 
 typedef struct pfi_cl_stats {
     long long n_apply, n_lowered, n_raised, n_node_fail;
+    long long n_node_restarts; /* node daemons seen with a new boot id */
     double last_apply_s;      /* budget change -> every node acknowledged, seconds */
     double last_alloc_s;      /* of which the allocation */
     double peak_w;            /* largest acknowledged cap sum seen during the last apply */

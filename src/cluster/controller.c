@@ -467,6 +467,27 @@ out:
     return rc;
 }
 
+/* A node daemon that answers with a new boot id restarted: it came back at no more than the
+ * caps it held (pfi serve keeps them), but it is treated conservatively all the same: its caps
+ * go out again in the apply that follows this heartbeat, and the restart is counted (c->mu
+ * held). */
+static void note_boot(pfi_cl *c, pfi_cl_node *nd, const char *reply)
+{
+    json_t *d = reply ? json_loads(reply, 0, NULL) : NULL;
+    const char *id = json_string_value(json_object_get(d, "boot_id"));
+    if (id && *id && strcmp(id, nd->boot_id) != 0) {
+        if (nd->boot_id[0]) {
+            nd->resend = 1;
+            nd->restarts++;
+            c->stats.n_node_restarts++;
+            snprintf(c->note, sizeof c->note, "node %s restarted (boot id %s): its caps are sent "
+                     "again", nd->name, id);
+        }
+        snprintf(nd->boot_id, sizeof nd->boot_id, "%s", id);
+    }
+    json_decref(d);
+}
+
 static void heartbeat_locked(pfi_cl *c)
 {
     pthread_mutex_lock(&c->mu);
@@ -497,6 +518,7 @@ static void heartbeat_locked(pfi_cl *c)
         pfi_cl_node *nd = &c->nodes[i];
         if (rq[i].status >= 200 && rq[i].status < 300) {
             nd->last_ok_wall = wall;
+            note_boot(c, nd, rq[i].reply);
             if (nd->ever_up && !nd->up) {
                 nd->up = 1;
                 nd->why[0] = '\0';

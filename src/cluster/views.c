@@ -44,6 +44,8 @@ void *pfi_cl_json_nodes(pfi_cl *c)
         /* A silent node's GPUs count at the caps it last acknowledged: say so. */
         json_object_set_new(o, "why", n->up ? json_null() : json_string(n->why));
         json_object_set_new(o, "counted_at_last_caps", json_boolean(!n->up));
+        json_object_set_new(o, "boot_id", n->boot_id[0] ? json_string(n->boot_id) : json_null());
+        json_object_set_new(o, "restarts", json_integer(n->restarts));
         json_object_set_new(o, "last_ok_wall", n->last_ok_wall > 0 ? json_real(n->last_ok_wall)
                                                                    : json_null());
         json_array_append_new(arr, o);
@@ -100,6 +102,7 @@ void *pfi_cl_json_allocation(pfi_cl *c)
     json_object_set_new(o, "reserved_w", json_real(c->reserved_w));
     json_object_set_new(o, "idle_min_w", json_real(c->idle_w));
     json_object_set_new(o, "epoch", json_integer(c->epoch));
+    json_object_set_new(o, "node_restarts", json_integer(c->stats.n_node_restarts));
     json_object_set_new(o, "last_apply_s", json_real(c->stats.last_apply_s));
     json_object_set_new(o, "last_alloc_s", json_real(c->stats.last_alloc_s));
     json_object_set_new(o, "peak_w", json_real(c->stats.peak_w));
@@ -210,6 +213,8 @@ char *pfi_cl_metrics(pfi_cl *c)
               (double)c->stats.n_raised);
     cl_scalar(&b, "pfi_cluster_node_failures_total", "counter", "Node requests that failed.",
               (double)c->stats.n_node_fail);
+    cl_scalar(&b, "pfi_cluster_node_restarts_total", "counter",
+              "Node daemons seen with a new boot id.", (double)c->stats.n_node_restarts);
     cl_scalar(&b, "pfi_cluster_grid_events", "gauge", "Grid events held.", c->n_grid);
     cl_scalar(&b, "pfi_cluster_grid_event_binding", "gauge",
               "1 while a grid event set the budget of the last apply.", c->grid_binding);

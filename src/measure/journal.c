@@ -270,6 +270,23 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
     return PFI_OK;
 }
 
+int pfi_journal_adopt(pfi_journal *j, const char *path, pfi_err *err)
+{
+    int rc = pfi_journal_load(j, path, 0, err);
+    if (rc != PFI_OK)
+        return rc;
+    /* The old file's lock is kept until the new one (a new inode) is locked. */
+    int old_fd = j->lock_fd;
+    j->lock_fd = -1;
+    j->pid = (long)getpid();
+    rc = write_file(j, err);
+    if (rc == PFI_OK)
+        rc = take_lock(j, err);
+    if (old_fd >= 0)
+        close(old_fd);
+    return rc;
+}
+
 /* The device index of the GPU with this UUID now (a reboot may renumber). */
 static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
 {

@@ -60,6 +60,10 @@ int pfi_journal_set_run(pfi_journal *j, const char *db, long long run_id, pfi_er
 /* Reads a journal written by someone else.  PFI_ENOENT when there is none; PFI_EBUSY when its
  * writer is still alive and holds it (unless force). */
 int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err);
+/* Takes over a journal a dead writer left (a daemon that holds limits across its restart):
+ * its originals stay, the file names this process and is locked by it.  PFI_ENOENT when there
+ * is none; PFI_EBUSY when its writer is alive. */
+int pfi_journal_adopt(pfi_journal *j, const char *path, pfi_err *err);
 /* Sets every journaled GPU back to its original limit; on full success deletes the file.
  * Tries every GPU even when one fails; the first error is returned. *restored (may be NULL)
  * receives how many were put back. */

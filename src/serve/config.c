@@ -120,6 +120,18 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
         return set_bool(&c->read_only, key, v, err);
     if (!strcmp(key, "resume"))
         return set_bool(&c->resume, key, v, err);
+    if (!strcmp(key, "on_stop")) {
+        if (!strcmp(v, "auto"))
+            c->on_stop = PFI_SERVE_ON_STOP_AUTO;
+        else if (!strcmp(v, "restore"))
+            c->on_stop = PFI_SERVE_ON_STOP_RESTORE;
+        else if (!strcmp(v, "hold"))
+            c->on_stop = PFI_SERVE_ON_STOP_HOLD;
+        else
+            return pfi_err_set(err, PFI_EINVAL, "on_stop: expected auto, restore or hold, got '%s'",
+                               v);
+        return PFI_OK;
+    }
     if (!strcmp(key, "sample_interval")) {
         int rc = set_duration(&c->sample_interval_s, key, v, err);
         if (rc == PFI_OK && (c->sample_interval_s < 0.01 || c->sample_interval_s > 60))

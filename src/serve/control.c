@@ -156,7 +156,9 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **
         pfi_srv_snapshot(n);
         char reason[96];
         snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)", epoch);
+        n->deciding_epoch = epoch;
         rc = pfi_srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
+        n->deciding_epoch = 0;
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             if (epoch > 0)
@@ -187,15 +189,79 @@ int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t 
     snprintf(n->hb_controller, sizeof n->hb_controller, "%s", controller ? controller : "");
     int mode = n->mode;
     pthread_mutex_unlock(&n->mu);
+    if (first) {
+        /* A restart comes back with the watchdog armed (hold.c). */
+        pthread_mutex_lock(&n->decide_mu);
+        pfi_srv_hold_save(n, 0);
+        pthread_mutex_unlock(&n->decide_mu);
+    }
     if (first)
         pfi_srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
                                      "heartbeat",
                       controller && *controller ? controller : "a controller",
                       n->cfg->safe_budget, ttl_s);
     if (result)
-        *result = json_pack("{s:b, s:f, s:s}", "armed", ttl_s > 0, "ttl_s", ttl_s, "mode",
-                            pfi_srv_mode_name(mode));
+        *result = json_pack("{s:b, s:f, s:s, s:s}", "armed", ttl_s > 0, "ttl_s", ttl_s, "mode",
+                            pfi_srv_mode_name(mode), "boot_id", n->boot_id);
     return PFI_OK;
+}
+
+/* ---- a restart's held state (hold.c keeps it) ---- */
+
+int pfi_srv_hold_resume(srv_node *n, const srv_hold *h, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    pfi_srv_snapshot(n);
+    double caps[PFI_MAX_GPUS];
+    for (int i = 0; i < n->n_gpus; i++) {
+        /* A GPU the hold does not name stays where it is. */
+        caps[i] = pfi_srv_hold_cap(h, &n->snap[i].dev, i);
+        if (isnan(caps[i]))
+            caps[i] = n->snap[i].dev.limit_w;
+        if (caps[i] < n->snap[i].dev.min_limit_w)
+            caps[i] = n->snap[i].dev.min_limit_w;
+    }
+    pthread_mutex_lock(&n->mu);
+    n->caps_epoch = h->epoch;
+    if (h->ttl_s > 0) {
+        n->hb_ttl_s = h->ttl_s;
+        n->hb_last = pfi_clock_mono(); /* the controller gets a full ttl to come back */
+    }
+    pthread_mutex_unlock(&n->mu);
+    int rc;
+    if (h->mode == SRV_MODE_EXTERNAL || isnan(h->budget_w)) {
+        rc = pfi_srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, "restart: the caps held before",
+                            NULL, err);
+        if (rc == PFI_OK) {
+            pthread_mutex_lock(&n->mu);
+            memcpy(n->ext_caps, caps, sizeof caps[0] * (size_t)n->n_gpus);
+            pthread_mutex_unlock(&n->mu);
+        }
+    } else {
+        rc = pfi_srv_decide(n, h->budget_w, h->mode, NULL, "restart: the budget held before", NULL,
+                            err);
+        if (rc == PFI_OK && h->mode == SRV_MODE_LOCAL) {
+            pthread_mutex_lock(&n->mu);
+            n->manual_w = h->budget_w;
+            pthread_mutex_unlock(&n->mu);
+        } else if (rc != PFI_OK) {
+            /* The budget cannot be planned now (a job's SLA, a GPU gone): the caps held
+             * stay, exactly, until someone decides otherwise. */
+            pfi_srv_event_add(n, "hold", "the budget held before (%.0f W) cannot be planned: %s; "
+                                         "its caps are held instead",
+                              h->budget_w, err->msg);
+            pfi_srv_snapshot(n);
+            rc = pfi_srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, "restart: the caps held before",
+                                NULL, err);
+            if (rc == PFI_OK) {
+                pthread_mutex_lock(&n->mu);
+                memcpy(n->ext_caps, caps, sizeof caps[0] * (size_t)n->n_gpus);
+                pthread_mutex_unlock(&n->mu);
+            }
+        }
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
 }
 
 /* ---- the control loop's periodic work ---- */

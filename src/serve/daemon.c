@@ -181,6 +181,69 @@ static int restore_at_exit(srv_node *n, pfi_journal *j, const char *jpath, pfi_e
     return r1 != PFI_OK ? r1 : r2;
 }
 
+/* A start that holds limits (hold.c): the journal of a dead predecessor keeps its originals
+ * (it is taken over, not restored: restoring would raise power behind a controller's back), or
+ * a new one records the limits found; then every GPU comes down to its held cap where it sits
+ * above it, before anything else. */
+static int start_held(const char *jpath, pfi_backend *b, const srv_hold *h, pfi_journal *j,
+                      char *note, size_t nsize, pfi_err *err)
+{
+    int rc = pfi_journal_adopt(j, jpath, err);
+    int adopted = rc == PFI_OK;
+    if (rc == PFI_ENOENT) {
+        pfi_err_clear(err);
+        int count = 0, all[PFI_MAX_GPUS];
+        rc = pfi_hw_count(b, &count, err);
+        for (int i = 0; rc == PFI_OK && i < count && i < PFI_MAX_GPUS; i++)
+            all[i] = i;
+        if (rc == PFI_OK)
+            rc = pfi_journal_begin(j, jpath, b, all, count < PFI_MAX_GPUS ? count : PFI_MAX_GPUS,
+                                   err);
+    }
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "journal %s: ", jpath);
+    int lowered = 0, failed = 0;
+    rc = pfi_srv_hold_clamp(b, h, &lowered, &failed);
+    if (rc != PFI_OK)
+        return pfi_err_set(err, rc, "the GPUs cannot be listed to hold their limits");
+    snprintf(note, nsize,
+             "limits held from before the restart (%s mode): %d GPU(s) lowered to their held "
+             "caps, %d could not be%s",
+             pfi_srv_mode_name(h->mode), lowered, failed,
+             adopted ? "; the originals stay journaled" : "");
+    return PFI_OK;
+}
+
+/* The originals are the journal's (taken over at a held start), matched by UUID. */
+static void originals_from_journal(srv_node *n, const pfi_journal *j)
+{
+    for (int i = 0; i < n->n_gpus; i++)
+        for (int k = 0; k < j->n; k++)
+            if (j->e[k].uuid[0] ? !strcmp(j->e[k].uuid, n->gpu[i].dev.uuid) : j->e[k].gpu == i)
+                n->gpu[i].original_w = j->e[k].limit_w;
+}
+
+/* At a stop: hold the limits (1) or restore the originals (0).  Nothing in force: restore
+ * (the limits are the originals already).  auto holds when a cluster controller is in command:
+ * its caps, its watchdog armed, or its safe budget. */
+static int hold_at_stop(srv_node *n, int held_start_pending)
+{
+    if (held_start_pending)
+        return 1; /* a held start that did not get as far as taking its hold back */
+    pthread_mutex_lock(&n->mu);
+    int mode = n->mode;
+    int active = mode != SRV_MODE_LOCAL || !isnan(n->budget_w);
+    int controller = mode != SRV_MODE_LOCAL || n->hb_ttl_s > 0;
+    pthread_mutex_unlock(&n->mu);
+    if (!active || n->cfg->read_only)
+        return 0;
+    if (n->cfg->on_stop == PFI_SERVE_ON_STOP_HOLD)
+        return 1;
+    if (n->cfg->on_stop == PFI_SERVE_ON_STOP_RESTORE)
+        return 0;
+    return controller;
+}
+
 int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_model *model,
                   volatile sig_atomic_t *stop, pfi_err *err)
 {
@@ -205,27 +268,43 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     pfi_journal j;
     memset(&j, 0, sizeof j);
     j.lock_fd = -1;
-    int journaled = 0;
+    int journaled = 0, held_pending = 0;
     srv_http *http = NULL;
+    pfi_audit *audit = NULL;
+    srv_hold *hold = calloc(1, sizeof *hold);
 
-    if (!c->read_only) {
-        rc = recover_journal(jpath, b, note, sizeof note, err);
-        if (rc != PFI_OK) {
-            pfi_srv_library_free(&lib);
-            free(n);
-            return rc;
+    /* The state database first: it says whether limits are held from before a restart. */
+    if (!hold)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    else if ((rc = pfi_audit_open(c->db, &audit, err)) != PFI_OK)
+        pfi_err_prefix(err, "state database %s: ", c->db);
+    else if (!c->read_only && (rc = pfi_srv_hold_load(audit, hold, err)) != PFI_OK)
+        pfi_err_prefix(err, "state database %s: ", c->db);
+    if (rc == PFI_OK && !c->read_only) {
+        if (hold->active) {
+            rc = start_held(jpath, b, hold, &j, note, sizeof note, err);
+            journaled = held_pending = rc == PFI_OK;
+        } else {
+            rc = recover_journal(jpath, b, note, sizeof note, err);
         }
+    }
+    if (rc != PFI_OK) {
+        if (journaled) /* limits held: nothing is raised, the journal stays */
+            pfi_journal_close(&j);
+        pfi_audit_close(audit);
+        pfi_srv_library_free(&lib);
+        free(hold);
+        free(n);
+        return rc;
     }
     rc = pfi_srv_node_init(n, c, b, err);
     n->lib = lib;
+    n->audit = audit;
     if (rc != PFI_OK)
         goto out;
     n->model = model;
-    rc = pfi_audit_open(c->db, &n->audit, err);
-    if (rc != PFI_OK) {
-        pfi_err_prefix(err, "state database %s: ", c->db);
-        goto out;
-    }
+    if (journaled)
+        originals_from_journal(n, &j);
     rc = pfi_srv_grid_open(n, err);
     if (rc != PFI_OK) {
         pfi_err_prefix(err, "grid events in %s: ", c->db);
@@ -240,7 +319,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     } else {
         pfi_srv_event_add(n, "auth", "no token_file configured: the API is read-only");
     }
-    if (!c->read_only) {
+    if (!c->read_only && !journaled) {
         int all[PFI_MAX_GPUS];
         for (int i = 0; i < n->n_gpus; i++)
             all[i] = i;
@@ -259,14 +338,35 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (n->lib.n)
         pfi_srv_event_add(n, "probe_library", "probes read through %d measured curves of %s",
                       n->lib.n, n->lib.where);
+    /* Before the saved jobs are registered again: their decisions plan under what is held. */
+    if (hold->active && !c->read_only) {
+        /* Held limits win over `budget` and `resume`: the node comes back as it was. */
+        pfi_err he = {0};
+        if (pfi_srv_hold_resume(n, hold, &he) != PFI_OK) {
+            /* Nothing may raise them: held as they are, as caps, until told otherwise. */
+            pthread_mutex_lock(&n->mu);
+            n->mode = SRV_MODE_EXTERNAL;
+            for (int i = 0; i < n->n_gpus; i++)
+                n->ext_caps[i] = n->gpu[i].dev.limit_w;
+            pthread_mutex_unlock(&n->mu);
+            pfi_srv_event_add(n, "hold", "the limits held could not be decided again (%s): they "
+                                         "stay as lowered at start",
+                              he.msg);
+        } else
+            pfi_srv_event_add(n, "hold", "%s mode taken back from before the restart (epoch %lld)",
+                              pfi_srv_mode_name(hold->mode), hold->epoch);
+        held_pending = 0;
+    }
     pfi_err le = {0};
     /* The daemon still starts: the jobs can be registered again (Slurm's prolog does). */
     if (pfi_audit_load_jobs(n->audit, reload_one, n, &le) != PFI_OK)
         pfi_srv_event_add(n, "db_error", "saved jobs not registered again: %s", le.msg);
 
-    rc = initial_budget(n, c, err);
-    if (rc != PFI_OK)
-        goto out;
+    if (!(hold->active && !c->read_only)) {
+        rc = initial_budget(n, c, err);
+        if (rc != PFI_OK)
+            goto out;
+    }
 
     char where[PFI_SERVE_PATH_MAX + 32];
     rc = pfi_srv_http_start(n, &http, where, sizeof where, err);
@@ -280,21 +380,35 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     pfi_srv_event_add(n, "listen", "API on %s", where);
 
     run_loop(n, c, b, stop);
-    pfi_srv_event_add(n, "stop", "shutting down: restoring original power limits");
+    pfi_srv_event_add(n, "stop", "shutting down");
     rc = PFI_OK;
 
 out:
     pfi_srv_http_stop(http);
-    if (journaled) {
+    if (journaled && hold_at_stop(n, held_pending)) {
+        /* The limits stay as they are, and the journal with the originals for `pfi restore`
+         * (or the next start, which comes back at these limits). */
+        pfi_srv_event_add(n, "held",
+                          "power limits held at stop (on_stop = %s); `pfi restore --journal %s` "
+                          "puts the originals back",
+                          c->on_stop == PFI_SERVE_ON_STOP_HOLD ? "hold" : "auto, under a controller",
+                          jpath);
+        pfi_journal_close(&j);
+    } else if (journaled) {
         pfi_err e = {0};
-        if (restore_at_exit(n, &j, jpath, &e) != PFI_OK && rc == PFI_OK)
-            rc = pfi_err_set(err, e.code ? e.code : PFI_EIO, "restoring limits: %s", e.msg);
+        if (restore_at_exit(n, &j, jpath, &e) != PFI_OK) {
+            if (rc == PFI_OK)
+                rc = pfi_err_set(err, e.code ? e.code : PFI_EIO, "restoring limits: %s", e.msg);
+        } else {
+            pfi_srv_hold_clear(n);
+        }
     }
     pfi_srv_grid_close(n);
     pfi_audit_close(n->audit);
     pfi_srv_follow_free(n);
     pfi_srv_node_destroy(n);
     pfi_srv_library_free(&n->lib);
+    free(hold);
     free(n);
     return rc;
 }

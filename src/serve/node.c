@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "serve/serve_int.h"
 #include "util/json.h"
@@ -26,6 +27,8 @@ int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, 
     n->ev_next = 1;
     n->started_wall = pfi_clock_wall();
     pfi_series_init(&n->hist, 1.0);
+    snprintf(n->boot_id, sizeof n->boot_id, "%llx-%lx",
+             (unsigned long long)(n->started_wall * 1e6), (unsigned long)getpid());
     n->last_decision_mono = n->last_replan_mono = -1e9;
     int count = 0;
     int rc = pfi_hw_count(b, &count, err);
@@ -332,6 +335,7 @@ int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, co
     if (rc != PFI_OK)
         return rc;
     commit(n, &rep, budget_w, mode, ms);
+    pfi_srv_hold_save(n, mode == SRV_MODE_EXTERNAL ? n->deciding_epoch : 0);
 
     long long id = pfi_srv_audit_decision(n->audit, pfi_clock_wall(), reason, budget_w, mode, n->cand,
                                       n->n_cand, &rep, ms);

@@ -37,6 +37,8 @@
 #define PFI_SERVE_PATH_MAX 512
 #define PFI_SERVE_DEFAULT_PORT 9455
 
+enum { PFI_SERVE_ON_STOP_AUTO = 0, PFI_SERVE_ON_STOP_RESTORE, PFI_SERVE_ON_STOP_HOLD };
+
 typedef struct pfi_serve_config {
     /* Where to listen: "127.0.0.1:9455", "[::1]:9455", "unix:/run/pfi/serve.sock".  Port 0 picks
      * an ephemeral port (written to port_file when set). */
@@ -60,6 +62,11 @@ typedef struct pfi_serve_config {
     size_t max_body;             /* request body limit, bytes */
     int threads;                 /* HTTP worker threads */
     int resume;                  /* re-apply the last budget saved in the DB at start */
+    /* At SIGTERM/SIGINT/SIGHUP with a budget or caps in force: restore the original limits, or
+     * hold the limits as they are (the journal stays: `pfi restore` puts the originals back).
+     * AUTO holds when a cluster controller is in command (caps, its watchdog armed or fired)
+     * and restores otherwise. */
+    int on_stop;                 /* PFI_SERVE_ON_STOP_* */
     char model[PFI_SERVE_PATH_MAX]; /* predictor (`pfi model train --out`); "" none */
     /* Measured curves of other jobs a probe is read through (core/probe.h's shape estimate):
      * a store, or "public" for $PFI_DATA_DIR's sweeps; "" none (a probe then fits a power

@@ -179,7 +179,9 @@ typedef struct srv_node {
     int ramping;
     int mode;              /* srv_mode */
     long long caps_epoch;
+    long long deciding_epoch; /* the epoch of caps being decided (decide_mu), for the hold */
     double ext_caps[PFI_MAX_GPUS];
+    char boot_id[40];      /* new at every start: a controller sees a restart by it */
 
     double hb_last, hb_ttl_s; /* watchdog: armed when hb_ttl_s > 0 */
     char hb_controller[128];
@@ -219,6 +221,32 @@ typedef struct srv_node {
     srv_job cand[SRV_MAX_JOBS];
     int n_cand;
 } srv_node;
+
+/* hold.c: the limits held for a budget or a controller's caps, kept durably in the state
+ * database so a restart comes back at no more than them before it touches anything else. */
+typedef struct srv_hold {
+    int active;            /* a budget or caps were in force when last decided */
+    int mode;              /* srv_mode */
+    long long epoch;       /* the controller's last epoch applied */
+    double budget_w;       /* NAN: none (caps) */
+    double ttl_s;          /* the watchdog was armed with this (0: off) */
+    int n;
+    char uuid[PFI_MAX_GPUS][96];
+    double cap_w[PFI_MAX_GPUS]; /* NAN: not held */
+} srv_hold;
+/* After a decision's commit (decide_mu held): the limits now held, or "none" when no budget or
+ * caps are in force.  epoch: the caps' epoch being applied (0: none). */
+void pfi_srv_hold_save(srv_node *n, long long epoch);
+void pfi_srv_hold_clear(srv_node *n);
+/* h->active 0 when nothing is held. */
+int pfi_srv_hold_load(pfi_audit *a, srv_hold *h, pfi_err *err);
+/* Lowers every GPU the hold names to its held cap where it is above it (no raise); counts. */
+int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, int *lowered, int *failed);
+/* The held cap of this GPU (matched by UUID), NAN when the hold does not name it. */
+double pfi_srv_hold_cap(const srv_hold *h, const pfi_device *d, int index);
+/* control.c: takes the held state back at start: the epoch, the watchdog, and one decision at
+ * the held caps (or budget). */
+int pfi_srv_hold_resume(srv_node *n, const srv_hold *h, pfi_err *err);
 
 /* names.c */
 const char *pfi_srv_mode_name(int mode); /* "local", "external", "safe" */

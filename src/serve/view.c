@@ -215,6 +215,7 @@ json_t *pfi_srv_view_health(srv_node *n)
         "gpus_up", up, "mode", pfi_srv_mode_name(n->mode), "budget_w", pfi_json_num(n->budget_w), "uptime_s",
         pfi_clock_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
         n->hb_ttl_s > 0, "over_budget_w", over);
+    json_object_set_new(o, "boot_id", json_string(n->boot_id));
     pthread_mutex_unlock(&n->mu);
     return o;
 }

@@ -1,0 +1,162 @@
+/* hold.c: the limits a node holds for a budget or a cluster controller's caps, kept durably
+ * in its state database (key "hold" of serve_state), so that a restart (after kill -9, a crash,
+ * or a stop with on_stop = hold) comes back at no more than them before it touches anything
+ * else, instead of raising power behind the controller's back.
+ *
+ * Written after every committed decision, before its answer goes out: a decision that was
+ * answered is on disk.  A crash between applying and writing leaves the previous hold; the
+ * start lowers each GPU to the smaller of what it holds and the hold, so it comes back below
+ * both the old and the new caps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve_int.h"
+
+#define HOLD_KEY "hold"
+#define HOLD_TEXT_MAX (PFI_MAX_GPUS * 160 + 512)
+
+/* What a GPU holds after a decision: the lower of the cap asked and the limit read back. */
+static double held_cap(const srv_gpu *g)
+{
+    double c = g->dev.limit_w;
+    if (!isnan(g->requested_w) && (isnan(c) || g->requested_w < c))
+        c = g->requested_w;
+    return c;
+}
+
+void pfi_srv_hold_save(srv_node *n, long long epoch)
+{
+    if (n->cfg->read_only || !n->audit)
+        return;
+    pthread_mutex_lock(&n->mu);
+    int active = n->mode != SRV_MODE_LOCAL || !isnan(n->budget_w);
+    json_t *doc = NULL;
+    if (active) {
+        json_t *g = json_array();
+        for (int i = 0; i < n->n_gpus; i++) {
+            double c = held_cap(&n->gpu[i]);
+            json_array_append_new(g, json_pack("{s:s, s:o}", "uuid", n->gpu[i].dev.uuid, "cap_w",
+                                               isfinite(c) ? json_real(c) : json_null()));
+        }
+        doc = json_pack("{s:s, s:I, s:o, s:f, s:o}", "mode", pfi_srv_mode_name(n->mode), "epoch",
+                        (json_int_t)(epoch > n->caps_epoch ? epoch : n->caps_epoch), "budget_w",
+                        isfinite(n->budget_w) ? json_real(n->budget_w) : json_null(), "ttl_s",
+                        n->hb_ttl_s > 0 ? n->hb_ttl_s : 0.0, "gpus", g);
+    }
+    pthread_mutex_unlock(&n->mu);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (active && !text) {
+        pfi_srv_event_add(n, "db_error", "out of memory: the held limits were not saved");
+        return;
+    }
+    if (pfi_audit_set_state(n->audit, HOLD_KEY, active ? text : "none") != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "the held limits could not be saved: a restart would "
+                                         "come back to older ones");
+    free(text);
+}
+
+void pfi_srv_hold_clear(srv_node *n)
+{
+    if (n->cfg->read_only || !n->audit)
+        return;
+    if (pfi_audit_set_state(n->audit, HOLD_KEY, "none") != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "the held limits could not be cleared");
+}
+
+static int mode_of(const char *s)
+{
+    if (s && !strcmp(s, "external"))
+        return SRV_MODE_EXTERNAL;
+    if (s && !strcmp(s, "safe"))
+        return SRV_MODE_SAFE;
+    return SRV_MODE_LOCAL;
+}
+
+int pfi_srv_hold_load(pfi_audit *a, srv_hold *h, pfi_err *err)
+{
+    memset(h, 0, sizeof *h);
+    h->budget_w = NAN;
+    char *text = malloc(HOLD_TEXT_MAX);
+    if (!text)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    if (pfi_audit_get_state(a, HOLD_KEY, text, HOLD_TEXT_MAX) != PFI_OK ||
+        !strcmp(text, "none")) {
+        free(text);
+        return PFI_OK;
+    }
+    json_error_t je;
+    json_t *doc = json_loads(text, 0, &je);
+    free(text);
+    json_t *gpus = json_object_get(doc, "gpus");
+    if (!json_is_array(gpus) || json_array_size(gpus) > PFI_MAX_GPUS) {
+        json_decref(doc);
+        return pfi_err_set(err, PFI_EINVAL, "the held limits in the state database are damaged");
+    }
+    h->active = 1;
+    h->mode = mode_of(json_string_value(json_object_get(doc, "mode")));
+    json_t *v = json_object_get(doc, "epoch");
+    h->epoch = json_is_integer(v) && json_integer_value(v) > 0 ? json_integer_value(v) : 0;
+    v = json_object_get(doc, "budget_w");
+    h->budget_w = json_is_number(v) ? json_number_value(v) : NAN;
+    v = json_object_get(doc, "ttl_s");
+    h->ttl_s = json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 0;
+    size_t i;
+    json_t *o;
+    json_array_foreach(gpus, i, o)
+    {
+        const char *u = json_string_value(json_object_get(o, "uuid"));
+        json_t *c = json_object_get(o, "cap_w");
+        snprintf(h->uuid[h->n], sizeof h->uuid[0], "%s", u ? u : "");
+        h->cap_w[h->n] = json_is_number(c) ? json_number_value(c) : NAN;
+        h->n++;
+    }
+    json_decref(doc);
+    return PFI_OK;
+}
+
+/* The hold's entry for the GPU with this UUID (else the same index when the hold names no
+ * UUID), or -1. */
+static int hold_entry(const srv_hold *h, const pfi_device *d, int index)
+{
+    for (int k = 0; k < h->n; k++)
+        if (h->uuid[k][0] && !strcmp(h->uuid[k], d->uuid))
+            return k;
+    return index < h->n && !h->uuid[index][0] ? index : -1;
+}
+
+int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, int *lowered, int *failed)
+{
+    *lowered = *failed = 0;
+    int count = 0;
+    pfi_err e = {0};
+    if (pfi_hw_count(b, &count, &e) != PFI_OK)
+        return e.code;
+    /* Lowerings only: in any order, the sum only goes down. */
+    for (int i = 0; i < count; i++) {
+        pfi_device d;
+        if (pfi_hw_info(b, i, &d, &e) != PFI_OK) {
+            (*failed)++;
+            continue;
+        }
+        int k = hold_entry(h, &d, i);
+        if (k < 0 || isnan(h->cap_w[k]))
+            continue;
+        double cap = h->cap_w[k] < d.min_limit_w ? d.min_limit_w : h->cap_w[k];
+        if (pfi_hw_held_mw(d.limit_w) <= pfi_hw_cap_mw(cap))
+            continue;
+        if (pfi_hw_set_limit(b, i, cap, NULL, &e) == PFI_OK)
+            (*lowered)++;
+        else
+            (*failed)++;
+    }
+    return PFI_OK;
+}
+
+double pfi_srv_hold_cap(const srv_hold *h, const pfi_device *d, int index)
+{
+    int k = hold_entry(h, d, index);
+    return k >= 0 ? h->cap_w[k] : NAN;
+}

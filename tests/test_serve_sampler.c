@@ -248,6 +248,68 @@ static long run_sampler(const char *state, const char *allowed, int want_violati
     return viol;
 }
 
+/* run_sampler for a site of two states. */
+static long run_site_sampler(char **states, const char *allowed, int want_violation)
+{
+    char out[600], stop[700];
+    snprintf(out, sizeof out, "%s/site.out", dir);
+    snprintf(stop, sizeof stop, "%s/site.out.stop", dir);
+    unlink(out);
+    unlink(stop);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(sample_site_main(allowed, out, 2, states));
+    long samples = -1, viol = -1;
+    for (int k = 0; k < 6000; k++) {
+        read_out(out, &samples, &viol);
+        if (want_violation ? viol > 0 : samples >= 2000)
+            break;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    put(stop, "");
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    read_out(out, &samples, &viol);
+    assert_true(samples > 0);
+    return viol;
+}
+
+/* Two nodes: their total under the allowed sum is never reported, one GPU over it is. */
+static void test_site_sampler_sees_over_budget(void **state)
+{
+    char st1[600], st2[600], allowed[600];
+    snprintf(st1, sizeof st1, "%s/site1.state", dir);
+    snprintf(st2, sizeof st2, "%s/site2.state", dir);
+    snprintf(allowed, sizeof allowed, "%s/site.allowed", dir);
+    char *states[2] = {st1, st2};
+    pfi_node_config cfg;
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_preset(PFI_SIM_DEFAULT_PRESET, &cfg, &e), PFI_OK);
+    pfi_sim_state *s[2];
+    int n = 0;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(pfi_sim_state_create(states[k], &cfg, 1, 1, &e), PFI_OK);
+        assert_int_equal(pfi_sim_state_open(states[k], NULL, 1, &s[k], &e), PFI_OK);
+        pfi_sim_node *node;
+        assert_int_equal(pfi_sim_state_node(s[k], &node, NULL, &e), PFI_OK);
+        n = pfi_sim_node_gpus(node);
+        for (int g = 0; g < n; g++)
+            assert_int_equal(pfi_sim_state_set_limit(s[k], g, 300, &e), PFI_OK);
+    }
+    char text[64];
+    snprintf(text, sizeof text, "%d\n", 2 * 300 * n);
+    put(allowed, text);
+    assert_int_equal(run_site_sampler(states, allowed, 0), 0);
+    /* The second node's GPU raised by 1 W: the site total is over. */
+    assert_int_equal(pfi_sim_state_set_limit(s[1], 0, 301, &e), PFI_OK);
+    assert_true(run_site_sampler(states, allowed, 1) > 0);
+    for (int k = 0; k < 2; k++)
+        pfi_sim_state_close(s[k]);
+}
+
 static void test_sampler_sees_over_budget(void **state)
 {
     char st[600], allowed[600];
@@ -283,14 +345,16 @@ int main(int argc, char **argv)
     if (argc >= 5 && !strcmp(argv[1], "--sample-site"))
         return sample_site_main(argv[2], argv[3], argc - 4, argv + 4);
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [--sample STATE ALLOWED OUT]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--sample STATE ALLOWED OUT | --sample-site ALLOWED OUT STATE...]\n",
+                argv[0]);
         return 2;
     }
     const char *base = getenv("PFI_TEST_TMP");
     snprintf(dir, sizeof dir, "%s/serve-sampler-XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(dir))
         return 1;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sampler_sees_over_budget)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sampler_sees_over_budget),
+                                       cmocka_unit_test(test_site_sampler_sees_over_budget)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[500];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -18,6 +18,12 @@ ifeq ($(SAN),1)
 SANFLAGS:= -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
 OPT     := -O1 -g -fno-omit-frame-pointer $(SANFLAGS)
 endif
+# The fuzz tree (make fuzz): clang, the same sanitizers, and libFuzzer's coverage on every object.
+ifeq ($(SAN),fuzz)
+SANFLAGS:= -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
+OPT     := -O1 -g -fno-omit-frame-pointer $(SANFLAGS) -fsanitize=fuzzer-no-link
+WARN    += -Wno-unknown-warning-option
+endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) -Isrc $(PKG_CFLAGS) -MMD -MP
@@ -32,6 +38,7 @@ CLI_SRC := $(wildcard src/cli/*.c)
 FAKE_SRC:= $(wildcard src/fakenvml/*.c)
 TEST_SRC:= $(wildcard tests/test_*.c)
 TEST_SUPPORT := $(wildcard tests/support/*.c)
+FUZZ_SRC:= $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -45,7 +52,7 @@ DEPS_OK := build/.deps-ok
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 SLURM_OK:= $(shell test -f /usr/include/slurm/spank.h && echo 1)
 
-.PHONY: all check test demo bench deps clean burn spank asan-tests check-arch
+.PHONY: all check test demo bench deps clean burn spank asan-tests check-arch fuzz fuzz-targets
 all: $(PFI) $(FAKENVML) $(if $(SLURM_OK),$(BUILD)/lib/pfi_spank.so)
 
 deps: $(DEPS_OK)
@@ -105,14 +112,29 @@ ABUILD  := $(BUILD)/asan
 asan-tests:
 	$(MAKE) BUILD=$(ABUILD) SAN=1 $(patsubst $(BUILD)/%,$(ABUILD)/%,$(TESTS)) $(ABUILD)/pfi $(ABUILD)/lib/libnvidia-ml.so.1
 
+# libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang over their own copy of the library.
+# make check runs each from its corpus for FUZZ_RUNS inputs; make fuzz for FUZZ_SECONDS each.
+FBUILD  := $(BUILD)/fuzz
+FUZZERS := $(patsubst tests/fuzz/%.c,$(FBUILD)/bin/%,$(FUZZ_SRC))
+FUZZ_RUNS ?= 3000
+FUZZ_SECONDS ?= 60
+fuzz-targets:
+	@$(MAKE) --no-print-directory BUILD=$(FBUILD) SAN=fuzz CC=clang $(FUZZERS)
+$(BUILD)/bin/fuzz_%: tests/fuzz/fuzz_%.c $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	@echo "  FUZZ    $@"
+	@$(CC) $(CFLAGS) -Itests -fsanitize=fuzzer $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
+fuzz: fuzz-targets
+	sh tests/fuzz/run.sh $(FBUILD)/bin time $(FUZZ_SECONDS)
+
 # The layering rules of HACKING.md (circles, upward includes, cli/ that computes, ...), on the
 # sources alone: first, so a violation fails the check before anything is built.
 check-arch: | $(DEPS_OK)
 	@python3 scripts/check-arch.py
 
 # Both suites always run (a failure in the first must not hide the sanitizers' findings).
-check: check-arch all $(TESTS) asan-tests burn
-	@st=0; PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) sh tests/run.sh $(BUILD) normal || st=1; \
+check: check-arch all $(TESTS) asan-tests fuzz-targets burn
+	@st=0; sh tests/fuzz/run.sh $(FBUILD)/bin runs $(FUZZ_RUNS) || st=1; PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) sh tests/run.sh $(BUILD) normal || st=1; \
 	  PFI_BIN=$(abspath $(ABUILD)/pfi) PFI_FAKENVML=$(abspath $(ABUILD)/lib/libnvidia-ml.so.1) \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  sh tests/run.sh $(ABUILD) asan || st=1; exit $$st

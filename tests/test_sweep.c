@@ -198,6 +198,94 @@ static void test_journal(void **state)
     pfi_hw_close(b);
 }
 
+/* Numbers in a journal are range-checked: an overflowing GPU index, pid or run id, or a limit
+ * that is not a finite positive number, is a damaged line, never a wrapped value. */
+static void test_journal_hostile_numbers(void **state)
+{
+    const char *bad[] = {
+        "pfi-journal 1\ngpu 2147483648 uuid X limit_w 500\n",
+        "pfi-journal 1\ngpu -1 uuid X limit_w 500\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w inf\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w nan\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w 1e999\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w 500 trailing\n",
+        "pfi-journal 1\npid 99999999999999999999\n",
+        "pfi-journal 1\npid 12abc\n",
+        "pfi-journal 1\nrun 9223372036854775808 /x.db\n",
+        "pfi-journal 1\nrun 0 /x.db\n",
+        "pfi-journal 4294967297\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *f = fmemopen((void *)bad[i], strlen(bad[i]), "r");
+        assert_non_null(f);
+        pfi_journal j;
+        memset(&j, 0, sizeof j);
+        pfi_err e = {0};
+        int rc = pfi_journal_parse(&j, f, "t", &e);
+        fclose(f);
+        if (rc != PFI_EINVAL)
+            fail_msg("accepted: %s", bad[i]);
+    }
+    const char *good = "pfi-journal 1\npid 4242\nbackend nvml\nsim_state -\n"
+                       "run 9223372036854775807 /a b.db\ngpu 2147483647 uuid U limit_w 612.5\n";
+    FILE *f = fmemopen((void *)good, strlen(good), "r");
+    pfi_journal j;
+    memset(&j, 0, sizeof j);
+    pfi_err e = {0};
+    assert_int_equal(pfi_journal_parse(&j, f, "t", &e), PFI_OK);
+    fclose(f);
+    assert_int_equal(j.pid, 4242);
+    assert_true(j.run_id == 9223372036854775807LL);
+    assert_string_equal(j.run_db, "/a b.db");
+    assert_int_equal(j.e[0].gpu, 2147483647);
+    assert_near(j.e[0].limit_w, 612.5, 1e-12);
+}
+
+/* The journal is its owner's alone (0600), a held one names its holder, and a simulated node
+ * never uses the real journal's path. */
+static void test_journal_mode_holder_path(void **state)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/journal-XXXXXX", tmpdir());
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/journal", dir);
+    pfi_backend *b = open_sim();
+    pfi_err e = {0};
+    int gpus[] = {0};
+    mode_t old = umask(022);
+    pfi_journal j;
+    assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 1, &e), PFI_OK);
+    umask(old);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    pfi_journal other;
+    assert_int_equal(pfi_journal_load(&other, path, 0, &e), PFI_EBUSY);
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld", (long)getpid());
+    assert_non_null(strstr(e.msg, pid));
+    assert_non_null(strstr(e.msg, "test_sweep")); /* the holder's command line */
+    assert_int_equal(pfi_journal_restore(&j, b, NULL, &e), PFI_OK);
+    pfi_journal_close(&j);
+    pfi_hw_close(b);
+    rmdir(dir);
+
+    char buf[1024], real[1024];
+    unsetenv("PFI_JOURNAL");
+    unsetenv("PFI_SIM_STATE");
+    pfi_journal_default_path(real, sizeof real, 0);
+    pfi_journal_default_path(buf, sizeof buf, 1);
+    assert_string_not_equal(buf, real);
+    assert_non_null(strstr(buf, "journal-sim"));
+    setenv("PFI_SIM_STATE", "/tmp/some node.state", 1);
+    assert_string_equal(pfi_journal_default_path(buf, sizeof buf, 1), "/tmp/some node.state.journal");
+    assert_string_equal(pfi_journal_default_path(buf, sizeof buf, 0), real);
+    setenv("PFI_JOURNAL", "/x/j", 1); /* an explicit path is always taken */
+    assert_string_equal(pfi_journal_default_path(buf, sizeof buf, 1), "/x/j");
+    unsetenv("PFI_JOURNAL");
+    unsetenv("PFI_SIM_STATE");
+}
+
 /* ---- the sweep in virtual time ---- */
 
 typedef struct sink_log {
@@ -319,6 +407,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meter_counts),     cmocka_unit_test(test_meter_job_clock),
         cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
+        cmocka_unit_test(test_journal_hostile_numbers),
+        cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,7 +48,8 @@ int pfi_cmd_restore(int argc, char **argv)
     const pfi_opt opts[] = {
         PFI_CLI_HW_OPTS(hw),
         {"journal", PFI_OPT_STR, &path, "FILE", "the journal (default $PFI_JOURNAL, else the "
-                                                "per-user or /var/lib/pfi one)"},
+                                                "per-user or /var/lib/pfi one; with --backend "
+                                                "sim the simulated node's)"},
         {"force", PFI_OPT_FLAG, &force, NULL, "restore even while its writer still runs"},
         {0},
     };
@@ -64,7 +65,8 @@ int pfi_cmd_restore(int argc, char **argv)
         return rc;
     char buf[PFI_JOURNAL_PATH_MAX];
     if (!path)
-        path = pfi_journal_default_path(buf, sizeof buf);
+        path = pfi_journal_default_path(buf, sizeof buf,
+                                        strcmp(pfi_cli_backend_name(&hw), "sim") == 0);
     pfi_err err = {0};
     pfi_journal j;
     rc = pfi_journal_load(&j, path, force, &err);

@@ -550,7 +550,8 @@ int pfi_cmd_sweep(int argc, char **argv)
     backend_label(b, &o, sim_job, blabel, sizeof blabel);
     job_meta(b, sim_job || (o.attach && pfi_hw_simulated(b)), &c, &o.tags, &c.meta);
     char jpath[PFI_JOURNAL_PATH_MAX];
-    c.journal_path = o.journal ? o.journal : pfi_journal_default_path(jpath, sizeof jpath);
+    c.journal_path =
+        o.journal ? o.journal : pfi_journal_default_path(jpath, sizeof jpath, pfi_hw_simulated(b));
     cmdline = o.attach ? NULL : join_argv(pos, npos);
     char name[PFI_NAME_MAX];
     snprintf(name, sizeof name, "%s", o.name ? o.name : o.attach ? o.log : cmdline);

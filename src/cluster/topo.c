@@ -6,6 +6,7 @@
  * (libslurm's soname changes with every major release).  squeue's gres_detail gives the GPU
  * indices of a job on each of its nodes, in the order of job_resources.allocated_nodes. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,8 +120,10 @@ static int gres_gpu_count(const char *s)
             }
         }
         if (!strncmp(start, "gpu", 3) && start[3] == ':' && last_colon) {
-            long n = strtol(last_colon + 1, NULL, 10);
-            return n > 0 && n <= PFI_MAX_GPUS ? (int)n : 0;
+            char *end;
+            errno = 0;
+            long n = strtol(last_colon + 1, &end, 10);
+            return !errno && end != last_colon + 1 && n > 0 && n <= PFI_MAX_GPUS ? (int)n : 0;
         }
     }
     return 0;

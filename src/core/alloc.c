@@ -141,6 +141,8 @@ static int job_grid(const pfi_alloc_job *J, double step, int *kmin, int *kmax, p
 {
     double lo = fmax(J->min_cap_w, J->cap_w[0]);
     double a = ceil(lo / step - 1e-9), b = floor(J->max_cap_w / step + 1e-9);
+    if (a < 1)
+        a = 1; /* a cap of 0 W is never in a range: a step far above the caps gives no grid */
     if (a > b)
         return pfi_err_set(err, PFI_EINVAL,
                            "job %s: its cap range %g..%g W holds no multiple of the %g W grid",

@@ -1,8 +1,10 @@
 /* journal.c: durable original limits (see journal.h). */
 #include "measure/journal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,22 +14,50 @@
 #include <unistd.h>
 
 #include "util/fs.h"
+#include "util/num.h"
 
-const char *pfi_journal_default_path(char *buf, size_t n)
+const char *pfi_journal_default_path(char *buf, size_t n, int simulated)
 {
     const char *env = getenv("PFI_JOURNAL");
+    const char *ss = getenv("PFI_SIM_STATE");
+    const char *file = simulated ? "journal-sim" : "journal";
     if (env && *env) {
         snprintf(buf, n, "%s", env);
+    } else if (simulated && ss && *ss) {
+        snprintf(buf, n, "%s.journal", ss); /* one per simulated node, beside its state */
     } else if (geteuid() == 0) {
-        snprintf(buf, n, "/var/lib/pfi/journal");
+        snprintf(buf, n, "/var/lib/pfi/%s", file);
     } else {
         const char *xdg = getenv("XDG_STATE_HOME");
         const char *home = getenv("HOME");
         if (xdg && *xdg)
-            snprintf(buf, n, "%s/pfi/journal", xdg);
+            snprintf(buf, n, "%s/pfi/%s", xdg, file);
         else
-            snprintf(buf, n, "%s/.local/state/pfi/journal", home && *home ? home : "/tmp");
+            snprintf(buf, n, "%s/.local/state/pfi/%s", home && *home ? home : "/tmp", file);
     }
+    return buf;
+}
+
+/* "pid 1234: pfi sweep --backend sim ..." from /proc (best effort: the pid alone when the
+ * process cannot be read). */
+static const char *holder(long pid, char *buf, size_t n)
+{
+    int at = snprintf(buf, n, "pid %ld", pid);
+    char path[64], cmd[256];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    if (!f)
+        return buf;
+    size_t got = fread(cmd, 1, sizeof cmd - 1, f);
+    fclose(f);
+    while (got > 0 && cmd[got - 1] == '\0')
+        got--;
+    for (size_t i = 0; i < got; i++)
+        if (cmd[i] == '\0' || cmd[i] == '\n')
+            cmd[i] = ' ';
+    cmd[got] = '\0';
+    if (got > 0 && at > 0 && (size_t)at < n)
+        snprintf(buf + at, n - (size_t)at, ": %s", cmd);
     return buf;
 }
 
@@ -65,7 +95,7 @@ static int write_file(pfi_journal *j, pfi_err *err)
 {
     char tmp[PFI_JOURNAL_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", j->path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return pfi_err_set(err, PFI_EIO, "cannot write journal %s: %s", tmp, strerror(errno));
     FILE *f = fdopen(fd, "w");
@@ -102,7 +132,13 @@ static int take_lock(pfi_journal *j, pfi_err *err)
         return pfi_err_set(err, PFI_EIO, "cannot open journal %s: %s", j->path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         close(fd);
-        return pfi_err_set(err, PFI_EBUSY, "journal %s is held by another process", j->path);
+        pfi_journal other;
+        char who[320] = "another process";
+        if (pfi_journal_load(&other, j->path, 1, NULL) == PFI_OK) {
+            holder(other.pid, who, sizeof who);
+            pfi_journal_close(&other);
+        }
+        return pfi_err_set(err, PFI_EBUSY, "journal %s is held by %s", j->path, who);
     }
     if (j->lock_fd >= 0)
         close(j->lock_fd);
@@ -202,6 +238,91 @@ int pfi_journal_set_run(pfi_journal *j, const char *db, long long run_id, pfi_er
     return take_lock(j, err);
 }
 
+/* "WORD N" with N a whole decimal integer in [lo, hi] (the rest of the line ignored). */
+static int field_ll(const char *line, long long lo, long long hi, long long *out)
+{
+    const char *p = line;
+    while (*p && !isspace((unsigned char)*p))
+        p++;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    char num[32];
+    size_t k = 0;
+    while (p[k] && !isspace((unsigned char)p[k]) && k < sizeof num - 1) {
+        num[k] = p[k];
+        k++;
+    }
+    num[k] = '\0';
+    if (p[k] && !isspace((unsigned char)p[k]))
+        return -1;
+    return pfi_num_ll(num, lo, hi, "journal", out, NULL) == PFI_OK ? 0 : -1;
+}
+
+/* "gpu IDX uuid UUID limit_w W" */
+static int parse_gpu(const char *line, pfi_journal_entry *e)
+{
+    char idx[32], w[64], tail[2];
+    long long g;
+    if (sscanf(line, "gpu %31s uuid %95s limit_w %63s %1s", idx, e->uuid, w, tail) != 3 ||
+        pfi_num_ll(idx, 0, INT_MAX, "gpu", &g, NULL) != PFI_OK)
+        return -1;
+    char *end;
+    errno = 0;
+    e->gpu = (int)g;
+    e->limit_w = strtod(w, &end);
+    return *end || errno || !isfinite(e->limit_w) || !(e->limit_w > 0) ? -1 : 0;
+}
+
+static int damaged(const char *name, int lineno, const char *line, pfi_err *err)
+{
+    return pfi_err_set(err, PFI_EINVAL, "journal %s line %d is damaged: %.200s", name, lineno,
+                       line);
+}
+
+int pfi_journal_parse(pfi_journal *j, FILE *f, const char *name, pfi_err *err)
+{
+    char line[PFI_JOURNAL_PATH_MAX + 64];
+    int lineno = 0;
+    long long version = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char word[32], arg[PFI_JOURNAL_PATH_MAX];
+        if (sscanf(line, "%31s", word) != 1)
+            continue;
+        if (lineno == 1) {
+            if (strcmp(word, "pfi-journal") != 0 || field_ll(line, 0, 1000, &version) != 0)
+                break;
+            continue;
+        }
+        long long v;
+        if (strcmp(word, "pid") == 0) {
+            if (field_ll(line, 0, LONG_MAX, &v) != 0)
+                return damaged(name, lineno, line, err);
+            j->pid = (long)v;
+        } else if (strcmp(word, "backend") == 0 && sscanf(line, "%*s %15s", j->backend) == 1) {
+        } else if (strcmp(word, "sim_state") == 0 && sscanf(line, "%*s %1023s", arg) == 1) {
+            if (strcmp(arg, "-") != 0)
+                snprintf(j->sim_state, sizeof j->sim_state, "%s", arg);
+        } else if (strcmp(word, "run") == 0) {
+            /* The store path is the rest of the line: it may hold spaces. */
+            char id[32];
+            if (sscanf(line, "run %31s %1023[^\n]", id, j->run_db) != 2 ||
+                pfi_num_ll(id, 1, LLONG_MAX, "run", &j->run_id, NULL) != PFI_OK)
+                return damaged(name, lineno, line, err);
+        } else if (strcmp(word, "gpu") == 0 && j->n < PFI_MAX_GPUS) {
+            pfi_journal_entry *e = &j->e[j->n];
+            if (parse_gpu(line, e) != 0)
+                return damaged(name, lineno, line, err);
+            if (strcmp(e->uuid, "-") == 0)
+                e->uuid[0] = '\0';
+            j->n++;
+        }
+    }
+    if (version != 1)
+        return pfi_err_set(err, PFI_EINVAL, "%s is not a pfi journal (version 1)", name);
+    return PFI_OK;
+}
+
 int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
 {
     memset(j, 0, sizeof *j);
@@ -213,57 +334,20 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
             return pfi_err_set(err, PFI_ENOENT, "no journal at %s: nothing to restore", path);
         return pfi_err_set(err, PFI_EIO, "cannot read journal %s: %s", path, strerror(errno));
     }
-    char line[PFI_JOURNAL_PATH_MAX + 64];
-    int lineno = 0, version = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        char word[32], arg[PFI_JOURNAL_PATH_MAX];
-        if (sscanf(line, "%31s", word) != 1)
-            continue;
-        if (lineno == 1) {
-            if (strcmp(word, "pfi-journal") != 0 || sscanf(line, "%*s %d", &version) != 1)
-                break;
-            continue;
-        }
-        if (strcmp(word, "pid") == 0) {
-            sscanf(line, "%*s %ld", &j->pid);
-        } else if (strcmp(word, "backend") == 0 && sscanf(line, "%*s %15s", j->backend) == 1) {
-        } else if (strcmp(word, "sim_state") == 0 && sscanf(line, "%*s %1023s", arg) == 1) {
-            if (strcmp(arg, "-") != 0)
-                snprintf(j->sim_state, sizeof j->sim_state, "%s", arg);
-        } else if (strcmp(word, "run") == 0) {
-            /* The store path is the rest of the line: it may hold spaces. */
-            if (sscanf(line, "run %lld %1023[^\n]", &j->run_id, j->run_db) != 2 ||
-                j->run_id <= 0) {
-                fclose(f);
-                return pfi_err_set(err, PFI_EINVAL, "journal %s line %d is damaged: %s", path,
-                                   lineno, line);
-            }
-        } else if (strcmp(word, "gpu") == 0 && j->n < PFI_MAX_GPUS) {
-            pfi_journal_entry *e = &j->e[j->n];
-            if (sscanf(line, "gpu %d uuid %95s limit_w %lf", &e->gpu, e->uuid, &e->limit_w) != 3 ||
-                !(e->limit_w > 0) || e->gpu < 0) {
-                fclose(f);
-                return pfi_err_set(err, PFI_EINVAL, "journal %s line %d is damaged: %s", path,
-                                   lineno, line);
-            }
-            if (strcmp(e->uuid, "-") == 0)
-                e->uuid[0] = '\0';
-            j->n++;
-        }
-    }
+    int rc = pfi_journal_parse(j, f, path, err);
     fclose(f);
-    if (version != 1)
-        return pfi_err_set(err, PFI_EINVAL, "%s is not a pfi journal (version 1)", path);
+    if (rc != PFI_OK)
+        return rc;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         j->held = flock(fd, LOCK_EX | LOCK_NB) == 0;
         if (!j->held && !force) {
             close(fd);
+            char who[320];
             return pfi_err_set(err, PFI_EBUSY,
-                               "journal %s belongs to a running process (pid %ld), which restores "
+                               "journal %s belongs to a running process (%s), which restores "
                                "the limits itself when it ends",
-                               path, j->pid);
+                               path, holder(j->pid, who, sizeof who));
         }
         j->lock_fd = fd;
     }

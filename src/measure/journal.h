@@ -19,6 +19,7 @@
 #define PFI_MEASURE_JOURNAL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "core/err.h"
 #include "hw/hw.h"
@@ -45,8 +46,10 @@ typedef struct pfi_journal {
 } pfi_journal;
 
 /* path: explicit, else $PFI_JOURNAL, else /var/lib/pfi/journal as root, else
- * $XDG_STATE_HOME/pfi/journal (~/.local/state/pfi/journal). */
-const char *pfi_journal_default_path(char *buf, size_t n);
+ * $XDG_STATE_HOME/pfi/journal (~/.local/state/pfi/journal).  A simulated backend (simulated 1)
+ * never shares the real journal: $PFI_SIM_STATE.journal beside the simulated node's state, else
+ * journal-sim in the same folder. */
+const char *pfi_journal_default_path(char *buf, size_t n, int simulated);
 
 /* Journals the current limit of each GPU.  PFI_EBUSY when a journal already exists at path
  * (restore it first) or another live process holds it. */
@@ -64,6 +67,9 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err);
  * its originals stay, the file names this process and is locked by it.  PFI_ENOENT when there
  * is none; PFI_EBUSY when its writer is alive. */
 int pfi_journal_adopt(pfi_journal *j, const char *path, pfi_err *err);
+/* The text of a journal from f into *j (zeroed by the caller; no lock taken): every number is
+ * range-checked, and a damaged line is PFI_EINVAL naming `name` and the line. */
+int pfi_journal_parse(pfi_journal *j, FILE *f, const char *name, pfi_err *err);
 /* Sets every journaled GPU back to its original limit; on full success deletes the file.
  * Tries every GPU even when one fails; the first error is returned. *restored (may be NULL)
  * receives how many were put back. */

@@ -1,6 +1,7 @@
 /* parse.c: the parser front end: format names, banner learning, unit conversion, line
  * splitting.  The line formats themselves live in parse_<framework>.c. */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,8 +166,9 @@ int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less)
             if (isalpha((unsigned char)*c) || *c == ':')
                 *desc_less = 0;
     }
+    errno = 0;
     long long n = strtoll(line + m[1].rm_so, NULL, 10);
-    o->step = n;
+    o->step = errno ? -1 : n; /* a counter too large to hold is unknown */
     if (p->cfg.offline) {
         double r;
         o->kind = PFI_OBS_RATE;

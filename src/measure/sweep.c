@@ -471,6 +471,7 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
     memset(res, 0, sizeof *res);
     snprintf(res->status, sizeof res->status, "failed");
     fill_header(b, c, &res->run);
+    res->restored = 1; /* nothing is changed before the journal is written */
     double (*plan)[PFI_MAX_GPUS] = malloc(sizeof(double[PFI_MAX_LEVELS][PFI_MAX_GPUS]));
     if (!plan)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");

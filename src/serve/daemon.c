@@ -264,7 +264,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (c->journal[0])
         snprintf(jpath, sizeof jpath, "%s", c->journal);
     else
-        pfi_journal_default_path(jpath, sizeof jpath);
+        pfi_journal_default_path(jpath, sizeof jpath, pfi_hw_simulated(b));
     pfi_journal j;
     memset(&j, 0, sizeof j);
     j.lock_fd = -1;

@@ -1,6 +1,8 @@
 /* merak.c: the pipeline partitions of Merak, the framework behind the Perseus measurements
  * (zeus_baseline CSVs: "uniform_transformer" or "custom:0,6,10,..."), as transformer layers
  * per stage for pfi_job_config.stage_layers. */
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,8 +48,9 @@ int pfi_sim_merak_stage_layers(const char *method, const pfi_job_config *j, doub
         int k = 0;
         while (*p && k <= pp) {
             char *end;
+            errno = 0;
             long v = strtol(p, &end, 10);
-            if (end == p)
+            if (end == p || errno || v < 0 || v > INT_MAX)
                 break;
             bound[k++] = (int)v;
             p = *end == ',' ? end + 1 : end;

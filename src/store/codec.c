@@ -150,7 +150,17 @@ json_t *pfi_curve_json_encode_arrays(const double *cap_w, const double *tput, in
 
 /* ---- a job of a jobs file ---- */
 
-static int num(json_t *o, const char *key, double *v, int required, const char *id, pfi_err *err)
+/* Bounds on what a jobs file may say: far beyond any real job, small enough that sums and
+ * products of them stay finite. */
+#define JOB_MAX_GPUS 1e6
+#define JOB_MAX_WEIGHT 1e6
+#define JOB_MAX_WATTS 1e5 /* a cap, baseline or curve point, per GPU */
+#define JOB_MAX_TPUT 1e15 /* a whole job's throughput */
+
+/* o[key] as a number in [lo, hi] (lo excluded when open_lo); absent: *v unchanged, or an error
+ * when required. */
+static int num(json_t *o, const char *key, double lo, double hi, int open_lo, double *v,
+               int required, const char *id, pfi_err *err)
 {
     json_t *x = json_object_get(o, key);
     if (!x) {
@@ -160,7 +170,12 @@ static int num(json_t *o, const char *key, double *v, int required, const char *
     }
     if (!json_is_number(x))
         return pfi_err_set(err, PFI_EINVAL, "job %s: \"%s\" must be a number", id, key);
-    *v = json_number_value(x);
+    double d = json_number_value(x);
+    if (!isfinite(d) || d < lo || (open_lo && d == lo) || d > hi)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "job %s: \"%s\" is %g: expected a number %s %g and at most %g", id,
+                           key, d, open_lo ? "above" : "from", lo, hi);
+    *v = d;
     return PFI_OK;
 }
 
@@ -169,8 +184,17 @@ static int curve(json_t *o, const char *key, const char *id, pfi_alloc_curve *bu
 {
     char what[PFI_ERR_MSG_MAX];
     snprintf(what, sizeof what, "job %s: \"%s\"", id, key);
-    return pfi_curve_json_arrays(json_object_get(o, key), what, PFI_ALLOC_CURVE_PTS, buf->cap_w,
-                                 buf->tput, n, err);
+    int rc = pfi_curve_json_arrays(json_object_get(o, key), what, PFI_ALLOC_CURVE_PTS,
+                                   buf->cap_w, buf->tput, n, err);
+    for (int i = 0; rc == PFI_OK && i < *n; i++)
+        if (!(buf->cap_w[i] > 0 && buf->cap_w[i] <= JOB_MAX_WATTS) ||
+            !(fabs(buf->tput[i]) <= JOB_MAX_TPUT))
+            rc = pfi_err_set(err, PFI_EINVAL,
+                             "%s point %d (%g W, %g) is out of range (caps above 0 and at most "
+                             "%g W, throughputs at most %g)",
+                             what, i + 1, buf->cap_w[i], buf->tput[i], JOB_MAX_WATTS,
+                             JOB_MAX_TPUT);
+    return rc;
 }
 
 /* "per_gpu": {"cap_w": [...], "clock_mhz": [[GPU 0 at each cap], ...], "tput": [...]} */
@@ -206,10 +230,11 @@ static int pergpu(json_t *o, const char *id, int gpus, pfi_alloc_pergpu *pg, pfi
                                id, g, n);
         for (int k = 0; k < n; k++) {
             json_t *v = json_array_get(row, (size_t)k);
-            if (!json_is_number(v))
+            double d = json_is_number(v) ? json_number_value(v) : NAN;
+            if (!(d >= 0 && d <= 1e6))
                 return pfi_err_set(err, PFI_EINVAL, "job %s: per_gpu.clock_mhz[%d][%d] is not a "
-                                                    "number", id, g, k);
-            pg->clock[(size_t)g * (size_t)n + (size_t)k] = json_number_value(v);
+                                                    "number from 0 to 1e6 MHz", id, g, k);
+            pg->clock[(size_t)g * (size_t)n + (size_t)k] = d;
         }
     }
     pg->table = (pfi_pergpu_job){gpus, n, pg->cap_w, pg->clock, pg->tput};
@@ -229,13 +254,17 @@ int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s
     const char *id = json_string_value(idj);
     double gpus = 1, mn = NAN, mx = NAN, p0 = NAN, t0 = NAN, w = 1, sla = NAN, pfi = NAN;
     int rc;
-    if ((rc = num(o, "gpus", &gpus, 1, id, err)) || (rc = num(o, "min_cap_w", &mn, 0, id, err)) ||
-        (rc = num(o, "max_cap_w", &mx, 0, id, err)) || (rc = num(o, "p0_w", &p0, 0, id, err)) ||
-        (rc = num(o, "t0", &t0, 0, id, err)) || (rc = num(o, "weight", &w, 0, id, err)) ||
-        (rc = num(o, "sla_max_slowdown", &sla, 0, id, err)) ||
-        (rc = num(o, "pfi30", &pfi, 0, id, err)))
+    const double W = JOB_MAX_WATTS;
+    if ((rc = num(o, "gpus", 1, JOB_MAX_GPUS, 0, &gpus, 1, id, err)) ||
+        (rc = num(o, "min_cap_w", 0, W, 1, &mn, 0, id, err)) ||
+        (rc = num(o, "max_cap_w", 0, W, 1, &mx, 0, id, err)) ||
+        (rc = num(o, "p0_w", 0, W, 1, &p0, 0, id, err)) ||
+        (rc = num(o, "t0", 0, JOB_MAX_TPUT, 1, &t0, 0, id, err)) ||
+        (rc = num(o, "weight", 0, JOB_MAX_WEIGHT, 1, &w, 0, id, err)) ||
+        (rc = num(o, "sla_max_slowdown", 0, 1, 0, &sla, 0, id, err)) ||
+        (rc = num(o, "pfi30", -1e6, 1e6, 0, &pfi, 0, id, err)))
         return rc;
-    if (gpus != floor(gpus) || gpus < 1 || gpus > 1e6)
+    if (gpus != floor(gpus))
         return pfi_err_set(err, PFI_EINVAL, "job %s: \"gpus\" must be a positive integer", id);
     int nt, np;
     if ((rc = curve(o, "curve", id, &s->bt[j], &nt, err)) ||

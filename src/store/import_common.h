@@ -65,6 +65,16 @@ int pfi_import_files(pfi_store *st, const char *dir, const char *sub, const pfi_
                      size_t n, pfi_import_file_fn read_file, const char *what, int *nruns,
                      int *nlevels, pfi_err *err);
 
+/* One file of each dataset into set (what the importers above read, exposed so that the
+ * readers are tested on any bytes): a Perseus ZeusGlobal file, a Zeus NSDI trace file, and a
+ * Zeus profiling log named <GPU>+<model>+gpu<i,j..>.csv in dir. */
+int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *rel,
+                            pfi_import_set *set, pfi_err *err);
+int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char *rel,
+                              pfi_import_set *set, pfi_err *err);
+int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *set,
+                             pfi_err *err);
+
 /* Writes every run in one transaction (replacing runs of the same source and name). */
 int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, int *nlevels,
                          pfi_err *err);

@@ -18,7 +18,7 @@ typedef struct key {
     int batch, dp, tp, pp, mbs, nmb;
 } key;
 
-static int import_file(const char *path, const char *gpu_type, const char *rel,
+int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *rel,
                        pfi_import_set *set, pfi_err *err)
 {
     pfi_perseus *c;
@@ -103,5 +103,5 @@ int pfi_import_perseus(pfi_store *st, const char *dir, int *nruns, int *nlevels,
         {"zeus_baseline/A40/zeus_global.csv", "A40"},
     };
     return pfi_import_files(st, dir, "perseus-sosp24", files, sizeof files / sizeof files[0],
-                            import_file, "import perseus", nruns, nlevels, err);
+                            pfi_import_perseus_file, "import perseus", nruns, nlevels, err);
 }

@@ -17,7 +17,7 @@ typedef struct key {
     int batch;
 } key;
 
-static int import_file(const char *path, const char *gpu_type, const char *rel,
+int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char *rel,
                        pfi_import_set *set, pfi_err *err)
 {
     pfi_csv *c;
@@ -97,5 +97,5 @@ int pfi_import_zeus_nsdi(pfi_store *st, const char *dir, int *nruns, int *nlevel
                                             {"summary_power_p100.csv", "P100"},
                                             {"summary_power_rtx6000.csv", "RTX6000"}};
     return pfi_import_files(st, dir, "zeus-nsdi23-trace", files, sizeof files / sizeof files[0],
-                            import_file, "import zeus-nsdi", nruns, nlevels, err);
+                            pfi_import_zeus_nsdi_file, "import zeus-nsdi", nruns, nlevels, err);
 }

@@ -44,7 +44,8 @@ static int parse_name(const char *file, char *gpu, size_t gn, char *model, size_
     return *nidx > 0 ? 0 : -1;
 }
 
-static int import_file(const char *dir, const char *file, pfi_import_set *set, pfi_err *err)
+int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *set,
+                             pfi_err *err)
 {
     char gpu[32], model[PFI_NAME_MAX], path[1400];
     int idx[MAX_GPUS_IN_NAME], nidx;
@@ -176,7 +177,7 @@ int pfi_import_zeus_plo(pfi_store *st, const char *dir, int *nruns, int *nlevels
         rc = pfi_err_set(err, PFI_ENOENT, "no <GPU>+<model>+gpu<i>.csv files in %s", base);
     pfi_import_set set = {0};
     for (int i = 0; i < n && rc == PFI_OK; i++)
-        rc = import_file(base, names[i], &set, err);
+        rc = pfi_import_zeus_plo_file(base, names[i], &set, err);
     if (rc == PFI_OK)
         rc = pfi_import_set_write(st, &set, nruns, nlevels, err);
     pfi_import_set_free(&set);

@@ -1,10 +1,12 @@
 /* open.c: opening a database file: the connection, its settings (WAL, foreign keys, busy
  * timeout) and the migration to the schema this build writes (migrate.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "store/store.h"
 #include "store/store_internal.h"
@@ -48,6 +50,13 @@ int pfi_store_open(const char *path, int flags, pfi_store **out, pfi_err *err)
                                "PFI_DB_BUSY_MS='%s' is not a number of milliseconds", busy);
         }
         st->busy_ms = (int)v;
+    }
+    /* A new store is created 0600 (SQLite gives its -wal and -shm files the same mode): runs,
+     * jobs and users are the owner's to read. */
+    if (!ro && !memory && (flags & PFI_STORE_CREATE)) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
     }
     int oflags = ro ? SQLITE_OPEN_READONLY
                     : SQLITE_OPEN_READWRITE | ((flags & PFI_STORE_CREATE) ? SQLITE_OPEN_CREATE : 0);

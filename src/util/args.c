@@ -1,6 +1,7 @@
 #include "util/args.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,7 @@ static int store(const pfi_opt *o, const char *val, pfi_err *err)
     case PFI_OPT_INT: {
         errno = 0;
         long v = strtol(val, &end, 10);
-        if (errno || end == val || *end)
+        if (errno || end == val || *end || v < INT_MIN || v > INT_MAX)
             return pfi_err_set(err, PFI_EINVAL, "--%s expects an integer, got '%s'", o->name, val);
         *(int *)o->dest = (int)v;
         return PFI_OK;

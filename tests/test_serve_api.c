@@ -803,6 +803,110 @@ static void test_jobs_saved(void **state)
     assert_int_equal(seen, 0);
 }
 
+/* Numbers of absurd size are refused with the field named, and change nothing: a GPU index
+ * that does not fit an int, budgets, caps, throughputs and fit parameters near DBL_MAX, and a
+ * controller name of 60 kB. */
+static void test_hostile_sizes(void **state)
+{
+    fx *f = *state;
+    json_t *doc;
+    double before = sum_limits(f);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"a\",\"gpus\":[2147483648]}", 1, &doc),
+                     400);
+    const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "2147483648"));
+    json_decref(doc);
+    const char *bad[][2] = {
+        {"/v1/budget", "{\"watts\": 1e308}"},
+        {"/v1/budget", "{\"watts\": 1000001}"},
+        {"/v1/jobs", "{\"id\":\"a\",\"gpus\":[0],\"tokens_per_s\":1e308}"},
+        {"/v1/jobs", "{\"id\":\"a\",\"gpus\":[0],\"curve\":{\"fit\":{\"family\":\"power\","
+                     "\"p\":[1e308,2]}}}"},
+        {"/v1/jobs", "{\"id\":\"a\",\"gpus\":[0],\"curve\":{\"points\":[{\"cap_w\":1e308,"
+                     "\"tokens_per_s\":1},{\"cap_w\":500,\"tokens_per_s\":1e308}]}}"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        const char *m = !strcmp(bad[k][0], "/v1/budget") ? "PUT" : "POST";
+        if (call(f, m, bad[k][0], bad[k][1], 1, NULL) != 400)
+            fail_msg("accepted: %s %s", bad[k][0], bad[k][1]);
+    }
+    assert_int_equal(call(f, "PUT", "/v1/caps",
+                          "{\"caps\":[{\"gpu\":0,\"cap_w\":1e308}]}", 1, NULL), 400);
+    assert_int_equal(f->n->n_jobs, 0);
+    assert_true(fabs(sum_limits(f) - before) < 1e-9);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"a\",\"gpus\":[0]}", 1, NULL), 201);
+    assert_int_equal(call(f, "POST", "/v1/jobs/a/throughput", "{\"tokens_per_s\":1e308}", 1, NULL),
+                     400);
+    /* A controller's name: at most 127 bytes. */
+    char *big = malloc(61500);
+    assert_non_null(big);
+    int at = snprintf(big, 61500, "{\"controller\":\"");
+    memset(big + at, 'c', 60000);
+    snprintf(big + at + 60000, 61500 - (size_t)at - 60000, "\"}");
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", big, 1, NULL), 400);
+    snprintf(big, 61500, "{\"controller\":\"%0127d\"}", 7);
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", big, 1, NULL), 200);
+    snprintf(big, 61500, "{\"controller\":\"%0128d\"}", 7);
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", big, 1, NULL), 400);
+    free(big);
+}
+
+/* read_auth = token: every GET but /healthz needs the token. */
+static void test_read_auth(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(call(f, "GET", "/v1/jobs", NULL, 0, NULL), 200);
+    f->cfg.read_auth = 1;
+    const char *urls[] = {"/v1/jobs", "/v1/events", "/v1/decisions", "/metrics", "/v1/gpus",
+                          "/v1/allocation", "/v1/grid/events"};
+    for (size_t k = 0; k < sizeof urls / sizeof urls[0]; k++) {
+        if (call(f, "GET", urls[k], NULL, 0, NULL) != 401)
+            fail_msg("%s answered without the token", urls[k]);
+        int st = 0;
+        const char *ct;
+        size_t len;
+        char *out = pfi_srv_api_handle(f->n, "GET", urls[k], NULL, NULL, NULL, 0, 1, &st, &ct,
+                                       &len);
+        free(out);
+        assert_int_equal(st, 200);
+    }
+    assert_int_equal(call(f, "GET", "/healthz", NULL, 0, NULL), 200);
+    f->cfg.read_auth = 0;
+}
+
+/* The transport: a %00 never cuts a path short, and a Content-Length that is not a plain
+ * count within the limit is refused before the body is read. */
+static void test_http_edges(void **state)
+{
+    fx *f = *state;
+    char url[] = "/metrics%00.txt";
+    pfi_srv_http_unescape(url);
+    int st = 0;
+    const char *ct;
+    size_t len;
+    char *out = pfi_srv_http_answer(f->n, "GET", url, NULL, NULL, NULL, NULL, 0, &st, &ct, &len);
+    free(out);
+    assert_int_equal(st, 404);
+    char ok[] = "/v1/%67pus"; /* other escapes still decode */
+    pfi_srv_http_unescape(ok);
+    assert_string_equal(ok, "/v1/gpus");
+    out = pfi_srv_http_answer(f->n, "GET", "/v1/budget", "bearer " TOKEN, NULL, NULL, NULL, 0,
+                              &st, &ct, &len);
+    free(out);
+    assert_int_equal(st, 200);
+    out = pfi_srv_http_answer(f->n, "DELETE", "/v1/budget", "bearer " TOKEN, NULL, NULL, NULL, 0,
+                              &st, &ct, &len);
+    free(out);
+    assert_int_equal(st, 200); /* the scheme in lower case is accepted */
+    assert_false(pfi_srv_http_body_too_big(NULL, 100));
+    assert_false(pfi_srv_http_body_too_big("100", 100));
+    assert_true(pfi_srv_http_body_too_big("101", 100));
+    assert_true(pfi_srv_http_body_too_big("18446744073709551617", 100));
+    assert_true(pfi_srv_http_body_too_big("-1", 100));
+    assert_true(pfi_srv_http_body_too_big("12abc", 100));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -823,6 +927,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostile_sizes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_auth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_edges, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -368,6 +368,88 @@ static void test_token_file(void **state)
     assert_false(pfi_serve_token_ok("", "Bearer "));
 }
 
+/* A symlinked token file (a Kubernetes secret) is followed and its target checked; a FIFO is
+ * refused at once, without blocking; the scheme "Bearer" is case-insensitive, the token not. */
+static void test_token_file_kinds(void **state)
+{
+    char target[600], link_[600], fifo[600], tok[PFI_TOKEN_MAX + 1];
+    pfi_err e = {0};
+    snprintf(target, sizeof target, "%s/secret-target", tmpdir);
+    snprintf(link_, sizeof link_, "%s/secret-link", tmpdir);
+    write_file(target, "linked-token-0123456789\n", 0600);
+    unlink(link_);
+    assert_int_equal(symlink(target, link_), 0);
+    assert_int_equal(pfi_serve_token_load(link_, tok, sizeof tok, &e), PFI_OK);
+    assert_string_equal(tok, "linked-token-0123456789");
+    chmod(target, 0644); /* the target's mode is what counts */
+    assert_int_equal(pfi_serve_token_load(link_, tok, sizeof tok, &e), PFI_EPERM);
+    assert_non_null(strstr(e.msg, "chmod 600"));
+
+    snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(20); /* a blocking open() would hang here: fail instead */
+    assert_int_equal(pfi_serve_token_load(fifo, tok, sizeof tok, &e), PFI_EINVAL);
+    alarm(0);
+    assert_non_null(strstr(e.msg, "not a regular file"));
+
+    const char *t = "s3cret-token-0123456789";
+    assert_true(pfi_serve_token_ok(t, "bearer s3cret-token-0123456789"));
+    assert_true(pfi_serve_token_ok(t, "BEARER s3cret-token-0123456789"));
+    assert_false(pfi_serve_token_ok(t, "bearer S3CRET-TOKEN-0123456789"));
+    assert_false(pfi_serve_token_ok(t, "bearers3cret-token-0123456789"));
+}
+
+/* The loopback check parses the address; a Unix socket needs a path; the new listener
+ * settings are bounded. */
+static void test_config_listen(void **state)
+{
+    pfi_serve_config c;
+    pfi_err e = {0};
+    const char *local[] = {"127.0.0.1:0", "127.9.8.7:9455", "[::1]:0", "localhost:0",
+                           "unix:/run/pfi/serve.sock"};
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
+        pfi_serve_config_defaults(&c);
+        assert_int_equal(pfi_serve_config_set(&c, "listen", local[i], &e), PFI_OK);
+        if (pfi_serve_config_check(&c, &e) != PFI_OK)
+            fail_msg("%s refused: %s", local[i], e.msg);
+    }
+    const char *remote[] = {"127.0.0.1.nip.io:0", "127.evil.example:80", "localhost.example:0",
+                            "[::1].example:0", "10.0.0.1:0", "[::ffff:10.0.0.1]:0"};
+    for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++) {
+        pfi_serve_config_defaults(&c);
+        assert_int_equal(pfi_serve_config_set(&c, "listen", remote[i], &e), PFI_OK);
+        if (pfi_serve_config_check(&c, &e) != PFI_EPERM)
+            fail_msg("%s taken for the loopback", remote[i]);
+    }
+    pfi_serve_config_defaults(&c);
+    assert_int_equal(pfi_serve_config_set(&c, "listen", "unix:", &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "socket path"));
+
+    pfi_serve_config_defaults(&c);
+    assert_int_equal(pfi_serve_config_set(&c, "control_listen", "127.0.0.1.nip.io:1", &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_EPERM);
+    assert_int_equal(pfi_serve_config_set(&c, "control_listen", c.listen, &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_EINVAL);
+    assert_int_equal(pfi_serve_config_set(&c, "control_listen", "unix:/run/pfi/ctl.sock", &e),
+                     PFI_OK);
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_set(&c, "read_auth", "token", &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_EINVAL); /* no token file */
+    assert_int_equal(pfi_serve_config_set(&c, "token_file", "/etc/pfi/token", &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_check(&c, &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_set(&c, "read_auth", "maybe", &e), PFI_EINVAL);
+    assert_int_equal(pfi_serve_config_set(&c, "max_client_connections", "0", &e), PFI_EINVAL);
+    assert_int_equal(pfi_serve_config_set(&c, "max_client_connections", "4294967297", &e),
+                     PFI_EINVAL);
+    assert_int_equal(pfi_serve_config_set(&c, "max_connections", "256", &e), PFI_OK);
+    assert_int_equal(c.max_conns, 256);
+    assert_int_equal(pfi_serve_config_set(&c, "threads", "4294967297", &e), PFI_EINVAL);
+    assert_int_equal(pfi_serve_config_set(&c, "client_timeout", "0s", &e), PFI_ERANGE);
+    assert_int_equal(pfi_serve_config_set(&c, "client_timeout", "5s", &e), PFI_OK);
+}
+
 /* ---- config ---- */
 
 static void test_config_file(void **state)
@@ -432,6 +514,8 @@ int main(void)
         cmocka_unit_test(test_enforced_mismatch_reported),
         cmocka_unit_test(test_unreadable_counts_at_max),
         cmocka_unit_test(test_token_file),
+        cmocka_unit_test(test_token_file_kinds),
+        cmocka_unit_test(test_config_listen),
         cmocka_unit_test(test_config_file),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -167,8 +167,9 @@ static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
         if (!isnan(c[gi]))
             return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: GPU %lld given twice", k, gi);
         c[gi] = json_number_value(w);
-        if (!isfinite(c[gi]))
-            return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: cap_w is not a number", k);
+        if (!(fabs(c[gi]) <= SRV_MAX_CAP_W))
+            return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: cap_w is not a number of at most %g W",
+                               k, SRV_MAX_CAP_W);
     }
     return pfi_srv_caps_set(n, epoch, c, res, e);
 }
@@ -179,8 +180,9 @@ static int post_heartbeat(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
     if (pfi_srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *c = json_object_get(doc, "controller"), *t = json_object_get(doc, "ttl_s");
-    if (c && !json_is_string(c))
-        return pfi_err_set(e, PFI_EINVAL, "controller: expected a string");
+    if (c && (!json_is_string(c) || strlen(json_string_value(c)) > SRV_NAME_MAX))
+        return pfi_err_set(e, PFI_EINVAL, "controller: expected a string of at most %d bytes",
+                           SRV_NAME_MAX);
     double ttl = NAN;
     if (t) {
         ttl = json_is_number(t) ? json_number_value(t) : -1;
@@ -348,6 +350,11 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const
                      int *st, const char **ctype, size_t *len)
 {
     *ctype = "application/json";
+    /* read_auth = token: what jobs run, for whom, and what happened is the token holder's too;
+     * only /healthz stays open (for load balancers and probes). */
+    int reading = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    if (reading && n->cfg->read_auth && authorized != 1 && strcmp(url, "/healthz") != 0)
+        return fail(401, PFI_EPERM, "missing or wrong bearer token (read_auth = token)", st, len);
     char *grid = pfi_srv_grid_api(n, method, url, body, blen, authorized, st, len);
     if (grid)
         return grid;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +13,16 @@
 
 int pfi_serve_token_load(const char *path, char *token, size_t size, pfi_err *err)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* A symlink (how Kubernetes mounts a secret) is followed when it belongs to root or to
+     * us; the file it leads to then passes the same checks as a plain one.  O_NONBLOCK: a FIFO
+     * must be refused below, not block the start-up in open(). */
+    struct stat ln;
+    if (lstat(path, &ln) == 0 && S_ISLNK(ln.st_mode) && ln.st_uid != 0 &&
+        ln.st_uid != geteuid())
+        return pfi_err_set(err, PFI_EPERM, "token file %s is a symlink owned by uid %u, not by "
+                                           "root or uid %u",
+                           path, (unsigned)ln.st_uid, (unsigned)geteuid());
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EPERM,
                            "cannot open token file %s: %s", path, strerror(errno));
@@ -67,7 +77,8 @@ int pfi_serve_token_ok(const char *token, const char *authorization)
 {
     if (!token || !token[0] || !authorization)
         return 0;
-    if (strncmp(authorization, "Bearer ", 7) != 0)
+    /* The scheme is case-insensitive (RFC 9110 11.1); the token is not. */
+    if (strncasecmp(authorization, "Bearer ", 7) != 0)
         return 0;
     const char *given = authorization + 7;
     size_t lt = strlen(token), lg = strlen(given);

@@ -1,7 +1,9 @@
 /* config.c: the daemon's settings, from defaults, a "key = value" file and CLI flags. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 
 #include "serve/serve.h"
 #include "serve/serve_int.h"
+#include "util/num.h"
 #include "util/text.h"
 #include "util/units.h"
 
@@ -27,6 +30,9 @@ void pfi_serve_config_defaults(pfi_serve_config *c)
     snprintf(c->safe_budget, sizeof c->safe_budget, "min");
     c->max_body = 64 * 1024;
     c->threads = 4;
+    c->max_conns = 1024;
+    c->max_client_conns = 32;
+    c->client_timeout_s = 10;
     c->discover = 1;
     snprintf(c->proc_root, sizeof c->proc_root, "/proc");
 }
@@ -88,6 +94,20 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
 {
     if (!strcmp(key, "listen"))
         return set_str(c->listen, sizeof c->listen, key, v, err);
+    if (!strcmp(key, "control_listen"))
+        return set_str(c->control_listen, sizeof c->control_listen, key, v, err);
+    if (!strcmp(key, "read_auth")) {
+        if (strcmp(v, "none") && strcmp(v, "token"))
+            return pfi_err_set(err, PFI_EINVAL, "read_auth: expected none or token, got '%s'", v);
+        c->read_auth = !strcmp(v, "token");
+        return PFI_OK;
+    }
+    if (!strcmp(key, "client_timeout")) {
+        int rc = set_duration(&c->client_timeout_s, key, v, err);
+        if (rc == PFI_OK && !(c->client_timeout_s >= 1 && c->client_timeout_s <= 3600))
+            return pfi_err_set(err, PFI_ERANGE, "client_timeout: must be 1s..1h");
+        return rc;
+    }
     if (!strcmp(key, "allow_remote"))
         return set_bool(&c->allow_remote, key, v, err);
     if (!strcmp(key, "port_file"))
@@ -169,14 +189,19 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
         c->default_sla = s;
         return PFI_OK;
     }
-    if (!strcmp(key, "max_body") || !strcmp(key, "threads")) {
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (end == v || *end || n < 1 || n > (key[0] == 't' ? 64 : 16 << 20))
-            return pfi_err_set(err, PFI_EINVAL, "%s: expected a positive integer, got '%s'", key,
-                               v);
-        if (key[0] == 't')
-            c->threads = (int)n;
+    if (!strcmp(key, "max_body") || !strcmp(key, "threads") ||
+        !strcmp(key, "max_client_connections") || !strcmp(key, "max_connections")) {
+        int thr = !strcmp(key, "threads"), per = !strcmp(key, "max_client_connections");
+        int all = !strcmp(key, "max_connections");
+        int n, rc = pfi_num_int(v, 1, thr ? 64 : per || all ? 4096 : 16 << 20, key, &n, err);
+        if (rc != PFI_OK)
+            return rc;
+        if (thr)
+            c->threads = n;
+        else if (per)
+            c->max_client_conns = n;
+        else if (all)
+            c->max_conns = n;
         else
             c->max_body = (size_t)n;
         return PFI_OK;
@@ -226,26 +251,57 @@ int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
     return rc;
 }
 
+/* 1 when listen is a Unix socket or a TCP address on the loopback: the host is parsed, never
+ * matched as a prefix ("127.0.0.1.example.com:0" is a name that DNS resolves anywhere). */
 static int is_loopback(const char *listen)
 {
-    return !strncmp(listen, "unix:", 5) || !strncmp(listen, "127.", 4) ||
-           !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
+    if (!strncmp(listen, "unix:", 5))
+        return 1;
+    char host[256];
+    if (pfi_srv_listen_split(listen, host, sizeof host, NULL) != PFI_OK)
+        return 0;
+    if (!strcmp(host, "localhost"))
+        return 1;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+static int check_listen(const char *key, const char *l, int allow_remote, pfi_err *err)
+{
+    if (!l[0])
+        return pfi_err_set(err, PFI_EINVAL, "%s: must not be empty", key);
+    if (!strncmp(l, "unix:", 5)) {
+        if (!l[5])
+            return pfi_err_set(err, PFI_EINVAL, "%s: unix: needs a socket path "
+                                                "(unix:/run/pfi/serve.sock)",
+                               key);
+        return PFI_OK;
+    }
+    int rc = pfi_srv_listen_split(l, NULL, 0, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (!is_loopback(l) && !allow_remote)
+        return pfi_err_set(err, PFI_EPERM,
+                           "%s %s is not a loopback address or a Unix socket; set "
+                           "allow_remote = yes to expose the API on the network",
+                           key, l);
+    return PFI_OK;
 }
 
 int pfi_serve_config_check(const pfi_serve_config *c, pfi_err *err)
 {
-    if (!c->listen[0])
-        return pfi_err_set(err, PFI_EINVAL, "listen: must not be empty");
-    if (strncmp(c->listen, "unix:", 5) != 0) {
-        int rc = pfi_srv_listen_split(c->listen, NULL, 0, err);
-        if (rc != PFI_OK)
-            return rc;
-    }
-    if (!is_loopback(c->listen) && !c->allow_remote)
-        return pfi_err_set(err, PFI_EPERM,
-                           "listen %s is not a loopback address or a Unix socket; set "
-                           "allow_remote = yes to expose the API on the network",
-                           c->listen);
+    int rc = check_listen("listen", c->listen, c->allow_remote, err);
+    if (rc == PFI_OK && c->control_listen[0])
+        rc = check_listen("control_listen", c->control_listen, c->allow_remote, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (c->control_listen[0] && !strcmp(c->control_listen, c->listen))
+        return pfi_err_set(err, PFI_EINVAL, "control_listen must differ from listen");
+    if (c->read_auth && !c->token_file[0])
+        return pfi_err_set(err, PFI_EINVAL, "read_auth = token needs a token_file");
     if (!c->db[0])
         return pfi_err_set(err, PFI_EINVAL, "db: must not be empty");
     if (c->reoptimize_interval_s < c->sample_interval_s)

@@ -39,8 +39,9 @@ static void save_budget(srv_node *n, const char *value)
 
 int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
 {
-    if (!(watts > 0 && isfinite(watts)))
-        return pfi_err_set(err, PFI_EINVAL, "budget: expected watts > 0");
+    if (!(watts > 0 && watts <= SRV_MAX_BUDGET_W))
+        return pfi_err_set(err, PFI_EINVAL, "budget: expected watts above 0 and at most %g",
+                           SRV_MAX_BUDGET_W);
     if (!(ramp_s >= 0 && ramp_s <= 86400))
         return pfi_err_set(err, PFI_EINVAL, "ramp_s: expected 0 to 86400 seconds");
     pthread_mutex_lock(&n->decide_mu);

@@ -49,11 +49,16 @@ static int from_points(const srv_gpu *g, const srv_job *j, const pfi_curve_json 
         pfi_level *lv = &run.levels[run.n_levels++];
         memset(lv, 0, sizeof *lv);
         double cap = p.cap_w, tput = p.tokens_per_s, rel = p.rel, draw = p.draw_w;
-        if (!(cap > 0) || !(isfinite(tput) || isfinite(rel)))
+        if (!(cap > 0 && cap <= SRV_MAX_CAP_W) || !(isfinite(tput) || isfinite(rel)) ||
+            !(isnan(draw) || fabs(draw) <= SRV_MAX_CAP_W))
             return pfi_err_set(err, PFI_EINVAL,
-                               "curve.points[%zu]: needs cap_w > 0 and tokens_per_s or rel", i);
-        if (isfinite(tput) && tput < 0)
-            return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: tokens_per_s < 0", i);
+                               "curve.points[%zu]: needs cap_w in (0, %g] and tokens_per_s or "
+                               "rel",
+                               i, SRV_MAX_CAP_W);
+        if (isfinite(tput) && (tput < 0 || tput > SRV_MAX_TPS))
+            return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: tokens_per_s must be in "
+                                                "[0, %g]",
+                               i, SRV_MAX_TPS);
         if (isfinite(rel) && (rel < 0 || rel > 2))
             return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: rel must be in [0, 2]", i);
         lv->cap_w = cap;
@@ -121,12 +126,21 @@ int pfi_srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, j
     int rc = pfi_curve_json_fit(&cv, &f, err);
     if (rc != PFI_OK)
         return rc;
+    for (int k = 0; k < pfi_family_params(f.family) && k < 3; k++)
+        if (!(fabs(f.p[k]) <= SRV_MAX_FIT_P))
+            return pfi_err_set(err, PFI_EINVAL, "curve.fit.p[%d]: expected a number from -%g "
+                                                "to %g",
+                               k, SRV_MAX_FIT_P, SRV_MAX_FIT_P);
     double p0 = cv.p0_w;
     if (isnan(p0))
         p0 = cap0;
-    if (!(p0 > 0))
-        return pfi_err_set(err, PFI_EINVAL, "curve.p0_w: must be > 0");
+    if (!(p0 > 0 && p0 <= SRV_MAX_CAP_W))
+        return pfi_err_set(err, PFI_EINVAL, "curve.p0_w: must be in (0, %g]", SRV_MAX_CAP_W);
     double rmax = cv.r_max;
+    if (!(isnan(tg) || fabs(tg) <= SRV_MAX_TPS) || !(isnan(rmax) || fabs(rmax) <= 1e3))
+        return pfi_err_set(err, PFI_EINVAL, "curve: t0 must be at most %g tokens/s and r_max "
+                                            "at most 1000",
+                           SRV_MAX_TPS);
     rc = pfi_curve_from_fit(&f, tg > 0 ? tg : t0, p0, cap0, lo, hi, j->n_gpus,
                             rmax > 0 ? rmax : 0.5, out, err);
     if (rc != PFI_OK)

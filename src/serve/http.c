@@ -3,6 +3,7 @@
  * root and the socket's group reach it).  Bodies over max_body are refused with 413 before
  * being read; headers are bounded by the connection memory limit. */
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,12 +16,20 @@
 #include <unistd.h>
 
 #include "serve/serve_int.h"
+#include "util/num.h"
 
-struct srv_http {
+/* One listening socket and the libmicrohttpd daemon on it. */
+typedef struct listener {
     struct MHD_Daemon *d;
-    srv_node *n;
     int fd;
     char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+} listener;
+
+/* `listen` (every client) and, when configured, `control_listen` (the controller alone: its
+ * own connections, which clients of the first cannot use up). */
+struct srv_http {
+    srv_node *n;
+    listener api, ctl;
 };
 
 typedef struct req {
@@ -57,6 +66,40 @@ static enum MHD_Result reject(struct MHD_Connection *c, int status, const char *
     return respond(c, status, "application/json", b, (size_t)k);
 }
 
+int pfi_srv_http_body_too_big(const char *content_length, size_t max)
+{
+    long long v;
+    if (!content_length)
+        return 0;
+    /* Anything but a plain decimal count that fits (or one over the limit) is refused too. */
+    return pfi_num_ll(content_length, 0, LLONG_MAX, "Content-Length", &v, NULL) != PFI_OK ||
+           (unsigned long long)v > max;
+}
+
+size_t pfi_srv_http_unescape(char *s)
+{
+    /* A %00 would cut the path short ("/metrics%00.txt" read as "/metrics"): such a path or
+     * argument is left as sent, so it matches no route and no number. */
+    if (strstr(s, "%00"))
+        return strlen(s);
+    return MHD_http_unescape(s);
+}
+
+char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
+                          const char *authorization, const char *since, const char *limit,
+                          const char *body, size_t blen, int *status, const char **ctype,
+                          size_t *len)
+{
+    int authorized = n->token[0] ? pfi_serve_token_ok(n->token, authorization) : -1;
+    return pfi_srv_api_handle(n, method, url, since, limit, body, blen, authorized, status,
+                              ctype, len);
+}
+
+static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+{
+    return pfi_srv_http_unescape(s);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls)
@@ -70,7 +113,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         *con_cls = r;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > max) {
+        if (pfi_srv_http_body_too_big(cl, max)) {
             r->too_big = 1;
             return reject(c, 413, "EINVAL", "request body too large");
         }
@@ -100,14 +143,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->too_big)
         return reject(c, 413, "EINVAL", "request body too large");
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    int authorized = h->n->token[0] ? pfi_serve_token_ok(h->n->token, auth) : -1;
     const char *since = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
     const char *limit = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
     int status = 500;
     const char *ctype = "application/json";
     size_t len = 0;
-    char *body = pfi_srv_api_handle(h->n, method, url, since, limit, r->body, r->len, authorized,
-                                &status, &ctype, &len);
+    char *body = pfi_srv_http_answer(h->n, method, url, auth, since, limit, r->body, r->len,
+                                     &status, &ctype, &len);
     if (!body)
         return reject(c, 500, "ENOMEM", "out of memory");
     return respond(c, status, ctype, body, len);
@@ -124,7 +166,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
-static int bind_unix(srv_http *h, const char *path, char *where, size_t wsize, pfi_err *err)
+static int bind_unix(listener *h, const char *path, char *where, size_t wsize, pfi_err *err)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path)
@@ -187,7 +229,7 @@ int pfi_srv_listen_split(const char *listen_s, char *host_out, size_t host_size,
     return PFI_OK;
 }
 
-static int bind_tcp(srv_http *h, const char *listen_s, char *where, size_t wsize, pfi_err *err)
+static int bind_tcp(listener *h, const char *listen_s, char *where, size_t wsize, pfi_err *err)
 {
     char host[256];
     int rc = pfi_srv_listen_split(listen_s, host, sizeof host, err);
@@ -225,6 +267,45 @@ static int bind_tcp(srv_http *h, const char *listen_s, char *where, size_t wsize
     return PFI_OK;
 }
 
+static void listener_close(listener *l)
+{
+    if (l->d)
+        MHD_stop_daemon(l->d);
+    if (l->fd >= 0)
+        close(l->fd);
+    if (l->unix_path[0])
+        unlink(l->unix_path);
+    l->d = NULL;
+    l->fd = -1;
+    l->unix_path[0] = '\0';
+}
+
+/* Binds l to addr and starts its daemon.  per_ip: connections one client address may hold
+ * (0: no limit); timeout_s: a connection idle this long is closed. */
+static int listener_open(srv_http *h, listener *l, const char *addr, unsigned conns,
+                         unsigned per_ip, unsigned timeout_s, char *where, size_t wsize,
+                         pfi_err *err)
+{
+    l->fd = -1;
+    int rc = !strncmp(addr, "unix:", 5) ? bind_unix(l, addr + 5, where, wsize, err)
+                                        : bind_tcp(l, addr, where, wsize, err);
+    if (rc != PFI_OK)
+        return rc;
+    srv_node *n = h->n;
+    unsigned threads = (unsigned)(n->cfg->threads > 0 ? n->cfg->threads : 1);
+    l->d = MHD_start_daemon(
+        MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
+        l->fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(64 * 1024), MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL, MHD_OPTION_END);
+    if (!l->d) {
+        listener_close(l);
+        return pfi_err_set(err, PFI_EIO, "libmicrohttpd could not start on %s", where);
+    }
+    return PFI_OK;
+}
+
 int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, pfi_err *err)
 {
     *out = NULL;
@@ -232,26 +313,22 @@ int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, p
     if (!h)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     h->n = n;
-    h->fd = -1;
-    const char *l = n->cfg->listen;
-    int rc = !strncmp(l, "unix:", 5) ? bind_unix(h, l + 5, where, wsize, err)
-                                     : bind_tcp(h, l, where, wsize, err);
+    h->api.fd = h->ctl.fd = -1;
+    const pfi_serve_config *c = n->cfg;
+    unsigned timeout = (unsigned)(c->client_timeout_s > 1 ? c->client_timeout_s : 1);
+    int rc = listener_open(h, &h->api, c->listen, (unsigned)c->max_conns,
+                           (unsigned)c->max_client_conns, timeout, where, wsize, err);
+    if (rc == PFI_OK && c->control_listen[0]) {
+        char cw[PFI_SERVE_PATH_MAX + 32];
+        rc = listener_open(h, &h->ctl, c->control_listen, 64, 0, 30, cw, sizeof cw, err);
+        if (rc == PFI_OK)
+            pfi_srv_event_add(n, "listen", "controller API on %s", cw);
+        else
+            listener_close(&h->api);
+    }
     if (rc != PFI_OK) {
         free(h);
         return rc;
-    }
-    unsigned threads = (unsigned)(n->cfg->threads > 0 ? n->cfg->threads : 1);
-    h->d = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
-        h->fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_END);
-    if (!h->d) {
-        close(h->fd);
-        if (h->unix_path[0])
-            unlink(h->unix_path);
-        free(h);
-        return pfi_err_set(err, PFI_EIO, "libmicrohttpd could not start on %s", where);
     }
     *out = h;
     return PFI_OK;
@@ -261,9 +338,7 @@ void pfi_srv_http_stop(srv_http *h)
 {
     if (!h)
         return;
-    MHD_stop_daemon(h->d);
-    close(h->fd);
-    if (h->unix_path[0])
-        unlink(h->unix_path);
+    listener_close(&h->ctl);
+    listener_close(&h->api);
     free(h);
 }

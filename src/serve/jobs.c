@@ -65,7 +65,11 @@ static int parse_gpus(const srv_node *n, json_t *g, srv_job *j, pfi_err *err)
         {
             if (!json_is_integer(v))
                 return pfi_err_set(err, PFI_EINVAL, "gpus[%zu]: expected a GPU index", k);
-            idx[ni++] = (int)json_integer_value(v);
+            json_int_t x = json_integer_value(v);
+            if (x < 0 || x >= n->n_gpus) /* before it is cut to an int */
+                return pfi_err_set(err, PFI_EINVAL, "gpus: no GPU %lld on this node (it has %d)",
+                                   (long long)x, n->n_gpus);
+            idx[ni++] = (int)x;
         }
     } else {
         return pfi_err_set(err, PFI_EINVAL, "gpus: expected an array of GPU indices or \"0-3\"");
@@ -127,9 +131,11 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
     v = json_object_get(spec, "tokens_per_s");
     if (v) {
         double t = json_is_number(v) ? json_number_value(v) : NAN;
-        if (!(t > 0 && isfinite(t)))
+        if (!(t > 0 && t <= SRV_MAX_TPS))
             return pfi_err_set(err, PFI_EINVAL,
-                               "tokens_per_s: expected the job's baseline tokens/s (> 0)");
+                               "tokens_per_s: expected the job's baseline tokens/s (> 0, at "
+                               "most %g)",
+                               SRV_MAX_TPS);
         j->t0_tps = t;
     }
     for (int k = 0; k < 4; k++) {
@@ -244,8 +250,9 @@ int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *er
 
 int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
 {
-    if (!(tps >= 0 && isfinite(tps)))
-        return pfi_err_set(err, PFI_EINVAL, "tokens_per_s: expected a number >= 0");
+    if (!(tps >= 0 && tps <= SRV_MAX_TPS))
+        return pfi_err_set(err, PFI_EINVAL, "tokens_per_s: expected a number from 0 to %g",
+                           SRV_MAX_TPS);
     pthread_mutex_lock(&n->mu);
     int j = pfi_srv_find_job(n->jobs, n->n_jobs, id);
     if (j >= 0) {

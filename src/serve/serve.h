@@ -61,6 +61,14 @@ typedef struct pfi_serve_config {
     char safe_budget[32];        /* what the watchdog applies: "70%", "4000W", "min" */
     size_t max_body;             /* request body limit, bytes */
     int threads;                 /* HTTP worker threads */
+    /* A second listener that serves the same API to the cluster controller alone (a Unix
+     * socket only it may open, or an address only it reaches): clients of `listen` cannot use
+     * up its connections.  "" none. */
+    char control_listen[PFI_SERVE_PATH_MAX];
+    int max_conns;               /* connections `listen` holds at once */
+    int max_client_conns;        /* connections one client address may hold on `listen` */
+    double client_timeout_s;     /* a connection on `listen` idle this long is closed */
+    int read_auth;               /* 1: every GET but /healthz needs the token too */
     int resume;                  /* re-apply the last budget saved in the DB at start */
     /* At SIGTERM/SIGINT/SIGHUP with a budget or caps in force: restore the original limits, or
      * hold the limits as they are (the journal stays: `pfi restore` puts the originals back).

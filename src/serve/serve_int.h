@@ -23,6 +23,13 @@
 #define SRV_MAX_JOBS PFI_MAX_GPUS
 #define SRV_EVENTS 512
 #define SRV_MIN_BASELINE 10 /* baseline samples before a job's curve is predicted */
+/* Bounds on what a request may say: far above any real node or job, low enough that every sum
+ * and product of them stays finite and exact to the milliwatt. */
+#define SRV_MAX_BUDGET_W 1e6  /* a node's budget */
+#define SRV_MAX_CAP_W 1e5     /* one GPU's cap, a curve point's cap or baseline */
+#define SRV_MAX_TPS 1e12      /* a job's tokens/s */
+#define SRV_MAX_FIT_P 1e6     /* |parameter| of a fitted curve */
+#define SRV_NAME_MAX 127      /* a controller's name, in bytes */
 
 enum srv_curve_src {
     SRV_CURVE_NONE = 0, /* nothing known yet: treated as throughput proportional to power */
@@ -404,6 +411,16 @@ int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t where_si
 int pfi_srv_listen_split(const char *listen_s, char *host, size_t host_size, pfi_err *err);
 void pfi_srv_http_stop(srv_http *h);
 /* api.c: answers one request; *status gets the HTTP status, *ctype the content type. */
+/* What pfi serve answers one request (the token checked from the Authorization header, then
+ * the routes); no socket needed.  The Content-Length check (1 when the body must be refused
+ * with 413: over max or not a number) and the path unescaping (%00 left as sent) the
+ * transport uses. */
+char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
+                          const char *authorization, const char *since, const char *limit,
+                          const char *body, size_t blen, int *status, const char **ctype,
+                          size_t *len);
+int pfi_srv_http_body_too_big(const char *content_length, size_t max);
+size_t pfi_srv_http_unescape(char *s);
 char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const char *query_since,
                      const char *query_limit, const char *body, size_t body_len, int authorized,
                      int *status, const char **ctype, size_t *len);

@@ -29,7 +29,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     node = calloc(1, sizeof *node);
     if (!node || pfi_hw_open("sim", NULL, 0, &backend, &e) != PFI_OK ||
         pfi_srv_node_init(node, &cfg, backend, &e) != PFI_OK ||
-        pfi_srv_audit_open(cfg.db, &node->audit, &e) != PFI_OK) {
+        pfi_audit_open(cfg.db, &node->audit, &e) != PFI_OK) {
         fprintf(stderr, "fuzz_http: %s\n", e.msg);
         abort();
     }

@@ -17,7 +17,8 @@ export PFI_SIM_STATE="$tmp/sim.state" HOME="$tmp/home"
 flock "$tmp/journal" sh -c 'sleep 60' &
 HOLDER=$!
 i=0
-while [ $i -lt 100 ] && ! pgrep -P "$HOLDER" >/dev/null 2>&1; do sleep 0.05; i=$((i + 1)); done
+while [ $i -lt 200 ] && flock -n "$tmp/journal" true; do sleep 0.05; i=$((i + 1)); done
+flock -n "$tmp/journal" true && fail "the holder never took the lock"
 printf 'pfi-journal 1\npid %s\nbackend sim\nsim_state -\ngpu 0 uuid - limit_w 700.000\n' \
     "$HOLDER" >"$tmp/journal.new"
 cat "$tmp/journal.new" >"$tmp/journal" # same inode: the lock stays

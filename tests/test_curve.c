@@ -11,13 +11,12 @@
 #include "core/curve.h"
 #include "core/pfi.h"
 #include "pubdata_csv.h"
+#include "support/skip.h"
 
 #define SKIP_WITHOUT_DATA()                                                                    \
     do {                                                                                       \
-        if (!pub_have_data()) {                                                                \
-            print_message("public data not found under %s: skipped\n", pfi_data_dir());       \
-            skip();                                                                            \
-        }                                                                                      \
+        if (!pub_have_data())                                                                  \
+            PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());                \
     } while (0)
 
 /* A Perseus sweep read in place and its curve on the default family. */
@@ -363,5 +362,5 @@ int main(void)
         cmocka_unit_test(test_fine_sweep_thinned),
         cmocka_unit_test(test_cap_mapping),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

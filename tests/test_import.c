@@ -19,6 +19,7 @@
 #include "store/export.h"
 #include "store/store.h"
 #include "util/units.h"
+#include "support/skip.h"
 
 typedef struct fixture {
     char dir[512];
@@ -79,7 +80,7 @@ static int have_data(const char *sub)
     struct stat sb;
     if (stat(p, &sb) == 0)
         return 1;
-    print_message("skipped: public data not found at %s (set PFI_DATA_DIR)\n", p);
+    print_message("public data not found at %s (set PFI_DATA_DIR)\n", p);
     return 0;
 }
 
@@ -173,7 +174,7 @@ static void test_perseus(void **state)
 {
     fixture *f = *state;
     if (!have_data("perseus-sosp24"))
-        skip();
+        PFI_TEST_SKIP("public data absent\n");
     pfi_err e = {0};
     int nr, nl, lv;
     assert_int_equal(pfi_import_perseus(f->st, NULL, &nr, &nl, &e), PFI_OK);
@@ -225,7 +226,7 @@ static void test_zeus_nsdi(void **state)
 {
     fixture *f = *state;
     if (!have_data("zeus-nsdi23-trace"))
-        skip();
+        PFI_TEST_SKIP("public data absent\n");
     static const char *files[] = {"summary_power_a40.csv", "summary_power_v100.csv",
                                   "summary_power_p100.csv", "summary_power_rtx6000.csv"};
     int want_runs = 0, want_levels = 0;
@@ -270,7 +271,7 @@ static void test_zeus_plo(void **state)
 {
     fixture *f = *state;
     if (!have_data("zeus-plo-testdata"))
-        skip();
+        PFI_TEST_SKIP("public data absent\n");
     char dir[1200];
     snprintf(dir, sizeof dir, "%s/zeus-plo-testdata", pfi_data_dir());
     DIR *d = opendir(dir);
@@ -320,7 +321,7 @@ static void test_bad_input_leaves_store_unchanged(void **state)
 {
     fixture *f = *state;
     if (!have_data("perseus-sosp24") || !have_data("zeus-nsdi23-trace"))
-        skip();
+        PFI_TEST_SKIP("public data absent\n");
     pfi_err e = {0};
     int nr, nl, lv;
     assert_int_equal(pfi_import_perseus(f->st, NULL, &nr, &nl, &e), PFI_OK);
@@ -378,7 +379,7 @@ static void test_export(void **state)
 {
     fixture *f = *state;
     if (!have_data("perseus-sosp24"))
-        skip();
+        PFI_TEST_SKIP("public data absent\n");
     pfi_err e = {0};
     assert_int_equal(pfi_import_perseus(f->st, NULL, NULL, NULL, &e), PFI_OK);
     long long id;
@@ -439,5 +440,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input_leaves_store_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

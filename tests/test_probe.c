@@ -11,6 +11,7 @@
 #include "core/curve.h"
 #include "core/probe.h"
 #include "pubdata_csv.h"
+#include "support/skip.h"
 
 static void test_probe_cap(void **state)
 {
@@ -41,10 +42,8 @@ static void test_fit_exact(void **state)
 
 static void test_real_one_probe(void **state)
 {
-    if (!pub_have_data()) {
-        print_message("public data not found under %s: skipped\n", pfi_data_dir());
-        skip();
-    }
+    if (!pub_have_data())
+        PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());
     const char *models[] = {"gpt3-2.7b", "bert-huge-uncased", "bloom-3b", "gpt3-6.7b"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         pfi_run run;
@@ -72,10 +71,8 @@ static void test_real_one_probe(void **state)
 
 static void test_real_flat_probe_refused(void **state)
 {
-    if (!pub_have_data()) {
-        print_message("public data not found under %s: skipped\n", pfi_data_dir());
-        skip();
-    }
+    if (!pub_have_data())
+        PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());
     /* NCF never draws more than ~90 W: a probe at 70% of its draw sheds nothing measurable
      * at the measured caps, and the estimate must say so rather than invent a curve. */
     pfi_run run;
@@ -277,14 +274,15 @@ static void test_shape_below_neighbours(void **state)
     assert_true(rel_at(&out, 60) < rel_at(&out, 100) - 0.1);
 }
 
-/* On the real Perseus A40 sweeps, each job from its probe and the OTHER five jobs' curves:
- * every measured level within the error measured when this test was written. */
+/* On the real Perseus A40 sweeps, each job from its probe and the OTHER five jobs' curves.
+ * The bound has a reason of its own: the probe must earn its cost, so the estimate must be
+ * closer at its worst level than the same five curves give without it (their mean at each
+ * cap, what a scheduler that never probes would use), and no further off than the error at
+ * which a cut would land on the wrong side of a 10% SLA margin (0.1). */
 static void test_real_shape(void **state)
 {
-    if (!pub_have_data()) {
-        print_message("public data not found under %s: skipped\n", pfi_data_dir());
-        skip();
-    }
+    if (!pub_have_data())
+        PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());
     const char *models[] = {"gpt3-2.7b", "bert-huge-uncased", "bloom-3b",
                             "gpt3-6.7b", "t5-3b",             "wide-resnet101_8"};
     enum { N = sizeof models / sizeof models[0] };
@@ -295,7 +293,7 @@ static void test_real_shape(void **state)
         assert_true(pub_perseus("A40", models[i], &run));
         assert_int_equal(pfi_curve_from_run(&run, PFI_FAM_POWER, &c[i], &e), PFI_OK);
     }
-    double worst = 0;
+    double worst = 0, worst_mean = 0;
     for (int i = 0; i < N; i++) {
         unsigned char use[N];
         for (int k = 0; k < N; k++)
@@ -306,12 +304,20 @@ static void test_real_shape(void **state)
         assert_true(o.cap_w == c[i].cap_w[lv] && o.rel == c[i].rel[lv] && o.cap_w < o.cap0_w);
         pfi_curve p;
         assert_int_equal(pfi_probe_shape_curve(&o, c, use, N, NULL, &p, &e), PFI_OK);
-        for (int k = 0; k < c[i].n; k++)
-            if (k != lv && strcmp(models[i], "t5-3b") != 0)
-                worst = fmax(worst, fabs(rel_at(&p, c[i].cap_w[k]) - c[i].rel[k]));
+        for (int k = 0; k < c[i].n; k++) {
+            if (k == lv || strcmp(models[i], "t5-3b") == 0)
+                continue;
+            worst = fmax(worst, fabs(rel_at(&p, c[i].cap_w[k]) - c[i].rel[k]));
+            double mean = 0;
+            for (int j = 0; j < N; j++)
+                mean += j == i ? 0 : rel_at(&c[j], c[i].cap_w[k]) / (N - 1);
+            worst_mean = fmax(worst_mean, fabs(mean - c[i].rel[k]));
+        }
     }
-    print_message("largest error over the five transformer/CNN jobs' levels: %.3f\n", worst);
-    assert_true(worst < 0.08); /* 0.064 when written */
+    print_message("largest error over the five transformer/CNN jobs' levels: %.3f with the "
+                  "probe, %.3f from the other curves' mean alone\n", worst, worst_mean);
+    assert_true(worst < worst_mean);
+    assert_true(worst < 0.1);
 }
 
 int main(void)
@@ -328,5 +334,5 @@ int main(void)
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "report/report.h"
+#include "support/skip.h"
 
 static char *render(const pfi_table *t, void (*fn)(const pfi_table *, FILE *))
 {
@@ -71,8 +72,7 @@ static long file_size(const char *path)
 static void test_plot(void **state)
 {
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-        print_message("gnuplot not installed: figure rendering not tested\n");
-        skip();
+        PFI_TEST_SKIP("gnuplot not installed: figure rendering not tested\n");
     }
     const char *base = getenv("PFI_TEST_TMP");
     char dir[512];
@@ -117,5 +117,5 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fmt_fixed), cmocka_unit_test(test_table),
                                        cmocka_unit_test(test_plot)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -1,22 +1,24 @@
 #!/bin/sh
-# The simulator against the measured Perseus power-limit sweeps (issue 2: max absolute error
-# <= 0.05 in relative throughput and relative power at every measured limit, held-out runs too).
+# The simulator against the measured Perseus power-limit sweeps (max absolute error <= 0.05 in
+# relative throughput and relative power at every measured limit, held-out runs too).
 #
-# What this test holds, as of the last calibration (docs/simulator.md, "Calibration"):
-#   - relative power within 0.03 on every run, held out or not;
-#   - relative throughput within 0.05 on every run (worst 0.045, A40 BERT held out; the A100
-#     within 0.039, the A40 T5-3B fit run 0.041 of which 0.038 is its unreproducible speed-up
-#     at 200-225 W), with the default fit of 3 starting points, which more starts do not
-#     change; so the target is met and a miss is a failure;
-#   - the fitted cluster and chip constants where the physics puts them: only the A40's runs
-#     cross hosts, so only its network's spread per transfer (net_jitter) moves; the A100's
-#     memory saturation clock is fitted, the A40's stays 0.3;
-#   - Perseus's per-stage limits (zeus_local.csv, used by no fit) are simulated for every run
-#     and held within 0.13 in throughput and 0.07 in power (now 0.123 / 0.058 at worst);
-#   - the held-out worst also depends on the split (--split 1: 0.048, --split 2: 0.100);
-#     docs/simulator.md.
+# Every bound below has a reason that is not the simulator's own output:
+#   - relative throughput and relative power within the 0.05 target on every run, held out or
+#     not (the target of the simulator, docs/simulator.md); a miss is a failure;
+#   - Perseus's per-stage limits (zeus_local.csv, used by no fit): the stage model must explain
+#     more than a reading of the measured global sweep can: its throughput error, averaged over
+#     the runs, below that of reading the global sweep at the lowest stage limit (the pace if
+#     every stage were as heavy as the heaviest), computed here from the data; power within
+#     twice the target (0.10): these rows have no target of their own;
+#   - a constant with no data to move it stays put: only the A40's runs cross hosts, so the
+#     A100's network spread per transfer (net_jitter) keeps its prior 0.10; fitted constants
+#     stay inside their physical ranges;
 #   - constants per model family (--family act|stall|mem|gemm|all) are fitted honestly: each
-#     family on the fit runs of one GPU type only, the split unchanged.
+#     family on the fit runs of one GPU type only, the split unchanged;
+#   - the headline is the worst held-out error over every fixed split (`worst_over_splits`);
+#     the 0.05 target is held run by run on the documented split 0 and reported, not assumed,
+#     for the others; the headline must beat a simulator-free prediction (each held-out run
+#     read as the mean of its GPU type's fit runs' measured curves), computed here.
 set -u
 PFI=${PFI_BIN:?PFI_BIN is not set}
 DATA=${PFI_DATA_DIR:-../shared/data}
@@ -28,46 +30,97 @@ tmp=$(mktemp -d "${PFI_TEST_TMP:-${TMPDIR:-/tmp}}/it_sim_validate.XXXXXX") || ex
 trap 'rm -rf "$tmp"' EXIT
 "$PFI" sim validate --json >"$tmp/v.json"
 rc=$?
-# exit 0 when the target is met, 1 when missed; anything else is a failure to run at all
+# exit 0 when the target is met on every split, 1 when missed; anything else: did not run
 [ $rc -le 1 ] || { echo "FAIL: pfi sim validate exit $rc"; exit 1; }
-python3 - "$tmp/v.json" "$rc" <<'PY'
-import json, sys
+python3 - "$tmp/v.json" "$rc" "$DATA" <<'PY'
+import csv, json, sys
 d = json.load(open(sys.argv[1]))
 rc = int(sys.argv[2])
+base = sys.argv[3] + "/perseus-sosp24/zeus_baseline/"
+
+def naive_stage_err(run):
+    """Worst error of reading the global sweep's measured throughput at a per-stage row's
+    lowest stage limit (linear between measured limits; rows outside the sweep left out)."""
+    gpu, rest = run.split("/")[1], run.split("/")[2]
+    model = rest.split()[0]
+    glob = [x for x in csv.DictReader(open(base + gpu + "/zeus_global.csv")) if x["model_name"] == model]
+    pp = int(glob[0]["pp"])
+    pts = sorted((float(x["power_limit_0"]), float(x["time"])) for x in glob)
+    t0 = pts[-1][1]
+    def time_at(lim):
+        for (a, ta), (b, tb) in zip(pts, pts[1:]):
+            if a <= lim <= b:
+                return ta + (tb - ta) * (lim - a) / (b - a) if b > a else ta
+        return None
+    worst = 0.0
+    for x in csv.DictReader(open(base + gpu + "/zeus_local.csv")):
+        if x["model_name"] != model:
+            continue
+        t = time_at(min(float(x["power_limit_%d" % s]) for s in range(pp)))
+        if t is not None:
+            worst = max(worst, abs(t0 / t - t0 / float(x["time"])))
+    return worst
+
 bad = []
 assert len(d["runs"]) >= 9, "expected the 9 Perseus transformer runs, got %d" % len(d["runs"])
 for r in d["runs"]:
     name, t, p = r["run"], r["max_abs_err_throughput"], r["max_abs_err_power"]
     print("%-42s %-9s throughput %.3f  power %.3f" % (name, "held-out" if r["held_out"] else "fit", t, p))
-    if p > 0.03:
-        bad.append("%s: power error %.3f > 0.03" % (name, p))
-    # every run within the 0.05 target (worst now 0.045, A40 BERT held out)
-    bound = 0.05
-    if t > bound:
-        bad.append("%s: throughput error %.4f > %.2f" % (name, t, bound))
-    # Perseus's per-stage limits: simulated with the fitted constants, fitted on by nothing;
-    # held to where the stage model is now (docs/simulator.md: 0.041-0.123).
-    ps = r.get("per_stage_limits")
-    if not ps or ps["rows"] < 5:
+    if p > 0.05:
+        bad.append("%s: power error %.3f > 0.05" % (name, p))
+    if t > 0.05:
+        bad.append("%s: throughput error %.4f > 0.05" % (name, t))
+ps = [(r["run"], r.get("per_stage_limits")) for r in d["runs"]]
+for name, s in ps:
+    if not s or s["rows"] < 5:
         bad.append("%s: per-stage limit rows missing" % name)
-    elif ps["max_abs_err_throughput"] > 0.13 or ps["max_abs_err_power"] > 0.07:
-        bad.append("%s: per-stage limits error %.3f / %.3f" % (name, ps["max_abs_err_throughput"],
-                                                              ps["max_abs_err_power"]))
+    elif s["max_abs_err_power"] > 0.10:
+        bad.append("%s: per-stage limits power error %.3f > 0.10" % (name, s["max_abs_err_power"]))
+if not bad:
+    sim = sum(s["max_abs_err_throughput"] for _, s in ps) / len(ps)
+    naive = sum(naive_stage_err(n) for n, _ in ps) / len(ps)
+    print("per-stage limits, mean over runs of the worst throughput error: stage model %.3f, "
+          "global sweep read at the lowest stage limit %.3f" % (sim, naive))
+    if not sim < naive:
+        bad.append("the stage model explains the per-stage rows no better than the global sweep")
+# The documented split, run by run above: within the target there.
+if d["split"] != 0 or max(d["max_abs_err_throughput"], d["max_abs_err_power"]) > 0.05:
+    bad.append("split 0 misses the 0.05 target")
+# The headline: every split, the worst held-out error over them.
+splits = d["splits"]
+if [s["split"] for s in splits] != [0, 1, 2]:
+    bad.append("not every split reported: %s" % [s["split"] for s in splits])
+worst = max(max(s["held_out_max_abs_err_throughput"], s["held_out_max_abs_err_power"]) for s in splits)
+if abs(d["worst_over_splits"] - worst) > 1e-12:
+    bad.append("worst_over_splits %.4f is not the worst split's %.4f" % (d["worst_over_splits"], worst))
 met = d["target_met"]
-if not met:
-    bad.append("the 0.05 target is no longer met")
-# Only the A40's runs cross hosts: its network's spread is fitted, the A100's stays 0.10.
+if met != all(s["target_met"] for s in splits):
+    bad.append("target_met is not every split's")
+curves = {r["run"]: {round(l["limit_w"]): l["meas_throughput"] for l in r["levels"]} for r in d["runs"]}
+gpu = {r["run"]: r["gpu_type"] for r in d["runs"]}
+base = 0.0
+for s in splits:
+    held = set(s["held_out_runs"])
+    for h in held:
+        fit = [curves[n] for n in curves if n not in held and gpu[n] == gpu[h]]
+        base = max(base, max(abs(sum(c[L] for c in fit) / len(fit) - v)
+                             for L, v in curves[h].items() if all(L in c for c in fit)))
+print("worst held-out error over all splits %.3f (split %d); the fit runs' mean curve as the "
+      "prediction: %.3f" % (d["worst_over_splits"], d["worst_split"], base))
+if not d["worst_over_splits"] < base:
+    bad.append("the simulator predicts held-out runs no better than the fit runs' mean curve")
+# Only the A40's runs cross hosts: nothing moves the A100's network spread from its prior 0.10.
 gpus = {g["type"]: g for g in d["fitted_gpus"]}
 if abs(gpus["A100-PCIE-80GB"]["net_jitter"] - 0.10) > 1e-9:
     bad.append("A100 net_jitter moved without an inter-host run: %s" % gpus["A100-PCIE-80GB"])
-if not (0.02 <= gpus["A40"]["net_jitter"] <= 0.8 and 0.1 <= gpus["A100-PCIE-80GB"]["sat_frac"] <= 0.95
-        and abs(gpus["A40"]["sat_frac"] - 0.3) < 1e-9):
+if not (0.02 <= gpus["A40"]["net_jitter"] <= 0.8
+        and all(0.1 <= g["sat_frac"] <= 0.95 for g in gpus.values())):
     bad.append("fitted net_jitter / sat_frac out of their ranges: %s" % gpus)
 if met != (rc == 0):
     bad.append("target_met=%s but exit %d" % (met, rc))
 if not met:
-    print("NOTE: the 0.05 target is not met (max throughput error %.3f); issue 2 stays open"
-          % d["max_abs_err_throughput"])
+    print("NOTE: the 0.05 target is not met on every split (worst held out %.3f, split %d)"
+          % (d["worst_over_splits"], d["worst_split"]))
 if bad:
     print("FAIL:\n  " + "\n  ".join(bad))
     sys.exit(1)
@@ -77,7 +130,7 @@ PY
 # Family constants: fitted with the GPU type that has a fit run of the family, never on a
 # held-out run; the split (which runs are held out) is the same as without them.  What fits
 # what does not depend on the search's starting points: one start keeps the test fast.
-"$PFI" sim validate --json --family act --starts 1 >"$tmp/f.json"
+"$PFI" sim validate --json --family act --starts 1 --split 0 >"$tmp/f.json"
 rc=$?
 [ $rc -le 1 ] || { echo "FAIL: pfi sim validate --family exit $rc"; exit 1; }
 python3 - "$tmp/v.json" "$tmp/f.json" <<'PY' || exit 1

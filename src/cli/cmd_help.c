@@ -24,7 +24,7 @@ static const topic topics[] = {
      "  s(c)       = 1 - T(c)/T0   slowdown\n"
      "  PFI(r)     = s(r) / r      fraction of throughput lost per fraction of power shed\n"
      "             0: power given back for free; 1: throughput falls in proportion; >1: worse\n"
-     "  PFI30      = PFI(0.30), the headline, read on the fitted curve; also PFI10/20/40\n"
+     "  PFI30      = PFI(0.30), the headline; also PFI10/20/40\n"
      "  SLA        for a slowdown budget s_max, the largest r with s(r) <= s_max: the power\n"
      "             a job can give without breaking its SLA (pfi index: budgets 2, 5, 10%)\n"
      "\n"
@@ -34,9 +34,11 @@ static const topic topics[] = {
      "How pfi reads it: the measured levels give points (r, s); a monotone fit (isotonic\n"
      "regression, baseline pinned at s = 0) and a power law s = a r^b (b in [1, 4], the family\n"
      "that fits the real public curves best: pfi index --public --compare-families).  PFI is\n"
-     "read on the power law where the sweep reached the depth; beyond the deepest shed it is\n"
-     "left out unless --extrapolate (then marked).  The 95% interval of PFI30 comes from a\n"
-     "seeded wild bootstrap of the fit's residuals plus each level's own throughput interval.\n"
+     "the monotone interpolation of the measured points where the sweep reached the depth;\n"
+     "beyond the deepest shed it is read on the power law and marked as an extrapolation\n"
+     "(more than 0.01 beyond: left out unless --extrapolate).  The 95% interval of PFI30 comes\n"
+     "from a seeded wild bootstrap of the fit's residuals plus each level's own throughput\n"
+     "interval, each replicate read on both curves: it covers the choice between them.\n"
      "\n"
      "Commands: pfi index, pfi predict, pfi model eval, pfi model probe-eval.\n"},
     {"predict", "runtime prediction of a job's curve from its baseline telemetry",

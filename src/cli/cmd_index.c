@@ -31,26 +31,38 @@ static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index 
     json_object_set_new(o, "p0_w", pfi_json_num(x->p0_w));
     json_object_set_new(o, "t0", pfi_json_num(x->t0));
     json_object_set_new(o, "cap0_w", pfi_json_num(x->cap0_w));
-    json_object_set_new(o, "pfi30", pfi_json_num(x->pfi));
-    json_object_set_new(o, "pfi30_lo", pfi_json_num(x->pfi_lo));
-    json_object_set_new(o, "pfi30_hi", pfi_json_num(x->pfi_hi));
-    json_t *pf = json_object(), *ex = json_object(), *mono = json_object();
+    json_object_set_new(o, "pfi30", pfi_json_num(x->pfi_head));
+    json_object_set_new(o, "pfi30_lo", pfi_json_num(x->head_lo));
+    json_object_set_new(o, "pfi30_hi", pfi_json_num(x->head_hi));
+    json_object_set_new(o, "pfi30_source",
+                        json_string(isfinite(x->pfi_interp) ? "interpolation" : "fit"));
+    json_object_set_new(o, "pfi30_extrapolated", json_boolean(x->extrapolated));
+    json_object_set_new(o, "pfi30_fit", json_pack("{s:o, s:o, s:o}", "pfi", pfi_json_num(x->pfi),
+                                                  "lo", pfi_json_num(x->pfi_lo), "hi",
+                                                  pfi_json_num(x->pfi_hi)));
+    json_t *pf = json_object(), *ex = json_object(), *mono = json_object(),
+           *head = json_object();
     char k[16];
     for (int i = 0; i < PFI_N_DEPTHS; i++) {
         depth_key(k, sizeof k, pfi_depths[i]);
         json_object_set_new(pf, k, pfi_json_num(x->pfi_at[i]));
         json_object_set_new(ex, k, json_boolean(x->extrap_at[i]));
         json_object_set_new(mono, k, pfi_json_num(x->pfi_mono_at[i]));
+        json_object_set_new(head, k, pfi_json_num(x->head_at[i]));
     }
     if (h) {
         depth_key(k, sizeof k, h->depth);
         json_object_set_new(pf, k, pfi_json_num(h->pfi));
         json_object_set_new(ex, k, json_boolean(h->extrapolated));
+        json_object_set_new(head, k, pfi_json_num(h->pfi_head));
         json_object_set_new(o, "headline",
-                            json_pack("{s:f, s:o, s:o, s:o, s:b}", "depth", h->depth, "pfi",
-                                      pfi_json_num(h->pfi), "lo", pfi_json_num(h->pfi_lo), "hi",
-                                      pfi_json_num(h->pfi_hi), "extrapolated", h->extrapolated));
+                            json_pack("{s:f, s:o, s:o, s:o, s:b, s:s}", "depth", h->depth, "pfi",
+                                      pfi_json_num(h->pfi_head), "lo", pfi_json_num(h->head_lo),
+                                      "hi", pfi_json_num(h->head_hi), "extrapolated",
+                                      h->extrapolated, "source",
+                                      isfinite(h->pfi_interp) ? "interpolation" : "fit"));
     }
+    json_object_set_new(o, "pfi_headline", head);
     json_object_set_new(o, "pfi", pf);
     json_object_set_new(o, "extrapolated", ex);
     json_object_set_new(o, "pfi_monotone", mono);
@@ -109,9 +121,9 @@ static void print_row(const pfi_run *r, const pfi_index *x, int w)
     }
     char c[PFI_N_DEPTHS][16], ci[32];
     for (int i = 0; i < PFI_N_DEPTHS; i++)
-        cell(c[i], sizeof c[i], x->pfi_at[i], x->extrap_at[i]);
-    if (isfinite(x->pfi_lo))
-        snprintf(ci, sizeof ci, "%.3f-%.3f", x->pfi_lo, x->pfi_hi);
+        cell(c[i], sizeof c[i], x->head_at[i], x->extrap_at[i]);
+    if (isfinite(x->head_lo))
+        snprintf(ci, sizeof ci, "%.3f-%.3f", x->head_lo, x->head_hi);
     else
         snprintf(ci, sizeof ci, "-");
     char note[64] = "";
@@ -237,8 +249,8 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
         else {
             print_row(r, &x, w);
             if (has_h)
-                printf("  PFI at %.2f: %.3f [%.3f-%.3f]%s\n", depth, h.pfi, h.pfi_lo, h.pfi_hi,
-                       h.extrapolated ? " (extrapolated)" : "");
+                printf("  PFI at %.2f: %.3f [%.3f-%.3f]%s\n", depth, h.pfi_head, h.head_lo,
+                       h.head_hi, h.extrapolated ? " (fit, extrapolated)" : "");
         }
     }
     if (as_json) {
@@ -251,7 +263,9 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
             status = rc;
     } else {
         json_decref(arr);
-        printf("%d of %d runs indexed from %s; * = extrapolated beyond the deepest measured shed\n",
+        printf("%d of %d runs indexed from %s; PFI: the monotone interpolation of the measured "
+               "points where they reach the depth, else the fitted curve marked * (extrapolated "
+               "beyond the deepest measured shed); the CI spans both curves' bootstrap\n",
                ok, rs->n, rs->where);
     }
     return status;
@@ -293,8 +307,9 @@ int pfi_cmd_index(int argc, char **argv)
         "r the power shed (as drawn) and s the slowdown, both relative to the default-limit "
         "baseline; PFI at 10/20/30/40% with a 95% bootstrap interval for PFI30, and the power "
         "shed within slowdown budgets of 2, 5 and 10%.  `pfi help index` has the definition.  "
-        "Values beyond the deepest measured shed are left out unless --extrapolate (then "
-        "marked *).",
+        "PFI is the monotone interpolation of the measured points where they reach the depth; "
+        "beyond the deepest measured shed it is read on the fitted curve and marked * (more "
+        "than 0.01 beyond: left out unless --extrapolate).",
         opts};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);

@@ -11,8 +11,9 @@ const double pfi_depths[PFI_N_DEPTHS] = {0.10, 0.20, 0.30, 0.40};
 const double pfi_budgets[PFI_N_BUDGETS] = {0.02, 0.05, 0.10};
 
 #define PFI_MAX_BOOT 4000
-/* A depth this close beyond the deepest measured shed is still read without extrapolating:
- * the public sweeps stop at limits whose draw sheds 0.29x, and a 1-point gap is noise. */
+/* A depth this close beyond the deepest measured shed is still read on the fit without
+ * --extrapolate (the public sweeps stop at limits whose draw sheds 0.29x), but it is beyond
+ * what was measured, so it is marked as an extrapolation all the same. */
 #define REACH_TOL 0.01
 
 pfi_index_opts pfi_index_defaults(void)
@@ -83,15 +84,24 @@ static double mono_s(const pfi_curve *c, double r)
     return pfi_lerp_sorted(rr, ss, m, r);
 }
 
+/* PFI at d on the monotone interpolation, only where the measured sheds reach d. */
+static double interp_pfi(const pfi_curve *c, double d)
+{
+    double sm = c->n > 0 && d <= c->r_max ? mono_s(c, d) : NAN;
+    return isfinite(sm) ? sm / d + 0.0 : NAN; /* + 0.0: no -0 where nothing was lost */
+}
+
 static void fill_depths(const pfi_curve *c, const pfi_fit *fit, int extrapolate, pfi_index *x)
 {
     for (int k = 0; k < PFI_N_DEPTHS; k++) {
         double d = pfi_depths[k];
         int beyond = d > c->r_max + REACH_TOL;
-        x->extrap_at[k] = beyond;
+        x->extrap_at[k] = d > c->r_max;
         x->pfi_at[k] = beyond && !extrapolate ? NAN : pfi_at(fit, d);
         double sm = c->n > 0 && !beyond ? mono_s(c, d) : NAN;
         x->pfi_mono_at[k] = isfinite(sm) ? sm / d : NAN;
+        double pi = interp_pfi(c, d);
+        x->head_at[k] = isfinite(pi) ? pi : x->pfi_at[k];
     }
 }
 
@@ -126,8 +136,48 @@ static void collect_points(const pfi_curve *c, const double *sd, fit_pts *p, pfi
     }
 }
 
+/* PFI at d on the monotone interpolation of points (r[i], s[i]) given baseline first and then
+ * in falling cap order (the order the monotone fit runs in, the baseline pinned), as
+ * fit_monotone and mono_s read a curve; NAN when the points do not reach d. */
+static double interp_points(const double *r, const double *s, int m, double d)
+{
+    double w[PFI_CURVE_MAX_PTS], y[PFI_CURVE_MAX_PTS], rr[PFI_CURVE_MAX_PTS],
+        ss[PFI_CURVE_MAX_PTS];
+    for (int i = 0; i < m; i++)
+        w[i] = i == 0 ? 1e9 : 1.0;
+    pfi_isotonic(s, w, m, y);
+    /* sorted by r (a lower cap can draw more when the job's phase changed): insertion sort */
+    int n = 0;
+    for (int i = 0; i < m; i++) {
+        int j = n++;
+        while (j > 0 && rr[j - 1] > r[i]) {
+            rr[j] = rr[j - 1];
+            ss[j] = ss[j - 1];
+            j--;
+        }
+        rr[j] = r[i];
+        ss[j] = y[i];
+    }
+    if (n < 2 || d > rr[n - 1])
+        return NAN;
+    return pfi_lerp_sorted(rr, ss, n, d) / d;
+}
+
+/* Sorted values' 95% interval widened to hold lo..hi: into *plo, *phi. */
+static void widen(double *vals, int nv, double *plo, double *phi)
+{
+    if (nv == 0)
+        return;
+    qsort(vals, (size_t)nv, sizeof(double), pfi_cmp_double);
+    double lo = pfi_quantile_sorted(vals, nv, 0.025), hi = pfi_quantile_sorted(vals, nv, 0.975);
+    *plo = isfinite(*plo) ? fmin(*plo, lo) : lo;
+    *phi = isfinite(*phi) ? fmax(*phi, hi) : hi;
+}
+
 /* Wild bootstrap: residuals flipped at random (Rademacher), inflated for the parameters the
- * fit spent, plus each level's own measurement noise. */
+ * fit spent, plus each level's own measurement noise.  Each replicate is read on the fit and,
+ * where the points reach the depth, on their monotone interpolation: the headline's interval
+ * spans both. */
 static int bootstrap(const pfi_curve *c, const fit_pts *p, const pfi_index_opts *o,
                      pfi_index *out, pfi_err *err)
 {
@@ -147,16 +197,21 @@ static int bootstrap(const pfi_curve *c, const fit_pts *p, const pfi_index_opts 
         fitted[i] = pfi_fit_s(&c->fit, r[i]);
         res[i] = r[i] > 0.005 ? (s[i] - fitted[i]) * infl : 0;
     }
-    double *vals = malloc(sizeof(double) * (size_t)o->n_boot);
+    double *vals = malloc(sizeof(double) * (size_t)o->n_boot * 2), *ivals = vals + o->n_boot;
     if (!vals)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d bootstrap replicates",
                            o->n_boot);
     unsigned long long st = o->seed;
-    int nv = 0;
+    int nv = 0, ni = 0;
     for (int b = 0; b < o->n_boot; b++) {
         for (int i = 0; i < m; i++) {
             double flip = (pfi_rand_next(&st) >> 63) ? 1.0 : -1.0;
             sb[i] = fitted[i] + flip * res[i] + (psd[i] > 0 ? psd[i] * pfi_rand_normal(&st) : 0);
+        }
+        if (isfinite(out->pfi_interp)) {
+            double vi = interp_points(r, sb, m, o->depth);
+            if (isfinite(vi))
+                ivals[ni++] = vi;
         }
         pfi_fit f;
         if (pfi_fit_points(c->fit.family, r, sb, NULL, m, &f, NULL) != PFI_OK)
@@ -164,6 +219,14 @@ static int bootstrap(const pfi_curve *c, const fit_pts *p, const pfi_index_opts 
         double v = pfi_at(&f, o->depth);
         if (isfinite(v))
             vals[nv++] = v;
+    }
+    if (isfinite(out->pfi_interp) && nv > 0 && ni > 0) {
+        /* The headline: both estimates, both replicate sets (the second sort below reuses
+         * vals sorted: the same quantiles). */
+        out->head_lo = fmin(out->pfi_interp, out->pfi);
+        out->head_hi = fmax(out->pfi_interp, out->pfi);
+        widen(ivals, ni, &out->head_lo, &out->head_hi);
+        widen(vals, nv, &out->head_lo, &out->head_hi);
     }
     if (nv > 0) {
         qsort(vals, (size_t)nv, sizeof(double), pfi_cmp_double);
@@ -204,9 +267,11 @@ int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *
     fill_depths(c, &c->fit, o.extrapolate, out);
 
     int beyond = o.depth > c->r_max + REACH_TOL;
-    out->extrapolated = beyond;
+    out->extrapolated = o.depth > c->r_max;
     out->pfi = beyond && !o.extrapolate ? NAN : pfi_at(&c->fit, o.depth);
     out->pfi_lo = out->pfi_hi = NAN;
+    out->pfi_interp = interp_pfi(c, o.depth);
+    out->head_lo = out->head_hi = NAN;
 
     double r_limit = c->r_max;
     if (o.extrapolate && c->min_cap_w > 0 && 1.0 - c->min_cap_w / c->p0_w > r_limit)
@@ -218,9 +283,18 @@ int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *
 
     fit_pts pts;
     collect_points(c, sd, &pts, out);
-    if (o.n_boot == 0 || pts.m == 0 || !isfinite(out->pfi))
-        return PFI_OK;
-    return bootstrap(c, &pts, &o, out, err);
+    int rc = PFI_OK;
+    if (o.n_boot > 0 && pts.m > 0 && isfinite(out->pfi))
+        rc = bootstrap(c, &pts, &o, out, err);
+    /* The headline: the interpolation where bracketed, else the fit with its own interval. */
+    if (isfinite(out->pfi_interp)) {
+        out->pfi_head = out->pfi_interp;
+    } else {
+        out->pfi_head = out->pfi;
+        out->head_lo = out->pfi_lo;
+        out->head_hi = out->pfi_hi;
+    }
+    return rc;
 }
 
 int pfi_index_run(const pfi_run *run, const pfi_index_opts *o, pfi_index *out, pfi_err *err)

@@ -2,11 +2,15 @@
  * the paper's abstract:
  *   baseline: the default power limit, throughput T0, mean per-GPU power drawn P0
  *   r = 1 - P/P0 (power shed, as drawn), s = 1 - T/T0 (slowdown), PFI(r) = s(r) / r
- *   headline PFI30 = PFI(0.30), read on the fitted curve; also PFI at 10, 20, 40%
+ *   headline PFI30 = PFI(0.30): where the measured sheds bracket the depth, the monotone
+ *   interpolation of the measured points; beyond the deepest measured shed, the fitted curve,
+ *   always marked as an extrapolation; also PFI at 10, 20, 40% by the same rule
  *   SLA primitive: for a slowdown budget s_max, the largest r with s(r) <= s_max.
  * 0 = power is given back for free, 1 = throughput falls in proportion, > 1 = worse.
  * The confidence interval comes from a wild bootstrap of the fit's residuals (plus each level's
  * own throughput interval when the run has one), seeded: the same run gives the same interval.
+ * The headline's interval covers the choice of curve: each replicate is read both on the
+ * monotone interpolation and on the fit, and the interval spans both (and both estimates).
  * Pure: no I/O, no globals. */
 #ifndef PFI_CORE_PFI_H
 #define PFI_CORE_PFI_H
@@ -38,12 +42,20 @@ typedef struct pfi_index {
     double r_max;            /* deepest shed measured */
     pfi_fit fit;
     double depth;            /* the headline depth */
-    double pfi;              /* PFI(depth) on the fit; NAN when depth > r_max without extrapolate */
-    double pfi_lo, pfi_hi;   /* 95% bootstrap interval (NAN when no CI or no value) */
-    int extrapolated;        /* pfi read beyond r_max */
+    double pfi;              /* PFI(depth) on the fit; NAN when depth > r_max without extrapolate
+                              * (a depth within 0.01 past r_max is still read, marked) */
+    double pfi_lo, pfi_hi;   /* 95% bootstrap interval of the fit's value (NAN when none) */
+    int extrapolated;        /* depth > r_max: beyond the deepest measured shed */
+    /* The headline at depth: the monotone interpolation of the measured points where they
+     * reach the depth, else the fit's pfi (extrapolated, marked); its interval spans the
+     * bootstrap of both the interpolation and the fit. */
+    double pfi_head, head_lo, head_hi;
+    double pfi_interp;       /* the monotone interpolation at depth; NAN when depth > r_max */
     double pfi_at[PFI_N_DEPTHS];     /* at pfi_depths[], same rule */
-    int extrap_at[PFI_N_DEPTHS];
+    int extrap_at[PFI_N_DEPTHS];     /* pfi_depths[k] > r_max */
     double pfi_mono_at[PFI_N_DEPTHS]; /* on the monotone fit (never extrapolated) */
+    double head_at[PFI_N_DEPTHS];    /* the headline rule at pfi_depths[]: interpolation where
+                                      * bracketed, else pfi_at (marked by extrap_at) */
     double shed_at[PFI_N_BUDGETS];   /* largest r with s(r) <= pfi_budgets[k] */
     int shed_limited[PFI_N_BUDGETS]; /* 1: the budget was not used up within the reachable range */
     double s_max_seen;       /* largest measured slowdown */

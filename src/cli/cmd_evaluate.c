@@ -24,7 +24,7 @@
 typedef struct ev_args {
     const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
     int public_data, probes, as_json, seed, per_job;
-    int probe_cv, group_out, probe_k, tier, comm, cv_top;
+    int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds;
     double step, w_draw;
 } ev_args;
 
@@ -202,11 +202,67 @@ static void ev_print_text(const pfi_expt_pop *p, const pfi_expt_result *r, const
     }
 }
 
+/* --nested-cv: the nested figure and the never-seen-model figure over seeds 1..cv_seeds. */
+static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opts *eo,
+                     const double *cuts, int ncuts)
+{
+    pfi_expt_nested_summary *ns = malloc(sizeof *ns);
+    pfi_err err = {0};
+    if (!ns)
+        return PFI_EXIT_FAIL;
+    if (pfi_expt_nested_run(p, eo, cuts, ncuts, a->cv_seeds, ns, &err) != PFI_OK) {
+        free(ns);
+        return pfi_cli_fail(CMD, &err);
+    }
+    static const char *const mode[2] = {"nested", "never_seen_model"};
+    static const char *const label[2] = {"nested cross-validation (library: every other job)",
+                                         "never-seen model (library: every other job group)"};
+    json_t *doc = json_pack("{s:s, s:i, s:i, s:i, s:i}", "source", p->where, "jobs", ns->n_jobs,
+                            "seeds", ns->nseeds, "outer_folds", PFI_EXPT_NEST_OUTER,
+                            "inner_folds", PFI_EXPT_NEST_INNER);
+    if (!a->as_json)
+        printf("%s: %d jobs; pfi's gap recovered, mean over seeds 1-%d [range]\n", p->where,
+               ns->n_jobs, ns->nseeds);
+    for (int m = 0; m < 2; m++) {
+        json_t *arr = json_array(), *rules = json_array();
+        if (!a->as_json)
+            printf("\n%s\n", label[m]);
+        for (int c = 0; c < ncuts; c++) {
+            json_t *per = json_array();
+            for (int s = 0; s < ns->nseeds; s++)
+                json_array_append_new(per, pfi_json_num(ns->gap[m][s][c]));
+            json_array_append_new(arr, json_pack("{s:f, s:o, s:o, s:o, s:o}", "cut", cuts[c],
+                                                 "gap_recovered_mean",
+                                                 pfi_json_num(ns->mean[m][c]), "min",
+                                                 pfi_json_num(ns->lo[m][c]), "max",
+                                                 pfi_json_num(ns->hi[m][c]), "per_seed", per));
+            if (!a->as_json)
+                printf("  %4.0f%% cut: %5.1f%% [%.1f-%.1f]\n", 100 * cuts[c],
+                       100 * ns->mean[m][c], 100 * ns->lo[m][c], 100 * ns->hi[m][c]);
+        }
+        for (int s = 0; s < ns->nseeds; s++) {
+            json_t *r = json_array();
+            for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+                json_array_append_new(r, json_integer(ns->rule[m][s][f]));
+            json_array_append_new(rules, r);
+        }
+        json_object_set_new(doc, mode[m], json_pack("{s:o, s:o}", "cuts", arr,
+                                                    "rule_top_per_seed_and_fold", rules));
+    }
+    free(ns);
+    if (a->as_json)
+        return pfi_cli_print_json(doc);
+    json_decref(doc);
+    printf("\nrules: each outer fold's selection rule, chosen inside its training groups: "
+           "0 the grid's best setting, 3 or 6 the bagged committee of that many\n");
+    return PFI_EXIT_OK;
+}
+
 int pfi_cmd_evaluate(int argc, char **argv)
 {
     ev_args a = {.cuts_s = "0.1,0.2,0.3,0.4,0.5", .pol_s = "equal,pfi,oracle", .probes = 1,
                  .seed = 1, .probe_k = -1, .tier = -1, .comm = -1, .cv_top = -1, .step = 1,
-                 .w_draw = -1};
+                 .w_draw = -1, .cv_seeds = 5};
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &a.db, "FILE", "the store whose runs are the jobs (default $PFI_DB, else pfi.db)"},
         {"public", PFI_OPT_FLAG, &a.public_data, NULL,
@@ -241,6 +297,10 @@ int pfi_cmd_evaluate(int argc, char **argv)
         {"probe-cv-top", PFI_OPT_INT, &a.cv_top, "M",
          "with --probe-cv: each group gets the committee of the M best single settings of the "
          "depth and tiers whose M best score best (default 6); 0: the grid's one best setting"},
+        {"nested-cv", PFI_OPT_FLAG, &a.nested_cv, NULL,
+         "one probe: the nested cross-validation (docs/allocation.md) and the never-seen-model "
+         "figure, over --cv-seeds seeds: the honest headline (minutes)"},
+        {"cv-seeds", PFI_OPT_INT, &a.cv_seeds, "N", "with --nested-cv: seeds 1..N (default 5)"},
         {"group-out", PFI_OPT_FLAG, &a.group_out, NULL,
          "one probe: the shape library leaves each job's whole group (same model) out"},
         {"step", PFI_OPT_DOUBLE, &a.step, "W", "cap grid (default 1 W)"},
@@ -276,6 +336,11 @@ int pfi_cmd_evaluate(int argc, char **argv)
             pfi_err_set(&err, PFI_EINVAL, "--save-db stores a simulated fleet (--fleet)");
         pfi_expt_pop_free(&p);
         return pfi_cli_fail(CMD, &err);
+    }
+    if (a.nested_cv) {
+        rc = ev_nested(&a, &p, &eo, cuts, ncuts);
+        pfi_expt_pop_free(&p);
+        return rc;
     }
     pfi_expt_result r;
     if ((rc = pfi_expt_run(&p, &eo, cuts, ncuts, policies, npol, &r, &err))) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/pfi.h"
 #include "core/predict.h"
 #include "core/probe.h"
 #include "store/store.h"
@@ -626,6 +627,72 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
     return found;
 }
 
+/* The jobs with out[j] == 0 as a population of their own (borrowing p's runs); *m: how many. */
+static int sub_pop(const pfi_expt_pop *p, const unsigned char *out, pfi_expt_pop *sub, int *m,
+                   pfi_err *err)
+{
+    const pfi_run **runs = malloc(sizeof *runs * (size_t)(p->n ? p->n : 1));
+    int *groups = malloc(sizeof *groups * (size_t)(p->n ? p->n : 1));
+    if (!runs || !groups) {
+        free(runs), free(groups);
+        memset(sub, 0, sizeof *sub);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    *m = 0;
+    for (int j = 0; j < p->n; j++)
+        if (!out[j]) {
+            runs[*m] = p->run[p->run_of[j]];
+            groups[(*m)++] = p->group[p->run_of[j]];
+        }
+    int rc = pfi_expt_pop_runs(runs, groups, *m, p->where, sub, err);
+    free(runs), free(groups);
+    return rc;
+}
+
+/* Every grid setting's mean gap recovered on the jobs with out[j] == 0 (v[s] NAN: not scored;
+ * with skip_committees the committees are not scored). */
+static int score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsigned char *out,
+                      const pfi_expt_shape_set *grid, int ngrid, int skip_committees,
+                      const double *cuts, int ncuts, double *v, pfi_err *err)
+{
+    for (int s = 0; s < ngrid; s++)
+        v[s] = NAN;
+    pfi_expt_pop sub;
+    int m, rc = sub_pop(p, out, &sub, &m, err);
+    const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    for (int s = 0; !rc && sub.n >= 2 && s < ngrid; s++) {
+        if (skip_committees && grid[s].committee)
+            continue; /* the bag builds its own committee */
+        pfi_expt_opts io = *o;
+        io.shape = grid[s];
+        io.shape_cv = 0, io.nested_cv = 0, io.job_sets = NULL, io.want_caps = 0, io.sla = 0;
+        io.auto_depth = 0;
+        pfi_expt_result r;
+        if ((rc = pfi_expt_run(&sub, &io, cuts, ncuts, pol, 3, &r, err)))
+            break;
+        v[s] = mean_gap(&r);
+        pfi_expt_result_free(&r);
+    }
+    pfi_expt_pop_free(&sub);
+    return rc;
+}
+
+/* The rule's pick among the scored grid: top 0 the best setting (ties: the earlier), top > 0
+ * the bagged committee; *best keeps dflt when nothing scored. */
+static void pick_setting(const pfi_expt_shape_set *grid, const double *v, int ngrid, int top,
+                         const pfi_expt_shape_set *dflt, pfi_expt_shape_set *best)
+{
+    *best = *dflt;
+    if (top > 0) {
+        pfi_expt_bag_choice(grid, v, ngrid, top, best);
+        return;
+    }
+    double hi = -INFINITY;
+    for (int s = 0; s < ngrid; s++)
+        if (isfinite(v[s]) && v[s] > hi)
+            hi = v[s], *best = grid[s];
+}
+
 /* The setting for group g, chosen on the population without g: the grid's best (top 0; ties:
  * the earlier one) or the bagged choice of its top single settings; the default when fewer
  * than two jobs are left or nothing scores. */
@@ -634,46 +701,18 @@ static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g
                             int ncuts, pfi_expt_shape_set *best, pfi_err *err)
 {
     *best = o->shape;
-    const pfi_run **runs = malloc(sizeof *runs * (size_t)(p->n ? p->n : 1));
-    int *groups = malloc(sizeof *groups * (size_t)(p->n ? p->n : 1));
+    unsigned char *out = malloc((size_t)(p->n ? p->n : 1));
     double *v = malloc(sizeof *v * (size_t)(ngrid > 0 ? ngrid : 1));
-    if (!runs || !groups || !v) {
-        free(runs), free(groups), free(v);
+    if (!out || !v) {
+        free(out), free(v);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
-    int m = 0;
     for (int j = 0; j < p->n; j++)
-        if (p->group[p->run_of[j]] != g) {
-            runs[m] = p->run[p->run_of[j]];
-            groups[m++] = p->group[p->run_of[j]];
-        }
-    pfi_expt_pop sub;
-    int rc = pfi_expt_pop_runs(runs, groups, m, p->where, &sub, err);
-    const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
-    for (int s = 0; s < ngrid; s++)
-        v[s] = NAN;
-    for (int s = 0; !rc && sub.n >= 2 && s < ngrid; s++) {
-        if (o->cv_top > 0 && grid[s].committee)
-            continue; /* the bag builds its own committee */
-        pfi_expt_opts io = *o;
-        io.shape = grid[s];
-        io.shape_cv = 0, io.job_sets = NULL, io.want_caps = 0, io.sla = 0, io.auto_depth = 0;
-        pfi_expt_result r;
-        if ((rc = pfi_expt_run(&sub, &io, cuts, ncuts, pol, 3, &r, err)))
-            break;
-        v[s] = mean_gap(&r);
-        pfi_expt_result_free(&r);
-    }
-    if (!rc && o->cv_top > 0)
-        pfi_expt_bag_choice(grid, v, ngrid, o->cv_top, best);
-    else if (!rc) {
-        double top = -INFINITY;
-        for (int s = 0; s < ngrid; s++)
-            if (isfinite(v[s]) && v[s] > top)
-                top = v[s], *best = grid[s];
-    }
-    pfi_expt_pop_free(&sub);
-    free(runs), free(groups), free(v);
+        out[j] = p->group[p->run_of[j]] == g;
+    int rc = score_grid(p, o, out, grid, ngrid, o->cv_top > 0, cuts, ncuts, v, err);
+    if (!rc)
+        pick_setting(grid, v, ngrid, o->cv_top, &o->shape, best);
+    free(out), free(v);
     return rc;
 }
 
@@ -705,6 +744,191 @@ static int cross_validate(const pfi_expt_pop *p, const pfi_expt_opts *o, const d
     return rc;
 }
 
+/* ------------------------------------------------------------------ nested cross-validation */
+
+const int pfi_expt_nest_rules[PFI_EXPT_NEST_NRULES] = {0, 3, 6};
+
+/* The job groups (index per job into the distinct groups, in order of first appearance), and
+ * each group's place in the seeded shuffle: *ng groups. */
+static int deal_groups(const pfi_expt_pop *p, unsigned long long seed, int *gi, int *place,
+                       int *ng)
+{
+    int *gid = malloc(sizeof *gid * (size_t)(p->n ? p->n : 1));
+    if (!gid)
+        return -1;
+    *ng = 0;
+    for (int j = 0; j < p->n; j++) {
+        int g = p->group[p->run_of[j]], k = 0;
+        while (k < *ng && gid[k] != g)
+            k++;
+        if (k == *ng)
+            gid[(*ng)++] = g;
+        gi[j] = k;
+    }
+    free(gid);
+    int *order = place; /* order[i]: the group at shuffled place i, then inverted below */
+    for (int i = 0; i < *ng; i++)
+        order[i] = i;
+    unsigned long long st = seed;
+    for (int i = *ng - 1; i > 0; i--) {
+        int k = (int)(pfi_rand_next(&st) % (unsigned long long)(i + 1)), t = order[i];
+        order[i] = order[k], order[k] = t;
+    }
+    int *inv = malloc(sizeof *inv * (size_t)(p->n ? p->n : 1)); /* ng <= n */
+    if (!inv)
+        return -1;
+    for (int i = 0; i < *ng; i++)
+        inv[order[i]] = i;
+    memcpy(place, inv, sizeof *inv * (size_t)*ng);
+    free(inv);
+    return 0;
+}
+
+/* The inner score of each rule on outer training set (fold[j] != F): the groups of that set,
+ * in shuffled order, dealt into inner folds; each inner fold's setting picked by the rule from
+ * the grid scored without it; the set's jobs allocated together, the mean gap recovered. */
+static int rule_scores(const pfi_expt_pop *p, const pfi_expt_opts *o, const int *fold,
+                       const int *inner, int F, const pfi_expt_shape_set *grid, int ngrid,
+                       const double *cuts, int ncuts, double *score, pfi_err *err)
+{
+    int n = p->n, rc = PFI_OK;
+    unsigned char *out = malloc((size_t)n);
+    double *v = malloc(sizeof *v * (size_t)ngrid * PFI_EXPT_NEST_INNER);
+    pfi_expt_shape_set *sets = malloc(sizeof *sets * (size_t)n);
+    if (!out || !v || !sets)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int f = 0; !rc && f < PFI_EXPT_NEST_INNER; f++) {
+        for (int j = 0; j < n; j++)
+            out[j] = fold[j] == F || inner[j] == f;
+        rc = score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, v + (size_t)f * ngrid, err);
+    }
+    for (int j = 0; j < n; j++)
+        if (out)
+            out[j] = fold[j] == F;
+    pfi_expt_pop sub;
+    int m = 0;
+    if (!rc)
+        rc = sub_pop(p, out, &sub, &m, err);
+    else
+        memset(&sub, 0, sizeof sub);
+    if (!rc && sub.n != m)
+        rc = pfi_err_set(err, PFI_EINVAL, "nested cross-validation: %d of %d jobs usable", sub.n,
+                         m);
+    const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    for (int r = 0; !rc && r < PFI_EXPT_NEST_NRULES; r++) {
+        pfi_expt_shape_set pick[PFI_EXPT_NEST_INNER];
+        for (int f = 0; f < PFI_EXPT_NEST_INNER; f++)
+            pick_setting(grid, v + (size_t)f * ngrid, ngrid, pfi_expt_nest_rules[r], &o->shape,
+                         &pick[f]);
+        int i = 0;
+        for (int j = 0; j < n; j++)
+            if (fold[j] != F)
+                sets[i++] = pick[inner[j]];
+        pfi_expt_opts io = *o;
+        io.shape_cv = 0, io.nested_cv = 0, io.job_sets = sets, io.want_caps = 0, io.sla = 0;
+        io.auto_depth = 0;
+        pfi_expt_result res;
+        if ((rc = pfi_expt_run(&sub, &io, cuts, ncuts, pol, 3, &res, err)))
+            break;
+        score[r] = mean_gap(&res);
+        pfi_expt_result_free(&res);
+    }
+    pfi_expt_pop_free(&sub);
+    free(out), free(v), free(sets);
+    return rc;
+}
+
+/* Each job's setting by the nested cross-validation (experiment.h): no curve of an outer fold
+ * has a say in its setting or in the rule that picks it; rule[F]: the top each fold chose. */
+static int nested(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
+                  pfi_expt_shape_set *sets, int *rule, pfi_err *err)
+{
+    enum { GRID_MAX = 256 };
+    pfi_expt_shape_set grid[GRID_MAX];
+    int ngrid = pfi_expt_shape_grid(grid, GRID_MAX);
+    if (ngrid > GRID_MAX)
+        ngrid = GRID_MAX;
+    int n = p->n, ng = 0, rc = PFI_OK;
+    int *gi = malloc(sizeof *gi * (size_t)n), *place = malloc(sizeof *place * (size_t)n),
+        *fold = malloc(sizeof *fold * (size_t)n), *inner = malloc(sizeof *inner * (size_t)n);
+    unsigned char *out = malloc((size_t)n);
+    double *v = malloc(sizeof *v * (size_t)ngrid);
+    if (!gi || !place || !fold || !inner || !out || !v ||
+        deal_groups(p, o->cv_seed, gi, place, &ng) != 0)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    if (!rc && ng < PFI_EXPT_NEST_OUTER + PFI_EXPT_NEST_INNER)
+        rc = pfi_err_set(err, PFI_EINVAL, "nested cross-validation: %d job groups, at least %d "
+                         "needed", ng, PFI_EXPT_NEST_OUTER + PFI_EXPT_NEST_INNER);
+    for (int j = 0; !rc && j < n; j++)
+        fold[j] = place[gi[j]] % PFI_EXPT_NEST_OUTER;
+    for (int F = 0; !rc && F < PFI_EXPT_NEST_OUTER; F++) {
+        /* the training groups' ranks in shuffled order, dealt into the inner folds */
+        for (int j = 0; j < n; j++) {
+            int rank = 0;
+            for (int k = 0; k < ng; k++)
+                rank += place[k] < place[gi[j]] && place[k] % PFI_EXPT_NEST_OUTER != F;
+            inner[j] = fold[j] == F ? -1 : rank % PFI_EXPT_NEST_INNER;
+        }
+        double score[PFI_EXPT_NEST_NRULES];
+        if ((rc = rule_scores(p, o, fold, inner, F, grid, ngrid, cuts, ncuts, score, err)))
+            break;
+        int best = 0;
+        for (int r = 1; r < PFI_EXPT_NEST_NRULES; r++)
+            if (isfinite(score[r]) && !(score[r] <= score[best]))
+                best = r;
+        rule[F] = pfi_expt_nest_rules[best];
+        for (int j = 0; j < n; j++)
+            out[j] = fold[j] == F;
+        if ((rc = score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, v, err)))
+            break;
+        pfi_expt_shape_set pick;
+        pick_setting(grid, v, ngrid, rule[F], &o->shape, &pick);
+        for (int j = 0; j < n; j++)
+            if (fold[j] == F)
+                sets[j] = pick;
+    }
+    free(gi), free(place), free(fold), free(inner), free(out), free(v);
+    return rc;
+}
+
+int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
+                        int ncuts, int nseeds, pfi_expt_nested_summary *out, pfi_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (nseeds < 1 || nseeds > PFI_EXPT_NEST_MAX_SEEDS || ncuts < 1 ||
+        ncuts > PFI_EXPT_NEST_MAX_CUTS)
+        return pfi_err_set(err, PFI_EINVAL, "nested cross-validation: 1-%d seeds and 1-%d cuts",
+                           PFI_EXPT_NEST_MAX_SEEDS, PFI_EXPT_NEST_MAX_CUTS);
+    if (o->probes != 1 || !o->probe_shape || o->auto_depth)
+        return pfi_err_set(err, PFI_EINVAL, "the nested cross-validation is of the one-probe "
+                           "shape estimate at a fixed depth (--probes 1)");
+    out->nseeds = nseeds, out->ncuts = ncuts, out->n_jobs = p->n;
+    const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    for (int mode = 0; mode < 2; mode++) {
+        for (int c = 0; c < ncuts; c++)
+            out->mean[mode][c] = 0, out->lo[mode][c] = INFINITY, out->hi[mode][c] = -INFINITY;
+        for (int s = 0; s < nseeds; s++) {
+            pfi_expt_opts io = *o;
+            io.nested_cv = 1, io.shape_cv = 0, io.group_out = mode, io.want_caps = 0;
+            io.cv_seed = (unsigned long long)(s + 1);
+            pfi_expt_result r;
+            int rc = pfi_expt_run(p, &io, cuts, ncuts, pol, 3, &r, err);
+            if (rc)
+                return rc;
+            for (int c = 0; c < ncuts; c++) {
+                double g = r.cells[c * PFI_POLICY_COUNT + PFI_POLICY_PFI].gap_recovered;
+                out->gap[mode][s][c] = g;
+                out->mean[mode][c] += g / nseeds;
+                out->lo[mode][c] = fmin(out->lo[mode][c], g);
+                out->hi[mode][c] = fmax(out->hi[mode][c], g);
+            }
+            memcpy(out->rule[mode][s], r.nest_rule, sizeof r.nest_rule);
+            pfi_expt_result_free(&r);
+        }
+    }
+    return PFI_OK;
+}
+
 int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *cuts, int ncuts,
                  const int *policies, int npolicies, pfi_expt_result *r, pfi_err *err)
 {
@@ -717,11 +941,14 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
     pfi_expt_opts ov = *o0;
     const pfi_expt_opts *o = &ov;
     pfi_expt_shape_set *sets = NULL;
-    int cv = o0->shape_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth;
+    int nest = o0->nested_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth;
+    int cv = nest || (o0->shape_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth);
+    int rule[PFI_EXPT_NEST_OUTER] = {0};
     if (cv) {
         if (!(sets = calloc((size_t)p->n, sizeof *sets)))
             return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-        if ((rc = cross_validate(p, o0, cuts, ncuts, sets, err))) {
+        if ((rc = nest ? nested(p, o0, cuts, ncuts, sets, rule, err)
+                       : cross_validate(p, o0, cuts, ncuts, sets, err))) {
             free(sets);
             return rc;
         }
@@ -757,6 +984,7 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
     }
     free(caps);
     r->sets = sets;
+    memcpy(r->nest_rule, rule, sizeof r->nest_rule);
     if (rc)
         pfi_expt_result_free(r);
     return rc;

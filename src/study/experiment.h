@@ -64,6 +64,10 @@ typedef struct pfi_expt_shape_set {
  * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
 extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_CV_TOP 6
+/* The nested cross-validation's folds and rules (pfi_expt_nested_run, below). */
+#define PFI_EXPT_NEST_OUTER 4
+#define PFI_EXPT_NEST_INNER 3
+#define PFI_EXPT_NEST_NRULES 3
 /* The cross-validation's bagged choice (pfi_expt_opts.cv_top) among the grid's settings
  * scored v[s] (NAN: not scored; committees and settings off the grid's neighbour counts and
  * draw weights are skipped): for each depth and tiers, the mean score of its `top` best single
@@ -89,6 +93,11 @@ typedef struct pfi_expt_opts {
                               job (same model on other GPUs, GPU counts or batch sizes) */
     const pfi_expt_shape_set *job_sets; /* per job, a setting instead of `shape` (NULL: none;
                               shape_cv fills it for the run) */
+    int nested_cv;         /* choose each job's setting by the nested cross-validation
+                              (pfi_expt_nested_run; docs/allocation.md): outer folds of job
+                              groups, the selection rule itself chosen inside each outer
+                              training set; overrides shape_cv */
+    unsigned long long cv_seed; /* nested_cv: the seed that deals the groups into folds */
     int cv_top;            /* shape_cv: 0 takes the grid's best setting; m > 0 the depth and
                               tiers whose m best single settings score best on average, and
                               predicts with the committee of those m (a bagged choice: much
@@ -144,6 +153,7 @@ typedef struct pfi_expt_result {
     int *breaches;
     double *worst;
     pfi_expt_shape_set *sets; /* with shape_cv: per job, the setting chosen for its group */
+    int nest_rule[PFI_EXPT_NEST_OUTER]; /* with nested_cv: per outer fold, the rule chosen (its top) */
 } pfi_expt_result;
 
 /* The experiment at each cut with each policy (equal and oracle always run), every allocation
@@ -151,5 +161,27 @@ typedef struct pfi_expt_result {
 int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
                  const int *policies, int npolicies, pfi_expt_result *out, pfi_err *err);
 void pfi_expt_result_free(pfi_expt_result *r);
+
+/* The nested cross-validation of the one-probe estimate (docs/allocation.md), frozen before its
+ * score was seen: the job groups, shuffled by the seed, dealt into PFI_EXPT_NEST_OUTER outer
+ * folds; for each, the selection rule (the grid's one best setting, or the bagged committee of
+ * the 3 or 6 best: PFI_EXPT_NEST_RULES) is chosen by an inner cross-validation over
+ * PFI_EXPT_NEST_INNER folds of the other groups, then applied to the grid scored on all the
+ * other groups to give the fold's setting. */
+extern const int pfi_expt_nest_rules[PFI_EXPT_NEST_NRULES]; /* {0, 3, 6} */
+#define PFI_EXPT_NEST_MAX_SEEDS 16
+#define PFI_EXPT_NEST_MAX_CUTS 8
+/* Seeds 1..nseeds, each run twice: the library of every other job (mode 0) and of every other
+ * job group (mode 1, the never-seen model); pfi's gap recovered per seed and cut, its mean and
+ * range over the seeds, and the rules the outer folds chose. */
+typedef struct pfi_expt_nested_summary {
+    int nseeds, ncuts, n_jobs;
+    double gap[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_MAX_CUTS];
+    double mean[2][PFI_EXPT_NEST_MAX_CUTS], lo[2][PFI_EXPT_NEST_MAX_CUTS],
+        hi[2][PFI_EXPT_NEST_MAX_CUTS];
+    int rule[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_OUTER];
+} pfi_expt_nested_summary;
+int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
+                        int ncuts, int nseeds, pfi_expt_nested_summary *out, pfi_err *err);
 
 #endif

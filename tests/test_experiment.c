@@ -361,6 +361,67 @@ static void test_shape_cross_validated(void **state)
     pfi_expt_pop_free(&q);
 }
 
+/* The nested cross-validation: a job's setting does not move when its own curve changes (it
+ * is chosen, and so is the rule that chooses it, on the other outer folds' groups only); every
+ * setting is the grid's or a bagged committee; too few groups is refused. */
+static void test_nested_cv(void **state)
+{
+    static synth s, t;
+    make_synth(&s, 8);
+    make_synth(&t, 8);
+    for (int i = 1; i < t.runs[0].n_levels; i++) /* job 0 loses more below its baseline */
+        t.runs[0].levels[i].tput *= 0.85;
+    pfi_expt_pop p, q;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
+    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 8, "synthetic", &q, &e), PFI_OK);
+    double cuts[2] = {0.2, 0.3};
+    int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    pfi_expt_opts o = pfi_expt_defaults(1);
+    o.nested_cv = 1;
+    o.cv_seed = 3;
+    pfi_expt_result a, b;
+    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
+    assert_non_null(a.sets);
+    assert_true(same_set(&a.sets[0], &b.sets[0]));
+    assert_int_equal(a.sets[0].members, b.sets[0].members);
+    pfi_expt_shape_set grid[256];
+    int ng = pfi_expt_shape_grid(grid, 256), changed = 0;
+    for (int j = 0; j < a.n; j++) {
+        int found = a.sets[j].committee && a.sets[j].members != 0;
+        for (int g = 0; g < ng; g++)
+            found |= same_set(&grid[g], &a.sets[j]);
+        assert_true(found);
+        changed |= !same_set(&a.sets[j], &b.sets[j]) || a.sets[j].members != b.sets[j].members;
+    }
+    for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++) {
+        int ok = 0;
+        for (int r = 0; r < PFI_EXPT_NEST_NRULES; r++)
+            ok |= a.nest_rule[f] == pfi_expt_nest_rules[r];
+        assert_true(ok);
+    }
+    print_message("nested: job 0's setting unchanged; other jobs' settings %s\n",
+                  changed ? "moved (job 0 is in their training set)" : "unchanged");
+    pfi_expt_result_free(&a);
+    pfi_expt_result_free(&b);
+    pfi_expt_nested_summary ns;
+    assert_int_equal(pfi_expt_nested_run(&p, &o, cuts, 2, 2, &ns, &e), PFI_OK);
+    for (int m = 0; m < 2; m++)
+        for (int c = 0; c < 2; c++) {
+            assert_true(ns.lo[m][c] <= ns.mean[m][c] + 1e-12 && ns.mean[m][c] <= ns.hi[m][c] + 1e-12);
+            assert_true(ns.gap[m][0][c] >= ns.lo[m][c] && ns.gap[m][1][c] <= ns.hi[m][c]);
+        }
+    pfi_expt_pop_free(&p);
+    pfi_expt_pop_free(&q);
+    /* 6 groups: fewer than the 4 outer + 3 inner folds need */
+    make_synth(&s, 6);
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
+    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "job groups"));
+    pfi_expt_pop_free(&p);
+}
+
 /* The predictor's folds: changing every measured level below the baseline of one fold's runs
  * changes nothing that fold is shown (its model and draw model come from the other folds), and
  * does change what the other folds are shown. */
@@ -439,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_shape_from_other_jobs),
         cmocka_unit_test(test_bag_choice),
         cmocka_unit_test(test_shape_cross_validated),
+        cmocka_unit_test(test_nested_cv),
         cmocka_unit_test(test_model_out_of_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -74,6 +74,19 @@ want 2 sweep --tokens-per-step 0 -- true
 want 2 sweep --batch-size -1 -- true
 want 2 sweep --speed -1 -- true
 want 2 bench pergpu --variation -0.5
+# Tags that are numbers are range-checked (were read with atoi: 99999999999 wrapped).
+want 2 sweep --tag dp=99999999999 -- true
+grep -q "dp: expected an integer" "$T/err" || fail "sweep --tag dp: $(cat "$T/err")"
+want 2 sweep --tag params_b=lots -- true
+# allocate: a weight of 0 or 1e308 and a cap grid far above the caps are refused with a message.
+for w in 0 1e308; do
+  printf '{"jobs":[{"id":"w","gpus":1,"weight":%s,"curve":{"cap_w":[300,700],"tput":[1,2]}}]}' \
+    "$w" > "$T/w.json"
+  want 2 allocate --budget 70% --policy oracle --jobs "$T/w.json"
+  grep -q 'job w: "weight"' "$T/err" || fail "allocate weight $w: $(cat "$T/err")"
+done
+want 2 allocate --budget 70% --jobs "$JOBS" --step 1e308
+grep -q "grid" "$T/err" || fail "allocate --step 1e308: $(cat "$T/err")"
 
 # --seed is the fleet's seed in every command that builds a fleet (index too); --fleet-seed is
 # its alias, the bootstrap's own is --boot-seed.

@@ -1,5 +1,6 @@
 /* pfi sweep: characterize a training job under a sweep of GPU power limits (docs/sweep.md). */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "store/sink.h"
 #include "store/store.h"
 #include "util/json.h"
+#include "util/num.h"
 #include "util/units.h"
 
 /* Set by SIGINT/SIGTERM; the sweep polls it, stops the job and restores the limits. */
@@ -94,8 +96,8 @@ static void on_progress(void *arg, const pfi_sweep_progress *p)
 /* Job metadata for the run (what prediction and the study group by): from --tag K=V with the
  * run model's names, else, when the job is the simulator's own, from the job on the swept
  * GPUs (a real program is never labelled with the simulated preset's model). */
-static void job_meta(pfi_backend *b, int sim_job, const pfi_sweep_cfg *c,
-                     const pfi_strlist *tags, pfi_job_meta *m)
+static int job_meta(pfi_backend *b, int sim_job, const pfi_sweep_cfg *c,
+                    const pfi_strlist *tags, pfi_job_meta *m, pfi_err *err)
 {
     pfi_sim_node *node = sim_job ? pfi_backend_sim_node(b) : NULL;
     if (node) {
@@ -105,6 +107,12 @@ static void job_meta(pfi_backend *b, int sim_job, const pfi_sweep_cfg *c,
                 c->gpus[0] < nc->jobs[j].first_gpu + nc->jobs[j].n_gpus)
                 pfi_sim_job_meta(&nc->jobs[j], m);
     }
+    const struct {
+        const char *key;
+        int *dst;
+    } ints[] = {{"moe", &m->moe}, {"finetune", &m->finetune}, {"lora", &m->lora},
+                {"dp", &m->dp},   {"tp", &m->tp},             {"pp", &m->pp},
+                {"ep", &m->ep},   {"seq_len", &m->seq_len},   {"global_batch", &m->global_batch}};
     for (int i = 0; i < tags->n; i++) {
         const char *t = tags->v[i], *eq = strchr(t, '=');
         if (!eq)
@@ -116,28 +124,20 @@ static void job_meta(pfi_backend *b, int sim_job, const pfi_sweep_cfg *c,
             snprintf(m->model, sizeof m->model, "%s", v);
         else if (KEY("family"))
             snprintf(m->family, sizeof m->family, "%s", v);
-        else if (KEY("params_b"))
-            m->params_b = atof(v);
-        else if (KEY("moe"))
-            m->moe = atoi(v);
-        else if (KEY("finetune"))
-            m->finetune = atoi(v);
-        else if (KEY("lora"))
-            m->lora = atoi(v);
-        else if (KEY("dp"))
-            m->dp = atoi(v);
-        else if (KEY("tp"))
-            m->tp = atoi(v);
-        else if (KEY("pp"))
-            m->pp = atoi(v);
-        else if (KEY("ep"))
-            m->ep = atoi(v);
-        else if (KEY("seq_len"))
-            m->seq_len = atoi(v);
-        else if (KEY("global_batch"))
-            m->global_batch = atoi(v);
+        else if (KEY("params_b")) {
+            char *end;
+            m->params_b = strtod(v, &end);
+            if (end == v || *end || !(m->params_b >= 0 && m->params_b <= 1e6))
+                return pfi_err_set(err, PFI_EINVAL, "--tag %s: expected billions of parameters "
+                                                    "from 0 to 1e6",
+                                   t);
+        }
+        for (size_t q = 0; q < sizeof ints / sizeof ints[0]; q++)
+            if (KEY(ints[q].key) && pfi_num_int(v, 0, INT_MAX, ints[q].key, ints[q].dst, err))
+                return pfi_err_prefix(err, "--tag: ");
 #undef KEY
     }
+    return PFI_OK;
 }
 
 static char *join_argv(char **argv, int n)
@@ -548,7 +548,9 @@ int pfi_cmd_sweep(int argc, char **argv)
     int sim_job = pfi_hw_simulated(b) && !o.attach && is_simjob(pos, npos);
     char blabel[64];
     backend_label(b, &o, sim_job, blabel, sizeof blabel);
-    job_meta(b, sim_job || (o.attach && pfi_hw_simulated(b)), &c, &o.tags, &c.meta);
+    if ((rc = job_meta(b, sim_job || (o.attach && pfi_hw_simulated(b)), &c, &o.tags, &c.meta,
+                       &err)) != PFI_OK)
+        goto fail;
     char jpath[PFI_JOURNAL_PATH_MAX];
     c.journal_path =
         o.journal ? o.journal : pfi_journal_default_path(jpath, sizeof jpath, pfi_hw_simulated(b));

@@ -52,6 +52,7 @@ grep -q '{job=' "$dir/n1.prom" "$dir/cluster.prom" && fail "a job label Promethe
 grep -q '^# TYPE pfi_gpu_energy_joules_total counter$' "$dir/n1.prom" || fail "no energy counter"
 grep -q '^pfi_gpu_temperature_celsius{gpu="7",' "$dir/n1.prom" || fail "no temperature"
 grep -q '^pfi_cluster_job_cap_watts{job_id="x"} ' "$dir/cluster.prom" || fail "no job cap on the controller"
+grep -q '^pfi_cluster_job_pfi30{job_id="x"} 0.5$' "$dir/cluster.prom" || fail "no job PFI30 on the controller"
 grep -q '^pfi_cluster_node_up{node="n2"} 1$' "$dir/cluster.prom" || fail "n2 not up on the controller"
 grep -q '^pfi_grid_event_binding 1$' "$dir/n1.prom" || fail "the event in force is not shown binding"
 grep -q '^pfi_grid_event_target_watts 3800$' "$dir/n1.prom" || fail "the event target is not 3800 W"

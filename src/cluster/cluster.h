@@ -116,6 +116,7 @@ typedef struct pfi_cl_job {
     int n_nodes;
     int *nodes;               /* node indices */
     double sla, weight;       /* as registered on the node daemons (NAN: none) */
+    double pfi30;             /* as a node daemon reports it (NAN: unknown) */
     int has_curve;            /* 0: unknown, throughput taken proportional to the cap */
     int n_points;
     double cap_w[PFI_CL_CURVE_MAX], tput[PFI_CL_CURVE_MAX];

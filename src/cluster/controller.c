@@ -241,9 +241,11 @@ static void absorb_jobs(pfi_cl *c, json_t *doc)
         if (!j)
             continue; /* a job Slurm does not run (any more): the node daemon's own business */
         j->registered = 1;
-        double sla = jnum(o, "sla"), w = jnum(o, "weight");
+        double sla = jnum(o, "sla"), w = jnum(o, "weight"), p30 = jnum(o, "pfi30");
         if (!isnan(sla))
             j->sla = sla;
+        if (!isnan(p30))
+            j->pfi30 = p30;
         if (w > 0)
             j->weight = w;
         json_t *cv = json_object_get(o, "curve");
@@ -329,7 +331,7 @@ static int join_jobs(const pfi_cl_topo *t, pfi_cl_node *nodes, int nn, pfi_cl_jo
             *njobs = nj;
             return pfi_err_set(err, PFI_ENOMEM, "out of memory for job %s", t->jobs[j].id);
         }
-        J->sla = NAN;
+        J->sla = J->pfi30 = NAN;
         J->weight = 1.0;
         J->cap_now_w = J->cap_target_w = J->tput_target = NAN;
         J->min_cap_w = 0;

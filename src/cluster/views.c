@@ -68,6 +68,7 @@ void *pfi_cl_json_jobs(pfi_cl *c)
                               J->has_curve, "pinned", J->pinned);
         json_object_set_new(o, "sla", pfi_json_num(J->sla));
         json_object_set_new(o, "weight", pfi_json_num(J->weight));
+        json_object_set_new(o, "pfi30", pfi_json_num(J->pfi30));
         json_object_set_new(o, "min_cap_w", pfi_json_num(J->min_cap_w));
         json_object_set_new(o, "max_cap_w", pfi_json_num(J->max_cap_w));
         json_object_set_new(o, "cap_w", pfi_json_num(J->cap_now_w));
@@ -152,7 +153,7 @@ static void cl_node_metric(pfi_prom *b, pfi_cl *c, const char *name, const char 
 }
 
 /* One series per job (which: 0 cap now, 1 cap target, 2 relative throughput target, 3 SLA,
- * 4 GPUs). */
+ * 4 GPUs, 5 PFI30). */
 static void cl_job_metric(pfi_prom *b, pfi_cl *c, const char *name, const char *help, int which)
 {
     pfi_prom_head(b, name, "gauge", help);
@@ -162,7 +163,8 @@ static void cl_job_metric(pfi_prom *b, pfi_cl *c, const char *name, const char *
                    : which == 1 ? J->cap_target_w
                    : which == 2 ? (J->n_gpus > 0 ? J->tput_target / J->n_gpus : NAN)
                    : which == 3 ? J->sla
-                                : J->n_gpus;
+                   : which == 4 ? J->n_gpus
+                                : J->pfi30;
         if (!isfinite(v))
             continue;
         char id[2 * PFI_CL_NAME_MAX + 8];
@@ -192,6 +194,8 @@ char *pfi_cl_metrics(pfi_cl *c)
     cl_job_metric(&b, c, "pfi_cluster_job_sla_max_slowdown",
                   "Largest slowdown a job accepts (fraction of its baseline throughput).", 3);
     cl_job_metric(&b, c, "pfi_cluster_job_gpus", "GPUs a job holds over all its nodes.", 4);
+    cl_job_metric(&b, c, "pfi_cluster_job_pfi30",
+                  "Power Flexibility Index at 30% power shed, as a node daemon reports it.", 5);
     cl_scalar(&b, "pfi_cluster_budget_watts", "gauge",
               "Site budget in force (absent: none, every GPU at its default).", c->budget_now_w);
     cl_scalar(&b, "pfi_cluster_cap_sum_watts", "gauge", "Sum of every managed GPU's cap.", caps);

@@ -210,6 +210,7 @@ def main():
                     ("cap_target_w", lambda j: num(j["cap_target_w"]), False),
                     ("n_gpus", lambda j: num(j["n_gpus"]), False),
                     ("predicted_rel", lambda j: num(j["rel_tput_target"]), False),
+                    ("pfi30", lambda j: num(j["pfi30"]), False),
                     ("sla_headroom",
                      lambda j: headroom(num(j["rel_tput_target"]), num(j["sla"])), False)], "job")
         dec_fields = [("budget_w", lambda x: num(x["budget_w"]), False),

@@ -47,7 +47,7 @@ ctl1 budget set 70% >/dev/null || fail "budget 70%"
     --duration 1h --limit 3500W >/dev/null || fail "grid event next-cut"
 "$PFI_BIN" event --url "$N1" --token-file "$TOKEN" add --id now-cap --start now+0s \
     --duration 1h --limit 3800W >/dev/null || fail "grid event now-cap"
-"$PFI_BIN" ctl --url "$N2" --token-file "$TOKEN" job add x --gpus 0-7 --sla 0.2 >/dev/null ||
+"$PFI_BIN" ctl --url "$N2" --token-file "$TOKEN" job add x --gpus 0-7 --sla 0.2 --pfi30 0.5 >/dev/null ||
     fail "job x on n2"
 
 echo '{"nodes": [{"name": "n2", "gpus": 8}], "jobs": [{"id": "x", "parts": [{"node": "n2", "gpus": [0, 1, 2, 3, 4, 5, 6, 7]}]}]}' >"$dir/topo.json"

@@ -50,9 +50,10 @@ grep -n -E "method|XMLHttpRequest|sendBeacon|WebSocket|EventSource" "$dir/page.h
 chrome() { # URL, then options
     u=$1
     shift
-    # Root (CI) needs --no-sandbox; host names resolve to nothing, so only 127.0.0.1 answers.
-    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --hide-scrollbars \
-        --no-first-run --disable-extensions --host-resolver-rules="MAP * ~NOTFOUND, EXCLUDE 127.0.0.1" \
+    # Root (CI) needs --no-sandbox; a container's small /dev/shm, --disable-dev-shm-usage; host
+    # names resolve to nothing, so only 127.0.0.1 answers.
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+        --hide-scrollbars --no-first-run --disable-extensions --host-resolver-rules="MAP * ~NOTFOUND, EXCLUDE 127.0.0.1" \
         --virtual-time-budget=7000 "$@" "$u" 2>>"$dir/chromium.log"
 }
 api() { # base, directory, then names: the API's answers

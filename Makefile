@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pfi: power-flexible AI training.  `make` builds build/pfi; `make check` runs the architecture
 # check, then every test (normal build, then ASan+UBSan); `make demo` runs the study on the
 # embedded simulator; `make bench` prints benchmark figures.  Sources are found by directory, so adding a file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_alloc: time and memory of one allocation of a campus-sized synthetic fleet (100,000 jobs
  * of 1-32 GPUs, about 1.6M GPUs) at a 30% cut, for the solver's modes and the equal policy.
  * Target (issue 6): <= 100 ms on one core, memory linear in the number of jobs.  Prints figures;

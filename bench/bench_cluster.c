@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_cluster: the cluster controller's reaction time at site scale.
  *
  * 1,000 stand-in node daemons x 8 GPUs (200-700 W) behind one loopback HTTP server, jobs of 1 to

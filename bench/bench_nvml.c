@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_nvml: what a telemetry sample costs in pfi's NVML layer: the backend's ~15 dlsym'd
  * calls per GPU, its GPM and field-value bookkeeping, and the fake's locking, measured against
  * the fake libnvidia-ml, whose simulator readings are cached for 5 ms (so back-to-back samples

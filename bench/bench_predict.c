@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_predict: how long the index and the predictor take, at the scale a site needs:
  * indexing a run (curve fits + 400 bootstrap refits), training on a fleet-sized set, and
  * predicting curves for 20,000 jobs (what an allocator over a campus would ask for).

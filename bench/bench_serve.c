@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_serve: how long a budget change takes from request to every cap applied and read back,
  * on 8 GPUs behind the fake NVML (the real NVML code path over a shared simulated node).
  * Target (issue 8): <= 200 ms.  Prints figures; asserts nothing.

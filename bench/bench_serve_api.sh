@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # API throughput and latency of `pfi serve` on loopback while it is controlling: a daemon on a
 # shared simulated node (fake NVML when built, else the sim backend), three jobs, the budget
 # changed every 0.2 s by another client throughout, and wrk (Debian's) loading read endpoints.

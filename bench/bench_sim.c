@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_sim: how fast the simulator answers.  Prints figures, asserts nothing.
  *   - steady-state curve points per second (pfi_sim_job_steady);
  *   - a virtual-time characterization of the whole paper fleet (189 runs, 7 limits, every GPU

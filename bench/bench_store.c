@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_store: what the store costs a sweep and a reader.  Writes a sweep of 10 levels on 8
  * GPUs with 10 Hz telemetry for 60 s per level (downsampled to 1 s, then stored raw), imports
  * the public datasets (when $PFI_DATA_DIR has them), and reads every run back.  Prints figures;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_sweep: how fast a sweep runs in virtual time on the simulator (what the study pays per
  * characterized run), and how much of that is the simulator.  Prints figures; asserts nothing. */
 #include <stdio.h>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Command-level benchmarks, run by `make bench` after the bench/bench_*.c programs.
 # Each prints figures and ratios; none asserts a time.  Add one line per benchmark.
 #   bench/run.sh PFI_BINARY

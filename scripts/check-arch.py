@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check-arch.py: the architecture rules of HACKING.md, checked on the source tree.
 
   scripts/check-arch.py [--root DIR] [--allow FILE] [--graph]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the Grafana dashboards (contrib/grafana/*.json) and the Prometheus alerting rules
 (contrib/prometheus/pfi-alerts.yml) against real /metrics expositions of pfi's daemons.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages pfi needs to build, test and run its demo.
 #   scripts/install-deps.sh [build|test|all]   (default: all)
 # As root it runs apt-get; otherwise it prints the exact apt-get line and

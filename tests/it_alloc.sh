@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of `pfi allocate` and `pfi evaluate` (issue 6): every policy on the example
 # jobs file stays within the budget and oracle is at least as good as the others on the true
 # curves; bad input is refused with a message and nothing printed on stdout; an infeasible budget

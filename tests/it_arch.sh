@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Test of scripts/check-arch.py itself on tests/fixtures/arch, a tiny tree that breaks every rule
 # once: each must be reported, an allowlist must silence exactly what it lists, and an entry that
 # matches nothing must fail (so the list shrinks as the code is fixed).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Chaos test of `pfi serve`'s control path, bounded for make check: the daemon on the
 # fake NVML over a shared simulated node, re-planning every 10 ms with no rate limit and no
 # hysteresis, three jobs, while requests arrive in random order: budgets (bad values among

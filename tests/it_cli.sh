@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of conventions every command shares: exit statuses (0 ok, 1 runtime
 # failure, 2 bad input: an unknown option, a malformed value or a value out of range).
 set -u

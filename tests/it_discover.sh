@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of job discovery in `pfi serve` (no registration call): the daemon runs on
 # the fake NVML over a shared simulated node (h200x8-mixed: three jobs), two simulated jobs
 # run as processes (pfi simjob), and a /proc tree stands in for the node's: one job's process

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of grid events on `pfi serve` (issue 15) over a shared simulated node: bad
 # events refused with 4xx and nothing changed; an event with a ramp brings the limits to its
 # target by its start and holds them there for the whole window (an independent process samples

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A sweep over a journal another live process holds fails before changing anything: the error
 # names the holder (pid and command line), and the sweep does not claim that limits were left
 # unrestored (it changed none).  A simulated sweep's default journal is never the real one.

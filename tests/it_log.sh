@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of `pfi log FILE`: a finished log read from the rates it states, in
 # tokens/s when convertible and in the log's unit otherwise (said), untimed lines counted,
 # bad input refused with the usual exit statuses.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The metrics as Prometheus reads them: /metrics of `pfi serve` and of `pfi cluster serve`, each
 # checked with Prometheus' own promtool; GPU series labelled as DCGM-exporter labels them (gpu,
 # UUID, Hostname), jobs by job_id; energy (a counter, joules, rising) and temperature

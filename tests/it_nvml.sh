@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The NVML code path end to end through pfi's own fake libnvidia-ml ($PFI_FAKENVML):
 #   - without a driver, `pfi gpus --backend nvml` says "no NVIDIA driver found" and fails;
 #   - pfi gpus / pfi monitor list and read every GPU through NVML, GPM fields included;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # pfi-burn (built by `make burn` where nvcc exists): its options are checked before any GPU
 # is touched, and without a GPU it fails with CUDA's reason, not a crash.  Where a GPU is
 # present (never in CI) it runs one second of each phase and must print the protocol.

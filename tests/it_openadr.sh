@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of the OpenADR 3.0 client (issue 15): a test VTN (tests/vtn.py) publishes an
 # IMPORT_CAPACITY_LIMIT event for the program; `pfi cluster serve` (its VEN polling the VTN with
 # an OAuth 2.0 client-credentials token) over one `pfi serve` on the fake NVML picks it up, is at

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of the index, the predictor and probe estimation through the pfi binary:
 # pfi help index, pfi index on the public sweeps, pfi model train/eval/probe-eval, pfi predict.
 set -u

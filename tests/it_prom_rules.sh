@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # pfi's Prometheus alerting rules (contrib/prometheus/): promtool checks the rules and the example
 # scrape configuration, then runs the rules' unit tests (pfi-alerts.test.yml: every alert with
 # input series where it fires and where it stays quiet).

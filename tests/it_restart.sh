@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A node daemon that restarts under a cluster controller must not raise power behind its back.
 # Three `pfi serve` daemons, each over its own simulated node behind the fake NVML, and
 # `pfi cluster serve` over them; the site is cut 40%.  Then one daemon is killed with SIGKILL

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of `pfi serve` (issue 8) on the fake NVML over a shared simulated node:
 # three jobs, a 30% budget cut and its restoration, many random reallocations under a fixed
 # budget, all while a separate process samples the sum of the power limits at single instants

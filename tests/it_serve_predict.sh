@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration test of `pfi serve --model`: a job registered with nothing but its GPUs gets a
 # curve predicted from its own baseline telemetry by the predictor `pfi model train` writes,
 # and a 30% cut is planned on it.  Simulated node in virtual time (moved with the wall clock).

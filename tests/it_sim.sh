@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Integration tests of the simulator commands: pfi sim, pfi monitor, pfi gpus on the sim
 # backend, the shared state across processes, bad input, and pfi demo.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The simulator against the measured Perseus power-limit sweeps (max absolute error <= 0.05 in
 # relative throughput and relative power at every measured limit, held-out runs too).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Slow clients must not starve the controller: `pfi serve` with a watchdog armed by heartbeats,
 # `control_listen` on a Unix socket, and a small `max_connections` so that the attack fits in
 # make check; SLOW_CONNS connections from 127.0.0.1, each sending one more byte of an unfinished

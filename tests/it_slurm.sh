@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # it_slurm.sh: Slurm end to end on one machine.  A two-node Slurm cluster (munged, slurmctld, two
 # slurmd with 8 GRES GPUs each, contrib/slurm/testbed.sh), the SPANK plugin in its plugstack, a
 # `pfi serve` per node on simulated GPUs, and `pfi cluster serve` over them.  Jobs submitted with

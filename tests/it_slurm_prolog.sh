@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # it_slurm_prolog.sh: the alternative to the SPANK plugin, contrib/slurm/pfi-prolog.sh and
 # pfi-epilog.sh as slurmd's Prolog/Epilog, on a one-node Slurm testbed with one `pfi serve`:
 # a job's GPUs, SLA and weight (from its --comment) registered, the site default SLA for a job

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The status page (GET /) of `pfi serve` and `pfi cluster serve`, in headless Chromium: one
 # self-contained HTML document (no external asset: Chromium resolves no host name, and the
 # HTML names no URL of its own but the API's paths), read-only (no request but GET), served

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # pfi import / runs / show / export end to end on the public data, and what they do with bad
 # input: a missing database or folder, a malformed CSV line, a newer schema, a locked database.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # pfi study end to end: the small simulated fleet (what `make demo` runs at full size), its
 # report, figures and summary; the same analysis on imported public runs (no telemetry: the
 # predictor must say it cannot be trained, the allocation must fall back to probes); bad input.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end: pfi sweep --backend sim launches `pfi simjob` (a simulated training job printing
 # the progress lines of a real framework), parses its log, steps the cap, and must measure the
 # simulator's ground truth (pfi simjob --truth) within its confidence interval, for several

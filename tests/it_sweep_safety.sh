@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Safety of pfi sweep: a sweep killed with SIGKILL leaves its journal, and `pfi restore` puts
 # every journaled limit back; SIGTERM restores by itself; bad input (a command that does not
 # exist, one that exits at once, one that never prints throughput, caps out of range) fails

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # pfi sweep --attach never waits for ever: a log that does not exist is refused at once, a log
 # that gets no new line ends the sweep after --timeout with an error naming it, and SIGTERM or
 # SIGINT end a sweep waiting on a silent log, with the limits restored.  The embedded simulator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pubdata_csv.h: a tiny test-only reader of the public sweeps under $PFI_DATA_DIR into pfi_run's,
  * so the curve tests run on real rows without copying them into the repository.  The store's
  * importers are the project's real readers; this one only serves the core tests (which must not

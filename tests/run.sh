@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Run every cmocka test binary under BUILD/tests and every integration script tests/it_*.sh,
 # then print one closing line "N passed, N failed, N skipped" for the whole suite.
 #   tests/run.sh BUILD LABEL

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Slow clients against pfi serve while a controller sends heartbeats.
 
   slow_clients.py --api HOST:PORT --control unix:PATH|HOST:PORT --token-file F

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the allocator (core/alloc.h, core/policy.h): optimality against brute force on small
  * random instances, concave and not, with SLAs and weights; the budget in every test; bad input;
  * infeasible budgets and their degradation modes; the simple policies. */

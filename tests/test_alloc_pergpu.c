@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of per-GPU caps inside a job (core/alloc_pergpu.h) and of allocating with them. */
 #include <math.h>
 #include <setjmp.h>

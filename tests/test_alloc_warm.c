@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the allocator's warm re-solves (pfi_alloc_ws, core/alloc.h): after budget changes,
  * one job's new curve, range or SLA, and a new job list, the workspace's answer is the fresh
  * solver's on the same jobs and budget, bit for bit, on random instances concave and not, with

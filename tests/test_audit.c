@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the node daemon's audit log (store/audit.h): a decision reads back with its jobs and
  * the tokens/s observed later, saved jobs come back in order, state by key, and a NULL log
  * writes nothing. */

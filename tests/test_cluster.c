@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_cluster.c: the cluster controller against loopback stand-in node daemons: Slurm's JSON,
  * one cap per multi-node job, the site never over budget while caps move, bad input refused with
  * nothing changed, a silent node counted at its last caps. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the JSON codec of curves and jobs (store/codec.h) and of the jobs file
  * (store/jobs.h): what is written reads back the same, and bad input is named. */
 #include <math.h>

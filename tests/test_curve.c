@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of curve building and fitting (core/curve.h) and the index on it (core/pfi.h), on
  * synthetic points and on real measured rows read in place from $PFI_DATA_DIR. */
 #include <math.h>

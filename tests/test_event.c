@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the grid event model (core/event.h): validation, ramps, the budget in force, overlap
  * resolution, and properties checked on random event sets. */
 #include <math.h>

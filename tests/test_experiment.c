@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the allocation experiment on a population of runs (study/experiment.h): the
  * population (usable curves, unique ids, at least two jobs), the no-leak rules (a job's
  * prediction does not move when the measurements it must not see change, for the predictor's

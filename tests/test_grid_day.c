@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the simulated grid day (core/grid_day.h) on synthetic jobs: every controlled policy
  * holds the site under each event's target, the day without control does not; the oracle
  * loses no more than the equal cut; the day is reproducible from its seed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the grid layer of the store (store/grid.h): events saved, replaced, deleted and read
  * back after reopening; site power recorded, read by range and pruned around events. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the public-dataset importers and the export, on the real files under
  * $PFI_DATA_DIR (skipped with a message when absent): run and level counts checked against the
  * files themselves, derived numbers checked against rows of the files, idempotent re-import,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the CSV reader the importers use: quoting as the Perseus files use it, line
  * endings, and errors that name the file, the line and the column. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of util/isotime.h: ISO 8601 with zones, Unix seconds, relative times, and refusals. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the jobs file of `pfi allocate` (src/store/jobs_file.c, codec.c) and of the cap grid's
  * bounds (core/alloc.c): every value out of range is refused with a message naming the job and
  * the field, and nothing is allocated on a step far above the caps. */

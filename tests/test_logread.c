@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of pfi log's reader (measure/logread.h) on the real fixture logs: every framework's
  * series and steady summary within 1% of the rates the log itself states (the numbers below
  * are copied from the fixture lines), the two Hugging Face shapes (no banner; Transformers v5

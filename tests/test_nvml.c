@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the NVML backend through the project's fake libnvidia-ml (over the simulator):
  * driver discovery, listing, every field, GPM, set / read back / restore, read-only mode,
  * and every fault class the backend must survive.  The fake comes from $PFI_FAKENVML (set by

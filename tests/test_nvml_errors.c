@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of pfi's own table of NVML return codes (hw/nvml/nvml_errors.h): every code the NVML
  * reference lists has a name, a sentence and the pfi_code callers act on. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the throughput parsers against real log lines (tests/fixtures/logs, sources in
  * SOURCES.md there), garbage, and the line splitter. */
 #include <math.h>

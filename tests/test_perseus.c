@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the Perseus row reader (store/perseus.h) that the importer and the simulator's
  * validation share: stage limits by their column's number whatever the header order (as in
  * the A40's zeus_local.csv), the one-limit rule of a ZeusGlobal file, errors naming the line. */

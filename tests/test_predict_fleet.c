@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the simulated fleet's characterization (study/fleet.h), the training data of the
  * predictor: reproducible, grouped by job, telemetry present, and the direct virtual-time path
  * agreeing with the measurement library's sweep. */

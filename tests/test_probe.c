@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of one- and two-probe curve estimation (core/probe.h), on exact power laws and on real
  * measured curves read in place from $PFI_DATA_DIR. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the report layer: tables in three renderings and gnuplot figures. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the daemon's API routes and decisions (src/serve/api.c, node.c, plan.c) on the
  * simulator backend in virtual time: what each request answers, what it changes on the GPUs,
  * and that every refused request leaves the GPUs and the state as they were. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the daemon's safety core (src/hw/apply.c), its token file and its config file.
  *
  * The cap ordering is checked against a recording backend that computes the node's sum of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the daemon's control path (src/serve/control.c, node.c) under concurrency: the
  * control loop re-planning every tick in its own thread while commands (budgets, caps) arrive,
  * as issue 14 reproduced it over HTTP (10 ms re-plans, budgets alternating ~4000/~5000 W).

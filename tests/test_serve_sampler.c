@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A budget sampler for the node daemon's integration test (tests/it_serve.sh), and its own tests.
  *
  *   test_serve_sampler --sample STATE ALLOWED OUT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the simulator: GPU models, physics invariants, transients, cumulative counters,
  * configuration errors, presets, the sim backend and the fleet generator. */
 #include <math.h>

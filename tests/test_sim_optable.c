@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the simulator's operating point: the regula falsi root finder against the power it
  * inverts, and the budget grid (sim/optable.c) against the direct solver at budgets between its
  * nodes, on them, and outside the settable range, for every GPU model and the paper fleet's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the simulator's pipeline stages: the 1F1B step over unequal stages, the work of
  * each stage (layers from the partition, the embedding on the first, the head and the loss
  * on the last), eager attention, the partition in the configuration, per-stage telemetry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of core/stats.h: the median and quantile rules the reported figures rest on. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the store: schema creation and migration, refusal of a newer schema, other layers'
  * migrations, the write/read round trip, telemetry downsampling, level atomicity across a
  * crash (a forked child killed before commit), and a locked database. */

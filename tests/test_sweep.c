@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the sweep protocol in virtual time on the simulator (measure.h), of the rate and
  * steady-state meter (meter.h) and of the cap journal (journal.h). */
 #include <math.h>

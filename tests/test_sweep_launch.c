@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the launcher (process group, pass-through, log tee, exit status, stopping a whole
  * group) and of the tail -F follower (append, truncation, rotation, a file that appears late). */
 #include <errno.h>

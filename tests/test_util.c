@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the argument parser, unit parsers, error type, clock, JSON, text and
  * file system helpers. */
 #include <math.h>

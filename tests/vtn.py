@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A small OpenADR 3.0 VTN for pfi's tests (Python standard library only).
 
 The subset pfi's VEN (src/cluster/ven.c) uses, in the shapes of the OpenADR 3.0 API:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Gathers what bench/h200/run.sh needs on the device machine into .h200/ (ignored by git):
 # pfi built here, the shared libraries it links (the device image has no -dev packages), the
 # fake libnvidia-ml for a dry run, and a pfi-burn fallback.  glibc itself is not carried: pfi

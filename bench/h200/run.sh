@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The read-only check on a real H200 (issue 4), run once through the device tool:
 #   sh bench/h200/prepare.sh            # here: gathers .h200/ (pfi, its libraries, pfi-burn)
 #   run(command="bash bench/h200/run.sh", carry=[".h200"], timeout_s=420)

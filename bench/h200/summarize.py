@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Per-phase means of what bench/h200/run.sh recorded, next to the simulator's H200, as the
 Markdown of COMPARISON.md.
 

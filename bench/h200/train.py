@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small real training loop for the H200 check (bench/h200/run.sh): a GPT-like decoder in
 plain PyTorch, bf16 autocast, fused AdamW, random tokens (nothing to download), for a fixed
 wall-clock time.  It logs as torchtitan does ("step: N  loss: ...  tps: ...") and in pfi's own

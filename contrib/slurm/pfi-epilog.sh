@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # pfi-epilog.sh: the Epilog half of pfi-prolog.sh (slurm.conf: Epilog=/usr/local/lib/pfi/pfi-epilog.sh):
 # tells this node's `pfi serve` the job ended, so it restores the job's GPUs.  Same settings as
 # pfi-prolog.sh.  A daemon that never knew the job (404) is fine.

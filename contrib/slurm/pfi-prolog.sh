@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # pfi-prolog.sh: for sites that do not load SPANK plugins, the same registration as pfi_spank.so
 # from slurmd's Prolog (slurm.conf: Prolog=/usr/local/lib/pfi/pfi-prolog.sh, with
 # PrologFlags=Alloc so it runs on every node when the job is allocated).  Tells this node's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A one-machine Slurm cluster for pfi's tests: munged, slurmctld and one slurmd per node (several
 # slurmd on one host with `slurmd -N`), GRES GPUs backed by character devices made with mknod,
 # everything under one directory, on free ports.  Needs root (slurmd runs jobs as their users).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi-burn: a known load for one GPU, to characterize it and to compare the simulator with
  * real hardware.  Built only where nvcc exists (`make burn`).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.h: what every subcommand shares: the command table, backend selection flags, error
  * printing and JSON output.  A subcommand is `int pfi_cmd_NAME(int argc, char **argv)` that
  * returns the process exit status. */

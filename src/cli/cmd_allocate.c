@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi allocate: power caps for many jobs under a budget (core/alloc.h, core/policy.h).
  * Jobs come from a JSON file (docs/jobs-format.md) or from the runs in a store (store/jobs.h). */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi bench: benchmarks a person can run on their own machine.
  *   pfi bench allocate [--jobs N] [--gpus-per-job LO-HI] [--cut C] [--reps N] [--json]
  *       times one allocation of a synthetic fleet (core/alloc_synth.h) on one core and reports

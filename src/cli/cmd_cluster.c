@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi cluster: the site power controller over Slurm and the node daemons (docs/cluster.md).
  *   pfi cluster serve   [options]          run the controller and its HTTP API until signalled
  *   pfi cluster status  [options] [--json] nodes, jobs and caps as the controller sees them

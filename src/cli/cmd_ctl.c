@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi ctl: a client of a running `pfi serve` (docs/api.md), over TCP or its Unix socket.
  * Prints the daemon's JSON answer; an error answer goes to stderr with exit status 1 (2 for a
  * request the daemon found malformed). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi demo: a simulated 8x H200 node running a training job while its power cap steps down,
  * shown live.  It runs in virtual time (each step is held for --hold simulated seconds) and is
  * paced for the eye on a terminal; the study (later) replaces this with the full pipeline. */

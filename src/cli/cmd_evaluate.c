@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi evaluate: the paper's allocation experiment (study/experiment.h) on the runs of a store,
  * on the public sweeps, or on the simulated fleet.  Every policy's caps are scored on the TRUE
  * (measured) curves; pfi sees only predictions:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi event: grid events on a running `pfi serve` or `pfi cluster serve` (docs/api.md,
  * /v1/grid/events), with the connection options of `pfi ctl`.  add, list, rm print the daemon's
  * JSON answer; report writes the event's compliance report (Markdown, JSON and a gnuplot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi export: every level of the chosen runs as one flat table (CSV or JSON) for pandas. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi gpus: the devices, their limits and current draw, like the top half of nvidia-smi. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi help: short texts on the ideas behind the commands (the definition of the index first),
  * for the person at the terminal; docs/pfi.md has the long form. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi import: the public measured sweeps (read in place from $PFI_DATA_DIR) into the store. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi index: the Power Flexibility Index of characterized runs (core/pfi.h), with its bootstrap
  * interval and the power each job can shed within slowdown budgets; --compare-families shows
  * how well each candidate curve family fits the runs (the evidence behind the default one). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi log: the throughput of a finished training log, from the rates and times it states. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi model: train the runtime predictor (core/predict.h), evaluate it (leave-one-job-out,
  * transfer between GPU types, feature importance), and evaluate one- and two-probe estimation
  * (core/probe.h) on the real public curves. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi monitor: stream every telemetry field of the node's GPUs, like `nvidia-smi dmon`.
  * A table on a terminal, CSV or JSON lines in a pipe; a field the backend cannot read is shown
  * as N/A (table), empty (CSV) or null (JSON), never as a made-up zero. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi predict: a job's curve and PFI predicted from its baseline telemetry alone, for runs in
  * the store (their other levels are not read, only shown for comparison) or live from the GPUs
  * of a backend (--live: sampled for --duration at the current limits). */

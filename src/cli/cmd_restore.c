@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi restore: put back the power limits a sweep journaled, after a crash or SIGKILL. */
 #include <stdio.h>
 #include <stdlib.h>

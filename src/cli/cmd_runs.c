@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi runs: the characterized runs in the store, one line each. */
 #include <math.h>
 #include <stdio.h>

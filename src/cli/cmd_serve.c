@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi serve: the node power controller daemon (src/serve/serve.h, docs/serve.md). */
 #include <signal.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi show: one run with its levels, as a table like nvidia-smi's or as JSON. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi sim: drive the embedded simulator: run a node in virtual time, list presets and the
  * fleet, print a config or a job's true power curve, create and steer a shared state, and
  * validate the physics against measured sweeps. */

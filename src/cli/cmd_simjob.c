@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi simjob: a process that behaves like a training job on the simulated node: it attaches
  * to the shared simulator state ($PFI_SIM_STATE), so it runs at whatever power caps another
  * process (pfi sweep, pfi serve) sets, and prints its progress in the log format of a real

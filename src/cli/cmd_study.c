@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi study: the paper end to end on the simulator or on a store (src/study/). */
 #include <stdio.h>
 #include <string.h>

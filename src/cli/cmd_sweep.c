@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi sweep: characterize a training job under a sweep of GPU power limits (docs/sweep.md). */
 #include <errno.h>
 #include <limits.h>

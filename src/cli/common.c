@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* common.c: helpers every subcommand shares (see cli.h). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main.c: the pfi program: dispatch to a subcommand, git style. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api.c: the controller's HTTP API, in the node daemon's style (docs/cluster.md):
  *   GET  /healthz, /v1/nodes, /v1/jobs, /v1/allocation, /metrics
  *   GET  / (the status page), /v1/history?since=T, /v1/decisions?limit=N (what it reads)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* apply.c: handing every node its caps without the site ever going over budget.
  *
  * Phase 1 sends every node the lowerings only (each GPU to min(now, target)) and waits until

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cl_int.h: what the files of src/cluster share; nothing outside src/cluster includes it.
  *
  * Locking: c->mu guards the state (nodes, jobs, budget, stats) and is held only for copies and

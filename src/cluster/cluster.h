@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cluster.h: the cluster power controller (`pfi cluster`).  Read this first if you touch
  * src/cluster/.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* controller.c: the controller's state and its life: open, refresh (Slurm + node daemons),
  * heartbeats, the budget and its ramp, the periodic loop. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid.c: grid events for the site (`pfi cluster serve`): the same events as a node's
  * (core/event.h, store/grid.h), on the site's budget.  The budget the controller applies is the
  * tightest of the manual budget (with its ramp) and every event's, ramps included, planned a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* history.c: the controller's recent past for the status page: budget, sum of caps and draw
  * over the last hour, and the last allocations that moved caps. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mhd.c: request bodies and JSON replies over libmicrohttpd (mhd.h). */
 #include "cluster/mhd.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mhd.h: what the two HTTP servers of the cluster share, the controller's API (api.c) and the
  * node stand-ins of its tests (tests/support/standin.c): a request body gathered over
  * libmicrohttpd's calls, and JSON replies.  Nothing else includes it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node_url.c: where each node daemon is reached, for every file that sends it a request
  * (controller.c's refresh and heartbeats, apply.c's caps): its URL from the node map or the
  * template, and a "unix:" URL's socket. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plan.c: from a site budget to a cap for every GPU of every node.
  *
  * What the budget must cover first, in this order:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* topo.c: which nodes exist and which job holds which GPUs, from Slurm itself.
  *
  * Why `sinfo --json` and `squeue --json` rather than libslurm or slurmrestd: the JSON output is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ven.c: the controller's OpenADR 3.0 client (a VEN), a thread of `pfi cluster serve`.
  *
  * Every poll_s it makes sure it holds an access token (OAuth 2.0 client credentials: a form

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* views.c: what the controller shows: JSON for the API and the CLI, Prometheus text. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc.c: what every allocation policy shares: input checks, the cap grid, SLA floors and the
  * degradation order when the budget is short, and the bookkeeping of a result.  The optimal
  * solver itself is in alloc_solve.c. */

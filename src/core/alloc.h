@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc.h: choosing one power cap per job under a budget on the sum of caps.  Read this first if
  * you touch allocation; docs/allocation.md explains the method and its guarantees.
  *

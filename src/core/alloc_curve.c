@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_curve.c: pfi_curve -> allocator arrays (alloc_curve.h). */
 #include "core/alloc_curve.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_curve.h: the one conversion from a job's curve (core/curve.h) to the allocator's arrays
  * (core/alloc.h), agreed with the PFI code: the allocator reads pfi_curve_tput_at_cap().
  *   measured curves  the measured caps themselves: the curve is linear in the cap between

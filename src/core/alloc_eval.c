@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_eval.c: the allocation experiment (alloc_eval.h). */
 #include "core/alloc_eval.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_pergpu.c: per-GPU caps inside a job (alloc_pergpu.h). */
 #include "core/alloc_pergpu.h"
 

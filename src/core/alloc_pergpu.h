@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_pergpu.h: per-GPU caps inside a job.
  *
  * GPUs of one model differ (manufacturing variation): under the same cap an efficient GPU holds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_set.c: the jobs of an allocation, the curves a policy reads, totals (alloc_set.h). */
 #include "core/alloc_set.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_set.h: the jobs `pfi allocate` shares a budget among, wherever they were read from (a
  * jobs file or the runs of a store: store/jobs.h).  Each job may have a true curve (measured)
  * and a predicted one, a PFI30 given with it, and in the per-GPU mode a per-GPU table

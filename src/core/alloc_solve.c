@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_solve.c: the optimal allocator (see alloc.h for the problem).
  *
  * The grid problem is a multiple-choice knapsack: one grid cap per job, cost n_j * k (grid units),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_synth.c: seeded synthetic allocation jobs (alloc_synth.h). */
 #include "core/alloc_synth.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_synth.h: a seeded synthetic fleet of allocation jobs, for benchmarks of the allocator at
  * campus scale (100k jobs) where no measured fleet that large exists.  Curves are shaped like
  * the measured ones (paper.md): no loss until the cap reaches the draw P0, then a convex slowdown

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* curve.c: building a job's curve from its levels, the monotone and parametric fits, and the
  * cap -> throughput mapping the allocator reads.  See curve.h. */
 #include "core/curve.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* curve.h: a job's power->throughput curve, the one object that PFI (core/pfi.h), prediction
  * (core/predict.h, core/probe.h) and allocation (core/alloc.h) share.
  *

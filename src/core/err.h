@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* err.h: the one error type of pfi.
  *
  * Every fallible function returns an int code (PFI_OK == 0) and, when the caller passes a

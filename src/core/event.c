@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* event.c: grid events: validation, the budget in force with ramps, overlap resolution. */
 #include "core/event.h"
 

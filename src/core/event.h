@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* event.h: grid events, the requests of a utility, an aggregator or the site to draw less.
  *
  * An event is a window [start, end) (Unix seconds), a target and ramp limits:

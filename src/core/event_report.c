@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* event_report.c: an event's compliance from recorded site power (event_report.h). */
 #include "core/event_report.h"
 

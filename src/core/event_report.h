@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* event_report.h: whether a grid event was met, from the site power recorded around it.
  *
  * Samples are (time, site draw) pairs in time order; each holds until the next one, but never

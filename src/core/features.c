@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* features.c: baseline telemetry and metadata -> the predictor's feature vector. */
 #include "core/features.h"
 

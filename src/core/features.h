@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* features.h: what the runtime predictor knows about a job: only the telemetry a real GPU gives
  * while the job runs at its baseline (the default-limit level of a run, or a live sample), plus
  * job metadata when known.  Never a simulator parameter.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu.c: the GPU catalogue (gpu.h): one table of models and the lookups by name. */
 #include "core/gpu.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu.h: the GPU catalogue, the one place where what pfi knows of a GPU model is written down:
  * the facts of reference/hardware.md (limits, clocks, memory, links) and the power constants
  * the simulator models for it.  The simulator runs on it, the predictor's features read the

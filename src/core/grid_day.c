@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_day.c: a simulated site's day under grid events (grid_day.h). */
 #include "core/grid_day.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_day.h: a day of a simulated site under grid events (`pfi study --scenario grid-day`).
  *
  * A site of nodes x gpus_per_node GPUs runs jobs drawn from a population (each job with its

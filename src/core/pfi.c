@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi.c: the index on a fitted curve, its bootstrap interval, and the SLA primitive. */
 #include "core/pfi.h"
 

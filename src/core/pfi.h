@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi.h: the Power Flexibility Index of a job, pfi's definition (docs/pfi.md), chosen to match
  * the paper's abstract:
  *   baseline: the default power limit, throughput T0, mean per-GPU power drawn P0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy.c: the simple policies (equal, proportional-to-pfi) and the dispatch (policy.h). */
 #include "core/policy.h"
 

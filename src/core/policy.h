@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy.h: the allocation policies compared by `pfi evaluate` and offered by `pfi allocate`.
  *   equal                every job capped at the same fraction x of its baseline draw P0
  *                        (floored at its minimum cap or SLA floor), x the largest that fits

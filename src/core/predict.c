@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* predict.c: ridge and physics models of the curve from baseline features, selection by
  * cross-validation, and their held-out evaluation.  See predict.h. */
 #include "core/predict.h"

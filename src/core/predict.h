@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* predict.h: a job's curve predicted from its baseline telemetry (no sweep).
  *
  * Two models, both predicting the slowdown s at the target depths r = 0.1 ... 0.5 (so the whole

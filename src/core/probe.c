@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* probe.c: curve from baseline + one or two probes (see probe.h). */
 #include "core/probe.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* probe.h: a job's curve from its baseline plus one or two short probes at reduced caps,
  * for operators who accept a probe but not a sweep.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* run.h: the data model every layer shares: a characterized run is a job's metadata plus one
  * level per power limit it was measured at.  Produced by a sweep (measure/), by the simulator's
  * study, or by importing a public dataset (store/import_*); consumed by curves, PFI, the

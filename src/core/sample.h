@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample.h: what a GPU reports (pfi_sample) and what it is (pfi_device): plain data shared by
  * the simulator (src/sim/), which produces it, and the hardware layer (src/hw/), which hands it to
  * everyone else.  It lives in core/ so that sim/ depends on core/ alone. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.h: order statistics of a sample, in one place (PFI's bootstrap interval, the probe
  * prior's exponent, the neighbours' median step, the evaluation's median errors).
  *

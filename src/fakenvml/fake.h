@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake.h: the inside of pfi's own libnvidia-ml.so.1 (src/fakenvml/).  Read docs/nvml.md first.
  *
  * The library answers the NVML calls pfi uses (hw/nvml/nvml_api.h) from the simulator, opened as

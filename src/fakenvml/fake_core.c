@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_core.c: initialization, locking, the clock and the simulator samples behind every
  * call of the fake libnvidia-ml. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_device.c: the per-device NVML queries and the power-limit setter of the fake
  * libnvidia-ml, each answered from the simulator (see fake.h). */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_gpm.c: field values and GPU performance monitoring (GPM) in the fake libnvidia-ml.
  *
  * GPM metrics and the cumulative NVLink counters are derived from the same integrals of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* faults.c: fault injection for the fake libnvidia-ml, configured in plain text.
  *
  * Rules are separated by ',' or newlines ('#' starts a comment):

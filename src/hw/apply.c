@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* apply.c: moving a node's GPUs to new caps without ever exceeding the power budget.
  *
  * The budget is on the sum of the power limits.  Setting limits one GPU at a time in index order

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_impl.h: the inside of a pfi_backend, for what implements one: hw.c, backend_sim.c,
  * nvml/backend_nvml.c, and the tests and the fake NVML that stand one up or reach past the
  * wrappers on purpose.  Everything else holds an opaque pfi_backend * and goes through hw/hw.h,

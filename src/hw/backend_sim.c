@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_sim.c: the simulator behind the backend interface (see hw/backend_sim.h for how it
  * is opened, virtual versus shared real time, and the extras). */
 #include "hw/backend_sim.h"

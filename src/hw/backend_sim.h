@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_sim.h: what only the simulator backend offers, for layers that drive a simulation
  * (the study's sweeps in virtual time, simjob, tests).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "hw/backend_impl.h"
 
 #include <limits.h>

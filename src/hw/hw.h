@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hw.h: the one interface to GPUs.  Read this first if you touch hardware.
  *
  * Everything that reads or changes a GPU goes through a pfi_backend: a table of function

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* label.c: whether a backend's GPUs are simulated, the name a stored run records, and the
  * processes on a GPU. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* journal.c: durable original limits (see journal.h). */
 #include "measure/journal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* journal.h: the durable record of GPUs' original power limits.  Anything in pfi that
  * changes a limit (pfi sweep, the node daemon) journals the original first, so that
  * `pfi restore` can put it back after a crash, a SIGKILL or a power loss.

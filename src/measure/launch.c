@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* launch.c: process-group launcher with pass-through and log tee; tail -F follower. */
 #include "measure/launch.h"
 

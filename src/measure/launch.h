@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* launch.h: the job's output, from a command pfi launches or from a log file it follows.
  *
  * pfi_launch runs COMMAND in its own process group (so a signal reaches every process of the

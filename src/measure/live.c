@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* live.c: a job's baseline telemetry read from its GPUs as they run (measure.h): what
  * `pfi predict --live` predicts a curve from, with no sweep. */
 #include <math.h>

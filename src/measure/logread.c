@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logread.c: a finished log file -> its throughput series and steady summary (logread.h). */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logread.h: the throughput of a finished log file, from the rates and times the log states.
  *
  * `pfi log FILE` reads a whole file (no job, no clock): every line goes through the same

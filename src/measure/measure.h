@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* measure.h: characterizing a training job.  Read this first if you touch src/measure/.
  *
  * A sweep steps the power limit of a job's GPUs through a list of caps (the default limit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* meter.h: from throughput observations to a level's tokens/s with a confidence interval.
  *
  * rate.c turns each observation (parse.h) into a rate sample over a time interval on the

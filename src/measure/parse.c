@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse.c: the parser front end: format names, banner learning, unit conversion, line
  * splitting.  The line formats themselves live in parse_<framework>.c. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse.h: throughput from a training job's own log lines.
  *
  * A parser is fed the job's output one line at a time (pfi_linebuf splits a byte stream on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_deepspeed.c: DeepSpeed's ThroughputTimer (deepspeed/utils/timer.py), printed every
  * steps_per_print steps:
  *   [timer.py:197:stop] 0/17, RunningAvgSamplesPerSec=158.31, CurrSamplesPerSec=159.62, ...

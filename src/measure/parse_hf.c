@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_hf.c: the Hugging Face Transformers Trainer.  While training it prints no throughput
  * line, only its tqdm progress bar ("  2%|▏   | 4/203 [00:37<30:55,  9.33s/it]"), redrawn
  * with '\r'.  The bar's counter is the global optimizer step, so it is used as a cumulative

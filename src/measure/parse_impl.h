@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_impl.h: what the per-framework parsers (parse_<framework>.c) share with parse.c.
  * Not part of the layer's API. */
 #ifndef PFI_MEASURE_PARSE_IMPL_H

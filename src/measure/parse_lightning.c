@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_lightning.c: PyTorch Lightning's TQDMProgressBar:
  *   Epoch 0:  97% 1651/1702 [13:00<00:24,  2.11it/s, loss=0.158, v_num=0]
  * The counter restarts at every epoch: a count that falls is a restart, which the rate logic

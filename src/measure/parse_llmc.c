@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_llmc.c: karpathy/llm.c.  train_gpt2.cu prints, every step,
  *   step   61/74 | loss 3.208939 (+nanz)| norm 1.4800 (+nanz)| lr 3.00e-04 | 44.57 ms |
  *   -100.0% bf16 MFU | 91886 tok/s

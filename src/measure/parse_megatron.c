@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_megatron.c: Megatron-LM's training_log line (megatron/training/training.py):
  *   [2024-04-06 03:02:12] iteration 71/ 100 | consumed samples: 9088 | elapsed time per
  *   iteration (ms): 5361.6 | throughput per GPU (TFLOP/s/GPU): 243.6 | ... | global batch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_nanogpt.c: nanoGPT's train.py, every log_interval iterations:
  *   iter 2920: loss 3.9883, time 1099.34ms, mfu 15.34%
  * The time is that of the last iteration alone; tokens per iteration come from the banner

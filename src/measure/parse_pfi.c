@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_pfi.c: pfi's own one-line protocol, for training loops that print nothing else usable:
  *     pfi: tokens=<cumulative tokens since the job started> [t=<seconds on the job's clock>]
  *     pfi: samples=<cumulative samples> [t=<seconds>]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_regex.c: --throughput-regex RE --unit U, for any other framework.  The first
  * parenthesised group of the POSIX extended RE is the number; U says what it measures. */
 #include <string.h>

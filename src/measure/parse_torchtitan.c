@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parse_torchtitan.c: torchtitan's metrics line (torchtitan/components/metrics.py):
  *   [rank0]:[titan] 2025-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.24405  ...
  *   memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rate.c: observations -> rate samples (see meter.h). */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sampler.c: telemetry sampling thread (see sampler.h). */
 #include "measure/sampler.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sampler.h: telemetry of the swept GPUs at a fixed period of backend time (>= 10 Hz).
  *
  * Threaded (real time): a background thread samples every period while the sweep waits on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* source.c: the throughput sources of measure.h: a launched command, a followed log file,
  * the simulator. */
 #include <errno.h>

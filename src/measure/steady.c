@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* steady.c: window statistics and the steady-state rule (see meter.h). */
 #include <math.h>
 

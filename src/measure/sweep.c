@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sweep.c: the sweep protocol (see measure.h and docs/sweep.md). */
 #include <math.h>
 #include <stddef.h>

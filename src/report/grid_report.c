@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_report.c: a grid event's compliance report in Markdown, JSON and a figure. */
 #include "report/grid_report.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_report.h: a grid event's compliance report as people read it: DIR/report.md,
  * DIR/report.json (the document as received) and DIR/power.{png,svg} (site power per 1-minute
  * interval against the target and the budget in force, drawn by gnuplot; its .gp and .dat stay

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plot.c: figures through gnuplot.  We write the data and a gnuplot script next to the images
  * (so a reader can restyle them) and let gnuplot draw both PNG (pngcairo) and SVG. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* report.h: what the study shows people: tables (written as Markdown and HTML from one
  * definition) and figures (drawn by gnuplot into PNG and SVG from one definition).
  * The report layer decides how things look; it computes nothing about jobs. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "report/status_page.h"
 
 const char *pfi_status_page(size_t *len)

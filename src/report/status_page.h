@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* status_page.h: the status page people open in a browser (GET / on `pfi serve` and
  * `pfi cluster serve`).  One self-contained HTML file, src/report/status_page.html, compiled in
  * by the Makefile (as a byte array generated from it): edit the HTML, not C strings. */

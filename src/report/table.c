@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* table.c: one table definition, three renderings (Markdown, HTML, terminal text). */
 #include <math.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api.c: the HTTP API's routes (docs/api.md).  Transport-free: a method, a path, a body in; a
  * status and a body out, so the routes are tested without a socket.  Every mutating route needs
  * the bearer token; every error is JSON {"error": {"code", "message"}} with a 4xx status and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* audit.c: a decision as the daemon's audit log (store/audit.h) keeps it: the daemon's own types
  * (jobs, the apply report, the mode) become the log's plain rows. */
 #include <stdlib.h>

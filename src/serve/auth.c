@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* auth.c: the bearer token that every mutating request must carry.  The token lives in a file
  * only its owner (root, or the user the daemon runs as) can read, so any process able to
  * change caps through the API could have changed them through NVML anyway. */

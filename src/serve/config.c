@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.c: the daemon's settings, from defaults, a "key = value" file and CLI flags. */
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control.c: the node budget, caps handed down by a cluster controller, heartbeats, and the
  * control loop's periodic work (ramps, the watchdog, probes, re-planning under hysteresis and
  * a rate limit). */

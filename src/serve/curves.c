@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* curves.c: a job's curve as registered through the API (spelled as store/codec.h reads and
  * writes it), and the curves of jobs that registered none (predicted online from their baseline
  * telemetry by core/predict.h).

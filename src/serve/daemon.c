@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon.c: the life of `pfi serve`.
  *
  * Start: restore what a crashed predecessor left (its journal), read the original limits,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* discover.c: jobs found by themselves.  Every sample interval the GPUs' compute processes
  * are listed through the backend (pfi_hw_processes: NVML's running processes, or the
  * simulator's jobs) and each is mapped to its job (pfi_proc_job_of: Slurm job id, Kubernetes

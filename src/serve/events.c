@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* events.c: the daemon's event log: a ring in memory (GET /v1/events), stderr, and the audit
  * log.  Below decisions, telemetry and the control loop, which all report through it. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* follow.c: throughput from the job's own log, inside the daemon.  A job's log is the path it
  * was registered with ("log", `pfi ctl job add --log`) or the stdout discovery found for it
  * (/proc/PID/fd/1 when a regular file).  It is read as it grows, with the parsers of pfi sweep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid.c: grid events on one node (`pfi serve` without a cluster controller).
  *
  * The events (core/event.h) live in node->grid_ev and in the store's grid layer (store/grid.h),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_api.c: the node daemon's grid event routes (docs/api.md):
  *   GET    /v1/grid/events        every event held, with its phase and predicted cost
  *   POST   /v1/grid/events        add one (201), or change the one with the same id (200)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hold.c: the limits a node holds for a budget or a cluster controller's caps, kept durably
  * in its state database (key "hold" of serve_state), so that a restart (after kill -9, a crash,
  * or a stop with on_stop = hold) comes back at no more than them before it touches anything

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* http.c: the API's transport, libmicrohttpd on a socket this file binds itself: TCP (loopback
  * unless the config allows more; port 0 picks a free one) or a Unix socket (mode 0660, so only
  * root and the socket's group reach it).  Bodies over max_body are refused with 413 before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jobs.c: registering, removing and hearing from jobs.  A registration is checked against the
  * node (GPUs, ranges, curve) and the other jobs (ids, GPUs) before a decision is made for it;
  * anything wrong is refused with nothing changed. */

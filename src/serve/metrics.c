@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.c: GET /metrics in the Prometheus text exposition format (version 0.0.4).
  * Base units as Prometheus names them (watts, hertz, seconds, joules, celsius); a value the GPU
  * did not give is left out rather than written as a fake zero.  Labels follow NVIDIA's

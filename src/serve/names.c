@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* names.c: the names of serve's states as the API, the metrics and the audit log spell them.
  * A leaf: every file of serve/ may call it, it calls none of them. */
 #include "serve/serve_int.h"

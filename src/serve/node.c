@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node.c: the node's state and the one way caps change: a decision (plan.c computes, hw/'s
  * pfi_hw_apply applies, audit.c records; control.c, jobs.c and probe.c decide when).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plan.c: from jobs and a budget to the cap each GPU should get.
  *
  * Jobs are planned on core/curve.h curves and allocated by core/alloc.h; GPUs no job holds get

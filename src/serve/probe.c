@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* probe.c: short, bounded probes that refine a job's curve, only where whoever registered the
  * job allowed them ("probe": true or {"depth", "duration_s"}).
  *

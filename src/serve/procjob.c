@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procjob.c: which job a GPU process belongs to, from what Linux says about it (serve.h).
  *
  *   Slurm       a cgroup path with job_NNN (cgroup v1 ".../slurm/uid_U/job_NNN/step_S", v2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* serve.h: the node daemon (`pfi serve`).  Read this first if you touch src/serve/.
  *
  * One process per GPU node.  It owns the node's GPUs through a backend (hw/hw.h), keeps a list

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* serve_int.h: what the files of src/serve share; nothing outside src/serve includes it.
  *
  * Locking: node->mu guards the state (GPUs' last readings, jobs, budget, mode, events) and is

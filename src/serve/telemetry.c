@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* telemetry.c: the sampler's pass over the GPUs (readings, the limits as read) and what it
  * feeds: each job's baseline telemetry and a running probe's averages.  It never decides:
  * decisions read its results through the state (node.c's snapshot). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* view.c: the state as the API shows it (JSON), each view taken under node->mu in one go so
  * that a response is one consistent instant. */
 #include <math.h>

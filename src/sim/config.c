@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.c: node and job configuration: validation with defaults, built-in presets, and the
  * JSON format of docs/simulator.md (strict: an unknown key is an error, so a typo never
  * silently falls back to a default). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleet.c: the seeded generator of simulated runs shaped like the paper's data: 131 H200 runs,
  * 24 H200 validation runs, 34 H100 runs matched to H200 ones; dense and MoE; pretraining,
  * full fine-tuning and LoRA; 1 to 32 GPUs with model sizes and parallelism that fit them. */

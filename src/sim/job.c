@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* job.c: the training-job cost model.  From a job's configuration (architecture, parallelism,
  * batch, kind, precision) and the node it runs on, the standard cost formulas give one GPU's
  * step split into compute, memory-bound and communication time (pfi_sim_work). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* merak.c: the pipeline partitions of Merak, the framework behind the Perseus measurements
  * (zeus_baseline CSVs: "uniform_transformer" or "custom:0,6,10,..."), as transformer layers
  * per stage for pfi_job_config.stage_layers. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node.c: a simulated node: GPUs with manufacturing variation, jobs placed on them, the history
  * of power limits, and everything at time t derived from that history.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* optable.c: one GPU's operating points on a grid of firmware budgets, solved as they are
  * first needed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* physics.c: the DVFS physics of a GPU model (core/gpu.h's catalogue): voltage-frequency curve,
  * busy power, and the clock the firmware picks. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* physics.h: internals of the simulator shared by its files (not part of the public API).
  *
  * A job's step on one GPU is reduced to a pfi_sim_work: how long each kind of work takes at the

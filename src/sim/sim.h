@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim.h: the embedded simulator of GPUs running training jobs.  Read this first.
  *
  * What it models (docs/simulator.md has the equations and where every constant comes from):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* state.c: the simulator state shared between processes through one mapped file.
  *
  * The file holds the node config, the epoch and speed-up of simulated time, and an append-only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pfi_spank.c: the SPANK plugin that tells each node's `pfi serve` which GPUs a Slurm job holds.
  *
  * Users add `--power-sla=<max slowdown>` and `--power-weight=<w>` to srun/sbatch/salloc.  On

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* audit.c: the node daemon's tables and every statement on them (audit.h). */
 #include <math.h>
 #include <pthread.h>

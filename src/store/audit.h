@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* audit.h: the node daemon's memory (`pfi serve`), kept in a store file as the store's "serve"
  * layer (store.h: pfi_store_migrate_layer): every decision (budget, caps asked and read back,
  * each job's predicted tokens/s and the tokens/s it later reported), events, the registered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* codec.c: curves and jobs in JSON, both ways (codec.h). */
 #include "store/codec.h"
 

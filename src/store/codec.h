@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* codec.h: a job's power->throughput curve, and a job of a jobs file, as JSON spells them: the
  * field names and their types are read and written here only.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* csv.c: see csv.h. */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* csv.h: a small, strict CSV reader (RFC 4180: quoted fields with "" escapes, commas and line
  * breaks inside quotes, CRLF or LF) for the public datasets, and a field writer for export.
  * Every error names the file and the line, because the files are read by hand when they fail. */

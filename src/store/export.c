@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* export.c: see export.h. */
 #include <math.h>
 #include <stdlib.h>

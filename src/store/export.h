@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* export.h: runs as one flat table, one row per level, for pandas and spreadsheets.  Units are
  * in the column names (cap_w, power_w, tokens_per_s...); a value the run does not have is an
  * empty CSV field or a JSON null, never a zero. */

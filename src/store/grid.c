@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid.c: the "grid" layer's tables and every statement on them (grid.h). */
 #include <math.h>
 #include <pthread.h>

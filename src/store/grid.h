@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid.h: grid events (core/event.h) and the site power recorded around them, kept in a store
  * file as the store's "grid" layer (store.h: pfi_store_migrate_layer), so that events survive
  * a restart of `pfi serve` or `pfi cluster serve` and an event's compliance report can be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_json.c: grid events to and from the API's JSON (grid.h). */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* import.c: every public dataset in one transaction (store.h: pfi_import_all), apart from the
  * importers it calls and the helpers they share (import_common.c). */
 #include <stdio.h>

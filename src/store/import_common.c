@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* import_common.c: see import_common.h. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* import_common.h: what the three public-dataset importers share: where the data lives, what
  * is known about each GPU and model, building a run level by level, and writing a whole
  * import in one transaction. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* import_perseus.c: the Perseus (SOSP '24) artifact's ZeusGlobal sweeps: one power limit on
  * every GPU of a pipeline-parallel job, time and energy per iteration (see
  * $PFI_DATA_DIR/perseus-sosp24/SOURCE.md).  One run per (model, parallelism, batch) and GPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* import_zeus_nsdi.c: the Zeus (NSDI '23) trace: single-GPU time per epoch and average power
  * per power limit (see $PFI_DATA_DIR/zeus-nsdi23-trace/SOURCE.md).  One run per (GPU, dataset,
  * network, batch size, optimizer).  The trace has no dataset sizes, so throughput is

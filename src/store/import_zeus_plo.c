@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* import_zeus_plo.c: Zeus GlobalPowerLimitOptimizer profiling logs (see
  * $PFI_DATA_DIR/zeus-plo-testdata/SOURCE.md).  One file = one run: <GPU>+<model>+gpu<i,j..>.csv,
  * one window per power limit.  Power per GPU = sum(gpu<i>_energy) / elapsed_time / GPUs.  Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jobs.h: the jobs `pfi allocate` shares a budget among (core/alloc_set.h), as they are stored:
  *   a jobs file (docs/jobs-format.md): one JSON document, an object with a "jobs" array or a
  *     bare array, each job spelled as store/codec.h reads it (jobs_file.c);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jobs_file.c: the jobs file of `pfi allocate` (jobs.h). */
 #include "store/jobs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jobs_runs.c: the runs of a store as the jobs of an allocation (jobs.h). */
 #include <math.h>
 #include <stdlib.h>

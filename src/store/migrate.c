@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* migrate.c: bringing a database file up to the schema this build writes, for the store's own
  * tables (PRAGMA user_version) and for other layers' tables (table schema_layers).  Every
  * migration runs in one BEGIN IMMEDIATE transaction and re-reads the version inside it, so two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* open.c: opening a database file: the connection, its settings (WAL, foreign keys, busy
  * timeout) and the migration to the schema this build writes (migrate.c). */
 #include <errno.h>

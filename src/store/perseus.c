@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* perseus.c: the Perseus sweep files' rows (perseus.h), through store/csv.h. */
 #include "store/perseus.h"
 

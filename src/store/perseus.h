@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* perseus.h: the rows of the Perseus (SOSP '24) artifact's power-limit sweeps
  * (zeus_baseline/<GPU>/zeus_global.csv and zeus_local.csv, see
  * $PFI_DATA_DIR/perseus-sosp24/SOURCE.md), parsed once here for both their readers: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* query.c: reading runs back: the list, one run's summary, and a whole pfi_run. */
 #include <errno.h>
 #include <math.h>

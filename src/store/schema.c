@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* schema.c: the store's own tables, as an ordered list of migration steps.  Never edit a step
  * that has shipped: append a new one (ALTER TABLE, new table, data fix) and bump
  * PFI_STORE_SCHEMA_VERSION in store.h to the new count. */

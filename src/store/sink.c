@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sink.c: a sweep's levels into a store as they are measured (sink.h). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sink.h: a sweep's levels written to a store as they are measured (`pfi sweep`): the job row
  * first, then the run when the sweep begins, each level with its telemetry in one transaction
  * as it completes (store.h: a crash loses only the level in progress), and the run's status at

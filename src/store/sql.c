@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sql.c: the SQLite plumbing every store file shares: errors turned into pfi_err, statements,
  * transactions and savepoints, NAN <-> NULL.  Apart from opening (store.c) and migrating
  * (migrate.c), so that both build on it without needing each other. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store.c: the writes of a sweep: jobs, runs, levels (opening is in open.c, telemetry in
  * telemetry.c, the SQLite plumbing every store file shares in sql.c). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store.h: the SQLite store of characterized runs.  Read this first if you write or read runs.
  *
  * One database file (`--db FILE`, default $PFI_DB, else "pfi.db") holds:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store_internal.h: what the files of src/store/ share and nobody else needs: the connection
  * handle, the SQLite-error-to-pfi_err mapping, the schema steps, and small statement helpers.
  * It does not include store.h (the API of store.c): the plumbing (sql.c) and the migrations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* telemetry.c: per-GPU samples behind each level, downsampled before they are stored so that a
  * sweep sampling at 10 Hz for hours stays a small file. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* curve_eval.c: curve families and probing scored on measured runs (curve_eval.h). */
 #include "study/curve_eval.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* curve_eval.h: how well curve methods predict measured runs, the evidence behind two choices
  * of core/: which family to fit (pfi index --compare-families) and how deep to probe (pfi
  * model probe-eval).  Each result is given for transformer runs (the stated target) and for

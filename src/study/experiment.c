@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* experiment.c: the allocation experiment on a population of runs (experiment.h). */
 #include "study/experiment.h"
 

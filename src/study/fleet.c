@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleet.c: sweeping every run of the simulated fleet in virtual time (see fleet.h). */
 #include "study/fleet.h"
 

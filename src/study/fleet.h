@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleet.h: the simulated paper fleet, characterized.  Every run of the simulator's seeded fleet
  * (sim/sim.h: pfi_sim_fleet) is swept through a ladder of power limits in VIRTUAL time, and
  * what comes back is what a sweep on real GPUs records: per level the mean per-GPU power drawn,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* model_io.c: the predictor's JSON file (see model_io.h). */
 #include "study/model_io.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* model_io.h: a trained predictor (core/predict.h) as a JSON file, written by `pfi model train`
  * and read by `pfi predict` and the node daemon.  The file names its format version and the
  * feature names in order, so a model trained by another pfi with other features is refused

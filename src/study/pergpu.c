@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pergpu.c: per-GPU caps against one cap per job, measured in the simulator (pergpu.h). */
 #include "study/pergpu.h"
 

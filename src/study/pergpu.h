@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pergpu.h: what per-GPU caps inside a job (core/alloc_pergpu.h) gain over one cap per job, in
  * the simulator, for `pfi bench pergpu`.  Every job of the chosen simulated nodes is swept at
  * uniform caps (per-GPU clocks and tokens/s); then, under each budget, the allocator gives one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* population.c: the jobs of an allocation experiment (population.h). */
 #include "study/population.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* population.h: the jobs of an allocation experiment (study/experiment.h): a simulated fleet,
  * a store, the public sweeps, or runs the caller holds, each run with its measured curve.  Its
  * own header so that the loaders do not depend on the experiment that uses them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runset.c: loading runs from a store, the public data or the simulated fleet (runset.h). */
 #include "study/runset.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runset.h: a set of runs to report on, fit or evaluate (pfi index, model, predict, evaluate):
  * runs named by id or name or every run of a store, the public measured sweeps imported on the
  * fly into an in-memory store (so nothing needs a prior import), or the simulated fleet.  It

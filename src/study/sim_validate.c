@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_validate.c: calibration of the simulator against measured power-limit sweeps (Perseus,
  * SOSP'24: zeus_baseline/{A100,A40}/zeus_global.csv), read through store/perseus.h.
  *

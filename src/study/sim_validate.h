@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_validate.h: the simulator checked against measured data (`pfi sim validate`): its
  * constants fitted on half of the Perseus (SOSP '24) power-limit sweeps of each GPU type, read
  * through store/ (store/perseus.h, store/csv.h), and every run simulated at every measured

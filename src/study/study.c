@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* study.c: the paper end to end (see study.h).  Each step fills a part of pfi_study; the
  * report (study_report.c) only renders what is here. */
 #include "study/study.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* study.h: the paper end to end, pfi's main job (`pfi study`, `make demo`).
  *
  *   1. runs: the simulated paper fleet characterized in virtual time (study/fleet.h), or the

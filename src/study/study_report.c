@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* study_report.c: the study's report: report.md and report.html from the same tables,
  * figures through report/plot, and summary.json.  Every number shown is read from the
  * pfi_study of this run; the only numbers typed in here are the paper's own (for comparison),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trainset.c: training rows for the runtime predictor (trainset.h). */
 #include "study/trainset.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trainset.h: the rows the runtime predictor (core/predict.h) is trained and evaluated on,
  * from a store's runs or from the simulated fleet characterized now.  Runs of one job
  * configuration share a group so that leave-one-job-out leaves all of them out, and each row

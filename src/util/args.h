@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* args.h: the one command-line parser of pfi.  Each subcommand declares a table of options;
  * the parser handles --name value, --name=value, repeated options, "--" and --help, and
  * prints usage from the same table, so help can never drift from what is parsed. */

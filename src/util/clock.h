@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clock.h: the one clock of pfi.  Durations and deadlines are measured on the monotonic clock
  * (never jumps with NTP or an operator's date change); timestamps that a person or another host
  * reads are wall-clock seconds since the epoch.  Both are doubles in seconds, so callers subtract

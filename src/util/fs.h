@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fs.h: the directories a file is written into (a sweep's journal, a study's report), created
  * as `mkdir -p` would, with a message naming the one that could not be. */
 #ifndef PFI_UTIL_FS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* http.h: pfi's one HTTP client (libcurl), used by `pfi ctl` and by the cluster controller to
  * reach node daemons.  Requests run together on the calling thread through curl's multi
  * interface, so reaching 1,000 nodes costs one round trip of the slowest node plus the

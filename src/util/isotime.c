@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* isotime.c: ISO 8601 UTC and relative times (isotime.h). */
 #include "util/isotime.h"
 

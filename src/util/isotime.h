@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* isotime.h: times people and other programs write: ISO 8601 UTC ("2026-12-01T18:00:00Z"),
  * Unix seconds, and times relative to now ("now", "now+10m", "+2h").  Below every layer but
  * core/err.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* json.h: the small JSON conventions every layer shares, over jansson.  JSON has no NaN or
  * infinity, and pfi uses NaN for "not known": a number that is not finite is written as null,
  * and a member that is absent or not a number reads as NaN, so unknowns survive a round trip. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* num.h: numbers read from the network or a file.  Every parser takes the whole string (no
  * trailing garbage, no empty string), checks the range the caller allows and says what it
  * expected, so an overflowing or out-of-range value never reaches arithmetic. */

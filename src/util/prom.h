@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* prom.h: writing the Prometheus text exposition format (version 0.0.4): a growing buffer, the
  * HELP and TYPE lines of a metric, and label values escaped as the format requires.  serve/ and
  * cluster/ build their /metrics with it, so both escape the same way. */

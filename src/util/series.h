@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* series.h: a fixed-size ring of recent samples of a few quantities over time (the status
  * page's plot of the last hour): at most one sample per min_dt seconds, the oldest dropped
  * when full.  Plain data, no locking: its owner guards it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* text.h: the two things every reader of a small text file does: take a whole file (or a
  * command's output) into memory, and strip the white space around a line or a field. */
 #ifndef PFI_UTIL_TEXT_H

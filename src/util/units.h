@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* units.h: parsing the quantities people type: durations, watts or percentages, GPU lists,
  * cap ranges.  Every parser rejects trailing garbage and says what it expected. */
 #ifndef PFI_UTIL_UNITS_H

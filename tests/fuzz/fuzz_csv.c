@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the CSV reader (src/store/csv.c) and the public datasets' file readers
  * (src/store/import_*.c, perseus.c).  Input: byte 0 picks the reader, the rest is the file:
  *   0  the bare reader over a stream: every field of every record as a number and an integer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: what pfi serve answers an HTTP request (src/serve/http.c
  * pfi_srv_http_answer: the bearer token check and every route of api.c and grid_api.c), on a
  * node over the simulator, without a socket.  Input: newline-separated fields

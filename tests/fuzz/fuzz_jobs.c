@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the jobs file of `pfi allocate` (src/store/jobs_file.c, codec.c) and the
  * allocator behind it.  Input: byte 0 picks the per-GPU mode and the policy; the rest is the
  * file (written to a private temporary folder: the reader takes a path).  Jobs it accepts are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the journal reader (src/measure/journal.c), the file `pfi restore` trusts
  * to put GPUs back.  Input: the journal's text.  What it accepts must be usable: GPU indices
  * >= 0, limits finite and positive, a run id > 0 when named. */

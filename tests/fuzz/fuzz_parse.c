@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the training-log parsers (src/measure/parse*.c) and the line splitter.
  * Input: byte 0 picks the format and byte 1 the options; the rest is the job's output, pushed
  * through pfi_linebuf in two chunks (split where byte 2 says) and fed line by line, then read

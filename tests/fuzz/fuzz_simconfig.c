@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the simulator's node configuration reader (src/sim/config.c).  Input: the
  * JSON text.  A configuration it accepts must dump to text it accepts again, equal field for
  * field, and must build a node. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs every libFuzzer target in BINDIR over its checked-in corpus (tests/fuzz/corpus/<target>/).
 #   tests/fuzz/run.sh BINDIR runs N      each target: the corpus, then N fuzzed inputs (seed 1:
 #                                        the same inputs every time; make check)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Compares the status page as Chromium rendered it (--dump-dom) with the daemon's API.
 
   check_status_page.py node|site DOM BEFORE_DIR AFTER_DIR

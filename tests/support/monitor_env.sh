@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the monitoring tests (it_monitor.sh, it_status_page.sh): two node daemons on the
 # fake NVML over their own simulated nodes and a site controller over the second.
 #   n1: `pfi serve` alone (local mode): three jobs, a 70% budget, grid events.

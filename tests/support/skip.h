@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Skips that cannot pass silently.  cmocka's skip() alone leaves the binary's exit status at 0,
  * so tests/run.sh would print PASS for a test that never ran.  A test that cannot run (its
  * public data or an external tool is absent) calls PFI_TEST_SKIP with the reason instead, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* standin.c: many node daemons behind one loopback HTTP server, for the controller's tests and
  * its 1,000-node benchmark.  They speak the node API the controller uses (GET /v1/gpus,
  * GET /v1/jobs, PUT /v1/caps, POST /v1/heartbeat) under /n/NAME/, hold caps in memory, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* standin.h: stand-in node daemons for the cluster controller's tests (tests/test_cluster.c)
  * and its 1,000-node benchmark (bench/bench_cluster.c).  Built with the tests and benchmarks,
  * never into libpfi.a: no pfi command runs one. */

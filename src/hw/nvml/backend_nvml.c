@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_nvml.c: real NVIDIA GPUs through libnvidia-ml.so.1, loaded with dlopen at run time.
  *
  * pfi has no link-time dependency on the driver: every NVML function is looked up with dlsym

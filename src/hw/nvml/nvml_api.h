@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvml_api.h: the subset of NVIDIA's NVML C API that pfi uses, declared here from the public
  * NVML reference (no NVIDIA header is needed to build pfi).
  *

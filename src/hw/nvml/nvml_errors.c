@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvml_errors.c: the table behind nvml_errors.h. */
 #include "hw/nvml/nvml_errors.h"
 

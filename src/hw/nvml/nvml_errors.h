@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvml_errors.h: what each NVML return code means, for people and for pfi's error codes.
  * Used by the NVML backend; the table is pfi's own, so messages stay clear even when the
  * loaded library has no nvmlErrorString or an old one that does not know a newer code. */

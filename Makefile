@@ -6,6 +6,8 @@
 
 CC      ?= cc
 BUILD   ?= build
+VERSION := 0.1.0
+SOVERSION := 0
 SAN     ?=
 PKGS    := sqlite3 gsl jansson libmicrohttpd libcurl
 DATA_DIR ?= $(if $(PFI_DATA_DIR),$(PFI_DATA_DIR),$(abspath ../shared/data))
@@ -44,17 +46,19 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB     := $(BUILD)/libpfi.a
+SOLIB   := $(BUILD)/lib/libpfi.so.$(VERSION)
 PFI     := $(BUILD)/pfi
+VERSION_H := $(BUILD)/gen/pfi_version.h
 FAKENVML:= $(BUILD)/lib/libnvidia-ml.so.1
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 DEPS_OK := build/.deps-ok
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-SLURM_OK:= $(shell test -f /usr/include/slurm/spank.h && echo 1)
 
-.PHONY: all check test demo bench deps clean burn spank asan-tests check-arch fuzz fuzz-targets
-all: $(PFI) $(FAKENVML) $(if $(SLURM_OK),$(BUILD)/lib/pfi_spank.so)
+.PHONY: all check test demo bench deps clean burn spank asan-tests check-arch fuzz fuzz-targets \
+        install uninstall install-files FORCE
+all: $(PFI) $(FAKENVML) $(BUILD)/lib/libpfi.so $(BUILD)/lib/pfi_spank.so
 
 deps: $(DEPS_OK)
 $(DEPS_OK): scripts/install-deps.sh
@@ -84,6 +88,27 @@ $(PFI): $(call obj,$(CLI_SRC)) $(LIB)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Version and build information for `pfi --version`: rewritten only when it changes, so a new
+# commit relinks pfi and nothing else.  Outside a git checkout the revision is "unknown".
+$(VERSION_H): FORCE
+	@mkdir -p $(@D)
+	@rev=$$(git -C $(CURDIR) describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); \
+	  printf '#define PFI_VERSION "%s"\n#define PFI_BUILD_REV "%s"\n#define PFI_BUILD_FLAGS "%s"\n' \
+	    '$(VERSION)' "$$rev" '$(strip $(OPT))' > $@.tmp; \
+	  cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(BUILD)/obj/src/cli/main.o: $(VERSION_H)
+$(BUILD)/obj/src/cli/main.o: CFLAGS += -I$(BUILD)/gen
+
+# The shared library: the same objects, only the pfi_* names exported (src/libpfi.map).
+$(SOLIB): $(call obj,$(LIB_SRC)) src/libpfi.map
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -shared -Wl,-soname,libpfi.so.$(SOVERSION) -Wl,--version-script=src/libpfi.map \
+	  -Wl,--no-undefined -Wl,--as-needed -o $@ $(filter %.o,$^) $(LDLIBS)
+$(BUILD)/lib/libpfi.so: $(SOLIB)
+	@ln -sf libpfi.so.$(VERSION) $(BUILD)/lib/libpfi.so.$(SOVERSION)
+	@ln -sf libpfi.so.$(VERSION) $@
+
 # The project's own libnvidia-ml.so.1 over the simulator, so the real NVML code path runs in CI.
 $(FAKENVML): $(call obj,$(FAKE_SRC)) $(LIB)
 	@mkdir -p $(@D)
@@ -98,7 +123,7 @@ $(BUILD)/bench/%: bench/%.c $(call obj,$(TEST_SUPPORT)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
 
-# Optional pieces, built only where their toolchains exist.
+# Optional: built only where CUDA's toolchain exists.
 burn: $(BUILD)/pfi-burn
 $(BUILD)/pfi-burn: $(wildcard src/burn/*.cu)
 	@if [ -n "$(NVCC)" ]; then mkdir -p $(@D) && $(NVCC) -O2 -arch=sm_90 -o $@ $^ -lcublasLt -lcublas; \
@@ -111,7 +136,8 @@ $(BUILD)/lib/pfi_spank.so: $(wildcard src/slurm/*.c) | $(DEPS_OK)
 
 ABUILD  := $(BUILD)/asan
 asan-tests:
-	$(MAKE) BUILD=$(ABUILD) SAN=1 $(patsubst $(BUILD)/%,$(ABUILD)/%,$(TESTS)) $(ABUILD)/pfi $(ABUILD)/lib/libnvidia-ml.so.1
+	$(MAKE) BUILD=$(ABUILD) SAN=1 $(patsubst $(BUILD)/%,$(ABUILD)/%,$(TESTS)) $(ABUILD)/pfi $(ABUILD)/lib/libnvidia-ml.so.1 \
+	  $(ABUILD)/lib/libpfi.so
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang over their own copy of the library.
 # make check runs each from its corpus for FUZZ_RUNS inputs; make fuzz for FUZZ_SECONDS each.
@@ -157,5 +183,66 @@ bench: all $(BENCHES)
 
 clean:
 	rm -rf build
+
+# Installation.  `make install PREFIX=/usr DESTDIR=/tmp/stage`; `make uninstall` with the same
+# variables removes exactly what install put there (build/install-manifest.txt lists it).
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+MANDIR  ?= $(DATADIR)/man
+DOCDIR  ?= $(DATADIR)/doc/pfi
+PKGLIBEXECDIR ?= $(PREFIX)/lib/pfi
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+# systemd reads units from /usr/local/lib/systemd/system too; a system install uses the
+# distribution's directory (pkg-config systemd), as does Slurm's plugin directory.
+SYSTEMDUNITDIR ?= $(if $(filter /usr,$(PREFIX)),$(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/usr/lib/systemd/system),$(PREFIX)/lib/systemd/system)
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+SLURM_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/$(MULTIARCH)/slurm-wlm,$(LIBDIR)/slurm)
+# The public API: curves, PFI, prediction and allocation (core/), under include/pfi/.
+PUBLIC_HDRS := $(addprefix src/core/,err.h run.h curve.h pfi.h features.h predict.h probe.h \
+               alloc.h alloc_curve.h policy.h)
+
+# Written at install time: the paths are those of that install.
+$(BUILD)/pfi.pc: src/pfi.pc.in FORCE
+	@mkdir -p $(@D)
+	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(PKG_LIBS) -ldl -lpthread -lm)|' $< > $@
+
+install-files: all $(BUILD)/pfi.pc
+install: install-files
+	@set -e; m=$(BUILD)/install-manifest.txt; : > $$m.new; D='$(DESTDIR)'; \
+	inst() { mode=$$1; src=$$2; dst=$$3; install -D -m $$mode "$$src" "$$D$$dst"; echo "$$dst" >> $$m.new; }; \
+	link() { mkdir -p "$$D$$(dirname $$2)"; ln -sf "$$1" "$$D$$2"; echo "$$2" >> $$m.new; }; \
+	inst 755 $(PFI) $(BINDIR)/pfi; \
+	inst 644 $(SOLIB) $(LIBDIR)/libpfi.so.$(VERSION); \
+	link libpfi.so.$(VERSION) $(LIBDIR)/libpfi.so.$(SOVERSION); \
+	link libpfi.so.$(SOVERSION) $(LIBDIR)/libpfi.so; \
+	inst 644 $(LIB) $(LIBDIR)/libpfi.a; \
+	inst 644 $(BUILD)/pfi.pc $(LIBDIR)/pkgconfig/pfi.pc; \
+	inst 644 include/pfi/pfi.h $(INCLUDEDIR)/pfi/pfi.h; \
+	for h in $(PUBLIC_HDRS); do inst 644 $$h $(INCLUDEDIR)/pfi/$${h#src/}; done; \
+	inst 755 $(BUILD)/lib/pfi_spank.so $(SLURM_PLUGINDIR)/pfi_spank.so; \
+	for u in contrib/systemd/*.service; do \
+	  sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $$u > $(BUILD)/$$(basename $$u); \
+	  inst 644 $(BUILD)/$$(basename $$u) $(SYSTEMDUNITDIR)/$$(basename $$u); done; \
+	inst 644 contrib/pfi-serve.conf.example $(DOCDIR)/examples/serve.conf; \
+	for f in contrib/slurm/pfi-prolog.sh contrib/slurm/pfi-epilog.sh; do inst 755 $$f $(PKGLIBEXECDIR)/$$(basename $$f); done; \
+	for f in README.md LICENSE docs/*.md; do inst 644 $$f $(DOCDIR)/$$(basename $$f); done; \
+	sort -u $$m.new > $$m && rm -f $$m.new; echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"
+
+# What install put there, from the same lists (no manifest needed), then the empty directories
+# it created below the prefix's own.
+uninstall:
+	@D='$(DESTDIR)'; rm -f "$$D$(BINDIR)/pfi" "$$D$(LIBDIR)/libpfi.so.$(VERSION)" \
+	  "$$D$(LIBDIR)/libpfi.so.$(SOVERSION)" "$$D$(LIBDIR)/libpfi.so" "$$D$(LIBDIR)/libpfi.a" \
+	  "$$D$(LIBDIR)/pkgconfig/pfi.pc" "$$D$(SLURM_PLUGINDIR)/pfi_spank.so"; \
+	rm -rf "$$D$(INCLUDEDIR)/pfi" "$$D$(DOCDIR)"; \
+	rm -f "$$D$(PKGLIBEXECDIR)/pfi-prolog.sh" "$$D$(PKGLIBEXECDIR)/pfi-epilog.sh"; rmdir "$$D$(PKGLIBEXECDIR)" 2>/dev/null; \
+	for u in contrib/systemd/*.service; do rm -f "$$D$(SYSTEMDUNITDIR)/$$(basename $$u)"; done; \
+	for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(SYSTEMDUNITDIR)/.. $(DATADIR)/doc; do \
+	  rmdir "$$D$$d" 2>/dev/null || true; done; echo "uninstalled pfi from $(DESTDIR)$(PREFIX)"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "pfi_version.h" /* generated: the Makefile writes it under build/gen/ */
 
 typedef struct command {
     const char *name;
@@ -20,13 +21,25 @@ static const command commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: pfi COMMAND [options]   (pfi COMMAND --help for its options)\n\n"
+    fprintf(f, "usage: pfi COMMAND [options]   (pfi COMMAND --help for its options)\n"
+               "       pfi -V | --version\n\n"
                "pfi measures, predicts and acts on the power flexibility of training jobs.\n\n"
                "commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nexit status: 0 ok, 1 runtime failure, 2 bad input (an unknown option, a "
                "malformed value\nor one out of range)\n");
+}
+
+static void print_version(void)
+{
+    printf("pfi %s\n", PFI_VERSION);
+    printf("revision: %s\n", PFI_BUILD_REV);
+#ifdef __VERSION__
+    printf("compiler: %s, C %ld, flags %s\n", __VERSION__, (long)__STDC_VERSION__, PFI_BUILD_FLAGS);
+#endif
+    printf("backends: sim (built in), nvml (libnvidia-ml.so.1, loaded at run time)\n");
+    printf("license: Apache-2.0\n");
 }
 
 int main(int argc, char **argv)
@@ -40,8 +53,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return PFI_EXIT_OK;
     }
-    if (strcmp(name, "--version") == 0) {
-        printf("pfi 0.1.0\n");
+    if (strcmp(name, "-V") == 0 || strcmp(name, "--version") == 0) {
+        print_version();
         return PFI_EXIT_OK;
     }
     for (size_t i = 0; i < NCOMMANDS; i++)

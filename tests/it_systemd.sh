@@ -1,0 +1,51 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The systemd units as `make install` writes them: `systemd-analyze verify` finds nothing to say,
+# they start the installed pfi, and `systemd-analyze security --offline=true` rates each at an
+# exposure of at most 4.0 ("OK").  A bare unit must rate far above that, or the reading is broken.
+set -u
+command -v systemd-analyze >/dev/null 2>&1 ||
+  { echo "FAIL: systemd-analyze not found (scripts/install-deps.sh test installs systemd)"; exit 1; }
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=${PFI_BIN:?PFI_BIN is not set}
+build=$(cd "$(dirname "$bin")" && pwd)
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_systemd.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+D=$T/root
+bad=0
+fail() { echo "FAIL: $*"; bad=1; }
+make -s -C "$top" BUILD="$build" PREFIX=/usr DESTDIR="$D" install > "$T/install.log" 2>&1 ||
+  { cat "$T/install.log"; echo "FAIL: make install"; exit 1; }
+
+# The exposure systemd-analyze gives a unit file ("... exposure level for X: 2.2 OK").
+exposure() {
+  systemd-analyze security --offline=true "$1" > "$T/sec.out" 2>&1
+  sed -n 's/.*[Ee]xposure level for .*: \([0-9][0-9.]*\) .*/\1/p' "$T/sec.out" | tail -n 1
+}
+mkdir -p "$T/bare"
+printf '[Service]\nExecStart=/bin/true\n' > "$T/bare/bare.service"
+e=$(exposure "$T/bare/bare.service")
+[ -n "$e" ] && awk -v e="$e" 'BEGIN { exit !(e > 8) }' ||
+  fail "a bare unit rates '$e' (expected above 8): $(tail -n 3 "$T/sec.out")"
+
+n=0
+for u in "$D"/lib/systemd/system/pfi-*.service "$D"/usr/lib/systemd/system/pfi-*.service; do
+  [ -f "$u" ] || continue
+  n=$((n + 1))
+  name=$(basename "$u")
+  grep -q '^ExecStart=/usr/bin/pfi ' "$u" || fail "$name does not start /usr/bin/pfi"
+  if grep -n '@[A-Z]*@' "$u"; then fail "$name keeps a placeholder"; fi
+  # verify checks that the command exists: point it at the staged binary.
+  mkdir -p "$T/v"
+  sed "s|/usr/bin/pfi|$D/usr/bin/pfi|" "$u" > "$T/v/$name"
+  (cd "$T/v" && systemd-analyze verify --man=no "./$name") > "$T/verify.out" 2>&1 ||
+    fail "systemd-analyze verify $name: $(cat "$T/verify.out")"
+  [ -s "$T/verify.out" ] && fail "systemd-analyze verify $name says: $(cat "$T/verify.out")"
+  e=$(exposure "$u")
+  echo "$name: exposure $e"
+  [ -n "$e" ] || { fail "no exposure level for $name: $(tail -n 3 "$T/sec.out")"; continue; }
+  awk -v e="$e" 'BEGIN { exit !(e <= 4.0) }' || {
+    grep '✗' "$T/sec.out" | head -n 20; fail "$name: exposure $e is above 4.0"; }
+done
+[ $n -eq 2 ] || fail "expected 2 units (pfi-serve, pfi-cluster), found $n"
+exit $bad

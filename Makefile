@@ -49,6 +49,9 @@ LIB     := $(BUILD)/libpfi.a
 SOLIB   := $(BUILD)/lib/libpfi.so.$(VERSION)
 PFI     := $(BUILD)/pfi
 VERSION_H := $(BUILD)/gen/pfi_version.h
+MAN_CMDS := $(shell sed -n 's/^PFI_COMMAND.\([a-z]*\),.*/\1/p' src/cli/commands.def)
+MANPAGES := $(BUILD)/man/pfi.1 $(patsubst %,$(BUILD)/man/pfi-%.1,$(MAN_CMDS)) \
+            $(BUILD)/man/pfi-serve.conf.5
 FAKENVML:= $(BUILD)/lib/libnvidia-ml.so.1
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
@@ -57,8 +60,8 @@ DEPS_OK := build/.deps-ok
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
 .PHONY: all check test demo bench deps clean burn spank asan-tests check-arch fuzz fuzz-targets \
-        install uninstall install-files FORCE
-all: $(PFI) $(FAKENVML) $(BUILD)/lib/libpfi.so $(BUILD)/lib/pfi_spank.so
+        install uninstall install-files man FORCE
+all: $(PFI) $(FAKENVML) $(BUILD)/lib/libpfi.so $(BUILD)/lib/pfi_spank.so $(MANPAGES)
 
 deps: $(DEPS_OK)
 $(DEPS_OK): scripts/install-deps.sh
@@ -96,8 +99,21 @@ $(VERSION_H): FORCE
 	  printf '#define PFI_VERSION "%s"\n#define PFI_BUILD_REV "%s"\n#define PFI_BUILD_FLAGS "%s"\n' \
 	    '$(VERSION)' "$$rev" '$(strip $(OPT))' > $@.tmp; \
 	  cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-$(BUILD)/obj/src/cli/main.o: $(VERSION_H)
-$(BUILD)/obj/src/cli/main.o: CFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/src/cli/main.o $(BUILD)/obj/src/cli/cmd_help.o: $(VERSION_H)
+$(BUILD)/obj/src/cli/main.o $(BUILD)/obj/src/cli/cmd_help.o: CFLAGS += -I$(BUILD)/gen
+
+# Manual pages, written by pfi itself from the option tables its --help prints (pfi help --man):
+# pfi(1), one page per command of commands.def, pfi-serve.conf(5) from the daemon's settings.
+man: $(MANPAGES)
+$(BUILD)/man/pfi.1: $(PFI)
+	@mkdir -p $(@D)
+	@$(PFI) help --man > $@.tmp && mv $@.tmp $@
+$(BUILD)/man/pfi-serve.conf.5: $(PFI)
+	@mkdir -p $(@D)
+	@$(PFI) help --man serve.conf > $@.tmp && mv $@.tmp $@
+$(BUILD)/man/pfi-%.1: $(PFI)
+	@mkdir -p $(@D)
+	@$(PFI) help --man $* > $@.tmp && mv $@.tmp $@
 
 # The shared library: the same objects, only the pfi_* names exported (src/libpfi.map).
 $(SOLIB): $(call obj,$(LIB_SRC)) src/libpfi.map
@@ -137,7 +153,7 @@ $(BUILD)/lib/pfi_spank.so: $(wildcard src/slurm/*.c) | $(DEPS_OK)
 ABUILD  := $(BUILD)/asan
 asan-tests:
 	$(MAKE) BUILD=$(ABUILD) SAN=1 $(patsubst $(BUILD)/%,$(ABUILD)/%,$(TESTS)) $(ABUILD)/pfi $(ABUILD)/lib/libnvidia-ml.so.1 \
-	  $(ABUILD)/lib/libpfi.so
+	  $(ABUILD)/lib/libpfi.so $(patsubst $(BUILD)/%,$(ABUILD)/%,$(MANPAGES))
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang over their own copy of the library.
 # make check runs each from its corpus for FUZZ_RUNS inputs; make fuzz for FUZZ_SECONDS each.
@@ -228,7 +244,10 @@ install: install-files
 	for u in contrib/systemd/*.service; do \
 	  sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $$u > $(BUILD)/$$(basename $$u); \
 	  inst 644 $(BUILD)/$$(basename $$u) $(SYSTEMDUNITDIR)/$$(basename $$u); done; \
+	for m in $(MANPAGES); do f=$$(basename $$m); inst 644 $$m $(MANDIR)/man$${f##*.}/$$f; done; \
+	inst 644 contrib/bash-completion/pfi $(BASHCOMPDIR)/pfi; \
 	inst 644 contrib/pfi-serve.conf.example $(DOCDIR)/examples/serve.conf; \
+	inst 644 docs/examples/jobs.json $(DOCDIR)/examples/jobs.json; \
 	for f in contrib/slurm/pfi-prolog.sh contrib/slurm/pfi-epilog.sh; do inst 755 $$f $(PKGLIBEXECDIR)/$$(basename $$f); done; \
 	for f in README.md LICENSE docs/*.md; do inst 644 $$f $(DOCDIR)/$$(basename $$f); done; \
 	sort -u $$m.new > $$m && rm -f $$m.new; echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"
@@ -239,7 +258,8 @@ uninstall:
 	@D='$(DESTDIR)'; rm -f "$$D$(BINDIR)/pfi" "$$D$(LIBDIR)/libpfi.so.$(VERSION)" \
 	  "$$D$(LIBDIR)/libpfi.so.$(SOVERSION)" "$$D$(LIBDIR)/libpfi.so" "$$D$(LIBDIR)/libpfi.a" \
 	  "$$D$(LIBDIR)/pkgconfig/pfi.pc" "$$D$(SLURM_PLUGINDIR)/pfi_spank.so"; \
-	rm -rf "$$D$(INCLUDEDIR)/pfi" "$$D$(DOCDIR)"; \
+	rm -rf "$$D$(INCLUDEDIR)/pfi" "$$D$(DOCDIR)"; rm -f "$$D$(BASHCOMPDIR)/pfi"; \
+	for m in $(MANPAGES); do f=$$(basename $$m); rm -f "$$D$(MANDIR)/man$${f##*.}/$$f"; done; \
 	rm -f "$$D$(PKGLIBEXECDIR)/pfi-prolog.sh" "$$D$(PKGLIBEXECDIR)/pfi-epilog.sh"; rmdir "$$D$(PKGLIBEXECDIR)" 2>/dev/null; \
 	for u in contrib/systemd/*.service; do rm -f "$$D$(SYSTEMDUNITDIR)/$$(basename $$u)"; done; \
 	for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(SYSTEMDUNITDIR)/.. $(DATADIR)/doc; do \

@@ -105,7 +105,7 @@ static void test_median_b(void **state)
 }
 
 /* A measured-looking curve on a 100-300 W GPU: no loss above knee_w, then relative throughput
- * falls by `slope` per watt of cap below it (linear in the cap, as paper.md reads measured
+ * falls by `slope` per watt of cap below it (linear in the cap, as the paper reads measured
  * curves). */
 static void knee_curve(pfi_curve *c, double p0_w, double knee_w, double slope)
 {

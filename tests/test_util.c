@@ -94,7 +94,7 @@ static void test_args(void **state)
         {"tag", PFI_OPT_MULTI, &tags, "K=V", "tag"},
         {0},
     };
-    pfi_cmd_spec spec = {"pfi x", NULL, opts};
+    pfi_cmd_spec spec = {"pfi x", NULL, opts, NULL};
     char *argv[] = {"x", "--db=a.db", "run1", "--json", "--tag", "a=1", "--tag=b=2",
                     "--level", "7", "--", "cmd", "--json"};
     char **pos;

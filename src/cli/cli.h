@@ -31,6 +31,26 @@ int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, i
  * it ("pfi CMD: unexpected argument 'x'"). */
 int pfi_cli_args_none(const pfi_cmd_spec *spec, int argc, char **argv, const char *cmd);
 
+/* A command made of subcommands (pfi sim run, pfi model train, ...): each is a function like a
+ * command's, called with argv[0] = its name.  pfi_cli_family dispatches to one, or prints the
+ * family's help (its subcommands, then its examples; in a manual page every subcommand's own
+ * options as well), or an error naming the unknown subcommand (exit 2). */
+typedef struct pfi_cli_sub {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} pfi_cli_sub;
+typedef struct pfi_cli_family_spec {
+    const char *name;     /* "sim" */
+    const char *summary;  /* one paragraph */
+    const char *examples; /* as in pfi_cmd_spec */
+    const pfi_cli_sub *subs;
+    int n;
+} pfi_cli_family_spec;
+int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv);
+/* Every command of pfi (commands.def), in that order. */
+const pfi_cli_sub *pfi_cli_commands(int *n);
+
 /* The backend flags every hardware-facing command accepts. */
 typedef struct pfi_cli_hw {
     const char *backend;   /* --backend auto|nvml|sim (default: $PFI_BACKEND, else sim when

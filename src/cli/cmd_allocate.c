@@ -224,7 +224,10 @@ int pfi_cmd_allocate(int argc, char **argv)
         "Choose one power cap per job so that the sum of GPUs x cap stays within the budget and "
         "the total (weighted) throughput is the largest.  pfi and proportional-to-pfi read each "
         "job's predicted curve, oracle and equal its true curve.  See docs/allocation.md.",
-        opts};
+        opts,
+        "pfi allocate --budget 70% --jobs jobs.json         # the jobs of a file (docs/jobs-format.md)\n"
+        "pfi allocate --budget 5600W --db pfi.db --policy equal --json\n"
+        "pfi allocate --budget 60% --jobs jobs.json --sla 5% --on-infeasible relax-sla"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "allocate");
     if (rc >= 0)
         return rc;

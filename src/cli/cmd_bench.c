@@ -171,7 +171,9 @@ static int bench_allocate(int argc, char **argv)
         "pass over the curves, resolve_ms a warm re-solve after a budget change, resolve_job_ms "
         "after one job's new curve.  Targets: solve_ms <= 5 x read_ms at 1M jobs, "
         "<= 25 ms at 100k; resolve_ms <= 5 ms at 100k.",
-        opts};
+        opts,
+        "pfi bench allocate --jobs 100000                   # a campus-sized fleet\n"
+        "pfi bench allocate --jobs 1000 --cut 0.3 --json"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)
@@ -263,7 +265,8 @@ static int bench_pergpu(int argc, char **argv)
         "Sweep every job of the simulated nodes at uniform caps (per-GPU clocks and tokens/s), "
         "allocate the budget with one cap per job and with per-GPU caps that hold each job's "
         "common clock, apply both to the simulator and measure the tokens/s each gives.",
-        opts};
+        opts,
+        "pfi bench pergpu --sim h200x8-mixed --cuts 0.2,0.4"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)
@@ -329,17 +332,15 @@ static int bench_pergpu(int argc, char **argv)
 
 int pfi_cmd_bench(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fprintf(argc < 2 ? stderr : stdout,
-                "usage: pfi bench allocate|pergpu [options]   (pfi bench NAME --help)\n"
-                "  allocate  time and memory of one allocation of a synthetic campus-sized fleet\n"
-                "  pergpu    per-GPU caps vs one cap per job, measured in the simulator\n");
-        return argc < 2 ? PFI_EXIT_USAGE : PFI_EXIT_OK;
-    }
-    if (strcmp(argv[1], "allocate") == 0)
-        return bench_allocate(argc - 1, argv + 1);
-    if (strcmp(argv[1], "pergpu") == 0)
-        return bench_pergpu(argc - 1, argv + 1);
-    fprintf(stderr, "pfi bench: unknown benchmark '%s' (allocate, pergpu)\n", argv[1]);
-    return PFI_EXIT_USAGE;
+    static const pfi_cli_sub subs[] = {
+        {"allocate", bench_allocate,
+         "time and memory of one allocation of a synthetic campus-sized fleet"},
+        {"pergpu", bench_pergpu, "per-GPU caps vs one cap per job, measured in the simulator"},
+    };
+    static const pfi_cli_family_spec fam = {
+        "bench", "Benchmarks of the allocator and of per-GPU caps (figures, no pass or fail).",
+        "pfi bench allocate --jobs 100000\n"
+        "pfi bench pergpu --json",
+        subs, (int)(sizeof subs / sizeof subs[0])};
+    return pfi_cli_family(&fam, argc, argv);
 }

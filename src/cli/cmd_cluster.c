@@ -215,7 +215,10 @@ int pfi_cmd_cluster(int argc, char **argv)
         "jobs' curves from each node's pfi serve, allocates a site budget (\"5600W\", \"70%\" of "
         "every GPU's default limit, or \"cut=30%\") across all jobs, and hands each "
         "node its caps, lowering everywhere before raising anywhere.",
-        opts};
+        opts,
+        "pfi cluster topology                               # nodes, GPUs and jobs as Slurm reports them\n"
+        "pfi cluster serve --node-token /etc/pfi/token --token-file /etc/pfi/cluster-token --heartbeat 5s\n"
+        "pfi cluster budget cut=30% --node-token /etc/pfi/token   # one shot, without the daemon"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

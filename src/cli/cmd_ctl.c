@@ -225,7 +225,10 @@ int pfi_cmd_ctl(int argc, char **argv)
         "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X] [--log FILE]; job rm ID; job throughput ID "
         "TOKENS_PER_S; heartbeat [--ttl 30s] [--controller NAME]; caps GPU=W[,GPU=W...] "
         "[--epoch N].",
-        opts};
+        opts,
+        "pfi ctl --socket /run/pfi/serve.sock allocation\n"
+        "pfi ctl --token-file /etc/pfi/token job add 4242 --gpus 0-3 --sla 0.1\n"
+        "pfi ctl --token-file /etc/pfi/token budget set 70% --ramp 30s"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

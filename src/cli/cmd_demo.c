@@ -26,7 +26,9 @@ int pfi_cmd_demo(int argc, char **argv)
     const pfi_cmd_spec spec = {"pfi demo [--sim FILE|PRESET] [--caps FROM:TO:STEP] [--hold D]",
                                "A simulated node running a training job while its power cap "
                                "steps down: per step the cap, each GPU's power, the SM clock and "
-                               "the job's tokens/s.", opts};
+                               "the job's tokens/s.", opts,
+        "pfi demo                                           # 8x H200, the cap from 700 W down to 300 W\n"
+        "pfi demo --sim h200x8-moe --caps 700:400:50 --no-pace"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

@@ -316,7 +316,9 @@ int pfi_cmd_evaluate(int argc, char **argv)
         "The allocation experiment: at each cut of the jobs' baseline draw, allocate caps with "
         "each policy and score them on the true curves.  gap_recovered = (T_pfi - T_equal) / "
         "(T_oracle - T_equal).  Runs without tokens/s count GPU-weighted relative throughput.",
-        opts};
+        opts,
+        "pfi evaluate --public                              # on the public measured sweeps\n"
+        "pfi evaluate --fleet small --cuts 0.2,0.4 --json"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "evaluate");
     if (rc >= 0)
         return rc;

@@ -273,7 +273,10 @@ int pfi_cmd_event(int argc, char **argv)
         "Grid events on a running pfi serve or pfi cluster serve.  Commands: add --start TIME "
         "(--duration 3h|--end TIME) (--cut 25%|--limit 4kW) [--ramp 10m] [--priority N] "
         "[--sla-yield]; list; rm ID; report ID [--out DIR] [--json].",
-        opts};
+        opts,
+        "pfi event --token-file /etc/pfi/token add --start now+1h --duration 3h --cut 25% --ramp 10m\n"
+        "pfi event list\n"
+        "pfi event report EVENT_ID --out event-report"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

@@ -67,7 +67,9 @@ int pfi_cmd_export(int argc, char **argv)
         "samples_per_s (filled only for an absolute rate), throughput with throughput_unit, "
         "rel_throughput and rel_power (to the baseline), telemetry means.  Missing values are "
         "empty (CSV) or null (JSON).  pandas: pd.read_csv(...) or pd.read_json(...).",
-        opts};
+        opts,
+        "pfi export --db pfi.db --output levels.csv\n"
+        "pfi export --db pfi.db --format json --runs 1,2"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

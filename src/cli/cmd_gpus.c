@@ -19,7 +19,9 @@ int pfi_cmd_gpus(int argc, char **argv)
                                "(auto) is NVML; without an NVIDIA driver it fails and says how "
                                "to ask for the simulator (--backend sim), whose GPUs are marked "
                                "simulated.",
-                               opts};
+                               opts,
+        "pfi gpus                                           # the node's GPUs through NVML\n"
+        "pfi gpus --backend sim --sim h200x8-mixed --json"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "gpus");
     if (rc >= 0)
         return rc;

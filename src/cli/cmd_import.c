@@ -26,7 +26,9 @@ int pfi_cmd_import(int argc, char **argv)
         "perseus-sosp24, zeus-nsdi23-trace or zeus-plo-testdata under $PFI_DATA_DIR); for 'all' "
         "it is the folder holding the three.  Re-importing replaces the earlier import; a bad "
         "file leaves the store as it was.",
-        opts};
+        opts,
+        "pfi import all --db pfi.db                         # the three public datasets of $PFI_DATA_DIR\n"
+        "pfi import perseus /data/perseus-sosp24 --db pfi.db --json"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

@@ -311,7 +311,10 @@ int pfi_cmd_index(int argc, char **argv)
         "PFI is the monotone interpolation of the measured points where they reach the depth; "
         "beyond the deepest measured shed it is read on the fitted curve and marked * (more "
         "than 0.01 beyond: left out unless --extrapolate).",
-        opts};
+        opts,
+        "pfi index --public                                 # every public sweep\n"
+        "pfi index 3 --db pfi.db --depth 0.2 --json\n"
+        "pfi index --public --compare-families"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

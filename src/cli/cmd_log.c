@@ -149,7 +149,9 @@ int pfi_cmd_log(int argc, char **argv)
         "tokens/s when the log (or an option) gives what converts, else in the log's own unit, "
         "said.  Progress lines without a usable time are counted.  docs/log-formats.md lists "
         "the formats.",
-        opts};
+        opts,
+        "pfi log train.log --seq-len 4096\n"
+        "pfi log megatron.log --format megatron --quiet --json"};
     char **pos;
     int npos;
     int rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);

@@ -45,7 +45,9 @@ static int model_train(int argc, char **argv)
         "regression and a DVFS physics model, the one with the lower 5-fold cross-validated "
         "error of PFI30 kept.  Without --db the simulated paper fleet is characterized in "
         "virtual time (a few seconds) and used.",
-        opts};
+        opts,
+        "pfi model train --out pfi-model.json               # on the simulated fleet\n"
+        "pfi model train --db pfi.db --out model.json"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "model train");
     if (rc >= 0)
         return rc;
@@ -119,7 +121,9 @@ static int model_eval(int argc, char **argv)
         "held out together, the model and its selection retrained without them) MAE and R2 of "
         "PFI30 and the error of the predicted relative throughput at 70% of baseline power; "
         "transfer from H200 runs to H100 runs and back; permutation importance of each feature.",
-        opts};
+        opts,
+        "pfi model eval --fleet small\n"
+        "pfi model eval --db pfi.db --json"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "model eval");
     if (rc >= 0)
         return rc;
@@ -285,7 +289,9 @@ static int model_probe_eval(int argc, char **argv)
         "out (linear between the other levels).  The prior exponent of one probe is the median "
         "of the other transformer curves (the scored one left out).  Figures for transformer "
         "runs (the target) and for all runs.",
-        opts};
+        opts,
+        "pfi model probe-eval                               # one probe, on the public curves\n"
+        "pfi model probe-eval --probes 2 --depths 0.2,0.4 --json"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)
@@ -335,20 +341,19 @@ static int model_probe_eval(int argc, char **argv)
 
 int pfi_cmd_model(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "train") == 0)
-        return model_train(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "eval") == 0)
-        return model_eval(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "probe-eval") == 0)
-        return model_probe_eval(argc - 1, argv + 1);
-    FILE *f = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-                  ? stdout
-                  : stderr;
-    fprintf(f, "usage: pfi model train|eval|probe-eval [options]   (pfi model SUB --help)\n"
-               "  train       train the runtime predictor; writes pfi-model.json\n"
-               "  eval        leave-one-job-out, transfer H200<->H100, feature importance\n"
-               "  probe-eval  one/two-probe curve estimation scored on the public curves\n");
-    if (argc >= 2 && f == stderr)
-        fprintf(stderr, "pfi model: unknown subcommand '%s'\n", argv[1]);
-    return f == stdout ? PFI_EXIT_OK : PFI_EXIT_USAGE;
+    static const pfi_cli_sub subs[] = {
+        {"train", model_train, "train the runtime predictor; writes pfi-model.json"},
+        {"eval", model_eval, "leave-one-job-out, transfer H200<->H100, feature importance"},
+        {"probe-eval", model_probe_eval,
+         "one/two-probe curve estimation scored on the public curves"},
+    };
+    static const pfi_cli_family_spec fam = {
+        "model",
+        "The runtime PFI predictor: a job's curve from the telemetry of its baseline, trained on "
+        "characterized runs, and its evaluation.",
+        "pfi model train --out pfi-model.json\n"
+        "pfi model eval --fleet small\n"
+        "pfi model probe-eval --json",
+        subs, (int)(sizeof subs / sizeof subs[0])};
+    return pfi_cli_family(&fam, argc, argv);
 }

@@ -171,7 +171,9 @@ int pfi_cmd_monitor(int argc, char **argv)
         "[--gpus LIST] [--backend auto|nvml|sim] [--sim FILE|PRESET]",
         "Stream every telemetry field of the GPUs until --count/--duration or Ctrl-C.  On the "
         "simulator in virtual time (no PFI_SIM_STATE) time passes instantly, so without "
-        "--count/--duration it stops after 10 rounds.", opts};
+        "--count/--duration it stops after 10 rounds.", opts,
+        "pfi monitor --interval 100ms --gpus 0-3\n"
+        "pfi monitor --backend sim --count 5 --format jsonl"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "monitor");
     if (rc >= 0)
         return rc;

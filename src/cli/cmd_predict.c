@@ -190,7 +190,9 @@ int pfi_cmd_predict(int argc, char **argv)
         "PFI at 10-50% shed, relative throughput at 70% of baseline power, and the power it can "
         "shed within slowdown budgets.  For a stored run only its default-limit level is read; "
         "its measured PFI30 is shown beside the prediction.",
-        opts};
+        opts,
+        "pfi predict --live --gpus 0-7 --duration 30s        # the job running now on GPUs 0-7\n"
+        "pfi predict 3 --db pfi.db --model pfi-model.json --json"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

@@ -60,7 +60,9 @@ int pfi_cmd_restore(int argc, char **argv)
         "daemon) that wrote it changed anything, then delete the journal.  GPUs are matched by "
         "UUID.  The run a killed sweep was storing, named in the journal, is marked "
         "interrupted.  Nothing to restore is not an error.",
-        opts};
+        opts,
+        "pfi restore                                        # after a killed sweep or daemon\n"
+        "pfi restore --journal /var/lib/pfi/journal --backend nvml"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "restore");
     if (rc >= 0)
         return rc;

@@ -58,7 +58,9 @@ int pfi_cmd_runs(int argc, char **argv)
         "List the runs in the store: id, name, source, GPU type and count, number of levels, "
         "throughput unit, and the baseline (the level at the default power limit): its "
         "throughput T0 and per-GPU power P0.",
-        opts};
+        opts,
+        "pfi runs --db pfi.db\n"
+        "pfi runs --db pfi.db --source perseus --json"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "runs");
     if (rc >= 0)
         return rc;

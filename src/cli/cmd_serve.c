@@ -57,7 +57,7 @@ int pfi_cmd_serve(int argc, char **argv)
     pfi_strlist sets = {0};
     const pfi_opt opts[] = {
         PFI_CLI_HW_OPTS(hw),
-        {"config", PFI_OPT_STR, &config, "FILE", "settings file (contrib/pfi-serve.conf.example)"},
+        {"config", PFI_OPT_STR, &config, "FILE", "settings file, pfi-serve.conf(5)"},
         {"listen", PFI_OPT_STR, &listen, "ADDR",
          "127.0.0.1:9455 (default), [::1]:PORT, unix:/run/pfi/serve.sock; port 0 = any free"},
         {"token-file", PFI_OPT_STR, &token, "FILE",
@@ -75,7 +75,7 @@ int pfi_cmd_serve(int argc, char **argv)
         {"default-sla", PFI_OPT_STR, &sla, "SLOWDOWN", "SLA of jobs that give none (e.g. 0.1)"},
         {"model", PFI_OPT_STR, &model, "FILE",
          "runtime predictor from `pfi model train --out FILE` (curves of jobs from telemetry)"},
-        {"set", PFI_OPT_MULTI, &sets, "KEY=VALUE", "any config setting (docs/serve.md)"},
+        {"set", PFI_OPT_MULTI, &sets, "KEY=VALUE", "any setting of pfi-serve.conf(5)"},
         {0},
     };
     const pfi_cmd_spec spec = {
@@ -84,7 +84,10 @@ int pfi_cmd_serve(int argc, char **argv)
         "PFI-aware caps applied safely (lower first, read back, then raise), Prometheus metrics "
         "at /metrics, an audit log in SQLite.  Original limits are journaled and restored on "
         "SIGTERM/SIGINT, or at the next start after a crash.",
-        opts};
+        opts,
+        "pfi serve --config /etc/pfi/serve.conf\n"
+        "pfi serve --backend nvml --listen unix:/run/pfi/serve.sock --token-file /etc/pfi/token\n"
+        "pfi serve --backend sim --budget 80%                # try it without GPUs"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "serve");
     if (rc >= 0)
         return rc;

@@ -133,7 +133,9 @@ int pfi_cmd_show(int argc, char **argv)
         "Show one run (its id, or its exact name as pfi runs prints it) with every level: cap, "
         "enforced limit, power per GPU, throughput with its confidence interval, throughput and "
         "power relative to the baseline, and the mean telemetry of the level.",
-        opts};
+        opts,
+        "pfi show 3 --db pfi.db\n"
+        "pfi show 3 --db pfi.db --json"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

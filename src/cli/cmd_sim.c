@@ -70,7 +70,8 @@ static int sim_presets(int argc, char **argv)
     int as_json = 0;
     const pfi_opt opts[] = {{"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"}, {0}};
     const pfi_cmd_spec spec = {"pfi sim presets [--json]", "List the built-in simulated nodes.",
-                               opts};
+                               opts,
+        "pfi sim presets --json"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -98,7 +99,8 @@ static int sim_config(int argc, char **argv)
                             {0}};
     const pfi_cmd_spec spec = {"pfi sim config [--sim FILE|PRESET]",
                                "Print a node's full configuration as JSON (every default filled "
-                               "in): a starting point for a config file.", opts};
+                               "in): a starting point for a config file.", opts,
+        "pfi sim config --sim h200x8-moe > node.json     # edit, then --sim node.json"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -127,7 +129,8 @@ static int sim_fleet(int argc, char **argv)
     };
     const pfi_cmd_spec spec = {"pfi sim fleet [--fleet paper|small] [--seed N] [--json]",
                                "List the simulated runs of the study (seeded, reproducible).",
-                               opts};
+                               opts,
+        "pfi sim fleet --fleet small --json"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -180,7 +183,8 @@ static int sim_curve(int argc, char **argv)
     const pfi_cmd_spec spec = {"pfi sim curve [--sim FILE|PRESET] [--job NAME] [--caps "
                                "FROM:TO:STEP] [--json]",
                                "The simulator's ground truth for one job: steady tokens/s, "
-                               "power and clock with every GPU of the job at each cap.", opts};
+                               "power and clock with every GPU of the job at each cap.", opts,
+        "pfi sim curve --sim h200x8-dense --caps 700:300:50"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -309,7 +313,8 @@ static int sim_run(int argc, char **argv)
     const pfi_cmd_spec spec = {"pfi sim run [--sim FILE|PRESET] [--cap W|PCT] [--cap-at T] "
                                "[--gpus LIST] [--duration D] [--interval D] [--json]",
                                "Run a simulated node in virtual time (instantly) and print its "
-                               "power, clocks and each job's tokens/s as the cap applies.", opts};
+                               "power, clocks and each job's tokens/s as the cap applies.", opts,
+        "pfi sim run --cap 70% --cap-at 10s --duration 30s"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -410,7 +415,8 @@ static int sim_init(int argc, char **argv)
                                "[--force]",
                                "Create a shared simulator state: processes that set "
                                "PFI_SIM_STATE=FILE then see the same node in real time "
-                               "(optionally sped up).", opts};
+                               "(optionally sped up).", opts,
+        "pfi sim init --state /tmp/node.sim --sim h200x8-dense --speed 10"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -437,7 +443,8 @@ static int sim_set(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {"pfi sim set --cap W|PCT [--gpus LIST] [--state FILE]",
-                               "Set power limits on a shared simulated node, now.", opts};
+                               "Set power limits on a shared simulated node, now.", opts,
+        "pfi sim set --cap 500 --gpus 0-3 --state /tmp/node.sim"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -478,7 +485,8 @@ static int sim_status(int argc, char **argv)
     };
     const pfi_cmd_spec spec = {"pfi sim status [--state FILE] [--json]",
                                "The shared simulated node now: limits, power, clocks, jobs.",
-                               opts};
+                               opts,
+        "pfi sim status --state /tmp/node.sim --json"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -782,7 +790,7 @@ static int sim_validate(int argc, char **argv)
                                "power at every measured limit, held-out runs apart, on every "
                                "fixed fit/held-out split; the headline is the worst held-out "
                                "error over the splits.  Exits 1 when an error exceeds 0.05.",
-                               opts};
+                               opts, "pfi sim validate --verbose"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
     if (rc >= 0)
@@ -821,11 +829,7 @@ static int sim_validate(int argc, char **argv)
 
 /* ---------------------------------------------------------------- dispatch */
 
-static const struct {
-    const char *name;
-    int (*fn)(int, char **);
-    const char *summary;
-} subs[] = {
+static const pfi_cli_sub subs[] = {
     {"run", sim_run, "run a node in virtual time with a cap step; print power and tokens/s"},
     {"curve", sim_curve, "a job's true tokens/s and power at each cap (steady state)"},
     {"presets", sim_presets, "list built-in nodes"},
@@ -839,18 +843,11 @@ static const struct {
 
 int pfi_cmd_sim(int argc, char **argv)
 {
-    size_t n = sizeof subs / sizeof subs[0];
-    if (argc >= 2)
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(argv[1], subs[i].name) == 0)
-                return subs[i].fn(argc - 1, argv + 1);
-    int help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-    FILE *f = help ? stdout : stderr;
-    if (argc >= 2 && !help)
-        fprintf(stderr, "pfi sim: unknown subcommand '%s'\n\n", argv[1]);
-    fprintf(f, "usage: pfi sim SUBCOMMAND [options]   (pfi sim SUBCOMMAND --help)\n\n"
-               "The embedded simulator of GPUs running training jobs.\n\nsubcommands:\n");
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "  %-10s %s\n", subs[i].name, subs[i].summary);
-    return help ? PFI_EXIT_OK : PFI_EXIT_USAGE;
+    static const pfi_cli_family_spec fam = {
+        "sim", "The embedded simulator of GPUs running training jobs.",
+        "pfi sim presets\n"
+        "pfi sim curve --sim h200x8-moe --caps 700:300:100\n"
+        "pfi sim run --cap 60% --cap-at 5s --duration 20s",
+        subs, (int)(sizeof subs / sizeof subs[0])};
+    return pfi_cli_family(&fam, argc, argv);
 }

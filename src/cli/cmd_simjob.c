@@ -282,7 +282,9 @@ int pfi_cmd_simjob(int argc, char **argv)
         "Run a simulated training job against the shared simulator state $PFI_SIM_STATE (pfi "
         "sweep --backend sim sets it for the command it launches) and print its progress as "
         "the named framework does.  --truth prints the simulator's ground truth instead.",
-        opts};
+        opts,
+        "PFI_SIM_STATE=/tmp/node.sim pfi simjob --format megatron --duration 60s\n"
+        "pfi simjob --truth 700,500,300"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "simjob");
     if (rc >= 0)
         return rc;

@@ -27,6 +27,10 @@ static void show_progress(void *ctx, const char *step, int done, int total)
     snprintf(p->last_step, sizeof p->last_step, "%s", step);
 }
 
+static const char examples[] =
+    "pfi study --out study-out                          # the simulated fleet, end to end\n"
+    "pfi study --from-db pfi.db --out measured-study --no-figures";
+
 int pfi_cmd_study(int argc, char **argv)
 {
     pfi_study_opts o;
@@ -57,7 +61,7 @@ int pfi_cmd_study(int argc, char **argv)
         "time through the sweep code, or the runs of a store), computes each run's PFI curve, "
         "trains and validates the runtime predictor, runs the allocation experiment, and "
         "writes DIR/report.md, DIR/report.html, figures and DIR/summary.json.",
-        opts};
+        opts, examples};
     int rc = pfi_cli_args_none(&spec, argc, argv, "study");
     if (rc >= 0)
         return rc;

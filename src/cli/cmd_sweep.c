@@ -498,7 +498,10 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         "of its GPUs, default limit first; at each level measure tokens/s from the job's own "
         "output until steady, with telemetry at 10 Hz; store every level; restore the limits "
         "on every exit.  docs/sweep.md explains the protocol.",
-        opts};
+        opts,
+        "pfi sweep --gpus 0-7 -- torchrun --nproc-per-node 8 train.py\n"
+        "pfi sweep --attach --log train.log --gpus 0-3 --caps 700:300:100\n"
+        "pfi sweep --backend sim --levels 100,80,60% -- pfi simjob --duration 600s"};
     int dd;
     int rc = pfi_cli_args(&spec, argc, argv, pos, npos, &dd);
     if (rc >= 0)

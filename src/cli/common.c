@@ -38,6 +38,89 @@ int pfi_cli_args_none(const pfi_cmd_spec *spec, int argc, char **argv, const cha
     return rc;
 }
 
+static const pfi_cli_sub commands[] = {
+#define PFI_COMMAND(name, fn, summary) {#name, fn, summary},
+#include "cli/commands.def"
+#undef PFI_COMMAND
+};
+
+const pfi_cli_sub *pfi_cli_commands(int *n)
+{
+    *n = (int)(sizeof commands / sizeof commands[0]);
+    return commands;
+}
+
+static void family_text(const pfi_cli_family_spec *fam, FILE *f)
+{
+    fprintf(f, "usage: pfi %s SUBCOMMAND [options]   (pfi %s SUBCOMMAND --help)\n\n%s\n\n"
+               "subcommands:\n", fam->name, fam->name, fam->summary);
+    for (int i = 0; i < fam->n; i++)
+        fprintf(f, "  %-12s %s\n", fam->subs[i].name, fam->subs[i].summary);
+    if (fam->examples) {
+        /* The same layout as a command's examples (util/args.c). */
+        fprintf(f, "\nexamples:\n");
+        for (const char *p = fam->examples; *p;) {
+            const char *nl = strchr(p, '\n');
+            int len = nl ? (int)(nl - p) : (int)strlen(p);
+            fprintf(f, "  %.*s\n", len, p);
+            p += len + (nl != NULL);
+        }
+    }
+}
+
+/* The family's manual page body: its synopsis and subcommands, then each subcommand's own help
+ * (its option table) as a subsection, then the family's examples. */
+static void family_man(const pfi_cli_family_spec *fam, FILE *f)
+{
+    fprintf(f, ".SH SYNOPSIS\n.nf\npfi %s SUBCOMMAND [options]\n.fi\n.SH DESCRIPTION\n",
+            fam->name);
+    pfi_args_roff(f, fam->summary);
+    fprintf(f, "\n.SH SUBCOMMANDS\n");
+    for (int i = 0; i < fam->n; i++) {
+        fprintf(f, ".TP\n.B ");
+        pfi_args_roff(f, fam->subs[i].name);
+        fputc('\n', f);
+        pfi_args_roff(f, fam->subs[i].summary);
+        fputc('\n', f);
+    }
+    fflush(f);
+    pfi_args_set_help_format(PFI_HELP_MAN_SUB);
+    for (int i = 0; i < fam->n; i++) {
+        char name[64], help[] = "--help";
+        snprintf(name, sizeof name, "%s", fam->subs[i].name);
+        char *argv[] = {name, help, NULL};
+        fam->subs[i].fn(2, argv);
+        fflush(stdout);
+    }
+    pfi_args_set_help_format(PFI_HELP_MAN);
+    if (fam->examples) {
+        fprintf(f, ".SH EXAMPLES\n.PP\n.nf\n.RS 4\n");
+        pfi_args_roff(f, fam->examples);
+        fprintf(f, "\n.RE\n.fi\n");
+    }
+}
+
+int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv)
+{
+    if (argc >= 2)
+        for (int i = 0; i < fam->n; i++)
+            if (strcmp(argv[1], fam->subs[i].name) == 0)
+                return fam->subs[i].fn(argc - 1, argv + 1);
+    int help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    if (help && pfi_args_help_format() == PFI_HELP_MAN) {
+        family_man(fam, stdout);
+        return PFI_EXIT_OK;
+    }
+    if (help) {
+        family_text(fam, stdout);
+        return PFI_EXIT_OK;
+    }
+    if (argc >= 2)
+        fprintf(stderr, "pfi %s: unknown subcommand '%s'\n\n", fam->name, argv[1]);
+    family_text(fam, stderr);
+    return PFI_EXIT_USAGE;
+}
+
 const char *pfi_cli_backend_name(const pfi_cli_hw *h)
 {
     if (h->backend)

@@ -6,29 +6,23 @@
 #include "cli/cli.h"
 #include "pfi_version.h" /* generated: the Makefile writes it under build/gen/ */
 
-typedef struct command {
-    const char *name;
-    int (*fn)(int, char **);
-    const char *summary;
-} command;
-
-static const command commands[] = {
-#define PFI_COMMAND(name, fn, summary) {#name, fn, summary},
-#include "cli/commands.def"
-#undef PFI_COMMAND
-};
-#define NCOMMANDS (sizeof commands / sizeof commands[0])
-
 static void usage(FILE *f)
 {
+    int n;
+    const pfi_cli_sub *commands = pfi_cli_commands(&n);
     fprintf(f, "usage: pfi COMMAND [options]   (pfi COMMAND --help for its options)\n"
+               "       pfi help COMMAND | TOPIC\n"
                "       pfi -V | --version\n\n"
                "pfi measures, predicts and acts on the power flexibility of training jobs.\n\n"
                "commands:\n");
-    for (size_t i = 0; i < NCOMMANDS; i++)
+    for (int i = 0; i < n; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nexit status: 0 ok, 1 runtime failure, 2 bad input (an unknown option, a "
                "malformed value\nor one out of range)\n");
+    fprintf(f, "\nexamples:\n"
+               "  pfi gpus                        # the node's GPUs, their limits and draw\n"
+               "  pfi help sweep                  # a command's options (pfi sweep --help)\n"
+               "  pfi sweep --gpus 0-7 -- torchrun --nproc-per-node 8 train.py\n");
 }
 
 static void print_version(void)
@@ -57,7 +51,9 @@ int main(int argc, char **argv)
         print_version();
         return PFI_EXIT_OK;
     }
-    for (size_t i = 0; i < NCOMMANDS; i++)
+    int n;
+    const pfi_cli_sub *commands = pfi_cli_commands(&n);
+    for (int i = 0; i < n; i++)
         if (strcmp(commands[i].name, name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "pfi: unknown command '%s'\n\n", name);

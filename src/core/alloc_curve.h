@@ -2,12 +2,12 @@
 /* alloc_curve.h: the one conversion from a job's curve (core/curve.h) to the allocator's arrays
  * (core/alloc.h), agreed with the PFI code: the allocator reads pfi_curve_tput_at_cap().
  *   measured curves  the measured caps themselves: the curve is linear in the cap between
- *                    measured levels (paper.md), so those points represent it exactly, and the
+ *                    measured levels (the paper's setup), so those points represent it exactly, and the
  *                    cap range is what was measured;
  *   fitted/predicted a grid of at most PFI_ALLOC_CURVE_PTS caps over the cap range (the fit is
  *                    smooth; 10 W between points on a 200-700 W GPU).
  * Throughput is the run's unit (t0 * T/T0), or GPU-weighted relative throughput n * T/T0 for
- * populations without tokens/s (paper.md).  Pure. */
+ * populations without tokens/s (the paper's setup).  Pure. */
 #ifndef PFI_CORE_ALLOC_CURVE_H
 #define PFI_CORE_ALLOC_CURVE_H
 

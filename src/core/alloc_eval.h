@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* alloc_eval.h: the paper's allocation experiment (paper.md, "Allocation experiment").
+/* alloc_eval.h: the paper's allocation experiment (its "Allocation experiment").
  * For each cut, B = (1 - cut) * sum_j n_j P0_j; each policy allocates on the curves it may see
  * (equal and oracle: the truth; pfi and proportional-to-pfi: the predictions) and every
  * allocation is scored on the TRUE curves:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_synth.h: a seeded synthetic fleet of allocation jobs, for benchmarks of the allocator at
  * campus scale (100k jobs) where no measured fleet that large exists.  Curves are shaped like
- * the measured ones (paper.md): no loss until the cap reaches the draw P0, then a convex slowdown
+ * the measured ones: no loss until the cap reaches the draw P0, then a convex slowdown
  * s = a r^b in the shed r = 1 - cap/P0, read at 11 caps from 200 to 700 W (H100/H200 range).
  * Pure: no I/O, no globals. */
 #ifndef PFI_CORE_ALLOC_SYNTH_H

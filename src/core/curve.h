@@ -48,7 +48,7 @@ typedef struct pfi_fit {
 /* Where a curve's throughput comes from when evaluated. */
 typedef enum pfi_curve_view {
     PFI_VIEW_AUTO = 0, /* measured points when the curve has >= 2, else the fit */
-    PFI_VIEW_MEASURED, /* linear in the cap between measured levels (paper.md's rule) */
+    PFI_VIEW_MEASURED, /* linear in the cap between measured levels (the paper's rule) */
     PFI_VIEW_MONOTONE, /* the isotonic fit, linear in the cap between levels */
     PFI_VIEW_FIT       /* the parametric fit through the draw at that cap */
 } pfi_curve_view;

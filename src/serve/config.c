@@ -91,8 +91,77 @@ static int set_budget(char *dst, size_t size, const char *key, const char *v, in
     return set_str(dst, size, key, v, err);
 }
 
+static const pfi_serve_key keys[] = {
+    {"listen", "HOST:PORT|[ADDR]:PORT|unix:PATH", "127.0.0.1:9455", "127.0.0.1:0",
+     "Where the API listens.  Port 0 takes any free port (see port_file).  A Unix socket is "
+     "created with mode 0660.  A non-loopback address needs allow_remote."},
+    {"allow_remote", "yes|no", "no", "no", "Allow a listen address other than loopback."},
+    {"token_file", "PATH", "none", "/etc/pfi/token",
+     "Bearer token every change must carry (a file only root can read, mode 0600).  Without it "
+     "the API answers reads only."},
+    {"db", "PATH", "pfi-serve.db", "/var/lib/pfi/serve.db", "SQLite state and audit log."},
+    {"journal", "PATH", "$PFI_JOURNAL, else /var/lib/pfi/journal as root",
+     "/var/lib/pfi/journal",
+     "Journal of the GPUs' original power limits, restored on exit and after a crash (shared "
+     "with pfi sweep and read by pfi restore)."},
+    {"backend", "auto|nvml|sim", "auto",
+     "sim", "auto: NVML when it lists a GPU, else the daemon refuses to start; nvml insists on "
+     "NVML; sim is the embedded simulator."},
+    {"nvml_lib", "PATH", "libnvidia-ml.so.1", "libnvidia-ml.so.1", "The NVML library to load."},
+    {"sim", "PRESET|FILE", "h200x8-dense", "h200x8-dense",
+     "The simulated node (a preset of pfi sim presets, or a file of pfi sim config); implies "
+     "backend = sim unless a backend is set."},
+    {"backend_arg", "STRING", "none", "h200x8-dense", "The backend's argument: sim or nvml_lib."},
+    {"read_only", "yes|no", "no", "no", "Observe only: never change a power limit."},
+    {"model", "PATH", "none", "/etc/pfi/model.json",
+     "Runtime predictor (pfi model train --out FILE): the curves of jobs registered without one, "
+     "from their telemetry."},
+    {"probe_library", "PATH|public", "none", "public",
+     "Measured curves a job's probe is read through: a store of sweeps, or public for the "
+     "public sweeps in $PFI_DATA_DIR.  Without one a probe fits a power law."},
+    {"discover", "yes|no", "yes", "yes",
+     "Find jobs from the GPUs' processes (Slurm's cgroup, Kubernetes' pod, else the process "
+     "group) and register and retire them."},
+    {"proc_root", "PATH", "/proc", "/proc", "Where processes are read."},
+    {"budget", "WATTS|PERCENT", "none", "80%",
+     "Budget applied at start: watts (4000W) or a share of the sum of the default limits "
+     "(80%).  None: nothing is changed until a budget is set through the API."},
+    {"resume", "yes|no", "no", "no", "Re-apply the last budget set through the API (kept in db)."},
+    {"default_sla", "SLOWDOWN|none", "none", "10%",
+     "Largest slowdown (0.1 or 10%) of jobs that register no SLA of their own."},
+    {"sample_interval", "DURATION", "1s", "500ms",
+     "Telemetry period, 10ms to 60s (also the step of a ramp)."},
+    {"reoptimize_interval", "DURATION", "30s", "30s",
+     "How often the jobs' curves are re-estimated and the caps re-planned."},
+    {"min_change_interval", "DURATION", "10s", "10s",
+     "At most one re-planned change (not one asked for) per this interval."},
+    {"hysteresis", "WATTS", "5W", "5W",
+     "A re-plan that moves no cap by more than this is not applied."},
+    {"watchdog_timeout", "DURATION", "0 (off)", "30s",
+     "Heartbeat timeout when a cluster controller's heartbeat gives none; armed by the first "
+     "heartbeat."},
+    {"safe_budget", "min|WATTS|PERCENT", "min", "60%",
+     "What the watchdog applies when the heartbeats stop: min (every GPU at its minimum), or "
+     "a budget."},
+    {"max_body", "BYTES", "65536", "65536", "Largest request body accepted (1 to 16 MiB)."},
+    {"threads", "N", "4", "4", "HTTP worker threads (1 to 64)."},
+    {"port_file", "PATH", "none", "/run/pfi/port",
+     "Write the address listened on here (useful with port 0)."},
+};
+
+const pfi_serve_key *pfi_serve_config_keys(int *n)
+{
+    *n = (int)(sizeof keys / sizeof keys[0]);
+    return keys;
+}
+
 int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pfi_err *err)
 {
+    int known = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && !known; i++)
+        known = !strcmp(key, keys[i].name);
+    if (!known)
+        return pfi_err_set(err, PFI_EINVAL, "unknown setting '%s' (see pfi-serve.conf(5))", key);
     if (!strcmp(key, "listen"))
         return set_str(c->listen, sizeof c->listen, key, v, err);
     if (!strcmp(key, "control_listen"))
@@ -207,7 +276,7 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
             c->max_body = (size_t)n;
         return PFI_OK;
     }
-    return pfi_err_set(err, PFI_EINVAL, "unknown setting '%s' (see docs/serve.md)", key);
+    return pfi_err_set(err, PFI_EINTERNAL, "setting '%s' is listed but not handled", key);
 }
 
 int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)

@@ -94,6 +94,17 @@ void pfi_serve_config_defaults(pfi_serve_config *c);
 int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err);
 /* One setting by name (the keys of docs/serve.md), as the file and the CLI flags use. */
 int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *value, pfi_err *err);
+/* Every setting pfi_serve_config_set accepts, in the order a reader meets them: the one list the
+ * manual page pfi-serve.conf(5) is written from (pfi help --man serve.conf).  A key missing here
+ * is refused by pfi_serve_config_set. */
+typedef struct pfi_serve_key {
+    const char *name;    /* "sample_interval" */
+    const char *value;   /* what it takes: "DURATION", "yes|no", ... */
+    const char *dflt;    /* the default, for a person */
+    const char *example; /* a valid value (tests set every key to it) */
+    const char *help;    /* one sentence or two */
+} pfi_serve_key;
+const pfi_serve_key *pfi_serve_config_keys(int *n);
 /* Checks cross-field rules (e.g. non-loopback listen without allow_remote). */
 int pfi_serve_config_check(const pfi_serve_config *c, pfi_err *err);
 

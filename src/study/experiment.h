@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* experiment.h: the paper's allocation experiment (paper.md, "Allocation experiment") on a
+/* experiment.h: the paper's allocation experiment (its "Allocation experiment") on a
  * population of characterized runs, for `pfi evaluate` and `pfi study` alike, so that both
  * give one answer to one question.  core/alloc_eval.h scores allocations on given job arrays;
  * this module builds those arrays from runs:

@@ -106,15 +106,111 @@ int pfi_args_parse(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos,
     return PFI_OK;
 }
 
+/* Process-wide, set once by `pfi help --man` before it asks a command for its help. */
+static int help_format = PFI_HELP_TEXT;
+
+void pfi_args_set_help_format(int format)
+{
+    help_format = format;
+}
+
+int pfi_args_help_format(void)
+{
+    return help_format;
+}
+
+void pfi_args_roff(FILE *f, const char *s)
+{
+    int bol = 1;
+    for (; *s; s++) {
+        if (bol && (*s == '.' || *s == '\''))
+            fputs("\\&", f);
+        if (*s == '\\')
+            fputs("\\e", f);
+        else if (*s == '-')
+            fputs("\\-", f);
+        else
+            fputc(*s, f);
+        bol = *s == '\n';
+    }
+}
+
+static void examples_text(const char *ex, FILE *f)
+{
+    fprintf(f, "\nexamples:\n  ");
+    for (; *ex; ex++) {
+        fputc(*ex, f);
+        if (*ex == '\n' && ex[1])
+            fputs("  ", f);
+    }
+    if (ex[-1] != '\n')
+        fputc('\n', f);
+}
+
+/* The roff of one spec: SYNOPSIS, DESCRIPTION, OPTIONS, EXAMPLES as sections of a page, or as
+ * one subsection (titled by the usage line) of its family's page. */
+static void usage_man(const pfi_cmd_spec *spec, FILE *f, int sub)
+{
+    const char *h = sub ? ".SS" : ".SH";
+    if (sub) {
+        fprintf(f, ".SS \"");
+        pfi_args_roff(f, spec->usage);
+        fprintf(f, "\"\n");
+    } else {
+        fprintf(f, ".SH SYNOPSIS\n.nf\n");
+        pfi_args_roff(f, spec->usage);
+        fprintf(f, "\n.fi\n");
+    }
+    if (spec->summary) {
+        fprintf(f, "%s\n", sub ? ".PP" : ".SH DESCRIPTION");
+        pfi_args_roff(f, spec->summary);
+        fputc('\n', f);
+    }
+    if (spec->opts && spec->opts->name) {
+        fprintf(f, sub ? ".PP\nOptions:\n" : "%s OPTIONS\n", h);
+        for (const pfi_opt *o = spec->opts; o->name; o++) {
+            fprintf(f, ".TP\n.B \\-\\-");
+            pfi_args_roff(f, o->name);
+            if (o->meta) {
+                fprintf(f, " \\fI");
+                pfi_args_roff(f, o->meta);
+                fprintf(f, "\\fR");
+            }
+            fputc('\n', f);
+            pfi_args_roff(f, o->help ? o->help : "");
+            fputc('\n', f);
+        }
+        fprintf(f, ".TP\n.B \\-h, \\-\\-help\nshow this help\n");
+    }
+    if (spec->examples) {
+        fprintf(f, sub ? ".PP\nExamples:\n" : "%s EXAMPLES\n", h);
+        fprintf(f, ".PP\n.nf\n.RS 4\n");
+        pfi_args_roff(f, spec->examples);
+        fprintf(f, "%s.RE\n.fi\n", spec->examples[strlen(spec->examples) - 1] == '\n' ? "" : "\n");
+    }
+}
+
+static void options_text(const pfi_opt *opts, FILE *f);
+
 void pfi_args_usage(const pfi_cmd_spec *spec, FILE *f)
 {
+    if (help_format != PFI_HELP_TEXT) {
+        usage_man(spec, f, help_format == PFI_HELP_MAN_SUB);
+        return;
+    }
     fprintf(f, "usage: %s\n", spec->usage);
     if (spec->summary)
         fprintf(f, "\n%s\n", spec->summary);
-    if (!spec->opts || !spec->opts->name)
-        return;
+    if (spec->opts && spec->opts->name)
+        options_text(spec->opts, f);
+    if (spec->examples && *spec->examples)
+        examples_text(spec->examples, f);
+}
+
+static void options_text(const pfi_opt *opts, FILE *f)
+{
     fprintf(f, "\noptions:\n");
-    for (const pfi_opt *o = spec->opts; o->name; o++) {
+    for (const pfi_opt *o = opts; o->name; o++) {
         char left[64];
         snprintf(left, sizeof left, "--%s%s%s", o->name, o->meta ? " " : "", o->meta ? o->meta : "");
         fprintf(f, "  %-24s %s\n", left, o->help ? o->help : "");

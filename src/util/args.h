@@ -32,12 +32,22 @@ typedef struct pfi_opt {
 } pfi_opt;
 
 typedef struct pfi_cmd_spec {
-    const char *usage;   /* "pfi sweep [options] -- COMMAND..." */
-    const char *summary; /* one paragraph shown under the usage line */
-    const pfi_opt *opts; /* terminated by {0} */
+    const char *usage;    /* "pfi sweep [options] -- COMMAND..." */
+    const char *summary;  /* one paragraph shown under the usage line */
+    const pfi_opt *opts;  /* terminated by {0} */
+    const char *examples; /* 1-3 real command lines, '\n'-separated, each may end with
+                           * "  # what it does"; shown last */
 } pfi_cmd_spec;
 
 #define PFI_ARGS_HELP (-1) /* --help was given and usage printed: exit 0 */
+
+/* What --help writes: text for a terminal (the default), or the same tables as roff for a manual
+ * page: a whole page's sections, or one subcommand's subsection of its family's page. */
+enum pfi_help_format { PFI_HELP_TEXT = 0, PFI_HELP_MAN, PFI_HELP_MAN_SUB };
+void pfi_args_set_help_format(int format);
+int pfi_args_help_format(void);
+/* Writes s for roff: backslashes, a leading '.' or '\'', and '-' (as \-) escaped. */
+void pfi_args_roff(FILE *f, const char *s);
 
 /* Parses argv[1..] (argv[0] is the subcommand name).  Positional arguments are gathered in
  * order into *pos / *npos (pointing into argv); everything after "--" is positional too and

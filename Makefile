@@ -60,7 +60,7 @@ DEPS_OK := build/.deps-ok
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
 .PHONY: all check test demo bench deps clean burn spank asan-tests check-arch fuzz fuzz-targets \
-        install uninstall install-files man FORCE
+        install uninstall install-files man deb FORCE
 all: $(PFI) $(FAKENVML) $(BUILD)/lib/libpfi.so $(BUILD)/lib/pfi_spank.so $(MANPAGES)
 
 deps: $(DEPS_OK)
@@ -244,13 +244,17 @@ install: install-files
 	for u in contrib/systemd/*.service; do \
 	  sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $$u > $(BUILD)/$$(basename $$u); \
 	  inst 644 $(BUILD)/$$(basename $$u) $(SYSTEMDUNITDIR)/$$(basename $$u); done; \
-	for m in $(MANPAGES); do f=$$(basename $$m); inst 644 $$m $(MANDIR)/man$${f##*.}/$$f; done; \
+	for pg in $(MANPAGES); do f=$$(basename $$pg); inst 644 $$pg $(MANDIR)/man$${f##*.}/$$f; done; \
 	inst 644 contrib/bash-completion/pfi $(BASHCOMPDIR)/pfi; \
 	inst 644 contrib/pfi-serve.conf.example $(DOCDIR)/examples/serve.conf; \
 	inst 644 docs/examples/jobs.json $(DOCDIR)/examples/jobs.json; \
 	for f in contrib/slurm/pfi-prolog.sh contrib/slurm/pfi-epilog.sh; do inst 755 $$f $(PKGLIBEXECDIR)/$$(basename $$f); done; \
 	for f in README.md LICENSE docs/*.md; do inst 644 $$f $(DOCDIR)/$$(basename $$f); done; \
 	sort -u $$m.new > $$m && rm -f $$m.new; echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"
+
+# A Debian package from a staged install (scripts/make-deb.sh): BUILD/pfi_VERSION_ARCH.deb.
+deb: all
+	@sh scripts/make-deb.sh $(BUILD) $(VERSION)
 
 # What install put there, from the same lists (no manifest needed), then the empty directories
 # it created below the prefix's own.
@@ -259,7 +263,7 @@ uninstall:
 	  "$$D$(LIBDIR)/libpfi.so.$(SOVERSION)" "$$D$(LIBDIR)/libpfi.so" "$$D$(LIBDIR)/libpfi.a" \
 	  "$$D$(LIBDIR)/pkgconfig/pfi.pc" "$$D$(SLURM_PLUGINDIR)/pfi_spank.so"; \
 	rm -rf "$$D$(INCLUDEDIR)/pfi" "$$D$(DOCDIR)"; rm -f "$$D$(BASHCOMPDIR)/pfi"; \
-	for m in $(MANPAGES); do f=$$(basename $$m); rm -f "$$D$(MANDIR)/man$${f##*.}/$$f"; done; \
+	for pg in $(MANPAGES); do f=$$(basename $$pg); rm -f "$$D$(MANDIR)/man$${f##*.}/$$f"; done; \
 	rm -f "$$D$(PKGLIBEXECDIR)/pfi-prolog.sh" "$$D$(PKGLIBEXECDIR)/pfi-epilog.sh"; rmdir "$$D$(PKGLIBEXECDIR)" 2>/dev/null; \
 	for u in contrib/systemd/*.service; do rm -f "$$D$(SYSTEMDUNITDIR)/$$(basename $$u)"; done; \
 	for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(SYSTEMDUNITDIR)/.. $(DATADIR)/doc; do \

@@ -11,12 +11,15 @@ done
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PFI_BIN:?PFI_BIN is not set}
 build=$(cd "$(dirname "$bin")" && pwd)
+# The tree's own flags, so that make finds it up to date instead of rebuilding it another way.
+san=""
+nm "$bin" 2>/dev/null | grep -q __asan_init && san=1
 T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_install.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 D=$T/root
 bad=0
 fail() { echo "FAIL: $*"; bad=1; }
-mk() { make -s -C "$top" BUILD="$build" PREFIX=/usr DESTDIR="$D" "$@"; }
+mk() { make -s -C "$top" BUILD="$build" ${san:+SAN=1} PREFIX=/usr DESTDIR="$D" "$@"; }
 
 mk install > "$T/install.log" 2>&1 || { cat "$T/install.log"; echo "FAIL: make install"; exit 1; }
 for f in usr/bin/pfi usr/lib/libpfi.so usr/lib/libpfi.so.0 usr/lib/libpfi.a usr/include/pfi/pfi.h \
@@ -46,10 +49,7 @@ pc() { PKG_CONFIG_PATH="$D/usr/lib/pkgconfig" PKG_CONFIG_LIBDIR="$D/usr/lib/pkgc
 pc --modversion pfi > "$T/ver" 2>&1 || fail "pkg-config does not find pfi: $(cat "$T/ver")"
 flags=$(pc --cflags --libs pfi) || fail "pkg-config --cflags --libs pfi"
 case "$flags" in *"$top/src"*) fail "pkg-config flags point into the source tree: $flags" ;; esac
-san=""
-if nm "$bin" 2>/dev/null | grep -q __asan_init; then
-  san="-fsanitize=address,undefined"
-fi
+[ -n "$san" ] && san="-fsanitize=address,undefined"
 cp "$top/tests/install/use_pfi.c" "$T/"
 # shellcheck disable=SC2086
 (cd "$T" && cc -std=c11 -Wall -Wextra -Werror $san use_pfi.c $flags -lm -o use_pfi) \

@@ -1,0 +1,97 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Builds pfi_<version>_<arch>.deb with Debian's own tools from a staged `make install`:
+#   scripts/make-deb.sh BUILD VERSION        (what `make deb` runs; writes BUILD/pfi_*.deb)
+# Libraries go to the multiarch directory, the SPANK plugin to Debian's Slurm plugin directory,
+# the units to systemd's; dpkg-shlibdeps computes Depends; binaries are stripped, manual pages
+# and the changelog compressed, as Debian policy asks.
+set -eu
+build=$1 version=$2
+top=$(cd "$(dirname "$0")/.." && pwd)
+for t in dpkg-deb dpkg-shlibdeps dpkg-architecture strip gzip; do
+  command -v $t >/dev/null 2>&1 || { echo "make-deb: $t not found (apt-get install dpkg-dev)" >&2; exit 1; }
+done
+umask 022
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+maint=${DEB_MAINTAINER:-$(git -C "$top" log -1 --format='%an <%ae>' 2>/dev/null || true)}
+[ -n "$maint" ] || maint="pfi maintainers <pfi@example.org>"
+when=$(git -C "$top" log -1 --format=%aD 2>/dev/null || date -R)
+work=$build/deb
+stage=$work/src/debian/pfi
+rm -rf "$work"
+mkdir -p "$stage"
+stage=$(cd "$stage" && pwd)
+make -s -C "$top" BUILD="$build" PREFIX=/usr LIBDIR="/usr/lib/$multiarch" DESTDIR="$stage" install >/dev/null
+lib=$stage/usr/lib/$multiarch
+doc=$stage/usr/share/doc/pfi
+
+# Policy: stripped objects, a plugin is not executable, compressed manuals, the license in
+# copyright (DEP-5) rather than a second copy, a changelog.
+strip --remove-section=.comment --remove-section=.note "$stage/usr/bin/pfi"
+strip --remove-section=.comment --remove-section=.note --strip-unneeded \
+  "$lib/libpfi.so.$version" "$lib/slurm-wlm/pfi_spank.so"
+strip --strip-debug --enable-deterministic-archives "$lib/libpfi.a"
+chmod 644 "$lib/slurm-wlm/pfi_spank.so"
+find "$stage/usr/share/man" -type f -exec gzip -9n {} +
+rm -f "$doc/LICENSE"
+cat > "$doc/copyright" <<EOT
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: pfi
+Source: the pfi source tree
+
+Files: *
+Copyright: 2026 the pfi authors
+License: Apache-2.0
+
+License: Apache-2.0
+ Licensed under the Apache License, Version 2.0 (the "License"); you may not use
+ this file except in compliance with the License.  You may obtain a copy of the
+ License at http://www.apache.org/licenses/LICENSE-2.0
+ .
+ On Debian systems, the complete text of the Apache License 2.0 can be found in
+ /usr/share/common-licenses/Apache-2.0.
+EOT
+printf 'pfi (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- %s  %s\n' \
+  "$version" "$version" "$maint" "$when" | gzip -9n > "$doc/changelog.gz"
+
+# Depends from the ELF files themselves (libpfi.so.0 is this package's own).
+mkdir -p "$work/src/debian"  # (dpkg-shlibdeps reads debian/control there)
+printf 'Source: pfi\n\nPackage: pfi\nArchitecture: any\n' > "$work/src/debian/control"
+mkdir -p "$stage/DEBIAN"   # (how dpkg-shlibdeps knows debian/pfi for the package's tree)
+rel=debian/pfi/usr/lib/$multiarch
+deps=$(cd "$work/src" && dpkg-shlibdeps -O -l"$rel" debian/pfi/usr/bin/pfi "$rel/libpfi.so.$version" \
+         "$rel/slurm-wlm/pfi_spank.so" | sed -n 's/^shlibs:Depends=//p')
+[ -n "$deps" ] || { echo "make-deb: dpkg-shlibdeps found no dependency" >&2; exit 1; }
+
+size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+cat > "$stage/DEBIAN/control" <<EOT
+Package: pfi
+Version: $version
+Architecture: $arch
+Maintainer: $maint
+Installed-Size: $size
+Depends: $deps
+Suggests: slurmd, prometheus
+Section: admin
+Priority: optional
+Description: power flexibility of GPU training jobs: measure, predict, cap
+ pfi characterizes a training job under a sweep of GPU power limits (NVML),
+ computes its Power Flexibility Index (the throughput lost per power shed),
+ predicts it from the telemetry of the job running normally, allocates power
+ caps across jobs under a budget, and applies them safely: a node daemon with
+ an HTTP API and Prometheus metrics (pfi serve), a site controller over Slurm
+ (pfi cluster serve) and a SPANK plugin.  An embedded simulator of H100, H200,
+ A100 and A40 GPUs stands in for hardware when asked.
+ .
+ The package also holds libpfi (shared and static), its C headers and
+ pkg-config file.
+EOT
+printf 'libpfi 0 pfi (>= %s)\n' "$version" > "$stage/DEBIAN/shlibs"
+printf 'activate-noawait ldconfig\n' > "$stage/DEBIAN/triggers"
+(cd "$stage" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort |
+   xargs md5sum) > "$stage/DEBIAN/md5sums"
+chmod 644 "$stage/DEBIAN/"*
+out=$build/pfi_${version}_${arch}.deb
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$out" >/dev/null
+echo "$out"

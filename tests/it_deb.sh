@@ -1,0 +1,93 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# `make deb`: the package has the right name, version, architecture and dependencies (from
+# dpkg-shlibdeps), lintian reports no error, and as root it installs with dpkg, `pfi --version`
+# and `pfi gpus --backend sim` run from /usr/bin, the library is found by ldconfig and
+# pkg-config, the installed unit verifies, and removing it leaves none of its files.  Not root:
+# everything but the installation runs, then the test counts as skipped (exit 77).
+set -u
+for t in make dpkg-deb dpkg-shlibdeps lintian; do
+  command -v $t >/dev/null 2>&1 || { echo "FAIL: $t not found (scripts/install-deps.sh test)"; exit 1; }
+done
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=${PFI_BIN:?PFI_BIN is not set}
+build=$(cd "$(dirname "$bin")" && pwd)
+san=""
+nm "$bin" 2>/dev/null | grep -q __asan_init && san=1
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_deb.XXXXXX")
+installed=0
+cleanup() {
+  [ $installed -eq 1 ] && dpkg --purge pfi > /dev/null 2>&1
+  rm -rf "$T"
+}
+trap cleanup EXIT
+bad=0
+fail() { echo "FAIL: $*"; bad=1; }
+
+make -s -C "$top" BUILD="$build" ${san:+SAN=1} deb > "$T/make.log" 2>&1 ||
+  { cat "$T/make.log"; echo "FAIL: make deb"; exit 1; }
+deb=$(tail -n 1 "$T/make.log")
+version=$("$bin" --version | sed -n 's/^pfi //p')
+arch=$(dpkg --print-architecture)
+[ "$deb" = "$build/pfi_${version}_${arch}.deb" ] || fail "make deb wrote '$deb', expected pfi_${version}_${arch}.deb"
+[ -f "$deb" ] || { echo "FAIL: no package"; exit 1; }
+field() { dpkg-deb -f "$deb" "$1"; }
+[ "$(field Package)" = pfi ] || fail "Package: $(field Package)"
+[ "$(field Version)" = "$version" ] || fail "Version: $(field Version), pfi says $version"
+[ "$(field Architecture)" = "$arch" ] || fail "Architecture: $(field Architecture)"
+for d in libc6 libsqlite3-0 libgsl27 libjansson4 libmicrohttpd12 libcurl4; do
+  field Depends | grep -q "\b$d\b" || fail "Depends lacks $d: $(field Depends)"
+done
+dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' > "$T/files"
+ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+for f in /usr/bin/pfi /usr/lib/$ma/libpfi.so.$version /usr/lib/$ma/libpfi.a /usr/include/pfi/pfi.h \
+         /usr/lib/$ma/pkgconfig/pfi.pc /usr/lib/$ma/slurm-wlm/pfi_spank.so \
+         /lib/systemd/system/pfi-serve.service /lib/systemd/system/pfi-cluster.service \
+         /usr/share/man/man1/pfi.1.gz /usr/share/man/man5/pfi-serve.conf.5.gz \
+         /usr/share/doc/pfi/copyright /usr/share/doc/pfi/changelog.gz; do
+  grep -qx "$f" "$T/files" || fail "the package lacks $f"
+done
+
+lintian --fail-on error --tag-display-limit 0 "$deb" > "$T/lintian" 2>&1
+rc=$?
+grep -v 'root privileges' "$T/lintian"
+[ $rc -eq 0 ] || fail "lintian reports errors (exit $rc)"
+grep -q '^E:' "$T/lintian" && fail "lintian: $(grep '^E:' "$T/lintian" | head -n 3)"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "not root: the package was built and checked, but installing it needs root"
+  [ $bad -eq 0 ] && exit 77
+  exit $bad
+fi
+if dpkg-query -W -f='${Status}' pfi 2>/dev/null | grep -q 'install ok installed'; then
+  echo "FAIL: a pfi package is installed already; this test would replace it"; exit 1
+fi
+# dpkg takes a lock; another installation may hold it for a moment.
+try=0
+until dpkg -i "$deb" > "$T/dpkg.log" 2>&1; do
+  try=$((try + 1))
+  if [ $try -ge 20 ] || ! grep -q 'lock' "$T/dpkg.log"; then
+    cat "$T/dpkg.log"; echo "FAIL: dpkg -i"; exit 1
+  fi
+  sleep 3
+done
+installed=1
+/usr/bin/pfi --version > "$T/v" 2>&1 || fail "installed pfi --version: $(cat "$T/v")"
+head -n 1 "$T/v" | grep -qx "pfi $version" || fail "installed pfi --version says $(head -n 1 "$T/v")"
+/usr/bin/pfi gpus --backend sim > "$T/gpus" 2>&1 || fail "pfi gpus --backend sim: $(cat "$T/gpus")"
+grep -q 'H200' "$T/gpus" || fail "pfi gpus --backend sim lists no simulated H200: $(cat "$T/gpus")"
+ldconfig -p | grep -q 'libpfi\.so\.0 ' || fail "ldconfig does not know libpfi.so.0"
+[ "$(pkg-config --modversion pfi 2>/dev/null)" = "$version" ] || fail "pkg-config does not find the installed pfi"
+if command -v systemd-analyze >/dev/null 2>&1; then
+  systemd-analyze verify --man=no /lib/systemd/system/pfi-serve.service > "$T/verify" 2>&1 ||
+    fail "installed pfi-serve.service: $(cat "$T/verify")"
+fi
+dpkg --purge pfi > "$T/purge.log" 2>&1 || fail "dpkg --purge: $(cat "$T/purge.log")"
+installed=0
+dpkg-query -W -f='${Status}' pfi 2>/dev/null | grep -q 'installed' && fail "pfi still installed"
+while read -r f; do
+  [ -d "$f" ] && continue
+  [ -e "$f" ] || [ -L "$f" ] && fail "left after removal: $f"
+done < "$T/files"
+[ $bad -eq 0 ] && echo "pfi_${version}_${arch}.deb: built, lintian clean of errors, installed, ran, removed"
+exit $bad

@@ -116,7 +116,7 @@ $(BUILD)/man/pfi-%.1: $(PFI)
 	@$(PFI) help --man $* > $@.tmp && mv $@.tmp $@
 
 # The shared library: the same objects, only the pfi_* names exported (src/libpfi.map).
-$(SOLIB): $(call obj,$(LIB_SRC)) src/libpfi.map
+$(SOLIB): $(call obj,$(LIB_SRC)) $(call obj,$(GEN_SRC)) src/libpfi.map
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -shared -Wl,-soname,libpfi.so.$(SOVERSION) -Wl,--version-script=src/libpfi.map \

@@ -259,6 +259,10 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
     return PFI_EXIT_OK;
 }
 
+static const char examples[] =
+    "pfi evaluate --public                              # on the public measured sweeps\n"
+    "pfi evaluate --fleet small --cuts 0.2,0.4 --json";
+
 int pfi_cmd_evaluate(int argc, char **argv)
 {
     ev_args a = {.cuts_s = "0.1,0.2,0.3,0.4,0.5", .pol_s = "equal,pfi,oracle", .probes = 1,
@@ -316,9 +320,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
         "The allocation experiment: at each cut of the jobs' baseline draw, allocate caps with "
         "each policy and score them on the true curves.  gap_recovered = (T_pfi - T_equal) / "
         "(T_oracle - T_equal).  Runs without tokens/s count GPU-weighted relative throughput.",
-        opts,
-        "pfi evaluate --public                              # on the public measured sweeps\n"
-        "pfi evaluate --fleet small --cuts 0.2,0.4 --json"};
+        opts, examples};
     int rc = pfi_cli_args_none(&spec, argc, argv, "evaluate");
     if (rc >= 0)
         return rc;

@@ -96,6 +96,16 @@ static const pfi_serve_key keys[] = {
      "Where the API listens.  Port 0 takes any free port (see port_file).  A Unix socket is "
      "created with mode 0660.  A non-loopback address needs allow_remote."},
     {"allow_remote", "yes|no", "no", "no", "Allow a listen address other than loopback."},
+    {"control_listen", "unix:PATH|HOST:PORT", "none", "unix:/run/pfi/control.sock",
+     "A second listener for the cluster controller alone (a Unix socket, or an address under "
+     "the same loopback rule): the same API, with its own 64 connections."},
+    {"max_connections", "N", "1024", "1024", "Connections listen holds at once (1 to 4096)."},
+    {"max_client_connections", "N", "32", "32",
+     "Connections one client address may hold on listen (1 to 4096)."},
+    {"client_timeout", "DURATION", "10s", "10s",
+     "A connection on listen idle this long is closed (1s to 1h)."},
+    {"read_auth", "none|token", "none", "none",
+     "token: every GET but /healthz needs the bearer token too (needs token_file)."},
     {"token_file", "PATH", "none", "/etc/pfi/token",
      "Bearer token every change must carry (a file only root can read, mode 0600).  Without it "
      "the API answers reads only."},
@@ -126,7 +136,13 @@ static const pfi_serve_key keys[] = {
     {"budget", "WATTS|PERCENT", "none", "80%",
      "Budget applied at start: watts (4000W) or a share of the sum of the default limits "
      "(80%).  None: nothing is changed until a budget is set through the API."},
-    {"resume", "yes|no", "no", "no", "Re-apply the last budget set through the API (kept in db)."},
+    {"resume", "yes|no", "no", "no",
+     "Re-apply the last budget set through the API (kept in db); limits held from before a "
+     "restart take precedence."},
+    {"on_stop", "auto|restore|hold", "auto", "hold",
+     "At a stop with a budget or caps in force: restore the original limits, or hold the limits "
+     "(the journal is kept for pfi restore); auto holds under a cluster controller and restores "
+     "standalone."},
     {"default_sla", "SLOWDOWN|none", "none", "10%",
      "Largest slowdown (0.1 or 10%) of jobs that register no SLA of their own."},
     {"sample_interval", "DURATION", "1s", "500ms",

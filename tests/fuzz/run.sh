@@ -6,7 +6,9 @@
 #   tests/fuzz/run.sh BINDIR time S      each target fuzzed for S seconds (make fuzz)
 # New inputs go to a scratch folder, never into the corpus.  A crash, a leak, a sanitizer
 # report or a timeout fails the run; its input is kept as BINDIR/../crashes/<target>-* (add it
-# to the corpus once fixed).  Prints one line per target: runs, seconds, crashes.
+# to the corpus once fixed).  The targets' own stderr (the daemon's event lines) is closed
+# (-close_fd_mask=2); libFuzzer and the sanitizers still report.  Prints one line per target:
+# runs, seconds, crashes.
 set -u
 bindir=$1 mode=$2 amount=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +36,7 @@ for t in "$bindir"/fuzz_*; do
   start=$(date +%s)
   # shellcheck disable=SC2086
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  "$t" $limit -timeout=20 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
+  "$t" $limit -timeout=20 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 -close_fd_mask=2 \
     -artifact_prefix="$crashes/$name-" "$scratch/$name" "$corpus" >"$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))

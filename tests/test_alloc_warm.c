@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
+#include "core/alloc_keep.h"
 
 #define MAXJ 200
 #define MAXP 8
@@ -84,6 +85,9 @@ static double total(const inst *I, int top)
     return s;
 }
 
+static void same_result(int rc1, pfi_alloc_result *r_, pfi_err *e1_, int rc2, pfi_alloc_result *f_,
+                        pfi_err *e2_, const inst *I, double b, const pfi_alloc_opts *o, int *solved);
+
 /* The workspace at budget b against a fresh solve: same code, same error, same answer. */
 static void same_as_fresh(pfi_alloc_ws *w, const inst *I, double b, const pfi_alloc_opts *o,
                           int *solved)
@@ -92,10 +96,19 @@ static void same_as_fresh(pfi_alloc_ws *w, const inst *I, double b, const pfi_al
     pfi_err e1 = {0}, e2 = {0};
     int rc1 = pfi_alloc_ws_solve(w, b, &r, &e1);
     int rc2 = pfi_alloc_solve(I->jobs, I->n, b, o, &f, &e2);
+    same_result(rc1, &r, &e1, rc2, &f, &e2, I, b, o, solved);
+}
+
+static void same_result(int rc1, pfi_alloc_result *r_, pfi_err *e1_, int rc2, pfi_alloc_result *f_,
+                        pfi_err *e2_, const inst *I, double b, const pfi_alloc_opts *o, int *solved)
+{
+    pfi_alloc_result r = *r_, f = *f_;
+    pfi_err e1 = *e1_, e2 = *e2_;
     assert_int_equal(rc1, rc2);
     if (rc1) {
         assert_string_equal(e1.msg, e2.msg);
         assert_null(r.cap_w);
+        assert_null(f.cap_w);
         return;
     }
     (*solved)++;
@@ -223,12 +236,87 @@ static void test_warm_bad_job(void **state)
     pfi_alloc_ws_free(w);
 }
 
+/* The keeper (core/alloc_keep.h) handed a new copy of the caller's jobs on every plan, as a
+ * controller rebuilds its view: budget changes, changed curves (more points too), a job leaving,
+ * an id renamed and a bad job; every answer and error is the fresh solver's, and most plans are
+ * warm. */
+static void test_keep(void **state)
+{
+    (void)state;
+    rng_state = 21;
+    static inst I;
+    static pfi_alloc_job view[MAXJ];
+    static double vc[MAXJ][MAXP], vt[MAXJ][MAXP];
+    static char vid[MAXJ][8];
+    int solved = 0, plans = 0;
+    pfi_alloc_keep *k = NULL;
+    for (int t = 0; t < 30; t++) {
+        make_inst(&I, irand(1, MAXJ), t % 3 != 0);
+        pfi_alloc_opts o;
+        pfi_alloc_opts_default(&o);
+        o.on_infeasible = irand(0, 2);
+        double lo = total(&I, 0), hi = total(&I, 1), b = 0.5 * (lo + hi);
+        for (int step = 0; step < 15; step++) {
+            double u = urand();
+            if (u < 0.55) {
+                b = lo + (hi - lo) * (urand() * 1.1 - 0.05);
+                if (b <= 0)
+                    b = 1;
+            } else if (u < 0.85) {
+                int j = irand(0, I.n - 1);
+                if (urand() < 0.7)
+                    make_curve(&I, j, irand(2, MAXP), t % 3 != 0);
+                else
+                    I.jobs[j].sla = urand() < 0.5 ? NAN : urand() * 0.3;
+            } else if (u < 0.92 && I.n > 1) {
+                I.n--;
+            } else if (u < 0.96) {
+                snprintf(I.ids[irand(0, I.n - 1)], 8, "r%d", irand(0, 999));
+            } else {
+                int j = irand(0, I.n - 1);
+                I.caps[j][1] = I.caps[j][0]; /* refused; the next plan has it right again */
+                I.tput[j][0] = NAN;
+            }
+            lo = total(&I, 0);
+            hi = total(&I, 1);
+            /* The caller's view: a copy, overwritten before the next plan. */
+            memset(view, 0x5a, sizeof view);
+            for (int j = 0; j < I.n; j++) {
+                view[j] = I.jobs[j];
+                memcpy(vc[j], I.caps[j], sizeof vc[j]);
+                memcpy(vt[j], I.tput[j], sizeof vt[j]);
+                memcpy(vid[j], I.ids[j], sizeof vid[j]);
+                view[j].cap_w = vc[j];
+                view[j].tput = vt[j];
+                view[j].id = vid[j];
+            }
+            pfi_alloc_result r, f;
+            pfi_err e1 = {0}, e2 = {0};
+            int rc1 = pfi_alloc_keep_solve(&k, view, I.n, b, &o, &r, &e1);
+            int rc2 = pfi_alloc_solve(I.jobs, I.n, b, &o, &f, &e2);
+            same_result(rc1, &r, &e1, rc2, &f, &e2, &I, b, &o, &solved);
+            plans++;
+            memset(vc, 0x5a, sizeof vc);
+            memset(vid, 0, sizeof vid);
+            for (int j = 0; j < I.n; j++)
+                if (isnan(I.tput[j][0]) || I.caps[j][1] == I.caps[j][0])
+                    make_curve(&I, j, irand(2, MAXP), 1);
+        }
+    }
+    assert_true(solved > plans / 2);
+    assert_true(pfi_alloc_keep_warm(k) > plans / 3);
+    assert_true(pfi_alloc_keep_rebuilt(k) >= 1);
+    assert_int_equal(pfi_alloc_keep_warm(k) + pfi_alloc_keep_rebuilt(k), solved);
+    pfi_alloc_keep_free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warm_concave),
         cmocka_unit_test(test_warm_nonconcave),
         cmocka_unit_test(test_warm_bad_job),
+        cmocka_unit_test(test_keep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cluster/cl_int.h"
+#include "core/alloc_keep.h"
 #include "report/status_page.h"
 #include "support/standin.h"
 
@@ -347,6 +348,69 @@ static void test_new_job_moves_watts(void **state)
     site_down(&x);
 }
 
+/* Every GPU's planned cap, warm (the allocator state kept from the last plan) and then fresh. */
+static void plan_both(pfi_cl *c, double w, double *warm, double *fresh, int *rc_warm,
+                      int *rc_fresh, long long *n_warm)
+{
+    double *tw[NN], *tf[NN];
+    for (int i = 0; i < NN; i++) {
+        tw[i] = warm + i * NG;
+        tf[i] = fresh + i * NG;
+    }
+    pfi_err e1 = {0}, e2 = {0};
+    pthread_mutex_lock(&c->mu);
+    *rc_warm = pfi_cl_plan(c, w, tw, &e1);
+    *n_warm = pfi_alloc_keep_warm(c->keep);
+    pfi_alloc_keep_free(c->keep);
+    c->keep = NULL;
+    *rc_fresh = pfi_cl_plan(c, w, tf, &e2);
+    pthread_mutex_unlock(&c->mu);
+    assert_string_equal(e1.msg, e2.msg);
+}
+
+/* Plans after budget changes and a job's new curve re-solve warm and give the caps a fresh
+ * solve gives, GPU for GPU; an infeasible budget gets the fresh solve's message. */
+static void test_warm_plan(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    double warm[NN * NG], fresh[NN * NG];
+    long long warm_plans = 0;
+    for (int k = 0; k < 12; k++) {
+        double w = full * (0.5 + 0.04 * k);
+        assert_int_equal(set_budget(&x, w, &e), PFI_OK);
+        if (k % 3 == 1) { /* job 101's curve as a node daemon would report it anew */
+            pthread_mutex_lock(&x.c->mu);
+            for (int j = 0; j < x.c->n_jobs; j++)
+                if (x.c->jobs[j].has_curve && x.c->jobs[j].n_points > 3)
+                    x.c->jobs[j].tput[1] *= 1.0 + 0.02 * k;
+            pthread_mutex_unlock(&x.c->mu);
+        }
+        int rw, rf;
+        long long nw;
+        double w2 = w * 0.93;
+        pthread_mutex_lock(&x.c->mu); /* a plan at the budget first: the next is warm */
+        assert_int_equal(pfi_cl_plan(x.c, w, NULL, &e), PFI_OK);
+        pthread_mutex_unlock(&x.c->mu);
+        plan_both(x.c, w2, warm, fresh, &rw, &rf, &nw);
+        assert_int_equal(rw, rf);
+        assert_int_equal(rw, PFI_OK);
+        warm_plans += nw;
+        for (int i = 0; i < NN * NG; i++) {
+            assert_true(warm[i] == fresh[i] || (isnan(warm[i]) && isnan(fresh[i])));
+        }
+    }
+    assert_true(warm_plans >= 12);
+    int rw, rf;
+    long long nw;
+    plan_both(x.c, 16 * 200 + 300, warm, fresh, &rw, &rf, &nw);
+    assert_int_equal(rw, PFI_EINFEASIBLE);
+    assert_int_equal(rf, PFI_EINFEASIBLE);
+    site_down(&x);
+}
+
 /* A ramp without the controller's loop: ten steps in the call, each within the budget of its
  * moment, ending at the target. */
 static void test_ramp(void **state)
@@ -604,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_new_job_moves_watts),
         cmocka_unit_test(test_ramp),
+        cmocka_unit_test(test_warm_plan),
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_unknown_node_in_topology),
         cmocka_unit_test(test_grid_events),

@@ -55,6 +55,7 @@ struct pfi_cl {
     int grid_binding;           /* the last apply's budget came from an event */
     char grid_event[PFI_EVENT_ID_MAX];
     int sla_yield;              /* plan.c: the SLAs give way (a yielding event binds) */
+    struct pfi_alloc_keep *keep; /* plan.c: the last plan's allocator state, re-solved warm */
     double grid_rec_wall;
     pfi_cl_ven *ven;            /* the OpenADR client, when configured (GET /v1/grid/openadr) */
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cluster/cl_int.h"
+#include "core/alloc_keep.h"
 #include "store/grid.h"
 #include "core/curve.h"
 #include "store/codec.h"
@@ -105,6 +106,7 @@ void pfi_cl_close(pfi_cl *c)
     pfi_grid_close(c->grid);
     free(c->nodes);
     free_jobs(c->jobs, c->n_jobs);
+    pfi_alloc_keep_free(c->keep);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->op_mu);
     free(c);

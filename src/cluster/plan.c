@@ -11,7 +11,9 @@
  * cap per job on all its GPUs on every node.  The objective is GPU-weighted relative throughput,
  * sum w_j n_j T_j(cap)/T_j(max): jobs whose curves are in different units (tokens/s, samples/s)
  * or not known yet (then taken proportional to the cap, as the node daemon does) compare on one
- * scale.  What the jobs leave is shared equally by the idle GPUs, up to their default limit. */
+ * scale.  What the jobs leave is shared equally by the idle GPUs, up to their default limit.
+ * The allocator keeps its state between plans (c->keep, core/alloc_keep.h): a budget change or
+ * one job's new curve re-solves warm, with the answer a fresh solve would give. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 
 #include "cluster/cl_int.h"
 #include "core/alloc.h"
+#include "core/alloc_keep.h"
 #include "core/policy.h"
 
 static double gpu_count_w(const pfi_device *d, double site_max)
@@ -261,7 +264,7 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
     if (for_jobs < 0 || (v.na > 0 && for_jobs <= 0)) {
         rc = pfi_err_set(err, PFI_EINFEASIBLE, "no watt left for the jobs");
     } else if (v.na > 0) {
-        rc = pfi_alloc_solve(v.aj, v.na, for_jobs, &o, &res, err);
+        rc = pfi_alloc_keep_solve(&c->keep, v.aj, v.na, for_jobs, &o, &res, err);
         if (rc != PFI_OK && rc != PFI_EINFEASIBLE)
             pfi_err_prefix(err, "site allocation: ");
     }

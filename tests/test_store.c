@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,6 +134,29 @@ static void test_create_and_reopen(void **state)
     assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_OK);
     pfi_store_close(st);
     assert_int_equal(pfi_store_open(f->db, PFI_STORE_READONLY, &st, &e), PFI_OK);
+    pfi_store_close(st);
+}
+
+/* A new store is its owner's alone: 0600 whatever the umask, its WAL and shared-memory files
+ * too (runs name jobs and users). */
+static void test_created_private(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    mode_t old = umask(022);
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    umask(old);
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[700];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s%s", f->db, sfx[i]);
+        if (stat(p, &sb) == 0 && (sb.st_mode & 0777) != 0600)
+            fail_msg("%s is mode %03o", p, (unsigned)(sb.st_mode & 0777));
+        if (i == 0)
+            assert_int_equal(stat(p, &sb), 0);
+    }
     pfi_store_close(st);
 }
 
@@ -528,6 +552,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_created_private, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_empty_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),

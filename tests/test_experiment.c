@@ -485,11 +485,43 @@ static void test_model_out_of_fold(void **state)
     assert_int_equal(pfi_expt_run(&p, &o, &cut, 1, pol, 2, &r, &e), PFI_OK);
     assert_int_equal(r.n_sla_jobs, p.n);
     assert_true(isfinite(r.sla_margin) && r.sla_margin > 0);
+    print_message("SLA margin %.4f, pfi breaches %d, worst excess %.4f\n", r.sla_margin,
+                  r.breaches[PFI_POLICY_PFI], r.worst[PFI_POLICY_PFI]);
+    /* each job planned against the most optimistic curve of the OTHER jobs at their floors */
+    double want = 0;
+    for (int j = 0; j < r.n; j++) {
+        double m = 0;
+        for (int k = 0; k < r.n; k++) {
+            double ek = pfi_expt_sla_error(&r.jobs.truth[k], &r.jobs.pred[k], o.sla);
+            if (k != j && isfinite(ek))
+                m = fmax(m, ek);
+        }
+        want += m / r.n;
+    }
+    assert_true(fabs(r.sla_margin - want) < 1e-12);
     assert_int_equal(r.breaches[PFI_POLICY_ORACLE], 0);
     assert_true(r.worst[PFI_POLICY_ORACLE] <= o.breach_tol);
     assert_true(r.cells[PFI_POLICY_PFI].power_w <= r.cells[PFI_POLICY_PFI].budget_w * (1 + 1e-12));
     pfi_expt_result_free(&r);
     pfi_expt_pop_free(&p);
+}
+
+/* pfi_expt_sla_error on hand-made curves: a prediction that loses 12% at 450 W where the job
+ * loses 15% reaches a 10% slowdown at ~491 W, where the job loses 12.5%: +0.025; an exact
+ * prediction reads 0, one that never reaches the SLA NAN. */
+static void test_sla_error(void **state)
+{
+    double cap[3] = {200, 450, 700}, tt[3] = {600, 850, 1000}, tp[3] = {700, 880, 1000},
+           tflat[3] = {990, 995, 1000};
+    pfi_alloc_job t = {.id = "t", .n_gpus = 1, .min_cap_w = 200, .max_cap_w = 700, .cap_w = cap,
+                       .tput = tt, .n_points = 3, .p0_w = 700, .t0 = NAN, .sla = NAN};
+    pfi_alloc_job q = t, f = t;
+    q.tput = tp;
+    f.tput = tflat;
+    double e = pfi_expt_sla_error(&t, &q, 0.10);
+    assert_true(e > 0.022 && e < 0.028);
+    assert_true(fabs(pfi_expt_sla_error(&t, &t, 0.10)) < 0.002);
+    assert_true(isnan(pfi_expt_sla_error(&t, &f, 0.10)));
 }
 
 int main(void)
@@ -502,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_bag_choice),
         cmocka_unit_test(test_shape_cross_validated),
         cmocka_unit_test(test_nested_cv),
+        cmocka_unit_test(test_sla_error),
         cmocka_unit_test(test_model_out_of_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include "core/pfi.h"
 #include "core/predict.h"
 #include "core/probe.h"
+#include "core/stats.h"
 #include "store/store.h"
 #include "study/fleet.h"
 #include "study/runset.h"
@@ -365,45 +366,51 @@ static void auto_depths(const pfi_alloc_job *tj, int n, int probes, double cut,
 
 /* ------------------------------------------------------------------ SLAs */
 
-/* pfi's curve error at 70% of baseline power, as a slowdown; NAN where not comparable. */
-static double error70(const pfi_alloc_job *t, const pfi_alloc_job *q)
+double pfi_expt_sla_error(const pfi_alloc_job *t, const pfi_alloc_job *q, double sla)
 {
-    double cap = 0.7 * t->p0_w;
-    if (cap < t->min_cap_w || cap > t->max_cap_w)
-        return NAN;
     double t0 = pfi_alloc_tput_at(t, t->max_cap_w), p0 = pfi_alloc_tput_at(q, q->max_cap_w);
     if (!(t0 > 0) || !(p0 > 0))
         return NAN;
-    return fabs(pfi_alloc_tput_at(t, cap) / t0 - pfi_alloc_tput_at(q, cap) / p0);
+    double lo = fmax(t->min_cap_w, q->min_cap_w);
+    for (double cap = t->max_cap_w; cap >= lo; cap -= 1.0) {
+        double sq = 1 - pfi_alloc_tput_at(q, cap) / p0;
+        if (sq >= sla)
+            return (1 - pfi_alloc_tput_at(t, cap) / t0) - sq;
+    }
+    return NAN;
 }
 
-/* Sets the SLAs of one round; returns the mean margin kept over the SLA jobs. */
+/* Sets the SLAs of one round; returns the mean margin kept over the SLA jobs.  Without a fixed
+ * margin, each SLA job is planned on a conservative reading of its curve: its SLA is held, on
+ * the curve pfi sees, to the SLA less the PFI_EXPT_SLA_QUANTILE quantile of the other jobs'
+ * optimism at their own SLA floors (pfi_expt_sla_error): no margin learned from the job it
+ * protects. */
 static double set_slas(const pfi_expt_opts *o, pfi_alloc_job *tj, pfi_alloc_job *pj, int n,
                        int *nsla)
 {
-    double sum = 0, kept = 0;
-    int m = 0;
-    for (int j = 0; j < n; j++) {
-        double e = error70(&tj[j], &pj[j]);
-        if (isfinite(e))
-            sum += e, m++;
-    }
+    double kept = 0;
+    double *e = malloc(sizeof *e * (size_t)(n ? n : 1)), *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    for (int j = 0; e && v && j < n; j++)
+        e[j] = pfi_expt_sla_error(&tj[j], &pj[j], o->sla);
     *nsla = 0;
     for (int j = 0; j < n; j++) {
         if (j % o->sla_every != 0)
             continue;
         double margin = o->sla_margin;
         if (!isfinite(margin)) {
-            /* the other jobs' errors: no margin learned from the job it protects */
-            double e = error70(&tj[j], &pj[j]);
-            int mo = m - (isfinite(e) ? 1 : 0);
-            margin = mo > 0 ? 3 * (sum - (isfinite(e) ? e : 0)) / mo : 0;
+            int m = 0;
+            for (int k = 0; e && v && k < n; k++)
+                if (k != j && isfinite(e[k]))
+                    v[m++] = e[k];
+            qsort(v, (size_t)m, sizeof *v, pfi_cmp_double);
+            margin = m > 0 ? fmax(0, pfi_quantile_sorted(v, m, PFI_EXPT_SLA_QUANTILE)) : 0;
         }
         tj[j].sla = o->sla;
         pj[j].sla = fmax(0, o->sla - margin);
         kept += margin;
         (*nsla)++;
     }
+    free(e), free(v);
     return *nsla ? kept / *nsla : 0;
 }
 

@@ -42,6 +42,10 @@
 #include "study/population.h"
 
 #define PFI_EXPT_FOLDS 5
+/* The quantile of the other jobs' SLA-floor errors (pfi_expt_sla_error) an SLA job is planned
+ * against: 1, the most optimistic curve seen on any other job (docs/allocation.md: 0.95 was
+ * tried first and left breaches). */
+#define PFI_EXPT_SLA_QUANTILE 1.0
 #define PFI_EXPT_ID_MAX (PFI_NAME_MAX + 16)
 
 /* One setting of the one-probe shape estimate (probes 1 with probe_shape): what the
@@ -107,13 +111,20 @@ typedef struct pfi_expt_opts {
     pfi_alloc_opts alloc;  /* the allocator's (cap grid, on_infeasible) */
     int want_caps;         /* fill pfi_expt_result.caps and .seen */
     /* SLA experiment (sla > 0): job j has SLA `sla` when j % sla_every == 0; pfi's curves are
-     * held to sla - margin, margin = sla_margin, or, when sla_margin is NAN, three times the
-     * mean error at 70% of baseline power of pfi's curves over the OTHER jobs. */
+     * held to sla - margin, margin = sla_margin, or, when sla_margin is NAN, the
+     * PFI_EXPT_SLA_QUANTILE quantile over the OTHER jobs of how optimistic pfi's curve was at
+     * the cap where it reaches the SLA (true slowdown there less pfi's). */
     double sla;
     int sla_every;
     double sla_margin;
     double breach_tol;     /* a breach: true slowdown > sla + breach_tol */
 } pfi_expt_opts;
+
+/* How optimistic pfi's curve q of job t is where it matters for an SLA: at the highest cap (1 W
+ * steps down from t's maximum) at which q's slowdown reaches `sla`, where q would set the SLA's
+ * floor, the true slowdown there less q's (positive: q promised more than the job gives).
+ * NAN when q never reaches the SLA in the measured range, or the curves cannot be compared. */
+double pfi_expt_sla_error(const pfi_alloc_job *t, const pfi_alloc_job *q, double sla);
 
 /* `probes` at core/probe.h's depth (two probes: 0.20, 0.40), the predictor's default seed, the
  * allocator's defaults, no SLA (when one is set: every third job, margin measured). */

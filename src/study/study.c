@@ -502,8 +502,9 @@ static int allocation(pfi_study *s, pfi_err *err)
     eo.sla_every = 3;
     eo.breach_tol = al->breach_tol = 0.002;
     /* pfi keeps a margin for the error of the curves it sees, measured on those very curves
-     * over the other jobs.  The predictor's own error (on the power drawn) is ten times smaller
-     * than the error of reading its curve at a cap, so it would understate the margin. */
+     * over the other jobs at their SLA floors (experiment.h).  The predictor's own error (on
+     * the power drawn) is ten times smaller than the error of reading its curve at a cap, so it
+     * would understate the margin. */
     eo.sla_margin = NAN;
     eo.alloc.on_infeasible = PFI_INFEASIBLE_RELAX;
     progress(s, "allocation experiment", 1, 2);

@@ -669,12 +669,13 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
              s->alloc.population, s->alloc.unit, s->alloc.pfi_curves);
         table(&d, alloc_table(s, 0));
         figure_ref(&d, &figs[FIG_ALLOC]);
-        char sla_text[512];
+        char sla_text[768];
         snprintf(sla_text, sizeof sla_text,
                  "With SLAs: %d of the %d jobs may lose at most %.0f%% of their throughput. "
                  "Each policy enforces the SLA on the curves it sees; pfi, whose curves are "
-                 "estimates, keeps a margin of %.1f points (three times the mean error, at "
-                 "70%% of baseline power, of the curves it sees, measured on the other jobs). "
+                 "estimates, plans each SLA job on a conservative reading: the SLA less the "
+                 "largest optimism seen on any other job's curve at that job's own SLA floor "
+                 "(%.1f points on average). "
                  "A breach is a TRUE slowdown more than "
                  "%.1f points over the SLA. When even the oracle breaches, the budget cannot "
                  "meet every SLA and all policies relax them equally.",

@@ -271,7 +271,7 @@ int pfi_srv_hold_resume(srv_node *n, const srv_hold *h, pfi_err *err)
 /* Every periodic step below takes decide_mu, the lock every decision holds from reading the
  * state to committing it, and only then reads what it acts on (heartbeat, ramp, budget, mode).
  * A command answered before the step took the lock is therefore what the step sees: a step can
- * never bring back an older budget, mode or caps (issue 14: a re-plan read the budget outside
+ * never bring back an older budget, mode or caps (a re-plan once read the budget outside
  * the lock and re-applied it after a newer one). */
 
 static void watchdog_fire(srv_node *n)

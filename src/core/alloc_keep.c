@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_keep.c: the kept copy of a re-planner's jobs and its allocator workspace (alloc_keep.h).
  *
  * The copy is what makes the workspace safe to keep: the workspace reads its jobs array on

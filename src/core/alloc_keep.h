@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_keep.h: a re-planner's allocator.  A caller that plans the same jobs again and again
  * (a site controller after every budget change or curve report) hands its current job list on
  * every plan; the keeper compares it with its own copy of the last one and re-solves warm

@@ -55,6 +55,10 @@ for cut, pol in a["cuts"].items():
     assert g is None or g <= 1 + 1e-9, (cut, g)
 PY
 has "$out/report.md" "Beside the paper"
+# the findings first, and the SLA table read, not left bare
+head -n 8 "$out/report.md" | grep -q "^## Summary" || fail "the report does not open with its summary"
+has "$out/report.md" "pfi recovers"
+has "$out/report.md" "Reading the table: pfi's SLA breaches"
 has "$out/report.md" "63%"
 has "$out/report.html" "<table>"
 "$PFI_BIN" runs --db "$out/pfi.db" --json >"$tmp/runs.json" || fail "the study's store does not open"

@@ -59,6 +59,8 @@ has "$out/report.md" "Beside the paper"
 head -n 8 "$out/report.md" | grep -q "^## Summary" || fail "the report does not open with its summary"
 has "$out/report.md" "pfi recovers"
 has "$out/report.md" "Reading the table: pfi's SLA breaches"
+grep -q "^Left out of the table above\|^Every run is in the table above" "$out/report.md" ||
+  fail "the PFI30 table does not say which runs it leaves out"
 has "$out/report.md" "63%"
 has "$out/report.html" "<table>"
 "$PFI_BIN" runs --db "$out/pfi.db" --json >"$tmp/runs.json" || fail "the study's store does not open"

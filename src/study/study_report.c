@@ -611,6 +611,27 @@ static void comparison(report_doc *d, const pfi_study *s)
          a->pfi_curves);
 }
 
+/* The runs the PFI30 table leaves out, each with why. */
+static void pfi30_left_out(report_doc *d, const pfi_study *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        n += !(s->runs[i].index_ok && isfinite(s->runs[i].index.pfi));
+    if (n == 0) {
+        para(d, "Every run is in the table above.");
+        return;
+    }
+    para(d, "Left out of the table above (%d of %d runs):", n, s->n);
+    for (int i = 0; i < s->n; i++) {
+        const pfi_study_run *r = &s->runs[i];
+        if (!r->index_ok)
+            para(d, "- %s: no curve (%s).", r->run.name, r->index_why);
+        else if (!isfinite(r->index.pfi))
+            para(d, "- %s: its sweep sheds at most %.0f%% of its power, short of 30%%; PFI30 "
+                    "would be an extrapolation.", r->run.name, r->index.r_max * 100);
+    }
+}
+
 /* The findings a reader came for, each with its protocol, before the detail. */
 static void summary(report_doc *d, const pfi_study *s)
 {
@@ -708,6 +729,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
     heading(&d, 2, "Power flexibility across runs");
     figure_ref(&d, &figs[FIG_CURVES]);
     table(&d, pfi30_table(s));
+    pfi30_left_out(&d, s);
     figure_ref(&d, &figs[FIG_HIST]);
 
     heading(&d, 2, "Predicting PFI at runtime from telemetry");

@@ -676,13 +676,13 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
     const pfi_study_alloc *a = &s->alloc;
     char br[256] = "", vs[512] = "";
     size_t nb = 0, nv = 0;
-    for (int k = 0; k < a->n_cuts; k++) {
+    for (int k = 0; k < a->n_cuts && nb < sizeof br && nv < sizeof vs; k++) {
         const pfi_eval_cell *e = &a->sla_cell[k][PFI_POLICY_EQUAL], *p = &a->sla_cell[k][PFI_POLICY_PFI];
-        nb += (size_t)snprintf(br + nb, nb < sizeof br ? sizeof br - nb : 0, "%s%d at %.0f%%",
+        nb += (size_t)snprintf(br + nb, sizeof br - nb, "%s%d at %.0f%%",
                                k ? ", " : "", a->sla_violations[k][PFI_POLICY_PFI],
                                a->cuts[k] * 100);
         double rel = e->total_throughput > 0 ? p->total_throughput / e->total_throughput - 1 : NAN;
-        nv += (size_t)snprintf(vs + nv, nv < sizeof vs ? sizeof vs - nv : 0, "%s%+.1f%% at %.0f%%",
+        nv += (size_t)snprintf(vs + nv, sizeof vs - nv, "%s%+.1f%% at %.0f%%",
                                k ? ", " : "", rel * 100, a->cuts[k] * 100);
     }
     para(d,

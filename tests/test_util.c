@@ -82,6 +82,38 @@ static void test_lists(void **state)
     assert_int_equal(pfi_parse_cap_range("700:300:0", v, 16, &n, &e), PFI_EINVAL);
 }
 
+/* --help and the manual page come from one spec: the examples close the text; in roff every
+ * '-' is \-, a line may not start with '.', and the options become .TP entries. */
+static void test_args_help_formats(void **state)
+{
+    int n = 0;
+    const pfi_opt opts[] = {{"dry-run", PFI_OPT_FLAG, &n, NULL, "change nothing"}, {0}};
+    pfi_cmd_spec spec = {"pfi x [--dry-run]", "Do x.", opts, "pfi x --dry-run\n.hidden line"};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    pfi_args_usage(&spec, f);
+    fclose(f);
+    const char *ex = strstr(buf, "\nexamples:\n  pfi x --dry-run\n  .hidden line\n");
+    assert_non_null(ex);
+    assert_null(strstr(ex + 1, "\n\n")); /* nothing after the examples */
+    assert_non_null(strstr(buf, "  --dry-run"));
+    free(buf);
+
+    pfi_args_set_help_format(PFI_HELP_MAN);
+    f = open_memstream(&buf, &len);
+    pfi_args_usage(&spec, f);
+    fclose(f);
+    pfi_args_set_help_format(PFI_HELP_TEXT);
+    assert_non_null(strstr(buf, ".SH SYNOPSIS\n.nf\npfi x [\\-\\-dry\\-run]\n.fi\n"));
+    assert_non_null(strstr(buf, ".SH OPTIONS\n.TP\n.B \\-\\-dry\\-run\nchange nothing\n"));
+    assert_non_null(strstr(buf, ".SH EXAMPLES\n"));
+    assert_non_null(strstr(buf, "pfi x \\-\\-dry\\-run\n\\&.hidden line\n"));
+    assert_null(strstr(buf, "\n.hidden"));
+    free(buf);
+}
+
 static void test_args(void **state)
 {
     const char *db = NULL;
@@ -273,7 +305,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
-        cmocka_unit_test(test_args), cmocka_unit_test(test_err),
+        cmocka_unit_test(test_args), cmocka_unit_test(test_args_help_formats),
+        cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
         cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_prom), cmocka_unit_test(test_series),

@@ -56,16 +56,7 @@ static void family_text(const pfi_cli_family_spec *fam, FILE *f)
                "subcommands:\n", fam->name, fam->name, fam->summary);
     for (int i = 0; i < fam->n; i++)
         fprintf(f, "  %-12s %s\n", fam->subs[i].name, fam->subs[i].summary);
-    if (fam->examples) {
-        /* The same layout as a command's examples (util/args.c). */
-        fprintf(f, "\nexamples:\n");
-        for (const char *p = fam->examples; *p;) {
-            const char *nl = strchr(p, '\n');
-            int len = nl ? (int)(nl - p) : (int)strlen(p);
-            fprintf(f, "  %.*s\n", len, p);
-            p += len + (nl != NULL);
-        }
-    }
+    pfi_args_examples(f, fam->examples);
 }
 
 /* The family's manual page body: its synopsis and subcommands, then each subcommand's own help
@@ -93,11 +84,7 @@ static void family_man(const pfi_cli_family_spec *fam, FILE *f)
         fflush(stdout);
     }
     pfi_args_set_help_format(PFI_HELP_MAN);
-    if (fam->examples) {
-        fprintf(f, ".SH EXAMPLES\n.PP\n.nf\n.RS 4\n");
-        pfi_args_roff(f, fam->examples);
-        fprintf(f, "\n.RE\n.fi\n");
-    }
+    pfi_args_examples(f, fam->examples);
 }
 
 int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv)

@@ -135,8 +135,17 @@ void pfi_args_roff(FILE *f, const char *s)
     }
 }
 
-static void examples_text(const char *ex, FILE *f)
+void pfi_args_examples(FILE *f, const char *ex)
 {
+    if (!ex || !*ex)
+        return;
+    if (help_format != PFI_HELP_TEXT) {
+        fprintf(f, help_format == PFI_HELP_MAN_SUB ? ".PP\nExamples:\n" : ".SH EXAMPLES\n");
+        fprintf(f, ".PP\n.nf\n.RS 4\n");
+        pfi_args_roff(f, ex);
+        fprintf(f, "%s.RE\n.fi\n", ex[strlen(ex) - 1] == '\n' ? "" : "\n");
+        return;
+    }
     fprintf(f, "\nexamples:\n  ");
     for (; *ex; ex++) {
         fputc(*ex, f);
@@ -182,12 +191,7 @@ static void usage_man(const pfi_cmd_spec *spec, FILE *f, int sub)
         }
         fprintf(f, ".TP\n.B \\-h, \\-\\-help\nshow this help\n");
     }
-    if (spec->examples) {
-        fprintf(f, sub ? ".PP\nExamples:\n" : "%s EXAMPLES\n", h);
-        fprintf(f, ".PP\n.nf\n.RS 4\n");
-        pfi_args_roff(f, spec->examples);
-        fprintf(f, "%s.RE\n.fi\n", spec->examples[strlen(spec->examples) - 1] == '\n' ? "" : "\n");
-    }
+    pfi_args_examples(f, spec->examples);
 }
 
 static void options_text(const pfi_opt *opts, FILE *f);
@@ -203,8 +207,7 @@ void pfi_args_usage(const pfi_cmd_spec *spec, FILE *f)
         fprintf(f, "\n%s\n", spec->summary);
     if (spec->opts && spec->opts->name)
         options_text(spec->opts, f);
-    if (spec->examples && *spec->examples)
-        examples_text(spec->examples, f);
+    pfi_args_examples(f, spec->examples);
 }
 
 static void options_text(const pfi_opt *opts, FILE *f)

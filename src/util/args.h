@@ -46,6 +46,8 @@ typedef struct pfi_cmd_spec {
 enum pfi_help_format { PFI_HELP_TEXT = 0, PFI_HELP_MAN, PFI_HELP_MAN_SUB };
 void pfi_args_set_help_format(int format);
 int pfi_args_help_format(void);
+/* Writes a spec's examples in the current help format (text: an "examples:" section). */
+void pfi_args_examples(FILE *f, const char *examples);
 /* Writes s for roff: backslashes, a leading '.' or '\'', and '-' (as \-) escaped. */
 void pfi_args_roff(FILE *f, const char *s);
 

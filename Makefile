@@ -59,7 +59,7 @@ DEPS_OK := build/.deps-ok
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
-.PHONY: all check test demo bench deps clean burn spank asan-tests check-arch fuzz fuzz-targets \
+.PHONY: all check test demo bench deps clean burn spank asan-tests check-arch fuzz fuzz-targets soak \
         install uninstall install-files man deb FORCE
 all: $(PFI) $(FAKENVML) $(BUILD)/lib/libpfi.so $(BUILD)/lib/pfi_spank.so $(MANPAGES)
 
@@ -192,6 +192,12 @@ demo: all
 	$(PFI) study --fleet paper --out study-out
 	@echo "open study-out/report.html (or read study-out/report.md)"
 
+
+# The chaos tests at scale (10 minutes unless SOAK_SECONDS says otherwise); writes docs/soak.md.
+SOAK_SECONDS ?= 600
+soak: all $(BUILD)/tests/test_serve_sampler
+	PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) SOAK_SECONDS=$(SOAK_SECONDS) \
+	  sh tests/soak.sh
 
 bench: all $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done

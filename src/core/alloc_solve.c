@@ -127,6 +127,7 @@ static void build_hull(solver *S, int j)
             }
             hk[m] = kk;
             hv[m] = v;
+
             m++;
         }
     }
@@ -153,11 +154,17 @@ static int cmp_seg_job(const void *x, const void *y)
  * in grid units. */
 /* The relaxation's value once pos[] and the fractional job are known: the hull values reached
  * plus the fractional part, summed in job order (the same sum whichever way pos was found). */
-static double relax_value(const solver *S, int fj, double fslope, long long f)
+static double relax_value(solver *S, int fj, double fslope, long long f)
 {
     double v = 0;
-    for (int j = 0; j < S->n; j++)
-        v += S->hv[S->hoff[j] + S->pos[j]];
+    /* The vertex each job reached, kept in k[] and kv[] for the rounding (node), which would
+     * otherwise gather them from the hulls a second time. */
+    for (int j = 0; j < S->n; j++) {
+        int h = S->hoff[j] + S->pos[j];
+        S->k[j] = S->hk[h];
+        S->kv[j] = S->hv[h];
+        v += S->kv[j];
+    }
     return fj >= 0 ? v + fslope * (double)f : v;
 }
 
@@ -517,7 +524,8 @@ static double fill(solver *S, long long left, double v)
             left -= n;
             S->k[j]++;
             S->kv[j] += S->gain[j] * (double)n;
-            double g = S->k[j] < S->b[j] ? (val(S, j, S->k[j] + 1) - S->kv[j]) / (double)n : 0;
+            double g =
+                S->k[j] < S->b[j] ? (val(S, j, S->k[j] + 1) - S->kv[j]) / (double)n : 0;
             if (g > 0 && n <= left) {
                 S->gain[j] = g;
                 heap_down(S, nh, 0);
@@ -548,9 +556,7 @@ static int node(solver *S, int *bj, int *bs)
         return 0;
     long long used = 0;
     double v = 0;
-    for (int j = 0; j < S->n; j++) {
-        S->k[j] = S->hk[S->hoff[j] + S->pos[j]];
-        S->kv[j] = S->hv[S->hoff[j] + S->pos[j]];
+    for (int j = 0; j < S->n; j++) { /* k[], kv[]: the vertices relax_value reached */
         if (j == fj) {
             /* Inside a bridge over a dip the rounded-down point may be worse than the vertex
              * before it: take the best grid point between them. */
@@ -568,7 +574,7 @@ static int node(solver *S, int *bj, int *bs)
             S->kv[j] = bv;
             v += bv;
         } else
-            v += S->hv[S->hoff[j] + S->pos[j]];
+            v += S->kv[j];
         used += (long long)S->jobs[j].n_gpus * S->k[j];
     }
     v = fill(S, S->bu - used, v);
@@ -654,6 +660,8 @@ struct pfi_alloc_ws {
     pfi_alloc_result prep; /* floors, SLAs and flags of pfi_alloc_prepare */
     size_t total_h;        /* hull slots reserved for all jobs (job j: hoff[j] on) */
     double *hmax;          /* largest |hull value| of each job (the tolerance's scale) */
+    double *lo_w, *top_w;  /* each job's lowest and highest grid cap (the AT_MIN/AT_MAX flags), */
+    int ends_ok;           /*   allocated by the first re-solve (a one-shot solve needs none) */
     long long need_units;  /* sum n_j * floor_j in grid units: budgets below it re-prepare */
     int solves;            /* solves since the hulls last changed: the second sorts them */
     int cap_n;             /* buffers hold this many jobs */
@@ -678,6 +686,8 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->heap);
     free(S->gain);
     free(w->hmax);
+    free(w->lo_w);
+    free(w->top_w);
     free(S->cum);
     free(S->sj);
     free(S->si);
@@ -691,6 +701,7 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     pfi_alloc_result_free(&w->prep);
     memset(S, 0, sizeof *S);
     w->hmax = NULL;
+    w->lo_w = w->top_w = NULL;
 }
 
 void pfi_alloc_ws_free(pfi_alloc_ws *w)
@@ -708,6 +719,54 @@ static void hull_scale(pfi_alloc_ws *w, int j)
     for (int i = 0; i < S->hn[j]; i++)
         m = fmax(m, fabs(S->hv[S->hoff[j] + i]));
     w->hmax[j] = m;
+}
+
+/* Job j's lowest and highest grid caps, as pfi_alloc_finish computes them for its flags. */
+static void grid_ends(pfi_alloc_ws *w, int j)
+{
+    const pfi_alloc_job *J = &w->S.jobs[j];
+    double step = w->o.step_w;
+    w->lo_w[j] = ceil(fmax(J->min_cap_w, J->cap_w[0]) / step - 1e-9) * step;
+    w->top_w[j] = floor(J->max_cap_w / step + 1e-9) * step;
+}
+
+static int ends_alloc(pfi_alloc_ws *w)
+{
+    if (!w->lo_w)
+        w->lo_w = malloc((size_t)w->cap_n * sizeof *w->lo_w);
+    if (!w->top_w)
+        w->top_w = malloc((size_t)w->cap_n * sizeof *w->top_w);
+    return w->lo_w && w->top_w;
+}
+
+/* pfi_alloc_finish (core/alloc.c) with what the workspace keeps: the same sums in the same
+ * order and the same flags, each job's grid ends computed once per build, not per solve. */
+static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
+{
+    solver *S = &w->S;
+    const pfi_alloc_job *jobs = S->jobs;
+    double power = 0, value = 0, step = w->o.step_w;
+    int n = S->n, min_n = jobs[0].n_gpus;
+    for (int j = 0; j < n; j++) {
+        const pfi_alloc_job *J = &jobs[j];
+        double c = res->cap_w[j];
+        res->tput[j] = pfi_alloc_tput_at(J, c);
+        power += J->n_gpus * c;
+        value += ((isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight) * res->tput[j];
+        if (J->n_gpus < min_n)
+            min_n = J->n_gpus;
+        unsigned f = res->flags[j] & (PFI_ALLOC_SLA_RELAXED | PFI_ALLOC_SLA_DROPPED);
+        if (c <= w->lo_w[j] + 1e-9)
+            f |= PFI_ALLOC_AT_MIN;
+        else if (c <= res->floor_w[j] + 1e-9)
+            f |= PFI_ALLOC_AT_SLA;
+        if (c >= w->top_w[j] - 1e-9)
+            f |= PFI_ALLOC_AT_MAX;
+        res->flags[j] = f;
+    }
+    res->power_w = power;
+    res->value = value;
+    res->budget_binds = res->budget_w - power < min_n * step - 1e-9;
 }
 
 /* Validation, grid and floors at budget_w, hull storage and every job's hull. */
@@ -756,9 +815,11 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         S->kv = malloc(nn * sizeof *S->kv);
         S->heap = malloc(nn * sizeof *S->heap);
         S->gain = malloc(nn * sizeof *S->gain);
+
         w->hmax = malloc(nn * sizeof *w->hmax);
         if (!S->hoff || !S->hn || !S->hk || !S->hv || !S->segs || !S->pos || !S->k ||
-            !S->best_k || !S->kv || !S->heap || !S->gain || !w->hmax || hcap > 0x7fffffff) {
+            !S->best_k || !S->kv || !S->heap || !S->gain || !w->hmax ||
+            hcap > 0x7fffffff) {
             ws_arrays_free(w);
             return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
         }
@@ -781,6 +842,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         build_hull(S, j);
         hull_scale(w, j);
     }
+    w->ends_ok = 0;
     w->valid = 1;
     w->solves = 0;
     return PFI_OK;
@@ -857,6 +919,8 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     S->b[j] = kmax;
     build_hull(S, j);
     hull_scale(w, j);
+    if (w->ends_ok)
+        grid_ends(w, j);
     if (!S->idx_ok || !patch_index(S, j))
         w->solves = 0; /* sorted again on the second solve from here */
     return PFI_OK;
@@ -895,6 +959,9 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
                          !(res->floor_w = malloc((size_t)n * sizeof *res->floor_w)) ||
                          !(res->sla = malloc((size_t)n * sizeof *res->sla)) ||
                          !(res->flags = malloc((size_t)n * sizeof *res->flags)))) {
+        pfi_alloc_result_free(res);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    } else if (n > 0 && !ends_alloc(w)) {
         pfi_alloc_result_free(res);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
     } else {
@@ -948,7 +1015,16 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
         pfi_alloc_result_free(res);
         return rc;
     }
-    pfi_alloc_finish(S->jobs, n, o, res);
+    if (steal) {
+        pfi_alloc_finish(S->jobs, n, o, res);
+    } else {
+        if (!w->ends_ok) {
+            for (int j = 0; j < n; j++)
+                grid_ends(w, j);
+            w->ends_ok = 1;
+        }
+        ws_finish(w, res);
+    }
     res->upper_bound = res->optimal ? fmax(res->value, fmin(root_ub, res->value + S->tol))
                                     : root_ub;
     return PFI_OK;

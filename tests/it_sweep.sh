@@ -73,6 +73,28 @@ run lightning lightning 20 100,50% 700,350 --tokens-per-step 65536
 # --restart: a fresh job for every level.
 run restart pfi 40 100,50% 700,350 --restart
 
+# What the sweep cost: per level GPU-seconds = duration x GPUs, work lost against the top
+# level's rate, totals their sums; pfi show gives the same figures from the stored telemetry
+# (level durations to within a telemetry row: 1 s of each level).
+jq -e '. as $d | ([.levels[] | select((.gpu_s - .duration_s * $d.n_gpus | fabs) > 1e-6
+        or ((.lost - ($d.cost.baseline_rate - .tput) * .duration_s) | fabs) > 1e-3)] | length) == 0
+      and (([.levels[].gpu_s] | add) - .cost.gpu_s | fabs) < 1e-6
+      and (([.levels[].lost] | add) - .cost.lost | fabs) < 1e-3
+      and .cost.baseline_rate == .levels[0].tput and .levels[0].lost == 0
+      and .cost.gpu_s > 0 and .cost.lost > 0' "$tmp/pfi.json" >/dev/null ||
+  { echo "FAIL cost: $(jq -c '.cost, [.levels[] | [.duration_s, .gpu_s, .lost]]' "$tmp/pfi.json")"; fail=1; }
+rid=$(jq -r '.run_id' "$tmp/pfi.json")
+"$PFI_BIN" show "$rid" --db "$tmp/pfi.db" --json >"$tmp/show.json" || { echo "FAIL: pfi show $rid"; fail=1; }
+jq -en --slurpfile a "$tmp/pfi.json" --slurpfile b "$tmp/show.json" '
+    (($a[0].cost.gpu_s - $b[0].cost.gpu_s) | fabs) <= ($a[0].levels | length)
+    and ($b[0].cost.lost | . > 0)' >/dev/null ||
+  { echo "FAIL cost in pfi show: $(jq -c .cost "$tmp/show.json") against $(jq -c .cost "$tmp/pfi.json")"; fail=1; }
+"$PFI_BIN" show "$rid" --db "$tmp/pfi.db" | grep -Eq '^cost: [0-9]+ s on 1 GPUs = [0-9]+ GPU-s; [0-9]+ tokens lost' ||
+  { echo "FAIL: no cost line in pfi show"; fail=1; }
+"$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq -e ".runs[] | select(.id == $rid) | .cost_gpu_s > 0" >/dev/null ||
+  { echo "FAIL: no cost in pfi runs"; fail=1; }
+echo "ok cost: $(jq -c .cost "$tmp/pfi.json")"
+
 # --attach: a job that is already running, printing into its own log, followed like tail -F.
 PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=40 "$PFI_BIN" simjob --sim $preset \
     --format torchtitan >"$tmp/attach.log" 2>&1 &

@@ -6,6 +6,7 @@
 #define PFI_CLI_CLI_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "core/err.h"
 #include "hw/hw.h"
@@ -72,5 +73,20 @@ const char *pfi_cli_backend_name(const pfi_cli_hw *h);
 
 /* Writes one JSON document to stdout (indented, newline-terminated) and decrefs it. */
 int pfi_cli_print_json(json_t *doc);
+
+/* What characterizing a run cost (core/cost.h), for sweep, show and runs: a JSON object
+ * (seconds, gpu_s, lost, lost_frac, baseline_rate, unit) and one summary line.  unit: "tokens"
+ * or "samples". */
+struct pfi_cost;
+json_t *pfi_cli_cost_json(const struct pfi_cost *c, const char *unit);
+void pfi_cli_cost_line(FILE *f, const struct pfi_cost *c, const char *unit);
+/* The cost of stored run (loaded into *run, durations from its telemetry): PFI_OK with *out
+ * filled, or the error (a run without levels or baseline rate is PFI_EINVAL). */
+struct pfi_store;
+struct pfi_run;
+int pfi_cli_stored_cost(struct pfi_store *st, const struct pfi_run *run, struct pfi_cost *out,
+                        pfi_err *err);
+/* "tokens" or "samples" for a run's rate unit. */
+const char *pfi_cli_work_unit(int tput_unit);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/cost.h"
 #include "store/export.h"
 #include "report/report.h"
 #include "store/store.h"
@@ -41,6 +42,20 @@ static void fmt_num(char *buf, size_t n, double v, const char *fmt)
         snprintf(buf, n, "-");
 }
 
+/* What characterizing run id cost (GPU-seconds and work lost; NAN when unknown). */
+static void run_cost(pfi_store *st, long long id, double *gpu_s, double *lost)
+{
+    *gpu_s = *lost = NAN;
+    pfi_run *run = malloc(sizeof *run);
+    pfi_cost c;
+    if (run && pfi_store_load_run(st, id, run, NULL) == PFI_OK &&
+        pfi_cli_stored_cost(st, run, &c, NULL) == PFI_OK) {
+        *gpu_s = c.gpu_s_total;
+        *lost = c.lost_total;
+    }
+    free(run);
+}
+
 int pfi_cmd_runs(int argc, char **argv)
 {
     const char *db = NULL, *source = NULL;
@@ -56,8 +71,9 @@ int pfi_cmd_runs(int argc, char **argv)
     const pfi_cmd_spec spec = {
         "pfi runs [--db FILE] [--source NAME] [--json]",
         "List the runs in the store: id, name, source, GPU type and count, number of levels, "
-        "throughput unit, and the baseline (the level at the default power limit): its "
-        "throughput T0 and per-GPU power P0.",
+        "throughput unit, the baseline (the level at the default power limit): its "
+        "throughput T0 and per-GPU power P0, and what measuring it cost in GPU-seconds (from "
+        "the stored telemetry; - for imported runs).",
         opts,
         "pfi runs --db pfi.db\n"
         "pfi runs --db pfi.db --source perseus --json"};
@@ -85,12 +101,15 @@ int pfi_cmd_runs(int argc, char **argv)
         if ((!source || strcmp(source, v[i].source) == 0) && (int)strlen(v[i].name) > w)
             w = (int)strlen(v[i].name);
     if (!as_json)
-        printf("%-5s %-*s %-10s %-15s %3s %6s %-21s %10s %7s %-11s %s\n", "ID", w, "NAME",
-               "SOURCE", "GPU", "N", "LEVELS", "UNIT", "T0", "P0(W)", "STATUS", "BACKEND");
+        printf("%-5s %-*s %-10s %-15s %3s %6s %-21s %10s %7s %8s %-11s %s\n", "ID", w, "NAME",
+               "SOURCE", "GPU", "N", "LEVELS", "UNIT", "T0", "P0(W)", "GPU-S", "STATUS",
+               "BACKEND");
     for (int i = 0; i < n; i++) {
         const pfi_run_summary *r = &v[i];
         if (source && strcmp(source, r->source) != 0)
             continue;
+        double gpu_s, lost;
+        run_cost(st, r->id, &gpu_s, &lost);
         if (as_json) {
             json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "id",
                                   (json_int_t)r->id, "name", r->name, "source", r->source,
@@ -107,14 +126,17 @@ int pfi_cmd_runs(int argc, char **argv)
             json_object_set_new(o, "p0_w", pfi_json_num(r->p0));
             json_object_set_new(o, "started", pfi_json_str(r->started));
             json_object_set_new(o, "ended", pfi_json_str(r->ended));
+            json_object_set_new(o, "cost_gpu_s", pfi_json_num(gpu_s));
+            json_object_set_new(o, "cost_lost", pfi_json_num(lost));
             json_array_append_new(arr, o);
         } else {
-            char t0[24], p0[24];
+            char t0[24], p0[24], gs[24];
             pfi_fmt_fixed(t0, sizeof t0, r->t0, 4);
             fmt_num(p0, sizeof p0, r->p0, "%.1f");
-            printf("%-5lld %-*s %-10s %-15s %3d %6d %-21s %10s %7s %-11s %s\n", r->id, w, r->name,
-                   r->source, r->gpu_type, r->n_gpus, r->n_levels, r->unit_label, t0, p0,
-                   r->status, r->backend[0] ? r->backend : "-");
+            fmt_num(gs, sizeof gs, gpu_s, "%.0f");
+            printf("%-5lld %-*s %-10s %-15s %3d %6d %-21s %10s %7s %8s %-11s %s\n", r->id, w,
+                   r->name, r->source, r->gpu_type, r->n_gpus, r->n_levels, r->unit_label, t0, p0,
+                   gs, r->status, r->backend[0] ? r->backend : "-");
         }
     }
     free(v);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/cost.h"
 #include "report/report.h"
 #include "store/export.h"
 #include "store/store.h"
@@ -26,7 +27,7 @@ static const char *tri(int v, const char *yes, const char *no)
     return v > 0 ? yes : v == 0 ? no : "unknown";
 }
 
-static int print_json(const pfi_run *r, const pfi_run_summary *s)
+static int print_json(const pfi_run *r, const pfi_run_summary *s, const pfi_cost *cost)
 {
     const pfi_job_meta *m = &r->meta;
     json_t *meta = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "model",
@@ -35,8 +36,14 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s)
                              "ep", m->ep, "seq_len", m->seq_len, "global_batch", m->global_batch);
     json_object_set_new(meta, "params_b", pfi_json_num(m->params_b));
     json_t *levels = json_array();
-    for (int i = 0; i < r->n_levels; i++)
-        json_array_append_new(levels, pfi_export_level_fields(r, s, i));
+    for (int i = 0; i < r->n_levels; i++) {
+        json_t *o = pfi_export_level_fields(r, s, i);
+        json_object_set_new(o, "duration_s",
+                            pfi_json_num(cost ? cost->gpu_s[i] / cost->n_gpus : NAN));
+        json_object_set_new(o, "gpu_s", pfi_json_num(cost ? cost->gpu_s[i] : NAN));
+        json_object_set_new(o, "lost", pfi_json_num(cost ? cost->lost[i] : NAN));
+        json_array_append_new(levels, o);
+    }
     json_t *doc = json_pack("{s:I, s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "id",
                             (json_int_t)r->id, "job_id", (json_int_t)s->job_id, "name", r->name,
                             "source", r->source, "gpu_type", r->gpu_type, "n_gpus", r->n_gpus,
@@ -56,10 +63,12 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s)
     json_object_set_new(doc, "p0_w", pfi_json_num(s->p0));
     json_object_set_new(doc, "meta", meta);
     json_object_set_new(doc, "levels", levels);
+    json_object_set_new(doc, "cost", cost ? pfi_cli_cost_json(cost, pfi_cli_work_unit(r->unit))
+                                          : json_null());
     return pfi_cli_print_json(doc);
 }
 
-static void print_table(const pfi_run *r, const pfi_run_summary *s)
+static void print_table(const pfi_run *r, const pfi_run_summary *s, const pfi_cost *cost)
 {
     const pfi_job_meta *m = &r->meta;
     char a[32], b[32], c[32];
@@ -93,9 +102,9 @@ static void print_table(const pfi_run *r, const pfi_run_summary *s)
     printf("\n  Throughput %s   Baseline at %s W: T0 %s, P0 %s W per GPU\n\n", s->unit_label,
            fmt(a, sizeof a, s->cap0_w, "%.0f"), pfi_fmt_fixed(b, sizeof b, s->t0, 5),
            fmt(c, sizeof c, s->p0, "%.1f"));
-    printf("%3s %7s %8s %8s %12s %19s %6s %6s %7s %6s %5s %5s %6s %5s\n", "#", "Cap(W)",
-           "Enf.(W)", "Power(W)", "Throughput", "CI", "Rel.T", "Rel.P", "SM MHz", "PwrCap",
-           "Util", "SM", "Tensor", "DRAM");
+    printf("%3s %7s %8s %8s %12s %19s %6s %6s %7s %6s %5s %5s %6s %5s %8s %10s\n", "#",
+           "Cap(W)", "Enf.(W)", "Power(W)", "Throughput", "CI", "Rel.T", "Rel.P", "SM MHz",
+           "PwrCap", "Util", "SM", "Tensor", "DRAM", "GPU-s", "Lost");
     for (int i = 0; i < r->n_levels; i++) {
         const pfi_level *l = &r->levels[i];
         char ci[72], lo[32], hi[32], t[32];
@@ -105,7 +114,10 @@ static void print_table(const pfi_run *r, const pfi_run_summary *s)
                      pfi_fmt_fixed(hi, sizeof hi, l->tput_hi, 5));
         else
             snprintf(ci, sizeof ci, "-");
-        printf("%3d %7s %8s %8s %12s %19s %6s %6s %7s %6s %5s %5s %6s %5s\n", i,
+        char gs[24], lost[24];
+        fmt(gs, sizeof gs, cost ? cost->gpu_s[i] : NAN, "%.0f");
+        fmt(lost, sizeof lost, cost ? cost->lost[i] : NAN, "%.0f");
+        printf("%3d %7s %8s %8s %12s %19s %6s %6s %7s %6s %5s %5s %6s %5s %8s %10s\n", i,
                fmt(a, sizeof a, l->cap_w, "%.0f"), fmt(b, sizeof b, l->enforced_w, "%.0f"),
                fmt(c, sizeof c, l->power_w, "%.1f"), pfi_fmt_fixed(t, sizeof t, l->tput, 5), ci,
                fmt(rt, sizeof rt, l->tput / s->t0, "%.3f"),
@@ -115,8 +127,13 @@ static void print_table(const pfi_run *r, const pfi_run_summary *s)
                fmt(u, sizeof u, 100 * l->gpu_util, "%.0f%%"),
                fmt(sm, sizeof sm, 100 * l->sm_active, "%.0f%%"),
                fmt(tn, sizeof tn, 100 * l->tensor_active, "%.0f%%"),
-               fmt(dr, sizeof dr, 100 * l->dram_active, "%.0f%%"));
+               fmt(dr, sizeof dr, 100 * l->dram_active, "%.0f%%"), gs, lost);
     }
+    printf("\n");
+    if (cost)
+        pfi_cli_cost_line(stdout, cost, pfi_cli_work_unit(r->unit));
+    else
+        printf("cost: unknown (no baseline rate)\n");
 }
 
 int pfi_cmd_show(int argc, char **argv)
@@ -156,6 +173,8 @@ int pfi_cmd_show(int argc, char **argv)
     else if ((rc = pfi_store_find_run(st, pos[0], &id, &err)) == PFI_OK &&
              (rc = pfi_store_run_summary(st, id, &sum, &err)) == PFI_OK)
         rc = pfi_store_load_run(st, id, run, &err);
+    pfi_cost cost;
+    int have_cost = rc == PFI_OK && pfi_cli_stored_cost(st, run, &cost, NULL) == PFI_OK;
     pfi_store_close(st);
     if (rc != PFI_OK) {
         free(run);
@@ -163,9 +182,9 @@ int pfi_cmd_show(int argc, char **argv)
     }
     int status = PFI_EXIT_OK;
     if (as_json)
-        status = print_json(run, &sum);
+        status = print_json(run, &sum, have_cost ? &cost : NULL);
     else
-        print_table(run, &sum);
+        print_table(run, &sum, have_cost ? &cost : NULL);
     free(run);
     return status;
 }

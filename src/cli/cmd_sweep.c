@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/cost.h"
 #include "hw/backend_sim.h"
 #include "measure/measure.h"
 #include "store/sink.h"
@@ -29,6 +30,9 @@ static void on_signal(int sig)
 
 typedef struct progress_ctx {
     int tty, quiet;
+    int n_gpus;
+    double t0;          /* the first level's rate: the baseline (levels[0] is the default limit) */
+    double gpu_s, lost; /* so far */
     double unit_scale;
     const char *unit;
     const pfi_tput_source *src; /* names the log format in the samples/s warning */
@@ -71,9 +75,16 @@ static void on_progress(void *arg, const pfi_sweep_progress *p)
     if (isfinite(p->rel_ci))
         snprintf(ci, sizeof ci, " +-%.1f%%", 100 * p->rel_ci);
     if (p->done) {
-        fprintf(stderr, "%spfi sweep: level %d/%d %.0f W: %.1f %s%s, %.1f W per GPU%s\n",
+        if (p->level == 0)
+            pc->t0 = p->tput;
+        pc->gpu_s += p->level_elapsed_s * pc->n_gpus;
+        pc->lost += (pc->t0 - p->tput) * p->level_elapsed_s;
+        fprintf(stderr,
+                "%spfi sweep: level %d/%d %.0f W: %.1f %s%s, %.1f W per GPU%s; %.0f s, so far "
+                "%.0f GPU-s and %.0f %.*s lost\n",
                 pc->tty ? "\r\033[K" : "", p->level + 1, p->n_levels, p->cap_w, p->tput,
-                pc->unit, ci, p->power_w, p->steady ? "" : " (max dwell, not steady)");
+                pc->unit, ci, p->power_w, p->steady ? "" : " (max dwell, not steady)",
+                p->level_elapsed_s, pc->gpu_s, pc->lost, (int)strcspn(pc->unit, "/"), pc->unit);
         return;
     }
     if (!pc->tty)
@@ -385,6 +396,24 @@ static void catch_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* The cost of the levels measured: per level (duration_s, gpu_s, lost) and as a whole ("cost";
+ * null when no level has a baseline rate to be charged against). */
+static void add_cost_json(json_t *doc, const pfi_sweep_result *res)
+{
+    pfi_cost c;
+    int ok = res->run.n_levels > 0 && pfi_cost_run(&res->run, res->level_s, &c, NULL) == PFI_OK;
+    json_t *lv = json_object_get(doc, "levels");
+    for (int i = 0; i < res->run.n_levels; i++) {
+        json_t *o = json_array_get(lv, (size_t)i);
+        json_object_set_new(o, "duration_s", pfi_json_num(res->level_s[i]));
+        json_object_set_new(o, "gpu_s", pfi_json_num(ok ? c.gpu_s[i] : NAN));
+        json_object_set_new(o, "lost", pfi_json_num(ok ? c.lost[i] : NAN));
+    }
+    json_object_set_new(doc, "cost",
+                        ok ? pfi_cli_cost_json(&c, pfi_cli_work_unit(res->run.unit))
+                           : json_null());
+}
+
 /* The levels measured, as a table or one JSON document (with the error when the sweep failed:
  * err non-NULL).  The exit status of the printing. */
 static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const char *backend,
@@ -403,6 +432,7 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
                                 (json_int_t)res->lines, "observations",
                                 (json_int_t)res->observations, "levels", lv);
         json_object_set_new(doc, "simulated", json_boolean(simulated));
+        add_cost_json(doc, res);
         if (err)
             json_object_set_new(doc, "error", json_string(err->msg));
         return pfi_cli_print_json(doc);
@@ -415,6 +445,9 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
                L->enforced_w, L->power_w, L->tput, L->tput_lo, L->tput_hi,
                res->steady[i] ? "yes" : "no", L->sm_clock_mhz);
     }
+    pfi_cost cost;
+    if (res->run.n_levels > 0 && pfi_cost_run(&res->run, res->level_s, &cost, NULL) == PFI_OK)
+        pfi_cli_cost_line(stdout, &cost, pfi_cli_work_unit(res->run.unit));
     if (run_id > 0)
         printf("run %lld in %s (%s)\n", run_id, db, res->status);
     if (simulated)
@@ -568,7 +601,8 @@ int pfi_cmd_sweep(int argc, char **argv)
         goto fail;
     c.sink = (pfi_sweep_sink){sink, pfi_store_sink_begin, pfi_store_sink_level,
                               pfi_store_sink_end, pfi_store_sink_run_ref};
-    progress_ctx prog = {.tty = isatty(STDERR_FILENO), .quiet = o.quiet, .unit = "tokens/s"};
+    progress_ctx prog = {.tty = isatty(STDERR_FILENO), .quiet = o.quiet, .unit = "tokens/s",
+                         .n_gpus = c.n_gpus};
     c.progress = on_progress;
     c.progress_ctx = &prog;
     stop_flag = 0;

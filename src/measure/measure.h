@@ -132,6 +132,8 @@ void pfi_sweep_defaults(pfi_sweep_cfg *c);
 typedef struct pfi_sweep_result {
     pfi_run run;                 /* levels in the order measured; levels[0] is the baseline */
     int steady[PFI_MAX_LEVELS];  /* 1 when the CI rule was met, 0 when max dwell cut it */
+    double level_s[PFI_MAX_LEVELS]; /* each level's time, from its cap change (or the job's
+                                   * restart) to its end: what core/cost.h charges */
     char status[16];             /* "done", "failed", "interrupted" */
     int restored;                /* 1 when every original limit was put back */
     long lines, observations;    /* log sources */

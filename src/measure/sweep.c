@@ -405,6 +405,7 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
 {
     const pfi_sweep_cfg *c = s->c;
     pfi_backend *b = s->b;
+    double t_level = pfi_hw_now(b);
     if (li > 0 && c->restart && s->src->restart) {
         int rc = s->src->restart(s->src, err);
         if (rc != PFI_OK)
@@ -437,6 +438,7 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
     level_telemetry(rows, nt, c->n_gpus, lv.t_start_s, lv.t_end_s, &lv);
     res->run.levels[res->run.n_levels] = lv;
     res->steady[res->run.n_levels] = steady;
+    res->level_s[res->run.n_levels] = pfi_hw_now(b) - t_level;
     res->run.n_levels++;
     if (c->sink.level)
         rc = c->sink.level(c->sink.ctx, &res->run, res->run.n_levels - 1, rows, nt, c->gpus,
@@ -444,7 +446,8 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
     free(rows);
     pfi_sweep_progress p = {.level = li, .n_levels = nl, .cap_w = lv.cap_w,
                             .elapsed_s = pfi_hw_now(b) - t0, .tput = lv.tput,
-                            .power_w = lv.power_w, .done = 1, .steady = steady};
+                            .power_w = lv.power_w, .done = 1, .steady = steady,
+                            .level_elapsed_s = res->level_s[res->run.n_levels - 1]};
     p.rel_ci = isfinite(lv.tput_lo) ? 0.5 * (lv.tput_hi - lv.tput_lo) / lv.tput : NAN;
     report(s, &p);
     return rc;

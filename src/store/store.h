@@ -172,6 +172,11 @@ typedef struct pfi_telemetry_row {
 int pfi_store_load_telemetry(pfi_store *st, long long run_id, int level, pfi_telemetry_row **rows,
                              int *n, pfi_err *err);
 
+/* How long each level of a run lasted (dur_s[seq], seq 0..n-1), from the span of its stored
+ * telemetry (transient included; rows are bucket means, so the span is widened by one bucket):
+ * NAN for a level without telemetry (imported data). */
+int pfi_store_level_durations(pfi_store *st, long long run_id, double *dur_s, int n, pfi_err *err);
+
 /* ---- public datasets (import_*.c) ---- */
 
 /* Each importer reads the files under dir (NULL: the right folder under pfi_data_dir()) and

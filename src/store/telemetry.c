@@ -204,3 +204,35 @@ int pfi_store_load_telemetry(pfi_store *st, long long run_id, int level, pfi_tel
     *rows = v;
     return PFI_OK;
 }
+
+int pfi_store_level_durations(pfi_store *st, long long run_id, double *dur_s, int n, pfi_err *err)
+{
+    for (int i = 0; i < n; i++)
+        dur_s[i] = NAN;
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(st,
+                               "SELECT l.seq, t.gpu, min(t.t_s), max(t.t_s), count(*)"
+                               " FROM telemetry t JOIN levels l ON l.id = t.level_id"
+                               " WHERE l.run_id = ?1 GROUP BY l.seq, t.gpu ORDER BY l.seq, t.gpu",
+                               &s, err);
+    if (rc != PFI_OK)
+        return rc;
+    sqlite3_bind_int64(s, 1, run_id);
+    int src, last_seq = -1;
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+        int seq = sqlite3_column_int(s, 0);
+        long k = (long)sqlite3_column_int64(s, 4);
+        if (seq == last_seq || seq < 0 || seq >= n)
+            continue; /* the level's first GPU speaks for it */
+        last_seq = seq;
+        /* Rows are the means of equal buckets: k rows span (k - 1) bucket widths between their
+         * centres, k widths in all. */
+        if (k >= 2)
+            dur_s[seq] = (sqlite3_column_double(s, 3) - sqlite3_column_double(s, 2)) * (double)k /
+                         (double)(k - 1);
+    }
+    sqlite3_finalize(s);
+    if (src != SQLITE_DONE)
+        return pfi_store_sqlerr(st, src, err, "loading level durations");
+    return PFI_OK;
+}

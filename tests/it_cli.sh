@@ -31,6 +31,10 @@ grep -q '^a  *8 ' "$T/out" || fail "pfi allocate table: $(cat "$T/out")"
 want 0 evaluate --fleet small --cuts 0.3 --save-db "$T/fleet.db"
 sci "pfi evaluate"
 grep -Eq '30% +pfi +[0-9]{7} ' "$T/out" || fail "pfi evaluate total: $(cat "$T/out")"
+# What a PFI30 costs: one probe and 2-6 level parts of every simulated sweep, scored.
+want 0 evaluate --fleet small --cost
+sci "pfi evaluate --cost"
+grep -Eq '^4 levels +12 +0 +0\.[0-9]{4} +0\.[0-9]{4} +[0-9.]+% ' "$T/out" || fail "pfi evaluate --cost: $(cat "$T/out")"
 # A --source typo is refused with the names pfi knows (was read as "no runs").
 want 2 evaluate --fleet small --source sim,bogus --cuts 0.3
 grep -q "unknown source 'bogus' (sweep, sim, " "$T/err" || fail "evaluate --source: $(cat "$T/err")"

@@ -4,10 +4,13 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
 #include "core/cost.h"
+#include "study/cost_eval.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9 * (1 + fabs((double)(b))))
 
@@ -79,6 +82,56 @@ static void test_bad_input(void **state)
     assert_int_equal(c.n_levels, 77);
 }
 
+/* A run whose throughput falls in proportion to the power drawn (PFI = 1 at every depth), 8
+ * levels from 700 W down to 350 W: every k-level part reads PFI30 = 1 exactly (its levels
+ * reach a 50% shed, and the interpolation of proportional points is exact), and costs k/8 of the
+ * sweep, (k-1)/7 without the baseline. */
+static void proportional_run(pfi_run *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "proportional");
+    r->n_gpus = 1;
+    r->min_limit_w = 300;
+    r->max_limit_w = r->default_limit_w = 700;
+    r->meta.params_b = NAN;
+    r->n_levels = 8;
+    for (int i = 0; i < 8; i++) {
+        pfi_level *l = &r->levels[i];
+        l->cap_w = l->enforced_w = 700 - 50 * i;
+        l->power_w = 0.98 * l->cap_w;
+        l->tput = 1000 * l->cap_w / 700;
+        l->tput_lo = l->tput_hi = NAN;
+    }
+}
+
+static void test_evaluate(void **state)
+{
+    static pfi_run run;
+    proportional_run(&run);
+    const pfi_run *runs[] = {&run};
+    pfi_cost_eval ce;
+    pfi_err e;
+    assert_int_equal(pfi_cost_evaluate(runs, 1, &ce, &e), PFI_OK);
+    assert_int_equal(ce.n_truth, 1);
+    assert_int_equal(ce.row[0].probe, 1);
+    assert_int_equal(ce.row[0].n + ce.row[0].failed, 1);
+    NEAR(ce.row[0].cost_median, 2.0 / 8);
+    for (int k = 3; k <= 6; k++) {
+        const pfi_cost_eval_row *w = &ce.row[k - 1];
+        assert_int_equal(w->levels, k);
+        assert_int_equal(w->n, 1);
+        assert_true(w->err_median < 1e-9 && w->err_p90 < 1e-9);
+        NEAR(w->cost_median, k / 8.0);
+        NEAR(w->cost_excl_median, (k - 1) / 7.0);
+    }
+    /* No shed reaches 30%: nothing to score against, an error. */
+    for (int i = 0; i < 8; i++)
+        run.levels[i].cap_w = run.levels[i].enforced_w = 700 - 5 * i;
+    for (int i = 0; i < 8; i++)
+        run.levels[i].power_w = 0.98 * run.levels[i].cap_w;
+    assert_int_equal(pfi_cost_evaluate(runs, 1, &ce, &e), PFI_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest t[] = {
@@ -86,6 +139,7 @@ int main(void)
         cmocka_unit_test(test_baseline_choice),
         cmocka_unit_test(test_unknown_duration),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_evaluate),
     };
     return cmocka_run_group_tests(t, NULL, NULL);
 }

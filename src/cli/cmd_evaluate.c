@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "core/probe.h"
 #include "report/report.h"
+#include "study/cost_eval.h"
 #include "study/experiment.h"
 #include "util/json.h"
 #include "util/units.h"
@@ -25,7 +26,7 @@
 typedef struct ev_args {
     const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
     int public_data, probes, as_json, seed, per_job;
-    int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds;
+    int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds, cost;
     double step, w_draw;
 } ev_args;
 
@@ -259,6 +260,54 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
     return PFI_EXIT_OK;
 }
 
+/* --cost: PFI30 error against the share of a full sweep's GPU-time (study/cost_eval.h). */
+static int ev_cost(const ev_args *a, const pfi_expt_pop *p)
+{
+    pfi_err err = {0};
+    pfi_cost_eval ce;
+    if (pfi_cost_evaluate(p->run, p->nruns, &ce, &err) != PFI_OK)
+        return pfi_cli_fail(CMD, &err);
+    json_t *rows = json_array();
+    if (!a->as_json)
+        printf("%s: %d runs, %d whose full sweep reaches a 30%% shed\n%-9s %5s %6s %11s %11s "
+               "%10s %15s\n",
+               p->where, ce.n_runs, ce.n_truth, "part", "runs", "failed", "err_median",
+               "err_p90", "cost", "cost_excl_base");
+    for (int r = 0; r < PFI_COST_EVAL_ROWS; r++) {
+        const pfi_cost_eval_row *w = &ce.row[r];
+        char label[16];
+        snprintf(label, sizeof label, w->probe ? "1 probe" : "%d levels", w->levels);
+        if (a->as_json) {
+            json_t *o = json_pack("{s:s, s:i, s:b, s:i, s:i}", "part", label, "levels",
+                                  w->levels, "probe", w->probe, "runs", w->n, "failed",
+                                  w->failed);
+            json_object_set_new(o, "err_median", pfi_json_num(w->err_median));
+            json_object_set_new(o, "err_p90", pfi_json_num(w->err_p90));
+            json_object_set_new(o, "cost_median", pfi_json_num(w->cost_median));
+            json_object_set_new(o, "cost_excl_baseline_median",
+                                pfi_json_num(w->cost_excl_median));
+            json_array_append_new(rows, o);
+        } else {
+            if (w->n == 0)
+                printf("%-9s %5d %6d %11s %11s %10s %15s\n", label, 0, w->failed, "-", "-", "-",
+                       "-");
+            else
+                printf("%-9s %5d %6d %11.4f %11.4f %9.1f%% %14.1f%%\n", label, w->n, w->failed,
+                       w->err_median, w->err_p90, 100 * w->cost_median,
+                       100 * w->cost_excl_median);
+        }
+    }
+    if (!a->as_json) {
+        json_decref(rows);
+        printf("target: PFI30 within 0.03 for at most 10%% of a full sweep's GPU-time (cost: "
+               "levels used / levels swept, medians over runs)\n");
+        return PFI_EXIT_OK;
+    }
+    json_t *doc = json_pack("{s:s, s:i, s:i, s:o}", "population", p->where, "runs", ce.n_runs,
+                            "runs_with_pfi30", ce.n_truth, "rows", rows);
+    return pfi_cli_print_json(doc);
+}
+
 static const char examples[] =
     "pfi evaluate --public                              # on the public measured sweeps\n"
     "pfi evaluate --fleet small --cuts 0.2,0.4 --json";
@@ -306,6 +355,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
          "one probe: the nested cross-validation (docs/allocation.md) and the never-seen-model "
          "figure, over --cv-seeds seeds: the honest headline (minutes)"},
         {"cv-seeds", PFI_OPT_INT, &a.cv_seeds, "N", "with --nested-cv: seeds 1..N (default 5)"},
+        {"cost", PFI_OPT_FLAG, &a.cost, NULL, "PFI30 error of 1 probe, 2-6 levels vs GPU-time"},
         {"group-out", PFI_OPT_FLAG, &a.group_out, NULL,
          "one probe: the shape library leaves each job's whole group (same model) out"},
         {"step", PFI_OPT_DOUBLE, &a.step, "W", "cap grid (default 1 W)"},
@@ -342,8 +392,8 @@ int pfi_cmd_evaluate(int argc, char **argv)
         pfi_expt_pop_free(&p);
         return pfi_cli_fail(CMD, &err);
     }
-    if (a.nested_cv) {
-        rc = ev_nested(&a, &p, &eo, cuts, ncuts);
+    if (a.nested_cv || a.cost) {
+        rc = a.cost ? ev_cost(&a, &p) : ev_nested(&a, &p, &eo, cuts, ncuts);
         pfi_expt_pop_free(&p);
         return rc;
     }

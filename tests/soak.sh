@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make soak: the chaos tests at scale, for SOAK_SECONDS (default 600) in all.
 #   1. tests/it_chaos.sh for 80% of the time: one daemon on the fake NVML re-planning every
 #      10 ms, random budgets and caps (bad ones among them), NVML faults injected after every

@@ -2,29 +2,42 @@
 /* pfi study: the paper end to end on the simulator or on a store (src/study/). */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "study/study.h"
+#include "util/progress.h"
 #include "util/units.h"
 
-typedef struct progress_ctx {
-    int tty;
-    char last_step[128];
-} progress_ctx;
-
-static void show_progress(void *ctx, const char *step, int done, int total)
+static void print_summary(const pfi_study *s, const char *out_dir)
 {
-    progress_ctx *p = ctx;
-    int new_step = strcmp(p->last_step, step) != 0;
-    if (p->tty) {
-        fprintf(stderr, "\r\033[K%s %d/%d", step, done, total);
-        if (done == total)
-            fputc('\n', stderr);
-    } else if (new_step) {
-        fprintf(stderr, "pfi study: %s\n", step);
+    json_t *sum = pfi_study_summary(s);
+    json_t *a = json_object_get(json_object_get(sum, "allocation"), "gap_recovered");
+    json_t *g30 = json_object_get(a, "0.30");
+    json_t *p30 = json_object_get(sum, "pfi30");
+    printf("pfi study: %d runs from %s\n", s->n, s->source);
+    printf("  PFI30 min/median/max: %.2f / %.2f / %.2f\n",
+           json_number_value(json_object_get(p30, "min")),
+           json_number_value(json_object_get(p30, "median")),
+           json_number_value(json_object_get(p30, "max")));
+    if (s->pred.done) {
+        printf("  predictor (%s): leave-one-job-out MAE of PFI30 %.3f",
+               pfi_model_kind_name(s->pred.model_kind), s->pred.lojo.mae_pfi30);
+        if (s->pred.have_validation)
+            printf(", validation %.3f", s->pred.validation.mae_pfi30);
+        if (s->pred.have_h200_to_h100)
+            printf(", H200->H100 %.3f", s->pred.h200_to_h100.mae_pfi30);
+        putchar('\n');
     }
-    snprintf(p->last_step, sizeof p->last_step, "%s", step);
+    else
+        printf("  predictor: not trained (%s)\n", s->pred.why);
+    if (json_is_number(g30))
+        printf("  allocation at a 30%% cut: pfi recovers %.0f%% of the equal->oracle gap "
+               "(paper: 63%%)\n", json_number_value(g30) * 100);
+    for (int i = 0; i < s->n_notes; i++)
+        printf("  note: %s\n", s->notes[i]);
+    printf("  report: %s/report.html (and report.md, summary.json)\n", out_dir);
+    printf("  elapsed: %.1f s\n", s->elapsed_s);
+    json_decref(sum);
 }
 
 static const char examples[] =
@@ -81,52 +94,34 @@ int pfi_cmd_study(int argc, char **argv)
     o.figures = !no_figures;
     if (cuts && pfi_parse_double_list(cuts, o.cuts, PFI_STUDY_MAX_CUTS, &o.n_cuts, &err) != PFI_OK)
         return pfi_cli_fail("study", &err);
-    progress_ctx pc = {.tty = isatty(2)};
-    o.progress = show_progress;
+    pfi_progress pc;
+    pfi_progress_init(&pc, "pfi study", pfi_progress_auto(), stderr);
+    o.progress = pfi_progress_cb;
     o.progress_ctx = &pc;
 
     pfi_study s;
-    if (pfi_study_execute(&o, &s, &err) != PFI_OK)
+    if (pfi_study_execute(&o, &s, &err) != PFI_OK) {
+        pfi_progress_end(&pc);
         return pfi_cli_fail("study", &err);
-    show_progress(&pc, "writing the report", 0, 1);
-    rc = pfi_study_write_report(&s, o.out_dir, &err);
+    }
+    pfi_progress_update(&pc, "writing the report", 0, 1);
+    int no_gnuplot = 0;
+    rc = pfi_study_write_report(&s, o.out_dir, &no_gnuplot, &err);
+    if (rc == PFI_OK)
+        pfi_progress_update(&pc, "writing the report", 1, 1);
+    pfi_progress_end(&pc);
     if (rc != PFI_OK) {
         pfi_study_free(&s);
         return pfi_cli_fail("study", &err);
     }
-    show_progress(&pc, "writing the report", 1, 1);
-    if (as_json) {
+    if (no_gnuplot)
+        fprintf(stderr, "pfi study: gnuplot not found: report written without figures (install "
+                        "gnuplot-nox and rerun, or run gnuplot on the .gp files in %s)\n",
+                o.out_dir);
+    if (as_json)
         rc = pfi_cli_print_json(pfi_study_summary(&s));
-    } else {
-        json_t *sum = pfi_study_summary(&s);
-        json_t *a = json_object_get(json_object_get(sum, "allocation"), "gap_recovered");
-        json_t *g30 = json_object_get(a, "0.30");
-        json_t *p30 = json_object_get(sum, "pfi30");
-        printf("pfi study: %d runs from %s\n", s.n, s.source);
-        printf("  PFI30 min/median/max: %.2f / %.2f / %.2f\n",
-               json_number_value(json_object_get(p30, "min")),
-               json_number_value(json_object_get(p30, "median")),
-               json_number_value(json_object_get(p30, "max")));
-        if (s.pred.done) {
-            printf("  predictor (%s): leave-one-job-out MAE of PFI30 %.3f",
-                   pfi_model_kind_name(s.pred.model_kind), s.pred.lojo.mae_pfi30);
-            if (s.pred.have_validation)
-                printf(", validation %.3f", s.pred.validation.mae_pfi30);
-            if (s.pred.have_h200_to_h100)
-                printf(", H200->H100 %.3f", s.pred.h200_to_h100.mae_pfi30);
-            putchar('\n');
-        }
-        else
-            printf("  predictor: not trained (%s)\n", s.pred.why);
-        if (json_is_number(g30))
-            printf("  allocation at a 30%% cut: pfi recovers %.0f%% of the equal->oracle gap "
-                   "(paper: 63%%)\n", json_number_value(g30) * 100);
-        for (int i = 0; i < s.n_notes; i++)
-            printf("  note: %s\n", s.notes[i]);
-        printf("  report: %s/report.html (and report.md, summary.json)\n", o.out_dir);
-        printf("  elapsed: %.1f s\n", s.elapsed_s);
-        json_decref(sum);
-    }
+    else
+        print_summary(&s, o.out_dir);
     pfi_study_free(&s);
     return rc;
 }

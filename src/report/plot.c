@@ -217,9 +217,12 @@ static int run_gnuplot(const char *dir, const char *script, pfi_err *err)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    /* gnuplot resolves the data file relative to its cwd: run it inside DIR. */
-    char *argv[] = {"sh", "-c", "cd \"$1\" && exec gnuplot \"$2\"", "sh", (char *)dir,
-                    (char *)script, NULL};
+    /* gnuplot resolves the data file relative to its cwd: run it inside DIR.  A missing gnuplot
+     * is exit 127 without the shell's own message: the caller says it once. */
+    char *argv[] = {"sh", "-c",
+                    "command -v gnuplot >/dev/null 2>&1 || exit 127; cd \"$1\" && exec gnuplot "
+                    "\"$2\"",
+                    "sh", (char *)dir, (char *)script, NULL};
     pid_t pid;
     int rc = posix_spawnp(&pid, "sh", &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);

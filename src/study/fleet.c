@@ -254,7 +254,10 @@ int pfi_fleet_build(const char *which, uint64_t seed, const pfi_fleet_opts *o,
         free(ent);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d fleet runs", ne);
     }
+    static const char step[] = "characterizing the simulated fleet (virtual time)";
     for (int i = 0; i < ne && rc == PFI_OK; i++) {
+        if (o->progress)
+            o->progress(o->progress_ctx, step, i, ne);
         rc = pfi_fleet_characterize(&ent[i], o, &runs[i].run, err);
         snprintf(runs[i].set, sizeof runs[i].set, "%s", ent[i].set);
         runs[i].match = ent[i].match;
@@ -276,6 +279,8 @@ int pfi_fleet_build(const char *which, uint64_t seed, const pfi_fleet_opts *o,
         free(runs);
         return rc;
     }
+    if (o->progress)
+        o->progress(o->progress_ctx, step, ne, ne);
     *out = runs;
     *n = ne;
     return PFI_OK;

@@ -31,6 +31,10 @@ typedef struct pfi_fleet_opts {
      * fewer samples: it agrees with the sweep within 0.001 of PFI30 and is about 10x faster,
      * which the study's ~190 runs need. */
     int use_sweep;
+    /* pfi_fleet_build calls it before each run ("characterizing the simulated fleet", i, n)
+     * and once at the end (n, n); NULL: none. */
+    void (*progress)(void *ctx, const char *step, int done, int total);
+    void *progress_ctx;
 } pfi_fleet_opts;
 
 /* 100, 90, ..., 40% of the default limit (floored at the device minimum), 5 s settle (the

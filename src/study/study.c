@@ -111,6 +111,8 @@ static int load_fleet(pfi_study *s, pfi_err *err)
     /* The same sweep code a real job goes through (measure/), in virtual time, unless the
      * caller asked for the simulator's steady state directly (3x faster, PFI30 within 0.005). */
     fo.use_sweep = !s->opts.direct;
+    fo.progress = s->opts.progress;
+    fo.progress_ctx = s->opts.progress_ctx;
     snprintf(s->source, sizeof s->source, "simulated fleet '%s', seed %llu, %s", which,
              (unsigned long long)s->opts.seed,
              fo.use_sweep ? "each run swept by pfi's sweep protocol in virtual time"
@@ -118,7 +120,6 @@ static int load_fleet(pfi_study *s, pfi_err *err)
     if (strcmp(which, "paper") == 0 || strcmp(which, "small") == 0) {
         pfi_fleet_run *fr = NULL;
         int n = 0;
-        progress(s, "characterizing the simulated fleet (virtual time)", 0, 1);
         int rc = pfi_fleet_build(which, s->opts.seed, &fo, &fr, &n, err);
         if (rc != PFI_OK)
             return rc;
@@ -135,7 +136,6 @@ static int load_fleet(pfi_study *s, pfi_err *err)
         }
         s->n = n;
         free(fr);
-        progress(s, "characterizing the simulated fleet (virtual time)", 1, 1);
         return PFI_OK;
     }
     pfi_fleet_entry *e = NULL;
@@ -155,6 +155,8 @@ static int load_fleet(pfi_study *s, pfi_err *err)
         s->runs[i].group = i;
         s->runs[i].match = -1;
     }
+    if (rc == PFI_OK)
+        progress(s, "characterizing the fleet file's runs (virtual time)", n, n);
     free(e);
     s->n = n;
     return rc;
@@ -217,6 +219,8 @@ static int load_db(pfi_study *s, pfi_err *err)
         s->runs[i].match = -1;
         s->n = i + 1;
     }
+    if (rc == PFI_OK)
+        progress(s, "loading runs", n, n);
     free(sum);
     pfi_store_close(st);
     return rc;
@@ -239,8 +243,7 @@ static void index_runs(pfi_study *s)
             snprintf(r->index_why, sizeof r->index_why, "%s", e.msg);
             failed++;
         }
-        if (i % 16 == 0)
-            progress(s, "computing PFI curves", i, s->n);
+        progress(s, "computing PFI curves", i + 1, s->n);
     }
     if (failed)
         note(s, "%d of %d runs have no PFI (too few usable levels); the tables leave them out",

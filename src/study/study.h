@@ -148,8 +148,10 @@ typedef struct pfi_study {
 int pfi_study_execute(const pfi_study_opts *o, pfi_study *out, pfi_err *err);
 void pfi_study_free(pfi_study *s);
 
-/* DIR/report.md, DIR/report.html, DIR/summary.json and the figures. */
-int pfi_study_write_report(const pfi_study *s, const char *dir, pfi_err *err);
+/* DIR/report.md, DIR/report.html, DIR/summary.json and the figures.  Without gnuplot the
+ * report is still written in full, with a note where each figure would be (its .dat and .gp
+ * beside it), and *no_gnuplot is set to 1 (0 otherwise). */
+int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot, pfi_err *err);
 
 /* The machine-readable summary (also printed by `pfi study --json`); caller json_decref()s. */
 struct json_t;

@@ -239,7 +239,7 @@ static pfi_table *alloc_table(const pfi_study *s, int with_sla)
 
 typedef struct figure {
     const char *name, *caption;
-    int done;
+    int done; /* 1: drawn; 2: data and script written, gnuplot not found */
 } figure;
 
 enum { FIG_CURVES, FIG_HIST, FIG_PRED, FIG_ALLOC, FIG_TRACE, FIG_GRID_POWER, FIG_GRID_TPUT,
@@ -551,6 +551,16 @@ static void table(report_doc *d, pfi_table *t)
 
 static void figure_ref(report_doc *d, const figure *f)
 {
+    if (f->done == 2) {
+        fprintf(d->md, "*Figure not drawn (gnuplot not found): %s. Its data and script are "
+                       "%s.dat and %s.gp; run `gnuplot %s.gp` here to draw it.*\n\n",
+                f->caption, f->name, f->name, f->name);
+        fprintf(d->html, "<p><em>Figure not drawn (gnuplot not found): %s. Its data and script "
+                         "are %s.dat and %s.gp; run <code>gnuplot %s.gp</code> here to draw "
+                         "it.</em></p>\n",
+                f->caption, f->name, f->name, f->name);
+        return;
+    }
     if (!f->done)
         return;
     fprintf(d->md, "![%s](%s.png)\n\n*%s* ([SVG](%s.svg))\n\n", f->caption, f->name, f->caption,
@@ -962,8 +972,9 @@ json_t *pfi_study_summary(const pfi_study *s)
     return doc;
 }
 
-int pfi_study_write_report(const pfi_study *s, const char *dir, pfi_err *err)
+int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot, pfi_err *err)
 {
+    *no_gnuplot = 0;
     figure figs[N_FIGS] = {
         {"fig_curves", "Power -> throughput curves of every run, coloured by model family", 0},
         {"fig_pfi30_hist", "PFI30 histogram by GPU type", 0},
@@ -982,6 +993,12 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, pfi_err *err)
             if (!can[f])
                 continue;
             int rc = draw[f](s, dir, err);
+            if (rc == PFI_ENOENT) { /* gnuplot missing: the rest of the report still stands */
+                *no_gnuplot = 1;
+                *err = (pfi_err){0};
+                figs[f].done = 2;
+                continue;
+            }
             if (rc != PFI_OK)
                 return rc;
             figs[f].done = 1;

@@ -77,6 +77,43 @@ else
   skipped="gnuplot not installed: figures not checked"
 fi
 
+# ---- without gnuplot: the full report, a note where each figure would be, one line on stderr ----
+nog=$tmp/nognuplot
+mkdir -p "$tmp/bin" && ln -s "$(command -v sh)" "$tmp/bin/sh" || fail "cannot make a PATH without gnuplot"
+PATH=$tmp/bin "$PFI_BIN" study --fleet small --seed 3 --direct --out "$nog" >"$tmp/nog.out" 2>"$tmp/nog.err" \
+  || { cat "$tmp/nog.err"; fail "pfi study without gnuplot"; }
+for f in report.md report.html summary.json; do [ -s "$nog/$f" ] || fail "no $nog/$f without gnuplot"; done
+[ "$(grep -c "gnuplot" "$tmp/nog.err")" = 1 ] && has "$tmp/nog.err" "gnuplot not found" \
+  || { cat "$tmp/nog.err"; fail "not one notice of the missing gnuplot"; }
+has "$nog/report.md" "Figure not drawn (gnuplot not found)"
+has "$nog/report.md" "pfi recovers"
+has "$nog/report.md" "Reading the table: pfi's SLA breaches"
+has "$nog/report.html" "<table>"
+has "$nog/report.html" "Figure not drawn (gnuplot not found)"
+[ ! -e "$nog/fig_curves.png" ] && [ -s "$nog/fig_curves.gp" ] && [ -s "$nog/fig_curves.dat" ] \
+  || fail "without gnuplot: expected fig_curves.gp and .dat, no .png"
+
+# ---- progress: on a terminal a line rewritten in place on stderr, stdout's JSON untouched ----
+command -v script >/dev/null 2>&1 || fail "script (util-linux) missing: cannot test progress on a terminal"
+pty_progress() { # pty_progress PROG ARGS...: runs pfi ARGS on a terminal, stdout to a file
+  prog=$1; shift
+  script -qec "\"$PFI_BIN\" $* >\"$tmp/pty.json\"" "$tmp/typescript" >/dev/null 2>&1 \
+    || { cat "$tmp/typescript"; fail "pfi $* on a terminal"; }
+  python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/pty.json" || fail "pfi $*: stdout is not only JSON"
+  python3 - "$tmp/typescript" "$prog" <<'PY' || { cat -v "$tmp/typescript"; fail "no progress line from pfi $*"; }
+import re, sys
+t = open(sys.argv[1], encoding="utf-8", errors="replace", newline="").read()
+pat = "\r\x1b\\[K" + re.escape(sys.argv[2]) + r": characterizing the simulated fleet \(virtual time\) (\d+)/(\d+) \(\d+ s elapsed"
+m = re.findall(pat, t)
+sys.exit(0 if m and m[-1][0] == m[-1][1] else 1)
+PY
+}
+pty_progress "pfi study" study --fleet small --seed 3 --direct --no-figures --out "$tmp/pty" --json
+pty_progress "pfi model eval" model eval --fleet small --json
+# not a terminal and PFI_PROGRESS=0: nothing on stderr
+PFI_PROGRESS=0 "$PFI_BIN" model eval --fleet small --json >/dev/null 2>"$tmp/quiet.err" || fail "model eval, PFI_PROGRESS=0"
+[ ! -s "$tmp/quiet.err" ] || { cat "$tmp/quiet.err"; fail "PFI_PROGRESS=0 still wrote to stderr"; }
+
 # ---- imported public runs: what the study can and cannot do without telemetry ----
 if [ ! -d "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24" ]; then
   # The rest passed, but a part that did not run must not read as a pass.

@@ -17,6 +17,7 @@
 #include "study/runset.h"
 #include "study/trainset.h"
 #include "util/json.h"
+#include "util/progress.h"
 #include "util/units.h"
 
 
@@ -67,7 +68,11 @@ static int model_train(int argc, char **argv)
         fprintf(stderr, "pfi model train: --save-db stores the simulated fleet; not with --db\n");
         return PFI_EXIT_USAGE;
     }
-    if (pfi_trainset_load(db, fleet, seed, save_db, &rw, &err) != PFI_OK)
+    pfi_progress pg;
+    pfi_progress_init(&pg, "pfi model train", pfi_progress_auto(), stderr);
+    rc = pfi_trainset_load(db, fleet, seed, save_db, pfi_progress_cb, &pg, &rw, &err);
+    pfi_progress_end(&pg);
+    if (rc != PFI_OK)
         return pfi_cli_fail("model train", &err);
     pfi_model m;
     rc = pfi_model_train(rw.rows, rw.n, &to, &m, &err);
@@ -129,10 +134,13 @@ static int model_eval(int argc, char **argv)
         return rc;
     pfi_err err = {0};
     pfi_trainset rw;
-    if (pfi_trainset_load(db, fleet, seed, NULL, &rw, &err) != PFI_OK)
-        return pfi_cli_fail("model eval", &err);
+    pfi_progress pg;
+    pfi_progress_init(&pg, "pfi model eval", pfi_progress_auto(), stderr);
+    rc = pfi_trainset_load(db, fleet, seed, NULL, pfi_progress_cb, &pg, &rw, &err);
     pfi_predictor_eval ev;
-    rc = pfi_predictor_evaluate(&rw, compare, &ev, &err);
+    if (rc == PFI_OK)
+        rc = pfi_predictor_evaluate(&rw, compare, pfi_progress_cb, &pg, &ev, &err);
+    pfi_progress_end(&pg);
     int n = rw.n;
     pfi_trainset_free(&rw);
     if (rc != PFI_OK)

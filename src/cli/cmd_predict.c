@@ -103,7 +103,7 @@ static int get_model(const char *path, pfi_model *m, pfi_err *err)
                     "(`pfi model train` saves a model)\n",
             def);
     pfi_trainset ts;
-    int rc = pfi_trainset_load(NULL, "paper", 1, NULL, &ts, err);
+    int rc = pfi_trainset_load(NULL, "paper", 1, NULL, NULL, NULL, &ts, err);
     if (rc != PFI_OK)
         return rc;
     pfi_train_opts to = pfi_train_defaults();

@@ -42,10 +42,13 @@ static int store_runs(const char *db, pfi_run **runs, int **group, int *n, char 
     return PFI_OK;
 }
 
-static int fleet_runs(const char *fleet, int seed, const char *save_db, pfi_run **runs,
+static int fleet_runs(const char *fleet, int seed, const char *save_db,
+                      pfi_trainset_progress progress, void *progress_ctx, pfi_run **runs,
                       int **group, int *n, char *where, size_t nwhere, pfi_err *err)
 {
     pfi_fleet_opts fo = pfi_fleet_defaults();
+    fo.progress = progress;
+    fo.progress_ctx = progress_ctx;
     pfi_fleet_run *fr;
     int nf, rc = pfi_fleet_build(fleet, (uint64_t)seed, &fo, &fr, &nf, err);
     if (rc != PFI_OK)
@@ -83,14 +86,15 @@ static int fleet_runs(const char *fleet, int seed, const char *save_db, pfi_run 
 }
 
 int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *save_db,
-                      pfi_trainset *out, pfi_err *err)
+                      pfi_trainset_progress progress, void *progress_ctx, pfi_trainset *out,
+                      pfi_err *err)
 {
     memset(out, 0, sizeof *out);
     pfi_run *runs;
     int *group, n;
     int rc = db ? store_runs(db, &runs, &group, &n, out->where, sizeof out->where, err)
-                : fleet_runs(fleet, seed, save_db, &runs, &group, &n, out->where,
-                             sizeof out->where, err);
+                : fleet_runs(fleet, seed, save_db, progress, progress_ctx, &runs, &group, &n,
+                             out->where, sizeof out->where, err);
     if (rc != PFI_OK)
         return rc;
     out->rows = calloc((size_t)(n ? n : 1), sizeof *out->rows);
@@ -143,23 +147,35 @@ static int transfer(const pfi_trainset *t, const pfi_train_opts *to, pfi_predict
     return rc;
 }
 
-int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_predictor_eval *out,
-                           pfi_err *err)
+int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_trainset_progress progress,
+                           void *progress_ctx, pfi_predictor_eval *out, pfi_err *err)
 {
+    static const char step[] = "evaluating the predictor";
+    int stages = compare ? 6 : 4, stage = 0;
+#define STAGE_DONE() (progress ? progress(progress_ctx, step, ++stage, stages) : (void)0)
     memset(out, 0, sizeof *out);
     pfi_train_opts to = pfi_train_defaults();
+    if (progress)
+        progress(progress_ctx, step, 0, stages);
     int rc = pfi_model_lojo(t->rows, t->n, &to, &out->lojo, err);
+    STAGE_DONE();
     for (int k = 0; compare && rc == PFI_OK && k < 2; k++) {
         pfi_train_opts fo = to;
         fo.force_kind = k;
         rc = pfi_model_lojo(t->rows, t->n, &fo, &out->forced[k], err);
+        STAGE_DONE();
     }
     if (rc == PFI_OK)
         rc = transfer(t, &to, out, err);
+    STAGE_DONE();
     if (rc == PFI_OK)
         rc = pfi_model_train(t->rows, t->n, &to, &out->full, err);
+    STAGE_DONE();
     if (rc == PFI_OK)
         rc = pfi_model_importance(&out->full, t->rows, t->n, 7, out->importance, err);
+    if (rc == PFI_OK)
+        STAGE_DONE();
+#undef STAGE_DONE
     for (int i = 0; i < t->n; i++)
         out->mean_pfi30 += t->rows[i].pfi30 / t->n;
     for (int i = 0; i < t->n; i++)

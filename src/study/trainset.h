@@ -16,10 +16,15 @@ typedef struct pfi_trainset {
     char where[300]; /* for messages and the model file's trained_on */
 } pfi_trainset;
 
+/* Told each step of long work (step i of total); NULL: nothing.  util/progress.h shows it. */
+typedef void (*pfi_trainset_progress)(void *ctx, const char *step, int done, int total);
+
 /* db: the runs of that store; else the simulated fleet `fleet` ("paper", "small") with that
- * seed, also written into the store save_db when it is not NULL. */
+ * seed, also written into the store save_db when it is not NULL.  progress: told each fleet
+ * run characterized (NULL: nothing). */
 int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *save_db,
-                      pfi_trainset *out, pfi_err *err);
+                      pfi_trainset_progress progress, void *progress_ctx, pfi_trainset *out,
+                      pfi_err *err);
 void pfi_trainset_free(pfi_trainset *t);
 
 /* What `pfi model eval` reports on a training set. */
@@ -33,7 +38,8 @@ typedef struct pfi_predictor_eval {
     /* The reference a predictor must beat: every job given the set's mean PFI30. */
     double mean_pfi30, ref_mae_pfi30;
 } pfi_predictor_eval;
-int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_predictor_eval *out,
-                           pfi_err *err);
+/* progress: told each stage done ("evaluating the predictor", i, stages); NULL: nothing. */
+int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_trainset_progress progress,
+                           void *progress_ctx, pfi_predictor_eval *out, pfi_err *err);
 
 #endif

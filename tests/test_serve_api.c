@@ -579,6 +579,11 @@ static void test_probe_refines_curve(void **state)
     /* s = a r^2 through the probe: PFI30 = s(0.3)/0.3 */
     double want = s / (r * r) * 0.09 / 0.3;
     assert_true(fabs(json_real_value(json_object_get(d, "pfi30")) - want) < 1e-6);
+    /* What it cost: held at least its 0.3 s on 2 GPUs, 1000 - 850 tokens/s lost meanwhile. */
+    double held = json_real_value(json_object_get(pr, "held_s"));
+    assert_true(held >= 0.3);
+    assert_true(fabs(json_real_value(json_object_get(pr, "gpu_s")) - 2 * held) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(pr, "lost")) - 150 * held) < 1e-6);
     json_decref(d);
     assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
 }

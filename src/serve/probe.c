@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/cost.h"
 #include "core/probe.h"
 #include "serve/serve_int.h"
 #include "sim/sim.h"
@@ -190,6 +191,11 @@ json_t *pfi_srv_probe_json(const srv_probe *p)
         json_object_set_new(o, "r", json_real(p->r));
         json_object_set_new(o, "s", json_real(p->s));
     }
+    if (p->state >= SRV_PROBE_DONE && isfinite(p->gpu_s)) {
+        json_object_set_new(o, "held_s", json_real(p->held_s));
+        json_object_set_new(o, "gpu_s", json_real(p->gpu_s));
+        json_object_set_new(o, "lost", json_real(p->lost));
+    }
     json_object_set_new(o, "message", pfi_json_str(p->msg));
     return o;
 }
@@ -220,6 +226,7 @@ static int arm_one(srv_node *n, double now)
         p->t1 = now + p->duration_s;
         p->pow_sum = p->tps_sum = 0;
         p->pow_n = p->tps_n = 0;
+        p->held_s = p->gpu_s = p->lost = NAN;
         p->state = SRV_PROBE_RUNNING;
         p->msg[0] = '\0';
         return k;
@@ -239,6 +246,13 @@ static void finish(srv_node *n, srv_job *j)
         return;
     }
     double P = p->pow_sum / p->pow_n, T = p->tps_sum / p->tps_n;
+    pfi_cost cost;
+    double held = pfi_clock_mono() - p->t0;
+    if (pfi_cost_levels(&held, &p->cap_w, &T, 1, j->n_gpus, j->t0_tps, &cost, NULL) == PFI_OK) {
+        p->held_s = held;
+        p->gpu_s = cost.gpu_s_total;
+        p->lost = cost.lost_total;
+    }
     p->r = 1 - P / j->base.power_w;
     p->s = 1 - T / j->t0_tps;
     if (p->s < 0)

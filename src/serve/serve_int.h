@@ -62,6 +62,8 @@ typedef struct srv_probe {
     double pow_sum, tps_sum;
     int pow_n, tps_n;
     double r, s;            /* measured shed and slowdown */
+    double held_s, gpu_s, lost; /* what it cost (core/cost.h): time held, GPU-seconds, tokens
+                                 * lost against the baseline rate; NAN until measured */
     char msg[160];
 } srv_probe;
 

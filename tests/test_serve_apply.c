@@ -351,22 +351,22 @@ static void test_token_file(void **state)
     pfi_err e = {0};
     snprintf(path, sizeof path, "%s/token", tmpdir);
     write_file(path, "  s3cret-token-0123456789\n", 0644);
-    assert_int_equal(pfi_serve_token_load(path, tok, sizeof tok, &e), PFI_EPERM);
+    assert_int_equal(pfi_token_load(path, tok, sizeof tok, &e), PFI_EPERM);
     assert_non_null(strstr(e.msg, "chmod 600"));
     chmod(path, 0600);
-    assert_int_equal(pfi_serve_token_load(path, tok, sizeof tok, &e), PFI_OK);
+    assert_int_equal(pfi_token_load(path, tok, sizeof tok, &e), PFI_OK);
     assert_string_equal(tok, "s3cret-token-0123456789");
     write_file(path, "short\n", 0600);
-    assert_int_equal(pfi_serve_token_load(path, tok, sizeof tok, &e), PFI_EINVAL);
+    assert_int_equal(pfi_token_load(path, tok, sizeof tok, &e), PFI_EINVAL);
     snprintf(path, sizeof path, "%s/absent", tmpdir);
-    assert_int_equal(pfi_serve_token_load(path, tok, sizeof tok, &e), PFI_ENOENT);
+    assert_int_equal(pfi_token_load(path, tok, sizeof tok, &e), PFI_ENOENT);
 
-    assert_true(pfi_serve_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-0123456789"));
-    assert_false(pfi_serve_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-012345678"));
-    assert_false(pfi_serve_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-01234567890"));
-    assert_false(pfi_serve_token_ok("s3cret-token-0123456789", "Basic s3cret-token-0123456789"));
-    assert_false(pfi_serve_token_ok("s3cret-token-0123456789", NULL));
-    assert_false(pfi_serve_token_ok("", "Bearer "));
+    assert_true(pfi_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-0123456789"));
+    assert_false(pfi_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-012345678"));
+    assert_false(pfi_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-01234567890"));
+    assert_false(pfi_token_ok("s3cret-token-0123456789", "Basic s3cret-token-0123456789"));
+    assert_false(pfi_token_ok("s3cret-token-0123456789", NULL));
+    assert_false(pfi_token_ok("", "Bearer "));
 }
 
 /* A symlinked token file (a Kubernetes secret) is followed and its target checked; a FIFO is
@@ -380,25 +380,25 @@ static void test_token_file_kinds(void **state)
     write_file(target, "linked-token-0123456789\n", 0600);
     unlink(link_);
     assert_int_equal(symlink(target, link_), 0);
-    assert_int_equal(pfi_serve_token_load(link_, tok, sizeof tok, &e), PFI_OK);
+    assert_int_equal(pfi_token_load(link_, tok, sizeof tok, &e), PFI_OK);
     assert_string_equal(tok, "linked-token-0123456789");
     chmod(target, 0644); /* the target's mode is what counts */
-    assert_int_equal(pfi_serve_token_load(link_, tok, sizeof tok, &e), PFI_EPERM);
+    assert_int_equal(pfi_token_load(link_, tok, sizeof tok, &e), PFI_EPERM);
     assert_non_null(strstr(e.msg, "chmod 600"));
 
     snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
     unlink(fifo);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     alarm(20); /* a blocking open() would hang here: fail instead */
-    assert_int_equal(pfi_serve_token_load(fifo, tok, sizeof tok, &e), PFI_EINVAL);
+    assert_int_equal(pfi_token_load(fifo, tok, sizeof tok, &e), PFI_EINVAL);
     alarm(0);
     assert_non_null(strstr(e.msg, "not a regular file"));
 
     const char *t = "s3cret-token-0123456789";
-    assert_true(pfi_serve_token_ok(t, "bearer s3cret-token-0123456789"));
-    assert_true(pfi_serve_token_ok(t, "BEARER s3cret-token-0123456789"));
-    assert_false(pfi_serve_token_ok(t, "bearer S3CRET-TOKEN-0123456789"));
-    assert_false(pfi_serve_token_ok(t, "bearers3cret-token-0123456789"));
+    assert_true(pfi_token_ok(t, "bearer s3cret-token-0123456789"));
+    assert_true(pfi_token_ok(t, "BEARER s3cret-token-0123456789"));
+    assert_false(pfi_token_ok(t, "bearer S3CRET-TOKEN-0123456789"));
+    assert_false(pfi_token_ok(t, "bearers3cret-token-0123456789"));
 }
 
 /* The loopback check parses the address; a Unix socket needs a path; the new listener

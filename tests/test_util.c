@@ -21,6 +21,7 @@
 #include "util/prom.h"
 #include "util/series.h"
 #include "util/text.h"
+#include "util/token.h"
 #include "util/units.h"
 
 static void test_duration(void **state)
@@ -300,6 +301,23 @@ static void test_mkdir_p(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Both daemons check a request's token here: the scheme in any case, the token exactly. */
+static void test_token_ok(void **state)
+{
+    (void)state;
+    const char *tok = "0123456789abcdefXYZ";
+    assert_int_equal(pfi_token_ok(tok, "Bearer 0123456789abcdefXYZ"), 1);
+    assert_int_equal(pfi_token_ok(tok, "bearer 0123456789abcdefXYZ"), 1);
+    assert_int_equal(pfi_token_ok(tok, "BEARER 0123456789abcdefXYZ"), 1);
+    assert_int_equal(pfi_token_ok(tok, "Bearer 0123456789abcdefxyz"), 0);
+    assert_int_equal(pfi_token_ok(tok, "Bearer 0123456789abcdefXY"), 0);
+    assert_int_equal(pfi_token_ok(tok, "Bearer 0123456789abcdefXYZ0"), 0);
+    assert_int_equal(pfi_token_ok(tok, "Basic 0123456789abcdefXYZ"), 0);
+    assert_int_equal(pfi_token_ok(tok, "Bearer"), 0);
+    assert_int_equal(pfi_token_ok(tok, NULL), 0);
+    assert_int_equal(pfi_token_ok("", "Bearer "), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
         cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_prom), cmocka_unit_test(test_series),
+        cmocka_unit_test(test_token_ok),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,7 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
     pfi_err err = {0};
     int mutating = strcmp(method, "GET") != 0;
     if (mutating && c->token_file &&
-        pfi_serve_token_load(c->token_file, token, sizeof token, &err) != PFI_OK) {
+        pfi_token_load(c->token_file, token, sizeof token, &err) != PFI_OK) {
         json_decref(body);
         return pfi_cli_fail("ctl", &err);
     }

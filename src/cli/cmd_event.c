@@ -85,7 +85,7 @@ static int request(const conn *c, const char *method, const char *path, json_t *
     char token[PFI_TOKEN_MAX + 1] = "", url[1024];
     pfi_err err = {0};
     if (strcmp(method, "GET") && c->token_file &&
-        pfi_serve_token_load(c->token_file, token, sizeof token, &err) != PFI_OK) {
+        pfi_token_load(c->token_file, token, sizeof token, &err) != PFI_OK) {
         json_decref(body);
         return pfi_cli_fail("event", &err);
     }

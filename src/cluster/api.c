@@ -183,7 +183,7 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
     if (!post && !del)
         return send_err(con, 405, "method not allowed on this path");
     if (s->need_token &&
-        !pfi_cl_token_ok(s->token,
+        !pfi_token_ok(s->token,
                             MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization")))
         return send_err(con, 401, "missing or wrong bearer token");
     if (post)
@@ -244,7 +244,7 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
     if (!mut)
         return send_err(con, 404, "no such route");
     if (s->need_token &&
-        !pfi_cl_token_ok(s->token,
+        !pfi_token_ok(s->token,
                             MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization")))
         return send_err(con, 401, "missing or wrong bearer token");
     if (!strcmp(url, "/v1/budget"))
@@ -293,7 +293,7 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     s->c = c;
     if (token_file && *token_file) {
-        if (pfi_cl_token_load(token_file, s->token, sizeof s->token, err) != PFI_OK) {
+        if (pfi_token_load(token_file, s->token, sizeof s->token, err) != PFI_OK) {
             free(s);
             return pfi_err_prefix(err, "cluster token: ");
         }

@@ -16,6 +16,7 @@
 #define PFI_CL_DECISIONS 32
 #include "util/clock.h"
 #include "util/series.h"
+#include "util/token.h"
 
 /* An allocation applied that moved caps or the budget (history.c): the status page's list. */
 typedef struct pfi_cl_decision {
@@ -63,11 +64,6 @@ struct pfi_cl {
     int loop_running;
     volatile int stop;
 };
-
-/* Bearer tokens, with the node daemon's rules: a file others cannot read, first line, >= 16
- * characters; compared in constant time. */
-int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err);
-int pfi_cl_token_ok(const char *token, const char *authorization);
 
 /* node_url.c: where a node daemon is reached. */
 const char *pfi_cl_unix_sock(const char *base); /* "unix:/p" -> "/p", else NULL */

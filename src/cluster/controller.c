@@ -16,43 +16,6 @@
 #include "util/json.h"
 #include "util/units.h"
 
-int pfi_cl_token_load(const char *path, char *token, size_t size, pfi_err *err)
-{
-    struct stat st;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return pfi_err_set(err, PFI_ENOENT, "cannot open token file %s", path);
-    if (fstat(fileno(f), &st) != 0 || (st.st_mode & 077)) {
-        fclose(f);
-        return pfi_err_set(err, PFI_EPERM,
-                           "token file %s is readable by others: chmod 600 it", path);
-    }
-    char line[600];
-    int ok = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    size_t n = ok ? strcspn(line, "\r\n") : 0;
-    if (n < 16 || n >= size)
-        return pfi_err_set(err, PFI_EINVAL, "token file %s: the first line must hold 16 to %zu "
-                           "characters", path, size - 1);
-    memcpy(token, line, n);
-    token[n] = '\0';
-    return PFI_OK;
-}
-
-int pfi_cl_token_ok(const char *token, const char *authorization)
-{
-    const char *p = "Bearer ";
-    if (!authorization || strncmp(authorization, p, 7))
-        return 0;
-    const char *given = authorization + 7;
-    size_t lt = strlen(token), lg = strlen(given);
-    unsigned char diff = (unsigned char)(lt != lg);
-    /* Constant time in the token: every byte of it is compared. */
-    for (size_t i = 0; i < lt; i++)
-        diff |= (unsigned char)(token[i] ^ (i < lg ? given[i] : 0));
-    return diff == 0;
-}
-
 void pfi_cl_config_defaults(pfi_cl_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -74,7 +37,7 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     c->cfg = *cfg;
     if (cfg->node_token_file[0] &&
-        pfi_cl_token_load(cfg->node_token_file, c->token, sizeof c->token, err) != PFI_OK) {
+        pfi_token_load(cfg->node_token_file, c->token, sizeof c->token, err) != PFI_OK) {
         free(c);
         return pfi_err_prefix(err, "node token: ");
     }

@@ -30,6 +30,7 @@
 #include "store/grid.h"
 #include "util/isotime.h"
 #include "util/units.h"
+#include "util/text.h"
 
 #define VEN_REPORTED_MAX 256
 
@@ -497,16 +498,6 @@ void pfi_cl_ven_config_defaults(pfi_cl_ven_config *c)
     snprintf(c->resource, sizeof c->resource, "site");
 }
 
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
-        *--e = 0;
-    return s;
-}
-
 /* One "key = value" setting of the OpenADR client. */
 static int ven_set(pfi_cl_ven_config *c, const char *k, const char *v, pfi_err *err)
 {
@@ -553,7 +544,7 @@ int pfi_cl_ven_config_load(pfi_cl_ven_config *c, const char *path, pfi_err *err)
     int no = 0, rc = PFI_OK;
     while (rc == PFI_OK && fgets(line, sizeof line, f)) {
         no++;
-        char *s = trim(line), *eq = strchr(s, '=');
+        char *s = pfi_trim(line), *eq = strchr(s, '=');
         if (!*s || *s == '#')
             continue;
         if (!eq) {
@@ -561,7 +552,7 @@ int pfi_cl_ven_config_load(pfi_cl_ven_config *c, const char *path, pfi_err *err)
             break;
         }
         *eq = 0;
-        rc = ven_set(c, trim(s), trim(eq + 1), err);
+        rc = ven_set(c, pfi_trim(s), pfi_trim(eq + 1), err);
         if (rc != PFI_OK)
             pfi_err_prefix(err, "%s:%d: ", path, no);
     }
@@ -590,7 +581,7 @@ int pfi_cl_ven_start(pfi_cl *c, const pfi_cl_ven_config *cfg, pfi_cl_ven **out, 
     v->cfg = *cfg;
     if (!v->cfg.token_url[0])
         pfi_cl_build_url(cfg->vtn_url, "/auth/token", v->cfg.token_url, sizeof v->cfg.token_url);
-    int rc = pfi_cl_token_load(cfg->secret_file, v->secret, sizeof v->secret, err);
+    int rc = pfi_token_load(cfg->secret_file, v->secret, sizeof v->secret, err);
     if (rc != PFI_OK) {
         free(v);
         return pfi_err_prefix(err, "openadr client secret: ");

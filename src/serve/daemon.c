@@ -314,7 +314,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (note[0])
         pfi_srv_event_add(n, "journal_restore", "%s", note);
     if (c->token_file[0]) {
-        rc = pfi_serve_token_load(c->token_file, n->token, sizeof n->token, err);
+        rc = pfi_token_load(c->token_file, n->token, sizeof n->token, err);
         if (rc != PFI_OK)
             goto out;
     } else {

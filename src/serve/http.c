@@ -91,7 +91,7 @@ char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
                           const char *body, size_t blen, int *status, const char **ctype,
                           size_t *len)
 {
-    int authorized = n->token[0] ? pfi_serve_token_ok(n->token, authorization) : -1;
+    int authorized = n->token[0] ? pfi_token_ok(n->token, authorization) : -1;
     return pfi_srv_api_handle(n, method, url, since, limit, body, blen, authorized, status,
                               ctype, len);
 }

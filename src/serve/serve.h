@@ -34,6 +34,7 @@
 
 #include "core/err.h"
 #include "hw/hw.h"
+#include "util/token.h"
 
 #define PFI_SERVE_PATH_MAX 512
 #define PFI_SERVE_DEFAULT_PORT 9455
@@ -127,14 +128,5 @@ struct pfi_model;
  * telemetry.  Returns PFI_OK after a clean shutdown. */
 int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_model *model,
                   volatile sig_atomic_t *stop, pfi_err *err);
-
-/* ---- auth (auth.c) ---- */
-
-#define PFI_TOKEN_MAX 256
-/* Loads a bearer token: a regular file, owned by root or by this user, not accessible by group
- * or others (chmod 600); its first line, at least 16 characters. */
-int pfi_serve_token_load(const char *path, char *token, size_t size, pfi_err *err);
-/* 1 when the Authorization header value is "Bearer <token>"; constant time in the token. */
-int pfi_serve_token_ok(const char *token, const char *authorization);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* auth.c: the bearer token that every mutating request must carry.  The token lives in a file
- * only its owner (root, or the user the daemon runs as) can read, so any process able to
- * change caps through the API could have changed them through NVML anyway. */
+/* token.c: the bearer token that every mutating request to pfi serve and pfi cluster serve
+ * must carry.  The token lives in a file only its owner (root, or the user the daemon runs
+ * as) can read, so any process able to change caps through the API could have changed them
+ * through NVML anyway. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "serve/serve.h"
+#include "util/token.h"
 
-int pfi_serve_token_load(const char *path, char *token, size_t size, pfi_err *err)
+int pfi_token_load(const char *path, char *token, size_t size, pfi_err *err)
 {
     /* A symlink (how Kubernetes mounts a secret) is followed when it belongs to root or to
      * us; the file it leads to then passes the same checks as a plain one.  O_NONBLOCK: a FIFO
@@ -74,7 +75,7 @@ int pfi_serve_token_load(const char *path, char *token, size_t size, pfi_err *er
     return PFI_OK;
 }
 
-int pfi_serve_token_ok(const char *token, const char *authorization)
+int pfi_token_ok(const char *token, const char *authorization)
 {
     if (!token || !token[0] || !authorization)
         return 0;

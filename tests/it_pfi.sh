@@ -52,7 +52,12 @@ between "$hi" "$p" 2 || fail "pfi30_hi '$hi' below pfi30 '$p'"
 for k in '"0.3":' shed_at_slowdown '"0.05":'; do
   grep -q "$k" "$T/idx" || fail "index JSON lacks $k"
 done
-"$PFI" index --public > "$T/all" || fail "index of every public run exited $?"
+# on a terminal (script): progress on stderr, the table on stdout free of it
+command -v script >/dev/null 2>&1 || fail "script (util-linux) missing: progress on a terminal not tested"
+script -qec "\"$PFI\" index --public >\"$T/all\"" "$T/tty" >/dev/null 2>&1 || fail "index of every public run on a terminal"
+grep -q 'COMMAND_EXIT_CODE="0"' "$T/tty" || fail "index of every public run exited non-zero"
+grep -q "pfi index: computing PFI curves [0-9]*/[0-9]* (" "$T/tty" || fail "no progress line from pfi index on a terminal"
+! grep -q "$(printf '\r')" "$T/all" && ! grep -q "computing PFI curves" "$T/all" || fail "progress on stdout of pfi index"
 n=$(sed -n 's/^\([0-9]*\) of \([0-9]*\) runs indexed.*/\1/p' "$T/all")
 between "$n" 100 100000 || fail "only '$n' public runs indexed"
 grep -q "cap never bound" "$T/all" || fail "no flat (NCF-like) run flagged"

@@ -131,9 +131,17 @@ PY
 # Family constants: fitted with the GPU type that has a fit run of the family, never on a
 # held-out run; the split (which runs are held out) is the same as without them.  What fits
 # what does not depend on the search's starting points: one start keeps the test fast.
-"$PFI" sim validate --json --family act --starts 1 --split 0 >"$tmp/f.json"
-rc=$?
-[ $rc -le 1 ] || { echo "FAIL: pfi sim validate --family exit $rc"; exit 1; }
+# Run on a terminal: its progress line on stderr, stdout's JSON untouched.
+command -v script >/dev/null 2>&1 || { echo "FAIL: script (util-linux) missing: progress on a terminal not tested"; exit 1; }
+script -qec "\"$PFI\" sim validate --json --family act --starts 1 --split 0 >\"$tmp/f.json\"" "$tmp/tty" >/dev/null 2>&1
+rc=$(sed -n 's/.*COMMAND_EXIT_CODE="\([0-9]*\)".*/\1/p' "$tmp/tty")
+[ "${rc:-9}" -le 1 ] || { cat "$tmp/tty"; echo "FAIL: pfi sim validate --family exit $rc"; exit 1; }
+python3 - "$tmp/tty" <<'PY' || { cat -v "$tmp/tty"; echo "FAIL: no progress line from pfi sim validate on a terminal"; exit 1; }
+import re, sys
+t = open(sys.argv[1], encoding="utf-8", errors="replace", newline="").read()
+m = re.findall(r"\r\x1b\[Kpfi sim validate: validating the simulator against the measured sweeps (\d)/(\d) \(\d+ s elapsed", t)
+sys.exit(0 if m and m[-1] == ("4", "4") else 1)
+PY
 python3 - "$tmp/v.json" "$tmp/f.json" <<'PY' || exit 1
 import json, sys
 base = json.load(open(sys.argv[1]))

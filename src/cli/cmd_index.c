@@ -14,6 +14,7 @@
 #include "study/curve_eval.h"
 #include "study/runset.h"
 #include "util/json.h"
+#include "util/progress.h"
 
 
 static const char *depth_key(char *buf, size_t n, double d)
@@ -222,9 +223,12 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
         printf("%-*s %-9s %6s %10s %7s %7s %7s %-13s %7s %5s %5s %5s\n", w, "run", "gpu",
                "P0 W", "T0", "PFI10", "PFI20", "PFI30", "PFI30 95% CI", "PFI40", "shed2",
                "shed5", "shed10");
+    pfi_progress pg; /* the rows are printed as they come: the line is cleared before each */
+    pfi_progress_init(&pg, "pfi index", pfi_progress_auto(), stderr);
     for (int i = 0; i < rs->n; i++) {
         const pfi_run *r = &rs->runs[i];
         pfi_index x, h;
+        pfi_progress_update(&pg, "computing PFI curves", i, rs->n);
         o->depth = 0.30;
         rc = pfi_index_run(r, o, &x, &err);
         int has_h = 0;
@@ -233,6 +237,8 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
             rc = pfi_index_run(r, o, &h, &err);
             has_h = 1;
         }
+        if (!as_json)
+            pfi_progress_end(&pg);
         if (rc != PFI_OK) {
             /* Runs named explicitly must work; in a listing, one bad run must not hide the rest. */
             if (named)
@@ -254,6 +260,7 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
                        h.head_hi, h.extrapolated ? " (fit, extrapolated)" : "");
         }
     }
+    pfi_progress_end(&pg);
     if (as_json) {
         json_t *doc = json_pack("{s:s, s:f, s:s, s:i, s:o}", "source", rs->where, "depth", depth,
                                 "family",

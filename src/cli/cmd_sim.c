@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "sim/sim.h"
 #include "study/sim_validate.h"
+#include "util/progress.h"
 #include "util/units.h"
 
 /* Parses a subcommand's options with argv[0] shown as "sim SUB" in messages. */
@@ -808,8 +809,12 @@ static int sim_validate(int argc, char **argv)
     if (!all && !one)
         return PFI_EXIT_FAIL;
     const char *d = dir ? dir : pfi_data_dir();
-    if ((all ? pfi_sim_validate_splits(d, flags, all, &e) : pfi_sim_validate(d, flags, one, &e)) !=
-        PFI_OK) {
+    pfi_progress pg;
+    pfi_progress_init(&pg, "pfi sim validate", pfi_progress_auto(), stderr);
+    rc = all ? pfi_sim_validate_splits(d, flags, pfi_progress_cb, &pg, all, &e)
+             : pfi_sim_validate(d, flags, pfi_progress_cb, &pg, one, &e);
+    pfi_progress_end(&pg);
+    if (rc != PFI_OK) {
         free(all), free(one);
         return fail(argv[0], &e);
     }

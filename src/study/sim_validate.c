@@ -771,7 +771,23 @@ static void report(const ctx *c, int fit_all, int split, pfi_sim_validation *out
     }
 }
 
-int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err)
+typedef struct val_progress {
+    pfi_sim_val_progress fn;
+    void *ctx;
+    int done, total;
+} val_progress;
+
+enum { VAL_STAGES = 4 }; /* load, fit the clocks, fit the constants, simulate and check */
+
+static void stage_done(val_progress *vp)
+{
+    if (vp->fn)
+        vp->fn(vp->ctx, "validating the simulator against the measured sweeps", ++vp->done,
+               vp->total);
+}
+
+static int validate(const char *data_dir, int flags, val_progress *vp, pfi_sim_validation *out,
+                    pfi_err *err)
 {
     memset(out, 0, sizeof *out);
     ctx *c = calloc(1, sizeof *c);
@@ -800,38 +816,54 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, p
         rc = load_type(c, data_dir, 1, fit_all, split, err);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         measured(&c->runs[i]);
+    if (rc == PFI_OK)
+        stage_done(vp);
     c->fam_mode = flags & (PFI_SIM_VAL_FAM_ACT | PFI_SIM_VAL_FAM_STALL | PFI_SIM_VAL_FAM_MEM |
                            PFI_SIM_VAL_FAM_GEMM);
     if (rc == PFI_OK)
         assign_families(c);
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = fit_vf(c, data_dir, type, err);
+    if (rc == PFI_OK)
+        stage_done(vp);
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = fit_type(c, type, err);
     if (rc == PFI_OK && fit_all && c->fam_mode)
         rc = fit_joint(c, err);
+    if (rc == PFI_OK)
+        stage_done(vp);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         rc = simulate(c, &c->runs[i], err);
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = per_stage_check(c, data_dir, type, err);
-    if (rc == PFI_OK)
+    if (rc == PFI_OK) {
         report(c, fit_all, split, out);
+        stage_done(vp);
+    }
     free(c->prof[0]);
     free(c->prof[1]);
     free(c);
     return rc;
 }
 
-int pfi_sim_validate_splits(const char *data_dir, int flags, pfi_sim_val_splits *out,
-                            pfi_err *err)
+int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_val_progress progress,
+                     void *progress_ctx, pfi_sim_validation *out, pfi_err *err)
 {
+    val_progress vp = {progress, progress_ctx, 0, VAL_STAGES};
+    return validate(data_dir, flags, &vp, out, err);
+}
+
+int pfi_sim_validate_splits(const char *data_dir, int flags, pfi_sim_val_progress progress,
+                            void *progress_ctx, pfi_sim_val_splits *out, pfi_err *err)
+{
+    val_progress vp = {progress, progress_ctx, 0, VAL_STAGES * PFI_SIM_VAL_SPLITS};
     memset(out, 0, sizeof *out);
     if (flags & PFI_SIM_VAL_FIT_ALL)
         return pfi_err_set(err, PFI_EINVAL, "every split with --fit-all: nothing is held out");
     out->target_met = 1;
     for (int n = 0; n < PFI_SIM_VAL_SPLITS; n++) {
         pfi_sim_validation *v = &out->split[n];
-        int rc = pfi_sim_validate(data_dir, (flags & ~(0xff << 8)) | PFI_SIM_VAL_SPLIT(n), v, err);
+        int rc = validate(data_dir, (flags & ~(0xff << 8)) | PFI_SIM_VAL_SPLIT(n), &vp, v, err);
         if (rc != PFI_OK)
             return rc;
         double w = fmax(v->held_out_max_err_tput, v->held_out_max_err_power);

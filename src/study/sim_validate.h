@@ -81,7 +81,10 @@ typedef struct pfi_sim_validation {
  * minimum; 1 and 2 stop short of it on the A100). */
 #define PFI_SIM_VAL_STARTS(n) ((n) << 16)
 #define PFI_SIM_VAL_DEFAULT_STARTS 3
-int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_validation *out, pfi_err *err);
+/* Told each stage done (step, i, total); NULL: nothing.  util/progress.h shows it. */
+typedef void (*pfi_sim_val_progress)(void *ctx, const char *step, int done, int total);
+int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_val_progress progress,
+                     void *progress_ctx, pfi_sim_validation *out, pfi_err *err);
 
 /* The validation's headline: the same fit and check on every fixed split in turn (flags' split
  * ignored; PFI_SIM_VAL_FIT_ALL refused: nothing is held out), and the worst held-out error,
@@ -93,7 +96,7 @@ typedef struct pfi_sim_val_splits {
     int worst_split;           /* the split where it is */
     int target_met;            /* every run of every split within PFI_SIM_VAL_TARGET */
 } pfi_sim_val_splits;
-int pfi_sim_validate_splits(const char *data_dir, int flags, pfi_sim_val_splits *out,
-                            pfi_err *err);
+int pfi_sim_validate_splits(const char *data_dir, int flags, pfi_sim_val_progress progress,
+                            void *progress_ctx, pfi_sim_val_splits *out, pfi_err *err);
 
 #endif

@@ -3,7 +3,6 @@
  * /v1/grid/events), with the connection options of `pfi ctl`.  add, list, rm print the daemon's
  * JSON answer; report writes the event's compliance report (Markdown, JSON and a gnuplot
  * figure).  An error answer goes to stderr with exit status 1 (2 for a malformed request). */
-#include <curl/curl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,69 +12,13 @@
 #include "report/grid_report.h"
 #include "serve/serve.h"
 #include "util/clock.h"
+#include "util/http.h"
 #include "util/isotime.h"
 #include "util/units.h"
 
 typedef struct conn {
     const char *url, *socket, *token_file;
 } conn;
-
-typedef struct buf {
-    char *p;
-    size_t len;
-} buf;
-
-static size_t on_data(char *d, size_t sz, size_t nm, void *u)
-{
-    buf *r = u;
-    size_t k = sz * nm;
-    char *np = realloc(r->p, r->len + k + 1);
-    if (!np)
-        return 0;
-    r->p = np;
-    memcpy(r->p + r->len, d, k);
-    r->len += k;
-    r->p[r->len] = '\0';
-    return k;
-}
-
-/* One request; *status the HTTP status (-1: no answer), the body in *out (malloc'd). */
-static int perform(const conn *c, const char *method, const char *url, const char *text,
-                   const char *token, long *status, buf *out)
-{
-    CURL *cu = curl_easy_init();
-    if (!cu)
-        return 0;
-    struct curl_slist *h = NULL;
-    char auth[PFI_TOKEN_MAX + 32];
-    if (token[0]) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    if (text)
-        h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(cu, CURLOPT_URL, url);
-    curl_easy_setopt(cu, CURLOPT_CUSTOMREQUEST, method);
-    if (c->socket)
-        curl_easy_setopt(cu, CURLOPT_UNIX_SOCKET_PATH, c->socket);
-    if (text)
-        curl_easy_setopt(cu, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(cu, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(cu, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
-    CURLcode cc = curl_easy_perform(cu);
-    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(cu);
-    if (cc != CURLE_OK) {
-        fprintf(stderr, "pfi event: %s %s: %s (is the daemon running there?)\n", method, url,
-                curl_easy_strerror(cc));
-        *status = -1;
-    }
-    return 1;
-}
 
 /* A request to the daemon; *doc (may be NULL) gets the JSON answer of a success.  Returns the
  * exit status; an error answer is printed. */
@@ -96,18 +39,18 @@ static int request(const conn *c, const char *method, const char *path, json_t *
     snprintf(url, sizeof url, "%.*s%s", (int)bl, base, path);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    buf r = {0};
-    long status = -1;
-    int started = perform(c, method, url, text, token, &status, &r);
+    pfi_http_req r = {.url = url, .unix_sock = c->socket, .method = method, .body = text};
+    pfi_http_many(NULL, &r, 1, token[0] ? token : NULL, 60, 1);
     free(text);
-    if (!started || status < 0) {
-        free(r.p);
-        if (!started)
-            fprintf(stderr, "pfi event: libcurl failed to start\n");
+    if (!r.started || r.status < 0) {
+        fprintf(stderr, "pfi event: %s %s: %s (is the daemon running there?)\n", method, url,
+                r.started ? r.err : "libcurl failed to start");
+        pfi_http_req_free(&r, 1);
         return PFI_EXIT_FAIL;
     }
-    json_t *d = r.p ? json_loads(r.p, 0, NULL) : NULL;
-    free(r.p);
+    long status = r.status;
+    json_t *d = r.reply ? json_loads(r.reply, 0, NULL) : NULL;
+    pfi_http_req_free(&r, 1);
     if (status >= 400) {
         json_t *er = json_object_get(d, "error");
         json_t *m = json_is_string(er) ? er : json_object_get(er, "message");

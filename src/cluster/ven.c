@@ -17,7 +17,6 @@
  * Errors (VTN down, 401, malformed or unknown payloads, bad times) are counted, the last one
  * kept for GET /v1/grid/openadr, and never stop the controller; an event already received
  * stays as last received when the VTN goes silent. */
-#include <curl/curl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include "util/isotime.h"
 #include "util/units.h"
 #include "util/text.h"
+#include "util/http.h"
 
 #define VEN_REPORTED_MAX 256
 
@@ -55,22 +55,6 @@ typedef struct vbuf {
     size_t n;
 } vbuf;
 
-static size_t on_data(char *d, size_t sz, size_t nm, void *u)
-{
-    vbuf *b = u;
-    size_t k = sz * nm;
-    if (b->n + k > (8u << 20))
-        return 0;
-    char *m = realloc(b->p, b->n + k + 1);
-    if (!m)
-        return 0;
-    b->p = m;
-    memcpy(b->p + b->n, d, k);
-    b->n += k;
-    b->p[b->n] = 0;
-    return k;
-}
-
 static void ven_error(pfi_cl_ven *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ven_error(pfi_cl_ven *v, const char *fmt, ...)
 {
@@ -88,53 +72,30 @@ static void ven_error(pfi_cl_ven *v, const char *fmt, ...)
 static long http(pfi_cl_ven *v, const char *method, const char *url, const char *body,
                  const char *ctype, int auth, vbuf *out)
 {
-    CURL *h = curl_easy_init();
-    if (!h)
-        return -1;
-    struct curl_slist *hd = NULL;
-    char a[2100];
-    if (auth) {
-        snprintf(a, sizeof a, "Authorization: Bearer %s", v->token);
-        hd = curl_slist_append(hd, a);
-    }
-    if (ctype) {
-        char ct[96];
-        snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
-        hd = curl_slist_append(hd, ct);
-    }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    if (body)
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(v->cfg.timeout_s * 1000));
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-    long st = -1;
-    CURLcode cc = curl_easy_perform(h);
-    if (cc == CURLE_OK)
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-    else
-        ven_error(v, "%s %s: %s", method, url, curl_easy_strerror(cc));
-    curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
-    return st;
+    pfi_http_req r = {.url = url, .method = method, .body = body, .content_type = ctype,
+                      .max_reply = 8u << 20};
+    pfi_http_many(NULL, &r, 1, auth ? v->token : NULL, v->cfg.timeout_s, 1);
+    if (r.status < 0)
+        ven_error(v, "%s %s: %s", method, url, r.err);
+    out->p = r.reply; /* the caller frees it */
+    out->n = r.reply ? strlen(r.reply) : 0;
+    return r.status;
 }
 
 /* OAuth 2.0 client credentials, form-encoded. */
 static int get_token(pfi_cl_ven *v)
 {
-    CURL *e = curl_easy_init();
-    if (!e)
+    char *id = pfi_http_escape(v->cfg.client_id), *sec = pfi_http_escape(v->secret);
+    if (!id || !sec) {
+        free(id);
+        free(sec);
         return 0;
-    char *id = curl_easy_escape(e, v->cfg.client_id, 0), *sec = curl_easy_escape(e, v->secret, 0);
+    }
     char body[1024];
     snprintf(body, sizeof body, "grant_type=client_credentials&client_id=%s&client_secret=%s",
-             id ? id : "", sec ? sec : "");
-    curl_free(id);
-    curl_free(sec);
-    curl_easy_cleanup(e);
+             id, sec);
+    free(id);
+    free(sec);
     vbuf b = {0};
     long st = http(v, "POST", v->cfg.token_url, body, "application/x-www-form-urlencoded", 0, &b);
     json_t *d = b.p ? json_loads(b.p, 0, NULL) : NULL;
@@ -441,13 +402,10 @@ static void poll_once(pfi_cl_ven *v)
     v->n_polls++;
     pthread_mutex_unlock(&v->mu);
     if (!v->program_id[0]) {
-        CURL *e = curl_easy_init();
-        char *q = e ? curl_easy_escape(e, v->cfg.program, 0) : NULL;
+        char *q = pfi_http_escape(v->cfg.program);
         char path[512];
         snprintf(path, sizeof path, "/programs?programName=%s", q ? q : "");
-        curl_free(q);
-        if (e)
-            curl_easy_cleanup(e);
+        free(q);
         json_t *d = get_json(v, path);
         size_t i;
         json_t *p;

@@ -58,8 +58,12 @@ static void start_one(CURLM *m, xfer *x, const char *auth, double timeout_s)
     r->started = 1;
     if (auth)
         x->hdr = curl_slist_append(x->hdr, auth);
-    if (r->body)
-        x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
+    if (r->body) {
+        char ct[128];
+        snprintf(ct, sizeof ct, "Content-Type: %s",
+                 r->content_type ? r->content_type : "application/json");
+        x->hdr = curl_slist_append(x->hdr, ct);
+    }
     /* "Expect: 100-continue" would add a round trip to every PUT. */
     x->hdr = curl_slist_append(x->hdr, "Expect:");
     long ms = (long)(timeout_s * 1000.0);
@@ -100,7 +104,7 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         return;
     if (max_parallel < 1)
         max_parallel = 1;
-    char auth[400];
+    char auth[2200]; /* an OAuth access token can be long */
     const char *ah = NULL;
     if (token && *token) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
@@ -176,6 +180,15 @@ void pfi_http_req_free(pfi_http_req *reqs, int n)
         free(reqs[i].reply);
         reqs[i].reply = NULL;
     }
+}
+
+char *pfi_http_escape(const char *s)
+{
+    pthread_once(&curl_once, curl_start);
+    char *e = curl_easy_escape(NULL, s, 0);
+    char *out = e ? strdup(e) : NULL;
+    curl_free(e);
+    return out;
 }
 
 void pfi_http_url(const char *base, const char *path, char *out, size_t n)

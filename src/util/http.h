@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* http.h: pfi's one HTTP client (libcurl), used by `pfi ctl` and by the cluster controller to
- * reach node daemons.  Requests run together on the calling thread through curl's multi
+/* http.h: pfi's one HTTP client (libcurl), used by `pfi ctl` and `pfi event`, by the cluster
+ * controller to reach node daemons, and by its OpenADR client to reach a VTN.  Requests run together on the calling thread through curl's multi
  * interface, so reaching 1,000 nodes costs one round trip of the slowest node plus the
  * per-request CPU, not 1,000 round trips; a client kept across calls keeps its connections, so
  * heartbeats do not reconnect.  The SPANK plugin (src/slurm/) keeps its own few lines of curl:
@@ -15,7 +15,8 @@ typedef struct pfi_http_req {
     const char *url;       /* full URL */
     const char *unix_sock; /* non-NULL: connect to this Unix socket (url's host is ignored) */
     const char *method;    /* "GET", "PUT", "POST", "DELETE" */
-    const char *body;      /* JSON, sent with its Content-Type; NULL: none */
+    const char *body;      /* sent with content_type; NULL: none */
+    const char *content_type; /* the body's type; NULL: application/json */
     size_t max_reply;      /* a longer reply fails the request; 0: 4 MiB (a node's answer) */
     long status;           /* out: HTTP status, or -1 when no answer */
     int started;           /* out: 0 when the client could not even start it (out of memory) */
@@ -36,6 +37,9 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
                    double timeout_s, int max_parallel);
 /* Frees the replies (the requests themselves are the caller's). */
 void pfi_http_req_free(pfi_http_req *reqs, int n);
+
+/* s percent-encoded for a URL's query or a form body (malloc'd; NULL when out of memory). */
+char *pfi_http_escape(const char *s);
 
 /* base (without or with trailing '/') + path ("/v1/gpus") into out. */
 void pfi_http_url(const char *base, const char *path, char *out, size_t n);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* http.h: pfi's one HTTP client (libcurl), used by `pfi ctl` and `pfi event`, by the cluster
- * controller to reach node daemons, and by its OpenADR client to reach a VTN.  Requests run together on the calling thread through curl's multi
- * interface, so reaching 1,000 nodes costs one round trip of the slowest node plus the
- * per-request CPU, not 1,000 round trips; a client kept across calls keeps its connections, so
- * heartbeats do not reconnect.  The SPANK plugin (src/slurm/) keeps its own few lines of curl:
- * slurmd loads it, and it links libcurl alone, never libpfi. */
+ * controller to reach node daemons, and by its OpenADR client to reach a VTN.  Requests run
+ * together on the calling thread through curl's multi interface, so reaching 1,000 nodes costs
+ * one round trip of the slowest node plus the per-request CPU, not 1,000 round trips; a client
+ * kept across calls keeps its connections, so heartbeats do not reconnect.  The SPANK plugin
+ * (src/slurm/) keeps its own few lines of curl: slurmd loads it, and it links libcurl alone,
+ * never libpfi. */
 #ifndef PFI_UTIL_HTTP_H
 #define PFI_UTIL_HTTP_H
 

@@ -213,13 +213,7 @@ int pfi_cl_grid_remove(pfi_cl *c, const char *id, pfi_err *err)
     int rc = pfi_grid_delete(c->grid, id, err);
     if (rc == PFI_OK) {
         pthread_mutex_lock(&c->mu);
-        for (int i = 0; i < c->n_grid; i++)
-            if (!strcmp(c->grid_ev[i].id, id)) {
-                memmove(&c->grid_ev[i], &c->grid_ev[i + 1],
-                        sizeof c->grid_ev[0] * (size_t)(c->n_grid - i - 1));
-                c->n_grid--;
-                break;
-            }
+        pfi_event_list_remove(c->grid_ev, &c->n_grid, id);
         pthread_mutex_unlock(&c->mu);
     }
     pthread_mutex_unlock(&c->op_mu);
@@ -311,33 +305,6 @@ void *pfi_cl_grid_json(pfi_cl *c, const char *id)
     return json_pack("{s:o}", "events", list);
 }
 
-static json_t *compliance_json(const pfi_event_compliance *x)
-{
-    json_t *iv = json_array();
-    for (int i = 0; i < x->n_intervals; i++) {
-        const pfi_event_interval *v = &x->intervals[i];
-        json_array_append_new(
-            iv, json_pack("{s:f, s:f, s:o, s:o, s:o, s:f, s:f}", "t0", v->t0, "t1", v->t1,
-                          "mean_w", pfi_json_num(v->mean_w),
-                          "max_w", pfi_json_num(v->max_w),
-                          "budget_w", isfinite(v->budget_w) ? json_real(v->budget_w)
-                                                            : json_null(),
-                          "target_w", v->target_w, "covered_s", v->covered_s));
-    }
-    return json_pack(
-        "{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:b, s:f, s:f, s:f, s:o}, s:o}",
-        "target_w", x->target_w, "baseline_w",
-        pfi_json_num(x->baseline_w), "baseline_method",
-        x->baseline_method, "window_s", x->window_s, "covered_s", x->covered_s, "max_excess_w",
-        x->max_excess_w, "seconds_over_target", x->seconds_over_target, "energy_shed_kwh",
-        pfi_json_num(x->energy_shed_kwh), "mean_w",
-        pfi_json_num(x->mean_w), "ramp", "ok", x->ramp_ok,
-        "ramp_down_max_excess_w", x->ramp_down_max_excess_w, "restore_max_excess_w",
-        x->restore_max_excess_w, "restore_max_rise_w_per_s", x->restore_max_rise_w_per_s,
-        "at_target_s_before_start",
-        pfi_json_num(x->at_target_s), "intervals", iv);
-}
-
 void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
 {
     pthread_mutex_lock(&c->mu);
@@ -355,28 +322,14 @@ void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
         pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
         return NULL;
     }
-    pfi_grid_sample *s = NULL;
-    int k = 0;
-    if (pfi_grid_power_range(c->grid, pfi_event_ramp_start_s(&ev) - PFI_COMPLIANCE_BASELINE_S,
-                             pfi_event_restored_s(&ev, &site) + 60, &s, &k, err) != PFI_OK)
-        return NULL;
-    double *t = malloc(sizeof *t * (size_t)(k + 1)), *w = malloc(sizeof *w * (size_t)(k + 1));
-    int rc = t && w ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    for (int i = 0; rc == PFI_OK && i < k; i++) {
-        t[i] = s[i].wall;
-        w[i] = s[i].site_w;
-    }
     pfi_event_compliance x;
-    if (rc == PFI_OK)
-        rc = pfi_event_compliance_compute(&ev, &site, t, w, k, 60, gap, &x, err);
-    free(s);
-    free(t);
-    free(w);
-    if (rc != PFI_OK)
+    int k = 0;
+    if (pfi_grid_compliance(c->grid, &ev, &site, gap, &x, &k, err) != PFI_OK)
         return NULL;
     json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event",
                           pfi_grid_event_to_json(&ev, &site, pfi_clock_wall()), "compliance",
-                          compliance_json(&x), "site_max_w", site.max_w, "samples", k);
+                          pfi_grid_compliance_to_json(&x), "site_max_w", site.max_w, "samples",
+                          k);
     pfi_event_compliance_free(&x);
     pthread_mutex_lock(&c->mu);
     json_t *tmp = json_object();

@@ -47,6 +47,17 @@ void pfi_event_init_cut(pfi_event *ev, const char *id, double start_s, double en
     snprintf(ev->baseline_method, sizeof(ev->baseline_method), "%s", method ? method : "");
 }
 
+int pfi_event_list_remove(pfi_event *v, int *n, const char *id)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(v[i].id, id)) {
+            memmove(&v[i], &v[i + 1], sizeof v[0] * (size_t)(*n - i - 1));
+            (*n)--;
+            return 1;
+        }
+    return 0;
+}
+
 const char *pfi_event_kind_name(int kind)
 {
     return kind == PFI_EVENT_LIMIT ? "limit" : kind == PFI_EVENT_CUT ? "cut" : "unknown";

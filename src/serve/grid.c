@@ -342,13 +342,7 @@ int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *e
     int rc = pfi_grid_delete(n->grid, id, err);
     if (rc == PFI_OK) {
         pthread_mutex_lock(&n->mu);
-        for (int i = 0; i < n->n_grid; i++)
-            if (!strcmp(n->grid_ev[i].id, id)) {
-                memmove(&n->grid_ev[i], &n->grid_ev[i + 1],
-                        sizeof n->grid_ev[0] * (size_t)(n->n_grid - i - 1));
-                n->n_grid--;
-                break;
-            }
+        pfi_event_list_remove(n->grid_ev, &n->n_grid, id);
         pthread_mutex_unlock(&n->mu);
     }
     pthread_mutex_unlock(&n->decide_mu);
@@ -472,37 +466,6 @@ json_t *pfi_srv_grid_view(srv_node *n, const char *id)
                      pfi_json_num(b));
 }
 
-static json_t *compliance_json(const pfi_event_compliance *c)
-{
-    json_t *iv = json_array();
-    for (int i = 0; i < c->n_intervals; i++) {
-        const pfi_event_interval *x = &c->intervals[i];
-        json_array_append_new(
-            iv, json_pack("{s:f, s:f, s:o, s:o, s:o, s:f, s:f}", "t0", x->t0, "t1", x->t1,
-                          "mean_w", pfi_json_num(x->mean_w),
-                          "max_w", pfi_json_num(x->max_w),
-                          "budget_w", isfinite(x->budget_w) ? json_real(x->budget_w)
-                                                            : json_null(),
-                          "target_w", x->target_w, "covered_s", x->covered_s));
-    }
-    json_t *ramp = json_pack("{s:b, s:f, s:f, s:f, s:o}", "ok", c->ramp_ok,
-                             "ramp_down_max_excess_w", c->ramp_down_max_excess_w,
-                             "restore_max_excess_w", c->restore_max_excess_w,
-                             "restore_max_rise_w_per_s", c->restore_max_rise_w_per_s,
-                             "at_target_s_before_start",
-                             isfinite(c->at_target_s) ? json_real(c->at_target_s)
-                                                      : json_null());
-    return json_pack("{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "target_w",
-                     c->target_w, "baseline_w",
-                     pfi_json_num(c->baseline_w),
-                     "baseline_method", c->baseline_method, "window_s", c->window_s,
-                     "covered_s", c->covered_s, "max_excess_w", c->max_excess_w,
-                     "seconds_over_target", c->seconds_over_target, "energy_shed_kwh",
-                     pfi_json_num(c->energy_shed_kwh),
-                     "mean_w", pfi_json_num(c->mean_w),
-                     "ramp", ramp, "intervals", iv);
-}
-
 json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
 {
     pthread_mutex_lock(&n->mu);
@@ -519,30 +482,15 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
         pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
         return NULL;
     }
-    pfi_grid_sample *s = NULL;
-    int k = 0;
-    double t0 = pfi_event_ramp_start_s(&ev) - PFI_COMPLIANCE_BASELINE_S;
-    if (pfi_grid_power_range(n->grid, t0, pfi_event_restored_s(&ev, &site) + 60, &s, &k, err) !=
-        PFI_OK)
-        return NULL;
-    double *t = malloc(sizeof *t * (size_t)(k + 1)), *w = malloc(sizeof *w * (size_t)(k + 1));
-    pfi_event_compliance c;
-    int rc = t && w ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    for (int i = 0; rc == PFI_OK && i < k; i++) {
-        t[i] = s[i].wall;
-        w[i] = s[i].site_w;
-    }
     /* Samples are a second apart; a gap over 5 s is a gap in the record. */
-    if (rc == PFI_OK)
-        rc = pfi_event_compliance_compute(&ev, &site, t, w, k, 60, 5, &c, err);
-    free(s);
-    free(t);
-    free(w);
-    if (rc != PFI_OK)
+    pfi_event_compliance c;
+    int k = 0;
+    if (pfi_grid_compliance(n->grid, &ev, &site, 5, &c, &k, err) != PFI_OK)
         return NULL;
     json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event",
                           pfi_grid_event_to_json(&ev, &site, pfi_clock_wall()), "compliance",
-                          compliance_json(&c), "site_max_w", site.max_w, "samples", k);
+                          pfi_grid_compliance_to_json(&c), "site_max_w", site.max_w, "samples",
+                          k);
     pfi_event_compliance_free(&c);
     pthread_mutex_lock(&n->decide_mu);
     double floor = floor_locked(n, ev.sla_yield), a;

@@ -265,3 +265,29 @@ int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
     pthread_mutex_unlock(&g->mu);
     return rc;
 }
+
+int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
+                        double max_gap_s, pfi_event_compliance *out, int *n_samples,
+                        pfi_err *err)
+{
+    pfi_grid_sample *s = NULL;
+    int k = 0;
+    double t0 = pfi_event_ramp_start_s(ev) - PFI_COMPLIANCE_BASELINE_S;
+    int rc = pfi_grid_power_range(g, t0, pfi_event_restored_s(ev, site) + 60, &s, &k, err);
+    if (rc != PFI_OK)
+        return rc;
+    double *t = malloc(sizeof *t * (size_t)(k + 1)), *w = malloc(sizeof *w * (size_t)(k + 1));
+    rc = t && w ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int i = 0; rc == PFI_OK && i < k; i++) {
+        t[i] = s[i].wall;
+        w[i] = s[i].site_w;
+    }
+    if (rc == PFI_OK)
+        rc = pfi_event_compliance_compute(ev, site, t, w, k, 60, max_gap_s, out, err);
+    free(s);
+    free(t);
+    free(w);
+    if (rc == PFI_OK && n_samples)
+        *n_samples = k;
+    return rc;
+}

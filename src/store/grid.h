@@ -15,6 +15,7 @@
 
 #include "core/err.h"
 #include "core/event.h"
+#include "core/event_report.h"
 
 typedef struct pfi_grid_store pfi_grid_store;
 
@@ -47,6 +48,13 @@ int pfi_grid_power_range(pfi_grid_store *g, double t0, double t1, pfi_grid_sampl
 int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
                          double keep_after_s, pfi_err *err);
 
+/* An event's compliance from the site power recorded from PFI_COMPLIANCE_BASELINE_S before its
+ * ramp to a minute after its restore (core/event_report.h); max_gap_s: a longer gap between two
+ * samples is a gap in the record.  *n_samples (may be NULL) gets how many were read. */
+int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
+                        double max_gap_s, pfi_event_compliance *out, int *n_samples,
+                        pfi_err *err);
+
 /* ---- JSON (grid_json.c), the shape of the API's /v1/grid/events (docs/api.md) ---- */
 
 typedef struct json_t json_t;
@@ -63,5 +71,7 @@ int pfi_grid_event_from_json(json_t *o, double now, pfi_event *ev, pfi_err *err)
  * site may be NULL: the restore is then taken to end with the window). */
 json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, double now);
 const char *pfi_grid_event_phase(const pfi_event *ev, const pfi_event_site *site, double now);
+/* A compliance as the API's report shows it (docs/api.md). */
+json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *x);
 
 #endif

@@ -209,3 +209,27 @@ json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, 
         json_object_set_new(o, "restored_s", pfi_json_num(pfi_event_restored_s(ev, site)));
     return o;
 }
+
+json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *c)
+{
+    json_t *iv = json_array();
+    for (int i = 0; i < c->n_intervals; i++) {
+        const pfi_event_interval *x = &c->intervals[i];
+        json_array_append_new(
+            iv, json_pack("{s:f, s:f, s:o, s:o, s:o, s:f, s:f}", "t0", x->t0, "t1", x->t1,
+                          "mean_w", pfi_json_num(x->mean_w), "max_w", pfi_json_num(x->max_w),
+                          "budget_w", pfi_json_num(x->budget_w), "target_w", x->target_w,
+                          "covered_s", x->covered_s));
+    }
+    json_t *ramp = json_pack("{s:b, s:f, s:f, s:f, s:o}", "ok", c->ramp_ok,
+                             "ramp_down_max_excess_w", c->ramp_down_max_excess_w,
+                             "restore_max_excess_w", c->restore_max_excess_w,
+                             "restore_max_rise_w_per_s", c->restore_max_rise_w_per_s,
+                             "at_target_s_before_start", pfi_json_num(c->at_target_s));
+    return json_pack("{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "target_w",
+                     c->target_w, "baseline_w", pfi_json_num(c->baseline_w), "baseline_method",
+                     c->baseline_method, "window_s", c->window_s, "covered_s", c->covered_s,
+                     "max_excess_w", c->max_excess_w, "seconds_over_target",
+                     c->seconds_over_target, "energy_shed_kwh", pfi_json_num(c->energy_shed_kwh),
+                     "mean_w", pfi_json_num(c->mean_w), "ramp", ramp, "intervals", iv);
+}

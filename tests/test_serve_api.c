@@ -519,6 +519,27 @@ static void test_lost_gpu_replanned(void **state)
 }
 
 
+/* The value of a job's series in /metrics; NAN when absent. */
+static double metric_of(fx *f, const char *name, const char *job)
+{
+    int st;
+    const char *ctype;
+    size_t len;
+    char *t = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    assert_int_equal(st, 200);
+    char want[200];
+    snprintf(want, sizeof want, "\n%s{job_id=\"%s\",", name, job);
+    const char *at = strstr(t, want);
+    double v = NAN;
+    if (at) {
+        const char *sp = strchr(at + 1, ' ');
+        assert_non_null(sp);
+        v = strtod(sp + 1, NULL);
+    }
+    free(t);
+    return v;
+}
+
 /* Job p's baseline (samples at the default limit, 1000 tokens/s reported), then a tick that
  * arms its probe. */
 static void probe_start(fx *f)
@@ -567,6 +588,9 @@ static void test_probe_refines_curve(void **state)
     assert_true(fabs(limit_of(f, 0) - 0.7 * p0) < 1.0);
     assert_true(fabs(limit_of(f, 1) - limit_of(f, 0)) < 1e-9);
     assert_true(fabs(limit_of(f, 2) - 700) < 1e-9); /* only the probed job moves */
+    /* While it runs, nothing is counted yet. */
+    assert_true(metric_of(f, "pfi_probe_gpu_seconds_total", "p") == 0);
+    assert_true(metric_of(f, "pfi_probe_tokens_lost_total", "p") == 0);
     probe_finish(f);
     assert_int_equal(call(f, "GET", "/v1/jobs/p", NULL, 0, &d), 200);
     json_t *pr = json_object_get(d, "probe");
@@ -584,8 +608,41 @@ static void test_probe_refines_curve(void **state)
     assert_true(held >= 0.3);
     assert_true(fabs(json_real_value(json_object_get(pr, "gpu_s")) - 2 * held) < 1e-9);
     assert_true(fabs(json_real_value(json_object_get(pr, "lost")) - 150 * held) < 1e-6);
+    /* The same figures as the job's /metrics counters. */
+    assert_true(fabs(metric_of(f, "pfi_probe_gpu_seconds_total", "p") - 2 * held) < 1e-9);
+    assert_true(fabs(metric_of(f, "pfi_probe_tokens_lost_total", "p") - 150 * held) < 1e-6);
     json_decref(d);
     assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
+}
+
+/* A probe during which the job reports no rate learns nothing, but its GPU time was spent all
+ * the same: counted, with the tokens lost unknown (null, and no series in /metrics). */
+static void test_probe_failed_still_costs(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"p\",\"gpus\":[0,1],\"probe\":{\"depth\":0.3,"
+                          "\"duration_s\":0.3}}",
+                          1, NULL),
+                     201);
+    probe_start(f);
+    assert_int_equal(f->n->jobs[0].probe.state, SRV_PROBE_RUNNING);
+    pfi_hw_sleep(f->b, 10.0);
+    for (int k = 0; k < 5; k++)
+        pfi_srv_sample(f->n);
+    sleep_s(0.35);
+    pfi_srv_tick(f->n);
+    assert_int_equal(call(f, "GET", "/v1/jobs/p", NULL, 0, &d), 200);
+    json_t *pr = json_object_get(d, "probe");
+    assert_string_equal(json_string_value(json_object_get(pr, "state")), "failed");
+    double held = json_real_value(json_object_get(pr, "held_s"));
+    assert_true(held >= 0.3);
+    assert_true(fabs(json_real_value(json_object_get(pr, "gpu_s")) - 2 * held) < 1e-9);
+    assert_true(json_is_null(json_object_get(pr, "lost")));
+    json_decref(d);
+    assert_true(fabs(metric_of(f, "pfi_probe_gpu_seconds_total", "p") - 2 * held) < 1e-9);
+    assert_true(isnan(metric_of(f, "pfi_probe_tokens_lost_total", "p")));
 }
 
 /* With a probe library, the probe is read through the shape of the library's curves: the
@@ -930,6 +987,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_predicted_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_refines_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_through_library, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_failed_still_costs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),

@@ -79,7 +79,21 @@ static void gpu_metrics(ctx *c)
 }
 
 /* What a job's series shows (see job_value). */
-enum { J_TPS, J_PRED_TPS, J_PRED_REL, J_PFI30, J_CAP, J_GPUS, J_SLA, J_HEADROOM };
+enum { J_TPS, J_PRED_TPS, J_PRED_REL, J_PFI30, J_CAP, J_GPUS, J_SLA, J_HEADROOM, J_PROBE_GPU_S,
+       J_PROBE_LOST };
+
+/* A job is probed at most once: its probe's cost counts from the moment the probe ends (done,
+ * failed or stopped), 0 before.  Tokens lost are unknown (left out) when the job reported no
+ * rate during its probe, and 0 when it reported more than its baseline (noise, as the probe
+ * itself reads it: a counter never goes below 0). */
+static double probe_cost(const srv_probe *p, int lost)
+{
+    if (p->state < SRV_PROBE_DONE || !isfinite(p->gpu_s))
+        return 0;
+    if (!lost)
+        return p->gpu_s;
+    return p->lost < 0 ? 0 : p->lost;
+}
 
 static double job_value(const srv_job *jb, int which)
 {
@@ -91,14 +105,16 @@ static double job_value(const srv_job *jb, int which)
     case J_CAP: return jb->cap_w;
     case J_GPUS: return jb->n_gpus;
     case J_SLA: return jb->sla;
+    case J_PROBE_GPU_S: return probe_cost(&jb->probe, 0);
+    case J_PROBE_LOST: return probe_cost(&jb->probe, 1);
     default: /* the predicted throughput above the least the SLA allows, both over baseline */
         return isfinite(jb->sla) && isfinite(jb->cap_w) ? jb->predicted_rel - (1 - jb->sla) : NAN;
     }
 }
 
-static void job_metric(ctx *c, const char *name, const char *help, int which)
+static void job_series(ctx *c, const char *name, const char *type, const char *help, int which)
 {
-    pfi_prom_head(&c->b, name, "gauge", help);
+    pfi_prom_head(&c->b, name, type, help);
     for (int j = 0; j < c->n->n_jobs; j++) {
         const srv_job *jb = &c->n->jobs[j];
         double v = job_value(jb, which);
@@ -108,6 +124,11 @@ static void job_metric(ctx *c, const char *name, const char *help, int which)
         pfi_prom_escape(jb->id, id, sizeof id);
         pfi_prom_put(&c->b, "%s{job_id=\"%s\",Hostname=\"%s\"} %.17g\n", name, id, c->host, v);
     }
+}
+
+static void job_metric(ctx *c, const char *name, const char *help, int which)
+{
+    job_series(c, name, "gauge", help, which);
 }
 
 static void job_metrics(ctx *c)
@@ -126,6 +147,12 @@ static void job_metrics(ctx *c)
     job_metric(c, "pfi_job_sla_headroom",
                "Predicted relative throughput at the cap minus the least the SLA allows "
                "(negative: the SLA is not held).", J_HEADROOM);
+    job_series(c, "pfi_probe_gpu_seconds_total", "counter",
+               "GPU-seconds the job spent held at a probe's lower cap (counted when the probe "
+               "ends).", J_PROBE_GPU_S);
+    job_series(c, "pfi_probe_tokens_lost_total", "counter",
+               "Tokens the job's probe cost against its baseline rate (counted when the probe "
+               "ends; absent when the job reported no rate during it).", J_PROBE_LOST);
 }
 
 static void scalar(ctx *c, const char *name, const char *type, const char *help, double v)

@@ -194,7 +194,7 @@ json_t *pfi_srv_probe_json(const srv_probe *p)
     if (p->state >= SRV_PROBE_DONE && isfinite(p->gpu_s)) {
         json_object_set_new(o, "held_s", json_real(p->held_s));
         json_object_set_new(o, "gpu_s", json_real(p->gpu_s));
-        json_object_set_new(o, "lost", json_real(p->lost));
+        json_object_set_new(o, "lost", pfi_json_num(p->lost));
     }
     json_object_set_new(o, "message", pfi_json_str(p->msg));
     return o;
@@ -234,11 +234,28 @@ static int arm_one(srv_node *n, double now)
     return -1;
 }
 
+/* Under mu, as a probe ends (done, failed or stopped): what it cost, whatever it learned.  The
+ * GPU-seconds are always known; the tokens lost only when the job reported its rate during the
+ * probe (NAN otherwise). */
+static void record_cost(srv_job *j, double now)
+{
+    srv_probe *p = &j->probe;
+    double T = p->tps_n > 0 ? p->tps_sum / p->tps_n : NAN;
+    double held = now - p->t0;
+    pfi_cost cost;
+    if (pfi_cost_levels(&held, &p->cap_w, &T, 1, j->n_gpus, j->t0_tps, &cost, NULL) != PFI_OK)
+        return;
+    p->held_s = held;
+    p->gpu_s = cost.gpu_s_total;
+    p->lost = cost.lost_total;
+}
+
 /* Under mu: turns a finished probe's averages into the job's curve. */
 static void finish(srv_node *n, srv_job *j)
 {
     srv_probe *p = &j->probe;
     p->state = SRV_PROBE_FAILED;
+    record_cost(j, pfi_clock_mono());
     if (p->tps_n == 0 || p->pow_n == 0) {
         snprintf(p->msg, sizeof p->msg,
                  "no %s during the probe: nothing learned (the job must POST its tokens/s)",
@@ -246,13 +263,6 @@ static void finish(srv_node *n, srv_job *j)
         return;
     }
     double P = p->pow_sum / p->pow_n, T = p->tps_sum / p->tps_n;
-    pfi_cost cost;
-    double held = pfi_clock_mono() - p->t0;
-    if (pfi_cost_levels(&held, &p->cap_w, &T, 1, j->n_gpus, j->t0_tps, &cost, NULL) == PFI_OK) {
-        p->held_s = held;
-        p->gpu_s = cost.gpu_s_total;
-        p->lost = cost.lost_total;
-    }
     p->r = 1 - P / j->base.power_w;
     p->s = 1 - T / j->t0_tps;
     if (p->s < 0)
@@ -308,6 +318,7 @@ void pfi_srv_probe_tick(srv_node *n)
             continue;
         if (!local) {
             p->state = SRV_PROBE_FAILED;
+            record_cost(&n->jobs[k], now);
             snprintf(p->msg, sizeof p->msg, "stopped: the node left local control");
             ended = k;
         } else if (now >= p->t1) {

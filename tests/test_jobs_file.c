@@ -12,11 +12,14 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "core/alloc.h"
 #include "core/alloc_set.h"
 #include "core/policy.h"
+#include "store/codec.h"
 #include "store/jobs.h"
+#include "util/json_items.h"
 
 #define CURVE "\"curve\":{\"cap_w\":[300,500,700],\"tput\":[60,90,100]}"
 
@@ -91,6 +94,253 @@ static void test_bad_values(void **state)
     assert_int_equal(parse("{\"jobs\":[]}", &e), PFI_EINVAL);
 }
 
+/* What a jobs file read whole gives (the reader before it streamed): the reference every
+ * streamed read must equal, job for job and message for message. */
+static int load_whole(const char *file, pfi_alloc_set *s, pfi_err *err)
+{
+    memset(s, 0, sizeof *s);
+    json_error_t je;
+    json_t *doc = json_load_file(file, 0, &je);
+    if (!doc && je.line < 1)
+        return pfi_err_set(err, PFI_EIO, "%s", je.text);
+    if (!doc)
+        return pfi_err_set(err, PFI_EINVAL, "%s:%d: %s", file, je.line, je.text);
+    json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
+    int rc = PFI_OK;
+    if (!json_is_array(arr) || json_array_size(arr) == 0) {
+        rc = pfi_err_set(err, PFI_EINVAL, "%s: no \"jobs\" array (docs/jobs-format.md)", file);
+    } else {
+        int n = (int)json_array_size(arr);
+        assert_int_equal(pfi_alloc_set_init(s, n, 0), PFI_OK);
+        for (int j = 0; rc == PFI_OK && j < n; j++)
+            rc = pfi_job_json_decode(json_array_get(arr, (size_t)j), file, j, s, j, err);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+static void same_job(const pfi_alloc_job *a, const pfi_alloc_job *b)
+{
+    assert_string_equal(a->id, b->id);
+    assert_true(a->n_gpus == b->n_gpus && a->n_points == b->n_points);
+    assert_memory_equal(&a->min_cap_w, &b->min_cap_w, sizeof a->min_cap_w);
+    assert_memory_equal(&a->max_cap_w, &b->max_cap_w, sizeof a->max_cap_w);
+    assert_memory_equal(&a->p0_w, &b->p0_w, sizeof a->p0_w);
+    assert_memory_equal(&a->t0, &b->t0, sizeof a->t0);
+    assert_memory_equal(&a->sla, &b->sla, sizeof a->sla);
+    assert_memory_equal(&a->weight, &b->weight, sizeof a->weight);
+    for (int i = 0; i < a->n_points; i++)
+        assert_true(a->cap_w[i] == b->cap_w[i] && a->tput[i] == b->tput[i]);
+}
+
+/* The elements of the file's "jobs" array streamed (util/json_items.h): when the stream reaches
+ * its end, the file must be JSON that jansson reads whole, with those very elements.  1 when
+ * it did, 0 when it handed the file back. */
+static int streams(const char *file)
+{
+    pfi_json_items it;
+    json_t *got = json_array(), *v;
+    int rc = pfi_json_items_open(&it, file, "jobs");
+    while (rc == PFI_JSON_ITEMS_ONE && (rc = pfi_json_items_next(&it, &v)) == PFI_JSON_ITEMS_ONE)
+        json_array_append_new(got, v);
+    pfi_json_items_close(&it);
+    if (rc == PFI_JSON_ITEMS_END) {
+        json_error_t je;
+        json_t *doc = json_load_file(file, 0, &je);
+        if (!doc)
+            fail_msg("streamed to the end a file jansson refuses: %s", je.text);
+        json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
+        if (!json_equal(arr, got))
+            fail_msg("streamed elements differ from the whole document's");
+        json_decref(doc);
+    } else {
+        assert_int_equal(rc, PFI_JSON_ITEMS_OTHER);
+    }
+    json_decref(got);
+    return rc == PFI_JSON_ITEMS_END;
+}
+
+/* The file holding text (len bytes) read streamed and whole: the same code, message and jobs.
+ * 1 when the streamed read went to the end without reading the file whole. */
+static int same_as_whole(const char *text, size_t len)
+{
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(path, sizeof path, "%s/jobs-%ld.json", base && *base ? base : "/tmp", (long)getpid());
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    fclose(f);
+    pfi_alloc_set a, b;
+    pfi_err ea = {0}, eb = {0};
+    int ra = pfi_jobs_file_load(path, 0, &a, &ea), rb = load_whole(path, &b, &eb);
+    if (ra != rb || strcmp(ea.msg, eb.msg) != 0)
+        fail_msg("streamed %d '%s', whole %d '%s' for (%zu bytes):\n%.*s", ra, ea.msg, rb, eb.msg,
+                 len, (int)(len < 2000 ? len : 2000), text);
+    if (ra == PFI_OK) {
+        assert_int_equal(a.n, b.n);
+        for (int j = 0; j < a.n; j++) {
+            same_job(&a.truth[j], &b.truth[j]);
+            same_job(&a.pred[j], &b.pred[j]);
+            assert_memory_equal(&a.pfi30[j], &b.pfi30[j], sizeof a.pfi30[j]);
+        }
+    }
+    pfi_alloc_set_free(&a);
+    pfi_alloc_set_free(&b);
+    int streamed = streams(path);
+    unlink(path);
+    return streamed;
+}
+
+/* A document with what a streamed read must follow: other members before and after the
+ * array, a key spelled with an escape, strings holding quotes, brackets and escapes, nested
+ * junk, numbers of every spelling. */
+static const char DOC[] =
+    "{\"meta\": {\"note\": \"a ] } [ { \\\" \\\\\", \"list\": [1, [2, [3]], {\"x\": null}]},\n"
+    " \"jo\\u0062s\" :\n [ {\"id\": \"a\\\"]},{\", \"gpus\": 8, \"weight\": 2.5e0,\n"
+    "   \"junk\": {\"deep\": [[[[{\"k\": [true, false, null, -0.0, 1E-3]}]]]], \"s\": \"}}]]\"},\n"
+    "   \"curve\": {\"cap_w\": [300, 500.0, 7e2], \"tput\": [60, 90.5, 100]}},\r\n"
+    "  {\"id\": \"b\\u00e9\", \"gpus\": 2, \"p0_w\": 380, \"pfi30\": -0.25,\n"
+    "   \"predicted_curve\": {\"cap_w\": [200, 400], \"tput\": [1, 2]}}\t],\n"
+    " \"after\": [\"x\", {\"y\": [\"]\"]}], \"n\": 12}\n";
+
+/* Streamed reads equal whole reads: the document above, every prefix of it (a truncated file),
+ * and thousands of copies with a byte changed (bad JSON anywhere, a bad job in the middle). */
+static void test_stream_same_as_whole(void **state)
+{
+    size_t len = strlen(DOC);
+    assert_true(same_as_whole(DOC, len));
+    for (size_t k = 0; k < len; k++)
+        if (same_as_whole(DOC, k) && DOC[k] != '\n')
+            fail_msg("the first %zu bytes streamed to the end", k);
+    const char bytes[] = "{}[]\",:\\ \n0a-e.1tnfu\x01\xff";
+    char buf[sizeof DOC];
+    unsigned long long x = 88172645463325252ULL;
+    int n_streamed = 0;
+    for (int i = 0; i < 1500; i++) {
+        memcpy(buf, DOC, len);
+        for (int m = 0; m < 1 + i % 3; m++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            buf[x % len] = bytes[(x >> 32) % (sizeof bytes - 1)];
+        }
+        n_streamed += same_as_whole(buf, len);
+    }
+    assert_true(n_streamed > 50); /* changes inside strings and junk values still stream */
+}
+
+/* Files of the other shapes and sizes: a bare array, jobs far beyond the read buffer and a
+ * job bigger than it, huge numbers, a duplicate "jobs" (the last counts, as when read whole),
+ * nesting at and past jansson's depth limit, trailing bytes, an empty file, a missing one. */
+static void test_stream_shapes(void **state)
+{
+    const char *small[] = {
+        "[{\"id\":\"a\",\"gpus\":1," CURVE "}]",
+        "  [ {\"id\":\"a\",\"gpus\":1," CURVE "} ] \n",
+        "{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}],\"jobs\":[{\"id\":\"b\",\"gpus\":2," CURVE "}]}",
+        "{\"jobs\":{\"id\":\"a\"}}",
+        "{\"jobs\":[]}",
+        "{\"jobs\":[],\"x\":1}",
+        "{}",
+        "[]",
+        "",
+        "\xef\xbb\xbf[]",
+        "[{\"id\":\"a\",\"gpus\":1," CURVE "}] x",
+        "[{\"id\":\"a\",\"gpus\":1," CURVE "},]",
+        "[{\"id\":\"a\",\"gpus\":1e400," CURVE "}]",
+        "[{\"id\":\"a\",\"gpus\":123456789012345678901234567890," CURVE "}]",
+        "[{\"id\":\"a\",\"gpus\":1," CURVE ",\"x\":-1e-400}]",
+        "[{\"id\":\"a\",\"gpus\":2.5," CURVE "}, {\"id\":\"b\" \"gpus\":1}]",
+        "[{\"id\":\"a\",\"gpus\":2.5," CURVE "}, {\"id\":\"b\",\"gpus\":0," CURVE "}]",
+        "[1, \"x\", null]",
+        "{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}], 5}",
+        "{\"jobs\" [{\"id\":\"a\",\"gpus\":1," CURVE "}]}",
+        "{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}]",
+        "\"jobs\"",
+        "[{\"id\":\"a\\u0000\",\"gpus\":1," CURVE "}]",
+    };
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+        /* valid JSON of the shapes followed: the first two, and those with a bad job */
+        int follows = i < 2 || i == 14 || i == 16 || i == 17;
+        if (same_as_whole(small[i], strlen(small[i])) != follows)
+            fail_msg("file %zu: streamed should be %d", i, follows);
+    }
+    /* nesting around jansson's limit (2048 containers deep, the file's own two included) */
+    enum { MAX_STREAM_DEPTH = 1997 }; /* json_items.c: 2000 with the file's two and the job */
+    const int depths[] = {1990, 1997, 1998, 2045, 2046, 2100};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+        int d = depths[i];
+        char *t = malloc((size_t)(2 * d + 200));
+        assert_non_null(t);
+        int k = sprintf(t, "{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE ",\"j\":");
+        for (int l = 0; l < d; l++)
+            t[k++] = '[';
+        for (int l = 0; l < d; l++)
+            t[k++] = ']';
+        k += sprintf(t + k, "}]}");
+        assert_int_equal(same_as_whole(t, (size_t)k), d <= MAX_STREAM_DEPTH);
+        free(t);
+    }
+    /* 6,000 jobs (several read buffers), one with a 600 kB string, a bad one near the end */
+    size_t cap = 4u << 20, k = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    k += (size_t)sprintf(t + k, "{\"jobs\": [");
+    for (int j = 0; j < 6000; j++) {
+        k += (size_t)sprintf(t + k, "%s{\"id\": \"job-%d\", \"gpus\": %d, \"weight\": %.17g, %s",
+                             j ? ",\n" : "", j, 1 + j % 7, 1 + j / 1e4, CURVE);
+        if (j == 777) {
+            k += (size_t)sprintf(t + k, ", \"note\": \"");
+            memset(t + k, 'x', 600000);
+            k += 600000;
+            t[k++] = '"';
+        }
+        t[k++] = '}';
+    }
+    k += (size_t)sprintf(t + k, "]}\n");
+    assert_true(same_as_whole(t, k));
+    char *bad = strstr(t, "\"job-5990\", \"gpus\": ");
+    bad[strlen("\"job-5990\", \"gpus\": ")] = '0';
+    same_as_whole(t, k);
+    same_as_whole(t, k - 5000);
+    free(t);
+    pfi_alloc_set s;
+    pfi_err e = {0};
+    assert_int_equal(pfi_jobs_file_load("/nonexistent/jobs.json", 0, &s, &e), PFI_ENOENT);
+    assert_non_null(strstr(e.msg, "/nonexistent/jobs.json"));
+    pfi_alloc_set_free(&s);
+}
+
+/* Per-GPU tables of more jobs than the first room (the set grows): each table still points at
+ * its own job's caps and throughputs. */
+static void test_grow_pergpu(void **state)
+{
+    size_t cap = 1u << 20, k = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    k += (size_t)sprintf(t, "[");
+    for (int j = 0; j < 3000; j++)
+        k += (size_t)sprintf(t + k,
+                             "%s{\"id\": \"j%d\", \"gpus\": 1, \"per_gpu\": {\"cap_w\": [300, "
+                             "500, %d], \"tput\": [60, 90, 100], \"clock_mhz\": [[1000, 1500, "
+                             "1900]]}}",
+                             j ? "," : "", j, 600 + j % 100);
+    k += (size_t)sprintf(t + k, "]");
+    write_jobs(t);
+    free(t);
+    pfi_alloc_set s;
+    pfi_err e = {0};
+    assert_int_equal(pfi_jobs_file_load(path, 1, &s, &e), PFI_OK);
+    unlink(path);
+    assert_int_equal(s.n, 3000);
+    for (int j = 0; j < s.n; j++) {
+        assert_ptr_equal(s.pg[j].table.cap_w, s.pg[j].cap_w);
+        assert_ptr_equal(s.pg[j].table.tput, s.pg[j].tput);
+        assert_true(s.pg[j].table.cap_w[2] == 600 + j % 100);
+        assert_int_equal(s.truth[j].n_points, 3);
+        assert_true(s.truth[j].cap_w[2] == 600 + j % 100);
+    }
+    pfi_alloc_set_free(&s);
+}
+
 /* A grid step far above every cap has no multiple in the caps' range: refused, never caps of
  * 0 W. */
 static void test_step_bounds(void **state)
@@ -124,6 +374,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_file),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_stream_same_as_whole),
+        cmocka_unit_test(test_stream_shapes),
+        cmocka_unit_test(test_grow_pergpu),
         cmocka_unit_test(test_step_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,33 +88,38 @@ typedef struct alloc_out {
     pfi_alloc_totals t;
 } alloc_out;
 
-static int print_json(const alloc_out *a)
+/* Job j of the allocation as JSON (one at a time: 100k jobs are never held as JSON at once). */
+static json_t *job_json(void *ctx, int j)
 {
+    const alloc_out *a = ctx;
     const pfi_alloc_set *s = a->s;
     const pfi_alloc_job *view = a->view;
     const pfi_alloc_result *r = a->r;
-    json_t *arr = json_array();
-    for (int j = 0; j < s->n; j++) {
-        json_t *o1 = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:o, s:o}", "id", view[j].id,
-                               "gpus", view[j].n_gpus, "cap_w", r->cap_w[j], "power_w",
-                               view[j].n_gpus * r->cap_w[j], "floor_w", r->floor_w[j], "tput",
-                               r->tput[j], "sla", pfi_json_num(r->sla[j]), "binding",
-                               binding(r->flags[j]));
-        if (s->truth[j].n_points >= 2)
-            json_object_set_new(o1, "tput_true",
-                                json_real(pfi_alloc_tput_at(&s->truth[j], r->cap_w[j])));
-        if (a->per_gpu) {
-            double gc[1024];
-            json_t *ga = json_array();
-            if (view[j].n_gpus <= 1024) {
-                pfi_pergpu_split(&s->pg[j].table, s->pg[j].gcaps, s->pg[j].x, r->cap_w[j], gc);
-                for (int g = 0; g < view[j].n_gpus; g++)
-                    json_array_append_new(ga, json_real(gc[g]));
-            }
-            json_object_set_new(o1, "gpu_caps_w", ga);
+    json_t *o1 = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:o, s:o}", "id", view[j].id, "gpus",
+                           view[j].n_gpus, "cap_w", r->cap_w[j], "power_w",
+                           view[j].n_gpus * r->cap_w[j], "floor_w", r->floor_w[j], "tput",
+                           r->tput[j], "sla", pfi_json_num(r->sla[j]), "binding",
+                           binding(r->flags[j]));
+    if (s->truth[j].n_points >= 2)
+        json_object_set_new(o1, "tput_true",
+                            json_real(pfi_alloc_tput_at(&s->truth[j], r->cap_w[j])));
+    if (a->per_gpu) {
+        double gc[1024];
+        json_t *ga = json_array();
+        if (view[j].n_gpus <= 1024) {
+            pfi_pergpu_split(&s->pg[j].table, s->pg[j].gcaps, s->pg[j].x, r->cap_w[j], gc);
+            for (int g = 0; g < view[j].n_gpus; g++)
+                json_array_append_new(ga, json_real(gc[g]));
         }
-        json_array_append_new(arr, o1);
+        json_object_set_new(o1, "gpu_caps_w", ga);
     }
+    return o1;
+}
+
+static int print_json(const alloc_out *a)
+{
+    const pfi_alloc_result *r = a->r;
+    json_t *arr = json_array(); /* the jobs are written in its place */
     const pfi_alloc_totals *t = &a->t;
     json_t *doc = json_pack(
         "{s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:b, s:f, s:f, s:f, s:i, s:I, s:o}", "policy",
@@ -126,7 +131,7 @@ static int print_json(const alloc_out *a)
         r->min_budget_w, "min_budget_nosla_w", r->min_budget_nosla_w, "sla_extra", r->sla_extra,
         "sla_dropped", r->n_sla_dropped, "nodes", (json_int_t)r->nodes, "jobs", arr);
     json_object_set_new(doc, "optimal", json_boolean(r->optimal));
-    return pfi_cli_print_json(doc);
+    return pfi_cli_print_json_items(doc, "jobs", job_json, (void *)a, a->s->n);
 }
 
 static void print_table(const alloc_out *a)

@@ -128,13 +128,65 @@ int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err)
     return pfi_hw_open(name, arg, h->read_only, out, err);
 }
 
+/* 12 digits: 6 rounded Unix times to hours and large totals (tokens/s of a fleet). */
+#define PRINT_FLAGS (JSON_INDENT(2) | JSON_REAL_PRECISION(12))
+
 int pfi_cli_print_json(json_t *doc)
 {
     if (!doc)
         return PFI_EXIT_FAIL;
-    /* 12 digits: 6 rounded Unix times to hours and large totals (tokens/s of a fleet). */
-    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) == 0 ? 0 : 1;
+    int rc = json_dumpf(doc, stdout, PRINT_FLAGS) == 0 ? 0 : 1;
     fputc('\n', stdout);
     json_decref(doc);
+    return rc ? PFI_EXIT_FAIL : PFI_EXIT_OK;
+}
+
+/* v dumped as an element of a top member's array: every line after the first indented by 4. */
+static int print_item(json_t *v)
+{
+    char *s = v ? json_dumps(v, PRINT_FLAGS) : NULL;
+    json_decref(v);
+    if (!s)
+        return -1;
+    for (const char *p = s, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        if (!nl) {
+            fputs(p, stdout);
+            break;
+        }
+        fwrite(p, 1, (size_t)(nl - p), stdout);
+        fputs("\n    ", stdout);
+    }
+    free(s);
+    return 0;
+}
+
+int pfi_cli_print_json_items(json_t *doc, const char *key, json_t *(*item)(void *ctx, int i),
+                             void *ctx, int n)
+{
+    if (!doc)
+        return PFI_EXIT_FAIL;
+    /* the document with an empty array there, then the elements written in its place */
+    json_object_set_new(doc, key, json_array());
+    char *s = json_dumps(doc, PRINT_FLAGS), mark[256];
+    json_decref(doc);
+    snprintf(mark, sizeof mark, "\n  \"%s\": []", key);
+    char *at = s ? strstr(s, mark) : NULL;
+    if (!at) {
+        free(s);
+        return PFI_EXIT_FAIL;
+    }
+    at += strlen(mark) - 1; /* at the ']' */
+    fwrite(s, 1, (size_t)(at - s), stdout);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        fputs(i ? ",\n    " : "\n    ", stdout);
+        rc = print_item(item(ctx, i));
+    }
+    if (n > 0)
+        fputs("\n  ", stdout);
+    fputs(at, stdout);
+    fputc('\n', stdout);
+    free(s);
     return rc ? PFI_EXIT_FAIL : PFI_EXIT_OK;
 }

@@ -8,21 +8,85 @@
 
 #include "core/policy.h"
 
+/* The curves' points: blocks that never move, so the jobs can point into them. */
+struct pfi_alloc_points {
+    pfi_alloc_points *next;
+    size_t used, size;
+    double v[];
+};
+
+#define POINTS_BLOCK 65536 /* doubles: 512 KiB, about 1,500 jobs of two 11-point curves */
+
 int pfi_alloc_set_init(pfi_alloc_set *s, int n, int per_gpu)
 {
     memset(s, 0, sizeof *s);
+    size_t m = n > 0 ? (size_t)n : 1;
     s->n = s->cap = n;
-    s->truth = calloc((size_t)n, sizeof *s->truth);
-    s->pred = calloc((size_t)n, sizeof *s->pred);
-    s->pfi30 = calloc((size_t)n, sizeof *s->pfi30);
-    s->bt = calloc((size_t)n, sizeof *s->bt);
-    s->bp = calloc((size_t)n, sizeof *s->bp);
-    s->ids = calloc((size_t)n, sizeof *s->ids);
+    s->truth = calloc(m, sizeof *s->truth);
+    s->pred = calloc(m, sizeof *s->pred);
+    s->pfi30 = calloc(m, sizeof *s->pfi30);
+    s->ids = calloc(m, sizeof *s->ids);
     if (per_gpu)
-        s->pg = calloc((size_t)n, sizeof *s->pg);
-    return s->truth && s->pred && s->pfi30 && s->bt && s->bp && s->ids && (s->pg || !per_gpu)
-               ? PFI_OK
-               : PFI_ENOMEM;
+        s->pg = calloc(m, sizeof *s->pg);
+    return s->truth && s->pred && s->pfi30 && s->ids && (s->pg || !per_gpu) ? PFI_OK
+                                                                             : PFI_ENOMEM;
+}
+
+/* *p resized from `old` to `n` elements of `size` bytes, the new ones zero. */
+static int resize(void **p, int old, int n, size_t size)
+{
+    char *q = realloc(*p, (size_t)n * size);
+    if (!q)
+        return PFI_ENOMEM;
+    memset(q + (size_t)old * size, 0, (size_t)(n - old) * size);
+    *p = q;
+    return PFI_OK;
+}
+
+int pfi_alloc_set_grow(pfi_alloc_set *s, int n)
+{
+    if (n <= s->cap)
+        return PFI_OK;
+    int old = s->cap;
+    if (resize((void **)&s->truth, old, n, sizeof *s->truth) ||
+        resize((void **)&s->pred, old, n, sizeof *s->pred) ||
+        resize((void **)&s->pfi30, old, n, sizeof *s->pfi30) ||
+        resize((void **)&s->ids, old, n, sizeof *s->ids) ||
+        (s->pg && resize((void **)&s->pg, old, n, sizeof *s->pg)))
+        return PFI_ENOMEM; /* the arrays resized so far are larger, cap still tells their use */
+    for (int j = 0; s->pg && j < old; j++) /* a table points into its own entry */
+        if (s->pg[j].table.cap_w) {
+            s->pg[j].table.cap_w = s->pg[j].cap_w;
+            s->pg[j].table.tput = s->pg[j].tput;
+        }
+    s->cap = n;
+    return PFI_OK;
+}
+
+int pfi_alloc_set_keep_curve(pfi_alloc_set *s, pfi_alloc_job *job)
+{
+    size_t need = 2 * (size_t)(job->n_points > 0 ? job->n_points : 0);
+    if (need == 0) {
+        job->cap_w = job->tput = NULL;
+        return PFI_OK;
+    }
+    pfi_alloc_points *b = s->pts;
+    if (!b || b->size - b->used < need) {
+        size_t size = need > POINTS_BLOCK ? need : POINTS_BLOCK;
+        if (!(b = malloc(sizeof *b + size * sizeof b->v[0])))
+            return PFI_ENOMEM;
+        b->next = s->pts;
+        b->used = 0;
+        b->size = size;
+        s->pts = b;
+    }
+    double *p = b->v + b->used;
+    b->used += need;
+    memcpy(p, job->cap_w, sizeof *p * (size_t)job->n_points);
+    memcpy(p + job->n_points, job->tput, sizeof *p * (size_t)job->n_points);
+    job->cap_w = p;
+    job->tput = p + job->n_points;
+    return PFI_OK;
 }
 
 void pfi_alloc_set_free(pfi_alloc_set *s)
@@ -34,8 +98,10 @@ void pfi_alloc_set_free(pfi_alloc_set *s)
     free(s->truth);
     free(s->pred);
     free(s->pfi30);
-    free(s->bt);
-    free(s->bp);
+    for (pfi_alloc_points *b = s->pts, *nx; b; b = nx) {
+        nx = b->next;
+        free(b);
+    }
     if (s->pg)
         for (int j = 0; j < s->cap; j++) {
             free(s->pg[j].clock);

@@ -23,20 +23,28 @@ typedef struct pfi_alloc_pergpu {
     pfi_pergpu_job table;
 } pfi_alloc_pergpu;
 
+typedef struct pfi_alloc_points pfi_alloc_points;
+
 typedef struct pfi_alloc_set {
     int n;
     pfi_alloc_job *truth;     /* the true curve of each job (n_points 0 when absent) */
     pfi_alloc_job *pred;      /* the predicted curve (n_points 0 when absent) */
     double *pfi30;            /* given PFI30 (NAN when absent) */
-    pfi_alloc_curve *bt, *bp; /* storage of both */
     char **ids;               /* owned: the jobs' ids point here */
     pfi_alloc_pergpu *pg;     /* per job in the per-GPU mode, else NULL */
     int cap;                  /* jobs allocated (n may end up lower) */
+    pfi_alloc_points *pts;    /* owned: the curves' points (pfi_alloc_set_keep_curve) */
 } pfi_alloc_set;
 
 /* Room for n jobs (and their per-GPU tables when per_gpu), all empty; PFI_ENOMEM without a
  * message (the caller names what it was reading). */
 int pfi_alloc_set_init(pfi_alloc_set *s, int n, int per_gpu);
+/* Room for at least n jobs, those beyond the old room empty; what is held stays (s->n too).
+ * PFI_ENOMEM (the set is unchanged). */
+int pfi_alloc_set_grow(pfi_alloc_set *s, int n);
+/* A copy of job's curve (its n_points caps and throughputs) held by the set, exactly that size,
+ * for as long as the set lives: job->cap_w and job->tput then point at it.  PFI_ENOMEM. */
+int pfi_alloc_set_keep_curve(pfi_alloc_set *s, pfi_alloc_job *job);
 void pfi_alloc_set_free(pfi_alloc_set *s);
 
 /* The curve `policy` reads of each job into view[0..s->n): the prediction for pfi and

@@ -268,18 +268,18 @@ int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s
     if (gpus != floor(gpus))
         return pfi_err_set(err, PFI_EINVAL, "job %s: \"gpus\" must be a positive integer", id);
     int nt, np;
-    if ((rc = curve(o, "curve", id, &s->bt[j], &nt, err)) ||
-        (rc = curve(o, "predicted_curve", id, &s->bp[j], &np, err)))
+    pfi_alloc_curve bt, bp; /* read here, then kept by the set at their own size */
+    if ((rc = curve(o, "curve", id, &bt, &nt, err)) ||
+        (rc = curve(o, "predicted_curve", id, &bp, &np, err)))
         return rc;
     if (s->pg) {
         /* the uniform sweep of the table is the job's true curve */
         if ((rc = pergpu(o, id, (int)gpus, &s->pg[j], err)))
             return rc;
         if (nt == 0) {
-            s->bt[j] = (pfi_alloc_curve){{0}, {0}};
-            memcpy(s->bt[j].cap_w, s->pg[j].cap_w, sizeof s->bt[j].cap_w);
-            memcpy(s->bt[j].tput, s->pg[j].tput, sizeof s->bt[j].tput);
             nt = s->pg[j].n_caps;
+            memcpy(bt.cap_w, s->pg[j].cap_w, sizeof *bt.cap_w * (size_t)nt);
+            memcpy(bt.tput, s->pg[j].tput, sizeof *bt.tput * (size_t)nt);
         }
     }
     if (nt == 0 && np == 0)
@@ -288,7 +288,7 @@ int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s
     if (!(s->ids[j] = strdup(id)))
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     /* Defaults: the range of the curve, and the baseline drawn at the top of it. */
-    const pfi_alloc_curve *any = nt ? &s->bt[j] : &s->bp[j];
+    const pfi_alloc_curve *any = nt ? &bt : &bp;
     int na = nt ? nt : np;
     if (isnan(mn))
         mn = any->cap_w[0];
@@ -298,14 +298,16 @@ int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s
         p0 = mx;
     pfi_alloc_job base = {s->ids[j], (int)gpus, mn, mx, NULL, NULL, 0, p0, t0, sla, w};
     s->truth[j] = base;
-    s->truth[j].cap_w = s->bt[j].cap_w;
-    s->truth[j].tput = s->bt[j].tput;
+    s->truth[j].cap_w = bt.cap_w;
+    s->truth[j].tput = bt.tput;
     s->truth[j].n_points = nt;
     s->pred[j] = base;
-    s->pred[j].cap_w = s->bp[j].cap_w;
-    s->pred[j].tput = s->bp[j].tput;
+    s->pred[j].cap_w = bp.cap_w;
+    s->pred[j].tput = bp.tput;
     s->pred[j].n_points = np;
     s->pfi30[j] = pfi;
+    if (pfi_alloc_set_keep_curve(s, &s->truth[j]) || pfi_alloc_set_keep_curve(s, &s->pred[j]))
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     return PFI_OK;
 }
 

@@ -12,9 +12,10 @@
 #include "core/alloc_set.h"
 #include "core/predict.h"
 
-/* Every job of the file at path (per_gpu: with their per-GPU tables).  A file that cannot be
- * opened is PFI_ENOENT or PFI_EIO; bad JSON is PFI_EINVAL with its line; a bad job is
- * PFI_EINVAL naming it. */
+/* Every job of the file at path (per_gpu: with their per-GPU tables), read one job at a time:
+ * memory holds the jobs, not the document.  A file that cannot be opened is PFI_ENOENT or
+ * PFI_EIO; bad JSON is PFI_EINVAL with its line; a bad job is PFI_EINVAL naming it (bad JSON
+ * anywhere in the file is told first). */
 int pfi_jobs_file_load(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err);
 
 /* Every run of the store at path with a usable curve (model NULL: no predictions).  A run that

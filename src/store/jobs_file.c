@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* jobs_file.c: the jobs file of `pfi allocate` (jobs.h). */
+/* jobs_file.c: the jobs file of `pfi allocate` (jobs.h).  The file is streamed: one job is
+ * decoded at a time (util/json_items.h) into the set, so memory is the jobs themselves, not
+ * the document.  What the stream does not follow (bad JSON, an odd shape, an empty or missing
+ * "jobs" array, a file that cannot be read) is read whole by jansson, whose messages (with the
+ * line) are the ones a bad file gets. */
 #include "store/jobs.h"
 
 #include <errno.h>
@@ -8,8 +12,10 @@
 #include <jansson.h>
 
 #include "store/codec.h"
+#include "util/json_items.h"
 
-int pfi_jobs_file_load(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
+/* The whole document at once: every file the stream hands back. */
+static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
 {
     memset(s, 0, sizeof *s);
     json_error_t je;
@@ -31,4 +37,37 @@ int pfi_jobs_file_load(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err 
     }
     json_decref(doc);
     return rc;
+}
+
+/* The jobs one at a time.  A bad job's error waits until the rest of the file is known to be
+ * JSON (as when it is read whole, bad JSON anywhere is what is told); the jobs after it are
+ * then only parsed.  PFI_JSON_ITEMS_OTHER: read the file whole instead. */
+static int load_stream(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
+{
+    pfi_json_items it;
+    int got = pfi_json_items_open(&it, path, "jobs"), rc = PFI_OK;
+    if (got == PFI_JSON_ITEMS_ONE && pfi_alloc_set_init(s, 0, per_gpu) != PFI_OK)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    json_t *o;
+    while (got == PFI_JSON_ITEMS_ONE && rc != PFI_ENOMEM &&
+           (got = pfi_json_items_next(&it, &o)) == PFI_JSON_ITEMS_ONE) {
+        int j = s->n;
+        if (rc == PFI_OK && j == s->cap && pfi_alloc_set_grow(s, j < 1024 ? 1024 : 2 * j))
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", 2 * j);
+        if (rc == PFI_OK && (rc = pfi_job_json_decode(o, path, j, s, j, err)) == PFI_OK)
+            s->n++;
+        json_decref(o);
+    }
+    pfi_json_items_close(&it);
+    return got == PFI_JSON_ITEMS_OTHER ? PFI_JSON_ITEMS_OTHER : rc;
+}
+
+int pfi_jobs_file_load(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
+{
+    memset(s, 0, sizeof *s);
+    int rc = load_stream(path, per_gpu, s, err);
+    if (rc != PFI_JSON_ITEMS_OTHER)
+        return rc;
+    pfi_alloc_set_free(s);
+    return load_whole(path, per_gpu, s, err);
 }

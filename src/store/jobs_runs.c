@@ -31,6 +31,12 @@ static void fit_draw(pfi_store *st, const pfi_run_summary *sum, int nr, pfi_run 
     free(d);
 }
 
+static int keep(pfi_alloc_set *s, pfi_alloc_job *job, pfi_err *err)
+{
+    return pfi_alloc_set_keep_curve(s, job) ? pfi_err_set(err, PFI_ENOMEM, "out of memory")
+                                            : PFI_OK;
+}
+
 int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set *s,
                         void (*skip)(void *ctx, const char *run, const char *why), void *ctx,
                         pfi_err *err)
@@ -57,13 +63,14 @@ int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set 
         relative |= sum[i].unit != PFI_TOKENS_PER_S;
     pfi_run *run = malloc(sizeof *run);
     pfi_curve *cv = malloc(sizeof *cv);
+    pfi_alloc_curve *buf = malloc(sizeof *buf); /* each curve, then kept by the set */
     int m = 0;
     pfi_draw_model dm, *draw = NULL;
     if (model && run && cv) {
         fit_draw(st, sum, nr, run, cv, &dm);
         draw = &dm;
     }
-    for (int i = 0; run && cv && i < nr; i++) {
+    for (int i = 0; run && cv && buf && i < nr; i++) {
         pfi_err e2 = {0};
         if (pfi_store_load_run(st, sum[i].id, run, &e2) ||
             pfi_curve_from_run(run, -1, cv, &e2)) {
@@ -74,13 +81,15 @@ int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set 
         s->ids[m] = strdup(sum[i].name);
         if (!s->ids[m] ||
             (rc = pfi_alloc_job_from_curve(cv, PFI_VIEW_MEASURED, relative, s->ids[m], 0, 0,
-                                           &s->bt[m], &s->truth[m], err)))
+                                           buf, &s->truth[m], err)) ||
+            (rc = keep(s, &s->truth[m], err)))
             break;
         if (model) {
             if ((rc = pfi_model_predict_run(model, run, cv, err)) ||
                 (rc = pfi_alloc_job_from_prediction(cv, draw, relative, s->ids[m],
                                                     s->truth[m].min_cap_w, s->truth[m].max_cap_w,
-                                                    &s->bp[m], &s->pred[m], err))) {
+                                                    buf, &s->pred[m], err)) ||
+                (rc = keep(s, &s->pred[m], err))) {
                 pfi_err_prefix(err, "predicting %s: ", sum[i].name);
                 break;
             }
@@ -89,10 +98,11 @@ int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set 
         s->pfi30[m] = NAN;
         m++;
     }
-    if (!run || !cv)
+    if (!run || !cv || !buf)
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     free(run);
     free(cv);
+    free(buf);
     s->n = m;
     if (!rc && m == 0)
         rc = pfi_err_set(err, PFI_EINVAL, "no run of %s has a usable curve", path);

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* json_items.h: the elements of one array in a JSON file, read one at a time through a small
+ * buffer, never the whole document in memory: the file is an object whose member `key` is the
+ * array (or, key NULL or not, a bare array).  Each element's bytes are found by a scanner that
+ * follows strings, escapes and nesting, then decoded by jansson alone; every other member's
+ * value is decoded the same way and dropped, so a document that reaches the end is one jansson
+ * would read whole.  What this reader does not follow (a file it cannot open, bad JSON between
+ * the elements, a duplicate `key`, a `key` that is not a non-empty array, nesting near
+ * jansson's depth limit) ends it with PFI_JSON_ITEMS_OTHER: the caller then reads the file
+ * whole, as before, and jansson says what is wrong, with its line. */
+#ifndef PFI_UTIL_JSON_ITEMS_H
+#define PFI_UTIL_JSON_ITEMS_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+enum {
+    PFI_JSON_ITEMS_END = 0,   /* no more elements, and the document is whole and valid */
+    PFI_JSON_ITEMS_ONE = 1,   /* *v is the next element (a new reference) */
+    PFI_JSON_ITEMS_OTHER = -1 /* not a document this reader follows: read it whole instead */
+};
+
+typedef struct pfi_json_items {
+    FILE *f;
+    char *buf;
+    size_t cap, len, pos; /* buf[pos..len) not scanned yet */
+    int eof;
+    const char *key;
+    int in_object; /* the array is a member of the top object */
+    int started;   /* an element was read */
+    int done;      /* the array ended */
+} pfi_json_items;
+
+/* Opens path and reads up to the first element.  PFI_JSON_ITEMS_ONE when positioned there,
+ * else PFI_JSON_ITEMS_OTHER (close it either way). */
+int pfi_json_items_open(pfi_json_items *it, const char *path, const char *key);
+/* The next element, or the end after checking the rest of the document. */
+int pfi_json_items_next(pfi_json_items *it, json_t **v);
+void pfi_json_items_close(pfi_json_items *it);
+
+#endif

@@ -15,6 +15,7 @@
 
 #include "core/alloc.h"
 #include "core/alloc_keep.h"
+#include "core/alloc_synth.h"
 
 #define MAXJ 200
 #define MAXP 8
@@ -310,6 +311,126 @@ static void test_keep(void **state)
     pfi_alloc_keep_free(k);
 }
 
+/* Two solves of the same jobs at budget b, field by field. */
+static void same_answer(const pfi_alloc_result *r, const pfi_alloc_result *f)
+{
+    assert_int_equal(r->n, f->n);
+    for (int j = 0; j < r->n; j++) {
+        assert_true(r->cap_w[j] == f->cap_w[j]);
+        assert_true(r->tput[j] == f->tput[j]);
+        assert_int_equal(r->flags[j], f->flags[j]);
+    }
+    assert_true(r->value == f->value && r->power_w == f->power_w);
+    assert_true(r->upper_bound == f->upper_bound);
+    assert_int_equal(r->optimal, f->optimal);
+    assert_true(r->nodes == f->nodes);
+}
+
+/* Many jobs sharing a few curves (so thousands of hull segments have equal slopes and the
+ * budget runs out inside a group of them, filled in job order), and a synthetic fleet of 20,000
+ * jobs: the fresh solver's selection, the workspace's sorted index (its second solve on) and
+ * its re-solves after budget changes and a job's new curve give the same answer bit for bit. */
+static void test_warm_large(void **state)
+{
+    (void)state;
+    enum { N = 3000, T = 5, NP = 6 };
+    static pfi_alloc_job jobs[N];
+    static double caps[T][NP], tput[N][NP];
+    static char ids[N][8];
+    rng_state = 31;
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < NP; i++)
+            caps[t][i] = 200 + 50 * i;
+    for (int j = 0; j < N; j++) {
+        int t = j % T;
+        double slope = 8.0 / (t + 1), v = 100;
+        for (int i = 0; i < NP; i++, slope /= 2) { /* exact binary fractions: equal slopes */
+            tput[j][i] = v;
+            v += slope * 50;
+        }
+        snprintf(ids[j], sizeof ids[j], "j%d", j);
+        jobs[j] = (pfi_alloc_job){ids[j], 1 + j % 4, 200, 450, caps[t], tput[j], NP, 400,
+                                  NAN, NAN, 1};
+    }
+    double lo = 0, hi = 0;
+    for (int j = 0; j < N; j++) {
+        lo += jobs[j].n_gpus * 200.0;
+        hi += jobs[j].n_gpus * 450.0;
+    }
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.step_w = 5;
+    pfi_alloc_ws *w;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_ws_new(jobs, N, 0.5 * (lo + hi), &o, &w, &e), PFI_OK);
+    for (int s = 0; s < 40; s++) {
+        double b = lo + (hi - lo) * (s < 20 ? s / 19.0 : urand());
+        if (s == 30) { /* one job's curve changes: its segments leave the index, new ones enter */
+            for (int i = 0; i < NP; i++)
+                tput[7][i] *= 1.5;
+            assert_int_equal(pfi_alloc_ws_update_job(w, 7, &e), PFI_OK);
+        }
+        pfi_alloc_result r, f;
+        assert_int_equal(pfi_alloc_ws_solve(w, b, &r, &e), PFI_OK);
+        assert_int_equal(pfi_alloc_solve(jobs, N, b, &o, &f, &e), PFI_OK);
+        same_answer(&r, &f);
+        assert_true(f.power_w <= b);
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&f);
+    }
+    pfi_alloc_ws_free(w);
+
+    pfi_alloc_synth sy;
+    assert_int_equal(pfi_alloc_synth_make(20000, 1, 32, 3, &sy, &e), PFI_OK);
+    pfi_alloc_opts_default(&o);
+    double b0 = pfi_alloc_budget_from_cut(sy.jobs, sy.n, 0.3);
+    assert_int_equal(pfi_alloc_ws_new(sy.jobs, sy.n, b0, &o, &w, &e), PFI_OK);
+    double cuts[] = {1.0, 1.0, 0.9, 0.945, 1.2, 0.6};
+    for (int s = 0; s < 6; s++) {
+        pfi_alloc_result r, f;
+        assert_int_equal(pfi_alloc_ws_solve(w, cuts[s] * b0, &r, &e), PFI_OK);
+        assert_int_equal(pfi_alloc_solve(sy.jobs, sy.n, cuts[s] * b0, &o, &f, &e), PFI_OK);
+        same_answer(&r, &f);
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&f);
+    }
+    pfi_alloc_ws_free(w);
+    pfi_alloc_synth_free(&sy);
+}
+
+/* A job whose new curve has more points than every slot the workspace holds: it is packed
+ * again, and the answer is still the fresh solver's. */
+static void test_warm_grow(void **state)
+{
+    (void)state;
+    static double c[12], t[12];
+    static pfi_alloc_job job = {"g", 2, 100, 700, c, t, 2, 500, NAN, NAN, 1};
+    c[0] = 100, c[1] = 700, t[0] = 10, t[1] = 70;
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_alloc_ws *w;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_ws_new(&job, 1, 800, &o, &w, &e), PFI_OK);
+    for (int round = 0; round < 3; round++) {
+        if (round > 0) { /* 12 points on a concave curve off the grid */
+            job.n_points = 12;
+            for (int i = 0; i < 12; i++) {
+                c[i] = 100.5 + 50 * i + round;
+                t[i] = 100 * sqrt(c[i]);
+            }
+            assert_int_equal(pfi_alloc_ws_update_job(w, 0, &e), PFI_OK);
+        }
+        pfi_alloc_result r, f;
+        assert_int_equal(pfi_alloc_ws_solve(w, 801, &r, &e), PFI_OK);
+        assert_int_equal(pfi_alloc_solve(&job, 1, 801, &o, &f, &e), PFI_OK);
+        same_answer(&r, &f);
+        assert_true(r.cap_w[0] == 400); /* 800 W over 2 GPUs on a 1 W grid */
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&f);
+    }
+    pfi_alloc_ws_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +438,8 @@ int main(void)
         cmocka_unit_test(test_warm_nonconcave),
         cmocka_unit_test(test_warm_bad_job),
         cmocka_unit_test(test_keep),
+        cmocka_unit_test(test_warm_large),
+        cmocka_unit_test(test_warm_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

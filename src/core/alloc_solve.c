@@ -5,10 +5,14 @@
  * value w_j T_j(k * step).  Its linear relaxation replaces each job's points by their upper
  * concave hull; the relaxation's optimum takes hull segments in decreasing order of value per
  * unit of cost until the budget runs out, and leaves at most one job between two hull vertices.
- * We find the last segment taken by a weighted quickselect on slopes (expected linear time: a
- * sort of a million segments would alone cost the whole time budget of 100k jobs).  A
- * workspace (pfi_alloc_ws) solved again at the same hulls sorts them once instead, and finds
- * the last segment taken by a binary search on their costs' prefix sums.
+ * We find the last segment taken by a weighted selection on slopes that moves no segment: one
+ * pass sums the cost of the slopes in each of up to 4096 buckets of their bit patterns, and
+ * only the bucket where the budget runs out is gathered and sorted (linear time; a sort of a
+ * million segments would alone cost the whole time budget of 100k jobs).  A workspace
+ * (pfi_alloc_ws) solved again at the same hulls sorts them once instead (a radix sort), and
+ * finds the last segment taken by a binary search on their costs' prefix sums.
+ *
+ * Hulls are stored packed, job after job, each in as many slots as it has candidate points.
  *
  * A job's hull is computed from its range ends and the grid points on either side of each of its
  * curve's breakpoints: between those the curve is linear, so every other grid point lies on a
@@ -19,17 +23,24 @@
  * halves are solved again (depth first).  A node is pruned when its relaxation cannot beat the
  * best allocation found; each node also rounds its relaxation down and fills what is left of the
  * budget greedily, one grid step at a time, which is what makes the first incumbent good. */
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/alloc.h"
 
-typedef struct seg {
+/* A hull segment named by its job and first vertex, with its slope and cost: the selection's
+ * candidates (one bucket of slopes at a time, never every segment). */
+typedef struct cand {
     double slope; /* value per grid unit of cost */
     long long cost;
-    int j, i;     /* job, index of the segment's first hull vertex */
-} seg;
+    int j, i;
+} cand;
+
+#define SEL_BUCKETS 4096
 
 typedef struct solver {
     const pfi_alloc_job *jobs;
@@ -37,10 +48,18 @@ typedef struct solver {
     double step;
     long long bu;     /* budget in grid units (watts / step) */
     int *a, *b;       /* current range of each job, grid indices */
-    int *hoff, *hn;   /* hull of each job's current range: vertices in hk/hv */
+    int *ng;          /* each job's GPUs (read by every pass; the job structs are wide) */
+    /* Hull of each job's current range: hn[j] vertices (grid index hk, value hv) from hoff[j];
+     * hs[hoff[j] + i] is the slope of segment i (vertex i to i + 1, made non-increasing) and
+     * hm[j] how many of them are positive (the only ones a relaxation takes). */
+    int *hoff, *hn, *hm;
     int *hk;
-    double *hv;
-    seg *segs;
+    double *hv, *hs;
+    cand *cd;         /* the selection's bucket of candidates */
+    size_t cd_cap;
+    long long hist[SEL_BUCKETS]; /* the selection's cost per slope bucket */
+    int cnt[SEL_BUCKETS];        /*   and segments per bucket */
+    int nomem;        /* a buffer could not be had: the solve fails with PFI_ENOMEM */
     int *pos;         /* relaxation: hull vertex each job has reached */
     int *k, *best_k;  /* rounded allocation, best allocation found */
     double *kv;       /* value of each job at k */
@@ -49,22 +68,36 @@ typedef struct solver {
     int *heap;        /* greedy fill: jobs ordered by next step's gain per GPU */
     double *gain;
     double work, max_work, tol, rel_gap, root_ub;
-    unsigned rng;
     long long nodes;
     /* The root's segments sorted once (slope down, then job, then vertex), for re-solves of
-     * the same hulls at other budgets: cum[t] is the cost of the first t, sj/si name them,
-     * hs[hoff[j] + i] is segment i's slope and hm[j] how many of job j's are positive.  Used
-     * at the root node only, while idx_ok. */
+     * the same hulls at other budgets: cum[t] is the cost of the first t, sj/si name them.
+     * Used at the root node only, while idx_ok. */
     long long *cum;
-    int *sj, *si, *hm;
-    double *hs;
+    int *sj, *si;
     int nidx, idx_ok;
     double *ss;       /* the slope of each sorted segment */
     long long *cum2;  /* a second index of idx_cap + 1 entries: a patch writes it, then swaps */
     double *ss2;
     int *sj2, *si2, idx_cap, nidx_cap;
-    size_t cap_n, cap_h; /* the buffers' sizes (jobs, hull vertices) */
 } solver;
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* Buffers of several MiB (a fresh solve of 100k jobs writes ~30 MB once) are asked for on huge
+ * page boundaries with the kernel's advice to back them with huge pages where it can: on 4 KiB
+ * pages their first-touch faults cost as much as the solve itself.  Freed with free(). */
+static void *big_alloc(size_t bytes)
+{
+    if (bytes < 2 * HUGE_PAGE)
+        return malloc(bytes);
+    size_t sz = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p = aligned_alloc(HUGE_PAGE, sz);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        madvise(p, sz, MADV_HUGEPAGE);
+#endif
+    return p;
+}
 
 static double val(const solver *S, int j, int k)
 {
@@ -73,38 +106,43 @@ static double val(const solver *S, int j, int k)
     return w * pfi_alloc_tput_at(J, k * S->step);
 }
 
-/* Upper hull of job j's grid points on [a_j, b_j]. */
-static void build_hull(solver *S, int j)
+/* Upper hull of job j's grid points on [a_j, b_j], its slopes and how many are positive.
+ * Returns how many candidate points it looked at: no sub-range of [a_j, b_j] has more, so that
+ * many slots hold the hull of any branch on the job.  count_only: only count them. */
+static int build_hull(solver *S, int j, int count_only)
 {
     const pfi_alloc_job *J = &S->jobs[j];
     int a = S->a[j], b = S->b[j];
     int *hk = S->hk + S->hoff[j];
     double *hv = S->hv + S->hoff[j];
-    int m = 0;
+    int m = 0, nc_all = 0;
     int last = a - 1;
     double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
     int at = 0; /* candidates ascend, so the curve segment holding each one only moves right */
     for (int i = -1; i <= J->n_points; i++) {
         /* candidate grid points, ascending: a, neighbours of each breakpoint, b */
-        int cand[2], nc = 0;
+        int cand_k[2], nc = 0;
         if (i < 0)
-            cand[nc++] = a;
+            cand_k[nc++] = a;
         else if (i == J->n_points)
-            cand[nc++] = b;
+            cand_k[nc++] = b;
         else {
             double x = J->cap_w[i] / S->step;
             int f = (int)floor(x);
             if (f > a && f < b)
-                cand[nc++] = f;
+                cand_k[nc++] = f;
             /* a breakpoint on the grid is its own neighbour */
             if (x - f > 1e-9 && f + 1 > a && f + 1 < b)
-                cand[nc++] = f + 1;
+                cand_k[nc++] = f + 1;
         }
         for (int c = 0; c < nc; c++) {
-            int kk = cand[c];
+            int kk = cand_k[c];
             if (kk <= last)
                 continue;
             last = kk;
+            nc_all++;
+            if (count_only)
+                continue;
             double x = kk * S->step, v;
             while (at < J->n_points && J->cap_w[at] <= x)
                 at++;
@@ -127,31 +165,48 @@ static void build_hull(solver *S, int j)
             }
             hk[m] = kk;
             hv[m] = v;
-
             m++;
         }
     }
+    if (count_only)
+        return nc_all;
     S->hn[j] = m;
+    double *hs = S->hs + S->hoff[j];
+    long long n = J->n_gpus;
+    double prev = INFINITY;
+    int i = 0;
+    for (; i + 1 < m; i++) {
+        long long cost = n * (hk[i + 1] - hk[i]);
+        double slope = (hv[i + 1] - hv[i]) / (double)cost;
+        /* Rounding can leave a later slope a hair above an earlier one; the selection needs
+         * each job's taken segments to be a prefix, so slopes are made non-increasing. */
+        if (slope > prev)
+            slope = prev;
+        prev = slope;
+        if (!(slope > 0))
+            break; /* hull slopes decrease: the rest gain nothing */
+        hs[i] = slope;
+    }
+    S->hm[j] = i;
+    return nc_all;
 }
 
-static void swap_seg(seg *x, seg *y)
+/* Slope down, then job, then vertex: the order segments are taken in. */
+static int seg_order(double s1, int j1, int i1, double s2, int j2, int i2)
 {
-    seg t = *x;
-    *x = *y;
-    *y = t;
+    if (s1 != s2)
+        return s1 > s2 ? -1 : 1;
+    if (j1 != j2)
+        return j1 < j2 ? -1 : 1;
+    return (i1 > i2) - (i1 < i2);
 }
 
-static int cmp_seg_job(const void *x, const void *y)
+static int cmp_cand(const void *x, const void *y)
 {
-    const seg *p = x, *q = y;
-    if (p->j != q->j)
-        return p->j - q->j;
-    return p->i - q->i;
+    const cand *p = x, *q = y;
+    return seg_order(p->slope, p->j, p->i, q->slope, q->j, q->i);
 }
 
-/* Solves the relaxation on the current ranges.  Returns 0 when the ranges' minimums exceed the
- * budget.  Fills pos[], *ub, and the fractional job (*fj = -1 when none) with its position *fx
- * in grid units. */
 /* The relaxation's value once pos[] and the fractional job are known: the hull values reached
  * plus the fractional part, summed in job order (the same sum whichever way pos was found). */
 static double relax_value(solver *S, int fj, double fslope, long long f)
@@ -227,166 +282,254 @@ static int relax_indexed(solver *S, long long e, double *ub, int *fj, double *fx
     return 1;
 }
 
+static uint64_t slope_key(double s) /* positive doubles order as their bits do */
+{
+    uint64_t u;
+    memcpy(&u, &s, sizeof u);
+    return u;
+}
+
+/* Finds the threshold slope p of the relaxation with e grid units to spend: every segment
+ * steeper than p is taken, the segments of slope p are filled in job order, the rest are not.
+ * A weighted selection without moving segments: the positive slopes' bit patterns (ordered as
+ * the slopes) are spread over buckets, one pass sums each bucket's cost, and only the bucket
+ * where the budget runs out is gathered and sorted.  Returns the candidates of that bucket in
+ * S->cd; [*g0, *tend) of them are taken whole, and the fractional job's part, if any, in *f. */
+static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t kmax, long long ns,
+                               int *g0_out, int *tend_out, int *fj, double *fx, long long *f_out)
+{
+    int nb = 1;
+    while (nb < SEL_BUCKETS && 16LL * nb < ns)
+        nb <<= 1;
+    int sh = 0;
+    if (ns > 0)
+        while (sh < 63 && ((kmax - kmin) >> sh) >= (uint64_t)nb)
+            sh++;
+    memset(S->hist, 0, (size_t)nb * sizeof *S->hist);
+    memset(S->cnt, 0, (size_t)nb * sizeof *S->cnt);
+    for (int j = 0; j < S->n; j++) {
+        int m = S->hm[j];
+        const double *hs = S->hs + S->hoff[j];
+        const int *hk = S->hk + S->hoff[j];
+        long long n = S->ng[j];
+        for (int i = 0; i < m; i++) {
+            uint64_t bk = (slope_key(hs[i]) - kmin) >> sh;
+            S->hist[bk] += n * (hk[i + 1] - hk[i]);
+            S->cnt[bk]++;
+        }
+    }
+    long long above = 0;
+    int beta = nb - 1;
+    for (; beta >= 0; beta--) {
+        if (above + S->hist[beta] >= e)
+            break;
+        above += S->hist[beta];
+    }
+    *g0_out = *tend_out = 0;
+    *f_out = 0;
+    if (beta < 0)
+        return -INFINITY; /* every positive segment fits */
+    size_t need = (size_t)S->cnt[beta];
+    if (need > S->cd_cap) {
+        cand *c = realloc(S->cd, need * sizeof *c);
+        if (!c) {
+            S->nomem = 1;
+            return -INFINITY;
+        }
+        S->cd = c;
+        S->cd_cap = need;
+    }
+    int nc = 0;
+    for (int j = 0; j < S->n && (size_t)nc < need; j++) {
+        int m = S->hm[j];
+        const double *hs = S->hs + S->hoff[j];
+        const int *hk = S->hk + S->hoff[j];
+        long long n = S->ng[j];
+        for (int i = 0; i < m; i++) {
+            uint64_t bk = (slope_key(hs[i]) - kmin) >> sh;
+            if (bk < (uint64_t)beta)
+                break; /* a job's slopes do not increase */
+            if (bk == (uint64_t)beta)
+                S->cd[nc++] = (cand){hs[i], n * (hk[i + 1] - hk[i]), j, i};
+        }
+    }
+    if (nc == 0)
+        return INFINITY; /* nothing to spend (e == 0): nothing is taken */
+    cand *cd = S->cd;
+    if (nc > 1) /* gathered in job order: sorted, ties keep it */
+        qsort(cd, (size_t)nc, sizeof *cd, cmp_cand);
+    long long e2 = e - above, cum = 0;
+    int t = 0;
+    while (t + 1 < nc && cum + cd[t].cost < e2)
+        cum += cd[t++].cost;
+    double p = cd[t].slope;
+    int g0 = t, g1 = t + 1;
+    while (g0 > 0 && cd[g0 - 1].slope == p)
+        cum -= cd[--g0].cost;
+    while (g1 < nc && cd[g1].slope == p)
+        g1++;
+    long long left = e2 - cum, f = 0;
+    int tend = g0;
+    for (t = g0; t < g1 && left > 0; t++) {
+        f = cd[t].cost < left ? cd[t].cost : left;
+        left -= f;
+        if (f == cd[t].cost)
+            tend = t + 1;
+        else {
+            *fj = cd[t].j;
+            *fx = S->hk[S->hoff[cd[t].j] + cd[t].i] + (double)f / S->jobs[cd[t].j].n_gpus;
+        }
+    }
+    *g0_out = g0;
+    *tend_out = tend;
+    *f_out = f;
+    return p;
+}
+
 /* Solves the relaxation on the current ranges.  Returns 0 when the ranges' minimums exceed the
- * budget.  Fills pos[], *ub, and the fractional job (*fj = -1 when none) with its position *fx
- * in grid units. */
+ * budget.  Fills k[] and kv[] (the hull vertex each job reached), *ub, and the fractional job
+ * (*fj = -1 when none) with its position *fx in grid units. */
 static int relax(solver *S, double *ub, int *fj, double *fx)
 {
-    long long base = 0;
-    int ns = 0;
+    long long base = 0, ns = 0;
     *fj = -1;
     *fx = 0;
     if (S->idx_ok && S->nodes == 1) {
         for (int j = 0; j < S->n; j++)
-            base += (long long)S->jobs[j].n_gpus * S->a[j];
+            base += (long long)S->ng[j] * S->a[j];
         S->work += S->n + 2.0 * S->nidx;
         if (base > S->bu)
             return 0;
         return relax_indexed(S, S->bu - base, ub, fj, fx);
     }
+    uint64_t kmin = UINT64_MAX, kmax = 0;
     for (int j = 0; j < S->n; j++) {
-        base += (long long)S->jobs[j].n_gpus * S->a[j];
-        const int *hk = S->hk + S->hoff[j];
-        const double *hv = S->hv + S->hoff[j];
-        S->pos[j] = 0;
-        long long n = S->jobs[j].n_gpus;
-        double prev = INFINITY;
-        for (int i = 0; i + 1 < S->hn[j]; i++) {
-            long long cost = n * (hk[i + 1] - hk[i]);
-            double slope = (hv[i + 1] - hv[i]) / (double)cost;
-            /* Rounding can leave a later slope a hair above an earlier one; the selection needs
-             * each job's taken segments to be a prefix, so slopes are made non-increasing. */
-            if (slope > prev)
-                slope = prev;
-            prev = slope;
-            if (!(slope > 0))
-                break; /* hull slopes decrease: the rest gain nothing */
-            S->segs[ns++] = (seg){slope, cost, j, i};
+        base += (long long)S->ng[j] * S->a[j];
+        int m = S->hm[j];
+        if (m > 0) {
+            const double *hs = S->hs + S->hoff[j];
+            uint64_t hi = slope_key(hs[0]), lo = slope_key(hs[m - 1]);
+            if (hi > kmax)
+                kmax = hi;
+            if (lo < kmin)
+                kmin = lo;
+            ns += m;
         }
     }
-    /* A fixed charge (not the partition's own count), so that the work limit stops a search
+    /* A fixed charge (not the selection's own count), so that the work limit stops a search
      * at the same node whichever way its root was solved. */
-    S->work += S->n + 2.0 * ns;
+    S->work += S->n + 2.0 * (double)ns;
     if (base > S->bu)
         return 0;
-    long long e = S->bu - base;
-    seg *sg = S->segs;
-    int lo = 0, hi = ns, eq_lo = 0, eq_hi = 0;
-    /* Weighted quickselect: [0, lo) is taken, [hi, ns) is not, [lo, hi) undecided. */
-    while (lo < hi) {
-        S->rng = S->rng * 1103515245u + 12345u;
-        double p = sg[lo + (int)((S->rng >> 8) % (unsigned)(hi - lo))].slope;
-        int g = lo, q = lo, r = hi; /* [lo,g) > p, [g,q) == p, [r,hi) < p */
-        while (q < r) {
-            if (sg[q].slope > p)
-                swap_seg(&sg[g++], &sg[q++]);
-            else if (sg[q].slope < p)
-                swap_seg(&sg[q], &sg[--r]);
+    int g0, tend;
+    long long f;
+    double p = select_threshold(S, S->bu - base, kmin, kmax, ns, &g0, &tend, fj, fx, &f);
+    if (S->nomem)
+        return 0;
+    /* Every segment steeper than p is taken (a prefix of each job's), and the whole ones of
+     * slope p, which the candidates list in job order. */
+    double v = 0;
+    int q = g0;
+    for (int j = 0; j < S->n; j++) {
+        int o = S->hoff[j];
+        const double *hs = S->hs + o;
+        int a = 0, b = S->hm[j];
+        while (a < b) {
+            int mid = (a + b) / 2;
+            if (hs[mid] > p)
+                a = mid + 1;
             else
-                q++;
+                b = mid;
         }
-        long long cg = 0, ce = 0;
-        for (int t = lo; t < g; t++)
-            cg += sg[t].cost;
-        if (cg > e) {
-            hi = g;
-            continue;
-        }
-        e -= cg;
-        for (int t = g; t < r; t++)
-            ce += sg[t].cost;
-        if (ce >= e) {
-            lo = g;
-            eq_lo = g;
-            eq_hi = r;
-            break;
-        }
-        e -= ce;
-        lo = r;
+        for (; q < tend && S->cd[q].j == j; q++)
+            if (S->cd[q].i + 1 > a)
+                a = S->cd[q].i + 1;
+        S->k[j] = S->hk[o + a];
+        S->kv[j] = S->hv[o + a];
+        v += S->kv[j];
     }
-    for (int t = 0; t < lo; t++)
-        if (sg[t].i + 1 > S->pos[sg[t].j])
-            S->pos[sg[t].j] = sg[t].i + 1;
-    long long f = 0;
-    double fslope = 0;
-    if (eq_hi > eq_lo) {
-        /* Ties at the threshold: fill in job order so the result does not depend on the
-         * partition's order; with distinct slopes per job, this keeps each job's prefix. */
-        qsort(sg + eq_lo, (size_t)(eq_hi - eq_lo), sizeof *sg, cmp_seg_job);
-        for (int t = eq_lo; t < eq_hi && e > 0; t++) {
-            f = sg[t].cost < e ? sg[t].cost : e;
-            e -= f;
-            if (f == sg[t].cost)
-                S->pos[sg[t].j] = sg[t].i + 1;
-            else {
-                *fj = sg[t].j;
-                fslope = sg[t].slope;
-                *fx = S->hk[S->hoff[sg[t].j] + sg[t].i] + (double)f / S->jobs[sg[t].j].n_gpus;
-            }
-        }
-    }
-    *ub = relax_value(S, *fj, fslope, f);
+    *ub = *fj >= 0 ? v + p * (double)f : v;
     return 1;
 }
 
-static int cmp_seg_slope(const void *x, const void *y)
-{
-    const seg *p = x, *q = y;
-    if (p->slope != q->slope)
-        return p->slope > q->slope ? -1 : 1;
-    return cmp_seg_job(x, y);
-}
-
-/* Sorts the current (root) hulls' segments into the index.  0: out of memory (no index). */
+/* Sorts the current (root) hulls' segments into the index: a stable radix sort of their
+ * slopes' bits (gathered in job order, so ties stay in job and vertex order).  0: out of memory
+ * (no index; re-solves select). */
 static int build_index(solver *S)
 {
     S->idx_ok = 0;
-    if (!S->hs && !(S->hs = malloc(S->cap_h * sizeof *S->hs)))
+    long long ns = 0;
+    for (int j = 0; j < S->n; j++)
+        ns += S->hm[j];
+    if (ns >= INT_MAX)
         return 0;
-    if (!S->hm && !(S->hm = malloc(S->cap_n * sizeof *S->hm)))
-        return 0;
-    int ns = 0;
-    for (int j = 0; j < S->n; j++) {
-        const int *hk = S->hk + S->hoff[j];
-        const double *hv = S->hv + S->hoff[j];
-        long long n = S->jobs[j].n_gpus;
-        double prev = INFINITY;
-        int i = 0;
-        for (; i + 1 < S->hn[j]; i++) { /* the same segments as relax() builds */
-            long long cost = n * (hk[i + 1] - hk[i]);
-            double slope = (hv[i + 1] - hv[i]) / (double)cost;
-            if (slope > prev)
-                slope = prev;
-            prev = slope;
-            if (!(slope > 0))
-                break;
-            S->hs[S->hoff[j] + i] = slope;
-            S->segs[ns++] = (seg){slope, cost, j, i};
-        }
-        S->hm[j] = i;
-    }
-    qsort(S->segs, (size_t)ns, sizeof *S->segs, cmp_seg_slope);
     free(S->cum);
     free(S->sj);
     free(S->si);
     free(S->ss);
-    S->cum = malloc(((size_t)ns + 1) * sizeof *S->cum);
-    S->sj = malloc(((size_t)ns + 1) * sizeof *S->sj);
-    S->si = malloc(((size_t)ns + 1) * sizeof *S->si);
-    S->ss = malloc(((size_t)ns + 1) * sizeof *S->ss);
-    if (!S->cum || !S->sj || !S->si || !S->ss)
-        return 0;
-    S->cum[0] = 0;
-    for (int t = 0; t < ns; t++) {
-        S->cum[t + 1] = S->cum[t] + S->segs[t].cost;
-        S->sj[t] = S->segs[t].j;
-        S->si[t] = S->segs[t].i;
-        S->ss[t] = S->segs[t].slope;
+    size_t m = (size_t)ns + 1;
+    S->cum = malloc(m * sizeof *S->cum);
+    S->sj = malloc(m * sizeof *S->sj);
+    S->si = malloc(m * sizeof *S->si);
+    S->ss = malloc(m * sizeof *S->ss);
+    uint64_t *key = malloc(m * sizeof *key), *key2 = malloc(m * sizeof *key2);
+    int *ord = malloc(m * sizeof *ord), *ord2 = malloc(m * sizeof *ord2);
+    int ok = S->cum && S->sj && S->si && S->ss && key && key2 && ord && ord2;
+    if (ok) {
+        int t = 0;
+        for (int j = 0; j < S->n; j++) {
+            const double *hs = S->hs + S->hoff[j];
+            for (int i = 0; i < S->hm[j]; i++, t++) {
+                key[t] = ~slope_key(hs[i]); /* ascending keys: descending slopes */
+                ord[t] = t;
+                S->sj[t] = j;
+                S->si[t] = i;
+            }
+        }
+        for (int sh = 0; sh < 64; sh += 8) {
+            size_t cnt[257] = {0};
+            for (int u = 0; u < t; u++)
+                cnt[((key[u] >> sh) & 255) + 1]++;
+            int one = 0;
+            for (int d = 1; d <= 256; d++)
+                one |= cnt[d] == (size_t)t;
+            if (one)
+                continue; /* every key has this digit */
+            for (int d = 1; d <= 256; d++)
+                cnt[d] += cnt[d - 1];
+            for (int u = 0; u < t; u++) {
+                size_t d = cnt[(key[u] >> sh) & 255]++;
+                key2[d] = key[u];
+                ord2[d] = ord[u];
+            }
+            uint64_t *tk = key;
+            key = key2;
+            key2 = tk;
+            int *to = ord;
+            ord = ord2;
+            ord2 = to;
+        }
+        /* ord[u]: the job-order position of the u-th steepest; sj/si still in job order */
+        for (int u = 0; u < t; u++)
+            key2[u] = (uint64_t)S->sj[ord[u]] << 32 | (uint32_t)S->si[ord[u]];
+        S->cum[0] = 0;
+        for (int u = 0; u < t; u++) {
+            int j = (int)(key2[u] >> 32), i = (int)(uint32_t)key2[u];
+            int o = S->hoff[j];
+            S->sj[u] = j;
+            S->si[u] = i;
+            S->ss[u] = S->hs[o + i];
+            S->cum[u + 1] = S->cum[u] + (long long)S->ng[j] * (S->hk[o + i + 1] - S->hk[o + i]);
+        }
+        S->nidx = t;
+        S->nidx_cap = t;
+        S->idx_ok = 1;
     }
-    S->nidx = ns;
-    S->nidx_cap = ns;
-    S->idx_ok = 1;
-    return 1;
+    free(key);
+    free(key2);
+    free(ord);
+    free(ord2);
+    return ok;
 }
 
 /* Job j's hull changed (already rebuilt): its old segments leave the index and its new ones
@@ -395,20 +538,9 @@ static int build_index(solver *S)
 static int patch_index(solver *S, int j)
 {
     const int *hk = S->hk + S->hoff[j];
-    const double *hv = S->hv + S->hoff[j];
-    long long n = S->jobs[j].n_gpus;
-    double prev = INFINITY;
-    int m = 0, old = 0;
-    for (; m + 1 < S->hn[j]; m++) { /* the same segments as relax() builds, into segs */
-        long long cost = n * (hk[m + 1] - hk[m]);
-        double slope = (hv[m + 1] - hv[m]) / (double)cost;
-        if (slope > prev)
-            slope = prev;
-        prev = slope;
-        if (!(slope > 0))
-            break;
-        S->segs[m] = (seg){slope, cost, j, m};
-    }
+    const double *hs = S->hs + S->hoff[j];
+    long long n = S->ng[j];
+    int m = S->hm[j], old = 0;
     for (int t = 0; t < S->nidx; t++)
         old += S->sj[t] == j;
     int total = S->nidx - old + m;
@@ -436,15 +568,13 @@ static int patch_index(solver *S, int j)
             continue;
         }
         int take_new = u < m;
-        if (take_new && t < S->nidx) {
-            seg x = {S->ss[t], 0, S->sj[t], S->si[t]};
-            take_new = cmp_seg_slope(&S->segs[u], &x) < 0;
-        }
+        if (take_new && t < S->nidx)
+            take_new = seg_order(hs[u], j, u, S->ss[t], S->sj[t], S->si[t]) < 0;
         if (take_new) {
-            S->cum2[o + 1] = S->cum2[o] + S->segs[u].cost;
+            S->cum2[o + 1] = S->cum2[o] + n * (hk[u + 1] - hk[u]);
             S->sj2[o] = j;
-            S->si2[o] = S->segs[u].i;
-            S->ss2[o] = S->segs[u].slope;
+            S->si2[o] = u;
+            S->ss2[o] = hs[u];
             u++;
         } else {
             S->cum2[o + 1] = S->cum2[o] + (S->cum[t + 1] - S->cum[t]);
@@ -455,9 +585,6 @@ static int patch_index(solver *S, int j)
         }
         o++;
     }
-    for (int i = 0; i < m; i++)
-        S->hs[S->hoff[j] + i] = S->segs[i].slope;
-    S->hm[j] = m;
     long long *c = S->cum;
     int *a = S->sj, *b = S->si, cap = S->idx_cap;
     double *d = S->ss;
@@ -501,7 +628,7 @@ static double fill(solver *S, long long left, double v)
     int nh = 0;
     long long min_n = left + 1; /* the fewest GPUs of a job in the heap */
     for (int j = 0; j < S->n; j++) {
-        long long n = S->jobs[j].n_gpus;
+        long long n = S->ng[j];
         if (n > left || S->k[j] >= S->b[j])
             continue;
         double g = (val(S, j, S->k[j] + 1) - S->kv[j]) / (double)n;
@@ -518,7 +645,7 @@ static double fill(solver *S, long long left, double v)
     /* Once what is left is below every job's step, the rest would only be popped and dropped. */
     while (nh > 0 && left >= min_n) {
         int j = S->heap[0];
-        long long n = S->jobs[j].n_gpus;
+        long long n = S->ng[j];
         if (n <= left) {
             v += S->gain[j] * (double)n;
             left -= n;
@@ -575,7 +702,7 @@ static int node(solver *S, int *bj, int *bs)
             v += bv;
         } else
             v += S->kv[j];
-        used += (long long)S->jobs[j].n_gpus * S->k[j];
+        used += (long long)S->ng[j] * S->k[j];
     }
     v = fill(S, S->bu - used, v);
     if (!S->have_best || v > S->best) {
@@ -613,7 +740,7 @@ static void search(solver *S)
             }
             st[top++] = (frame){bj, S->a[bj], S->b[bj], bs, 0};
             S->b[bj] = bs;
-            build_hull(S, bj);
+            build_hull(S, bj, 0);
             branch = node(S, &bj, &bs);
             continue;
         }
@@ -624,7 +751,7 @@ static void search(solver *S)
             frame *f = &st[--top];
             S->a[f->j] = f->a0;
             S->b[f->j] = f->b0;
-            build_hull(S, f->j);
+            build_hull(S, f->j, 0);
         }
         if (top == 0)
             break;
@@ -632,7 +759,7 @@ static void search(solver *S)
         f->child = 1;
         S->a[f->j] = f->s + 1;
         S->b[f->j] = f->b0;
-        build_hull(S, f->j);
+        build_hull(S, f->j, 0);
         branch = node(S, &bj, &bs);
     }
     /* Completed only when every node was closed (no pending branch, empty stack). */
@@ -643,7 +770,7 @@ static void search(solver *S)
         frame *f = &st[--top];
         S->a[f->j] = f->a0;
         S->b[f->j] = f->b0;
-        build_hull(S, f->j);
+        build_hull(S, f->j, 0);
     }
     free(st);
 }
@@ -658,7 +785,10 @@ struct pfi_alloc_ws {
     solver S;
     pfi_alloc_opts o;
     pfi_alloc_result prep; /* floors, SLAs and flags of pfi_alloc_prepare */
-    size_t total_h;        /* hull slots reserved for all jobs (job j: hoff[j] on) */
+    size_t total_h;        /* hull slots allocated (at most 2 per curve point, plus 2, per job) */
+    size_t used_h;         /* hull slots in use: job j holds hsz[j] from hoff[j]; a job whose new
+                            * curve needs more moves to the end of the used ones */
+    int *hsz;
     double *hmax;          /* largest |hull value| of each job (the tolerance's scale) */
     double *lo_w, *top_w;  /* each job's lowest and highest grid cap (the AT_MIN/AT_MAX flags), */
     int ends_ok;           /*   allocated by the first re-solve (a one-shot solve needs none) */
@@ -678,7 +808,9 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->hn);
     free(S->hk);
     free(S->hv);
-    free(S->segs);
+    free(S->ng);
+    free(S->cd);
+    free(w->hsz);
     free(S->pos);
     free(S->k);
     free(S->best_k);
@@ -701,6 +833,7 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     pfi_alloc_result_free(&w->prep);
     memset(S, 0, sizeof *S);
     w->hmax = NULL;
+    w->hsz = NULL;
     w->lo_w = w->top_w = NULL;
 }
 
@@ -806,9 +939,12 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     if (fresh) {
         S->hoff = malloc(nn * sizeof *S->hoff);
         S->hn = malloc(nn * sizeof *S->hn);
-        S->hk = malloc(hh * sizeof *S->hk);
-        S->hv = malloc(hh * sizeof *S->hv);
-        S->segs = malloc(hh * sizeof *S->segs);
+        S->hk = big_alloc(hh * sizeof *S->hk);
+        S->hv = big_alloc(hh * sizeof *S->hv);
+        S->hs = big_alloc(hh * sizeof *S->hs);
+        S->hm = malloc(nn * sizeof *S->hm);
+        S->ng = malloc(nn * sizeof *S->ng);
+        w->hsz = malloc(nn * sizeof *w->hsz);
         S->pos = malloc(nn * sizeof *S->pos);
         S->k = malloc(nn * sizeof *S->k);
         S->best_k = malloc(nn * sizeof *S->best_k);
@@ -817,7 +953,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         S->gain = malloc(nn * sizeof *S->gain);
 
         w->hmax = malloc(nn * sizeof *w->hmax);
-        if (!S->hoff || !S->hn || !S->hk || !S->hv || !S->segs || !S->pos || !S->k ||
+        if (!S->hoff || !S->hn || !S->hk || !S->hv || !S->hs || !S->hm || !S->ng || !w->hsz || !S->pos || !S->k ||
             !S->best_k || !S->kv || !S->heap || !S->gain || !w->hmax ||
             hcap > 0x7fffffff) {
             ws_arrays_free(w);
@@ -825,23 +961,23 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         }
         w->cap_n = n;
         w->cap_h = hcap;
-        S->cap_h = hh;
-        S->cap_n = nn;
     }
     w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
     w->need_units = 0;
     S->jobs = jobs;
     S->n = n;
     S->step = w->o.step_w;
-    w->total_h = hcap;
-    hcap = 0;
+    w->total_h = w->cap_h;
+    size_t used = 0;
     for (int j = 0; j < n; j++) {
+        S->ng[j] = jobs[j].n_gpus;
         w->need_units += (long long)jobs[j].n_gpus * S->a[j];
-        S->hoff[j] = (int)hcap;
-        hcap += 2 * (size_t)jobs[j].n_points + 2;
-        build_hull(S, j);
+        S->hoff[j] = (int)used;
+        w->hsz[j] = build_hull(S, j, 0); /* packed: the slots it may need, no more */
+        used += (size_t)w->hsz[j];
         hull_scale(w, j);
     }
+    w->used_h = used;
     w->ends_ok = 0;
     w->valid = 1;
     w->solves = 0;
@@ -883,11 +1019,9 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     int rc = pfi_alloc_validate(J, 1, err);
     if (rc)
         return rc;
-    /* Not the kept state, a curve with more points than its hull storage, or floors that
-     * depend on the budget: rebuild from scratch (the same checks, the same answer). */
-    size_t slots = !w->valid ? 0
-                   : (j + 1 < w->n ? (size_t)S->hoff[j + 1] : w->total_h) - (size_t)S->hoff[j];
-    if (!w->valid || w->fresh_only || 2 * (size_t)J->n_points + 2 > slots)
+    /* Not the kept state, or floors that depend on the budget: rebuild from scratch (the same
+     * checks, the same answer). */
+    if (!w->valid || w->fresh_only)
         return ws_build(w, w->jobs, w->n, w->budget_w, err);
     pfi_alloc_result one;
     int kf, kmax;
@@ -917,7 +1051,16 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     w->prep.min_budget_w = w->need_units * step;
     S->a[j] = kf;
     S->b[j] = kmax;
-    build_hull(S, j);
+    S->ng[j] = J->n_gpus;
+    int need = build_hull(S, j, 1);
+    if (need > w->hsz[j]) { /* more slots than it holds: to the end of the used ones */
+        if ((size_t)need > w->total_h - w->used_h)
+            return ws_build(w, w->jobs, w->n, w->budget_w, err); /* full: packed again */
+        S->hoff[j] = (int)w->used_h;
+        w->hsz[j] = need;
+        w->used_h += (size_t)need;
+    }
+    build_hull(S, j, 0);
     hull_scale(w, j);
     if (w->ends_ok)
         grid_ends(w, j);
@@ -976,7 +1119,7 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     res->sla_extra = w->prep.sla_extra;
     res->n_sla_dropped = w->prep.n_sla_dropped;
     S->bu = bu;
-    S->rng = 12345u;
+    S->nomem = 0;
     S->max_work = o->max_work;
     S->work = 0;
     S->nodes = 0;
@@ -1000,13 +1143,17 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
         node(S, &bj, &bs);
         S->max_work = -1;
     }
+    if (S->nomem) {
+        pfi_alloc_result_free(res);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
     double root_ub = S->root_ub;
     res->optimal = S->max_work >= 0 || S->best >= root_ub - S->tol;
     res->nodes = S->nodes;
     long long used = 0;
     for (int j = 0; j < n; j++) {
         res->cap_w[j] = S->best_k[j] * o->step_w;
-        used += (long long)S->jobs[j].n_gpus * S->best_k[j];
+        used += (long long)S->ng[j] * S->best_k[j];
     }
     if (used > S->bu) { /* the one promise that must never break: refuse, do not return it */
         int rc = pfi_err_set(err, PFI_EINTERNAL,

@@ -1,14 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Integration test of the OpenADR 3.0 client (issue 15): a test VTN (tests/vtn.py) publishes an
-# IMPORT_CAPACITY_LIMIT event for the program; `pfi cluster serve` (its VEN polling the VTN with
-# an OAuth 2.0 client-credentials token) over one `pfi serve` on the fake NVML picks it up, is at
-# the target by the start and holds it for the whole window (an independent process samples the
-# sum of the limits at single instants), restores afterwards, and posts a report with USAGE and
-# DEMAND per interval; an event with an unknown payload type is counted as an error and changes
-# nothing; revoked tokens are fetched again.
-# The limit is 75% of the site's draw when the event is published.  Times are seconds, not the 20
-# minutes of the issue's example: the daemons run in real time.
+# IMPORT_CAPACITY_LIMIT event for the program at 75% of the site's draw, for 20 minutes with
+# 5 minute ramps; `pfi cluster serve` (its VEN polling the VTN with an OAuth 2.0
+# client-credentials token) over one `pfi serve` on the fake NVML picks it up, is at the target
+# by the start and holds it for the whole window, then restores in the ramp's steps (an
+# independent process samples the sum of the limits at single instants against the target, then
+# against each restore step), posts a report with USAGE and DEMAND per interval, and the event's
+# compliance report shows 0 W over, 0 s over the target and the ramps kept.  An event with an
+# unknown payload type is counted as an error and changes nothing; revoked tokens are fetched
+# again.
+# Every process runs on pfi's clock scaled SCALE times (PFI_CLOCK_SCALE, util/clock.h): at 100,
+# the 30 minutes of the ramps and the window take 18 s of real time.  The controller plans 3.4 s
+# of real time ahead (340 s on this clock), so it is at the target before the ramp-down line
+# asks (allowed: the line is a ceiling); the restore's steps are not planned ahead.
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 
@@ -36,6 +41,16 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
+# A malformed scaled clock is refused before anything starts.
+for bad in "PFI_CLOCK_SCALE=fast PFI_CLOCK_ORIGIN=1" "PFI_CLOCK_SCALE=60"; do
+    # shellcheck disable=SC2086
+    env $bad "$PFI_BIN" gpus --backend sim >"$dir/bad.out" 2>&1
+    st=$?
+    [ $st = 2 ] && grep -q "PFI_CLOCK_" "$dir/bad.out" || fail "$bad: exit $st: $(cat "$dir/bad.out")"
+done
+SCALE=100
+PFI_CLOCK_SCALE=$SCALE PFI_CLOCK_ORIGIN=$(date +%s)
+export PFI_CLOCK_SCALE PFI_CLOCK_ORIGIN
 unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
 if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
     HW="--backend nvml --nvml-lib $PFI_FAKENVML"
@@ -58,12 +73,12 @@ wait_file() { # $1 file, $2 what
 python3 "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-site --secret-file "$dir/secret" \
     --program site-dr >"$dir/vtn.log" 2>&1 &
 pids="$pids $!"
-wait_file "$dir/vtn.port" "the VTN"
-VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
 # shellcheck disable=SC2086
 "$PFI_BIN" serve $HW --listen "unix:$dir/n1.sock" --port-file "$dir/serve.port" \
-    --token-file "$dir/token" --db "$dir/serve.db" --sample-interval 100ms >"$dir/serve.log" 2>&1 &
+    --token-file "$dir/token" --db "$dir/serve.db" --sample-interval 5s >"$dir/serve.log" 2>&1 &
 pids="$pids $!"
+wait_file "$dir/vtn.port" "the VTN"
+VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
 wait_file "$dir/serve.port" "pfi serve"
 echo '{"nodes": [{"name": "n1", "gpus": 8}], "jobs": []}' >"$dir/topo.json"
 cat >"$dir/ven.conf" <<EOF
@@ -71,12 +86,12 @@ vtn_url = $VTN
 client_id = pfi-site
 secret_file = $dir/secret
 program = site-dr
-poll = 300ms
-ramp = 3s
+poll = 20s
+ramp = 5m
 EOF
 "$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token "$dir/token" \
     --node-url "unix:$dir/%n.sock" --node-token "$dir/token" --topology "$dir/topo.json" \
-    --heartbeat 1s --db "$dir/cluster.db" --openadr "$dir/ven.conf" >"$dir/cluster.log" 2>&1 &
+    --heartbeat 6s --node-ttl 1h --db "$dir/cluster.db" --openadr "$dir/ven.conf" >"$dir/cluster.log" 2>&1 &
 pids="$pids $!"
 wait_file "$dir/cluster.port" "pfi cluster serve"
 CL=http://127.0.0.1:$(cat "$dir/cluster.port")
@@ -86,9 +101,9 @@ limits() {
     "$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"limit_w"/ { sub(/,$/, "", $2); printf "%s ", $2 }'
 }
 sum_limits() { limits | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf "%.1f\n", s }'; }
-set_allowed() { echo "$1" >"$dir/allowed.tmp" && mv "$dir/allowed.tmp" "$dir/allowed"; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 0.5) }'; }
-now() { date +%s.%N | cut -c1-14; }
+# pfi's clock, scaled as the daemons' (util/clock.h)
+now() { awk -v r="$(date +%s.%N)" -v s=$SCALE -v o=$PFI_CLOCK_ORIGIN 'BEGIN { printf "%.3f", o + (r - o) * s }'; }
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 sleep_until() { while awk -v a="$(now)" -v b="$1" 'BEGIN { exit !(a < b) }'; do sleep 0.05; done; }
 publish() { curl -sf -o /dev/null -X POST -d "$1" "$VTN/_test/events" || fail "publishing $1"; }
@@ -102,7 +117,7 @@ done
 note "VEN: $(ven | tr -d '\n ')"
 
 # ---- a bad event: unknown payload type, nothing taken ----
-T=$(( $(now | cut -d. -f1) + 3600 ))
+T=$(( $(now | cut -d. -f1) + 86400 ))
 publish "{\"eventName\": \"bad\", \"priority\": 1, \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"CHOCOLATE\", \"values\": [3]}]}]}"
 i=0
 until ven | grep -q 'unknown payload type CHOCOLATE'; do
@@ -111,7 +126,7 @@ until ven | grep -q 'unknown payload type CHOCOLATE'; do
 done
 curl -sf "$CL/v1/grid/events" | grep -q '"id"' && fail "an event with an unknown payload was taken"
 
-# ---- SIMPLE level 2: a cut of the configured 20% (an hour from now: binds nothing here) ----
+# ---- SIMPLE level 2: a cut of the configured 20% (a day from now: binds nothing here) ----
 publish "{\"eventName\": \"simple\", \"priority\": 2, \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [2]}]}]}"
 i=0
 until curl -sf "$CL/v1/grid/events/oadr-2-0" >"$dir/simple.json" 2>/dev/null; do
@@ -121,53 +136,67 @@ done
 grep -q '"cut": 0.2' "$dir/simple.json" && grep -q '"priority": -2' "$dir/simple.json" &&
     grep -q '"duration_s": 600' "$dir/simple.json" || fail "SIMPLE level 2 mapped to $(cat "$dir/simple.json")"
 
-# ---- the event: 75% of the site's draw now, for 6 s, 3 s ramps ----
+# ---- the event: 75% of the site's draw now, for 20 minutes, 5 minute ramps ----
 draw=$("$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"power_w"/ { sub(/,$/, "", $2); s += $2 } END { printf "%.0f", s }')
 TARGET=$(awk -v d="$draw" 'BEGIN { printf "%.0f", 0.75 * d }')
 KW=$(awk -v t="$TARGET" 'BEGIN { printf "%.3f", t / 1000 }')
 note "site draw $draw W: limit $KW kW"
-set_allowed 5600
+MAX=5600 # the site's maximum: 8 GPUs at 700 W, the level the restore returns to
+START=$(( $(now | cut -d. -f1) + 360 ))
+END=$((START + 1200))
+# What the sampler allows when (util/clock.h time): the maximum, the target from the start, then
+# the restore's 5 equal steps of a minute (the first still at the target), each from its start.
+{
+    echo schedule
+    echo "0 $MAX"
+    echo "$START $TARGET"
+    for k in 1 2 3 4 5; do
+        echo "$((END + 60 * k)) $(awk -v t=$TARGET -v m=$MAX -v k=$k 'BEGIN { printf "%.3f", t + (m - t) * k / 5 }')"
+    done
+} >"$dir/allowed"
 "$SAMPLER" --sample "$PFI_SIM_STATE" "$dir/allowed" "$dir/sampled" 2>>"$dir/sampler.log" &
 SAMPLE=$!
 pids="$pids $SAMPLE"
-START=$(( $(now | cut -d. -f1) + 5 ))
-END=$((START + 6))
-publish "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso $START)\", \"duration\": \"PT6S\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}"
+publish "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso $START)\", \"duration\": \"PT20M\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}"
 i=0
-until curl -sf "$CL/v1/grid/events/oadr-3-0" >/dev/null 2>&1; do
+until curl -sf "$CL/v1/grid/events/oadr-3-0" >"$dir/event.json" 2>/dev/null; do
     i=$((i + 1)); [ $i -gt 60 ] && fail "the VEN did not take the event: $(ven)"
     sleep 0.1
 done
-note "event taken: $(curl -sf "$CL/v1/grid/events" | grep -m1 '"id": "oadr')"
+grep -q '"ramp_down_s": 300' "$dir/event.json" && grep -q '"ramp_up_s": 300' "$dir/event.json" ||
+    fail "the event's ramps: $(cat "$dir/event.json")"
+note "event taken: $(tr -d '\n' <"$dir/event.json" | cut -c1-160)"
 sleep_until "$START"
-set_allowed $TARGET
 s=$(sum_limits)
 le "$s" $TARGET || fail "at the start the limits sum to $s W > $TARGET W"
 note "at the start: limits sum $s W"
 # A revoked token mid-event: the VEN fetches a new one and carries on.
 curl -sf -o /dev/null -X POST "$VTN/_test/revoke" || fail "revoke"
-sleep_until "$END"
-set_allowed 5600
+sleep_until $((END + 300))
 i=0
-until [ "$(sum_limits)" = "5600.0" ]; do
+until [ "$(sum_limits)" = "$MAX.0" ]; do
     i=$((i + 1)); [ $i -gt 200 ] && fail "limits not restored after the event: $(limits)"
     sleep 0.1
 done
 : >"$dir/sampled.stop"
 wait "$SAMPLE"
 read -r _ samples _ viol _ maxsum _ over <"$dir/sampled" || fail "no sampler output"
-note "sampler: $samples instants, largest sum $maxsum W, $viol over the target"
-[ "$viol" = 0 ] || fail "the limits exceeded the event's target at $viol sampled instants"
+note "sampler: $samples instants, largest sum $maxsum W, $viol over the target or restore step"
+[ "$viol" = 0 ] || fail "the limits exceeded the event's target or a restore step at $viol sampled instants"
 
-# ---- the report ----
+# ---- the reports: the one posted to the VTN, and the event's compliance report ----
 i=0
 until curl -sf "$VTN/_test/reports" | grep -q '"USAGE"'; do
     i=$((i + 1)); [ $i -gt 150 ] && fail "no report reached the VTN: $(ven)"
     sleep 0.1
 done
-curl -sf "$VTN/_test/reports" >"$dir/reports.json"
-python3 - "$dir/reports.json" <<'EOF' || fail "report: $(cat "$dir/reports.json")"
+curl -sf "$VTN/_test/reports" >"$dir/reports.json" || fail "GET /_test/reports"
+curl -sf "$VTN/_test/stats" >"$dir/stats.json" || fail "GET /_test/stats"
+"$PFI_BIN" event --url "$CL" report oadr-3-0 --json >"$dir/report.json" 2>"$dir/report.err" ||
+    fail "pfi event report: $(cat "$dir/report.err")"
+python3 - "$dir/reports.json" "$dir/report.json" "$dir/stats.json" "$TARGET" <<'EOF' ||
 import json, sys
+# What the VTN received: DEMAND and USAGE per interval, the outcome in its name.
 r = json.load(open(sys.argv[1]))[0]
 assert r["programID"] == "p1" and r["eventID"] == "3", r
 iv = r["resources"][0]["intervals"]
@@ -175,9 +204,26 @@ types = {p["type"] for x in iv for p in x["payloads"]}
 assert {"USAGE", "DEMAND"} <= types, types
 assert all(p["values"][0] >= 0 for x in iv for p in x["payloads"])
 assert "max excess 0 W" in r["reportName"], r["reportName"]
+# A new token after the revocation: one request refused, then a second token.
+st = json.load(open(sys.argv[3]))
+assert st["token_requests"] >= 2 and st["unauthorized"] >= 1, st
+# The compliance report, from the site power the controller recorded.
+rep = json.load(open(sys.argv[2]))
+c, ev = rep["compliance"], rep["event"]
+assert abs(c["target_w"] - float(sys.argv[4])) < 1, c["target_w"]
+assert c["max_excess_w"] == 0 and c["seconds_over_target"] == 0, c
+ramp = c["ramp"]
+assert ramp["ok"] and ramp["ramp_down_max_excess_w"] == 0 and ramp["restore_max_excess_w"] == 0, ramp
+assert ramp["at_target_s_before_start"] > 0, ramp
+assert c["window_s"] == 1200 and c["covered_s"] >= 0.9 * 1200, (c["window_s"], c["covered_s"])
+win = [x for x in c["intervals"] if ev["start_s"] <= x["t0"] < ev["end_s"]]
+assert len(win) == 20 and all(x["max_w"] <= c["target_w"] for x in win), win
+print("it_openadr: compliance: target %.0f W, max excess %g W, %g s over, ramp ok (at target %.0f s "
+      "before the start), %.0f%% of the window covered, %d one-minute intervals in it, highest "
+      "minute %.0f W" % (c["target_w"], c["max_excess_w"], c["seconds_over_target"],
+                         ramp["at_target_s_before_start"], 100 * c["covered_s"] / c["window_s"],
+                         len(win), max(x["max_w"] for x in win)))
+print("it_openadr: VTN report '%s', %d intervals; VTN %s" % (r["reportName"], len(iv), st))
 EOF
-stats=$(curl -sf "$VTN/_test/stats")
-echo "$stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); sys.exit(0 if s["token_requests"] >= 2 else 1)' ||
-    fail "the VEN did not fetch a new token after the revocation: $stats"
-note "report: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["reportName"])' "$dir/reports.json"); VTN $stats"
+    fail "reports: $(cat "$dir/reports.json") $(cat "$dir/report.json") $(cat "$dir/stats.json")"
 echo "it_openadr: ok"

@@ -99,6 +99,27 @@ static void test_validate(void **state)
     assert_int_equal(pfi_event_site_validate(&s, &err), PFI_OK);
 }
 
+/* Finding and removing an event by id in a list. */
+static void test_list_find_remove(void **state)
+{
+    (void)state;
+    pfi_event v[3];
+    pfi_event_init_limit(&v[0], "a", 100, 200, 1000);
+    pfi_event_init_limit(&v[1], "b", 100, 200, 1000);
+    pfi_event_init_limit(&v[2], "c", 100, 200, 1000);
+    int n = 3;
+    assert_int_equal(pfi_event_list_find(v, n, "a"), 0);
+    assert_int_equal(pfi_event_list_find(v, n, "c"), 2);
+    assert_int_equal(pfi_event_list_find(v, n, "z"), -1);
+    assert_int_equal(pfi_event_list_find(v, 0, "a"), -1);
+    assert_int_equal(pfi_event_list_remove(v, &n, "b"), 1);
+    assert_int_equal(n, 2);
+    assert_int_equal(pfi_event_list_find(v, n, "b"), -1);
+    assert_int_equal(pfi_event_list_find(v, n, "c"), 1);
+    assert_int_equal(pfi_event_list_remove(v, &n, "b"), 0);
+    assert_int_equal(n, 2);
+}
+
 static void test_ramps(void **state)
 {
     (void)state;
@@ -349,6 +370,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_ramps),
+        cmocka_unit_test(test_list_find_remove),
         cmocka_unit_test(test_budget_min_plans_ahead),
         cmocka_unit_test(test_overlap),
         cmocka_unit_test(test_feasible),

@@ -8,7 +8,11 @@
  * snapshot of the state, never GPU by GPU: a sequential read mixes instants and could report a
  * sum that never existed) and compares it with the watts in file ALLOWED.  ALLOWED is read
  * before and after each snapshot and the larger is used, so a test that raises it before
- * raising the budget and lowers it after a cut completes never sees a false alarm.  OUT gets
+ * raising the budget and lowers it after a cut completes never sees a false alarm.  ALLOWED may
+ * instead be a schedule: a first line "schedule", then lines "T W" in time order, T in seconds
+ * of pfi's wall clock (util/clock.h, scaled like the daemons' when PFI_CLOCK_SCALE is set): W
+ * is allowed from T on (the first W before the first T), so a test states a ramp's steps ahead
+ * of time and the sampler holds each from its exact start.  OUT gets
  * "samples N violations V max_sum W max_over W".
  *
  * Run with no argument, it tests itself: a state kept under the allowed sum is never reported,
@@ -30,6 +34,7 @@
 
 #include "hw/hw.h"
 #include "sim/sim.h"
+#include "util/clock.h"
 
 static double read_allowed(const char *path, double last)
 {
@@ -37,7 +42,19 @@ static double read_allowed(const char *path, double last)
     if (!f)
         return last;
     double v;
-    int ok = fscanf(f, "%lf", &v) == 1;
+    char word[16] = "";
+    int ok;
+    if (fscanf(f, "%15s", word) == 1 && !strcmp(word, "schedule")) {
+        double now = pfi_clock_wall(), t, w;
+        int n = 0;
+        while (fscanf(f, "%lf %lf", &t, &w) == 2 && (n == 0 || t <= now)) {
+            v = w;
+            n++;
+        }
+        ok = n > 0;
+    } else {
+        ok = sscanf(word, "%lf", &v) == 1;
+    }
     fclose(f);
     return ok ? v : last;
 }
@@ -279,6 +296,33 @@ static long run_site_sampler(char **states, const char *allowed, int want_violat
 }
 
 /* Two nodes: their total under the allowed sum is never reported, one GPU over it is. */
+/* A schedule: the watts of the last step begun, the first before any. */
+static void test_allowed_schedule(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pfi-sampler-allowed.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    double now = pfi_clock_wall();
+    fprintf(f, "schedule\n%.3f 500\n%.3f 300\n%.3f 400\n", now - 100, now - 10, now + 1000);
+    fclose(f);
+    assert_true(fabs(read_allowed(path, 7) - 300) < 1e-9);
+    f = fopen(path, "w");
+    fprintf(f, "schedule\n%.3f 500\n%.3f 300\n", now + 100, now + 200);
+    fclose(f);
+    assert_true(fabs(read_allowed(path, 7) - 500) < 1e-9);
+    f = fopen(path, "w");
+    fprintf(f, "schedule\n");
+    fclose(f);
+    assert_true(fabs(read_allowed(path, 7) - 7) < 1e-9);
+    f = fopen(path, "w");
+    fprintf(f, "250.5\n");
+    fclose(f);
+    assert_true(fabs(read_allowed(path, 7) - 250.5) < 1e-9);
+    unlink(path);
+}
+
 static void test_site_sampler_sees_over_budget(void **state)
 {
     char st1[600], st2[600], allowed[600];
@@ -354,7 +398,8 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/serve-sampler-XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(dir))
         return 1;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sampler_sees_over_budget),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_allowed_schedule),
+                                       cmocka_unit_test(test_sampler_sees_over_budget),
                                        cmocka_unit_test(test_site_sampler_sees_over_budget)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[500];

@@ -8,22 +8,42 @@ The subset pfi's VEN (src/cluster/ven.c) uses, in the shapes of the OpenADR 3.0 
   GET  /events?programID=       [event]: intervalPeriod {start, duration}, intervals[].payloads[]
   POST /reports                 201 with the report as stored
 Every resource needs "Authorization: Bearer <token>" (401 otherwise, with a problem body).
+Time is pfi's clock (src/util/clock.h): with PFI_CLOCK_SCALE=S and PFI_CLOCK_ORIGIN=T0 set it
+runs S times faster than real time from T0, as it does in the daemons under test; every answer
+carries it in its Date header, and events get createdDateTime/modificationDateTime from it.
 Test controls (no token): POST /_test/events (an event body; id and programID filled in),
 GET /_test/reports, POST /_test/revoke (every token becomes invalid), GET /_test/stats.
 
   vtn.py --port-file FILE --client-id ID --secret-file FILE --program NAME
 """
 import argparse
+import email.utils
 import json
+import os
 import secrets
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
 STATE = {"tokens": set(), "events": [], "reports": [], "token_requests": 0,
          "unauthorized": 0, "next_id": 1}
+
+
+def clock_now():
+    """pfi's wall clock: real time, or S times faster from PFI_CLOCK_ORIGIN."""
+    t = time.time()
+    scale = os.environ.get("PFI_CLOCK_SCALE")
+    if not scale:
+        return t
+    origin = float(os.environ["PFI_CLOCK_ORIGIN"])
+    return origin + (t - origin) * float(scale)
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def problem(status, title, detail):
@@ -35,6 +55,10 @@ class Vtn(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         sys.stderr.write("vtn: " + (fmt % args) + "\n")
+
+    def date_time_string(self, timestamp=None):
+        return email.utils.formatdate(clock_now() if timestamp is None else timestamp,
+                                      usegmt=True)
 
     def reply(self, status, doc):
         body = json.dumps(doc).encode()
@@ -113,6 +137,7 @@ class Vtn(BaseHTTPRequestHandler):
                 STATE["next_id"] += 1
                 ev["programID"] = PROGRAM["id"]
                 ev["objectType"] = "EVENT"
+                ev["createdDateTime"] = ev["modificationDateTime"] = iso(clock_now())
                 STATE["events"].append(ev)
             return self.reply(201, ev)
         if u.path != "/reports":
@@ -149,7 +174,6 @@ def main():
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Vtn)
     with open(ARGS.port_file + ".tmp", "w") as f:
         f.write("%d\n" % srv.server_address[1])
-    import os
     os.replace(ARGS.port_file + ".tmp", ARGS.port_file)
     srv.serve_forever()
 

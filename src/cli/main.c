@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/clock.h"
 #include "pfi_version.h" /* generated: the Makefile writes it under build/gen/ */
 
 static void usage(FILE *f)
@@ -50,6 +51,11 @@ int main(int argc, char **argv)
     if (strcmp(name, "-V") == 0 || strcmp(name, "--version") == 0) {
         print_version();
         return PFI_EXIT_OK;
+    }
+    const char *clock_error = pfi_clock_env_error();
+    if (clock_error) {
+        fprintf(stderr, "pfi: %s\n", clock_error);
+        return PFI_EXIT_USAGE;
     }
     int n;
     const pfi_cli_sub *commands = pfi_cli_commands(&n);

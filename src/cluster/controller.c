@@ -609,7 +609,7 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
         /* No loop to step the ramp: step it here, about ten times. */
         double dt = b->ramp_s / 10;
         for (int k = 1; k <= 10 && rc == PFI_OK; k++) {
-            usleep((useconds_t)(dt * 1e6));
+            pfi_clock_sleep(dt);
             rc = pfi_cl_reapply(c, err);
         }
         return rc;

@@ -17,8 +17,15 @@
 #include "store/grid.h"
 #include "util/json.h"
 
-#define GRID_SETTLE_S 3.0   /* node round trips and the GPUs' draw settling */
-#define GRID_LOOP_S 0.2     /* the loop's period while an event is near */
+#define GRID_SETTLE_S 3.0   /* node round trips and the GPUs' draw settling (real s) */
+#define GRID_LOOP_S 0.2     /* the loop's period while an event is near (real s) */
+
+/* How far ahead the budget is planned, in seconds of pfi's clock: two loop periods and the
+ * settling time are real time, so they are longer on a clock that runs faster (util/clock.h). */
+static double horizon_s(void)
+{
+    return (2 * GRID_LOOP_S + GRID_SETTLE_S) * pfi_clock_scale();
+}
 
 /* The site: every known GPU's maximum limit summed; manual (NAN: none). */
 static pfi_event_site site_of(const pfi_cl *c, double manual_w)
@@ -40,7 +47,7 @@ double pfi_cl_grid_limit(pfi_cl *c, double manual_w, double now)
     if (c->n_grid == 0)
         return manual_w;
     pfi_event_site site = site_of(c, manual_w);
-    double h = 2 * GRID_LOOP_S + GRID_SETTLE_S;
+    double h = horizon_s();
     double best = site.manual_w;
     int bi = -1;
     for (int i = 0; i < c->n_grid; i++) {
@@ -63,7 +70,7 @@ int pfi_cl_grid_busy(pfi_cl *c, double now)
     pfi_event_site site = site_of(c, NAN);
     for (int i = 0; i < c->n_grid; i++) {
         const pfi_event *e = &c->grid_ev[i];
-        double lead = c->cfg.heartbeat_s + 2 * GRID_LOOP_S + GRID_SETTLE_S;
+        double lead = c->cfg.heartbeat_s + horizon_s();
         if (now >= pfi_event_ramp_start_s(e) - lead &&
             now < pfi_event_restored_s(e, &site) + lead)
             return 1;
@@ -182,10 +189,7 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err 
         *result = json_pack("{s:b, s:f, s:f}", "feasible", 0, "target_w",
                             pfi_event_target_w(&ev), "achievable_w", a);
     }
-    int at = -1;
-    for (int i = 0; i < c->n_grid; i++)
-        if (!strcmp(c->grid_ev[i].id, ev.id))
-            at = i;
+    int at = pfi_event_list_find(c->grid_ev, c->n_grid, ev.id);
     if (rc == PFI_OK && at < 0 && c->n_grid == PFI_CL_GRID_MAX)
         rc = pfi_err_set(err, PFI_EBUSY, "%d grid events are held: delete past ones first",
                          PFI_CL_GRID_MAX);
@@ -308,15 +312,14 @@ void *pfi_cl_grid_json(pfi_cl *c, const char *id)
 void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
 {
     pthread_mutex_lock(&c->mu);
-    int at = -1;
-    for (int i = 0; i < c->n_grid; i++)
-        if (!strcmp(c->grid_ev[i].id, id))
-            at = i;
+    int at = pfi_event_list_find(c->grid_ev, c->n_grid, id);
     pfi_event ev;
     if (at >= 0)
         ev = c->grid_ev[at];
     pfi_event_site site = site_of(c, c->budget.set ? c->budget.watts : NAN);
-    double gap = 2.5 * (c->cfg.heartbeat_s > 2 ? c->cfg.heartbeat_s : 2);
+    /* The draw is recorded at each refresh: every heartbeat, at most once a loop period. */
+    double every = fmax(c->cfg.heartbeat_s, 2 * GRID_LOOP_S * pfi_clock_scale());
+    double gap = 2.5 * (every > 2 ? every : 2);
     pthread_mutex_unlock(&c->mu);
     if (at < 0) {
         pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);

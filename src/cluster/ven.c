@@ -438,8 +438,10 @@ static void *ven_main(void *arg)
     pfi_cl_ven *v = arg;
     while (!v->stop) {
         poll_once(v);
-        for (double slept = 0; slept < v->cfg.poll_s && !v->stop; slept += 0.1)
-            usleep(100000);
+        /* Sleeps of at most 0.1 s of real time, so a stop is prompt. */
+        double until = pfi_clock_mono() + v->cfg.poll_s, left;
+        while (!v->stop && (left = until - pfi_clock_mono()) > 0)
+            pfi_clock_sleep(fmin(left, 0.1 * pfi_clock_scale()));
     }
     return NULL;
 }

@@ -47,6 +47,14 @@ void pfi_event_init_cut(pfi_event *ev, const char *id, double start_s, double en
     snprintf(ev->baseline_method, sizeof(ev->baseline_method), "%s", method ? method : "");
 }
 
+int pfi_event_list_find(const pfi_event *v, int n, const char *id)
+{
+    for (int i = n - 1; i >= 0; i--)
+        if (!strcmp(v[i].id, id))
+            return i;
+    return -1;
+}
+
 int pfi_event_list_remove(pfi_event *v, int *n, const char *id)
 {
     for (int i = 0; i < *n; i++)

@@ -106,6 +106,8 @@ int pfi_event_resolve(const pfi_event *evs, int n, pfi_event_piece *out, int cap
 int pfi_event_feasible(double target_w, double floor_w, double *achievable_w);
 
 const char *pfi_event_kind_name(int kind);
+/* The index of the event named id in v[0..n-1] (the last one if several), -1 when none. */
+int pfi_event_list_find(const pfi_event *v, int n, const char *id);
 /* Removes the event named id from v[0..*n-1], keeping the others in order; 1 when it was
  * there. */
 int pfi_event_list_remove(pfi_event *v, int *n, const char *id);

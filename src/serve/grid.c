@@ -34,11 +34,12 @@ pfi_event_site pfi_srv_grid_site(const srv_node *n, double manual_w)
 }
 
 /* How far ahead the budget is planned: two control periods, plus the time a GPU's draw takes to
- * settle under a new limit (the draw lags the limit by up to a second or so). */
+ * settle under a new limit (the draw lags the limit by up to a second or so; real seconds, so
+ * longer on a clock that runs faster, util/clock.h). */
 #define GRID_SETTLE_S 3.0
 static double horizon_s(const srv_node *n)
 {
-    return 2 * n->cfg->sample_interval_s + GRID_SETTLE_S;
+    return 2 * n->cfg->sample_interval_s + GRID_SETTLE_S * pfi_clock_scale();
 }
 
 /* The budget the events and manual allow over [now, now + horizon] (mu held); *bi (may be
@@ -265,10 +266,7 @@ static void fill_baseline(srv_node *n, double now, pfi_event *ev)
 static int store_event(srv_node *n, const pfi_event *ev, int *created, pfi_err *err)
 {
     pthread_mutex_lock(&n->mu);
-    int at = -1;
-    for (int i = 0; i < n->n_grid; i++)
-        if (!strcmp(n->grid_ev[i].id, ev->id))
-            at = i;
+    int at = pfi_event_list_find(n->grid_ev, n->n_grid, ev->id);
     int full = at < 0 && n->n_grid == SRV_GRID_MAX;
     pthread_mutex_unlock(&n->mu);
     if (full)
@@ -469,10 +467,7 @@ json_t *pfi_srv_grid_view(srv_node *n, const char *id)
 json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
 {
     pthread_mutex_lock(&n->mu);
-    int at = -1;
-    for (int i = 0; i < n->n_grid; i++)
-        if (!strcmp(n->grid_ev[i].id, id))
-            at = i;
+    int at = pfi_event_list_find(n->grid_ev, n->n_grid, id);
     pfi_event ev;
     if (at >= 0)
         ev = n->grid_ev[at];

@@ -404,6 +404,22 @@ static void test_shared_state(void **state)
     assert_true(pfi_sim_limit(na, 7, ta + 1) == 500);
     pfi_hw_close(be);
     unsetenv("PFI_SIM_STATE");
+    /* The lock-free sum: b has replayed 4 changes, the backend made a 5th; a fresh handle has
+     * replayed none.  Both sum the limits after all 5 changes, and then see a 6th. */
+    double sum;
+    uint64_t nch;
+    assert_int_equal(pfi_sim_state_limit_sum(b, &sum, &nch, &e), PFI_OK);
+    assert_true(sum == 4 * 350 + 3 * 700 + 500 && nch == 5);
+    pfi_sim_state *fresh;
+    assert_int_equal(pfi_sim_state_open(path, NULL, 1, &fresh, &e), PFI_OK);
+    assert_int_equal(pfi_sim_state_limit_sum(fresh, &sum, &nch, &e), PFI_OK);
+    assert_true(sum == 4 * 350 + 3 * 700 + 500 && nch == 5);
+    assert_int_equal(pfi_sim_state_set_limit(a, 7, 300, &e), PFI_OK);
+    assert_int_equal(pfi_sim_state_limit_sum(fresh, &sum, &nch, &e), PFI_OK);
+    assert_true(sum == 4 * 350 + 3 * 700 + 300 && nch == 6);
+    assert_int_equal(pfi_sim_state_limit_sum(b, &sum, NULL, &e), PFI_OK);
+    assert_true(sum == 4 * 350 + 3 * 700 + 300);
+    pfi_sim_state_close(fresh);
     pfi_sim_state_close(a);
     pfi_sim_state_close(b);
     /* A file that is not a state is refused. */

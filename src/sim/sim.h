@@ -204,6 +204,11 @@ long pfi_sim_state_job_pid(const pfi_sim_state *s, int job);
  * *now (may be NULL), the simulated time read under the same lock: every change made before
  * that instant is in the node. */
 int pfi_sim_state_node(pfi_sim_state *s, pfi_sim_node **node, double *now, pfi_err *err);
+/* The sum of every GPU's power limit after the changes published so far, and in *changes (may
+ * be NULL) how many there are: one instant of the change log, read without the lock and without
+ * replaying the physics, so that a process can sample it in a tight loop.  The sum is of the
+ * limits exactly as set (a change at the same instant as another replaces it, as in the node). */
+int pfi_sim_state_limit_sum(pfi_sim_state *s, double *sum, uint64_t *changes, pfi_err *err);
 
 /* ---------------------------------------------------------------- fleet */
 

@@ -8,6 +8,7 @@
  * Physics is deterministic from (config, log), so every process computes the same telemetry. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,10 @@ struct pfi_sim_state {
     state_file *map;
     pfi_sim_node *node;
     uint64_t applied;
+    /* pfi_sim_state_limit_sum's own view: each GPU's limit after the first lim_seen changes. */
+    double lim[PFI_MAX_GPUS];
+    uint64_t lim_seen;
+    int lim_ready;
     char path[4096];
 };
 
@@ -233,6 +238,38 @@ int pfi_sim_state_node(pfi_sim_state *s, pfi_sim_node **node, double *now, pfi_e
     flock(s->fd, LOCK_UN);
     *node = s->node;
     return rc;
+}
+
+int pfi_sim_state_limit_sum(pfi_sim_state *s, double *sum, uint64_t *changes, pfi_err *err)
+{
+    int ng = pfi_sim_node_gpus(s->node);
+    if (!s->lim_ready) {
+        /* Where the private node stands (every change it replayed is before INFINITY). */
+        for (int g = 0; g < ng; g++)
+            s->lim[g] = pfi_sim_limit(s->node, g, INFINITY);
+        s->lim_seen = s->applied;
+        s->lim_ready = 1;
+    }
+    /* No lock: a change is written before the count that publishes it (release), and the log
+     * is append-only, so the first n changes are complete once n is read (acquire). */
+    uint64_t n = __atomic_load_n(&s->map->h.n_events, __ATOMIC_ACQUIRE);
+    if (n > STATE_MAX_EVENTS || n < s->lim_seen)
+        return pfi_err_set(err, PFI_EINVAL, "%s is corrupt or was recreated (event count)",
+                           s->path);
+    for (; s->lim_seen < n; s->lim_seen++) {
+        const state_event *ev = &s->map->events[s->lim_seen];
+        if (ev->gpu < 0 || ev->gpu >= ng)
+            return pfi_err_set(err, PFI_EINVAL, "%s is corrupt (change %llu: GPU %d)", s->path,
+                               (unsigned long long)s->lim_seen, (int)ev->gpu);
+        s->lim[ev->gpu] = ev->watts;
+    }
+    double t = 0;
+    for (int g = 0; g < ng; g++)
+        t += s->lim[g];
+    *sum = t;
+    if (changes)
+        *changes = n;
+    return PFI_OK;
 }
 
 int pfi_sim_state_set_limit(pfi_sim_state *s, int gpu, double watts, pfi_err *err)

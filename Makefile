@@ -193,11 +193,12 @@ demo: all
 	@echo "open study-out/report.html (or read study-out/report.md)"
 
 
-# The chaos tests at scale (10 minutes unless SOAK_SECONDS says otherwise); writes docs/soak.md.
+# The chaos test at scale, then the fuzz targets (10 minutes in all unless SOAK_SECONDS says
+# otherwise); writes docs/soak.md.
 SOAK_SECONDS ?= 600
-soak: all $(BUILD)/tests/test_serve_sampler
-	PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) SOAK_SECONDS=$(SOAK_SECONDS) \
-	  sh tests/soak.sh
+soak: all $(BUILD)/tests/test_serve_sampler fuzz-targets
+	PFI_BIN=$(abspath $(PFI)) PFI_FAKENVML=$(abspath $(FAKENVML)) FUZZ_BIN=$(abspath $(FBUILD)/bin) \
+	  SOAK_SECONDS=$(SOAK_SECONDS) sh tests/soak.sh
 
 bench: all $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done

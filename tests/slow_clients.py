@@ -4,7 +4,7 @@
 
   slow_clients.py --api HOST:PORT --control unix:PATH|HOST:PORT --token-file F
                   [--conns 1100] [--source 127.0.0.1] [--drip 10] [--seconds 60]
-                  [--heartbeat 0.5] [--other 127.0.0.2]
+                  [--heartbeat 0.5] [--other 127.0.0.2] [--probe PATH] [--stop-file F]
 
 Opens --conns TCP connections to --api from --source, each sending a request line and then one
 more byte of an unfinished header every --drip seconds (a connection the daemon closes is
@@ -15,12 +15,16 @@ address) once a second.  Prints one JSON object: heartbeats sent/answered, their
 p50/p99/max and the longest gap between two, the ordinary client's answers, how many
 connections the attacker held, and the watchdog's trips and safe mode read from /metrics on
 --control right after the last heartbeat.
+With --probe PATH the requests to --control are GET PATH instead of heartbeats (a node under a
+real cluster controller, whose heartbeats alone must keep its watchdog quiet); the figures keep
+their names.  --stop-file: end early once the file exists (the caller's test is over).
 Exit status 0 always; the caller judges the figures.
 """
 import argparse
 import errno
 import http.client
 import json
+import os
 import selectors
 import socket
 import time
@@ -187,6 +191,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--heartbeat", type=float, default=0.5)
     ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--probe", default=None)
+    ap.add_argument("--stop-file", default=None)
     a = ap.parse_args()
     token = open(a.token_file).read().strip()
     att = Attacker(a.api, a.conns, a.source, a.drip)
@@ -198,6 +204,8 @@ def main():
     next_hb = next_other = t_start
     t_end = t_start + a.warmup + a.seconds
     while time.monotonic() < t_end:
+        if a.stop_file and os.path.exists(a.stop_file):
+            break
         att.step(0.02)
         now = time.monotonic()
         if now >= next_hb:
@@ -205,8 +213,11 @@ def main():
             if last_hb is not None:
                 max_gap = max(max_gap, now - last_hb)
             last_hb = now
-            st, dt = request(a.control, "POST", "/v1/heartbeat",
-                             json.dumps({"controller": "slow-client-test"}), token, 5.0)
+            if a.probe:
+                st, dt = request(a.control, "GET", a.probe, None, token, 5.0)
+            else:
+                st, dt = request(a.control, "POST", "/v1/heartbeat",
+                                 json.dumps({"controller": "slow-client-test"}), token, 5.0)
             if st == 200:
                 lat.append(dt)
             else:

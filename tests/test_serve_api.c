@@ -349,6 +349,7 @@ static void test_metrics_text(void **state)
     assert_non_null(strstr(t, "\npfi_gpu_temperature_celsius{gpu=\"0\",UUID=\"GPU-"));
 
     assert_non_null(strstr(t, "# TYPE pfi_cap_changes_total counter\n"));
+    assert_non_null(strstr(t, "\npfi_heartbeats_total 0\n"));
     /* Every sample line is NAME{labels} VALUE or NAME VALUE with a number. */
     char *save, *line;
     int samples = 0;
@@ -439,6 +440,7 @@ static void test_cluster_caps_and_watchdog(void **state)
                      200);
     assert_true(json_is_true(json_object_get(d, "armed")));
     json_decref(d);
+    assert_int_equal(f->n->n_heartbeats, 1);
     pfi_srv_tick(f->n);
     assert_int_equal(f->n->mode, SRV_MODE_EXTERNAL);
     struct timespec ts = {0, 120 * 1000 * 1000};

@@ -188,6 +188,7 @@ int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t 
     int first = n->hb_ttl_s <= 0 && ttl_s > 0;
     n->hb_last = pfi_clock_mono();
     n->hb_ttl_s = ttl_s;
+    n->n_heartbeats++;
     snprintf(n->hb_controller, sizeof n->hb_controller, "%s", controller ? controller : "");
     int mode = n->mode;
     pthread_mutex_unlock(&n->mu);

@@ -202,6 +202,8 @@ static void node_metrics(ctx *c)
            (double)n->n_rate_limited);
     scalar(c, "pfi_watchdog_trips_total", "counter", "Times the heartbeat watchdog fired.",
            (double)n->n_watchdog_trips);
+    scalar(c, "pfi_heartbeats_total", "counter", "Controller heartbeats answered.",
+           (double)n->n_heartbeats);
     scalar(c, "pfi_last_apply_seconds", "gauge", "Duration of the last cap application.",
            n->n_decisions ? n->last_apply_ms / 1e3 : NAN);
 }

@@ -200,6 +200,7 @@ typedef struct srv_node {
     long long n_rate_limited;
     long long n_decisions, n_cap_changes, n_apply_failures, n_held, n_mismatch;
     long long n_watchdog_trips;
+    long long n_heartbeats; /* heartbeats answered */
     double last_apply_ms, last_decision_mono, last_replan_mono;
     long long commit_gen;  /* bumped by every commit of a decision (under mu): a reading taken
                             * before it is older than the limits the decision read back */

@@ -74,8 +74,8 @@ run lightning lightning 20 100,50% 700,350 --tokens-per-step 65536
 run restart pfi 40 100,50% 700,350 --restart
 
 # What the sweep cost: per level GPU-seconds = duration x GPUs, work lost against the top
-# level's rate, totals their sums; pfi show gives the same figures from the stored telemetry
-# (level durations to within a telemetry row: 1 s of each level).
+# level's rate, totals their sums; pfi show gives the same figures from each level's stored
+# start and end.
 jq -e '. as $d | ([.levels[] | select((.gpu_s - .duration_s * $d.n_gpus | fabs) > 1e-6
         or ((.lost - ($d.cost.baseline_rate - .tput) * .duration_s) | fabs) > 1e-3)] | length) == 0
       and (([.levels[].gpu_s] | add) - .cost.gpu_s | fabs) < 1e-6
@@ -86,8 +86,12 @@ jq -e '. as $d | ([.levels[] | select((.gpu_s - .duration_s * $d.n_gpus | fabs) 
 rid=$(jq -r '.run_id' "$tmp/pfi.json")
 "$PFI_BIN" show "$rid" --db "$tmp/pfi.db" --json >"$tmp/show.json" || { echo "FAIL: pfi show $rid"; fail=1; }
 jq -en --slurpfile a "$tmp/pfi.json" --slurpfile b "$tmp/show.json" '
-    (($a[0].cost.gpu_s - $b[0].cost.gpu_s) | fabs) <= ($a[0].levels | length)
-    and ($b[0].cost.lost | . > 0)' >/dev/null ||
+    ($a[0].levels | length) == ($b[0].levels | length)
+    and ([range($a[0].levels | length) as $i
+          | ($a[0].levels[$i].duration_s - $b[0].levels[$i].duration_s) | fabs | select(. > 1e-6)]
+         | length) == 0
+    and (($a[0].cost.gpu_s - $b[0].cost.gpu_s) | fabs) < 1e-6
+    and (($a[0].cost.lost - $b[0].cost.lost) | fabs) < 1e-3' >/dev/null ||
   { echo "FAIL cost in pfi show: $(jq -c .cost "$tmp/show.json") against $(jq -c .cost "$tmp/pfi.json")"; fail=1; }
 "$PFI_BIN" show "$rid" --db "$tmp/pfi.db" | grep -Eq '^cost: [0-9]+ s on 1 GPUs = [0-9]+ GPU-s; [0-9]+ tokens lost' ||
   { echo "FAIL: no cost line in pfi show"; fail=1; }

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "store/schema.h"
 #include "store/store.h"
 
 typedef struct fixture {
@@ -119,6 +120,8 @@ static pfi_level level(double cap, double power, double tput)
     l.n_samples = 600;
     return l;
 }
+
+static pfi_sample sample_at(double t, double power);
 
 static void test_create_and_reopen(void **state)
 {
@@ -317,6 +320,64 @@ static void test_round_trip(void **state)
     pfi_store_close(st);
     assert_int_equal(raw_count(f->db, "SELECT COUNT(*) FROM levels"), 0);
     assert_int_equal(raw_count(f->db, "SELECT COUNT(*) FROM jobs"), 0);
+}
+
+/* A store written before levels had their own start and end (schema version 1) still opens:
+ * it is brought to the current version, its old levels take their time from the span of their
+ * telemetry, and a level added since takes it from its recorded start and end. */
+static void test_level_times_and_v1_store(void **state)
+{
+    fixture *f = *state;
+    char sql[8192];
+    snprintf(sql, sizeof sql,
+             "%s PRAGMA user_version = 1;"
+             "INSERT INTO jobs(id, command) VALUES (1, 'train');"
+             "INSERT INTO runs(id, job_id, name, source, backend, gpu_type, n_gpus, unit,"
+             " unit_label, status) VALUES (1, 1, 'old', 'sweep', 'nvml', 'H200-SXM', 2,"
+             " 'tokens/s', 'tokens/s', 'done');"
+             "INSERT INTO levels(id, run_id, seq, cap_w, power_w, tput) VALUES"
+             " (1, 1, 0, 700, 650, 1000);"
+             "INSERT INTO telemetry(level_id, gpu, n, have, t_s, power_w) VALUES"
+             " (1, 0, 10, 1, 10, 650), (1, 0, 10, 1, 11, 650), (1, 0, 10, 1, 12, 650);",
+             pfi_store_schema_steps[0].sql);
+    raw_exec(f->db, sql);
+    assert_int_equal(raw_count(f->db, "PRAGMA user_version"), 1);
+    pfi_store *st;
+    pfi_err e = {0};
+    assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_OK);
+    assert_int_equal(pfi_store_schema_version(st), PFI_STORE_SCHEMA_VERSION);
+    pfi_run *r = malloc(sizeof *r);
+    assert_int_equal(pfi_store_load_run(st, 1, r, &e), PFI_OK);
+    assert_int_equal(r->n_levels, 1);
+    assert_true(r->levels[0].tput == 1000);
+    assert_true(isnan(r->levels[0].began_s) && isnan(r->levels[0].ended_s));
+    /* 3 bucket means 1 s apart: 3 s of telemetry */
+    double dur[3];
+    assert_int_equal(pfi_store_level_durations(st, 1, dur, 3, &e), PFI_OK);
+    assert_true(fabs(dur[0] - 3.0) < 1e-9);
+    assert_true(isnan(dur[1]));
+    /* A level with its own times (telemetry too: the recorded times win), and a zeroed one. */
+    pfi_level a = level(500, 480, 900), z = level(400, 390, 800);
+    a.began_s = 100;
+    a.ended_s = 142.5;
+    z.began_s = z.ended_s = 0;
+    long long lid;
+    pfi_sample smp[3];
+    for (int i = 0; i < 3; i++)
+        smp[i] = sample_at(110 + i, 480);
+    assert_int_equal(pfi_store_add_level(st, 1, &a, &lid, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_samples(st, lid, 0, smp, 3, 0, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_level(st, 1, &z, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_store_level_durations(st, 1, dur, 3, &e), PFI_OK);
+    assert_true(fabs(dur[0] - 3.0) < 1e-9);
+    assert_true(fabs(dur[1] - 42.5) < 1e-9);
+    assert_true(isnan(dur[2]));
+    assert_int_equal(pfi_store_load_run(st, 1, r, &e), PFI_OK);
+    assert_true(r->levels[1].began_s == 100 && r->levels[1].ended_s == 142.5);
+    assert_true(isnan(r->levels[2].began_s) && isnan(r->levels[2].ended_s));
+    free(r);
+    pfi_store_close(st);
+    assert_int_equal(raw_count(f->db, "PRAGMA user_version"), PFI_STORE_SCHEMA_VERSION);
 }
 
 static void test_bad_writes(void **state)
@@ -557,6 +618,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layer_migrations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_level_times_and_v1_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_telemetry_downsampling, setup, teardown),

@@ -24,6 +24,10 @@ typedef struct pfi_level {
     double gpu_util, sm_active, tensor_active, dram_active; /* 0..1 */
     double nvlink_mibs, pcie_mibs; /* per GPU, tx+rx */
     double t_start_s, t_end_s;     /* the steady window used */
+    /* When the level began (its caps set, or the job restarted for it) and ended, on the clock
+     * of t_start_s: what characterizing it cost (core/cost.h).  Unknown (NAN, or 0 and 0 from
+     * a zeroed struct) unless ended_s > began_s. */
+    double began_s, ended_s;
     int n_samples;
 } pfi_level;
 

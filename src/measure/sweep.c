@@ -201,7 +201,7 @@ static void level_init(pfi_level *lv)
     double *f[] = {&lv->cap_w, &lv->enforced_w, &lv->power_w, &lv->tput, &lv->tput_lo,
                    &lv->tput_hi, &lv->sm_clock_mhz, &lv->powercap_frac, &lv->gpu_util,
                    &lv->sm_active, &lv->tensor_active, &lv->dram_active, &lv->nvlink_mibs,
-                   &lv->pcie_mibs, &lv->t_start_s, &lv->t_end_s};
+                   &lv->pcie_mibs, &lv->t_start_s, &lv->t_end_s, &lv->began_s, &lv->ended_s};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         *f[i] = NAN;
     lv->n_samples = 0;
@@ -417,6 +417,7 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
     }
     pfi_level lv;
     level_init(&lv);
+    lv.began_s = t_level;
     double capsum = 0;
     for (int i = 0; i < c->n_gpus; i++)
         capsum += caps[i];
@@ -436,9 +437,10 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
     if (rc != PFI_OK)
         return rc;
     level_telemetry(rows, nt, c->n_gpus, lv.t_start_s, lv.t_end_s, &lv);
+    lv.ended_s = pfi_hw_now(b);
     res->run.levels[res->run.n_levels] = lv;
     res->steady[res->run.n_levels] = steady;
-    res->level_s[res->run.n_levels] = pfi_hw_now(b) - t_level;
+    res->level_s[res->run.n_levels] = lv.ended_s - lv.began_s;
     res->run.n_levels++;
     if (c->sink.level)
         rc = c->sink.level(c->sink.ctx, &res->run, res->run.n_levels - 1, rows, nt, c->gpus,

@@ -73,6 +73,7 @@ static int from_points(const srv_gpu *g, const srv_job *j, const pfi_curve_json 
         lv->sm_clock_mhz = lv->powercap_frac = lv->gpu_util = lv->sm_active = NAN;
         lv->tensor_active = lv->dram_active = lv->nvlink_mibs = lv->pcie_mibs = NAN;
         lv->t_start_s = lv->t_end_s = NAN;
+        lv->began_s = lv->ended_s = NAN;
     }
     int rc = pfi_curve_from_run(&run, -1, out, err);
     if (rc != PFI_OK)
@@ -181,6 +182,7 @@ static void live_level(const srv_gpu *g, const srv_job *j, pfi_run *hdr, pfi_lev
     lv->nvlink_mibs = j->base.nvlink_mibs;
     lv->pcie_mibs = j->base.pcie_mibs;
     lv->t_start_s = lv->t_end_s = NAN;
+    lv->began_s = lv->ended_s = NAN;
     lv->n_samples = j->base.n;
 }
 

@@ -96,6 +96,7 @@ void pfi_import_level_init(pfi_level *lv, double cap_w, double power_w, double t
     lv->gpu_util = lv->sm_active = lv->tensor_active = lv->dram_active = NAN;
     lv->nvlink_mibs = lv->pcie_mibs = NAN;
     lv->t_start_s = lv->t_end_s = NAN;
+    lv->began_s = lv->ended_s = NAN;
     lv->n_samples = 0;
 }
 

@@ -69,6 +69,10 @@ const pfi_store_step pfi_store_schema_steps[] = {
      "  layer TEXT PRIMARY KEY,"
      "  version INTEGER NOT NULL"
      ");"},
+    /* 2: each level's own start and end (cap change to end), so a stored run's cost is the
+     * time it really took, not the span of its telemetry; NULL for levels stored before. */
+    {"ALTER TABLE levels ADD COLUMN began_s REAL;"
+     "ALTER TABLE levels ADD COLUMN ended_s REAL;"},
 };
 
 const int pfi_store_schema_nsteps =

@@ -362,7 +362,8 @@ int pfi_store_add_level(pfi_store *st, long long run_id, const pfi_level *lv, lo
                            "INSERT INTO levels(run_id, seq, cap_w, enforced_w, power_w, tput,"
                            " tput_lo, tput_hi, sm_clock_mhz, powercap_frac, gpu_util, sm_active,"
                            " tensor_active, dram_active, nvlink_mibs, pcie_mibs, t_start_s,"
-                           " t_end_s, n_samples) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " t_end_s, n_samples, began_s, ended_s)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            &s, err);
     if (rc != PFI_OK)
         return rc;
@@ -376,6 +377,9 @@ int pfi_store_add_level(pfi_store *st, long long run_id, const pfi_level *lv, lo
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
         pfi_store_bind_real(s, i++, v[k]);
     sqlite3_bind_int(s, i++, lv->n_samples);
+    int timed = lv->ended_s > lv->began_s; /* see core/run.h */
+    pfi_store_bind_real(s, i++, timed ? lv->began_s : NAN);
+    pfi_store_bind_real(s, i++, timed ? lv->ended_s : NAN);
     src = sqlite3_step(s);
     sqlite3_finalize(s);
     if (src != SQLITE_DONE)

@@ -42,7 +42,7 @@
 typedef struct pfi_store pfi_store;
 
 /* The store schema version this build writes (PRAGMA user_version). */
-#define PFI_STORE_SCHEMA_VERSION 1
+#define PFI_STORE_SCHEMA_VERSION 2
 
 /* Open flags. */
 #define PFI_STORE_CREATE   0x1 /* create the file if it does not exist */
@@ -172,9 +172,10 @@ typedef struct pfi_telemetry_row {
 int pfi_store_load_telemetry(pfi_store *st, long long run_id, int level, pfi_telemetry_row **rows,
                              int *n, pfi_err *err);
 
-/* How long each level of a run lasted (dur_s[seq], seq 0..n-1), from the span of its stored
- * telemetry (transient included; rows are bucket means, so the span is widened by one bucket):
- * NAN for a level without telemetry (imported data). */
+/* How long each level of a run lasted (dur_s[seq], seq 0..n-1): its recorded start and end
+ * (began_s, ended_s) where the level has them, else the span of its stored telemetry
+ * (transient included; rows are bucket means, so the span is widened by one bucket: levels
+ * stored before schema version 2), else NAN (imported data). */
 int pfi_store_level_durations(pfi_store *st, long long run_id, double *dur_s, int n, pfi_err *err);
 
 /* ---- public datasets (import_*.c) ---- */

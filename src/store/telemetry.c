@@ -234,5 +234,21 @@ int pfi_store_level_durations(pfi_store *st, long long run_id, double *dur_s, in
     sqlite3_finalize(s);
     if (src != SQLITE_DONE)
         return pfi_store_sqlerr(st, src, err, "loading level durations");
+    /* A level's recorded start and end, where it has them, are its time exactly. */
+    rc = pfi_store_prepare(st,
+                           "SELECT seq, ended_s - began_s FROM levels"
+                           " WHERE run_id = ?1 AND ended_s > began_s",
+                           &s, err);
+    if (rc != PFI_OK)
+        return rc;
+    sqlite3_bind_int64(s, 1, run_id);
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+        int seq = sqlite3_column_int(s, 0);
+        if (seq >= 0 && seq < n)
+            dur_s[seq] = sqlite3_column_double(s, 1);
+    }
+    sqlite3_finalize(s);
+    if (src != SQLITE_DONE)
+        return pfi_store_sqlerr(st, src, err, "loading level times");
     return PFI_OK;
 }

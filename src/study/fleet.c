@@ -222,6 +222,8 @@ int pfi_fleet_characterize(const pfi_fleet_entry *e, const pfi_fleet_opts *o, pf
         memset(lv, 0, sizeof *lv);
         lv->cap_w = cap;
         rc = measure_level(node, 0, job->first_gpu, job->n_gpus, t + o->settle_s, o, lv, err);
+        lv->began_s = t; /* its caps set: settling, then the window */
+        lv->ended_s = t + o->settle_s + o->window_s;
         if (rc == PFI_OK)
             out->n_levels++;
         t += o->settle_s + o->window_s + 1.0;

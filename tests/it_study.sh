@@ -63,6 +63,34 @@ grep -q "^Left out of the table above\|^Every run is in the table above" "$out/r
   fail "the PFI30 table does not say which runs it leaves out"
 has "$out/report.md" "63%"
 has "$out/report.html" "<table>"
+# What characterizing the fleet cost: every run's levels timed; a level's GPU-seconds are its
+# time x the run's GPUs, its loss (baseline rate - rate) x time, a run's figures the sums of
+# its levels', the totals the sums of the runs'; the probe-vs-sweep rows on the same runs.
+python3 - "$out/summary.json" <<'PY' || fail "characterization cost inconsistent"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["characterization_cost"]
+assert c["runs_timed"] == d["runs"] and c["runs_without_times"] == 0, c["runs_timed"]
+assert len(c["runs"]) == d["runs"]
+for r in c["runs"]:
+    lv = r["levels"]
+    assert lv and all(l["duration_s"] > 0 for l in lv), r["name"]
+    for l in lv:
+        assert abs(l["gpu_s"] - l["duration_s"] * r["n_gpus"]) < 1e-6 * l["gpu_s"], (r["name"], l)
+    top = max(lv, key=lambda l: l["cap_w"])
+    assert top["lost"] == 0, (r["name"], top)
+    assert abs(sum(l["gpu_s"] for l in lv) - r["gpu_s"]) < 1e-6 * r["gpu_s"], r["name"]
+    assert abs(sum(l["lost"] for l in lv) - r["lost"]) <= 1e-6 * abs(r["lost"]) + 1e-6, r["name"]
+    assert abs(sum(l["duration_s"] for l in lv) - r["seconds"]) < 1e-6 * r["seconds"], r["name"]
+    assert r["lost"] > 0 and 0 < r["lost_frac"] < 1, r["name"]
+assert abs(sum(r["gpu_s"] for r in c["runs"]) - c["gpu_s"]) < 1e-6 * c["gpu_s"]
+assert abs(sum(r["lost"] for r in c["runs"]) - c["tokens_lost"]) < 1e-6 * c["tokens_lost"]
+e = c["probe_vs_sweep"]
+assert e["done"] and e["runs"] == d["runs"] and len(e["rows"]) == 6, e
+assert e["rows"][0]["part"] == "1 probe" and e["rows"][0]["runs"] > 0, e["rows"][0]
+PY
+has "$out/report.md" "## What characterization costs"
+has "$out/report.md" "How much of a sweep a PFI30 needs"
 "$PFI_BIN" runs --db "$out/pfi.db" --json >"$tmp/runs.json" || fail "the study's store does not open"
 [ "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['runs']))" "$tmp/runs.json")" = "$runs" ] \
   || fail "the store does not hold the study's $runs runs"
@@ -128,5 +156,14 @@ has "$tmp/pub.json" "telemetry"
 [ "$(jq_num "$tmp/pub.json" "['allocation']['done']")" = True ] || fail "no allocation on public runs"
 has "$tmp/pub.json" "probe"
 has "$tmp/pub.json" "GPU-weighted relative throughput"
+# Imported runs carry no level times: no cost figure, said so; the probe-vs-sweep rows still run.
+python3 - "$tmp/pub.json" <<'PY' || fail "cost of imported runs"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["characterization_cost"]
+assert c["runs_timed"] == 0 and c["runs_without_times"] == d["runs"] and c["gpu_s"] is None, c
+assert c["probe_vs_sweep"]["done"] and c["probe_vs_sweep"]["rows"][0]["runs"] > 0, c["probe_vs_sweep"]
+PY
+has "$tmp/pub/report.md" "no run has its levels' start and end times"
 [ -z "${skipped:-}" ] || { echo "the rest ok; $skipped"; exit 77; }
 echo "ok"

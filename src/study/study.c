@@ -17,6 +17,7 @@
 #include "core/probe.h"
 #include "sim/sim.h"
 #include "store/store.h"
+#include "study/cost_eval.h"
 #include "study/experiment.h"
 #include "study/fleet.h"
 #include "util/clock.h"
@@ -248,6 +249,47 @@ static void index_runs(pfi_study *s)
     if (failed)
         note(s, "%d of %d runs have no PFI (too few usable levels); the tables leave them out",
              failed, s->n);
+}
+
+/* ------------------------------------------------------------------ what characterizing cost */
+
+/* A run's cost from its levels' recorded times; 0 when a level has none. */
+static int run_cost(const pfi_run *r, pfi_cost *out)
+{
+    double dur[PFI_MAX_LEVELS];
+    for (int i = 0; i < r->n_levels && i < PFI_MAX_LEVELS; i++) {
+        const pfi_level *l = &r->levels[i];
+        dur[i] = l->ended_s > l->began_s ? l->ended_s - l->began_s : NAN;
+    }
+    return pfi_cost_run(r, dur, out, NULL) == PFI_OK && isfinite(out->gpu_s_total) &&
+           isfinite(out->lost_total);
+}
+
+/* Each run's cost, and how much of a sweep a PFI30 needs on these runs (study/cost_eval.h). */
+static void cost_step(pfi_study *s)
+{
+    pfi_study_cost *c = &s->cost;
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < s->n; i++) {
+        pfi_study_run *r = &s->runs[i];
+        r->cost_ok = run_cost(&r->run, &r->cost);
+        c->n_timed += r->cost_ok;
+    }
+
+    double t0 = pfi_clock_mono();
+    const pfi_run **runs = malloc(sizeof *runs * (size_t)(s->n ? s->n : 1));
+    pfi_err e = {0};
+    if (!runs) {
+        snprintf(c->eval_why, sizeof c->eval_why, "out of memory");
+    } else {
+        for (int i = 0; i < s->n; i++)
+            runs[i] = &s->runs[i].run;
+        c->eval_done = pfi_cost_evaluate(runs, s->n, &c->eval, &e) == PFI_OK;
+        if (!c->eval_done)
+            snprintf(c->eval_why, sizeof c->eval_why, "%s", e.msg);
+    }
+    free(runs);
+    c->eval_s = pfi_clock_mono() - t0;
 }
 
 /* ------------------------------------------------------------------ step 3: prediction */
@@ -623,6 +665,7 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
     s->step_s[0] = pfi_clock_mono() - t, t = pfi_clock_mono();
     if (rc == PFI_OK) {
         index_runs(s);
+        cost_step(s);
         s->step_s[1] = pfi_clock_mono() - t, t = pfi_clock_mono();
         rc = predictor(s, err);
         s->step_s[2] = pfi_clock_mono() - t, t = pfi_clock_mono();

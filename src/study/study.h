@@ -18,16 +18,19 @@
 #ifndef PFI_STUDY_STUDY_H
 #define PFI_STUDY_STUDY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/err.h"
 #include "core/alloc_eval.h"
+#include "core/cost.h"
 #include "core/features.h"
 #include "core/grid_day.h"
 #include "core/pfi.h"
 #include "core/policy.h"
 #include "core/predict.h"
 #include "core/run.h"
+#include "study/cost_eval.h"
 
 #define PFI_STUDY_MAX_CUTS 8
 #define PFI_STUDY_MAX_NOTES 16
@@ -65,7 +68,21 @@ typedef struct pfi_study_run {
     char index_why[160];   /* why not, when !index_ok */
     double pred_pfi30;     /* out-of-sample predicted PFI30 (NAN: not predicted) */
     int in_alloc;          /* part of the allocation population */
+    int cost_ok;           /* every level has its recorded time (core/run.h began_s, ended_s) */
+    pfi_cost cost;         /* what characterizing the run cost, when cost_ok */
 } pfi_study_run;
+
+/* What characterizing the runs cost (core/cost.h: each level's GPU-seconds and the work lost
+ * against the run's baseline rate, from the level's recorded start and end), and how much of
+ * a sweep a PFI30 needs (study/cost_eval.h: one probe and sweeps of 2-6 levels against the full
+ * sweep, on these runs). */
+typedef struct pfi_study_cost {
+    int n_timed;           /* runs whose every level has its time (cost_ok) */
+    int eval_done;
+    char eval_why[256];    /* when !eval_done */
+    pfi_cost_eval eval;
+    double eval_s;         /* what the evaluation added to the study */
+} pfi_study_cost;
 
 typedef struct pfi_study_alloc {
     int done;
@@ -137,6 +154,7 @@ typedef struct pfi_study {
     pfi_study_alloc alloc;
     pfi_study_trace trace;
     pfi_study_grid grid;
+    pfi_study_cost cost;
     int n_notes;
     char notes[PFI_STUDY_MAX_NOTES][256]; /* steps not done and why; caveats */
     double elapsed_s;
@@ -156,5 +174,15 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot,
 /* The machine-readable summary (also printed by `pfi study --json`); caller json_decref()s. */
 struct json_t;
 struct json_t *pfi_study_summary(const pfi_study *s);
+
+/* study_cost.c, for the report: summary.json's characterization_cost (totals, per run and
+ * level, and the probe-vs-sweep rows). */
+struct json_t *pfi_study_cost_json(const pfi_study *s);
+/* The report's sentence on the totals. */
+void pfi_study_cost_text(const pfi_study *s, char *buf, size_t cap);
+/* The report's tables: per run set (totals and medians), and the probe-vs-sweep rows. */
+struct pfi_table;
+struct pfi_table *pfi_study_cost_table(const pfi_study *s);
+struct pfi_table *pfi_study_cost_eval_table(const pfi_study *s);
 
 #endif

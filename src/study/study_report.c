@@ -13,6 +13,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <jansson.h>
 
+#include "core/probe.h"
 #include "report/report.h"
 #include "study/study.h"
 #include "util/json.h"
@@ -704,6 +705,31 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
          br, vs);
 }
 
+/* What characterizing the runs cost, and how much of a sweep a PFI30 needs. */
+static void cost_section(report_doc *d, const pfi_study *s)
+{
+    const pfi_study_cost *c = &s->cost;
+    heading(d, 2, "What characterization costs");
+    char text[1024];
+    pfi_study_cost_text(s, text, sizeof text);
+    para(d, "%s", text);
+    if (c->n_timed > 0)
+        table(d, pfi_study_cost_table(s));
+    heading(d, 3, "How much of a sweep a PFI30 needs");
+    if (!c->eval_done) {
+        para(d, "Not done: %s.", c->eval_why);
+        return;
+    }
+    para(d,
+         "PFI30 estimated from one probe (the baseline and the level nearest a %.0f%% power "
+         "shed, read through a power law) and from sweeps of 2-6 of each run's levels, against "
+         "the PFI30 of the run's full sweep (%d of %d runs reach a 30%% shed); cost is the "
+         "share of the full sweep's levels used (`pfi evaluate --cost`, docs/sweep.md). The "
+         "target is an error within 0.03 for at most 10%% of a full sweep.",
+         100 * PFI_PROBE_DEPTH, c->eval.n_truth, c->eval.n_runs);
+    table(d, pfi_study_cost_eval_table(s));
+}
+
 static int write_docs(const pfi_study *s, const char *dir, const figure *figs, pfi_err *err)
 {
     char mdp[1100], htp[1100];
@@ -784,6 +810,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
         para(&d, "Not done: %s.", s->alloc.why);
     }
     comparison(&d, s);
+    cost_section(&d, s);
 
     if (s->trace.done) {
         heading(&d, 2, "Inside one multi-GPU job");
@@ -962,6 +989,7 @@ json_t *pfi_study_summary(const pfi_study *s)
         json_object_set_new(al, "why", json_string(a->why));
     }
     json_object_set_new(doc, "allocation", al);
+    json_object_set_new(doc, "characterization_cost", pfi_study_cost_json(s));
     if (s->opts.scenario)
         json_object_set_new(doc, "grid_day", grid_summary(s));
     json_t *notes = json_array();

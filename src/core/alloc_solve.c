@@ -62,7 +62,10 @@ typedef struct solver {
     int nomem;        /* a buffer could not be had: the solve fails with PFI_ENOMEM */
     int *pos;         /* relaxation: hull vertex each job has reached */
     int *k, *best_k;  /* rounded allocation, best allocation found */
-    double *kv;       /* value of each job at k */
+    double *kv, *best_kv; /* value of each job at k (at best_k) */
+    unsigned char *kx, *best_kx; /* 1: kv is the job's weighted throughput at k computed as
+                                  * pfi_alloc_tput_at does (not summed up by the fill) */
+    double *hmax;     /* largest |hull value| of each job (the tolerance's scale) */
     double best;
     int have_best;
     int *heap;        /* greedy fill: jobs ordered by next step's gain per GPU */
@@ -99,11 +102,38 @@ static void *big_alloc(size_t bytes)
     return p;
 }
 
+/* pfi_alloc_tput_at (core/alloc.c), the same arithmetic on the same two points; the points are
+ * found by a forward scan, which on short curves costs less than a binary search's branches. */
+static double tput_at(const pfi_alloc_job *J, double c)
+{
+    const double *x = J->cap_w, *y = J->tput;
+    int n = J->n_points;
+    if (c <= x[0])
+        return y[0];
+    if (c >= x[n - 1])
+        return y[n - 1];
+    int lo = 0;
+    if (n > 16) {
+        int hi = n - 1;
+        while (hi - lo > 1) {
+            int mid = (lo + hi) / 2;
+            if (x[mid] <= c)
+                lo = mid;
+            else
+                hi = mid;
+        }
+    } else {
+        while (x[lo + 1] <= c)
+            lo++;
+    }
+    return y[lo] + (y[lo + 1] - y[lo]) * (c - x[lo]) / (x[lo + 1] - x[lo]);
+}
+
 static double val(const solver *S, int j, int k)
 {
     const pfi_alloc_job *J = &S->jobs[j];
     double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
-    return w * pfi_alloc_tput_at(J, k * S->step);
+    return w * tput_at(J, k * S->step);
 }
 
 /* Upper hull of job j's grid points on [a_j, b_j], its slopes and how many are positive.
@@ -150,6 +180,8 @@ static int build_hull(solver *S, int j, int count_only)
                 v = J->tput[0];
             else if (at == J->n_points)
                 v = J->tput[at - 1];
+            else if (x == J->cap_w[at - 1]) /* on a breakpoint: the same sum, its zero term */
+                v = J->tput[at - 1] + (J->tput[at] - J->tput[at - 1]) * 0.0; /* needs no division */
             else
                 v = J->tput[at - 1] + (J->tput[at] - J->tput[at - 1]) * (x - J->cap_w[at - 1]) /
                                           (J->cap_w[at] - J->cap_w[at - 1]);
@@ -171,6 +203,10 @@ static int build_hull(solver *S, int j, int count_only)
     if (count_only)
         return nc_all;
     S->hn[j] = m;
+    double vmax = 0; /* as fmax(vmax, fabs(v)) over the vertices: no NaN here */
+    for (int i = 0; i < m; i++)
+        vmax = fabs(hv[i]) > vmax ? fabs(hv[i]) : vmax;
+    S->hmax[j] = vmax;
     double *hs = S->hs + S->hoff[j];
     long long n = J->n_gpus;
     double prev = INFINITY;
@@ -218,6 +254,7 @@ static double relax_value(solver *S, int fj, double fslope, long long f)
         int h = S->hoff[j] + S->pos[j];
         S->k[j] = S->hk[h];
         S->kv[j] = S->hv[h];
+        S->kx[j] = 1;
         v += S->kv[j];
     }
     return fj >= 0 ? v + fslope * (double)f : v;
@@ -446,6 +483,7 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
                 a = S->cd[q].i + 1;
         S->k[j] = S->hk[o + a];
         S->kv[j] = S->hv[o + a];
+        S->kx[j] = 1;
         v += S->kv[j];
     }
     *ub = *fj >= 0 ? v + p * (double)f : v;
@@ -651,6 +689,7 @@ static double fill(solver *S, long long left, double v)
             left -= n;
             S->k[j]++;
             S->kv[j] += S->gain[j] * (double)n;
+            S->kx[j] = 0;
             double g =
                 S->k[j] < S->b[j] ? (val(S, j, S->k[j] + 1) - S->kv[j]) / (double)n : 0;
             if (g > 0 && n <= left) {
@@ -709,6 +748,8 @@ static int node(solver *S, int *bj, int *bs)
         S->best = v;
         S->have_best = 1;
         memcpy(S->best_k, S->k, (size_t)S->n * sizeof *S->k);
+        memcpy(S->best_kv, S->kv, (size_t)S->n * sizeof *S->kv);
+        memcpy(S->best_kx, S->kx, (size_t)S->n * sizeof *S->kx);
     }
     /* A fractional job at a grid point on its true curve rounds to the bound itself, so the
      * test below closes that node too. */
@@ -789,7 +830,7 @@ struct pfi_alloc_ws {
     size_t used_h;         /* hull slots in use: job j holds hsz[j] from hoff[j]; a job whose new
                             * curve needs more moves to the end of the used ones */
     int *hsz;
-    double *hmax;          /* largest |hull value| of each job (the tolerance's scale) */
+    void *block;           /* every per-job array of the solver, in one allocation */
     double *lo_w, *top_w;  /* each job's lowest and highest grid cap (the AT_MIN/AT_MAX flags), */
     int ends_ok;           /*   allocated by the first re-solve (a one-shot solve needs none) */
     long long need_units;  /* sum n_j * floor_j in grid units: budgets below it re-prepare */
@@ -802,22 +843,10 @@ struct pfi_alloc_ws {
 static void ws_arrays_free(pfi_alloc_ws *w)
 {
     solver *S = &w->S;
-    free(S->a);
-    free(S->b);
-    free(S->hoff);
-    free(S->hn);
+    free(w->block);
     free(S->hk);
     free(S->hv);
-    free(S->ng);
     free(S->cd);
-    free(w->hsz);
-    free(S->pos);
-    free(S->k);
-    free(S->best_k);
-    free(S->kv);
-    free(S->heap);
-    free(S->gain);
-    free(w->hmax);
     free(w->lo_w);
     free(w->top_w);
     free(S->cum);
@@ -828,12 +857,11 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->si2);
     free(S->ss);
     free(S->ss2);
-    free(S->hm);
     free(S->hs);
     pfi_alloc_result_free(&w->prep);
     memset(S, 0, sizeof *S);
-    w->hmax = NULL;
     w->hsz = NULL;
+    w->block = NULL;
     w->lo_w = w->top_w = NULL;
 }
 
@@ -843,15 +871,6 @@ void pfi_alloc_ws_free(pfi_alloc_ws *w)
         return;
     ws_arrays_free(w);
     free(w);
-}
-
-static void hull_scale(pfi_alloc_ws *w, int j)
-{
-    solver *S = &w->S;
-    double m = 0;
-    for (int i = 0; i < S->hn[j]; i++)
-        m = fmax(m, fabs(S->hv[S->hoff[j] + i]));
-    w->hmax[j] = m;
 }
 
 /* Job j's lowest and highest grid caps, as pfi_alloc_finish computes them for its flags. */
@@ -872,8 +891,11 @@ static int ends_alloc(pfi_alloc_ws *w)
     return w->lo_w && w->top_w;
 }
 
-/* pfi_alloc_finish (core/alloc.c) with what the workspace keeps: the same sums in the same
- * order and the same flags, each job's grid ends computed once per build, not per solve. */
+/* pfi_alloc_finish (core/alloc.c) with what the solve knows: the same sums in the same order
+ * and the same flags; each job's grid ends computed once per build when the workspace keeps
+ * them (ends_ok), and its throughput taken from the solve where that is the very number
+ * pfi_alloc_tput_at gives (weight 1, a value not summed up by the fill; a zero is computed
+ * again, for its sign). */
 static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
 {
     solver *S = &w->S;
@@ -883,17 +905,22 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
     for (int j = 0; j < n; j++) {
         const pfi_alloc_job *J = &jobs[j];
         double c = res->cap_w[j];
-        res->tput[j] = pfi_alloc_tput_at(J, c);
+        double wt = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+        res->tput[j] = wt == 1.0 && S->best_kx[j] && S->best_kv[j] != 0 ? S->best_kv[j]
+                                                                         : tput_at(J, c);
         power += J->n_gpus * c;
-        value += ((isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight) * res->tput[j];
+        value += wt * res->tput[j];
         if (J->n_gpus < min_n)
             min_n = J->n_gpus;
         unsigned f = res->flags[j] & (PFI_ALLOC_SLA_RELAXED | PFI_ALLOC_SLA_DROPPED);
-        if (c <= w->lo_w[j] + 1e-9)
+        double lo = w->ends_ok ? w->lo_w[j]
+                               : ceil(fmax(J->min_cap_w, J->cap_w[0]) / step - 1e-9) * step;
+        double top = w->ends_ok ? w->top_w[j] : floor(J->max_cap_w / step + 1e-9) * step;
+        if (c <= lo + 1e-9)
             f |= PFI_ALLOC_AT_MIN;
         else if (c <= res->floor_w[j] + 1e-9)
             f |= PFI_ALLOC_AT_SLA;
-        if (c >= w->top_w[j] - 1e-9)
+        if (c >= top - 1e-9)
             f |= PFI_ALLOC_AT_MAX;
         res->flags[j] = f;
     }
@@ -902,7 +929,25 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
     res->budget_binds = res->budget_w - power < min_n * step - 1e-9;
 }
 
-/* Validation, grid and floors at budget_w, hull storage and every job's hull. */
+/* Every per-job array of the solver carved from one block (a fresh solve touches it once). */
+static int job_arrays(pfi_alloc_ws *w, size_t nn)
+{
+    solver *S = &w->S;
+    char *p = w->block = big_alloc(nn * (4 * sizeof(double) + 11 * sizeof(int) + 2));
+    if (!p)
+        return 0;
+    double **d[] = {&S->kv, &S->best_kv, &S->gain, &S->hmax};
+    for (size_t i = 0; i < sizeof d / sizeof *d; i++, p += nn * sizeof(double))
+        *d[i] = (double *)p;
+    int **in[] = {&S->a, &S->b, &S->ng, &S->hoff, &S->hn, &S->hm, &w->hsz, &S->pos, &S->k,
+                  &S->best_k, &S->heap};
+    for (size_t i = 0; i < sizeof in / sizeof *in; i++, p += nn * sizeof(int))
+        *in[i] = (int *)p;
+    S->kx = (unsigned char *)p;
+    S->best_kx = S->kx + nn;
+    return 1;
+}
+
 /* Validation, grid and floors at budget_w, and every job's hull.  The buffers of the last
  * build are reused when they are large enough (a re-plan touches no new memory). */
 static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
@@ -918,9 +963,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         ws_arrays_free(w);
         w->cap_n = 0;
         w->cap_h = 0;
-        S->a = malloc(nn * sizeof *S->a);
-        S->b = malloc(nn * sizeof *S->b);
-        if (!S->a || !S->b) {
+        if (!job_arrays(w, nn)) {
             ws_arrays_free(w);
             return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
         }
@@ -937,25 +980,10 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     if (rc)
         return rc;
     if (fresh) {
-        S->hoff = malloc(nn * sizeof *S->hoff);
-        S->hn = malloc(nn * sizeof *S->hn);
         S->hk = big_alloc(hh * sizeof *S->hk);
         S->hv = big_alloc(hh * sizeof *S->hv);
         S->hs = big_alloc(hh * sizeof *S->hs);
-        S->hm = malloc(nn * sizeof *S->hm);
-        S->ng = malloc(nn * sizeof *S->ng);
-        w->hsz = malloc(nn * sizeof *w->hsz);
-        S->pos = malloc(nn * sizeof *S->pos);
-        S->k = malloc(nn * sizeof *S->k);
-        S->best_k = malloc(nn * sizeof *S->best_k);
-        S->kv = malloc(nn * sizeof *S->kv);
-        S->heap = malloc(nn * sizeof *S->heap);
-        S->gain = malloc(nn * sizeof *S->gain);
-
-        w->hmax = malloc(nn * sizeof *w->hmax);
-        if (!S->hoff || !S->hn || !S->hk || !S->hv || !S->hs || !S->hm || !S->ng || !w->hsz || !S->pos || !S->k ||
-            !S->best_k || !S->kv || !S->heap || !S->gain || !w->hmax ||
-            hcap > 0x7fffffff) {
+        if (!S->hk || !S->hv || !S->hs || hcap > 0x7fffffff) {
             ws_arrays_free(w);
             return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
         }
@@ -975,7 +1003,6 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         S->hoff[j] = (int)used;
         w->hsz[j] = build_hull(S, j, 0); /* packed: the slots it may need, no more */
         used += (size_t)w->hsz[j];
-        hull_scale(w, j);
     }
     w->used_h = used;
     w->ends_ok = 0;
@@ -1061,7 +1088,6 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
         w->used_h += (size_t)need;
     }
     build_hull(S, j, 0);
-    hull_scale(w, j);
     if (w->ends_ok)
         grid_ends(w, j);
     if (!S->idx_ok || !patch_index(S, j))
@@ -1128,7 +1154,7 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     S->root_ub = 0;
     double scale = 0;
     for (int j = 0; j < n; j++)
-        scale += w->hmax[j];
+        scale += S->hmax[j];
     S->tol = 1e-11 * scale; /* above the rounding of hull slopes and sums */
     S->rel_gap = o->rel_gap > 0 ? o->rel_gap : 0;
     /* A workspace solved again at the same hulls is being re-planned: sort its segments once
@@ -1162,16 +1188,12 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
         pfi_alloc_result_free(res);
         return rc;
     }
-    if (steal) {
-        pfi_alloc_finish(S->jobs, n, o, res);
-    } else {
-        if (!w->ends_ok) {
-            for (int j = 0; j < n; j++)
-                grid_ends(w, j);
-            w->ends_ok = 1;
-        }
-        ws_finish(w, res);
+    if (!steal && !w->ends_ok) {
+        for (int j = 0; j < n; j++)
+            grid_ends(w, j);
+        w->ends_ok = 1;
     }
+    ws_finish(w, res);
     res->upper_bound = res->optimal ? fmax(res->value, fmin(root_ub, res->value + S->tol))
                                     : root_ub;
     return PFI_OK;

@@ -19,6 +19,7 @@
 #include "core/policy.h"
 #include "store/codec.h"
 #include "store/jobs.h"
+#include "util/json_fast.h"
 #include "util/json_items.h"
 
 #define CURVE "\"curve\":{\"cap_w\":[300,500,700],\"tput\":[60,90,100]}"
@@ -309,6 +310,74 @@ static void test_stream_shapes(void **state)
     pfi_alloc_set_free(&s);
 }
 
+/* Values decoded without jansson's lexer are jansson's own, bit for bit; what it does not take
+ * (escapes, non-ASCII, numbers out of range or malformed) is left to jansson. */
+static void same_value(const char *text)
+{
+    json_error_t je;
+    json_t *a = pfi_json_fast_loadb(text, strlen(text));
+    json_t *b = json_loadb(text, strlen(text), JSON_DECODE_ANY, &je);
+    if (!a)
+        return;
+    if (!b || !json_equal(a, b))
+        fail_msg("'%s': decoded where jansson %s", text, b ? "differs" : "refuses");
+    if (json_is_real(a)) {
+        double x = json_real_value(a), y = json_real_value(b);
+        assert_memory_equal(&x, &y, sizeof x);
+    }
+    json_decref(a);
+    json_decref(b);
+}
+
+static void test_fast_values(void **state)
+{
+    const char *take[] = {"0", "-0", "0.0", "-0.0", "1", "-1", "9223372036854775807",
+                          "-9223372036854775807", "1.5", "1E+2", "1e-2", "0e5", "123.456e-3",
+                          "0.1", "0.30000000000000004", "9007199254740993.0", "1e22", "1e23",
+                          "4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308",
+                          " [1, 2.5, {\"a\": [true, false, null]}, \"x y\"] ",
+                          "{\"a\": 1, \"a\": 2}", "{}", "[]", "\"\""};
+    for (size_t i = 0; i < sizeof take / sizeof take[0]; i++) {
+        json_t *v = pfi_json_fast_loadb(take[i], strlen(take[i]));
+        if (!v)
+            fail_msg("'%s' left to jansson", take[i]);
+        json_decref(v);
+        same_value(take[i]);
+    }
+    const char *leave[] = {"9223372036854775808", "-9223372036854775809", "1e400", "-1e400",
+                           "01", "1.", ".5", "+1", "-", "1e", "1e+", "\"a\\n\"", "\"\xc3\xa9\"",
+                           "[1,]", "{\"a\" 1}", "tru", "nulll", "1 2", "[1] x", "\"\x7f\"", ""};
+    for (size_t i = 0; i < sizeof leave / sizeof leave[0]; i++) {
+        json_t *v = pfi_json_fast_loadb(leave[i], strlen(leave[i]));
+        if (v)
+            fail_msg("'%s' decoded: jansson's to judge", leave[i]);
+    }
+    /* random numbers of every spelling, against jansson */
+    unsigned long long x = 0x9E3779B97F4A7C15ULL;
+    char buf[96];
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int k = 0, nd = 1 + (int)(x % 21), nf = (int)((x >> 8) % 20);
+        if (x >> 63)
+            buf[k++] = '-';
+        for (int d = 0; d < nd; d++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            buf[k++] = (char)('0' + (d == 0 && nd > 1 ? 1 + x % 9 : x % 10));
+        }
+        if ((x >> 20) & 1) {
+            buf[k++] = '.';
+            for (int d = 0; d <= nf; d++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                buf[k++] = (char)('0' + x % 10);
+            }
+        }
+        if ((x >> 21) & 1)
+            k += sprintf(buf + k, "e%d", (int)((x >> 24) % 700) - 350);
+        buf[k] = '\0';
+        same_value(buf);
+    }
+}
+
 /* Per-GPU tables of more jobs than the first room (the set grows): each table still points at
  * its own job's caps and throughputs. */
 static void test_grow_pergpu(void **state)
@@ -377,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_stream_same_as_whole),
         cmocka_unit_test(test_stream_shapes),
         cmocka_unit_test(test_grow_pergpu),
+        cmocka_unit_test(test_fast_values),
         cmocka_unit_test(test_step_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,6 +2,8 @@
 /* json_items.c: one array of a JSON file, an element at a time (json_items.h). */
 #include "util/json_items.h"
 
+#include "util/json_fast.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,14 +137,16 @@ static int span(pfi_json_items *it, int depth, size_t *a, size_t *b)
     return 0;
 }
 
-/* The value at buf[pos], decoded by jansson (NULL when it is not valid JSON). */
+/* The value at buf[pos], decoded (util/json_fast.h, else jansson; NULL when it is not valid
+ * JSON). */
 static json_t *value(pfi_json_items *it, int depth)
 {
     size_t a, b;
     if (span(it, depth, &a, &b))
         return NULL;
+    json_t *v = pfi_json_fast_loadb(it->buf + a, b - a);
     json_error_t je;
-    return json_loadb(it->buf + a, b - a, JSON_DECODE_ANY, &je);
+    return v ? v : json_loadb(it->buf + a, b - a, JSON_DECODE_ANY, &je);
 }
 
 /* Members of the top object from buf[pos] (after '{' or ','): each value decoded and dropped,

@@ -2,9 +2,9 @@
 /* json_items.h: the elements of one array in a JSON file, read one at a time through a small
  * buffer, never the whole document in memory: the file is an object whose member `key` is the
  * array (or, key NULL or not, a bare array).  Each element's bytes are found by a scanner that
- * follows strings, escapes and nesting, then decoded by jansson alone; every other member's
- * value is decoded the same way and dropped, so a document that reaches the end is one jansson
- * would read whole.  What this reader does not follow (a file it cannot open, bad JSON between
+ * follows strings, escapes and nesting, then decoded alone (util/json_fast.h, else jansson:
+ * the same values either way); every other member's value is decoded the same way and
+ * dropped, so a document that reaches the end is one jansson would read whole.  What this reader does not follow (a file it cannot open, bad JSON between
  * the elements, a duplicate `key`, a `key` that is not a non-empty array, nesting near
  * jansson's depth limit) ends it with PFI_JSON_ITEMS_OTHER: the caller then reads the file
  * whole, as before, and jansson says what is wrong, with its line. */

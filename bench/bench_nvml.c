@@ -9,20 +9,32 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "hw/hw.h"
 #include "util/clock.h"
 
-/* Samples every GPU for about half a second; returns microseconds per GPU sample. */
-static double per_sample_us(pfi_backend *b, int *n_out)
+/* CPU seconds of this process so far (user + system), which a loaded machine inflates less
+ * than wall time. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* Samples every GPU for about half a second; returns microseconds per GPU sample (wall), and
+ * the CPU microseconds in *cpu_us. */
+static double per_sample_us(pfi_backend *b, int *n_out, double *cpu_us)
 {
     pfi_err e = {0};
     int n = 0;
     if (pfi_hw_count(b, &n, &e) != PFI_OK || n == 0)
         return -1;
     long k = 0;
-    double t0 = pfi_clock_mono();
+    double t0 = pfi_clock_mono(), c0 = cpu_s();
     while (pfi_clock_mono() - t0 < 0.5)
         for (int i = 0; i < n; i++, k++) {
             pfi_sample s;
@@ -32,6 +44,7 @@ static double per_sample_us(pfi_backend *b, int *n_out)
             }
         }
     *n_out = n;
+    *cpu_us = (cpu_s() - c0) / k * 1e6;
     return (pfi_clock_mono() - t0) / k * 1e6;
 }
 
@@ -58,20 +71,23 @@ int main(void)
         return 1;
     }
     int n = 0;
-    double us_nvml = per_sample_us(nv, &n);
+    double cpu_nvml, cpu_sim;
+    double us_nvml = per_sample_us(nv, &n, &cpu_nvml);
     pfi_hw_close(nv);
     if (pfi_hw_open("sim", NULL, 1, &sim, &e) != PFI_OK) {
         fprintf(stderr, "bench_nvml: %s\n", e.msg);
         return 1;
     }
-    double us_sim = per_sample_us(sim, &n);
+    double us_sim = per_sample_us(sim, &n, &cpu_sim);
     pfi_hw_close(sim);
     if (us_nvml < 0 || us_sim < 0)
         return 1;
-    printf("one GPU sample, NVML backend over the fake:  %8.1f us  (%d GPUs)\n", us_nvml, n);
-    printf("one GPU sample, simulator backend:          %8.1f us\n", us_sim);
-    printf("a 10 Hz round of %d GPUs through the NVML layer: %.3f%% of a core, driver time "
-           "excluded\n",
-           n, us_nvml * n * 10 / 1e6 * 100);
+    printf("one GPU sample, NVML backend over the fake:  %8.1f us wall, %8.1f us CPU  (%d GPUs)\n",
+           us_nvml, cpu_nvml, n);
+    printf("one GPU sample, simulator backend:          %8.1f us wall, %8.1f us CPU\n", us_sim,
+           cpu_sim);
+    printf("a 10 Hz round of %d GPUs through the NVML layer: %.3f%% of a core (CPU), driver "
+           "time excluded\n",
+           n, cpu_nvml * n * 10 / 1e6 * 100);
     return 0;
 }

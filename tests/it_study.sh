@@ -62,6 +62,22 @@ has "$out/report.md" "Reading the table: pfi's SLA breaches"
 grep -q "^Left out of the table above\|^Every run is in the table above" "$out/report.md" ||
   fail "the PFI30 table does not say which runs it leaves out"
 has "$out/report.md" "63%"
+# numbers of four digits or more carry thousands separators (commands and paths aside)
+python3 - "$out/report.md" <<'PY' || fail "a large number without separators in the report"
+import re, sys
+bad = [l for l in open(sys.argv[1]) if "`" not in l and re.search(r"(?<![\d.,])\d{4,}", l)]
+sys.exit("\n".join(bad) if bad else 0)
+PY
+# importance: groups of collinear features permuted together, with the method and caveat
+has "$out/report.md" "grouped permutation importance"
+has "$out/report.md" "Caveat: this measures what this fitted model uses"
+python3 - "$out/summary.json" <<'PY' || fail "importance is not grouped"
+import json, sys
+im = json.load(open(sys.argv[1]))["predictor"]["importance"]
+feats = [f for g in im["groups"] for f in g["features"]]
+assert len(feats) == len(set(feats)) == 19, feats  # a partition of the features
+assert im["repeats"] >= 10 and im["seed"] == 3 and 0 < im["corr_threshold"] < 1, im
+PY
 has "$out/report.html" "<table>"
 # What characterizing the fleet cost: every run's levels timed; a level's GPU-seconds are its
 # time x the run's GPUs, its loss (baseline rate - rate) x time, a run's figures the sums of
@@ -100,6 +116,114 @@ if command -v gnuplot >/dev/null 2>&1; then
     head -c 4 "$out/$f.png" | od -An -c | grep -q 'P   N   G' || fail "$f.png is not a PNG"
     grep -q '<svg' "$out/$f.svg" || fail "$f.svg is not an SVG"
   done
+  # The figures say what the report says: checked from their .dat and .gp files.
+  python3 - "$out" <<'PY' || fail "figures do not match the report"
+import json, re, statistics, sys
+out = sys.argv[1]
+summ = json.load(open(out + "/summary.json"))
+report = open(out + "/report.md").read()
+
+def series(name):
+    """The figure's series: data blocks of NAME.dat, and for each the panel and style from
+    the first rendering in NAME.gp."""
+    blocks = [[tuple(map(float, l.split())) for l in b.strip().splitlines()
+               if l.strip() and not l.startswith("#") and "NaN" not in l]
+              for b in open(f"{out}/{name}.dat").read().split("\n\n\n")]
+    gp = open(f"{out}/{name}.gp").read().split("set terminal svg")[0]
+    info, panel = {}, -1
+    for line in gp.splitlines():
+        if line.startswith("plot "):
+            panel += 1
+        m = re.search(r"index (\d+) using [0-9:]+ with (.*?) lc rgb '([^']+)' (?:title \"([^\"]*)\"|notitle)", line)
+        if m:
+            info[int(m.group(1))] = dict(panel=panel, style=m.group(2), color=m.group(3),
+                                          title=m.group(4) or "", data=blocks[int(m.group(1))])
+    ranges = [dict() for _ in range(panel + 1)]
+    panel = -1
+    for line in gp.splitlines():
+        if line.startswith("set xlabel"):
+            panel += 1  # every panel sets its labels, then its ranges
+        m = re.match(r"set ([xy])range \[([^:]+):([^\]]+)\]", line)
+        if m:
+            ranges[panel][m.group(1)] = (float(m.group(2)), float(m.group(3)))
+    return info, ranges
+
+# (b) the scatter's points are the predictions the table scored: same MAE per evaluation
+info, ranges = series("fig_pred_vs_true")
+want = {"training runs (leave one job out)": summ["predictor"]["lojo_mae_pfi30"],
+        "validation runs (never trained on)": summ["predictor"]["validation_mae_pfi30"],
+        "H100 runs (transfer from H200)": summ["predictor"]["transfer_h200_to_h100_mae_pfi30"]}
+seen = 0
+for s in info.values():
+    if s["title"] in want and want[s["title"]] is not None:
+        mae = statistics.mean(abs(y - x) for x, y in s["data"])
+        assert abs(mae - want[s["title"]]) < 1e-6, (s["title"], mae, want[s["title"]])
+        seen += 1
+assert seen >= 2, "scatter lacks the training or H100 series"
+h100 = [s for s in info.values() if s["title"].startswith("H100")]
+others = [s for s in info.values() if s["title"].startswith(("training", "validation"))]
+assert h100 and all(h100[0]["style"] != o["style"] and h100[0]["color"] != o["color"] for o in others), \
+    "H100 transfer points are not marked apart"
+# (e) axes tight: each open axis within 5% of its data's span
+def tight(name, axes="xy", square=False, shared=False):
+    info, ranges = series(name)
+    for pn, r in enumerate(ranges):
+        for ax in axes:
+            k = 0 if ax == "x" else 1
+            v = [p[j] for s in info.values() if (shared or s["panel"] == pn) and s["color"] != "#999999"
+                 for p in s["data"] for j in ((0, 1) if square else (k,))]
+            if not v or ax not in r:
+                continue
+            lo, hi = min(v), max(v)
+            span = max(hi - lo, 1e-9)
+            assert r[ax][0] >= lo - 0.05 * span - 1e-9 and r[ax][1] <= hi + 0.05 * span + 1e-9, \
+                (name, pn, ax, r[ax], lo, hi)
+tight("fig_pred_vs_true", square=True)  # one range for both axes
+tight("fig_curves", shared=True)  # small multiples on shared axes
+tight("fig_gpu_trace", "x")
+# (d) family curves: one panel per family, one colour per panel, distinct across panels
+info, ranges = series("fig_curves")
+cols = {}
+for s in info.values():
+    if s["color"] != "#999999":
+        cols.setdefault(s["panel"], set()).add(s["color"])
+assert len(cols) >= 2 and all(len(c) == 1 for c in cols.values()), cols
+flat = [next(iter(c)) for c in cols.values()]
+assert len(flat) > 8 or len(set(flat)) == len(flat), "two families share a colour"
+# (g) the allocation figure shows the gap recovered, as the table gives it
+info, ranges = series("fig_alloc_vs_cut")
+gap = [s for s in info.values() if s["title"] == "pfi" and s["panel"] == 1]
+assert gap, "no gap-recovered panel"
+for x, y in gap[0]["data"]:
+    g = summ["allocation"]["gap_recovered"]["%.2f" % (x / 100)]
+    assert abs(y - 100 * g) < 1e-6, (x, y, g)
+# (c) the trace's settling times, recomputed from the trace by the rule the report states
+info, ranges = series("fig_gpu_trace")
+def settle(t, y, step, window=0.25, final_s=1.0, band=0.05):
+    before = statistics.median(v for a, v in zip(t, y) if a < step)
+    final = statistics.median(v for a, v in zip(t, y) if a >= t[-1] - final_s)
+    tol, at = band * abs(final - before), None
+    for k in range(len(t) - 1, -1, -1):
+        if t[k] < step:
+            break
+        m = statistics.median(v for a, v in zip(t, y) if t[k] - window / 2 <= a <= t[k] + window / 2)
+        if abs(m - final) > tol:
+            break
+        at = t[k] - step
+    return at
+m = re.search(r"at t = (\d+) s, board power settles in ([0-9.]+) s \(median over (\d+) GPUs; "
+              r"([0-9.]+)-([0-9.]+) s\) and the SM clock in ([0-9.]+) s \(median over \d+ GPUs; "
+              r"([0-9.]+)-([0-9.]+) s\)", report)
+assert m, "no settling times in the trace's text"
+step = float(m.group(1))
+for pn, (med, lo, hi) in ((1, m.group(2, 4, 5)), (0, m.group(6, 7, 8))):
+    st = [settle([p[0] for p in s["data"]], [p[1] for p in s["data"]], step)
+          for s in info.values() if s["panel"] == pn and s["color"] not in ("#999999", "#555555")]
+    assert len(st) == int(m.group(3)) and None not in st, st
+    # to the text's 2 decimals (the .dat's 9 digits can move a rounding at the last one)
+    for got, text in ((statistics.median(st), med), (min(st), lo), (max(st), hi)):
+        assert abs(got - float(text)) <= 0.0051, (pn, st, med, lo, hi)
+PY
 else
   echo "SKIPPED: gnuplot not installed (scripts/install-deps.sh test), figures not checked"
   skipped="gnuplot not installed: figures not checked"

@@ -42,6 +42,22 @@ static void test_fmt_fixed(void **state)
     assert_string_equal(pfi_fmt_fixed(b, sizeof b, NAN, 4), "-");
 }
 
+static void test_fmt_sep(void **state)
+{
+    (void)state;
+    char b[48];
+    /* Large numbers in the report read with thousands separators. */
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, 20649419.44, 1, 0), "20,649,419.4");
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, 4827.04, 1, 1), "+4,827.0");
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, -1746.5, 1, 1), "-1,746.5");
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, 999.96, 1, 0), "1,000.0");
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, 100000, 0, 0), "100,000");
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, 123, 0, 0), "123");
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, -0.04, 1, 1), "+0.0"); /* no minus zero */
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, -828.4, 0, 0), "-828");
+    assert_string_equal(pfi_fmt_sep(b, sizeof b, NAN, 1, 0), "-");
+}
+
 static void test_table(void **state)
 {
     const char *h[] = {"policy", "tokens/s"};
@@ -103,6 +119,31 @@ static void test_plot(void **state)
     assert_true(file_size(path) > 500);
     pfi_plot_free(p);
 
+    /* Small multiples: two panels in one figure, each axis over its data plus 3%. */
+    pfi_plot *m = pfi_plot_new("two", "x", "y");
+    assert_int_equal(pfi_plot_panel(m, "left", "x", "y"), PFI_OK);
+    pfi_plot_series(m, "a", PFI_PLOT_LINES, NULL, x, y, NULL, NULL, 3, 0);
+    assert_int_equal(pfi_plot_panel(m, "right", "x", "y"), PFI_OK);
+    pfi_plot_series(m, "b", PFI_PLOT_MARKS, NULL, x, lo, NULL, NULL, 3, 0);
+    pfi_plot_layout(m, 1, 2);
+    assert_int_equal(pfi_plot_render(m, dir, "multi", &e), PFI_OK);
+    pfi_plot_free(m);
+    snprintf(path, sizeof path, "%s/multi.gp", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    char gp[8192];
+    size_t len = fread(gp, 1, sizeof gp - 1, f);
+    gp[len] = 0;
+    fclose(f);
+    assert_non_null(strstr(gp, "set multiplot layout 1,2"));
+    assert_non_null(strstr(gp, "set title \"left\""));
+    assert_non_null(strstr(gp, "set title \"right\""));
+    assert_non_null(strstr(gp, "set xrange [0.094:0.306]")); /* 0.1..0.3 +- 3% */
+    assert_non_null(strstr(gp, "set yrange [0.017:")); /* 0.02..0.12 less 3% of 0.10 */
+    assert_non_null(strstr(gp, "set yrange [0.0073:"));  /* 0.01..0.10 less 3% of 0.09 */
+    snprintf(path, sizeof path, "%s/multi.png", dir);
+    assert_true(file_size(path) > 1000);
+
     /* A directory that does not exist: a clear error, not a crash. */
     pfi_plot *q = pfi_plot_new("t", "x", "y");
     pfi_plot_series(q, "a", PFI_PLOT_LINES, NULL, x, y, NULL, NULL, 3, 0);
@@ -116,7 +157,8 @@ static void test_plot(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fmt_fixed), cmocka_unit_test(test_table),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fmt_fixed), cmocka_unit_test(test_fmt_sep),
+                                       cmocka_unit_test(test_table),
                                        cmocka_unit_test(test_plot)};
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -481,7 +481,8 @@ typedef struct acc {
     int n;
 } acc;
 
-static void acc_add(acc *a, const pfi_model *m, const pfi_train_row *r)
+/* Adds r's error to a; returns the predicted PFI30. */
+static double acc_add(acc *a, const pfi_model *m, const pfi_train_row *r)
 {
     double s[PFI_N_TDEPTHS];
     pfi_fit f;
@@ -499,6 +500,7 @@ static void acc_add(acc *a, const pfi_model *m, const pfi_train_row *r)
     if (fabs(e) > a->maxe)
         a->maxe = fabs(e);
     a->n++;
+    return p30;
 }
 
 static void acc_done(const acc *a, pfi_model_eval *out)
@@ -515,8 +517,14 @@ static void acc_done(const acc *a, pfi_model_eval *out)
     out->r2_pfi30 = sst > 0 ? 1.0 - a->sse / sst : NAN;
 }
 
-int pfi_model_lojo(const pfi_train_row *rows, int n, const pfi_train_opts *opt,
+int pfi_model_lojo(const pfi_train_row *rows, int n, const pfi_train_opts *o,
                    pfi_model_eval *out, pfi_err *err)
+{
+    return pfi_model_lojo_pred(rows, n, o, out, NULL, err);
+}
+
+int pfi_model_lojo_pred(const pfi_train_row *rows, int n, const pfi_train_opts *opt,
+                        pfi_model_eval *out, double *pred30, pfi_err *err)
 {
     pfi_train_opts o = opt ? *opt : pfi_train_defaults();
     memset(out, 0, sizeof *out);
@@ -547,7 +555,9 @@ int pfi_model_lojo(const pfi_train_row *rows, int n, const pfi_train_opts *opt,
             out->kind_physics++;
         for (int j = 0; j < n; j++)
             if (rows[j].group == g) {
-                acc_add(&a, &m, &rows[j]);
+                double p30 = acc_add(&a, &m, &rows[j]);
+                if (pred30)
+                    pred30[j] = p30;
                 done[j] = 1;
             }
     }
@@ -562,6 +572,13 @@ int pfi_model_lojo(const pfi_train_row *rows, int n, const pfi_train_opts *opt,
 int pfi_model_transfer(const pfi_train_row *train, int ntrain, const pfi_train_row *test,
                        int ntest, const pfi_train_opts *o, pfi_model_eval *out, pfi_err *err)
 {
+    return pfi_model_transfer_pred(train, ntrain, test, ntest, o, out, NULL, err);
+}
+
+int pfi_model_transfer_pred(const pfi_train_row *train, int ntrain, const pfi_train_row *test,
+                            int ntest, const pfi_train_opts *o, pfi_model_eval *out,
+                            double *pred30, pfi_err *err)
+{
     memset(out, 0, sizeof *out);
     pfi_model m;
     int rc = pfi_model_train(train, ntrain, o, &m, err);
@@ -572,8 +589,11 @@ int pfi_model_transfer(const pfi_train_row *train, int ntrain, const pfi_train_r
     else
         out->kind_physics = 1;
     acc a = {0};
-    for (int j = 0; j < ntest; j++)
-        acc_add(&a, &m, &test[j]);
+    for (int j = 0; j < ntest; j++) {
+        double p30 = acc_add(&a, &m, &test[j]);
+        if (pred30)
+            pred30[j] = p30;
+    }
     acc_done(&a, out);
     return PFI_OK;
 }

@@ -26,6 +26,9 @@ void pfi_table_free(pfi_table *t);
  * significant digits, no decimals from 10^(sig-1) up, at most 9 decimals; "-" when not finite.
  * Returns buf. */
 const char *pfi_fmt_fixed(char *buf, size_t n, double v, int sig);
+/* v with `decimals` decimals and a comma between thousands ("20,649,419.4"), a sign when
+ * plus is set ("+4,827.0"); "-" when not finite.  Returns buf. */
+const char *pfi_fmt_sep(char *buf, size_t n, double v, int decimals, int plus);
 
 /* ---- figures ---- */
 typedef enum pfi_plot_style {
@@ -34,21 +37,38 @@ typedef enum pfi_plot_style {
     PFI_PLOT_LINESPOINTS,
     PFI_PLOT_BOXES,      /* histogram bars: x = bin centre, y = count */
     PFI_PLOT_ERRORBARS,  /* points with y error bars: needs ylo/yhi */
+    PFI_PLOT_MARKS,      /* larger filled squares: points set apart from PFI_PLOT_POINTS */
 } pfi_plot_style;
 
 typedef struct pfi_plot pfi_plot;
 
 pfi_plot *pfi_plot_new(const char *title, const char *xlabel, const char *ylabel);
+/* Small multiples: the series added after this call go to a new panel with its own title and
+ * axis labels (the first call names the panel pfi_plot_new made when it is still empty); the
+ * plot's title then heads the whole figure.  Range, tic and label setters act on the latest
+ * panel.  An axis left unset is drawn over its data's range plus 3% each side. */
+int pfi_plot_panel(pfi_plot *p, const char *title, const char *xlabel, const char *ylabel);
+/* Panels in rows x cols (filled row by row); 0, 0: about square (the default). */
+void pfi_plot_layout(pfi_plot *p, int rows, int cols);
+typedef enum pfi_plot_key {
+    PFI_KEY_DEFAULT = 0, /* outside right for one panel, inside top left for several */
+    PFI_KEY_OUTSIDE,
+    PFI_KEY_TOP_LEFT,
+    PFI_KEY_TOP_RIGHT,
+    PFI_KEY_BOTTOM_LEFT,
+    PFI_KEY_BOTTOM_RIGHT,
+} pfi_plot_key;
+/* Where the legend goes (in every panel). */
+void pfi_plot_key_at(pfi_plot *p, pfi_plot_key key);
 void pfi_plot_xrange(pfi_plot *p, double lo, double hi);
 void pfi_plot_yrange(pfi_plot *p, double lo, double hi);
-/* A second y axis for series added with y2=1 (e.g. clock on the left, power on the right). */
-void pfi_plot_y2label(pfi_plot *p, const char *label);
 /* Distance between y tick marks (e.g. 1 for counts); default: gnuplot's choice. */
 void pfi_plot_ytics(pfi_plot *p, double step);
 /* Width of PFI_PLOT_BOXES bars in x units (default: gnuplot's, touching bars). */
 void pfi_plot_boxwidth(pfi_plot *p, double width);
 /* Adds a series.  color: a gnuplot colour name or "#rrggbb", NULL for the default cycle.
- * label NULL or "" keeps it out of the legend.  ylo/yhi only for PFI_PLOT_ERRORBARS. */
+ * label NULL or "" keeps it out of the legend.  ylo/yhi only for PFI_PLOT_ERRORBARS.  y2=1:
+ * on a second y axis (right), drawn over its own data's range. */
 int pfi_plot_series(pfi_plot *p, const char *label, pfi_plot_style style, const char *color,
                     const double *x, const double *y, const double *ylo, const double *yhi, int n,
                     int y2);

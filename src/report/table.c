@@ -181,3 +181,32 @@ const char *pfi_fmt_fixed(char *buf, size_t n, double v, int sig)
     snprintf(buf, n, "%.*f", decimals, v);
     return buf;
 }
+
+const char *pfi_fmt_sep(char *buf, size_t n, double v, int decimals, int plus)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    char raw[64];
+    decimals = decimals < 0 ? 0 : decimals > 9 ? 9 : decimals;
+    snprintf(raw, sizeof raw, "%.*f", decimals, fabs(v));
+    const char *dot = strchr(raw, '.');
+    size_t nint = dot ? (size_t)(dot - raw) : strlen(raw);
+    char out[96];
+    size_t o = 0;
+    /* the sign of the rounded value: -0.04 at one decimal is "0.0", not "-0.0" */
+    int zero = strspn(raw, "0.") == strlen(raw);
+    if (v < 0 && !zero)
+        out[o++] = '-';
+    else if (plus)
+        out[o++] = '+';
+    for (size_t i = 0; i < nint; i++) {
+        if (i > 0 && (nint - i) % 3 == 0)
+            out[o++] = ',';
+        out[o++] = raw[i];
+    }
+    snprintf(out + o, sizeof out - o, "%s", dot ? dot : "");
+    snprintf(buf, n, "%s", out);
+    return buf;
+}

@@ -15,6 +15,7 @@
 
 #include "core/alloc_eval.h"
 #include "core/probe.h"
+#include "core/settle.h"
 #include "sim/sim.h"
 #include "store/store.h"
 #include "study/cost_eval.h"
@@ -237,7 +238,7 @@ static void index_runs(pfi_study *s)
     for (int i = 0; i < s->n; i++) {
         pfi_err e = {0};
         pfi_study_run *r = &s->runs[i];
-        r->pred_pfi30 = NAN;
+        r->pred_pfi30 = r->meas_pfi30 = NAN;
         io.seed = (unsigned long long)i + 1;
         r->index_ok = pfi_index_run(&r->run, &io, &r->index, &e) == PFI_OK;
         if (!r->index_ok) {
@@ -347,6 +348,35 @@ static const pfi_model *model_for(const pfi_study *s, const pfi_study_run *r)
     return p->have_fold[f] ? &p->fold[f] : NULL;
 }
 
+/* The predictions an evaluation scored, onto the runs its rows came from. */
+static void set_pred(pfi_study *s, const pfi_train_row *rows, const int *idx, const double *pred,
+                     int n)
+{
+    for (int i = 0; i < n; i++) {
+        s->runs[idx[i]].pred_pfi30 = pred[i];
+        s->runs[idx[i]].meas_pfi30 = rows[i].pfi30;
+    }
+}
+
+/* Grouped permutation importance on the training runs, each predicted by the fold model that
+ * never saw its job (core/importance.h); the study's seed, PFI_IMP_REPEATS permutations. */
+static int held_out_importance(pfi_study *s, const pfi_train_row *rows, const int *idx, int n)
+{
+    const pfi_model **m = calloc((size_t)n + 1, sizeof *m);
+    if (!m)
+        return PFI_ENOMEM;
+    for (int i = 0; i < n; i++)
+        if (!(m[i] = model_for(s, &s->runs[idx[i]]))) {
+            free(m);
+            return PFI_EINVAL;
+        }
+    pfi_err e = {0};
+    int rc = pfi_group_importance(m, rows, n, PFI_IMP_CORR, PFI_IMP_REPEATS, s->opts.seed,
+                                  &s->pred.importance, &e);
+    free(m);
+    return rc;
+}
+
 static int predictor(pfi_study *s, pfi_err *err)
 {
     pfi_study_pred *p = &s->pred;
@@ -375,29 +405,44 @@ static int predictor(pfi_study *s, pfi_err *err)
     progress(s, "training and validating the predictor", 0, 4);
     pfi_model model;
     pfi_err e = {0};
-    if ((rc = pfi_model_lojo(rows, n, &to, &p->lojo, err)) != PFI_OK)
-        goto out;
+    double *pred = calloc((size_t)s->n + 1, sizeof *pred);
+    int *tidx = calloc((size_t)s->n + 1, sizeof *tidx);
+    if (!pred || !tidx) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        goto out_pred;
+    }
+    /* Each run's point in the predicted-vs-measured figure is the prediction its row of the
+     * predictor table scored (set_pred). */
+    if ((rc = pfi_model_lojo_pred(rows, n, &to, &p->lojo, pred, err)) != PFI_OK)
+        goto out_pred;
+    set_pred(s, rows, idx, pred, n);
     progress(s, "training and validating the predictor", 1, 4);
     if ((rc = pfi_model_train(rows, n, &to, &model, err)) != PFI_OK)
-        goto out;
+        goto out_pred;
     p->model_kind = model.kind;
-    pfi_model_importance(&model, rows, n, s->opts.seed, p->importance, &e);
 
-    int nt = rows_of(s, "validation", test, NULL);
-    if (nt > 0 && pfi_model_transfer(rows, n, test, nt, &to, &p->validation, &e) == PFI_OK)
+    int nt = rows_of(s, "validation", test, tidx);
+    if (nt > 0 &&
+        pfi_model_transfer_pred(rows, n, test, nt, &to, &p->validation, pred, &e) == PFI_OK) {
         p->have_validation = 1;
+        set_pred(s, test, tidx, pred, nt);
+    }
     progress(s, "training and validating the predictor", 2, 4);
-    int nh200 = rows_of(s, "h200", rows, NULL), nh100 = rows_of(s, "h100", test, NULL);
+    int nh200 = rows_of(s, "h200", rows, NULL), nh100 = rows_of(s, "h100", test, tidx);
     if (nh200 >= 8 && nh100 > 0 &&
-        pfi_model_transfer(rows, nh200, test, nh100, &to, &p->h200_to_h100, &e) == PFI_OK)
+        pfi_model_transfer_pred(rows, nh200, test, nh100, &to, &p->h200_to_h100, pred, &e) ==
+            PFI_OK) {
         p->have_h200_to_h100 = 1;
+        set_pred(s, test, tidx, pred, nh100);
+    }
     if (nh100 >= 8 && nh200 > 0 &&
         pfi_model_transfer(test, nh100, rows, nh200, &to, &p->h100_to_h200, &e) == PFI_OK)
         p->have_h100_to_h200 = 1;
     progress(s, "training and validating the predictor", 3, 4);
 
-    /* Out-of-sample predictions: each training run by the model of its fold (trained without
-     * its job group), every other run by the model trained on all training runs. */
+    /* Models that never saw a job: each training run by the model of its fold (trained without
+     * its job group, what the allocation's pfi sees), every other run by the model trained on
+     * all training runs. */
     p->full = model;
     n = rows_of(s, train_set, rows, idx);
     for (int f = 0; f < PFI_STUDY_FOLDS; f++) {
@@ -407,19 +452,11 @@ static int predictor(pfi_study *s, pfi_err *err)
                 test[ntr++] = rows[i];
         p->have_fold[f] = pfi_model_train(test, ntr, &to, &p->fold[f], &e) == PFI_OK;
     }
-    for (int i = 0; i < s->n; i++) {
-        pfi_study_run *r = &s->runs[i];
-        const pfi_model *m = model_for(s, r);
-        pfi_train_row row;
-        double sat[PFI_N_TDEPTHS];
-        pfi_fit fit;
-        if (m && r->index_ok && has_telemetry(&r->run) &&
-            pfi_train_row_from_run(&r->run, r->group, is_h100(&r->run), &row, &e) == PFI_OK &&
-            pfi_model_predict_x(m, row.x, sat, &fit, &e) == PFI_OK)
-            r->pred_pfi30 = pfi_at(&fit, 0.30);
-    }
+    p->have_importance = held_out_importance(s, rows, idx, n) == PFI_OK;
     p->done = 1;
     progress(s, "training and validating the predictor", 4, 4);
+out_pred:
+    free(pred), free(tidx);
 out:
     free(rows), free(test), free(idx);
     return rc;
@@ -631,6 +668,14 @@ static void gpu_trace(pfi_study *s)
         tr->n = k + 1;
     }
     tr->done = ok;
+    for (int g = 0; g < ng && ok; g++) {
+        tr->power_settle_s[g] = pfi_settle_time(tr->t, tr->power[g], tr->n, tr->step_at_s,
+                                                PFI_SETTLE_WINDOW_S, PFI_SETTLE_FINAL_S,
+                                                PFI_SETTLE_BAND);
+        tr->clock_settle_s[g] = pfi_settle_time(tr->t, tr->clock[g], tr->n, tr->step_at_s,
+                                                PFI_SETTLE_WINDOW_S, PFI_SETTLE_FINAL_S,
+                                                PFI_SETTLE_BAND);
+    }
     pfi_sim_node_free(node);
     free(e);
 }

@@ -26,6 +26,7 @@
 #include "core/cost.h"
 #include "core/features.h"
 #include "core/grid_day.h"
+#include "core/importance.h"
 #include "core/pfi.h"
 #include "core/policy.h"
 #include "core/predict.h"
@@ -66,7 +67,10 @@ typedef struct pfi_study_run {
     int index_ok;
     pfi_index index;       /* valid when index_ok */
     char index_why[160];   /* why not, when !index_ok */
-    double pred_pfi30;     /* out-of-sample predicted PFI30 (NAN: not predicted) */
+    /* The prediction the predictor table scored for this run (NAN: none): leave one job out
+     * for a training run, trained on the training runs for a validation run, trained on the
+     * H200 runs for an H100 run (transfer); meas_pfi30 the truth it was scored against. */
+    double pred_pfi30, meas_pfi30;
     int in_alloc;          /* part of the allocation population */
     int cost_ok;           /* every level has its recorded time (core/run.h began_s, ended_s) */
     pfi_cost cost;         /* what characterizing the run cost, when cost_ok */
@@ -114,7 +118,10 @@ typedef struct pfi_study_pred {
     int have_validation, have_h200_to_h100, have_h100_to_h200;
     pfi_model_eval validation; /* trained on main, tested on validation */
     pfi_model_eval h200_to_h100, h100_to_h200;
-    double importance[PFI_N_FEATURES];
+    /* Grouped permutation importance on the training runs, each predicted by its fold's model
+     * (core/importance.h). */
+    int have_importance;
+    pfi_importance importance;
     /* The models behind the out-of-sample predictions: `full` trained on every training run
      * (predicts the others), fold[f] trained without the job groups g with g % FOLDS == f. */
     pfi_model full;
@@ -128,6 +135,9 @@ typedef struct pfi_study_trace {
     char run[PFI_NAME_MAX];
     int n_gpus, n;
     double cap_w, step_at_s;
+    /* Settling time of each GPU's power and SM clock after the step (core/settle.h; NAN: not
+     * settled within the trace). */
+    double power_settle_s[PFI_STUDY_TRACE_GPUS], clock_settle_s[PFI_STUDY_TRACE_GPUS];
     double t[PFI_STUDY_TRACE_PTS];
     double clock[PFI_STUDY_TRACE_GPUS][PFI_STUDY_TRACE_PTS];
     double power[PFI_STUDY_TRACE_GPUS][PFI_STUDY_TRACE_PTS];

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "core/probe.h"
+#include "core/settle.h"
 #include "report/report.h"
 #include "study/study.h"
 #include "util/json.h"
@@ -178,24 +179,58 @@ static pfi_table *predictor_table(const pfi_study *s)
     return t;
 }
 
+/* Features of one importance group, comma-separated. */
+static void group_features(const pfi_importance *im, int g, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int f = 0; f < PFI_N_FEATURES && o < n; f++)
+        if (im->group_of[f] == g)
+            o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? ", " : "", pfi_feature_name(f));
+}
+
 static pfi_table *importance_table(const pfi_study *s)
 {
-    const char *h[] = {"feature", "importance (MAE increase when shuffled)"};
-    pfi_table *t = pfi_table_new(2, h);
+    const pfi_importance *im = &s->pred.importance;
+    const char *h[] = {"features permuted together", "MAE increase of PFI30 (mean)",
+                       "sd over permutations"};
+    pfi_table *t = pfi_table_new(3, h);
     int order[PFI_N_FEATURES];
-    for (int i = 0; i < PFI_N_FEATURES; i++)
+    for (int i = 0; i < im->n_groups; i++)
         order[i] = i;
-    for (int i = 0; i < PFI_N_FEATURES; i++) /* a few features: insertion sort, descending */
-        for (int j = i; j > 0 && s->pred.importance[order[j]] > s->pred.importance[order[j - 1]]; j--) {
+    for (int i = 1; i < im->n_groups; i++) /* a few groups: insertion sort, descending */
+        for (int j = i; j > 0 && im->mean[order[j]] > im->mean[order[j - 1]]; j--) {
             int tmp = order[j];
             order[j] = order[j - 1];
             order[j - 1] = tmp;
         }
-    for (int i = 0; i < PFI_N_FEATURES; i++) {
-        pfi_table_cell(t, "%s", pfi_feature_name(order[i]));
-        pfi_table_cell(t, "%.4f", s->pred.importance[order[i]]);
+    for (int i = 0; i < im->n_groups; i++) {
+        char feats[512];
+        group_features(im, order[i], feats, sizeof feats);
+        pfi_table_cell(t, "%s", feats);
+        pfi_table_cell(t, "%.4f", im->mean[order[i]]);
+        pfi_table_cell(t, "%.4f", im->sd[order[i]]);
     }
     return t;
+}
+
+/* A number with thousands separators, for table cells and text. */
+typedef struct numstr {
+    char s[48];
+} numstr;
+
+static numstr sep(double v, int decimals)
+{
+    numstr n;
+    pfi_fmt_sep(n.s, sizeof n.s, v, decimals, 0);
+    return n;
+}
+
+static numstr sep_plus(double v, int decimals)
+{
+    numstr n;
+    pfi_fmt_sep(n.s, sizeof n.s, v, decimals, 1);
+    return n;
 }
 
 static pfi_table *alloc_table(const pfi_study *s, int with_sla)
@@ -210,18 +245,18 @@ static pfi_table *alloc_table(const pfi_study *s, int with_sla)
         pfi_table_cell(t, "%.0f%%", a->cuts[c] * 100);
         if (cell[PFI_POLICY_EQUAL].infeasible) {
             for (int i = 0; i < 8; i++)
-                pfi_table_cell(t, i == 0 ? "infeasible (needs %.0f W)" : "-",
-                               cell[PFI_POLICY_EQUAL].min_budget_w);
+                pfi_table_cell(t, i == 0 ? "infeasible (needs %s W)" : "-",
+                               sep(cell[PFI_POLICY_EQUAL].min_budget_w, 0).s);
             continue;
         }
         static const int order[] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE,
                                     PFI_POLICY_PROPORTIONAL};
         for (int k = 0; k < 4; k++)
-            pfi_table_cell(t, "%.1f", cell[order[k]].total_throughput);
-        pfi_table_cell(t, "%+.1f", cell[PFI_POLICY_PFI].per_job_gain_vs_equal);
-        pfi_table_cell(t, "%+.1f", cell[PFI_POLICY_ORACLE].per_job_gain_vs_equal);
+            pfi_table_cell(t, "%s", sep(cell[order[k]].total_throughput, 1).s);
+        pfi_table_cell(t, "%s", sep_plus(cell[PFI_POLICY_PFI].per_job_gain_vs_equal, 1).s);
+        pfi_table_cell(t, "%s", sep_plus(cell[PFI_POLICY_ORACLE].per_job_gain_vs_equal, 1).s);
         if (isfinite(cell[PFI_POLICY_PFI].gap_recovered))
-            pfi_table_cell(t, "%.0f%%", cell[PFI_POLICY_PFI].gap_recovered * 100);
+            pfi_table_cell(t, "%s%%", sep(cell[PFI_POLICY_PFI].gap_recovered * 100, 0).s);
         else
             pfi_table_cell(t, "- (no gap)");
         if (with_sla)
@@ -246,51 +281,80 @@ typedef struct figure {
 enum { FIG_CURVES, FIG_HIST, FIG_PRED, FIG_ALLOC, FIG_TRACE, FIG_GRID_POWER, FIG_GRID_TPUT,
        N_FIGS };
 
+/* A run's measured levels as P/P0 -> T/T0, sorted by cap (one line per run); returns n. */
+static int run_points(const pfi_study_run *r, double *x, double *y)
+{
+    int ord[PFI_MAX_LEVELS], n = 0;
+    for (int k = 0; k < r->run.n_levels; k++)
+        ord[k] = k;
+    for (int a = 1; a < r->run.n_levels; a++)
+        for (int b = a; b > 0 && r->run.levels[ord[b]].cap_w < r->run.levels[ord[b - 1]].cap_w; b--) {
+            int tmp = ord[b];
+            ord[b] = ord[b - 1];
+            ord[b - 1] = tmp;
+        }
+    for (int k = 0; k < r->run.n_levels; k++) {
+        const pfi_level *lv = &r->run.levels[ord[k]];
+        if (!(lv->tput > 0) || !(lv->power_w > 0))
+            continue;
+        x[n] = lv->power_w / r->index.p0_w;
+        y[n] = lv->tput / r->index.t0;
+        n++;
+    }
+    return n;
+}
+
+/* One panel per model family (small multiples on shared axes, one colour per family), the
+ * axes over every run's points. */
 static int fig_curves(const pfi_study *s, const char *dir, pfi_err *err)
 {
-    pfi_plot *p = pfi_plot_new("Power -> throughput of every run", "power drawn P/P0",
-                               "throughput T/T0");
+    pfi_plot *p = pfi_plot_new("Power -> throughput of every run, one panel per model family",
+                               "power drawn P/P0", "throughput T/T0");
     char fam[32][32];
     int nf = distinct(s, 0, fam, 32);
-    int labelled[32] = {0};
+    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
     for (int i = 0; i < s->n; i++) {
-        const pfi_study_run *r = &s->runs[i];
-        if (!r->index_ok)
-            continue;
         double x[PFI_MAX_LEVELS], y[PFI_MAX_LEVELS];
-        int n = 0;
-        /* levels sorted by cap, so each run is one line */
-        int ord[PFI_MAX_LEVELS];
-        for (int k = 0; k < r->run.n_levels; k++)
-            ord[k] = k;
-        for (int a = 1; a < r->run.n_levels; a++)
-            for (int b = a; b > 0 && r->run.levels[ord[b]].cap_w < r->run.levels[ord[b - 1]].cap_w; b--) {
-                int tmp = ord[b];
-                ord[b] = ord[b - 1];
-                ord[b - 1] = tmp;
-            }
-        for (int k = 0; k < r->run.n_levels; k++) {
-            const pfi_level *lv = &r->run.levels[ord[k]];
-            if (!(lv->tput > 0) || !(lv->power_w > 0))
-                continue;
-            x[n] = lv->power_w / r->index.p0_w;
-            y[n] = lv->tput / r->index.t0;
-            n++;
-        }
-        int f = 0;
-        while (f < nf && strcmp(fam[f], r->run.meta.family) != 0)
-            f++;
-        const char *label = f < nf && !labelled[f] ? fam[f] : NULL;
-        if (f < nf)
-            labelled[f] = 1;
-        pfi_plot_series(p, label ? label : (f >= nf && i == 0 ? "runs" : NULL), PFI_PLOT_LINES,
-                        pfi_palette(f), x, y, NULL, NULL, n, 0);
+        int n = s->runs[i].index_ok ? run_points(&s->runs[i], x, y) : 0;
+        for (int k = 0; k < n; k++)
+            xlo = fmin(xlo, x[k]), xhi = fmax(xhi, x[k]), ylo = fmin(ylo, y[k]), yhi = fmax(yhi, y[k]);
     }
-    double dx[] = {0.3, 1.0}, dy[] = {0.3, 1.0};
-    pfi_plot_series(p, "T proportional to P (PFI = 1)", PFI_PLOT_LINES, "#999999", dx, dy, NULL,
-                    NULL, 2, 0);
-    pfi_plot_xrange(p, 0.3, 1.05);
-    pfi_plot_yrange(p, 0.3, 1.1);
+    if (!(xhi > xlo) || !(yhi > ylo))
+        xlo = 0.3, xhi = 1, ylo = 0.3, yhi = 1;
+    double px = 0.03 * (xhi - xlo), py = 0.03 * (yhi - ylo);
+    int labelled = 0;
+    /* runs without a family (imported, say) get a panel of their own */
+    for (int f = 0; f <= nf; f++) {
+        int runs = 0;
+        for (int i = 0; i < s->n; i++) {
+            const pfi_study_run *r = &s->runs[i];
+            int fi = 0;
+            while (fi < nf && strcmp(fam[fi], r->run.meta.family) != 0)
+                fi++;
+            if (fi != f || !r->index_ok)
+                continue;
+            if (runs++ == 0) {
+                int count = 0;
+                for (int j = 0; j < s->n; j++)
+                    count += s->runs[j].index_ok &&
+                             strcmp(s->runs[j].run.meta.family, f < nf ? fam[f] : "") == 0;
+                char title[80];
+                snprintf(title, sizeof title, "%s (%d run%s)", f < nf ? fam[f] : "no family",
+                         count, count == 1 ? "" : "s");
+                pfi_plot_panel(p, title, "power drawn P/P0", "throughput T/T0");
+            }
+            double x[PFI_MAX_LEVELS], y[PFI_MAX_LEVELS];
+            int n = run_points(r, x, y);
+            pfi_plot_series(p, NULL, PFI_PLOT_LINES, pfi_palette(f), x, y, NULL, NULL, n, 0);
+        }
+        if (!runs)
+            continue;
+        double dx[] = {xlo - px, 1.0}, dy[] = {xlo - px, 1.0};
+        pfi_plot_series(p, labelled++ ? NULL : "T proportional to P (PFI = 1)", PFI_PLOT_LINES, "#999999", dx, dy,
+                        NULL, NULL, 2, 0);
+        pfi_plot_xrange(p, xlo - px, xhi + px);
+        pfi_plot_yrange(p, ylo - py, yhi + py);
+    }
     int rc = pfi_plot_render(p, dir, "fig_curves", err);
     pfi_plot_free(p);
     return rc;
@@ -336,41 +400,53 @@ static int fig_hist(const pfi_study *s, const char *dir, pfi_err *err)
     return rc;
 }
 
+/* The predictions of the predictor table, each against the truth it was scored on: training
+ * runs left out one job at a time, validation runs, and the H100 runs predicted by a model
+ * trained on H200 runs only (larger squares). */
 static int fig_pred(const pfi_study *s, const char *dir, pfi_err *err)
 {
-    pfi_plot *p = pfi_plot_new("Predicted vs measured PFI30 (out of sample)",
+    pfi_plot *p = pfi_plot_new("Predicted vs measured PFI30: the predictions scored in the table",
                                "measured PFI30 (from the sweep)",
                                "predicted PFI30 (from baseline telemetry only)");
-    static const char *const sets[] = {"main", "validation", "h100", "db"};
-    static const char *const labels[] = {"training runs (5-fold, job left out)",
-                                         "validation runs", "H100 runs", "runs"};
-    double lim = 0;
+    static const char *const sets[] = {"main", "db", "validation", "h100"};
+    static const char *const labels[] = {"training runs (leave one job out)",
+                                         "runs (leave one job out)",
+                                         "validation runs (never trained on)",
+                                         "H100 runs (transfer from H200)"};
+    double lo = INFINITY, hi = -INFINITY;
     for (int k = 0; k < 4; k++) {
         double *x = malloc((size_t)(s->n + 1) * sizeof *x), *y = malloc((size_t)(s->n + 1) * sizeof *y);
         int n = 0;
         for (int i = 0; x && y && i < s->n; i++) {
             const pfi_study_run *r = &s->runs[i];
-            if (strcmp(r->set, sets[k]) != 0 || !r->index_ok || !isfinite(r->index.pfi) ||
+            if (strcmp(r->set, sets[k]) != 0 || !isfinite(r->meas_pfi30) ||
                 !isfinite(r->pred_pfi30))
                 continue;
-            x[n] = r->index.pfi;
+            x[n] = r->meas_pfi30;
             y[n] = r->pred_pfi30;
-            lim = fmax(lim, fmax(x[n], y[n]));
+            lo = fmin(lo, fmin(x[n], y[n]));
+            hi = fmax(hi, fmax(x[n], y[n]));
             n++;
         }
         if (n)
-            pfi_plot_series(p, labels[k], PFI_PLOT_POINTS, pfi_palette(k), x, y, NULL, NULL, n, 0);
+            pfi_plot_series(p, labels[k], k == 3 ? PFI_PLOT_MARKS : PFI_PLOT_POINTS,
+                            pfi_palette(k == 3 ? 3 : k == 2 ? 1 : 0), x, y, NULL, NULL, n, 0);
         free(x), free(y);
     }
-    lim = ceil(lim * 10 + 0.5) / 10;
-    double d[] = {0, lim};
+    if (!(hi > lo))
+        lo = 0, hi = 1;
+    double pad = 0.03 * (hi - lo), d[] = {lo - pad, hi + pad};
     pfi_plot_series(p, "perfect prediction", PFI_PLOT_LINES, "#999999", d, d, NULL, NULL, 2, 0);
-    pfi_plot_xrange(p, 0, lim);
-    pfi_plot_yrange(p, 0, lim);
+    pfi_plot_xrange(p, d[0], d[1]);
+    pfi_plot_yrange(p, d[0], d[1]);
     int rc = pfi_plot_render(p, dir, "fig_pred_vs_true", err);
     pfi_plot_free(p);
     return rc;
 }
+
+/* Gap recovered below this is off the chart (a ratio over a gap of almost nothing); the
+ * table gives every value. */
+#define GAP_FLOOR -1.0
 
 static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
 {
@@ -379,6 +455,10 @@ static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
     snprintf(ylabel, sizeof ylabel, "gain per job over equal (%s)", a->unit);
     pfi_plot *p = pfi_plot_new("Allocation policies vs power cut", "power cut (% of the jobs' "
                                "baseline draw)", ylabel);
+    pfi_plot_layout(p, 2, 1);
+    pfi_plot_key_at(p, PFI_KEY_OUTSIDE);
+    pfi_plot_panel(p, "Gain per job over the equal cut",
+                   "power cut (% of the jobs' baseline draw)", ylabel);
     static const int pol[] = {PFI_POLICY_PFI, PFI_POLICY_ORACLE, PFI_POLICY_PROPORTIONAL,
                               PFI_POLICY_EQUAL};
     for (int k = 0; k < 4; k++) {
@@ -395,26 +475,110 @@ static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
         pfi_plot_series(p, pfi_policy_name(pol[k]), PFI_PLOT_LINESPOINTS, pfi_palette(k), x, y,
                         NULL, NULL, n, 0);
     }
+    /* The same as a share of the equal -> oracle gap: equal is 0%, the oracle 100%. */
+    pfi_plot_panel(p, "Share of the equal -> oracle gap recovered",
+                   "power cut (% of the jobs' baseline draw)", "gap recovered (%)");
+    double lo = 0, hi = 100, xs[PFI_STUDY_MAX_CUTS];
+    int nx = 0;
+    for (int c = 0; c < a->n_cuts; c++)
+        xs[nx++] = a->cuts[c] * 100;
+    for (int q = 0; q < 3; q++) {
+        double x[PFI_STUDY_MAX_CUTS], y[PFI_STUDY_MAX_CUTS];
+        int n = 0;
+        for (int c = 0; c < a->n_cuts; c++) {
+            const pfi_eval_cell *cell = q == 0   ? &a->cell[c][PFI_POLICY_PFI]
+                                        : q == 1 ? &a->sla_cell[c][PFI_POLICY_PFI]
+                                                 : &a->cell[c][PFI_POLICY_PROPORTIONAL];
+            if (!cell->done || cell->infeasible || !isfinite(cell->gap_recovered))
+                continue;
+            x[n] = a->cuts[c] * 100;
+            y[n] = cell->gap_recovered * 100;
+            if (cell->gap_recovered >= GAP_FLOOR)
+                lo = fmin(lo, y[n]);
+            hi = fmax(hi, y[n]);
+            n++;
+        }
+        static const char *const names[] = {"pfi", "pfi with SLAs", "proportional-to-pfi"};
+        pfi_plot_series(p, names[q], PFI_PLOT_LINESPOINTS, pfi_palette(q == 0 ? 0 : q == 1 ? 4 : 2),
+                        x, y, NULL, NULL, n, 0);
+    }
+    double o100[PFI_STUDY_MAX_CUTS], o0[PFI_STUDY_MAX_CUTS];
+    for (int c = 0; c < nx; c++)
+        o100[c] = 100, o0[c] = 0;
+    pfi_plot_series(p, "oracle (100%)", PFI_PLOT_LINES, pfi_palette(1), xs, o100, NULL, NULL, nx, 0);
+    pfi_plot_series(p, "equal (0%)", PFI_PLOT_LINES, pfi_palette(3), xs, o0, NULL, NULL, nx, 0);
+    double pad = 0.03 * (hi - lo);
+    pfi_plot_yrange(p, lo - pad, hi + pad);
     int rc = pfi_plot_render(p, dir, "fig_alloc_vs_cut", err);
     pfi_plot_free(p);
     return rc;
 }
 
+/* The cuts whose gap recovered is off fig_alloc's chart, as text ("" when none). */
+static void gap_off_chart(const pfi_study *s, char *buf, size_t n)
+{
+    const pfi_study_alloc *a = &s->alloc;
+    size_t o = 0;
+    buf[0] = 0;
+    for (int c = 0; c < a->n_cuts && o < n; c++)
+        for (int q = 0; q < 3 && o < n; q++) {
+            const pfi_eval_cell *cell = q == 0   ? &a->cell[c][PFI_POLICY_PFI]
+                                        : q == 1 ? &a->sla_cell[c][PFI_POLICY_PFI]
+                                                 : &a->cell[c][PFI_POLICY_PROPORTIONAL];
+            static const char *const names[] = {"pfi", "pfi with SLAs", "proportional-to-pfi"};
+            if (cell->done && !cell->infeasible && isfinite(cell->gap_recovered) &&
+                cell->gap_recovered < GAP_FLOOR)
+                o += (size_t)snprintf(buf + o, n - o, "%s%s at %.0f%% (%s%%)", o ? ", " : "",
+                                      names[q], a->cuts[c] * 100,
+                                      sep(cell->gap_recovered * 100, 0).s);
+        }
+}
+
+/* Median of the finite values of v[0..n-1] (copied; NAN when none). */
+static double finite_median(const double *v, int n)
+{
+    double c[PFI_STUDY_TRACE_GPUS];
+    int m = 0;
+    for (int i = 0; i < n && m < PFI_STUDY_TRACE_GPUS; i++)
+        if (isfinite(v[i]))
+            c[m++] = v[i];
+    return dist_of(c, m).median;
+}
+
+/* Two panels on one time axis: each GPU's SM clock, and its board power; dashed grey lines at
+ * the step and where the signal settles (median over the GPUs, core/settle.h's rule). */
 static int fig_trace(const pfi_study *s, const char *dir, pfi_err *err)
 {
     const pfi_study_trace *tr = &s->trace;
     char title[256];
     snprintf(title, sizeof title, "%d GPUs of one job, cap lowered to %.0f W at t = %.0f s",
              tr->n_gpus, tr->cap_w, tr->step_at_s);
-    pfi_plot *p = pfi_plot_new(title, "time (s)", "SM clock (MHz), lines");
-    pfi_plot_y2label(p, "board power (W), dots");
-    for (int g = 0; g < tr->n_gpus; g++) {
-        char label[32];
-        snprintf(label, sizeof label, "GPU %d", g);
-        pfi_plot_series(p, label, PFI_PLOT_LINES, pfi_palette(g), tr->t, tr->clock[g], NULL, NULL,
-                        tr->n, 0);
-        pfi_plot_series(p, NULL, PFI_PLOT_POINTS, pfi_palette(g), tr->t, tr->power[g], NULL, NULL,
-                        tr->n, 1);
+    pfi_plot *p = pfi_plot_new(title, "time (s)", "SM clock (MHz)");
+    pfi_plot_layout(p, 2, 1);
+    pfi_plot_key_at(p, PFI_KEY_OUTSIDE);
+    for (int panel = 0; panel < 2; panel++) {
+        pfi_plot_panel(p, panel ? "Board power (instantaneous samples)" : "SM clock",
+                       "time (s)", panel ? "board power (W)" : "SM clock (MHz)");
+        double lo = INFINITY, hi = -INFINITY;
+        for (int g = 0; g < tr->n_gpus; g++) {
+            char label[32];
+            snprintf(label, sizeof label, "GPU %d", g);
+            const double *y = panel ? tr->power[g] : tr->clock[g];
+            for (int k = 0; k < tr->n; k++)
+                if (isfinite(y[k]))
+                    lo = fmin(lo, y[k]), hi = fmax(hi, y[k]);
+            pfi_plot_series(p, panel ? NULL : label, panel ? PFI_PLOT_POINTS : PFI_PLOT_LINES,
+                            pfi_palette(g), tr->t, y, NULL, NULL, tr->n, 0);
+        }
+        double settle = finite_median(panel ? tr->power_settle_s : tr->clock_settle_s, tr->n_gpus);
+        double vx[2] = {tr->step_at_s, tr->step_at_s}, vy[2] = {lo, hi};
+        pfi_plot_series(p, panel ? NULL : "cap lowered", PFI_PLOT_LINES, "#999999", vx, vy, NULL,
+                        NULL, 2, 0);
+        if (isfinite(settle)) {
+            double sx[2] = {tr->step_at_s + settle, tr->step_at_s + settle};
+            pfi_plot_series(p, "settled (median GPU)", PFI_PLOT_LINES, "#555555", sx, vy, NULL,
+                            NULL, 2, 0);
+        }
     }
     int rc = pfi_plot_render(p, dir, "fig_gpu_trace", err);
     pfi_plot_free(p);
@@ -499,7 +663,7 @@ static pfi_table *grid_table(const pfi_study *s)
             pfi_table_cell(t, "%.0f", c->max_excess_w);
             pfi_table_cell(t, "%.0f", c->seconds_over_target);
             pfi_table_cell(t, "%.1f", c->energy_shed_kwh);
-            pfi_table_cell(t, "%.4g", c->tput_lost);
+            pfi_table_cell(t, "%s", sep(c->tput_lost, fabs(c->tput_lost) >= 100 ? 0 : 2).s);
             pfi_table_cell(t, "%s", c->ramp_ok ? "kept" : "not kept");
         }
     return t;
@@ -599,12 +763,12 @@ static void comparison(report_doc *d, const pfi_study *s)
     pfi_table_cell(t, "gap recovered by pfi (equal -> oracle)");
     pfi_table_cell(t, "%.0f%%", PAPER_GAP_30 * 100);
     if (isfinite(pc->gap_recovered))
-        pfi_table_cell(t, "%.0f%%", pc->gap_recovered * 100);
+        pfi_table_cell(t, "%s%%", sep(pc->gap_recovered * 100, 0).s);
     else
         pfi_table_cell(t, "- (oracle = equal)");
     pfi_table_cell(t, "gain per job over equal");
-    pfi_table_cell(t, "~%.0f tokens/s", PAPER_GAIN_30);
-    pfi_table_cell(t, "%.0f %s", pc->per_job_gain_vs_equal, a->unit);
+    pfi_table_cell(t, "~%s tokens/s", sep(PAPER_GAIN_30, 0).s);
+    pfi_table_cell(t, "%s %s", sep(pc->per_job_gain_vs_equal, 0).s, a->unit);
     table(d, t);
     double gap = pc->gap_recovered;
     para(d,
@@ -663,10 +827,10 @@ static void summary(report_doc *d, const pfi_study *s)
     int c = cut_index(a, 0.30);
     if (a->done && c >= 0) {
         const pfi_eval_cell *pc = &a->cell[c][PFI_POLICY_PFI];
-        para(d, "- Allocation at a 30%% cut, scored on the true curves: pfi recovers %.0f%% of the "
-                "gap between an equal cut and an oracle that knows every curve (%.0f %s per job "
+        para(d, "- Allocation at a 30%% cut, scored on the true curves: pfi recovers %s%% of the "
+                "gap between an equal cut and an oracle that knows every curve (%s %s per job "
                 "over equal); pfi sees only predictions made without the job's own data.",
-             pc->gap_recovered * 100, pc->per_job_gain_vs_equal, a->unit);
+             sep(pc->gap_recovered * 100, 0).s, sep(pc->per_job_gain_vs_equal, 0).s, a->unit);
         int br = 0, worse = 0;
         for (int k = 0; k < a->n_cuts; k++) {
             if (a->cuts[k] <= 0.30 + 1e-9)
@@ -730,6 +894,63 @@ static void cost_section(report_doc *d, const pfi_study *s)
     table(d, pfi_study_cost_eval_table(s));
 }
 
+/* The importance table with its method and caveat. */
+static void importance(report_doc *d, const pfi_study *s)
+{
+    const pfi_study_pred *p = &s->pred;
+    if (!p->have_importance) {
+        para(d, "Feature importance not computed (a fold's model is missing).");
+        return;
+    }
+    const pfi_importance *im = &p->importance;
+    para(d,
+         "Which telemetry the predictor relies on: grouped permutation importance. Features are "
+         "standardized (z-scores over the %d training runs) and grouped when their correlation "
+         "is at least %.1f in absolute value (single linkage), giving %d groups; each group's "
+         "features are permuted together, %d times (seed %llu), and each training run is "
+         "predicted by the model of its fold, which never saw its job. Importance = increase of "
+         "the held-out MAE of PFI30 (%.4f unpermuted). Caveat: this measures what this fitted "
+         "model uses, not what causes elasticity; features in one group share their credit and "
+         "cannot be told apart, and groups correlated below the threshold still lend each other "
+         "some of it, so a group with a small importance may still carry information the model "
+         "gets elsewhere.",
+         p->n_train, im->corr, im->n_groups, im->repeats, im->seed, im->mae0);
+    table(d, importance_table(s));
+}
+
+/* The trace's caption: settling times computed from the trace by core/settle.h's rule. */
+static void trace_text(report_doc *d, const pfi_study *s)
+{
+    const pfi_study_trace *tr = &s->trace;
+    double pw[PFI_STUDY_TRACE_GPUS], ck[PFI_STUDY_TRACE_GPUS];
+    int npw = 0, nck = 0, ng = tr->n_gpus;
+    for (int g = 0; g < ng; g++) {
+        if (isfinite(tr->power_settle_s[g]))
+            pw[npw++] = tr->power_settle_s[g];
+        if (isfinite(tr->clock_settle_s[g]))
+            ck[nck++] = tr->clock_settle_s[g];
+    }
+    dist dp = dist_of(pw, npw), dc = dist_of(ck, nck);
+    char ptxt[160], ctxt[160];
+    snprintf(ptxt, sizeof ptxt, npw ? "%.2f s (median over %d GPUs; %.2f-%.2f s)" : "not within "
+             "the trace on any GPU", dp.median, npw, dp.min, dp.max);
+    snprintf(ctxt, sizeof ctxt, nck ? "%.2f s (median over %d GPUs; %.2f-%.2f s)" : "not within "
+             "the trace on any GPU", dc.median, nck, dc.min, dc.max);
+    para(d,
+         "%s: the same cap gives each GPU a slightly different clock (manufacturing "
+         "variation), and the synchronous job runs at its slowest GPU. After the cap is lowered "
+         "at t = %.0f s, board power settles in %s and the SM clock in %s%s. Settled means: a "
+         "moving median over %.2f s stays, from then to the end of the trace, within %.0f%% of "
+         "the step's size of the final level (the median of the last %.0f s); the rule was "
+         "fixed before it was run, and the moving median keeps single noisy samples from "
+         "deciding it.",
+         tr->run, tr->step_at_s, ptxt, ctxt,
+         npw < ng || nck < ng ? " (GPUs that never settle by this rule are left out of these "
+                                "figures)"
+                              : "",
+         PFI_SETTLE_WINDOW_S, PFI_SETTLE_BAND * 100, PFI_SETTLE_FINAL_S);
+}
+
 static int write_docs(const pfi_study *s, const char *dir, const figure *figs, pfi_err *err)
 {
     char mdp[1100], htp[1100];
@@ -776,7 +997,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
              pfi_model_kind_name(s->pred.model_kind), s->pred.n_train);
         table(&d, predictor_table(s));
         figure_ref(&d, &figs[FIG_PRED]);
-        table(&d, importance_table(s));
+        importance(&d, s);
     } else {
         para(&d, "Not done: %s.", s->pred.why);
     }
@@ -790,6 +1011,12 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
              s->alloc.population, s->alloc.unit, s->alloc.pfi_curves);
         table(&d, alloc_table(s, 0));
         figure_ref(&d, &figs[FIG_ALLOC]);
+        char off[512];
+        gap_off_chart(s, off, sizeof off);
+        if (figs[FIG_ALLOC].done && off[0])
+            para(&d, "Off the lower panel's chart (below %.0f%%, where the equal -> oracle gap is "
+                     "almost nothing and the ratio means little): %s; see the tables.",
+                 GAP_FLOOR * 100, off);
         char sla_text[768];
         snprintf(sla_text, sizeof sla_text,
                  "With SLAs: %d of the %d jobs may lose at most %.0f%% of their throughput. "
@@ -814,11 +1041,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
 
     if (s->trace.done) {
         heading(&d, 2, "Inside one multi-GPU job");
-        para(&d,
-             "%s: the same cap gives each GPU a slightly different clock (manufacturing "
-             "variation), and the synchronous job runs at its slowest GPU. The firmware settles "
-             "within a fraction of a second.",
-             s->trace.run);
+        trace_text(&d, s);
         figure_ref(&d, &figs[FIG_TRACE]);
     }
     if (s->opts.scenario) {
@@ -932,10 +1155,25 @@ json_t *pfi_study_summary(const pfi_study *s)
         json_object_set_new(pred, "transfer_h100_to_h200_mae_pfi30",
                             p->have_h100_to_h200 ? pfi_json_num(p->h100_to_h200.mae_pfi30)
                                                  : json_null());
-        json_t *imp = json_object();
-        for (int f = 0; f < PFI_N_FEATURES; f++)
-            json_object_set_new(imp, pfi_feature_name(f), pfi_json_num(p->importance[f]));
-        json_object_set_new(pred, "importance", imp);
+        if (p->have_importance) {
+            const pfi_importance *im = &p->importance;
+            json_t *groups = json_array();
+            for (int g = 0; g < im->n_groups; g++) {
+                json_t *feats = json_array();
+                for (int f = 0; f < PFI_N_FEATURES; f++)
+                    if (im->group_of[f] == g)
+                        json_array_append_new(feats, json_string(pfi_feature_name(f)));
+                json_array_append_new(groups, json_pack("{s:o, s:o, s:o}", "features", feats,
+                                                        "mae_increase", pfi_json_num(im->mean[g]),
+                                                        "sd", pfi_json_num(im->sd[g])));
+            }
+            json_object_set_new(pred, "importance",
+                                json_pack("{s:s, s:f, s:i, s:I, s:o, s:o}", "method",
+                                          "grouped permutation, held out", "corr_threshold",
+                                          im->corr, "repeats", im->repeats, "seed",
+                                          (json_int_t)im->seed, "mae_unpermuted",
+                                          pfi_json_num(im->mae0), "groups", groups));
+        }
     } else {
         json_object_set_new(pred, "why", json_string(p->why));
     }
@@ -1004,11 +1242,16 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot,
 {
     *no_gnuplot = 0;
     figure figs[N_FIGS] = {
-        {"fig_curves", "Power -> throughput curves of every run, coloured by model family", 0},
+        {"fig_curves", "Power -> throughput curves of every run, one panel (and colour) per model "
+                       "family, on shared axes", 0},
         {"fig_pfi30_hist", "PFI30 histogram by GPU type", 0},
-        {"fig_pred_vs_true", "Predicted vs measured PFI30, every prediction out of sample", 0},
-        {"fig_alloc_vs_cut", "Gain per job over the equal cut, by policy and cut", 0},
-        {"fig_gpu_trace", "SM clock and power of each GPU of one job across a cap step", 0},
+        {"fig_pred_vs_true", "Predicted vs measured PFI30: exactly the predictions scored in the "
+                             "table above (H100 runs, predicted by a model trained on H200 runs "
+                             "only, as squares)", 0},
+        {"fig_alloc_vs_cut", "Gain per job over the equal cut (top) and share of the equal -> "
+                             "oracle gap recovered (bottom), by policy and cut", 0},
+        {"fig_gpu_trace", "SM clock and board power of each GPU of one job across a cap step, "
+                          "with the settling times of the text", 0},
         {"fig_grid_power", "The grid day: site power against the events' budget", 0},
         {"fig_grid_tput", "The grid day: site throughput", 0},
     };

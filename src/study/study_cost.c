@@ -119,24 +119,28 @@ void pfi_study_cost_text(const pfi_study *s, char *buf, size_t cap)
         return;
     }
     agg a = aggregate(s, NULL);
+    char g1[48], g2[48], g3[48];
     snprintf(buf, cap,
              "%d of %d runs have each level's start and end. A level costs its time x the "
              "run's GPUs (GPU-seconds) and the work lost against the run's baseline rate (the "
              "rate at its highest cap) over that time (docs/sweep.md). The whole "
-             "characterization took %.0f GPU-s (%.1f GPU-h), a median of %.0f GPU-s per run, "
+             "characterization took %s GPU-s (%s GPU-h), a median of %s GPU-s per run, "
              "and gave up a median %.1f%% of the work the jobs would have done meanwhile.",
-             a.n, s->n, a.gpu_s, a.gpu_s / 3600, a.gpu_s_median, 100 * a.lost_frac_median);
+             a.n, s->n, pfi_fmt_sep(g1, sizeof g1, a.gpu_s, 0, 0),
+             pfi_fmt_sep(g2, sizeof g2, a.gpu_s / 3600, 1, 0),
+             pfi_fmt_sep(g3, sizeof g3, a.gpu_s_median, 0, 0), 100 * a.lost_frac_median);
 }
 
 static void agg_row(pfi_table *t, const char *set, agg a)
 {
     pfi_table_cell(t, "%s", set);
     pfi_table_cell(t, "%d", a.n);
-    pfi_table_cell(t, "%.0f", a.seconds);
-    pfi_table_cell(t, "%.0f", a.gpu_s);
-    pfi_table_cell(t, "%.0f", a.gpu_s_median);
+    char b[48];
+    pfi_table_cell(t, "%s", pfi_fmt_sep(b, sizeof b, a.seconds, 0, 0));
+    pfi_table_cell(t, "%s", pfi_fmt_sep(b, sizeof b, a.gpu_s, 0, 0));
+    pfi_table_cell(t, "%s", pfi_fmt_sep(b, sizeof b, a.gpu_s_median, 0, 0));
     if (isfinite(a.tokens_lost))
-        pfi_table_cell(t, "%.4g", a.tokens_lost);
+        pfi_table_cell(t, "%s", pfi_fmt_sep(b, sizeof b, a.tokens_lost, 0, 0));
     else
         pfi_table_cell(t, "-");
     pfi_table_cell(t, "%.1f%%", 100 * a.lost_frac_median);

@@ -15,6 +15,7 @@
 
 #include "core/err.h"
 #include "util/args.h"
+#include "util/budget.h"
 #include "util/clock.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -52,6 +53,70 @@ static void test_power(void **state)
     assert_int_equal(pfi_parse_power("0W", &v, &pct, &e), PFI_ERANGE);
     assert_int_equal(pfi_parse_power("150%", &v, &pct, &e), PFI_ERANGE);
     assert_int_equal(pfi_parse_power("lots", &v, &pct, &e), PFI_EINVAL);
+}
+
+/* One budget grammar: watts, a share of a reference, a cut; everything else refused with a
+ * message naming the text, and nothing written on error. */
+static void test_budget(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        int share;
+        double v;
+    } ok[] = {{"4000W", 0, 4000},    {"4000", 0, 4000},     {"4kW", 0, 4000},
+              {"4KW", 0, 4000},      {"0.004MW", 0, 4000},  {"70%", 1, 0.7},
+              {"cut=30%", 1, 0.7},   {"-30%", 1, 0.7},      {"CUT=30%", 1, 0.7},
+              {"100%", 1, 1},        {"cut=0%", 1, 1},      {"1e9", 0, 1e9},
+              {"12.5%", 1, 0.125},  {"-0%", 1, 1}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        pfi_budget b = {-1, -1};
+        pfi_err e = {0};
+        assert_int_equal(pfi_budget_parse(ok[i].s, &b, &e), PFI_OK);
+        assert_int_equal(b.is_share, ok[i].share);
+        assert_true(fabs(b.value - ok[i].v) < 1e-9 * ok[i].v);
+    }
+    static const struct {
+        const char *s;
+        int code;
+    } bad[] = {{"", PFI_EINVAL},          {"abc", PFI_EINVAL},      {"nan", PFI_EINVAL},
+               {"NaN%", PFI_EINVAL},      {"inf", PFI_ERANGE},      {"-5", PFI_ERANGE},
+               {"-5W", PFI_ERANGE},       {"0", PFI_ERANGE},        {"0W", PFI_ERANGE},
+               {"0%", PFI_ERANGE},        {"150%", PFI_ERANGE},     {"-100%", PFI_ERANGE},
+               {"cut=100%", PFI_ERANGE},  {"cut=130%", PFI_ERANGE}, {"cut=-5%", PFI_EINVAL},
+               {"cut=30W", PFI_EINVAL},   {"cut=", PFI_EINVAL},     {"70%x", PFI_EINVAL},
+               {"70% ", PFI_EINVAL},      {" 70%", PFI_EINVAL},     {"4000 W", PFI_EINVAL},
+               {"4000WW", PFI_EINVAL},    {"1e308", PFI_ERANGE},    {"1e999", PFI_ERANGE},
+               {"1e308kW", PFI_ERANGE},   {"--30%", PFI_EINVAL},    {"+70%", PFI_EINVAL},
+               {"4 kW", PFI_EINVAL},      {"70%%", PFI_EINVAL}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pfi_budget b = {7, 7};
+        pfi_err e = {0};
+        int rc = pfi_budget_parse(bad[i].s, &b, &e);
+        if (rc != bad[i].code)
+            fail_msg("'%s': %d (%s), expected %d", bad[i].s, rc, e.msg, bad[i].code);
+        assert_int_equal(b.is_share, 7);
+        char want[64];
+        snprintf(want, sizeof want, "budget '%s': ", bad[i].s);
+        assert_true(!strncmp(e.msg, want, strlen(want)));
+    }
+    /* A share needs a reference; watts do not. */
+    pfi_budget b;
+    pfi_err e = {0};
+    double w = 0;
+    assert_int_equal(pfi_budget_parse("cut=30%", &b, &e), PFI_OK);
+    assert_int_equal(pfi_budget_watts(&b, "cut=30%", 5600, "ref", &w, &e), PFI_OK);
+    assert_true(fabs(w - 3920) < 1e-9);
+    assert_int_equal(pfi_budget_watts(&b, "cut=30%", 0, "GPU", &w, &e), PFI_ESTATE);
+    assert_string_equal(e.msg, "budget 'cut=30%': no GPU known to take a share of");
+    char buf[96];
+    assert_string_equal(pfi_budget_describe(&b, 5600, "the sum of the GPUs' default limits", buf,
+                                            sizeof buf),
+                        "70% of 5600 W (the sum of the GPUs' default limits)");
+    assert_int_equal(pfi_budget_parse("4kW", &b, &e), PFI_OK);
+    assert_int_equal(pfi_budget_watts(&b, "4kW", NAN, "GPU", &w, &e), PFI_OK);
+    assert_true(w == 4000);
+    assert_string_equal(pfi_budget_describe(&b, 0, "x", buf, sizeof buf), "4000 W");
 }
 
 static void test_index_list(void **state)
@@ -322,6 +387,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
+        cmocka_unit_test(test_budget),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
         cmocka_unit_test(test_args), cmocka_unit_test(test_args_help_formats),
         cmocka_unit_test(test_err),

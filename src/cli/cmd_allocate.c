@@ -13,10 +13,13 @@
 #include "report/report.h"
 #include "store/jobs.h"
 #include "study/model_io.h"
+#include "util/budget.h"
 #include "util/json.h"
 #include "util/units.h"
 
 #define CMD "allocate"
+/* What a budget's share is of here: a jobs file has no default limits. */
+#define ALLOC_BUDGET_REF "the jobs' baseline draw, GPUs x baseline power"
 
 static void on_skip(void *ctx, const char *run, const char *why)
 {
@@ -81,7 +84,8 @@ static json_t *binding(unsigned f)
 /* What is printed: the jobs, the curves the policy read, its allocation and their totals. */
 typedef struct alloc_out {
     int policy, per_gpu;
-    double budget;
+    double budget, reference; /* reference: the jobs' baseline draw, when a share was given */
+    pfi_budget text;
     const pfi_alloc_set *s;
     const pfi_alloc_job *view;
     const pfi_alloc_result *r;
@@ -131,6 +135,10 @@ static int print_json(const alloc_out *a)
         r->min_budget_w, "min_budget_nosla_w", r->min_budget_nosla_w, "sla_extra", r->sla_extra,
         "sla_dropped", r->n_sla_dropped, "nodes", (json_int_t)r->nodes, "jobs", arr);
     json_object_set_new(doc, "optimal", json_boolean(r->optimal));
+    if (a->text.is_share)
+        json_object_set_new(doc, "budget_reference",
+                            json_pack("{s:s, s:f, s:f}", "of", ALLOC_BUDGET_REF, "watts",
+                                      a->reference, "share", a->text.value));
     return pfi_cli_print_json_items(doc, "jobs", job_json, (void *)a, a->s->n);
 }
 
@@ -181,6 +189,11 @@ static void print_table(const alloc_out *a)
                100 * r->sla_extra);
     if (r->n_sla_dropped > 0)
         printf("%d SLA(s) dropped, lowest weight first, to fit the budget\n", r->n_sla_dropped);
+    if (a->text.is_share) {
+        char d[160];
+        printf("budget %s\n",
+               pfi_budget_describe(&a->text, a->reference, ALLOC_BUDGET_REF, d, sizeof d));
+    }
 }
 
 /* --on-infeasible */
@@ -207,8 +220,9 @@ int pfi_cmd_allocate(int argc, char **argv)
     int as_json = 0, per_gpu = 0;
     pfi_strlist slas = {0};
     const pfi_opt opts[] = {
-        {"budget", PFI_OPT_STR, &budget_s, "70%|5600W",
-         "power budget: a share of the jobs' baseline draw, or watts on the sum of caps"},
+        {"budget", PFI_OPT_STR, &budget_s, "BUDGET",
+         "on the sum of GPUs x cap: watts (5600W), a share of the jobs' baseline draw (70%), or "
+         "a cut of it (cut=30%); pfi help budget"},
         {"policy", PFI_OPT_STR, &policy_s, "NAME", "equal, pfi (default), oracle, proportional-to-pfi"},
         {"jobs", PFI_OPT_STR, &jobs_path, "FILE", "jobs as JSON (docs/jobs-format.md)"},
         {"db", PFI_OPT_STR, &db, "FILE", "the runs of a store as jobs (measured curves)"},
@@ -224,7 +238,7 @@ int pfi_cmd_allocate(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi allocate --budget 70%|5600W [--policy NAME] (--jobs FILE | --db FILE) [--sla ...] "
+        "pfi allocate --budget BUDGET [--policy NAME] (--jobs FILE | --db FILE) [--sla ...] "
         "[--on-infeasible MODE] [--per-gpu] [--json]",
         "Choose one power cap per job so that the sum of GPUs x cap stays within the budget and "
         "the total (weighted) throughput is the largest.  pfi and proportional-to-pfi read each "
@@ -252,9 +266,8 @@ int pfi_cmd_allocate(int argc, char **argv)
         fprintf(stderr, "pfi allocate: needs --budget and one of --jobs FILE or --db FILE\n");
         return PFI_EXIT_USAGE;
     }
-    double bval;
-    int is_pct;
-    if (pfi_parse_power(budget_s, &bval, &is_pct, &err))
+    pfi_budget bt;
+    if (pfi_budget_parse(budget_s, &bt, &err))
         return pfi_cli_fail(CMD, &err);
     pfi_alloc_set s = {0};
     if (per_gpu && (db || (policy != PFI_POLICY_ORACLE && policy != PFI_POLICY_EQUAL))) {
@@ -271,9 +284,11 @@ int pfi_cmd_allocate(int argc, char **argv)
     rc = view ? pfi_alloc_set_view(&s, policy, view, &err)
               : pfi_err_set(&err, PFI_ENOMEM, "out of memory");
     pfi_alloc_result r = {0};
-    alloc_out out = {.policy = policy, .per_gpu = per_gpu, .s = &s, .view = view, .r = &r};
+    alloc_out out = {.policy = policy, .per_gpu = per_gpu, .s = &s, .view = view, .r = &r,
+                     .text = bt};
     if (!rc) {
-        out.budget = is_pct ? pfi_alloc_budget_from_cut(view, s.n, 1.0 - bval) : bval;
+        out.reference = pfi_alloc_budget_from_cut(view, s.n, 0);
+        out.budget = bt.is_share ? pfi_alloc_budget_from_cut(view, s.n, 1.0 - bt.value) : bt.value;
         rc = pfi_alloc_policy(policy, view, s.n, s.pfi30, out.budget, &o, &r, &err);
     }
     if (rc) {

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cluster/cluster.h"
 #include "store/store.h"
+#include "util/budget.h"
 #include "util/units.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -63,6 +64,17 @@ static int print_table(pfi_cl *c)
     json_decref(n);
     json_decref(a);
     return PFI_EXIT_OK;
+}
+
+/* What a share was of: "budget 70% of 5600 W (the sum of the site's GPUs' default limits)". */
+static void print_reference(pfi_cl *c, const pfi_budget *b)
+{
+    json_t *a = pfi_cl_json_allocation(c);
+    char d[160];
+    printf("budget %s\n", pfi_budget_describe(b, json_number_value(json_object_get(
+                                                      a, "site_default_w")),
+                                              PFI_CL_BUDGET_REF, d, sizeof d));
+    json_decref(a);
 }
 
 /* Slurm's view of the site: nodes with their GPUs, jobs with theirs on each node. */
@@ -156,6 +168,22 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
     return PFI_EXIT_OK;
 }
 
+/* The budget of `budget BUDGET` or --budget: -1 when it reads (or there is none), else the exit
+ * code.  Bad text is refused before anything is asked of Slurm or the nodes. */
+static int budget_arg(const char *what, char **pos, int npos, const char *opt, const char **bt,
+                      pfi_budget *b)
+{
+    if (!strcmp(what, "budget") && npos != 2) {
+        fprintf(stderr, "pfi cluster budget: give one budget: 5600W, 70%%, cut=30%% or none\n");
+        return PFI_EXIT_USAGE;
+    }
+    *bt = !strcmp(what, "budget") ? pos[1] : opt;
+    pfi_err err = {0};
+    if (*bt && strcmp(*bt, "none") && pfi_budget_parse(*bt, b, &err) != PFI_OK)
+        return pfi_cli_fail("cluster", &err);
+    return -1;
+}
+
 /* The options as given; settings() turns them into the controller's config. */
 typedef struct cl_opts {
     const char *listen, *token, *node_url, *node_map, *node_token, *topo, *hb, *ttl, *timeout,
@@ -202,7 +230,8 @@ int pfi_cmd_cluster(int argc, char **argv)
         {"node-ttl", PFI_OPT_STR, &o.ttl, "DURATION",
          "node daemons revert to safe caps after this silence (30s)"},
         {"timeout", PFI_OPT_STR, &o.timeout, "DURATION", "per node request (2s)"},
-        {"budget", PFI_OPT_STR, &o.budget, "BUDGET", "serve: initial site budget"},
+        {"budget", PFI_OPT_STR, &o.budget, "BUDGET",
+         "serve: initial site budget (4kW, 70% of the GPUs' default limits, cut=30%)"},
         {"ramp", PFI_OPT_STR, &o.ramp, "DURATION", "reach the budget over this time"},
         {"json", PFI_OPT_FLAG, &o.as_json, NULL, "one JSON document on stdout"},
         {"db", PFI_OPT_STR, &o.grid[0], "FILE", "serve: grid events, site power (default $PFI_DB)"},
@@ -213,7 +242,7 @@ int pfi_cmd_cluster(int argc, char **argv)
         "pfi cluster serve|status|budget BUDGET|topology [options]",
         "The site power controller: learns nodes and jobs from Slurm (sinfo/squeue --json), "
         "jobs' curves from each node's pfi serve, allocates a site budget (\"5600W\", \"70%\" of "
-        "every GPU's default limit, or \"cut=30%\") across all jobs, and hands each "
+        "the sum of every GPU's default limit, or \"cut=30%\": pfi help budget) across all jobs, and hands each "
         "node its caps, lowering everywhere before raising anywhere.",
         opts,
         "pfi cluster topology                               # nodes, GPUs and jobs as Slurm reports them\n"
@@ -240,13 +269,13 @@ int pfi_cmd_cluster(int argc, char **argv)
                 what);
         return PFI_EXIT_USAGE;
     }
-    if (!strcmp(what, "budget") && npos != 2) {
-        fprintf(stderr, "pfi cluster budget: give one budget: 5600W, 70%%, cut=30%% or none\n");
-        return PFI_EXIT_USAGE;
-    }
+    const char *bt;
+    pfi_budget b = {0};
+    if ((rc = budget_arg(what, pos, npos, o.budget, &bt, &b)) >= 0)
+        return rc;
+    pfi_err err = {0};
     if (strcmp(what, "serve"))
         cfg.heartbeat_s = 0;
-    pfi_err err = {0};
     pfi_cl *c;
     if (pfi_cl_open(&cfg, &c, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
@@ -263,13 +292,14 @@ int pfi_cmd_cluster(int argc, char **argv)
                        : print_table(c);
         goto out;
     }
-    const char *bt = !strcmp(what, "budget") ? pos[1] : o.budget;
     if (bt && pfi_cl_set_budget_text(c, bt, ramp_s, &err) != PFI_OK) {
         rc = pfi_cli_fail("cluster", &err);
         goto out;
     }
     if (!strcmp(what, "budget")) {
         rc = o.as_json ? pfi_cli_print_json(pfi_cl_json_allocation(c)) : print_table(c);
+        if (!o.as_json && b.is_share)
+            print_reference(c, &b);
         goto out;
     }
 

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "serve/serve.h"
+#include "util/budget.h"
 #include "util/http.h"
 #include "util/units.h"
 
@@ -87,13 +88,14 @@ static int cmd_budget(const ctl *c, const ctl_args *a, char **pos, int npos)
     if (npos == 2 && !strcmp(pos[1], "clear"))
         return request(c, "DELETE", "/v1/budget", NULL);
     if (npos != 3 || strcmp(pos[1], "set"))
-        return usage_error("budget set 70%|4000W [--ramp D] | budget clear");
+        return usage_error("budget set BUDGET [--ramp D] | budget clear");
     pfi_err err = {0};
-    double v;
-    int pct;
-    if (pfi_parse_power(pos[2], &v, &pct, &err) != PFI_OK)
+    pfi_budget bt;
+    if (pfi_budget_parse(pos[2], &bt, &err) != PFI_OK)
         return pfi_cli_fail("ctl", &err);
-    json_t *b = pct ? json_pack("{s:f}", "percent", v * 100) : json_pack("{s:f}", "watts", v);
+    /* A share goes as typed: the daemon knows what it is a share of. */
+    json_t *b = bt.is_share ? json_pack("{s:s}", "budget", pos[2])
+                            : json_pack("{s:f}", "watts", bt.value);
     if (a->ramp) {
         double sec;
         if (pfi_parse_duration(a->ramp, &sec, &err) != PFI_OK) {
@@ -221,7 +223,8 @@ int pfi_cmd_ctl(int argc, char **argv)
         "pfi ctl [--url URL|--socket PATH] [--token-file FILE] COMMAND [ARGS]",
         "Talk to a running pfi serve.  Commands: health, gpus, jobs [ID], allocation, events, "
         "decisions [--limit N] (the audit log: what each change cost), metrics; budget set "
-        "70%|4000W [--ramp 30s]; budget clear; job add ID --gpus LIST "
+        "BUDGET [--ramp 30s] (4000W, 70% of the GPUs' default limits, cut=30%: pfi help budget); "
+        "budget clear; job add ID --gpus LIST "
         "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X] [--log FILE]; job rm ID; job throughput ID "
         "TOKENS_PER_S; heartbeat [--ttl 30s] [--controller NAME]; caps GPU=W[,GPU=W...] "
         "[--epoch N].",

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "report/grid_report.h"
 #include "serve/serve.h"
+#include "util/budget.h"
 #include "util/clock.h"
 #include "util/http.h"
 #include "util/isotime.h"
@@ -114,14 +115,18 @@ static int put_target(json_t *b, const add_args *a)
                             : usage_error("--cut expects a percentage, e.g. 25%");
         json_object_set_new(b, "cut", json_real(v));
     } else {
-        if (pfi_parse_power(a->limit, &v, &pct, &e) != PFI_OK || pct)
-            return e.msg[0] ? pfi_cli_fail("event", &e)
-                            : usage_error("--limit expects watts, e.g. 4kW or 4000W");
-        json_object_set_new(b, "limit_w", json_real(v));
+        /* A budget (pfi help budget); a share is of the event's baseline: a cut. */
+        pfi_budget bt;
+        if (pfi_budget_parse(a->limit, &bt, &e) != PFI_OK)
+            return pfi_cli_fail("event", &e);
+        if (bt.is_share)
+            json_object_set_new(b, "cut", json_real(1 - bt.value));
+        else
+            json_object_set_new(b, "limit_w", json_real(bt.value));
     }
     if (a->baseline) {
-        if (!a->cut)
-            return usage_error("--baseline goes with --cut");
+        if (!json_object_get(b, "cut"))
+            return usage_error("--baseline goes with --cut or a --limit share");
         if (pfi_parse_power(a->baseline, &v, &pct, &e) != PFI_OK || pct)
             return e.msg[0] ? pfi_cli_fail("event", &e) : usage_error("--baseline expects W");
         json_object_set_new(b, "baseline_w", json_real(v));
@@ -200,7 +205,9 @@ int pfi_cmd_event(int argc, char **argv)
         {"cut", PFI_OPT_STR, &a.cut, "PCT", "add: shed this share of the baseline, e.g. 25%"},
         {"baseline", PFI_OPT_STR, &a.baseline, "W", "add: the cut's baseline (default: the "
                                                     "daemon's mean draw over the last hour)"},
-        {"limit", PFI_OPT_STR, &a.limit, "W", "add: a site power limit, e.g. 4kW"},
+        {"limit", PFI_OPT_STR, &a.limit, "BUDGET",
+         "add: a site power limit, e.g. 4kW; a share is of the baseline: 75% is --cut 25% "
+         "(pfi help budget)"},
         {"ramp", PFI_OPT_STR, &a.ramp, "DURATION", "add: ramp down before and up after"},
         {"ramp-down", PFI_OPT_STR, &a.ramp_down, "DURATION", "add: ramp before the start"},
         {"ramp-up", PFI_OPT_STR, &a.ramp_up, "DURATION", "add: restore after the end"},

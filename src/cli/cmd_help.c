@@ -70,10 +70,43 @@ static const topic topics[] = {
      "parameters come from the probes.  pfi model probe-eval measures the error of the\n"
      "relative throughput predicted at 80, 70 and 60% of baseline power on the real public\n"
      "curves, the probe taken at a measured level and never scored on itself.\n"},
+    {"budget", "power budgets: one grammar for every command, and what a share is of",
+     "Power budgets\n"
+     "\n"
+     "Every command and API that takes a power budget reads the same forms:\n"
+     "  4000W, 4000, 4kW, 0.004MW   watts (W, kW or MW; a bare number is watts)\n"
+     "  70%                         70% of the command's reference (below)\n"
+     "  cut=30%, -30%               a 30% cut of the reference: the same as 70%\n"
+     "Watts are more than 0 and at most 1e9, a share more than 0% and at most 100%, a cut at\n"
+     "least 0% and less than 100%.  Anything else (NaN, a negative number, a trailing\n"
+     "character) is refused with the same message everywhere, and nothing is changed.\n"
+     "\n"
+     "What a share is of, each command saying it with the watts it took:\n"
+     "  pfi serve --budget, budget and safe_budget settings, PUT /v1/budget, pfi ctl budget set\n"
+     "      the sum of the node's GPUs' default limits (nominal_w)\n"
+     "  pfi cluster budget, --budget, the cluster's PUT /v1/budget\n"
+     "      the sum of the default limits of every GPU of the site (site_default_w)\n"
+     "  pfi allocate --budget\n"
+     "      the jobs' baseline draw, GPUs x baseline power (a jobs file has no default limits)\n"
+     "  pfi event add --limit\n"
+     "      the event's baseline (--baseline, else the daemon's mean draw over the last hour):\n"
+     "      --limit 75% is --cut 25%\n"
+     "pfi serve and its settings also take min: every GPU at its minimum limit.\n"},
 };
 #define NTOPICS ((int)(sizeof topics / sizeof topics[0]))
 
 /* ---------------------------------------------------------------- manual pages */
+
+/* A topic's text without its title line and the blank line under it. */
+static const char *topic_text(const char *name)
+{
+    for (int i = 0; i < NTOPICS; i++)
+        if (!strcmp(topics[i].name, name)) {
+            const char *t = strstr(topics[i].text, "\n\n");
+            return t ? t + 2 : topics[i].text;
+        }
+    return "";
+}
 
 static void man_header(const char *title, int section, const char *name, const char *summary)
 {
@@ -130,6 +163,9 @@ static int man_pfi(void)
     }
     printf(".SH OPTIONS\n.TP\n.B \\-V, \\-\\-version\nprint the version and how this pfi was "
            "built\n.TP\n.B \\-h, \\-\\-help\nlist the commands\n");
+    printf(".SH BUDGETS\n.nf\n");
+    pfi_args_roff(stdout, topic_text("budget"));
+    printf(".fi\n");
     printf(".SH EXIT STATUS\n0 success, 1 a runtime failure, 2 bad input (an unknown option, a "
            "malformed value or one out of range).\n");
     printf(".SH ENVIRONMENT\n");

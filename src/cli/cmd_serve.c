@@ -66,12 +66,15 @@ int pfi_cmd_serve(int argc, char **argv)
         {"journal", PFI_OPT_STR, &journal, "FILE",
          "original limits journal (default $PFI_JOURNAL, else /var/lib/pfi/journal as root, "
          "~/.local/state/pfi/journal otherwise)"},
-        {"budget", PFI_OPT_STR, &budget, "W|%", "budget to apply at start (e.g. 4000W, 80%)"},
+        {"budget", PFI_OPT_STR, &budget, "BUDGET",
+         "budget to apply at start: 4000W, 80% of the GPUs' default limits, cut=20% (pfi help "
+         "budget)"},
         {"port-file", PFI_OPT_STR, &port_file, "FILE", "write the address listened on here"},
         {"sample-interval", PFI_OPT_STR, &sample, "DURATION", "telemetry period (default 1s)"},
         {"watchdog-timeout", PFI_OPT_STR, &watchdog, "DURATION",
          "default heartbeat timeout in cluster mode (default off)"},
-        {"safe-budget", PFI_OPT_STR, &safe, "W|%|min", "what the watchdog applies (default min)"},
+        {"safe-budget", PFI_OPT_STR, &safe, "BUDGET|min",
+         "what the watchdog applies (default min)"},
         {"default-sla", PFI_OPT_STR, &sla, "SLOWDOWN", "SLA of jobs that give none (e.g. 0.1)"},
         {"model", PFI_OPT_STR, &model, "FILE",
          "runtime predictor from `pfi model train --out FILE` (curves of jobs from telemetry)"},

@@ -91,7 +91,7 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
         rc = pfi_cl_parse_budget(s->c, t, &b.watts, &e);
     } else {
         rc = pfi_err_set(&e, PFI_EINVAL,
-                         "budget: a string (\"70%%\", \"5600W\", \"cut=30%%\") or null; watts: a "
+                         "budget: a string (\"5600W\", \"70%%\", \"cut=30%%\") or null; watts: a "
                          "number; cut: a fraction in (0, 1)");
     }
     if (rc == PFI_OK && rv) {

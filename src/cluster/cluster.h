@@ -154,7 +154,10 @@ int pfi_cl_refresh(pfi_cl *c, pfi_err *err);
  * removes the budget.  Infeasible budgets (below the minimum caps and SLAs of what must be
  * held): PFI_EINFEASIBLE with the least feasible budget, and nothing changed. */
 int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err);
-/* Parses "5600W", "70%" (of the sum of the GPUs' default limits) or "cut=30%". */
+/* What a site budget's share is of (util/budget.h). */
+#define PFI_CL_BUDGET_REF "the sum of the site's GPUs' default limits"
+/* A budget as util/budget.h reads it ("5600W", "70%", "cut=30%"), its share of
+ * PFI_CL_BUDGET_REF. */
 int pfi_cl_parse_budget(pfi_cl *c, const char *text, double *watts, pfi_err *err);
 /* pfi_cl_set_budget of a budget as a person types it: what pfi_cl_parse_budget reads, or "none"
  * to remove it; reached over ramp_s. */

@@ -13,6 +13,7 @@
 #include "store/grid.h"
 #include "core/curve.h"
 #include "store/codec.h"
+#include "util/budget.h"
 #include "util/json.h"
 #include "util/units.h"
 
@@ -531,26 +532,14 @@ double pfi_cl_site_default_w(pfi_cl *c)
 
 int pfi_cl_parse_budget(pfi_cl *c, const char *text, double *watts, pfi_err *err)
 {
-    int cut = !strncmp(text, "cut=", 4);
-    double v;
-    int pct;
-    if (pfi_parse_power(cut ? text + 4 : text, &v, &pct, err) != PFI_OK)
-        return err ? err->code : PFI_EINVAL;
-    if (cut && !pct)
-        return pfi_err_set(err, PFI_EINVAL, "budget '%s': a cut is a percentage (cut=30%%)", text);
-    if (pct) {
-        pthread_mutex_lock(&c->mu);
-        double base = pfi_cl_site_default_w(c);
-        pthread_mutex_unlock(&c->mu);
-        if (base <= 0)
-            return pfi_err_set(err, PFI_ESTATE,
-                               "budget '%s': no GPU is known yet to take a percentage of", text);
-        v = cut ? (1.0 - v) * base : v * base;
-    }
-    if (!(v > 0))
-        return pfi_err_set(err, PFI_EINVAL, "budget '%s': must be more than 0 W", text);
-    *watts = v;
-    return PFI_OK;
+    pfi_budget b;
+    int rc = pfi_budget_parse(text, &b, err);
+    if (rc != PFI_OK)
+        return rc;
+    pthread_mutex_lock(&c->mu);
+    double base = pfi_cl_site_default_w(c);
+    pthread_mutex_unlock(&c->mu);
+    return pfi_budget_watts(&b, text, base, PFI_CL_BUDGET_REF, watts, err);
 }
 
 int pfi_cl_set_budget_text(pfi_cl *c, const char *text, double ramp_s, pfi_err *err)

@@ -11,6 +11,7 @@
 
 #include "report/status_page.h"
 #include "serve/serve_int.h"
+#include "util/budget.h"
 #include "util/num.h"
 
 static int http_status(int code)
@@ -107,6 +108,7 @@ static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
                            "give exactly one of watts (e.g. 4000), percent (e.g. 70) or budget "
                            "(e.g. \"70%%\")");
     double watts = NAN;
+    int share = p != NULL;
     if (w)
         watts = json_is_number(w) ? json_number_value(w) : NAN;
     else if (p) {
@@ -116,10 +118,12 @@ static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
         watts = pc / 100 * n->nominal_w;
     } else {
         if (!json_is_string(b) || !strcmp(json_string_value(b), "min"))
-            return pfi_err_set(e, PFI_EINVAL, "budget: expected a string like \"70%%\" or "
-                                              "\"4000W\"");
+            return pfi_err_set(e, PFI_EINVAL, "budget: expected a string like \"70%%\", "
+                                              "\"4000W\" or \"cut=30%%\"");
         if (pfi_srv_budget_parse(n, json_string_value(b), &watts, e) != PFI_OK)
-            return pfi_err_prefix(e, "budget: ");
+            return e->code;
+        pfi_budget bt;
+        share = pfi_budget_parse(json_string_value(b), &bt, e) == PFI_OK && bt.is_share;
     }
     if (!(watts > 0 && isfinite(watts)))
         return pfi_err_set(e, PFI_EINVAL, "watts: expected a number > 0");
@@ -130,7 +134,12 @@ static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
         if (!(ramp >= 0))
             return pfi_err_set(e, PFI_EINVAL, "ramp_s: expected seconds >= 0");
     }
-    return pfi_srv_budget_set(n, watts, ramp, res, e);
+    int rc = pfi_srv_budget_set(n, watts, ramp, res, e);
+    if (rc == PFI_OK && share && *res && json_is_object(*res))
+        json_object_set_new(*res, "budget_reference",
+                            json_pack("{s:s, s:f}", "of", PFI_SRV_BUDGET_REF, "watts",
+                                      n->nominal_w));
+    return rc;
 }
 
 static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)

@@ -12,6 +12,7 @@
 
 #include "serve/serve.h"
 #include "serve/serve_int.h"
+#include "util/budget.h"
 #include "util/num.h"
 #include "util/text.h"
 #include "util/units.h"
@@ -78,14 +79,13 @@ static int set_watts(double *dst, const char *key, const char *v, pfi_err *err)
     return PFI_OK;
 }
 
-/* A budget is "" (none), "min", or what pfi_parse_power accepts. */
+/* A budget is "" (none), "min", or what pfi_budget_parse accepts. */
 static int set_budget(char *dst, size_t size, const char *key, const char *v, int allow_min,
                       pfi_err *err)
 {
     if (*v && !(allow_min && !strcasecmp(v, "min"))) {
-        double x;
-        int pct;
-        if (pfi_parse_power(v, &x, &pct, err) != PFI_OK)
+        pfi_budget b;
+        if (pfi_budget_parse(v, &b, err) != PFI_OK)
             return pfi_err_prefix(err, "%s: ", key);
     }
     return set_str(dst, size, key, v, err);
@@ -133,9 +133,10 @@ static const pfi_serve_key keys[] = {
      "Find jobs from the GPUs' processes (Slurm's cgroup, Kubernetes' pod, else the process "
      "group) and register and retire them."},
     {"proc_root", "PATH", "/proc", "/proc", "Where processes are read."},
-    {"budget", "WATTS|PERCENT", "none", "80%",
-     "Budget applied at start: watts (4000W) or a share of the sum of the default limits "
-     "(80%).  None: nothing is changed until a budget is set through the API."},
+    {"budget", "BUDGET", "none", "80%",
+     "Budget applied at start (pfi(1) BUDGETS): watts (4000W, 4kW), a share of the sum of the "
+     "GPUs' default limits (80%), or a cut (cut=20%, the same as 80%).  None: nothing is "
+     "changed until a budget is set through the API."},
     {"resume", "yes|no", "no", "no",
      "Re-apply the last budget set through the API (kept in db); limits held from before a "
      "restart take precedence."},
@@ -156,9 +157,9 @@ static const pfi_serve_key keys[] = {
     {"watchdog_timeout", "DURATION", "0 (off)", "30s",
      "Heartbeat timeout when a cluster controller's heartbeat gives none; armed by the first "
      "heartbeat."},
-    {"safe_budget", "min|WATTS|PERCENT", "min", "60%",
+    {"safe_budget", "min|BUDGET", "min", "60%",
      "What the watchdog applies when the heartbeats stop: min (every GPU at its minimum), or "
-     "a budget."},
+     "a budget as for budget."},
     {"max_body", "BYTES", "65536", "65536", "Largest request body accepted (1 to 16 MiB)."},
     {"threads", "N", "4", "4", "HTTP worker threads (1 to 64)."},
     {"port_file", "PATH", "none", "/run/pfi/port",

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "serve/serve_int.h"
+#include "util/budget.h"
 #include "util/units.h"
 
 /* ---- budget, caps, heartbeat ---- */
@@ -21,13 +22,11 @@ int pfi_srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err
         *watts = w;
         return PFI_OK;
     }
-    double v;
-    int pct;
-    int rc = pfi_parse_power(s, &v, &pct, err);
+    pfi_budget b;
+    int rc = pfi_budget_parse(s, &b, err);
     if (rc != PFI_OK)
         return rc;
-    *watts = pct ? v * n->nominal_w : v;
-    return PFI_OK;
+    return pfi_budget_watts(&b, s, n->nominal_w, PFI_SRV_BUDGET_REF, watts, err);
 }
 
 /* The budget a restart with resume comes back to. */

@@ -295,7 +295,9 @@ int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t 
 void pfi_srv_tick(srv_node *n);
 /* Restores every GPU to its original limit (shutdown). */
 int pfi_srv_restore_originals(srv_node *n, pfi_err *err);
-/* Parses "70%", "4000W" or "min" against this node. */
+/* What a budget's share is of on a node (util/budget.h). */
+#define PFI_SRV_BUDGET_REF "the sum of the GPUs' default limits"
+/* A budget (util/budget.h: "4000W", "70%", "cut=30%") or "min" against this node. */
 int pfi_srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err);
 
 /* 1 when a cap-moving request may go ahead now (token bucket: SRV_CHANGE_BURST requests, then

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "util/budget.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char expected[] = "expected watts (4000W, 4kW), a share (70%) or a cut (cut=30%)";
+
+int pfi_budget_parse(const char *s, pfi_budget *b, pfi_err *err)
+{
+    if (!s)
+        s = "";
+    const char *p = s;
+    int cut = 0;
+    if (!strncasecmp(p, "cut=", 4)) {
+        cut = 1;
+        p += 4;
+    } else if (*p == '-') {
+        cut = 2; /* "-30%": a cut, only as a percentage */
+        p++;
+    }
+    if (!*p || isspace((unsigned char)*p) || *p == '+' || *p == '-')
+        return pfi_err_set(err, PFI_EINVAL, "budget '%s': %s", s, expected);
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    if (end == p || isnan(v))
+        return pfi_err_set(err, PFI_EINVAL, "budget '%s': %s", s, expected);
+    if (errno == ERANGE || isinf(v))
+        return pfi_err_set(err, PFI_ERANGE, "budget '%s': out of range", s);
+    if (!strcmp(end, "%")) {
+        if (cut) {
+            if (!(v >= 0 && v < 100))
+                return pfi_err_set(err, PFI_ERANGE, "budget '%s': a cut is at least 0%% and less "
+                                                    "than 100%%", s);
+            v = 100 - v;
+        } else if (!(v > 0 && v <= 100)) {
+            return pfi_err_set(err, PFI_ERANGE, "budget '%s': a share is more than 0%% and at "
+                                                "most 100%%", s);
+        }
+        b->is_share = 1;
+        b->value = v / 100;
+        return PFI_OK;
+    }
+    double mult;
+    if (!*end || !strcasecmp(end, "W"))
+        mult = 1;
+    else if (!strcasecmp(end, "kW"))
+        mult = 1e3;
+    else if (!strcasecmp(end, "MW"))
+        mult = 1e6;
+    else
+        return pfi_err_set(err, PFI_EINVAL, "budget '%s': %s", s, expected);
+    if (cut == 1)
+        return pfi_err_set(err, PFI_EINVAL, "budget '%s': a cut is a percentage (cut=30%%)", s);
+    v *= mult;
+    if (cut || !(v > 0 && v <= PFI_BUDGET_MAX_W)) /* cut == 2: negative watts */
+        return pfi_err_set(err, PFI_ERANGE, "budget '%s': watts must be more than 0 and at most "
+                                            "%g", s, PFI_BUDGET_MAX_W);
+    b->is_share = 0;
+    b->value = v;
+    return PFI_OK;
+}
+
+int pfi_budget_watts(const pfi_budget *b, const char *s, double reference_w, const char *ref_name,
+                     double *watts, pfi_err *err)
+{
+    if (!b->is_share) {
+        *watts = b->value;
+        return PFI_OK;
+    }
+    if (!(reference_w > 0 && isfinite(reference_w)))
+        return pfi_err_set(err, PFI_ESTATE, "budget '%s': no %s known to take a share of",
+                           s ? s : "", ref_name);
+    *watts = b->value * reference_w;
+    return PFI_OK;
+}
+
+const char *pfi_budget_describe(const pfi_budget *b, double reference_w, const char *ref_name,
+                                char *buf, size_t size)
+{
+    if (b->is_share)
+        snprintf(buf, size, "%.4g%% of %.0f W (%s)", 100 * b->value, reference_w, ref_name);
+    else
+        snprintf(buf, size, "%.0f W", b->value);
+    return buf;
+}

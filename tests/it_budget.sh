@@ -1,0 +1,108 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# it_budget.sh: one budget grammar everywhere (pfi help budget).  The same text gives the same
+# watts in pfi serve (its API and pfi ctl), pfi cluster (one shot over that node) and pfi
+# allocate, each against its reference; every command refuses the same bad text with the same
+# message and exit status 2, and changes nothing.
+set -u
+PFI=${PFI_BIN:?PFI_BIN not set}
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_budget.XXXXXX")
+SRV=""
+cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh)"
+command -v curl >/dev/null || fail "curl is needed (scripts/install-deps.sh)"
+unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY PFI_JOURNAL
+export PFI_SIM_STATE="$T/sim.state" PFI_STATE_DIR="$T"
+
+# ---- allocate: one jobs file, every spelling of the same budget ----
+cat >"$T/jobs.json" <<'EOF'
+{"jobs": [{"id": "a", "gpus": 4, "predicted_curve": {"cap_w": [200, 450, 700],
+                                           "tput": [50000, 90000, 100000]}},
+          {"id": "b", "gpus": 4, "predicted_curve": {"cap_w": [200, 450, 700],
+                                           "tput": [80000, 95000, 100000]}}]}
+EOF
+alloc_w() { "$PFI" allocate --jobs "$T/jobs.json" --budget "$1" --json | jq -r .budget_w; }
+w70=$(alloc_w 70%) || fail "allocate 70%"
+for b in cut=30% -30% CUT=30%; do
+  [ "$(alloc_w "$b")" = "$w70" ] || fail "allocate --budget $b: $(alloc_w "$b") W, 70% is $w70 W"
+done
+for b in 3000W 3kW 3000 0.003MW; do
+  [ "$(alloc_w "$b")" = 3000 ] || fail "allocate --budget $b: $(alloc_w "$b") W"
+done
+# It says what the share was of.
+"$PFI" allocate --jobs "$T/jobs.json" --budget cut=30% >"$T/out" || fail "allocate table"
+ref=$("$PFI" allocate --jobs "$T/jobs.json" --budget 70% --json | jq -r .budget_reference.watts)
+grep -qx "budget 70% of $(printf '%.0f' "$ref") W (the jobs' baseline draw, GPUs x baseline power)" "$T/out" ||
+  fail "allocate does not name its reference: $(tail -2 "$T/out")"
+"$PFI" allocate --jobs "$T/jobs.json" --budget 3kW >"$T/out" || fail "allocate 3kW"
+if grep -q '^budget ' "$T/out"; then fail "allocate names a reference for watts"; fi
+
+# ---- a node daemon on simulated GPUs ----
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
+chmod 600 "$T/token"
+"$PFI" serve --backend sim --sim h200x8-idle --listen "unix:$T/n1.sock" --port-file "$T/n1.port" \
+  --token-file "$T/token" --db "$T/n1.db" --journal "$T/n1.journal" --sample-interval 100ms \
+  >"$T/serve.log" 2>&1 &
+SRV=$!
+i=0
+until [ -s "$T/n1.port" ]; do
+  i=$((i + 1)); [ $i -gt 300 ] || kill -0 $SRV 2>/dev/null || fail "pfi serve: $(cat "$T/serve.log")"
+  [ $i -gt 300 ] && fail "pfi serve did not start"
+  sleep 0.05
+done
+ctl() { "$PFI" ctl --socket "$T/n1.sock" --token-file "$T/token" "$@"; }
+node_w() { ctl budget set "$1" >"$T/set.json" && ctl allocation | jq -r .budget_w; }
+nominal=$(ctl allocation | jq -r .nominal_w)
+[ "$nominal" = 5600 ] || fail "nominal_w $nominal, expected 8 x 700 W"
+n70=$(node_w 70%) || fail "ctl budget set 70%: $(cat "$T/set.json")"
+jq -e '.budget_reference.of == "the sum of the GPUs'"'"' default limits" and .budget_reference.watts == 5600' \
+  "$T/set.json" >/dev/null || fail "serve does not name its reference: $(cat "$T/set.json")"
+for b in cut=30% -30%; do
+  [ "$(node_w "$b")" = "$n70" ] || fail "ctl budget set $b: $(cat "$T/set.json")"
+done
+[ "$(node_w 4kW)" = 4000 ] || fail "ctl budget set 4kW"
+# The API's budget string reads the same grammar.
+api() { curl -s --max-time 10 --unix-socket "$T/n1.sock" -H "Authorization: Bearer $(cat "$T/token")" \
+  -X PUT -d "$1" -o "$T/api.json" -w '%{http_code}' http://localhost/v1/budget; }
+[ "$(api '{"budget": "-30%"}')" = 200 ] || fail "PUT budget -30%: $(cat "$T/api.json")"
+[ "$(ctl allocation | jq -r .budget_w)" = "$n70" ] || fail "PUT -30% is not 70%"
+
+# ---- the cluster, one shot over that node: same text, same reference, same watts ----
+cat >"$T/topo.json" <<'EOF'
+{"nodes": [{"name": "n1", "gpus": 8}], "jobs": []}
+EOF
+cl() { cb=$1; shift; "$PFI" cluster budget "$cb" --topology "$T/topo.json" --node-url "unix:$T/%n.sock" \
+  --node-token "$T/token" "$@"; }
+for b in 70% cut=30% -30%; do
+  w=$(cl "$b" --json | jq -r .budget_w) || fail "cluster budget $b"
+  [ "$w" = "$n70" ] || fail "cluster budget $b: $w W, the node's 70% is $n70 W"
+done
+cl cut=30% >"$T/out" || fail "cluster budget table"
+grep -qx "budget 70% of 5600 W (the sum of the site's GPUs' default limits)" "$T/out" ||
+  fail "cluster does not name its reference: $(cat "$T/out")"
+[ "$(cl 4kW --json | jq -r .budget_w)" = 4000 ] || fail "cluster budget 4kW"
+
+# ---- bad text: the same message from every command, exit 2, nothing changed ----
+ctl budget set 4kW >/dev/null || fail "ctl budget set 4kW"
+for b in nan NaN% inf 0% 0W -5 150% cut=100% cut=30W 70%x "70% " 1e308 1e999; do
+  want="pfi CMD: budget '$b': "
+  check() { # CMD STATUS
+    [ "$2" = 2 ] || fail "$1 with budget '$b': exit $2 ($(cat "$T/err"))"
+    grep -qF "$(echo "$want" | sed "s/CMD/$1/")" "$T/err" || fail "$1 with budget '$b': $(cat "$T/err")"
+  }
+  "$PFI" allocate --jobs "$T/jobs.json" --budget "$b" >/dev/null 2>"$T/err"; check allocate $?
+  ctl budget set "$b" >/dev/null 2>"$T/err"; check ctl $?
+  cl "$b" >/dev/null 2>"$T/err"; check cluster $?
+  "$PFI" event --socket "$T/n1.sock" --token-file "$T/token" add --start now+1h --duration 1h \
+    --limit "$b" >/dev/null 2>"$T/err"; check event $?
+  timeout 30 "$PFI" serve --backend sim --budget "$b" --listen "unix:$T/bad.sock" --db "$T/bad.db" \
+    --journal "$T/bad.journal" >/dev/null 2>"$T/err"; st=$?
+  [ "$st" = 2 ] && grep -qF "budget '$b': " "$T/err" || fail "serve --budget '$b': exit $st $(cat "$T/err")"
+  [ "$(api "{\"budget\": \"$b\"}")" = 400 ] && grep -qF "budget '$b': " "$T/api.json" ||
+    fail "PUT budget '$b': $(cat "$T/api.json")"
+done
+[ "$(ctl allocation | jq -r .budget_w)" = 4000 ] || fail "a refused budget changed the node's"
+echo "it_budget: ok (70% = cut=30% = -30%: allocate $w70 W of the jobs' draw, serve and cluster $n70 W of 5600 W)"

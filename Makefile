@@ -107,6 +107,7 @@ $(BUILD)/obj/src/cli/main.o $(BUILD)/obj/src/cli/cmd_help.o: CFLAGS += -I$(BUILD
 man: $(MANPAGES)
 $(BUILD)/man/pfi.1: $(PFI)
 	@mkdir -p $(@D)
+	@rm -f $(filter-out $(MANPAGES),$(wildcard $(BUILD)/man/pfi*.[15]))
 	@$(PFI) help --man > $@.tmp && mv $@.tmp $@
 $(BUILD)/man/pfi-serve.conf.5: $(PFI)
 	@mkdir -p $(@D)
@@ -188,7 +189,7 @@ test: check
 # The main job on the embedded simulator: a live 8xH200 node under a stepping cap, then the
 # paper end to end (fleet -> sweeps -> PFI -> predictor -> allocation -> report in study-out/).
 demo: all
-	$(PFI) demo
+	$(PFI) sim demo
 	$(PFI) study --fleet paper --out study-out
 	@echo "open study-out/report.html (or read study-out/report.md)"
 

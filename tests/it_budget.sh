@@ -75,7 +75,7 @@ cat >"$T/topo.json" <<'EOF'
 {"nodes": [{"name": "n1", "gpus": 8}], "jobs": []}
 EOF
 cl() { cb=$1; shift; "$PFI" cluster budget "$cb" --topology "$T/topo.json" --node-url "unix:$T/%n.sock" \
-  --node-token "$T/token" "$@"; }
+  --node-token-file "$T/token" "$@"; }
 for b in 70% cut=30% -30%; do
   w=$(cl "$b" --json | jq -r .budget_w) || fail "cluster budget $b"
   [ "$w" = "$n70" ] || fail "cluster budget $b: $w W, the node's 70% is $n70 W"

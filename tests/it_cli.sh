@@ -40,7 +40,7 @@ want 2 evaluate --fleet small --source sim,bogus --cuts 0.3
 grep -q "unknown source 'bogus' (sweep, sim, " "$T/err" || fail "evaluate --source: $(cat "$T/err")"
 want 0 runs --db "$T/fleet.db"
 sci "pfi runs"
-want 0 show 1 --db "$T/fleet.db"
+want 0 runs show 1 --db "$T/fleet.db"
 sci "pfi show"
 want 0 index --db "$T/fleet.db" --boot 0
 sci "pfi index"
@@ -107,7 +107,7 @@ want 2 index --db "$T/fleet.db" --seed 2
 grep -q "boot-seed" "$T/err" || fail "pfi index --seed without --fleet: $(cat "$T/err")"
 
 # A runtime failure stays 1: the input is fine, the world is not.
-want 1 show 1 --db "$T/none.db"
+want 1 runs show 1 --db "$T/none.db"
 want 1 sweep --caps 700:600:100 --timeout 1s -- false
 [ $bad -eq 0 ] || exit 1
 echo "it_cli: ok"

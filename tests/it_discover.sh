@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Integration test of job discovery in `pfi serve` (no registration call): the daemon runs on
 # the fake NVML over a shared simulated node (h200x8-mixed: three jobs), two simulated jobs
-# run as processes (pfi simjob), and a /proc tree stands in for the node's: one job's process
+# run as processes (pfi sim job), and a /proc tree stands in for the node's: one job's process
 # is in a Slurm cgroup (job_4242), the other in a plain process group.  The daemon must list
 # the GPUs' processes, map them to jobs, register both with their GPUs, follow the Slurm job's
 # log (its stdout, fd/1, a regular file) and build its curve from the tokens/s it observes at
@@ -27,9 +27,9 @@ head -c 32 /dev/urandom | base64 > "$dir/token"
 chmod 600 "$dir/token"
 
 # Two simulated jobs, each writing its log to a regular file.
-"$PFI_BIN" simjob --job 0 --format torchtitan >"$dir/job0.log" 2>&1 &
+"$PFI_BIN" sim job --job 0 --log-format torchtitan >"$dir/job0.log" 2>&1 &
 J0=$!
-"$PFI_BIN" simjob --job 1 --format pfi >"$dir/job1.log" 2>&1 &
+"$PFI_BIN" sim job --job 1 --log-format pfi >"$dir/job1.log" 2>&1 &
 J1=$!
 # The /proc the daemon reads: job 0 in Slurm job 4242's cgroup (cgroup v2 path), job 1 in its
 # own process group; each with its command line and its stdout.
@@ -108,7 +108,7 @@ pts=$(curl -sf "$URL/v1/events?limit=500" | jq -r '.events[] | select(.kind == "
       sed -n 's/.*: \([0-9]*\) tokens\/s at \([0-9]*\) W per GPU.*/\2 \1/p')
 [ "$(printf '%s\n' "$pts" | wc -l)" -ge 3 ] || fail "fewer than three curve points: $pts"
 printf '%s\n' "$pts" | while read -r cap tps; do
-    truth=$("$PFI_BIN" simjob --sim h200x8-mixed --job 0 --truth "$cap" --json | jq '.truth[0].tokens_per_s')
+    truth=$("$PFI_BIN" sim job --sim h200x8-mixed --job 0 --truth "$cap" --json | jq '.truth[0].tokens_per_s')
     awk -v a="$tps" -v b="$truth" 'BEGIN { exit !(b > 0 && a > 0.97 * b && a < 1.03 * b) }' ||
         { echo "it_discover: FAIL: $tps tokens/s at $cap W, truth $truth"; exit 1; }
     echo "it_discover: observed $tps tokens/s at $cap W per GPU, truth $truth"

@@ -24,7 +24,7 @@ printf 'pfi-journal 1\npid %s\nbackend sim\nsim_state -\ngpu 0 uuid - limit_w 70
     "$HOLDER" >"$tmp/journal.new"
 cat "$tmp/journal.new" >"$tmp/journal" # same inode: the lock stays
 "$PFI_BIN" sweep --backend sim --gpus 0 --levels 100% --db "$tmp/pfi.db" \
-    --journal "$tmp/journal" --quiet --no-log -- "$PFI_BIN" simjob --format pfi --duration 5s \
+    --journal "$tmp/journal" --quiet --no-log -- "$PFI_BIN" sim job --log-format pfi --duration 5s \
     >"$tmp/out" 2>&1
 rc=$?
 [ $rc -ne 0 ] || fail "the sweep ran over a held journal"
@@ -36,7 +36,7 @@ fi
 
 # The default journal of a simulated sweep is beside the simulated node's state.
 "$PFI_BIN" sweep --backend sim --gpus 0 --levels 100% --db "$tmp/pfi2.db" --quiet --no-log \
-    --dwell 2s --settle 0s -- "$PFI_BIN" simjob --format pfi --duration 20s >"$tmp/out2" 2>&1 &
+    --dwell 2s --settle 0s -- "$PFI_BIN" sim job --log-format pfi --duration 20s >"$tmp/out2" 2>&1 &
 S=$!
 i=0
 while [ $i -lt 200 ] && [ ! -e "$PFI_SIM_STATE.journal" ]; do sleep 0.05; i=$((i + 1)); done

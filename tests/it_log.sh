@@ -43,6 +43,6 @@ want 1 log "$T/none.log"
 want 2 log
 want 2 log "$F/hf.log" "$F/hf.log"
 want 2 log "$F/hf.log" --seq-len -1
-want 2 log "$F/hf.log" --format bogus
+want 2 log "$F/hf.log" --log-format bogus
 want 2 log "$F/hf.log" --unit tokens/s
 echo "it_log: ok"

@@ -4,7 +4,7 @@
 #   - without a driver, `pfi gpus --backend nvml` says "no NVIDIA driver found" and fails;
 #   - pfi gpus / pfi monitor list and read every GPU through NVML, GPM fields included;
 #   - a lost GPU is reported by name while the others are still listed;
-#   - pfi sweep --backend nvml sets caps through NVML while a separate process (pfi simjob)
+#   - pfi sweep --backend nvml sets caps through NVML while a separate process (pfi sim job)
 #     trains on the same simulated node (PFI_SIM_STATE): it must measure the simulator's
 #     ground truth and restore the limits.
 set -u
@@ -72,13 +72,13 @@ grep -q "GPU 2: nvmlDeviceGetPowerUsage: GPU is lost" "$tmp/e" || { bad "lost GP
 export PFI_SIM_STATE="$tmp/node.state" PFI_SIM_SPEED=20 PFI_FAKENVML_SIM=h200x1-small
 "$PFI_BIN" sweep --backend nvml --no-log --levels 100,70% --db "$tmp/pfi.db" --journal "$tmp/journal" \
   --json --quiet --settle 1s --min-window 2s \
-  -- "$PFI_BIN" simjob --format pfi --sim h200x1-small >"$tmp/sweep.json" 2>"$tmp/e" ||
+  -- "$PFI_BIN" sim job --log-format pfi --sim h200x1-small >"$tmp/sweep.json" 2>"$tmp/e" ||
   { bad "sweep --backend nvml"; tail -5 "$tmp/e"; }
 [ "$(jq -r '.restored' "$tmp/sweep.json")" = true ] || bad "sweep did not restore"
 "$PFI_BIN" gpus --backend nvml --json | jq -e '.gpus[0].limit_w == 700' >/dev/null ||
   bad "limit not 700 W after the sweep"
 unset PFI_SIM_STATE
-"$PFI_BIN" simjob --sim h200x1-small --truth 700,490 --json >"$tmp/truth.json" || bad "truth"
+"$PFI_BIN" sim job --sim h200x1-small --truth 700,490 --json >"$tmp/truth.json" || bad "truth"
 off=$(jq -rn --slurpfile m "$tmp/sweep.json" --slurpfile t "$tmp/truth.json" '
   [ range(0; 2) as $i | $m[0].levels[$i] as $l | $t[0].truth[$i] as $g
     | select(($l.cap_w - $g.cap_w | fabs) > 0.5 or ($l.enforced_w - $g.cap_w | fabs) > 0.5

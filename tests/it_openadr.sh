@@ -89,8 +89,8 @@ program = site-dr
 poll = 20s
 ramp = 5m
 EOF
-"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token "$dir/token" \
-    --node-url "unix:$dir/%n.sock" --node-token "$dir/token" --topology "$dir/topo.json" \
+"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token-file "$dir/token" \
+    --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" --topology "$dir/topo.json" \
     --heartbeat 6s --node-ttl 1h --db "$dir/cluster.db" --openadr "$dir/ven.conf" >"$dir/cluster.log" 2>&1 &
 pids="$pids $!"
 wait_file "$dir/cluster.port" "pfi cluster serve"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Integration tests of the simulator commands: pfi sim, pfi monitor, pfi gpus on the sim
-# backend, the shared state across processes, bad input, and pfi demo.
+# backend, the shared state across processes, bad input, and pfi sim demo.
 set -u
 PFI=${PFI_BIN:?PFI_BIN is not set}
 T=$(mktemp -d "${PFI_TEST_TMP:-${TMPDIR:-/tmp}}/it_sim.XXXXXX") || exit 1

@@ -101,8 +101,8 @@ SLURM_CONF=$T/slurm/etc/slurm.conf
 export SLURM_CONF
 cd "$T" || fail "cd"
 
-"$PFI" cluster serve --listen 127.0.0.1:0 --port-file "$T/cluster.port" --token "$T/token" \
-  --node-url "unix:$T/%n.sock" --node-token "$T/token" --heartbeat 1s --node-ttl 120s \
+"$PFI" cluster serve --listen 127.0.0.1:0 --port-file "$T/cluster.port" --token-file "$T/token" \
+  --node-url "unix:$T/%n.sock" --node-token-file "$T/token" --heartbeat 1s --node-ttl 120s \
   >"$T/cluster.log" 2>&1 &
 pids="$pids $!"
 i=0

@@ -35,7 +35,7 @@ printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOpt
   >"$tmp/plo/A40+resnet18+gpu0.csv"
 "$PFI_BIN" import zeus-plo "$tmp/plo" --db "$db" >"$tmp/out" || fail "import of a good file"
 has "$tmp/out" "1 runs, 2 levels"
-"$PFI_BIN" show "zeus-plo/A40/resnet18 x1" --db "$db" >"$tmp/out" || fail "pfi show by name"
+"$PFI_BIN" runs show "zeus-plo/A40/resnet18 x1" --db "$db" >"$tmp/out" || fail "pfi show by name"
 has "$tmp/out" "windows/s (relative)"
 has "$tmp/out" "Baseline at 300 W"
 # --source: a name no writer gives is a mistake (exit 2, the known ones listed); a known source
@@ -109,15 +109,15 @@ count() { "$PFI_BIN" runs --db "$db" --json --source "$1" | grep -c -- "$2"; }
 total=$("$PFI_BIN" runs --db "$db" --json | grep -c '"id":')
 [ "$total" -eq $((n_a100 + n_a40 + n_nsdi + n_plo)) ] || fail "$total runs after importing twice"
 
-"$PFI_BIN" show "perseus/A40/gpt3-2.7b dp1tp1pp8" --db "$db" --json >"$tmp/out" || fail "show --json"
+"$PFI_BIN" runs show "perseus/A40/gpt3-2.7b dp1tp1pp8" --db "$db" --json >"$tmp/out" || fail "show --json"
 has "$tmp/out" '"n_gpus": 8'
 has "$tmp/out" '"unit_label": "samples/s"'
 
-"$PFI_BIN" export --db "$db" >"$tmp/all.csv" || fail "export csv"
+"$PFI_BIN" runs export --db "$db" >"$tmp/all.csv" || fail "export csv"
 head -n 1 "$tmp/all.csv" | grep -q '^run_id,run_name,source,gpu_type,n_gpus,model,family,dp,tp,pp,global_batch,status,level,cap_w,enforced_w,power_w,job_power_w,tokens_per_s,samples_per_s,throughput,throughput_unit,' \
   || fail "export header: $(head -n 1 "$tmp/all.csv")"
 [ "$(($(wc -l <"$tmp/all.csv") - 1))" -eq "$l_all" ] || fail "export rows != $l_all levels"
-"$PFI_BIN" export --db "$db" --runs 1,2 --format json --output "$tmp/two.json" || fail "export --output"
+"$PFI_BIN" runs export --db "$db" --runs 1,2 --format json --output "$tmp/two.json" || fail "export --output"
 # Runs 1 and 2 (ids kept across the re-import) are the first two A100 models: 6 levels each.
 [ "$(grep -c '"run_id"' "$tmp/two.json")" -eq 12 ] || fail "export of runs 1,2"
 must_fail export --db "$db" --runs 1,nope --output "$tmp/bad.csv"

@@ -18,7 +18,7 @@ if "$PFI_BIN" study --fleet "$tmp/nosuch.json" --out "$tmp/bad" 2>"$tmp/err"; th
 has "$tmp/err" "nosuch.json"
 if "$PFI_BIN" study --fleet small --cuts 0.3,1.5 --out "$tmp/bad" 2>"$tmp/err"; then fail "cut 1.5 accepted"; fi
 has "$tmp/err" "1.5"
-if "$PFI_BIN" study --fleet small --from-db x.db 2>"$tmp/err"; then fail "--fleet with --from-db accepted"; fi
+if "$PFI_BIN" study --fleet small --db x.db 2>"$tmp/err"; then fail "--fleet with --db accepted"; fi
 has "$tmp/err" "exclude"
 
 # ---- the small simulated fleet ----
@@ -269,12 +269,12 @@ PFI_PROGRESS=0 "$PFI_BIN" model eval --fleet small --json >/dev/null 2>"$tmp/qui
 # ---- imported public runs: what the study can and cannot do without telemetry ----
 if [ ! -d "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24" ]; then
   # The rest passed, but a part that did not run must not read as a pass.
-  echo "public data absent (PFI_DATA_DIR=${PFI_DATA_DIR:-../shared/data}): --from-db part not run"
+  echo "public data absent (PFI_DATA_DIR=${PFI_DATA_DIR:-../shared/data}): --db part not run"
   exit 77
 fi
 "$PFI_BIN" import perseus --db "$tmp/pub.db" >/dev/null || fail "import perseus"
-"$PFI_BIN" study --from-db "$tmp/pub.db" --out "$tmp/pub" --no-figures --json >"$tmp/pub.json" 2>"$tmp/progress" \
-  || { cat "$tmp/progress"; fail "pfi study --from-db"; }
+"$PFI_BIN" study --db "$tmp/pub.db" --out "$tmp/pub" --no-figures --json >"$tmp/pub.json" 2>"$tmp/progress" \
+  || { cat "$tmp/progress"; fail "pfi study --db"; }
 [ "$(jq_num "$tmp/pub.json" "['predictor']['done']")" = False ] || fail "predictor claims to be trained without telemetry"
 has "$tmp/pub.json" "telemetry"
 [ "$(jq_num "$tmp/pub.json" "['allocation']['done']")" = True ] || fail "no allocation on public runs"

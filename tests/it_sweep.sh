@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# End to end: pfi sweep --backend sim launches `pfi simjob` (a simulated training job printing
+# End to end: pfi sweep --backend sim launches `pfi sim job` (a simulated training job printing
 # the progress lines of a real framework), parses its log, steps the cap, and must measure the
-# simulator's ground truth (pfi simjob --truth) within its confidence interval, for several
+# simulator's ground truth (pfi sim job --truth) within its confidence interval, for several
 # log formats; the limits are restored and every level is in the store.
 set -u
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "PFI_BIN is not an executable"; exit 77; }
@@ -18,7 +18,7 @@ nruns=0
 check() {
   name=$1 fmt=$2 caps=$3
   out="$tmp/$name.json" truth="$tmp/$name.truth"
-  "$PFI_BIN" simjob --sim $preset --truth "$caps" --json >"$truth" || { echo "FAIL $name: truth"; fail=1; return; }
+  "$PFI_BIN" sim job --sim $preset --truth "$caps" --json >"$truth" || { echo "FAIL $name: truth"; fail=1; return; }
   n=$(jq '.truth | length' "$truth")
   got=$(jq -r '.log_format' "$out")
   [ "$got" = "$fmt" ] || { echo "FAIL $name: detected format '$got'"; fail=1; }
@@ -48,7 +48,7 @@ run() {
   out="$tmp/$name.json"
   "$PFI_BIN" sweep --backend sim --sim $preset --speed "$speed" --levels "$levels" \
       --db "$tmp/pfi.db" --journal "$tmp/journal" --log "$tmp/$name.log" --json --quiet "$@" \
-      -- "$PFI_BIN" simjob --format "$fmt" --sim $preset >"$out" 2>"$tmp/$name.err"
+      -- "$PFI_BIN" sim job --log-format "$fmt" --sim $preset >"$out" 2>"$tmp/$name.err"
   rc=$?
   nruns=$((nruns + 1))
   if [ $rc -ne 0 ]; then
@@ -84,7 +84,7 @@ jq -e '. as $d | ([.levels[] | select((.gpu_s - .duration_s * $d.n_gpus | fabs) 
       and .cost.gpu_s > 0 and .cost.lost > 0' "$tmp/pfi.json" >/dev/null ||
   { echo "FAIL cost: $(jq -c '.cost, [.levels[] | [.duration_s, .gpu_s, .lost]]' "$tmp/pfi.json")"; fail=1; }
 rid=$(jq -r '.run_id' "$tmp/pfi.json")
-"$PFI_BIN" show "$rid" --db "$tmp/pfi.db" --json >"$tmp/show.json" || { echo "FAIL: pfi show $rid"; fail=1; }
+"$PFI_BIN" runs show "$rid" --db "$tmp/pfi.db" --json >"$tmp/show.json" || { echo "FAIL: pfi show $rid"; fail=1; }
 jq -en --slurpfile a "$tmp/pfi.json" --slurpfile b "$tmp/show.json" '
     ($a[0].levels | length) == ($b[0].levels | length)
     and ([range($a[0].levels | length) as $i
@@ -93,15 +93,15 @@ jq -en --slurpfile a "$tmp/pfi.json" --slurpfile b "$tmp/show.json" '
     and (($a[0].cost.gpu_s - $b[0].cost.gpu_s) | fabs) < 1e-6
     and (($a[0].cost.lost - $b[0].cost.lost) | fabs) < 1e-3' >/dev/null ||
   { echo "FAIL cost in pfi show: $(jq -c .cost "$tmp/show.json") against $(jq -c .cost "$tmp/pfi.json")"; fail=1; }
-"$PFI_BIN" show "$rid" --db "$tmp/pfi.db" | grep -Eq '^cost: [0-9]+ s on 1 GPUs = [0-9]+ GPU-s; [0-9]+ tokens lost' ||
+"$PFI_BIN" runs show "$rid" --db "$tmp/pfi.db" | grep -Eq '^cost: [0-9]+ s on 1 GPUs = [0-9]+ GPU-s; [0-9]+ tokens lost' ||
   { echo "FAIL: no cost line in pfi show"; fail=1; }
 "$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq -e ".runs[] | select(.id == $rid) | .cost_gpu_s > 0" >/dev/null ||
   { echo "FAIL: no cost in pfi runs"; fail=1; }
 echo "ok cost: $(jq -c .cost "$tmp/pfi.json")"
 
 # --attach: a job that is already running, printing into its own log, followed like tail -F.
-PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=40 "$PFI_BIN" simjob --sim $preset \
-    --format torchtitan >"$tmp/attach.log" 2>&1 &
+PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=40 "$PFI_BIN" sim job --sim $preset \
+    --log-format torchtitan >"$tmp/attach.log" 2>&1 &
 jobpid=$!
 PFI_SIM_STATE="$tmp/attach.state" PFI_SIM_SPEED=40 "$PFI_BIN" sweep --backend sim --sim $preset \
     --levels 100,50% --attach --log "$tmp/attach.log" --db "$tmp/pfi.db" --journal "$tmp/journal" \
@@ -116,8 +116,8 @@ grep -q "warning" "$tmp/attach.err" && { echo "FAIL attach: a warning on a token
 
 # --attach to a Megatron job whose argument block (seq_length) is already past: its lines give
 # samples/s only.  The sweep says so in one line, naming --seq-len, and records samples/s.
-PFI_SIM_STATE="$tmp/attmeg.state" PFI_SIM_SPEED=40 "$PFI_BIN" simjob --sim $preset \
-    --format megatron >"$tmp/attmeg.log" 2>&1 &
+PFI_SIM_STATE="$tmp/attmeg.state" PFI_SIM_SPEED=40 "$PFI_BIN" sim job --sim $preset \
+    --log-format megatron >"$tmp/attmeg.log" 2>&1 &
 jobpid=$!
 i=0
 while [ $i -lt 200 ] && ! grep -q "elapsed time per iteration" "$tmp/attmeg.log"; do
@@ -148,7 +148,7 @@ if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
   PFI_SIM_STATE="$tmp/nvml.state" PFI_SIM_SPEED=10 PFI_FAKENVML_SIM=$preset "$PFI_BIN" sweep \
       --backend nvml --nvml-lib "$PFI_FAKENVML" --levels 100,50% --settle 0.3s --min-window 0.5s \
       --db "$tmp/pfi.db" --journal "$tmp/journal" --json --quiet --no-log \
-      -- "$PFI_BIN" simjob --format pfi --sim $preset >"$tmp/nvml.json" 2>"$tmp/nvml.err"
+      -- "$PFI_BIN" sim job --log-format pfi --sim $preset >"$tmp/nvml.json" 2>"$tmp/nvml.err"
   rc=$?
   nruns=$((nruns + 1))
   if [ $rc -ne 0 ]; then echo "FAIL nvml: sweep exited $rc"; tail -5 "$tmp/nvml.err"; fail=1
@@ -168,10 +168,10 @@ grep -q "warning: the GPUs are simulated" "$tmp/real.err" || { echo "FAIL real o
   [ "$(jq '.simulated' "$tmp/real.json")" = true ] || { echo "FAIL real on sim: $(cat "$tmp/real.json")"; fail=1; }
 "$PFI_BIN" runs --db "$tmp/real.db" --json | jq -e '.runs[0].simulated == true' >/dev/null ||
   { echo "FAIL real on sim: runs does not mark it"; fail=1; }
-"$PFI_BIN" show 1 --db "$tmp/real.db" | grep -q "Backend sim (simulated GPUs, real program)" ||
+"$PFI_BIN" runs show 1 --db "$tmp/real.db" | grep -q "Backend sim (simulated GPUs, real program)" ||
   { echo "FAIL real on sim: show"; fail=1; }
-"$PFI_BIN" show 1 --db "$tmp/real.db" | grep -q "Model  *unknown" || { echo "FAIL real on sim: preset label"; fail=1; }
-"$PFI_BIN" export --db "$tmp/real.db" --format json | jq -e '.[0].simulated == true' >/dev/null ||
+"$PFI_BIN" runs show 1 --db "$tmp/real.db" | grep -q "Model  *unknown" || { echo "FAIL real on sim: preset label"; fail=1; }
+"$PFI_BIN" runs export --db "$tmp/real.db" --format json | jq -e '.[0].simulated == true' >/dev/null ||
   { echo "FAIL real on sim: export"; fail=1; }
 # The simulated jobs' runs above are marked too.
 "$PFI_BIN" runs --db "$tmp/pfi.db" --json | jq -e '[.runs[] | select(.backend == "sim" or .backend == "nvml-sim")] | length > 0' >/dev/null ||

@@ -26,7 +26,7 @@ sweep() {
 # limit (the journal of the originals comes before that) or after 15 s.
 sweep_until_capped() { # JOB-DURATION OUTPUT
   "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
-      --levels 50,40% --settle 1s --dwell 10s -- "$PFI_BIN" simjob --format pfi --duration "$1" \
+      --levels 50,40% --settle 1s --dwell 10s -- "$PFI_BIN" sim job --log-format pfi --duration "$1" \
       >"$2" 2>&1 &
   pid=$!
   i=0
@@ -87,19 +87,19 @@ expect_fail "missing command" "cannot run" --levels 50% -- "$tmp/no-such-trainer
 expect_fail "command exiting at once" "exited with status 3" --levels 50% -- sh -c 'exit 3'
 expect_fail "no throughput" "no throughput" --levels 50% --timeout 2s \
     -- sh -c 'while :; do echo "loss 2.3 garbage"; sleep 0.02; done'
-expect_fail "cap below the minimum" "outside" --caps 150:100:50 -- "$PFI_BIN" simjob --format pfi
-expect_fail "cap above the maximum" "outside" --caps 900:800:100 -- "$PFI_BIN" simjob --format pfi
-expect_fail "level above 100%" "fraction" --levels 120% -- "$PFI_BIN" simjob --format pfi
-expect_fail "read-only mode" "read-only" --read-only --levels 50% -- "$PFI_BIN" simjob --format pfi
+expect_fail "cap below the minimum" "outside" --caps 150:100:50 -- "$PFI_BIN" sim job --log-format pfi
+expect_fail "cap above the maximum" "outside" --caps 900:800:100 -- "$PFI_BIN" sim job --log-format pfi
+expect_fail "level above 100%" "fraction" --levels 120% -- "$PFI_BIN" sim job --log-format pfi
+expect_fail "read-only mode" "read-only" --read-only --levels 50% -- "$PFI_BIN" sim job --log-format pfi
 # A store from a newer pfi, and one locked by another writer: refused before any change.
 if command -v sqlite3 >/dev/null 2>&1; then
   sqlite3 "$tmp/newer.db" "PRAGMA user_version = 999;"
   expect_fail "store from a newer schema" "newer" --db "$tmp/newer.db" --levels 50% \
-      -- "$PFI_BIN" simjob --format pfi
+      -- "$PFI_BIN" sim job --log-format pfi
   (echo "BEGIN EXCLUSIVE;"; sleep 3; echo "COMMIT;") | sqlite3 "$tmp/pfi.db" &
   lockpid=$!
   sleep 0.5
-  PFI_DB_BUSY_MS=200 expect_fail "locked store" "lock" --levels 50% -- "$PFI_BIN" simjob --format pfi
+  PFI_DB_BUSY_MS=200 expect_fail "locked store" "lock" --levels 50% -- "$PFI_BIN" sim job --log-format pfi
   wait $lockpid
 else
   echo "sqlite3 not installed (scripts/install-deps.sh test): the newer and locked store cases are not run"

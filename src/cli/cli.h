@@ -15,6 +15,19 @@
 #define PFI_COMMAND(name, fn, summary) int fn(int argc, char **argv);
 #include "cli/commands.def"
 #undef PFI_COMMAND
+/* Subcommands that live in files of their own: pfi sim job (cmd_simjob.c), pfi sim demo
+ * (cmd_demo.c), pfi runs show (cmd_show.c), pfi runs export (cmd_export.c). */
+int pfi_cmd_sim_job(int argc, char **argv);
+int pfi_cmd_sim_demo(int argc, char **argv);
+int pfi_cmd_runs_show(int argc, char **argv);
+int pfi_cmd_runs_export(int argc, char **argv);
+/* A former command name kept for one release ("simjob" -> "sim job"): the function to call
+ * and the name to use instead, or NULL. */
+typedef struct pfi_cli_alias {
+    const char *old, *now;
+    int (*fn)(int argc, char **argv);
+} pfi_cli_alias;
+const pfi_cli_alias *pfi_cli_find_alias(const char *name);
 
 /* Exit statuses: 0 ok, 1 runtime failure, 2 bad input: an unknown option, a malformed value or
  * one out of range (PFI_EINVAL, PFI_ERANGE), as most Unix tools. */
@@ -60,11 +73,15 @@ typedef struct pfi_cli_hw {
     const char *nvml_lib;  /* --nvml-lib PATH (default $PFI_NVML_LIBRARY) */
     int read_only;         /* --read-only */
 } pfi_cli_hw;
-#define PFI_CLI_HW_OPTS(h)                                                                        \
+/* Which GPUs: every hardware-facing command; PFI_CLI_HW_OPTS adds --read-only to them for the
+ * commands where it means something (not pfi restore, whose one purpose is a change). */
+#define PFI_CLI_HW_WHICH_OPTS(h)                                                                  \
     {"backend", PFI_OPT_STR, &(h).backend, "NAME",                                              \
      "auto (default: NVML if it lists a GPU, else an error), nvml, or sim (the simulator)"},   \
         {"sim", PFI_OPT_STR, &(h).sim, "FILE|PRESET", "simulated node: a config file or preset"}, \
-        {"nvml-lib", PFI_OPT_STR, &(h).nvml_lib, "PATH", "libnvidia-ml.so.1 to load"},            \
+        {"nvml-lib", PFI_OPT_STR, &(h).nvml_lib, "PATH", "libnvidia-ml.so.1 to load"}
+#define PFI_CLI_HW_OPTS(h)                                                                        \
+    PFI_CLI_HW_WHICH_OPTS(h),                                                                     \
         {"read-only", PFI_OPT_FLAG, &(h).read_only, NULL, "never change a GPU setting"}
 int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err);
 /* The backend name pfi_cli_open_hw will open: --backend, $PFI_BACKEND, "sim" with --sim,

@@ -217,13 +217,15 @@ int pfi_cmd_cluster(int argc, char **argv)
         {"listen", PFI_OPT_STR, &o.listen, "ADDR:PORT",
          "serve: API address (default 127.0.0.1:9460)"},
         {"port-file", PFI_OPT_STR, &o.port_file, "FILE", "serve: write the port listened on"},
-        {"token", PFI_OPT_STR, &o.token, "FILE", "serve: bearer token for PUT/POST (chmod 600)"},
         {"token-file", PFI_OPT_STR, &o.token, "FILE",
-         "the same as --token (pfi serve's and ctl's name)"},
+         "serve: bearer token for PUT/POST (chmod 600)"},
+        PFI_OPT_ALIAS("token", PFI_OPT_STR, &o.token, "token-file"),
         {"node-url", PFI_OPT_STR, &o.node_url, "URL",
          "node daemon URL, %n = node name, %a = address (default http://%a:9455)"},
         {"node-map", PFI_OPT_STR, &o.node_map, "FILE", "lines 'NODE URL' overriding --node-url"},
-        {"node-token", PFI_OPT_STR, &o.node_token, "FILE", "bearer token of the node daemons"},
+        {"node-token-file", PFI_OPT_STR, &o.node_token, "FILE",
+         "bearer token of the node daemons"},
+        PFI_OPT_ALIAS("node-token", PFI_OPT_STR, &o.node_token, "node-token-file"),
         {"topology", PFI_OPT_STR, &o.topo, "FILE",
          "nodes and jobs from a JSON file instead of Slurm (simulations)"},
         {"heartbeat", PFI_OPT_STR, &o.hb, "DURATION", "serve: heartbeat/refresh period (5s)"},
@@ -246,8 +248,8 @@ int pfi_cmd_cluster(int argc, char **argv)
         "node its caps, lowering everywhere before raising anywhere.",
         opts,
         "pfi cluster topology                               # nodes, GPUs and jobs as Slurm reports them\n"
-        "pfi cluster serve --node-token /etc/pfi/token --token-file /etc/pfi/cluster-token --heartbeat 5s\n"
-        "pfi cluster budget cut=30% --node-token /etc/pfi/token   # one shot, without the daemon"};
+        "pfi cluster serve --node-token-file /etc/pfi/token --token-file /etc/pfi/cluster-token --heartbeat 5s\n"
+        "pfi cluster budget cut=30% --node-token-file /etc/pfi/token   # one shot, without the daemon"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)

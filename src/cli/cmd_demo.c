@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pfi demo: a simulated 8x H200 node running a training job while its power cap steps down,
+/* pfi sim demo: a simulated 8x H200 node running a training job while its power cap steps down,
  * shown live.  It runs in virtual time (each step is held for --hold simulated seconds) and is
  * paced for the eye on a terminal; the study (later) replaces this with the full pipeline. */
 #include <math.h>
@@ -12,7 +12,7 @@
 #include "util/clock.h"
 #include "util/units.h"
 
-int pfi_cmd_demo(int argc, char **argv)
+int pfi_cmd_sim_demo(int argc, char **argv)
 {
     const char *sim = NULL, *steps_s = "700:300:100", *hold_s = "20s";
     int no_pace = 0;
@@ -23,12 +23,12 @@ int pfi_cmd_demo(int argc, char **argv)
         {"no-pace", PFI_OPT_FLAG, &no_pace, NULL, "print at once, even on a terminal"},
         {0},
     };
-    const pfi_cmd_spec spec = {"pfi demo [--sim FILE|PRESET] [--caps FROM:TO:STEP] [--hold D]",
+    const pfi_cmd_spec spec = {"pfi sim demo [--sim FILE|PRESET] [--caps FROM:TO:STEP] [--hold D]",
                                "A simulated node running a training job while its power cap "
                                "steps down: per step the cap, each GPU's power, the SM clock and "
                                "the job's tokens/s.", opts,
-        "pfi demo                                           # 8x H200, the cap from 700 W down to 300 W\n"
-        "pfi demo --sim h200x8-moe --caps 700:400:50 --no-pace"};
+        "pfi sim demo                                       # 8x H200, the cap from 700 W down to 300 W\n"
+        "pfi sim demo --sim h200x8-moe --caps 700:400:50 --no-pace"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)
@@ -38,28 +38,28 @@ int pfi_cmd_demo(int argc, char **argv)
     int ncaps = 0;
     if (pfi_parse_cap_range(steps_s, caps, PFI_MAX_LEVELS, &ncaps, &e) != PFI_OK ||
         pfi_parse_duration(hold_s, &hold, &e) != PFI_OK)
-        return pfi_cli_fail("demo", &e);
+        return pfi_cli_fail("sim demo", &e);
     if (!(hold >= 2)) {
-        fprintf(stderr, "pfi demo: --hold must be at least 2s\n");
+        fprintf(stderr, "pfi sim demo: --hold must be at least 2s\n");
         return PFI_EXIT_USAGE;
     }
     /* Virtual time whatever the environment: the demo must not touch a shared state. */
     unsetenv("PFI_SIM_STATE");
     pfi_backend *b;
     if (pfi_hw_open("sim", sim, 0, &b, &e) != PFI_OK)
-        return pfi_cli_fail("demo", &e);
+        return pfi_cli_fail("sim demo", &e);
     pfi_sim_node *node = pfi_backend_sim_node(b);
     const pfi_node_config *cfg = pfi_sim_node_config(node);
     int n = cfg->n_gpus;
     for (int i = 0; i < ncaps; i++)
         if (caps[i] < cfg->gpu.min_limit_w || caps[i] > cfg->gpu.max_limit_w) {
-            fprintf(stderr, "pfi demo: cap %.0f W is outside the %s's range %.0f-%.0f W\n",
+            fprintf(stderr, "pfi sim demo: cap %.0f W is outside the %s's range %.0f-%.0f W\n",
                     caps[i], cfg->gpu.name, cfg->gpu.min_limit_w, cfg->gpu.max_limit_w);
             pfi_hw_close(b);
             return PFI_EXIT_USAGE;
         }
     int live = !no_pace && isatty(STDOUT_FILENO);
-    printf("pfi demo: %d x %s running", n, cfg->gpu.name);
+    printf("pfi sim demo: %d x %s running", n, cfg->gpu.name);
     for (int j = 0; j < cfg->n_jobs; j++)
         printf("%s %s (%s, %d GPUs, dp%d tp%d pp%d)", j ? "," : "", cfg->jobs[j].name,
                cfg->jobs[j].model, cfg->jobs[j].n_gpus, cfg->jobs[j].dp, cfg->jobs[j].tp,
@@ -76,7 +76,7 @@ int pfi_cmd_demo(int argc, char **argv)
         pfi_apply_report rep;
         if (pfi_hw_apply(b, n, t, INFINITY, NULL, &rep, &e) != PFI_OK || rep.first_gpu >= 0) {
             pfi_hw_close(b);
-            return pfi_cli_fail("demo", rep.first_gpu >= 0 ? &rep.first : &e);
+            return pfi_cli_fail("sim demo", rep.first_gpu >= 0 ? &rep.first : &e);
         }
         /* Two lines per step: just after the change (the firmware is still settling) and at
          * the end of the hold (steady). */
@@ -88,7 +88,7 @@ int pfi_cmd_demo(int argc, char **argv)
                 pfi_sample s;
                 if (pfi_hw_sample(b, g, &s, &e) != PFI_OK) {
                     pfi_hw_close(b);
-                    return pfi_cli_fail("demo", &e);
+                    return pfi_cli_fail("sim demo", &e);
                 }
                 clk += s.sm_clock_mhz / n;
                 if (g < 8)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pfi export: every level of the chosen runs as one flat table (CSV or JSON) for pandas. */
+/* pfi runs export: every level of the chosen runs as one flat table (CSV or JSON) for pandas. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -48,7 +49,7 @@ static int resolve(pfi_store *st, const pfi_strlist *runs, long long *ids, int *
     return PFI_OK;
 }
 
-int pfi_cmd_export(int argc, char **argv)
+int pfi_cmd_runs_export(int argc, char **argv)
 {
     const char *db = NULL, *format = "csv", *output = NULL;
     pfi_strlist runs = {0};
@@ -61,21 +62,21 @@ int pfi_cmd_export(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi export [--db FILE] [--format csv|json] [--runs LIST] [--output FILE]",
+        "pfi runs export [--db FILE] [--format csv|json] [--runs LIST] [--output FILE]",
         "Export one row per level with the run's identity and metadata.  Units are in the "
         "column names: cap_w, enforced_w, power_w (mean per GPU), job_power_w, tokens_per_s or "
         "samples_per_s (filled only for an absolute rate), throughput with throughput_unit, "
         "rel_throughput and rel_power (to the baseline), telemetry means.  Missing values are "
         "empty (CSV) or null (JSON).  pandas: pd.read_csv(...) or pd.read_json(...).",
         opts,
-        "pfi export --db pfi.db --output levels.csv\n"
-        "pfi export --db pfi.db --format json --runs 1,2"};
+        "pfi runs export --db pfi.db --output levels.csv\n"
+        "pfi runs export --db pfi.db --format json --runs 1,2"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)
         return rc;
     if (npos > 0) {
-        fprintf(stderr, "pfi export: unexpected argument '%s' (runs go in --runs)\n", pos[0]);
+        fprintf(stderr, "pfi runs export: unexpected argument '%s' (runs go in --runs)\n", pos[0]);
         return PFI_EXIT_USAGE;
     }
     int fmt;
@@ -84,13 +85,13 @@ int pfi_cmd_export(int argc, char **argv)
     else if (strcmp(format, "json") == 0)
         fmt = PFI_EXPORT_JSON;
     else {
-        fprintf(stderr, "pfi export: --format must be csv or json, not '%s'\n", format);
+        fprintf(stderr, "pfi runs export: --format must be csv or json, not '%s'\n", format);
         return PFI_EXIT_USAGE;
     }
     pfi_err err = {0};
     pfi_store *st;
     if (pfi_store_open(db, 0, &st, &err) != PFI_OK)
-        return pfi_cli_fail("export", &err);
+        return pfi_cli_fail("runs export", &err);
     long long *ids = malloc(MAX_IDS * sizeof *ids);
     int n = 0;
     if (!ids)
@@ -100,7 +101,7 @@ int pfi_cmd_export(int argc, char **argv)
     if (rc != PFI_OK) {
         free(ids);
         pfi_store_close(st);
-        return pfi_cli_fail("export", &err);
+        return pfi_cli_fail("runs export", &err);
     }
     /* Into a temporary file renamed at the end: a failed export never leaves half a file. */
     char *tmp = NULL;
@@ -113,7 +114,10 @@ int pfi_cmd_export(int argc, char **argv)
             snprintf(tmp, len, "%s.XXXXXX", output);
             fd = mkstemp(tmp);
         }
-        if (fd < 0 || !(out = fdopen(fd, "w"))) {
+        /* mkstemp makes 0600: the file gets what a plain creat would, 0666 less the umask. */
+        mode_t mask = umask(0);
+        umask(mask);
+        if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || !(out = fdopen(fd, "w"))) {
             rc = pfi_err_set(&err, PFI_EIO, "cannot write next to %s: %s", output,
                              strerror(errno));
             if (fd >= 0) {
@@ -123,7 +127,7 @@ int pfi_cmd_export(int argc, char **argv)
             free(tmp);
             free(ids);
             pfi_store_close(st);
-            return pfi_cli_fail("export", &err);
+            return pfi_cli_fail("runs export", &err);
         }
     }
     /* n == 0 with --runs given cannot happen (resolve fails first); n == 0 means all. */
@@ -139,5 +143,5 @@ int pfi_cmd_export(int argc, char **argv)
             unlink(tmp);
         free(tmp);
     }
-    return rc == PFI_OK ? PFI_EXIT_OK : pfi_cli_fail("export", &err);
+    return rc == PFI_OK ? PFI_EXIT_OK : pfi_cli_fail("runs export", &err);
 }

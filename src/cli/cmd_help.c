@@ -241,7 +241,13 @@ static const pfi_cli_sub *find_command(const char *name)
     for (int i = 0; i < n; i++)
         if (!strcmp(cmds[i].name, name))
             return &cmds[i];
-    return NULL;
+    /* A former name (pfi help simjob): the help of what replaced it. */
+    static pfi_cli_sub old;
+    const pfi_cli_alias *a = pfi_cli_find_alias(name);
+    if (!a)
+        return NULL;
+    old = (pfi_cli_sub){a->old, a->fn, a->now};
+    return &old;
 }
 
 static int help_man(int npos, char **pos)

@@ -299,7 +299,7 @@ int pfi_cmd_index(int argc, char **argv)
          "curve family: power (default), quad, knee, exp, dvfs"},
         {"boot", PFI_OPT_INT, &boot, "N", "bootstrap replicates for the CI (default 400; 0: none)"},
         {"seed", PFI_OPT_INT, &seed, "N", "--fleet: its seed (default 1), as in pfi evaluate"},
-        {"fleet-seed", PFI_OPT_INT, &fleet_seed, "N", "the same as --seed"},
+        PFI_OPT_ALIAS("fleet-seed", PFI_OPT_INT, &fleet_seed, "seed"),
         {"boot-seed", PFI_OPT_INT, &boot_seed, "N", "bootstrap seed (default 1)"},
         {"plot", PFI_OPT_STR, &plot_dir, "DIR",
          "also draw DIR/pfi_curves.png and .svg: points and fits of the first 8 runs"},

@@ -128,8 +128,9 @@ int pfi_cmd_log(int argc, char **argv)
 {
     log_opts o = {.seq_len = NAN, .tokens_per_step = NAN, .batch_size = NAN};
     const pfi_opt opts[] = {
-        {"format", PFI_OPT_STR, &o.format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
+        {"log-format", PFI_OPT_STR, &o.format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
                                                    "hf, deepspeed, nanogpt, llmc, lightning)"},
+        PFI_OPT_ALIAS("format", PFI_OPT_STR, &o.format, "log-format"),
         {"seq-len", PFI_OPT_DOUBLE, &o.seq_len, "N", "tokens per sample"},
         {"tokens-per-step", PFI_OPT_DOUBLE, &o.tokens_per_step, "N", "tokens per iteration"},
         {"batch-size", PFI_OPT_DOUBLE, &o.batch_size, "N", "global batch size (samples/step)"},
@@ -142,7 +143,7 @@ int pfi_cmd_log(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi log FILE [--format F] [--seq-len N] [--tokens-per-step N] [--batch-size N] "
+        "pfi log FILE [--log-format F] [--seq-len N] [--tokens-per-step N] [--batch-size N] "
         "[--gpus N] [--json]",
         "Read a whole training log and print its throughput series and steady summary (median, "
         "mean with 95% CI, steady window), from the rates and times the log itself states.  In "
@@ -151,7 +152,7 @@ int pfi_cmd_log(int argc, char **argv)
         "the formats.",
         opts,
         "pfi log train.log --seq-len 4096\n"
-        "pfi log megatron.log --format megatron --quiet --json"};
+        "pfi log megatron.log --log-format megatron --quiet --json"};
     char **pos;
     int npos;
     int rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);

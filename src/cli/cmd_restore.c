@@ -47,7 +47,7 @@ int pfi_cmd_restore(int argc, char **argv)
     const char *path = NULL;
     int force = 0;
     const pfi_opt opts[] = {
-        PFI_CLI_HW_OPTS(hw),
+        PFI_CLI_HW_WHICH_OPTS(hw),
         {"journal", PFI_OPT_STR, &path, "FILE", "the journal (default $PFI_JOURNAL, else the "
                                                 "per-user or /var/lib/pfi one; with --backend "
                                                 "sim the simulated node's)"},
@@ -63,6 +63,12 @@ int pfi_cmd_restore(int argc, char **argv)
         opts,
         "pfi restore                                        # after a killed sweep or daemon\n"
         "pfi restore --journal /var/lib/pfi/journal --backend nvml"};
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--read-only")) {
+            fprintf(stderr, "pfi restore: --read-only is not an option of restore, whose one "
+                            "purpose is to change the GPUs' power limits back\n");
+            return PFI_EXIT_USAGE;
+        }
     int rc = pfi_cli_args_none(&spec, argc, argv, "restore");
     if (rc >= 0)
         return rc;

@@ -56,7 +56,7 @@ static void run_cost(pfi_store *st, long long id, double *gpu_s, double *lost)
     free(run);
 }
 
-int pfi_cmd_runs(int argc, char **argv)
+static int runs_list(int argc, char **argv)
 {
     const char *db = NULL, *source = NULL;
     int as_json = 0;
@@ -69,7 +69,7 @@ int pfi_cmd_runs(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi runs [--db FILE] [--source NAME] [--json]",
+        "pfi runs [list] [--db FILE] [--source NAME] [--json]",
         "List the runs in the store: id, name, source, GPU type and count, number of levels, "
         "throughput unit, the baseline (the level at the default power limit): its "
         "throughput T0 and per-GPU power P0, and what measuring it cost in GPU-seconds (from "
@@ -147,4 +147,23 @@ int pfi_cmd_runs(int argc, char **argv)
     }
     pfi_store_close(st);
     return PFI_EXIT_OK;
+}
+
+int pfi_cmd_runs(int argc, char **argv)
+{
+    static const pfi_cli_sub subs[] = {
+        {"list", runs_list, "the runs, one line each (the default)"},
+        {"show", pfi_cmd_runs_show, "one run with its levels"},
+        {"export", pfi_cmd_runs_export, "runs and their levels as CSV or JSON for pandas"},
+    };
+    static const pfi_cli_family_spec fam = {
+        "runs", "The characterized runs in the store: list them, show one with its levels, "
+        "export them.  Without a subcommand (options only) pfi runs lists them.",
+        "pfi runs --db pfi.db\n"
+        "pfi runs show 3 --db pfi.db\n"
+        "pfi runs export --db pfi.db --format json --output runs.json",
+        subs, (int)(sizeof subs / sizeof subs[0])};
+    if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))
+        return runs_list(argc, argv);
+    return pfi_cli_family(&fam, argc, argv);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pfi show: one run with its levels, as a table like nvidia-smi's or as JSON. */
+/* pfi runs show: one run with its levels, as a table like nvidia-smi's or as JSON. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,7 +136,7 @@ static void print_table(const pfi_run *r, const pfi_run_summary *s, const pfi_co
         printf("cost: unknown (no baseline rate)\n");
 }
 
-int pfi_cmd_show(int argc, char **argv)
+int pfi_cmd_runs_show(int argc, char **argv)
 {
     const char *db = NULL;
     int as_json = 0;
@@ -146,25 +146,25 @@ int pfi_cmd_show(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi show RUN [--db FILE] [--json]",
+        "pfi runs show RUN [--db FILE] [--json]",
         "Show one run (its id, or its exact name as pfi runs prints it) with every level: cap, "
         "enforced limit, power per GPU, throughput with its confidence interval, throughput and "
         "power relative to the baseline, and the mean telemetry of the level.",
         opts,
-        "pfi show 3 --db pfi.db\n"
-        "pfi show 3 --db pfi.db --json"};
+        "pfi runs show 3 --db pfi.db\n"
+        "pfi runs show 3 --db pfi.db --json"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)
         return rc;
     if (npos != 1) {
-        fprintf(stderr, "pfi show: give exactly one run (id or name)\n");
+        fprintf(stderr, "pfi runs show: give exactly one run (id or name)\n");
         return PFI_EXIT_USAGE;
     }
     pfi_err err = {0};
     pfi_store *st;
     if (pfi_store_open(db, 0, &st, &err) != PFI_OK)
-        return pfi_cli_fail("show", &err);
+        return pfi_cli_fail("runs show", &err);
     long long id;
     pfi_run_summary sum;
     pfi_run *run = malloc(sizeof *run);
@@ -178,7 +178,7 @@ int pfi_cmd_show(int argc, char **argv)
     pfi_store_close(st);
     if (rc != PFI_OK) {
         free(run);
-        return pfi_cli_fail("show", &err);
+        return pfi_cli_fail("runs show", &err);
     }
     int status = PFI_EXIT_OK;
     if (as_json)

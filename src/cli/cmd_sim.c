@@ -844,6 +844,10 @@ static const pfi_cli_sub subs[] = {
     {"set", sim_set, "set power limits on a shared state"},
     {"status", sim_status, "show a shared state now"},
     {"validate", sim_validate, "compare the physics with measured sweeps (Perseus)"},
+    {"job", pfi_cmd_sim_job, "a simulated training job printing progress in a framework's log "
+                             "format"},
+    {"demo", pfi_cmd_sim_demo, "a simulated 8x H200 node training while its power cap steps "
+                               "down, live"},
 };
 
 int pfi_cmd_sim(int argc, char **argv)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pfi simjob: a process that behaves like a training job on the simulated node: it attaches
+/* pfi sim job: a process that behaves like a training job on the simulated node: it attaches
  * to the shared simulator state ($PFI_SIM_STATE), so it runs at whatever power caps another
  * process (pfi sweep, pfi serve) sets, and prints its progress in the log format of a real
  * framework.  Time is the state's simulated time, which may run faster than real time (the
@@ -184,7 +184,7 @@ static int truth(const char *preset, int job, const char *caps, int as_json)
         json_decref(arr);
 out:
     if (status != PFI_EXIT_OK && err.code)
-        status = pfi_cli_fail("simjob", &err);
+        status = pfi_cli_fail("sim job", &err);
     pfi_sim_node_free(node);
     free(cfg);
     return status;
@@ -258,14 +258,15 @@ static int run_registered(pfi_sim_state *state, pfi_sim_node *node, int job, job
     return rc;
 }
 
-int pfi_cmd_simjob(int argc, char **argv)
+int pfi_cmd_sim_job(int argc, char **argv)
 {
     const char *format = "pfi", *jobname = NULL, *sim = NULL, *duration = NULL, *truth_caps = NULL;
     int log_every = 1, as_json = 0;
     double speed = 0, interval = 0.25;
     const pfi_opt opts[] = {
-        {"format", PFI_OPT_STR, &format, "NAME", "pfi (default), megatron, torchtitan, hf, "
+        {"log-format", PFI_OPT_STR, &format, "NAME", "pfi (default), megatron, torchtitan, hf, "
                                                  "deepspeed, nanogpt, llmc, lightning"},
+        PFI_OPT_ALIAS("format", PFI_OPT_STR, &format, "log-format"),
         {"job", PFI_OPT_STR, &jobname, "NAME|N", "which job of the node (default: the first)"},
         {"sim", PFI_OPT_STR, &sim, "FILE|PRESET", "node to create when the state is absent"},
         {"speed", PFI_OPT_DOUBLE, &speed, "X", "speed-up when creating the state"},
@@ -278,26 +279,26 @@ int pfi_cmd_simjob(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi simjob [--format NAME] [--job NAME] [--duration DUR] [--log-every N] | --truth W,...",
+        "pfi sim job [--log-format NAME] [--job NAME] [--duration DUR] [--log-every N] | --truth W,...",
         "Run a simulated training job against the shared simulator state $PFI_SIM_STATE (pfi "
         "sweep --backend sim sets it for the command it launches) and print its progress as "
         "the named framework does.  --truth prints the simulator's ground truth instead.",
         opts,
-        "PFI_SIM_STATE=/tmp/node.sim pfi simjob --format megatron --duration 60s\n"
-        "pfi simjob --truth 700,500,300"};
-    int rc = pfi_cli_args_none(&spec, argc, argv, "simjob");
+        "PFI_SIM_STATE=/tmp/node.sim pfi sim job --log-format megatron --duration 60s\n"
+        "pfi sim job --truth 700,500,300"};
+    int rc = pfi_cli_args_none(&spec, argc, argv, "sim job");
     if (rc >= 0)
         return rc;
     pfi_err err = {0};
     jobview jv = {0};
     if (pfi_log_format_parse(format, &jv.fmt, &err) != PFI_OK)
-        return pfi_cli_fail("simjob", &err);
+        return pfi_cli_fail("sim job", &err);
     if (jv.fmt == PFI_LOG_AUTO || jv.fmt == PFI_LOG_REGEX) {
-        fprintf(stderr, "pfi simjob: --format must name a framework (or pfi)\n");
+        fprintf(stderr, "pfi sim job: --log-format must name a framework (or pfi)\n");
         return PFI_EXIT_USAGE;
     }
     if (log_every < 1 || !(interval > 0)) {
-        fprintf(stderr, "pfi simjob: --log-every and --interval must be positive\n");
+        fprintf(stderr, "pfi sim job: --log-every and --interval must be positive\n");
         return PFI_EXIT_USAGE;
     }
     int job = 0;
@@ -307,10 +308,10 @@ int pfi_cmd_simjob(int argc, char **argv)
         return truth(sim ? sim : PFI_SIM_DEFAULT_PRESET, job < 0 ? 0 : job, truth_caps, as_json);
     double dur = INFINITY;
     if (duration && pfi_parse_duration(duration, &dur, &err) != PFI_OK)
-        return pfi_cli_fail("simjob", &err);
+        return pfi_cli_fail("sim job", &err);
     const char *path = getenv("PFI_SIM_STATE");
     if (!path || !*path) {
-        fprintf(stderr, "pfi simjob: PFI_SIM_STATE is not set: simjob runs against a shared "
+        fprintf(stderr, "pfi sim job: PFI_SIM_STATE is not set: pfi sim job runs against a shared "
                         "simulator state (pfi sweep --backend sim sets it for its COMMAND)\n");
         return PFI_EXIT_USAGE;
     }
@@ -319,7 +320,7 @@ int pfi_cmd_simjob(int argc, char **argv)
         return PFI_EXIT_FAIL;
     if (pfi_sim_config_load(sim, cfg, &err) != PFI_OK) {
         free(cfg);
-        return pfi_cli_fail("simjob", &err);
+        return pfi_cli_fail("sim job", &err);
     }
     if (!(speed > 0)) {
         const char *e = getenv("PFI_SIM_SPEED");
@@ -331,7 +332,7 @@ int pfi_cmd_simjob(int argc, char **argv)
     rc = pfi_sim_state_open(path, cfg, speed, &state, &err);
     free(cfg);
     if (rc != PFI_OK)
-        return pfi_cli_fail("simjob", &err);
+        return pfi_cli_fail("sim job", &err);
     pfi_sim_node *node;
     double t0;
     if ((rc = pfi_sim_state_node(state, &node, &t0, &err)) != PFI_OK)
@@ -354,5 +355,5 @@ int pfi_cmd_simjob(int argc, char **argv)
     return PFI_EXIT_OK;
 fail:
     pfi_sim_state_close(state);
-    return pfi_cli_fail("simjob", &err);
+    return pfi_cli_fail("sim job", &err);
 }

@@ -42,7 +42,7 @@ static void print_summary(const pfi_study *s, const char *out_dir)
 
 static const char examples[] =
     "pfi study --out study-out                          # the simulated fleet, end to end\n"
-    "pfi study --from-db pfi.db --out measured-study --no-figures";
+    "pfi study --db pfi.db --out measured-study --no-figures";
 
 int pfi_cmd_study(int argc, char **argv)
 {
@@ -54,8 +54,9 @@ int pfi_cmd_study(int argc, char **argv)
     const pfi_opt opts[] = {
         {"fleet", PFI_OPT_STR, &fleet, "paper|small|FILE",
          "simulated fleet: the paper's shape (default), a small one, or a fleet file"},
-        {"from-db", PFI_OPT_STR, &o.from_db, "FILE",
+        {"db", PFI_OPT_STR, &o.from_db, "FILE",
          "analyse the runs of a store (measured or imported) instead"},
+        PFI_OPT_ALIAS("from-db", PFI_OPT_STR, &o.from_db, "db"),
         {"out", PFI_OPT_STR, &o.out_dir, "DIR", "report directory (default study-out)"},
         {"seed", PFI_OPT_INT, &seed, "N", "fleet seed (default 1)"},
         {"cuts", PFI_OPT_STR, &cuts, "LIST", "power cuts (default 0.1,0.2,0.3,0.4,0.5)"},
@@ -69,7 +70,7 @@ int pfi_cmd_study(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi study [--fleet paper|small|FILE | --from-db FILE] [--out DIR] [--seed N] [--json]",
+        "pfi study [--fleet paper|small|FILE | --db FILE] [--out DIR] [--seed N] [--json]",
         "Runs the paper end to end: characterizes every run (the simulated fleet in virtual "
         "time through the sweep code, or the runs of a store), computes each run's PFI curve, "
         "trains and validates the runtime predictor, runs the allocation experiment, and "
@@ -80,7 +81,7 @@ int pfi_cmd_study(int argc, char **argv)
         return rc;
     pfi_err err = {0};
     if (fleet && o.from_db) {
-        fprintf(stderr, "pfi study: --fleet and --from-db exclude each other\n");
+        fprintf(stderr, "pfi study: --fleet and --db exclude each other\n");
         return PFI_EXIT_USAGE;
     }
     if (fleet)

@@ -357,14 +357,17 @@ static int open_sink(const sweep_opts *o, const char *db, const char *cmdline,
     return rc;
 }
 
-/* 1 when the command is one of the simulator's jobs (`pfi simjob ...`). */
+/* 1 when the command is one of the simulator's jobs (`pfi sim job ...`, or its former name
+ * `pfi simjob ...`). */
 static int is_simjob(char **argv, int n)
 {
     if (n < 2)
         return 0;
     const char *base = strrchr(argv[0], '/');
     base = base ? base + 1 : argv[0];
-    return strcmp(base, "pfi") == 0 && strcmp(argv[1], "simjob") == 0;
+    return strcmp(base, "pfi") == 0 &&
+           (strcmp(argv[1], "simjob") == 0 ||
+            (n >= 3 && strcmp(argv[1], "sim") == 0 && strcmp(argv[2], "job") == 0));
 }
 
 /* What the run records as its backend.  Simulated GPUs under a real program measure real
@@ -380,7 +383,7 @@ static void backend_label(pfi_backend *b, const sweep_opts *o, int sim_job, char
     snprintf(out, n, "%s (simulated GPUs, real program)", pfi_hw_label(b));
     fprintf(stderr,
             "pfi sweep: warning: the GPUs are simulated (backend %s) but the command is not a "
-            "simulated job (pfi simjob): its tokens/s are real while power, caps and telemetry "
+            "simulated job (pfi sim job): its tokens/s are real while power, caps and telemetry "
             "are not; the run is stored with backend '%s'\n",
             pfi_hw_label(b), out);
 }
@@ -507,8 +510,9 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         {"log", PFI_OPT_STR, &o->log, "FILE", "job log: appended to (default "
                                              "pfi-sweep-DATE.log) or followed (--attach)"},
         {"no-log", PFI_OPT_FLAG, &o->no_log, NULL, "do not copy the job's output to a file"},
-        {"format", PFI_OPT_STR, &o->format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
+        {"log-format", PFI_OPT_STR, &o->format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
                                                    "hf, deepspeed, nanogpt, llmc, lightning)"},
+        PFI_OPT_ALIAS("format", PFI_OPT_STR, &o->format, "log-format"),
         {"throughput-regex", PFI_OPT_STR, &o->regex, "RE", "ERE whose first group is the number"},
         {"unit", PFI_OPT_STR, &o->unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
                                                "ms/it, tokens, samples"},
@@ -534,7 +538,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         opts,
         "pfi sweep --gpus 0-7 -- torchrun --nproc-per-node 8 train.py\n"
         "pfi sweep --attach --log train.log --gpus 0-3 --caps 700:300:100\n"
-        "pfi sweep --backend sim --levels 100,80,60% -- pfi simjob --duration 600s"};
+        "pfi sweep --backend sim --levels 100,80,60% -- pfi sim job --duration 600s"};
     int dd;
     int rc = pfi_cli_args(&spec, argc, argv, pos, npos, &dd);
     if (rc >= 0)

@@ -44,6 +44,21 @@ static const pfi_cli_sub commands[] = {
 #undef PFI_COMMAND
 };
 
+static const pfi_cli_alias aliases[] = {
+    {"simjob", "sim job", pfi_cmd_sim_job},
+    {"demo", "sim demo", pfi_cmd_sim_demo},
+    {"show", "runs show", pfi_cmd_runs_show},
+    {"export", "runs export", pfi_cmd_runs_export},
+};
+
+const pfi_cli_alias *pfi_cli_find_alias(const char *name)
+{
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (!strcmp(aliases[i].old, name))
+            return &aliases[i];
+    return NULL;
+}
+
 const pfi_cli_sub *pfi_cli_commands(int *n)
 {
     *n = (int)(sizeof commands / sizeof commands[0]);

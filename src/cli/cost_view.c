@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cost_view.c: how the cost of a characterization (core/cost.h) is printed, in one place for
- * pfi sweep, pfi show and pfi runs. */
+ * pfi sweep, pfi runs show and pfi runs. */
 #include <math.h>
 
 #include "cli/cli.h"

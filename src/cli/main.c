@@ -62,6 +62,11 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         if (strcmp(commands[i].name, name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
+    const pfi_cli_alias *a = pfi_cli_find_alias(name);
+    if (a) {
+        fprintf(stderr, "pfi: 'pfi %s' is deprecated; use 'pfi %s'\n", a->old, a->now);
+        return a->fn(argc - 1, argv + 1);
+    }
     fprintf(stderr, "pfi: unknown command '%s'\n\n", name);
     usage(stderr);
     return PFI_EXIT_USAGE;

@@ -180,7 +180,7 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
     if (rc == PFI_OK && out->n == 0)
         rc = pfi_err_set(err, PFI_EINVAL,
                          "no throughput in %s: %ld lines read, %ld progress lines without a "
-                         "usable time (format %s; --format names one)",
+                         "usable time (format %s; --log-format names one)",
                          path, out->lines, out->untimed, pfi_log_format_name(out->format));
     if (rc != PFI_OK) {
         pfi_logread_free(out);

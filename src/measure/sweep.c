@@ -333,12 +333,12 @@ static int measure_level(sweep_state *s, pfi_sampler *smp, int li, int nl, doubl
             if (s->src->path)
                 return pfi_err_set(err, PFI_ETIMEOUT,
                                    "no throughput in the log %s for %.0f s (%ld new lines, %ld "
-                                   "parsed as throughput); name the format with --format or "
+                                   "parsed as throughput); name the format with --log-format or "
                                    "give --throughput-regex",
                                    s->src->path, c->timeout_s, lines, matched);
             return pfi_err_set(err, PFI_ETIMEOUT,
                                "no throughput for %.0f s (%ld output lines seen, %ld parsed as "
-                               "throughput); name the format with --format or give "
+                               "throughput); name the format with --log-format or give "
                                "--throughput-regex",
                                c->timeout_s, lines, matched);
         }

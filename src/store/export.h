@@ -17,7 +17,7 @@ enum pfi_export_format { PFI_EXPORT_CSV = 0, PFI_EXPORT_JSON = 1 };
 extern const char *const pfi_export_columns[];
 
 /* The level's own columns (cap_w ... n_samples), without the run's identity: what
- * `pfi show --json` lists under a run. */
+ * `pfi runs show --json` lists under a run. */
 json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, int level);
 /* One level of a run as an object with every column (JSON null for missing values). */
 /* 1 when a stored run's backend label says its GPUs were simulated ("sim...", "nvml-sim",

@@ -697,7 +697,7 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
     if (!(o->sla > 0 && o->sla < 1))
         return pfi_err_set(err, PFI_EINVAL, "SLA %g is not a slowdown in (0, 1)", o->sla);
     if (o->from_db && access(o->from_db, R_OK) != 0)
-        return pfi_err_set(err, PFI_ENOENT, "--from-db %s: %s (a store written by pfi sweep or "
+        return pfi_err_set(err, PFI_ENOENT, "--db %s: %s (a store written by pfi sweep or "
                            "pfi import)", o->from_db, strerror(errno));
     double t0 = pfi_clock_mono(), t = t0;
 

@@ -1074,7 +1074,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
         }
     }
     heading(&d, 2, "Reproduce");
-    para(&d, "`pfi study --fleet %s --seed %llu --out %s` (or `--from-db FILE` for measured or "
+    para(&d, "`pfi study --fleet %s --seed %llu --out %s` (or `--db FILE` for measured or "
              "imported runs). Figures are drawn by gnuplot from the .gp and .dat files beside them.",
          s->opts.from_db ? "paper" : s->opts.fleet, (unsigned long long)s->opts.seed, dir);
     fputs("</body></html>\n", d.html);

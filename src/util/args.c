@@ -17,7 +17,7 @@ static const pfi_opt *find_opt(const pfi_opt *opts, const char *name, size_t len
 static int store(const pfi_opt *o, const char *val, pfi_err *err)
 {
     char *end;
-    switch (o->kind) {
+    switch (o->kind & ~PFI_OPT_OLD) {
     case PFI_OPT_STR:
         *(const char **)o->dest = val;
         return PFI_OK;
@@ -84,7 +84,9 @@ int pfi_args_parse(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos,
         if (!o)
             return pfi_err_set(err, PFI_EINVAL, "unknown option '--%.*s' (see --help)", (int)len,
                                name);
-        if (o->kind == PFI_OPT_FLAG) {
+        if (o->kind & PFI_OPT_OLD)
+            fprintf(stderr, "pfi: --%s is deprecated; use --%s\n", o->name, o->help);
+        if ((o->kind & ~PFI_OPT_OLD) == PFI_OPT_FLAG) {
             if (eq)
                 return pfi_err_set(err, PFI_EINVAL, "--%s takes no value", o->name);
             *(int *)o->dest = 1;
@@ -178,6 +180,8 @@ static void usage_man(const pfi_cmd_spec *spec, FILE *f, int sub)
     if (spec->opts && spec->opts->name) {
         fprintf(f, sub ? ".PP\nOptions:\n" : "%s OPTIONS\n", h);
         for (const pfi_opt *o = spec->opts; o->name; o++) {
+            if (o->kind & PFI_OPT_OLD)
+                continue;
             fprintf(f, ".TP\n.B \\-\\-");
             pfi_args_roff(f, o->name);
             if (o->meta) {
@@ -214,6 +218,8 @@ static void options_text(const pfi_opt *opts, FILE *f)
 {
     fprintf(f, "\noptions:\n");
     for (const pfi_opt *o = opts; o->name; o++) {
+        if (o->kind & PFI_OPT_OLD)
+            continue;
         char left[64];
         snprintf(left, sizeof left, "--%s%s%s", o->name, o->meta ? " " : "", o->meta ? o->meta : "");
         fprintf(f, "  %-24s %s\n", left, o->help ? o->help : "");

@@ -16,6 +16,11 @@ enum pfi_opt_kind {
     PFI_OPT_DOUBLE, /* double * */
     PFI_OPT_MULTI,  /* pfi_strlist *: every occurrence appended (e.g. --tag K=V) */
 };
+/* Or'ed into a kind: a former spelling, kept for one release.  Its help field is the name to
+ * use instead (without "--").  It is left out of --help, the manual page and completion, and
+ * taking it prints "pfi: --OLD is deprecated; use --NEW" on stderr. */
+#define PFI_OPT_OLD 0x100
+#define PFI_OPT_ALIAS(old, kind, dest, now) {old, (kind) | PFI_OPT_OLD, dest, NULL, now}
 
 #define PFI_STRLIST_MAX 64
 typedef struct pfi_strlist {

@@ -103,8 +103,8 @@ cat >"$dir/topo.json" <<EOF
           {"id": "j2", "parts": [{"node": "n2", "gpus": [0,1,2,3,4,5,6,7]}]},
           {"id": "j3", "parts": [{"node": "n3", "gpus": [0,1,2,3,4,5,6,7]}]}]}
 EOF
-"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token "$dir/token" \
-    --node-url "unix:$dir/%n.sock" --node-token "$dir/token" --topology "$dir/topo.json" \
+"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token-file "$dir/token" \
+    --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" --topology "$dir/topo.json" \
     --heartbeat 1s --node-ttl "${CL_TTL:-30s}" >"$dir/cluster.log" 2>&1 &
 CLU=$!
 i=0

@@ -53,8 +53,8 @@ ctl1 budget set 70% >/dev/null || fail "budget 70%"
 
 echo '{"nodes": [{"name": "n2", "gpus": 8}], "jobs": [{"id": "x", "parts": [{"node": "n2", "gpus": [0, 1, 2, 3, 4, 5, 6, 7]}]}]}' >"$dir/topo.json"
 echo "n2 $N2" >"$dir/node.map"
-"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token "$TOKEN" \
-    --node-map "$dir/node.map" --node-token "$TOKEN" --topology "$dir/topo.json" \
+"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token-file "$TOKEN" \
+    --node-map "$dir/node.map" --node-token-file "$TOKEN" --topology "$dir/topo.json" \
     --heartbeat 1s --db "$dir/cluster.db" --budget 4800W >"$dir/cluster.log" 2>&1 &
 pids="$pids $!"
 wait_file "$dir/cluster.port" "pfi cluster serve"

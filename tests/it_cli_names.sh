@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# it_cli_names.sh: one name per idea.  pfi sim job and pfi sim demo replace simjob and demo, the
+# pfi runs family (list, show, export) replaces show and export, and --db, --log-format,
+# --token-file, --node-token-file, --seed replace --from-db, --format (a log's), --token,
+# --node-token, --fleet-seed.  A former name still works, prints the same output and one line on
+# stderr naming what replaces it, and is left out of --help.  pfi restore refuses --read-only;
+# pfi runs export --output writes files as creat(2) would under the umask (was 0600).
+set -u
+PFI=${PFI_BIN:?PFI_BIN not set}
+here=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_cli_names.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export PFI_BACKEND=sim PFI_STATE_DIR="$T" PFI_SIM_STATE="$T/sim.state" PFI_DB="$T/pfi.db"
+unset PFI_READ_ONLY
+
+# same OLD NEW WANT_NOTICE -- ARGS: `pfi OLD ARGS` and `pfi NEW ARGS` print the same stdout; the
+# old one's stderr is exactly the notice, the new one's empty.
+same() {
+  old=$1 new=$2 notice=$3; shift 4
+  # shellcheck disable=SC2086
+  "$PFI" $old "$@" >"$T/o1" 2>"$T/e1"; s1=$?
+  # shellcheck disable=SC2086
+  "$PFI" $new "$@" >"$T/o2" 2>"$T/e2"; s2=$?
+  [ $s1 = $s2 ] || fail "pfi $old / $new $*: exit $s1 / $s2 ($(cat "$T/e1" "$T/e2"))"
+  cmp -s "$T/o1" "$T/o2" || fail "pfi $old / $new $*: different output"
+  [ "$(cat "$T/e1")" = "$notice" ] || fail "pfi $old $*: stderr '$(cat "$T/e1")', expected '$notice'"
+  [ ! -s "$T/e2" ] || fail "pfi $new $*: stderr $(cat "$T/e2")"
+}
+cmdnote() { echo "pfi: 'pfi $1' is deprecated; use 'pfi $2'"; }
+optnote() { echo "pfi: --$1 is deprecated; use --$2"; }
+
+# ---- commands ----
+same simjob "sim job" "$(cmdnote simjob 'sim job')" -- --truth 700,500 --json
+grep -q '"tokens_per_s"' "$T/o2" || fail "pfi sim job --truth: $(cat "$T/o2")"
+same demo "sim demo" "$(cmdnote demo 'sim demo')" -- --caps 700:600:100 --hold 2s --no-pace
+grep -q '^pfi sim demo: ' "$T/o2" || fail "pfi sim demo: $(head -2 "$T/o2")"
+mkdir "$T/plo"
+printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,33,7800\n3,__GlobalPowerLimitOptimizer_200,38,6600\n' \
+  >"$T/plo/A40+resnet+gpu0.csv"
+"$PFI" import zeus-plo "$T/plo" >/dev/null || fail "import"
+same runs "runs list" "" -- --json
+grep -q '"runs"' "$T/o2" || fail "pfi runs list: $(cat "$T/o2")"
+same show "runs show" "$(cmdnote show 'runs show')" -- 1
+same export "runs export" "$(cmdnote export 'runs export')" -- --format json
+grep -q 'resnet' "$T/o2" || fail "pfi runs export: $(cat "$T/o2")"
+"$PFI" --help >"$T/o1" || fail "pfi --help"
+for c in simjob demo show export; do
+  if grep -q "^  $c " "$T/o1"; then fail "pfi --help lists the former command $c"; fi
+done
+"$PFI" help simjob | grep -q '^usage: pfi sim job' || fail "pfi help simjob"
+"$PFI" sim --help | grep -q '^  job ' || fail "pfi sim --help has no job"
+"$PFI" runs --help | grep -q '^  export ' || fail "pfi runs --help has no export"
+
+# ---- options ----
+log="$here/fixtures/logs/hf.log"
+same "log $log --format hf" "log $log --log-format hf" "$(optnote format log-format)" -- --json
+"$PFI" study --fleet small --from-db x.db >/dev/null 2>"$T/e1" && fail "study --fleet --from-db accepted"
+grep -qx "$(optnote from-db db)" "$T/e1" && grep -q 'exclude each other' "$T/e1" ||
+  fail "study --from-db: $(cat "$T/e1")"
+# The former spellings are left out of help (and so of the manual and completion).
+nohelp() { # CMD OPTION
+  "$PFI" help $1 >"$T/h" || fail "pfi help $1"
+  if grep -q -- "^  --$2 " "$T/h"; then fail "pfi $1 --help still lists --$2"; fi
+}
+nohelp sweep format; nohelp log format; nohelp study from-db; nohelp index fleet-seed
+nohelp cluster token; nohelp cluster node-token; nohelp restore read-only
+"$PFI" help cluster | grep -q -- '^  --node-token-file ' || fail "cluster: no --node-token-file"
+"$PFI" help sweep | grep -q -- '^  --log-format ' || fail "sweep: no --log-format"
+"$PFI" help monitor | grep -q -- '^  --format table|csv|jsonl' || fail "monitor: --format gone"
+"$PFI" help --man cluster | grep -q 'node\\-token\\-file' || fail "cluster man page"
+if "$PFI" help --man cluster | grep -q 'B \\-\\-token \|node\\-token \\f'; then
+  fail "the cluster man page lists a former spelling"; fi
+
+# ---- pfi restore --read-only: refused, nothing done ----
+"$PFI" restore --read-only >"$T/o1" 2>"$T/e1"; st=$?
+[ $st = 2 ] && grep -q 'read-only is not an option of restore' "$T/e1" ||
+  fail "restore --read-only: exit $st $(cat "$T/e1")"
+
+# ---- pfi runs export --output: the usual mode, from the umask ----
+for m in 022:644 077:600 002:664; do
+  (umask "${m%:*}" && "$PFI" runs export --output "$T/x.csv") || fail "export --output"
+  got=$(stat -c %a "$T/x.csv")
+  [ "$got" = "${m#*:}" ] || fail "export --output under umask ${m%:*}: mode $got, expected ${m#*:}"
+  rm -f "$T/x.csv"
+done
+echo "it_cli_names: ok"

@@ -6,16 +6,18 @@
 # is in a Slurm cgroup (job_4242), the other in a plain process group.  The daemon must list
 # the GPUs' processes, map them to jobs, register both with their GPUs, follow the Slurm job's
 # log (its stdout, fd/1, a regular file) and build its curve from the tokens/s it observes at
-# the caps it sets, then retire each job when its process ends.
+# the caps it sets, then retire each job when its process ends.  A third job, in Slurm job
+# 4343's cgroup with a stdout that is not a file, is followed through the output file Slurm
+# states for it (`scontrol show job`, answered by a stand-in printing Slurm 22.05's layout).
 set -u
 fail() { echo "it_discover: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_discover: PFI_BIN is not set"; exit 1; }
 [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "it_discover: PFI_FAKENVML is not built"; exit 77; }
 command -v curl >/dev/null && command -v jq >/dev/null || { echo "it_discover: needs curl and jq"; exit 77; }
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_discover.XXXXXX") || exit 1
-SERVE="" J0="" J1=""
+SERVE="" J0="" J1="" J2=""
 cleanup() {
-    for p in $SERVE $J0 $J1; do kill -9 "$p" 2>/dev/null; done
+    for p in $SERVE $J0 $J1 $J2; do kill -9 "$p" 2>/dev/null; done
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -31,6 +33,8 @@ chmod 600 "$dir/token"
 J0=$!
 "$PFI_BIN" sim job --job 1 --log-format pfi >"$dir/job1.log" 2>&1 &
 J1=$!
+"$PFI_BIN" simjob --job 2 --format megatron >"$dir/job2.log" 2>&1 &
+J2=$!
 # The /proc the daemon reads: job 0 in Slurm job 4242's cgroup (cgroup v2 path), job 1 in its
 # own process group; each with its command line and its stdout.
 mkproc() { # pid cgroup-line comm
@@ -44,8 +48,20 @@ mkproc "$J0" "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0" 0
 ln -s "$dir/job0.log" "$dir/proc/$J0/fd/1"
 mkproc "$J1" "0::/user.slice/user-1000.slice/session-3.scope" 1
 ln -s "$dir/job1.log" "$dir/proc/$J1/fd/1"
+mkproc "$J2" "0::/system.slice/slurmstepd.scope/job_4343/step_batch/user/task_0" 2
+ln -s /dev/null "$dir/proc/$J2/fd/1"
+# Slurm's scontrol as the daemon runs it (on PATH): job 4343 only, in the layout Slurm 22.05
+# prints (tests/fixtures/slurm/scontrol-22.05.txt), its StdOut the job's log.
+mkdir -p "$dir/bin"
+fixture=$(cd "$(dirname "$0")" && pwd)/fixtures/slurm/scontrol-22.05.txt
+cat >"$dir/bin/scontrol" <<EOF
+#!/bin/sh
+[ "\$*" = "show job 4343" ] || { echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }
+sed -e 's|^JobId=5 |JobId=4343 |' -e 's|StdOut=.*|StdOut=$dir/job2.log|' "$fixture"
+EOF
+chmod 755 "$dir/bin/scontrol"
 
-"$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
+PATH="$dir/bin:$PATH" "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
     --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
     --sample-interval 100ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
     --set min_change_interval=1s >"$dir/serve.log" 2>&1 &
@@ -73,6 +89,23 @@ done
 curl -sf "$URL/v1/events?limit=100" | grep -q "job_discovered" || fail "no job_discovered event"
 curl -sf "$URL/v1/gpus" | jq -e '.simulated == true' >/dev/null || fail "/v1/gpus does not say simulated"
 echo "it_discover: both jobs discovered with their GPUs, no registration call"
+
+# The third job's log comes from Slurm: followed, its tokens/s observed.
+i=0
+until jobs_json | jq -e '.jobs[] | select(.id == "slurm-4343") | .observed_tokens_per_s > 0' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 150 ] && fail "slurm-4343: no tokens/s from the log Slurm states: $(jobs_json) $(curl -sf "$URL/v1/events?limit=100" | grep -o '"job slurm-4343[^"]*"')"
+    sleep 0.1
+done
+curl -sf "$URL/v1/events?limit=200" | grep -q "job slurm-4343: following $dir/job2.log, its output as Slurm states it" ||
+    fail "no event naming the log Slurm gave"
+echo "it_discover: slurm-4343 followed through its output file as scontrol states it"
+# It ends before the budget steps below, which are sized for the other two.
+kill "$J2"; wait "$J2" 2>/dev/null; J2=""
+i=0
+until jobs_json | jq -e '[.jobs[] | select(.id == "slurm-4343")] | length == 0' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "slurm-4343 was not retired: $(jobs_json)"
+    sleep 0.1
+done
 
 # The Slurm job's log (its stdout) is followed: observed tokens/s, then a steady point at the
 # caps the daemon applied (no budget: the default limit) ...

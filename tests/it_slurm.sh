@@ -115,15 +115,20 @@ cl_put() { curl -s --max-time 30 -X PUT -H "Authorization: Bearer $TOK" -d "$1" 
 # ---- jobs through Slurm, registered by the plugin ----
 j1=$(sbatch --parsable -N2 --gres=gpu:4 --power-sla=0.3 -o /dev/null --wrap 'sleep 600') ||
   fail "sbatch j1"
-j2=$(sbatch --parsable -N1 -w pfin1 --gres=gpu:2 --power-weight=2 -o /dev/null --wrap 'sleep 600') ||
-  fail "sbatch j2"
+j2=$(sbatch --parsable -N1 -w pfin1 --gres=gpu:2 --power-weight=2 --power-log="$T/train \"%j\".log" \
+  -o /dev/null --wrap 'sleep 600') || fail "sbatch j2"
+# A log that is not an absolute path is refused at submission.
+if sbatch --parsable -N1 --gres=gpu:1 --power-log=train.log -o /dev/null --wrap true >"$T/bad-log.out" 2>&1; then
+  fail "--power-log=train.log accepted: $(cat "$T/bad-log.out")"
+fi
+grep -q "expected an absolute path" "$T/bad-log.out" || fail "no reason for the refused --power-log: $(cat "$T/bad-log.out")"
 srun -N1 -w pfin2 --gres=gpu:3 --power-sla=0.25 -J pfi-it-srun sleep 600 >/dev/null 2>&1 &
 pids="$pids $!"
 
-# What each node daemon must hold: "node job ngpus sla weight".
+# What each node daemon must hold: "node job ngpus sla weight [log]".
 expect="pfin1 $j1 4 0.3 1
 pfin2 $j1 4 0.3 1
-pfin1 $j2 2 0.35 2"
+pfin1 $j2 2 0.35 2 $T/train \"$j2\".log"
 i=0
 while :; do
   j3=$(squeue -h -n pfi-it-srun -o %i 2>/dev/null)
@@ -131,9 +136,9 @@ while :; do
   for n in pfin1 pfin2; do node_get $n /v1/jobs >"$T/jobs-$n.json" 2>/dev/null || ok=0; done
   if [ $ok -eq 1 ] && [ -n "$j3" ]; then
     all=$(printf '%s\npfin2 %s 3 0.25 1\n' "$expect" "$j3")
-    missing=$(echo "$all" | while read -r n id ng sla w; do
+    missing=$(echo "$all" | while read -r n id ng sla w lg; do
       [ -n "$n" ] || continue
-      python3 - "$T/jobs-$n.json" "$id" "$ng" "$sla" "$w" <<'EOF' 2>/dev/null || echo "$n:$id"
+      python3 - "$T/jobs-$n.json" "$id" "$ng" "$sla" "$w" "$lg" <<'EOF' 2>/dev/null || echo "$n:$id"
 import json, sys
 d = json.load(open(sys.argv[1]))
 j = [x for x in d["jobs"] if str(x["id"]) == sys.argv[2]]
@@ -142,6 +147,7 @@ j = j[0]
 assert len(j["gpus"]) == int(sys.argv[3]), j
 assert abs(j["sla"] - float(sys.argv[4])) < 1e-9, j
 assert abs(j["weight"] - float(sys.argv[5])) < 1e-9, j
+assert j["log"] == (sys.argv[6] or None), j
 EOF
     done)
     [ -z "$missing" ] && break
@@ -149,7 +155,7 @@ EOF
   i=$((i + 1)); [ $i -lt 60 ] || fail "jobs not registered on their nodes: ${missing:-srun job not running}"
   sleep 0.5
 done
-echo "registered through the plugin: $j1 (2 nodes, sla 0.3), $j2 (weight 2, site sla 0.35), $j3 (srun, sla 0.25)"
+echo "registered through the plugin: $j1 (2 nodes, sla 0.3), $j2 (weight 2, site sla 0.35, its log), $j3 (srun, sla 0.25)"
 # The controller learns jobs when it refreshes (Slurm + node daemons): on a loaded machine its
 # first refresh can predate the registrations, so make it see all three before asking it
 # anything about them.

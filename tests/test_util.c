@@ -17,6 +17,7 @@
 #include "util/args.h"
 #include "util/budget.h"
 #include "util/clock.h"
+#include "util/cmd.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/prom.h"
@@ -383,6 +384,33 @@ static void test_token_ok(void **state)
     assert_int_equal(pfi_token_ok("", "Bearer "), 0);
 }
 
+/* A bounded command run: its stdout, a failure, a command that does not finish in time (killed),
+ * one that does not exist, and output past the cap kept to the cap. */
+static void test_cmd_capture(void **state)
+{
+    char *out = NULL;
+    pfi_err e = {0};
+    char *ok[] = {"sh", "-c", "printf 'StdOut=/a b\\n'; echo err >&2", NULL};
+    assert_int_equal(pfi_cmd_capture(ok, 10, 4096, &out, &e), PFI_OK);
+    assert_string_equal(out, "StdOut=/a b\n");
+    free(out);
+    char *bad[] = {"sh", "-c", "echo partial; exit 3", NULL};
+    assert_int_equal(pfi_cmd_capture(bad, 10, 4096, &out, &e), PFI_ECHILD);
+    assert_null(out);
+    assert_non_null(strstr(e.msg, "exit 3"));
+    char *slow[] = {"sleep", "30", NULL};
+    assert_int_equal(pfi_cmd_capture(slow, 0.2, 4096, &out, &e), PFI_ETIMEOUT);
+    assert_null(out);
+    char *none[] = {"pfi-no-such-command-xyz", NULL};
+    assert_int_equal(pfi_cmd_capture(none, 10, 4096, &out, &e), PFI_ECHILD);
+    assert_non_null(strstr(e.msg, "could not be run"));
+    char *big[] = {"sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo 0123456789; i=$((i+1)); done",
+                   NULL};
+    assert_int_equal(pfi_cmd_capture(big, 10, 100, &out, &e), PFI_OK);
+    assert_int_equal(strlen(out), 100);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,7 +422,7 @@ int main(void)
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
         cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_prom), cmocka_unit_test(test_series),
-        cmocka_unit_test(test_token_ok),
+        cmocka_unit_test(test_token_ok), cmocka_unit_test(test_cmd_capture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

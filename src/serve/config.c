@@ -37,6 +37,7 @@ void pfi_serve_config_defaults(pfi_serve_config *c)
     c->client_timeout_s = 10;
     c->discover = 1;
     snprintf(c->proc_root, sizeof c->proc_root, "/proc");
+    c->slurm_log = 1;
 }
 
 static int set_str(char *dst, size_t size, const char *key, const char *v, pfi_err *err)
@@ -133,6 +134,9 @@ static const pfi_serve_key keys[] = {
      "Find jobs from the GPUs' processes (Slurm's cgroup, Kubernetes' pod, else the process "
      "group) and register and retire them."},
     {"proc_root", "PATH", "/proc", "/proc", "Where processes are read."},
+    {"slurm_log", "yes|no", "yes", "yes",
+     "A discovered Slurm job with no log of its own is followed through the output file Slurm "
+     "states for it (scontrol show job, else squeue --json)."},
     {"budget", "BUDGET", "none", "80%",
      "Budget applied at start (pfi(1) BUDGETS): watts (4000W, 4kW), a share of the sum of the "
      "GPUs' default limits (80%), or a cut (cut=20%, the same as 80%).  None: nothing is "
@@ -213,6 +217,8 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
         return set_bool(&c->discover, key, v, err);
     if (!strcmp(key, "proc_root"))
         return set_str(c->proc_root, sizeof c->proc_root, key, v, err);
+    if (!strcmp(key, "slurm_log"))
+        return set_bool(&c->slurm_log, key, v, err);
     if (!strcmp(key, "backend")) {
         if (strcmp(v, "auto") && strcmp(v, "sim") && strcmp(v, "nvml"))
             return pfi_err_set(err, PFI_EINVAL, "backend: expected auto, nvml or sim, got '%s'",

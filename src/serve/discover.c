@@ -104,7 +104,8 @@ static void register_job(srv_node *n, const round_job *r)
                   r->pj.kind, r->pj.pid, r->n_gpus, r->pj.log[0] ? ", log " : "", r->pj.log);
 }
 
-static void remember(srv_node *n, const round_job *r, int ours, const char *matched)
+static void remember(srv_node *n, const round_job *r, int ours, const char *matched,
+                     int has_log)
 {
     srv_found *f = found_by_id(n, r->pj.id);
     if (!f) {
@@ -125,6 +126,16 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
     f->n_gpus = r->n_gpus;
     if (!f->log[0])
         snprintf(f->log, sizeof f->log, "%s", r->pj.log);
+    if (!f->log[0] && !has_log && !f->slurm_asked && n->cfg->slurm_log && !strcmp(r->pj.kind, "slurm") &&
+        !strncmp(r->pj.id, "slurm-", 6)) {
+        f->slurm_asked = 1;
+        pfi_err e = {0};
+        if (pfi_srv_slurm_log(r->pj.id + 6, f->log, sizeof f->log, &e) == PFI_OK)
+            pfi_srv_event_add(n, "job_log", "job %s: following %s, its output as Slurm states it",
+                              f->id, f->log);
+        else
+            pfi_srv_event_add(n, "job_log", "job %s: no log from Slurm: %s", f->id, e.msg);
+    }
 }
 
 /* Jobs discovery registered whose processes are gone are removed; matched ones forgotten. */
@@ -169,20 +180,21 @@ void pfi_srv_discover(srv_node *n)
         pthread_mutex_lock(&n->mu);
         int j = registered_match(n, &rj[r]);
         char matched[SRV_ID_MAX] = "";
+        int has_log = j >= 0 && n->jobs[j].log[0];
         if (j >= 0)
             snprintf(matched, sizeof matched, "%s", n->jobs[j].id);
         pthread_mutex_unlock(&n->mu);
         if (known && known->registered_by_us && j >= 0 && strcmp(matched, known->id) == 0) {
-            remember(n, &rj[r], 1, NULL);
+            remember(n, &rj[r], 1, NULL, has_log);
         } else if (j >= 0) {
-            remember(n, &rj[r], 0, matched);
+            remember(n, &rj[r], 0, matched, has_log);
         } else {
             register_job(n, &rj[r]);
             pthread_mutex_lock(&n->mu);
             int now = pfi_srv_find_job(n->jobs, n->n_jobs, rj[r].pj.id) >= 0;
             pthread_mutex_unlock(&n->mu);
             if (now)
-                remember(n, &rj[r], 1, NULL);
+                remember(n, &rj[r], 1, NULL, 0);
         }
     }
     if (complete)

@@ -87,6 +87,9 @@ typedef struct pfi_serve_config {
      * retired.  discover = 0 turns it off; proc_root is where /proc is read (tests). */
     int discover;
     char proc_root[PFI_SERVE_PATH_MAX];
+    /* A discovered Slurm job with no log of its own (registered, or a stdout that is a regular
+     * file) takes the output file Slurm states for it (slurmlog.c).  0: never ask Slurm. */
+    int slurm_log;
 } pfi_serve_config;
 
 void pfi_serve_config_defaults(pfi_serve_config *c);
@@ -120,6 +123,15 @@ typedef struct pfi_proc_job {
 /* Reads proc_root/PID/{cgroup,environ,stat,cmdline,fd/1} (proc_root NULL or "": /proc).
  * PFI_ENOENT when the process is gone. */
 int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err);
+
+/* A Slurm job's output file (slurmlog.c), from `scontrol show job [-o] ID` (StdOut=, its
+ * patterns expanded by Slurm): 1 found, 0 not.  From `squeue --json` (job job_id's
+ * "standard_output" expanded as Slurm does: default slurm-%j.out or slurm-%A_%a.out in the
+ * working directory; %j %x %u %A %a %% and zero padding): PFI_OK, PFI_ENOENT without that
+ * job, PFI_ENOTSUP for a pattern it does not read (%N %n %t %s). */
+int pfi_slurm_stdout_scontrol(const char *text, char *out, size_t cap);
+int pfi_slurm_stdout_squeue(const char *json, const char *job_id, char *out, size_t cap,
+                            pfi_err *err);
 
 struct pfi_model;
 /* Runs the daemon on an opened backend until *stop becomes non-zero (set it from a signal

@@ -166,6 +166,7 @@ typedef struct srv_found {
     long pid;
     int gpus[PFI_MAX_GPUS], n_gpus;
     char log[PFI_SERVE_PATH_MAX];
+    int slurm_asked;      /* Slurm was asked for its output file (once a job) */
     int seen;             /* scratch of one discovery round */
 } srv_found;
 
@@ -389,6 +390,10 @@ char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const c
                    size_t blen, int authorized, int *status, size_t *len);
 /* discover.c: one round of job discovery (control loop). */
 void pfi_srv_discover(srv_node *n);
+/* Job job_id's output file as Slurm states it: `scontrol show job`, else `squeue --json`
+ * (slurmlog.c), each bounded to 2 s.  Control loop only. */
+int pfi_srv_slurm_log(const char *job_id, char *out, size_t cap, pfi_err *err);
+
 /* The log discovery found for a job (its stdout): "" none.  Control loop only. */
 const char *pfi_srv_found_log(srv_node *n, const char *id);
 /* follow.c: reads the jobs' logs, feeds observed tokens/s and steady curve points (control

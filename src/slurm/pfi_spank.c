@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pfi_spank.c: the SPANK plugin that tells each node's `pfi serve` which GPUs a Slurm job holds.
  *
- * Users add `--power-sla=<max slowdown>` and `--power-weight=<w>` to srun/sbatch/salloc.  On
- * every node of the job, slurmd's job prolog registers the job (POST /v1/jobs: id, GPUs, SLA,
- * weight) with the local node daemon, and the job epilog deregisters it (DELETE /v1/jobs/{id}),
- * so the daemon restores those GPUs.
+ * Users add `--power-sla=<max slowdown>`, `--power-weight=<w>` and `--power-log=<path>` to
+ * srun/sbatch/salloc.  On every node of the job, slurmd's job prolog registers the job (POST
+ * /v1/jobs: id, GPUs, SLA, weight, log) with the local node daemon, and the job epilog
+ * deregisters it (DELETE /v1/jobs/{id}), so the daemon restores those GPUs.  The log is the
+ * file the job writes its training log to, which the daemon follows for its throughput; %j in
+ * it stands for the job id.
  *
  * Why the job prolog/epilog hooks (S_CTX_JOB_SCRIPT) and not user_init or task_init_privileged:
  *   - they run once per job per node, not once per step or per task, so a batch script with
@@ -40,6 +42,7 @@ SPANK_PLUGIN(pfi, 1);
 #define URL_MAX 512
 #define BODY_MAX 4096
 #define GPU_MAX 256
+#define LOG_MAX 511 /* the node daemon's longest log path */
 
 /* Options as the user gave them; parsed again where used, since the callbacks run in srun or
  * sbatch (to reject bad values before submission) and values reach the prolog as strings. */
@@ -51,6 +54,9 @@ static struct spank_option pfi_options[] = {
      opt_cb},
     {"power-weight", "W", "pfi: weight of this job's throughput when power is shared (> 0)", 1, 2,
      opt_cb},
+    {"power-log", "PATH",
+     "pfi: the job's training log (absolute path; %j: the job id), read for its throughput", 1,
+     3, opt_cb},
     SPANK_OPTIONS_TABLE_END};
 
 typedef struct conf {
@@ -72,11 +78,28 @@ static int parse_num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+/* An absolute path without control characters that fits the daemon's limit with %j expanded. */
+static int log_ok(const char *s)
+{
+    if (s[0] != '/' || strlen(s) + 10 > LOG_MAX)
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
 static int opt_cb(int val, const char *optarg, int remote)
 {
     double v;
     if (!optarg)
         return -1;
+    if (val == 3 && !log_ok(optarg)) {
+        slurm_error("pfi: --power-log=%s: expected an absolute path (at most %d bytes, no "
+                    "control characters)",
+                    optarg, LOG_MAX - 10);
+        return -1;
+    }
     if (val == 1 && parse_num(optarg, 0.0, 0.9, &v) != 0) {
         slurm_error("pfi: --power-sla=%s: expected a slowdown between 0 and 0.9 (0.1 = 10%%)",
                     optarg);
@@ -293,6 +316,35 @@ static const char *opt_value(spank_t sp, int which)
     return NULL;
 }
 
+/* The log path as a JSON string body (quotes and backslashes escaped), %j replaced by the job
+ * id and %% by %.  -1 when it does not fit. */
+static int log_json(const char *path, uint32_t id, char *out, size_t cap)
+{
+    size_t o = 0;
+    char num[16];
+    snprintf(num, sizeof num, "%u", id);
+    for (const char *p = path; *p; p++) {
+        char one[3] = {*p, 0, 0};
+        const char *piece = one;
+        if (p[0] == '%' && p[1] == 'j') {
+            piece = num;
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            p++;
+        } else if (*p == '"' || *p == '\\') {
+            one[0] = '\\';
+            one[1] = *p;
+        }
+        size_t l = strlen(piece);
+        if (o + l >= cap)
+            return -1;
+        memcpy(out + o, piece, l);
+        o += l;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
 /* What the plugin returns when the daemon could not be told: the job runs unless required=1. */
 static int outcome(const conf *c, uint32_t id, const char *what, const char *why)
 {
@@ -358,7 +410,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     if (ng <= 0)
         return outcome(&c, id, "registration", "GPU list is not a list of indices");
 
-    const char *sla_s = opt_value(sp, 0), *w_s = opt_value(sp, 1);
+    const char *sla_s = opt_value(sp, 0), *w_s = opt_value(sp, 1), *log_s = opt_value(sp, 2);
     double sla = c.default_sla, w = 1.0, v;
     if (sla_s && parse_num(sla_s, 0.0, 0.9, &v) == 0)
         sla = v;
@@ -373,6 +425,11 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         o += snprintf(body + o, sizeof body - o, "],\"sla\":%.6g", sla);
     else if (o < (int)sizeof body)
         o += snprintf(body + o, sizeof body - o, "]");
+    char log[2 * LOG_MAX + 2] = "";
+    if (log_s && (!log_ok(log_s) || log_json(log_s, id, log, sizeof log) != 0))
+        return outcome(&c, id, "registration", "--power-log is not a usable path");
+    if (o < (int)sizeof body && log[0])
+        o += snprintf(body + o, sizeof body - o, ",\"log\":\"%s\"", log);
     if (o < (int)sizeof body)
         o += snprintf(body + o, sizeof body - o,
                       ",\"weight\":%.6g,\"source\":\"slurm\",\"node\":\"%s\"}", w, node_name());

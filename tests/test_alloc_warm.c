@@ -431,6 +431,34 @@ static void test_warm_grow(void **state)
     pfi_alloc_ws_free(w);
 }
 
+/* Every hull segment leaves the sorted index (one job, its curve made flat after the index was
+ * built): the patch has nothing to write, and the answer is the fresh solver's. */
+static void test_warm_flat(void **state)
+{
+    (void)state;
+    static double c[3] = {200, 400, 600}, t[3] = {10, 20, 25};
+    static pfi_alloc_job job = {"f", 1, 200, 600, c, t, 3, 500, NAN, NAN, 1};
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_alloc_ws *w;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_ws_new(&job, 1, 500, &o, &w, &e), PFI_OK);
+    for (int round = 0; round < 4; round++) {
+        if (round == 2) { /* after the second solve sorted the segments */
+            t[1] = t[2] = t[0];
+            assert_int_equal(pfi_alloc_ws_update_job(w, 0, &e), PFI_OK);
+        }
+        pfi_alloc_result r, f;
+        assert_int_equal(pfi_alloc_ws_solve(w, 500, &r, &e), PFI_OK);
+        assert_int_equal(pfi_alloc_solve(&job, 1, 500, &o, &f, &e), PFI_OK);
+        same_answer(&r, &f);
+        assert_true(r.cap_w[0] == (round < 2 ? 500 : 200));
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&f);
+    }
+    pfi_alloc_ws_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_keep),
         cmocka_unit_test(test_warm_large),
         cmocka_unit_test(test_warm_grow),
+        cmocka_unit_test(test_warm_flat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,12 +60,18 @@ typedef struct solver {
     long long hist[SEL_BUCKETS]; /* the selection's cost per slope bucket */
     int cnt[SEL_BUCKETS];        /*   and segments per bucket */
     int nomem;        /* a buffer could not be had: the solve fails with PFI_ENOMEM */
-    int *pos;         /* relaxation: hull vertex each job has reached */
+    int *pos;         /* indexed relaxation: hull vertex each job reached (while pos_ok), */
+    int *rk;          /*   its grid index */
+    double *rv;       /*   and its value */
+    int pos_ok, tfull; /*  the prefix of the index taken whole */
     int *k, *best_k;  /* rounded allocation, best allocation found */
     double *kv, *best_kv; /* value of each job at k (at best_k) */
     unsigned char *kx, *best_kx; /* 1: kv is the job's weighted throughput at k computed as
                                   * pfi_alloc_tput_at does (not summed up by the fill) */
     double *hmax;     /* largest |hull value| of each job (the tolerance's scale) */
+    double *wt;       /* each job's weight (1 for NaN or 0) */
+    int *nk;          /* the fill's gains: nv[j] is job j's value at grid index nk[j] (-1: */
+    double *nv;       /*   none yet), the one above its rounded cap last time, kept */
     double best;
     int have_best;
     int *heap;        /* greedy fill: jobs ordered by next step's gain per GPU */
@@ -131,9 +137,18 @@ static double tput_at(const pfi_alloc_job *J, double c)
 
 static double val(const solver *S, int j, int k)
 {
-    const pfi_alloc_job *J = &S->jobs[j];
-    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
-    return w * tput_at(J, k * S->step);
+    return S->wt[j] * tput_at(&S->jobs[j], k * S->step);
+}
+
+/* val(j, k), from the fill's memory of job j when it is there: a re-solve whose rounding ends
+ * where the last one did computes nothing. */
+static double val_kept(solver *S, int j, int k)
+{
+    if (S->nk[j] != k) {
+        S->nv[j] = val(S, j, k);
+        S->nk[j] = k;
+    }
+    return S->nv[j];
 }
 
 /* Upper hull of job j's grid points on [a_j, b_j], its slopes and how many are positive.
@@ -243,79 +258,63 @@ static int cmp_cand(const void *x, const void *y)
     return seg_order(p->slope, p->j, p->i, q->slope, q->j, q->i);
 }
 
-/* The relaxation's value once pos[] and the fractional job are known: the hull values reached
- * plus the fractional part, summed in job order (the same sum whichever way pos was found). */
-static double relax_value(solver *S, int fj, double fslope, long long f)
-{
-    double v = 0;
-    /* The vertex each job reached, kept in k[] and kv[] for the rounding (node), which would
-     * otherwise gather them from the hulls a second time. */
-    for (int j = 0; j < S->n; j++) {
-        int h = S->hoff[j] + S->pos[j];
-        S->k[j] = S->hk[h];
-        S->kv[j] = S->hv[h];
-        S->kx[j] = 1;
-        v += S->kv[j];
-    }
-    return fj >= 0 ? v + fslope * (double)f : v;
-}
-
-/* The root relaxation from the sorted index: the first group of equal slopes whose end
- * reaches the budget is filled in job order; everything before it is taken. */
+/* The root relaxation from the sorted index.  Its segments are in the order the relaxation
+ * takes them (slope down, ties in job order), so what it takes is a prefix of the index: every
+ * segment whose cost sum cum[t + 1] fits in e whole, then part of the next one.  The prefix is
+ * kept (tfull, and pos[] with each job's vertex rk/rv there), so a new budget walks from the
+ * last prefix's end to the new one: only the jobs whose segments lie between move. */
 static int relax_indexed(solver *S, long long e, double *ub, int *fj, double *fx)
 {
     int m = S->nidx;
     const long long *cum = S->cum;
-    /* first t in [1, m] with cum[t] >= e; m + 1 when every segment fits */
-    int lo = 1, hi = m + 1;
+    int lo = 0, hi = m; /* the largest t in [0, m] with cum[t] <= e */
     while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (cum[mid] >= e)
-            hi = mid;
+        int mid = hi - (hi - lo) / 2;
+        if (cum[mid] <= e)
+            lo = mid;
         else
-            lo = mid + 1;
+            hi = mid - 1;
     }
-    int g0 = m, g1 = m;
-    double p = -INFINITY;
-    if (lo <= m) {
-        int t = lo - 1;
-        p = S->ss[t];
-        g0 = t;
-        while (g0 > 0 && S->ss[g0 - 1] == p)
-            g0--;
-        g1 = t + 1;
-        while (g1 < m && S->ss[g1] == p)
-            g1++;
-    }
-    /* every segment steeper than p is taken: a prefix of each job's */
-    for (int j = 0; j < S->n; j++) {
-        const double *hs = S->hs + S->hoff[j];
-        int a = 0, b = S->hm[j];
-        while (a < b) {
-            int mid = (a + b) / 2;
-            if (hs[mid] > p)
-                a = mid + 1;
-            else
-                b = mid;
+    if (!S->pos_ok) {
+        memset(S->pos, 0, (size_t)S->n * sizeof *S->pos);
+        for (int t = 0; t < lo; t++)
+            S->pos[S->sj[t]]++;
+        for (int j = 0; j < S->n; j++) {
+            S->rk[j] = S->hk[S->hoff[j] + S->pos[j]];
+            S->rv[j] = S->hv[S->hoff[j] + S->pos[j]];
         }
-        S->pos[j] = a;
+        S->pos_ok = 1;
+    } else {
+        for (int t = S->tfull; t < lo; t++) { /* more is taken */
+            int j = S->sj[t], h = S->hoff[j] + ++S->pos[j];
+            S->rk[j] = S->hk[h];
+            S->rv[j] = S->hv[h];
+        }
+        for (int t = S->tfull; t > lo; t--) { /* less */
+            int j = S->sj[t - 1], h = S->hoff[j] + --S->pos[j];
+            S->rk[j] = S->hk[h];
+            S->rv[j] = S->hv[h];
+        }
     }
-    long long left = e - cum[g0], f = 0;
+    S->tfull = lo;
+    long long f = 0;
     double fslope = 0;
-    for (int t = g0; t < g1 && left > 0; t++) {
-        int j = S->sj[t], i = S->si[t];
-        long long cost = cum[t + 1] - cum[t];
-        f = cost < left ? cost : left;
-        left -= f;
-        if (f == cost)
-            S->pos[j] = i + 1;
-        else {
-            *fj = j;
-            fslope = p;
-            *fx = S->hk[S->hoff[j] + i] + (double)f / S->jobs[j].n_gpus;
-        }
+    if (lo < m && cum[lo] < e) { /* the next segment in part */
+        int j = S->sj[lo];
+        f = e - cum[lo];
+        fslope = S->ss[lo];
+        *fj = j;
+        *fx = S->hk[S->hoff[j] + S->si[lo]] + (double)f / S->jobs[j].n_gpus;
     }
-    *ub = relax_value(S, *fj, fslope, f);
+    /* k[] and kv[] (which the rounding changes) start at the vertices reached; the value sums
+     * them in job order, as the selection does */
+    memcpy(S->k, S->rk, (size_t)S->n * sizeof *S->k);
+    memcpy(S->kv, S->rv, (size_t)S->n * sizeof *S->kv);
+    memset(S->kx, 1, (size_t)S->n);
+    double v = 0;
+    for (int j = 0; j < S->n; j++)
+        v += S->rv[j];
+    *ub = *fj >= 0 ? v + fslope * (double)f : v;
     return 1;
 }
 
@@ -562,6 +561,7 @@ static int build_index(solver *S)
         S->nidx = t;
         S->nidx_cap = t;
         S->idx_ok = 1;
+        S->pos_ok = 0;
     }
     free(key);
     free(key2);
@@ -582,7 +582,7 @@ static int patch_index(solver *S, int j)
     for (int t = 0; t < S->nidx; t++)
         old += S->sj[t] == j;
     int total = S->nidx - old + m;
-    if (total > S->idx_cap) {
+    if (total > S->idx_cap || !S->cum2) { /* none yet when the index had no spare */
         free(S->cum2);
         free(S->sj2);
         free(S->si2);
@@ -637,6 +637,7 @@ static int patch_index(solver *S, int j)
     S->idx_cap = S->nidx_cap;
     S->nidx_cap = cap;
     S->nidx = total;
+    S->pos_ok = 0;
     return 1;
 }
 
@@ -669,7 +670,7 @@ static double fill(solver *S, long long left, double v)
         long long n = S->ng[j];
         if (n > left || S->k[j] >= S->b[j])
             continue;
-        double g = (val(S, j, S->k[j] + 1) - S->kv[j]) / (double)n;
+        double g = (val_kept(S, j, S->k[j] + 1) - S->kv[j]) / (double)n;
         if (g > 0) {
             S->gain[j] = g;
             S->heap[nh++] = j;
@@ -691,7 +692,7 @@ static double fill(solver *S, long long left, double v)
             S->kv[j] += S->gain[j] * (double)n;
             S->kx[j] = 0;
             double g =
-                S->k[j] < S->b[j] ? (val(S, j, S->k[j] + 1) - S->kv[j]) / (double)n : 0;
+                S->k[j] < S->b[j] ? (val_kept(S, j, S->k[j] + 1) - S->kv[j]) / (double)n : 0;
             if (g > 0 && n <= left) {
                 S->gain[j] = g;
                 heap_down(S, nh, 0);
@@ -722,7 +723,7 @@ static int node(solver *S, int *bj, int *bs)
         return 0;
     long long used = 0;
     double v = 0;
-    for (int j = 0; j < S->n; j++) { /* k[], kv[]: the vertices relax_value reached */
+    for (int j = 0; j < S->n; j++) { /* k[], kv[]: the vertices the relaxation reached */
         if (j == fj) {
             /* Inside a bridge over a dip the rounded-down point may be worse than the vertex
              * before it: take the best grid point between them. */
@@ -831,6 +832,10 @@ struct pfi_alloc_ws {
                             * curve needs more moves to the end of the used ones */
     int *hsz;
     void *block;           /* every per-job array of the solver, in one allocation */
+    double scale;          /* sum of the jobs' hmax (the tolerance's scale), when scale_ok */
+    int scale_ok;
+    long long *m0t;        /* each job's GPUs x its lowest grid index and their sum, */
+    long long m0_units;    /*   allocated by the first job update (m0t NULL before) */
     double *lo_w, *top_w;  /* each job's lowest and highest grid cap (the AT_MIN/AT_MAX flags), */
     int ends_ok;           /*   allocated by the first re-solve (a one-shot solve needs none) */
     long long need_units;  /* sum n_j * floor_j in grid units: budgets below it re-prepare */
@@ -844,6 +849,8 @@ static void ws_arrays_free(pfi_alloc_ws *w)
 {
     solver *S = &w->S;
     free(w->block);
+    free(w->m0t);
+    w->m0t = NULL;
     free(S->hk);
     free(S->hv);
     free(S->cd);
@@ -901,17 +908,17 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
     solver *S = &w->S;
     const pfi_alloc_job *jobs = S->jobs;
     double power = 0, value = 0, step = w->o.step_w;
-    int n = S->n, min_n = jobs[0].n_gpus;
+    int n = S->n, min_n = S->ng[0];
     for (int j = 0; j < n; j++) {
         const pfi_alloc_job *J = &jobs[j];
         double c = res->cap_w[j];
-        double wt = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+        double wt = S->wt[j];
         res->tput[j] = wt == 1.0 && S->best_kx[j] && S->best_kv[j] != 0 ? S->best_kv[j]
                                                                          : tput_at(J, c);
-        power += J->n_gpus * c;
+        power += S->ng[j] * c;
         value += wt * res->tput[j];
-        if (J->n_gpus < min_n)
-            min_n = J->n_gpus;
+        if (S->ng[j] < min_n)
+            min_n = S->ng[j];
         unsigned f = res->flags[j] & (PFI_ALLOC_SLA_RELAXED | PFI_ALLOC_SLA_DROPPED);
         double lo = w->ends_ok ? w->lo_w[j]
                                : ceil(fmax(J->min_cap_w, J->cap_w[0]) / step - 1e-9) * step;
@@ -933,14 +940,14 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
 static int job_arrays(pfi_alloc_ws *w, size_t nn)
 {
     solver *S = &w->S;
-    char *p = w->block = big_alloc(nn * (4 * sizeof(double) + 11 * sizeof(int) + 2));
+    char *p = w->block = big_alloc(nn * (7 * sizeof(double) + 13 * sizeof(int) + 2));
     if (!p)
         return 0;
-    double **d[] = {&S->kv, &S->best_kv, &S->gain, &S->hmax};
+    double **d[] = {&S->kv, &S->best_kv, &S->gain, &S->hmax, &S->wt, &S->nv, &S->rv};
     for (size_t i = 0; i < sizeof d / sizeof *d; i++, p += nn * sizeof(double))
         *d[i] = (double *)p;
     int **in[] = {&S->a, &S->b, &S->ng, &S->hoff, &S->hn, &S->hm, &w->hsz, &S->pos, &S->k,
-                  &S->best_k, &S->heap};
+                  &S->best_k, &S->heap, &S->nk, &S->rk};
     for (size_t i = 0; i < sizeof in / sizeof *in; i++, p += nn * sizeof(int))
         *in[i] = (int *)p;
     S->kx = (unsigned char *)p;
@@ -999,6 +1006,8 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     size_t used = 0;
     for (int j = 0; j < n; j++) {
         S->ng[j] = jobs[j].n_gpus;
+        S->wt[j] = (isnan(jobs[j].weight) || jobs[j].weight == 0) ? 1.0 : jobs[j].weight;
+        S->nk[j] = -1;
         w->need_units += (long long)jobs[j].n_gpus * S->a[j];
         S->hoff[j] = (int)used;
         w->hsz[j] = build_hull(S, j, 0); /* packed: the slots it may need, no more */
@@ -1006,6 +1015,9 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     }
     w->used_h = used;
     w->ends_ok = 0;
+    w->scale_ok = 0;
+    free(w->m0t);
+    w->m0t = NULL;
     w->valid = 1;
     w->solves = 0;
     return PFI_OK;
@@ -1037,6 +1049,12 @@ int pfi_alloc_ws_set_jobs(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, dou
     return ws_build(w, jobs, n, budget_w, err);
 }
 
+/* A job's GPUs times its lowest grid index (its range's lower end, as a job update sums it). */
+static long long m0_term(const pfi_alloc_job *J, double step)
+{
+    return (long long)J->n_gpus * (long long)ceil(fmax(J->min_cap_w, J->cap_w[0]) / step - 1e-9);
+}
+
 int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
 {
     solver *S = &w->S;
@@ -1059,26 +1077,37 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
         pfi_alloc_result_free(&one);
         return ws_build(w, w->jobs, w->n, w->budget_w, err);
     }
+    /* The least budgets, sums over every job in grid units: the job's terms replaced. */
+    w->need_units += (long long)J->n_gpus * kf - (long long)S->ng[j] * S->a[j];
     S->a[j] = kf;
     S->b[j] = kmax;
     w->prep.floor_w[j] = one.floor_w[0];
     w->prep.sla[j] = one.sla[0];
     w->prep.flags[j] = one.flags[0];
     pfi_alloc_result_free(&one);
-    /* The least budgets, as pfi_alloc_prepare sums them over every job. */
     double step = w->o.step_w;
-    long long m0 = 0;
-    w->need_units = 0;
-    for (int i = 0; i < w->n; i++) {
-        const pfi_alloc_job *I = &w->jobs[i];
-        m0 += (long long)I->n_gpus * (long long)ceil(fmax(I->min_cap_w, I->cap_w[0]) / step - 1e-9);
-        w->need_units += (long long)I->n_gpus * S->a[i];
+    if (!w->m0t) {
+        if ((w->m0t = malloc((size_t)w->n * sizeof *w->m0t))) {
+            w->m0_units = 0;
+            for (int i = 0; i < w->n; i++)
+                w->m0_units += w->m0t[i] = m0_term(&w->jobs[i], step);
+        }
+    } else {
+        long long t = m0_term(J, step);
+        w->m0_units += t - w->m0t[j];
+        w->m0t[j] = t;
     }
+    long long m0 = 0;
+    if (w->m0t)
+        m0 = w->m0_units;
+    else /* no memory to keep the terms: summed anew */
+        for (int i = 0; i < w->n; i++)
+            m0 += m0_term(&w->jobs[i], step);
     w->prep.min_budget_nosla_w = m0 * step;
     w->prep.min_budget_w = w->need_units * step;
-    S->a[j] = kf;
-    S->b[j] = kmax;
     S->ng[j] = J->n_gpus;
+    S->wt[j] = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+    S->nk[j] = -1;
     int need = build_hull(S, j, 1);
     if (need > w->hsz[j]) { /* more slots than it holds: to the end of the used ones */
         if ((size_t)need > w->total_h - w->used_h)
@@ -1088,6 +1117,7 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
         w->used_h += (size_t)need;
     }
     build_hull(S, j, 0);
+    w->scale_ok = 0;
     if (w->ends_ok)
         grid_ends(w, j);
     if (!S->idx_ok || !patch_index(S, j))
@@ -1152,10 +1182,13 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     S->best = 0;
     S->have_best = 0;
     S->root_ub = 0;
-    double scale = 0;
-    for (int j = 0; j < n; j++)
-        scale += S->hmax[j];
-    S->tol = 1e-11 * scale; /* above the rounding of hull slopes and sums */
+    if (!w->scale_ok) { /* the same sum in the same order, once per set of hulls */
+        w->scale = 0;
+        for (int j = 0; j < n; j++)
+            w->scale += S->hmax[j];
+        w->scale_ok = 1;
+    }
+    S->tol = 1e-11 * w->scale; /* above the rounding of hull slopes and sums */
     S->rel_gap = o->rel_gap > 0 ? o->rel_gap : 0;
     /* A workspace solved again at the same hulls is being re-planned: sort its segments once
      * (the hulls are at the root here), so later budgets cost a search, not a selection. */

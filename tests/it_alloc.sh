@@ -127,7 +127,7 @@ if [ -d "$data/perseus-sosp24" ]; then
          | (. > 0.007 and . < 0.015)' "$dir/ps.json" >/dev/null ||
     fail "evaluate perseus: oracle gain $(jq '.cuts[0].policies' "$dir/ps.json")"
   # one probe read through a committee of shapes: within the budget, and says what it saw
-  "$PFI_BIN" evaluate --public --source perseus --cuts 0.3 --committee 1 --group-out --json \
+  "$PFI_BIN" evaluate --public --source perseus --cuts 0.3 --set committee=1 --set group-out=1 --json \
     >"$dir/pc.json" 2>"$dir/err" || fail "evaluate --committee: $(cat "$dir/err")"
   jq -e '(.prediction | test("mean over .* OTHER job groups|OTHER job groups.*mean over")) and
          ([.cuts[0].budget_w as $b | .cuts[0].policies[] | .power_w <= $b * (1 + 1e-12)] | all)' \

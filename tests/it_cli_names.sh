@@ -73,6 +73,31 @@ nohelp cluster token; nohelp cluster node-token; nohelp restore read-only
 if "$PFI" help --man cluster | grep -q 'B \\-\\-token \|node\\-token \\f'; then
   fail "the cluster man page lists a former spelling"; fi
 
+# ---- pfi evaluate: research settings behind --set KEY=VALUE, documented in its help ----
+"$PFI" evaluate --fleet small --cuts 0.3 --save-db "$T/fleet.db" >/dev/null || fail "evaluate --save-db"
+ev() { "$PFI" evaluate --db "$T/fleet.db" --cuts 0.3,0.4 --json "$@"; }
+ev --set probe-k=3 --set draw-weight=1 --set tier-gpus=0 --set group-out=1 >"$T/o2" 2>"$T/e2" ||
+  fail "evaluate --set: $(cat "$T/e2")"
+[ ! -s "$T/e2" ] || fail "evaluate --set: stderr $(cat "$T/e2")"
+ev --probe-k 3 --draw-weight 1 --tier-gpus 0 --group-out >"$T/o1" 2>"$T/e1" || fail "evaluate old flags"
+cmp -s "$T/o1" "$T/o2" || fail "evaluate: --set and the former flags differ"
+[ "$(cat "$T/e1")" = "$(optnote probe-k 'set probe-k=N'; optnote draw-weight 'set draw-weight=W'
+  optnote tier-gpus 'set tier-gpus=0|1'; optnote group-out 'set group-out=1')" ] ||
+  fail "evaluate former flags: $(cat "$T/e1")"
+ev >"$T/o3" || fail "evaluate"
+if cmp -s "$T/o2" "$T/o3"; then fail "evaluate: --set changed nothing"; fi
+for bad in bogus=1 probe-k probe-k=x probe-k=2.5 group-out=2 committee=-1 draw-weight=nan; do
+  ev --set "$bad" >/dev/null 2>"$T/e1"; st=$?
+  [ $st = 2 ] || fail "evaluate --set $bad: exit $st ($(cat "$T/e1"))"
+done
+ev --set bogus=1 2>&1 >/dev/null | grep -q 'KEY one of probe-k, draw-weight' || fail "evaluate --set: keys not named"
+"$PFI" help --man evaluate >"$T/man" || fail "evaluate man page"
+for k in probe-k draw-weight tier-gpus committee probe-cv-top group-out cv-seeds; do
+  "$PFI" help evaluate | grep -q "^  $k=" || fail "evaluate --help does not document $k"
+  grep -q "^  $(echo "$k" | sed 's/-/\\\\-/g')=" "$T/man" || fail "the evaluate manual does not document $k"
+  nohelp evaluate "$k"
+done
+
 # ---- pfi restore --read-only: refused, nothing done ----
 "$PFI" restore --read-only >"$T/o1" 2>"$T/e1"; st=$?
 [ $st = 2 ] && grep -q 'read-only is not an option of restore' "$T/e1" ||

@@ -7,7 +7,9 @@
  *   --probes 1|2 baseline + probes read on the run's own measured levels (one probe: through
  *                the shape of the OTHER jobs' curves; two: a fitted power law).
  * This file parses the arguments and prints; the experiment lives in study/experiment.c. */
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +30,86 @@ typedef struct ev_args {
     int public_data, probes, as_json, seed, per_job;
     int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds, cost;
     double step, w_draw;
+    pfi_strlist set;
 } ev_args;
+
+/* The research settings of the one-probe shape estimate and its cross-validation: --set
+ * KEY=VALUE (they were flags of their own, kept as former spellings). */
+typedef struct ev_key {
+    const char *name, *meta;
+    int is_int;
+    double min, max;
+    size_t off; /* into ev_args */
+    const char *help;
+} ev_key;
+static const ev_key ev_keys[] = {
+    {"probe-k", "N", 1, 1, 1e6, offsetof(ev_args, probe_k),
+     "neighbours of the shape estimate (default: study/experiment.c's)"},
+    {"draw-weight", "W", 0, 0, 1e6, offsetof(ev_args, w_draw),
+     "weight of the probe's draw/cap in the neighbour distance (default: ditto)"},
+    {"tier-gpus", "0|1", 1, 0, 1, offsetof(ev_args, tier),
+     "1 takes references of the same GPU model and single/multi-GPU kind first"},
+    {"committee", "0|1", 1, 0, 1, offsetof(ev_args, comm),
+     "1 averages the shape over 16 neighbour counts and draw weights (probe-k and draw-weight "
+     "then unused)"},
+    {"probe-cv-top", "M", 1, 0, 1e6, offsetof(ev_args, cv_top),
+     "with --probe-cv: each group gets the committee of the M best single settings of the "
+     "depth and tiers whose M best score best (default 6); 0: the grid's one best setting"},
+    {"group-out", "0|1", 1, 0, 1, offsetof(ev_args, group_out),
+     "1: the shape library leaves each job's whole group (same model) out"},
+    {"cv-seeds", "N", 1, 1, 1e6, offsetof(ev_args, cv_seeds), "with --nested-cv: seeds 1..N (default 5)"},
+};
+#define EV_NKEYS ((int)(sizeof ev_keys / sizeof ev_keys[0]))
+
+/* Applies every --set KEY=VALUE to a: -1 when all read, else the exit status (said why). */
+static int ev_apply_set(ev_args *a)
+{
+    for (int i = 0; i < a->set.n; i++) {
+        const char *kv = a->set.v[i], *eq = strchr(kv, '=');
+        const ev_key *k = NULL;
+        for (int j = 0; eq && j < EV_NKEYS; j++)
+            if (strlen(ev_keys[j].name) == (size_t)(eq - kv) &&
+                !strncmp(ev_keys[j].name, kv, (size_t)(eq - kv)))
+                k = &ev_keys[j];
+        if (!k) {
+            fprintf(stderr, "pfi evaluate: --set %s: expected KEY=VALUE with KEY one of ", kv);
+            for (int j = 0; j < EV_NKEYS; j++)
+                fprintf(stderr, "%s%s", j ? ", " : "", ev_keys[j].name);
+            fprintf(stderr, " (pfi evaluate --help)\n");
+            return PFI_EXIT_USAGE;
+        }
+        char *end;
+        errno = 0;
+        double v = strtod(eq + 1, &end);
+        if (end == eq + 1 || *end || errno || !(v >= k->min && v <= k->max) ||
+            (k->is_int && v != floor(v))) {
+            fprintf(stderr, "pfi evaluate: --set %s: %s expects %s from %g to %g\n", kv, k->name,
+                    k->is_int ? "an integer" : "a number", k->min, k->max);
+            return PFI_EXIT_USAGE;
+        }
+        if (k->is_int)
+            *(int *)((char *)a + k->off) = (int)v;
+        else
+            *(double *)((char *)a + k->off) = v;
+    }
+    return -1;
+}
+
+/* The --help text: the experiment, then the settings --set takes. */
+static const char *ev_summary(void)
+{
+    static char buf[3072];
+    size_t n = (size_t)snprintf(
+        buf, sizeof buf, "%s",
+        "The allocation experiment: at each cut of the jobs' baseline draw, allocate caps with "
+        "each policy and score them on the true curves.  gap_recovered = (T_pfi - T_equal) / "
+        "(T_oracle - T_equal).  Runs without tokens/s count GPU-weighted relative throughput."
+        "\n\nSettings of the one-probe shape estimate (--set KEY=VALUE, repeatable):");
+    for (int j = 0; j < EV_NKEYS && n < sizeof buf; j++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "\n  %s=%s: %s", ev_keys[j].name,
+                              ev_keys[j].meta, ev_keys[j].help);
+    return buf;
+}
 
 /* The experiment's options, cuts and policies from the flags: -1 to go on, else an exit status
  * (the message printed). */
@@ -59,9 +140,10 @@ static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *nc
         eo->shape.depth = eo->depth[0];
     }
     if (a->probe_k == 0 || a->probe_k < -1 || (a->w_draw < 0 && a->w_draw != -1) ||
-        a->tier < -1 || a->tier > 1 || a->comm < -1 || a->comm > 1) {
-        fprintf(stderr, "pfi evaluate: --probe-k must be >= 1, --draw-weight >= 0, "
-                        "--tier-gpus and --committee 0 or 1\n");
+        a->tier < -1 || a->tier > 1 || a->comm < -1 || a->comm > 1 || a->group_out < 0 ||
+        a->group_out > 1) {
+        fprintf(stderr, "pfi evaluate: probe-k must be >= 1, draw-weight >= 0, tier-gpus, "
+                        "committee and group-out 0 or 1\n");
         return PFI_EXIT_USAGE;
     }
     if (a->probe_k > 0)
@@ -74,7 +156,7 @@ static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *nc
         eo->shape.committee = a->comm != 0;
     eo->shape_cv = a->probe_cv;
     if (a->cv_top < -1) {
-        fprintf(stderr, "pfi evaluate: --probe-cv-top must be >= 0\n");
+        fprintf(stderr, "pfi evaluate: probe-cv-top must be >= 0\n");
         return PFI_EXIT_USAGE;
     }
     if (a->cv_top >= 0)
@@ -336,28 +418,22 @@ int pfi_cmd_evaluate(int argc, char **argv)
          "probe depths as power shed (default: one probe 0.50, the shape setting's; two probes "
          "0.20,0.40); "
          "auto: each job probed at its equal share of each cut"},
-        {"probe-k", PFI_OPT_INT, &a.probe_k, "N",
-         "one probe: neighbours of the shape estimate (default: study/experiment.c's)"},
-        {"draw-weight", PFI_OPT_DOUBLE, &a.w_draw, "W",
-         "one probe: weight of the probe's draw/cap in the neighbour distance (default: ditto)"},
-        {"tier-gpus", PFI_OPT_INT, &a.tier, "0|1",
-         "one probe: 1 takes references of the same GPU model and single/multi-GPU kind first"},
-        {"committee", PFI_OPT_INT, &a.comm, "0|1",
-         "one probe: 1 averages the shape over 16 neighbour counts and draw weights "
-         "(--probe-k and --draw-weight then unused)"},
+        {"set", PFI_OPT_MULTI, &a.set, "KEY=VALUE",
+         "a setting of the one-probe shape estimate (the list above; repeatable)"},
+        PFI_OPT_ALIAS("probe-k", PFI_OPT_INT, &a.probe_k, "set probe-k=N"),
+        PFI_OPT_ALIAS("draw-weight", PFI_OPT_DOUBLE, &a.w_draw, "set draw-weight=W"),
+        PFI_OPT_ALIAS("tier-gpus", PFI_OPT_INT, &a.tier, "set tier-gpus=0|1"),
+        PFI_OPT_ALIAS("committee", PFI_OPT_INT, &a.comm, "set committee=0|1"),
         {"probe-cv", PFI_OPT_FLAG, &a.probe_cv, NULL,
          "one probe: choose the shape setting of each job group by cross-validation on the "
          "other groups (the honest figure; about 40 s on the public sweeps)"},
-        {"probe-cv-top", PFI_OPT_INT, &a.cv_top, "M",
-         "with --probe-cv: each group gets the committee of the M best single settings of the "
-         "depth and tiers whose M best score best (default 6); 0: the grid's one best setting"},
+        PFI_OPT_ALIAS("probe-cv-top", PFI_OPT_INT, &a.cv_top, "set probe-cv-top=M"),
         {"nested-cv", PFI_OPT_FLAG, &a.nested_cv, NULL,
          "one probe: the nested cross-validation (docs/allocation.md) and the never-seen-model "
-         "figure, over --cv-seeds seeds: the honest headline (minutes)"},
-        {"cv-seeds", PFI_OPT_INT, &a.cv_seeds, "N", "with --nested-cv: seeds 1..N (default 5)"},
+         "figure, over cv-seeds seeds (--set cv-seeds=N): the honest headline (minutes)"},
+        PFI_OPT_ALIAS("cv-seeds", PFI_OPT_INT, &a.cv_seeds, "set cv-seeds=N"),
         {"cost", PFI_OPT_FLAG, &a.cost, NULL, "PFI30 error of 1 probe, 2-6 levels vs GPU-time"},
-        {"group-out", PFI_OPT_FLAG, &a.group_out, NULL,
-         "one probe: the shape library leaves each job's whole group (same model) out"},
+        PFI_OPT_ALIAS("group-out", PFI_OPT_FLAG, &a.group_out, "set group-out=1"),
         {"step", PFI_OPT_DOUBLE, &a.step, "W", "cap grid (default 1 W)"},
         {"per-job", PFI_OPT_FLAG, &a.per_job, NULL,
          "JSON: each job's cap and true throughput under every policy at every cut"},
@@ -366,13 +442,10 @@ int pfi_cmd_evaluate(int argc, char **argv)
     };
     const pfi_cmd_spec spec = {
         "pfi evaluate [--db FILE | --public | --fleet paper|small] [--cuts LIST] "
-        "[--policies LIST] [--probes 0|1|2] [--json]",
-        "The allocation experiment: at each cut of the jobs' baseline draw, allocate caps with "
-        "each policy and score them on the true curves.  gap_recovered = (T_pfi - T_equal) / "
-        "(T_oracle - T_equal).  Runs without tokens/s count GPU-weighted relative throughput.",
-        opts, examples};
+        "[--policies LIST] [--probes 0|1|2] [--set KEY=VALUE]... [--json]",
+        ev_summary(), opts, examples};
     int rc = pfi_cli_args_none(&spec, argc, argv, "evaluate");
-    if (rc >= 0)
+    if (rc >= 0 || (rc = ev_apply_set(&a)) >= 0)
         return rc;
     pfi_expt_opts eo;
     double cuts[MAX_CUTS];

@@ -56,8 +56,8 @@ jq 'del(.jobs[2].curve) | del(.jobs[2].predicted_curve)' "$jobs" >"$dir/none.jso
 bad no-curve "has no curve" --jobs "$dir/none.json" --budget 70% --policy oracle
 jq 'del(.jobs[0].predicted_curve)' "$jobs" >"$dir/nopred.json"
 bad pfi-without-prediction "never reads true" --jobs "$dir/nopred.json" --budget 70% --policy pfi
-bad zero-budget "must be positive" --jobs "$jobs" --budget 0W --policy oracle
-bad negative-budget "power" --jobs "$jobs" --budget -5W --policy oracle
+bad zero-budget "watts must be more than 0" --jobs "$jobs" --budget 0W --policy oracle
+bad negative-budget "budget '-5W'" --jobs "$jobs" --budget -5W --policy oracle
 bad unknown-policy "unknown policy" --jobs "$jobs" --budget 70% --policy fastest
 bad no-file "no-such" --jobs "$dir/no-such.json" --budget 70% --policy oracle
 

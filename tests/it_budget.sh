@@ -70,6 +70,16 @@ api() { curl -s --max-time 10 --unix-socket "$T/n1.sock" -H "Authorization: Bear
 [ "$(api '{"budget": "-30%"}')" = 200 ] || fail "PUT budget -30%: $(cat "$T/api.json")"
 [ "$(ctl allocation | jq -r .budget_w)" = "$n70" ] || fail "PUT -30% is not 70%"
 
+# pfi serve --budget with a share says what it was of when it starts.
+"$PFI" serve --backend sim --sim h200x8-idle --budget cut=30% --listen "unix:$T/n2.sock" \
+  --port-file "$T/n2.port" --db "$T/n2.db" --journal "$T/n2.journal" >"$T/serve2.log" 2>&1 &
+S2=$!
+i=0
+until grep -q 'initial budget' "$T/serve2.log" || [ $i -gt 300 ]; do i=$((i + 1)); sleep 0.05; done
+kill $S2; wait $S2
+grep -qF "initial budget cut=30%: $n70 W, 70% of 5600 W (the sum of the GPUs' default limits)" \
+  "$T/serve2.log" || fail "serve --budget cut=30% does not name its reference: $(cat "$T/serve2.log")"
+
 # ---- the cluster, one shot over that node: same text, same reference, same watts ----
 cat >"$T/topo.json" <<'EOF'
 {"nodes": [{"name": "n1", "gpus": 8}], "jobs": []}

@@ -16,6 +16,7 @@
 #include "hw/backend_sim.h"
 #include "measure/journal.h"
 #include "serve/serve_int.h"
+#include "util/budget.h"
 
 static int write_port_file(const char *path, const char *where, pfi_err *err)
 {
@@ -129,6 +130,12 @@ static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
         return pfi_err_set(err, e.code ? e.code : PFI_EINVAL, "initial budget %s: %s", budget_s,
                            e.msg);
     json_decref(res);
+    pfi_budget bt;
+    char d[160];
+    if (pfi_budget_parse(budget_s, &bt, NULL) == PFI_OK && bt.is_share)
+        pfi_srv_event_add(n, "budget", "initial budget %s: %.0f W, %s", budget_s, w,
+                          pfi_budget_describe(&bt, n->nominal_w, PFI_SRV_BUDGET_REF, d,
+                                              sizeof d));
     return PFI_OK;
 }
 

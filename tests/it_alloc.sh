@@ -132,12 +132,12 @@ if [ -d "$data/perseus-sosp24" ]; then
   jq -e '(.prediction | test("mean over .* OTHER job groups|OTHER job groups.*mean over")) and
          ([.cuts[0].budget_w as $b | .cuts[0].policies[] | .power_w <= $b * (1 + 1e-12)] | all)' \
     "$dir/pc.json" >/dev/null || fail "evaluate --committee: $(cat "$dir/pc.json")"
-  for a in "--tier-gpus 2" "--committee 3" "--probe-k 0" "--draw-weight -2"; do
+  for a in "--set tier-gpus=2" "--set committee=3" "--set probe-k=0" "--set draw-weight=-2"; do
     # shellcheck disable=SC2086
     if "$PFI_BIN" evaluate --public --cuts 0.3 $a >"$dir/out" 2>"$dir/err"; then
       fail "evaluate $a accepted"
     fi
-    grep -q "probe-k\|draw-weight\|committee" "$dir/err" || fail "evaluate $a: $(cat "$dir/err")"
+    grep -q "probe-k\|draw-weight\|committee\|tier-gpus" "$dir/err" || fail "evaluate $a: $(cat "$dir/err")"
   done
   # a store as jobs: oracle on the measured curves, pfi on a model's predictions
   "$PFI_BIN" import all --db "$dir/p.db" >/dev/null 2>&1 || fail "import all"

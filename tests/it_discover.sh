@@ -33,7 +33,7 @@ chmod 600 "$dir/token"
 J0=$!
 "$PFI_BIN" sim job --job 1 --log-format pfi >"$dir/job1.log" 2>&1 &
 J1=$!
-"$PFI_BIN" simjob --job 2 --format megatron >"$dir/job2.log" 2>&1 &
+"$PFI_BIN" sim job --job 2 --log-format megatron >"$dir/job2.log" 2>&1 &
 J2=$!
 # The /proc the daemon reads: job 0 in Slurm job 4242's cgroup (cgroup v2 path), job 1 in its
 # own process group; each with its command line and its stdout.

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/policy.h"
 
@@ -15,7 +16,36 @@ struct pfi_alloc_points {
     double v[];
 };
 
-#define POINTS_BLOCK 65536 /* doubles: 512 KiB, about 1,500 jobs of two 11-point curves */
+#define POINTS_FIRST ((size_t)512 << 10) /* bytes: about 1,500 jobs of two 11-point curves */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define POINTS_MORE (2 * HUGE_PAGE)
+
+/* A block holding at least `need` points: the first of a set plain, the next ones on
+ * huge-page boundaries with the advice to back them with huge pages where the kernel can (a
+ * large file's points are written once, and on 4 KiB pages their first-touch faults cost more
+ * than reading them).  Freed with free(). */
+static pfi_alloc_points *points_block(const pfi_alloc_set *s, size_t need)
+{
+    size_t bytes = sizeof(pfi_alloc_points) + need * sizeof(double), sz;
+    pfi_alloc_points *b;
+    if (!s->pts) {
+        sz = bytes > POINTS_FIRST ? bytes : POINTS_FIRST;
+        b = malloc(sz);
+    } else {
+        sz = bytes > POINTS_MORE ? (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE : POINTS_MORE;
+        b = aligned_alloc(HUGE_PAGE, sz);
+#ifdef MADV_HUGEPAGE
+        if (b)
+            madvise(b, sz, MADV_HUGEPAGE);
+#endif
+    }
+    if (b) {
+        b->next = s->pts;
+        b->used = 0;
+        b->size = (sz - sizeof *b) / sizeof b->v[0];
+    }
+    return b;
+}
 
 int pfi_alloc_set_init(pfi_alloc_set *s, int n, int per_gpu)
 {
@@ -32,12 +62,25 @@ int pfi_alloc_set_init(pfi_alloc_set *s, int n, int per_gpu)
                                                                              : PFI_ENOMEM;
 }
 
-/* *p resized from `old` to `n` elements of `size` bytes, the new ones zero. */
+/* *p resized from `old` to `n` elements of `size` bytes, the new ones zero; from 4 MiB on,
+ * on huge pages as the points are. */
 static int resize(void **p, int old, int n, size_t size)
 {
-    char *q = realloc(*p, (size_t)n * size);
-    if (!q)
-        return PFI_ENOMEM;
+    size_t bytes = (size_t)n * size;
+    char *q;
+    if (bytes < POINTS_MORE) {
+        if (!(q = realloc(*p, bytes)))
+            return PFI_ENOMEM;
+    } else {
+        size_t sz = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        if (!(q = aligned_alloc(HUGE_PAGE, sz)))
+            return PFI_ENOMEM;
+#ifdef MADV_HUGEPAGE
+        madvise(q, sz, MADV_HUGEPAGE);
+#endif
+        memcpy(q, *p, (size_t)old * size);
+        free(*p);
+    }
     memset(q + (size_t)old * size, 0, (size_t)(n - old) * size);
     *p = q;
     return PFI_OK;
@@ -72,12 +115,8 @@ int pfi_alloc_set_keep_curve(pfi_alloc_set *s, pfi_alloc_job *job)
     }
     pfi_alloc_points *b = s->pts;
     if (!b || b->size - b->used < need) {
-        size_t size = need > POINTS_BLOCK ? need : POINTS_BLOCK;
-        if (!(b = malloc(sizeof *b + size * sizeof b->v[0])))
+        if (!(b = points_block(s, need)))
             return PFI_ENOMEM;
-        b->next = s->pts;
-        b->used = 0;
-        b->size = size;
         s->pts = b;
     }
     double *p = b->v + b->used;

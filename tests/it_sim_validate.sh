@@ -139,7 +139,7 @@ rc=$(sed -n 's/.*COMMAND_EXIT_CODE="\([0-9]*\)".*/\1/p' "$tmp/tty")
 python3 - "$tmp/tty" <<'PY' || { cat -v "$tmp/tty"; echo "FAIL: no progress line from pfi sim validate on a terminal"; exit 1; }
 import re, sys
 t = open(sys.argv[1], encoding="utf-8", errors="replace", newline="").read()
-m = re.findall(r"\r\x1b\[Kpfi sim validate: validating the simulator against the measured sweeps (\d)/(\d) \(\d+ s elapsed", t)
+m = re.findall(r"\r\x1b\[Kpfi sim validate: validating the simulator against the measured sweeps (\d)/(\d) \((?:\d+ h )?(?:\d+ min )?\d+ (?:s|min) elapsed", t)
 sys.exit(0 if m and m[-1] == ("4", "4") else 1)
 PY
 python3 - "$tmp/v.json" "$tmp/f.json" <<'PY' || exit 1

@@ -255,7 +255,7 @@ pty_progress() { # pty_progress PROG ARGS...: runs pfi ARGS on a terminal, stdou
   python3 - "$tmp/typescript" "$prog" <<'PY' || { cat -v "$tmp/typescript"; fail "no progress line from pfi $*"; }
 import re, sys
 t = open(sys.argv[1], encoding="utf-8", errors="replace", newline="").read()
-pat = "\r\x1b\\[K" + re.escape(sys.argv[2]) + r": characterizing the simulated fleet \(virtual time\) (\d+)/(\d+) \(\d+ s elapsed"
+pat = "\r\x1b\\[K" + re.escape(sys.argv[2]) + r": characterizing the simulated fleet \(virtual time\) (\d+)/(\d+) \((?:\d+ h )?(?:\d+ min )?\d+ (?:s|min) elapsed"
 m = re.findall(pat, t)
 sys.exit(0 if m and m[-1][0] == m[-1][1] else 1)
 PY

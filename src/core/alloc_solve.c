@@ -571,17 +571,20 @@ static int build_index(solver *S)
 }
 
 /* Job j's hull changed (already rebuilt): its old segments leave the index and its new ones
- * enter at their places, in one merge pass instead of a sort.  0: out of memory (the index is
- * dropped; the next solves select). */
+ * enter at their places.  The entries between two such changes move as blocks (their cost
+ * sums shifted by what was inserted and removed before them) into the spare index, which then
+ * becomes the index.  The prefix the last indexed relaxation took is carried over (the other
+ * jobs' vertices do not move; job j's is counted again), so the next budget still walks from
+ * it.  0: out of memory (the index is dropped; the next solves select). */
 static int patch_index(solver *S, int j)
 {
     const int *hk = S->hk + S->hoff[j];
     const double *hs = S->hs + S->hoff[j];
     long long n = S->ng[j];
-    int m = S->hm[j], old = 0;
-    for (int t = 0; t < S->nidx; t++)
+    int m = S->hm[j], old = 0, nidx = S->nidx;
+    for (int t = 0; t < nidx; t++)
         old += S->sj[t] == j;
-    int total = S->nidx - old + m;
+    int total = nidx - old + m;
     if (total > S->idx_cap || !S->cum2) { /* none yet when the index had no spare */
         free(S->cum2);
         free(S->sj2);
@@ -598,30 +601,64 @@ static int patch_index(solver *S, int j)
             return 0;
         }
     }
-    int t = 0, u = 0, o = 0;
+    int t = 0, u = 0, o = 0, rec = 0, mapped = 0, uj = 0;
+    long long delta = 0; /* cum2[o + 1] = cum[t + 1] + delta for an entry moved from t to o */
     S->cum2[0] = 0;
-    while (t < S->nidx || u < m) {
-        if (t < S->nidx && S->sj[t] == j) {
-            t++;
-            continue;
+    int next_old = 0; /* job j's next old entry */
+    while (next_old < nidx && S->sj[next_old] != j)
+        next_old++;
+    for (;;) {
+        /* the next change: job j's next old entry, or where its next new one goes (the first
+         * entry that does not come before it) */
+        int next_new = nidx;
+        if (u < m) {
+            int lo = t, hi = nidx;
+            while (lo < hi) {
+                int mid = lo + (hi - lo) / 2;
+                if (seg_order(S->ss[mid], S->sj[mid], S->si[mid], hs[u], j, u) < 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            next_new = lo;
         }
-        int take_new = u < m;
-        if (take_new && t < S->nidx)
-            take_new = seg_order(hs[u], j, u, S->ss[t], S->sj[t], S->si[t]) < 0;
-        if (take_new) {
-            S->cum2[o + 1] = S->cum2[o] + n * (hk[u + 1] - hk[u]);
+        int stop = next_new < next_old ? next_new : next_old;
+        if (!rec && S->tfull >= t && S->tfull < stop) {
+            mapped = o + (S->tfull - t);
+            uj = u;
+            rec = 1;
+        }
+        size_t len = (size_t)(stop - t);
+        memcpy(S->sj2 + o, S->sj + t, len * sizeof *S->sj);
+        memcpy(S->si2 + o, S->si + t, len * sizeof *S->si);
+        memcpy(S->ss2 + o, S->ss + t, len * sizeof *S->ss);
+        for (size_t q = 0; q < len; q++)
+            S->cum2[o + q + 1] = S->cum[t + q + 1] + delta;
+        o += (int)len;
+        t = stop;
+        if (!rec && t == S->tfull) {
+            mapped = o;
+            uj = u;
+            rec = 1;
+        }
+        if (t == nidx && u == m)
+            break;
+        if (u < m && next_new <= next_old) { /* job j's new segment u */
+            long long cost = n * (hk[u + 1] - hk[u]);
             S->sj2[o] = j;
             S->si2[o] = u;
             S->ss2[o] = hs[u];
+            S->cum2[o + 1] = S->cum2[o] + cost;
+            delta += cost;
+            o++;
             u++;
-        } else {
-            S->cum2[o + 1] = S->cum2[o] + (S->cum[t + 1] - S->cum[t]);
-            S->sj2[o] = S->sj[t];
-            S->si2[o] = S->si[t];
-            S->ss2[o] = S->ss[t];
+        } else { /* job j's old segment at t leaves */
+            delta -= S->cum[t + 1] - S->cum[t];
             t++;
+            next_old = t;
+            while (next_old < nidx && S->sj[next_old] != j)
+                next_old++;
         }
-        o++;
     }
     long long *c = S->cum;
     int *a = S->sj, *b = S->si, cap = S->idx_cap;
@@ -637,7 +674,12 @@ static int patch_index(solver *S, int j)
     S->idx_cap = S->nidx_cap;
     S->nidx_cap = cap;
     S->nidx = total;
-    S->pos_ok = 0;
+    if (S->pos_ok) { /* the same prefix: job j's part of it counted on its new hull */
+        S->tfull = mapped;
+        S->pos[j] = uj;
+        S->rk[j] = S->hk[S->hoff[j] + uj];
+        S->rv[j] = S->hv[S->hoff[j] + uj];
+    }
     return 1;
 }
 

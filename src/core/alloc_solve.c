@@ -873,7 +873,7 @@ struct pfi_alloc_ws {
     size_t used_h;         /* hull slots in use: job j holds hsz[j] from hoff[j]; a job whose new
                             * curve needs more moves to the end of the used ones */
     int *hsz;
-    void *block;           /* every per-job array of the solver, in one allocation */
+    void *block, *hblock;  /* every per-job array of the solver; the hulls' storage */
     double scale;          /* sum of the jobs' hmax (the tolerance's scale), when scale_ok */
     int scale_ok;
     long long *m0t;        /* each job's GPUs x its lowest grid index and their sum, */
@@ -891,10 +891,9 @@ static void ws_arrays_free(pfi_alloc_ws *w)
 {
     solver *S = &w->S;
     free(w->block);
+    free(w->hblock);
     free(w->m0t);
     w->m0t = NULL;
-    free(S->hk);
-    free(S->hv);
     free(S->cd);
     free(w->lo_w);
     free(w->top_w);
@@ -906,11 +905,10 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->si2);
     free(S->ss);
     free(S->ss2);
-    free(S->hs);
     pfi_alloc_result_free(&w->prep);
     memset(S, 0, sizeof *S);
     w->hsz = NULL;
-    w->block = NULL;
+    w->block = w->hblock = NULL;
     w->lo_w = w->top_w = NULL;
 }
 
@@ -978,12 +976,15 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
     res->budget_binds = res->budget_w - power < min_n * step - 1e-9;
 }
 
-/* Every per-job array of the solver carved from one block (a fresh solve touches it once). */
-static int job_arrays(pfi_alloc_ws *w, size_t nn)
+/* Every per-job array of the solver carved from one block, the hulls' storage (hh slots) from
+ * another: a fresh solve touches each once, and a few large allocations freed whole are what
+ * the C library hands back to the next solve of the same size without new page faults. */
+static int job_arrays(pfi_alloc_ws *w, size_t nn, size_t hh)
 {
     solver *S = &w->S;
     char *p = w->block = big_alloc(nn * (7 * sizeof(double) + 13 * sizeof(int) + 2));
-    if (!p)
+    char *h = w->hblock = big_alloc(hh * (2 * sizeof(double) + sizeof(int)));
+    if (!p || !h)
         return 0;
     double **d[] = {&S->kv, &S->best_kv, &S->gain, &S->hmax, &S->wt, &S->nv, &S->rv};
     for (size_t i = 0; i < sizeof d / sizeof *d; i++, p += nn * sizeof(double))
@@ -994,6 +995,9 @@ static int job_arrays(pfi_alloc_ws *w, size_t nn)
         *in[i] = (int *)p;
     S->kx = (unsigned char *)p;
     S->best_kx = S->kx + nn;
+    S->hv = (double *)h;
+    S->hs = S->hv + hh;
+    S->hk = (int *)(S->hs + hh);
     return 1;
 }
 
@@ -1012,7 +1016,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         ws_arrays_free(w);
         w->cap_n = 0;
         w->cap_h = 0;
-        if (!job_arrays(w, nn)) {
+        if (hcap > 0x7fffffff || !job_arrays(w, nn, hh)) {
             ws_arrays_free(w);
             return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
         }
@@ -1029,13 +1033,6 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     if (rc)
         return rc;
     if (fresh) {
-        S->hk = big_alloc(hh * sizeof *S->hk);
-        S->hv = big_alloc(hh * sizeof *S->hv);
-        S->hs = big_alloc(hh * sizeof *S->hs);
-        if (!S->hk || !S->hv || !S->hs || hcap > 0x7fffffff) {
-            ws_arrays_free(w);
-            return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
-        }
         w->cap_n = n;
         w->cap_h = hcap;
     }

@@ -73,6 +73,11 @@ double pfi_clock_wall(void)
     return s == 1 ? t : g_origin + (t - g_origin) * s;
 }
 
+double pfi_clock_cpu(void)
+{
+    return seconds_of(CLOCK_THREAD_CPUTIME_ID);
+}
+
 void pfi_clock_sleep(double seconds)
 {
     seconds /= pfi_clock_scale();

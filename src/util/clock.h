@@ -21,6 +21,10 @@ double pfi_clock_mono(void);
 /* Seconds since the Unix epoch (wall clock). */
 double pfi_clock_wall(void);
 
+/* CPU seconds the calling thread has used (never scaled): what a benchmark on a shared machine
+ * should time, since other processes' load does not count in it. */
+double pfi_clock_cpu(void);
+
 /* Sleeps for about `seconds` of this clock (seconds / scale of real time; nothing when not > 0).
  * A signal cuts the sleep short on purpose, so loops that sleep notice a stop request; callers
  * check why they woke. */

@@ -66,7 +66,6 @@ unset PFI_JOURNAL PFI_SIM_STATE
 echo "$SITE" >"$dir/site.allowed"
 # ---- n0: the daemon alone ----
 export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
-AUTH="Authorization: Bearer $TOK"
 
 # NVML faults injected into n0 mid-run (fake NVML only; src/fakenvml/faults.c), timed from each
 # start of the daemon and transient, so that the originals can come back at the end: one GPU's
@@ -83,21 +82,12 @@ SITE_KILL_EVERY=${CHAOS_SITE_KILL_EVERY:-0}
 SECONDS_MAX=${CHAOS_SECONDS:-0}   # make soak: stop after this long (0: after ROUNDS)
 T0=$(date +%s)
 T_END=$((T0 + SECONDS_MAX))
-start_serve() {
-    rm -f "$dir/port"
-    # shellcheck disable=SC2086
-    PFI_FAKENVML_FAULTS="$FAULTS" "$PFI_BIN" serve $HW --listen 127.0.0.1:0 --port-file "$dir/port" \
-        --token-file "$dir/token" --db "$dir/serve.db" --sample-interval 10ms \
-        --set reoptimize_interval=10ms --set min_change_interval=0s --set hysteresis=0W \
-        --set on_stop=restore >>"$dir/serve.log" 2>&1 &
-    SERVE=$!
-    i=0
-    while [ ! -s "$dir/port" ]; do
-        kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-        i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
-        sleep 0.05
-    done
-    ADDR=$(cat "$dir/port")
+SERVE_OPTS="--sample-interval 10ms --set reoptimize_interval=10ms --set min_change_interval=0s --set hysteresis=0W --set on_stop=restore"
+. "$here/support/serve_env.sh"
+start_n0() { # with the faults injected
+    export PFI_FAKENVML_FAULTS="$FAULTS"
+    start_serve 127.0.0.1:0
+    unset PFI_FAKENVML_FAULTS
 }
 limits0() {
     # shellcheck disable=SC2086
@@ -105,7 +95,7 @@ limits0() {
 }
 # Read before the daemon starts: its injected out-of-band cap shows in the shared state.
 ORIG=$(limits0)
-start_serve
+start_n0
 # Budgets are kept in whole milliwatts here (shell arithmetic); watts W: "4123.456".
 watts() { w_=$(($1 / 1000)).$(printf %03d $(($1 % 1000))); }
 set_allowed() { # mW: allowed from now on
@@ -131,8 +121,8 @@ field() {
 to_mw() { # watts (a decimal) -> $m_, rounded up to a milliwatt
     m_=$(awk -v w="$1" 'BEGIN { m = w * 1000; r = int(m); if (r < m) r++; print r }')
 }
-same_budget() { # $1 the budget as read back, $2 mW asked: the same number of watts
-    to_mw "$1"; [ "$m_" = "$2" ]
+same_budget() { # $1 the budget as read back, $2 mW asked: the same number of milliwatts
+    [ "$(awk -v w="$1" 'BEGIN { printf "%.0f", w * 1000 }')" = "$2" ]
 }
 
 for j in '{"id":"a","gpus":[0,1,2,3],"sla":0.1}' '{"id":"b","gpus":[4,5],"pfi30":0.25}' \
@@ -180,8 +170,8 @@ while read -r kind v; do
         # SIGKILL, then a new daemon over the same database and journal: it must come back
         # holding the budget or the caps in force, in the same mode (the sampler keeps
         # checking the budget in force throughout).
-        kill -9 "$SERVE"; wait "$SERVE" 2>/dev/null
-        start_serve
+        stop_serve KILL
+        start_n0
         n_restart=$((n_restart + 1))
         code GET /v1/budget >/dev/null
         field mode

@@ -51,11 +51,11 @@ changes=$(get "$chaos_line" '.*it_chaos: \([0-9]*\) changes answered.*')
 undone=$(get "$chaos_line" '.*, \([0-9]*\) undone.*')
 restarts=$(get "$chaos_line" '.*, \([0-9]*\) kill -9 + restart.*')
 instants=$(get "$chaos_line" '.*sampler: \([0-9]*\) instants.*')
-over=$(get "$chaos_line" '.*, \([0-9]*\) over the budget in force (largest excess \([-0-9.]*\) W).*')
+over=$(echo "$chaos_line" | sed -n 's/.*, \([0-9]*\) over the budget in force (largest excess \([-0-9.]*\) W).*/\1 \2/p')
 faulted=$(get "$chaos_line" '.*(\([0-9]*\) not met under injected faults.*')
 site_kills=$(get "$site_line" '.*site: \([0-9]*\) kill -9.*')
 site=$(get "$site_line" '.*; \([0-9]*\) site instants.*')
-site_over=$(get "$site_line" '.*W, \([0-9]*\) over (largest excess \([-0-9.]*\) W).*')
+site_over=$(echo "$site_line" | sed -n 's/.*W, \([0-9]*\) over (largest excess \([-0-9.]*\) W).*/\1 \2/p')
 slow=$(get "$site_line" '.*n1 under \(.*\); [0-9]* watchdog trips.*')
 trips=$(get "$site_line" '.*; \([0-9]*\) watchdog trips.*')
 
@@ -64,7 +64,8 @@ cat <<EOF
 # Soak figures
 
 \`make soak\` (tests/soak.sh; \`make soak SOAK_SECONDS=N\` for another length) runs the chaos
-test at scale, then every fuzz target, and writes this page.  Last run: $(date -u +%Y-%m-%dT%H:%MZ),
+test at scale, then every fuzz target, and writes this page.  Last run: \`${SOAK_COMMAND:-make soak}\`,
+$(date -u +%Y-%m-%dT%H:%MZ),
 ${total} s asked, $((t2 - t0)) s taken, on $(nproc) cores shared with other work ($(uname -m));
 load average (1, 5, 15 min) $load0 at the start, $load1 after the chaos part, $load2 at the end.
 
@@ -88,7 +89,7 @@ EOF
 } >"$out"
 cat "$out"
 rc=0
-[ $chaos_rc = 0 ] || { echo "soak: the chaos part failed:"; tail -n 40 "$log.chaos"; rc=1; }
+[ $chaos_rc = 0 ] || { echo "soak: the chaos part failed:"; grep "^it_chaos:" "$log.chaos"; tail -n 20 "$log.chaos"; rc=1; }
 [ $fuzz_rc = 0 ] || { echo "soak: the fuzz part failed:"; tail -n 30 "$log.fuzz"; rc=1; }
 rm -f "$log" "$log.chaos" "$log.fuzz"
 exit $rc

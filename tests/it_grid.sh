@@ -30,35 +30,9 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
-unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
-if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
-    HW="--backend nvml --nvml-lib $PFI_FAKENVML"
-else
-    note "fake NVML not built ($PFI_FAKENVML): running on the sim backend over the same state"
-    HW="--backend sim"
-fi
-head -c 32 /dev/urandom | base64 > "$dir/token"
-chmod 600 "$dir/token"
-
-start_serve() {
-    rm -f "$dir/port"
-    # shellcheck disable=SC2086
-    "$PFI_BIN" serve $HW --listen 127.0.0.1:0 --port-file "$dir/port" --token-file "$dir/token" \
-        --db "$dir/serve.db" --sample-interval 100ms "$@" >>"$dir/serve.log" 2>&1 &
-    SERVE=$!
-    i=0
-    while [ ! -s "$dir/port" ]; do
-        kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-        i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
-        sleep 0.05
-    done
-    ADDR=$(cat "$dir/port")
-}
-stop_serve() {
-    kill -TERM "$SERVE"
-    wait "$SERVE" 2>/dev/null
-    SERVE=""
-}
+name=it_grid
+SERVE_OPTS="--sample-interval 100ms"
+. "$(dirname "$0")/support/serve_env.sh"
 limits() {
     # shellcheck disable=SC2086
     "$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"limit_w"/ { sub(/,$/, "", $2); printf "%s ", $2 }'
@@ -67,7 +41,6 @@ sum_limits() { limits | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf 
 set_allowed() { echo "$1" > "$dir/allowed.tmp" && mv "$dir/allowed.tmp" "$dir/allowed"; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 0.5) }'; }
 now() { date +%s.%N | cut -c1-14; }
-AUTH="Authorization: Bearer $(cat "$dir/token")"
 code() { curl -s -o "$dir/body" -w '%{http_code}' "$@"; }
 post() { code -X POST -H "$AUTH" -d "$1" "http://$ADDR/v1/grid/events"; }
 field() { # $1: key; first number or string value of it in $dir/body
@@ -78,7 +51,7 @@ sleep_until() { # $1: Unix time
     while awk -v a="$(now)" -v b="$1" 'BEGIN { exit !(a < b) }'; do sleep 0.05; done
 }
 
-start_serve
+start_serve 127.0.0.1:0
 note "listening on $ADDR"
 NOMINAL=5600
 MAX=$(curl -sf "http://$ADDR/v1/gpus" | tr ',' '\n' | awk -F: '/"max_limit_w"/ { s += $2 } END { print s }')
@@ -163,8 +136,8 @@ note "report: $(grep -m1 'Largest excess' "$dir/rep/report.md")"
 ev report nope --json >/dev/null 2>&1 && fail "a report of an unknown event"
 
 # ---- events survive a restart ----
-stop_serve
-start_serve
+stop_serve TERM
+start_serve 127.0.0.1:0
 [ "$(n_events)" = 1 ] || fail "the event did not survive a restart: $(curl -s "http://$ADDR/v1/grid/events")"
 code "http://$ADDR/v1/grid/events/cut1" >/dev/null
 [ "$(field phase)" = done ] || fail "phase after the event: $(cat "$dir/body")"
@@ -210,5 +183,5 @@ ev add --start now+2h --end now+1h --limit 4kW >"$dir/cli.out" 2>&1
 ev rm cli1 >/dev/null || fail "event rm"
 ev rm cli1 >/dev/null 2>&1 && fail "event rm of a deleted event"
 note "MAX $MAX W; events: $(n_events)"
-stop_serve
+stop_serve TERM
 echo "it_grid: ok"

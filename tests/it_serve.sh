@@ -32,16 +32,9 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
-unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
-if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
-    HW="--backend nvml --nvml-lib $PFI_FAKENVML"
-else
-    # Same daemon code path, one layer less: say so rather than pretend.
-    note "fake NVML not built ($PFI_FAKENVML): running on the sim backend over the same state"
-    HW="--backend sim"
-fi
-head -c 32 /dev/urandom | base64 > "$dir/token"
-chmod 600 "$dir/token"
+name=it_serve
+SERVE_OPTS="--sample-interval 100ms"
+. "$(dirname "$0")/support/serve_env.sh"
 
 # A bad listen address is refused before any GPU is touched: no store, no journal.
 "$PFI_BIN" serve $HW --listen 127.0.0.1:99999 --db "$dir/bad.db" --journal "$dir/bad.journal" \
@@ -50,29 +43,6 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "bad port" "$dir/bad.out" || fail "bad --listen port: exit $rc, $(cat "$dir/bad.out")"
 [ ! -e "$dir/bad.db" ] && [ ! -e "$dir/bad.journal" ] || fail "bad --listen port left a store or a journal"
 
-start_serve() { # $1: listen address, then more options
-    rm -f "$dir/port"
-    addr=$1
-    shift
-    # shellcheck disable=SC2086
-    "$PFI_BIN" serve $HW --listen "$addr" --port-file "$dir/port" --token-file "$dir/token" \
-        --db "$dir/serve.db" --sample-interval 100ms "$@" >>"$dir/serve.log" 2>&1 &
-    SERVE=$!
-    i=0
-    while [ ! -s "$dir/port" ]; do
-        kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-        i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
-        sleep 0.05
-    done
-    ADDR=$(cat "$dir/port")
-}
-stop_serve() { # $1: signal
-    kill "-$1" "$SERVE"
-    wait "$SERVE" 2>/dev/null
-    st=$?
-    SERVE=""
-    return $st
-}
 ctl() {
     case "$ADDR" in
     unix:*) "$PFI_BIN" ctl --socket "${ADDR#unix:}" --token-file "$dir/token" "$@" ;;
@@ -143,7 +113,6 @@ awk -v r="$rel" 'BEGIN { exit !(r >= 0.8995) }' || fail "job a predicted at $rel
 # (SRV_CHANGE_BURST), so no request is throttled however fast this machine sends them.
 awk 'BEGIN { srand(8); for (i = 0; i < 20; i++) printf "%.2f %.2f %.1f\n", 0.05 + rand(), 0.05 + rand(), 0.5 + 3 * rand() }' >"$dir/rand"
 # (curl rather than pfi ctl here: 80 requests, and a sanitized pfi is slow to start)
-AUTH="Authorization: Bearer $(cat "$dir/token")"
 req() { curl -sf -o /dev/null -H "$AUTH" -X "$1" ${3:+-d "$3"} "http://$ADDR$2"; }
 while read -r pb pc w; do
     req DELETE /v1/jobs/b && req POST /v1/jobs "{\"id\":\"b\",\"gpus\":[4,5],\"pfi30\":$pb,\"weight\":$w}" &&

@@ -9,14 +9,14 @@
 #      (default 1100, the daemon's default connection limit 1024) on another while the
 #      controller's heartbeats must keep its watchdog quiet.  One independent sampler checks
 #      the node and the site throughout.
-#   2. every libFuzzer target (tests/fuzz/run.sh) for SOAK_FUZZ_SECONDS each (default 10).
+#   2. every libFuzzer target (tests/fuzz/run.sh) for SOAK_FUZZ_SECONDS each (default 8).
 # Prints the figures and writes them to SOAK_OUT (default docs/soak.md).
 # Needs PFI_BIN, PFI_FAKENVML and FUZZ_BIN (the Makefile's soak target sets them).
 set -u
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "soak: PFI_BIN is not set"; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 total=${SOAK_SECONDS:-600}
-fuzz_each=${SOAK_FUZZ_SECONDS:-10}
+fuzz_each=${SOAK_FUZZ_SECONDS:-8}
 out=${SOAK_OUT:-$here/../docs/soak.md}
 n_fuzz=$(ls "${FUZZ_BIN:-/nonexistent}" 2>/dev/null | grep -c '^fuzz_[a-z]*$')
 chaos_s=$((total - n_fuzz * (fuzz_each + 2)))
@@ -27,7 +27,7 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "soak: chaos for ${chaos_s} s"
 CHAOS_SECONDS=$chaos_s CHAOS_ROUNDS=1000000 CHAOS_KILL_EVERY=${CHAOS_KILL_EVERY:-100} \
-    CHAOS_SITE_KILL_EVERY=${CHAOS_SITE_KILL_EVERY:-20} \
+    CHAOS_SITE_KILL_EVERY=${CHAOS_SITE_KILL_EVERY:-30} \
     CHAOS_SLOW_CONNS=${SOAK_SLOW_CONNS:-1100} CHAOS_SLOW_MAXCONN=${SOAK_SLOW_MAXCONN:-1024} \
     sh "$here/it_chaos.sh" >"$log.chaos" 2>&1
 chaos_rc=$?

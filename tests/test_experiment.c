@@ -524,6 +524,75 @@ static void test_sla_error(void **state)
     assert_true(isnan(pfi_expt_sla_error(&t, &f, 0.10)));
 }
 
+/* Power of jobs without an SLA (marg NAN) in an allocation. */
+static double others_power(const pfi_alloc_job *q, int n, const double *marg, const double *cap)
+{
+    double w = 0;
+    for (int j = 0; j < n; j++)
+        if (isnan(marg[j]))
+            w += q[j].n_gpus * cap[j];
+    return w;
+}
+
+/* pfi_expt_sla_plan on hand-made curves: job 0 (SLA 10%, margin 5 points) loses 1 point per
+ * 10 W below 700 W, so its plain floor is 600 W and its conservative one 650 W; jobs 1 and 2
+ * (no SLA) gain 1.4 units per watt against its 1, so the allocation gives them all the SLA job
+ * does not need.  At 1900 W an equal cut gives every job 633.3 W, worth 2746.7; the whole margin
+ * would hold job 0 at 650 W and give jobs 1 and 2 only 1250 W, worth 2740 (less than the equal
+ * cut, and below its 1266.7 W for them), so the plan keeps the share of the margin (about 0.7,
+ * job 0 at ~636 W on the 1 W grid) at which it is worth the equal cut's value, and jobs 1 and 2
+ * get no less power than under the equal cut.  With room to spare the whole
+ * margin is kept; when even the plain SLA does not fit, the SLA is left plain for the
+ * allocator's relax mode. */
+static void test_sla_plan(void **state)
+{
+    double cap[2] = {200, 700}, t0[2] = {500, 1000}, t1[2] = {300, 1000};
+    pfi_alloc_job q[3];
+    for (int j = 0; j < 3; j++)
+        q[j] = (pfi_alloc_job){.id = j == 0 ? "sla" : j == 1 ? "a" : "b", .n_gpus = 1,
+                               .min_cap_w = 200, .max_cap_w = 700, .cap_w = cap,
+                               .tput = j == 0 ? t0 : t1, .n_points = 2, .p0_w = 700,
+                               .t0 = NAN, .sla = NAN};
+    double marg[3] = {0.05, NAN, NAN};
+    pfi_alloc_opts ao;
+    pfi_alloc_opts_default(&ao);
+    ao.on_infeasible = PFI_INFEASIBLE_RELAX;
+    pfi_err e = {0};
+
+    /* the equal cut with the plain SLA: what jobs 1 and 2 must not fall below */
+    for (int j = 0; j < 3; j++)
+        q[j].sla = isnan(marg[j]) ? NAN : 0.10;
+    pfi_alloc_result eq, r;
+    assert_int_equal(pfi_alloc_policy(PFI_POLICY_EQUAL, q, 3, NULL, 1900, &ao, &eq, &e), PFI_OK);
+    double eq_others = others_power(q, 3, marg, eq.cap_w);
+    assert_true(eq_others > 1260 && eq_others < 1270);
+    pfi_alloc_result_free(&eq);
+
+    /* the whole margin starves them below the equal cut */
+    q[0].sla = 0.10 - marg[0];
+    assert_int_equal(pfi_alloc_solve(q, 3, 1900, &ao, &r, &e), PFI_OK);
+    assert_true(others_power(q, 3, marg, r.cap_w) < eq_others - 10);
+    pfi_alloc_result_free(&r);
+
+    /* the plan keeps the share of the margin that leaves them the equal cut's power */
+    double t = pfi_expt_sla_plan(q, 3, 0.10, marg, 1900, &ao, &e);
+    print_message("share of the margin kept at 1900 W: %.3f\n", t);
+    assert_true(t > 0.6 && t < 0.8);
+    assert_true(fabs(q[0].sla - (0.10 - t * 0.05)) < 1e-12);
+    assert_true(isnan(q[1].sla) && isnan(q[2].sla));
+    assert_int_equal(pfi_alloc_solve(q, 3, 1900, &ao, &r, &e), PFI_OK);
+    assert_true(others_power(q, 3, marg, r.cap_w) >= eq_others - 2);
+    assert_true(r.cap_w[0] >= 600 && r.power_w <= 1900);
+    pfi_alloc_result_free(&r);
+
+    /* room to spare: the whole margin */
+    assert_true(pfi_expt_sla_plan(q, 3, 0.10, marg, 2050, &ao, &e) == 1.0);
+    assert_true(fabs(q[0].sla - 0.05) < 1e-12);
+    /* even the plain SLA does not fit (600 W + two minimums of 200 W > 900 W): plain */
+    assert_true(pfi_expt_sla_plan(q, 3, 0.10, marg, 900, &ao, &e) == 0.0);
+    assert_true(fabs(q[0].sla - 0.10) < 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_shape_cross_validated),
         cmocka_unit_test(test_nested_cv),
         cmocka_unit_test(test_sla_error),
+        cmocka_unit_test(test_sla_plan),
         cmocka_unit_test(test_model_out_of_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

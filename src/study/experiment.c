@@ -380,13 +380,12 @@ double pfi_expt_sla_error(const pfi_alloc_job *t, const pfi_alloc_job *q, double
     return NAN;
 }
 
-/* Sets the SLAs of one round; returns the mean margin kept over the SLA jobs.  Without a fixed
- * margin, each SLA job is planned on a conservative reading of its curve: its SLA is held, on
- * the curve pfi sees, to the SLA less the PFI_EXPT_SLA_QUANTILE quantile of the other jobs'
- * optimism at their own SLA floors (pfi_expt_sla_error): no margin learned from the job it
- * protects. */
-static double set_slas(const pfi_expt_opts *o, pfi_alloc_job *tj, pfi_alloc_job *pj, int n,
-                       int *nsla)
+/* Each SLA job's margin (marg[j]; NAN for the other jobs): the PFI_EXPT_SLA_QUANTILE quantile
+ * of the OTHER jobs' optimism at their own SLA floors (pfi_expt_sla_error): no margin is learned
+ * from the job it protects; a fixed o->sla_margin is every SLA job's.  Sets the true SLAs;
+ * returns the mean margin over the SLA jobs. */
+static double sla_margins(const pfi_expt_opts *o, pfi_alloc_job *tj, const pfi_alloc_job *pj,
+                          int n, double *marg, int *nsla)
 {
     double kept = 0;
     double *e = malloc(sizeof *e * (size_t)(n ? n : 1)), *v = malloc(sizeof *v * (size_t)(n ? n : 1));
@@ -394,6 +393,7 @@ static double set_slas(const pfi_expt_opts *o, pfi_alloc_job *tj, pfi_alloc_job 
         e[j] = pfi_expt_sla_error(&tj[j], &pj[j], o->sla);
     *nsla = 0;
     for (int j = 0; j < n; j++) {
+        marg[j] = NAN;
         if (j % o->sla_every != 0)
             continue;
         double margin = o->sla_margin;
@@ -405,13 +405,71 @@ static double set_slas(const pfi_expt_opts *o, pfi_alloc_job *tj, pfi_alloc_job 
             qsort(v, (size_t)m, sizeof *v, pfi_cmp_double);
             margin = m > 0 ? fmax(0, pfi_quantile_sorted(v, m, PFI_EXPT_SLA_QUANTILE)) : 0;
         }
+        marg[j] = margin;
         tj[j].sla = o->sla;
-        pj[j].sla = fmax(0, o->sla - margin);
         kept += margin;
         (*nsla)++;
     }
     free(e), free(v);
     return *nsla ? kept / *nsla : 0;
+}
+
+/* pfi's value on q (its own curves) with each SLA at sla - t * marg[j]: -INFINITY when those
+ * SLAs do not fit the budget, NAN on another error. */
+static double plan_value(pfi_alloc_job *q, int n, double sla, const double *marg, double t,
+                         double budget_w, const pfi_alloc_opts *o, pfi_err *err)
+{
+    for (int j = 0; j < n; j++)
+        q[j].sla = isnan(marg[j]) ? NAN : fmax(0, sla - t * marg[j]);
+    pfi_alloc_result r;
+    int rc = pfi_alloc_policy(PFI_POLICY_PFI, q, n, NULL, budget_w, o, &r, err);
+    if (rc == PFI_EINFEASIBLE) {
+        pfi_err_clear(err);
+        return -INFINITY;
+    }
+    if (rc)
+        return NAN;
+    double v = r.value;
+    pfi_alloc_result_free(&r);
+    return v;
+}
+
+double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg,
+                         double budget_w, const pfi_alloc_opts *ao, pfi_err *err)
+{
+    /* an equal cut with the plain SLAs, on q: what pfi's plan must not fall below */
+    for (int j = 0; j < n; j++)
+        q[j].sla = isnan(marg[j]) ? NAN : sla;
+    pfi_alloc_opts o = *ao;
+    o.on_infeasible = PFI_INFEASIBLE_FAIL;
+    pfi_alloc_result eq;
+    int rc = pfi_alloc_policy(PFI_POLICY_EQUAL, q, n, NULL, budget_w, &o, &eq, err);
+    if (rc == PFI_EINFEASIBLE) { /* the plain SLAs do not fit: relaxed as for any policy */
+        pfi_err_clear(err);
+        return 0;
+    }
+    if (rc)
+        return NAN;
+    double veq = eq.value, lo = 0, hi = 1;
+    pfi_alloc_result_free(&eq);
+    double v = plan_value(q, n, sla, marg, 1, budget_w, &o, err);
+    if (isnan(v))
+        return NAN;
+    if (v >= veq)
+        lo = 1;
+    else /* the value falls as the margins grow: the largest share that keeps up with equal */
+        for (int it = 0; it < PFI_EXPT_SLA_PLAN_STEPS; it++) {
+            double mid = 0.5 * (lo + hi);
+            if (isnan(v = plan_value(q, n, sla, marg, mid, budget_w, &o, err)))
+                return NAN;
+            if (v >= veq)
+                lo = mid;
+            else
+                hi = mid;
+        }
+    for (int j = 0; j < n; j++)
+        q[j].sla = isnan(marg[j]) ? NAN : fmax(0, sla - lo * marg[j]);
+    return lo;
 }
 
 /* Breaches of one cut's cells, on the true curves. */
@@ -543,12 +601,28 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
     int n = p->n, rc = pfi_expt_predict(p, o, cuts[0], jb, err);
     if (rc)
         return rc;
-    if (o->sla > 0)
-        r->sla_margin = set_slas(o, jb->truth, jb->pred, n, &r->n_sla_jobs);
     size_t cell0 = (size_t)c0 * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
     memset(caps, 0, sizeof *caps * w * (size_t)nc); /* a cell not run keeps no caps */
-    rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts, nc, policies, npolicies, &o->alloc,
-                              r->cells + cell0, caps, err);
+    if (o->sla > 0) {
+        /* pfi's SLAs are planned per cut (pfi_expt_sla_plan), so each cut is its own run */
+        double *marg = malloc(sizeof *marg * (size_t)(n ? n : 1));
+        if (!marg)
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        r->sla_margin = sla_margins(o, jb->truth, jb->pred, n, marg, &r->n_sla_jobs);
+        for (int c = 0; !rc && c < nc; c++) {
+            double budget = pfi_alloc_budget_from_cut(jb->truth, n, cuts[c]);
+            if (isnan(pfi_expt_sla_plan(jb->pred, n, o->sla, marg, budget, &o->alloc, err)))
+                rc = err && err->code ? err->code : PFI_ENOMEM;
+            else
+                rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts + c, 1, policies,
+                                          npolicies, &o->alloc,
+                                          r->cells + cell0 + (size_t)c * PFI_POLICY_COUNT,
+                                          caps + (size_t)c * w, err);
+        }
+        free(marg);
+    } else
+        rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts, nc, policies, npolicies,
+                                  &o->alloc, r->cells + cell0, caps, err);
     for (int c = 0; !rc && c < nc; c++) {
         const double *cc = caps + (size_t)c * w;
         size_t row = cell0 + (size_t)c * PFI_POLICY_COUNT;
@@ -569,7 +643,7 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
         }
     }
     for (int k = 0; k < n; k++)
-        jb->truth[k].sla = NAN; /* none: the next round sets them anew */
+        jb->truth[k].sla = jb->pred[k].sla = NAN; /* none: the next round sets them anew */
     return rc;
 }
 

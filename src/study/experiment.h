@@ -44,8 +44,11 @@
 #define PFI_EXPT_FOLDS 5
 /* The quantile of the other jobs' SLA-floor errors (pfi_expt_sla_error) an SLA job is planned
  * against: 1, the most optimistic curve seen on any other job (docs/allocation.md: 0.95 was
- * tried first and left breaches). */
+ * tried first and left breaches; margins from a job's 20 nearest other jobs left breaches on
+ * the development seeds). */
 #define PFI_EXPT_SLA_QUANTILE 1.0
+/* Bisection steps of pfi_expt_sla_plan's share of the margins (2^-20). */
+#define PFI_EXPT_SLA_PLAN_STEPS 20
 #define PFI_EXPT_ID_MAX (PFI_NAME_MAX + 16)
 
 /* One setting of the one-probe shape estimate (probes 1 with probe_shape): what the
@@ -111,9 +114,10 @@ typedef struct pfi_expt_opts {
     pfi_alloc_opts alloc;  /* the allocator's (cap grid, on_infeasible) */
     int want_caps;         /* fill pfi_expt_result.caps and .seen */
     /* SLA experiment (sla > 0): job j has SLA `sla` when j % sla_every == 0; pfi's curves are
-     * held to sla - margin, margin = sla_margin, or, when sla_margin is NAN, the
-     * PFI_EXPT_SLA_QUANTILE quantile over the OTHER jobs of how optimistic pfi's curve was at
-     * the cap where it reaches the SLA (true slowdown there less pfi's). */
+     * held to sla - margin (at a tight cut, a share of it: pfi_expt_sla_plan), margin =
+     * sla_margin, or, when sla_margin is NAN, the PFI_EXPT_SLA_QUANTILE quantile over the
+     * OTHER jobs of how optimistic pfi's curve was at the cap where it reaches the SLA (true
+     * slowdown there less pfi's). */
     double sla;
     int sla_every;
     double sla_margin;
@@ -125,6 +129,17 @@ typedef struct pfi_expt_opts {
  * floor, the true slowdown there less q's (positive: q promised more than the job gives).
  * NAN when q never reaches the SLA in the measured range, or the curves cannot be compared. */
 double pfi_expt_sla_error(const pfi_alloc_job *t, const pfi_alloc_job *q, double sla);
+
+/* pfi's SLAs at one budget: q[j].sla for each SLA job j (marg[j] its margin; NAN: not an SLA
+ * job, whose SLA is set to none) becomes sla - t * marg[j], t the largest in [0, 1] (to
+ * 2^-PFI_EXPT_SLA_PLAN_STEPS) at which pfi's allocation on q is worth at least, on q, an equal
+ * cut with the plain SLAs: t = 1, the whole margin, when it already is.  So pfi never plans an
+ * allocation that its own curves say is worse than the equal cut's, and when the whole margin
+ * does not fit the budget it keeps the share that does instead of relaxing every SLA.  When
+ * even the plain SLAs do not fit an equal cut, they are set plain (t = 0) for the allocator's
+ * on-infeasible mode.  Returns t; NAN on error. */
+double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg,
+                         double budget_w, const pfi_alloc_opts *ao, pfi_err *err);
 
 /* `probes` at core/probe.h's depth (two probes: 0.20, 0.40), the predictor's default seed, the
  * allocator's defaults, no SLA (when one is set: every third job, margin measured). */

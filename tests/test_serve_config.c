@@ -42,11 +42,50 @@ static void test_unlisted_key_is_refused(void **state)
     assert_non_null(strstr(e.msg, "pfi-serve.conf(5)"));
 }
 
+/* The OpenADR client's settings: good values kept, bad ones refused with the key named and
+ * nothing changed; incomplete settings fail the check the daemon makes at start. */
+static void test_openadr_settings(void **state)
+{
+    pfi_serve_config c;
+    pfi_err e = {0};
+    pfi_serve_config_defaults(&c);
+    assert_string_equal(c.openadr.resource, "node");
+    assert_true(c.openadr.simple_cut[2] == 0.20 && c.openadr.poll_s == 10);
+    assert_int_equal(pfi_serve_config_set(&c, "openadr_simple_cut_2", "25%", &e), PFI_OK);
+    assert_true(c.openadr.simple_cut[2] == 0.25);
+    assert_int_equal(pfi_serve_config_set(&c, "openadr_poll", "30s", &e), PFI_OK);
+    assert_true(c.openadr.poll_s == 30);
+    const char *bad[][2] = {{"openadr_simple_cut_2", "150%"}, {"openadr_simple_cut_2", "0%"},
+                            {"openadr_simple_cut_2", "300W"}, {"openadr_poll", "0s"},
+                            {"openadr_poll", "fast"}, {"openadr_ramp", "2d"},
+                            {"openadr_timeout", "20m"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pfi_serve_config before = c;
+        e = (pfi_err){0};
+        assert_int_not_equal(pfi_serve_config_set(&c, bad[i][0], bad[i][1], &e), PFI_OK);
+        if (!strstr(e.msg, bad[i][0]))
+            fail_msg("%s = %s: the message does not name it: %s", bad[i][0], bad[i][1], e.msg);
+        assert_memory_equal(&before, &c, sizeof c);
+    }
+    e = (pfi_err){0};
+    assert_int_equal(pfi_serve_config_set(&c, "openadr_programme", "x", &e), PFI_EINVAL);
+    /* A VTN without a program or a client: refused before anything starts. */
+    assert_int_equal(pfi_serve_config_set(&c, "openadr_vtn_url", "http://127.0.0.1:1", &e),
+                     PFI_OK);
+    assert_int_equal(pfi_ven_config_check(&c.openadr, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "program"));
+    assert_int_equal(pfi_serve_config_set(&c, "openadr_client_id", "n7", &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_set(&c, "openadr_secret_file", "/etc/pfi/s", &e), PFI_OK);
+    assert_int_equal(pfi_serve_config_set(&c, "openadr_program", "dr", &e), PFI_OK);
+    assert_int_equal(pfi_ven_config_check(&c.openadr, &e), PFI_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_listed_key_is_accepted),
         cmocka_unit_test(test_unlisted_key_is_refused),
+        cmocka_unit_test(test_openadr_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,14 +108,14 @@ static int print_topology(int as_json)
 
 /* The API and the heartbeat loop until SIGTERM or SIGINT. */
 /* Grid events in db; the OpenADR client when its config file is given. */
-static int grid_setup(pfi_cl *c, const char *db, const char *openadr, pfi_cl_ven **ven)
+static int grid_setup(pfi_cl *c, const char *db, const char *openadr, pfi_ven **ven)
 {
     pfi_err err = {0};
-    pfi_cl_ven_config vc;
-    pfi_cl_ven_config_defaults(&vc);
+    pfi_ven_config vc;
+    pfi_ven_config_defaults(&vc, "site");
     *ven = NULL;
     if (pfi_cl_grid_open(c, db ? db : pfi_store_default_path(), &err) != PFI_OK ||
-        (openadr && (pfi_cl_ven_config_load(&vc, openadr, &err) != PFI_OK ||
+        (openadr && (pfi_ven_config_load(&vc, openadr, &err) != PFI_OK ||
                      pfi_cl_ven_start(c, &vc, ven, &err) != PFI_OK)))
         return pfi_cli_fail("cluster", &err);
     pfi_cl_set_ven(c, *ven);
@@ -128,7 +128,7 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
     pfi_err err = {0};
     pfi_cl_server *srv;
     int port = 0;
-    pfi_cl_ven *ven;
+    pfi_ven *ven;
     int grc = grid_setup(c, grid[0], grid[1], &ven);
     if (grc != PFI_EXIT_OK)
         return grc;
@@ -143,7 +143,7 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
         if (!ok) {
             pfi_cl_server_stop(srv);
             pfi_cl_set_ven(c, NULL);
-            pfi_cl_ven_stop(ven);
+            pfi_ven_stop(ven);
             pfi_err_set(&err, PFI_EIO, "cannot write the port to %s", port_file);
             return pfi_cli_fail("cluster", &err);
         }
@@ -156,7 +156,7 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
     if (pfi_cl_start_loop(c, &err) != PFI_OK) {
         pfi_cl_server_stop(srv);
         pfi_cl_set_ven(c, NULL);
-        pfi_cl_ven_stop(ven);
+        pfi_ven_stop(ven);
         return pfi_cli_fail("cluster", &err);
     }
     fprintf(stderr, "pfi cluster: listening on port %d\n", port);
@@ -164,7 +164,7 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
         usleep(100000);
     pfi_cl_server_stop(srv);
     pfi_cl_set_ven(c, NULL);
-    pfi_cl_ven_stop(ven);
+    pfi_ven_stop(ven);
     return PFI_EXIT_OK;
 }
 

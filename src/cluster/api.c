@@ -156,7 +156,7 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
                                   const char *url, const char *method, const char *body)
 {
     if (!strcmp(url, "/v1/grid/openadr"))
-        return !strcmp(method, "GET") ? send_json(con, 200, pfi_cl_ven_json(s->c->ven))
+        return !strcmp(method, "GET") ? send_json(con, 200, pfi_ven_json(s->c->ven))
                                       : send_err(con, 405, "method not allowed on this path");
     const char *base = "/v1/grid/events";
     size_t bl = strlen(base);

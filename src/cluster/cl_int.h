@@ -58,7 +58,7 @@ struct pfi_cl {
     int sla_yield;              /* plan.c: the SLAs give way (a yielding event binds) */
     struct pfi_alloc_keep *keep; /* plan.c: the last plan's allocator state, re-solved warm */
     double grid_rec_wall;
-    pfi_cl_ven *ven;            /* the OpenADR client, when configured (GET /v1/grid/openadr) */
+    pfi_ven *ven;               /* the OpenADR client, when configured (GET /v1/grid/openadr) */
 
     pthread_t loop;
     int loop_running;

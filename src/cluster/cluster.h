@@ -29,6 +29,7 @@
 
 #include "core/err.h"
 #include "hw/hw.h"
+#include "serve/ven.h"
 #include "util/http.h"
 
 #define PFI_CL_NODE_PORT 9455 /* `pfi serve`'s default port */
@@ -195,33 +196,13 @@ void *pfi_cl_grid_json(pfi_cl *c, const char *id);
 /* The compliance report of one event (docs/api.md's shape); NULL with *err. */
 void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err);
 
-/* ---- the OpenADR 3.0 client (ven.c; docs/cluster.md) ---- */
+/* ---- the OpenADR 3.0 client (serve/ven.h; ven.c adds its events to the site) ---- */
 
-typedef struct pfi_cl_ven_config {
-    char vtn_url[PFI_CL_URL_MAX];   /* the VTN's API base, e.g. https://vtn.example/openadr3 */
-    char token_url[PFI_CL_URL_MAX]; /* OAuth 2.0 token endpoint ("" : VTN_URL/auth/token) */
-    char client_id[128];
-    char secret_file[512];          /* the client secret: first line, chmod 600 */
-    char program[128];              /* programName */
-    char resource[64];              /* resourceName in reports (default "site") */
-    double poll_s, timeout_s, ramp_s;
-    double simple_cut[4];           /* SIMPLE level 1..3 -> cut of the baseline */
-} pfi_cl_ven_config;
-
-typedef struct pfi_cl_ven pfi_cl_ven;
-void pfi_cl_ven_config_defaults(pfi_cl_ven_config *c);
-/* "key = value" lines ('#' comments): vtn_url, token_url, client_id, secret_file, program,
- * resource, poll, timeout, ramp (durations), simple_cut_1..3 (percentages).  Errors name the
- * file and line. */
-int pfi_cl_ven_config_load(pfi_cl_ven_config *c, const char *path, pfi_err *err);
-/* Starts polling (a thread); needs pfi_cl_grid_open first.  Bad settings: PFI_EINVAL. */
-int pfi_cl_ven_start(pfi_cl *c, const pfi_cl_ven_config *cfg, pfi_cl_ven **out, pfi_err *err);
-void pfi_cl_ven_stop(pfi_cl_ven *v);
+/* Starts the client on the site's events (settings: serve/ven.h); needs pfi_cl_grid_open
+ * first.  Bad settings: PFI_EINVAL.  pfi_ven_stop stops it. */
+int pfi_cl_ven_start(pfi_cl *c, const pfi_ven_config *cfg, pfi_ven **out, pfi_err *err);
 /* Whose counters GET /v1/grid/openadr shows (NULL: none; set it to NULL before stopping). */
-void pfi_cl_set_ven(pfi_cl *c, pfi_cl_ven *v);
-/* {"enabled", "vtn", "program", "program_id", "polls", "errors", "events_taken",
- * "reports_posted", "last_error"}; v NULL: {"enabled": false}.  json_t * as void *. */
-void *pfi_cl_ven_json(pfi_cl_ven *v);
+void pfi_cl_set_ven(pfi_cl *c, pfi_ven *v);
 
 /* ---- the controller's HTTP API (api.c) ---- */
 

@@ -364,7 +364,7 @@ void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
     return o;
 }
 
-void pfi_cl_set_ven(pfi_cl *c, pfi_cl_ven *v)
+void pfi_cl_set_ven(pfi_cl *c, pfi_ven *v)
 {
     pthread_mutex_lock(&c->mu);
     c->ven = v;

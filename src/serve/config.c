@@ -38,6 +38,7 @@ void pfi_serve_config_defaults(pfi_serve_config *c)
     c->discover = 1;
     snprintf(c->proc_root, sizeof c->proc_root, "/proc");
     c->slurm_log = 1;
+    pfi_ven_config_defaults(&c->openadr, "node");
 }
 
 static int set_str(char *dst, size_t size, const char *key, const char *v, pfi_err *err)
@@ -168,6 +169,25 @@ static const pfi_serve_key keys[] = {
     {"threads", "N", "4", "4", "HTTP worker threads (1 to 64)."},
     {"port_file", "PATH", "none", "/run/pfi/port",
      "Write the address listened on here (useful with port 0)."},
+    {"openadr_vtn_url", "URL", "none (no OpenADR client)", "https://vtn.example/openadr3",
+     "The OpenADR 3.0 VTN's API base: the node then polls it for its program's events and "
+     "takes them as grid events (needs openadr_client_id, openadr_secret_file, "
+     "openadr_program)."},
+    {"openadr_token_url", "URL", "VTN_URL/auth/token", "https://vtn.example/oauth/token",
+     "The OAuth 2.0 token endpoint (client credentials)."},
+    {"openadr_client_id", "STRING", "none", "pfi-node-7", "The OAuth 2.0 client id."},
+    {"openadr_secret_file", "PATH", "none", "/etc/pfi/openadr.secret",
+     "The client secret: the file's first line (mode 0600)."},
+    {"openadr_program", "STRING", "none", "site-dr", "The programName whose events are taken."},
+    {"openadr_resource", "STRING", "node", "node", "The resourceName of the reports posted."},
+    {"openadr_poll", "DURATION", "10s", "10s", "How often the VTN is polled for events."},
+    {"openadr_timeout", "DURATION", "5s", "5s", "Each request to the VTN gives up after this."},
+    {"openadr_ramp", "DURATION", "5m", "5m",
+     "Ramp down before and restore after each event from the VTN."},
+    {"openadr_simple_cut_1", "PERCENT", "10%", "10%",
+     "The cut of the node's baseline a SIMPLE level 1 event asks for."},
+    {"openadr_simple_cut_2", "PERCENT", "20%", "20%", "The same for SIMPLE level 2."},
+    {"openadr_simple_cut_3", "PERCENT", "30%", "30%", "The same for SIMPLE level 3."},
 };
 
 const pfi_serve_key *pfi_serve_config_keys(int *n)
@@ -183,6 +203,10 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
         known = !strcmp(key, keys[i].name);
     if (!known)
         return pfi_err_set(err, PFI_EINVAL, "unknown setting '%s' (see pfi-serve.conf(5))", key);
+    if (!strncmp(key, "openadr_", 8)) {
+        int rc = pfi_ven_config_set(&c->openadr, key + 8, v, err);
+        return rc == PFI_OK ? rc : pfi_err_prefix(err, "%s: ", key);
+    }
     if (!strcmp(key, "listen"))
         return set_str(c->listen, sizeof c->listen, key, v, err);
     if (!strcmp(key, "control_listen"))

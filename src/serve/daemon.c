@@ -376,6 +376,13 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
             goto out;
     }
 
+    rc = pfi_srv_ven_start(n, err);
+    if (rc != PFI_OK)
+        goto out;
+    if (c->openadr.vtn_url[0])
+        pfi_srv_event_add(n, "openadr", "OpenADR 3.0 client: program %s at %s, polled every %g s",
+                          c->openadr.program, c->openadr.vtn_url, c->openadr.poll_s);
+
     char where[PFI_SERVE_PATH_MAX + 32];
     rc = pfi_srv_http_start(n, &http, where, sizeof where, err);
     if (rc != PFI_OK)
@@ -393,6 +400,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
 
 out:
     pfi_srv_http_stop(http);
+    pfi_srv_ven_stop(n); /* after the API (GET /v1/grid/openadr reads it), before the restore */
     if (journaled && hold_at_stop(n, held_pending)) {
         /* The limits stay as they are, and the journal with the originals for `pfi restore`
          * (or the next start, which comes back at these limits). */

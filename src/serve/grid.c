@@ -477,10 +477,12 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
         pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
         return NULL;
     }
-    /* Samples are a second apart; a gap over 5 s is a gap in the record. */
+    /* Samples are a second apart, or a control period when that is longer; a gap over 2.5 of
+     * those (at least 5 s) is a gap in the record. */
+    double gap = fmax(5, 2.5 * fmax(GRID_REC_S, n->cfg->sample_interval_s));
     pfi_event_compliance c;
     int k = 0;
-    if (pfi_grid_compliance(n->grid, &ev, &site, 5, &c, &k, err) != PFI_OK)
+    if (pfi_grid_compliance(n->grid, &ev, &site, gap, &c, &k, err) != PFI_OK)
         return NULL;
     json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event",
                           pfi_grid_event_to_json(&ev, &site, pfi_clock_wall()), "compliance",

@@ -5,6 +5,7 @@
  *   GET    /v1/grid/events/{id}   one event
  *   DELETE /v1/grid/events/{id}   delete it (the budget is re-planned at once)
  *   GET    /v1/grid/events/{id}/report   its compliance report (core/event_report.h)
+ *   GET    /v1/grid/openadr       the OpenADR 3.0 client's counters (ven.h)
  * Errors are JSON {"error": {"code", "message"}} like every route; an event the SLAs in force
  * cannot meet is 409 with "feasible": false and "achievable_w" beside the error. */
 #include <stdio.h>
@@ -77,6 +78,15 @@ char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const c
     size_t pl = strlen(PREFIX);
     if (strncmp(url, "/v1/grid/", 9))
         return NULL;
+    if (!strcmp(url, "/v1/grid/openadr")) {
+        if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+            return error(405, "EINVAL", "method not allowed on this path", NULL, st, len);
+        /* The client lives as long as the daemon's HTTP side (stopped after it). */
+        pthread_mutex_lock(&n->mu);
+        pfi_ven *v = n->ven;
+        pthread_mutex_unlock(&n->mu);
+        return reply(200, pfi_ven_json(v), st, len);
+    }
     int list = !strcmp(url, PREFIX);
     const char *id = !list && !strncmp(url, PREFIX "/", pl + 1) ? url + pl + 1 : NULL;
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");

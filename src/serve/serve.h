@@ -25,7 +25,10 @@
  *   api.c      the HTTP routes (JSON in, JSON out)
  *   http.c     libmicrohttpd transport: TCP loopback or Unix socket, size limits, auth
  *   metrics.c  GET /metrics in Prometheus text format
- *   daemon.c   pfi_serve_run: start-up, journal, control loop, watchdog, shutdown */
+ *   daemon.c   pfi_serve_run: start-up, journal, control loop, watchdog, shutdown
+ *   grid.c     grid events on the node's budget (grid_api.c: their routes)
+ *   ven.c      the OpenADR 3.0 client, shared with `pfi cluster serve` (ven.h; grid_ven.c
+ *              gives it this node's events) */
 #ifndef PFI_SERVE_SERVE_H
 #define PFI_SERVE_SERVE_H
 
@@ -34,6 +37,7 @@
 
 #include "core/err.h"
 #include "hw/hw.h"
+#include "serve/ven.h"
 #include "util/token.h"
 
 #define PFI_SERVE_PATH_MAX 512
@@ -90,6 +94,8 @@ typedef struct pfi_serve_config {
     /* A discovered Slurm job with no log of its own (registered, or a stdout that is a regular
      * file) takes the output file Slurm states for it (slurmlog.c).  0: never ask Slurm. */
     int slurm_log;
+    /* The OpenADR 3.0 client (serve/ven.h), the openadr_* settings; off while vtn_url is "". */
+    pfi_ven_config openadr;
 } pfi_serve_config;
 
 void pfi_serve_config_defaults(pfi_serve_config *c);

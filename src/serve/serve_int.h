@@ -221,6 +221,7 @@ typedef struct srv_node {
     char grid_event[PFI_EVENT_ID_MAX]; /* which one */
     double grid_rec_wall, grid_prune_wall;
     long long n_grid_decisions, n_grid_infeasible;
+    struct pfi_ven *ven;   /* the OpenADR client (grid_ven.c), when configured */
     /* Jobs found from their processes (discover.c); the control loop's alone. */
     srv_found found[SRV_MAX_JOBS];
     int n_found;
@@ -385,6 +386,10 @@ json_t *pfi_srv_grid_view(srv_node *n, const char *id);
 /* The compliance report of one event from the power recorded around it (core/event_report.h),
  * with its predicted cost per policy and each job's SLA; NULL with *err when it cannot be. */
 json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err);
+/* grid_ven.c: the OpenADR 3.0 client on this node's events, when openadr_vtn_url is set
+ * (after pfi_srv_grid_open); stopped before pfi_srv_grid_close. */
+int pfi_srv_ven_start(srv_node *n, pfi_err *err);
+void pfi_srv_ven_stop(srv_node *n);
 /* grid_api.c: the /v1/grid/ routes; NULL when url is not one of them. */
 char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
                    size_t blen, int authorized, int *status, size_t *len);

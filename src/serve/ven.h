@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ven.h: the OpenADR 3.0 client (a VEN) of `pfi serve` (a node's events) and `pfi cluster
+ * serve` (the site's): the protocol lives here once (ven.c); each daemon gives it the grid
+ * events it holds through three callbacks.  Settings (docs/cluster.md, docs/serve.md):
+ *   vtn_url, token_url ("" : VTN_URL/auth/token), client_id, secret_file (first line, chmod
+ *   600), program (programName), resource (resourceName in reports), poll, timeout, ramp
+ *   (durations), simple_cut_1..3 (percentages: the cut of each SIMPLE level). */
+#ifndef PFI_SERVE_VEN_H
+#define PFI_SERVE_VEN_H
+
+#include "core/err.h"
+#include "core/event.h"
+
+#define PFI_VEN_URL_MAX 256
+#define PFI_VEN_EVENTS_MAX 256 /* the host's events the client looks at */
+
+typedef struct pfi_ven_config {
+    char vtn_url[PFI_VEN_URL_MAX];   /* the VTN's API base, e.g. https://vtn.example/openadr3 */
+    char token_url[PFI_VEN_URL_MAX]; /* OAuth 2.0 token endpoint ("" : VTN_URL/auth/token) */
+    char client_id[128];
+    char secret_file[512];           /* the client secret: first line, chmod 600 */
+    char program[128];               /* programName */
+    char resource[64];               /* resourceName in reports */
+    double poll_s, timeout_s, ramp_s;
+    double simple_cut[4];            /* SIMPLE level 1..3 -> cut of the baseline */
+} pfi_ven_config;
+
+/* The daemon whose grid events the client adds to. */
+typedef struct pfi_ven_host {
+    void *ctx;
+    const char *name; /* in log lines: "pfi serve", "pfi cluster" */
+    /* Copies at most cap of the events held now into out; returns how many. */
+    int (*events)(void *ctx, pfi_event *out, int cap);
+    /* Adds or replaces an event from a JSON body (store/grid.h's shape, json_t *) and re-plans
+     * at once; an error changes nothing. */
+    int (*add)(void *ctx, void *body, pfi_err *err);
+    /* The compliance report of an event (docs/api.md's shape, json_t *); NULL with *err. */
+    void *(*report)(void *ctx, const char *id, pfi_err *err);
+} pfi_ven_host;
+
+typedef struct pfi_ven pfi_ven;
+
+/* No VTN, poll 10 s, timeout 5 s, ramp 5 min, SIMPLE cuts 10/20/30%, the resource name given. */
+void pfi_ven_config_defaults(pfi_ven_config *c, const char *resource);
+/* One setting by its key (above); an unknown key or a bad value is an error naming it. */
+int pfi_ven_config_set(pfi_ven_config *c, const char *key, const char *value, pfi_err *err);
+/* "key = value" lines ('#' comments); errors name the file and line. */
+int pfi_ven_config_load(pfi_ven_config *c, const char *path, pfi_err *err);
+/* Whether the settings are complete and in range (PFI_EINVAL naming the first problem). */
+int pfi_ven_config_check(const pfi_ven_config *c, pfi_err *err);
+/* Reads the secret and starts polling (a thread).  host is copied. */
+int pfi_ven_start(const pfi_ven_host *host, const pfi_ven_config *cfg, pfi_ven **out,
+                  pfi_err *err);
+void pfi_ven_stop(pfi_ven *v); /* NULL: nothing */
+/* {"enabled", "vtn", "program", "program_id", "polls", "errors", "events_taken",
+ * "reports_posted", "last_error"}; v NULL: {"enabled": false}.  json_t * as void *. */
+void *pfi_ven_json(pfi_ven *v);
+
+#endif

@@ -1,0 +1,174 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The OpenADR 3.0 client in `pfi serve` (a node without a controller), against the test VTN
+# (tests/vtn.py): incomplete openadr_* settings stop the daemon at start and change nothing;
+# with them the node polls the VTN, takes an IMPORT_CAPACITY_LIMIT of 75% of its draw for 10
+# minutes with a 1-minute ramp, is at the target by the start and holds it (an independent
+# sampler against the target, then the restore's step), restores, posts a report with DEMAND
+# and USAGE per interval, and the event's compliance report shows 0 W and 0 s over the target.
+# Every process runs on pfi's clock scaled 100 times (util/clock.h): about 10 s of real time.
+# Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
+set -u
+
+fail() {
+    echo "it_openadr_serve: FAIL: $*"
+    for f in serve vtn; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
+    exit 1
+}
+note() { echo "it_openadr_serve: $*"; }
+
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_openadr_serve: PFI_BIN is not set"; exit 1; }
+SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
+[ -x "$SAMPLER" ] || { echo "it_openadr_serve: $SAMPLER is not built"; exit 1; }
+command -v curl >/dev/null || { echo "it_openadr_serve: curl is missing (scripts/install-deps.sh test)"; exit 77; }
+command -v python3 >/dev/null || { echo "it_openadr_serve: python3 is missing (scripts/install-deps.sh test)"; exit 77; }
+here=$(cd "$(dirname "$0")" && pwd)
+
+dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_openadr_serve.XXXXXX") || exit 1
+pids=""
+cleanup() {
+    for p in $pids; do kill -9 "$p" 2>/dev/null; done
+    [ -n "${KEEP:-}" ] || rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
+SCALE=100
+PFI_CLOCK_SCALE=$SCALE PFI_CLOCK_ORIGIN=$(date +%s)
+export PFI_CLOCK_SCALE PFI_CLOCK_ORIGIN
+unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
+if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
+    HW="--backend nvml --nvml-lib $PFI_FAKENVML"
+else
+    note "fake NVML not built ($PFI_FAKENVML): running on the sim backend over the same state"
+    HW="--backend sim"
+fi
+head -c 32 /dev/urandom | base64 >"$dir/token"
+head -c 32 /dev/urandom | base64 >"$dir/secret"
+chmod 600 "$dir/token" "$dir/secret"
+wait_file() { # $1 file, $2 what
+    i=0
+    while [ ! -s "$1" ]; do
+        i=$((i + 1)); [ $i -gt 600 ] && fail "$2 did not start"
+        sleep 0.05
+    done
+}
+limits() {
+    # shellcheck disable=SC2086
+    "$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"limit_w"/ { sub(/,$/, "", $2); printf "%s ", $2 }'
+}
+sum_limits() { limits | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf "%.1f\n", s }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 0.5) }'; }
+# pfi's clock, scaled as the daemons' (util/clock.h)
+now() { awk -v r="$(date +%s.%N)" -v s=$SCALE -v o=$PFI_CLOCK_ORIGIN 'BEGIN { printf "%.3f", o + (r - o) * s }'; }
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+sleep_until() { while awk -v a="$(now)" -v b="$1" 'BEGIN { exit !(a < b) }'; do sleep 0.05; done; }
+
+python3 "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-node --secret-file "$dir/secret" \
+    --program node-dr >"$dir/vtn.log" 2>&1 &
+pids="$pids $!"
+MAX=$(sum_limits)
+wait_file "$dir/vtn.port" "the VTN"
+VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
+
+# ---- incomplete settings: the daemon refuses to start, nothing changes ----
+# shellcheck disable=SC2086
+"$PFI_BIN" serve $HW --listen "unix:$dir/bad.sock" --token-file "$dir/token" --db "$dir/bad.db" \
+    --budget 60% --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
+    --set openadr_secret_file="$dir/secret" >"$dir/bad.log" 2>&1
+st=$?
+[ $st != 0 ] && grep -q "openadr.*program" "$dir/bad.log" || fail "no program: exit $st: $(cat "$dir/bad.log")"
+[ "$(sum_limits)" = "$MAX" ] || fail "a refused start changed the limits: $(limits)"
+# shellcheck disable=SC2086
+"$PFI_BIN" serve $HW --listen "unix:$dir/bad.sock" --token-file "$dir/token" --db "$dir/bad.db" \
+    --set openadr_simple_cut_1=120% >"$dir/bad.log" 2>&1
+st=$?
+[ $st = 2 ] && grep -q "openadr_simple_cut_1" "$dir/bad.log" || fail "a 120% cut: exit $st: $(cat "$dir/bad.log")"
+
+# ---- the node with its VEN ----
+# shellcheck disable=SC2086
+"$PFI_BIN" serve $HW --listen "unix:$dir/n1.sock" --port-file "$dir/serve.port" \
+    --token-file "$dir/token" --db "$dir/serve.db" --sample-interval 4s \
+    --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
+    --set openadr_secret_file="$dir/secret" --set openadr_program=node-dr \
+    --set openadr_poll=20s --set openadr_ramp=1m >"$dir/serve.log" 2>&1 &
+pids="$pids $!"
+wait_file "$dir/serve.port" "pfi serve"
+get() { curl -sf --unix-socket "$dir/n1.sock" "http://localhost$1"; }
+i=0
+until get /v1/grid/openadr | grep -q '"program_id": *"p1"'; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN did not find its program: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+
+# ---- the event: 75% of the node's draw, 10 minutes, 1 minute ramps ----
+draw=$("$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"power_w"/ { sub(/,$/, "", $2); s += $2 } END { printf "%.0f", s }')
+TARGET=$(awk -v d="$draw" 'BEGIN { printf "%.0f", 0.75 * d }')
+KW=$(awk -v t="$TARGET" 'BEGIN { printf "%.3f", t / 1000 }')
+START=$(( $(now | cut -d. -f1) + 240 ))
+END=$((START + 600))
+# Allowed: the maximum, the target from the start, and after the end one restore step of a
+# minute (a 1-minute ramp is one 60 s step), then the maximum again.
+printf 'schedule\n0 %s\n%s %s\n%s %s\n' "$MAX" "$START" "$TARGET" "$((END + 60))" "$MAX" >"$dir/allowed"
+"$SAMPLER" --sample "$PFI_SIM_STATE" "$dir/allowed" "$dir/sampled" 2>>"$dir/sampler.log" &
+SAMPLE=$!
+pids="$pids $SAMPLE"
+curl -sf -o /dev/null -X POST -d "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso $START)\", \"duration\": \"PT10M\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}" \
+    "$VTN/_test/events" || fail "publishing the event"
+i=0
+until get /v1/grid/events/oadr-1-0 >"$dir/event.json" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "the node did not take the event: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+grep -q '"source": *"openadr:node-dr"' "$dir/event.json" && grep -q '"ramp_up_s": *60' "$dir/event.json" ||
+    fail "the event as taken: $(cat "$dir/event.json")"
+note "node draw $draw W: limit $KW kW, taken as $(tr -d '\n ' <"$dir/event.json" | cut -c1-120)"
+sleep_until "$START"
+s=$(sum_limits)
+le "$s" "$TARGET" || fail "at the start the limits sum to $s W > $TARGET W"
+note "at the start: limits sum $s W (target $TARGET W)"
+sleep_until $((END + 60))
+i=0
+until [ "$(sum_limits)" = "$MAX" ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "limits not restored after the event: $(limits)"
+    sleep 0.1
+done
+: >"$dir/sampled.stop"
+wait "$SAMPLE"
+read -r _ samples _ viol _ maxsum _ over <"$dir/sampled" || fail "no sampler output"
+note "sampler: $samples instants, largest sum $maxsum W, $viol over the target or the restore step"
+[ "$viol" = 0 ] || fail "the limits exceeded the event's target or its restore step at $viol instants"
+
+# ---- the report the VTN received, and the node's compliance report ----
+i=0
+until curl -sf "$VTN/_test/reports" | grep -q '"USAGE"'; do
+    i=$((i + 1)); [ $i -gt 150 ] && fail "no report reached the VTN: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+curl -sf "$VTN/_test/reports" >"$dir/reports.json" || fail "GET /_test/reports"
+"$PFI_BIN" event --socket "$dir/n1.sock" report oadr-1-0 --json >"$dir/report.json" 2>"$dir/report.err" ||
+    fail "pfi event report: $(cat "$dir/report.err")"
+get /v1/grid/openadr >"$dir/ven.json" || fail "GET /v1/grid/openadr"
+python3 - "$dir/reports.json" "$dir/report.json" "$dir/ven.json" "$TARGET" <<'EOF' ||
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert r["programID"] == "p1" and r["eventID"] == "1", r
+assert r["resources"][0]["resourceName"] == "node", r["resources"][0]
+iv = r["resources"][0]["intervals"]
+assert {p["type"] for x in iv for p in x["payloads"]} >= {"USAGE", "DEMAND"}, iv
+assert "max excess 0 W" in r["reportName"], r["reportName"]
+rep = json.load(open(sys.argv[2]))
+c = rep["compliance"]
+assert abs(c["target_w"] - float(sys.argv[4])) < 1, c["target_w"]
+assert c["max_excess_w"] == 0 and c["seconds_over_target"] == 0, c
+assert c["ramp"]["ok"], c["ramp"]
+assert c["window_s"] == 600 and c["covered_s"] >= 0.9 * 600, (c["window_s"], c["covered_s"])
+v = json.load(open(sys.argv[3]))
+assert v["enabled"] and v["events_taken"] == 1 and v["reports_posted"] == 1 and v["errors"] == 0, v
+print("it_openadr_serve: compliance: target %.0f W, max excess %g W, %g s over, ramp ok, %.0f%% "
+      "covered; VTN report '%s', %d intervals" % (c["target_w"], c["max_excess_w"],
+      c["seconds_over_target"], 100 * c["covered_s"] / c["window_s"], r["reportName"], len(iv)))
+EOF
+    fail "reports: $(cat "$dir/reports.json") $(cat "$dir/report.json") $(cat "$dir/ven.json")"
+echo "it_openadr_serve: ok"

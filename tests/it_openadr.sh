@@ -30,6 +30,8 @@ SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
 command -v curl >/dev/null || { echo "it_openadr: curl is missing (scripts/install-deps.sh test)"; exit 77; }
 command -v python3 >/dev/null || { echo "it_openadr: python3 is missing (scripts/install-deps.sh test)"; exit 77; }
 here=$(cd "$(dirname "$0")" && pwd)
+# The interpreter itself, found once (a version manager's shim costs seconds a call when loaded).
+PY=$(python3 -c 'import sys; print(sys.executable)') || { echo "${0##*/}: python3 does not run"; exit 1; }
 
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_openadr.XXXXXX") || exit 1
 pids=""
@@ -70,8 +72,8 @@ wait_file() { # $1 file, $2 what
 }
 
 # ---- the VTN, a node daemon, the controller with its VEN ----
-python3 "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-site --secret-file "$dir/secret" \
-    --program site-dr >"$dir/vtn.log" 2>&1 &
+"$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-site --secret-file "$dir/secret" \
+    --program site-dr --no-subscriptions >"$dir/vtn.log" 2>&1 &
 pids="$pids $!"
 # shellcheck disable=SC2086
 "$PFI_BIN" serve $HW --listen "unix:$dir/n1.sock" --port-file "$dir/serve.port" \
@@ -88,6 +90,7 @@ secret_file = $dir/secret
 program = site-dr
 poll = 20s
 ramp = 5m
+callback_url = http://127.0.0.1:9
 EOF
 "$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token-file "$dir/token" \
     --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" --topology "$dir/topo.json" \
@@ -115,6 +118,23 @@ until ven | grep -q '"program_id": "p1"'; do
     sleep 0.1
 done
 note "VEN: $(ven | tr -d '\n ')"
+# This VTN offers no subscriptions: said once, and the client polls alone.
+i=0
+until ven | grep -q 'subscriptions not offered by the VTN (POST /subscriptions: HTTP 404)'; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "no word of the missing subscriptions: $(ven)"
+    sleep 0.1
+done
+# Registered as a VEN with its resource (the VTN offers it).
+i=0
+until ven | grep -q '"ven_id": *"ven1"'; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "the VEN did not register: $(ven)"
+    sleep 0.1
+done
+curl -sf "$VTN/_test/vens" | "$PY" -c '
+import json, sys
+v = json.load(sys.stdin)
+assert len(v) == 1 and v[0]["venName"] == "pfi-site", v
+assert [r["resourceName"] for r in v[0]["resources"]] == ["site"], v' || fail "registration: $(curl -sf "$VTN/_test/vens")"
 
 # ---- a bad event: unknown payload type, nothing taken ----
 T=$(( $(now | cut -d. -f1) + 86400 ))
@@ -142,7 +162,8 @@ TARGET=$(awk -v d="$draw" 'BEGIN { printf "%.0f", 0.75 * d }')
 KW=$(awk -v t="$TARGET" 'BEGIN { printf "%.3f", t / 1000 }')
 note "site draw $draw W: limit $KW kW"
 MAX=5600 # the site's maximum: 8 GPUs at 700 W, the level the restore returns to
-START=$(( $(now | cut -d. -f1) + 360 ))
+# Published 10 minutes ahead: the ramp starts 5 minutes later (3 s of real time to take it).
+START=$(( $(now | cut -d. -f1) + 600 ))
 END=$((START + 1200))
 # What the sampler allows when (util/clock.h time): the maximum, the target from the start, then
 # the restore's 5 equal steps of a minute (the first still at the target), each from its start.
@@ -194,7 +215,7 @@ curl -sf "$VTN/_test/reports" >"$dir/reports.json" || fail "GET /_test/reports"
 curl -sf "$VTN/_test/stats" >"$dir/stats.json" || fail "GET /_test/stats"
 "$PFI_BIN" event --url "$CL" report oadr-3-0 --json >"$dir/report.json" 2>"$dir/report.err" ||
     fail "pfi event report: $(cat "$dir/report.err")"
-python3 - "$dir/reports.json" "$dir/report.json" "$dir/stats.json" "$TARGET" <<'EOF' ||
+"$PY" - "$dir/reports.json" "$dir/report.json" "$dir/stats.json" "$TARGET" <<'EOF' ||
 import json, sys
 # What the VTN received: DEMAND and USAGE per interval, the outcome in its name.
 r = json.load(open(sys.argv[1]))[0]

@@ -23,6 +23,8 @@ SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
 command -v curl >/dev/null || { echo "it_openadr_serve: curl is missing (scripts/install-deps.sh test)"; exit 77; }
 command -v python3 >/dev/null || { echo "it_openadr_serve: python3 is missing (scripts/install-deps.sh test)"; exit 77; }
 here=$(cd "$(dirname "$0")" && pwd)
+# The interpreter itself, found once (a version manager's shim costs seconds a call when loaded).
+PY=$(python3 -c 'import sys; print(sys.executable)') || { echo "${0##*/}: python3 does not run"; exit 1; }
 
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_openadr_serve.XXXXXX") || exit 1
 pids=""
@@ -65,8 +67,9 @@ now() { awk -v r="$(date +%s.%N)" -v s=$SCALE -v o=$PFI_CLOCK_ORIGIN 'BEGIN { pr
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 sleep_until() { while awk -v a="$(now)" -v b="$1" 'BEGIN { exit !(a < b) }'; do sleep 0.05; done; }
 
-python3 "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-node --secret-file "$dir/secret" \
-    --program node-dr >"$dir/vtn.log" 2>&1 &
+# This VTN offers no VEN registration (404 on /vens): told once, events polled anyway.
+"$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-node --secret-file "$dir/secret" \
+    --program node-dr --no-vens >"$dir/vtn.log" 2>&1 &
 pids="$pids $!"
 MAX=$(sum_limits)
 wait_file "$dir/vtn.port" "the VTN"
@@ -86,21 +89,33 @@ st=$?
 st=$?
 [ $st = 2 ] && grep -q "openadr_simple_cut_1" "$dir/bad.log" || fail "a 120% cut: exit $st: $(cat "$dir/bad.log")"
 
-# ---- the node with its VEN ----
+# ---- the node with its VEN, subscribed: the VTN notifies it on loopback TCP ----
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+NODE=http://127.0.0.1:$PORT
 # shellcheck disable=SC2086
-"$PFI_BIN" serve $HW --listen "unix:$dir/n1.sock" --port-file "$dir/serve.port" \
+"$PFI_BIN" serve $HW --listen "127.0.0.1:$PORT" --port-file "$dir/serve.port" \
     --token-file "$dir/token" --db "$dir/serve.db" --sample-interval 4s \
     --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
     --set openadr_secret_file="$dir/secret" --set openadr_program=node-dr \
-    --set openadr_poll=20s --set openadr_ramp=1m >"$dir/serve.log" 2>&1 &
+    --set openadr_callback_url="$NODE" --set openadr_poll=20s --set openadr_ramp=1m \
+    >"$dir/serve.log" 2>&1 &
 pids="$pids $!"
 wait_file "$dir/serve.port" "pfi serve"
-get() { curl -sf --unix-socket "$dir/n1.sock" "http://localhost$1"; }
+get() { curl -sf "$NODE$1"; }
 i=0
 until get /v1/grid/openadr | grep -q '"program_id": *"p1"'; do
     i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN did not find its program: $(get /v1/grid/openadr)"
     sleep 0.1
 done
+
+i=0
+until get /v1/grid/openadr | grep -q '"subscription_id": *"sub1"'; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "the VEN did not subscribe: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+# A notification without the subscription's secret is refused and not counted.
+st=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' "$NODE/v1/grid/openadr/notify/0123456789abcdef")
+[ "$st" = 401 ] || fail "a notification with a wrong secret: HTTP $st"
 
 # ---- the event: 75% of the node's draw, 10 minutes, 1 minute ramps ----
 draw=$("$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"power_w"/ { sub(/,$/, "", $2); s += $2 } END { printf "%.0f", s }')
@@ -147,10 +162,10 @@ until curl -sf "$VTN/_test/reports" | grep -q '"USAGE"'; do
     sleep 0.1
 done
 curl -sf "$VTN/_test/reports" >"$dir/reports.json" || fail "GET /_test/reports"
-"$PFI_BIN" event --socket "$dir/n1.sock" report oadr-1-0 --json >"$dir/report.json" 2>"$dir/report.err" ||
+"$PFI_BIN" event --url "$NODE" report oadr-1-0 --json >"$dir/report.json" 2>"$dir/report.err" ||
     fail "pfi event report: $(cat "$dir/report.err")"
 get /v1/grid/openadr >"$dir/ven.json" || fail "GET /v1/grid/openadr"
-python3 - "$dir/reports.json" "$dir/report.json" "$dir/ven.json" "$TARGET" <<'EOF' ||
+"$PY" - "$dir/reports.json" "$dir/report.json" "$dir/ven.json" "$TARGET" <<'EOF' ||
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
 assert r["programID"] == "p1" and r["eventID"] == "1", r
@@ -158,6 +173,8 @@ assert r["resources"][0]["resourceName"] == "node", r["resources"][0]
 iv = r["resources"][0]["intervals"]
 assert {p["type"] for x in iv for p in x["payloads"]} >= {"USAGE", "DEMAND"}, iv
 assert "max excess 0 W" in r["reportName"], r["reportName"]
+units = {d["payloadType"]: d["units"] for d in r["payloadDescriptors"]}
+assert units == {"DEMAND": "KW", "USAGE": "KWH"}, r["payloadDescriptors"]
 rep = json.load(open(sys.argv[2]))
 c = rep["compliance"]
 assert abs(c["target_w"] - float(sys.argv[4])) < 1, c["target_w"]
@@ -165,10 +182,77 @@ assert c["max_excess_w"] == 0 and c["seconds_over_target"] == 0, c
 assert c["ramp"]["ok"], c["ramp"]
 assert c["window_s"] == 600 and c["covered_s"] >= 0.9 * 600, (c["window_s"], c["covered_s"])
 v = json.load(open(sys.argv[3]))
-assert v["enabled"] and v["events_taken"] == 1 and v["reports_posted"] == 1 and v["errors"] == 0, v
+assert v["enabled"] and v["events_taken"] == 1 and v["reports_posted"] == 1, v
+assert v["errors"] == 1 and "registration not offered" in v["last_error"] and v["ven_id"] is None, v
+# The VTN told the node of the event (a POST notification, its secret accepted).
+assert v["subscription_id"] == "sub1" and v["notifications"] >= 1, v
 print("it_openadr_serve: compliance: target %.0f W, max excess %g W, %g s over, ramp ok, %.0f%% "
       "covered; VTN report '%s', %d intervals" % (c["target_w"], c["max_excess_w"],
       c["seconds_over_target"], 100 * c["covered_s"] / c["window_s"], r["reportName"], len(iv)))
 EOF
     fail "reports: $(cat "$dir/reports.json") $(cat "$dir/report.json") $(cat "$dir/ven.json")"
+
+# ---- errors: counted, logged, nothing changed ----
+ven_num() { get /v1/grid/openadr | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"; }
+held() { get /v1/grid/events | grep -o '"id": *"[^"]*"' | sort | tr -d ' \n'; }
+before=$(held)
+e0=$(ven_num errors)
+curl -sf -o /dev/null -X POST -d '{"status": 500, "count": 2}' "$VTN/_test/fail" || fail "POST /_test/fail"
+i=0
+until [ "$(ven_num errors)" -ge $((e0 + 2)) ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "two HTTP 500 answers not counted: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+get /v1/grid/openadr | grep -q 'HTTP 500' || fail "the last error does not say HTTP 500: $(get /v1/grid/openadr)"
+T=$(( $(now | cut -d. -f1) + 86400 ))
+curl -sf -o /dev/null -X POST -d "{\"id\": \"bad\", \"eventName\": \"bad\", \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [1]}]}]}" \
+    "$VTN/_test/events" || fail "publishing a malformed event"
+i=0
+until get /v1/grid/openadr | grep -q 'event bad interval 0: no usable intervalPeriod'; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "a malformed event not counted: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+[ "$(held)" = "$before" ] || fail "errors changed the events: $(held) (was $before)"
+note "errors: HTTP 500 twice and an event without intervalPeriod counted ($(ven_num errors) in all), events unchanged"
+
+# ---- more events than one page of the VTN's answer (50): SIMPLE level 0, nothing to do ----
+"$PY" - "$VTN" "$(iso $T)" <<'EOF' || fail "publishing 50 calm events"
+import json, sys, urllib.request
+for k in range(50):
+    ev = {"id": "calm%d" % k, "intervalPeriod": {"start": sys.argv[2], "duration": "PT10M"},
+          "intervals": [{"id": 0, "payloads": [{"type": "SIMPLE", "values": [0]}]}]}
+    urllib.request.urlopen(sys.argv[1] + "/_test/events", data=json.dumps(ev).encode()).read()
+EOF
+
+# ---- a skewed VTN clock: counted, and the event's window widened by it on both sides ----
+curl -sf -o /dev/null -X POST -d '{"seconds": 600}' "$VTN/_test/skew" || fail "POST /_test/skew"
+i=0
+until [ "$(ven_num skewed)" = true ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "a VTN 600 s ahead not seen: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+skew=$(ven_num clock_skew_s)
+awk -v s="$skew" 'BEGIN { exit !(s < -590 && s > -610) }' || fail "clock skew $skew s, not about -600 s"
+curl -sf -o /dev/null -X POST -d "{\"id\": \"later\", \"eventName\": \"later\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
+    "$VTN/_test/events" || fail "publishing event later"
+i=0
+until get /v1/grid/events/oadr-later-0 >"$dir/ev3.json" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "event later not taken: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+grep -q "\"start_s\": *$((T - 600))\.0" "$dir/ev3.json" && grep -q "\"end_s\": *$((T + 1200))\.0" "$dir/ev3.json" ||
+    fail "event later (at $T for 600 s) not widened by the 600 s skew: $(cat "$dir/ev3.json")"
+note "clock skew $skew s: counted in $(ven_num skewed_answers) answers, event later (on the VTN's second page) taken 600 s wider on both sides"
+curl -sf -o /dev/null -X POST -d '{"seconds": 0}' "$VTN/_test/skew" || fail "POST /_test/skew"
+
+# ---- an event the VTN deletes is cancelled here (one not begun: deleted) ----
+curl -sf -o /dev/null -X DELETE "$VTN/_test/events/later" || fail "DELETE /_test/events/later"
+i=0
+while get /v1/grid/events/oadr-later-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "event later, deleted on the VTN, still held: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+[ "$(ven_num events_cancelled)" = 1 ] || fail "cancellations: $(get /v1/grid/openadr)"
+[ "$(held)" = "$before" ] || fail "the events after the cancellation: $(held) (was $before)"
+note "event later deleted on the VTN: cancelled here ($(ven_num events_cancelled)), the others kept"
 echo "it_openadr_serve: ok"

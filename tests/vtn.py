@@ -5,14 +5,25 @@
 The subset pfi's VEN (src/cluster/ven.c) uses, in the shapes of the OpenADR 3.0 API:
   POST /auth/token              OAuth 2.0 client credentials (form or JSON body)
   GET  /programs?programName=   [program]
-  GET  /events?programID=       [event]: intervalPeriod {start, duration}, intervals[].payloads[]
+  GET  /events?programID=&skip=&limit=   [event] (at most 50 a page): intervalPeriod {start,
+                                duration}, intervals[].payloads[]
   POST /reports                 201 with the report as stored
+  GET  /vens?venName=           [ven] with its resources (404 for all /vens with --no-vens)
+  POST /vens                    201 with the VEN as stored (venName needed, 409 if taken)
+  POST /vens/{id}/resources     201 with the resource as stored
+  POST /subscriptions           201 with the subscription as stored (404 with
+                                --no-subscriptions); then every event created, changed or
+                                deleted is notified to each callbackUrl subscribed to it (a POST
+                                of {objectType, operation, object} with its bearerToken)
 Every resource needs "Authorization: Bearer <token>" (401 otherwise, with a problem body).
 Time is pfi's clock (src/util/clock.h): with PFI_CLOCK_SCALE=S and PFI_CLOCK_ORIGIN=T0 set it
 runs S times faster than real time from T0, as it does in the daemons under test; every answer
 carries it in its Date header, and events get createdDateTime/modificationDateTime from it.
 Test controls (no token): POST /_test/events (an event body; id and programID filled in),
-GET /_test/reports, POST /_test/revoke (every token becomes invalid), GET /_test/stats.
+DELETE /_test/events/ID (the VTN deletes an event), GET /_test/reports, POST /_test/revoke
+(every token becomes invalid), POST /_test/skew {"seconds": S} (the Date header runs S seconds
+off), POST /_test/fail {"status": N, "count": K} (the next K resource requests answer N),
+GET /_test/vens, GET /_test/stats.
 
   vtn.py --port-file FILE --client-id ID --secret-file FILE --program NAME
 """
@@ -25,11 +36,13 @@ import sys
 import threading
 import time
 import urllib.parse
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
+LOCK = threading.RLock()  # reply() reads the clock skew under it too
 STATE = {"tokens": set(), "events": [], "reports": [], "token_requests": 0,
-         "unauthorized": 0, "next_id": 1}
+         "unauthorized": 0, "next_id": 1, "skew": 0.0, "fail_status": 0, "fail_count": 0,
+         "vens": [], "next_ven": 1, "subs": [], "notified": 0}
 
 
 def clock_now():
@@ -46,6 +59,34 @@ def iso(t):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
+def notify(operation, ev):
+    """Tells every subscription to this event's operation, each in its own thread."""
+    with LOCK:
+        subs = [x for x in STATE["subs"] if x["programID"] == ev.get("programID")]
+    for sub in subs:
+        for oo in sub["objectOperations"]:
+            if "EVENT" in oo["objects"] and operation in oo["operations"]:
+                doc = {"objectType": "EVENT", "operation": operation, "object": ev}
+                threading.Thread(target=send_notification, daemon=True,
+                                 args=(oo["callbackUrl"], oo.get("bearerToken"), doc)).start()
+
+
+def send_notification(url, token, doc):
+    req = urllib.request.Request(url, data=json.dumps(doc).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            ok = r.status == 200
+    except (OSError, ValueError) as e:
+        sys.stderr.write("vtn: notification to %s failed: %s\n" % (url, e))
+        ok = False
+    if ok:
+        with LOCK:
+            STATE["notified"] += 1
+
+
 def problem(status, title, detail):
     return status, {"type": "about:blank", "title": title, "status": status, "detail": detail}
 
@@ -57,8 +98,20 @@ class Vtn(BaseHTTPRequestHandler):
         sys.stderr.write("vtn: " + (fmt % args) + "\n")
 
     def date_time_string(self, timestamp=None):
-        return email.utils.formatdate(clock_now() if timestamp is None else timestamp,
+        with LOCK:
+            skew = STATE["skew"]
+        return email.utils.formatdate((clock_now() if timestamp is None else timestamp) + skew,
                                       usegmt=True)
+
+    def failing(self):
+        """A forced failure (POST /_test/fail) of the next resource requests."""
+        with LOCK:
+            if STATE["fail_count"] <= 0:
+                return False
+            STATE["fail_count"] -= 1
+            st = STATE["fail_status"]
+        self.reply(*problem(st, "Forced", "a test asked for %d" % st))
+        return True
 
     def reply(self, status, doc):
         body = json.dumps(doc).encode()
@@ -107,25 +160,120 @@ class Vtn(BaseHTTPRequestHandler):
         if u.path == "/_test/reports":
             with LOCK:
                 return self.reply(200, STATE["reports"])
+        if u.path == "/_test/vens":
+            with LOCK:
+                return self.reply(200, STATE["vens"])
+        if u.path == "/vens":
+            if ARGS.no_vens:
+                return self.reply(*problem(404, "Not Found", u.path))
+            if not self.authorized():
+                return self.reply(*problem(401, "Unauthorized", "a valid bearer token is needed"))
+            with LOCK:
+                vens = [x for x in STATE["vens"] if q.get("venName") in (None, x["venName"])]
+            return self.reply(200, vens)
         if u.path == "/_test/stats":
             with LOCK:
                 return self.reply(200, {k: STATE[k] for k in
-                                        ("token_requests", "unauthorized")})
+                                        ("token_requests", "unauthorized", "notified")})
         if u.path not in ("/programs", "/events"):
             return self.reply(*problem(404, "Not Found", u.path))
+        if self.failing():
+            return
         if not self.authorized():
             return self.reply(*problem(401, "Unauthorized", "a valid bearer token is needed"))
         if u.path == "/programs":
             progs = [PROGRAM] if q.get("programName") in (None, ARGS.program) else []
             return self.reply(200, progs)
+        try:
+            skip, limit = int(q.get("skip", 0)), int(q.get("limit", 50))
+        except ValueError:
+            return self.reply(*problem(400, "Bad Request", "skip and limit are integers"))
+        if skip < 0 or not 0 <= limit <= 50:
+            return self.reply(*problem(400, "Bad Request", "skip >= 0, limit 0..50"))
         with LOCK:
             evs = [e for e in STATE["events"] if q.get("programID") in (None, e["programID"])]
-        return self.reply(200, evs)
+        return self.reply(200, evs[skip:skip + limit])
+
+    def post_subscription(self):
+        if ARGS.no_subscriptions:
+            return self.reply(*problem(404, "Not Found", "/subscriptions"))
+        if not self.authorized():
+            return self.reply(*problem(401, "Unauthorized", "a valid bearer token is needed"))
+        try:
+            sub = json.loads(self.body())
+            ok = (isinstance(sub, dict) and sub.get("clientName") and sub.get("programID")
+                  and all(o.get("callbackUrl") and o.get("objects") and o.get("operations")
+                          for o in sub.get("objectOperations") or [None]))
+        except (ValueError, AttributeError):
+            ok = False
+        if not ok:
+            return self.reply(*problem(400, "Bad Request",
+                                       "clientName, programID and objectOperations needed"))
+        with LOCK:
+            sub["id"], sub["objectType"] = "sub%d" % (len(STATE["subs"]) + 1), "SUBSCRIPTION"
+            STATE["subs"].append(sub)
+        return self.reply(201, sub)
+
+    def post_ven(self, path):
+        """POST /vens (a VEN) or /vens/{id}/resources (a resource of it)."""
+        if ARGS.no_vens:
+            return self.reply(*problem(404, "Not Found", path))
+        if not self.authorized():
+            return self.reply(*problem(401, "Unauthorized", "a valid bearer token is needed"))
+        try:
+            obj = json.loads(self.body())
+        except ValueError:
+            return self.reply(*problem(400, "Bad Request", "malformed JSON"))
+        parts = path.strip("/").split("/")
+        with LOCK:
+            if parts == ["vens"]:
+                if not isinstance(obj, dict) or not obj.get("venName"):
+                    return self.reply(*problem(400, "Bad Request", "venName needed"))
+                if any(x["venName"] == obj["venName"] for x in STATE["vens"]):
+                    return self.reply(*problem(409, "Conflict", "venName taken"))
+                obj["id"], obj["objectType"] = "ven%d" % STATE["next_ven"], "VEN"
+                STATE["next_ven"] += 1
+                for r in obj.get("resources") or []:
+                    r["id"], r["venID"], r["objectType"] = "r%d" % STATE["next_ven"], obj["id"], "RESOURCE"
+                    STATE["next_ven"] += 1
+                STATE["vens"].append(obj)
+                return self.reply(201, obj)
+            ven = [x for x in STATE["vens"] if len(parts) == 3 and parts[2] == "resources"
+                   and x["id"] == parts[1]]
+            if not ven:
+                return self.reply(*problem(404, "Not Found", path))
+            if not isinstance(obj, dict) or not obj.get("resourceName"):
+                return self.reply(*problem(400, "Bad Request", "resourceName needed"))
+            obj["id"], obj["venID"], obj["objectType"] = "r%d" % STATE["next_ven"], parts[1], "RESOURCE"
+            STATE["next_ven"] += 1
+            ven[0].setdefault("resources", []).append(obj)
+            return self.reply(201, obj)
+
+    def do_DELETE(self):
+        u = urllib.parse.urlparse(self.path)
+        if not u.path.startswith("/_test/events/"):
+            return self.reply(*problem(404, "Not Found", u.path))
+        eid = u.path[len("/_test/events/"):]
+        with LOCK:
+            gone = [e for e in STATE["events"] if e["id"] == eid]
+            STATE["events"] = [e for e in STATE["events"] if e["id"] != eid]
+        for ev in gone:
+            notify("DELETE", ev)
+        return self.reply(200 if gone else 404, {"id": eid})
 
     def do_POST(self):
         u = urllib.parse.urlparse(self.path)
         if u.path == "/auth/token":
             return self.reply(*self.token())
+        if u.path == "/_test/skew":
+            with LOCK:
+                STATE["skew"] = float(json.loads(self.body())["seconds"])
+            return self.reply(200, {})
+        if u.path == "/_test/fail":
+            d = json.loads(self.body())
+            with LOCK:
+                STATE["fail_status"], STATE["fail_count"] = int(d["status"]), int(d["count"])
+            return self.reply(200, {})
         if u.path == "/_test/revoke":
             with LOCK:
                 STATE["tokens"].clear()
@@ -139,7 +287,12 @@ class Vtn(BaseHTTPRequestHandler):
                 ev["objectType"] = "EVENT"
                 ev["createdDateTime"] = ev["modificationDateTime"] = iso(clock_now())
                 STATE["events"].append(ev)
+            notify("POST", ev)
             return self.reply(201, ev)
+        if u.path.startswith("/vens"):
+            return self.post_ven(u.path)
+        if u.path == "/subscriptions":
+            return self.post_subscription()
         if u.path != "/reports":
             return self.reply(*problem(404, "Not Found", u.path))
         if not self.authorized():
@@ -165,6 +318,8 @@ def main():
     p.add_argument("--client-id", required=True)
     p.add_argument("--secret-file", required=True)
     p.add_argument("--program", required=True)
+    p.add_argument("--no-vens", action="store_true", help="offer no VEN registration (404)")
+    p.add_argument("--no-subscriptions", action="store_true", help="offer none (404)")
     ARGS = p.parse_args()
     with open(ARGS.secret_file) as f:
         SECRET = f.readline().strip()

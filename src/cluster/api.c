@@ -155,6 +155,11 @@ static enum MHD_Result post_event(pfi_cl_server *s, struct MHD_Connection *con,
 static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
                                   const char *url, const char *method, const char *body)
 {
+    if (!strncmp(url, "/v1/grid/openadr/notify/", 24)) /* the secret is the credential */
+        return strcmp(method, "POST") ? send_err(con, 405, "method not allowed on this path")
+               : pfi_ven_notify(s->c->ven, url + 24)
+                   ? send_json(con, 200, json_object())
+                   : send_err(con, 401, "not a notification this controller subscribed to");
     if (!strcmp(url, "/v1/grid/openadr"))
         return !strcmp(method, "GET") ? send_json(con, 200, pfi_ven_json(s->c->ven))
                                       : send_err(con, 405, "method not allowed on this path");

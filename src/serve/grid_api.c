@@ -6,6 +6,7 @@
  *   DELETE /v1/grid/events/{id}   delete it (the budget is re-planned at once)
  *   GET    /v1/grid/events/{id}/report   its compliance report (core/event_report.h)
  *   GET    /v1/grid/openadr       the OpenADR 3.0 client's counters (ven.h)
+ *   POST   /v1/grid/openadr/notify/{secret}   a VTN's notification (no token: the secret) 
  * Errors are JSON {"error": {"code", "message"}} like every route; an event the SLAs in force
  * cannot meet is 409 with "feasible": false and "achievable_w" beside the error. */
 #include <stdio.h>
@@ -78,6 +79,17 @@ char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const c
     size_t pl = strlen(PREFIX);
     if (strncmp(url, "/v1/grid/", 9))
         return NULL;
+    if (!strncmp(url, "/v1/grid/openadr/notify/", 24)) {
+        if (strcmp(method, "POST"))
+            return error(405, "EINVAL", "method not allowed on this path", NULL, st, len);
+        pthread_mutex_lock(&n->mu);
+        pfi_ven *v = n->ven;
+        pthread_mutex_unlock(&n->mu);
+        if (!pfi_ven_notify(v, url + 24))
+            return error(401, "EPERM", "not a notification this node subscribed to", NULL, st,
+                         len);
+        return reply(200, json_object(), st, len);
+    }
     if (!strcmp(url, "/v1/grid/openadr")) {
         if (strcmp(method, "GET") && strcmp(method, "HEAD"))
             return error(405, "EINVAL", "method not allowed on this path", NULL, st, len);

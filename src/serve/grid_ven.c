@@ -25,6 +25,14 @@ static int node_add(void *ctx, void *body, pfi_err *err)
     return rc;
 }
 
+static int node_remove(void *ctx, const char *id, pfi_err *err)
+{
+    json_t *res = NULL;
+    int rc = pfi_srv_grid_remove(ctx, id, &res, err);
+    json_decref(res);
+    return rc;
+}
+
 static void *node_report(void *ctx, const char *id, pfi_err *err)
 {
     return pfi_srv_grid_report(ctx, id, err);
@@ -38,7 +46,7 @@ int pfi_srv_ven_start(srv_node *n, pfi_err *err)
     if (!n->grid)
         return pfi_err_set(err, PFI_ESTATE, "openadr: grid events need the state database");
     pfi_ven_host h = {.ctx = n, .name = "pfi serve", .events = node_events, .add = node_add,
-                      .report = node_report};
+                      .remove = node_remove, .report = node_report};
     pfi_ven *v;
     int rc = pfi_ven_start(&h, cfg, &v, err);
     if (rc != PFI_OK)

@@ -38,6 +38,8 @@
 #include "util/units.h"
 
 #define VEN_REPORTED_MAX 256
+#define VEN_PAGE 50       /* events per GET: the largest limit the API allows */
+#define VEN_PAGES_MAX 40
 
 struct pfi_ven {
     pfi_ven_host host;
@@ -46,10 +48,22 @@ struct pfi_ven {
     char token[2048];
     double token_expiry;
     char program_id[128];
+    char ven_id[128];  /* the VTN's id of this VEN once registered ("" before) */
+    int register_off;  /* the VTN does not offer registration, or refused it */
     pthread_t th;
     volatile int stop;
+    volatile int wake;     /* a notification came: poll at once */
+    char cb_token[65];     /* the callback URL's secret part ("" without callback_url) */
+    char sub_id[128];      /* the VTN's id of the subscription ("" before) */
+    int sub_off;           /* the VTN does not offer subscriptions, or refused one */
+    long long n_notified;
     pthread_mutex_t mu;
-    long long n_polls, n_errors, n_events, n_reports;
+    long long n_polls, n_errors, n_events, n_reports, n_cancelled;
+    /* The local clock against the VTN's (its answers' Date header): local - VTN, NAN before
+     * the first answer; skewed while beyond cfg.max_skew_s, with n_skewed answers so far. */
+    double skew_s;
+    int skewed;
+    long long n_skewed;
     char last_error[300];
     char reported[VEN_REPORTED_MAX][PFI_EVENT_ID_MAX];
     int n_reported;
@@ -73,6 +87,37 @@ static void ven_error(pfi_ven *v, const char *fmt, ...)
     va_end(ap);
 }
 
+/* An answer's Date (whole seconds of the VTN's clock: its time was in [date, date + 1)). */
+static void note_clock(pfi_ven *v, double date_s)
+{
+    double skew = pfi_clock_wall() - (date_s + 0.5);
+    pthread_mutex_lock(&v->mu);
+    int was = v->skewed;
+    v->skew_s = skew;
+    v->skewed = fabs(skew) > v->cfg.max_skew_s;
+    if (v->skewed)
+        v->n_skewed++;
+    pthread_mutex_unlock(&v->mu);
+    if (v->skewed && !was)
+        ven_error(v, "clock skew: the local clock is %+.0f s from the VTN's (tolerance %g s): "
+                  "event windows are widened by it on both sides", skew, v->cfg.max_skew_s);
+    else if (was && !v->skewed)
+        fprintf(stderr, "%s: openadr: clock skew back within %g s (%+.1f s)\n", v->host.name,
+                v->cfg.max_skew_s, skew);
+}
+
+/* While the clocks disagree beyond the tolerance, an event window is widened by the skew on
+ * both sides, rounded up to whole minutes after the second the Date header cannot resolve (so
+ * a jitter of a second does not change it at every poll): the target then holds over the
+ * VTN's window whichever clock is right. */
+static double widen_s(pfi_ven *v)
+{
+    pthread_mutex_lock(&v->mu);
+    double w = v->skewed ? ceil(fmax(fabs(v->skew_s) - 1, 0) / 60) * 60 : 0;
+    pthread_mutex_unlock(&v->mu);
+    return w;
+}
+
 /* One request to the VTN; returns the HTTP status (-1: no answer) and the body in *out. */
 static long http(pfi_ven *v, const char *method, const char *url, const char *body,
                  const char *ctype, int auth, vbuf *out)
@@ -82,6 +127,8 @@ static long http(pfi_ven *v, const char *method, const char *url, const char *bo
     pfi_http_many(NULL, &r, 1, auth ? v->token : NULL, v->cfg.timeout_s, 1);
     if (r.status < 0)
         ven_error(v, "%s %s: %s", method, url, r.err);
+    if (isfinite(r.date_s))
+        note_clock(v, r.date_s);
     out->p = r.reply; /* the caller frees it */
     out->n = r.reply ? strlen(r.reply) : 0;
     return r.status;
@@ -119,28 +166,125 @@ static int get_token(pfi_ven *v)
 }
 
 /* A GET of the VTN's JSON, with the token (fetched again once after a 401). */
-static json_t *get_json(pfi_ven *v, const char *path)
+/* A request to the VTN with the token (fetched again once after a 401) and its JSON answer
+ * (NULL unless the status is 200 or 201 and the body JSON); *status (may be NULL) gets the
+ * status, -1 when there was none.  Errors are counted unless the status is in quiet (a
+ * 0-terminated list, may be NULL): the caller handles those. */
+static json_t *call_json(pfi_ven *v, const char *method, const char *path, const char *body,
+                         const long *quiet, long *status)
 {
     char url[1024];
     pfi_http_url(v->cfg.vtn_url, path, url, sizeof url);
+    long st = -1;
+    json_t *d = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         if ((!v->token[0] || pfi_clock_mono() > v->token_expiry) && !get_token(v))
-            return NULL;
+            break;
         vbuf b = {0};
-        long st = http(v, "GET", url, NULL, NULL, 1, &b);
-        if (st == 401) {
+        st = http(v, method, url, body, body ? "application/json" : NULL, 1, &b);
+        if (st == 401 && attempt == 0) {
             free(b.p);
             v->token[0] = 0;
             continue;
         }
-        json_t *d = st == 200 && b.p ? json_loads(b.p, 0, NULL) : NULL;
-        if (st >= 0 && !d)
-            ven_error(v, "GET %s: HTTP %ld%s", path, st, st == 200 ? ", not JSON" : "");
+        d = (st == 200 || st == 201) && b.p ? json_loads(b.p, 0, NULL) : NULL;
+        int q = 0;
+        for (int i = 0; quiet && quiet[i]; i++)
+            q |= quiet[i] == st;
+        if (st >= 0 && !d && !q)
+            ven_error(v, "%s %s: HTTP %ld%s", method, path, st,
+                      st == 401 ? " with a fresh token"
+                      : st == 200 || st == 201 ? ", not JSON" : "");
         free(b.p);
-        return d;
+        break;
     }
-    ven_error(v, "GET %s: 401 with a fresh token", path);
-    return NULL;
+    if (status)
+        *status = st;
+    return d;
+}
+
+static json_t *get_json(pfi_ven *v, const char *path)
+{
+    return call_json(v, "GET", path, NULL, NULL, NULL);
+}
+
+/* Registration, once: the VEN (venName) with its resource, found by name, else created (POST
+ * /vens), and the resource added to a VEN found without it (POST /vens/{id}/resources).  A VTN
+ * that does not offer it or refuses it (403, 404, 405, 501) is told once and not asked again;
+ * other failures are tried again at the next poll.  Events are polled either way. */
+static void register_ven(pfi_ven *v)
+{
+    static const long off[] = {403, 404, 405, 501, 0};
+    if (v->ven_id[0] || v->register_off)
+        return;
+    char *q = pfi_http_escape(v->cfg.ven_name);
+    char path[512], id[128] = "";
+    snprintf(path, sizeof path, "/vens?venName=%s", q ? q : "");
+    free(q);
+    long st;
+    json_t *d = call_json(v, "GET", path, NULL, off, &st), *found = NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(d, i, x)
+    {
+        json_t *nm = json_object_get(x, "venName");
+        if (json_is_string(nm) && !strcmp(json_string_value(nm), v->cfg.ven_name) &&
+            json_is_string(json_object_get(x, "id")))
+            found = x;
+    }
+    int has_resource = 0;
+    if (found) {
+        snprintf(id, sizeof id, "%s", json_string_value(json_object_get(found, "id")));
+        json_array_foreach(json_object_get(found, "resources"), i, x)
+        {
+            json_t *rn = json_object_get(x, "resourceName");
+            has_resource |= json_is_string(rn) && !strcmp(json_string_value(rn), v->cfg.resource);
+        }
+    }
+    json_decref(d);
+    if (st != 200) {
+        if (st == 403 || st == 404 || st == 405 || st == 501) {
+            v->register_off = 1;
+            ven_error(v, "VEN registration not offered by the VTN (GET /vens: HTTP %ld): events "
+                      "are polled without it", st);
+        }
+        return;
+    }
+    char *body = NULL;
+    json_t *r = NULL;
+    if (!found) {
+        json_t *b = json_pack("{s:s, s:s, s:[{s:s, s:s}]}", "objectType", "VEN", "venName",
+                              v->cfg.ven_name, "resources", "objectType", "RESOURCE",
+                              "resourceName", v->cfg.resource);
+        body = json_dumps(b, JSON_COMPACT);
+        json_decref(b);
+        r = body ? call_json(v, "POST", "/vens", body, off, &st) : NULL;
+        json_t *nid = json_object_get(r, "id");
+        if (json_is_string(nid))
+            snprintf(id, sizeof id, "%s", json_string_value(nid));
+    } else if (!has_resource) {
+        json_t *b = json_pack("{s:s, s:s, s:s}", "objectType", "RESOURCE", "resourceName",
+                              v->cfg.resource, "venID", id);
+        body = json_dumps(b, JSON_COMPACT);
+        json_decref(b);
+        snprintf(path, sizeof path, "/vens/%s/resources", id);
+        r = body ? call_json(v, "POST", path, body, off, &st) : NULL;
+        if (!json_is_object(r))
+            id[0] = 0; /* try again at the next poll */
+    }
+    free(body);
+    json_decref(r);
+    if (st == 403 || st == 404 || st == 405 || st == 501) {
+        v->register_off = 1;
+        ven_error(v, "VEN registration refused by the VTN (HTTP %ld): events are polled "
+                  "without it", st);
+        return;
+    }
+    if (id[0]) {
+        pthread_mutex_lock(&v->mu);
+        snprintf(v->ven_id, sizeof v->ven_id, "%s", id);
+        pthread_mutex_unlock(&v->mu);
+    }
 }
 
 /* "PT20M", "PT1H30M", "P1DT2H", "PT45.5S" -> seconds; -1 when malformed. */
@@ -194,6 +338,16 @@ static int window_of(json_t *ev, json_t *iv, int k, double *t0, double *t1)
     return 1;
 }
 
+/* The VTN's event id of a grid event "oadr-<event id>-<interval>" ("" when it is not one). */
+static void vtn_id_of(const char *id, char *out, size_t n)
+{
+    const char *last = strrchr(id, '-');
+    if (strncmp(id, "oadr-", 5) || !last || last < id + 5)
+        snprintf(out, n, "%s", "");
+    else
+        snprintf(out, n, "%.*s", (int)(last - (id + 5)), id + 5);
+}
+
 /* The units of a payload type in the event's descriptors ("KW" when none is given). */
 static double watts_per_unit(json_t *ev, const char *type)
 {
@@ -225,6 +379,9 @@ static json_t *map_interval(pfi_ven *v, json_t *ev, json_t *iv, int k, char *why
                  "duration)", json_string_value(eid), k);
         return NULL;
     }
+    double w = widen_s(v);
+    t0 -= w;
+    t1 += w;
     char id[PFI_EVENT_ID_MAX], src[PFI_EVENT_SOURCE_MAX];
     snprintf(id, sizeof id, "oadr-%.40s-%d", json_string_value(eid), k);
     snprintf(src, sizeof src, "openadr:%.50s", v->cfg.program);
@@ -286,8 +443,67 @@ static int same_as_held(pfi_ven *v, json_t *b)
     return same;
 }
 
+/* An event of this program the VTN no longer lists (it answered, so it deleted it): one not
+ * begun yet is deleted here; one in force ends now, restored in its steps as after any end;
+ * one already ended is left to finish its restore. */
+static void cancel_missing(pfi_ven *v, json_t *events)
+{
+    char src[PFI_EVENT_SOURCE_MAX];
+    snprintf(src, sizeof src, "openadr:%.50s", v->cfg.program);
+    int n;
+    pfi_event *evs = held_events(v, &n);
+    double now = pfi_clock_wall();
+    for (int i = 0; evs && i < n; i++) {
+        const pfi_event *h = &evs[i];
+        char vid[PFI_EVENT_ID_MAX];
+        vtn_id_of(h->id, vid, sizeof vid);
+        if (!vid[0] || strcmp(h->source, src) || now >= h->end_s)
+            continue;
+        int listed = 0;
+        size_t k;
+        json_t *ev;
+        json_array_foreach(events, k, ev)
+        {
+            json_t *id = json_object_get(ev, "id");
+            listed |= json_is_string(id) && !strcmp(json_string_value(id), vid);
+        }
+        if (listed)
+            continue;
+        pfi_err e = {0};
+        int rc;
+        if (now < pfi_event_ramp_start_s(h)) {
+            rc = v->host.remove(v->host.ctx, h->id, &e);
+        } else {
+            double end = fmax(now, h->start_s) + 1;
+            json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:f, s:s, s:i}", "id", h->id, "start",
+                                  h->start_s, "end", end, "ramp_down_s", h->ramp_down_s,
+                                  "ramp_up_s", h->ramp_up_s, "source", h->source, "priority",
+                                  h->priority);
+            if (h->kind == PFI_EVENT_CUT) {
+                json_object_set_new(b, "cut", json_real(h->cut));
+                json_object_set_new(b, "baseline_w", json_real(h->baseline_w));
+            } else {
+                json_object_set_new(b, "limit_w", json_real(h->limit_w));
+            }
+            rc = v->host.add(v->host.ctx, b, &e);
+            json_decref(b);
+        }
+        if (rc != PFI_OK) {
+            ven_error(v, "event %s, deleted on the VTN, not cancelled: %s", h->id, e.msg);
+            continue;
+        }
+        fprintf(stderr, "%s: openadr: event %s deleted on the VTN: cancelled\n", v->host.name,
+                h->id);
+        pthread_mutex_lock(&v->mu);
+        v->n_cancelled++;
+        pthread_mutex_unlock(&v->mu);
+    }
+    free(evs);
+}
+
 static void take_events(pfi_ven *v, json_t *events)
 {
+    cancel_missing(v, events);
     size_t i;
     json_t *ev;
     json_array_foreach(events, i, ev)
@@ -351,9 +567,13 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id)
     snprintf(name, sizeof name, "pfi %s: max excess %.0f W, %.0f s over target", id,
              json_number_value(json_object_get(c, "max_excess_w")),
              json_number_value(json_object_get(c, "seconds_over_target")));
-    return json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:o}]}", "programID", v->program_id,
-                     "eventID", eid, "clientName", v->cfg.client_id, "reportName", name,
-                     "resources", "resourceName", v->cfg.resource, "intervals", ivs);
+    return json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}], "
+                     "s:[{s:s, s:o}]}", "programID", v->program_id, "eventID", eid,
+                     "clientName", v->cfg.client_id, "reportName", name, "payloadDescriptors",
+                     "objectType", "REPORT_PAYLOAD_DESCRIPTOR", "payloadType", "DEMAND", "units",
+                     "KW", "objectType", "REPORT_PAYLOAD_DESCRIPTOR", "payloadType", "USAGE",
+                     "units", "KWH", "resources", "resourceName", v->cfg.resource, "intervals",
+                     ivs);
 }
 
 static void post_reports(pfi_ven *v)
@@ -385,23 +605,97 @@ static void post_reports(pfi_ven *v)
         json_decref(rep);
         char *text = json_dumps(body, JSON_COMPACT);
         json_decref(body);
-        char url[1024];
-        pfi_http_url(v->cfg.vtn_url, "/reports", url, sizeof url);
-        vbuf b = {0};
-        long st = text ? http(v, "POST", url, text, "application/json", 1, &b) : -1;
+        long st = -1;
+        json_decref(text ? call_json(v, "POST", "/reports", text, NULL, &st) : NULL);
         free(text);
-        free(b.p);
         if (st == 200 || st == 201) {
             if (v->n_reported < VEN_REPORTED_MAX)
                 snprintf(v->reported[v->n_reported++], sizeof v->reported[0], "%s", ids[k]);
             pthread_mutex_lock(&v->mu);
             v->n_reports++;
             pthread_mutex_unlock(&v->mu);
-        } else if (st >= 0) {
-            ven_error(v, "report of %s: HTTP %ld", ids[k], st);
         }
     }
     free(ids);
+}
+
+/* Every event of the program, a page of VEN_PAGE at a time (the API's largest); NULL when a
+ * page fails or is not a list: the VTN is then silent this round (events kept as received). */
+static json_t *all_events(pfi_ven *v)
+{
+    json_t *all = json_array();
+    char *q = pfi_http_escape(v->program_id);
+    for (int page = 0; all && q && page < VEN_PAGES_MAX; page++) {
+        char path[400];
+        snprintf(path, sizeof path, "/events?programID=%s&skip=%d&limit=%d", q, page * VEN_PAGE,
+                 VEN_PAGE);
+        json_t *evs = get_json(v, path);
+        if (!json_is_array(evs)) {
+            if (evs)
+                ven_error(v, "GET %s: not an array of events", path);
+            json_decref(evs);
+            json_decref(all);
+            all = NULL;
+            break;
+        }
+        size_t n = json_array_size(evs);
+        json_array_extend(all, evs);
+        json_decref(evs);
+        if (n < VEN_PAGE)
+            break;
+    }
+    free(q);
+    return all;
+}
+
+/* With callback_url set: a subscription to the program's events (created, changed, deleted),
+ * notified at callback_url + "/v1/grid/openadr/notify/<secret>" (the secret also as the
+ * bearerToken the spec asks the VTN to send).  A notification makes the client poll at once;
+ * it polls every poll_s anyway.  A VTN that does not offer subscriptions (403, 404, 405, 501)
+ * is told once and not asked again: the client then polls alone. */
+static void subscribe(pfi_ven *v)
+{
+    static const long off[] = {403, 404, 405, 501, 0};
+    if (!v->cfg.callback_url[0] || v->sub_id[0] || v->sub_off)
+        return;
+    char cb[PFI_VEN_URL_MAX + 128];
+    snprintf(cb, sizeof cb, "%s/v1/grid/openadr/notify/%s", v->cfg.callback_url, v->cb_token);
+    json_t *b = json_pack("{s:s, s:s, s:s, s:[{s:[s], s:[s, s, s], s:s, s:s}]}", "objectType",
+                          "SUBSCRIPTION", "clientName", v->cfg.client_id, "programID",
+                          v->program_id, "objectOperations", "objects", "EVENT", "operations",
+                          "POST", "PUT", "DELETE", "callbackUrl", cb, "bearerToken",
+                          v->cb_token);
+    char *body = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    long st = -1;
+    json_t *r = body ? call_json(v, "POST", "/subscriptions", body, off, &st) : NULL;
+    free(body);
+    json_t *id = json_object_get(r, "id");
+    if (json_is_string(id)) {
+        pthread_mutex_lock(&v->mu);
+        snprintf(v->sub_id, sizeof v->sub_id, "%s", json_string_value(id));
+        pthread_mutex_unlock(&v->mu);
+    } else if (st == 403 || st == 404 || st == 405 || st == 501) {
+        v->sub_off = 1;
+        ven_error(v, "subscriptions not offered by the VTN (POST /subscriptions: HTTP %ld): "
+                  "polling every %g s alone", st, v->cfg.poll_s);
+    }
+    json_decref(r);
+}
+
+int pfi_ven_notify(pfi_ven *v, const char *secret)
+{
+    char auth[128];
+    if (!v || !v->cb_token[0] || !secret || strlen(secret) >= sizeof auth - 8)
+        return 0;
+    snprintf(auth, sizeof auth, "Bearer %s", secret);
+    if (!pfi_token_ok(v->cb_token, auth))
+        return 0;
+    pthread_mutex_lock(&v->mu);
+    v->n_notified++;
+    pthread_mutex_unlock(&v->mu);
+    v->wake = 1;
+    return 1;
 }
 
 static void poll_once(pfi_ven *v)
@@ -409,6 +703,7 @@ static void poll_once(pfi_ven *v)
     pthread_mutex_lock(&v->mu);
     v->n_polls++;
     pthread_mutex_unlock(&v->mu);
+    register_ven(v);
     if (!v->program_id[0]) {
         char *q = pfi_http_escape(v->cfg.program);
         char path[512];
@@ -430,13 +725,10 @@ static void poll_once(pfi_ven *v)
         if (!v->program_id[0])
             return;
     }
-    char path[300];
-    snprintf(path, sizeof path, "/events?programID=%s", v->program_id);
-    json_t *evs = get_json(v, path);
-    if (json_is_array(evs))
+    subscribe(v);
+    json_t *evs = all_events(v);
+    if (evs)
         take_events(v, evs);
-    else if (evs)
-        ven_error(v, "GET %s: not an array of events", path);
     json_decref(evs);
     post_reports(v);
 }
@@ -445,10 +737,11 @@ static void *ven_main(void *arg)
 {
     pfi_ven *v = arg;
     while (!v->stop) {
+        v->wake = 0;
         poll_once(v);
         /* Sleeps of at most 0.1 s of real time, so a stop is prompt. */
         double until = pfi_clock_mono() + v->cfg.poll_s, left;
-        while (!v->stop && (left = until - pfi_clock_mono()) > 0)
+        while (!v->stop && !v->wake && (left = until - pfi_clock_mono()) > 0)
             pfi_clock_sleep(fmin(left, 0.1 * pfi_clock_scale()));
     }
     return NULL;
@@ -460,6 +753,7 @@ void pfi_ven_config_defaults(pfi_ven_config *c, const char *resource)
     c->poll_s = 10;
     c->timeout_s = 5;
     c->ramp_s = 300;
+    c->max_skew_s = 30;
     c->simple_cut[1] = 0.10;
     c->simple_cut[2] = 0.20;
     c->simple_cut[3] = 0.30;
@@ -477,7 +771,9 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
                 {"client_id", c->client_id, sizeof c->client_id},
                 {"secret_file", c->secret_file, sizeof c->secret_file},
                 {"program", c->program, sizeof c->program},
-                {"resource", c->resource, sizeof c->resource}};
+                {"resource", c->resource, sizeof c->resource},
+                {"ven_name", c->ven_name, sizeof c->ven_name},
+                {"callback_url", c->callback_url, sizeof c->callback_url}};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (!strcmp(k, strs[i].key)) {
             if (strlen(v) >= strs[i].n)
@@ -486,7 +782,8 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
             return PFI_OK;
         }
     double *num = !strcmp(k, "poll") ? &c->poll_s : !strcmp(k, "timeout") ? &c->timeout_s
-                  : !strcmp(k, "ramp") ? &c->ramp_s : NULL;
+                  : !strcmp(k, "ramp") ? &c->ramp_s : !strcmp(k, "max_skew") ? &c->max_skew_s
+                                                                              : NULL;
     if (num) { /* checked before it is kept: a bad value changes nothing */
         double d;
         int rc = pfi_parse_duration(v, &d, err);
@@ -498,6 +795,8 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
             return pfi_err_set(err, PFI_ERANGE, "timeout: must be 0.1 s to 10 min, not %s", v);
         if (num == &c->ramp_s && !(d >= 0 && d <= 86400))
             return pfi_err_set(err, PFI_ERANGE, "ramp: must be 0 to 1 day, not %s", v);
+        if (num == &c->max_skew_s && !(d >= 1 && d <= 86400))
+            return pfi_err_set(err, PFI_ERANGE, "max_skew: must be 1 s to 1 day, not %s", v);
         *num = d;
         return PFI_OK;
     }
@@ -511,7 +810,8 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
         return PFI_OK;
     }
     return pfi_err_set(err, PFI_EINVAL, "unknown key '%s' (vtn_url, token_url, client_id, "
-                       "secret_file, program, resource, poll, timeout, ramp, simple_cut_1..3)",
+                       "secret_file, program, resource, ven_name, callback_url, poll, timeout, ramp, max_skew, "
+                       "simple_cut_1..3)",
                        k);
 }
 
@@ -566,6 +866,22 @@ int pfi_ven_start(const pfi_ven_host *host, const pfi_ven_config *cfg, pfi_ven *
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     v->host = *host;
     v->cfg = *cfg;
+    if (v->cfg.callback_url[0]) {
+        unsigned char raw[24];
+        FILE *f = fopen("/dev/urandom", "rb");
+        size_t got = f ? fread(raw, 1, sizeof raw, f) : 0;
+        if (f)
+            fclose(f);
+        if (got != sizeof raw) {
+            free(v);
+            return pfi_err_set(err, PFI_EIO, "openadr: no random bytes for the callback secret");
+        }
+        for (size_t i = 0; i < sizeof raw; i++)
+            snprintf(v->cb_token + 2 * i, 3, "%02x", raw[i]);
+    }
+    if (!v->cfg.ven_name[0])
+        snprintf(v->cfg.ven_name, sizeof v->cfg.ven_name, "%s", cfg->client_id);
+    v->skew_s = NAN;
     if (!v->cfg.token_url[0])
         pfi_http_url(cfg->vtn_url, "/auth/token", v->cfg.token_url, sizeof v->cfg.token_url);
     rc = pfi_token_load(cfg->secret_file, v->secret, sizeof v->secret, err);
@@ -598,12 +914,19 @@ void *pfi_ven_json(pfi_ven *v)
     if (!v)
         return json_pack("{s:b}", "enabled", 0);
     pthread_mutex_lock(&v->mu);
-    json_t *o = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "enabled", 1, "vtn",
-                          v->cfg.vtn_url, "program", v->cfg.program, "program_id",
-                          v->program_id, "polls", (json_int_t)v->n_polls, "errors",
-                          (json_int_t)v->n_errors, "events_taken", (json_int_t)v->n_events,
-                          "reports_posted", (json_int_t)v->n_reports, "last_error",
-                          v->last_error);
+    json_t *o = json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:b, s:I}",
+                          "enabled", 1, "vtn", v->cfg.vtn_url, "program", v->cfg.program,
+                          "program_id", v->program_id, "polls", (json_int_t)v->n_polls,
+                          "errors", (json_int_t)v->n_errors, "events_taken",
+                          (json_int_t)v->n_events, "events_cancelled",
+                          (json_int_t)v->n_cancelled, "reports_posted",
+                          (json_int_t)v->n_reports, "last_error", v->last_error, "clock_skew_s",
+                          isfinite(v->skew_s) ? json_real(v->skew_s) : json_null(), "skewed",
+                          v->skewed, "skewed_answers", (json_int_t)v->n_skewed);
+    json_object_set_new(o, "ven_name", json_string(v->cfg.ven_name));
+    json_object_set_new(o, "subscription_id", v->sub_id[0] ? json_string(v->sub_id) : json_null());
+    json_object_set_new(o, "notifications", json_integer(v->n_notified));
+    json_object_set_new(o, "ven_id", v->ven_id[0] ? json_string(v->ven_id) : json_null());
     pthread_mutex_unlock(&v->mu);
     return o;
 }

@@ -3,8 +3,10 @@
  * serve` (the site's): the protocol lives here once (ven.c); each daemon gives it the grid
  * events it holds through three callbacks.  Settings (docs/cluster.md, docs/serve.md):
  *   vtn_url, token_url ("" : VTN_URL/auth/token), client_id, secret_file (first line, chmod
- *   600), program (programName), resource (resourceName in reports), poll, timeout, ramp
- *   (durations), simple_cut_1..3 (percentages: the cut of each SIMPLE level). */
+ *   600), program (programName), resource (resourceName in reports), ven_name (venName,
+ *   default the client id), callback_url (this daemon's base URL as the VTN reaches it: a
+ *   subscription's notifications go to it), poll, timeout, ramp,
+ *   max_skew (durations), simple_cut_1..3 (percentages: the cut of each SIMPLE level). */
 #ifndef PFI_SERVE_VEN_H
 #define PFI_SERVE_VEN_H
 
@@ -20,8 +22,12 @@ typedef struct pfi_ven_config {
     char client_id[128];
     char secret_file[512];           /* the client secret: first line, chmod 600 */
     char program[128];               /* programName */
-    char resource[64];               /* resourceName in reports */
+    char resource[64];               /* resourceName in reports and registration */
+    char ven_name[128];              /* venName it registers as ("": the client id) */
+    char callback_url[PFI_VEN_URL_MAX]; /* where the VTN reaches this daemon ("": no
+                                      * subscription, polling alone) */
     double poll_s, timeout_s, ramp_s;
+    double max_skew_s;               /* the clocks may disagree by this much (default 30 s) */
     double simple_cut[4];            /* SIMPLE level 1..3 -> cut of the baseline */
 } pfi_ven_config;
 
@@ -34,13 +40,16 @@ typedef struct pfi_ven_host {
     /* Adds or replaces an event from a JSON body (store/grid.h's shape, json_t *) and re-plans
      * at once; an error changes nothing. */
     int (*add)(void *ctx, void *body, pfi_err *err);
+    /* Deletes an event and re-plans at once (PFI_ENOENT when there is none). */
+    int (*remove)(void *ctx, const char *id, pfi_err *err);
     /* The compliance report of an event (docs/api.md's shape, json_t *); NULL with *err. */
     void *(*report)(void *ctx, const char *id, pfi_err *err);
 } pfi_ven_host;
 
 typedef struct pfi_ven pfi_ven;
 
-/* No VTN, poll 10 s, timeout 5 s, ramp 5 min, SIMPLE cuts 10/20/30%, the resource name given. */
+/* No VTN, poll 10 s, timeout 5 s, ramp 5 min, max skew 30 s, SIMPLE cuts 10/20/30%, the
+ * resource name given. */
 void pfi_ven_config_defaults(pfi_ven_config *c, const char *resource);
 /* One setting by its key (above); an unknown key or a bad value is an error naming it. */
 int pfi_ven_config_set(pfi_ven_config *c, const char *key, const char *value, pfi_err *err);
@@ -52,8 +61,12 @@ int pfi_ven_config_check(const pfi_ven_config *c, pfi_err *err);
 int pfi_ven_start(const pfi_ven_host *host, const pfi_ven_config *cfg, pfi_ven **out,
                   pfi_err *err);
 void pfi_ven_stop(pfi_ven *v); /* NULL: nothing */
+/* A notification of the VTN at .../v1/grid/openadr/notify/<secret>: 1 (the client polls at
+ * once) when secret is the callback's, else 0 (answer 401).  v NULL: 0. */
+int pfi_ven_notify(pfi_ven *v, const char *secret);
 /* {"enabled", "vtn", "program", "program_id", "polls", "errors", "events_taken",
- * "reports_posted", "last_error"}; v NULL: {"enabled": false}.  json_t * as void *. */
+ * "events_cancelled", "reports_posted", "last_error", "clock_skew_s", "skewed",
+ * "skewed_answers", "ven_name", "ven_id", "subscription_id", "notifications"}; v NULL: {"enabled": false}.  json_t * as void *. */
 void *pfi_ven_json(pfi_ven *v);
 
 #endif

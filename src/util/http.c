@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "util/http.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
@@ -46,6 +49,22 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
     return add;
 }
 
+/* The Date header of an answer, the server's clock (RFC 9110: an IMF-fixdate). */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (n > 5 && n < 128 && !strncasecmp(p, "date:", 5)) {
+        char v[128];
+        memcpy(v, p + 5, n - 5);
+        v[n - 5] = '\0';
+        time_t t = curl_getdate(v, NULL);
+        if (t != (time_t)-1)
+            x->r->date_s = (double)t;
+    }
+    return n;
+}
+
 static void start_one(CURLM *m, xfer *x, const char *auth, double timeout_s)
 {
     pfi_http_req *r = x->r;
@@ -79,6 +98,8 @@ static void start_one(CURLM *m, xfer *x, const char *auth, double timeout_s)
     curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(x->h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
     if (r->unix_sock)
         curl_easy_setopt(x->h, CURLOPT_UNIX_SOCKET_PATH, r->unix_sock);
@@ -114,6 +135,7 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         reqs[i].status = -1;
         reqs[i].started = 0;
         reqs[i].err[0] = '\0';
+        reqs[i].date_s = NAN;
         free(reqs[i].reply);
         reqs[i].reply = NULL;
     }

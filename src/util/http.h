@@ -22,6 +22,7 @@ typedef struct pfi_http_req {
     long status;           /* out: HTTP status, or -1 when no answer */
     int started;           /* out: 0 when the client could not even start it (out of memory) */
     char *reply;           /* out: body (malloc'd, NUL-terminated) or NULL */
+    double date_s;         /* out: the answer's Date header in Unix seconds; NAN when none */
     char err[200];         /* out: why there was no good answer */
 } pfi_http_req;
 

@@ -24,52 +24,16 @@ fail() {
 }
 note() { echo "it_openadr: $*"; }
 
-[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_openadr: PFI_BIN is not set"; exit 1; }
-SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
-[ -x "$SAMPLER" ] || { echo "it_openadr: $SAMPLER is not built"; exit 1; }
-command -v curl >/dev/null || { echo "it_openadr: curl is missing (scripts/install-deps.sh test)"; exit 77; }
-command -v python3 >/dev/null || { echo "it_openadr: python3 is missing (scripts/install-deps.sh test)"; exit 77; }
-here=$(cd "$(dirname "$0")" && pwd)
-# The interpreter itself, found once (a version manager's shim costs seconds a call when loaded).
-PY=$(python3 -c 'import sys; print(sys.executable)') || { echo "${0##*/}: python3 does not run"; exit 1; }
-
-dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_openadr.XXXXXX") || exit 1
-pids=""
-cleanup() {
-    for p in $pids; do kill -9 "$p" 2>/dev/null; done
-    [ -n "${KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
+name=it_openadr
+# shellcheck source=tests/support/openadr_env.sh
+. "$(dirname "$0")/support/openadr_env.sh"
 # A malformed scaled clock is refused before anything starts.
 for bad in "PFI_CLOCK_SCALE=fast PFI_CLOCK_ORIGIN=1" "PFI_CLOCK_SCALE=60"; do
     # shellcheck disable=SC2086
-    env $bad "$PFI_BIN" gpus --backend sim >"$dir/bad.out" 2>&1
+    env -u PFI_CLOCK_SCALE -u PFI_CLOCK_ORIGIN $bad "$PFI_BIN" gpus --backend sim >"$dir/bad.out" 2>&1
     st=$?
     [ $st = 2 ] && grep -q "PFI_CLOCK_" "$dir/bad.out" || fail "$bad: exit $st: $(cat "$dir/bad.out")"
 done
-SCALE=100
-PFI_CLOCK_SCALE=$SCALE PFI_CLOCK_ORIGIN=$(date +%s)
-export PFI_CLOCK_SCALE PFI_CLOCK_ORIGIN
-unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
-if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
-    HW="--backend nvml --nvml-lib $PFI_FAKENVML"
-else
-    note "fake NVML not built ($PFI_FAKENVML): running on the sim backend over the same state"
-    HW="--backend sim"
-fi
-head -c 32 /dev/urandom | base64 >"$dir/token"
-head -c 32 /dev/urandom | base64 >"$dir/secret"
-chmod 600 "$dir/token" "$dir/secret"
-wait_file() { # $1 file, $2 what
-    i=0
-    while [ ! -s "$1" ]; do
-        i=$((i + 1)); [ $i -gt 600 ] && fail "$2 did not start"
-        sleep 0.05
-    done
-}
 
 # ---- the VTN, a node daemon, the controller with its VEN ----
 "$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-site --secret-file "$dir/secret" \
@@ -99,16 +63,6 @@ pids="$pids $!"
 wait_file "$dir/cluster.port" "pfi cluster serve"
 CL=http://127.0.0.1:$(cat "$dir/cluster.port")
 
-limits() {
-    # shellcheck disable=SC2086
-    "$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"limit_w"/ { sub(/,$/, "", $2); printf "%s ", $2 }'
-}
-sum_limits() { limits | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf "%.1f\n", s }'; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 0.5) }'; }
-# pfi's clock, scaled as the daemons' (util/clock.h)
-now() { awk -v r="$(date +%s.%N)" -v s=$SCALE -v o=$PFI_CLOCK_ORIGIN 'BEGIN { printf "%.3f", o + (r - o) * s }'; }
-iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
-sleep_until() { while awk -v a="$(now)" -v b="$1" 'BEGIN { exit !(a < b) }'; do sleep 0.05; done; }
 publish() { curl -sf -o /dev/null -X POST -d "$1" "$VTN/_test/events" || fail "publishing $1"; }
 ven() { curl -sf "$CL/v1/grid/openadr"; }
 

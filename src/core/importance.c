@@ -102,14 +102,7 @@ int pfi_group_importance(const pfi_model *const *row_model, const pfi_train_row 
     unsigned long long st = seed;
     for (int g = 0; g < out->n_groups; g++) {
         for (int r = 0; r < repeats; r++) {
-            for (int i = 0; i < n; i++)
-                order[i] = i;
-            for (int i = n - 1; i > 0; i--) {
-                int j = (int)(pfi_rand_next(&st) % (unsigned long long)(i + 1));
-                int t = order[i];
-                order[i] = order[j];
-                order[j] = t;
-            }
+            pfi_rand_permutation(order, n, &st);
             double s = 0;
             for (int i = 0; i < n; i++) {
                 double x[PFI_N_FEATURES];

@@ -36,6 +36,18 @@ double pfi_rand_uniform(unsigned long long *st)
     return (double)(pfi_rand_next(st) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+void pfi_rand_permutation(int *order, int n, unsigned long long *st)
+{
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(pfi_rand_next(st) % (unsigned long long)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
 double pfi_rand_normal(unsigned long long *st)
 {
     double u1 = pfi_rand_uniform(st), u2 = pfi_rand_uniform(st);

@@ -79,5 +79,7 @@ int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *
 unsigned long long pfi_rand_next(unsigned long long *state);
 double pfi_rand_uniform(unsigned long long *state);  /* [0, 1) */
 double pfi_rand_normal(unsigned long long *state);
+/* order[0..n) = a uniform random permutation of 0..n-1 (Fisher-Yates, from the last place down). */
+void pfi_rand_permutation(int *order, int n, unsigned long long *state);
 
 #endif

@@ -616,14 +616,7 @@ int pfi_model_importance(const pfi_model *m, const pfi_train_row *rows, int n,
     double mae0 = base.sae / n;
     unsigned long long st = seed;
     for (int f = 0; f < PFI_N_FEATURES; f++) {
-        for (int i = 0; i < n; i++)
-            order[i] = i;
-        for (int i = n - 1; i > 0; i--) {
-            int j = (int)(pfi_rand_next(&st) % (unsigned long long)(i + 1));
-            int t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
+        pfi_rand_permutation(order, n, &st);
         memcpy(perm, rows, sizeof *perm * (size_t)n);
         for (int i = 0; i < n; i++)
             perm[i].x[f] = rows[order[i]].x[f];

@@ -110,4 +110,22 @@ for m in 022:644 077:600 002:664; do
   [ "$got" = "${m#*:}" ] || fail "export --output under umask ${m%:*}: mode $got, expected ${m#*:}"
   rm -f "$T/x.csv"
 done
+
+# One slowdown grammar: 0.1 and 10% are the same SLA in ctl, study and allocate; a bad one is a
+# usage error (exit 2) naming the slowdown, before anything is asked of a daemon.
+"$PFI" ctl --url http://127.0.0.1:1 job add j1 --gpus 0 --sla 10% >"$T/o" 2>"$T/e"; st=$?
+[ $st = 1 ] && grep -q "is pfi serve running" "$T/e" || fail "ctl --sla 10%: exit $st: $(cat "$T/e")"
+for bad in 150% 1 -5% 10%x nan; do
+  "$PFI" ctl --url http://127.0.0.1:1 job add j1 --gpus 0 --sla "$bad" >"$T/o" 2>"$T/e"; st=$?
+  [ $st = 2 ] && grep -q "slowdown '$bad'" "$T/e" || fail "ctl --sla $bad: exit $st: $(cat "$T/e")"
+  "$PFI" study --fleet small --sla "$bad" --out "$T/st" >"$T/o" 2>"$T/e"; st=$?
+  [ $st = 2 ] && grep -q "slowdown '$bad'" "$T/e" || fail "study --sla $bad: exit $st: $(cat "$T/e")"
+  [ ! -e "$T/st" ] || fail "study --sla $bad wrote $T/st"
+done
+JOBS="$here/../docs/examples/jobs.json"
+"$PFI" allocate --jobs "$JOBS" --budget 90% --sla 10% --json >"$T/a1" || fail "allocate --sla 10%"
+"$PFI" allocate --jobs "$JOBS" --budget 90% --sla 0.1 --json >"$T/a2" || fail "allocate --sla 0.1"
+cmp -s "$T/a1" "$T/a2" || fail "allocate: --sla 10% and --sla 0.1 differ"
+"$PFI" allocate --jobs "$JOBS" --budget 90% --sla 150% >"$T/o" 2>"$T/e"; st=$?
+[ $st != 0 ] && grep -q "slowdown '150%'" "$T/e" || fail "allocate --sla 150%: exit $st: $(cat "$T/e")"
 echo "it_cli_names: ok"

@@ -56,6 +56,32 @@ static void test_power(void **state)
     assert_int_equal(pfi_parse_power("lots", &v, &pct, &e), PFI_EINVAL);
 }
 
+/* One slowdown grammar (an SLA): a fraction or a percentage in [0, 1), the same in every command;
+ * nothing written on error. */
+static void test_slowdown(void **state)
+{
+    (void)state;
+    const struct {
+        const char *s;
+        double v;
+    } ok[] = {{"0.1", 0.1}, {"10%", 0.1}, {"0", 0}, {"0%", 0}, {"2.5%", 0.025}, {"0.999", 0.999}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        pfi_err e = {0};
+        double v = -1;
+        assert_int_equal(pfi_parse_slowdown(ok[i].s, &v, &e), PFI_OK);
+        assert_true(fabs(v - ok[i].v) < 1e-12);
+    }
+    const char *bad[] = {"", "x", "1", "100%", "-5%", "-0.1", "nan", "inf", "1e308", "5%x",
+                         "0.1 ", "%", "10%%", "0x1p-3z"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pfi_err e = {0};
+        double v = 42;
+        assert_int_not_equal(pfi_parse_slowdown(bad[i], &v, &e), PFI_OK);
+        assert_true(v == 42);
+        assert_non_null(strstr(e.msg, "slowdown"));
+    }
+}
+
 /* One budget grammar: watts, a share of a reference, a cut; everything else refused with a
  * message naming the text, and nothing written on error. */
 static void test_budget(void **state)
@@ -416,6 +442,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_slowdown),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
         cmocka_unit_test(test_args), cmocka_unit_test(test_args_help_formats),
         cmocka_unit_test(test_err),

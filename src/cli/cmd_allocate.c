@@ -32,13 +32,11 @@ static int apply_slas(const pfi_strlist *l, pfi_alloc_set *s, pfi_err *err)
     for (int i = 0; i < l->n; i++) {
         const char *spec = l->v[i], *eq = strrchr(spec, '=');
         const char *val = eq ? eq + 1 : spec;
-        char *end;
-        double v = strtod(val, &end);
-        if (end == val || (*end && strcmp(end, "%") != 0))
-            return pfi_err_set(err, PFI_EINVAL, "bad --sla '%s' (expected 0.05, 5%% or ID=5%%)",
-                               spec);
-        if (*end == '%')
-            v /= 100;
+        double v;
+        pfi_err e = {0};
+        if (pfi_parse_slowdown(val, &v, &e) != PFI_OK)
+            return pfi_err_set(err, PFI_EINVAL, "bad --sla '%s' (%s; ID=5%% for one job)", spec,
+                               e.msg);
         int hit = 0;
         for (int j = 0; j < s->n; j++) {
             if (eq && (strncmp(s->truth[j].id, spec, (size_t)(eq - spec)) != 0 ||

@@ -196,6 +196,7 @@ int pfi_cmd_ctl(int argc, char **argv)
     ctl c = {0};
     ctl_args a = {.sla = NAN, .weight = NAN, .pfi30 = NAN, .tps = NAN};
     int since = 0, limit = 100;
+    const char *sla = NULL;
     const pfi_opt opts[] = {
         {"url", PFI_OPT_STR, &c.url, "URL", "daemon address (default $PFI_SERVE_URL, else "
                                             "http://127.0.0.1:9455)"},
@@ -204,7 +205,7 @@ int pfi_cmd_ctl(int argc, char **argv)
          "bearer token for changes (default $PFI_SERVE_TOKEN_FILE)"},
         {"raw", PFI_OPT_FLAG, &c.raw, NULL, "print the answer as received (e.g. for metrics)"},
         {"gpus", PFI_OPT_STR, &a.gpus, "LIST", "job add: the job's GPUs, e.g. 0-3"},
-        {"sla", PFI_OPT_DOUBLE, &a.sla, "SLOWDOWN", "job add: max slowdown, e.g. 0.1"},
+        {"sla", PFI_OPT_STR, &sla, "SLOWDOWN", "job add: max slowdown, e.g. 0.1 or 10%"},
         {"no-sla", PFI_OPT_FLAG, &a.no_sla, NULL,
          "job add: no SLA even if the daemon has a default"},
         {"weight", PFI_OPT_DOUBLE, &a.weight, "W", "job add: weight (default 1)"},
@@ -236,6 +237,9 @@ int pfi_cmd_ctl(int argc, char **argv)
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);
     if (rc >= 0)
         return rc;
+    pfi_err e = {0};
+    if (sla && pfi_parse_slowdown(sla, &a.sla, &e) != PFI_OK)
+        return usage_error(e.msg);
     if (!c.url)
         c.url = getenv("PFI_SERVE_URL");
     if (!c.url)

@@ -50,7 +50,7 @@ int pfi_cmd_study(int argc, char **argv)
     pfi_study_defaults(&o);
     const char *fleet = NULL, *cuts = NULL;
     int as_json = 0, no_figures = 0, seed = 1;
-    double sla = o.sla;
+    const char *sla = NULL;
     const pfi_opt opts[] = {
         {"fleet", PFI_OPT_STR, &fleet, "paper|small|FILE",
          "simulated fleet: the paper's shape (default), a small one, or a fleet file"},
@@ -60,7 +60,8 @@ int pfi_cmd_study(int argc, char **argv)
         {"out", PFI_OPT_STR, &o.out_dir, "DIR", "report directory (default study-out)"},
         {"seed", PFI_OPT_INT, &seed, "N", "fleet seed (default 1)"},
         {"cuts", PFI_OPT_STR, &cuts, "LIST", "power cuts (default 0.1,0.2,0.3,0.4,0.5)"},
-        {"sla", PFI_OPT_DOUBLE, &sla, "S", "max slowdown of the SLA jobs (default 0.10)"},
+        {"sla", PFI_OPT_STR, &sla, "SLOWDOWN",
+         "max slowdown of the SLA jobs, e.g. 0.1 or 10% (default 0.10)"},
         {"no-figures", PFI_OPT_FLAG, &no_figures, NULL, "skip gnuplot"},
         {"direct", PFI_OPT_FLAG, &o.direct, NULL,
          "read the simulated jobs' steady state directly instead of sweeping them (3x faster)"},
@@ -91,7 +92,10 @@ int pfi_cmd_study(int argc, char **argv)
         return PFI_EXIT_USAGE;
     }
     o.seed = (uint64_t)seed;
-    o.sla = sla;
+    if (sla && pfi_parse_slowdown(sla, &o.sla, &err) != PFI_OK) {
+        fprintf(stderr, "pfi study: --sla: %s\n", err.msg);
+        return PFI_EXIT_USAGE;
+    }
     o.figures = !no_figures;
     if (cuts && pfi_parse_double_list(cuts, o.cuts, PFI_STUDY_MAX_CUTS, &o.n_cuts, &err) != PFI_OK)
         return pfi_cli_fail("study", &err);

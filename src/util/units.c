@@ -19,6 +19,25 @@ static int parse_num(const char *s, double *v, const char **rest)
     return 0;
 }
 
+int pfi_parse_slowdown(const char *s, double *slowdown, pfi_err *err)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : NAN;
+    if (!s || end == s || errno == ERANGE || (*end && strcmp(end, "%") != 0))
+        return pfi_err_set(err, PFI_EINVAL, "slowdown '%s': expected e.g. 0.1 or 10%%",
+                           s ? s : "");
+    if (*end == '%')
+        v /= 100;
+    if (!isfinite(v) || v < 0 || v >= 1)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "slowdown '%s': expected a max slowdown in [0, 1) (0.1 or 10%% = at "
+                           "most 10%% slower)",
+                           s);
+    *slowdown = v;
+    return PFI_OK;
+}
+
 int pfi_parse_duration(const char *s, double *seconds, pfi_err *err)
 {
     double v;

@@ -12,6 +12,9 @@ int pfi_parse_duration(const char *s, double *seconds, pfi_err *err);
 /* "5600W", "5.6kW", "70%" -> either watts (is_pct=0) or a fraction 0..1 (is_pct=1). */
 int pfi_parse_power(const char *s, double *value, int *is_pct, pfi_err *err);
 
+/* A maximum slowdown, as every command takes one: "0.1" or "10%" -> 0.1; in [0, 1). */
+int pfi_parse_slowdown(const char *s, double *slowdown, pfi_err *err);
+
 /* "0-3,6,7" -> sorted unique indices.  "all" -> 0..max_n-1. */
 int pfi_parse_index_list(const char *s, int max_n, int *out, int *n, pfi_err *err);
 

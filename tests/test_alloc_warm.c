@@ -459,6 +459,201 @@ static void test_warm_flat(void **state)
     pfi_alloc_ws_free(w);
 }
 
+
+/* The list, a pool's jobs by position, as a caller holds it: a new array for every change (the
+ * last one freed, so a workspace reading it would be caught by the sanitizers). */
+static pfi_alloc_job *list_of(const inst *P, const int *ord, int n, pfi_alloc_job *old)
+{
+    free(old);
+    pfi_alloc_job *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+    assert_non_null(a);
+    for (int i = 0; i < n; i++)
+        a[i] = P->jobs[ord[i]];
+    return a;
+}
+
+/* Jobs arrive (anywhere in the list) and leave (any of them) among budget changes and changed
+ * curves: after each, the workspace's answer is the fresh solver's on the new list, bit for
+ * bit; a job whose id is taken, or whose range holds no grid point, is refused and changes
+ * nothing. */
+static void arrive_leave_run(int concave, unsigned long long seed, int count)
+{
+    rng_state = seed;
+    static inst P, V; /* the pool of jobs; V.n: the list's length (for the comparison) */
+    int solved = 0, arrived = 0, left = 0, refused = 0;
+    int ord[MAXJ], used[MAXJ];
+    for (int t = 0; t < count; t++) {
+        make_inst(&P, MAXJ, concave);
+        int n = irand(1, MAXJ / 2);
+        memset(used, 0, sizeof used);
+        for (int i = 0; i < n; i++) {
+            ord[i] = i;
+            used[i] = 1;
+        }
+        pfi_alloc_opts o;
+        pfi_alloc_opts_default(&o);
+        o.step_w = urand() < 0.5 ? 1.0 : 5.0;
+        o.on_infeasible = irand(0, 2);
+        if (!concave)
+            o.max_work = urand() < 0.2 ? 2000 : 1e6;
+        pfi_alloc_job *jobs = list_of(&P, ord, n, NULL);
+        V.n = n;
+        double lo = 0, hi = 0;
+        for (int j = 0; j < MAXJ; j++) { /* the pool's totals: budgets of the right size */
+            lo += P.jobs[j].n_gpus * fmax(P.jobs[j].min_cap_w, P.jobs[j].cap_w[0]);
+            hi += P.jobs[j].n_gpus * P.jobs[j].max_cap_w;
+        }
+        lo *= (double)n / MAXJ;
+        hi *= (double)n / MAXJ;
+        double b = lo + (hi - lo) * (0.2 + 0.6 * urand());
+        pfi_alloc_ws *w;
+        pfi_err e = {0};
+        if (pfi_alloc_ws_new(jobs, n, b, &o, &w, &e) != PFI_OK) {
+            free(jobs);
+            continue;
+        }
+        for (int step = 0; step < 16; step++) {
+            double u = urand();
+            if (u < 0.25) {
+                b = lo + (hi - lo) * (urand() * 1.1 - 0.05);
+                if (b <= 0)
+                    b = 1;
+            } else if (u < 0.55 && n < MAXJ) { /* a job arrives at position at */
+                int p = 0, at = irand(0, n);
+                while (used[p])
+                    p++;
+                double v = urand();
+                if (v < 0.1 && n > 0) { /* an id already in the list: refused */
+                    P.jobs[p].id = P.jobs[ord[irand(0, n - 1)]].id;
+                } else if (v < 0.15) { /* a range with no point of the grid: refused */
+                    P.jobs[p].min_cap_w = 300.2;
+                    P.jobs[p].max_cap_w = 300.6;
+                }
+                int o2[MAXJ];
+                memcpy(o2, ord, sizeof ord);
+                memmove(o2 + at + 1, o2 + at, (size_t)(n - at) * sizeof *o2);
+                o2[at] = p;
+                pfi_alloc_job *nj = list_of(&P, o2, n + 1, NULL);
+                pfi_err e3 = {0}, e4 = {0};
+                int rc = pfi_alloc_ws_add_job(w, nj, n + 1, at, &e3);
+                if (v < 0.15) {
+                    pfi_alloc_result f;
+                    assert_int_equal(rc, PFI_EINVAL);
+                    assert_int_equal(pfi_alloc_solve(nj, n + 1, b, &o, &f, &e4), PFI_EINVAL);
+                    assert_string_equal(e3.msg, e4.msg);
+                    refused++;
+                    free(nj); /* nothing changed: the workspace reads the old list */
+                    P.jobs[p].id = P.ids[p];
+                    make_curve(&P, p, irand(2, MAXP - 2), concave);
+                } else {
+                    if (!(rc == PFI_OK || rc == PFI_EINFEASIBLE))
+                        fail_msg("arrive: %d %s", rc, e3.msg);
+                    free(jobs);
+                    jobs = nj;
+                    memcpy(ord, o2, sizeof ord);
+                    used[p] = 1;
+                    n++;
+                    arrived++;
+                }
+            } else if (u < 0.85 && n > 1) { /* a job leaves */
+                int at = irand(0, n - 1);
+                used[ord[at]] = 0;
+                make_curve(&P, ord[at], irand(2, MAXP - 2), concave); /* a new job next time */
+                memmove(ord + at, ord + at + 1, (size_t)(n - at - 1) * sizeof *ord);
+                n--;
+                jobs = list_of(&P, ord, n, jobs);
+                pfi_err e3 = {0};
+                int rc = pfi_alloc_ws_remove_job(w, jobs, n, at, &e3);
+                if (!(rc == PFI_OK || rc == PFI_EINFEASIBLE))
+                    fail_msg("leave: %d %s", rc, e3.msg);
+                left++;
+            } else { /* one job's curve or SLA changes */
+                int i = irand(0, n - 1);
+                if (urand() < 0.6)
+                    make_curve(&P, ord[i], irand(2, MAXP), concave);
+                else
+                    P.jobs[ord[i]].sla = urand() < 0.5 ? NAN : urand() * 0.3;
+                jobs[i] = P.jobs[ord[i]];
+                pfi_err e3 = {0};
+                int rc = pfi_alloc_ws_update_job(w, i, &e3);
+                if (!(rc == PFI_OK || rc == PFI_EINFEASIBLE))
+                    fail_msg("update: %d %s", rc, e3.msg);
+            }
+            V.n = n;
+            pfi_alloc_result r, f;
+            pfi_err e1 = {0}, e2 = {0};
+            int rc1 = pfi_alloc_ws_solve(w, b, &r, &e1);
+            int rc2 = pfi_alloc_solve(jobs, n, b, &o, &f, &e2);
+            same_result(rc1, &r, &e1, rc2, &f, &e2, &V, b, &o, &solved);
+        }
+        pfi_alloc_ws_free(w);
+        free(jobs);
+    }
+    assert_true(solved > count * 8);
+    assert_true(arrived > count * 3 && left > count * 3 && refused > 0);
+}
+
+static void test_arrive_leave_concave(void **state)
+{
+    (void)state;
+    arrive_leave_run(1, 41, 50);
+}
+
+static void test_arrive_leave_nonconcave(void **state)
+{
+    (void)state;
+    arrive_leave_run(0, 42, 40);
+}
+
+/* A synthetic fleet of 20,000 jobs re-planned warm (its segments sorted) while jobs arrive at
+ * the end and in the middle and leave: the fresh solver's answers, bit for bit. */
+static void test_arrive_leave_large(void **state)
+{
+    (void)state;
+    pfi_alloc_synth sy;
+    pfi_err e = {0};
+    enum { N = 20000 };
+    assert_int_equal(pfi_alloc_synth_make(N + 3, 1, 32, 5, &sy, &e), PFI_OK);
+    pfi_alloc_job *jobs = malloc((N + 3) * sizeof *jobs);
+    assert_non_null(jobs);
+    memcpy(jobs, sy.jobs, N * sizeof *jobs);
+    int n = N;
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    double b = pfi_alloc_budget_from_cut(jobs, n, 0.3);
+    pfi_alloc_ws *w;
+    assert_int_equal(pfi_alloc_ws_new(jobs, n, b, &o, &w, &e), PFI_OK);
+    for (int s = 0; s < 9; s++) {
+        if (s == 2 || s == 5) { /* arrives last, then in the middle */
+            int at = s == 2 ? n : n / 3;
+            memmove(jobs + at + 1, jobs + at, (size_t)(n - at) * sizeof *jobs);
+            jobs[at] = sy.jobs[N + s / 3];
+            n++;
+            assert_int_equal(pfi_alloc_ws_add_job(w, jobs, n, at, &e), PFI_OK);
+        } else if (s == 3 || s == 7) { /* leaves: near the front, the last */
+            int at = s == 3 ? 17 : n - 1;
+            memmove(jobs + at, jobs + at + 1, (size_t)(n - at - 1) * sizeof *jobs);
+            n--;
+            assert_int_equal(pfi_alloc_ws_remove_job(w, jobs, n, at, &e), PFI_OK);
+        }
+        double bs = b * (s % 2 ? 0.9 : 1.0);
+        pfi_alloc_result r, f;
+        assert_int_equal(pfi_alloc_ws_solve(w, bs, &r, &e), PFI_OK);
+        assert_int_equal(pfi_alloc_solve(jobs, n, bs, &o, &f, &e), PFI_OK);
+        same_answer(&r, &f);
+        assert_true(r.min_budget_w == f.min_budget_w);
+        assert_true(r.min_budget_nosla_w == f.min_budget_nosla_w);
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&f);
+    }
+    /* what cannot leave or arrive */
+    assert_int_equal(pfi_alloc_ws_remove_job(w, jobs, n, n + 1, &e), PFI_EINVAL);
+    assert_int_equal(pfi_alloc_ws_add_job(w, jobs, n, 0, &e), PFI_EINVAL);
+    pfi_alloc_ws_free(w);
+    free(jobs);
+    pfi_alloc_synth_free(&sy);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +664,9 @@ int main(void)
         cmocka_unit_test(test_warm_large),
         cmocka_unit_test(test_warm_grow),
         cmocka_unit_test(test_warm_flat),
+        cmocka_unit_test(test_arrive_leave_concave),
+        cmocka_unit_test(test_arrive_leave_nonconcave),
+        cmocka_unit_test(test_arrive_leave_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

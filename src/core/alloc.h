@@ -102,8 +102,9 @@ int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi
  * patched when a job changes), so a new budget's relaxation is a binary search.  Its answers
  * are those of pfi_alloc_solve on the same jobs and budget, bit for bit (the same hulls; the
  * sorted segments and the selection reach the same positions and sum the same values).  The workspace reads the caller's jobs array, which must
- * outlive it; after changing job j in place, call pfi_alloc_ws_update_job(j); after adding or
- * removing jobs, pfi_alloc_ws_set_jobs (a rebuild).  A budget below what the SLAs need, or any
+ * outlive it; after changing job j in place, call pfi_alloc_ws_update_job(j); when a job arrives
+ * or leaves, pfi_alloc_ws_add_job or pfi_alloc_ws_remove_job (that job's hull and segments only);
+ * for any other new list, pfi_alloc_ws_set_jobs (a rebuild).  A budget below what the SLAs need, or any
  * budget once SLAs had to be relaxed or dropped, rebuilds (the degradation depends on it). */
 typedef struct pfi_alloc_ws pfi_alloc_ws;
 
@@ -115,7 +116,18 @@ int pfi_alloc_ws_new(const pfi_alloc_job *jobs, int n, double budget_w,
 int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, pfi_err *err);
 /* Job j of the jobs array changed (curve, range, GPUs, SLA, weight; not its id). */
 int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err);
-/* A new jobs array (jobs arrived or left): rebuilds. */
+/* A job arrived: jobs holds n jobs, the workspace's n - 1 in their order with the new one at
+ * index j (j = n - 1: appended), and is read from here on.  The new job is checked as
+ * pfi_alloc_validate would (and its id against the others); on such an error nothing changes
+ * (the workspace still reads the array it read before).  Once SLAs were relaxed or dropped for
+ * a budget, this rebuilds at that budget (as pfi_alloc_ws_set_jobs, with its errors). */
+int pfi_alloc_ws_add_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int j,
+                         pfi_err *err);
+/* Job j left: jobs holds n >= 1 jobs, the workspace's n + 1 without its job j, the others in
+ * their order, and is read from here on. */
+int pfi_alloc_ws_remove_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int j,
+                            pfi_err *err);
+/* A new jobs array (any other change to the list): rebuilds. */
 int pfi_alloc_ws_set_jobs(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
                           pfi_err *err);
 void pfi_alloc_ws_free(pfi_alloc_ws *w);

@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 
 #include "core/alloc.h"
+#include "core/alloc_ids.h"
 
 /* A hull segment named by its job and first vertex, with its slope and cost: the selection's
  * candidates (one bucket of slopes at a time, never every segment). */
@@ -885,6 +886,8 @@ struct pfi_alloc_ws {
     int cap_n;             /* buffers hold this many jobs */
     size_t cap_h;          /*   and hull vertices */
     int fresh_only;        /* the floors depend on the budget (SLAs relaxed or dropped) */
+    int prep_cap;          /* prep's per-job arrays hold this many jobs */
+    pfi_alloc_ids *ids;    /* the jobs' ids by position, made by the first arrival or departure */
 };
 
 static void ws_arrays_free(pfi_alloc_ws *w)
@@ -906,6 +909,8 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->ss);
     free(S->ss2);
     pfi_alloc_result_free(&w->prep);
+    pfi_alloc_ids_free(w->ids);
+    w->ids = NULL;
     memset(S, 0, sizeof *S);
     w->hsz = NULL;
     w->block = w->hblock = NULL;
@@ -976,28 +981,62 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
     res->budget_binds = res->budget_w - power < min_n * step - 1e-9;
 }
 
+/* The per-job arrays of the block: doubles, then ints, then two of bytes.  The first KEPT_D and
+ * KEPT_I of each list are what a workspace keeps between solves (moved when a job arrives or
+ * leaves); the others are rewritten by every solve. */
+#define N_JD 7
+#define N_JI 13
+#define KEPT_D 4
+#define KEPT_I 10
+
+static void job_lists(pfi_alloc_ws *w, double **d[N_JD], int **in[N_JI])
+{
+    solver *S = &w->S;
+    double **dd[N_JD] = {&S->hmax, &S->wt, &S->nv, &S->rv, &S->kv, &S->best_kv, &S->gain};
+    int **ii[N_JI] = {&S->a, &S->b,  &S->ng, &S->hoff, &S->hn,     &S->hm,  &w->hsz,
+                      &S->pos, &S->nk, &S->rk, &S->k,  &S->best_k, &S->heap};
+    memcpy(d, dd, sizeof dd);
+    memcpy(in, ii, sizeof ii);
+}
+
+/* Points the per-job arrays into p, nn jobs each. */
+static void job_carve(pfi_alloc_ws *w, char *p, size_t nn)
+{
+    double **d[N_JD];
+    int **in[N_JI];
+    job_lists(w, d, in);
+    for (size_t i = 0; i < N_JD; i++, p += nn * sizeof(double))
+        *d[i] = (double *)p;
+    for (size_t i = 0; i < N_JI; i++, p += nn * sizeof(int))
+        *in[i] = (int *)p;
+    w->S.kx = (unsigned char *)p;
+    w->S.best_kx = w->S.kx + nn;
+}
+
+static size_t job_bytes(size_t nn)
+{
+    return nn * (N_JD * sizeof(double) + N_JI * sizeof(int) + 2);
+}
+
+/* Points the hulls' storage into h, hh slots. */
+static void hull_carve(solver *S, char *h, size_t hh)
+{
+    S->hv = (double *)h;
+    S->hs = S->hv + hh;
+    S->hk = (int *)(S->hs + hh);
+}
+
 /* Every per-job array of the solver carved from one block, the hulls' storage (hh slots) from
  * another: a fresh solve touches each once, and a few large allocations freed whole are what
  * the C library hands back to the next solve of the same size without new page faults. */
 static int job_arrays(pfi_alloc_ws *w, size_t nn, size_t hh)
 {
-    solver *S = &w->S;
-    char *p = w->block = big_alloc(nn * (7 * sizeof(double) + 13 * sizeof(int) + 2));
+    char *p = w->block = big_alloc(job_bytes(nn));
     char *h = w->hblock = big_alloc(hh * (2 * sizeof(double) + sizeof(int)));
     if (!p || !h)
         return 0;
-    double **d[] = {&S->kv, &S->best_kv, &S->gain, &S->hmax, &S->wt, &S->nv, &S->rv};
-    for (size_t i = 0; i < sizeof d / sizeof *d; i++, p += nn * sizeof(double))
-        *d[i] = (double *)p;
-    int **in[] = {&S->a, &S->b, &S->ng, &S->hoff, &S->hn, &S->hm, &w->hsz, &S->pos, &S->k,
-                  &S->best_k, &S->heap, &S->nk, &S->rk};
-    for (size_t i = 0; i < sizeof in / sizeof *in; i++, p += nn * sizeof(int))
-        *in[i] = (int *)p;
-    S->kx = (unsigned char *)p;
-    S->best_kx = S->kx + nn;
-    S->hv = (double *)h;
-    S->hs = S->hv + hh;
-    S->hk = (int *)(S->hs + hh);
+    job_carve(w, p, nn);
+    hull_carve(&w->S, h, hh);
     return 1;
 }
 
@@ -1027,6 +1066,8 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     w->n = n;
     w->valid = 0;
     w->budget_w = budget_w;
+    pfi_alloc_ids_free(w->ids); /* made again from the new list when a job arrives */
+    w->ids = NULL;
     S->idx_ok = 0;
     /* pfi_alloc_prepare writes each job's floor and top grid index: the root's ranges */
     int rc = pfi_alloc_prepare(jobs, n, budget_w, &w->o, S->a, S->b, &w->prep, err);
@@ -1036,6 +1077,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         w->cap_n = n;
         w->cap_h = hcap;
     }
+    w->prep_cap = n;
     w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
     w->need_units = 0;
     S->jobs = jobs;
@@ -1126,7 +1168,7 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     pfi_alloc_result_free(&one);
     double step = w->o.step_w;
     if (!w->m0t) {
-        if ((w->m0t = malloc((size_t)w->n * sizeof *w->m0t))) {
+        if ((w->m0t = malloc((size_t)w->cap_n * sizeof *w->m0t))) {
             w->m0_units = 0;
             for (int i = 0; i < w->n; i++)
                 w->m0_units += w->m0t[i] = m0_term(&w->jobs[i], step);
@@ -1161,6 +1203,293 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
         grid_ends(w, j);
     if (!S->idx_ok || !patch_index(S, j))
         w->solves = 0; /* sorted again on the second solve from here */
+    return PFI_OK;
+}
+
+/* ---- jobs arriving and leaving ---- */
+
+/* Each job's m0 term and their sum, from the jobs array (kept from here; the least budget
+ * without SLAs is summed anew when there is no memory for them). */
+static void m0_make(pfi_alloc_ws *w)
+{
+    double step = w->o.step_w;
+    w->m0t = malloc((size_t)w->cap_n * sizeof *w->m0t);
+    w->m0_units = 0;
+    for (int i = 0; i < w->n; i++) {
+        long long t = m0_term(&w->jobs[i], step);
+        w->m0_units += t;
+        if (w->m0t)
+            w->m0t[i] = t;
+    }
+}
+
+/* Room for need jobs in every per-job array (a new block, a quarter more, the kept arrays
+ * copied; the scratch ones need no copy). */
+static int ws_room_jobs(pfi_alloc_ws *w, int need)
+{
+    if (need <= w->cap_n)
+        return 1;
+    size_t nn = (size_t)need + (size_t)need / 4 + 16;
+    if (nn > INT_MAX)
+        return 0;
+    char *p = big_alloc(job_bytes(nn));
+    double *lo = w->lo_w ? realloc(w->lo_w, nn * sizeof *lo) : NULL;
+    if (lo)
+        w->lo_w = lo;
+    double *top = w->top_w ? realloc(w->top_w, nn * sizeof *top) : NULL;
+    if (top)
+        w->top_w = top;
+    long long *m0 = w->m0t ? realloc(w->m0t, nn * sizeof *m0) : NULL;
+    if (m0)
+        w->m0t = m0;
+    if (!p || (w->lo_w && !lo) || (w->top_w && !top) || (w->m0t && !m0)) {
+        free(p);
+        return 0;
+    }
+    double **d[N_JD], *od[N_JD];
+    int **in[N_JI], *oi[N_JI];
+    job_lists(w, d, in);
+    for (int i = 0; i < N_JD; i++)
+        od[i] = *d[i];
+    for (int i = 0; i < N_JI; i++)
+        oi[i] = *in[i];
+    job_carve(w, p, nn);
+    size_t n = (size_t)w->n;
+    for (int i = 0; i < KEPT_D; i++)
+        memcpy(*d[i], od[i], n * sizeof(double));
+    for (int i = 0; i < KEPT_I; i++)
+        memcpy(*in[i], oi[i], n * sizeof(int));
+    free(w->block);
+    w->block = p;
+    w->cap_n = (int)nn;
+    return 1;
+}
+
+/* Room for need jobs in the per-job arrays of prep. */
+static int ws_room_prep(pfi_alloc_ws *w, int need)
+{
+    if (need <= w->prep_cap)
+        return 1;
+    size_t nn = (size_t)need + (size_t)need / 4 + 16;
+    pfi_alloc_result *r = &w->prep;
+    double **d[] = {&r->cap_w, &r->tput, &r->floor_w, &r->sla};
+    for (size_t i = 0; i < sizeof d / sizeof *d; i++) {
+        double *x = realloc(*d[i], nn * sizeof *x);
+        if (!x)
+            return 0;
+        *d[i] = x;
+    }
+    unsigned *f = realloc(r->flags, nn * sizeof *f);
+    if (!f)
+        return 0;
+    r->flags = f;
+    w->prep_cap = (int)nn;
+    return 1;
+}
+
+/* Room for need more hull slots after the used ones: the hulls packed again, job after job,
+ * into new storage with a quarter to spare. */
+static int ws_room_hulls(pfi_alloc_ws *w, size_t need)
+{
+    if (need <= w->total_h - w->used_h)
+        return 1;
+    solver *S = &w->S;
+    size_t live = 0;
+    for (int j = 0; j < w->n; j++)
+        live += (size_t)w->hsz[j];
+    size_t hh = live + need + (live + need) / 4 + 64;
+    if (hh > INT_MAX)
+        return 0;
+    char *h = big_alloc(hh * (2 * sizeof(double) + sizeof(int)));
+    if (!h)
+        return 0;
+    solver old = *S;
+    hull_carve(S, h, hh);
+    size_t used = 0;
+    for (int j = 0; j < w->n; j++) {
+        size_t o = (size_t)old.hoff[j], m = (size_t)w->hsz[j];
+        memcpy(S->hv + used, old.hv + o, m * sizeof *S->hv);
+        memcpy(S->hs + used, old.hs + o, m * sizeof *S->hs);
+        memcpy(S->hk + used, old.hk + o, m * sizeof *S->hk);
+        S->hoff[j] = (int)used;
+        used += m;
+    }
+    free(w->hblock);
+    w->hblock = h;
+    w->total_h = w->cap_h = hh;
+    w->used_h = used;
+    return 1;
+}
+
+/* Moves entries [j, n) of each kept per-job array one place up (by 1) or [j + 1, n) one place
+ * down (by -1). */
+static void ws_shift(pfi_alloc_ws *w, int j, int n, int by)
+{
+    double **d[N_JD];
+    int **in[N_JI];
+    job_lists(w, d, in);
+    int from = by > 0 ? j : j + 1, to = from + by;
+    size_t len = (size_t)(n - from);
+    if (n <= from)
+        return;
+    for (int i = 0; i < KEPT_D; i++)
+        memmove(*d[i] + to, *d[i] + from, len * sizeof(double));
+    for (int i = 0; i < KEPT_I; i++)
+        memmove(*in[i] + to, *in[i] + from, len * sizeof(int));
+    pfi_alloc_result *r = &w->prep;
+    memmove(r->floor_w + to, r->floor_w + from, len * sizeof *r->floor_w);
+    memmove(r->sla + to, r->sla + from, len * sizeof *r->sla);
+    memmove(r->flags + to, r->flags + from, len * sizeof *r->flags);
+    if (w->ends_ok) {
+        memmove(w->lo_w + to, w->lo_w + from, len * sizeof *w->lo_w);
+        memmove(w->top_w + to, w->top_w + from, len * sizeof *w->top_w);
+    }
+    if (w->m0t)
+        memmove(w->m0t + to, w->m0t + from, len * sizeof *w->m0t);
+}
+
+/* Job j's segments leave the index, the jobs after it are numbered one lower, and the prefix
+ * the last indexed relaxation took loses job j's part of it. */
+static void index_remove(solver *S, int j)
+{
+    const int *hk = S->hk + S->hoff[j];
+    long long n = S->ng[j], delta = 0;
+    int o = 0, tf = S->tfull;
+    for (int t = 0; t < S->nidx; t++) {
+        int q = S->sj[t];
+        if (q == j) {
+            int i = S->si[t];
+            delta += n * (hk[i + 1] - hk[i]);
+            tf -= t < S->tfull;
+            continue;
+        }
+        S->sj[o] = q - (q > j);
+        S->si[o] = S->si[t];
+        S->ss[o] = S->ss[t];
+        S->cum[o + 1] = S->cum[t + 1] - delta;
+        o++;
+    }
+    S->nidx = o;
+    S->tfull = tf;
+}
+
+int pfi_alloc_ws_add_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int j, pfi_err *err)
+{
+    solver *S = &w->S;
+    if (n != w->n + 1 || j < 0 || j >= n)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "a job arriving at %d: the allocator holds %d jobs, the new list %d",
+                           j, w->n, n);
+    const pfi_alloc_job *J = &jobs[j];
+    int rc = pfi_alloc_validate(J, 1, err);
+    if (rc)
+        return rc;
+    pfi_alloc_result one;
+    int kf, kmax;
+    double room = 2.0 * J->n_gpus * (J->max_cap_w + w->o.step_w); /* more than it can use */
+    rc = pfi_alloc_prepare(J, 1, room, &w->o, &kf, &kmax, &one, err);
+    if (rc == PFI_EINVAL || rc == PFI_ERANGE || rc == PFI_ENOMEM)
+        return rc; /* no grid in its range, or no memory: nothing changes */
+    double step = w->o.step_w;
+    if (!ws_room_jobs(w, n) || !ws_room_prep(w, n)) {
+        pfi_alloc_result_free(&one);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
+    /* the ids: the table made from the new list at the first arrival (the old one may be gone) */
+    int ins = w->ids ? pfi_alloc_ids_insert(w->ids, jobs, n, j)
+                     : pfi_alloc_ids_make(&w->ids, jobs, n);
+    if (ins <= 0) {
+        pfi_alloc_result_free(&one);
+        return ins == 0 ? pfi_err_set(err, PFI_EINVAL, "duplicate job id '%s'", J->id)
+                        : pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
+    /* Not the kept state, floors that depend on the budget, or an SLA met at no cap: rebuilt
+     * at the last budget, as a new list (the same checks, the same answer). */
+    if (rc || one.sla_extra > 0 || one.n_sla_dropped > 0 || !w->valid || w->fresh_only) {
+        pfi_alloc_result_free(&one);
+        return ws_build(w, jobs, n, w->budget_w, err);
+    }
+    /* From here the workspace holds the new list. */
+    ws_shift(w, j, w->n, 1);
+    w->jobs = S->jobs = jobs;
+    w->n = S->n = n;
+    S->a[j] = kf;
+    S->b[j] = kmax;
+    S->ng[j] = J->n_gpus;
+    S->wt[j] = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+    S->nk[j] = -1;
+    S->pos[j] = 0;
+    S->rk[j] = kf;
+    w->prep.floor_w[j] = one.floor_w[0];
+    w->prep.sla[j] = one.sla[0];
+    w->prep.flags[j] = one.flags[0];
+    pfi_alloc_result_free(&one);
+    w->need_units += (long long)J->n_gpus * kf;
+    if (w->m0t)
+        w->m0_units += w->m0t[j] = m0_term(J, step);
+    else
+        m0_make(w);
+    w->prep.min_budget_nosla_w = w->m0_units * step;
+    w->prep.min_budget_w = w->need_units * step;
+    w->hsz[j] = 0;
+    S->hoff[j] = (int)w->used_h;
+    int need = build_hull(S, j, 1);
+    if (!ws_room_hulls(w, (size_t)need)) {
+        w->valid = 0; /* the next solve builds everything for the new list */
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
+    S->hoff[j] = (int)w->used_h;
+    w->hsz[j] = need;
+    w->used_h += (size_t)need;
+    build_hull(S, j, 0);
+    S->rv[j] = S->hv[S->hoff[j]];
+    /* the scale sums hmax in job order: a job appended adds its term last */
+    if (w->scale_ok && j == n - 1)
+        w->scale += S->hmax[j];
+    else
+        w->scale_ok = 0;
+    if (w->ends_ok)
+        grid_ends(w, j);
+    if (S->idx_ok && j < n - 1)
+        for (int t = 0; t < S->nidx; t++)
+            S->sj[t] += S->sj[t] >= j;
+    if (!S->idx_ok || !patch_index(S, j))
+        w->solves = 0;
+    return PFI_OK;
+}
+
+int pfi_alloc_ws_remove_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int j,
+                            pfi_err *err)
+{
+    solver *S = &w->S;
+    if (n != w->n - 1 || j < 0 || j > n)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "job %d leaving: the allocator holds %d jobs, the new list %d", j,
+                           w->n, n);
+    if (n < 1)
+        return pfi_err_set(err, PFI_EINVAL, "the last job cannot leave: no jobs to allocate");
+    if (!w->valid || w->fresh_only)
+        return ws_build(w, jobs, n, w->budget_w, err);
+    double step = w->o.step_w;
+    if (w->ids)
+        pfi_alloc_ids_remove(w->ids, j);
+    if (S->idx_ok)
+        index_remove(S, j);
+    else
+        w->solves = 0;
+    w->need_units -= (long long)S->ng[j] * S->a[j];
+    if (w->m0t)
+        w->m0_units -= w->m0t[j];
+    if ((size_t)S->hoff[j] + (size_t)w->hsz[j] == w->used_h) /* the last slots: free again */
+        w->used_h = (size_t)S->hoff[j];
+    ws_shift(w, j, w->n, -1);
+    w->jobs = S->jobs = jobs;
+    w->n = S->n = n;
+    if (!w->m0t)
+        m0_make(w);
+    w->prep.min_budget_nosla_w = w->m0_units * step;
+    w->prep.min_budget_w = w->need_units * step;
+    w->scale_ok = 0; /* summed again in job order */
     return PFI_OK;
 }
 

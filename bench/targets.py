@@ -71,7 +71,9 @@ def main():
     line("allocator fresh solve, 100k jobs", a["solve_ms"], "ms", a["solve_ms"] / read, ref,
          "<= 25 ms", a["solve_ms"] <= 25)
     for key, what in (("resolve_ms", "warm re-solve, budget change, 100k"),
-                      ("resolve_job_ms", "warm re-solve, one job's curve, 100k")):
+                      ("resolve_job_ms", "warm re-solve, one job's curve, 100k"),
+                      ("resolve_arrive_ms", "warm re-solve, a job arriving, 100k"),
+                      ("resolve_leave_ms", "warm re-solve, a job leaving, 100k")):
         v = a[key]
         line(what, v, "ms", v / read, ref, "<= 5 ms", v is not None and v <= 5)
     b = allocator(pfi, 1000000, 1)

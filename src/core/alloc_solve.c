@@ -576,15 +576,18 @@ static int build_index(solver *S)
  * sums shifted by what was inserted and removed before them) into the spare index, which then
  * becomes the index.  The prefix the last indexed relaxation took is carried over (the other
  * jobs' vertices do not move; job j's is counted again), so the next budget still walks from
- * it.  0: out of memory (the index is dropped; the next solves select). */
-static int patch_index(solver *S, int j)
+ * it.  arrived: job j is new at position j (the index has none of its segments and still names
+ * the jobs from j on one lower: they are renumbered as they move).  0: out of memory (the index
+ * is dropped; the next solves select). */
+static int patch_index(solver *S, int j, int arrived)
 {
     const int *hk = S->hk + S->hoff[j];
     const double *hs = S->hs + S->hoff[j];
     long long n = S->ng[j];
     int m = S->hm[j], old = 0, nidx = S->nidx;
-    for (int t = 0; t < nidx; t++)
-        old += S->sj[t] == j;
+    if (!arrived)
+        for (int t = 0; t < nidx; t++)
+            old += S->sj[t] == j;
     int total = nidx - old + m;
     if (total > S->idx_cap || !S->cum2) { /* none yet when the index had no spare */
         free(S->cum2);
@@ -605,7 +608,7 @@ static int patch_index(solver *S, int j)
     int t = 0, u = 0, o = 0, rec = 0, mapped = 0, uj = 0;
     long long delta = 0; /* cum2[o + 1] = cum[t + 1] + delta for an entry moved from t to o */
     S->cum2[0] = 0;
-    int next_old = 0; /* job j's next old entry */
+    int next_old = arrived ? nidx : 0; /* job j's next old entry */
     while (next_old < nidx && S->sj[next_old] != j)
         next_old++;
     for (;;) {
@@ -615,8 +618,8 @@ static int patch_index(solver *S, int j)
         if (u < m) {
             int lo = t, hi = nidx;
             while (lo < hi) {
-                int mid = lo + (hi - lo) / 2;
-                if (seg_order(S->ss[mid], S->sj[mid], S->si[mid], hs[u], j, u) < 0)
+                int mid = lo + (hi - lo) / 2, q = S->sj[mid];
+                if (seg_order(S->ss[mid], q + (arrived && q >= j), S->si[mid], hs[u], j, u) < 0)
                     lo = mid + 1;
                 else
                     hi = mid;
@@ -630,7 +633,11 @@ static int patch_index(solver *S, int j)
             rec = 1;
         }
         size_t len = (size_t)(stop - t);
-        memcpy(S->sj2 + o, S->sj + t, len * sizeof *S->sj);
+        if (arrived) /* renumbered: j and the jobs after it one higher */
+            for (size_t q = 0; q < len; q++)
+                S->sj2[o + q] = S->sj[t + q] + (S->sj[t + q] >= j);
+        else
+            memcpy(S->sj2 + o, S->sj + t, len * sizeof *S->sj);
         memcpy(S->si2 + o, S->si + t, len * sizeof *S->si);
         memcpy(S->ss2 + o, S->ss + t, len * sizeof *S->ss);
         for (size_t q = 0; q < len; q++)
@@ -1201,7 +1208,7 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     w->scale_ok = 0;
     if (w->ends_ok)
         grid_ends(w, j);
-    if (!S->idx_ok || !patch_index(S, j))
+    if (!S->idx_ok || !patch_index(S, j, 0))
         w->solves = 0; /* sorted again on the second solve from here */
     return PFI_OK;
 }
@@ -1348,28 +1355,47 @@ static void ws_shift(pfi_alloc_ws *w, int j, int n, int by)
         memmove(w->m0t + to, w->m0t + from, len * sizeof *w->m0t);
 }
 
-/* Job j's segments leave the index, the jobs after it are numbered one lower, and the prefix
- * the last indexed relaxation took loses job j's part of it. */
+/* Moves index entries [t, t + len) to o <= t: the jobs after job j numbered one lower, cost
+ * sums less delta. */
+static void index_move(solver *S, int t, int o, int len, int j, long long delta)
+{
+    for (int q = 0; q < len; q++)
+        S->sj[o + q] = S->sj[t + q] - (S->sj[t + q] > j);
+    if (o != t) {
+        memmove(S->si + o, S->si + t, (size_t)len * sizeof *S->si);
+        memmove(S->ss + o, S->ss + t, (size_t)len * sizeof *S->ss);
+    }
+    if (o != t || delta)
+        for (int q = 0; q < len; q++)
+            S->cum[o + q + 1] = S->cum[t + q + 1] - delta;
+}
+
+/* Job j's segments leave the index (each found by a binary search: its hull is still there),
+ * the jobs after it are numbered one lower, and the prefix the last indexed relaxation took
+ * loses job j's part of it. */
 static void index_remove(solver *S, int j)
 {
     const int *hk = S->hk + S->hoff[j];
+    const double *hs = S->hs + S->hoff[j];
     long long n = S->ng[j], delta = 0;
-    int o = 0, tf = S->tfull;
-    for (int t = 0; t < S->nidx; t++) {
-        int q = S->sj[t];
-        if (q == j) {
-            int i = S->si[t];
-            delta += n * (hk[i + 1] - hk[i]);
-            tf -= t < S->tfull;
-            continue;
+    int t = 0, o = 0, tf = S->tfull;
+    for (int i = 0; i < S->hm[j]; i++) {
+        int lo = t, hi = S->nidx;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (seg_order(S->ss[mid], S->sj[mid], S->si[mid], hs[i], j, i) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
-        S->sj[o] = q - (q > j);
-        S->si[o] = S->si[t];
-        S->ss[o] = S->ss[t];
-        S->cum[o + 1] = S->cum[t + 1] - delta;
-        o++;
+        index_move(S, t, o, lo - t, j, delta);
+        o += lo - t;
+        delta += n * (hk[i + 1] - hk[i]);
+        tf -= lo < S->tfull;
+        t = lo + 1;
     }
-    S->nidx = o;
+    index_move(S, t, o, S->nidx - t, j, delta);
+    S->nidx = o + S->nidx - t;
     S->tfull = tf;
 }
 
@@ -1450,10 +1476,7 @@ int pfi_alloc_ws_add_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int 
         w->scale_ok = 0;
     if (w->ends_ok)
         grid_ends(w, j);
-    if (S->idx_ok && j < n - 1)
-        for (int t = 0; t < S->nidx; t++)
-            S->sj[t] += S->sj[t] >= j;
-    if (!S->idx_ok || !patch_index(S, j))
+    if (!S->idx_ok || !patch_index(S, j, 1))
         w->solves = 0;
     return PFI_OK;
 }

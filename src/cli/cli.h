@@ -11,6 +11,7 @@
 #include "core/err.h"
 #include "hw/hw.h"
 #include "util/args.h"
+#include "util/json_write.h"
 
 #define PFI_COMMAND(name, fn, summary) int fn(int argc, char **argv);
 #include "cli/commands.def"
@@ -90,11 +91,13 @@ const char *pfi_cli_backend_name(const pfi_cli_hw *h);
 
 /* Writes one JSON document to stdout (indented, newline-terminated) and decrefs it. */
 int pfi_cli_print_json(json_t *doc);
-/* The same for a document whose top member `key` is an array of n elements made one at a time
- * by item(ctx, i) (a new reference each), so a long array is never held whole: the bytes are
- * those pfi_cli_print_json would write.  Decrefs doc. */
-int pfi_cli_print_json_items(json_t *doc, const char *key, json_t *(*item)(void *ctx, int i),
-                             void *ctx, int n);
+/* The same for a document whose top member `key` is an array of n elements, each written by
+ * item(ctx, i, w) into w (util/json_write.h) one at a time, so a long array is never held
+ * whole, nor as a json_t per value: the bytes are those pfi_cli_print_json would write for the
+ * document holding them.  An element whose writer failed ends the array there and makes it
+ * PFI_EXIT_FAIL.  Decrefs doc. */
+int pfi_cli_print_json_items(json_t *doc, const char *key,
+                             void (*item)(void *ctx, int i, pfi_jw *w), void *ctx, int n);
 
 /* What characterizing a run cost (core/cost.h), for sweep, show and runs: a JSON object
  * (seconds, gpu_s, lost, lost_frac, baseline_rate, unit) and one summary line.  unit: "tokens"

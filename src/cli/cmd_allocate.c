@@ -63,20 +63,21 @@ static int load_jobs(const char *jobs_path, const char *db, const char *model_pa
     return rc ? rc : apply_slas(slas, s, err);
 }
 
-static json_t *binding(unsigned f)
+/* The constraints that hold a job's cap, as names. */
+static void binding(pfi_jw *w, unsigned f)
 {
-    json_t *a = json_array();
+    pfi_jw_array(w);
     if (f & PFI_ALLOC_AT_MIN)
-        json_array_append_new(a, json_string("min_cap"));
+        pfi_jw_string(w, "min_cap");
     if (f & PFI_ALLOC_AT_SLA)
-        json_array_append_new(a, json_string("sla"));
+        pfi_jw_string(w, "sla");
     if (f & PFI_ALLOC_AT_MAX)
-        json_array_append_new(a, json_string("max_cap"));
+        pfi_jw_string(w, "max_cap");
     if (f & PFI_ALLOC_SLA_RELAXED)
-        json_array_append_new(a, json_string("sla_relaxed"));
+        pfi_jw_string(w, "sla_relaxed");
     if (f & PFI_ALLOC_SLA_DROPPED)
-        json_array_append_new(a, json_string("sla_dropped"));
-    return a;
+        pfi_jw_string(w, "sla_dropped");
+    pfi_jw_end(w);
 }
 
 /* What is printed: the jobs, the curves the policy read, its allocation and their totals. */
@@ -90,32 +91,50 @@ typedef struct alloc_out {
     pfi_alloc_totals t;
 } alloc_out;
 
-/* Job j of the allocation as JSON (one at a time: 100k jobs are never held as JSON at once). */
-static json_t *job_json(void *ctx, int j)
+/* Job j of the allocation as JSON, written straight out (100k jobs are never held as JSON).
+ * A real that is not finite fails the job as building it with jansson did, except tput_true and
+ * a per-GPU cap, which were then left out. */
+static void job_json(void *ctx, int j, pfi_jw *w)
 {
     const alloc_out *a = ctx;
     const pfi_alloc_set *s = a->s;
     const pfi_alloc_job *view = a->view;
     const pfi_alloc_result *r = a->r;
-    json_t *o1 = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:o, s:o}", "id", view[j].id, "gpus",
-                           view[j].n_gpus, "cap_w", r->cap_w[j], "power_w",
-                           view[j].n_gpus * r->cap_w[j], "floor_w", r->floor_w[j], "tput",
-                           r->tput[j], "sla", pfi_json_num(r->sla[j]), "binding",
-                           binding(r->flags[j]));
-    if (s->truth[j].n_points >= 2)
-        json_object_set_new(o1, "tput_true",
-                            json_real(pfi_alloc_tput_at(&s->truth[j], r->cap_w[j])));
+    pfi_jw_object(w);
+    pfi_jw_key(w, "id");
+    pfi_jw_string(w, view[j].id);
+    pfi_jw_key(w, "gpus");
+    pfi_jw_integer(w, view[j].n_gpus);
+    pfi_jw_key(w, "cap_w");
+    pfi_jw_real(w, r->cap_w[j]);
+    pfi_jw_key(w, "power_w");
+    pfi_jw_real(w, view[j].n_gpus * r->cap_w[j]);
+    pfi_jw_key(w, "floor_w");
+    pfi_jw_real(w, r->floor_w[j]);
+    pfi_jw_key(w, "tput");
+    pfi_jw_real(w, r->tput[j]);
+    pfi_jw_key(w, "sla");
+    pfi_jw_num(w, r->sla[j]);
+    pfi_jw_key(w, "binding");
+    binding(w, r->flags[j]);
+    double tt = s->truth[j].n_points >= 2 ? pfi_alloc_tput_at(&s->truth[j], r->cap_w[j]) : NAN;
+    if (isfinite(tt)) {
+        pfi_jw_key(w, "tput_true");
+        pfi_jw_real(w, tt);
+    }
     if (a->per_gpu) {
         double gc[1024];
-        json_t *ga = json_array();
+        pfi_jw_key(w, "gpu_caps_w");
+        pfi_jw_array(w);
         if (view[j].n_gpus <= 1024) {
             pfi_pergpu_split(&s->pg[j].table, s->pg[j].gcaps, s->pg[j].x, r->cap_w[j], gc);
             for (int g = 0; g < view[j].n_gpus; g++)
-                json_array_append_new(ga, json_real(gc[g]));
+                if (isfinite(gc[g]))
+                    pfi_jw_real(w, gc[g]);
         }
-        json_object_set_new(o1, "gpu_caps_w", ga);
+        pfi_jw_end(w);
     }
-    return o1;
+    pfi_jw_end(w);
 }
 
 static int print_json(const alloc_out *a)

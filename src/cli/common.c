@@ -144,7 +144,9 @@ int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err)
 }
 
 /* 12 digits: 6 rounded Unix times to hours and large totals (tokens/s of a fleet). */
-#define PRINT_FLAGS (JSON_INDENT(2) | JSON_REAL_PRECISION(12))
+#define PRINT_INDENT 2
+#define PRINT_PRECISION 12
+#define PRINT_FLAGS (JSON_INDENT(PRINT_INDENT) | JSON_REAL_PRECISION(PRINT_PRECISION))
 
 int pfi_cli_print_json(json_t *doc)
 {
@@ -156,28 +158,8 @@ int pfi_cli_print_json(json_t *doc)
     return rc ? PFI_EXIT_FAIL : PFI_EXIT_OK;
 }
 
-/* v dumped as an element of a top member's array: every line after the first indented by 4. */
-static int print_item(json_t *v)
-{
-    char *s = v ? json_dumps(v, PRINT_FLAGS) : NULL;
-    json_decref(v);
-    if (!s)
-        return -1;
-    for (const char *p = s, *nl; *p; p = nl + 1) {
-        nl = strchr(p, '\n');
-        if (!nl) {
-            fputs(p, stdout);
-            break;
-        }
-        fwrite(p, 1, (size_t)(nl - p), stdout);
-        fputs("\n    ", stdout);
-    }
-    free(s);
-    return 0;
-}
-
-int pfi_cli_print_json_items(json_t *doc, const char *key, json_t *(*item)(void *ctx, int i),
-                             void *ctx, int n)
+int pfi_cli_print_json_items(json_t *doc, const char *key,
+                             void (*item)(void *ctx, int i, pfi_jw *w), void *ctx, int n)
 {
     if (!doc)
         return PFI_EXIT_FAIL;
@@ -194,10 +176,18 @@ int pfi_cli_print_json_items(json_t *doc, const char *key, json_t *(*item)(void 
     at += strlen(mark) - 1; /* at the ']' */
     fwrite(s, 1, (size_t)(at - s), stdout);
     int rc = 0;
+    pfi_jw w;
+    pfi_jw_init(&w, PRINT_INDENT, PRINT_PRECISION);
     for (int i = 0; i < n && rc == 0; i++) {
         fputs(i ? ",\n    " : "\n    ", stdout);
-        rc = print_item(item(ctx, i));
+        pfi_jw_reset(&w, 2); /* the document, its array, the element */
+        item(ctx, i, &w);
+        if (w.failed)
+            rc = -1;
+        else
+            fwrite(w.buf, 1, w.len, stdout);
     }
+    pfi_jw_free(&w);
     if (n > 0)
         fputs("\n  ", stdout);
     fputs(at, stdout);

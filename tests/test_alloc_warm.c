@@ -237,6 +237,47 @@ static void test_warm_bad_job(void **state)
     pfi_alloc_ws_free(w);
 }
 
+/* Points every job of I at its own rows (after rows moved). */
+static void inst_repoint(inst *I)
+{
+    for (int j = 0; j < I->n; j++) {
+        I->jobs[j].cap_w = I->caps[j];
+        I->jobs[j].tput = I->tput[j];
+        I->jobs[j].id = I->ids[j];
+    }
+}
+
+/* A new job (id "a<serial>") at position at; the ones from at on move up one. */
+static void inst_insert(inst *I, int at, int concave, int serial)
+{
+    size_t len = (size_t)(I->n - at);
+    memmove(&I->jobs[at + 1], &I->jobs[at], len * sizeof I->jobs[0]);
+    memmove(I->caps[at + 1], I->caps[at], len * sizeof I->caps[0]);
+    memmove(I->tput[at + 1], I->tput[at], len * sizeof I->tput[0]);
+    memmove(I->ids[at + 1], I->ids[at], len * sizeof I->ids[0]);
+    I->n++;
+    inst_repoint(I);
+    pfi_alloc_job *J = &I->jobs[at];
+    snprintf(I->ids[at], sizeof I->ids[at], "a%d", serial % 100000);
+    J->n_gpus = irand(1, 8);
+    make_curve(I, at, irand(2, MAXP - 2), concave);
+    J->t0 = NAN;
+    J->sla = urand() < 0.3 ? urand() * 0.3 : NAN;
+    J->weight = urand() < 0.5 ? 1.0 : 0.5 + 1.5 * urand();
+}
+
+/* The job at position at leaves. */
+static void inst_remove(inst *I, int at)
+{
+    size_t len = (size_t)(I->n - at - 1);
+    memmove(&I->jobs[at], &I->jobs[at + 1], len * sizeof I->jobs[0]);
+    memmove(I->caps[at], I->caps[at + 1], len * sizeof I->caps[0]);
+    memmove(I->tput[at], I->tput[at + 1], len * sizeof I->tput[0]);
+    memmove(I->ids[at], I->ids[at + 1], len * sizeof I->ids[0]);
+    I->n--;
+    inst_repoint(I);
+}
+
 /* The keeper (core/alloc_keep.h) handed a new copy of the caller's jobs on every plan, as a
  * controller rebuilds its view: budget changes, changed curves (more points too), a job leaving,
  * an id renamed and a bad job; every answer and error is the fresh solver's, and most plans are
@@ -269,8 +310,14 @@ static void test_keep(void **state)
                     make_curve(&I, j, irand(2, MAXP), t % 3 != 0);
                 else
                     I.jobs[j].sla = urand() < 0.5 ? NAN : urand() * 0.3;
-            } else if (u < 0.92 && I.n > 1) {
+            } else if (u < 0.88 && I.n > 1) {
                 I.n--;
+            } else if (u < 0.94) { /* jobs leave and arrive anywhere in the list */
+                for (int c = irand(1, 3); c > 0; c--)
+                    if (I.n > 1 && urand() < 0.5)
+                        inst_remove(&I, irand(0, I.n - 1));
+                    else if (I.n < MAXJ)
+                        inst_insert(&I, irand(0, I.n), t % 3 != 0, irand(0, 99999));
             } else if (u < 0.96) {
                 snprintf(I.ids[irand(0, I.n - 1)], 8, "r%d", irand(0, 999));
             } else {
@@ -654,6 +701,75 @@ static void test_arrive_leave_large(void **state)
     pfi_alloc_synth_free(&sy);
 }
 
+/* The keeper handed lists where jobs left and arrived (in the middle too, several at once, an
+ * id renamed) re-plans them warm; two jobs swapped, or most of the list new, rebuild.  Every
+ * answer is the fresh solver's. */
+static void test_keep_arrive_leave(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    pfi_alloc_synth sy;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_synth_make(N + 10, 1, 8, 9, &sy, &e), PFI_OK);
+    static pfi_alloc_job view[N + 10];
+    int n = N;
+    memcpy(view, sy.jobs, N * sizeof *view);
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    double b = pfi_alloc_budget_from_cut(sy.jobs, N, 0.3);
+    pfi_alloc_keep *k = NULL;
+    static char renamed[16] = "renamed";
+    for (int s = 0; s < 9; s++) {
+        long long warm0 = pfi_alloc_keep_warm(k);
+        if (s == 1) { /* one leaves in the middle */
+            memmove(view + 100, view + 101, (size_t)(n - 101) * sizeof *view);
+            n--;
+        } else if (s == 2) { /* one arrives at the front, one at the end */
+            memmove(view + 1, view, (size_t)n * sizeof *view);
+            view[0] = sy.jobs[N];
+            view[n + 1] = sy.jobs[N + 1];
+            n += 2;
+        } else if (s == 3) { /* one leaves, one arrives elsewhere, one is renamed */
+            memmove(view + 500, view + 501, (size_t)(n - 501) * sizeof *view);
+            memmove(view + 2001, view + 2000, (size_t)(n - 1 - 2000) * sizeof *view);
+            view[2000] = sy.jobs[N + 2];
+            view[7].id = renamed;
+        } else if (s == 4) { /* the budget only */
+            b *= 0.95;
+        } else if (s == 5) { /* two swap: rebuilt */
+            pfi_alloc_job t = view[10];
+            view[10] = view[20];
+            view[20] = t;
+        } else if (s == 6) { /* one arrives with an id already in the list: refused */
+            view[n] = view[5];
+            n++;
+        } else if (s == 7) { /* the list as it was before */
+            n--;
+        }
+        pfi_alloc_result r, f;
+        pfi_err e1 = {0}, e2 = {0};
+        int rc1 = pfi_alloc_keep_solve(&k, view, n, b, &o, &r, &e1);
+        int rc2 = pfi_alloc_solve(view, n, b, &o, &f, &e2);
+        assert_int_equal(rc1, rc2);
+        if (rc1) {
+            assert_string_equal(e1.msg, e2.msg);
+            assert_int_equal(s, 6);
+            continue;
+        }
+        same_answer(&r, &f);
+        assert_true(r.min_budget_w == f.min_budget_w);
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&f);
+        if (s >= 1 && s <= 4)
+            assert_true(pfi_alloc_keep_warm(k) == warm0 + 1);
+        if (s == 5 || s == 7)
+            assert_true(pfi_alloc_keep_warm(k) == warm0); /* rebuilt */
+    }
+    assert_int_equal(pfi_alloc_keep_rebuilt(k), 3); /* the first plan, the swap, after the error */
+    pfi_alloc_keep_free(k);
+    pfi_alloc_synth_free(&sy);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -667,6 +783,7 @@ int main(void)
         cmocka_unit_test(test_arrive_leave_concave),
         cmocka_unit_test(test_arrive_leave_nonconcave),
         cmocka_unit_test(test_arrive_leave_large),
+        cmocka_unit_test(test_keep_arrive_leave),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,6 +70,10 @@ int pfi_alloc_ids_make(pfi_alloc_ids **out, const pfi_alloc_job *jobs, int n)
     }
     size_t m = t->cap - 1;
     for (int j = 0; j < n; j++) {
+        if (!jobs[j].id) {
+            pfi_alloc_ids_free(t);
+            return 0;
+        }
         unsigned h = t->hash[j] = id_hash(jobs[j].id);
         size_t i = h & m;
         for (; t->slot[i]; i = (i + 1) & m) {
@@ -117,6 +121,18 @@ int pfi_alloc_ids_insert(pfi_alloc_ids *t, const pfi_alloc_job *jobs, int n, int
     t->n++;
     put(t, j);
     return 1;
+}
+
+int pfi_alloc_ids_find(const pfi_alloc_ids *t, const pfi_alloc_job *jobs, const char *id)
+{
+    unsigned h = id_hash(id);
+    size_t m = t->cap - 1;
+    for (size_t i = h & m; t->slot[i]; i = (i + 1) & m) {
+        int p = (int)t->slot[i] - 1;
+        if (t->hash[p] == h && strcmp(jobs[p].id, id) == 0)
+            return p;
+    }
+    return -1;
 }
 
 void pfi_alloc_ids_remove(pfi_alloc_ids *t, int j)

@@ -4,16 +4,18 @@
  * The copy is what makes the workspace safe to keep: the workspace reads its jobs array on
  * every solve, and a caller's view of its jobs is rebuilt (and freed) for each plan.  A job of
  * the new list is "the same" as the kept one when every field the allocator reads has the same
- * bits; then nothing of it is redone. */
+ * bits; then nothing of it is redone.  A new list whose ids in common with the kept one are in
+ * the same order is reached by departures and arrivals (the workspace's own, one job each). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_ids.h"
 #include "core/alloc_keep.h"
 
 struct pfi_alloc_keep {
     pfi_alloc_ws *ws;
     pfi_alloc_opts o;
-    int n;
+    int n, cap;            /* jobs kept, and room for them in the arrays below */
     pfi_alloc_job *jobs;   /* the copy the workspace reads */
     char **ids;            /* owned copies of the ids */
     double **pts;          /* job j: its caps, then its throughputs (slots[j] of each) */
@@ -35,7 +37,7 @@ static void keep_jobs_free(pfi_alloc_keep *k)
     k->ids = NULL;
     k->pts = NULL;
     k->slots = NULL;
-    k->n = 0;
+    k->n = k->cap = 0;
 }
 
 void pfi_alloc_keep_free(pfi_alloc_keep *k)
@@ -99,6 +101,7 @@ static int copy_all(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n)
     if (!k->jobs || !k->ids || !k->pts || !k->slots)
         return 0;
     k->n = n;
+    k->cap = (int)nn;
     for (int j = 0; j < n; j++) {
         int np = jobs[j].n_points > 0 ? jobs[j].n_points : 0;
         k->slots[j] = np;
@@ -112,13 +115,17 @@ static int copy_all(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n)
     return 1;
 }
 
+static int same_opts(const pfi_alloc_keep *k, const pfi_alloc_opts *o)
+{
+    return same_bits(o->step_w, k->o.step_w) && o->on_infeasible == k->o.on_infeasible &&
+           same_bits(o->rel_gap, k->o.rel_gap) && same_bits(o->max_work, k->o.max_work);
+}
+
 /* The same list of ids in the same order, under the same options: warm. */
 static int same_list(const pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n,
                      const pfi_alloc_opts *o)
 {
-    if (!k->ws || n != k->n || !same_bits(o->step_w, k->o.step_w) ||
-        o->on_infeasible != k->o.on_infeasible || !same_bits(o->rel_gap, k->o.rel_gap) ||
-        !same_bits(o->max_work, k->o.max_work))
+    if (!k->ws || n != k->n || !same_opts(k, o))
         return 0;
     for (int j = 0; j < n; j++) {
         const char *a = jobs[j].id, *b = k->jobs[j].id;
@@ -143,6 +150,102 @@ static int update_warm(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n)
     return 1;
 }
 
+/* Room for one more kept job. */
+static int keep_room(pfi_alloc_keep *k)
+{
+    if (k->n < k->cap)
+        return 1;
+    int c = k->cap + k->cap / 4 + 16;
+    pfi_alloc_job *jobs = realloc(k->jobs, (size_t)c * sizeof *jobs);
+    if (!jobs)
+        return 0;
+    k->jobs = jobs; /* the workspace reads it again once told (pfi_alloc_ws_add_job) */
+    char **ids = realloc(k->ids, (size_t)c * sizeof *ids);
+    if (!ids)
+        return 0;
+    k->ids = ids;
+    double **pts = realloc(k->pts, (size_t)c * sizeof *pts);
+    if (!pts)
+        return 0;
+    k->pts = pts;
+    int *slots = realloc(k->slots, (size_t)c * sizeof *slots);
+    if (!slots)
+        return 0;
+    k->slots = slots;
+    k->cap = c;
+    return 1;
+}
+
+/* Job s arrives at kept position p (and in the workspace). */
+static int arrive(pfi_alloc_keep *k, int p, const pfi_alloc_job *s)
+{
+    if (!keep_room(k))
+        return 0;
+    size_t len = (size_t)(k->n - p);
+    memmove(k->jobs + p + 1, k->jobs + p, len * sizeof *k->jobs);
+    memmove(k->ids + p + 1, k->ids + p, len * sizeof *k->ids);
+    memmove(k->pts + p + 1, k->pts + p, len * sizeof *k->pts);
+    memmove(k->slots + p + 1, k->slots + p, len * sizeof *k->slots);
+    k->n++;
+    int np = s->n_points > 0 ? s->n_points : 0;
+    k->slots[p] = np;
+    k->ids[p] = strdup(s->id);
+    k->pts[p] = malloc(2 * (size_t)np * sizeof(double) + 1);
+    if (!k->ids[p] || !k->pts[p])
+        return 0; /* dropped by the caller: keep_jobs_free frees what is there */
+    k->jobs[p].id = k->ids[p];
+    copy_job(k, p, s);
+    return pfi_alloc_ws_add_job(k->ws, k->jobs, k->n, p, NULL) == PFI_OK;
+}
+
+/* The job at kept position p leaves (and the workspace's). */
+static int leave(pfi_alloc_keep *k, int p)
+{
+    free(k->ids[p]);
+    free(k->pts[p]);
+    size_t len = (size_t)(k->n - p - 1);
+    memmove(k->jobs + p, k->jobs + p + 1, len * sizeof *k->jobs);
+    memmove(k->ids + p, k->ids + p + 1, len * sizeof *k->ids);
+    memmove(k->pts + p, k->pts + p + 1, len * sizeof *k->pts);
+    memmove(k->slots + p, k->slots + p + 1, len * sizeof *k->slots);
+    k->n--;
+    return pfi_alloc_ws_remove_job(k->ws, k->jobs, k->n, p, NULL) == PFI_OK;
+}
+
+/* Brings the kept list to jobs by departures and arrivals, when the ids both lists hold are in
+ * the same order and the changes are few (a rebuild costs about as much as n / 32 of them);
+ * 0 when it cannot (then the caller rebuilds: the kept state may be half changed). */
+static int sync_list(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n)
+{
+    pfi_alloc_ids *in_new;
+    if (n < 1 || pfi_alloc_ids_make(&in_new, jobs, n) != 1)
+        return 0; /* a duplicate or missing id: the rebuild says so */
+    int p = 0, i = 0, changes = 0, ok = 1;
+    while (ok && (p < k->n || i < n)) {
+        if (p < k->n && i < n && strcmp(k->jobs[p].id, jobs[i].id) == 0) {
+            p++;
+            i++;
+            continue;
+        }
+        if (++changes > n / 32 + 4) {
+            ok = 0;
+            break;
+        }
+        int q = p < k->n ? pfi_alloc_ids_find(in_new, jobs, k->jobs[p].id) : n;
+        if (q < 0) {
+            ok = k->n > 1 && leave(k, p);
+        } else if (q > i) { /* jobs[i] comes before the kept job p: it arrived */
+            ok = arrive(k, p, &jobs[i]);
+            p++;
+            i++;
+        } else {
+            ok = 0; /* the common ids are in another order */
+        }
+    }
+    pfi_alloc_ids_free(in_new);
+    return ok && k->n == n;
+}
+
 static void drop(pfi_alloc_keep *k)
 {
     pfi_alloc_ws_free(k->ws);
@@ -162,7 +265,9 @@ int pfi_alloc_keep_solve(pfi_alloc_keep **kp, const pfi_alloc_job *jobs, int n, 
     if (!*kp && !(*kp = calloc(1, sizeof **kp)))
         return pfi_alloc_solve(jobs, n, budget_w, &o, res, err);
     pfi_alloc_keep *k = *kp;
-    int warm = same_list(k, jobs, n, &o) && update_warm(k, jobs, n);
+    int warm = (same_list(k, jobs, n, &o) ||
+                (k->ws && same_opts(k, &o) && sync_list(k, jobs, n))) &&
+               update_warm(k, jobs, n);
     if (!warm) {
         drop(k);
         k->o = o;

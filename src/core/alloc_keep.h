@@ -3,7 +3,9 @@
  * (a site controller after every budget change or curve report) hands its current job list on
  * every plan; the keeper compares it with its own copy of the last one and re-solves warm
  * (core/alloc.h's workspace): a new budget costs a search, a job whose curve, range, GPUs, SLA
- * or weight changed rebuilds that job only, a different list of ids rebuilds everything.  The
+ * or weight changed rebuilds that job only, and so does a job arriving or leaving (while the
+ * ids the two lists share keep their order and the changes are few); any other list of ids
+ * rebuilds everything.  The
  * answer and any error are pfi_alloc_solve's on the same arguments, bit for bit. */
 #ifndef PFI_CORE_ALLOC_KEEP_H
 #define PFI_CORE_ALLOC_KEEP_H

@@ -410,6 +410,35 @@ static void test_grow_pergpu(void **state)
     pfi_alloc_set_free(&s);
 }
 
+/* The set is grown to what the rest of the file holds at the size per job read so far, not
+ * doubled: 20,000 jobs leave room for about 20,000 (doubling: 32,768), each job intact. */
+static void test_room_from_size(void **state)
+{
+    (void)state;
+    size_t cap = 8u << 20, k = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    k += (size_t)sprintf(t, "{\"jobs\": [");
+    for (int j = 0; j < 20000; j++)
+        k += (size_t)sprintf(t + k, "%s\n{\"id\": \"j%05d\", \"gpus\": %d, " CURVE "}", j ? "," : "",
+                             j, 1 + j % 7);
+    k += (size_t)sprintf(t + k, "]}\n");
+    write_jobs(t);
+    free(t);
+    pfi_alloc_set s;
+    pfi_err e = {0};
+    assert_int_equal(pfi_jobs_file_load(path, 0, &s, &e), PFI_OK);
+    unlink(path);
+    assert_int_equal(s.n, 20000);
+    assert_in_range(s.cap, 20000, 20000 * 105 / 100);
+    for (int j = 0; j < s.n; j++) {
+        assert_int_equal(s.truth[j].n_gpus, 1 + j % 7);
+        assert_int_equal(s.truth[j].n_points, 3);
+        assert_true(s.truth[j].tput[2] == 100);
+    }
+    pfi_alloc_set_free(&s);
+}
+
 /* A grid step far above every cap has no multiple in the caps' range: refused, never caps of
  * 0 W. */
 static void test_step_bounds(void **state)
@@ -446,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_stream_same_as_whole),
         cmocka_unit_test(test_stream_shapes),
         cmocka_unit_test(test_grow_pergpu),
+        cmocka_unit_test(test_room_from_size),
         cmocka_unit_test(test_fast_values),
         cmocka_unit_test(test_step_bounds),
     };

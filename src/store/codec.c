@@ -74,14 +74,14 @@ int pfi_curve_json_arrays(json_t *c, const char *what, int max, double *cap_w, d
     *n = 0;
     if (!c)
         return PFI_OK;
-    pfi_curve_json cv;
-    pfi_curve_json_read(c, &cv);
-    if (!cv.has_arrays)
+    /* only the two arrays of what pfi_curve_json_read reads (a jobs file has two curves a job) */
+    pfi_curve_json cv = {.cap_a = json_object_get(c, "cap_w"),
+                         .tput_a = json_object_get(c, "tput")};
+    if (!json_is_array(cv.cap_a) || !json_is_array(cv.tput_a))
         return pfi_err_set(err, PFI_EINVAL, "%s needs arrays \"cap_w\" and \"tput\"", what);
-    size_t m = cv.n_cap;
-    if (m != cv.n_tput)
-        return pfi_err_set(err, PFI_EINVAL, "%s has %zu caps but %zu throughputs", what, m,
-                           cv.n_tput);
+    size_t m = json_array_size(cv.cap_a), mt = json_array_size(cv.tput_a);
+    if (m != mt)
+        return pfi_err_set(err, PFI_EINVAL, "%s has %zu caps but %zu throughputs", what, m, mt);
     if (m > (size_t)max)
         return pfi_err_set(err, PFI_EINVAL, "%s has %zu points (at most %d)", what, m, max);
     for (size_t i = 0; i < m; i++)

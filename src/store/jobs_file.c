@@ -39,6 +39,24 @@ static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *
     return rc;
 }
 
+/* Room for the jobs after the first j (the set is full): 1,024 to begin with, then as many as
+ * the rest of the file holds at the size per job so far, 2% more (a set grown by doubling
+ * copies and first-touches its arrays several times over, most of the cost of growing): at
+ * least an eighth more than j, at most 128 times j (a file whose first jobs are small and the
+ * rest large costs no more than that). */
+static int room_for(const pfi_json_items *it, int j)
+{
+    long long done, size;
+    if (j < 1024)
+        return 1024;
+    double want = 2.0 * j;
+    if (pfi_json_items_progress(it, &done, &size) == 0 && done > 0 && size > done)
+        want = (double)j * (double)size / (double)done * 1.02 + 16;
+    double lo = j + j / 8.0, hi = 128.0 * j;
+    want = want < lo ? lo : want > hi ? hi : want;
+    return want > 2147483647.0 ? 2147483647 : (int)want;
+}
+
 /* The jobs one at a time.  A bad job's error waits until the rest of the file is known to be
  * JSON (as when it is read whole, bad JSON anywhere is what is told); the jobs after it are
  * then only parsed.  PFI_JSON_ITEMS_OTHER: read the file whole instead. */
@@ -52,8 +70,9 @@ static int load_stream(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err 
     while (got == PFI_JSON_ITEMS_ONE && rc != PFI_ENOMEM &&
            (got = pfi_json_items_next(&it, &o)) == PFI_JSON_ITEMS_ONE) {
         int j = s->n;
-        if (rc == PFI_OK && j == s->cap && pfi_alloc_set_grow(s, j < 1024 ? 1024 : 2 * j))
-            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", 2 * j);
+        int room = j == s->cap ? room_for(&it, j) : j;
+        if (rc == PFI_OK && j == s->cap && pfi_alloc_set_grow(s, room))
+            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", room);
         if (rc == PFI_OK && (rc = pfi_job_json_decode(o, path, j, s, j, err)) == PFI_OK)
             s->n++;
         json_decref(o);

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define CHUNK 262144   /* bytes read at a time */
 #define MAX_DEPTH 2000 /* below jansson's own limit (2048): deeper, jansson reads it whole */
@@ -45,6 +46,7 @@ static size_t more(pfi_json_items *it, size_t *keep, size_t *i)
     if (got == 0)
         it->eof = 1;
     it->len += got;
+    it->read += (long long)got;
     return got;
 }
 
@@ -243,4 +245,14 @@ void pfi_json_items_close(pfi_json_items *it)
         fclose(it->f);
     free(it->buf);
     memset(it, 0, sizeof *it);
+}
+
+int pfi_json_items_progress(const pfi_json_items *it, long long *done, long long *size)
+{
+    struct stat st;
+    if (!it->f || fstat(fileno(it->f), &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    *done = it->read - (long long)(it->len - it->pos);
+    *size = (long long)st.st_size;
+    return 0;
 }

@@ -26,6 +26,7 @@ typedef struct pfi_json_items {
     char *buf;
     size_t cap, len, pos; /* buf[pos..len) not scanned yet */
     int eof;
+    long long read; /* bytes read from the file so far */
     const char *key;
     int in_object; /* the array is a member of the top object */
     int started;   /* an element was read */
@@ -38,5 +39,8 @@ int pfi_json_items_open(pfi_json_items *it, const char *path, const char *key);
 /* The next element, or the end after checking the rest of the document. */
 int pfi_json_items_next(pfi_json_items *it, json_t **v);
 void pfi_json_items_close(pfi_json_items *it);
+/* How far the reading is: *done bytes of the file's *size have been taken up to now (an
+ * element just returned included); 0, or -1 when the file's size is not known. */
+int pfi_json_items_progress(const pfi_json_items *it, long long *done, long long *size);
 
 #endif

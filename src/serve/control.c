@@ -59,7 +59,8 @@ int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result
     if (ramp_s > 0 && isfinite(from)) {
         /* Check the destination now, so an infeasible ramp is refused before it starts. */
         srv_plan plan;
-        rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &plan, err);
+        rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, watts, &n->keep,
+                                  &plan, err);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             n->ramp_from_w = from;
@@ -364,7 +365,8 @@ static void replan_step(srv_node *n)
     pfi_err e = {0};
     pfi_srv_snapshot(n);
     srv_plan plan;
-    if (pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &plan, &e) == PFI_OK) {
+    if (pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &n->keep, &plan,
+                             &e) == PFI_OK) {
         double moved = 0;
         for (int i = 0; i < n->n_gpus; i++)
             if (!isnan(plan.target_w[i]) && fabs(plan.target_w[i] - n->snap[i].dev.limit_w) > moved)

@@ -162,7 +162,7 @@ static double floor_locked(srv_node *n, int yield)
     srv_plan p;
     pfi_err e = {0};
     pfi_event_site s = pfi_srv_grid_site(n, NAN);
-    pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, s.max_w, &p, &e);
+    pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, s.max_w, &n->keep, &p, &e);
     return p.min_budget_w;
 }
 
@@ -359,8 +359,8 @@ static json_t *cost_policy(srv_node *n, double budget_w, int policy)
 {
     srv_plan p;
     pfi_err e = {0};
-    if (pfi_srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, policy, &p, &e) !=
-        PFI_OK)
+    if (pfi_srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, policy, &n->keep,
+                            &p, &e) != PFI_OK)
         return json_pack("{s:s}", "error", e.msg);
     json_t *jobs = json_array();
     double total = 0, rel_gpu = 0;
@@ -396,7 +396,7 @@ static json_t *sla_json(srv_node *n, double budget_w)
     pfi_err e = {0};
     json_t *a = json_array();
     int ok = pfi_srv_plan_policy(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, PFI_POLICY_PFI,
-                             &p, &e) == PFI_OK;
+                                 &n->keep, &p, &e) == PFI_OK;
     for (int j = 0; j < n->n_cand; j++) {
         double slow = ok ? 1 - p.job_pred_rel[j] : NAN, sla = n->jobs[j].sla;
         json_array_append_new(

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/alloc_keep.h"
 #include "serve/serve_int.h"
 #include "util/json.h"
 
@@ -65,6 +66,8 @@ void pfi_srv_node_destroy(srv_node *n)
     pthread_mutex_destroy(&n->mu);
     pthread_mutex_destroy(&n->decide_mu);
     pthread_mutex_destroy(&n->hw_mu);
+    pfi_alloc_keep_free(n->keep);
+    n->keep = NULL;
 }
 
 
@@ -112,7 +115,8 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
     }
     pfi_err e = {0};
     srv_plan p2;
-    int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &p2, &e);
+    int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &n->keep,
+                                  &p2, &e);
     if (rc != PFI_OK) {
         for (int i = 0; i < n->n_gpus; i++)
             p2.target_w[i] = isnan(n->snap[i].pinned_w) ? n->snap[i].dev.min_limit_w : NAN;
@@ -304,7 +308,8 @@ int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, co
         /* A GPU that does not answer cannot be moved: plan around it at its last reading. */
         for (int i = 0; i < n->n_gpus; i++)
             n->snap[i].pinned_w = n->snap[i].up ? NAN : counted_w(&n->snap[i].dev);
-        int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w, &plan, err);
+        int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget_w,
+                                      &n->keep, &plan, err);
         if (rc != PFI_OK)
             return rc;
         if (isnan(budget_w))

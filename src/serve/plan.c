@@ -5,13 +5,18 @@
  * their minimum limit while a budget is in force (an idle GPU draws far below any cap, so the
  * watts are worth more to a job).  A job with nothing known about it is planned as if its
  * throughput fell in proportion to the power it draws (PFI = 1): neither favoured nor starved
- * until its telemetry or its owner says more. */
+ * until its telemetry or its owner says more.
+ *
+ * The daemon keeps the allocator's state between plans (srv_node.keep, core/alloc_keep.h): a
+ * budget change or an event's step re-solves warm, a job whose curve changed is rebuilt alone,
+ * and jobs arriving or leaving rebuild; every plan is the one a fresh solve gives. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/alloc_keep.h"
 #include "core/policy.h"
 #include "core/stats.h"
 #include "serve/serve_int.h"
@@ -231,13 +236,33 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
 }
 
 int pfi_srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
-                     srv_plan *p, pfi_err *err)
+                         pfi_alloc_keep **keep, srv_plan *p, pfi_err *err)
 {
-    return pfi_srv_plan_policy(g, ng, jobs, n_jobs, budget_w, PFI_POLICY_PFI, p, err);
+    return pfi_srv_plan_policy(g, ng, jobs, n_jobs, budget_w, PFI_POLICY_PFI, keep, p, err);
+}
+
+/* The kept solve (pfi's policy and the oracle's: the same exact allocation).  1 with *res and
+ * *min_jobs when it holds; 0 otherwise, and the caller takes the fresh path, whose checks and
+ * messages are the ones to give (the keeper's answers are a fresh solve's, bit for bit; its
+ * least budget for the jobs is pfi_alloc_prepare's, the same sum of floors). */
+static int solve_kept(pfi_alloc_keep **keep, int policy, const pfi_alloc_job *aj, int na,
+                      double budget_w, double fixed_w, const pfi_alloc_opts *o,
+                      pfi_alloc_result *res, double *min_jobs)
+{
+    if (!keep || (policy != PFI_POLICY_PFI && policy != PFI_POLICY_ORACLE))
+        return 0;
+    if (pfi_alloc_keep_solve(keep, aj, na, budget_w - fixed_w, o, res, NULL) != PFI_OK)
+        return 0;
+    if (budget_w + 1e-6 < fixed_w + res->min_budget_w) {
+        pfi_alloc_result_free(res);
+        return 0;
+    }
+    *min_jobs = res->min_budget_w;
+    return 1;
 }
 
 int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
-                    int policy, srv_plan *p, pfi_err *err)
+                        int policy, pfi_alloc_keep **keep, srv_plan *p, pfi_err *err)
 {
     int owner[PFI_MAX_GPUS];
     for (int i = 0; i < ng; i++) {
@@ -295,7 +320,8 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
     pfi_alloc_opts_default(&o);
     o.on_infeasible = PFI_INFEASIBLE_FAIL;
     double min_jobs = 0;
-    if (na > 0) {
+    int kept = na > 0 && solve_kept(keep, policy, aj, na, budget_w, fixed_w, &o, &res, &min_jobs);
+    if (na > 0 && !kept) {
         /* The least budget the jobs need (minimum caps and SLA floors), asked with room to
          * spare so that the question itself cannot be infeasible. */
         int kf[SRV_MAX_JOBS], km[SRV_MAX_JOBS];
@@ -315,7 +341,8 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
         goto out;
     }
     if (na > 0) {
-        rc = pfi_alloc_policy(policy, aj, na, NULL, budget_w - fixed_w, &o, &res, err);
+        if (!kept)
+            rc = pfi_alloc_policy(policy, aj, na, NULL, budget_w - fixed_w, &o, &res, err);
         if (rc != PFI_OK)
             goto out;
         for (int a = 0; a < na; a++)

@@ -134,6 +134,7 @@ typedef struct srv_event {
 } srv_event;
 
 struct pfi_grid_store;
+struct pfi_alloc_keep;
 
 #define SRV_GRID_MAX 64 /* grid events held at once (past ones included until deleted) */
 
@@ -233,6 +234,7 @@ typedef struct srv_node {
     srv_gpu snap[PFI_MAX_GPUS];
     srv_job cand[SRV_MAX_JOBS];
     int n_cand;
+    struct pfi_alloc_keep *keep; /* plan.c: the allocator state of the last plan (decide_mu) */
 } srv_node;
 
 /* hold.c: the limits held for a budget or a controller's caps, kept durably in the state
@@ -329,12 +331,15 @@ typedef struct srv_plan {
     double job_pred_rel[SRV_MAX_JOBS]; /* T/T0 at the cap on the job's curve */
     double min_budget_w;            /* the least budget that meets every job's SLA */
 } srv_plan;
+/* keep: the node's allocator state kept between plans (core/alloc_keep.h; NULL at first), so a
+ * new budget, an event's step or one job's new curve re-solves warm; the plan is the one a fresh
+ * solve gives (keep NULL: solved fresh). */
 int pfi_srv_plan_compute(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
-                     srv_plan *p, pfi_err *err);
+                         struct pfi_alloc_keep **keep, srv_plan *p, pfi_err *err);
 /* The same under another policy of core/policy.h (pfi_srv_plan_compute: PFI_POLICY_PFI), e.g. the
  * equal cut a grid event's cost is compared with. */
 int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
-                    int policy, srv_plan *p, pfi_err *err);
+                        int policy, struct pfi_alloc_keep **keep, srv_plan *p, pfi_err *err);
 /* The curve a job is planned on (its own, or a proportional one when nothing is known). */
 void pfi_srv_job_curve(const srv_gpu *g, const srv_job *j, pfi_curve *out);
 /* Per-GPU cap range all of a job's GPUs accept. */

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_serve_plan.c: the node daemon's planner (src/serve/plan.c) with its allocator state kept
+ * between plans gives the plan a fresh solve gives, bit for bit, through a sequence of what a
+ * daemon sees: budget changes (grid events' steps among them), one job's curve changing, jobs
+ * arriving and leaving, a GPU that stops answering, SLAs yielding, budgets too low, and the
+ * other policies a grid event's cost is compared with. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/alloc_keep.h"
+#include "core/policy.h"
+#include "serve/serve_int.h"
+
+#define NG 24
+
+static unsigned rng = 12345u;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return (rng >> 8) / 16777216.0;
+}
+
+typedef struct plan_state {
+    srv_gpu g[NG];
+    srv_job jobs[SRV_MAX_JOBS];
+    int n_jobs;
+    int next_id;
+} plan_state;
+
+static void set_curve(srv_job *j)
+{
+    /* Throughput falls as a power of the shed, convex or concave (then the allocator's
+     * branch-and-bound decides). */
+    pfi_fit fit = {.family = PFI_FAM_POWER,
+                   .p = {0.3 + 0.7 * urand(), 0.6 + 1.9 * urand(), 0},
+                   .rmse = NAN,
+                   .n_points = 0};
+    pfi_err e = {0};
+    double t0 = isnan(j->t0_tps) ? 1.0 : j->t0_tps;
+    assert_int_equal(pfi_curve_from_fit(&fit, t0, 640, 700, 200, 700, j->n_gpus, 0.7, &j->curve,
+                                        &e),
+                     PFI_OK);
+    j->curve_src = SRV_CURVE_GIVEN;
+}
+
+/* A job on free GPUs (up to `want`); 0 when none is free. */
+static int add_job(plan_state *s, int want, int with_tps)
+{
+    if (s->n_jobs >= SRV_MAX_JOBS)
+        return 0;
+    srv_job *j = &s->jobs[s->n_jobs];
+    memset(j, 0, sizeof *j);
+    snprintf(j->id, sizeof j->id, "job%d", s->next_id++);
+    for (int i = 0; i < NG && j->n_gpus < want; i++)
+        if (s->g[i].job < 0)
+            j->gpus[j->n_gpus++] = i;
+    if (j->n_gpus == 0)
+        return 0;
+    for (int k = 0; k < j->n_gpus; k++)
+        s->g[j->gpus[k]].job = s->n_jobs;
+    j->sla = urand() < 0.4 ? 0.05 + 0.2 * urand() : NAN;
+    j->weight = urand() < 0.3 ? 2.0 : 1.0;
+    j->t0_tps = with_tps ? 1000 + 4000 * urand() : NAN;
+    j->cap_w = j->predicted_rel = j->predicted_tps = j->observed_tps = NAN;
+    if (urand() < 0.85)
+        set_curve(j); /* else nothing known: planned as proportional */
+    s->n_jobs++;
+    return 1;
+}
+
+static void remove_job(plan_state *s, int k)
+{
+    for (int q = 0; q < s->jobs[k].n_gpus; q++)
+        s->g[s->jobs[k].gpus[q]].job = -1;
+    memmove(&s->jobs[k], &s->jobs[k + 1], (size_t)(s->n_jobs - k - 1) * sizeof s->jobs[0]);
+    s->n_jobs--;
+    for (int j = 0; j < s->n_jobs; j++)
+        for (int q = 0; q < s->jobs[j].n_gpus; q++)
+            s->g[s->jobs[j].gpus[q]].job = j;
+}
+
+static void state_init(plan_state *s, int with_tps)
+{
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < NG; i++) {
+        pfi_device *d = &s->g[i].dev;
+        d->index = i;
+        d->min_limit_w = i % 5 == 4 ? 250 : 200;
+        d->max_limit_w = d->default_limit_w = 700;
+        d->limit_w = d->enforced_w = 700;
+        s->g[i].original_w = 700;
+        s->g[i].requested_w = NAN;
+        s->g[i].pinned_w = NAN;
+        s->g[i].up = 1;
+        s->g[i].job = -1;
+    }
+    while (add_job(s, 1 + (int)(urand() * 4), with_tps) && s->n_jobs < 7)
+        ;
+}
+
+static int same(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+}
+
+/* One plan with the kept state and one fresh: the same answer, the same message. */
+static void plan_both(plan_state *s, pfi_alloc_keep **keep, double budget_w, int policy,
+                      int *n_ok)
+{
+    static srv_plan pk, pf;
+    pfi_err ek = {0}, ef = {0};
+    int rk = pfi_srv_plan_policy(s->g, NG, s->jobs, s->n_jobs, budget_w, policy, keep, &pk, &ek);
+    int rf = pfi_srv_plan_policy(s->g, NG, s->jobs, s->n_jobs, budget_w, policy, NULL, &pf, &ef);
+    assert_int_equal(rk, rf);
+    assert_string_equal(ek.msg, ef.msg);
+    assert_true(same(pk.min_budget_w, pf.min_budget_w));
+    if (rk != PFI_OK)
+        return;
+    (*n_ok)++;
+    for (int i = 0; i < NG; i++)
+        assert_true(same(pk.target_w[i], pf.target_w[i]));
+    for (int j = 0; j < s->n_jobs; j++) {
+        assert_true(same(pk.job_cap_w[j], pf.job_cap_w[j]));
+        assert_true(same(pk.job_pred_rel[j], pf.job_pred_rel[j]));
+        assert_true(same(pk.job_pred_tps[j], pf.job_pred_tps[j]));
+    }
+}
+
+static void run_sequence(int with_tps, unsigned seed)
+{
+    rng = seed;
+    static plan_state s;
+    state_init(&s, with_tps);
+    pfi_alloc_keep *keep = NULL;
+    double nominal = NG * 700.0;
+    int n_ok = 0, n_steps = 250;
+    for (int step = 0; step < n_steps; step++) {
+        double u = urand();
+        if (u < 0.10 && s.n_jobs > 0) { /* one job's curve re-measured */
+            set_curve(&s.jobs[(int)(urand() * s.n_jobs)]);
+        } else if (u < 0.16) { /* a job arrives (when GPUs are free) */
+            add_job(&s, 1 + (int)(urand() * 4), with_tps);
+        } else if (u < 0.22 && s.n_jobs > 1) { /* a job leaves */
+            remove_job(&s, (int)(urand() * s.n_jobs));
+        } else if (u < 0.25) { /* a GPU stops answering, or comes back */
+            int i = (int)(urand() * NG);
+            s.g[i].pinned_w = isnan(s.g[i].pinned_w) ? 300 + 300 * urand() : NAN;
+        } else if (u < 0.28 && s.n_jobs > 0) { /* an event lets one job's SLA yield */
+            s.jobs[(int)(urand() * s.n_jobs)].sla = NAN;
+        }
+        /* A budget between "too low" and "more than the GPUs take", now and then a ramp's or an
+         * event's small step from the last one. */
+        double b = nominal * (0.25 + 0.8 * urand());
+        int policy = urand() < 0.1 ? PFI_POLICY_EQUAL : urand() < 0.1 ? PFI_POLICY_ORACLE
+                                                                       : PFI_POLICY_PFI;
+        plan_both(&s, &keep, b, policy, &n_ok);
+        plan_both(&s, &keep, b * 0.97, PFI_POLICY_PFI, &n_ok);
+        plan_both(&s, &keep, NAN, PFI_POLICY_PFI, &n_ok); /* no budget */
+    }
+    /* Most plans were feasible, and the kept state answered most of them warm. */
+    assert_true(n_ok > n_steps);
+    assert_true(pfi_alloc_keep_warm(keep) > n_steps / 2);
+    assert_true(pfi_alloc_keep_rebuilt(keep) > 0);
+    pfi_alloc_keep_free(keep);
+}
+
+static void test_plan_kept_tokens(void **state)
+{
+    (void)state;
+    run_sequence(1, 2463534242u);
+}
+
+static void test_plan_kept_relative(void **state)
+{
+    (void)state;
+    run_sequence(0, 88172645u);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_kept_tokens),
+        cmocka_unit_test(test_plan_kept_relative),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -85,11 +85,12 @@ static int count_fixed(pfi_cl *c, fixed_w *f, pfi_err *err)
     return PFI_OK;
 }
 
-/* The allocator's view of every job that can move; which[k] is the job of aj[k]. */
+/* The allocator's view of every job that can move; which[k] is the job of aj[k], slot[j] the
+ * k of job j (-1: not in the view). */
 typedef struct job_view {
     int na;
     pfi_alloc_job *aj;
-    int *which;
+    int *which, *slot;
     double (*pc)[2];
     double (*pt)[PFI_CL_CURVE_MAX];
 } job_view;
@@ -98,6 +99,7 @@ static void job_view_free(job_view *v)
 {
     free(v->aj);
     free(v->which);
+    free(v->slot);
     free(v->pc);
     free(v->pt);
 }
@@ -139,16 +141,19 @@ static int job_view_build(const pfi_cl *c, job_view *v, pfi_err *err)
     memset(v, 0, sizeof *v);
     v->aj = calloc((size_t)c->n_jobs + 1, sizeof *v->aj);
     v->which = calloc((size_t)c->n_jobs + 1, sizeof *v->which);
+    v->slot = calloc((size_t)c->n_jobs + 1, sizeof *v->slot);
     v->pc = calloc((size_t)c->n_jobs + 1, sizeof *v->pc);
     v->pt = calloc((size_t)c->n_jobs + 1, sizeof *v->pt);
-    if (!v->aj || !v->which || !v->pc || !v->pt) {
+    if (!v->aj || !v->which || !v->slot || !v->pc || !v->pt) {
         job_view_free(v);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     for (int j = 0; j < c->n_jobs; j++) {
         const pfi_cl_job *J = &c->jobs[j];
+        v->slot[j] = -1;
         if (J->pinned || J->n_gpus == 0)
             continue;
+        v->slot[j] = v->na;
         job_to_alloc(J, &v->aj[v->na], v->pc[v->na], v->pt[v->na]);
         if (c->sla_yield) /* a grid event in force lets the SLAs give way */
             v->aj[v->na].sla = NAN;
@@ -224,6 +229,8 @@ static void write_targets(pfi_cl *c, const job_view *v, const pfi_alloc_result *
                 target[i][g] = w < d->min_limit_w ? d->min_limit_w
                                : w > d->default_limit_w ? d->default_limit_w
                                                         : w;
+            } else if (n->up && v->slot[n->job_of[g]] >= 0) {
+                target[i][g] = res->cap_w[v->slot[n->job_of[g]]];
             }
         }
     }
@@ -231,10 +238,6 @@ static void write_targets(pfi_cl *c, const job_view *v, const pfi_alloc_result *
         pfi_cl_job *J = &c->jobs[v->which[k]];
         J->cap_target_w = res->cap_w[k];
         J->tput_target = res->tput[k];
-        for (int i = 0; i < c->n_nodes; i++)
-            for (int g = 0; g < c->nodes[i].n_gpus; g++)
-                if (c->nodes[i].up && c->nodes[i].job_of[g] == v->which[k])
-                    target[i][g] = res->cap_w[k];
     }
 }
 

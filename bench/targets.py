@@ -107,6 +107,20 @@ def main():
          "<= 100 ms", med <= 100)
     line("cluster budget change, 1,000 nodes: p95", p95, "ms", p95 / refresh, ref, "none", None)
     print("cluster: the site's cap sum never went over the budget during any change: met")
+
+    text, _ = output([os.path.join(build, "bench", "bench_replan"), "4000", "9"])
+    for what, key in (("budget change", "budget"), ("one job's curve", "one job's curve"),
+                      ("job leaves/arrives", "a job leaves")):
+        m = re.search(r"re-plan after %s.*kept ([0-9.]+) ms, fresh ([0-9.]+) ms" % re.escape(key),
+                      text)
+        if not m:
+            raise SystemExit("targets: no figures from bench_replan:\n" + text)
+        kept, fresh = float(m.group(1)), float(m.group(2))
+        line("cluster re-plan, %s, 4,000 nodes: CPU" % what, kept, "ms", kept / fresh,
+             "fresh plan (%.2f ms)" % fresh, "none", None)
+    if "fresh plan's cap: yes" not in text:
+        raise SystemExit("targets: kept and fresh cluster plans differ:\n" + text)
+    print("cluster: kept plans gave every GPU the fresh plan's cap: met")
     load = os.getloadavg()
     print("machine: %d CPUs, load average %.1f %.1f %.1f at the end" %
           (os.cpu_count(), load[0], load[1], load[2]))

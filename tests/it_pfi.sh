@@ -38,6 +38,20 @@ for k in lojo_mae_pfi30 lojo_r2_pfi30 transfer_h200_to_h100_mae_pfi30 \
   grep -q "\"$k\"" "$T/eval" || fail "model eval JSON lacks $k"
 done
 v=$(num lojo_mae_pfi30 < "$T/eval"); between "$v" 0 0.5 || fail "lojo_mae_pfi30 '$v'"
+# importance: groups of standardized features permuted together, each run predicted by a
+# model that never saw its job (not one feature at a time on the model that trained on it)
+python3 - "$T/eval" <<'PY' || fail "model eval importance is not grouped and held out"
+import json, sys
+im = json.load(open(sys.argv[1]))["importance"]
+assert im["method"] == "grouped permutation, held out", im
+feats = [f for g in im["groups"] for f in g["features"]]
+assert len(feats) == len(set(feats)) == 19, feats  # a partition of the features
+assert im["mae_unpermuted"] > 0 and im["repeats"] >= 10 and 0 < im["corr_threshold"] < 1, im
+PY
+"$PFI" model eval --fleet small > "$T/eval.txt" 2>/dev/null || fail "model eval (text) exited $?"
+grep -q "grouped permutation importance, held out" "$T/eval.txt" &&
+  grep -q "caveat: this is what this fitted model uses" "$T/eval.txt" ||
+  fail "model eval text lacks the grouped importance and its caveat: $(cat "$T/eval.txt")"
 
 # ...and this part the public measured sweeps.
 if [ ! -f "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24/zeus_baseline/A40/zeus_global.csv" ]; then

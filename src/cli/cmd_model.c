@@ -106,6 +106,37 @@ static json_t *eval_json(const pfi_model_eval *e)
                      "selected_physics", e->kind_physics);
 }
 
+/* The grouped, held-out importance, largest first, with its method and caveat. */
+static void print_importance(const pfi_predictor_eval *ev, int n)
+{
+    const pfi_importance *im = &ev->importance;
+    if (!ev->have_importance) {
+        printf("  importance: not computed (a fold of the %d runs could not be trained)\n", n);
+        return;
+    }
+    printf("  grouped permutation importance, held out (increase of the MAE of PFI30, %.4f "
+           "unpermuted): features standardized, grouped at |r| >= %.1f, each group permuted "
+           "together %d times (seed %llu), each run predicted by the model of its fold (%d "
+           "folds by job), which never saw its job\n",
+           im->mae0, im->corr, im->repeats, im->seed, PFI_TRAINSET_FOLDS);
+    int done[PFI_N_FEATURES] = {0};
+    for (int r = 0; r < im->n_groups; r++) {
+        int g = -1;
+        for (int k = 0; k < im->n_groups; k++)
+            if (!done[k] && (g < 0 || im->mean[k] > im->mean[g]))
+                g = k;
+        done[g] = 1;
+        printf("    %+.4f (sd %.4f)  ", im->mean[g], im->sd[g]);
+        for (int f = 0, first = 1; f < PFI_N_FEATURES; f++)
+            if (im->group_of[f] == g)
+                printf("%s%s", first ? "" : ", ", pfi_feature_name(f)), first = 0;
+        printf("\n");
+    }
+    printf("  caveat: this is what this fitted model uses, not what causes elasticity; features "
+           "in one group share their credit, and groups correlated below the threshold still "
+           "lend each other some of it\n");
+}
+
 static int model_eval(int argc, char **argv)
 {
     const char *db = NULL, *fleet = "paper";
@@ -125,7 +156,8 @@ static int model_eval(int argc, char **argv)
         "Evaluate the runtime predictor: leave-one-job-out (every run of a job configuration "
         "held out together, the model and its selection retrained without them) MAE and R2 of "
         "PFI30 and the error of the predicted relative throughput at 70% of baseline power; "
-        "transfer from H200 runs to H100 runs and back; permutation importance of each feature.",
+        "transfer from H200 runs to H100 runs and back; grouped permutation importance of the "
+        "standardized features, held out (each run predicted by a model that never saw its job).",
         opts,
         "pfi model eval --fleet small\n"
         "pfi model eval --db pfi.db --json"};
@@ -146,9 +178,7 @@ static int model_eval(int argc, char **argv)
     if (rc != PFI_OK)
         return pfi_cli_fail("model eval", &err);
     if (as_json) {
-        json_t *im = json_object();
-        for (int f = 0; f < PFI_N_FEATURES; f++)
-            json_object_set_new(im, pfi_feature_name(f), json_real(ev.importance[f]));
+        json_t *im = ev.have_importance ? pfi_importance_json(&ev.importance) : json_null();
         json_t *doc =
             json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o}", "data",
                       rw.where, "n_runs", n, "lojo_mae_pfi30", pfi_json_num(ev.lojo.mae_pfi30),
@@ -200,9 +230,7 @@ static int model_eval(int argc, char **argv)
         printf("  transfer: needs >= 5 H200 and >= 5 H100 runs\n");
     printf("  model on all runs: %s (5-fold CV MAE ridge %.4f, physics %.4f)\n",
            pfi_model_kind_name(ev.full.kind), ev.full.cv_mae_ridge, ev.full.cv_mae_physics);
-    printf("  permutation importance (increase of MAE of PFI30 when shuffled):\n");
-    for (int f = 0; f < PFI_N_FEATURES; f++)
-        printf("    %-16s %+.4f\n", pfi_feature_name(f), ev.importance[f]);
+    print_importance(&ev, n);
     return PFI_EXIT_OK;
 }
 

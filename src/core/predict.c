@@ -597,35 +597,3 @@ int pfi_model_transfer_pred(const pfi_train_row *train, int ntrain, const pfi_tr
     acc_done(&a, out);
     return PFI_OK;
 }
-
-int pfi_model_importance(const pfi_model *m, const pfi_train_row *rows, int n,
-                         unsigned long long seed, double *imp, pfi_err *err)
-{
-    if (n < 2)
-        return pfi_err_set(err, PFI_EINVAL, "importance needs at least 2 runs");
-    pfi_train_row *perm = malloc(sizeof *perm * (size_t)n);
-    int *order = malloc(sizeof(int) * (size_t)n);
-    if (!perm || !order) {
-        free(perm);
-        free(order);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    }
-    acc base = {0};
-    for (int i = 0; i < n; i++)
-        acc_add(&base, m, &rows[i]);
-    double mae0 = base.sae / n;
-    unsigned long long st = seed;
-    for (int f = 0; f < PFI_N_FEATURES; f++) {
-        pfi_rand_permutation(order, n, &st);
-        memcpy(perm, rows, sizeof *perm * (size_t)n);
-        for (int i = 0; i < n; i++)
-            perm[i].x[f] = rows[order[i]].x[f];
-        acc a = {0};
-        for (int i = 0; i < n; i++)
-            acc_add(&a, m, &perm[i]);
-        imp[f] = a.sae / n - mae0;
-    }
-    free(perm);
-    free(order);
-    return PFI_OK;
-}

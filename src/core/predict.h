@@ -100,9 +100,5 @@ int pfi_model_lojo_pred(const pfi_train_row *rows, int n, const pfi_train_opts *
 int pfi_model_transfer_pred(const pfi_train_row *train, int ntrain, const pfi_train_row *test,
                             int ntest, const pfi_train_opts *o, pfi_model_eval *out,
                             double *pred30, pfi_err *err);
-/* Permutation importance: increase of the in-sample MAE of PFI30 when a feature's column is
- * shuffled (seeded), per feature.  imp has PFI_N_FEATURES values. */
-int pfi_model_importance(const pfi_model *m, const pfi_train_row *rows, int n,
-                         unsigned long long seed, double *imp, pfi_err *err);
 
 #endif

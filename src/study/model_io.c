@@ -154,3 +154,21 @@ int pfi_model_load(const char *path, pfi_model *m, pfi_err *err)
         return pfi_err_prefix(err, "%s: ", path);
     return PFI_OK;
 }
+
+json_t *pfi_importance_json(const pfi_importance *im)
+{
+    json_t *groups = json_array();
+    for (int g = 0; g < im->n_groups; g++) {
+        json_t *feats = json_array();
+        for (int f = 0; f < PFI_N_FEATURES; f++)
+            if (im->group_of[f] == g)
+                json_array_append_new(feats, json_string(pfi_feature_name(f)));
+        json_array_append_new(groups, json_pack("{s:o, s:o, s:o}", "features", feats,
+                                                "mae_increase", pfi_json_num(im->mean[g]), "sd",
+                                                pfi_json_num(im->sd[g])));
+    }
+    return json_pack("{s:s, s:f, s:i, s:I, s:o, s:o}", "method", "grouped permutation, held out",
+                     "corr_threshold", im->corr, "repeats", im->repeats, "seed",
+                     (json_int_t)im->seed, "mae_unpermuted", pfi_json_num(im->mae0), "groups",
+                     groups);
+}

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "core/err.h"
+#include "core/importance.h"
 #include "core/predict.h"
 
 #define PFI_MODEL_FORMAT 1
@@ -18,5 +19,9 @@ json_t *pfi_model_to_json(const pfi_model *m, const char *trained_on);
 int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err);
 int pfi_model_save(const pfi_model *m, const char *trained_on, const char *path, pfi_err *err);
 int pfi_model_load(const char *path, pfi_model *m, pfi_err *err);
+
+/* What a predictor relies on (core/importance.h) as JSON: method, corr_threshold, repeats,
+ * seed, mae_unpermuted and groups [{features, mae_increase, sd}]. */
+json_t *pfi_importance_json(const pfi_importance *im);
 
 #endif

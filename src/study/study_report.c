@@ -16,6 +16,7 @@
 #include "core/probe.h"
 #include "core/settle.h"
 #include "report/report.h"
+#include "study/model_io.h"
 #include "study/study.h"
 #include "util/json.h"
 
@@ -1157,25 +1158,8 @@ json_t *pfi_study_summary(const pfi_study *s)
         json_object_set_new(pred, "transfer_h100_to_h200_mae_pfi30",
                             p->have_h100_to_h200 ? pfi_json_num(p->h100_to_h200.mae_pfi30)
                                                  : json_null());
-        if (p->have_importance) {
-            const pfi_importance *im = &p->importance;
-            json_t *groups = json_array();
-            for (int g = 0; g < im->n_groups; g++) {
-                json_t *feats = json_array();
-                for (int f = 0; f < PFI_N_FEATURES; f++)
-                    if (im->group_of[f] == g)
-                        json_array_append_new(feats, json_string(pfi_feature_name(f)));
-                json_array_append_new(groups, json_pack("{s:o, s:o, s:o}", "features", feats,
-                                                        "mae_increase", pfi_json_num(im->mean[g]),
-                                                        "sd", pfi_json_num(im->sd[g])));
-            }
-            json_object_set_new(pred, "importance",
-                                json_pack("{s:s, s:f, s:i, s:I, s:o, s:o}", "method",
-                                          "grouped permutation, held out", "corr_threshold",
-                                          im->corr, "repeats", im->repeats, "seed",
-                                          (json_int_t)im->seed, "mae_unpermuted",
-                                          pfi_json_num(im->mae0), "groups", groups));
-        }
+        if (p->have_importance)
+            json_object_set_new(pred, "importance", pfi_importance_json(&p->importance));
     } else {
         json_object_set_new(pred, "why", json_string(p->why));
     }

@@ -147,6 +147,40 @@ static int transfer(const pfi_trainset *t, const pfi_train_opts *to, pfi_predict
     return rc;
 }
 
+static int fold_of(const pfi_train_row *r)
+{
+    return (r->group % PFI_TRAINSET_FOLDS + PFI_TRAINSET_FOLDS) % PFI_TRAINSET_FOLDS;
+}
+
+/* Grouped permutation importance, each row predicted by the model of its fold (trained without
+ * the rows of that fold's groups).  A fold that cannot be trained leaves it not computed. */
+static int held_out_importance(const pfi_trainset *t, const pfi_train_opts *to,
+                               pfi_predictor_eval *out, pfi_err *err)
+{
+    pfi_model *fold = calloc(PFI_TRAINSET_FOLDS, sizeof *fold);
+    pfi_train_row *train = malloc(sizeof *train * (size_t)(t->n ? t->n : 1));
+    const pfi_model **m = malloc(sizeof *m * (size_t)(t->n ? t->n : 1));
+    int rc = fold && train && m ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int trained = rc == PFI_OK;
+    for (int f = 0; trained && f < PFI_TRAINSET_FOLDS; f++) {
+        int ntr = 0;
+        for (int i = 0; i < t->n; i++)
+            if (fold_of(&t->rows[i]) != f)
+                train[ntr++] = t->rows[i];
+        pfi_err e = {0};
+        trained = pfi_model_train(train, ntr, to, &fold[f], &e) == PFI_OK;
+    }
+    if (trained) {
+        for (int i = 0; i < t->n; i++)
+            m[i] = &fold[fold_of(&t->rows[i])];
+        rc = pfi_group_importance(m, t->rows, t->n, PFI_IMP_CORR, PFI_IMP_REPEATS, to->seed,
+                                  &out->importance, err);
+        out->have_importance = rc == PFI_OK;
+    }
+    free(fold), free(train), free(m);
+    return rc;
+}
+
 int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_trainset_progress progress,
                            void *progress_ctx, pfi_predictor_eval *out, pfi_err *err)
 {
@@ -172,7 +206,7 @@ int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_trainset_prog
         rc = pfi_model_train(t->rows, t->n, &to, &out->full, err);
     STAGE_DONE();
     if (rc == PFI_OK)
-        rc = pfi_model_importance(&out->full, t->rows, t->n, 7, out->importance, err);
+        rc = held_out_importance(t, &to, out, err);
     if (rc == PFI_OK)
         STAGE_DONE();
 #undef STAGE_DONE

@@ -7,6 +7,7 @@
 #define PFI_STUDY_TRAINSET_H
 
 #include "core/err.h"
+#include "core/importance.h"
 #include "core/predict.h"
 
 typedef struct pfi_trainset {
@@ -28,13 +29,20 @@ int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *s
 void pfi_trainset_free(pfi_trainset *t);
 
 /* What `pfi model eval` reports on a training set. */
+#define PFI_TRAINSET_FOLDS 5 /* folds by group of the held-out importance */
+
 typedef struct pfi_predictor_eval {
     pfi_model_eval lojo;      /* leave-one-job-out, the model selected in each fold */
     pfi_model_eval forced[2]; /* the same with ridge, physics forced (when compare) */
     int have_transfer;        /* >= 5 runs of each of H200 and H100 */
     pfi_model_eval h200_to_h100, h100_to_h200;
     pfi_model full; /* trained on every row */
-    double importance[PFI_N_FEATURES];
+    /* Grouped permutation importance on standardized features (core/importance.h), held out:
+     * each row predicted by the model of its fold (PFI_TRAINSET_FOLDS by group), which never
+     * saw its job; the permutations' seed is the training default's.  have_importance = 0
+     * when a fold could not be trained (too few rows). */
+    pfi_importance importance;
+    int have_importance;
     /* The reference a predictor must beat: every job given the set's mean PFI30. */
     double mean_pfi30, ref_mae_pfi30;
 } pfi_predictor_eval;

@@ -524,6 +524,34 @@ static void test_sla_error(void **state)
     assert_true(isnan(pfi_expt_sla_error(&t, &f, 0.10)));
 }
 
+/* pfi_expt_sla_margins on hand-made jobs, SLAs on jobs 0 and 2: job 0's curve is optimistic
+ * (+0.025 at its SLA floor, test_sla_error), job 1's exact, job 2's pessimistic, job 3's never
+ * reaches the SLA.  A job's margin is the largest error of the OTHER jobs, never its own and
+ * never below 0: job 0 gets 0 (the others are exact or pessimistic), job 2 gets job 0's 0.025. */
+static void test_sla_margins(void **state)
+{
+    double cap[3] = {200, 450, 700}, tt[3] = {600, 850, 1000}, opt[3] = {700, 880, 1000},
+           pes[3] = {550, 820, 1000}, flat[3] = {990, 995, 1000};
+    pfi_alloc_job t[4], q[4];
+    for (int j = 0; j < 4; j++) {
+        t[j] = (pfi_alloc_job){.id = "j", .n_gpus = 1, .min_cap_w = 200, .max_cap_w = 700,
+                               .cap_w = cap, .tput = tt, .n_points = 3, .p0_w = 700, .t0 = NAN,
+                               .sla = NAN};
+        q[j] = t[j];
+    }
+    q[0].tput = opt, q[2].tput = pes, q[3].tput = flat;
+    double e0 = pfi_expt_sla_error(&t[0], &q[0], 0.10);
+    assert_true(e0 > 0.022 && e0 < 0.028);
+    assert_true(pfi_expt_sla_error(&t[1], &q[1], 0.10) == 0);
+    assert_true(pfi_expt_sla_error(&t[2], &q[2], 0.10) < 0);
+    assert_true(isnan(pfi_expt_sla_error(&t[3], &q[3], 0.10)));
+    double marg[4];
+    assert_int_equal(pfi_expt_sla_margins(t, q, 4, 0.10, 2, marg), 2);
+    assert_true(marg[0] == 0);
+    assert_true(marg[2] == e0);
+    assert_true(isnan(marg[1]) && isnan(marg[3]));
+}
+
 /* Power of jobs without an SLA (marg NAN) in an allocation. */
 static double others_power(const pfi_alloc_job *q, int n, const double *marg, const double *cap)
 {
@@ -604,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_shape_cross_validated),
         cmocka_unit_test(test_nested_cv),
         cmocka_unit_test(test_sla_error),
+        cmocka_unit_test(test_sla_margins),
         cmocka_unit_test(test_sla_plan),
         cmocka_unit_test(test_model_out_of_fold),
     };

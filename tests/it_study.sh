@@ -59,6 +59,22 @@ has "$out/report.md" "Beside the paper"
 head -n 8 "$out/report.md" | grep -q "^## Summary" || fail "the report does not open with its summary"
 has "$out/report.md" "pfi recovers"
 has "$out/report.md" "Reading the table: pfi's SLA breaches"
+# cuts where the true SLA floors fit told apart from those where every policy relaxes them
+python3 - "$tmp/summary.json" "$out/report.md" <<'PY' || fail "the SLA discussion does not match the SLA table"
+import json, sys
+cuts = json.load(open(sys.argv[1]))["allocation"]["with_sla"]["cuts"]
+rep = open(sys.argv[2]).read()
+worse, n = [0, 0], [0, 0]
+for pol in cuts.values():
+    r = int(pol["oracle"]["sla_breaches"] > 0)  # the oracle sees the truth: relaxed
+    n[r] += 1
+    worse[r] += pol["pfi"]["total_throughput"] < pol["equal"]["total_throughput"]
+want = ("at %d of the %d cuts where the true SLA floors fit the budget and at %d of the %d "
+        "where every policy must relax" % (worse[0], n[0], worse[1], n[1]))
+assert want in rep, want
+assert ("the true SLA floors fit the budget. Equal" in rep) == (n[0] > 0), n
+assert ("the budget is below what the true SLA floors need" in rep) == (n[1] > 0), n
+PY
 grep -q "^Left out of the table above\|^Every run is in the table above" "$out/report.md" ||
   fail "the PFI30 table does not say which runs it leaves out"
 has "$out/report.md" "63%"

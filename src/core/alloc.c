@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,22 @@ double pfi_alloc_budget_from_cut(const pfi_alloc_job *jobs, int n, double cut)
     return (1.0 - cut) * sum;
 }
 
+/* A hash of an id, a word at a time (multiply and fold). */
+static unsigned id_hash(const char *id)
+{
+    size_t len = strlen(id);
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len, x;
+    for (; len >= 8; len -= 8, id += 8) {
+        memcpy(&x, id, 8);
+        h = (h ^ x) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    x = 0;
+    memcpy(&x, id, len);
+    h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
+    return (unsigned)(h ^ h >> 29);
+}
+
 int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
 {
     if (n <= 0)
@@ -114,8 +131,9 @@ int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
                                J->id, J->t0);
     }
     /* An open-addressing hash of the ids: duplicate detection in O(n) for 100k jobs.  The
-     * hashes are computed first, in job order; then each insertion fetches the slot of the job
-     * 16 places ahead, and compares ids only when the stored hash is equal. */
+     * hashes are computed first, in job order (eight bytes at a time); then each insertion
+     * fetches the slot of the job 16 places ahead, and compares ids only when the stored hash
+     * is equal. */
     size_t cap = 16;
     while (cap < 2 * (size_t)n)
         cap <<= 1;
@@ -126,12 +144,8 @@ int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
         free(hash);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory checking %d job ids", n);
     }
-    for (int j = 0; j < n; j++) {
-        unsigned long long h = 1469598103934665603ull; /* FNV-1a */
-        for (const unsigned char *c = (const unsigned char *)jobs[j].id; *c; c++)
-            h = (h ^ *c) * 1099511628211ull;
-        hash[j] = (unsigned)(h ^ h >> 32);
-    }
+    for (int j = 0; j < n; j++)
+        hash[j] = id_hash(jobs[j].id);
     for (int j = 0; j < n; j++) {
         if (j + 16 < n)
             __builtin_prefetch(&slot[hash[j + 16] & (cap - 1)], 1);

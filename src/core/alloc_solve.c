@@ -47,6 +47,7 @@ typedef struct solver {
     const pfi_alloc_job *jobs;
     int n;
     double step;
+    double inv_step;  /* 1 / step when step is a power of two (products exact), else 0 */
     long long bu;     /* budget in grid units (watts / step) */
     int *a, *b;       /* current range of each job, grid indices */
     int *ng;          /* each job's GPUs (read by every pass; the job structs are wide) */
@@ -152,29 +153,71 @@ static double val_kept(solver *S, int j, int k)
     return S->nv[j];
 }
 
+/* The grid point below breakpoint x (in grid units), as (int)floor(x) for the x where that is
+ * defined; -1 past the int range (such a breakpoint lies above every range: no candidate). */
+static int grid_below(double x)
+{
+    return x < 2147483647.0 ? (int)x : -1; /* x > 0: truncation is floor */
+}
+
+/* A breakpoint in grid units: cap / step, by a product when step is a power of two (then the
+ * same number exactly). */
+static double grid_units(const solver *S, double cap)
+{
+    return S->inv_step > 0 ? cap * S->inv_step : cap / S->step;
+}
+
+/* How many candidate points job j's range [a_j, b_j] has (build_hull's, counted alike). */
+static int count_cands(const solver *S, int j)
+{
+    const pfi_alloc_job *J = &S->jobs[j];
+    int a = S->a[j], b = S->b[j], last = a, nc = 1;
+    for (int i = 0; i < J->n_points; i++) {
+        double x = grid_units(S, J->cap_w[i]);
+        int f = grid_below(x);
+        if (f < 0)
+            continue;
+        if (f > a && f < b && f > last) {
+            last = f;
+            nc++;
+        }
+        if (x - f > 1e-9 && f + 1 > a && f + 1 < b && f + 1 > last) {
+            last = f + 1;
+            nc++;
+        }
+    }
+    return nc + (b > last);
+}
+
 /* Upper hull of job j's grid points on [a_j, b_j], its slopes and how many are positive.
  * Returns how many candidate points it looked at: no sub-range of [a_j, b_j] has more, so that
  * many slots hold the hull of any branch on the job.  count_only: only count them. */
 static int build_hull(solver *S, int j, int count_only)
 {
+    if (count_only)
+        return count_cands(S, j);
     const pfi_alloc_job *J = &S->jobs[j];
+    const double *cx = J->cap_w, *cy = J->tput;
+    int np = J->n_points;
     int a = S->a[j], b = S->b[j];
     int *hk = S->hk + S->hoff[j];
     double *hv = S->hv + S->hoff[j];
+    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight, step = S->step;
     int m = 0, nc_all = 0;
     int last = a - 1;
-    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
     int at = 0; /* candidates ascend, so the curve segment holding each one only moves right */
-    for (int i = -1; i <= J->n_points; i++) {
+    for (int i = -1; i <= np; i++) {
         /* candidate grid points, ascending: a, neighbours of each breakpoint, b */
         int cand_k[2], nc = 0;
         if (i < 0)
             cand_k[nc++] = a;
-        else if (i == J->n_points)
+        else if (i == np)
             cand_k[nc++] = b;
         else {
-            double x = J->cap_w[i] / S->step;
-            int f = (int)floor(x);
+            double x = grid_units(S, cx[i]);
+            int f = grid_below(x);
+            if (f < 0)
+                continue;
             if (f > a && f < b)
                 cand_k[nc++] = f;
             /* a breakpoint on the grid is its own neighbour */
@@ -187,20 +230,17 @@ static int build_hull(solver *S, int j, int count_only)
                 continue;
             last = kk;
             nc_all++;
-            if (count_only)
-                continue;
-            double x = kk * S->step, v;
-            while (at < J->n_points && J->cap_w[at] <= x)
+            double x = kk * step, v;
+            while (at < np && cx[at] <= x)
                 at++;
             if (at == 0)
-                v = J->tput[0];
-            else if (at == J->n_points)
-                v = J->tput[at - 1];
-            else if (x == J->cap_w[at - 1]) /* on a breakpoint: the same sum, its zero term */
-                v = J->tput[at - 1] + (J->tput[at] - J->tput[at - 1]) * 0.0; /* needs no division */
+                v = cy[0];
+            else if (at == np)
+                v = cy[at - 1];
+            else if (x == cx[at - 1]) /* on a breakpoint: the same sum, its zero term */
+                v = cy[at - 1] + (cy[at] - cy[at - 1]) * 0.0; /* needs no division */
             else
-                v = J->tput[at - 1] + (J->tput[at] - J->tput[at - 1]) * (x - J->cap_w[at - 1]) /
-                                          (J->cap_w[at] - J->cap_w[at - 1]);
+                v = cy[at - 1] + (cy[at] - cy[at - 1]) * (x - cx[at - 1]) / (cx[at] - cx[at - 1]);
             v *= w;
             while (m >= 2) {
                 /* drop the last vertex when it lies on or below the chord to the new point */
@@ -216,8 +256,6 @@ static int build_hull(solver *S, int j, int count_only)
             m++;
         }
     }
-    if (count_only)
-        return nc_all;
     S->hn[j] = m;
     double vmax = 0; /* as fmax(vmax, fabs(v)) over the vertices: no NaN here */
     for (int i = 0; i < m; i++)
@@ -376,18 +414,25 @@ static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t k
         S->cd = c;
         S->cd_cap = need;
     }
+    /* The bucket's segments, and in k[j] how many of job j's lie above the bucket (all taken:
+     * the relaxation's vertex for job j is found from there). */
     int nc = 0;
-    for (int j = 0; j < S->n && (size_t)nc < need; j++) {
-        int m = S->hm[j];
+    for (int j = 0; j < S->n; j++) {
+        int m = S->hm[j], i = 0;
         const double *hs = S->hs + S->hoff[j];
         const int *hk = S->hk + S->hoff[j];
         long long n = S->ng[j];
-        for (int i = 0; i < m; i++) {
+        for (; i < m; i++) {
+            uint64_t bk = (slope_key(hs[i]) - kmin) >> sh;
+            if (bk <= (uint64_t)beta)
+                break; /* a job's slopes do not increase */
+        }
+        S->k[j] = i;
+        for (; i < m; i++) {
             uint64_t bk = (slope_key(hs[i]) - kmin) >> sh;
             if (bk < (uint64_t)beta)
-                break; /* a job's slopes do not increase */
-            if (bk == (uint64_t)beta)
-                S->cd[nc++] = (cand){hs[i], n * (hk[i + 1] - hk[i]), j, i};
+                break;
+            S->cd[nc++] = (cand){hs[i], n * (hk[i + 1] - hk[i]), j, i};
         }
     }
     if (nc == 0)
@@ -470,14 +515,13 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
     for (int j = 0; j < S->n; j++) {
         int o = S->hoff[j];
         const double *hs = S->hs + o;
-        int a = 0, b = S->hm[j];
-        while (a < b) {
-            int mid = (a + b) / 2;
-            if (hs[mid] > p)
-                a = mid + 1;
-            else
-                b = mid;
-        }
+        /* how many of its slopes are steeper than p (they do not increase): all when every
+         * segment fits, else those above p's bucket (counted by the selection) and those of
+         * its bucket steeper than p */
+        int a = S->hm[j];
+        if (p != -INFINITY)
+            for (a = S->k[j]; a < S->hm[j] && hs[a] > p;)
+                a++;
         for (; q < tend && S->cd[q].j == j; q++)
             if (S->cd[q].i + 1 > a)
                 a = S->cd[q].i + 1;
@@ -1090,6 +1134,8 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     S->jobs = jobs;
     S->n = n;
     S->step = w->o.step_w;
+    int e2;
+    S->inv_step = frexp(S->step, &e2) == 0.5 && e2 > -1000 && e2 < 1000 ? 1.0 / S->step : 0;
     w->total_h = w->cap_h;
     size_t used = 0;
     for (int j = 0; j < n; j++) {

@@ -10,6 +10,13 @@
 #   le A B                A <= B (half a watt of printing allowed)
 #   now, iso T            pfi's scaled clock (Unix seconds), T as ISO 8601 UTC
 #   sleep_until T         sleeps until pfi's clock reaches T
+#   cap_target FRACTION   the draw now (draw, W), FRACTION of it (TARGET, W) and in kW (KW)
+#   publish_cap S DUR     starts the sampler on $dir/allowed (SAMPLE), then publishes to $VTN an
+#                         IMPORT_CAPACITY_LIMIT event of $KW kW from S (pfi's clock) for DUR
+#                         (ISO 8601, e.g. PT10M)
+#   check_start S         at S (pfi's clock), fails when the limits sum to more than $TARGET
+#   check_restored MAX    waits until the limits sum to MAX again, stops the sampler and fails
+#                         when any sampled instant was over what $dir/allowed allowed
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "$name: PFI_BIN is not set"; exit 1; }
 SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
 [ -x "$SAMPLER" ] || { echo "$name: $SAMPLER is not built"; exit 1; }
@@ -59,3 +66,33 @@ le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 0.5) }'; }
 now() { awk -v r="$(date +%s.%N)" -v s="$SCALE" -v o="$PFI_CLOCK_ORIGIN" 'BEGIN { printf "%.3f", o + (r - o) * s }'; }
 iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 sleep_until() { while awk -v a="$(now)" -v b="$1" 'BEGIN { exit !(a < b) }'; do sleep 0.05; done; }
+cap_target() {
+    draw=$("$PFI_BIN" gpus $HW --read-only --json | awk -F': ' '/"power_w"/ { sub(/,$/, "", $2); s += $2 } END { printf "%.0f", s }')
+    TARGET=$(awk -v d="$draw" -v f="$1" 'BEGIN { printf "%.0f", f * d }')
+    KW=$(awk -v t="$TARGET" 'BEGIN { printf "%.3f", t / 1000 }')
+}
+publish_cap() {
+    "$SAMPLER" --sample "$PFI_SIM_STATE" "$dir/allowed" "$dir/sampled" 2>>"$dir/sampler.log" &
+    SAMPLE=$!
+    pids="$pids $SAMPLE"
+    curl -sf -o /dev/null -X POST -d "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso "$1")\", \"duration\": \"$2\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}" \
+        "$VTN/_test/events" || fail "publishing the event"
+}
+check_start() {
+    sleep_until "$1"
+    s=$(sum_limits)
+    le "$s" "$TARGET" || fail "at the start the limits sum to $s W > $TARGET W"
+    note "at the start: limits sum $s W (target $TARGET W)"
+}
+check_restored() {
+    i=0
+    until awk -v a="$(sum_limits)" -v b="$1" 'BEGIN { exit !(a == b) }'; do
+        i=$((i + 1)); [ $i -gt 200 ] && fail "limits not restored after the event: $(limits)"
+        sleep 0.1
+    done
+    : >"$dir/sampled.stop"
+    wait "$SAMPLE"
+    read -r _ samples _ viol _ maxsum _ over <"$dir/sampled" || fail "no sampler output"
+    note "sampler: $samples instants, largest sum $maxsum W, $viol over the target or a restore step"
+    [ "$viol" = 0 ] || fail "the limits exceeded the event's target or a restore step at $viol sampled instants"
+}

@@ -493,6 +493,26 @@ static void test_config_file(void **state)
     write_file(path, "just words\n", 0600);
     assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_EINVAL);
 
+    /* default_sla reads a slowdown as every command does (util/units.h), with its own message;
+     * a refused one leaves the setting as it was. */
+    pfi_serve_config_defaults(&c);
+    assert_int_equal(pfi_serve_config_set(&c, "default_sla", "0.25", &e), PFI_OK);
+    assert_true(fabs(c.default_sla - 0.25) < 1e-12);
+    assert_int_equal(pfi_serve_config_set(&c, "default_sla", "none", &e), PFI_OK);
+    assert_true(isnan(c.default_sla));
+    static const char *bad_sla[] = {"1", "10", "100%", "-0.1", "abc", "10%%", "0.1x", "", "nan"};
+    for (size_t k = 0; k < sizeof bad_sla / sizeof bad_sla[0]; k++) {
+        assert_int_equal(pfi_serve_config_set(&c, "default_sla", "20%", &e), PFI_OK);
+        int rc = pfi_serve_config_set(&c, "default_sla", bad_sla[k], &e);
+        if (!*bad_sla[k]) { /* empty: none, as before */
+            assert_int_equal(rc, PFI_OK);
+            continue;
+        }
+        assert_int_equal(rc, PFI_EINVAL);
+        assert_non_null(strstr(e.msg, "default_sla: expected a max slowdown like 0.1 or 10%"));
+        assert_true(fabs(c.default_sla - 0.2) < 1e-12);
+    }
+
     pfi_serve_config_defaults(&c);
     assert_int_equal(pfi_serve_config_set(&c, "listen", "0.0.0.0:9455", &e), PFI_OK);
     assert_int_equal(pfi_serve_config_check(&c, &e), PFI_EPERM);

@@ -304,12 +304,8 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
             c->default_sla = NAN;
             return PFI_OK;
         }
-        char *end;
-        double s = strtod(v, &end);
-        int pct = *end == '%';
-        if (pct)
-            end++, s /= 100;
-        if (end == v || *end || !(s >= 0 && s < 1))
+        double s;
+        if (pfi_parse_slowdown(v, &s, NULL) != PFI_OK)
             return pfi_err_set(err, PFI_EINVAL,
                                "default_sla: expected a max slowdown like 0.1 or 10%%, got '%s'", v);
         c->default_sla = s;

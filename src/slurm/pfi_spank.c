@@ -390,21 +390,40 @@ static const char *job_gpus(void)
     return gl && *gl ? gl : NULL;
 }
 
+/* What the prolog and the epilog both start from: the plugstack arguments, the job id and the
+ * job's GPUs on this node.  0 when all are there; else the callback returns *ret: -1 for bad
+ * arguments, and for a job without an id in the prolog under required=1; 0 otherwise. */
+static int job_context(spank_t sp, int ac, char **av, int prolog, conf *c, uint32_t *id,
+                       const char **gl, int *ret)
+{
+    const char *what = prolog ? "registered" : "deregistered";
+    *id = 0;
+    *ret = 0;
+    if (parse_conf(ac, av, c) != 0) {
+        *ret = -1;
+        return -1;
+    }
+    if (job_id(sp, id) != 0) {
+        slurm_error("pfi: job %s without a job id, nothing %s", prolog ? "prolog" : "epilog",
+                    what);
+        *ret = prolog && c->required ? -1 : 0;
+        return -1;
+    }
+    if (!(*gl = job_gpus())) {
+        slurm_debug("pfi: job %u holds no GPU on %s, nothing %s", *id, node_name(), what);
+        return -1;
+    }
+    return 0;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
     conf c;
-    uint32_t id = 0;
-    if (parse_conf(ac, av, &c) != 0)
-        return -1;
-    if (job_id(sp, &id) != 0) {
-        slurm_error("pfi: job prolog without a job id, nothing registered");
-        return c.required ? -1 : 0;
-    }
-    const char *gl = job_gpus();
-    if (!gl) {
-        slurm_debug("pfi: job %u holds no GPU on %s, nothing to register", id, node_name());
-        return 0;
-    }
+    uint32_t id;
+    const char *gl;
+    int ret;
+    if (job_context(sp, ac, av, 1, &c, &id, &gl, &ret) != 0)
+        return ret;
     int gpus[GPU_MAX];
     int ng = parse_gpus(gl, gpus, GPU_MAX);
     if (ng <= 0)
@@ -448,14 +467,11 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
     conf c;
-    uint32_t id = 0;
-    if (parse_conf(ac, av, &c) != 0)
-        return -1;
-    if (job_id(sp, &id) != 0)
-        return 0;
-    const char *gl = job_gpus();
-    if (!gl)
-        return 0;
+    uint32_t id;
+    const char *gl;
+    int ret;
+    if (job_context(sp, ac, av, 0, &c, &id, &gl, &ret) != 0)
+        return ret;
     char path[64], why[700] = "";
     snprintf(path, sizeof path, "/v1/jobs/%u", id);
     long st = request(&c, node_name(), "DELETE", path, NULL, why, sizeof why);

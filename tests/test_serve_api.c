@@ -20,37 +20,17 @@
 #include "hw/backend_impl.h"
 #include "report/status_page.h"
 #include "serve/serve_int.h"
+#include "support/sim_node.h"
 
 #define TOKEN "test-token-0123456789abcdef"
 
-typedef struct fx {
-    char dir[400];
-    pfi_serve_config cfg;
-    pfi_backend *b;
-    srv_node *n;
-} fx;
+typedef pfi_test_node fx;
 
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    const char *base = getenv("PFI_TEST_TMP");
-    snprintf(f->dir, sizeof f->dir, "%s/serve-api-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(f->dir))
+    if (!f || pfi_test_node_start(f, "serve-api", NULL) != 0)
         return -1;
-    unsetenv("PFI_SIM_STATE"); /* a private node in virtual time */
-    pfi_serve_config_defaults(&f->cfg);
-    snprintf(f->cfg.db, sizeof f->cfg.db, "%s/serve.db", f->dir);
-    pfi_err e = {0};
-    if (pfi_hw_open("sim", NULL, 0, &f->b, &e) != PFI_OK) {
-        fprintf(stderr, "sim backend: %s\n", e.msg);
-        return -1;
-    }
-    f->n = calloc(1, sizeof *f->n);
-    if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        pfi_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
-        fprintf(stderr, "node: %s\n", e.msg);
-        return -1;
-    }
     snprintf(f->n->token, sizeof f->n->token, "%s", TOKEN);
     *state = f;
     return 0;
@@ -59,14 +39,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    pfi_audit_close(f->n->audit);
-    pfi_srv_node_destroy(f->n);
-    free(f->n);
-    pfi_hw_close(f->b);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", f->dir);
+    pfi_test_node_stop(f);
     free(f);
     return 0;
 }

@@ -19,12 +19,10 @@
 
 #include "hw/backend_impl.h"
 #include "serve/serve_int.h"
+#include "support/sim_node.h"
 
 typedef struct fx {
-    char dir[400];
-    pfi_serve_config cfg;
-    pfi_backend *b;
-    srv_node *n;
+    pfi_test_node node;
     pthread_t ticker;
     volatile int stop;
     volatile long long ticks;
@@ -33,28 +31,14 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    const char *base = getenv("PFI_TEST_TMP");
-    snprintf(f->dir, sizeof f->dir, "%s/serve-ctl-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(f->dir))
-        return -1;
-    unsetenv("PFI_SIM_STATE");
-    pfi_serve_config_defaults(&f->cfg);
-    snprintf(f->cfg.db, sizeof f->cfg.db, "%s/serve.db", f->dir);
+    pfi_serve_config c;
+    pfi_serve_config_defaults(&c);
     /* The recipe: re-plan at every tick, no rate limit, no hysteresis. */
-    f->cfg.reoptimize_interval_s = 0;
-    f->cfg.min_change_interval_s = 0;
-    f->cfg.hysteresis_w = 0;
-    pfi_err e = {0};
-    if (pfi_hw_open("sim", NULL, 0, &f->b, &e) != PFI_OK) {
-        fprintf(stderr, "sim backend: %s\n", e.msg);
+    c.reoptimize_interval_s = 0;
+    c.min_change_interval_s = 0;
+    c.hysteresis_w = 0;
+    if (!f || pfi_test_node_start(&f->node, "serve-ctl", &c) != 0)
         return -1;
-    }
-    f->n = calloc(1, sizeof *f->n);
-    if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        pfi_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
-        fprintf(stderr, "node: %s\n", e.msg);
-        return -1;
-    }
     *state = f;
     return 0;
 }
@@ -62,14 +46,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    pfi_audit_close(f->n->audit);
-    pfi_srv_node_destroy(f->n);
-    free(f->n);
-    pfi_hw_close(f->b);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", f->dir);
+    pfi_test_node_stop(&f->node);
     free(f);
     return 0;
 }
@@ -78,7 +55,7 @@ static void *tick_loop(void *arg)
 {
     fx *f = arg;
     while (!f->stop) {
-        pfi_srv_tick(f->n);
+        pfi_srv_tick(f->node.n);
         f->ticks++;
     }
     return NULL;
@@ -110,14 +87,14 @@ static void wait_ticks(fx *f, int k)
 static long long sum_mw(fx *f)
 {
     long long s = 0;
-    pthread_mutex_lock(&f->n->hw_mu);
-    for (int i = 0; i < f->n->n_gpus; i++) {
+    pthread_mutex_lock(&f->node.n->hw_mu);
+    for (int i = 0; i < f->node.n->n_gpus; i++) {
         pfi_device d;
         pfi_err e = {0};
-        assert_int_equal(pfi_hw_info(f->b, i, &d, &e), PFI_OK);
+        assert_int_equal(pfi_hw_info(f->node.b, i, &d, &e), PFI_OK);
         s += pfi_hw_held_mw(d.limit_w > d.enforced_w ? d.limit_w : d.enforced_w);
     }
-    pthread_mutex_unlock(&f->n->hw_mu);
+    pthread_mutex_unlock(&f->node.n->hw_mu);
     return s;
 }
 
@@ -127,7 +104,7 @@ static void add_job(fx *f, const char *spec)
     assert_non_null(j);
     json_t *res = NULL;
     pfi_err e = {0};
-    int rc = pfi_srv_job_add(f->n, j, &res, &e);
+    int rc = pfi_srv_job_add(f->node.n, j, &res, &e);
     if (rc != PFI_OK)
         fprintf(stderr, "job: %s\n", e.msg);
     assert_int_equal(rc, PFI_OK);
@@ -155,13 +132,13 @@ static void test_replan_keeps_new_budget(void **state)
         double w = (k % 2 ? 4000.0 : 5000.0) + (k % 7);
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->n, w, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, w, 0, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
-        pthread_mutex_lock(&f->n->mu);
-        double b = f->n->budget_w;
-        int mode = f->n->mode;
-        pthread_mutex_unlock(&f->n->mu);
+        pthread_mutex_lock(&f->node.n->mu);
+        double b = f->node.n->budget_w;
+        int mode = f->node.n->mode;
+        pthread_mutex_unlock(&f->node.n->mu);
         if (b != w || mode != SRV_MODE_LOCAL)
             undone++;
         if (sum_mw(f) > pfi_hw_cap_mw(w))
@@ -186,26 +163,26 @@ static void test_replan_keeps_controller_caps(void **state)
         /* A local budget first (the loop re-plans it), then the controller's caps. */
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->n, 4500.0 + k, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, 4500.0 + k, 0, &res, &e), PFI_OK);
         json_decref(res);
         double caps[PFI_MAX_GPUS];
-        for (int i = 0; i < f->n->n_gpus; i++)
+        for (int i = 0; i < f->node.n->n_gpus; i++)
             caps[i] = 300.0 + 10.0 * (k % 5) + i;
         res = NULL;
-        assert_int_equal(pfi_srv_caps_set(f->n, k + 1, caps, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_caps_set(f->node.n, k + 1, caps, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
-        pthread_mutex_lock(&f->n->hw_mu);
+        pthread_mutex_lock(&f->node.n->hw_mu);
         int differs = 0;
-        for (int i = 0; i < f->n->n_gpus; i++) {
+        for (int i = 0; i < f->node.n->n_gpus; i++) {
             pfi_device d;
-            assert_int_equal(pfi_hw_info(f->b, i, &d, &e), PFI_OK);
+            assert_int_equal(pfi_hw_info(f->node.b, i, &d, &e), PFI_OK);
             differs += pfi_hw_cap_mw(d.limit_w) != pfi_hw_cap_mw(caps[i]);
         }
-        pthread_mutex_unlock(&f->n->hw_mu);
-        pthread_mutex_lock(&f->n->mu);
-        int mode = f->n->mode;
-        pthread_mutex_unlock(&f->n->mu);
+        pthread_mutex_unlock(&f->node.n->hw_mu);
+        pthread_mutex_lock(&f->node.n->mu);
+        int mode = f->node.n->mode;
+        pthread_mutex_unlock(&f->node.n->mu);
         if (differs || mode != SRV_MODE_EXTERNAL)
             replaced++;
     }
@@ -225,20 +202,20 @@ static void test_ramp_then_budget(void **state)
     for (int k = 0; k < 100; k++) {
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->n, 5000.0, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, 5000.0, 0, &res, &e), PFI_OK);
         json_decref(res);
         res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->n, 4000.0, 60, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, 4000.0, 60, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 1);
         res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->n, 4200.0, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, 4200.0, 0, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
-        pthread_mutex_lock(&f->n->mu);
-        if (f->n->budget_w != 4200.0 || f->n->ramping)
+        pthread_mutex_lock(&f->node.n->mu);
+        if (f->node.n->budget_w != 4200.0 || f->node.n->ramping)
             undone++;
-        pthread_mutex_unlock(&f->n->mu);
+        pthread_mutex_unlock(&f->node.n->mu);
     }
     ticker_stop(f);
     assert_int_equal(undone, 0);
@@ -251,14 +228,14 @@ static void test_first_budget_ramps(void **state)
     fx *f = *state;
     register_three(f);
     long long start = sum_mw(f);
-    double to = 0.7 * f->n->nominal_w;
+    double to = 0.7 * f->node.n->nominal_w;
     pfi_err e = {0};
     json_t *res = NULL;
-    assert_int_equal(pfi_srv_budget_set(f->n, to, 30, &res, &e), PFI_OK);
+    assert_int_equal(pfi_srv_budget_set(f->node.n, to, 30, &res, &e), PFI_OK);
     json_decref(res);
-    assert_true(f->n->ramping);
-    assert_true(fabs(f->n->ramp_from_w * 1000.0 - (double)start) < 1.0);
-    pfi_srv_tick(f->n);
+    assert_true(f->node.n->ramping);
+    assert_true(fabs(f->node.n->ramp_from_w * 1000.0 - (double)start) < 1.0);
+    pfi_srv_tick(f->node.n);
     /* Seconds into a 30 s ramp the node is still near where it started, far above the end. */
     long long now = sum_mw(f);
     assert_true(now <= start);
@@ -268,11 +245,11 @@ static void test_first_budget_ramps(void **state)
 static int caps_at(fx *f, long long epoch, double w)
 {
     double caps[PFI_MAX_GPUS];
-    for (int i = 0; i < f->n->n_gpus; i++)
+    for (int i = 0; i < f->node.n->n_gpus; i++)
         caps[i] = w;
     pfi_err e = {0};
     json_t *res = NULL;
-    int rc = pfi_srv_caps_set(f->n, epoch, caps, &res, &e);
+    int rc = pfi_srv_caps_set(f->node.n, epoch, caps, &res, &e);
     json_decref(res);
     return rc;
 }
@@ -286,16 +263,16 @@ static void test_epoch_bounds_and_reset(void **state)
     register_three(f);
     assert_int_equal(caps_at(f, 10, 500), PFI_OK);
     assert_int_equal(caps_at(f, 9223372036854775807LL, 450), PFI_EINVAL);
-    assert_int_equal(f->n->caps_epoch, 10);
-    assert_true(sum_mw(f) == 500LL * 1000 * f->n->n_gpus);
+    assert_int_equal(f->node.n->caps_epoch, 10);
+    assert_true(sum_mw(f) == 500LL * 1000 * f->node.n->n_gpus);
     assert_int_equal(caps_at(f, 11, 480), PFI_OK);
     assert_int_equal(caps_at(f, 11, 470), PFI_EBUSY); /* stale: still refused */
     assert_int_equal(caps_at(f, 5, 470), PFI_EBUSY);
     pfi_err e = {0};
     json_t *res = NULL;
-    assert_int_equal(pfi_srv_budget_set(f->n, 4000, 0, &res, &e), PFI_OK);
+    assert_int_equal(pfi_srv_budget_set(f->node.n, 4000, 0, &res, &e), PFI_OK);
     json_decref(res);
-    assert_int_equal(f->n->caps_epoch, 0);
+    assert_int_equal(f->node.n->caps_epoch, 0);
     assert_int_equal(caps_at(f, 5, 470), PFI_OK);
 }
 
@@ -309,28 +286,28 @@ static int setup_faulty(void **state, const char *faults)
     }
     fx *f = calloc(1, sizeof *f);
     const char *base = getenv("PFI_TEST_TMP");
-    snprintf(f->dir, sizeof f->dir, "%s/serve-ctl-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(f->dir))
+    snprintf(f->node.dir, sizeof f->node.dir, "%s/serve-ctl-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(f->node.dir))
         return -1;
     unsetenv("PFI_SIM_STATE");
     unsetenv("PFI_FAKENVML_FAULTS_FILE");
     setenv("PFI_FAKENVML_FAULTS", faults, 1);
-    pfi_serve_config_defaults(&f->cfg);
-    snprintf(f->cfg.db, sizeof f->cfg.db, "%s/serve.db", f->dir);
+    pfi_serve_config_defaults(&f->node.cfg);
+    snprintf(f->node.cfg.db, sizeof f->node.cfg.db, "%s/serve.db", f->node.dir);
     pfi_err e = {0};
-    int rc = pfi_hw_open("nvml", lib, 0, &f->b, &e);
+    int rc = pfi_hw_open("nvml", lib, 0, &f->node.b, &e);
     unsetenv("PFI_FAKENVML_FAULTS");
     if (rc != PFI_OK) {
         fprintf(stderr, "nvml backend: %s\n", e.msg);
         return -1;
     }
-    f->n = calloc(1, sizeof *f->n);
-    if (pfi_srv_node_init(f->n, &f->cfg, f->b, &e) != PFI_OK ||
-        pfi_audit_open(f->cfg.db, &f->n->audit, &e) != PFI_OK) {
+    f->node.n = calloc(1, sizeof *f->node.n);
+    if (pfi_srv_node_init(f->node.n, &f->node.cfg, f->node.b, &e) != PFI_OK ||
+        pfi_audit_open(f->node.cfg.db, &f->node.n->audit, &e) != PFI_OK) {
         fprintf(stderr, "node: %s\n", e.msg);
         return -1;
     }
-    snprintf(f->n->token, sizeof f->n->token, "%s", "test-token-0123456789abcdef");
+    snprintf(f->node.n->token, sizeof f->node.n->token, "%s", "test-token-0123456789abcdef");
     *state = f;
     return 0;
 }
@@ -345,7 +322,7 @@ static int api(fx *f, const char *method, const char *url, const char *body, jso
     int st = 0;
     const char *ctype;
     size_t len;
-    char *out = pfi_srv_api_handle(f->n, method, url, NULL, NULL, body, body ? strlen(body) : 0, 1,
+    char *out = pfi_srv_api_handle(f->node.n, method, url, NULL, NULL, body, body ? strlen(body) : 0, 1,
                                &st, &ctype, &len);
     assert_non_null(out);
     if (doc) {
@@ -395,7 +372,7 @@ static void *sample_loop(void *arg)
 {
     fx *f = arg;
     while (!f->stop) {
-        pfi_srv_sample(f->n);
+        pfi_srv_sample(f->node.n);
         f->ticks++;
     }
     return NULL;
@@ -415,23 +392,23 @@ static void test_views_not_stale(void **state)
         double w = (k % 2 ? 4000.0 : 5000.0) + (k % 11);
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->n, w, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, w, 0, &res, &e), PFI_OK);
         json_decref(res);
         double want[PFI_MAX_GPUS];
-        pthread_mutex_lock(&f->n->hw_mu);
-        for (int i = 0; i < f->n->n_gpus; i++) {
+        pthread_mutex_lock(&f->node.n->hw_mu);
+        for (int i = 0; i < f->node.n->n_gpus; i++) {
             pfi_device d;
-            assert_int_equal(pfi_hw_info(f->b, i, &d, &e), PFI_OK);
+            assert_int_equal(pfi_hw_info(f->node.b, i, &d, &e), PFI_OK);
             want[i] = d.limit_w;
         }
-        pthread_mutex_unlock(&f->n->hw_mu);
+        pthread_mutex_unlock(&f->node.n->hw_mu);
         long long t0 = f->ticks;
         int bad = 0;
         while (f->ticks < t0 + 2 && !bad) {
-            pthread_mutex_lock(&f->n->mu);
-            for (int i = 0; i < f->n->n_gpus; i++)
-                bad |= f->n->gpu[i].dev.limit_w != want[i];
-            pthread_mutex_unlock(&f->n->mu);
+            pthread_mutex_lock(&f->node.n->mu);
+            for (int i = 0; i < f->node.n->n_gpus; i++)
+                bad |= f->node.n->gpu[i].dev.limit_w != want[i];
+            pthread_mutex_unlock(&f->node.n->mu);
         }
         stale += bad;
     }

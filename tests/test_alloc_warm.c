@@ -503,6 +503,14 @@ static void test_warm_flat(void **state)
         pfi_alloc_result_free(&r);
         pfi_alloc_result_free(&f);
     }
+    /* the only job cannot leave: refused, and the workspace still answers */
+    assert_int_equal(pfi_alloc_ws_remove_job(w, &job, 0, 0, &e), PFI_EINVAL);
+    pfi_alloc_result r, f;
+    assert_int_equal(pfi_alloc_ws_solve(w, 500, &r, &e), PFI_OK);
+    assert_int_equal(pfi_alloc_solve(&job, 1, 500, &o, &f, &e), PFI_OK);
+    same_answer(&r, &f);
+    pfi_alloc_result_free(&r);
+    pfi_alloc_result_free(&f);
     pfi_alloc_ws_free(w);
 }
 

@@ -178,6 +178,21 @@ grep -q '"source": "cli"' "$dir/cli.out" || fail "event add answer: $(cat "$dir/
 ev list | grep -q '"id": "cli1"' || fail "event list lacks cli1"
 ev add --start now+2h --duration 30m --cut 150% >/dev/null 2>&1
 [ $? = 2 ] || fail "a 150% cut from the CLI was not a usage error"
+# --cut takes a cut as budgets write one, too: cut=10% and -10% are --cut 10%.
+k=2
+for form in cut=10% -10% CUT=10%; do
+    ev add --start now+2h --duration 30m --cut "$form" --id "cli$k" >"$dir/cli.out" 2>&1 ||
+        fail "event add --cut $form: $(cat "$dir/cli.out")"
+    ev list >"$dir/cli.list" || fail "event list"
+    python3 -c 'import json, sys; e = [x for x in json.load(open(sys.argv[1]))["events"] if x["id"] == sys.argv[2]]; assert len(e) == 1 and e[0]["cut"] == 0.1, e' \
+        "$dir/cli.list" "cli$k" || fail "event add --cut $form: $(cat "$dir/cli.list")"
+    ev rm "cli$k" >/dev/null || fail "event rm cli$k"
+    k=$((k + 1))
+done
+for form in cut=0% cut=100% cut=5kW -5kW cut=x; do
+    ev add --start now+2h --duration 30m --cut "$form" >"$dir/cli.out" 2>&1
+    [ $? = 2 ] || fail "event add --cut $form was not a usage error: $(cat "$dir/cli.out")"
+done
 ev add --start now+2h --end now+1h --limit 4kW >"$dir/cli.out" 2>&1
 [ $? = 2 ] && grep -q "before it starts" "$dir/cli.out" || fail "end before start from the CLI: $(cat "$dir/cli.out")"
 ev rm cli1 >/dev/null || fail "event rm"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/cli.h"
 #include "report/grid_report.h"
@@ -109,7 +110,17 @@ static int put_target(json_t *b, const add_args *a)
     int pct;
     if (!!a->cut + !!a->limit != 1)
         return usage_error("give exactly one of --cut 25% or --limit 4kW");
-    if (a->cut) {
+    if (a->cut && (!strncasecmp(a->cut, "cut=", 4) || a->cut[0] == '-')) {
+        /* A cut as every budget writes one (pfi help budget): cut=25% or -25%. */
+        pfi_budget bt;
+        if (pfi_budget_parse(a->cut, &bt, &e) != PFI_OK)
+            return pfi_cli_fail("event", &e);
+        /* The cut as written (1 - the share would round): the percentage after the prefix. */
+        const char *p = a->cut + (a->cut[0] == '-' ? 1 : 4);
+        if (!bt.is_share || !(bt.value < 1) || pfi_parse_power(p, &v, &pct, NULL) || !pct)
+            return usage_error("--cut expects a percentage, e.g. 25%");
+        json_object_set_new(b, "cut", json_real(v));
+    } else if (a->cut) {
         if (pfi_parse_power(a->cut, &v, &pct, &e) != PFI_OK || !pct)
             return e.msg[0] ? pfi_cli_fail("event", &e)
                             : usage_error("--cut expects a percentage, e.g. 25%");
@@ -202,7 +213,8 @@ int pfi_cmd_event(int argc, char **argv)
         {"start", PFI_OPT_STR, &a.start, "TIME", "add: ISO 8601 with a zone, now+DURATION"},
         {"end", PFI_OPT_STR, &a.end, "TIME", "add: when it ends"},
         {"duration", PFI_OPT_STR, &a.duration, "DURATION", "add: how long, e.g. 3h"},
-        {"cut", PFI_OPT_STR, &a.cut, "PCT", "add: shed this share of the baseline, e.g. 25%"},
+        {"cut", PFI_OPT_STR, &a.cut, "PCT",
+         "add: shed this share of the baseline: 25%, or as budgets write a cut, cut=25% or -25%"},
         {"baseline", PFI_OPT_STR, &a.baseline, "W", "add: the cut's baseline (default: the "
                                                     "daemon's mean draw over the last hour)"},
         {"limit", PFI_OPT_STR, &a.limit, "BUDGET",

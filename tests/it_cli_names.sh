@@ -5,7 +5,9 @@
 # --token-file, --node-token-file, --seed replace --from-db, --format (a log's), --token,
 # --node-token, --fleet-seed.  A former name still works, prints the same output and one line on
 # stderr naming what replaces it, and is left out of --help.  pfi restore refuses --read-only;
-# pfi runs export --output writes files as creat(2) would under the umask (was 0600).
+# pfi runs export --out writes files as creat(2) would under the umask (was 0600).  One spelling
+# per meaning: runs export --out (was --output), log --gpu-count (was --gpus, elsewhere a list),
+# sim job --interval a duration; event --cut cut=25% is tested in it_grid.sh.
 set -u
 PFI=${PFI_BIN:?PFI_BIN not set}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -98,16 +100,35 @@ for k in probe-k draw-weight tier-gpus committee probe-cv-top group-out cv-seeds
   nohelp evaluate "$k"
 done
 
+# ---- one spelling per meaning: --out for an output file, --gpus for a list of GPUs ----
+same "runs export --format json --output" "runs export --format json --out" "$(optnote output out)" -- "$T/x.json"
+grep -q 'resnet' "$T/x.json" || fail "pfi runs export --out: $(cat "$T/x.json")"
+nohelp "runs export" output
+"$PFI" help runs export | grep -q -- '^  --out FILE .*--output' || fail "runs export --help: --out and its former name"
+tt="$here/fixtures/logs/torchtitan.log" # tokens/s per GPU
+same "log $tt --gpus 8" "log $tt --gpu-count 8" "$(optnote gpus gpu-count)" -- --json --quiet
+grep -q '"unit": "tokens/s",' "$T/o2" || fail "pfi log --gpu-count 8: $(head -5 "$T/o2")"
+"$PFI" log "$tt" --json --quiet >"$T/o3" || fail "pfi log"
+if cmp -s "$T/o2" "$T/o3"; then fail "pfi log: --gpu-count changed nothing"; fi
+nohelp log gpus
+# pfi sim job --interval is a duration as everywhere else; a bare number is still seconds.
+for iv in 500ms 0.5 0.5s; do
+  PFI_SIM_STATE="$T/iv-$iv.sim" "$PFI" sim job --duration 2s --interval "$iv" >"$T/o1" || fail "sim job --interval $iv"
+  [ "$(wc -l <"$T/o1")" = 5 ] || fail "sim job --interval $iv: $(cat "$T/o1")"
+done
+"$PFI" sim job --interval 5x >/dev/null 2>"$T/e1"; st=$?
+[ $st = 2 ] && grep -q "bad duration unit in '5x'" "$T/e1" || fail "sim job --interval 5x: exit $st $(cat "$T/e1")"
+
 # ---- pfi restore --read-only: refused, nothing done ----
 "$PFI" restore --read-only >"$T/o1" 2>"$T/e1"; st=$?
 [ $st = 2 ] && grep -q 'read-only is not an option of restore' "$T/e1" ||
   fail "restore --read-only: exit $st $(cat "$T/e1")"
 
-# ---- pfi runs export --output: the usual mode, from the umask ----
+# ---- pfi runs export --out: the usual mode, from the umask ----
 for m in 022:644 077:600 002:664; do
-  (umask "${m%:*}" && "$PFI" runs export --output "$T/x.csv") || fail "export --output"
+  (umask "${m%:*}" && "$PFI" runs export --out "$T/x.csv") || fail "export --out"
   got=$(stat -c %a "$T/x.csv")
-  [ "$got" = "${m#*:}" ] || fail "export --output under umask ${m%:*}: mode $got, expected ${m#*:}"
+  [ "$got" = "${m#*:}" ] || fail "export --out under umask ${m%:*}: mode $got, expected ${m#*:}"
   rm -f "$T/x.csv"
 done
 

@@ -117,10 +117,10 @@ has "$tmp/out" '"unit_label": "samples/s"'
 head -n 1 "$tmp/all.csv" | grep -q '^run_id,run_name,source,gpu_type,n_gpus,model,family,dp,tp,pp,global_batch,status,level,cap_w,enforced_w,power_w,job_power_w,tokens_per_s,samples_per_s,throughput,throughput_unit,' \
   || fail "export header: $(head -n 1 "$tmp/all.csv")"
 [ "$(($(wc -l <"$tmp/all.csv") - 1))" -eq "$l_all" ] || fail "export rows != $l_all levels"
-"$PFI_BIN" runs export --db "$db" --runs 1,2 --format json --output "$tmp/two.json" || fail "export --output"
+"$PFI_BIN" runs export --db "$db" --runs 1,2 --format json --out "$tmp/two.json" || fail "export --out"
 # Runs 1 and 2 (ids kept across the re-import) are the first two A100 models: 6 levels each.
 [ "$(grep -c '"run_id"' "$tmp/two.json")" -eq 12 ] || fail "export of runs 1,2"
-must_fail export --db "$db" --runs 1,nope --output "$tmp/bad.csv"
+must_fail export --db "$db" --runs 1,nope --out "$tmp/bad.csv"
 has "$tmp/err" "nope"
 ls "$tmp"/bad.csv* >/dev/null 2>&1 && fail "a failed export left a file"
 echo "ok: $total runs, $l_all levels"

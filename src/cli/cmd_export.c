@@ -58,18 +58,20 @@ int pfi_cmd_runs_export(int argc, char **argv)
         {"format", PFI_OPT_STR, &format, "csv|json", "output format (default csv)"},
         {"runs", PFI_OPT_MULTI, &runs, "LIST",
          "runs to export: ids or names, comma-separated, repeatable (default: all)"},
-        {"output", PFI_OPT_STR, &output, "FILE", "write to FILE (atomically) instead of stdout"},
+        {"out", PFI_OPT_STR, &output, "FILE",
+         "write to FILE (atomically) instead of stdout (--output, its former name, still works)"},
+        PFI_OPT_ALIAS("output", PFI_OPT_STR, &output, "out"),
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi runs export [--db FILE] [--format csv|json] [--runs LIST] [--output FILE]",
+        "pfi runs export [--db FILE] [--format csv|json] [--runs LIST] [--out FILE]",
         "Export one row per level with the run's identity and metadata.  Units are in the "
         "column names: cap_w, enforced_w, power_w (mean per GPU), job_power_w, tokens_per_s or "
         "samples_per_s (filled only for an absolute rate), throughput with throughput_unit, "
         "rel_throughput and rel_power (to the baseline), telemetry means.  Missing values are "
         "empty (CSV) or null (JSON).  pandas: pd.read_csv(...) or pd.read_json(...).",
         opts,
-        "pfi runs export --db pfi.db --output levels.csv\n"
+        "pfi runs export --db pfi.db --out levels.csv\n"
         "pfi runs export --db pfi.db --format json --runs 1,2"};
     char **pos;
     int npos, rc = pfi_cli_args(&spec, argc, argv, &pos, &npos, NULL);

@@ -44,7 +44,7 @@ static int log_cfg(const log_opts *o, pfi_logread_cfg *c, pfi_err *err)
         *given[i].dst = given[i].v;
     }
     if (o->gpus < 0)
-        return pfi_err_set(err, PFI_ERANGE, "--gpus %d must be positive", o->gpus);
+        return pfi_err_set(err, PFI_ERANGE, "--gpu-count %d must be positive", o->gpus);
     c->gpus = o->gpus;
     return PFI_OK;
 }
@@ -55,7 +55,7 @@ static const char *unit_note(const pfi_logread *r)
     if (r->in_tokens)
         return NULL;
     if (strcmp(r->unit, "tokens/s per GPU") == 0)
-        return "the log gives tokens/s per GPU; --gpus N gives the job's";
+        return "the log gives tokens/s per GPU; --gpu-count N gives the job's";
     if (strcmp(r->unit, "samples/s") == 0)
         return "the log gives samples and no sequence length; --seq-len N gives tokens/s";
     return "the log gives steps and no batch size or sequence length; --tokens-per-step N "
@@ -134,7 +134,10 @@ int pfi_cmd_log(int argc, char **argv)
         {"seq-len", PFI_OPT_DOUBLE, &o.seq_len, "N", "tokens per sample"},
         {"tokens-per-step", PFI_OPT_DOUBLE, &o.tokens_per_step, "N", "tokens per iteration"},
         {"batch-size", PFI_OPT_DOUBLE, &o.batch_size, "N", "global batch size (samples/step)"},
-        {"gpus", PFI_OPT_INT, &o.gpus, "N", "GPUs of the job (a per-GPU rate times N)"},
+        {"gpu-count", PFI_OPT_INT, &o.gpus, "N",
+         "GPUs of the job: a per-GPU rate times N (--gpus N, its former name, still works; "
+         "elsewhere --gpus is a list of GPUs)"},
+        PFI_OPT_ALIAS("gpus", PFI_OPT_INT, &o.gpus, "gpu-count"),
         {"throughput-regex", PFI_OPT_STR, &o.regex, "RE", "ERE whose first group is the number"},
         {"unit", PFI_OPT_STR, &o.unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
                                                "ms/it, tokens, samples"},
@@ -144,7 +147,7 @@ int pfi_cmd_log(int argc, char **argv)
     };
     const pfi_cmd_spec spec = {
         "pfi log FILE [--log-format F] [--seq-len N] [--tokens-per-step N] [--batch-size N] "
-        "[--gpus N] [--json]",
+        "[--gpu-count N] [--json]",
         "Read a whole training log and print its throughput series and steady summary (median, "
         "mean with 95% CI, steady window), from the rates and times the log itself states.  In "
         "tokens/s when the log (or an option) gives what converts, else in the log's own unit, "

@@ -258,11 +258,25 @@ static int run_registered(pfi_sim_state *state, pfi_sim_node *node, int job, job
     return rc;
 }
 
+/* --log-every and --interval (a duration; a bare number is seconds, as it always was). */
+static int pace_ok(int log_every, const char *interval_s, double *interval)
+{
+    pfi_err e = {0};
+    if (log_every < 1 || (interval_s && pfi_parse_duration(interval_s, interval, &e)) ||
+        !(*interval > 0)) {
+        fprintf(stderr, "pfi sim job: --log-every and --interval must be positive%s%s\n",
+                e.msg[0] ? ": " : "", e.msg);
+        return 0;
+    }
+    return 1;
+}
+
 int pfi_cmd_sim_job(int argc, char **argv)
 {
     const char *format = "pfi", *jobname = NULL, *sim = NULL, *duration = NULL, *truth_caps = NULL;
     int log_every = 1, as_json = 0;
     double speed = 0, interval = 0.25;
+    const char *interval_s = NULL;
     const pfi_opt opts[] = {
         {"log-format", PFI_OPT_STR, &format, "NAME", "pfi (default), megatron, torchtitan, hf, "
                                                  "deepspeed, nanogpt, llmc, lightning"},
@@ -272,7 +286,7 @@ int pfi_cmd_sim_job(int argc, char **argv)
         {"speed", PFI_OPT_DOUBLE, &speed, "X", "speed-up when creating the state"},
         {"duration", PFI_OPT_STR, &duration, "DUR", "stop after this much simulated time"},
         {"log-every", PFI_OPT_INT, &log_every, "N", "iterations per progress line (default 1)"},
-        {"interval", PFI_OPT_DOUBLE, &interval, "S", "pfi format: seconds between lines (0.25)"},
+        {"interval", PFI_OPT_STR, &interval_s, "DURATION", "pfi format: between lines (0.25s)"},
         {"truth", PFI_OPT_STR, &truth_caps, "W,W,...", "print the job's noise-free steady "
                                                         "throughput at these caps and exit"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "with --truth: one JSON document"},
@@ -297,10 +311,8 @@ int pfi_cmd_sim_job(int argc, char **argv)
         fprintf(stderr, "pfi sim job: --log-format must name a framework (or pfi)\n");
         return PFI_EXIT_USAGE;
     }
-    if (log_every < 1 || !(interval > 0)) {
-        fprintf(stderr, "pfi sim job: --log-every and --interval must be positive\n");
+    if (!pace_ok(log_every, interval_s, &interval))
         return PFI_EXIT_USAGE;
-    }
     int job = 0;
     if (jobname && sscanf(jobname, "%d", &job) != 1)
         job = -1;

@@ -224,7 +224,7 @@ static void test_shape_from_other_jobs(void **state)
 static int same_set(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
 {
     return a->depth == b->depth && a->k == b->k && a->w_draw == b->w_draw &&
-           a->tier_gpus == b->tier_gpus && a->committee == b->committee;
+           a->tier_gpus == b->tier_gpus && a->committee == b->committee && a->amp == b->amp;
 }
 
 /* The bagged choice: per depth and tiers the mean of the top scores decides, and the winner is
@@ -233,9 +233,9 @@ static void test_bag_choice(void **state)
 {
     (void)state;
     pfi_expt_shape_set g[] = {
-        {0.40, 4, 0, 1, 0, 0}, {0.40, 5, 3, 1, 0, 0}, {0.40, 8, 5, 1, 0, 0},
-        {0.50, 4, 0, 1, 0, 0}, {0.50, 5, 3, 1, 0, 0}, {0.50, 8, 5, 1, 0, 0},
-        {0.50, 0, 0, 1, 1, 0}, {0.50, 7, 0, 1, 0, 0}, /* a committee; 7 neighbours: off grid */
+        {0.40, 4, 0, 1, 0, 0, 0}, {0.40, 5, 3, 1, 0, 0, 0}, {0.40, 8, 5, 1, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0},
+        {0.50, 0, 0, 1, 1, 0, 0}, {0.50, 7, 0, 1, 0, 0, 0}, /* a committee; 7 neighbours: off grid */
     };
     /* depth 0.40 has the best single (0.9) but 0.50's top two average better */
     double v[] = {0.9, 0.1, 0.2, 0.7, 0.75, 0.3, 5.0, 9.0};
@@ -251,12 +251,47 @@ static void test_bag_choice(void **state)
     assert_int_equal(pfi_expt_bag_choice(g, v, 8, 6, &best), 1);
     assert_true(best.depth == 0.50);
     assert_int_equal(best.members, (1u << 0) | (1u << 6) | (1u << 15));
+    /* the amplitude exponent is part of the key: the same depth and tiers at amp 1 is a pair
+     * of its own, and its committee keeps amp 1 */
+    pfi_expt_shape_set ga[] = {
+        {0.50, 4, 0, 1, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 1}, {0.50, 5, 3, 1, 0, 0, 1}, {0.50, 8, 5, 1, 0, 0, 1},
+    };
+    double va[] = {0.9, 0.1, 0.2, 0.6, 0.6, 0.3};
+    assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 2, &best), 1); /* 0.6 > (0.9 + 0.2) / 2 */
+    assert_true(best.amp == 1 && best.committee == 1);
+    assert_int_equal(best.members, (1u << 0) | (1u << 6));
+    assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 1, &best), 1);
+    assert_true(best.amp == 0 && best.members == 1u);
     double none[8];
     for (int i = 0; i < 8; i++)
         none[i] = NAN;
     best.depth = -1;
     assert_int_equal(pfi_expt_bag_choice(g, none, 8, 3, &best), 0);
     assert_true(best.depth == -1);
+}
+
+/* The grid: every setting of the former grid at amplitude 0, first and in the same order,
+ * then each again at amplitude 1. */
+static void test_shape_grid(void **state)
+{
+    (void)state;
+    pfi_expt_shape_set g[PFI_EXPT_GRID_SIZE + 1];
+    int ng = pfi_expt_shape_grid(g, PFI_EXPT_GRID_SIZE + 1);
+    assert_int_equal(ng, PFI_EXPT_GRID_SIZE);
+    assert_int_equal(ng % 2, 0);
+    int h = ng / 2, committees = 0;
+    for (int i = 0; i < h; i++) {
+        assert_true(g[i].amp == 0 && g[h + i].amp == 1);
+        pfi_expt_shape_set x = g[h + i];
+        x.amp = 0;
+        assert_true(same_set(&x, &g[i]) && x.members == g[i].members);
+        committees += g[i].committee;
+    }
+    assert_int_equal(h, 136); /* 4 depths x 2 tiers x (16 singles + the committee) */
+    assert_int_equal(committees, 8);
+    /* fewer than asked for: writes max, still says how many there are */
+    assert_int_equal(pfi_expt_shape_grid(g, 3), PFI_EXPT_GRID_SIZE);
 }
 
 /* Cross-validated settings: each group's setting comes from the grid and is chosen without
@@ -302,9 +337,9 @@ static void test_shape_cross_validated(void **state)
     assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
     assert_non_null(a.sets);
     assert_non_null(strstr(a.jobs.note, "cross-validation"));
-    pfi_expt_shape_set grid[256];
-    int ng = pfi_expt_shape_grid(grid, 256);
-    assert_true(ng > 1 && ng <= 256);
+    pfi_expt_shape_set grid[PFI_EXPT_GRID_SIZE];
+    int ng = pfi_expt_shape_grid(grid, PFI_EXPT_GRID_SIZE);
+    assert_true(ng == PFI_EXPT_GRID_SIZE);
     int committees = 0;
     for (int g = 0; g < ng; g++)
         committees += grid[g].committee;
@@ -346,7 +381,7 @@ static void test_shape_cross_validated(void **state)
     assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
     for (int comm = 0; comm < 2; comm++) { /* one setting, and the committee */
         o = pfi_expt_defaults(1);
-        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm, 0};
+        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm, 0, 0};
         assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
         assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
         assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
@@ -387,8 +422,8 @@ static void test_nested_cv(void **state)
     assert_non_null(a.sets);
     assert_true(same_set(&a.sets[0], &b.sets[0]));
     assert_int_equal(a.sets[0].members, b.sets[0].members);
-    pfi_expt_shape_set grid[256];
-    int ng = pfi_expt_shape_grid(grid, 256), changed = 0;
+    pfi_expt_shape_set grid[PFI_EXPT_GRID_SIZE];
+    int ng = pfi_expt_shape_grid(grid, PFI_EXPT_GRID_SIZE), changed = 0;
     for (int j = 0; j < a.n; j++) {
         int found = a.sets[j].committee && a.sets[j].members != 0;
         for (int g = 0; g < ng; g++)
@@ -629,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_probe_sees_only_its_levels),
         cmocka_unit_test(test_shape_from_other_jobs),
         cmocka_unit_test(test_bag_choice),
+        cmocka_unit_test(test_shape_grid),
         cmocka_unit_test(test_shape_cross_validated),
         cmocka_unit_test(test_nested_cv),
         cmocka_unit_test(test_sla_error),

@@ -227,6 +227,66 @@ static void test_shape_draw_weight(void **state)
     assert_true(fabs(rel_at(&out, 125) - (0.8 - 0.008 * 25)) < 0.01);
 }
 
+/* The amplitude factor, by hand: the probe's slowdown over the reference's, clamped to
+ * [1/2, 2], to the power amp; 1 when amp is 0 or either slowdown is under one point. */
+static void test_amp_factor(void **state)
+{
+    (void)state;
+    assert_true(fabs(pfi_probe_amp_factor(0.2, 0.1, 1) - 2.0) < 1e-12);
+    assert_true(fabs(pfi_probe_amp_factor(0.1, 0.2, 1) - 0.5) < 1e-12);
+    assert_true(fabs(pfi_probe_amp_factor(0.15, 0.2, 1) - 0.75) < 1e-12);
+    assert_true(fabs(pfi_probe_amp_factor(0.2, 0.1, 0.5) - sqrt(2.0)) < 1e-12);
+    assert_true(fabs(pfi_probe_amp_factor(0.3, 0.1, 1) - 2.0) < 1e-12);  /* 3, clamped */
+    assert_true(fabs(pfi_probe_amp_factor(0.05, 0.2, 1) - 0.5) < 1e-12); /* 1/4, clamped */
+    assert_true(pfi_probe_amp_factor(0.2, 0.1, 0) == 1.0);
+    assert_true(pfi_probe_amp_factor(0.005, 0.2, 1) == 1.0); /* the probe under a point */
+    assert_true(pfi_probe_amp_factor(0.2, 0.009, 1) == 1.0); /* the reference under a point */
+    assert_true(pfi_probe_amp_factor(0.2, NAN, 1) == 1.0);
+}
+
+/* The walk rescaled by the probe, by hand.  References (knee 200 W) lose 0.3, 0.4 and 0.5%/W
+ * below it, so 0.15, 0.20 and 0.25 at the 150 W probe; the job loses 0.2%/W (0.10 there).
+ * amp 1: factors 0.10/0.15 = 2/3, 0.5, 0.4 -> 0.5 (clamped); scaled slopes 0.2, 0.2, 0.25%/W,
+ * median 0.2%/W: the job's own curve (0.15 at 125 W, 0.05 at 175 W, none from 200 W).
+ * amp 0: the references' median slope 0.4%/W from the probe (0.20 at 125 W, none from 175 W).
+ * amp 0.5: factors sqrt(2/3), sqrt(0.5), sqrt(0.5); slopes 0.245, 0.283, 0.354%/W, median
+ * 0.4 sqrt(0.5) = 0.2828%/W (0.1707 at 125 W, 0.0293 at 175 W). */
+static void test_shape_rescaled(void **state)
+{
+    (void)state;
+    enum { N = 3 };
+    pfi_curve ref[N], job, out, plain;
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 280, 200, 0.003 + 0.001 * i);
+    knee_curve(&job, 280, 200, 0.002);
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0};
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 150) - 0.90) < 1e-3);
+    assert_true(fabs(rel_at(&out, 125) - 0.85) < 1e-3);
+    assert_true(fabs(rel_at(&out, 175) - 0.95) < 1e-3);
+    assert_true(fabs(rel_at(&out, 225) - 1.00) < 1e-9);
+    /* and the job's curve everywhere, but within one grid step (200 / 23 W) of its knee, where
+     * the estimate's grid cuts the corner: 0.2%/W x 8.7 W / 2 at most */
+    for (double cap = 100; cap <= 300; cap += 12.5)
+        assert_true(fabs(rel_at(&out, cap) - rel_at(&job, cap)) < (cap == 200 ? 0.009 : 1e-3));
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 0, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 0.80) < 1e-3);
+    assert_true(fabs(rel_at(&out, 180) - 1.00) < 1e-3); /* past the grid's corner at 175 W */
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &plain, &e), PFI_OK);
+    assert_memory_equal(out.rel_mono, plain.rel_mono, sizeof plain.rel_mono); /* amp 0 */
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 0.5, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - (0.90 - 25 * 0.004 * sqrt(0.5))) < 1e-3);
+    assert_true(fabs(rel_at(&out, 175) - (0.90 + 25 * 0.004 * sqrt(0.5))) < 1e-3);
+    /* a committee passes amp to every member (both take all three references here) */
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1}};
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 1, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 0.85) < 1e-3);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 0, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 0.80) < 1e-3);
+}
+
 /* A committee's curve is its members' mean, level by level; one member is that member. */
 static void test_shape_mean(void **state)
 {
@@ -241,7 +301,7 @@ static void test_shape_mean(void **state)
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[0], &a, &e), PFI_OK);
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[1], &b, &e), PFI_OK);
-    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, &m, &e), PFI_OK);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 0, &m, &e), PFI_OK);
     assert_int_equal(m.n, a.n);
     int differ = 0;
     for (int i = 0; i < m.n; i++) {
@@ -252,9 +312,9 @@ static void test_shape_mean(void **state)
         differ |= fabs(a.rel_mono[i] - b.rel_mono[i]) > 1e-3;
     }
     assert_true(differ); /* the members do disagree, so the mean is a mean */
-    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 1, &m, &e), PFI_OK);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 1, 0, &m, &e), PFI_OK);
     assert_memory_equal(m.rel_mono, a.rel_mono, sizeof a.rel_mono);
-    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 0, &m, &e), PFI_EINVAL);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 0, 0, &m, &e), PFI_EINVAL);
 }
 
 /* Below every neighbour's measured range the curve keeps falling (the collapse near a GPU's
@@ -331,6 +391,8 @@ int main(void)
         cmocka_unit_test(test_median_b),
         cmocka_unit_test(test_shape_neighbours),
         cmocka_unit_test(test_shape_draw_weight),
+        cmocka_unit_test(test_amp_factor),
+        cmocka_unit_test(test_shape_rescaled),
         cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),

@@ -29,7 +29,7 @@ typedef struct ev_args {
     const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
     int public_data, probes, as_json, seed, per_job;
     int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds, cost;
-    double step, w_draw;
+    double step, w_draw, amp;
     pfi_strlist set;
 } ev_args;
 
@@ -47,6 +47,9 @@ static const ev_key ev_keys[] = {
      "neighbours of the shape estimate (default: study/experiment.c's)"},
     {"draw-weight", "W", 0, 0, 1e6, offsetof(ev_args, w_draw),
      "weight of the probe's draw/cap in the neighbour distance (default: ditto)"},
+    {"amplitude", "A", 0, 0, 1, offsetof(ev_args, amp),
+     "how far the probe rescales the neighbours' shape: 0 (default) adds their steps as they "
+     "are, 1 scales each neighbour's by the probe's slowdown over its own at the probe's cap"},
     {"tier-gpus", "0|1", 1, 0, 1, offsetof(ev_args, tier),
      "1 takes references of the same GPU model and single/multi-GPU kind first"},
     {"committee", "0|1", 1, 0, 1, offsetof(ev_args, comm),
@@ -150,6 +153,7 @@ static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *nc
         eo->shape.k = a->probe_k;
     if (a->w_draw >= 0)
         eo->shape.w_draw = a->w_draw;
+    eo->shape.amp = a->amp;
     if (a->tier >= 0)
         eo->shape.tier_gpus = a->tier;
     if (a->comm >= 0)

@@ -168,10 +168,18 @@ static int ref_before(const unsigned char *use, const double *dist, int a, int b
     return ta != tb ? ta > tb : dist[a] < dist[b];
 }
 
+double pfi_probe_amp_factor(double s_probe, double s_ref, double amp)
+{
+    if (!(amp > 0) || !(s_probe >= PFI_PROBE_AMP_FLOOR) || !(s_ref >= PFI_PROBE_AMP_FLOOR))
+        return 1.0;
+    return pow(clampd(s_probe / s_ref, PFI_PROBE_AMP_MIN, PFI_PROBE_AMP_MAX), amp);
+}
+
 /* The median over the neighbours of how much more each slows down at x1 than at x0 (both as
- * caps over norm); NAN when fewer than SHAPE_MIN_COVER were measured at both. */
-static double median_step(const pfi_curve *refs, const double *iso, const int *nb, int m,
-                          int space, double x0, double x1)
+ * caps over norm), neighbour a's step times fac[a]; NAN when fewer than SHAPE_MIN_COVER were
+ * measured at both. */
+static double median_step(const pfi_curve *refs, const double *iso, const int *nb,
+                          const double *fac, int m, int space, double x0, double x1)
 {
     double v[SHAPE_K_MAX];
     int q = 0;
@@ -180,20 +188,20 @@ static double median_step(const pfi_curve *refs, const double *iso, const int *n
         double s1 = ref_s_at(&refs[nb[a]], y, x1, space);
         double s0 = ref_s_at(&refs[nb[a]], y, x0, space);
         if (isfinite(s1) && isfinite(s0))
-            v[q++] = s1 - s0;
+            v[q++] = (s1 - s0) * fac[a];
     }
     return q >= SHAPE_MIN_COVER ? pfi_median(v, q) : NAN;
 }
 
 /* The slowdown at each grid cap, walked out from the probe: from the grid cap nearest the
  * probe down to the minimum and up to the maximum, each step adds the neighbours' median step
- * between the same two caps.  The curve goes through the probe exactly, and its slope, which is
+ * between the same two caps (neighbour a's times fac[a]).  The curve goes through the probe exactly, and its slope, which is
  * what the allocator trades on, is the neighbours' typical slope at each cap (a median of the
  * neighbours' levels scaled through the probe did worse on few references: docs/allocation.md).
  * known[i] = 0 from where fewer than SHAPE_MIN_COVER neighbours were measured on. */
-static void neighbour_walk(const pfi_curve *refs, const double *iso, const int *nb, int m,
-                           int space, double norm, double xp, double sp, const double *cap,
-                           int g, double *s, int *known)
+static void neighbour_walk(const pfi_curve *refs, const double *iso, const int *nb,
+                           const double *fac, int m, int space, double norm, double xp, double sp,
+                           const double *cap, int g, double *s, int *known)
 {
     int ip = 0;
     for (int i = 1; i < g; i++)
@@ -201,14 +209,15 @@ static void neighbour_walk(const pfi_curve *refs, const double *iso, const int *
             ip = i;
     for (int i = 0; i < g; i++)
         known[i] = 0;
-    double d = median_step(refs, iso, nb, m, space, xp, cap[ip] / norm);
+    double d = median_step(refs, iso, nb, fac, m, space, xp, cap[ip] / norm);
     if (!isfinite(d))
         return;
     s[ip] = sp + d;
     known[ip] = 1;
     for (int dir = -1; dir <= 1; dir += 2)
         for (int i = ip + dir; i >= 0 && i < g && known[i - dir]; i += dir) {
-            d = median_step(refs, iso, nb, m, space, cap[i - dir] / norm, cap[i] / norm);
+            d = median_step(refs, iso, nb, fac, m, space, cap[i - dir] / norm,
+                                cap[i] / norm);
             if (isfinite(d)) {
                 s[i] = s[i - dir] + d;
                 known[i] = 1;
@@ -259,6 +268,13 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
                           const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
                           pfi_curve *out, pfi_err *err)
 {
+    return pfi_probe_shape_rescaled(o, refs, use, nref, so, 0.0, out, err);
+}
+
+int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
+                             const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                             double amp, pfi_curve *out, pfi_err *err)
+{
     if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
         return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
     int k = so && so->k > 0 ? so->k : PFI_PROBE_SHAPE_K;
@@ -268,10 +284,10 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
         k = SHAPE_K_MAX;
     size_t nr = (size_t)(nref > 0 ? nref : 1);
     double *iso = malloc(sizeof *iso * PFI_CURVE_MAX_PTS * nr);
-    double *dist = malloc(sizeof *dist * nr);
+    double *dist = malloc(sizeof *dist * nr), *sref = malloc(sizeof *sref * nr);
     int *nb = malloc(sizeof *nb * nr);
-    if (!iso || !dist || !nb) {
-        free(iso), free(dist), free(nb);
+    if (!iso || !dist || !sref || !nb) {
+        free(iso), free(dist), free(sref), free(nb);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     double norm = shape_norm(o->p0_w, o->max_cap_w, space);
@@ -287,6 +303,7 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
         if (!isfinite(s))
             continue; /* not measured as deep as the probe: not comparable */
         dist[i] = fabs(s - sp);
+        sref[i] = s;
         double dr = ref_draw_ratio(c, o->cap_w * shape_norm(c->p0_w, c->max_cap_w, space) / norm);
         if (w_draw > 0 && o->draw_w > 0 && isfinite(dr))
             dist[i] += w_draw * fabs(dr - o->draw_w / o->cap_w);
@@ -300,6 +317,9 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
         }
     if (m > k)
         m = k;
+    double fac[SHAPE_K_MAX];
+    for (int a = 0; a < m; a++)
+        fac[a] = pfi_probe_amp_factor(sp, sref[nb[a]], amp);
     memset(out, 0, sizeof *out);
     out->t0 = o->t0;
     out->p0_w = o->p0_w;
@@ -318,7 +338,7 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
         out->cap_w[i] = o->min_cap_w + (o->max_cap_w - o->min_cap_w) * i / (G - 1);
         out->draw_w[i] = fmin(out->cap_w[i], o->p0_w);
     }
-    neighbour_walk(refs, iso, nb, m, space, norm, xp, sp, out->cap_w, G, s, known);
+    neighbour_walk(refs, iso, nb, fac, m, space, norm, xp, sp, out->cap_w, G, s, known);
     fill_unknown(o, out->cap_w, G, known, sp, s);
     for (int i = G - 1; i >= 0; i--) { /* more cap never slows a job down */
         s[i] = clampd(s[i], 0.0, 1.0);
@@ -327,19 +347,19 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
         out->rel[i] = out->rel_mono[i] = 1.0 - s[i];
     }
     out->n = G;
-    free(iso), free(dist), free(nb);
+    free(iso), free(dist), free(sref), free(nb);
     return PFI_OK;
 }
 
 int pfi_probe_shape_mean(const pfi_probe_obs *o, const pfi_curve *refs, const unsigned char *use,
-                         int nref, const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
-                         pfi_err *err)
+                         int nref, const pfi_probe_shape_opts *members, int nm, double amp,
+                         pfi_curve *out, pfi_err *err)
 {
     if (nm < 1)
         return pfi_err_set(err, PFI_EINVAL, "a committee needs at least one member");
     double acc[PFI_CURVE_MAX_PTS] = {0};
     for (int m = 0; m < nm; m++) {
-        int rc = pfi_probe_shape_curve(o, refs, use, nref, &members[m], out, err);
+        int rc = pfi_probe_shape_rescaled(o, refs, use, nref, &members[m], amp, out, err);
         if (rc)
             return rc;
         /* every member's grid is the same: the job's cap range in PFI_CURVE_MAX_PTS steps */

@@ -72,12 +72,25 @@ typedef struct pfi_probe_shape_opts {
     double w_draw;
 } pfi_probe_shape_opts;
 
+/* The amplitude ratio's clamp (beyond a factor 2 a reference is not of the job's shape), and
+ * the slowdown at the probe's cap below which the ratio is noise (taken as 1). */
+#define PFI_PROBE_AMP_MIN 0.5
+#define PFI_PROBE_AMP_MAX 2.0
+#define PFI_PROBE_AMP_FLOOR 0.01
+
+/* The factor a neighbour's steps are multiplied by (pfi_probe_shape_rescaled's amp): the probe's
+ * slowdown s_probe over the neighbour's s_ref at the probe's cap, clamped to
+ * [PFI_PROBE_AMP_MIN, PFI_PROBE_AMP_MAX], to the power amp; 1 when amp is 0 or either slowdown
+ * is below PFI_PROBE_AMP_FLOOR. */
+double pfi_probe_amp_factor(double s_probe, double s_ref, double amp);
+
 /* A job's WHOLE curve in cap space from one probe and the measured curves of OTHER jobs:
  * among the references refs[i] with use[i] != 0 (use NULL: all; a higher use[i] is a closer
  * tier, e.g. the same GPU model, taken before any lower one), the k whose slowdown at the
  * probe's cap is nearest the probe's.  From the probe, the curve is walked down to the job's
  * minimum cap and up to its maximum on a grid, each step the neighbours' median step between
- * the same two caps: through the probe exactly, with the neighbours' typical slope.  Knees (no slowdown until the cap binds at the job's draw), jobs
+ * the same two caps: through the probe exactly, with the neighbours' typical slope.  Knees (no slowdown until the cap binds at
+ * the job's draw), jobs
  * that shed nothing at the probe, and the collapse near a GPU's minimum come from the
  * references, not from a curve family.  The caller must leave the job itself (and anything
  * measured from it) out of use.  *out is a predicted curve with points on a grid of the
@@ -87,12 +100,22 @@ int pfi_probe_shape_curve(const pfi_probe_obs *obs, const pfi_curve *refs,
                           const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
                           pfi_curve *out, pfi_err *err);
 
-/* The mean relative throughput of pfi_probe_shape_curve over `nm` settings (same probe,
- * references and tiers): a committee of neighbour counts and draw weights, whose curve moves
- * less from one job to the next than any single member's (docs/allocation.md).  *out is as
- * pfi_probe_shape_curve's, its rel and rel_mono the members' mean. */
+/* pfi_probe_shape_curve with each neighbour's steps rescaled by the probe: times
+ * pfi_probe_amp_factor(probe's slowdown, the neighbour's at the probe's cap, amp).  amp 0 is
+ * pfi_probe_shape_curve; 1 reads the job as its neighbours' shape scaled by a factor (on one
+ * GPU model the clock lost to a cap in watts is the hardware's; how much a job slows for it is
+ * the job's own share, so curves differ by a factor more than by an offset); between, the
+ * ratio to the power amp. */
+int pfi_probe_shape_rescaled(const pfi_probe_obs *obs, const pfi_curve *refs,
+                             const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                             double amp, pfi_curve *out, pfi_err *err);
+
+/* The mean relative throughput of pfi_probe_shape_rescaled over `nm` settings (same probe,
+ * references, tiers and amp): a committee of neighbour counts and draw weights, whose curve
+ * moves less from one job to the next than any single member's (docs/allocation.md).  *out is
+ * as pfi_probe_shape_curve's, its rel and rel_mono the members' mean. */
 int pfi_probe_shape_mean(const pfi_probe_obs *obs, const pfi_curve *refs,
                          const unsigned char *use, int nref, const pfi_probe_shape_opts *members,
-                         int nm, pfi_curve *out, pfi_err *err);
+                         int nm, double amp, pfi_curve *out, pfi_err *err);
 
 #endif

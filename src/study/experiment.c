@@ -22,11 +22,14 @@
 /* The best mean gap recovered over 10/20/30% cuts on the public sweeps, over the grid below:
  * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
  * figure next to it). */
-const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0};
+const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0};
 
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
 static const double grid_wd[] = {0, 1, 3, 5};
+/* The amplitude exponents (core/probe.h): 0, the walk as it was, first, so a tie keeps it. */
+static const double grid_amp[] = {0, 1};
+#define NAMP (int)(sizeof grid_amp / sizeof *grid_amp)
 #define NK (int)(sizeof grid_k / sizeof *grid_k)
 #define NWD (int)(sizeof grid_wd / sizeof *grid_wd)
 #define COMMITTEE (NK * NWD)
@@ -35,19 +38,20 @@ int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
 {
     static const double depths[] = {0.35, 0.40, 0.45, 0.50};
     int m = 0;
-    for (int t = 0; t < 2; t++)
-        for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
-            if (m < max)
-                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0};
-            m++;
-            for (int b = 0; b < NK; b++)
-                for (int c = 0; c < NWD; c++) {
-                    if (m < max)
-                        out[m] =
-                            (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0, 0};
-                    m++;
-                }
-        }
+    for (int u = 0; u < NAMP; u++)
+        for (int t = 0; t < 2; t++)
+            for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
+                if (m < max)
+                    out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0, grid_amp[u]};
+                m++;
+                for (int b = 0; b < NK; b++)
+                    for (int c = 0; c < NWD; c++) {
+                        if (m < max)
+                            out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t,
+                                                          0, 0, grid_amp[u]};
+                        m++;
+                    }
+            }
     return m;
 }
 
@@ -262,7 +266,7 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         pfi_probe_obs ob;
         double d = per_job ? per_job[j] : st->depth;
         if ((rc = pfi_probe_observe(&p->truth[j], d, &ob, NULL, err)) ||
-            (rc = pfi_probe_shape_mean(&ob, p->truth, use, p->n, so, nm, &pred[j], err)))
+            (rc = pfi_probe_shape_mean(&ob, p->truth, use, p->n, so, nm, st->amp, &pred[j], err)))
             pfi_err_prefix(err, "probing %s: ", rj->name);
     }
     free(use);
@@ -270,7 +274,7 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         return rc;
     const char *lib = group_out ? "OTHER job groups'" : "OTHER jobs'";
     const char *tiers = one->tier_gpus ? "same GPU and GPU-count kind first" : "same GPU first";
-    char depth[64], who[96];
+    char depth[64], who[128];
     if (per_job)
         snprintf(depth, sizeof depth, "at each job's equal share of the cut");
     else
@@ -279,6 +283,11 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         snprintf(who, sizeof who, "the mean over 4-8 nearest x draw weight 0-5");
     else
         snprintf(who, sizeof who, "the %d nearest, draw weight %g", one->k, one->w_draw);
+    if (one->amp > 0) {
+        size_t l = strlen(who);
+        snprintf(who + l, sizeof who - l, ", their shape rescaled by the probe (amplitude %g)",
+                 one->amp);
+    }
     if (sets)
         snprintf(note, notelen,
                  "baseline + 1 probe read through the shape of the nearest %s measured curves, "
@@ -727,9 +736,9 @@ static double mean_gap(const pfi_expt_result *r)
     return m ? sum / m : NAN;
 }
 
-/* The bagged choice among scored single settings v[s] (NAN: not scored): for each depth and
- * tiers, the mean of its top best scores; the best such (ties: the earlier) becomes the
- * committee of those top settings.  Averaging the m best instead of taking the one best is
+/* The bagged choice among scored single settings v[s] (NAN: not scored): for each depth,
+ * tiers and amplitude exponent, the mean of its top best scores; the best such (ties: the
+ * earlier) becomes the committee of those top settings.  Averaging the m best instead of taking the one best is
  * what steadies the choice: which single setting wins moves with which groups are left out
  * (docs/allocation.md).  0 when nothing scored. */
 int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngrid, int top,
@@ -739,13 +748,14 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
     int found = 0;
     for (int s = 0; s < ngrid; s++) {
         const pfi_expt_shape_set *a = &grid[s];
-        int first = 1; /* each depth and tiers once, at its first single setting */
+        int first = 1; /* each depth, tiers and amplitude once, at its first single setting */
         for (int q = 0; q < s && first; q++)
             first = !(grid[q].depth == a->depth && grid[q].tier_gpus == a->tier_gpus &&
-                      !grid[q].committee && isfinite(v[q]) && member_bit(&grid[q]) >= 0);
+                      grid[q].amp == a->amp && !grid[q].committee && isfinite(v[q]) &&
+                      member_bit(&grid[q]) >= 0);
         if (a->committee || !isfinite(v[s]) || member_bit(a) < 0 || !first)
             continue;
-        /* the top members of this depth and tiers: selection by repeated maximum */
+        /* the top members of this depth, tiers and amplitude: selection by repeated maximum */
         unsigned mask = 0;
         double sum = 0;
         int m = 0;
@@ -755,7 +765,7 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
                 const pfi_expt_shape_set *b = &grid[q];
                 int bit = member_bit(b);
                 if (b->committee || b->depth != a->depth || b->tier_gpus != a->tier_gpus ||
-                    !isfinite(v[q]) || bit < 0 || (mask >> bit & 1u))
+                    b->amp != a->amp || !isfinite(v[q]) || bit < 0 || (mask >> bit & 1u))
                     continue;
                 if (pick < 0 || v[q] > v[pick])
                     pick = q;
@@ -767,7 +777,7 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
         }
         if (m > 0 && sum / m > topmean) {
             topmean = sum / m;
-            *best = (pfi_expt_shape_set){a->depth, 0, 0, a->tier_gpus, 1, mask};
+            *best = (pfi_expt_shape_set){a->depth, 0, 0, a->tier_gpus, 1, mask, a->amp};
             found = 1;
         }
     }
@@ -868,7 +878,7 @@ static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g
 static int cross_validate(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
                           int ncuts, pfi_expt_shape_set *sets, pfi_err *err)
 {
-    enum { GRID_MAX = 256 };
+    enum { GRID_MAX = PFI_EXPT_GRID_SIZE };
     pfi_expt_shape_set grid[GRID_MAX];
     int ngrid = pfi_expt_shape_grid(grid, GRID_MAX);
     if (ngrid > GRID_MAX)
@@ -990,7 +1000,7 @@ static int rule_scores(const pfi_expt_pop *p, const pfi_expt_opts *o, const int 
 static int nested(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
                   pfi_expt_shape_set *sets, int *rule, pfi_err *err)
 {
-    enum { GRID_MAX = 256 };
+    enum { GRID_MAX = PFI_EXPT_GRID_SIZE };
     pfi_expt_shape_set grid[GRID_MAX];
     int ngrid = pfi_expt_shape_grid(grid, GRID_MAX);
     if (ngrid > GRID_MAX)

@@ -62,7 +62,8 @@ has "$out/report.md" "Reading the table: pfi's SLA breaches"
 # cuts where the true SLA floors fit told apart from those where every policy relaxes them
 python3 - "$tmp/summary.json" "$out/report.md" <<'PY' || fail "the SLA discussion does not match the SLA table"
 import json, sys
-cuts = json.load(open(sys.argv[1]))["allocation"]["with_sla"]["cuts"]
+ws = json.load(open(sys.argv[1]))["allocation"]["with_sla"]
+cuts = ws["cuts"]
 rep = open(sys.argv[2]).read()
 worse, n = [0, 0], [0, 0]
 for pol in cuts.values():
@@ -74,6 +75,16 @@ want = ("at %d of the %d cuts where the true SLA floors fit the budget and at %d
 assert want in rep, want
 assert ("the true SLA floors fit the budget. Equal" in rep) == (n[0] > 0), n
 assert ("the budget is below what the true SLA floors need" in rep) == (n[1] > 0), n
+# the equal cut given pfi's information, beside equal with the true floors
+above = m = 0
+for pol in cuts.values():
+    ep = pol["equal-on-pfi-curves"]
+    assert isinstance(ep["sla_breaches"], int) and 0 <= ep["sla_breaches"] <= ws["jobs_with_sla"], ep
+    if ep["total_throughput"] is not None:
+        m += 1
+        above += pol["pfi"]["total_throughput"] >= ep["total_throughput"]
+want = "(pfi at or above it at %d of %d cuts)" % (above, m)
+assert m > 0 and want in rep, want
 PY
 grep -q "^Left out of the table above\|^Every run is in the table above" "$out/report.md" ||
   fail "the PFI30 table does not say which runs it leaves out"

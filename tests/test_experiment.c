@@ -537,6 +537,35 @@ static void test_model_out_of_fold(void **state)
     assert_int_equal(r.breaches[PFI_POLICY_ORACLE], 0);
     assert_true(r.worst[PFI_POLICY_ORACLE] <= o.breach_tol);
     assert_true(r.cells[PFI_POLICY_PFI].power_w <= r.cells[PFI_POLICY_PFI].budget_w * (1 + 1e-12));
+
+    /* the equal cut given pfi's information: equal on pfi's curves with the SLAs pfi planned,
+     * scored on the true curves; recomputed here through the public functions */
+    double *marg = malloc(sizeof *marg * (size_t)r.n);
+    assert_non_null(marg);
+    assert_int_equal(pfi_expt_sla_margins(r.jobs.truth, r.jobs.pred, r.n, o.sla, 1, marg), r.n);
+    double budget = pfi_alloc_budget_from_cut(r.jobs.truth, r.n, cut);
+    assert_false(isnan(pfi_expt_sla_plan(r.jobs.pred, r.n, o.sla, marg, budget, &o.alloc, &e)));
+    pfi_alloc_result eq;
+    assert_int_equal(
+        pfi_alloc_policy(PFI_POLICY_EQUAL, r.jobs.pred, r.n, NULL, budget, &o.alloc, &eq, &e),
+        PFI_OK);
+    double tot = 0;
+    int br = 0;
+    for (int j = 0; j < r.n; j++) {
+        const pfi_alloc_job *t = &r.jobs.truth[j];
+        double s = 1 - pfi_alloc_tput_at(t, eq.cap_w[j]) / pfi_alloc_tput_at(t, t->max_cap_w);
+        tot += pfi_alloc_tput_at(t, eq.cap_w[j]);
+        br += s - o.sla > o.breach_tol;
+    }
+    pfi_alloc_result_free(&eq);
+    free(marg);
+    print_message("equal on pfi's curves: %d breaches, pfi - it %.1f\n", br,
+                  r.cells[PFI_POLICY_PFI].total_throughput - tot);
+    assert_true(r.eq_pred[0].done);
+    assert_true(fabs(r.eq_pred[0].total_throughput - tot) <= 1e-9 * tot);
+    assert_int_equal(r.eq_pred_breaches[0], br);
+    /* not the equal cut with the true floors */
+    assert_true(r.eq_pred[0].total_throughput != r.cells[PFI_POLICY_EQUAL].total_throughput);
     pfi_expt_result_free(&r);
     pfi_expt_pop_free(&p);
 }

@@ -544,24 +544,63 @@ double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg
     return lo;
 }
 
+/* Breaches of one allocation (caps[j]; 0: not run) on the true curves: SLA jobs whose true
+ * slowdown exceeds the SLA by more than breach_tol, and the largest excess. */
+static void breaches_of(const pfi_expt_opts *o, const pfi_alloc_job *tj, int n,
+                        const double *caps, int *breaches, double *worst)
+{
+    *breaches = 0;
+    *worst = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        if (j % o->sla_every != 0 || !(caps[j] > 0))
+            continue;
+        double t0 = pfi_alloc_tput_at(&tj[j], tj[j].max_cap_w);
+        double excess = 1 - pfi_alloc_tput_at(&tj[j], caps[j]) / t0 - o->sla;
+        *breaches += excess > o->breach_tol;
+        *worst = fmax(*worst, excess);
+    }
+}
+
 /* Breaches of one cut's cells, on the true curves. */
 static void count_breaches(const pfi_expt_opts *o, const pfi_alloc_job *tj, int n,
                            const double *caps, int *breaches, double *worst)
 {
-    for (int q = 0; q < PFI_POLICY_COUNT; q++) {
-        breaches[q] = 0;
-        worst[q] = -INFINITY;
-        for (int j = 0; j < n; j++) {
-            double cap = caps[(size_t)q * (size_t)n + (size_t)j];
-            if (j % o->sla_every != 0 || !(cap > 0))
-                continue;
-            double t0 = pfi_alloc_tput_at(&tj[j], tj[j].max_cap_w);
-            double excess = 1 - pfi_alloc_tput_at(&tj[j], cap) / t0 - o->sla;
-            breaches[q] += excess > o->breach_tol;
-            if (excess > worst[q])
-                worst[q] = excess;
-        }
+    for (int q = 0; q < PFI_POLICY_COUNT; q++)
+        breaches_of(o, tj, n, caps + (size_t)q * (size_t)n, &breaches[q], &worst[q]);
+}
+
+/* The equal policy on pfi's curves with the SLAs pfi planned (as set on q), scored on the true
+ * curves into *cell (row: the cut's cells, for the gap), with breaches and worst excess. */
+static int equal_on_pred(const pfi_expt_opts *o, const pfi_alloc_job *tj, const pfi_alloc_job *q,
+                         int n, double budget, const pfi_eval_cell *row, pfi_eval_cell *cell,
+                         int *breaches, double *worst, pfi_err *err)
+{
+    memset(cell, 0, sizeof *cell);
+    *breaches = 0, *worst = -INFINITY;
+    cell->budget_w = budget;
+    pfi_alloc_result r;
+    int rc = pfi_alloc_policy(PFI_POLICY_EQUAL, q, n, NULL, budget, &o->alloc, &r, err);
+    if (rc == PFI_EINFEASIBLE) {
+        pfi_err_clear(err);
+        cell->infeasible = 1;
+        cell->gap_recovered = NAN;
+        return PFI_OK;
     }
+    if (rc)
+        return rc;
+    for (int j = 0; j < n; j++)
+        cell->total_throughput += pfi_alloc_tput_at(&tj[j], r.cap_w[j]);
+    breaches_of(o, tj, n, r.cap_w, breaches, worst);
+    cell->done = 1;
+    cell->power_w = r.power_w;
+    pfi_alloc_result_free(&r);
+    const pfi_eval_cell *eq = &row[PFI_POLICY_EQUAL], *orc = &row[PFI_POLICY_ORACLE];
+    double gap = orc->total_throughput - eq->total_throughput;
+    cell->per_job_gain_vs_equal = (cell->total_throughput - eq->total_throughput) / n;
+    cell->gap_recovered = eq->done && orc->done && fabs(gap) > 1e-9 * fabs(eq->total_throughput)
+                              ? (cell->total_throughput - eq->total_throughput) / gap
+                              : NAN;
+    return PFI_OK;
 }
 
 /* ------------------------------------------------------------------ the jobs */
@@ -659,6 +698,7 @@ void pfi_expt_result_free(pfi_expt_result *r)
 {
     pfi_expt_jobs_free(&r->jobs);
     free(r->cells), free(r->caps), free(r->seen), free(r->breaches), free(r->worst);
+    free(r->eq_pred), free(r->eq_pred_breaches), free(r->eq_pred_worst);
     free(r->sets);
     memset(r, 0, sizeof *r);
 }
@@ -692,6 +732,11 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
                                           npolicies, &o->alloc,
                                           r->cells + cell0 + (size_t)c * PFI_POLICY_COUNT,
                                           caps + (size_t)c * w, err);
+            if (!rc)
+                rc = equal_on_pred(o, jb->truth, jb->pred, n, budget,
+                                   r->cells + cell0 + (size_t)c * PFI_POLICY_COUNT,
+                                   &r->eq_pred[c0 + c], &r->eq_pred_breaches[c0 + c],
+                                   &r->eq_pred_worst[c0 + c], err);
         }
         free(marg);
     } else
@@ -1131,9 +1176,13 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
     if (o->sla > 0) {
         r->breaches = calloc(cells, sizeof *r->breaches);
         r->worst = calloc(cells, sizeof *r->worst);
+        r->eq_pred = calloc((size_t)ncuts, sizeof *r->eq_pred);
+        r->eq_pred_breaches = calloc((size_t)ncuts, sizeof *r->eq_pred_breaches);
+        r->eq_pred_worst = calloc((size_t)ncuts, sizeof *r->eq_pred_worst);
     }
     if (!caps || !r->cells || (o->want_caps && (!r->caps || !r->seen)) ||
-        (o->sla > 0 && (!r->breaches || !r->worst)))
+        (o->sla > 0 && (!r->breaches || !r->worst || !r->eq_pred || !r->eq_pred_breaches ||
+                        !r->eq_pred_worst)))
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int round = 0; !rc && round < rounds; round++) {
         int c0 = rounds > 1 ? round : 0;

@@ -200,6 +200,13 @@ typedef struct pfi_expt_result {
     double sla_margin;       /* the margin pfi kept, mean over the SLA jobs */
     int *breaches;
     double *worst;
+    /* with an SLA, per cut: the equal policy given pfi's information (pfi's curves and the
+     * SLAs pfi planned at that cut, relaxed alike), scored on the true curves, its breaches
+     * and largest true slowdown - sla; gap_recovered and per_job_gain_vs_equal against the
+     * cut's equal (true floors) and oracle */
+    pfi_eval_cell *eq_pred;
+    int *eq_pred_breaches;
+    double *eq_pred_worst;
     pfi_expt_shape_set *sets; /* with shape_cv: per job, the setting chosen for its group */
     int nest_rule[PFI_EXPT_NEST_OUTER]; /* with nested_cv: per outer fold, the rule chosen (its top) */
 } pfi_expt_result;

@@ -601,6 +601,11 @@ static int allocation(pfi_study *s, pfi_err *err)
             al->sla_violations[c][p] = sla.breaches[c * PFI_POLICY_COUNT + p];
             al->sla_worst[c][p] = sla.worst[c * PFI_POLICY_COUNT + p];
         }
+    for (int c = 0; c < al->n_cuts; c++) {
+        al->sla_eq_pred[c] = sla.eq_pred[c];
+        al->sla_eq_pred_violations[c] = sla.eq_pred_breaches[c];
+        al->sla_eq_pred_worst[c] = sla.eq_pred_worst[c];
+    }
     al->done = 1;
     progress(s, "allocation experiment", 2, 2);
     if (s->opts.scenario)

@@ -107,6 +107,11 @@ typedef struct pfi_study_alloc {
     pfi_eval_cell sla_cell[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
     int sla_violations[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
     double sla_worst[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT]; /* largest true slowdown - sla */
+    /* The equal policy given pfi's information: its SLA floors on pfi's curves, the SLAs pfi
+     * planned (pfi_expt_result.eq_pred), scored on the true curves. */
+    pfi_eval_cell sla_eq_pred[PFI_STUDY_MAX_CUTS];
+    int sla_eq_pred_violations[PFI_STUDY_MAX_CUTS];
+    double sla_eq_pred_worst[PFI_STUDY_MAX_CUTS];
 } pfi_study_alloc;
 
 typedef struct pfi_study_pred {

@@ -869,6 +869,36 @@ static int sla_cut_list(const pfi_study_alloc *a, int relaxed, char *buf, size_t
     return m;
 }
 
+/* The equal cut given pfi's information, against pfi and against equal with the true floors. */
+static void sla_same_information(report_doc *d, const pfi_study_alloc *a)
+{
+    char br[256] = "", vs[512] = "";
+    size_t nb = 0, nv = 0;
+    int above = 0, m = 0;
+    for (int k = 0; k < a->n_cuts && nb < sizeof br && nv < sizeof vs; k++) {
+        const pfi_eval_cell *ep = &a->sla_eq_pred[k], *p = &a->sla_cell[k][PFI_POLICY_PFI];
+        if (!ep->done || !(ep->total_throughput > 0))
+            continue;
+        nb += (size_t)snprintf(br + nb, sizeof br - nb, "%s%d at %.0f%%", m ? ", " : "",
+                               a->sla_eq_pred_violations[k], a->cuts[k] * 100);
+        nv += (size_t)snprintf(vs + nv, sizeof vs - nv, "%s%+.2f%% at %.0f%%", m ? ", " : "",
+                               (p->total_throughput / ep->total_throughput - 1) * 100,
+                               a->cuts[k] * 100);
+        above += p->total_throughput >= ep->total_throughput;
+        m++;
+    }
+    if (m > 0)
+        para(d,
+             "Equal above is given the true curves for its SLA floors, information no operator "
+             "has without a full sweep of every SLA job. An equal cut given pfi's information "
+             "instead (each SLA floor read on pfi's estimated curve, with the SLAs pfi planned at "
+             "that cut, relaxed alike), scored on the true curves (summary.json: "
+             "equal-on-pfi-curves), breaches %s; pfi's total throughput against it is %s (pfi "
+             "at or above it at %d of %d cuts): what pfi's allocation, rather than its "
+             "information, is worth.",
+             br, vs, above, m);
+}
+
 /* What the SLA table shows, read from it. */
 static void sla_discussion(report_doc *d, const pfi_study *s)
 {
@@ -916,6 +946,7 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
              "is no test of the allocation there; the breaches and the worst excess slowdown are "
              "the comparison that means something.",
              rel, room * 100, off * 100);
+    sla_same_information(d, a);
 }
 
 /* What characterizing the runs cost, and how much of a sweep a PFI30 needs. */
@@ -1246,6 +1277,14 @@ json_t *pfi_study_summary(const pfi_study *s)
                                               "worst_excess_slowdown",
                                               pfi_json_num(a->sla_worst[c][k])));
             }
+            const pfi_eval_cell *ep = &a->sla_eq_pred[c];
+            if (ep->done || ep->infeasible)
+                json_object_set_new(
+                    ps, "equal-on-pfi-curves",
+                    json_pack("{s:o, s:i, s:o}", "total_throughput",
+                              ep->infeasible ? json_null() : pfi_json_num(ep->total_throughput),
+                              "sla_breaches", a->sla_eq_pred_violations[c],
+                              "worst_excess_slowdown", pfi_json_num(a->sla_eq_pred_worst[c])));
             json_object_set_new(cuts, key, pc);
             json_object_set_new(gain, key, pg);
             json_object_set_new(sla, key, ps);

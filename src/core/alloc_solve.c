@@ -534,6 +534,34 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
     return 1;
 }
 
+/* A spare index of at least total entries (and an eighth more when made anew, written once so
+ * that its pages are there before a re-plan needs them).  0: out of memory (no index). */
+static int spare_room(solver *S, int total)
+{
+    if (total <= S->idx_cap && S->cum2)
+        return 1;
+    free(S->cum2);
+    free(S->sj2);
+    free(S->si2);
+    free(S->ss2);
+    S->idx_cap = total + total / 8;
+    size_t m = (size_t)S->idx_cap + 1;
+    S->cum2 = big_alloc(m * sizeof *S->cum2);
+    S->sj2 = big_alloc(m * sizeof *S->sj2);
+    S->si2 = big_alloc(m * sizeof *S->si2);
+    S->ss2 = big_alloc(m * sizeof *S->ss2);
+    if (!S->cum2 || !S->sj2 || !S->si2 || !S->ss2) {
+        S->idx_cap = 0;
+        S->idx_ok = 0;
+        return 0;
+    }
+    memset(S->cum2, 0, m * sizeof *S->cum2);
+    memset(S->sj2, 0, m * sizeof *S->sj2);
+    memset(S->si2, 0, m * sizeof *S->si2);
+    memset(S->ss2, 0, m * sizeof *S->ss2);
+    return 1;
+}
+
 /* Sorts the current (root) hulls' segments into the index: a stable radix sort of their
  * slopes' bits (gathered in job order, so ties stay in job and vertex order).  0: out of memory
  * (no index; re-solves select). */
@@ -550,12 +578,12 @@ static int build_index(solver *S)
     free(S->si);
     free(S->ss);
     size_t m = (size_t)ns + 1;
-    S->cum = malloc(m * sizeof *S->cum);
-    S->sj = malloc(m * sizeof *S->sj);
-    S->si = malloc(m * sizeof *S->si);
-    S->ss = malloc(m * sizeof *S->ss);
-    uint64_t *key = malloc(m * sizeof *key), *key2 = malloc(m * sizeof *key2);
-    int *ord = malloc(m * sizeof *ord), *ord2 = malloc(m * sizeof *ord2);
+    S->cum = big_alloc(m * sizeof *S->cum);
+    S->sj = big_alloc(m * sizeof *S->sj);
+    S->si = big_alloc(m * sizeof *S->si);
+    S->ss = big_alloc(m * sizeof *S->ss);
+    uint64_t *key = big_alloc(m * sizeof *key), *key2 = big_alloc(m * sizeof *key2);
+    int *ord = big_alloc(m * sizeof *ord), *ord2 = big_alloc(m * sizeof *ord2);
     int ok = S->cum && S->sj && S->si && S->ss && key && key2 && ord && ord2;
     if (ok) {
         int t = 0;
@@ -607,6 +635,8 @@ static int build_index(solver *S)
         S->nidx_cap = t;
         S->idx_ok = 1;
         S->pos_ok = 0;
+        spare_room(S, t); /* the spare a patch will write (none: patches make it later) */
+        S->idx_ok = 1;
     }
     free(key);
     free(key2);
@@ -633,22 +663,8 @@ static int patch_index(solver *S, int j, int arrived)
         for (int t = 0; t < nidx; t++)
             old += S->sj[t] == j;
     int total = nidx - old + m;
-    if (total > S->idx_cap || !S->cum2) { /* none yet when the index had no spare */
-        free(S->cum2);
-        free(S->sj2);
-        free(S->si2);
-        free(S->ss2);
-        S->idx_cap = total + total / 8;
-        S->cum2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->cum2);
-        S->sj2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->sj2);
-        S->si2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->si2);
-        S->ss2 = malloc(((size_t)S->idx_cap + 1) * sizeof *S->ss2);
-        if (!S->cum2 || !S->sj2 || !S->si2 || !S->ss2) {
-            S->idx_cap = 0;
-            S->idx_ok = 0;
-            return 0;
-        }
-    }
+    if (!spare_room(S, total))
+        return 0;
     int t = 0, u = 0, o = 0, rec = 0, mapped = 0, uj = 0;
     long long delta = 0; /* cum2[o + 1] = cum[t + 1] + delta for an entry moved from t to o */
     S->cum2[0] = 0;

@@ -19,7 +19,12 @@
 #   - the headline is the worst held-out error over every fixed split (`worst_over_splits`);
 #     the 0.05 target is held run by run on the documented split 0 and reported, not assumed,
 #     for the others; the headline must beat a simulator-free prediction (each held-out run
-#     read as the mean of its GPU type's fit runs' measured curves), computed here.
+#     read as the mean of its GPU type's fit runs' measured curves), computed here;
+#   - every split reports its own runs, fit-run error (what a model change is judged on) and
+#     fitted constants: the split's roles follow the rule fixed before any fit (at most half
+#     of each type's runs fit; the A40's fit runs include T5, the only run that stalls on the
+#     network; a family measured on both types has fit runs on one type only), its fit-run
+#     error is the worst of its fit runs, and split 0's table is the one printed above.
 set -u
 PFI=${PFI_BIN:?PFI_BIN is not set}
 DATA=${PFI_DATA_DIR:-../shared/data}
@@ -94,6 +99,40 @@ if [s["split"] for s in splits] != [0, 1, 2]:
 worst = max(max(s["held_out_max_abs_err_throughput"], s["held_out_max_abs_err_power"]) for s in splits)
 if abs(d["worst_over_splits"] - worst) > 1e-12:
     bad.append("worst_over_splits %.4f is not the worst split's %.4f" % (d["worst_over_splits"], worst))
+for s in splits:
+    rs, n = s.get("runs"), s["split"]
+    if not rs or "fitted_gpus" not in s or "fit_max_abs_err_throughput" not in s:
+        bad.append("split %d: its runs, fit-run errors or fitted constants are missing" % n)
+        continue
+    held = {r["run"] for r in rs if r["held_out"]}
+    if held != set(s["held_out_runs"]):
+        bad.append("split %d: held_out_runs %s differ from its runs' roles" % (n, s["held_out_runs"]))
+    fam = lambda r: r["run"].split("/")[2].split()[0].split("-")[0]
+    for g in {r["gpu_type"] for r in rs}:
+        fit = [r for r in rs if r["gpu_type"] == g and not r["held_out"]]
+        if not (1 <= len(fit) <= sum(r["gpu_type"] == g for r in rs) / 2):
+            bad.append("split %d: %d of the %s runs fit (at most half)" % (n, len(fit), g))
+    if not any(r["gpu_type"] == "A40" and not r["held_out"] and fam(r) == "t5" for r in rs):
+        bad.append("split %d: the A40 T5 run (the network-bound one) is not a fit run" % n)
+    for f in {fam(r) for r in rs}:
+        types = {r["gpu_type"] for r in rs if fam(r) == f and not r["held_out"]}
+        both = len({r["gpu_type"] for r in rs if fam(r) == f}) == 2
+        if both and len(types) != 1:
+            bad.append("split %d: family %s has fit runs on %d types (one)" % (n, f, len(types)))
+    for k in ("throughput", "power"):
+        fw = max(r["max_abs_err_" + k] for r in rs if not r["held_out"])
+        if abs(s["fit_max_abs_err_" + k] - fw) > 1e-12:
+            bad.append("split %d: fit_max_abs_err_%s %.4f is not its fit runs' worst %.4f"
+                       % (n, k, s["fit_max_abs_err_" + k], fw))
+    fg = {g["type"]: g for g in s["fitted_gpus"]}
+    if abs(fg["A100-PCIE-80GB"]["net_jitter"] - 0.10) > 1e-9:
+        bad.append("split %d: A100 net_jitter moved without an inter-host run" % n)
+    print("split %d: fit runs worst %.3f, held out worst %.3f; A100 gemm_eff %.2f mem_eff %.2f"
+          % (n, max(s["fit_max_abs_err_throughput"], s["fit_max_abs_err_power"]),
+             max(s["held_out_max_abs_err_throughput"], s["held_out_max_abs_err_power"]),
+             fg["A100-PCIE-80GB"]["gemm_eff"], fg["A100-PCIE-80GB"]["mem_eff"]))
+if splits[0].get("runs") != d["runs"]:
+    bad.append("split 0's runs differ from the table printed run by run")
 met = d["target_met"]
 if met != all(s["target_met"] for s in splits):
     bad.append("target_met is not every split's")

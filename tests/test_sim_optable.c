@@ -2,7 +2,7 @@
 /* Tests of the simulator's operating point: the regula falsi root finder against the power it
  * inverts, and the budget grid (sim/optable.c) against the direct solver at budgets between its
  * nodes, on them, and outside the settable range, for every GPU model and the paper fleet's
- * stage work. */
+ * stage work; the powers the solvers keep with the clocks, and one GPU's step computed once. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +36,8 @@ static void test_root_brackets_the_limit(void **state)
             for (int p = 0; p < PFI_PH_N; p++) {
                 double f = op.f[p];
                 assert_true(f >= g->sm_clock_min_mhz && f <= g->sm_clock_max_mhz);
+                /* the power the solver keeps is the phase's power at its clock, bit for bit */
+                assert_true(op.p[p] == pfi_sim_phase_power(g, &w, p, f, 1.02));
                 if (f < g->sm_clock_max_mhz && pfi_sim_phase_duration(&w, p) > 0)
                     binds = 1;
                 if (f <= g->sm_clock_min_mhz || f >= g->sm_clock_max_mhz)
@@ -50,8 +52,31 @@ static void test_root_brackets_the_limit(void **state)
     }
 }
 
+/* One GPU's step at op (pfi_sim_gpu_step_at) is, bit for bit, what its definitions give with
+ * every power computed again at the op's clocks. */
+static void step_is_its_definition(const pfi_gpu_model *g, const pfi_sim_work *w,
+                                   const pfi_sim_op *op, double eff)
+{
+    pfi_sim_gpu_step st;
+    pfi_sim_gpu_step_at(g, w, op, &st);
+    double busy = 0, sum = 0, energy = 0;
+    for (int p = 0; p < PFI_PH_KERNELS; p++) {
+        double t = pfi_sim_phase_time(g, w, op, p);
+        assert_true(st.t[p] == t);
+        busy += t;
+        sum += t * op->f[p];
+        energy += t * pfi_sim_phase_power(g, w, p, op->f[p], eff);
+    }
+    assert_true(busy > 0);
+    assert_true(st.busy == busy && st.busy == pfi_sim_work_busy(g, w, op));
+    assert_true(st.fbusy == sum / busy);
+    assert_true(st.pbusy == energy / busy);
+    assert_true(st.pipe == pfi_sim_pipe_time(g, w, op));
+}
+
 /* The grid's answer equals the direct solver's to the solver's own tolerance everywhere, and
- * exactly on its nodes; the same GPU asked in any order gives the same answers. */
+ * exactly on its nodes; the same GPU asked in any order gives the same answers; each phase's
+ * power comes with its clock. */
 static void test_optable_matches_direct(void **state)
 {
     (void)state;
@@ -81,7 +106,11 @@ static void test_optable_matches_direct(void **state)
                 pfi_sim_optable_op(&t, L, &a);
                 pfi_sim_operating_point(g, &w, L, eff, &b);
                 assert_int_equal(a.binds, b.binds);
+                step_is_its_definition(g, &w, &a, eff);
+                step_is_its_definition(g, &w, &b, eff);
                 for (int p = 0; p < PFI_PH_N; p++) {
+                    assert_true(a.p[p] == pfi_sim_phase_power(g, &w, p, a.f[p], eff));
+                    assert_true(b.p[p] == pfi_sim_phase_power(g, &w, p, b.f[p], eff));
                     if (q % 4 == 0)
                         assert_true(a.f[p] == b.f[p]);
                     else

@@ -8,6 +8,7 @@
  * the transient (10 tau after the last change), exact products in the steady state after it.
  * Values at every change are cached, so a query costs one short integral. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,14 +64,16 @@ struct pfi_sim_node {
     double eff[PFI_MAX_GPUS]; /* per-GPU multiplier of dynamic power (manufacturing) */
     int job_of[PFI_MAX_GPUS];
     int stage_of[PFI_MAX_GPUS]; /* pipeline stage of the GPU in its job */
-    pfi_sim_work work[PFI_SIM_MAX_JOBS][PFI_SIM_MAX_STAGES]; /* per job and stage */
-    gpu_hist hist[PFI_MAX_GPUS];
-    job_track track[PFI_SIM_MAX_JOBS];
     double last_change;
     /* The job's state at the last instant asked for (every GPU of a job at one t). */
     int now_valid[PFI_SIM_MAX_JOBS];
     double now_t[PFI_SIM_MAX_JOBS];
     struct job_now *now_v[PFI_SIM_MAX_JOBS];
+    /* From here on only the first cfg.n_gpus GPUs, cfg.n_jobs jobs and their stages are set
+     * (a fit creates a node per evaluation: clearing all of it cost more than the rest). */
+    gpu_hist hist[PFI_MAX_GPUS];
+    job_track track[PFI_SIM_MAX_JOBS];
+    pfi_sim_work work[PFI_SIM_MAX_JOBS][PFI_SIM_MAX_STAGES]; /* per job and stage */
 };
 
 /* Instantaneous state of one job (or one idle GPU) at one budget vector. */
@@ -162,6 +165,7 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
     const pfi_job_config *job = &n->cfg.jobs[j];
     const pfi_gpu_model *g = &n->cfg.gpu;
     pfi_sim_op ops[PFI_MAX_GPUS];
+    pfi_sim_gpu_step gs[PFI_MAX_GPUS];
     double pipe[PFI_MAX_GPUS]; /* [replica * pp + stage] */
     int pp = job->pp, tp = job->tp, dp = job->dp;
     for (int k = 0; k < dp * pp; k++)
@@ -171,15 +175,15 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
         int gi = job->first_gpu + i;
         const pfi_sim_work *w = &n->work[j][n->stage_of[gi]];
         ops[i] = *op_for(n, gi, e[gi]);
+        pfi_sim_gpu_step_at(g, w, &ops[i], &gs[i]);
         o->f[i] = ops[i].f[PFI_PH_COMPUTE];
         o->binds[i] = ops[i].binds;
-        o->fbusy[i] = pfi_sim_busy_clock(g, w, &ops[i]);
+        o->fbusy[i] = gs[i].fbusy;
         for (int p = 0; p < PFI_PH_KERNELS; p++)
-            o->tph[i][p] = pfi_sim_phase_time(g, w, &ops[i], p);
-        double pt = pfi_sim_pipe_time(g, w, &ops[i]);
+            o->tph[i][p] = gs[i].t[p];
         int k = ((i / tp) % dp) * pp + n->stage_of[gi];
-        if (pt > pipe[k])
-            pipe[k] = pt;
+        if (gs[i].pipe > pipe[k])
+            pipe[k] = gs[i].pipe;
         if (w->t_host > t_host)
             t_host = w->t_host;
     }
@@ -193,15 +197,15 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
     for (int i = 0; i < job->n_gpus; i++) {
         int gi = job->first_gpu + i;
         const pfi_sim_work *w = &n->work[j][n->stage_of[gi]];
-        double busy = pfi_sim_work_busy(g, w, &ops[i]);
+        double busy = gs[i].busy;
         if (busy > o->step)
             busy = o->step;
         o->busy[i] = busy;
-        double pb = pfi_sim_busy_power(g, w, &ops[i], n->eff[gi]);
+        double pb = gs[i].pbusy;
         /* Waiting for the pipeline or a slower peer spins a polling kernel; host time idles. */
         double host = w->t_host < o->step - busy ? w->t_host : o->step - busy;
         double spin = o->step - busy - host;
-        double ps = pfi_sim_phase_power(g, w, PFI_PH_SPIN, ops[i].f[PFI_PH_SPIN], n->eff[gi]);
+        double ps = ops[i].p[PFI_PH_SPIN];
         o->tph[i][PFI_PH_SPIN] = spin;
         o->power[i] = (busy * pb + spin * ps + host * gap_power(g)) / o->step;
     }
@@ -424,9 +428,10 @@ static double normal_quantile(double p)
 int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err *err)
 {
     *out = NULL;
-    pfi_sim_node *n = calloc(1, sizeof *n);
+    pfi_sim_node *n = malloc(sizeof *n);
     if (!n)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    memset(n, 0, offsetof(pfi_sim_node, hist));
     n->cfg = *cfg_in;
     int rc = pfi_sim_config_check(&n->cfg, err);
     if (rc != PFI_OK) {
@@ -434,6 +439,10 @@ int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err 
         return rc;
     }
     const pfi_node_config *c = &n->cfg;
+    memset(n->hist, 0, (size_t)c->n_gpus * sizeof n->hist[0]);
+    memset(n->track, 0, (size_t)c->n_jobs * sizeof n->track[0]);
+    for (int j = 0; j < c->n_jobs; j++)
+        memset(n->work[j], 0, (size_t)c->jobs[j].pp * sizeof n->work[j][0]);
     /* Same cap, slightly different clocks: chips differ in power efficiency.  A node gets the
      * expected spread of n parts (normal order statistics, Blom's approximation) in an order
      * the seed shuffles, so a bigger job meets a worse slowest chip, as in a real fleet, while
@@ -494,13 +503,14 @@ void pfi_sim_node_free(pfi_sim_node *n)
 {
     if (!n)
         return;
-    for (int g = 0; g < PFI_MAX_GPUS; g++) {
+    for (int g = 0; g < n->cfg.n_gpus; g++) {
         free(n->hist[g].ch);
         if (n->hist[g].ops_init)
             pfi_sim_optable_free(&n->hist[g].ops);
     }
-    for (int j = 0; j < PFI_SIM_MAX_JOBS; j++) {
+    for (int j = 0; j < PFI_SIM_MAX_JOBS; j++)
         free(n->now_v[j]);
+    for (int j = 0; j < n->cfg.n_jobs; j++) {
         free(n->track[j].pts);
         for (int c = 0; c < TCACHE; c++)
             free(n->track[j].tc[c].pts);

@@ -89,18 +89,21 @@ void pfi_sim_optable_op(pfi_sim_optable *t, double e, pfi_sim_op *op)
     for (int p = 0; p < PFI_PH_N; p++) {
         if (e >= t->pmax[p]) {
             op->f[p] = t->g->sm_clock_max_mhz;
+            op->p[p] = t->pmax[p];
             continue;
         }
         if (pfi_sim_phase_duration(t->w, p) > 0)
             op->binds = 1;
         if (e <= t->pmin[p]) {
             op->f[p] = t->g->sm_clock_min_mhz;
+            op->p[p] = t->pmin[p];
             continue;
         }
         const pfi_sim_bracket *a = node_at(t, k, p);
         const pfi_sim_bracket *b = on_node || !a ? NULL : node_at(t, k + 1, p);
         if (a && on_node) {
             op->f[p] = a->lo;
+            op->p[p] = a->plo;
             continue;
         }
         /* power(a->lo) <= budget of node k < e, and power(b->hi) > budget of node k+1 > e
@@ -111,5 +114,6 @@ void pfi_sim_optable_op(pfi_sim_optable *t, double e, pfi_sim_op *op)
             br = (pfi_sim_bracket){a->lo, b->hi, a->plo, b->phi};
         pfi_sim_phase_root(t->g, t->w, p, e, t->eff, &br);
         op->f[p] = br.lo;
+        op->p[p] = br.plo;
     }
 }

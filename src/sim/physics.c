@@ -6,10 +6,9 @@
 
 #include "sim/physics.h"
 
-/* V(f)/V(fmax) and its slope dV/dphi (phi = f/fmax) when dv is not NULL. */
-static double volt_slope(const pfi_gpu_model *g, double f_mhz, double *dv)
+/* V(f)/V(fmax) at phi = f/fmax and its slope dV/dphi when dv is not NULL. */
+static inline double volt_phi(const pfi_gpu_model *g, double phi, double *dv)
 {
-    double phi = f_mhz / g->sm_clock_max_mhz;
     if (phi <= g->f_knee) {
         if (dv)
             *dv = 0;
@@ -18,8 +17,9 @@ static double volt_slope(const pfi_gpu_model *g, double f_mhz, double *dv)
     double x = (phi - g->f_knee) / (1.0 - g->f_knee);
     double gamma = g->v_gamma > 0 ? g->v_gamma : 1.0;
     /* x^1.5 (every model's exponent) as x*sqrt(x): the same to an ulp or two, and the root
-     * finder below calls this in its inner loop. */
-    double xg = gamma == 1.5 ? x * sqrt(x) : pow(x, gamma);
+     * finder below calls this in its inner loop.  At f_max (x = 1, a third of all calls: every
+     * phase the limit does not bind) x^gamma is exactly 1, as pow returns it. */
+    double xg = x == 1 ? 1 : gamma == 1.5 ? x * sqrt(x) : pow(x, gamma);
     if (dv)
         *dv = (1.0 - g->v_floor) * gamma * xg / x / (1.0 - g->f_knee);
     return g->v_floor + (1.0 - g->v_floor) * xg;
@@ -27,7 +27,7 @@ static double volt_slope(const pfi_gpu_model *g, double f_mhz, double *dv)
 
 double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
 {
-    return volt_slope(g, f_mhz, NULL);
+    return volt_phi(g, f_mhz / g->sm_clock_max_mhz, NULL);
 }
 
 double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
@@ -42,8 +42,9 @@ double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const p
 
 double pfi_sim_work_busy(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
-    return pfi_sim_phase_time(g, w, op, PFI_PH_COMPUTE) +
-           pfi_sim_phase_time(g, w, op, PFI_PH_MEMORY) + pfi_sim_phase_time(g, w, op, PFI_PH_COMM);
+    pfi_sim_gpu_step st;
+    pfi_sim_gpu_step_at(g, w, op, &st);
+    return st.busy;
 }
 
 /* Microbatches do not all take the same time: the kernels vary by PFI_SIM_KERNEL_JITTER, the
@@ -64,10 +65,28 @@ static double expected_max(double a, double sa, double b, double sb)
 
 double pfi_sim_pipe_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
 {
-    double busy = pfi_sim_work_busy(g, w, op);
-    return w->t_overlap > 0
-               ? expected_max(busy, PFI_SIM_KERNEL_JITTER * busy, w->t_overlap, w->sd_overlap)
-               : busy;
+    pfi_sim_gpu_step st;
+    pfi_sim_gpu_step_at(g, w, op, &st);
+    return st.pipe;
+}
+
+void pfi_sim_gpu_step_at(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
+                         pfi_sim_gpu_step *out)
+{
+    double busy = 0, sum = 0, energy = 0;
+    for (int p = 0; p < PFI_PH_KERNELS; p++) {
+        double t = pfi_sim_phase_time(g, w, op, p);
+        out->t[p] = t;
+        busy += t;
+        sum += t * op->f[p];
+        energy += t * op->p[p];
+    }
+    out->busy = busy;
+    out->fbusy = busy > 0 ? sum / busy : op->f[PFI_PH_COMPUTE];
+    out->pbusy = busy > 0 ? energy / busy : g->idle_w;
+    out->pipe = w->t_overlap > 0 ? expected_max(busy, PFI_SIM_KERNEL_JITTER * busy, w->t_overlap,
+                                                w->sd_overlap)
+                                 : busy;
 }
 
 /* 1F1B: the slowest stage runs back to back (m - 1 microbatches), and filling and draining
@@ -94,8 +113,8 @@ static double power_slope(const pfi_gpu_model *g, const pfi_sim_work *w, int pha
     double dram = phase == PFI_PH_COMPUTE ? w->dram_comp
                   : phase == PFI_PH_MEMORY ? w->dram_mem
                   : phase == PFI_PH_COMM   ? w->dram_comm : w->dram_spin;
-    double dv, v = volt_slope(g, f_mhz, dp ? &dv : NULL);
     double phi = f_mhz / g->sm_clock_max_mhz;
+    double dv, v = volt_phi(g, phi, dp ? &dv : NULL);
     if (dp)
         *dp = g->dyn_w * eff * act * (v * v + 2 * v * dv * phi) / g->sm_clock_max_mhz;
     /* Manufacturing variation (eff) scales leakage and switching power alike. */
@@ -141,19 +160,24 @@ void pfi_sim_phase_root(const pfi_gpu_model *g, const pfi_sim_work *w, int phase
     *b = (pfi_sim_bracket){lo, hi, plo, phi};
 }
 
-double pfi_sim_phase_clock(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
-                           double limit_w, double eff)
+/* The highest clock of one phase whose power fits under limit_w (f_min when none does), to
+ * PFI_SIM_CLOCK_TOL below the exact root, and its power there. */
+static double phase_solve(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
+                          double limit_w, double eff, double *power)
 {
     pfi_sim_bracket b = {g->sm_clock_min_mhz, g->sm_clock_max_mhz, 0, 0};
     b.phi = pfi_sim_phase_power(g, w, phase, b.hi, eff);
-    if (b.phi <= limit_w)
+    if (b.phi <= limit_w) {
+        *power = b.phi;
         return b.hi;
+    }
     b.plo = pfi_sim_phase_power(g, w, phase, b.lo, eff);
-    if (b.plo >= limit_w)
-        return b.lo;
-    pfi_sim_phase_root(g, w, phase, limit_w, eff, &b);
+    if (b.plo < limit_w)
+        pfi_sim_phase_root(g, w, phase, limit_w, eff, &b);
+    *power = b.plo;
     return b.lo;
 }
+
 
 double pfi_sim_phase_duration(const pfi_sim_work *w, int phase)
 {
@@ -167,33 +191,10 @@ void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, doub
 {
     op->binds = 0;
     for (int p = 0; p < PFI_PH_N; p++) {
-        op->f[p] = pfi_sim_phase_clock(g, w, p, limit_w, eff);
+        op->f[p] = phase_solve(g, w, p, limit_w, eff, &op->p[p]);
         if (op->f[p] < g->sm_clock_max_mhz && pfi_sim_phase_duration(w, p) > 0)
             op->binds = 1;
     }
-}
-
-double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
-                          double eff)
-{
-    double busy = 0, energy = 0;
-    for (int p = 0; p < PFI_PH_KERNELS; p++) {
-        double t = pfi_sim_phase_time(g, w, op, p);
-        busy += t;
-        energy += t * pfi_sim_phase_power(g, w, p, op->f[p], eff);
-    }
-    return busy > 0 ? energy / busy : g->idle_w;
-}
-
-double pfi_sim_busy_clock(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
-{
-    double busy = 0, sum = 0;
-    for (int p = 0; p < PFI_PH_KERNELS; p++) {
-        double t = pfi_sim_phase_time(g, w, op, p);
-        busy += t;
-        sum += t * op->f[p];
-    }
-    return busy > 0 ? sum / busy : op->f[PFI_PH_COMPUTE];
 }
 
 /* splitmix64: a well-mixed hash, so any (seed, stream, index) gives an independent draw and

@@ -44,20 +44,19 @@ typedef struct pfi_sim_work {
 enum { PFI_PH_COMPUTE, PFI_PH_MEMORY, PFI_PH_COMM, PFI_PH_SPIN, PFI_PH_N };
 #define PFI_PH_KERNELS 3
 
-/* The clocks the firmware holds in each phase under one limit. */
+/* The clocks the firmware holds in each phase under one limit, and each phase's power at its
+ * clock (pfi_sim_phase_power(f[p]), bit for bit: the solver has it already). */
 typedef struct pfi_sim_op {
     double f[PFI_PH_N];
+    double p[PFI_PH_N];
     int binds; /* some phase runs below f_max because of the limit */
 } pfi_sim_op;
 
 /* Power of one phase at clock f; eff scales the SM dynamic power (manufacturing). */
 double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
                            double f_mhz, double eff);
-/* The highest clock of one phase whose power fits under limit_w (f_min when none does), to
- * PFI_SIM_CLOCK_TOL below the exact root. */
+/* Clocks are found to PFI_SIM_CLOCK_TOL below the exact root. */
 #define PFI_SIM_CLOCK_TOL 1e-6 /* MHz */
-double pfi_sim_phase_clock(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
-                           double limit_w, double eff);
 /* A bracket of a phase's clock under a limit: power(lo) = plo <= limit < phi = power(hi).
  * pfi_sim_phase_root narrows it to hi - lo <= PFI_SIM_CLOCK_TOL (the clock is then lo). */
 typedef struct pfi_sim_bracket {
@@ -93,10 +92,15 @@ void pfi_sim_optable_init(pfi_sim_optable *t, const pfi_gpu_model *g, const pfi_
 void pfi_sim_optable_free(pfi_sim_optable *t);
 void pfi_sim_optable_op(pfi_sim_optable *t, double budget_w, pfi_sim_op *op);
 
-/* Mean power and time-weighted clock over the busy part of a step at op. */
-double pfi_sim_busy_power(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
-                          double eff);
-double pfi_sim_busy_clock(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op);
+/* One GPU's step at op, each figure computed once: the time of each kernel phase, their sum
+ * (busy), the busy-time mean clock and power (fbusy, pbusy), and the time with the concurrent
+ * work (pipe, as pfi_sim_pipe_time). */
+typedef struct pfi_sim_gpu_step {
+    double t[PFI_PH_KERNELS];
+    double busy, fbusy, pbusy, pipe;
+} pfi_sim_gpu_step;
+void pfi_sim_gpu_step_at(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
+                         pfi_sim_gpu_step *out);
 /* Time of one phase per step at op, busy (kernel) time and step time. */
 double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
                           int phase);

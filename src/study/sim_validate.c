@@ -274,7 +274,9 @@ static int simulate(const ctx *c, vrun *v, pfi_err *err)
     o->sim_time0 = s0.step_time_s;
     o->max_abs_err_tput = o->max_abs_err_power = 0;
     for (int k = 0; k < o->n_levels; k++) {
-        if ((rc = pfi_sim_job_steady(node, 0, o->limit_w[k], &s, err)) != PFI_OK)
+        if (o->limit_w[k] == o->limit_w[top])
+            s = s0; /* the same limit: the same steady state */
+        else if ((rc = pfi_sim_job_steady(node, 0, o->limit_w[k], &s, err)) != PFI_OK)
             break;
         o->sim_tput[k] = s.tokens_per_s / s0.tokens_per_s;
         o->sim_power[k] = s.power_w / s0.power_w;

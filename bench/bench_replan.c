@@ -9,6 +9,8 @@
  *   budget:  -10% then +5% (two plans, the figure is one plan);
  *   curve:   one job's curve reported anew, then a plan at the same budget;
  *   arrive:  a job leaves, then comes back (two plans, the figure is one plan).
+ * Then the node daemon's plan (pfi serve: 64 GPUs, 32 jobs with curves, a third with an SLA)
+ * after a budget change, kept and fresh, 200 times each.
  * Kept and fresh plans must give every GPU the same cap: the bench fails otherwise.
  *   bench_replan [NODES] [REPEATS] */
 #include <math.h>
@@ -18,6 +20,8 @@
 
 #include "cluster/cl_int.h"
 #include "core/alloc_keep.h"
+#include "core/policy.h"
+#include "serve/serve_int.h"
 #include "util/clock.h"
 
 #define GPN 8
@@ -176,6 +180,63 @@ static void leave_or_arrive(pfi_cl *c, int j, int back, int *saved_gpus)
     }
 }
 
+/* The node daemon's plan: median CPU seconds of one plan after a budget change, kept and fresh;
+ * 0 when every kept plan equalled the fresh one. */
+static int node_replan(double *kept_s, double *fresh_s)
+{
+    enum { NGPU = 64, NJOB = 32, REPS = 200 };
+    static srv_gpu g[NGPU];
+    static srv_job jobs[NJOB];
+    for (int i = 0; i < NGPU; i++) {
+        memset(&g[i], 0, sizeof g[i]);
+        g[i].dev.index = i;
+        g[i].dev.min_limit_w = 200;
+        g[i].dev.max_limit_w = g[i].dev.default_limit_w = g[i].dev.limit_w = 700;
+        g[i].original_w = 700;
+        g[i].pinned_w = g[i].requested_w = NAN;
+        g[i].up = 1;
+        g[i].job = i / 2;
+    }
+    for (int j = 0; j < NJOB; j++) {
+        srv_job *J = &jobs[j];
+        memset(J, 0, sizeof *J);
+        snprintf(J->id, sizeof J->id, "job%d", j);
+        J->n_gpus = 2;
+        J->gpus[0] = 2 * j;
+        J->gpus[1] = 2 * j + 1;
+        J->sla = j % 3 == 0 ? 0.1 + 0.1 * urand() : NAN;
+        J->weight = 1;
+        J->t0_tps = 1000 + 4000 * urand();
+        pfi_fit fit = {.family = PFI_FAM_POWER, .p = {0.5 + 0.5 * urand(), 1.2 + 1.3 * urand(), 0},
+                       .rmse = NAN, .n_points = 0};
+        pfi_err e = {0};
+        if (pfi_curve_from_fit(&fit, J->t0_tps, 640, 700, 200, 700, 2, 0.7, &J->curve, &e))
+            return fprintf(stderr, "bench_replan: %s\n", e.msg), 1;
+        J->curve_src = SRV_CURVE_GIVEN;
+    }
+    static srv_plan pk, pf;
+    double tk[REPS], tf[REPS];
+    pfi_alloc_keep *keep = NULL;
+    int bad = 0;
+    for (int r = 0; r < REPS; r++) {
+        double w = NGPU * 700.0 * (0.55 + 0.4 * urand());
+        pfi_err ek = {0}, ef = {0};
+        double t0 = pfi_clock_cpu();
+        int rk = pfi_srv_plan_compute(g, NGPU, jobs, NJOB, w, &keep, &pk, &ek);
+        double t1 = pfi_clock_cpu();
+        int rf = pfi_srv_plan_compute(g, NGPU, jobs, NJOB, w, NULL, &pf, &ef);
+        tk[r] = t1 - t0;
+        tf[r] = pfi_clock_cpu() - t1;
+        bad |= rk != rf || memcmp(pk.target_w, pf.target_w, sizeof pk.target_w) != 0;
+    }
+    pfi_alloc_keep_free(keep);
+    qsort(tk, REPS, sizeof tk[0], cmp_d);
+    qsort(tf, REPS, sizeof tf[0], cmp_d);
+    *kept_s = tk[REPS / 2];
+    *fresh_s = tf[REPS / 2];
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     int nodes = argc > 1 ? atoi(argv[1]) : 4000;
@@ -228,6 +289,11 @@ int main(int argc, char **argv)
         printf("re-plan after %-22s kept %.2f ms, fresh %.2f ms CPU (median of %d): %.2f x\n",
                what[kind], med[kind][0], med[kind][1], reps, med[kind][0] / med[kind][1]);
     }
+    double nk, nf;
+    bad |= node_replan(&nk, &nf);
+    printf("node re-plan (pfi serve), 64 GPUs, 32 jobs, after a budget change: kept %.1f us, "
+           "fresh %.1f us CPU (median of 200): %.2f x\n",
+           nk * 1e6, nf * 1e6, nk / nf);
     printf("kept plans gave every GPU the fresh plan's cap: %s\n", bad ? "NO" : "yes");
     return bad;
 }

@@ -118,6 +118,12 @@ def main():
         kept, fresh = float(m.group(1)), float(m.group(2))
         line("cluster re-plan, %s, 4,000 nodes: CPU" % what, kept, "ms", kept / fresh,
              "fresh plan (%.2f ms)" % fresh, "none", None)
+    m = re.search(r"node re-plan .*kept ([0-9.]+) us, fresh ([0-9.]+) us", text)
+    if not m:
+        raise SystemExit("targets: no node figures from bench_replan:\n" + text)
+    kept, fresh = float(m.group(1)), float(m.group(2))
+    line("node re-plan (pfi serve), 64 GPUs: CPU", kept, "us", kept / fresh,
+         "fresh plan (%.1f us)" % fresh, "none", None)
     if "fresh plan's cap: yes" not in text:
         raise SystemExit("targets: kept and fresh cluster plans differ:\n" + text)
     print("cluster: kept plans gave every GPU the fresh plan's cap: met")

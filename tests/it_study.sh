@@ -85,6 +85,8 @@ for pol in cuts.values():
         above += pol["pfi"]["total_throughput"] >= ep["total_throughput"]
 want = "(pfi at or above it at %d of %d cuts)" % (above, m)
 assert m > 0 and want in rep, want
+want = "an equal cut beats pfi at %d of %d cuts." % (m - above, m)
+assert want in rep, want
 PY
 grep -q "^Left out of the table above\|^Every run is in the table above" "$out/report.md" ||
   fail "the PFI30 table does not say which runs it leaves out"

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +411,171 @@ static void test_grow_pergpu(void **state)
     pfi_alloc_set_free(&s);
 }
 
+/* ---- a job read straight from its text (pfi_job_text_decode) ---- */
+
+static uint64_t text_rng = 0x9E3779B97F4A7C15ULL;
+
+static unsigned rnd(unsigned n)
+{
+    text_rng ^= text_rng << 13;
+    text_rng ^= text_rng >> 7;
+    text_rng ^= text_rng << 17;
+    return (unsigned)(text_rng % n);
+}
+
+/* A number as people and programs spell them, in range or not, integral or not. */
+static int put_number(char *b, double typical)
+{
+    switch (rnd(40)) {
+    case 0:
+        return sprintf(b, "%d", (int)typical);
+    case 1:
+        return sprintf(b, "%.3f", typical * (0.5 + rnd(1000) / 1000.0));
+    case 2:
+        return sprintf(b, "%.17g", typical * (0.5 + rnd(1000) / 1000.0));
+    case 3:
+        return sprintf(b, "%de%d", (int)typical, (int)rnd(5) - 2);
+    case 4:
+        return sprintf(b, "%.2E", typical);
+    case 5: {
+        static const char *odd[] = {"0",   "-0",    "-1",   "1e308", "1e400", "-1e-400",
+                                    "1.0", "2.5",   "1e6",  "1000001", "100000", "100001",
+                                    "0.0", "1E+2",  "01",   "1.",    "-",     ".5",
+                                    "1e",  "true",  "null", "\"5\"", "[1]",   "12345678901234567890123"};
+        return sprintf(b, "%s", odd[rnd(sizeof odd / sizeof odd[0])]);
+    }
+    default:
+        return sprintf(b, "%g", typical);
+    }
+}
+
+static int put_curve(char *b)
+{
+    int n = rnd(10) ? 1 + (int)rnd(11) : (int)rnd(14), m = rnd(10) == 0 ? (int)rnd(14) : n, k = 0;
+    const char *sp = rnd(3) ? "" : " \n\t";
+    k += sprintf(b + k, "{%s\"cap_w\":%s[", sp, sp);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            k += sprintf(b + k, ",%s", sp);
+        k += put_number(b + k, 200 + 50 * i);
+    }
+    k += sprintf(b + k, "]%s,\"tput\":[", sp);
+    for (int i = 0; i < m; i++) {
+        if (i)
+            k += sprintf(b + k, ",");
+        k += put_number(b + k, 1000 + 100 * i);
+    }
+    k += sprintf(b + k, "]");
+    if (rnd(20) == 0)
+        k += sprintf(b + k, ",\"points\":[]");
+    if (rnd(20) == 0)
+        k += sprintf(b + k, ",\"tput\":[1]");
+    return k + sprintf(b + k, "}");
+}
+
+/* A job of the jobs file's fields, each present or not, in any order, sometimes twice, with
+ * another key, an id that needs escapes, or a value of the wrong kind. */
+static void put_job(char *b)
+{
+    static const char *keys[] = {"gpus", "min_cap_w", "max_cap_w", "p0_w", "t0", "weight",
+                                 "sla_max_slowdown", "pfi30", "curve", "predicted_curve", "id",
+                                 "note"};
+    static const double typical[] = {8, 250, 650, 600, 1e4, 2, 0.1, 0.3};
+    int order[13], n = 0, k = 0; /* a key may come twice */
+    for (int i = 0; i < 12; i++)
+        if (i == 10 || i == 0 || (i == 11 ? rnd(20) == 0 : rnd(3) != 0))
+            order[n++] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int r = (int)rnd((unsigned)i + 1), t = order[i];
+        order[i] = order[r];
+        order[r] = t;
+    }
+    if (rnd(15) == 0) { /* a key twice */
+        int again = order[rnd((unsigned)n)];
+        order[n++] = again;
+    }
+    k += sprintf(b + k, rnd(4) ? "{" : " {\n  ");
+    for (int i = 0; i < n; i++) {
+        int f = order[i];
+        k += sprintf(b + k, "%s\"%s\":%s", i ? (rnd(4) ? ", " : ",\n  ") : "", keys[f],
+                     rnd(3) ? " " : "");
+        if (f < 8) {
+            k += f == 0 && rnd(4) ? sprintf(b + k, "%u", 1 + rnd(16))
+                                  : put_number(b + k, f == 0 ? 1 + rnd(16) : typical[f]);
+        } else if (f < 10) {
+            k += rnd(25) ? put_curve(b + k) : sprintf(b + k, "null");
+        } else if (f == 10) {
+            static const char *ids[] = {"job-%05u", "j%u", "", "a\\\"b%u", "caf\xc3\xa9%u",
+                                        "x\\u0041%u", "%u"};
+            int w = (int)rnd(20);
+            if (w == 19) {
+                k += sprintf(b + k, "%u", rnd(100));
+            } else {
+                k += sprintf(b + k, "\"");
+                k += sprintf(b + k, ids[w < 13 ? 0 : w - 12], rnd(99999));
+                k += sprintf(b + k, "\"");
+            }
+        } else {
+            k += sprintf(b + k, "\"a note\"");
+        }
+    }
+    sprintf(b + k, rnd(4) ? "}" : "\n}");
+}
+
+static void same_kept(const pfi_alloc_set *a, const pfi_alloc_set *b)
+{
+    same_job(&a->truth[0], &b->truth[0]);
+    same_job(&a->pred[0], &b->pred[0]);
+    assert_memory_equal(&a->pfi30[0], &b->pfi30[0], sizeof a->pfi30[0]);
+}
+
+/* Whatever the text path keeps is what the json_t path keeps of the same text, bit for bit;
+ * what it does not take (anything not plain, any bad value, bad JSON) it leaves untouched and
+ * to the json_t path.  Random jobs, then each with 1-3 bytes changed. */
+static void test_text_same_as_json(void **state)
+{
+    (void)state;
+    char job[8192];
+    int taken = 0, left = 0, mutants_taken = 0;
+    for (int t = 0; t < 40000; t++) {
+        put_job(job);
+        if (t % 2) {
+            size_t len = strlen(job);
+            for (int m = 1 + (int)rnd(3); m > 0; m--)
+                job[rnd((unsigned)len)] = "{}[],:\" 0123456789.eE-+tnul\\x"[rnd(29)];
+        }
+        pfi_alloc_set a, b;
+        assert_int_equal(pfi_alloc_set_init(&a, 1, 0), PFI_OK);
+        assert_int_equal(pfi_alloc_set_init(&b, 1, 0), PFI_OK);
+        pfi_err ea = {0}, eb = {0};
+        int ka = pfi_job_text_decode(job, strlen(job), &a, 0, &ea);
+        json_t *o = pfi_json_items_decode(job, strlen(job));
+        if (ka == PFI_OK) {
+            if (!o)
+                fail_msg("the text path took what is not JSON: %s", job);
+            int kb = pfi_job_json_decode(o, "f.json", 0, &b, 0, &eb);
+            if (kb != PFI_OK)
+                fail_msg("the text path took a job the json_t path refuses (%s): %s", eb.msg,
+                         job);
+            same_kept(&a, &b);
+            taken++;
+            mutants_taken += t % 2;
+        } else {
+            assert_int_equal(ka, PFI_JOB_TEXT_OTHER);
+            assert_null(a.ids[0]);
+            assert_int_equal(a.truth[0].n_points, 0);
+            assert_int_equal(ea.msg[0], '\0');
+            left++;
+        }
+        json_decref(o);
+        pfi_alloc_set_free(&a);
+        pfi_alloc_set_free(&b);
+    }
+    /* both kinds many times over */
+    if (taken < 3000 || left < 3000 || mutants_taken < 100)
+        fail_msg("taken %d, left %d, mutants taken %d", taken, left, mutants_taken);
+}
+
 /* The set is grown to what the rest of the file holds at the size per job read so far, not
  * doubled: 20,000 jobs leave room for about 20,000 (doubling: 32,768), each job intact. */
 static void test_room_from_size(void **state)
@@ -476,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_stream_shapes),
         cmocka_unit_test(test_grow_pergpu),
         cmocka_unit_test(test_room_from_size),
+        cmocka_unit_test(test_text_same_as_json),
         cmocka_unit_test(test_fast_values),
         cmocka_unit_test(test_step_bounds),
     };

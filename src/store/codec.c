@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/json.h"
+#include "util/json_fast.h"
 
 static double num_or_nan(json_t *o, const char *key)
 {
@@ -158,24 +159,55 @@ json_t *pfi_curve_json_encode_arrays(const double *cap_w, const double *tput, in
 #define JOB_MAX_WATTS 1e5 /* a cap, baseline or curve point, per GPU */
 #define JOB_MAX_TPUT 1e15 /* a whole job's throughput */
 
-/* o[key] as a number in [lo, hi] (lo excluded when open_lo); absent: *v unchanged, or an error
- * when required. */
-static int num(json_t *o, const char *key, double lo, double hi, int open_lo, double *v,
-               int required, const char *id, pfi_err *err)
+/* The numbers of a job, in the order they are checked, with their bounds. */
+enum { F_GPUS, F_MIN, F_MAX, F_P0, F_T0, F_WEIGHT, F_SLA, F_PFI30, N_FIELDS };
+static const struct job_field {
+    const char *key;
+    double lo, hi;
+    int open_lo; /* lo itself excluded */
+    int required;
+} FIELDS[N_FIELDS] = {
+    {"gpus", 1, JOB_MAX_GPUS, 0, 1},         {"min_cap_w", 0, JOB_MAX_WATTS, 1, 0},
+    {"max_cap_w", 0, JOB_MAX_WATTS, 1, 0},   {"p0_w", 0, JOB_MAX_WATTS, 1, 0},
+    {"t0", 0, JOB_MAX_TPUT, 1, 0},           {"weight", 0, JOB_MAX_WEIGHT, 1, 0},
+    {"sla_max_slowdown", 0, 1, 0, 0},        {"pfi30", -1e6, 1e6, 0, 0},
+};
+
+/* Each number's value when the job does not give it (gpus is required). */
+static void field_defaults(double v[N_FIELDS])
 {
-    json_t *x = json_object_get(o, key);
+    for (int f = 0; f < N_FIELDS; f++)
+        v[f] = NAN;
+    v[F_GPUS] = 1;
+    v[F_WEIGHT] = 1;
+}
+
+static int in_range(const struct job_field *f, double d)
+{
+    return isfinite(d) && !(d < f->lo) && !(f->open_lo && d == f->lo) && !(d > f->hi);
+}
+
+static int point_in_range(double cap_w, double tput)
+{
+    return cap_w > 0 && cap_w <= JOB_MAX_WATTS && fabs(tput) <= JOB_MAX_TPUT;
+}
+
+/* o[f->key] as a number in f's range; absent: *v unchanged, or an error when required. */
+static int num(json_t *o, const struct job_field *f, double *v, const char *id, pfi_err *err)
+{
+    json_t *x = json_object_get(o, f->key);
     if (!x) {
-        if (required)
-            return pfi_err_set(err, PFI_EINVAL, "job %s: missing \"%s\"", id, key);
+        if (f->required)
+            return pfi_err_set(err, PFI_EINVAL, "job %s: missing \"%s\"", id, f->key);
         return PFI_OK;
     }
     if (!json_is_number(x))
-        return pfi_err_set(err, PFI_EINVAL, "job %s: \"%s\" must be a number", id, key);
+        return pfi_err_set(err, PFI_EINVAL, "job %s: \"%s\" must be a number", id, f->key);
     double d = json_number_value(x);
-    if (!isfinite(d) || d < lo || (open_lo && d == lo) || d > hi)
+    if (!in_range(f, d))
         return pfi_err_set(err, PFI_EINVAL,
                            "job %s: \"%s\" is %g: expected a number %s %g and at most %g", id,
-                           key, d, open_lo ? "above" : "from", lo, hi);
+                           f->key, d, f->open_lo ? "above" : "from", f->lo, f->hi);
     *v = d;
     return PFI_OK;
 }
@@ -188,8 +220,7 @@ static int curve(json_t *o, const char *key, const char *id, pfi_alloc_curve *bu
     int rc = pfi_curve_json_arrays(json_object_get(o, key), what, PFI_ALLOC_CURVE_PTS,
                                    buf->cap_w, buf->tput, n, err);
     for (int i = 0; rc == PFI_OK && i < *n; i++)
-        if (!(buf->cap_w[i] > 0 && buf->cap_w[i] <= JOB_MAX_WATTS) ||
-            !(fabs(buf->tput[i]) <= JOB_MAX_TPUT))
+        if (!point_in_range(buf->cap_w[i], buf->tput[i]))
             rc = pfi_err_set(err, PFI_EINVAL,
                              "%s point %d (%g W, %g) is out of range (caps above 0 and at most "
                              "%g W, throughputs at most %g)",
@@ -244,6 +275,44 @@ static int pergpu(json_t *o, const char *id, int gpus, pfi_alloc_pergpu *pg, pfi
     return PFI_OK;
 }
 
+/* The job checked (its numbers and curves read, per-GPU table included) kept as job j of the
+ * set: defaults from its curves, its id and curves held by the set.  PFI_EINVAL when it has no
+ * curve, PFI_ENOMEM. */
+static int job_keep(pfi_alloc_set *s, int j, const char *id, const double v[N_FIELDS],
+                    const pfi_alloc_curve *bt, int nt, const pfi_alloc_curve *bp, int np,
+                    pfi_err *err)
+{
+    if (nt == 0 && np == 0)
+        return pfi_err_set(err, PFI_EINVAL, "job %s has no curve (\"curve\" or "
+                                            "\"predicted_curve\")", id);
+    if (!(s->ids[j] = strdup(id)))
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    /* Defaults: the range of the curve, and the baseline drawn at the top of it. */
+    const pfi_alloc_curve *any = nt ? bt : bp;
+    int na = nt ? nt : np;
+    double mn = v[F_MIN], mx = v[F_MAX], p0 = v[F_P0];
+    if (isnan(mn))
+        mn = any->cap_w[0];
+    if (isnan(mx))
+        mx = any->cap_w[na - 1];
+    if (isnan(p0))
+        p0 = mx;
+    pfi_alloc_job base = {s->ids[j], (int)v[F_GPUS], mn, mx, NULL, NULL, 0,
+                          p0, v[F_T0], v[F_SLA], v[F_WEIGHT]};
+    s->truth[j] = base;
+    s->truth[j].cap_w = (double *)bt->cap_w;
+    s->truth[j].tput = (double *)bt->tput;
+    s->truth[j].n_points = nt;
+    s->pred[j] = base;
+    s->pred[j].cap_w = (double *)bp->cap_w;
+    s->pred[j].tput = (double *)bp->tput;
+    s->pred[j].n_points = np;
+    s->pfi30[j] = v[F_PFI30];
+    if (pfi_alloc_set_keep_curve(s, &s->truth[j]) || pfi_alloc_set_keep_curve(s, &s->pred[j]))
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    return PFI_OK;
+}
+
 int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s, int j,
                         pfi_err *err)
 {
@@ -253,18 +322,13 @@ int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s
     if (!json_is_string(idj))
         return pfi_err_set(err, PFI_EINVAL, "%s: job %d has no string \"id\"", path, index + 1);
     const char *id = json_string_value(idj);
-    double gpus = 1, mn = NAN, mx = NAN, p0 = NAN, t0 = NAN, w = 1, sla = NAN, pfi = NAN;
+    double v[N_FIELDS];
+    field_defaults(v);
     int rc;
-    const double W = JOB_MAX_WATTS;
-    if ((rc = num(o, "gpus", 1, JOB_MAX_GPUS, 0, &gpus, 1, id, err)) ||
-        (rc = num(o, "min_cap_w", 0, W, 1, &mn, 0, id, err)) ||
-        (rc = num(o, "max_cap_w", 0, W, 1, &mx, 0, id, err)) ||
-        (rc = num(o, "p0_w", 0, W, 1, &p0, 0, id, err)) ||
-        (rc = num(o, "t0", 0, JOB_MAX_TPUT, 1, &t0, 0, id, err)) ||
-        (rc = num(o, "weight", 0, JOB_MAX_WEIGHT, 1, &w, 0, id, err)) ||
-        (rc = num(o, "sla_max_slowdown", 0, 1, 0, &sla, 0, id, err)) ||
-        (rc = num(o, "pfi30", -1e6, 1e6, 0, &pfi, 0, id, err)))
-        return rc;
+    for (int f = 0; f < N_FIELDS; f++)
+        if ((rc = num(o, &FIELDS[f], &v[f], id, err)))
+            return rc;
+    double gpus = v[F_GPUS];
     if (gpus != floor(gpus))
         return pfi_err_set(err, PFI_EINVAL, "job %s: \"gpus\" must be a positive integer", id);
     int nt, np;
@@ -282,33 +346,109 @@ int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s
             memcpy(bt.tput, s->pg[j].tput, sizeof *bt.tput * (size_t)nt);
         }
     }
-    if (nt == 0 && np == 0)
-        return pfi_err_set(err, PFI_EINVAL, "job %s has no curve (\"curve\" or "
-                                            "\"predicted_curve\")", id);
-    if (!(s->ids[j] = strdup(id)))
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    /* Defaults: the range of the curve, and the baseline drawn at the top of it. */
-    const pfi_alloc_curve *any = nt ? &bt : &bp;
-    int na = nt ? nt : np;
-    if (isnan(mn))
-        mn = any->cap_w[0];
-    if (isnan(mx))
-        mx = any->cap_w[na - 1];
-    if (isnan(p0))
-        p0 = mx;
-    pfi_alloc_job base = {s->ids[j], (int)gpus, mn, mx, NULL, NULL, 0, p0, t0, sla, w};
-    s->truth[j] = base;
-    s->truth[j].cap_w = bt.cap_w;
-    s->truth[j].tput = bt.tput;
-    s->truth[j].n_points = nt;
-    s->pred[j] = base;
-    s->pred[j].cap_w = bp.cap_w;
-    s->pred[j].tput = bp.tput;
-    s->pred[j].n_points = np;
-    s->pfi30[j] = pfi;
-    if (pfi_alloc_set_keep_curve(s, &s->truth[j]) || pfi_alloc_set_keep_curve(s, &s->pred[j]))
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    return PFI_OK;
+    return job_keep(s, j, id, v, &bt, nt, &bp, np, err);
+}
+
+/* ---- the same job read straight from its text ---- */
+
+/* An array of at most PFI_ALLOC_CURVE_PTS numbers into v; its length, -1 otherwise. */
+static int text_numbers(pfi_json_cursor *c, double *v)
+{
+    int n = 0;
+    if (!pfi_json_cursor_take(c, '['))
+        return -1;
+    if (pfi_json_cursor_take(c, ']'))
+        return 0;
+    do {
+        if (n == PFI_ALLOC_CURVE_PTS || pfi_json_cursor_number(c, &v[n]))
+            return -1;
+        n++;
+    } while (pfi_json_cursor_take(c, ','));
+    return pfi_json_cursor_take(c, ']') ? n : -1;
+}
+
+/* {"cap_w": [...], "tput": [...]}, nothing else, both of the same length: that length into *n,
+ * the points in range; -1 otherwise. */
+static int text_curve(pfi_json_cursor *c, pfi_alloc_curve *buf, int *n)
+{
+    int nc = -1, nt = -1;
+    if (!pfi_json_cursor_take(c, '{'))
+        return -1;
+    do {
+        const char *k;
+        size_t kn;
+        if (pfi_json_cursor_string(c, &k, &kn) || !pfi_json_cursor_take(c, ':'))
+            return -1;
+        int got; /* a key given twice, or another one: -1 */
+        if (kn == 5 && memcmp(k, "cap_w", 5) == 0 && nc < 0)
+            got = nc = text_numbers(c, buf->cap_w);
+        else if (kn == 4 && memcmp(k, "tput", 4) == 0 && nt < 0)
+            got = nt = text_numbers(c, buf->tput);
+        else
+            got = -1;
+        if (got < 0)
+            return -1;
+    } while (pfi_json_cursor_take(c, ','));
+    if (!pfi_json_cursor_take(c, '}') || nc < 0 || nt < 0 || nc != nt)
+        return -1;
+    for (int i = 0; i < nc; i++)
+        if (!point_in_range(buf->cap_w[i], buf->tput[i]))
+            return -1;
+    *n = nc;
+    return 0;
+}
+
+int pfi_job_text_decode(const char *text, size_t len, pfi_alloc_set *s, int j, pfi_err *err)
+{
+    pfi_json_cursor c;
+    if (s->pg || pfi_json_cursor_init(&c, text, len) || !pfi_json_cursor_take(&c, '{'))
+        return PFI_JOB_TEXT_OTHER;
+    double v[N_FIELDS];
+    field_defaults(v);
+    unsigned seen = 0; /* bits: the fields, then id, curve, predicted_curve */
+    char id[256];
+    int nt = 0, np = 0;
+    pfi_alloc_curve bt, bp;
+    do {
+        const char *k, *sv;
+        size_t kn, sn;
+        if (pfi_json_cursor_string(&c, &k, &kn) || !pfi_json_cursor_take(&c, ':'))
+            return PFI_JOB_TEXT_OTHER;
+        int f = 0;
+        while (f < N_FIELDS && !(strlen(FIELDS[f].key) == kn && memcmp(FIELDS[f].key, k, kn) == 0))
+            f++;
+        if (f == N_FIELDS) {
+            f = kn == 2 && memcmp(k, "id", 2) == 0                    ? N_FIELDS
+                : kn == 5 && memcmp(k, "curve", 5) == 0               ? N_FIELDS + 1
+                : kn == 15 && memcmp(k, "predicted_curve", 15) == 0 ? N_FIELDS + 2
+                                                                      : -1;
+        }
+        if (f < 0 || (seen & (1u << f)))
+            return PFI_JOB_TEXT_OTHER; /* a key read elsewhere, or given twice */
+        seen |= 1u << f;
+        int bad;
+        if (f < N_FIELDS) {
+            bad = pfi_json_cursor_number(&c, &v[f]) || !in_range(&FIELDS[f], v[f]);
+        } else if (f == N_FIELDS) {
+            bad = pfi_json_cursor_string(&c, &sv, &sn) || sn >= sizeof id;
+            if (!bad) {
+                memcpy(id, sv, sn);
+                id[sn] = '\0';
+            }
+        } else {
+            bad = text_curve(&c, f == N_FIELDS + 1 ? &bt : &bp, f == N_FIELDS + 1 ? &nt : &np);
+        }
+        if (bad)
+            return PFI_JOB_TEXT_OTHER;
+    } while (pfi_json_cursor_take(&c, ','));
+    if (!pfi_json_cursor_take(&c, '}') || pfi_json_cursor_peek(&c) != -1)
+        return PFI_JOB_TEXT_OTHER;
+    for (int f = 0; f < N_FIELDS; f++)
+        if (FIELDS[f].required && !(seen & (1u << f)))
+            return PFI_JOB_TEXT_OTHER;
+    if (!(seen & (1u << N_FIELDS)) || v[F_GPUS] != floor(v[F_GPUS]) || (nt == 0 && np == 0))
+        return PFI_JOB_TEXT_OTHER;
+    return job_keep(s, j, id, v, &bt, nt, &bp, np, err);
 }
 
 static void set_finite(json_t *o, const char *key, double v)

@@ -74,6 +74,14 @@ json_t *pfi_curve_json_encode_arrays(const double *cap_w, const double *tput, in
  * when it has none.  PFI_EINVAL naming the job and the field. */
 int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s, int j,
                         pfi_err *err);
+/* The same job read straight from its JSON text (one element of a jobs file), without a json_t,
+ * when it is of the plain kind: an object of the fields above (no other key, none twice), a
+ * printable-ASCII id without escapes, curves of just the two arrays, every value valid, not in
+ * the per-GPU mode.  PFI_OK then (exactly what pfi_job_json_decode keeps of it), PFI_ENOMEM,
+ * or PFI_JOB_TEXT_OTHER for anything else, bad values included: decode it as a json_t, which
+ * says what is wrong. */
+#define PFI_JOB_TEXT_OTHER 1
+int pfi_job_text_decode(const char *text, size_t len, pfi_alloc_set *s, int j, pfi_err *err);
 /* A job as a jobs file spells it: id, gpus, the numbers that are finite (weight and SLA
  * included), its curve when it has points, its predicted curve (pred may be NULL), PFI30 when
  * finite, its per-GPU table (pg may be NULL). */

@@ -66,13 +66,29 @@ static int load_stream(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err 
     int got = pfi_json_items_open(&it, path, "jobs"), rc = PFI_OK;
     if (got == PFI_JSON_ITEMS_ONE && pfi_alloc_set_init(s, 0, per_gpu) != PFI_OK)
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    json_t *o;
+    const char *text;
+    size_t len;
     while (got == PFI_JSON_ITEMS_ONE && rc != PFI_ENOMEM &&
-           (got = pfi_json_items_next(&it, &o)) == PFI_JSON_ITEMS_ONE) {
+           (got = pfi_json_items_next_text(&it, &text, &len)) == PFI_JSON_ITEMS_ONE) {
         int j = s->n;
         int room = j == s->cap ? room_for(&it, j) : j;
         if (rc == PFI_OK && j == s->cap && pfi_alloc_set_grow(s, room))
             rc = pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", room);
+        /* a plain job straight from its text, any other through a json_t */
+        int k = rc == PFI_OK ? pfi_job_text_decode(text, len, s, j, err) : PFI_JOB_TEXT_OTHER;
+        if (k == PFI_OK) {
+            s->n++;
+            continue;
+        }
+        if (k != PFI_JOB_TEXT_OTHER) {
+            rc = k;
+            continue;
+        }
+        json_t *o = pfi_json_items_decode(text, len);
+        if (!o) {
+            got = PFI_JSON_ITEMS_OTHER;
+            break;
+        }
         if (rc == PFI_OK && (rc = pfi_job_json_decode(o, path, j, s, j, err)) == PFI_OK)
             s->n++;
         json_decref(o);

@@ -10,9 +10,7 @@
 
 #define MAX_DEPTH 32 /* deeper: jansson (which counts its own limit) */
 
-typedef struct fast {
-    const char *p, *end;
-} fast;
+typedef pfi_json_cursor fast;
 
 static void ws(fast *f)
 {
@@ -52,7 +50,7 @@ static const double P10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
  * integer below 2^53 and whose decimal exponent is within 22 is that integer times or divided
  * by an exact power of ten: one rounding, so the very double strtod gives (Clinger's fast
  * path), without its cost. */
-static json_t *decode(const char *a, size_t n, int real)
+static int decode(const char *a, size_t n, int real, json_int_t *iv, double *dv)
 {
     const char *p = a, *end = a + n;
     int neg = *p == '-';
@@ -67,8 +65,10 @@ static json_t *decode(const char *a, size_t n, int real)
             ok = 0;
         }
     }
-    if (!real && ok && m <= 9223372036854775807ULL)
-        return json_integer(neg ? -(json_int_t)m : (json_int_t)m);
+    if (!real && ok && m <= 9223372036854775807ULL) {
+        *iv = neg ? -(json_int_t)m : (json_int_t)m;
+        return 0;
+    }
     if (p < end && *p == '.') {
         for (p++; p < end && *p >= '0' && *p <= '9'; p++) {
             if (digits < 19) {
@@ -92,39 +92,41 @@ static json_t *decode(const char *a, size_t n, int real)
     e += scale;
     if (real && ok && m <= (1ULL << 53) && e >= -22 && e <= 22) {
         double v = e < 0 ? (double)m / P10[-e] : (double)m * P10[e];
-        return json_real(neg ? -v : v);
+        *dv = neg ? -v : v;
+        return 1;
     }
     char buf[64];
     if (n >= sizeof buf)
-        return NULL;
+        return -1;
     memcpy(buf, a, n);
     buf[n] = '\0';
     errno = 0;
     if (!real) {
         long long v = strtoll(buf, NULL, 10);
-        return errno == ERANGE ? NULL : json_integer((json_int_t)v);
+        *iv = (json_int_t)v;
+        return errno == ERANGE ? -1 : 0;
     }
-    double v = strtod(buf, NULL);
-    if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL))
-        return NULL;
-    return json_real(v);
+    *dv = strtod(buf, NULL);
+    if (errno == ERANGE && (*dv == HUGE_VAL || *dv == -HUGE_VAL))
+        return -1;
+    return 1;
 }
 
 /* A number exactly as JSON spells it, decoded as jansson does: an integer by strtoll when it has
- * no fraction or exponent, else a real by strtod; NULL for what jansson would refuse (a
- * malformed number, an integer or a real out of range). */
-static json_t *number(fast *f)
+ * no fraction or exponent, else a real by strtod; -1 for what jansson would refuse (a
+ * malformed number, an integer or a real out of range), else as decode(). */
+static int scan_number(fast *f, json_int_t *iv, double *dv)
 {
     const char *a = f->p;
     int real = 0;
     if (f->p < f->end && *f->p == '-')
         f->p++;
     if (!digit(f))
-        return NULL;
+        return -1;
     if (*f->p == '0') {
         f->p++;
         if (digit(f))
-            return NULL;
+            return -1;
     } else {
         while (digit(f))
             f->p++;
@@ -132,7 +134,7 @@ static json_t *number(fast *f)
     if (f->p < f->end && *f->p == '.') {
         f->p++, real = 1;
         if (!digit(f))
-            return NULL;
+            return -1;
         while (digit(f))
             f->p++;
     }
@@ -141,11 +143,19 @@ static json_t *number(fast *f)
         if (f->p < f->end && (*f->p == '+' || *f->p == '-'))
             f->p++;
         if (!digit(f))
-            return NULL;
+            return -1;
         while (digit(f))
             f->p++;
     }
-    return decode(a, (size_t)(f->p - a), real);
+    return decode(a, (size_t)(f->p - a), real, iv, dv);
+}
+
+static json_t *number(fast *f)
+{
+    json_int_t iv;
+    double dv;
+    int k = scan_number(f, &iv, &dv);
+    return k < 0 ? NULL : k == 0 ? json_integer(iv) : json_real(dv);
 }
 
 static json_t *value(fast *f, int depth);
@@ -262,4 +272,45 @@ json_t *pfi_json_fast_loadb(const char *s, size_t n)
         return NULL;
     }
     return v;
+}
+
+int pfi_json_cursor_peek(pfi_json_cursor *c)
+{
+    ws(c);
+    return c->p < c->end ? (unsigned char)*c->p : -1;
+}
+
+int pfi_json_cursor_take(pfi_json_cursor *c, int ch)
+{
+    if (pfi_json_cursor_peek(c) != ch)
+        return 0;
+    c->p++;
+    return 1;
+}
+
+int pfi_json_cursor_string(pfi_json_cursor *c, const char **s, size_t *n)
+{
+    return pfi_json_cursor_peek(c) == '"' ? string(c, s, n) : -1;
+}
+
+int pfi_json_cursor_init(pfi_json_cursor *c, const char *s, size_t n)
+{
+    c->p = s;
+    c->end = s + n;
+    const char *dp = localeconv()->decimal_point; /* as pfi_json_fast_loadb */
+    return dp && strcmp(dp, ".") == 0 ? 0 : -1;
+}
+
+int pfi_json_cursor_number(pfi_json_cursor *c, double *v)
+{
+    ws(c);
+    json_int_t iv;
+    int k = scan_number(c, &iv, v);
+    if (k == 0)
+        *v = (double)iv;
+    /* what follows must end the number, as jansson's lexer requires */
+    if (k >= 0 && c->p < c->end && *c->p != ',' && *c->p != ']' && *c->p != '}' && *c->p != ' ' &&
+        *c->p != '\t' && *c->p != '\n' && *c->p != '\r')
+        return -1;
+    return k < 0 ? -1 : 0;
 }

@@ -139,16 +139,20 @@ static int span(pfi_json_items *it, int depth, size_t *a, size_t *b)
     return 0;
 }
 
-/* The value at buf[pos], decoded (util/json_fast.h, else jansson; NULL when it is not valid
- * JSON). */
+json_t *pfi_json_items_decode(const char *s, size_t n)
+{
+    json_t *v = pfi_json_fast_loadb(s, n);
+    json_error_t je;
+    return v ? v : json_loadb(s, n, JSON_DECODE_ANY, &je);
+}
+
+/* The value at buf[pos], decoded (NULL when it is not valid JSON). */
 static json_t *value(pfi_json_items *it, int depth)
 {
     size_t a, b;
     if (span(it, depth, &a, &b))
         return NULL;
-    json_t *v = pfi_json_fast_loadb(it->buf + a, b - a);
-    json_error_t je;
-    return v ? v : json_loadb(it->buf + a, b - a, JSON_DECODE_ANY, &je);
+    return pfi_json_items_decode(it->buf + a, b - a);
 }
 
 /* Members of the top object from buf[pos] (after '{' or ','): each value decoded and dropped,
@@ -211,9 +215,9 @@ int pfi_json_items_open(pfi_json_items *it, const char *path, const char *key)
     return members(it, 1) == PFI_JSON_ITEMS_ONE ? PFI_JSON_ITEMS_ONE : PFI_JSON_ITEMS_OTHER;
 }
 
-int pfi_json_items_next(pfi_json_items *it, json_t **v)
+/* The next element's bytes at *a..*b of buf (ONE), or the end (END, OTHER). */
+static int next_span(pfi_json_items *it, size_t *a, size_t *b)
 {
-    *v = NULL;
     if (it->done)
         return PFI_JSON_ITEMS_OTHER;
     int c = it->started ? take(it) : skip_ws(it);
@@ -234,9 +238,28 @@ int pfi_json_items_next(pfi_json_items *it, json_t **v)
         return PFI_JSON_ITEMS_OTHER;
     }
     it->started = 1;
-    if (c == NONE || !(*v = value(it, it->in_object ? 2 : 1)))
+    if (c == NONE || span(it, it->in_object ? 2 : 1, a, b))
         return PFI_JSON_ITEMS_OTHER;
     return PFI_JSON_ITEMS_ONE;
+}
+
+int pfi_json_items_next(pfi_json_items *it, json_t **v)
+{
+    size_t a, b;
+    *v = NULL;
+    int got = next_span(it, &a, &b);
+    if (got != PFI_JSON_ITEMS_ONE)
+        return got;
+    return (*v = pfi_json_items_decode(it->buf + a, b - a)) ? got : PFI_JSON_ITEMS_OTHER;
+}
+
+int pfi_json_items_next_text(pfi_json_items *it, const char **s, size_t *n)
+{
+    size_t a, b;
+    int got = next_span(it, &a, &b);
+    *s = got == PFI_JSON_ITEMS_ONE ? it->buf + a : NULL;
+    *n = got == PFI_JSON_ITEMS_ONE ? b - a : 0;
+    return got;
 }
 
 void pfi_json_items_close(pfi_json_items *it)

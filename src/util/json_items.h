@@ -38,6 +38,13 @@ typedef struct pfi_json_items {
 int pfi_json_items_open(pfi_json_items *it, const char *path, const char *key);
 /* The next element, or the end after checking the rest of the document. */
 int pfi_json_items_next(pfi_json_items *it, json_t **v);
+/* The same, the element's bytes only (*s, *n long, valid until the next call), for a caller
+ * that decodes some elements itself and hands the others to pfi_json_items_decode: one that
+ * decodes to NULL is not valid JSON, and the document is then to be read whole. */
+int pfi_json_items_next_text(pfi_json_items *it, const char **s, size_t *n);
+/* The value in s[0..n) (util/json_fast.h, else jansson), a new reference; NULL when it is not
+ * valid JSON. */
+json_t *pfi_json_items_decode(const char *s, size_t n);
 void pfi_json_items_close(pfi_json_items *it);
 /* How far the reading is: *done bytes of the file's *size have been taken up to now (an
  * element just returned included); 0, or -1 when the file's size is not known. */

@@ -436,6 +436,16 @@ static void test_nested_cv(void **state)
         for (int r = 0; r < PFI_EXPT_NEST_NRULES; r++)
             ok |= a.nest_rule[f] == pfi_expt_nest_rules[r];
         assert_true(ok);
+        assert_true(a.nest_set[f].amp == 0 || a.nest_set[f].amp == 1);
+        /* the rule's kind: a bag is a committee of members, the one best is any setting */
+        assert_true(a.nest_rule[f] == 0 || (a.nest_set[f].committee && a.nest_set[f].members));
+    }
+    for (int j = 0; j < a.n; j++) { /* every job has its outer fold's setting */
+        int found = 0;
+        for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+            found |= same_set(&a.sets[j], &a.nest_set[f]) &&
+                     a.sets[j].members == a.nest_set[f].members;
+        assert_true(found);
     }
     print_message("nested: job 0's setting unchanged; other jobs' settings %s\n",
                   changed ? "moved (job 0 is in their training set)" : "unchanged");
@@ -448,6 +458,10 @@ static void test_nested_cv(void **state)
             assert_true(ns.lo[m][c] <= ns.mean[m][c] + 1e-12 && ns.mean[m][c] <= ns.hi[m][c] + 1e-12);
             assert_true(ns.gap[m][0][c] >= ns.lo[m][c] && ns.gap[m][1][c] <= ns.hi[m][c]);
         }
+    for (int m = 0; m < 2; m++)
+        for (int sd = 0; sd < 2; sd++)
+            for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+                assert_true(ns.set[m][sd][f].depth >= 0.35 && ns.set[m][sd][f].depth <= 0.50);
     pfi_expt_pop_free(&p);
     pfi_expt_pop_free(&q);
     /* 6 groups: fewer than the 4 outer + 3 inner folds need */

@@ -328,14 +328,23 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
                 printf("  %4.0f%% cut: %5.1f%% [%.1f-%.1f]\n", 100 * cuts[c],
                        100 * ns->mean[m][c], 100 * ns->lo[m][c], 100 * ns->hi[m][c]);
         }
+        json_t *amps = json_array(), *depths = json_array();
         for (int s = 0; s < ns->nseeds; s++) {
-            json_t *r = json_array();
-            for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+            json_t *r = json_array(), *am = json_array(), *dp = json_array();
+            for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++) {
                 json_array_append_new(r, json_integer(ns->rule[m][s][f]));
+                json_array_append_new(am, pfi_json_num(ns->set[m][s][f].amp));
+                json_array_append_new(dp, pfi_json_num(ns->set[m][s][f].depth));
+            }
             json_array_append_new(rules, r);
+            json_array_append_new(amps, am);
+            json_array_append_new(depths, dp);
         }
-        json_object_set_new(doc, mode[m], json_pack("{s:o, s:o}", "cuts", arr,
-                                                    "rule_top_per_seed_and_fold", rules));
+        json_object_set_new(doc, mode[m],
+                            json_pack("{s:o, s:o, s:o, s:o}", "cuts", arr,
+                                      "rule_top_per_seed_and_fold", rules,
+                                      "amplitude_per_seed_and_fold", amps,
+                                      "depth_per_seed_and_fold", depths));
     }
     free(ns);
     if (a->as_json)

@@ -1043,7 +1043,8 @@ static int rule_scores(const pfi_expt_pop *p, const pfi_expt_opts *o, const int 
 /* Each job's setting by the nested cross-validation (experiment.h): no curve of an outer fold
  * has a say in its setting or in the rule that picks it; rule[F]: the top each fold chose. */
 static int nested(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
-                  pfi_expt_shape_set *sets, int *rule, pfi_err *err)
+                  pfi_expt_shape_set *sets, int *rule, pfi_expt_shape_set *fold_set,
+                  pfi_err *err)
 {
     enum { GRID_MAX = PFI_EXPT_GRID_SIZE };
     pfi_expt_shape_set grid[GRID_MAX];
@@ -1085,6 +1086,7 @@ static int nested(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *c
             break;
         pfi_expt_shape_set pick;
         pick_setting(grid, v, ngrid, rule[F], &o->shape, &pick);
+        fold_set[F] = pick;
         for (int j = 0; j < n; j++)
             if (fold[j] == F)
                 sets[j] = pick;
@@ -1125,6 +1127,7 @@ int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const dou
                 out->hi[mode][c] = fmax(out->hi[mode][c], g);
             }
             memcpy(out->rule[mode][s], r.nest_rule, sizeof r.nest_rule);
+            memcpy(out->set[mode][s], r.nest_set, sizeof r.nest_set);
             pfi_expt_result_free(&r);
         }
     }
@@ -1146,10 +1149,12 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
     int nest = o0->nested_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth;
     int cv = nest || (o0->shape_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth);
     int rule[PFI_EXPT_NEST_OUTER] = {0};
+    pfi_expt_shape_set fset[PFI_EXPT_NEST_OUTER];
+    memset(fset, 0, sizeof fset);
     if (cv) {
         if (!(sets = calloc((size_t)p->n, sizeof *sets)))
             return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-        if ((rc = nest ? nested(p, o0, cuts, ncuts, sets, rule, err)
+        if ((rc = nest ? nested(p, o0, cuts, ncuts, sets, rule, fset, err)
                        : cross_validate(p, o0, cuts, ncuts, sets, err))) {
             free(sets);
             return rc;
@@ -1191,6 +1196,7 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
     free(caps);
     r->sets = sets;
     memcpy(r->nest_rule, rule, sizeof r->nest_rule);
+    memcpy(r->nest_set, fset, sizeof r->nest_set);
     if (rc)
         pfi_expt_result_free(r);
     return rc;

@@ -209,6 +209,7 @@ typedef struct pfi_expt_result {
     double *eq_pred_worst;
     pfi_expt_shape_set *sets; /* with shape_cv: per job, the setting chosen for its group */
     int nest_rule[PFI_EXPT_NEST_OUTER]; /* with nested_cv: per outer fold, the rule chosen (its top) */
+    pfi_expt_shape_set nest_set[PFI_EXPT_NEST_OUTER]; /* ... and the setting it gave the fold */
 } pfi_expt_result;
 
 /* The experiment at each cut with each policy (equal and oracle always run), every allocation
@@ -228,13 +229,14 @@ extern const int pfi_expt_nest_rules[PFI_EXPT_NEST_NRULES]; /* {0, 3, 6} */
 #define PFI_EXPT_NEST_MAX_CUTS 8
 /* Seeds 1..nseeds, each run twice: the library of every other job (mode 0) and of every other
  * job group (mode 1, the never-seen model); pfi's gap recovered per seed and cut, its mean and
- * range over the seeds, and the rules the outer folds chose. */
+ * range over the seeds, and the rules the outer folds chose and the settings they gave. */
 typedef struct pfi_expt_nested_summary {
     int nseeds, ncuts, n_jobs;
     double gap[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_MAX_CUTS];
     double mean[2][PFI_EXPT_NEST_MAX_CUTS], lo[2][PFI_EXPT_NEST_MAX_CUTS],
         hi[2][PFI_EXPT_NEST_MAX_CUTS];
     int rule[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_OUTER];
+    pfi_expt_shape_set set[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_OUTER]; /* each fold's */
 } pfi_expt_nested_summary;
 int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
                         int ncuts, int nseeds, pfi_expt_nested_summary *out, pfi_err *err);

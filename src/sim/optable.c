@@ -11,40 +11,46 @@
  * the exact root, as the direct solver finds it, and a budget on the grid (every whole-watt
  * limit) gets the direct solver's own answer. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "sim/physics.h"
 
-struct pfi_sim_opnode {
-    pfi_sim_bracket ph[PFI_PH_N]; /* the solved bracket of each phase at this budget */
-    int set;
+/* A page of nodes: the solved bracket of each phase at each of its budgets.  Only the bits of
+ * `set` are cleared when it is allocated (a fit allocates pages for every node it builds). */
+struct pfi_sim_oppage {
+    uint64_t set; /* bit i: node i is solved */
+    pfi_sim_bracket ph[PFI_SIM_OPTABLE_PAGE][PFI_PH_N];
 };
+_Static_assert(PFI_SIM_OPTABLE_PAGE <= 64, "a page's nodes are the bits of one uint64_t");
 
 /* The bracket of phase p at node k, solved the first time it is asked for (NULL: out of
  * memory).  Nodes live in pages allocated when first touched: a table that sees one budget
  * costs one page, not the whole range. */
 static const pfi_sim_bracket *node_at(pfi_sim_optable *t, int k, int p)
 {
-    pfi_sim_opnode **pg = &t->page[k / PFI_SIM_OPTABLE_PAGE];
+    pfi_sim_oppage **pg = &t->page[k / PFI_SIM_OPTABLE_PAGE];
     if (!*pg) {
-        if (!(*pg = calloc(PFI_SIM_OPTABLE_PAGE, sizeof **pg)))
+        if (!(*pg = malloc(sizeof **pg)))
             return NULL;
+        (*pg)->set = 0;
         if (k / PFI_SIM_OPTABLE_PAGE >= t->pages)
             t->pages = k / PFI_SIM_OPTABLE_PAGE + 1;
     }
-    pfi_sim_opnode *nd = &(*pg)[k % PFI_SIM_OPTABLE_PAGE];
-    if (!nd->set) {
+    int i = k % PFI_SIM_OPTABLE_PAGE;
+    pfi_sim_bracket *ph = (*pg)->ph[i];
+    if (!((*pg)->set >> i & 1)) {
         double e = (t->k0 + k) * PFI_SIM_OPTABLE_STEP_W;
         for (int q = 0; q < PFI_PH_N; q++) {
-            pfi_sim_bracket *b = &nd->ph[q];
+            pfi_sim_bracket *b = &ph[q];
             *b = (pfi_sim_bracket){t->g->sm_clock_min_mhz, t->g->sm_clock_max_mhz, t->pmin[q],
                                    t->pmax[q]};
             if (e > t->pmin[q] && e < t->pmax[q])
                 pfi_sim_phase_root(t->g, t->w, q, e, t->eff, b);
         }
-        nd->set = 1;
+        (*pg)->set |= (uint64_t)1 << i;
     }
-    return &nd->ph[p];
+    return &ph[p];
 }
 
 void pfi_sim_optable_init(pfi_sim_optable *t, const pfi_gpu_model *g, const pfi_sim_work *w,

@@ -76,14 +76,14 @@ void pfi_sim_operating_point(const pfi_gpu_model *g, const pfi_sim_work *w, doub
 #define PFI_SIM_OPTABLE_STEP_W 1.0
 #define PFI_SIM_OPTABLE_PAGE 64   /* nodes per page, allocated when first touched */
 #define PFI_SIM_OPTABLE_PAGES 32  /* budgets beyond 2048 steps are solved directly */
-typedef struct pfi_sim_opnode pfi_sim_opnode;
+typedef struct pfi_sim_oppage pfi_sim_oppage;
 typedef struct pfi_sim_optable {
     const pfi_gpu_model *g;
     const pfi_sim_work *w;
     double eff;
     double pmin[PFI_PH_N], pmax[PFI_PH_N]; /* each phase's power at f_min and f_max */
     int k0, n;                              /* nodes at budgets (k0 + i) * step, i < n */
-    pfi_sim_opnode *page[PFI_SIM_OPTABLE_PAGES];
+    pfi_sim_oppage *page[PFI_SIM_OPTABLE_PAGES];
     int pages;                              /* pages [0, pages) may be allocated */
 } pfi_sim_optable;
 /* g and w must outlive the table.  Out of memory, it solves points directly. */

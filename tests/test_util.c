@@ -20,6 +20,7 @@
 #include "util/cmd.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/num.h"
 #include "util/prom.h"
 #include "util/series.h"
 #include "util/text.h"
@@ -437,11 +438,36 @@ static void test_cmd_capture(void **state)
     free(out);
 }
 
+/* pfi_num_json: whole numbers as integers, the rest as %.17g; every one reads back as the same
+ * double through jansson. */
+static void test_num_json(void **state)
+{
+    static const double v[] = {0,     450,    -3,      612.5,  1.0 / 3, 1e-7,  -0.0,
+                                1e15,  9007199254740991.0, 9007199254740992.0, 1e300, 437.25,
+                                -1e-300};
+    static const char *const want[] = {"0", "450", "-3", "612.5", NULL, NULL, NULL,
+                                       "1000000000000000", "9007199254740991", NULL, NULL,
+                                       "437.25", NULL};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char out[40];
+        int n = pfi_num_json(out, sizeof out, v[i]);
+        assert_int_equal(n, (int)strlen(out));
+        if (want[i])
+            assert_string_equal(out, want[i]);
+        json_t *d = json_loads(out, JSON_DECODE_ANY, NULL);
+        assert_non_null(d);
+        assert_true(json_is_number(d));
+        assert_true(json_number_value(d) == v[i]);
+        json_decref(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_num_json),
         cmocka_unit_test(test_slowdown),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
         cmocka_unit_test(test_args), cmocka_unit_test(test_args_help_formats),

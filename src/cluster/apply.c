@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "cluster/cl_int.h"
+#include "util/json_fast.h"
+#include "util/num.h"
 
 #define SAME_W 0.5 /* caps closer than this are the same cap */
 
@@ -36,13 +38,24 @@ static double site_upper_w(const pfi_cl *c)
     return s;
 }
 
-/* Reads back what a node says it holds after PUT /v1/caps (c->mu held). */
-static void absorb_caps(pfi_cl_node *n, const char *reply, const double *asked)
+/* What a node said it holds after PUT /v1/caps, per GPU (NAN: not said). */
+typedef struct readback {
+    double limit_w[PFI_MAX_GPUS], enforced_w[PFI_MAX_GPUS];
+} readback;
+
+/* Decodes a node's answer as it arrives, on the HTTP client's thread that ran the request:
+ * the decoding of 1,000 answers is shared among its threads and done while other requests
+ * are still out, not in turn under c->mu afterwards.  Touches only the request's readback. */
+static void decode_caps(pfi_http_req *r)
 {
-    for (int g = 0; g < n->n_gpus; g++)
-        if (!isnan(asked[g]))
-            n->gpu[g].limit_w = asked[g];
-    json_t *d = reply ? json_loads(reply, 0, NULL) : NULL;
+    readback *rb = r->ud;
+    for (int g = 0; g < PFI_MAX_GPUS; g++)
+        rb->limit_w[g] = rb->enforced_w[g] = NAN;
+    if (!(r->status >= 200 && r->status < 300) || !r->reply)
+        return;
+    json_t *d = pfi_json_fast_loadb(r->reply, strlen(r->reply));
+    if (!d)
+        d = json_loads(r->reply, 0, NULL);
     json_t *arr = json_object_get(d, "gpus");
     size_t i;
     json_t *o;
@@ -51,8 +64,8 @@ static void absorb_caps(pfi_cl_node *n, const char *reply, const double *asked)
         json_t *iv = json_object_get(o, "index");
         if (!json_is_integer(iv))
             iv = json_object_get(o, "gpu");
-        int g = json_is_integer(iv) ? (int)json_integer_value(iv) : -1;
-        if (g < 0 || g >= n->n_gpus)
+        json_int_t g = json_is_integer(iv) ? json_integer_value(iv) : -1;
+        if (g < 0 || g >= PFI_MAX_GPUS)
             continue;
         json_t *l = json_object_get(o, "limit_w");
         if (!json_is_number(l))
@@ -61,11 +74,24 @@ static void absorb_caps(pfi_cl_node *n, const char *reply, const double *asked)
         if (!json_is_number(e))
             e = json_object_get(o, "enforced_w");
         if (json_is_number(l))
-            n->gpu[g].limit_w = json_number_value(l);
+            rb->limit_w[g] = json_number_value(l);
         if (json_is_number(e))
-            n->gpu[g].enforced_w = json_number_value(e);
+            rb->enforced_w[g] = json_number_value(e);
     }
     json_decref(d);
+}
+
+/* Takes in what a node said it holds after PUT /v1/caps (c->mu held). */
+static void absorb_caps(pfi_cl_node *n, const readback *rb, const double *asked)
+{
+    for (int g = 0; g < n->n_gpus; g++) {
+        if (!isnan(asked[g]))
+            n->gpu[g].limit_w = asked[g];
+        if (!isnan(rb->limit_w[g]))
+            n->gpu[g].limit_w = rb->limit_w[g];
+        if (!isnan(rb->enforced_w[g]))
+            n->gpu[g].enforced_w = rb->enforced_w[g];
+    }
 }
 
 typedef struct wave {
@@ -75,6 +101,7 @@ typedef struct wave {
     char **body;
     char (*url)[PFI_CL_URL_MAX + 32];
     pfi_http_req *rq;
+    readback *rb;
 } wave;
 
 static void wave_free(wave *w)
@@ -88,6 +115,7 @@ static void wave_free(wave *w)
     free(w->body);
     free(w->url);
     free(w->rq);
+    free(w->rb);
     memset(w, 0, sizeof *w);
 }
 
@@ -102,7 +130,8 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
     w->body = calloc((size_t)nn + 1, sizeof *w->body);
     w->url = calloc((size_t)nn + 1, sizeof *w->url);
     w->rq = calloc((size_t)nn + 1, sizeof *w->rq);
-    if (!w->node || !w->asked || !w->body || !w->url || !w->rq)
+    w->rb = malloc(((size_t)nn + 1) * sizeof *w->rb);
+    if (!w->node || !w->asked || !w->body || !w->url || !w->rq || !w->rb)
         return PFI_ENOMEM;
     /* Node daemons refuse an epoch not above the last they applied, so every wave gets a new
      * one, and epochs start from the wall clock in ms so a restarted controller is not stale. */
@@ -112,8 +141,8 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
         pfi_cl_node *n = &c->nodes[i];
         if (!n->up)
             continue;
-        int k = w->n, any = 0;
-        json_t *caps = json_array();
+        int k = w->n, len = 0;
+        char body[64 + PFI_MAX_GPUS * 56];
         for (int g = 0; g < n->n_gpus; g++) {
             double now = n->gpu[g].limit_w, t = target[i][g], a = NAN;
             w->asked[k][g] = NAN;
@@ -128,24 +157,30 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
             if (isnan(a))
                 continue;
             w->asked[k][g] = a;
-            json_array_append_new(caps, json_pack("{s:i, s:f}", "gpu", g, "cap_w", a));
-            any = 1;
+            char num[40];
+            pfi_num_json(num, sizeof num, a);
+            len += snprintf(body + len, sizeof body - (size_t)len, "%s{\"gpu\":%d,\"cap_w\":%s}",
+                            len ? "," : "", g, num);
         }
-        if (!any) {
-            json_decref(caps);
+        if (!len)
             continue;
-        }
-        json_t *doc = json_pack("{s:I, s:o}", "epoch", (json_int_t)c->epoch, "caps", caps);
-        w->body[k] = json_dumps(doc, JSON_COMPACT);
-        json_decref(doc);
+        char head[64];
+        int hl = snprintf(head, sizeof head, "{\"epoch\":%lld,\"caps\":[", c->epoch);
+        w->body[k] = malloc((size_t)hl + (size_t)len + 3);
         if (!w->body[k])
             return PFI_ENOMEM;
+        memcpy(w->body[k], head, (size_t)hl);
+        memcpy(w->body[k] + hl, body, (size_t)len);
+        memcpy(w->body[k] + hl + len, "]}", 3);
         w->node[k] = i;
         pfi_cl_build_url(n->url, "/v1/caps", w->url[k], sizeof w->url[0]);
         w->rq[k].url = w->url[k];
         w->rq[k].unix_sock = pfi_cl_unix_sock(n->url);
         w->rq[k].method = "PUT";
         w->rq[k].body = w->body[k];
+        w->rq[k].done = decode_caps;
+        w->rq[k].ud = &w->rb[k];
+        w->rq[k].affinity = (unsigned)i + 1; /* a node's requests on one connection */
         w->n++;
     }
     return PFI_OK;
@@ -159,7 +194,7 @@ static int wave_absorb(pfi_cl *c, wave *w, int lower)
     for (int k = 0; k < w->n; k++) {
         pfi_cl_node *n = &c->nodes[w->node[k]];
         if (w->rq[k].status >= 200 && w->rq[k].status < 300) {
-            absorb_caps(n, w->rq[k].reply, w->asked[k]);
+            absorb_caps(n, &w->rb[k], w->asked[k]);
             if (lower)
                 n->resend = 0;
             n->last_ok_wall = wall;

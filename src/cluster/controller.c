@@ -402,6 +402,7 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
             rq[2 * i + k].url = urls[2 * i + k];
             rq[2 * i + k].unix_sock = pfi_cl_unix_sock(nodes[i].url);
             rq[2 * i + k].method = "GET";
+            rq[2 * i + k].affinity = (unsigned)i + 1; /* a node's requests on one connection */
         }
     }
     pfi_http_many(c->http, rq, nn * 2, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
@@ -471,6 +472,7 @@ static void heartbeat_locked(pfi_cl *c)
         rq[i].unix_sock = pfi_cl_unix_sock(c->nodes[i].url);
         rq[i].method = "POST";
         rq[i].body = body;
+        rq[i].affinity = (unsigned)i + 1;
     }
     pthread_mutex_unlock(&c->mu);
     if (!rq || !urls) {

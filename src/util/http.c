@@ -12,6 +12,9 @@
 #include <curl/curl.h>
 
 #define REPLY_MAX (4u << 20) /* a node's answer is small; this bounds a broken one */
+#define HTTP_THREADS 4       /* threads of one call at most */
+#define HTTP_PER_THREAD 64   /* requests it takes to start one more thread */
+#define HTTP_IDLE_MAX 64     /* easy handles kept per slice */
 
 typedef struct xfer {
     pfi_http_req *r;
@@ -65,26 +68,76 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static void start_one(CURLM *m, xfer *x, const char *auth, double timeout_s)
+/* One slice of a call: its own multi handle, the requests it runs, and its easy handles kept
+ * for reuse (a handle that ran a request is reset, not freed: its allocations are reused). */
+typedef struct slice {
+    CURLM *m;
+    long keep_conns; /* connections its cache keeps: grows to the most requests it ran */
+    CURL *idle[HTTP_IDLE_MAX];
+    int n_idle;
+} slice;
+
+struct pfi_http {
+    slice s[HTTP_THREADS];
+};
+
+static CURL *handle_get(slice *sl)
+{
+    if (sl->n_idle > 0) {
+        CURL *h = sl->idle[--sl->n_idle];
+        curl_easy_reset(h);
+        return h;
+    }
+    return curl_easy_init();
+}
+
+static void handle_put(slice *sl, CURL *h)
+{
+    if (sl->n_idle < HTTP_IDLE_MAX)
+        sl->idle[sl->n_idle++] = h;
+    else
+        curl_easy_cleanup(h);
+}
+
+/* The headers every request of a call shares: with a JSON body, and without a body. */
+typedef struct heads {
+    const char *auth;
+    struct curl_slist *json, *bare;
+} heads;
+
+static struct curl_slist *head_list(const char *auth, const char *type)
+{
+    struct curl_slist *l = NULL, *t;
+    char ct[128];
+    if (auth && !(l = curl_slist_append(l, auth)))
+        return NULL;
+    if (type) {
+        snprintf(ct, sizeof ct, "Content-Type: %s", type);
+        if (!(t = curl_slist_append(l, ct)))
+            goto fail;
+        l = t;
+    }
+    /* "Expect: 100-continue" would add a round trip to every PUT. */
+    if ((t = curl_slist_append(l, "Expect:")))
+        return t;
+fail:
+    curl_slist_free_all(l);
+    return NULL;
+}
+
+static void start_one(slice *sl, xfer *x, const heads *hd, double timeout_s)
 {
     pfi_http_req *r = x->r;
     x->max = r->max_reply ? r->max_reply : REPLY_MAX;
-    x->h = curl_easy_init();
+    struct curl_slist *hdr = !r->body ? hd->bare : !r->content_type ? hd->json : NULL;
+    if (!hdr) /* a body of its own type: its own list */
+        hdr = x->hdr = head_list(hd->auth, r->content_type);
+    x->h = hdr ? handle_get(sl) : NULL;
     if (!x->h) {
-        snprintf(r->err, sizeof r->err, "curl_easy_init failed");
+        snprintf(r->err, sizeof r->err, "out of memory");
         return;
     }
     r->started = 1;
-    if (auth)
-        x->hdr = curl_slist_append(x->hdr, auth);
-    if (r->body) {
-        char ct[128];
-        snprintf(ct, sizeof ct, "Content-Type: %s",
-                 r->content_type ? r->content_type : "application/json");
-        x->hdr = curl_slist_append(x->hdr, ct);
-    }
-    /* "Expect: 100-continue" would add a round trip to every PUT. */
-    x->hdr = curl_slist_append(x->hdr, "Expect:");
     long ms = (long)(timeout_s * 1000.0);
     if (ms < 1)
         ms = 1;
@@ -92,7 +145,7 @@ static void start_one(CURLM *m, xfer *x, const char *auth, double timeout_s)
     curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, r->method);
     if (r->body)
         curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, r->body);
-    curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+    curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, ms);
     curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
@@ -103,19 +156,122 @@ static void start_one(CURLM *m, xfer *x, const char *auth, double timeout_s)
     curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
     if (r->unix_sock)
         curl_easy_setopt(x->h, CURLOPT_UNIX_SOCKET_PATH, r->unix_sock);
-    curl_multi_add_handle(m, x->h);
+    curl_multi_add_handle(sl->m, x->h);
 }
 
 pfi_http *pfi_http_new(void)
 {
     pthread_once(&curl_once, curl_start);
-    return (pfi_http *)curl_multi_init();
+    pfi_http *h = calloc(1, sizeof *h);
+    if (h && !(h->s[0].m = curl_multi_init())) {
+        free(h);
+        return NULL;
+    }
+    return h; /* the other slices' multi handles when first needed */
 }
 
 void pfi_http_free(pfi_http *h)
 {
-    if (h)
-        curl_multi_cleanup((CURLM *)h);
+    if (!h)
+        return;
+    for (int k = 0; k < HTTP_THREADS; k++) {
+        for (int i = 0; i < h->s[k].n_idle; i++)
+            curl_easy_cleanup(h->s[k].idle[i]);
+        if (h->s[k].m)
+            curl_multi_cleanup(h->s[k].m);
+    }
+    free(h);
+}
+
+/* What one thread of a call runs: the requests xs[0..n), at most max_parallel at a time. */
+typedef struct run {
+    slice *sl;
+    xfer *xs;
+    int n, max_parallel;
+    const heads *hd;
+    double timeout_s;
+    pthread_t th;
+} run;
+
+static void finish(slice *sl, CURLMsg *msg)
+{
+    xfer *x = NULL;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+    pfi_http_req *r = x->r;
+    if (msg->data.result == CURLE_OK) {
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &r->status);
+        if (r->status >= 300)
+            snprintf(r->err, sizeof r->err, "HTTP %ld: %.150s", r->status,
+                     r->reply ? r->reply : "");
+    } else {
+        r->status = -1;
+        snprintf(r->err, sizeof r->err, "%s", curl_easy_strerror(msg->data.result));
+    }
+    curl_multi_remove_handle(sl->m, msg->easy_handle);
+    handle_put(sl, msg->easy_handle);
+    x->h = NULL;
+    curl_slist_free_all(x->hdr);
+    x->hdr = NULL;
+    if (r->done)
+        r->done(r);
+}
+
+static void *run_main(void *arg)
+{
+    run *u = arg;
+    slice *sl = u->sl;
+    curl_multi_setopt(sl->m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)u->max_parallel);
+    curl_multi_setopt(sl->m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)u->max_parallel);
+    /* One connection kept per server it talks to (every node, call after call), where curl's
+     * own default would close some as soon as fewer transfers are under way. */
+    long keep = u->n > u->max_parallel ? u->n : u->max_parallel;
+    if (keep > sl->keep_conns) {
+        sl->keep_conns = keep;
+        curl_multi_setopt(sl->m, CURLMOPT_MAXCONNECTS, keep);
+    }
+    int next = 0, active = 0;
+    while (next < u->n || active > 0) {
+        while (next < u->n && active < u->max_parallel) {
+            start_one(sl, &u->xs[next], u->hd, u->timeout_s);
+            if (u->xs[next].h)
+                active++;
+            else if (u->xs[next].r->done)
+                u->xs[next].r->done(u->xs[next].r);
+            next++;
+        }
+        int running = 0;
+        curl_multi_perform(sl->m, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(sl->m, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            finish(sl, msg);
+            active--;
+        }
+        if (active > 0)
+            curl_multi_poll(sl->m, NULL, 0, 50, NULL);
+    }
+    return NULL;
+}
+
+/* The slice a request goes to: by its affinity, else its host (or socket), so the requests of
+ * one server take the same slice, and so its kept connections, call after call. */
+static int slice_of(const pfi_http_req *r, int k)
+{
+    if (r->affinity)
+        return (int)(r->affinity % (unsigned)k);
+    const char *p = r->unix_sock;
+    const char *e = NULL;
+    if (!p) {
+        p = strstr(r->url, "://");
+        p = p ? p + 3 : r->url;
+        e = strchr(p, '/');
+    }
+    unsigned h = 2166136261u;
+    for (; *p && p != e; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return (int)(h % (unsigned)k);
 }
 
 void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
@@ -139,61 +295,65 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         free(reqs[i].reply);
         reqs[i].reply = NULL;
     }
+    /* Many requests go out from several threads, each with its own connections: at site
+     * scale the client's own CPU (curl, the kernel's sockets, the callers' decoding in done)
+     * is what a round takes, and one thread would do it all in turn. */
+    int k = keep && n >= HTTP_PER_THREAD ? n / HTTP_PER_THREAD : 1;
+    if (k > HTTP_THREADS)
+        k = HTTP_THREADS;
+    for (int s = 1; s < k && keep; s++)
+        if (!keep->s[s].m && !(keep->s[s].m = curl_multi_init()))
+            k = s;
+    heads hd = {ah, head_list(ah, "application/json"), head_list(ah, NULL)};
     xfer *xs = calloc((size_t)n, sizeof *xs);
-    CURLM *m = keep ? (CURLM *)keep : (CURLM *)pfi_http_new();
-    if (!xs || !m) {
-        for (int i = 0; i < n; i++)
+    int *cnt = calloc((size_t)k + 1, sizeof *cnt);
+    pfi_http *h = keep ? keep : pfi_http_new();
+    if (!xs || !cnt || !h || !hd.json || !hd.bare) {
+        for (int i = 0; i < n; i++) {
             snprintf(reqs[i].err, sizeof reqs[i].err, "out of memory");
+            if (reqs[i].done)
+                reqs[i].done(&reqs[i]);
+        }
         free(xs);
-        if (m && !keep)
-            curl_multi_cleanup(m);
+        free(cnt);
+        if (!keep)
+            pfi_http_free(h);
+        curl_slist_free_all(hd.json);
+        curl_slist_free_all(hd.bare);
         return;
     }
-    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max_parallel);
-    curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)max_parallel);
-    int next = 0, active = 0;
+    /* xs grouped by slice, each group in the caller's order. */
     for (int i = 0; i < n; i++)
-        xs[i].r = &reqs[i];
-    while (next < n || active > 0) {
-        while (next < n && active < max_parallel) {
-            start_one(m, &xs[next], ah, timeout_s);
-            if (xs[next].h)
-                active++;
-            next++;
-        }
-        int running = 0;
-        curl_multi_perform(m, &running);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(m, &left))) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            xfer *x = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-            if (msg->data.result == CURLE_OK) {
-                curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &x->r->status);
-                if (x->r->status >= 300)
-                    snprintf(x->r->err, sizeof x->r->err, "HTTP %ld: %.150s", x->r->status,
-                             x->r->reply ? x->r->reply : "");
-            } else {
-                x->r->status = -1;
-                snprintf(x->r->err, sizeof x->r->err, "%s", curl_easy_strerror(msg->data.result));
-            }
-            curl_multi_remove_handle(m, msg->easy_handle);
-            curl_easy_cleanup(msg->easy_handle);
-            x->h = NULL;
-            curl_slist_free_all(x->hdr);
-            x->hdr = NULL;
-            active--;
-        }
-        if (active > 0)
-            curl_multi_poll(m, NULL, 0, 50, NULL);
+        cnt[k > 1 ? slice_of(&reqs[i], k) : 0]++;
+    run runs[HTTP_THREADS];
+    int at = 0;
+    for (int s = 0; s < k; s++) {
+        int per = (max_parallel + k - 1) / k;
+        runs[s] = (run){&h->s[s], xs + at, 0, per, &hd, timeout_s, 0};
+        at += cnt[s];
+    }
+    for (int i = 0; i < n; i++) {
+        run *u = &runs[k > 1 ? slice_of(&reqs[i], k) : 0];
+        u->xs[u->n++].r = &reqs[i];
+    }
+    int started[HTTP_THREADS] = {0};
+    for (int s = 1; s < k; s++)
+        started[s] = runs[s].n > 0 && pthread_create(&runs[s].th, NULL, run_main, &runs[s]) == 0;
+    run_main(&runs[0]);
+    for (int s = 1; s < k; s++) {
+        if (started[s])
+            pthread_join(runs[s].th, NULL);
+        else if (runs[s].n > 0)
+            run_main(&runs[s]); /* no thread: in this one, after the first */
     }
     for (int i = 0; i < n; i++)
         curl_slist_free_all(xs[i].hdr);
+    curl_slist_free_all(hd.json);
+    curl_slist_free_all(hd.bare);
     if (!keep)
-        curl_multi_cleanup(m);
+        pfi_http_free(h);
     free(xs);
+    free(cnt);
 }
 
 void pfi_http_req_free(pfi_http_req *reqs, int n)

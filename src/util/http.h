@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* http.h: pfi's one HTTP client (libcurl), used by `pfi ctl` and `pfi event`, by the cluster
  * controller to reach node daemons, and by its OpenADR client to reach a VTN.  Requests run
- * together on the calling thread through curl's multi interface, so reaching 1,000 nodes costs
- * one round trip of the slowest node plus the per-request CPU, not 1,000 round trips; a client
- * kept across calls keeps its connections, so heartbeats do not reconnect.  The SPANK plugin
+ * together through curl's multi interface, on the calling thread and, for many requests on a
+ * kept client, up to 3 more, so reaching 1,000 nodes costs one round trip of the slowest node
+ * plus the per-request CPU shared among threads, not 1,000 round trips; a client kept across
+ * calls keeps its connections, so heartbeats do not reconnect.  The SPANK plugin
  * (src/slurm/) keeps its own few lines of curl: slurmd loads it, and it links libcurl alone,
  * never libpfi. */
 #ifndef PFI_UTIL_HTTP_H
@@ -24,6 +25,13 @@ typedef struct pfi_http_req {
     char *reply;           /* out: body (malloc'd, NUL-terminated) or NULL */
     double date_s;         /* out: the answer's Date header in Unix seconds; NAN when none */
     char err[200];         /* out: why there was no good answer */
+    /* Called once the request is over (answered or not), on the thread that ran it, which
+     * may not be the caller's: it may read the outcome, and touch only what is the request's
+     * own.  NULL: none. */
+    void (*done)(struct pfi_http_req *r);
+    void *ud; /* the caller's, for done */
+    unsigned affinity; /* requests with the same value other than 0 (one server's, say) run on
+                        * the same thread and its kept connections; 0: grouped by host */
 } pfi_http_req;
 
 /* A reusable client: its open connections survive between calls.  Not thread-safe: one caller
@@ -33,7 +41,9 @@ pfi_http *pfi_http_new(void);
 void pfi_http_free(pfi_http *h);
 
 /* Performs every request, at most max_parallel at a time, each within timeout_s, on keep's
- * connections (NULL: a client for this call only).  token (may be NULL) goes in an
+ * connections (NULL: a client for this call only).  With keep, many requests are shared
+ * among up to 4 threads by host, each with its own connections, and the call returns when
+ * every one is over: a request that hangs holds its own slot until timeout_s, no other.  token (may be NULL) goes in an
  * Authorization: Bearer header.  Never fails as a whole: outcomes are in the requests. */
 void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
                    double timeout_s, int max_parallel);

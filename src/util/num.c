@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int pfi_num_ll(const char *s, long long lo, long long hi, const char *what, long long *out,
@@ -33,4 +34,25 @@ long long pfi_num_to_ll(double x, long long max)
     if (!isfinite(x) || x < 0 || !(x < (double)max))
         return -1;
     return (long long)x;
+}
+
+int pfi_num_json(char *out, size_t n, double v)
+{
+    if (v == floor(v) && fabs(v) < 9007199254740992.0 && !(v == 0 && signbit(v))) {
+        char d[24];
+        int k = 0, neg = v < 0;
+        unsigned long long u = (unsigned long long)(neg ? -v : v);
+        do {
+            d[k++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        int len = 0;
+        if (neg && (size_t)len + 1 < n)
+            out[len++] = '-';
+        while (k > 0 && (size_t)len + 1 < n)
+            out[len++] = d[--k];
+        out[len] = '\0';
+        return len;
+    }
+    return snprintf(out, n, "%.17g", v);
 }

@@ -5,6 +5,8 @@
 #ifndef PFI_UTIL_NUM_H
 #define PFI_UTIL_NUM_H
 
+#include <stddef.h>
+
 #include "core/err.h"
 
 /* Decimal integer in [lo, hi]; `what` names the value in the error ("since"). */
@@ -15,5 +17,11 @@ int pfi_num_int(const char *s, int lo, int hi, const char *what, int *out, pfi_e
 /* A finite double as an integer step count, or -1 when it is negative, not finite or not below
  * `max`: converting an out-of-range double to an integer is undefined behaviour. */
 long long pfi_num_to_ll(double x, long long max);
+
+/* A finite double as JSON text that reads back as the very same double, into out[0..n) (at
+ * least 32 bytes): a whole number below 2^53 as an integer ("450"), written without printf's
+ * floating-point path, which costs several times more; anything else as %.17g.  Returns its
+ * length. */
+int pfi_num_json(char *out, size_t n, double v);
 
 #endif

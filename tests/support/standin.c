@@ -16,6 +16,8 @@
 
 #include "cluster/cluster.h"
 #include "cluster/mhd.h"
+#include "util/json_fast.h"
+#include "util/num.h"
 #include "standin.h"
 
 #define BODY_MAX (1u << 20)
@@ -44,7 +46,7 @@ struct pfi_standin {
     snode *nodes;    /* sorted by name */
     double min_w, max_w;
     double sum, peak;
-    long long requests;
+    long long requests, connections;
 };
 
 static int cmp_node(const void *a, const void *b)
@@ -72,6 +74,30 @@ static enum MHD_Result reply(struct MHD_Connection *con, unsigned code, json_t *
 static enum MHD_Result fail(struct MHD_Connection *con, unsigned code, const char *msg)
 {
     return reply(con, code, json_pack("{s:s}", "error", msg));
+}
+
+/* The same document as text, written directly: the answer to every PUT /v1/caps, kept cheap
+ * so that the stand-ins' own CPU (on the controller's machine here, on other machines in a
+ * site) stays small beside the controller's. */
+static char *gpus_text(pfi_standin *s, const snode *n)
+{
+    size_t cap = 32 + (size_t)n->n_gpus * 256, len = 0; /* 213 at most a GPU */
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    len += (size_t)snprintf(t, cap, "{\"gpus\":[");
+    char lo[40], hi[40], now[40];
+    pfi_num_json(lo, sizeof lo, s->min_w);
+    pfi_num_json(hi, sizeof hi, s->max_w);
+    for (int g = 0; g < n->n_gpus; g++) {
+        pfi_num_json(now, sizeof now, n->cap[g]);
+        len += (size_t)snprintf(t + len, cap - len,
+                                "%s{\"index\":%d,\"min_limit_w\":%s,\"max_limit_w\":%s,"
+                                "\"default_limit_w\":%s,\"limit_w\":%s,\"enforced_limit_w\":%s}",
+                                g ? "," : "", g, lo, hi, hi, now, now);
+    }
+    snprintf(t + len, cap - len, "]}");
+    return t;
 }
 
 static json_t *gpus_json(pfi_standin *s, const snode *n)
@@ -115,7 +141,9 @@ static json_t *jobs_json(const snode *n)
 static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection *con,
                                 const char *body)
 {
-    json_t *d = json_loads(body, 0, NULL);
+    json_t *d = pfi_json_fast_loadb(body, strlen(body));
+    if (!d)
+        d = json_loads(body, 0, NULL);
     json_t *caps = json_object_get(d, "caps");
     if (!json_is_array(caps)) {
         json_decref(d);
@@ -152,7 +180,7 @@ static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection 
             if (s->sum > s->peak)
                 s->peak = s->sum;
         }
-    return reply(con, 200, gpus_json(s, n));
+    return pfi_cl_send_text(con, 200, gpus_text(s, n), "application/json");
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char *url,
@@ -193,6 +221,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
     return rc;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *con, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    pfi_standin *s = cls;
+    if (toe != MHD_CONNECTION_NOTIFY_STARTED)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->connections++;
+    pthread_mutex_unlock(&s->mu);
+}
+
 int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, double min_w,
                       double max_w, pfi_standin **out, int *port, pfi_err *err)
 {
@@ -225,7 +264,8 @@ int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, 
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
                             0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED,
-                            pfi_cl_body_done, NULL, MHD_OPTION_THREAD_POOL_SIZE, 4,
+                            pfi_cl_body_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+                            on_connection, s, MHD_OPTION_THREAD_POOL_SIZE, 4,
                             MHD_OPTION_CONNECTION_LIMIT, 8000, MHD_OPTION_SOCK_ADDR,
                             (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!s->d) {
@@ -314,6 +354,14 @@ long long pfi_standin_requests(pfi_standin *s)
 {
     pthread_mutex_lock(&s->mu);
     long long v = s->requests;
+    pthread_mutex_unlock(&s->mu);
+    return v;
+}
+
+long long pfi_standin_connections(pfi_standin *s)
+{
+    pthread_mutex_lock(&s->mu);
+    long long v = s->connections;
     pthread_mutex_unlock(&s->mu);
     return v;
 }

@@ -35,6 +35,8 @@ void pfi_standin_reset_peak(pfi_standin *s);
 /* Limit of one GPU now (NAN: unknown node). */
 double pfi_standin_cap(pfi_standin *s, const char *node, int gpu);
 long long pfi_standin_requests(pfi_standin *s);
+/* Connections the server has accepted so far (a client that keeps its connections opens few). */
+long long pfi_standin_connections(pfi_standin *s);
 void pfi_standin_stop(pfi_standin *s);
 
 #endif

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_http.c: the HTTP client's fan-out (util/http.h) against loopback stand-in node daemons:
+ * every request answered once, its done call on whichever thread ran it, a server that never
+ * answers holding only its own request until the timeout (every other one done before it), a
+ * refused connection failing alone, and kept connections reused from call to call. */
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "support/standin.h"
+#include "util/http.h"
+
+#define NODES 300 /* enough requests for every thread of a call */
+
+/* Order in which requests finished, from any thread. */
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
+static int order_next;
+
+typedef struct seen {
+    int calls, order;
+} seen;
+
+static void on_done(pfi_http_req *r)
+{
+    seen *s = r->ud;
+    pthread_mutex_lock(&order_mu);
+    s->calls++;
+    s->order = order_next++;
+    pthread_mutex_unlock(&order_mu);
+}
+
+/* A loopback port that takes connections (the kernel's backlog does) and never answers. */
+static int black_hole(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 64), 0);
+    socklen_t len = sizeof sa;
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+/* A loopback port nothing listens on: bound, then closed. */
+static int closed_port(void)
+{
+    int port, fd = black_hole(&port);
+    close(fd);
+    return port;
+}
+
+typedef struct fan {
+    pfi_standin *s;
+    int port;
+    char *names[NODES];
+    char (*url)[128];
+    char (*body)[160];
+    pfi_http_req *rq;
+    seen *sn;
+} fan;
+
+static void fan_up(fan *f, int extra)
+{
+    pfi_err e = {0};
+    for (int i = 0; i < NODES; i++) {
+        f->names[i] = malloc(16);
+        snprintf(f->names[i], 16, "n%03d", i);
+    }
+    assert_int_equal(pfi_standin_start(NODES, (const char *const *)f->names, 2, 200, 700, &f->s,
+                                       &f->port, &e),
+                     PFI_OK);
+    int n = NODES + extra;
+    f->url = calloc((size_t)n, sizeof *f->url);
+    f->body = calloc((size_t)n, sizeof *f->body);
+    f->rq = calloc((size_t)n, sizeof *f->rq);
+    f->sn = calloc((size_t)n, sizeof *f->sn);
+    assert_true(f->url && f->body && f->rq && f->sn);
+}
+
+/* Request i of a wave: node i's caps, both GPUs to cap_w. */
+static void fan_caps(fan *f, int i, long long epoch, double cap_w)
+{
+    snprintf(f->url[i], sizeof f->url[i], "http://127.0.0.1:%d/n/%s/v1/caps", f->port,
+             f->names[i]);
+    snprintf(f->body[i], sizeof f->body[i],
+             "{\"epoch\":%lld,\"caps\":[{\"gpu\":0,\"cap_w\":%g},{\"gpu\":1,\"cap_w\":%g}]}",
+             epoch, cap_w, cap_w);
+    f->rq[i].url = f->url[i];
+    f->rq[i].method = "PUT";
+    f->rq[i].body = f->body[i];
+    f->rq[i].done = on_done;
+    f->rq[i].ud = &f->sn[i];
+    f->rq[i].affinity = (unsigned)i + 1;
+}
+
+static void fan_down(fan *f, int n)
+{
+    pfi_http_req_free(f->rq, n);
+    pfi_standin_stop(f->s);
+    for (int i = 0; i < NODES; i++)
+        free(f->names[i]);
+    free(f->url);
+    free(f->body);
+    free(f->rq);
+    free(f->sn);
+}
+
+static void test_every_request_once(void **state)
+{
+    fan f;
+    fan_up(&f, 0);
+    pfi_http *h = pfi_http_new();
+    assert_non_null(h);
+    /* Two calls on the same client, the second a change of every node again. */
+    for (int call = 0; call < 2; call++) {
+        for (int i = 0; i < NODES; i++) {
+            fan_caps(&f, i, 10 + call, call ? 450 : 300 + i % 300);
+            f.sn[i].calls = 0;
+        }
+        long long before = pfi_standin_requests(f.s), conns = pfi_standin_connections(f.s);
+        pfi_http_many(h, f.rq, NODES, NULL, 5.0, 256);
+        assert_int_equal(pfi_standin_requests(f.s) - before, NODES);
+        if (call) /* the first call's connections, kept */
+            assert_int_equal(pfi_standin_connections(f.s), conns);
+        for (int i = 0; i < NODES; i++) {
+            assert_int_equal(f.rq[i].status, 200);
+            assert_int_equal(f.sn[i].calls, 1);
+            assert_non_null(f.rq[i].reply);
+            assert_non_null(strstr(f.rq[i].reply, "\"gpus\""));
+            double want = call ? 450 : 300 + i % 300;
+            assert_true(fabs(pfi_standin_cap(f.s, f.names[i], 1) - want) < 1e-9);
+        }
+    }
+    pfi_http_free(h);
+    fan_down(&f, NODES);
+}
+
+/* A node that takes the connection and never answers, and one that refuses it, among 300 that
+ * answer: each of the 300 is done before the silent one gives up, which gives up at its timeout
+ * with a timeout error; the refused one fails with its own error. */
+static void test_silent_node_holds_only_itself(void **state)
+{
+    fan f;
+    fan_up(&f, 2);
+    int hole_port, hole = black_hole(&hole_port);
+    int dead_port = closed_port();
+    pfi_http *h = pfi_http_new();
+    for (int i = 0; i < NODES; i++)
+        fan_caps(&f, i, 5, 333);
+    char hole_url[64], dead_url[64];
+    snprintf(hole_url, sizeof hole_url, "http://127.0.0.1:%d/v1/caps", hole_port);
+    snprintf(dead_url, sizeof dead_url, "http://127.0.0.1:%d/v1/caps", dead_port);
+    /* First in the list, so it starts before any other request of its thread. */
+    memmove(&f.rq[2], &f.rq[0], NODES * sizeof *f.rq);
+    seen hs = {0}, ds = {0};
+    f.rq[0] = (pfi_http_req){.url = hole_url, .method = "PUT", .body = "{}", .done = on_done,
+                             .ud = &hs, .affinity = 7};
+    f.rq[1] = (pfi_http_req){.url = dead_url, .method = "PUT", .body = "{}", .done = on_done,
+                             .ud = &ds, .affinity = 8};
+    pthread_mutex_lock(&order_mu);
+    order_next = 0;
+    pthread_mutex_unlock(&order_mu);
+    pfi_http_many(h, f.rq, NODES + 2, NULL, 3.0, 256);
+    assert_int_equal(hs.calls, 1);
+    assert_int_equal(ds.calls, 1);
+    assert_int_equal(f.rq[0].status, -1);
+    assert_non_null(strstr(f.rq[0].err, "imeout"));
+    assert_int_equal(f.rq[1].status, -1);
+    assert_null(strstr(f.rq[1].err, "imeout"));
+    assert_true(f.rq[1].err[0] != '\0');
+    for (int i = 0; i < NODES; i++) {
+        assert_int_equal(f.rq[i + 2].status, 200);
+        assert_int_equal(f.sn[i].calls, 1);
+        assert_true(f.sn[i].order < hs.order); /* never waited for the silent node */
+    }
+    assert_int_equal(hs.order, NODES + 1); /* the last of all */
+    close(hole);
+    pfi_http_free(h);
+    fan_down(&f, NODES + 2);
+}
+
+/* A client for one call (no kept client): one request, one thread, done called. */
+static void test_one_shot(void **state)
+{
+    fan f;
+    fan_up(&f, 0);
+    fan_caps(&f, 3, 9, 612);
+    f.sn[3].calls = 0;
+    pfi_http_many(NULL, &f.rq[3], 1, NULL, 5.0, 1);
+    assert_int_equal(f.rq[3].status, 200);
+    assert_int_equal(f.sn[3].calls, 1);
+    assert_true(fabs(pfi_standin_cap(f.s, f.names[3], 0) - 612) < 1e-9);
+    fan_down(&f, NODES);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_request_once),
+        cmocka_unit_test(test_silent_node_holds_only_itself),
+        cmocka_unit_test(test_one_shot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

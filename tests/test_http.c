@@ -209,12 +209,157 @@ static void test_one_shot(void **state)
     fan_down(&f, NODES);
 }
 
+/* ---- a scripted server: canned answers, to check how answers are read ---- */
+
+typedef struct script {
+    int fd, port;
+    const char *const *answers; /* one per request, in order; NULL ends */
+    const int *close_after;     /* per answer: close the connection after it */
+    int accepted;
+    pthread_t th;
+} script;
+
+/* Reads one request (head, then Content-Length bytes of body); 0 at EOF. */
+static int read_request(int c)
+{
+    char buf[8192];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = recv(c, buf + n, sizeof buf - 1 - n, 0);
+        if (r <= 0)
+            return 0;
+        n += (size_t)r;
+        buf[n] = '\0';
+        char *he = strstr(buf, "\r\n\r\n");
+        if (!he)
+            continue;
+        const char *cl = strstr(buf, "Content-Length: ");
+        size_t want = (size_t)(he + 4 - buf) + (cl && cl < he ? (size_t)atoi(cl + 16) : 0);
+        if (n >= want)
+            return 1;
+    }
+}
+
+static void *script_main(void *arg)
+{
+    script *sc = arg;
+    int k = 0;
+    while (sc->answers[k]) {
+        int c = accept(sc->fd, NULL, NULL);
+        if (c < 0)
+            break;
+        sc->accepted++;
+        while (sc->answers[k] && read_request(c)) {
+            const char *a = sc->answers[k];
+            assert_true(send(c, a, strlen(a), MSG_NOSIGNAL) == (ssize_t)strlen(a));
+            if (sc->close_after[k++])
+                break;
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static void script_start(script *sc, const char *const *answers, const int *close_after)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->fd = black_hole(&sc->port);
+    sc->answers = answers;
+    sc->close_after = close_after;
+    assert_int_equal(pthread_create(&sc->th, NULL, script_main, sc), 0);
+}
+
+static void script_stop(script *sc)
+{
+    pthread_join(sc->th, NULL);
+    close(sc->fd);
+}
+
+/* One request on the kept client h; its reply (or NULL) and status. */
+static long ask(pfi_http *h, int port, const char *method, size_t max_reply, char **reply,
+                char *err)
+{
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/x", port);
+    pfi_http_req r = {.url = url, .method = method, .body = strcmp(method, "GET") ? "{}" : NULL,
+                      .max_reply = max_reply};
+    pfi_http_many(h, &r, 1, "tok", 5.0, 1);
+    *reply = r.reply;
+    snprintf(err, 200, "%s", r.err);
+    return r.status;
+}
+
+static void test_answers_read(void **state)
+{
+    static const char *const answers[] = {
+        /* chunked, with a chunk extension and a trailer */
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n "
+        "world\r\n0\r\nX-T: 1\r\n\r\n",
+        /* 100 Continue first, then the answer */
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+        /* an error status with a body */
+        "HTTP/1.1 409 Conflict\r\nContent-Length: 9\r\nDate: Sun, 06 Nov 1994 08:49:37 "
+        "GMT\r\n\r\nstale epo",
+        /* kept, then closed by the server while idle: the next request goes again */
+        "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na",
+        "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb",
+        /* HTTP/1.0, its body up to the close */
+        "HTTP/1.0 200 OK\r\n\r\nuntil the end",
+        /* longer than max_reply */
+        "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789",
+        /* not HTTP */
+        "garbage\r\n\r\n",
+        NULL};
+    static const int close_after[] = {0, 0, 0, 1, 0, 1, 1, 1};
+    script sc;
+    script_start(&sc, answers, close_after);
+    pfi_http *h = pfi_http_new();
+    char *rep, err[200];
+    assert_int_equal(ask(h, sc.port, "PUT", 0, &rep, err), 200);
+    assert_string_equal(rep, "hello world");
+    free(rep);
+    assert_int_equal(ask(h, sc.port, "POST", 0, &rep, err), 201);
+    assert_string_equal(rep, "ok");
+    free(rep);
+    pfi_http_req r = {0};
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/x", sc.port);
+    r.url = url;
+    r.method = "GET";
+    pfi_http_many(h, &r, 1, NULL, 5.0, 1);
+    assert_int_equal(r.status, 409);
+    assert_non_null(strstr(r.err, "HTTP 409: stale epo"));
+    assert_true(r.date_s == 784111777.0);
+    pfi_http_req_free(&r, 1);
+    assert_int_equal(sc.accepted, 1); /* three requests, one connection */
+    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
+    assert_string_equal(rep, "a");
+    free(rep);
+    usleep(1000 * 50); /* the server closes the idle connection meanwhile */
+    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
+    assert_string_equal(rep, "b");
+    free(rep);
+    assert_int_equal(sc.accepted, 2);
+    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
+    assert_string_equal(rep, "until the end");
+    free(rep);
+    assert_int_equal(ask(h, sc.port, "GET", 10, &rep, err), -1);
+    assert_null(rep);
+    assert_non_null(strstr(err, "longer"));
+    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), -1);
+    assert_null(rep);
+    assert_non_null(strstr(err, "malformed"));
+    pfi_http_free(h);
+    script_stop(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_request_once),
         cmocka_unit_test(test_silent_node_holds_only_itself),
         cmocka_unit_test(test_one_shot),
+        cmocka_unit_test(test_answers_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
 
 #include <curl/curl.h>
 
+#include "util/http_kept.h"
+
 #define REPLY_MAX (4u << 20) /* a node's answer is small; this bounds a broken one */
 #define HTTP_THREADS 4       /* threads of one call at most */
 #define HTTP_PER_THREAD 64   /* requests it takes to start one more thread */
@@ -79,6 +81,7 @@ typedef struct slice {
 
 struct pfi_http {
     slice s[HTTP_THREADS];
+    pfi_http_kept *kept[HTTP_THREADS]; /* plain HTTP's connections, per slice */
 };
 
 static CURL *handle_get(slice *sl)
@@ -179,13 +182,18 @@ void pfi_http_free(pfi_http *h)
             curl_easy_cleanup(h->s[k].idle[i]);
         if (h->s[k].m)
             curl_multi_cleanup(h->s[k].m);
+        pfi_http_kept_free(h->kept[k]);
     }
     free(h);
 }
 
-/* What one thread of a call runs: the requests xs[0..n), at most max_parallel at a time. */
+/* What one thread of a call runs: the plain requests kr[0..nk) on kept connections, then the
+ * requests xs[0..n) through curl, at most max_parallel at a time. */
 typedef struct run {
     slice *sl;
+    pfi_http_kept *kept;
+    pfi_http_req **kr;
+    int nk;
     xfer *xs;
     int n, max_parallel;
     const heads *hd;
@@ -220,6 +228,10 @@ static void *run_main(void *arg)
 {
     run *u = arg;
     slice *sl = u->sl;
+    if (u->nk > 0)
+        pfi_http_kept_run(u->kept, u->kr, u->nk, u->hd->auth, u->timeout_s, u->max_parallel);
+    if (u->n == 0)
+        return NULL;
     curl_multi_setopt(sl->m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)u->max_parallel);
     curl_multi_setopt(sl->m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)u->max_parallel);
     /* One connection kept per server it talks to (every node, call after call), where curl's
@@ -304,17 +316,24 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
     for (int s = 1; s < k && keep; s++)
         if (!keep->s[s].m && !(keep->s[s].m = curl_multi_init()))
             k = s;
+    for (int s = 0; s < k && keep; s++)
+        if (!keep->kept[s] && !(keep->kept[s] = pfi_http_kept_new()))
+            k = s > 0 ? s : 1;
     heads hd = {ah, head_list(ah, "application/json"), head_list(ah, NULL)};
     xfer *xs = calloc((size_t)n, sizeof *xs);
-    int *cnt = calloc((size_t)k + 1, sizeof *cnt);
+    pfi_http_req **kr = calloc((size_t)n, sizeof *kr);
+    char *plain = calloc((size_t)n, 1);
+    int *cnt = calloc(2 * (size_t)k + 1, sizeof *cnt);
     pfi_http *h = keep ? keep : pfi_http_new();
-    if (!xs || !cnt || !h || !hd.json || !hd.bare) {
+    if (!xs || !kr || !plain || !cnt || !h || !hd.json || !hd.bare || (keep && !keep->kept[0])) {
         for (int i = 0; i < n; i++) {
             snprintf(reqs[i].err, sizeof reqs[i].err, "out of memory");
             if (reqs[i].done)
                 reqs[i].done(&reqs[i]);
         }
         free(xs);
+        free(kr);
+        free(plain);
         free(cnt);
         if (!keep)
             pfi_http_free(h);
@@ -322,28 +341,38 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         curl_slist_free_all(hd.bare);
         return;
     }
-    /* xs grouped by slice, each group in the caller's order. */
-    for (int i = 0; i < n; i++)
-        cnt[k > 1 ? slice_of(&reqs[i], k) : 0]++;
+    /* Requests grouped by slice, each group in the caller's order: plain HTTP on a kept
+     * client on its own connections, the rest through curl. */
+    for (int i = 0; i < n; i++) {
+        int s = k > 1 ? slice_of(&reqs[i], k) : 0;
+        plain[i] = keep && pfi_http_kept_can(&reqs[i]);
+        cnt[2 * s + !plain[i]]++;
+    }
     run runs[HTTP_THREADS];
-    int at = 0;
+    int at = 0, kat = 0;
     for (int s = 0; s < k; s++) {
         int per = (max_parallel + k - 1) / k;
-        runs[s] = (run){&h->s[s], xs + at, 0, per, &hd, timeout_s, 0};
-        at += cnt[s];
+        runs[s] = (run){&h->s[s], keep ? keep->kept[s] : NULL, kr + kat, 0, xs + at, 0, per,
+                        &hd, timeout_s, 0};
+        kat += cnt[2 * s];
+        at += cnt[2 * s + 1];
     }
     for (int i = 0; i < n; i++) {
         run *u = &runs[k > 1 ? slice_of(&reqs[i], k) : 0];
-        u->xs[u->n++].r = &reqs[i];
+        if (plain[i])
+            u->kr[u->nk++] = &reqs[i];
+        else
+            u->xs[u->n++].r = &reqs[i];
     }
     int started[HTTP_THREADS] = {0};
     for (int s = 1; s < k; s++)
-        started[s] = runs[s].n > 0 && pthread_create(&runs[s].th, NULL, run_main, &runs[s]) == 0;
+        started[s] = runs[s].n + runs[s].nk > 0 &&
+                     pthread_create(&runs[s].th, NULL, run_main, &runs[s]) == 0;
     run_main(&runs[0]);
     for (int s = 1; s < k; s++) {
         if (started[s])
             pthread_join(runs[s].th, NULL);
-        else if (runs[s].n > 0)
+        else if (runs[s].n + runs[s].nk > 0)
             run_main(&runs[s]); /* no thread: in this one, after the first */
     }
     for (int i = 0; i < n; i++)
@@ -353,6 +382,8 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
     if (!keep)
         pfi_http_free(h);
     free(xs);
+    free(kr);
+    free(plain);
     free(cnt);
 }
 

@@ -4,7 +4,9 @@
  * together through curl's multi interface, on the calling thread and, for many requests on a
  * kept client, up to 3 more, so reaching 1,000 nodes costs one round trip of the slowest node
  * plus the per-request CPU shared among threads, not 1,000 round trips; a client kept across
- * calls keeps its connections, so heartbeats do not reconnect.  The SPANK plugin
+ * calls keeps its connections, so heartbeats do not reconnect.  On a kept client, plain
+ * http:// to a numeric address or localhost and Unix sockets skip curl: http_kept.c runs them
+ * on one epoll loop a thread, with nothing set up per request but its bytes.  The SPANK plugin
  * (src/slurm/) keeps its own few lines of curl: slurmd loads it, and it links libcurl alone,
  * never libpfi. */
 #ifndef PFI_UTIL_HTTP_H
@@ -12,27 +14,7 @@
 
 #include <stddef.h>
 
-/* One request. */
-typedef struct pfi_http_req {
-    const char *url;       /* full URL */
-    const char *unix_sock; /* non-NULL: connect to this Unix socket (url's host is ignored) */
-    const char *method;    /* "GET", "PUT", "POST", "DELETE" */
-    const char *body;      /* sent with content_type; NULL: none */
-    const char *content_type; /* the body's type; NULL: application/json */
-    size_t max_reply;      /* a longer reply fails the request; 0: 4 MiB (a node's answer) */
-    long status;           /* out: HTTP status, or -1 when no answer */
-    int started;           /* out: 0 when the client could not even start it (out of memory) */
-    char *reply;           /* out: body (malloc'd, NUL-terminated) or NULL */
-    double date_s;         /* out: the answer's Date header in Unix seconds; NAN when none */
-    char err[200];         /* out: why there was no good answer */
-    /* Called once the request is over (answered or not), on the thread that ran it, which
-     * may not be the caller's: it may read the outcome, and touch only what is the request's
-     * own.  NULL: none. */
-    void (*done)(struct pfi_http_req *r);
-    void *ud; /* the caller's, for done */
-    unsigned affinity; /* requests with the same value other than 0 (one server's, say) run on
-                        * the same thread and its kept connections; 0: grouped by host */
-} pfi_http_req;
+#include "util/http_req.h"
 
 /* A reusable client: its open connections survive between calls.  Not thread-safe: one caller
  * at a time. */
@@ -43,7 +25,9 @@ void pfi_http_free(pfi_http *h);
 /* Performs every request, at most max_parallel at a time, each within timeout_s, on keep's
  * connections (NULL: a client for this call only).  With keep, many requests are shared
  * among up to 4 threads by host, each with its own connections, and the call returns when
- * every one is over: a request that hangs holds its own slot until timeout_s, no other.  token (may be NULL) goes in an
+ * every one is over: a request that hangs holds its own slot until timeout_s, no other.  (A
+ * thread runs its plain requests first, then those for curl, each within timeout_s of its
+ * own start.)  token (may be NULL) goes in an
  * Authorization: Bearer header.  Never fails as a whole: outcomes are in the requests. */
 void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
                    double timeout_s, int max_parallel);

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* http_kept.c: plain HTTP/1.1 over kept connections, for the many small requests of a fan-out
+ * (http_kept.h).  One epoll loop runs every request of a slice at once: connect (or take a
+ * kept connection to the same server), write the request, read the answer (Content-Length,
+ * chunked, or up to the close), keep the connection when the server allows.  A kept connection
+ * the server closed meanwhile is found on the first write or read, and the request goes again
+ * once on a new one, before any byte of its answer came. */
+#include "util/http_kept.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "util/clock.h"
+
+#define KEPT_MAX 4096 /* kept connections of one slice at most */
+
+typedef struct kconn {
+    char key[112]; /* "h:HOST:PORT" or "u:PATH" */
+    int fd;
+} kconn;
+
+struct pfi_http_kept {
+    kconn *c;
+    int n, cap;
+};
+
+pfi_http_kept *pfi_http_kept_new(void)
+{
+    return calloc(1, sizeof(pfi_http_kept));
+}
+
+void pfi_http_kept_free(pfi_http_kept *k)
+{
+    if (!k)
+        return;
+    for (int i = 0; i < k->n; i++)
+        close(k->c[i].fd);
+    free(k->c);
+    free(k);
+}
+
+/* A kept connection to key, taken out of the pool; -1 when none. */
+static int kept_take(pfi_http_kept *k, const char *key)
+{
+    for (int i = k->n - 1; i >= 0; i--)
+        if (!strcmp(k->c[i].key, key)) {
+            int fd = k->c[i].fd;
+            k->c[i] = k->c[--k->n];
+            return fd;
+        }
+    return -1;
+}
+
+static void kept_put(pfi_http_kept *k, const char *key, int fd)
+{
+    if (k->n == k->cap) {
+        int nc = k->cap ? 2 * k->cap : 64;
+        kconn *c = nc <= KEPT_MAX ? realloc(k->c, (size_t)nc * sizeof *c) : NULL;
+        if (!c) {
+            close(fd);
+            return;
+        }
+        k->c = c;
+        k->cap = nc;
+    }
+    snprintf(k->c[k->n].key, sizeof k->c[0].key, "%s", key);
+    k->c[k->n++].fd = fd;
+}
+
+/* Where a URL goes: "http://HOST[:PORT]/path" with HOST a numeric address, [IPv6] or
+ * localhost, or any such URL over a Unix socket. */
+typedef struct target {
+    struct sockaddr_storage sa;
+    socklen_t sa_len;
+    char key[112];
+    char host[80];
+    const char *path;
+} target;
+
+static int parse_target(const char *url, const char *unix_sock, target *t)
+{
+    memset(t, 0, sizeof *t);
+    if (strncmp(url, "http://", 7))
+        return -1;
+    const char *h = url + 7, *e = h;
+    char name[64];
+    int port = 80;
+    if (*h == '[') {
+        e = strchr(h, ']');
+        if (!e || e - h - 1 >= (int)sizeof name)
+            return -1;
+        memcpy(name, h + 1, (size_t)(e - h - 1));
+        name[e - h - 1] = '\0';
+        e++;
+    } else {
+        while (*e && *e != ':' && *e != '/' && *e != '?')
+            e++;
+        if (e - h >= (int)sizeof name || e == h)
+            return -1;
+        memcpy(name, h, (size_t)(e - h));
+        name[e - h] = '\0';
+    }
+    if (*e == ':') {
+        char *end;
+        long p = strtol(e + 1, &end, 10);
+        if (end == e + 1 || p < 1 || p > 65535)
+            return -1;
+        port = (int)p;
+        e = end;
+    }
+    if (*e && *e != '/')
+        return -1;
+    t->path = *e ? e : "/";
+    snprintf(t->host, sizeof t->host, "%.*s", (int)(e - h), h);
+    if (unix_sock) {
+        struct sockaddr_un *su = (struct sockaddr_un *)&t->sa;
+        if (strlen(unix_sock) >= sizeof su->sun_path || strlen(unix_sock) + 3 > sizeof t->key)
+            return -1;
+        su->sun_family = AF_UNIX;
+        strcpy(su->sun_path, unix_sock);
+        t->sa_len = sizeof *su;
+        snprintf(t->key, sizeof t->key, "u:%s", unix_sock);
+        return 0;
+    }
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&t->sa;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&t->sa;
+    if (!strcmp(name, "localhost"))
+        snprintf(name, sizeof name, "127.0.0.1");
+    if (inet_pton(AF_INET, name, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((unsigned short)port);
+        t->sa_len = sizeof *s4;
+    } else if (inet_pton(AF_INET6, name, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((unsigned short)port);
+        t->sa_len = sizeof *s6;
+    } else {
+        return -1; /* a name to resolve: curl's */
+    }
+    snprintf(t->key, sizeof t->key, "h:%s:%d", name, port);
+    return 0;
+}
+
+int pfi_http_kept_can(const pfi_http_req *r)
+{
+    target t;
+    return parse_target(r->url, r->unix_sock, &t) == 0;
+}
+
+/* ---- one request in flight ---- */
+
+enum { CONNECTING, SENDING, READING };
+
+typedef struct job {
+    pfi_http_req *r;
+    target t;
+    int fd, state, reused, tries;
+    char *out; /* the request's bytes */
+    size_t out_len, out_at;
+    char *in; /* the answer so far */
+    size_t in_len, in_cap, max;
+    double deadline;
+} job;
+
+static void job_close(job *j)
+{
+    if (j->fd >= 0)
+        close(j->fd);
+    j->fd = -1;
+}
+
+static int build_request(job *j, const char *auth)
+{
+    const pfi_http_req *r = j->r;
+    size_t blen = r->body ? strlen(r->body) : 0;
+    size_t cap = strlen(r->method) + strlen(j->t.path) + strlen(j->t.host) + blen +
+                 (auth ? strlen(auth) : 0) + (r->content_type ? strlen(r->content_type) : 0) +
+                 160;
+    j->out = malloc(cap);
+    if (!j->out)
+        return -1;
+    int n = snprintf(j->out, cap, "%s %s HTTP/1.1\r\nHost: %s\r\n", r->method, j->t.path,
+                     j->t.host);
+    if (auth)
+        n += snprintf(j->out + n, cap - (size_t)n, "%s\r\n", auth);
+    if (r->body)
+        n += snprintf(j->out + n, cap - (size_t)n, "Content-Type: %s\r\nContent-Length: %zu\r\n",
+                      r->content_type ? r->content_type : "application/json", blen);
+    n += snprintf(j->out + n, cap - (size_t)n, "\r\n");
+    if (blen)
+        memcpy(j->out + n, r->body, blen);
+    j->out_len = (size_t)n + blen;
+    return 0;
+}
+
+static void fail(job *j, const char *why)
+{
+    j->r->status = -1;
+    snprintf(j->r->err, sizeof j->r->err, "%s", why);
+    job_close(j);
+}
+
+/* Opens (or takes) the connection and registers it; 0, or -1 with the request failed. */
+static int job_connect(job *j, pfi_http_kept *k, int ep)
+{
+    j->fd = j->tries == 0 ? kept_take(k, j->t.key) : -1;
+    j->reused = j->fd >= 0;
+    j->out_at = 0;
+    j->in_len = 0;
+    if (j->fd < 0) {
+        j->fd = socket(j->t.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (j->fd < 0) {
+            fail(j, strerror(errno));
+            return -1;
+        }
+        if (j->t.sa.ss_family != AF_UNIX) {
+            int one = 1;
+            setsockopt(j->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        }
+        if (connect(j->fd, (struct sockaddr *)&j->t.sa, j->t.sa_len) != 0 &&
+            errno != EINPROGRESS) {
+            char m[160];
+            snprintf(m, sizeof m, "cannot connect to %s: %s", j->t.host, strerror(errno));
+            fail(j, m);
+            return -1;
+        }
+        j->state = CONNECTING;
+    } else {
+        /* A kept connection takes the request at once (a small one fits its socket buffer):
+         * no wait for it to be writable. */
+        j->state = SENDING;
+        ssize_t w = send(j->fd, j->out, j->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0)
+            j->out_at = (size_t)w;
+        if (j->out_at == j->out_len)
+            j->state = READING;
+    }
+    struct epoll_event ev = {.events = j->state == READING ? EPOLLIN : EPOLLOUT, .data.ptr = j};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, j->fd, &ev) != 0) {
+        fail(j, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A kept connection that failed before any answer: the request goes again on a new one. */
+static int retry(job *j, pfi_http_kept *k, int ep, const char *why)
+{
+    if (j->reused && j->in_len == 0 && j->tries == 0) {
+        job_close(j);
+        j->tries = 1;
+        return job_connect(j, k, ep);
+    }
+    fail(j, why);
+    return -1;
+}
+
+/* ---- reading the answer ---- */
+
+static const char *find_crlf2(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 3 < n; i++)
+        if (s[i] == '\r' && s[i + 1] == '\n' && s[i + 2] == '\r' && s[i + 3] == '\n')
+            return s + i;
+    return NULL;
+}
+
+/* A header's value in head[0..n) (the line "Name: value"), into v; 0 when absent. */
+static int header(const char *head, size_t n, const char *name, char *v, size_t vn)
+{
+    size_t ln = strlen(name);
+    const char *p = head, *end = head + n;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol)
+            eol = end;
+        if ((size_t)(eol - p) > ln && !strncasecmp(p, name, ln) && p[ln] == ':') {
+            const char *a = p + ln + 1, *b = eol;
+            while (a < b && (*a == ' ' || *a == '\t'))
+                a++;
+            while (b > a && (b[-1] == '\r' || b[-1] == ' '))
+                b--;
+            snprintf(v, vn, "%.*s", (int)(b - a), a);
+            return 1;
+        }
+        p = eol + 1;
+    }
+    return 0;
+}
+
+/* Chunked body in s[0..n), decoded in place: its length into *out_len; 1 when complete, 0 when
+ * more is needed, -1 when malformed. */
+static int dechunk(char *s, size_t n, size_t *out_len)
+{
+    size_t rd = 0, w = 0; /* w <= rd: the decoded bytes never overtake the ones still to read */
+    for (;;) {
+        const char *eol = memchr(s + rd, '\n', n - rd);
+        if (!eol)
+            return 0;
+        char *end;
+        unsigned long long sz = strtoull(s + rd, &end, 16);
+        if (end == s + rd)
+            return -1;
+        size_t data = (size_t)(eol - s) + 1;
+        if (sz == 0) { /* trailers, then an empty line */
+            size_t p = data;
+            for (;;) {
+                const char *e2 = memchr(s + p, '\n', n - p);
+                if (!e2)
+                    return 0;
+                size_t line = (size_t)(e2 - (s + p));
+                p = (size_t)(e2 - s) + 1;
+                if (line == 0 || (line == 1 && s[p - 2] == '\r')) {
+                    *out_len = w;
+                    return 1;
+                }
+            }
+        }
+        if (sz > n - data || n - data - sz < 2)
+            return 0;
+        if (s[data + sz] != '\r' || s[data + sz + 1] != '\n')
+            return -1;
+        memmove(s + w, s + data, (size_t)sz);
+        w += (size_t)sz;
+        rd = data + (size_t)sz + 2;
+    }
+}
+
+/* "HTTP/M.N CODE ..." at s: 0 and the parts, -1 when it is not a status line. */
+static int status_line(const char *s, int *major, int *minor, int *code)
+{
+    if (strncmp(s, "HTTP/", 5) || s[5] < '0' || s[5] > '9' || s[6] != '.' || s[7] < '0' ||
+        s[7] > '9' || s[8] != ' ' || s[9] < '1' || s[9] > '9' || s[10] < '0' || s[10] > '9' ||
+        s[11] < '0' || s[11] > '9')
+        return -1;
+    *major = s[5] - '0';
+    *minor = s[7] - '0';
+    *code = (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
+    return 0;
+}
+
+/* The answer so far: 1 complete (the request is done), 0 more needed, -1 malformed, -2 longer
+ * than the request allows. */
+static int parse_answer(job *j, int eof, int *keep)
+{
+    pfi_http_req *r = j->r;
+    const char *he;
+    for (;;) {
+        he = find_crlf2(j->in, j->in_len);
+        if (!he)
+            return eof ? -1 : 0;
+        int major, minor, code;
+        if (status_line(j->in, &major, &minor, &code) != 0)
+            return -1;
+        if (code >= 200)
+            break;
+        /* A 1xx answer before the real one: dropped. */
+        size_t drop = (size_t)(he + 4 - j->in);
+        memmove(j->in, j->in + drop, j->in_len - drop);
+        j->in_len -= drop;
+    }
+    size_t hlen = (size_t)(he + 4 - j->in);
+    char v[128];
+    int major = 1, minor = 1, code = 0;
+    status_line(j->in, &major, &minor, &code);
+    *keep = !(major == 1 && minor == 0);
+    if (header(j->in, hlen, "Connection", v, sizeof v))
+        *keep = strcasecmp(v, "close") != 0 && (*keep || !strcasecmp(v, "keep-alive"));
+    const char *body = j->in + hlen;
+    size_t have = j->in_len - hlen, blen;
+    if (code == 204 || code == 304 || !strcmp(r->method, "HEAD")) {
+        blen = 0;
+    } else if (header(j->in, hlen, "Transfer-Encoding", v, sizeof v) &&
+               strcasecmp(v, "identity")) {
+        if (strcasecmp(v, "chunked"))
+            return -1;
+        char *copy = malloc(have + 1);
+        if (!copy)
+            return -1;
+        memcpy(copy, body, have);
+        int rc = dechunk(copy, have, &blen);
+        if (rc == 1 && blen > j->max)
+            rc = -2;
+        if (rc != 1) {
+            free(copy);
+            return rc == 0 && !eof ? 0 : rc == -2 ? -2 : -1;
+        }
+        r->reply = copy;
+        r->reply[blen] = '\0';
+        goto done;
+    } else if (header(j->in, hlen, "Content-Length", v, sizeof v)) {
+        char *end;
+        unsigned long long cl = strtoull(v, &end, 10);
+        if (end == v || *end)
+            return -1;
+        if (cl > j->max)
+            return -2;
+        if (have < cl)
+            return eof ? -1 : 0;
+        blen = (size_t)cl;
+    } else {
+        *keep = 0; /* the body ends with the connection */
+        if (have > j->max)
+            return -2;
+        if (!eof)
+            return 0;
+        blen = have;
+    }
+    r->reply = malloc(blen + 1);
+    if (!r->reply)
+        return -1;
+    memcpy(r->reply, body, blen);
+    r->reply[blen] = '\0';
+done:
+    r->status = code;
+    if (header(j->in, hlen, "Date", v, sizeof v)) {
+        time_t t = curl_getdate(v, NULL);
+        if (t != (time_t)-1)
+            r->date_s = (double)t;
+    }
+    if (code >= 300)
+        snprintf(r->err, sizeof r->err, "HTTP %d: %.150s", code, r->reply ? r->reply : "");
+    return 1;
+}
+
+/* ---- the loop ---- */
+
+void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char *auth,
+                       double timeout_s, int max_parallel)
+{
+    job *js = calloc((size_t)n + 1, sizeof *js);
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (!js || ep < 0) {
+        for (int i = 0; i < n; i++) {
+            snprintf(reqs[i]->err, sizeof reqs[i]->err, "out of memory");
+            if (reqs[i]->done)
+                reqs[i]->done(reqs[i]);
+        }
+        free(js);
+        if (ep >= 0)
+            close(ep);
+        return;
+    }
+    int next = 0, active = 0;
+    struct epoll_event evs[64];
+    while (next < n || active > 0) {
+        while (next < n && active < max_parallel) {
+            job *j = &js[next++];
+            j->r = reqs[next - 1];
+            j->fd = -1;
+            j->max = j->r->max_reply ? j->r->max_reply : (4u << 20);
+            j->deadline = pfi_clock_mono() + timeout_s;
+            if (parse_target(j->r->url, j->r->unix_sock, &j->t) != 0 ||
+                build_request(j, auth) != 0) {
+                fail(j, "cannot send this request");
+            } else {
+                j->r->started = 1;
+                if (job_connect(j, k, ep) == 0) {
+                    active++;
+                    continue;
+                }
+            }
+            if (j->r->done)
+                j->r->done(j->r);
+        }
+        if (active == 0)
+            continue;
+        /* Wait until something is ready or the nearest deadline. */
+        double now = pfi_clock_mono(), first = INFINITY;
+        for (int i = 0; i < next; i++)
+            if (js[i].fd >= 0 && js[i].deadline < first)
+                first = js[i].deadline;
+        int ms = first - now > 0.05 ? 50 : first <= now ? 0 : (int)((first - now) * 1000.0) + 1;
+        int got = epoll_wait(ep, evs, 64, ms);
+        for (int e = 0; e < got; e++) {
+            job *j = evs[e].data.ptr;
+            int finished = 0, keep = 0;
+            if (j->state == CONNECTING) {
+                int err = 0;
+                socklen_t el = sizeof err;
+                getsockopt(j->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+                if (err) {
+                    char m[160];
+                    snprintf(m, sizeof m, "cannot connect to %s: %s", j->t.host, strerror(err));
+                    fail(j, m);
+                    finished = 1;
+                } else {
+                    j->state = SENDING;
+                }
+            }
+            if (!finished && j->state == SENDING) {
+                ssize_t w = send(j->fd, j->out + j->out_at, j->out_len - j->out_at, MSG_NOSIGNAL);
+                if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                    finished = retry(j, k, ep, strerror(errno)) != 0;
+                } else if (w > 0 && (j->out_at += (size_t)w) == j->out_len) {
+                    j->state = READING;
+                    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
+                    epoll_ctl(ep, EPOLL_CTL_MOD, j->fd, &ev);
+                }
+            } else if (!finished && j->state == READING) {
+                for (;;) {
+                    if (j->in_cap - j->in_len < 4096) {
+                        size_t nc = j->in_cap ? 2 * j->in_cap : 8192;
+                        char *nb = nc <= j->max + 65536 ? realloc(j->in, nc + 1) : NULL;
+                        if (!nb) {
+                            fail(j, "answer too long");
+                            finished = 1;
+                            break;
+                        }
+                        j->in = nb;
+                        j->in_cap = nc;
+                    }
+                    ssize_t rd = recv(j->fd, j->in + j->in_len, j->in_cap - j->in_len, 0);
+                    if (rd < 0 && (errno == EAGAIN || errno == EINTR))
+                        break;
+                    if (rd <= 0 && j->in_len == 0) {
+                        finished = retry(j, k, ep, rd == 0 ? "connection closed without an answer"
+                                                           : strerror(errno)) != 0;
+                        break;
+                    }
+                    if (rd < 0) {
+                        fail(j, strerror(errno));
+                        finished = 1;
+                        break;
+                    }
+                    j->in_len += (size_t)rd;
+                    j->in[j->in_len] = '\0';
+                    int pr = parse_answer(j, rd == 0, &keep);
+                    if (pr != 0) {
+                        if (pr == -2)
+                            fail(j, "answer longer than the request allows");
+                        else if (pr < 0)
+                            fail(j, "malformed answer");
+                        finished = 1;
+                        break;
+                    }
+                    if (rd == 0)
+                        break;
+                }
+            }
+            if (finished) {
+                if (j->fd >= 0) {
+                    epoll_ctl(ep, EPOLL_CTL_DEL, j->fd, NULL);
+                    if (keep)
+                        kept_put(k, j->t.key, j->fd);
+                    else
+                        close(j->fd);
+                    j->fd = -1;
+                }
+                active--;
+                if (j->r->done)
+                    j->r->done(j->r);
+            }
+        }
+        /* Past their deadline: given up. */
+        now = pfi_clock_mono();
+        for (int i = 0; i < next; i++) {
+            job *j = &js[i];
+            if (j->fd >= 0 && now >= j->deadline) {
+                char m[120];
+                snprintf(m, sizeof m, "Timeout: no answer within %g s", timeout_s);
+                fail(j, m);
+                active--;
+                if (j->r->done)
+                    j->r->done(j->r);
+            }
+        }
+    }
+    for (int i = 0; i < next; i++) {
+        free(js[i].out);
+        free(js[i].in);
+    }
+    free(js);
+    close(ep);
+}

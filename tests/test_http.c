@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_http.c: the HTTP client's fan-out (util/http.h) against loopback stand-in node daemons:
- * every request answered once, its done call on whichever thread ran it, a server that never
- * answers holding only its own request until the timeout (every other one done before it), a
- * refused connection failing alone, and kept connections reused from call to call. */
+/* test_http.c: the HTTP client's fan-out (util/http.h) against loopback stand-in node daemons,
+ * plain HTTP on kept connections and through curl: every request answered once, its done
+ * call on whichever thread ran it, a server that never answers holding only its own request
+ * until the timeout (every other one done before it), a refused connection failing alone,
+ * kept connections reused from call to call; and answers of every shape read right. */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -121,12 +122,24 @@ static void fan_down(fan *f, int n)
     free(f->sn);
 }
 
+/* Each test of the fan-out runs both ways: plain HTTP on one epoll loop, and through curl on
+ * several threads. */
+static int curl_only;
+
+static pfi_http *client(void)
+{
+    pfi_http *h = pfi_http_new();
+    assert_non_null(h);
+    if (curl_only)
+        pfi_http_curl_only(h);
+    return h;
+}
+
 static void test_every_request_once(void **state)
 {
     fan f;
     fan_up(&f, 0);
-    pfi_http *h = pfi_http_new();
-    assert_non_null(h);
+    pfi_http *h = client();
     /* Two calls on the same client, the second a change of every node again. */
     for (int call = 0; call < 2; call++) {
         for (int i = 0; i < NODES; i++) {
@@ -160,7 +173,7 @@ static void test_silent_node_holds_only_itself(void **state)
     fan_up(&f, 2);
     int hole_port, hole = black_hole(&hole_port);
     int dead_port = closed_port();
-    pfi_http *h = pfi_http_new();
+    pfi_http *h = client();
     for (int i = 0; i < NODES; i++)
         fan_caps(&f, i, 5, 333);
     char hole_url[64], dead_url[64];
@@ -361,5 +374,11 @@ int main(void)
         cmocka_unit_test(test_one_shot),
         cmocka_unit_test(test_answers_read),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("plain HTTP on kept connections", tests, NULL, NULL);
+    curl_only = 1;
+    const struct CMUnitTest through_curl[] = {
+        cmocka_unit_test(test_every_request_once),
+        cmocka_unit_test(test_silent_node_holds_only_itself),
+    };
+    return failed + cmocka_run_group_tests_name("through curl", through_curl, NULL, NULL);
 }

@@ -81,7 +81,8 @@ typedef struct slice {
 
 struct pfi_http {
     slice s[HTTP_THREADS];
-    pfi_http_kept *kept[HTTP_THREADS]; /* plain HTTP's connections, per slice */
+    pfi_http_kept *kept; /* plain HTTP's connections */
+    int curl_only;
 };
 
 static CURL *handle_get(slice *sl)
@@ -173,6 +174,11 @@ pfi_http *pfi_http_new(void)
     return h; /* the other slices' multi handles when first needed */
 }
 
+void pfi_http_curl_only(pfi_http *h)
+{
+    h->curl_only = 1;
+}
+
 void pfi_http_free(pfi_http *h)
 {
     if (!h)
@@ -182,18 +188,15 @@ void pfi_http_free(pfi_http *h)
             curl_easy_cleanup(h->s[k].idle[i]);
         if (h->s[k].m)
             curl_multi_cleanup(h->s[k].m);
-        pfi_http_kept_free(h->kept[k]);
     }
+    pfi_http_kept_free(h->kept);
     free(h);
 }
 
-/* What one thread of a call runs: the plain requests kr[0..nk) on kept connections, then the
- * requests xs[0..n) through curl, at most max_parallel at a time. */
+/* What one thread of a call runs through curl: the requests xs[0..n), at most max_parallel at
+ * a time. */
 typedef struct run {
     slice *sl;
-    pfi_http_kept *kept;
-    pfi_http_req **kr;
-    int nk;
     xfer *xs;
     int n, max_parallel;
     const heads *hd;
@@ -228,10 +231,6 @@ static void *run_main(void *arg)
 {
     run *u = arg;
     slice *sl = u->sl;
-    if (u->nk > 0)
-        pfi_http_kept_run(u->kept, u->kr, u->nk, u->hd->auth, u->timeout_s, u->max_parallel);
-    if (u->n == 0)
-        return NULL;
     curl_multi_setopt(sl->m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)u->max_parallel);
     curl_multi_setopt(sl->m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)u->max_parallel);
     /* One connection kept per server it talks to (every node, call after call), where curl's
@@ -307,84 +306,87 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         free(reqs[i].reply);
         reqs[i].reply = NULL;
     }
-    /* Many requests go out from several threads, each with its own connections: at site
-     * scale the client's own CPU (curl, the kernel's sockets, the callers' decoding in done)
-     * is what a round takes, and one thread would do it all in turn. */
-    int k = keep && n >= HTTP_PER_THREAD ? n / HTTP_PER_THREAD : 1;
+    /* Plain HTTP on a kept client: every such request on one epoll loop, on this thread, its
+     * connections kept (http_kept.c).  One thread, because at site scale such a loop costs
+     * little CPU per request and each hand-over between threads is a wait for a core on a
+     * busy machine.  The rest goes through curl, whose CPU per request is what a round of
+     * many takes: shared among up to 4 threads by node (affinity) or host, each with its own
+     * connections. */
+    if (keep && !keep->kept && !(keep->kept = pfi_http_kept_new())) {
+        for (int i = 0; i < n; i++)
+            snprintf(reqs[i].err, sizeof reqs[i].err, "out of memory");
+        for (int i = 0; i < n; i++)
+            if (reqs[i].done)
+                reqs[i].done(&reqs[i]);
+        return;
+    }
+    pfi_http_req **kr = calloc((size_t)n + 1, sizeof *kr);
+    xfer *xs = calloc((size_t)n + 1, sizeof *xs);
+    heads hd = {ah, head_list(ah, "application/json"), head_list(ah, NULL)};
+    pfi_http *h = keep ? keep : pfi_http_new();
+    int nk = 0, nc = 0;
+    if (kr && xs)
+        for (int i = 0; i < n; i++) {
+            if (keep && !keep->curl_only && pfi_http_kept_can(&reqs[i]))
+                kr[nk++] = &reqs[i];
+            else
+                xs[nc++].r = &reqs[i];
+        }
+    int k = keep && nc >= HTTP_PER_THREAD ? nc / HTTP_PER_THREAD : 1;
     if (k > HTTP_THREADS)
         k = HTTP_THREADS;
-    for (int s = 1; s < k && keep; s++)
-        if (!keep->s[s].m && !(keep->s[s].m = curl_multi_init()))
+    for (int s = 1; s < k && h; s++)
+        if (!h->s[s].m && !(h->s[s].m = curl_multi_init()))
             k = s;
-    for (int s = 0; s < k && keep; s++)
-        if (!keep->kept[s] && !(keep->kept[s] = pfi_http_kept_new()))
-            k = s > 0 ? s : 1;
-    heads hd = {ah, head_list(ah, "application/json"), head_list(ah, NULL)};
-    xfer *xs = calloc((size_t)n, sizeof *xs);
-    pfi_http_req **kr = calloc((size_t)n, sizeof *kr);
-    char *plain = calloc((size_t)n, 1);
-    int *cnt = calloc(2 * (size_t)k + 1, sizeof *cnt);
-    pfi_http *h = keep ? keep : pfi_http_new();
-    if (!xs || !kr || !plain || !cnt || !h || !hd.json || !hd.bare || (keep && !keep->kept[0])) {
+    int *cnt = calloc((size_t)k + 1, sizeof *cnt);
+    xfer *sorted = calloc((size_t)nc + 1, sizeof *sorted);
+    if (!kr || !xs || !cnt || !sorted || !h || !hd.json || !hd.bare) {
         for (int i = 0; i < n; i++) {
             snprintf(reqs[i].err, sizeof reqs[i].err, "out of memory");
             if (reqs[i].done)
                 reqs[i].done(&reqs[i]);
         }
-        free(xs);
-        free(kr);
-        free(plain);
-        free(cnt);
-        if (!keep)
-            pfi_http_free(h);
-        curl_slist_free_all(hd.json);
-        curl_slist_free_all(hd.bare);
-        return;
+        goto out;
     }
-    /* Requests grouped by slice, each group in the caller's order: plain HTTP on a kept
-     * client on its own connections, the rest through curl. */
-    for (int i = 0; i < n; i++) {
-        int s = k > 1 ? slice_of(&reqs[i], k) : 0;
-        plain[i] = keep && pfi_http_kept_can(&reqs[i]);
-        cnt[2 * s + !plain[i]]++;
-    }
+    /* curl's requests grouped by slice, each group in the caller's order. */
+    for (int i = 0; i < nc; i++)
+        cnt[k > 1 ? slice_of(xs[i].r, k) : 0]++;
     run runs[HTTP_THREADS];
-    int at = 0, kat = 0;
+    int at = 0;
     for (int s = 0; s < k; s++) {
         int per = (max_parallel + k - 1) / k;
-        runs[s] = (run){&h->s[s], keep ? keep->kept[s] : NULL, kr + kat, 0, xs + at, 0, per,
-                        &hd, timeout_s, 0};
-        kat += cnt[2 * s];
-        at += cnt[2 * s + 1];
+        runs[s] = (run){&h->s[s], sorted + at, 0, per, &hd, timeout_s, 0};
+        at += cnt[s];
     }
-    for (int i = 0; i < n; i++) {
-        run *u = &runs[k > 1 ? slice_of(&reqs[i], k) : 0];
-        if (plain[i])
-            u->kr[u->nk++] = &reqs[i];
-        else
-            u->xs[u->n++].r = &reqs[i];
+    for (int i = 0; i < nc; i++) {
+        run *u = &runs[k > 1 ? slice_of(xs[i].r, k) : 0];
+        u->xs[u->n++].r = xs[i].r;
     }
-    int started[HTTP_THREADS] = {0};
-    for (int s = 1; s < k; s++)
-        started[s] = runs[s].n + runs[s].nk > 0 &&
-                     pthread_create(&runs[s].th, NULL, run_main, &runs[s]) == 0;
-    run_main(&runs[0]);
-    for (int s = 1; s < k; s++) {
+    /* With plain requests to run here, every curl slice gets a thread of its own. */
+    int first = nk > 0 ? 0 : 1, started[HTTP_THREADS] = {0};
+    for (int s = first; s < k; s++)
+        started[s] = runs[s].n > 0 && pthread_create(&runs[s].th, NULL, run_main, &runs[s]) == 0;
+    if (nk > 0)
+        pfi_http_kept_run(keep->kept, kr, nk, ah, timeout_s, max_parallel);
+    else
+        run_main(&runs[0]);
+    for (int s = first; s < k; s++) {
         if (started[s])
             pthread_join(runs[s].th, NULL);
-        else if (runs[s].n + runs[s].nk > 0)
-            run_main(&runs[s]); /* no thread: in this one, after the first */
+        else if (runs[s].n > 0)
+            run_main(&runs[s]); /* no thread: in this one, after the others */
     }
-    for (int i = 0; i < n; i++)
-        curl_slist_free_all(xs[i].hdr);
+    for (int i = 0; i < nc; i++)
+        curl_slist_free_all(sorted[i].hdr);
+out:
     curl_slist_free_all(hd.json);
     curl_slist_free_all(hd.bare);
     if (!keep)
         pfi_http_free(h);
-    free(xs);
     free(kr);
-    free(plain);
+    free(xs);
     free(cnt);
+    free(sorted);
 }
 
 void pfi_http_req_free(pfi_http_req *reqs, int n)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* http.h: pfi's one HTTP client (libcurl), used by `pfi ctl` and `pfi event`, by the cluster
- * controller to reach node daemons, and by its OpenADR client to reach a VTN.  Requests run
- * together through curl's multi interface, on the calling thread and, for many requests on a
- * kept client, up to 3 more, so reaching 1,000 nodes costs one round trip of the slowest node
- * plus the per-request CPU shared among threads, not 1,000 round trips; a client kept across
- * calls keeps its connections, so heartbeats do not reconnect.  On a kept client, plain
- * http:// to a numeric address or localhost and Unix sockets skip curl: http_kept.c runs them
- * on one epoll loop a thread, with nothing set up per request but its bytes.  The SPANK plugin
- * (src/slurm/) keeps its own few lines of curl: slurmd loads it, and it links libcurl alone,
- * never libpfi. */
+/* http.h: pfi's one HTTP client, used by `pfi ctl` and `pfi event`, by the cluster controller
+ * to reach node daemons, and by its OpenADR client to reach a VTN.  Requests run together, so
+ * reaching 1,000 nodes costs one round trip of the slowest node plus the per-request CPU, not
+ * 1,000 round trips, and a client kept across calls keeps its connections, so heartbeats and
+ * caps do not reconnect.  On a kept client, plain http:// to a numeric address or localhost,
+ * and Unix sockets, go through one epoll loop on the calling thread with nothing set up per
+ * request but its bytes (http_kept.c); everything else (https, names to resolve, a client for
+ * one call) through libcurl's multi interface, many requests shared among up to 4 threads.
+ * The SPANK plugin (src/slurm/) keeps its own few lines of curl: slurmd loads it, and it links
+ * libcurl alone, never libpfi. */
 #ifndef PFI_UTIL_HTTP_H
 #define PFI_UTIL_HTTP_H
 
@@ -21,14 +21,14 @@
 typedef struct pfi_http pfi_http;
 pfi_http *pfi_http_new(void);
 void pfi_http_free(pfi_http *h);
+/* Every request of h through curl from now on, plain HTTP too (the tests check both ways). */
+void pfi_http_curl_only(pfi_http *h);
 
-/* Performs every request, at most max_parallel at a time, each within timeout_s, on keep's
- * connections (NULL: a client for this call only).  With keep, many requests are shared
- * among up to 4 threads by host, each with its own connections, and the call returns when
- * every one is over: a request that hangs holds its own slot until timeout_s, no other.  (A
- * thread runs its plain requests first, then those for curl, each within timeout_s of its
- * own start.)  token (may be NULL) goes in an
- * Authorization: Bearer header.  Never fails as a whole: outcomes are in the requests. */
+/* Performs every request, at most max_parallel at a time, each within timeout_s of its start,
+ * on keep's connections (NULL: a client for this call only), and returns when every one is
+ * over: a request that hangs holds its own slot until timeout_s, no other.  token (may be
+ * NULL) goes in an Authorization: Bearer header.  Never fails as a whole: outcomes are in the
+ * requests. */
 void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
                    double timeout_s, int max_parallel);
 /* Frees the replies (the requests themselves are the caller's). */

@@ -24,8 +24,9 @@ typedef struct pfi_http_req {
      * own.  NULL: none. */
     void (*done)(struct pfi_http_req *r);
     void *ud; /* the caller's, for done */
-    unsigned affinity; /* requests with the same value other than 0 (one server's, say) run on
-                        * the same thread and its kept connections; 0: grouped by host */
+    unsigned affinity; /* through curl, requests with the same value other than 0 (one
+                        * server's, say) run on the same thread and its kept connections;
+                        * 0: grouped by host */
 } pfi_http_req;
 
 #endif

@@ -44,8 +44,8 @@ typedef struct readback {
 } readback;
 
 /* Decodes a node's answer as it arrives, on the HTTP client's thread that ran the request:
- * the decoding of 1,000 answers is shared among its threads and done while other requests
- * are still out, not in turn under c->mu afterwards.  Touches only the request's readback. */
+ * while other requests are still out, not in turn under c->mu after the last one.  Touches
+ * only the request's readback. */
 static void decode_caps(pfi_http_req *r)
 {
     readback *rb = r->ud;

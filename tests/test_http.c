@@ -147,10 +147,10 @@ static void test_every_request_once(void **state)
             f.sn[i].calls = 0;
         }
         long long before = pfi_standin_requests(f.s), conns = pfi_standin_connections(f.s);
-        pfi_http_many(h, f.rq, NODES, NULL, 5.0, 256);
+        pfi_http_many(h, f.rq, NODES, NULL, 5.0, 16);
         assert_int_equal(pfi_standin_requests(f.s) - before, NODES);
-        if (call) /* the first call's connections, kept */
-            assert_int_equal(pfi_standin_connections(f.s), conns);
+        /* At most 16 at a time on as many connections, kept: the second call opens none. */
+        assert_true(pfi_standin_connections(f.s) - conns <= (call ? 0 : 16));
         for (int i = 0; i < NODES; i++) {
             assert_int_equal(f.rq[i].status, 200);
             assert_int_equal(f.sn[i].calls, 1);

@@ -15,16 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "util/clock.h"
+#include "util/http_answer.h"
 
 #define KEPT_MAX 4096 /* kept connections of one slice at most */
 
@@ -271,169 +269,24 @@ static int retry(job *j, pfi_http_kept *k, int ep, const char *why)
 
 /* ---- reading the answer ---- */
 
-static const char *find_crlf2(const char *s, size_t n)
+/* The answer so far (http_answer.c): 1 complete (the request is done), 0 more needed, -1
+ * malformed, -2 longer than the request allows. */
+static int parse_answer(job *j, int eof, int *keep, const char **why)
 {
-    for (size_t i = 0; i + 3 < n; i++)
-        if (s[i] == '\r' && s[i + 1] == '\n' && s[i + 2] == '\r' && s[i + 3] == '\n')
-            return s + i;
-    return NULL;
-}
-
-/* A header's value in head[0..n) (the line "Name: value"), into v; 0 when absent. */
-static int header(const char *head, size_t n, const char *name, char *v, size_t vn)
-{
-    size_t ln = strlen(name);
-    const char *p = head, *end = head + n;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol)
-            eol = end;
-        if ((size_t)(eol - p) > ln && !strncasecmp(p, name, ln) && p[ln] == ':') {
-            const char *a = p + ln + 1, *b = eol;
-            while (a < b && (*a == ' ' || *a == '\t'))
-                a++;
-            while (b > a && (b[-1] == '\r' || b[-1] == ' '))
-                b--;
-            snprintf(v, vn, "%.*s", (int)(b - a), a);
-            return 1;
-        }
-        p = eol + 1;
-    }
-    return 0;
-}
-
-/* Chunked body in s[0..n), decoded in place: its length into *out_len; 1 when complete, 0 when
- * more is needed, -1 when malformed. */
-static int dechunk(char *s, size_t n, size_t *out_len)
-{
-    size_t rd = 0, w = 0; /* w <= rd: the decoded bytes never overtake the ones still to read */
-    for (;;) {
-        const char *eol = memchr(s + rd, '\n', n - rd);
-        if (!eol)
-            return 0;
-        char *end;
-        unsigned long long sz = strtoull(s + rd, &end, 16);
-        if (end == s + rd)
-            return -1;
-        size_t data = (size_t)(eol - s) + 1;
-        if (sz == 0) { /* trailers, then an empty line */
-            size_t p = data;
-            for (;;) {
-                const char *e2 = memchr(s + p, '\n', n - p);
-                if (!e2)
-                    return 0;
-                size_t line = (size_t)(e2 - (s + p));
-                p = (size_t)(e2 - s) + 1;
-                if (line == 0 || (line == 1 && s[p - 2] == '\r')) {
-                    *out_len = w;
-                    return 1;
-                }
-            }
-        }
-        if (sz > n - data || n - data - sz < 2)
-            return 0;
-        if (s[data + sz] != '\r' || s[data + sz + 1] != '\n')
-            return -1;
-        memmove(s + w, s + data, (size_t)sz);
-        w += (size_t)sz;
-        rd = data + (size_t)sz + 2;
-    }
-}
-
-/* "HTTP/M.N CODE ..." at s: 0 and the parts, -1 when it is not a status line. */
-static int status_line(const char *s, int *major, int *minor, int *code)
-{
-    if (strncmp(s, "HTTP/", 5) || s[5] < '0' || s[5] > '9' || s[6] != '.' || s[7] < '0' ||
-        s[7] > '9' || s[8] != ' ' || s[9] < '1' || s[9] > '9' || s[10] < '0' || s[10] > '9' ||
-        s[11] < '0' || s[11] > '9')
-        return -1;
-    *major = s[5] - '0';
-    *minor = s[7] - '0';
-    *code = (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
-    return 0;
-}
-
-/* The answer so far: 1 complete (the request is done), 0 more needed, -1 malformed, -2 longer
- * than the request allows. */
-static int parse_answer(job *j, int eof, int *keep)
-{
+    pfi_http_answer a;
+    int rc = pfi_http_answer_parse(j->in, j->in_len, eof, !strcmp(j->r->method, "HEAD"), j->max,
+                                   &a);
+    *why = a.why;
+    if (rc != 1)
+        return rc;
     pfi_http_req *r = j->r;
-    const char *he;
-    for (;;) {
-        he = find_crlf2(j->in, j->in_len);
-        if (!he)
-            return eof ? -1 : 0;
-        int major, minor, code;
-        if (status_line(j->in, &major, &minor, &code) != 0)
-            return -1;
-        if (code >= 200)
-            break;
-        /* A 1xx answer before the real one: dropped. */
-        size_t drop = (size_t)(he + 4 - j->in);
-        memmove(j->in, j->in + drop, j->in_len - drop);
-        j->in_len -= drop;
-    }
-    size_t hlen = (size_t)(he + 4 - j->in);
-    char v[128];
-    int major = 1, minor = 1, code = 0;
-    status_line(j->in, &major, &minor, &code);
-    *keep = !(major == 1 && minor == 0);
-    if (header(j->in, hlen, "Connection", v, sizeof v))
-        *keep = strcasecmp(v, "close") != 0 && (*keep || !strcasecmp(v, "keep-alive"));
-    const char *body = j->in + hlen;
-    size_t have = j->in_len - hlen, blen;
-    if (code == 204 || code == 304 || !strcmp(r->method, "HEAD")) {
-        blen = 0;
-    } else if (header(j->in, hlen, "Transfer-Encoding", v, sizeof v) &&
-               strcasecmp(v, "identity")) {
-        if (strcasecmp(v, "chunked"))
-            return -1;
-        char *copy = malloc(have + 1);
-        if (!copy)
-            return -1;
-        memcpy(copy, body, have);
-        int rc = dechunk(copy, have, &blen);
-        if (rc == 1 && blen > j->max)
-            rc = -2;
-        if (rc != 1) {
-            free(copy);
-            return rc == 0 && !eof ? 0 : rc == -2 ? -2 : -1;
-        }
-        r->reply = copy;
-        r->reply[blen] = '\0';
-        goto done;
-    } else if (header(j->in, hlen, "Content-Length", v, sizeof v)) {
-        char *end;
-        unsigned long long cl = strtoull(v, &end, 10);
-        if (end == v || *end)
-            return -1;
-        if (cl > j->max)
-            return -2;
-        if (have < cl)
-            return eof ? -1 : 0;
-        blen = (size_t)cl;
-    } else {
-        *keep = 0; /* the body ends with the connection */
-        if (have > j->max)
-            return -2;
-        if (!eof)
-            return 0;
-        blen = have;
-    }
-    r->reply = malloc(blen + 1);
-    if (!r->reply)
-        return -1;
-    memcpy(r->reply, body, blen);
-    r->reply[blen] = '\0';
-done:
-    r->status = code;
-    if (header(j->in, hlen, "Date", v, sizeof v)) {
-        time_t t = curl_getdate(v, NULL);
-        if (t != (time_t)-1)
-            r->date_s = (double)t;
-    }
-    if (code >= 300)
-        snprintf(r->err, sizeof r->err, "HTTP %d: %.150s", code, r->reply ? r->reply : "");
+    *keep = a.keep;
+    r->reply = a.body;
+    r->status = a.status;
+    if (a.date_s != 0)
+        r->date_s = a.date_s;
+    if (a.status >= 300)
+        snprintf(r->err, sizeof r->err, "HTTP %d: %.150s", a.status, r->reply ? r->reply : "");
     return 1;
 }
 
@@ -539,12 +392,11 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
                     }
                     j->in_len += (size_t)rd;
                     j->in[j->in_len] = '\0';
-                    int pr = parse_answer(j, rd == 0, &keep);
+                    const char *why = NULL;
+                    int pr = parse_answer(j, rd == 0, &keep, &why);
                     if (pr != 0) {
-                        if (pr == -2)
-                            fail(j, "answer longer than the request allows");
-                        else if (pr < 0)
-                            fail(j, "malformed answer");
+                        if (pr < 0)
+                            fail(j, why);
                         finished = 1;
                         break;
                     }

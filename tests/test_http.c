@@ -21,6 +21,7 @@
 
 #include "support/standin.h"
 #include "util/http.h"
+#include "util/http_answer.h"
 
 #define NODES 300 /* enough requests for every thread of a call */
 
@@ -366,6 +367,117 @@ static void test_answers_read(void **state)
     script_stop(&sc);
 }
 
+/* An answer in one piece, eof or not, max 1000: its code, and its body when complete. */
+static int answer(const char *in, size_t n, int eof, char **body)
+{
+    char *buf = malloc(n ? n : 1); /* exactly the bytes: a read past them is ASan's */
+    assert_non_null(buf);
+    memcpy(buf, in, n);
+    pfi_http_answer a;
+    int rc = pfi_http_answer_parse(buf, n, eof, 0, 1000, &a);
+    free(buf);
+    if (rc < 0)
+        assert_non_null(a.why);
+    if (body)
+        *body = a.body;
+    else
+        free(a.body);
+    return rc;
+}
+
+#define ANSWER(s, eof) answer(s, sizeof s - 1, eof, NULL)
+#define HEAD200 "HTTP/1.1 200 OK\r\n"
+#define CHUNKED HEAD200 "Transfer-Encoding: chunked\r\n\r\n"
+
+/* Hostile answers: each ends in an error at once (not in a wait for more, which would hold
+ * the request until its timeout), and never reads past the bytes received. */
+static void test_hostile_answers(void **state)
+{
+    char *body;
+    /* Content-Length: huge, negative, signed, overflowing, conflicting, padded past any
+     * header's room; the same value twice is one */
+    assert_int_equal(ANSWER(HEAD200 "Content-Length: 5000\r\n\r\nx", 0), -2);
+    assert_int_equal(ANSWER(HEAD200 "Content-Length: 18446744073709551621\r\n\r\nx", 0), -2);
+    assert_int_equal(ANSWER(HEAD200 "Content-Length: -1\r\n\r\nx", 0), -1);
+    assert_int_equal(ANSWER(HEAD200 "Content-Length: +1\r\n\r\nx", 0), -1);
+    assert_int_equal(ANSWER(HEAD200 "Content-Length: 1x\r\n\r\nx", 0), -1);
+    assert_int_equal(ANSWER(HEAD200 "Content-Length: \r\n\r\nx", 0), -1);
+    assert_int_equal(ANSWER(HEAD200 "Content-Length: 2\r\nContent-Length: 5\r\n\r\nhello", 0), -1);
+    static const char twice[] = HEAD200 "Content-Length: 2\r\ncontent-length: 2\r\n\r\nhello";
+    assert_int_equal(answer(twice, sizeof twice - 1, 0, &body), 1);
+    assert_string_equal(body, "he");
+    free(body);
+    char pad[600];
+    snprintf(pad, sizeof pad, HEAD200 "Content-Length: %0300d\r\n\r\nhello", 5);
+    assert_int_equal(answer(pad, strlen(pad), 0, NULL), -1);
+    /* chunk sizes: over size_t, over max, signed, 0x, spaces before, nothing */
+    assert_int_equal(ANSWER(CHUNKED "fffffffffffffffffffff\r\nab\r\n0\r\n\r\n", 0), -2);
+    assert_int_equal(ANSWER(CHUNKED "10000000000000001\r\nab", 0), -2);
+    assert_int_equal(ANSWER(CHUNKED "3e9\r\nab", 0), -2);
+    assert_int_equal(ANSWER(CHUNKED "200\r\n", 0), 0); /* 512 bytes to come: fine */
+    assert_int_equal(ANSWER(CHUNKED "-1\r\nab\r\n0\r\n\r\n", 0), -1);
+    assert_int_equal(ANSWER(CHUNKED "0x2\r\nab\r\n0\r\n\r\n", 0), -1);
+    assert_int_equal(ANSWER(CHUNKED " 2\r\nab\r\n0\r\n\r\n", 0), -1);
+    assert_int_equal(ANSWER(CHUNKED "\r\n2\r\nab\r\n0\r\n\r\n", 0), -1);
+    assert_int_equal(ANSWER(CHUNKED "\n", 1), -1);
+    /* two chunks together over max */
+    char two[1200];
+    int n = snprintf(two, sizeof two, CHUNKED "1f4\r\n%0500d\r\n1f5\r\n", 0);
+    assert_int_equal(answer(two, (size_t)n, 0, NULL), -2);
+    /* the CRLF after a chunk missing; a size line that never ends */
+    assert_int_equal(ANSWER(CHUNKED "5\r\nhelloX0\r\n\r\n", 0), -1);
+    size_t big = 70000;
+    char *line = malloc(big);
+    assert_non_null(line);
+    n = snprintf(line, big, CHUNKED "5");
+    memset(line + n, ';', big - (size_t)n);
+    assert_int_equal(answer(line, big, 0, NULL), -1);
+    /* a head that never ends (one endless header line) */
+    n = snprintf(line, big, HEAD200 "X-Long: ");
+    memset(line + n, 'a', big - (size_t)n);
+    assert_int_equal(answer(line, big, 0, NULL), -1);
+    free(line);
+    /* 1xx answers without end */
+    char info[600] = "";
+    for (int i = 0; i < 12; i++)
+        strcat(info, "HTTP/1.1 100 Continue\r\n\r\n");
+    assert_int_equal(answer(info, strlen(info), 0, NULL), -1);
+    assert_int_equal(ANSWER("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n", 0), 0);
+    /* a body up to the close over max; a status code run on */
+    char tail[1100];
+    n = snprintf(tail, sizeof tail, "HTTP/1.0 200 OK\r\n\r\n%01001d", 0);
+    assert_int_equal(answer(tail, (size_t)n, 0, NULL), -2);
+    assert_int_equal(ANSWER("HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", 0), -1);
+    /* the bytes in two pieces read as in one (a size line's leading CRLF once read past) */
+    static const char split[] = CHUNKED "\r\n\n1c\r\n";
+    for (size_t cut = 0; cut < sizeof split - 1; cut++) {
+        int r1 = answer(split, cut, 0, NULL);
+        assert_true(r1 == 0 || r1 == -1);
+    }
+    assert_int_equal(ANSWER(split, 1), -1);
+}
+
+/* Through the loop: a chunk size over size_t, a negative Content-Length each end their
+ * request with their own error, not the timeout's. */
+static void test_hostile_answer_ends_request(void **state)
+{
+    static const char *const answers[] = {
+        CHUNKED "fffffffffffffffffffffffff\r\nab", HEAD200 "Content-Length: -5\r\n\r\nx", NULL};
+    static const int close_after[] = {0, 0};
+    script sc;
+    script_start(&sc, answers, close_after);
+    pfi_http *h = pfi_http_new();
+    char *rep, err[200];
+    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), -1);
+    assert_null(rep);
+    assert_non_null(strstr(err, "longer"));
+    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), -1);
+    assert_null(rep);
+    assert_non_null(strstr(err, "malformed"));
+    pfi_http_free(h);
+    script_stop(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +485,8 @@ int main(void)
         cmocka_unit_test(test_silent_node_holds_only_itself),
         cmocka_unit_test(test_one_shot),
         cmocka_unit_test(test_answers_read),
+        cmocka_unit_test(test_hostile_answers),
+        cmocka_unit_test(test_hostile_answer_ends_request),
     };
     int failed = cmocka_run_group_tests_name("plain HTTP on kept connections", tests, NULL, NULL);
     curl_only = 1;

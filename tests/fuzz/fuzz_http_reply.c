@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libFuzzer target: an answer from a node daemon, broken or hostile, read by the HTTP client
+ * (src/util/http_answer.c pfi_http_answer_parse, what the kept connections' loop reads every
+ * answer with), without a socket.  Input: 4 bytes of settings, then the bytes received:
+ *   byte 0: bit 0 the server closed after them, bit 1 the request was a HEAD
+ *   byte 1: the longest body taken (0: 4 MiB, else 8 times it)
+ *   bytes 2-3: where the bytes are cut in two (modulo their length + 1)
+ * Checked beyond no crash: each piece lies in a buffer of its exact length (a read past the
+ * bytes received is a sanitizer report); the bytes in two pieces (the first read without the
+ * close) give the same result as in one; a complete answer's body is no longer than max nor
+ * than the bytes received, NUL-terminated, its status a final one; an error says why. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/http_answer.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int parse_exact(const uint8_t *d, size_t n, int eof, int head, size_t max,
+                       pfi_http_answer *a)
+{
+    char *buf = malloc(n ? n : 1);
+    if (!buf)
+        abort();
+    memcpy(buf, d, n);
+    int rc = pfi_http_answer_parse(buf, n, eof, head, max, a);
+    free(buf);
+    return rc;
+}
+
+static void check(int rc, const pfi_http_answer *a, size_t n, size_t max)
+{
+    if (rc < -2 || rc > 1)
+        abort();
+    if (rc < 0 && !a->why)
+        abort();
+    if (rc != 1)
+        return;
+    if (!a->body || a->body_len > max || a->body_len > n || a->body[a->body_len] != '\0' ||
+        a->status < 200 || a->status > 999)
+        abort();
+}
+
+static int same(int r1, const pfi_http_answer *a, int r2, const pfi_http_answer *b)
+{
+    if (r1 != r2)
+        return 0;
+    if (r1 != 1)
+        return 1;
+    return a->status == b->status && a->keep == b->keep && a->body_len == b->body_len &&
+           !memcmp(a->body, b->body, a->body_len) && a->date_s == b->date_s;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 4)
+        return 0;
+    int eof = data[0] & 1, head = (data[0] >> 1) & 1;
+    size_t max = data[1] ? (size_t)data[1] * 8 : (size_t)4 << 20;
+    const uint8_t *in = data + 4;
+    size_t n = size - 4;
+    size_t cut = ((size_t)data[2] << 8 | data[3]) % (n + 1);
+
+    pfi_http_answer one, first, second;
+    int r_one = parse_exact(in, n, eof, head, max, &one);
+    check(r_one, &one, n, max);
+    /* The loop reads the first piece, then (when it needed more) both together. */
+    int r_first = parse_exact(in, cut, 0, head, max, &first);
+    check(r_first, &first, cut, max);
+    if (r_first != 0) {
+        if (!same(r_first, &first, r_one, &one))
+            abort();
+    } else {
+        int r_second = parse_exact(in, n, eof, head, max, &second);
+        if (!same(r_second, &second, r_one, &one))
+            abort();
+        free(second.body);
+    }
+    free(one.body);
+    free(first.body);
+    return 0;
+}

@@ -478,6 +478,28 @@ static void test_hostile_answer_ends_request(void **state)
     script_stop(&sc);
 }
 
+/* An answer with bytes past its end (a Content-Length short of its body): its connection is
+ * not kept, so the next request reads its own answer on a new one, not those bytes. */
+static void test_bytes_past_answer_not_kept(void **state)
+{
+    static const char *const answers[] = {HEAD200 "Content-Length: 1\r\n\r\nab",
+                                          HEAD200 "Content-Length: 1\r\n\r\nc", NULL};
+    static const int close_after[] = {0, 0};
+    script sc;
+    script_start(&sc, answers, close_after);
+    pfi_http *h = pfi_http_new();
+    char *rep, err[200];
+    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
+    assert_string_equal(rep, "a");
+    free(rep);
+    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
+    assert_string_equal(rep, "c");
+    free(rep);
+    assert_int_equal(sc.accepted, 2);
+    pfi_http_free(h);
+    script_stop(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_answers_read),
         cmocka_unit_test(test_hostile_answers),
         cmocka_unit_test(test_hostile_answer_ends_request),
+        cmocka_unit_test(test_bytes_past_answer_not_kept),
     };
     int failed = cmocka_run_group_tests_name("plain HTTP on kept connections", tests, NULL, NULL);
     curl_only = 1;

@@ -79,9 +79,9 @@ static int next_line(const char *s, size_t n, size_t rd, size_t *at)
 }
 
 /* Chunked body in s[0..n), decoded in place: its length into *out_len; 1 when complete, 0 when
- * more is needed, -1 when malformed, -2 when longer than max.  Every read stays within
- * s[0..n). */
-static int dechunk(char *s, size_t n, size_t max, size_t *out_len)
+ * more is needed, -1 when malformed, -2 when longer than max; the bytes it took into *used.
+ * Every read stays within s[0..n). */
+static int dechunk(char *s, size_t n, size_t max, size_t *out_len, size_t *used)
 {
     size_t rd = 0, w = 0; /* w <= rd: the decoded bytes never overtake the ones still to read */
     for (;;) {
@@ -116,6 +116,7 @@ static int dechunk(char *s, size_t n, size_t max, size_t *out_len)
                 at = next;
                 if (line == 0 || (line == 1 && s[at - 2] == '\r')) {
                     *out_len = w;
+                    *used = at;
                     return 1;
                 }
             }
@@ -176,7 +177,7 @@ int pfi_http_answer_parse(const char *in, size_t n, int eof, int head, size_t ma
     static const char malformed[] = "malformed answer",
                       too_long[] = "answer longer than the request allows";
     memset(a, 0, sizeof *a);
-    const char *he;
+    const char *he, *in0 = in;
     int major, minor, code;
     for (int info = 0;; info++) {
         int head_too_long = 0;
@@ -218,7 +219,8 @@ int pfi_http_answer_parse(const char *in, size_t n, int eof, int head, size_t ma
         if (!copy)
             return bad(a, -1, "out of memory");
         memcpy(copy, body, have);
-        int rc = dechunk(copy, have, max, &blen);
+        size_t used = 0;
+        int rc = dechunk(copy, have, max, &blen, &used);
         if (rc != 1) {
             free(copy);
             if (rc == 0 && !eof)
@@ -227,6 +229,7 @@ int pfi_http_answer_parse(const char *in, size_t n, int eof, int head, size_t ma
         }
         a->body = copy;
         a->body[blen] = '\0';
+        a->used = (size_t)(body - in0) + used;
         goto done;
     } else if ((h = header(in, hlen, "Content-Length", v, sizeof v)) != 0) {
         size_t cl = 0;
@@ -249,6 +252,7 @@ int pfi_http_answer_parse(const char *in, size_t n, int eof, int head, size_t ma
         return bad(a, -1, "out of memory");
     memcpy(a->body, body, blen);
     a->body[blen] = '\0';
+    a->used = (size_t)(body - in0) + (code == 204 || code == 304 || head ? 0 : blen);
 done:
     a->status = code;
     a->body_len = blen;

@@ -15,6 +15,8 @@ typedef struct pfi_http_answer {
     char *body;      /* malloc'ed, NUL-terminated; the caller frees it */
     size_t body_len; /* <= max */
     double date_s;   /* the Date header, 0 when absent or unreadable */
+    size_t used;     /* bytes of in the answer took (1xx answers included): any after them
+                        answer no request, and the caller does not keep the connection */
     const char *why; /* on an error: what was wrong (a static string) */
 } pfi_http_answer;
 

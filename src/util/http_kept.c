@@ -280,7 +280,11 @@ static int parse_answer(job *j, int eof, int *keep, const char **why)
     if (rc != 1)
         return rc;
     pfi_http_req *r = j->r;
-    *keep = a.keep;
+    /* Bytes past the answer, come or coming, answer no request: such a connection is not
+     * kept, or the next request there would read them as its answer. */
+    char c;
+    *keep = a.keep && a.used == j->in_len &&
+            recv(j->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
     r->reply = a.body;
     r->status = a.status;
     if (a.date_s != 0)

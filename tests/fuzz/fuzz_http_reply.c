@@ -8,7 +8,8 @@
  * Checked beyond no crash: each piece lies in a buffer of its exact length (a read past the
  * bytes received is a sanitizer report); the bytes in two pieces (the first read without the
  * close) give the same result as in one; a complete answer's body is no longer than max nor
- * than the bytes received, NUL-terminated, its status a final one; an error says why. */
+ * than the bytes received, NUL-terminated, its status a final one, the bytes it took no more
+ * than those received; an error says why. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ static void check(int rc, const pfi_http_answer *a, size_t n, size_t max)
     if (rc != 1)
         return;
     if (!a->body || a->body_len > max || a->body_len > n || a->body[a->body_len] != '\0' ||
+        a->used > n ||
         a->status < 200 || a->status > 999)
         abort();
 }
@@ -49,7 +51,7 @@ static int same(int r1, const pfi_http_answer *a, int r2, const pfi_http_answer 
     if (r1 != 1)
         return 1;
     return a->status == b->status && a->keep == b->keep && a->body_len == b->body_len &&
-           !memcmp(a->body, b->body, a->body_len) && a->date_s == b->date_s;
+           a->used == b->used && !memcmp(a->body, b->body, a->body_len) && a->date_s == b->date_s;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -16,16 +16,14 @@
 #include <unistd.h>
 
 #include "cluster/cluster.h"
+#include "core/pfi.h"
 #include "support/standin.h"
 #include "util/clock.h"
 
-static unsigned rng = 2463534242u;
+static unsigned long long rng = 2463534242u;
 static double urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return (rng >> 8) / 16777216.0;
+    return pfi_rand_uniform(&rng);
 }
 
 /* CPU seconds of the whole process so far: the controller's threads and the stand-ins'. */

@@ -20,19 +20,17 @@
 
 #include "cluster/cl_int.h"
 #include "core/alloc_keep.h"
+#include "core/pfi.h"
 #include "core/policy.h"
 #include "serve/serve_int.h"
 #include "util/clock.h"
 
 #define GPN 8
 
-static unsigned rng = 2463534242u;
+static unsigned long long rng = 2463534242u;
 static double urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return (rng >> 8) / 16777216.0;
+    return pfi_rand_uniform(&rng);
 }
 
 static int cmp_d(const void *a, const void *b)

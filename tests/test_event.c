@@ -13,6 +13,7 @@
 
 #include "core/event.h"
 #include "core/event_report.h"
+#include "core/pfi.h"
 
 static pfi_event limit_ev(const char *id, double t0, double t1, double w)
 {
@@ -218,13 +219,10 @@ static void test_feasible(void **state)
 }
 
 /* A small deterministic generator for the property checks. */
-static uint64_t rng = 88172645463325252ull;
+static unsigned long long rng = 88172645463325252ull;
 static double urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
+    return pfi_rand_uniform(&rng);
 }
 
 static void random_events(pfi_event *ev, int n)

@@ -15,16 +15,14 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "core/pfi.h"
 #include "util/json_write.h"
 
-static uint64_t rng = 88172645463325252ULL;
+static unsigned long long rng = 88172645463325252ULL;
 
 static uint64_t next(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return pfi_rand_next(&rng);
 }
 
 /* A double of every kind: any bit pattern, integers, decimals as people write them, tiny and

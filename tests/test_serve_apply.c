@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "core/pfi.h"
 #include "hw/backend_impl.h"
 #include "serve/serve.h"
 
@@ -106,10 +107,7 @@ static const pfi_backend_ops rec_ops = {.name = "rec", .open = r_open, .close = 
 static unsigned long long rng = 88172645463325252ull;
 static double uni(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
+    return pfi_rand_uniform(&rng);
 }
 
 /* Random caps in [200, 700] whose sum is at most budget. */

@@ -15,18 +15,16 @@
 #include <cmocka.h>
 
 #include "core/alloc_keep.h"
+#include "core/pfi.h"
 #include "core/policy.h"
 #include "serve/serve_int.h"
 
 #define NG 24
 
-static unsigned rng = 12345u;
+static unsigned long long rng = 12345u;
 static double urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return (rng >> 8) / 16777216.0;
+    return pfi_rand_uniform(&rng);
 }
 
 typedef struct plan_state {

@@ -303,6 +303,24 @@ static long ask(pfi_http *h, int port, const char *method, size_t max_reply, cha
     return r.status;
 }
 
+/* One request answered with this status and exactly this body. */
+static void expect_body(pfi_http *h, int port, const char *method, long status, const char *body)
+{
+    char *rep, err[200];
+    assert_int_equal(ask(h, port, method, 0, &rep, err), status);
+    assert_string_equal(rep, body);
+    free(rep);
+}
+
+/* One request refused on this client's side, no reply, the error naming why. */
+static void expect_error(pfi_http *h, int port, size_t max_reply, const char *why)
+{
+    char *rep, err[200];
+    assert_int_equal(ask(h, port, "GET", max_reply, &rep, err), -1);
+    assert_null(rep);
+    assert_non_null(strstr(err, why));
+}
+
 static void test_answers_read(void **state)
 {
     static const char *const answers[] = {
@@ -328,13 +346,8 @@ static void test_answers_read(void **state)
     script sc;
     script_start(&sc, answers, close_after);
     pfi_http *h = pfi_http_new();
-    char *rep, err[200];
-    assert_int_equal(ask(h, sc.port, "PUT", 0, &rep, err), 200);
-    assert_string_equal(rep, "hello world");
-    free(rep);
-    assert_int_equal(ask(h, sc.port, "POST", 0, &rep, err), 201);
-    assert_string_equal(rep, "ok");
-    free(rep);
+    expect_body(h, sc.port, "PUT", 200, "hello world");
+    expect_body(h, sc.port, "POST", 201, "ok");
     pfi_http_req r = {0};
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/x", sc.port);
@@ -346,23 +359,13 @@ static void test_answers_read(void **state)
     assert_true(r.date_s == 784111777.0);
     pfi_http_req_free(&r, 1);
     assert_int_equal(sc.accepted, 1); /* three requests, one connection */
-    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
-    assert_string_equal(rep, "a");
-    free(rep);
+    expect_body(h, sc.port, "GET", 200, "a");
     usleep(1000 * 50); /* the server closes the idle connection meanwhile */
-    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
-    assert_string_equal(rep, "b");
-    free(rep);
+    expect_body(h, sc.port, "GET", 200, "b");
     assert_int_equal(sc.accepted, 2);
-    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
-    assert_string_equal(rep, "until the end");
-    free(rep);
-    assert_int_equal(ask(h, sc.port, "GET", 10, &rep, err), -1);
-    assert_null(rep);
-    assert_non_null(strstr(err, "longer"));
-    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), -1);
-    assert_null(rep);
-    assert_non_null(strstr(err, "malformed"));
+    expect_body(h, sc.port, "GET", 200, "until the end");
+    expect_error(h, sc.port, 10, "longer");
+    expect_error(h, sc.port, 0, "malformed");
     pfi_http_free(h);
     script_stop(&sc);
 }
@@ -467,13 +470,8 @@ static void test_hostile_answer_ends_request(void **state)
     script sc;
     script_start(&sc, answers, close_after);
     pfi_http *h = pfi_http_new();
-    char *rep, err[200];
-    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), -1);
-    assert_null(rep);
-    assert_non_null(strstr(err, "longer"));
-    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), -1);
-    assert_null(rep);
-    assert_non_null(strstr(err, "malformed"));
+    expect_error(h, sc.port, 0, "longer");
+    expect_error(h, sc.port, 0, "malformed");
     pfi_http_free(h);
     script_stop(&sc);
 }
@@ -488,13 +486,8 @@ static void test_bytes_past_answer_not_kept(void **state)
     script sc;
     script_start(&sc, answers, close_after);
     pfi_http *h = pfi_http_new();
-    char *rep, err[200];
-    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
-    assert_string_equal(rep, "a");
-    free(rep);
-    assert_int_equal(ask(h, sc.port, "GET", 0, &rep, err), 200);
-    assert_string_equal(rep, "c");
-    free(rep);
+    expect_body(h, sc.port, "GET", 200, "a");
+    expect_body(h, sc.port, "GET", 200, "c");
     assert_int_equal(sc.accepted, 2);
     pfi_http_free(h);
     script_stop(&sc);

@@ -101,6 +101,17 @@ static void test_power(void **state)
     assert_int_equal(n, 10);
     assert_true(s[0].wall == 1100 && s[0].site_w == 5010 && isnan(s[0].budget_w));
     free(s);
+    /* The mean counts the samples whose draw is known; none leaves the mean as it was. */
+    double mean = -1;
+    assert_int_equal(pfi_grid_power_mean(g, 1100, 1200, &mean), 10);
+    assert_true(mean == 5014.5);
+    assert_int_equal(pfi_grid_power_add(g, 5000, NAN, 4000, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_grid_power_add(g, 5001, 100, 4000, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_grid_power_mean(g, 5000, 5002, &mean), 1);
+    assert_true(mean == 100);
+    mean = -1;
+    assert_int_equal(pfi_grid_power_mean(g, 4000, 5000, &mean), 0);
+    assert_true(mean == -1);
     /* Event a needs [2000 - ramp 300 - 100, 3000 + 0 + 100): the rest before 1900 goes. */
     pfi_event a;
     pfi_event_init_limit(&a, "a", 2000, 3000, 5000);
@@ -108,7 +119,7 @@ static void test_power(void **state)
     assert_int_equal(pfi_grid_put(g, &a, &e), PFI_OK);
     assert_int_equal(pfi_grid_power_prune(g, 1900, 100, 100, &e), PFI_OK);
     assert_int_equal(pfi_grid_power_range(g, 0, 1e9, &s, &n, &e), PFI_OK);
-    assert_int_equal(n, 40); /* 1600..1990 kept */
+    assert_int_equal(n, 42); /* 1600..1990 kept, and the two at 5000 */
     assert_true(s[0].wall == 1600);
     free(s);
     pfi_grid_close(g);

@@ -134,18 +134,8 @@ int pfi_cl_grid_open(pfi_cl *c, const char *db, pfi_err *err)
  * its draw now (mu not held). */
 static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
 {
-    pfi_grid_sample *s = NULL;
-    int k = 0, m = 0;
-    double sum = 0;
-    if (pfi_grid_power_range(c->grid, now - 3600, now + 1, &s, &k, NULL) == PFI_OK)
-        for (int i = 0; i < k; i++)
-            if (isfinite(s[i].site_w)) {
-                sum += s[i].site_w;
-                m++;
-            }
-    free(s);
+    int m = pfi_grid_power_mean(c->grid, now - 3600, now + 1, &ev->baseline_w);
     if (m > 0) {
-        ev->baseline_w = sum / m;
         snprintf(ev->baseline_method, sizeof ev->baseline_method,
                  "mean site draw over the hour before the event was posted (%d samples)", m);
         return;
@@ -325,15 +315,9 @@ void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
         pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
         return NULL;
     }
-    pfi_event_compliance x;
-    int k = 0;
-    if (pfi_grid_compliance(c->grid, &ev, &site, gap, &x, &k, err) != PFI_OK)
+    json_t *o = pfi_grid_report_json(c->grid, &ev, &site, gap, pfi_clock_wall(), err);
+    if (!o)
         return NULL;
-    json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event",
-                          pfi_grid_event_to_json(&ev, &site, pfi_clock_wall()), "compliance",
-                          pfi_grid_compliance_to_json(&x), "site_max_w", site.max_w, "samples",
-                          k);
-    pfi_event_compliance_free(&x);
     pthread_mutex_lock(&c->mu);
     json_t *tmp = json_object();
     add_cost(c, &ev, tmp, 1);

@@ -237,20 +237,8 @@ int pfi_srv_grid_tick(srv_node *n)
  * recorded, else its draw now. */
 static void fill_baseline(srv_node *n, double now, pfi_event *ev)
 {
-    pfi_grid_sample *s = NULL;
-    int k = 0;
-    pfi_err e = {0};
-    double sum = 0;
-    int m = 0;
-    if (pfi_grid_power_range(n->grid, now - GRID_BASELINE_S, now + 1, &s, &k, &e) == PFI_OK)
-        for (int i = 0; i < k; i++)
-            if (isfinite(s[i].site_w)) {
-                sum += s[i].site_w;
-                m++;
-            }
-    free(s);
+    int m = pfi_grid_power_mean(n->grid, now - GRID_BASELINE_S, now + 1, &ev->baseline_w);
     if (m > 0) {
-        ev->baseline_w = sum / m;
         snprintf(ev->baseline_method, sizeof ev->baseline_method,
                  "mean node draw over the %.0f min before the event was posted (%d samples)",
                  GRID_BASELINE_S / 60, m);
@@ -480,15 +468,9 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
     /* Samples are a second apart, or a control period when that is longer; a gap over 2.5 of
      * those (at least 5 s) is a gap in the record. */
     double gap = fmax(5, 2.5 * fmax(GRID_REC_S, n->cfg->sample_interval_s));
-    pfi_event_compliance c;
-    int k = 0;
-    if (pfi_grid_compliance(n->grid, &ev, &site, gap, &c, &k, err) != PFI_OK)
+    json_t *o = pfi_grid_report_json(n->grid, &ev, &site, gap, pfi_clock_wall(), err);
+    if (!o)
         return NULL;
-    json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event",
-                          pfi_grid_event_to_json(&ev, &site, pfi_clock_wall()), "compliance",
-                          pfi_grid_compliance_to_json(&c), "site_max_w", site.max_w, "samples",
-                          k);
-    pfi_event_compliance_free(&c);
     pthread_mutex_lock(&n->decide_mu);
     double floor = floor_locked(n, ev.sla_yield), a;
     pfi_event_feasible(pfi_event_target_w(&ev), floor, &a);

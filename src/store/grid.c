@@ -245,6 +245,23 @@ int pfi_grid_power_range(pfi_grid_store *g, double t0, double t1, pfi_grid_sampl
     return rc;
 }
 
+int pfi_grid_power_mean(pfi_grid_store *g, double t0, double t1, double *mean_w)
+{
+    pfi_grid_sample *s = NULL;
+    int k = 0, m = 0;
+    double sum = 0;
+    if (pfi_grid_power_range(g, t0, t1, &s, &k, NULL) == PFI_OK)
+        for (int i = 0; i < k; i++)
+            if (isfinite(s[i].site_w)) {
+                sum += s[i].site_w;
+                m++;
+            }
+    free(s);
+    if (m > 0)
+        *mean_w = sum / m;
+    return m;
+}
+
 int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
                          double keep_after_s, pfi_err *err)
 {

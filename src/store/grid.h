@@ -43,6 +43,9 @@ int pfi_grid_power_add(pfi_grid_store *g, double wall, double site_w, double bud
 /* Samples with t0 <= wall < t1 in time order; *out malloc'ed (free()), NULL when *n == 0. */
 int pfi_grid_power_range(pfi_grid_store *g, double t0, double t1, pfi_grid_sample **out, int *n,
                          pfi_err *err);
+/* The mean site draw (W) of the samples with t0 <= wall < t1 whose draw is known, in *mean_w;
+ * returns how many there were (0, *mean_w untouched: none, or the store could not be read). */
+int pfi_grid_power_mean(pfi_grid_store *g, double t0, double t1, double *mean_w);
 /* Deletes samples older than `before` that no stored event needs (an event needs its window
  * from keep_before_s before its ramp to keep_after_s after its end). */
 int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
@@ -73,5 +76,9 @@ json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, 
 const char *pfi_grid_event_phase(const pfi_event *ev, const pfi_event_site *site, double now);
 /* A compliance as the API's report shows it (docs/api.md). */
 json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *x);
+/* An event's compliance report (pfi_grid_compliance) as the API shows it: "event" (at `now`),
+ * "compliance", "site_max_w" and "samples"; the caller adds the cost of its own plan. */
+json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
+                             double max_gap_s, double now, pfi_err *err);
 
 #endif

@@ -233,3 +233,17 @@ json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *c)
                      c->seconds_over_target, "energy_shed_kwh", pfi_json_num(c->energy_shed_kwh),
                      "mean_w", pfi_json_num(c->mean_w), "ramp", ramp, "intervals", iv);
 }
+
+json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
+                             double max_gap_s, double now, pfi_err *err)
+{
+    pfi_event_compliance c;
+    int k = 0;
+    if (pfi_grid_compliance(g, ev, site, max_gap_s, &c, &k, err) != PFI_OK)
+        return NULL;
+    json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event", pfi_grid_event_to_json(ev, site, now),
+                          "compliance", pfi_grid_compliance_to_json(&c), "site_max_w",
+                          site->max_w, "samples", k);
+    pfi_event_compliance_free(&c);
+    return o;
+}

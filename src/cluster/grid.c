@@ -172,12 +172,9 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err 
         rc = pfi_err_set(err, PFI_EINVAL, "event %s ended already", ev.id);
     double need = rc == PFI_OK ? pfi_cl_min_budget(c, ev.sla_yield) : NAN, a = NAN;
     if (rc == PFI_OK && !pfi_event_feasible(pfi_event_target_w(&ev), isnan(need) ? 0 : need, &a)) {
-        rc = pfi_err_set(err, PFI_EINFEASIBLE, "event %s: target %.0f W cannot be met with the "
-                         "SLAs in force: the site can hold no less than %.0f W (achievable_w); "
-                         "send \"sla\": \"yield\" to let the SLAs give way",
-                         ev.id, pfi_event_target_w(&ev), a);
-        *result = json_pack("{s:b, s:f, s:f}", "feasible", 0, "target_w",
-                            pfi_event_target_w(&ev), "achievable_w", a);
+        json_t *why = NULL;
+        rc = pfi_grid_infeasible(&ev, a, "the site", &why, err);
+        *result = why;
     }
     int at = pfi_event_list_find(c->grid_ev, c->n_grid, ev.id);
     if (rc == PFI_OK && at < 0 && c->n_grid == PFI_CL_GRID_MAX)

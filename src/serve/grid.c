@@ -272,12 +272,6 @@ static int store_event(srv_node *n, const pfi_event *ev, int *created, pfi_err *
     return PFI_OK;
 }
 
-static json_t *infeasible_json(const pfi_event *ev, double floor)
-{
-    return json_pack("{s:b, s:f, s:f}", "feasible", 0, "target_w", pfi_event_target_w(ev),
-                     "achievable_w", floor);
-}
-
 int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
 {
     double now = pfi_clock_wall();
@@ -299,16 +293,10 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
     double floor = floor_locked(n, ev.sla_yield);
     double achievable;
     int created = 0;
-    if (!pfi_event_feasible(pfi_event_target_w(&ev), floor, &achievable)) {
-        rc = pfi_err_set(err, PFI_EINFEASIBLE, "event %s: target %.0f W cannot be met with the "
-                         "SLAs in force: this node can hold no less than %.0f W (achievable_w); "
-                         "send \"sla\": \"yield\" to let the SLAs give way",
-                         ev.id, pfi_event_target_w(&ev), achievable);
-        if (result)
-            *result = infeasible_json(&ev, achievable);
-    } else {
+    if (!pfi_event_feasible(pfi_event_target_w(&ev), floor, &achievable))
+        rc = pfi_grid_infeasible(&ev, achievable, "this node", result, err);
+    else
         rc = store_event(n, &ev, &created, err);
-    }
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
         return rc;

@@ -76,6 +76,12 @@ json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, 
 const char *pfi_grid_event_phase(const pfi_event *ev, const pfi_event_site *site, double now);
 /* A compliance as the API's report shows it (docs/api.md). */
 json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *x);
+/* An event whose target the SLAs in force cannot meet: PFI_EINFEASIBLE in err, saying what
+ * `holder` ("the site", "this node") can hold at least (achievable_w) and how to let the SLAs
+ * give way, and in *body (body may be NULL) the API's answer: "feasible" false, "target_w" and
+ * "achievable_w".  Returns PFI_EINFEASIBLE. */
+int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, const char *holder,
+                        json_t **body, pfi_err *err);
 /* An event's compliance report (pfi_grid_compliance) as the API shows it: "event" (at `now`),
  * "compliance", "site_max_w" and "samples"; the caller adds the cost of its own plan. */
 json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,

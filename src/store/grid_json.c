@@ -247,3 +247,16 @@ json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_e
     pfi_event_compliance_free(&c);
     return o;
 }
+
+int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, const char *holder,
+                        json_t **body, pfi_err *err)
+{
+    double target = pfi_event_target_w(ev);
+    if (body)
+        *body = json_pack("{s:b, s:f, s:f}", "feasible", 0, "target_w", target, "achievable_w",
+                          achievable_w);
+    return pfi_err_set(err, PFI_EINFEASIBLE, "event %s: target %.0f W cannot be met with the "
+                       "SLAs in force: %s can hold no less than %.0f W (achievable_w); send "
+                       "\"sla\": \"yield\" to let the SLAs give way",
+                       ev->id, target, holder, achievable_w);
+}

@@ -14,6 +14,7 @@
 
 #include "core/alloc.h"
 #include "core/alloc_curve.h"
+#include "core/pfi.h"
 #include "core/policy.h"
 
 #define MAXJ 5
@@ -30,8 +31,7 @@ typedef struct inst {
 static unsigned long long rng_state;
 static double urand(void)
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 9007199254740992.0;
+    return pfi_rand_uniform(&rng_state);
 }
 static int irand(int lo, int hi) /* inclusive */
 {

@@ -16,6 +16,7 @@
 #include "core/alloc.h"
 #include "core/alloc_keep.h"
 #include "core/alloc_synth.h"
+#include "core/pfi.h"
 
 #define MAXJ 200
 #define MAXP 8
@@ -30,8 +31,7 @@ typedef struct inst {
 static unsigned long long rng_state;
 static double urand(void)
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 9007199254740992.0;
+    return pfi_rand_uniform(&rng_state);
 }
 static int irand(int lo, int hi) /* inclusive */
 {

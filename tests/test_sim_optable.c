@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "core/pfi.h"
 #include "sim/physics.h"
 #include "sim/sim.h"
 
@@ -84,7 +85,7 @@ static void test_optable_matches_direct(void **state)
     pfi_fleet_entry *f;
     int nf;
     assert_int_equal(pfi_sim_fleet("paper", 1, &f, &nf, &e), PFI_OK);
-    uint64_t rng = 7;
+    unsigned long long rng = 7;
     long between = 0, on_node = 0;
     for (int i = 0; i < nf; i += 7) {
         const pfi_node_config *c = &f[i].node;
@@ -96,8 +97,7 @@ static void test_optable_matches_direct(void **state)
             pfi_sim_optable t;
             pfi_sim_optable_init(&t, g, &w, eff);
             for (int q = 0; q < 400; q++) {
-                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-                double u = (double)(rng >> 11) / 9007199254740992.0;
+                double u = pfi_rand_uniform(&rng);
                 /* a quarter on whole watts (nodes), the rest anywhere, some outside the range */
                 double L = g->min_limit_w - 10 + u * (g->max_limit_w - g->min_limit_w + 20);
                 if (q % 4 == 0)

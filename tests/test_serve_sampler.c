@@ -300,19 +300,21 @@ static void put(const char *path, const char *text)
     fclose(f);
 }
 
-/* Runs the sampler in a child until it has taken `want` samples (or seen a violation when
- * want_violation); returns the violations counted. */
-static long run_sampler(const char *state, const char *allowed, int want_violation)
+/* Runs the sampler in a child, over one state file or (site != NULL) a site of two, writing
+ * $dir/<name>, until it has taken 2000 samples (or seen a violation when want_violation);
+ * returns the violations counted. */
+static long run_child(const char *name, const char *state, char **site, const char *allowed,
+                      int want_violation)
 {
     char out[600], stop[700];
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(stop, sizeof stop, "%s/out.stop", dir);
+    snprintf(out, sizeof out, "%s/%s", dir, name);
+    snprintf(stop, sizeof stop, "%s.stop", out);
     unlink(out);
     unlink(stop);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0)
-        _exit(sample_main(state, allowed, out));
+        _exit(site ? sample_site_main(allowed, out, 2, site) : sample_main(state, allowed, out));
     long samples = -1, viol = -1;
     /* No clock in the assertion: wait for progress, give up only after a generous bound. */
     for (int k = 0; k < 6000; k++) {
@@ -331,33 +333,14 @@ static long run_sampler(const char *state, const char *allowed, int want_violati
     return viol;
 }
 
-/* run_sampler for a site of two states. */
+static long run_sampler(const char *state, const char *allowed, int want_violation)
+{
+    return run_child("out", state, NULL, allowed, want_violation);
+}
+
 static long run_site_sampler(char **states, const char *allowed, int want_violation)
 {
-    char out[600], stop[700];
-    snprintf(out, sizeof out, "%s/site.out", dir);
-    snprintf(stop, sizeof stop, "%s/site.out.stop", dir);
-    unlink(out);
-    unlink(stop);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(sample_site_main(allowed, out, 2, states));
-    long samples = -1, viol = -1;
-    for (int k = 0; k < 6000; k++) {
-        read_out(out, &samples, &viol);
-        if (want_violation ? viol > 0 : samples >= 2000)
-            break;
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    put(stop, "");
-    int st;
-    waitpid(pid, &st, 0);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    read_out(out, &samples, &viol);
-    assert_true(samples > 0);
-    return viol;
+    return run_child("site.out", NULL, states, allowed, want_violation);
 }
 
 /* A schedule: the watts of the last step begun, the first before any. */

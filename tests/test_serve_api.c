@@ -515,6 +515,16 @@ static double metric_of(fx *f, const char *name, const char *job)
     return v;
 }
 
+/* Job p on GPUs 0 and 1, allowing a probe 30% deep held for 0.3 s. */
+static void post_probe_job(fx *f)
+{
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"p\",\"gpus\":[0,1],\"probe\":{\"depth\":0.3,"
+                          "\"duration_s\":0.3}}",
+                          1, NULL),
+                     201);
+}
+
 /* Job p's baseline (samples at the default limit, 1000 tokens/s reported), then a tick that
  * arms its probe. */
 static void probe_start(fx *f)
@@ -546,11 +556,7 @@ static void test_probe_refines_curve(void **state)
 {
     fx *f = *state;
     json_t *d;
-    assert_int_equal(call(f, "POST", "/v1/jobs",
-                          "{\"id\":\"p\",\"gpus\":[0,1],\"probe\":{\"depth\":0.3,"
-                          "\"duration_s\":0.3}}",
-                          1, NULL),
-                     201);
+    post_probe_job(f);
     assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"q\",\"gpus\":[2],\"probe\":7}", 1,
                           &d),
                      400);
@@ -596,11 +602,7 @@ static void test_probe_failed_still_costs(void **state)
 {
     fx *f = *state;
     json_t *d;
-    assert_int_equal(call(f, "POST", "/v1/jobs",
-                          "{\"id\":\"p\",\"gpus\":[0,1],\"probe\":{\"depth\":0.3,"
-                          "\"duration_s\":0.3}}",
-                          1, NULL),
-                     201);
+    post_probe_job(f);
     probe_start(f);
     assert_int_equal(f->n->jobs[0].probe.state, SRV_PROBE_RUNNING);
     pfi_hw_sleep(f->b, 10.0);
@@ -650,11 +652,7 @@ static void test_probe_through_library(void **state)
     }
     lib->n = NL;
     json_t *d;
-    assert_int_equal(call(f, "POST", "/v1/jobs",
-                          "{\"id\":\"p\",\"gpus\":[0,1],\"probe\":{\"depth\":0.3,"
-                          "\"duration_s\":0.3}}",
-                          1, NULL),
-                     201);
+    post_probe_job(f);
     probe_start(f);
     assert_int_equal(f->n->jobs[0].probe.state, SRV_PROBE_RUNNING);
     double cap = f->n->jobs[0].probe.cap_w;

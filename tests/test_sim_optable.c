@@ -130,11 +130,77 @@ static void test_optable_matches_direct(void **state)
     assert_true(between > 1000 && on_node > 300);
 }
 
+/* A table's clocks at every whole-watt budget of g's settable range, each equal bit for bit to
+ * the direct solver's (the budgets are nodes); returns the memo's hits meanwhile. */
+static long nodes_match_direct(const pfi_gpu_model *g, const pfi_sim_work *w, double eff)
+{
+    long h0 = pfi_sim_optable_memo_hits();
+    pfi_sim_optable t;
+    pfi_sim_optable_init(&t, g, w, eff);
+    for (double L = ceil(g->min_limit_w); L <= g->max_limit_w; L += 1) {
+        pfi_sim_op a, b;
+        pfi_sim_optable_op(&t, L, &a);
+        pfi_sim_operating_point(g, w, L, eff, &b);
+        assert_int_equal(a.binds, b.binds);
+        for (int p = 0; p < PFI_PH_N; p++) {
+            assert_true(a.f[p] == b.f[p]);
+            assert_true(a.p[p] == b.p[p]);
+        }
+    }
+    pfi_sim_optable_free(&t);
+    return pfi_sim_optable_memo_hits() - h0;
+}
+
+/* The memo of solved nodes changes no clock: two jobs on equal chips share their memory-bound
+ * phases' nodes (the second table takes them from the memo), and a chip, job or variation that
+ * differs in any input of a phase's power is solved for itself, bit for bit as the direct
+ * solver does, right after the memo was filled with its neighbour's nodes. */
+static void test_optable_memo_changes_nothing(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_node_config c;
+    assert_int_equal(pfi_sim_preset("h200x8-mixed", &c, &e), PFI_OK);
+    assert_true(c.n_jobs >= 2);
+    for (int m = 0; m < pfi_gpu_model_count(); m++) {
+        pfi_gpu_model g = *pfi_gpu_model_at(m);
+        c.gpu = g;
+        pfi_sim_work w1, w2;
+        assert_int_equal(pfi_sim_job_work(&c, &c.jobs[0], 0, &w1, &e), PFI_OK);
+        assert_int_equal(pfi_sim_job_work(&c, &c.jobs[1], 0, &w2, &e), PFI_OK);
+        nodes_match_direct(&g, &w1, 1.01);
+        /* the other job's memory-bound phase is the first's: from the memo */
+        assert_true(nodes_match_direct(&g, &w2, 1.01) > 0);
+        for (int k = 0; k < 12; k++) {
+            nodes_match_direct(&g, &w1, 1.01); /* the memo holds the unchanged nodes */
+            pfi_gpu_model h = g;
+            pfi_sim_work v = w1;
+            double eff = 1.01;
+            switch (k) {
+            case 0: h.sm_clock_min_mhz *= 1.05; break;
+            case 1: h.sm_clock_max_mhz *= 1.01; break;
+            case 2: h.v_floor *= 0.97; break;
+            case 3: h.f_knee *= 0.9; break;
+            case 4: h.v_gamma *= 1.1; break;
+            case 5: h.idle_w += 3; break;
+            case 6: h.busy_static_w += 3; break;
+            case 7: h.hbm_w += 3; break;
+            case 8: h.dyn_w *= 1.02; break;
+            case 9: eff = 1.02; break;
+            case 10: v.act_mem *= 1.1; break;
+            default: v.dram_mem *= 1.1; break;
+            }
+            nodes_match_direct(&h, &v, eff);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_root_brackets_the_limit),
         cmocka_unit_test(test_optable_matches_direct),
+        cmocka_unit_test(test_optable_memo_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

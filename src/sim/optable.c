@@ -9,10 +9,17 @@
  * (the powers at its ends are kept with the nodes) ends in a few power evaluations instead of a
  * dozen.  The answer is not an interpolation: every clock is found to PFI_SIM_CLOCK_TOL below
  * the exact root, as the direct solver finds it, and a budget on the grid (every whole-watt
- * limit) gets the direct solver's own answer. */
+ * limit) gets the direct solver's own answer.
+ *
+ * A node's clock depends only on its phase's power law and the budget, and a fit simulates the
+ * same chips (the same variation) under the same limits for several jobs: their memory-bound
+ * and communication phases draw the same power in every job.  So a node is first looked up in
+ * a memo of solved nodes keyed by (law, budget), compared bit for bit: a hit is the very
+ * bracket the solver would compute again. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/physics.h"
 
@@ -23,6 +30,52 @@ struct pfi_sim_oppage {
     pfi_sim_bracket ph[PFI_SIM_OPTABLE_PAGE][PFI_PH_N];
 };
 _Static_assert(PFI_SIM_OPTABLE_PAGE <= 64, "a page's nodes are the bits of one uint64_t");
+
+/* The memo: direct-mapped, per thread, the latest node wins its slot.  An empty slot's key is
+ * all zero, a law no node solves (its powers are 0 at both ends of its zero clock range). */
+#define MEMO_SLOTS 1024
+typedef struct memo_key {
+    pfi_sim_power_law law;
+    double budget;
+} memo_key;
+_Static_assert(sizeof(memo_key) == 8 * sizeof(double), "a memo key has no padding");
+typedef struct memo_slot {
+    memo_key key;
+    pfi_sim_bracket b;
+} memo_slot;
+static _Thread_local memo_slot memo[MEMO_SLOTS];
+static _Thread_local long memo_hits;
+
+long pfi_sim_optable_memo_hits(void) { return memo_hits; }
+
+/* The slot of a key: from the figures that tell one chip, phase and budget from another (the
+ * whole key is compared). */
+static unsigned memo_index(const memo_key *k)
+{
+    uint64_t w[3];
+    memcpy(&w[0], &k->law.base, sizeof w[0]);
+    memcpy(&w[1], &k->law.dyn, sizeof w[1]);
+    memcpy(&w[2], &k->budget, sizeof w[2]);
+    uint64_t h = w[0] ^ (w[1] * 0x9e3779b97f4a7c15ull) ^ (w[2] * 0xc2b2ae3d27d4eb4full);
+    /* splitmix64's finalizer: every bit of the three reaches the slot's bits */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    return (unsigned)((h ^ (h >> 31)) & (MEMO_SLOTS - 1));
+}
+
+/* b (the whole clock range of law's phase) narrowed to its clock under budget e. */
+static void node_root(const pfi_sim_power_law *law, double e, pfi_sim_bracket *b)
+{
+    memo_key k = {*law, e};
+    memo_slot *s = &memo[memo_index(&k)];
+    if (memcmp(&s->key, &k, sizeof k) == 0) {
+        *b = s->b;
+        memo_hits++;
+        return;
+    }
+    pfi_sim_phase_root(law, e, b);
+    *s = (memo_slot){k, *b};
+}
 
 /* The bracket of phase p at node k, solved the first time it is asked for (NULL: out of
  * memory).  Nodes live in pages allocated when first touched: a table that sees one budget
@@ -45,8 +98,11 @@ static const pfi_sim_bracket *node_at(pfi_sim_optable *t, int k, int p)
             pfi_sim_bracket *b = &ph[q];
             *b = (pfi_sim_bracket){t->g->sm_clock_min_mhz, t->g->sm_clock_max_mhz, t->pmin[q],
                                    t->pmax[q]};
-            if (e > t->pmin[q] && e < t->pmax[q])
-                pfi_sim_phase_root(t->g, t->w, q, e, t->eff, b);
+            /* A compute phase's activity is its job's own: no other job shares its nodes. */
+            if (e > t->pmin[q] && e < t->pmax[q] && q == PFI_PH_COMPUTE)
+                pfi_sim_phase_root(&t->law[q], e, b);
+            else if (e > t->pmin[q] && e < t->pmax[q])
+                node_root(&t->law[q], e, b);
         }
         (*pg)->set |= (uint64_t)1 << i;
     }
@@ -60,8 +116,9 @@ void pfi_sim_optable_init(pfi_sim_optable *t, const pfi_gpu_model *g, const pfi_
     t->w = w;
     t->eff = eff;
     for (int p = 0; p < PFI_PH_N; p++) {
-        t->pmin[p] = pfi_sim_phase_power(g, w, p, g->sm_clock_min_mhz, eff);
-        t->pmax[p] = pfi_sim_phase_power(g, w, p, g->sm_clock_max_mhz, eff);
+        pfi_sim_power_law_of(g, w, p, eff, &t->law[p]);
+        t->pmin[p] = pfi_sim_law_power(&t->law[p], g->sm_clock_min_mhz);
+        t->pmax[p] = pfi_sim_law_power(&t->law[p], g->sm_clock_max_mhz);
     }
     /* Budgets stay between the settable limits; anything outside is solved directly. */
     t->k0 = (int)floor(g->min_limit_w / PFI_SIM_OPTABLE_STEP_W);
@@ -118,7 +175,7 @@ void pfi_sim_optable_op(pfi_sim_optable *t, double e, pfi_sim_op *op)
                               t->pmax[p]};
         if (a && b)
             br = (pfi_sim_bracket){a->lo, b->hi, a->plo, b->phi};
-        pfi_sim_phase_root(t->g, t->w, p, e, t->eff, &br);
+        pfi_sim_phase_root(&t->law[p], e, &br);
         op->f[p] = br.lo;
         op->p[p] = br.plo;
     }

@@ -6,28 +6,30 @@
 
 #include "sim/physics.h"
 
-/* V(f)/V(fmax) at phi = f/fmax and its slope dV/dphi when dv is not NULL. */
-static inline double volt_phi(const pfi_gpu_model *g, double phi, double *dv)
+/* V(f)/V(fmax) at phi = f/fmax and its slope dV/dphi when dv is not NULL, on the V-f curve
+ * (v_floor, f_knee, v_gamma). */
+static inline double volt_phi(double v_floor, double f_knee, double v_gamma, double phi,
+                              double *dv)
 {
-    if (phi <= g->f_knee) {
+    if (phi <= f_knee) {
         if (dv)
             *dv = 0;
-        return g->v_floor;
+        return v_floor;
     }
-    double x = (phi - g->f_knee) / (1.0 - g->f_knee);
-    double gamma = g->v_gamma > 0 ? g->v_gamma : 1.0;
+    double x = (phi - f_knee) / (1.0 - f_knee);
+    double gamma = v_gamma > 0 ? v_gamma : 1.0;
     /* x^1.5 (every model's exponent) as x*sqrt(x): the same to an ulp or two, and the root
      * finder below calls this in its inner loop.  At f_max (x = 1, a third of all calls: every
      * phase the limit does not bind) x^gamma is exactly 1, as pow returns it. */
     double xg = x == 1 ? 1 : gamma == 1.5 ? x * sqrt(x) : pow(x, gamma);
     if (dv)
-        *dv = (1.0 - g->v_floor) * gamma * xg / x / (1.0 - g->f_knee);
-    return g->v_floor + (1.0 - g->v_floor) * xg;
+        *dv = (1.0 - v_floor) * gamma * xg / x / (1.0 - f_knee);
+    return v_floor + (1.0 - v_floor) * xg;
 }
 
 double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
 {
-    return volt_phi(g, f_mhz / g->sm_clock_max_mhz, NULL);
+    return volt_phi(g->v_floor, g->f_knee, g->v_gamma, f_mhz / g->sm_clock_max_mhz, NULL);
 }
 
 double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
@@ -103,9 +105,8 @@ double pfi_sim_pipeline_step(const double *pipe, int pp, double m, double t_host
     return (m - 1) / m * mx + sum / m + t_host;
 }
 
-/* Power of a phase at f and its slope dP/df (when dp is not NULL). */
-static double power_slope(const pfi_gpu_model *g, const pfi_sim_work *w, int phase, double f_mhz,
-                          double eff, double *dp)
+void pfi_sim_power_law_of(const pfi_gpu_model *g, const pfi_sim_work *w, int phase, double eff,
+                          pfi_sim_power_law *law)
 {
     double act = phase == PFI_PH_COMPUTE ? w->act_comp
                  : phase == PFI_PH_MEMORY ? w->act_mem
@@ -113,23 +114,45 @@ static double power_slope(const pfi_gpu_model *g, const pfi_sim_work *w, int pha
     double dram = phase == PFI_PH_COMPUTE ? w->dram_comp
                   : phase == PFI_PH_MEMORY ? w->dram_mem
                   : phase == PFI_PH_COMM   ? w->dram_comm : w->dram_spin;
-    double phi = f_mhz / g->sm_clock_max_mhz;
-    double dv, v = volt_phi(g, phi, dp ? &dv : NULL);
+    /* Manufacturing variation (eff) scales leakage and switching power alike.  The sums and
+     * products are grouped as the power's formula evaluates them left to right, so that the
+     * power is bit for bit what the formula written out in full gives. */
+    *law = (pfi_sim_power_law){
+        .f_min = g->sm_clock_min_mhz,
+        .f_max = g->sm_clock_max_mhz,
+        .v_floor = g->v_floor,
+        .f_knee = g->f_knee,
+        .v_gamma = g->v_gamma,
+        .base = g->idle_w + g->busy_static_w * eff + g->hbm_w * dram,
+        .dyn = g->dyn_w * eff * act,
+    };
+}
+
+/* Power of a phase at f and its slope dP/df (when dp is not NULL):
+ * base + dyn * V(phi)^2 * phi, phi = f / f_max. */
+static inline double power_slope(const pfi_sim_power_law *l, double f_mhz, double *dp)
+{
+    double phi = f_mhz / l->f_max;
+    double dv, v = volt_phi(l->v_floor, l->f_knee, l->v_gamma, phi, dp ? &dv : NULL);
     if (dp)
-        *dp = g->dyn_w * eff * act * (v * v + 2 * v * dv * phi) / g->sm_clock_max_mhz;
-    /* Manufacturing variation (eff) scales leakage and switching power alike. */
-    return g->idle_w + g->busy_static_w * eff + g->hbm_w * dram +
-           g->dyn_w * eff * act * v * v * phi;
+        *dp = l->dyn * (v * v + 2 * v * dv * phi) / l->f_max;
+    return l->base + l->dyn * v * v * phi;
+}
+
+double pfi_sim_law_power(const pfi_sim_power_law *law, double f_mhz)
+{
+    return power_slope(law, f_mhz, NULL);
 }
 
 double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
                            double f_mhz, double eff)
 {
-    return power_slope(g, w, phase, f_mhz, eff, NULL);
+    pfi_sim_power_law law;
+    pfi_sim_power_law_of(g, w, phase, eff, &law);
+    return power_slope(&law, f_mhz, NULL);
 }
 
-void pfi_sim_phase_root(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
-                        double limit_w, double eff, pfi_sim_bracket *b)
+void pfi_sim_phase_root(const pfi_sim_power_law *law, double limit_w, pfi_sim_bracket *b)
 {
     /* Phase power grows monotonically with f (V and f both do) and its slope is known, so
      * Newton's method kept inside the bracket finds the root in a few steps.  Each step aims a
@@ -143,7 +166,7 @@ void pfi_sim_phase_root(const pfi_gpu_model *g, const pfi_sim_work *w, int phase
     for (int i = 0; i < 96 && hi - lo > tol; i++) {
         if (!(x > lo && x < hi))
             x = 0.5 * (lo + hi);
-        double dp, px = power_slope(g, w, phase, x, eff, &dp), r = px - limit_w;
+        double dp, px = power_slope(law, x, &dp), r = px - limit_w;
         if (r > 0) {
             hi = x;
             phi = px;
@@ -165,15 +188,17 @@ void pfi_sim_phase_root(const pfi_gpu_model *g, const pfi_sim_work *w, int phase
 static double phase_solve(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
                           double limit_w, double eff, double *power)
 {
-    pfi_sim_bracket b = {g->sm_clock_min_mhz, g->sm_clock_max_mhz, 0, 0};
-    b.phi = pfi_sim_phase_power(g, w, phase, b.hi, eff);
+    pfi_sim_power_law law;
+    pfi_sim_power_law_of(g, w, phase, eff, &law);
+    pfi_sim_bracket b = {law.f_min, law.f_max, 0, 0};
+    b.phi = power_slope(&law, b.hi, NULL);
     if (b.phi <= limit_w) {
         *power = b.phi;
         return b.hi;
     }
-    b.plo = pfi_sim_phase_power(g, w, phase, b.lo, eff);
+    b.plo = power_slope(&law, b.lo, NULL);
     if (b.plo < limit_w)
-        pfi_sim_phase_root(g, w, phase, limit_w, eff, &b);
+        pfi_sim_phase_root(&law, limit_w, &b);
     *power = b.plo;
     return b.lo;
 }

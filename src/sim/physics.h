@@ -55,6 +55,19 @@ typedef struct pfi_sim_op {
 /* Power of one phase at clock f; eff scales the SM dynamic power (manufacturing). */
 double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
                            double f_mhz, double eff);
+/* Everything a phase's power depends on: P(f) = base + dyn * V(phi)^2 * phi, phi = f/f_max,
+ * V the chip's V-f curve (v_floor, f_knee, v_gamma); base = idle + busy static * eff + HBM
+ * power * the phase's DRAM use, dyn = dyn_w * eff * the phase's activity.  Its clock under a
+ * limit is a function of this and the limit alone (optable.c keeps solved ones by it). */
+typedef struct pfi_sim_power_law {
+    double f_min, f_max;
+    double v_floor, f_knee, v_gamma;
+    double base, dyn;
+} pfi_sim_power_law;
+void pfi_sim_power_law_of(const pfi_gpu_model *g, const pfi_sim_work *w, int phase, double eff,
+                          pfi_sim_power_law *law);
+/* pfi_sim_phase_power(f) of the phase whose law this is, bit for bit. */
+double pfi_sim_law_power(const pfi_sim_power_law *law, double f_mhz);
 /* Clocks are found to PFI_SIM_CLOCK_TOL below the exact root. */
 #define PFI_SIM_CLOCK_TOL 1e-6 /* MHz */
 /* A bracket of a phase's clock under a limit: power(lo) = plo <= limit < phi = power(hi).
@@ -62,8 +75,7 @@ double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int ph
 typedef struct pfi_sim_bracket {
     double lo, hi, plo, phi;
 } pfi_sim_bracket;
-void pfi_sim_phase_root(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,
-                        double limit_w, double eff, pfi_sim_bracket *b);
+void pfi_sim_phase_root(const pfi_sim_power_law *law, double limit_w, pfi_sim_bracket *b);
 /* Seconds per step of a kernel phase at f_max (0 for the spin phase). */
 double pfi_sim_phase_duration(const pfi_sim_work *w, int phase);
 /* The highest clock of each phase whose power fits under limit_w (f_min when none does). */
@@ -81,6 +93,7 @@ typedef struct pfi_sim_optable {
     const pfi_gpu_model *g;
     const pfi_sim_work *w;
     double eff;
+    pfi_sim_power_law law[PFI_PH_N];
     double pmin[PFI_PH_N], pmax[PFI_PH_N]; /* each phase's power at f_min and f_max */
     int k0, n;                              /* nodes at budgets (k0 + i) * step, i < n */
     pfi_sim_oppage *page[PFI_SIM_OPTABLE_PAGES];
@@ -91,6 +104,11 @@ void pfi_sim_optable_init(pfi_sim_optable *t, const pfi_gpu_model *g, const pfi_
                          double eff);
 void pfi_sim_optable_free(pfi_sim_optable *t);
 void pfi_sim_optable_op(pfi_sim_optable *t, double budget_w, pfi_sim_op *op);
+/* A node's clocks are kept, per thread, in a memo keyed by the phase's power law and the
+ * budget, bit for bit (fixed size, the latest wins a slot): nodes of two GPUs whose phase draws
+ * the same power (the memory-bound and communication phases of two jobs on equal chips) are
+ * solved once.  The number of nodes this thread took from it, for tests. */
+long pfi_sim_optable_memo_hits(void);
 
 /* One GPU's step at op, each figure computed once: the time of each kernel phase, their sum
  * (busy), the busy-time mean clock and power (fbusy, pbusy), and the time with the concurrent

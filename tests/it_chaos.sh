@@ -125,6 +125,22 @@ same_budget() { # $1 the budget as read back, $2 mW asked: the same number of mi
     [ "$(awk -v w="$1" 'BEGIN { printf "%.0f", w * 1000 }')" = "$2" ]
 }
 
+# put_limits WHAT PATH BODY MW: PUT a budget or caps summing to MW mW, then allow MW.  When a GPU
+# refused its lowering (an injected fault) and the others could not make room, the answer is
+# 500 EOVERBUDGET: counted, and the sum stays at what was read back (docs/serve.md), allowed
+# instead when higher.  WHAT names the request in messages.
+put_limits() {
+    st=$(code PUT "$2" "$3")
+    if [ "$st" = 500 ] && grep -q EOVERBUDGET "$dir/body"; then
+        field sum_after_w; to_mw "$f_"; n_over=$((n_over + 1))
+        note "$1 not met under a fault: limits at $f_ W"
+        set_allowed $(($4 > m_ ? $4 : m_))
+    else
+        [ "$st" = 200 ] || fail "$1: $st $(cat "$dir/body")"
+        set_allowed "$4"
+    fi
+}
+
 for j in '{"id":"a","gpus":[0,1,2,3],"sla":0.1}' '{"id":"b","gpus":[4,5],"pfi30":0.25}' \
     '{"id":"c","gpus":[6,7],"pfi30":0.8,"weight":2}'; do
     [ "$(code POST /v1/jobs "$j")" = 201 ] || fail "job $j: $(cat "$dir/body")"
@@ -193,17 +209,7 @@ while read -r kind v; do
         # Raising: the new budget is allowed from before the request; lowering: only once answered.
         raise_allowed "$v"
         watts "$v"
-        st=$(code PUT /v1/budget "{\"watts\":$w_}")
-        if [ "$st" = 500 ] && grep -q EOVERBUDGET "$dir/body"; then
-            # A GPU refused its lowering (an injected fault) and the others could not make room:
-            # reported, and the sum stays at what was read back (docs/serve.md).
-            field sum_after_w; to_mw "$f_"; n_over=$((n_over + 1))
-            note "budget $w_ W not met under a fault: limits at $f_ W"
-            set_allowed $((v > m_ ? v : m_))
-        else
-            [ "$st" = 200 ] || fail "budget $w_ W: $st $(cat "$dir/body")"
-            set_allowed "$v"
-        fi
+        put_limits "budget $w_ W" /v1/budget "{\"watts\":$w_}" "$v"
         budget=$v; mode=local; n_ok=$((n_ok + 1))
         sleep 0.03
         code GET /v1/budget >/dev/null
@@ -224,15 +230,7 @@ while read -r kind v; do
         sum=$((v * 8000))
         raise_allowed "$sum"
         body="{\"epoch\":$epoch,\"caps\":[{\"gpu\":0,\"cap_w\":$v},{\"gpu\":1,\"cap_w\":$v},{\"gpu\":2,\"cap_w\":$v},{\"gpu\":3,\"cap_w\":$v},{\"gpu\":4,\"cap_w\":$v},{\"gpu\":5,\"cap_w\":$v},{\"gpu\":6,\"cap_w\":$v},{\"gpu\":7,\"cap_w\":$v}]}"
-        st=$(code PUT /v1/caps "$body")
-        if [ "$st" = 500 ] && grep -q EOVERBUDGET "$dir/body"; then
-            field sum_after_w; to_mw "$f_"; n_over=$((n_over + 1))
-            note "caps $v W not met under a fault: limits at $f_ W"
-            set_allowed $((sum > m_ ? sum : m_))
-        else
-            [ "$st" = 200 ] || fail "caps $v W epoch $epoch: $st $(cat "$dir/body")"
-            set_allowed "$sum"
-        fi
+        put_limits "caps $v W epoch $epoch" /v1/caps "$body" "$sum"
         budget=$sum; mode=external; n_ok=$((n_ok + 1))
         sleep 0.03
         code GET /v1/budget >/dev/null

@@ -9,22 +9,16 @@ set -u
 for t in make dpkg-deb dpkg-shlibdeps lintian; do
   command -v $t >/dev/null 2>&1 || { echo "FAIL: $t not found (scripts/install-deps.sh test)"; exit 1; }
 done
-top=$(cd "$(dirname "$0")/.." && pwd)
-bin=${PFI_BIN:?PFI_BIN is not set}
-build=$(cd "$(dirname "$bin")" && pwd)
-san=""
-nm "$bin" 2>/dev/null | grep -q __asan_init && san=1
-T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_deb.XXXXXX")
+name=it_deb
+. "$(dirname "$0")/support/tree_make.sh"
 installed=0
 cleanup() {
   [ $installed -eq 1 ] && dpkg --purge pfi > /dev/null 2>&1
   rm -rf "$T"
 }
 trap cleanup EXIT
-bad=0
-fail() { echo "FAIL: $*"; bad=1; }
 
-make -s -C "$top" BUILD="$build" ${san:+SAN=1} deb > "$T/make.log" 2>&1 ||
+tree_make deb > "$T/make.log" 2>&1 ||
   { cat "$T/make.log"; echo "FAIL: make deb"; exit 1; }
 deb=$(tail -n 1 "$T/make.log")
 version=$("$bin" --version | sed -n 's/^pfi //p')

@@ -8,18 +8,11 @@ set -u
 for t in make pkg-config cc nm; do
   command -v $t >/dev/null 2>&1 || { echo "FAIL: $t not found (scripts/install-deps.sh build)"; exit 1; }
 done
-top=$(cd "$(dirname "$0")/.." && pwd)
-bin=${PFI_BIN:?PFI_BIN is not set}
-build=$(cd "$(dirname "$bin")" && pwd)
-# The tree's own flags, so that make finds it up to date instead of rebuilding it another way.
-san=""
-nm "$bin" 2>/dev/null | grep -q __asan_init && san=1
-T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_install.XXXXXX")
+name=it_install
+. "$(dirname "$0")/support/tree_make.sh"
 trap 'rm -rf "$T"' EXIT
 D=$T/root
-bad=0
-fail() { echo "FAIL: $*"; bad=1; }
-mk() { make -s -C "$top" BUILD="$build" ${san:+SAN=1} PREFIX=/usr DESTDIR="$D" "$@"; }
+mk() { tree_make PREFIX=/usr DESTDIR="$D" "$@"; }
 
 mk install > "$T/install.log" 2>&1 || { cat "$T/install.log"; echo "FAIL: make install"; exit 1; }
 for f in usr/bin/pfi usr/lib/libpfi.so usr/lib/libpfi.so.0 usr/lib/libpfi.a usr/include/pfi/pfi.h \

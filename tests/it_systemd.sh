@@ -6,18 +6,11 @@
 set -u
 command -v systemd-analyze >/dev/null 2>&1 ||
   { echo "FAIL: systemd-analyze not found (scripts/install-deps.sh test installs systemd)"; exit 1; }
-top=$(cd "$(dirname "$0")/.." && pwd)
-bin=${PFI_BIN:?PFI_BIN is not set}
-build=$(cd "$(dirname "$bin")" && pwd)
-# The tree's own flags, so that make finds it up to date instead of rebuilding it another way.
-san=""
-nm "$bin" 2>/dev/null | grep -q __asan_init && san=1
-T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_systemd.XXXXXX")
+name=it_systemd
+. "$(dirname "$0")/support/tree_make.sh"
 trap 'rm -rf "$T"' EXIT
 D=$T/root
-bad=0
-fail() { echo "FAIL: $*"; bad=1; }
-make -s -C "$top" BUILD="$build" ${san:+SAN=1} PREFIX=/usr DESTDIR="$D" install > "$T/install.log" 2>&1 ||
+tree_make PREFIX=/usr DESTDIR="$D" install > "$T/install.log" 2>&1 ||
   { cat "$T/install.log"; echo "FAIL: make install"; exit 1; }
 
 # The exposure systemd-analyze gives a unit file ("... exposure level for X: 2.2 OK").

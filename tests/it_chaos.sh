@@ -37,9 +37,7 @@ fail() {
 }
 note() { echo "it_chaos: $*"; }
 
-[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_chaos: PFI_BIN is not set"; exit 1; }
-SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
-[ -x "$SAMPLER" ] || { echo "it_chaos: $SAMPLER is not built"; exit 1; }
+. "$(dirname "$0")/support/sampler.sh"
 for t in curl jq python3; do
     command -v $t >/dev/null || { echo "it_chaos: FAIL: $t is missing (scripts/install-deps.sh test)"; exit 1; }
 done

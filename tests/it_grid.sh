@@ -9,13 +9,12 @@
 # lists, removes and reports events.
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
+name=it_grid
 
 fail() { echo "it_grid: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 30 "$dir/serve.log"; exit 1; }
 note() { echo "it_grid: $*"; }
 
-[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_grid: PFI_BIN is not set"; exit 1; }
-SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
-[ -x "$SAMPLER" ] || { echo "it_grid: $SAMPLER is not built"; exit 1; }
+. "$(dirname "$0")/support/sampler.sh"
 command -v curl >/dev/null || { echo "it_grid: curl is missing (scripts/install-deps.sh test)"; exit 77; }
 
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_grid.XXXXXX") || exit 1
@@ -30,7 +29,6 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
-name=it_grid
 SERVE_OPTS="--sample-interval 100ms"
 . "$(dirname "$0")/support/serve_env.sh"
 limits() {

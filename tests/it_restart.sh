@@ -16,9 +16,7 @@ name=it_restart
 fail() { echo "it_restart: FAIL: $*"; for f in "$dir"/*.log; do echo "== $f"; tail -n 8 "$f"; done; exit 1; }
 note() { echo "it_restart: $*"; }
 
-[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_restart: PFI_BIN is not set"; exit 1; }
-SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
-[ -x "$SAMPLER" ] || { echo "it_restart: $SAMPLER is not built"; exit 1; }
+. "$(dirname "$0")/support/sampler.sh"
 KILLS=${RESTART_KILLS:-1}
 
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_restart.XXXXXX") || exit 1

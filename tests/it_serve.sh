@@ -8,6 +8,7 @@
 # socket this time).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
+name=it_serve
 
 fail() { echo "it_serve: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 30 "$dir/serve.log"; exit 1; }
 note() { echo "it_serve: $*"; }
@@ -15,9 +16,7 @@ note() { echo "it_serve: $*"; }
 skipped=""
 skipped() { echo "it_serve: SKIPPED $*"; skipped="$skipped; $*"; }
 
-[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_serve: PFI_BIN is not set"; exit 1; }
-SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
-[ -x "$SAMPLER" ] || { echo "it_serve: $SAMPLER is not built"; exit 1; }
+. "$(dirname "$0")/support/sampler.sh"
 command -v curl >/dev/null || { echo "it_serve: curl is missing (scripts/install-deps.sh test)"; exit 77; }
 
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_serve.XXXXXX") || exit 1
@@ -32,7 +31,6 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
-name=it_serve
 SERVE_OPTS="--sample-interval 100ms"
 . "$(dirname "$0")/support/serve_env.sh"
 

@@ -17,9 +17,7 @@
 #   check_start S         at S (pfi's clock), fails when the limits sum to more than $TARGET
 #   check_restored MAX    waits until the limits sum to MAX again, stops the sampler and fails
 #                         when any sampled instant was over what $dir/allowed allowed
-[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "$name: PFI_BIN is not set"; exit 1; }
-SAMPLER=$(dirname "$PFI_BIN")/tests/test_serve_sampler
-[ -x "$SAMPLER" ] || { echo "$name: $SAMPLER is not built"; exit 1; }
+. "$(dirname "$0")/support/sampler.sh"
 command -v curl >/dev/null || { echo "$name: curl is missing (scripts/install-deps.sh test)"; exit 77; }
 command -v python3 >/dev/null || { echo "$name: python3 is missing (scripts/install-deps.sh test)"; exit 77; }
 here=$(cd "$(dirname "$0")" && pwd)

@@ -8,24 +8,11 @@
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 name=it_monitor
-fail() {
-    echo "$name: FAIL: $*"
-    for f in n1 n2 cluster; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
-    exit 1
-}
-note() { echo "$name: $*"; }
-here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/$name.XXXXXX") || exit 1
-cleanup() {
-    for p in ${pids:-}; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-command -v promtool >/dev/null || fail "promtool is missing (scripts/install-deps.sh test installs prometheus)"
+command -v promtool >/dev/null ||
+    { echo "$name: FAIL: promtool is missing (scripts/install-deps.sh test installs prometheus)"; exit 1; }
 # n2's GPUs have no energy counter: the daemon integrates their draw instead.
 N2_FAULTS=nvmlDeviceGetTotalEnergyConsumption=NOT_SUPPORTED
-. "$here/support/monitor_env.sh"
+. "$(dirname "$0")/support/monitor_env.sh"
 
 # The controller has applied its budget to n2 once n2 is in external mode.
 i=0

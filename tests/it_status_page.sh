@@ -11,25 +11,11 @@
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 name=it_status_page
-fail() {
-    echo "$name: FAIL: $*"
-    for f in n1 n2 cluster; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
-    exit 1
-}
-note() { echo "$name: $*"; }
-here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/$name.XXXXXX") || exit 1
-cleanup() {
-    for p in ${pids:-}; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
-    fail "chromium is missing (scripts/install-deps.sh test installs it)"
-command -v python3 >/dev/null || fail "python3 is missing (scripts/install-deps.sh test)"
+    { echo "$name: FAIL: chromium is missing (scripts/install-deps.sh test installs it)"; exit 1; }
+command -v python3 >/dev/null || { echo "$name: FAIL: python3 is missing (scripts/install-deps.sh test)"; exit 1; }
 out=$(cd "$(dirname "$PFI_BIN")" && pwd)
-. "$here/support/monitor_env.sh"
+. "$(dirname "$0")/support/monitor_env.sh"
 "$PFI_BIN" event --url "$CL" --token-file "$TOKEN" add --id site-next --start now+1h \
     --duration 30m --limit 4600W >/dev/null || fail "grid event on the controller"
 

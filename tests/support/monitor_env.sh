@@ -3,8 +3,24 @@
 # fake NVML over their own simulated nodes and a site controller over the second.
 #   n1: `pfi serve` alone (local mode): three jobs, a 70% budget, grid events.
 #   n2: `pfi serve` under `pfi cluster serve` (external mode): caps from the site budget.
-# Sets N1, N2, CL (http://127.0.0.1:PORT), TOKEN (a file); the caller sets $name, $dir and
-# fail(), and kills $pids at exit.  N2_FAULTS: the fake NVML's fault rules for n2 (faults.c).
+# The caller sets $name, and N2_FAULTS: the fake NVML's fault rules for n2 (faults.c).  Sets
+# fail() and note() (a failure shows the end of every daemon's log), here (tests/), dir (a
+# scratch folder removed at exit, when every process in $pids is killed), N1, N2, CL
+# (http://127.0.0.1:PORT), TOKEN (a file).
+fail() {
+    echo "$name: FAIL: $*"
+    for f in n1 n2 cluster; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
+    exit 1
+}
+note() { echo "$name: $*"; }
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/$name.XXXXXX") || exit 1
+cleanup() {
+    for p in ${pids:-}; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "$name: PFI_BIN is not set"; exit 1; }
 command -v curl >/dev/null || fail "curl is missing (scripts/install-deps.sh test)"
 unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY

@@ -60,6 +60,13 @@ static void make_synth(synth *s, int n)
     }
 }
 
+/* The run loses more below its baseline: every level's throughput but the first's times f. */
+static void lose_more(pfi_run *r, double f)
+{
+    for (int i = 1; i < r->n_levels; i++)
+        r->levels[i].tput *= f;
+}
+
 static void test_population(void **state)
 {
     static synth s;
@@ -199,8 +206,7 @@ static void test_shape_from_other_jobs(void **state)
     make_synth(&s, 6);
     make_synth(&t, 6);
     for (int k = 1; k < 6; k++) /* every other job loses more below its baseline */
-        for (int i = 1; i < t.runs[k].n_levels; i++)
-            t.runs[k].levels[i].tput *= 0.9;
+        lose_more(&t.runs[k], 0.9);
     pfi_expt_pop p, q;
     pfi_err e = {0};
     assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
@@ -294,6 +300,16 @@ static void test_shape_grid(void **state)
     assert_int_equal(pfi_expt_shape_grid(g, 3), PFI_EXPT_GRID_SIZE);
 }
 
+/* Every cell of r computed (n_cuts cuts, every policy) holds its budget. */
+static void assert_within_budget(const pfi_expt_result *r, int n_cuts)
+{
+    for (int c = 0; c < n_cuts; c++)
+        for (int k = 0; k < PFI_POLICY_COUNT; k++) {
+            const pfi_eval_cell *cell = &r->cells[c * PFI_POLICY_COUNT + k];
+            assert_true(!cell->done || cell->power_w <= cell->budget_w * (1 + 1e-12));
+        }
+}
+
 /* Cross-validated settings: each group's setting comes from the grid and is chosen without
  * that group (changing its curves changes nothing it is given), allocations stay within the
  * budget; with group_out the library leaves the whole group out (a change to a job of the same
@@ -303,8 +319,7 @@ static void test_shape_cross_validated(void **state)
     static synth s, t;
     make_synth(&s, 6);
     make_synth(&t, 6);
-    for (int i = 1; i < t.runs[0].n_levels; i++) /* job 0 loses more below its baseline */
-        t.runs[0].levels[i].tput *= 0.85;
+    lose_more(&t.runs[0], 0.85); /* job 0 loses more below its baseline */
     pfi_expt_pop p, q;
     pfi_err e = {0};
     assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
@@ -325,11 +340,7 @@ static void test_shape_cross_validated(void **state)
     }
     assert_true(same_set(&a.sets[0], &b.sets[0]));
     assert_int_equal(a.sets[0].members, b.sets[0].members);
-    for (int c = 0; c < 2; c++)
-        for (int k = 0; k < PFI_POLICY_COUNT; k++) {
-            const pfi_eval_cell *cell = &a.cells[c * PFI_POLICY_COUNT + k];
-            assert_true(!cell->done || cell->power_w <= cell->budget_w * (1 + 1e-12));
-        }
+    assert_within_budget(&a, 2);
     pfi_expt_result_free(&a);
     pfi_expt_result_free(&b);
     o.cv_top = 0; /* the grid's one best setting */
@@ -351,11 +362,7 @@ static void test_shape_cross_validated(void **state)
         assert_true(found);
     }
     assert_true(same_set(&a.sets[0], &b.sets[0]));
-    for (int c = 0; c < 2; c++)
-        for (int k = 0; k < PFI_POLICY_COUNT; k++) {
-            const pfi_eval_cell *cell = &a.cells[c * PFI_POLICY_COUNT + k];
-            assert_true(!cell->done || cell->power_w <= cell->budget_w * (1 + 1e-12));
-        }
+    assert_within_budget(&a, 2);
     pfi_expt_result_free(&a);
     pfi_expt_result_free(&b);
     pfi_expt_pop_free(&p);
@@ -372,8 +379,7 @@ static void test_shape_cross_validated(void **state)
             x->group[k] = 0;
         }
     for (int k = 1; k < 4; k++)
-        for (int i = 1; i < t.runs[k].n_levels; i++)
-            t.runs[k].levels[i].tput *= 0.85;
+        lose_more(&t.runs[k], 0.85);
     assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
     assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 8, "synthetic", &q, &e), PFI_OK);
     pfi_expt_jobs ja, jb;
@@ -405,8 +411,7 @@ static void test_nested_cv(void **state)
     static synth s, t;
     make_synth(&s, 8);
     make_synth(&t, 8);
-    for (int i = 1; i < t.runs[0].n_levels; i++) /* job 0 loses more below its baseline */
-        t.runs[0].levels[i].tput *= 0.85;
+    lose_more(&t.runs[0], 0.85); /* job 0 loses more below its baseline */
     pfi_expt_pop p, q;
     pfi_err e = {0};
     assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);

@@ -389,51 +389,13 @@ double pfi_expt_sla_error(const pfi_alloc_job *t, const pfi_alloc_job *q, double
     return NAN;
 }
 
-/* pfi's predicted slowdown of q at u = 0.50, 0.55, ..., 0.95 of its maximum cap (capped below
- * at its minimum): where a job's curve sits, as pfi sees it, to find jobs that look alike. */
-#define SLA_SHAPE_N 10
-static void sla_shape(const pfi_alloc_job *q, double *s)
-{
-    double p0 = pfi_alloc_tput_at(q, q->max_cap_w);
-    for (int i = 0; i < SLA_SHAPE_N; i++) {
-        double cap = fmax(q->min_cap_w, (0.50 + 0.05 * i) * q->max_cap_w);
-        s[i] = p0 > 0 ? 1 - pfi_alloc_tput_at(q, cap) / p0 : NAN;
-    }
-}
-
-typedef struct near_err {
-    double d, e;
-} near_err;
-
-static int cmp_near(const void *a, const void *b)
-{
-    const near_err *x = a, *y = b;
-    return x->d < y->d ? -1 : x->d > y->d;
-}
-
-/* Job j's margin: the PFI_EXPT_SLA_QUANTILE quantile of e[k] over the OTHER jobs k (all of
- * them, or the PFI_EXPT_SLA_NEIGHBOURS nearest to j by sla_shape when that is > 0), >= 0. */
-static double job_margin(const double *e, const double *shape, int n, int j, near_err *w,
-                         double *v)
+/* Job j's margin: the PFI_EXPT_SLA_QUANTILE quantile of e[k] over the OTHER jobs k, >= 0. */
+static double job_margin(const double *e, int n, int j, double *v)
 {
     int m = 0;
-    for (int k = 0; k < n; k++) {
-        if (k == j || !isfinite(e[k]))
-            continue;
-        double d2 = 0;
-        for (int i = 0; i < SLA_SHAPE_N; i++) {
-            double a = shape[(size_t)j * SLA_SHAPE_N + (size_t)i];
-            double b = shape[(size_t)k * SLA_SHAPE_N + (size_t)i];
-            d2 += isfinite(a) && isfinite(b) ? (a - b) * (a - b) : 1;
-        }
-        w[m++] = (near_err){d2, e[k]};
-    }
-    if (PFI_EXPT_SLA_NEIGHBOURS > 0 && m > PFI_EXPT_SLA_NEIGHBOURS) {
-        qsort(w, (size_t)m, sizeof *w, cmp_near);
-        m = PFI_EXPT_SLA_NEIGHBOURS;
-    }
-    for (int k = 0; k < m; k++)
-        v[k] = w[k].e;
+    for (int k = 0; k < n; k++)
+        if (k != j && isfinite(e[k]))
+            v[m++] = e[k];
     qsort(v, (size_t)m, sizeof *v, pfi_cmp_double);
     return m > 0 ? fmax(0, pfi_quantile_sorted(v, m, PFI_EXPT_SLA_QUANTILE)) : 0;
 }
@@ -443,22 +405,18 @@ int pfi_expt_sla_margins(const pfi_alloc_job *tj, const pfi_alloc_job *pj, int n
 {
     size_t nn = (size_t)(n ? n : 1);
     double *e = malloc(sizeof *e * nn), *v = malloc(sizeof *v * nn);
-    double *shape = malloc(sizeof *shape * nn * SLA_SHAPE_N);
-    near_err *w = malloc(sizeof *w * nn);
     int nsla = 0;
-    if (e && v && shape && w) {
-        for (int j = 0; j < n; j++) {
+    if (e && v) {
+        for (int j = 0; j < n; j++)
             e[j] = pfi_expt_sla_error(&tj[j], &pj[j], sla);
-            sla_shape(&pj[j], shape + (size_t)j * SLA_SHAPE_N);
-        }
         for (int j = 0; j < n; j++) {
             marg[j] = NAN;
             if (j % every == 0)
-                marg[j] = job_margin(e, shape, n, j, w, v), nsla++;
+                marg[j] = job_margin(e, n, j, v), nsla++;
         }
     } else
         nsla = -1;
-    free(e), free(v), free(shape), free(w);
+    free(e), free(v);
     return nsla;
 }
 

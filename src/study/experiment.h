@@ -44,17 +44,10 @@
 #define PFI_EXPT_FOLDS 5
 /* The quantile of the other jobs' SLA-floor errors (pfi_expt_sla_error) an SLA job is planned
  * against: 1, the most optimistic curve seen on any other job (docs/allocation.md: 0.95 was
- * tried first and left breaches; margins from a job's 20 nearest other jobs left breaches on
- * the development seeds). */
-#ifndef PFI_EXPT_SLA_QUANTILE
+ * tried first and left breaches; margins from a job's nearest other jobs, by pfi's curve, by
+ * baseline telemetry or the predictor's own draw neighbours, left breaches on the development
+ * seeds). */
 #define PFI_EXPT_SLA_QUANTILE 1.0
-#endif
-/* How many of an SLA job's nearest other jobs (by pfi's predicted slowdown curve) its margin is
- * read from; 0: all the other jobs.  10 and 20 (max, or a 0.9 quantile) were scored on the
- * development seeds and breached at 10-30% (docs/allocation.md); a build may set either. */
-#ifndef PFI_EXPT_SLA_NEIGHBOURS
-#define PFI_EXPT_SLA_NEIGHBOURS 0
-#endif
 /* Bisection steps of pfi_expt_sla_plan's share of the margins (2^-20). */
 #define PFI_EXPT_SLA_PLAN_STEPS 20
 #define PFI_EXPT_ID_MAX (PFI_NAME_MAX + 16)
@@ -145,9 +138,7 @@ double pfi_expt_sla_error(const pfi_alloc_job *t, const pfi_alloc_job *q, double
 
 /* Each SLA job's margin (job j has an SLA when j % every == 0; marg[j] = NAN for the others):
  * the PFI_EXPT_SLA_QUANTILE quantile of pfi_expt_sla_error(tj[k], pj[k], sla) over the OTHER
- * jobs k (the PFI_EXPT_SLA_NEIGHBOURS nearest to j by pfi's predicted slowdown curve at 50-95%
- * of the maximum cap, when that is > 0), never below 0: no margin is learned from the job it
- * protects.  Returns the number of SLA jobs, -1 when out of memory. */
+ * jobs k, never below 0: no margin is learned from the job it protects.  Returns the number of SLA jobs, -1 when out of memory. */
 int pfi_expt_sla_margins(const pfi_alloc_job *tj, const pfi_alloc_job *pj, int n, double sla,
                          int every, double *marg);
 

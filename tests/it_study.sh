@@ -88,6 +88,41 @@ assert m > 0 and want in rep, want
 want = "an equal cut beats pfi at %d of %d cuts." % (m - above, m)
 assert want in rep, want
 PY
+# where pfi's power goes against equal's: the SLA jobs' caps and true throughput, and the
+# others' (the cell's less the SLA jobs'), as summary.json has them, cut by cut
+python3 - "$tmp/summary.json" "$out/report.md" <<'PY' || fail "the SLA jobs' power split does not match summary.json"
+import json, re, sys
+ws = json.load(open(sys.argv[1]))["allocation"]["with_sla"]
+rep = open(sys.argv[2]).read()
+m = re.search(r"Where the power goes, pfi less equal \(caps summed over GPUs; [^)]*\): "
+              r"the SLA jobs (.*?); the other jobs (.*?)\.\n", rep)
+assert m, "no power split in the report"
+num = lambda t: float(t.replace(",", ""))
+def cells(text):
+    return {c: (num(w), num(t)) for w, t, c in
+            re.findall(r"([+-][\d,]+) W, ([+-][\d,]+) at (\d+)%", text)}
+sla, oth = cells(m.group(1)), cells(m.group(2))
+assert sla and set(sla) == set(oth) == {"%.0f" % (float(c) * 100) for c in ws["cuts"]}, (sla, oth)
+rel_off, nrel = 0, 0
+for c, pol in ws["cuts"].items():
+    e, p = pol["equal"], pol["pfi"]
+    for q in (e, p):
+        assert 0 < q["sla_jobs_power_w"] < q["power_w"], q
+        assert 0 < q["sla_jobs_throughput"] < q["total_throughput"], q
+    k = "%.0f" % (float(c) * 100)
+    ds = (p["sla_jobs_power_w"] - e["sla_jobs_power_w"], p["sla_jobs_throughput"] - e["sla_jobs_throughput"])
+    do = ((p["power_w"] - p["sla_jobs_power_w"]) - (e["power_w"] - e["sla_jobs_power_w"]),
+          (p["total_throughput"] - p["sla_jobs_throughput"]) - (e["total_throughput"] - e["sla_jobs_throughput"]))
+    for got, want in zip(sla[k] + oth[k], ds + do):
+        assert abs(got - want) <= 1, (c, got, want)
+    if pol["oracle"]["sla_breaches"] > 0:
+        nrel += 1
+        rel_off = max(rel_off, abs(p["sla_jobs_power_w"] / e["sla_jobs_power_w"] - 1))
+m = re.search(r"Where every policy relaxes the SLAs, pfi gives the SLA jobs the same power as "
+              r"equal to within ([\d.]+)% of it", rep)
+assert (m is not None) == (nrel > 0 and rel_off <= 0.001), (nrel, rel_off)
+assert m is None or abs(float(m.group(1)) - 100 * rel_off) <= 0.0005 + 1e-9, (m.group(1), rel_off)
+PY
 grep -q "^Left out of the table above\|^Every run is in the table above" "$out/report.md" ||
   fail "the PFI30 table does not say which runs it leaves out"
 has "$out/report.md" "63%"

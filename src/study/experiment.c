@@ -519,12 +519,27 @@ static void breaches_of(const pfi_expt_opts *o, const pfi_alloc_job *tj, int n,
     }
 }
 
-/* Breaches of one cut's cells, on the true curves. */
-static void count_breaches(const pfi_expt_opts *o, const pfi_alloc_job *tj, int n,
-                           const double *caps, int *breaches, double *worst)
+/* The SLA jobs' caps (sum of n_gpus x cap) and true throughput in one allocation. */
+static void sla_share(const pfi_expt_opts *o, const pfi_alloc_job *tj, int n, const double *caps,
+                      double *power, double *tput)
 {
-    for (int q = 0; q < PFI_POLICY_COUNT; q++)
-        breaches_of(o, tj, n, caps + (size_t)q * (size_t)n, &breaches[q], &worst[q]);
+    *power = *tput = 0;
+    for (int j = 0; j < n; j += o->sla_every)
+        if (caps[j] > 0) {
+            *power += tj[j].n_gpus * caps[j];
+            *tput += pfi_alloc_tput_at(&tj[j], caps[j]);
+        }
+}
+
+/* Breaches of one cut's cells, on the true curves, and the SLA jobs' share of each. */
+static void count_breaches(const pfi_expt_opts *o, const pfi_alloc_job *tj, int n,
+                           const double *caps, pfi_expt_result *r, size_t row)
+{
+    for (int q = 0; q < PFI_POLICY_COUNT; q++) {
+        const double *cq = caps + (size_t)q * (size_t)n;
+        breaches_of(o, tj, n, cq, &r->breaches[row + (size_t)q], &r->worst[row + (size_t)q]);
+        sla_share(o, tj, n, cq, &r->sla_power[row + (size_t)q], &r->sla_tput[row + (size_t)q]);
+    }
 }
 
 /* The equal policy on pfi's curves with the SLAs pfi planned (as set on q), scored on the true
@@ -656,6 +671,7 @@ void pfi_expt_result_free(pfi_expt_result *r)
 {
     pfi_expt_jobs_free(&r->jobs);
     free(r->cells), free(r->caps), free(r->seen), free(r->breaches), free(r->worst);
+    free(r->sla_power), free(r->sla_tput);
     free(r->eq_pred), free(r->eq_pred_breaches), free(r->eq_pred_worst);
     free(r->sets);
     memset(r, 0, sizeof *r);
@@ -704,7 +720,7 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
         const double *cc = caps + (size_t)c * w;
         size_t row = cell0 + (size_t)c * PFI_POLICY_COUNT;
         if (o->sla > 0)
-            count_breaches(o, jb->truth, n, cc, r->breaches + row, r->worst + row);
+            count_breaches(o, jb->truth, n, cc, r, row);
         if (!o->want_caps)
             continue;
         memcpy(r->caps + row * (size_t)n, cc, sizeof *cc * w);
@@ -1139,12 +1155,15 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
     if (o->sla > 0) {
         r->breaches = calloc(cells, sizeof *r->breaches);
         r->worst = calloc(cells, sizeof *r->worst);
+        r->sla_power = calloc(cells, sizeof *r->sla_power);
+        r->sla_tput = calloc(cells, sizeof *r->sla_tput);
         r->eq_pred = calloc((size_t)ncuts, sizeof *r->eq_pred);
         r->eq_pred_breaches = calloc((size_t)ncuts, sizeof *r->eq_pred_breaches);
         r->eq_pred_worst = calloc((size_t)ncuts, sizeof *r->eq_pred_worst);
     }
     if (!caps || !r->cells || (o->want_caps && (!r->caps || !r->seen)) ||
-        (o->sla > 0 && (!r->breaches || !r->worst || !r->eq_pred || !r->eq_pred_breaches ||
+        (o->sla > 0 && (!r->breaches || !r->worst || !r->sla_power || !r->sla_tput ||
+                        !r->eq_pred || !r->eq_pred_breaches ||
                         !r->eq_pred_worst)))
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int round = 0; !rc && round < rounds; round++) {

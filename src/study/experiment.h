@@ -191,6 +191,9 @@ typedef struct pfi_expt_result {
     double sla_margin;       /* the margin pfi kept, mean over the SLA jobs */
     int *breaches;
     double *worst;
+    /* with an SLA, per cell: the SLA jobs' share, the sum of n_gpus x cap (W) and their true
+     * throughput (the other jobs': the cell's power_w and total_throughput less these) */
+    double *sla_power, *sla_tput;
     /* with an SLA, per cut: the equal policy given pfi's information (pfi's curves and the
      * SLAs pfi planned at that cut, relaxed alike), scored on the true curves, its breaches
      * and largest true slowdown - sla; gap_recovered and per_job_gain_vs_equal against the

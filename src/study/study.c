@@ -600,6 +600,8 @@ static int allocation(pfi_study *s, pfi_err *err)
             al->sla_cell[c][p] = sla.cells[c * PFI_POLICY_COUNT + p];
             al->sla_violations[c][p] = sla.breaches[c * PFI_POLICY_COUNT + p];
             al->sla_worst[c][p] = sla.worst[c * PFI_POLICY_COUNT + p];
+            al->sla_jobs_power[c][p] = sla.sla_power[c * PFI_POLICY_COUNT + p];
+            al->sla_jobs_tput[c][p] = sla.sla_tput[c * PFI_POLICY_COUNT + p];
         }
     for (int c = 0; c < al->n_cuts; c++) {
         al->sla_eq_pred[c] = sla.eq_pred[c];

@@ -107,6 +107,9 @@ typedef struct pfi_study_alloc {
     pfi_eval_cell sla_cell[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
     int sla_violations[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
     double sla_worst[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT]; /* largest true slowdown - sla */
+    /* the SLA jobs' caps (sum of n_gpus x cap, W) and true throughput (pfi_expt_result) */
+    double sla_jobs_power[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
+    double sla_jobs_tput[PFI_STUDY_MAX_CUTS][PFI_POLICY_COUNT];
     /* The equal policy given pfi's information: its SLA floors on pfi's curves, the SLAs pfi
      * planned (pfi_expt_result.eq_pred), scored on the true curves. */
     pfi_eval_cell sla_eq_pred[PFI_STUDY_MAX_CUTS];

@@ -906,6 +906,53 @@ static void sla_same_information(report_doc *d, const pfi_study_alloc *a)
              br, vs, above, m);
 }
 
+/* Where pfi's power goes against equal's, SLA jobs and the others apart, cut by cut; and, where
+ * every policy relaxes, how close the SLA jobs' power is under both (within SLA_SAME_POWER of
+ * it, 0.1%: the same power, split otherwise). */
+#define SLA_SAME_POWER 0.001
+static void sla_power_split(report_doc *d, const pfi_study_alloc *a)
+{
+    char sl[512] = "", ot[512] = "";
+    size_t ns = 0, no = 0;
+    int m = 0, nrel = 0;
+    double rel_off = 0; /* at relaxed cuts: max |pfi/equal - 1| of the SLA jobs' power */
+    for (int k = 0; k < a->n_cuts && ns < sizeof sl && no < sizeof ot; k++) {
+        const pfi_eval_cell *e = &a->sla_cell[k][PFI_POLICY_EQUAL], *p = &a->sla_cell[k][PFI_POLICY_PFI];
+        if (!e->done || !p->done || e->infeasible || p->infeasible)
+            continue;
+        double ps = a->sla_jobs_power[k][PFI_POLICY_PFI], es = a->sla_jobs_power[k][PFI_POLICY_EQUAL];
+        double ts = a->sla_jobs_tput[k][PFI_POLICY_PFI], tes = a->sla_jobs_tput[k][PFI_POLICY_EQUAL];
+        ns += (size_t)snprintf(sl + ns, sizeof sl - ns, "%s%s W, %s at %.0f%%", m ? "; " : "",
+                               sep_plus(ps - es, 0).s, sep_plus(ts - tes, 0).s, a->cuts[k] * 100);
+        no += (size_t)snprintf(ot + no, sizeof ot - no, "%s%s W, %s at %.0f%%", m ? "; " : "",
+                               sep_plus((p->power_w - ps) - (e->power_w - es), 0).s,
+                               sep_plus((p->total_throughput - ts) - (e->total_throughput - tes),
+                                        0).s,
+                               a->cuts[k] * 100);
+        m++;
+        if (sla_relaxed(a, k) && es > 0)
+            rel_off = fmax(rel_off, fabs(ps / es - 1)), nrel++;
+    }
+    if (m == 0)
+        return;
+    para(d,
+         "Where the power goes, pfi less equal (caps summed over GPUs; %s on the true curves): "
+         "the SLA jobs %s; the other jobs %s.",
+         a->unit, sl, ot);
+    if (nrel > 0 && rel_off <= SLA_SAME_POWER)
+        para(d,
+             "Where every policy relaxes the SLAs, pfi gives the SLA jobs the same power as equal "
+             "to within %.3f%% of it: the difference in throughput there comes from how that "
+             "power is split among the SLA jobs (each at its relaxed floor, read on pfi's curve "
+             "or on the true one), not from what the SLA jobs take from the others.",
+             rel_off * 100);
+    else if (nrel > 0)
+        para(d,
+             "Where every policy relaxes the SLAs, the SLA jobs' power under pfi differs from "
+             "equal's by up to %.2f%% of it.",
+             rel_off * 100);
+}
+
 /* What the SLA table shows, read from it. */
 static void sla_discussion(report_doc *d, const pfi_study *s)
 {
@@ -953,6 +1000,7 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
              "is no test of the allocation there; the breaches and the worst excess slowdown are "
              "the comparison that means something.",
              rel, room * 100, off * 100);
+    sla_power_split(d, a);
     sla_same_information(d, a);
 }
 
@@ -1276,13 +1324,15 @@ json_t *pfi_study_summary(const pfi_study *s)
                         pg, pfi_policy_name(k),
                         cell->infeasible ? json_null() : pfi_json_num(cell->per_job_gain_vs_equal));
                 const pfi_eval_cell *sc = &a->sla_cell[c][k];
-                json_object_set_new(ps, pfi_policy_name(k),
-                                    json_pack("{s:o, s:i, s:o}", "total_throughput",
-                                              sc->infeasible ? json_null()
-                                                             : pfi_json_num(sc->total_throughput),
-                                              "sla_breaches", a->sla_violations[c][k],
-                                              "worst_excess_slowdown",
-                                              pfi_json_num(a->sla_worst[c][k])));
+                json_object_set_new(
+                    ps, pfi_policy_name(k),
+                    json_pack("{s:o, s:i, s:o, s:o, s:o, s:o}", "total_throughput",
+                              sc->infeasible ? json_null() : pfi_json_num(sc->total_throughput),
+                              "sla_breaches", a->sla_violations[c][k], "worst_excess_slowdown",
+                              pfi_json_num(a->sla_worst[c][k]), "power_w",
+                              sc->infeasible ? json_null() : pfi_json_num(sc->power_w),
+                              "sla_jobs_power_w", pfi_json_num(a->sla_jobs_power[c][k]),
+                              "sla_jobs_throughput", pfi_json_num(a->sla_jobs_tput[c][k])));
             }
             const pfi_eval_cell *ep = &a->sla_eq_pred[c];
             if (ep->done || ep->infeasible)

@@ -207,6 +207,21 @@ if bad:
     print("FAIL:\n  " + "\n  ".join(bad))
     sys.exit(1)
 PY
+# The splits are fitted on threads of their own: split 1 (not on the main thread) is the same,
+# bit for bit, as that split fitted on its own.
+"$PFI" sim validate --json --split 1 >"$tmp/s1.json"
+rc=$?
+[ $rc -le 1 ] || { echo "FAIL: pfi sim validate --split 1 exit $rc"; exit 1; }
+python3 - "$tmp/v.json" "$tmp/s1.json" <<'PY' || exit 1
+import json, sys
+every = json.load(open(sys.argv[1]))["splits"][1]
+one = json.load(open(sys.argv[2]))
+for k in ("runs", "fitted_gpus", "held_out_max_abs_err_throughput", "held_out_max_abs_err_power",
+          "fit_max_abs_err_throughput", "fit_max_abs_err_power"):
+    if every[k] != one[k]:
+        print("FAIL: split 1's %s differs between every split at once and --split 1" % k)
+        sys.exit(1)
+PY
 "$PFI" sim validate --split 3 >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "FAIL: --split 3 was not refused as a usage error"; exit 1; }
 exit 0

@@ -352,6 +352,58 @@ static void test_bad_input(void **state)
     assert_int_equal(pfi_alloc_solve(jobs, 0, 300, NULL, &r, &e), PFI_EINVAL);
 }
 
+/* Errors come in the order pfi_alloc_validate then pfi_alloc_prepare give them (every job's own
+ * checks, then the ids, then the grid), from a fresh solve and from a workspace that solved a
+ * good list before; the workspace solves a good list again afterwards. */
+static void test_error_order(void **state)
+{
+    double caps[] = {100, 200, 300}, t[] = {1, 2, 2.5};
+    pfi_alloc_job ok = {"a", 2, 100, 300, caps, t, 3, 250, NAN, NAN, 1};
+    pfi_alloc_job jobs[6];
+    char ids[6][4];
+    for (int j = 0; j < 6; j++) {
+        jobs[j] = ok;
+        snprintf(ids[j], sizeof ids[j], "j%d", j);
+        jobs[j].id = ids[j];
+    }
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.step_w = 7;
+    pfi_alloc_ws *w;
+    pfi_alloc_result r, r2;
+    pfi_err e = {0}, e2 = {0};
+    assert_int_equal(pfi_alloc_ws_new(jobs, 6, 2000, &o, &w, &e), PFI_OK);
+    jobs[2].min_cap_w = jobs[2].max_cap_w = 150.5; /* no multiple of 7 W in 150.5..150.5 */
+    jobs[4].weight = -1;
+    jobs[5].id = ids[0];
+    const char *want[] = {"job j4: weight -1", "duplicate job id 'j0'", "no multiple of the 7 W",
+                          NULL};
+    for (int k = 0; k < 4; k++) {
+        int rc = pfi_alloc_solve(jobs, 6, 2000, &o, &r, &e);
+        int rw = pfi_alloc_ws_set_jobs(w, jobs, 6, 2000, &e2);
+        if (!want[k]) {
+            assert_int_equal(rc, PFI_OK);
+            assert_int_equal(rw, PFI_OK);
+            assert_int_equal(pfi_alloc_ws_solve(w, 2000, &r2, &e2), PFI_OK);
+            assert_memory_equal(r.cap_w, r2.cap_w, 6 * sizeof *r.cap_w);
+            pfi_alloc_result_free(&r);
+            pfi_alloc_result_free(&r2);
+            break;
+        }
+        assert_int_equal(rc, PFI_EINVAL);
+        assert_int_equal(rw, PFI_EINVAL);
+        assert_non_null(strstr(e.msg, want[k]));
+        assert_string_equal(e.msg, e2.msg);
+        if (k == 0)
+            jobs[4].weight = NAN;
+        else if (k == 1)
+            jobs[5].id = ids[5];
+        else
+            jobs[2] = ok, jobs[2].id = ids[2];
+    }
+    pfi_alloc_ws_free(w);
+}
+
 static void test_infeasible_modes(void **state)
 {
     double caps[] = {100, 200}, t[] = {50, 100};
@@ -539,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_optimal_nonconcave), cmocka_unit_test(test_optimal_collinear),
         cmocka_unit_test(test_collinear_wide), cmocka_unit_test(test_optimal_with_sla),
         cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_infeasible_modes),
+        cmocka_unit_test(test_error_order),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
         cmocka_unit_test(test_draw_model),     cmocka_unit_test(test_draw_model_own_and_mean),
     };

@@ -63,7 +63,7 @@ double pfi_alloc_budget_from_cut(const pfi_alloc_job *jobs, int n, double cut)
 }
 
 /* A hash of an id, a word at a time (multiply and fold). */
-static unsigned id_hash(const char *id)
+unsigned pfi_alloc_id_hash(const char *id)
 {
     size_t len = strlen(id);
     uint64_t h = 0x9e3779b97f4a7c15ull ^ len, x;
@@ -78,58 +78,77 @@ static unsigned id_hash(const char *id)
     return (unsigned)(h ^ h >> 29);
 }
 
+/* Job j's own checks (all of pfi_alloc_validate's but its id's uniqueness). */
+static int check_job(const pfi_alloc_job *J, int j, pfi_err *err)
+{
+    if (!J->id || !J->id[0])
+        return pfi_err_set(err, PFI_EINVAL, "job %d has no id", j + 1);
+    if (J->n_gpus < 1)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: %d GPUs (needs at least 1)", J->id,
+                           J->n_gpus);
+    if (J->n_points <= 0 || !J->cap_w || !J->tput)
+        return pfi_err_set(err, PFI_EINVAL, "job %s has no curve", J->id);
+    if (J->n_points == 1)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "job %s: its curve has one point; at least 2 caps are needed to "
+                           "know what power costs",
+                           J->id);
+    for (int i = 0; i < J->n_points; i++) {
+        if (!isfinite(J->cap_w[i]) || J->cap_w[i] <= 0 || !isfinite(J->tput[i]) ||
+            J->tput[i] < 0)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "job %s: curve point %d (cap %g W, throughput %g) is not a "
+                               "positive cap with a non-negative throughput",
+                               J->id, i + 1, J->cap_w[i], J->tput[i]);
+        if (i > 0 && J->cap_w[i] <= J->cap_w[i - 1])
+            return pfi_err_set(err, PFI_EINVAL,
+                               "job %s: curve caps must increase (%g W after %g W)", J->id,
+                               J->cap_w[i], J->cap_w[i - 1]);
+    }
+    if (!isfinite(J->min_cap_w) || !isfinite(J->max_cap_w) || J->min_cap_w <= 0 ||
+        J->max_cap_w < J->min_cap_w)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: cap range %g..%g W is not valid", J->id,
+                           J->min_cap_w, J->max_cap_w);
+    if (J->max_cap_w < J->cap_w[0])
+        return pfi_err_set(err, PFI_EINVAL,
+                           "job %s: its maximum cap %g W is below its curve's first point "
+                           "%g W",
+                           J->id, J->max_cap_w, J->cap_w[0]);
+    if (!isfinite(J->p0_w) || J->p0_w <= 0)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: baseline power %g W must be positive",
+                           J->id, J->p0_w);
+    if (!isnan(J->sla) && !(J->sla >= 0 && J->sla < 1))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: SLA max slowdown %g must be in [0, 1)",
+                           J->id, J->sla);
+    if (!isnan(J->weight) && !(isfinite(J->weight) && J->weight >= 0))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: weight %g must be positive", J->id,
+                           J->weight);
+    if (!isnan(J->t0) && !(isfinite(J->t0) && J->t0 > 0))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: baseline throughput %g must be positive",
+                           J->id, J->t0);
+    return PFI_OK;
+}
+
 int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
 {
     if (n <= 0)
         return pfi_err_set(err, PFI_EINVAL, "no jobs to allocate");
     for (int j = 0; j < n; j++) {
-        const pfi_alloc_job *J = &jobs[j];
-        if (!J->id || !J->id[0])
-            return pfi_err_set(err, PFI_EINVAL, "job %d has no id", j + 1);
-        if (J->n_gpus < 1)
-            return pfi_err_set(err, PFI_EINVAL, "job %s: %d GPUs (needs at least 1)", J->id,
-                               J->n_gpus);
-        if (J->n_points <= 0 || !J->cap_w || !J->tput)
-            return pfi_err_set(err, PFI_EINVAL, "job %s has no curve", J->id);
-        if (J->n_points == 1)
-            return pfi_err_set(err, PFI_EINVAL,
-                               "job %s: its curve has one point; at least 2 caps are needed to "
-                               "know what power costs",
-                               J->id);
-        for (int i = 0; i < J->n_points; i++) {
-            if (!isfinite(J->cap_w[i]) || J->cap_w[i] <= 0 || !isfinite(J->tput[i]) ||
-                J->tput[i] < 0)
-                return pfi_err_set(err, PFI_EINVAL,
-                                   "job %s: curve point %d (cap %g W, throughput %g) is not a "
-                                   "positive cap with a non-negative throughput",
-                                   J->id, i + 1, J->cap_w[i], J->tput[i]);
-            if (i > 0 && J->cap_w[i] <= J->cap_w[i - 1])
-                return pfi_err_set(err, PFI_EINVAL,
-                                   "job %s: curve caps must increase (%g W after %g W)", J->id,
-                                   J->cap_w[i], J->cap_w[i - 1]);
-        }
-        if (!isfinite(J->min_cap_w) || !isfinite(J->max_cap_w) || J->min_cap_w <= 0 ||
-            J->max_cap_w < J->min_cap_w)
-            return pfi_err_set(err, PFI_EINVAL, "job %s: cap range %g..%g W is not valid", J->id,
-                               J->min_cap_w, J->max_cap_w);
-        if (J->max_cap_w < J->cap_w[0])
-            return pfi_err_set(err, PFI_EINVAL,
-                               "job %s: its maximum cap %g W is below its curve's first point "
-                               "%g W",
-                               J->id, J->max_cap_w, J->cap_w[0]);
-        if (!isfinite(J->p0_w) || J->p0_w <= 0)
-            return pfi_err_set(err, PFI_EINVAL, "job %s: baseline power %g W must be positive",
-                               J->id, J->p0_w);
-        if (!isnan(J->sla) && !(J->sla >= 0 && J->sla < 1))
-            return pfi_err_set(err, PFI_EINVAL,
-                               "job %s: SLA max slowdown %g must be in [0, 1)", J->id, J->sla);
-        if (!isnan(J->weight) && !(isfinite(J->weight) && J->weight >= 0))
-            return pfi_err_set(err, PFI_EINVAL, "job %s: weight %g must be positive", J->id,
-                               J->weight);
-        if (!isnan(J->t0) && !(isfinite(J->t0) && J->t0 > 0))
-            return pfi_err_set(err, PFI_EINVAL, "job %s: baseline throughput %g must be positive",
-                               J->id, J->t0);
+        int rc = check_job(&jobs[j], j, err);
+        if (rc)
+            return rc;
     }
+    return pfi_alloc_check_ids(jobs, n, err);
+}
+
+int pfi_alloc_check_ids(const pfi_alloc_job *jobs, int n, pfi_err *err)
+{
+    return pfi_alloc_check_ids_hashed(jobs, n, NULL, err);
+}
+
+int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned *hashes,
+                               pfi_err *err)
+{
     /* An open-addressing hash of the ids: duplicate detection in O(n) for 100k jobs.  The
      * hashes are computed first, in job order (eight bytes at a time); then each insertion
      * fetches the slot of the job 16 places ahead, and compares ids only when the stored hash
@@ -138,14 +157,16 @@ int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
     while (cap < 2 * (size_t)n)
         cap <<= 1;
     unsigned *slot = calloc(cap, sizeof *slot);  /* job + 1, 0: empty */
-    unsigned *hash = malloc((size_t)n * sizeof *hash);
+    unsigned *mine = hashes ? NULL : malloc((size_t)n * sizeof *mine);
+    const unsigned *hash = hashes ? hashes : mine;
     if (!slot || !hash) {
         free(slot);
-        free(hash);
+        free(mine);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory checking %d job ids", n);
     }
-    for (int j = 0; j < n; j++)
-        hash[j] = id_hash(jobs[j].id);
+    if (mine)
+        for (int j = 0; j < n; j++)
+            mine[j] = pfi_alloc_id_hash(jobs[j].id);
     for (int j = 0; j < n; j++) {
         if (j + 16 < n)
             __builtin_prefetch(&slot[hash[j + 16] & (cap - 1)], 1);
@@ -154,14 +175,14 @@ int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
             unsigned o = slot[i] - 1;
             if (hash[o] == hash[j] && strcmp(jobs[o].id, jobs[j].id) == 0) {
                 free(slot);
-                free(hash);
+                free(mine);
                 return pfi_err_set(err, PFI_EINVAL, "duplicate job id '%s'", jobs[j].id);
             }
         }
         slot[i] = (unsigned)j + 1;
     }
     free(slot);
-    free(hash);
+    free(mine);
     return PFI_OK;
 }
 
@@ -219,6 +240,14 @@ static int sla_floor(const pfi_alloc_job *J, double step, int kmin, int kmax, do
         xa = xb;
         i++;
     }
+}
+
+int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, int *kmin, int *kmax, int *kf)
+{
+    if (check_job(J, 0, NULL) || job_grid(J, step, kmin, kmax, NULL))
+        return PFI_EINVAL;
+    *kf = sla_floor(J, step, *kmin, *kmax, J->sla);
+    return PFI_OK;
 }
 
 static int result_alloc(pfi_alloc_result *r, int n)

@@ -141,6 +141,17 @@ void pfi_alloc_ws_free(pfi_alloc_ws *w);
 int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
                       const pfi_alloc_opts *opts, int *k_floor, int *k_max,
                       pfi_alloc_result *res, pfi_err *err);
+/* The ids of jobs[0..n) are distinct (n >= 1): pfi_alloc_validate's last check, its error.
+ * _hashed: with each id's pfi_alloc_id_hash already in hashes[j]. */
+int pfi_alloc_check_ids(const pfi_alloc_job *jobs, int n, pfi_err *err);
+int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned *hashes,
+                               pfi_err *err);
+unsigned pfi_alloc_id_hash(const char *id);
+/* One job as pfi_alloc_prepare sees it before any SLA is degraded: PFI_OK when it passes
+ * pfi_alloc_validate's checks (but its id's uniqueness) and its range holds grid points, with
+ * that range [*kmin, *kmax] and its SLA floor *kf (-1: no cap meets its SLA); else nonzero
+ * (pfi_alloc_prepare says why).  For one pass over a list that reads each job once. */
+int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, int *kmin, int *kmax, int *kf);
 /* Fills res->tput, value, power_w, flags AT_* and budget_binds from res->cap_w. */
 void pfi_alloc_finish(const pfi_alloc_job *jobs, int n, const pfi_alloc_opts *opts,
                       pfi_alloc_result *res);

@@ -137,6 +137,28 @@ static double tput_at(const pfi_alloc_job *J, double c)
     return y[lo] + (y[lo + 1] - y[lo]) * (c - x[lo]) / (x[lo + 1] - x[lo]);
 }
 
+/* Loads ahead of a pass over the jobs in order: the structs 8 places ahead, and the start of
+ * the curves (and the id) of the job 4 places ahead, whose struct came in by then.  Large
+ * lists are read from memory; this overlaps the waits. */
+static inline void prefetch_ahead(const pfi_alloc_job *jobs, int n, int j, int id)
+{
+    if (j + 8 < n) {
+        __builtin_prefetch(&jobs[j + 8]);
+        __builtin_prefetch((const char *)&jobs[j + 8] + 64);
+    }
+    if (j + 4 < n) {
+        const pfi_alloc_job *K = &jobs[j + 4];
+        if (id)
+            __builtin_prefetch(K->id);
+        if (K->cap_w && K->tput) {
+            __builtin_prefetch(K->cap_w);
+            __builtin_prefetch(K->cap_w + 8);
+            __builtin_prefetch(K->tput);
+            __builtin_prefetch(K->tput + 8);
+        }
+    }
+}
+
 static double val(const solver *S, int j, int k)
 {
     return S->wt[j] * tput_at(&S->jobs[j], k * S->step);
@@ -778,6 +800,7 @@ static double fill(solver *S, long long left, double v)
     long long min_n = left + 1; /* the fewest GPUs of a job in the heap */
     for (int j = 0; j < S->n; j++) {
         long long n = S->ng[j];
+        prefetch_ahead(S->jobs, S->n, j, 0);
         if (n > left || S->k[j] >= S->b[j])
             continue;
         double g = (val_kept(S, j, S->k[j] + 1) - S->kv[j]) / (double)n;
@@ -1107,6 +1130,86 @@ static int job_arrays(pfi_alloc_ws *w, size_t nn, size_t hh)
     return 1;
 }
 
+/* prep's per-job arrays for n jobs, kept from the last build when they are large enough
+ * (their contents are rewritten; cap_w and tput are the one-shot result's, written there). */
+static int prep_arrays(pfi_alloc_ws *w, int n)
+{
+    pfi_alloc_result *r = &w->prep;
+    if (r->cap_w && r->tput && r->floor_w && r->sla && r->flags && n <= w->prep_cap)
+        return 1;
+    pfi_alloc_result_free(r);
+    size_t nn = (size_t)n;
+    r->cap_w = big_alloc(nn * sizeof *r->cap_w);
+    r->tput = big_alloc(nn * sizeof *r->tput);
+    r->floor_w = big_alloc(nn * sizeof *r->floor_w);
+    r->sla = big_alloc(nn * sizeof *r->sla);
+    r->flags = big_alloc(nn * sizeof *r->flags);
+    w->prep_cap = n;
+    return r->cap_w && r->tput && r->floor_w && r->sla && r->flags;
+}
+
+/* Validation, grid, floors and hulls in one pass over the jobs, each read once while its curve
+ * is in cache: what pfi_alloc_prepare then the hull loop compute, when nothing goes wrong (no
+ * error, no SLA to degrade).  0: something does, and nothing here is kept (the caller takes
+ * the long way, which gives the error or degrades in its order). */
+static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w)
+{
+    solver *S = &w->S;
+    const pfi_alloc_opts *o = &w->o;
+    double step = o->step_w;
+    if (n <= 0 || !isfinite(budget_w) || budget_w <= 0 || !(step > 0) || !isfinite(step) ||
+        o->on_infeasible < PFI_INFEASIBLE_FAIL || o->on_infeasible > PFI_INFEASIBLE_BY_WEIGHT ||
+        !prep_arrays(w, n))
+        return 0;
+    pfi_alloc_result *r = &w->prep;
+    S->jobs = jobs;
+    S->n = n;
+    S->step = step;
+    int e2;
+    S->inv_step = frexp(step, &e2) == 0.5 && e2 > -1000 && e2 < 1000 ? 1.0 / step : 0;
+    long long m0 = 0, ms = 0;
+    size_t used = 0;
+    /* the ids' hashes, for their check after the pass: in the fill's heap, free until then */
+    unsigned *hash = (unsigned *)S->heap;
+    int ends = w->lo_w && w->top_w;
+    for (int j = 0; j < n; j++) {
+        const pfi_alloc_job *J = &jobs[j];
+        int kmin, kmax, kf;
+        prefetch_ahead(jobs, n, j, 1);
+        if (pfi_alloc_job_floor(J, step, &kmin, &kmax, &kf) || kf < 0)
+            return 0;
+        hash[j] = pfi_alloc_id_hash(J->id);
+        if (ends)
+            grid_ends(w, j);
+        m0 += (long long)J->n_gpus * kmin;
+        ms += (long long)J->n_gpus * kf;
+        r->sla[j] = J->sla;
+        r->floor_w[j] = kf * step;
+        r->flags[j] = 0;
+        S->a[j] = kf;
+        S->b[j] = kmax;
+        S->ng[j] = J->n_gpus;
+        S->wt[j] = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+        S->nk[j] = -1;
+        S->hoff[j] = (int)used;
+        w->hsz[j] = build_hull(S, j, 0);
+        used += (size_t)w->hsz[j];
+    }
+    long long bu = (long long)floor(budget_w / step * (1 + 1e-12)); /* as pfi_alloc_prepare's */
+    if (bu < ms || pfi_alloc_check_ids_hashed(jobs, n, hash, NULL))
+        return 0;
+    w->ends_ok = ends;
+    r->n = n;
+    r->budget_w = budget_w;
+    r->min_budget_nosla_w = m0 * step;
+    r->min_budget_w = ms * step;
+    r->sla_extra = 0;
+    r->n_sla_dropped = 0;
+    w->need_units = ms;
+    w->used_h = used;
+    return 1;
+}
+
 /* Validation, grid and floors at budget_w, and every job's hull.  The buffers of the last
  * build are reused when they are large enough (a re-plan touches no new memory). */
 static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
@@ -1126,8 +1229,8 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
             ws_arrays_free(w);
             return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
         }
-    } else {
-        pfi_alloc_result_free(&w->prep);
+        w->cap_n = n;
+        w->cap_h = hcap;
     }
     w->jobs = jobs;
     w->n = n;
@@ -1136,35 +1239,38 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     pfi_alloc_ids_free(w->ids); /* made again from the new list when a job arrives */
     w->ids = NULL;
     S->idx_ok = 0;
-    /* pfi_alloc_prepare writes each job's floor and top grid index: the root's ranges */
-    int rc = pfi_alloc_prepare(jobs, n, budget_w, &w->o, S->a, S->b, &w->prep, err);
-    if (rc)
-        return rc;
-    if (fresh) {
-        w->cap_n = n;
-        w->cap_h = hcap;
-    }
-    w->prep_cap = n;
-    w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
-    w->need_units = 0;
-    S->jobs = jobs;
-    S->n = n;
-    S->step = w->o.step_w;
-    int e2;
-    S->inv_step = frexp(S->step, &e2) == 0.5 && e2 > -1000 && e2 < 1000 ? 1.0 / S->step : 0;
     w->total_h = w->cap_h;
-    size_t used = 0;
-    for (int j = 0; j < n; j++) {
-        S->ng[j] = jobs[j].n_gpus;
-        S->wt[j] = (isnan(jobs[j].weight) || jobs[j].weight == 0) ? 1.0 : jobs[j].weight;
-        S->nk[j] = -1;
-        w->need_units += (long long)jobs[j].n_gpus * S->a[j];
-        S->hoff[j] = (int)used;
-        w->hsz[j] = build_hull(S, j, 0); /* packed: the slots it may need, no more */
-        used += (size_t)w->hsz[j];
-    }
-    w->used_h = used;
     w->ends_ok = 0;
+    if (!ws_build_onepass(w, jobs, n, budget_w)) {
+        w->ends_ok = 0;
+        pfi_alloc_result_free(&w->prep);
+        /* pfi_alloc_prepare writes each job's floor and top grid index: the root's ranges */
+        int rc = pfi_alloc_prepare(jobs, n, budget_w, &w->o, S->a, S->b, &w->prep, err);
+        if (rc) {
+            w->prep_cap = 0;
+            return rc;
+        }
+        w->prep_cap = n;
+        w->need_units = 0;
+        S->jobs = jobs;
+        S->n = n;
+        S->step = w->o.step_w;
+        int e2;
+        S->inv_step =
+            frexp(S->step, &e2) == 0.5 && e2 > -1000 && e2 < 1000 ? 1.0 / S->step : 0;
+        size_t used = 0;
+        for (int j = 0; j < n; j++) {
+            S->ng[j] = jobs[j].n_gpus;
+            S->wt[j] = (isnan(jobs[j].weight) || jobs[j].weight == 0) ? 1.0 : jobs[j].weight;
+            S->nk[j] = -1;
+            w->need_units += (long long)jobs[j].n_gpus * S->a[j];
+            S->hoff[j] = (int)used;
+            w->hsz[j] = build_hull(S, j, 0); /* packed: the slots it may need, no more */
+            used += (size_t)w->hsz[j];
+        }
+        w->used_h = used;
+    }
+    w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
     w->scale_ok = 0;
     free(w->m0t);
     w->m0t = NULL;

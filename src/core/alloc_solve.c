@@ -796,13 +796,26 @@ static void heap_down(solver *S, int nh, int i)
 /* Raises caps one grid step at a time, best gain per unit of cost first, while steps fit. */
 static double fill(solver *S, long long left, double v)
 {
+    /* The jobs a step fits (often a few of many: small ones), listed first in job order so
+     * that their curves, read from memory on a large list, are asked for ahead of use. */
+    int nq = 0;
+    for (int j = 0; j < S->n; j++)
+        if (S->ng[j] <= left && S->k[j] < S->b[j])
+            S->heap[nq++] = j;
     int nh = 0;
     long long min_n = left + 1; /* the fewest GPUs of a job in the heap */
-    for (int j = 0; j < S->n; j++) {
+    for (int q = 0; q < nq; q++) {
+        int j = S->heap[q];
+        if (q + 8 < nq)
+            __builtin_prefetch(&S->jobs[S->heap[q + 8]]);
+        if (q + 4 < nq) {
+            const pfi_alloc_job *K = &S->jobs[S->heap[q + 4]];
+            __builtin_prefetch(K->cap_w);
+            __builtin_prefetch(K->tput);
+            __builtin_prefetch(&S->nk[S->heap[q + 4]]);
+            __builtin_prefetch(&S->nv[S->heap[q + 4]]);
+        }
         long long n = S->ng[j];
-        prefetch_ahead(S->jobs, S->n, j, 0);
-        if (n > left || S->k[j] >= S->b[j])
-            continue;
         double g = (val_kept(S, j, S->k[j] + 1) - S->kv[j]) / (double)n;
         if (g > 0) {
             S->gain[j] = g;

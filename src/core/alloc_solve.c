@@ -806,14 +806,18 @@ static double fill(solver *S, long long left, double v)
     long long min_n = left + 1; /* the fewest GPUs of a job in the heap */
     for (int q = 0; q < nq; q++) {
         int j = S->heap[q];
-        if (q + 8 < nq)
-            __builtin_prefetch(&S->jobs[S->heap[q + 8]]);
+        /* only the curves val_kept will read (a re-solve remembers most) */
+        if (q + 8 < nq) {
+            int i = S->heap[q + 8];
+            if (S->nk[i] != S->k[i] + 1)
+                __builtin_prefetch(&S->jobs[i]);
+        }
         if (q + 4 < nq) {
-            const pfi_alloc_job *K = &S->jobs[S->heap[q + 4]];
-            __builtin_prefetch(K->cap_w);
-            __builtin_prefetch(K->tput);
-            __builtin_prefetch(&S->nk[S->heap[q + 4]]);
-            __builtin_prefetch(&S->nv[S->heap[q + 4]]);
+            int i = S->heap[q + 4];
+            if (S->nk[i] != S->k[i] + 1) {
+                __builtin_prefetch(S->jobs[i].cap_w);
+                __builtin_prefetch(S->jobs[i].tput);
+            }
         }
         long long n = S->ng[j];
         double g = (val_kept(S, j, S->k[j] + 1) - S->kv[j]) / (double)n;

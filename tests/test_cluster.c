@@ -411,6 +411,68 @@ static void test_warm_plan(void **state)
     site_down(&x);
 }
 
+/* Allocator solves so far (warm and rebuilt). */
+static long long solves(pfi_cl *c)
+{
+    pthread_mutex_lock(&c->mu);
+    long long n = c->keep ? pfi_alloc_keep_warm(c->keep) + pfi_alloc_keep_rebuilt(c->keep) : 0;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+/* A budget change plans once: the plan that finds the budget feasible is the one applied.
+ * The caps it leaves are those a fresh plan gives (a re-apply right after moves nothing), and
+ * a ramp or a grid event that holds the budget lower still plans what it applies. */
+static void test_budget_change_plans_once(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.9 * full, &e), PFI_OK);
+    for (int k = 0; k < 6; k++) {
+        double w = full * (k % 2 ? 0.85 - 0.03 * k : 0.6 + 0.02 * k);
+        long long s0 = solves(x.c);
+        pfi_standin_reset_peak(x.s);
+        assert_int_equal(set_budget(&x, w, &e), PFI_OK);
+        assert_int_equal(solves(x.c) - s0, 1);
+        assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
+        double caps[NN * NG];
+        for (int i = 0; i < NN; i++)
+            for (int g = 0; g < NG; g++)
+                caps[i * NG + g] = pfi_standin_cap(x.s, NAMES[i], g);
+        pfi_cl_stats s1, s2;
+        pfi_cl_get_stats(x.c, &s1);
+        assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+        pfi_cl_get_stats(x.c, &s2);
+        assert_int_equal(s2.n_lowered, s1.n_lowered);
+        assert_int_equal(s2.n_raised, s1.n_raised);
+        for (int i = 0; i < NN; i++)
+            for (int g = 0; g < NG; g++)
+                assert_true(caps[i * NG + g] == pfi_standin_cap(x.s, NAMES[i], g));
+        /* Each job's cap now is the highest its GPUs hold, on the nodes the job lists. */
+        pthread_mutex_lock(&x.c->mu);
+        for (int j = 0; j < x.c->n_jobs; j++) {
+            const pfi_cl_job *J = &x.c->jobs[j];
+            double hi = NAN;
+            for (int p = 0; p < J->n_nodes; p++) {
+                const pfi_cl_node *n = &x.c->nodes[J->nodes[p]];
+                for (int g = 0; g < n->n_gpus; g++)
+                    if (n->job_of[g] == j && (isnan(hi) || n->gpu[g].limit_w > hi))
+                        hi = n->gpu[g].limit_w;
+            }
+            assert_false(isnan(hi));
+            assert_true(J->cap_now_w == hi);
+        }
+        pthread_mutex_unlock(&x.c->mu);
+    }
+    /* Infeasible: nothing sent. */
+    long long req = pfi_standin_requests(x.s);
+    assert_int_equal(set_budget(&x, 16 * 200 + 300, &e), PFI_EINFEASIBLE);
+    assert_int_equal(pfi_standin_requests(x.s), req);
+    site_down(&x);
+}
+
 /* A ramp without the controller's loop: ten steps in the call, each within the budget of its
  * moment, ending at the target. */
 static void test_ramp(void **state)
@@ -668,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_new_job_moves_watts),
         cmocka_unit_test(test_ramp),
+        cmocka_unit_test(test_budget_change_plans_once),
         cmocka_unit_test(test_warm_plan),
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_unknown_node_in_topology),

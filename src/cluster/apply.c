@@ -222,7 +222,25 @@ static void send_wave(pfi_cl *c, wave *w)
     pfi_http_many(c->http, w->rq, w->n, c->token, c->cfg.timeout_s, c->cfg.max_parallel);
 }
 
-int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
+double **pfi_cl_targets_new(const pfi_cl *c)
+{
+    int nn = c->n_nodes, stride = 1;
+    for (int i = 0; i < nn; i++)
+        if (c->nodes[i].n_gpus > stride)
+            stride = c->nodes[i].n_gpus;
+    size_t head = ((size_t)nn + 1) * sizeof(double *), cells = (size_t)nn * (size_t)stride;
+    double **t = malloc(head + cells * sizeof(double));
+    if (!t)
+        return NULL;
+    double *flat = (double *)((char *)t + head);
+    for (size_t k = 0; k < cells; k++)
+        flat[k] = NAN;
+    for (int i = 0; i < nn; i++)
+        t[i] = flat + (size_t)i * (size_t)stride;
+    return t;
+}
+
+int pfi_cl_apply(pfi_cl *c, double budget_w, const pfi_cl_planned *pre, pfi_err *err)
 {
     double t0 = pfi_clock_mono();
     pthread_mutex_lock(&c->mu);
@@ -232,25 +250,22 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
         pthread_mutex_unlock(&c->mu);
         return PFI_OK;
     }
-    int nn = c->n_nodes;
-    double **target = calloc((size_t)nn + 1, sizeof *target);
-    double *flat = calloc((size_t)nn * PFI_MAX_GPUS + 1, sizeof *flat);
+    /* The plan made ahead is this apply's first when it planned the same thing: the same
+     * budget with the SLAs as they are now (a grid event may have started meanwhile). */
+    int use_pre = pre && pre->target && pre->n_nodes == c->n_nodes &&
+                  pre->budget_w == budget_w && pre->sla_yield == c->sla_yield;
+    double **target = use_pre ? pre->target : pfi_cl_targets_new(c);
     pthread_mutex_unlock(&c->mu);
-    if (!target || !flat) {
-        free(target);
-        free(flat);
+    if (!target)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    }
-    for (int i = 0; i < nn; i++)
-        target[i] = flat + (size_t)i * PFI_MAX_GPUS;
 
     int rc = PFI_OK, lowered_failed = 0;
-    double peak = 0, t_alloc = 0;
+    double peak = 0, t_alloc = use_pre ? pre->alloc_s : 0;
     /* Plans again (at most 3 times) while nodes fail to lower. */
     for (int attempt = 0; attempt < 3; attempt++) {
         double ta = pfi_clock_mono();
         pthread_mutex_lock(&c->mu);
-        rc = pfi_cl_plan(c, budget_w, target, err);
+        rc = attempt == 0 && use_pre ? PFI_OK : pfi_cl_plan(c, budget_w, target, err);
         t_alloc += pfi_clock_mono() - ta;
         wave w;
         if (rc == PFI_OK && wave_build(c, target, 1, &w) != PFI_OK) {
@@ -303,20 +318,23 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err)
         c->stats.peak_w = peak;
         pfi_cl_decision_add(c, budget_w, c->stats.last_apply_s, c->stats.n_lowered - lowered0,
                             c->stats.n_raised - raised0);
-        for (int j = 0; j < c->n_jobs; j++) {
-            pfi_cl_job *J = &c->jobs[j];
-            J->cap_now_w = NAN;
-            for (int k = 0; k < J->n_nodes; k++) {
-                const pfi_cl_node *n = &c->nodes[J->nodes[k]];
-                for (int g = 0; g < n->n_gpus; g++)
-                    if (n->job_of[g] == j && !isnan(n->gpu[g].limit_w) &&
-                        (isnan(J->cap_now_w) || n->gpu[g].limit_w > J->cap_now_w))
-                        J->cap_now_w = n->gpu[g].limit_w;
+        /* Each job's cap now: the highest of its GPUs', in one pass over the site. */
+        for (int j = 0; j < c->n_jobs; j++)
+            c->jobs[j].cap_now_w = NAN;
+        for (int i = 0; i < c->n_nodes; i++) {
+            const pfi_cl_node *n = &c->nodes[i];
+            for (int g = 0; g < n->n_gpus; g++) {
+                int j = n->job_of[g];
+                if (j < 0 || j >= c->n_jobs || isnan(n->gpu[g].limit_w))
+                    continue;
+                pfi_cl_job *J = &c->jobs[j];
+                if (isnan(J->cap_now_w) || n->gpu[g].limit_w > J->cap_now_w)
+                    J->cap_now_w = n->gpu[g].limit_w;
             }
         }
     }
     pthread_mutex_unlock(&c->mu);
-    free(target);
-    free(flat);
+    if (!use_pre)
+        free(target);
     return rc;
 }

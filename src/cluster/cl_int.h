@@ -76,8 +76,22 @@ void pfi_cl_node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char 
  * target[node][gpu] gets a cap for every GPU of every up node; silent nodes and pinned jobs
  * keep what they hold.  Infeasible: PFI_EINFEASIBLE and nothing written. */
 int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err);
-/* apply.c: moves every up node to target, lowerings everywhere first.  c->op_mu held. */
-int pfi_cl_apply(pfi_cl *c, double budget_w, pfi_err *err);
+/* A plan made before its apply, under the same hold of c->op_mu (so on the same nodes and
+ * jobs): pfi_cl_set_budget's feasibility check, which is then the plan applied. */
+typedef struct pfi_cl_planned {
+    double budget_w; /* the budget planned */
+    int sla_yield;   /* c->sla_yield it was planned with */
+    int n_nodes;     /* c->n_nodes then */
+    double **target; /* pfi_cl_targets_new's */
+    double alloc_s;  /* how long the plan took */
+} pfi_cl_planned;
+
+/* apply.c: a cap per GPU of every node, NAN at first (c->mu held); NULL when out of memory. */
+double **pfi_cl_targets_new(const pfi_cl *c);
+/* apply.c: moves every up node to the targets of budget_w, lowerings everywhere first.
+ * pre: a plan already made of that budget with the c->sla_yield in force now, used instead of
+ * planning again, or NULL (the apply plans).  c->op_mu held. */
+int pfi_cl_apply(pfi_cl *c, double budget_w, const pfi_cl_planned *pre, pfi_err *err);
 
 /* The least feasible site budget with the jobs' SLAs (yield: without them); NAN when unknown.
  * Each job's cap and relative throughput (of its top) at budget_w under a core/policy.h

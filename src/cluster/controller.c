@@ -356,14 +356,17 @@ static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_http_req *rg, const
     json_decref(dj);
 }
 
-/* Cap range and current cap of a job, over all its GPUs. */
-static void job_caps(pfi_cl_job *J, int j, const pfi_cl_node *nodes, int nn)
+/* Cap range and current cap of every job, over all its GPUs: one pass over the site. */
+static void job_caps(pfi_cl_job *jobs, int nj, const pfi_cl_node *nodes, int nn)
 {
-    J->cap_now_w = NAN;
+    for (int j = 0; j < nj; j++)
+        jobs[j].cap_now_w = NAN;
     for (int i = 0; i < nn; i++)
         for (int g = 0; g < nodes[i].n_gpus; g++) {
-            if (nodes[i].job_of[g] != j)
+            int j = nodes[i].job_of[g];
+            if (j < 0 || j >= nj)
                 continue;
+            pfi_cl_job *J = &jobs[j];
             const pfi_device *d = &nodes[i].gpu[g];
             if (!nodes[i].up)
                 J->pinned = 1;
@@ -422,8 +425,7 @@ static int refresh_locked(pfi_cl *c, pfi_err *err)
     double wall = pfi_clock_wall();
     for (int i = 0; i < nn; i++)
         absorb_node(c, &c->nodes[i], &rq[2 * i], &rq[2 * i + 1], wall);
-    for (int j = 0; j < nj; j++)
-        job_caps(&c->jobs[j], j, c->nodes, nn);
+    job_caps(c->jobs, nj, c->nodes, nn);
     pthread_mutex_unlock(&c->mu);
 out:
     if (rq)
@@ -566,6 +568,23 @@ static double ramp_value(const pfi_cl *c, double now)
     return c->ramp_from_w + f * (c->budget.watts - c->ramp_from_w);
 }
 
+/* The budget an apply plans now (c->mu held): the manual one on its ramp, or lower where a
+ * grid event holds it (sets grid_binding, grid_event and sla_yield). */
+static double budget_in_force(pfi_cl *c)
+{
+    double w = ramp_value(c, pfi_clock_mono());
+    double g = pfi_cl_grid_limit(c, w, pfi_clock_wall()); /* a grid event may hold it lower */
+    return isnan(g) ? w : g;
+}
+
+static int reapply_locked(pfi_cl *c, const pfi_cl_planned *pre, pfi_err *err)
+{
+    pthread_mutex_lock(&c->mu);
+    double w = budget_in_force(c);
+    pthread_mutex_unlock(&c->mu);
+    return pfi_cl_apply(c, w, pre, err);
+}
+
 int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
 {
     if (b->set && !(b->watts > 0))
@@ -574,13 +593,24 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
         return pfi_err_set(err, PFI_EINVAL, "ramp must be between 0 s and 1 day");
     pthread_mutex_lock(&c->op_mu);
     int rc = PFI_OK;
+    pfi_cl_planned pre = {.target = NULL};
     if (b->set) {
-        /* The final budget must be feasible before anything moves. */
+        /* The final budget must be feasible before anything moves.  Without a ramp, that plan
+         * is the one the apply below uses when it plans the same budget: op_mu is held from
+         * one to the other, so the nodes and jobs are the same. */
         pthread_mutex_lock(&c->mu);
-        rc = pfi_cl_plan(c, b->watts, NULL, err);
+        if (b->ramp_s == 0)
+            pre.target = pfi_cl_targets_new(c);
+        double t = pfi_clock_mono();
+        rc = pfi_cl_plan(c, b->watts, pre.target, err);
+        pre.alloc_s = pfi_clock_mono() - t;
+        pre.budget_w = b->watts;
+        pre.sla_yield = c->sla_yield;
+        pre.n_nodes = c->n_nodes;
         pthread_mutex_unlock(&c->mu);
         if (rc != PFI_OK) {
             pthread_mutex_unlock(&c->op_mu);
+            free(pre.target);
             return rc;
         }
     }
@@ -593,10 +623,10 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
     c->ramp_from_w = b->set && b->ramp_s > 0 ? from : NAN;
     c->ramp_t0 = now;
     c->ramp_t1 = now + (b->set ? b->ramp_s : 0);
-    pthread_mutex_unlock(&c->op_mu);
     pthread_mutex_unlock(&c->mu);
 
     if (b->set && b->ramp_s > 0 && !c->loop_running) {
+        pthread_mutex_unlock(&c->op_mu);
         /* No loop to step the ramp: step it here, about ten times. */
         double dt = b->ramp_s / 10;
         for (int k = 1; k <= 10 && rc == PFI_OK; k++) {
@@ -605,19 +635,16 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
         }
         return rc;
     }
-    return pfi_cl_reapply(c, err);
+    rc = reapply_locked(c, pre.target ? &pre : NULL, err);
+    pthread_mutex_unlock(&c->op_mu);
+    free(pre.target);
+    return rc;
 }
 
 int pfi_cl_reapply(pfi_cl *c, pfi_err *err)
 {
     pthread_mutex_lock(&c->op_mu);
-    pthread_mutex_lock(&c->mu);
-    double w = ramp_value(c, pfi_clock_mono());
-    double g = pfi_cl_grid_limit(c, w, pfi_clock_wall()); /* a grid event may hold it lower */
-    if (!isnan(g))
-        w = g;
-    pthread_mutex_unlock(&c->mu);
-    int rc = pfi_cl_apply(c, w, err);
+    int rc = reapply_locked(c, NULL, err);
     pthread_mutex_unlock(&c->op_mu);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,17 @@
 #include "support/standin.h"
 #include "util/http.h"
 #include "util/http_answer.h"
+
+/* Bytes not received yet: under ASan a read of them is a report, else they hold line ends a
+ * parser that read them would take for the answer's. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define HIDE(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define SHOW(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define HIDE(p, n) memset(p, '\n', n)
+#define SHOW(p, n) ((void)(p), (void)(n))
+#endif
 
 #define NODES 300 /* enough requests for every thread of a call */
 
@@ -230,6 +242,7 @@ typedef struct script {
     const char *const *answers; /* one per request, in order; NULL ends */
     const int *close_after;     /* per answer: close the connection after it */
     int accepted;
+    int trickle; /* each answer sent a byte at a time */
     pthread_t th;
 } script;
 
@@ -265,7 +278,14 @@ static void *script_main(void *arg)
         sc->accepted++;
         while (sc->answers[k] && read_request(c)) {
             const char *a = sc->answers[k];
-            assert_true(send(c, a, strlen(a), MSG_NOSIGNAL) == (ssize_t)strlen(a));
+            if (sc->trickle) {
+                int one = 1;
+                setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                for (size_t i = 0; a[i]; i++)
+                    assert_true(send(c, a + i, 1, MSG_NOSIGNAL) == 1);
+            } else {
+                assert_true(send(c, a, strlen(a), MSG_NOSIGNAL) == (ssize_t)strlen(a));
+            }
             if (sc->close_after[k++])
                 break;
         }
@@ -274,13 +294,20 @@ static void *script_main(void *arg)
     return NULL;
 }
 
-static void script_start(script *sc, const char *const *answers, const int *close_after)
+static void script_run(script *sc, const char *const *answers, const int *close_after,
+                       int trickle)
 {
     memset(sc, 0, sizeof *sc);
     sc->fd = black_hole(&sc->port);
     sc->answers = answers;
     sc->close_after = close_after;
+    sc->trickle = trickle;
     assert_int_equal(pthread_create(&sc->th, NULL, script_main, sc), 0);
+}
+
+static void script_start(script *sc, const char *const *answers, const int *close_after)
+{
+    script_run(sc, answers, close_after, 0);
 }
 
 static void script_stop(script *sc)
@@ -493,6 +520,111 @@ static void test_bytes_past_answer_not_kept(void **state)
     script_stop(&sc);
 }
 
+/* An answer of every kind, long, with many pieces to read: a long head after two 1xx answers
+ * and a Content-Length body; many chunks of every size with extensions and a trailer; a body
+ * up to the close; scale 10 is ten times as long as 1.  Malloc'ed; its length in *n. */
+static char *long_answer(int kind, int scale, size_t *n)
+{
+    size_t cap = 400000, k = 0;
+    char *a = malloc(cap);
+    assert_non_null(a);
+#define PUT(...) (k += (size_t)snprintf(a + k, cap - k, __VA_ARGS__))
+    if (kind == 0) {
+        PUT("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\n");
+        for (int h = 0; h < 60 * scale; h++)
+            PUT("X-Header-%d: %040d\r\n", h, h);
+        PUT("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: %d\r\n\r\n", 12000 * scale);
+        for (int i = 0; i < 12000 * scale; i++)
+            a[k++] = (char)('a' + i % 26);
+    } else if (kind == 1) {
+        PUT("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        for (int c = 1; c <= 70 * scale; c++) {
+            PUT(c % 3 ? "%x\r\n" : "%x;ext=%d\r\n", c % 300 + 1, c);
+            for (int i = 0; i < c % 300 + 1; i++)
+                a[k++] = (char)('A' + (c + i) % 26);
+            PUT("\r\n");
+        }
+        PUT("0\r\nX-Trailer: done\r\n\r\n");
+    } else {
+        PUT("HTTP/1.0 200 OK\r\nServer: x\r\n\r\n");
+        for (int i = 0; i < 6000 * scale; i++)
+            a[k++] = (char)('0' + i % 10);
+    }
+#undef PUT
+    a[k] = '\0';
+    *n = k;
+    return a;
+}
+
+/* A reply trickled byte by byte into the reader: more bytes needed after each byte until the
+ * last, then the answer a one-piece read gives; no byte past those received read; and each
+ * byte looked at a bounded number of times (a re-read of everything on every byte would look at
+ * n^2/2 bytes). */
+static void test_trickled_answers(void **state)
+{
+    for (int kind = 0; kind < 3; kind++) {
+        size_t n;
+        char *want = long_answer(kind, 10, &n);
+        pfi_http_answer one, got;
+        int eof = kind == 2;
+        assert_int_equal(pfi_http_answer_parse(want, n, eof, 0, 4u << 20, &one), 1);
+        char *buf = malloc(n);
+        assert_non_null(buf);
+        HIDE(buf, n);
+        pfi_http_answer_reader rd;
+        pfi_http_answer_begin(&rd, 0, 4u << 20);
+        int rc = 0;
+        for (size_t k = 1; k <= n; k++) {
+            SHOW(buf + k - 1, 1);
+            buf[k - 1] = want[k - 1];
+            rc = pfi_http_answer_more(&rd, buf, k, 0, &got);
+            if (k < n || eof)
+                assert_int_equal(rc, 0);
+        }
+        if (eof)
+            rc = pfi_http_answer_more(&rd, buf, n, 1, &got);
+        assert_int_equal(rc, 1);
+        assert_int_equal(got.status, one.status);
+        assert_int_equal(got.keep, one.keep);
+        assert_int_equal(got.used, one.used);
+        assert_true(got.date_s == one.date_s);
+        assert_int_equal(got.body_len, one.body_len);
+        assert_memory_equal(got.body, one.body, one.body_len);
+        assert_true(one.body_len > 50000);
+        assert_true(rd.examined <= 8 * n);
+        pfi_http_answer_end(&rd);
+        free(got.body);
+        free(one.body);
+        free(buf);
+        free(want);
+    }
+}
+
+/* Through the loop: answers sent a byte at a time read right, on a kept connection. */
+static void test_trickled_through_loop(void **state)
+{
+    size_t n;
+    char *chunked = long_answer(1, 1, &n);
+    char *cl = long_answer(0, 1, &n);
+    const char *const answers[] = {chunked, cl, NULL};
+    static const int close_after[] = {0, 0};
+    pfi_http_answer a1, a2;
+    assert_int_equal(pfi_http_answer_parse(chunked, strlen(chunked), 0, 0, 4u << 20, &a1), 1);
+    assert_int_equal(pfi_http_answer_parse(cl, strlen(cl), 0, 0, 4u << 20, &a2), 1);
+    script sc;
+    script_run(&sc, answers, close_after, 1);
+    pfi_http *h = pfi_http_new();
+    expect_body(h, sc.port, "GET", 200, a1.body);
+    expect_body(h, sc.port, "GET", 200, a2.body);
+    assert_int_equal(sc.accepted, 1);
+    pfi_http_free(h);
+    script_stop(&sc);
+    free(a1.body);
+    free(a2.body);
+    free(chunked);
+    free(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +635,8 @@ int main(void)
         cmocka_unit_test(test_hostile_answers),
         cmocka_unit_test(test_hostile_answer_ends_request),
         cmocka_unit_test(test_bytes_past_answer_not_kept),
+        cmocka_unit_test(test_trickled_answers),
+        cmocka_unit_test(test_trickled_through_loop),
     };
     int failed = cmocka_run_group_tests_name("plain HTTP on kept connections", tests, NULL, NULL);
     curl_only = 1;

@@ -28,4 +28,30 @@ typedef struct pfi_http_answer {
 int pfi_http_answer_parse(const char *in, size_t n, int eof, int head, size_t max,
                           pfi_http_answer *a);
 
+/* The same, read as the bytes come: each call takes up where the last one stopped, so an
+ * answer that arrives in many small pieces costs its length, not its length squared.  Every
+ * call gives what pfi_http_answer_parse gives on the same in[0..n) and eof. */
+typedef struct pfi_http_answer_reader {
+    int head;          /* the request was a HEAD */
+    size_t max;        /* the longest body taken */
+    int phase;         /* where the answer is (http_answer.c) */
+    int info;          /* 1xx answers skipped */
+    size_t start;      /* where the answer's head starts (past the 1xx answers) */
+    size_t scan;       /* where the search for the end of a head or line resumes */
+    size_t at;         /* the body: where its next element (size line, data, trailer) starts */
+    size_t len;        /* Content-Length, or the size of the chunk at `at` */
+    pfi_http_answer a; /* what the head said; the chunks decoded so far in a.body */
+    size_t body_cap;
+    size_t examined;   /* bytes looked at so far, every call together (a bound on the work) */
+} pfi_http_answer_reader;
+
+void pfi_http_answer_begin(pfi_http_answer_reader *rd, int head, size_t max);
+/* in[0..n): every byte received so far, those of earlier calls unchanged (n never shrinks).
+ * Returns and fills a as pfi_http_answer_parse; after a result other than 0 the reader is
+ * done (pfi_http_answer_end, or begin again). */
+int pfi_http_answer_more(pfi_http_answer_reader *rd, const char *in, size_t n, int eof,
+                         pfi_http_answer *a);
+/* Frees what an unfinished reader holds. */
+void pfi_http_answer_end(pfi_http_answer_reader *rd);
+
 #endif

@@ -171,6 +171,7 @@ typedef struct job {
     size_t out_len, out_at;
     char *in; /* the answer so far */
     size_t in_len, in_cap, max;
+    pfi_http_answer_reader rd; /* how far in it was read */
     double deadline;
 } job;
 
@@ -205,6 +206,17 @@ static int build_request(job *j, const char *auth)
     return 0;
 }
 
+/* A finished request's buffers, freed at once: the next request's reuse the same memory
+ * while it is still in the cache, instead of a call's worth of fresh pages. */
+static void job_release(job *j)
+{
+    free(j->out);
+    free(j->in);
+    j->out = j->in = NULL;
+    j->in_len = j->in_cap = 0;
+    pfi_http_answer_end(&j->rd);
+}
+
 static void fail(job *j, const char *why)
 {
     j->r->status = -1;
@@ -219,6 +231,8 @@ static int job_connect(job *j, pfi_http_kept *k, int ep)
     j->reused = j->fd >= 0;
     j->out_at = 0;
     j->in_len = 0;
+    pfi_http_answer_end(&j->rd);
+    pfi_http_answer_begin(&j->rd, !strcmp(j->r->method, "HEAD"), j->max);
     if (j->fd < 0) {
         j->fd = socket(j->t.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (j->fd < 0) {
@@ -274,8 +288,7 @@ static int retry(job *j, pfi_http_kept *k, int ep, const char *why)
 static int parse_answer(job *j, int eof, int *keep, const char **why)
 {
     pfi_http_answer a;
-    int rc = pfi_http_answer_parse(j->in, j->in_len, eof, !strcmp(j->r->method, "HEAD"), j->max,
-                                   &a);
+    int rc = pfi_http_answer_more(&j->rd, j->in, j->in_len, eof, &a);
     *why = a.why;
     if (rc != 1)
         return rc;
@@ -370,8 +383,8 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
                 }
             } else if (!finished && j->state == READING) {
                 for (;;) {
-                    if (j->in_cap - j->in_len < 4096) {
-                        size_t nc = j->in_cap ? 2 * j->in_cap : 8192;
+                    if (j->in_cap - j->in_len < 1024) {
+                        size_t nc = j->in_cap ? 2 * j->in_cap : 4096;
                         char *nb = nc <= j->max + 65536 ? realloc(j->in, nc + 1) : NULL;
                         if (!nb) {
                             fail(j, "answer too long");
@@ -409,6 +422,7 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
                 }
             }
             if (finished) {
+                job_release(j);
                 if (j->fd >= 0) {
                     epoll_ctl(ep, EPOLL_CTL_DEL, j->fd, NULL);
                     if (keep)
@@ -430,6 +444,7 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
                 char m[120];
                 snprintf(m, sizeof m, "Timeout: no answer within %g s", timeout_s);
                 fail(j, m);
+                job_release(j);
                 active--;
                 if (j->r->done)
                     j->r->done(j->r);
@@ -439,6 +454,7 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
     for (int i = 0; i < next; i++) {
         free(js[i].out);
         free(js[i].in);
+        pfi_http_answer_end(&js[i].rd);
     }
     free(js);
     close(ep);

@@ -9,12 +9,29 @@
  * bytes received is a sanitizer report); the bytes in two pieces (the first read without the
  * close) give the same result as in one; a complete answer's body is no longer than max nor
  * than the bytes received, NUL-terminated, its status a final one, the bytes it took no more
- * than those received; an error says why. */
+ * than those received; an error says why.  And the reader that takes up where it stopped
+ * (pfi_http_answer_more), fed the first piece and then the rest a few bytes at a time with the
+ * bytes not received yet poisoned (a read of them is a report), gives at every step what a
+ * read of everything so far in one piece gives. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/http_answer.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PFI_FUZZ_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(PFI_FUZZ_ASAN)
+#include <sanitizer/asan_interface.h>
+#define HIDE(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define SHOW(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define HIDE(p, n) ((void)(p), (void)(n))
+#define SHOW(p, n) ((void)(p), (void)(n))
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -79,7 +96,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         free(second.body);
     }
-    free(one.body);
     free(first.body);
+
+    /* The reader: the first piece, then steps of 1 to 8 bytes (byte 3's low bits; longer
+     * inputs in at most ~256 steps), each step's result that of a one-piece read of the same
+     * bytes (only the last step sees the close). */
+    size_t step = (size_t)(data[3] & 7) + 1;
+    if (n / 256 > step)
+        step = n / 256;
+    char *buf = malloc(n ? n : 1);
+    if (!buf)
+        abort();
+    HIDE(buf, n ? n : 1);
+    pfi_http_answer_reader rd;
+    pfi_http_answer_begin(&rd, head, max);
+    size_t k = 0, at = cut;
+    for (;;) {
+        SHOW(buf + k, at - k);
+        memcpy(buf + k, in + k, at - k);
+        k = at;
+        int last = k == n;
+        pfi_http_answer got, whole;
+        int rc = pfi_http_answer_more(&rd, buf, k, last ? eof : 0, &got);
+        check(rc, &got, k, max);
+        int r_whole = parse_exact(in, k, last ? eof : 0, head, max, &whole);
+        if (!same(rc, &got, r_whole, &whole))
+            abort();
+        free(got.body);
+        free(whole.body);
+        if (rc != 0 || last)
+            break;
+        at = k + step < n ? k + step : n;
+    }
+    pfi_http_answer_end(&rd);
+    SHOW(buf, n ? n : 1);
+    free(buf);
+    free(one.body);
     return 0;
 }

@@ -40,7 +40,8 @@ static double site_upper_w(const pfi_cl *c)
 
 /* What a node said it holds after PUT /v1/caps, per GPU (NAN: not said). */
 typedef struct readback {
-    double limit_w[PFI_MAX_GPUS], enforced_w[PFI_MAX_GPUS];
+    int n; /* GPUs 0..n-1 */
+    double *limit_w, *enforced_w;
 } readback;
 
 /* Decodes a node's answer as it arrives, on the HTTP client's thread that ran the request:
@@ -49,7 +50,7 @@ typedef struct readback {
 static void decode_caps(pfi_http_req *r)
 {
     readback *rb = r->ud;
-    for (int g = 0; g < PFI_MAX_GPUS; g++)
+    for (int g = 0; g < rb->n; g++)
         rb->limit_w[g] = rb->enforced_w[g] = NAN;
     if (!(r->status >= 200 && r->status < 300) || !r->reply)
         return;
@@ -65,7 +66,7 @@ static void decode_caps(pfi_http_req *r)
         if (!json_is_integer(iv))
             iv = json_object_get(o, "gpu");
         json_int_t g = json_is_integer(iv) ? json_integer_value(iv) : -1;
-        if (g < 0 || g >= PFI_MAX_GPUS)
+        if (g < 0 || g >= rb->n)
             continue;
         json_t *l = json_object_get(o, "limit_w");
         if (!json_is_number(l))
@@ -94,10 +95,13 @@ static void absorb_caps(pfi_cl_node *n, const readback *rb, const double *asked)
     }
 }
 
+/* One phase's requests.  Per-GPU arrays hold stride (the most GPUs of a node) per request, not
+ * PFI_MAX_GPUS: a wave at 1,000 nodes is then tens of KB, not megabytes of fresh pages. */
 typedef struct wave {
-    int n;
+    int n, stride;
     int *node;
-    double (*asked)[PFI_MAX_GPUS];
+    double *asked; /* request k's GPU g at [k * stride + g] */
+    double *rb_w;  /* the readbacks' values: 2 * stride per request */
     char **body;
     char (*url)[PFI_CL_URL_MAX + 32];
     pfi_http_req *rq;
@@ -116,6 +120,7 @@ static void wave_free(wave *w)
     free(w->url);
     free(w->rq);
     free(w->rb);
+    free(w->rb_w);
     memset(w, 0, sizeof *w);
 }
 
@@ -124,14 +129,19 @@ static void wave_free(wave *w)
 static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
 {
     memset(w, 0, sizeof *w);
-    int nn = c->n_nodes;
+    int nn = c->n_nodes, st = 1;
+    for (int i = 0; i < nn; i++)
+        if (c->nodes[i].n_gpus > st)
+            st = c->nodes[i].n_gpus;
+    w->stride = st;
     w->node = calloc((size_t)nn + 1, sizeof *w->node);
-    w->asked = calloc((size_t)nn + 1, sizeof *w->asked);
+    w->asked = malloc(((size_t)nn + 1) * (size_t)st * sizeof *w->asked);
     w->body = calloc((size_t)nn + 1, sizeof *w->body);
-    w->url = calloc((size_t)nn + 1, sizeof *w->url);
+    w->url = malloc(((size_t)nn + 1) * sizeof *w->url);
     w->rq = calloc((size_t)nn + 1, sizeof *w->rq);
     w->rb = malloc(((size_t)nn + 1) * sizeof *w->rb);
-    if (!w->node || !w->asked || !w->body || !w->url || !w->rq || !w->rb)
+    w->rb_w = malloc(((size_t)nn + 1) * 2 * (size_t)st * sizeof *w->rb_w);
+    if (!w->node || !w->asked || !w->body || !w->url || !w->rq || !w->rb || !w->rb_w)
         return PFI_ENOMEM;
     /* Node daemons refuse an epoch not above the last they applied, so every wave gets a new
      * one, and epochs start from the wall clock in ms so a restarted controller is not stale. */
@@ -143,9 +153,10 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
             continue;
         int k = w->n, len = 0;
         char body[64 + PFI_MAX_GPUS * 56];
+        double *asked = w->asked + (size_t)k * (size_t)st;
         for (int g = 0; g < n->n_gpus; g++) {
             double now = n->gpu[g].limit_w, t = target[i][g], a = NAN;
-            w->asked[k][g] = NAN;
+            asked[g] = NAN;
             if (isnan(t))
                 continue;
             if (lower && (isnan(now) || t < now - SAME_W))
@@ -156,7 +167,7 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
                 a = t;
             if (isnan(a))
                 continue;
-            w->asked[k][g] = a;
+            asked[g] = a;
             char num[40];
             pfi_num_json(num, sizeof num, a);
             len += snprintf(body + len, sizeof body - (size_t)len, "%s{\"gpu\":%d,\"cap_w\":%s}",
@@ -179,6 +190,9 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
         w->rq[k].method = "PUT";
         w->rq[k].body = w->body[k];
         w->rq[k].done = decode_caps;
+        w->rb[k].n = n->n_gpus;
+        w->rb[k].limit_w = w->rb_w + (size_t)k * 2 * (size_t)st;
+        w->rb[k].enforced_w = w->rb[k].limit_w + st;
         w->rq[k].ud = &w->rb[k];
         w->rq[k].affinity = (unsigned)i + 1; /* a node's requests on one connection */
         w->n++;
@@ -194,7 +208,7 @@ static int wave_absorb(pfi_cl *c, wave *w, int lower)
     for (int k = 0; k < w->n; k++) {
         pfi_cl_node *n = &c->nodes[w->node[k]];
         if (w->rq[k].status >= 200 && w->rq[k].status < 300) {
-            absorb_caps(n, &w->rb[k], w->asked[k]);
+            absorb_caps(n, &w->rb[k], w->asked + (size_t)k * (size_t)w->stride);
             if (lower)
                 n->resend = 0;
             n->last_ok_wall = wall;
@@ -209,10 +223,11 @@ static int wave_absorb(pfi_cl *c, wave *w, int lower)
         n->up = 0;
         snprintf(n->why, sizeof n->why, "PUT /v1/caps: %s", w->rq[k].err);
         /* A raise may or may not have landed: count the node at the higher value. */
+        const double *asked = w->asked + (size_t)k * (size_t)w->stride;
         if (!lower)
             for (int g = 0; g < n->n_gpus; g++)
-                if (!isnan(w->asked[k][g]))
-                    n->gpu[g].limit_w = w->asked[k][g];
+                if (!isnan(asked[g]))
+                    n->gpu[g].limit_w = asked[g];
     }
     return failed;
 }

@@ -31,14 +31,27 @@ typedef struct kconn {
     int fd;
 } kconn;
 
+struct job;
+
+/* Every connection, in use or kept, stays registered in one epoll set from its connect to its
+ * close (edge-triggered, for reading and writing): a request costs no epoll_ctl.  by_fd maps a
+ * connection to the request using it, NULL while it is kept idle. */
 struct pfi_http_kept {
     kconn *c;
     int n, cap;
+    int ep;
+    struct job **by_fd;
+    int n_fd;
 };
 
 pfi_http_kept *pfi_http_kept_new(void)
 {
-    return calloc(1, sizeof(pfi_http_kept));
+    pfi_http_kept *k = calloc(1, sizeof(pfi_http_kept));
+    if (k && (k->ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+        free(k);
+        return NULL;
+    }
+    return k;
 }
 
 void pfi_http_kept_free(pfi_http_kept *k)
@@ -47,8 +60,37 @@ void pfi_http_kept_free(pfi_http_kept *k)
         return;
     for (int i = 0; i < k->n; i++)
         close(k->c[i].fd);
+    close(k->ep);
     free(k->c);
+    free(k->by_fd);
     free(k);
+}
+
+/* Registers fd (a new connection) for the request j; -1 when it cannot be. */
+static int conn_register(pfi_http_kept *k, int fd, struct job *j)
+{
+    if (fd >= k->n_fd) {
+        int nn = fd + 1 > 2 * k->n_fd ? fd + 1 : 2 * k->n_fd;
+        struct job **b = realloc(k->by_fd, (size_t)nn * sizeof *b);
+        if (!b)
+            return -1;
+        memset(b + k->n_fd, 0, (size_t)(nn - k->n_fd) * sizeof *b);
+        k->by_fd = b;
+        k->n_fd = nn;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.fd = fd};
+    if (epoll_ctl(k->ep, EPOLL_CTL_ADD, fd, &ev) != 0)
+        return -1;
+    k->by_fd[fd] = j;
+    return 0;
+}
+
+/* Closes a connection (which leaves the epoll set with it). */
+static void conn_close(pfi_http_kept *k, int fd)
+{
+    if (fd < k->n_fd)
+        k->by_fd[fd] = NULL;
+    close(fd);
 }
 
 /* A kept connection to key, taken out of the pool; -1 when none. */
@@ -63,13 +105,29 @@ static int kept_take(pfi_http_kept *k, const char *key)
     return -1;
 }
 
+/* A kept connection that said something while idle (the server closed it, or sent bytes no
+ * request asked for): out of the pool and closed.  A stale edge (nothing to read) is ignored. */
+static void kept_event(pfi_http_kept *k, int fd)
+{
+    char c;
+    if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    for (int i = 0; i < k->n; i++)
+        if (k->c[i].fd == fd) {
+            k->c[i] = k->c[--k->n];
+            break;
+        }
+    conn_close(k, fd);
+}
+
 static void kept_put(pfi_http_kept *k, const char *key, int fd)
 {
+    k->by_fd[fd] = NULL;
     if (k->n == k->cap) {
         int nc = k->cap ? 2 * k->cap : 64;
         kconn *c = nc <= KEPT_MAX ? realloc(k->c, (size_t)nc * sizeof *c) : NULL;
         if (!c) {
-            close(fd);
+            conn_close(k, fd);
             return;
         }
         k->c = c;
@@ -164,6 +222,7 @@ int pfi_http_kept_can(const pfi_http_req *r)
 enum { CONNECTING, SENDING, READING };
 
 typedef struct job {
+    pfi_http_kept *k;
     pfi_http_req *r;
     target t;
     int fd, state, reused, tries;
@@ -178,7 +237,7 @@ typedef struct job {
 static void job_close(job *j)
 {
     if (j->fd >= 0)
-        close(j->fd);
+        conn_close(j->k, j->fd);
     j->fd = -1;
 }
 
@@ -224,8 +283,10 @@ static void fail(job *j, const char *why)
     job_close(j);
 }
 
-/* Opens (or takes) the connection and registers it; 0, or -1 with the request failed. */
-static int job_connect(job *j, pfi_http_kept *k, int ep)
+static int retry(job *j, pfi_http_kept *k, const char *why);
+
+/* Opens (or takes) the connection for j; 0, or -1 with the request failed. */
+static int job_connect(job *j, pfi_http_kept *k)
 {
     j->fd = j->tries == 0 ? kept_take(k, j->t.key) : -1;
     j->reused = j->fd >= 0;
@@ -243,6 +304,10 @@ static int job_connect(job *j, pfi_http_kept *k, int ep)
             int one = 1;
             setsockopt(j->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         }
+        if (conn_register(k, j->fd, j) != 0) {
+            fail(j, strerror(errno));
+            return -1;
+        }
         if (connect(j->fd, (struct sockaddr *)&j->t.sa, j->t.sa_len) != 0 &&
             errno != EINPROGRESS) {
             char m[160];
@@ -250,32 +315,30 @@ static int job_connect(job *j, pfi_http_kept *k, int ep)
             fail(j, m);
             return -1;
         }
-        j->state = CONNECTING;
+        j->state = CONNECTING; /* its first edge says the connect is over */
     } else {
         /* A kept connection takes the request at once (a small one fits its socket buffer):
-         * no wait for it to be writable. */
+         * no wait for it to be writable.  What is left goes on its next writable edge. */
+        k->by_fd[j->fd] = j;
         j->state = SENDING;
         ssize_t w = send(j->fd, j->out, j->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0)
             j->out_at = (size_t)w;
         if (j->out_at == j->out_len)
             j->state = READING;
-    }
-    struct epoll_event ev = {.events = j->state == READING ? EPOLLIN : EPOLLOUT, .data.ptr = j};
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, j->fd, &ev) != 0) {
-        fail(j, strerror(errno));
-        return -1;
+        else if (w < 0 && errno != EAGAIN && errno != EINTR)
+            return retry(j, k, strerror(errno));
     }
     return 0;
 }
 
 /* A kept connection that failed before any answer: the request goes again on a new one. */
-static int retry(job *j, pfi_http_kept *k, int ep, const char *why)
+static int retry(job *j, pfi_http_kept *k, const char *why)
 {
     if (j->reused && j->in_len == 0 && j->tries == 0) {
         job_close(j);
         j->tries = 1;
-        return job_connect(j, k, ep);
+        return job_connect(j, k);
     }
     fail(j, why);
     return -1;
@@ -285,7 +348,7 @@ static int retry(job *j, pfi_http_kept *k, int ep, const char *why)
 
 /* The answer so far (http_answer.c): 1 complete (the request is done), 0 more needed, -1
  * malformed, -2 longer than the request allows. */
-static int parse_answer(job *j, int eof, int *keep, const char **why)
+static int parse_answer(job *j, int eof, int drained, int *keep, const char **why)
 {
     pfi_http_answer a;
     int rc = pfi_http_answer_more(&j->rd, j->in, j->in_len, eof, &a);
@@ -297,7 +360,7 @@ static int parse_answer(job *j, int eof, int *keep, const char **why)
      * kept, or the next request there would read them as its answer. */
     char c;
     *keep = a.keep && a.used == j->in_len &&
-            recv(j->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+            (drained || (recv(j->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN));
     r->reply = a.body;
     r->status = a.status;
     if (a.date_s != 0)
@@ -309,27 +372,110 @@ static int parse_answer(job *j, int eof, int *keep, const char **why)
 
 /* ---- the loop ---- */
 
+/* Reads what came on j's connection: 1 when the request is over (*keep: its connection may be
+ * kept), else 0. */
+static int job_read(job *j, pfi_http_kept *k, int *keep)
+{
+    for (;;) {
+        if (j->in_cap - j->in_len < 1024) {
+            size_t nc = j->in_cap ? 2 * j->in_cap : 4096;
+            char *nb = nc <= j->max + 65536 ? realloc(j->in, nc + 1) : NULL;
+            if (!nb) {
+                fail(j, "answer too long");
+                return 1;
+            }
+            j->in = nb;
+            j->in_cap = nc;
+        }
+        size_t room = j->in_cap - j->in_len;
+        ssize_t rd = recv(j->fd, j->in + j->in_len, room, 0);
+        if (rd < 0 && (errno == EAGAIN || errno == EINTR))
+            return 0;
+        if (rd <= 0 && j->in_len == 0)
+            return retry(j, k, rd == 0 ? "connection closed without an answer" : strerror(errno)) !=
+                   0;
+        if (rd < 0) {
+            fail(j, strerror(errno));
+            return 1;
+        }
+        j->in_len += (size_t)rd;
+        j->in[j->in_len] = '\0';
+        const char *why = NULL;
+        /* A read that left room drained what had come: nothing to peek at past the answer. */
+        int pr = parse_answer(j, rd == 0, (size_t)rd < room, keep, &why);
+        if (pr != 0) {
+            if (pr < 0)
+                fail(j, why);
+            return 1;
+        }
+        if (rd == 0)
+            return 0;
+    }
+}
+
+/* What an edge on j's connection moves on: 1 when the request is over. */
+static int job_event(job *j, pfi_http_kept *k, unsigned events, int *keep)
+{
+    if (j->state == CONNECTING) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(j->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err) {
+            char m[160];
+            snprintf(m, sizeof m, "cannot connect to %s: %s", j->t.host, strerror(err));
+            fail(j, m);
+            return 1;
+        }
+        j->state = SENDING;
+    }
+    if (j->state == SENDING) {
+        ssize_t w = send(j->fd, j->out + j->out_at, j->out_len - j->out_at, MSG_NOSIGNAL);
+        if (w < 0 && errno != EAGAIN && errno != EINTR)
+            return retry(j, k, strerror(errno)) != 0;
+        if (w > 0 && (j->out_at += (size_t)w) == j->out_len)
+            j->state = READING;
+    }
+    /* Edge-triggered: an edge that said there is something to read is not said again. */
+    if (j->state == READING && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+        return job_read(j, k, keep);
+    return 0;
+}
+
+/* The request is over: done called, its connection kept or closed. */
+static void job_finish(job *j, pfi_http_kept *k, int keep)
+{
+    job_release(j);
+    if (j->fd >= 0) {
+        if (keep)
+            kept_put(k, j->t.key, j->fd);
+        else
+            conn_close(k, j->fd);
+        j->fd = -1;
+    }
+    if (j->r->done)
+        j->r->done(j->r);
+}
+
 void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char *auth,
                        double timeout_s, int max_parallel)
 {
     job *js = calloc((size_t)n + 1, sizeof *js);
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    if (!js || ep < 0) {
+    if (!js) {
         for (int i = 0; i < n; i++) {
             snprintf(reqs[i]->err, sizeof reqs[i]->err, "out of memory");
             if (reqs[i]->done)
                 reqs[i]->done(reqs[i]);
         }
-        free(js);
-        if (ep >= 0)
-            close(ep);
         return;
     }
-    int next = 0, active = 0;
-    struct epoll_event evs[64];
+    /* Requests start in order, each with the same timeout: their deadlines never decrease,
+     * so the nearest is that of the first one still out (lo). */
+    int next = 0, active = 0, lo = 0;
+    struct epoll_event evs[256];
     while (next < n || active > 0) {
         while (next < n && active < max_parallel) {
             job *j = &js[next++];
+            j->k = k;
             j->r = reqs[next - 1];
             j->fd = -1;
             j->max = j->r->max_reply ? j->r->max_reply : (4u << 20);
@@ -339,7 +485,7 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
                 fail(j, "cannot send this request");
             } else {
                 j->r->started = 1;
-                if (job_connect(j, k, ep) == 0) {
+                if (job_connect(j, k) == 0) {
                     active++;
                     continue;
                 }
@@ -350,104 +496,34 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
         if (active == 0)
             continue;
         /* Wait until something is ready or the nearest deadline. */
-        double now = pfi_clock_mono(), first = INFINITY;
-        for (int i = 0; i < next; i++)
-            if (js[i].fd >= 0 && js[i].deadline < first)
-                first = js[i].deadline;
+        while (lo < next && js[lo].fd < 0)
+            lo++;
+        double now = pfi_clock_mono(), first = lo < next ? js[lo].deadline : INFINITY;
         int ms = first - now > 0.05 ? 50 : first <= now ? 0 : (int)((first - now) * 1000.0) + 1;
-        int got = epoll_wait(ep, evs, 64, ms);
+        int got = epoll_wait(k->ep, evs, 256, ms);
         for (int e = 0; e < got; e++) {
-            job *j = evs[e].data.ptr;
-            int finished = 0, keep = 0;
-            if (j->state == CONNECTING) {
-                int err = 0;
-                socklen_t el = sizeof err;
-                getsockopt(j->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-                if (err) {
-                    char m[160];
-                    snprintf(m, sizeof m, "cannot connect to %s: %s", j->t.host, strerror(err));
-                    fail(j, m);
-                    finished = 1;
-                } else {
-                    j->state = SENDING;
-                }
+            int fd = evs[e].data.fd;
+            job *j = fd < k->n_fd ? k->by_fd[fd] : NULL;
+            if (!j) {
+                kept_event(k, fd);
+                continue;
             }
-            if (!finished && j->state == SENDING) {
-                ssize_t w = send(j->fd, j->out + j->out_at, j->out_len - j->out_at, MSG_NOSIGNAL);
-                if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                    finished = retry(j, k, ep, strerror(errno)) != 0;
-                } else if (w > 0 && (j->out_at += (size_t)w) == j->out_len) {
-                    j->state = READING;
-                    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
-                    epoll_ctl(ep, EPOLL_CTL_MOD, j->fd, &ev);
-                }
-            } else if (!finished && j->state == READING) {
-                for (;;) {
-                    if (j->in_cap - j->in_len < 1024) {
-                        size_t nc = j->in_cap ? 2 * j->in_cap : 4096;
-                        char *nb = nc <= j->max + 65536 ? realloc(j->in, nc + 1) : NULL;
-                        if (!nb) {
-                            fail(j, "answer too long");
-                            finished = 1;
-                            break;
-                        }
-                        j->in = nb;
-                        j->in_cap = nc;
-                    }
-                    ssize_t rd = recv(j->fd, j->in + j->in_len, j->in_cap - j->in_len, 0);
-                    if (rd < 0 && (errno == EAGAIN || errno == EINTR))
-                        break;
-                    if (rd <= 0 && j->in_len == 0) {
-                        finished = retry(j, k, ep, rd == 0 ? "connection closed without an answer"
-                                                           : strerror(errno)) != 0;
-                        break;
-                    }
-                    if (rd < 0) {
-                        fail(j, strerror(errno));
-                        finished = 1;
-                        break;
-                    }
-                    j->in_len += (size_t)rd;
-                    j->in[j->in_len] = '\0';
-                    const char *why = NULL;
-                    int pr = parse_answer(j, rd == 0, &keep, &why);
-                    if (pr != 0) {
-                        if (pr < 0)
-                            fail(j, why);
-                        finished = 1;
-                        break;
-                    }
-                    if (rd == 0)
-                        break;
-                }
-            }
-            if (finished) {
-                job_release(j);
-                if (j->fd >= 0) {
-                    epoll_ctl(ep, EPOLL_CTL_DEL, j->fd, NULL);
-                    if (keep)
-                        kept_put(k, j->t.key, j->fd);
-                    else
-                        close(j->fd);
-                    j->fd = -1;
-                }
+            int keep = 0;
+            if (job_event(j, k, evs[e].events, &keep)) {
                 active--;
-                if (j->r->done)
-                    j->r->done(j->r);
+                job_finish(j, k, keep);
             }
         }
         /* Past their deadline: given up. */
         now = pfi_clock_mono();
-        for (int i = 0; i < next; i++) {
+        for (int i = lo; i < next && now >= js[i].deadline; i++) {
             job *j = &js[i];
-            if (j->fd >= 0 && now >= j->deadline) {
+            if (j->fd >= 0) {
                 char m[120];
                 snprintf(m, sizeof m, "Timeout: no answer within %g s", timeout_s);
                 fail(j, m);
-                job_release(j);
                 active--;
-                if (j->r->done)
-                    j->r->done(j->r);
+                job_finish(j, k, 0);
             }
         }
     }
@@ -457,5 +533,4 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
         pfi_http_answer_end(&js[i].rd);
     }
     free(js);
-    close(ep);
 }

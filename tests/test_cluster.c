@@ -17,6 +17,7 @@
 
 #include "cluster/cl_int.h"
 #include "core/alloc_keep.h"
+#include "core/pfi.h"
 #include "report/status_page.h"
 #include "support/standin.h"
 
@@ -411,6 +412,75 @@ static void test_warm_plan(void **state)
     site_down(&x);
 }
 
+/* Both ways of reading a node's answer to PUT /v1/caps give the same values, bit for bit. */
+static void same_caps(const char *reply, int expect_in_place)
+{
+    double l1[8], e1[8], l2[8], e2[8];
+    int in_place = pfi_cl_decode_caps(reply, 8, l1, e1, 1);
+    pfi_cl_decode_caps(reply, 8, l2, e2, 0);
+    if (expect_in_place >= 0)
+        assert_int_equal(in_place, expect_in_place);
+    for (int g = 0; g < 8; g++) {
+        assert_true(l1[g] == l2[g] || (isnan(l1[g]) && isnan(l2[g])));
+        assert_true(e1[g] == e2[g] || (isnan(e1[g]) && isnan(e2[g])));
+    }
+}
+
+/* Answers of every shape: the plain ones read in place, the rest through jansson, with the
+ * same values either way (repeated keys keep the last, a real index is no index, "gpu" and
+ * "cap_w" and "enforced_w" stand in, unknown values of any kind skipped, a GPU out of range or
+ * not an object ignored, a broken or escaped answer left to jansson), and random answers. */
+static void test_decode_caps(void **state)
+{
+    static const char *const plain[] = {
+        "{\"gpus\":[{\"index\":0,\"limit_w\":300,\"enforced_limit_w\":300.5}]}",
+        "{\"gpus\":[{\"gpu\":1,\"cap_w\":250},{\"index\":2,\"limit_w\":1e2,\"enforced_w\":99}]}",
+        "{\"gpus\":[{\"index\":1.0,\"gpu\":3,\"limit_w\":\"x\",\"cap_w\":410}]}",
+        "{\"gpus\":[{\"index\":3,\"limit_w\":200,\"limit_w\":null,\"cap_w\":7}]}",
+        "{\"gpus\":[{\"index\":0,\"limit_w\":1},{\"index\":0,\"limit_w\":2}]}",
+        "{\"gpus\":[{\"index\":9,\"limit_w\":1},{\"index\":-1,\"limit_w\":2},5,[1],null,{}]}",
+        "{\"gpus\":[{\"index\":0,\"limit_w\":1}],\"gpus\":7}",
+        "{\"gpus\":[{\"index\":0,\"limit_w\":1}],\"gpus\":[{\"index\":1,\"limit_w\":3}]}",
+        "{\"epoch\":5,\"x\":{\"a\":[1,2,{\"b\":true}],\"c\":false},\"gpus\":[{\"index\":4,"
+        "\"name\":\"H100\",\"limit_w\":-0,\"enforced_limit_w\":700,\"m\":{\"k\":[]}}]}",
+        " { \"gpus\" : [ { \"index\" : 5 , \"limit_w\" : 12.25 } ] } ",
+        "{}", "{\"gpus\":[]}", "{\"gpus\":{}}",
+    };
+    for (size_t k = 0; k < sizeof plain / sizeof *plain; k++)
+        same_caps(plain[k], 1);
+    static const char *const other[] = {
+        "", "[]", "5", "{\"gpus\":[{\"index\":0,\"limit_w\":1}]", "{\"gpus\":[{\"index\":0,"
+        "\"limit_w\":1}]} x", "{\"gpus\":[{\"index\":0,\"limit_w\":1,}]}",
+        "{\"gp\\u0075s\":[{\"index\":0,\"limit_w\":1}]}", "{\"gpus\":[{\"index\":0,\"limit_w\":01}]}",
+        "{\"gpus\":[{\"index\":0,\"limit_w\":1}],\"n\":tru}", "{\"gpus\":[{\"index\":0,"
+        "\"limit_w\":1e999}]}", "{\"gpus\":[{\"index\":99999999999999999999,\"limit_w\":1}]}",
+    };
+    for (size_t k = 0; k < sizeof other / sizeof *other; k++)
+        same_caps(other[k], 0);
+    /* random answers from pieces of all of the above */
+    static const char *const keys[] = {"\"index\"", "\"gpu\"", "\"limit_w\"", "\"cap_w\"",
+                                       "\"enforced_limit_w\"", "\"enforced_w\"", "\"other\""};
+    static const char *const vals[] = {"0", "1", "7", "8", "-1", "2.5", "1e1", "300", "\"s\"",
+                                       "null", "true", "[1,{}]", "{\"a\":1}", "-0.0"};
+    unsigned long long seed = 7;
+    char buf[2048];
+    for (int t = 0; t < 2000; t++) {
+        size_t len = (size_t)snprintf(buf, sizeof buf, "{\"gpus\":[");
+        int ng = (int)(pfi_rand_next(&seed) % 5);
+        for (int g = 0; g < ng; g++) {
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s{", g ? "," : "");
+            int nk = (int)(pfi_rand_next(&seed) % 6);
+            for (int q = 0; q < nk; q++)
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s:%s", q ? "," : "",
+                                        keys[pfi_rand_next(&seed) % 7],
+                                        vals[pfi_rand_next(&seed) % 14]);
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "}");
+        }
+        snprintf(buf + len, sizeof buf - len, "]}");
+        same_caps(buf, 1);
+    }
+}
+
 /* Allocator solves so far (warm and rebuilt). */
 static long long solves(pfi_cl *c)
 {
@@ -730,6 +800,7 @@ int main(void)
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_new_job_moves_watts),
         cmocka_unit_test(test_ramp),
+        cmocka_unit_test(test_decode_caps),
         cmocka_unit_test(test_budget_change_plans_once),
         cmocka_unit_test(test_warm_plan),
         cmocka_unit_test(test_api),

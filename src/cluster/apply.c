@@ -44,19 +44,127 @@ typedef struct readback {
     double *limit_w, *enforced_w;
 } readback;
 
-/* Decodes a node's answer as it arrives, on the HTTP client's thread that ran the request:
- * while other requests are still out, not in turn under c->mu after the last one.  Touches
- * only the request's readback. */
-static void decode_caps(pfi_http_req *r)
+/* The last value of each key decode_caps reads in one GPU's object (jansson keeps the last of
+ * a repeated key): whether it was an integer / a number, and its value. */
+typedef struct gpu_keys {
+    int index_int, gpu_int, limit_num, cap_num, enf_num, enfw_num;
+    double index, gpu, limit, cap, enf, enfw;
+} gpu_keys;
+
+static int key_is(const char *k, size_t n, const char *name)
 {
-    readback *rb = r->ud;
-    for (int g = 0; g < rb->n; g++)
-        rb->limit_w[g] = rb->enforced_w[g] = NAN;
-    if (!(r->status >= 200 && r->status < 300) || !r->reply)
-        return;
-    json_t *d = pfi_json_fast_loadb(r->reply, strlen(r->reply));
+    return strlen(name) == n && !memcmp(k, name, n);
+}
+
+/* One element of "gpus" at the cursor, into rb as the jansson path below reads it; -1 when it
+ * is not plain (that path decides then). */
+static int fast_gpu(pfi_json_cursor *c, readback *rb)
+{
+    if (!pfi_json_cursor_take(c, '{'))
+        return pfi_json_cursor_skip(c, 32); /* not an object: no GPU */
+    gpu_keys k;
+    memset(&k, 0, sizeof k);
+    if (!pfi_json_cursor_take(c, '}')) {
+        do {
+            const char *key;
+            size_t kn;
+            if (pfi_json_cursor_string(c, &key, &kn) < 0 || !pfi_json_cursor_take(c, ':'))
+                return -1;
+            int *flag = NULL, integer = 0, want_int = 0;
+            double *v = NULL, x;
+            if (key_is(key, kn, "index"))
+                flag = &k.index_int, v = &k.index, want_int = 1;
+            else if (key_is(key, kn, "gpu"))
+                flag = &k.gpu_int, v = &k.gpu, want_int = 1;
+            else if (key_is(key, kn, "limit_w"))
+                flag = &k.limit_num, v = &k.limit;
+            else if (key_is(key, kn, "cap_w"))
+                flag = &k.cap_num, v = &k.cap;
+            else if (key_is(key, kn, "enforced_limit_w"))
+                flag = &k.enf_num, v = &k.enf;
+            else if (key_is(key, kn, "enforced_w"))
+                flag = &k.enfw_num, v = &k.enfw;
+            int ch = pfi_json_cursor_peek(c);
+            if (flag && (ch == '-' || (ch >= '0' && ch <= '9'))) {
+                if (pfi_json_cursor_number_kind(c, &x, &integer) < 0)
+                    return -1;
+                *flag = want_int ? integer : 1;
+                *v = x;
+            } else {
+                if (flag)
+                    *flag = 0;
+                if (pfi_json_cursor_skip(c, 32) < 0)
+                    return -1;
+            }
+        } while (pfi_json_cursor_take(c, ','));
+        if (!pfi_json_cursor_take(c, '}'))
+            return -1;
+    }
+    double g = k.index_int ? k.index : k.gpu_int ? k.gpu : -1;
+    if (g < 0 || g >= rb->n)
+        return 0;
+    double l = k.limit_num ? k.limit : k.cap_num ? k.cap : NAN;
+    double e = k.enf_num ? k.enf : k.enfw_num ? k.enfw : NAN;
+    if (!isnan(l))
+        rb->limit_w[(int)g] = l;
+    if (!isnan(e))
+        rb->enforced_w[(int)g] = e;
+    return 0;
+}
+
+/* A node's answer {"gpus": [...], ...} read in place, without building its tree: 0 done, -1
+ * when it is not plain JSON of that shape (the jansson path reads it then). */
+static int fast_caps(const char *s, readback *rb)
+{
+    pfi_json_cursor c;
+    if (pfi_json_cursor_init(&c, s, strlen(s)) < 0 || !pfi_json_cursor_take(&c, '{'))
+        return -1;
+    if (!pfi_json_cursor_take(&c, '}')) {
+        do {
+            const char *key;
+            size_t kn;
+            if (pfi_json_cursor_string(&c, &key, &kn) < 0 || !pfi_json_cursor_take(&c, ':'))
+                return -1;
+            if (!key_is(key, kn, "gpus")) {
+                if (pfi_json_cursor_skip(&c, 32) < 0)
+                    return -1;
+                continue;
+            }
+            for (int g = 0; g < rb->n; g++) /* the last "gpus" is the one read */
+                rb->limit_w[g] = rb->enforced_w[g] = NAN;
+            if (!pfi_json_cursor_take(&c, '[')) {
+                if (pfi_json_cursor_skip(&c, 32) < 0)
+                    return -1;
+                continue;
+            }
+            if (pfi_json_cursor_take(&c, ']'))
+                continue;
+            do {
+                if (fast_gpu(&c, rb) < 0)
+                    return -1;
+            } while (pfi_json_cursor_take(&c, ','));
+            if (!pfi_json_cursor_take(&c, ']'))
+                return -1;
+        } while (pfi_json_cursor_take(&c, ','));
+        if (!pfi_json_cursor_take(&c, '}'))
+            return -1;
+    }
+    return pfi_json_cursor_peek(&c) == -1 ? 0 : -1;
+}
+
+int pfi_cl_decode_caps(const char *reply, int n, double *limit_w, double *enforced_w,
+                       int in_place)
+{
+    readback rb = {n, limit_w, enforced_w};
+    for (int g = 0; g < n; g++)
+        limit_w[g] = enforced_w[g] = NAN;
+    if (in_place && fast_caps(reply, &rb) == 0)
+        return 1;
+    for (int g = 0; g < n; g++)
+        limit_w[g] = enforced_w[g] = NAN;
+    json_t *d = pfi_json_fast_loadb(reply, strlen(reply));
     if (!d)
-        d = json_loads(r->reply, 0, NULL);
+        d = json_loads(reply, 0, NULL);
     json_t *arr = json_object_get(d, "gpus");
     size_t i;
     json_t *o;
@@ -66,7 +174,7 @@ static void decode_caps(pfi_http_req *r)
         if (!json_is_integer(iv))
             iv = json_object_get(o, "gpu");
         json_int_t g = json_is_integer(iv) ? json_integer_value(iv) : -1;
-        if (g < 0 || g >= rb->n)
+        if (g < 0 || g >= rb.n)
             continue;
         json_t *l = json_object_get(o, "limit_w");
         if (!json_is_number(l))
@@ -75,11 +183,25 @@ static void decode_caps(pfi_http_req *r)
         if (!json_is_number(e))
             e = json_object_get(o, "enforced_w");
         if (json_is_number(l))
-            rb->limit_w[g] = json_number_value(l);
+            rb.limit_w[g] = json_number_value(l);
         if (json_is_number(e))
-            rb->enforced_w[g] = json_number_value(e);
+            rb.enforced_w[g] = json_number_value(e);
     }
     json_decref(d);
+    return 0;
+}
+
+/* Decodes a node's answer as it arrives, on the HTTP client's thread that ran the request:
+ * while other requests are still out, not in turn under c->mu after the last one.  Touches
+ * only the request's readback. */
+static void decode_caps(pfi_http_req *r)
+{
+    readback *rb = r->ud;
+    if (r->status >= 200 && r->status < 300 && r->reply)
+        pfi_cl_decode_caps(r->reply, rb->n, rb->limit_w, rb->enforced_w, 1);
+    else
+        for (int g = 0; g < rb->n; g++)
+            rb->limit_w[g] = rb->enforced_w[g] = NAN;
 }
 
 /* Takes in what a node said it holds after PUT /v1/caps (c->mu held). */

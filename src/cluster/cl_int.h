@@ -108,6 +108,13 @@ int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
 /* Records the site's draw with the budget in force (after a refresh; takes mu itself). */
 void pfi_cl_grid_record(pfi_cl *c);
 
+/* apply.c: what a node said it holds after PUT /v1/caps ({"gpus": [{"index" or "gpu",
+ * "limit_w" or "cap_w", "enforced_limit_w" or "enforced_w"}, ...]}), GPUs 0..n-1, NAN where
+ * not said.  in_place: plain JSON is read without building its tree (1 returned when it was),
+ * else through jansson; both give the same values. */
+int pfi_cl_decode_caps(const char *reply, int n, double *limit_w, double *enforced_w,
+                       int in_place);
+
 /* Decoding what node daemons say (controller.c). */
 int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err);
 /* A job's curve as GET /v1/jobs gives it: 1 when j now has >= 2 usable points. */

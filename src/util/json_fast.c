@@ -301,16 +301,63 @@ int pfi_json_cursor_init(pfi_json_cursor *c, const char *s, size_t n)
     return dp && strcmp(dp, ".") == 0 ? 0 : -1;
 }
 
-int pfi_json_cursor_number(pfi_json_cursor *c, double *v)
+int pfi_json_cursor_number_kind(pfi_json_cursor *c, double *v, int *integer)
 {
     ws(c);
     json_int_t iv;
     int k = scan_number(c, &iv, v);
     if (k == 0)
         *v = (double)iv;
+    *integer = k == 0;
     /* what follows must end the number, as jansson's lexer requires */
     if (k >= 0 && c->p < c->end && *c->p != ',' && *c->p != ']' && *c->p != '}' && *c->p != ' ' &&
         *c->p != '\t' && *c->p != '\n' && *c->p != '\r')
         return -1;
     return k < 0 ? -1 : 0;
+}
+
+int pfi_json_cursor_number(pfi_json_cursor *c, double *v)
+{
+    int integer;
+    return pfi_json_cursor_number_kind(c, v, &integer);
+}
+
+/* true, false or null, ended as a number must be. */
+static int literal(pfi_json_cursor *c, const char *w)
+{
+    size_t n = strlen(w);
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, w, n))
+        return -1;
+    c->p += n;
+    if (c->p < c->end && *c->p != ',' && *c->p != ']' && *c->p != '}' && *c->p != ' ' &&
+        *c->p != '\t' && *c->p != '\n' && *c->p != '\r')
+        return -1;
+    return 0;
+}
+
+int pfi_json_cursor_skip(pfi_json_cursor *c, int depth)
+{
+    const char *s;
+    size_t n;
+    double v;
+    int ch = pfi_json_cursor_peek(c);
+    if (ch == '"')
+        return pfi_json_cursor_string(c, &s, &n);
+    if (ch == 't' || ch == 'f' || ch == 'n')
+        return literal(c, ch == 't' ? "true" : ch == 'f' ? "false" : "null");
+    if (ch != '{' && ch != '[')
+        return pfi_json_cursor_number(c, &v);
+    if (depth <= 0)
+        return -1;
+    int close = ch == '{' ? '}' : ']';
+    c->p++;
+    if (pfi_json_cursor_take(c, close))
+        return 0;
+    do {
+        if (ch == '{' && (pfi_json_cursor_string(c, &s, &n) < 0 || !pfi_json_cursor_take(c, ':')))
+            return -1;
+        if (pfi_json_cursor_skip(c, depth - 1) < 0)
+            return -1;
+    } while (pfi_json_cursor_take(c, ','));
+    return pfi_json_cursor_take(c, close) ? 0 : -1;
 }

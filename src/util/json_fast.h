@@ -35,5 +35,10 @@ int pfi_json_cursor_string(pfi_json_cursor *c, const char **s, size_t *n);
  * double); -1 for anything else (not a number, malformed, out of range, not ended by a
  * separator or white space). */
 int pfi_json_cursor_number(pfi_json_cursor *c, double *v);
+/* The same, and whether jansson would hold it as an integer (no fraction, no exponent). */
+int pfi_json_cursor_number_kind(pfi_json_cursor *c, double *v, int *integer);
+/* Past the next value, whatever it is (nested at most depth deep); -1 for anything the above
+ * would not read (then jansson decides). */
+int pfi_json_cursor_skip(pfi_json_cursor *c, int depth);
 
 #endif

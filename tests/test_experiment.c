@@ -230,7 +230,8 @@ static void test_shape_from_other_jobs(void **state)
 static int same_set(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
 {
     return a->depth == b->depth && a->k == b->k && a->w_draw == b->w_draw &&
-           a->tier_gpus == b->tier_gpus && a->committee == b->committee && a->amp == b->amp;
+           a->tier_gpus == b->tier_gpus && a->committee == b->committee && a->amp == b->amp &&
+           a->votes == b->votes;
 }
 
 /* The bagged choice: per depth and tiers the mean of the top scores decides, and the winner is
@@ -239,9 +240,10 @@ static void test_bag_choice(void **state)
 {
     (void)state;
     pfi_expt_shape_set g[] = {
-        {0.40, 4, 0, 1, 0, 0, 0}, {0.40, 5, 3, 1, 0, 0, 0}, {0.40, 8, 5, 1, 0, 0, 0},
-        {0.50, 4, 0, 1, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0},
-        {0.50, 0, 0, 1, 1, 0, 0}, {0.50, 7, 0, 1, 0, 0, 0}, /* a committee; 7 neighbours: off grid */
+        {0.40, 4, 0, 1, 0, 0, 0, 0}, {0.40, 5, 3, 1, 0, 0, 0, 0}, {0.40, 8, 5, 1, 0, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0},
+        /* a committee; 7 neighbours: off grid */
+        {0.50, 0, 0, 1, 1, 0, 0, 0}, {0.50, 7, 0, 1, 0, 0, 0, 0},
     };
     /* depth 0.40 has the best single (0.9) but 0.50's top two average better */
     double v[] = {0.9, 0.1, 0.2, 0.7, 0.75, 0.3, 5.0, 9.0};
@@ -260,8 +262,8 @@ static void test_bag_choice(void **state)
     /* the amplitude exponent is part of the key: the same depth and tiers at amp 1 is a pair
      * of its own, and its committee keeps amp 1 */
     pfi_expt_shape_set ga[] = {
-        {0.50, 4, 0, 1, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0},
-        {0.50, 4, 0, 1, 0, 0, 1}, {0.50, 5, 3, 1, 0, 0, 1}, {0.50, 8, 5, 1, 0, 0, 1},
+        {0.50, 4, 0, 1, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 1, 0}, {0.50, 5, 3, 1, 0, 0, 1, 0}, {0.50, 8, 5, 1, 0, 0, 1, 0},
     };
     double va[] = {0.9, 0.1, 0.2, 0.6, 0.6, 0.3};
     assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 2, &best), 1); /* 0.6 > (0.9 + 0.2) / 2 */
@@ -269,6 +271,15 @@ static void test_bag_choice(void **state)
     assert_int_equal(best.members, (1u << 0) | (1u << 6));
     assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 1, &best), 1);
     assert_true(best.amp == 0 && best.members == 1u);
+    /* so are the votes: the same depth, tiers and amplitude with near votes is a key of its
+     * own, and its committee keeps near votes */
+    for (int i = 3; i < 6; i++)
+        ga[i].amp = 0, ga[i].votes = PFI_PROBE_VOTES_NEAR;
+    assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 2, &best), 1);
+    assert_true(best.votes == PFI_PROBE_VOTES_NEAR && best.amp == 0 && best.committee == 1);
+    assert_int_equal(best.members, (1u << 0) | (1u << 6));
+    assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 1, &best), 1);
+    assert_true(best.votes == PFI_PROBE_VOTES_EQUAL && best.members == 1u);
     double none[8];
     for (int i = 0; i < 8; i++)
         none[i] = NAN;
@@ -277,16 +288,22 @@ static void test_bag_choice(void **state)
     assert_true(best.depth == -1);
 }
 
-/* The grid: every setting of the former grid at amplitude 0, first and in the same order,
- * then each again at amplitude 1. */
+/* The grid: every setting of the former grid (equal votes), first and in the same order, then
+ * each again with near votes; within each half, amplitude 0 first, then each again at 1. */
 static void test_shape_grid(void **state)
 {
     (void)state;
     pfi_expt_shape_set g[PFI_EXPT_GRID_SIZE + 1];
     int ng = pfi_expt_shape_grid(g, PFI_EXPT_GRID_SIZE + 1);
     assert_int_equal(ng, PFI_EXPT_GRID_SIZE);
-    assert_int_equal(ng % 2, 0);
-    int h = ng / 2, committees = 0;
+    assert_int_equal(ng % 4, 0);
+    int v = ng / 2, h = ng / 4, committees = 0;
+    for (int i = 0; i < v; i++) {
+        assert_true(g[i].votes == PFI_PROBE_VOTES_EQUAL && g[v + i].votes == PFI_PROBE_VOTES_NEAR);
+        pfi_expt_shape_set x = g[v + i];
+        x.votes = PFI_PROBE_VOTES_EQUAL;
+        assert_true(same_set(&x, &g[i]) && x.members == g[i].members);
+    }
     for (int i = 0; i < h; i++) {
         assert_true(g[i].amp == 0 && g[h + i].amp == 1);
         pfi_expt_shape_set x = g[h + i];
@@ -387,7 +404,7 @@ static void test_shape_cross_validated(void **state)
     assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
     for (int comm = 0; comm < 2; comm++) { /* one setting, and the committee */
         o = pfi_expt_defaults(1);
-        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm, 0, 0};
+        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm, 0, 0, 0};
         assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
         assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
         assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
@@ -442,6 +459,8 @@ static void test_nested_cv(void **state)
             ok |= a.nest_rule[f] == pfi_expt_nest_rules[r];
         assert_true(ok);
         assert_true(a.nest_set[f].amp == 0 || a.nest_set[f].amp == 1);
+        assert_true(a.nest_set[f].votes == PFI_PROBE_VOTES_EQUAL ||
+                    a.nest_set[f].votes == PFI_PROBE_VOTES_NEAR);
         /* the rule's kind: a bag is a committee of members, the one best is any setting */
         assert_true(a.nest_rule[f] == 0 || (a.nest_set[f].committee && a.nest_set[f].members));
     }

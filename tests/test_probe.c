@@ -149,7 +149,7 @@ static void test_shape_neighbours(void **state)
     }
     knee_curve(&job, 240, 200, 0.004);
     pfi_probe_obs o = obs_of(&job, 2); /* probe at 150 W: 0.8 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
     assert_true(out.n >= 2 && out.min_cap_w == 100 && out.max_cap_w == 300);
@@ -211,7 +211,7 @@ static void test_shape_draw_weight(void **state)
     }
     pfi_curve job = ref[5];
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.8, drawing 120 W */
-    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0};
+    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0, 0};
     pfi_err e = {0};
     /* a tie in slowdown: without the draw, the first four (the wrong slope) */
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
@@ -260,7 +260,7 @@ static void test_shape_rescaled(void **state)
         knee_curve(&ref[i], 280, 200, 0.003 + 0.001 * i);
     knee_curve(&job, 280, 200, 0.002);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 150) - 0.90) < 1e-3);
@@ -280,11 +280,73 @@ static void test_shape_rescaled(void **state)
     assert_true(fabs(rel_at(&out, 125) - (0.90 - 25 * 0.004 * sqrt(0.5))) < 1e-3);
     assert_true(fabs(rel_at(&out, 175) - (0.90 + 25 * 0.004 * sqrt(0.5))) < 1e-3);
     /* a committee passes amp to every member (both take all three references here) */
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1, 0}};
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 125) - 0.85) < 1e-3);
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 0, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 125) - 0.80) < 1e-3);
+}
+
+/* The weighted median, by hand: the smallest value whose cumulative weight reaches half the
+ * total, the mean with the next when it reaches exactly half; equal weights: the median. */
+static void test_weighted_median(void **state)
+{
+    (void)state;
+    double v1[] = {3, 1, 2};
+    assert_true(pfi_probe_weighted_median(v1, NULL, 3) == 2);
+    double v2[] = {4, 1, 3, 2}, w2[] = {1, 1, 1, 1};
+    assert_true(pfi_probe_weighted_median(v2, w2, 4) == 2.5); /* as the plain median */
+    double v3[] = {3, 1, 2}, w3[] = {4, 1, 1}; /* the weights travel with their values */
+    assert_true(pfi_probe_weighted_median(v3, w3, 3) == 3);   /* 1, 2 of 6 below half */
+    double v4[] = {1, 2, 3}, w4[] = {2, 1, 1};                /* 2 of 4: exactly half */
+    assert_true(pfi_probe_weighted_median(v4, w4, 3) == 1.5);
+    double v5[] = {1, 2, 3}, w5[] = {3, 1, 1};
+    assert_true(pfi_probe_weighted_median(v5, w5, 3) == 1);
+    assert_true(isnan(pfi_probe_weighted_median(v5, w5, 0)));
+}
+
+/* Near votes, by hand.  References (knee 200 W) lose 0.21, 0.4 and 0.5%/W below it: 0.105,
+ * 0.20 and 0.25 at the 150 W probe, where the job (0.2%/W) loses 0.10.  Distances 0.005, 0.10,
+ * 0.15: weights 1/0.015, 1/0.11, 1/0.16 (66.7, 9.1, 6.25), so the nearest holds more than half
+ * and its slope, 0.21%/W, is walked: 0.90 - 25 x 0.0021 = 0.8475 at 125 W.  Equal votes: the
+ * median slope 0.4%/W, 0.80 at 125 W.  When every reference is as near, near votes are the
+ * plain median. */
+static void test_shape_near_votes(void **state)
+{
+    (void)state;
+    enum { N = 3 };
+    pfi_curve ref[N], job, out, plain;
+    const double slope[N] = {0.0021, 0.004, 0.005};
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 280, 200, slope[i]);
+    knee_curve(&job, 280, 200, 0.002);
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_EQUAL};
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &plain, &e), PFI_OK);
+    assert_true(fabs(rel_at(&plain, 125) - 0.80) < 1e-3);
+    so.votes = PFI_PROBE_VOTES_NEAR;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 150) - 0.90) < 1e-3);
+    assert_true(fabs(rel_at(&out, 125) - (0.90 - 25 * 0.0021)) < 1e-3);
+    assert_true(fabs(rel_at(&out, 175) - (0.90 + 25 * 0.0021)) < 1e-3);
+    /* the rescaled walk and the committee take the votes too */
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 0, &plain, &e), PFI_OK);
+    assert_memory_equal(out.rel_mono, plain.rel_mono, sizeof plain.rel_mono);
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, &so, 1, 0, &plain, &e), PFI_OK);
+    assert_memory_equal(out.rel_mono, plain.rel_mono, sizeof plain.rel_mono);
+    /* all three as near: slopes 0.3, 0.5, 0.5%/W (0.15, 0.25, 0.25 at the probe) around the
+     * job's 0.4%/W (0.20): distances 0.05 each, equal weights, the plain median */
+    knee_curve(&job, 280, 200, 0.004);
+    o = obs_of(&job, 2);
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 280, 200, i == 0 ? 0.003 : 0.005);
+    so.votes = PFI_PROBE_VOTES_EQUAL;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &plain, &e), PFI_OK);
+    so.votes = PFI_PROBE_VOTES_NEAR;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_memory_equal(out.rel_mono, plain.rel_mono, sizeof plain.rel_mono);
+    assert_true(fabs(rel_at(&out, 125) - (0.80 - 25 * 0.005)) < 1e-3);
 }
 
 /* A committee's curve is its members' mean, level by level; one member is that member. */
@@ -297,7 +359,7 @@ static void test_shape_mean(void **state)
     pfi_curve job;
     knee_curve(&job, 250, 210, 0.004);
     pfi_probe_obs o = obs_of(&job, 2);
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0, 0}};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[0], &a, &e), PFI_OK);
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[1], &b, &e), PFI_OK);
@@ -393,6 +455,8 @@ int main(void)
         cmocka_unit_test(test_shape_draw_weight),
         cmocka_unit_test(test_amp_factor),
         cmocka_unit_test(test_shape_rescaled),
+        cmocka_unit_test(test_weighted_median),
+        cmocka_unit_test(test_shape_near_votes),
         cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),

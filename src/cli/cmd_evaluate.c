@@ -28,7 +28,7 @@
 typedef struct ev_args {
     const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
     int public_data, probes, as_json, seed, per_job;
-    int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds, cost;
+    int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds, cost, votes;
     double step, w_draw, amp;
     pfi_strlist set;
 } ev_args;
@@ -50,6 +50,9 @@ static const ev_key ev_keys[] = {
     {"amplitude", "A", 0, 0, 1, offsetof(ev_args, amp),
      "how far the probe rescales the neighbours' shape: 0 (default) adds their steps as they "
      "are, 1 scales each neighbour's by the probe's slowdown over its own at the probe's cap"},
+    {"near-votes", "0|1", 1, 0, 1, offsetof(ev_args, votes),
+     "1 weights each neighbour's step by how near its slowdown (and draw) at the probe's cap is "
+     "the probe's; 0 (default): their plain median"},
     {"tier-gpus", "0|1", 1, 0, 1, offsetof(ev_args, tier),
      "1 takes references of the same GPU model and single/multi-GPU kind first"},
     {"committee", "0|1", 1, 0, 1, offsetof(ev_args, comm),
@@ -154,6 +157,7 @@ static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *nc
     if (a->w_draw >= 0)
         eo->shape.w_draw = a->w_draw;
     eo->shape.amp = a->amp;
+    eo->shape.votes = a->votes;
     if (a->tier >= 0)
         eo->shape.tier_gpus = a->tier;
     if (a->comm >= 0)
@@ -328,23 +332,27 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
                 printf("  %4.0f%% cut: %5.1f%% [%.1f-%.1f]\n", 100 * cuts[c],
                        100 * ns->mean[m][c], 100 * ns->lo[m][c], 100 * ns->hi[m][c]);
         }
-        json_t *amps = json_array(), *depths = json_array();
+        json_t *amps = json_array(), *depths = json_array(), *votes = json_array();
         for (int s = 0; s < ns->nseeds; s++) {
-            json_t *r = json_array(), *am = json_array(), *dp = json_array();
+            json_t *r = json_array(), *am = json_array(), *dp = json_array(),
+                   *vo = json_array();
             for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++) {
                 json_array_append_new(r, json_integer(ns->rule[m][s][f]));
                 json_array_append_new(am, pfi_json_num(ns->set[m][s][f].amp));
                 json_array_append_new(dp, pfi_json_num(ns->set[m][s][f].depth));
+                json_array_append_new(vo, json_integer(ns->set[m][s][f].votes));
             }
             json_array_append_new(rules, r);
             json_array_append_new(amps, am);
             json_array_append_new(depths, dp);
+            json_array_append_new(votes, vo);
         }
         json_object_set_new(doc, mode[m],
-                            json_pack("{s:o, s:o, s:o, s:o}", "cuts", arr,
+                            json_pack("{s:o, s:o, s:o, s:o, s:o}", "cuts", arr,
                                       "rule_top_per_seed_and_fold", rules,
                                       "amplitude_per_seed_and_fold", amps,
-                                      "depth_per_seed_and_fold", depths));
+                                      "depth_per_seed_and_fold", depths,
+                                      "near_votes_per_seed_and_fold", votes));
     }
     free(ns);
     if (a->as_json)

@@ -175,22 +175,52 @@ double pfi_probe_amp_factor(double s_probe, double s_ref, double amp)
     return pow(clampd(s_probe / s_ref, PFI_PROBE_AMP_MIN, PFI_PROBE_AMP_MAX), amp);
 }
 
-/* The median over the neighbours of how much more each slows down at x1 than at x0 (both as
- * caps over norm), neighbour a's step times fac[a]; NAN when fewer than SHAPE_MIN_COVER were
- * measured at both. */
-static double median_step(const pfi_curve *refs, const double *iso, const int *nb,
-                          const double *fac, int m, int space, double x0, double x1)
+double pfi_probe_weighted_median(double *v, double *w, int n)
 {
-    double v[SHAPE_K_MAX];
+    if (n <= 0)
+        return NAN;
+    if (!w)
+        return pfi_median(v, n);
+    for (int a = 1; a < n; a++) /* at most a few hundred neighbours: insertion sort */
+        for (int b = a; b > 0 && v[b] < v[b - 1]; b--) {
+            double t = v[b];
+            v[b] = v[b - 1], v[b - 1] = t;
+            t = w[b];
+            w[b] = w[b - 1], w[b - 1] = t;
+        }
+    double total = 0, cum = 0;
+    for (int a = 0; a < n; a++)
+        total += w[a];
+    for (int a = 0; a < n; a++) {
+        cum += w[a];
+        double half = 0.5 * total;
+        if (fabs(cum - half) <= 1e-12 * total && a + 1 < n)
+            return 0.5 * (v[a] + v[a + 1]);
+        if (cum >= half)
+            return v[a];
+    }
+    return v[n - 1];
+}
+
+/* The median over the neighbours (weighted by wt[a]; NULL: equal votes) of how much more each
+ * slows down at x1 than at x0 (both as caps over norm), neighbour a's step times fac[a]; NAN
+ * when fewer than SHAPE_MIN_COVER were measured at both. */
+static double median_step(const pfi_curve *refs, const double *iso, const int *nb,
+                          const double *fac, const double *wt, int m, int space, double x0,
+                          double x1)
+{
+    double v[SHAPE_K_MAX], w[SHAPE_K_MAX];
     int q = 0;
     for (int a = 0; a < m; a++) {
         const double *y = iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS;
         double s1 = ref_s_at(&refs[nb[a]], y, x1, space);
         double s0 = ref_s_at(&refs[nb[a]], y, x0, space);
-        if (isfinite(s1) && isfinite(s0))
+        if (isfinite(s1) && isfinite(s0)) {
+            w[q] = wt ? wt[a] : 1.0;
             v[q++] = (s1 - s0) * fac[a];
+        }
     }
-    return q >= SHAPE_MIN_COVER ? pfi_median(v, q) : NAN;
+    return q >= SHAPE_MIN_COVER ? pfi_probe_weighted_median(v, wt ? w : NULL, q) : NAN;
 }
 
 /* The slowdown at each grid cap, walked out from the probe: from the grid cap nearest the
@@ -200,8 +230,8 @@ static double median_step(const pfi_curve *refs, const double *iso, const int *n
  * neighbours' levels scaled through the probe did worse on few references: docs/allocation.md).
  * known[i] = 0 from where fewer than SHAPE_MIN_COVER neighbours were measured on. */
 static void neighbour_walk(const pfi_curve *refs, const double *iso, const int *nb,
-                           const double *fac, int m, int space, double norm, double xp, double sp,
-                           const double *cap, int g, double *s, int *known)
+                           const double *fac, const double *wt, int m, int space, double norm,
+                           double xp, double sp, const double *cap, int g, double *s, int *known)
 {
     int ip = 0;
     for (int i = 1; i < g; i++)
@@ -209,15 +239,15 @@ static void neighbour_walk(const pfi_curve *refs, const double *iso, const int *
             ip = i;
     for (int i = 0; i < g; i++)
         known[i] = 0;
-    double d = median_step(refs, iso, nb, fac, m, space, xp, cap[ip] / norm);
+    double d = median_step(refs, iso, nb, fac, wt, m, space, xp, cap[ip] / norm);
     if (!isfinite(d))
         return;
     s[ip] = sp + d;
     known[ip] = 1;
     for (int dir = -1; dir <= 1; dir += 2)
         for (int i = ip + dir; i >= 0 && i < g && known[i - dir]; i += dir) {
-            d = median_step(refs, iso, nb, fac, m, space, cap[i - dir] / norm,
-                                cap[i] / norm);
+            d = median_step(refs, iso, nb, fac, wt, m, space, cap[i - dir] / norm,
+                            cap[i] / norm);
             if (isfinite(d)) {
                 s[i] = s[i - dir] + d;
                 known[i] = 1;
@@ -317,9 +347,12 @@ int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
         }
     if (m > k)
         m = k;
-    double fac[SHAPE_K_MAX];
-    for (int a = 0; a < m; a++)
+    double fac[SHAPE_K_MAX], wt[SHAPE_K_MAX];
+    int near = so && so->votes == PFI_PROBE_VOTES_NEAR;
+    for (int a = 0; a < m; a++) {
         fac[a] = pfi_probe_amp_factor(sp, sref[nb[a]], amp);
+        wt[a] = 1.0 / (dist[nb[a]] + PFI_PROBE_VOTE_FLOOR);
+    }
     memset(out, 0, sizeof *out);
     out->t0 = o->t0;
     out->p0_w = o->p0_w;
@@ -338,7 +371,8 @@ int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
         out->cap_w[i] = o->min_cap_w + (o->max_cap_w - o->min_cap_w) * i / (G - 1);
         out->draw_w[i] = fmin(out->cap_w[i], o->p0_w);
     }
-    neighbour_walk(refs, iso, nb, fac, m, space, norm, xp, sp, out->cap_w, G, s, known);
+    neighbour_walk(refs, iso, nb, fac, near ? wt : NULL, m, space, norm, xp, sp, out->cap_w, G,
+                   s, known);
     fill_unknown(o, out->cap_w, G, known, sp, s);
     for (int i = G - 1; i >= 0; i--) { /* more cap never slows a job down */
         s[i] = clampd(s[i], 0.0, 1.0);

@@ -70,7 +70,22 @@ typedef struct pfi_probe_shape_opts {
      * only): a job that draws well below a cap sheds less there than one that draws all of it,
      * and the probe measures its draw anyway */
     double w_draw;
+    /* how the neighbours' steps are combined: PFI_PROBE_VOTES_EQUAL (0), their median, or
+     * PFI_PROBE_VOTES_NEAR, their median weighted by 1 / (distance + PFI_PROBE_VOTE_FLOOR),
+     * the distance the neighbours are chosen by: the nearest has the most say */
+    int votes;
 } pfi_probe_shape_opts;
+
+enum { PFI_PROBE_VOTES_EQUAL = 0, PFI_PROBE_VOTES_NEAR = 1 };
+/* One point of slowdown, the noise of a measured slowdown: neighbours nearer than that are not
+ * more alike, so their weights differ little. */
+#define PFI_PROBE_VOTE_FLOOR 0.01
+
+/* The weighted median of v[0..n-1] with weights w (> 0; NULL: equal, the plain median): the
+ * smallest v whose cumulative weight reaches half the total, averaged with the next when it
+ * reaches exactly half (so equal weights give the median).  Sorts v and w together in place;
+ * NAN when n <= 0. */
+double pfi_probe_weighted_median(double *v, double *w, int n);
 
 /* The amplitude ratio's clamp (beyond a factor 2 a reference is not of the job's shape), and
  * the slowdown at the probe's cap below which the ratio is noise (taken as 1). */

@@ -22,7 +22,7 @@
 /* The best mean gap recovered over 10/20/30% cuts on the public sweeps, over the grid below:
  * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
  * figure next to it). */
-const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0};
+const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI_PROBE_VOTES_EQUAL};
 
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
@@ -30,6 +30,9 @@ static const double grid_wd[] = {0, 1, 3, 5};
 /* The amplitude exponents (core/probe.h): 0, the walk as it was, first, so a tie keeps it. */
 static const double grid_amp[] = {0, 1};
 #define NAMP (int)(sizeof grid_amp / sizeof *grid_amp)
+/* How the neighbours' steps are combined (core/probe.h): equal votes, the walk as it was, first. */
+static const int grid_votes[] = {PFI_PROBE_VOTES_EQUAL, PFI_PROBE_VOTES_NEAR};
+#define NVOTES (int)(sizeof grid_votes / sizeof *grid_votes)
 #define NK (int)(sizeof grid_k / sizeof *grid_k)
 #define NWD (int)(sizeof grid_wd / sizeof *grid_wd)
 #define COMMITTEE (NK * NWD)
@@ -38,20 +41,23 @@ int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
 {
     static const double depths[] = {0.35, 0.40, 0.45, 0.50};
     int m = 0;
-    for (int u = 0; u < NAMP; u++)
-        for (int t = 0; t < 2; t++)
-            for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
-                if (m < max)
-                    out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0, grid_amp[u]};
-                m++;
-                for (int b = 0; b < NK; b++)
-                    for (int c = 0; c < NWD; c++) {
-                        if (m < max)
-                            out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t,
-                                                          0, 0, grid_amp[u]};
-                        m++;
-                    }
-            }
+    for (int w = 0; w < NVOTES; w++)
+        for (int u = 0; u < NAMP; u++)
+            for (int t = 0; t < 2; t++)
+                for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
+                    if (m < max)
+                        out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0, grid_amp[u],
+                                                      grid_votes[w]};
+                    m++;
+                    for (int b = 0; b < NK; b++)
+                        for (int c = 0; c < NWD; c++) {
+                            if (m < max)
+                                out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c],
+                                                              t, 0, 0, grid_amp[u],
+                                                              grid_votes[w]};
+                            m++;
+                        }
+                }
     return m;
 }
 
@@ -227,14 +233,15 @@ static int member_bit(const pfi_expt_shape_set *st)
 static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
 {
     if (!st->committee) {
-        so[0] = (pfi_probe_shape_opts){st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw};
+        so[0] = (pfi_probe_shape_opts){st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw, st->votes};
         return 1;
     }
     int m = 0;
     for (int a = 0; a < NK; a++)
         for (int b = 0; b < NWD; b++)
             if (!st->members || (st->members >> (a * NWD + b) & 1u))
-                so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b]};
+                so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b],
+                                                 st->votes};
     return m;
 }
 
@@ -287,6 +294,10 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         size_t l = strlen(who);
         snprintf(who + l, sizeof who - l, ", their shape rescaled by the probe (amplitude %g)",
                  one->amp);
+    }
+    if (one->votes == PFI_PROBE_VOTES_NEAR) {
+        size_t l = strlen(who);
+        snprintf(who + l, sizeof who - l, ", the nearest with the most say");
     }
     if (sets)
         snprintf(note, notelen,
@@ -756,7 +767,7 @@ static double mean_gap(const pfi_expt_result *r)
 }
 
 /* The bagged choice among scored single settings v[s] (NAN: not scored): for each depth,
- * tiers and amplitude exponent, the mean of its top best scores; the best such (ties: the
+ * tiers, amplitude exponent and votes, the mean of its top best scores; the best such (ties: the
  * earlier) becomes the committee of those top settings.  Averaging the m best instead of taking the one best is
  * what steadies the choice: which single setting wins moves with which groups are left out
  * (docs/allocation.md).  0 when nothing scored. */
@@ -767,14 +778,14 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
     int found = 0;
     for (int s = 0; s < ngrid; s++) {
         const pfi_expt_shape_set *a = &grid[s];
-        int first = 1; /* each depth, tiers and amplitude once, at its first single setting */
+        int first = 1; /* each depth, tiers, amplitude and votes once, at its first single one */
         for (int q = 0; q < s && first; q++)
             first = !(grid[q].depth == a->depth && grid[q].tier_gpus == a->tier_gpus &&
-                      grid[q].amp == a->amp && !grid[q].committee && isfinite(v[q]) &&
-                      member_bit(&grid[q]) >= 0);
+                      grid[q].amp == a->amp && grid[q].votes == a->votes &&
+                      !grid[q].committee && isfinite(v[q]) && member_bit(&grid[q]) >= 0);
         if (a->committee || !isfinite(v[s]) || member_bit(a) < 0 || !first)
             continue;
-        /* the top members of this depth, tiers and amplitude: selection by repeated maximum */
+        /* the top members of this depth, tiers, amplitude and votes: by repeated maximum */
         unsigned mask = 0;
         double sum = 0;
         int m = 0;
@@ -784,7 +795,8 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
                 const pfi_expt_shape_set *b = &grid[q];
                 int bit = member_bit(b);
                 if (b->committee || b->depth != a->depth || b->tier_gpus != a->tier_gpus ||
-                    b->amp != a->amp || !isfinite(v[q]) || bit < 0 || (mask >> bit & 1u))
+                    b->amp != a->amp || b->votes != a->votes || !isfinite(v[q]) || bit < 0 ||
+                    (mask >> bit & 1u))
                     continue;
                 if (pick < 0 || v[q] > v[pick])
                     pick = q;
@@ -796,7 +808,7 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
         }
         if (m > 0 && sum / m > topmean) {
             topmean = sum / m;
-            *best = (pfi_expt_shape_set){a->depth, 0, 0, a->tier_gpus, 1, mask, a->amp};
+            *best = (pfi_expt_shape_set){a->depth, 0, 0, a->tier_gpus, 1, mask, a->amp, a->votes};
             found = 1;
         }
     }

@@ -66,15 +66,18 @@ typedef struct pfi_expt_shape_set {
                         weight {0, 1, 3, 5}[b] (0: all 16) */
     double amp;      /* how far the probe rescales the neighbours' shape
                         (pfi_probe_shape_rescaled's amp; 0: their steps as they are) */
+    int votes;       /* PFI_PROBE_VOTES_EQUAL: the neighbours' median step; PFI_PROBE_VOTES_NEAR:
+                        weighted by nearness (core/probe.h) */
 } pfi_expt_shape_set;
 
 /* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
  * 10/20/30% cuts; docs/allocation.md gives the cross-validated figure next to it), and the
- * grid the cross-validation searches (PFI_EXPT_GRID_SIZE settings: amplitude exponents
- * {0, 1} x depths 0.35-0.50 x tiers x {neighbours x draw weights, or the committee}; amplitude
- * 0 first, the 136 settings the grid had before; the old default, depth 0.40, k 8, no draw,
- * is in it).  pfi_expt_shape_grid writes at most max settings and returns how many there are. */
-#define PFI_EXPT_GRID_SIZE 272
+ * grid the cross-validation searches (PFI_EXPT_GRID_SIZE settings: votes {equal, near} x
+ * amplitude exponents {0, 1} x depths 0.35-0.50 x tiers x {neighbours x draw weights, or the
+ * committee}; equal votes first, the 272 settings the grid had before, and of those amplitude
+ * 0 first, the 136 before that; the old default, depth 0.40, k 8, no draw, is in it).
+ * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
+#define PFI_EXPT_GRID_SIZE 544
 extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_CV_TOP 6
 /* The nested cross-validation's folds and rules (pfi_expt_nested_run, below). */
@@ -83,7 +86,7 @@ extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_NEST_NRULES 3
 /* The cross-validation's bagged choice (pfi_expt_opts.cv_top) among the grid's settings
  * scored v[s] (NAN: not scored; committees and settings off the grid's neighbour counts and
- * draw weights are skipped): for each depth, tiers and amplitude exponent, the mean score of
+ * draw weights are skipped): for each depth, tiers, amplitude exponent and votes, the mean score of
  * its `top` best single settings; the best (ties: the earlier) as a committee of those
  * settings into *best.
  * Returns 0 (and leaves *best) when nothing was scored. */

@@ -104,7 +104,7 @@ double pfi_probe_amp_factor(double s_probe, double s_ref, double amp);
  * tier, e.g. the same GPU model, taken before any lower one), the k whose slowdown at the
  * probe's cap is nearest the probe's.  From the probe, the curve is walked down to the job's
  * minimum cap and up to its maximum on a grid, each step the neighbours' median step between
- * the same two caps: through the probe exactly, with the neighbours' typical slope.  Knees (no slowdown until the cap binds at
+ * the same two caps (weighted by nearness with so->votes PFI_PROBE_VOTES_NEAR): through the probe exactly, with the neighbours' typical slope.  Knees (no slowdown until the cap binds at
  * the job's draw), jobs
  * that shed nothing at the probe, and the collapse near a GPU's minimum come from the
  * references, not from a curve family.  The caller must leave the job itself (and anything

@@ -96,7 +96,9 @@ typedef struct solver {
 
 /* Buffers of several MiB (a fresh solve of 100k jobs writes ~30 MB once) are asked for on huge
  * page boundaries with the kernel's advice to back them with huge pages where it can: on 4 KiB
- * pages their first-touch faults cost as much as the solve itself.  Freed with free(). */
+ * pages their first-touch faults cost as much as the solve itself.  Freed with free().  A
+ * result's arrays too: the C library hands freed ones back to the system, so each solve of a
+ * million jobs would fault its ~36 MB in again, 4 KiB at a time. */
 static void *big_alloc(size_t bytes)
 {
     if (bytes < 2 * HUGE_PAGE)
@@ -1584,6 +1586,77 @@ static void index_remove(solver *S, int j)
     S->tfull = tf;
 }
 
+/* Job j arrived (its hull built; the index names the jobs from j on one lower): its segments
+ * enter the index in place, the entries after each moved up from the end (the mirror of
+ * index_remove), every job from j on renumbered one higher, the cost sums shifted by what was
+ * inserted before them; the prefix the last indexed relaxation took is carried over as
+ * patch_index carries it.  0 (nothing changed): the index has no room for them in place. */
+static int index_insert(solver *S, int j)
+{
+    const int *hk = S->hk + S->hoff[j];
+    const double *hs = S->hs + S->hoff[j];
+    long long n = S->ng[j];
+    int m = S->hm[j], nidx = S->nidx;
+    if ((long long)nidx + m > S->nidx_cap)
+        return 0;
+    int *ins = malloc(((size_t)m + 1) * sizeof *ins);
+    long long *pre = malloc(((size_t)m + 1) * sizeof *pre);
+    if (!ins || !pre) {
+        free(ins);
+        free(pre);
+        return 0;
+    }
+    /* ins[u]: the first old entry that does not come before new segment u (they ascend);
+     * pre[u]: the cost of new segments 0..u-1 */
+    int lo = 0, before = 0;
+    pre[0] = 0;
+    for (int u = 0; u < m; u++) {
+        int hi = nidx;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2, q = S->sj[mid];
+            if (seg_order(S->ss[mid], q + (q >= j), S->si[mid], hs[u], j, u) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        ins[u] = lo;
+        pre[u + 1] = pre[u] + n * (hk[u + 1] - hk[u]);
+        before += lo < S->tfull;
+    }
+    /* from the end: old entries [ins[u], ins[u + 1]) move up by u + 1, then new segment u */
+    int end = nidx;
+    for (int u = m - 1; u >= -1; u--) {
+        int start = u >= 0 ? ins[u] : 0, sh = u + 1;
+        long long d = pre[u + 1];
+        for (int x = end - 1; x >= start; x--) {
+            int q = S->sj[x];
+            S->sj[x + sh] = q + (q >= j);
+            S->si[x + sh] = S->si[x];
+            S->ss[x + sh] = S->ss[x];
+            S->cum[x + sh + 1] = S->cum[x + 1] + d;
+        }
+        if (u >= 0) {
+            int at = ins[u] + u;
+            long long c0 = S->cum[ins[u]] + pre[u]; /* entry ins[u] is not written yet */
+            S->sj[at] = j;
+            S->si[at] = u;
+            S->ss[at] = hs[u];
+            S->cum[at + 1] = c0 + (pre[u + 1] - pre[u]);
+        }
+        end = start;
+    }
+    S->nidx = nidx + m;
+    if (S->pos_ok) { /* the same prefix: job j's part of it counted on its hull */
+        S->tfull += before;
+        S->pos[j] = before;
+        S->rk[j] = S->hk[S->hoff[j] + before];
+        S->rv[j] = S->hv[S->hoff[j] + before];
+    }
+    free(ins);
+    free(pre);
+    return 1;
+}
+
 int pfi_alloc_ws_add_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int j, pfi_err *err)
 {
     solver *S = &w->S;
@@ -1661,7 +1734,7 @@ int pfi_alloc_ws_add_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int 
         w->scale_ok = 0;
     if (w->ends_ok)
         grid_ends(w, j);
-    if (!S->idx_ok || !patch_index(S, j, 1))
+    if (!S->idx_ok || (!index_insert(S, j) && !patch_index(S, j, 1)))
         w->solves = 0;
     return PFI_OK;
 }
@@ -1729,11 +1802,11 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
         w->prep.cap_w = w->prep.tput = w->prep.floor_w = w->prep.sla = NULL;
         w->prep.flags = NULL;
         w->valid = 0;
-    } else if (n > 0 && (!(res->cap_w = malloc((size_t)n * sizeof *res->cap_w)) ||
-                         !(res->tput = malloc((size_t)n * sizeof *res->tput)) ||
-                         !(res->floor_w = malloc((size_t)n * sizeof *res->floor_w)) ||
-                         !(res->sla = malloc((size_t)n * sizeof *res->sla)) ||
-                         !(res->flags = malloc((size_t)n * sizeof *res->flags)))) {
+    } else if (n > 0 && (!(res->cap_w = big_alloc((size_t)n * sizeof *res->cap_w)) ||
+                         !(res->tput = big_alloc((size_t)n * sizeof *res->tput)) ||
+                         !(res->floor_w = big_alloc((size_t)n * sizeof *res->floor_w)) ||
+                         !(res->sla = big_alloc((size_t)n * sizeof *res->sla)) ||
+                         !(res->flags = big_alloc((size_t)n * sizeof *res->flags)))) {
         pfi_alloc_result_free(res);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
     } else if (n > 0 && !ends_alloc(w)) {

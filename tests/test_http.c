@@ -520,6 +520,51 @@ static void test_bytes_past_answer_not_kept(void **state)
     script_stop(&sc);
 }
 
+/* Kept connections to many servers: each request finds its own server's connection among
+ * the others' (8 servers, 3 calls of a GET to each of their 4 nodes, 2 at a time): every
+ * answer from the right server, and after the first call no server sees a new connection. */
+static void test_kept_per_server(void **state)
+{
+    enum { SERVERS = 8, PER = 4 };
+    char names[SERVERS][PER][16]; /* each server its own nodes: one asked for another's is 404 */
+    pfi_standin *s[SERVERS];
+    int port[SERVERS];
+    pfi_err e = {0};
+    for (int k = 0; k < SERVERS; k++) {
+        const char *nk[PER];
+        for (int j = 0; j < PER; j++) {
+            snprintf(names[k][j], sizeof names[k][j], "s%d-%d", k, j);
+            nk[j] = names[k][j];
+        }
+        assert_int_equal(pfi_standin_start(PER, nk, 2, 200, 700, &s[k], &port[k], &e), 0);
+    }
+    pfi_http_req rq[SERVERS * PER];
+    char url[SERVERS * PER][80];
+    pfi_http *h = pfi_http_new();
+    long long conns[SERVERS];
+    for (int call = 0; call < 3; call++) {
+        memset(rq, 0, sizeof rq);
+        for (int i = 0; i < SERVERS * PER; i++) {
+            snprintf(url[i], sizeof url[i], "http://127.0.0.1:%d/n/%s/v1/gpus", port[i % SERVERS],
+                     names[i % SERVERS][i / SERVERS]);
+            rq[i].url = url[i];
+            rq[i].method = "GET";
+        }
+        pfi_http_many(h, rq, SERVERS * PER, NULL, 5.0, 2);
+        for (int i = 0; i < SERVERS * PER; i++)
+            assert_int_equal(rq[i].status, 200);
+        pfi_http_req_free(rq, SERVERS * PER);
+        for (int k = 0; k < SERVERS; k++) {
+            if (call)
+                assert_int_equal(pfi_standin_connections(s[k]), conns[k]);
+            conns[k] = pfi_standin_connections(s[k]);
+        }
+    }
+    pfi_http_free(h);
+    for (int k = 0; k < SERVERS; k++)
+        pfi_standin_stop(s[k]);
+}
+
 /* An answer of every kind, long, with many pieces to read: a long head after two 1xx answers
  * and a Content-Length body; many chunks of every size with extensions and a trailer; a body
  * up to the close; scale 10 is ten times as long as 1.  Malloc'ed; its length in *n. */
@@ -637,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_bytes_past_answer_not_kept),
         cmocka_unit_test(test_trickled_answers),
         cmocka_unit_test(test_trickled_through_loop),
+        cmocka_unit_test(test_kept_per_server),
     };
     int failed = cmocka_run_group_tests_name("plain HTTP on kept connections", tests, NULL, NULL);
     curl_only = 1;

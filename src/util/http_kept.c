@@ -28,8 +28,18 @@
 
 typedef struct kconn {
     char key[112]; /* "h:HOST:PORT" or "u:PATH" */
+    unsigned long long h; /* key_hash(key): most keys of a pool are told apart by it alone */
     int fd;
 } kconn;
+
+/* FNV-1a of a key. */
+static unsigned long long key_hash(const char *key)
+{
+    unsigned long long h = 1469598103934665603ull;
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 1099511628211ull;
+    return h;
+}
 
 struct job;
 
@@ -94,10 +104,10 @@ static void conn_close(pfi_http_kept *k, int fd)
 }
 
 /* A kept connection to key, taken out of the pool; -1 when none. */
-static int kept_take(pfi_http_kept *k, const char *key)
+static int kept_take(pfi_http_kept *k, const char *key, unsigned long long h)
 {
     for (int i = k->n - 1; i >= 0; i--)
-        if (!strcmp(k->c[i].key, key)) {
+        if (k->c[i].h == h && !strcmp(k->c[i].key, key)) {
             int fd = k->c[i].fd;
             k->c[i] = k->c[--k->n];
             return fd;
@@ -120,7 +130,7 @@ static void kept_event(pfi_http_kept *k, int fd)
     conn_close(k, fd);
 }
 
-static void kept_put(pfi_http_kept *k, const char *key, int fd)
+static void kept_put(pfi_http_kept *k, const char *key, unsigned long long h, int fd)
 {
     k->by_fd[fd] = NULL;
     if (k->n == k->cap) {
@@ -134,6 +144,7 @@ static void kept_put(pfi_http_kept *k, const char *key, int fd)
         k->cap = nc;
     }
     snprintf(k->c[k->n].key, sizeof k->c[0].key, "%s", key);
+    k->c[k->n].h = h;
     k->c[k->n++].fd = fd;
 }
 
@@ -143,6 +154,7 @@ typedef struct target {
     struct sockaddr_storage sa;
     socklen_t sa_len;
     char key[112];
+    unsigned long long h; /* key_hash(key) */
     char host[80];
     const char *path;
 } target;
@@ -190,6 +202,7 @@ static int parse_target(const char *url, const char *unix_sock, target *t)
         strcpy(su->sun_path, unix_sock);
         t->sa_len = sizeof *su;
         snprintf(t->key, sizeof t->key, "u:%s", unix_sock);
+        t->h = key_hash(t->key);
         return 0;
     }
     struct sockaddr_in *s4 = (struct sockaddr_in *)&t->sa;
@@ -208,6 +221,7 @@ static int parse_target(const char *url, const char *unix_sock, target *t)
         return -1; /* a name to resolve: curl's */
     }
     snprintf(t->key, sizeof t->key, "h:%s:%d", name, port);
+    t->h = key_hash(t->key);
     return 0;
 }
 
@@ -288,7 +302,7 @@ static int retry(job *j, pfi_http_kept *k, const char *why);
 /* Opens (or takes) the connection for j; 0, or -1 with the request failed. */
 static int job_connect(job *j, pfi_http_kept *k)
 {
-    j->fd = j->tries == 0 ? kept_take(k, j->t.key) : -1;
+    j->fd = j->tries == 0 ? kept_take(k, j->t.key, j->t.h) : -1;
     j->reused = j->fd >= 0;
     j->out_at = 0;
     j->in_len = 0;
@@ -447,7 +461,7 @@ static void job_finish(job *j, pfi_http_kept *k, int keep)
     job_release(j);
     if (j->fd >= 0) {
         if (keep)
-            kept_put(k, j->t.key, j->fd);
+            kept_put(k, j->t.key, j->t.h, j->fd);
         else
             conn_close(k, j->fd);
         j->fd = -1;

@@ -288,27 +288,31 @@ static void test_bag_choice(void **state)
     assert_true(best.depth == -1);
 }
 
-/* The grid: every setting of the former grid (equal votes), first and in the same order, then
- * each again with near votes; within each half, amplitude 0 first, then each again at 1. */
+/* The grid: every setting with equal votes first, then each again with near votes, in the same
+ * order; within each votes half, the first grid's 136 settings at amplitude 0, then each again
+ * at amplitude 1, then at 0.5. */
 static void test_shape_grid(void **state)
 {
     (void)state;
     pfi_expt_shape_set g[PFI_EXPT_GRID_SIZE + 1];
     int ng = pfi_expt_shape_grid(g, PFI_EXPT_GRID_SIZE + 1);
     assert_int_equal(ng, PFI_EXPT_GRID_SIZE);
-    assert_int_equal(ng % 4, 0);
-    int v = ng / 2, h = ng / 4, committees = 0;
+    assert_int_equal(ng % 6, 0);
+    int v = ng / 2, h = ng / 6, committees = 0;
     for (int i = 0; i < v; i++) {
         assert_true(g[i].votes == PFI_PROBE_VOTES_EQUAL && g[v + i].votes == PFI_PROBE_VOTES_NEAR);
         pfi_expt_shape_set x = g[v + i];
         x.votes = PFI_PROBE_VOTES_EQUAL;
         assert_true(same_set(&x, &g[i]) && x.members == g[i].members);
     }
+    const double amps[3] = {0, 1, 0.5};
     for (int i = 0; i < h; i++) {
-        assert_true(g[i].amp == 0 && g[h + i].amp == 1);
-        pfi_expt_shape_set x = g[h + i];
-        x.amp = 0;
-        assert_true(same_set(&x, &g[i]) && x.members == g[i].members);
+        for (int u = 0; u < 3; u++) {
+            assert_true(g[u * h + i].amp == amps[u]);
+            pfi_expt_shape_set x = g[u * h + i];
+            x.amp = 0;
+            assert_true(same_set(&x, &g[i]) && x.members == g[i].members);
+        }
         committees += g[i].committee;
     }
     assert_int_equal(h, 136); /* 4 depths x 2 tiers x (16 singles + the committee) */
@@ -458,7 +462,8 @@ static void test_nested_cv(void **state)
         for (int r = 0; r < PFI_EXPT_NEST_NRULES; r++)
             ok |= a.nest_rule[f] == pfi_expt_nest_rules[r];
         assert_true(ok);
-        assert_true(a.nest_set[f].amp == 0 || a.nest_set[f].amp == 1);
+        assert_true(a.nest_set[f].amp == 0 || a.nest_set[f].amp == 1 ||
+                    a.nest_set[f].amp == 0.5);
         assert_true(a.nest_set[f].votes == PFI_PROBE_VOTES_EQUAL ||
                     a.nest_set[f].votes == PFI_PROBE_VOTES_NEAR);
         /* the rule's kind: a bag is a committee of members, the one best is any setting */

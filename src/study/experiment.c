@@ -27,8 +27,9 @@ const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
 static const double grid_wd[] = {0, 1, 3, 5};
-/* The amplitude exponents (core/probe.h): 0, the walk as it was, first, so a tie keeps it. */
-static const double grid_amp[] = {0, 1};
+/* The amplitude exponents (core/probe.h): 0, the walk as it was, first, so a tie keeps it;
+ * then 1 (the full rescale), then 0.5 (half the ratio's logarithm), in the order they joined. */
+static const double grid_amp[] = {0, 1, 0.5};
 #define NAMP (int)(sizeof grid_amp / sizeof *grid_amp)
 /* How the neighbours' steps are combined (core/probe.h): equal votes, the walk as it was, first. */
 static const int grid_votes[] = {PFI_PROBE_VOTES_EQUAL, PFI_PROBE_VOTES_NEAR};

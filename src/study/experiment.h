@@ -73,11 +73,11 @@ typedef struct pfi_expt_shape_set {
 /* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
  * 10/20/30% cuts; docs/allocation.md gives the cross-validated figure next to it), and the
  * grid the cross-validation searches (PFI_EXPT_GRID_SIZE settings: votes {equal, near} x
- * amplitude exponents {0, 1} x depths 0.35-0.50 x tiers x {neighbours x draw weights, or the
- * committee}; equal votes first, the 272 settings the grid had before, and of those amplitude
- * 0 first, the 136 before that; the old default, depth 0.40, k 8, no draw, is in it).
+ * amplitude exponents {0, 1, 0.5} x depths 0.35-0.50 x tiers x {neighbours x draw weights, or
+ * the committee}; equal votes first, and in each votes half amplitude 0 first (the 136 settings
+ * of the first grid), then 1, then 0.5; the old default, depth 0.40, k 8, no draw, is in it).
  * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
-#define PFI_EXPT_GRID_SIZE 544
+#define PFI_EXPT_GRID_SIZE 816
 extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_CV_TOP 6
 /* The nested cross-validation's folds and rules (pfi_expt_nested_run, below). */

@@ -521,8 +521,10 @@ static void test_bytes_past_answer_not_kept(void **state)
 }
 
 /* Kept connections to many servers: each request finds its own server's connection among
- * the others' (8 servers, 3 calls of a GET to each of their 4 nodes, 2 at a time): every
- * answer from the right server, and after the first call no server sees a new connection. */
+ * the others' (8 servers, 3 calls of a GET to each of their 4 nodes, one at a time: with two
+ * in flight, a slow answer could make the next request to its server open a second connection,
+ * and the count below would depend on timing): every answer from the right server, and after
+ * the first call no server sees a new connection. */
 static void test_kept_per_server(void **state)
 {
     enum { SERVERS = 8, PER = 4 };
@@ -550,7 +552,7 @@ static void test_kept_per_server(void **state)
             rq[i].url = url[i];
             rq[i].method = "GET";
         }
-        pfi_http_many(h, rq, SERVERS * PER, NULL, 5.0, 2);
+        pfi_http_many(h, rq, SERVERS * PER, NULL, 5.0, 1);
         for (int i = 0; i < SERVERS * PER; i++)
             assert_int_equal(rq[i].status, 200);
         pfi_http_req_free(rq, SERVERS * PER);

@@ -1331,8 +1331,10 @@ json_t *pfi_study_summary(const pfi_study *s)
                               "sla_breaches", a->sla_violations[c][k], "worst_excess_slowdown",
                               pfi_json_num(a->sla_worst[c][k]), "power_w",
                               sc->infeasible ? json_null() : pfi_json_num(sc->power_w),
-                              "sla_jobs_power_w", pfi_json_num(a->sla_jobs_power[c][k]),
-                              "sla_jobs_throughput", pfi_json_num(a->sla_jobs_tput[c][k])));
+                              "sla_jobs_power_w",
+                              sc->infeasible ? json_null() : pfi_json_num(a->sla_jobs_power[c][k]),
+                              "sla_jobs_throughput",
+                              sc->infeasible ? json_null() : pfi_json_num(a->sla_jobs_tput[c][k])));
             }
             const pfi_eval_cell *ep = &a->sla_eq_pred[c];
             if (ep->done || ep->infeasible)

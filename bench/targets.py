@@ -76,7 +76,10 @@ def main():
                       ("resolve_leave_ms", "warm re-solve, a job leaving, 100k")):
         v = a[key]
         line(what, v, "ms", v / read, ref, "<= 5 ms", v is not None and v <= 5)
-    b = allocator(pfi, 1000000, 1)
+    # Best of 3, as at 100k: read_ms is then the best pass too.  With one rep it was a single
+    # pass over freshly made curves, 13-74 ms in three runs against 9.6 ms best of 3, and the
+    # ratio it divides looked up to 6 times better than it is.
+    b = allocator(pfi, 1000000, 3)
     read = b["read_ms"]
     line("allocator fresh solve, 1M jobs", b["solve_ms"], "ms", b["solve_ms"] / read,
          "read_ms (%.2f ms)" % read, "<= 5 x read", b["solve_ms"] <= 5 * read)

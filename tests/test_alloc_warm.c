@@ -375,12 +375,13 @@ static void same_answer(const pfi_alloc_result *r, const pfi_alloc_result *f)
 
 /* Many jobs sharing a few curves (so thousands of hull segments have equal slopes and the
  * budget runs out inside a group of them, filled in job order), and a synthetic fleet of 20,000
- * jobs: the fresh solver's selection, the workspace's sorted index (its second solve on) and
- * its re-solves after budget changes and a job's new curve give the same answer bit for bit. */
+ * jobs: the fresh solver's selection (on lists this long, from the histogram made with the
+ * hulls), the workspace's sorted index (its second solve on) and its re-solves after budget
+ * changes and a job's new curve give the same answer bit for bit. */
 static void test_warm_large(void **state)
 {
     (void)state;
-    enum { N = 3000, T = 5, NP = 6 };
+    enum { N = 5000, T = 5, NP = 6 };
     static pfi_alloc_job jobs[N];
     static double caps[T][NP], tput[N][NP];
     static char ids[N][8];

@@ -42,6 +42,13 @@ typedef struct cand {
 } cand;
 
 #define SEL_BUCKETS 4096
+/* The root's histogram, made while the hulls are built: a positive slope's bucket is the top
+ * 15 bits of its pattern (exponent and 4 bits of mantissa, a sixteenth of an octave), fixed, so
+ * no pass over the segments has to find their range first.  Made for lists of at least
+ * FIX_MIN_JOBS jobs (below that, clearing it would cost more than the pass it saves). */
+#define FIX_SHIFT 48
+#define FIX_BUCKETS (1 << 15)
+#define FIX_MIN_JOBS 4096
 
 typedef struct solver {
     const pfi_alloc_job *jobs;
@@ -62,6 +69,11 @@ typedef struct solver {
     long long hist[SEL_BUCKETS]; /* the selection's cost per slope bucket */
     int cnt[SEL_BUCKETS];        /*   and segments per bucket */
     int nomem;        /* a buffer could not be had: the solve fails with PFI_ENOMEM */
+    long long *fhist; /* the root hulls' cost per fixed slope bucket (FIX_BUCKETS), */
+    int *fcnt;        /*   their segments per bucket, */
+    long long fh_ns, fh_base; /* how many segments, and the ranges' minimum cost */
+    int fh_on;        /*   added to by build_hull while set, */
+    int fh_ok;        /*   and valid while the hulls are the ones built with them */
     int *pos;         /* indexed relaxation: hull vertex each job reached (while pos_ok), */
     int *rk;          /*   its grid index */
     double *rv;       /*   and its value */
@@ -191,6 +203,13 @@ static double grid_units(const solver *S, double cap)
     return S->inv_step > 0 ? cap * S->inv_step : cap / S->step;
 }
 
+static uint64_t slope_key(double s) /* positive doubles order as their bits do */
+{
+    uint64_t u;
+    memcpy(&u, &s, sizeof u);
+    return u;
+}
+
 /* How many candidate points job j's range [a_j, b_j] has (build_hull's, counted alike). */
 static int count_cands(const solver *S, int j)
 {
@@ -300,6 +319,11 @@ static int build_hull(solver *S, int j, int count_only)
         if (!(slope > 0))
             break; /* hull slopes decrease: the rest gain nothing */
         hs[i] = slope;
+        if (S->fh_on) {
+            uint64_t bk = slope_key(slope) >> FIX_SHIFT;
+            S->fhist[bk] += cost;
+            S->fcnt[bk]++;
+        }
     }
     S->hm[j] = i;
     return nc_all;
@@ -381,19 +405,30 @@ static int relax_indexed(solver *S, long long e, double *ub, int *fj, double *fx
     return 1;
 }
 
-static uint64_t slope_key(double s) /* positive doubles order as their bits do */
-{
-    uint64_t u;
-    memcpy(&u, &s, sizeof u);
-    return u;
-}
-
 /* Finds the threshold slope p of the relaxation with e grid units to spend: every segment
  * steeper than p is taken, the segments of slope p are filled in job order, the rest are not.
  * A weighted selection without moving segments: the positive slopes' bit patterns (ordered as
  * the slopes) are spread over buckets, one pass sums each bucket's cost, and only the bucket
  * where the budget runs out is gathered and sorted.  Returns the candidates of that bucket in
  * S->cd; [*g0, *tend) of them are taken whole, and the fractional job's part, if any, in *f. */
+static double select_in(solver *S, long long e2, int nc, int *g0_out, int *tend_out, int *fj,
+                        double *fx, long long *f_out);
+
+/* Room for need candidates in S->cd.  0: no memory (S->nomem set). */
+static int cand_room(solver *S, size_t need)
+{
+    if (need <= S->cd_cap)
+        return 1;
+    cand *c = realloc(S->cd, need * sizeof *c);
+    if (!c) {
+        S->nomem = 1;
+        return 0;
+    }
+    S->cd = c;
+    S->cd_cap = need;
+    return 1;
+}
+
 static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t kmax, long long ns,
                                int *g0_out, int *tend_out, int *fj, double *fx, long long *f_out)
 {
@@ -428,16 +463,8 @@ static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t k
     *f_out = 0;
     if (beta < 0)
         return -INFINITY; /* every positive segment fits */
-    size_t need = (size_t)S->cnt[beta];
-    if (need > S->cd_cap) {
-        cand *c = realloc(S->cd, need * sizeof *c);
-        if (!c) {
-            S->nomem = 1;
-            return -INFINITY;
-        }
-        S->cd = c;
-        S->cd_cap = need;
-    }
+    if (!cand_room(S, (size_t)S->cnt[beta]))
+        return -INFINITY;
     /* The bucket's segments, and in k[j] how many of job j's lie above the bucket (all taken:
      * the relaxation's vertex for job j is found from there). */
     int nc = 0;
@@ -461,10 +488,19 @@ static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t k
     }
     if (nc == 0)
         return INFINITY; /* nothing to spend (e == 0): nothing is taken */
+    return select_in(S, e - above, nc, g0_out, tend_out, fj, fx, f_out);
+}
+
+/* The end of a selection: the nc candidates in S->cd (in job order) hold the segment where the
+ * budget runs out, with e2 grid units left for them after every steeper segment outside them.
+ * Sorts them, and returns the threshold slope and the parts taken (as select_threshold). */
+static double select_in(solver *S, long long e2, int nc, int *g0_out, int *tend_out, int *fj,
+                        double *fx, long long *f_out)
+{
     cand *cd = S->cd;
     if (nc > 1) /* gathered in job order: sorted, ties keep it */
         qsort(cd, (size_t)nc, sizeof *cd, cmp_cand);
-    long long e2 = e - above, cum = 0;
+    long long cum = 0;
     int t = 0;
     while (t + 1 < nc && cum + cd[t].cost < e2)
         cum += cd[t++].cost;
@@ -492,6 +528,78 @@ static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t k
     return p;
 }
 
+/* select_threshold at the root from the histogram made with its hulls (S->fhist): no pass to
+ * find the slopes' range, none to count them.  The bucket where the budget runs out is gathered
+ * (in k[j] how many of job j's segments lie above it), then its candidates are narrowed by a
+ * second histogram of their own range before they are sorted.  The same threshold, parts and
+ * fractional job as select_threshold: those are the sorted order's, whatever the buckets. */
+static double select_fixed(solver *S, long long e, int *g0_out, int *tend_out, int *fj,
+                           double *fx, long long *f_out)
+{
+    long long above = 0;
+    int beta = FIX_BUCKETS - 1;
+    for (; beta >= 0; beta--) {
+        if (above + S->fhist[beta] >= e)
+            break;
+        above += S->fhist[beta];
+    }
+    *g0_out = *tend_out = 0;
+    *f_out = 0;
+    if (beta < 0)
+        return -INFINITY; /* every positive segment fits */
+    if (!cand_room(S, (size_t)S->fcnt[beta]))
+        return -INFINITY;
+    int nc = 0;
+    for (int j = 0; j < S->n; j++) {
+        int m = S->hm[j], i = 0;
+        const double *hs = S->hs + S->hoff[j];
+        const int *hk = S->hk + S->hoff[j];
+        long long n = S->ng[j];
+        for (; i < m; i++)
+            if (slope_key(hs[i]) >> FIX_SHIFT <= (uint64_t)beta)
+                break; /* a job's slopes do not increase */
+        S->k[j] = i;
+        for (; i < m; i++) {
+            if (slope_key(hs[i]) >> FIX_SHIFT < (uint64_t)beta)
+                break;
+            S->cd[nc++] = (cand){hs[i], n * (hk[i + 1] - hk[i]), j, i};
+        }
+    }
+    if (nc == 0)
+        return INFINITY; /* nothing to spend (e == 0): nothing is taken */
+    long long e2 = e - above;
+    cand *cd = S->cd;
+    if (nc > 64) { /* narrowed: the finer bucket where e2 runs out, kept in job order */
+        uint64_t kmin = UINT64_MAX, kmax = 0;
+        for (int t = 0; t < nc; t++) {
+            uint64_t k = slope_key(cd[t].slope);
+            kmin = k < kmin ? k : kmin;
+            kmax = k > kmax ? k : kmax;
+        }
+        int nb = 1, sh = 0;
+        while (nb < SEL_BUCKETS && 16LL * nb < nc)
+            nb <<= 1;
+        while (sh < 63 && ((kmax - kmin) >> sh) >= (uint64_t)nb)
+            sh++;
+        memset(S->hist, 0, (size_t)nb * sizeof *S->hist);
+        for (int t = 0; t < nc; t++)
+            S->hist[(slope_key(cd[t].slope) - kmin) >> sh] += cd[t].cost;
+        long long above2 = 0;
+        int b2 = nb - 1;
+        while (b2 > 0 && above2 + S->hist[b2] < e2)
+            above2 += S->hist[b2--];
+        int keep = 0;
+        for (int t = 0; t < nc; t++)
+            if ((slope_key(cd[t].slope) - kmin) >> sh == (uint64_t)b2)
+                cd[keep++] = cd[t];
+        nc = keep;
+        e2 -= above2;
+    }
+    return select_in(S, e2, nc, g0_out, tend_out, fj, fx, f_out);
+}
+
+static int relax_take(solver *S, double p, int g0, int tend, long long f, int fj, double *ub);
+
 /* Solves the relaxation on the current ranges.  Returns 0 when the ranges' minimums exceed the
  * budget.  Fills k[] and kv[] (the hull vertex each job reached), *ub, and the fractional job
  * (*fj = -1 when none) with its position *fx in grid units. */
@@ -507,6 +615,18 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
         if (base > S->bu)
             return 0;
         return relax_indexed(S, S->bu - base, ub, fj, fx);
+    }
+    int g0, tend;
+    long long f;
+    double p;
+    if (S->fh_ok && S->nodes == 1) { /* the root, with the histogram made with its hulls */
+        S->work += S->n + 2.0 * (double)S->fh_ns;
+        if (S->fh_base > S->bu)
+            return 0;
+        p = select_fixed(S, S->bu - S->fh_base, &g0, &tend, fj, fx, &f);
+        if (S->nomem)
+            return 0;
+        return relax_take(S, p, g0, tend, f, *fj, ub);
     }
     uint64_t kmin = UINT64_MAX, kmax = 0;
     for (int j = 0; j < S->n; j++) {
@@ -527,11 +647,15 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
     S->work += S->n + 2.0 * (double)ns;
     if (base > S->bu)
         return 0;
-    int g0, tend;
-    long long f;
-    double p = select_threshold(S, S->bu - base, kmin, kmax, ns, &g0, &tend, fj, fx, &f);
+    p = select_threshold(S, S->bu - base, kmin, kmax, ns, &g0, &tend, fj, fx, &f);
     if (S->nomem)
         return 0;
+    return relax_take(S, p, g0, tend, f, *fj, ub);
+}
+
+/* What the relaxation at threshold p takes, into k[], kv[] and *ub (see relax). */
+static int relax_take(solver *S, double p, int g0, int tend, long long f, int fj, double *ub)
+{
     /* Every segment steeper than p is taken (a prefix of each job's), and the whole ones of
      * slope p, which the candidates list in job order. */
     double v = 0;
@@ -554,7 +678,7 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
         S->kx[j] = 1;
         v += S->kv[j];
     }
-    *ub = *fj >= 0 ? v + p * (double)f : v;
+    *ub = fj >= 0 ? v + p * (double)f : v;
     return 1;
 }
 
@@ -1017,6 +1141,8 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->si2);
     free(S->ss);
     free(S->ss2);
+    free(S->fhist);
+    free(S->fcnt);
     pfi_alloc_result_free(&w->prep);
     pfi_alloc_ids_free(w->ids);
     w->ids = NULL;
@@ -1167,6 +1293,26 @@ static int prep_arrays(pfi_alloc_ws *w, int n)
     return r->cap_w && r->tput && r->floor_w && r->sla && r->flags;
 }
 
+/* The fixed histogram cleared (allocated the first time).  0: no memory for it (the root then
+ * selects as every node does). */
+static int fix_hist(solver *S)
+{
+    if (!S->fhist) {
+        S->fhist = malloc(FIX_BUCKETS * sizeof *S->fhist);
+        S->fcnt = malloc(FIX_BUCKETS * sizeof *S->fcnt);
+        if (!S->fhist || !S->fcnt) {
+            free(S->fhist);
+            free(S->fcnt);
+            S->fhist = NULL;
+            S->fcnt = NULL;
+            return 0;
+        }
+    }
+    memset(S->fhist, 0, FIX_BUCKETS * sizeof *S->fhist);
+    memset(S->fcnt, 0, FIX_BUCKETS * sizeof *S->fcnt);
+    return 1;
+}
+
 /* Validation, grid, floors and hulls in one pass over the jobs, each read once while its curve
  * is in cache: what pfi_alloc_prepare then the hull loop compute, when nothing goes wrong (no
  * error, no SLA to degrade).  0: something does, and nothing here is kept (the caller takes
@@ -1191,12 +1337,17 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     /* the ids' hashes, for their check after the pass: in the fill's heap, free until then */
     unsigned *hash = (unsigned *)S->heap;
     int ends = w->lo_w && w->top_w;
+    S->fh_ok = 0;
+    S->fh_on = n >= FIX_MIN_JOBS && fix_hist(S);
+    S->fh_ns = 0;
     for (int j = 0; j < n; j++) {
         const pfi_alloc_job *J = &jobs[j];
         int kmin, kmax, kf;
         prefetch_ahead(jobs, n, j, 1);
-        if (pfi_alloc_job_floor(J, step, &kmin, &kmax, &kf) || kf < 0)
+        if (pfi_alloc_job_floor(J, step, &kmin, &kmax, &kf) || kf < 0) {
+            S->fh_on = 0;
             return 0;
+        }
         hash[j] = pfi_alloc_id_hash(J->id);
         if (ends)
             grid_ends(w, j);
@@ -1213,10 +1364,16 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
         S->hoff[j] = (int)used;
         w->hsz[j] = build_hull(S, j, 0);
         used += (size_t)w->hsz[j];
+        S->fh_ns += S->hm[j];
     }
+    S->fh_ok = S->fh_on;
+    S->fh_on = 0;
+    S->fh_base = ms;
     long long bu = (long long)floor(budget_w / step * (1 + 1e-12)); /* as pfi_alloc_prepare's */
-    if (bu < ms || pfi_alloc_check_ids_hashed(jobs, n, hash, NULL))
+    if (bu < ms || pfi_alloc_check_ids_hashed(jobs, n, hash, NULL)) {
+        S->fh_ok = 0;
         return 0;
+    }
     w->ends_ok = ends;
     r->n = n;
     r->budget_w = budget_w;
@@ -1258,6 +1415,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     pfi_alloc_ids_free(w->ids); /* made again from the new list when a job arrives */
     w->ids = NULL;
     S->idx_ok = 0;
+    S->fh_ok = 0;
     w->total_h = w->cap_h;
     w->ends_ok = 0;
     if (!ws_build_onepass(w, jobs, n, budget_w)) {
@@ -1393,6 +1551,7 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     }
     build_hull(S, j, 0);
     w->scale_ok = 0;
+    S->fh_ok = 0;
     if (w->ends_ok)
         grid_ends(w, j);
     if (!S->idx_ok || !patch_index(S, j, 0))
@@ -1694,6 +1853,7 @@ int pfi_alloc_ws_add_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int 
         return ws_build(w, jobs, n, w->budget_w, err);
     }
     /* From here the workspace holds the new list. */
+    S->fh_ok = 0;
     ws_shift(w, j, w->n, 1);
     w->jobs = S->jobs = jobs;
     w->n = S->n = n;
@@ -1752,6 +1912,7 @@ int pfi_alloc_ws_remove_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, i
     if (!w->valid || w->fresh_only)
         return ws_build(w, jobs, n, w->budget_w, err);
     double step = w->o.step_w;
+    S->fh_ok = 0;
     if (w->ids)
         pfi_alloc_ids_remove(w->ids, j);
     if (S->idx_ok)

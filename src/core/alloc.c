@@ -138,11 +138,6 @@ int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
         if (rc)
             return rc;
     }
-    return pfi_alloc_check_ids(jobs, n, err);
-}
-
-int pfi_alloc_check_ids(const pfi_alloc_job *jobs, int n, pfi_err *err)
-{
     return pfi_alloc_check_ids_hashed(jobs, n, NULL, err);
 }
 

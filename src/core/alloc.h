@@ -141,9 +141,8 @@ void pfi_alloc_ws_free(pfi_alloc_ws *w);
 int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
                       const pfi_alloc_opts *opts, int *k_floor, int *k_max,
                       pfi_alloc_result *res, pfi_err *err);
-/* The ids of jobs[0..n) are distinct (n >= 1): pfi_alloc_validate's last check, its error.
- * _hashed: with each id's pfi_alloc_id_hash already in hashes[j]. */
-int pfi_alloc_check_ids(const pfi_alloc_job *jobs, int n, pfi_err *err);
+/* The ids of jobs[0..n) are distinct (n >= 1): pfi_alloc_validate's last check, its error;
+ * each id's pfi_alloc_id_hash in hashes[j] (NULL: computed here). */
 int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned *hashes,
                                pfi_err *err);
 unsigned pfi_alloc_id_hash(const char *id);

@@ -534,7 +534,7 @@ static double select_in(solver *S, long long e2, int nc, int *g0_out, int *tend_
  * second histogram of their own range before they are sorted.  The same threshold, parts and
  * fractional job as select_threshold: those are the sorted order's, whatever the buckets. */
 static double select_fixed(solver *S, long long e, int *g0_out, int *tend_out, int *fj,
-                           double *fx, long long *f_out)
+                           double *fx, long long *f_out, int *nl_out)
 {
     long long above = 0;
     int beta = FIX_BUCKETS - 1;
@@ -549,22 +549,31 @@ static double select_fixed(solver *S, long long e, int *g0_out, int *tend_out, i
         return -INFINITY; /* every positive segment fits */
     if (!cand_room(S, (size_t)S->fcnt[beta]))
         return -INFINITY;
-    int nc = 0;
+    /* Each job's segments above the bucket are taken whatever p is: its vertex there is
+     * written now (k[], kv[]), and the jobs with segments in the bucket are listed (in the
+     * fill's heap, free until the fill) to be moved on once p is known. */
+    int nc = 0, nl = 0;
     for (int j = 0; j < S->n; j++) {
-        int m = S->hm[j], i = 0;
-        const double *hs = S->hs + S->hoff[j];
-        const int *hk = S->hk + S->hoff[j];
+        int m = S->hm[j], i = 0, o = S->hoff[j];
+        const double *hs = S->hs + o;
+        const int *hk = S->hk + o;
         long long n = S->ng[j];
         for (; i < m; i++)
             if (slope_key(hs[i]) >> FIX_SHIFT <= (uint64_t)beta)
                 break; /* a job's slopes do not increase */
-        S->k[j] = i;
+        S->k[j] = hk[i];
+        S->kv[j] = S->hv[o + i];
+        S->kx[j] = 1;
+        int c0 = nc;
         for (; i < m; i++) {
             if (slope_key(hs[i]) >> FIX_SHIFT < (uint64_t)beta)
                 break;
             S->cd[nc++] = (cand){hs[i], n * (hk[i + 1] - hk[i]), j, i};
         }
+        if (nc > c0)
+            S->heap[nl++] = j;
     }
+    *nl_out = nl;
     if (nc == 0)
         return INFINITY; /* nothing to spend (e == 0): nothing is taken */
     long long e2 = e - above;
@@ -623,10 +632,31 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
         S->work += S->n + 2.0 * (double)S->fh_ns;
         if (S->fh_base > S->bu)
             return 0;
-        p = select_fixed(S, S->bu - S->fh_base, &g0, &tend, fj, fx, &f);
+        int nl = 0;
+        p = select_fixed(S, S->bu - S->fh_base, &g0, &tend, fj, fx, &f, &nl);
         if (S->nomem)
             return 0;
-        return relax_take(S, p, g0, tend, f, *fj, ub);
+        if (p == -INFINITY) /* every segment fits: nothing was gathered */
+            return relax_take(S, p, g0, tend, f, *fj, ub);
+        /* the listed jobs' vertices moved on past their segments steeper than p and the whole
+         * ones of slope p (as relax_take does), then the value summed in job order */
+        int q = g0;
+        for (int l = 0; l < nl; l++) {
+            int j = S->heap[l], o = S->hoff[j], a = 0;
+            const double *hs = S->hs + o;
+            while (a < S->hm[j] && hs[a] > p)
+                a++;
+            for (; q < tend && S->cd[q].j == j; q++)
+                if (S->cd[q].i + 1 > a)
+                    a = S->cd[q].i + 1;
+            S->k[j] = S->hk[o + a];
+            S->kv[j] = S->hv[o + a];
+        }
+        double v = 0;
+        for (int j = 0; j < S->n; j++)
+            v += S->kv[j];
+        *ub = *fj >= 0 ? v + p * (double)f : v;
+        return 1;
     }
     uint64_t kmin = UINT64_MAX, kmax = 0;
     for (int j = 0; j < S->n; j++) {
@@ -1349,8 +1379,13 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
             return 0;
         }
         hash[j] = pfi_alloc_id_hash(J->id);
-        if (ends)
-            grid_ends(w, j);
+        if (ends) { /* grid_ends: its quotients are job_grid's, kmin unless raised to 1 */
+            if (kmin > 1)
+                w->lo_w[j] = kmin * step;
+            else
+                w->lo_w[j] = ceil(fmax(J->min_cap_w, J->cap_w[0]) / step - 1e-9) * step;
+            w->top_w[j] = kmax * step;
+        }
         m0 += (long long)J->n_gpus * kmin;
         ms += (long long)J->n_gpus * kf;
         r->sla[j] = J->sla;

@@ -149,7 +149,7 @@ static void test_shape_neighbours(void **state)
     }
     knee_curve(&job, 240, 200, 0.004);
     pfi_probe_obs o = obs_of(&job, 2); /* probe at 150 W: 0.8 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
     assert_true(out.n >= 2 && out.min_cap_w == 100 && out.max_cap_w == 300);
@@ -211,7 +211,7 @@ static void test_shape_draw_weight(void **state)
     }
     pfi_curve job = ref[5];
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.8, drawing 120 W */
-    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0, 0};
+    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0};
     pfi_err e = {0};
     /* a tie in slowdown: without the draw, the first four (the wrong slope) */
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
@@ -260,7 +260,7 @@ static void test_shape_rescaled(void **state)
         knee_curve(&ref[i], 280, 200, 0.003 + 0.001 * i);
     knee_curve(&job, 280, 200, 0.002);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 150) - 0.90) < 1e-3);
@@ -280,7 +280,7 @@ static void test_shape_rescaled(void **state)
     assert_true(fabs(rel_at(&out, 125) - (0.90 - 25 * 0.004 * sqrt(0.5))) < 1e-3);
     assert_true(fabs(rel_at(&out, 175) - (0.90 + 25 * 0.004 * sqrt(0.5))) < 1e-3);
     /* a committee passes amp to every member (both take all three references here) */
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1, 0, 0}};
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 125) - 0.85) < 1e-3);
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 0, &out, &e), PFI_OK);
@@ -321,7 +321,7 @@ static void test_shape_near_votes(void **state)
         knee_curve(&ref[i], 280, 200, slope[i]);
     knee_curve(&job, 280, 200, 0.002);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_EQUAL};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_EQUAL, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &plain, &e), PFI_OK);
     assert_true(fabs(rel_at(&plain, 125) - 0.80) < 1e-3);
@@ -349,6 +349,58 @@ static void test_shape_near_votes(void **state)
     assert_true(fabs(rel_at(&out, 125) - (0.80 - 25 * 0.005)) < 1e-3);
 }
 
+/* Extra time and back, by hand: u = s / (1 - s), s held in [0, 0.95]; s = u / (1 + u), u >= 0. */
+static void test_time_scale(void **state)
+{
+    (void)state;
+    assert_true(fabs(pfi_probe_to_time(0.2) - 0.25) < 1e-12);
+    assert_true(fabs(pfi_probe_to_time(0.5) - 1.0) < 1e-12);
+    assert_true(fabs(pfi_probe_to_time(0.99) - 19.0) < 1e-9); /* held at 0.95 */
+    assert_true(pfi_probe_to_time(-0.1) == 0);
+    assert_true(fabs(pfi_probe_from_time(0.25) - 0.2) < 1e-12);
+    assert_true(fabs(pfi_probe_from_time(19.0) - 0.95) < 1e-12);
+    assert_true(pfi_probe_from_time(-0.5) == 0);
+    assert_true(isnan(pfi_probe_to_time(NAN)) && isnan(pfi_probe_from_time(NAN)));
+}
+
+/* The walk in extra time, by hand.  Three alike references lose 0.4%/W below 200 W: s 0.2 at
+ * the 150 W probe (u 1/4), 0.3 at 125 W (u 3/7), 0.1 at 175 W (u 1/9); the job reads 0.85 at
+ * 150 W (s 0.15, u 3/17).  rel = 1 / (1 + u).  Amplitude 1 in time, factor (3/17) / (1/4) =
+ * 12/17: u at 125 W 12/17 x 3/7 = 36/119, rel 119/155 (in slowdown the factor is 3/4: 0.775);
+ * at 175 W 12/17 x 1/9 = 4/51, rel 51/55 (slowdown: 0.925).  Amplitude 0: u = 3/17 + (3/7 -
+ * 1/4) = 169/476 at 125 W, rel 476/645 (slowdown 0.75).  Amplitude 1/2: factor sqrt(12/17),
+ * u = 3/17 + sqrt(12/17) x 5/28.  (The estimate's grid read between its caps: within 1e-3.) */
+static void test_shape_time_walk(void **state)
+{
+    (void)state;
+    enum { N = 3 };
+    pfi_curve ref[N], job, out, plain;
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 280, 200, 0.004);
+    knee_curve(&job, 280, 200, 0.003);
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.85 */
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME};
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 150) - 0.85) < 1e-3);
+    assert_true(fabs(rel_at(&out, 125) - 119.0 / 155) < 1e-3);
+    assert_true(fabs(rel_at(&out, 175) - 51.0 / 55) < 1e-3);
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 0, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 476.0 / 645) < 1e-3);
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 0.5, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 1 / (1 + 3.0 / 17 + sqrt(12.0 / 17) * 5 / 28)) < 1e-3);
+    /* slowdown, as before */
+    so.scale = PFI_PROBE_SCALE_SLOWDOWN;
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &plain, &e), PFI_OK);
+    assert_true(fabs(rel_at(&plain, 125) - 0.775) < 1e-3);
+    assert_true(fabs(rel_at(&plain, 175) - 0.925) < 1e-3);
+    /* a committee passes the scale to its members */
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME},
+                                   {3, PFI_PROBE_SPACE_MAXCAP, 1, 0, PFI_PROBE_SCALE_TIME}};
+    assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 1, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 119.0 / 155) < 1e-3);
+}
+
 /* A committee's curve is its members' mean, level by level; one member is that member. */
 static void test_shape_mean(void **state)
 {
@@ -359,7 +411,7 @@ static void test_shape_mean(void **state)
     pfi_curve job;
     knee_curve(&job, 250, 210, 0.004);
     pfi_probe_obs o = obs_of(&job, 2);
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0}};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[0], &a, &e), PFI_OK);
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[1], &b, &e), PFI_OK);
@@ -457,6 +509,8 @@ int main(void)
         cmocka_unit_test(test_shape_rescaled),
         cmocka_unit_test(test_weighted_median),
         cmocka_unit_test(test_shape_near_votes),
+        cmocka_unit_test(test_time_scale),
+        cmocka_unit_test(test_shape_time_walk),
         cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),

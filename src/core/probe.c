@@ -191,6 +191,25 @@ double pfi_probe_amp_factor(double s_probe, double s_ref, double amp)
     return pow(clampd(s_probe / s_ref, PFI_PROBE_AMP_MIN, PFI_PROBE_AMP_MAX), amp);
 }
 
+double pfi_probe_to_time(double s)
+{
+    if (isnan(s))
+        return NAN;
+    s = clampd(s, 0.0, PFI_PROBE_TIME_SMAX);
+    return s / (1.0 - s);
+}
+
+double pfi_probe_from_time(double u)
+{
+    if (isnan(u))
+        return NAN;
+    u = fmax(u, 0.0);
+    return u / (1.0 + u);
+}
+
+/* A slowdown in the walk's scale (so->scale): itself, or its extra time. */
+static double walk_scale(double s, int time) { return time ? pfi_probe_to_time(s) : s; }
+
 double pfi_probe_weighted_median(double *v, double *w, int n)
 {
     if (n <= 0)
@@ -219,18 +238,18 @@ double pfi_probe_weighted_median(double *v, double *w, int n)
 }
 
 /* The median over the neighbours (weighted by wt[a]; NULL: equal votes) of how much more each
- * slows down at x1 than at x0 (both as caps over norm), neighbour a's step times fac[a]; NAN
- * when fewer than SHAPE_MIN_COVER were measured at both. */
+ * slows down at x1 than at x0 (both as caps over norm; in extra time with `time`), neighbour
+ * a's step times fac[a]; NAN when fewer than SHAPE_MIN_COVER were measured at both. */
 static double median_step(const pfi_curve *refs, const double *iso, const int *nb,
-                          const double *fac, const double *wt, int m, int space, double x0,
-                          double x1)
+                          const double *fac, const double *wt, int m, int space, int time,
+                          double x0, double x1)
 {
     double v[SHAPE_K_MAX], w[SHAPE_K_MAX];
     int q = 0;
     for (int a = 0; a < m; a++) {
         const double *y = iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS;
-        double s1 = ref_s_at(&refs[nb[a]], y, x1, space);
-        double s0 = ref_s_at(&refs[nb[a]], y, x0, space);
+        double s1 = walk_scale(ref_s_at(&refs[nb[a]], y, x1, space), time);
+        double s0 = walk_scale(ref_s_at(&refs[nb[a]], y, x0, space), time);
         if (isfinite(s1) && isfinite(s0)) {
             w[q] = wt ? wt[a] : 1.0;
             v[q++] = (s1 - s0) * fac[a];
@@ -246,8 +265,9 @@ static double median_step(const pfi_curve *refs, const double *iso, const int *n
  * neighbours' levels scaled through the probe did worse on few references: docs/allocation.md).
  * known[i] = 0 from where fewer than SHAPE_MIN_COVER neighbours were measured on. */
 static void neighbour_walk(const pfi_curve *refs, const double *iso, const int *nb,
-                           const double *fac, const double *wt, int m, int space, double norm,
-                           double xp, double sp, const double *cap, int g, double *s, int *known)
+                           const double *fac, const double *wt, int m, int space, int time,
+                           double norm, double xp, double sp, const double *cap, int g,
+                           double *s, int *known)
 {
     int ip = 0;
     for (int i = 1; i < g; i++)
@@ -255,14 +275,14 @@ static void neighbour_walk(const pfi_curve *refs, const double *iso, const int *
             ip = i;
     for (int i = 0; i < g; i++)
         known[i] = 0;
-    double d = median_step(refs, iso, nb, fac, wt, m, space, xp, cap[ip] / norm);
+    double d = median_step(refs, iso, nb, fac, wt, m, space, time, xp, cap[ip] / norm);
     if (!isfinite(d))
         return;
     s[ip] = sp + d;
     known[ip] = 1;
     for (int dir = -1; dir <= 1; dir += 2)
         for (int i = ip + dir; i >= 0 && i < g && known[i - dir]; i += dir) {
-            d = median_step(refs, iso, nb, fac, wt, m, space, cap[i - dir] / norm,
+            d = median_step(refs, iso, nb, fac, wt, m, space, time, cap[i - dir] / norm,
                             cap[i] / norm);
             if (isfinite(d)) {
                 s[i] = s[i - dir] + d;
@@ -361,8 +381,10 @@ int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
     m = select_first(use, dist, nb, m, m < k ? m : k);
     double fac[SHAPE_K_MAX], wt[SHAPE_K_MAX];
     int near = so && so->votes == PFI_PROBE_VOTES_NEAR;
+    int time = so && so->scale == PFI_PROBE_SCALE_TIME;
+    double wp = walk_scale(sp, time); /* the probe in the walk's scale */
     for (int a = 0; a < m; a++) {
-        fac[a] = pfi_probe_amp_factor(sp, sref[nb[a]], amp);
+        fac[a] = pfi_probe_amp_factor(wp, walk_scale(sref[nb[a]], time), amp);
         wt[a] = 1.0 / (dist[nb[a]] + PFI_PROBE_VOTE_FLOOR);
     }
     memset(out, 0, sizeof *out);
@@ -383,9 +405,11 @@ int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
         out->cap_w[i] = o->min_cap_w + (o->max_cap_w - o->min_cap_w) * i / (G - 1);
         out->draw_w[i] = fmin(out->cap_w[i], o->p0_w);
     }
-    neighbour_walk(refs, iso, nb, fac, near ? wt : NULL, m, space, norm, xp, sp, out->cap_w, G,
-                   s, known);
-    fill_unknown(o, out->cap_w, G, known, sp, s);
+    neighbour_walk(refs, iso, nb, fac, near ? wt : NULL, m, space, time, norm, xp, wp,
+                   out->cap_w, G, s, known);
+    fill_unknown(o, out->cap_w, G, known, wp, s);
+    for (int i = 0; time && i < G; i++) /* back from extra time to slowdown */
+        s[i] = pfi_probe_from_time(s[i]);
     for (int i = G - 1; i >= 0; i--) { /* more cap never slows a job down */
         s[i] = clampd(s[i], 0.0, 1.0);
         if (i < G - 1 && s[i] < s[i + 1])

@@ -74,9 +74,25 @@ typedef struct pfi_probe_shape_opts {
      * PFI_PROBE_VOTES_NEAR, their median weighted by 1 / (distance + PFI_PROBE_VOTE_FLOOR),
      * the distance the neighbours are chosen by: the nearest has the most say */
     int votes;
+    /* what the walk adds up: PFI_PROBE_SCALE_SLOWDOWN (0), steps in slowdown s = 1 - rel, or
+     * PFI_PROBE_SCALE_TIME, steps in extra time u = 1/rel - 1 = s / (1 - s) (pfi_probe_to_time):
+     * an iteration is the part bound by the SM clock, stretched by the clock a cap costs the
+     * GPU, plus the rest, so on one GPU jobs' u differ by a factor (their clock-bound shares),
+     * which the probe measures; their s do not (s = u / (1 + u) bends).  The neighbours are
+     * chosen alike in both (by slowdown at the probe's cap). */
+    int scale;
 } pfi_probe_shape_opts;
 
 enum { PFI_PROBE_VOTES_EQUAL = 0, PFI_PROBE_VOTES_NEAR = 1 };
+enum { PFI_PROBE_SCALE_SLOWDOWN = 0, PFI_PROBE_SCALE_TIME = 1 };
+/* The slowdown above which extra time is held (u at most 19): beyond it 1/rel runs off to
+ * infinity and a point of slowdown would weigh more than twenty at the top of the range. */
+#define PFI_PROBE_TIME_SMAX 0.95
+
+/* Extra time u = s / (1 - s) of a slowdown s clamped to [0, PFI_PROBE_TIME_SMAX], and back:
+ * s = u / (1 + u) of u clamped at 0 from below (NAN stays NAN). */
+double pfi_probe_to_time(double s);
+double pfi_probe_from_time(double u);
 /* One point of slowdown, the noise of a measured slowdown: neighbours nearer than that are not
  * more alike, so their weights differ little. */
 #define PFI_PROBE_VOTE_FLOOR 0.01
@@ -116,7 +132,8 @@ int pfi_probe_shape_curve(const pfi_probe_obs *obs, const pfi_curve *refs,
                           pfi_curve *out, pfi_err *err);
 
 /* pfi_probe_shape_curve with each neighbour's steps rescaled by the probe: times
- * pfi_probe_amp_factor(probe's slowdown, the neighbour's at the probe's cap, amp).  amp 0 is
+ * pfi_probe_amp_factor(probe's slowdown, the neighbour's at the probe's cap, amp), both in the
+ * walk's scale (so->scale: slowdown, or extra time, where amp 1 is the clock-share model).  amp 0 is
  * pfi_probe_shape_curve; 1 reads the job as its neighbours' shape scaled by a factor (on one
  * GPU model the clock lost to a cap in watts is the hardware's; how much a job slows for it is
  * the job's own share, so curves differ by a factor more than by an offset); between, the

@@ -22,7 +22,8 @@
 /* The best mean gap recovered over 10/20/30% cuts on the public sweeps, over the grid below:
  * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
  * figure next to it). */
-const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI_PROBE_VOTES_EQUAL};
+const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI_PROBE_VOTES_EQUAL,
+                                                   PFI_PROBE_SCALE_SLOWDOWN};
 
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
@@ -38,27 +39,38 @@ static const int grid_votes[] = {PFI_PROBE_VOTES_EQUAL, PFI_PROBE_VOTES_NEAR};
 #define NWD (int)(sizeof grid_wd / sizeof *grid_wd)
 #define COMMITTEE (NK * NWD)
 
-int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
+/* The 136 settings of the first grid (depths x tiers x {committee, neighbours x draw weights})
+ * at one amplitude, votes and scale, from out[m] on (none written at or past max); the new m. */
+static int grid_block(pfi_expt_shape_set *out, int max, int m, double amp, int votes, int scale)
 {
     static const double depths[] = {0.35, 0.40, 0.45, 0.50};
+    for (int t = 0; t < 2; t++)
+        for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
+            if (m < max)
+                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0, amp, votes, scale};
+            m++;
+            for (int b = 0; b < NK; b++)
+                for (int c = 0; c < NWD; c++) {
+                    if (m < max)
+                        out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0, 0,
+                                                      amp, votes, scale};
+                    m++;
+                }
+        }
+    return m;
+}
+
+int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
+{
     int m = 0;
     for (int w = 0; w < NVOTES; w++)
         for (int u = 0; u < NAMP; u++)
-            for (int t = 0; t < 2; t++)
-                for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
-                    if (m < max)
-                        out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0, grid_amp[u],
-                                                      grid_votes[w]};
-                    m++;
-                    for (int b = 0; b < NK; b++)
-                        for (int c = 0; c < NWD; c++) {
-                            if (m < max)
-                                out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c],
-                                                              t, 0, 0, grid_amp[u],
-                                                              grid_votes[w]};
-                            m++;
-                        }
-                }
+            m = grid_block(out, max, m, grid_amp[u], grid_votes[w], PFI_PROBE_SCALE_SLOWDOWN);
+    /* the walk in extra time, after every setting in slowdown (a tie keeps those), with near
+     * votes only: the nested folds took them almost always, and crossing both votes would
+     * double the run's time */
+    for (int u = 0; u < NAMP; u++)
+        m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_TIME);
     return m;
 }
 
@@ -234,7 +246,8 @@ static int member_bit(const pfi_expt_shape_set *st)
 static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
 {
     if (!st->committee) {
-        so[0] = (pfi_probe_shape_opts){st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw, st->votes};
+        so[0] = (pfi_probe_shape_opts){st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw, st->votes,
+                                       st->scale};
         return 1;
     }
     int m = 0;
@@ -242,7 +255,7 @@ static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
         for (int b = 0; b < NWD; b++)
             if (!st->members || (st->members >> (a * NWD + b) & 1u))
                 so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b],
-                                                 st->votes};
+                                                 st->votes, st->scale};
     return m;
 }
 
@@ -299,6 +312,10 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
     if (one->votes == PFI_PROBE_VOTES_NEAR) {
         size_t l = strlen(who);
         snprintf(who + l, sizeof who - l, ", the nearest with the most say");
+    }
+    if (one->scale == PFI_PROBE_SCALE_TIME) {
+        size_t l = strlen(who);
+        snprintf(who + l, sizeof who - l, ", their steps in extra time");
     }
     if (sets)
         snprintf(note, notelen,
@@ -768,8 +785,8 @@ static double mean_gap(const pfi_expt_result *r)
 }
 
 /* The bagged choice among scored single settings v[s] (NAN: not scored): for each depth,
- * tiers, amplitude exponent and votes, the mean of its top best scores; the best such (ties: the
- * earlier) becomes the committee of those top settings.  Averaging the m best instead of taking the one best is
+ * tiers, amplitude exponent, votes and scale, the mean of its top best scores; the best such
+ * (ties: the earlier) becomes the committee of those top settings.  Averaging the m best instead of taking the one best is
  * what steadies the choice: which single setting wins moves with which groups are left out
  * (docs/allocation.md).  0 when nothing scored. */
 int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngrid, int top,
@@ -779,14 +796,15 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
     int found = 0;
     for (int s = 0; s < ngrid; s++) {
         const pfi_expt_shape_set *a = &grid[s];
-        int first = 1; /* each depth, tiers, amplitude and votes once, at its first single one */
+        int first = 1; /* each depth, tiers, amplitude, votes, scale once: at its first single */
         for (int q = 0; q < s && first; q++)
             first = !(grid[q].depth == a->depth && grid[q].tier_gpus == a->tier_gpus &&
                       grid[q].amp == a->amp && grid[q].votes == a->votes &&
+                      grid[q].scale == a->scale &&
                       !grid[q].committee && isfinite(v[q]) && member_bit(&grid[q]) >= 0);
         if (a->committee || !isfinite(v[s]) || member_bit(a) < 0 || !first)
             continue;
-        /* the top members of this depth, tiers, amplitude and votes: by repeated maximum */
+        /* the top members of this depth, tiers, amplitude, votes and scale: by repeated maximum */
         unsigned mask = 0;
         double sum = 0;
         int m = 0;
@@ -796,7 +814,8 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
                 const pfi_expt_shape_set *b = &grid[q];
                 int bit = member_bit(b);
                 if (b->committee || b->depth != a->depth || b->tier_gpus != a->tier_gpus ||
-                    b->amp != a->amp || b->votes != a->votes || !isfinite(v[q]) || bit < 0 ||
+                    b->amp != a->amp || b->votes != a->votes || b->scale != a->scale ||
+                    !isfinite(v[q]) || bit < 0 ||
                     (mask >> bit & 1u))
                     continue;
                 if (pick < 0 || v[q] > v[pick])
@@ -809,7 +828,8 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
         }
         if (m > 0 && sum / m > topmean) {
             topmean = sum / m;
-            *best = (pfi_expt_shape_set){a->depth, 0, 0, a->tier_gpus, 1, mask, a->amp, a->votes};
+            *best = (pfi_expt_shape_set){a->depth, 0, 0, a->tier_gpus, 1, mask, a->amp,
+                                         a->votes, a->scale};
             found = 1;
         }
     }
@@ -905,16 +925,28 @@ static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g
     return rc;
 }
 
+/* The settings a cross-validation searches: o->grid when given, else pfi_expt_shape_grid's
+ * (written to full, PFI_EXPT_GRID_SIZE of them); how many. */
+static int searched_grid(const pfi_expt_opts *o, pfi_expt_shape_set *full,
+                         const pfi_expt_shape_set **grid)
+{
+    if (o->grid && o->ngrid > 0) {
+        *grid = o->grid;
+        return o->ngrid;
+    }
+    int ngrid = pfi_expt_shape_grid(full, PFI_EXPT_GRID_SIZE);
+    *grid = full;
+    return ngrid < PFI_EXPT_GRID_SIZE ? ngrid : PFI_EXPT_GRID_SIZE;
+}
+
 /* Each job's setting, chosen on the groups other than its own: no job's curve, nor any curve
  * of its group, has a say in how it is predicted. */
 static int cross_validate(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
                           int ncuts, pfi_expt_shape_set *sets, pfi_err *err)
 {
-    enum { GRID_MAX = PFI_EXPT_GRID_SIZE };
-    pfi_expt_shape_set grid[GRID_MAX];
-    int ngrid = pfi_expt_shape_grid(grid, GRID_MAX);
-    if (ngrid > GRID_MAX)
-        ngrid = GRID_MAX;
+    pfi_expt_shape_set full[PFI_EXPT_GRID_SIZE];
+    const pfi_expt_shape_set *grid;
+    int ngrid = searched_grid(o, full, &grid);
     int *done = calloc((size_t)(p->n ? p->n : 1), sizeof *done);
     if (!done)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -1033,11 +1065,9 @@ static int nested(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *c
                   pfi_expt_shape_set *sets, int *rule, pfi_expt_shape_set *fold_set,
                   pfi_err *err)
 {
-    enum { GRID_MAX = PFI_EXPT_GRID_SIZE };
-    pfi_expt_shape_set grid[GRID_MAX];
-    int ngrid = pfi_expt_shape_grid(grid, GRID_MAX);
-    if (ngrid > GRID_MAX)
-        ngrid = GRID_MAX;
+    pfi_expt_shape_set full[PFI_EXPT_GRID_SIZE];
+    const pfi_expt_shape_set *grid;
+    int ngrid = searched_grid(o, full, &grid);
     int n = p->n, ng = 0, rc = PFI_OK;
     int *gi = malloc(sizeof *gi * (size_t)n), *place = malloc(sizeof *place * (size_t)n),
         *fold = malloc(sizeof *fold * (size_t)n), *inner = malloc(sizeof *inner * (size_t)n);

@@ -68,16 +68,20 @@ typedef struct pfi_expt_shape_set {
                         (pfi_probe_shape_rescaled's amp; 0: their steps as they are) */
     int votes;       /* PFI_PROBE_VOTES_EQUAL: the neighbours' median step; PFI_PROBE_VOTES_NEAR:
                         weighted by nearness (core/probe.h) */
+    int scale;       /* PFI_PROBE_SCALE_SLOWDOWN: the walk adds steps in slowdown;
+                        PFI_PROBE_SCALE_TIME: in extra time (core/probe.h) */
 } pfi_expt_shape_set;
 
 /* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
  * 10/20/30% cuts; docs/allocation.md gives the cross-validated figure next to it), and the
- * grid the cross-validation searches (PFI_EXPT_GRID_SIZE settings: votes {equal, near} x
- * amplitude exponents {0, 1, 0.5} x depths 0.35-0.50 x tiers x {neighbours x draw weights, or
- * the committee}; equal votes first, and in each votes half amplitude 0 first (the 136 settings
- * of the first grid), then 1, then 0.5; the old default, depth 0.40, k 8, no draw, is in it).
+ * grid the cross-validation searches (PFI_EXPT_GRID_SIZE settings: the walk in slowdown with
+ * votes {equal, near} x amplitude exponents {0, 1, 0.5} x depths 0.35-0.50 x tiers x
+ * {neighbours x draw weights, or the committee}; equal votes first, and in each votes half
+ * amplitude 0 first (the 136 settings of the first grid), then 1, then 0.5; the old default,
+ * depth 0.40, k 8, no draw, is in it; then the walk in extra time, near votes only, amplitude
+ * 0, 1, 0.5 x the same 136).
  * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
-#define PFI_EXPT_GRID_SIZE 816
+#define PFI_EXPT_GRID_SIZE 1224
 extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_CV_TOP 6
 /* The nested cross-validation's folds and rules (pfi_expt_nested_run, below). */
@@ -86,7 +90,7 @@ extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_NEST_NRULES 3
 /* The cross-validation's bagged choice (pfi_expt_opts.cv_top) among the grid's settings
  * scored v[s] (NAN: not scored; committees and settings off the grid's neighbour counts and
- * draw weights are skipped): for each depth, tiers, amplitude exponent and votes, the mean score of
+ * draw weights are skipped): for each depth, tiers, amplitude exponent, votes and scale, the mean score of
  * its `top` best single settings; the best (ties: the earlier) as a committee of those
  * settings into *best.
  * Returns 0 (and leaves *best) when nothing was scored. */
@@ -115,6 +119,9 @@ typedef struct pfi_expt_opts {
                               groups, the selection rule itself chosen inside each outer
                               training set; overrides shape_cv */
     unsigned long long cv_seed; /* nested_cv: the seed that deals the groups into folds */
+    const pfi_expt_shape_set *grid; /* shape_cv, nested_cv: the settings searched (NULL:
+                              pfi_expt_shape_grid's; a smaller one keeps a test short) */
+    int ngrid;             /* how many settings grid holds */
     int cv_top;            /* shape_cv: 0 takes the grid's best setting; m > 0 the depth and
                               tiers whose m best single settings score best on average, and
                               predicts with the committee of those m (a bagged choice: much

@@ -138,33 +138,24 @@ int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
         if (rc)
             return rc;
     }
-    return pfi_alloc_check_ids_hashed(jobs, n, NULL, NULL, err);
-}
-
-size_t pfi_alloc_id_slots(int n)
-{
-    size_t cap = 16;
-    while (cap < 2 * (size_t)n)
-        cap <<= 1;
-    return cap;
+    return pfi_alloc_check_ids_hashed(jobs, n, NULL, err);
 }
 
 int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned *hashes,
-                               unsigned *slots, pfi_err *err)
+                               pfi_err *err)
 {
     /* An open-addressing hash of the ids: duplicate detection in O(n) for 100k jobs.  The
      * hashes are computed first, in job order (eight bytes at a time); then each insertion
      * fetches the slot of the job 16 places ahead, and compares ids only when the stored hash
      * is equal. */
-    size_t cap = pfi_alloc_id_slots(n);
-    unsigned *own = slots ? NULL : calloc(cap, sizeof *own);
-    unsigned *slot = slots ? slots : own; /* job + 1, 0: empty */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n)
+        cap <<= 1;
+    unsigned *slot = calloc(cap, sizeof *slot);  /* job + 1, 0: empty */
     unsigned *mine = hashes ? NULL : malloc((size_t)n * sizeof *mine);
     const unsigned *hash = hashes ? hashes : mine;
-    if (slots)
-        memset(slots, 0, cap * sizeof *slots);
     if (!slot || !hash) {
-        free(own);
+        free(slot);
         free(mine);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory checking %d job ids", n);
     }
@@ -178,14 +169,14 @@ int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned 
         for (; slot[i]; i = (i + 1) & (cap - 1)) {
             unsigned o = slot[i] - 1;
             if (hash[o] == hash[j] && strcmp(jobs[o].id, jobs[j].id) == 0) {
-                free(own);
+                free(slot);
                 free(mine);
                 return pfi_err_set(err, PFI_EINVAL, "duplicate job id '%s'", jobs[j].id);
             }
         }
         slot[i] = (unsigned)j + 1;
     }
-    free(own);
+    free(slot);
     free(mine);
     return PFI_OK;
 }

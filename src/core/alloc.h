@@ -20,8 +20,6 @@
 #ifndef PFI_CORE_ALLOC_H
 #define PFI_CORE_ALLOC_H
 
-#include <stddef.h>
-
 #include "core/err.h"
 
 typedef struct pfi_alloc_job {
@@ -144,11 +142,9 @@ int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
                       const pfi_alloc_opts *opts, int *k_floor, int *k_max,
                       pfi_alloc_result *res, pfi_err *err);
 /* The ids of jobs[0..n) are distinct (n >= 1): pfi_alloc_validate's last check, its error;
- * each id's pfi_alloc_id_hash in hashes[j] (NULL: computed here); slots: the table's storage,
- * pfi_alloc_id_slots(n) entries the caller keeps (cleared here; NULL: allocated here). */
+ * each id's pfi_alloc_id_hash in hashes[j] (NULL: computed here). */
 int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned *hashes,
-                               unsigned *slots, pfi_err *err);
-size_t pfi_alloc_id_slots(int n);
+                               pfi_err *err);
 unsigned pfi_alloc_id_hash(const char *id);
 /* One job as pfi_alloc_prepare sees it before any SLA is degraded: PFI_OK when it passes
  * pfi_alloc_validate's checks (but its id's uniqueness) and its range holds grid points, with

@@ -1151,8 +1151,6 @@ struct pfi_alloc_ws {
     int fresh_only;        /* the floors depend on the budget (SLAs relaxed or dropped) */
     int prep_cap;          /* prep's per-job arrays hold this many jobs */
     pfi_alloc_ids *ids;    /* the jobs' ids by position, made by the first arrival or departure */
-    unsigned *idslot;      /* the storage of a build's id check (idslot_cap entries), kept: a */
-    size_t idslot_cap;     /*   million ids' table is 8 MB, faulted in again when made anew */
 };
 
 static void ws_arrays_free(pfi_alloc_ws *w)
@@ -1178,9 +1176,6 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     pfi_alloc_result_free(&w->prep);
     pfi_alloc_ids_free(w->ids);
     w->ids = NULL;
-    free(w->idslot);
-    w->idslot = NULL;
-    w->idslot_cap = 0;
     memset(S, 0, sizeof *S);
     w->hsz = NULL;
     w->block = w->hblock = NULL;
@@ -1410,13 +1405,7 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     S->fh_on = 0;
     S->fh_base = ms;
     long long bu = (long long)floor(budget_w / step * (1 + 1e-12)); /* as pfi_alloc_prepare's */
-    size_t slots = pfi_alloc_id_slots(n);
-    if (slots > w->idslot_cap) {
-        free(w->idslot);
-        w->idslot = big_alloc(slots * sizeof *w->idslot);
-        w->idslot_cap = w->idslot ? slots : 0;
-    }
-    if (bu < ms || pfi_alloc_check_ids_hashed(jobs, n, hash, w->idslot, NULL)) {
+    if (bu < ms || pfi_alloc_check_ids_hashed(jobs, n, hash, NULL)) {
         S->fh_ok = 0;
         return 0;
     }

@@ -8,7 +8,9 @@
  * We find the last segment taken by a weighted selection on slopes that moves no segment: one
  * pass sums the cost of the slopes in each of up to 4096 buckets of their bit patterns, and
  * only the bucket where the budget runs out is gathered and sorted (linear time; a sort of a
- * million segments would alone cost the whole time budget of 100k jobs).  A workspace
+ * million segments would alone cost the whole time budget of 100k jobs).  At the root of a
+ * fresh solve of a long list that histogram (fixed buckets of the slopes' bits) is made while
+ * the hulls are built, and the one bucket gathered is narrowed by a second one.  A workspace
  * (pfi_alloc_ws) solved again at the same hulls sorts them once instead (a radix sort), and
  * finds the last segment taken by a binary search on their costs' prefix sums.
  *

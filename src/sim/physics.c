@@ -152,6 +152,13 @@ double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int ph
     return power_slope(&law, f_mhz, NULL);
 }
 
+/* How far past the root Newton's steps aim, in PFI_SIM_CLOCK_TOL: any value in (0, 1) ends on a
+ * clock within the tolerance of the root.  A build with another value (scripts/
+ * sim-fit-stability.sh) shows how much a result depends on the clocks' last bits. */
+#ifndef PFI_SIM_ROOT_AIM
+#define PFI_SIM_ROOT_AIM 0.25
+#endif
+
 void pfi_sim_phase_root(const pfi_sim_power_law *law, double limit_w, pfi_sim_bracket *b)
 {
     /* Phase power grows monotonically with f (V and f both do) and its slope is known, so
@@ -175,7 +182,7 @@ void pfi_sim_phase_root(const pfi_sim_power_law *law, double limit_w, pfi_sim_br
             plo = px;
         }
         double xn = dp > 0 ? x - r / dp : NAN;
-        xn += r > 0 ? -0.25 * tol : 0.25 * tol;
+        xn += r > 0 ? -PFI_SIM_ROOT_AIM * tol : PFI_SIM_ROOT_AIM * tol;
         if (!(xn > lo && xn < hi))
             xn = lo + (hi - lo) * (limit_w - plo) / (phi - plo);
         x = xn;

@@ -633,7 +633,12 @@ static void test_model_out_of_fold(void **state)
     assert_non_null(marg);
     assert_int_equal(pfi_expt_sla_margins(r.jobs.truth, r.jobs.pred, r.n, o.sla, 1, marg), r.n);
     double budget = pfi_alloc_budget_from_cut(r.jobs.truth, r.n, cut);
-    assert_false(isnan(pfi_expt_sla_plan(r.jobs.pred, r.n, o.sla, marg, budget, &o.alloc, &e)));
+    double *unc = malloc(sizeof *unc * (size_t)r.n);
+    assert_non_null(unc);
+    assert_int_equal(pfi_expt_gain_uncertainty(r.jobs.truth, r.jobs.pred, r.n, unc), 0);
+    assert_false(isnan(pfi_expt_sla_plan(r.jobs.pred, r.n, o.sla, marg, unc, PFI_EXPT_PLAN_KAPPA,
+                                         budget, &o.alloc, &e)));
+    free(unc);
     pfi_alloc_result eq;
     assert_int_equal(
         pfi_alloc_policy(PFI_POLICY_EQUAL, r.jobs.pred, r.n, NULL, budget, &o.alloc, &eq, &e),
@@ -756,7 +761,7 @@ static void test_sla_plan(void **state)
     pfi_alloc_result_free(&r);
 
     /* the plan keeps the share of the margin that leaves them the equal cut's power */
-    double t = pfi_expt_sla_plan(q, 3, 0.10, marg, 1900, &ao, &e);
+    double t = pfi_expt_sla_plan(q, 3, 0.10, marg, NULL, 0, 1900, &ao, &e);
     print_message("share of the margin kept at 1900 W: %.3f\n", t);
     assert_true(t > 0.6 && t < 0.8);
     assert_true(fabs(q[0].sla - (0.10 - t * 0.05)) < 1e-12);
@@ -767,17 +772,104 @@ static void test_sla_plan(void **state)
     pfi_alloc_result_free(&r);
 
     /* room to spare: the whole margin */
-    assert_true(pfi_expt_sla_plan(q, 3, 0.10, marg, 2050, &ao, &e) == 1.0);
+    assert_true(pfi_expt_sla_plan(q, 3, 0.10, marg, NULL, 0, 2050, &ao, &e) == 1.0);
     assert_true(fabs(q[0].sla - 0.05) < 1e-12);
     /* even the plain SLA does not fit (600 W + two minimums of 200 W > 900 W): plain */
-    assert_true(pfi_expt_sla_plan(q, 3, 0.10, marg, 900, &ao, &e) == 0.0);
+    assert_true(pfi_expt_sla_plan(q, 3, 0.10, marg, NULL, 0, 900, &ao, &e) == 0.0);
     assert_true(fabs(q[0].sla - 0.10) < 1e-12);
+}
+
+/* pfi_expt_sla_plan on a lower bound, by hand: job 0 (SLA 10%, margin 5 points) gains 1 unit
+ * per watt, job 1 1.4 and job 2 1.2 (no SLAs), all from 200 to 700 W.  At 1800 W the equal cut
+ * gives each 600 W (job 0's plain floor), worth 900 + 860 + 880 = 2640.  pfi keeps job 0 at its
+ * floor f = 600 + 50 t (t the margin's share), job 1 at 700 W and job 2 at 1100 - f: worth
+ * 2780 - 0.2 f, 2650 > 2640 even at t = 1, so without a bound the whole margin is kept.  Each
+ * job's gain is uncertain by 0.05 per watt it moves from the equal cut: (f - 600) + 100 +
+ * (f - 500) watts moved, so the bound is 2780 - 0.2 f - 0.05 (2 f - 1000) = 2830 - 0.3 f, at
+ * least 2640 up to f = 633.3 W: on the 1 W grid f = 633, t = 0.66. */
+static void test_sla_plan_bound(void **state)
+{
+    (void)state;
+    double cap[2] = {200, 700}, t0[2] = {500, 1000}, t1[2] = {300, 1000}, t2[2] = {400, 1000};
+    const double *tp[3] = {t0, t1, t2};
+    pfi_alloc_job q[3];
+    for (int j = 0; j < 3; j++)
+        q[j] = (pfi_alloc_job){.id = j == 0 ? "sla" : j == 1 ? "a" : "b", .n_gpus = 1,
+                               .min_cap_w = 200, .max_cap_w = 700, .cap_w = cap, .tput = tp[j],
+                               .n_points = 2, .p0_w = 700, .t0 = NAN, .sla = NAN};
+    double marg[3] = {0.05, NAN, NAN}, unc[3] = {0.05, 0.05, 0.05};
+    pfi_alloc_opts ao;
+    pfi_alloc_opts_default(&ao);
+    ao.on_infeasible = PFI_INFEASIBLE_RELAX;
+    pfi_err e = {0};
+    /* the bound's inputs as the comment has them: the equal cut, pfi's caps at t = 1 */
+    for (int j = 0; j < 3; j++)
+        q[j].sla = j == 0 ? 0.10 : NAN;
+    pfi_alloc_result r;
+    assert_int_equal(pfi_alloc_policy(PFI_POLICY_EQUAL, q, 3, NULL, 1800, &ao, &r, &e), PFI_OK);
+    for (int j = 0; j < 3; j++)
+        assert_true(fabs(r.cap_w[j] - 600) < 1e-9);
+    assert_true(fabs(r.value - 2640) < 1e-6);
+    pfi_alloc_result_free(&r);
+    q[0].sla = 0.05;
+    assert_int_equal(pfi_alloc_solve(q, 3, 1800, &ao, &r, &e), PFI_OK);
+    assert_true(fabs(r.cap_w[0] - 650) < 1e-9 && fabs(r.cap_w[1] - 700) < 1e-9 &&
+                fabs(r.cap_w[2] - 450) < 1e-9);
+    assert_true(fabs(r.value - 2650) < 1e-6);
+    pfi_alloc_result_free(&r);
+
+    /* no bound (kappa 0): the whole margin */
+    assert_true(pfi_expt_sla_plan(q, 3, 0.10, marg, unc, 0, 1800, &ao, &e) == 1.0);
+    /* on the bound: t = 0.66, job 0 at 633 W */
+    double t = pfi_expt_sla_plan(q, 3, 0.10, marg, unc, 1, 1800, &ao, &e);
+    print_message("share of the margin kept on the bound: %.6f\n", t);
+    assert_true(t <= 0.66 + 1e-12 && t > 0.66 - 1e-5);
+    assert_true(fabs(q[0].sla - (0.10 - t * 0.05)) < 1e-12);
+    assert_int_equal(pfi_alloc_solve(q, 3, 1800, &ao, &r, &e), PFI_OK);
+    assert_true(fabs(r.cap_w[0] - 633) < 1e-9);
+    pfi_alloc_result_free(&r);
+    /* an uncertainty so large that no share beats equal on the bound (at t = 0 it is
+     * 2780 - 120 - 2 * (0 + 100 + 100) < 2640): the plain SLA, t = 0 */
+    unc[0] = unc[1] = unc[2] = 2;
+    assert_true(pfi_expt_sla_plan(q, 3, 0.10, marg, unc, 1, 1800, &ao, &e) == 0.0);
+    assert_true(fabs(q[0].sla - 0.10) < 1e-12);
+}
+
+/* pfi_expt_gain_uncertainty by hand: straight curves from 200 to 700 W whose slowdown at cap
+ * u * 700 W is a (1 - u); truth and prediction differ in a by 0.1 (job 0), 0.3 (job 1) and 0
+ * (job 2), so each job's error slope is minus that difference at every u.  Job j's g is the
+ * root mean square over the other two jobs: job 0 sqrt((0.09 + 0) / 2), job 1
+ * sqrt((0.01 + 0) / 2), job 2 sqrt((0.01 + 0.09) / 2); s = g * 1000 / 700 (T0 1000). */
+static void test_gain_uncertainty(void **state)
+{
+    (void)state;
+    static const double at[3] = {0.6, 0.6, 0.4}, aq[3] = {0.5, 0.3, 0.4};
+    double cap[2] = {200, 700}, tt[3][2], tq[3][2];
+    pfi_alloc_job tj[3], pj[3];
+    for (int j = 0; j < 3; j++) {
+        for (int i = 0; i < 2; i++) {
+            tt[j][i] = 1000 * (1 - at[j] * (1 - cap[i] / 700));
+            tq[j][i] = 1000 * (1 - aq[j] * (1 - cap[i] / 700));
+        }
+        tj[j] = (pfi_alloc_job){.id = "t", .n_gpus = 1, .min_cap_w = 200, .max_cap_w = 700,
+                                .cap_w = cap, .tput = tt[j], .n_points = 2, .p0_w = 700,
+                                .t0 = NAN, .sla = NAN};
+        pj[j] = tj[j];
+        pj[j].tput = tq[j];
+    }
+    double s[3];
+    assert_int_equal(pfi_expt_gain_uncertainty(tj, pj, 3, s), 0);
+    double want[3] = {sqrt(0.09 / 2), sqrt(0.01 / 2), sqrt(0.10 / 2)};
+    for (int j = 0; j < 3; j++)
+        assert_true(fabs(s[j] - want[j] * 1000 / 700) < 1e-9);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_population),
+        cmocka_unit_test(test_sla_plan_bound),
+        cmocka_unit_test(test_gain_uncertainty),
         cmocka_unit_test(test_scored_on_truth),
         cmocka_unit_test(test_probe_sees_only_its_levels),
         cmocka_unit_test(test_shape_from_other_jobs),

@@ -473,10 +473,12 @@ static double sla_margins(const pfi_expt_opts *o, pfi_alloc_job *tj, const pfi_a
     return *nsla ? kept / *nsla : 0;
 }
 
-/* pfi's value on q (its own curves) with each SLA at sla - t * marg[j]: -INFINITY when those
- * SLAs do not fit the budget, NAN on another error. */
+/* pfi's value on q (its own curves) with each SLA at sla - t * marg[j], less kappa * the
+ * uncertainty of its gain over the caps e (sum of unc[j] * |cap - e[j]|; kappa 0: none):
+ * -INFINITY when those SLAs do not fit the budget, NAN on another error. */
 static double plan_value(pfi_alloc_job *q, int n, double sla, const double *marg, double t,
-                         double budget_w, const pfi_alloc_opts *o, pfi_err *err)
+                         double budget_w, const pfi_alloc_opts *o, const double *unc,
+                         const double *e, double kappa, pfi_err *err)
 {
     for (int j = 0; j < n; j++)
         q[j].sla = isnan(marg[j]) ? NAN : fmax(0, sla - t * marg[j]);
@@ -488,13 +490,16 @@ static double plan_value(pfi_alloc_job *q, int n, double sla, const double *marg
     }
     if (rc)
         return NAN;
-    double v = r.value;
+    double v = r.value, u = 0;
+    for (int j = 0; kappa > 0 && j < n; j++)
+        u += unc[j] * fabs(r.cap_w[j] - e[j]);
     pfi_alloc_result_free(&r);
-    return v;
+    return v - kappa * u;
 }
 
 double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg,
-                         double budget_w, const pfi_alloc_opts *ao, pfi_err *err)
+                         const double *unc, double kappa, double budget_w,
+                         const pfi_alloc_opts *ao, pfi_err *err)
 {
     /* an equal cut with the plain SLAs, on q: what pfi's plan must not fall below */
     for (int j = 0; j < n; j++)
@@ -510,22 +515,27 @@ double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg
     if (rc)
         return NAN;
     double veq = eq.value, lo = 0, hi = 1;
-    pfi_alloc_result_free(&eq);
-    double v = plan_value(q, n, sla, marg, 1, budget_w, &o, err);
+    double v = plan_value(q, n, sla, marg, 1, budget_w, &o, unc, eq.cap_w, kappa, err);
     if (isnan(v))
-        return NAN;
-    if (v >= veq)
+        lo = NAN;
+    else if (v >= veq)
         lo = 1;
     else /* the value falls as the margins grow: the largest share that keeps up with equal */
         for (int it = 0; it < PFI_EXPT_SLA_PLAN_STEPS; it++) {
             double mid = 0.5 * (lo + hi);
-            if (isnan(v = plan_value(q, n, sla, marg, mid, budget_w, &o, err)))
-                return NAN;
+            if (isnan(v = plan_value(q, n, sla, marg, mid, budget_w, &o, unc, eq.cap_w, kappa,
+                                     err))) {
+                lo = NAN;
+                break;
+            }
             if (v >= veq)
                 lo = mid;
             else
                 hi = mid;
         }
+    pfi_alloc_result_free(&eq);
+    if (isnan(lo))
+        return NAN;
     for (int j = 0; j < n; j++)
         q[j].sla = isnan(marg[j]) ? NAN : fmax(0, sla - lo * marg[j]);
     return lo;
@@ -603,6 +613,58 @@ static int equal_on_pred(const pfi_expt_opts *o, const pfi_alloc_job *tj, const 
                               ? (cell->total_throughput - eq->total_throughput) / gap
                               : NAN;
     return PFI_OK;
+}
+
+
+
+/* ------------------------------------------------------------------ gains on a bound */
+
+/* Slowdown of job J at cap c, its own curve's T0 the reference. */
+static double slowdown_at(const pfi_alloc_job *J, double c)
+{
+    return 1 - pfi_alloc_tput_at(J, c) / pfi_alloc_tput_at(J, J->max_cap_w);
+}
+
+/* Sum and count of the squared error slopes of job k (truth t, prediction q). */
+static void error_slopes(const pfi_alloc_job *t, const pfi_alloc_job *q, double *sum, int *cnt)
+{
+    *sum = 0, *cnt = 0;
+    double lo = fmax(t->min_cap_w, q->min_cap_w), mx = t->max_cap_w;
+    if (!(pfi_alloc_tput_at(t, mx) > 0) || !(pfi_alloc_tput_at(q, q->max_cap_w) > 0))
+        return;
+    int steps = (int)lround((1 - PFI_EXPT_GAIN_U0) / PFI_EXPT_GAIN_DU);
+    for (int i = 0; i < steps; i++) {
+        double u = PFI_EXPT_GAIN_U0 + i * PFI_EXPT_GAIN_DU, a = u * mx,
+               b = (u + PFI_EXPT_GAIN_DU) * mx;
+        if (a < lo || b > fmin(mx, q->max_cap_w) + 1e-9)
+            continue;
+        double ea = slowdown_at(t, a) - slowdown_at(q, a), eb = slowdown_at(t, b) - slowdown_at(q, b);
+        double d = (eb - ea) / PFI_EXPT_GAIN_DU;
+        *sum += d * d, (*cnt)++;
+    }
+}
+
+int pfi_expt_gain_uncertainty(const pfi_alloc_job *tj, const pfi_alloc_job *pj, int n, double *s)
+{
+    size_t nn = (size_t)(n ? n : 1);
+    double *sq = malloc(sizeof *sq * nn);
+    int *cnt = malloc(sizeof *cnt * nn);
+    if (!sq || !cnt) {
+        free(sq), free(cnt);
+        return -1;
+    }
+    double all = 0;
+    long long call = 0;
+    for (int k = 0; k < n; k++)
+        error_slopes(&tj[k], &pj[k], &sq[k], &cnt[k]), all += sq[k], call += cnt[k];
+    for (int j = 0; j < n; j++) {
+        long long c = call - cnt[j];
+        double g = c > 0 ? sqrt(fmax(0, all - sq[j]) / (double)c) : 0;
+        double t0 = pfi_alloc_tput_at(&pj[j], pj[j].max_cap_w);
+        s[j] = pj[j].max_cap_w > 0 && t0 > 0 ? g * t0 / pj[j].max_cap_w : 0;
+    }
+    free(sq), free(cnt);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ the jobs */
@@ -721,14 +783,18 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
     if (o->sla > 0) {
         /* pfi's SLAs are planned per cut (pfi_expt_sla_plan), so each cut is its own run */
         double *marg = malloc(sizeof *marg * (size_t)(n ? n : 1));
-        if (!marg)
+        double *unc = malloc(sizeof *unc * (size_t)(n ? n : 1));
+        if (!marg || !unc) {
+            free(marg), free(unc);
             return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        }
         r->sla_margin = sla_margins(o, jb->truth, jb->pred, n, marg, &r->n_sla_jobs);
-        if (isnan(r->sla_margin))
+        if (isnan(r->sla_margin) || pfi_expt_gain_uncertainty(jb->truth, jb->pred, n, unc))
             rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
         for (int c = 0; !rc && c < nc; c++) {
             double budget = pfi_alloc_budget_from_cut(jb->truth, n, cuts[c]);
-            if (isnan(pfi_expt_sla_plan(jb->pred, n, o->sla, marg, budget, &o->alloc, err)))
+            if (isnan(pfi_expt_sla_plan(jb->pred, n, o->sla, marg, unc, PFI_EXPT_PLAN_KAPPA,
+                                        budget, &o->alloc, err)))
                 rc = err && err->code ? err->code : PFI_ENOMEM;
             else
                 rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts + c, 1, policies,
@@ -741,7 +807,7 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
                                    &r->eq_pred[c0 + c], &r->eq_pred_breaches[c0 + c],
                                    &r->eq_pred_worst[c0 + c], err);
         }
-        free(marg);
+        free(marg), free(unc);
     } else
         rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts, nc, policies, npolicies,
                                   &o->alloc, r->cells + cell0, caps, err);

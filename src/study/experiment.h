@@ -50,6 +50,14 @@
 #define PFI_EXPT_SLA_QUANTILE 1.0
 /* Bisection steps of pfi_expt_sla_plan's share of the margins (2^-20). */
 #define PFI_EXPT_SLA_PLAN_STEPS 20
+/* pfi_expt_sla_plan's kappa in the study: how many times its uncertainty pfi's predicted gain
+ * over the equal cut must exceed for the margin share to be kept (docs/allocation.md). */
+#ifndef PFI_EXPT_PLAN_KAPPA
+#define PFI_EXPT_PLAN_KAPPA 1.0
+#endif
+/* The relative caps u at which pfi_expt_gain_uncertainty reads the slowdown errors. */
+#define PFI_EXPT_GAIN_U0 0.50
+#define PFI_EXPT_GAIN_DU 0.05
 #define PFI_EXPT_ID_MAX (PFI_NAME_MAX + 16)
 
 /* One setting of the one-probe shape estimate (probes 1 with probe_shape): what the
@@ -152,16 +160,28 @@ double pfi_expt_sla_error(const pfi_alloc_job *t, const pfi_alloc_job *q, double
 int pfi_expt_sla_margins(const pfi_alloc_job *tj, const pfi_alloc_job *pj, int n, double sla,
                          int every, double *marg);
 
+/* The uncertainty, per watt moved, of each job's predicted gain: s[j] = g_j * T0_j / max cap
+ * of j (T0_j: pfi's curve at the max cap), g_j the root mean square over the OTHER jobs k of
+ * the slope of k's out-of-fold slowdown error, (err_k(u + du) - err_k(u)) / du, err_k(u) = true
+ * slowdown - pfi's slowdown at cap u * max cap of k, u = PFI_EXPT_GAIN_U0, + PFI_EXPT_GAIN_DU,
+ * ... up to 1 (where both caps lie in k's ranges).  s[j] = 0 when no other job has a slope.
+ * Returns 0, -1 when out of memory. */
+int pfi_expt_gain_uncertainty(const pfi_alloc_job *tj, const pfi_alloc_job *pj, int n, double *s);
+
 /* pfi's SLAs at one budget: q[j].sla for each SLA job j (marg[j] its margin; NAN: not an SLA
  * job, whose SLA is set to none) becomes sla - t * marg[j], t the largest in [0, 1] (to
- * 2^-PFI_EXPT_SLA_PLAN_STEPS) at which pfi's allocation on q is worth at least, on q, an equal
- * cut with the plain SLAs: t = 1, the whole margin, when it already is.  So pfi never plans an
- * allocation that its own curves say is worse than the equal cut's, and when the whole margin
- * does not fit the budget it keeps the share that does instead of relaxing every SLA.  When
- * even the plain SLAs do not fit an equal cut, they are set plain (t = 0) for the allocator's
- * on-infeasible mode.  Returns t; NAN on error. */
+ * 2^-PFI_EXPT_SLA_PLAN_STEPS) at which pfi's allocation on q, valued on q LESS kappa times the
+ * uncertainty of its gain over the equal cut (sum over jobs of unc[j] x |its cap - its cap
+ * under the equal cut|, unc from pfi_expt_gain_uncertainty; kappa 0: no bound, unc unread), is
+ * worth at least, on q, an equal cut with the plain SLAs: t = 1, the whole margin, when it
+ * already is.  So pfi never plans an allocation whose gain over the equal cut, on its own
+ * curves, is smaller than kappa times its uncertainty, and when the whole margin does not fit
+ * the budget it keeps the share that does instead of relaxing every SLA.  When no share
+ * passes, t = 0 (plain SLAs); when even the plain SLAs do not fit an equal cut, they are set
+ * plain for the allocator's on-infeasible mode.  Returns t; NAN on error. */
 double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg,
-                         double budget_w, const pfi_alloc_opts *ao, pfi_err *err);
+                         const double *unc, double kappa, double budget_w,
+                         const pfi_alloc_opts *ao, pfi_err *err);
 
 /* `probes` at core/probe.h's depth (two probes: 0.20, 0.40), the predictor's default seed, the
  * allocator's defaults, no SLA (when one is set: every third job, margin measured). */

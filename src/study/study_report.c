@@ -1152,15 +1152,16 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
             para(&d, "Off the lower panel's chart (below %.0f%%, where the equal -> oracle gap is "
                      "almost nothing and the ratio means little): %s; see the tables.",
                  GAP_FLOOR * 100, off);
-        char sla_text[1024];
+        char sla_text[1536];
         snprintf(sla_text, sizeof sla_text,
                  "With SLAs: %d of the %d jobs may lose at most %.0f%% of their throughput. "
                  "Each policy enforces the SLA on the curves it sees; pfi, whose curves are "
                  "estimates, plans each SLA job on a conservative reading: the SLA less the "
                  "largest optimism seen on any other job's curve at that job's own SLA floor "
-                 "(%.1f points on average), or, at a cut where that plan is worth less on its "
-                 "own curves than an equal cut with the plain SLAs, the largest share of that "
-                 "margin at which it is not. "
+                 "(%.1f points on average), or, at a cut where that plan's gain over an equal "
+                 "cut with the plain SLAs, on its own curves, is smaller than its uncertainty "
+                 "(the other jobs' out-of-fold error, per watt each job moves from its equal "
+                 "share), the largest share of that margin at which it is not. "
                  "A breach is a TRUE slowdown more than "
                  "%.1f points over the SLA. When even the oracle breaches, the budget cannot "
                  "meet every SLA and all policies relax them equally.",

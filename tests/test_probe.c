@@ -429,6 +429,19 @@ static void test_shape_mean(void **state)
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 1, 0, &m, &e), PFI_OK);
     assert_memory_equal(m.rel_mono, a.rel_mono, sizeof a.rel_mono);
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 0, 0, &m, &e), PFI_EINVAL);
+    /* the references' monotone levels made once give the same curve; one reference's levels
+     * out of order (its 125 W level above its 150 W one) so that they matter */
+    ref[2].rel[1] = ref[2].rel_mono[1] = ref[2].rel[2] + 0.05;
+    static double iso[N * PFI_CURVE_MAX_PTS];
+    pfi_probe_refs_iso(ref, N, iso);
+    assert_true(fabs(iso[2 * PFI_CURVE_MAX_PTS + 1] - iso[2 * PFI_CURVE_MAX_PTS + 2]) < 1e-12);
+    for (int amp = 0; amp < 2; amp++) {
+        assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, amp, &a, &e), PFI_OK);
+        assert_int_equal(pfi_probe_shape_mean_iso(&o, ref, iso, NULL, N, mem, 2, amp, &b, &e),
+                         PFI_OK);
+        assert_memory_equal(a.rel_mono, b.rel_mono, sizeof a.rel_mono);
+        assert_memory_equal(a.cap_w, b.cap_w, sizeof a.cap_w);
+    }
 }
 
 /* Below every neighbour's measured range the curve keeps falling (the collapse near a GPU's

@@ -337,9 +337,18 @@ int pfi_probe_shape_curve(const pfi_probe_obs *o, const pfi_curve *refs,
     return pfi_probe_shape_rescaled(o, refs, use, nref, so, 0.0, out, err);
 }
 
-int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
-                             const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
-                             double amp, pfi_curve *out, pfi_err *err)
+void pfi_probe_refs_iso(const pfi_curve *refs, int nref, double *iso)
+{
+    for (int i = 0; i < nref; i++)
+        if (refs[i].n >= 2 && refs[i].n <= PFI_CURVE_MAX_PTS)
+            pfi_isotonic(refs[i].rel, NULL, refs[i].n, iso + (size_t)i * PFI_CURVE_MAX_PTS);
+}
+
+/* pfi_probe_shape_rescaled on the references' monotone levels iso_in (pfi_probe_refs_iso's;
+ * NULL: made here, for the references used). */
+static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso_in,
+                      const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                      double amp, pfi_curve *out, pfi_err *err)
 {
     if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
         return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
@@ -349,11 +358,12 @@ int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
     if (k > SHAPE_K_MAX)
         k = SHAPE_K_MAX;
     size_t nr = (size_t)(nref > 0 ? nref : 1);
-    double *iso = malloc(sizeof *iso * PFI_CURVE_MAX_PTS * nr);
+    double *own = iso_in ? NULL : malloc(sizeof *own * PFI_CURVE_MAX_PTS * nr);
+    const double *iso = iso_in ? iso_in : own;
     double *dist = malloc(sizeof *dist * nr), *sref = malloc(sizeof *sref * nr);
     int *nb = malloc(sizeof *nb * nr);
     if (!iso || !dist || !sref || !nb) {
-        free(iso), free(dist), free(sref), free(nb);
+        free(own), free(dist), free(sref), free(nb);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     double norm = shape_norm(o->p0_w, o->max_cap_w, space);
@@ -363,16 +373,19 @@ int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
         const pfi_curve *c = &refs[i];
         if ((use && !use[i]) || c->n < 2 || c->n > PFI_CURVE_MAX_PTS || !(c->p0_w > 0))
             continue;
-        double *y = iso + (size_t)i * PFI_CURVE_MAX_PTS;
-        pfi_isotonic(c->rel, NULL, c->n, y);
-        double s = ref_s_at(c, y, xp, space);
+        if (own)
+            pfi_isotonic(c->rel, NULL, c->n, own + (size_t)i * PFI_CURVE_MAX_PTS);
+        double s = ref_s_at(c, iso + (size_t)i * PFI_CURVE_MAX_PTS, xp, space);
         if (!isfinite(s))
             continue; /* not measured as deep as the probe: not comparable */
         dist[i] = fabs(s - sp);
         sref[i] = s;
-        double dr = ref_draw_ratio(c, o->cap_w * shape_norm(c->p0_w, c->max_cap_w, space) / norm);
-        if (w_draw > 0 && o->draw_w > 0 && isfinite(dr))
-            dist[i] += w_draw * fabs(dr - o->draw_w / o->cap_w);
+        if (w_draw > 0 && o->draw_w > 0) {
+            double dr =
+                ref_draw_ratio(c, o->cap_w * shape_norm(c->p0_w, c->max_cap_w, space) / norm);
+            if (isfinite(dr))
+                dist[i] += w_draw * fabs(dr - o->draw_w / o->cap_w);
+        }
         nb[m++] = i;
     }
     /* The k first in ref_before's order, as a stable sort would put them (ties: the earlier
@@ -417,19 +430,34 @@ int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
         out->rel[i] = out->rel_mono[i] = 1.0 - s[i];
     }
     out->n = G;
-    free(iso), free(dist), free(sref), free(nb);
+    free(own), free(dist), free(sref), free(nb);
     return PFI_OK;
+}
+
+int pfi_probe_shape_rescaled(const pfi_probe_obs *o, const pfi_curve *refs,
+                             const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                             double amp, pfi_curve *out, pfi_err *err)
+{
+    return shape_walk(o, refs, NULL, use, nref, so, amp, out, err);
 }
 
 int pfi_probe_shape_mean(const pfi_probe_obs *o, const pfi_curve *refs, const unsigned char *use,
                          int nref, const pfi_probe_shape_opts *members, int nm, double amp,
                          pfi_curve *out, pfi_err *err)
 {
+    return pfi_probe_shape_mean_iso(o, refs, NULL, use, nref, members, nm, amp, out, err);
+}
+
+int pfi_probe_shape_mean_iso(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                             const unsigned char *use, int nref,
+                             const pfi_probe_shape_opts *members, int nm, double amp,
+                             pfi_curve *out, pfi_err *err)
+{
     if (nm < 1)
         return pfi_err_set(err, PFI_EINVAL, "a committee needs at least one member");
     double acc[PFI_CURVE_MAX_PTS] = {0};
     for (int m = 0; m < nm; m++) {
-        int rc = pfi_probe_shape_rescaled(o, refs, use, nref, &members[m], amp, out, err);
+        int rc = shape_walk(o, refs, iso, use, nref, &members[m], amp, out, err);
         if (rc)
             return rc;
         /* every member's grid is the same: the job's cap range in PFI_CURVE_MAX_PTS steps */

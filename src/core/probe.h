@@ -150,4 +150,17 @@ int pfi_probe_shape_mean(const pfi_probe_obs *obs, const pfi_curve *refs,
                          const unsigned char *use, int nref, const pfi_probe_shape_opts *members,
                          int nm, double amp, pfi_curve *out, pfi_err *err);
 
+/* The references' relative throughput made monotone in the cap (isotonic regression in cap
+ * order), as the shape estimates read them: iso[i * PFI_CURVE_MAX_PTS + l], reference i's
+ * level l (references with fewer than 2 or more than PFI_CURVE_MAX_PTS levels left alone).
+ * Made once for many estimates over the same references, it spares each of them the work. */
+void pfi_probe_refs_iso(const pfi_curve *refs, int nref, double *iso);
+
+/* pfi_probe_shape_mean on iso from pfi_probe_refs_iso (NULL: made for each estimate): the same
+ * curve. */
+int pfi_probe_shape_mean_iso(const pfi_probe_obs *obs, const pfi_curve *refs, const double *iso,
+                             const unsigned char *use, int nref,
+                             const pfi_probe_shape_opts *members, int nm, double amp,
+                             pfi_curve *out, pfi_err *err);
+
 #endif

@@ -268,8 +268,13 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
                          pfi_curve *pred, char *note, size_t notelen, pfi_err *err)
 {
     unsigned char *use = malloc((size_t)(p->n ? p->n : 1));
-    if (!use)
+    /* every job reads the same references: their monotone levels made once */
+    double *iso = malloc(sizeof *iso * PFI_CURVE_MAX_PTS * (size_t)(p->n ? p->n : 1));
+    if (!use || !iso) {
+        free(use), free(iso);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    pfi_probe_refs_iso(p->truth, p->n, iso);
     int rc = PFI_OK;
     for (int j = 0; !rc && j < p->n; j++) {
         const pfi_expt_shape_set *st = sets ? &sets[j] : one;
@@ -287,10 +292,11 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         pfi_probe_obs ob;
         double d = per_job ? per_job[j] : st->depth;
         if ((rc = pfi_probe_observe(&p->truth[j], d, &ob, NULL, err)) ||
-            (rc = pfi_probe_shape_mean(&ob, p->truth, use, p->n, so, nm, st->amp, &pred[j], err)))
+            (rc = pfi_probe_shape_mean_iso(&ob, p->truth, iso, use, p->n, so, nm, st->amp,
+                                           &pred[j], err)))
             pfi_err_prefix(err, "probing %s: ", rj->name);
     }
-    free(use);
+    free(use), free(iso);
     if (rc)
         return rc;
     const char *lib = group_out ? "OTHER job groups'" : "OTHER jobs'";

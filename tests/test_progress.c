@@ -2,12 +2,15 @@
 /* Tests of util/progress.h on a clock the test moves: the terminal line is rewritten at most
  * 5 times a second with the step, count, elapsed time and estimate; plain lines wait 10 s and
  * come at most every 10 s; off writes nothing; the end clears an open line. */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -127,6 +130,78 @@ static void test_env_mode(void **state)
     unsetenv("PFI_PROGRESS");
 }
 
+/* A count shared by worker threads: the report is made outside the count's lock.  The first
+ * report blocks until every other worker has ended all its steps (which it cannot while that
+ * report holds the lock; the wait is bounded so such a failure does not hang); reports never
+ * overlap, their counts grow, and the last is the total. */
+enum { CW_THREADS = 4, CW_STEPS = 3 };
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int workers_done, inside, overlap, calls, last, decreasing, waited, timed_out;
+} cw = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0};
+
+static void cw_report(void *ctx, const char *step, int done, int total)
+{
+    (void)ctx;
+    assert_string_equal(step, "fitting");
+    assert_int_equal(total, CW_THREADS * CW_STEPS);
+    pthread_mutex_lock(&cw.mu);
+    if (cw.inside++)
+        cw.overlap = 1;
+    if (done <= cw.last)
+        cw.decreasing = 1;
+    cw.last = done;
+    if (cw.calls++ == 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 30;
+        while (cw.workers_done < CW_THREADS - 1 && !cw.timed_out)
+            cw.timed_out = pthread_cond_timedwait(&cw.cv, &cw.mu, &until) == ETIMEDOUT;
+        cw.waited = 1;
+    }
+    cw.inside--;
+    pthread_mutex_unlock(&cw.mu);
+}
+
+static void *cw_worker(void *arg)
+{
+    for (int i = 0; i < CW_STEPS; i++)
+        pfi_progress_count_step(arg);
+    pthread_mutex_lock(&cw.mu);
+    cw.workers_done++;
+    pthread_cond_broadcast(&cw.cv);
+    pthread_mutex_unlock(&cw.mu);
+    return NULL;
+}
+
+static void test_count_reports_outside_lock(void **state)
+{
+    (void)state;
+    pfi_progress_count c;
+    pfi_progress_count_init(&c, cw_report, NULL, "fitting", CW_THREADS * CW_STEPS);
+    pthread_t th[CW_THREADS];
+    for (int i = 0; i < CW_THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, cw_worker, &c), 0);
+    for (int i = 0; i < CW_THREADS; i++)
+        pthread_join(th[i], NULL);
+    pfi_progress_count_destroy(&c);
+    assert_true(cw.waited);
+    assert_false(cw.timed_out); /* the other workers went on while one reported */
+    assert_false(cw.overlap);
+    assert_false(cw.decreasing);
+    assert_int_equal(cw.last, CW_THREADS * CW_STEPS);
+    assert_int_equal(c.done, CW_THREADS * CW_STEPS);
+    assert_true(cw.calls >= 2 && cw.calls <= CW_THREADS * CW_STEPS);
+
+    /* Without a report function: only counted. */
+    pfi_progress_count_init(&c, NULL, NULL, "fitting", 2);
+    pfi_progress_count_step(&c);
+    pfi_progress_count_step(&c);
+    assert_int_equal(c.done, 2);
+    pfi_progress_count_destroy(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_lines_bounded),
         cmocka_unit_test(test_off_silent),
         cmocka_unit_test(test_env_mode),
+        cmocka_unit_test(test_count_reports_outside_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@
 #include "sim/sim.h"
 #include "store/csv.h"
 #include "store/perseus.h"
+#include "util/progress.h"
 
 /* ---------------------------------------------------------------- runs */
 
@@ -774,25 +775,15 @@ static void report(const ctx *c, int fit_all, int split, pfi_sim_validation *out
     }
 }
 
-typedef struct val_progress {
-    pfi_sim_val_progress fn;
-    void *ctx;
-    int done, total;
-    pthread_mutex_t *lock; /* splits fitted at once share one count; NULL: one at a time */
-} val_progress;
+/* Splits fitted at once share one count, reported outside its lock (util/progress.h). */
+typedef pfi_progress_count val_progress;
+#define VAL_STEP "validating the simulator against the measured sweeps"
 
 enum { VAL_STAGES = 4 }; /* load, fit the clocks, fit the constants, simulate and check */
 
 static void stage_done(val_progress *vp)
 {
-    if (vp->lock)
-        pthread_mutex_lock(vp->lock);
-    vp->done++;
-    if (vp->fn)
-        vp->fn(vp->ctx, "validating the simulator against the measured sweeps", vp->done,
-               vp->total);
-    if (vp->lock)
-        pthread_mutex_unlock(vp->lock);
+    pfi_progress_count_step(vp);
 }
 
 static int validate(const char *data_dir, int flags, val_progress *vp, pfi_sim_validation *out,
@@ -858,8 +849,11 @@ int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_val_progress progr
                      void *progress_ctx, pfi_sim_validation *out, pfi_err *err)
 {
     gsl_set_error_handler_off();
-    val_progress vp = {progress, progress_ctx, 0, VAL_STAGES, NULL};
-    return validate(data_dir, flags, &vp, out, err);
+    val_progress vp;
+    pfi_progress_count_init(&vp, progress, progress_ctx, VAL_STEP, VAL_STAGES);
+    int rc = validate(data_dir, flags, &vp, out, err);
+    pfi_progress_count_destroy(&vp);
+    return rc;
 }
 
 /* One split's fit and check, on a thread of its own. */
@@ -889,8 +883,9 @@ int pfi_sim_validate_splits(const char *data_dir, int flags, pfi_sim_val_progres
      * (the same operations in the same order as one after the other, so the same results bit
      * for bit), and a split whose thread cannot start runs here. */
     gsl_set_error_handler_off();
-    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    val_progress vp = {progress, progress_ctx, 0, VAL_STAGES * PFI_SIM_VAL_SPLITS, &lock};
+    val_progress vp;
+    pfi_progress_count_init(&vp, progress, progress_ctx, VAL_STEP,
+                            VAL_STAGES * PFI_SIM_VAL_SPLITS);
     split_job job[PFI_SIM_VAL_SPLITS];
     pthread_t th[PFI_SIM_VAL_SPLITS];
     int started[PFI_SIM_VAL_SPLITS];
@@ -905,7 +900,7 @@ int pfi_sim_validate_splits(const char *data_dir, int flags, pfi_sim_val_progres
     for (int n = 0; n < PFI_SIM_VAL_SPLITS; n++)
         if (started[n])
             pthread_join(th[n], NULL);
-    pthread_mutex_destroy(&lock);
+    pfi_progress_count_destroy(&vp);
     out->target_met = 1;
     for (int n = 0; n < PFI_SIM_VAL_SPLITS; n++) {
         pfi_sim_validation *v = &out->split[n];

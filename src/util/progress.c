@@ -108,3 +108,37 @@ void pfi_progress_end(pfi_progress *p)
         p->line_open = 0;
     }
 }
+
+void pfi_progress_count_init(pfi_progress_count *c, pfi_progress_fn fn, void *ctx,
+                             const char *step, int total)
+{
+    c->fn = fn;
+    c->ctx = ctx;
+    c->step = step;
+    c->done = 0;
+    c->total = total;
+    c->reporting = 0;
+    pthread_mutex_init(&c->mu, NULL);
+}
+
+void pfi_progress_count_step(pfi_progress_count *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->done++;
+    if (c->fn && !c->reporting) {
+        c->reporting = 1;
+        for (int shown = 0; shown != c->done;) {
+            shown = c->done;
+            pthread_mutex_unlock(&c->mu);
+            c->fn(c->ctx, c->step, shown, c->total);
+            pthread_mutex_lock(&c->mu);
+        }
+        c->reporting = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void pfi_progress_count_destroy(pfi_progress_count *c)
+{
+    pthread_mutex_destroy(&c->mu);
+}

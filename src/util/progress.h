@@ -11,6 +11,7 @@
 #ifndef PFI_UTIL_PROGRESS_H
 #define PFI_UTIL_PROGRESS_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 typedef enum { PFI_PROGRESS_OFF, PFI_PROGRESS_TTY, PFI_PROGRESS_LINES } pfi_progress_mode;
@@ -38,5 +39,24 @@ void pfi_progress_cb(void *ctx, const char *step, int done, int total);
 
 /* Clears an open terminal line (call before printing results). */
 void pfi_progress_end(pfi_progress *p);
+
+/* Steps of one piece of work done by several threads, counted under a lock and reported
+ * outside it: fn (which need not be thread-safe) is called by one thread at a time, with counts
+ * that only grow, the last call with the final count.  A thread that ends a step while another
+ * is reporting leaves its count to that one and goes on, so no worker waits for the terminal. */
+typedef void (*pfi_progress_fn)(void *ctx, const char *step, int done, int total);
+typedef struct pfi_progress_count {
+    pfi_progress_fn fn; /* NULL: only counted */
+    void *ctx;
+    const char *step;
+    int done, total;
+    int reporting; /* a thread is in fn */
+    pthread_mutex_t mu;
+} pfi_progress_count;
+
+void pfi_progress_count_init(pfi_progress_count *c, pfi_progress_fn fn, void *ctx,
+                             const char *step, int total);
+void pfi_progress_count_step(pfi_progress_count *c);
+void pfi_progress_count_destroy(pfi_progress_count *c);
 
 #endif

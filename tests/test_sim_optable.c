@@ -3,7 +3,9 @@
  * inverts, and the budget grid (sim/optable.c) against the direct solver at budgets between its
  * nodes, on them, and outside the settable range, for every GPU model and the paper fleet's
  * stage work; the powers the solvers keep with the clocks, and one GPU's step computed once. */
+#include <link.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,12 +197,79 @@ static void test_optable_memo_changes_nothing(void **state)
     }
 }
 
+/* The bytes of thread-local storage the executable (libpfi linked in) gives every thread of
+ * the process, whether it simulates or not. */
+static int exe_tls(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS)
+            *(size_t *)arg += info->dlpi_phdr[i].p_memsz;
+    return 1; /* the first object is the executable */
+}
+
+typedef struct memo_run {
+    pfi_gpu_model g;
+    pfi_sim_work w1, w2;
+    long hits, differ;
+} memo_run;
+
+/* A fresh thread's memo: empty at its start, filled by the first job's nodes, and the second
+ * job's memory-bound nodes found in it, every clock and power the direct solver's. */
+static void *memo_thread(void *arg)
+{
+    memo_run *r = arg;
+    long h0 = pfi_sim_optable_memo_hits();
+    for (int j = 0; j < 2; j++) {
+        const pfi_sim_work *w = j ? &r->w2 : &r->w1;
+        pfi_sim_optable t;
+        pfi_sim_optable_init(&t, &r->g, w, 1.01);
+        for (double L = ceil(r->g.min_limit_w); L <= r->g.max_limit_w; L += 1) {
+            pfi_sim_op a, b;
+            pfi_sim_optable_op(&t, L, &a);
+            pfi_sim_operating_point(&r->g, w, L, 1.01, &b);
+            for (int p = 0; p < PFI_PH_N; p++)
+                r->differ += a.f[p] != b.f[p] || a.p[p] != b.p[p];
+        }
+        pfi_sim_optable_free(&t);
+        if (j == 0 && pfi_sim_optable_memo_hits() != h0)
+            r->differ++; /* the first job of a fresh thread finds nothing */
+    }
+    r->hits = pfi_sim_optable_memo_hits() - h0;
+    return NULL;
+}
+
+/* The memo is the simulating thread's own, allocated when it first solves a node and freed when
+ * it ends (a leak under the sanitizers otherwise): the process's static thread-local storage,
+ * which every thread of it carries (a server's, a client library's), stays small. */
+static void test_optable_memo_per_thread(void **state)
+{
+    (void)state;
+    size_t tls = 0;
+    dl_iterate_phdr(exe_tls, &tls);
+    assert_true(tls <= 1024);
+    pfi_err e = {0};
+    pfi_node_config c;
+    assert_int_equal(pfi_sim_preset("h200x8-mixed", &c, &e), PFI_OK);
+    memo_run r = {.g = c.gpu};
+    assert_int_equal(pfi_sim_job_work(&c, &c.jobs[0], 0, &r.w1, &e), PFI_OK);
+    assert_int_equal(pfi_sim_job_work(&c, &c.jobs[1], 0, &r.w2, &e), PFI_OK);
+    for (int k = 0; k < 3; k++) {
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, memo_thread, &r), 0);
+        pthread_join(th, NULL);
+        assert_int_equal(r.differ, 0);
+        assert_true(r.hits > 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_root_brackets_the_limit),
         cmocka_unit_test(test_optable_matches_direct),
         cmocka_unit_test(test_optable_memo_changes_nothing),
+        cmocka_unit_test(test_optable_memo_per_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

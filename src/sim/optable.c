@@ -17,6 +17,7 @@
  * a memo of solved nodes keyed by (law, budget), compared bit for bit: a hit is the very
  * bracket the solver would compute again. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,10 @@ struct pfi_sim_oppage {
 _Static_assert(PFI_SIM_OPTABLE_PAGE <= 64, "a page's nodes are the bits of one uint64_t");
 
 /* The memo: direct-mapped, per thread, the latest node wins its slot.  An empty slot's key is
- * all zero, a law no node solves (its powers are 0 at both ends of its zero clock range). */
+ * all zero, a law no node solves (its powers are 0 at both ends of its zero clock range).  Its
+ * ~96 KB are allocated by the first node a thread solves and freed when that thread ends: a
+ * thread that never simulates (a server's, a client library's) carries a pointer, not the
+ * table. */
 #define MEMO_SLOTS 1024
 typedef struct memo_key {
     pfi_sim_power_law law;
@@ -43,8 +47,31 @@ typedef struct memo_slot {
     memo_key key;
     pfi_sim_bracket b;
 } memo_slot;
-static _Thread_local memo_slot memo[MEMO_SLOTS];
+static _Thread_local memo_slot *memo;
 static _Thread_local long memo_hits;
+static pthread_key_t memo_owner; /* frees a thread's table when it ends */
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static int memo_keyed;
+
+static void memo_make_key(void)
+{
+    memo_keyed = pthread_key_create(&memo_owner, free) == 0;
+}
+
+/* This thread's table, allocated the first time; NULL (no memo: every node solved) when it
+ * cannot be. */
+static memo_slot *memo_table(void)
+{
+    if (memo)
+        return memo;
+    pthread_once(&memo_once, memo_make_key);
+    memo_slot *m = memo_keyed ? calloc(MEMO_SLOTS, sizeof *m) : NULL;
+    if (m && pthread_setspecific(memo_owner, m) != 0) {
+        free(m);
+        m = NULL;
+    }
+    return memo = m;
+}
 
 long pfi_sim_optable_memo_hits(void) { return memo_hits; }
 
@@ -67,7 +94,12 @@ static unsigned memo_index(const memo_key *k)
 static void node_root(const pfi_sim_power_law *law, double e, pfi_sim_bracket *b)
 {
     memo_key k = {*law, e};
-    memo_slot *s = &memo[memo_index(&k)];
+    memo_slot *m = memo_table();
+    if (!m) {
+        pfi_sim_phase_root(law, e, b);
+        return;
+    }
+    memo_slot *s = &m[memo_index(&k)];
     if (memcmp(&s->key, &k, sizeof k) == 0) {
         *b = s->b;
         memo_hits++;

@@ -42,6 +42,9 @@ typedef struct snode {
 struct pfi_standin {
     struct MHD_Daemon *d;
     pthread_mutex_t mu;
+    pthread_mutex_t hold_mu; /* pfi_standin_hold: requests wait while held */
+    pthread_cond_t hold_cv;
+    int held, waiting;
     int n;
     snode *nodes;    /* sorted by name */
     double min_w, max_w;
@@ -194,6 +197,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
         return more > 0 ? MHD_YES : MHD_NO;
     if (u->too_big)
         return MHD_NO;
+    pthread_mutex_lock(&s->hold_mu);
+    if (s->held) {
+        s->waiting++;
+        while (s->held)
+            pthread_cond_wait(&s->hold_cv, &s->hold_mu);
+        s->waiting--;
+    }
+    pthread_mutex_unlock(&s->hold_mu);
     if (strncmp(url, "/n/", 3))
         return fail(con, 404, "expected /n/NODE/v1/...");
     const char *name = url + 3, *slash = strchr(name, '/');
@@ -235,9 +246,17 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
 int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, double min_w,
                       double max_w, pfi_standin **out, int *port, pfi_err *err)
 {
+    return pfi_standin_start_threads(4, n_nodes, names, gpus_per_node, min_w, max_w, out, port,
+                                     err);
+}
+
+int pfi_standin_start_threads(int threads, int n_nodes, const char *const *names,
+                              int gpus_per_node, double min_w, double max_w, pfi_standin **out,
+                              int *port, pfi_err *err)
+{
     *out = NULL;
-    if (n_nodes < 1 || gpus_per_node < 1 || gpus_per_node > PFI_MAX_GPUS || !(min_w > 0) ||
-        max_w < min_w)
+    if (threads < 1 || n_nodes < 1 || gpus_per_node < 1 || gpus_per_node > PFI_MAX_GPUS ||
+        !(min_w > 0) || max_w < min_w)
         return pfi_err_set(err, PFI_EINVAL, "stand-in: bad node count, GPU count or limits");
     pfi_standin *s = calloc(1, sizeof *s);
     if (!s || !(s->nodes = calloc((size_t)n_nodes, sizeof *s->nodes))) {
@@ -245,6 +264,8 @@ int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, 
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->hold_mu, NULL);
+    pthread_cond_init(&s->hold_cv, NULL);
     s->n = n_nodes;
     s->min_w = min_w;
     s->max_w = max_w;
@@ -262,10 +283,15 @@ int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, 
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
+    /* poll(), not epoll: libmicrohttpd's epoll loop (0.9.75, and its code to this day) waits
+     * again with the caller's timeout after a batch of exactly MAX_EVENTS (128) events before
+     * it serves them, so with no connection timeout a thread that saw 128 requests at once
+     * sleeps on them until some other event comes (the 1,000-node benchmark's refresh stalled
+     * so until the controller's timeout, one run in 13-40). */
+    s->d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD,
                             0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED,
                             pfi_cl_body_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-                            on_connection, s, MHD_OPTION_THREAD_POOL_SIZE, 4,
+                            on_connection, s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
                             MHD_OPTION_CONNECTION_LIMIT, 8000, MHD_OPTION_SOCK_ADDR,
                             (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!s->d) {
@@ -366,15 +392,36 @@ long long pfi_standin_connections(pfi_standin *s)
     return v;
 }
 
+void pfi_standin_hold(pfi_standin *s, int hold)
+{
+    pthread_mutex_lock(&s->hold_mu);
+    s->held = hold;
+    if (!hold)
+        pthread_cond_broadcast(&s->hold_cv);
+    pthread_mutex_unlock(&s->hold_mu);
+}
+
+int pfi_standin_waiting(pfi_standin *s)
+{
+    pthread_mutex_lock(&s->hold_mu);
+    int v = s->waiting;
+    pthread_mutex_unlock(&s->hold_mu);
+    return v;
+}
+
 void pfi_standin_stop(pfi_standin *s)
 {
     if (!s)
         return;
-    if (s->d)
+    if (s->d) {
+        pfi_standin_hold(s, 0);
         MHD_stop_daemon(s->d);
+    }
     for (int i = 0; i < s->n; i++)
         free(s->nodes[i].jobs);
     free(s->nodes);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->hold_mu);
+    pthread_cond_destroy(&s->hold_cv);
     free(s);
 }

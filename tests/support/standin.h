@@ -26,6 +26,10 @@ typedef struct pfi_standin_job {
 
 int pfi_standin_start(int n_nodes, const char *const *names, int gpus_per_node, double min_w,
                       double max_w, pfi_standin **out, int *port, pfi_err *err);
+/* The same on `threads` server threads (pfi_standin_start: 4). */
+int pfi_standin_start_threads(int threads, int n_nodes, const char *const *names,
+                              int gpus_per_node, double min_w, double max_w, pfi_standin **out,
+                              int *port, pfi_err *err);
 int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err);
 /* A silent node: accepts connections, never answers (until unset). */
 void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent);
@@ -37,6 +41,10 @@ double pfi_standin_cap(pfi_standin *s, const char *node, int gpu);
 long long pfi_standin_requests(pfi_standin *s);
 /* Connections the server has accepted so far (a client that keeps its connections opens few). */
 long long pfi_standin_connections(pfi_standin *s);
+/* hold 1: every request that arrives waits (its server thread with it) until hold 0. */
+void pfi_standin_hold(pfi_standin *s, int hold);
+/* Requests waiting on a hold now. */
+int pfi_standin_waiting(pfi_standin *s);
 void pfi_standin_stop(pfi_standin *s);
 
 #endif

@@ -15,6 +15,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cluster/cluster.h"
 #include "core/pfi.h"
 #include "support/standin.h"
@@ -33,6 +35,18 @@ static double cpu_s(void)
     getrusage(RUSAGE_SELF, &u);
     return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
            (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+/* Nodes the controller holds silent now (a request to them failed or timed out). */
+static int silent_nodes(pfi_cl *c)
+{
+    json_t *d = pfi_cl_json_nodes(c), *n;
+    size_t i;
+    int silent = 0;
+    json_array_foreach(json_object_get(d, "nodes"), i, n)
+        silent += !json_is_true(json_object_get(n, "up"));
+    json_decref(d);
+    return silent;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -164,8 +178,9 @@ int main(int argc, char **argv)
     double full = pfi_cl_site_default_w(c);
     printf("cluster: %d nodes x %d GPUs = %d GPUs, %d jobs (%d multi-node) on %d GPUs\n", nodes,
            gpn, nodes * gpn, njobs, multi, ngpus_busy);
-    printf("refresh (topology + GET /v1/gpus + GET /v1/jobs on every node): %.1f ms\n",
-           t_refresh * 1e3);
+    printf("refresh (topology + GET /v1/gpus + GET /v1/jobs on every node): %.1f ms, "
+           "%d nodes silent after it\n",
+           t_refresh * 1e3, silent_nodes(c));
 
     static const double cuts[] = {0.30, 0.20, 0.35, 0.0};
     static const char *what[] = {"100% -> cut 30%", "cut 30% -> cut 20% (raise)",
@@ -234,6 +249,10 @@ int main(int argc, char **argv)
                nall, nodes, all[(nall - 1) / 2] * 1e3, all[p95 < 0 ? 0 : p95] * 1e3,
                t_refresh * 1e3);
     }
+    pfi_cl_stats fin;
+    pfi_cl_get_stats(c, &fin);
+    printf("node requests that failed during the changes: %lld; nodes silent at the end: %d\n",
+           fin.n_node_fail, silent_nodes(c));
     free(all);
     free(all_cpu);
     pfi_cl_close(c);

@@ -22,7 +22,7 @@
 
 #include "support/standin.h"
 #include "util/http.h"
-#include "util/http_answer.h"
+#include "support/answer_once.h"
 
 /* Bytes not received yet: under ASan a read of them is a report, else they hold line ends a
  * parser that read them would take for the answer's. */
@@ -404,7 +404,7 @@ static int answer(const char *in, size_t n, int eof, char **body)
     assert_non_null(buf);
     memcpy(buf, in, n);
     pfi_http_answer a;
-    int rc = pfi_http_answer_parse(buf, n, eof, 0, 1000, &a);
+    int rc = answer_once(buf, n, eof, 0, 1000, &a);
     free(buf);
     if (rc < 0)
         assert_non_null(a.why);
@@ -614,7 +614,7 @@ static void test_trickled_answers(void **state)
         char *want = long_answer(kind, 10, &n);
         pfi_http_answer one, got;
         int eof = kind == 2;
-        assert_int_equal(pfi_http_answer_parse(want, n, eof, 0, 4u << 20, &one), 1);
+        assert_int_equal(answer_once(want, n, eof, 0, 4u << 20, &one), 1);
         char *buf = malloc(n);
         assert_non_null(buf);
         HIDE(buf, n);
@@ -656,8 +656,8 @@ static void test_trickled_through_loop(void **state)
     const char *const answers[] = {chunked, cl, NULL};
     static const int close_after[] = {0, 0};
     pfi_http_answer a1, a2;
-    assert_int_equal(pfi_http_answer_parse(chunked, strlen(chunked), 0, 0, 4u << 20, &a1), 1);
-    assert_int_equal(pfi_http_answer_parse(cl, strlen(cl), 0, 0, 4u << 20, &a2), 1);
+    assert_int_equal(answer_once(chunked, strlen(chunked), 0, 0, 4u << 20, &a1), 1);
+    assert_int_equal(answer_once(cl, strlen(cl), 0, 0, 4u << 20, &a2), 1);
     script sc;
     script_run(&sc, answers, close_after, 1);
     pfi_http *h = pfi_http_new();

@@ -327,13 +327,3 @@ int pfi_http_answer_more(pfi_http_answer_reader *rd, const char *in, size_t n, i
         return read_whole(rd, in, n, eof, a);
     return read_chunks(rd, in, n, eof, a);
 }
-
-int pfi_http_answer_parse(const char *in, size_t n, int eof, int head, size_t max,
-                          pfi_http_answer *a)
-{
-    pfi_http_answer_reader rd;
-    pfi_http_answer_begin(&rd, head, max);
-    int rc = pfi_http_answer_more(&rd, in, n, eof, a);
-    pfi_http_answer_end(&rd);
-    return rc;
-}

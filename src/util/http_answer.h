@@ -20,17 +20,8 @@ typedef struct pfi_http_answer {
     const char *why; /* on an error: what was wrong (a static string) */
 } pfi_http_answer;
 
-/* The answer in in[0..n) (no NUL needed), eof when the server closed the connection after
- * it, head when the request was a HEAD (no body), max the longest body taken.  Returns 1 when
- * complete (a filled in, its body owned by the caller), 0 when more bytes are needed, -1 when
- * malformed, -2 when the body is longer than max; a->why says which on -1 and -2.  The same
- * bytes give the same result however they were split between calls. */
-int pfi_http_answer_parse(const char *in, size_t n, int eof, int head, size_t max,
-                          pfi_http_answer *a);
-
-/* The same, read as the bytes come: each call takes up where the last one stopped, so an
- * answer that arrives in many small pieces costs its length, not its length squared.  Every
- * call gives what pfi_http_answer_parse gives on the same in[0..n) and eof. */
+/* An answer read as its bytes come: each call takes up where the last one stopped, so an
+ * answer that arrives in many small pieces costs its length, not its length squared. */
 typedef struct pfi_http_answer_reader {
     int head;          /* the request was a HEAD */
     size_t max;        /* the longest body taken */
@@ -45,10 +36,14 @@ typedef struct pfi_http_answer_reader {
     size_t examined;   /* bytes looked at so far, every call together (a bound on the work) */
 } pfi_http_answer_reader;
 
+/* head: the request was a HEAD (no body); max: the longest body taken. */
 void pfi_http_answer_begin(pfi_http_answer_reader *rd, int head, size_t max);
-/* in[0..n): every byte received so far, those of earlier calls unchanged (n never shrinks).
- * Returns and fills a as pfi_http_answer_parse; after a result other than 0 the reader is
- * done (pfi_http_answer_end, or begin again). */
+/* in[0..n) (no NUL needed): every byte received so far, those of earlier calls unchanged (n
+ * never shrinks); eof when the server closed the connection after them.  Returns 1 when
+ * complete (a filled in, its body owned by the caller), 0 when more bytes are needed, -1 when
+ * malformed, -2 when the body is longer than max; a->why says which on -1 and -2.  The same
+ * bytes give the same result however they were split between calls.  After a result other
+ * than 0 the reader is done (pfi_http_answer_end, or begin again). */
 int pfi_http_answer_more(pfi_http_answer_reader *rd, const char *in, size_t n, int eof,
                          pfi_http_answer *a);
 /* Frees what an unfinished reader holds. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: an answer from a node daemon, broken or hostile, read by the HTTP client
- * (src/util/http_answer.c pfi_http_answer_parse, what the kept connections' loop reads every
- * answer with), without a socket.  Input: 4 bytes of settings, then the bytes received:
+ * (src/util/http_answer.c's reader, which the kept connections' loop reads every answer with;
+ * in one piece through tests/support/answer_once.h), without a socket.  Input: 4 bytes of settings, then the bytes received:
  *   byte 0: bit 0 the server closed after them, bit 1 the request was a HEAD
  *   byte 1: the longest body taken (0: 4 MiB, else 8 times it)
  *   bytes 2-3: where the bytes are cut in two (modulo their length + 1)
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/http_answer.h"
+#include "support/answer_once.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -42,7 +42,7 @@ static int parse_exact(const uint8_t *d, size_t n, int eof, int head, size_t max
     if (!buf)
         abort();
     memcpy(buf, d, n);
-    int rc = pfi_http_answer_parse(buf, n, eof, head, max, a);
+    int rc = answer_once(buf, n, eof, head, max, a);
     free(buf);
     return rc;
 }

@@ -101,15 +101,21 @@ if cmp -s "$T/o3" "$T/o8"; then fail "evaluate: --set time-walk=1 changed nothin
 grep -q 'extra time' "$T/o8" || fail "evaluate --set time-walk=1: the note does not say so"
 ev --set time-walk=0 >"$T/o9" || fail "evaluate --set time-walk=0"
 cmp -s "$T/o3" "$T/o9" || fail "evaluate: time-walk 0 is not the default walk"
+ev --set p0-weight=1 >"$T/o10" || fail "evaluate --set p0-weight=1"
+if cmp -s "$T/o3" "$T/o10"; then fail "evaluate: --set p0-weight=1 changed nothing"; fi
+grep -q 'baseline draw share weight 1' "$T/o10" || fail "evaluate --set p0-weight=1: the note does not say so"
+ev --set p0-weight=0 >"$T/o11" || fail "evaluate --set p0-weight=0"
+cmp -s "$T/o3" "$T/o11" || fail "evaluate: p0-weight 0 is not the default"
 for bad in bogus=1 probe-k probe-k=x probe-k=2.5 group-out=2 committee=-1 draw-weight=nan \
-  amplitude=1.5 amplitude=-0.5 near-votes=2 near-votes=0.5 time-walk=2 time-walk=-1 time-walk=0.5; do
+  amplitude=1.5 amplitude=-0.5 near-votes=2 near-votes=0.5 time-walk=2 time-walk=-1 time-walk=0.5 \
+  p0-weight=-1 p0-weight=x; do
   ev --set "$bad" >/dev/null 2>"$T/e1"; st=$?
   [ $st = 2 ] || fail "evaluate --set $bad: exit $st ($(cat "$T/e1"))"
 done
 ev --set bogus=1 2>&1 >/dev/null | grep -q 'KEY one of probe-k, draw-weight' || fail "evaluate --set: keys not named"
 "$PFI" help --man evaluate >"$T/man" || fail "evaluate man page"
-for k in probe-k draw-weight amplitude near-votes time-walk tier-gpus committee probe-cv-top group-out \
-  cv-seeds; do
+for k in probe-k draw-weight amplitude near-votes time-walk p0-weight tier-gpus committee probe-cv-top \
+  group-out cv-seeds; do
   "$PFI" help evaluate | grep -q "^  $k=" || fail "evaluate --help does not document $k"
   grep -q "^  $(echo "$k" | sed 's/-/\\\\-/g')=" "$T/man" || fail "the evaluate manual does not document $k"
   nohelp evaluate "$k"

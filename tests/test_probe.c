@@ -149,7 +149,7 @@ static void test_shape_neighbours(void **state)
     }
     knee_curve(&job, 240, 200, 0.004);
     pfi_probe_obs o = obs_of(&job, 2); /* probe at 150 W: 0.8 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
     assert_true(out.n >= 2 && out.min_cap_w == 100 && out.max_cap_w == 300);
@@ -211,7 +211,7 @@ static void test_shape_draw_weight(void **state)
     }
     pfi_curve job = ref[5];
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.8, drawing 120 W */
-    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0};
+    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0};
     pfi_err e = {0};
     /* a tie in slowdown: without the draw, the first four (the wrong slope) */
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
@@ -260,7 +260,7 @@ static void test_shape_rescaled(void **state)
         knee_curve(&ref[i], 280, 200, 0.003 + 0.001 * i);
     knee_curve(&job, 280, 200, 0.002);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 150) - 0.90) < 1e-3);
@@ -280,7 +280,7 @@ static void test_shape_rescaled(void **state)
     assert_true(fabs(rel_at(&out, 125) - (0.90 - 25 * 0.004 * sqrt(0.5))) < 1e-3);
     assert_true(fabs(rel_at(&out, 175) - (0.90 + 25 * 0.004 * sqrt(0.5))) < 1e-3);
     /* a committee passes amp to every member (both take all three references here) */
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1, 0, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1, 0, 0, 0}};
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 125) - 0.85) < 1e-3);
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 0, &out, &e), PFI_OK);
@@ -321,7 +321,7 @@ static void test_shape_near_votes(void **state)
         knee_curve(&ref[i], 280, 200, slope[i]);
     knee_curve(&job, 280, 200, 0.002);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_EQUAL, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_EQUAL, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &plain, &e), PFI_OK);
     assert_true(fabs(rel_at(&plain, 125) - 0.80) < 1e-3);
@@ -379,7 +379,7 @@ static void test_shape_time_walk(void **state)
         knee_curve(&ref[i], 280, 200, 0.004);
     knee_curve(&job, 280, 200, 0.003);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.85 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 150) - 0.85) < 1e-3);
@@ -395,10 +395,42 @@ static void test_shape_time_walk(void **state)
     assert_true(fabs(rel_at(&plain, 125) - 0.775) < 1e-3);
     assert_true(fabs(rel_at(&plain, 175) - 0.925) < 1e-3);
     /* a committee passes the scale to its members */
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME},
-                                   {3, PFI_PROBE_SPACE_MAXCAP, 1, 0, PFI_PROBE_SCALE_TIME}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0},
+                                   {3, PFI_PROBE_SPACE_MAXCAP, 1, 0, PFI_PROBE_SCALE_TIME, 0}};
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 125) - 119.0 / 155) < 1e-3);
+}
+
+/* The baseline draw share in the distance, by hand.  The job draws 280 of 300 W uncapped
+ * (share 0.933) and reads 0.90 at the 150 W probe.  Three references draw 280 W too and lose
+ * 0.3%/W below 200 W (0.85 at 150 W: distance 0.05); three draw 200 W (share 0.667) and lose
+ * 0.25%/W (0.875: distance 0.025).  By slowdown alone the 3 nearest are the 200 W ones:
+ * 0.90 - 25 x 0.0025 = 0.8375 at 125 W.  With weight 1 those are 0.025 + 0.267 away and the
+ * 280 W ones 0.05: 0.90 - 25 x 0.003 = 0.825. */
+static void test_shape_p0_share(void **state)
+{
+    (void)state;
+    enum { N = 6 };
+    pfi_curve ref[N], job, out;
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], i < 3 ? 280 : 200, 200, i < 3 ? 0.003 : 0.0025);
+    knee_curve(&job, 280, 200, 0.002);
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0};
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 0.8375) < 1e-3);
+    so.w_p0 = 1;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 150) - 0.90) < 1e-3);
+    assert_true(fabs(rel_at(&out, 125) - 0.825) < 1e-3);
+    /* weight 0.1: 0.025 + 0.0267 = 0.0517 > 0.05, still the 280 W ones */
+    so.w_p0 = 0.1;
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 0.825) < 1e-3);
+    so.w_p0 = 0.05; /* 0.025 + 0.0133 < 0.05: the 200 W ones again */
+    assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 125) - 0.8375) < 1e-3);
 }
 
 /* A committee's curve is its members' mean, level by level; one member is that member. */
@@ -411,7 +443,7 @@ static void test_shape_mean(void **state)
     pfi_curve job;
     knee_curve(&job, 250, 210, 0.004);
     pfi_probe_obs o = obs_of(&job, 2);
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0}};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[0], &a, &e), PFI_OK);
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[1], &b, &e), PFI_OK);
@@ -524,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_shape_near_votes),
         cmocka_unit_test(test_time_scale),
         cmocka_unit_test(test_shape_time_walk),
+        cmocka_unit_test(test_shape_p0_share),
         cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),

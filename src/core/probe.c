@@ -354,7 +354,8 @@ static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const doubl
         return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
     int k = so && so->k > 0 ? so->k : PFI_PROBE_SHAPE_K;
     int space = so ? so->space : PFI_PROBE_SPACE_MAXCAP;
-    double w_draw = so ? so->w_draw : 0;
+    double w_draw = so ? so->w_draw : 0, w_p0 = so ? so->w_p0 : 0;
+    double share = o->p0_w / o->max_cap_w; /* the job's baseline draw share */
     if (k > SHAPE_K_MAX)
         k = SHAPE_K_MAX;
     size_t nr = (size_t)(nref > 0 ? nref : 1);
@@ -386,6 +387,8 @@ static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const doubl
             if (isfinite(dr))
                 dist[i] += w_draw * fabs(dr - o->draw_w / o->cap_w);
         }
+        if (w_p0 > 0 && c->max_cap_w > 0)
+            dist[i] += w_p0 * fabs(c->p0_w / c->max_cap_w - share);
         nb[m++] = i;
     }
     /* The k first in ref_before's order, as a stable sort would put them (ties: the earlier

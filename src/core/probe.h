@@ -81,6 +81,11 @@ typedef struct pfi_probe_shape_opts {
      * which the probe measures; their s do not (s = u / (1 + u) bends).  The neighbours are
      * chosen alike in both (by slowdown at the probe's cap). */
     int scale;
+    /* weight of the baseline draw share P0 / max_cap in the neighbour distance (0: not used):
+     * how much of its limit a job draws uncapped says where its curve starts to bend and how
+     * hard it presses on the limit; two jobs alike at the probe's cap but from different knees
+     * have different slopes around it */
+    double w_p0;
 } pfi_probe_shape_opts;
 
 enum { PFI_PROBE_VOTES_EQUAL = 0, PFI_PROBE_VOTES_NEAR = 1 };

@@ -100,7 +100,8 @@ static int shape_curve(const srv_node *n, const srv_job *j, double P, double lo,
     pfi_probe_obs o = {.t0 = j->t0_tps, .p0_w = j->base.power_w, .cap0_w = cap0,
                        .min_cap_w = lo, .max_cap_w = hi, .n_gpus = j->n_gpus,
                        .cap_w = j->probe.cap_w, .draw_w = P, .rel = 1 - j->probe.s};
-    pfi_probe_shape_opts so = {st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw, st->votes, st->scale};
+    pfi_probe_shape_opts so = {st->k,     PFI_PROBE_SPACE_MAXCAP, st->w_draw,
+                               st->votes, st->scale,             st->w_p0};
     int rc = pfi_probe_shape_curve(&o, lib->curve, use, lib->n, &so, out, err);
     free(use);
     return rc;

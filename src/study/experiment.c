@@ -23,7 +23,7 @@
  * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
  * figure next to it). */
 const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI_PROBE_VOTES_EQUAL,
-                                                   PFI_PROBE_SCALE_SLOWDOWN};
+                                                   PFI_PROBE_SCALE_SLOWDOWN, 0};
 
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
@@ -40,20 +40,22 @@ static const int grid_votes[] = {PFI_PROBE_VOTES_EQUAL, PFI_PROBE_VOTES_NEAR};
 #define COMMITTEE (NK * NWD)
 
 /* The 136 settings of the first grid (depths x tiers x {committee, neighbours x draw weights})
- * at one amplitude, votes and scale, from out[m] on (none written at or past max); the new m. */
-static int grid_block(pfi_expt_shape_set *out, int max, int m, double amp, int votes, int scale)
+ * at one amplitude, votes, scale and draw share weight, from out[m] on (none written at or past
+ * max); the new m. */
+static int grid_block(pfi_expt_shape_set *out, int max, int m, double amp, int votes, int scale,
+                      double w_p0)
 {
     static const double depths[] = {0.35, 0.40, 0.45, 0.50};
     for (int t = 0; t < 2; t++)
         for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
             if (m < max)
-                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0, amp, votes, scale};
+                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0, amp, votes, scale, w_p0};
             m++;
             for (int b = 0; b < NK; b++)
                 for (int c = 0; c < NWD; c++) {
                     if (m < max)
                         out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0, 0,
-                                                      amp, votes, scale};
+                                                      amp, votes, scale, w_p0};
                     m++;
                 }
         }
@@ -65,12 +67,17 @@ int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
     int m = 0;
     for (int w = 0; w < NVOTES; w++)
         for (int u = 0; u < NAMP; u++)
-            m = grid_block(out, max, m, grid_amp[u], grid_votes[w], PFI_PROBE_SCALE_SLOWDOWN);
+            m = grid_block(out, max, m, grid_amp[u], grid_votes[w], PFI_PROBE_SCALE_SLOWDOWN, 0);
     /* the walk in extra time, after every setting in slowdown (a tie keeps those), with near
      * votes only: the nested folds took them almost always, and crossing both votes would
      * double the run's time */
     for (int u = 0; u < NAMP; u++)
-        m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_TIME);
+        m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_TIME, 0);
+    /* the baseline draw share in the neighbour distance, weight 1 (a share of the limit weighs
+     * as the same share of throughput), in slowdown with near votes, after all the above */
+    for (int u = 0; u < NAMP; u++)
+        m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN,
+                       1.0);
     return m;
 }
 
@@ -246,8 +253,8 @@ static int member_bit(const pfi_expt_shape_set *st)
 static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
 {
     if (!st->committee) {
-        so[0] = (pfi_probe_shape_opts){st->k, PFI_PROBE_SPACE_MAXCAP, st->w_draw, st->votes,
-                                       st->scale};
+        so[0] = (pfi_probe_shape_opts){st->k,     PFI_PROBE_SPACE_MAXCAP, st->w_draw,
+                                       st->votes, st->scale,             st->w_p0};
         return 1;
     }
     int m = 0;
@@ -255,7 +262,7 @@ static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
         for (int b = 0; b < NWD; b++)
             if (!st->members || (st->members >> (a * NWD + b) & 1u))
                 so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b],
-                                                 st->votes, st->scale};
+                                                 st->votes, st->scale, st->w_p0};
     return m;
 }
 
@@ -322,6 +329,10 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
     if (one->scale == PFI_PROBE_SCALE_TIME) {
         size_t l = strlen(who);
         snprintf(who + l, sizeof who - l, ", their steps in extra time");
+    }
+    if (one->w_p0 > 0) {
+        size_t l = strlen(who);
+        snprintf(who + l, sizeof who - l, ", baseline draw share weight %g", one->w_p0);
     }
     if (sets)
         snprintf(note, notelen,
@@ -857,10 +868,11 @@ static double mean_gap(const pfi_expt_result *r)
 }
 
 /* The bagged choice among scored single settings v[s] (NAN: not scored): for each depth,
- * tiers, amplitude exponent, votes and scale, the mean of its top best scores; the best such
- * (ties: the earlier) becomes the committee of those top settings.  Averaging the m best instead of taking the one best is
- * what steadies the choice: which single setting wins moves with which groups are left out
- * (docs/allocation.md).  0 when nothing scored. */
+ * tiers, amplitude exponent, votes, scale and draw share weight, the mean of its top best
+ * scores; the best such (ties: the earlier) becomes the committee of those top settings.
+ * Averaging the m best instead of taking the one best is what steadies the choice: which
+ * single setting wins moves with which groups are left out (docs/allocation.md).  0 when
+ * nothing scored. */
 int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngrid, int top,
                         pfi_expt_shape_set *best)
 {
@@ -868,15 +880,15 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
     int found = 0;
     for (int s = 0; s < ngrid; s++) {
         const pfi_expt_shape_set *a = &grid[s];
-        int first = 1; /* each depth, tiers, amplitude, votes, scale once: at its first single */
+        int first = 1; /* each key (all but k, draw weight) once: at its first single */
         for (int q = 0; q < s && first; q++)
             first = !(grid[q].depth == a->depth && grid[q].tier_gpus == a->tier_gpus &&
                       grid[q].amp == a->amp && grid[q].votes == a->votes &&
-                      grid[q].scale == a->scale &&
+                      grid[q].scale == a->scale && grid[q].w_p0 == a->w_p0 &&
                       !grid[q].committee && isfinite(v[q]) && member_bit(&grid[q]) >= 0);
         if (a->committee || !isfinite(v[s]) || member_bit(a) < 0 || !first)
             continue;
-        /* the top members of this depth, tiers, amplitude, votes and scale: by repeated maximum */
+        /* the top members of this key: by repeated maximum */
         unsigned mask = 0;
         double sum = 0;
         int m = 0;
@@ -887,6 +899,7 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
                 int bit = member_bit(b);
                 if (b->committee || b->depth != a->depth || b->tier_gpus != a->tier_gpus ||
                     b->amp != a->amp || b->votes != a->votes || b->scale != a->scale ||
+                    b->w_p0 != a->w_p0 ||
                     !isfinite(v[q]) || bit < 0 ||
                     (mask >> bit & 1u))
                     continue;
@@ -900,8 +913,8 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
         }
         if (m > 0 && sum / m > topmean) {
             topmean = sum / m;
-            *best = (pfi_expt_shape_set){a->depth, 0, 0, a->tier_gpus, 1, mask, a->amp,
-                                         a->votes, a->scale};
+            *best = (pfi_expt_shape_set){a->depth, 0,        0,        a->tier_gpus, 1,
+                                         mask,     a->amp,   a->votes, a->scale,     a->w_p0};
             found = 1;
         }
     }

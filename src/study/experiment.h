@@ -78,6 +78,8 @@ typedef struct pfi_expt_shape_set {
                         weighted by nearness (core/probe.h) */
     int scale;       /* PFI_PROBE_SCALE_SLOWDOWN: the walk adds steps in slowdown;
                         PFI_PROBE_SCALE_TIME: in extra time (core/probe.h) */
+    double w_p0;     /* weight of the baseline draw share P0 / max_cap in the neighbour
+                        distance (core/probe.h; 0: not used) */
 } pfi_expt_shape_set;
 
 /* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
@@ -87,9 +89,10 @@ typedef struct pfi_expt_shape_set {
  * {neighbours x draw weights, or the committee}; equal votes first, and in each votes half
  * amplitude 0 first (the 136 settings of the first grid), then 1, then 0.5; the old default,
  * depth 0.40, k 8, no draw, is in it; then the walk in extra time, near votes only, amplitude
- * 0, 1, 0.5 x the same 136).
+ * 0, 1, 0.5 x the same 136; then, in slowdown with near votes, the baseline draw share in the
+ * neighbour distance (weight 1), amplitude 0, 1, 0.5 x the same 136).
  * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
-#define PFI_EXPT_GRID_SIZE 1224
+#define PFI_EXPT_GRID_SIZE 1632
 extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_CV_TOP 6
 /* The nested cross-validation's folds and rules (pfi_expt_nested_run, below). */
@@ -98,7 +101,8 @@ extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_NEST_NRULES 3
 /* The cross-validation's bagged choice (pfi_expt_opts.cv_top) among the grid's settings
  * scored v[s] (NAN: not scored; committees and settings off the grid's neighbour counts and
- * draw weights are skipped): for each depth, tiers, amplitude exponent, votes and scale, the mean score of
+ * draw weights are skipped): for each depth, tiers, amplitude exponent, votes, scale and draw
+ * share weight, the mean score of
  * its `top` best single settings; the best (ties: the earlier) as a committee of those
  * settings into *best.
  * Returns 0 (and leaves *best) when nothing was scored. */

@@ -779,6 +779,161 @@ static void test_keep_arrive_leave(void **state)
     pfi_alloc_synth_free(&sy);
 }
 
+/* The root of a fresh solve of a long list (>= 4,096 jobs) selects from a histogram made with
+ * the hulls; a workspace whose hulls changed after its build selects at the root as every other
+ * node does, and from its second solve on reads its sorted index.  Adversarial lists (slopes
+ * equal in thousands, or a few ulps apart inside one bucket; throughputs near 1e15 and near the
+ * subnormals; flat and non-concave curves with SLAs and weights) at budgets on the floors, on
+ * segment boundaries, at the top and below the floors: the three give the same answer (or error)
+ * bit for bit, and for the concave lists the value is the greedy optimum over unit steps. */
+enum { RN = 4100, RP = 6 };
+static pfi_alloc_job rjobs[RN];
+static double rcaps[RN][RP], rtput[RN][RP];
+static char rids[RN][8];
+
+static void root_inst(int kind, int n)
+{
+    for (int j = 0; j < n; j++) {
+        pfi_alloc_job *J = &rjobs[j];
+        snprintf(rids[j], sizeof rids[j], "j%d", j);
+        int np = 4;
+        static const double c4[4] = {100, 200, 300, 400}, t4[4] = {100, 300, 400, 450};
+        double sla = NAN, wt = 1;
+        if (kind == 0) { /* shared slopes, a few ulps apart in groups of equal ones */
+            for (int i = 0; i < np; i++) {
+                rcaps[j][i] = c4[i];
+                rtput[j][i] = i ? t4[i] * (1 + (j % 7) * 0x1p-52) : t4[0];
+            }
+        } else {
+            np = irand(2, RP);
+            double x = 100 + irand(0, 50), t = kind == 1 ? 1e15 : kind == 2 ? 1e-300 : 50;
+            double d = t * (0.5 + urand()) / 100; /* concave: slopes decrease */
+            for (int i = 0; i < np; i++) {
+                rcaps[j][i] = x;
+                rtput[j][i] = kind == 3 ? (urand() < 0.2 ? 60 : 100 * urand()) : t;
+                int dx = irand(1, 150);
+                x += dx;
+                t += d * dx;
+                d *= urand() < 0.1 ? 0 : urand();
+            }
+            if (kind == 3 && urand() < 0.3)
+                sla = urand() * 0.3;
+            if (urand() < 0.3)
+                wt = urand() < 0.5 ? 2 : 0.5 + urand();
+            if (kind == 2 && j % 5 == 0) /* flat */
+                for (int i = 1; i < np; i++)
+                    rtput[j][i] = rtput[j][0];
+        }
+        *J = (pfi_alloc_job){rids[j], 1 + j % 4, rcaps[j][0], rcaps[j][np - 1], rcaps[j],
+                             rtput[j], np, rcaps[j][np - 1], NAN, sla, wt};
+    }
+}
+
+/* The greedy optimum of concave lists with breakpoints on the 1 W grid, at integer budget b:
+ * whole segments by slope (the relaxation has no fractional job when every job has 1 GPU). */
+static int cmp_desc(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static int root_solved, root_failed;
+
+static void root_check(int n, double b, const pfi_alloc_opts *o, double *seg, int concave)
+{
+    pfi_alloc_result a, r, c;
+    pfi_err ea = {0}, er = {0};
+    int rca = pfi_alloc_solve(rjobs, n, b, o, &a, &ea);
+    /* built with job 0's throughputs halved, then given them back: its hull is made again,
+     * and the root selects as every node does (nothing made with the old hulls is read) */
+    pfi_alloc_ws *w = NULL;
+    for (int i = 0; i < rjobs[0].n_points; i++)
+        rtput[0][i] *= 0.5;
+    int rcr = pfi_alloc_ws_new(rjobs, n, b, o, &w, &er);
+    for (int i = 0; i < rjobs[0].n_points; i++)
+        rtput[0][i] *= 2;
+    if (rcr == PFI_OK) {
+        assert_int_equal(pfi_alloc_ws_update_job(w, 0, &er), PFI_OK);
+        rcr = pfi_alloc_ws_solve(w, b, &r, &er);
+    } else
+        memset(&r, 0, sizeof r);
+    if (rca == PFI_OK && concave) { /* 1 W steps of 1-GPU jobs, steepest first */
+        int ns = 0;
+        double v = 0, left = b;
+        for (int j = 0; j < n; j++) {
+            const pfi_alloc_job *J = &rjobs[j];
+            v += J->tput[0] * J->weight;
+            left -= J->cap_w[0];
+            for (int i = 0; i + 1 < J->n_points; i++)
+                for (double x = J->cap_w[i]; x < J->cap_w[i + 1]; x++)
+                    seg[ns++] = (J->tput[i + 1] - J->tput[i]) * J->weight /
+                                (J->cap_w[i + 1] - J->cap_w[i]);
+        }
+        qsort(seg, (size_t)ns, sizeof *seg, cmp_desc);
+        for (int t = 0; t < ns && left >= 1 && seg[t] > 0; t++, left--)
+            v += seg[t];
+        if (!(fabs(a.value - v) <= 1e-9 * fabs(v)))
+            fail_msg("greedy %.17g solver %.17g", v, a.value);
+    }
+    int solved = 0;
+    root_failed += rca != PFI_OK;
+    same_result(rca, &a, &ea, rcr, &r, &er, &(inst){.n = n}, b, o, &solved);
+    root_solved += solved;
+    if (w && rcr == PFI_OK) { /* the second solve reads the sorted index */
+        int rcc = pfi_alloc_ws_solve(w, b, &c, &er);
+        assert_int_equal(rcc, PFI_OK);
+        int rcf = pfi_alloc_solve(rjobs, n, b, o, &a, &ea);
+        assert_int_equal(rcf, PFI_OK);
+        same_answer(&a, &c);
+        pfi_alloc_result_free(&a);
+        pfi_alloc_result_free(&c);
+    }
+    pfi_alloc_ws_free(w);
+}
+
+static void test_root_select_exact(void **state)
+{
+    (void)state;
+    static double seg[RN * 800];
+    rng_state = 7;
+    int ns[] = {4095, 4096, RN};
+    for (int kind = 0; kind < 4; kind++)
+        for (int t = 0; t < 3; t++) {
+            int n = ns[t];
+            if (kind > 0 && t < 2)
+                continue;
+            root_inst(kind, n);
+            pfi_alloc_opts o;
+            pfi_alloc_opts_default(&o);
+            if (kind == 3) /* SLAs that no budget below the floors meets: loosened */
+                o.on_infeasible = PFI_INFEASIBLE_RELAX;
+            double lo = 0, hi = 0, g = 0, g1 = 0;
+            for (int j = 0; j < n; j++) {
+                lo += rjobs[j].n_gpus * rjobs[j].cap_w[0];
+                hi += rjobs[j].n_gpus * rjobs[j].max_cap_w;
+                g += rjobs[j].n_gpus;
+                g1 += j < n / 3 ? rjobs[j].n_gpus : 0;
+            }
+            /* the floors, segment ends (all jobs, or the first third, a step further), inside
+             * a tie, the top, past it, and below the floors */
+            double bs[] = {lo, lo + 100 * g, lo + 100 * g + 100 * g1, lo + 100 * g + 37 * g1 + 1,
+                           lo + 200 * g, lo + 0.37 * (hi - lo), hi, hi + 1, lo - 1};
+            for (int i = 0; i < 9; i++)
+                if (bs[i] > 0 && (kind == 0 || i != 2))
+                    root_check(n, bs[i], &o, seg, 0);
+        }
+    /* concave, 1 GPU each, breakpoints on the grid: against the greedy optimum */
+    root_inst(1, RN);
+    for (int j = 0; j < RN; j++)
+        rjobs[j].n_gpus = 1;
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    for (int i = 1; i < 4; i++)
+        root_check(RN, 100.0 * RN + 40.0 * RN * i, &o, seg, 1);
+    printf("root selection: %d solves the same, %d errors the same\n", root_solved, root_failed);
+    assert_true(root_solved >= 40 && root_failed >= 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -793,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_arrive_leave_nonconcave),
         cmocka_unit_test(test_arrive_leave_large),
         cmocka_unit_test(test_keep_arrive_leave),
+        cmocka_unit_test(test_root_select_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

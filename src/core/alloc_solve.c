@@ -417,6 +417,18 @@ static double select_in(solver *S, long long e2, int nc, int *g0_out, int *tend_
                         double *fx, long long *f_out);
 
 /* Room for need candidates in S->cd.  0: no memory (S->nomem set). */
+/* A budget e spent on hist's buckets from top down to lo: the bucket where it runs out (lo - 1
+ * when buckets top..lo all fit within it), and in *above the cost of the buckets over that one. */
+static int spend_buckets(const long long *hist, int top, int lo, long long e, long long *above)
+{
+    long long a = 0;
+    int b = top;
+    for (; b >= lo && a + hist[b] < e; b--)
+        a += hist[b];
+    *above = a;
+    return b;
+}
+
 static int cand_room(solver *S, size_t need)
 {
     if (need <= S->cd_cap)
@@ -454,13 +466,8 @@ static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t k
             S->cnt[bk]++;
         }
     }
-    long long above = 0;
-    int beta = nb - 1;
-    for (; beta >= 0; beta--) {
-        if (above + S->hist[beta] >= e)
-            break;
-        above += S->hist[beta];
-    }
+    long long above;
+    int beta = spend_buckets(S->hist, nb - 1, 0, e, &above);
     *g0_out = *tend_out = 0;
     *f_out = 0;
     if (beta < 0)
@@ -538,13 +545,8 @@ static double select_in(solver *S, long long e2, int nc, int *g0_out, int *tend_
 static double select_fixed(solver *S, long long e, int *g0_out, int *tend_out, int *fj,
                            double *fx, long long *f_out, int *nl_out)
 {
-    long long above = 0;
-    int beta = FIX_BUCKETS - 1;
-    for (; beta >= 0; beta--) {
-        if (above + S->fhist[beta] >= e)
-            break;
-        above += S->fhist[beta];
-    }
+    long long above;
+    int beta = spend_buckets(S->fhist, FIX_BUCKETS - 1, 0, e, &above);
     *g0_out = *tend_out = 0;
     *f_out = 0;
     if (beta < 0)
@@ -595,10 +597,8 @@ static double select_fixed(solver *S, long long e, int *g0_out, int *tend_out, i
         memset(S->hist, 0, (size_t)nb * sizeof *S->hist);
         for (int t = 0; t < nc; t++)
             S->hist[(slope_key(cd[t].slope) - kmin) >> sh] += cd[t].cost;
-        long long above2 = 0;
-        int b2 = nb - 1;
-        while (b2 > 0 && above2 + S->hist[b2] < e2)
-            above2 += S->hist[b2--];
+        long long above2;
+        int b2 = spend_buckets(S->hist, nb - 1, 1, e2, &above2); /* bucket 0 at the lowest */
         int keep = 0;
         for (int t = 0; t < nc; t++)
             if ((slope_key(cd[t].slope) - kmin) >> sh == (uint64_t)b2)

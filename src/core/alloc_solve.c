@@ -416,7 +416,6 @@ static int relax_indexed(solver *S, long long e, double *ub, int *fj, double *fx
 static double select_in(solver *S, long long e2, int nc, int *g0_out, int *tend_out, int *fj,
                         double *fx, long long *f_out);
 
-/* Room for need candidates in S->cd.  0: no memory (S->nomem set). */
 /* A budget e spent on hist's buckets from top down to lo: the bucket where it runs out (lo - 1
  * when buckets top..lo all fit within it), and in *above the cost of the buckets over that one. */
 static int spend_buckets(const long long *hist, int top, int lo, long long e, long long *above)
@@ -429,6 +428,7 @@ static int spend_buckets(const long long *hist, int top, int lo, long long e, lo
     return b;
 }
 
+/* Room for need candidates in S->cd.  0: no memory (S->nomem set). */
 static int cand_room(solver *S, size_t need)
 {
     if (need <= S->cd_cap)
@@ -441,6 +441,21 @@ static int cand_room(solver *S, size_t need)
     S->cd = c;
     S->cd_cap = need;
     return 1;
+}
+
+/* A selection's opening, on a histogram of hist's cost and cnt's segments per bucket (top the
+ * highest): the outputs say nothing taken, and e is spent from the top bucket down.  Returns
+ * the bucket where it runs out, with room in S->cd for its segments and in *above the cost of
+ * the buckets over it; -1 when every segment fits, or when there is no room (S->nomem set). */
+static int select_open(solver *S, const long long *hist, const int *cnt, int top, long long e,
+                       long long *above, int *g0_out, int *tend_out, long long *f_out)
+{
+    int beta = spend_buckets(hist, top, 0, e, above);
+    *g0_out = *tend_out = 0;
+    *f_out = 0;
+    if (beta < 0 || !cand_room(S, (size_t)cnt[beta]))
+        return -1;
+    return beta;
 }
 
 static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t kmax, long long ns,
@@ -467,13 +482,9 @@ static double select_threshold(solver *S, long long e, uint64_t kmin, uint64_t k
         }
     }
     long long above;
-    int beta = spend_buckets(S->hist, nb - 1, 0, e, &above);
-    *g0_out = *tend_out = 0;
-    *f_out = 0;
+    int beta = select_open(S, S->hist, S->cnt, nb - 1, e, &above, g0_out, tend_out, f_out);
     if (beta < 0)
-        return -INFINITY; /* every positive segment fits */
-    if (!cand_room(S, (size_t)S->cnt[beta]))
-        return -INFINITY;
+        return -INFINITY; /* every positive segment fits (or no memory) */
     /* The bucket's segments, and in k[j] how many of job j's lie above the bucket (all taken:
      * the relaxation's vertex for job j is found from there). */
     int nc = 0;
@@ -546,13 +557,10 @@ static double select_fixed(solver *S, long long e, int *g0_out, int *tend_out, i
                            double *fx, long long *f_out, int *nl_out)
 {
     long long above;
-    int beta = spend_buckets(S->fhist, FIX_BUCKETS - 1, 0, e, &above);
-    *g0_out = *tend_out = 0;
-    *f_out = 0;
+    int beta = select_open(S, S->fhist, S->fcnt, FIX_BUCKETS - 1, e, &above, g0_out, tend_out,
+                           f_out);
     if (beta < 0)
-        return -INFINITY; /* every positive segment fits */
-    if (!cand_room(S, (size_t)S->fcnt[beta]))
-        return -INFINITY;
+        return -INFINITY; /* every positive segment fits (or no memory) */
     /* Each job's segments above the bucket are taken whatever p is: its vertex there is
      * written now (k[], kv[]), and the jobs with segments in the bucket are listed (in the
      * fill's heap, free until the fill) to be moved on once p is known. */

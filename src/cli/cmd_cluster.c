@@ -15,6 +15,7 @@
 #include "cluster/cluster.h"
 #include "store/store.h"
 #include "util/budget.h"
+#include "util/num.h"
 #include "util/units.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -187,7 +188,7 @@ static int budget_arg(const char *what, char **pos, int npos, const char *opt, c
 /* The options as given; settings() turns them into the controller's config. */
 typedef struct cl_opts {
     const char *listen, *token, *node_url, *node_map, *node_token, *topo, *hb, *ttl, *timeout,
-        *ramp, *budget, *port_file, *grid[2];
+        *ramp, *budget, *port_file, *grid[2], *client_timeout, *max_conns, *max_client_conns;
     int as_json;
 } cl_opts;
 
@@ -205,9 +206,40 @@ static int settings(const cl_opts *o, pfi_cl_config *cfg, double *ramp_s)
     if ((o->hb && pfi_parse_duration(o->hb, &cfg->heartbeat_s, &err)) ||
         (o->ttl && pfi_parse_duration(o->ttl, &cfg->node_ttl_s, &err)) ||
         (o->timeout && pfi_parse_duration(o->timeout, &cfg->timeout_s, &err)) ||
-        (o->ramp && pfi_parse_duration(o->ramp, ramp_s, &err)))
+        (o->ramp && pfi_parse_duration(o->ramp, ramp_s, &err)) ||
+        (o->client_timeout &&
+         pfi_parse_duration(o->client_timeout, &cfg->client_timeout_s, &err)) ||
+        (o->max_conns &&
+         pfi_num_int(o->max_conns, 1, 4096, "max-connections", &cfg->max_conns, &err)) ||
+        (o->max_client_conns && pfi_num_int(o->max_client_conns, 1, 4096,
+                                            "max-client-connections", &cfg->max_client_conns,
+                                            &err)))
         return pfi_cli_fail("cluster", &err);
     return -1;
+}
+
+/* What follows the refresh: the status, a one-shot budget, or the daemon. */
+static int act(pfi_cl *c, const char *what, const cl_opts *o, const char *bt, const pfi_budget *b,
+               double ramp_s)
+{
+    pfi_err err = {0};
+    if (pfi_cl_refresh(c, &err) != PFI_OK)
+        return pfi_cli_fail("cluster", &err);
+    if (!strcmp(what, "status"))
+        return o->as_json ? pfi_cli_print_json(json_pack("{s:o, s:o, s:o}", "allocation",
+                                                         pfi_cl_json_allocation(c), "nodes",
+                                                         pfi_cl_json_nodes(c), "jobs",
+                                                         pfi_cl_json_jobs(c)))
+                          : print_table(c);
+    if (bt && pfi_cl_set_budget_text(c, bt, ramp_s, &err) != PFI_OK)
+        return pfi_cli_fail("cluster", &err);
+    if (!strcmp(what, "budget")) {
+        int rc = o->as_json ? pfi_cli_print_json(pfi_cl_json_allocation(c)) : print_table(c);
+        if (!o->as_json && b->is_share)
+            print_reference(c, b);
+        return rc;
+    }
+    return serve(c, o->listen, o->token, o->port_file, o->grid);
 }
 
 int pfi_cmd_cluster(int argc, char **argv)
@@ -235,6 +267,12 @@ int pfi_cmd_cluster(int argc, char **argv)
         {"budget", PFI_OPT_STR, &o.budget, "BUDGET",
          "serve: initial site budget (4kW, 70% of the GPUs' default limits, cut=30%)"},
         {"ramp", PFI_OPT_STR, &o.ramp, "DURATION", "reach the budget over this time"},
+        {"client-timeout", PFI_OPT_STR, &o.client_timeout, "DURATION",
+         "serve: close an API connection idle this long (10s; 1s to 1h)"},
+        {"max-connections", PFI_OPT_STR, &o.max_conns, "N",
+         "serve: API connections held at once (1024; 1 to 4096)"},
+        {"max-client-connections", PFI_OPT_STR, &o.max_client_conns, "N",
+         "serve: API connections one client address may hold (32; 1 to 4096)"},
         {"json", PFI_OPT_FLAG, &o.as_json, NULL, "one JSON document on stdout"},
         {"db", PFI_OPT_STR, &o.grid[0], "FILE", "serve: grid events, site power (default $PFI_DB)"},
         {"openadr", PFI_OPT_STR, &o.grid[1], "FILE", "serve: OpenADR 3.0 client settings"},
@@ -281,32 +319,7 @@ int pfi_cmd_cluster(int argc, char **argv)
     pfi_cl *c;
     if (pfi_cl_open(&cfg, &c, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
-    rc = PFI_EXIT_OK;
-    if (pfi_cl_refresh(c, &err) != PFI_OK) {
-        rc = pfi_cli_fail("cluster", &err);
-        goto out;
-    }
-    if (!strcmp(what, "status")) {
-        rc = o.as_json ? pfi_cli_print_json(json_pack("{s:o, s:o, s:o}", "allocation",
-                                                      pfi_cl_json_allocation(c), "nodes",
-                                                      pfi_cl_json_nodes(c), "jobs",
-                                                      pfi_cl_json_jobs(c)))
-                       : print_table(c);
-        goto out;
-    }
-    if (bt && pfi_cl_set_budget_text(c, bt, ramp_s, &err) != PFI_OK) {
-        rc = pfi_cli_fail("cluster", &err);
-        goto out;
-    }
-    if (!strcmp(what, "budget")) {
-        rc = o.as_json ? pfi_cli_print_json(pfi_cl_json_allocation(c)) : print_table(c);
-        if (!o.as_json && b.is_share)
-            print_reference(c, &b);
-        goto out;
-    }
-
-    rc = serve(c, o.listen, o.token, o.port_file, o.grid);
-out:
+    rc = act(c, what, &o, bt, &b, ramp_s);
     pfi_cl_close(c);
     return rc;
 }

@@ -304,10 +304,22 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
         }
         s->need_token = 1;
     }
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
-                            0, NULL, NULL, handle, s, MHD_OPTION_NOTIFY_COMPLETED,
-                            pfi_cl_body_done, NULL, MHD_OPTION_THREAD_POOL_SIZE, 2,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+    /* poll(), not epoll: libmicrohttpd's epoll loop, after a batch of exactly 128 ready
+     * connections, waits again before serving them, so a server thread that found 128
+     * requests at once slept on them until some other event came.  Idle and slow clients are
+     * closed after client_timeout_s, one address holds at most max_client_conns connections
+     * (a client over either limit is closed at once), and a request's headers must fit in
+     * 64 KiB (its body is bounded apart, BODY_MAX). */
+    const pfi_cl_config *cfg = &c->cfg;
+    unsigned conns = (unsigned)cfg->max_conns;
+    s->d = MHD_start_daemon(
+        MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, s,
+        MHD_OPTION_NOTIFY_COMPLETED, pfi_cl_body_done, NULL, MHD_OPTION_THREAD_POOL_SIZE,
+        conns < 2 ? conns : 2u, MHD_OPTION_CONNECTION_LIMIT, conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_client_conns,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->client_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!s->d) {
         free(s);
         return pfi_err_set(err, PFI_EIO, "cannot listen on %s", listen);

@@ -91,6 +91,10 @@ typedef struct pfi_cl_config {
     double heartbeat_s;       /* period of heartbeats and refreshes; 0: none */
     double node_ttl_s;        /* watchdog the node daemons arm: revert after this silence */
     double step_w;            /* cap grid of the allocator */
+    /* The controller's API (api.c): */
+    double client_timeout_s;  /* a connection idle this long is closed (1 s to 1 h) */
+    int max_conns;            /* connections held at once (1 to 4096) */
+    int max_client_conns;     /* of them, from one client address (1 to 4096) */
 } pfi_cl_config;
 
 void pfi_cl_config_defaults(pfi_cl_config *c);

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* burst.c: loopback clients for the HTTP servers' tests (burst.h). */
+#include "burst.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+double pfi_test_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+int pfi_test_dial(const char *src, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    if (src) {
+        if (inet_pton(AF_INET, src, &sa.sin_addr) != 1 ||
+            bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    sa.sin_port = htons((unsigned short)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+int pfi_test_send(int fd, const char *text, size_t len)
+{
+    while (len) {
+        ssize_t k = send(fd, text, len, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        text += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+/* 1 when the thread's comm begins with "MHD-" and it sits in futex (a lock or condition). */
+static int task_blocked(const char *tid)
+{
+    char path[300], buf[128];
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int mhd = fgets(buf, sizeof buf, f) && !strncmp(buf, "MHD-", 4);
+    fclose(f);
+    if (!mhd)
+        return 0;
+    snprintf(path, sizeof path, "/proc/self/task/%s/syscall", tid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    long nr = -1;
+    int ok = fscanf(f, "%ld", &nr) == 1;
+    fclose(f);
+    return ok && nr == SYS_futex;
+}
+
+int pfi_test_mhd_blocked(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n += task_blocked(e->d_name);
+    closedir(d);
+    return n;
+}
+
+int pfi_test_wait_blocked(int n, double max_s)
+{
+    double until = pfi_test_now() + max_s;
+    int k;
+    while ((k = pfi_test_mhd_blocked()) < n && pfi_test_now() < until)
+        pause_ms(1);
+    return k;
+}
+
+int pfi_test_status(int fd, double max_s)
+{
+    char buf[4096];
+    size_t got = 0;
+    double until = pfi_test_now() + max_s;
+    for (;;) {
+        char *eol = got ? memchr(buf, '\n', got) : NULL;
+        if (eol) {
+            int code = 0;
+            if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1)
+                code = 0;
+            /* Drop what else came of the answer (its head and body, all sent at once). */
+            while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0)
+                ;
+            return code;
+        }
+        int left = (int)((until - pfi_test_now()) * 1000);
+        if (left <= 0 || got == sizeof buf - 1)
+            return -1;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, left) <= 0)
+            continue;
+        ssize_t r = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+        if (r <= 0)
+            return 0;
+        got += (size_t)r;
+    }
+}
+
+int pfi_test_answers(const int *fds, int n, const char *head, double max_s)
+{
+    size_t hl = strlen(head);
+    char(*buf)[32] = calloc((size_t)n, sizeof *buf);
+    size_t *got = calloc((size_t)n, sizeof *got);
+    struct pollfd *p = calloc((size_t)n, sizeof *p);
+    int *who = calloc((size_t)n, sizeof *who);
+    int answered = 0, open = n;
+    if (!buf || !got || !p || !who || hl >= sizeof *buf)
+        open = 0;
+    double until = pfi_test_now() + max_s;
+    while (open > 0 && pfi_test_now() < until) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (got[i] < hl)
+                who[m] = i, p[m++] = (struct pollfd){fds[i], POLLIN, 0};
+        if (poll(p, (nfds_t)m, 100) <= 0)
+            continue;
+        for (int q = 0; q < m; q++) {
+            if (!p[q].revents)
+                continue;
+            int i = who[q];
+            ssize_t r = recv(fds[i], buf[i] + got[i], hl - got[i], MSG_DONTWAIT);
+            if (r > 0 && (got[i] += (size_t)r) == hl) {
+                answered += !memcmp(buf[i], head, hl);
+                open--;
+            } else if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                got[i] = hl; /* closed without an answer */
+                open--;
+            }
+        }
+    }
+    free(buf);
+    free(got);
+    free(p);
+    free(who);
+    return answered;
+}
+
+int pfi_test_closed(int fd, double max_s)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    double until = pfi_test_now() + max_s;
+    for (;;) {
+        int left = (int)((until - pfi_test_now()) * 1000);
+        if (left <= 0)
+            return 0;
+        if (poll(&p, 1, left) <= 0)
+            continue;
+        char c;
+        ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+            return 1;
+        if (r > 0)
+            return 0;
+    }
+}
+
+long pfi_test_nofile(long n)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return -1;
+    if ((long)r.rlim_cur < n) {
+        r.rlim_cur = r.rlim_max == RLIM_INFINITY || (long)r.rlim_max >= n ? (rlim_t)n
+                                                                          : r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+        getrlimit(RLIMIT_NOFILE, &r);
+    }
+    return (long)r.rlim_cur;
+}

@@ -294,8 +294,12 @@ static int listener_open(srv_http *h, listener *l, const char *addr, unsigned co
         return rc;
     srv_node *n = h->n;
     unsigned threads = (unsigned)(n->cfg->threads > 0 ? n->cfg->threads : 1);
+    /* poll(), not the epoll that MHD_USE_AUTO_INTERNAL_THREAD picks on Linux: libmicrohttpd's
+     * epoll loop, after a batch of exactly 128 ready connections, waits again before serving
+     * them, so a thread that found 128 requests at once slept on them until some other event
+     * or timeout_s came. */
     l->d = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
+        MHD_USE_POLL_INTERNAL_THREAD, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
         l->fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,

@@ -454,6 +454,155 @@ static void test_infeasible_modes(void **state)
 }
 
 /* Many concave jobs: the bound certifies the answer; the no-search mode stays in budget. */
+/* Results a and b equal to the last bit (field by field; error texts when both fail). */
+static void assert_same_result(int rc_a, const pfi_alloc_result *a, const pfi_err *ea, int rc_b,
+                               const pfi_alloc_result *b, const pfi_err *eb, int t)
+{
+    if (rc_a != rc_b)
+        fail_msg("instance %d: rc %d / %d (%s / %s)", t, rc_a, rc_b, ea->msg, eb->msg);
+    if (rc_a) {
+        assert_string_equal(ea->msg, eb->msg);
+        return;
+    }
+    size_t n = (size_t)a->n;
+    assert_int_equal(a->n, b->n);
+    if (memcmp(a->cap_w, b->cap_w, n * sizeof *a->cap_w) ||
+        memcmp(a->tput, b->tput, n * sizeof *a->tput) ||
+        memcmp(a->floor_w, b->floor_w, n * sizeof *a->floor_w) ||
+        memcmp(a->sla, b->sla, n * sizeof *a->sla) ||
+        memcmp(a->flags, b->flags, n * sizeof *a->flags))
+        fail_msg("instance %d: per-job results differ", t);
+    double da[] = {a->power_w, a->value, a->upper_bound, a->min_budget_w, a->min_budget_nosla_w,
+                   a->sla_extra};
+    double db[] = {b->power_w, b->value, b->upper_bound, b->min_budget_w, b->min_budget_nosla_w,
+                   b->sla_extra};
+    if (memcmp(da, db, sizeof da))
+        fail_msg("instance %d: value %a / %a, bound %a / %a", t, a->value, b->value,
+                 a->upper_bound, b->upper_bound);
+    assert_int_equal(a->optimal, b->optimal);
+    assert_int_equal(a->budget_binds, b->budget_binds);
+    assert_int_equal(a->n_sla_dropped, b->n_sla_dropped);
+    assert_int_equal(a->nodes, b->nodes);
+}
+
+/* Curves whose breakpoints all lie on the grid are hulled without interpolating at them (a
+ * pass of its own).  The same curves with one more point past the range, off the grid and at
+ * the last throughput (the same function to the last bit, but hulled by the general pass),
+ * must give the same results bit for bit: concave, collinear runs (equal slopes), flat tails,
+ * non-concave (branch and bound on sub-ranges), huge and tiny throughputs, ranges starting and
+ * ending between breakpoints or past the curve, SLA floors inside the curve, weights, grids of
+ * 1, 5, 3, 0.25 and 2 W; one-shot solves and a workspace with a curve changed. */
+static void test_on_grid_hulls(void **state)
+{
+    enum { N = 40, P = 9 };
+    static const double steps[] = {1, 5, 0.25, 3, 2};
+    static pfi_alloc_job A[N], B[N];
+    static double ca[N][P], ta[N][P], cb[N][P + 1], tb[N][P + 1];
+    static char ids[N][8];
+    rng_state = 19;
+    int compared = 0;
+    for (int t = 0; t < 150; t++) {
+        double step = steps[t % 5];
+        int n = irand(1, N), kind = irand(0, 4);
+        for (int j = 0; j < n; j++) {
+            int np = irand(2, P), k = irand(1, 80);
+            int kj = kind == 4 ? irand(0, 3) : kind;
+            double scale = kj == 3 ? (urand() < 0.5 ? 1e12 : 1e-200) : 1;
+            double v = (urand() < 0.1 ? 0 : 10 + 100 * urand()) * scale;
+            double s = (0.5 + 2 * urand()) * scale;
+            for (int i = 0; i < np; i++) {
+                ca[j][i] = k * step;
+                ta[j][i] = v;
+                int dk = kj == 1 ? 5 : irand(1, 12);
+                k += dk;
+                if (kj == 2)
+                    v = (10 + 100 * urand()) * scale;
+                else
+                    v += s * dk;
+                if (kj == 1) /* runs of equal slopes, then flat */
+                    s = urand() < 0.6 ? s : urand() < 0.5 ? 0 : s * 0.5;
+                else
+                    s *= urand();
+            }
+            double first = ca[j][0], last = ca[j][np - 1];
+            double lo = urand() < 0.5 ? first : first + step * irand(0, (int)((last - first) / step / 2));
+            if (urand() < 0.3)
+                lo += 0.37 * step; /* between grid points */
+            double hi = urand() < 0.3 ? last + step * irand(0, 20) : lo + (last - lo) * urand();
+            if (urand() < 0.3)
+                hi += 0.61 * step;
+            if (hi < lo + step)
+                hi = lo + step;
+            snprintf(ids[j], sizeof ids[j], "j%d", j);
+            A[j] = (pfi_alloc_job){ids[j], irand(1, 8), lo, hi, ca[j], ta[j], np,
+                                   hi * (0.8 + 0.2 * urand()), NAN,
+                                   urand() < 0.3 ? 0.3 * urand() : NAN,
+                                   urand() < 0.5 ? 1.0 : 0.5 + 1.5 * urand()};
+            /* the extra point: past the range's end and the curve's, half a step off the grid */
+            memcpy(cb[j], ca[j], (size_t)np * sizeof **ca);
+            memcpy(tb[j], ta[j], (size_t)np * sizeof **ta);
+            cb[j][np] = (floor(fmax(hi, last) / step) + 8.5) * step;
+            tb[j][np] = ta[j][np - 1];
+            B[j] = A[j];
+            B[j].cap_w = cb[j];
+            B[j].tput = tb[j];
+            B[j].n_points = np + 1;
+        }
+        pfi_alloc_opts o;
+        pfi_alloc_opts_default(&o);
+        o.step_w = step;
+        o.on_infeasible = irand(0, 2);
+        o.rel_gap = urand() < 0.5 ? 0 : 1e-6;
+        double lo = 0, hi = 0;
+        for (int j = 0; j < n; j++) {
+            lo += A[j].n_gpus * fmax(A[j].min_cap_w, A[j].cap_w[0]);
+            hi += A[j].n_gpus * A[j].max_cap_w;
+        }
+        double budgets[] = {lo, hi, lo + (hi - lo) * urand(), lo + (hi - lo) * urand(),
+                            floor(lo + (hi - lo) * 0.5), lo - step, hi + step};
+        pfi_alloc_ws *wa = NULL, *wb = NULL;
+        pfi_err ea = {0}, eb = {0};
+        int rca = pfi_alloc_ws_new(A, n, budgets[2], &o, &wa, &ea);
+        int rcb = pfi_alloc_ws_new(B, n, budgets[2], &o, &wb, &eb);
+        assert_int_equal(rca, rcb);
+        for (int i = 0; i < 7; i++) {
+            if (!(budgets[i] > 0))
+                continue;
+            pfi_alloc_result ra, rb;
+            rca = pfi_alloc_solve(A, n, budgets[i], &o, &ra, &ea);
+            rcb = pfi_alloc_solve(B, n, budgets[i], &o, &rb, &eb);
+            assert_same_result(rca, &ra, &ea, rcb, &rb, &eb, t);
+            if (!rca) {
+                pfi_alloc_result_free(&ra);
+                pfi_alloc_result_free(&rb);
+            }
+            compared++;
+            if (!wa)
+                continue;
+            if (i == 4) { /* one curve scaled, in both lists */
+                int j = irand(0, n - 1);
+                for (int q = 0; q < A[j].n_points; q++)
+                    ta[j][q] *= 0.75, tb[j][q] *= 0.75;
+                tb[j][A[j].n_points] *= 0.75;
+                rca = pfi_alloc_ws_update_job(wa, j, &ea);
+                rcb = pfi_alloc_ws_update_job(wb, j, &eb);
+                assert_int_equal(rca, rcb);
+            }
+            rca = pfi_alloc_ws_solve(wa, budgets[i], &ra, &ea);
+            rcb = pfi_alloc_ws_solve(wb, budgets[i], &rb, &eb);
+            assert_same_result(rca, &ra, &ea, rcb, &rb, &eb, t);
+            if (!rca) {
+                pfi_alloc_result_free(&ra);
+                pfi_alloc_result_free(&rb);
+            }
+            compared++;
+        }
+        pfi_alloc_ws_free(wa);
+        pfi_alloc_ws_free(wb);
+    }
+    assert_true(compared > 1000);
+}
+
 static void test_many_jobs(void **state)
 {
     enum { N = 3000, P = 6 };
@@ -591,7 +740,7 @@ int main(void)
         cmocka_unit_test(test_optimal_nonconcave), cmocka_unit_test(test_optimal_collinear),
         cmocka_unit_test(test_collinear_wide), cmocka_unit_test(test_optimal_with_sla),
         cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_infeasible_modes),
-        cmocka_unit_test(test_error_order),
+        cmocka_unit_test(test_error_order),     cmocka_unit_test(test_on_grid_hulls),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
         cmocka_unit_test(test_draw_model),     cmocka_unit_test(test_draw_model_own_and_mean),
     };

@@ -181,11 +181,16 @@ int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned 
     return PFI_OK;
 }
 
-/* Grid index range of job j: multiples of step inside [max(min cap, first point), max cap]. */
-static int job_grid(const pfi_alloc_job *J, double step, int *kmin, int *kmax, pfi_err *err)
+/* Grid index range of job j: multiples of step inside [max(min cap, first point), max cap].
+ * inv: 1 / step when that is exact (step a power of two), else 0; x * inv is then x / step to
+ * the last bit (both round the same number). */
+static int job_grid(const pfi_alloc_job *J, double step, double inv, int *kmin, int *kmax,
+                    pfi_err *err)
 {
     double lo = fmax(J->min_cap_w, J->cap_w[0]);
-    double a = ceil(lo / step - 1e-9), b = floor(J->max_cap_w / step + 1e-9);
+    double qa = inv > 0 ? lo * inv : lo / step;
+    double qb = inv > 0 ? J->max_cap_w * inv : J->max_cap_w / step;
+    double a = ceil(qa - 1e-9), b = floor(qb + 1e-9);
     if (a < 1)
         a = 1; /* a cap of 0 W is never in a range: a step far above the caps gives no grid */
     if (a > b)
@@ -237,9 +242,10 @@ static int sla_floor(const pfi_alloc_job *J, double step, int kmin, int kmax, do
     }
 }
 
-int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, int *kmin, int *kmax, int *kf)
+int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int *kmin,
+                        int *kmax, int *kf)
 {
-    if (check_job(J, 0, NULL) || job_grid(J, step, kmin, kmax, NULL))
+    if (check_job(J, 0, NULL) || job_grid(J, step, inv_step, kmin, kmax, NULL))
         return PFI_EINVAL;
     *kf = sla_floor(J, step, *kmin, *kmax, J->sla);
     return PFI_OK;
@@ -378,7 +384,7 @@ int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
     long long m0 = 0, ms = 0;
     int unmet = -1;
     for (int j = 0; j < n; j++) {
-        if ((rc = job_grid(&jobs[j], step, &kmin[j], &kmax[j], err)))
+        if ((rc = job_grid(&jobs[j], step, 0, &kmin[j], &kmax[j], err)))
             goto fail;
         kf[j] = sla_floor(&jobs[j], step, kmin[j], kmax[j], jobs[j].sla);
         if (kf[j] < 0 && unmet < 0)

@@ -149,8 +149,10 @@ unsigned pfi_alloc_id_hash(const char *id);
 /* One job as pfi_alloc_prepare sees it before any SLA is degraded: PFI_OK when it passes
  * pfi_alloc_validate's checks (but its id's uniqueness) and its range holds grid points, with
  * that range [*kmin, *kmax] and its SLA floor *kf (-1: no cap meets its SLA); else nonzero
- * (pfi_alloc_prepare says why).  For one pass over a list that reads each job once. */
-int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, int *kmin, int *kmax, int *kf);
+ * (pfi_alloc_prepare says why).  For one pass over a list that reads each job once.
+ * inv_step: 1 / step when step is a power of two (then products are the quotients), else 0. */
+int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int *kmin,
+                        int *kmax, int *kf);
 /* Fills res->tput, value, power_w, flags AT_* and budget_binds from res->cap_w. */
 void pfi_alloc_finish(const pfi_alloc_job *jobs, int n, const pfi_alloc_opts *opts,
                       pfi_alloc_result *res);

@@ -234,21 +234,131 @@ static int count_cands(const solver *S, int j)
     return nc + (b > last);
 }
 
-/* Upper hull of job j's grid points on [a_j, b_j], its slopes and how many are positive.
- * Returns how many candidate points it looked at: no sub-range of [a_j, b_j] has more, so that
- * many slots hold the hull of any branch on the job.  count_only: only count them. */
-static int build_hull(solver *S, int j, int count_only)
+/* The curve's value at cap x (not below the last candidate's): at is the first breakpoint
+ * above the last candidate, moved on past x. */
+static inline double curve_value(const double *cx, const double *cy, int np, int *at, double x)
 {
-    if (count_only)
-        return count_cands(S, j);
-    const pfi_alloc_job *J = &S->jobs[j];
+    int i = *at;
+    while (i < np && cx[i] <= x)
+        i++;
+    *at = i;
+    if (i == 0)
+        return cy[0];
+    if (i == np)
+        return cy[i - 1];
+    if (x == cx[i - 1]) /* on a breakpoint: the same sum, its zero term */
+        return cy[i - 1] + (cy[i] - cy[i - 1]) * 0.0; /* needs no division */
+    return cy[i - 1] + (cy[i] - cy[i - 1]) * (x - cx[i - 1]) / (cx[i] - cx[i - 1]);
+}
+
+/* A hull being built: m vertices in hk/hv, the top two also in registers (k0, v0 below k1, v1;
+ * grid indices below 2^31 as doubles, whose differences are exact as the ints' are). */
+typedef struct hstack {
+    int *hk;
+    double *hv;
+    int m;
+    double k0, v0, k1, v1;
+} hstack;
+
+/* Grid point kk of value v put on top: first the vertices that lie on or below the chord to it
+ * are dropped. */
+static inline void hull_push(hstack *H, int kk, double v)
+{
+    double kd = kk;
+    int m = H->m;
+    if (m >= 2)
+        for (;;) {
+            double l = (H->v1 - H->v0) * (kd - H->k0);
+            double r = (v - H->v0) * (H->k1 - H->k0);
+            if (!(l <= r + 1e-13 * (fabs(l) + fabs(r)))) /* collinear up to rounding */
+                break;
+            m--;
+            H->k1 = H->k0;
+            H->v1 = H->v0;
+            if (m < 2)
+                break;
+            H->k0 = H->hk[m - 2];
+            H->v0 = H->hv[m - 2];
+        }
+    H->hk[m] = kk;
+    H->hv[m] = v;
+    H->m = m + 1;
+    H->k0 = H->k1;
+    H->v0 = H->v1;
+    H->k1 = kd;
+    H->v1 = v;
+}
+
+/* build_hull's candidates and vertices when every breakpoint is a grid point (its cap divided
+ * by the step is a whole number, and that number times the step is the cap), as measured
+ * curves usually are: the candidates are then a, the breakpoints strictly inside (a, b), and
+ * b, and a breakpoint's value is its own throughput (the general pass's sum with a zero term),
+ * so no point is interpolated but the range's ends.  The same candidates, values and pops as
+ * the general pass, in the same order.  0 (nothing written): some breakpoint is off the grid
+ * or out of range, and the general pass builds the hull. */
+static int hull_on_grid(const solver *S, const pfi_alloc_job *J, int a, int b, double w,
+                        int *hk, double *hv, int *m_out, int *nc_out)
+{
     const double *cx = J->cap_w, *cy = J->tput;
     int np = J->n_points;
-    int a = S->a[j], b = S->b[j];
-    int *hk = S->hk + S->hoff[j];
-    double *hv = S->hv + S->hoff[j];
-    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight, step = S->step;
-    int m = 0, nc_all = 0;
+    double step = S->step, inv = S->inv_step;
+    if (np < 1)
+        return 0;
+    /* every breakpoint whole in grid units (x + 2^52 - 2^52 rounds x < 2^52 to a whole number)
+     * and that number times the step its cap; caps ascend, so the ends bound the range */
+    const double R = 4503599627370496.0; /* 2^52 */
+    double dev = 0;
+    if (inv > 0) { /* cx * inv is cx / step; when whole, times step it is cx again */
+        for (int i = 0; i < np; i++) {
+            double x = cx[i] * inv;
+            dev += fabs((x + R) - R - x);
+        }
+    } else {
+        for (int i = 0; i < np; i++) {
+            double x = cx[i] / step, t = (x + R) - R;
+            dev += fabs(t - x) + fabs(t * step - cx[i]);
+        }
+    }
+    double x0 = grid_units(S, cx[0]), x1 = grid_units(S, cx[np - 1]);
+    if (dev != 0 || !(x0 >= 1) || !(x1 < 2147483647.0))
+        return 0;
+    int lo = 0, hi = np; /* breakpoints [lo, hi) lie strictly inside (a, b) */
+    while (lo < np && grid_units(S, cx[lo]) <= a)
+        lo++;
+    while (hi > lo && grid_units(S, cx[hi - 1]) >= b)
+        hi--;
+    int at = 0, nc = 1;
+    hstack H = {hk, hv, 0, 0, 0, 0, 0};
+    hull_push(&H, a, w * curve_value(cx, cy, np, &at, a * step));
+    /* cx[i] = f * step exactly: the general pass's value there (at = i + 1) */
+    int end = hi < np - 1 ? hi : np - 1;
+    for (int i = lo; i < end; i++, nc++)
+        hull_push(&H, (int)(inv > 0 ? cx[i] * inv : cx[i] / step),
+                  w * (cy[i] + (cy[i + 1] - cy[i]) * 0.0));
+    if (lo < np && hi == np) { /* the last breakpoint inside the range: at = np */
+        hull_push(&H, (int)(inv > 0 ? cx[np - 1] * inv : cx[np - 1] / step), w * cy[np - 1]);
+        nc++;
+    }
+    if (b > a) {
+        at = hi > lo ? hi : at;
+        hull_push(&H, b, w * curve_value(cx, cy, np, &at, b * step));
+        nc++;
+    }
+    *m_out = H.m;
+    *nc_out = nc;
+    return 1;
+}
+
+/* build_hull's candidates and vertices in general: the range's ends and the grid points on
+ * either side of each breakpoint. */
+static void hull_general(const solver *S, const pfi_alloc_job *J, int a, int b, double w,
+                         int *hk, double *hv, int *m_out, int *nc_out)
+{
+    const double *cx = J->cap_w, *cy = J->tput;
+    int np = J->n_points;
+    double step = S->step;
+    int nc_all = 0;
+    hstack H = {hk, hv, 0, 0, 0, 0, 0};
     int last = a - 1;
     int at = 0; /* candidates ascend, so the curve segment holding each one only moves right */
     for (int i = -1; i <= np; i++) {
@@ -275,32 +385,28 @@ static int build_hull(solver *S, int j, int count_only)
                 continue;
             last = kk;
             nc_all++;
-            double x = kk * step, v;
-            while (at < np && cx[at] <= x)
-                at++;
-            if (at == 0)
-                v = cy[0];
-            else if (at == np)
-                v = cy[at - 1];
-            else if (x == cx[at - 1]) /* on a breakpoint: the same sum, its zero term */
-                v = cy[at - 1] + (cy[at] - cy[at - 1]) * 0.0; /* needs no division */
-            else
-                v = cy[at - 1] + (cy[at] - cy[at - 1]) * (x - cx[at - 1]) / (cx[at] - cx[at - 1]);
-            v *= w;
-            while (m >= 2) {
-                /* drop the last vertex when it lies on or below the chord to the new point */
-                double l = (hv[m - 1] - hv[m - 2]) * (double)(kk - hk[m - 2]);
-                double r = (v - hv[m - 2]) * (double)(hk[m - 1] - hk[m - 2]);
-                if (l <= r + 1e-13 * (fabs(l) + fabs(r))) /* collinear up to rounding */
-                    m--;
-                else
-                    break;
-            }
-            hk[m] = kk;
-            hv[m] = v;
-            m++;
+            hull_push(&H, kk, w * curve_value(cx, cy, np, &at, kk * step));
         }
     }
+    *m_out = H.m;
+    *nc_out = nc_all;
+}
+
+/* Upper hull of job j's grid points on [a_j, b_j], its slopes and how many are positive.
+ * Returns how many candidate points it looked at: no sub-range of [a_j, b_j] has more, so that
+ * many slots hold the hull of any branch on the job.  count_only: only count them. */
+static int build_hull(solver *S, int j, int count_only)
+{
+    if (count_only)
+        return count_cands(S, j);
+    const pfi_alloc_job *J = &S->jobs[j];
+    int a = S->a[j], b = S->b[j];
+    int *hk = S->hk + S->hoff[j];
+    double *hv = S->hv + S->hoff[j];
+    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+    int m, nc_all;
+    if (!hull_on_grid(S, J, a, b, w, hk, hv, &m, &nc_all))
+        hull_general(S, J, a, b, w, hk, hv, &m, &nc_all);
     S->hn[j] = m;
     double vmax = 0; /* as fmax(vmax, fabs(v)) over the vertices: no NaN here */
     for (int i = 0; i < m; i++)
@@ -309,6 +415,8 @@ static int build_hull(solver *S, int j, int count_only)
     double *hs = S->hs + S->hoff[j];
     long long n = J->n_gpus;
     double prev = INFINITY;
+    long long *fhist = S->fh_on ? S->fhist : NULL; /* (the stores below alias nothing read) */
+    int *fcnt = S->fcnt;
     int i = 0;
     for (; i + 1 < m; i++) {
         long long cost = n * (hk[i + 1] - hk[i]);
@@ -321,10 +429,10 @@ static int build_hull(solver *S, int j, int count_only)
         if (!(slope > 0))
             break; /* hull slopes decrease: the rest gain nothing */
         hs[i] = slope;
-        if (S->fh_on) {
+        if (fhist) {
             uint64_t bk = slope_key(slope) >> FIX_SHIFT;
-            S->fhist[bk] += cost;
-            S->fcnt[bk]++;
+            fhist[bk] += cost;
+            fcnt[bk]++;
         }
     }
     S->hm[j] = i;
@@ -1384,7 +1492,7 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
         const pfi_alloc_job *J = &jobs[j];
         int kmin, kmax, kf;
         prefetch_ahead(jobs, n, j, 1);
-        if (pfi_alloc_job_floor(J, step, &kmin, &kmax, &kf) || kf < 0) {
+        if (pfi_alloc_job_floor(J, step, S->inv_step, &kmin, &kmax, &kf) || kf < 0) {
             S->fh_on = 0;
             return 0;
         }

@@ -16,6 +16,7 @@
 #include "core/alloc.h"
 #include "core/probe.h"
 #include "study/experiment.h"
+#include "study/sla_calib.h"
 
 /* A run swept from 700 W down to 280 W, drawing at most p0 W: throughput falls as
  * (draw/p0)^b below its baseline. */
@@ -881,6 +882,69 @@ static void test_gain_uncertainty(void **state)
         assert_true(fabs(s[j] - want[j] * 1000 / 700) < 1e-9);
 }
 
+/* pfi's caps at a cut where its plain SLAs do not fit (every SLA relaxed): the allocation of
+ * its SLA jobs on their curves calibrated on the other jobs' errors (study/sla_calib.h), the
+ * plain SLA relaxed by the allocator; recomputed here through the public functions, and not
+ * what its uncalibrated curves give (the previous rule). */
+static void test_relaxed_cut_calibrated(void **state)
+{
+    (void)state;
+    pfi_expt_pop p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_fleet("small", 1, NULL, &p, &e), PFI_OK);
+    pfi_expt_opts o = pfi_expt_defaults(0);
+    o.sla = 0.1;
+    o.sla_every = 1;
+    o.breach_tol = 0.002;
+    o.want_caps = 1;
+    o.alloc.on_infeasible = PFI_INFEASIBLE_RELAX;
+    double cut = 0.5;
+    int pol[2] = {PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    pfi_expt_result r;
+    assert_int_equal(pfi_expt_run(&p, &o, &cut, 1, pol, 2, &r, &e), PFI_OK);
+    int n = r.n, g = pfi_calib_grid_n();
+    double budget = pfi_alloc_budget_from_cut(r.jobs.truth, n, cut);
+    pfi_alloc_job *q = malloc(sizeof *q * (size_t)n), *cal = malloc(sizeof *cal * (size_t)n);
+    pfi_alloc_curve *buf = malloc(sizeof *buf * (size_t)n);
+    double *a = malloc(sizeof *a * (size_t)(n * g)), *b = malloc(sizeof *b * (size_t)(n * g));
+    assert_true(q && cal && buf && a && b);
+    for (int j = 0; j < n; j++)
+        q[j] = r.jobs.pred[j], q[j].sla = o.sla;
+    /* the plain SLAs do not fit on pfi's curves: the relaxed regime */
+    pfi_alloc_opts fo = o.alloc;
+    fo.on_infeasible = PFI_INFEASIBLE_FAIL;
+    pfi_alloc_result x;
+    assert_int_equal(pfi_alloc_policy(PFI_POLICY_EQUAL, q, n, NULL, budget, &fo, &x, &e),
+                     PFI_EINFEASIBLE);
+    pfi_err_clear(&e);
+    assert_int_equal(pfi_calib_lines(r.jobs.truth, r.jobs.pred, n, a, b), 0);
+    for (int j = 0; j < n; j++) {
+        pfi_calib_curve(&r.jobs.pred[j], a + (size_t)j * (size_t)g, b + (size_t)j * (size_t)g,
+                        &buf[j], &cal[j]);
+        cal[j].sla = o.sla;
+    }
+    pfi_alloc_result want, old;
+    assert_int_equal(pfi_alloc_policy(PFI_POLICY_PFI, cal, n, NULL, budget, &o.alloc, &want, &e),
+                     PFI_OK);
+    assert_int_equal(pfi_alloc_policy(PFI_POLICY_PFI, q, n, NULL, budget, &o.alloc, &old, &e),
+                     PFI_OK);
+    const double *got = r.caps + (size_t)PFI_POLICY_PFI * (size_t)n;
+    int same = 1, same_old = 1;
+    for (int j = 0; j < n; j++) {
+        same &= got[j] == want.cap_w[j];
+        same_old &= got[j] == old.cap_w[j];
+    }
+    assert_true(same);
+    assert_false(same_old);
+    /* the curves left in the result are pfi's own again */
+    for (int j = 0; j < n; j++)
+        assert_true(r.jobs.pred[j].tput == r.jobs.pbuf[j].tput);
+    pfi_alloc_result_free(&want), pfi_alloc_result_free(&old);
+    free(q), free(cal), free(buf), free(a), free(b);
+    pfi_expt_result_free(&r);
+    pfi_expt_pop_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -898,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_sla_margins),
         cmocka_unit_test(test_sla_plan),
         cmocka_unit_test(test_model_out_of_fold),
+        cmocka_unit_test(test_relaxed_cut_calibrated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "core/predict.h"
 #include "core/probe.h"
 #include "core/stats.h"
+#include "study/sla_calib.h"
 #include "store/store.h"
 #include "study/fleet.h"
 #include "study/runset.h"
@@ -634,6 +635,7 @@ static int equal_on_pred(const pfi_expt_opts *o, const pfi_alloc_job *tj, const 
 
 
 
+
 /* ------------------------------------------------------------------ gains on a bound */
 
 /* Slowdown of job J at cap c, its own curve's T0 the reference. */
@@ -785,6 +787,98 @@ void pfi_expt_result_free(pfi_expt_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Each SLA job's curve calibrated on the other jobs' out-of-fold errors (study/sla_calib.h)
+ * into cal[j] (its points in buf[j]); the other jobs' cal[j] are left as they are.  Returns 0,
+ * -1 when out of memory. */
+static int calibrate_sla_jobs(const pfi_expt_opts *o, const pfi_expt_jobs *jb,
+                              pfi_alloc_curve *buf, pfi_alloc_job *cal)
+{
+    int n = jb->n, g = pfi_calib_grid_n();
+    size_t ng = (size_t)(n ? n : 1) * (size_t)g;
+    double *a = malloc(sizeof *a * ng), *b = malloc(sizeof *b * ng);
+    int rc = a && b ? pfi_calib_lines(jb->truth, jb->pred, n, a, b) : -1;
+    for (int j = 0; !rc && j < n; j += o->sla_every)
+        pfi_calib_curve(&jb->pred[j], a + (size_t)j * (size_t)g, b + (size_t)j * (size_t)g,
+                        &buf[j], &cal[j]);
+    free(a), free(b);
+    return rc;
+}
+
+/* Swaps each SLA job's curve in pred with its calibrated one in cal, keeping pred's SLA;
+ * a second call swaps them back. */
+static void swap_sla_curves(const pfi_expt_opts *o, pfi_alloc_job *pred, pfi_alloc_job *cal,
+                            int n)
+{
+    for (int j = 0; j < n; j += o->sla_every) {
+        pfi_alloc_job t = pred[j];
+        pred[j] = cal[j];
+        pred[j].sla = t.sla;
+        cal[j] = t;
+    }
+}
+
+/* Whether pfi must relax every SLA at this budget: its SLAs as planned (on q) do not fit an
+ * equal cut.  1: they do not, 0: they do, -1 on another error. */
+static int must_relax(const pfi_alloc_job *q, int n, double budget, const pfi_alloc_opts *ao,
+                      pfi_err *err)
+{
+    pfi_alloc_opts fo = *ao;
+    fo.on_infeasible = PFI_INFEASIBLE_FAIL;
+    pfi_alloc_result r;
+    int rc = pfi_alloc_policy(PFI_POLICY_EQUAL, q, n, NULL, budget, &fo, &r, err);
+    if (rc == PFI_EINFEASIBLE) {
+        pfi_err_clear(err);
+        return 1;
+    }
+    if (rc)
+        return -1;
+    pfi_alloc_result_free(&r);
+    return 0;
+}
+
+/* The SLA experiment's cuts of one round: pfi's SLAs planned per cut (pfi_expt_sla_plan), so
+ * each cut is its own run; where pfi must relax every SLA, its SLA jobs are allocated on
+ * their calibrated curves (cal; relx[c] set).  Cells and caps as one_round's. */
+static int sla_cuts(const pfi_expt_opts *o, const double *cuts, int nc, const int *policies,
+                    int npolicies, double *caps, pfi_expt_result *r, int c0, pfi_alloc_job *cal,
+                    pfi_alloc_curve *cbuf, unsigned char *relx, pfi_err *err)
+{
+    pfi_expt_jobs *jb = &r->jobs;
+    int n = jb->n, rc = PFI_OK;
+    size_t cell0 = (size_t)c0 * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
+    double *marg = malloc(sizeof *marg * (size_t)(n ? n : 1));
+    double *unc = malloc(sizeof *unc * (size_t)(n ? n : 1));
+    if (!marg || !unc)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    if (!rc && (isnan(r->sla_margin = sla_margins(o, jb->truth, jb->pred, n, marg,
+                                                   &r->n_sla_jobs)) ||
+                pfi_expt_gain_uncertainty(jb->truth, jb->pred, n, unc) ||
+                calibrate_sla_jobs(o, jb, cbuf, cal)))
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    for (int c = 0; !rc && c < nc; c++) {
+        double budget = pfi_alloc_budget_from_cut(jb->truth, n, cuts[c]);
+        pfi_eval_cell *row = r->cells + cell0 + (size_t)c * PFI_POLICY_COUNT;
+        int relax = 0;
+        if (isnan(pfi_expt_sla_plan(jb->pred, n, o->sla, marg, unc, PFI_EXPT_PLAN_KAPPA, budget,
+                                    &o->alloc, err)) ||
+            (relax = must_relax(jb->pred, n, budget, &o->alloc, err)) < 0) {
+            rc = err && err->code ? err->code : PFI_ENOMEM;
+            break;
+        }
+        if ((relx[c] = (unsigned char)relax))
+            swap_sla_curves(o, jb->pred, cal, n);
+        rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts + c, 1, policies, npolicies,
+                                  &o->alloc, row, caps + (size_t)c * w, err);
+        if (!rc)
+            rc = equal_on_pred(o, jb->truth, jb->pred, n, budget, row, &r->eq_pred[c0 + c],
+                               &r->eq_pred_breaches[c0 + c], &r->eq_pred_worst[c0 + c], err);
+        if (relax)
+            swap_sla_curves(o, jb->pred, cal, n);
+    }
+    free(marg), free(unc);
+    return rc;
+}
+
 /* One round: predict (auto depths at cuts[0]), then allocate at cuts[0..nc), the cells and
  * caps going to the result's cuts c0.. */
 static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int nc,
@@ -797,37 +891,19 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
         return rc;
     size_t cell0 = (size_t)c0 * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
     memset(caps, 0, sizeof *caps * w * (size_t)nc); /* a cell not run keeps no caps */
+    pfi_alloc_job *cal = NULL;
+    pfi_alloc_curve *cbuf = NULL;
+    unsigned char *relx = calloc((size_t)nc, 1);
     if (o->sla > 0) {
-        /* pfi's SLAs are planned per cut (pfi_expt_sla_plan), so each cut is its own run */
-        double *marg = malloc(sizeof *marg * (size_t)(n ? n : 1));
-        double *unc = malloc(sizeof *unc * (size_t)(n ? n : 1));
-        if (!marg || !unc) {
-            free(marg), free(unc);
-            return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-        }
-        r->sla_margin = sla_margins(o, jb->truth, jb->pred, n, marg, &r->n_sla_jobs);
-        if (isnan(r->sla_margin) || pfi_expt_gain_uncertainty(jb->truth, jb->pred, n, unc))
-            rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
-        for (int c = 0; !rc && c < nc; c++) {
-            double budget = pfi_alloc_budget_from_cut(jb->truth, n, cuts[c]);
-            if (isnan(pfi_expt_sla_plan(jb->pred, n, o->sla, marg, unc, PFI_EXPT_PLAN_KAPPA,
-                                        budget, &o->alloc, err)))
-                rc = err && err->code ? err->code : PFI_ENOMEM;
-            else
-                rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts + c, 1, policies,
-                                          npolicies, &o->alloc,
-                                          r->cells + cell0 + (size_t)c * PFI_POLICY_COUNT,
-                                          caps + (size_t)c * w, err);
-            if (!rc)
-                rc = equal_on_pred(o, jb->truth, jb->pred, n, budget,
-                                   r->cells + cell0 + (size_t)c * PFI_POLICY_COUNT,
-                                   &r->eq_pred[c0 + c], &r->eq_pred_breaches[c0 + c],
-                                   &r->eq_pred_worst[c0 + c], err);
-        }
-        free(marg), free(unc);
+        cal = malloc(sizeof *cal * (size_t)(n ? n : 1));
+        cbuf = malloc(sizeof *cbuf * (size_t)(n ? n : 1));
+        rc = cal && cbuf && relx ? sla_cuts(o, cuts, nc, policies, npolicies, caps, r, c0, cal,
+                                            cbuf, relx, err)
+                                 : pfi_err_set(err, PFI_ENOMEM, "out of memory");
     } else
-        rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts, nc, policies, npolicies,
-                                  &o->alloc, r->cells + cell0, caps, err);
+        rc = relx ? pfi_alloc_experiment(jb->truth, jb->pred, n, cuts, nc, policies, npolicies,
+                                         &o->alloc, r->cells + cell0, caps, err)
+                  : pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int c = 0; !rc && c < nc; c++) {
         const double *cc = caps + (size_t)c * w;
         size_t row = cell0 + (size_t)c * PFI_POLICY_COUNT;
@@ -836,6 +912,8 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
         if (!o->want_caps)
             continue;
         memcpy(r->caps + row * (size_t)n, cc, sizeof *cc * w);
+        if (relx[c]) /* what pfi saw at a relaxed cut: its SLA jobs' calibrated curves */
+            swap_sla_curves(o, jb->pred, cal, n);
         for (int q = 0; q < PFI_POLICY_COUNT; q++) {
             const pfi_alloc_job *seen =
                 q == PFI_POLICY_PFI || q == PFI_POLICY_PROPORTIONAL ? jb->pred : jb->truth;
@@ -846,9 +924,12 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
                                   : 0;
             }
         }
+        if (relx[c])
+            swap_sla_curves(o, jb->pred, cal, n);
     }
     for (int k = 0; k < n; k++)
         jb->truth[k].sla = jb->pred[k].sla = NAN; /* none: the next round sets them anew */
+    free(cal), free(cbuf), free(relx);
     return rc;
 }
 

@@ -995,8 +995,9 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
              "floors then take nearly the whole budget and leave almost nothing to allocate: "
              "equal, whose floors are read on the true curves, is the oracle to within %.3f%% of "
              "total throughput, and pfi differs from equal by up to %.3f%%, by where its relaxed "
-             "floors fall on the true curves (an optimistic estimate puts them lower, freeing "
-             "power at the SLA jobs' expense), not by how it allocates what is left. pfi >= equal "
+             "floors fall on the true curves (read on its calibrated curves: a curve that "
+             "flatters a job at low caps would place that job low, and the calibration removes "
+             "that on average, not job by job), not by how it allocates what is left. pfi >= equal "
              "is no test of the allocation there; the breaches and the worst excess slowdown are "
              "the comparison that means something.",
              rel, room * 100, off * 100);
@@ -1152,7 +1153,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
             para(&d, "Off the lower panel's chart (below %.0f%%, where the equal -> oracle gap is "
                      "almost nothing and the ratio means little): %s; see the tables.",
                  GAP_FLOOR * 100, off);
-        char sla_text[1536];
+        char sla_text[2048];
         snprintf(sla_text, sizeof sla_text,
                  "With SLAs: %d of the %d jobs may lose at most %.0f%% of their throughput. "
                  "Each policy enforces the SLA on the curves it sees; pfi, whose curves are "
@@ -1161,7 +1162,11 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
                  "(%.1f points on average), or, at a cut where that plan's gain over an equal "
                  "cut with the plain SLAs, on its own curves, is smaller than its uncertainty "
                  "(the other jobs' out-of-fold error, per watt each job moves from its equal "
-                 "share), the largest share of that margin at which it is not. "
+                 "share), the largest share of that margin at which it is not. Where even the "
+                 "plain SLAs do not fit on its curves, so that it must relax every SLA and its "
+                 "floors are its whole plan, pfi reads its SLA jobs on curves calibrated on the "
+                 "other jobs' out-of-fold errors (the true slowdown regressed on its predicted "
+                 "one at each fraction of the maximum cap, the job itself left out). "
                  "A breach is a TRUE slowdown more than "
                  "%.1f points over the SLA. When even the oracle breaches, the budget cannot "
                  "meet every SLA and all policies relax them equally.",

@@ -2,7 +2,10 @@
 /* test_cluster_http.c: the controller's HTTP API (src/cluster/api.c) under load and hostile
  * clients.  A burst of requests that one server thread finds ready all at once is answered
  * whatever its size (libmicrohttpd's epoll loop slept on exactly 128 until some other event
- * came, which with no connection timeout could be never). */
+ * came, which with no connection timeout could be never); one address's slow clients cannot
+ * starve another's, and a budget change among them stays within the budget; idle and slow
+ * connections are closed; connections over the limits are closed at once and the rest served;
+ * a body said to be too large is refused before it is read, and nothing changes. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -11,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -26,14 +30,18 @@
 static const char *const NAMES[NN] = {"n1", "n2", "n3", "n4"};
 
 typedef struct site {
-    char dir[256], topo[300];
+    char dir[256], topo[300], tokf[300];
     pfi_standin *s;
     pfi_cl *c;
     pfi_cl_server *srv;
     int port;
 } site;
 
-static void site_up(site *x)
+static const char TOKEN[] = "0123456789abcdef0123";
+
+/* Four stand-in nodes of four GPUs (200-700 W), no jobs, the API on a free port with a bearer
+ * token; cfg's API settings: timeout_s (0: the default), conns and per_ip (0: the defaults). */
+static void site_up_with(site *x, double timeout_s, int conns, int per_ip)
 {
     pfi_err e = {0};
     int port;
@@ -48,16 +56,33 @@ static void site_up(site *x)
           "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 4}], \"jobs\": []}",
           f);
     assert_int_equal(fclose(f), 0);
+    snprintf(x->tokf, sizeof x->tokf, "%s/token", x->dir);
+    f = fopen(x->tokf, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", TOKEN);
+    assert_int_equal(fclose(f), 0);
+    chmod(x->tokf, 0600);
     pfi_cl_config cfg;
     pfi_cl_config_defaults(&cfg);
     snprintf(cfg.node_url, sizeof cfg.node_url, "http://127.0.0.1:%d/n/%%n", port);
     snprintf(cfg.topo_file, sizeof cfg.topo_file, "%s", x->topo);
     cfg.timeout_s = 5.0;
     cfg.heartbeat_s = 0;
+    if (timeout_s > 0)
+        cfg.client_timeout_s = timeout_s;
+    if (conns > 0)
+        cfg.max_conns = conns;
+    if (per_ip > 0)
+        cfg.max_client_conns = per_ip;
     assert_int_equal(pfi_cl_open(&cfg, &x->c, &e), PFI_OK);
     assert_int_equal(pfi_cl_refresh(x->c, &e), PFI_OK);
-    assert_int_equal(pfi_cl_server_start(x->c, "127.0.0.1:0", NULL, &x->srv, &x->port, &e),
+    assert_int_equal(pfi_cl_server_start(x->c, "127.0.0.1:0", x->tokf, &x->srv, &x->port, &e),
                      PFI_OK);
+}
+
+static void site_up(site *x)
+{
+    site_up_with(x, 0, 0, 0);
 }
 
 static void site_down(site *x)
@@ -66,6 +91,7 @@ static void site_down(site *x)
     pfi_cl_close(x->c);
     pfi_standin_stop(x->s);
     unlink(x->topo);
+    unlink(x->tokf);
     rmdir(x->dir);
 }
 
@@ -127,10 +153,283 @@ static void test_burst_answered(void **state)
     }
 }
 
+/* A slow client: a request line and an unfinished header, then nothing. */
+static const char SLOW[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
+
+/* Of fds[0..n), how many the server has closed; waits up to max_s for at least want. */
+static int closed_count(const int *fds, int n, int want, double max_s)
+{
+    double until = pfi_test_now() + max_s;
+    int *done = calloc((size_t)n, sizeof *done), k = 0;
+    assert_non_null(done);
+    do {
+        for (int i = 0; i < n; i++)
+            if (!done[i] && pfi_test_closed(fds[i], 0.001))
+                done[i] = 1, k++;
+    } while (k < want && pfi_test_now() < until);
+    free(done);
+    return k;
+}
+
+static long put_budget(int port, const char *src, const char *body)
+{
+    int fd = pfi_test_dial(src, port);
+    if (fd < 0)
+        return -2;
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                     TOKEN, strlen(body));
+    long st = -2;
+    if (pfi_test_send(fd, req, (size_t)n) == 0 && pfi_test_send(fd, body, strlen(body)) == 0)
+        st = pfi_test_status(fd, 30);
+    close(fd);
+    return st;
+}
+
+/* 1,100 slow connections from one address (more than the whole API allowed before the limits:
+ * 1,020), every one sending an unfinished header: that address keeps at most its 32, the rest
+ * are closed at once, and another address is still answered: a budget change from it is
+ * applied, the site's caps within the new budget throughout. */
+static void test_one_address_cannot_starve(void **state)
+{
+    (void)state;
+    enum { N = 1100 };
+    assert_true(pfi_test_nofile(4 * N) >= 3 * N);
+    site x;
+    site_up(&x);
+    static int fd[N];
+    int opened = 0;
+    for (int i = 0; i < N; i++) {
+        fd[i] = pfi_test_dial("127.0.0.1", x.port);
+        if (fd[i] < 0)
+            break;
+        opened++;
+        if (pfi_test_send(fd[i], SLOW, sizeof SLOW - 1) != 0)
+            continue; /* already closed by the server: counted below */
+    }
+    assert_int_equal(opened, N);
+    /* Another address: answered, and its budget change made. */
+    int other = pfi_test_dial("127.0.0.9", x.port);
+    assert_true(other >= 0);
+    static const char H[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(pfi_test_send(other, H, sizeof H - 1), 0);
+    assert_int_equal(pfi_test_status(other, 30), 200);
+    close(other);
+    double before = pfi_standin_cap_sum(x.s);
+    pfi_standin_reset_peak(x.s);
+    assert_int_equal(put_budget(x.port, "127.0.0.9", "{\"cut\": 0.3}"), 200);
+    double budget = 0.7 * NN * NG * 700;
+    assert_true(pfi_standin_cap_sum(x.s) <= budget + 1e-6);
+    assert_true(pfi_standin_peak(x.s) <= fmax(before, budget) + 1e-6);
+    /* The slow address kept at most its 32 (all it asked for past them was closed). */
+    int closed = closed_count(fd, N, N - 32, 30);
+    if (closed < N - 32)
+        fprintf(stderr, "one address holds %d connections\n", N - closed);
+    assert_true(closed >= N - 32);
+    for (int i = 0; i < N; i++)
+        close(fd[i]);
+    site_down(&x);
+}
+
+/* A connection that sends nothing, and one that stops in the middle of its header, are
+ * closed once idle for the client timeout (1 s here); a request after that is answered. */
+static void test_idle_and_slow_closed(void **state)
+{
+    (void)state;
+    site x;
+    site_up_with(&x, 1, 0, 0);
+    int idle = pfi_test_dial(NULL, x.port), slow = pfi_test_dial(NULL, x.port);
+    assert_true(idle >= 0 && slow >= 0);
+    assert_int_equal(pfi_test_send(slow, SLOW, sizeof SLOW - 1), 0);
+    assert_int_equal(pfi_test_closed(idle, 20), 1);
+    assert_int_equal(pfi_test_closed(slow, 20), 1);
+    close(idle);
+    close(slow);
+    int fd = pfi_test_dial(NULL, x.port);
+    static const char H[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(pfi_test_send(fd, H, sizeof H - 1), 0);
+    assert_int_equal(pfi_test_status(fd, 30), 200);
+    close(fd);
+    site_down(&x);
+}
+
+/* 4 per address, and a timeout far above the test's bounds (so that only the limit closes):
+ * of 10 connections from one address, 6 are closed at once, and the 4 kept finish their
+ * requests and are answered. */
+static void test_over_address_limit_closed(void **state)
+{
+    (void)state;
+    enum { N = 10 };
+    site x;
+    site_up_with(&x, 600, 0, 4);
+    int fd[N];
+    for (int i = 0; i < N; i++) {
+        fd[i] = pfi_test_dial("127.0.1.1", x.port);
+        assert_true(fd[i] >= 0);
+        pfi_test_send(fd[i], SLOW, sizeof SLOW - 1); /* fails on one closed already */
+    }
+    assert_int_equal(closed_count(fd, N, N - 4, 30), N - 4);
+    int held[N], nh = 0;
+    for (int i = 0; i < N; i++)
+        if (!pfi_test_closed(fd[i], 0.001))
+            held[nh++] = fd[i];
+    assert_int_equal(nh, 4);
+    static const char REST[] = "\r\n\r\n";
+    for (int i = 0; i < nh; i++)
+        assert_int_equal(pfi_test_send(held[i], REST, sizeof REST - 1), 0);
+    assert_int_equal(pfi_test_answers(held, nh, "HTTP/1.1 200", 30), nh);
+    for (int i = 0; i < N; i++)
+        close(fd[i]);
+    site_down(&x);
+}
+
+/* max_connections 16 (shared out between the API's two threads, 8 each): 40 connections
+ * from 10 addresses (4 each, within their limit) all send a whole request and keep their
+ * connection; at most 16 are taken and answered, the others wait in the listen queue, not
+ * refused and not broken; once the answered ones go, the waiting ones are answered in turn. */
+static void test_over_connection_limit_waits(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    site x;
+    site_up_with(&x, 600, 16, 4);
+    int fd[N], done[N] = {0};
+    static const char H[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int i = 0; i < N; i++) {
+        char src[32];
+        snprintf(src, sizeof src, "127.0.1.%d", 1 + i % 10);
+        fd[i] = pfi_test_dial(src, x.port);
+        assert_true(fd[i] >= 0);
+        assert_int_equal(pfi_test_send(fd[i], H, sizeof H - 1), 0);
+    }
+    int total = 0, rounds = 0;
+    double until = pfi_test_now() + 60;
+    while (total < N && pfi_test_now() < until) {
+        /* Those answered in this round (at most what the limit lets in), then closed. */
+        int got = 0;
+        for (int i = 0; i < N; i++)
+            if (!done[i] && pfi_test_status(fd[i], i == 0 || got == 0 ? 2 : 0.2) == 200) {
+                done[i] = 1;
+                got++;
+            }
+        assert_true(got <= 16);
+        for (int i = 0; i < N; i++)
+            if (done[i] == 1) {
+                close(fd[i]);
+                done[i] = 2;
+            }
+        total += got;
+        rounds += got > 0;
+    }
+    assert_int_equal(total, N);
+    assert_true(rounds >= 3); /* 40 through 16 places */
+    site_down(&x);
+}
+
+/* A body said to be larger than the API takes (64 KiB) is refused with 413 as soon as the
+ * header is read, without waiting for the body; one actually sent over it, or sent in chunks
+ * over it, is refused too; none changes the budget or a cap. */
+static void test_big_body_refused(void **state)
+{
+    (void)state;
+    site x;
+    site_up(&x);
+    double caps = pfi_standin_cap_sum(x.s);
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Length: 1000000000\r\n\r\n{\"cut\": 0.3",
+                     TOKEN);
+    int fd = pfi_test_dial(NULL, x.port);
+    assert_int_equal(pfi_test_send(fd, head, (size_t)n), 0);
+    assert_int_equal(pfi_test_status(fd, 5), 413);
+    close(fd);
+    /* 100 KiB sent: the JSON of a budget, padded. */
+    size_t big = 100 << 10;
+    char *body = malloc(big + 1);
+    assert_non_null(body);
+    memset(body, ' ', big);
+    memcpy(body, "{\"cut\": 0.3}", 12);
+    body[big] = '\0';
+    assert_int_equal(put_budget(x.port, NULL, body), 413);
+    /* The same in chunks (no length said). */
+    fd = pfi_test_dial(NULL, x.port);
+    n = snprintf(head, sizeof head,
+                 "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n%zx\r\n",
+                 TOKEN, big);
+    assert_int_equal(pfi_test_send(fd, head, (size_t)n), 0);
+    assert_int_equal(pfi_test_send(fd, body, big), 0);
+    assert_int_equal(pfi_test_send(fd, "\r\n0\r\n\r\n", 7), 0);
+    assert_int_equal(pfi_test_status(fd, 30), 413);
+    close(fd);
+    free(body);
+    assert_false(x.c->budget.set);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
+    site_down(&x);
+}
+
+/* Headers over 64 KiB and a length that is not a number get a 4xx, a request line that is
+ * not HTTP is closed, and none changes anything; the API answers the next client. */
+static void test_malformed_refused(void **state)
+{
+    (void)state;
+    site x;
+    site_up(&x);
+    double caps = pfi_standin_cap_sum(x.s);
+    size_t hl = 100 << 10;
+    char *h = malloc(hl + 256);
+    assert_non_null(h);
+    int n = snprintf(h, 256, "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nX-Pad: ");
+    memset(h + n, 'a', hl);
+    memcpy(h + n + hl, "\r\n\r\n", 5);
+    int fd = pfi_test_dial(NULL, x.port);
+    pfi_test_send(fd, h, (size_t)n + hl + 4); /* the server may close before the end */
+    int st = pfi_test_status(fd, 30);
+    assert_true(st >= 400 && st < 500);
+    close(fd);
+    free(h);
+    static const char *const bad[] = {
+        "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n{\"cut\": 0.3}",
+        "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n{\"cut\": 0.3}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fd = pfi_test_dial(NULL, x.port);
+        assert_int_equal(pfi_test_send(fd, bad[i], strlen(bad[i])), 0);
+        st = pfi_test_status(fd, 30);
+        if (!(st >= 400 && st < 500))
+            fprintf(stderr, "request %zu: status %d\n", i, st);
+        assert_true(st >= 400 && st < 500);
+        close(fd);
+    }
+    static const char NOT_HTTP[] = "HELLO\r\n\r\n";
+    fd = pfi_test_dial(NULL, x.port);
+    assert_int_equal(pfi_test_send(fd, NOT_HTTP, sizeof NOT_HTTP - 1), 0);
+    st = pfi_test_status(fd, 30);
+    assert_true(st == 0 || (st >= 400 && st < 500));
+    close(fd);
+    assert_false(x.c->budget.set);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
+    fd = pfi_test_dial(NULL, x.port);
+    static const char H[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(pfi_test_send(fd, H, sizeof H - 1), 0);
+    assert_int_equal(pfi_test_status(fd, 30), 200);
+    close(fd);
+    site_down(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_burst_answered),
+        cmocka_unit_test(test_one_address_cannot_starve),
+        cmocka_unit_test(test_idle_and_slow_closed),
+        cmocka_unit_test(test_over_address_limit_closed),
+        cmocka_unit_test(test_over_connection_limit_waits),
+        cmocka_unit_test(test_big_body_refused),
+        cmocka_unit_test(test_malformed_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 
 struct pfi_cl_server {
     struct MHD_Daemon *d;
+    pfi_cl_log log;
     pfi_cl *c;
     char token[512];
     int need_token;
@@ -268,9 +269,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
                               size_t *data_size, void **con_cls)
 {
     pfi_cl_body *u;
+    int first = *con_cls == NULL;
     int more = pfi_cl_body_step(con_cls, data, data_size, BODY_MAX, &u);
+    if (more < 0)
+        return MHD_NO;
+    if (first && pfi_cl_body_too_big(con, BODY_MAX)) {
+        /* Said too large: answered now, its body never read (then the connection closes). */
+        ((pfi_cl_body *)*con_cls)->too_big = 1;
+        return send_err(con, 413, "request body too large");
+    }
     if (more)
-        return more > 0 ? MHD_YES : MHD_NO;
+        return MHD_YES;
     if (u->too_big)
         return send_err(con, 413, "request body too large");
     return route(cls, con, url, method, u->buf ? u->buf : "");
@@ -309,18 +318,22 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
      * requests at once slept on them until some other event came.  Idle and slow clients are
      * closed after client_timeout_s, one address holds at most max_client_conns connections
      * (a client over either limit is closed at once), and a request's headers must fit in
-     * 64 KiB (its body is bounded apart, BODY_MAX). */
+     * 64 KiB (its body is bounded apart, BODY_MAX).  The library's messages (one per client
+     * refused, under a flood) are rate-limited. */
     const pfi_cl_config *cfg = &c->cfg;
     unsigned conns = (unsigned)cfg->max_conns;
+    pfi_cl_log_init(&s->log, "pfi cluster");
     s->d = MHD_start_daemon(
         MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, s,
-        MHD_OPTION_NOTIFY_COMPLETED, pfi_cl_body_done, NULL, MHD_OPTION_THREAD_POOL_SIZE,
-        conns < 2 ? conns : 2u, MHD_OPTION_CONNECTION_LIMIT, conns,
+        MHD_OPTION_EXTERNAL_LOGGER, pfi_cl_mhd_log, &s->log, MHD_OPTION_NOTIFY_COMPLETED,
+        pfi_cl_body_done, NULL, MHD_OPTION_THREAD_POOL_SIZE, conns < 2 ? conns : 2u,
+        MHD_OPTION_CONNECTION_LIMIT, conns,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_client_conns,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->client_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!s->d) {
+        pfi_cl_log_destroy(&s->log);
         free(s);
         return pfi_err_set(err, PFI_EIO, "cannot listen on %s", listen);
     }
@@ -336,5 +349,6 @@ void pfi_cl_server_stop(pfi_cl_server *s)
     if (!s)
         return;
     MHD_stop_daemon(s->d);
+    pfi_cl_log_destroy(&s->log);
     free(s);
 }

@@ -2,8 +2,15 @@
 /* mhd.c: request bodies and JSON replies over libmicrohttpd (mhd.h). */
 #include "cluster/mhd.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/clock.h"
+#include "util/num.h"
+
+#define LOG_PER_MINUTE 10
 
 int pfi_cl_body_step(void **con_cls, const char *data, size_t *data_size, size_t max,
                      pfi_cl_body **out)
@@ -34,6 +41,14 @@ int pfi_cl_body_step(void **con_cls, const char *data, size_t *data_size, size_t
     }
     *out = u;
     return 0;
+}
+
+int pfi_cl_body_too_big(struct MHD_Connection *con, size_t max)
+{
+    const char *v = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Content-Length");
+    long long n;
+    return v && pfi_num_ll(v, 0, LLONG_MAX, "Content-Length", &n, NULL) == PFI_OK &&
+           (unsigned long long)n > max;
 }
 
 void pfi_cl_body_done(void *cls, struct MHD_Connection *con, void **con_cls,
@@ -70,4 +85,47 @@ enum MHD_Result pfi_cl_send_json(struct MHD_Connection *con, unsigned code, json
     char *text = json_dumps(doc, flags);
     json_decref(doc);
     return pfi_cl_send_text(con, code, text, "application/json");
+}
+
+void pfi_cl_log_init(pfi_cl_log *l, const char *who)
+{
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+    l->who = who;
+    l->t0 = pfi_clock_mono();
+}
+
+void pfi_cl_log_destroy(pfi_cl_log *l)
+{
+    pthread_mutex_destroy(&l->mu);
+}
+
+void pfi_cl_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    pfi_cl_log *l = cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = '\0';
+    pthread_mutex_lock(&l->mu);
+    double now = pfi_clock_mono();
+    if (now - l->t0 >= 60) {
+        l->t0 = now;
+        l->printed = 0;
+    }
+    if (l->printed >= LOG_PER_MINUTE) {
+        l->dropped++;
+        pthread_mutex_unlock(&l->mu);
+        return;
+    }
+    l->printed++;
+    long long dropped = l->dropped;
+    l->dropped = 0;
+    pthread_mutex_unlock(&l->mu);
+    if (dropped)
+        fprintf(stderr, "%s: http: %s (and %lld more messages not shown)\n", l->who, msg,
+                dropped);
+    else
+        fprintf(stderr, "%s: http: %s\n", l->who, msg);
 }

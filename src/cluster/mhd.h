@@ -5,6 +5,8 @@
 #ifndef PFI_CLUSTER_MHD_H
 #define PFI_CLUSTER_MHD_H
 
+#include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -22,8 +24,27 @@ typedef struct pfi_cl_body {
  * pfi_cl_body_done as MHD_OPTION_NOTIFY_COMPLETED to free it. */
 int pfi_cl_body_step(void **con_cls, const char *data, size_t *data_size, size_t max,
                      pfi_cl_body **out);
+/* 1 when the request's Content-Length says more than max bytes: refuse it before its body
+ * comes (libmicrohttpd itself answers 400 to a length that is not a number). */
+int pfi_cl_body_too_big(struct MHD_Connection *con, size_t max);
 void pfi_cl_body_done(void *cls, struct MHD_Connection *con, void **con_cls,
                       enum MHD_RequestTerminationCode toe);
+
+/* libmicrohttpd's messages (MHD_OPTION_EXTERNAL_LOGGER with pfi_cl_mhd_log, cls a
+ * pfi_cl_log): to stderr after `who`, at most 10 a minute (a flood of clients refused at the
+ * connection limits would otherwise write a line each); those past it are counted, and the
+ * count said with the next message printed. */
+typedef struct pfi_cl_log {
+    pthread_mutex_t mu;
+    const char *who;
+    double t0;          /* the minute's start (monotonic) */
+    int printed;        /* in it */
+    long long dropped;  /* since the last printed */
+} pfi_cl_log;
+
+void pfi_cl_log_init(pfi_cl_log *l, const char *who);
+void pfi_cl_log_destroy(pfi_cl_log *l);
+void pfi_cl_mhd_log(void *cls, const char *fmt, va_list ap);
 
 /* Queues text (malloc'd, taken) as the answer; NULL text: MHD_NO. */
 enum MHD_Result pfi_cl_send_text(struct MHD_Connection *con, unsigned code, char *text,

@@ -187,12 +187,15 @@ int pfi_test_closed(int fd, double max_s)
 {
     struct pollfd p = {fd, POLLIN, 0};
     double until = pfi_test_now() + max_s;
-    for (;;) {
+    for (int first = 1;; first = 0) {
         int left = (int)((until - pfi_test_now()) * 1000);
-        if (left <= 0)
+        if (left < 0 && !first)
             return 0;
-        if (poll(&p, 1, left) <= 0)
+        if (poll(&p, 1, left > 0 ? left : 0) <= 0) {
+            if (left <= 0)
+                return 0;
             continue;
+        }
         char c;
         ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))

@@ -106,15 +106,23 @@ if cmp -s "$T/o3" "$T/o10"; then fail "evaluate: --set p0-weight=1 changed nothi
 grep -q 'baseline draw share weight 1' "$T/o10" || fail "evaluate --set p0-weight=1: the note does not say so"
 ev --set p0-weight=0 >"$T/o11" || fail "evaluate --set p0-weight=0"
 cmp -s "$T/o3" "$T/o11" || fail "evaluate: p0-weight 0 is not the default"
+ev --set hedge=1 >"$T/o12" || fail "evaluate --set hedge=1"
+if cmp -s "$T/o3" "$T/o12"; then fail "evaluate: --set hedge=1 changed nothing"; fi
+grep -q 'hedged: the mean of six readings' "$T/o12" || fail "evaluate --set hedge=1: the note does not say so"
+ev --set hedge=1 --set amplitude=1 --set time-walk=1 >"$T/o13" || fail "evaluate --set hedge=1 amplitude time-walk"
+sed 's/, their shape rescaled[^,"]*//; s/, their steps in extra time//' "$T/o13" | cmp -s "$T/o12" - ||
+  fail "evaluate: with hedge=1 the amplitude and time-walk still count"
+ev --set hedge=0 >"$T/o14" || fail "evaluate --set hedge=0"
+cmp -s "$T/o3" "$T/o14" || fail "evaluate: hedge 0 is not the default"
 for bad in bogus=1 probe-k probe-k=x probe-k=2.5 group-out=2 committee=-1 draw-weight=nan \
   amplitude=1.5 amplitude=-0.5 near-votes=2 near-votes=0.5 time-walk=2 time-walk=-1 time-walk=0.5 \
-  p0-weight=-1 p0-weight=x; do
+  p0-weight=-1 p0-weight=x hedge=2 hedge=-1 hedge=0.5; do
   ev --set "$bad" >/dev/null 2>"$T/e1"; st=$?
   [ $st = 2 ] || fail "evaluate --set $bad: exit $st ($(cat "$T/e1"))"
 done
 ev --set bogus=1 2>&1 >/dev/null | grep -q 'KEY one of probe-k, draw-weight' || fail "evaluate --set: keys not named"
 "$PFI" help --man evaluate >"$T/man" || fail "evaluate man page"
-for k in probe-k draw-weight amplitude near-votes time-walk p0-weight tier-gpus committee probe-cv-top \
+for k in probe-k draw-weight amplitude near-votes time-walk p0-weight hedge tier-gpus committee probe-cv-top \
   group-out cv-seeds; do
   "$PFI" help evaluate | grep -q "^  $k=" || fail "evaluate --help does not document $k"
   grep -q "^  $(echo "$k" | sed 's/-/\\\\-/g')=" "$T/man" || fail "the evaluate manual does not document $k"

@@ -232,7 +232,8 @@ static int same_set(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
 {
     return a->depth == b->depth && a->k == b->k && a->w_draw == b->w_draw &&
            a->tier_gpus == b->tier_gpus && a->committee == b->committee && a->amp == b->amp &&
-           a->votes == b->votes && a->scale == b->scale && a->w_p0 == b->w_p0;
+           a->votes == b->votes && a->scale == b->scale && a->w_p0 == b->w_p0 &&
+           a->hedge == b->hedge;
 }
 
 /* The bagged choice: per depth and tiers the mean of the top scores decides, and the winner is
@@ -241,10 +242,10 @@ static void test_bag_choice(void **state)
 {
     (void)state;
     pfi_expt_shape_set g[] = {
-        {0.40, 4, 0, 1, 0, 0, 0, 0, 0, 0}, {0.40, 5, 3, 1, 0, 0, 0, 0, 0, 0}, {0.40, 8, 5, 1, 0, 0, 0, 0, 0, 0},
-        {0.50, 4, 0, 1, 0, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0, 0, 0},
+        {0.40, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0}, {0.40, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0}, {0.40, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0},
         /* a committee; 7 neighbours: off grid */
-        {0.50, 0, 0, 1, 1, 0, 0, 0, 0, 0}, {0.50, 7, 0, 1, 0, 0, 0, 0, 0, 0},
+        {0.50, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0}, {0.50, 7, 0, 1, 0, 0, 0, 0, 0, 0, 0},
     };
     /* depth 0.40 has the best single (0.9) but 0.50's top two average better */
     double v[] = {0.9, 0.1, 0.2, 0.7, 0.75, 0.3, 5.0, 9.0};
@@ -263,8 +264,8 @@ static void test_bag_choice(void **state)
     /* the amplitude exponent is part of the key: the same depth and tiers at amp 1 is a pair
      * of its own, and its committee keeps amp 1 */
     pfi_expt_shape_set ga[] = {
-        {0.50, 4, 0, 1, 0, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0, 0, 0},
-        {0.50, 4, 0, 1, 0, 0, 1, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 1, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 1, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 1, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 1, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 1, 0, 0, 0, 0},
     };
     double va[] = {0.9, 0.1, 0.2, 0.6, 0.6, 0.3};
     assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 2, &best), 1); /* 0.6 > (0.9 + 0.2) / 2 */
@@ -299,6 +300,14 @@ static void test_bag_choice(void **state)
     assert_int_equal(best.members, (1u << 0) | (1u << 6));
     assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 1, &best), 1);
     assert_true(best.w_p0 == 0 && best.members == 1u);
+    /* and the hedge: hedged settings bag among themselves, and their committee is hedged */
+    for (int i = 3; i < 6; i++)
+        ga[i].w_p0 = 0, ga[i].hedge = 1;
+    assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 2, &best), 1);
+    assert_true(best.hedge == 1 && best.w_p0 == 0 && best.committee == 1);
+    assert_int_equal(best.members, (1u << 0) | (1u << 6));
+    assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 1, &best), 1);
+    assert_true(best.hedge == 0 && best.members == 1u);
     double none[8];
     for (int i = 0; i < 8; i++)
         none[i] = NAN;
@@ -311,15 +320,18 @@ static void test_bag_choice(void **state)
  * with near votes, in the same order; within each votes half, the first grid's 136 settings at
  * amplitude 0, then each again at amplitude 1, then at 0.5.  Then the walk in extra time (408):
  * the 136 with near votes at amplitude 0, 1, 0.5, in that order.  Then the baseline draw share
- * at weight 1 (408): the same 136 with near votes, in slowdown, at amplitude 0, 1, 0.5. */
+ * at weight 1 (408): the same 136 with near votes, in slowdown, at amplitude 0, 1, 0.5.  Last
+ * the hedged walk (136): the same 136 with near votes, hedged (amplitude 0, slowdown as
+ * written, unused). */
 static void test_shape_grid(void **state)
 {
     (void)state;
     pfi_expt_shape_set g[PFI_EXPT_GRID_SIZE + 1];
     int ng = pfi_expt_shape_grid(g, PFI_EXPT_GRID_SIZE + 1);
     assert_int_equal(ng, PFI_EXPT_GRID_SIZE);
-    int h = 136, slow = 6 * h, v = slow / 2, share = slow + 3 * h, committees = 0;
-    assert_int_equal(ng, slow + 6 * h);
+    int h = 136, slow = 6 * h, v = slow / 2, share = slow + 3 * h, hedged = share + 3 * h;
+    int committees = 0;
+    assert_int_equal(ng, hedged + h);
     for (int i = 0; i < v; i++) {
         assert_true(g[i].votes == PFI_PROBE_VOTES_EQUAL && g[v + i].votes == PFI_PROBE_VOTES_NEAR);
         pfi_expt_shape_set x = g[v + i];
@@ -345,7 +357,14 @@ static void test_shape_grid(void **state)
             assert_true(same_set(&x, &g[v + u * h + i]) && x.members == g[v + u * h + i].members);
         }
         committees += g[i].committee;
+        /* the hedge: the near-votes slowdown setting at amplitude 0, hedged */
+        pfi_expt_shape_set x = g[hedged + i];
+        assert_true(x.hedge == 1);
+        x.hedge = 0;
+        assert_true(same_set(&x, &g[v + i]) && x.members == g[v + i].members);
     }
+    for (int i = 0; i < hedged; i++)
+        assert_true(g[i].hedge == 0);
     for (int i = 0; i < share; i++)
         assert_true(g[i].w_p0 == 0 && (i >= slow || g[i].scale == PFI_PROBE_SCALE_SLOWDOWN));
     assert_int_equal(committees, 8); /* 4 depths x 2 tiers x (16 singles + the committee) */
@@ -440,7 +459,7 @@ static void test_shape_cross_validated(void **state)
     assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
     for (int comm = 0; comm < 2; comm++) { /* one setting, and the committee */
         o = pfi_expt_defaults(1);
-        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm, 0, 0, 0, 0, 0};
+        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm, 0, 0, 0, 0, 0, 0};
         assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
         assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
         assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
@@ -493,7 +512,7 @@ static void test_nested_cv(void **state)
     o.cv_seed = 3;
     static pfi_expt_shape_set grid[PFI_EXPT_GRID_SIZE];
     int ng = small_grid(grid), changed = 0;
-    assert_int_equal(ng, 12 * 2 * 5);
+    assert_int_equal(ng, 13 * 2 * 5);
     o.grid = grid, o.ngrid = ng;
     pfi_expt_result a, b;
     assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
@@ -522,6 +541,10 @@ static void test_nested_cv(void **state)
                      a.nest_set[f].votes == PFI_PROBE_VOTES_NEAR && a.nest_set[f].w_p0 == 0));
         assert_true(a.nest_set[f].w_p0 == 0 ||
                     (a.nest_set[f].w_p0 == 1 && a.nest_set[f].votes == PFI_PROBE_VOTES_NEAR));
+        assert_true(a.nest_set[f].hedge == 0 ||
+                    (a.nest_set[f].hedge == 1 && a.nest_set[f].votes == PFI_PROBE_VOTES_NEAR &&
+                     a.nest_set[f].amp == 0 && a.nest_set[f].w_p0 == 0 &&
+                     a.nest_set[f].scale == PFI_PROBE_SCALE_SLOWDOWN));
         /* the rule's kind: a bag is a committee of members, the one best is any setting */
         assert_true(a.nest_rule[f] == 0 || (a.nest_set[f].committee && a.nest_set[f].members));
     }
@@ -536,8 +559,9 @@ static void test_nested_cv(void **state)
                   changed ? "moved (job 0 is in their training set)" : "unchanged");
     pfi_expt_result_free(&a);
     pfi_expt_result_free(&b);
-    /* the grid searched is o->grid: its 30 in extra time (near votes) give only those */
-    o.grid = grid + ng - 60, o.ngrid = 30;
+    /* the grid searched is o->grid: its 30 in extra time (near votes, after the 60 in
+     * slowdown) give only those */
+    o.grid = grid + 60, o.ngrid = 30;
     assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
     for (int j = 0; j < a.n; j++)
         assert_true(a.sets[j].scale == PFI_PROBE_SCALE_TIME &&

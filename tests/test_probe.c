@@ -476,6 +476,51 @@ static void test_shape_mean(void **state)
     }
 }
 
+/* The hedged walk, by hand, on test_shape_time_walk's references and job: at 125 W the six
+ * readings give, in slowdown, 0.75 (amplitude 0), 0.85 - sqrt(3/4) x 0.1 (1/2) and 0.775 (1);
+ * in extra time 476/645, 1 / (1 + 3/17 + sqrt(12/17) x 5/28) and 119/155; the hedge is their
+ * mean, whatever scale and amplitude the members were given.  Through the probe all the same. */
+static void test_shape_hedged(void **state)
+{
+    (void)state;
+    enum { N = 3 };
+    pfi_curve ref[N], job, out, one;
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 280, 200, 0.004);
+    knee_curve(&job, 280, 200, 0.003);
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.85 */
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0};
+    static double iso[N * PFI_CURVE_MAX_PTS];
+    pfi_probe_refs_iso(ref, N, iso);
+    pfi_err e = {0};
+    double want = (0.75 + (0.85 - sqrt(0.75) * 0.1) + 0.775 + 476.0 / 645 +
+                   1 / (1 + 3.0 / 17 + sqrt(12.0 / 17) * 5 / 28) + 119.0 / 155) /
+                  6;
+    assert_int_equal(pfi_probe_shape_hedged_iso(&o, ref, iso, NULL, N, &so, 1, &out, &e), PFI_OK);
+    assert_true(fabs(rel_at(&out, 150) - 0.85) < 1e-3);
+    assert_true(fabs(rel_at(&out, 125) - want) < 1e-3);
+    so.scale = PFI_PROBE_SCALE_SLOWDOWN;
+    assert_int_equal(pfi_probe_shape_hedged_iso(&o, ref, NULL, NULL, N, &so, 1, &one, &e),
+                     PFI_OK);
+    assert_memory_equal(out.rel_mono, one.rel_mono, sizeof one.rel_mono);
+    /* level by level the mean of the six pfi_probe_shape_mean_iso curves */
+    double acc[PFI_CURVE_MAX_PTS] = {0};
+    for (int h = 0; h < PFI_PROBE_HEDGE_N; h++) {
+        so.scale = pfi_probe_hedge_scale[h];
+        assert_int_equal(pfi_probe_shape_mean_iso(&o, ref, iso, NULL, N, &so, 1,
+                                                  pfi_probe_hedge_amp[h], &one, &e),
+                         PFI_OK);
+        for (int i = 0; i < one.n; i++)
+            acc[i] += one.rel_mono[i] / PFI_PROBE_HEDGE_N;
+    }
+    for (int i = 0; i < out.n; i++) {
+        assert_true(fabs(out.rel_mono[i] - acc[i]) < 1e-12 && out.rel[i] == out.rel_mono[i]);
+        assert_true(i == 0 || out.rel_mono[i] >= out.rel_mono[i - 1]);
+    }
+    assert_int_equal(pfi_probe_shape_hedged_iso(&o, ref, iso, NULL, N, &so, 0, &out, &e),
+                     PFI_EINVAL);
+}
+
 /* Below every neighbour's measured range the curve keeps falling (the collapse near a GPU's
  * minimum), never flattens. */
 static void test_shape_below_neighbours(void **state)
@@ -558,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_shape_time_walk),
         cmocka_unit_test(test_shape_p0_share),
         cmocka_unit_test(test_shape_mean),
+        cmocka_unit_test(test_shape_hedged),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),
     };

@@ -29,7 +29,7 @@ typedef struct ev_args {
     const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
     int public_data, probes, as_json, seed, per_job;
     int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds, cost, votes;
-    int time_walk;
+    int time_walk, hedge;
     double step, w_draw, amp, w_p0;
     pfi_strlist set;
 } ev_args;
@@ -60,6 +60,9 @@ static const ev_key ev_keys[] = {
     {"p0-weight", "W", 0, 0, 1e6, offsetof(ev_args, w_p0),
      "weight of the baseline draw share (P0 over the maximum cap) in the neighbour distance "
      "(default 0: not used)"},
+    {"hedge", "0|1", 1, 0, 1, offsetof(ev_args, hedge),
+     "1 averages six readings of the neighbours' steps (amplitude 0, 1/2 and 1, each in "
+     "slowdown and in extra time; amplitude and time-walk then unused); 0 (default): one"},
     {"tier-gpus", "0|1", 1, 0, 1, offsetof(ev_args, tier),
      "1 takes references of the same GPU model and single/multi-GPU kind first"},
     {"committee", "0|1", 1, 0, 1, offsetof(ev_args, comm),
@@ -167,6 +170,7 @@ static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *nc
     eo->shape.votes = a->votes;
     eo->shape.scale = a->time_walk ? PFI_PROBE_SCALE_TIME : PFI_PROBE_SCALE_SLOWDOWN;
     eo->shape.w_p0 = a->w_p0;
+    eo->shape.hedge = a->hedge;
     if (a->tier >= 0)
         eo->shape.tier_gpus = a->tier;
     if (a->comm >= 0)
@@ -342,10 +346,11 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
                        100 * ns->mean[m][c], 100 * ns->lo[m][c], 100 * ns->hi[m][c]);
         }
         json_t *amps = json_array(), *depths = json_array(), *votes = json_array();
-        json_t *times = json_array(), *p0w = json_array();
+        json_t *times = json_array(), *p0w = json_array(), *hedges = json_array();
         for (int s = 0; s < ns->nseeds; s++) {
             json_t *r = json_array(), *am = json_array(), *dp = json_array(),
-                   *vo = json_array(), *tw = json_array(), *pw = json_array();
+                   *vo = json_array(), *tw = json_array(), *pw = json_array(),
+                   *hg = json_array();
             for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++) {
                 json_array_append_new(r, json_integer(ns->rule[m][s][f]));
                 json_array_append_new(am, pfi_json_num(ns->set[m][s][f].amp));
@@ -353,6 +358,7 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
                 json_array_append_new(vo, json_integer(ns->set[m][s][f].votes));
                 json_array_append_new(tw, json_integer(ns->set[m][s][f].scale));
                 json_array_append_new(pw, pfi_json_num(ns->set[m][s][f].w_p0));
+                json_array_append_new(hg, json_integer(ns->set[m][s][f].hedge));
             }
             json_array_append_new(rules, r);
             json_array_append_new(amps, am);
@@ -360,15 +366,17 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
             json_array_append_new(votes, vo);
             json_array_append_new(times, tw);
             json_array_append_new(p0w, pw);
+            json_array_append_new(hedges, hg);
         }
         json_object_set_new(doc, mode[m],
-                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cuts", arr,
+                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cuts", arr,
                                       "rule_top_per_seed_and_fold", rules,
                                       "amplitude_per_seed_and_fold", amps,
                                       "depth_per_seed_and_fold", depths,
                                       "near_votes_per_seed_and_fold", votes,
                                       "time_walk_per_seed_and_fold", times,
-                                      "p0_weight_per_seed_and_fold", p0w));
+                                      "p0_weight_per_seed_and_fold", p0w,
+                                      "hedge_per_seed_and_fold", hedges));
     }
     free(ns);
     if (a->as_json)

@@ -471,3 +471,48 @@ int pfi_probe_shape_mean_iso(const pfi_probe_obs *o, const pfi_curve *refs, cons
         out->rel[i] = out->rel_mono[i] = acc[i] / nm;
     return PFI_OK;
 }
+
+const double pfi_probe_hedge_amp[PFI_PROBE_HEDGE_N] = {0, 0.5, 1, 0, 0.5, 1};
+const int pfi_probe_hedge_scale[PFI_PROBE_HEDGE_N] = {
+    PFI_PROBE_SCALE_SLOWDOWN, PFI_PROBE_SCALE_SLOWDOWN, PFI_PROBE_SCALE_SLOWDOWN,
+    PFI_PROBE_SCALE_TIME,     PFI_PROBE_SCALE_TIME,     PFI_PROBE_SCALE_TIME};
+
+/* The readings' curves averaged with weights w[h] (NULL: equal). */
+static int hedge_mean(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                      const unsigned char *use, int nref, const pfi_probe_shape_opts *members,
+                      int nm, const double *w, pfi_curve *out, pfi_err *err)
+{
+    if (nm < 1)
+        return pfi_err_set(err, PFI_EINVAL, "a committee needs at least one member");
+    pfi_probe_shape_opts *mem = malloc(sizeof *mem * (size_t)nm);
+    if (!mem)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    double acc[PFI_CURVE_MAX_PTS] = {0}, wsum = 0;
+    int rc = PFI_OK;
+    for (int h = 0; !rc && h < PFI_PROBE_HEDGE_N; h++) {
+        double wh = w ? w[h] : 1.0;
+        for (int m = 0; m < nm; m++) {
+            mem[m] = members[m];
+            mem[m].scale = pfi_probe_hedge_scale[h];
+        }
+        rc = pfi_probe_shape_mean_iso(o, refs, iso, use, nref, mem, nm, pfi_probe_hedge_amp[h],
+                                      out, err);
+        for (int i = 0; !rc && i < out->n; i++) /* the same grid for every reading */
+            acc[i] += wh * out->rel_mono[i];
+        wsum += wh;
+    }
+    free(mem);
+    if (rc)
+        return rc;
+    for (int i = 0; i < out->n; i++) /* a mean of non-decreasing curves is non-decreasing */
+        out->rel[i] = out->rel_mono[i] = acc[i] / wsum;
+    return PFI_OK;
+}
+
+int pfi_probe_shape_hedged_iso(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                               const unsigned char *use, int nref,
+                               const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
+                               pfi_err *err)
+{
+    return hedge_mean(o, refs, iso, use, nref, members, nm, NULL, out, err);
+}

@@ -168,4 +168,22 @@ int pfi_probe_shape_mean_iso(const pfi_probe_obs *obs, const pfi_curve *refs, co
                              const pfi_probe_shape_opts *members, int nm, double amp,
                              pfi_curve *out, pfi_err *err);
 
+/* The readings a hedged estimate averages (pfi_probe_shape_hedged_iso): amplitude
+ * {0, 1/2, 1} x the walk's scale {slowdown, extra time}, in that order. */
+#define PFI_PROBE_HEDGE_N 6
+extern const double pfi_probe_hedge_amp[PFI_PROBE_HEDGE_N];
+extern const int pfi_probe_hedge_scale[PFI_PROBE_HEDGE_N];
+
+/* The hedged walk: the mean relative throughput of pfi_probe_shape_mean_iso over the
+ * PFI_PROBE_HEDGE_N readings of how a job relates to its neighbours' shape (an offset, half a
+ * factor or a factor on their steps, each in slowdown and in extra time), every member's
+ * scale set to the reading's.  Which reading a job follows is a property of its model (how much
+ * of an iteration the SM clock bounds) that one probe does not show, and the measured curves
+ * follow none exactly: averaging them has less variance than choosing one on a few model
+ * groups, and never takes the extreme one.  *out is as pfi_probe_shape_curve's. */
+int pfi_probe_shape_hedged_iso(const pfi_probe_obs *obs, const pfi_curve *refs, const double *iso,
+                               const unsigned char *use, int nref,
+                               const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
+                               pfi_err *err);
+
 #endif

@@ -24,7 +24,7 @@
  * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
  * figure next to it). */
 const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI_PROBE_VOTES_EQUAL,
-                                                   PFI_PROBE_SCALE_SLOWDOWN, 0};
+                                                   PFI_PROBE_SCALE_SLOWDOWN, 0, 0};
 
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
@@ -41,22 +41,25 @@ static const int grid_votes[] = {PFI_PROBE_VOTES_EQUAL, PFI_PROBE_VOTES_NEAR};
 #define COMMITTEE (NK * NWD)
 
 /* The 136 settings of the first grid (depths x tiers x {committee, neighbours x draw weights})
- * at one amplitude, votes, scale and draw share weight, from out[m] on (none written at or past
- * max); the new m. */
+ * at one amplitude, votes, scale, draw share weight and hedge, from out[m] on (none written at
+ * or past max); the new m. */
 static int grid_block(pfi_expt_shape_set *out, int max, int m, double amp, int votes, int scale,
-                      double w_p0)
+                      double w_p0, int hedge)
 {
     static const double depths[] = {0.35, 0.40, 0.45, 0.50};
     for (int t = 0; t < 2; t++)
         for (size_t a = 0; a < sizeof depths / sizeof *depths; a++) {
             if (m < max)
-                out[m] = (pfi_expt_shape_set){depths[a], 0, 0, t, 1, 0, amp, votes, scale, w_p0};
+                out[m] = (pfi_expt_shape_set){depths[a], 0,     0,     t,    1,
+                                              0,         amp,   votes, scale, w_p0,
+                                              hedge};
             m++;
             for (int b = 0; b < NK; b++)
                 for (int c = 0; c < NWD; c++) {
                     if (m < max)
                         out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0, 0,
-                                                      amp, votes, scale, w_p0};
+                                                      amp,       votes,     scale,      w_p0,
+                                                      hedge};
                     m++;
                 }
         }
@@ -68,17 +71,22 @@ int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
     int m = 0;
     for (int w = 0; w < NVOTES; w++)
         for (int u = 0; u < NAMP; u++)
-            m = grid_block(out, max, m, grid_amp[u], grid_votes[w], PFI_PROBE_SCALE_SLOWDOWN, 0);
+            m = grid_block(out, max, m, grid_amp[u], grid_votes[w], PFI_PROBE_SCALE_SLOWDOWN, 0,
+                           0);
     /* the walk in extra time, after every setting in slowdown (a tie keeps those), with near
      * votes only: the nested folds took them almost always, and crossing both votes would
      * double the run's time */
     for (int u = 0; u < NAMP; u++)
-        m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_TIME, 0);
+        m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_TIME, 0,
+                       0);
     /* the baseline draw share in the neighbour distance, weight 1 (a share of the limit weighs
      * as the same share of throughput), in slowdown with near votes, after all the above */
     for (int u = 0; u < NAMP; u++)
         m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN,
-                       1.0);
+                       1.0, 0);
+    /* the hedged walk, the mean of the six readings (amplitude x scale) that the blocks above
+     * offer one at a time, with near votes, after all the above */
+    m = grid_block(out, max, m, 0, PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN, 0, 1);
     return m;
 }
 
@@ -300,8 +308,10 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         pfi_probe_obs ob;
         double d = per_job ? per_job[j] : st->depth;
         if ((rc = pfi_probe_observe(&p->truth[j], d, &ob, NULL, err)) ||
-            (rc = pfi_probe_shape_mean_iso(&ob, p->truth, iso, use, p->n, so, nm, st->amp,
-                                           &pred[j], err)))
+            (rc = st->hedge ? pfi_probe_shape_hedged_iso(&ob, p->truth, iso, use, p->n, so, nm,
+                                                         &pred[j], err)
+                            : pfi_probe_shape_mean_iso(&ob, p->truth, iso, use, p->n, so, nm,
+                                                       st->amp, &pred[j], err)))
             pfi_err_prefix(err, "probing %s: ", rj->name);
     }
     free(use), free(iso);
@@ -309,7 +319,7 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         return rc;
     const char *lib = group_out ? "OTHER job groups'" : "OTHER jobs'";
     const char *tiers = one->tier_gpus ? "same GPU and GPU-count kind first" : "same GPU first";
-    char depth[64], who[128];
+    char depth[64], who[200];
     if (per_job)
         snprintf(depth, sizeof depth, "at each job's equal share of the cut");
     else
@@ -318,7 +328,10 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         snprintf(who, sizeof who, "the mean over 4-8 nearest x draw weight 0-5");
     else
         snprintf(who, sizeof who, "the %d nearest, draw weight %g", one->k, one->w_draw);
-    if (one->amp > 0) {
+    if (one->hedge) {
+        size_t l = strlen(who);
+        snprintf(who + l, sizeof who - l, ", hedged: the mean of six readings of their steps");
+    } else if (one->amp > 0) {
         size_t l = strlen(who);
         snprintf(who + l, sizeof who - l, ", their shape rescaled by the probe (amplitude %g)",
                  one->amp);
@@ -327,7 +340,7 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         size_t l = strlen(who);
         snprintf(who + l, sizeof who - l, ", the nearest with the most say");
     }
-    if (one->scale == PFI_PROBE_SCALE_TIME) {
+    if (one->scale == PFI_PROBE_SCALE_TIME && !one->hedge) {
         size_t l = strlen(who);
         snprintf(who + l, sizeof who - l, ", their steps in extra time");
     }
@@ -966,7 +979,8 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
             first = !(grid[q].depth == a->depth && grid[q].tier_gpus == a->tier_gpus &&
                       grid[q].amp == a->amp && grid[q].votes == a->votes &&
                       grid[q].scale == a->scale && grid[q].w_p0 == a->w_p0 &&
-                      !grid[q].committee && isfinite(v[q]) && member_bit(&grid[q]) >= 0);
+                      grid[q].hedge == a->hedge && !grid[q].committee && isfinite(v[q]) &&
+                      member_bit(&grid[q]) >= 0);
         if (a->committee || !isfinite(v[s]) || member_bit(a) < 0 || !first)
             continue;
         /* the top members of this key: by repeated maximum */
@@ -980,7 +994,7 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
                 int bit = member_bit(b);
                 if (b->committee || b->depth != a->depth || b->tier_gpus != a->tier_gpus ||
                     b->amp != a->amp || b->votes != a->votes || b->scale != a->scale ||
-                    b->w_p0 != a->w_p0 ||
+                    b->w_p0 != a->w_p0 || b->hedge != a->hedge ||
                     !isfinite(v[q]) || bit < 0 ||
                     (mask >> bit & 1u))
                     continue;
@@ -995,7 +1009,8 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
         if (m > 0 && sum / m > topmean) {
             topmean = sum / m;
             *best = (pfi_expt_shape_set){a->depth, 0,        0,        a->tier_gpus, 1,
-                                         mask,     a->amp,   a->votes, a->scale,     a->w_p0};
+                                         mask,     a->amp,   a->votes, a->scale,     a->w_p0,
+                                         a->hedge};
             found = 1;
         }
     }

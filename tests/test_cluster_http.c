@@ -156,21 +156,6 @@ static void test_burst_answered(void **state)
 /* A slow client: a request line and an unfinished header, then nothing. */
 static const char SLOW[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
 
-/* Of fds[0..n), how many the server has closed; waits up to max_s for at least want. */
-static int closed_count(const int *fds, int n, int want, double max_s)
-{
-    double until = pfi_test_now() + max_s;
-    int *done = calloc((size_t)n, sizeof *done), k = 0;
-    assert_non_null(done);
-    do {
-        for (int i = 0; i < n; i++)
-            if (!done[i] && pfi_test_closed(fds[i], 0.001))
-                done[i] = 1, k++;
-    } while (k < want && pfi_test_now() < until);
-    free(done);
-    return k;
-}
-
 static long put_budget(int port, const char *src, const char *body)
 {
     int fd = pfi_test_dial(src, port);
@@ -224,7 +209,7 @@ static void test_one_address_cannot_starve(void **state)
     assert_true(pfi_standin_cap_sum(x.s) <= budget + 1e-6);
     assert_true(pfi_standin_peak(x.s) <= fmax(before, budget) + 1e-6);
     /* The slow address kept at most its 32 (all it asked for past them was closed). */
-    int closed = closed_count(fd, N, N - 32, 30);
+    int closed = pfi_test_closed_count(fd, N, N - 32, 30);
     if (closed < N - 32)
         fprintf(stderr, "one address holds %d connections\n", N - closed);
     assert_true(closed >= N - 32);
@@ -270,7 +255,7 @@ static void test_over_address_limit_closed(void **state)
         assert_true(fd[i] >= 0);
         pfi_test_send(fd[i], SLOW, sizeof SLOW - 1); /* fails on one closed already */
     }
-    assert_int_equal(closed_count(fd, N, N - 4, 30), N - 4);
+    assert_int_equal(pfi_test_closed_count(fd, N, N - 4, 30), N - 4);
     int held[N], nh = 0;
     for (int i = 0; i < N; i++)
         if (!pfi_test_closed(fd[i], 0.001))

@@ -2,7 +2,10 @@
 /* test_serve_http.c: the node daemon's HTTP transport (src/serve/http.c) under load and
  * hostile clients.  A burst of requests that its server thread finds ready all at once is
  * answered at once, whatever its size (libmicrohttpd's epoll loop slept on exactly 128 until
- * some other event or the connection timeout came). */
+ * some other event or the connection timeout came); one address's slow clients cannot starve
+ * another's, whose budget change is applied within the budget; idle and half-sent connections
+ * are closed; a body said to be too large is refused before it is read, and nothing changes. */
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,11 +17,14 @@
 
 #include <cmocka.h>
 
+#include "hw/hw.h"
 #include "serve/serve_int.h"
 #include "support/burst.h"
 #include "support/sim_node.h"
 
 #define MAXC 200
+
+#define TOKEN "test-token-0123456789abcdef"
 
 typedef struct node {
     pfi_test_node t;
@@ -35,6 +41,7 @@ static void node_up(node *x, void (*set)(pfi_serve_config *))
     if (set)
         set(&c);
     assert_int_equal(pfi_test_node_start(&x->t, "srvhttp", &c), 0);
+    snprintf(x->t.n->token, sizeof x->t.n->token, "%s", TOKEN);
     char where[300];
     pfi_err e = {0};
     assert_int_equal(pfi_srv_http_start(x->t.n, &x->h, where, sizeof where, &e), PFI_OK);
@@ -103,10 +110,155 @@ static void test_burst_answered(void **state)
     }
 }
 
+static double sum_limits(node *x)
+{
+    double sum = 0;
+    for (int i = 0; i < x->t.n->n_gpus; i++) {
+        pfi_device d;
+        pfi_err e = {0};
+        assert_int_equal(pfi_hw_info(x->t.b, i, &d, &e), PFI_OK);
+        sum += d.limit_w;
+    }
+    return sum;
+}
+
+/* A request with a body from address src; the answer's status (-2: the connection broke). */
+static int send_body(int port, const char *src, const char *method, const char *path,
+                     const char *body)
+{
+    int fd = pfi_test_dial(src, port);
+    if (fd < 0)
+        return -2;
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                     method, path, TOKEN, strlen(body));
+    int st = -2;
+    if (pfi_test_send(fd, head, (size_t)n) == 0 && pfi_test_send(fd, body, strlen(body)) == 0)
+        st = pfi_test_status(fd, 30);
+    close(fd);
+    return st;
+}
+
+static const char SLOW[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
+
+/* 1,100 slow connections from one address (more than max_connections, 1024), every one sending
+ * an unfinished header: that address keeps at most its 32 (max_client_connections), the rest
+ * are closed at once, and another address is still answered: its budget change is applied,
+ * the limits within the budget. */
+static void test_one_address_cannot_starve(void **state)
+{
+    (void)state;
+    enum { N = 1100 };
+    assert_true(pfi_test_nofile(4 * N) >= 3 * N);
+    node x;
+    node_up(&x, NULL);
+    static int fd[N];
+    for (int i = 0; i < N; i++) {
+        fd[i] = pfi_test_dial("127.0.0.1", x.port);
+        assert_true(fd[i] >= 0);
+        pfi_test_send(fd[i], SLOW, sizeof SLOW - 1); /* fails on one closed already */
+    }
+    int other = pfi_test_dial("127.0.0.9", x.port);
+    assert_true(other >= 0);
+    assert_int_equal(pfi_test_send(other, HEALTH, sizeof HEALTH - 1), 0);
+    assert_true(pfi_test_status(other, 30) >= 200);
+    close(other);
+    assert_int_equal(send_body(x.port, "127.0.0.9", "PUT", "/v1/budget", "{\"percent\": 70}"),
+                     200);
+    assert_true(sum_limits(&x) <= 0.7 * x.t.n->nominal_w + 1e-6);
+    int closed = pfi_test_closed_count(fd, N, N - 32, 30);
+    if (closed < N - 32)
+        fprintf(stderr, "one address holds %d connections\n", N - closed);
+    assert_true(closed >= N - 32);
+    for (int i = 0; i < N; i++)
+        close(fd[i]);
+    node_down(&x);
+}
+
+static void short_timeout(pfi_serve_config *c)
+{
+    c->client_timeout_s = 1;
+}
+
+/* A connection that sends nothing, and one that stops in the middle of its header, are
+ * closed once idle for client_timeout (1 s here); a request after that is answered. */
+static void test_idle_and_slow_closed(void **state)
+{
+    (void)state;
+    node x;
+    node_up(&x, short_timeout);
+    int idle = pfi_test_dial(NULL, x.port), slow = pfi_test_dial(NULL, x.port);
+    assert_true(idle >= 0 && slow >= 0);
+    assert_int_equal(pfi_test_send(slow, SLOW, sizeof SLOW - 1), 0);
+    assert_int_equal(pfi_test_closed(idle, 20), 1);
+    assert_int_equal(pfi_test_closed(slow, 20), 1);
+    close(idle);
+    close(slow);
+    int fd = pfi_test_dial(NULL, x.port);
+    assert_int_equal(pfi_test_send(fd, HEALTH, sizeof HEALTH - 1), 0);
+    assert_true(pfi_test_status(fd, 30) >= 200);
+    close(fd);
+    node_down(&x);
+}
+
+/* A body said to be larger than max_body (64 KiB) is refused with 413 as soon as the header is
+ * read, without waiting for the body; one sent over it, or sent in chunks over it, is refused
+ * too; headers over the connection's 64 KiB get a 4xx; none changes the budget or a limit. */
+static void test_big_body_refused(void **state)
+{
+    (void)state;
+    node x;
+    node_up(&x, NULL);
+    double before = sum_limits(&x);
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Length: 1000000000\r\n\r\n{\"percent\": 70",
+                     TOKEN);
+    int fd = pfi_test_dial(NULL, x.port);
+    assert_int_equal(pfi_test_send(fd, head, (size_t)n), 0);
+    assert_int_equal(pfi_test_status(fd, 5), 413);
+    close(fd);
+    size_t big = 100 << 10;
+    char *body = malloc(big + 1);
+    assert_non_null(body);
+    memset(body, ' ', big);
+    memcpy(body, "{\"percent\": 70}", 15);
+    body[big] = '\0';
+    assert_int_equal(send_body(x.port, NULL, "PUT", "/v1/budget", body), 413);
+    fd = pfi_test_dial(NULL, x.port);
+    n = snprintf(head, sizeof head,
+                 "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n%zx\r\n",
+                 TOKEN, big);
+    assert_int_equal(pfi_test_send(fd, head, (size_t)n), 0);
+    assert_int_equal(pfi_test_send(fd, body, big), 0);
+    assert_int_equal(pfi_test_send(fd, "\r\n0\r\n\r\n", 7), 0);
+    assert_int_equal(pfi_test_status(fd, 30), 413);
+    close(fd);
+    /* Headers over the connection's memory. */
+    memcpy(body, "PUT /v1/budget HTTP/1.1\r\nX-Pad: ", 32);
+    memcpy(body + big - 4, "\r\n\r\n", 4);
+    fd = pfi_test_dial(NULL, x.port);
+    pfi_test_send(fd, body, big); /* the server may close before the end */
+    int st = pfi_test_status(fd, 30);
+    assert_true(st >= 400 && st < 500);
+    close(fd);
+    free(body);
+    assert_true(isnan(x.t.n->budget_w));
+    assert_true(fabs(sum_limits(&x) - before) < 1e-9);
+    node_down(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_burst_answered),
+        cmocka_unit_test(test_one_address_cannot_starve),
+        cmocka_unit_test(test_idle_and_slow_closed),
+        cmocka_unit_test(test_big_body_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,6 +205,21 @@ int pfi_test_closed(int fd, double max_s)
     }
 }
 
+int pfi_test_closed_count(const int *fds, int n, int want, double max_s)
+{
+    double until = pfi_test_now() + max_s;
+    int *done = calloc((size_t)n, sizeof *done), k = 0;
+    if (!done)
+        return -1;
+    do {
+        for (int i = 0; i < n; i++)
+            if (!done[i] && pfi_test_closed(fds[i], 0.001))
+                done[i] = 1, k++;
+    } while (k < want && pfi_test_now() < until);
+    free(done);
+    return k;
+}
+
 long pfi_test_nofile(long n)
 {
     struct rlimit r;

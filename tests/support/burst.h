@@ -27,6 +27,9 @@ int pfi_test_answers(const int *fds, int n, const char *head, double max_s);
 /* 1 when the server closed fd (EOF or reset) within max_s seconds, sending nothing; 0 when it
  * stayed open or sent something. */
 int pfi_test_closed(int fd, double max_s);
+/* Of fds[0..n), how many the server has closed (as pfi_test_closed); waits up to max_s
+ * seconds for at least want of them. */
+int pfi_test_closed_count(const int *fds, int n, int want, double max_s);
 /* Monotonic seconds. */
 double pfi_test_now(void);
 /* Raises this process's open-file limit to at least n (up to the hard limit); the limit now. */

@@ -405,6 +405,32 @@ static void test_malformed_refused(void **state)
     site_down(&x);
 }
 
+/* The API's settings out of range are refused when the controller opens, naming them. */
+static void test_settings_checked(void **state)
+{
+    (void)state;
+    static const struct {
+        double timeout_s;
+        int conns, per_ip;
+        const char *says;
+    } bad[] = {{0, 1024, 32, "client-timeout"},     {3601, 1024, 32, "client-timeout"},
+               {NAN, 1024, 32, "client-timeout"},   {10, 0, 32, "max-connections"},
+               {10, 4097, 32, "max-connections"},   {10, 1024, 0, "max-client-connections"},
+               {10, 1024, 4097, "max-client-connections"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pfi_cl_config cfg;
+        pfi_cl_config_defaults(&cfg);
+        cfg.client_timeout_s = bad[i].timeout_s;
+        cfg.max_conns = bad[i].conns;
+        cfg.max_client_conns = bad[i].per_ip;
+        pfi_cl *c = NULL;
+        pfi_err e = {0};
+        assert_int_equal(pfi_cl_open(&cfg, &c, &e), PFI_ERANGE);
+        assert_null(c);
+        assert_non_null(strstr(e.msg, bad[i].says));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -415,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_over_connection_limit_waits),
         cmocka_unit_test(test_big_body_refused),
         cmocka_unit_test(test_malformed_refused),
+        cmocka_unit_test(test_settings_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,11 +37,11 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
     if (cfg->timeout_s <= 0 || cfg->max_parallel < 1 || cfg->step_w <= 0)
         return pfi_err_set(err, PFI_EINVAL, "cluster: timeout, parallelism and step must be > 0");
     if (!(cfg->client_timeout_s >= 1 && cfg->client_timeout_s <= 3600))
-        return pfi_err_set(err, PFI_ERANGE, "cluster: client timeout must be 1s..1h");
+        return pfi_err_set(err, PFI_ERANGE, "client-timeout: must be 1s to 1h");
     if (cfg->max_conns < 1 || cfg->max_conns > 4096 || cfg->max_client_conns < 1 ||
         cfg->max_client_conns > 4096)
         return pfi_err_set(err, PFI_ERANGE,
-                           "cluster: max connections and max client connections: 1 to 4096");
+                           "max-connections, max-client-connections: 1 to 4096 each");
     pfi_cl *c = calloc(1, sizeof *c);
     if (!c)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");

@@ -226,9 +226,13 @@ long pfi_test_nofile(long n)
     if (getrlimit(RLIMIT_NOFILE, &r) != 0)
         return -1;
     if ((long)r.rlim_cur < n) {
-        r.rlim_cur = r.rlim_max == RLIM_INFINITY || (long)r.rlim_max >= n ? (rlim_t)n
-                                                                          : r.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &r);
+        struct rlimit want = {(rlim_t)n, r.rlim_max};
+        if (r.rlim_max != RLIM_INFINITY && (long)r.rlim_max < n)
+            want.rlim_max = (rlim_t)n; /* allowed to root (CAP_SYS_RESOURCE) */
+        if (setrlimit(RLIMIT_NOFILE, &want) != 0) {
+            r.rlim_cur = r.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &r);
+        }
         getrlimit(RLIMIT_NOFILE, &r);
     }
     return (long)r.rlim_cur;

@@ -32,7 +32,8 @@ int pfi_test_closed(int fd, double max_s);
 int pfi_test_closed_count(const int *fds, int n, int want, double max_s);
 /* Monotonic seconds. */
 double pfi_test_now(void);
-/* Raises this process's open-file limit to at least n (up to the hard limit); the limit now. */
+/* Raises this process's open-file limit to n (past the hard limit only as root); the limit
+ * now. */
 long pfi_test_nofile(long n);
 
 #endif

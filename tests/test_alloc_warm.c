@@ -197,6 +197,41 @@ static void warm_run(int concave, unsigned long long seed, int count)
     assert_true(solved > count * 4);
 }
 
+/* A curve scaled a little keeps its hull's grid points, so its segments only change slope:
+ * the sorted index moves them in place.  Every job in turn, right after a solve whose
+ * relaxation stopped inside some job's segment (so that job's entries sit at the prefix the
+ * solve took): the warm answer is the fresh one, bit for bit. */
+static void test_update_in_place(void **state)
+{
+    rng_state = 23;
+    static inst I;
+    int solved = 0;
+    for (int t = 0; t < 6; t++) {
+        make_inst(&I, 40 + 20 * t, 1);
+        for (int j = 0; j < I.n; j++)
+            I.jobs[j].sla = NAN; /* floors that do not depend on the budget: kept state */
+        pfi_alloc_opts o;
+        pfi_alloc_opts_default(&o);
+        o.step_w = t % 2 ? 5.0 : 1.0;
+        double lo = total(&I, 0), hi = total(&I, 1);
+        double b[2] = {lo + (hi - lo) * (0.3 + 0.1 * t), lo + (hi - lo) * 0.55};
+        pfi_alloc_ws *w;
+        pfi_err e = {0};
+        assert_int_equal(pfi_alloc_ws_new(I.jobs, I.n, b[0], &o, &w, &e), PFI_OK);
+        same_as_fresh(w, &I, b[1], &o, &solved);
+        same_as_fresh(w, &I, b[0], &o, &solved); /* the index is made on the second solve */
+        for (int j = 0; j < I.n; j++) {
+            double f = j % 2 ? 1.01 : 1 / 1.01;
+            for (int i = 0; i < I.jobs[j].n_points; i++)
+                I.tput[j][i] *= f;
+            assert_int_equal(pfi_alloc_ws_update_job(w, j, &e), PFI_OK);
+            same_as_fresh(w, &I, b[j % 3 == 2], &o, &solved);
+        }
+        pfi_alloc_ws_free(w);
+    }
+    assert_true(solved > 200);
+}
+
 static void test_warm_concave(void **state)
 {
     (void)state;
@@ -937,7 +972,7 @@ static void test_root_select_exact(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_warm_concave),
+        cmocka_unit_test(test_warm_concave), cmocka_unit_test(test_update_in_place),
         cmocka_unit_test(test_warm_nonconcave),
         cmocka_unit_test(test_warm_bad_job),
         cmocka_unit_test(test_keep),

@@ -1641,6 +1641,126 @@ static long long m0_term(const pfi_alloc_job *J, double step)
     return (long long)J->n_gpus * (long long)ceil(fmax(J->min_cap_w, J->cap_w[0]) / step - 1e-9);
 }
 
+/* Job j's curve changed and its hull kept as many positive segments, each of the same cost
+ * (om, oc: the old ones; only their slopes ohs moved): its entries move in place.  Between the
+ * first and the last place they leave or take, the other entries are merged with its new ones
+ * (each before the first entry that does not come before it, as patch_index puts them) and the
+ * cost sums made anew from the one before; nothing outside moves, the total being the same.
+ * The prefix the last indexed relaxation took is carried over as patch_index carries it.
+ * 0 (nothing changed): not that case, or no memory. */
+static int index_update(solver *S, int j, int om, const double *ohs, const long long *oc)
+{
+    const int *hk = S->hk + S->hoff[j];
+    const double *hs = S->hs + S->hoff[j];
+    long long n = S->ng[j];
+    int m = S->hm[j], nidx = S->nidx;
+    if (m != om || m <= 0)
+        return 0;
+    for (int i = 0; i < m; i++)
+        if (n * (hk[i + 1] - hk[i]) != oc[i])
+            return 0;
+    int *op = malloc(2 * (size_t)m * sizeof *op);
+    if (!op)
+        return 0;
+    int *nw = op + m;
+    /* op[i]: where old segment i is; nw[u]: the first entry (old ones of job j included) that
+     * does not come before new segment u; both ascend */
+    for (int i = 0, lo = 0; i < m; i++) {
+        int hi = nidx;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (seg_order(S->ss[mid], S->sj[mid], S->si[mid], ohs[i], j, i) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo >= nidx || S->sj[lo] != j || S->si[lo] != i) { /* not where it must be */
+            free(op);
+            return 0;
+        }
+        op[i] = lo++;
+    }
+    for (int u = 0, lo = 0; u < m; u++) {
+        int hi = nidx;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (seg_order(S->ss[mid], S->sj[mid], S->si[mid], hs[u], j, u) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        nw[u] = lo;
+    }
+    /* Segment i's window [min(op, nw), max(op + 1, nw)] holds its old place and its new one;
+     * overlapping windows are merged into one, each of which loses and gains the same
+     * segments (so as many entries, of the same total cost) */
+    size_t big = 1;
+    for (int g = 0; g < m;) {
+        int a = op[g] < nw[g] ? op[g] : nw[g], b = op[g] + 1 > nw[g] ? op[g] + 1 : nw[g];
+        int e = g + 1;
+        for (; e < m && (op[e] < nw[e] ? op[e] : nw[e]) <= b; e++)
+            b = op[e] + 1 > nw[e] ? op[e] + 1 : nw[e];
+        big = (size_t)(b - a) > big ? (size_t)(b - a) : big;
+        g = e;
+    }
+    int *tj = malloc(big * 2 * sizeof *tj);
+    double *ts = malloc(big * sizeof *ts);
+    long long *tc = malloc(big * sizeof *tc);
+    if (!tj || !ts || !tc) {
+        free(op);
+        free(tj);
+        free(ts);
+        free(tc);
+        return 0;
+    }
+    int *ti = tj + big;
+    for (int g = 0; g < m;) {
+        int a = op[g] < nw[g] ? op[g] : nw[g], b = op[g] + 1 > nw[g] ? op[g] + 1 : nw[g];
+        int e = g + 1;
+        for (; e < m && (op[e] < nw[e] ? op[e] : nw[e]) <= b; e++)
+            b = op[e] + 1 > nw[e] ? op[e] + 1 : nw[e];
+        int o = 0, u = g;
+        for (int x = a; x <= b; x++) {
+            for (; u < e && nw[u] == x; u++, o++) { /* new segment u before entry x */
+                tj[o] = j;
+                ti[o] = u;
+                ts[o] = hs[u];
+                tc[o] = oc[u];
+            }
+            if (x < b && S->sj[x] != j) {
+                tj[o] = S->sj[x];
+                ti[o] = S->si[x];
+                ts[o] = S->ss[x];
+                tc[o] = S->cum[x + 1] - S->cum[x];
+                o++;
+            }
+        }
+        for (int q = 0; q < o; q++) {
+            S->sj[a + q] = tj[q];
+            S->si[a + q] = ti[q];
+            S->ss[a + q] = ts[q];
+            S->cum[a + q + 1] = S->cum[a + q] + tc[q];
+        }
+        g = e;
+    }
+    if (S->pos_ok) { /* the same prefix: job j's part of it counted on its new hull */
+        int tf = S->tfull, gone = 0, uj = 0;
+        for (int i = 0; i < m; i++) {
+            gone += op[i] < tf;
+            uj += nw[i] < tf;
+        }
+        S->tfull = tf - gone + uj;
+        S->pos[j] = uj;
+        S->rk[j] = S->hk[S->hoff[j] + uj];
+        S->rv[j] = S->hv[S->hoff[j] + uj];
+    }
+    free(op);
+    free(tj);
+    free(ts);
+    free(tc);
+    return 1;
+}
+
 int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
 {
     solver *S = &w->S;
@@ -1691,13 +1811,24 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
             m0 += m0_term(&w->jobs[i], step);
     w->prep.min_budget_nosla_w = m0 * step;
     w->prep.min_budget_w = w->need_units * step;
+    /* the old positive segments' slopes and costs, for the index to move them in place */
+    int om = S->hm[j];
+    double *ohs = S->idx_ok ? malloc(((size_t)om + 1) * (sizeof(double) + sizeof(long long)))
+                            : NULL;
+    long long *oc = ohs ? (long long *)(ohs + om + 1) : NULL;
+    for (int i = 0; ohs && i < om; i++) {
+        ohs[i] = S->hs[S->hoff[j] + i];
+        oc[i] = (long long)S->ng[j] * (S->hk[S->hoff[j] + i + 1] - S->hk[S->hoff[j] + i]);
+    }
     S->ng[j] = J->n_gpus;
     S->wt[j] = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
     S->nk[j] = -1;
     int need = build_hull(S, j, 1);
     if (need > w->hsz[j]) { /* more slots than it holds: to the end of the used ones */
-        if ((size_t)need > w->total_h - w->used_h)
+        if ((size_t)need > w->total_h - w->used_h) {
+            free(ohs);
             return ws_build(w, w->jobs, w->n, w->budget_w, err); /* full: packed again */
+        }
         S->hoff[j] = (int)w->used_h;
         w->hsz[j] = need;
         w->used_h += (size_t)need;
@@ -1707,8 +1838,9 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     S->fh_ok = 0;
     if (w->ends_ok)
         grid_ends(w, j);
-    if (!S->idx_ok || !patch_index(S, j, 0))
+    if (!S->idx_ok || (!(ohs && index_update(S, j, om, ohs, oc)) && !patch_index(S, j, 0)))
         w->solves = 0; /* sorted again on the second solve from here */
+    free(ohs);
     return PFI_OK;
 }
 

@@ -21,9 +21,14 @@
 #include "cluster/cl_int.h"
 #include "cluster/mhd.h"
 #include "report/status_page.h"
+#include "util/fs.h"
 #include "util/num.h"
 
 #define BODY_MAX (64u << 10)
+
+/* Descriptors kept for the controller's own files and pipes, beyond connections and node
+ * requests. */
+#define API_FD_SPARE 64
 
 struct pfi_cl_server {
     struct MHD_Daemon *d;
@@ -317,11 +322,32 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
      * connections, waits again before serving them, so a server thread that found 128
      * requests at once slept on them until some other event came.  Idle and slow clients are
      * closed after client_timeout_s, one address holds at most max_client_conns connections
-     * (a client over either limit is closed at once), and a request's headers must fit in
-     * 64 KiB (its body is bounded apart, BODY_MAX).  The library's messages (one per client
-     * refused, under a flood) are rate-limited. */
+     * (one more is closed at once; one past max_conns waits in the listen queue), and a
+     * request's headers must fit in 64 KiB (its body is bounded apart, BODY_MAX).  The
+     * library's messages (one per client refused, under a flood) are rate-limited. */
     const pfi_cl_config *cfg = &c->cfg;
     unsigned conns = (unsigned)cfg->max_conns;
+    /* Each connection holds a descriptor, and so does each request to a node (max_parallel at
+     * once) and the rest (the store, Slurm's pipes, logs): the soft open-file limit (1024 under
+     * systemd's default) is raised for them all, else at --max-connections the controller ran
+     * out of descriptors for its own work.  Where the hard limit is lower, fewer connections. */
+    long need = (long)conns + cfg->max_parallel + API_FD_SPARE;
+    long have = pfi_fd_limit_raise(need);
+    if (have >= 0 && have < need) {
+        long fit = have - cfg->max_parallel - API_FD_SPARE;
+        if (fit < 1) {
+            free(s);
+            return pfi_err_set(err, PFI_ERANGE,
+                               "cannot listen on %s: the open-file limit (%ld) leaves no room "
+                               "for API connections (raise it: ulimit -n, LimitNOFILE=)",
+                               listen, have);
+        }
+        fprintf(stderr,
+                "pfi cluster: the open-file limit (%ld) holds %ld API connections, not the %u "
+                "of --max-connections (raise it: ulimit -n, LimitNOFILE=)\n",
+                have, fit, conns);
+        conns = (unsigned)fit;
+    }
     pfi_cl_log_init(&s->log, "pfi cluster");
     s->d = MHD_start_daemon(
         MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, s,

@@ -17,7 +17,11 @@
 #include <unistd.h>
 
 #include "serve/serve_int.h"
+#include "util/fs.h"
 #include "util/num.h"
+
+/* Descriptors kept for the daemon's own files (store, journal, NVML), beyond connections. */
+#define SRV_FD_SPARE 64
 
 /* One listening socket and the libmicrohttpd daemon on it. */
 typedef struct listener {
@@ -321,7 +325,28 @@ int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, p
     h->api.fd = h->ctl.fd = -1;
     const pfi_serve_config *c = n->cfg;
     unsigned timeout = (unsigned)(c->client_timeout_s > 1 ? c->client_timeout_s : 1);
-    int rc = listener_open(h, &h->api, c->listen, (unsigned)c->max_conns,
+    /* Each connection holds a descriptor: the soft open-file limit (1024 under systemd's
+     * default) is raised for listen's max_connections, the controller's 64 and the daemon's
+     * own files, else a flood on listen took the descriptors the controller's listener and the
+     * store need.  Where the hard limit is lower, listen holds fewer connections. */
+    unsigned conns = (unsigned)c->max_conns, ctl = c->control_listen[0] ? 64u : 0u;
+    long need = (long)conns + ctl + SRV_FD_SPARE, have = pfi_fd_limit_raise(need);
+    if (have >= 0 && have < need) {
+        long fit = have - ctl - SRV_FD_SPARE;
+        if (fit < 1) {
+            free(h);
+            return pfi_err_set(err, PFI_ERANGE,
+                               "listen: the open-file limit (%ld) leaves no room for "
+                               "connections (raise it: ulimit -n, LimitNOFILE=)",
+                               have);
+        }
+        pfi_srv_event_add(n, "listen",
+                          "the open-file limit (%ld) holds %ld connections, not the %u of "
+                          "max_connections (raise it: ulimit -n, LimitNOFILE=)",
+                          have, fit, conns);
+        conns = (unsigned)fit;
+    }
+    int rc = listener_open(h, &h->api, c->listen, conns,
                            (unsigned)c->max_client_conns, timeout, where, wsize, err);
     if (rc == PFI_OK && c->control_listen[0]) {
         char cw[PFI_SERVE_PATH_MAX + 32];

@@ -2,8 +2,10 @@
 #include "util/fs.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 int pfi_mkdir_p(const char *dir, pfi_err *err)
@@ -21,4 +23,24 @@ int pfi_mkdir_p(const char *dir, pfi_err *err)
     if (mkdir(buf, 0755) != 0 && errno != EEXIST)
         return pfi_err_set(err, PFI_EIO, "cannot create %s: %s", buf, strerror(errno));
     return PFI_OK;
+}
+
+long pfi_fd_limit_raise(long need)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return -1;
+    if (r.rlim_cur != RLIM_INFINITY && (long)r.rlim_cur < need) {
+        rlim_t want = (rlim_t)need;
+        if (r.rlim_max != RLIM_INFINITY && r.rlim_max < want)
+            want = r.rlim_max;
+        if (want > r.rlim_cur) {
+            r.rlim_cur = want;
+            setrlimit(RLIMIT_NOFILE, &r);
+            if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+                return -1;
+        }
+    }
+    return r.rlim_cur == RLIM_INFINITY || r.rlim_cur > (rlim_t)LONG_MAX ? LONG_MAX
+                                                                         : (long)r.rlim_cur;
 }

@@ -159,7 +159,7 @@ static int same_curve(const pfi_alloc_job *a, const pfi_alloc_job *b)
 
 /* A probe reads the baseline and its own level: the job's other levels may change freely,
  * whether the probe is read through the power law (exponent prior from the other jobs) or
- * through the other jobs' shape. */
+ * through the other jobs' shape, in one reading or hedged over six. */
 static void test_probe_sees_only_its_levels(void **state)
 {
     static synth s, t; /* static: eight runs are large for the stack */
@@ -177,10 +177,11 @@ static void test_probe_sees_only_its_levels(void **state)
         if (t.runs[0].levels[i].cap_w != probe_cap)
             t.runs[0].levels[i].tput *= 0.9;
     assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 6, "synthetic", &q, &e), PFI_OK);
-    for (int shape = 0; shape < 2; shape++) {
+    for (int shape = 0; shape < 3; shape++) {
         pfi_expt_jobs a, b;
         pfi_expt_opts o = pfi_expt_defaults(1);
-        o.probe_shape = shape;
+        o.probe_shape = shape != 0;
+        o.shape.hedge = shape == 2;
         assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
         assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
         assert_false(same_curve(&a.truth[0], &b.truth[0])); /* the truth did change */
@@ -441,7 +442,7 @@ static void test_shape_cross_validated(void **state)
     pfi_expt_pop_free(&q);
 
     /* jobs 0-3 one group, 1-3 copies of job 0 (its nearest references): with group_out,
-     * their curves are not job 0's references */
+     * their curves are not job 0's references, in one reading or hedged over six */
     make_synth(&s, 8);
     make_synth(&t, 8);
     for (synth *x = &s; x; x = x == &s ? &t : NULL)
@@ -457,9 +458,11 @@ static void test_shape_cross_validated(void **state)
     pfi_expt_jobs ja, jb;
     assert_int_equal(pfi_expt_jobs_new(&p, &ja, &e), PFI_OK);
     assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
-    for (int comm = 0; comm < 2; comm++) { /* one setting, and the committee */
+    for (int v = 0; v < 4; v++) { /* one setting, and the committee; single and hedged */
+        int comm = v & 1, hedge = v >> 1;
         o = pfi_expt_defaults(1);
-        o.shape = (pfi_expt_shape_set){0.4, 3, 0, 0, comm, 0, 0, 0, 0, 0, 0};
+        o.shape = (pfi_expt_shape_set){
+            0.4, 3, 0, 0, comm, 0, 0, hedge ? PFI_PROBE_VOTES_NEAR : 0, 0, 0, hedge};
         assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
         assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
         assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */

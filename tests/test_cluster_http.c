@@ -156,23 +156,6 @@ static void test_burst_answered(void **state)
 /* A slow client: a request line and an unfinished header, then nothing. */
 static const char SLOW[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
 
-static long put_budget(int port, const char *src, const char *body)
-{
-    int fd = pfi_test_dial(src, port);
-    if (fd < 0)
-        return -2;
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                     TOKEN, strlen(body));
-    long st = -2;
-    if (pfi_test_send(fd, req, (size_t)n) == 0 && pfi_test_send(fd, body, strlen(body)) == 0)
-        st = pfi_test_status(fd, 30);
-    close(fd);
-    return st;
-}
-
 /* 1,100 slow connections from one address (more than the whole API allowed before the limits:
  * 1,020), every one sending an unfinished header: that address keeps at most its 32, the rest
  * are closed at once, and another address is still answered: a budget change from it is
@@ -185,16 +168,7 @@ static void test_one_address_cannot_starve(void **state)
     site x;
     site_up(&x);
     static int fd[N];
-    int opened = 0;
-    for (int i = 0; i < N; i++) {
-        fd[i] = pfi_test_dial("127.0.0.1", x.port);
-        if (fd[i] < 0)
-            break;
-        opened++;
-        if (pfi_test_send(fd[i], SLOW, sizeof SLOW - 1) != 0)
-            continue; /* already closed by the server: counted below */
-    }
-    assert_int_equal(opened, N);
+    assert_int_equal(pfi_test_slow_clients(x.port, "127.0.0.1", N, fd), N);
     /* Another address: answered, and its budget change made. */
     int other = pfi_test_dial("127.0.0.9", x.port);
     assert_true(other >= 0);
@@ -204,7 +178,9 @@ static void test_one_address_cannot_starve(void **state)
     close(other);
     double before = pfi_standin_cap_sum(x.s);
     pfi_standin_reset_peak(x.s);
-    assert_int_equal(put_budget(x.port, "127.0.0.9", "{\"cut\": 0.3}"), 200);
+    assert_int_equal(pfi_test_send_body(x.port, "127.0.0.9", TOKEN, "PUT", "/v1/budget",
+                                        "{\"cut\": 0.3}"),
+                     200);
     double budget = 0.7 * NN * NG * 700;
     assert_true(pfi_standin_cap_sum(x.s) <= budget + 1e-6);
     assert_true(pfi_standin_peak(x.s) <= fmax(before, budget) + 1e-6);
@@ -250,11 +226,7 @@ static void test_over_address_limit_closed(void **state)
     site x;
     site_up_with(&x, 600, 0, 4);
     int fd[N];
-    for (int i = 0; i < N; i++) {
-        fd[i] = pfi_test_dial("127.0.1.1", x.port);
-        assert_true(fd[i] >= 0);
-        pfi_test_send(fd[i], SLOW, sizeof SLOW - 1); /* fails on one closed already */
-    }
+    assert_int_equal(pfi_test_slow_clients(x.port, "127.0.1.1", N, fd), N);
     assert_int_equal(pfi_test_closed_count(fd, N, N - 4, 30), N - 4);
     int held[N], nh = 0;
     for (int i = 0; i < N; i++)
@@ -322,35 +294,10 @@ static void test_big_body_refused(void **state)
     site x;
     site_up(&x);
     double caps = pfi_standin_cap_sum(x.s);
-    char head[512];
-    int n = snprintf(head, sizeof head,
-                     "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                     "Content-Length: 1000000000\r\n\r\n{\"cut\": 0.3",
-                     TOKEN);
-    int fd = pfi_test_dial(NULL, x.port);
-    assert_int_equal(pfi_test_send(fd, head, (size_t)n), 0);
-    assert_int_equal(pfi_test_status(fd, 5), 413);
-    close(fd);
-    /* 100 KiB sent: the JSON of a budget, padded. */
-    size_t big = 100 << 10;
-    char *body = malloc(big + 1);
-    assert_non_null(body);
-    memset(body, ' ', big);
-    memcpy(body, "{\"cut\": 0.3}", 12);
-    body[big] = '\0';
-    assert_int_equal(put_budget(x.port, NULL, body), 413);
-    /* The same in chunks (no length said). */
-    fd = pfi_test_dial(NULL, x.port);
-    n = snprintf(head, sizeof head,
-                 "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                 "Transfer-Encoding: chunked\r\n\r\n%zx\r\n",
-                 TOKEN, big);
-    assert_int_equal(pfi_test_send(fd, head, (size_t)n), 0);
-    assert_int_equal(pfi_test_send(fd, body, big), 0);
-    assert_int_equal(pfi_test_send(fd, "\r\n0\r\n\r\n", 7), 0);
-    assert_int_equal(pfi_test_status(fd, 30), 413);
-    close(fd);
-    free(body);
+    int st[3];
+    pfi_test_big_bodies(x.port, TOKEN, "/v1/budget", "{\"cut\": 0.3}", st);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(st[i], 413);
     assert_false(x.c->budget.set);
     assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
     site_down(&x);

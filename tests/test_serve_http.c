@@ -122,25 +122,6 @@ static double sum_limits(node *x)
     return sum;
 }
 
-/* A request with a body from address src; the answer's status (-2: the connection broke). */
-static int send_body(int port, const char *src, const char *method, const char *path,
-                     const char *body)
-{
-    int fd = pfi_test_dial(src, port);
-    if (fd < 0)
-        return -2;
-    char head[512];
-    int n = snprintf(head, sizeof head,
-                     "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                     method, path, TOKEN, strlen(body));
-    int st = -2;
-    if (pfi_test_send(fd, head, (size_t)n) == 0 && pfi_test_send(fd, body, strlen(body)) == 0)
-        st = pfi_test_status(fd, 30);
-    close(fd);
-    return st;
-}
-
 static const char SLOW[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
 
 /* 1,100 slow connections from one address (more than max_connections, 1024), every one sending
@@ -155,17 +136,14 @@ static void test_one_address_cannot_starve(void **state)
     node x;
     node_up(&x, NULL);
     static int fd[N];
-    for (int i = 0; i < N; i++) {
-        fd[i] = pfi_test_dial("127.0.0.1", x.port);
-        assert_true(fd[i] >= 0);
-        pfi_test_send(fd[i], SLOW, sizeof SLOW - 1); /* fails on one closed already */
-    }
+    assert_int_equal(pfi_test_slow_clients(x.port, "127.0.0.1", N, fd), N);
     int other = pfi_test_dial("127.0.0.9", x.port);
     assert_true(other >= 0);
     assert_int_equal(pfi_test_send(other, HEALTH, sizeof HEALTH - 1), 0);
     assert_true(pfi_test_status(other, 30) >= 200);
     close(other);
-    assert_int_equal(send_body(x.port, "127.0.0.9", "PUT", "/v1/budget", "{\"percent\": 70}"),
+    assert_int_equal(pfi_test_send_body(x.port, "127.0.0.9", TOKEN, "PUT", "/v1/budget",
+                                        "{\"percent\": 70}"),
                      200);
     assert_true(sum_limits(&x) <= 0.7 * x.t.n->nominal_w + 1e-6);
     int closed = pfi_test_closed_count(fd, N, N - 32, 30);
@@ -212,36 +190,19 @@ static void test_big_body_refused(void **state)
     node x;
     node_up(&x, NULL);
     double before = sum_limits(&x);
-    char head[512];
-    int n = snprintf(head, sizeof head,
-                     "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                     "Content-Length: 1000000000\r\n\r\n{\"percent\": 70",
-                     TOKEN);
-    int fd = pfi_test_dial(NULL, x.port);
-    assert_int_equal(pfi_test_send(fd, head, (size_t)n), 0);
-    assert_int_equal(pfi_test_status(fd, 5), 413);
-    close(fd);
+    int st3[3];
+    pfi_test_big_bodies(x.port, TOKEN, "/v1/budget", "{\"percent\": 70}", st3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(st3[i], 413);
     size_t big = 100 << 10;
-    char *body = malloc(big + 1);
+    char *body = malloc(big);
     assert_non_null(body);
     memset(body, ' ', big);
-    memcpy(body, "{\"percent\": 70}", 15);
-    body[big] = '\0';
-    assert_int_equal(send_body(x.port, NULL, "PUT", "/v1/budget", body), 413);
-    fd = pfi_test_dial(NULL, x.port);
-    n = snprintf(head, sizeof head,
-                 "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                 "Transfer-Encoding: chunked\r\n\r\n%zx\r\n",
-                 TOKEN, big);
-    assert_int_equal(pfi_test_send(fd, head, (size_t)n), 0);
-    assert_int_equal(pfi_test_send(fd, body, big), 0);
-    assert_int_equal(pfi_test_send(fd, "\r\n0\r\n\r\n", 7), 0);
-    assert_int_equal(pfi_test_status(fd, 30), 413);
-    close(fd);
     /* Headers over the connection's memory. */
     memcpy(body, "PUT /v1/budget HTTP/1.1\r\nX-Pad: ", 32);
     memcpy(body + big - 4, "\r\n\r\n", 4);
-    fd = pfi_test_dial(NULL, x.port);
+    int fd = pfi_test_dial(NULL, x.port);
+    assert_true(fd >= 0);
     pfi_test_send(fd, body, big); /* the server may close before the end */
     int st = pfi_test_status(fd, 30);
     assert_true(st >= 400 && st < 500);

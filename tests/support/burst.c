@@ -237,3 +237,81 @@ long pfi_test_nofile(long n)
     }
     return (long)r.rlim_cur;
 }
+
+int pfi_test_send_body(int port, const char *src, const char *token, const char *method,
+                       const char *path, const char *json)
+{
+    int fd = pfi_test_dial(src, port);
+    if (fd < 0)
+        return -2;
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                     method, path, token, strlen(json));
+    int st = -2;
+    if (pfi_test_send(fd, head, (size_t)n) == 0 && pfi_test_send(fd, json, strlen(json)) == 0)
+        st = pfi_test_status(fd, 30);
+    close(fd);
+    return st;
+}
+
+/* Sends head then len bytes of body on a new connection; the answer's status. */
+static int send_raw(int port, const char *head, const char *body, size_t len, const char *tail,
+                    double max_s)
+{
+    int fd = pfi_test_dial(NULL, port);
+    if (fd < 0)
+        return -2;
+    int st = -2;
+    if (pfi_test_send(fd, head, strlen(head)) == 0 &&
+        (!len || pfi_test_send(fd, body, len) == 0) &&
+        (!tail || pfi_test_send(fd, tail, strlen(tail)) == 0))
+        st = pfi_test_status(fd, max_s);
+    close(fd);
+    return st;
+}
+
+void pfi_test_big_bodies(int port, const char *token, const char *path, const char *json,
+                         int status[3])
+{
+    enum { BIG = 100 << 10 };
+    size_t len = strlen(json);
+    char head[512];
+    status[0] = status[1] = status[2] = -2;
+    /* Said to be 1e9 bytes: refused on the header, before any wait for the body. */
+    snprintf(head, sizeof head,
+             "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+             "Content-Length: 1000000000\r\n\r\n",
+             path, token);
+    status[0] = send_raw(port, head, json, len > 1 ? len - 1 : len, NULL, 5);
+    char *body = malloc(BIG + 1);
+    if (!body || len > BIG) {
+        free(body);
+        return;
+    }
+    memset(body, ' ', BIG);
+    memcpy(body, json, len);
+    body[BIG] = '\0';
+    status[1] = pfi_test_send_body(port, NULL, token, "PUT", path, body);
+    snprintf(head, sizeof head,
+             "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n%x\r\n",
+             path, token, (unsigned)BIG);
+    status[2] = send_raw(port, head, body, BIG, "\r\n0\r\n\r\n", 30);
+    free(body);
+}
+
+int pfi_test_slow_clients(int port, const char *src, int n, int *fd)
+{
+    static const char slow[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
+    int opened = 0;
+    for (int i = 0; i < n; i++) {
+        fd[i] = pfi_test_dial(src, port);
+        if (fd[i] < 0)
+            continue;
+        opened++;
+        pfi_test_send(fd[i], slow, sizeof slow - 1); /* fails on one closed already */
+    }
+    return opened;
+}

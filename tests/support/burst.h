@@ -30,6 +30,21 @@ int pfi_test_closed(int fd, double max_s);
 /* Of fds[0..n), how many the server has closed (as pfi_test_closed); waits up to max_s
  * seconds for at least want of them. */
 int pfi_test_closed_count(const int *fds, int n, int want, double max_s);
+/* A request with a JSON body from address src (NULL: any), bearer token given; the answer's
+ * status, or -2 when the connection broke first. */
+int pfi_test_send_body(int port, const char *src, const char *token, const char *method,
+                       const char *path, const char *json);
+/* The three ways of sending a server more body than it takes, each as a PUT to path with a
+ * budget document json (a valid one, so that only its size is wrong): a length said to be
+ * 1e9 with the start of json after it, json padded with spaces to 100 KiB with its length
+ * said, and the same 100 KiB in one chunk with no length said.  status[0..3): each answer's
+ * status (as pfi_test_status; -2 when a connection broke while sending). */
+void pfi_test_big_bodies(int port, const char *token, const char *path, const char *json,
+                         int status[3]);
+/* Opens n connections from address src, each sending a request line and an unfinished header
+ * and then nothing (a slow client); fd[0..n) keep them (-1 where the connection failed).  How
+ * many connected. */
+int pfi_test_slow_clients(int port, const char *src, int n, int *fd);
 /* Monotonic seconds. */
 double pfi_test_now(void);
 /* Raises this process's open-file limit to n (past the hard limit only as root); the limit

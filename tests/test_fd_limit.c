@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_fd_limit.c: the open-file limit a server needs (util/fs.h pfi_fd_limit_raise), and the
+/* test_fd_limit.c: the open-file limit a server needs (util/fs.h pfi_fd_limit_raise, pfi_fd_limit_fit), and the
  * cluster API's and the node daemon's use of it: under systemd's default soft limit of 1024 descriptors, the API's
  * default 1024 connections plus the controller's node requests and files did not fit, so a
  * flood of connections left the controller without descriptors for its own work; the API
@@ -54,6 +54,33 @@ static void test_raise(void **state)
     assert_int_equal(soft_now(), 1500);
     assert_int_equal(pfi_fd_limit_raise(1200), 1500); /* never lowered */
     assert_int_equal(soft_now(), 1500);
+}
+
+/* What fits: all when the raised limit holds them with the reserve. */
+static void test_fit(void **state)
+{
+    (void)state;
+    long have = 0;
+    set_limit(1024, 0);
+    assert_int_equal(pfi_fd_limit_fit(1024, 320, &have), 1024);
+    assert_int_equal(have, 1344);
+    assert_int_equal(soft_now(), 1344);
+}
+
+/* Under a lower hard limit: the limit less the reserve, 0 or less when the reserve alone takes
+ * it.  (The hard limit only goes down for good where the process lacks CAP_SYS_RESOURCE: this
+ * runs after the tests that need it high.) */
+static void test_fit_low_hard_limit(void **state)
+{
+    (void)state;
+    long have = 0;
+    set_limit(700, 700);
+    assert_int_equal(pfi_fd_limit_fit(1024, 320, &have), 380);
+    assert_int_equal(have, 700);
+    assert_int_equal(pfi_fd_limit_fit(300, 400, &have), 300); /* 700 holds both */
+    assert_int_equal(pfi_fd_limit_fit(1024, 700, &have), 0);
+    assert_true(pfi_fd_limit_fit(10, 800, &have) < 1);
+    assert_int_equal(soft_now(), 700);
 }
 
 typedef struct site {
@@ -177,8 +204,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_raise),
+        cmocka_unit_test(test_fit),
         cmocka_unit_test(test_cluster_api_raises),
         cmocka_unit_test(test_serve_raises),
+        cmocka_unit_test(test_fit_low_hard_limit),
         cmocka_unit_test(test_cluster_api_low_hard_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -331,10 +331,8 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
      * once) and the rest (the store, Slurm's pipes, logs): the soft open-file limit (1024 under
      * systemd's default) is raised for them all, else at --max-connections the controller ran
      * out of descriptors for its own work.  Where the hard limit is lower, fewer connections. */
-    long need = (long)conns + cfg->max_parallel + API_FD_SPARE;
-    long have = pfi_fd_limit_raise(need);
-    if (have >= 0 && have < need) {
-        long fit = have - cfg->max_parallel - API_FD_SPARE;
+    long have, fit = pfi_fd_limit_fit(conns, (long)cfg->max_parallel + API_FD_SPARE, &have);
+    if (fit < (long)conns) {
         if (fit < 1) {
             free(s);
             return pfi_err_set(err, PFI_ERANGE,

@@ -330,9 +330,8 @@ int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, p
      * own files, else a flood on listen took the descriptors the controller's listener and the
      * store need.  Where the hard limit is lower, listen holds fewer connections. */
     unsigned conns = (unsigned)c->max_conns, ctl = c->control_listen[0] ? 64u : 0u;
-    long need = (long)conns + ctl + SRV_FD_SPARE, have = pfi_fd_limit_raise(need);
-    if (have >= 0 && have < need) {
-        long fit = have - ctl - SRV_FD_SPARE;
+    long have, fit = pfi_fd_limit_fit(conns, (long)ctl + SRV_FD_SPARE, &have);
+    if (fit < (long)conns) {
         if (fit < 1) {
             free(h);
             return pfi_err_set(err, PFI_ERANGE,

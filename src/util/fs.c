@@ -44,3 +44,10 @@ long pfi_fd_limit_raise(long need)
     return r.rlim_cur == RLIM_INFINITY || r.rlim_cur > (rlim_t)LONG_MAX ? LONG_MAX
                                                                          : (long)r.rlim_cur;
 }
+
+long pfi_fd_limit_fit(long want, long reserve, long *limit)
+{
+    long need = want + reserve, have = pfi_fd_limit_raise(need);
+    *limit = have;
+    return have < 0 || have >= need ? want : have - reserve;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fs.h: the directories a file is written into (a sweep's journal, a study's report), created
  * as `mkdir -p` would, with a message naming the one that could not be; the process's limit
- * on open files, raised for a server's connections. */
+ * on open files, raised for a server's connections, and how many of them it holds. */
 #ifndef PFI_UTIL_FS_H
 #define PFI_UTIL_FS_H
 
@@ -14,5 +14,12 @@ int pfi_mkdir_p(const char *dir, pfi_err *err);
 /* The soft limit on open files (RLIMIT_NOFILE) raised to at least need where the hard limit
  * allows, never lowered: returns the soft limit then, -1 when it cannot be read. */
 long pfi_fd_limit_raise(long need);
+
+/* How many of want connections fit under the open-file limit when reserve descriptors are kept
+ * for the rest of the process (node requests, the store, logs): the soft limit is first raised
+ * to want + reserve where the hard limit allows.  Returns want when all fit or the limit cannot
+ * be read (nothing is known to be short), else the limit less reserve, 0 or less when none
+ * fit; *limit gets the soft limit (-1 when unread). */
+long pfi_fd_limit_fit(long want, long reserve, long *limit);
 
 #endif

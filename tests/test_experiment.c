@@ -159,7 +159,8 @@ static int same_curve(const pfi_alloc_job *a, const pfi_alloc_job *b)
 
 /* A probe reads the baseline and its own level: the job's other levels may change freely,
  * whether the probe is read through the power law (exponent prior from the other jobs) or
- * through the other jobs' shape, in one reading or hedged over six. */
+ * through the other jobs' shape, in one reading, hedged over six or stacked (the six weighted by
+ * how each predicts the job's neighbours: the neighbours' curves are read, never the job's). */
 static void test_probe_sees_only_its_levels(void **state)
 {
     static synth s, t; /* static: eight runs are large for the stack */
@@ -177,11 +178,11 @@ static void test_probe_sees_only_its_levels(void **state)
         if (t.runs[0].levels[i].cap_w != probe_cap)
             t.runs[0].levels[i].tput *= 0.9;
     assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 6, "synthetic", &q, &e), PFI_OK);
-    for (int shape = 0; shape < 3; shape++) {
+    for (int shape = 0; shape < 4; shape++) {
         pfi_expt_jobs a, b;
         pfi_expt_opts o = pfi_expt_defaults(1);
         o.probe_shape = shape != 0;
-        o.shape.hedge = shape == 2;
+        o.shape.hedge = shape >= 2 ? shape - 1 : 0;
         assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
         assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
         assert_false(same_curve(&a.truth[0], &b.truth[0])); /* the truth did change */
@@ -323,7 +324,7 @@ static void test_bag_choice(void **state)
  * the 136 with near votes at amplitude 0, 1, 0.5, in that order.  Then the baseline draw share
  * at weight 1 (408): the same 136 with near votes, in slowdown, at amplitude 0, 1, 0.5.  Last
  * the hedged walk (136): the same 136 with near votes, hedged (amplitude 0, slowdown as
- * written, unused). */
+ * written, unused).  Last the stacked walk (136): the same again, stacked. */
 static void test_shape_grid(void **state)
 {
     (void)state;
@@ -332,7 +333,7 @@ static void test_shape_grid(void **state)
     assert_int_equal(ng, PFI_EXPT_GRID_SIZE);
     int h = 136, slow = 6 * h, v = slow / 2, share = slow + 3 * h, hedged = share + 3 * h;
     int committees = 0;
-    assert_int_equal(ng, hedged + h);
+    assert_int_equal(ng, hedged + 2 * h);
     for (int i = 0; i < v; i++) {
         assert_true(g[i].votes == PFI_PROBE_VOTES_EQUAL && g[v + i].votes == PFI_PROBE_VOTES_NEAR);
         pfi_expt_shape_set x = g[v + i];
@@ -363,6 +364,11 @@ static void test_shape_grid(void **state)
         assert_true(x.hedge == 1);
         x.hedge = 0;
         assert_true(same_set(&x, &g[v + i]) && x.members == g[v + i].members);
+        /* the stack: the hedged setting, stacked */
+        x = g[hedged + h + i];
+        assert_true(x.hedge == 2);
+        x.hedge = 1;
+        assert_true(same_set(&x, &g[hedged + i]) && x.members == g[hedged + i].members);
     }
     for (int i = 0; i < hedged; i++)
         assert_true(g[i].hedge == 0);
@@ -442,7 +448,8 @@ static void test_shape_cross_validated(void **state)
     pfi_expt_pop_free(&q);
 
     /* jobs 0-3 one group, 1-3 copies of job 0 (its nearest references): with group_out,
-     * their curves are not job 0's references, in one reading or hedged over six */
+     * their curves are not job 0's references, in one reading, hedged over six or stacked
+     * (nor, stacked, the neighbours whose errors weigh the readings) */
     make_synth(&s, 8);
     make_synth(&t, 8);
     for (synth *x = &s; x; x = x == &s ? &t : NULL)
@@ -458,7 +465,7 @@ static void test_shape_cross_validated(void **state)
     pfi_expt_jobs ja, jb;
     assert_int_equal(pfi_expt_jobs_new(&p, &ja, &e), PFI_OK);
     assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
-    for (int v = 0; v < 4; v++) { /* one setting, and the committee; single and hedged */
+    for (int v = 0; v < 6; v++) { /* one setting, and the committee; single, hedged, stacked */
         int comm = v & 1, hedge = v >> 1;
         o = pfi_expt_defaults(1);
         o.shape = (pfi_expt_shape_set){
@@ -480,7 +487,7 @@ static void test_shape_cross_validated(void **state)
 
 /* A small grid for the nested tests (its runs score every setting many times): the full
  * grid's settings at depths 0.40 and 0.50, GPU + kind tiers, 4 or 5 neighbours x draw weight
- * 0 or 3 and the committee, in every amplitude, votes, scale and draw share weight (120 of
+ * 0 or 3 and the committee, in every amplitude, votes, scale and draw share weight (140 of
  * them); how many. */
 static int small_grid(pfi_expt_shape_set *out)
 {
@@ -515,7 +522,7 @@ static void test_nested_cv(void **state)
     o.cv_seed = 3;
     static pfi_expt_shape_set grid[PFI_EXPT_GRID_SIZE];
     int ng = small_grid(grid), changed = 0;
-    assert_int_equal(ng, 13 * 2 * 5);
+    assert_int_equal(ng, 14 * 2 * 5);
     o.grid = grid, o.ngrid = ng;
     pfi_expt_result a, b;
     assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
@@ -545,7 +552,8 @@ static void test_nested_cv(void **state)
         assert_true(a.nest_set[f].w_p0 == 0 ||
                     (a.nest_set[f].w_p0 == 1 && a.nest_set[f].votes == PFI_PROBE_VOTES_NEAR));
         assert_true(a.nest_set[f].hedge == 0 ||
-                    (a.nest_set[f].hedge == 1 && a.nest_set[f].votes == PFI_PROBE_VOTES_NEAR &&
+                    ((a.nest_set[f].hedge == 1 || a.nest_set[f].hedge == 2) &&
+                     a.nest_set[f].votes == PFI_PROBE_VOTES_NEAR &&
                      a.nest_set[f].amp == 0 && a.nest_set[f].w_p0 == 0 &&
                      a.nest_set[f].scale == PFI_PROBE_SCALE_SLOWDOWN));
         /* the rule's kind: a bag is a committee of members, the one best is any setting */

@@ -519,6 +519,98 @@ static void test_shape_hedged(void **state)
     }
     assert_int_equal(pfi_probe_shape_hedged_iso(&o, ref, iso, NULL, N, &so, 0, &out, &e),
                      PFI_EINVAL);
+    /* a committee: bit for bit the readings' committees (pfi_probe_shape_mean_iso), summed in
+     * reading order and divided by six, as the hedge was first computed (one neighbour search
+     * per member now serves the six readings) */
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0},
+                                   {2, PFI_PROBE_SPACE_MAXCAP, 1, PFI_PROBE_VOTES_NEAR, 0, 0}};
+    ref[1].rel[1] -= 0.01, ref[2].rel[0] -= 0.02; /* neighbours that differ */
+    pfi_probe_refs_iso(ref, N, iso);
+    double sum[PFI_CURVE_MAX_PTS] = {0};
+    for (int h = 0; h < PFI_PROBE_HEDGE_N; h++) {
+        pfi_probe_shape_opts m2[2] = {mem[0], mem[1]};
+        m2[0].scale = m2[1].scale = pfi_probe_hedge_scale[h];
+        assert_int_equal(pfi_probe_shape_mean_iso(&o, ref, iso, NULL, N, m2, 2,
+                                                  pfi_probe_hedge_amp[h], &one, &e),
+                         PFI_OK);
+        for (int i = 0; i < one.n; i++)
+            sum[i] += 1.0 * one.rel_mono[i];
+    }
+    assert_int_equal(pfi_probe_shape_hedged_iso(&o, ref, iso, NULL, N, mem, 2, &out, &e), PFI_OK);
+    for (int i = 0; i < out.n; i++)
+        sum[i] /= 6.0;
+    assert_memory_equal(out.rel_mono, sum, sizeof sum);
+    assert_memory_equal(out.cap_w, one.cap_w, sizeof one.cap_w);
+    assert_true(out.n == one.n && out.t0 == one.t0 && out.r_max == one.r_max);
+}
+
+/* The stacked walk on neighbours that are one knee scaled by a factor (slopes 0.003-0.005 per
+ * W below 200 W: within the amplitude's clamp): probed at the job's 150 W and walked with the
+ * other neighbours, each neighbour's curve comes back exactly from the factor read in slowdown
+ * (amplitude 1), so that reading's weight is 1 / 1e-4 and every other reading's smaller; the
+ * stacked curve is the readings' mean with those weights, and nearer the job's own curve (slope
+ * 0.0042) than the equal hedge.  A reference that is not a neighbour changes nothing; a
+ * neighbour's curve does. */
+static void test_shape_stacked(void **state)
+{
+    (void)state;
+    enum { N = 6 };
+    pfi_curve ref[N], job, st, hd, one;
+    const double slope[N] = {0.003, 0.0035, 0.004, 0.0045, 0.005, 0.004};
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 280, 200, slope[i]);
+    unsigned char use[N] = {1, 1, 1, 1, 1, 0}; /* the last is no neighbour */
+    knee_curve(&job, 280, 200, 0.0042);
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W */
+    pfi_probe_shape_opts so = {5, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0};
+    static double iso[N * PFI_CURVE_MAX_PTS];
+    pfi_probe_refs_iso(ref, N, iso);
+    pfi_err e = {0};
+    double w[PFI_PROBE_HEDGE_N];
+    assert_int_equal(pfi_probe_stack_weights(&o, ref, iso, use, N, &so, w, &e), PFI_OK);
+    assert_true(fabs(w[2] - 1e4) < 1e-3); /* amplitude 1 in slowdown: exact */
+    for (int h = 0; h < PFI_PROBE_HEDGE_N; h++)
+        assert_true(h == 2 || (w[h] > 0 && w[h] < 0.9e4));
+    assert_int_equal(pfi_probe_shape_stacked_iso(&o, ref, iso, use, N, &so, 1, &st, &e), PFI_OK);
+    assert_int_equal(pfi_probe_shape_hedged_iso(&o, ref, iso, use, N, &so, 1, &hd, &e), PFI_OK);
+    double acc[PFI_CURVE_MAX_PTS] = {0}, ws = 0;
+    for (int h = 0; h < PFI_PROBE_HEDGE_N; h++) {
+        pfi_probe_shape_opts sh = so;
+        sh.scale = pfi_probe_hedge_scale[h];
+        assert_int_equal(pfi_probe_shape_mean_iso(&o, ref, iso, use, N, &sh, 1,
+                                                  pfi_probe_hedge_amp[h], &one, &e),
+                         PFI_OK);
+        for (int i = 0; i < one.n; i++)
+            acc[i] += w[h] * one.rel_mono[i];
+        ws += w[h];
+    }
+    double est = 0, eh = 0;
+    for (int i = 0; i < st.n; i++) {
+        assert_true(fabs(st.rel_mono[i] - acc[i] / ws) < 1e-12 && st.rel[i] == st.rel_mono[i]);
+        assert_true(i == 0 || st.rel_mono[i] >= st.rel_mono[i - 1]);
+        double t = rel_at(&job, st.cap_w[i]);
+        est += fabs(st.rel_mono[i] - t), eh += fabs(hd.rel_mono[i] - t);
+    }
+    assert_true(fabs(rel_at(&st, 150) - rel_at(&job, 150)) < 1e-3); /* through the probe */
+    assert_true(est < eh);
+    /* what is not a neighbour has no say; a neighbour does */
+    pfi_curve keep = ref[5];
+    knee_curve(&ref[5], 280, 250, 0.002);
+    pfi_probe_refs_iso(ref, N, iso);
+    assert_int_equal(pfi_probe_shape_stacked_iso(&o, ref, iso, use, N, &so, 1, &one, &e), PFI_OK);
+    assert_memory_equal(one.rel_mono, st.rel_mono, sizeof st.rel_mono);
+    ref[5] = keep;
+    knee_curve(&ref[0], 280, 250, 0.002);
+    pfi_probe_refs_iso(ref, N, iso);
+    double w2[PFI_PROBE_HEDGE_N];
+    assert_int_equal(pfi_probe_stack_weights(&o, ref, iso, use, N, &so, w2, &e), PFI_OK);
+    assert_true(w2[2] < w[2]); /* no reading predicts a knee moved elsewhere exactly */
+    /* iso NULL: made for the estimate, the same curve */
+    knee_curve(&ref[0], 280, 200, slope[0]);
+    assert_int_equal(pfi_probe_shape_stacked_iso(&o, ref, NULL, use, N, &so, 1, &one, &e), PFI_OK);
+    assert_memory_equal(one.rel_mono, st.rel_mono, sizeof st.rel_mono);
+    assert_int_equal(pfi_probe_shape_stacked_iso(&o, ref, NULL, use, N, &so, 0, &one, &e),
+                     PFI_EINVAL);
 }
 
 /* Below every neighbour's measured range the curve keeps falling (the collapse near a GPU's
@@ -604,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_shape_p0_share),
         cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_hedged),
+        cmocka_unit_test(test_shape_stacked),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),
     };

@@ -60,9 +60,11 @@ static const ev_key ev_keys[] = {
     {"p0-weight", "W", 0, 0, 1e6, offsetof(ev_args, w_p0),
      "weight of the baseline draw share (P0 over the maximum cap) in the neighbour distance "
      "(default 0: not used)"},
-    {"hedge", "0|1", 1, 0, 1, offsetof(ev_args, hedge),
+    {"hedge", "0|1|2", 1, 0, 2, offsetof(ev_args, hedge),
      "1 averages six readings of the neighbours' steps (amplitude 0, 1/2 and 1, each in "
-     "slowdown and in extra time; amplitude and time-walk then unused); 0 (default): one"},
+     "slowdown and in extra time; amplitude and time-walk then unused); 2 weights the six, job "
+     "by job, by how well each predicts the job's neighbours from the other neighbours (the "
+     "stacked walk); 0 (default): one"},
     {"tier-gpus", "0|1", 1, 0, 1, offsetof(ev_args, tier),
      "1 takes references of the same GPU model and single/multi-GPU kind first"},
     {"committee", "0|1", 1, 0, 1, offsetof(ev_args, comm),

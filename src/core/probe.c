@@ -344,29 +344,59 @@ void pfi_probe_refs_iso(const pfi_curve *refs, int nref, double *iso)
             pfi_isotonic(refs[i].rel, NULL, refs[i].n, iso + (size_t)i * PFI_CURVE_MAX_PTS);
 }
 
-/* pfi_probe_shape_rescaled on the references' monotone levels iso_in (pfi_probe_refs_iso's;
- * NULL: made here, for the references used). */
-static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso_in,
-                      const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
-                      double amp, pfi_curve *out, pfi_err *err)
+/* Sets out's baseline, cap range and grid as every shape estimate has them: the job's cap range
+ * in PFI_CURVE_MAX_PTS steps, draw = min(cap, P0); its fit empty (s = 0). */
+static void shape_out_init(const pfi_probe_obs *o, pfi_curve *out)
 {
-    if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
-        return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
+    memset(out, 0, sizeof *out);
+    out->t0 = o->t0;
+    out->p0_w = o->p0_w;
+    out->cap0_w = o->cap0_w;
+    out->min_cap_w = o->min_cap_w;
+    out->max_cap_w = o->max_cap_w;
+    out->n_gpus = o->n_gpus;
+    out->fit.family = PFI_FAM_POWER; /* s = 0 r^1: no parametric view */
+    out->fit.p[1] = 1.0;
+    out->fit.rmse = NAN;
+    out->r_max = fmax(0.0, 1.0 - o->draw_w / o->p0_w);
+    enum { G = PFI_CURVE_MAX_PTS };
+    for (int i = 0; i < G; i++) {
+        out->cap_w[i] = o->min_cap_w + (o->max_cap_w - o->min_cap_w) * i / (G - 1);
+        out->draw_w[i] = fmin(out->cap_w[i], o->p0_w);
+    }
+}
+
+/* The walked slowdown s (in the walk's scale wp's) made a curve: the unknown filled, back from
+ * extra time with `time`, clamped and non-increasing in the cap; into rel (and rel_mono). */
+static void shape_finish(const pfi_probe_obs *o, const double *cap, const int *known, double wp,
+                         int time, double *s, double *rel, double *rel_mono)
+{
+    enum { G = PFI_CURVE_MAX_PTS };
+    fill_unknown(o, cap, G, known, wp, s);
+    for (int i = 0; time && i < G; i++) /* back from extra time to slowdown */
+        s[i] = pfi_probe_from_time(s[i]);
+    for (int i = G - 1; i >= 0; i--) { /* more cap never slows a job down */
+        s[i] = clampd(s[i], 0.0, 1.0);
+        if (i < G - 1 && s[i] < s[i + 1])
+            s[i] = s[i + 1];
+        rel[i] = rel_mono[i] = 1.0 - s[i];
+    }
+}
+
+/* The references a probe walks with (shape_walk's search): nb[0..m-1] the k first, higher tier
+ * then nearer; dist[i] and sref[i] (reference i's distance and slowdown at the probe's cap xp)
+ * for each; own (NULL: iso is given) gets the monotone levels of the references read.  Returns
+ * m. */
+static int find_neighbours(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                           double *own, const unsigned char *use, int nref,
+                           const pfi_probe_shape_opts *so, double *dist, double *sref, int *nb)
+{
     int k = so && so->k > 0 ? so->k : PFI_PROBE_SHAPE_K;
     int space = so ? so->space : PFI_PROBE_SPACE_MAXCAP;
     double w_draw = so ? so->w_draw : 0, w_p0 = so ? so->w_p0 : 0;
     double share = o->p0_w / o->max_cap_w; /* the job's baseline draw share */
     if (k > SHAPE_K_MAX)
         k = SHAPE_K_MAX;
-    size_t nr = (size_t)(nref > 0 ? nref : 1);
-    double *own = iso_in ? NULL : malloc(sizeof *own * PFI_CURVE_MAX_PTS * nr);
-    const double *iso = iso_in ? iso_in : own;
-    double *dist = malloc(sizeof *dist * nr), *sref = malloc(sizeof *sref * nr);
-    int *nb = malloc(sizeof *nb * nr);
-    if (!iso || !dist || !sref || !nb) {
-        free(own), free(dist), free(sref), free(nb);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    }
     double norm = shape_norm(o->p0_w, o->max_cap_w, space);
     double xp = o->cap_w / norm, sp = clampd(1.0 - o->rel, 0.0, 1.0);
     int m = 0;
@@ -394,7 +424,30 @@ static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const doubl
     /* The k first in ref_before's order, as a stable sort would put them (ties: the earlier
      * reference): k picks of the first least, the rest kept in order, O(m k) instead of a sort
      * of all m (the nested cross-validation spent most of its time sorting). */
-    m = select_first(use, dist, nb, m, m < k ? m : k);
+    return select_first(use, dist, nb, m, m < k ? m : k);
+}
+
+/* pfi_probe_shape_rescaled on the references' monotone levels iso_in (pfi_probe_refs_iso's;
+ * NULL: made here, for the references used). */
+static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso_in,
+                      const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                      double amp, pfi_curve *out, pfi_err *err)
+{
+    if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
+        return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
+    int space = so ? so->space : PFI_PROBE_SPACE_MAXCAP;
+    size_t nr = (size_t)(nref > 0 ? nref : 1);
+    double *own = iso_in ? NULL : malloc(sizeof *own * PFI_CURVE_MAX_PTS * nr);
+    const double *iso = iso_in ? iso_in : own;
+    double *dist = malloc(sizeof *dist * nr), *sref = malloc(sizeof *sref * nr);
+    int *nb = malloc(sizeof *nb * nr);
+    if (!iso || !dist || !sref || !nb) {
+        free(own), free(dist), free(sref), free(nb);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    double norm = shape_norm(o->p0_w, o->max_cap_w, space);
+    double xp = o->cap_w / norm, sp = clampd(1.0 - o->rel, 0.0, 1.0);
+    int m = find_neighbours(o, refs, iso, own, use, nref, so, dist, sref, nb);
     double fac[SHAPE_K_MAX], wt[SHAPE_K_MAX];
     int near = so && so->votes == PFI_PROBE_VOTES_NEAR;
     int time = so && so->scale == PFI_PROBE_SCALE_TIME;
@@ -403,35 +456,13 @@ static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const doubl
         fac[a] = pfi_probe_amp_factor(wp, walk_scale(sref[nb[a]], time), amp);
         wt[a] = 1.0 / (dist[nb[a]] + PFI_PROBE_VOTE_FLOOR);
     }
-    memset(out, 0, sizeof *out);
-    out->t0 = o->t0;
-    out->p0_w = o->p0_w;
-    out->cap0_w = o->cap0_w;
-    out->min_cap_w = o->min_cap_w;
-    out->max_cap_w = o->max_cap_w;
-    out->n_gpus = o->n_gpus;
-    out->fit.family = PFI_FAM_POWER; /* s = 0 r^1: no parametric view */
-    out->fit.p[1] = 1.0;
-    out->fit.rmse = NAN;
-    out->r_max = fmax(0.0, 1.0 - o->draw_w / o->p0_w);
+    shape_out_init(o, out);
     enum { G = PFI_CURVE_MAX_PTS };
     double s[G];
     int known[G];
-    for (int i = 0; i < G; i++) {
-        out->cap_w[i] = o->min_cap_w + (o->max_cap_w - o->min_cap_w) * i / (G - 1);
-        out->draw_w[i] = fmin(out->cap_w[i], o->p0_w);
-    }
     neighbour_walk(refs, iso, nb, fac, near ? wt : NULL, m, space, time, norm, xp, wp,
                    out->cap_w, G, s, known);
-    fill_unknown(o, out->cap_w, G, known, wp, s);
-    for (int i = 0; time && i < G; i++) /* back from extra time to slowdown */
-        s[i] = pfi_probe_from_time(s[i]);
-    for (int i = G - 1; i >= 0; i--) { /* more cap never slows a job down */
-        s[i] = clampd(s[i], 0.0, 1.0);
-        if (i < G - 1 && s[i] < s[i + 1])
-            s[i] = s[i + 1];
-        out->rel[i] = out->rel_mono[i] = 1.0 - s[i];
-    }
+    shape_finish(o, out->cap_w, known, wp, time, s, out->rel, out->rel_mono);
     out->n = G;
     free(own), free(dist), free(sref), free(nb);
     return PFI_OK;
@@ -477,36 +508,215 @@ const int pfi_probe_hedge_scale[PFI_PROBE_HEDGE_N] = {
     PFI_PROBE_SCALE_SLOWDOWN, PFI_PROBE_SCALE_SLOWDOWN, PFI_PROBE_SCALE_SLOWDOWN,
     PFI_PROBE_SCALE_TIME,     PFI_PROBE_SCALE_TIME,     PFI_PROBE_SCALE_TIME};
 
-/* The readings' curves averaged with weights w[h] (NULL: equal). */
-static int hedge_mean(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
-                      const unsigned char *use, int nref, const pfi_probe_shape_opts *members,
-                      int nm, const double *w, pfi_curve *out, pfi_err *err)
+/* The walk of neighbour_walk on levels read once: X[a * G + i] neighbour a's slowdown (in the
+ * walk's scale) at grid cap i, P[a] at the probe's cap; only the neighbours idx[0..q-1], in that
+ * order, each step their median (weighted by wt, NULL: equal) of X differences times fac[a].
+ * The same arithmetic as neighbour_walk on the same neighbours, so the same curve. */
+static void levels_walk(const double *X, const double *P, const int *idx, int q,
+                        const double *fac, const double *wt, int ip, double sp, double *s,
+                        int *known)
 {
+    enum { G = PFI_CURVE_MAX_PTS };
+    double v[SHAPE_K_MAX], w[SHAPE_K_MAX];
+    for (int i = 0; i < G; i++)
+        known[i] = 0;
+    for (int step = 0; step < 2 * G; step++) {
+        /* step 0: the probe to grid cap ip; then down from ip, then up from it */
+        int i, from;
+        if (step == 0)
+            i = ip, from = -1;
+        else if (step <= ip)
+            i = ip - step, from = i + 1;
+        else if (step - ip < G - ip)
+            i = step, from = i - 1;
+        else
+            break;
+        if (from >= 0 && !known[from])
+            continue; /* the walk stopped before: nothing beyond it is known */
+        int c = 0;
+        for (int b = 0; b < q; b++) {
+            int a = idx[b];
+            double s1 = X[(size_t)a * G + i], s0 = from < 0 ? P[a] : X[(size_t)a * G + from];
+            if (isfinite(s1) && isfinite(s0)) {
+                w[c] = wt ? wt[a] : 1.0;
+                v[c++] = (s1 - s0) * fac[a];
+            }
+        }
+        if (c < SHAPE_MIN_COVER)
+            continue;
+        double d = pfi_probe_weighted_median(v, wt ? w : NULL, c);
+        if (!isfinite(d))
+            continue;
+        s[i] = (from < 0 ? sp : s[from]) + d;
+        known[i] = 1;
+    }
+}
+
+/* Squared errors above this are not more telling: a reading whose neighbours' errors are all
+ * of one point of slowdown or less is not preferred further (1e-4: one point squared). */
+#define STACK_FLOOR 1e-4
+
+/* One member's PFI_PROBE_HEDGE_N readings (its scale unused) on one neighbour search, into
+ * rel[h * G + i]; with w (NULL: not wanted), each reading's weight 1 / (mean squared error +
+ * STACK_FLOOR) over the neighbours a of how it predicts a's own curve when a is probed at the
+ * job's probe cap and walked with the OTHER neighbours (votes by nearness to a's slowdown
+ * there), on the grid caps where the walk and a's curve are known; 1 when no neighbour is. */
+static int member_readings(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso_in,
+                           const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                           double *rel, double *w, pfi_err *err)
+{
+    enum { G = PFI_CURVE_MAX_PTS, H = PFI_PROBE_HEDGE_N };
+    if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
+        return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
+    int space = so ? so->space : PFI_PROBE_SPACE_MAXCAP;
+    size_t nr = (size_t)(nref > 0 ? nref : 1);
+    double *own = iso_in ? NULL : malloc(sizeof *own * PFI_CURVE_MAX_PTS * nr);
+    const double *iso = iso_in ? iso_in : own;
+    double *dist = malloc(sizeof *dist * nr), *sref = malloc(sizeof *sref * nr);
+    int *nb = malloc(sizeof *nb * nr);
+    double *lv = NULL;
+    int m = 0;
+    if (iso && dist && sref && nb) {
+        m = find_neighbours(o, refs, iso, own, use, nref, so, dist, sref, nb);
+        /* per scale: X (m x G), then P (m) */
+        lv = malloc(sizeof *lv * (size_t)(m > 0 ? m : 1) * (G + 1) * 2);
+    }
+    if (!lv) {
+        free(own), free(dist), free(sref), free(nb);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    double norm = shape_norm(o->p0_w, o->max_cap_w, space);
+    double xp = o->cap_w / norm, sp = clampd(1.0 - o->rel, 0.0, 1.0);
+    pfi_curve grid;
+    shape_out_init(o, &grid);
+    const double *cap = grid.cap_w;
+    double *X[2], *P[2];
+    for (int t = 0; t < 2; t++) {
+        X[t] = lv + (size_t)t * m * (G + 1);
+        P[t] = X[t] + (size_t)m * G;
+        for (int a = 0; a < m; a++) {
+            const pfi_curve *c = &refs[nb[a]];
+            const double *y = iso + (size_t)nb[a] * PFI_CURVE_MAX_PTS;
+            P[t][a] = walk_scale(sref[nb[a]], t);
+            for (int i = 0; i < G; i++)
+                X[t][(size_t)a * G + i] = walk_scale(ref_s_at(c, y, cap[i] / norm, space), t);
+        }
+    }
+    int ip = 0;
+    for (int i = 1; i < G; i++)
+        if (fabs(cap[i] - xp * norm) < fabs(cap[ip] - xp * norm))
+            ip = i;
+    int near = so && so->votes == PFI_PROBE_VOTES_NEAR;
+    int idx[SHAPE_K_MAX];
+    double fac[SHAPE_K_MAX], wt[SHAPE_K_MAX], s[G];
+    int known[G];
+    for (int a = 0; a < m; a++)
+        idx[a] = a, wt[a] = 1.0 / (dist[nb[a]] + PFI_PROBE_VOTE_FLOOR);
+    for (int h = 0; h < H; h++) {
+        int t = pfi_probe_hedge_scale[h] == PFI_PROBE_SCALE_TIME;
+        double amp = pfi_probe_hedge_amp[h], wp = walk_scale(sp, t);
+        for (int a = 0; a < m; a++)
+            fac[a] = pfi_probe_amp_factor(wp, P[t][a], amp);
+        levels_walk(X[t], P[t], idx, m, fac, near ? wt : NULL, ip, wp, s, known);
+        double r[G];
+        shape_finish(o, cap, known, wp, t, s, rel + (size_t)h * G, r);
+    }
+    if (w) {
+        double sum[H] = {0};
+        int nerr = 0;
+        for (int a = 0; a < m; a++) {
+            int q = 0;
+            for (int b = 0; b < m; b++)
+                if (b != a) {
+                    idx[q++] = b;
+                    wt[b] = 1.0 / (fabs(sref[nb[b]] - sref[nb[a]]) + PFI_PROBE_VOTE_FLOOR);
+                }
+            double e[H];
+            int cnt = 0;
+            for (int h = 0; h < H; h++) {
+                int t = pfi_probe_hedge_scale[h] == PFI_PROBE_SCALE_TIME;
+                double amp = pfi_probe_hedge_amp[h];
+                for (int b = 0; b < q; b++)
+                    fac[idx[b]] = pfi_probe_amp_factor(P[t][a], P[t][idx[b]], amp);
+                levels_walk(X[t], P[t], idx, q, fac, near ? wt : NULL, ip, P[t][a], s, known);
+                e[h] = 0, cnt = 0;
+                for (int i = 0; i < G; i++) {
+                    double y = X[0][(size_t)a * G + i]; /* a's own slowdown there */
+                    if (!known[i] || !isfinite(y))
+                        continue;
+                    double pr = clampd(t ? pfi_probe_from_time(s[i]) : s[i], 0.0, 1.0);
+                    e[h] += (pr - y) * (pr - y);
+                    cnt++;
+                }
+                /* every reading is known at the same caps (the same neighbours measured) */
+                if (cnt > 0)
+                    e[h] /= cnt;
+            }
+            if (cnt > 0) {
+                for (int h = 0; h < H; h++)
+                    sum[h] += e[h];
+                nerr++;
+            }
+        }
+        for (int h = 0; h < H; h++)
+            w[h] = nerr > 0 ? 1.0 / (sum[h] / nerr + STACK_FLOOR) : 1.0;
+    }
+    free(own), free(dist), free(sref), free(nb), free(lv);
+    return PFI_OK;
+}
+
+/* The readings' curves of the committee: with `stacked`, each member's readings averaged with
+ * member_readings' weights, then the members averaged; else each reading's members averaged
+ * (as pfi_probe_shape_mean_iso does), then the readings (the hedge, as it was first written:
+ * the same sums in the same order, so the same curve). */
+static int readings_mean(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                         const unsigned char *use, int nref, const pfi_probe_shape_opts *members,
+                         int nm, int stacked, pfi_curve *out, pfi_err *err)
+{
+    enum { G = PFI_CURVE_MAX_PTS, H = PFI_PROBE_HEDGE_N };
     if (nm < 1)
         return pfi_err_set(err, PFI_EINVAL, "a committee needs at least one member");
-    pfi_probe_shape_opts *mem = malloc(sizeof *mem * (size_t)nm);
-    if (!mem)
+    double *rel = malloc(sizeof *rel * (size_t)nm * H * G);
+    double *w = malloc(sizeof *w * (size_t)nm * H);
+    if (!rel || !w) {
+        free(rel), free(w);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    double acc[PFI_CURVE_MAX_PTS] = {0}, wsum = 0;
-    int rc = PFI_OK;
-    for (int h = 0; !rc && h < PFI_PROBE_HEDGE_N; h++) {
-        double wh = w ? w[h] : 1.0;
-        for (int m = 0; m < nm; m++) {
-            mem[m] = members[m];
-            mem[m].scale = pfi_probe_hedge_scale[h];
-        }
-        rc = pfi_probe_shape_mean_iso(o, refs, iso, use, nref, mem, nm, pfi_probe_hedge_amp[h],
-                                      out, err);
-        for (int i = 0; !rc && i < out->n; i++) /* the same grid for every reading */
-            acc[i] += wh * out->rel_mono[i];
-        wsum += wh;
     }
-    free(mem);
-    if (rc)
-        return rc;
-    for (int i = 0; i < out->n; i++) /* a mean of non-decreasing curves is non-decreasing */
-        out->rel[i] = out->rel_mono[i] = acc[i] / wsum;
-    return PFI_OK;
+    int rc = PFI_OK;
+    for (int m = 0; !rc && m < nm; m++)
+        rc = member_readings(o, refs, iso, use, nref, &members[m], rel + (size_t)m * H * G,
+                             stacked ? w + (size_t)m * H : NULL, err);
+    if (!rc) {
+        shape_out_init(o, out);
+        out->n = G;
+        double acc[G] = {0};
+        if (stacked)
+            for (int m = 0; m < nm; m++) {
+                const double *wm = w + (size_t)m * H;
+                double ws = 0;
+                for (int h = 0; h < H; h++)
+                    ws += wm[h];
+                for (int i = 0; i < G; i++) {
+                    double v = 0;
+                    for (int h = 0; h < H; h++)
+                        v += wm[h] * rel[((size_t)m * H + h) * G + i];
+                    acc[i] += v / ws;
+                }
+            }
+        else
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < G; i++) {
+                    double c = 0;
+                    for (int m = 0; m < nm; m++)
+                        c += rel[((size_t)m * H + h) * G + i];
+                    acc[i] += 1.0 * (c / nm);
+                }
+        /* a weighted mean of non-decreasing curves is non-decreasing */
+        for (int i = 0; i < G; i++)
+            out->rel[i] = out->rel_mono[i] = stacked ? acc[i] / nm : acc[i] / (double)H;
+    }
+    free(rel), free(w);
+    return rc;
 }
 
 int pfi_probe_shape_hedged_iso(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
@@ -514,5 +724,21 @@ int pfi_probe_shape_hedged_iso(const pfi_probe_obs *o, const pfi_curve *refs, co
                                const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
                                pfi_err *err)
 {
-    return hedge_mean(o, refs, iso, use, nref, members, nm, NULL, out, err);
+    return readings_mean(o, refs, iso, use, nref, members, nm, 0, out, err);
+}
+
+int pfi_probe_shape_stacked_iso(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                                const unsigned char *use, int nref,
+                                const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
+                                pfi_err *err)
+{
+    return readings_mean(o, refs, iso, use, nref, members, nm, 1, out, err);
+}
+
+int pfi_probe_stack_weights(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                            const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                            double *w, pfi_err *err)
+{
+    double rel[PFI_PROBE_HEDGE_N * PFI_CURVE_MAX_PTS];
+    return member_readings(o, refs, iso, use, nref, so, rel, w, err);
 }

@@ -186,4 +186,26 @@ int pfi_probe_shape_hedged_iso(const pfi_probe_obs *obs, const pfi_curve *refs, 
                                const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
                                pfi_err *err);
 
+/* The stacked walk: pfi_probe_shape_hedged_iso with each member's six readings weighted, job by
+ * job, by how well each predicts the job's own neighbours (pfi_probe_stack_weights), instead of
+ * equally; then the members averaged.  The neighbours were chosen by the job's probe alone, and
+ * each is predicted from the OTHER neighbours only, so nothing of the job but its probe is read:
+ * a reading that transfers well between the job's neighbours is the likelier to transfer to the
+ * job.  *out is as pfi_probe_shape_curve's. */
+int pfi_probe_shape_stacked_iso(const pfi_probe_obs *obs, const pfi_curve *refs, const double *iso,
+                                const unsigned char *use, int nref,
+                                const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
+                                pfi_err *err);
+
+/* The stacked walk's weights of one member so (its scale unused) into w[PFI_PROBE_HEDGE_N]: for
+ * each reading h, 1 / (mean squared error + 1e-4), the mean over the job's neighbours a of the
+ * mean squared slowdown error, on the job's grid caps where both are known, of reading h
+ * predicting a's curve when a is probed at the job's probe cap (its own slowdown there) and
+ * walked with the OTHER neighbours (with near votes, weighted by nearness to a's slowdown
+ * there); 1 for every reading when no neighbour's error is known.  iso as
+ * pfi_probe_shape_mean_iso's. */
+int pfi_probe_stack_weights(const pfi_probe_obs *obs, const pfi_curve *refs, const double *iso,
+                            const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                            double *w, pfi_err *err);
+
 #endif

@@ -87,6 +87,9 @@ int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
     /* the hedged walk, the mean of the six readings (amplitude x scale) that the blocks above
      * offer one at a time, with near votes, after all the above */
     m = grid_block(out, max, m, 0, PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN, 0, 1);
+    /* the stacked walk, the six readings weighted job by job by how each predicts the job's
+     * neighbours from the other neighbours, with near votes, after all the above */
+    m = grid_block(out, max, m, 0, PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN, 0, 2);
     return m;
 }
 
@@ -308,10 +311,12 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         pfi_probe_obs ob;
         double d = per_job ? per_job[j] : st->depth;
         if ((rc = pfi_probe_observe(&p->truth[j], d, &ob, NULL, err)) ||
-            (rc = st->hedge ? pfi_probe_shape_hedged_iso(&ob, p->truth, iso, use, p->n, so, nm,
-                                                         &pred[j], err)
-                            : pfi_probe_shape_mean_iso(&ob, p->truth, iso, use, p->n, so, nm,
-                                                       st->amp, &pred[j], err)))
+            (rc = st->hedge == 2 ? pfi_probe_shape_stacked_iso(&ob, p->truth, iso, use, p->n,
+                                                               so, nm, &pred[j], err)
+                  : st->hedge     ? pfi_probe_shape_hedged_iso(&ob, p->truth, iso, use, p->n, so,
+                                                               nm, &pred[j], err)
+                                  : pfi_probe_shape_mean_iso(&ob, p->truth, iso, use, p->n, so,
+                                                             nm, st->amp, &pred[j], err)))
             pfi_err_prefix(err, "probing %s: ", rj->name);
     }
     free(use), free(iso);
@@ -328,7 +333,12 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
         snprintf(who, sizeof who, "the mean over 4-8 nearest x draw weight 0-5");
     else
         snprintf(who, sizeof who, "the %d nearest, draw weight %g", one->k, one->w_draw);
-    if (one->hedge) {
+    if (one->hedge == 2) {
+        size_t l = strlen(who);
+        snprintf(who + l, sizeof who - l,
+                 ", stacked: six readings of their steps weighted by how each predicts the "
+                 "neighbours");
+    } else if (one->hedge) {
         size_t l = strlen(who);
         snprintf(who + l, sizeof who - l, ", hedged: the mean of six readings of their steps");
     } else if (one->amp > 0) {

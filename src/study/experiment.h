@@ -82,7 +82,9 @@ typedef struct pfi_expt_shape_set {
                         distance (core/probe.h; 0: not used) */
     int hedge;       /* 1: the mean over the six readings amplitude {0, 1/2, 1} x scale
                         {slowdown, extra time} (pfi_probe_shape_hedged_iso; amp and scale
-                        unused); 0: the one reading amp, scale */
+                        unused); 2: those six weighted, job by job, by how each predicts the
+                        job's neighbours (pfi_probe_shape_stacked_iso; ditto); 0: the one
+                        reading amp, scale */
 } pfi_expt_shape_set;
 
 /* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
@@ -94,9 +96,11 @@ typedef struct pfi_expt_shape_set {
  * depth 0.40, k 8, no draw, is in it; then the walk in extra time, near votes only, amplitude
  * 0, 1, 0.5 x the same 136; then, in slowdown with near votes, the baseline draw share in the
  * neighbour distance (weight 1), amplitude 0, 1, 0.5 x the same 136; then, with near votes, the
- * hedged walk (the mean of the six readings amplitude x scale) x the same 136).
+ * hedged walk (the mean of the six readings amplitude x scale) x the same 136; then, with near
+ * votes, the stacked walk (the six weighted by how each predicts the job's neighbours) x the
+ * same 136).
  * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
-#define PFI_EXPT_GRID_SIZE 1768
+#define PFI_EXPT_GRID_SIZE 1904
 extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_CV_TOP 6
 /* The nested cross-validation's folds and rules (pfi_expt_nested_run, below). */

@@ -522,21 +522,24 @@ static void test_shape_hedged(void **state)
     /* a committee: bit for bit the readings' committees (pfi_probe_shape_mean_iso), summed in
      * reading order and divided by six, as the hedge was first computed (one neighbour search
      * per member now serves the six readings) */
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0},
-                                   {2, PFI_PROBE_SPACE_MAXCAP, 1, PFI_PROBE_VOTES_NEAR, 0, 0}};
-    ref[1].rel[1] -= 0.01, ref[2].rel[0] -= 0.02; /* neighbours that differ */
+    pfi_probe_shape_opts mem[3] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0},
+                                   {2, PFI_PROBE_SPACE_MAXCAP, 1, PFI_PROBE_VOTES_NEAR, 0, 0},
+                                   {3, PFI_PROBE_SPACE_MAXCAP, 3, 0, 0, 0}};
+    for (int i = 0; i < N; i++) /* neighbours that differ, in levels with many bits */
+        for (int l = 0; l < 5; l++)
+            ref[i].rel[l] -= 0.0123 * (i + 1) / 7.0 * (5 - l) / 3.0;
     pfi_probe_refs_iso(ref, N, iso);
     double sum[PFI_CURVE_MAX_PTS] = {0};
     for (int h = 0; h < PFI_PROBE_HEDGE_N; h++) {
-        pfi_probe_shape_opts m2[2] = {mem[0], mem[1]};
-        m2[0].scale = m2[1].scale = pfi_probe_hedge_scale[h];
-        assert_int_equal(pfi_probe_shape_mean_iso(&o, ref, iso, NULL, N, m2, 2,
+        pfi_probe_shape_opts m2[3] = {mem[0], mem[1], mem[2]};
+        m2[0].scale = m2[1].scale = m2[2].scale = pfi_probe_hedge_scale[h];
+        assert_int_equal(pfi_probe_shape_mean_iso(&o, ref, iso, NULL, N, m2, 3,
                                                   pfi_probe_hedge_amp[h], &one, &e),
                          PFI_OK);
         for (int i = 0; i < one.n; i++)
             sum[i] += 1.0 * one.rel_mono[i];
     }
-    assert_int_equal(pfi_probe_shape_hedged_iso(&o, ref, iso, NULL, N, mem, 2, &out, &e), PFI_OK);
+    assert_int_equal(pfi_probe_shape_hedged_iso(&o, ref, iso, NULL, N, mem, 3, &out, &e), PFI_OK);
     for (int i = 0; i < out.n; i++)
         sum[i] /= 6.0;
     assert_memory_equal(out.rel_mono, sum, sizeof sum);

@@ -114,9 +114,12 @@ sed 's/, their shape rescaled[^,"]*//; s/, their steps in extra time//' "$T/o13"
   fail "evaluate: with hedge=1 the amplitude and time-walk still count"
 ev --set hedge=0 >"$T/o14" || fail "evaluate --set hedge=0"
 cmp -s "$T/o3" "$T/o14" || fail "evaluate: hedge 0 is not the default"
+ev --set hedge=2 >"$T/o15" || fail "evaluate --set hedge=2"
+if cmp -s "$T/o12" "$T/o15" || cmp -s "$T/o3" "$T/o15"; then fail "evaluate: --set hedge=2 is the hedge or the default"; fi
+grep -q 'stacked: six readings of their steps weighted' "$T/o15" || fail "evaluate --set hedge=2: the note does not say so"
 for bad in bogus=1 probe-k probe-k=x probe-k=2.5 group-out=2 committee=-1 draw-weight=nan \
   amplitude=1.5 amplitude=-0.5 near-votes=2 near-votes=0.5 time-walk=2 time-walk=-1 time-walk=0.5 \
-  p0-weight=-1 p0-weight=x hedge=2 hedge=-1 hedge=0.5; do
+  p0-weight=-1 p0-weight=x hedge=3 hedge=-1 hedge=0.5; do
   ev --set "$bad" >/dev/null 2>"$T/e1"; st=$?
   [ $st = 2 ] || fail "evaluate --set $bad: exit $st ($(cat "$T/e1"))"
 done

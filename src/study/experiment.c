@@ -514,34 +514,15 @@ static double sla_margins(const pfi_expt_opts *o, pfi_alloc_job *tj, const pfi_a
     return *nsla ? kept / *nsla : 0;
 }
 
-/* How the margins' share is spread over the SLA jobs (PFI_EXPT_SLA_SPREAD): with even, every
- * SLA job keeps the share x of its margin (x in [0, 1]); otherwise the SLA jobs with a margin
- * are ranked (ord[0..m)) and the job at rank i keeps min(1, max(0, x - i)) of it (x in
- * [0, m]): the whole margins of the first ranks before any of the next. */
-typedef struct sla_spread {
-    const double *marg;
-    const int *ord; /* NULL: even */
-    int m;
-} sla_spread;
-
-static void set_slas(pfi_alloc_job *q, int n, double sla, const sla_spread *sp, double x)
-{
-    for (int j = 0; j < n; j++)
-        q[j].sla = isnan(sp->marg[j]) ? NAN : fmax(0, sla - (sp->ord ? 0 : x) * sp->marg[j]);
-    for (int i = 0; sp->ord && i < sp->m; i++) {
-        int j = sp->ord[i];
-        q[j].sla = fmax(0, sla - fmin(1, fmax(0, x - i)) * sp->marg[j]);
-    }
-}
-
-/* pfi's value on q (its own curves) with the SLAs of set_slas(x), less kappa * the
+/* pfi's value on q (its own curves) with each SLA at sla - t * marg[j], less kappa * the
  * uncertainty of its gain over the caps e (sum of unc[j] * |cap - e[j]|; kappa 0: none):
  * -INFINITY when those SLAs do not fit the budget, NAN on another error. */
-static double plan_value(pfi_alloc_job *q, int n, double sla, const sla_spread *sp, double x,
+static double plan_value(pfi_alloc_job *q, int n, double sla, const double *marg, double t,
                          double budget_w, const pfi_alloc_opts *o, const double *unc,
                          const double *e, double kappa, pfi_err *err)
 {
-    set_slas(q, n, sla, sp, x);
+    for (int j = 0; j < n; j++)
+        q[j].sla = isnan(marg[j]) ? NAN : fmax(0, sla - t * marg[j]);
     pfi_alloc_result r;
     int rc = pfi_alloc_policy(PFI_POLICY_PFI, q, n, NULL, budget_w, o, &r, err);
     if (rc == PFI_EINFEASIBLE) {
@@ -556,84 +537,6 @@ static double plan_value(pfi_alloc_job *q, int n, double sla, const sla_spread *
     pfi_alloc_result_free(&r);
     return v - kappa * u;
 }
-
-#if PFI_EXPT_SLA_SPREAD != 0
-typedef struct rank_key {
-    double key;
-    int j;
-} rank_key;
-
-static int cmp_rank_key(const void *a, const void *b)
-{
-    const rank_key *x = a, *y = b;
-    return x->key < y->key ? -1 : x->key > y->key ? 1 : (x->j > y->j) - (x->j < y->j);
-}
-
-/* The cap (on the grid) at which job J's curve reaches slowdown s: its SLA floor at s. */
-static double floor_at(pfi_alloc_job J, double s, double step)
-{
-    int kmin, kmax, kf;
-    J.sla = s;
-    if (pfi_alloc_job_floor(&J, step, 0, &kmin, &kmax, &kf) || kf < 0)
-        return NAN;
-    return kf * step;
-}
-
-/* Ranks the SLA jobs with a margin into ord (returns how many, -1 on error): the cheapest
- * margins first.  PFI_EXPT_SLA_SPREAD 1: by the throughput the margin's watts buy on the job's
- * own curve q, per watt (its floor at sla - marg against at sla), most first; 2: by the value
- * pfi's plan on q loses when that job alone keeps its whole margin, per point of margin,
- * least first. */
-static int rank_sla_jobs(pfi_alloc_job *q, int n, double sla, const double *marg,
-                         double budget_w, const pfi_alloc_opts *o, int *ord, pfi_err *err)
-{
-    rank_key *rk = malloc(sizeof *rk * (size_t)(n ? n : 1));
-    if (!rk)
-        return -1;
-    int m = 0;
-    double v0 = NAN;
-    sla_spread plain = {marg, NULL, 0};
-    if (PFI_EXPT_SLA_SPREAD == 2 &&
-        isnan(v0 = plan_value(q, n, sla, &plain, 0, budget_w, o, NULL, NULL, 0, err)))
-        m = -1;
-    for (int j = 0; m >= 0 && j < n; j++) {
-        if (isnan(marg[j]) || !(marg[j] > 0))
-            continue;
-        double key;
-        if (PFI_EXPT_SLA_SPREAD == 1) {
-            double c0 = floor_at(q[j], sla, o->step_w);
-            double cm = floor_at(q[j], fmax(0, sla - marg[j]), o->step_w);
-            double dw = q[j].n_gpus * (cm - c0);
-            key = !(dw > 0) ? -INFINITY
-                            : -(pfi_alloc_tput_at(&q[j], cm) - pfi_alloc_tput_at(&q[j], c0)) / dw;
-            if (isnan(key))
-                key = INFINITY;
-        } else {
-            set_slas(q, n, sla, &plain, 0);
-            q[j].sla = fmax(0, sla - marg[j]);
-            pfi_alloc_result r;
-            int rc = pfi_alloc_policy(PFI_POLICY_PFI, q, n, NULL, budget_w, o, &r, err);
-            if (rc == PFI_EINFEASIBLE) {
-                pfi_err_clear(err);
-                key = INFINITY;
-            } else if (rc) {
-                m = -1;
-                break;
-            } else {
-                key = (v0 - r.value) / marg[j];
-                pfi_alloc_result_free(&r);
-            }
-        }
-        rk[m++] = (rank_key){key, j};
-    }
-    if (m > 0)
-        qsort(rk, (size_t)m, sizeof *rk, cmp_rank_key);
-    for (int i = 0; i < m; i++)
-        ord[i] = rk[i].j;
-    free(rk);
-    return m;
-}
-#endif
 
 double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg,
                          const double *unc, double kappa, double budget_w,
@@ -652,31 +555,16 @@ double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg
     }
     if (rc)
         return NAN;
-    sla_spread sp = {marg, NULL, 0};
-    double veq = eq.value, lo = 0, hi = 1, top = 1;
-    double v = plan_value(q, n, sla, &sp, 1, budget_w, &o, unc, eq.cap_w, kappa, err);
-    int *ord = NULL, steps = PFI_EXPT_SLA_PLAN_STEPS;
+    double veq = eq.value, lo = 0, hi = 1;
+    double v = plan_value(q, n, sla, marg, 1, budget_w, &o, unc, eq.cap_w, kappa, err);
     if (isnan(v))
         lo = NAN;
     else if (v >= veq)
         lo = 1;
-    else {
-#if PFI_EXPT_SLA_SPREAD != 0
-        /* the whole margins of the cheapest jobs first */
-        ord = malloc(sizeof *ord * (size_t)(n ? n : 1));
-        int m = ord ? rank_sla_jobs(q, n, sla, marg, budget_w, &o, ord, err) : -1;
-        if (m < 0)
-            lo = NAN;
-        else {
-            sp.ord = ord, sp.m = m, hi = top = m;
-            for (int k = m; k > 1; k >>= 1)
-                steps++;
-        }
-#endif
-        /* the value falls as the margins grow: the largest share that keeps up with equal */
-        for (int it = 0; !isnan(lo) && it < steps; it++) {
+    else /* the value falls as the margins grow: the largest share that keeps up with equal */
+        for (int it = 0; it < PFI_EXPT_SLA_PLAN_STEPS; it++) {
             double mid = 0.5 * (lo + hi);
-            if (isnan(v = plan_value(q, n, sla, &sp, mid, budget_w, &o, unc, eq.cap_w, kappa,
+            if (isnan(v = plan_value(q, n, sla, marg, mid, budget_w, &o, unc, eq.cap_w, kappa,
                                      err))) {
                 lo = NAN;
                 break;
@@ -686,14 +574,12 @@ double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg
             else
                 hi = mid;
         }
-    }
     pfi_alloc_result_free(&eq);
-    if (!isnan(lo))
-        set_slas(q, n, sla, &sp, lo);
-    free(ord);
     if (isnan(lo))
         return NAN;
-    return top > 0 ? lo / top : 0;
+    for (int j = 0; j < n; j++)
+        q[j].sla = isnan(marg[j]) ? NAN : fmax(0, sla - lo * marg[j]);
+    return lo;
 }
 
 /* Breaches of one allocation (caps[j]; 0: not run) on the true curves: SLA jobs whose true

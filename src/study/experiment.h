@@ -48,12 +48,6 @@
  * baseline telemetry or the predictor's own draw neighbours, left breaches on the development
  * seeds). */
 #define PFI_EXPT_SLA_QUANTILE 1.0
-/* How pfi_expt_sla_plan spreads the share of the margins it keeps over the SLA jobs: 0 evenly
- * (every job the same share); 1, 2 the whole margins of the jobs where they cost least first
- * (experiment.c; docs/allocation.md). */
-#ifndef PFI_EXPT_SLA_SPREAD
-#define PFI_EXPT_SLA_SPREAD 0
-#endif
 /* Bisection steps of pfi_expt_sla_plan's share of the margins (2^-20). */
 #define PFI_EXPT_SLA_PLAN_STEPS 20
 /* pfi_expt_sla_plan's kappa in the study: how many times its uncertainty pfi's predicted gain

@@ -888,6 +888,83 @@ static void test_sla_plan_bound(void **state)
     assert_true(fabs(q[0].sla - 0.10) < 1e-12);
 }
 
+/* pfi's value on q (its curves) with job 0 keeping share s0 of its margin and job 1 s1. */
+static double value_with_shares(pfi_alloc_job *q, double s0, double s1, double budget,
+                                const pfi_alloc_opts *ao, pfi_alloc_result *keep)
+{
+    q[0].sla = 0.10 - s0 * 0.05, q[1].sla = 0.10 - s1 * 0.05, q[2].sla = NAN;
+    pfi_alloc_result r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_solve(q, 3, budget, ao, &r, &e), PFI_OK);
+    double v = r.value;
+    if (keep)
+        *keep = r;
+    else
+        pfi_alloc_result_free(&r);
+    return v;
+}
+
+/* Why pfi_expt_sla_plan keeps the SAME share of every SLA job's margin (docs/allocation.md:
+ * spending it on the whole margins of the cheapest jobs first breached at 10-30% on the
+ * development seeds).  Two SLA jobs (SLA 10%, margin 5 points each) and a free one, 200-700 W:
+ * on pfi's curves job 0 gains 1 unit per watt (plain floor 600 W, whole margin 650 W), job 1
+ * 1.4 (629 W, 665 W) and job 2 2.  At 1900 W the equal cut with the plain SLAs gives each
+ * 633 W on the 1 W grid, worth 933 + 906.2 + 866 = 2705.2; pfi with the plain floors (job 2
+ * at 671 W) is worth 2742.6 and loses 50 + 50 - 171.4 = 71.4 per unit of an even share, so
+ * the plan keeps t ~ 0.52 of both margins.  Job 0's TRUE
+ * curve gains 1.3 per watt: its true slowdown at cap c is 1.3 (700 - c) / 1000, 0.096 at
+ * t = 0.52's 626 W (no breach), 0.107 at 617.5 W.  A plan that gave job 1 (its margin the
+ * cheaper: 21.4 against 50 per unit) its whole margin first could keep less than 0.35 of job
+ * 0's at the same bound, and job 0 breaches there. */
+static void test_sla_plan_even_share(void **state)
+{
+    (void)state;
+    double cap[2] = {200, 700}, t0[2] = {500, 1000}, t1[2] = {300, 1000}, t2[2] = {0, 1000};
+    double tt0[2] = {350, 1000}; /* job 0's truth */
+    const double *tp[3] = {t0, t1, t2};
+    pfi_alloc_job q[3];
+    for (int j = 0; j < 3; j++)
+        q[j] = (pfi_alloc_job){.id = j == 0 ? "sla0" : j == 1 ? "sla1" : "free", .n_gpus = 1,
+                               .min_cap_w = 200, .max_cap_w = 700, .cap_w = cap, .tput = tp[j],
+                               .n_points = 2, .p0_w = 700, .t0 = NAN, .sla = NAN};
+    pfi_alloc_job truth0 = q[0];
+    truth0.tput = tt0;
+    double marg[3] = {0.05, 0.05, NAN}, budget = 1900;
+    pfi_alloc_opts ao;
+    pfi_alloc_opts_default(&ao);
+    ao.on_infeasible = PFI_INFEASIBLE_RELAX;
+    pfi_err e = {0};
+    /* the equal cut with the plain SLAs: the value the plan must keep up with */
+    q[0].sla = q[1].sla = 0.10;
+    pfi_alloc_result eq;
+    assert_int_equal(pfi_alloc_policy(PFI_POLICY_EQUAL, q, 3, NULL, budget, &ao, &eq, &e), PFI_OK);
+    double veq = eq.value;
+    assert_true(fabs(veq - 2705.2) < 1e-6);
+    pfi_alloc_result_free(&eq);
+
+    double t = pfi_expt_sla_plan(q, 3, 0.10, marg, NULL, 0, budget, &ao, &e);
+    print_message("share kept of both margins at 1900 W: %.6f\n", t);
+    assert_true(t > 0.45 && t < 0.55);
+    /* the same share of both margins */
+    assert_true(fabs(q[0].sla - (0.10 - t * 0.05)) < 1e-12);
+    assert_true(fabs(q[1].sla - (0.10 - t * 0.05)) < 1e-12);
+    assert_true(isnan(q[2].sla));
+    /* the largest share that keeps up with the equal cut */
+    pfi_alloc_result r;
+    assert_true(value_with_shares(q, t, t, budget, &ao, &r) >= veq);
+    assert_true(value_with_shares(q, t + 1e-3, t + 1e-3, budget, &ao, NULL) < veq);
+    /* on its truth, job 0 keeps its SLA */
+    double sd0 = 1 - pfi_alloc_tput_at(&truth0, r.cap_w[0]) / 1000;
+    print_message("job 0 at %.0f W: true slowdown %.4f\n", r.cap_w[0], sd0);
+    assert_true(sd0 <= 0.10 + 0.002);
+    pfi_alloc_result_free(&r);
+    /* job 1's whole margin first: job 0 keeps less than 0.35 of its own, and breaches */
+    assert_true(value_with_shares(q, 0.35, 1, budget, &ao, &r) < veq);
+    sd0 = 1 - pfi_alloc_tput_at(&truth0, r.cap_w[0]) / 1000;
+    assert_true(sd0 > 0.10 + 0.002);
+    pfi_alloc_result_free(&r);
+}
+
 /* pfi_expt_gain_uncertainty by hand: straight curves from 200 to 700 W whose slowdown at cap
  * u * 700 W is a (1 - u); truth and prediction differ in a by 0.1 (job 0), 0.3 (job 1) and 0
  * (job 2), so each job's error slope is minus that difference at every u.  Job j's g is the
@@ -985,6 +1062,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_population),
         cmocka_unit_test(test_sla_plan_bound),
+        cmocka_unit_test(test_sla_plan_even_share),
         cmocka_unit_test(test_gain_uncertainty),
         cmocka_unit_test(test_scored_on_truth),
         cmocka_unit_test(test_probe_sees_only_its_levels),

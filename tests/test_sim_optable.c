@@ -263,12 +263,140 @@ static void test_optable_memo_per_thread(void **state)
     }
 }
 
+/* Roots solved together (pfi_sim_phase_roots) are pfi_sim_phase_root's, bit for bit: from the
+ * whole clock range and from narrow brackets, on every GPU model with V-f curves as a fit moves
+ * them (any exponent, knee and floor), batches of every size around the lanes' count, and
+ * brackets already closed (no step). */
+static void test_roots_together_are_single_roots(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_node_config c;
+    assert_int_equal(pfi_sim_preset("h200x8-mixed", &c, &e), PFI_OK);
+    unsigned long long rng = 11;
+    enum { N = 300 };
+    static pfi_sim_power_law law[N];
+    static pfi_sim_root a[N], b[N];
+    long steps = 0;
+    for (int round = 0; round < 40; round++) {
+        pfi_gpu_model g = *pfi_gpu_model_at(round % pfi_gpu_model_count());
+        if (round % 3) {
+            g.v_gamma = 0.7 + 2.3 * pfi_rand_uniform(&rng);
+            g.f_knee = 0.9 * pfi_rand_uniform(&rng);
+            g.v_floor = 0.5 + 0.45 * pfi_rand_uniform(&rng);
+        }
+        c.gpu = g;
+        pfi_sim_work w;
+        assert_int_equal(pfi_sim_job_work(&c, &c.jobs[round % c.n_jobs], 0, &w, &e), PFI_OK);
+        int n = round < 12 ? round : N - round; /* 0..11 and large batches */
+        for (int i = 0; i < n; i++) {
+            pfi_sim_power_law_of(&g, &w, i % PFI_PH_N, 0.95 + 0.1 * pfi_rand_uniform(&rng),
+                                 &law[i]);
+            double lo = g.sm_clock_min_mhz, hi = g.sm_clock_max_mhz;
+            double plo = pfi_sim_law_power(&law[i], lo), phi = pfi_sim_law_power(&law[i], hi);
+            double L = plo + (phi - plo) * (0.001 + 0.998 * pfi_rand_uniform(&rng));
+            a[i] = (pfi_sim_root){&law[i], L, {lo, hi, plo, phi}};
+            if (i % 5 == 1) /* a bracket from a direct solve at a lower and a higher limit */
+                pfi_sim_phase_root(&law[i], L - 0.5, &a[i].b);
+            if (i % 7 == 3) { /* already closed: no step */
+                pfi_sim_phase_root(&law[i], L, &a[i].b);
+                a[i].b.hi = a[i].b.lo + PFI_SIM_CLOCK_TOL / 2;
+            }
+            b[i] = a[i];
+        }
+        for (int i = 0; i < n; i++) {
+            pfi_sim_bracket before = a[i].b;
+            pfi_sim_phase_root(a[i].law, a[i].limit_w, &a[i].b);
+            steps += a[i].b.lo != before.lo || a[i].b.hi != before.hi;
+        }
+        pfi_sim_phase_roots(b, n);
+        for (int i = 0; i < n; i++) {
+            assert_true(b[i].law == a[i].law && b[i].limit_w == a[i].limit_w);
+            assert_memory_equal(&b[i].b, &a[i].b, sizeof a[i].b);
+        }
+    }
+    assert_true(steps > 4000);
+}
+
+/* A job's steady states at many caps at once (pfi_sim_job_steady_n, its roots solved together)
+ * are pfi_sim_job_steady's at each cap, bit for bit: whole watts (the grid's nodes, the direct
+ * solver's answers), the top of the range, caps outside it and between nodes (the grid's own
+ * answers), on the presets and the paper fleet (pipelines, variation), with chips whose V-f
+ * curve a fit moved, and more caps than one batch holds. */
+static void steady_n_matches(const pfi_node_config *cfg, unsigned long long *rng)
+{
+    pfi_err e = {0};
+    pfi_sim_node *a, *b;
+    assert_int_equal(pfi_sim_node_new(cfg, &a, &e), PFI_OK);
+    assert_int_equal(pfi_sim_node_new(cfg, &b, &e), PFI_OK);
+    const pfi_gpu_model *g = &cfg->gpu;
+    enum { NC = 90 };
+    double caps[NC];
+    for (int i = 0; i < NC; i++) {
+        double u = pfi_rand_uniform(rng);
+        caps[i] = g->min_limit_w - 15 + u * (g->max_limit_w - g->min_limit_w + 30);
+        if (i % 3 != 2)
+            caps[i] = floor(caps[i]);
+    }
+    caps[0] = g->max_limit_w;
+    caps[1] = g->min_limit_w;
+    caps[2] = caps[3]; /* the same cap twice */
+    for (int j = 0; j < cfg->n_jobs; j++) {
+        pfi_sim_steady many[NC];
+        assert_int_equal(pfi_sim_job_steady_n(b, j, caps, NC, many, &e), PFI_OK);
+        for (int i = 0; i < NC; i++) {
+            pfi_sim_steady one;
+            assert_int_equal(pfi_sim_job_steady(a, j, caps[i], &one, &e), PFI_OK);
+            assert_true(many[i].tokens_per_s == one.tokens_per_s);
+            assert_true(many[i].step_time_s == one.step_time_s);
+            assert_true(many[i].power_w == one.power_w);
+            assert_true(many[i].sm_clock_mhz == one.sm_clock_mhz);
+            assert_true(many[i].busy_frac == one.busy_frac);
+            assert_true(many[i].compute_frac == one.compute_frac);
+            assert_true(many[i].mem_frac == one.mem_frac);
+            assert_true(many[i].comm_frac == one.comm_frac);
+            assert_int_equal(many[i].cap_binds, one.cap_binds);
+        }
+    }
+    pfi_sim_steady s;
+    assert_int_equal(pfi_sim_job_steady_n(b, cfg->n_jobs, caps, 1, &s, &e), PFI_ENOENT);
+    pfi_sim_node_free(a);
+    pfi_sim_node_free(b);
+}
+
+static void test_steady_n_is_steady(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    unsigned long long rng = 5;
+    static const char *const presets[] = {"h200x8-dense", "h200x8-mixed", "h200x32-llama70b",
+                                          "a100x4-gpt3xl", "a40x8-gpt3-2.7b"};
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        pfi_node_config c;
+        assert_int_equal(pfi_sim_preset(presets[i], &c, &e), PFI_OK);
+        steady_n_matches(&c, &rng);
+        /* a V-f curve as a fit moves it: pow, not x*sqrt(x), in every step */
+        c.gpu.v_gamma = 1.23;
+        c.gpu.f_knee = 0.31;
+        c.variation = 0.03;
+        steady_n_matches(&c, &rng);
+    }
+    pfi_fleet_entry *f;
+    int nf;
+    assert_int_equal(pfi_sim_fleet("paper", 1, &f, &nf, &e), PFI_OK);
+    for (int i = 0; i < nf; i += 11)
+        steady_n_matches(&f[i].node, &rng);
+    free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_root_brackets_the_limit),
         cmocka_unit_test(test_optable_matches_direct),
         cmocka_unit_test(test_optable_memo_changes_nothing),
+        cmocka_unit_test(test_roots_together_are_single_roots),
+        cmocka_unit_test(test_steady_n_is_steady),
         cmocka_unit_test(test_optable_memo_per_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -135,16 +135,23 @@ static double budget_at(const pfi_sim_node *n, int g, double t)
     return L + (h->ch[k].e0 - L) * exp(-dt / n->cfg.gpu.tau_s);
 }
 
+/* GPU g's table of operating points, set up the first time it is needed. */
+static pfi_sim_optable *gpu_table(pfi_sim_node *n, int g)
+{
+    gpu_hist *h = &n->hist[g];
+    if (!h->ops_init) {
+        const pfi_sim_work *w = &n->work[n->job_of[g]][n->stage_of[g]];
+        pfi_sim_optable_init(&h->ops, &n->cfg.gpu, w, n->eff[g]);
+        h->ops_init = 1;
+    }
+    return &h->ops;
+}
+
 static const pfi_sim_op *op_for(pfi_sim_node *n, int g, double e)
 {
     gpu_hist *h = &n->hist[g];
     if (e != h->cache_e) {
-        if (!h->ops_init) {
-            const pfi_sim_work *w = &n->work[n->job_of[g]][n->stage_of[g]];
-            pfi_sim_optable_init(&h->ops, &n->cfg.gpu, w, n->eff[g]);
-            h->ops_init = 1;
-        }
-        pfi_sim_optable_op(&h->ops, e, &h->cache_op);
+        pfi_sim_optable_op(gpu_table(n, g), e, &h->cache_op);
         h->cache_e = e;
     }
     return &h->cache_op;
@@ -160,11 +167,22 @@ static double gap_power(const pfi_gpu_model *g)
  * replica is a pipeline paced by its slowest stage, a stage by its slowest GPU (TP peers wait
  * for each other); the replicas meet at the gradient all-reduce, so the step is the slowest
  * replica's. */
+static void job_eval_ops(pfi_sim_node *n, int j, const pfi_sim_op *ops, job_now *o);
+
 static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
 {
     const pfi_job_config *job = &n->cfg.jobs[j];
-    const pfi_gpu_model *g = &n->cfg.gpu;
     pfi_sim_op ops[PFI_MAX_GPUS];
+    for (int i = 0; i < job->n_gpus; i++)
+        ops[i] = *op_for(n, job->first_gpu + i, e[job->first_gpu + i]);
+    job_eval_ops(n, j, ops, o);
+}
+
+/* The same with the operating points of the job's GPUs (ops[i]: GPU first_gpu + i) given. */
+static void job_eval_ops(pfi_sim_node *n, int j, const pfi_sim_op *ops, job_now *o)
+{
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    const pfi_gpu_model *g = &n->cfg.gpu;
     pfi_sim_gpu_step gs[PFI_MAX_GPUS];
     double pipe[PFI_MAX_GPUS]; /* [replica * pp + stage] */
     int pp = job->pp, tp = job->tp, dp = job->dp;
@@ -174,7 +192,6 @@ static void job_eval(pfi_sim_node *n, int j, const double *e, job_now *o)
     for (int i = 0; i < job->n_gpus; i++) {
         int gi = job->first_gpu + i;
         const pfi_sim_work *w = &n->work[j][n->stage_of[gi]];
-        ops[i] = *op_for(n, gi, e[gi]);
         pfi_sim_gpu_step_at(g, w, &ops[i], &gs[i]);
         o->f[i] = ops[i].f[PFI_PH_COMPUTE];
         o->binds[i] = ops[i].binds;
@@ -638,6 +655,27 @@ int pfi_sim_job_status_at(pfi_sim_node *n, int j, double t, pfi_sim_job_status *
     return PFI_OK;
 }
 
+/* The steady state from the job's state at its GPUs' limits. */
+static void steady_of(const pfi_sim_node *n, int j, const job_now *now, pfi_sim_steady *s)
+{
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    memset(s, 0, sizeof *s);
+    s->tokens_per_s = now->rate;
+    s->step_time_s = now->step;
+    int slow = 0;
+    for (int i = 0; i < job->n_gpus; i++) {
+        s->power_w += now->power[i] / job->n_gpus;
+        s->sm_clock_mhz += now->fbusy[i] / job->n_gpus;
+        s->busy_frac += now->busy[i] / now->step / job->n_gpus;
+        s->cap_binds |= now->binds[i];
+        if (now->busy[i] > now->busy[slow])
+            slow = i;
+    }
+    s->compute_frac = now->tph[slow][PFI_PH_COMPUTE] / now->step;
+    s->mem_frac = now->tph[slow][PFI_PH_MEMORY] / now->step;
+    s->comm_frac = now->tph[slow][PFI_PH_COMM] / now->step;
+}
+
 int pfi_sim_job_steady(const pfi_sim_node *nc, int j, double cap_w, pfi_sim_steady *s,
                        pfi_err *err)
 {
@@ -650,21 +688,38 @@ int pfi_sim_job_steady(const pfi_sim_node *nc, int j, double cap_w, pfi_sim_stea
         e[job->first_gpu + i] = cap_w;
     job_now now;
     job_eval(n, j, e, &now);
-    memset(s, 0, sizeof *s);
-    s->tokens_per_s = now.rate;
-    s->step_time_s = now.step;
-    int slow = 0;
-    for (int i = 0; i < job->n_gpus; i++) {
-        s->power_w += now.power[i] / job->n_gpus;
-        s->sm_clock_mhz += now.fbusy[i] / job->n_gpus;
-        s->busy_frac += now.busy[i] / now.step / job->n_gpus;
-        s->cap_binds |= now.binds[i];
-        if (now.busy[i] > now.busy[slow])
-            slow = i;
+    steady_of(n, j, &now, s);
+    return PFI_OK;
+}
+
+/* Requests of one batch of operating points (pfi_sim_optable_ops). */
+#define STEADY_BATCH 256
+
+int pfi_sim_job_steady_n(const pfi_sim_node *nc, int j, const double *cap_w, int n_caps,
+                         pfi_sim_steady *s, pfi_err *err)
+{
+    pfi_sim_node *n = (pfi_sim_node *)nc; /* only the clock tables change */
+    if (j < 0 || j >= n->cfg.n_jobs)
+        return pfi_err_set(err, PFI_ENOENT, "no job %d (this node runs %d)", j, n->cfg.n_jobs);
+    const pfi_job_config *job = &n->cfg.jobs[j];
+    int ng = job->n_gpus, per = STEADY_BATCH / ng; /* caps per batch; ng <= PFI_MAX_GPUS */
+    pfi_sim_optable *t[STEADY_BATCH];
+    double e[STEADY_BATCH];
+    pfi_sim_op ops[STEADY_BATCH];
+    for (int c0 = 0; c0 < n_caps; c0 += per) {
+        int nc_ = n_caps - c0 < per ? n_caps - c0 : per;
+        for (int c = 0; c < nc_; c++)
+            for (int i = 0; i < ng; i++) {
+                t[c * ng + i] = gpu_table(n, job->first_gpu + i);
+                e[c * ng + i] = cap_w[c0 + c];
+            }
+        pfi_sim_optable_ops(t, e, ops, nc_ * ng);
+        for (int c = 0; c < nc_; c++) {
+            job_now now;
+            job_eval_ops(n, j, ops + c * ng, &now);
+            steady_of(n, j, &now, &s[c0 + c]);
+        }
     }
-    s->compute_frac = now.tph[slow][PFI_PH_COMPUTE] / now.step;
-    s->mem_frac = now.tph[slow][PFI_PH_MEMORY] / now.step;
-    s->comm_frac = now.tph[slow][PFI_PH_COMM] / now.step;
     return PFI_OK;
 }
 

@@ -104,23 +104,32 @@ static unsigned memo_index(const memo_key *k)
     return (unsigned)((h ^ (h >> 31)) & (MEMO_SLOTS - 1));
 }
 
+/* The memo's slot for (law, e) in m, and whether it holds that very key. */
+static memo_slot *memo_find(memo_slot *m, const pfi_sim_power_law *law, double e, int *hit)
+{
+    memo_key k = {*law, e};
+    memo_slot *s = &m[memo_index(&k)];
+    *hit = memcmp(&s->key, &k, sizeof k) == 0;
+    return s;
+}
+
 /* b (the whole clock range of law's phase) narrowed to its clock under budget e. */
 static void node_root(const pfi_sim_power_law *law, double e, pfi_sim_bracket *b)
 {
-    memo_key k = {*law, e};
     memo_slot *m = memo_table();
     if (!m) {
         pfi_sim_phase_root(law, e, b);
         return;
     }
-    memo_slot *s = &m[memo_index(&k)];
-    if (memcmp(&s->key, &k, sizeof k) == 0) {
+    int hit;
+    memo_slot *s = memo_find(m, law, e, &hit);
+    if (hit) {
         *b = s->b;
         memo_hits++;
         return;
     }
     pfi_sim_phase_root(law, e, b);
-    *s = (memo_slot){k, *b};
+    *s = (memo_slot){{*law, e}, *b};
 }
 
 /* The bracket of phase p at node k, solved the first time it is asked for (NULL: out of
@@ -225,4 +234,79 @@ void pfi_sim_optable_op(pfi_sim_optable *t, double e, pfi_sim_op *op)
         op->f[p] = br.lo;
         op->p[p] = br.plo;
     }
+}
+
+/* Whether pfi_sim_optable_op's answer at e is the direct solver's: on a node of the grid (its
+ * node was solved from the whole clock range) or outside the grid (solved directly). */
+static int direct_at(const pfi_sim_optable *t, double e)
+{
+    double x = e / PFI_SIM_OPTABLE_STEP_W - t->k0;
+    int k = x >= 0 && x < t->n - 1 ? (int)x : -1;
+    return k < 0 || e == (t->k0 + k) * PFI_SIM_OPTABLE_STEP_W;
+}
+
+/* Up to OPS_CHUNK operating points at a time, with their roots solved together. */
+#define OPS_CHUNK 64
+
+static void ops_chunk(pfi_sim_optable *const *t, const double *e, pfi_sim_op *op, int n)
+{
+    pfi_sim_root r[OPS_CHUNK * PFI_PH_N];
+    short dst[OPS_CHUNK * PFI_PH_N]; /* request * PFI_PH_N + phase of each root */
+    memo_slot *put[OPS_CHUNK * PFI_PH_N]; /* where a root's node goes in the memo, or NULL */
+    int nr = 0;
+    memo_slot *m = memo_table();
+    for (int i = 0; i < n; i++) {
+        const pfi_sim_optable *ti = t[i];
+        if (!direct_at(ti, e[i])) {
+            pfi_sim_optable_op(t[i], e[i], &op[i]);
+            continue;
+        }
+        op[i].binds = 0;
+        for (int p = 0; p < PFI_PH_N; p++) {
+            if (e[i] >= ti->pmax[p]) {
+                op[i].f[p] = ti->g->sm_clock_max_mhz;
+                op[i].p[p] = ti->pmax[p];
+                continue;
+            }
+            if (pfi_sim_phase_duration(ti->w, p) > 0)
+                op[i].binds = 1;
+            if (e[i] <= ti->pmin[p]) {
+                op[i].f[p] = ti->g->sm_clock_min_mhz;
+                op[i].p[p] = ti->pmin[p];
+                continue;
+            }
+            /* As node_at solves a node: a compute phase directly (its activity is its job's
+             * own), the others through the memo. */
+            memo_slot *slot = NULL;
+            if (p != PFI_PH_COMPUTE && m) {
+                int hit;
+                slot = memo_find(m, &ti->law[p], e[i], &hit);
+                if (hit) {
+                    op[i].f[p] = slot->b.lo;
+                    op[i].p[p] = slot->b.plo;
+                    memo_hits++;
+                    continue;
+                }
+            }
+            r[nr] = (pfi_sim_root){&ti->law[p], e[i],
+                                   {ti->g->sm_clock_min_mhz, ti->g->sm_clock_max_mhz,
+                                    ti->pmin[p], ti->pmax[p]}};
+            dst[nr] = (short)(i * PFI_PH_N + p);
+            put[nr++] = slot;
+        }
+    }
+    pfi_sim_phase_roots(r, nr);
+    for (int q = 0; q < nr; q++) {
+        pfi_sim_op *o = &op[dst[q] / PFI_PH_N];
+        o->f[dst[q] % PFI_PH_N] = r[q].b.lo;
+        o->p[dst[q] % PFI_PH_N] = r[q].b.plo;
+        if (put[q])
+            *put[q] = (memo_slot){{*r[q].law, r[q].limit_w}, r[q].b};
+    }
+}
+
+void pfi_sim_optable_ops(pfi_sim_optable *const *t, const double *e, pfi_sim_op *op, int n)
+{
+    for (int i = 0; i < n; i += OPS_CHUNK)
+        ops_chunk(t + i, e + i, op + i, n - i < OPS_CHUNK ? n - i : OPS_CHUNK);
 }

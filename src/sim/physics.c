@@ -159,35 +159,96 @@ double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int ph
 #define PFI_SIM_ROOT_AIM 0.25
 #endif
 
+/* One root's search: its bracket, the next clock to try and the steps taken.  The single
+ * solver and the batch below run the very same start and steps on it. */
+typedef struct root_state {
+    double lo, hi, plo, phi, x;
+    int i;
+} root_state;
+
+static inline void root_start(double limit_w, const pfi_sim_bracket *b, root_state *s)
+{
+    *s = (root_state){b->lo, b->hi, b->plo, b->phi, 0, 0};
+    s->x = s->lo + (s->hi - s->lo) * (limit_w - s->plo) / (s->phi - s->plo);
+}
+
+static inline int root_done(const root_state *s)
+{
+    return !(s->i < 96 && s->hi - s->lo > PFI_SIM_CLOCK_TOL);
+}
+
+/* Phase power grows monotonically with f (V and f both do) and its slope is known, so Newton's
+ * method kept inside the bracket finds the root in a few steps.  Each step aims a quarter of
+ * the tolerance past the root, toward the end that has not moved, so that once the steps are
+ * small the next point lands on the other side and closes the bracket to the width bisection
+ * stopped at.  A step outside the bracket falls back to the secant, then to bisection. */
+static inline void root_step(const pfi_sim_power_law *law, double limit_w, root_state *s)
+{
+    const double tol = PFI_SIM_CLOCK_TOL;
+    double x = s->x;
+    if (!(x > s->lo && x < s->hi))
+        x = 0.5 * (s->lo + s->hi);
+    double dp, px = power_slope(law, x, &dp), r = px - limit_w;
+    if (r > 0) {
+        s->hi = x;
+        s->phi = px;
+    } else {
+        s->lo = x;
+        s->plo = px;
+    }
+    double xn = dp > 0 ? x - r / dp : NAN;
+    xn += r > 0 ? -PFI_SIM_ROOT_AIM * tol : PFI_SIM_ROOT_AIM * tol;
+    if (!(xn > s->lo && xn < s->hi))
+        xn = s->lo + (s->hi - s->lo) * (limit_w - s->plo) / (s->phi - s->plo);
+    s->x = xn;
+    s->i++;
+}
+
 void pfi_sim_phase_root(const pfi_sim_power_law *law, double limit_w, pfi_sim_bracket *b)
 {
-    /* Phase power grows monotonically with f (V and f both do) and its slope is known, so
-     * Newton's method kept inside the bracket finds the root in a few steps.  Each step aims a
-     * quarter of the tolerance past the root, toward the end that has not moved, so that once
-     * the steps are small the next point lands on the other side and closes the bracket to the
-     * width bisection stopped at.  A step outside the bracket falls back to the secant, then to
-     * bisection. */
-    const double tol = PFI_SIM_CLOCK_TOL;
-    double lo = b->lo, hi = b->hi, plo = b->plo, phi = b->phi;
-    double x = lo + (hi - lo) * (limit_w - plo) / (phi - plo);
-    for (int i = 0; i < 96 && hi - lo > tol; i++) {
-        if (!(x > lo && x < hi))
-            x = 0.5 * (lo + hi);
-        double dp, px = power_slope(law, x, &dp), r = px - limit_w;
-        if (r > 0) {
-            hi = x;
-            phi = px;
-        } else {
-            lo = x;
-            plo = px;
+    root_state s;
+    root_start(limit_w, b, &s);
+    while (!root_done(&s))
+        root_step(law, limit_w, &s);
+    *b = (pfi_sim_bracket){s.lo, s.hi, s.plo, s.phi};
+}
+
+/* Independent roots a few at a time.  One root's steps are a chain, each waiting for the last
+ * (five divisions and a pow per step), so the core mostly waits; stepping ROOT_LANES roots in
+ * turn lets it overlap their chains.  A lane that finishes takes the next root.  Four lanes
+ * measured best: 0.65x the time per root of one at a time on a Zen 4 core (2, 3, 5, 6 and 8
+ * lanes: 0.70-0.90x; more steps in flight than the core's window holds gain nothing). */
+#define ROOT_LANES 4
+
+void pfi_sim_phase_roots(pfi_sim_root *r, int n)
+{
+    root_state s[ROOT_LANES];
+    int job[ROOT_LANES], lanes = 0, next = 0;
+    for (;;) {
+        for (int l = 0; l < lanes;) {
+            if (!root_done(&s[l])) {
+                l++;
+                continue;
+            }
+            r[job[l]].b = (pfi_sim_bracket){s[l].lo, s[l].hi, s[l].plo, s[l].phi};
+            lanes--;
+            s[l] = s[lanes];
+            job[l] = job[lanes];
         }
-        double xn = dp > 0 ? x - r / dp : NAN;
-        xn += r > 0 ? -PFI_SIM_ROOT_AIM * tol : PFI_SIM_ROOT_AIM * tol;
-        if (!(xn > lo && xn < hi))
-            xn = lo + (hi - lo) * (limit_w - plo) / (phi - plo);
-        x = xn;
+        while (lanes < ROOT_LANES && next < n) {
+            root_start(r[next].limit_w, &r[next].b, &s[lanes]);
+            job[lanes] = next++;
+            if (root_done(&s[lanes]))
+                r[job[lanes]].b = (pfi_sim_bracket){s[lanes].lo, s[lanes].hi, s[lanes].plo,
+                                                    s[lanes].phi};
+            else
+                lanes++;
+        }
+        if (lanes == 0)
+            return;
+        for (int l = 0; l < lanes; l++)
+            root_step(r[job[l]].law, r[job[l]].limit_w, &s[l]);
     }
-    *b = (pfi_sim_bracket){lo, hi, plo, phi};
 }
 
 /* The highest clock of one phase whose power fits under limit_w (f_min when none does), to

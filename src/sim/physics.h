@@ -76,6 +76,14 @@ typedef struct pfi_sim_bracket {
     double lo, hi, plo, phi;
 } pfi_sim_bracket;
 void pfi_sim_phase_root(const pfi_sim_power_law *law, double limit_w, pfi_sim_bracket *b);
+/* Several roots at once, each b narrowed as pfi_sim_phase_root narrows it, bit for bit (the
+ * same operations in the same order per root; independent roots overlap on the core). */
+typedef struct pfi_sim_root {
+    const pfi_sim_power_law *law;
+    double limit_w;
+    pfi_sim_bracket b;
+} pfi_sim_root;
+void pfi_sim_phase_roots(pfi_sim_root *r, int n);
 /* Seconds per step of a kernel phase at f_max (0 for the spin phase). */
 double pfi_sim_phase_duration(const pfi_sim_work *w, int phase);
 /* The highest clock of each phase whose power fits under limit_w (f_min when none does). */
@@ -104,6 +112,11 @@ void pfi_sim_optable_init(pfi_sim_optable *t, const pfi_gpu_model *g, const pfi_
                          double eff);
 void pfi_sim_optable_free(pfi_sim_optable *t);
 void pfi_sim_optable_op(pfi_sim_optable *t, double budget_w, pfi_sim_op *op);
+/* op[i] = pfi_sim_optable_op(t[i], budget_w[i]) for i < n, bit for bit; where that answer is
+ * the direct solver's (a budget on the grid or outside it: every whole-watt limit), the roots
+ * of all n are solved together (pfi_sim_phase_roots), without filling the tables' nodes. */
+void pfi_sim_optable_ops(pfi_sim_optable *const *t, const double *budget_w, pfi_sim_op *op,
+                         int n);
 /* A node's clocks are kept, per thread, in a memo keyed by the phase's power law and the
  * budget, bit for bit (fixed size, the latest wins a slot): nodes of two GPUs whose phase draws
  * the same power (the memory-bound and communication phases of two jobs on equal chips) are

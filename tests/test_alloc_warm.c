@@ -745,6 +745,131 @@ static void test_arrive_leave_large(void **state)
     pfi_alloc_synth_free(&sy);
 }
 
+/* Departures from a long list re-planned warm: the first job, the last, jobs of 1 and of 32
+ * GPUs and jobs at many other places leave (some arrive again at their place), on a fleet where
+ * every job shares one of four curves (thousands of equal slopes, equal gains in the fill) and
+ * on a synthetic one; each answer is the fresh solver's on the new list, bit for bit.  The
+ * fills hold thousands of jobs (their heap's top is followed alone, core/alloc_heap.h). */
+static void leave_many_run(const pfi_alloc_job *list, int n, double b, const pfi_alloc_opts *o,
+                           unsigned long long seed)
+{
+    rng_state = seed;
+    pfi_alloc_job *jobs = malloc((size_t)n * sizeof *jobs);
+    assert_non_null(jobs);
+    memcpy(jobs, list, (size_t)n * sizeof *jobs);
+    pfi_alloc_opts whole = *o;
+    whole.fill_whole = 1;
+    pfi_alloc_ws *w;
+    pfi_err e = {0};
+    if (pfi_alloc_ws_new(jobs, n, b, o, &w, &e))
+        fail_msg("%s", e.msg);
+    for (int s = 0; s < 2; s++) { /* the second solve sorts the index */
+        pfi_alloc_result r;
+        assert_int_equal(pfi_alloc_ws_solve(w, b, &r, &e), PFI_OK);
+        pfi_alloc_result_free(&r);
+    }
+    int one = 0, many = 0;
+    for (int s = 0; s < 24; s++) {
+        int at = s == 0 ? 0 : s == 1 ? n - 1 : irand(0, n - 1);
+        if (s == 2 || s == 3) /* the next job of 1 GPU, of 32 */
+            while (at < n - 1 && jobs[at].n_gpus != (s == 2 ? 1 : 32))
+                at++;
+        one += jobs[at].n_gpus == 1;
+        many += jobs[at].n_gpus == 32;
+        pfi_alloc_job J = jobs[at];
+        memmove(jobs + at, jobs + at + 1, (size_t)(n - at - 1) * sizeof *jobs);
+        n--;
+        assert_int_equal(pfi_alloc_ws_remove_job(w, jobs, n, at, &e), PFI_OK);
+        double bs = b * (s % 3 == 2 ? 0.97 : 1.0);
+        pfi_alloc_result r, f;
+        assert_int_equal(pfi_alloc_ws_solve(w, bs, &r, &e), PFI_OK);
+        assert_int_equal(pfi_alloc_solve(jobs, n, bs, o, &f, &e), PFI_OK);
+        same_answer(&r, &f);
+        pfi_alloc_result_free(&f);
+        /* the fill's whole heap built every time: the same answer */
+        assert_int_equal(pfi_alloc_solve(jobs, n, bs, &whole, &f, &e), PFI_OK);
+        same_answer(&r, &f);
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&f);
+        if (s % 4 == 1) { /* back at its place */
+            memmove(jobs + at + 1, jobs + at, (size_t)(n - at) * sizeof *jobs);
+            jobs[at] = J;
+            n++;
+            assert_int_equal(pfi_alloc_ws_add_job(w, jobs, n, at, &e), PFI_OK);
+            assert_int_equal(pfi_alloc_ws_solve(w, b, &r, &e), PFI_OK);
+            assert_int_equal(pfi_alloc_solve(jobs, n, b, o, &f, &e), PFI_OK);
+            same_answer(&r, &f);
+            pfi_alloc_result_free(&r);
+            pfi_alloc_result_free(&f);
+        }
+    }
+    assert_true(one > 0 && many > 0);
+    pfi_alloc_ws_free(w);
+    free(jobs);
+}
+
+static void test_leave_many(void **state)
+{
+    (void)state;
+    enum { N = 6000, T = 4, NP = 6 };
+    pfi_alloc_synth sy;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_synth_make(N, 1, 32, 11, &sy, &e), PFI_OK);
+    static double caps[T][NP], tput[T][NP];
+    for (int t = 0; t < T; t++) {
+        double slope = 8.0 / (t + 1), v = 100;
+        for (int i = 0; i < NP; i++, slope /= 2) { /* exact binary fractions: equal slopes */
+            caps[t][i] = 200 + 50 * i;
+            tput[t][i] = v;
+            v += slope * 50;
+        }
+    }
+    pfi_alloc_job *jobs = malloc(N * sizeof *jobs);
+    assert_non_null(jobs);
+    memcpy(jobs, sy.jobs, N * sizeof *jobs);
+    for (int j = 0; j < N; j++) {
+        jobs[j].cap_w = caps[j % T];
+        jobs[j].tput = tput[j % T];
+        jobs[j].n_points = NP;
+        jobs[j].min_cap_w = 200;
+        jobs[j].max_cap_w = 450;
+        jobs[j].p0_w = 400;
+    }
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    for (int g = 0; g < 2; g++) { /* 1 W and 5 W grids */
+        leave_many_run(jobs, N, 0.8 * pfi_alloc_budget_from_cut(jobs, N, 0), &o, 51 + g);
+        o.step_w = 5;
+    }
+    pfi_alloc_opts_default(&o);
+    leave_many_run(sy.jobs, N, pfi_alloc_budget_from_cut(sy.jobs, N, 0.3), &o, 53);
+    /* Jobs of 8-32 GPUs, and jobs of 1 GPU whose curves rise steeply to their middle point and
+     * barely after it: once a step of a large job is taken, the fill pops hundreds of large
+     * ones that no longer fit before it reaches a job of 1 GPU (past its heap's top: the steps
+     * taken there are put back and the whole heap built). */
+    double *tp = malloc((size_t)N * PFI_SYNTH_POINTS * sizeof *tp);
+    assert_non_null(tp);
+    memcpy(jobs, sy.jobs, N * sizeof *jobs);
+    for (int j = 0; j < N; j++) {
+        const double *y = jobs[j].tput;
+        double *t = tp + j * PFI_SYNTH_POINTS;
+        memcpy(t, y, PFI_SYNTH_POINTS * sizeof *t);
+        jobs[j].n_gpus = j % 3 ? 8 + j % 25 : 1;
+        if (j % 3 == 0) {
+            double lo = y[0], hi = y[PFI_SYNTH_POINTS - 1];
+            for (int i = 1; i < PFI_SYNTH_POINTS; i++)
+                t[i] = i <= PFI_SYNTH_POINTS / 2 ? lo + (hi - lo) * i / (PFI_SYNTH_POINTS / 2)
+                                                 : hi + 1e-9 * (hi - lo) * i;
+        }
+        jobs[j].tput = t;
+    }
+    for (int c = 0; c < 3; c++)
+        leave_many_run(jobs, N, pfi_alloc_budget_from_cut(jobs, N, 0.2 + 0.1 * c), &o, 54 + c);
+    free(tp);
+    free(jobs);
+    pfi_alloc_synth_free(&sy);
+}
+
 /* The keeper handed lists where jobs left and arrived (in the middle too, several at once, an
  * id renamed) re-plans them warm; two jobs swapped, or most of the list new, rebuild.  Every
  * answer is the fresh solver's. */
@@ -983,6 +1108,7 @@ int main(void)
         cmocka_unit_test(test_arrive_leave_nonconcave),
         cmocka_unit_test(test_arrive_leave_large),
         cmocka_unit_test(test_keep_arrive_leave),
+        cmocka_unit_test(test_leave_many),
         cmocka_unit_test(test_root_select_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@ void pfi_alloc_opts_default(pfi_alloc_opts *o)
     o->on_infeasible = PFI_INFEASIBLE_FAIL;
     o->rel_gap = 1e-6;
     o->max_work = 1e8;
+    o->fill_whole = 0;
 }
 
 void pfi_alloc_result_free(pfi_alloc_result *r)

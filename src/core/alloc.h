@@ -48,6 +48,8 @@ typedef struct pfi_alloc_opts {
     int on_infeasible;    /* pfi_infeasible_mode */
     double rel_gap;       /* branch and bound stops at best >= bound / (1 + rel_gap) */
     double max_work;      /* branch-and-bound work limit in segment visits (< 0: no B&B) */
+    int fill_whole;       /* 1: the greedy fill always builds its whole heap (the same answers,
+                           * slower; for tests of the faster way); default 0 */
 } pfi_alloc_opts;
 
 void pfi_alloc_opts_default(pfi_alloc_opts *o);

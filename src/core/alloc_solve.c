@@ -33,6 +33,7 @@
 #include <sys/mman.h>
 
 #include "core/alloc.h"
+#include "core/alloc_heap.h"
 #include "core/alloc_ids.h"
 
 /* A hull segment named by its job and first vertex, with its slope and cost: the selection's
@@ -92,6 +93,11 @@ typedef struct solver {
     int have_best;
     int *heap;        /* greedy fill: jobs ordered by next step's gain per GPU */
     double *gain;
+    pfi_topheap top;  /* the fill's heap, its top alone (fill_top) */
+    double *tsc;      /*   the threshold's scratch (tsc_cap doubles) */
+    struct fill_undo *ulog; /* what fill_top changed, to put back when it gives up */
+    int tsc_cap, ulog_cap;
+    int fill_whole;   /* opts->fill_whole */
     double work, max_work, tol, rel_gap, root_ub;
     long long nodes;
     /* The root's segments sorted once (slope down, then job, then vertex), for re-solves of
@@ -1047,24 +1053,92 @@ static int patch_index(solver *S, int j, int arrived)
     return 1;
 }
 
-/* ---- greedy fill: a binary max-heap of jobs keyed by gain[j] ---- */
+/* ---- greedy fill: a binary max-heap of jobs keyed by gain[j] (core/alloc_heap.h) ---- */
 
-static void heap_down(solver *S, int nh, int i)
+/* Below this many jobs in the heap the whole heap is built; above, its top first (fill_top)
+ * with FILL_TOP jobs over the threshold, then FILL_TOP * 16, then the whole heap. */
+#define FILL_TOP_MIN 1024
+#define FILL_TOP 256
+
+typedef struct fill_undo {
+    int j, k;
+    double kv;
+    unsigned char kx;
+} fill_undo;
+
+/* A step of job j (its gain g per GPU, n GPUs) taken, as the fill takes it; returns its next
+ * step's gain per GPU (0: none). */
+static inline double fill_step(solver *S, int j, double g, long long n, double *v)
 {
-    int *h = S->heap;
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < nh && S->gain[h[l]] > S->gain[h[m]])
-            m = l;
-        if (r < nh && S->gain[h[r]] > S->gain[h[m]])
-            m = r;
-        if (m == i)
-            return;
-        int t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
+    *v += g * (double)n;
+    S->k[j]++;
+    S->kv[j] += g * (double)n;
+    S->kx[j] = 0;
+    return S->k[j] < S->b[j] ? (val_kept(S, j, S->k[j] + 1) - S->kv[j]) / (double)n : 0;
+}
+
+/* The fill's pops from the top of its heap alone: the jobs whose gains are among the want
+ * largest (ties included) placed as the whole heap places them, the others unknown.  The pops,
+ * the steps taken and every value are the whole heap's as long as the top is one of those;
+ * once an unknown one would be popped, every step taken here is put back and 0 returned (the
+ * caller builds the whole heap).  1: done, *v and *left as the whole heap leaves them. */
+static int fill_top(solver *S, int nh, long long min_n, int want, long long *left, double *v)
+{
+    pfi_topheap *T = &S->top;
+    if (want > S->tsc_cap) {
+        double *t = realloc(S->tsc, (size_t)want * sizeof *t);
+        if (!t)
+            return 0;
+        S->tsc = t;
+        S->tsc_cap = want;
     }
+    double thr = pfi_topheap_threshold(S->heap, S->gain, nh, want, S->tsc);
+    if (!pfi_topheap_make(T, S->heap, S->gain, nh, thr, 2 * want))
+        return 0;
+    long long l = *left;
+    double vv = *v;
+    int nu = 0, ok = 1;
+    while (T->nh > 0 && l >= min_n) {
+        int s = pfi_topheap_top(T);
+        if (!s) { /* an unknown job on top */
+            ok = 0;
+            break;
+        }
+        int j = T->item[s];
+        long long n = S->ng[j];
+        if (n <= l) {
+            if (nu == S->ulog_cap) {
+                int c = 2 * nu + 64;
+                fill_undo *u = realloc(S->ulog, (size_t)c * sizeof *u);
+                if (!u) {
+                    ok = 0;
+                    break;
+                }
+                S->ulog = u;
+                S->ulog_cap = c;
+            }
+            S->ulog[nu++] = (fill_undo){j, S->k[j], S->kv[j], S->kx[j]};
+            l -= n;
+            double g = fill_step(S, j, T->key[s], n, &vv);
+            if (g > 0 && n <= l) {
+                pfi_topheap_rekey_top(T, g);
+                continue;
+            }
+        }
+        pfi_topheap_pop(T);
+    }
+    if (!ok) {
+        while (nu > 0) {
+            const fill_undo *u = &S->ulog[--nu];
+            S->k[u->j] = u->k;
+            S->kv[u->j] = u->kv;
+            S->kx[u->j] = u->kx;
+        }
+        return 0;
+    }
+    *left = l;
+    *v = vv;
+    return 1;
 }
 
 /* Raises caps one grid step at a time, best gain per unit of cost first, while steps fit. */
@@ -1072,59 +1146,63 @@ static double fill(solver *S, long long left, double v)
 {
     /* The jobs a step fits (often a few of many: small ones), listed first in job order so
      * that their curves, read from memory on a large list, are asked for ahead of use. */
-    int nq = 0;
-    for (int j = 0; j < S->n; j++)
-        if (S->ng[j] <= left && S->k[j] < S->b[j])
-            S->heap[nq++] = j;
+    const int *ng = S->ng, *kk = S->k, *kb = S->b, *nk = S->nk;
+    const double *nv = S->nv, *kv = S->kv;
+    int *heap = S->heap, n_jobs = S->n, nq = 0;
+    double *gain = S->gain;
+    for (int j = 0; j < n_jobs; j++) { /* without a branch: about half of them fit */
+        heap[nq] = j;
+        nq += (ng[j] <= left) & (kk[j] < kb[j]);
+    }
     int nh = 0;
     long long min_n = left + 1; /* the fewest GPUs of a job in the heap */
     for (int q = 0; q < nq; q++) {
-        int j = S->heap[q];
+        int j = heap[q];
         /* only the curves val_kept will read (a re-solve remembers most) */
         if (q + 8 < nq) {
-            int i = S->heap[q + 8];
-            if (S->nk[i] != S->k[i] + 1)
+            int i = heap[q + 8];
+            if (nk[i] != kk[i] + 1)
                 __builtin_prefetch(&S->jobs[i]);
         }
         if (q + 4 < nq) {
-            int i = S->heap[q + 4];
-            if (S->nk[i] != S->k[i] + 1) {
+            int i = heap[q + 4];
+            if (nk[i] != kk[i] + 1) {
                 __builtin_prefetch(S->jobs[i].cap_w);
                 __builtin_prefetch(S->jobs[i].tput);
             }
         }
-        long long n = S->ng[j];
-        double g = (val_kept(S, j, S->k[j] + 1) - S->kv[j]) / (double)n;
+        long long n = ng[j];
+        int k1 = kk[j] + 1;
+        double g = ((nk[j] == k1 ? nv[j] : val_kept(S, j, k1)) - kv[j]) / (double)n;
         if (g > 0) {
-            S->gain[j] = g;
-            S->heap[nh++] = j;
+            gain[j] = g;
+            heap[nh++] = j;
             if (n < min_n)
                 min_n = n;
         }
     }
     S->work += S->n;
+    /* A long heap pops a few of its jobs: its top first. */
+    for (int want = FILL_TOP; !S->fill_whole && nh >= FILL_TOP_MIN && want <= nh / 4; want *= 16)
+        if (fill_top(S, nh, min_n, want, &left, &v))
+            return v;
     for (int i = nh / 2 - 1; i >= 0; i--)
-        heap_down(S, nh, i);
+        pfi_heap_down(S->heap, S->gain, nh, i);
     /* Once what is left is below every job's step, the rest would only be popped and dropped. */
     while (nh > 0 && left >= min_n) {
         int j = S->heap[0];
         long long n = S->ng[j];
         if (n <= left) {
-            v += S->gain[j] * (double)n;
             left -= n;
-            S->k[j]++;
-            S->kv[j] += S->gain[j] * (double)n;
-            S->kx[j] = 0;
-            double g =
-                S->k[j] < S->b[j] ? (val_kept(S, j, S->k[j] + 1) - S->kv[j]) / (double)n : 0;
+            double g = fill_step(S, j, S->gain[j], n, &v);
             if (g > 0 && n <= left) {
                 S->gain[j] = g;
-                heap_down(S, nh, 0);
+                pfi_heap_down(S->heap, S->gain, nh, 0);
                 continue;
             }
         }
         S->heap[0] = S->heap[--nh];
-        heap_down(S, nh, 0);
+        pfi_heap_down(S->heap, S->gain, nh, 0);
     }
     return v;
 }
@@ -1291,6 +1369,9 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->ss2);
     free(S->fhist);
     free(S->fcnt);
+    pfi_topheap_free(&S->top);
+    free(S->tsc);
+    free(S->ulog);
     pfi_alloc_result_free(&w->prep);
     pfi_alloc_ids_free(w->ids);
     w->ids = NULL;
@@ -2272,6 +2353,7 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     S->bu = bu;
     S->nomem = 0;
     S->max_work = o->max_work;
+    S->fill_whole = o->fill_whole;
     S->work = 0;
     S->nodes = 0;
     S->best = 0;

@@ -2071,15 +2071,34 @@ static void ws_shift(pfi_alloc_ws *w, int j, int n, int by)
  * sums less delta. */
 static void index_move(solver *S, int t, int o, int len, int j, long long delta)
 {
-    for (int q = 0; q < len; q++)
-        S->sj[o + q] = S->sj[t + q] - (S->sj[t + q] > j);
+    /* four at a time, each four read before they are written (o <= t): straight-line code the
+     * compiler turns into vector operations */
+    int *sj = S->sj, q = 0;
+    for (; q + 4 <= len; q += 4) {
+        int a0 = sj[t + q], a1 = sj[t + q + 1], a2 = sj[t + q + 2], a3 = sj[t + q + 3];
+        sj[o + q] = a0 - (a0 > j);
+        sj[o + q + 1] = a1 - (a1 > j);
+        sj[o + q + 2] = a2 - (a2 > j);
+        sj[o + q + 3] = a3 - (a3 > j);
+    }
+    for (; q < len; q++)
+        sj[o + q] = sj[t + q] - (sj[t + q] > j);
     if (o != t) {
         memmove(S->si + o, S->si + t, (size_t)len * sizeof *S->si);
         memmove(S->ss + o, S->ss + t, (size_t)len * sizeof *S->ss);
     }
-    if (o != t || delta)
-        for (int q = 0; q < len; q++)
-            S->cum[o + q + 1] = S->cum[t + q + 1] - delta;
+    if (o != t || delta) {
+        long long *c = S->cum + 1;
+        for (q = 0; q + 4 <= len; q += 4) {
+            long long c0 = c[t + q], c1 = c[t + q + 1], c2 = c[t + q + 2], c3 = c[t + q + 3];
+            c[o + q] = c0 - delta;
+            c[o + q + 1] = c1 - delta;
+            c[o + q + 2] = c2 - delta;
+            c[o + q + 3] = c3 - delta;
+        }
+        for (; q < len; q++)
+            c[o + q] = c[t + q] - delta;
+    }
 }
 
 /* Job j's segments leave the index (each found by a binary search: its hull is still there),

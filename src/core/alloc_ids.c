@@ -113,9 +113,15 @@ int pfi_alloc_ids_insert(pfi_alloc_ids *t, const pfi_alloc_job *jobs, int n, int
         }
         return 1;
     }
-    if (j < t->n)
-        for (size_t i = 0; i < t->cap; i++)
-            t->slot[i] += t->slot[i] > (unsigned)j; /* position p >= j: stored p + 1 > j */
+    if (j < t->n) { /* position p >= j: stored p + 1 > j; four at a time (cap: 16 << k) */
+        unsigned *sl = t->slot, p = (unsigned)j;
+        for (size_t i = 0; i < t->cap; i += 4) {
+            sl[i] += sl[i] > p;
+            sl[i + 1] += sl[i + 1] > p;
+            sl[i + 2] += sl[i + 2] > p;
+            sl[i + 3] += sl[i + 3] > p;
+        }
+    }
     memmove(t->hash + j + 1, t->hash + j, (size_t)(t->n - j) * sizeof *t->hash);
     t->hash[j] = h;
     t->n++;
@@ -151,9 +157,15 @@ void pfi_alloc_ids_remove(pfi_alloc_ids *t, int j)
         }
     }
     t->slot[i] = 0;
-    if (j + 1 < t->n)
-        for (size_t k = 0; k < t->cap; k++)
-            t->slot[k] -= t->slot[k] > (unsigned)j + 1;
+    if (j + 1 < t->n) { /* cap is a power of two >= 16: four at a time, as vector code */
+        unsigned *sl = t->slot, p = (unsigned)j + 1;
+        for (size_t k = 0; k < t->cap; k += 4) {
+            sl[k] -= sl[k] > p;
+            sl[k + 1] -= sl[k + 1] > p;
+            sl[k + 2] -= sl[k + 2] > p;
+            sl[k + 3] -= sl[k + 3] > p;
+        }
+    }
     memmove(t->hash + j, t->hash + j + 1, (size_t)(t->n - j - 1) * sizeof *t->hash);
     t->n--;
 }

@@ -1418,6 +1418,31 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
     const pfi_alloc_job *jobs = S->jobs;
     double power = 0, value = 0, step = w->o.step_w;
     int n = S->n, min_n = S->ng[0];
+    if (w->ends_ok) { /* a re-solve: the same, from local pointers and without branches */
+        const double *cap = res->cap_w, *wts = S->wt, *bkv = S->best_kv, *lo = w->lo_w,
+                     *top = w->top_w, *fl = res->floor_w;
+        const unsigned char *bkx = S->best_kx;
+        const int *ng = S->ng;
+        double *tp = res->tput;
+        unsigned *flags = res->flags;
+        for (int j = 0; j < n; j++) {
+            double c = cap[j], wt = wts[j], kv = bkv[j];
+            double t = wt == 1.0 && bkx[j] && kv != 0 ? kv : tput_at(&jobs[j], c);
+            tp[j] = t;
+            power += ng[j] * c;
+            value += wt * t;
+            min_n = ng[j] < min_n ? ng[j] : min_n;
+            unsigned at_min = c <= lo[j] + 1e-9, at_max = c >= top[j] - 1e-9;
+            unsigned at_sla = !at_min & (c <= fl[j] + 1e-9);
+            flags[j] = (flags[j] & (PFI_ALLOC_SLA_RELAXED | PFI_ALLOC_SLA_DROPPED)) |
+                       (at_min ? PFI_ALLOC_AT_MIN : 0) | (at_sla ? PFI_ALLOC_AT_SLA : 0) |
+                       (at_max ? PFI_ALLOC_AT_MAX : 0);
+        }
+        res->power_w = power;
+        res->value = value;
+        res->budget_binds = res->budget_w - power < min_n * step - 1e-9;
+        return;
+    }
     for (int j = 0; j < n; j++) {
         const pfi_alloc_job *J = &jobs[j];
         double c = res->cap_w[j];

@@ -684,9 +684,10 @@ static double select_fixed(solver *S, long long e, int *g0_out, int *tend_out, i
         const double *hs = S->hs + o;
         const int *hk = S->hk + o;
         long long n = S->ng[j];
-        for (; i < m; i++)
-            if (slope_key(hs[i]) >> FIX_SHIFT <= (uint64_t)beta)
-                break; /* a job's slopes do not increase */
+        /* a job's slopes do not increase: the segments above the bucket are a prefix, counted
+         * without a branch on each (where it ends differs from job to job) */
+        for (int t = 0; t < m; t++)
+            i += slope_key(hs[t]) >> FIX_SHIFT > (uint64_t)beta;
         S->k[j] = hk[i];
         S->kv[j] = S->hv[o + i];
         S->kx[j] = 1;

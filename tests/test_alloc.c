@@ -311,6 +311,78 @@ static void test_known_answer(void **state)
     pfi_alloc_result_free(&r);
 }
 
+/* Duplicate ids among many: the check's table passes most slots by the top bits of their hash
+ * kept with the job (below 2^24 jobs), so every way two ids can share a hash's part is tried:
+ * ids of 7, 8, 9 and 16 bytes, ids differing only past the 8th byte or in the last one, equal
+ * prefixes of other lengths.  Distinct ids pass; each duplicate is reported as the later job's
+ * id, through pfi_alloc_validate (hashes made there) and pfi_alloc_solve (hashes made by the
+ * fresh solve's pass), on lists above and below the root histogram's 4,096 jobs. */
+static void test_duplicate_ids(void **state)
+{
+    (void)state;
+    enum { N = 30000, L = 24 };
+    static char ids[N][L];
+    static pfi_alloc_job jobs[N];
+    double caps[] = {100, 200}, t[] = {1, 2};
+    for (int j = 0; j < N; j++) {
+        switch (j % 5) { /* lengths 7, 8, 9, 16, and 17 sharing a 16-byte prefix */
+        case 0: snprintf(ids[j], L, "%07d", j); break;
+        case 1: snprintf(ids[j], L, "%08d", j); break;
+        case 2: snprintf(ids[j], L, "%09d", j); break;
+        case 3: snprintf(ids[j], L, "abcdefgh%08d", j); break; /* differ past the 8th byte */
+        default: snprintf(ids[j], L, "abcdefghijklmnop%c", 'A' + j % 50); break;
+        }
+        jobs[j] = (pfi_alloc_job){ids[j], 1, 100, 200, caps, t, 2, 200, NAN, NAN, 1};
+    }
+    /* the 17-byte ones repeat every 250 jobs: made distinct in their last bytes */
+    for (int j = 4; j < N; j += 5)
+        snprintf(ids[j] + 16, L - 16, "%c%05d", 'A' + j % 50, j);
+    pfi_err e = {0};
+    pfi_alloc_result r;
+    int ns[] = {N, 4095, 5000, 2};
+    for (int c = 0; c < 4; c++) {
+        int n = ns[c];
+        assert_int_equal(pfi_alloc_validate(jobs, n, &e), PFI_OK);
+        assert_int_equal(pfi_alloc_solve(jobs, n, 150.0 * n, NULL, &r, &e), PFI_OK);
+        pfi_alloc_result_free(&r);
+    }
+    /* pairs (earlier, later) made equal: the later's id is named */
+    int pairs[][2] = {{0, 1},      {0, N - 1}, {N - 2, N - 1}, {3, 8},   {8, 13},
+                      {2, 7},      {4, 9},     {1, 20001},     {17, 12}, {29998, 3}};
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        int a = pairs[p][0], b = pairs[p][1], lo = a < b ? a : b, hi = a < b ? b : a;
+        const char *keep = jobs[hi].id;
+        jobs[hi].id = jobs[lo].id;
+        char want[64];
+        snprintf(want, sizeof want, "duplicate job id '%s'", jobs[lo].id);
+        assert_int_equal(pfi_alloc_validate(jobs, N, &e), PFI_EINVAL);
+        assert_string_equal(e.msg, want);
+        assert_int_equal(pfi_alloc_solve(jobs, N, 150.0 * N, NULL, &r, &e), PFI_EINVAL);
+        assert_string_equal(e.msg, want);
+        assert_null(r.cap_w);
+        jobs[hi].id = keep;
+    }
+    /* two duplicate pairs: the first reported is the one whose later job comes first */
+    const char *k1 = jobs[500].id, *k2 = jobs[400].id;
+    jobs[500].id = jobs[10].id;
+    jobs[400].id = jobs[300].id;
+    assert_int_equal(pfi_alloc_validate(jobs, N, &e), PFI_EINVAL);
+    char want[64];
+    snprintf(want, sizeof want, "duplicate job id '%s'", jobs[300].id);
+    assert_string_equal(e.msg, want);
+    jobs[500].id = k1;
+    jobs[400].id = k2;
+    /* equal text in another buffer is a duplicate too (compared, not by address) */
+    char copy[L];
+    memcpy(copy, ids[12345], L);
+    jobs[20000].id = copy;
+    assert_int_equal(pfi_alloc_validate(jobs, N, &e), PFI_EINVAL);
+    snprintf(want, sizeof want, "duplicate job id '%s'", copy);
+    assert_string_equal(e.msg, want);
+    jobs[20000].id = ids[20000];
+    assert_int_equal(pfi_alloc_validate(jobs, N, &e), PFI_OK);
+}
+
 static void test_bad_input(void **state)
 {
     double caps[] = {100, 200}, t[] = {1, 2}, one[] = {100}, dec[] = {200, 100};
@@ -739,7 +811,7 @@ int main(void)
         cmocka_unit_test(test_known_answer),   cmocka_unit_test(test_optimal_concave),
         cmocka_unit_test(test_optimal_nonconcave), cmocka_unit_test(test_optimal_collinear),
         cmocka_unit_test(test_collinear_wide), cmocka_unit_test(test_optimal_with_sla),
-        cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_infeasible_modes),
+        cmocka_unit_test(test_bad_input), cmocka_unit_test(test_duplicate_ids),      cmocka_unit_test(test_infeasible_modes),
         cmocka_unit_test(test_error_order),     cmocka_unit_test(test_on_grid_hulls),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
         cmocka_unit_test(test_draw_model),     cmocka_unit_test(test_draw_model_own_and_mean),

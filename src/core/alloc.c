@@ -148,7 +148,9 @@ int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned 
     /* An open-addressing hash of the ids: duplicate detection in O(n) for 100k jobs.  The
      * hashes are computed first, in job order (eight bytes at a time); then each insertion
      * fetches the slot of the job 16 places ahead, and compares ids only when the stored hash
-     * is equal. */
+     * is equal.  Below 2^24 - 1 jobs a slot also holds its hash's top 8 bits above the job
+     * (tag), so that most occupied slots are passed without reading that job's hash: at a
+     * million jobs that read is a wait on memory for ~40% of insertions. */
     size_t cap = 16;
     while (cap < 2 * (size_t)n)
         cap <<= 1;
@@ -163,19 +165,23 @@ int pfi_alloc_check_ids_hashed(const pfi_alloc_job *jobs, int n, const unsigned 
     if (mine)
         for (int j = 0; j < n; j++)
             mine[j] = pfi_alloc_id_hash(jobs[j].id);
+    unsigned tmask = n < (1 << 24) - 1 ? 0xff000000u : 0; /* the tag's bits, if any */
     for (int j = 0; j < n; j++) {
         if (j + 16 < n)
             __builtin_prefetch(&slot[hash[j + 16] & (cap - 1)], 1);
-        size_t i = hash[j] & (cap - 1);
+        unsigned h = hash[j], tag = h & tmask;
+        size_t i = h & (cap - 1);
         for (; slot[i]; i = (i + 1) & (cap - 1)) {
-            unsigned o = slot[i] - 1;
-            if (hash[o] == hash[j] && strcmp(jobs[o].id, jobs[j].id) == 0) {
+            if ((slot[i] & tmask) != tag)
+                continue; /* another hash: not the same id */
+            unsigned o = (slot[i] & ~tmask) - 1;
+            if (hash[o] == h && strcmp(jobs[o].id, jobs[j].id) == 0) {
                 free(slot);
                 free(mine);
                 return pfi_err_set(err, PFI_EINVAL, "duplicate job id '%s'", jobs[j].id);
             }
         }
-        slot[i] = (unsigned)j + 1;
+        slot[i] = tag | ((unsigned)j + 1);
     }
     free(slot);
     free(mine);

@@ -389,6 +389,42 @@ static void test_steady_n_is_steady(void **state)
     free(f);
 }
 
+/* The pipeline's time with the concurrent work is Clark's formula, bit for bit, computed here
+ * with erfc and exp at every point: also where the kernels are so far above the overlap that
+ * the simulator returns the kernels' time without them (x > 8.5), and on both sides of that. */
+static void test_pipe_is_clarks_formula(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_node_config c;
+    assert_int_equal(pfi_sim_preset("h200x8-dense", &c, &e), PFI_OK);
+    const pfi_gpu_model *g = &c.gpu;
+    pfi_sim_work w;
+    assert_int_equal(pfi_sim_job_work(&c, &c.jobs[0], 0, &w, &e), PFI_OK);
+    unsigned long long rng = 3;
+    int far = 0, near = 0;
+    for (int i = 0; i < 200000; i++) {
+        pfi_sim_op op;
+        pfi_sim_operating_point(g, &w, g->min_limit_w + pfi_rand_uniform(&rng) * 500, 1.0, &op);
+        pfi_sim_gpu_step st;
+        w.t_overlap = st.busy = 0;
+        pfi_sim_gpu_step_at(g, &w, &op, &st);
+        double a = st.busy, sa = PFI_SIM_KERNEL_JITTER * a;
+        /* overlaps from 0.01 to 1.5 of the kernels, spreads from none to 30% */
+        w.t_overlap = a * (0.01 + 1.49 * pow(pfi_rand_uniform(&rng), 3));
+        w.sd_overlap = w.t_overlap * 0.3 * pfi_rand_uniform(&rng);
+        pfi_sim_gpu_step_at(g, &w, &op, &st);
+        double b = w.t_overlap, sb = w.sd_overlap;
+        double theta = sqrt(sa * sa + sb * sb), x = (a - b) / theta;
+        double cdf = 0.5 * erfc(-x / sqrt(2.0));
+        double pdf = exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+        assert_true(st.pipe == a * cdf + b * (1 - cdf) + theta * pdf);
+        far += x > 8.5;
+        near += x > 6 && x <= 8.5;
+    }
+    assert_true(far > 10000 && near > 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_optable_memo_changes_nothing),
         cmocka_unit_test(test_roots_together_are_single_roots),
         cmocka_unit_test(test_steady_n_is_steady),
+        cmocka_unit_test(test_pipe_is_clarks_formula),
         cmocka_unit_test(test_optable_memo_per_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,25 +6,66 @@
 
 #include "sim/physics.h"
 
-/* V(f)/V(fmax) at phi = f/fmax and its slope dV/dphi when dv is not NULL, on the V-f curve
- * (v_floor, f_knee, v_gamma). */
-static inline double volt_phi(double v_floor, double f_knee, double v_gamma, double phi,
-                              double *dv)
+/* A point of the V-f curve: what the voltage at phi = f/fmax was computed from, kept so that
+ * its slope (needed by a Newton step, not by the power) is computed only when asked for. */
+typedef struct volt_pt {
+    double phi, x, xg; /* x, xg: only above the knee */
+    int above;
+} volt_pt;
+
+/* V(f)/V(fmax) at phi on the V-f curve (v_floor, f_knee, v_gamma), in three parts (the batch
+ * of roots below runs the pow of several points one after the other): where phi lies, x^gamma,
+ * the voltage. */
+static inline void volt_pre(double f_knee, double phi, volt_pt *q)
 {
-    if (phi <= f_knee) {
-        if (dv)
-            *dv = 0;
-        return v_floor;
-    }
-    double x = (phi - f_knee) / (1.0 - f_knee);
+    q->phi = phi;
+    q->above = !(phi <= f_knee);
+    if (q->above)
+        q->x = (phi - f_knee) / (1.0 - f_knee);
+}
+
+static inline void volt_pow(double v_gamma, volt_pt *q)
+{
+    if (!q->above)
+        return;
     double gamma = v_gamma > 0 ? v_gamma : 1.0;
     /* x^1.5 (every model's exponent) as x*sqrt(x): the same to an ulp or two, and the root
      * finder below calls this in its inner loop.  At f_max (x = 1, a third of all calls: every
      * phase the limit does not bind) x^gamma is exactly 1, as pow returns it. */
-    double xg = x == 1 ? 1 : gamma == 1.5 ? x * sqrt(x) : pow(x, gamma);
+    q->xg = q->x == 1 ? 1 : gamma == 1.5 ? q->x * sqrt(q->x) : pow(q->x, gamma);
+}
+
+static inline double volt_post(double v_floor, const volt_pt *q)
+{
+    return q->above ? v_floor + (1.0 - v_floor) * q->xg : v_floor;
+}
+
+static inline double volt_at(double v_floor, double f_knee, double v_gamma, double phi,
+                             volt_pt *q)
+{
+    volt_pre(f_knee, phi, q);
+    volt_pow(v_gamma, q);
+    return volt_post(v_floor, q);
+}
+
+/* dV/dphi at the point q. */
+static inline double volt_slope(double v_floor, double f_knee, double v_gamma, const volt_pt *q)
+{
+    if (!q->above)
+        return 0;
+    double gamma = v_gamma > 0 ? v_gamma : 1.0;
+    return (1.0 - v_floor) * gamma * q->xg / q->x / (1.0 - f_knee);
+}
+
+/* V(f)/V(fmax) at phi = f/fmax and its slope dV/dphi when dv is not NULL. */
+static inline double volt_phi(double v_floor, double f_knee, double v_gamma, double phi,
+                              double *dv)
+{
+    volt_pt q;
+    double v = volt_at(v_floor, f_knee, v_gamma, phi, &q);
     if (dv)
-        *dv = (1.0 - v_floor) * gamma * xg / x / (1.0 - f_knee);
-    return v_floor + (1.0 - v_floor) * xg;
+        *dv = volt_slope(v_floor, f_knee, v_gamma, &q);
+    return v;
 }
 
 double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
@@ -60,6 +101,13 @@ static double expected_max(double a, double sa, double b, double sb)
     if (theta <= 0)
         return a > b ? a : b;
     double x = (a - b) / theta;
+    /* Far apart, the larger one exactly, without erfc and exp: for x > 8.5, erfc(-x/sqrt 2)
+     * is 2 (the nearest double to 2 - 1e-17: fdlibm's erfc, glibc's and musl's, returns
+     * 2 - tiny below -6), so the first two terms are a + b * 0 = a, and theta * pdf
+     * < a/8.5 * 8.2e-17 is under half an ulp of a: the formula's own result, bit for bit.
+     * A quarter of a fit's GPU steps have their kernels this far above the overlap. */
+    if (x > 8.5 && b >= 0)
+        return a;
     double cdf = 0.5 * erfc(-x / sqrt(2.0));
     double pdf = exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
     return a * cdf + b * (1 - cdf) + theta * pdf;
@@ -128,15 +176,29 @@ void pfi_sim_power_law_of(const pfi_gpu_model *g, const pfi_sim_work *w, int pha
     };
 }
 
-/* Power of a phase at f and its slope dP/df (when dp is not NULL):
- * base + dyn * V(phi)^2 * phi, phi = f / f_max. */
+/* Power of a phase at f: base + dyn * V(phi)^2 * phi, phi = f / f_max; *q and *v keep what
+ * its slope needs. */
+static inline double power_at(const pfi_sim_power_law *l, double f_mhz, volt_pt *q, double *v)
+{
+    *v = volt_at(l->v_floor, l->f_knee, l->v_gamma, f_mhz / l->f_max, q);
+    return l->base + l->dyn * *v * *v * q->phi;
+}
+
+/* dP/df at the point power_at computed. */
+static inline double power_slope_at(const pfi_sim_power_law *l, const volt_pt *q, double v)
+{
+    double dv = volt_slope(l->v_floor, l->f_knee, l->v_gamma, q);
+    return l->dyn * (v * v + 2 * v * dv * q->phi) / l->f_max;
+}
+
+/* Power of a phase at f and its slope dP/df (when dp is not NULL). */
 static inline double power_slope(const pfi_sim_power_law *l, double f_mhz, double *dp)
 {
-    double phi = f_mhz / l->f_max;
-    double dv, v = volt_phi(l->v_floor, l->f_knee, l->v_gamma, phi, dp ? &dv : NULL);
+    volt_pt q;
+    double v, p = power_at(l, f_mhz, &q, &v);
     if (dp)
-        *dp = l->dyn * (v * v + 2 * v * dv * phi) / l->f_max;
-    return l->base + l->dyn * v * v * phi;
+        *dp = power_slope_at(l, &q, v);
+    return p;
 }
 
 double pfi_sim_law_power(const pfi_sim_power_law *law, double f_mhz)
@@ -177,18 +239,29 @@ static inline int root_done(const root_state *s)
     return !(s->i < 96 && s->hi - s->lo > PFI_SIM_CLOCK_TOL);
 }
 
+/* One step of a root's search in two parts around the pow of its point (root_step is both):
+ * the point x and where it lies on the V-f curve, then the power there and the next point. */
+static inline double step_begin(const pfi_sim_power_law *law, const root_state *s, volt_pt *q)
+{
+    double x = s->x;
+    if (!(x > s->lo && x < s->hi))
+        x = 0.5 * (s->lo + s->hi);
+    volt_pre(law->f_knee, x / law->f_max, q);
+    return x;
+}
+
 /* Phase power grows monotonically with f (V and f both do) and its slope is known, so Newton's
  * method kept inside the bracket finds the root in a few steps.  Each step aims a quarter of
  * the tolerance past the root, toward the end that has not moved, so that once the steps are
  * small the next point lands on the other side and closes the bracket to the width bisection
  * stopped at.  A step outside the bracket falls back to the secant, then to bisection. */
-static inline void root_step(const pfi_sim_power_law *law, double limit_w, root_state *s)
+static inline void step_end(const pfi_sim_power_law *law, double limit_w, root_state *s,
+                            double x, const volt_pt *q)
 {
     const double tol = PFI_SIM_CLOCK_TOL;
-    double x = s->x;
-    if (!(x > s->lo && x < s->hi))
-        x = 0.5 * (s->lo + s->hi);
-    double dp, px = power_slope(law, x, &dp), r = px - limit_w;
+    /* power_at's power, from the point's parts */
+    double v = volt_post(law->v_floor, q);
+    double px = law->base + law->dyn * v * v * q->phi, r = px - limit_w;
     if (r > 0) {
         s->hi = x;
         s->phi = px;
@@ -196,12 +269,25 @@ static inline void root_step(const pfi_sim_power_law *law, double limit_w, root_
         s->lo = x;
         s->plo = px;
     }
+    s->i++;
+    /* The bracket closed: the next point (a slope and three to four divisions) is never
+     * used. */
+    if (root_done(s))
+        return;
+    double dp = power_slope_at(law, q, v);
     double xn = dp > 0 ? x - r / dp : NAN;
     xn += r > 0 ? -PFI_SIM_ROOT_AIM * tol : PFI_SIM_ROOT_AIM * tol;
     if (!(xn > s->lo && xn < s->hi))
         xn = s->lo + (s->hi - s->lo) * (limit_w - s->plo) / (s->phi - s->plo);
     s->x = xn;
-    s->i++;
+}
+
+static inline void root_step(const pfi_sim_power_law *law, double limit_w, root_state *s)
+{
+    volt_pt q;
+    double x = step_begin(law, s, &q);
+    volt_pow(law->v_gamma, &q);
+    step_end(law, limit_w, s, x, &q);
 }
 
 void pfi_sim_phase_root(const pfi_sim_power_law *law, double limit_w, pfi_sim_bracket *b)
@@ -215,9 +301,12 @@ void pfi_sim_phase_root(const pfi_sim_power_law *law, double limit_w, pfi_sim_br
 
 /* Independent roots a few at a time.  One root's steps are a chain, each waiting for the last
  * (five divisions and a pow per step), so the core mostly waits; stepping ROOT_LANES roots in
- * turn lets it overlap their chains.  A lane that finishes takes the next root.  Four lanes
- * measured best: 0.65x the time per root of one at a time on a Zen 4 core (2, 3, 5, 6 and 8
- * lanes: 0.70-0.90x; more steps in flight than the core's window holds gain nothing). */
+ * turn lets it overlap their chains, the more so when the lanes' pows follow one another and
+ * their divisions too.  A lane that finishes takes the next root.  Per root, on the first 400k
+ * roots of a split-0 fit (Zen 4 core, shared): one at a time 190-215 ns; four lanes stepped
+ * one after the other 130-140 ns; four lanes part by part 96-106 ns (3 lanes 112-121, 5
+ * 99-104, 6 104-114, 8 121-127: more steps in flight than the core's window holds gain
+ * nothing). */
 #define ROOT_LANES 4
 
 void pfi_sim_phase_roots(pfi_sim_root *r, int n)
@@ -246,8 +335,16 @@ void pfi_sim_phase_roots(pfi_sim_root *r, int n)
         }
         if (lanes == 0)
             return;
+        /* root_step on every lane, each part on all lanes before the next: the pows of the
+         * lanes follow one another, as do the divisions after them */
+        volt_pt q[ROOT_LANES];
+        double x[ROOT_LANES];
         for (int l = 0; l < lanes; l++)
-            root_step(r[job[l]].law, r[job[l]].limit_w, &s[l]);
+            x[l] = step_begin(r[job[l]].law, &s[l], &q[l]);
+        for (int l = 0; l < lanes; l++)
+            volt_pow(r[job[l]].law->v_gamma, &q[l]);
+        for (int l = 0; l < lanes; l++)
+            step_end(r[job[l]].law, r[job[l]].limit_w, &s[l], x[l], &q[l]);
     }
 }
 

@@ -22,6 +22,7 @@
 #include <gsl/gsl_multimin.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,24 +234,24 @@ static double default_act(const pfi_job_config *j)
 /* Run v's node configuration with the context's current constants. */
 static void run_config(const ctx *c, const vrun *v, pfi_node_config *out)
 {
-    pfi_node_config nc = v->cfg;
-    nc.gpu = c->gpu[v->type];
-    nc.net_gbs = c->net[v->type];
-    nc.net_jitter = c->jit[v->type];
-    pfi_job_config *j = &nc.jobs[0];
+    *out = v->cfg; /* written in place: the configuration is ~10 KB, copied once */
+    pfi_node_config *nc = out;
+    nc->gpu = c->gpu[v->type];
+    nc->net_gbs = c->net[v->type];
+    nc->net_jitter = c->jit[v->type];
+    pfi_job_config *j = &nc->jobs[0];
     j->host_ms = c->host[v->type];
     /* Family constants travel in the run's own configuration: activity and stall in the job,
      * memory traffic and GEMM efficiency as scales of the node's copy of the GPU constants
      * (t_mem = bytes / (bandwidth * mem_eff), so more traffic is a lower mem_eff). */
     double act, mem, gemm;
     fam_scales(c, v->fam, &act, &mem, &gemm);
-    nc.gpu.mem_eff /= mem;
-    nc.gpu.gemm_eff *= gemm;
+    nc->gpu.mem_eff /= mem;
+    nc->gpu.gemm_eff *= gemm;
     if (c->fam_mode & PFI_SIM_VAL_FAM_ACT)
         j->act_compute = default_act(j) * act;
     if ((c->fam_mode & PFI_SIM_VAL_FAM_STALL) && c->fam[v->fam].fit_type >= 0)
         j->input_stall = c->fam[v->fam].stall;
-    *out = nc;
 }
 
 /* Simulates run v with the context's current constants; returns PFI_OK or an error. */
@@ -307,12 +308,24 @@ typedef struct param {
 } param;
 
 #define MAX_PARAMS 40
+
+/* Costs already computed in this search, by the exact point: the simplex asks again for points
+ * it has (each restart starts at its best vertex, each start ends at it), and the cost of a
+ * point is a function of the point alone. */
+#define SEEN_SLOTS 256
+typedef struct seen_point {
+    double u[MAX_PARAMS];
+    double cost;
+    int set;
+} seen_point;
+
 typedef struct problem {
     param p[MAX_PARAMS];
     int n;
     int starts; /* starting points of the search (0 or 1: the current values only) */
     double (*cost)(void *);
     void *arg;
+    seen_point *seen; /* SEEN_SLOTS, or NULL */
 } problem;
 
 static void add_param(problem *pb, double *x, double lo, double hi)
@@ -322,12 +335,30 @@ static void add_param(problem *pb, double *x, double lo, double hi)
         pb->p[pb->n++] = (param){x, lo, hi};
 }
 
+/* Sets the constants to the point u and returns its cost, computed once per point: a point
+ * seen before gets its cost back (the constants set all the same; what the cost function
+ * leaves behind, the runs' simulated values, is simulated again after every fit). */
 static double problem_eval(const gsl_vector *u, void *arg)
 {
     problem *pb = arg;
-    for (int i = 0; i < pb->n; i++)
-        *pb->p[i].x = squash(gsl_vector_get(u, (size_t)i), pb->p[i].lo, pb->p[i].hi);
-    return pb->cost(pb->arg);
+    double x[MAX_PARAMS] = {0};
+    uint64_t h = 0;
+    for (int i = 0; i < pb->n; i++) {
+        x[i] = gsl_vector_get(u, (size_t)i);
+        *pb->p[i].x = squash(x[i], pb->p[i].lo, pb->p[i].hi);
+        uint64_t b;
+        memcpy(&b, &x[i], sizeof b);
+        h = (h ^ b) * 0x100000001b3ull;
+    }
+    seen_point *s = pb->seen ? &pb->seen[(h ^ h >> 29) % SEEN_SLOTS] : NULL;
+    if (s && s->set && memcmp(s->u, x, sizeof x) == 0)
+        return s->cost;
+    double cost = pb->cost(pb->arg);
+    if (s)
+        *s = (seen_point){.cost = cost, .set = 1};
+    if (s)
+        memcpy(s->u, x, sizeof x);
+    return cost;
 }
 
 /* Nelder-Mead (GSL) from the current values; restarts from the best point shake the simplex
@@ -337,6 +368,7 @@ static double problem_eval(const gsl_vector *u, void *arg)
 static int minimize(problem *pb, pfi_err *err)
 {
     size_t n = (size_t)pb->n;
+    pb->seen = calloc(SEEN_SLOTS, sizeof *pb->seen); /* NULL: every point computed */
     gsl_vector *u = gsl_vector_alloc(n), *step = gsl_vector_alloc(n);
     gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2,
                                                                 n);
@@ -345,6 +377,8 @@ static int minimize(problem *pb, pfi_err *err)
         gsl_vector_free(step);
         if (m)
             gsl_multimin_fminimizer_free(m);
+        free(pb->seen);
+        pb->seen = NULL;
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     double u0[MAX_PARAMS], best_u[MAX_PARAMS], best = INFINITY;
@@ -377,6 +411,8 @@ static int minimize(problem *pb, pfi_err *err)
     for (size_t i = 0; i < n; i++)
         gsl_vector_set(u, i, best_u[i]);
     problem_eval(u, pb);
+    free(pb->seen);
+    pb->seen = NULL;
     gsl_multimin_fminimizer_free(m);
     gsl_vector_free(u);
     gsl_vector_free(step);

@@ -616,6 +616,63 @@ static void test_shape_stacked(void **state)
                      PFI_EINVAL);
 }
 
+/* The stacked walk's six weights, each against a reference made of the one-reading estimate
+ * (pfi_probe_shape_mean_iso): for each neighbour a of the job, a probe with a's own slowdown at
+ * the job's probe cap, walked with the job's OTHER neighbours (the same near votes: nearness to
+ * a's slowdown there), in reading h; its mean squared slowdown error against a's curve over the
+ * job's grid caps (every one known here: the neighbours span the job's range), averaged over the
+ * neighbours; weight 1 / (that + 1e-4).  Neighbours with knees at different caps and slopes, so
+ * that no reading is exact and every reading's weight is pinned, not only the exact one's. */
+static void test_stack_weights_by_reference(void **state)
+{
+    (void)state;
+    enum { N = 6, K = 5 };
+    pfi_curve ref[N], job, one;
+    const double slope[N] = {0.003, 0.0035, 0.004, 0.0045, 0.005, 0.004};
+    const double knee[N] = {190, 215, 200, 230, 205, 200};
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 280, knee[i], slope[i]);
+    unsigned char use[N] = {1, 1, 1, 1, 1, 0};
+    knee_curve(&job, 280, 210, 0.0042);
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W */
+    pfi_probe_shape_opts so = {K, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0};
+    static double iso[N * PFI_CURVE_MAX_PTS];
+    pfi_probe_refs_iso(ref, N, iso);
+    pfi_err e = {0};
+    double w[PFI_PROBE_HEDGE_N];
+    assert_int_equal(pfi_probe_stack_weights(&o, ref, iso, use, N, &so, w, &e), PFI_OK);
+    for (int h = 0; h < PFI_PROBE_HEDGE_N; h++) {
+        pfi_probe_shape_opts sh = so;
+        sh.k = K - 1;
+        sh.scale = pfi_probe_hedge_scale[h];
+        double sum = 0;
+        for (int a = 0; a < K; a++) {
+            unsigned char others[N];
+            memcpy(others, use, sizeof others);
+            others[a] = 0;
+            pfi_probe_obs oa = o;
+            oa.rel = rel_at(&ref[a], o.cap_w);
+            assert_int_equal(pfi_probe_shape_mean_iso(&oa, ref, iso, others, N, &sh, 1,
+                                                      pfi_probe_hedge_amp[h], &one, &e),
+                             PFI_OK);
+            double se = 0;
+            for (int i = 0; i < one.n; i++) {
+                double d = one.rel_mono[i] - rel_at(&ref[a], one.cap_w[i]);
+                se += d * d;
+            }
+            sum += se / one.n;
+        }
+        double want = 1.0 / (sum / K + 1e-4);
+        print_message("reading %d: weight %.9g, by reference %.9g\n", h, w[h], want);
+        assert_true(fabs(w[h] - want) <= 1e-9 * want);
+    }
+    /* the readings differ: the check above tells them apart */
+    int differ = 0;
+    for (int h = 1; h < PFI_PROBE_HEDGE_N; h++)
+        differ += fabs(w[h] - w[0]) > 1e-3 * w[0];
+    assert_true(differ >= 4);
+}
+
 /* Below every neighbour's measured range the curve keeps falling (the collapse near a GPU's
  * minimum), never flattens. */
 static void test_shape_below_neighbours(void **state)
@@ -700,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_hedged),
         cmocka_unit_test(test_shape_stacked),
+        cmocka_unit_test(test_stack_weights_by_reference),
         cmocka_unit_test(test_shape_below_neighbours),
         cmocka_unit_test(test_real_shape),
     };

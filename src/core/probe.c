@@ -427,27 +427,57 @@ static int find_neighbours(const pfi_probe_obs *o, const pfi_curve *refs, const 
     return select_first(use, dist, nb, m, m < k ? m : k);
 }
 
+/* A probe's neighbours among the references and the scratch they were found in: the
+ * references' monotone levels (made here when not handed in), each one's distance and slowdown
+ * at the probe, the chosen ones' indices nb[0..m). */
+typedef struct nbhood {
+    double *own, *dist, *sref;
+    const double *iso;
+    int *nb, m;
+} nbhood;
+
+static void nbhood_free(nbhood *b)
+{
+    free(b->own), free(b->dist), free(b->sref), free(b->nb);
+}
+
+/* Checks the probe (every walk needs a baseline, a cap range and a cap), then finds its
+ * neighbours (find_neighbours) on iso_in, or on levels made here when it is NULL. */
+static int nbhood_find(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso_in,
+                       const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                       nbhood *b, pfi_err *err)
+{
+    memset(b, 0, sizeof *b);
+    if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
+        return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
+    size_t nr = (size_t)(nref > 0 ? nref : 1);
+    b->own = iso_in ? NULL : malloc(sizeof *b->own * PFI_CURVE_MAX_PTS * nr);
+    b->iso = iso_in ? iso_in : b->own;
+    b->dist = malloc(sizeof *b->dist * nr), b->sref = malloc(sizeof *b->sref * nr);
+    b->nb = malloc(sizeof *b->nb * nr);
+    if (!b->iso || !b->dist || !b->sref || !b->nb) {
+        nbhood_free(b);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    b->m = find_neighbours(o, refs, b->iso, b->own, use, nref, so, b->dist, b->sref, b->nb);
+    return PFI_OK;
+}
+
 /* pfi_probe_shape_rescaled on the references' monotone levels iso_in (pfi_probe_refs_iso's;
  * NULL: made here, for the references used). */
 static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso_in,
                       const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
                       double amp, pfi_curve *out, pfi_err *err)
 {
-    if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
-        return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
+    nbhood nh;
+    int rc = nbhood_find(o, refs, iso_in, use, nref, so, &nh, err);
+    if (rc)
+        return rc;
+    const double *iso = nh.iso, *dist = nh.dist, *sref = nh.sref;
+    const int *nb = nh.nb, m = nh.m;
     int space = so ? so->space : PFI_PROBE_SPACE_MAXCAP;
-    size_t nr = (size_t)(nref > 0 ? nref : 1);
-    double *own = iso_in ? NULL : malloc(sizeof *own * PFI_CURVE_MAX_PTS * nr);
-    const double *iso = iso_in ? iso_in : own;
-    double *dist = malloc(sizeof *dist * nr), *sref = malloc(sizeof *sref * nr);
-    int *nb = malloc(sizeof *nb * nr);
-    if (!iso || !dist || !sref || !nb) {
-        free(own), free(dist), free(sref), free(nb);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    }
     double norm = shape_norm(o->p0_w, o->max_cap_w, space);
     double xp = o->cap_w / norm, sp = clampd(1.0 - o->rel, 0.0, 1.0);
-    int m = find_neighbours(o, refs, iso, own, use, nref, so, dist, sref, nb);
     double fac[SHAPE_K_MAX], wt[SHAPE_K_MAX];
     int near = so && so->votes == PFI_PROBE_VOTES_NEAR;
     int time = so && so->scale == PFI_PROBE_SCALE_TIME;
@@ -464,7 +494,7 @@ static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const doubl
                    out->cap_w, G, s, known);
     shape_finish(o, out->cap_w, known, wp, time, s, out->rel, out->rel_mono);
     out->n = G;
-    free(own), free(dist), free(sref), free(nb);
+    nbhood_free(&nh);
     return PFI_OK;
 }
 
@@ -566,23 +596,17 @@ static int member_readings(const pfi_probe_obs *o, const pfi_curve *refs, const 
                            double *rel, double *w, pfi_err *err)
 {
     enum { G = PFI_CURVE_MAX_PTS, H = PFI_PROBE_HEDGE_N };
-    if (!(o->p0_w > 0) || !(o->t0 > 0) || !(o->max_cap_w > o->min_cap_w) || !(o->cap_w > 0))
-        return pfi_err_set(err, PFI_EINVAL, "a probe needs a baseline, a cap range and a cap");
+    nbhood nh;
+    int rc = nbhood_find(o, refs, iso_in, use, nref, so, &nh, err);
+    if (rc)
+        return rc;
+    const double *iso = nh.iso, *dist = nh.dist, *sref = nh.sref;
+    const int *nb = nh.nb, m = nh.m;
     int space = so ? so->space : PFI_PROBE_SPACE_MAXCAP;
-    size_t nr = (size_t)(nref > 0 ? nref : 1);
-    double *own = iso_in ? NULL : malloc(sizeof *own * PFI_CURVE_MAX_PTS * nr);
-    const double *iso = iso_in ? iso_in : own;
-    double *dist = malloc(sizeof *dist * nr), *sref = malloc(sizeof *sref * nr);
-    int *nb = malloc(sizeof *nb * nr);
-    double *lv = NULL;
-    int m = 0;
-    if (iso && dist && sref && nb) {
-        m = find_neighbours(o, refs, iso, own, use, nref, so, dist, sref, nb);
-        /* per scale: X (m x G), then P (m) */
-        lv = malloc(sizeof *lv * (size_t)(m > 0 ? m : 1) * (G + 1) * 2);
-    }
+    /* per scale: X (m x G), then P (m) */
+    double *lv = malloc(sizeof *lv * (size_t)(m > 0 ? m : 1) * (G + 1) * 2);
     if (!lv) {
-        free(own), free(dist), free(sref), free(nb);
+        nbhood_free(&nh);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     double norm = shape_norm(o->p0_w, o->max_cap_w, space);
@@ -661,7 +685,8 @@ static int member_readings(const pfi_probe_obs *o, const pfi_curve *refs, const 
         for (int h = 0; h < H; h++)
             w[h] = nerr > 0 ? 1.0 / (sum[h] / nerr + STACK_FLOOR) : 1.0;
     }
-    free(own), free(dist), free(sref), free(nb), free(lv);
+    nbhood_free(&nh);
+    free(lv);
     return PFI_OK;
 }
 

@@ -194,6 +194,27 @@ void pfi_sim_optable_free(pfi_sim_optable *t)
     t->pages = 0;
 }
 
+/* Phase p under budget e at an end of its clock range (at or above its top power: the top
+ * clock; at or below its floor: the lowest): returns 1 with its clock and power set in op, else
+ * 0 (its clock lies between and is solved).  The budget binds op where it is below the top power
+ * of a phase that takes time, as pfi_sim_operating_point says. */
+static int phase_at_end(const pfi_sim_optable *t, double e, int p, pfi_sim_op *op)
+{
+    if (e >= t->pmax[p]) {
+        op->f[p] = t->g->sm_clock_max_mhz;
+        op->p[p] = t->pmax[p];
+        return 1;
+    }
+    if (pfi_sim_phase_duration(t->w, p) > 0)
+        op->binds = 1;
+    if (e <= t->pmin[p]) {
+        op->f[p] = t->g->sm_clock_min_mhz;
+        op->p[p] = t->pmin[p];
+        return 1;
+    }
+    return 0;
+}
+
 void pfi_sim_optable_op(pfi_sim_optable *t, double e, pfi_sim_op *op)
 {
     double x = e / PFI_SIM_OPTABLE_STEP_W - t->k0;
@@ -205,18 +226,8 @@ void pfi_sim_optable_op(pfi_sim_optable *t, double e, pfi_sim_op *op)
     int on_node = e == (t->k0 + k) * PFI_SIM_OPTABLE_STEP_W;
     op->binds = 0;
     for (int p = 0; p < PFI_PH_N; p++) {
-        if (e >= t->pmax[p]) {
-            op->f[p] = t->g->sm_clock_max_mhz;
-            op->p[p] = t->pmax[p];
+        if (phase_at_end(t, e, p, op))
             continue;
-        }
-        if (pfi_sim_phase_duration(t->w, p) > 0)
-            op->binds = 1;
-        if (e <= t->pmin[p]) {
-            op->f[p] = t->g->sm_clock_min_mhz;
-            op->p[p] = t->pmin[p];
-            continue;
-        }
         const pfi_sim_bracket *a = node_at(t, k, p);
         const pfi_sim_bracket *b = on_node || !a ? NULL : node_at(t, k + 1, p);
         if (a && on_node) {
@@ -263,18 +274,8 @@ static void ops_chunk(pfi_sim_optable *const *t, const double *e, pfi_sim_op *op
         }
         op[i].binds = 0;
         for (int p = 0; p < PFI_PH_N; p++) {
-            if (e[i] >= ti->pmax[p]) {
-                op[i].f[p] = ti->g->sm_clock_max_mhz;
-                op[i].p[p] = ti->pmax[p];
+            if (phase_at_end(ti, e[i], p, &op[i]))
                 continue;
-            }
-            if (pfi_sim_phase_duration(ti->w, p) > 0)
-                op[i].binds = 1;
-            if (e[i] <= ti->pmin[p]) {
-                op[i].f[p] = ti->g->sm_clock_min_mhz;
-                op[i].p[p] = ti->pmin[p];
-                continue;
-            }
             /* As node_at solves a node: a compute phase directly (its activity is its job's
              * own), the others through the memo. */
             memo_slot *slot = NULL;

@@ -14,14 +14,6 @@ struct pfi_alloc_ids {
     int n, hash_cap;
 };
 
-static unsigned id_hash(const char *id) /* FNV-1a, folded */
-{
-    unsigned long long h = 1469598103934665603ull;
-    for (const unsigned char *c = (const unsigned char *)id; *c; c++)
-        h = (h ^ *c) * 1099511628211ull;
-    return (unsigned)(h ^ h >> 32);
-}
-
 static void put(pfi_alloc_ids *t, int pos)
 {
     size_t m = t->cap - 1, i = t->hash[pos] & m;
@@ -74,7 +66,7 @@ int pfi_alloc_ids_make(pfi_alloc_ids **out, const pfi_alloc_job *jobs, int n)
             pfi_alloc_ids_free(t);
             return 0;
         }
-        unsigned h = t->hash[j] = id_hash(jobs[j].id);
+        unsigned h = t->hash[j] = pfi_alloc_id_hash(jobs[j].id);
         size_t i = h & m;
         for (; t->slot[i]; i = (i + 1) & m) {
             int p = (int)t->slot[i] - 1;
@@ -93,7 +85,7 @@ int pfi_alloc_ids_make(pfi_alloc_ids **out, const pfi_alloc_job *jobs, int n)
 int pfi_alloc_ids_insert(pfi_alloc_ids *t, const pfi_alloc_job *jobs, int n, int j)
 {
     const char *id = jobs[j].id;
-    unsigned h = id_hash(id);
+    unsigned h = pfi_alloc_id_hash(id);
     size_t m = t->cap - 1;
     for (size_t i = h & m; t->slot[i]; i = (i + 1) & m) {
         int p = (int)t->slot[i] - 1;
@@ -131,7 +123,7 @@ int pfi_alloc_ids_insert(pfi_alloc_ids *t, const pfi_alloc_job *jobs, int n, int
 
 int pfi_alloc_ids_find(const pfi_alloc_ids *t, const pfi_alloc_job *jobs, const char *id)
 {
-    unsigned h = id_hash(id);
+    unsigned h = pfi_alloc_id_hash(id);
     size_t m = t->cap - 1;
     for (size_t i = h & m; t->slot[i]; i = (i + 1) & m) {
         int p = (int)t->slot[i] - 1;

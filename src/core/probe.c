@@ -656,14 +656,15 @@ static int member_readings(const pfi_probe_obs *o, const pfi_curve *refs, const 
                     wt[b] = 1.0 / (fabs(sref[nb[b]] - sref[nb[a]]) + PFI_PROBE_VOTE_FLOOR);
                 }
             double e[H];
-            int cnt = 0;
+            int all = 1; /* every reading known somewhere: else a says nothing of them */
             for (int h = 0; h < H; h++) {
                 int t = pfi_probe_hedge_scale[h] == PFI_PROBE_SCALE_TIME;
                 double amp = pfi_probe_hedge_amp[h];
                 for (int b = 0; b < q; b++)
                     fac[idx[b]] = pfi_probe_amp_factor(P[t][a], P[t][idx[b]], amp);
                 levels_walk(X[t], P[t], idx, q, fac, near ? wt : NULL, ip, P[t][a], s, known);
-                e[h] = 0, cnt = 0;
+                e[h] = 0;
+                int cnt = 0;
                 for (int i = 0; i < G; i++) {
                     double y = X[0][(size_t)a * G + i]; /* a's own slowdown there */
                     if (!known[i] || !isfinite(y))
@@ -672,11 +673,12 @@ static int member_readings(const pfi_probe_obs *o, const pfi_curve *refs, const 
                     e[h] += (pr - y) * (pr - y);
                     cnt++;
                 }
-                /* every reading is known at the same caps (the same neighbours measured) */
                 if (cnt > 0)
                     e[h] /= cnt;
+                else
+                    all = 0;
             }
-            if (cnt > 0) {
+            if (all) {
                 for (int h = 0; h < H; h++)
                     sum[h] += e[h];
                 nerr++;

@@ -123,29 +123,32 @@ void pfi_sim_job_stage_layers(const pfi_job_config *j, double *out)
  * tok tokens: small GEMMs fill fewer tiles. */
 static double gemm_size_eff(double x, double tok) { return (x / (x + 800)) * (tok / (tok + 128)); }
 
-int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int stage,
-                     pfi_sim_work *w, pfi_err *err)
+/* What a job's stages share: everything of the cost model that does not depend on the stage,
+ * computed once for all of a node's stages (pfi_sim_job_works) by the very expressions the
+ * stage's work uses. */
+typedef struct job_common {
+    double lay[PFI_SIM_MAX_STAGES];
+    double S, h, L, mb, N, m, tokens, vh, n_act, expert_params, fl_layer, fl_head, tok_gpu, peak;
+    double ffn_w, eff_l, eff_h, pow_l, pow_h; /* pow_*: eff_*^1.5 */
+    int n;
+} job_common;
+
+static int job_common_of(const pfi_node_config *cfg, const pfi_job_config *j, job_common *c,
+                         pfi_err *err)
 {
-    memset(w, 0, sizeof *w);
     const pfi_gpu_model *g = &cfg->gpu;
     int n = j->dp * j->tp * j->pp;
     if (n <= 0 || j->seq_len <= 0 || j->global_batch <= 0 || j->micro_batch <= 0 ||
         j->layers <= 0 || j->hidden <= 0 || j->params_b <= 0 || j->pp > PFI_SIM_MAX_STAGES)
         return pfi_err_set(err, PFI_EINVAL, "job '%s': incomplete configuration", j->name);
-    if (stage < 0 || stage >= j->pp)
-        return pfi_err_set(err, PFI_EINVAL, "job '%s': no pipeline stage %d", j->name, stage);
-    double lay[PFI_SIM_MAX_STAGES];
-    pfi_sim_job_stage_layers(j, lay);
-    double l_st = lay[stage];
-    int first = stage == 0, last = stage == j->pp - 1;
+    c->n = n;
+    pfi_sim_job_stage_layers(j, c->lay);
     double S = j->seq_len, h = j->hidden, L = j->layers, mb = j->micro_batch;
     double N = j->params_b * 1e9;
     double m = (double)j->global_batch / (j->dp * mb); /* microbatches per pipeline per step */
     if (m < 1)
         m = 1;
-    w->microbatches = m;
     double tokens = (double)j->global_batch * S;
-    w->tokens_per_step = tokens;
     double vh = (double)j->vocab * h; /* the output head (tied or not): one V x h matrix */
 
     /* Active parameters: a token meets only top_k of the experts. */
@@ -164,9 +167,9 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int st
      * untied input embedding, a lookup, is counted with them: a small overcount). */
     double per_w = j->kind == PFI_JOB_LORA ? 4 : 6;
     double head_w = vh < 0.5 * n_act ? vh : 0.5 * n_act;
-    double fl_layer = (per_w * (n_act - head_w) + 6 * L * h * S) / L;
-    double fl_head = per_w * head_w;
-    double tok_gpu = tokens / (j->dp * j->tp); /* tokens through one GPU of a stage, per TP share */
+    c->fl_layer = (per_w * (n_act - head_w) + 6 * L * h * S) / L;
+    c->fl_head = per_w * head_w;
+    c->tok_gpu = tokens / (j->dp * j->tp); /* tokens through one GPU of a stage, per TP share */
     double peak = g->bf16_tflops * 1e12;
     if (j->precision == PFI_PREC_FP8 && g->name[0] == 'H')
         peak *= 2;
@@ -177,21 +180,52 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int st
      * wide h x V GEMM. */
     double ffn_w = j->ffn_hidden > 0 ? j->ffn_hidden : 4 * h;
     double tok = mb * S;
-    double eff_l = gemm_size_eff(sqrt(h * ffn_w) / j->tp, tok);
-    double eff_h = gemm_size_eff(sqrt(vh) / j->tp, tok);
+    c->eff_l = gemm_size_eff(sqrt(h * ffn_w) / j->tp, tok);
+    c->eff_h = gemm_size_eff(sqrt(vh) / j->tp, tok);
+    /* Small GEMMs also keep fewer of the tensor cores switching: less power per cycle. */
+    c->pow_l = pow(c->eff_l, 1.5);
+    c->pow_h = pow(c->eff_h, 1.5);
+    c->S = S;
+    c->h = h;
+    c->L = L;
+    c->mb = mb;
+    c->N = N;
+    c->m = m;
+    c->tokens = tokens;
+    c->vh = vh;
+    c->n_act = n_act;
+    c->expert_params = expert_params;
+    c->peak = peak;
+    c->ffn_w = ffn_w;
+    return PFI_OK;
+}
+
+/* The work of stage `stage` from what the stages share. */
+static void stage_work(const pfi_node_config *cfg, const pfi_job_config *j, const job_common *c,
+                       int stage, pfi_sim_work *w)
+{
+    memset(w, 0, sizeof *w);
+    const pfi_gpu_model *g = &cfg->gpu;
+    int n = c->n;
+    double l_st = c->lay[stage];
+    int first = stage == 0, last = stage == j->pp - 1;
+    double S = c->S, h = c->h, L = c->L, mb = c->mb, N = c->N, m = c->m, tokens = c->tokens;
+    double vh = c->vh, expert_params = c->expert_params;
+    double fl_layer = c->fl_layer, fl_head = c->fl_head, tok_gpu = c->tok_gpu, peak = c->peak;
+    double ffn_w = c->ffn_w, eff_l = c->eff_l, eff_h = c->eff_h;
+    w->microbatches = m;
+    w->tokens_per_step = tokens;
     double t_l = tok_gpu * l_st * fl_layer / (peak * g->gemm_eff * eff_l);
     double t_h = last ? tok_gpu * fl_head / (peak * g->gemm_eff * eff_h) : 0;
     w->t_comp = t_l + t_h;
-    /* Small GEMMs also keep fewer of the tensor cores switching: less power per cycle. */
     if (w->t_comp > 0) {
         w->tensor_comp = 0.92 * (t_l * eff_l + t_h * eff_h) / w->t_comp;
-        w->act_comp = j->act_compute * (0.15 + 0.85 * (t_l * pow(eff_l, 1.5) +
-                                                       t_h * pow(eff_h, 1.5)) / w->t_comp);
+        w->act_comp = j->act_compute * (0.15 + 0.85 * (t_l * c->pow_l + t_h * c->pow_h) /
+                                                   w->t_comp);
     } else {
         w->tensor_comp = 0.92 * eff_l;
-        w->act_comp = j->act_compute * (0.15 + 0.85 * pow(eff_l, 1.5));
+        w->act_comp = j->act_compute * (0.15 + 0.85 * c->pow_l);
     }
-
     /* Memory-bound kernels (norms, activations, residuals, dropout, rotary, softmax outside
      * fused attention) stream activations: ~200 h + 12 ffn bytes per token per layer forward
      * and backward, split by sequence parallelism.  The last stage's loss reads and writes the
@@ -312,6 +346,31 @@ int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int st
     double bytes = 4 * p_local + 12 * train_params / j->dp + act_mem + 2.5 * 1024.0 * 1024 * 1024;
     double cap = g->mem_gib * 1024.0 * 1024 * 1024 * 0.97;
     w->mem_used_mib = fmin(bytes, cap) / (1024.0 * 1024);
+}
+
+int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *j, int stage,
+                     pfi_sim_work *w, pfi_err *err)
+{
+    memset(w, 0, sizeof *w);
+    job_common c;
+    int rc = job_common_of(cfg, j, &c, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (stage < 0 || stage >= j->pp)
+        return pfi_err_set(err, PFI_EINVAL, "job '%s': no pipeline stage %d", j->name, stage);
+    stage_work(cfg, j, &c, stage, w);
+    return PFI_OK;
+}
+
+int pfi_sim_job_works(const pfi_node_config *cfg, const pfi_job_config *j, pfi_sim_work *w,
+                      pfi_err *err)
+{
+    job_common c;
+    int rc = job_common_of(cfg, j, &c, err);
+    if (rc != PFI_OK)
+        return rc;
+    for (int st = 0; st < j->pp; st++)
+        stage_work(cfg, j, &c, st, &w[st]);
     return PFI_OK;
 }
 

@@ -448,8 +448,9 @@ int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err 
     pfi_sim_node *n = malloc(sizeof *n);
     if (!n)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    memset(n, 0, offsetof(pfi_sim_node, hist));
+    /* The configuration is copied whole; what follows it up to the GPUs' histories cleared. */
     n->cfg = *cfg_in;
+    memset(n->eff, 0, offsetof(pfi_sim_node, hist) - offsetof(pfi_sim_node, eff));
     int rc = pfi_sim_config_check(&n->cfg, err);
     if (rc != PFI_OK) {
         free(n);
@@ -485,12 +486,10 @@ int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err 
             /* Megatron's order: TP innermost, then DP, then PP. */
             n->stage_of[job->first_gpu + i] = i / (job->tp * job->dp);
         }
-        for (int st = 0; st < job->pp; st++) {
-            rc = pfi_sim_job_work(c, job, st, &n->work[j][st], err);
-            if (rc != PFI_OK) {
-                pfi_sim_node_free(n);
-                return rc;
-            }
+        rc = pfi_sim_job_works(c, job, n->work[j], err);
+        if (rc != PFI_OK) {
+            pfi_sim_node_free(n);
+            return rc;
         }
     }
     for (int g = 0; g < c->n_gpus; g++) {

@@ -146,6 +146,10 @@ double pfi_sim_pipeline_step(const double *pipe, int pp, double m, double t_host
  * the same work). */
 int pfi_sim_job_work(const pfi_node_config *cfg, const pfi_job_config *job, int stage,
                      pfi_sim_work *out, pfi_err *err);
+/* The work of every stage of the job, w[0..pp-1]: pfi_sim_job_work of each stage, bit for
+ * bit, with what the stages share computed once. */
+int pfi_sim_job_works(const pfi_node_config *cfg, const pfi_job_config *job, pfi_sim_work *w,
+                      pfi_err *err);
 /* Transformer layers of each stage: the job's partition, or an even split when it has none. */
 void pfi_sim_job_stage_layers(const pfi_job_config *job, double *layers);
 

@@ -425,6 +425,52 @@ static void test_pipe_is_clarks_formula(void **state)
     assert_true(far > 10000 && near > 1000);
 }
 
+/* The phases' powers at one clock (pfi_sim_laws_power) are pfi_sim_law_power's, bit for bit:
+ * every GPU model, V-f curves as a fit moves them (clocks below and above the knee, the
+ * catalogue's exponent and others), at the ends of the clock range and between, with the
+ * variation and each phase's activity and DRAM use. */
+static void test_laws_power_is_law_power(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_node_config c;
+    assert_int_equal(pfi_sim_preset("h200x8-mixed", &c, &e), PFI_OK);
+    unsigned long long rng = 5;
+    int above = 0, below = 0;
+    for (int round = 0; round < 60; round++) {
+        pfi_gpu_model g = *pfi_gpu_model_at(round % pfi_gpu_model_count());
+        if (round % 3) {
+            g.v_gamma = 0.7 + 2.3 * pfi_rand_uniform(&rng);
+            g.f_knee = 0.9 * pfi_rand_uniform(&rng);
+            g.v_floor = 0.5 + 0.45 * pfi_rand_uniform(&rng);
+        }
+        c.gpu = g;
+        pfi_sim_work w;
+        assert_int_equal(pfi_sim_job_work(&c, &c.jobs[round % c.n_jobs], 0, &w, &e), PFI_OK);
+        pfi_sim_power_law law[PFI_PH_N];
+        double eff = 0.95 + 0.1 * pfi_rand_uniform(&rng);
+        for (int p = 0; p < PFI_PH_N; p++)
+            pfi_sim_power_law_of(&g, &w, p, eff, &law[p]);
+        for (int k = 0; k < 8; k++) {
+            double f = k == 0   ? g.sm_clock_min_mhz
+                       : k == 1 ? g.sm_clock_max_mhz
+                                : g.sm_clock_min_mhz + pfi_rand_uniform(&rng) *
+                                                           (g.sm_clock_max_mhz - g.sm_clock_min_mhz);
+            double p[PFI_PH_N];
+            pfi_sim_laws_power(law, PFI_PH_N, f, p);
+            for (int q = 0; q < PFI_PH_N; q++) {
+                double want = pfi_sim_law_power(&law[q], f);
+                assert_memory_equal(&p[q], &want, sizeof want);
+            }
+            if (f / g.sm_clock_max_mhz > g.f_knee)
+                above++;
+            else
+                below++;
+        }
+    }
+    assert_true(above > 50 && below > 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_steady_n_is_steady),
         cmocka_unit_test(test_pipe_is_clarks_formula),
         cmocka_unit_test(test_optable_memo_per_thread),
+        cmocka_unit_test(test_laws_power_is_law_power),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

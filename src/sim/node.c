@@ -457,10 +457,14 @@ int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err 
         return rc;
     }
     const pfi_node_config *c = &n->cfg;
-    memset(n->hist, 0, (size_t)c->n_gpus * sizeof n->hist[0]);
+    /* A GPU's history: its few fields set below, not its whole table of operating points
+     * (set up when first needed, gpu_table). */
+    for (int g = 0; g < c->n_gpus; g++) {
+        gpu_hist *h = &n->hist[g];
+        h->n = h->cap = h->ops_init = 0;
+        h->ch = NULL;
+    }
     memset(n->track, 0, (size_t)c->n_jobs * sizeof n->track[0]);
-    for (int j = 0; j < c->n_jobs; j++)
-        memset(n->work[j], 0, (size_t)c->jobs[j].pp * sizeof n->work[j][0]);
     /* Same cap, slightly different clocks: chips differ in power efficiency.  A node gets the
      * expected spread of n parts (normal order statistics, Blom's approximation) in an order
      * the seed shuffles, so a bigger job meets a worse slowest chip, as in a real fleet, while

@@ -172,9 +172,10 @@ void pfi_sim_optable_init(pfi_sim_optable *t, const pfi_gpu_model *g, const pfi_
     t->eff = eff;
     for (int p = 0; p < PFI_PH_N; p++) {
         pfi_sim_power_law_of(g, w, p, eff, &t->law[p]);
-        t->pmin[p] = pfi_sim_law_power(&t->law[p], g->sm_clock_min_mhz);
-        t->pmax[p] = pfi_sim_law_power(&t->law[p], g->sm_clock_max_mhz);
+        t->timed[p] = pfi_sim_phase_duration(w, p) > 0;
     }
+    pfi_sim_laws_power(t->law, PFI_PH_N, g->sm_clock_min_mhz, t->pmin);
+    pfi_sim_laws_power(t->law, PFI_PH_N, g->sm_clock_max_mhz, t->pmax);
     /* Budgets stay between the settable limits; anything outside is solved directly. */
     t->k0 = (int)floor(g->min_limit_w / PFI_SIM_OPTABLE_STEP_W);
     t->n = (int)ceil(g->max_limit_w / PFI_SIM_OPTABLE_STEP_W) - t->k0 + 1;
@@ -205,7 +206,7 @@ static int phase_at_end(const pfi_sim_optable *t, double e, int p, pfi_sim_op *o
         op->p[p] = t->pmax[p];
         return 1;
     }
-    if (pfi_sim_phase_duration(t->w, p) > 0)
+    if (t->timed[p])
         op->binds = 1;
     if (e <= t->pmin[p]) {
         op->f[p] = t->g->sm_clock_min_mhz;

@@ -73,14 +73,22 @@ double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
     return volt_phi(g->v_floor, g->f_knee, g->v_gamma, f_mhz / g->sm_clock_max_mhz, NULL);
 }
 
-double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
-                          int phase)
+/* pfi_sim_phase_time's body, inlined into each GPU's step (a call to an exported function
+ * is not: the shared library may interpose it). */
+static inline double phase_time(const pfi_gpu_model *g, const pfi_sim_work *w,
+                                const pfi_sim_op *op, int phase)
 {
     double fmax = g->sm_clock_max_mhz, f = op->f[phase];
     if (phase == PFI_PH_COMPUTE)
         return w->t_comp * fmax / f;
     double sat = g->sat_frac * fmax / f;
     return (phase == PFI_PH_MEMORY ? w->t_mem : w->t_comm) * (sat > 1 ? sat : 1);
+}
+
+double pfi_sim_phase_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op,
+                          int phase)
+{
+    return phase_time(g, w, op, phase);
 }
 
 double pfi_sim_work_busy(const pfi_gpu_model *g, const pfi_sim_work *w, const pfi_sim_op *op)
@@ -125,7 +133,7 @@ void pfi_sim_gpu_step_at(const pfi_gpu_model *g, const pfi_sim_work *w, const pf
 {
     double busy = 0, sum = 0, energy = 0;
     for (int p = 0; p < PFI_PH_KERNELS; p++) {
-        double t = pfi_sim_phase_time(g, w, op, p);
+        double t = phase_time(g, w, op, p);
         out->t[p] = t;
         busy += t;
         sum += t * op->f[p];
@@ -204,6 +212,15 @@ static inline double power_slope(const pfi_sim_power_law *l, double f_mhz, doubl
 double pfi_sim_law_power(const pfi_sim_power_law *law, double f_mhz)
 {
     return power_slope(law, f_mhz, NULL);
+}
+
+void pfi_sim_laws_power(const pfi_sim_power_law *law, int n, double f_mhz, double *p)
+{
+    /* power_at's operations, the voltage (which depends on the shared curve alone) once */
+    volt_pt q;
+    double v = volt_at(law->v_floor, law->f_knee, law->v_gamma, f_mhz / law->f_max, &q);
+    for (int i = 0; i < n; i++)
+        p[i] = law[i].base + law[i].dyn * v * v * q.phi;
 }
 
 double pfi_sim_phase_power(const pfi_gpu_model *g, const pfi_sim_work *w, int phase,

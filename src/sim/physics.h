@@ -68,6 +68,9 @@ void pfi_sim_power_law_of(const pfi_gpu_model *g, const pfi_sim_work *w, int pha
                           pfi_sim_power_law *law);
 /* pfi_sim_phase_power(f) of the phase whose law this is, bit for bit. */
 double pfi_sim_law_power(const pfi_sim_power_law *law, double f_mhz);
+/* p[i] = pfi_sim_law_power(&law[i], f_mhz) for i < n, bit for bit, for laws of one chip (the
+ * same f_max and V-f curve as law[0]; the phases of one GPU): the voltage computed once. */
+void pfi_sim_laws_power(const pfi_sim_power_law *law, int n, double f_mhz, double *p);
 /* Clocks are found to PFI_SIM_CLOCK_TOL below the exact root. */
 #define PFI_SIM_CLOCK_TOL 1e-6 /* MHz */
 /* A bracket of a phase's clock under a limit: power(lo) = plo <= limit < phi = power(hi).
@@ -103,11 +106,12 @@ typedef struct pfi_sim_optable {
     double eff;
     pfi_sim_power_law law[PFI_PH_N];
     double pmin[PFI_PH_N], pmax[PFI_PH_N]; /* each phase's power at f_min and f_max */
+    int timed[PFI_PH_N];                    /* the phase takes time (a step's duration > 0) */
     int k0, n;                              /* nodes at budgets (k0 + i) * step, i < n */
     pfi_sim_oppage *page[PFI_SIM_OPTABLE_PAGES];
     int pages;                              /* pages [0, pages) may be allocated */
 } pfi_sim_optable;
-/* g and w must outlive the table.  Out of memory, it solves points directly. */
+/* g and w must outlive the table, unchanged.  Out of memory, it solves points directly. */
 void pfi_sim_optable_init(pfi_sim_optable *t, const pfi_gpu_model *g, const pfi_sim_work *w,
                          double eff);
 void pfi_sim_optable_free(pfi_sim_optable *t);

@@ -39,6 +39,10 @@ typedef struct vrun {
     int type;          /* 0 A100-PCIE-80GB, 1 A40 */
     int fam;           /* index into ctx.fam */
     pfi_node_config cfg;
+    /* What simulate() hands the simulator: cfg copied once (sim_set), the context's constants
+     * written into it at every evaluation (run_constants overwrites all it ever writes). */
+    pfi_node_config sim;
+    int sim_set;
     double meas_time[PFI_MAX_LEVELS], meas_energy[PFI_MAX_LEVELS];
     double meas_time0;
 } vrun;
@@ -231,11 +235,9 @@ static double default_act(const pfi_job_config *j)
     return base.act_compute;
 }
 
-/* Run v's node configuration with the context's current constants. */
-static void run_config(const ctx *c, const vrun *v, pfi_node_config *out)
+/* The context's current constants written into nc, a copy of run v's configuration. */
+static void run_constants(const ctx *c, const vrun *v, pfi_node_config *nc)
 {
-    *out = v->cfg; /* written in place: the configuration is ~10 KB, copied once */
-    pfi_node_config *nc = out;
     nc->gpu = c->gpu[v->type];
     nc->net_gbs = c->net[v->type];
     nc->net_jitter = c->jit[v->type];
@@ -254,13 +256,24 @@ static void run_config(const ctx *c, const vrun *v, pfi_node_config *out)
         j->input_stall = c->fam[v->fam].stall;
 }
 
+/* Run v's node configuration with the context's current constants. */
+static void run_config(const ctx *c, const vrun *v, pfi_node_config *out)
+{
+    *out = v->cfg; /* written in place: the configuration is ~10 KB, copied once */
+    run_constants(c, v, out);
+}
+
 /* Simulates run v with the context's current constants; returns PFI_OK or an error. */
 static int simulate(const ctx *c, vrun *v, pfi_err *err)
 {
-    pfi_node_config nc;
-    run_config(c, v, &nc);
+    /* The run's own copy, not a fresh one per evaluation: the simulator copies it again. */
+    if (!v->sim_set) {
+        v->sim = v->cfg;
+        v->sim_set = 1;
+    }
+    run_constants(c, v, &v->sim);
     pfi_sim_node *node;
-    int rc = pfi_sim_node_new(&nc, &node, err);
+    int rc = pfi_sim_node_new(&v->sim, &node, err);
     if (rc != PFI_OK)
         return rc;
     pfi_sim_val_run *o = &v->out;

@@ -471,6 +471,39 @@ static void test_laws_power_is_law_power(void **state)
     assert_true(above > 50 && below > 50);
 }
 
+/* The voltage at a fraction of f_max (pfi_sim_volt_phi) is pfi_sim_volt's at that clock, bit
+ * for bit: every GPU model, V-f curves as a fit moves them, clocks across the whole range
+ * (below and above the knee, the ends) and the Perseus profiles' whole-MHz clocks. */
+static void test_volt_phi_is_volt(void **state)
+{
+    (void)state;
+    unsigned long long rng = 9;
+    int above = 0, below = 0;
+    for (int round = 0; round < 60; round++) {
+        pfi_gpu_model g = *pfi_gpu_model_at(round % pfi_gpu_model_count());
+        if (round % 3) {
+            g.v_gamma = 0.7 + 2.3 * pfi_rand_uniform(&rng);
+            g.f_knee = 0.9 * pfi_rand_uniform(&rng);
+            g.v_floor = 0.5 + 0.45 * pfi_rand_uniform(&rng);
+        }
+        for (int k = 0; k < 40; k++) {
+            double f = k == 0   ? g.sm_clock_min_mhz
+                       : k == 1 ? g.sm_clock_max_mhz
+                       : k < 20 ? floor(g.sm_clock_min_mhz + pfi_rand_uniform(&rng) *
+                                                               (g.sm_clock_max_mhz - g.sm_clock_min_mhz))
+                                : g.sm_clock_min_mhz + pfi_rand_uniform(&rng) *
+                                                           (g.sm_clock_max_mhz - g.sm_clock_min_mhz);
+            double want = pfi_sim_volt(&g, f), got = pfi_sim_volt_phi(&g, f / g.sm_clock_max_mhz);
+            assert_memory_equal(&got, &want, sizeof want);
+            if (f / g.sm_clock_max_mhz > g.f_knee)
+                above++;
+            else
+                below++;
+        }
+    }
+    assert_true(above > 200 && below > 200);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_pipe_is_clarks_formula),
         cmocka_unit_test(test_optable_memo_per_thread),
         cmocka_unit_test(test_laws_power_is_law_power),
+        cmocka_unit_test(test_volt_phi_is_volt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

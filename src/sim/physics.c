@@ -73,6 +73,11 @@ double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz)
     return volt_phi(g->v_floor, g->f_knee, g->v_gamma, f_mhz / g->sm_clock_max_mhz, NULL);
 }
 
+double pfi_sim_volt_phi(const pfi_gpu_model *g, double phi)
+{
+    return volt_phi(g->v_floor, g->f_knee, g->v_gamma, phi, NULL);
+}
+
 /* pfi_sim_phase_time's body, inlined into each GPU's step (a call to an exported function
  * is not: the shared library may interpose it). */
 static inline double phase_time(const pfi_gpu_model *g, const pfi_sim_work *w,

@@ -241,6 +241,9 @@ int pfi_sim_fleet(const char *which, uint64_t seed, pfi_fleet_entry **out, int *
 
 /* V(f)/V(fmax) with the floor below the knee. */
 double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz);
+/* The same at phi = f/fmax: pfi_sim_volt(g, f) is pfi_sim_volt_phi(g, f / sm_clock_max_mhz),
+ * bit for bit (a fit that asks at the same clocks again divides once). */
+double pfi_sim_volt_phi(const pfi_gpu_model *g, double phi);
 /* A Merak partition method ("uniform_transformer", "custom:0,6,10,...,32") of job (model,
  * family, layers and pp set) as transformer layers per stage, out[0..pp-1] (merak.c). */
 int pfi_sim_merak_stage_layers(const char *method, const pfi_job_config *job, double *out,

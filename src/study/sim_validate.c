@@ -446,6 +446,11 @@ struct profile {
     double f[MAX_PROFILE], p[MAX_PROFILE];
     double ratio; /* clock-independent power over dynamic power at f_max (fitted) */
     double fref, pref;
+    /* What the cost asks of every evaluation, computed once (profile_prepare): the clocks at
+     * or below fref in file order, each as a fraction of f_max and its relative power. */
+    int m;
+    double uf[MAX_PROFILE], uphi[MAX_PROFILE], urel[MAX_PROFILE];
+    double phiref;
 };
 
 /* Stage 0, forward and backward summed per clock: time and energy of one microbatch; their
@@ -517,21 +522,35 @@ static int load_profile(const char *dir, int type, profile *pr, pfi_err *err)
     return rc;
 }
 
+/* The clocks profile_cost compares, with what does not change from one evaluation to the next
+ * (f_max is no fitted constant): once fref and pref are set. */
+static void profile_prepare(profile *pr)
+{
+    double fm = pr->g->sm_clock_max_mhz;
+    pr->phiref = pr->fref / fm;
+    pr->m = 0;
+    for (int k = 0; k < pr->n; k++) {
+        if (pr->f[k] > pr->fref)
+            continue;
+        pr->uf[pr->m] = pr->f[k];
+        pr->uphi[pr->m] = pr->f[k] / fm;
+        pr->urel[pr->m++] = pr->p[k] / pr->pref;
+    }
+}
+
 /* Relative power P(f)/P(fref) = (ratio + v(f)^2 f) / (ratio + v(fref)^2 fref), f in f_max. */
 static double profile_cost(void *arg)
 {
     profile *pr = arg;
     const pfi_gpu_model *g = pr->g;
     double fm = g->sm_clock_max_mhz;
-    double vr = pfi_sim_volt(g, pr->fref);
+    double vr = pfi_sim_volt_phi(g, pr->phiref);
     double ref = pr->ratio + vr * vr * pr->fref / fm;
     double sse = 0;
-    for (int k = 0; k < pr->n; k++) {
-        if (pr->f[k] > pr->fref)
-            continue;
-        double v = pfi_sim_volt(g, pr->f[k]);
-        double model = (pr->ratio + v * v * pr->f[k] / fm) / ref;
-        double e = model - pr->p[k] / pr->pref;
+    for (int k = 0; k < pr->m; k++) {
+        double v = pfi_sim_volt_phi(g, pr->uphi[k]);
+        double model = (pr->ratio + v * v * pr->uf[k] / fm) / ref;
+        double e = model - pr->urel[k];
         sse += e * e;
     }
     return sse;
@@ -570,6 +589,7 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
         if (np == 0) /* pr is c->prof[type]: the caller frees it */
             return pfi_err_set(err, PFI_EINVAL, "stage profile: no clock under the limit");
         pr->pref = psum / np;
+        profile_prepare(pr);
         pr->ratio = 0.3;
         problem pb = {.cost = profile_cost, .arg = pr};
         /* Ranges a silicon V-f table can have: the floor at 50-95% of the top voltage. */

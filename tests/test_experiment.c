@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/alloc.h"
+#include "core/alloc_eval.h"
 #include "core/probe.h"
 #include "study/experiment.h"
 #include "study/sla_calib.h"
@@ -1057,6 +1058,147 @@ static void test_relaxed_cut_calibrated(void **state)
     pfi_expt_pop_free(&p);
 }
 
+/* Two cells alike field by field (NANs alike). */
+static int same_cell(const pfi_eval_cell *a, const pfi_eval_cell *b)
+{
+#define SAME(f) ((a->f == b->f) || (isnan(a->f) && isnan(b->f)))
+    return a->done == b->done && a->optimal == b->optimal && a->infeasible == b->infeasible &&
+           SAME(budget_w) && SAME(power_w) && SAME(total_throughput) &&
+           SAME(per_job_gain_vs_equal) && SAME(gap_recovered) && SAME(min_budget_w);
+#undef SAME
+}
+
+/* The mean gap recovered by pfi over the cuts that ran, as the cross-validations score. */
+static double pfi_mean_gap(const pfi_expt_result *r)
+{
+    double sum = 0;
+    int m = 0;
+    for (int c = 0; c < r->ncuts; c++) {
+        const pfi_eval_cell *cell = &r->cells[c * PFI_POLICY_COUNT + PFI_POLICY_PFI];
+        if (cell->done && isfinite(cell->gap_recovered))
+            sum += cell->gap_recovered, m++;
+    }
+    return m ? sum / m : NAN;
+}
+
+/* The equal and oracle allocations taken from a run with other predictions: every cell and
+ * cap the same as allocated again, at feasible cuts and at one no allocation meets; pfi's
+ * own (which differ between the two predictions) are not taken. */
+static void test_experiment_ref(void **state)
+{
+    (void)state;
+    static synth s;
+    make_synth(&s, 8);
+    pfi_expt_pop p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
+    pfi_expt_jobs a, b;
+    pfi_expt_opts o = pfi_expt_defaults(1);
+    assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_jobs_new(&p, &b, &e), PFI_OK);
+    assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &a, &e), PFI_OK);
+    o.probes = 0; /* the predictor: other curves than the probe's */
+    assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &b, &e), PFI_OK);
+    enum { NC = 4, W = NC * PFI_POLICY_COUNT };
+    double cuts[NC] = {0.1, 0.25, 0.4, 0.95}; /* 0.95: below every minimum cap */
+    int pol[4] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE, PFI_POLICY_PROPORTIONAL};
+    static pfi_eval_cell ra[W], rb[W], rr[W];
+    static double ca[W * 8], cb[W * 8], cr[W * 8];
+    int n = p.n;
+    assert_int_equal(pfi_alloc_experiment(a.truth, a.pred, n, cuts, NC, pol, 4, &o.alloc, ra, ca,
+                                          &e),
+                     PFI_OK);
+    assert_int_equal(pfi_alloc_experiment(b.truth, b.pred, n, cuts, NC, pol, 4, &o.alloc, rb, cb,
+                                          &e),
+                     PFI_OK);
+    assert_int_equal(pfi_alloc_experiment_ref(b.truth, b.pred, n, cuts, NC, pol, 4, &o.alloc, ra,
+                                              ca, rr, cr, &e),
+                     PFI_OK);
+    int pfi_differs = 0;
+    for (int i = 0; i < W; i++)
+        assert_true(same_cell(&rr[i], &rb[i]));
+    assert_memory_equal(cr, cb, sizeof cb);
+    for (int c = 0; c < NC - 1; c++)
+        pfi_differs |= !same_cell(&ra[c * PFI_POLICY_COUNT + PFI_POLICY_PFI],
+                                  &rb[c * PFI_POLICY_COUNT + PFI_POLICY_PFI]);
+    assert_true(pfi_differs);
+    assert_true(rr[(NC - 1) * PFI_POLICY_COUNT].infeasible);
+    /* without the caps to copy, everything is allocated again: the same again */
+    memset(cr, 0, sizeof cr);
+    assert_int_equal(pfi_alloc_experiment_ref(b.truth, b.pred, n, cuts, NC, pol, 4, &o.alloc, ra,
+                                              NULL, rr, cr, &e),
+                     PFI_OK);
+    assert_memory_equal(cr, cb, sizeof cb);
+    pfi_expt_jobs_free(&a);
+    pfi_expt_jobs_free(&b);
+    pfi_expt_pop_free(&p);
+}
+
+/* The grid scored together (shared members and equal and oracle computed once) gives each
+ * setting the score pfi_expt_run gives it alone, bit for bit, in an order that makes the
+ * shared work change hands: a committee then two of its members, a member at another depth,
+ * then with other votes, another amplitude, back to the first (its members computed anew), the
+ * stack, a member stacked then hedged, a member off the grid; with the library of other jobs
+ * and of other groups. */
+static void test_score_grid_alone(void **state)
+{
+    (void)state;
+    static synth s;
+    make_synth(&s, 8);
+    for (int i = 0; i < 8; i++)
+        s.group[i] = i / 2; /* pairs of jobs share a group */
+    pfi_expt_pop p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
+    const pfi_expt_shape_set A = {0.5, 0, 0, 1, 1, 0, 0, PFI_PROBE_VOTES_NEAR,
+                                  PFI_PROBE_SCALE_SLOWDOWN, 0, 0};
+    enum { NG = 12 };
+    pfi_expt_shape_set g[NG];
+    for (int i = 0; i < NG; i++)
+        g[i] = A;
+    g[1].committee = 0, g[1].k = 4, g[1].w_draw = 0;
+    g[2].committee = 0, g[2].k = 5, g[2].w_draw = 3;
+    g[3] = g[1], g[3].depth = 0.4;
+    g[4] = g[3], g[4].votes = PFI_PROBE_VOTES_EQUAL;
+    g[5].amp = 1;
+    g[6] = g[1], g[6].amp = 1;
+    g[7] = g[1];
+    g[8].hedge = 2;
+    g[9] = g[2], g[9].hedge = 2;
+    g[10] = g[2], g[10].hedge = 1;
+    g[11].committee = 0, g[11].k = 3, g[11].w_draw = 1; /* 3 neighbours: off the grid */
+    double cuts[2] = {0.2, 0.3};
+    int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    unsigned char out[8] = {1, 1, 0, 0, 0, 0, 0, 0}; /* group 0 left out */
+    const pfi_run *rest[6];
+    int rgroup[6];
+    for (int i = 0; i < 6; i++)
+        rest[i] = s.ptr[i + 2], rgroup[i] = s.group[i + 2];
+    pfi_expt_pop sub;
+    assert_int_equal(pfi_expt_pop_runs(rest, rgroup, 6, "synthetic", &sub, &e), PFI_OK);
+    for (int group_out = 0; group_out < 2; group_out++) {
+        pfi_expt_opts o = pfi_expt_defaults(1);
+        o.group_out = group_out;
+        double v[NG], alone[NG];
+        assert_int_equal(pfi_expt_score_grid(&p, &o, out, g, NG, cuts, 2, v, &e), PFI_OK);
+        for (int i = 0; i < NG; i++) {
+            pfi_expt_opts io = o;
+            io.shape = g[i];
+            pfi_expt_result r;
+            assert_int_equal(pfi_expt_run(&sub, &io, cuts, 2, pol, 3, &r, &e), PFI_OK);
+            alone[i] = pfi_mean_gap(&r);
+            pfi_expt_result_free(&r);
+            assert_true(isfinite(alone[i]));
+            assert_true(v[i] == alone[i]);
+        }
+        /* the settings that share work do score differently here, so a share mistaken shows */
+        assert_true(alone[1] != alone[3] && alone[3] != alone[4] && alone[1] != alone[6]);
+        assert_true(alone[0] != alone[5] && alone[2] != alone[9] && alone[9] != alone[10]);
+    }
+    pfi_expt_pop_free(&sub);
+    pfi_expt_pop_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1076,6 +1218,8 @@ int main(void)
         cmocka_unit_test(test_sla_plan),
         cmocka_unit_test(test_model_out_of_fold),
         cmocka_unit_test(test_relaxed_cut_calibrated),
+        cmocka_unit_test(test_experiment_ref),
+        cmocka_unit_test(test_score_grid_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

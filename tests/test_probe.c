@@ -737,6 +737,77 @@ static void test_real_shape(void **state)
     assert_true(worst < 0.1);
 }
 
+/* A member's unit is what it gives each estimate (hedge 0: its walk; 1: the six readings; 2:
+ * those and the stack's weights), and two members' units combine, level by level, into the
+ * plain mean, the hedge's mean of the twelve readings, and the stack's mean over the members
+ * of each one's weighted readings: each checked against the estimate computed apart. */
+static void test_member_units(void **state)
+{
+    (void)state;
+    enum { N = 8, G = PFI_CURVE_MAX_PTS, H = PFI_PROBE_HEDGE_N, U = PFI_PROBE_MEMBER_N };
+    pfi_curve ref[N], job, one, out;
+    for (int i = 0; i < N; i++) /* slopes below the knee spread from 0.2 to 0.9 %/W */
+        knee_curve(&ref[i], 250, 200 + 5 * i, 0.002 + 0.001 * i);
+    knee_curve(&job, 250, 210, 0.004);
+    pfi_probe_obs o = obs_of(&job, 2);
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0},
+                                   {8, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0}};
+    static double iso[N * G], units[2 * U];
+    pfi_probe_refs_iso(ref, N, iso);
+    pfi_err e = {0};
+    for (int m = 0; m < 2; m++) { /* hedge 0: the walk at the amplitude */
+        assert_int_equal(pfi_probe_member_unit(&o, ref, iso, NULL, N, &mem[m], 0.5, 0,
+                                               units + m * U, &e),
+                         PFI_OK);
+        assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &mem[m], 0.5, &one, &e),
+                         PFI_OK);
+        assert_memory_equal(units + m * U, one.rel_mono, sizeof one.rel_mono);
+    }
+    pfi_probe_members_combine(&o, units, 2, 0, &out);
+    assert_int_equal(out.n, G);
+    int differ = 0;
+    for (int i = 0; i < G; i++) {
+        assert_true(out.cap_w[i] == one.cap_w[i] && out.rel[i] == out.rel_mono[i]);
+        assert_true(fabs(out.rel_mono[i] - 0.5 * (units[i] + units[U + i])) < 1e-12);
+        differ |= fabs(units[i] - units[U + i]) > 1e-3;
+    }
+    assert_true(differ); /* the members disagree: the mean is a mean */
+    double wsum[2] = {0, 0}, hedge[G] = {0}, stack[G] = {0};
+    for (int m = 0; m < 2; m++) { /* hedge 2: the readings, then the stack's weights */
+        assert_int_equal(pfi_probe_member_unit(&o, ref, iso, NULL, N, &mem[m], 0, 2,
+                                               units + m * U, &e),
+                         PFI_OK);
+        double w[H];
+        assert_int_equal(pfi_probe_stack_weights(&o, ref, iso, NULL, N, &mem[m], w, &e), PFI_OK);
+        assert_memory_equal(units + m * U + H * G, w, sizeof w);
+        for (int h = 0; h < H; h++) {
+            pfi_probe_shape_opts so = mem[m];
+            so.scale = pfi_probe_hedge_scale[h];
+            assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so,
+                                                      pfi_probe_hedge_amp[h], &one, &e),
+                             PFI_OK);
+            wsum[m] += w[h];
+            for (int i = 0; i < G; i++) {
+                assert_true(fabs(units[m * U + h * G + i] - one.rel_mono[i]) < 1e-12);
+                hedge[i] += one.rel_mono[i] / (2 * H);
+            }
+        }
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < G; i++)
+                stack[i] += w[h] * units[m * U + h * G + i] / wsum[m] / 2;
+    }
+    pfi_probe_members_combine(&o, units, 2, 1, &out);
+    for (int i = 0; i < G; i++)
+        assert_true(fabs(out.rel_mono[i] - hedge[i]) < 1e-12 && out.rel[i] == out.rel_mono[i]);
+    pfi_probe_members_combine(&o, units, 2, 2, &out);
+    differ = 0;
+    for (int i = 0; i < G; i++) {
+        assert_true(fabs(out.rel_mono[i] - stack[i]) < 1e-12 && out.rel[i] == out.rel_mono[i]);
+        differ |= fabs(stack[i] - hedge[i]) > 1e-4;
+    }
+    assert_true(differ); /* the weights are not all alike: the stack is not the hedge */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -756,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_shape_p0_share),
         cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_hedged),
+        cmocka_unit_test(test_member_units),
         cmocka_unit_test(test_shape_stacked),
         cmocka_unit_test(test_stack_weights_by_reference),
         cmocka_unit_test(test_shape_below_neighbours),

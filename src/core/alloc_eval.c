@@ -10,7 +10,19 @@ int pfi_alloc_experiment(const pfi_alloc_job *truth, const pfi_alloc_job *pred, 
                          const pfi_alloc_opts *o, pfi_eval_cell *out, double *caps,
                          pfi_err *err)
 {
+    return pfi_alloc_experiment_ref(truth, pred, n, cuts, ncuts, policies, npolicies, o, NULL,
+                                    NULL, out, caps, err);
+}
+
+int pfi_alloc_experiment_ref(const pfi_alloc_job *truth, const pfi_alloc_job *pred, int n,
+                             const double *cuts, int ncuts, const int *policies, int npolicies,
+                             const pfi_alloc_opts *o, const pfi_eval_cell *ref,
+                             const double *ref_caps, pfi_eval_cell *out, double *caps,
+                             pfi_err *err)
+{
     memset(out, 0, sizeof *out * (size_t)ncuts * PFI_POLICY_COUNT);
+    if (caps && !ref_caps)
+        ref = NULL; /* the caps could not be copied: allocated again */
     int want[PFI_POLICY_COUNT] = {0};
     want[PFI_POLICY_EQUAL] = want[PFI_POLICY_ORACLE] = 1;
     for (int i = 0; i < npolicies; i++) {
@@ -26,6 +38,11 @@ int pfi_alloc_experiment(const pfi_alloc_job *truth, const pfi_alloc_job *pred, 
         /* The budget comes from the measured baselines, which every policy may see. */
         double budget = pfi_alloc_budget_from_cut(truth, n, cuts[c]);
         pfi_eval_cell *row = out + (size_t)c * PFI_POLICY_COUNT;
+        const pfi_eval_cell *rrow = ref ? ref + (size_t)c * PFI_POLICY_COUNT : NULL;
+        if (rrow && rrow[PFI_POLICY_EQUAL].infeasible) { /* as the loop below leaves it */
+            memcpy(row, rrow, sizeof *row * PFI_POLICY_COUNT);
+            continue;
+        }
         /* equal and oracle first: the others are scored against them */
         static const int order[PFI_POLICY_COUNT] = {PFI_POLICY_EQUAL, PFI_POLICY_ORACLE,
                                                     PFI_POLICY_PFI, PFI_POLICY_PROPORTIONAL};
@@ -35,6 +52,15 @@ int pfi_alloc_experiment(const pfi_alloc_job *truth, const pfi_alloc_job *pred, 
                 continue;
             const pfi_alloc_job *seen =
                 (p == PFI_POLICY_PFI || p == PFI_POLICY_PROPORTIONAL) ? pred : truth;
+            if (rrow && (p == PFI_POLICY_EQUAL || p == PFI_POLICY_ORACLE)) {
+                /* allocated on the truth before: the same answer */
+                row[p] = rrow[p];
+                if (caps) {
+                    size_t at = ((size_t)c * PFI_POLICY_COUNT + (size_t)p) * (size_t)n;
+                    memcpy(caps + at, ref_caps + at, sizeof *caps * (size_t)n);
+                }
+                continue;
+            }
             pfi_alloc_result r;
             int rc = pfi_alloc_policy(p, seen, n, NULL, budget, o, &r, err);
             if (rc == PFI_EINFEASIBLE && p == PFI_POLICY_EQUAL) {

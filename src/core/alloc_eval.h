@@ -34,4 +34,15 @@ int pfi_alloc_experiment(const pfi_alloc_job *truth, const pfi_alloc_job *pred, 
                          const pfi_alloc_opts *o, pfi_eval_cell *out, double *caps,
                          pfi_err *err);
 
+/* pfi_alloc_experiment with the policies that see the truth (equal and oracle) taken from an
+ * earlier run on the same truth, cuts and options instead of allocated again: ref its cells,
+ * ref_caps its caps (when caps is given without ref_caps, everything is allocated).  Those
+ * allocations do not depend on the predictions, so scoring many predictions of one population
+ * allocates them once; the cells and caps are pfi_alloc_experiment's (ref NULL: it). */
+int pfi_alloc_experiment_ref(const pfi_alloc_job *truth, const pfi_alloc_job *pred, int n,
+                             const double *cuts, int ncuts, const int *policies, int npolicies,
+                             const pfi_alloc_opts *o, const pfi_eval_cell *ref,
+                             const double *ref_caps, pfi_eval_cell *out, double *caps,
+                             pfi_err *err);
+
 #endif

@@ -512,25 +512,17 @@ int pfi_probe_shape_mean(const pfi_probe_obs *o, const pfi_curve *refs, const un
     return pfi_probe_shape_mean_iso(o, refs, NULL, use, nref, members, nm, amp, out, err);
 }
 
+static int members_estimate(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                            const unsigned char *use, int nref,
+                            const pfi_probe_shape_opts *members, int nm, double amp, int hedge,
+                            pfi_curve *out, pfi_err *err);
+
 int pfi_probe_shape_mean_iso(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
                              const unsigned char *use, int nref,
                              const pfi_probe_shape_opts *members, int nm, double amp,
                              pfi_curve *out, pfi_err *err)
 {
-    if (nm < 1)
-        return pfi_err_set(err, PFI_EINVAL, "a committee needs at least one member");
-    double acc[PFI_CURVE_MAX_PTS] = {0};
-    for (int m = 0; m < nm; m++) {
-        int rc = shape_walk(o, refs, iso, use, nref, &members[m], amp, out, err);
-        if (rc)
-            return rc;
-        /* every member's grid is the same: the job's cap range in PFI_CURVE_MAX_PTS steps */
-        for (int i = 0; i < out->n; i++)
-            acc[i] += out->rel_mono[i];
-    }
-    for (int i = 0; i < out->n; i++) /* a mean of non-decreasing curves is non-decreasing */
-        out->rel[i] = out->rel_mono[i] = acc[i] / nm;
-    return PFI_OK;
+    return members_estimate(o, refs, iso, use, nref, members, nm, amp, 0, out, err);
 }
 
 const double pfi_probe_hedge_amp[PFI_PROBE_HEDGE_N] = {0, 0.5, 1, 0, 0.5, 1};
@@ -692,57 +684,85 @@ static int member_readings(const pfi_probe_obs *o, const pfi_curve *refs, const 
     return PFI_OK;
 }
 
-/* The readings' curves of the committee: with `stacked`, each member's readings averaged with
- * member_readings' weights, then the members averaged; else each reading's members averaged
- * (as pfi_probe_shape_mean_iso does), then the readings (the hedge, as it was first written:
- * the same sums in the same order, so the same curve). */
-static int readings_mean(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
-                         const unsigned char *use, int nref, const pfi_probe_shape_opts *members,
-                         int nm, int stacked, pfi_curve *out, pfi_err *err)
+int pfi_probe_member_unit(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                          const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                          double amp, int hedge, double *unit, pfi_err *err)
 {
     enum { G = PFI_CURVE_MAX_PTS, H = PFI_PROBE_HEDGE_N };
+    if (hedge)
+        return member_readings(o, refs, iso, use, nref, so, unit, hedge == 2 ? unit + H * G : NULL,
+                               err);
+    pfi_curve one;
+    int rc = shape_walk(o, refs, iso, use, nref, so, amp, &one, err);
+    if (!rc)
+        memcpy(unit, one.rel_mono, sizeof *unit * G);
+    return rc;
+}
+
+/* The members' mean (hedge 0), or the readings' curves of the committee: with hedge 2 (the
+ * stack), each member's readings averaged with member_readings' weights, then the members
+ * averaged; with hedge 1, each reading's members averaged (as the plain mean does), then the
+ * readings (the hedge, as it was first written: the same sums in the same order, so the same
+ * curve). */
+void pfi_probe_members_combine(const pfi_probe_obs *o, const double *units, int nm, int hedge,
+                               pfi_curve *out)
+{
+    enum { G = PFI_CURVE_MAX_PTS, H = PFI_PROBE_HEDGE_N, U = PFI_PROBE_MEMBER_N };
+    shape_out_init(o, out);
+    out->n = G;
+    double acc[G] = {0};
+    if (!hedge) {
+        for (int m = 0; m < nm; m++) /* every member's grid is the job's cap range in G steps */
+            for (int i = 0; i < G; i++)
+                acc[i] += units[(size_t)m * U + i];
+        for (int i = 0; i < G; i++) /* a mean of non-decreasing curves is non-decreasing */
+            out->rel[i] = out->rel_mono[i] = acc[i] / nm;
+        return;
+    }
+    if (hedge == 2)
+        for (int m = 0; m < nm; m++) {
+            const double *rel = units + (size_t)m * U, *wm = rel + H * G;
+            double ws = 0;
+            for (int h = 0; h < H; h++)
+                ws += wm[h];
+            for (int i = 0; i < G; i++) {
+                double v = 0;
+                for (int h = 0; h < H; h++)
+                    v += wm[h] * rel[(size_t)h * G + i];
+                acc[i] += v / ws;
+            }
+        }
+    else
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < G; i++) {
+                double c = 0;
+                for (int m = 0; m < nm; m++)
+                    c += units[(size_t)m * U + (size_t)h * G + i];
+                acc[i] += 1.0 * (c / nm);
+            }
+    /* a weighted mean of non-decreasing curves is non-decreasing */
+    for (int i = 0; i < G; i++)
+        out->rel[i] = out->rel_mono[i] = hedge == 2 ? acc[i] / nm : acc[i] / (double)H;
+}
+
+/* The committee's estimate: each member's unit (pfi_probe_member_unit), then combined. */
+static int members_estimate(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
+                            const unsigned char *use, int nref,
+                            const pfi_probe_shape_opts *members, int nm, double amp, int hedge,
+                            pfi_curve *out, pfi_err *err)
+{
     if (nm < 1)
         return pfi_err_set(err, PFI_EINVAL, "a committee needs at least one member");
-    double *rel = malloc(sizeof *rel * (size_t)nm * H * G);
-    double *w = malloc(sizeof *w * (size_t)nm * H);
-    if (!rel || !w) {
-        free(rel), free(w);
+    double *units = malloc(sizeof *units * (size_t)nm * PFI_PROBE_MEMBER_N);
+    if (!units)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    }
     int rc = PFI_OK;
     for (int m = 0; !rc && m < nm; m++)
-        rc = member_readings(o, refs, iso, use, nref, &members[m], rel + (size_t)m * H * G,
-                             stacked ? w + (size_t)m * H : NULL, err);
-    if (!rc) {
-        shape_out_init(o, out);
-        out->n = G;
-        double acc[G] = {0};
-        if (stacked)
-            for (int m = 0; m < nm; m++) {
-                const double *wm = w + (size_t)m * H;
-                double ws = 0;
-                for (int h = 0; h < H; h++)
-                    ws += wm[h];
-                for (int i = 0; i < G; i++) {
-                    double v = 0;
-                    for (int h = 0; h < H; h++)
-                        v += wm[h] * rel[((size_t)m * H + h) * G + i];
-                    acc[i] += v / ws;
-                }
-            }
-        else
-            for (int h = 0; h < H; h++)
-                for (int i = 0; i < G; i++) {
-                    double c = 0;
-                    for (int m = 0; m < nm; m++)
-                        c += rel[((size_t)m * H + h) * G + i];
-                    acc[i] += 1.0 * (c / nm);
-                }
-        /* a weighted mean of non-decreasing curves is non-decreasing */
-        for (int i = 0; i < G; i++)
-            out->rel[i] = out->rel_mono[i] = stacked ? acc[i] / nm : acc[i] / (double)H;
-    }
-    free(rel), free(w);
+        rc = pfi_probe_member_unit(o, refs, iso, use, nref, &members[m], amp, hedge,
+                                   units + (size_t)m * PFI_PROBE_MEMBER_N, err);
+    if (!rc)
+        pfi_probe_members_combine(o, units, nm, hedge, out);
+    free(units);
     return rc;
 }
 
@@ -751,7 +771,7 @@ int pfi_probe_shape_hedged_iso(const pfi_probe_obs *o, const pfi_curve *refs, co
                                const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
                                pfi_err *err)
 {
-    return readings_mean(o, refs, iso, use, nref, members, nm, 0, out, err);
+    return members_estimate(o, refs, iso, use, nref, members, nm, 0, 1, out, err);
 }
 
 int pfi_probe_shape_stacked_iso(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,
@@ -759,7 +779,7 @@ int pfi_probe_shape_stacked_iso(const pfi_probe_obs *o, const pfi_curve *refs, c
                                 const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
                                 pfi_err *err)
 {
-    return readings_mean(o, refs, iso, use, nref, members, nm, 1, out, err);
+    return members_estimate(o, refs, iso, use, nref, members, nm, 0, 2, out, err);
 }
 
 int pfi_probe_stack_weights(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso,

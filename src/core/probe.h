@@ -204,6 +204,23 @@ int pfi_probe_shape_stacked_iso(const pfi_probe_obs *obs, const pfi_curve *refs,
  * walked with the OTHER neighbours (with near votes, weighted by nearness to a's slowdown
  * there); 1 for every reading when no neighbour's error is known.  iso as
  * pfi_probe_shape_mean_iso's. */
+/* What one member of a committee gives an estimate, for a caller that scores many settings
+ * sharing members (the same probe, references, tiers and member): computed once, combined
+ * again.  unit[PFI_PROBE_MEMBER_N]: with hedge 0, the first PFI_CURVE_MAX_PTS values are the
+ * member's walk (pfi_probe_shape_rescaled's rel_mono at amp); with hedge 1, the six readings'
+ * curves (reading h at h * PFI_CURVE_MAX_PTS); with hedge 2, those and then the stack's six
+ * weights (pfi_probe_stack_weights).  The rest is left as it is. */
+#define PFI_PROBE_MEMBER_N (PFI_PROBE_HEDGE_N * PFI_CURVE_MAX_PTS + PFI_PROBE_HEDGE_N)
+int pfi_probe_member_unit(const pfi_probe_obs *obs, const pfi_curve *refs, const double *iso,
+                          const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
+                          double amp, int hedge, double *unit, pfi_err *err);
+
+/* The estimate of nm >= 1 members from their units (units + m * PFI_PROBE_MEMBER_N, in member
+ * order): bit for bit pfi_probe_shape_mean_iso's curve (hedge 0), pfi_probe_shape_hedged_iso's
+ * (1) or pfi_probe_shape_stacked_iso's (2) for those members, which are computed this way. */
+void pfi_probe_members_combine(const pfi_probe_obs *obs, const double *units, int nm, int hedge,
+                               pfi_curve *out);
+
 int pfi_probe_stack_weights(const pfi_probe_obs *obs, const pfi_curve *refs, const double *iso,
                             const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
                             double *w, pfi_err *err);

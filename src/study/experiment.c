@@ -278,48 +278,148 @@ static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
     return m;
 }
 
+/* What scoring many settings on one population (score_grid) would otherwise compute again for
+ * each: the equal and oracle allocations, which see only the truth, and each job's committee
+ * members (core/probe.h's units), which several settings share: a committee's members are
+ * the single settings of its key (every part of a setting but the neighbours and the draw
+ * weight), and the grid scores each committee just before those singles.  Valid for one
+ * population, options and cuts. */
+typedef struct score_memo {
+    int have_ref;
+    pfi_eval_cell *ref; /* the first run's cells, and its caps */
+    double *ref_caps;
+    int have_key;
+    pfi_expt_shape_set key; /* the units' key (its k, w_draw, committee and members unused) */
+    unsigned char *valid;   /* [job * COMMITTEE + member bit] */
+    double *unit;           /* [(job * COMMITTEE + member bit) * PFI_PROBE_MEMBER_N] */
+} score_memo;
+
+static int memo_init(score_memo *m, int n, int ncuts)
+{
+    size_t nn = (size_t)(n ? n : 1), cells = (size_t)ncuts * PFI_POLICY_COUNT;
+    memset(m, 0, sizeof *m);
+    m->ref = calloc(cells, sizeof *m->ref);
+    m->ref_caps = calloc(cells * nn, sizeof *m->ref_caps);
+    m->valid = calloc(nn * COMMITTEE, 1);
+    m->unit = malloc(sizeof *m->unit * nn * COMMITTEE * PFI_PROBE_MEMBER_N);
+    return m->ref && m->ref_caps && m->valid && m->unit ? 0 : -1;
+}
+
+static void memo_free(score_memo *m)
+{
+    free(m->ref), free(m->ref_caps), free(m->valid), free(m->unit);
+    memset(m, 0, sizeof *m);
+}
+
+/* Whether two settings share their members' units: everything but k, w_draw and the choice of
+ * members. */
+static int same_key(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
+{
+    return a->depth == b->depth && a->tier_gpus == b->tier_gpus && a->amp == b->amp &&
+           a->votes == b->votes && a->scale == b->scale && a->w_p0 == b->w_p0 &&
+           a->hedge == b->hedge;
+}
+
+/* The committee bit of a member's neighbours and draw weight; -1 off the grid. */
+static int member_slot(const pfi_probe_shape_opts *so)
+{
+    for (int a = 0; a < NK; a++)
+        for (int b = 0; b < NWD; b++)
+            if (grid_k[a] == so->k && grid_wd[b] == so->w_draw)
+                return a * NWD + b;
+    return -1;
+}
+
+/* Job j's estimate under setting st from its members so[0..nm): each member's unit from the
+ * memo, or computed into it, then combined (pfi_probe_members_combine: the curve
+ * pfi_probe_shape_mean_iso / hedged_iso / stacked_iso give). */
+static int memo_estimate(score_memo *memo, int j, const pfi_expt_shape_set *st,
+                         const pfi_probe_obs *ob, const pfi_expt_pop *p, const double *iso,
+                         const unsigned char *use, const pfi_probe_shape_opts *so, int nm,
+                         double *units, pfi_curve *out, pfi_err *err)
+{
+    for (int m = 0; m < nm; m++) {
+        int b = member_slot(&so[m]);
+        size_t at = (size_t)j * COMMITTEE + (size_t)b;
+        double *u = memo->unit + at * PFI_PROBE_MEMBER_N;
+        if (!memo->valid[at]) {
+            int rc = pfi_probe_member_unit(ob, p->truth, iso, use, p->n, &so[m], st->amp,
+                                           st->hedge, u, err);
+            if (rc)
+                return rc;
+            memo->valid[at] = 1;
+        }
+        memcpy(units + (size_t)m * PFI_PROBE_MEMBER_N, u, sizeof *u * PFI_PROBE_MEMBER_N);
+    }
+    pfi_probe_members_combine(ob, units, nm, st->hedge, out);
+    return PFI_OK;
+}
+
 /* One probe read through the population's shape (core/probe.h): job j's neighbours are the
  * OTHER jobs' measured curves (with group_out, of the other groups), closest tier first;
  * nothing of job j but its baseline and its probe level is seen (pfi_probe_obs).  Job j's
  * setting is sets[j] (sets NULL: *one for all), its depth per_job[j] when given. */
 static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
                          const pfi_expt_shape_set *sets, int group_out, const double *per_job,
-                         pfi_curve *pred, char *note, size_t notelen, pfi_err *err)
+                         score_memo *memo, pfi_curve *pred, char *note, size_t notelen,
+                         pfi_err *err)
 {
-    unsigned char *use = malloc((size_t)(p->n ? p->n : 1));
+    size_t nn = (size_t)(p->n ? p->n : 1);
+    unsigned char *use = malloc(nn);
     /* every job reads the same references: their monotone levels made once */
-    double *iso = malloc(sizeof *iso * PFI_CURVE_MAX_PTS * (size_t)(p->n ? p->n : 1));
-    if (!use || !iso) {
-        free(use), free(iso);
+    double *iso = malloc(sizeof *iso * PFI_CURVE_MAX_PTS * nn);
+    /* each job's GPU model as the first job of that model: compared as numbers below */
+    int *gpu = malloc(sizeof *gpu * nn);
+    double *units = malloc(sizeof *units * COMMITTEE * PFI_PROBE_MEMBER_N);
+    if (!use || !iso || !gpu || !units) {
+        free(use), free(iso), free(gpu), free(units);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     pfi_probe_refs_iso(p->truth, p->n, iso);
+    for (int k = 0; k < p->n; k++) {
+        gpu[k] = k;
+        for (int q = 0; q < k && gpu[k] == k; q++)
+            if (gpu[q] == q &&
+                strcmp(p->run[p->run_of[q]]->gpu_type, p->run[p->run_of[k]]->gpu_type) == 0)
+                gpu[k] = q;
+    }
+    /* the memo serves one setting for every job at its own depth */
+    if (memo && (sets || per_job))
+        memo = NULL;
+    if (memo && (!memo->have_key || !same_key(&memo->key, one))) {
+        memset(memo->valid, 0, (size_t)p->n * COMMITTEE);
+        memo->key = *one, memo->have_key = 1;
+    }
     int rc = PFI_OK;
     for (int j = 0; !rc && j < p->n; j++) {
         const pfi_expt_shape_set *st = sets ? &sets[j] : one;
         const pfi_run *rj = p->run[p->run_of[j]];
         int gj = p->group[p->run_of[j]], multi = p->truth[j].n_gpus > 1;
         for (int k = 0; k < p->n; k++) {
-            int same_gpu = strcmp(p->run[p->run_of[k]]->gpu_type, rj->gpu_type) == 0;
+            int same_gpu = gpu[k] == gpu[j];
             int same_kind = (p->truth[k].n_gpus > 1) == multi;
             use[k] = (unsigned char)(1 + same_gpu + (st->tier_gpus && same_gpu && same_kind));
             if (k == j || (group_out && p->group[p->run_of[k]] == gj))
                 use[k] = 0;
         }
         pfi_probe_shape_opts so[COMMITTEE];
-        int nm = committee(st, so);
+        int nm = committee(st, so), memo_ok = memo != NULL && nm >= 1;
+        for (int m = 0; memo_ok && m < nm; m++)
+            memo_ok = member_slot(&so[m]) >= 0;
         pfi_probe_obs ob;
         double d = per_job ? per_job[j] : st->depth;
         if ((rc = pfi_probe_observe(&p->truth[j], d, &ob, NULL, err)) ||
-            (rc = st->hedge == 2 ? pfi_probe_shape_stacked_iso(&ob, p->truth, iso, use, p->n,
-                                                               so, nm, &pred[j], err)
-                  : st->hedge     ? pfi_probe_shape_hedged_iso(&ob, p->truth, iso, use, p->n, so,
-                                                               nm, &pred[j], err)
-                                  : pfi_probe_shape_mean_iso(&ob, p->truth, iso, use, p->n, so,
-                                                             nm, st->amp, &pred[j], err)))
+            (rc = memo_ok ? memo_estimate(memo, j, st, &ob, p, iso, use, so, nm, units, &pred[j],
+                                          err)
+                  : st->hedge == 2 ? pfi_probe_shape_stacked_iso(&ob, p->truth, iso, use, p->n,
+                                                                 so, nm, &pred[j], err)
+                  : st->hedge      ? pfi_probe_shape_hedged_iso(&ob, p->truth, iso, use, p->n,
+                                                                so, nm, &pred[j], err)
+                                   : pfi_probe_shape_mean_iso(&ob, p->truth, iso, use, p->n, so,
+                                                              nm, st->amp, &pred[j], err)))
             pfi_err_prefix(err, "probing %s: ", rj->name);
     }
-    free(use), free(iso);
+    free(use), free(iso), free(gpu), free(units);
     if (rc)
         return rc;
     const char *lib = group_out ? "OTHER job groups'" : "OTHER jobs'";
@@ -374,13 +474,13 @@ static int predict_shape(const pfi_expt_pop *p, const pfi_expt_shape_set *one,
 /* depths: the same for every job, or per_job (n x probes, may be NULL) one set per job.
  * shape: one probe read through the population's shape, else the power law. */
 static int predict_probes(const pfi_expt_pop *p, const pfi_expt_opts *o,
-                          const double *per_job, pfi_curve *pred, pfi_draw_model *draw,
-                          char *note, size_t notelen, pfi_err *err)
+                          const double *per_job, score_memo *memo, pfi_curve *pred,
+                          pfi_draw_model *draw, char *note, size_t notelen, pfi_err *err)
 {
     int probes = o->probes;
     const double *depths = o->depth;
     if (probes == 1 && o->probe_shape)
-        return predict_shape(p, &o->shape, o->job_sets, o->group_out, per_job, pred, note,
+        return predict_shape(p, &o->shape, o->job_sets, o->group_out, per_job, memo, pred, note,
                              notelen, err);
     int flat = 0;
     for (int j = 0; j < p->n; j++) {
@@ -762,8 +862,9 @@ int pfi_expt_jobs_new(const pfi_expt_pop *p, pfi_expt_jobs *j, pfi_err *err)
     return PFI_OK;
 }
 
-int pfi_expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
-                     pfi_expt_jobs *j, pfi_err *err)
+/* pfi_expt_predict, with the memo of a scoring run (NULL: none). */
+static int expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
+                        pfi_expt_jobs *j, score_memo *memo, pfi_err *err)
 {
     if (o->probes < 0 || o->probes > 2)
         return pfi_err_set(err, PFI_EINVAL, "probes must be 0, 1 or 2, got %d", o->probes);
@@ -779,7 +880,7 @@ int pfi_expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
     if (!rc)
         rc = o->probes == 0
                  ? predict_model(p, o->train_seed, pred, draw, j->note, sizeof j->note, err)
-                 : predict_probes(p, o, depth, pred, draw, j->note, sizeof j->note, err);
+                 : predict_probes(p, o, depth, memo, pred, draw, j->note, sizeof j->note, err);
     for (int k = 0; !rc && k < p->n; k++) {
         const pfi_alloc_job *t = &j->truth[k];
         /* a prediction is read inside what was measured: no policy leaves that range; a shape
@@ -796,6 +897,12 @@ int pfi_expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
     }
     free(pred), free(draw), free(depth);
     return rc;
+}
+
+int pfi_expt_predict(const pfi_expt_pop *p, const pfi_expt_opts *o, double cut,
+                     pfi_expt_jobs *j, pfi_err *err)
+{
+    return expt_predict(p, o, cut, j, NULL, err);
 }
 
 /* ------------------------------------------------------------------ the experiment */
@@ -906,10 +1013,10 @@ static int sla_cuts(const pfi_expt_opts *o, const double *cuts, int nc, const in
  * caps going to the result's cuts c0.. */
 static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int nc,
                      const int *policies, int npolicies, double *caps, pfi_expt_result *r,
-                     int c0, pfi_err *err)
+                     int c0, score_memo *memo, pfi_err *err)
 {
     pfi_expt_jobs *jb = &r->jobs;
-    int n = p->n, rc = pfi_expt_predict(p, o, cuts[0], jb, err);
+    int n = p->n, rc = expt_predict(p, o, cuts[0], jb, memo, err);
     if (rc)
         return rc;
     size_t cell0 = (size_t)c0 * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
@@ -923,10 +1030,20 @@ static int one_round(const pfi_expt_pop *p, const pfi_expt_opts *o, const double
         rc = cal && cbuf && relx ? sla_cuts(o, cuts, nc, policies, npolicies, caps, r, c0, cal,
                                             cbuf, relx, err)
                                  : pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    } else
-        rc = relx ? pfi_alloc_experiment(jb->truth, jb->pred, n, cuts, nc, policies, npolicies,
-                                         &o->alloc, r->cells + cell0, caps, err)
+    } else {
+        /* a memo's equal and oracle, once it has them, are this run's (score_memo) */
+        int ref = memo && memo->have_ref;
+        rc = relx ? pfi_alloc_experiment_ref(jb->truth, jb->pred, n, cuts, nc, policies,
+                                             npolicies, &o->alloc, ref ? memo->ref : NULL,
+                                             ref ? memo->ref_caps : NULL, r->cells + cell0,
+                                             caps, err)
                   : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        if (!rc && memo && !ref) {
+            memcpy(memo->ref, r->cells + cell0, sizeof *memo->ref * (size_t)nc * PFI_POLICY_COUNT);
+            memcpy(memo->ref_caps, caps, sizeof *caps * w * (size_t)nc);
+            memo->have_ref = 1;
+        }
+    }
     for (int c = 0; !rc && c < nc; c++) {
         const double *cc = caps + (size_t)c * w;
         size_t row = cell0 + (size_t)c * PFI_POLICY_COUNT;
@@ -1051,6 +1168,10 @@ static int sub_pop(const pfi_expt_pop *p, const unsigned char *out, pfi_expt_pop
 
 /* Every grid setting's mean gap recovered on the jobs with out[j] == 0 (v[s] NAN: not scored;
  * with skip_committees the committees are not scored). */
+static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *cuts,
+                    int ncuts, const int *policies, int npolicies, pfi_expt_result *r,
+                    score_memo *memo, pfi_err *err);
+
 static int score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsigned char *out,
                       const pfi_expt_shape_set *grid, int ngrid, int skip_committees,
                       const double *cuts, int ncuts, double *v, pfi_err *err)
@@ -1058,7 +1179,10 @@ static int score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsig
     for (int s = 0; s < ngrid; s++)
         v[s] = NAN;
     pfi_expt_pop sub;
+    score_memo memo;
     int m, rc = sub_pop(p, out, &sub, &m, err);
+    if (memo_init(&memo, sub.n, ncuts) && !rc)
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
     for (int s = 0; !rc && sub.n >= 2 && s < ngrid; s++) {
         if (skip_committees && grid[s].committee)
@@ -1068,13 +1192,21 @@ static int score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsig
         io.shape_cv = 0, io.nested_cv = 0, io.job_sets = NULL, io.want_caps = 0, io.sla = 0;
         io.auto_depth = 0;
         pfi_expt_result r;
-        if ((rc = pfi_expt_run(&sub, &io, cuts, ncuts, pol, 3, &r, err)))
+        if ((rc = expt_run(&sub, &io, cuts, ncuts, pol, 3, &r, &memo, err)))
             break;
         v[s] = mean_gap(&r);
         pfi_expt_result_free(&r);
     }
+    memo_free(&memo);
     pfi_expt_pop_free(&sub);
     return rc;
+}
+
+int pfi_expt_score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsigned char *out,
+                        const pfi_expt_shape_set *grid, int ngrid, const double *cuts, int ncuts,
+                        double *v, pfi_err *err)
+{
+    return score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, v, err);
 }
 
 /* The rule's pick among the scored grid: top 0 the best setting (ties: the earlier), top > 0
@@ -1342,8 +1474,10 @@ int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const dou
     return PFI_OK;
 }
 
-int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *cuts, int ncuts,
-                 const int *policies, int npolicies, pfi_expt_result *r, pfi_err *err)
+/* pfi_expt_run, with the memo of a scoring run (NULL: none; score_memo). */
+static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *cuts,
+                    int ncuts, const int *policies, int npolicies, pfi_expt_result *r,
+                    score_memo *memo, pfi_err *err)
 {
     memset(r, 0, sizeof *r);
     int rc = pfi_expt_pop_check(p, err);
@@ -1402,7 +1536,8 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int round = 0; !rc && round < rounds; round++) {
         int c0 = rounds > 1 ? round : 0;
-        rc = one_round(p, o, cuts + c0, per_round, policies, npolicies, caps, r, c0, err);
+        rc = one_round(p, o, cuts + c0, per_round, policies, npolicies, caps, r, c0,
+                       rounds > 1 ? NULL : memo, err);
     }
     free(caps);
     r->sets = sets;
@@ -1411,4 +1546,10 @@ int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *c
     if (rc)
         pfi_expt_result_free(r);
     return rc;
+}
+
+int pfi_expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *cuts, int ncuts,
+                 const int *policies, int npolicies, pfi_expt_result *r, pfi_err *err)
+{
+    return expt_run(p, o0, cuts, ncuts, policies, npolicies, r, NULL, err);
 }

@@ -199,6 +199,15 @@ double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg
  * allocator's defaults, no SLA (when one is set: every third job, margin measured). */
 pfi_expt_opts pfi_expt_defaults(int probes);
 
+/* What the cross-validations choose from: v[s], the mean gap recovered over the cuts (equal,
+ * pfi and oracle; NAN: none ran) of grid[s] (o otherwise, without its cross-validation, SLAs
+ * or auto depths) on the population of p's jobs with out[j] == 0, every setting scored as
+ * pfi_expt_run scores it alone.  What the settings share (the equal and oracle allocations,
+ * a committee's members that are also single settings) is computed once. */
+int pfi_expt_score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsigned char *out,
+                        const pfi_expt_shape_set *grid, int ngrid, const double *cuts, int ncuts,
+                        double *v, pfi_err *err);
+
 /* The jobs of one experiment: each as measured (truth) and as pfi sees it (pred); job j is
  * population job j, its id the run's name (made unique). */
 typedef struct pfi_expt_jobs {

@@ -236,7 +236,7 @@ static int same_set(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
     return a->depth == b->depth && a->k == b->k && a->w_draw == b->w_draw &&
            a->tier_gpus == b->tier_gpus && a->committee == b->committee && a->amp == b->amp &&
            a->votes == b->votes && a->scale == b->scale && a->w_p0 == b->w_p0 &&
-           a->hedge == b->hedge;
+           a->hedge == b->hedge && a->shrink == b->shrink;
 }
 
 /* The bagged choice: per depth and tiers the mean of the top scores decides, and the winner is
@@ -245,10 +245,10 @@ static void test_bag_choice(void **state)
 {
     (void)state;
     pfi_expt_shape_set g[] = {
-        {0.40, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0}, {0.40, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0}, {0.40, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0},
-        {0.50, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0},
+        {0.40, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {0.40, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {0.40, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0},
         /* a committee; 7 neighbours: off grid */
-        {0.50, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0}, {0.50, 7, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+        {0.50, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 7, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
     };
     /* depth 0.40 has the best single (0.9) but 0.50's top two average better */
     double v[] = {0.9, 0.1, 0.2, 0.7, 0.75, 0.3, 5.0, 9.0};
@@ -267,8 +267,8 @@ static void test_bag_choice(void **state)
     /* the amplitude exponent is part of the key: the same depth and tiers at amp 1 is a pair
      * of its own, and its committee keeps amp 1 */
     pfi_expt_shape_set ga[] = {
-        {0.50, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0},
-        {0.50, 4, 0, 1, 0, 0, 1, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 1, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 1, 0, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0.50, 4, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0}, {0.50, 5, 3, 1, 0, 0, 1, 0, 0, 0, 0, 0}, {0.50, 8, 5, 1, 0, 0, 1, 0, 0, 0, 0, 0},
     };
     double va[] = {0.9, 0.1, 0.2, 0.6, 0.6, 0.3};
     assert_int_equal(pfi_expt_bag_choice(ga, va, 6, 2, &best), 1); /* 0.6 > (0.9 + 0.2) / 2 */
@@ -325,7 +325,8 @@ static void test_bag_choice(void **state)
  * the 136 with near votes at amplitude 0, 1, 0.5, in that order.  Then the baseline draw share
  * at weight 1 (408): the same 136 with near votes, in slowdown, at amplitude 0, 1, 0.5.  Last
  * the hedged walk (136): the same 136 with near votes, hedged (amplitude 0, slowdown as
- * written, unused).  Last the stacked walk (136): the same again, stacked. */
+ * written, unused).  Then the stacked walk (136): the same again, stacked.  Last the shrunk
+ * walk (136): the near-votes slowdown settings at amplitude 0, shrunk. */
 static void test_shape_grid(void **state)
 {
     (void)state;
@@ -334,7 +335,7 @@ static void test_shape_grid(void **state)
     assert_int_equal(ng, PFI_EXPT_GRID_SIZE);
     int h = 136, slow = 6 * h, v = slow / 2, share = slow + 3 * h, hedged = share + 3 * h;
     int committees = 0;
-    assert_int_equal(ng, hedged + 2 * h);
+    assert_int_equal(ng, hedged + 3 * h);
     for (int i = 0; i < v; i++) {
         assert_true(g[i].votes == PFI_PROBE_VOTES_EQUAL && g[v + i].votes == PFI_PROBE_VOTES_NEAR);
         pfi_expt_shape_set x = g[v + i];
@@ -370,9 +371,14 @@ static void test_shape_grid(void **state)
         assert_true(x.hedge == 2);
         x.hedge = 1;
         assert_true(same_set(&x, &g[hedged + i]) && x.members == g[hedged + i].members);
+        /* the shrink: the near-votes slowdown setting at amplitude 0, shrunk */
+        x = g[hedged + 2 * h + i];
+        assert_true(x.shrink == 1);
+        x.shrink = 0;
+        assert_true(same_set(&x, &g[v + i]) && x.members == g[v + i].members);
     }
-    for (int i = 0; i < hedged; i++)
-        assert_true(g[i].hedge == 0);
+    for (int i = 0; i < hedged + 2 * h; i++)
+        assert_true(g[i].shrink == 0 && (i >= hedged || g[i].hedge == 0));
     for (int i = 0; i < share; i++)
         assert_true(g[i].w_p0 == 0 && (i >= slow || g[i].scale == PFI_PROBE_SCALE_SLOWDOWN));
     assert_int_equal(committees, 8); /* 4 depths x 2 tiers x (16 singles + the committee) */
@@ -470,7 +476,7 @@ static void test_shape_cross_validated(void **state)
         int comm = v & 1, hedge = v >> 1;
         o = pfi_expt_defaults(1);
         o.shape = (pfi_expt_shape_set){
-            0.4, 3, 0, 0, comm, 0, 0, hedge ? PFI_PROBE_VOTES_NEAR : 0, 0, 0, hedge};
+            0.4, 3, 0, 0, comm, 0, 0, hedge ? PFI_PROBE_VOTES_NEAR : 0, 0, 0, hedge, 0};
         assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
         assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
         assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
@@ -523,7 +529,7 @@ static void test_nested_cv(void **state)
     o.cv_seed = 3;
     static pfi_expt_shape_set grid[PFI_EXPT_GRID_SIZE];
     int ng = small_grid(grid), changed = 0;
-    assert_int_equal(ng, 14 * 2 * 5);
+    assert_int_equal(ng, 15 * 2 * 5);
     o.grid = grid, o.ngrid = ng;
     pfi_expt_result a, b;
     assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
@@ -1138,8 +1144,8 @@ static void test_experiment_ref(void **state)
  * setting the score pfi_expt_run gives it alone, bit for bit, in an order that makes the
  * shared work change hands: a committee then two of its members, a member at another depth,
  * then with other votes, another amplitude, back to the first (its members computed anew), the
- * stack, a member stacked then hedged, a member off the grid; with the library of other jobs
- * and of other groups. */
+ * member shrunk, the stack, a member stacked then hedged, a member off the grid; with the
+ * library of other jobs and of other groups. */
 static void test_score_grid_alone(void **state)
 {
     (void)state;
@@ -1151,8 +1157,8 @@ static void test_score_grid_alone(void **state)
     pfi_err e = {0};
     assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
     const pfi_expt_shape_set A = {0.5, 0, 0, 1, 1, 0, 0, PFI_PROBE_VOTES_NEAR,
-                                  PFI_PROBE_SCALE_SLOWDOWN, 0, 0};
-    enum { NG = 12 };
+                                  PFI_PROBE_SCALE_SLOWDOWN, 0, 0, 0};
+    enum { NG = 13 };
     pfi_expt_shape_set g[NG];
     for (int i = 0; i < NG; i++)
         g[i] = A;
@@ -1163,10 +1169,11 @@ static void test_score_grid_alone(void **state)
     g[5].amp = 1;
     g[6] = g[1], g[6].amp = 1;
     g[7] = g[1];
-    g[8].hedge = 2;
-    g[9] = g[2], g[9].hedge = 2;
-    g[10] = g[2], g[10].hedge = 1;
-    g[11].committee = 0, g[11].k = 3, g[11].w_draw = 1; /* 3 neighbours: off the grid */
+    g[8] = g[1], g[8].shrink = 1;
+    g[9].hedge = 2;
+    g[10] = g[2], g[10].hedge = 2;
+    g[11] = g[2], g[11].hedge = 1;
+    g[12].committee = 0, g[12].k = 3, g[12].w_draw = 1; /* 3 neighbours: off the grid */
     double cuts[2] = {0.2, 0.3};
     int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
     unsigned char out[8] = {1, 1, 0, 0, 0, 0, 0, 0}; /* group 0 left out */
@@ -1193,7 +1200,8 @@ static void test_score_grid_alone(void **state)
         }
         /* the settings that share work do score differently here, so a share mistaken shows */
         assert_true(alone[1] != alone[3] && alone[3] != alone[4] && alone[1] != alone[6]);
-        assert_true(alone[0] != alone[5] && alone[2] != alone[9] && alone[9] != alone[10]);
+        assert_true(alone[0] != alone[5] && alone[7] != alone[8] && alone[2] != alone[10]);
+        assert_true(alone[10] != alone[11]);
     }
     pfi_expt_pop_free(&sub);
     pfi_expt_pop_free(&p);

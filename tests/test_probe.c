@@ -149,7 +149,7 @@ static void test_shape_neighbours(void **state)
     }
     knee_curve(&job, 240, 200, 0.004);
     pfi_probe_obs o = obs_of(&job, 2); /* probe at 150 W: 0.8 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, use, N, &so, &out, &e), PFI_OK);
     assert_true(out.n >= 2 && out.min_cap_w == 100 && out.max_cap_w == 300);
@@ -211,7 +211,7 @@ static void test_shape_draw_weight(void **state)
     }
     pfi_curve job = ref[5];
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.8, drawing 120 W */
-    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0};
+    pfi_probe_shape_opts so = {4, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0};
     pfi_err e = {0};
     /* a tie in slowdown: without the draw, the first four (the wrong slope) */
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
@@ -260,7 +260,7 @@ static void test_shape_rescaled(void **state)
         knee_curve(&ref[i], 280, 200, 0.003 + 0.001 * i);
     knee_curve(&job, 280, 200, 0.002);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 150) - 0.90) < 1e-3);
@@ -280,7 +280,7 @@ static void test_shape_rescaled(void **state)
     assert_true(fabs(rel_at(&out, 125) - (0.90 - 25 * 0.004 * sqrt(0.5))) < 1e-3);
     assert_true(fabs(rel_at(&out, 175) - (0.90 + 25 * 0.004 * sqrt(0.5))) < 1e-3);
     /* a committee passes amp to every member (both take all three references here) */
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1, 0, 0, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0}, {4, PFI_PROBE_SPACE_MAXCAP, 1, 0, 0, 0, 0}};
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 125) - 0.85) < 1e-3);
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 0, &out, &e), PFI_OK);
@@ -321,7 +321,7 @@ static void test_shape_near_votes(void **state)
         knee_curve(&ref[i], 280, 200, slope[i]);
     knee_curve(&job, 280, 200, 0.002);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_EQUAL, 0, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_EQUAL, 0, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &plain, &e), PFI_OK);
     assert_true(fabs(rel_at(&plain, 125) - 0.80) < 1e-3);
@@ -379,7 +379,7 @@ static void test_shape_time_walk(void **state)
         knee_curve(&ref[i], 280, 200, 0.004);
     knee_curve(&job, 280, 200, 0.003);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.85 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_rescaled(&o, ref, NULL, N, &so, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 150) - 0.85) < 1e-3);
@@ -395,8 +395,8 @@ static void test_shape_time_walk(void **state)
     assert_true(fabs(rel_at(&plain, 125) - 0.775) < 1e-3);
     assert_true(fabs(rel_at(&plain, 175) - 0.925) < 1e-3);
     /* a committee passes the scale to its members */
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0},
-                                   {3, PFI_PROBE_SPACE_MAXCAP, 1, 0, PFI_PROBE_SCALE_TIME, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0, 0},
+                                   {3, PFI_PROBE_SPACE_MAXCAP, 1, 0, PFI_PROBE_SCALE_TIME, 0, 0}};
     assert_int_equal(pfi_probe_shape_mean(&o, ref, NULL, N, mem, 2, 1, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 125) - 119.0 / 155) < 1e-3);
 }
@@ -416,7 +416,7 @@ static void test_shape_p0_share(void **state)
         knee_curve(&ref[i], i < 3 ? 280 : 200, 200, i < 3 ? 0.003 : 0.0025);
     knee_curve(&job, 280, 200, 0.002);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.90 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &so, &out, &e), PFI_OK);
     assert_true(fabs(rel_at(&out, 125) - 0.8375) < 1e-3);
@@ -443,7 +443,7 @@ static void test_shape_mean(void **state)
     pfi_curve job;
     knee_curve(&job, 250, 210, 0.004);
     pfi_probe_obs o = obs_of(&job, 2);
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0}, {8, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0}};
     pfi_err e = {0};
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[0], &a, &e), PFI_OK);
     assert_int_equal(pfi_probe_shape_curve(&o, ref, NULL, N, &mem[1], &b, &e), PFI_OK);
@@ -489,7 +489,7 @@ static void test_shape_hedged(void **state)
         knee_curve(&ref[i], 280, 200, 0.004);
     knee_curve(&job, 280, 200, 0.003);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W: 0.85 */
-    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0};
+    pfi_probe_shape_opts so = {3, PFI_PROBE_SPACE_MAXCAP, 0, 0, PFI_PROBE_SCALE_TIME, 0, 0};
     static double iso[N * PFI_CURVE_MAX_PTS];
     pfi_probe_refs_iso(ref, N, iso);
     pfi_err e = {0};
@@ -522,9 +522,9 @@ static void test_shape_hedged(void **state)
     /* a committee: bit for bit the readings' committees (pfi_probe_shape_mean_iso), summed in
      * reading order and divided by six, as the hedge was first computed (one neighbour search
      * per member now serves the six readings) */
-    pfi_probe_shape_opts mem[3] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0},
-                                   {2, PFI_PROBE_SPACE_MAXCAP, 1, PFI_PROBE_VOTES_NEAR, 0, 0},
-                                   {3, PFI_PROBE_SPACE_MAXCAP, 3, 0, 0, 0}};
+    pfi_probe_shape_opts mem[3] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0, 0},
+                                   {2, PFI_PROBE_SPACE_MAXCAP, 1, PFI_PROBE_VOTES_NEAR, 0, 0, 0},
+                                   {3, PFI_PROBE_SPACE_MAXCAP, 3, 0, 0, 0, 0}};
     for (int i = 0; i < N; i++) /* neighbours that differ, in levels with many bits */
         for (int l = 0; l < 5; l++)
             ref[i].rel[l] -= 0.0123 * (i + 1) / 7.0 * (5 - l) / 3.0;
@@ -565,7 +565,7 @@ static void test_shape_stacked(void **state)
     unsigned char use[N] = {1, 1, 1, 1, 1, 0}; /* the last is no neighbour */
     knee_curve(&job, 280, 200, 0.0042);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W */
-    pfi_probe_shape_opts so = {5, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0};
+    pfi_probe_shape_opts so = {5, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0, 0};
     static double iso[N * PFI_CURVE_MAX_PTS];
     pfi_probe_refs_iso(ref, N, iso);
     pfi_err e = {0};
@@ -635,7 +635,7 @@ static void test_stack_weights_by_reference(void **state)
     unsigned char use[N] = {1, 1, 1, 1, 1, 0};
     knee_curve(&job, 280, 210, 0.0042);
     pfi_probe_obs o = obs_of(&job, 2); /* 150 W */
-    pfi_probe_shape_opts so = {K, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0};
+    pfi_probe_shape_opts so = {K, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0, 0};
     static double iso[N * PFI_CURVE_MAX_PTS];
     pfi_probe_refs_iso(ref, N, iso);
     pfi_err e = {0};
@@ -750,8 +750,8 @@ static void test_member_units(void **state)
         knee_curve(&ref[i], 250, 200 + 5 * i, 0.002 + 0.001 * i);
     knee_curve(&job, 250, 210, 0.004);
     pfi_probe_obs o = obs_of(&job, 2);
-    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0},
-                                   {8, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0}};
+    pfi_probe_shape_opts mem[2] = {{3, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0},
+                                   {8, PFI_PROBE_SPACE_MAXCAP, 0, 0, 0, 0, 0}};
     static double iso[N * G], units[2 * U];
     pfi_probe_refs_iso(ref, N, iso);
     pfi_err e = {0};
@@ -808,6 +808,61 @@ static void test_member_units(void **state)
     assert_true(differ); /* the weights are not all alike: the stack is not the hedge */
 }
 
+/* The shrunk walk, by hand: at every grid cap (1 - l) x the walk + l x (the probe + the mean
+ * step of the neighbours' tier from the probe's cap to that cap), l = dn / (dn + dt) of the k
+ * neighbours' mean distance to the probe and their tier's (a lower tier not read); neighbours
+ * at the probe's own slowdown (dn = 0) leave the walk as it is. */
+static void test_shape_shrink(void **state)
+{
+    (void)state;
+    enum { N = 8, K = 3, G = PFI_CURVE_MAX_PTS };
+    assert_true(pfi_probe_shrink_weight(0, 0) == 0);
+    assert_true(fabs(pfi_probe_shrink_weight(1, 1) - 0.5) < 1e-15);
+    assert_true(fabs(pfi_probe_shrink_weight(1, 3) - 0.25) < 1e-15);
+    pfi_curve ref[N], job, walk, out;
+    for (int i = 0; i < N; i++)
+        knee_curve(&ref[i], 250, 200 + 5 * i, 0.001 + 0.0005 * i);
+    knee_curve(&job, 250, 210, 0.004);
+    pfi_probe_obs o = obs_of(&job, 2); /* 150 W */
+    unsigned char use[N];
+    for (int i = 0; i < N; i++)
+        use[i] = i < 5 ? 2 : 1; /* references 5-7 a lower tier: never read here */
+    pfi_probe_shape_opts so = {K, PFI_PROBE_SPACE_MAXCAP, 0, PFI_PROBE_VOTES_NEAR, 0, 0, 0};
+    pfi_err e = {0};
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, use, N, &so, 0, &walk, &e), PFI_OK);
+    so.shrink = 1;
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, use, N, &so, 0, &out, &e), PFI_OK);
+    double sp = 1 - o.rel, d[5], dt = 0, dn = 0;
+    for (int i = 0; i < 5; i++)
+        dt += (d[i] = fabs(1 - rel_at(&ref[i], 150) - sp)) / 5;
+    for (int q = 0; q < K; q++) { /* the K nearest of the tier */
+        int best = -1;
+        for (int i = 0; i < 5; i++)
+            if (d[i] >= 0 && (best < 0 || d[i] < d[best]))
+                best = i;
+        dn += d[best] / K, d[best] = -1;
+    }
+    double l = dn / (dn + dt);
+    assert_true(l > 0.05 && l < 0.95);
+    int differ = 0;
+    for (int g = 0; g < G; g++) {
+        double cap = out.cap_w[g], step = 0;
+        for (int i = 0; i < 5; i++)
+            step += ((1 - rel_at(&ref[i], cap)) - (1 - rel_at(&ref[i], 150))) / 5;
+        double want = (1 - l) * (1 - walk.rel_mono[g]) + l * (sp + step);
+        assert_true(fabs((1 - out.rel_mono[g]) - want) < 1e-9);
+        differ |= fabs(out.rel_mono[g] - walk.rel_mono[g]) > 1e-3;
+    }
+    assert_true(differ);
+    for (int i = 0; i < K; i++) /* neighbours at the probe's own slowdown: nothing to shrink */
+        knee_curve(&ref[i], 250, 210, 0.004);
+    so.shrink = 0;
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, use, N, &so, 0, &walk, &e), PFI_OK);
+    so.shrink = 1;
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, use, N, &so, 0, &out, &e), PFI_OK);
+    assert_memory_equal(out.rel_mono, walk.rel_mono, sizeof walk.rel_mono);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -828,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_shape_mean),
         cmocka_unit_test(test_shape_hedged),
         cmocka_unit_test(test_member_units),
+        cmocka_unit_test(test_shape_shrink),
         cmocka_unit_test(test_shape_stacked),
         cmocka_unit_test(test_stack_weights_by_reference),
         cmocka_unit_test(test_shape_below_neighbours),

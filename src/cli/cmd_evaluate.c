@@ -29,7 +29,7 @@ typedef struct ev_args {
     const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
     int public_data, probes, as_json, seed, per_job;
     int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds, cost, votes;
-    int time_walk, hedge;
+    int time_walk, hedge, shrink;
     double step, w_draw, amp, w_p0;
     pfi_strlist set;
 } ev_args;
@@ -65,6 +65,10 @@ static const ev_key ev_keys[] = {
      "slowdown and in extra time; amplitude and time-walk then unused); 2 weights the six, job "
      "by job, by how well each predicts the job's neighbours from the other neighbours (the "
      "stacked walk); 0 (default): one"},
+    {"shrink", "0|1", 1, 0, 1, offsetof(ev_args, shrink),
+     "1 draws the walk toward the typical shape of its neighbours' tier (same GPU model, or "
+     "model and kind) by how far the neighbours are from the probe against how far that tier "
+     "is; 0 (default): not"},
     {"tier-gpus", "0|1", 1, 0, 1, offsetof(ev_args, tier),
      "1 takes references of the same GPU model and single/multi-GPU kind first"},
     {"committee", "0|1", 1, 0, 1, offsetof(ev_args, comm),
@@ -173,6 +177,7 @@ static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *nc
     eo->shape.scale = a->time_walk ? PFI_PROBE_SCALE_TIME : PFI_PROBE_SCALE_SLOWDOWN;
     eo->shape.w_p0 = a->w_p0;
     eo->shape.hedge = a->hedge;
+    eo->shape.shrink = a->shrink;
     if (a->tier >= 0)
         eo->shape.tier_gpus = a->tier;
     if (a->comm >= 0)
@@ -349,10 +354,11 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
         }
         json_t *amps = json_array(), *depths = json_array(), *votes = json_array();
         json_t *times = json_array(), *p0w = json_array(), *hedges = json_array();
+        json_t *shrinks = json_array();
         for (int s = 0; s < ns->nseeds; s++) {
             json_t *r = json_array(), *am = json_array(), *dp = json_array(),
                    *vo = json_array(), *tw = json_array(), *pw = json_array(),
-                   *hg = json_array();
+                   *hg = json_array(), *sh = json_array();
             for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++) {
                 json_array_append_new(r, json_integer(ns->rule[m][s][f]));
                 json_array_append_new(am, pfi_json_num(ns->set[m][s][f].amp));
@@ -361,6 +367,7 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
                 json_array_append_new(tw, json_integer(ns->set[m][s][f].scale));
                 json_array_append_new(pw, pfi_json_num(ns->set[m][s][f].w_p0));
                 json_array_append_new(hg, json_integer(ns->set[m][s][f].hedge));
+                json_array_append_new(sh, json_integer(ns->set[m][s][f].shrink));
             }
             json_array_append_new(rules, r);
             json_array_append_new(amps, am);
@@ -369,16 +376,18 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
             json_array_append_new(times, tw);
             json_array_append_new(p0w, pw);
             json_array_append_new(hedges, hg);
+            json_array_append_new(shrinks, sh);
         }
         json_object_set_new(doc, mode[m],
-                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cuts", arr,
+                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cuts", arr,
                                       "rule_top_per_seed_and_fold", rules,
                                       "amplitude_per_seed_and_fold", amps,
                                       "depth_per_seed_and_fold", depths,
                                       "near_votes_per_seed_and_fold", votes,
                                       "time_walk_per_seed_and_fold", times,
                                       "p0_weight_per_seed_and_fold", p0w,
-                                      "hedge_per_seed_and_fold", hedges));
+                                      "hedge_per_seed_and_fold", hedges,
+                                      "shrink_per_seed_and_fold", shrinks));
     }
     free(ns);
     if (a->as_json)

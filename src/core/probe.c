@@ -463,6 +463,62 @@ static int nbhood_find(const pfi_probe_obs *o, const pfi_curve *refs, const doub
     return PFI_OK;
 }
 
+double pfi_probe_shrink_weight(double dn, double dt)
+{
+    return dn + dt > 0 ? dn / (dn + dt) : 0.0;
+}
+
+/* The shrink of shape_walk (pfi_probe_shape_opts.shrink): at each known grid cap the walk's
+ * value is moved toward the probe plus the tier's mean step from the probe's cap to that cap
+ * (the references of the nearest neighbour's tier measured at both; at least SHAPE_MIN_COVER of
+ * them, else the cap keeps the walk's), by pfi_probe_shrink_weight of the neighbours' mean
+ * distance and the tier's. */
+static void shrink_walk(const pfi_curve *refs, const double *iso, const unsigned char *use,
+                        int nref, const nbhood *nh, int space, int time, double norm, double xp,
+                        double wp, const double *cap, int g, double *s, const int *known)
+{
+    int tier = use ? use[nh->nb[0]] : 1, nt = 0;
+    int *idx = malloc(sizeof *idx * (size_t)(nref > 0 ? nref : 1));
+    double *s0 = malloc(sizeof *s0 * (size_t)(nref > 0 ? nref : 1));
+    if (!idx || !s0) { /* out of memory: the walk as it is */
+        free(idx), free(s0);
+        return;
+    }
+    double dn = 0, dt = 0;
+    for (int a = 0; a < nh->m; a++)
+        dn += nh->dist[nh->nb[a]];
+    dn /= nh->m;
+    /* the tier: every reference find_neighbours measured at the probe's cap, of that tier */
+    for (int i = 0; i < nref; i++) {
+        const pfi_curve *c = &refs[i];
+        if ((use && use[i] != tier) || c->n < 2 || c->n > PFI_CURVE_MAX_PTS || !(c->p0_w > 0))
+            continue;
+        double v = ref_s_at(c, iso + (size_t)i * PFI_CURVE_MAX_PTS, xp, space);
+        if (!isfinite(v))
+            continue;
+        dt += nh->dist[i];
+        s0[nt] = walk_scale(v, time), idx[nt++] = i;
+    }
+    double lam = nt > 0 ? pfi_probe_shrink_weight(dn, dt / nt) : 0;
+    for (int k = 0; lam > 0 && k < g; k++) {
+        if (!known[k])
+            continue;
+        double sum = 0;
+        int q = 0;
+        for (int t = 0; t < nt; t++) {
+            int i = idx[t];
+            double s1 = walk_scale(
+                ref_s_at(&refs[i], iso + (size_t)i * PFI_CURVE_MAX_PTS, cap[k] / norm, space),
+                time);
+            if (isfinite(s1))
+                sum += s1 - s0[t], q++;
+        }
+        if (q >= SHAPE_MIN_COVER)
+            s[k] = (1 - lam) * s[k] + lam * (wp + sum / q);
+    }
+    free(idx), free(s0);
+}
+
 /* pfi_probe_shape_rescaled on the references' monotone levels iso_in (pfi_probe_refs_iso's;
  * NULL: made here, for the references used). */
 static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const double *iso_in,
@@ -492,6 +548,9 @@ static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const doubl
     int known[G];
     neighbour_walk(refs, iso, nb, fac, near ? wt : NULL, m, space, time, norm, xp, wp,
                    out->cap_w, G, s, known);
+    if (so && so->shrink && m > 0)
+        shrink_walk(refs, iso, use, nref, &nh, space, time, norm, xp, wp, out->cap_w, G, s,
+                    known);
     shape_finish(o, out->cap_w, known, wp, time, s, out->rel, out->rel_mono);
     out->n = G;
     nbhood_free(&nh);

@@ -86,7 +86,20 @@ typedef struct pfi_probe_shape_opts {
      * hard it presses on the limit; two jobs alike at the probe's cap but from different knees
      * have different slopes around it */
     double w_p0;
+    /* 1: the walk (amplitude 0 or not, in its scale) is drawn toward the typical shape of the
+     * references of the neighbours' tier by how far the neighbours are from the probe against
+     * how far that tier is (pfi_probe_shrink_weight): where no reference is much like the job
+     * (a model the library has never seen), the hardware's shape says more than a few other
+     * models'; 0: the walk alone.  Single walks only: the hedged and stacked readings do not
+     * read it. */
+    int shrink;
 } pfi_probe_shape_opts;
+
+/* The shrunk walk's weight on the tier's typical shape: dn / (dn + dt), dn the mean distance of
+ * the chosen neighbours to the probe, dt that of every reference of their tier (the nearest's)
+ * measured at the probe's cap; 0 when both are 0.  Neighbours no nearer than their tier on
+ * average get 1/2; neighbours much nearer, little. */
+double pfi_probe_shrink_weight(double dn, double dt);
 
 enum { PFI_PROBE_VOTES_EQUAL = 0, PFI_PROBE_VOTES_NEAR = 1 };
 enum { PFI_PROBE_SCALE_SLOWDOWN = 0, PFI_PROBE_SCALE_TIME = 1 };

@@ -101,7 +101,7 @@ static int shape_curve(const srv_node *n, const srv_job *j, double P, double lo,
                        .min_cap_w = lo, .max_cap_w = hi, .n_gpus = j->n_gpus,
                        .cap_w = j->probe.cap_w, .draw_w = P, .rel = 1 - j->probe.s};
     pfi_probe_shape_opts so = {st->k,     PFI_PROBE_SPACE_MAXCAP, st->w_draw,
-                               st->votes, st->scale,             st->w_p0};
+                               st->votes, st->scale,             st->w_p0, 0};
     int rc = pfi_probe_shape_curve(&o, lib->curve, use, lib->n, &so, out, err);
     free(use);
     return rc;

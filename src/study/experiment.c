@@ -24,7 +24,7 @@
  * chosen on the very curves it is scored on (docs/allocation.md gives the cross-validated
  * figure next to it). */
 const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI_PROBE_VOTES_EQUAL,
-                                                   PFI_PROBE_SCALE_SLOWDOWN, 0, 0};
+                                                   PFI_PROBE_SCALE_SLOWDOWN, 0, 0, 0};
 
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
@@ -44,7 +44,7 @@ static const int grid_votes[] = {PFI_PROBE_VOTES_EQUAL, PFI_PROBE_VOTES_NEAR};
  * at one amplitude, votes, scale, draw share weight and hedge, from out[m] on (none written at
  * or past max); the new m. */
 static int grid_block(pfi_expt_shape_set *out, int max, int m, double amp, int votes, int scale,
-                      double w_p0, int hedge)
+                      double w_p0, int hedge, int shrink)
 {
     static const double depths[] = {0.35, 0.40, 0.45, 0.50};
     for (int t = 0; t < 2; t++)
@@ -52,14 +52,14 @@ static int grid_block(pfi_expt_shape_set *out, int max, int m, double amp, int v
             if (m < max)
                 out[m] = (pfi_expt_shape_set){depths[a], 0,     0,     t,    1,
                                               0,         amp,   votes, scale, w_p0,
-                                              hedge};
+                                              hedge,     shrink};
             m++;
             for (int b = 0; b < NK; b++)
                 for (int c = 0; c < NWD; c++) {
                     if (m < max)
                         out[m] = (pfi_expt_shape_set){depths[a], grid_k[b], grid_wd[c], t, 0, 0,
                                                       amp,       votes,     scale,      w_p0,
-                                                      hedge};
+                                                      hedge,     shrink};
                     m++;
                 }
         }
@@ -72,24 +72,27 @@ int pfi_expt_shape_grid(pfi_expt_shape_set *out, int max)
     for (int w = 0; w < NVOTES; w++)
         for (int u = 0; u < NAMP; u++)
             m = grid_block(out, max, m, grid_amp[u], grid_votes[w], PFI_PROBE_SCALE_SLOWDOWN, 0,
-                           0);
+                           0, 0);
     /* the walk in extra time, after every setting in slowdown (a tie keeps those), with near
      * votes only: the nested folds took them almost always, and crossing both votes would
      * double the run's time */
     for (int u = 0; u < NAMP; u++)
         m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_TIME, 0,
-                       0);
+                       0, 0);
     /* the baseline draw share in the neighbour distance, weight 1 (a share of the limit weighs
      * as the same share of throughput), in slowdown with near votes, after all the above */
     for (int u = 0; u < NAMP; u++)
         m = grid_block(out, max, m, grid_amp[u], PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN,
-                       1.0, 0);
+                       1.0, 0, 0);
     /* the hedged walk, the mean of the six readings (amplitude x scale) that the blocks above
      * offer one at a time, with near votes, after all the above */
-    m = grid_block(out, max, m, 0, PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN, 0, 1);
+    m = grid_block(out, max, m, 0, PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN, 0, 1, 0);
     /* the stacked walk, the six readings weighted job by job by how each predicts the job's
      * neighbours from the other neighbours, with near votes, after all the above */
-    m = grid_block(out, max, m, 0, PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN, 0, 2);
+    m = grid_block(out, max, m, 0, PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN, 0, 2, 0);
+    /* the walk shrunk toward its tier's typical shape by how far its neighbours are, in
+     * slowdown at amplitude 0 with near votes, after all the above */
+    m = grid_block(out, max, m, 0, PFI_PROBE_VOTES_NEAR, PFI_PROBE_SCALE_SLOWDOWN, 0, 0, 1);
     return m;
 }
 
@@ -266,7 +269,7 @@ static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
 {
     if (!st->committee) {
         so[0] = (pfi_probe_shape_opts){st->k,     PFI_PROBE_SPACE_MAXCAP, st->w_draw,
-                                       st->votes, st->scale,             st->w_p0};
+                                       st->votes, st->scale,             st->w_p0, st->shrink};
         return 1;
     }
     int m = 0;
@@ -274,7 +277,7 @@ static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
         for (int b = 0; b < NWD; b++)
             if (!st->members || (st->members >> (a * NWD + b) & 1u))
                 so[m++] = (pfi_probe_shape_opts){grid_k[a], PFI_PROBE_SPACE_MAXCAP, grid_wd[b],
-                                                 st->votes, st->scale, st->w_p0};
+                                                 st->votes, st->scale, st->w_p0, st->shrink};
     return m;
 }
 
@@ -317,7 +320,7 @@ static int same_key(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
 {
     return a->depth == b->depth && a->tier_gpus == b->tier_gpus && a->amp == b->amp &&
            a->votes == b->votes && a->scale == b->scale && a->w_p0 == b->w_p0 &&
-           a->hedge == b->hedge;
+           a->hedge == b->hedge && a->shrink == b->shrink;
 }
 
 /* The committee bit of a member's neighbours and draw weight; -1 off the grid. */
@@ -1106,7 +1109,7 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
             first = !(grid[q].depth == a->depth && grid[q].tier_gpus == a->tier_gpus &&
                       grid[q].amp == a->amp && grid[q].votes == a->votes &&
                       grid[q].scale == a->scale && grid[q].w_p0 == a->w_p0 &&
-                      grid[q].hedge == a->hedge && !grid[q].committee && isfinite(v[q]) &&
+                      grid[q].hedge == a->hedge && grid[q].shrink == a->shrink && !grid[q].committee && isfinite(v[q]) &&
                       member_bit(&grid[q]) >= 0);
         if (a->committee || !isfinite(v[s]) || member_bit(a) < 0 || !first)
             continue;
@@ -1121,7 +1124,7 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
                 int bit = member_bit(b);
                 if (b->committee || b->depth != a->depth || b->tier_gpus != a->tier_gpus ||
                     b->amp != a->amp || b->votes != a->votes || b->scale != a->scale ||
-                    b->w_p0 != a->w_p0 || b->hedge != a->hedge ||
+                    b->w_p0 != a->w_p0 || b->hedge != a->hedge || b->shrink != a->shrink ||
                     !isfinite(v[q]) || bit < 0 ||
                     (mask >> bit & 1u))
                     continue;
@@ -1137,7 +1140,7 @@ int pfi_expt_bag_choice(const pfi_expt_shape_set *grid, const double *v, int ngr
             topmean = sum / m;
             *best = (pfi_expt_shape_set){a->depth, 0,        0,        a->tier_gpus, 1,
                                          mask,     a->amp,   a->votes, a->scale,     a->w_p0,
-                                         a->hedge};
+                                         a->hedge, a->shrink};
             found = 1;
         }
     }

@@ -354,11 +354,10 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
         }
         json_t *amps = json_array(), *depths = json_array(), *votes = json_array();
         json_t *times = json_array(), *p0w = json_array(), *hedges = json_array();
-        json_t *shrinks = json_array();
         for (int s = 0; s < ns->nseeds; s++) {
             json_t *r = json_array(), *am = json_array(), *dp = json_array(),
                    *vo = json_array(), *tw = json_array(), *pw = json_array(),
-                   *hg = json_array(), *sh = json_array();
+                   *hg = json_array();
             for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++) {
                 json_array_append_new(r, json_integer(ns->rule[m][s][f]));
                 json_array_append_new(am, pfi_json_num(ns->set[m][s][f].amp));
@@ -367,7 +366,6 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
                 json_array_append_new(tw, json_integer(ns->set[m][s][f].scale));
                 json_array_append_new(pw, pfi_json_num(ns->set[m][s][f].w_p0));
                 json_array_append_new(hg, json_integer(ns->set[m][s][f].hedge));
-                json_array_append_new(sh, json_integer(ns->set[m][s][f].shrink));
             }
             json_array_append_new(rules, r);
             json_array_append_new(amps, am);
@@ -376,18 +374,16 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
             json_array_append_new(times, tw);
             json_array_append_new(p0w, pw);
             json_array_append_new(hedges, hg);
-            json_array_append_new(shrinks, sh);
         }
         json_object_set_new(doc, mode[m],
-                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cuts", arr,
+                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "cuts", arr,
                                       "rule_top_per_seed_and_fold", rules,
                                       "amplitude_per_seed_and_fold", amps,
                                       "depth_per_seed_and_fold", depths,
                                       "near_votes_per_seed_and_fold", votes,
                                       "time_walk_per_seed_and_fold", times,
                                       "p0_weight_per_seed_and_fold", p0w,
-                                      "hedge_per_seed_and_fold", hedges,
-                                      "shrink_per_seed_and_fold", shrinks));
+                                      "hedge_per_seed_and_fold", hedges));
     }
     free(ns);
     if (a->as_json)

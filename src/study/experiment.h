@@ -87,7 +87,7 @@ typedef struct pfi_expt_shape_set {
                         reading amp, scale */
     int shrink;      /* 1: each member's walk drawn toward its tier's typical shape by how far
                         its neighbours are (pfi_probe_shape_opts.shrink; single walks, hedge
-                        0); 0: not */
+                        0; not in the grid); 0: not */
 } pfi_expt_shape_set;
 
 /* The setting chosen on the public sweeps (in sample: the grid's best mean gap recovered at
@@ -101,10 +101,9 @@ typedef struct pfi_expt_shape_set {
  * neighbour distance (weight 1), amplitude 0, 1, 0.5 x the same 136; then, with near votes, the
  * hedged walk (the mean of the six readings amplitude x scale) x the same 136; then, with near
  * votes, the stacked walk (the six weighted by how each predicts the job's neighbours) x the
- * same 136; then, with near votes in slowdown at amplitude 0, the walk shrunk toward its tier's
- * typical shape (pfi_probe_shape_opts.shrink) x the same 136).
+ * same 136).
  * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
-#define PFI_EXPT_GRID_SIZE 2040
+#define PFI_EXPT_GRID_SIZE 1904
 extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_CV_TOP 6
 /* The nested cross-validation's folds and rules (pfi_expt_nested_run, below). */

@@ -450,7 +450,8 @@ int pfi_sim_node_new(const pfi_node_config *cfg_in, pfi_sim_node **out, pfi_err 
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     /* The configuration is copied whole; what follows it up to the GPUs' histories cleared. */
     n->cfg = *cfg_in;
-    memset(n->eff, 0, offsetof(pfi_sim_node, hist) - offsetof(pfi_sim_node, eff));
+    memset((char *)n + offsetof(pfi_sim_node, eff), 0,
+           offsetof(pfi_sim_node, hist) - offsetof(pfi_sim_node, eff));
     int rc = pfi_sim_config_check(&n->cfg, err);
     if (rc != PFI_OK) {
         free(n);

@@ -1139,8 +1139,9 @@ static void test_experiment_ref(void **state)
  * setting the score pfi_expt_run gives it alone, bit for bit, in an order that makes the
  * shared work change hands: a committee then two of its members, a member at another depth,
  * then with other votes, another amplitude, back to the first (its members computed anew), the
- * member shrunk, the stack, a member stacked then hedged, a member off the grid; with the
- * library of other jobs and of other groups. */
+ * member shrunk, the stack, a member stacked then hedged, a member off the grid, then a member
+ * again with the GPU tiers, the walk's scale and the baseline share's weight changed one after
+ * the other; with the library of other jobs and of other groups. */
 static void test_score_grid_alone(void **state)
 {
     (void)state;
@@ -1148,12 +1149,16 @@ static void test_score_grid_alone(void **state)
     make_synth(&s, 8);
     for (int i = 0; i < 8; i++)
         s.group[i] = i / 2; /* pairs of jobs share a group */
+    /* job 4 draws less at its baseline than its slope's neighbours: the baseline share's
+     * weight (w_p0) then changes its neighbours or their votes */
+    for (int l = 0; l < s.runs[4].n_levels; l++)
+        s.runs[4].levels[l].power_w = fmin(s.runs[4].levels[l].power_w, 470);
     pfi_expt_pop p;
     pfi_err e = {0};
     assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
     const pfi_expt_shape_set A = {0.5, 0, 0, 1, 1, 0, 0, PFI_PROBE_VOTES_NEAR,
                                   PFI_PROBE_SCALE_SLOWDOWN, 0, 0, 0};
-    enum { NG = 13 };
+    enum { NG = 17 };
     pfi_expt_shape_set g[NG];
     for (int i = 0; i < NG; i++)
         g[i] = A;
@@ -1169,6 +1174,11 @@ static void test_score_grid_alone(void **state)
     g[10] = g[2], g[10].hedge = 2;
     g[11] = g[2], g[11].hedge = 1;
     g[12].committee = 0, g[12].k = 3, g[12].w_draw = 1; /* 3 neighbours: off the grid */
+    /* the rest of the key, each part after a setting that shares all else */
+    g[13] = g[1];
+    g[14] = g[1], g[14].tier_gpus = 0;
+    g[15] = g[14], g[15].w_p0 = 10;
+    g[16] = g[15], g[16].scale = PFI_PROBE_SCALE_TIME;
     double cuts[2] = {0.2, 0.3};
     int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
     unsigned char out[8] = {1, 1, 0, 0, 0, 0, 0, 0}; /* group 0 left out */
@@ -1197,6 +1207,9 @@ static void test_score_grid_alone(void **state)
         assert_true(alone[1] != alone[3] && alone[3] != alone[4] && alone[1] != alone[6]);
         assert_true(alone[0] != alone[5] && alone[7] != alone[8] && alone[2] != alone[10]);
         assert_true(alone[10] != alone[11]);
+        /* (with group_out each job keeps 4 references, all of them neighbours: no tiers) */
+        assert_true((group_out || alone[13] != alone[14]) && alone[14] != alone[15] &&
+                    alone[15] != alone[16]);
     }
     pfi_expt_pop_free(&sub);
     pfi_expt_pop_free(&p);

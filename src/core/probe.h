@@ -210,13 +210,6 @@ int pfi_probe_shape_stacked_iso(const pfi_probe_obs *obs, const pfi_curve *refs,
                                 const pfi_probe_shape_opts *members, int nm, pfi_curve *out,
                                 pfi_err *err);
 
-/* The stacked walk's weights of one member so (its scale unused) into w[PFI_PROBE_HEDGE_N]: for
- * each reading h, 1 / (mean squared error + 1e-4), the mean over the job's neighbours a of the
- * mean squared slowdown error, on the job's grid caps where both are known, of reading h
- * predicting a's curve when a is probed at the job's probe cap (its own slowdown there) and
- * walked with the OTHER neighbours (with near votes, weighted by nearness to a's slowdown
- * there); 1 for every reading when no neighbour's error is known.  iso as
- * pfi_probe_shape_mean_iso's. */
 /* What one member of a committee gives an estimate, for a caller that scores many settings
  * sharing members (the same probe, references, tiers and member): computed once, combined
  * again.  unit[PFI_PROBE_MEMBER_N]: with hedge 0, the first PFI_CURVE_MAX_PTS values are the
@@ -234,6 +227,13 @@ int pfi_probe_member_unit(const pfi_probe_obs *obs, const pfi_curve *refs, const
 void pfi_probe_members_combine(const pfi_probe_obs *obs, const double *units, int nm, int hedge,
                                pfi_curve *out);
 
+/* The stacked walk's weights of one member so (its scale unused) into w[PFI_PROBE_HEDGE_N]: for
+ * each reading h, 1 / (mean squared error + 1e-4), the mean over the job's neighbours a of the
+ * mean squared slowdown error, on the job's grid caps where both are known, of reading h
+ * predicting a's curve when a is probed at the job's probe cap (its own slowdown there) and
+ * walked with the OTHER neighbours (with near votes, weighted by nearness to a's slowdown
+ * there); 1 for every reading when no neighbour's error is known.  iso as
+ * pfi_probe_shape_mean_iso's. */
 int pfi_probe_stack_weights(const pfi_probe_obs *obs, const pfi_curve *refs, const double *iso,
                             const unsigned char *use, int nref, const pfi_probe_shape_opts *so,
                             double *w, pfi_err *err);

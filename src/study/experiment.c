@@ -253,15 +253,18 @@ out:
     return rc;
 }
 
-/* The committee bit of a single setting's neighbours and draw weight; -1 off the grid. */
-static int member_bit(const pfi_expt_shape_set *st)
+/* The committee bit of k neighbours and draw weight w_draw; -1 off the grid. */
+static int grid_bit(int k, double w_draw)
 {
     for (int a = 0; a < NK; a++)
         for (int b = 0; b < NWD; b++)
-            if (grid_k[a] == st->k && grid_wd[b] == st->w_draw)
+            if (grid_k[a] == k && grid_wd[b] == w_draw)
                 return a * NWD + b;
     return -1;
 }
+
+/* ... of a single setting */
+static int member_bit(const pfi_expt_shape_set *st) { return grid_bit(st->k, st->w_draw); }
 
 /* The members of a setting: itself, or the committee's (all COMMITTEE, or those of its mask). */
 static int committee(const pfi_expt_shape_set *st, pfi_probe_shape_opts *so)
@@ -322,15 +325,8 @@ static int same_key(const pfi_expt_shape_set *a, const pfi_expt_shape_set *b)
            a->hedge == b->hedge && a->shrink == b->shrink;
 }
 
-/* The committee bit of a member's neighbours and draw weight; -1 off the grid. */
-static int member_slot(const pfi_probe_shape_opts *so)
-{
-    for (int a = 0; a < NK; a++)
-        for (int b = 0; b < NWD; b++)
-            if (grid_k[a] == so->k && grid_wd[b] == so->w_draw)
-                return a * NWD + b;
-    return -1;
-}
+/* ... of a committee's member */
+static int member_slot(const pfi_probe_shape_opts *so) { return grid_bit(so->k, so->w_draw); }
 
 /* Job j's estimate under setting st from its members so[0..nm): each member's unit from the
  * memo, or computed into it, then combined (pfi_probe_members_combine: the curve
@@ -1168,12 +1164,12 @@ static int sub_pop(const pfi_expt_pop *p, const unsigned char *out, pfi_expt_pop
     return rc;
 }
 
-/* Every grid setting's mean gap recovered on the jobs with out[j] == 0 (v[s] NAN: not scored;
- * with skip_committees the committees are not scored). */
 static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double *cuts,
                     int ncuts, const int *policies, int npolicies, pfi_expt_result *r,
                     score_memo *memo, pfi_err *err);
 
+/* Every grid setting's mean gap recovered on the jobs with out[j] == 0 (v[s] NAN: not scored;
+ * with skip_committees the committees are not scored). */
 static int score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsigned char *out,
                       const pfi_expt_shape_set *grid, int ngrid, int skip_committees,
                       const double *cuts, int ncuts, double *v, pfi_err *err)

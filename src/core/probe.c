@@ -472,17 +472,17 @@ double pfi_probe_shrink_weight(double dn, double dt)
  * value is moved toward the probe plus the tier's mean step from the probe's cap to that cap
  * (the references of the nearest neighbour's tier measured at both; at least SHAPE_MIN_COVER of
  * them, else the cap keeps the walk's), by pfi_probe_shrink_weight of the neighbours' mean
- * distance and the tier's. */
-static void shrink_walk(const pfi_curve *refs, const double *iso, const unsigned char *use,
+ * distance and the tier's.  -1: out of memory (s as the walk left it). */
+static int shrink_walk(const pfi_curve *refs, const double *iso, const unsigned char *use,
                         int nref, const nbhood *nh, int space, int time, double norm, double xp,
                         double wp, const double *cap, int g, double *s, const int *known)
 {
     int tier = use ? use[nh->nb[0]] : 1, nt = 0;
     int *idx = malloc(sizeof *idx * (size_t)(nref > 0 ? nref : 1));
     double *s0 = malloc(sizeof *s0 * (size_t)(nref > 0 ? nref : 1));
-    if (!idx || !s0) { /* out of memory: the walk as it is */
+    if (!idx || !s0) { /* out of memory: said, not an unshrunk walk passed off as shrunk */
         free(idx), free(s0);
-        return;
+        return -1;
     }
     double dn = 0, dt = 0;
     for (int a = 0; a < nh->m; a++)
@@ -517,6 +517,7 @@ static void shrink_walk(const pfi_curve *refs, const double *iso, const unsigned
             s[k] = (1 - lam) * s[k] + lam * (wp + sum / q);
     }
     free(idx), free(s0);
+    return 0;
 }
 
 /* pfi_probe_shape_rescaled on the references' monotone levels iso_in (pfi_probe_refs_iso's;
@@ -548,9 +549,12 @@ static int shape_walk(const pfi_probe_obs *o, const pfi_curve *refs, const doubl
     int known[G];
     neighbour_walk(refs, iso, nb, fac, near ? wt : NULL, m, space, time, norm, xp, wp,
                    out->cap_w, G, s, known);
-    if (so && so->shrink && m > 0)
+    if (so && so->shrink && m > 0 &&
         shrink_walk(refs, iso, use, nref, &nh, space, time, norm, xp, wp, out->cap_w, G, s,
-                    known);
+                    known)) {
+        nbhood_free(&nh);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
     shape_finish(o, out->cap_w, known, wp, time, s, out->rel, out->rel_mono);
     out->n = G;
     nbhood_free(&nh);

@@ -861,6 +861,16 @@ static void test_shape_shrink(void **state)
     so.shrink = 1;
     assert_int_equal(pfi_probe_shape_rescaled(&o, ref, use, N, &so, 0, &out, &e), PFI_OK);
     assert_memory_equal(out.rel_mono, walk.rel_mono, sizeof walk.rel_mono);
+    /* a tier of two references: fewer than 3 measured at both caps anywhere, the walk kept */
+    for (int i = 0; i < N; i++) {
+        knee_curve(&ref[i], 250, 200 + 5 * i, 0.001 + 0.0005 * i);
+        use[i] = i < 2 ? 2 : 1;
+    }
+    so.shrink = 0;
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, use, N, &so, 0, &walk, &e), PFI_OK);
+    so.shrink = 1;
+    assert_int_equal(pfi_probe_shape_rescaled(&o, ref, use, N, &so, 0, &out, &e), PFI_OK);
+    assert_memory_equal(out.rel_mono, walk.rel_mono, sizeof walk.rel_mono);
 }
 
 int main(void)

@@ -263,6 +263,19 @@ static void test_optable_memo_per_thread(void **state)
     }
 }
 
+/* The catalogue's GPU of a test's round, its V-f curve moved as a fit moves it on two rounds of
+ * three (the exponent, the knee and the floor drawn from their fit bounds). */
+static pfi_gpu_model moved_gpu(int round, unsigned long long *rng)
+{
+    pfi_gpu_model g = *pfi_gpu_model_at(round % pfi_gpu_model_count());
+    if (round % 3) {
+        g.v_gamma = 0.7 + 2.3 * pfi_rand_uniform(rng);
+        g.f_knee = 0.9 * pfi_rand_uniform(rng);
+        g.v_floor = 0.5 + 0.45 * pfi_rand_uniform(rng);
+    }
+    return g;
+}
+
 /* Roots solved together (pfi_sim_phase_roots) are pfi_sim_phase_root's, bit for bit: from the
  * whole clock range and from narrow brackets, on every GPU model with V-f curves as a fit moves
  * them (any exponent, knee and floor), batches of every size around the lanes' count, and
@@ -279,12 +292,7 @@ static void test_roots_together_are_single_roots(void **state)
     static pfi_sim_root a[N], b[N];
     long steps = 0;
     for (int round = 0; round < 40; round++) {
-        pfi_gpu_model g = *pfi_gpu_model_at(round % pfi_gpu_model_count());
-        if (round % 3) {
-            g.v_gamma = 0.7 + 2.3 * pfi_rand_uniform(&rng);
-            g.f_knee = 0.9 * pfi_rand_uniform(&rng);
-            g.v_floor = 0.5 + 0.45 * pfi_rand_uniform(&rng);
-        }
+        pfi_gpu_model g = moved_gpu(round, &rng);
         c.gpu = g;
         pfi_sim_work w;
         assert_int_equal(pfi_sim_job_work(&c, &c.jobs[round % c.n_jobs], 0, &w, &e), PFI_OK);
@@ -438,12 +446,7 @@ static void test_laws_power_is_law_power(void **state)
     unsigned long long rng = 5;
     int above = 0, below = 0;
     for (int round = 0; round < 60; round++) {
-        pfi_gpu_model g = *pfi_gpu_model_at(round % pfi_gpu_model_count());
-        if (round % 3) {
-            g.v_gamma = 0.7 + 2.3 * pfi_rand_uniform(&rng);
-            g.f_knee = 0.9 * pfi_rand_uniform(&rng);
-            g.v_floor = 0.5 + 0.45 * pfi_rand_uniform(&rng);
-        }
+        pfi_gpu_model g = moved_gpu(round, &rng);
         c.gpu = g;
         pfi_sim_work w;
         assert_int_equal(pfi_sim_job_work(&c, &c.jobs[round % c.n_jobs], 0, &w, &e), PFI_OK);
@@ -480,12 +483,7 @@ static void test_volt_phi_is_volt(void **state)
     unsigned long long rng = 9;
     int above = 0, below = 0;
     for (int round = 0; round < 60; round++) {
-        pfi_gpu_model g = *pfi_gpu_model_at(round % pfi_gpu_model_count());
-        if (round % 3) {
-            g.v_gamma = 0.7 + 2.3 * pfi_rand_uniform(&rng);
-            g.f_knee = 0.9 * pfi_rand_uniform(&rng);
-            g.v_floor = 0.5 + 0.45 * pfi_rand_uniform(&rng);
-        }
+        pfi_gpu_model g = moved_gpu(round, &rng);
         for (int k = 0; k < 40; k++) {
             double f = k == 0   ? g.sm_clock_min_mhz
                        : k == 1 ? g.sm_clock_max_mhz

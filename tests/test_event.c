@@ -14,6 +14,7 @@
 #include "core/event.h"
 #include "core/event_report.h"
 #include "core/pfi.h"
+#include "util/isotime.h"
 
 static pfi_event limit_ev(const char *id, double t0, double t1, double w)
 {
@@ -56,6 +57,19 @@ static void test_validate(void **state)
     assert_int_equal(pfi_event_validate(&e, NULL, &err), PFI_OK);
     e = limit_ev("ev1", NAN, 2000, 5000);
     expect_invalid(&e, &s, "finite");
+    /* Times must be ones a date can be written for (1970 to the year 9999): an event posted
+     * with a start of -1e300 or a duration of 1e300 was taken, and writing its end as ISO 8601
+     * converted 1e300 to time_t (undefined behaviour; garbage dates in the answer). */
+    e = limit_ev("ev1", -1e300, 2000, 5000);
+    expect_invalid(&e, &s, "outside 1970");
+    e = limit_ev("ev1", 1000, 1e300, 5000);
+    expect_invalid(&e, &s, "outside 1970");
+    e = limit_ev("ev1", -1, 2000, 5000);
+    expect_invalid(&e, &s, "outside 1970");
+    e = limit_ev("ev1", 1000, PFI_TIME_MAX_S + 1, 5000);
+    expect_invalid(&e, &s, "outside 1970");
+    e = limit_ev("ev1", 0, PFI_TIME_MAX_S, 5000);
+    assert_int_equal(pfi_event_validate(&e, &s, &err), PFI_OK);
     e = limit_ev("", 1000, 2000, 5000);
     expect_invalid(&e, &s, "event id");
     e = limit_ev("a b", 1000, 2000, 5000);

@@ -47,6 +47,26 @@ static void test_parse(void **state)
     assert_string_equal(buf, "2026-12-01T18:00:00Z");
     pfi_time_format(NAN, buf, sizeof buf);
     assert_string_equal(buf, "");
+    /* A time no date can be written for is "" too, not a cast of 1e300 to time_t (undefined
+     * behaviour: "-219246529-12-02T08:29:52Z" in an event's answer). */
+    pfi_time_format(1e300, buf, sizeof buf);
+    assert_string_equal(buf, "");
+    pfi_time_format(-1e300, buf, sizeof buf);
+    assert_string_equal(buf, "");
+    pfi_time_format(PFI_TIME_MAX_S, buf, sizeof buf);
+    assert_string_equal(buf, "9999-12-31T23:59:59Z");
+    pfi_time_format(PFI_TIME_MAX_S + 1, buf, sizeof buf);
+    assert_string_equal(buf, "");
+    /* Parsed times beyond the year 9999 are refused: Unix seconds and now+DURATION alike. */
+    const char *far[] = {"1e300", "253402300800", "now+1e20m"};
+    for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
+        double t;
+        pfi_err e = {0};
+        if (pfi_time_parse(far[i], 1796148000, &t, &e) == PFI_OK)
+            fail_msg("'%s' accepted as %g", far[i], t);
+        if (!strstr(e.msg, "9999"))
+            fail_msg("'%s': message '%s' does not name the year 9999", far[i], e.msg);
+    }
 }
 
 int main(void)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/isotime.h"
+
 /* Longest ramp accepted: a day.  Longer is a typo (minutes for seconds), not a plan. */
 #define RAMP_MAX_S 86400.0
 
@@ -172,6 +174,14 @@ int pfi_event_validate(const pfi_event *ev, const pfi_event_site *site, pfi_err 
     if (!isfinite(ev->start_s) || !isfinite(ev->end_s))
         return pfi_err_set(err, PFI_EINVAL, "event %s: start and end must be finite times",
                            ev->id);
+    /* A window a date can be written for: a start of -1e300 or an end of 1e300 was taken,
+     * and its answer wrote the end through a cast of 1e300 to time_t. */
+    if (ev->start_s < 0 || ev->end_s > PFI_TIME_MAX_S)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "event %s: %s %.15g is outside 1970-01-01T00:00:00Z to "
+                           "9999-12-31T23:59:59Z (Unix seconds 0 to %.0f)",
+                           ev->id, ev->start_s < 0 ? "start" : "end",
+                           ev->start_s < 0 ? ev->start_s : ev->end_s, PFI_TIME_MAX_S);
     if (ev->end_s <= ev->start_s)
         return pfi_err_set(err, PFI_EINVAL, "event %s ends (%.0f) %s it starts (%.0f)", ev->id,
                            ev->end_s, ev->end_s == ev->start_s ? "when" : "before", ev->start_s);

@@ -10,6 +10,9 @@
 
 #include "util/units.h"
 
+/* 0000-01-01T00:00:00Z in Unix seconds: the first second a four-digit year writes. */
+#define PFI_TIME_MIN_S (-62167219200.0)
+
 /* Days from 1970-01-01 to y-m-d (proleptic Gregorian), without the C library's time zone. */
 static long long days_from_civil(long long y, int m, int d)
 {
@@ -82,7 +85,23 @@ static int parse_iso(const char *s, double *t)
     return 1;
 }
 
+static int time_parse(const char *s, double now, double *t, pfi_err *err);
+
 int pfi_time_parse(const char *s, double now, double *t, pfi_err *err)
+{
+    double v;
+    int rc = time_parse(s, now, &v, err);
+    if (rc)
+        return rc;
+    /* "1e300" or "now+1e20m" is no date: refused here rather than carried into an event whose
+     * times cannot be written (pfi_time_format) or compared with any clock. */
+    if (!(v <= PFI_TIME_MAX_S))
+        return pfi_err_set(err, PFI_EINVAL, "time '%s' is after 9999-12-31T23:59:59Z", s);
+    *t = v;
+    return PFI_OK;
+}
+
+static int time_parse(const char *s, double now, double *t, pfi_err *err)
 {
     if (!s || !*s)
         return pfi_err_set(err, PFI_EINVAL, "empty time (expected e.g. 2026-12-01T18:00:00Z, "
@@ -120,7 +139,9 @@ int pfi_time_parse(const char *s, double now, double *t, pfi_err *err)
 
 void pfi_time_format(double t, char *buf, size_t size)
 {
-    if (!isfinite(t)) {
+    /* Outside the four-digit years the conversion to time_t could overflow (undefined
+     * behaviour) and no ISO 8601 date of this shape exists anyway. */
+    if (!(t >= PFI_TIME_MIN_S && t <= PFI_TIME_MAX_S)) {
         if (size)
             buf[0] = '\0';
         return;

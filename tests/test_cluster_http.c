@@ -5,7 +5,8 @@
  * came, which with no connection timeout could be never); one address's slow clients cannot
  * starve another's, and a budget change among them stays within the budget; idle and slow
  * connections are closed; connections over the limits are closed at once and the rest served;
- * a body said to be too large is refused before it is read, and nothing changes. */
+ * a body said to be too large is refused before it is read, and nothing changes; a budget body
+ * with an unknown or repeated field or absurd watts is refused. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -352,6 +353,38 @@ static void test_malformed_refused(void **state)
     site_down(&x);
 }
 
+/* A budget body the API cannot take exactly as meant is 400 and changes nothing: an unknown
+ * field (a typo such as "ramp" for "ramp_s" set the budget at once, without its ramp), a key
+ * given twice (the last one won), and watts that are not a budget (1e300 was planned and
+ * answered 409 with a 300-digit figure; 2e9 was applied, where every budget text above
+ * PFI_BUDGET_MAX_W is refused).  A good body after them is taken. */
+static void test_budget_body_checked(void **state)
+{
+    (void)state;
+    site x;
+    site_up(&x);
+    double caps = pfi_standin_cap_sum(x.s);
+    static const char *const bad[] = {
+        "{\"budget\": \"70%\", \"ramp\": 60}",
+        "{\"watts\": 3000, \"junk\": 1}",
+        "{\"watts\": 3000, \"watts\": 9000}",
+        "{\"watts\": 1e300}",
+        "{\"watts\": 2e9}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int st = pfi_test_send_body(x.port, NULL, TOKEN, "PUT", "/v1/budget", bad[i]);
+        if (st != 400)
+            fail_msg("%s: status %d, expected 400", bad[i], st);
+        assert_false(x.c->budget.set);
+        assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
+    }
+    assert_int_equal(
+        pfi_test_send_body(x.port, NULL, TOKEN, "PUT", "/v1/budget", "{\"watts\": 5000}"), 200);
+    assert_true(x.c->budget.set);
+    assert_true(pfi_standin_cap_sum(x.s) <= 5000 + 1e-9);
+    site_down(&x);
+}
+
 /* The API's settings out of range are refused when the controller opens, naming them. */
 static void test_settings_checked(void **state)
 {
@@ -388,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_over_connection_limit_waits),
         cmocka_unit_test(test_big_body_refused),
         cmocka_unit_test(test_malformed_refused),
+        cmocka_unit_test(test_budget_body_checked),
         cmocka_unit_test(test_settings_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

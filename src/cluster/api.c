@@ -68,7 +68,8 @@ static unsigned http_code(int rc)
 static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, const char *body)
 {
     json_error_t je;
-    json_t *d = json_loads(body, 0, &je);
+    /* A key given twice is refused, not read as its last value. */
+    json_t *d = json_loads(body, JSON_REJECT_DUPLICATES, &je);
     if (!json_is_object(d)) {
         json_decref(d);
         return send_err(con, 400, "body: expected a JSON object such as {\"budget\": \"70%\"}");
@@ -76,6 +77,20 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
     pfi_cl_budget b = {0};
     pfi_err e = {0};
     int rc = PFI_OK;
+    /* An unknown field is refused, as the node daemon does: "ramp" for "ramp_s" must not set
+     * the budget at once without its ramp. */
+    const char *k;
+    json_t *kv;
+    json_object_foreach(d, k, kv)
+    {
+        if (strcmp(k, "budget") && strcmp(k, "watts") && strcmp(k, "cut") && strcmp(k, "ramp_s")) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown field '%.64s' (known: budget, watts, cut, ramp_s)",
+                     k);
+            json_decref(d);
+            return send_err(con, 400, msg);
+        }
+    }
     json_t *bv = json_object_get(d, "budget"), *wv = json_object_get(d, "watts"),
            *cv = json_object_get(d, "cut"), *rv = json_object_get(d, "ramp_s");
     int given = (bv != NULL) + (wv != NULL) + (cv != NULL);

@@ -596,8 +596,12 @@ static int reapply_locked(pfi_cl *c, const pfi_cl_planned *pre, pfi_err *err)
 
 int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
 {
-    if (b->set && !(b->watts > 0))
-        return pfi_err_set(err, PFI_EINVAL, "site budget must be more than 0 W");
+    /* The bound every budget text has (util/budget.h): a number such as 1e300 is a typo, and
+     * planning it only produced a 409 with a 300-digit figure. */
+    if (b->set && !(b->watts > 0 && b->watts <= PFI_BUDGET_MAX_W))
+        return pfi_err_set(err, PFI_EINVAL,
+                           "site budget %g W: expected more than 0 W and at most %g W", b->watts,
+                           PFI_BUDGET_MAX_W);
     if (b->ramp_s < 0 || b->ramp_s > 86400)
         return pfi_err_set(err, PFI_EINVAL, "ramp must be between 0 s and 1 day");
     pthread_mutex_lock(&c->op_mu);

@@ -324,6 +324,39 @@ static void test_silent_node(void **state)
     site_down(&x);
 }
 
+/* A node that answered the last refresh but not the lowering of a budget change: the budget
+ * was feasible when asked, so it is taken, and its apply plans again with that node counted at
+ * its old caps, which no longer fits.  The budget is then in force (the lowerings made stand,
+ * and the controller applies the rest when the node answers), so the answer must say so, not
+ * EINFEASIBLE, which the API answers as 409 "nothing changed": it said that, while the budget
+ * it called refused was in force and the next refresh applied it. */
+static void test_node_silent_during_cut(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    pfi_standin_set_silent(x.s, "n2", 1); /* no heartbeat: the controller counts it up */
+    /* Feasible with n2 up (A 8 x 200 W, B's SLA 2 x 617 W, C and 5 idle GPUs at 200 W: 4034 W),
+     * not with job A held at its caps of the 80% budget. */
+    double w = 16 * 200 + 1300;
+    int rc = set_budget(&x, w, &e);
+    assert_int_not_equal(rc, PFI_OK);
+    if (rc == PFI_EINFEASIBLE)
+        fail_msg("answered as refused (409, nothing changed) while the budget is set: %s", e.msg);
+    assert_true(x.c->budget.set);
+    assert_true(x.c->budget.watts == w);
+    if (!strstr(e.msg, "in force"))
+        fail_msg("the message does not say the budget is in force: %s", e.msg);
+    /* n2 answers again: the budget it said was in force is met. */
+    pfi_standin_set_silent(x.s, "n2", 0);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
+    site_down(&x);
+}
+
 /* A job starting on a parked GPU: it is raised while the others give watts back, the one kind
  * of change where the order matters.  The stand-ins' peak proves the lowerings came first. */
 static void test_new_job_moves_watts(void **state)
@@ -798,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_random_budgets_never_over),
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
+        cmocka_unit_test(test_node_silent_during_cut),
         cmocka_unit_test(test_new_job_moves_watts),
         cmocka_unit_test(test_ramp),
         cmocka_unit_test(test_decode_caps),

@@ -6,7 +6,7 @@
  * starve another's, and a budget change among them stays within the budget; idle and slow
  * connections are closed; connections over the limits are closed at once and the rest served;
  * a body said to be too large is refused before it is read, and nothing changes; a budget body
- * with an unknown or repeated field or absurd watts is refused. */
+ * with an unknown or repeated field or absurd watts is refused, and so is a path with %00. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -375,6 +375,16 @@ static void test_budget_body_checked(void **state)
         int st = pfi_test_send_body(x.port, NULL, TOKEN, "PUT", "/v1/budget", bad[i]);
         if (st != 400)
             fail_msg("%s: status %d, expected 400", bad[i], st);
+        assert_false(x.c->budget.set);
+        assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
+    }
+    /* A %00 in the path is not decoded into a NUL that cuts it short: "/v1/budget%00" is no
+     * route (it set the budget), as the node daemon answers "/metrics%00.txt". */
+    static const char *const nul[] = {"/v1/budget%00", "/v1/budget%00.json"};
+    for (size_t i = 0; i < sizeof nul / sizeof *nul; i++) {
+        int st = pfi_test_send_body(x.port, NULL, TOKEN, "PUT", nul[i], "{\"watts\": 6000}");
+        if (st != 404)
+            fail_msg("PUT %s: status %d, expected 404", nul[i], st);
         assert_false(x.c->budget.set);
         assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
     }

@@ -369,7 +369,8 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
         MHD_OPTION_CONNECTION_LIMIT, conns,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_client_conns,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->client_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_SOCK_ADDR,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_UNESCAPE_CALLBACK,
+        pfi_cl_unescape, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!s->d) {
         pfi_cl_log_destroy(&s->log);

@@ -129,3 +129,12 @@ void pfi_cl_mhd_log(void *cls, const char *fmt, va_list ap)
     else
         fprintf(stderr, "%s: http: %s\n", l->who, msg);
 }
+
+size_t pfi_cl_unescape(void *cls, struct MHD_Connection *con, char *s)
+{
+    (void)cls;
+    (void)con;
+    if (strstr(s, "%00"))
+        return strlen(s);
+    return MHD_http_unescape(s);
+}

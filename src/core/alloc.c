@@ -3,6 +3,7 @@
  * degradation order when the budget is short, and the bookkeeping of a result.  The optimal
  * solver itself is in alloc_solve.c. */
 #include "core/alloc.h"
+#include "core/alloc_vec.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -79,8 +80,9 @@ unsigned pfi_alloc_id_hash(const char *id)
     return (unsigned)(h ^ h >> 29);
 }
 
-/* Job j's own checks (all of pfi_alloc_validate's but its id's uniqueness). */
-static int check_job(const pfi_alloc_job *J, int j, pfi_err *err)
+/* Job j's own checks (all of pfi_alloc_validate's but its id's uniqueness); the points' tests
+ * first in vector lanes at level vec (core/alloc_vec.h), the loop only when they do not pass. */
+static int check_job(const pfi_alloc_job *J, int j, int vec, pfi_err *err)
 {
     if (!J->id || !J->id[0])
         return pfi_err_set(err, PFI_EINVAL, "job %d has no id", j + 1);
@@ -94,7 +96,8 @@ static int check_job(const pfi_alloc_job *J, int j, pfi_err *err)
                            "job %s: its curve has one point; at least 2 caps are needed to "
                            "know what power costs",
                            J->id);
-    for (int i = 0; i < J->n_points; i++) {
+    for (int i = pfi_alloc_vec_points_ok(vec, J->cap_w, J->tput, J->n_points) ? J->n_points : 0;
+         i < J->n_points; i++) {
         if (!isfinite(J->cap_w[i]) || J->cap_w[i] <= 0 || !isfinite(J->tput[i]) ||
             J->tput[i] < 0)
             return pfi_err_set(err, PFI_EINVAL,
@@ -135,7 +138,7 @@ int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
     if (n <= 0)
         return pfi_err_set(err, PFI_EINVAL, "no jobs to allocate");
     for (int j = 0; j < n; j++) {
-        int rc = check_job(&jobs[j], j, err);
+        int rc = check_job(&jobs[j], j, PFI_ALLOC_VEC_SCALAR, err);
         if (rc)
             return rc;
     }
@@ -249,10 +252,10 @@ static int sla_floor(const pfi_alloc_job *J, double step, int kmin, int kmax, do
     }
 }
 
-int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int *kmin,
+int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int vec, int *kmin,
                         int *kmax, int *kf)
 {
-    if (check_job(J, 0, NULL) || job_grid(J, step, inv_step, kmin, kmax, NULL))
+    if (check_job(J, 0, vec, NULL) || job_grid(J, step, inv_step, kmin, kmax, NULL))
         return PFI_EINVAL;
     *kf = sla_floor(J, step, *kmin, *kmax, J->sla);
     return PFI_OK;

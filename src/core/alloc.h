@@ -50,6 +50,9 @@ typedef struct pfi_alloc_opts {
     double max_work;      /* branch-and-bound work limit in segment visits (< 0: no B&B) */
     int fill_whole;       /* 1: the greedy fill always builds its whole heap (the same answers,
                            * slower; for tests of the faster way); default 0 */
+    int vec;              /* vector instructions the per-job tests of a build use (PFI_ALLOC_VEC_*
+                           * in core/alloc_vec.h; the same answers at every level); default 0,
+                           * the best the CPU runs */
 } pfi_alloc_opts;
 
 void pfi_alloc_opts_default(pfi_alloc_opts *o);
@@ -152,8 +155,10 @@ unsigned pfi_alloc_id_hash(const char *id);
  * pfi_alloc_validate's checks (but its id's uniqueness) and its range holds grid points, with
  * that range [*kmin, *kmax] and its SLA floor *kf (-1: no cap meets its SLA); else nonzero
  * (pfi_alloc_prepare says why).  For one pass over a list that reads each job once.
- * inv_step: 1 / step when step is a power of two (then products are the quotients), else 0. */
-int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int *kmin,
+ * inv_step: 1 / step when step is a power of two (then products are the quotients), else 0.
+ * vec: the vector level its point tests run at (resolved by pfi_alloc_vec_level; the same
+ * answer at every level). */
+int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int vec, int *kmin,
                         int *kmax, int *kf);
 /* Fills res->tput, value, power_w, flags AT_* and budget_binds from res->cap_w. */
 void pfi_alloc_finish(const pfi_alloc_job *jobs, int n, const pfi_alloc_opts *opts,

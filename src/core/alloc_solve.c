@@ -35,6 +35,7 @@
 #include "core/alloc.h"
 #include "core/alloc_heap.h"
 #include "core/alloc_ids.h"
+#include "core/alloc_vec.h"
 
 /* A hull segment named by its job and first vertex, with its slope and cost: the selection's
  * candidates (one bucket of slopes at a time, never every segment). */
@@ -98,6 +99,7 @@ typedef struct solver {
     struct fill_undo *ulog; /* what fill_top changed, to put back when it gives up */
     int tsc_cap, ulog_cap;
     int fill_whole;   /* opts->fill_whole */
+    int vec;          /* the vector level of the per-job tests (opts->vec resolved) */
     double work, max_work, tol, rel_gap, root_ub;
     long long nodes;
     /* The root's segments sorted once (slope down, then job, then vertex), for re-solves of
@@ -315,7 +317,7 @@ static int hull_on_grid(const solver *S, const pfi_alloc_job *J, int a, int b, d
     const double R = 4503599627370496.0; /* 2^52 */
     double dev = 0;
     if (inv > 0) { /* cx * inv is cx / step; when whole, times step it is cx again */
-        for (int i = 0; i < np; i++) {
+        for (int i = pfi_alloc_vec_on_grid(S->vec, cx, np, inv) ? np : 0; i < np; i++) {
             double x = cx[i] * inv;
             dev += fabs((x + R) - R - x);
         }
@@ -1599,7 +1601,7 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
         const pfi_alloc_job *J = &jobs[j];
         int kmin, kmax, kf;
         prefetch_ahead(jobs, n, j, 1);
-        if (pfi_alloc_job_floor(J, step, S->inv_step, &kmin, &kmax, &kf) || kf < 0) {
+        if (pfi_alloc_job_floor(J, step, S->inv_step, S->vec, &kmin, &kmax, &kf) || kf < 0) {
             S->fh_on = 0;
             return 0;
         }
@@ -1672,6 +1674,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     w->n = n;
     w->valid = 0;
     w->budget_w = budget_w;
+    S->vec = pfi_alloc_vec_level(w->o.vec);
     pfi_alloc_ids_free(w->ids); /* made again from the new list when a job arrives */
     w->ids = NULL;
     S->idx_ok = 0;

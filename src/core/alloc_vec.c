@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* alloc_vec.c: the per-job point tests in vector lanes (alloc_vec.h).  One body of 4-lane
+ * (256-bit) code compiled twice, for AVX2 and for AVX-512 (with its mask registers and the
+ * 32-register file); the level is chosen at run time, so the default build runs on any x86-64
+ * CPU and takes the scalar loops where there is no AVX2.  Only whole 4-point windows are loaded
+ * (masked loads cost more than the loop they save on some CPUs): the last window ends at the
+ * last point, overlapping the one before, which an "every point passes" test may do. */
+#include "core/alloc_vec.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define VEC_X86 1
+#include <immintrin.h>
+#include <math.h>
+#endif
+
+int pfi_alloc_vec_level(int want)
+{
+    int best = PFI_ALLOC_VEC_SCALAR;
+#ifdef VEC_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2"))
+        best = PFI_ALLOC_VEC_AVX2;
+    if (best == PFI_ALLOC_VEC_AVX2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512vl"))
+        best = PFI_ALLOC_VEC_AVX512;
+#endif
+    if (want == PFI_ALLOC_VEC_BEST || want > best)
+        return best;
+    return want < PFI_ALLOC_VEC_SCALAR ? PFI_ALLOC_VEC_SCALAR : want;
+}
+
+#ifdef VEC_X86
+
+/* Inlined into the two bodies below, each compiled for its level. */
+#define AI __attribute__((always_inline, target("avx2")))
+
+static inline AI __m256d lanes_finite(__m256d x) /* |x| < inf: false for NaN and the infinities */
+{
+    return _mm256_cmp_pd(_mm256_andnot_pd(_mm256_set1_pd(-0.0), x), _mm256_set1_pd(INFINITY),
+                         _CMP_LT_OQ);
+}
+
+/* Windows of points 1..np-1 (each with the one before it), the last ending at np - 1. */
+static inline AI int points_ok(const double *cx, const double *cy, int np)
+{
+    if (np < 5)
+        return 0;
+    const __m256d z = _mm256_setzero_pd();
+    __m256d ok = _mm256_and_pd(_mm256_cmp_pd(_mm256_set1_pd(cx[0]), z, _CMP_GT_OQ),
+                               _mm256_cmp_pd(_mm256_set1_pd(cy[0]), z, _CMP_GE_OQ));
+    ok = _mm256_and_pd(ok, _mm256_and_pd(lanes_finite(_mm256_set1_pd(cx[0])),
+                                         lanes_finite(_mm256_set1_pd(cy[0]))));
+    for (int q = 1; q < np; q += 4) {
+        int p = q + 4 <= np ? q : np - 4;
+        __m256d x = _mm256_loadu_pd(cx + p), y = _mm256_loadu_pd(cy + p),
+                xp = _mm256_loadu_pd(cx + p - 1);
+        ok = _mm256_and_pd(ok, _mm256_and_pd(lanes_finite(x), _mm256_cmp_pd(x, xp, _CMP_GT_OQ)));
+        ok = _mm256_and_pd(ok, _mm256_and_pd(lanes_finite(y), _mm256_cmp_pd(y, z, _CMP_GE_OQ)));
+    }
+    /* cap > 0 follows for points 1.. from the first cap's and the increase */
+    return _mm256_movemask_pd(ok) == 15;
+}
+
+static inline AI int on_grid(const double *cx, int np, double inv)
+{
+    if (np < 4)
+        return 0;
+    const __m256d vi = _mm256_set1_pd(inv), R = _mm256_set1_pd(4503599627370496.0),
+                  z = _mm256_setzero_pd();
+    __m256d off = z;
+    for (int q = 0; q < np; q += 4) {
+        int p = q + 4 <= np ? q : np - 4;
+        __m256d x = _mm256_mul_pd(_mm256_loadu_pd(cx + p), vi);
+        __m256d d = _mm256_sub_pd(_mm256_sub_pd(_mm256_add_pd(x, R), R), x);
+        off = _mm256_or_pd(off, _mm256_cmp_pd(d, z, _CMP_NEQ_UQ)); /* NaN: off */
+    }
+    return _mm256_movemask_pd(off) == 0;
+}
+
+__attribute__((target("avx2,avx512f,avx512vl"))) static int
+points_ok_avx512(const double *cx, const double *cy, int np)
+{
+    return points_ok(cx, cy, np);
+}
+
+__attribute__((target("avx2"))) static int points_ok_avx2(const double *cx, const double *cy,
+                                                          int np)
+{
+    return points_ok(cx, cy, np);
+}
+
+__attribute__((target("avx2,avx512f,avx512vl"))) static int on_grid_avx512(const double *cx,
+                                                                          int np, double inv)
+{
+    return on_grid(cx, np, inv);
+}
+
+__attribute__((target("avx2"))) static int on_grid_avx2(const double *cx, int np, double inv)
+{
+    return on_grid(cx, np, inv);
+}
+
+#endif
+
+int pfi_alloc_vec_points_ok(int level, const double *cx, const double *cy, int np)
+{
+#ifdef VEC_X86
+    if (level == PFI_ALLOC_VEC_AVX512)
+        return points_ok_avx512(cx, cy, np);
+    if (level == PFI_ALLOC_VEC_AVX2)
+        return points_ok_avx2(cx, cy, np);
+#endif
+    (void)level, (void)cx, (void)cy, (void)np;
+    return 0;
+}
+
+int pfi_alloc_vec_on_grid(int level, const double *cx, int np, double inv)
+{
+#ifdef VEC_X86
+    if (level == PFI_ALLOC_VEC_AVX512)
+        return on_grid_avx512(cx, np, inv);
+    if (level == PFI_ALLOC_VEC_AVX2)
+        return on_grid_avx2(cx, np, inv);
+#endif
+    (void)level, (void)cx, (void)np, (void)inv;
+    return 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* alloc_vec.h: the allocator's per-job tests that every point of a curve passes, done in vector
+ * lanes at a level of the CPU's vector instructions (PFI_ALLOC_VEC_*, alloc.h) chosen at run
+ * time.  Each says only "every point passes"; when it cannot say so (a point fails, or the
+ * level is scalar, or the curve is short) the caller runs its scalar loop, which finds the
+ * failing point and says what it says now: the answers are the same at every level.  The lanes
+ * compare and compute exactly as the scalar loops do (a compare is exact; a product by a power
+ * of two, a sum and a difference are correctly rounded alike; no fused multiply-add, which ISO
+ * C mode leaves off).  Pure: reads the CPU's features only. */
+#ifndef PFI_CORE_ALLOC_VEC_H
+#define PFI_CORE_ALLOC_VEC_H
+
+/* Vector levels (opts.vec): the best the CPU runs, none, or at most the named one. */
+enum {
+    PFI_ALLOC_VEC_BEST = 0,
+    PFI_ALLOC_VEC_SCALAR,
+    PFI_ALLOC_VEC_AVX2,
+    PFI_ALLOC_VEC_AVX512
+};
+
+/* The level `want` resolves to on this CPU: the best it runs for PFI_ALLOC_VEC_BEST, else want
+ * or, when the CPU lacks it, the best below it. */
+int pfi_alloc_vec_level(int want);
+
+/* 1: every point of the curve (cx, cy; np points) is finite, each cap positive and above the
+ * one before, each throughput non-negative (check_job's point tests, core/alloc.c).  0: not
+ * known (the scalar loop decides). */
+int pfi_alloc_vec_points_ok(int level, const double *cx, const double *cy, int np);
+
+/* 1: every cap times inv (the exact inverse of a power-of-two step) is a whole number, each
+ * (x + 2^52) - 2^52 - x being 0 (hull_on_grid's test, core/alloc_solve.c).  0: not known. */
+int pfi_alloc_vec_on_grid(int level, const double *cx, int np, double inv);
+
+#endif

@@ -90,6 +90,8 @@ HOT_SRC := $(wildcard src/sim/*.c) src/study/sim_validate.c
 ifeq ($(SAN),)
 $(call obj,$(HOT_SRC)): OPT := -O3 -g -ffp-contract=off
 endif
+# Rebuilt when the flags above change (a tree built before keeps its objects otherwise).
+$(call obj,$(HOT_SRC)): Makefile
 
 $(LIB): $(call obj,$(LIB_SRC)) $(call obj,$(GEN_SRC))
 	@mkdir -p $(@D)

@@ -215,6 +215,12 @@ static void test_journal_hostile_numbers(void **state)
         "pfi-journal 1\nrun 9223372036854775808 /x.db\n",
         "pfi-journal 1\nrun 0 /x.db\n",
         "pfi-journal 4294967297\n",
+        /* Cut short (a damaged disk, a copy stopped midway): "limit_w 700.000" cut to "70" was
+         * read as 70 W, and a cut run line as a shorter store path.  Every line the journal
+         * writes ends in a newline, so one without it is damaged. */
+        "pfi-journal 1\ngpu 0 uuid X limit_w 70",
+        "pfi-journal 1\nrun 3 /x.d",
+        "pfi-journal 1\npid 42",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         FILE *f = fmemopen((void *)bad[i], strlen(bad[i]), "r");

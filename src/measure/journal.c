@@ -287,6 +287,13 @@ int pfi_journal_parse(pfi_journal *j, FILE *f, const char *name, pfi_err *err)
     long long version = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
+        /* Every line written ends in a newline: one without it was cut short (a limit of
+         * "700.000" cut to "70" would read as 70 W) or is longer than any line written. */
+        size_t len = strlen(line);
+        if (len == 0 || line[len - 1] != '\n')
+            return pfi_err_set(err, PFI_EINVAL,
+                               "journal %s line %d is damaged: cut short or too long: %.200s",
+                               name, lineno, line);
         char word[32], arg[PFI_JOURNAL_PATH_MAX];
         if (sscanf(line, "%31s", word) != 1)
             continue;

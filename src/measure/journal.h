@@ -10,8 +10,9 @@
  *   pfi_journal_close(&j);                          // releases the lock (file kept if not restored)
  *
  * The file is text ("pfi-journal 1", then pid, backend, sim_state, "run ID STORE" when the
- * writer is a sweep storing a run, and one "gpu IDX uuid UUID limit_w W" line per GPU),
- * replaced atomically (write temp, fsync, rename, fsync directory).
+ * writer is a sweep storing a run, and one "gpu IDX uuid UUID limit_w W" line per GPU, each
+ * line ending in a newline: one without it is damaged), replaced atomically (write temp, fsync,
+ * rename, fsync directory).
  * While its writer lives it holds an flock on the file: `pfi restore` refuses to act behind a
  * live sweep's back, and a new sweep refuses to start over a journal that was not restored
  * (its limits are the true originals).  Restore matches GPUs by UUID, so a renumbering after

@@ -701,6 +701,45 @@ static void test_api(void **state)
     site_down(&x);
 }
 
+/* A controller started without --token-file refuses every change (403), as a node daemon
+ * without a token file does: docs/cluster.md says changes need its bearer token, yet one started
+ * without a token file, even on 0.0.0.0, took a site budget from anyone.  Reads stay open. */
+static void test_api_without_token(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    pfi_cl_server *srv;
+    int port;
+    assert_int_equal(pfi_cl_server_start(x.c, "127.0.0.1:0", NULL, &srv, &port, &e), PFI_OK);
+    char url[128], *rep = NULL;
+    double before = pfi_standin_cap_sum(x.s);
+    static const struct {
+        const char *path, *method, *body;
+    } chg[] = {{"/v1/budget", "PUT", "{\"budget\": \"cut=30%\"}"},
+               {"/v1/refresh", "POST", "{}"},
+               {"/v1/grid/events", "POST",
+                "{\"id\": \"x\", \"start\": \"now\", \"duration_s\": 60, \"cut\": 0.3, "
+                "\"baseline_w\": 9000}"},
+               {"/v1/grid/events/x", "DELETE", NULL}};
+    for (size_t i = 0; i < sizeof chg / sizeof *chg; i++) {
+        snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, chg[i].path);
+        long st = call(url, chg[i].method, chg[i].body, NULL, &rep);
+        if (st != 403)
+            fail_msg("%s %s without a token file: %ld %s", chg[i].method, chg[i].path, st,
+                     rep ? rep : "");
+        assert_non_null(strstr(rep, "token"));
+        free(rep);
+        rep = NULL;
+    }
+    assert_false(x.c->budget.set);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - before) < 1e-9);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/allocation", port);
+    assert_int_equal(call(url, "GET", NULL, NULL, NULL), 200);
+    pfi_cl_server_stop(srv);
+    site_down(&x);
+}
+
 static void test_unknown_node_in_topology(void **state)
 {
     site x;
@@ -838,6 +877,7 @@ int main(void)
         cmocka_unit_test(test_budget_change_plans_once),
         cmocka_unit_test(test_warm_plan),
         cmocka_unit_test(test_api),
+        cmocka_unit_test(test_api_without_token),
         cmocka_unit_test(test_unknown_node_in_topology),
         cmocka_unit_test(test_grid_events),
     };

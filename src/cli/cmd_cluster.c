@@ -250,7 +250,8 @@ int pfi_cmd_cluster(int argc, char **argv)
          "serve: API address (default 127.0.0.1:9460)"},
         {"port-file", PFI_OPT_STR, &o.port_file, "FILE", "serve: write the port listened on"},
         {"token-file", PFI_OPT_STR, &o.token, "FILE",
-         "serve: bearer token for PUT/POST (chmod 600)"},
+         "serve: bearer token for PUT/POST/DELETE (chmod 600); without one every change is "
+         "refused"},
         PFI_OPT_ALIAS("token", PFI_OPT_STR, &o.token, "token-file"),
         {"node-url", PFI_OPT_STR, &o.node_url, "URL",
          "node daemon URL, %n = node name, %a = address (default http://%a:9455)"},

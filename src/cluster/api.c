@@ -7,8 +7,9 @@
  *   POST /v1/refresh  re-read Slurm and the node daemons, re-allocate
  *   GET, POST /v1/grid/events; GET, DELETE /v1/grid/events/{id}; GET .../{id}/report:
  *                     grid events on the site budget (grid.c, docs/api.md's shapes)
- * Mutating requests need the bearer token when a token file is configured.  Errors are
- * {"error": "..."} with 400 (malformed), 401, 404, 409 (infeasible: nothing changed). */
+ * Mutating requests need the bearer token; without a token file every one is refused (403).
+ * Errors are {"error": "..."} with 400 (malformed), 401, 403, 404, 409 (infeasible: nothing
+ * changed). */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -129,6 +130,22 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
     return send_json(con, 200, pfi_cl_json_allocation(s->c));
 }
 
+#define NO_TOKEN_FILE                                                                              \
+    "this controller has no token file (--token-file): it refuses every change"
+
+/* 0 when a change may go on; else its status: 403 without a token file (every change is
+ * refused, as a node daemon without one does: an API on any address must not take a site
+ * budget from whoever asks), 401 without the right bearer token. */
+static unsigned refused(const pfi_cl_server *s, struct MHD_Connection *con)
+{
+    if (!s->need_token)
+        return 403;
+    return pfi_token_ok(s->token,
+                        MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization"))
+               ? 0
+               : 401;
+}
+
 /* A grid event changed: re-plan at once; a failure is the controller's note (the event
  * stands, and the loop tries again). */
 static void replan(pfi_cl *c, const char *what)
@@ -208,10 +225,10 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
     int post = !strcmp(method, "POST") && !rest, del = !strcmp(method, "DELETE") && rest && !slash;
     if (!post && !del)
         return send_err(con, 405, "method not allowed on this path");
-    if (s->need_token &&
-        !pfi_token_ok(s->token,
-                            MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization")))
-        return send_err(con, 401, "missing or wrong bearer token");
+    unsigned denied = refused(s, con);
+    if (denied)
+        return send_err(con, denied,
+                        denied == 403 ? NO_TOKEN_FILE : "missing or wrong bearer token");
     if (post)
         return post_event(s, con, body);
     if (pfi_cl_grid_remove(s->c, id, &e) != PFI_OK)
@@ -269,10 +286,10 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
               (!strcmp(method, "POST") && !strcmp(url, "/v1/refresh"));
     if (!mut)
         return send_err(con, 404, "no such route");
-    if (s->need_token &&
-        !pfi_token_ok(s->token,
-                            MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization")))
-        return send_err(con, 401, "missing or wrong bearer token");
+    unsigned denied = refused(s, con);
+    if (denied)
+        return send_err(con, denied,
+                        denied == 403 ? NO_TOKEN_FILE : "missing or wrong bearer token");
     if (!strcmp(url, "/v1/budget"))
         return put_budget(s, con, body);
     pfi_err e = {0};

@@ -79,6 +79,10 @@ static void test_bad_values(void **state)
         {"{\"id\":\"s\",\"gpus\":1,\"sla_max_slowdown\":1e308," CURVE "}", "sla_max_slowdown"},
         {"{\"id\":\"c\",\"gpus\":1,\"curve\":{\"cap_w\":[300,1e308],\"tput\":[1,2]}}", "point 2"},
         {"{\"id\":\"c2\",\"gpus\":1,\"curve\":{\"cap_w\":[300,500],\"tput\":[1,1e308]}}", "point 2"},
+        /* An unknown field is refused, not ignored: a typo of sla_max_slowdown allocated the job
+         * with no SLA at all, and a typo of weight at weight 1. */
+        {"{\"id\":\"u\",\"gpus\":1,\"sla_max_slowdwn\":0.1," CURVE "}", "sla_max_slowdwn"},
+        {"{\"id\":\"u2\",\"gpus\":1," CURVE ",\"wieght\":5}", "wieght"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];

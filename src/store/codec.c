@@ -322,6 +322,21 @@ int pfi_job_json_decode(json_t *o, const char *path, int index, pfi_alloc_set *s
     if (!json_is_string(idj))
         return pfi_err_set(err, PFI_EINVAL, "%s: job %d has no string \"id\"", path, index + 1);
     const char *id = json_string_value(idj);
+    /* An unknown field is refused rather than ignored: a typo of sla_max_slowdown would
+     * allocate the job with no SLA, one of weight at weight 1 (docs/jobs-format.md). */
+    const char *k;
+    json_t *kv;
+    json_object_foreach(o, k, kv)
+    {
+        int known = !strcmp(k, "id") || !strcmp(k, "curve") || !strcmp(k, "predicted_curve") ||
+                    !strcmp(k, "per_gpu");
+        for (int f = 0; !known && f < N_FIELDS; f++)
+            known = !strcmp(k, FIELDS[f].key);
+        if (!known)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "job %s: unknown field \"%.64s\" (docs/jobs-format.md lists them)",
+                               id, k);
+    }
     double v[N_FIELDS];
     field_defaults(v);
     int rc;

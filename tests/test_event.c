@@ -55,6 +55,12 @@ static void test_validate(void **state)
     expect_invalid(&e, &s, "above the site's maximum 10000 W");
     /* Without a site the maximum is not checked. */
     assert_int_equal(pfi_event_validate(&e, NULL, &err), PFI_OK);
+    /* Figures as people write them: 1e300 W was printed with its 301 digits (the message cut
+     * short before the site's maximum), -0.4 W as "-0 W is negative". */
+    e = limit_ev("ev1", 1000, 2000, 1e300);
+    expect_invalid(&e, &s, "the target 1e+300 W is above the site's maximum 10000 W");
+    e = limit_ev("ev1", 1000, 2000, -0.4);
+    expect_invalid(&e, &s, "the target -0.4 W is negative");
     e = limit_ev("ev1", NAN, 2000, 5000);
     expect_invalid(&e, &s, "finite");
     /* Times must be ones a date can be written for (1970 to the year 9999): an event posted

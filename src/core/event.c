@@ -121,13 +121,13 @@ static int check_watts(const pfi_event *ev, const char *what, double w, const pf
     if (isinf(w))
         return pfi_err_set(err, PFI_EINVAL, "event %s: the %s is infinite", ev->id, what);
     if (w < 0)
-        return pfi_err_set(err, PFI_EINVAL, "event %s: the %s %.0f W is negative", ev->id, what,
+        return pfi_err_set(err, PFI_EINVAL, "event %s: the %s %.15g W is negative", ev->id, what,
                            w);
     if (w == 0)
         return pfi_err_set(err, PFI_EINVAL, "event %s: the %s is 0 W (a site cannot run at "
                            "nothing; use a positive limit)", ev->id, what);
     if (site && w > site->max_w)
-        return pfi_err_set(err, PFI_ERANGE, "event %s: the %s %.0f W is above the site's "
+        return pfi_err_set(err, PFI_ERANGE, "event %s: the %s %.15g W is above the site's "
                            "maximum %.0f W", ev->id, what, w, site->max_w);
     return PFI_OK;
 }

@@ -65,6 +65,7 @@ typedef struct ctx {
     int nfam;
     int fam_mode;
     int starts; /* starting points of the sweep fits */
+    int no_memo; /* PFI_SIM_VAL_NO_MEMO */
     pfi_gpu_model gpu[2];
     double net[2];
     double host[2]; /* the cluster's host time per layer and microbatch, ms */
@@ -324,8 +325,10 @@ typedef struct param {
 
 /* Costs already computed in this search, by the exact point: the simplex asks again for points
  * it has (each restart starts at its best vertex, each start ends at it), and the cost of a
- * point is a function of the point alone. */
-#define SEEN_SLOTS 256
+ * point is a function of the point alone.  Points come back from far in the search: of split
+ * 0's ~56,400 asks, 256 slots answered 646, 4096 answer 1,384 (16,384: 1,422); 4096 slots are
+ * 1.4 MB per search, touched as used. */
+#define SEEN_SLOTS 4096
 typedef struct seen_point {
     double u[MAX_PARAMS];
     double cost;
@@ -338,6 +341,7 @@ typedef struct problem {
     int starts; /* starting points of the search (0 or 1: the current values only) */
     double (*cost)(void *);
     void *arg;
+    int no_memo;      /* compute every point's cost (PFI_SIM_VAL_NO_MEMO) */
     seen_point *seen; /* SEEN_SLOTS, or NULL */
 } problem;
 
@@ -381,7 +385,8 @@ static double problem_eval(const gsl_vector *u, void *arg)
 static int minimize(problem *pb, pfi_err *err)
 {
     size_t n = (size_t)pb->n;
-    pb->seen = calloc(SEEN_SLOTS, sizeof *pb->seen); /* NULL: every point computed */
+    /* NULL: every point computed */
+    pb->seen = pb->no_memo ? NULL : calloc(SEEN_SLOTS, sizeof *pb->seen);
     gsl_vector *u = gsl_vector_alloc(n), *step = gsl_vector_alloc(n);
     gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2,
                                                                 n);
@@ -591,7 +596,7 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
         pr->pref = psum / np;
         profile_prepare(pr);
         pr->ratio = 0.3;
-        problem pb = {.cost = profile_cost, .arg = pr};
+        problem pb = {.cost = profile_cost, .arg = pr, .no_memo = c->no_memo};
         /* Ranges a silicon V-f table can have: the floor at 50-95% of the top voltage. */
         add_param(&pb, &g->v_floor, 0.5, 0.95);
         add_param(&pb, &g->f_knee, 0.0, 0.9);
@@ -691,7 +696,7 @@ static void add_family_params(problem *pb, ctx *c, int type)
 static int fit_type(ctx *c, int type, pfi_err *err)
 {
     c->type = type;
-    problem pb = {.cost = sweep_cost, .arg = c, .starts = c->starts};
+    problem pb = {.cost = sweep_cost, .arg = c, .starts = c->starts, .no_memo = c->no_memo};
     add_type_params(&pb, c, type);
     add_family_params(&pb, c, type);
     return minimize(&pb, err);
@@ -703,7 +708,7 @@ static int fit_type(ctx *c, int type, pfi_err *err)
 static int fit_joint(ctx *c, pfi_err *err)
 {
     c->type = -1;
-    problem pb = {.cost = sweep_cost, .arg = c, .starts = c->starts};
+    problem pb = {.cost = sweep_cost, .arg = c, .starts = c->starts, .no_memo = c->no_memo};
     add_type_params(&pb, c, 0);
     add_type_params(&pb, c, 1);
     add_family_params(&pb, c, -1);
@@ -872,6 +877,7 @@ static int validate(const char *data_dir, int flags, val_progress *vp, pfi_sim_v
     c->starts = (flags >> 16) & 0xff;
     if (c->starts == 0)
         c->starts = PFI_SIM_VAL_DEFAULT_STARTS;
+    c->no_memo = (flags & PFI_SIM_VAL_NO_MEMO) != 0;
     if (split >= PFI_SIM_VAL_SPLITS) {
         free(c);
         return pfi_err_set(err, PFI_EINVAL, "split %d: there are %d (0..%d)", split,

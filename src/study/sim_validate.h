@@ -81,6 +81,9 @@ typedef struct pfi_sim_validation {
  * minimum; 1 and 2 stop short of it on the A100). */
 #define PFI_SIM_VAL_STARTS(n) ((n) << 16)
 #define PFI_SIM_VAL_DEFAULT_STARTS 3
+/* Every cost of the fits computed, none taken from the memo of points already seen: the same
+ * results bit for bit, slower (what the tests check the memo by). */
+#define PFI_SIM_VAL_NO_MEMO 32
 /* Told each stage done (step, i, total); NULL: nothing.  util/progress.h shows it. */
 typedef void (*pfi_sim_val_progress)(void *ctx, const char *step, int done, int total);
 int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_val_progress progress,

@@ -378,6 +378,13 @@ static void test_budget_body_checked(void **state)
         assert_false(x.c->budget.set);
         assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
     }
+    /* A cut in (0, 1) is taken as given: 0.9999999 was written "cut=100%" (%g) and refused as
+     * malformed (400, "a cut is ... less than 100%"); it is a budget no site can hold: 409. */
+    int st9 =
+        pfi_test_send_body(x.port, NULL, TOKEN, "PUT", "/v1/budget", "{\"cut\": 0.9999999}");
+    if (st9 != 409)
+        fail_msg("{\"cut\": 0.9999999}: status %d, expected 409 (infeasible)", st9);
+    assert_false(x.c->budget.set);
     /* A %00 in the path is not decoded into a NUL that cuts it short: "/v1/budget%00" is no
      * route (it set the budget), as the node daemon answers "/metrics%00.txt". */
     static const char *const nul[] = {"/v1/budget%00", "/v1/budget%00.json"};

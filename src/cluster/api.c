@@ -108,7 +108,9 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
     } else if (cv && json_is_number(cv) && json_number_value(cv) > 0 &&
                json_number_value(cv) < 1) {
         char t[64];
-        snprintf(t, sizeof t, "cut=%g%%", 100 * json_number_value(cv));
+        /* %.15g: 0.9999999 stays 99.99999 (%g rounded it to a refused "cut=100%"), and 0.3
+         * stays 30, not 30.000000000000004. */
+        snprintf(t, sizeof t, "cut=%.15g%%", 100 * json_number_value(cv));
         b.set = 1;
         rc = pfi_cl_parse_budget(s->c, t, &b.watts, &e);
     } else {

@@ -416,6 +416,45 @@ static void test_linebuf(void **state)
     assert_non_null(strstr(e.msg, "megatron"));
 }
 
+/* A line longer than PFI_LINE_MAX is cut; a number straddling the cut must not be read as
+ * its first digits (torchtitan's "tps: 1234567" was read as 123).  A number that ends right
+ * at the cut, before a blank, is whole and kept. */
+static int cut_feed(const char *tail, double *got)
+{
+    static const char head[] = "[rank0]:[titan] step: 5  loss: 1.0  tps: ";
+    size_t pad = PFI_LINE_MAX - 1 - (sizeof head - 1) - 3; /* the cut falls after "123" */
+    size_t n = pad + sizeof head - 1 + strlen(tail) + 1;
+    char *s = malloc(n + 1);
+    assert_non_null(s);
+    memset(s, 'A', pad);
+    memcpy(s + pad, head, sizeof head - 1);
+    memcpy(s + pad + sizeof head - 1, tail, strlen(tail));
+    s[n - 1] = '\n';
+    s[n] = '\0';
+    pfi_parse_cfg cfg = {.format = PFI_LOG_TORCHTITAN};
+    run r;
+    memset(&r, 0, sizeof r);
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &r.p, &e), PFI_OK);
+    pfi_linebuf lb = {0};
+    pfi_linebuf_push(&lb, s, n, on_line, &r);
+    pfi_linebuf_flush(&lb, on_line, &r);
+    free(s);
+    int k = r.n;
+    if (k > 0)
+        *got = r.obs[0].value;
+    close_run(&r);
+    return k;
+}
+
+static void test_linebuf_cut_number(void **state)
+{
+    double v = 0;
+    assert_int_equal(cut_feed("1234567  tflops: 1", &v), 0);
+    assert_int_equal(cut_feed("123  tflops: 1", &v), 1);
+    assert_near(v, 123, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_hostile_numbers),
         cmocka_unit_test(test_linebuf),
+        cmocka_unit_test(test_linebuf_cut_number),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -412,7 +412,7 @@ void pfi_linebuf_push(pfi_linebuf *lb, const char *data, size_t n,
     for (size_t i = 0; i < n; i++) {
         char c = data[i];
         if (c == '\n' || c == '\r') {
-            if (lb->len > 0) {
+            if (lb->len > 0 || lb->overflow) { /* a cut line is a line, even if empty now */
                 lb->buf[lb->len] = '\0';
                 fn(ctx, lb->buf);
             }
@@ -420,9 +420,15 @@ void pfi_linebuf_push(pfi_linebuf *lb, const char *data, size_t n,
             lb->overflow = 0;
         } else if (c == '\0') {
             continue;
-        } else if (lb->len + 1 < sizeof lb->buf) {
+        } else if (!lb->overflow && lb->len + 1 < sizeof lb->buf) {
             lb->buf[lb->len++] = c;
         } else {
+            /* The cut: a word that runs past it (a number included) is dropped whole, so
+             * "tps: 1234567" cut after "123" is not read as 123.  A word that ends at the
+             * cut, before a blank, is whole and kept. */
+            if (!lb->overflow && !isspace((unsigned char)c))
+                while (lb->len > 0 && !isspace((unsigned char)lb->buf[lb->len - 1]))
+                    lb->len--;
             lb->overflow = 1;
         }
     }
@@ -430,7 +436,7 @@ void pfi_linebuf_push(pfi_linebuf *lb, const char *data, size_t n,
 
 void pfi_linebuf_flush(pfi_linebuf *lb, void (*fn)(void *ctx, const char *line), void *ctx)
 {
-    if (lb->len > 0) {
+    if (lb->len > 0 || lb->overflow) {
         lb->buf[lb->len] = '\0';
         fn(ctx, lb->buf);
     }

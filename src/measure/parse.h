@@ -131,7 +131,8 @@ typedef struct pfi_linebuf {
 } pfi_linebuf;
 
 /* Appends bytes; calls fn(ctx, line) for each complete line (split on '\n' or '\r', empty
- * lines skipped).  Over-long lines are cut at PFI_LINE_MAX-1 bytes. */
+ * lines skipped).  Over-long lines are cut at PFI_LINE_MAX-1 bytes, less the word (number)
+ * that runs past the cut. */
 void pfi_linebuf_push(pfi_linebuf *lb, const char *data, size_t n,
                       void (*fn)(void *ctx, const char *line), void *ctx);
 /* Delivers a last unterminated line (at end of stream). */

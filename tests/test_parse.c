@@ -194,6 +194,28 @@ static void test_deepspeed(void **state)
     close_run(&r);
 }
 
+/* DeepSpeed's newer ThroughputTimer prints "epoch=0/micro_step=80/global_step=20, "
+ * before its rates: the step is the global step (it was lost: "E/S" only was read). */
+static void test_deepspeed_global_step(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    assert_int_equal(
+        pfi_parser_feed(p,
+                        "[2023-07-01 12:00:00,000] [INFO] [timer.py:260:stop] "
+                        "epoch=0/micro_step=80/global_step=20, RunningAvgSamplesPerSec=15.0, "
+                        "CurrSamplesPerSec=30.5, MemAllocated=1.23GB, MaxMemAllocated=4.56GB",
+                        &o),
+        1);
+    assert_int_equal(pfi_parser_format(p), PFI_LOG_DEEPSPEED);
+    assert_near(o.value, 30.5, 0);
+    assert_int_equal(o.step, 20);
+    pfi_parser_free(p);
+}
+
 static void test_nanogpt(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -467,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_hostile_numbers),
         cmocka_unit_test(test_linebuf),
         cmocka_unit_test(test_linebuf_cut_number),
+        cmocka_unit_test(test_deepspeed_global_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
 /* parse_deepspeed.c: DeepSpeed's ThroughputTimer (deepspeed/utils/timer.py), printed every
  * steps_per_print steps:
  *   [timer.py:197:stop] 0/17, RunningAvgSamplesPerSec=158.31, CurrSamplesPerSec=159.62, ...
+ * (newer releases: "epoch=0/micro_step=80/global_step=20, RunningAvgSamplesPerSec=...")
  * CurrSamplesPerSec is the last step's rate and is used as is.  Older releases printed only
  *   [timer.py:189:stop] 0/40, SamplesPerSec=83.48, MemAllocated=0.26GB
  * a running average since the start, which would blur every level into the previous ones:
@@ -39,7 +40,11 @@ int pfi_parse_deepspeed(pfi_parser *p, const char *line, pfi_obs *o)
 {
     double v;
     if (pfi_num_after(line, "CurrSamplesPerSec=", &v)) {
-        double st = step_before(line, "RunningAvgSamplesPerSec=");
+        /* Newer releases: "epoch=0/micro_step=80/global_step=20, RunningAvg...": the global step;
+         * before: "0/17, RunningAvg..." (epoch/step). */
+        double st;
+        if (!pfi_num_after(line, "global_step=", &st))
+            st = step_before(line, "RunningAvgSamplesPerSec=");
         o->step = pfi_num_to_ll(st, LLONG_MAX);
         o->kind = PFI_OBS_RATE;
         o->unit = PFI_OU_SAMPLES;

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -419,6 +421,37 @@ static void test_views_not_stale(void **state)
     assert_int_equal(stale, 0);
 }
 
+/* A job's log that is not a regular file is not read: a FIFO (open() waited for a writer) or a
+ * device such as /dev/zero (read without end) registered as "log" (POST /v1/jobs, or a Slurm
+ * user's --power-log) froze the control loop in pfi_srv_follow_tick: no ramp step, grid event,
+ * re-plan or watchdog after it.  The tick runs in a child that an alarm ends if it hangs (far
+ * above the microseconds a tick takes); it must return. */
+static void test_log_not_regular_file(void **state)
+{
+    fx *f = *state;
+    char fifo[512], spec[700];
+    snprintf(fifo, sizeof fifo, "%s/log.fifo", f->node.dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(spec, sizeof spec, "{\"id\":\"fifo\",\"gpus\":[0],\"log\":\"%s\"}", fifo);
+    add_job(f, spec);
+    add_job(f, "{\"id\":\"zero\",\"gpus\":[1],\"log\":\"/dev/zero\"}");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(30);
+        pfi_srv_follow_tick(f->node.n);
+        pfi_srv_follow_tick(f->node.n);
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the control loop's log tick did not return (%s %d)",
+                 WIFSIGNALED(st) ? "signal" : "status",
+                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    unlink(fifo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +462,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_epoch_bounds_and_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unapplied_cut_reported, setup_not_root, teardown),
         cmocka_unit_test_setup_teardown(test_views_not_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_not_regular_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* follow.c: throughput from the job's own log, inside the daemon.  A job's log is the path it
  * was registered with ("log", `pfi ctl job add --log`) or the stdout discovery found for it
- * (/proc/PID/fd/1 when a regular file).  It is read as it grows, with the parsers of pfi sweep
+ * (/proc/PID/fd/1 when a regular file); only a regular file is read.  It is read as it grows, with the parsers of pfi sweep
  * (format detected; the lines already there at the first read are parsed for the facts they
  * state, such as a sequence length, not timed).  Every observation updates the job's observed
  * tokens/s (as POST /v1/jobs/{id}/throughput does), and every cap change the daemon makes is a
@@ -76,10 +76,27 @@ static srv_follow *follow_for(srv_node *n, const char *id, const char *path)
     return f;
 }
 
+/* Opens a job's log when it is a regular file; -1 otherwise.  O_NONBLOCK so that a FIFO does
+ * not hold the control loop in open() until some writer comes, and nothing but a regular file
+ * is read: a FIFO or a device (/dev/zero reads without end) named as a job's "log", by the API
+ * or a Slurm user's --power-log, froze every ramp step, grid event and watchdog after it. */
+static int open_log(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Reads what was appended since the last call; 1 when new observations were timed. */
 static int read_new(srv_follow *f, double now)
 {
-    if (f->fd < 0 && (f->fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0)
+    if (f->fd < 0 && (f->fd = open_log(f->path)) < 0)
         return 0;
     struct stat sb;
     if (fstat(f->fd, &sb) == 0 && sb.st_size < f->off) {

@@ -115,6 +115,21 @@ static void test_levels(void **state)
     print_message("vector levels on this CPU: best %d (1 scalar, 2 AVX2, 3 AVX-512)\n", best);
 }
 
+/* The default options ask for the best level: callers fill a stack struct with
+ * pfi_alloc_opts_default alone, so a field it leaves out is whatever the stack held (the level
+ * was read uninitialised, and 1 there forced the scalar loops). */
+static void test_default_is_best(void **state)
+{
+    (void)state;
+    pfi_alloc_opts o;
+    memset(&o, 1, sizeof o); /* vec 0x01010101 until the default writes it */
+    pfi_alloc_opts_default(&o);
+    assert_int_equal(o.vec, PFI_ALLOC_VEC_BEST);
+    memset(&o, 0xff, sizeof o); /* -1: the scalar level once resolved */
+    pfi_alloc_opts_default(&o);
+    assert_int_equal(o.vec, PFI_ALLOC_VEC_BEST);
+}
+
 static void test_points_ok(void **state)
 {
     (void)state;
@@ -285,6 +300,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_levels),
+        cmocka_unit_test(test_default_is_best),
         cmocka_unit_test(test_points_ok),
         cmocka_unit_test(test_on_grid),
         cmocka_unit_test(test_solve_same),

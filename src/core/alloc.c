@@ -20,6 +20,7 @@ void pfi_alloc_opts_default(pfi_alloc_opts *o)
     o->rel_gap = 1e-6;
     o->max_work = 1e8;
     o->fill_whole = 0;
+    o->vec = PFI_ALLOC_VEC_BEST;
 }
 
 void pfi_alloc_result_free(pfi_alloc_result *r)

@@ -177,6 +177,46 @@ static void test_real_below_cap_nonmonotone(void **state)
     assert_true(isfinite(x.pfi_at[3]) && x.extrap_at[3]);
 }
 
+/* A job faster at a lower cap sheds that power for nothing: its slowdown there is exactly 0
+ * and its index at 10% is 0, not a tiny negative number (the baseline was held by a weight
+ * of 1e9, so pooling a faster level with it gave s = -5e-11 and PFI10 = -3.3e-10, printed
+ * "-0.000"). */
+static void test_faster_level_pinned_exactly(void **state)
+{
+    pfi_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.name, sizeof run.name, "synthetic faster");
+    run.n_gpus = 1;
+    run.default_limit_w = 300;
+    /* cap, draw, throughput: 250 W runs faster than the baseline */
+    static const double lv[][3] = {{300, 250, 1.0 / 10}, {250, 2000 / 9.5, 1.0 / 9.5},
+                                   {200, 1900 / 12.0, 1.0 / 12}, {150, 125, 1.0 / 14}};
+    for (int i = 0; i < 4; i++) {
+        pfi_level *l = &run.levels[run.n_levels++];
+        l->cap_w = lv[i][0];
+        l->power_w = lv[i][1];
+        l->tput = lv[i][2];
+        l->tput_lo = l->tput_hi = NAN;
+        l->enforced_w = NAN;
+    }
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
+    for (int k = 0; k < c.n; k++)
+        assert_true(c.rel_mono[k] <= 1.0); /* exactly: nothing is gained */
+    assert_true(c.rel_mono[c.n - 1] == 1.0 && c.rel_mono[c.n - 2] == 1.0);
+    pfi_index x;
+    pfi_index_opts o = pfi_index_defaults();
+    o.n_boot = 0;
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    assert_true(x.head_at[0] == 0 && !signbit(x.head_at[0]));
+    assert_true(x.pfi_mono_at[0] == 0);
+    /* the rest as an independent reading of the same points: r = 1 - P/P0, s = 1 - T/T0 */
+    double r1 = 1 - (2000 / 9.5) / 250, r2 = 1 - (1900 / 12.0) / 250, s2 = 1 - 10 / 12.0;
+    double want20 = (0.2 - r1) / (r2 - r1) * s2 / 0.2;
+    assert_true(fabs(x.head_at[1] - want20) <= 1e-12);
+}
+
 static void test_real_flat_ncf(void **state)
 {
     SKIP_WITHOUT_DATA();
@@ -438,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_fit_recovers_power_law),
         cmocka_unit_test(test_real_llm_curve),
         cmocka_unit_test(test_real_below_cap_nonmonotone),
+        cmocka_unit_test(test_faster_level_pinned_exactly),
         cmocka_unit_test(test_real_flat_ncf),
         cmocka_unit_test(test_real_too_few_levels),
         cmocka_unit_test(test_real_not_reaching_depth),

@@ -306,6 +306,22 @@ void pfi_isotonic(const double *y, const double *w, int n, double *y_fit)
             y_fit[k++] = mean[b];
 }
 
+void pfi_isotonic_pinned(const double *y, int n, int pin, double *y_fit)
+{
+    /* A pinned value splits the problem in two; a bound on an isotonic fit is its clip. */
+    if (n <= 0 || pin < 0 || pin >= n)
+        return;
+    if (pin > 0)
+        pfi_isotonic(y, NULL, pin, y_fit);
+    if (n - pin - 1 > 0)
+        pfi_isotonic(y + pin + 1, NULL, n - pin - 1, y_fit + pin + 1);
+    y_fit[pin] = y[pin];
+    for (int k = 0; k < pin; k++)
+        y_fit[k] = fmin(y_fit[k], y[pin]);
+    for (int k = pin + 1; k < n; k++)
+        y_fit[k] = fmax(y_fit[k], y[pin]);
+}
+
 /* ---- from a run ---- */
 
 int pfi_run_baseline(const pfi_run *run)
@@ -361,17 +377,22 @@ static int usable_levels(const pfi_run *run, int b, int *idx)
 }
 
 /* Monotone fit in the order of falling cap: slowdown may only grow as the cap falls.  The
- * baseline is pinned (huge weight) so a noisy level cannot move s(0) away from 0. */
+ * baseline is pinned (exactly: a level faster than it gets s = 0, not a tiny gain) so a noisy
+ * level cannot move s(0) away from 0. */
 static void fit_monotone(pfi_curve *out)
 {
-    int n = out->n;
-    double y[PFI_CURVE_MAX_PTS], w[PFI_CURVE_MAX_PTS], yf[PFI_CURVE_MAX_PTS];
+    int n = out->n, pin = -1;
+    double y[PFI_CURVE_MAX_PTS], yf[PFI_CURVE_MAX_PTS];
     for (int k = 0; k < n; k++) {
         int src = n - 1 - k;
         y[k] = 1.0 - out->rel[src];
-        w[k] = fabs(out->cap_w[src] - out->cap0_w) <= 0.5 ? 1e9 : 1.0;
+        if (pin < 0 && fabs(out->cap_w[src] - out->cap0_w) <= 0.5)
+            pin = k;
     }
-    pfi_isotonic(y, w, n, yf);
+    if (pin >= 0)
+        pfi_isotonic_pinned(y, n, pin, yf);
+    else
+        pfi_isotonic(y, NULL, n, yf);
     for (int k = 0; k < n; k++)
         out->rel_mono[n - 1 - k] = 1.0 - yf[k];
 }

@@ -99,6 +99,10 @@ int pfi_family_parse(const char *name);  /* -1 when unknown */
 /* Isotonic regression (pool adjacent violators): y_fit non-decreasing in the given order,
  * minimizing sum w (y - y_fit)^2.  w may be NULL.  y_fit may alias y. */
 void pfi_isotonic(const double *y, const double *w, int n, double *y_fit);
+/* The same, unweighted, with y[pin] held exactly at its value (the baseline's s = 0): the
+ * points before it are fitted alone and kept at or below it, those after alone and kept at or
+ * above it, which is the constrained least-squares solution.  y_fit must not alias y. */
+void pfi_isotonic_pinned(const double *y, int n, int pin, double *y_fit);
 
 /* Points of a curve in (r, s) coordinates, sorted by r ascending: returns how many (<= max). */
 int pfi_curve_points(const pfi_curve *c, double *r, double *s, int max);

@@ -154,11 +154,8 @@ static void collect_points(const pfi_curve *c, const double *sd, fit_pts *p, pfi
  * fit_monotone and mono_s read a curve; NAN when the points do not reach d. */
 static double interp_points(const double *r, const double *s, int m, double d)
 {
-    double w[PFI_CURVE_MAX_PTS], y[PFI_CURVE_MAX_PTS], rr[PFI_CURVE_MAX_PTS],
-        ss[PFI_CURVE_MAX_PTS];
-    for (int i = 0; i < m; i++)
-        w[i] = i == 0 ? 1e9 : 1.0;
-    pfi_isotonic(s, w, m, y);
+    double y[PFI_CURVE_MAX_PTS], rr[PFI_CURVE_MAX_PTS], ss[PFI_CURVE_MAX_PTS];
+    pfi_isotonic_pinned(s, m, 0, y);
     /* sorted by r (a lower cap can draw more when the job's phase changed): insertion sort */
     int n = 0;
     for (int i = 0; i < m; i++) {

@@ -318,6 +318,27 @@ static void test_regex(void **state)
     assert_int_equal(pfi_parser_feed(p, "epoch 1 speed: n/a ms/step", &o), 0);
     pfi_parser_free(p);
 
+    /* A scale after the number in the group is the number's ("1.2k" was read as 1.2). */
+    pfi_parse_cfg k = {.format = PFI_LOG_REGEX, .regex = "throughput: ([^ ]+) tokens/s",
+                       .regex_unit = PFI_RU_TOKENS_PER_S};
+    assert_int_equal(pfi_parser_new(&k, &p, &e), PFI_OK);
+    assert_int_equal(pfi_parser_feed(p, "step 1 throughput: 1.2k tokens/s", &o), 1);
+    assert_near(o.value, 1200, 1e-12);
+    assert_int_equal(pfi_parser_feed(p, "step 2 throughput: 3.5M tokens/s", &o), 1);
+    assert_near(o.value, 3.5e6, 1e-12);
+    assert_int_equal(pfi_parser_feed(p, "step 3 throughput: 2B tokens/s", &o), 1);
+    assert_near(o.value, 2e9, 1e-12);
+    assert_int_equal(pfi_parser_feed(p, "step 4 throughput: 1,234 tokens/s", &o), 1);
+    assert_near(o.value, 1234, 0);
+    pfi_parser_free(p);
+    /* "44.57ms" with --unit ms/it: the m is the unit, not a scale. */
+    pfi_parse_cfg ms = {.format = PFI_LOG_REGEX, .regex = "step time ([^ ]+)",
+                        .regex_unit = PFI_RU_MS_PER_STEP};
+    assert_int_equal(pfi_parser_new(&ms, &p, &e), PFI_OK);
+    assert_int_equal(pfi_parser_feed(p, "step time 250ms", &o), 1);
+    assert_near(o.value, 4, 1e-12);
+    pfi_parser_free(p);
+
     pfi_parse_cfg bad = {.format = PFI_LOG_REGEX, .regex = "speed: [0-9"};
     assert_int_not_equal(pfi_parser_new(&bad, &p, &e), PFI_OK);
     assert_non_null(strstr(e.msg, "throughput-regex"));

@@ -452,6 +452,36 @@ static void test_log_not_regular_file(void **state)
     unlink(fifo);
 }
 
+/* A huge log (an 8 GB sparse file, or a real multi-GB log registered late) is read a bounded
+ * piece per tick: the whole backlog was read in one tick, and an 8 GB file held the control loop
+ * for longer than a ramp of 2 s (a Slurm user's --power-log could name a 1 TB sparse file).
+ * Checked by what one tick read, not by time. */
+static void test_log_read_bounded_per_tick(void **state)
+{
+    fx *f = *state;
+    char big[512], spec[700];
+    snprintf(big, sizeof big, "%s/huge.log", f->node.dir);
+    FILE *fp = fopen(big, "w");
+    assert_non_null(fp);
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(truncate(big, 1LL << 30), 0); /* 1 GiB, sparse */
+    snprintf(spec, sizeof spec, "{\"id\":\"huge\",\"gpus\":[0],\"log\":\"%s\"}", big);
+    add_job(f, spec);
+    pfi_srv_follow_tick(f->node.n);
+    srv_node *n = f->node.n;
+    int k = 0;
+    while (k < n->n_follow && strcmp(n->follow[k].id, "huge"))
+        k++;
+    assert_true(k < n->n_follow);
+    if (n->follow[k].off > SRV_LOG_READ_MAX)
+        fail_msg("one tick read %lld bytes of the log (at most %d)", n->follow[k].off,
+                 SRV_LOG_READ_MAX);
+    assert_true(n->follow[k].off > 0);
+    assert_false(n->follow[k].live); /* still in its backlog: nothing timed yet */
+    pfi_srv_follow_free(n); /* the control loop's, at its stop */
+    unlink(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +493,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unapplied_cut_reported, setup_not_root, teardown),
         cmocka_unit_test_setup_teardown(test_views_not_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_not_regular_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_read_bounded_per_tick, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,12 +105,19 @@ static int read_new(srv_follow *f, double now)
     }
     feed_ctx c = {f, now, f->live, 0};
     char buf[65536];
-    ssize_t k;
-    while ((k = pread(f->fd, buf, sizeof buf, f->off)) > 0) {
+    ssize_t k = 0;
+    /* At most SRV_LOG_READ_MAX a tick: a backlog of gigabytes (or a sparse file) is read over
+     * several ticks, not while every ramp step, grid event and watchdog waits.  The backlog
+     * (all there is until the first read that reaches the end) is parsed for facts only. */
+    for (long long left = SRV_LOG_READ_MAX; left > 0; left -= k) {
+        size_t want = left < (long long)sizeof buf ? (size_t)left : sizeof buf;
+        if ((k = pread(f->fd, buf, want, f->off)) <= 0)
+            break;
         f->off += k;
         pfi_linebuf_push(&f->lb, buf, (size_t)k, on_line, &c);
     }
-    f->live = 1;
+    if (k <= 0)
+        f->live = 1;
     return c.got > 0;
 }
 

@@ -138,6 +138,10 @@ struct pfi_alloc_keep;
 
 #define SRV_GRID_MAX 64 /* grid events held at once (past ones included until deleted) */
 
+/* Bytes of a job's log read per control tick at most: a huge backlog is read over several ticks,
+ * never holding the loop (follow.c). */
+#define SRV_LOG_READ_MAX (4 << 20)
+
 /* A job's log followed by the control loop (follow.c): each level of caps the daemon applied
  * is measured like a sweep's (settle, MSER, 95% CI within rel_ci), and each steady level is a
  * point of the job's curve. */

@@ -164,6 +164,21 @@ static void test_hf(void **state)
     assert_int_equal(pfi_parser_feed(q, "Loading checkpoint shards: 100%|##########| 2/2 "
                                         "[00:05<00:00,  2.50s/it]", &qo), 1);
     pfi_parser_free(q);
+    /* The Trainer's evaluation bar has no description either: it is known by its smaller
+     * total (the eval batches, not max_steps), and its counter is not taken for steps. */
+    assert_int_equal(pfi_parser_new(&cfg, &q, &qe), PFI_OK);
+    assert_int_equal(pfi_parser_feed(q, "  1%|          | 10/1000 [00:10<16:30,  1.00it/s]", &qo), 1);
+    assert_near(qo.value, 10, 0); /* steps: no batch size known */
+    assert_int_equal(pfi_parser_feed(q, " 40%|####      | 20/50 [00:02<00:03, 10.00it/s]", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "  2%|2         | 20/1000 [00:20<16:20,  1.00it/s]", &qo), 1);
+    assert_near(qo.value, 20, 0);
+    pfi_parser_free(q);
+    /* A finished bar (the job's own preprocessing) gives way to training whatever its total. */
+    assert_int_equal(pfi_parser_new(&cfg, &q, &qe), PFI_OK);
+    assert_int_equal(pfi_parser_feed(q, "100%|##########| 5000/5000 [00:10<00:00, 500.00it/s]", &qo), 1);
+    assert_int_equal(pfi_parser_feed(q, "  1%|          | 10/1000 [00:10<16:30,  1.00it/s]", &qo), 1);
+    assert_near(qo.value, 10, 0);
+    pfi_parser_free(q);
     /* ...but it is when the format is named; without a batch size it stays in steps. */
     pfi_parse_cfg c2 = {.format = PFI_LOG_HF};
     parse_file("hf-steps.log", &c2, &r);

@@ -13,6 +13,9 @@
  * the bars of tokenization, downloads and checkpoint loading ("Map: ... examples/s",
  * "Loading checkpoint shards: ...") carry one.
  *
+ * The Trainer's evaluation bar has no description either: it is told apart by its total (the
+ * eval batches), smaller than that of the training bar (max_steps), still unfinished, before it.
+ *
  * A dict with 'train_step_samples_per_second' (printed by some Trainer forks for every step)
  * is a rate in samples/s over 'train_step_runtime'. */
 #include <string.h>
@@ -36,6 +39,16 @@ int pfi_parse_hf(pfi_parser *p, const char *line, pfi_obs *o)
         return 0;
     if (!p->hf_training && p->cfg.format != PFI_LOG_HF && !desc_less)
         return 0;
+    /* The evaluation bar has no description either: drawn while the training bar is
+     * unfinished, with a smaller total (the eval batches, not max_steps), it is not the
+     * training bar (its counter would be read as steps at the eval speed).  A finished bar
+     * (a preprocessing loop's) gives way to the next whatever its total. */
+    if (p->tqdm_total > 0 && p->hf_total > 0 && !p->hf_done && p->tqdm_total < p->hf_total)
+        return 0;
+    if (p->tqdm_total > 0) {
+        p->hf_total = p->tqdm_total;
+        p->hf_done = bar.step >= 0 && (double)bar.step >= p->tqdm_total;
+    }
     *o = bar;
     return 1;
 }

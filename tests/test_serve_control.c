@@ -482,6 +482,38 @@ static void test_log_read_bounded_per_tick(void **state)
     unlink(big);
 }
 
+/* A log truncated while its last line ran past the line splitter's 4 KiB: the cut state of that
+ * line was kept, so the first line of the new log was dropped as its tail. */
+static void test_log_truncated_after_long_line(void **state)
+{
+    fx *f = *state;
+    char path[512], spec[700];
+    snprintf(path, sizeof path, "%s/cut.log", f->node.dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    for (int i = 0; i < 5000; i++)
+        fputc('x', fp);
+    assert_int_equal(fclose(fp), 0);
+    snprintf(spec, sizeof spec, "{\"id\":\"cut\",\"gpus\":[0],\"log\":\"%s\"}", path);
+    add_job(f, spec);
+    srv_node *n = f->node.n;
+    pfi_srv_follow_tick(n);
+    fp = fopen(path, "w"); /* truncated, a new log begins */
+    assert_non_null(fp);
+    fputs("pfi: tokens=100 t=1\n", fp);
+    assert_int_equal(fclose(fp), 0);
+    pfi_srv_follow_tick(n);
+    int k = 0;
+    while (k < n->n_follow && strcmp(n->follow[k].id, "cut"))
+        k++;
+    assert_true(k < n->n_follow);
+    long lines = 0, matched = 0;
+    pfi_parser_stats(n->follow[k].p, &lines, &matched);
+    assert_int_equal(matched, 1);
+    pfi_srv_follow_free(n);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +526,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_views_not_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_not_regular_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_read_bounded_per_tick, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_truncated_after_long_line, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,6 +102,7 @@ static int read_new(srv_follow *f, double now)
     if (fstat(f->fd, &sb) == 0 && sb.st_size < f->off) {
         f->off = 0; /* truncated or replaced: from the start again */
         f->lb.len = 0;
+        f->lb.overflow = 0; /* a cut line of the old log is not the new one's first */
     }
     feed_ctx c = {f, now, f->live, 0};
     char buf[65536];

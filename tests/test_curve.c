@@ -56,6 +56,24 @@ static void test_isotonic(void **state)
     assert_true(fabs(f[3] - 0.1) < 1e-12);
 }
 
+/* A value pinned inside the sequence (a baseline with levels above its cap): the points before
+ * it fitted alone and kept at or below it, those after alone and kept at or above it, the
+ * constrained least-squares fit worked by hand (before: 0.15, 0.15 pooled, then clipped to 0;
+ * after: -0.3 clipped to 0, 0.4 and 0.2 pooled).  The curve's own uses pin the first point,
+ * which leaves the clip below the pin untried. */
+static void test_isotonic_pinned_inside(void **state)
+{
+    (void)state;
+    const double y[] = {0.5, -0.2, 0.0, -0.3, 0.1, 0.4, 0.2};
+    const double want[] = {0.0, 0.0, 0.0, 0.0, 0.1, 0.3, 0.3};
+    double f[7];
+    pfi_isotonic_pinned(y, 7, 2, f);
+    for (int i = 0; i < 7; i++)
+        if (!(fabs(f[i] - want[i]) < 1e-12))
+            fail_msg("point %d: %g, expected %g", i, f[i], want[i]);
+    assert_true(f[2] == 0.0); /* exactly the pinned value */
+}
+
 /* The points below the baseline, sorted by shed with the origin first, skipped levels left out,
  * and the broken line through them. */
 static void test_below_points(void **state)
@@ -474,6 +492,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isotonic),
+        cmocka_unit_test(test_isotonic_pinned_inside),
         cmocka_unit_test(test_below_points),
         cmocka_unit_test(test_fit_recovers_power_law),
         cmocka_unit_test(test_real_llm_curve),

@@ -178,6 +178,31 @@ static void test_follow(void **state)
     unlink(old);
 }
 
+/* A log truncated in place while its last line ran past the line splitter's 4 KiB: the cut
+ * state of that line was kept (only its length was reset), so the first line of the new log
+ * was dropped as the old line's tail. */
+static void test_follow_truncated_after_long_line(void **state)
+{
+    (void)state;
+    char path[512], longline[5001];
+    tmpname(path, sizeof path, "follow-cut.log");
+    memset(longline, 'x', sizeof longline - 1);
+    longline[sizeof longline - 1] = '\0';
+    append(path, "w", "");
+    pfi_follow f;
+    pfi_err e = {0};
+    assert_int_equal(pfi_follow_open(&f, path, 0, &e), PFI_OK);
+    lines got = {0};
+    append(path, "a", longline); /* no newline yet: cut at 4 KiB, the rest to drop */
+    assert_int_equal(pfi_follow_poll(&f, collect, &got, &e), PFI_OK);
+    append(path, "w", "t3\n"); /* truncated: a new log begins */
+    assert_int_equal(pfi_follow_poll(&f, collect, &got, &e), PFI_OK);
+    if (!has(&got, "t3"))
+        fail_msg("the new log's first line was dropped (%d lines read)", got.n);
+    pfi_follow_close(&f);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_launch_missing),
         cmocka_unit_test(test_launch_stop_group),
         cmocka_unit_test(test_follow),
+        cmocka_unit_test(test_follow_truncated_after_long_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,7 +243,7 @@ static void follow_reopen(pfi_follow *f, int from_end)
         close(f->fd);
     f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
     f->off = 0;
-    f->lb.len = 0;
+    pfi_linebuf_reset(&f->lb);
     if (f->fd < 0)
         return;
     struct stat st;
@@ -292,7 +292,7 @@ int pfi_follow_poll(pfi_follow *f, pfi_line_fn fn, void *ctx, pfi_err *err)
     struct stat st;
     if (fstat(f->fd, &st) == 0 && st.st_size < f->off) {
         f->off = 0; /* truncated in place (copytruncate) */
-        f->lb.len = 0;
+        pfi_linebuf_reset(&f->lb); /* a cut line of the old file is not the new one's first */
     }
     follow_read(f, fn, ctx);
     struct stat ps;

@@ -443,6 +443,11 @@ void pfi_linebuf_flush(pfi_linebuf *lb, void (*fn)(void *ctx, const char *line),
         lb->buf[lb->len] = '\0';
         fn(ctx, lb->buf);
     }
+    pfi_linebuf_reset(lb);
+}
+
+void pfi_linebuf_reset(pfi_linebuf *lb)
+{
     lb->len = 0;
     lb->overflow = 0;
 }

@@ -137,5 +137,8 @@ void pfi_linebuf_push(pfi_linebuf *lb, const char *data, size_t n,
                       void (*fn)(void *ctx, const char *line), void *ctx);
 /* Delivers a last unterminated line (at end of stream). */
 void pfi_linebuf_flush(pfi_linebuf *lb, void (*fn)(void *ctx, const char *line), void *ctx);
+/* Drops the line in progress, and the state of one cut at PFI_LINE_MAX (whose tail would be
+ * dropped too): for a stream that starts again, such as a truncated log. */
+void pfi_linebuf_reset(pfi_linebuf *lb);
 
 #endif

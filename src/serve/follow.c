@@ -101,8 +101,7 @@ static int read_new(srv_follow *f, double now)
     struct stat sb;
     if (fstat(f->fd, &sb) == 0 && sb.st_size < f->off) {
         f->off = 0; /* truncated or replaced: from the start again */
-        f->lb.len = 0;
-        f->lb.overflow = 0; /* a cut line of the old log is not the new one's first */
+        pfi_linebuf_reset(&f->lb); /* a cut line of the old log is not the new one's first */
     }
     feed_ctx c = {f, now, f->live, 0};
     char buf[65536];

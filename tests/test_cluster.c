@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -119,6 +121,123 @@ static void test_topo_slurm(void **state)
     assert_int_equal(pfi_cl_topo_parse_slurm(SINFO, bad, &t, &e), PFI_ENOENT);
     assert_non_null(strstr(e.msg, "zz9"));
     assert_int_equal(pfi_cl_topo_parse_slurm("not json", SQUEUE, &t, &e), PFI_EINVAL);
+}
+
+/* ---- a Slurm that hangs ---- */
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+typedef struct refresher {
+    pfi_cl *c;
+    int rc;
+    atomic_int done;
+} refresher;
+
+static void *refresh_main(void *arg)
+{
+    refresher *r = arg;
+    pfi_err e = {0};
+    r->rc = pfi_cl_refresh(r->c, &e);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+static void test_slurm_timeout_rule(void **state)
+{
+    pfi_cl_config cfg;
+    pfi_cl_config_defaults(&cfg);
+    assert_true(pfi_cl_slurm_timeout(&cfg) == (cfg.node_ttl_s - cfg.heartbeat_s) / 2);
+    cfg.node_ttl_s = 0; /* no watchdog */
+    assert_true(pfi_cl_slurm_timeout(&cfg) == 60);
+    cfg.node_ttl_s = 4; /* a period longer than the watchdog: the floor */
+    assert_true(pfi_cl_slurm_timeout(&cfg) == 1);
+    cfg.node_ttl_s = 1000;
+    assert_true(pfi_cl_slurm_timeout(&cfg) == 60);
+}
+
+/* sinfo that hangs until told: the query is cut at its timeout, and while it hangs a budget
+ * change is answered (the query runs outside the controller's operation lock). */
+static void test_slurm_hangs(void **state)
+{
+    char dir[400], path[500], text[2048];
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(dir, sizeof dir, "%s/slurm.XXXXXX", base ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/sinfo.json", dir);
+    write_file(path, SINFO, 0644);
+    snprintf(path, sizeof path, "%s/squeue.json", dir);
+    write_file(path, SQUEUE, 0644);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\n: > '%s/started'\nwhile [ ! -e '%s/go' ]; do sleep 0.02; done\n"
+             "exec cat '%s/sinfo.json'\n", dir, dir, dir);
+    snprintf(path, sizeof path, "%s/sinfo", dir);
+    write_file(path, text, 0755);
+    snprintf(text, sizeof text, "#!/bin/sh\nexec cat '%s/squeue.json'\n", dir);
+    snprintf(path, sizeof path, "%s/squeue", dir);
+    write_file(path, text, 0755);
+    const char *old = getenv("PATH");
+    char *saved = strdup(old ? old : "/usr/bin:/bin");
+    char newpath[4096];
+    snprintf(newpath, sizeof newpath, "%s:%s", dir, saved);
+    assert_int_equal(setenv("PATH", newpath, 1), 0);
+
+    /* Cut at its timeout, naming the command. */
+    pfi_cl_topo t;
+    pfi_err e = {0};
+    assert_int_equal(pfi_cl_topo_from_slurm(0.3, &t, &e), PFI_ETIMEOUT);
+    assert_non_null(strstr(e.msg, "sinfo"));
+    assert_int_equal(pfi_cl_topo_from_slurm(0, &t, &e), PFI_EINVAL);
+    /* Answering, it is read through the same path. */
+    char go[500], started[500];
+    snprintf(go, sizeof go, "%s/go", dir);
+    snprintf(started, sizeof started, "%s/started", dir);
+    write_file(go, "", 0644);
+    assert_int_equal(pfi_cl_topo_from_slurm(30, &t, &e), PFI_OK);
+    assert_int_equal(t.n_nodes, 3);
+    assert_int_equal(t.n_jobs, 1);
+    pfi_cl_topo_free(&t);
+    assert_int_equal(unlink(go), 0);
+    unlink(started);
+
+    /* A controller asking Slurm: a budget change while sinfo hangs. */
+    pfi_cl_config cfg;
+    pfi_cl_config_defaults(&cfg);
+    snprintf(cfg.node_url, sizeof cfg.node_url, "http://127.0.0.1:1/%%n");
+    cfg.timeout_s = 0.2;
+    cfg.heartbeat_s = 0;
+    pfi_cl *c;
+    assert_int_equal(pfi_cl_open(&cfg, &c, &e), PFI_OK);
+    refresher r = {.c = c};
+    atomic_init(&r.done, 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, refresh_main, &r), 0);
+    struct stat st;
+    for (int i = 0; i < 3000 && stat(started, &st) != 0; i++)
+        usleep(10000);
+    assert_int_equal(stat(started, &st), 0);
+    pfi_cl_budget b = {.set = 1, .watts = 5000, .ramp_s = 0};
+    (void)pfi_cl_set_budget(c, &b, &e); /* no node known yet: whatever it answers, it answers */
+    assert_int_equal(atomic_load(&r.done), 0);
+    write_file(go, "", 0644);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(r.rc, PFI_OK);
+    pfi_cl_close(c);
+
+    assert_int_equal(setenv("PATH", saved, 1), 0);
+    free(saved);
+    const char *files[] = {"sinfo", "squeue", "sinfo.json", "squeue.json", "go", "started"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
 }
 
 /* ---- a small site on stand-ins ---- */
@@ -865,6 +984,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gres_idx),
         cmocka_unit_test(test_topo_slurm),
+        cmocka_unit_test(test_slurm_timeout_rule),
+        cmocka_unit_test(test_slurm_hangs),
         cmocka_unit_test(test_decode_curve),
         cmocka_unit_test(test_cut_and_restore),
         cmocka_unit_test(test_random_budgets_never_over),

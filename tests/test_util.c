@@ -436,6 +436,17 @@ static void test_cmd_capture(void **state)
     assert_int_equal(pfi_cmd_capture(big, 10, 100, &out, &e), PFI_OK);
     assert_int_equal(strlen(out), 100);
     free(out);
+    /* The buffer grows with the answer (22,000 bytes, past its first 4 KiB): all kept, in order,
+     * and cut at max when the answer is longer. */
+    assert_int_equal(pfi_cmd_capture(big, 10, 1 << 20, &out, &e), PFI_OK);
+    assert_int_equal(strlen(out), 22000);
+    for (size_t i = 0; i < 22000; i += 11)
+        assert_memory_equal(out + i, "0123456789\n", 11);
+    free(out);
+    assert_int_equal(pfi_cmd_capture(big, 10, 9000, &out, &e), PFI_OK);
+    assert_int_equal(strlen(out), 9000);
+    assert_memory_equal(out + 8998, "01", 2); /* 818 lines of 11 bytes, then the next one begun */
+    free(out);
 }
 
 /* pfi_num_json: whole numbers as integers, the rest as %.17g; every one reads back as the same

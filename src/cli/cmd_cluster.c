@@ -83,7 +83,9 @@ static int print_topology(int as_json)
 {
     pfi_err err = {0};
     pfi_cl_topo t;
-    if (pfi_cl_topo_from_slurm(&t, &err) != PFI_OK)
+    pfi_cl_config cfg;
+    pfi_cl_config_defaults(&cfg);
+    if (pfi_cl_topo_from_slurm(pfi_cl_slurm_timeout(&cfg), &t, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
     int rc = PFI_EXIT_OK;
     if (as_json) {

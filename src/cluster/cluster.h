@@ -69,8 +69,9 @@ void pfi_cl_topo_free(pfi_cl_topo *t);
 /* From the JSON that `sinfo --json` and `squeue --json` print (Slurm 21.08+). */
 int pfi_cl_topo_parse_slurm(const char *sinfo_json, const char *squeue_json, pfi_cl_topo *out,
                             pfi_err *err);
-/* Runs both commands (SLURM_CONF as in the environment). */
-int pfi_cl_topo_from_slurm(pfi_cl_topo *out, pfi_err *err);
+/* Runs both commands (SLURM_CONF as in the environment), each killed after timeout_s:
+ * PFI_ETIMEOUT. */
+int pfi_cl_topo_from_slurm(double timeout_s, pfi_cl_topo *out, pfi_err *err);
 /* pfi's own format, for simulations: {"nodes": [{"name", "gpus"}],
  * "jobs": [{"id", "parts": [{"node", "gpus": [0, 1]}]}]}. */
 int pfi_cl_topo_parse_json(const char *text, pfi_cl_topo *out, pfi_err *err);
@@ -98,6 +99,9 @@ typedef struct pfi_cl_config {
 } pfi_cl_config;
 
 void pfi_cl_config_defaults(pfi_cl_config *c);
+/* How long sinfo and squeue may take, each: half of what the nodes' watchdog leaves after one
+ * heartbeat period (a hung Slurm must not starve the nodes of heartbeats), 1 s to 60 s. */
+double pfi_cl_slurm_timeout(const pfi_cl_config *cfg);
 
 /* What the controller knows of one node. */
 typedef struct pfi_cl_node {

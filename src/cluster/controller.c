@@ -244,11 +244,21 @@ static int gpus_complete(const pfi_cl_node *n, pfi_err *e)
     return 1;
 }
 
-/* The topology: a file given in the configuration (tests, sites without Slurm), else Slurm's. */
+double pfi_cl_slurm_timeout(const pfi_cl_config *cfg)
+{
+    if (!(cfg->node_ttl_s > 0))
+        return 60; /* no watchdog on the nodes: only the API's patience bounds it */
+    double t = (cfg->node_ttl_s - cfg->heartbeat_s) / 2;
+    return t < 1 ? 1 : t > 60 ? 60 : t;
+}
+
+/* The topology: a file given in the configuration (tests, sites without Slurm), else Slurm's.
+ * Reads only the configuration, so it runs without op_mu: a slow Slurm delays the refresh, not
+ * a budget change. */
 static int load_topology(const pfi_cl *c, pfi_cl_topo *t, pfi_err *err)
 {
     if (!c->cfg.topo_file[0])
-        return pfi_cl_topo_from_slurm(t, err);
+        return pfi_cl_topo_from_slurm(pfi_cl_slurm_timeout(&c->cfg), t, err);
     FILE *f = fopen(c->cfg.topo_file, "r");
     if (!f)
         return pfi_err_set(err, PFI_ENOENT, "cannot open topology %s", c->cfg.topo_file);
@@ -388,12 +398,10 @@ static void job_caps(pfi_cl_job *jobs, int nj, const pfi_cl_node *nodes, int nn)
         }
 }
 
-static int refresh_locked(pfi_cl *c, pfi_err *err)
+/* Takes t (freed here); c->op_mu held. */
+static int refresh_locked(pfi_cl *c, pfi_cl_topo t, pfi_err *err)
 {
-    pfi_cl_topo t;
-    int rc = load_topology(c, &t, err);
-    if (rc != PFI_OK)
-        return rc;
+    int rc = PFI_OK;
     pfi_cl_node *nodes = calloc((size_t)t.n_nodes + 1, sizeof *nodes);
     pfi_cl_job *jobs = calloc((size_t)t.n_jobs + 1, sizeof *jobs);
     /* Two requests a node, GPUs and jobs, all sent at once. */
@@ -520,8 +528,12 @@ static void heartbeat_locked(pfi_cl *c)
 
 int pfi_cl_refresh(pfi_cl *c, pfi_err *err)
 {
+    pfi_cl_topo t;
+    int rc = load_topology(c, &t, err);
+    if (rc != PFI_OK)
+        return rc;
     pthread_mutex_lock(&c->op_mu);
-    int rc = refresh_locked(c, err);
+    rc = refresh_locked(c, t, err);
     pthread_mutex_unlock(&c->op_mu);
     return rc;
 }
@@ -704,10 +716,13 @@ static void *loop_main(void *arg)
             int rc = PFI_OK;
             /* A ramp step only re-plans; Slurm and the daemons are re-read once a period. */
             if (now >= next) {
-                pthread_mutex_lock(&c->op_mu);
-                heartbeat_locked(c);
-                rc = refresh_locked(c, &e);
-                pthread_mutex_unlock(&c->op_mu);
+                pfi_cl_heartbeat(c);
+                pfi_cl_topo t;
+                if ((rc = load_topology(c, &t, &e)) == PFI_OK) {
+                    pthread_mutex_lock(&c->op_mu);
+                    rc = refresh_locked(c, t, &e);
+                    pthread_mutex_unlock(&c->op_mu);
+                }
                 pfi_cl_grid_record(c);
             }
             pfi_cl_history_record(c);

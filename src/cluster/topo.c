@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <jansson.h>
 
 #include "cluster/cluster.h"
+#include "util/cmd.h"
 #include "util/text.h"
 
 void pfi_cl_topo_free(pfi_cl_topo *t)
@@ -294,39 +294,38 @@ int pfi_cl_topo_parse_slurm(const char *sinfo_json, const char *squeue_json, pfi
     return rc;
 }
 
-static char *run_capture(const char *cmd, pfi_err *err)
+/* At most this much of one command's answer: squeue --json writes ~5-10 KB a running job, so a
+ * site of tens of thousands of jobs fits; a longer answer is cut and refused as JSON. */
+#define SLURM_ANSWER_MAX (256u << 20)
+
+/* One Slurm command through util/cmd (bounded in time: a hung slurmctld must not hold the
+ * controller); its own error has no stderr, so the hint says where to look. */
+static char *slurm_capture(char *const argv[], double timeout_s, pfi_err *err)
 {
-    FILE *f = popen(cmd, "r");
-    if (!f) {
-        pfi_err_set(err, PFI_ECHILD, "cannot run '%s'", cmd);
+    char *out = NULL;
+    if (pfi_cmd_capture(argv, timeout_s, SLURM_ANSWER_MAX, &out, err) != PFI_OK) {
+        if (err) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            pfi_err_set(err, err->code, "%s --json: %s: is Slurm reachable (try it by hand)?",
+                        argv[0], why);
+        }
         return NULL;
     }
-    char *buf = pfi_read_all(f, 0, NULL);
-    int st = pclose(f);
-    if (!buf) {
-        pfi_err_set(err, PFI_ENOMEM, "out of memory reading '%s'", cmd);
-        return NULL;
-    }
-    if (st != 0) {
-        /* The command's own first line (2>&1) says why; pclose gives a wait status, not the
-         * exit code. */
-        size_t line = strcspn(buf, "\n");
-        pfi_err_set(err, PFI_ECHILD, "'%s' failed (exit %d%s%.*s): is Slurm reachable?", cmd,
-                    WIFEXITED(st) ? WEXITSTATUS(st) : -1, line ? ": " : "",
-                    (int)(line < 200 ? line : 200), buf);
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    return out;
 }
 
-int pfi_cl_topo_from_slurm(pfi_cl_topo *out, pfi_err *err)
+int pfi_cl_topo_from_slurm(double timeout_s, pfi_cl_topo *out, pfi_err *err)
 {
     memset(out, 0, sizeof *out);
-    char *si = run_capture("sinfo --json 2>&1", err);
+    if (!(timeout_s > 0))
+        return pfi_err_set(err, PFI_EINVAL, "Slurm timeout %g s: expected more than 0", timeout_s);
+    char *si_argv[] = {"sinfo", "--json", NULL};
+    char *si = slurm_capture(si_argv, timeout_s, err);
     if (!si)
         return err ? err->code : PFI_ECHILD;
-    char *sq = run_capture("squeue --json --states=RUNNING 2>&1", err);
+    char *sq_argv[] = {"squeue", "--json", "--states=RUNNING", NULL};
+    char *sq = slurm_capture(sq_argv, timeout_s, err);
     if (!sq) {
         free(si);
         return err ? err->code : PFI_ECHILD;

@@ -21,7 +21,9 @@ int pfi_cmd_capture(char *const argv[], double timeout_s, size_t max, char **out
     *out = NULL;
     if (!argv || !argv[0] || max == 0)
         return pfi_err_set(err, PFI_EINVAL, "cmd: no command");
-    char *buf = malloc(max + 1);
+    /* Grown as the answer comes: max may be large (a site's squeue) and most answers are not. */
+    size_t cap = max < 4096 ? max : 4096;
+    char *buf = malloc(cap + 1);
     int fd[2];
     if (!buf)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -69,6 +71,22 @@ int pfi_cmd_capture(char *const argv[], double timeout_s, size_t max, char **out
         if (k <= 0)
             break; /* EOF: the command closed its stdout */
         size_t keep = (size_t)k < max - n ? (size_t)k : max - n;
+        if (n + keep > cap) {
+            size_t ncap = cap * 2 > max ? max : cap * 2;
+            while (ncap < n + keep)
+                ncap = ncap * 2 > max ? max : ncap * 2;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                kill(pid, SIGKILL);
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                    ;
+                close(fd[0]);
+                free(buf);
+                return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", argv[0]);
+            }
+            buf = nb;
+            cap = ncap;
+        }
         memcpy(buf + n, tmp, keep);
         n += keep;
     }

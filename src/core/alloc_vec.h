@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* alloc_vec.h: the allocator's per-job tests that every point of a curve passes, done in vector
- * lanes at a level of the CPU's vector instructions (PFI_ALLOC_VEC_*, alloc.h) chosen at run
- * time.  Each says only "every point passes"; when it cannot say so (a point fails, or the
+ * lanes at a level of the CPU's vector instructions (PFI_ALLOC_VEC_* below, asked for by
+ * pfi_alloc_opts.vec in alloc.h) chosen at run time.  Each says only "every point passes"; when it cannot say so (a point fails, or the
  * level is scalar, or the curve is short) the caller runs its scalar loop, which finds the
  * failing point and says what it says now: the answers are the same at every level.  The lanes
  * compare and compute exactly as the scalar loops do (a compare is exact; a product by a power

@@ -191,4 +191,35 @@ done
 [ "$(ven_num events_cancelled)" = 1 ] || fail "cancellations: $(get /v1/grid/openadr)"
 [ "$(held)" = "$before" ] || fail "the events after the cancellation: $(held) (was $before)"
 note "event later deleted on the VTN: cancelled here ($(ven_num events_cancelled)), the others kept"
+
+# ---- an event id longer than the grid event id holds (OpenADR allows 128 characters) ----
+# Taken once and kept over the polls (it was cancelled and taken again at every poll: the
+# id it was held under, cut to 40 characters, was not found among the VTN's ids), and two ids
+# that differ only after the cut are two events.
+LONG=evt-0123456789abcdef0123456789abcdef0123456789abcdef-
+c0=$(ven_num events_cancelled)
+t0=$(ven_num events_taken)
+for x in a b; do
+    curl -sf -o /dev/null -X POST -d "{\"id\": \"$LONG$x\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
+        "$VTN/_test/events" || fail "publishing event $LONG$x"
+done
+p0=$(ven_num polls)
+i=0
+until [ "$(ven_num polls)" -ge $((p0 + 4)) ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+[ "$(ven_num events_cancelled)" = "$c0" ] && [ "$(ven_num events_taken)" = $((t0 + 2)) ] ||
+    fail "two events with long ids over 4 polls: $(get /v1/grid/openadr) $(held)"
+n=$(get /v1/grid/events | grep -o '"id": *"oadr-evt-[^"]*"' | sort -u | wc -l)
+[ "$n" = 2 ] || fail "two events with long ids held as $n: $(held)"
+curl -sf -o /dev/null -X DELETE "$VTN/_test/events/${LONG}a" || fail "DELETE ${LONG}a"
+i=0
+until [ "$(ven_num events_cancelled)" = $((c0 + 1)) ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "event ${LONG}a, deleted on the VTN, not cancelled: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+n=$(get /v1/grid/events | grep -o '"id": *"oadr-evt-[^"]*"' | sort -u | wc -l)
+[ "$n" = 1 ] || fail "after deleting one of the long ids $n are held: $(held)"
+note "events with ids of $(printf %s "${LONG}a" | wc -c) characters: taken once each over 4 polls, one deleted on the VTN cancelled"
 echo "it_openadr_serve: ok"

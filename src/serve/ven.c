@@ -338,7 +338,26 @@ static int window_of(json_t *ev, json_t *iv, int k, double *t0, double *t1)
     return 1;
 }
 
-/* The VTN's event id of a grid event "oadr-<event id>-<interval>" ("" when it is not one). */
+/* The part of a grid event id "oadr-<key>-<interval>" that names the VTN's event.  OpenADR
+ * ids have up to 128 characters, a grid event id fewer (PFI_EVENT_ID_MAX): an id longer than
+ * VEN_KEY_MAX is held as its first characters, '.' and a 64-bit FNV-1a hash of the whole id, so
+ * that it is still found among the VTN's ids (cut short, it was not: the event was cancelled
+ * and taken again at every poll) and two ids that differ after the cut stay two events. */
+#define VEN_KEY_MAX 40
+static void vtn_key(const char *vtn_id, char *out, size_t n)
+{
+    size_t len = strlen(vtn_id);
+    if (len <= VEN_KEY_MAX) {
+        snprintf(out, n, "%s", vtn_id);
+        return;
+    }
+    unsigned long long h = 14695981039346656037ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)vtn_id[i]) * 1099511628211ull;
+    snprintf(out, n, "%.*s.%016llx", VEN_KEY_MAX - 17, vtn_id, h);
+}
+
+/* The VTN's event key of a grid event "oadr-<key>-<interval>" ("" when it is not one). */
 static void vtn_id_of(const char *id, char *out, size_t n)
 {
     const char *last = strrchr(id, '-');
@@ -382,8 +401,9 @@ static json_t *map_interval(pfi_ven *v, json_t *ev, json_t *iv, int k, char *why
     double w = widen_s(v);
     t0 -= w;
     t1 += w;
-    char id[PFI_EVENT_ID_MAX], src[PFI_EVENT_SOURCE_MAX];
-    snprintf(id, sizeof id, "oadr-%.40s-%d", json_string_value(eid), k);
+    char id[PFI_EVENT_ID_MAX], src[PFI_EVENT_SOURCE_MAX], key[VEN_KEY_MAX + 1];
+    vtn_key(json_string_value(eid), key, sizeof key);
+    snprintf(id, sizeof id, "oadr-%s-%d", key, k);
     snprintf(src, sizeof src, "openadr:%.50s", v->cfg.program);
     json_t *pr = json_object_get(ev, "priority");
     int prio = json_is_integer(pr) ? -(int)json_integer_value(pr) : 0;
@@ -465,7 +485,10 @@ static void cancel_missing(pfi_ven *v, json_t *events)
         json_array_foreach(events, k, ev)
         {
             json_t *id = json_object_get(ev, "id");
-            listed |= json_is_string(id) && !strcmp(json_string_value(id), vid);
+            char key[VEN_KEY_MAX + 1] = "";
+            if (json_is_string(id))
+                vtn_key(json_string_value(id), key, sizeof key);
+            listed |= key[0] && !strcmp(key, vid);
         }
         if (listed)
             continue;

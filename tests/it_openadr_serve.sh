@@ -222,4 +222,27 @@ done
 n=$(get /v1/grid/events | grep -o '"id": *"oadr-evt-[^"]*"' | sort -u | wc -l)
 [ "$n" = 1 ] || fail "after deleting one of the long ids $n are held: $(held)"
 note "events with ids of $(printf %s "${LONG}a" | wc -c) characters: taken once each over 4 polls, one deleted on the VTN cancelled"
+
+# ---- an event the VTN changes: an interval removed, or set to SIMPLE level 0 (normal
+# operation), is cancelled here; the intervals kept stay as taken ----
+ev3() { printf '{"intervalPeriod": {"start": "%s", "duration": "PT10M"}, "intervals": [%s]}' "$(iso $T)" "$1"; }
+iv() { printf '{"id": %s, "payloads": [{"type": "SIMPLE", "values": [%s]}]}' "$1" "$2"; }
+curl -sf -o /dev/null -X POST -d "$(ev3 "$(iv 0 1), $(iv 1 2), $(iv 2 3)" | sed 's/^{/{"id": "three", /')" \
+    "$VTN/_test/events" || fail "publishing event three"
+i=0
+until get /v1/grid/events/oadr-three-2 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "event three not taken: $(held)"
+    sleep 0.1
+done
+c0=$(ven_num events_cancelled)
+curl -sf -o /dev/null -X PUT -d "$(ev3 "$(iv 0 1), $(iv 1 0)")" "$VTN/_test/events/three" ||
+    fail "changing event three"
+i=0
+while get /v1/grid/events/oadr-three-2 >/dev/null 2>&1 || get /v1/grid/events/oadr-three-1 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "event three changed to one interval at level 1 and one at 0: still held as $(held)"
+    sleep 0.1
+done
+get /v1/grid/events/oadr-three-0 >/dev/null 2>&1 || fail "event three's first interval, unchanged, is gone: $(held)"
+[ "$(ven_num events_cancelled)" = $((c0 + 2)) ] || fail "cancellations after changing event three: $(get /v1/grid/openadr)"
+note "event three changed on the VTN (interval 2 removed, interval 1 set to level 0): both cancelled here, interval 0 kept"
 echo "it_openadr_serve: ok"

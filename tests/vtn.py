@@ -20,7 +20,8 @@ Time is pfi's clock (src/util/clock.h): with PFI_CLOCK_SCALE=S and PFI_CLOCK_ORI
 runs S times faster than real time from T0, as it does in the daemons under test; every answer
 carries it in its Date header, and events get createdDateTime/modificationDateTime from it.
 Test controls (no token): POST /_test/events (an event body; id and programID filled in),
-DELETE /_test/events/ID (the VTN deletes an event), GET /_test/reports, POST /_test/revoke
+DELETE /_test/events/ID (the VTN deletes an event), PUT /_test/events/ID (an event
+body: the VTN changes the event), GET /_test/reports, POST /_test/revoke
 (every token becomes invalid), POST /_test/skew {"seconds": S} (the Date header runs S seconds
 off), POST /_test/fail {"status": N, "count": K} (the next K resource requests answer N),
 GET /_test/vens, GET /_test/stats.
@@ -260,6 +261,24 @@ class Vtn(BaseHTTPRequestHandler):
         for ev in gone:
             notify("DELETE", ev)
         return self.reply(200 if gone else 404, {"id": eid})
+
+    def do_PUT(self):
+        u = urllib.parse.urlparse(self.path)
+        if not u.path.startswith("/_test/events/"):
+            return self.reply(*problem(404, "Not Found", u.path))
+        eid = u.path[len("/_test/events/"):]
+        ev = json.loads(self.body())
+        with LOCK:
+            old = [e for e in STATE["events"] if e["id"] == eid]
+            if old:
+                ev.update(id=eid, programID=PROGRAM["id"], objectType="EVENT",
+                          createdDateTime=old[0]["createdDateTime"],
+                          modificationDateTime=iso(clock_now()))
+                STATE["events"] = [ev if e["id"] == eid else e for e in STATE["events"]]
+        if not old:
+            return self.reply(*problem(404, "Not Found", u.path))
+        notify("PUT", ev)
+        return self.reply(200, ev)
 
     def do_POST(self):
         u = urllib.parse.urlparse(self.path)

@@ -463,9 +463,38 @@ static int same_as_held(pfi_ven *v, json_t *b)
     return same;
 }
 
-/* An event of this program the VTN no longer lists (it answered, so it deleted it): one not
- * begun yet is deleted here; one in force ends now, restored in its steps as after any end;
- * one already ended is left to finish its restore. */
+/* Whether the VTN still asks for interval k of the event it lists under this key: the event
+ * is listed, has that interval, and the interval is not SIMPLE level 0 (normal operation).
+ * A malformed or unknown interval still counts as asked for: it is refused and changes
+ * nothing, so what was taken of it stays. */
+static int still_listed(json_t *events, const char *vid, int k)
+{
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev)
+    {
+        json_t *id = json_object_get(ev, "id");
+        char key[VEN_KEY_MAX + 1] = "";
+        if (json_is_string(id))
+            vtn_key(json_string_value(id), key, sizeof key);
+        if (!key[0] || strcmp(key, vid))
+            continue;
+        json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
+        if (!iv)
+            return 0;
+        json_t *pl = json_array_get(json_object_get(iv, "payloads"), 0);
+        json_t *type = json_object_get(pl, "type");
+        json_t *val = json_array_get(json_object_get(pl, "values"), 0);
+        return !(json_is_string(type) && !strcmp(json_string_value(type), "SIMPLE") &&
+                 json_is_number(val) && json_number_value(val) == 0);
+    }
+    return 0;
+}
+
+/* An event (or one of its intervals) of this program the VTN no longer asks for: deleted there,
+ * or changed to fewer intervals or to SIMPLE level 0 (it answered, so this is its word): one
+ * not begun yet is deleted here; one in force ends now, restored in its steps as after any
+ * end; one already ended is left to finish its restore. */
 static void cancel_missing(pfi_ven *v, json_t *events)
 {
     char src[PFI_EVENT_SOURCE_MAX];
@@ -479,18 +508,7 @@ static void cancel_missing(pfi_ven *v, json_t *events)
         vtn_id_of(h->id, vid, sizeof vid);
         if (!vid[0] || strcmp(h->source, src) || now >= h->end_s)
             continue;
-        int listed = 0;
-        size_t k;
-        json_t *ev;
-        json_array_foreach(events, k, ev)
-        {
-            json_t *id = json_object_get(ev, "id");
-            char key[VEN_KEY_MAX + 1] = "";
-            if (json_is_string(id))
-                vtn_key(json_string_value(id), key, sizeof key);
-            listed |= key[0] && !strcmp(key, vid);
-        }
-        if (listed)
+        if (still_listed(events, vid, atoi(strrchr(h->id, '-') + 1)))
             continue;
         pfi_err e = {0};
         int rc;
@@ -512,10 +530,10 @@ static void cancel_missing(pfi_ven *v, json_t *events)
             json_decref(b);
         }
         if (rc != PFI_OK) {
-            ven_error(v, "event %s, deleted on the VTN, not cancelled: %s", h->id, e.msg);
+            ven_error(v, "event %s, withdrawn on the VTN, not cancelled: %s", h->id, e.msg);
             continue;
         }
-        fprintf(stderr, "%s: openadr: event %s deleted on the VTN: cancelled\n", v->host.name,
+        fprintf(stderr, "%s: openadr: event %s withdrawn on the VTN: cancelled\n", v->host.name,
                 h->id);
         pthread_mutex_lock(&v->mu);
         v->n_cancelled++;

@@ -245,4 +245,19 @@ done
 get /v1/grid/events/oadr-three-0 >/dev/null 2>&1 || fail "event three's first interval, unchanged, is gone: $(held)"
 [ "$(ven_num events_cancelled)" = $((c0 + 2)) ] || fail "cancellations after changing event three: $(get /v1/grid/openadr)"
 note "event three changed on the VTN (interval 2 removed, interval 1 set to level 0): both cancelled here, interval 0 kept"
+
+# ---- the report of an event with a long id names the VTN's event, not the id held here ----
+S=$(( $(now | cut -d. -f1) + 60 ))
+curl -sf -o /dev/null -X POST -d "{\"id\": \"${LONG}short\", \"intervalPeriod\": {\"start\": \"$(iso $S)\", \"duration\": \"PT1M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
+    "$VTN/_test/events" || fail "publishing event ${LONG}short"
+i=0
+until [ "$(curl -sf "$VTN/_test/reports" | grep -o '"eventID"' | wc -l)" -ge 2 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "no report of event ${LONG}short: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+curl -sf "$VTN/_test/reports" | "$PY" -c '
+import json, sys
+ids = [r["eventID"] for r in json.load(sys.stdin)]
+assert ids == ["1", sys.argv[1]], ids' "${LONG}short" || fail "the report of ${LONG}short: $(curl -sf "$VTN/_test/reports")"
+note "the report of event ${LONG}short names it in full"
 echo "it_openadr_serve: ok"

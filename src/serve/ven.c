@@ -579,7 +579,7 @@ static void take_events(pfi_ven *v, json_t *events)
 }
 
 /* The report of a finished event: DEMAND (kW) and USAGE (kWh) per 1-minute interval. */
-static json_t *report_body(pfi_ven *v, json_t *rep, const char *id)
+static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *eid)
 {
     json_t *ivs = json_array(), *c = json_object_get(rep, "compliance");
     size_t i;
@@ -601,9 +601,6 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id)
                            "type", "DEMAND", "values", kw, "type", "USAGE", "values",
                            kw * (t1 - t0) / 3600));
     }
-    const char *dash = strchr(id + 5, '-');
-    char eid[128];
-    snprintf(eid, sizeof eid, "%.*s", dash ? (int)(strrchr(id, '-') - (id + 5)) : 0, id + 5);
     char name[160];
     snprintf(name, sizeof name, "pfi %s: max excess %.0f W, %.0f s over target", id,
              json_number_value(json_object_get(c, "max_excess_w")),
@@ -617,7 +614,30 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id)
                      ivs);
 }
 
-static void post_reports(pfi_ven *v)
+/* The VTN's id of the event held as "oadr-<key>-<interval>": the listed event of that key
+ * (its id in full: a long one is held as its hash form, vtn_key), else the key itself. */
+static void vtn_event_id(json_t *events, const char *grid_id, char *out, size_t n)
+{
+    char vid[PFI_EVENT_ID_MAX];
+    vtn_id_of(grid_id, vid, sizeof vid);
+    snprintf(out, n, "%s", vid);
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev)
+    {
+        json_t *id = json_object_get(ev, "id");
+        char key[VEN_KEY_MAX + 1] = "";
+        if (json_is_string(id))
+            vtn_key(json_string_value(id), key, sizeof key);
+        if (key[0] && !strcmp(key, vid)) {
+            snprintf(out, n, "%s", json_string_value(id));
+            return;
+        }
+    }
+}
+
+/* events: the VTN's list this poll (NULL when it was silent), for the events' ids. */
+static void post_reports(pfi_ven *v, json_t *events)
 {
     double now = pfi_clock_wall();
     int n_held, n = 0;
@@ -642,7 +662,9 @@ static void post_reports(pfi_ven *v)
             ven_error(v, "report of %s: %s", ids[k], e.msg);
             continue;
         }
-        json_t *body = report_body(v, rep, ids[k]);
+        char eid[256];
+        vtn_event_id(events, ids[k], eid, sizeof eid);
+        json_t *body = report_body(v, rep, ids[k], eid);
         json_decref(rep);
         char *text = json_dumps(body, JSON_COMPACT);
         json_decref(body);
@@ -770,8 +792,8 @@ static void poll_once(pfi_ven *v)
     json_t *evs = all_events(v);
     if (evs)
         take_events(v, evs);
+    post_reports(v, evs);
     json_decref(evs);
-    post_reports(v);
 }
 
 static void *ven_main(void *arg)

@@ -260,4 +260,16 @@ import json, sys
 ids = [r["eventID"] for r in json.load(sys.stdin)]
 assert ids == ["1", sys.argv[1]], ids' "${LONG}short" || fail "the report of ${LONG}short: $(curl -sf "$VTN/_test/reports")"
 note "the report of event ${LONG}short names it in full"
+
+# ---- OpenADR priorities are integers >= 0 without a bound: 3000000000 (past a C int) is the
+# lowest, held at pfi's -1000 (it was refused: the int it was cast to came out positive) ----
+curl -sf -o /dev/null -X POST -d "{\"id\": \"low\", \"priority\": 3000000000, \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
+    "$VTN/_test/events" || fail "publishing event low"
+i=0
+until get /v1/grid/events/oadr-low-0 >"$dir/low.json" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "event low (priority 3000000000) not taken: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+grep -q '"priority": *-1000,' "$dir/low.json" || fail "event low's priority: $(cat "$dir/low.json")"
+note "priority 3000000000 taken as -1000"
 echo "it_openadr_serve: ok"

@@ -406,10 +406,12 @@ static json_t *map_interval(pfi_ven *v, json_t *ev, json_t *iv, int k, char *why
     snprintf(id, sizeof id, "oadr-%s-%d", key, k);
     snprintf(src, sizeof src, "openadr:%.50s", v->cfg.program);
     json_t *pr = json_object_get(ev, "priority");
-    int prio = json_is_integer(pr) ? -(int)json_integer_value(pr) : 0;
+    /* Bounded before it is negated: OpenADR sets no maximum, and a value past an int
+     * turned positive in the cast (and the event was refused). */
+    json_int_t op = json_is_integer(pr) ? json_integer_value(pr) : 0;
+    int prio = op > 1000 ? -1000 : op < -1000 ? 1000 : -(int)op;
     json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i}", "id", id, "start", t0, "end", t1,
-                          "ramp_s", v->cfg.ramp_s, "source", src, "priority",
-                          prio < -1000 ? -1000 : prio);
+                          "ramp_s", v->cfg.ramp_s, "source", src, "priority", prio);
     double x = json_number_value(val);
     const char *ty = json_string_value(type);
     if (!strcmp(ty, "IMPORT_CAPACITY_LIMIT")) {

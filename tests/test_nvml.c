@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "hw/backend_impl.h"
+#include "measure/journal.h"
 
 static char fake_path[PATH_MAX];
 
@@ -513,6 +514,38 @@ static void test_hard_errors(void **state)
     close_b(b);
 }
 
+/* A transient driver error (UNKNOWN, then fine again) on the call that puts a journaled limit
+ * back: the restore tries again and the GPU gets its original limit, journal removed.  Before,
+ * one such error left the GPU at the swept cap (a sweep whose levels were all measured ended
+ * "failed", limits not restored, until someone ran pfi restore). */
+static void test_restore_transient(void **state)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/journal", dir);
+    /* GPU 2's second limit call fails once: the first lowers it, the second restores it. */
+    pfi_backend *b = open_fake("nvmlDeviceSetPowerManagementLimit@2=UNKNOWN;after=1;count=1", 0);
+    pfi_err e = {0};
+    pfi_device d;
+    assert_int_equal(pfi_hw_info(b, 2, &d, &e), PFI_OK);
+    double orig = d.limit_w;
+    int gpus[] = {1, 2};
+    pfi_journal j;
+    assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 2, &e), PFI_OK);
+    assert_int_equal(pfi_hw_set_limit(b, 2, d.min_limit_w, NULL, &e), PFI_OK);
+    int restored = -1;
+    int rc = pfi_journal_restore(&j, b, &restored, &e);
+    pfi_journal_close(&j);
+    if (rc != PFI_OK)
+        fail_msg("restore: %s", e.msg);
+    assert_int_equal(restored, 2);
+    assert_int_equal(pfi_hw_info(b, 2, &d, &e), PFI_OK);
+    assert_true(fabs(d.limit_w - orig) < 0.5);
+    assert_int_equal(access(path, F_OK), -1);
+    close_b(b);
+    rmdir(dir);
+}
+
 static void test_fault_at_time(void **state)
 {
     pfi_backend *b = open_fake("nvmlDeviceGetPowerUsage@0=GPU_IS_LOST;at=0.1,"
@@ -656,6 +689,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_secondary_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reasons_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hard_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_transient, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_at_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_faults_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),

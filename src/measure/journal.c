@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/fs.h"
@@ -398,13 +399,30 @@ static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
     return -1;
 }
 
+/* Puts one journaled limit back.  An error the driver calls transient (NVML UNKNOWN,
+ * TIMEOUT, IN_USE, NOT_READY...) is tried twice more, 0.1 s then 0.3 s later: given up at
+ * once, it left the GPU at the swept cap until someone ran pfi restore. */
+static int restore_one(pfi_backend *b, int idx, double limit_w, pfi_err *e1)
+{
+    static const long wait_ns[] = {100000000L, 300000000L};
+    int rc = pfi_hw_set_limit(b, idx, limit_w, NULL, e1);
+    for (size_t k = 0; k < sizeof wait_ns / sizeof wait_ns[0] &&
+                       (rc == PFI_EIO || rc == PFI_ETIMEOUT || rc == PFI_EBUSY);
+         k++) {
+        struct timespec ts = {0, wait_ns[k]};
+        nanosleep(&ts, NULL);
+        rc = pfi_hw_set_limit(b, idx, limit_w, NULL, e1);
+    }
+    return rc;
+}
+
 int pfi_journal_restore(pfi_journal *j, pfi_backend *b, int *restored, pfi_err *err)
 {
     int first = PFI_OK, done = 0;
     for (int i = 0; i < j->n; i++) {
         pfi_err e1 = {0};
         int idx = find_gpu(b, &j->e[i], &e1);
-        int rc = idx < 0 ? e1.code : pfi_hw_set_limit(b, idx, j->e[i].limit_w, NULL, &e1);
+        int rc = idx < 0 ? e1.code : restore_one(b, idx, j->e[i].limit_w, &e1);
         if (rc == PFI_OK) {
             done++;
         } else if (first == PFI_OK) {

@@ -272,4 +272,16 @@ until get /v1/grid/events/oadr-low-0 >"$dir/low.json" 2>/dev/null; do
 done
 grep -q '"priority": *-1000,' "$dir/low.json" || fail "event low's priority: $(cat "$dir/low.json")"
 note "priority 3000000000 taken as -1000"
+
+# ---- a SIMPLE level far outside 0-3 (1e300) is refused and counted; it was converted to int
+# first (undefined behaviour: the sanitized build stopped the daemon there) ----
+curl -sf -o /dev/null -X POST -d "{\"id\": \"huge\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1e300]}]}]}" \
+    "$VTN/_test/events" || fail "publishing event huge"
+i=0
+until get /v1/grid/openadr | grep -q 'event huge: SIMPLE level 1e+300 is not 0-3'; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "SIMPLE level 1e300 not refused: $(get /v1/grid/openadr)"
+    sleep 0.1
+done
+get /v1/grid/events/oadr-huge-0 >/dev/null 2>&1 && fail "SIMPLE level 1e300 taken: $(held)"
+note "SIMPLE level 1e300 refused and counted"
 echo "it_openadr_serve: ok"

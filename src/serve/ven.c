@@ -417,8 +417,9 @@ static json_t *map_interval(pfi_ven *v, json_t *ev, json_t *iv, int k, char *why
     if (!strcmp(ty, "IMPORT_CAPACITY_LIMIT")) {
         json_object_set_new(b, "limit_w", json_real(x * watts_per_unit(ev, ty)));
     } else if (!strcmp(ty, "SIMPLE")) {
-        int level = (int)x;
-        if (level != x || level < 0 || level > 3) {
+        /* Range first: converting 1e300 to int is undefined behaviour. */
+        int level = x >= 0 && x <= 3 ? (int)x : -1;
+        if (level != x) {
             json_decref(b);
             snprintf(why, wn, "event %s: SIMPLE level %g is not 0-3", json_string_value(eid), x);
             return NULL;

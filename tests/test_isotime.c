@@ -34,7 +34,11 @@ static void test_parse(void **state)
     assert_true(parse_ok("+2h", 0) == 7200);
     const char *bad[] = {"", "2026-12-01T18:00:00", "2026-13-01T00:00:00Z",
                          "2025-02-29T00:00:00Z", "2026-12-01T24:00:00Z", "yesterday",
-                         "now+soon", "12abc", "-5", "2026-12-01T18:00:00Zjunk"};
+                         "now+soon", "12abc", "-5", "2026-12-01T18:00:00Zjunk",
+                         /* The fraction of a second is digits only: strtod read ".5e3" as
+                          * 500 s and ".0x10" as 16 s, moving the time by minutes. */
+                         "2026-12-01T18:00:00.5e3Z", "2026-12-01T18:00:00.0x10Z",
+                         "2026-12-01T18:00:00. 5Z"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         double t;
         pfi_err e = {0};

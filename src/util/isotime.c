@@ -60,11 +60,14 @@ static int parse_iso(const char *s, double *t)
         if (!digits(&p, 2, &sec))
             return 0;
         if (*p == '.') {
-            char *end;
-            frac = strtod(p, &end);
-            if (end == p + 1)
+            /* Digits only (strtod alone took ".5e3" as 500 s, ".0x10" as 16 s); read by
+             * strtod, which stops where the digits do, for the same rounding as before. */
+            const char *dot = p;
+            if (p[1] < '0' || p[1] > '9')
                 return 0;
-            p = end;
+            for (p++; *p >= '0' && *p <= '9'; p++)
+                ; /* what follows must be the zone: "e3" or "x10" is refused below */
+            frac = strtod(dot, NULL);
         }
     }
     int sign = 0;

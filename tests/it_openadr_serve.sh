@@ -284,4 +284,17 @@ until get /v1/grid/openadr | grep -q 'event huge: SIMPLE level 1e+300 is not 0-3
 done
 get /v1/grid/events/oadr-huge-0 >/dev/null 2>&1 && fail "SIMPLE level 1e300 taken: $(held)"
 note "SIMPLE level 1e300 refused and counted"
+
+# ---- ISO 8601 durations are decimal: "PT0x10M" (taken as 16 minutes) and "PT1e1M" are refused
+for d in PT0x10M PT1e1M; do
+    curl -sf -o /dev/null -X POST -d "{\"id\": \"dur$d\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"$d\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
+        "$VTN/_test/events" || fail "publishing event dur$d"
+    i=0
+    until get /v1/grid/openadr | grep -q "event dur$d interval 0: no usable intervalPeriod"; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "duration $d not refused: $(get /v1/grid/openadr) $(held)"
+        sleep 0.1
+    done
+    get /v1/grid/events/oadr-dur$d-0 >/dev/null 2>&1 && fail "duration $d taken: $(held)"
+done
+note "durations PT0x10M and PT1e1M refused"
 echo "it_openadr_serve: ok"

@@ -300,9 +300,18 @@ static double iso_duration(const char *s)
             p++;
             continue;
         }
-        char *end;
-        double x = strtod(p, &end);
-        if (end == p || !isfinite(x) || x < 0)
+        /* Decimal digits with an optional fraction, read by strtod only after they are
+         * checked: strtod alone also took "0x10" (16) and "1e1" (10). */
+        const char *end = p;
+        while (*end >= '0' && *end <= '9')
+            end++;
+        if (end > p && *end == '.' && end[1] >= '0' && end[1] <= '9')
+            for (end++; *end >= '0' && *end <= '9'; end++)
+                ;
+        if (end == p)
+            return -1;
+        double x = strtod(p, NULL); /* stops where the digits do: the unit letter follows */
+        if (!isfinite(x))
             return -1;
         double unit = *end == 'D' && !in_time ? 86400
                       : *end == 'W' && !in_time ? 604800

@@ -3,7 +3,10 @@
  *
  * Locking: c->mu guards the state (nodes, jobs, budget, stats) and is held only for copies and
  * short updates, so GET requests never wait for a node.  c->op_mu serializes every operation
- * that talks to nodes (refresh, apply, heartbeat): one at a time, in the order they came. */
+ * that talks to nodes (refresh, apply, heartbeat): one at a time, in the order they came.
+ * c->refresh_mu (taken before op_mu, never after) makes each refresh's Slurm query and its use
+ * one step, so two refreshes cannot apply the older snapshot last; the query runs without
+ * op_mu, so a slow Slurm holds other refreshes, not budget changes. */
 #ifndef PFI_CLUSTER_CL_INT_H
 #define PFI_CLUSTER_CL_INT_H
 
@@ -28,7 +31,7 @@ typedef struct pfi_cl_decision {
 struct pfi_cl {
     pfi_cl_config cfg;
     char token[512];
-    pthread_mutex_t mu, op_mu;
+    pthread_mutex_t mu, op_mu, refresh_mu;
     pfi_http *http;
 
     int n_nodes, n_jobs;

@@ -54,6 +54,7 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
     c->http = pfi_http_new();
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->op_mu, NULL);
+    pthread_mutex_init(&c->refresh_mu, NULL);
     c->budget_now_w = NAN;
     pfi_series_init(&c->hist, 1.0);
     *out = c;
@@ -82,6 +83,7 @@ void pfi_cl_close(pfi_cl *c)
     pfi_alloc_keep_free(c->keep);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->op_mu);
+    pthread_mutex_destroy(&c->refresh_mu);
     free(c);
 }
 
@@ -528,13 +530,15 @@ static void heartbeat_locked(pfi_cl *c)
 
 int pfi_cl_refresh(pfi_cl *c, pfi_err *err)
 {
+    pthread_mutex_lock(&c->refresh_mu);
     pfi_cl_topo t;
     int rc = load_topology(c, &t, err);
-    if (rc != PFI_OK)
-        return rc;
-    pthread_mutex_lock(&c->op_mu);
-    rc = refresh_locked(c, t, err);
-    pthread_mutex_unlock(&c->op_mu);
+    if (rc == PFI_OK) {
+        pthread_mutex_lock(&c->op_mu);
+        rc = refresh_locked(c, t, err);
+        pthread_mutex_unlock(&c->op_mu);
+    }
+    pthread_mutex_unlock(&c->refresh_mu);
     return rc;
 }
 
@@ -717,12 +721,7 @@ static void *loop_main(void *arg)
             /* A ramp step only re-plans; Slurm and the daemons are re-read once a period. */
             if (now >= next) {
                 pfi_cl_heartbeat(c);
-                pfi_cl_topo t;
-                if ((rc = load_topology(c, &t, &e)) == PFI_OK) {
-                    pthread_mutex_lock(&c->op_mu);
-                    rc = refresh_locked(c, t, &e);
-                    pthread_mutex_unlock(&c->op_mu);
-                }
+                rc = pfi_cl_refresh(c, &e);
                 pfi_cl_grid_record(c);
             }
             pfi_cl_history_record(c);

@@ -141,6 +141,46 @@ static void test_list_find_remove(void **state)
     assert_int_equal(n, 2);
 }
 
+/* The set of events already reported, kept to those still held: over a long run in which
+ * the host holds the latest 256 events, each event is reported once and the set stays within
+ * the host's list (a set that only grows, capped at 256, re-reports every event after the
+ * 256th on every poll). */
+static void test_ids_retain(void **state)
+{
+    (void)state;
+    enum { HELD = 256, TOTAL = 1000 };
+    static char held[HELD][PFI_EVENT_ID_MAX], done[HELD][PFI_EVENT_ID_MAX];
+    int n_done = 0, n_reports = 0;
+    for (int t = 0; t < TOTAL; t++) {
+        int n_held = 0;
+        for (int e = t - HELD + 1; e <= t; e++)
+            if (e >= 0)
+                snprintf(held[n_held++], sizeof held[0], "oadr-%d-0", e);
+        n_done = pfi_event_ids_retain(done, n_done, (const char (*)[PFI_EVENT_ID_MAX])held,
+                                      n_held);
+        assert_true(n_done <= n_held);
+        for (int k = 0; k < n_held; k++) {
+            int seen = 0;
+            for (int r = 0; r < n_done; r++)
+                seen |= !strcmp(done[r], held[k]);
+            if (!seen) {
+                assert_true(n_done < HELD);
+                snprintf(done[n_done++], sizeof done[0], "%s", held[k]);
+                n_reports++;
+            }
+        }
+    }
+    assert_int_equal(n_reports, TOTAL);
+
+    /* Order is kept; ids not held go, whatever their place. */
+    char ids[4][PFI_EVENT_ID_MAX] = {"a", "b", "c", "d"};
+    const char keep[3][PFI_EVENT_ID_MAX] = {"d", "b", "z"};
+    assert_int_equal(pfi_event_ids_retain(ids, 4, keep, 3), 2);
+    assert_string_equal(ids[0], "b");
+    assert_string_equal(ids[1], "d");
+    assert_int_equal(pfi_event_ids_retain(ids, 2, keep, 0), 0);
+}
+
 static void test_ramps(void **state)
 {
     (void)state;
@@ -389,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_ramps),
         cmocka_unit_test(test_list_find_remove),
+        cmocka_unit_test(test_ids_retain),
         cmocka_unit_test(test_budget_min_plans_ahead),
         cmocka_unit_test(test_overlap),
         cmocka_unit_test(test_feasible),

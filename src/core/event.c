@@ -57,6 +57,21 @@ int pfi_event_list_find(const pfi_event *v, int n, const char *id)
     return -1;
 }
 
+int pfi_event_ids_retain(char (*ids)[PFI_EVENT_ID_MAX], int n,
+                         const char (*keep)[PFI_EVENT_ID_MAX], int n_keep)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int held = 0;
+        for (int k = 0; k < n_keep && !held; k++)
+            held = !strcmp(ids[i], keep[k]);
+        if (held && m != i)
+            memcpy(ids[m], ids[i], sizeof ids[0]);
+        m += held;
+    }
+    return m;
+}
+
 int pfi_event_list_remove(pfi_event *v, int *n, const char *id)
 {
     for (int i = 0; i < *n; i++)

@@ -111,5 +111,9 @@ int pfi_event_list_find(const pfi_event *v, int n, const char *id);
 /* Removes the event named id from v[0..*n-1], keeping the others in order; 1 when it was
  * there. */
 int pfi_event_list_remove(pfi_event *v, int *n, const char *id);
+/* Keeps in ids[0..n-1] only the ids also in keep[0..n_keep-1], in order; returns how many
+ * remain.  A set of ids already handled stays bounded by the events still held this way. */
+int pfi_event_ids_retain(char (*ids)[PFI_EVENT_ID_MAX], int n,
+                         const char (*keep)[PFI_EVENT_ID_MAX], int n_keep);
 
 #endif

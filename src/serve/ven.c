@@ -37,7 +37,6 @@
 #include "util/token.h"
 #include "util/units.h"
 
-#define VEN_REPORTED_MAX 256
 #define VEN_PAGE 50       /* events per GET: the largest limit the API allows */
 #define VEN_PAGES_MAX 40
 
@@ -65,7 +64,9 @@ struct pfi_ven {
     int skewed;
     long long n_skewed;
     char last_error[300];
-    char reported[VEN_REPORTED_MAX][PFI_EVENT_ID_MAX];
+    /* Events whose report the VTN took, among those the host still holds: an event is
+     * reported once, and the set never outgrows the host's list (PFI_VEN_EVENTS_MAX). */
+    char reported[PFI_VEN_EVENTS_MAX][PFI_EVENT_ID_MAX];
     int n_reported;
 };
 
@@ -655,6 +656,15 @@ static void post_reports(pfi_ven *v, json_t *events)
     int n_held, n = 0;
     pfi_event *evs = held_events(v, &n_held);
     char (*ids)[PFI_EVENT_ID_MAX] = calloc(PFI_VEN_EVENTS_MAX, sizeof *ids);
+    char (*held)[PFI_EVENT_ID_MAX] = calloc(PFI_VEN_EVENTS_MAX, sizeof *held);
+    for (int i = 0; evs && held && i < n_held; i++)
+        snprintf(held[i], sizeof held[0], "%s", evs[i].id);
+    /* Forgotten only once the host lets the event go: one that merely stops looking finished
+     * (a clock stepped back, a window widened) is not reported again. */
+    if (evs && held)
+        v->n_reported = pfi_event_ids_retain(v->reported, v->n_reported,
+                                             (const char (*)[PFI_EVENT_ID_MAX])held, n_held);
+    free(held);
     for (int i = 0; evs && ids && i < n_held; i++) {
         /* Restored: the end plus its ramp-up (a site of no bound restores over the ramp). */
         pfi_event_site s = pfi_event_site_default(1e12);
@@ -684,7 +694,7 @@ static void post_reports(pfi_ven *v, json_t *events)
         json_decref(text ? call_json(v, "POST", "/reports", text, NULL, &st) : NULL);
         free(text);
         if (st == 200 || st == 201) {
-            if (v->n_reported < VEN_REPORTED_MAX)
+            if (v->n_reported < PFI_VEN_EVENTS_MAX)
                 snprintf(v->reported[v->n_reported++], sizeof v->reported[0], "%s", ids[k]);
             pthread_mutex_lock(&v->mu);
             v->n_reports++;

@@ -445,11 +445,15 @@ static void test_silent_node(void **state)
 
 /* A node that answered the last refresh but not the lowering of a budget change: the budget
  * was feasible when asked, so it is taken, and its apply plans again with that node counted at
- * its old caps, which no longer fits.  The budget is then in force (the lowerings made stand,
- * and the controller applies the rest when the node answers), so the answer must say so, not
- * EINFEASIBLE, which the API answers as 409 "nothing changed": it said that, while the budget
- * it called refused was in force and the next refresh applied it. */
-static void test_node_silent_during_cut(void **state)
+ * its old caps, which no longer fits.  The budget is then in force (the lowerings made stand),
+ * so the answer must say so, not EINFEASIBLE, which the API answers as 409 "nothing changed":
+ * it said that, while the budget it called refused was in force and the next refresh applied
+ * it.  Who applies the rest depends on the loop (loop: c->loop_running during the change): with
+ * it the controller does as nodes answer, and the message says so; without it (heartbeat 0)
+ * nothing does until the next refresh or budget change, and the message must not promise it.
+ * Only the flag is set, no thread, so the apply is the same one and the test has no timing;
+ * it is cleared before pfi_cl_close, which would join the thread. */
+static void silent_during_cut(int loop)
 {
     site x;
     site_up(&x);
@@ -460,7 +464,9 @@ static void test_node_silent_during_cut(void **state)
     /* Feasible with n2 up (A 8 x 200 W, B's SLA 2 x 617 W, C and 5 idle GPUs at 200 W: 4034 W),
      * not with job A held at its caps of the 80% budget. */
     double w = 16 * 200 + 1300;
+    x.c->loop_running = loop;
     int rc = set_budget(&x, w, &e);
+    x.c->loop_running = 0;
     assert_int_not_equal(rc, PFI_OK);
     if (rc == PFI_EINFEASIBLE)
         fail_msg("answered as refused (409, nothing changed) while the budget is set: %s", e.msg);
@@ -468,12 +474,26 @@ static void test_node_silent_during_cut(void **state)
     assert_true(x.c->budget.watts == w);
     if (!strstr(e.msg, "in force"))
         fail_msg("the message does not say the budget is in force: %s", e.msg);
+    if (loop && !strstr(e.msg, "the controller applies it as nodes answer"))
+        fail_msg("with the loop running, the message does not say it applies it: %s", e.msg);
+    if (!loop && (strstr(e.msg, "as nodes answer") || !strstr(e.msg, "no loop runs")))
+        fail_msg("without a loop, the message promises what no loop does: %s", e.msg);
     /* n2 answers again: the budget it said was in force is met. */
     pfi_standin_set_silent(x.s, "n2", 0);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
     assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
     assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
     site_down(&x);
+}
+
+static void test_node_silent_during_cut(void **state)
+{
+    silent_during_cut(0);
+}
+
+static void test_node_silent_during_cut_loop(void **state)
+{
+    silent_during_cut(1);
 }
 
 /* A job starting on a parked GPU: it is raised while the others give watts back, the one kind
@@ -992,6 +1012,7 @@ int main(void)
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_node_silent_during_cut),
+        cmocka_unit_test(test_node_silent_during_cut_loop),
         cmocka_unit_test(test_new_job_moves_watts),
         cmocka_unit_test(test_ramp),
         cmocka_unit_test(test_decode_caps),

@@ -9,7 +9,9 @@
  *                     grid events on the site budget (grid.c, docs/api.md's shapes)
  * Mutating requests need the bearer token; without a token file every one is refused (403).
  * Errors are {"error": "..."} with 400 (malformed), 401, 403, 404, 409 (infeasible: nothing
- * changed). */
+ * changed), 500 (a budget taken but not met yet, when a node did not answer its apply: the
+ * message says whether the controller's loop applies the rest, controller.c's in_force; or
+ * any other failure). */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>

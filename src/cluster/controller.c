@@ -611,23 +611,29 @@ static int reapply_locked(pfi_cl *c, const pfi_cl_planned *pre, pfi_err *err)
 }
 
 /* An apply that failed after the budget was taken (a node that answered the last refresh
- * did not answer a lowering, and the plan without it no longer fits): the budget is in force,
- * the lowerings made stand, and the loop applies the rest as nodes answer.  The error says so
- * and is not EINFEASIBLE or EINVAL, which the API answers as refused with nothing changed. */
-static int in_force(const pfi_cl_budget *b, int rc, pfi_err *err)
+ * did not answer a lowering, and the plan without it no longer fits): the budget is in force
+ * and the lowerings made stand.  The error says so and is not EINFEASIBLE or EINVAL, which the
+ * API answers as refused with nothing changed.  Who applies the rest depends on the loop: it
+ * re-applies every heartbeat; without it (--heartbeat 0, or the one-shot `pfi cluster budget`)
+ * nothing does until the next refresh or budget change, and saying "as nodes answer" there
+ * promised something that never came. */
+static int in_force(const pfi_cl *c, const pfi_cl_budget *b, int rc, pfi_err *err)
 {
     if (rc == PFI_OK)
         return rc;
     char was[PFI_ERR_MSG_MAX];
     snprintf(was, sizeof was, "%s", err ? err->msg : "");
+    const char *who = c->loop_running ? "the controller applies it as nodes answer"
+                                      : "no loop runs to apply the rest: the next refresh or "
+                                        "budget change does";
     if (b->set)
-        return pfi_err_set(err, PFI_EIO,
-                           "site budget %.0f W is in force but not met yet (the controller "
-                           "applies it as nodes answer): %s",
-                           b->watts, was);
+        return pfi_err_set(err, PFI_EIO, "site budget %.0f W is in force but not met yet (%s): %s",
+                           b->watts, who, was);
     return pfi_err_set(err, PFI_EIO,
-                       "the site budget is removed but the caps are not all back yet (the "
-                       "controller restores them as nodes answer): %s",
+                       "the site budget is removed but the caps are not all back yet (%s): %s",
+                       c->loop_running ? "the controller restores them as nodes answer"
+                                       : "no loop runs to restore them: the next refresh or "
+                                         "budget change does",
                        was);
 }
 
@@ -683,12 +689,12 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
             pfi_clock_sleep(dt);
             rc = pfi_cl_reapply(c, err);
         }
-        return in_force(b, rc, err);
+        return in_force(c, b, rc, err);
     }
     rc = reapply_locked(c, pre.target ? &pre : NULL, err);
     pthread_mutex_unlock(&c->op_mu);
     free(pre.target);
-    return in_force(b, rc, err);
+    return in_force(c, b, rc, err);
 }
 
 int pfi_cl_reapply(pfi_cl *c, pfi_err *err)

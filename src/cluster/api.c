@@ -137,17 +137,22 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
 #define NO_TOKEN_FILE                                                                              \
     "this controller has no token file (--token-file): it refuses every change"
 
-/* 0 when a change may go on; else its status: 403 without a token file (every change is
- * refused, as a node daemon without one does: an API on any address must not take a site
- * budget from whoever asks), 401 without the right bearer token. */
-static unsigned refused(const pfi_cl_server *s, struct MHD_Connection *con)
+/* Whether a change is refused: 1 when it is, its answer queued in *r; 0 when it may go on.
+ * 403 without a token file (every change is refused, as a node daemon without one does: an
+ * API on any address must not take a site budget from whoever asks), 401 without the right
+ * bearer token.  Every change route asks here, so the two answers are chosen in one place. */
+static int refused(const pfi_cl_server *s, struct MHD_Connection *con, enum MHD_Result *r)
 {
-    if (!s->need_token)
-        return 403;
-    return pfi_token_ok(s->token,
-                        MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization"))
-               ? 0
-               : 401;
+    if (!s->need_token) {
+        *r = send_err(con, 403, NO_TOKEN_FILE);
+        return 1;
+    }
+    if (!pfi_token_ok(s->token,
+                      MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization"))) {
+        *r = send_err(con, 401, "missing or wrong bearer token");
+        return 1;
+    }
+    return 0;
 }
 
 /* A grid event changed: re-plan at once; a failure is the controller's note (the event
@@ -229,10 +234,9 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
     int post = !strcmp(method, "POST") && !rest, del = !strcmp(method, "DELETE") && rest && !slash;
     if (!post && !del)
         return send_err(con, 405, "method not allowed on this path");
-    unsigned denied = refused(s, con);
-    if (denied)
-        return send_err(con, denied,
-                        denied == 403 ? NO_TOKEN_FILE : "missing or wrong bearer token");
+    enum MHD_Result denied;
+    if (refused(s, con, &denied))
+        return denied;
     if (post)
         return post_event(s, con, body);
     if (pfi_cl_grid_remove(s->c, id, &e) != PFI_OK)
@@ -290,10 +294,9 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
               (!strcmp(method, "POST") && !strcmp(url, "/v1/refresh"));
     if (!mut)
         return send_err(con, 404, "no such route");
-    unsigned denied = refused(s, con);
-    if (denied)
-        return send_err(con, denied,
-                        denied == 403 ? NO_TOKEN_FILE : "missing or wrong bearer token");
+    enum MHD_Result denied;
+    if (refused(s, con, &denied))
+        return denied;
     if (!strcmp(url, "/v1/budget"))
         return put_budget(s, con, body);
     pfi_err e = {0};

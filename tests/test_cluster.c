@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -754,6 +755,34 @@ static long call(const char *url, const char *method, const char *body, const ch
     return r.status;
 }
 
+/* Starts the API on 127.0.0.1 with this token file (NULL: none) and returns what it wrote to
+ * stderr meanwhile (malloc'd): fd 2 goes to a file for the call. */
+static char *start_logged(site *x, const char *tokf, pfi_cl_server **srv, int *port)
+{
+    char path[sizeof x->dir + 16];
+    snprintf(path, sizeof path, "%s/stderr", x->dir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    assert_true(dup2(fd, 2) == 2);
+    close(fd);
+    pfi_err e = {0};
+    int rc = pfi_cl_server_start(x->c, "127.0.0.1:0", tokf, srv, port, &e);
+    fflush(stderr);
+    assert_true(dup2(saved, 2) == 2);
+    close(saved);
+    assert_int_equal(rc, PFI_OK);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *out = calloc(1, 4096);
+    assert_non_null(out);
+    size_t n = fread(out, 1, 4095, f);
+    out[n] = '\0';
+    fclose(f);
+    unlink(path);
+    return out;
+}
+
 static void test_api(void **state)
 {
     site x;
@@ -771,7 +800,10 @@ static void test_api(void **state)
     int port;
     assert_int_equal(pfi_cl_server_start(x.c, "127.0.0.1:0", tokf, &srv, &port, &e), PFI_EPERM);
     chmod(tokf, 0600);
-    assert_int_equal(pfi_cl_server_start(x.c, "127.0.0.1:0", tokf, &srv, &port, &e), PFI_OK);
+    char *log = start_logged(&x, tokf, &srv, &port); /* with a token file: no such line */
+    if (strstr(log, "no token file"))
+        fail_msg("started with a token file, the log says it has none: '%s'", log);
+    free(log);
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
     snprintf(url, sizeof url, "%s/healthz", base);
@@ -847,10 +879,13 @@ static void test_api_without_token(void **state)
 {
     site x;
     site_up(&x);
-    pfi_err e = {0};
     pfi_cl_server *srv;
     int port;
-    assert_int_equal(pfi_cl_server_start(x.c, "127.0.0.1:0", NULL, &srv, &port, &e), PFI_OK);
+    /* Said at start, as the node daemon says it runs read-only without a token file. */
+    char *log = start_logged(&x, NULL, &srv, &port);
+    if (!strstr(log, "no token file") || !strstr(log, "read-only"))
+        fail_msg("started without a token file, the log does not say so: '%s'", log);
+    free(log);
     char url[128], *rep = NULL;
     double before = pfi_standin_cap_sum(x.s);
     static const struct {

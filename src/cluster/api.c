@@ -404,6 +404,11 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     if (port)
         *port = di ? di->port : p;
+    /* Said once at start, as the node daemon does ("auth: no token_file configured"): an
+     * operator who forgot --token-file learns it from the log, not from the first 403. */
+    if (!s->need_token)
+        fprintf(stderr, "pfi cluster: auth: no token file (--token-file): the API is read-only, "
+                        "every change is refused (403)\n");
     *out = s;
     return PFI_OK;
 }

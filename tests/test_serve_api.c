@@ -21,6 +21,7 @@
 #include "report/status_page.h"
 #include "serve/serve_int.h"
 #include "support/sim_node.h"
+#include "util/unescape.h"
 
 #define TOKEN "test-token-0123456789abcdef"
 
@@ -917,7 +918,7 @@ static void test_http_edges(void **state)
 {
     fx *f = *state;
     char url[] = "/metrics%00.txt";
-    pfi_srv_http_unescape(url);
+    pfi_url_unescape(url);
     int st = 0;
     const char *ct;
     size_t len;
@@ -925,7 +926,7 @@ static void test_http_edges(void **state)
     free(out);
     assert_int_equal(st, 404);
     char ok[] = "/v1/%67pus"; /* other escapes still decode */
-    pfi_srv_http_unescape(ok);
+    pfi_url_unescape(ok);
     assert_string_equal(ok, "/v1/gpus");
     out = pfi_srv_http_answer(f->n, "GET", "/v1/budget", "bearer " TOKEN, NULL, NULL, NULL, 0,
                               &st, &ct, &len);

@@ -9,6 +9,7 @@
 
 #include "util/clock.h"
 #include "util/num.h"
+#include "util/unescape.h"
 
 #define LOG_PER_MINUTE 10
 
@@ -134,7 +135,5 @@ size_t pfi_cl_unescape(void *cls, struct MHD_Connection *con, char *s)
 {
     (void)cls;
     (void)con;
-    if (strstr(s, "%00"))
-        return strlen(s);
-    return MHD_http_unescape(s);
+    return pfi_url_unescape(s);
 }

@@ -46,10 +46,10 @@ void pfi_cl_log_init(pfi_cl_log *l, const char *who);
 void pfi_cl_log_destroy(pfi_cl_log *l);
 void pfi_cl_mhd_log(void *cls, const char *fmt, va_list ap);
 
-/* MHD_OPTION_UNESCAPE_CALLBACK: a path or argument with "%00" is left as sent (it matches no
- * route and no number) instead of decoded into a NUL that cuts it short ("/v1/budget%00" read
- * as "/v1/budget"); anything else is unescaped as libmicrohttpd does.  The node daemon's rule
- * (docs/api.md). */
+/* MHD_OPTION_UNESCAPE_CALLBACK: util/unescape.h's pfi_url_unescape, the node daemon's rule
+ * (docs/api.md): a path or argument with "%00" is left as sent (it matches no route and no
+ * number) instead of decoded into a NUL that cuts it short ("/v1/budget%00" read as
+ * "/v1/budget"); anything else is unescaped as libmicrohttpd does. */
 size_t pfi_cl_unescape(void *cls, struct MHD_Connection *con, char *s);
 
 /* Queues text (malloc'd, taken) as the answer; NULL text: MHD_NO. */

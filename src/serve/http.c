@@ -19,6 +19,7 @@
 #include "serve/serve_int.h"
 #include "util/fs.h"
 #include "util/num.h"
+#include "util/unescape.h"
 
 /* Descriptors kept for the daemon's own files (store, journal, NVML), beyond connections. */
 #define SRV_FD_SPARE 64
@@ -81,15 +82,6 @@ int pfi_srv_http_body_too_big(const char *content_length, size_t max)
            (unsigned long long)v > max;
 }
 
-size_t pfi_srv_http_unescape(char *s)
-{
-    /* A %00 would cut the path short ("/metrics%00.txt" read as "/metrics"): such a path or
-     * argument is left as sent, so it matches no route and no number. */
-    if (strstr(s, "%00"))
-        return strlen(s);
-    return MHD_http_unescape(s);
-}
-
 char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
                           const char *authorization, const char *since, const char *limit,
                           const char *body, size_t blen, int *status, const char **ctype,
@@ -100,9 +92,11 @@ char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
                               ctype, len);
 }
 
+/* A %00 would cut the path short ("/metrics%00.txt" read as "/metrics"): util/unescape.h
+ * leaves such a path or argument as sent, so it matches no route and no number. */
 static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 {
-    return pfi_srv_http_unescape(s);
+    return pfi_url_unescape(s);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,

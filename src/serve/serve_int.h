@@ -438,14 +438,13 @@ void pfi_srv_http_stop(srv_http *h);
 /* api.c: answers one request; *status gets the HTTP status, *ctype the content type. */
 /* What pfi serve answers one request (the token checked from the Authorization header, then
  * the routes); no socket needed.  The Content-Length check (1 when the body must be refused
- * with 413: over max or not a number) and the path unescaping (%00 left as sent) the
- * transport uses. */
+ * with 413: over max or not a number) the transport uses; the transport unescapes the path
+ * with util/unescape.h (%00 left as sent). */
 char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
                           const char *authorization, const char *since, const char *limit,
                           const char *body, size_t blen, int *status, const char **ctype,
                           size_t *len);
 int pfi_srv_http_body_too_big(const char *content_length, size_t max);
-size_t pfi_srv_http_unescape(char *s);
 char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const char *query_since,
                      const char *query_limit, const char *body, size_t body_len, int authorized,
                      int *status, const char **ctype, size_t *len);

@@ -13,6 +13,7 @@
 
 #include "hw/hw.h"
 #include "serve/serve_int.h"
+#include "util/unescape.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -83,11 +84,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(body, p, blen);
     body[blen] = '\0';
     if (method && url) {
-        pfi_srv_http_unescape(url);
+        pfi_url_unescape(url);
         if (since)
-            pfi_srv_http_unescape(since);
+            pfi_url_unescape(since);
         if (limit)
-            pfi_srv_http_unescape(limit);
+            pfi_url_unescape(limit);
         node->rl_last = 0;
         if (!pfi_srv_http_body_too_big(clen, cfg.max_body) && blen <= cfg.max_body) {
             int status = 0;

@@ -476,32 +476,41 @@ static int same_as_held(pfi_ven *v, json_t *b)
     return same;
 }
 
-/* Whether the VTN still asks for interval k of the event it lists under this key: the event
- * is listed, has that interval, and the interval is not SIMPLE level 0 (normal operation).
- * A malformed or unknown interval still counts as asked for: it is refused and changes
- * nothing, so what was taken of it stays. */
-static int still_listed(json_t *events, const char *vid, int k)
+/* The first event of the VTN's list (NULL: none, or no list) whose id has this key (vtn_key:
+ * a long id is held as its hash form); an event without a string id has no key. */
+static json_t *listed_event(json_t *events, const char *key)
 {
     size_t i;
     json_t *ev;
     json_array_foreach(events, i, ev)
     {
         json_t *id = json_object_get(ev, "id");
-        char key[VEN_KEY_MAX + 1] = "";
+        char k[VEN_KEY_MAX + 1] = "";
         if (json_is_string(id))
-            vtn_key(json_string_value(id), key, sizeof key);
-        if (!key[0] || strcmp(key, vid))
-            continue;
-        json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
-        if (!iv)
-            return 0;
-        json_t *pl = json_array_get(json_object_get(iv, "payloads"), 0);
-        json_t *type = json_object_get(pl, "type");
-        json_t *val = json_array_get(json_object_get(pl, "values"), 0);
-        return !(json_is_string(type) && !strcmp(json_string_value(type), "SIMPLE") &&
-                 json_is_number(val) && json_number_value(val) == 0);
+            vtn_key(json_string_value(id), k, sizeof k);
+        if (k[0] && !strcmp(k, key))
+            return ev;
     }
-    return 0;
+    return NULL;
+}
+
+/* Whether the VTN still asks for interval k of the event it lists under this key: the event
+ * is listed, has that interval, and the interval is not SIMPLE level 0 (normal operation).
+ * A malformed or unknown interval still counts as asked for: it is refused and changes
+ * nothing, so what was taken of it stays. */
+static int still_listed(json_t *events, const char *vid, int k)
+{
+    json_t *ev = listed_event(events, vid);
+    if (!ev)
+        return 0;
+    json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
+    if (!iv)
+        return 0;
+    json_t *pl = json_array_get(json_object_get(iv, "payloads"), 0);
+    json_t *type = json_object_get(pl, "type");
+    json_t *val = json_array_get(json_object_get(pl, "values"), 0);
+    return !(json_is_string(type) && !strcmp(json_string_value(type), "SIMPLE") &&
+             json_is_number(val) && json_number_value(val) == 0);
 }
 
 /* An event (or one of its intervals) of this program the VTN no longer asks for: deleted there,
@@ -633,20 +642,8 @@ static void vtn_event_id(json_t *events, const char *grid_id, char *out, size_t 
 {
     char vid[PFI_EVENT_ID_MAX];
     vtn_id_of(grid_id, vid, sizeof vid);
-    snprintf(out, n, "%s", vid);
-    size_t i;
-    json_t *ev;
-    json_array_foreach(events, i, ev)
-    {
-        json_t *id = json_object_get(ev, "id");
-        char key[VEN_KEY_MAX + 1] = "";
-        if (json_is_string(id))
-            vtn_key(json_string_value(id), key, sizeof key);
-        if (key[0] && !strcmp(key, vid)) {
-            snprintf(out, n, "%s", json_string_value(id));
-            return;
-        }
-    }
+    json_t *ev = listed_event(events, vid);
+    snprintf(out, n, "%s", ev ? json_string_value(json_object_get(ev, "id")) : vid);
 }
 
 /* events: the VTN's list this poll (NULL when it was silent), for the events' ids. */

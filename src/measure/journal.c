@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/num.h"
 
@@ -401,16 +401,17 @@ static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
 
 /* Puts one journaled limit back.  An error the driver calls transient (NVML UNKNOWN,
  * TIMEOUT, IN_USE, NOT_READY...) is tried twice more, 0.1 s then 0.3 s later: given up at
- * once, it left the GPU at the swept cap until someone ran pfi restore. */
+ * once, it left the GPU at the swept cap until someone ran pfi restore.  The waits are for the
+ * driver, which does not run faster on a scaled clock (util/clock.h), so they are real seconds:
+ * times pfi_clock_scale() on pfi's clock. */
 static int restore_one(pfi_backend *b, int idx, double limit_w, pfi_err *e1)
 {
-    static const long wait_ns[] = {100000000L, 300000000L};
+    static const double wait_s[] = {0.1, 0.3};
     int rc = pfi_hw_set_limit(b, idx, limit_w, NULL, e1);
-    for (size_t k = 0; k < sizeof wait_ns / sizeof wait_ns[0] &&
+    for (size_t k = 0; k < sizeof wait_s / sizeof wait_s[0] &&
                        (rc == PFI_EIO || rc == PFI_ETIMEOUT || rc == PFI_EBUSY);
          k++) {
-        struct timespec ts = {0, wait_ns[k]};
-        nanosleep(&ts, NULL);
+        pfi_clock_sleep(wait_s[k] * pfi_clock_scale());
         rc = pfi_hw_set_limit(b, idx, limit_w, NULL, e1);
     }
     return rc;

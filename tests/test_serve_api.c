@@ -433,6 +433,39 @@ static void test_cluster_caps_and_watchdog(void **state)
     json_decref(d);
 }
 
+/* A cap within the half watt the range check allows past a GPU's range is taken as the range's
+ * end: the GPU cannot go below its minimum, so the budget in force is the sum of what the GPUs
+ * hold.  Before, 199.6 W on a 200 W minimum set the GPU at 200 W but kept 199.6 W in the
+ * budget: 500 EOVERBUDGET "GPU(s) (none) could not be set", and the node degraded. */
+static void test_caps_at_range_edges(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/caps", "{\"epoch\":1,\"caps\":[{\"gpu\":0,\"cap_w\":199.6}]}",
+                          1, &d),
+                     200);
+    assert_true(fabs(json_number_value(json_object_get(d, "budget_w")) - (200 + 7 * 700)) < 1e-9);
+    json_decref(d);
+    assert_true(fabs(limit_of(f, 0) - 200) < 1e-9);
+    assert_int_equal(call(f, "GET", "/healthz", NULL, 0, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "status")), "ok");
+    assert_true(json_number_value(json_object_get(d, "over_budget_w")) == 0);
+    json_decref(d);
+    /* Half a watt above the maximum is the maximum: not a raise held back. */
+    assert_int_equal(call(f, "PUT", "/v1/caps", "{\"epoch\":2,\"caps\":[{\"gpu\":1,\"cap_w\":700.4}]}",
+                          1, &d),
+                     200);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "applied"), "held")), 0);
+    assert_true(fabs(json_number_value(json_object_get(d, "budget_w")) - (200 + 7 * 700)) < 1e-9);
+    json_decref(d);
+    /* Beyond the half watt it is refused, and nothing changes. */
+    assert_int_equal(call(f, "PUT", "/v1/caps", "{\"epoch\":3,\"caps\":[{\"gpu\":2,\"cap_w\":199.4}]}",
+                          1, &d),
+                     400);
+    json_decref(d);
+    assert_true(fabs(limit_of(f, 2) - 700) < 1e-9);
+}
+
 /* A backend over the simulator whose GPU 5 refuses every new limit (fell off the bus). */
 static pfi_backend *inner;
 static int w_open(pfi_backend *b, const char *a, pfi_err *e)
@@ -955,6 +988,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_caps_at_range_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only_plans_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_ramp, setup, teardown),

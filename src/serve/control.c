@@ -136,18 +136,30 @@ static long long epoch_bound(void)
     return b < 9007199254740992.0 ? (long long)b : 9007199254740992LL;
 }
 
-int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err)
+int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t **result,
+                     pfi_err *err)
 {
     if (epoch < 0 || epoch > epoch_bound())
         return pfi_err_set(err, PFI_EINVAL,
                            "epoch %lld: expected 1 to %lld (at most a day ahead of this node's "
                            "clock in ms)",
                            epoch, epoch_bound());
+    /* Half a watt past a GPU's range is taken (a controller's arithmetic), as the range's end:
+     * the GPU holds no less than its minimum, so a cap below it kept in the budget in force
+     * would leave the node "over budget" by the difference with nothing to lower. */
+    double caps[PFI_MAX_GPUS];
     for (int i = 0; i < n->n_gpus; i++) {
         const pfi_device *d = &n->gpu[i].dev;
-        if (!isnan(caps[i]) && !(caps[i] >= d->min_limit_w - 0.5 && caps[i] <= d->max_limit_w + 0.5))
+        caps[i] = asked[i];
+        if (isnan(caps[i]))
+            continue;
+        if (!(caps[i] >= d->min_limit_w - 0.5 && caps[i] <= d->max_limit_w + 0.5))
             return pfi_err_set(err, PFI_ERANGE, "cap %.0f W is outside GPU %d's range %.0f-%.0f W",
                                caps[i], i, d->min_limit_w, d->max_limit_w);
+        if (caps[i] < d->min_limit_w)
+            caps[i] = d->min_limit_w;
+        else if (caps[i] > d->max_limit_w)
+            caps[i] = d->max_limit_w;
     }
     pthread_mutex_lock(&n->decide_mu);
     int rc = PFI_OK;

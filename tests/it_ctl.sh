@@ -1,0 +1,59 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# it_ctl.sh: what `pfi ctl` sends is what was typed, or nothing.  A job id goes into the path
+# percent-encoded: libcurl resolves dot segments, so `pfi ctl job rm ../budget` went out as
+# DELETE /v1/budget and removed the node's budget (every GPU back to its original limit).
+# Needs $PFI_BIN (tests/run.sh sets it), jq.
+set -u
+PFI=${PFI_BIN:?PFI_BIN not set}
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_ctl.XXXXXX")
+SRV=""
+cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() { echo "it_ctl: FAIL: $*"; exit 1; }
+command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh)"
+unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY PFI_JOURNAL
+export PFI_SIM_STATE="$T/sim.state" PFI_STATE_DIR="$T"
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
+chmod 600 "$T/token"
+"$PFI" serve --backend sim --sim h200x8-idle --listen "unix:$T/n.sock" --port-file "$T/n.port" \
+  --token-file "$T/token" --db "$T/n.db" --journal "$T/n.journal" --sample-interval 100ms \
+  >"$T/serve.log" 2>&1 &
+SRV=$!
+i=0
+until [ -s "$T/n.port" ]; do
+  i=$((i + 1))
+  kill -0 $SRV 2>/dev/null || fail "pfi serve: $(cat "$T/serve.log")"
+  [ $i -gt 300 ] && fail "pfi serve did not start"
+  sleep 0.05
+done
+ctl() { "$PFI" ctl --socket "$T/n.sock" --token-file "$T/token" "$@"; }
+budget() { ctl allocation | jq -r .budget_w; }
+
+ctl budget set 4kW >/dev/null || fail "budget set 4kW"
+ctl job add j1 --gpus 0-1 >/dev/null || fail "job add j1"
+
+# ---- a job id is a job id, never another path ----
+for id in ../budget ../../v1/budget ./../budget; do
+  ctl job rm "$id" >"$T/out" 2>&1 && fail "job rm $id: exit 0: $(cat "$T/out")"
+  [ "$(budget)" = 4000 ] || fail "job rm $id changed the budget to $(budget)"
+done
+ctl job throughput ../budget 5 >"$T/out" 2>&1 && fail "job throughput ../budget: exit 0"
+ctl jobs ../allocation >"$T/out" 2>&1 && fail "jobs ../allocation answered: $(head -c 200 "$T/out")"
+ctl jobs 'j1?x' >"$T/out" 2>&1 && fail "jobs 'j1?x' answered job j1's"
+[ "$(ctl jobs | jq -r '.jobs | length')" = 1 ] || fail "the refused removals removed a job"
+# Ids made of dots are ids the daemon takes: they are reached as such.
+ctl job add .. --gpus 2 >/dev/null || fail "job add .."
+ctl job add . --gpus 3 >/dev/null || fail "job add ."
+[ "$(ctl jobs .. | jq -r .id)" = .. ] || fail "jobs .. did not answer job '..'"
+ctl job throughput . 1000 >/dev/null || fail "job throughput . 1000"
+ctl job rm .. >/dev/null || fail "job rm .."
+ctl job rm . >/dev/null || fail "job rm ."
+[ "$(ctl jobs | jq -r '[.jobs[].id] | join(",")')" = j1 ] || fail "jobs after removing . and ..: $(ctl jobs)"
+[ "$(budget)" = 4000 ] || fail "the budget moved: $(budget)"
+
+kill "$SRV"; wait "$SRV"; rc=$?; SRV=""
+[ $rc -eq 0 ] || fail "pfi serve exited $rc at SIGTERM"
+echo "it_ctl: ok"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # it_ctl.sh: what `pfi ctl` sends is what was typed, or nothing.  A job id goes into the path
 # percent-encoded: libcurl resolves dot segments, so `pfi ctl job rm ../budget` went out as
-# DELETE /v1/budget and removed the node's budget (every GPU back to its original limit).
+# DELETE /v1/budget and removed the node's budget (every GPU back to its original limit).  Caps
+# are GPU=WATTS pairs of digits, and --epoch an integer >= 1 as large as a controller's.
 # Needs $PFI_BIN (tests/run.sh sets it), jq.
 set -u
 PFI=${PFI_BIN:?PFI_BIN not set}
@@ -53,6 +54,25 @@ ctl job rm .. >/dev/null || fail "job rm .."
 ctl job rm . >/dev/null || fail "job rm ."
 [ "$(ctl jobs | jq -r '[.jobs[].id] | join(",")')" = j1 ] || fail "jobs after removing . and ..: $(ctl jobs)"
 [ "$(budget)" = 4000 ] || fail "the budget moved: $(budget)"
+
+# ---- caps: GPU=WATTS with digits on both sides, and the epoch as given ----
+# Before: "=500" went out as GPU 0 (strtol of ""), 4294967296 as GPU 0 (cast to int), and
+# --epoch -3 was dropped, so the caps were applied without the epoch check.
+mode() { ctl allocation | jq -r .mode; }
+for arg in =500 4294967296=300 0=nan 0=inf 0=W 0=500x; do
+  ctl caps "$arg" >"$T/out" 2>&1 && fail "caps $arg: exit 0: $(head -c 200 "$T/out")"
+  [ "$(mode)" = local ] && [ "$(budget)" = 4000 ] || fail "caps $arg changed the node: $(mode) $(budget)"
+done
+for ep in -3 0 1.5 x; do
+  ctl caps 0=300 --epoch "$ep" >"$T/out" 2>&1
+  [ $? -eq 2 ] || fail "caps --epoch $ep: not refused: $(head -c 200 "$T/out")"
+  [ "$(mode)" = local ] || fail "caps --epoch $ep was applied"
+done
+# An epoch as a controller numbers them (its clock in ms) is sent, and then holds.
+ep=$(($(date +%s) * 1000))
+ctl caps 0=300 --epoch "$ep" >"$T/out" || fail "caps --epoch $ep: $(cat "$T/out")"
+[ "$(ctl allocation | jq -r .caps_epoch)" = "$ep" ] || fail "caps_epoch is not $ep"
+ctl caps 0=400 --epoch 5 >"$T/out" 2>&1 && fail "a stale epoch 5 was taken after $ep"
 
 kill "$SRV"; wait "$SRV"; rc=$?; SRV=""
 [ $rc -eq 0 ] || fail "pfi serve exited $rc at SIGTERM"

@@ -2,6 +2,7 @@
 /* pfi ctl: a client of a running `pfi serve` (docs/api.md), over TCP or its Unix socket.
  * Prints the daemon's JSON answer; an error answer goes to stderr with exit status 1 (2 for a
  * request the daemon found malformed). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -98,9 +99,9 @@ static const char *job_path(char *buf, size_t size, const char *id, const char *
 
 /* The options of the commands that change something. */
 typedef struct ctl_args {
-    const char *gpus, *ramp, *ttl, *controller, *log;
+    const char *gpus, *ramp, *ttl, *controller, *log, *epoch;
     double sla, weight, pfi30, tps;
-    int epoch, no_sla;
+    int no_sla;
 } ctl_args;
 
 static int cmd_budget(const ctl *c, const ctl_args *a, char **pos, int npos)
@@ -192,22 +193,34 @@ static int cmd_caps(const ctl *c, const ctl_args *a, char **pos, int npos)
         fprintf(stderr, "pfi ctl: out of memory\n");
         return PFI_EXIT_FAIL;
     }
+    /* The epoch a controller sends is its wall clock in ms: more than an int holds. */
+    long long epoch = 0;
+    if (a->epoch) {
+        char *end;
+        errno = 0;
+        epoch = strtoll(a->epoch, &end, 10);
+        if (errno || end == a->epoch || *end || epoch < 1) {
+            free(list);
+            return usage_error("--epoch expects an integer >= 1");
+        }
+    }
     json_t *arr = json_array();
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(t, '='), *e1, *e2;
-        long g = eq ? strtol(t, &e1, 10) : -1;
-        double w = eq ? strtod(eq + 1, &e2) : NAN;
-        if (!eq || e1 != eq || (*e2 && strcmp(e2, "W")) || g < 0) {
+        /* Digits on both sides: strtol takes "" as 0, so "=500" went out as GPU 0. */
+        char *eq = strchr(t, '='), *e1 = t, *e2 = eq;
+        long g = eq && isdigit((unsigned char)t[0]) ? strtol(t, &e1, 10) : -1;
+        double w = eq && isdigit((unsigned char)eq[1]) ? strtod(eq + 1, &e2) : NAN;
+        if (!eq || e1 != eq || !isfinite(w) || (*e2 && strcmp(e2, "W")) || g < 0) {
             free(list);
             json_decref(arr);
             return usage_error("caps expects GPU=WATTS pairs, e.g. 0=500,1=450");
         }
-        json_array_append_new(arr, json_pack("{s:i, s:f}", "gpu", (int)g, "cap_w", w));
+        json_array_append_new(arr, json_pack("{s:I, s:f}", "gpu", (json_int_t)g, "cap_w", w));
     }
     free(list);
     json_t *b = json_pack("{s:o}", "caps", arr);
-    if (a->epoch > 0)
-        json_object_set_new(b, "epoch", json_integer(a->epoch));
+    if (epoch > 0)
+        json_object_set_new(b, "epoch", json_integer(epoch));
     return request(c, "PUT", "/v1/caps", b);
 }
 
@@ -237,7 +250,7 @@ int pfi_cmd_ctl(int argc, char **argv)
         {"limit", PFI_OPT_INT, &limit, "N", "events, decisions: at most N (default 100)"},
         {"ttl", PFI_OPT_STR, &a.ttl, "DURATION", "heartbeat: watchdog timeout"},
         {"controller", PFI_OPT_STR, &a.controller, "NAME", "heartbeat: who sends it"},
-        {"epoch", PFI_OPT_INT, &a.epoch, "N", "caps: the cluster controller's epoch"},
+        {"epoch", PFI_OPT_STR, &a.epoch, "N", "caps: the cluster controller's epoch"},
         {0},
     };
     const pfi_cmd_spec spec = {

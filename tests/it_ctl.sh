@@ -55,6 +55,15 @@ ctl job rm . >/dev/null || fail "job rm ."
 [ "$(ctl jobs | jq -r '[.jobs[].id] | join(",")')" = j1 ] || fail "jobs after removing . and ..: $(ctl jobs)"
 [ "$(budget)" = 4000 ] || fail "the budget moved: $(budget)"
 
+# A number option that is not a finite number is refused: "--weight nan" was taken for "not
+# given" (the job registered with weight 1), "--pfi30 inf" dropped (JSON has no infinity).
+for opt in "--weight nan" "--pfi30 inf" "--tokens-per-s -inf"; do
+  # shellcheck disable=SC2086
+  ctl job add q --gpus 4 $opt >"$T/out" 2>&1
+  [ $? -eq 2 ] || fail "job add $opt: not refused: $(head -c 200 "$T/out")"
+  [ "$(ctl jobs | jq -r '.jobs | length')" = 1 ] || fail "job add $opt registered a job"
+done
+
 # ---- caps: GPU=WATTS with digits on both sides, and the epoch as given ----
 # Before: "=500" went out as GPU 0 (strtol of ""), 4294967296 as GPU 0 (cast to int), and
 # --epoch -3 was dropped, so the caps were applied without the epoch check.

@@ -246,6 +246,22 @@ static void test_args(void **state)
     assert_int_equal(pfi_args_parse(&spec, 3, badint, &pos, &npos, NULL, &e), PFI_EINVAL);
     char *missing[] = {"x", "--db"};
     assert_int_equal(pfi_args_parse(&spec, 2, missing, &pos, &npos, NULL, &e), PFI_EINVAL);
+
+    /* A number option is a finite number: NaN is what commands take for "not given", so
+     * "--weight nan" was dropped without a word (pfi ctl job add registered weight 1). */
+    double w = NAN;
+    const pfi_opt nopts[] = {{"weight", PFI_OPT_DOUBLE, &w, "W", "weight"}, {0}};
+    pfi_cmd_spec nspec = {"pfi x", NULL, nopts, NULL};
+    const char *nonfinite[] = {"nan", "NaN", "-nan", "inf", "-Infinity", "1e999"};
+    for (size_t i = 0; i < sizeof nonfinite / sizeof nonfinite[0]; i++) {
+        char *nv[] = {"x", "--weight", (char *)nonfinite[i]};
+        assert_int_equal(pfi_args_parse(&nspec, 3, nv, &pos, &npos, NULL, &e), PFI_EINVAL);
+        assert_non_null(strstr(e.msg, "--weight expects a number"));
+        assert_true(isnan(w));
+    }
+    char *ok[] = {"x", "--weight", "2.5e3"};
+    assert_int_equal(pfi_args_parse(&nspec, 3, ok, &pos, &npos, NULL, &e), PFI_OK);
+    assert_true(w == 2500);
 }
 
 static void test_err(void **state)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,9 @@ static int store(const pfi_opt *o, const char *val, pfi_err *err)
     case PFI_OPT_DOUBLE: {
         errno = 0;
         double v = strtod(val, &end);
-        if (errno || end == val || *end)
+        /* Not NaN: commands take NaN for "not given" (pfi ctl job add --weight nan registered
+         * the job with weight 1); not an infinity: no option means one, and JSON has none. */
+        if (errno || end == val || *end || !isfinite(v))
             return pfi_err_set(err, PFI_EINVAL, "--%s expects a number, got '%s'", o->name, val);
         *(double *)o->dest = v;
         return PFI_OK;

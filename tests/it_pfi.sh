@@ -63,6 +63,16 @@ p=$(num pfi30 < "$T/idx"); lo=$(num pfi30_lo < "$T/idx"); hi=$(num pfi30_hi < "$
 between "$p" 0.45 0.65 || fail "gpt3-2.7b PFI30 '$p' (measured ~0.55)"
 between "$lo" 0 "$p" || fail "pfi30_lo '$lo' above pfi30 '$p'"
 between "$hi" "$p" 2 || fail "pfi30_hi '$hi' below pfi30 '$p'"
+# --depth's own line: "-" where the depth is left out (beyond the run's deepest measured shed,
+# without --extrapolate) and no interval without a bootstrap; never "nan".
+R="perseus/A100-PCIE-80GB/bert-huge-uncased dp1tp1pp4" # deepest measured shed 0.39
+"$PFI" index --public --boot 0 --depth 0.6 "$R" > "$T/deep" || fail "index --depth 0.6 exited $?"
+grep -q "^  PFI at 0.60: - (beyond the deepest measured shed 0.3[0-9]; --extrapolate reads the fit)$" "$T/deep" ||
+  fail "index --depth 0.6 beyond the measured shed: $(cat "$T/deep")"
+"$PFI" index --public --boot 0 --depth 0.6 --extrapolate "$R" > "$T/deep" || fail "index --extrapolate exited $?"
+grep -q "^  PFI at 0.60: [0-9.]* (fit, extrapolated)$" "$T/deep" || fail "index --extrapolate --boot 0: $(cat "$T/deep")"
+"$PFI" index --public --boot 50 --depth 0.2 "$R" > "$T/deep" || fail "index --depth 0.2 exited $?"
+grep -q "^  PFI at 0.20: [0-9.]* \[[0-9.]*-[0-9.]*\]$" "$T/deep" || fail "index --depth 0.2: $(cat "$T/deep")"
 for k in '"0.3":' shed_at_slowdown '"0.05":'; do
   grep -q "$k" "$T/idx" || fail "index JSON lacks $k"
 done

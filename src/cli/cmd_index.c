@@ -212,6 +212,26 @@ static int plot_curves(const pfi_runset *rs, const pfi_index_opts *o, const char
 }
 
 /* The index of every run, as a table or one JSON document; the exit status. */
+/* The --depth line.  A depth left out (more than 0.01 beyond the deepest measured shed,
+ * without --extrapolate) is "-" with the reason, as in the table, and an interval only where
+ * there is one (--boot 0 has none): never "nan". */
+static void print_headline(double depth, const pfi_index *h, int extrapolate)
+{
+    if (!isfinite(h->pfi_head)) {
+        if (h->extrapolated && !extrapolate)
+            printf("  PFI at %.2f: - (beyond the deepest measured shed %.2f; --extrapolate reads "
+                   "the fit)\n", depth, h->r_max);
+        else
+            printf("  PFI at %.2f: -\n", depth);
+        return;
+    }
+    char ci[48] = "";
+    if (isfinite(h->head_lo) && isfinite(h->head_hi))
+        snprintf(ci, sizeof ci, " [%.3f-%.3f]", h->head_lo, h->head_hi);
+    printf("  PFI at %.2f: %.3f%s%s\n", depth, h->pfi_head, ci,
+           h->extrapolated ? " (fit, extrapolated)" : "");
+}
+
 static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int named,
                       int as_json)
 {
@@ -256,8 +276,7 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
         else {
             print_row(r, &x, w);
             if (has_h)
-                printf("  PFI at %.2f: %.3f [%.3f-%.3f]%s\n", depth, h.pfi_head, h.head_lo,
-                       h.head_hi, h.extrapolated ? " (fit, extrapolated)" : "");
+                print_headline(depth, &h, o->extrapolate);
         }
     }
     pfi_progress_end(&pg);

@@ -100,13 +100,53 @@ static void test_bad_values(void **state)
     assert_int_equal(parse("{\"jobs\":[]}", &e), PFI_EINVAL);
 }
 
+/* A key given twice is refused, wherever it is (jansson keeps the last one): a second
+ * "sla_max_slowdown" added at the end of a job silently replaced the first, as did a second
+ * "jobs" array the whole list.  The daemons' APIs refuse repeated keys too.  Each case once
+ * through the text decoder's shape (plain ASCII), once with an escape in the id (read through
+ * a json_t), and once with a per_gpu table (never the text decoder). */
+static void test_repeated_key(void **state)
+{
+    (void)state;
+    const char *docs[][2] = {
+        {"[{\"id\":\"a\",\"gpus\":1,\"sla_max_slowdown\":0.1," CURVE ",\"sla_max_slowdown\":0}]",
+         "sla_max_slowdown"},
+        {"[{\"id\":\"a\\u0062\",\"gpus\":1,\"weight\":5," CURVE ",\"weight\":1}]", "weight"},
+        {"[{\"id\":\"a\",\"gpus\":2,\"gpus\":1," CURVE "}]", "gpus"},
+        {"[{\"id\":\"a\",\"id\":\"b\",\"gpus\":1," CURVE "}]", "id"},
+        {"[{\"id\":\"a\",\"gpus\":1,\"curve\":{\"cap_w\":[300,500],\"tput\":[1,2],"
+         "\"tput\":[2,1]}}]", "tput"},
+        {"{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}],\"jobs\":[{\"id\":\"b\",\"gpus\":2,"
+         CURVE "}]}", "jobs"},
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        pfi_err e = {0};
+        if (parse(docs[i][0], &e) != PFI_EINVAL)
+            fail_msg("accepted: %s", docs[i][0]);
+        char want[64];
+        snprintf(want, sizeof want, "'\"%s\"'", docs[i][1]);
+        if (!strstr(e.msg, "duplicate") || !strstr(e.msg, want) || !strstr(e.msg, ".json:1"))
+            fail_msg("message for %s does not name the line and the repeated key: %s",
+                     docs[i][0], e.msg);
+    }
+    /* --per-gpu: the table's repeated key */
+    write_jobs("[{\"id\":\"a\",\"gpus\":1,\"per_gpu\":{\"cap_w\":[300,500],\"tput\":[1,2],"
+               "\"clock_mhz\":[[1000,1500]],\"clock_mhz\":[[1500,1000]]}}]");
+    pfi_alloc_set s;
+    pfi_err e = {0};
+    assert_int_equal(pfi_jobs_file_load(path, 1, &s, &e), PFI_EINVAL);
+    pfi_alloc_set_free(&s);
+    unlink(path);
+    assert_non_null(strstr(e.msg, "duplicate"));
+}
+
 /* What a jobs file read whole gives (the reader before it streamed): the reference every
  * streamed read must equal, job for job and message for message. */
 static int load_whole(const char *file, pfi_alloc_set *s, pfi_err *err)
 {
     memset(s, 0, sizeof *s);
     json_error_t je;
-    json_t *doc = json_load_file(file, 0, &je);
+    json_t *doc = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
     if (!doc && je.line < 1)
         return pfi_err_set(err, PFI_EIO, "%s", je.text);
     if (!doc)
@@ -152,7 +192,7 @@ static int streams(const char *file)
     pfi_json_items_close(&it);
     if (rc == PFI_JSON_ITEMS_END) {
         json_error_t je;
-        json_t *doc = json_load_file(file, 0, &je);
+        json_t *doc = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
         if (!doc)
             fail_msg("streamed to the end a file jansson refuses: %s", je.text);
         json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
@@ -234,7 +274,7 @@ static void test_stream_same_as_whole(void **state)
 }
 
 /* Files of the other shapes and sizes: a bare array, jobs far beyond the read buffer and a
- * job bigger than it, huge numbers, a duplicate "jobs" (the last counts, as when read whole),
+ * job bigger than it, huge numbers, a duplicate "jobs" (refused, as when read whole),
  * nesting at and past jansson's depth limit, trailing bytes, an empty file, a missing one. */
 static void test_stream_shapes(void **state)
 {
@@ -341,7 +381,7 @@ static void test_fast_values(void **state)
                           "0.1", "0.30000000000000004", "9007199254740993.0", "1e22", "1e23",
                           "4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308",
                           " [1, 2.5, {\"a\": [true, false, null]}, \"x y\"] ",
-                          "{\"a\": 1, \"a\": 2}", "{}", "[]", "\"\""};
+                          "{}", "[]", "\"\""};
     for (size_t i = 0; i < sizeof take / sizeof take[0]; i++) {
         json_t *v = pfi_json_fast_loadb(take[i], strlen(take[i]));
         if (!v)
@@ -351,7 +391,7 @@ static void test_fast_values(void **state)
     }
     const char *leave[] = {"9223372036854775808", "-9223372036854775809", "1e400", "-1e400",
                            "01", "1.", ".5", "+1", "-", "1e", "1e+", "\"a\\n\"", "\"\xc3\xa9\"",
-                           "[1,]", "{\"a\" 1}", "tru", "nulll", "1 2", "[1] x", "\"\x7f\"", ""};
+                           "[1,]", "{\"a\" 1}", "{\"a\": 1, \"a\": 2}", "tru", "nulll", "1 2", "[1] x", "\"\x7f\"", ""};
     for (size_t i = 0; i < sizeof leave / sizeof leave[0]; i++) {
         json_t *v = pfi_json_fast_loadb(leave[i], strlen(leave[i]));
         if (v)
@@ -642,6 +682,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_file),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_repeated_key),
         cmocka_unit_test(test_stream_same_as_whole),
         cmocka_unit_test(test_stream_shapes),
         cmocka_unit_test(test_grow_pergpu),

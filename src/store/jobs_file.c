@@ -3,7 +3,8 @@
  * decoded at a time (util/json_items.h) into the set, so memory is the jobs themselves, not
  * the document.  What the stream does not follow (bad JSON, an odd shape, an empty or missing
  * "jobs" array, a file that cannot be read) is read whole by jansson, whose messages (with the
- * line) are the ones a bad file gets. */
+ * line) are the ones a bad file gets.  A key given twice anywhere is refused (jansson would keep
+ * the last one: a second "sla_max_slowdown" at the end of a job replaced the first unseen). */
 #include "store/jobs.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <jansson.h>
 
 #include "store/codec.h"
+#include "util/json_fast.h"
 #include "util/json_items.h"
 
 /* The whole document at once: every file the stream hands back. */
@@ -19,7 +21,7 @@ static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *
 {
     memset(s, 0, sizeof *s);
     json_error_t je;
-    json_t *doc = json_load_file(path, 0, &je);
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!doc && je.line < 1) /* not opened or read: jansson has no line to point at */
         return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "%s", je.text);
     if (!doc)
@@ -37,6 +39,15 @@ static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *
     }
     json_decref(doc);
     return rc;
+}
+
+/* A job the text decoder does not take, as a json_t: NULL when it is not valid JSON or repeats
+ * a key (the file is then read whole, whose message says which). */
+static json_t *decode_job(const char *text, size_t len)
+{
+    json_t *v = pfi_json_fast_loadb(text, len); /* leaves a repeated key to jansson */
+    json_error_t je;
+    return v ? v : json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
 }
 
 /* Room for the jobs after the first j (the set is full): 1,024 to begin with, then as many as
@@ -84,7 +95,7 @@ static int load_stream(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err 
             rc = k;
             continue;
         }
-        json_t *o = pfi_json_items_decode(text, len);
+        json_t *o = decode_job(text, len);
         if (!o) {
             got = PFI_JSON_ITEMS_OTHER;
             break;

@@ -180,8 +180,9 @@ static json_t *object(fast *f, int depth)
             break;
         f->p++;
         json_t *v = value(f, depth);
-        if (!v || json_object_setn_new_nocheck(o, k, kn, v))
-            break;
+        size_t had = json_object_size(o);
+        if (!v || json_object_setn_new_nocheck(o, k, kn, v) || json_object_size(o) == had)
+            break; /* a repeated key: jansson's to judge (a caller may refuse it) */
         ws(f);
         if (f->p < f->end && *f->p == '}') {
             f->p++;

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "store/export.h"
+#include "store/import_common.h"
 #include "store/store.h"
 #include "util/units.h"
 #include "support/skip.h"
@@ -380,6 +381,63 @@ static void test_bad_input_leaves_store_unchanged(void **state)
     assert_non_null(strstr(e.msg, "differ"));
 }
 
+/* A damaged row whose numbers are finite and positive but beyond any GPU (an elapsed time of
+ * 1e-300 s, an energy of 1e300 J, a window or limit of 1e9 W) is refused with its line, as the
+ * jobs file refuses the same values: it was stored as a level drawing 1e303 W at a throughput
+ * of 1e300, which pfi allocate --db then allocated. */
+static void test_absurd_levels(void **state)
+{
+    fixture *f = *state;
+    const char *plo[][2] = {
+        {"1.0,__GlobalPowerLimitOptimizer_275,1e-300,2051", "2.051e+303 W per GPU"},
+        {"1.0,__GlobalPowerLimitOptimizer_275,9,1e300", "per GPU"},
+        {"1.0,__GlobalPowerLimitOptimizer_1e9,9,2051", "1e+09 W"},
+    };
+    for (size_t i = 0; i < sizeof plo / sizeof plo[0]; i++) {
+        char p[1200], text[512];
+        snprintf(p, sizeof p, "%s/A40+resnet18+gpu0.csv", f->dir);
+        snprintf(text, sizeof text, "start_time,window_name,elapsed_time,gpu0_energy\n"
+                                    "0.0,__GlobalPowerLimitOptimizer_300,9.2,2053\n%s\n", plo[i][0]);
+        write_file(p, text);
+        pfi_import_set set = {0};
+        pfi_err e = {0};
+        int rc = pfi_import_zeus_plo_file(f->dir, "A40+resnet18+gpu0.csv", &set, &e);
+        pfi_import_set_free(&set);
+        if (rc != PFI_EINVAL || !strstr(e.msg, "line 3") || !strstr(e.msg, plo[i][1]))
+            fail_msg("zeus-plo row '%s': rc %d, '%s'", plo[i][0], rc, e.msg);
+    }
+    const char *nsdi[][2] = {
+        {"cifar100,shufflenetv2,1024,adadelta,125,16.85,1e300", "per GPU"},
+        {"cifar100,shufflenetv2,1024,adadelta,125,1e-300,118", "throughput"},
+        {"cifar100,shufflenetv2,1024,adadelta,1e9,16.85,118", "1e+09 W"},
+    };
+    for (size_t i = 0; i < sizeof nsdi / sizeof nsdi[0]; i++) {
+        char p[1200], text[512];
+        snprintf(p, sizeof p, "%s/summary_power_a40.csv", f->dir);
+        snprintf(text, sizeof text, "dataset,network,batch_size,optimizer,power_limit,"
+                                    "time_per_epoch,average_power\n"
+                                    "cifar100,shufflenetv2,1024,adadelta,100,27.1,106.9\n%s\n",
+                 nsdi[i][0]);
+        write_file(p, text);
+        pfi_import_set set = {0};
+        pfi_err e = {0};
+        int rc = pfi_import_zeus_nsdi_file(p, "A40", "summary_power_a40.csv", &set, &e);
+        pfi_import_set_free(&set);
+        if (rc != PFI_EINVAL || !strstr(e.msg, "line 3") || !strstr(e.msg, nsdi[i][1]))
+            fail_msg("zeus-nsdi row '%s': rc %d, '%s'", nsdi[i][0], rc, e.msg);
+    }
+    /* the largest a GPU may be said to take, and a throughput of 1e15, are kept */
+    char p[1200];
+    snprintf(p, sizeof p, "%s/summary_power_a40.csv", f->dir);
+    write_file(p, "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
+                  "cifar100,shufflenetv2,1024,adadelta,100000,1e-15,100000\n");
+    pfi_import_set set = {0};
+    pfi_err e = {0};
+    assert_int_equal(pfi_import_zeus_nsdi_file(p, "A40", "summary_power_a40.csv", &set, &e),
+                     PFI_OK);
+    pfi_import_set_free(&set);
+}
+
 static void test_export(void **state)
 {
     fixture *f = *state;
@@ -443,6 +501,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_zeus_nsdi, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zeus_plo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input_leaves_store_unchanged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_absurd_levels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
     };
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

@@ -100,8 +100,26 @@ void pfi_import_level_init(pfi_level *lv, double cap_w, double power_w, double t
     lv->n_samples = 0;
 }
 
+/* What a level of a public file may say: far beyond any GPU or job, the bounds of the jobs file
+ * (docs/jobs-format.md).  A damaged row whose numbers are finite and positive but absurd (an
+ * elapsed time of 1e-300 s, an energy of 1e300 J, a window named _1e9) is refused with its line
+ * rather than stored as a level drawing 1e303 W, which pfi index and pfi allocate --db read. */
+#define LEVEL_MAX_WATTS 1e5 /* a cap or the mean draw, per GPU */
+#define LEVEL_MAX_TPUT 1e15
+
 int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi_err *err)
 {
+    if (!(lv->cap_w > 0 && lv->cap_w <= LEVEL_MAX_WATTS))
+        return pfi_err_set(err, PFI_EINVAL, "%s: a power limit of %g W is out of range (above 0 "
+                           "and at most %g W)", where, lv->cap_w, LEVEL_MAX_WATTS);
+    if (!(lv->power_w > 0 && lv->power_w <= LEVEL_MAX_WATTS))
+        return pfi_err_set(err, PFI_EINVAL, "%s: the row says %g W per GPU at %g W, out of range "
+                           "(above 0 and at most %g W)", where, lv->power_w, lv->cap_w,
+                           LEVEL_MAX_WATTS);
+    if (!(lv->tput > 0 && lv->tput <= LEVEL_MAX_TPUT))
+        return pfi_err_set(err, PFI_EINVAL, "%s: the row gives a throughput of %g at %g W, out of "
+                           "range (above 0 and at most %g)", where, lv->tput, lv->cap_w,
+                           LEVEL_MAX_TPUT);
     for (int i = 0; i < r->n_levels; i++)
         if (fabs(r->levels[i].cap_w - lv->cap_w) < 0.5)
             return pfi_err_set(err, PFI_EINVAL, "%s: a second row at %.0f W for run '%s'", where,

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* follow.c: throughput from the job's own log, inside the daemon.  A job's log is the path it
  * was registered with ("log", `pfi ctl job add --log`) or the stdout discovery found for it
- * (/proc/PID/fd/1 when a regular file); only a regular file is read.  It is read as it grows, with the parsers of pfi sweep
- * (format detected; the lines already there at the first read are parsed for the facts they
- * state, such as a sequence length, not timed).  Every observation updates the job's observed
- * tokens/s (as POST /v1/jobs/{id}/throughput does), and every cap change the daemon makes is a
- * free measurement: the time at one level of caps is measured as a sweep's level is (the
- * transient settles, MSER cuts what remains of it, the level is steady when the 95% CI is
- * within rel_ci of the mean), and each steady level becomes a point of the job's curve; from
- * three levels on (the baseline and two lower caps, as a registered curve needs) the points
- * are the job's curve (curve source "observed"; a curve the job was registered with, or a
- * PFI30, is never replaced). */
+ * (/proc/PID/fd/1 when a regular file); only a regular file is read.  It is read as it grows, with
+ * the parsers of pfi sweep (format detected; the lines already there at the first read are parsed
+ * for the facts they state, such as a sequence length, not timed).  Every observation updates the
+ * job's observed tokens/s (as POST /v1/jobs/{id}/throughput does), and every cap change the daemon
+ * makes is a free measurement: the time at one level of caps is measured as a sweep's level is (the
+ * transient settles, MSER cuts what remains of it, the level is steady when the 95% CI is within
+ * rel_ci of the mean), and each steady level becomes a point of the job's curve; from three levels
+ * on (the baseline and two lower caps, as a registered curve needs) the points are the job's curve
+ * (curve source "observed"; a curve the job was registered with, or a PFI30, is never replaced). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

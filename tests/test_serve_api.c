@@ -249,6 +249,58 @@ static void test_bad_requests_change_nothing(void **state)
     json_decref(d);
 }
 
+/* A curve's fields are checked as the job's are: an unknown or misspelt one is refused, not
+ * dropped (a point's "draw": 500 was dropped and the job taken to draw its whole cap), a value
+ * is a number, a draw is not negative.  The curve a GET shows can be posted back. */
+static void test_curve_fields_checked(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    static const char pts[] = "{\"cap_w\":500,\"tokens_per_s\":900},"
+                              "{\"cap_w\":400,\"tokens_per_s\":700}]";
+    char body[1024];
+    const char *bad[] = {
+        "{\"points\":[{\"cap_w\":700,\"tokens_per_s\":1000,\"draw\":500},%s}",
+        "{\"points\":[{\"cap_w\":700,\"tokens_per_s\":1000,\"draw_w\":\"500\"},%s}",
+        "{\"points\":[{\"cap_w\":700,\"tokens_per_s\":1000,\"draw_w\":-5},%s}",
+        "{\"points\":[{\"cap_w\":700,\"tokens_per_s\":1000},%s,\"to\":9000}",
+        "{\"points\":[{\"cap_w\":700,\"tokens_per_s\":1000},%s,\"t0\":\"9000\"}",
+        "{\"fit\":{\"family\":\"power\",\"p\":[1.1,1.8],\"rmse\":0},\"p0_w\":650}%s",
+        "{\"fit\":{\"family\":\"power\",\"p\":[1.1,1.8]},\"p0\":650}%s",
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char curve[512];
+        snprintf(curve, sizeof curve, bad[k], strstr(bad[k], "points") ? pts : "");
+        snprintf(body, sizeof body, "{\"id\":\"d\",\"gpus\":[0,1],\"curve\":%s}", curve);
+        int st = call(f, "POST", "/v1/jobs", body, 1, &d);
+        if (st != 400)
+            fail_msg("%s: got %d, want 400", body, st);
+        json_decref(d);
+    }
+    assert_int_equal(call(f, "GET", "/v1/jobs", NULL, 0, &d), 200);
+    assert_int_equal(json_array_size(json_object_get(d, "jobs")), 0);
+    json_decref(d);
+    /* Good ones, and the curve in use posted back as another job's. */
+    snprintf(body, sizeof body, "{\"id\":\"d\",\"gpus\":[0,1],\"curve\":{\"points\":"
+                                "[{\"cap_w\":700,\"tokens_per_s\":1000,\"draw_w\":650},%s}}",
+             pts);
+    assert_int_equal(call(f, "POST", "/v1/jobs", body, 1, NULL), 201);
+    assert_int_equal(call(f, "GET", "/v1/jobs/d", NULL, 0, &d), 200);
+    json_t *again = json_pack("{s:s, s:[i,i], s:O}", "id", "e", "gpus", 2, 3, "curve",
+                              json_object_get(d, "curve"));
+    json_decref(d);
+    char *text = json_dumps(again, JSON_COMPACT);
+    json_decref(again);
+    assert_int_equal(call(f, "POST", "/v1/jobs", text, 1, &d), 201);
+    json_decref(d);
+    free(text);
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"g\",\"gpus\":[4],\"curve\":{\"fit\":{\"family\":"
+                          "\"power\",\"p\":[1.1,1.8]},\"p0_w\":650,\"t0\":9000}}",
+                          1, NULL),
+                     201);
+}
+
 /* A 30% cut: every cap applied, the SLA job held at its floor, the budget met; restored. */
 static void test_budget_cut_and_restore(void **state)
 {
@@ -984,6 +1036,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_query_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_requests_change_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_curve_fields_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_cut_and_restore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),

@@ -51,11 +51,11 @@ static int from_points(const srv_gpu *g, const srv_job *j, const pfi_curve_json 
         memset(lv, 0, sizeof *lv);
         double cap = p.cap_w, tput = p.tokens_per_s, rel = p.rel, draw = p.draw_w;
         if (!(cap > 0 && cap <= SRV_MAX_CAP_W) || !(isfinite(tput) || isfinite(rel)) ||
-            !(isnan(draw) || fabs(draw) <= SRV_MAX_CAP_W))
+            !(isnan(draw) || (draw >= 0 && draw <= SRV_MAX_CAP_W)))
             return pfi_err_set(err, PFI_EINVAL,
                                "curve.points[%zu]: needs cap_w in (0, %g] and tokens_per_s or "
-                               "rel",
-                               i, SRV_MAX_CAP_W);
+                               "rel (draw_w, if given, in [0, %g])",
+                               i, SRV_MAX_CAP_W, SRV_MAX_CAP_W);
         if (isfinite(tput) && (tput < 0 || tput > SRV_MAX_TPS))
             return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: tokens_per_s must be in "
                                                 "[0, %g]",
@@ -78,6 +78,65 @@ static int from_points(const srv_gpu *g, const srv_job *j, const pfi_curve_json 
     int rc = pfi_curve_from_run(&run, -1, out, err);
     if (rc != PFI_OK)
         return pfi_err_prefix(err, "curve: ");
+    return PFI_OK;
+}
+
+/* Each key of o is one of keys and, where it is one of nums, a number (or null, as a GET writes
+ * an unknown one); what the codec cannot read it would drop, so it is refused, naming where.
+ * (jobs.c's pfi_srv_only_keys calls into this file: its loop is not shared.) */
+static int only_numbers(json_t *o, const char *const *keys, const char *const *nums,
+                        const char *where, pfi_err *err)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        int i = 0;
+        while (keys[i] && strcmp(k, keys[i]))
+            i++;
+        if (!keys[i]) {
+            char list[160] = "";
+            size_t at = 0;
+            for (i = 0; keys[i] && at < sizeof list; i++)
+                at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "",
+                                       keys[i]);
+            return pfi_err_set(err, PFI_EINVAL, "%s: unknown field '%s' (known: %s)", where, k,
+                               list);
+        }
+    }
+    for (int i = 0; nums[i]; i++) {
+        json_t *x = json_object_get(o, nums[i]);
+        if (x && !json_is_number(x) && !json_is_null(x))
+            return pfi_err_set(err, PFI_EINVAL, "%s.%s: expected a number", where, nums[i]);
+    }
+    return PFI_OK;
+}
+
+/* The curve's fields are checked as the job's are: a misspelt one ("draw" for "draw_w": the job
+ * was taken to draw its whole cap; "to" for "t0") was dropped without a word.  The fields a GET
+ * shows of the curve in use are known, so that curve can be registered again. */
+static int check_curve_fields(json_t *curve, pfi_err *err)
+{
+    static const char *const keys[] = {"points", "fit", "t0", "p0_w", "r_max", "cap0_w",
+                                       "min_cap_w", "max_cap_w", "n_gpus", NULL};
+    static const char *const fit_keys[] = {"family", "p", NULL};
+    static const char *const point_keys[] = {"cap_w", "tokens_per_s", "rel", "draw_w", NULL};
+    if (!json_is_object(curve))
+        return PFI_OK; /* said below */
+    if (only_numbers(curve, keys, keys + 2, "curve", err) != PFI_OK)
+        return err->code;
+    json_t *fit = json_object_get(curve, "fit");
+    if (json_is_object(fit) && only_numbers(fit, fit_keys, fit_keys + 2, "curve.fit", err) != PFI_OK)
+        return err->code;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(curve, "points"), i, p)
+    {
+        char where[48];
+        snprintf(where, sizeof where, "curve.points[%zu]", i);
+        if (json_is_object(p) && only_numbers(p, point_keys, point_keys, where, err) != PFI_OK)
+            return err->code;
+    }
     return PFI_OK;
 }
 
@@ -109,6 +168,8 @@ int pfi_srv_curve_from_json(const srv_gpu *g, const srv_job *j, json_t *curve, j
     }
     if (!curve || json_is_null(curve))
         return PFI_OK;
+    if (check_curve_fields(curve, err) != PFI_OK)
+        return err->code;
     pfi_curve_json cv;
     pfi_curve_json_read(curve, &cv);
     if (!cv.is_object)

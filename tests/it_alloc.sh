@@ -39,6 +39,29 @@ done
   fail "allocate table"
 grep -q "policy oracle: power" "$dir/table" || fail "no summary line: $(cat "$dir/table")"
 
+# ids that differ only past the 32nd character stay apart in the table (the public store's
+# zeus-nsdi/A40/shufflenetv2 cifar100 bs1024 / bs128 ... all read the same when cut at 32), and
+# the columns stay aligned (the gpus column ends at the same place on every line); an id longer
+# than 64 keeps its head and tail around "..."; with ids of 32 characters or less the header is
+# as before
+C='"curve": {"cap_w": [200, 400], "tput": [1, 2]}'
+L=zeus-nsdi/A40/shufflenetv2-cifar100-bs
+X=$(printf 'x%.0s' $(seq 1 80))
+printf '{"jobs": [{"id": "%s1024-adadelta", "gpus": 1, %s}, {"id": "%s128-adadelta", "gpus": 2, %s},
+ {"id": "short", "gpus": 3, %s}, {"id": "%s-tail", "gpus": 4, %s}]}\n' "$L" "$C" "$L" "$C" "$C" "$X" "$C" \
+  >"$dir/long.json"
+"$PFI_BIN" allocate --jobs "$dir/long.json" --budget 70% --policy oracle >"$dir/ltable" ||
+  fail "allocate table of long ids"
+grep -q "^${L}1024-adadelta " "$dir/ltable" && grep -q "^${L}128-adadelta " "$dir/ltable" ||
+  fail "long ids cut: $(cat "$dir/ltable")"
+grep -q '^x*\.\.\.x*-tail ' "$dir/ltable" || fail "an id over 64 characters: $(cat "$dir/ltable")"
+awk 'NR == 1 { e = index($0, "gpus") + 3 } NR > 1 && NR <= 5 {
+    if (substr($0, e, 1) !~ /[0-9]/ || substr($0, e + 1, 1) != " ") bad = 1 } END { exit bad }' \
+  "$dir/ltable" || fail "the gpus column is not aligned: $(cat "$dir/ltable")"
+"$PFI_BIN" allocate --jobs "$jobs" --budget 70% --policy oracle | head -1 >"$dir/h"
+[ "$(cat "$dir/h")" = "$(printf '%-32s %5s %8s %8s %12s %12s  %s' job gpus cap floor tput power binding)" ] ||
+  fail "the table of short ids changed: $(cat "$dir/h")"
+
 # -- bad input: a message naming the problem, exit non-zero, nothing on stdout
 bad() { # NAME EXPECTED-MESSAGE ARGS...
   name=$1 msg=$2

@@ -159,12 +159,40 @@ static int print_json(const alloc_out *a)
     return pfi_cli_print_json_items(doc, "jobs", job_json, (void *)a, a->s->n);
 }
 
+/* The job column: as wide as the longest id, at least 32 and at most 64 characters; a longer id
+ * keeps its head and tail around a visible "..." (as pfi index does).  Cut at 32, the ids of
+ * the public store's zeus-nsdi/A40/shufflenetv2 cifar100 bs1024, bs128, ... runs all read the
+ * same, and no row said which job its cap was for. */
+#define ID_COL_MIN 32
+#define ID_COL_MAX 64
+
+static int id_width(const pfi_alloc_job *view, int n)
+{
+    size_t w = ID_COL_MIN;
+    for (int j = 0; j < n && w < ID_COL_MAX; j++) {
+        size_t len = strlen(view[j].id);
+        w = len > w ? len : w;
+    }
+    return w < ID_COL_MAX ? (int)w : ID_COL_MAX;
+}
+
+static const char *id_cell(const char *id, int w, char *buf, size_t n)
+{
+    int len = (int)strlen(id);
+    if (len <= w)
+        return id;
+    int head = (w - 3) / 2, tail = w - 3 - head;
+    snprintf(buf, n, "%.*s...%s", head, id, id + len - tail);
+    return buf;
+}
+
 static void print_table(const alloc_out *a)
 {
     const pfi_alloc_set *s = a->s;
     const pfi_alloc_job *view = a->view;
     const pfi_alloc_result *r = a->r;
-    printf("%-32s %5s %8s %8s %12s %12s  %s\n", "job", "gpus", "cap", "floor", "tput", "power",
+    int w = id_width(view, s->n);
+    printf("%-*s %5s %8s %8s %12s %12s  %s\n", w, "job", "gpus", "cap", "floor", "tput", "power",
            "binding");
     for (int j = 0; j < s->n; j++) {
         char b[64] = "";
@@ -173,14 +201,15 @@ static void print_table(const alloc_out *a)
                  f & PFI_ALLOC_AT_SLA ? "sla " : "", f & PFI_ALLOC_AT_MAX ? "max " : "",
                  f & PFI_ALLOC_SLA_RELAXED ? "sla-relaxed " : "",
                  f & PFI_ALLOC_SLA_DROPPED ? "sla-dropped " : "");
-        char tp[32];
-        printf("%-32.32s %5d %7.0fW %7.0fW %12s %11.0fW  %s\n", view[j].id, view[j].n_gpus,
+        char tp[32], id[ID_COL_MAX + 1];
+        printf("%-*s %5d %7.0fW %7.0fW %12s %11.0fW  %s\n", w,
+               id_cell(view[j].id, w, id, sizeof id), view[j].n_gpus,
                r->cap_w[j], r->floor_w[j], pfi_fmt_fixed(tp, sizeof tp, r->tput[j], 4),
                view[j].n_gpus * r->cap_w[j], b);
         if (a->per_gpu && view[j].n_gpus <= 1024) {
             double gc[1024];
             pfi_pergpu_split(&s->pg[j].table, s->pg[j].gcaps, s->pg[j].x, r->cap_w[j], gc);
-            printf("%32s per GPU:", "");
+            printf("%*s per GPU:", w, "");
             for (int g = 0; g < view[j].n_gpus; g++)
                 printf(" %.1f", gc[g]);
             printf(" W\n");

@@ -42,6 +42,13 @@ static void test_duration(void **state)
     assert_int_equal(pfi_parse_duration("5 parsecs", &s, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "5 parsecs"));
     assert_int_equal(pfi_parse_duration("-1s", &s, &e), PFI_EINVAL);
+    /* decimal only: strtod alone read "0x10s" as 16 s */
+    const char *bad[] = {"0x10s", "0X10", "0x1p4m", " 0x5s", "+0x5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (pfi_parse_duration(bad[i], &s, &e) != PFI_EINVAL)
+            fail_msg("duration '%s' taken as %g s", bad[i], s);
+    assert_int_equal(pfi_parse_duration(".5s", &s, &e), PFI_OK);
+    assert_true(s == 0.5);
 }
 
 static void test_power(void **state)
@@ -57,6 +64,11 @@ static void test_power(void **state)
     assert_int_equal(pfi_parse_power("0W", &v, &pct, &e), PFI_ERANGE);
     assert_int_equal(pfi_parse_power("150%", &v, &pct, &e), PFI_ERANGE);
     assert_int_equal(pfi_parse_power("lots", &v, &pct, &e), PFI_EINVAL);
+    assert_int_equal(pfi_parse_power("0x10W", &v, &pct, &e), PFI_EINVAL); /* was 16 W */
+    assert_int_equal(pfi_parse_power("0x32%", &v, &pct, &e), PFI_EINVAL); /* was 50% */
+    double l[4];
+    int n;
+    assert_int_equal(pfi_parse_double_list("0.1,0x0.8p0", l, 4, &n, &e), PFI_EINVAL);
 }
 
 /* One slowdown grammar (an SLA): a fraction or a percentage in [0, 1), the same in every command;
@@ -75,7 +87,7 @@ static void test_slowdown(void **state)
         assert_true(fabs(v - ok[i].v) < 1e-12);
     }
     const char *bad[] = {"", "x", "1", "100%", "-5%", "-0.1", "nan", "inf", "1e308", "5%x",
-                         "0.1 ", "%", "10%%", "0x1p-3z"};
+                         "0.1 ", "%", "10%%", "0x1p-3z", "0x1p-3", "0X.8p-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pfi_err e = {0};
         double v = 42;
@@ -118,7 +130,10 @@ static void test_budget(void **state)
                {"70% ", PFI_EINVAL},      {" 70%", PFI_EINVAL},     {"4000 W", PFI_EINVAL},
                {"4000WW", PFI_EINVAL},    {"1e308", PFI_ERANGE},    {"1e999", PFI_ERANGE},
                {"1e308kW", PFI_ERANGE},   {"--30%", PFI_EINVAL},    {"+70%", PFI_EINVAL},
-               {"4 kW", PFI_EINVAL},      {"70%%", PFI_EINVAL}};
+               {"4 kW", PFI_EINVAL},      {"70%%", PFI_EINVAL},
+               /* decimal only: strtod alone read these as 16 W, 4096 W, a 16% cut */
+               {"0x10W", PFI_EINVAL},     {"0x1p12", PFI_EINVAL},   {"cut=0x10%", PFI_EINVAL},
+               {"-0X10%", PFI_EINVAL},    {"0x0.8MW", PFI_EINVAL}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pfi_budget b = {7, 7};
         pfi_err e = {0};

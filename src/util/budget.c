@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/units.h"
+
 static const char expected[] = "expected watts (4000W, 4kW), a share (70%) or a cut (cut=30%)";
 
 int pfi_budget_parse(const char *s, pfi_budget *b, pfi_err *err)
@@ -24,7 +26,8 @@ int pfi_budget_parse(const char *s, pfi_budget *b, pfi_err *err)
         cut = 2; /* "-30%": a cut, only as a percentage */
         p++;
     }
-    if (!*p || isspace((unsigned char)*p) || *p == '+' || *p == '-')
+    /* "0x10W" read by strtod alone was 16 W; "inf" and "nan" get their own messages below */
+    if (!*p || isspace((unsigned char)*p) || *p == '+' || *p == '-' || pfi_units_hex(p))
         return pfi_err_set(err, PFI_EINVAL, "budget '%s': %s", s, expected);
     char *end;
     errno = 0;

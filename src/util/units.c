@@ -8,8 +8,19 @@
 #include <string.h>
 #include <strings.h>
 
+int pfi_units_hex(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s == '-' || *s == '+')
+        s++;
+    return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+}
+
 static int parse_num(const char *s, double *v, const char **rest)
 {
+    if (pfi_units_hex(s))
+        return -1;
     char *end;
     errno = 0;
     *v = strtod(s, &end);
@@ -23,8 +34,8 @@ int pfi_parse_slowdown(const char *s, double *slowdown, pfi_err *err)
 {
     char *end;
     errno = 0;
-    double v = s ? strtod(s, &end) : NAN;
-    if (!s || end == s || errno == ERANGE || (*end && strcmp(end, "%") != 0))
+    double v = s && !pfi_units_hex(s) ? strtod(s, &end) : NAN;
+    if (!s || isnan(v) || end == s || errno == ERANGE || (*end && strcmp(end, "%") != 0))
         return pfi_err_set(err, PFI_EINVAL, "slowdown '%s': expected e.g. 0.1 or 10%%",
                            s ? s : "");
     if (*end == '%')

@@ -6,6 +6,11 @@
 
 #include "core/err.h"
 
+/* 1 when s (after white space and a sign, which strtod skips) begins "0x" or "0X": a number in
+ * hexadecimal, which strtod reads ("0x10W" was 16 W, "0x1p-3" a slowdown of 12.5%).  Every
+ * quantity below and the budget grammar (budget.h) refuse it: people write decimal. */
+int pfi_units_hex(const char *s);
+
 /* "100ms", "2s", "1.5", "5m", "1h" -> seconds.  A bare number is seconds. */
 int pfi_parse_duration(const char *s, double *seconds, pfi_err *err);
 

@@ -79,13 +79,13 @@ static void print_reference(pfi_cl *c, const pfi_budget *b)
 }
 
 /* Slurm's view of the site: nodes with their GPUs, jobs with theirs on each node. */
-static int print_topology(int as_json)
+/* What the controller would work from with these options: --topology's file when given, else
+ * Slurm's. */
+static int print_topology(const pfi_cl_config *cfg, int as_json)
 {
     pfi_err err = {0};
     pfi_cl_topo t;
-    pfi_cl_config cfg;
-    pfi_cl_config_defaults(&cfg);
-    if (pfi_cl_topo_from_slurm(pfi_cl_slurm_timeout(&cfg), &t, &err) != PFI_OK)
+    if (pfi_cl_topo_load(cfg, &t, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
     int rc = PFI_EXIT_OK;
     if (as_json) {
@@ -306,7 +306,7 @@ int pfi_cmd_cluster(int argc, char **argv)
         return rc;
 
     if (!strcmp(what, "topology"))
-        return print_topology(o.as_json);
+        return print_topology(&cfg, o.as_json);
     if (strcmp(what, "serve") && strcmp(what, "status") && strcmp(what, "budget")) {
         fprintf(stderr, "pfi cluster: unknown action '%s' (serve, status, budget, topology)\n",
                 what);

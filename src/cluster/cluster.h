@@ -102,6 +102,9 @@ void pfi_cl_config_defaults(pfi_cl_config *c);
 /* How long sinfo and squeue may take, each: half of what the nodes' watchdog leaves after one
  * heartbeat period (a hung Slurm must not starve the nodes of heartbeats), 1 s to 60 s. */
 double pfi_cl_slurm_timeout(const pfi_cl_config *cfg);
+/* The topology the controller works from: cfg->topo_file when set, else Slurm's (sinfo and
+ * squeue, each within pfi_cl_slurm_timeout). */
+int pfi_cl_topo_load(const pfi_cl_config *cfg, pfi_cl_topo *t, pfi_err *err);
 
 /* What the controller knows of one node. */
 typedef struct pfi_cl_node {

@@ -255,20 +255,20 @@ double pfi_cl_slurm_timeout(const pfi_cl_config *cfg)
 }
 
 /* The topology: a file given in the configuration (tests, sites without Slurm), else Slurm's.
- * Reads only the configuration, so it runs without op_mu: a slow Slurm delays the refresh, not
- * a budget change. */
-static int load_topology(const pfi_cl *c, pfi_cl_topo *t, pfi_err *err)
+ * Reads only the configuration, so the controller runs it without op_mu: a slow Slurm delays
+ * the refresh, not a budget change.  `pfi cluster topology` shows the same. */
+int pfi_cl_topo_load(const pfi_cl_config *cfg, pfi_cl_topo *t, pfi_err *err)
 {
-    if (!c->cfg.topo_file[0])
-        return pfi_cl_topo_from_slurm(pfi_cl_slurm_timeout(&c->cfg), t, err);
-    FILE *f = fopen(c->cfg.topo_file, "r");
+    if (!cfg->topo_file[0])
+        return pfi_cl_topo_from_slurm(pfi_cl_slurm_timeout(cfg), t, err);
+    FILE *f = fopen(cfg->topo_file, "r");
     if (!f)
-        return pfi_err_set(err, PFI_ENOENT, "cannot open topology %s", c->cfg.topo_file);
+        return pfi_err_set(err, PFI_ENOENT, "cannot open topology %s", cfg->topo_file);
     char *buf = NULL;
     size_t cap = 0;
     ssize_t len = getdelim(&buf, &cap, '\0', f);
     fclose(f);
-    int rc = len < 0 ? pfi_err_set(err, PFI_EIO, "cannot read %s", c->cfg.topo_file)
+    int rc = len < 0 ? pfi_err_set(err, PFI_EIO, "cannot read %s", cfg->topo_file)
                      : pfi_cl_topo_parse_json(buf, t, err);
     free(buf);
     return rc;
@@ -532,7 +532,7 @@ int pfi_cl_refresh(pfi_cl *c, pfi_err *err)
 {
     pthread_mutex_lock(&c->refresh_mu);
     pfi_cl_topo t;
-    int rc = load_topology(c, &t, err);
+    int rc = pfi_cl_topo_load(&c->cfg, &t, err);
     if (rc == PFI_OK) {
         pthread_mutex_lock(&c->op_mu);
         rc = refresh_locked(c, t, err);

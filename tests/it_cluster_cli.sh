@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # it_cluster_cli.sh: `pfi cluster` one-shot subcommands as an operator runs them, without Slurm
 # (PATH holds no sinfo here, so anything that asks Slurm fails): `topology --topology FILE`
-# shows that file's nodes and jobs, as text and as JSON, the same the controller works from.
+# shows that file's nodes and jobs, as text and as JSON, the same the controller works from; a
+# stray argument or a --budget where it means nothing is refused (exit 2, nothing done) rather
+# than ignored.
 # Needs $PFI_BIN.
 set -u
 PFI=${PFI_BIN:?PFI_BIN not set}
@@ -33,4 +35,19 @@ jq -e '[.nodes[].name] == ["n1","n2"] and .jobs[0].id == "j1" and
 rc=$?
 [ $rc = 1 ] && grep -q "cannot open topology $T/none.json" "$T/err" ||
   fail "cluster topology of a missing file: exit $rc ($(cat "$T/err"))"
+# Refused before anything is asked of Slurm or a node: exit 2 and the word named.
+refused() { # WHAT-TO-FIND ARGS...
+  want=$1; shift
+  timeout 20 "$PFI" cluster "$@" --topology "$T/topo.json" --node-url "unix:$T/%n.sock" \
+    >"$T/out" 2>"$T/err"
+  rc=$?
+  [ $rc = 2 ] && grep -qF -- "$want" "$T/err" && [ ! -s "$T/out" ] ||
+    fail "cluster $*: exit $rc, out '$(cat "$T/out")', err '$(cat "$T/err")'"
+}
+refused "unexpected argument '70%'" status 70%
+refused "unexpected argument 'extra'" topology extra
+refused "unexpected argument 'extra'" serve extra --heartbeat 0 --listen 127.0.0.1:0
+refused "--budget is the initial budget of serve" budget 9000W --budget 8000W
+refused "--budget is the initial budget of serve" status --budget 8000W
+refused "give one budget" budget 9000W 8000W
 echo "it_cluster_cli: ok"

@@ -305,13 +305,26 @@ int pfi_cmd_cluster(int argc, char **argv)
     if ((rc = settings(&o, &cfg, &ramp_s)) >= 0)
         return rc;
 
-    if (!strcmp(what, "topology"))
-        return print_topology(&cfg, o.as_json);
-    if (strcmp(what, "serve") && strcmp(what, "status") && strcmp(what, "budget")) {
+    if (strcmp(what, "serve") && strcmp(what, "status") && strcmp(what, "budget") &&
+        strcmp(what, "topology")) {
         fprintf(stderr, "pfi cluster: unknown action '%s' (serve, status, budget, topology)\n",
                 what);
         return PFI_EXIT_USAGE;
     }
+    /* A stray word or a --budget where it means nothing is refused: ignored, `pfi cluster
+     * status 70%` would look as if it had set something. */
+    if (strcmp(what, "budget") && npos > 1) {
+        fprintf(stderr, "pfi cluster %s: unexpected argument '%s' (see --help)\n", what, pos[1]);
+        return PFI_EXIT_USAGE;
+    }
+    if (strcmp(what, "serve") && o.budget) {
+        fprintf(stderr, "pfi cluster %s: --budget is the initial budget of serve; %s\n", what,
+                strcmp(what, "budget") ? "this action changes nothing"
+                                       : "give the budget once: pfi cluster budget 5600W");
+        return PFI_EXIT_USAGE;
+    }
+    if (!strcmp(what, "topology"))
+        return print_topology(&cfg, o.as_json);
     const char *bt;
     pfi_budget b = {0};
     if ((rc = budget_arg(what, pos, npos, o.budget, &bt, &b)) >= 0)

@@ -262,12 +262,13 @@ static void test_args(void **state)
     char *missing[] = {"x", "--db"};
     assert_int_equal(pfi_args_parse(&spec, 2, missing, &pos, &npos, NULL, &e), PFI_EINVAL);
 
-    /* A number option is a finite number: NaN is what commands take for "not given", so
-     * "--weight nan" was dropped without a word (pfi ctl job add registered weight 1). */
+    /* A number option is a finite decimal number: NaN is what commands take for "not given",
+     * so "--weight nan" was dropped without a word (pfi ctl job add registered weight 1), and
+     * "--weight 0x10" was 16. */
     double w = NAN;
     const pfi_opt nopts[] = {{"weight", PFI_OPT_DOUBLE, &w, "W", "weight"}, {0}};
     pfi_cmd_spec nspec = {"pfi x", NULL, nopts, NULL};
-    const char *nonfinite[] = {"nan", "NaN", "-nan", "inf", "-Infinity", "1e999"};
+    const char *nonfinite[] = {"nan", "NaN", "-nan", "inf", "-Infinity", "1e999", "0x10", "-0X1p3"};
     for (size_t i = 0; i < sizeof nonfinite / sizeof nonfinite[0]; i++) {
         char *nv[] = {"x", "--weight", (char *)nonfinite[i]};
         assert_int_equal(pfi_args_parse(&nspec, 3, nv, &pos, &npos, NULL, &e), PFI_EINVAL);

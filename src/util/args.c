@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/units.h"
+
 static const pfi_opt *find_opt(const pfi_opt *opts, const char *name, size_t len)
 {
     for (const pfi_opt *o = opts; o && o->name; o++)
@@ -34,8 +36,9 @@ static int store(const pfi_opt *o, const char *val, pfi_err *err)
         errno = 0;
         double v = strtod(val, &end);
         /* Not NaN: commands take NaN for "not given" (pfi ctl job add --weight nan registered
-         * the job with weight 1); not an infinity: no option means one, and JSON has none. */
-        if (errno || end == val || *end || !isfinite(v))
+         * the job with weight 1); not an infinity: no option means one, and JSON has none;
+         * decimal, as every other number a person types (util/units.h). */
+        if (errno || end == val || *end || !isfinite(v) || pfi_units_hex(val))
             return pfi_err_set(err, PFI_EINVAL, "--%s expects a number, got '%s'", o->name, val);
         *(double *)o->dest = v;
         return PFI_OK;

@@ -58,6 +58,20 @@ if [ ! -f "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24/zeus_baseline/A40/zeus
   echo "public data not found under ${PFI_DATA_DIR:-../shared/data}: index and probe-eval checks skipped"
   exit 77
 fi
+# pfi predict's table: run names that differ past the 52nd character stay apart (two public
+# runs, bs128 and bs16, read the same cut at 52), the columns line up under the header, and a
+# run that does not exist leaves stdout empty (the header was printed before the error)
+B="zeus-nsdi/RTX6000/bert_base_uncased sentiment140 bs"
+"$PFI" predict --public --model "$T/m.json" "${B}128 adamw" "${B}16 adamw" > "$T/ptab" ||
+  fail "predict of two public runs exited $?"
+grep -q "^${B}128 adamw " "$T/ptab" && grep -q "^${B}16 adamw " "$T/ptab" ||
+  fail "predict cut the run names: $(cat "$T/ptab")"
+awk 'NR == 1 { e = index($0, "0.50") + 3 } NR > 1 && !/^  \(/ {
+    if (substr($0, e, 1) !~ /[0-9]/ || substr($0, e + 1, 1) != " ") bad = 1 } END { exit bad }' \
+  "$T/ptab" || fail "predict columns not under the header: $(cat "$T/ptab")"
+"$PFI" predict --public --model "$T/m.json" "no such run" > "$T/ptab" 2>/dev/null &&
+  fail "predict of a missing run succeeded"
+[ ! -s "$T/ptab" ] || fail "predict of a missing run wrote to stdout: $(cat "$T/ptab")"
 "$PFI" index --public --json "perseus/A40/gpt3-2.7b dp1tp1pp8" > "$T/idx" || fail "index exited $?"
 p=$(num pfi30 < "$T/idx"); lo=$(num pfi30_lo < "$T/idx"); hi=$(num pfi30_hi < "$T/idx")
 between "$p" 0.45 0.65 || fail "gpt3-2.7b PFI30 '$p' (measured ~0.55)"

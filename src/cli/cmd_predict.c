@@ -56,9 +56,41 @@ static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
     return o;
 }
 
-static void pred_print(const char *name, const pred *p)
+/* The run column: as wide as the longest name, at least 52 and at most 64 characters; a longer
+ * name keeps its head and tail around a visible "..." (as pfi index does).  Cut at 52, two
+ * public runs (zeus-nsdi/RTX6000/bert_base_uncased sentiment140 bs128 and bs16 adamw) read the
+ * same. */
+#define NAME_COL_MIN 52
+#define NAME_COL_MAX 64
+
+static int name_width(const pfi_runset *rs)
 {
-    printf("%-52.52s", name);
+    size_t w = NAME_COL_MIN;
+    for (int i = 0; rs && i < rs->n; i++) {
+        size_t len = strlen(rs->runs[i].name);
+        w = len > w ? len : w;
+    }
+    return w < NAME_COL_MAX ? (int)w : NAME_COL_MAX;
+}
+
+/* Printed once the runs are known, so that an error leaves stdout empty. */
+static void print_header(int w)
+{
+    printf("%-*s", w, "run (predicted PFI at r =)");
+    for (int i = 0; i < PFI_N_TDEPTHS; i++)
+        printf("   %.2f", pfi_target_depths[i]);
+    printf("  T@70%%P  measured PFI30\n");
+}
+
+static void pred_print(const char *name, const pred *p, int w)
+{
+    int len = (int)strlen(name);
+    if (len <= w) {
+        printf("%-*s", w, name);
+    } else {
+        int head = (w - 3) / 2, tail = w - 3 - head;
+        printf("%.*s...%s", head, name, name + len - tail);
+    }
     for (int i = 0; i < PFI_N_TDEPTHS; i++)
         printf(" %6.3f", pfi_at(&p->c.fit, pfi_target_depths[i]));
     printf("  %6.3f", 1 - pfi_fit_s(&p->c.fit, 0.30));
@@ -131,8 +163,10 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
             json_object_set_new(o, "sm_clock_mhz", pfi_json_num(hdr->levels[0].sm_clock_mhz));
             json_object_set_new(o, "powercap_frac", pfi_json_num(hdr->levels[0].powercap_frac));
             json_array_append_new(arr, o);
-        } else
-            pred_print(hdr->name, &p);
+        } else {
+            print_header(NAME_COL_MIN);
+            pred_print(hdr->name, &p, NAME_COL_MIN);
+        }
     }
     free(hdr);
     return rc;
@@ -142,7 +176,9 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
  * (--json).  A run that cannot be predicted is named and skipped: PFI_EXIT_FAIL at the end. */
 static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
 {
-    int status = PFI_EXIT_OK;
+    int status = PFI_EXIT_OK, w = name_width(rs);
+    if (!arr)
+        print_header(w);
     for (int i = 0; i < rs->n; i++) {
         pfi_err err = {0};
         pred p;
@@ -161,7 +197,7 @@ static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
         if (arr)
             json_array_append_new(arr, pred_json(rs->runs[i].name, &p, m));
         else
-            pred_print(rs->runs[i].name, &p);
+            pred_print(rs->runs[i].name, &p, w);
     }
     return status;
 }
@@ -213,12 +249,6 @@ int pfi_cmd_predict(int argc, char **argv)
     json_t *arr = json_array();
     int status = PFI_EXIT_OK;
     pfi_runset rs;
-    if (!as_json) {
-        printf("%-52s", "run (predicted PFI at r =)");
-        for (int i = 0; i < PFI_N_TDEPTHS; i++)
-            printf("   %.2f", pfi_target_depths[i]);
-        printf("  T@70%%P  measured PFI30\n");
-    }
     if (live ? predict_live(&hw, gpus, duration, &m, as_json ? arr : NULL, &err)
              : pfi_runset_load(db, public_data, pos, npos, &rs, &err)) {
         json_decref(arr);

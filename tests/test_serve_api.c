@@ -549,6 +549,55 @@ static const pfi_backend_ops lossy_ops = {.name = "lossy", .open = w_open, .clos
                                           .device_count = w_count, .device_info = w_info,
                                           .sample = w_sample, .set_limit = w_set};
 
+/* The same, but GPU 5 no longer answers a reading (fell off the bus after it was read once). */
+static int m_sample(pfi_backend *b, int i, pfi_sample *s, pfi_err *e)
+{
+    if (i == 5)
+        return pfi_err_set(e, PFI_ELOST, "GPU 5 has fallen off the bus");
+    return pfi_hw_sample(inner, i, s, e);
+}
+static const pfi_backend_ops mute_ops = {.name = "mute", .open = w_open, .close = w_close,
+                                         .device_count = w_count, .device_info = w_info,
+                                         .sample = m_sample, .set_limit = w_set};
+
+/* A GPU that stopped answering has no draw, temperature or clock to show: its last reading
+ * stayed in /metrics as if current (a lost GPU "drawing" 514 W at 62 C for good), where the
+ * docs say a value the GPU did not give is left out.  Its limit stays (the budget counts it at
+ * its last reading), and so does its energy counter (a counter does not go away). */
+static void test_metrics_of_silent_gpu(void **state)
+{
+    fx *f = *state;
+    pfi_srv_sample(f->n);
+    inner = f->b;
+    pfi_backend mute = {.ops = &mute_ops, .impl = NULL, .read_only = 0};
+    f->n->b = &mute;
+    pfi_srv_sample(f->n);
+    f->n->b = f->b;
+    int st;
+    const char *ctype;
+    size_t len;
+    char *t = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr(t, "\npfi_gpu_up{gpu=\"5\","));
+    assert_non_null(strstr(t, "\npfi_gpu_power_watts{gpu=\"4\","));
+    const char *gone[] = {"pfi_gpu_power_watts", "pfi_gpu_temperature_celsius",
+                          "pfi_gpu_sm_clock_hertz", "pfi_gpu_power_capped",
+                          "pfi_gpu_clock_event_reasons"};
+    char want[96];
+    for (size_t k = 0; k < sizeof gone / sizeof gone[0]; k++) {
+        snprintf(want, sizeof want, "\n%s{gpu=\"5\",", gone[k]);
+        if (strstr(t, want))
+            fail_msg("%s of the silent GPU 5 is still shown", gone[k]);
+    }
+    const char *kept[] = {"pfi_gpu_power_limit_watts", "pfi_gpu_energy_joules_total",
+                          "pfi_gpu_max_power_limit_watts"};
+    for (size_t k = 0; k < sizeof kept / sizeof kept[0]; k++) {
+        snprintf(want, sizeof want, "\n%s{gpu=\"5\",", kept[k]);
+        assert_non_null(strstr(t, want));
+    }
+    free(t);
+}
+
 /* A GPU that cannot be lowered: the others are re-planned to make room, the budget holds. */
 static void test_lost_gpu_replanned(void **state)
 {
@@ -1050,6 +1099,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_probe_through_library, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_failed_still_costs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_of_silent_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_sizes, setup, teardown),

@@ -301,6 +301,36 @@ static void test_curve_fields_checked(void **state)
                      201);
 }
 
+/* An event is one line: what it quotes (a controller's name, a log path a local user named,
+ * a driver's message) cannot add lines to the daemon's log.  Before, a heartbeat from
+ * "ctl\npfi serve: restored: original power limits restored on 8 GPU(s)" wrote that second
+ * line into the log as if the daemon had said it. */
+static void test_event_one_line(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/heartbeat",
+                          "{\"controller\":\"ctl\\npfi serve: restored: forged\\r\\u001b[2K\\t\","
+                          "\"ttl_s\":30}",
+                          1, &d),
+                     200);
+    json_decref(d);
+    assert_int_equal(call(f, "GET", "/v1/events", NULL, 0, &d), 200);
+    json_t *ev = json_object_get(d, "events");
+    const char *armed = NULL;
+    for (size_t k = 0; k < json_array_size(ev); k++) {
+        const char *m = json_string_value(json_object_get(json_array_get(ev, k), "message"));
+        for (const char *p = m; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                fail_msg("event %zu has control character 0x%02x: %s", k, (unsigned char)*p, m);
+        if (strstr(m, "armed by"))
+            armed = m;
+    }
+    assert_non_null(armed);
+    assert_non_null(strstr(armed, "armed by ctl\\npfi serve: restored: forged\\r\\x1b[2K\\t"));
+    json_decref(d);
+}
+
 /* A 30% cut: every cap applied, the SLA job held at its floor, the budget met; restored. */
 static void test_budget_cut_and_restore(void **state)
 {
@@ -1085,6 +1115,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_query_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_requests_change_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_one_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_fields_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_cut_and_restore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),

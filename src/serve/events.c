@@ -7,16 +7,36 @@
 
 #include "serve/serve_int.h"
 
+/* src as one line into dst: a control character is written as C writes it (\n, \r, \t,
+ * \xHH).  An event quotes what others chose (a controller's name, the log file a local user
+ * named, a driver's message): a newline in it wrote a line of their making into the log. */
+static void one_line(char *dst, size_t size, const char *src)
+{
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p && k + 5 < size; p++) {
+        if (*p >= 0x20 && *p != 0x7f)
+            dst[k++] = (char)*p;
+        else if (*p == '\n' || *p == '\r' || *p == '\t')
+            k += (size_t)snprintf(dst + k, size - k, "\\%c",
+                                  *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't');
+        else
+            k += (size_t)snprintf(dst + k, size - k, "\\x%02x", *p);
+    }
+    dst[k] = '\0';
+}
+
 void pfi_srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
 {
     srv_event e;
     memset(&e, 0, sizeof e);
     e.wall = pfi_clock_wall();
     snprintf(e.kind, sizeof e.kind, "%s", kind);
+    char raw[sizeof e.msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    one_line(e.msg, sizeof e.msg, raw);
     pthread_mutex_lock(&n->mu);
     e.id = n->ev_next++;
     n->ev[e.id % SRV_EVENTS] = e;

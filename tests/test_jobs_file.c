@@ -671,6 +671,19 @@ static void test_step_bounds(void **state)
         assert_int_equal(rc, PFI_EINVAL);
         assert_non_null(strstr(e.msg, "grid"));
     }
+    /* a step far below a watt: more than 1e9 grid points up to the cap, refused with the step
+     * named (it said "cap 700 W is out of range", of a cap every other step takes) */
+    const double fine[] = {1e-9, 1e-300, 5e-7};
+    for (size_t k = 0; k < sizeof fine / sizeof fine[0]; k++) {
+        o.step_w = fine[k];
+        int rc = pfi_alloc_solve(&j, 1, 2000, &o, &r, &e);
+        if (rc == PFI_OK)
+            pfi_alloc_result_free(&r);
+        char want[64];
+        snprintf(want, sizeof want, "%g W grid", fine[k]);
+        if (rc != PFI_ERANGE || !strstr(e.msg, want) || !strstr(e.msg, "coarser"))
+            fail_msg("step %g W: rc %d, '%s'", fine[k], rc, e.msg);
+    }
     o.step_w = 100;
     assert_int_equal(pfi_alloc_solve(&j, 1, 2000, &o, &r, &e), PFI_OK);
     assert_true(r.cap_w[0] >= 300 && r.cap_w[0] <= 500);

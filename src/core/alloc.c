@@ -208,9 +208,10 @@ static int job_grid(const pfi_alloc_job *J, double step, double inv, int *kmin, 
         return pfi_err_set(err, PFI_EINVAL,
                            "job %s: its cap range %g..%g W holds no multiple of the %g W grid",
                            J->id, lo, J->max_cap_w, step);
-    if (b > 1e9)
-        return pfi_err_set(err, PFI_ERANGE, "job %s: cap %g W is out of range", J->id,
-                           J->max_cap_w);
+    if (b > 1e9) /* the grid's indices are ints; what is too fine here is the step */
+        return pfi_err_set(err, PFI_ERANGE,
+                           "job %s: its cap %g W is %.3g steps of the %g W grid, more than 1e9: "
+                           "use a coarser step", J->id, J->max_cap_w, b, step);
     *kmin = (int)a;
     *kmax = (int)b;
     return PFI_OK;

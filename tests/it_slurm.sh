@@ -6,7 +6,8 @@
 # sbatch and srun and --power-sla/--power-weight must appear on their nodes' daemons through the
 # plugin; a 30% site cut must reach every node with the site never over budget at any sampled
 # instant and every SLA held; ended jobs must be deregistered; removing the budget must restore
-# every cap; a job on a node whose daemon is down must still run.
+# every cap; a job on a node whose daemon is down must still run; a job that ends while its
+# node's daemon is down must be deregistered (the spool) before the next job on its GPUs.
 # Needs root (slurmd, munged); installs Slurm (and curl, python3 for the checks) with apt-get
 # when missing.
 set -u
@@ -82,20 +83,23 @@ TOK=$(cat "$T/token")
 
 node_get() { curl -sf --max-time 5 --unix-socket "$T/$1.sock" "http://localhost$2"; }
 
-for n in pfin1 pfin2; do
-  "$PFI" serve --listen "unix:$T/$n.sock" --token-file "$T/token" --db "$T/$n.db" \
-    --journal "$T/$n.journal" --sim h200x8-idle --sample-interval 0.5s >"$T/serve-$n.log" 2>&1 &
+start_serve() { # NODE: its daemon, with the node's own database (jobs are reloaded from it)
+  "$PFI" serve --listen "unix:$T/$1.sock" --token-file "$T/token" \
+    --db "$T/$1.db" --journal "$T/$1.journal" --sim h200x8-idle --sample-interval 0.5s \
+    >>"$T/serve-$1.log" 2>&1 &
   pids="$pids $!"
-done
-for n in pfin1 pfin2; do
+}
+wait_serve() {
   i=0
-  until node_get $n /healthz >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -lt 100 ] || fail "pfi serve for $n did not come up"; sleep 0.1
+  until node_get $1 /healthz >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -lt 100 ] || fail "pfi serve for $1 did not come up"; sleep 0.1
   done
-done
+}
+for n in pfin1 pfin2; do start_serve $n; done
+for n in pfin1 pfin2; do wait_serve $n; done
 
 sh "$here/contrib/slurm/testbed.sh" start "$T/slurm" 2 8 \
-  "required $T/pfi_spank.so url=unix:$T/%n.sock token=$T/token default_sla=0.35" ||
+  "required $T/pfi_spank.so url=unix:$T/%n.sock token=$T/token default_sla=0.35 spool=$T/%n.spool" ||
   fail "the Slurm testbed did not start"
 SLURM_CONF=$T/slurm/etc/slurm.conf
 export SLURM_CONF
@@ -359,4 +363,45 @@ timeout 60 srun -N1 -w pfin2 --gres=gpu:1 true || fail "a job failed because pfi
 grep -q "runs without power management" "$T/slurm/log/slurmd-pfin2.log" ||
   fail "the plugin did not log why the job runs unmanaged"
 echo "job ran with its node daemon down; slurmd logged why"
+
+# ---- a job that ends while its node's daemon is down: deregistered once it is back ----
+# The daemon reloads a registered job from its database when it restarts; without the spool the
+# job stayed, its GPUs kept its caps, and the next job on them was refused (409) and unmanaged.
+has_job() { node_get pfin2 /v1/jobs | python3 -c '
+import json, sys
+sys.exit(0 if sys.argv[1] in [str(j["id"]) for j in json.load(sys.stdin)["jobs"]] else 1)' "$1"; }
+start_serve pfin2
+wait_serve pfin2
+ja=$(sbatch --parsable -N1 -w pfin2 --gres=gpu:8 -o /dev/null --wrap 'sleep 600') || fail "sbatch ja"
+i=0
+until has_job "$ja" 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "job $ja not registered on pfin2"; sleep 0.5
+done
+p2=$(serve_pid pfin2)
+kill "$p2"
+wait "$p2" 2>/dev/null
+scancel "$ja"
+i=0
+until grep -q "job $ja: deregistration failed" "$T/slurm/log/slurmd-pfin2.log"; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "no failed deregistration of $ja logged"; sleep 0.5
+done
+[ -e "$T/pfin2.spool/$ja" ] || fail "the deregistration of $ja was not spooled: $(ls "$T/pfin2.spool" 2>&1)"
+start_serve pfin2
+wait_serve pfin2
+has_job "$ja" || fail "job $ja not reloaded by the restarted daemon (the case this tests)"
+jb=$(sbatch --parsable -N1 -w pfin2 --gres=gpu:8 -o /dev/null --wrap 'sleep 600') || fail "sbatch jb"
+i=0
+until has_job "$jb" 2>/dev/null; do
+  i=$((i + 1))
+  [ $i -lt 60 ] || fail "job $jb not registered on pfin2 (still holding: $(node_get pfin2 /v1/jobs))"
+  sleep 0.5
+done
+has_job "$ja" && fail "job $ja still registered after $jb's prolog"
+[ -e "$T/pfin2.spool/$ja" ] && fail "$ja still spooled after it was deregistered"
+scancel "$jb"
+i=0
+while has_job "$jb" 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "job $jb still registered after scancel"; sleep 0.5
+done
+echo "job $ja ended with its daemon down: deregistered at the next job's prolog, $jb registered"
 echo "it_slurm: ok"

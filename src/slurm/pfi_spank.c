@@ -24,15 +24,20 @@
  *   required=0|1   1: fail the prolog (Slurm then drains the node and requeues the job) when the
  *                  daemon cannot be reached; 0 (default): log why and let the job run
  *   timeout=SEC    per request (default 3)
+ *   spool=DIR      where a deregistration that failed waits to be retried ("%n" as above;
+ *                  default /var/lib/pfi/spank, made 0700 if missing)
  *
  * Depends on libcurl only (not on libpfi): slurmd loads it, so it must stay small and must never
  * crash or block a job for long. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <slurm/spank.h>
@@ -62,6 +67,7 @@ static struct spank_option pfi_options[] = {
 typedef struct conf {
     char url[URL_MAX];
     char token_path[URL_MAX];
+    char spool[URL_MAX];
     double default_sla; /* < 0: none */
     int required;
     long timeout_s;
@@ -139,6 +145,7 @@ static int parse_conf(int ac, char **av, conf *c)
 {
     snprintf(c->url, sizeof c->url, "http://127.0.0.1:9455");
     c->token_path[0] = '\0';
+    snprintf(c->spool, sizeof c->spool, "/var/lib/pfi/spank");
     c->default_sla = -1;
     c->required = 0;
     c->timeout_s = 3;
@@ -149,6 +156,8 @@ static int parse_conf(int ac, char **av, conf *c)
             snprintf(c->url, sizeof c->url, "%s", a + 4);
         } else if (!strncmp(a, "token=", 6) && strlen(a + 6) < sizeof c->token_path) {
             snprintf(c->token_path, sizeof c->token_path, "%s", a + 6);
+        } else if (!strncmp(a, "spool=", 6) && a[6] == '/' && strlen(a + 6) < sizeof c->spool) {
+            snprintf(c->spool, sizeof c->spool, "%s", a + 6);
         } else if (!strncmp(a, "default_sla=", 12) && parse_num(a + 12, 0.0, 0.9, &v) == 0) {
             c->default_sla = v;
         } else if (!strcmp(a, "required=0") || !strcmp(a, "required=1")) {
@@ -157,7 +166,7 @@ static int parse_conf(int ac, char **av, conf *c)
             c->timeout_s = (long)(v + 0.999);
         } else {
             slurm_error("pfi: plugstack.conf: unknown or malformed argument '%s' (expected "
-                        "url=, token=, default_sla=, required=0|1, timeout=)",
+                        "url=, token=, default_sla=, required=0|1, timeout=, spool=/DIR)",
                         a);
             return -1;
         }
@@ -345,6 +354,70 @@ static int log_json(const char *path, uint32_t id, char *out, size_t cap)
     return 0;
 }
 
+/* Deregistrations that failed (the daemon down or restarting when the job ended).  The daemon
+ * keeps a job the plugin registered until it is told the job ended: it reloads it from its
+ * database after a restart, its GPUs keep the job's caps, and the next job given those GPUs is
+ * refused (409, "GPU 0 already belongs to job N") and runs unmanaged.  So the epilog leaves the
+ * job id in the spool and the next prolog or epilog on the node sends the DELETE again. */
+static int spool_dir(const conf *c, char *dir, size_t cap)
+{
+    if (expand(c->spool, node_name(), dir, cap) != 0)
+        return -1;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static void spool_add(const conf *c, uint32_t id)
+{
+    char dir[URL_MAX], path[URL_MAX + 16];
+    FILE *f = NULL;
+    if (spool_dir(c, dir, sizeof dir) == 0) {
+        snprintf(path, sizeof path, "%s/%u", dir, id);
+        f = fopen(path, "w");
+    }
+    if (!f) {
+        slurm_error("pfi: job %u: cannot spool its deregistration in %s: %s; remove the job "
+                    "from the daemon by hand (pfi ctl job rm %u)",
+                    id, c->spool, strerror(errno), id);
+        return;
+    }
+    fclose(f);
+    slurm_info("pfi: job %u: deregistration spooled in %s, sent again at the next job on %s", id,
+               dir, node_name());
+}
+
+/* Sends the spooled deregistrations (at most 64 a call); stops at the first the daemon does
+ * not answer, so a daemon that is down costs one timeout, not one per spooled job. */
+static void spool_retry(const conf *c)
+{
+    char dir[URL_MAX];
+    if (expand(c->spool, node_name(), dir, sizeof dir) != 0)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    for (int n = 0; n < 64 && (e = readdir(d));) {
+        const char *name = e->d_name;
+        if (!*name || strspn(name, "0123456789") != strlen(name) || strlen(name) > 10)
+            continue;
+        unsigned long long id = strtoull(name, NULL, 10);
+        if (id == 0 || id > UINT32_MAX)
+            continue;
+        n++;
+        char path[64], file[URL_MAX + 16], why[700] = "";
+        snprintf(path, sizeof path, "/v1/jobs/%llu", id);
+        long st = request(c, node_name(), "DELETE", path, NULL, why, sizeof why);
+        if (st != 404 && (st < 200 || st >= 300))
+            break;
+        snprintf(file, sizeof file, "%s/%llu", dir, id);
+        unlink(file);
+        slurm_info("pfi: job %llu deregistered on %s (spooled)", id, node_name());
+    }
+    closedir(d);
+}
+
 /* What the plugin returns when the daemon could not be told: the job runs unless required=1. */
 static int outcome(const conf *c, uint32_t id, const char *what, const char *why)
 {
@@ -403,6 +476,7 @@ static int job_context(spank_t sp, int ac, char **av, int prolog, conf *c, uint3
         *ret = -1;
         return -1;
     }
+    spool_retry(c);
     if (job_id(sp, id) != 0) {
         slurm_error("pfi: job %s without a job id, nothing %s", prolog ? "prolog" : "epilog",
                     what);
@@ -480,7 +554,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
         slurm_info("pfi: job %u deregistered on %s", id, node_name());
         return 0;
     }
-    /* An epilog failure drains the node; the daemon restores the GPUs on its own when it sees
-     * the job gone, so only required=1 sites want that. */
+    /* An epilog failure drains the node, so only required=1 sites want that; the spool has the
+     * next prolog or epilog on this node send the DELETE again. */
+    spool_add(&c, id);
     return outcome(&c, id, "deregistration", why);
 }

@@ -68,6 +68,18 @@ PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@2=GPU_IS_LOST" \
 grep -q "GPU 2: nvmlDeviceGetPowerUsage: GPU is lost" "$tmp/e" || { bad "lost GPU message"; cat "$tmp/e"; }
 [ "$(grep -c 'NVIDIA H200' "$tmp/o")" -eq 8 ] || bad "a lost GPU hid the others"
 
+# --- a GPU without an enforced limit (an older driver): listed, the value unknown, not "nan";
+# --json dropped that GPU without a word (JSON has no NaN) and printed "nanW" in the table
+PFI_FAKENVML_FAULTS="nvmlDeviceGetEnforcedPowerLimit@2=NOT_SUPPORTED" \
+  "$PFI_BIN" gpus --backend nvml --json >"$tmp/ne.json" 2>"$tmp/e" || { bad "gpus, no enforced limit"; cat "$tmp/e"; }
+[ "$(jq '.gpus | length' "$tmp/ne.json")" = 8 ] || bad "no enforced limit: $(jq '.gpus | length' "$tmp/ne.json") GPUs listed"
+[ "$(jq '.gpus[2].enforced_limit_w' "$tmp/ne.json")" = null ] && [ "$(jq '.gpus[2].limit_w' "$tmp/ne.json")" = 700 ] ||
+  bad "GPU 2 without an enforced limit: $(jq -c '.gpus[2]' "$tmp/ne.json")"
+PFI_FAKENVML_FAULTS="nvmlDeviceGetEnforcedPowerLimit@2=NOT_SUPPORTED" \
+  "$PFI_BIN" gpus --backend nvml >"$tmp/o" 2>"$tmp/e" || bad "gpus table, no enforced limit"
+grep -qi nan "$tmp/o" && bad "gpus table prints nan: $(grep -i nan "$tmp/o")"
+[ "$(awk '$1 == 2 { print $7 }' "$tmp/o")" = N/A ] || bad "GPU 2's enforced limit is not N/A: $(grep '^2 ' "$tmp/o")"
+
 # --- a sweep through NVML; the job is another process on the same simulated node
 export PFI_SIM_STATE="$tmp/node.state" PFI_SIM_SPEED=20 PFI_FAKENVML_SIM=h200x1-small
 "$PFI_BIN" sweep --backend nvml --no-log --levels 100,70% --db "$tmp/pfi.db" --journal "$tmp/journal" \

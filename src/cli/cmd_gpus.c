@@ -4,6 +4,18 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "util/json.h"
+
+/* Watts as a table cell: "N/A" for a value the GPU did not give (an older driver has no
+ * enforced limit: it printed "nanW"). */
+static const char *watts(char *buf, size_t size, double w)
+{
+    if (isfinite(w))
+        snprintf(buf, size, "%.0fW", w);
+    else
+        snprintf(buf, size, "N/A");
+    return buf;
+}
 
 int pfi_cmd_gpus(int argc, char **argv)
 {
@@ -55,24 +67,26 @@ int pfi_cmd_gpus(int argc, char **argv)
             status = PFI_EXIT_FAIL;
         }
         if (as_json) {
-            json_t *o = json_pack("{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "index", d.index,
-                                  "name", d.name, "uuid", d.uuid, "min_limit_w", d.min_limit_w,
-                                  "max_limit_w", d.max_limit_w, "default_limit_w",
-                                  d.default_limit_w, "limit_w", d.limit_w, "enforced_limit_w",
-                                  d.enforced_w);
+            /* null for a value the GPU did not give: json_pack's "f" refuses NaN, and the
+             * whole GPU was left out. */
+            json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "index", d.index,
+                                  "name", d.name, "uuid", d.uuid, "min_limit_w",
+                                  pfi_json_num(d.min_limit_w), "max_limit_w",
+                                  pfi_json_num(d.max_limit_w), "default_limit_w",
+                                  pfi_json_num(d.default_limit_w), "limit_w",
+                                  pfi_json_num(d.limit_w), "enforced_limit_w",
+                                  pfi_json_num(d.enforced_w));
             json_object_set_new(o, "power_w",
                                 (s.have & PFI_F_POWER) ? json_real(s.power_w) : json_null());
             json_object_set_new(o, "simulated", json_boolean(sim));
             json_array_append_new(arr, o);
         } else {
-            char pw[16];
-            if (s.have & PFI_F_POWER)
-                snprintf(pw, sizeof pw, "%.0fW", s.power_w);
-            else
-                snprintf(pw, sizeof pw, "N/A");
-            printf("%-3d %-24.24s %-14.14s %8s %7.0fW %7.0fW %7.0fW %7.0fW %7.0fW  %s\n",
-                   d.index, d.name, d.uuid, pw, d.limit_w, d.enforced_w, d.min_limit_w,
-                   d.max_limit_w, d.default_limit_w, sim ? "yes" : "no");
+            char c[6][24];
+            printf("%-3d %-24.24s %-14.14s %8s %8s %8s %8s %8s %8s  %s\n", d.index, d.name, d.uuid,
+                   watts(c[0], sizeof c[0], (s.have & PFI_F_POWER) ? s.power_w : NAN),
+                   watts(c[1], sizeof c[1], d.limit_w), watts(c[2], sizeof c[2], d.enforced_w),
+                   watts(c[3], sizeof c[3], d.min_limit_w), watts(c[4], sizeof c[4], d.max_limit_w),
+                   watts(c[5], sizeof c[5], d.default_limit_w), sim ? "yes" : "no");
         }
     }
     const char *bname = pfi_hw_label(b);

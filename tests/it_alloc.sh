@@ -84,6 +84,18 @@ bad negative-budget "budget '-5W'" --jobs "$jobs" --budget -5W --policy oracle
 bad unknown-policy "unknown policy" --jobs "$jobs" --budget 70% --policy fastest
 bad no-file "no-such" --jobs "$dir/no-such.json" --budget 70% --policy oracle
 
+# --sla ID=X for one job wins over --sla X for every job whichever comes first (a global --sla
+# after it replaced it); one job, or every job, given two values is refused (one was lost)
+for order in "--sla gpt-1.3b-sweep=2% --sla 50%" "--sla 50% --sla gpt-1.3b-sweep=2%"; do
+  # shellcheck disable=SC2086
+  "$PFI_BIN" allocate --jobs "$jobs" --budget 100% --policy oracle $order --json \
+    >"$dir/slas.json" || fail "allocate $order"
+  jq -e '[.jobs[] | .sla] == [0.5, 0.5, 0.02]' "$dir/slas.json" >/dev/null ||
+    fail "$order: SLAs $(jq -c '[.jobs[] | .sla]' "$dir/slas.json")"
+done
+bad sla-twice "given twice" --jobs "$jobs" --budget 100% --policy oracle --sla 5% --sla 10%
+bad sla-job-twice "given twice" --jobs "$jobs" --budget 100% --policy oracle \
+  --sla gpt-1.3b-sweep=5% --sla gpt-1.3b-sweep=10%
 # -- infeasible: minimums need 5600 W, the 10% SLA of the first job 7840 W
 bad infeasible "minimum feasible budget 7840 W" --jobs "$jobs" --budget 7000W --policy oracle
 bad below-minimum "5600 W" --jobs "$jobs" --budget 5000W --policy oracle --on-infeasible by-weight

@@ -26,27 +26,41 @@ static void on_skip(void *ctx, const char *run, const char *why)
     fprintf(stderr, "pfi allocate: skipping run %s: %s\n", run, why);
 }
 
-/* "--sla 0.05" (every job), "--sla ID=5%" (one job). */
+/* "--sla 0.05" (every job), "--sla ID=5%" (one job).  Every job's first, then each job's own,
+ * so that one job's SLA wins in any order: given after it, a --sla for every job replaced it.
+ * Two values for every job, or for one job, are refused: one of them would be lost. */
 static int apply_slas(const pfi_strlist *l, pfi_alloc_set *s, pfi_err *err)
 {
-    for (int i = 0; i < l->n; i++) {
-        const char *spec = l->v[i], *eq = strrchr(spec, '=');
-        const char *val = eq ? eq + 1 : spec;
-        double v;
-        pfi_err e = {0};
-        if (pfi_parse_slowdown(val, &v, &e) != PFI_OK)
-            return pfi_err_set(err, PFI_EINVAL, "bad --sla '%s' (%s; ID=5%% for one job)", spec,
-                               e.msg);
-        int hit = 0;
-        for (int j = 0; j < s->n; j++) {
-            if (eq && (strncmp(s->truth[j].id, spec, (size_t)(eq - spec)) != 0 ||
-                       s->truth[j].id[eq - spec] != '\0'))
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < l->n; i++) {
+            const char *spec = l->v[i], *eq = strrchr(spec, '=');
+            if ((eq != NULL) != pass)
                 continue;
-            s->truth[j].sla = s->pred[j].sla = v;
-            hit = 1;
+            for (int k = 0; k < i; k++) {
+                const char *q = strrchr(l->v[k], '=');
+                if ((q != NULL) == pass && (!eq || (q - l->v[k] == eq - spec &&
+                                                    !strncmp(l->v[k], spec, (size_t)(eq - spec)))))
+                    return pfi_err_set(err, PFI_EINVAL, "--sla '%s' after --sla '%s': %s given "
+                                       "twice", spec, l->v[k], eq ? "one job's SLA" : "the SLA "
+                                       "of every job");
+            }
+            const char *val = eq ? eq + 1 : spec;
+            double v;
+            pfi_err e = {0};
+            if (pfi_parse_slowdown(val, &v, &e) != PFI_OK)
+                return pfi_err_set(err, PFI_EINVAL, "bad --sla '%s' (%s; ID=5%% for one job)",
+                                   spec, e.msg);
+            int hit = 0;
+            for (int j = 0; j < s->n; j++) {
+                if (eq && (strncmp(s->truth[j].id, spec, (size_t)(eq - spec)) != 0 ||
+                           s->truth[j].id[eq - spec] != '\0'))
+                    continue;
+                s->truth[j].sla = s->pred[j].sla = v;
+                hit = 1;
+            }
+            if (!hit)
+                return pfi_err_set(err, PFI_EINVAL, "--sla '%s': no such job", spec);
         }
-        if (!hit)
-            return pfi_err_set(err, PFI_EINVAL, "--sla '%s': no such job", spec);
     }
     return PFI_OK;
 }
@@ -274,7 +288,8 @@ int pfi_cmd_allocate(int argc, char **argv)
         {"db", PFI_OPT_STR, &db, "FILE", "the runs of a store as jobs (measured curves)"},
         {"model", PFI_OPT_STR, &model_path, "FILE",
          "with --db: predict each run's curve from its baseline (pfi model train)"},
-        {"sla", PFI_OPT_MULTI, &slas, "[ID=]SLOWDOWN", "max slowdown, e.g. 5% (repeatable)"},
+        {"sla", PFI_OPT_MULTI, &slas, "[ID=]SLOWDOWN",
+         "max slowdown, e.g. 5% for every job; ID=5% for one, which wins (repeatable)"},
         {"on-infeasible", PFI_OPT_STR, &infeasible_s, "MODE",
          "budget below minimums+SLAs: fail (default), relax-sla, by-weight"},
         {"per-gpu", PFI_OPT_FLAG, &per_gpu, NULL,

@@ -83,6 +83,15 @@ ctl caps 0=300 --epoch "$ep" >"$T/out" || fail "caps --epoch $ep: $(cat "$T/out"
 [ "$(ctl allocation | jq -r .caps_epoch)" = "$ep" ] || fail "caps_epoch is not $ep"
 ctl caps 0=400 --epoch 5 >"$T/out" 2>&1 && fail "a stale epoch 5 was taken after $ep"
 
+# ---- --limit is sent as given: "decisions --limit 0" (or -5) was sent as 20 without a word ----
+for l in 0 -5; do
+  for c in decisions events; do
+    ctl $c --limit $l >"$T/out" 2>&1
+    [ $? -eq 2 ] || fail "$c --limit $l: not refused: $(head -c 200 "$T/out")"
+  done
+done
+[ "$(ctl decisions --limit 2 | jq '.decisions | length')" = 2 ] || fail "decisions --limit 2"
+
 kill "$SRV"; wait "$SRV"; rc=$?; SRV=""
 [ $rc -eq 0 ] || fail "pfi serve exited $rc at SIGTERM"
 echo "it_ctl: ok"

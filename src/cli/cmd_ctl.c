@@ -301,7 +301,7 @@ int pfi_cmd_ctl(int argc, char **argv)
         return request(&c, "GET", npos == 2 ? path : "/v1/jobs", NULL);
     }
     if (!strcmp(cmd, "decisions")) {
-        snprintf(path, sizeof path, "/v1/decisions?limit=%d", limit > 0 ? limit : 20);
+        snprintf(path, sizeof path, "/v1/decisions?limit=%d", limit);
         return request(&c, "GET", path, NULL);
     }
     if (!strcmp(cmd, "events")) {

@@ -120,6 +120,14 @@ head -n 1 "$tmp/all.csv" | grep -q '^run_id,run_name,source,gpu_type,n_gpus,mode
 "$PFI_BIN" runs export --db "$db" --runs 1,2 --format json --out "$tmp/two.json" || fail "export --out"
 # Runs 1 and 2 (ids kept across the re-import) are the first two A100 models: 6 levels each.
 [ "$(grep -c '"run_id"' "$tmp/two.json")" -eq 12 ] || fail "export of runs 1,2"
+# a list naming no run is refused (',,' exported every run, as if --runs were not given), and
+# a run named twice is exported once (its rows came out twice)
+must_fail export --db "$db" --runs ,, --out "$tmp/bad.csv"
+has "$tmp/err" "names no run"
+ls "$tmp"/bad.csv* >/dev/null 2>&1 && fail "a refused export left a file"
+"$PFI_BIN" runs export --db "$db" --runs 1,2,1 --runs "perseus/A100-PCIE-80GB/bloom-3b dp1tp1pp4" \
+  --format json >"$tmp/twice.json" || fail "export of a run named twice"
+[ "$(grep -c '"run_id"' "$tmp/twice.json")" -eq 12 ] || fail "export of runs 1,2,1 and 2 by name"
 must_fail export --db "$db" --runs 1,nope --out "$tmp/bad.csv"
 has "$tmp/err" "nope"
 ls "$tmp"/bad.csv* >/dev/null 2>&1 && fail "a failed export left a file"

@@ -13,8 +13,22 @@
 
 #define MAX_IDS 4096
 
+/* Adds id to ids[0..*n) unless it is there already: a run named twice (by id and by name, or
+ * "1,2,1") is exported once, not its rows twice. */
+static int add_id(long long id, long long *ids, int *n, pfi_err *err)
+{
+    for (int k = 0; k < *n; k++)
+        if (ids[k] == id)
+            return PFI_OK;
+    if (*n >= MAX_IDS)
+        return pfi_err_set(err, PFI_ERANGE, "more than %d runs", MAX_IDS);
+    ids[(*n)++] = id;
+    return PFI_OK;
+}
+
 /* --runs "3,5,perseus/A40/gpt3-2.7b dp1tp1pp8": ids or exact names, comma-separated (a name
- * holding a comma is given alone in its own --runs). */
+ * holding a comma is given alone in its own --runs).  A list that names no run (",,") is
+ * refused: an empty id list means every run to the export, and ",," exported them all. */
 static int resolve(pfi_store *st, const pfi_strlist *runs, long long *ids, int *n, pfi_err *err)
 {
     *n = 0;
@@ -22,9 +36,8 @@ static int resolve(pfi_store *st, const pfi_strlist *runs, long long *ids, int *
         long long id;
         int rc = pfi_store_find_run(st, runs->v[i], &id, err);
         if (rc == PFI_OK) {
-            if (*n >= MAX_IDS)
-                return pfi_err_set(err, PFI_ERANGE, "more than %d runs", MAX_IDS);
-            ids[(*n)++] = id;
+            if ((rc = add_id(id, ids, n, err)) != PFI_OK)
+                return rc;
             continue;
         }
         if (rc != PFI_ENOENT || !strchr(runs->v[i], ','))
@@ -33,16 +46,14 @@ static int resolve(pfi_store *st, const pfi_strlist *runs, long long *ids, int *
         if (!copy)
             return pfi_err_set(err, PFI_ENOMEM, "out of memory");
         rc = PFI_OK;
+        int named = 0;
         for (char *t = strtok_r(copy, ",", &save); t && rc == PFI_OK;
-             t = strtok_r(NULL, ",", &save)) {
-            if ((rc = pfi_store_find_run(st, t, &id, err)) != PFI_OK)
-                break;
-            if (*n >= MAX_IDS)
-                rc = pfi_err_set(err, PFI_ERANGE, "more than %d runs", MAX_IDS);
-            else
-                ids[(*n)++] = id;
-        }
+             t = strtok_r(NULL, ",", &save), named++)
+            if ((rc = pfi_store_find_run(st, t, &id, err)) == PFI_OK)
+                rc = add_id(id, ids, n, err);
         free(copy);
+        if (rc == PFI_OK && named == 0)
+            rc = pfi_err_set(err, PFI_EINVAL, "--runs '%s' names no run", runs->v[i]);
         if (rc != PFI_OK)
             return rc;
     }

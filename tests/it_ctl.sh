@@ -64,6 +64,15 @@ for opt in "--weight nan" "--pfi30 inf" "--tokens-per-s -inf"; do
   [ "$(ctl jobs | jq -r '.jobs | length')" = 1 ] || fail "job add $opt registered a job"
 done
 
+# "job throughput" takes a finite decimal number: "1e400" and "nan" went out as an empty body
+# ("this request needs a JSON body"), "0x10" as 16.
+for v in 1e400 nan inf 0x10; do
+  ctl job throughput j1 "$v" >"$T/out" 2>&1
+  [ $? -eq 2 ] && grep -q "TOKENS_PER_S" "$T/out" || fail "job throughput j1 $v: $(head -c 200 "$T/out")"
+done
+ctl job throughput j1 1.5e3 >/dev/null || fail "job throughput j1 1.5e3"
+[ "$(ctl jobs j1 | jq .observed_tokens_per_s)" = 1500 ] || fail "throughput 1.5e3 not 1500"
+
 # ---- caps: GPU=WATTS with digits on both sides, and the epoch as given ----
 # Before: "=500" went out as GPU 0 (strtol of ""), 4294967296 as GPU 0 (cast to int), and
 # --epoch -3 was dropped, so the caps were applied without the epoch check.

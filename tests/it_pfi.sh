@@ -72,6 +72,11 @@ awk 'NR == 1 { e = index($0, "0.50") + 3 } NR > 1 && !/^  \(/ {
 "$PFI" predict --public --model "$T/m.json" "no such run" > "$T/ptab" 2>/dev/null &&
   fail "predict of a missing run succeeded"
 [ ! -s "$T/ptab" ] || fail "predict of a missing run wrote to stdout: $(cat "$T/ptab")"
+# a run named twice (by name, or by id and name) is indexed once
+"$PFI" index --public --boot 0 --json "perseus/A40/gpt3-2.7b dp1tp1pp8" 8 "perseus/A40/gpt3-2.7b dp1tp1pp8" > "$T/idx2" ||
+  fail "index of a run named twice exited $?"
+[ "$(grep -c '"run": ' "$T/idx2")" -eq 1 ] && grep -q '"n_runs": 1,' "$T/idx2" ||
+  fail "a run named twice was indexed $(grep -c '"run": ' "$T/idx2") times"
 "$PFI" index --public --json "perseus/A40/gpt3-2.7b dp1tp1pp8" > "$T/idx" || fail "index exited $?"
 p=$(num pfi30 < "$T/idx"); lo=$(num pfi30_lo < "$T/idx"); hi=$(num pfi30_hi < "$T/idx")
 between "$p" 0.45 0.65 || fail "gpt3-2.7b PFI30 '$p' (measured ~0.55)"

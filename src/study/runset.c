@@ -21,8 +21,15 @@ static int load_all(pfi_store *st, char **names, int nnames, pfi_runset *out, pf
         ids = malloc(sizeof *ids * (size_t)nnames);
         if (!ids)
             return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-        for (int i = 0; i < nnames && rc == PFI_OK; i++)
-            rc = pfi_store_find_run(st, names[i], &ids[nid++], err);
+        /* A run named twice (by id and by name, or the same name) is loaded once: pfi index
+         * 8 8 listed and counted it twice. */
+        for (int i = 0; i < nnames && rc == PFI_OK; i++) {
+            rc = pfi_store_find_run(st, names[i], &ids[nid], err);
+            int seen = 0;
+            for (int k = 0; k < nid && !seen; k++)
+                seen = ids[k] == ids[nid];
+            nid += rc == PFI_OK && !seen;
+        }
     } else {
         rc = pfi_store_list_runs(st, &sum, &ns, err);
         if (rc == PFI_OK && ns > 0) {

@@ -32,6 +32,13 @@ echo '{"pfi_model": "curve", "format": 99}' > "$T/bad.json"
 "$PFI" predict --live --backend sim --duration 1s --model "$T/bad.json" 2> "$T/err" &&
   fail "predict accepted a bad model file"
 grep -q "format 99" "$T/err" || fail "bad model message: $(cat "$T/err")"
+# a model file that is not JSON is bad input (exit 2, with its line), as one that is not a
+# model is (it exited 1, "cannot read", as for a missing file); a missing file exits 1
+printf '{"pfi_model": "curve",' > "$T/cut.json"
+"$PFI" predict --live --backend sim --duration 1s --model "$T/cut.json" 2> "$T/err"
+[ $? -eq 2 ] && grep -q "cut.json:1: " "$T/err" || fail "a cut model file: $(cat "$T/err")"
+"$PFI" predict --live --backend sim --duration 1s --model "$T/none.json" 2> "$T/err"
+[ $? -eq 1 ] && grep -q "cannot read model" "$T/err" || fail "a missing model file: $(cat "$T/err")"
 "$PFI" model eval --fleet small --json > "$T/eval" || fail "model eval exited $?"
 for k in lojo_mae_pfi30 lojo_r2_pfi30 transfer_h200_to_h100_mae_pfi30 \
          transfer_h100_to_h200_mae_pfi30 importance; do

@@ -146,8 +146,11 @@ int pfi_model_load(const char *path, pfi_model *m, pfi_err *err)
 {
     json_error_t je;
     json_t *doc = json_load_file(path, 0, &je);
-    if (!doc)
+    if (!doc && je.line < 1) /* not opened or read: jansson has no line to point at */
         return pfi_err_set(err, PFI_ENOENT, "cannot read model %s: %s", path, je.text);
+    if (!doc) /* read, but not JSON: bad input, as a file that is not a model */
+        return pfi_err_set(err, PFI_EINVAL, "%s:%d: not a pfi model file: %s", path, je.line,
+                           je.text);
     int rc = pfi_model_from_json(doc, m, err);
     json_decref(doc);
     if (rc != PFI_OK)

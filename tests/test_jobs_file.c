@@ -98,6 +98,12 @@ static void test_bad_values(void **state)
     assert_int_equal(parse("not json", &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, ".json:1"));
     assert_int_equal(parse("{\"jobs\":[]}", &e), PFI_EINVAL);
+    /* an empty list is told as empty, not as missing (it said 'no "jobs" array') */
+    assert_non_null(strstr(e.msg, "holds no job"));
+    assert_int_equal(parse("[]", &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "holds no job"));
+    assert_int_equal(parse("{\"job\":[{}]}", &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "no \"jobs\" array"));
 }
 
 /* A key given twice is refused, wherever it is (jansson keeps the last one): a second
@@ -153,8 +159,10 @@ static int load_whole(const char *file, pfi_alloc_set *s, pfi_err *err)
         return pfi_err_set(err, PFI_EINVAL, "%s:%d: %s", file, je.line, je.text);
     json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
     int rc = PFI_OK;
-    if (!json_is_array(arr) || json_array_size(arr) == 0) {
+    if (!json_is_array(arr)) {
         rc = pfi_err_set(err, PFI_EINVAL, "%s: no \"jobs\" array (docs/jobs-format.md)", file);
+    } else if (json_array_size(arr) == 0) {
+        rc = pfi_err_set(err, PFI_EINVAL, "%s: the jobs array holds no job", file);
     } else {
         int n = (int)json_array_size(arr);
         assert_int_equal(pfi_alloc_set_init(s, n, 0), PFI_OK);

@@ -148,6 +148,23 @@ static pfi_http *client(void)
     return h;
 }
 
+/* An id in a path: dots and slashes encoded (libcurl resolves dot segments, so "../budget"
+ * would reach another route), letters, digits and "_:-" as they are, too long refused. */
+static void test_id_path(void **state)
+{
+    (void)state;
+    char b[40];
+    assert_string_equal(pfi_http_id_path(b, sizeof b, "/v1/jobs/", "../budget", ""),
+                        "/v1/jobs/%2E%2E%2Fbudget");
+    assert_string_equal(pfi_http_id_path(b, sizeof b, "/v1/jobs/", ".", "/throughput"),
+                        "/v1/jobs/%2E/throughput");
+    assert_string_equal(pfi_http_id_path(b, sizeof b, "/e/", "a_b:C-9 ?", ""), "/e/a_b:C-9%20%3F");
+    assert_null(pfi_http_id_path(b, sizeof b, "/v1/jobs/", "0123456789012345678901234567", ""));
+    assert_null(pfi_http_id_path(b, sizeof b, "/v1/jobs/", "0123456789", "/throughput/x/y/z/w/v"));
+    assert_null(pfi_http_id_path(b, 8, "/v1/jobs/", "a", ""));
+    assert_non_null(pfi_http_id_path(b, sizeof b, "/v1/jobs/", "", ""));
+}
+
 static void test_every_request_once(void **state)
 {
     fan f;
@@ -675,6 +692,7 @@ static void test_trickled_through_loop(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_id_path),
         cmocka_unit_test(test_every_request_once),
         cmocka_unit_test(test_silent_node_holds_only_itself),
         cmocka_unit_test(test_one_shot),

@@ -77,25 +77,6 @@ static int usage_error(const char *msg)
     return PFI_EXIT_USAGE;
 }
 
-/* "/v1/jobs/ID" + tail, the id percent-encoded but for letters, digits and "_:-" (the daemon
- * decodes a path before matching it).  Sent as typed, "job rm ../budget" went out as
- * DELETE /v1/budget: libcurl resolves dot segments.  NULL when it does not fit. */
-static const char *job_path(char *buf, size_t size, const char *id, const char *tail)
-{
-    size_t k = (size_t)snprintf(buf, size, "/v1/jobs/");
-    const unsigned char *p = (const unsigned char *)id;
-    for (; *p && k + 4 < size; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            strchr("_:-", *p))
-            buf[k++] = (char)*p;
-        else
-            k += (size_t)snprintf(buf + k, size - k, "%%%02X", *p);
-    }
-    if (*p || k + strlen(tail) >= size)
-        return NULL;
-    snprintf(buf + k, size - k, "%s", tail);
-    return buf;
-}
 
 /* The options of the commands that change something. */
 typedef struct ctl_args {
@@ -135,7 +116,8 @@ static int cmd_job(const ctl *c, const ctl_args *a, char **pos, int npos)
     const char *sub = pos[1], *id = pos[2];
     char path[256];
     if ((!strcmp(sub, "rm") || !strcmp(sub, "throughput")) &&
-        !job_path(path, sizeof path, id, !strcmp(sub, "rm") ? "" : "/throughput"))
+        !pfi_http_id_path(path, sizeof path, "/v1/jobs/", id,
+                          !strcmp(sub, "rm") ? "" : "/throughput"))
         return usage_error("job id too long");
     if (!strcmp(sub, "rm") && npos == 3)
         return request(c, "DELETE", path, NULL);
@@ -297,7 +279,7 @@ int pfi_cmd_ctl(int argc, char **argv)
     if (!strcmp(cmd, "jobs")) {
         if (npos > 2)
             return usage_error("jobs takes at most a job id");
-        if (npos == 2 && !job_path(path, sizeof path, pos[1], ""))
+        if (npos == 2 && !pfi_http_id_path(path, sizeof path, "/v1/jobs/", pos[1], ""))
             return usage_error("job id too long");
         return request(&c, "GET", npos == 2 ? path : "/v1/jobs", NULL);
     }

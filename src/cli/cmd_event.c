@@ -177,32 +177,12 @@ static int cmd_add(const conn *c, const add_args *a)
     return request(c, "POST", "/v1/grid/events", b, NULL);
 }
 
-/* "/v1/grid/events/ID" + tail, the id percent-encoded but for letters, digits and "_:-" (the
- * daemons decode a path before matching it).  Sent as typed, "rm ../../budget" went out as
- * DELETE /v1/budget (libcurl resolves dot segments), and the events "." and ".." could not be
- * reached.  NULL when it does not fit. */
-static const char *event_path(char *buf, size_t size, const char *id, const char *tail)
-{
-    size_t k = (size_t)snprintf(buf, size, "/v1/grid/events/");
-    const unsigned char *p = (const unsigned char *)id;
-    for (; *p && k + 4 < size; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            strchr("_:-", *p))
-            buf[k++] = (char)*p;
-        else
-            k += (size_t)snprintf(buf + k, size - k, "%%%02X", *p);
-    }
-    if (*p || k + strlen(tail) >= size)
-        return NULL;
-    snprintf(buf + k, size - k, "%s", tail);
-    return buf;
-}
 
 /* report ID: the daemon's report document, written as Markdown + JSON + figure under out. */
 static int cmd_report(const conn *c, const char *id, const char *out, int json_only)
 {
     char path[256];
-    if (!event_path(path, sizeof path, id, "/report"))
+    if (!pfi_http_id_path(path, sizeof path, "/v1/grid/events/", id, "/report"))
         return usage_error("event id too long");
     json_t *doc = NULL;
     int rc = request(c, "GET", path, NULL, &doc);
@@ -277,7 +257,7 @@ int pfi_cmd_event(int argc, char **argv)
     if (!strcmp(cmd, "list") && npos == 1)
         return request(&c, "GET", "/v1/grid/events", NULL, NULL);
     if (!strcmp(cmd, "rm") && npos == 2) {
-        if (!event_path(path, sizeof path, pos[1], ""))
+        if (!pfi_http_id_path(path, sizeof path, "/v1/grid/events/", pos[1], ""))
             return usage_error("event id too long");
         return request(&c, "DELETE", path, NULL, NULL);
     }

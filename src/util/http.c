@@ -406,6 +406,26 @@ char *pfi_http_escape(const char *s)
     return out;
 }
 
+const char *pfi_http_id_path(char *buf, size_t size, const char *prefix, const char *id,
+                             const char *tail)
+{
+    size_t k = (size_t)snprintf(buf, size, "%s", prefix);
+    if (k >= size)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)id;
+    for (; *p && k + 4 < size; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("_:-", *p))
+            buf[k++] = (char)*p;
+        else
+            k += (size_t)snprintf(buf + k, size - k, "%%%02X", *p);
+    }
+    if (*p || k + strlen(tail) >= size)
+        return NULL;
+    snprintf(buf + k, size - k, "%s", tail);
+    return buf;
+}
+
 void pfi_http_url(const char *base, const char *path, char *out, size_t n)
 {
     size_t l = strlen(base);

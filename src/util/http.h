@@ -36,6 +36,12 @@ void pfi_http_req_free(pfi_http_req *reqs, int n);
 
 /* s percent-encoded for a URL's query or a form body (malloc'd; NULL when out of memory). */
 char *pfi_http_escape(const char *s);
+/* prefix + id + tail into buf ("/v1/jobs/" "a b" "/throughput"), the id percent-encoded but for
+ * letters, digits and "_:-": a dot too, since libcurl resolves dot segments ("job rm ../budget"
+ * went out as DELETE /v1/budget) and the ids "." and ".." could not be reached.  The daemons
+ * decode a path before matching it.  NULL when it does not fit in size bytes. */
+const char *pfi_http_id_path(char *buf, size_t size, const char *prefix, const char *id,
+                             const char *tail);
 
 /* base (without or with trailing '/') + path ("/v1/gpus") into out. */
 void pfi_http_url(const char *base, const char *path, char *out, size_t n);

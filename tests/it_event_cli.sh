@@ -55,4 +55,19 @@ for id in . ..; do
 done
 [ "$(ev list | jq -r '[.events[].id] | join(",")')" = e1 ] || fail "events after rm: $(ev list)"
 [ "$(budget)" = 4000 ] || fail "budget after: $(budget) W"
+# ---- a cut is above 0% and below 100%, and says so; --json with --out is refused ----
+for c in 0% 100% cut=100% -100% 150%; do
+  ev add --id c1 --start now+3h --duration 1h --cut "$c" >"$T/out" 2>&1
+  st=$?
+  [ $st = 2 ] || fail "event add --cut $c: exit $st, not 2: $(cat "$T/out")"
+  grep -q "below 100%\|less than 100%" "$T/out" || fail "event add --cut $c: $(cat "$T/out")"
+done
+ev add --id c1 --start now+3h --duration 1h --cut 25% --baseline 5kW >/dev/null ||
+  fail "event add --cut 25%"
+ev report c1 --json --out "$T/rep" >"$T/out" 2>&1
+st=$?
+[ $st = 2 ] && [ ! -e "$T/rep" ] || fail "report --json --out: exit $st: $(cat "$T/out")"
+ev report c1 --out "$T/rep" >"$T/out" 2>&1 || fail "report --out: $(cat "$T/out")"
+[ -d "$T/rep" ] || fail "report --out wrote nothing: $(cat "$T/out")"
+ev rm c1 >/dev/null || fail "event rm c1"
 echo "it_event_cli: ok"

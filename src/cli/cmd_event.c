@@ -117,13 +117,15 @@ static int put_target(json_t *b, const add_args *a)
             return pfi_cli_fail("event", &e);
         /* The cut as written (1 - the share would round): the percentage after the prefix. */
         const char *p = a->cut + (a->cut[0] == '-' ? 1 : 4);
-        if (!bt.is_share || !(bt.value < 1) || pfi_parse_power(p, &v, &pct, NULL) || !pct)
-            return usage_error("--cut expects a percentage, e.g. 25%");
+        if (!bt.is_share || !(bt.value < 1) || pfi_parse_power(p, &v, &pct, NULL) || !pct ||
+            !(v < 1))
+            return usage_error("--cut expects a percentage above 0% and below 100%, e.g. 25%");
         json_object_set_new(b, "cut", json_real(v));
     } else if (a->cut) {
-        if (pfi_parse_power(a->cut, &v, &pct, &e) != PFI_OK || !pct)
-            return e.msg[0] ? pfi_cli_fail("event", &e)
-                            : usage_error("--cut expects a percentage, e.g. 25%");
+        /* A cut is more than 0% and less than 100% (the daemon refuses 100%): the share's
+         * own "(0, 100]" would name a range the cut does not have. */
+        if (pfi_parse_power(a->cut, &v, &pct, NULL) != PFI_OK || !pct || !(v < 1))
+            return usage_error("--cut expects a percentage above 0% and below 100%, e.g. 25%");
         json_object_set_new(b, "cut", json_real(v));
     } else {
         /* A budget (pfi help budget); a share is of the event's baseline: a cut. */
@@ -204,7 +206,7 @@ int pfi_cmd_event(int argc, char **argv)
 {
     conn c = {0};
     add_args a = {0};
-    const char *out = "event-report";
+    const char *out = NULL; /* report: event-report unless given */
     int json = 0;
     const pfi_opt opts[] = {
         {"url", PFI_OPT_STR, &c.url, "URL", "daemon address (default $PFI_SERVE_URL, else "
@@ -236,7 +238,7 @@ int pfi_cmd_event(int argc, char **argv)
         "pfi event [--url URL|--socket PATH] [--token-file FILE] COMMAND [ARGS]",
         "Grid events on a running pfi serve or pfi cluster serve.  Commands: add --start TIME "
         "(--duration 3h|--end TIME) (--cut 25%|--limit 4kW) [--ramp 10m] [--priority N] "
-        "[--sla-yield]; list; rm ID; report ID [--out DIR] [--json].",
+        "[--sla-yield]; list; rm ID; report ID [--out DIR | --json].",
         opts,
         "pfi event --token-file /etc/pfi/token add --start now+1h --duration 3h --cut 25% --ramp 10m\n"
         "pfi event list\n"
@@ -261,7 +263,12 @@ int pfi_cmd_event(int argc, char **argv)
             return usage_error("event id too long");
         return request(&c, "DELETE", path, NULL, NULL);
     }
-    if (!strcmp(cmd, "report") && npos == 2)
-        return cmd_report(&c, pos[1], out, json);
+    if (!strcmp(cmd, "report") && npos == 2) {
+        /* --json prints the document and writes nothing: an --out with it would be ignored. */
+        if (json && out)
+            return usage_error("report: --out writes the report's files, --json prints the "
+                               "document: give one");
+        return cmd_report(&c, pos[1], out ? out : "event-report", json);
+    }
     return usage_error("expected add [options], list, rm ID or report ID");
 }

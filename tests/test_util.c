@@ -554,9 +554,28 @@ static void test_num_json(void **state)
     }
 }
 
+/* A JSON string from any bytes: UTF-8 kept as it is, anything else with its high bytes as '?'
+ * (jansson alone gives NULL, and an error answer built on it was no answer). */
+static void test_json_text(void **state)
+{
+    (void)state;
+    json_t *j = pfi_json_text("caf\xc3\xa9 ok");
+    assert_string_equal(json_string_value(j), "caf\xc3\xa9 ok");
+    json_decref(j);
+    assert_null(json_string("got '1\xff\xfe'"));
+    j = pfi_json_text("got '1\xff\xfe'");
+    assert_string_equal(json_string_value(j), "got '1?" "?'");
+    json_decref(j);
+    j = pfi_json_text("\xc3");
+    assert_string_equal(json_string_value(j), "?");
+    json_decref(j);
+    assert_null(pfi_json_text(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_text),
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_num_json),

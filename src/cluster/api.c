@@ -25,6 +25,7 @@
 #include "cluster/mhd.h"
 #include "report/status_page.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/num.h"
 
 #define BODY_MAX (64u << 10)
@@ -48,7 +49,7 @@ static enum MHD_Result send_json(struct MHD_Connection *con, unsigned code, json
 
 static enum MHD_Result send_err(struct MHD_Connection *con, unsigned code, const char *msg)
 {
-    return send_json(con, code, json_pack("{s:s}", "error", msg));
+    return send_json(con, code, json_pack("{s:o}", "error", pfi_json_text(msg)));
 }
 
 static unsigned http_code(int rc)
@@ -169,7 +170,7 @@ static enum MHD_Result send_err_with(struct MHD_Connection *con, unsigned code, 
                                      json_t *extra)
 {
     json_t *o = extra ? extra : json_object();
-    json_object_set_new(o, "error", json_string(msg));
+    json_object_set_new(o, "error", pfi_json_text(msg));
     return send_json(con, code, o);
 }
 

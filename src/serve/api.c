@@ -12,6 +12,7 @@
 #include "report/status_page.h"
 #include "serve/serve_int.h"
 #include "util/budget.h"
+#include "util/json.h"
 #include "util/num.h"
 
 static int http_status(int code)
@@ -58,7 +59,9 @@ static char *dump(json_t *doc, size_t *len)
 static char *fail(int status, int code, const char *msg, int *st, size_t *len)
 {
     *st = status;
-    return dump(json_pack("{s:{s:s, s:s}}", "error", "code", code_id(code), "message", msg),
+    /* the message may echo a request's bytes: pfi_json_text answers even when not UTF-8 */
+    return dump(json_pack("{s:{s:s, s:o}}", "error", "code", code_id(code), "message",
+                          pfi_json_text(msg)),
                 len);
 }
 

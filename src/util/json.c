@@ -2,6 +2,8 @@
 #include "util/json.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 json_t *pfi_json_num(double v)
 {
@@ -11,6 +13,22 @@ json_t *pfi_json_num(double v)
 json_t *pfi_json_str(const char *s)
 {
     return s[0] ? json_string(s) : json_null();
+}
+
+json_t *pfi_json_text(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j || !s)
+        return j;
+    char *t = strdup(s);
+    if (!t)
+        return NULL;
+    for (char *p = t; *p; p++)
+        if ((unsigned char)*p > 0x7f)
+            *p = '?';
+    j = json_string(t);
+    free(t);
+    return j;
 }
 
 double pfi_json_num_or_nan(const json_t *v)

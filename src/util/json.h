@@ -13,6 +13,11 @@ json_t *pfi_json_num(double v);
 /* s as a JSON string when not empty, else null: pfi's fixed-size text fields hold "" for none. */
 json_t *pfi_json_str(const char *s);
 
+/* s as a JSON string, whatever its bytes: jansson refuses a string that is not UTF-8, so a
+ * message echoing a request's bytes ("limit: ... got '1\xff'") would become no answer at all;
+ * then every byte above 0x7f is written as '?'.  NULL only when out of memory. */
+json_t *pfi_json_text(const char *s);
+
 /* The value of v when it is a number (integer or real), else NAN (v may be NULL). */
 double pfi_json_num_or_nan(const json_t *v);
 

@@ -14,6 +14,7 @@
 #include "core/cost.h"
 #include "hw/backend_sim.h"
 #include "measure/measure.h"
+#include "store/export.h"
 #include "store/sink.h"
 #include "store/store.h"
 #include "util/json.h"
@@ -179,17 +180,7 @@ static json_t *level_json(const pfi_level *L, int steady)
     json_object_set_new(o, "tput_lo", pfi_json_num(L->tput_lo));
     json_object_set_new(o, "tput_hi", pfi_json_num(L->tput_hi));
     json_object_set_new(o, "steady", json_boolean(steady));
-    json_object_set_new(o, "sm_clock_mhz", pfi_json_num(L->sm_clock_mhz));
-    json_object_set_new(o, "powercap_frac", pfi_json_num(L->powercap_frac));
-    json_object_set_new(o, "gpu_util", pfi_json_num(L->gpu_util));
-    json_object_set_new(o, "sm_active", pfi_json_num(L->sm_active));
-    json_object_set_new(o, "tensor_active", pfi_json_num(L->tensor_active));
-    json_object_set_new(o, "dram_active", pfi_json_num(L->dram_active));
-    json_object_set_new(o, "nvlink_mibs", pfi_json_num(L->nvlink_mibs));
-    json_object_set_new(o, "pcie_mibs", pfi_json_num(L->pcie_mibs));
-    json_object_set_new(o, "t_start_s", pfi_json_num(L->t_start_s));
-    json_object_set_new(o, "t_end_s", pfi_json_num(L->t_end_s));
-    json_object_set_new(o, "n_samples", json_integer(L->n_samples));
+    pfi_export_level_telemetry(o, L);
     return o;
 }
 

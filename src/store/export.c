@@ -25,6 +25,21 @@ int pfi_backend_is_simulated(const char *backend)
            strstr(backend, "simulated") != NULL;
 }
 
+void pfi_export_level_telemetry(json_t *o, const pfi_level *l)
+{
+    json_object_set_new(o, "sm_clock_mhz", pfi_json_num(l->sm_clock_mhz));
+    json_object_set_new(o, "powercap_frac", pfi_json_num(l->powercap_frac));
+    json_object_set_new(o, "gpu_util", pfi_json_num(l->gpu_util));
+    json_object_set_new(o, "sm_active", pfi_json_num(l->sm_active));
+    json_object_set_new(o, "tensor_active", pfi_json_num(l->tensor_active));
+    json_object_set_new(o, "dram_active", pfi_json_num(l->dram_active));
+    json_object_set_new(o, "nvlink_mibs", pfi_json_num(l->nvlink_mibs));
+    json_object_set_new(o, "pcie_mibs", pfi_json_num(l->pcie_mibs));
+    json_object_set_new(o, "t_start_s", pfi_json_num(l->t_start_s));
+    json_object_set_new(o, "t_end_s", pfi_json_num(l->t_end_s));
+    json_object_set_new(o, "n_samples", json_integer(l->n_samples));
+}
+
 static json_t *int_or_null(int v) { return v > 0 ? json_integer(v) : json_null(); }
 
 json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, int level)
@@ -47,17 +62,7 @@ json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, 
     json_object_set_new(o, "throughput_hi", pfi_json_num(l->tput_hi));
     json_object_set_new(o, "rel_throughput", pfi_json_num(l->tput / sum->t0));
     json_object_set_new(o, "rel_power", pfi_json_num(l->power_w / sum->p0));
-    json_object_set_new(o, "sm_clock_mhz", pfi_json_num(l->sm_clock_mhz));
-    json_object_set_new(o, "powercap_frac", pfi_json_num(l->powercap_frac));
-    json_object_set_new(o, "gpu_util", pfi_json_num(l->gpu_util));
-    json_object_set_new(o, "sm_active", pfi_json_num(l->sm_active));
-    json_object_set_new(o, "tensor_active", pfi_json_num(l->tensor_active));
-    json_object_set_new(o, "dram_active", pfi_json_num(l->dram_active));
-    json_object_set_new(o, "nvlink_mibs", pfi_json_num(l->nvlink_mibs));
-    json_object_set_new(o, "pcie_mibs", pfi_json_num(l->pcie_mibs));
-    json_object_set_new(o, "t_start_s", pfi_json_num(l->t_start_s));
-    json_object_set_new(o, "t_end_s", pfi_json_num(l->t_end_s));
-    json_object_set_new(o, "n_samples", json_integer(l->n_samples));
+    pfi_export_level_telemetry(o, l);
     return o;
 }
 

@@ -65,8 +65,8 @@ for opt in "--weight nan" "--pfi30 inf" "--tokens-per-s -inf"; do
 done
 
 # "job throughput" takes a finite decimal number: "1e400" and "nan" went out as an empty body
-# ("this request needs a JSON body"), "0x10" as 16.
-for v in 1e400 nan inf 0x10; do
+# ("this request needs a JSON body"), "0x10" as 16, "1e-400" (out of range) as 0.
+for v in 1e400 nan inf 0x10 1e-400 "" 5x; do
   ctl job throughput j1 "$v" >"$T/out" 2>&1
   [ $? -eq 2 ] && grep -q "TOKENS_PER_S" "$T/out" || fail "job throughput j1 $v: $(head -c 200 "$T/out")"
 done

@@ -51,6 +51,56 @@ static void test_duration(void **state)
     assert_true(s == 0.5);
 }
 
+/* One reader of a finite decimal number serves the option reader, `pfi ctl job throughput` and
+ * the quantities: each refused what the others refused but by its own strtod, and the copy in
+ * `pfi ctl` had no ERANGE check ("1e-400" went out as 0 tokens/s). */
+static void test_decimal(void **state)
+{
+    const char *good[] = {"0", "-0", "1.5e3", "-2", " 7", ".5", "1e308", "+3"};
+    const double want[] = {0, 0, 1500, -2, 7, 0.5, 1e308, 3};
+    double v;
+    const char *rest;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        if (pfi_parse_decimal(good[i], &v, NULL) != 0 || v != want[i])
+            fail_msg("'%s' not read as %g", good[i], want[i]);
+    }
+    const char *bad[] = {"", " ", "x", "nan", "-nan", "inf", "-Infinity", "1e400", "1e-400",
+                         "0x10", " -0X1p3", "5 ", "5x", "1.5e3W", "--1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = 42;
+        if (pfi_parse_decimal(bad[i], &v, NULL) == 0 || v != 42)
+            fail_msg("'%s' read as %g", bad[i], v);
+    }
+    /* With a unit after it: the number, and where the unit starts. */
+    assert_int_equal(pfi_parse_decimal("5.6kW", &v, &rest), 0);
+    assert_true(v == 5.6);
+    assert_string_equal(rest, "kW");
+    assert_int_equal(pfi_parse_decimal("70%", &v, &rest), 0);
+    assert_string_equal(rest, "%");
+    const char *badu[] = {"kW", "nanW", "infs", "0x10W", "1e-400s", "1e400%"};
+    for (size_t i = 0; i < sizeof badu / sizeof badu[0]; i++)
+        if (pfi_parse_decimal(badu[i], &v, &rest) == 0)
+            fail_msg("'%s' read as %g then '%s'", badu[i], v, rest);
+    /* The option reader takes exactly these. */
+    double w = NAN;
+    const pfi_opt o[] = {{"w", PFI_OPT_DOUBLE, &w, "W", "w"}, {0}};
+    pfi_cmd_spec spec = {"pfi x", NULL, o, NULL};
+    char **pos;
+    int npos;
+    pfi_err e = {0};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char *av[] = {"x", "--w", (char *)good[i]};
+        assert_int_equal(pfi_args_parse(&spec, 3, av, &pos, &npos, NULL, &e), PFI_OK);
+        assert_true(w == want[i]);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *av[] = {"x", "--w", (char *)bad[i]};
+        if (pfi_args_parse(&spec, 3, av, &pos, &npos, NULL, &e) != PFI_EINVAL)
+            fail_msg("--w '%s' taken as %g", bad[i], w);
+        assert_non_null(strstr(e.msg, "--w expects a number, got '"));
+    }
+}
+
 static void test_power(void **state)
 {
     double v;
@@ -576,6 +626,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_text),
+        cmocka_unit_test(test_decimal),
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_num_json),

@@ -122,10 +122,9 @@ static int cmd_job(const ctl *c, const ctl_args *a, char **pos, int npos)
     if (!strcmp(sub, "rm") && npos == 3)
         return request(c, "DELETE", path, NULL);
     if (!strcmp(sub, "throughput") && npos == 4) {
-        char *end;
-        double t = strtod(pos[3], &end);
+        double t;
         /* A finite decimal: JSON has no NaN or infinity (json_pack sent no body at all). */
-        if (end == pos[3] || *end || !isfinite(t) || pfi_units_hex(pos[3]))
+        if (pfi_parse_decimal(pos[3], &t, NULL) != 0)
             return usage_error("job throughput ID TOKENS_PER_S (a number)");
         return request(c, "POST", path, json_pack("{s:f}", "tokens_per_s", t));
     }

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,12 +32,11 @@ static int store(const pfi_opt *o, const char *val, pfi_err *err)
         return PFI_OK;
     }
     case PFI_OPT_DOUBLE: {
-        errno = 0;
-        double v = strtod(val, &end);
+        double v;
         /* Not NaN: commands take NaN for "not given" (pfi ctl job add --weight nan registered
          * the job with weight 1); not an infinity: no option means one, and JSON has none;
          * decimal, as every other number a person types (util/units.h). */
-        if (errno || end == val || *end || !isfinite(v) || pfi_units_hex(val))
+        if (pfi_parse_decimal(val, &v, NULL) != 0)
             return pfi_err_set(err, PFI_EINVAL, "--%s expects a number, got '%s'", o->name, val);
         *(double *)o->dest = v;
         return PFI_OK;

@@ -17,16 +17,18 @@ int pfi_units_hex(const char *s)
     return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
 }
 
-static int parse_num(const char *s, double *v, const char **rest)
+int pfi_parse_decimal(const char *s, double *v, const char **rest)
 {
     if (pfi_units_hex(s))
         return -1;
     char *end;
     errno = 0;
-    *v = strtod(s, &end);
-    if (errno || end == s || !isfinite(*v))
+    double x = strtod(s, &end);
+    if (errno || end == s || !isfinite(x) || (!rest && *end))
         return -1;
-    *rest = end;
+    *v = x;
+    if (rest)
+        *rest = end;
     return 0;
 }
 
@@ -53,7 +55,7 @@ int pfi_parse_duration(const char *s, double *seconds, pfi_err *err)
 {
     double v;
     const char *u;
-    if (!s || parse_num(s, &v, &u) != 0 || v < 0)
+    if (!s || pfi_parse_decimal(s, &v, &u) != 0 || v < 0)
         return pfi_err_set(err, PFI_EINVAL, "bad duration '%s' (expected e.g. 100ms, 2s, 5m)",
                            s ? s : "");
     double mult;
@@ -77,7 +79,7 @@ int pfi_parse_power(const char *s, double *value, int *is_pct, pfi_err *err)
 {
     double v;
     const char *u;
-    if (!s || parse_num(s, &v, &u) != 0)
+    if (!s || pfi_parse_decimal(s, &v, &u) != 0)
         return pfi_err_set(err, PFI_EINVAL, "bad power '%s' (expected e.g. 5600W, 5.6kW or 70%%)",
                            s ? s : "");
     if (strcmp(u, "%") == 0) {
@@ -162,7 +164,7 @@ int pfi_parse_double_list(const char *s, double *out, int max_n, int *n, pfi_err
     while (*p) {
         double v;
         const char *rest;
-        if (parse_num(p, &v, &rest) != 0)
+        if (pfi_parse_decimal(p, &v, &rest) != 0)
             return pfi_err_set(err, PFI_EINVAL, "bad number in list '%s'", s);
         int pct = pct_all;
         if (*rest == '%') {

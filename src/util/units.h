@@ -11,6 +11,12 @@
  * quantity below and the budget grammar (budget.h) refuse it: people write decimal. */
 int pfi_units_hex(const char *s);
 
+/* A finite decimal number, as every number a person types is read (the option reader, `pfi ctl
+ * job throughput`, the quantities below): strtod, refusing hexadecimal, NaN, the infinities and
+ * what is out of a double's range (ERANGE: "1e400", "1e-400").  With rest NULL the number must
+ * be all of s; otherwise *rest is set to what follows it (a unit).  0, or -1 with *v untouched. */
+int pfi_parse_decimal(const char *s, double *v, const char **rest);
+
 /* "100ms", "2s", "1.5", "5m", "1h" -> seconds.  A bare number is seconds. */
 int pfi_parse_duration(const char *s, double *seconds, pfi_err *err);
 

@@ -21,6 +21,20 @@ grep -q "no topic" "$T/err" || fail "unknown topic message: $(cat "$T/err")"
 "$PFI" index --db "$T/none.db" 2> "$T/err" && fail "index on a missing store succeeded"
 grep -q "no store" "$T/err" || fail "missing store message: $(cat "$T/err")"
 "$PFI" index --public --depth 1.5 2> /dev/null; [ $? -eq 2 ] || fail "--depth 1.5 is not a usage error"
+# The hint of a missing or empty store names only options the command takes: pfi model
+# train, eval and probe-eval said "or pass --public", which none of them takes.
+: > "$T/empty.db"
+for c in "index" "model train" "model eval" "model probe-eval"; do
+  "$PFI" $c --help > "$T/help" || fail "pfi $c --help exited $?"
+  for db in none empty; do
+    "$PFI" $c --db "$T/$db.db" > /dev/null 2> "$T/err" && fail "pfi $c on the $db store succeeded"
+    grep -q "no store\|no runs" "$T/err" || fail "pfi $c, $db store: $(cat "$T/err")"
+    grep -q -- "--[a-z]" "$T/err" || fail "pfi $c, $db store: no option named: $(cat "$T/err")"
+    for o in $(grep -o -- "--[a-z][a-z-]*" "$T/err"); do
+      grep -q -- "^  $o " "$T/help" || fail "pfi $c, $db store, names $o it does not take: $(cat "$T/err")"
+    done
+  done
+done
 
 # The rest needs the simulated fleet only...
 "$PFI" model train --fleet small --out "$T/m.json" > "$T/train" || fail "model train exited $?"

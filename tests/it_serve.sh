@@ -64,6 +64,8 @@ le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 0.5) }'; }
     --journal "$dir/bad.journal" --token-file "$dir/token" >"$dir/bad.out" 2>&1 &&
     fail "a missing probe library was accepted"
 grep -q "probe_library $dir/none.db" "$dir/bad.out" || fail "probe library error: $(cat "$dir/bad.out")"
+# ... and its hint is in the daemon's terms: it said "pass --public", an option serve lacks
+grep -q "or set probe_library public" "$dir/bad.out" || fail "probe library hint: $(cat "$dir/bad.out")"
 [ ! -e "$dir/bad.db" ] && [ ! -e "$dir/bad.journal" ] || fail "a bad probe library left a store or a journal"
 
 # ---- start, three jobs ----

@@ -380,7 +380,7 @@ int pfi_cmd_index(int argc, char **argv)
         return PFI_EXIT_USAGE;
     }
     rc = fleet ? pfi_runset_fleet(fleet, seed == INT_MIN ? 1 : seed, pos, npos, &rs, &err)
-               : pfi_runset_load(db, public_data, pos, npos, &rs, &err);
+               : pfi_runset_load(db, public_data, pos, npos, "pass --public", &rs, &err);
     if (rc != PFI_OK)
         return pfi_cli_fail("index", &err);
     if (compare) {

@@ -360,7 +360,8 @@ static int model_probe_eval(int argc, char **argv)
     }
     pfi_err err = {0};
     pfi_runset rs;
-    if (pfi_runset_load(db, db == NULL, NULL, 0, &rs, &err) != PFI_OK)
+    if (pfi_runset_load(db, db == NULL, NULL, 0, "leave out --db to use the public sweeps", &rs,
+                        &err) != PFI_OK)
         return pfi_cli_fail("model probe-eval", &err);
     pfi_probe_eval ev;
     rc = pfi_probe_evaluate(rs.runs, rs.n, depths, probes, scan && probes == 1, &ev, &err);

@@ -250,7 +250,7 @@ int pfi_cmd_predict(int argc, char **argv)
     int status = PFI_EXIT_OK;
     pfi_runset rs;
     if (live ? predict_live(&hw, gpus, duration, &m, as_json ? arr : NULL, &err)
-             : pfi_runset_load(db, public_data, pos, npos, &rs, &err)) {
+             : pfi_runset_load(db, public_data, pos, npos, "pass --public", &rs, &err)) {
         json_decref(arr);
         return pfi_cli_fail("predict", &err);
     }

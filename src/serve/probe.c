@@ -41,7 +41,8 @@ int pfi_srv_library_load(const char *what, srv_library *lib, pfi_err *err)
         return PFI_OK;
     int pub = strcmp(what, "public") == 0;
     pfi_runset rs;
-    int rc = pfi_runset_load(pub ? NULL : what, pub, NULL, 0, &rs, err);
+    int rc = pfi_runset_load(pub ? NULL : what, pub, NULL, 0, "set probe_library public",
+                             &rs, err);
     if (rc != PFI_OK)
         return pfi_err_prefix(err, "probe_library %s: ", what);
     lib->curve = malloc(sizeof *lib->curve * (size_t)(rs.n ? rs.n : 1));

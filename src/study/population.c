@@ -146,7 +146,7 @@ int pfi_expt_pop_load(const char *db, int public_data, const char *sources, pfi_
     if (rc)
         return rc;
     pfi_runset rs;
-    rc = pfi_runset_load(db, public_data, NULL, 0, &rs, err);
+    rc = pfi_runset_load(db, public_data, NULL, 0, "pass --public", &rs, err);
     if (rc)
         return rc;
     p->own = rs.runs;

@@ -11,7 +11,21 @@
 #include "study/fleet.h"
 #include "util/units.h"
 
-static int load_all(pfi_store *st, char **names, int nnames, pfi_runset *out, pfi_err *err)
+/* "import the public sweeps (pfi import all)", then the ways b and c (NULL: none) joined with
+ * ", " and a last "or". */
+static void hint(char *out, size_t cap, const char *b, const char *c)
+{
+    const char *a = "import the public sweeps (pfi import all)";
+    if (b && c)
+        snprintf(out, cap, "%s, %s, or %s", a, b, c);
+    else if (b || c)
+        snprintf(out, cap, "%s or %s", a, b ? b : c);
+    else
+        snprintf(out, cap, "%s", a);
+}
+
+static int load_all(pfi_store *st, char **names, int nnames, const char *other, pfi_runset *out,
+                    pfi_err *err)
 {
     pfi_run_summary *sum = NULL;
     int ns = 0, rc = PFI_OK;
@@ -41,11 +55,11 @@ static int load_all(pfi_store *st, char **names, int nnames, pfi_runset *out, pf
         }
         free(sum);
     }
-    if (rc == PFI_OK && nid == 0)
-        rc = pfi_err_set(err, PFI_ENOENT,
-                         "no runs in %s: import the public sweeps (pfi import all), sweep a job "
-                         "(pfi sweep), or pass --public",
-                         pfi_store_path(st));
+    if (rc == PFI_OK && nid == 0) {
+        char h[256];
+        hint(h, sizeof h, "sweep a job (pfi sweep)", other);
+        rc = pfi_err_set(err, PFI_ENOENT, "no runs in %s: %s", pfi_store_path(st), h);
+    }
     if (rc == PFI_OK) {
         out->runs = calloc((size_t)nid, sizeof *out->runs);
         if (!out->runs)
@@ -60,8 +74,8 @@ static int load_all(pfi_store *st, char **names, int nnames, pfi_runset *out, pf
     return rc;
 }
 
-int pfi_runset_load(const char *db, int public_data, char **names, int nnames, pfi_runset *out,
-                    pfi_err *err)
+int pfi_runset_load(const char *db, int public_data, char **names, int nnames, const char *other,
+                    pfi_runset *out, pfi_err *err)
 {
     memset(out, 0, sizeof *out);
     pfi_store *st;
@@ -81,16 +95,19 @@ int pfi_runset_load(const char *db, int public_data, char **names, int nnames, p
         snprintf(out->where, sizeof out->where, "public data in %s", pfi_data_dir());
     } else {
         rc = pfi_store_open(db, 0, &st, err);
-        if (rc == PFI_ENOENT)
-            return pfi_err_set(err, PFI_ENOENT,
-                               "no store at %s: import the public sweeps (pfi import all), "
-                               "give --db FILE, or pass --public",
-                               db ? db : pfi_store_default_path());
+        /* The hint names only what the caller takes (other): pfi model train and eval take no
+         * --public, and a daemon takes no options at all. */
+        if (rc == PFI_ENOENT) {
+            char h[256];
+            hint(h, sizeof h, db ? NULL : "give --db FILE", other);
+            return pfi_err_set(err, PFI_ENOENT, "no store at %s: %s",
+                               db ? db : pfi_store_default_path(), h);
+        }
         if (rc != PFI_OK)
             return rc;
         snprintf(out->where, sizeof out->where, "%s", pfi_store_path(st));
     }
-    rc = load_all(st, names, nnames, out, err);
+    rc = load_all(st, names, nnames, other, out, err);
     pfi_store_close(st);
     if (rc != PFI_OK)
         pfi_runset_free(out);

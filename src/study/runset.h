@@ -17,9 +17,11 @@ typedef struct pfi_runset {
 
 /* db: a store path (NULL: $PFI_DB, else pfi.db); public_data: import $PFI_DATA_DIR's sweeps
  * into memory instead (db must then be NULL).  names: runs by id or exact name (n 0: all).
- * An empty selection is PFI_ENOENT with a hint. */
-int pfi_runset_load(const char *db, int public_data, char **names, int nnames, pfi_runset *out,
-                    pfi_err *err);
+ * An empty selection or a missing store is PFI_ENOENT with a hint; other (NULL: none) is the
+ * caller's other way to give runs, in its own terms ("pass --public"), so the hint never names
+ * an option the command does not take. */
+int pfi_runset_load(const char *db, int public_data, char **names, int nnames, const char *other,
+                    pfi_runset *out, pfi_err *err);
 /* The simulated fleet ("paper" or "small"), characterized now in virtual time (study/fleet.h);
  * names select runs by exact name (nnames 0: all). */
 int pfi_runset_fleet(const char *which, int seed, char **names, int nnames, pfi_runset *out,

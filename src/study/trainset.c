@@ -18,7 +18,9 @@ static int store_runs(const char *db, pfi_run **runs, int **group, int *n, char 
                       size_t nwhere, pfi_err *err)
 {
     pfi_runset rs;
-    int rc = pfi_runset_load(db, 0, NULL, 0, &rs, err);
+    int rc = pfi_runset_load(db, 0, NULL, 0,
+                             "leave out --db to use the simulated fleet (--fleet paper|small)",
+                             &rs, err);
     if (rc != PFI_OK)
         return rc;
     int *g = malloc(sizeof(int) * (size_t)(rs.n ? rs.n : 1));

@@ -42,6 +42,20 @@ grep -q '"pfi_model": "curve"' "$T/m.json" || fail "model file is not a pfi mode
 "$PFI" predict --live --backend sim --duration 2s --model "$T/m.json" --json > "$T/pred" ||
   fail "predict --live exited $?"
 v=$(num pfi30 < "$T/pred"); between "$v" 0.05 2 || fail "live predicted pfi30 '$v'"
+# --duration and --gpus sample a live job: without --live they were silently dropped; now a
+# usage error that does nothing.  With --live, --duration is bounded at 1h (it was unbounded).
+for o in "--duration 5s" "--gpus 0"; do
+  "$PFI" predict 1 --public $o --model "$T/m.json" > "$T/out" 2> "$T/err"
+  [ $? -eq 2 ] || fail "predict RUN $o without --live: exit not 2: $(cat "$T/err")"
+  [ -s "$T/out" ] && fail "predict RUN $o without --live printed: $(cat "$T/out")"
+  grep -q -- "${o% *} is for sampling a live job (--live)" "$T/err" || fail "predict RUN $o: $(cat "$T/err")"
+done
+"$PFI" predict --live --backend sim --duration 3601s --model "$T/m.json" > "$T/out" 2> "$T/err"
+[ $? -eq 2 ] && [ ! -s "$T/out" ] || fail "predict --live --duration 3601s: $(cat "$T/err")"
+grep -q "maximum of 1h" "$T/err" || fail "predict --duration over the maximum: $(cat "$T/err")"
+"$PFI" predict --live --backend sim --duration 1h --model "$T/m.json" > "$T/out" 2> "$T/err" ||
+  fail "predict --live --duration 1h (the maximum) exited $?: $(cat "$T/err")"
+"$PFI" predict --help | grep -q -- "--duration D .*at most 1h" || fail "predict --help states no maximum"
 echo '{"pfi_model": "curve", "format": 99}' > "$T/bad.json"
 "$PFI" predict --live --backend sim --duration 1s --model "$T/bad.json" 2> "$T/err" &&
   fail "predict accepted a bad model file"

@@ -19,6 +19,9 @@
 #include "util/units.h"
 
 
+/* The longest live sample (--duration): 1 hour. */
+#define PREDICT_MAX_DURATION_S 3600.0
+
 typedef struct pred {
     pfi_curve c;
     double s_at[PFI_N_TDEPTHS];
@@ -205,7 +208,7 @@ static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
 int pfi_cmd_predict(int argc, char **argv)
 {
     pfi_cli_hw hw = {0};
-    const char *db = NULL, *model = NULL, *gpus = NULL, *dur_s = "10s";
+    const char *db = NULL, *model = NULL, *gpus = NULL, *dur_s = NULL;
     int as_json = 0, live = 0, public_data = 0;
     const pfi_opt opts[] = {
         {"model", PFI_OPT_STR, &model, "FILE", "trained model (default pfi-model.json, else "
@@ -215,7 +218,7 @@ int pfi_cmd_predict(int argc, char **argv)
         {"live", PFI_OPT_FLAG, &live, NULL, "sample the baseline telemetry from a backend now"},
         PFI_CLI_HW_OPTS(hw),
         {"gpus", PFI_OPT_STR, &gpus, "LIST", "--live: the job's GPUs (default all)"},
-        {"duration", PFI_OPT_STR, &dur_s, "D", "--live: how long to sample (default 10s)"},
+        {"duration", PFI_OPT_STR, &dur_s, "D", "--live: how long to sample (default 10s, at most 1h)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
         {0},
     };
@@ -237,10 +240,24 @@ int pfi_cmd_predict(int argc, char **argv)
         fprintf(stderr, "pfi predict: name RUNs or give --live (one or the other)\n");
         return PFI_EXIT_USAGE;
     }
+    /* --duration and --gpus say how to sample a live job: a stored run is not sampled, and
+     * they were silently dropped there, so they are refused (nothing is read or predicted). */
+    if (!live && (dur_s || gpus)) {
+        fprintf(stderr, "pfi predict: %s is for sampling a live job (--live); a stored run is "
+                        "predicted from its recorded baseline\n",
+                dur_s ? "--duration" : "--gpus");
+        return PFI_EXIT_USAGE;
+    }
     pfi_err err = {0};
     double duration = 10;
-    if (pfi_parse_duration(dur_s, &duration, &err) != PFI_OK || !(duration > 0)) {
+    if (dur_s && (pfi_parse_duration(dur_s, &duration, &err) != PFI_OK || !(duration > 0))) {
         fprintf(stderr, "pfi predict: --duration: %s\n", err.msg[0] ? err.msg : "must be > 0");
+        return PFI_EXIT_USAGE;
+    }
+    /* A baseline's mean telemetry settles within seconds; a longer sample only keeps the
+     * command (and a typo such as 30h for 30s) running.  The bound is in --help. */
+    if (duration > PREDICT_MAX_DURATION_S) {
+        fprintf(stderr, "pfi predict: --duration %s is over the maximum of 1h\n", dur_s);
         return PFI_EXIT_USAGE;
     }
     pfi_model m;

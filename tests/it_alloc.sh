@@ -135,6 +135,13 @@ if "$PFI_BIN" allocate --jobs "$jobs" --budget 70% --policy oracle --per-gpu >"$
   fail "--per-gpu without tables accepted"
 fi
 grep -q "per_gpu" "$dir/err" || fail "--per-gpu without tables: $(cat "$dir/err")"
+# a table whose slowest GPU holds one clock at every cap: the GPU and the cause are named (it
+# said "its curve has one point", no GPU, no reason)
+jq '.jobs[0].per_gpu.clock_mhz[1] |= map(300)' "$dir/pg.json" >"$dir/flat.json"
+"$PFI_BIN" allocate --jobs "$dir/flat.json" --budget 70% --policy oracle --per-gpu >"$dir/out" 2>"$dir/err"
+[ $? -eq 2 ] || fail "a flat per-GPU table: exit not 2: $(cat "$dir/err")"
+grep -q "per_gpu table GPU 1 holds 300 MHz at every cap from .* the slowest clock at each" "$dir/err" ||
+  fail "a flat per-GPU table: $(cat "$dir/err")"
 
 # -- the experiment on the public sweeps
 data=${PFI_DATA_DIR:-$here/../shared/data}

@@ -97,6 +97,36 @@ static void test_bad_table(void **state)
     assert_non_null(strstr(e.msg, "GPU 1"));
 }
 
+/* A table whose slowest clock never changes gives a one-point curve; pfi_pergpu_flat_gpu names
+ * the GPU that pins it (pfi allocate said only "its curve has one point"). */
+static void test_flat_gpu(void **state)
+{
+    double eff[G] = {1.0, 1.05, 0.97, 1.02}, caps[K], clk[G * K], tput[K];
+    pfi_pergpu_job J;
+    make_job(eff, caps, clk, tput, &J);
+    double gc[G * K], x[K], pc[K], pt[K];
+    int nt = -7;
+    assert_int_equal(pfi_pergpu_flat_gpu(&J, &nt), -1); /* clocks rise: not flat */
+    assert_int_equal(nt, -7);
+    for (int k = 0; k < K; k++)
+        clk[2 * K + k] = 1980; /* GPU 2 flat, but the fastest at low caps: not the cause */
+    assert_int_equal(pfi_pergpu_flat_gpu(&J, &nt), -1);
+    for (int k = 0; k < K; k++)
+        clk[2 * K + k] = 300; /* GPU 2 flat and the slowest at every cap */
+    assert_int_equal(pfi_pergpu_table(&J, gc, x, NULL), PFI_OK);
+    assert_int_equal(pfi_pergpu_curve(&J, x, pc, pt, NULL), 1);
+    assert_int_equal(pfi_pergpu_flat_gpu(&J, &nt), 2);
+    assert_int_equal(nt, 1);
+    for (int k = 0; k < K; k++)
+        clk[3 * K + k] = 300; /* GPU 3 alike: the first of the two is named, both counted */
+    assert_int_equal(pfi_pergpu_flat_gpu(&J, &nt), 2);
+    assert_int_equal(nt, 2);
+    for (int g = 0; g < G * K; g++)
+        clk[g] = 1200; /* every GPU flat */
+    assert_int_equal(pfi_pergpu_flat_gpu(&J, &nt), 0);
+    assert_int_equal(nt, G);
+}
+
 /* Two jobs under one budget: per-GPU caps never lose to uniform caps and stay in budget. */
 static void test_allocation_gain(void **state)
 {
@@ -152,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_identical_gpus),
         cmocka_unit_test(test_bad_table),
+        cmocka_unit_test(test_flat_gpu),
         cmocka_unit_test(test_allocation_gain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

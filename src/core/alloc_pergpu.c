@@ -58,6 +58,25 @@ int pfi_pergpu_curve(const pfi_pergpu_job *J, const double *x_w, double *cap_out
     return m;
 }
 
+int pfi_pergpu_flat_gpu(const pfi_pergpu_job *J, int *n_tied)
+{
+    int n = J->n_caps, slow = -1, tied = 0;
+    for (int g = 0; g < J->n_gpus; g++) {
+        const double *f = J->clock_mhz + (size_t)g * n;
+        if (slow < 0 || f[n - 1] < J->clock_mhz[(size_t)slow * n + n - 1])
+            slow = g;
+    }
+    const double *fs = J->clock_mhz + (size_t)slow * n;
+    if (!(fs[n - 1] <= fs[0]))
+        return -1;
+    for (int g = 0; g < J->n_gpus; g++) {
+        const double *f = J->clock_mhz + (size_t)g * n;
+        tied += f[0] == fs[0] && f[n - 1] == fs[n - 1];
+    }
+    *n_tied = tied;
+    return slow;
+}
+
 void pfi_pergpu_split(const pfi_pergpu_job *J, const double *gpu_caps, const double *x_w,
                       double x, double *caps_out)
 {

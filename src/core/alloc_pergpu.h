@@ -36,6 +36,12 @@ int pfi_pergpu_table(const pfi_pergpu_job *job, double *gpu_caps, double *x_w, p
 int pfi_pergpu_curve(const pfi_pergpu_job *job, const double *x_w, double *cap_out,
                      double *tput_out, int *idx);
 
+/* When the curve above has one point (the slowest GPU's clock is the same at every cap, so
+ * every cap buys the same mean per-GPU cap): that GPU, the one slowest at the highest cap
+ * (its clock cannot rise with the cap, as clocks do not fall); *n_tied receives how many
+ * GPUs share that clock at every cap.  -1 when the slowest clock changes with the cap. */
+int pfi_pergpu_flat_gpu(const pfi_pergpu_job *job, int *n_tied);
+
 /* One cap per GPU for a mean cap x: linear between the cap vectors of the two table rows whose
  * means bracket x (clamped to the table).  caps_out has n_gpus values summing to n_gpus * x
  * (when x lies within the table). */

@@ -3,6 +3,7 @@
 #include "core/alloc_set.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -168,7 +169,25 @@ int pfi_alloc_set_view(pfi_alloc_set *s, int policy, pfi_alloc_job *view, pfi_er
         if (s->pg) {
             /* the allocator shares out the MEAN cap per GPU; flat above the table's end */
             pfi_alloc_pergpu *pg = &s->pg[j];
-            int m = pfi_pergpu_curve(&pg->table, pg->x, pg->eq.cap_w, pg->eq.tput, NULL);
+            int m = pfi_pergpu_curve(&pg->table, pg->x, pg->eq.cap_w, pg->eq.tput, NULL), nt;
+            int g = m < 2 ? pfi_pergpu_flat_gpu(&pg->table, &nt) : -1;
+            /* Said in the table's terms: "its curve has one point" named no GPU and not why. */
+            if (g >= 0) {
+                const pfi_pergpu_job *t = &pg->table;
+                char who[64];
+                if (nt == t->n_gpus)
+                    snprintf(who, sizeof who, "every GPU");
+                else
+                    snprintf(who, sizeof who, "GPU %d%s", g, nt > 1 ? " (and others alike)" : "");
+                return pfi_err_set(
+                    err, PFI_EINVAL,
+                    "job %s: in its per_gpu table %s holds %.0f MHz at every cap from %.0f to "
+                    "%.0f W, the slowest clock at each, so no cap changes the job's clock and "
+                    "per-GPU caps have nothing to trade (measure the table again, or leave out "
+                    "--per-gpu)",
+                    s->truth[j].id, who, t->clock_mhz[(size_t)g * t->n_caps], t->cap_w[0],
+                    t->cap_w[t->n_caps - 1]);
+            }
             view[j].cap_w = pg->eq.cap_w;
             view[j].tput = pg->eq.tput;
             view[j].n_points = m;

@@ -622,10 +622,43 @@ static void test_json_text(void **state)
     assert_null(pfi_json_text(NULL));
 }
 
+/* The error document of both HTTP APIs, byte for byte as they sent it before it was built in
+ * one place: the node daemon's {"error": {"code", "message"}}, the controller's {"error": "..."}
+ * with any other fields before it; a message that is not UTF-8 is still answered. */
+static void test_json_error(void **state)
+{
+    (void)state;
+    struct {
+        const char *code, *msg, *want;
+    } c[] = {
+        {"EINVAL", "got '1\xff'", "{\"error\":{\"code\":\"EINVAL\",\"message\":\"got '1?'\"}}"},
+        {"ENOENT", "no such job", "{\"error\":{\"code\":\"ENOENT\",\"message\":\"no such job\"}}"},
+        {NULL, "no such route", "{\"error\":\"no such route\"}"},
+        {NULL, "caf\xc3\xa9 \"q\"", "{\"error\":\"caf\xc3\xa9 \\\"q\\\"\"}"},
+        {NULL, "caf\xc3\xa9 \xfe", "{\"error\":\"caf?? ?\"}"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        json_t *d = pfi_json_error(NULL, c[i].code, c[i].msg);
+        char *t = json_dumps(d, JSON_COMPACT);
+        assert_non_null(t);
+        assert_string_equal(t, c[i].want);
+        free(t);
+        json_decref(d);
+    }
+    json_t *d = pfi_json_error(json_pack("{s:i}", "achievable_w", 500), NULL, "infeasible");
+    char *t = json_dumps(d, JSON_COMPACT);
+    assert_string_equal(t, "{\"achievable_w\":500,\"error\":\"infeasible\"}");
+    free(t);
+    json_decref(d);
+    /* no message (as out of memory): no document, and the fields given are freed (ASan) */
+    assert_null(pfi_json_error(json_pack("{s:i}", "achievable_w", 500), NULL, NULL));
+    assert_null(pfi_json_error(NULL, "EINVAL", NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_text),
+        cmocka_unit_test(test_json_text), cmocka_unit_test(test_json_error),
         cmocka_unit_test(test_decimal),
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_budget),

@@ -49,7 +49,7 @@ static enum MHD_Result send_json(struct MHD_Connection *con, unsigned code, json
 
 static enum MHD_Result send_err(struct MHD_Connection *con, unsigned code, const char *msg)
 {
-    return send_json(con, code, json_pack("{s:o}", "error", pfi_json_text(msg)));
+    return send_json(con, code, pfi_json_error(NULL, NULL, msg));
 }
 
 static unsigned http_code(int rc)
@@ -169,9 +169,7 @@ static void replan(pfi_cl *c, const char *what)
 static enum MHD_Result send_err_with(struct MHD_Connection *con, unsigned code, const char *msg,
                                      json_t *extra)
 {
-    json_t *o = extra ? extra : json_object();
-    json_object_set_new(o, "error", pfi_json_text(msg));
-    return send_json(con, code, o);
+    return send_json(con, code, pfi_json_error(extra, NULL, msg));
 }
 
 static enum MHD_Result post_event(pfi_cl_server *s, struct MHD_Connection *con,

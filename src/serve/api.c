@@ -59,10 +59,8 @@ static char *dump(json_t *doc, size_t *len)
 static char *fail(int status, int code, const char *msg, int *st, size_t *len)
 {
     *st = status;
-    /* the message may echo a request's bytes: pfi_json_text answers even when not UTF-8 */
-    return dump(json_pack("{s:{s:s, s:o}}", "error", "code", code_id(code), "message",
-                          pfi_json_text(msg)),
-                len);
+    /* the message may echo a request's bytes: pfi_json_error answers even when not UTF-8 */
+    return dump(pfi_json_error(NULL, code_id(code), msg), len);
 }
 
 static char *fail_err(const pfi_err *e, int *st, size_t *len)

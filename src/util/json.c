@@ -31,6 +31,22 @@ json_t *pfi_json_text(const char *s)
     return j;
 }
 
+json_t *pfi_json_error(json_t *into, const char *code, const char *msg)
+{
+    json_t *doc = into ? into : json_object(), *err = pfi_json_text(msg);
+    if (code && err)
+        err = json_pack("{s:s, s:o}", "code", code, "message", err);
+    if (!doc) {
+        json_decref(err);
+        return NULL;
+    }
+    if (json_object_set_new(doc, "error", err) != 0) { /* err is taken either way */
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
 double pfi_json_num_or_nan(const json_t *v)
 {
     return json_is_number(v) ? json_number_value(v) : NAN;

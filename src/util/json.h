@@ -18,6 +18,13 @@ json_t *pfi_json_str(const char *s);
  * then every byte above 0x7f is written as '?'.  NULL only when out of memory. */
 json_t *pfi_json_text(const char *s);
 
+/* The error document of both HTTP APIs, with an "error" member added to into (NULL: a new
+ * object; taken, so other fields can stand beside it, as an infeasible grid event's
+ * achievable_w): {"error": MESSAGE} when code is NULL (the cluster controller's), else
+ * {"error": {"code": CODE, "message": MESSAGE}} (the node daemon's).  The message may echo a
+ * request's bytes: it is written by pfi_json_text.  NULL only when out of memory. */
+json_t *pfi_json_error(json_t *into, const char *code, const char *msg);
+
 /* The value of v when it is a number (integer or real), else NAN (v may be NULL). */
 double pfi_json_num_or_nan(const json_t *v);
 

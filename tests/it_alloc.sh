@@ -117,6 +117,27 @@ for p in equal pfi oracle proportional-to-pfi; do
     >/dev/null || fail "$p ignores the SLA floor: $(jq -c '.jobs[2]' "$dir/sla.json")"
 done
 
+# -- the table stays aligned at any size: 123,456 GPUs and a 13-digit throughput pushed their rows
+# right, out from under the headers (the columns were fixed at 5 and 12 characters).  Each
+# column's cells end where its header ends, every row (a table that fitted is unchanged: above).
+jq '.jobs[0].gpus = 123456 | .jobs[0].curve.tput |= map(. * 1e8) | .jobs[1].gpus = 7' "$jobs" \
+  >"$dir/big.json"
+"$PFI_BIN" allocate --jobs "$dir/big.json" --budget 70% --policy oracle >"$dir/big.txt" ||
+  fail "allocate on the large jobs file"
+grep -q "123456 .* 8452000000000 " "$dir/big.txt" || fail "large jobs table: $(cat "$dir/big.txt")"
+"$PFI_BIN" allocate --jobs "$jobs" --budget 70% --policy oracle >"$dir/small.txt" || fail "allocate"
+for t in big small; do
+  awk 'NR == 1 { for (i = 2; i <= 6; i++) { p = index($0, " " $i " "); e[i] = p + length($i) } }
+       NR > 1 && NF >= 6 && $1 != "policy" && $1 != "total" && $1 != "budget" && $1 != "per" {
+         for (i = 2; i <= 6; i++) {
+           line = $0; off = 0
+           for (k = 1; k < i; k++) { q = index(line, $k); off += q + length($k) - 1; line = substr($0, off + 1) }
+           q = index(line, $i); end = off + q + length($i) - 1
+           if (end != e[i]) { print "row " NR " column " i " ends at " end ", header at " e[i]; bad = 1 }
+         } }
+       END { exit bad }' "$dir/$t.txt" || fail "$t jobs table misaligned: $(cat "$dir/$t.txt")"
+done
+
 # -- per-GPU caps: measured on the simulator, allocated from the jobs file it writes
 "$PFI_BIN" bench pergpu --sim h200x8-mixed,h200x8-dense --variation 0.05 --cuts 0.3 \
   --jobs-out "$dir/pg.json" --json >"$dir/pgb.json" || fail "bench pergpu"

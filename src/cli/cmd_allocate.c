@@ -200,14 +200,44 @@ static const char *id_cell(const char *id, int w, char *buf, size_t n)
     return buf;
 }
 
+/* One row's numeric cells: GPUs, cap, floor, throughput, power. */
+enum { C_GPUS, C_CAP, C_FLOOR, C_TPUT, C_POWER, C_N };
+static void row_cells(const alloc_out *a, int j, char c[C_N][48])
+{
+    const pfi_alloc_job *v = &a->view[j];
+    snprintf(c[C_GPUS], 48, "%d", v->n_gpus);
+    snprintf(c[C_CAP], 48, "%.0fW", a->r->cap_w[j]);
+    snprintf(c[C_FLOOR], 48, "%.0fW", a->r->floor_w[j]);
+    pfi_fmt_fixed(c[C_TPUT], 48, a->r->tput[j], 4);
+    snprintf(c[C_POWER], 48, "%.0fW", v->n_gpus * a->r->cap_w[j]);
+}
+
+/* Each numeric column as wide as its widest cell, never narrower than before (5, 8, 8, 12, 12:
+ * a table that fitted is unchanged): 100,000 GPUs or a 13-digit throughput pushed the rest of
+ * the row right, out from under the headers. */
+static void col_widths(const alloc_out *a, int cw[C_N])
+{
+    static const int min_w[C_N] = {5, 8, 8, 12, 12};
+    char c[C_N][48];
+    memcpy(cw, min_w, sizeof min_w);
+    for (int j = 0; j < a->s->n; j++) {
+        row_cells(a, j, c);
+        for (int k = 0; k < C_N; k++) {
+            int l = (int)strlen(c[k]);
+            cw[k] = l > cw[k] ? l : cw[k];
+        }
+    }
+}
+
 static void print_table(const alloc_out *a)
 {
     const pfi_alloc_set *s = a->s;
     const pfi_alloc_job *view = a->view;
     const pfi_alloc_result *r = a->r;
-    int w = id_width(view, s->n);
-    printf("%-*s %5s %8s %8s %12s %12s  %s\n", w, "job", "gpus", "cap", "floor", "tput", "power",
-           "binding");
+    int w = id_width(view, s->n), cw[C_N];
+    col_widths(a, cw);
+    printf("%-*s %*s %*s %*s %*s %*s  %s\n", w, "job", cw[C_GPUS], "gpus", cw[C_CAP], "cap",
+           cw[C_FLOOR], "floor", cw[C_TPUT], "tput", cw[C_POWER], "power", "binding");
     for (int j = 0; j < s->n; j++) {
         char b[64] = "";
         unsigned f = r->flags[j];
@@ -215,11 +245,11 @@ static void print_table(const alloc_out *a)
                  f & PFI_ALLOC_AT_SLA ? "sla " : "", f & PFI_ALLOC_AT_MAX ? "max " : "",
                  f & PFI_ALLOC_SLA_RELAXED ? "sla-relaxed " : "",
                  f & PFI_ALLOC_SLA_DROPPED ? "sla-dropped " : "");
-        char tp[32], id[ID_COL_MAX + 1];
-        printf("%-*s %5d %7.0fW %7.0fW %12s %11.0fW  %s\n", w,
-               id_cell(view[j].id, w, id, sizeof id), view[j].n_gpus,
-               r->cap_w[j], r->floor_w[j], pfi_fmt_fixed(tp, sizeof tp, r->tput[j], 4),
-               view[j].n_gpus * r->cap_w[j], b);
+        char c[C_N][48], id[ID_COL_MAX + 1];
+        row_cells(a, j, c);
+        printf("%-*s %*s %*s %*s %*s %*s  %s\n", w, id_cell(view[j].id, w, id, sizeof id),
+               cw[C_GPUS], c[C_GPUS], cw[C_CAP], c[C_CAP], cw[C_FLOOR], c[C_FLOOR], cw[C_TPUT],
+               c[C_TPUT], cw[C_POWER], c[C_POWER], b);
         if (a->per_gpu && view[j].n_gpus <= 1024) {
             double gc[1024];
             pfi_pergpu_split(&s->pg[j].table, s->pg[j].gcaps, s->pg[j].x, r->cap_w[j], gc);

@@ -176,6 +176,19 @@ static void test_event_query_bounds(void **state)
         assert_int_equal(query(f, "/v1/events", not_utf8[i], NULL, &d), 400);
         json_decref(d);
     }
+    /* The grid routes' errors too: an event id that is not UTF-8, echoed in "no grid event",
+     * was answered 404 with the body {} (the error member lost). */
+    const char *grid[] = {"/v1/grid/events/a\xff/report", "/v1/grid/events/a\xc3/report"};
+    for (size_t i = 0; i < sizeof grid / sizeof *grid; i++) {
+        assert_int_equal(call(f, "GET", grid[i], NULL, 1, &d), 404);
+        assert_non_null(err_code(d));
+        assert_string_equal(err_code(d), "ENOENT");
+        const char *m =
+            json_string_value(json_object_get(json_object_get(d, "error"), "message"));
+        assert_non_null(m);
+        assert_non_null(strstr(m, "a?"));
+        json_decref(d);
+    }
     const char *bad_limit[] = {"0", "1001", "99999999999999999999", "5x", ""};
     for (size_t i = 0; i < sizeof bad_limit / sizeof *bad_limit; i++) {
         assert_int_equal(query(f, "/v1/events", NULL, bad_limit[i], &d), 400);

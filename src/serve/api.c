@@ -310,9 +310,14 @@ static char *over_budget(json_t *res, int *st, size_t *len)
              json_number_value(json_object_get(res, "budget_w")), used ? gpus : "(none)",
              first[0] ? ": " : "", first);
     *st = 500;
-    return dump(json_pack("{s:{s:s, s:s}, s:o}", "error", "code", "EOVERBUDGET", "message", msg,
-                          "decision", res),
-                len);
+    /* a GPU's message cut at 160 bytes may end inside a UTF-8 character */
+    json_t *doc = pfi_json_error(NULL, "EOVERBUDGET", msg);
+    if (!doc) {
+        json_decref(res);
+        return NULL;
+    }
+    json_object_set_new(doc, "decision", res);
+    return dump(doc, len);
 }
 
 /* A change, once its route, token and rate are checked. */

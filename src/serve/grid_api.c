@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "serve/serve_int.h"
+#include "util/json.h"
 
 #define PREFIX "/v1/grid/events"
 
@@ -28,9 +29,9 @@ static char *reply(int status, json_t *doc, int *st, size_t *len)
 static char *error(int status, const char *code, const char *msg, json_t *extra, int *st,
                    size_t *len)
 {
-    json_t *o = extra ? extra : json_object();
-    json_object_set_new(o, "error", json_pack("{s:s, s:s}", "code", code, "message", msg));
-    return reply(status, o, st, len);
+    /* the message may echo a request's bytes (an event id): pfi_json_error answers even when
+     * they are not UTF-8 */
+    return reply(status, pfi_json_error(extra, code, msg), st, len);
 }
 
 static char *error_of(const pfi_err *e, json_t *extra, int *st, size_t *len)

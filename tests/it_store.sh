@@ -27,6 +27,16 @@ printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOpt
   >"$tmp/plo/A40+resnet18+gpu0.csv"
 must_fail import zeus-plo "$tmp/plo" --db "$db"
 has "$tmp/err" "A40+resnet18+gpu0.csv line 3"
+# Hexadecimal is refused with the file, line and column (strtod read 0x20 as 32 s and 0x113 as
+# a 275 W window), as every number a person writes is read (util/units.h).
+printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,0x20,8000\n' \
+  >"$tmp/plo/A40+resnet18+gpu0.csv"
+must_fail import zeus-plo "$tmp/plo" --db "$db"
+has "$tmp/err" "A40+resnet18+gpu0.csv line 3, column 'elapsed_time': '0x20' is hexadecimal"
+printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_0x113,36,8000\n' \
+  >"$tmp/plo/A40+resnet18+gpu0.csv"
+must_fail import zeus-plo "$tmp/plo" --db "$db"
+has "$tmp/err" "A40+resnet18+gpu0.csv line 3: window_name '__GlobalPowerLimitOptimizer_0x113' is not"
 # An import that fails into a store it created leaves no empty store behind.
 [ ! -e "$db" ] || fail "a failed import left a database at $db"
 

@@ -89,6 +89,39 @@ static void test_bom_and_numbers(void **state)
     fclose(fp);
 }
 
+/* Hexadecimal is not a number here, as everywhere a number is read (util/units.h): strtod took
+ * "0x10" as 16.  Decimal with a sign and white space around it is still read. */
+static void test_hex(void **state)
+{
+    const char *text = "a,b\n0x10,1\n-0X1p3,2\n\" 0x1A\",3\n+8 ,-2.5e1\n";
+    FILE *fp;
+    pfi_csv *c = open_text(text, &fp);
+    pfi_err e = {0};
+    double d = 7;
+    int i = 7;
+    for (int row = 2; row <= 4; row++) {
+        assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+        assert_int_equal(pfi_csv_double(c, 0, &d, &e), PFI_EINVAL);
+        assert_true(d == 7); /* untouched */
+        char want[32];
+        snprintf(want, sizeof want, "t.csv line %d, column 'a'", row);
+        assert_non_null(strstr(e.msg, want));
+        assert_non_null(strstr(e.msg, "hexadecimal"));
+        i = 7;
+        assert_int_equal(pfi_csv_int(c, 0, &i, &e), PFI_EINVAL);
+        assert_int_equal(i, 7);
+        assert_int_equal(pfi_csv_int(c, 1, &i, &e), PFI_OK);
+        assert_int_equal(i, row - 1);
+    }
+    assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+    assert_int_equal(pfi_csv_double(c, 0, &d, &e), PFI_OK);
+    assert_true(d == 8);
+    assert_int_equal(pfi_csv_double(c, 1, &d, &e), PFI_OK);
+    assert_true(d == -25);
+    pfi_csv_close(c);
+    fclose(fp);
+}
+
 static void expect_error(const char *text, const char *want1, const char *want2)
 {
     FILE *fp = fmemopen((void *)text, strlen(text), "r");
@@ -154,7 +187,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quoted_fields), cmocka_unit_test(test_bom_and_numbers),
         cmocka_unit_test(test_malformed),     cmocka_unit_test(test_missing_file),
-        cmocka_unit_test(test_write_field),
+        cmocka_unit_test(test_write_field),   cmocka_unit_test(test_hex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

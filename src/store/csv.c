@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/csv.h"
+#include "util/units.h"
 
 struct pfi_csv {
     FILE *f;
@@ -260,12 +261,18 @@ int pfi_csv_double(const pfi_csv *c, int col, double *v, pfi_err *err)
     if (!s)
         return pfi_err_set(err, PFI_EINVAL, "%s line %d: no field %d", c->name, c->rec_line,
                            col + 1);
-    char *end;
-    errno = 0;
-    *v = strtod(s, &end);
+    /* Read as every number is (util/units.h): strtod alone took "0x10" as 16. */
+    if (pfi_units_hex(s))
+        return pfi_err_set(err, PFI_EINVAL,
+                           "%s line %d, column '%s': '%s' is hexadecimal; numbers are read in "
+                           "decimal",
+                           c->name, c->rec_line, c->hdr[col], s);
+    const char *end;
+    if (pfi_parse_decimal(s, v, &end) != 0)
+        end = s;
     while (*end == ' ' || *end == '\t')
         end++;
-    if (end == s || *end || errno == ERANGE || !isfinite(*v))
+    if (end == s || *end)
         return pfi_err_set(err, PFI_EINVAL, "%s line %d, column '%s': '%s' is not a number",
                            c->name, c->rec_line, c->hdr[col], s);
     return PFI_OK;

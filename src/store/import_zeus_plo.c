@@ -14,6 +14,7 @@
 
 #include "store/csv.h"
 #include "store/import_common.h"
+#include "util/units.h"
 
 #define WINDOW_PREFIX "__GlobalPowerLimitOptimizer_"
 #define MAX_GPUS_IN_NAME 64
@@ -93,11 +94,12 @@ int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *
         char where[1500];
         snprintf(where, sizeof where, "%s line %d", path, pfi_csv_line(c));
         const char *w = pfi_csv_field(c, cw);
-        char *e;
-        double cap = strncmp(w, WINDOW_PREFIX, strlen(WINDOW_PREFIX)) == 0
-                         ? strtod(w + strlen(WINDOW_PREFIX), &e)
-                         : 0;
-        if (cap <= 0 || *e) {
+        /* decimal watts only, as every number is read (util/units.h: no "0x12c") */
+        double cap = 0;
+        if (strncmp(w, WINDOW_PREFIX, strlen(WINDOW_PREFIX)) != 0 ||
+            pfi_parse_decimal(w + strlen(WINDOW_PREFIX), &cap, NULL) != 0)
+            cap = 0;
+        if (cap <= 0) {
             rc = pfi_err_set(err, PFI_EINVAL,
                              "%s: window_name '%s' is not " WINDOW_PREFIX "<watts>", where, w);
             goto out;

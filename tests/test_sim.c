@@ -303,6 +303,32 @@ static void test_presets_roundtrip(void **state)
     }
 }
 
+/* The memory kernels' saturation clock (the constant `pfi sim validate` fits on the A100) is
+ * a GPU key: it applies, survives a dump, and is refused outside 0..1.  0.7 is not the
+ * catalogue's 0.3, so a dump that dropped it would read back as 0.3. */
+static void test_config_sat_frac(void **state)
+{
+    pfi_node_config c, back;
+    pfi_err e = {0};
+    const char *text = "{\"gpu\": {\"type\": \"A100-PCIE-80GB\", \"sat_frac\": 0.7}, "
+                       "\"gpus\": 4, \"jobs\": [{\"model\": \"gpt3-xl\", \"pp\": 4, "
+                       "\"seq_len\": 1024, \"global_batch\": 64, \"micro_batch\": 8}]}";
+    assert_int_equal(pfi_sim_config_parse(text, &c, &e), PFI_OK);
+    assert_true(c.gpu.sat_frac == 0.7);
+    char *dump = pfi_sim_config_dump(&c);
+    assert_non_null(dump);
+    assert_int_equal(pfi_sim_config_parse(dump, &back, &e), PFI_OK);
+    free(dump);
+    assert_true(back.gpu.sat_frac == 0.7);
+    /* It acts: below 0.7 of f_max the memory phase slows as 0.7 f_max / f. */
+    pfi_sim_work w = {.t_mem = 1.0};
+    pfi_sim_op op = {.f = {0, 0.35 * c.gpu.sm_clock_max_mhz}};
+    assert_true(fabs(pfi_sim_phase_time(&c.gpu, &w, &op, PFI_PH_MEMORY) - 2.0) < 1e-12);
+    assert_int_equal(pfi_sim_config_parse("{\"gpu\": {\"type\": \"A40\", \"sat_frac\": 1.5}, "
+                                          "\"gpus\": 1}", &c, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "sat_frac"));
+}
+
 static void test_backend(void **state)
 {
     unsetenv("PFI_SIM_STATE");
@@ -490,7 +516,8 @@ int main(void)
         cmocka_unit_test(test_below_cap_unaffected), cmocka_unit_test(test_transient),
         cmocka_unit_test(test_cumulative),    cmocka_unit_test(test_variation),
         cmocka_unit_test(test_sample_fields), cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_presets_roundtrip), cmocka_unit_test(test_backend),
+        cmocka_unit_test(test_presets_roundtrip), cmocka_unit_test(test_config_sat_frac),
+        cmocka_unit_test(test_backend),
         cmocka_unit_test(test_shared_state),  cmocka_unit_test(test_fleet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

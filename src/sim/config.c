@@ -438,6 +438,8 @@ static int parse_gpu(json_t *spec, pfi_node_config *c, pfi_err *err)
         NUM_FIELD("v_gamma", g->v_gamma, 0.2, 5);
         NUM_FIELD("gemm_eff", g->gemm_eff, 0.005, 1);
         NUM_FIELD("mem_eff", g->mem_eff, 0.005, 1);
+        /* 0: memory kernels never slow with the clock; 1: below f_max they do. */
+        NUM_FIELD("sat_frac", g->sat_frac, 0, 1);
         NUM_FIELD("tau_s", g->tau_s, 1e-3, 60);
         NUM_FIELD("min_limit_w", g->min_limit_w, 1, 5000);
         NUM_FIELD("max_limit_w", g->max_limit_w, 1, 5000);
@@ -567,11 +569,12 @@ int pfi_sim_config_load(const char *arg, pfi_node_config *out, pfi_err *err)
 char *pfi_sim_config_dump(const pfi_node_config *c)
 {
     const pfi_gpu_model *g = &c->gpu;
-    json_t *gpu = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "type",
-                            g->name, "idle_w", g->idle_w, "busy_static_w", g->busy_static_w,
-                            "hbm_w", g->hbm_w, "dyn_w", g->dyn_w, "v_floor", g->v_floor,
-                            "f_knee", g->f_knee, "v_gamma", g->v_gamma, "gemm_eff",
-                            g->gemm_eff, "mem_eff", g->mem_eff, "tau_s", g->tau_s);
+    json_t *gpu = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                            "type", g->name, "idle_w", g->idle_w, "busy_static_w",
+                            g->busy_static_w, "hbm_w", g->hbm_w, "dyn_w", g->dyn_w, "v_floor",
+                            g->v_floor, "f_knee", g->f_knee, "v_gamma", g->v_gamma, "gemm_eff",
+                            g->gemm_eff, "mem_eff", g->mem_eff, "sat_frac", g->sat_frac,
+                            "tau_s", g->tau_s);
     json_t *limits = json_array();
     for (int i = 0; i < c->n_gpus; i++)
         json_array_append_new(limits, json_real(c->initial_limit_w[i] > 0 ? c->initial_limit_w[i]

@@ -14,10 +14,7 @@ MODEL is a transformer run of the A100 sweep other than t5-3b (gpt3-xl, bert-hug
 bloom-3b). The node is the one `pfi sim validate` builds (study/sim_validate.c: 4 GPUs on one
 host, seed 0, variation 0.03, eager attention, GPT and BLOOM at 1024 tokens, BERT at 512, the
 partition's Merak units as layers: GPT-2 style models have two embedding units, the others
-one, the head one unit on the last stage). A node configuration has no key for the fitted
-saturation clock `sat_frac`: the catalogue's 0.3 applies, so curves agree with the validation
-where no clock falls below both (every limit of split 2, whose fit put it under the lowest
-clock; the 300 W point of every split)."""
+one, the head one unit on the last stage)."""
 import csv
 import json
 import os
@@ -56,7 +53,8 @@ def main():
     layers[0] -= emb
     layers[-1] -= 1
     gpu = {"type": g["type"]}
-    for k in ("dyn_w", "busy_static_w", "v_floor", "f_knee", "v_gamma", "gemm_eff", "mem_eff"):
+    for k in ("dyn_w", "busy_static_w", "v_floor", "f_knee", "v_gamma", "gemm_eff", "mem_eff",
+              "sat_frac"):
         gpu[k] = g[k]
     node = {
         "name": "perseus-A100", "gpu": gpu, "gpus": pp, "gpus_per_host": 4,

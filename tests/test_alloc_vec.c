@@ -7,7 +7,8 @@
  * off the grid by half a step or by one unit in the last place); and whole solves on random
  * fleets (concave, flat tails, collinear, non-concave, 2-40 points, on and off the grid, with
  * bad jobs among them) give the same result bits or the same error at every level as with the
- * scalar code forced. */
+ * scalar code forced.  Also the throughput-only test and the caps' bitwise comparison a fresh
+ * build uses for a job whose caps are those of the job before. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -188,6 +189,81 @@ static void test_on_grid(void **state)
     }
 }
 
+/* Throughputs alone (a fresh build's point tests when the caps are a passed job's): the lanes
+ * say yes exactly when every throughput is finite and not below zero. */
+static void test_tput_ok(void **state)
+{
+    (void)state;
+    unsigned long long keep = rng; /* the later tests draw the fleets they drew before */
+    rng = 777;
+    int lv[4], nl = host_levels(lv);
+    double x[MAXP], y[MAXP];
+    long long yes = 0;
+    for (int t = 0; t < 20000; t++) {
+        int np = irand(1, MAXP);
+        make_curve(x, y, np, 1.0);
+        if (t % 4)
+            break_point(x, y, np, irand(0, np - 1), irand(0, 11));
+        int ref = 1;
+        for (int i = 0; i < np; i++)
+            ref &= isfinite(y[i]) && y[i] >= 0;
+        for (int k = 0; k < nl; k++) {
+            int got = pfi_alloc_vec_tput_ok(lv[k], y, np);
+            int want = lv[k] > PFI_ALLOC_VEC_SCALAR && np >= 4 ? ref : 0;
+            if (got != want)
+                fail_msg("level %d, %d points (try %d): lanes say %d, the loop %d", lv[k], np, t,
+                         got, ref);
+            yes += got;
+        }
+    }
+    if (nl > 1)
+        assert_true(yes > 1000);
+    rng = keep;
+}
+
+/* Two curves' caps the same bits: at every level exactly when memcmp says so (one value moved
+ * by an ulp anywhere, -0 against +0, two NaNs of different payloads or the same one). */
+static void test_same(void **state)
+{
+    (void)state;
+    int lv[4], nl = host_levels(lv);
+    double x[MAXP], y[MAXP], z[MAXP];
+    long long same = 0, differ = 0;
+    unsigned long long keep = rng;
+    rng = 778;
+    for (int t = 0; t < 20000; t++) {
+        int np = irand(1, MAXP);
+        make_curve(x, y, np, 1.0);
+        memcpy(z, x, sizeof x);
+        int at = irand(0, np - 1);
+        uint64_t u;
+        switch (t % 6) {
+        case 0: break;
+        case 1: z[at] = nextafter(z[at], INFINITY); break;
+        case 2: x[at] = 0.0, z[at] = -0.0; break;
+        case 3: /* NaNs of two payloads */
+            u = 0x7ff8000000000001ull;
+            memcpy(&x[at], &u, sizeof u);
+            u = 0x7ff8000000000002ull;
+            memcpy(&z[at], &u, sizeof u);
+            break;
+        case 4: x[at] = z[at] = NAN; break; /* the same bits: the same */
+        default: z[at] = nextafter(z[at], 0); break;
+        }
+        int ref = memcmp(x, z, (size_t)np * sizeof *x) == 0;
+        for (int k = 0; k < nl; k++) {
+            int got = pfi_alloc_vec_same(lv[k], x, z, np);
+            if (got != ref)
+                fail_msg("level %d, %d points, change %d at %d: says %d, memcmp %d", lv[k], np,
+                         t % 6, at, got, ref);
+        }
+        same += ref;
+        differ += !ref;
+    }
+    assert_true(same > 5000 && differ > 5000);
+    rng = keep;
+}
+
 /* ---- whole solves at every level ---- */
 
 #define MAXJ 48
@@ -303,6 +379,8 @@ int main(void)
         cmocka_unit_test(test_default_is_best),
         cmocka_unit_test(test_points_ok),
         cmocka_unit_test(test_on_grid),
+        cmocka_unit_test(test_tput_ok),
+        cmocka_unit_test(test_same),
         cmocka_unit_test(test_solve_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@ void pfi_alloc_opts_default(pfi_alloc_opts *o)
     o->max_work = 1e8;
     o->fill_whole = 0;
     o->vec = PFI_ALLOC_VEC_BEST;
+    o->caps_alone = 0;
 }
 
 void pfi_alloc_result_free(pfi_alloc_result *r)
@@ -83,7 +84,7 @@ unsigned pfi_alloc_id_hash(const char *id)
 
 /* Job j's own checks (all of pfi_alloc_validate's but its id's uniqueness); the points' tests
  * first in vector lanes at level vec (core/alloc_vec.h), the loop only when they do not pass. */
-static int check_job(const pfi_alloc_job *J, int j, int vec, pfi_err *err)
+static int check_job(const pfi_alloc_job *J, int j, int vec, int caps_ok, pfi_err *err)
 {
     if (!J->id || !J->id[0])
         return pfi_err_set(err, PFI_EINVAL, "job %d has no id", j + 1);
@@ -97,8 +98,9 @@ static int check_job(const pfi_alloc_job *J, int j, int vec, pfi_err *err)
                            "job %s: its curve has one point; at least 2 caps are needed to "
                            "know what power costs",
                            J->id);
-    for (int i = pfi_alloc_vec_points_ok(vec, J->cap_w, J->tput, J->n_points) ? J->n_points : 0;
-         i < J->n_points; i++) {
+    int pass = caps_ok ? pfi_alloc_vec_tput_ok(vec, J->tput, J->n_points)
+                       : pfi_alloc_vec_points_ok(vec, J->cap_w, J->tput, J->n_points);
+    for (int i = pass ? J->n_points : 0; i < J->n_points; i++) {
         if (!isfinite(J->cap_w[i]) || J->cap_w[i] <= 0 || !isfinite(J->tput[i]) ||
             J->tput[i] < 0)
             return pfi_err_set(err, PFI_EINVAL,
@@ -110,11 +112,13 @@ static int check_job(const pfi_alloc_job *J, int j, int vec, pfi_err *err)
                                "job %s: curve caps must increase (%g W after %g W)", J->id,
                                J->cap_w[i], J->cap_w[i - 1]);
     }
-    if (!isfinite(J->min_cap_w) || !isfinite(J->max_cap_w) || J->min_cap_w <= 0 ||
+    if (caps_ok)
+        ;
+    else if (!isfinite(J->min_cap_w) || !isfinite(J->max_cap_w) || J->min_cap_w <= 0 ||
         J->max_cap_w < J->min_cap_w)
         return pfi_err_set(err, PFI_EINVAL, "job %s: cap range %g..%g W is not valid", J->id,
                            J->min_cap_w, J->max_cap_w);
-    if (J->max_cap_w < J->cap_w[0])
+    else if (J->max_cap_w < J->cap_w[0])
         return pfi_err_set(err, PFI_EINVAL,
                            "job %s: its maximum cap %g W is below its curve's first point "
                            "%g W",
@@ -139,7 +143,7 @@ int pfi_alloc_validate(const pfi_alloc_job *jobs, int n, pfi_err *err)
     if (n <= 0)
         return pfi_err_set(err, PFI_EINVAL, "no jobs to allocate");
     for (int j = 0; j < n; j++) {
-        int rc = check_job(&jobs[j], j, PFI_ALLOC_VEC_SCALAR, err);
+        int rc = check_job(&jobs[j], j, PFI_ALLOC_VEC_SCALAR, 0, err);
         if (rc)
             return rc;
     }
@@ -254,10 +258,11 @@ static int sla_floor(const pfi_alloc_job *J, double step, int kmin, int kmax, do
     }
 }
 
-int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int vec, int *kmin,
-                        int *kmax, int *kf)
+int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int vec,
+                        int same_caps, int *kmin, int *kmax, int *kf)
 {
-    if (check_job(J, 0, vec, NULL) || job_grid(J, step, inv_step, kmin, kmax, NULL))
+    if (check_job(J, 0, vec, same_caps, NULL) ||
+        (!same_caps && job_grid(J, step, inv_step, kmin, kmax, NULL)))
         return PFI_EINVAL;
     *kf = sla_floor(J, step, *kmin, *kmax, J->sla);
     return PFI_OK;

@@ -53,6 +53,9 @@ typedef struct pfi_alloc_opts {
     int vec;              /* vector instructions the per-job tests of a build use (PFI_ALLOC_VEC_*
                            * in core/alloc_vec.h; the same answers at every level); default 0,
                            * the best the CPU runs */
+    int caps_alone;       /* 1: a fresh build tests and grids each job's caps on its own, even
+                           * when the job before has the same ones bit for bit (the same
+                           * answers, slower; for tests of the faster way); default 0 */
 } pfi_alloc_opts;
 
 void pfi_alloc_opts_default(pfi_alloc_opts *o);
@@ -157,9 +160,11 @@ unsigned pfi_alloc_id_hash(const char *id);
  * (pfi_alloc_prepare says why).  For one pass over a list that reads each job once.
  * inv_step: 1 / step when step is a power of two (then products are the quotients), else 0.
  * vec: the vector level its point tests run at (resolved by pfi_alloc_vec_level; the same
- * answer at every level). */
-int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int vec, int *kmin,
-                        int *kmax, int *kf);
+ * answer at every level).  same_caps: J's point count, caps and cap range are bit for bit
+ * those of a job that passed, whose range *kmin, *kmax holds on entry: its caps' tests and
+ * range are that job's and are not made again (the same answer). */
+int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, int vec,
+                        int same_caps, int *kmin, int *kmax, int *kf);
 /* Fills res->tput, value, power_w, flags AT_* and budget_binds from res->cap_w. */
 void pfi_alloc_finish(const pfi_alloc_job *jobs, int n, const pfi_alloc_opts *opts,
                       pfi_alloc_result *res);

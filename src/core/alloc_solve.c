@@ -100,6 +100,9 @@ typedef struct solver {
     int tsc_cap, ulog_cap;
     int fill_whole;   /* opts->fill_whole */
     int vec;          /* the vector level of the per-job tests (opts->vec resolved) */
+    /* A fresh build's last on-grid test (hull_on_grid), for the next job when its caps are the
+     * same bits (same_caps): its answer, and the breakpoints inside its range (ga, gb). */
+    int same_caps, g_ok, ga, gb, glo, ghi;
     double work, max_work, tol, rel_gap, root_ub;
     long long nodes;
     /* The root's segments sorted once (slope down, then job, then vertex), for re-solves of
@@ -213,6 +216,14 @@ static double grid_units(const solver *S, double cap)
     return S->inv_step > 0 ? cap * S->inv_step : cap / S->step;
 }
 
+static int same_bits(double x, double y)
+{
+    uint64_t a, b;
+    memcpy(&a, &x, sizeof a);
+    memcpy(&b, &y, sizeof b);
+    return a == b;
+}
+
 static uint64_t slope_key(double s) /* positive doubles order as their bits do */
 {
     uint64_t u;
@@ -297,25 +308,13 @@ static inline void hull_push(hstack *H, int kk, double v)
     H->v1 = v;
 }
 
-/* build_hull's candidates and vertices when every breakpoint is a grid point (its cap divided
- * by the step is a whole number, and that number times the step is the cap), as measured
- * curves usually are: the candidates are then a, the breakpoints strictly inside (a, b), and
- * b, and a breakpoint's value is its own throughput (the general pass's sum with a zero term),
- * so no point is interpolated but the range's ends.  The same candidates, values and pops as
- * the general pass, in the same order.  0 (nothing written): some breakpoint is off the grid
- * or out of range, and the general pass builds the hull. */
-static int hull_on_grid(const solver *S, const pfi_alloc_job *J, int a, int b, double w,
-                        int *hk, double *hv, int *m_out, int *nc_out)
+/* Whether every breakpoint of the curve (cx, np >= 1 points) is a grid point: its cap divided
+ * by the step a whole number (x + 2^52 - 2^52 rounds x < 2^52 to a whole number), and that
+ * number times the step its cap; caps ascend, so the ends bound the range. */
+static int caps_on_grid(const solver *S, const double *cx, int np)
 {
-    const double *cx = J->cap_w, *cy = J->tput;
-    int np = J->n_points;
-    double step = S->step, inv = S->inv_step;
-    if (np < 1)
-        return 0;
-    /* every breakpoint whole in grid units (x + 2^52 - 2^52 rounds x < 2^52 to a whole number)
-     * and that number times the step its cap; caps ascend, so the ends bound the range */
     const double R = 4503599627370496.0; /* 2^52 */
-    double dev = 0;
+    double step = S->step, inv = S->inv_step, dev = 0;
     if (inv > 0) { /* cx * inv is cx / step; when whole, times step it is cx again */
         for (int i = pfi_alloc_vec_on_grid(S->vec, cx, np, inv) ? np : 0; i < np; i++) {
             double x = cx[i] * inv;
@@ -328,13 +327,43 @@ static int hull_on_grid(const solver *S, const pfi_alloc_job *J, int a, int b, d
         }
     }
     double x0 = grid_units(S, cx[0]), x1 = grid_units(S, cx[np - 1]);
-    if (dev != 0 || !(x0 >= 1) || !(x1 < 2147483647.0))
+    return dev == 0 && x0 >= 1 && x1 < 2147483647.0;
+}
+
+/* build_hull's candidates and vertices when every breakpoint is a grid point (caps_on_grid),
+ * as measured curves usually are: the candidates are then a, the breakpoints strictly inside
+ * (a, b), and b, and a breakpoint's value is its own throughput (the general pass's sum with a
+ * zero term), so no point is interpolated but the range's ends.  The same candidates, values
+ * and pops as the general pass, in the same order.  0 (nothing written): some breakpoint is
+ * off the grid or out of range, and the general pass builds the hull.
+ * In a fresh build (S->same_caps: the job before has these caps bit for bit) the test's answer
+ * and, for the same range, the breakpoints inside it are the last call's (g_ok, glo, ghi). */
+static int hull_on_grid(solver *S, const pfi_alloc_job *J, int a, int b, double w,
+                        int *hk, double *hv, int *m_out, int *nc_out)
+{
+    const double *cx = J->cap_w, *cy = J->tput;
+    int np = J->n_points;
+    double step = S->step, inv = S->inv_step;
+    if (np < 1)
+        return 0;
+    if (!S->same_caps)
+        S->g_ok = caps_on_grid(S, cx, np);
+    if (!S->g_ok)
         return 0;
     int lo = 0, hi = np; /* breakpoints [lo, hi) lie strictly inside (a, b) */
-    while (lo < np && grid_units(S, cx[lo]) <= a)
-        lo++;
-    while (hi > lo && grid_units(S, cx[hi - 1]) >= b)
-        hi--;
+    if (S->same_caps && a == S->ga && b == S->gb) {
+        lo = S->glo;
+        hi = S->ghi;
+    } else {
+        while (lo < np && grid_units(S, cx[lo]) <= a)
+            lo++;
+        while (hi > lo && grid_units(S, cx[hi - 1]) >= b)
+            hi--;
+        S->ga = a;
+        S->gb = b;
+        S->glo = lo;
+        S->ghi = hi;
+    }
     int at = 0, nc = 1;
     hstack H = {hk, hv, 0, 0, 0, 0, 0};
     hull_push(&H, a, w * curve_value(cx, cy, np, &at, a * step));
@@ -1597,11 +1626,26 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     S->fh_ok = 0;
     S->fh_on = n >= FIX_MIN_JOBS && fix_hist(S);
     S->fh_ns = 0;
+    int pkmin = 0, pkmax = 0;
     for (int j = 0; j < n; j++) {
         const pfi_alloc_job *J = &jobs[j];
         int kmin, kmax, kf;
         prefetch_ahead(jobs, n, j, 1);
-        if (pfi_alloc_job_floor(J, step, S->inv_step, S->vec, &kmin, &kmax, &kf) || kf < 0) {
+        /* caps, point count and cap range the same bits as the job before (which passed):
+         * its cap tests, grid range and on-grid answer are this one's */
+        const pfi_alloc_job *P = J - 1;
+        S->same_caps = j > 0 && !o->caps_alone && J->n_points == P->n_points && J->cap_w &&
+                       same_bits(J->min_cap_w, P->min_cap_w) &&
+                       same_bits(J->max_cap_w, P->max_cap_w) &&
+                       (J->cap_w == P->cap_w ||
+                        pfi_alloc_vec_same(S->vec, J->cap_w, P->cap_w, J->n_points));
+        if (S->same_caps) {
+            kmin = pkmin;
+            kmax = pkmax;
+        }
+        if (pfi_alloc_job_floor(J, step, S->inv_step, S->vec, S->same_caps, &kmin, &kmax, &kf) ||
+            kf < 0) {
+            S->same_caps = 0;
             S->fh_on = 0;
             return 0;
         }
@@ -1627,7 +1671,10 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
         w->hsz[j] = build_hull(S, j, 0);
         used += (size_t)w->hsz[j];
         S->fh_ns += S->hm[j];
+        pkmin = kmin;
+        pkmax = kmax;
     }
+    S->same_caps = 0;
     S->fh_ok = S->fh_on;
     S->fh_on = 0;
     S->fh_base = ms;

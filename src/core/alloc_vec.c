@@ -7,6 +7,8 @@
  * last point, overlapping the one before, which an "every point passes" test may do. */
 #include "core/alloc_vec.h"
 
+#include <string.h>
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define VEC_X86 1
 #include <immintrin.h>
@@ -61,6 +63,35 @@ static inline AI int points_ok(const double *cx, const double *cy, int np)
     return _mm256_movemask_pd(ok) == 15;
 }
 
+/* Throughputs alone: finite and non-negative (windows of 4, the last ending at np - 1). */
+static inline AI int tput_ok(const double *cy, int np)
+{
+    if (np < 4)
+        return 0;
+    const __m256d z = _mm256_setzero_pd();
+    __m256d ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+    for (int q = 0; q < np; q += 4) {
+        int p = q + 4 <= np ? q : np - 4;
+        __m256d y = _mm256_loadu_pd(cy + p);
+        ok = _mm256_and_pd(ok, _mm256_and_pd(lanes_finite(y), _mm256_cmp_pd(y, z, _CMP_GE_OQ)));
+    }
+    return _mm256_movemask_pd(ok) == 15;
+}
+
+/* Bit for bit the same np doubles (compared as 64-bit integers: -0 is not 0, a NaN is itself). */
+static inline AI int same_bits(const double *x, const double *y, int np)
+{
+    if (np < 4)
+        return 0;
+    __m256i d = _mm256_setzero_si256();
+    for (int q = 0; q < np; q += 4) {
+        int p = q + 4 <= np ? q : np - 4;
+        d = _mm256_or_si256(d, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(x + p)),
+                                                _mm256_loadu_si256((const __m256i *)(y + p))));
+    }
+    return _mm256_testz_si256(d, d);
+}
+
 static inline AI int on_grid(const double *cx, int np, double inv)
 {
     if (np < 4)
@@ -100,7 +131,51 @@ __attribute__((target("avx2"))) static int on_grid_avx2(const double *cx, int np
     return on_grid(cx, np, inv);
 }
 
+__attribute__((target("avx2,avx512f,avx512vl"))) static int tput_ok_avx512(const double *cy, int np)
+{
+    return tput_ok(cy, np);
+}
+
+__attribute__((target("avx2"))) static int tput_ok_avx2(const double *cy, int np)
+{
+    return tput_ok(cy, np);
+}
+
+__attribute__((target("avx2,avx512f,avx512vl"))) static int same_avx512(const double *x,
+                                                                       const double *y, int np)
+{
+    return same_bits(x, y, np);
+}
+
+__attribute__((target("avx2"))) static int same_avx2(const double *x, const double *y, int np)
+{
+    return same_bits(x, y, np);
+}
+
 #endif
+
+int pfi_alloc_vec_tput_ok(int level, const double *cy, int np)
+{
+#ifdef VEC_X86
+    if (level == PFI_ALLOC_VEC_AVX512)
+        return tput_ok_avx512(cy, np);
+    if (level == PFI_ALLOC_VEC_AVX2)
+        return tput_ok_avx2(cy, np);
+#endif
+    (void)level, (void)cy, (void)np;
+    return 0;
+}
+
+int pfi_alloc_vec_same(int level, const double *x, const double *y, int np)
+{
+#ifdef VEC_X86
+    if (np >= 4 && level == PFI_ALLOC_VEC_AVX512)
+        return same_avx512(x, y, np);
+    if (np >= 4 && level == PFI_ALLOC_VEC_AVX2)
+        return same_avx2(x, y, np);
+#endif
+    return np > 0 && memcmp(x, y, (size_t)np * sizeof *x) == 0;
+}
 
 int pfi_alloc_vec_points_ok(int level, const double *cx, const double *cy, int np)
 {

@@ -31,4 +31,12 @@ int pfi_alloc_vec_points_ok(int level, const double *cx, const double *cy, int n
  * (x + 2^52) - 2^52 - x being 0 (hull_on_grid's test, core/alloc_solve.c).  0: not known. */
 int pfi_alloc_vec_on_grid(int level, const double *cx, int np, double inv);
 
+/* 1: every throughput of cy (np points) is finite and non-negative (check_job's point tests
+ * when the caps are known to pass).  0: not known. */
+int pfi_alloc_vec_tput_ok(int level, const double *cy, int np);
+
+/* 1: x and y hold the same np doubles bit for bit (np >= 1), 0: not (the same answer at every
+ * level). */
+int pfi_alloc_vec_same(int level, const double *x, const double *y, int np);
+
 #endif

@@ -21,6 +21,7 @@
 
 #include "hw/backend_impl.h"
 #include "serve/serve_int.h"
+#include "store/grid.h"
 #include "support/sim_node.h"
 
 typedef struct fx {
@@ -319,6 +320,12 @@ static int setup_not_root(void **state)
     return setup_faulty(state, "not-root");
 }
 
+/* GPU 5 answers its first power reading, then is lost (the fake NVML's fault rule). */
+static int setup_lost_gpu5(void **state)
+{
+    return setup_faulty(state, "nvmlDeviceGetPowerUsage@5=GPU_IS_LOST;after=1");
+}
+
 static int api(fx *f, const char *method, const char *url, const char *body, json_t **doc)
 {
     int st = 0;
@@ -367,6 +374,68 @@ static void test_unapplied_cut_reported(void **state)
     assert_int_equal(api(f, "DELETE", "/v1/budget", NULL, NULL), 200);
     assert_int_equal(api(f, "GET", "/metrics", NULL, &d), 200);
     assert_non_null(strstr(json_string_value(d), "\npfi_over_budget 0\n"));
+    json_decref(d);
+}
+
+/* A value of /metrics (a series without labels); NAN when absent. */
+static double metric(fx *f, const char *name)
+{
+    json_t *d;
+    assert_int_equal(api(f, "GET", "/metrics", NULL, &d), 200);
+    char want[96];
+    snprintf(want, sizeof want, "\n%s ", name);
+    const char *at = strstr(json_string_value(d), want);
+    double v = at ? strtod(at + strlen(want), NULL) : NAN;
+    json_decref(d);
+    return v;
+}
+
+/* A GPU that stopped answering no longer adds its last draw to the node's: pfi_node_power_watts
+ * summed every GPU's last reading, so a lost GPU "drew" its last watts for good.  Its own series
+ * stay marked as lost (pfi_gpu_up 0, no pfi_gpu_power_watts), as before. */
+static void test_lost_gpu_not_in_node_draw(void **state)
+{
+    fx *f = *state;
+    srv_node *n = f->node.n;
+    pfi_srv_sample(n);
+    assert_int_equal(n->gpu[5].up, 1);
+    assert_true(n->gpu[5].s.have & PFI_F_POWER);
+    double all = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        all += n->gpu[i].s.power_w;
+    assert_true(fabs(metric(f, "pfi_node_power_watts") - all) < 1e-6);
+    pfi_srv_sample(n);
+    assert_int_equal(n->gpu[5].up, 0);
+    double last5 = n->gpu[5].s.power_w, up = 0;
+    assert_true(last5 > 0); /* its last reading is still held */
+    for (int i = 0; i < n->n_gpus; i++)
+        if (i != 5)
+            up += n->gpu[i].s.power_w;
+    double w = metric(f, "pfi_node_power_watts");
+    if (fabs(w - up) > 1e-6)
+        fail_msg("node draw %.17g W with GPU 5 lost; the answering GPUs draw %.17g W (GPU 5's "
+                 "last reading %.17g W)",
+                 w, up, last5);
+    /* the node's power history (the grid store's site draw) records the same */
+    pfi_err e = {0};
+    assert_int_equal(pfi_srv_grid_open(n, &e), PFI_OK);
+    pfi_srv_grid_tick(n);
+    pfi_grid_sample *gs;
+    int ns;
+    assert_int_equal(pfi_grid_power_range(n->grid, 0, 1e12, &gs, &ns, &e), PFI_OK);
+    assert_int_equal(ns, 1);
+    if (fabs(gs[0].site_w - up) > 1e-6)
+        fail_msg("power history %.17g W with GPU 5 lost; the answering GPUs draw %.17g W",
+                 gs[0].site_w, up);
+    free(gs);
+    pfi_srv_grid_close(n);
+    json_t *d;
+    assert_int_equal(api(f, "GET", "/metrics", NULL, &d), 200);
+    const char *m = json_string_value(d);
+    assert_non_null(strstr(m, "\npfi_gpu_up{gpu=\"5\","));
+    assert_null(strstr(m, "\npfi_gpu_power_watts{gpu=\"5\","));
+    assert_non_null(strstr(m, "\npfi_gpu_power_watts{gpu=\"4\","));
+    assert_non_null(strstr(m, "a GPU that stopped answering is left out"));
     json_decref(d);
 }
 
@@ -523,6 +592,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_first_budget_ramps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_bounds_and_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unapplied_cut_reported, setup_not_root, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_gpu_not_in_node_draw, setup_lost_gpu5,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_views_not_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_not_regular_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_read_bounded_per_tick, setup, teardown),

@@ -112,24 +112,13 @@ void pfi_srv_grid_close(srv_node *n)
     n->grid = NULL;
 }
 
-static double site_draw_locked(const srv_node *n)
-{
-    double w = 0;
-    int any = 0;
-    for (int i = 0; i < n->n_gpus; i++)
-        if (n->gpu[i].s.have & PFI_F_POWER) {
-            w += n->gpu[i].s.power_w;
-            any = 1;
-        }
-    return any ? w : NAN;
-}
-
 static void record_power(srv_node *n, double now)
 {
     pthread_mutex_lock(&n->mu);
     int due = now - n->grid_rec_wall >= GRID_REC_S;
     int prune = now - n->grid_prune_wall >= GRID_PRUNE_S;
-    double w = site_draw_locked(n), b = n->budget_w;
+    /* a GPU that stopped answering adds nothing (its last draw is not current) */
+    double w = pfi_srv_draw_locked(n), b = n->budget_w;
     char id[PFI_EVENT_ID_MAX] = "";
     if (n->grid_binding)
         snprintf(id, sizeof id, "%s", n->grid_event);
@@ -245,7 +234,7 @@ static void fill_baseline(srv_node *n, double now, pfi_event *ev)
         return;
     }
     pthread_mutex_lock(&n->mu);
-    ev->baseline_w = site_draw_locked(n);
+    ev->baseline_w = pfi_srv_draw_locked(n);
     pthread_mutex_unlock(&n->mu);
     snprintf(ev->baseline_method, sizeof ev->baseline_method,
              "node draw when the event was posted (no earlier samples)");

@@ -167,12 +167,11 @@ static void scalar(ctx *c, const char *name, const char *type, const char *help,
 static void node_metrics(ctx *c)
 {
     const srv_node *n = c->n;
-    double lim = 0, draw = 0;
-    for (int i = 0; i < n->n_gpus; i++) {
+    double lim = 0;
+    for (int i = 0; i < n->n_gpus; i++)
         lim += n->gpu[i].dev.limit_w;
-        if (n->gpu[i].s.have & PFI_F_POWER)
-            draw += n->gpu[i].s.power_w;
-    }
+    /* Only the GPUs that answered: a lost GPU's last draw stayed in the sum for good. */
+    double draw = pfi_srv_draw_locked(n);
     scalar(c, "pfi_node_budget_watts", "gauge", "Node power budget on the sum of limits.",
            n->budget_w);
     double over = pfi_srv_over_budget_w(n);
@@ -181,7 +180,10 @@ static void node_metrics(ctx *c)
     scalar(c, "pfi_budget_excess_watts", "gauge",
            "How far the power limits as last read exceed the budget (0 within it).", over);
     scalar(c, "pfi_node_power_limits_watts", "gauge", "Sum of the GPUs' power limits.", lim);
-    scalar(c, "pfi_node_power_watts", "gauge", "Sum of the GPUs' power draw as last read.", draw);
+    scalar(c, "pfi_node_power_watts", "gauge",
+           "Sum of the power draw of the GPUs that answered the last reading (a GPU that stopped "
+           "answering is left out: pfi_gpu_up 0).",
+           draw);
     scalar(c, "pfi_node_nominal_watts", "gauge", "Sum of the GPUs' default limits (100%).",
            n->nominal_w);
     pfi_prom_head(&c->b, "pfi_node_mode", "gauge", "Control mode: 1 for the mode in force.");

@@ -287,6 +287,9 @@ void pfi_srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* telemetry.c: one sampler pass (readings, baselines, running probes). */
 void pfi_srv_sample(srv_node *n);
+/* The node's draw (mu held): the sum over the GPUs that answered their last reading; a lost
+ * GPU's last draw is left out (its series says it is down).  NAN when no GPU has a draw. */
+double pfi_srv_draw_locked(const srv_node *n);
 /* Mutations.  Each returns PFI_OK with *result (a JSON object, caller decrefs) describing what
  * was applied, or an error with the state unchanged. */
 int pfi_srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err);

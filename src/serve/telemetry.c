@@ -61,19 +61,25 @@ static void energy_add(srv_gpu *g, const pfi_sample *s)
     }
 }
 
-/* The status page's plot: budget, sum of the limits and draw after this pass (mu held). */
-static void record_history(srv_node *n)
+double pfi_srv_draw_locked(const srv_node *n)
 {
-    double lim = 0, draw = 0;
+    double draw = 0;
     int drawn = 0;
-    for (int i = 0; i < n->n_gpus; i++) {
-        lim += n->gpu[i].dev.limit_w;
+    for (int i = 0; i < n->n_gpus; i++)
         if (n->gpu[i].up && (n->gpu[i].s.have & PFI_F_POWER)) {
             draw += n->gpu[i].s.power_w;
             drawn++;
         }
-    }
-    double v[PFI_SERIES_COLS] = {n->budget_w, lim, drawn ? draw : NAN};
+    return drawn ? draw : NAN;
+}
+
+/* The status page's plot: budget, sum of the limits and draw after this pass (mu held). */
+static void record_history(srv_node *n)
+{
+    double lim = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        lim += n->gpu[i].dev.limit_w;
+    double v[PFI_SERIES_COLS] = {n->budget_w, lim, pfi_srv_draw_locked(n)};
     pfi_series_add(&n->hist, pfi_clock_wall(), v);
 }
 

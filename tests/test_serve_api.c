@@ -138,6 +138,57 @@ static void test_reads(void **state)
     json_decref(d);
 }
 
+/* 1 when method is one of the comma-separated list allow. */
+static int listed(const char *allow, const char *method)
+{
+    size_t n = strlen(method);
+    for (const char *p = allow; p && *p; p += strspn(p, ", ")) {
+        size_t l = strcspn(p, ",");
+        if (l == n && !strncmp(p, method, n))
+            return 1;
+        p += l;
+    }
+    return 0;
+}
+
+/* A 405 names the methods its path takes (the transport's Allow header, RFC 9110 15.5.6):
+ * every method on every path, and on paths next to them, answers 405 exactly when it is not in
+ * pfi_srv_api_allow's list, and 404 whatever the method where that list is NULL.  No token
+ * file (authorized -1): a write that passes the route check is refused 403, nothing changes.
+ * "/v1/jobsx" answered 405 without a method it took; it is a 404 like any unknown path. */
+static void test_allow(void **state)
+{
+    fx *f = *state;
+    static const char *const paths[] = {
+        "/healthz", "/metrics", "/", "/v1/history", "/v1/gpus", "/v1/allocation", "/v1/events",
+        "/v1/decisions", "/v1/jobs", "/v1/budget", "/v1/caps", "/v1/heartbeat", "/v1/jobs/a",
+        "/v1/jobs/a/throughput", "/v1/jobs/a/x", "/v1/jobs/", "/v1/jobsx", "/v1/budgetx",
+        "/nope", "/v1/grid/events", "/v1/grid/events/e1", "/v1/grid/events/e1/report",
+        "/v1/grid/events//report", "/v1/grid/events/", "/v1/grid/events/e1/x",
+        "/v1/grid/openadr", "/v1/grid/openadr/notify/abc", "/v1/grid/x"};
+    static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH",
+                                          "OPTIONS"};
+    int n405 = 0;
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        const char *allow = pfi_srv_api_allow(paths[i]);
+        for (size_t k = 0; k < sizeof methods / sizeof *methods; k++) {
+            if (!strcmp(paths[i], "/v1/grid/openadr/notify/abc") && !strcmp(methods[k], "POST"))
+                continue; /* no token asked: it is the OpenADR client's, not started here */
+            int st = call(f, methods[k], paths[i], NULL, -1, NULL);
+            if (allow ? (st == 405) != !listed(allow, methods[k]) : st != 404)
+                fail_msg("%s %s: %d, allow '%s'", methods[k], paths[i], st,
+                         allow ? allow : "(none)");
+            n405 += st == 405;
+        }
+    }
+    assert_true(n405 > 60);
+    assert_string_equal(pfi_srv_api_allow("/v1/budget"), "GET, HEAD, PUT, DELETE");
+    assert_string_equal(pfi_srv_api_allow("/v1/jobs/a/throughput"), "POST");
+    assert_string_equal(pfi_srv_api_allow("/v1/grid/events/e1"), "GET, HEAD, DELETE");
+    assert_null(pfi_srv_api_allow("/v1/jobsx"));
+    assert_true(fabs(sum_limits(f) - 5600) < 1e-9);
+}
+
 /* since= and limit= are checked numbers: the largest since answers at once with no events
  * (it used to overflow since + 1 and loop without end), bad ones are 400 and change nothing. */
 static void test_event_query_bounds(void **state)
@@ -1164,6 +1215,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hostile_sizes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_edges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allow, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

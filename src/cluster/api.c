@@ -52,6 +52,14 @@ static enum MHD_Result send_err(struct MHD_Connection *con, unsigned code, const
     return send_json(con, code, pfi_json_error(NULL, NULL, msg));
 }
 
+/* 405, with the methods the path takes in the Allow header (RFC 9110 15.5.6). */
+static enum MHD_Result not_allowed(struct MHD_Connection *con, const char *allow)
+{
+    return pfi_cl_send_json_allow(con, 405,
+                                  pfi_json_error(NULL, NULL, "method not allowed on this path"),
+                                  JSON_INDENT(1), allow);
+}
+
 static unsigned http_code(int rc)
 {
     switch (rc) {
@@ -202,13 +210,13 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
                                   const char *url, const char *method, const char *body)
 {
     if (!strncmp(url, "/v1/grid/openadr/notify/", 24)) /* the secret is the credential */
-        return strcmp(method, "POST") ? send_err(con, 405, "method not allowed on this path")
+        return strcmp(method, "POST") ? not_allowed(con, "POST")
                : pfi_ven_notify(s->c->ven, url + 24)
                    ? send_json(con, 200, json_object())
                    : send_err(con, 401, "not a notification this controller subscribed to");
     if (!strcmp(url, "/v1/grid/openadr"))
         return !strcmp(method, "GET") ? send_json(con, 200, pfi_ven_json(s->c->ven))
-                                      : send_err(con, 405, "method not allowed on this path");
+                                      : not_allowed(con, "GET");
     const char *base = "/v1/grid/events";
     size_t bl = strlen(base);
     if (strncmp(url, base, bl) || (url[bl] && url[bl] != '/'))
@@ -232,7 +240,7 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
     }
     int post = !strcmp(method, "POST") && !rest, del = !strcmp(method, "DELETE") && rest && !slash;
     if (!post && !del)
-        return send_err(con, 405, "method not allowed on this path");
+        return not_allowed(con, !rest ? "GET, POST" : slash ? "GET" : "GET, DELETE");
     enum MHD_Result denied;
     if (refused(s, con, &denied))
         return denied;

@@ -63,8 +63,8 @@ void pfi_cl_body_done(void *cls, struct MHD_Connection *con, void **con_cls,
     *con_cls = NULL;
 }
 
-enum MHD_Result pfi_cl_send_text(struct MHD_Connection *con, unsigned code, char *text,
-                                 const char *type)
+static enum MHD_Result send_text(struct MHD_Connection *con, unsigned code, char *text,
+                                 const char *type, const char *allow)
 {
     if (!text)
         return MHD_NO;
@@ -75,17 +75,31 @@ enum MHD_Result pfi_cl_send_text(struct MHD_Connection *con, unsigned code, char
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    if (allow)
+        MHD_add_response_header(r, "Allow", allow);
     enum MHD_Result rc = MHD_queue_response(con, code, r);
     MHD_destroy_response(r);
     return rc;
 }
 
-enum MHD_Result pfi_cl_send_json(struct MHD_Connection *con, unsigned code, json_t *doc,
-                                 size_t flags)
+enum MHD_Result pfi_cl_send_text(struct MHD_Connection *con, unsigned code, char *text,
+                                 const char *type)
+{
+    return send_text(con, code, text, type, NULL);
+}
+
+enum MHD_Result pfi_cl_send_json_allow(struct MHD_Connection *con, unsigned code, json_t *doc,
+                                       size_t flags, const char *allow)
 {
     char *text = json_dumps(doc, flags);
     json_decref(doc);
-    return pfi_cl_send_text(con, code, text, "application/json");
+    return send_text(con, code, text, "application/json", allow);
+}
+
+enum MHD_Result pfi_cl_send_json(struct MHD_Connection *con, unsigned code, json_t *doc,
+                                 size_t flags)
+{
+    return pfi_cl_send_json_allow(con, code, doc, flags, NULL);
 }
 
 void pfi_cl_log_init(pfi_cl_log *l, const char *who)

@@ -58,5 +58,9 @@ enum MHD_Result pfi_cl_send_text(struct MHD_Connection *con, unsigned code, char
 /* Queues doc (decref'd) as the JSON answer, dumped with flags (jansson's). */
 enum MHD_Result pfi_cl_send_json(struct MHD_Connection *con, unsigned code, json_t *doc,
                                  size_t flags);
+/* The same with an Allow header naming allow, the methods the path takes: a 405's (RFC 9110
+ * 15.5.6). */
+enum MHD_Result pfi_cl_send_json_allow(struct MHD_Connection *con, unsigned code, json_t *doc,
+                                       size_t flags, const char *allow);
 
 #endif

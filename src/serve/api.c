@@ -361,6 +361,28 @@ static char *handle_write(srv_node *n, const char *url, int del, const char *id,
     return ok(created ? 201 : 200, res, st, len);
 }
 
+const char *pfi_srv_api_allow(const char *url)
+{
+    static const char *const fixed[][2] = {
+        {"/healthz", "GET, HEAD"},        {"/metrics", "GET, HEAD"},
+        {"/", "GET, HEAD"},               {"/v1/history", "GET, HEAD"},
+        {"/v1/gpus", "GET, HEAD"},        {"/v1/allocation", "GET, HEAD"},
+        {"/v1/events", "GET, HEAD"},      {"/v1/decisions", "GET, HEAD"},
+        {"/v1/jobs", "GET, HEAD, POST"},  {"/v1/budget", "GET, HEAD, PUT, DELETE"},
+        {"/v1/caps", "PUT"},              {"/v1/heartbeat", "POST"}};
+    if (!strncmp(url, "/v1/grid/", 9))
+        return pfi_srv_grid_allow(url);
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (!strcmp(url, fixed[i][0]))
+            return fixed[i][1];
+    if (strncmp(url, "/v1/jobs/", 9))
+        return NULL;
+    size_t l = strcspn(url + 9, "/");
+    if (l == 0 || l > SRV_ID_MAX)
+        return NULL;
+    return !url[9 + l] ? "GET, HEAD, DELETE" : !strcmp(url + 9 + l, "/throughput") ? "POST" : NULL;
+}
+
 char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const char *q_since,
                      const char *q_limit, const char *body, size_t blen, int authorized,
                      int *st, const char **ctype, size_t *len)
@@ -401,14 +423,8 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const
                 (!strcmp(url, "/v1/budget") && (put || del)) || (!strcmp(url, "/v1/caps") && put) ||
                 (!strcmp(url, "/v1/heartbeat") && post);
     if (!route) {
-        int known = !strcmp(url, "/healthz") || !strcmp(url, "/metrics") || !strcmp(url, "/") ||
-                    !strcmp(url, "/v1/history") ||
-                    !strncmp(url, "/v1/jobs", 8) || !strcmp(url, "/v1/gpus") ||
-                    !strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/events") ||
-                    !strcmp(url, "/v1/decisions") ||
-                    !strcmp(url, "/v1/budget") || !strcmp(url, "/v1/caps") ||
-                    !strcmp(url, "/v1/heartbeat");
-        if (known && !(sub && *sub && strcmp(sub, "/throughput")))
+        /* a known path: the transport names its methods in the Allow header */
+        if (pfi_srv_api_allow(url))
             return fail(405, PFI_EINVAL, "method not allowed on this path", st, len);
         return fail(404, PFI_ENOENT, "no such path (see docs/api.md)", st, len);
     }

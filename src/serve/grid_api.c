@@ -74,6 +74,25 @@ static char *post(srv_node *n, const char *body, size_t blen, int *st, size_t *l
     return reply(created ? 201 : 200, res, st, len);
 }
 
+const char *pfi_srv_grid_allow(const char *url)
+{
+    size_t pl = strlen(PREFIX);
+    if (!strncmp(url, "/v1/grid/openadr/notify/", 24))
+        return "POST";
+    if (!strcmp(url, "/v1/grid/openadr"))
+        return "GET, HEAD";
+    if (!strcmp(url, PREFIX))
+        return "GET, HEAD, POST";
+    if (strncmp(url, PREFIX "/", pl + 1) || !url[pl + 1])
+        return NULL;
+    const char *id = url + pl + 1, *slash = strchr(id, '/');
+    if (!slash)
+        return "GET, HEAD, DELETE";
+    return slash > id && (size_t)(slash - id) < PFI_EVENT_ID_MAX && !strcmp(slash, "/report")
+               ? "GET, HEAD"
+               : NULL;
+}
+
 char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
                    size_t blen, int authorized, int *st, size_t *len)
 {

@@ -44,8 +44,9 @@ typedef struct req {
     int too_big;
 } req;
 
+/* allow: the methods the path takes, named on a 405 (RFC 9110 15.5.6); NULL otherwise. */
 static enum MHD_Result respond(struct MHD_Connection *c, int status, const char *ctype,
-                               char *body, size_t len)
+                               char *body, size_t len, const char *allow)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -55,6 +56,8 @@ static enum MHD_Result respond(struct MHD_Connection *c, int status, const char 
     }
     MHD_add_response_header(r, "Content-Type", ctype);
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (allow)
+        MHD_add_response_header(r, "Allow", allow);
     if (status == 401)
         MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"pfi\"");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
@@ -69,7 +72,7 @@ static enum MHD_Result reject(struct MHD_Connection *c, int status, const char *
     int k = asprintf(&b, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}", code, msg);
     if (k < 0)
         return MHD_NO;
-    return respond(c, status, "application/json", b, (size_t)k);
+    return respond(c, status, "application/json", b, (size_t)k, NULL);
 }
 
 int pfi_srv_http_body_too_big(const char *content_length, size_t max)
@@ -151,7 +154,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                      &status, &ctype, &len);
     if (!body)
         return reject(c, 500, "ENOMEM", "out of memory");
-    return respond(c, status, ctype, body, len);
+    return respond(c, status, ctype, body, len, status == 405 ? pfi_srv_api_allow(url) : NULL);
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,

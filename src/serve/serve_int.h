@@ -402,9 +402,11 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err);
  * (after pfi_srv_grid_open); stopped before pfi_srv_grid_close. */
 int pfi_srv_ven_start(srv_node *n, pfi_err *err);
 void pfi_srv_ven_stop(srv_node *n);
-/* grid_api.c: the /v1/grid/ routes; NULL when url is not one of them. */
+/* grid_api.c: the /v1/grid/ routes; NULL when url is not one of them.  pfi_srv_grid_allow:
+ * the methods a /v1/grid/ path takes ("GET, HEAD, POST"), NULL for none (404). */
 char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const char *body,
                    size_t blen, int authorized, int *status, size_t *len);
+const char *pfi_srv_grid_allow(const char *url);
 /* discover.c: one round of job discovery (control loop). */
 void pfi_srv_discover(srv_node *n);
 /* Job job_id's output file as Slurm states it: `scontrol show job`, else `squeue --json`
@@ -448,6 +450,9 @@ char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
                           const char *body, size_t blen, int *status, const char **ctype,
                           size_t *len);
 int pfi_srv_http_body_too_big(const char *content_length, size_t max);
+/* The methods path url takes, as the Allow header of a 405 names them (RFC 9110 15.5.6):
+ * "GET, HEAD", "PUT"...; NULL when no route has the path (a 404, whatever the method). */
+const char *pfi_srv_api_allow(const char *url);
 char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const char *query_since,
                      const char *query_limit, const char *body, size_t body_len, int authorized,
                      int *status, const char **ctype, size_t *len);

@@ -1,0 +1,77 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# it_http_allow.sh: a 405 from either HTTP server, the node daemon's (`pfi serve`) and the
+# cluster controller's (`pfi cluster serve`), names the methods its path takes in an Allow
+# header (RFC 9110 section 15.5.6 requires one; both sent none), and each method it names is
+# not itself answered 405.  No other answer carries the header.
+# Needs $PFI_BIN, curl; $PFI_FAKENVML when built (else the sim backend).
+set -u
+name=it_http_allow
+fail() { echo "it_http_allow: FAIL: $*"; exit 1; }
+: "${PFI_BIN:?PFI_BIN not set}"
+command -v curl >/dev/null || { echo "it_http_allow: curl is missing (scripts/install-deps.sh test)"; exit 77; }
+dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_http_allow.XXXXXX") || exit 1
+SERVE="" CLU=""
+cleanup() { for p in $SERVE $CLU; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal" PFI_STATE_DIR="$dir"
+. "$(dirname "$0")/support/serve_env.sh"
+start_serve 127.0.0.1:0
+
+# METHOD URL STATUS ALLOW: the answer's status, and its Allow header ("" for none)
+check() {
+    curl -s --max-time 10 -D "$dir/head" -o /dev/null -X "$1" "$2" || fail "$1 $2: no answer"
+    st=$(awk 'NR == 1 { print $2 }' "$dir/head")
+    allow=$(tr -d '\r' <"$dir/head" | awk -F': ' 'tolower($1) == "allow" { print $2 }')
+    [ "$st" = "$3" ] && [ "$allow" = "$4" ] ||
+        fail "$1 $2: $st, Allow '$allow' (expected $3, '$4')"
+    # every method named is taken: not a 405
+    echo "$allow" | tr -d ' ' | tr ',' '\n' | while read -r m; do
+        [ -n "$m" ] || continue
+        if [ "$m" = HEAD ]; then how=--head; else how="-X $m"; fi
+        # shellcheck disable=SC2086
+        code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' $how "$2")
+        [ "$code" != 405 ] || fail "$2 names $m in Allow but answers it 405"
+    done || exit 1
+}
+
+N="http://$ADDR"
+check DELETE "$N/healthz" 405 "GET, HEAD"
+check POST "$N/v1/budget" 405 "GET, HEAD, PUT, DELETE"
+check PATCH "$N/v1/jobs" 405 "GET, HEAD, POST"
+check GET "$N/v1/caps" 405 "PUT"
+check DELETE "$N/v1/jobs/a/throughput" 405 "POST"
+check PUT "$N/v1/jobs/a" 405 "GET, HEAD, DELETE"
+check PUT "$N/v1/grid/events" 405 "GET, HEAD, POST"
+check POST "$N/v1/grid/events/e1" 405 "GET, HEAD, DELETE"
+check PUT "$N/v1/grid/events/e1/report" 405 "GET, HEAD"
+check POST "$N/v1/grid/openadr" 405 "GET, HEAD"
+check GET "$N/v1/grid/openadr/notify/abc" 405 "POST"
+check GET "$N/nope" 404 ""
+check GET "$N/v1/jobsx" 404 ""
+check PUT "$N/v1/budget" 401 ""
+
+# The controller, over one node it never reaches (its grid routes need none).
+mkdir "$dir/bin"
+for c in sinfo squeue; do printf '#!/bin/sh\nexit 1\n' >"$dir/bin/$c"; chmod +x "$dir/bin/$c"; done
+echo '{"nodes": [{"name": "n1", "gpus": 8}], "jobs": []}' >"$dir/topo.json"
+PATH="$dir/bin:$PATH" "$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/c.port" \
+    --token-file "$dir/token" --topology "$dir/topo.json" --node-url "unix:$dir/%n.sock" \
+    --heartbeat 0 >"$dir/cluster.log" 2>&1 &
+CLU=$!
+i=0
+until [ -s "$dir/c.port" ]; do
+    kill -0 "$CLU" 2>/dev/null || fail "pfi cluster serve: $(cat "$dir/cluster.log")"
+    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi cluster serve did not start"
+    sleep 0.05
+done
+C="http://127.0.0.1:$(cat "$dir/c.port")"
+check PUT "$C/v1/grid/events" 405 "GET, POST"
+check POST "$C/v1/grid/events/e1" 405 "GET, DELETE"
+check DELETE "$C/v1/grid/events/e1/report" 405 "GET"
+check PUT "$C/v1/grid/openadr" 405 "GET"
+check GET "$C/v1/grid/openadr/notify/abc" 405 "POST"
+check GET "$C/nope" 404 ""
+check PUT "$C/v1/budget" 401 ""
+echo "it_http_allow: ok"

@@ -157,7 +157,8 @@ static void set_curve(srv_node *n, srv_follow *f)
         int src;
         double t0;
         pfi_err e = {0};
-        if (pfi_srv_curve_from_json(n->gpu, &n->jobs[j], curve, NULL, &c, &src, &t0, &e) == PFI_OK) {
+        if (pfi_srv_curve_from_json(n->gpu, &n->jobs[j], curve, NULL, &c, &src, &t0, &e) ==
+            PFI_OK) {
             n->jobs[j].curve = c;
             n->jobs[j].curve_src = SRV_CURVE_OBSERVED;
             n->jobs[j].pfi30 = pfi_fit_s(&c.fit, 0.3) / 0.3;
@@ -198,8 +199,9 @@ static void level_tick(srv_node *n, srv_follow *f, double cap, double draw, doub
     f->level_done = 1;
     double d = f->draw_n ? f->draw_sum / f->draw_n : NAN;
     add_point(f, cap, st.mean, d);
-    pfi_srv_event_add(n, "curve_point", "job %s: %.0f tokens/s at %.0f W per GPU (steady, %d samples, "
-                  "from its log)", f->id, st.mean, cap, st.n);
+    pfi_srv_event_add(n, "curve_point",
+                      "job %s: %.0f tokens/s at %.0f W per GPU (steady, %d samples, from its log)",
+                      f->id, st.mean, cap, st.n);
     set_curve(n, f);
 }
 

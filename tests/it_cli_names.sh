@@ -119,14 +119,14 @@ if cmp -s "$T/o12" "$T/o15" || cmp -s "$T/o3" "$T/o15"; then fail "evaluate: --s
 grep -q 'stacked: six readings of their steps weighted' "$T/o15" || fail "evaluate --set hedge=2: the note does not say so"
 for bad in bogus=1 probe-k probe-k=x probe-k=2.5 group-out=2 committee=-1 draw-weight=nan \
   amplitude=1.5 amplitude=-0.5 near-votes=2 near-votes=0.5 time-walk=2 time-walk=-1 time-walk=0.5 \
-  p0-weight=-1 p0-weight=x hedge=3 hedge=-1 hedge=0.5; do
+  p0-weight=-1 p0-weight=x hedge=3 hedge=-1 hedge=0.5 nest-per-cut=2 nest-per-cut=-1 nest-per-cut=0.5; do
   ev --set "$bad" >/dev/null 2>"$T/e1"; st=$?
   [ $st = 2 ] || fail "evaluate --set $bad: exit $st ($(cat "$T/e1"))"
 done
 ev --set bogus=1 2>&1 >/dev/null | grep -q 'KEY one of probe-k, draw-weight' || fail "evaluate --set: keys not named"
 "$PFI" help --man evaluate >"$T/man" || fail "evaluate man page"
 for k in probe-k draw-weight amplitude near-votes time-walk p0-weight hedge tier-gpus committee probe-cv-top \
-  group-out cv-seeds; do
+  group-out cv-seeds nest-per-cut; do
   "$PFI" help evaluate | grep -q "^  $k=" || fail "evaluate --help does not document $k"
   grep -q "^  $(echo "$k" | sed 's/-/\\\\-/g')=" "$T/man" || fail "the evaluate manual does not document $k"
   nohelp evaluate "$k"

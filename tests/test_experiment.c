@@ -602,6 +602,78 @@ static void test_nested_cv(void **state)
     pfi_expt_pop_free(&p);
 }
 
+/* pfi's gap recovered at cut c of r, bit for bit (NAN compares equal to NAN). */
+static int same_gap(const pfi_expt_result *a, int ca, const pfi_expt_result *b, int cb)
+{
+    double x = a->cells[ca * PFI_POLICY_COUNT + PFI_POLICY_PFI].gap_recovered,
+           y = b->cells[cb * PFI_POLICY_COUNT + PFI_POLICY_PFI].gap_recovered;
+    return (isnan(x) && isnan(y)) || x == y;
+}
+
+/* Each cut's own setting (nest_per_cut): each cut is the frozen procedure run with that cut
+ * alone, the same rule, setting, job settings and gap recovered, so what is chosen for one cut
+ * is chosen on that cut's scores only; on this population the choice differs by cut, where
+ * the mean over the cuts gives every cut one choice. */
+static void test_nested_per_cut(void **state)
+{
+    (void)state;
+    static synth s;
+    make_synth(&s, 8);
+    for (int i = 0; i < 8; i += 3)
+        lose_more(&s.runs[i], 0.9); /* shapes that differ below the baseline */
+    pfi_expt_pop p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
+    double cuts[2] = {0.1, 0.3};
+    int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    pfi_expt_opts o = pfi_expt_defaults(1);
+    o.nested_cv = 1;
+    o.cv_seed = 3;
+    static pfi_expt_shape_set grid[PFI_EXPT_GRID_SIZE];
+    o.grid = grid, o.ngrid = small_grid(grid);
+    pfi_expt_result a, one[2], mean;
+    o.nest_per_cut = 1;
+    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
+    o.nest_per_cut = 0;
+    for (int c = 0; c < 2; c++)
+        assert_int_equal(pfi_expt_run(&p, &o, cuts + c, 1, pol, 3, &one[c], &e), PFI_OK);
+    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &mean, &e), PFI_OK);
+    int differs = 0;
+    for (int c = 0; c < 2; c++) {
+        assert_true(same_gap(&a, c, &one[c], 0));
+        for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++) {
+            assert_int_equal(a.nest_rule_cut[c][f], one[c].nest_rule[f]);
+            assert_true(same_set(&a.nest_set_cut[c][f], &one[c].nest_set[f]));
+            assert_int_equal(a.nest_set_cut[c][f].members, one[c].nest_set[f].members);
+            /* the mean over the cuts: one choice, the same at every cut */
+            assert_int_equal(mean.nest_rule_cut[c][f], mean.nest_rule[f]);
+            assert_true(same_set(&mean.nest_set_cut[c][f], &mean.nest_set[f]));
+        }
+        for (int j = 0; j < a.n; j++) /* each job predicted with its cut's setting */
+            assert_true(same_set(&a.sets[c * a.n + j], &one[c].sets[j]) &&
+                        a.sets[c * a.n + j].members == one[c].sets[j].members);
+    }
+    for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+        differs |= !same_set(&a.nest_set_cut[0][f], &a.nest_set_cut[1][f]) ||
+                   a.nest_set_cut[0][f].members != a.nest_set_cut[1][f].members;
+    assert_true(differs);
+    assert_within_budget(&a, 2);
+    pfi_expt_result_free(&a);
+    pfi_expt_result_free(&one[0]);
+    pfi_expt_result_free(&one[1]);
+    pfi_expt_result_free(&mean);
+    /* the summary carries each cut's choice */
+    static pfi_expt_nested_summary ns;
+    o.nest_per_cut = 1;
+    assert_int_equal(pfi_expt_nested_run(&p, &o, cuts, 2, 1, &ns, &e), PFI_OK);
+    for (int m = 0; m < 2; m++)
+        for (int c = 0; c < 2; c++)
+            for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+                assert_true(ns.set_cut[m][0][c][f].depth >= 0.35 &&
+                            ns.set_cut[m][0][c][f].depth <= 0.50);
+    pfi_expt_pop_free(&p);
+}
+
 /* The predictor's folds: changing every measured level below the baseline of one fold's runs
  * changes nothing that fold is shown (its model and draw model come from the other folds), and
  * does change what the other folds are shown. */
@@ -1229,6 +1301,7 @@ int main(void)
         cmocka_unit_test(test_shape_grid),
         cmocka_unit_test(test_shape_cross_validated),
         cmocka_unit_test(test_nested_cv),
+        cmocka_unit_test(test_nested_per_cut),
         cmocka_unit_test(test_sla_error),
         cmocka_unit_test(test_sla_margins),
         cmocka_unit_test(test_sla_plan),

@@ -29,7 +29,7 @@ typedef struct ev_args {
     const char *db, *cuts_s, *pol_s, *fleet, *depth_s, *sources, *save_db;
     int public_data, probes, as_json, seed, per_job;
     int probe_cv, group_out, probe_k, tier, comm, cv_top, nested_cv, cv_seeds, cost, votes;
-    int time_walk, hedge, shrink;
+    int time_walk, hedge, shrink, nest_per_cut;
     double step, w_draw, amp, w_p0;
     pfi_strlist set;
 } ev_args;
@@ -80,6 +80,9 @@ static const ev_key ev_keys[] = {
     {"group-out", "0|1", 1, 0, 1, offsetof(ev_args, group_out),
      "1: the shape library leaves each job's whole group (same model) out"},
     {"cv-seeds", "N", 1, 1, 1e6, offsetof(ev_args, cv_seeds), "with --nested-cv: seeds 1..N (default 5)"},
+    {"nest-per-cut", "0|1", 1, 0, 1, offsetof(ev_args, nest_per_cut),
+     "with --nested-cv: 1 (default) chooses the rule and the setting for each cut on its own; "
+     "0: one choice by the mean over the cuts"},
 };
 #define EV_NKEYS ((int)(sizeof ev_keys / sizeof ev_keys[0]))
 
@@ -190,6 +193,7 @@ static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *nc
     if (a->cv_top >= 0)
         eo->cv_top = a->cv_top;
     eo->group_out = a->group_out;
+    eo->nest_per_cut = a->nest_per_cut;
     eo->alloc.step_w = a->step;
     eo->want_caps = a->per_job;
     if (pfi_parse_double_list(a->cuts_s, cuts, MAX_CUTS, ncuts, &err))
@@ -314,6 +318,40 @@ static void ev_print_text(const pfi_expt_pop *p, const pfi_expt_result *r, const
     }
 }
 
+/* The per-cut choice fields of --nested-cv's JSON: their names, and field `what` of each cut's
+ * rule or setting (as the per-fold fields give the one choice), [cut][seed][fold]. */
+static const char *const ev_cut_field[] = {
+    "rule_top_per_cut_seed_and_fold",   "amplitude_per_cut_seed_and_fold",
+    "depth_per_cut_seed_and_fold",      "near_votes_per_cut_seed_and_fold",
+    "time_walk_per_cut_seed_and_fold",  "p0_weight_per_cut_seed_and_fold",
+    "hedge_per_cut_seed_and_fold"};
+#define EV_NCUTFIELDS ((int)(sizeof ev_cut_field / sizeof ev_cut_field[0]))
+
+static json_t *ev_cut_choice(const pfi_expt_nested_summary *ns, int m, int what)
+{
+    json_t *cuts = json_array();
+    for (int c = 0; c < ns->ncuts; c++) {
+        json_t *seeds = json_array();
+        for (int s = 0; s < ns->nseeds; s++) {
+            json_t *folds = json_array();
+            for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++) {
+                const pfi_expt_shape_set *x = &ns->set_cut[m][s][c][f];
+                json_t *v = what == 0   ? json_integer(ns->rule_cut[m][s][c][f])
+                            : what == 1 ? pfi_json_num(x->amp)
+                            : what == 2 ? pfi_json_num(x->depth)
+                            : what == 3 ? json_integer(x->votes)
+                            : what == 4 ? json_integer(x->scale)
+                            : what == 5 ? pfi_json_num(x->w_p0)
+                                        : json_integer(x->hedge);
+                json_array_append_new(folds, v);
+            }
+            json_array_append_new(seeds, folds);
+        }
+        json_array_append_new(cuts, seeds);
+    }
+    return cuts;
+}
+
 /* --nested-cv: the nested figure and the never-seen-model figure over seeds 1..cv_seeds. */
 static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opts *eo,
                      const double *cuts, int ncuts)
@@ -332,9 +370,11 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
     json_t *doc = json_pack("{s:s, s:i, s:i, s:i, s:i}", "source", p->where, "jobs", ns->n_jobs,
                             "seeds", ns->nseeds, "outer_folds", PFI_EXPT_NEST_OUTER,
                             "inner_folds", PFI_EXPT_NEST_INNER);
+    json_object_set_new(doc, "per_cut", json_boolean(eo->nest_per_cut));
     if (!a->as_json)
-        printf("%s: %d jobs; pfi's gap recovered, mean over seeds 1-%d [range]\n", p->where,
-               ns->n_jobs, ns->nseeds);
+        printf("%s: %d jobs; pfi's gap recovered, mean over seeds 1-%d [range]%s\n", p->where,
+               ns->n_jobs, ns->nseeds,
+               eo->nest_per_cut ? "; each cut's rule and setting chosen for it" : "");
     for (int m = 0; m < 2; m++) {
         json_t *arr = json_array(), *rules = json_array();
         if (!a->as_json)
@@ -384,6 +424,9 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
                                       "time_walk_per_seed_and_fold", times,
                                       "p0_weight_per_seed_and_fold", p0w,
                                       "hedge_per_seed_and_fold", hedges));
+        for (int w = 0; w < EV_NCUTFIELDS; w++)
+            json_object_set_new(json_object_get(doc, mode[m]), ev_cut_field[w],
+                                ev_cut_choice(ns, m, w));
     }
     free(ns);
     if (a->as_json)
@@ -450,7 +493,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
 {
     ev_args a = {.cuts_s = "0.1,0.2,0.3,0.4,0.5", .pol_s = "equal,pfi,oracle", .probes = 1,
                  .seed = 1, .probe_k = -1, .tier = -1, .comm = -1, .cv_top = -1, .step = 1,
-                 .w_draw = -1, .cv_seeds = 5};
+                 .w_draw = -1, .cv_seeds = 5, .nest_per_cut = 1};
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &a.db, "FILE", "the store whose runs are the jobs (default $PFI_DB, else pfi.db)"},
         {"public", PFI_OPT_FLAG, &a.public_data, NULL,

@@ -1086,6 +1086,13 @@ static double mean_gap(const pfi_expt_result *r)
     return m ? sum / m : NAN;
 }
 
+/* pfi's gap recovered at cut c alone (NAN: not run): mean_gap of a run of that cut alone. */
+static double cut_gap(const pfi_expt_result *r, int c)
+{
+    const pfi_eval_cell *cell = &r->cells[c * PFI_POLICY_COUNT + PFI_POLICY_PFI];
+    return cell->done && isfinite(cell->gap_recovered) ? cell->gap_recovered : NAN;
+}
+
 /* The bagged choice among scored single settings v[s] (NAN: not scored): for each depth,
  * tiers, amplitude exponent, votes, scale and draw share weight, the mean of its top best
  * scores; the best such (ties: the earlier) becomes the committee of those top settings.
@@ -1169,12 +1176,14 @@ static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double
                     score_memo *memo, pfi_err *err);
 
 /* Every grid setting's mean gap recovered on the jobs with out[j] == 0 (v[s] NAN: not scored;
- * with skip_committees the committees are not scored). */
+ * with skip_committees the committees are not scored); per_cut: instead its gap recovered at
+ * each cut alone, v[c * ngrid + s] (the predictions do not depend on the cut, so one run
+ * serves every cut). */
 static int score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsigned char *out,
                       const pfi_expt_shape_set *grid, int ngrid, int skip_committees,
-                      const double *cuts, int ncuts, double *v, pfi_err *err)
+                      const double *cuts, int ncuts, int per_cut, double *v, pfi_err *err)
 {
-    for (int s = 0; s < ngrid; s++)
+    for (size_t s = 0; s < (size_t)ngrid * (size_t)(per_cut ? ncuts : 1); s++)
         v[s] = NAN;
     pfi_expt_pop sub;
     score_memo memo;
@@ -1192,7 +1201,11 @@ static int score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const unsig
         pfi_expt_result r;
         if ((rc = expt_run(&sub, &io, cuts, ncuts, pol, 3, &r, &memo, err)))
             break;
-        v[s] = mean_gap(&r);
+        if (per_cut)
+            for (int c = 0; c < ncuts; c++)
+                v[(size_t)c * (size_t)ngrid + (size_t)s] = cut_gap(&r, c);
+        else
+            v[s] = mean_gap(&r);
         pfi_expt_result_free(&r);
     }
     memo_free(&memo);
@@ -1204,7 +1217,7 @@ int pfi_expt_score_grid(const pfi_expt_pop *p, const pfi_expt_opts *o, const uns
                         const pfi_expt_shape_set *grid, int ngrid, const double *cuts, int ncuts,
                         double *v, pfi_err *err)
 {
-    return score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, v, err);
+    return score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, 0, v, err);
 }
 
 /* The rule's pick among the scored grid: top 0 the best setting (ties: the earlier), top > 0
@@ -1239,7 +1252,7 @@ static int choose_for_group(const pfi_expt_pop *p, const pfi_expt_opts *o, int g
     }
     for (int j = 0; j < p->n; j++)
         out[j] = p->group[p->run_of[j]] == g;
-    int rc = score_grid(p, o, out, grid, ngrid, o->cv_top > 0, cuts, ncuts, v, err);
+    int rc = score_grid(p, o, out, grid, ngrid, o->cv_top > 0, cuts, ncuts, 0, v, err);
     if (!rc)
         pick_setting(grid, v, ngrid, o->cv_top, &o->shape, best);
     free(out), free(v);
@@ -1328,21 +1341,25 @@ static int deal_groups(const pfi_expt_pop *p, unsigned long long seed, int *gi, 
 
 /* The inner score of each rule on outer training set (fold[j] != F): the groups of that set,
  * in shuffled order, dealt into inner folds; each inner fold's setting picked by the rule from
- * the grid scored without it; the set's jobs allocated together, the mean gap recovered. */
+ * the grid scored without it; the set's jobs allocated together, the mean gap recovered,
+ * score[r].  per_cut: each cut on its own, score[c * PFI_EXPT_NEST_NRULES + r], the picks
+ * from the grid scored at c alone and the jobs allocated at c alone. */
 static int rule_scores(const pfi_expt_pop *p, const pfi_expt_opts *o, const int *fold,
                        const int *inner, int F, const pfi_expt_shape_set *grid, int ngrid,
-                       const double *cuts, int ncuts, double *score, pfi_err *err)
+                       const double *cuts, int ncuts, int per_cut, double *score, pfi_err *err)
 {
-    int n = p->n, rc = PFI_OK;
+    int n = p->n, rc = PFI_OK, ncol = per_cut ? ncuts : 1;
+    size_t per_fold = (size_t)ngrid * (size_t)ncol; /* one inner fold's scores */
     unsigned char *out = malloc((size_t)n);
-    double *v = malloc(sizeof *v * (size_t)ngrid * PFI_EXPT_NEST_INNER);
+    double *v = malloc(sizeof *v * per_fold * PFI_EXPT_NEST_INNER);
     pfi_expt_shape_set *sets = malloc(sizeof *sets * (size_t)n);
     if (!out || !v || !sets)
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int f = 0; !rc && f < PFI_EXPT_NEST_INNER; f++) {
         for (int j = 0; j < n; j++)
             out[j] = fold[j] == F || inner[j] == f;
-        rc = score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, v + (size_t)f * ngrid, err);
+        rc = score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, per_cut, v + (size_t)f * per_fold,
+                        err);
     }
     for (int j = 0; j < n; j++)
         if (out)
@@ -1357,43 +1374,51 @@ static int rule_scores(const pfi_expt_pop *p, const pfi_expt_opts *o, const int 
         rc = pfi_err_set(err, PFI_EINVAL, "nested cross-validation: %d of %d jobs usable", sub.n,
                          m);
     const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
-    for (int r = 0; !rc && r < PFI_EXPT_NEST_NRULES; r++) {
-        pfi_expt_shape_set pick[PFI_EXPT_NEST_INNER];
-        for (int f = 0; f < PFI_EXPT_NEST_INNER; f++)
-            pick_setting(grid, v + (size_t)f * ngrid, ngrid, pfi_expt_nest_rules[r], &o->shape,
-                         &pick[f]);
-        int i = 0;
-        for (int j = 0; j < n; j++)
-            if (fold[j] != F)
-                sets[i++] = pick[inner[j]];
-        pfi_expt_opts io = *o;
-        io.shape_cv = 0, io.nested_cv = 0, io.job_sets = sets, io.want_caps = 0, io.sla = 0;
-        io.auto_depth = 0;
-        pfi_expt_result res;
-        if ((rc = pfi_expt_run(&sub, &io, cuts, ncuts, pol, 3, &res, err)))
-            break;
-        score[r] = mean_gap(&res);
-        pfi_expt_result_free(&res);
-    }
+    for (int col = 0; !rc && col < ncol; col++)
+        for (int r = 0; !rc && r < PFI_EXPT_NEST_NRULES; r++) {
+            pfi_expt_shape_set pick[PFI_EXPT_NEST_INNER];
+            for (int f = 0; f < PFI_EXPT_NEST_INNER; f++)
+                pick_setting(grid, v + (size_t)f * per_fold + (size_t)col * (size_t)ngrid, ngrid,
+                             pfi_expt_nest_rules[r], &o->shape, &pick[f]);
+            int i = 0;
+            for (int j = 0; j < n; j++)
+                if (fold[j] != F)
+                    sets[i++] = pick[inner[j]];
+            pfi_expt_opts io = *o;
+            io.shape_cv = 0, io.nested_cv = 0, io.job_sets = sets, io.want_caps = 0, io.sla = 0;
+            io.auto_depth = 0;
+            pfi_expt_result res;
+            if ((rc = pfi_expt_run(&sub, &io, per_cut ? cuts + col : cuts, per_cut ? 1 : ncuts,
+                                   pol, 3, &res, err)))
+                break;
+            score[col * PFI_EXPT_NEST_NRULES + r] = mean_gap(&res);
+            pfi_expt_result_free(&res);
+        }
     pfi_expt_pop_free(&sub);
     free(out), free(v), free(sets);
     return rc;
 }
 
 /* Each job's setting by the nested cross-validation (experiment.h): no curve of an outer fold
- * has a say in its setting or in the rule that picks it; rule[F]: the top each fold chose. */
+ * has a say in its setting or in the rule that picks it; rule[0][F]: the top each fold chose.
+ * With o->nest_per_cut, each cut c is chosen for on its own: sets[c * n + j], rule[c][F],
+ * fold_set[c][F]. */
 static int nested(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts, int ncuts,
-                  pfi_expt_shape_set *sets, int *rule, pfi_expt_shape_set *fold_set,
-                  pfi_err *err)
+                  pfi_expt_shape_set *sets, int (*rule)[PFI_EXPT_NEST_OUTER],
+                  pfi_expt_shape_set (*fold_set)[PFI_EXPT_NEST_OUTER], pfi_err *err)
 {
     pfi_expt_shape_set full[PFI_EXPT_GRID_SIZE];
     const pfi_expt_shape_set *grid;
     int ngrid = searched_grid(o, full, &grid);
+    int per_cut = o->nest_per_cut != 0, ncol = per_cut ? ncuts : 1;
+    if (ncol > PFI_EXPT_NEST_MAX_CUTS)
+        return pfi_err_set(err, PFI_EINVAL, "nested cross-validation per cut: at most %d cuts",
+                           PFI_EXPT_NEST_MAX_CUTS);
     int n = p->n, ng = 0, rc = PFI_OK;
     int *gi = malloc(sizeof *gi * (size_t)n), *place = malloc(sizeof *place * (size_t)n),
         *fold = malloc(sizeof *fold * (size_t)n), *inner = malloc(sizeof *inner * (size_t)n);
     unsigned char *out = malloc((size_t)n);
-    double *v = malloc(sizeof *v * (size_t)ngrid);
+    double *v = malloc(sizeof *v * (size_t)ngrid * (size_t)ncol);
     if (!gi || !place || !fold || !inner || !out || !v ||
         deal_groups(p, o->cv_seed, gi, place, &ng) != 0)
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -1410,24 +1435,29 @@ static int nested(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *c
                 rank += place[k] < place[gi[j]] && place[k] % PFI_EXPT_NEST_OUTER != F;
             inner[j] = fold[j] == F ? -1 : rank % PFI_EXPT_NEST_INNER;
         }
-        double score[PFI_EXPT_NEST_NRULES];
-        if ((rc = rule_scores(p, o, fold, inner, F, grid, ngrid, cuts, ncuts, score, err)))
+        double score[PFI_EXPT_NEST_MAX_CUTS * PFI_EXPT_NEST_NRULES];
+        if ((rc = rule_scores(p, o, fold, inner, F, grid, ngrid, cuts, ncuts, per_cut, score,
+                              err)))
             break;
-        int best = 0;
-        for (int r = 1; r < PFI_EXPT_NEST_NRULES; r++)
-            if (isfinite(score[r]) && !(score[r] <= score[best]))
-                best = r;
-        rule[F] = pfi_expt_nest_rules[best];
         for (int j = 0; j < n; j++)
             out[j] = fold[j] == F;
-        if ((rc = score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, v, err)))
+        if ((rc = score_grid(p, o, out, grid, ngrid, 0, cuts, ncuts, per_cut, v, err)))
             break;
-        pfi_expt_shape_set pick;
-        pick_setting(grid, v, ngrid, rule[F], &o->shape, &pick);
-        fold_set[F] = pick;
-        for (int j = 0; j < n; j++)
-            if (fold[j] == F)
-                sets[j] = pick;
+        for (int col = 0; col < ncol; col++) { /* each cut's (per_cut), else the one choice */
+            const double *sc = score + col * PFI_EXPT_NEST_NRULES;
+            int best = 0;
+            for (int r = 1; r < PFI_EXPT_NEST_NRULES; r++)
+                if (isfinite(sc[r]) && !(sc[r] <= sc[best]))
+                    best = r;
+            rule[col][F] = pfi_expt_nest_rules[best];
+            pfi_expt_shape_set pick;
+            pick_setting(grid, v + (size_t)col * (size_t)ngrid, ngrid, rule[col][F], &o->shape,
+                         &pick);
+            fold_set[col][F] = pick;
+            for (int j = 0; j < n; j++)
+                if (fold[j] == F)
+                    sets[(size_t)col * (size_t)n + (size_t)j] = pick;
+        }
     }
     free(gi), free(place), free(fold), free(inner), free(out), free(v);
     return rc;
@@ -1466,6 +1496,8 @@ int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const dou
             }
             memcpy(out->rule[mode][s], r.nest_rule, sizeof r.nest_rule);
             memcpy(out->set[mode][s], r.nest_set, sizeof r.nest_set);
+            memcpy(out->rule_cut[mode][s], r.nest_rule_cut, sizeof r.nest_rule_cut);
+            memcpy(out->set_cut[mode][s], r.nest_set_cut, sizeof r.nest_set_cut);
             pfi_expt_result_free(&r);
         }
     }
@@ -1488,11 +1520,14 @@ static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double
     pfi_expt_shape_set *sets = NULL;
     int nest = o0->nested_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth;
     int cv = nest || (o0->shape_cv && o0->probes == 1 && o0->probe_shape && !o0->auto_depth);
-    int rule[PFI_EXPT_NEST_OUTER] = {0};
-    pfi_expt_shape_set fset[PFI_EXPT_NEST_OUTER];
+    /* per cut: each cut predicted with its own settings, so each cut is its own round */
+    int per_cut = nest && o0->nest_per_cut;
+    int rule[PFI_EXPT_NEST_MAX_CUTS][PFI_EXPT_NEST_OUTER];
+    pfi_expt_shape_set fset[PFI_EXPT_NEST_MAX_CUTS][PFI_EXPT_NEST_OUTER];
+    memset(rule, 0, sizeof rule);
     memset(fset, 0, sizeof fset);
     if (cv) {
-        if (!(sets = calloc((size_t)p->n, sizeof *sets)))
+        if (!(sets = calloc((size_t)p->n * (size_t)(per_cut ? ncuts : 1), sizeof *sets)))
             return pfi_err_set(err, PFI_ENOMEM, "out of memory");
         if ((rc = nest ? nested(p, o0, cuts, ncuts, sets, rule, fset, err)
                        : cross_validate(p, o0, cuts, ncuts, sets, err))) {
@@ -1508,7 +1543,7 @@ static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double
     int n = p->n;
     size_t cells = (size_t)ncuts * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
     /* With auto depths the probes depend on the cut, so each cut is its own round. */
-    int rounds = o->auto_depth && o->probes > 0 ? ncuts : 1;
+    int rounds = (o->auto_depth && o->probes > 0) || per_cut ? ncuts : 1;
     int per_round = rounds > 1 ? 1 : ncuts;
     double *caps = calloc((size_t)per_round * w, sizeof *caps);
     r->n = n;
@@ -1534,13 +1569,19 @@ static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int round = 0; !rc && round < rounds; round++) {
         int c0 = rounds > 1 ? round : 0;
+        if (per_cut)
+            ov.job_sets = sets + (size_t)round * (size_t)n;
         rc = one_round(p, o, cuts + c0, per_round, policies, npolicies, caps, r, c0,
                        rounds > 1 ? NULL : memo, err);
     }
     free(caps);
     r->sets = sets;
-    memcpy(r->nest_rule, rule, sizeof r->nest_rule);
-    memcpy(r->nest_set, fset, sizeof r->nest_set);
+    memcpy(r->nest_rule, rule[0], sizeof r->nest_rule);
+    memcpy(r->nest_set, fset[0], sizeof r->nest_set);
+    for (int c = 0; c < ncuts && c < PFI_EXPT_NEST_MAX_CUTS; c++) /* without per_cut, the one */
+        for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+            r->nest_rule_cut[c][f] = rule[per_cut ? c : 0][f],
+            r->nest_set_cut[c][f] = fset[per_cut ? c : 0][f];
     if (rc)
         pfi_expt_result_free(r);
     return rc;

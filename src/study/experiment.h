@@ -110,6 +110,8 @@ extern const pfi_expt_shape_set pfi_expt_shape_default;
 #define PFI_EXPT_NEST_OUTER 4
 #define PFI_EXPT_NEST_INNER 3
 #define PFI_EXPT_NEST_NRULES 3
+#define PFI_EXPT_NEST_MAX_SEEDS 16
+#define PFI_EXPT_NEST_MAX_CUTS 8
 /* The cross-validation's bagged choice (pfi_expt_opts.cv_top) among the grid's settings
  * scored v[s] (NAN: not scored; committees and settings off the grid's neighbour counts and
  * draw weights are skipped): for each depth, tiers, amplitude exponent, votes, scale and draw
@@ -142,6 +144,11 @@ typedef struct pfi_expt_opts {
                               groups, the selection rule itself chosen inside each outer
                               training set; overrides shape_cv */
     unsigned long long cv_seed; /* nested_cv: the seed that deals the groups into folds */
+    int nest_per_cut;      /* nested_cv: 1 chooses the rule and the setting for each cut on its
+                              own, on that cut's gap recovered alone (the same folds), and
+                              predicts each cut with its own setting: the frozen procedure run
+                              with each cut alone (at most PFI_EXPT_NEST_MAX_CUTS cuts); 0: one
+                              choice by the mean over the cuts, for every cut */
     const pfi_expt_shape_set *grid; /* shape_cv, nested_cv: the settings searched (NULL:
                               pfi_expt_shape_grid's; a smaller one keeps a test short) */
     int ngrid;             /* how many settings grid holds */
@@ -255,9 +262,15 @@ typedef struct pfi_expt_result {
     pfi_eval_cell *eq_pred;
     int *eq_pred_breaches;
     double *eq_pred_worst;
-    pfi_expt_shape_set *sets; /* with shape_cv: per job, the setting chosen for its group */
-    int nest_rule[PFI_EXPT_NEST_OUTER]; /* with nested_cv: per outer fold, the rule chosen (its top) */
+    pfi_expt_shape_set *sets; /* with shape_cv: per job, the setting chosen for its group;
+                              with nest_per_cut, [cut * n + job]: each cut's */
+    int nest_rule[PFI_EXPT_NEST_OUTER]; /* with nested_cv: per outer fold, the rule chosen (its
+                              top; with nest_per_cut, the first cut's) */
     pfi_expt_shape_set nest_set[PFI_EXPT_NEST_OUTER]; /* ... and the setting it gave the fold */
+    /* with nested_cv, per cut (the first PFI_EXPT_NEST_MAX_CUTS) and outer fold: the rule and
+     * the setting each cut was predicted with (without nest_per_cut, the one choice each time) */
+    int nest_rule_cut[PFI_EXPT_NEST_MAX_CUTS][PFI_EXPT_NEST_OUTER];
+    pfi_expt_shape_set nest_set_cut[PFI_EXPT_NEST_MAX_CUTS][PFI_EXPT_NEST_OUTER];
 } pfi_expt_result;
 
 /* The experiment at each cut with each policy (equal and oracle always run), every allocation
@@ -273,11 +286,10 @@ void pfi_expt_result_free(pfi_expt_result *r);
  * PFI_EXPT_NEST_INNER folds of the other groups, then applied to the grid scored on all the
  * other groups to give the fold's setting. */
 extern const int pfi_expt_nest_rules[PFI_EXPT_NEST_NRULES]; /* {0, 3, 6} */
-#define PFI_EXPT_NEST_MAX_SEEDS 16
-#define PFI_EXPT_NEST_MAX_CUTS 8
 /* Seeds 1..nseeds, each run twice: the library of every other job (mode 0) and of every other
  * job group (mode 1, the never-seen model); pfi's gap recovered per seed and cut, its mean and
- * range over the seeds, and the rules the outer folds chose and the settings they gave. */
+ * range over the seeds, and the rules the outer folds chose and the settings they gave (with
+ * o->nest_per_cut, each cut's: rule_cut, set_cut; rule and set are then the first cut's). */
 typedef struct pfi_expt_nested_summary {
     int nseeds, ncuts, n_jobs;
     double gap[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_MAX_CUTS];
@@ -285,6 +297,10 @@ typedef struct pfi_expt_nested_summary {
         hi[2][PFI_EXPT_NEST_MAX_CUTS];
     int rule[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_OUTER];
     pfi_expt_shape_set set[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_OUTER]; /* each fold's */
+    /* per cut: each fold's rule and setting at that cut (pfi_expt_result.nest_rule_cut) */
+    int rule_cut[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_MAX_CUTS][PFI_EXPT_NEST_OUTER];
+    pfi_expt_shape_set set_cut[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_MAX_CUTS]
+                              [PFI_EXPT_NEST_OUTER];
 } pfi_expt_nested_summary;
 int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
                         int ncuts, int nseeds, pfi_expt_nested_summary *out, pfi_err *err);

@@ -279,7 +279,14 @@ static void write_topo(const site *x, const char *json)
 
 /* Job A spans n1 and n2 (8 GPUs), job B holds 2 GPUs of n3 with an SLA, job C 1 GPU of n4
  * without a curve; 5 GPUs stay idle. */
+static void site_up_silent(site *x, const char *silent);
 static void site_up(site *x)
+{
+    site_up_silent(x, NULL);
+}
+
+/* site_up with node `silent` (NULL: none) silent from the start: it never answers. */
+static void site_up_silent(site *x, const char *silent)
 {
     pfi_err e = {0};
     int port;
@@ -301,6 +308,8 @@ static void site_up(site *x)
     assert_int_equal(pfi_standin_add_job(x->s, &ja2, &e), PFI_OK);
     assert_int_equal(pfi_standin_add_job(x->s, &jb, &e), PFI_OK);
     assert_int_equal(pfi_standin_add_job(x->s, &jc, &e), PFI_OK);
+    if (silent)
+        pfi_standin_set_silent(x->s, silent, 1);
     snprintf(x->topo, sizeof x->topo, "%s/topo.json", x->dir);
     write_topo(x, TOPO_ABC);
     pfi_cl_config cfg;
@@ -441,6 +450,41 @@ static void test_silent_node(void **state)
     assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
     assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
     assert_true(fabs(pfi_standin_cap(x.s, "n1", 0) - pfi_standin_cap(x.s, "n2", 0)) < 1e-9);
+    site_down(&x);
+}
+
+/* A budget the silent nodes leave no room for says which node holds the watts and why, in the
+ * operator's terms (docs/cluster.md's rule: held at its last caps, else its GPUs' maximum); it
+ * said only "held by 4 GPUs of silent nodes and pinned jobs", and a share such as 70% had left
+ * a node that never answered out of its 100% while holding that node's maximum. */
+static void test_silent_from_start_said(void **state)
+{
+    site x;
+    site_up_silent(&x, "n3");
+    pfi_err e = {0};
+    double w;
+    /* the share is of the GPUs whose limits are known: n3's are not */
+    assert_int_equal(pfi_cl_parse_budget(x.c, "70%", &w, &e), PFI_OK);
+    assert_true(fabs(w - 0.7 * (NN - 1) * NG * 700) < 1e-6);
+    long long req = pfi_standin_requests(x.s);
+    assert_int_equal(set_budget(&x, 3000, &e), PFI_EINFEASIBLE);
+    fprintf(stderr, "%s\n", e.msg);
+    assert_non_null(strstr(e.msg, "held by 4 GPUs of silent nodes and pinned jobs [silent: n3 "
+                                  "(never answered), held at the caps last acknowledged, else the "
+                                  "GPUs' maximum: a node that does not answer cannot be capped; "
+                                  "one never answered is not in a share's 100%]"));
+    assert_non_null(strstr(e.msg, "least feasible site budget"));
+    assert_int_equal(pfi_standin_requests(x.s), req); /* nothing sent */
+    /* A node that answered once is silent "at its last caps", not "never answered". */
+    pfi_standin_set_silent(x.s, "n3", 0);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    pfi_standin_set_silent(x.s, "n2", 1);
+    pfi_standin_set_silent(x.s, "n3", 1);
+    pfi_cl_heartbeat(x.c);
+    assert_int_equal(set_budget(&x, 3000, &e), PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "[silent: n2 and 1 more, held at the caps last acknowledged, "
+                                  "else the GPUs' maximum: a node that does not answer cannot be "
+                                  "capped]"));
     site_down(&x);
 }
 
@@ -1046,6 +1090,7 @@ int main(void)
         cmocka_unit_test(test_random_budgets_never_over),
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
+        cmocka_unit_test(test_silent_from_start_said),
         cmocka_unit_test(test_node_silent_during_cut),
         cmocka_unit_test(test_node_silent_during_cut_loop),
         cmocka_unit_test(test_new_job_moves_watts),

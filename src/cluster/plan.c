@@ -44,7 +44,18 @@ static int gpu_held(const pfi_cl *c, const pfi_cl_node *n, int g)
 typedef struct fixed_w {
     double reserved, idle_min;
     int n_held, n_idle;
+    int n_silent, n_never; /* silent nodes; of them, those that never answered */
+    char silent[80];       /* the first by name, for a refusal's message (it has 512 bytes) */
 } fixed_w;
+
+/* Counts silent node n; the first is named in f->silent. */
+static void note_silent(fixed_w *f, const pfi_cl_node *n)
+{
+    if (f->n_silent++ == 0)
+        snprintf(f->silent, sizeof f->silent, "%.48s%s", n->name,
+                 n->ever_up ? "" : " (never answered)");
+    f->n_never += !n->ever_up;
+}
 
 static int count_fixed(pfi_cl *c, fixed_w *f, pfi_err *err)
 {
@@ -65,6 +76,8 @@ static int count_fixed(pfi_cl *c, fixed_w *f, pfi_err *err)
     memset(f, 0, sizeof *f);
     for (int i = 0; i < c->n_nodes; i++) {
         const pfi_cl_node *n = &c->nodes[i];
+        if (!n->up && n->n_gpus > 0)
+            note_silent(f, n);
         for (int g = 0; g < n->n_gpus; g++) {
             const pfi_device *d = &n->gpu[g];
             if (gpu_held(c, n, g)) {
@@ -177,15 +190,25 @@ static void explain_infeasible(const job_view *v, pfi_alloc_opts o, double budge
                    : NAN;
         pfi_alloc_result_free(&big);
     }
-    char least[64] = "";
+    char least[64] = "", why[320] = "", more[32] = "";
     if (isfinite(need))
         snprintf(least, sizeof least, "; least feasible site budget %.0f W", need);
+    /* Why the watts are held, in the operator's terms (the rule is docs/cluster.md's): it said
+     * only "held by 8 GPUs of silent nodes", and a share such as 70% had quietly left a node
+     * that never answered out of its 100% while holding that node's maximum. */
+    if (f->n_silent > 1)
+        snprintf(more, sizeof more, " and %d more", f->n_silent - 1);
+    if (f->n_silent)
+        snprintf(why, sizeof why, " [silent: %s%s, held at the caps last acknowledged, else the "
+                                  "GPUs' maximum: a node that does not answer cannot be capped%s]",
+                 f->silent, more,
+                 f->n_never ? "; one never answered is not in a share's 100%" : "");
     pfi_err_prefix(err,
                    "site budget %.0f W leaves %.0f W for %d jobs (after %.0f W held by %d "
-                   "GPUs of silent nodes and pinned jobs and %.0f W for %d idle GPUs at "
+                   "GPUs of silent nodes and pinned jobs%s and %.0f W for %d idle GPUs at "
                    "their minimum%s): ",
-                   budget_w, for_jobs, v->na, f->reserved, f->n_held, f->idle_min, f->n_idle,
-                   least);
+                   budget_w, for_jobs, v->na, f->reserved, f->n_held, why, f->idle_min,
+                   f->n_idle, least);
 }
 
 /* Idle GPUs get their minimum plus an equal share of what is left, up to their default: what

@@ -707,6 +707,34 @@ static void test_metrics_of_silent_gpu(void **state)
     free(t);
 }
 
+/* /v1/gpus shows a GPU that stopped answering without its last reading, as /metrics does: its
+ * power_w, temperature and clocks stayed at the last good sample, so the status page's GPU table
+ * showed a lost GPU "drawing", and the site controller, which sums power_w, counted it in
+ * pfi_cluster_node_power_watts and the site's draw. */
+static void test_silent_gpu_reading_not_shown(void **state)
+{
+    fx *f = *state;
+    pfi_srv_sample(f->n);
+    inner = f->b;
+    pfi_backend mute = {.ops = &mute_ops, .impl = NULL, .read_only = 0};
+    f->n->b = &mute;
+    pfi_srv_sample(f->n);
+    f->n->b = f->b;
+    json_t *doc;
+    assert_int_equal(call(f, "GET", "/v1/gpus", NULL, 0, &doc), 200);
+    json_t *g5 = json_array_get(json_object_get(doc, "gpus"), 5);
+    assert_false(json_is_true(json_object_get(g5, "up")));
+    const char *gone[] = {"power_w", "temp_c", "sm_clock_mhz", "clock_reasons", "power_capped",
+                          "gpu_util"};
+    for (size_t k = 0; k < sizeof gone / sizeof gone[0]; k++)
+        if (!json_is_null(json_object_get(g5, gone[k])))
+            fail_msg("/v1/gpus shows the silent GPU 5's last %s", gone[k]);
+    assert_true(json_is_number(json_object_get(g5, "limit_w")));
+    assert_true(json_is_number(json_object_get(
+        json_array_get(json_object_get(doc, "gpus"), 4), "power_w")));
+    json_decref(doc);
+}
+
 /* A GPU that cannot be lowered: the others are re-planned to make room, the budget holds. */
 static void test_lost_gpu_replanned(void **state)
 {
@@ -1210,6 +1238,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_probe_failed_still_costs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_of_silent_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_silent_gpu_reading_not_shown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_sizes, setup, teardown),

@@ -36,9 +36,9 @@ static void gpu_metric(ctx *c, const char *name, const char *type, const char *h
     }
 }
 
-/* A reading the GPU gave at its last sample; none when it did not answer that sample (its last
- * good one stayed in g->s and was shown as current: a lost GPU "drawing" for good). */
-#define HAVE(g, f, v) (((g)->up && ((g)->s.have & (f))) ? (v) : NAN)
+/* A reading the GPU gave at its last sample; none when it did not answer that sample (the
+ * sampler clears g->s.have then, so a lost GPU does not "draw" for good). */
+#define HAVE(g, f, v) (((g)->s.have & (f)) ? (v) : NAN)
 static double g_power(const srv_gpu *g) { return HAVE(g, PFI_F_POWER, g->s.power_w); }
 static double g_energy(const srv_gpu *g) { return g->energy_j; }
 static double g_temp(const srv_gpu *g) { return HAVE(g, PFI_F_TEMP, g->s.temp_c); }

@@ -111,6 +111,10 @@ void pfi_srv_sample(srv_node *n)
             g->up = 1;
             g->err[0] = '\0';
         } else {
+            /* No reading now: the last good one is dropped, not kept as if current (every
+             * view and sum of draw, temperature and clocks reads g->s; the limits stay in
+             * g->dev, where the budget counts a silent GPU). */
+            g->s.have = 0;
             g->up = 0;
             snprintf(g->err, sizeof g->err, "%s", e.msg);
         }

@@ -5,17 +5,9 @@
 # allocate, each against its reference; every command refuses the same bad text with the same
 # message and exit status 2, and changes nothing.
 set -u
-PFI=${PFI_BIN:?PFI_BIN not set}
-T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_budget.XXXXXX")
-SRV=""
-cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh)"
+name=it_budget
+. "$(dirname "$0")/support/node_env.sh"
 command -v curl >/dev/null || fail "curl is needed (scripts/install-deps.sh)"
-unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY PFI_JOURNAL
-export PFI_SIM_STATE="$T/sim.state" PFI_STATE_DIR="$T"
 
 # ---- allocate: one jobs file, every spelling of the same budget ----
 cat >"$T/jobs.json" <<'EOF'
@@ -41,18 +33,7 @@ grep -qx "budget 70% of $(printf '%.0f' "$ref") W (the jobs' baseline draw, GPUs
 if grep -q '^budget ' "$T/out"; then fail "allocate names a reference for watts"; fi
 
 # ---- a node daemon on simulated GPUs ----
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
-chmod 600 "$T/token"
-"$PFI" serve --backend sim --sim h200x8-idle --listen "unix:$T/n1.sock" --port-file "$T/n1.port" \
-  --token-file "$T/token" --db "$T/n1.db" --journal "$T/n1.journal" --sample-interval 100ms \
-  >"$T/serve.log" 2>&1 &
-SRV=$!
-i=0
-until [ -s "$T/n1.port" ]; do
-  i=$((i + 1)); [ $i -gt 300 ] || kill -0 $SRV 2>/dev/null || fail "pfi serve: $(cat "$T/serve.log")"
-  [ $i -gt 300 ] && fail "pfi serve did not start"
-  sleep 0.05
-done
+start_node n1
 ctl() { "$PFI" ctl --socket "$T/n1.sock" --token-file "$T/token" "$@"; }
 node_w() { ctl budget set "$1" >"$T/set.json" && ctl allocation | jq -r .budget_w; }
 nominal=$(ctl allocation | jq -r .nominal_w)

@@ -6,30 +6,9 @@
 # are GPU=WATTS pairs of digits, and --epoch an integer >= 1 as large as a controller's.
 # Needs $PFI_BIN (tests/run.sh sets it), jq.
 set -u
-PFI=${PFI_BIN:?PFI_BIN not set}
-T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_ctl.XXXXXX")
-SRV=""
-cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "it_ctl: FAIL: $*"; exit 1; }
-command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh)"
-unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY PFI_JOURNAL
-export PFI_SIM_STATE="$T/sim.state" PFI_STATE_DIR="$T"
-
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
-chmod 600 "$T/token"
-"$PFI" serve --backend sim --sim h200x8-idle --listen "unix:$T/n.sock" --port-file "$T/n.port" \
-  --token-file "$T/token" --db "$T/n.db" --journal "$T/n.journal" --sample-interval 100ms \
-  >"$T/serve.log" 2>&1 &
-SRV=$!
-i=0
-until [ -s "$T/n.port" ]; do
-  i=$((i + 1))
-  kill -0 $SRV 2>/dev/null || fail "pfi serve: $(cat "$T/serve.log")"
-  [ $i -gt 300 ] && fail "pfi serve did not start"
-  sleep 0.05
-done
+name=it_ctl
+. "$(dirname "$0")/support/node_env.sh"
+start_node n
 ctl() { "$PFI" ctl --socket "$T/n.sock" --token-file "$T/token" "$@"; }
 budget() { ctl allocation | jq -r .budget_w; }
 
@@ -101,6 +80,6 @@ for l in 0 -5; do
 done
 [ "$(ctl decisions --limit 2 | jq '.decisions | length')" = 2 ] || fail "decisions --limit 2"
 
-kill "$SRV"; wait "$SRV"; rc=$?; SRV=""
+stop_serve TERM; rc=$?
 [ $rc -eq 0 ] || fail "pfi serve exited $rc at SIGTERM"
 echo "it_ctl: ok"

@@ -6,30 +6,9 @@
 # GPU back to its original limit); the events "." and ".." (ids the daemon takes) could not be
 # reached.  Needs $PFI_BIN (tests/run.sh sets it), jq.
 set -u
-PFI=${PFI_BIN:?PFI_BIN not set}
-T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_event_cli.XXXXXX")
-SRV=""
-cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "it_event_cli: FAIL: $*"; exit 1; }
-command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh)"
-unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY PFI_JOURNAL
-export PFI_SIM_STATE="$T/sim.state" PFI_STATE_DIR="$T"
-
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
-chmod 600 "$T/token"
-"$PFI" serve --backend sim --sim h200x8-idle --listen "unix:$T/n.sock" --port-file "$T/n.port" \
-  --token-file "$T/token" --db "$T/n.db" --journal "$T/n.journal" --sample-interval 100ms \
-  >"$T/serve.log" 2>&1 &
-SRV=$!
-i=0
-until [ -s "$T/n.port" ]; do
-  i=$((i + 1))
-  kill -0 $SRV 2>/dev/null || fail "pfi serve: $(cat "$T/serve.log")"
-  [ $i -gt 300 ] && fail "pfi serve did not start"
-  sleep 0.05
-done
+name=it_event_cli
+. "$(dirname "$0")/support/node_env.sh"
+start_node n
 ev() { "$PFI" event --socket "$T/n.sock" --token-file "$T/token" "$@"; }
 budget() { "$PFI" ctl --socket "$T/n.sock" allocation | jq -r .budget_w; }
 

@@ -4,7 +4,8 @@
 # state: the same daemon code, one layer less, and the test says so), a token file only its
 # owner may read, and the daemon's start and stop.
 # The caller sets $name, $dir and fail(), exports PFI_SIM_STATE and PFI_JOURNAL, kills $SERVE
-# at exit, and may set SERVE_OPTS (options for every start, word-split).  Sets HW, AUTH (the
+# at exit, and may set SERVE_OPTS (options for every start, word-split) and SERVE_HW (the
+# backend's options, instead of the choice above; support/node_env.sh).  Sets HW, AUTH (the
 # Authorization header).  Functions:
 #   start_serve LISTEN [options...]  pfi serve on LISTEN (127.0.0.1:0, unix:PATH) with the token,
 #                                    the database $dir/serve.db and the log $dir/serve.log (the
@@ -12,7 +13,9 @@
 #                                    it listens; sets SERVE (its pid) and ADDR (where it listens)
 #   stop_serve SIGNAL                signals it and waits: returns its exit status
 unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
-if [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
+if [ -n "${SERVE_HW:-}" ]; then
+    HW=$SERVE_HW
+elif [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
     HW="--backend nvml --nvml-lib $PFI_FAKENVML"
 else
     echo "$name: fake NVML not built (${PFI_FAKENVML:-unset}): running on the sim backend over the same state"

@@ -311,6 +311,46 @@ static void test_known_answer(void **state)
     pfi_alloc_result_free(&r);
 }
 
+/* The bound of an optimal answer is value + 1e-11 x the sum of each job's largest |hull vertex|
+ * (the tolerance's scale; with no relative gap) when the relaxation gains more than that: two
+ * jobs of 3 GPUs whose budget leaves one grid unit, a third of a step (the relaxation takes it,
+ * no cap can).  The largest vertex is a flat tail's first point, the top of a rising curve,
+ * the range's end inside a segment, or a falling curve's first point; weights scale it; the
+ * jobs are summed in order. */
+static void test_bound_scale(void **state)
+{
+    double caps[] = {100, 150, 200, 250, 300, 350};
+    double rise[] = {100, 180, 240, 280, 300, 310}, flat[] = {90, 150, 200, 230, 230, 230};
+    double fall[] = {300, 290, 260, 210, 140, 50};
+    double wt[] = {NAN, 2.5};
+    for (int c = 0; c < 10; c++) {
+        const double *t = c >= 8 ? fall : c % 2 ? flat : rise;
+        double hi = c / 2 % 2 ? 330 : 350, w = isnan(wt[c / 4 % 2]) ? 1 : wt[c / 4 % 2];
+        pfi_alloc_job jobs[2] = {
+            {"a", 3, 100, hi, caps, t, 6, 300, NAN, NAN, wt[c / 4 % 2]},
+            {"b", 3, 100, 350, caps, rise, 6, 300, NAN, NAN, NAN},
+        };
+        pfi_alloc_result r;
+        pfi_err e = {0};
+        pfi_alloc_opts o;
+        pfi_alloc_opts_default(&o);
+        o.rel_gap = 0; /* the tolerance is then the scale's alone */
+        assert_int_equal(pfi_alloc_solve(jobs, 2, 3 * (100 + 100 + 50) + 1, &o, &r, &e), PFI_OK);
+        assert_true(r.optimal);
+        /* job a's largest vertex: its curve's largest value in its range (at 330 W the rising
+         * curve is 300 + 10 x 30 / 50) */
+        double top_a = c >= 8 ? 300 : c % 2 ? 230
+                            : hi == 350 ? 310 : 300 + (310 - 300) * (330 - 300) / 50.0;
+        double scale = 0;
+        scale += w * top_a;
+        scale += 310;
+        if (r.upper_bound != r.value + 1e-11 * scale)
+            fail_msg("case %d: bound %a, value %a + 1e-11 x %a = %a", c, r.upper_bound, r.value,
+                     scale, r.value + 1e-11 * scale);
+        pfi_alloc_result_free(&r);
+    }
+}
+
 /* Duplicate ids among many: the check's table passes most slots by the top bits of their hash
  * kept with the job (below 2^24 jobs), so every way two ids can share a hash's part is tried:
  * ids of 7, 8, 9 and 16 bytes, ids differing only past the 8th byte or in the last one, equal
@@ -809,6 +849,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_answer),   cmocka_unit_test(test_optimal_concave),
+        cmocka_unit_test(test_bound_scale),
         cmocka_unit_test(test_optimal_nonconcave), cmocka_unit_test(test_optimal_collinear),
         cmocka_unit_test(test_collinear_wide), cmocka_unit_test(test_optimal_with_sla),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_duplicate_ids),      cmocka_unit_test(test_infeasible_modes),

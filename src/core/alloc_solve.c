@@ -367,11 +367,14 @@ static int hull_on_grid(solver *S, const pfi_alloc_job *J, int a, int b, double 
     int at = 0, nc = 1;
     hstack H = {hk, hv, 0, 0, 0, 0, 0};
     hull_push(&H, a, w * curve_value(cx, cy, np, &at, a * step));
-    /* cx[i] = f * step exactly: the general pass's value there (at = i + 1) */
+    /* cx[i] = f * step exactly: the general pass's value there (at = i + 1) is w * (cy[i] +
+     * (cy[i + 1] - cy[i]) * 0.0), which is w * (cy[i] + 0.0): throughputs are finite and not
+     * below zero (check_job), so the product is a zero; added to a nonzero cy[i] it leaves it
+     * as it is, and to a zero it gives +0 but for -0 + -0, which cannot happen (when cy[i] is
+     * -0 the difference is cy[i + 1] + 0, not below zero, so the product is +0) */
     int end = hi < np - 1 ? hi : np - 1;
     for (int i = lo; i < end; i++, nc++)
-        hull_push(&H, (int)(inv > 0 ? cx[i] * inv : cx[i] / step),
-                  w * (cy[i] + (cy[i + 1] - cy[i]) * 0.0));
+        hull_push(&H, (int)(inv > 0 ? cx[i] * inv : cx[i] / step), w * (cy[i] + 0.0));
     if (lo < np && hi == np) { /* the last breakpoint inside the range: at = np */
         hull_push(&H, (int)(inv > 0 ? cx[np - 1] * inv : cx[np - 1] / step), w * cy[np - 1]);
         nc++;
@@ -445,10 +448,9 @@ static int build_hull(solver *S, int j, int count_only)
     if (!hull_on_grid(S, J, a, b, w, hk, hv, &m, &nc_all))
         hull_general(S, J, a, b, w, hk, hv, &m, &nc_all);
     S->hn[j] = m;
-    double vmax = 0; /* as fmax(vmax, fabs(v)) over the vertices: no NaN here */
-    for (int i = 0; i < m; i++)
-        vmax = fabs(hv[i]) > vmax ? fabs(hv[i]) : vmax;
-    S->hmax[j] = vmax;
+    /* vmax: as fmax(vmax, fabs(v)) over the vertices (no NaN here, so in any order): the
+     * first, those the slopes' loop reads, then the rest */
+    double vmax = fabs(hv[0]) > 0 ? fabs(hv[0]) : 0;
     double *hs = S->hs + S->hoff[j];
     long long n = J->n_gpus;
     double prev = INFINITY;
@@ -458,6 +460,7 @@ static int build_hull(solver *S, int j, int count_only)
     for (; i + 1 < m; i++) {
         long long cost = n * (hk[i + 1] - hk[i]);
         double slope = (hv[i + 1] - hv[i]) / (double)cost;
+        vmax = fabs(hv[i + 1]) > vmax ? fabs(hv[i + 1]) : vmax;
         /* Rounding can leave a later slope a hair above an earlier one; the selection needs
          * each job's taken segments to be a prefix, so slopes are made non-increasing. */
         if (slope > prev)
@@ -473,6 +476,9 @@ static int build_hull(solver *S, int j, int count_only)
         }
     }
     S->hm[j] = i;
+    for (i += 2; i < m; i++)
+        vmax = fabs(hv[i]) > vmax ? fabs(hv[i]) : vmax;
+    S->hmax[j] = vmax;
     return nc_all;
 }
 

@@ -18,6 +18,7 @@
 
 #include "serve/serve_int.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/num.h"
 #include "util/unescape.h"
 
@@ -68,11 +69,12 @@ static enum MHD_Result respond(struct MHD_Connection *c, int status, const char 
 static enum MHD_Result reject(struct MHD_Connection *c, int status, const char *code,
                               const char *msg)
 {
-    char *b = NULL;
-    int k = asprintf(&b, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}", code, msg);
-    if (k < 0)
+    json_t *doc = pfi_json_error(NULL, code, msg);
+    char *b = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (!b)
         return MHD_NO;
-    return respond(c, status, "application/json", b, (size_t)k, NULL);
+    return respond(c, status, "application/json", b, strlen(b), NULL);
 }
 
 int pfi_srv_http_body_too_big(const char *content_length, size_t max)

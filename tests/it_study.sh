@@ -75,6 +75,17 @@ want = ("at %d of the %d cuts where the true SLA floors fit the budget and at %d
 assert want in rep, want
 assert ("the true SLA floors fit the budget. Equal" in rep) == (n[0] > 0), n
 assert ("the budget is below what the true SLA floors need" in rep) == (n[1] > 0), n
+# where every policy relaxes, pfi's worst excess against equal's, cut by cut (this fleet has one)
+rel = [(c, pol) for c, pol in sorted(cuts.items()) if pol["oracle"]["sla_breaches"] > 0]
+assert rel, "no relaxed cut: the worst-excess sentence is not exercised"
+parts = ["%.4f (equal %.4f) at %.0f%%" % (pol["pfi"]["worst_excess_slowdown"],
+                                          pol["equal"]["worst_excess_slowdown"], float(c) * 100)
+         for c, pol in rel]
+larger = sum(pol["pfi"]["worst_excess_slowdown"] > pol["equal"]["worst_excess_slowdown"]
+             for c, pol in rel)
+want = ("There pfi's largest true slowdown past the SLA is %s, larger than equal's at %d of "
+        "%d cuts" % (", ".join(parts), larger, len(rel)))
+assert want in rep, want
 # the equal cut given pfi's information, beside equal with the true floors
 above = m = 0
 for pol in cuts.values():

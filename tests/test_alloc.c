@@ -783,6 +783,25 @@ static void test_equal_floors(void **state)
     pfi_alloc_result_free(&r);
 }
 
+/* Throughputs near DBL_MAX overflow the linear interpolation between two points to -inf; the
+ * SLA floor's crossing point was then NaN and cast to int (undefined; UBSan stops here).  The
+ * floor must still be a grid point in range that meets the SLA on the curve as read. */
+static void test_sla_floor_overflowing_curve(void **state)
+{
+    (void)state;
+    double caps[] = {100, 200}, t[] = {1.7e308, 1e307};
+    pfi_alloc_job job = {"big", 1, 100, 200, caps, t, 2, 200, 1e300, 0.5, 1};
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.step_w = 40; /* grid 120, 160, 200: 120 and 160 read -inf between the two points */
+    pfi_alloc_result r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_solve(&job, 1, 200, &o, &r, &e), PFI_OK);
+    assert_true(r.cap_w[0] >= 100 && r.cap_w[0] <= 200);
+    assert_true(pfi_alloc_tput_at(&job, r.cap_w[0]) >= 0.5 * 1e300);
+    pfi_alloc_result_free(&r);
+}
+
 static void test_draw_model(void **state)
 {
     pfi_draw_model m;
@@ -855,6 +874,7 @@ int main(void)
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_duplicate_ids),      cmocka_unit_test(test_infeasible_modes),
         cmocka_unit_test(test_error_order),     cmocka_unit_test(test_on_grid_hulls),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
+        cmocka_unit_test(test_sla_floor_overflowing_curve),
         cmocka_unit_test(test_draw_model),     cmocka_unit_test(test_draw_model_own_and_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -243,6 +243,10 @@ static int sla_floor(const pfi_alloc_job *J, double step, int kmin, int kmax, do
         double ya = pfi_alloc_tput_at(J, xa), yb = pfi_alloc_tput_at(J, xb);
         if (ya >= target - tol || yb >= target - tol) {
             double c = ya >= target - tol ? xa : xa + (target - ya) / (yb - ya) * (xb - xa);
+            /* A curve near DBL_MAX can overflow the interpolation to -inf (c NaN), and a
+             * NaN or infinite cap has no int: scan the piece from its start instead. */
+            if (!isfinite(c))
+                c = xa;
             int k = (int)ceil(c / step - 1e-9);
             if (k < kmin)
                 k = kmin;

@@ -3,8 +3,9 @@
 # The metrics as Prometheus reads them: /metrics of `pfi serve` and of `pfi cluster serve`, each
 # checked with Prometheus' own promtool; GPU series labelled as DCGM-exporter labels them (gpu,
 # UUID, Hostname), jobs by job_id; energy (a counter, joules, rising) and temperature
-# exported; every metric the Grafana dashboards (contrib/grafana/) and the alerting rules
-# (contrib/prometheus/) query is in these expositions (scripts/check-monitoring.py).
+# exported; every metric the Grafana dashboards (contrib/grafana/), the alerting rules
+# (contrib/prometheus/) and docs/ name is in these expositions, with the labels and the type
+# they use, and every exposed name follows Prometheus' conventions (scripts/check-monitoring.py).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 name=it_monitor

@@ -188,6 +188,23 @@ le "$(sum_limits)" $CUT || fail "cut over the Unix socket not applied"
 stop_serve KILL
 all_at 700 && fail "limits back at 700 W although the daemon was killed"
 [ -e "$PFI_JOURNAL" ] || fail "no journal after kill -9"
+# ... a start with another journal path is refused: it journaled the held caps as the
+# originals (so a clean stop "restored" the GPUs to their caps for good).  Nothing is touched.
+held=$(limits)
+"$PFI_BIN" serve $HW --listen "unix:$dir/other.sock" --token-file "$dir/token" --db "$dir/serve.db" \
+    --journal "$dir/other.journal" $SERVE_OPTS >"$dir/other.out" 2>&1 &
+other=$!
+i=0
+while kill -0 $other 2>/dev/null; do
+  i=$((i + 1)); [ $i -gt 100 ] && { kill -TERM $other; wait $other; fail "a held start without its journal was not refused"; }
+  sleep 0.05
+done
+wait $other; rc=$?
+[ $rc -ne 0 ] || fail "a held start without its journal exited 0: $(cat "$dir/other.out")"
+grep -q "no journal at $dir/other.journal holds the GPUs' original limits" "$dir/other.out" ||
+  fail "a held start without its journal: $(cat "$dir/other.out")"
+[ ! -e "$dir/other.journal" ] || fail "a refused held start wrote a journal"
+[ "$(limits)" = "$held" ] || fail "a refused held start changed the limits: $held -> $(limits)"
 start_serve "unix:$dir/serve.sock"
 le "$(sum_limits)" $CUT || fail "restart after kill -9 raised the limits over the budget: $(limits)"
 ctl events --limit 50 | grep -q 'limits held from before the restart' || fail "no hold event at the restart"

@@ -193,8 +193,35 @@ static int restore_at_exit(srv_node *n, pfi_journal *j, const char *jpath, pfi_e
  * (it is taken over, not restored: restoring would raise power behind a controller's back), or
  * a new one records the limits found; then every GPU comes down to its held cap where it sits
  * above it, before anything else. */
-static int start_held(const char *jpath, pfi_backend *b, const srv_hold *h, pfi_journal *j,
-                      char *note, size_t nsize, pfi_err *err)
+/* No journal at a held start: the limits found are the originals only where a GPU is not
+ * sitting capped by the hold (above its held cap: put back by hand, e.g. pfi restore after a
+ * stop that held; or at its default).  One below its default at or under its held cap is the
+ * previous daemon's cap, and journaling it as the original would leave it capped for good
+ * (a restart after kill -9 with another journal path did): refused, nothing touched. */
+static int check_unjournaled(const char *jpath, const char *db, pfi_backend *b, const srv_hold *h,
+                             int count, pfi_err *err)
+{
+    for (int i = 0; i < count && i < PFI_MAX_GPUS; i++) {
+        pfi_device d;
+        int rc = pfi_hw_info(b, i, &d, err);
+        if (rc != PFI_OK)
+            return rc;
+        double cap = pfi_srv_hold_cap(h, &d, i);
+        if (!isnan(cap) && d.limit_w < d.default_limit_w - 0.5 && d.limit_w <= cap + 0.5)
+            return pfi_err_set(err, PFI_ESTATE,
+                               "limits are held from before the restart (state database %s) "
+                               "but no journal at %s holds the GPUs' original limits (GPU %d "
+                               "is at %.0f W, its held cap, below its default %.0f W): start "
+                               "with the journal the previous daemon used (journal = PATH), "
+                               "or, if it is lost, set the limits back to their originals and "
+                               "start with a new db",
+                               db, jpath, i, d.limit_w, d.default_limit_w);
+    }
+    return PFI_OK;
+}
+
+static int start_held(const char *jpath, const char *db, pfi_backend *b, const srv_hold *h,
+                      pfi_journal *j, char *note, size_t nsize, pfi_err *err)
 {
     int rc = pfi_journal_adopt(j, jpath, err);
     int adopted = rc == PFI_OK;
@@ -202,6 +229,8 @@ static int start_held(const char *jpath, pfi_backend *b, const srv_hold *h, pfi_
         pfi_err_clear(err);
         int count = 0, all[PFI_MAX_GPUS];
         rc = pfi_hw_count(b, &count, err);
+        if (rc == PFI_OK && (rc = check_unjournaled(jpath, db, b, h, count, err)) != PFI_OK)
+            return rc;
         for (int i = 0; rc == PFI_OK && i < count && i < PFI_MAX_GPUS; i++)
             all[i] = i;
         if (rc == PFI_OK)
@@ -290,7 +319,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         pfi_err_prefix(err, "state database %s: ", c->db);
     if (rc == PFI_OK && !c->read_only) {
         if (hold->active) {
-            rc = start_held(jpath, b, hold, &j, note, sizeof note, err);
+            rc = start_held(jpath, c->db, b, hold, &j, note, sizeof note, err);
             journaled = held_pending = rc == PFI_OK;
         } else {
             rc = recover_journal(jpath, b, note, sizeof note, err);

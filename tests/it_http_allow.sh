@@ -7,7 +7,11 @@
 # Needs $PFI_BIN, curl; $PFI_FAKENVML when built (else the sim backend).
 set -u
 name=it_http_allow
-fail() { echo "it_http_allow: FAIL: $*"; exit 1; }
+fail() {
+    echo "it_http_allow: FAIL: $*"
+    for l in "$dir/serve.log" "$dir/cluster.log"; do [ -s "$l" ] && tail -n 20 "$l"; done
+    exit 1
+}
 : "${PFI_BIN:?PFI_BIN not set}"
 command -v curl >/dev/null || { echo "it_http_allow: curl is missing (scripts/install-deps.sh test)"; exit 77; }
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_http_allow.XXXXXX") || exit 1
@@ -60,12 +64,7 @@ PATH="$dir/bin:$PATH" "$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file 
     --token-file "$dir/token" --topology "$dir/topo.json" --node-url "unix:$dir/%n.sock" \
     --heartbeat 0 >"$dir/cluster.log" 2>&1 &
 CLU=$!
-i=0
-until [ -s "$dir/c.port" ]; do
-    kill -0 "$CLU" 2>/dev/null || fail "pfi cluster serve: $(cat "$dir/cluster.log")"
-    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi cluster serve did not start"
-    sleep 0.05
-done
+wait_listening "$CLU" "$dir/c.port" "pfi cluster serve"
 C="http://127.0.0.1:$(cat "$dir/c.port")"
 check PUT "$C/v1/grid/events" 405 "GET, POST"
 check POST "$C/v1/grid/events/e1" 405 "GET, DELETE"

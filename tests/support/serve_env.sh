@@ -12,6 +12,8 @@
 #                                    environment as it is: PFI_FAKENVML_FAULTS, ...); waits until
 #                                    it listens; sets SERVE (its pid) and ADDR (where it listens)
 #   stop_serve SIGNAL                signals it and waits: returns its exit status
+#   wait_listening PID FILE WHAT     waits until FILE (a port file) is written; fails the test
+#                                    ("WHAT exited at start") when PID exits first, or after 30 s
 unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
 if [ -n "${SERVE_HW:-}" ]; then
     HW=$SERVE_HW
@@ -33,13 +35,16 @@ start_serve() {
     "$PFI_BIN" serve $HW --listen "$addr" --port-file "$dir/port" --token-file "$dir/token" \
         --db "$dir/serve.db" ${SERVE_OPTS:-} "$@" >>"$dir/serve.log" 2>&1 &
     SERVE=$!
+    wait_listening "$SERVE" "$dir/port" "pfi serve"
+    ADDR=$(cat "$dir/port")
+}
+wait_listening() { # PID FILE WHAT (above)
     i=0
-    while [ ! -s "$dir/port" ]; do
-        kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-        i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
+    while [ ! -s "$2" ]; do
+        kill -0 "$1" 2>/dev/null || fail "$3 exited at start"
+        i=$((i + 1)); [ $i -gt 600 ] && fail "$3 did not start listening"
         sleep 0.05
     done
-    ADDR=$(cat "$dir/port")
 }
 stop_serve() {
     kill "-$1" "$SERVE"

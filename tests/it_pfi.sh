@@ -42,9 +42,10 @@ grep -q '"pfi_model": "curve"' "$T/m.json" || fail "model file is not a pfi mode
 "$PFI" predict --live --backend sim --duration 2s --model "$T/m.json" --json > "$T/pred" ||
   fail "predict --live exited $?"
 v=$(num pfi30 < "$T/pred"); between "$v" 0.05 2 || fail "live predicted pfi30 '$v'"
-# --duration and --gpus sample a live job: without --live they were silently dropped; now a
-# usage error that does nothing.  With --live, --duration is bounded at 1h (it was unbounded).
-for o in "--duration 5s" "--gpus 0"; do
+# --duration, --gpus and the backend's options sample a live job: without --live they were
+# silently dropped; now a usage error that does nothing.  With --live, --duration is bounded at
+# 1h (it was unbounded).
+for o in "--duration 5s" "--gpus 0" "--backend sim" "--sim h200x8-dense" "--nvml-lib x.so" "--read-only"; do
   "$PFI" predict 1 --public $o --model "$T/m.json" > "$T/out" 2> "$T/err"
   [ $? -eq 2 ] || fail "predict RUN $o without --live: exit not 2: $(cat "$T/err")"
   [ -s "$T/out" ] && fail "predict RUN $o without --live printed: $(cat "$T/out")"

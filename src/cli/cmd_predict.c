@@ -240,12 +240,20 @@ int pfi_cmd_predict(int argc, char **argv)
         fprintf(stderr, "pfi predict: name RUNs or give --live (one or the other)\n");
         return PFI_EXIT_USAGE;
     }
-    /* --duration and --gpus say how to sample a live job: a stored run is not sampled, and
-     * they were silently dropped there, so they are refused (nothing is read or predicted). */
-    if (!live && (dur_s || gpus)) {
+    /* --duration, --gpus and the backend's options say how to sample a live job: a stored
+     * run is not sampled, and they were silently dropped there, so they are refused (nothing
+     * is read or predicted). */
+    const char *live_only = dur_s         ? "--duration"
+                            : gpus        ? "--gpus"
+                            : hw.backend  ? "--backend"
+                            : hw.sim      ? "--sim"
+                            : hw.nvml_lib ? "--nvml-lib"
+                            : hw.read_only ? "--read-only"
+                                           : NULL;
+    if (!live && live_only) {
         fprintf(stderr, "pfi predict: %s is for sampling a live job (--live); a stored run is "
                         "predicted from its recorded baseline\n",
-                dur_s ? "--duration" : "--gpus");
+                live_only);
         return PFI_EXIT_USAGE;
     }
     pfi_err err = {0};

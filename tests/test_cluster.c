@@ -453,6 +453,56 @@ static void test_silent_node(void **state)
     site_down(&x);
 }
 
+/* A silent node's last draw is not current: /metrics (its pfi_cluster_node_power_watts series
+ * and the site's pfi_cluster_power_watts), /v1/nodes (its power_w and its GPUs') and the status
+ * page, which sums /v1/nodes, leave it out, as the site's power history already did; they
+ * showed the draw of the last refresh it answered for as long as it stayed silent.  (The
+ * stand-ins report no draw: the draws the last refresh read are set here.) */
+static void test_silent_node_draw_left_out(void **state)
+{
+    site x;
+    site_up(&x);
+    pthread_mutex_lock(&x.c->mu);
+    for (int i = 0; i < x.c->n_nodes; i++)
+        for (int g = 0; g < x.c->nodes[i].n_gpus; g++)
+            x.c->nodes[i].power_w[g] = 100 + 10 * i + g; /* n1 406 W, n2 446, n3 486, n4 526 */
+    pthread_mutex_unlock(&x.c->mu);
+    char *m = pfi_cl_metrics(x.c);
+    assert_non_null(strstr(m, "\npfi_cluster_node_power_watts{node=\"n2\"} 446\n"));
+    assert_non_null(strstr(m, "\npfi_cluster_power_watts 1864\n"));
+    free(m);
+    pfi_standin_set_silent(x.s, "n2", 1);
+    pfi_cl_heartbeat(x.c);
+    assert_false(x.c->nodes[1].up);
+    m = pfi_cl_metrics(x.c);
+    assert_non_null(strstr(m, "\npfi_cluster_node_up{node=\"n2\"} 0\n"));
+    if (strstr(m, "\npfi_cluster_node_power_watts{node=\"n2\"}"))
+        fail_msg("the silent n2 still shows its last draw in /metrics");
+    assert_non_null(strstr(m, "\npfi_cluster_node_power_watts{node=\"n1\"} 406\n"));
+    const char *site_w = strstr(m, "\npfi_cluster_power_watts ");
+    assert_non_null(site_w);
+    if (strtod(site_w + strlen("\npfi_cluster_power_watts "), NULL) != 1418)
+        fail_msg("site draw %.17g W with n2 silent; the answering nodes drew 1418 W",
+                 strtod(site_w + strlen("\npfi_cluster_power_watts "), NULL));
+    /* its caps still count, at the ones it last acknowledged */
+    assert_non_null(strstr(m, "\npfi_cluster_node_cap_watts{node=\"n2\"} "));
+    free(m);
+    json_t *nodes = pfi_cl_json_nodes(x.c);
+    json_t *n1 = json_array_get(json_object_get(nodes, "nodes"), 0);
+    json_t *n2 = json_array_get(json_object_get(nodes, "nodes"), 1);
+    assert_string_equal(json_string_value(json_object_get(n2, "name")), "n2");
+    assert_true(json_is_null(json_object_get(n2, "power_w")));
+    json_t *gpus = json_object_get(n2, "gpus");
+    assert_int_equal(json_array_size(gpus), NG);
+    for (size_t g = 0; g < json_array_size(gpus); g++) {
+        assert_true(json_is_null(json_object_get(json_array_get(gpus, g), "power_w")));
+        assert_true(json_is_number(json_object_get(json_array_get(gpus, g), "cap_w")));
+    }
+    assert_true(fabs(json_number_value(json_object_get(n1, "power_w")) - 406) < 1e-9);
+    json_decref(nodes);
+    site_down(&x);
+}
+
 /* A budget the silent nodes leave no room for says which node holds the watts and why, in the
  * operator's terms (docs/cluster.md's rule: held at its last caps, else its GPUs' maximum); it
  * said only "held by 4 GPUs of silent nodes and pinned jobs", and a share such as 70% had left
@@ -1090,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_random_budgets_never_over),
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
+        cmocka_unit_test(test_silent_node_draw_left_out),
         cmocka_unit_test(test_silent_from_start_said),
         cmocka_unit_test(test_node_silent_during_cut),
         cmocka_unit_test(test_node_silent_during_cut_loop),

@@ -126,6 +126,13 @@ int pfi_cl_decode_curve(json_t *curve, pfi_cl_job *j);
 /* history.c: what the status page plots and lists.  The sum of the caps as the controller counts
  * it (an unknown cap at the GPU's maximum); c->mu held. */
 double pfi_cl_cap_sum_w(const pfi_cl *c);
+/* The draw the controller knows (c->mu held): what a node reported at the last refresh, while
+ * it answers; a silent node's last readings are not current, so its draw is unknown (NAN), as
+ * is a GPU's that reported none.  A node's draw is NAN when none of its GPUs has one; the
+ * site's when no node has one. */
+double pfi_cl_gpu_draw_w(const pfi_cl_node *n, int g);
+double pfi_cl_node_draw_w(const pfi_cl_node *n);
+double pfi_cl_site_draw_w(const pfi_cl *c);
 /* Samples budget, caps and draw into c->hist (takes c->mu). */
 void pfi_cl_history_record(pfi_cl *c);
 /* Records an apply that moved something (c->mu held): lowered/raised are this apply's counts. */

@@ -81,14 +81,7 @@ int pfi_cl_grid_busy(pfi_cl *c, double now)
 void pfi_cl_grid_record(pfi_cl *c)
 {
     pthread_mutex_lock(&c->mu);
-    double w = 0, now = pfi_clock_wall();
-    int any = 0;
-    for (int i = 0; i < c->n_nodes; i++)
-        for (int g = 0; c->nodes[i].up && g < c->nodes[i].n_gpus; g++)
-            if (isfinite(c->nodes[i].power_w[g])) {
-                w += c->nodes[i].power_w[g];
-                any = 1;
-            }
+    double w = pfi_cl_site_draw_w(c), now = pfi_clock_wall();
     double b = c->budget_now_w;
     char id[PFI_EVENT_ID_MAX] = "";
     if (c->grid_binding)
@@ -96,7 +89,7 @@ void pfi_cl_grid_record(pfi_cl *c)
     pfi_grid_store *g = c->grid;
     pthread_mutex_unlock(&c->mu);
     pfi_err e = {0};
-    if (g && any && pfi_grid_power_add(g, now, w, b, id, &e) != PFI_OK) {
+    if (g && isfinite(w) && pfi_grid_power_add(g, now, w, b, id, &e) != PFI_OK) {
         pthread_mutex_lock(&c->mu);
         snprintf(c->note, sizeof c->note, "site power not recorded: %s", e.msg);
         pthread_mutex_unlock(&c->mu);
@@ -141,11 +134,7 @@ static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
         return;
     }
     pthread_mutex_lock(&c->mu);
-    double w = 0;
-    for (int i = 0; i < c->n_nodes; i++)
-        for (int g = 0; c->nodes[i].up && g < c->nodes[i].n_gpus; g++)
-            if (isfinite(c->nodes[i].power_w[g]))
-                w += c->nodes[i].power_w[g];
+    double w = pfi_cl_site_draw_w(c);
     pthread_mutex_unlock(&c->mu);
     ev->baseline_w = w > 0 ? w : NAN;
     snprintf(ev->baseline_method, sizeof ev->baseline_method,

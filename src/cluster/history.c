@@ -18,18 +18,43 @@ double pfi_cl_cap_sum_w(const pfi_cl *c)
     return sum;
 }
 
+double pfi_cl_gpu_draw_w(const pfi_cl_node *n, int g)
+{
+    return n->up ? n->power_w[g] : NAN;
+}
+
+double pfi_cl_node_draw_w(const pfi_cl_node *n)
+{
+    double w = 0;
+    int any = 0;
+    for (int g = 0; g < n->n_gpus; g++) {
+        double v = pfi_cl_gpu_draw_w(n, g);
+        if (isfinite(v)) {
+            w += v;
+            any = 1;
+        }
+    }
+    return any ? w : NAN;
+}
+
+double pfi_cl_site_draw_w(const pfi_cl *c)
+{
+    double w = 0;
+    int any = 0;
+    for (int i = 0; i < c->n_nodes; i++) {
+        double v = pfi_cl_node_draw_w(&c->nodes[i]);
+        if (isfinite(v)) {
+            w += v;
+            any = 1;
+        }
+    }
+    return any ? w : NAN;
+}
+
 void pfi_cl_history_record(pfi_cl *c)
 {
     pthread_mutex_lock(&c->mu);
-    double draw = 0;
-    int any = 0;
-    for (int i = 0; i < c->n_nodes; i++)
-        for (int g = 0; c->nodes[i].up && g < c->nodes[i].n_gpus; g++)
-            if (isfinite(c->nodes[i].power_w[g])) {
-                draw += c->nodes[i].power_w[g];
-                any = 1;
-            }
-    double v[PFI_SERIES_COLS] = {c->budget_now_w, pfi_cl_cap_sum_w(c), any ? draw : NAN};
+    double v[PFI_SERIES_COLS] = {c->budget_now_w, pfi_cl_cap_sum_w(c), pfi_cl_site_draw_w(c)};
     pfi_series_add(&c->hist, pfi_clock_wall(), v);
     pthread_mutex_unlock(&c->mu);
 }

@@ -25,7 +25,7 @@ void *pfi_cl_json_nodes(pfi_cl *c)
             json_object_set_new(o, "min_limit_w", pfi_json_num(d->min_limit_w));
             json_object_set_new(o, "max_limit_w", pfi_json_num(d->max_limit_w));
             json_object_set_new(o, "default_limit_w", pfi_json_num(d->default_limit_w));
-            json_object_set_new(o, "power_w", pfi_json_num(n->power_w[g]));
+            json_object_set_new(o, "power_w", pfi_json_num(pfi_cl_gpu_draw_w(n, g)));
             json_object_set_new(o, "job", n->job_of[g] >= 0 ? json_string(c->jobs[n->job_of[g]].id)
                                                             : json_null());
             json_array_append_new(gpus, o);
@@ -34,14 +34,7 @@ void *pfi_cl_json_nodes(pfi_cl *c)
         json_t *o = json_pack("{s:s, s:s, s:b, s:i, s:o}", "name", n->name, "url", n->url, "up",
                               n->up, "n_gpus", n->n_gpus, "gpus", gpus);
         json_object_set_new(o, "cap_sum_w", json_real(sum));
-        double draw = 0;
-        int drawn = 0;
-        for (int g = 0; g < n->n_gpus; g++)
-            if (isfinite(n->power_w[g])) {
-                draw += n->power_w[g];
-                drawn++;
-            }
-        json_object_set_new(o, "power_w", drawn ? json_real(draw) : json_null());
+        json_object_set_new(o, "power_w", pfi_json_num(pfi_cl_node_draw_w(n)));
         /* A silent node's GPUs count at the caps it last acknowledged: say so. */
         json_object_set_new(o, "why", n->up ? json_null() : json_string(n->why));
         json_object_set_new(o, "counted_at_last_caps", json_boolean(!n->up));
@@ -129,7 +122,8 @@ static void cl_scalar(pfi_prom *b, const char *name, const char *type, const cha
         pfi_prom_put(b, "%s %.17g\n", name, v);
 }
 
-/* One series per node (which: 0 up, 1 sum of caps, 2 draw, 3 GPUs); *sum gets their total. */
+/* One series per node (which: 0 up, 1 sum of caps, 2 draw, 3 GPUs); *sum gets their total.  A
+ * node whose draw is unknown (silent, or no GPU reported one) has no draw series. */
 static void cl_node_metric(pfi_prom *b, pfi_cl *c, const char *name, const char *help, int which,
                            double *sum)
 {
@@ -138,14 +132,13 @@ static void cl_node_metric(pfi_prom *b, pfi_cl *c, const char *name, const char 
     for (int i = 0; i < c->n_nodes; i++) {
         const pfi_cl_node *n = &c->nodes[i];
         double v = 0;
-        for (int g = 0; g < n->n_gpus && which != 0 && which != 3; g++) {
+        for (int g = 0; g < n->n_gpus && which == 1; g++) {
             const pfi_device *d = &n->gpu[g];
-            if (which == 1)
-                v += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w : 0;
-            else if (isfinite(n->power_w[g]))
-                v += n->power_w[g];
+            v += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w : 0;
         }
-        v = which == 0 ? n->up : which == 3 ? n->n_gpus : v;
+        v = which == 0 ? n->up : which == 2 ? pfi_cl_node_draw_w(n) : which == 3 ? n->n_gpus : v;
+        if (!isfinite(v))
+            continue;
         char name_e[2 * PFI_CL_NAME_MAX + 8];
         pfi_prom_escape(n->name, name_e, sizeof name_e);
         pfi_prom_put(b, "%s{node=\"%s\"} %.17g\n", name, name_e, v);
@@ -185,7 +178,8 @@ char *pfi_cl_metrics(pfi_cl *c)
     cl_node_metric(&b, c, "pfi_cluster_node_cap_watts", "Sum of the GPU power caps of a node.", 1,
                    &caps);
     cl_node_metric(&b, c, "pfi_cluster_node_power_watts",
-                   "Power the node's GPUs drew at the last refresh.", 2, &draw);
+                   "Power the node's GPUs drew at the last refresh (absent while the node is "
+                   "silent: its last reading is not current).", 2, &draw);
     cl_node_metric(&b, c, "pfi_cluster_node_gpus", "GPUs of a node.", 3, &gpus);
     cl_job_metric(&b, c, "pfi_cluster_job_cap_watts", "Per-GPU power cap a job holds.", 0);
     cl_job_metric(&b, c, "pfi_cluster_job_cap_target_watts",
@@ -201,7 +195,8 @@ char *pfi_cl_metrics(pfi_cl *c)
               "Site budget in force (absent: none, every GPU at its default).", c->budget_now_w);
     cl_scalar(&b, "pfi_cluster_cap_sum_watts", "gauge", "Sum of every managed GPU's cap.", caps);
     cl_scalar(&b, "pfi_cluster_power_watts", "gauge",
-              "Power every managed GPU drew at the last refresh.", draw);
+              "Power the GPUs of the answering nodes drew at the last refresh.",
+              pfi_cl_site_draw_w(c));
     cl_scalar(&b, "pfi_cluster_nominal_watts", "gauge",
               "Sum of the GPUs' default limits (100%).", pfi_cl_site_default_w(c));
     cl_scalar(&b, "pfi_cluster_nodes_up", "gauge", "Node daemons answering.", up);

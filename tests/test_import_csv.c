@@ -122,6 +122,30 @@ static void test_hex(void **state)
     fclose(fp);
 }
 
+/* A field of white space alone is not a number: the reader skipped the blanks after a failed
+ * read and answered PFI_OK with the value unset (before pfi_parse_decimal: 0).  A number with
+ * text after it leaves the value untouched too. */
+static void test_blank_number(void **state)
+{
+    const char *text = "a,b\n\" \",1\n\"\t \",2\n5abc,3\n";
+    FILE *fp;
+    pfi_csv *c = open_text(text, &fp);
+    pfi_err e = {0};
+    for (int row = 2; row <= 4; row++) {
+        double d = 7;
+        int i = 7;
+        assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+        if (pfi_csv_double(c, 0, &d, &e) != PFI_EINVAL)
+            fail_msg("line %d: '%s' read as %g", row, pfi_csv_field(c, 0), d);
+        assert_true(d == 7);
+        assert_non_null(strstr(e.msg, "is not a number"));
+        assert_int_equal(pfi_csv_int(c, 0, &i, &e), PFI_EINVAL);
+        assert_int_equal(i, 7);
+    }
+    pfi_csv_close(c);
+    fclose(fp);
+}
+
 static void expect_error(const char *text, const char *want1, const char *want2)
 {
     FILE *fp = fmemopen((void *)text, strlen(text), "r");
@@ -188,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_quoted_fields), cmocka_unit_test(test_bom_and_numbers),
         cmocka_unit_test(test_malformed),     cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_write_field),   cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_blank_number),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

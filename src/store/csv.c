@@ -267,14 +267,18 @@ int pfi_csv_double(const pfi_csv *c, int col, double *v, pfi_err *err)
                            "%s line %d, column '%s': '%s' is hexadecimal; numbers are read in "
                            "decimal",
                            c->name, c->rec_line, c->hdr[col], s);
+    /* A field of white space alone is no number: skipping the blanks after a failed read made it
+     * one, left unset (the caller's *v uninitialised). */
     const char *end;
-    if (pfi_parse_decimal(s, v, &end) != 0)
-        end = s;
-    while (*end == ' ' || *end == '\t')
-        end++;
-    if (end == s || *end)
+    double x;
+    int bad = pfi_parse_decimal(s, &x, &end) != 0;
+    if (!bad)
+        while (*end == ' ' || *end == '\t')
+            end++;
+    if (bad || *end)
         return pfi_err_set(err, PFI_EINVAL, "%s line %d, column '%s': '%s' is not a number",
                            c->name, c->rec_line, c->hdr[col], s);
+    *v = x;
     return PFI_OK;
 }
 

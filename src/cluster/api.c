@@ -205,6 +205,13 @@ static enum MHD_Result post_event(pfi_cl_server *s, struct MHD_Connection *con,
     return v ? send_json(con, created ? 201 : 200, v) : send_err(con, 500, "event lost");
 }
 
+/* HEAD is GET without the body (libmicrohttpd leaves the body out): every GET route takes it,
+ * as RFC 9110 9.3.2 asks and the node daemon does. */
+static int is_get(const char *method)
+{
+    return !strcmp(method, "GET") || !strcmp(method, "HEAD");
+}
+
 /* /v1/grid/events[/ID[/report]] (docs/cluster.md). */
 static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
                                   const char *url, const char *method, const char *body)
@@ -215,8 +222,8 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
                    ? send_json(con, 200, json_object())
                    : send_err(con, 401, "not a notification this controller subscribed to");
     if (!strcmp(url, "/v1/grid/openadr"))
-        return !strcmp(method, "GET") ? send_json(con, 200, pfi_ven_json(s->c->ven))
-                                      : not_allowed(con, "GET");
+        return is_get(method) ? send_json(con, 200, pfi_ven_json(s->c->ven))
+                              : not_allowed(con, "GET, HEAD");
     const char *base = "/v1/grid/events";
     size_t bl = strlen(base);
     if (strncmp(url, base, bl) || (url[bl] && url[bl] != '/'))
@@ -228,7 +235,7 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
         return send_err(con, 404, "no such grid event");
     if (rest)
         snprintf(id, sizeof id, "%.*s", (int)il, rest);
-    int get = !strcmp(method, "GET");
+    int get = is_get(method);
     pfi_err e = {0};
     if (get && slash) {
         json_t *r = pfi_cl_grid_report(s->c, id, &e);
@@ -240,7 +247,9 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
     }
     int post = !strcmp(method, "POST") && !rest, del = !strcmp(method, "DELETE") && rest && !slash;
     if (!post && !del)
-        return not_allowed(con, !rest ? "GET, POST" : slash ? "GET" : "GET, DELETE");
+        return not_allowed(con, !rest    ? "GET, HEAD, POST"
+                                : slash ? "GET, HEAD"
+                                        : "GET, HEAD, DELETE");
     enum MHD_Result denied;
     if (refused(s, con, &denied))
         return denied;
@@ -279,12 +288,27 @@ static enum MHD_Result page_route(pfi_cl_server *s, struct MHD_Connection *con, 
     return send_json(con, 200, pfi_cl_json_decisions(s->c, limit));
 }
 
+/* The methods a path outside /v1/grid/ takes (the Allow header of its 405); NULL: no route. */
+static const char *route_allow(const char *url)
+{
+    static const char *const fixed[][2] = {
+        {"/healthz", "GET, HEAD"},     {"/v1/nodes", "GET, HEAD"},
+        {"/v1/jobs", "GET, HEAD"},     {"/v1/allocation", "GET, HEAD"},
+        {"/", "GET, HEAD"},            {"/v1/history", "GET, HEAD"},
+        {"/v1/decisions", "GET, HEAD"}, {"/metrics", "GET, HEAD"},
+        {"/v1/budget", "PUT"},         {"/v1/refresh", "POST"}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (!strcmp(url, fixed[i][0]))
+            return fixed[i][1];
+    return NULL;
+}
+
 static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const char *url,
                              const char *method, const char *body)
 {
     if (!strncmp(url, "/v1/grid/", 9))
         return grid_route(s, con, url, method, body);
-    int get = !strcmp(method, "GET");
+    int get = is_get(method);
     if (get && !strcmp(url, "/healthz"))
         return send_json(con, 200, json_pack("{s:b}", "ok", 1));
     if (get && !strcmp(url, "/v1/nodes"))
@@ -299,8 +323,10 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
         return pfi_cl_send_text(con, 200, pfi_cl_metrics(s->c), "text/plain; version=0.0.4");
     int mut = (!strcmp(method, "PUT") && !strcmp(url, "/v1/budget")) ||
               (!strcmp(method, "POST") && !strcmp(url, "/v1/refresh"));
-    if (!mut)
-        return send_err(con, 404, "no such route");
+    if (!mut) {
+        const char *allow = route_allow(url);
+        return allow ? not_allowed(con, allow) : send_err(con, 404, "no such route");
+    }
     enum MHD_Result denied;
     if (refused(s, con, &denied))
         return denied;

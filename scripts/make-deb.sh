@@ -89,9 +89,50 @@ Description: power flexibility of GPU training jobs: measure, predict, cap
 EOT
 printf 'libpfi 0 pfi (>= %s)\n' "$version" > "$stage/DEBIAN/shlibs"
 printf 'activate-noawait ldconfig\n' > "$stage/DEBIAN/triggers"
+
+# Maintainer scripts.  The package enables and starts nothing (a node needs its serve.conf and
+# token first), but what the operator started must not outlive the package: removing it stops
+# the daemons (each puts its GPUs' original limits back at a stop, or holds them under a site
+# controller), then `pfi restore`, while the binary is still there, puts back what a held stop
+# or a crash left journaled, so no GPU stays capped by a controller that is gone.  An upgrade
+# restarts the daemons that run (a restart comes back at the limits held).  The daemons'
+# state (/var/lib/pfi: database and audit log, a journal not restored; /var/lib/pfi-cluster)
+# is the operator's: purging leaves it.
+units="pfi-serve.service pfi-cluster.service"
+cat > "$stage/DEBIAN/prerm" <<EOT
+#!/bin/sh
+set -e
+if [ "\$1" = remove ]; then
+    if [ -d /run/systemd/system ]; then
+        deb-systemd-invoke stop $units >/dev/null || true
+    fi
+    if [ -e /var/lib/pfi/journal ]; then
+        pfi restore --journal /var/lib/pfi/journal --backend nvml ||
+            echo "pfi: GPU power limits not restored: run pfi restore before removing pfi" >&2
+    fi
+fi
+EOT
+cat > "$stage/DEBIAN/postinst" <<EOT
+#!/bin/sh
+set -e
+if [ "\$1" = configure ] && [ -d /run/systemd/system ]; then
+    systemctl --system daemon-reload >/dev/null || true
+    if [ -n "\$2" ]; then
+        deb-systemd-invoke restart $units >/dev/null || true
+    fi
+fi
+EOT
+cat > "$stage/DEBIAN/postrm" <<EOT
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then
+    systemctl --system daemon-reload >/dev/null || true
+fi
+EOT
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort |
    xargs md5sum) > "$stage/DEBIAN/md5sums"
 chmod 644 "$stage/DEBIAN/"*
+chmod 755 "$stage/DEBIAN/prerm" "$stage/DEBIAN/postinst" "$stage/DEBIAN/postrm"
 out=$build/pfi_${version}_${arch}.deb
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$out" >/dev/null
 echo "$out"

@@ -3,7 +3,8 @@
 # `make deb`: the package has the right name, version, architecture and dependencies (from
 # dpkg-shlibdeps), lintian reports no error, and as root it installs with dpkg, `pfi --version`
 # and `pfi gpus --backend sim` run from /usr/bin, the library is found by ldconfig and
-# pkg-config, the installed unit verifies, and removing it leaves none of its files.  Not root:
+# pkg-config, the installed unit verifies, and removing it leaves none of its files; its
+# maintainer scripts stop the daemons and restore their journal at removal.  Not root:
 # everything but the installation runs, then the test counts as skipped (exit 77).
 set -u
 for t in make dpkg-deb dpkg-shlibdeps lintian; do
@@ -47,6 +48,42 @@ rc=$?
 grep -v 'root privileges' "$T/lintian"
 [ $rc -eq 0 ] || fail "lintian reports errors (exit $rc)"
 grep -q '^E:' "$T/lintian" && fail "lintian: $(grep '^E:' "$T/lintian" | head -n 3)"
+
+# The maintainer scripts, run as dpkg would with every command they call recorded (the paths
+# of systemd's run directory and of the daemons' state moved under $T): removing stops both
+# units and then restores a journal left behind, in that order; an upgrade's prerm does
+# nothing and its postinst restarts the units; purging leaves the daemons' state.
+dpkg-deb -e "$deb" "$T/ctl" || fail "dpkg-deb -e"
+mkdir -p "$T/stub" "$T/run/systemd/system"
+for c in deb-systemd-invoke systemctl pfi; do
+  printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$c" "$T/calls" > "$T/stub/$c"
+  chmod 755 "$T/stub/$c"
+done
+maint() { # script, then its arguments: the commands it ran, one a line, in $T/calls
+  s=$1
+  shift
+  : > "$T/calls"
+  [ -x "$T/ctl/$s" ] || { fail "no executable $s in the package"; return; }
+  sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
+    "$T/ctl/$s" > "$T/$s.sh"
+  PATH="$T/stub:$PATH" sh -e "$T/$s.sh" "$@" > "$T/$s.out" 2>&1 || fail "$s $*: $(cat "$T/$s.out")"
+}
+units="pfi-serve.service pfi-cluster.service"
+mkdir -p "$T/var/lib/pfi" "$T/var/lib/pfi-cluster"
+touch "$T/var/lib/pfi/journal" "$T/var/lib/pfi/pfi.db"
+maint prerm remove
+printf 'deb-systemd-invoke stop %s\npfi restore --journal %s --backend nvml\n' "$units" \
+  "$T/var/lib/pfi/journal" | cmp -s - "$T/calls" || fail "prerm remove ran: $(cat "$T/calls")"
+maint prerm upgrade "$version"
+[ -s "$T/calls" ] && fail "prerm upgrade ran: $(cat "$T/calls")"
+maint postinst configure ""
+grep -qx 'systemctl --system daemon-reload' "$T/calls" || fail "postinst configure: $(cat "$T/calls")"
+grep -q restart "$T/calls" && fail "a first install restarts: $(cat "$T/calls")"
+maint postinst configure "$version"
+grep -qx "deb-systemd-invoke restart $units" "$T/calls" || fail "postinst upgrade: $(cat "$T/calls")"
+maint postrm purge
+grep -qx 'systemctl --system daemon-reload' "$T/calls" || fail "postrm purge: $(cat "$T/calls")"
+[ -e "$T/var/lib/pfi/pfi.db" ] && [ -e "$T/var/lib/pfi-cluster" ] || fail "purge deleted the state"
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "not root: the package was built and checked, but installing it needs root"

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # The systemd units as `make install` writes them: `systemd-analyze verify` finds nothing to say,
-# they start the installed pfi, and `systemd-analyze security --offline=true` rates each at an
-# exposure of at most 4.0 ("OK").  A bare unit must rate far above that, or the reading is broken.
+# they start the installed pfi, they do not restart for ever on the exit status pfi gives for
+# bad input, and `systemd-analyze security --offline=true` rates each at an exposure of at most
+# 4.0 ("OK").  A bare unit must rate far above that, or the reading is broken.
 set -u
 command -v systemd-analyze >/dev/null 2>&1 ||
   { echo "FAIL: systemd-analyze not found (scripts/install-deps.sh test installs systemd)"; exit 1; }
@@ -37,6 +38,17 @@ for u in "$D"/lib/systemd/system/pfi-*.service "$D"/usr/lib/systemd/system/pfi-*
   (cd "$T/v" && systemd-analyze verify --man=no "./$name") > "$T/verify.out" 2>&1 ||
     fail "systemd-analyze verify $name: $(cat "$T/verify.out")"
   [ -s "$T/verify.out" ] && fail "systemd-analyze verify $name says: $(cat "$T/verify.out")"
+  # Restart=on-failure must not retry bad input for ever: the exit status the unit does not
+  # restart on is the one its command gives for bad input.
+  case $name in
+  pfi-serve.service) printf 'no_such_setting = 1\n' > "$T/bad.conf"
+    "$D/usr/bin/pfi" serve --config "$T/bad.conf" > /dev/null 2>&1 ;;
+  *) "$D/usr/bin/pfi" cluster serve --no-such-option > /dev/null 2>&1 ;;
+  esac
+  st=$?
+  grep -q '^Restart=on-failure$' "$u" || fail "$name: not Restart=on-failure"
+  grep -q "^RestartPreventExitStatus=\(.* \)\?$st\( .*\)\?$" "$u" ||
+    fail "$name restarts after bad input (exit status $st) for ever"
   e=$(exposure "$u")
   echo "$name: exposure $e"
   [ -n "$e" ] || { fail "no exposure level for $name: $(tail -n 3 "$T/sec.out")"; continue; }

@@ -525,6 +525,20 @@ static void test_silent_from_start_said(void **state)
                                   "one never answered is not in a share's 100%]"));
     assert_non_null(strstr(e.msg, "least feasible site budget"));
     assert_int_equal(pfi_standin_requests(x.s), req); /* nothing sent */
+    site_down(&x);
+    /* With n4 silent, job 102's SLA is planned: 5500 W leaves the jobs more than their minimum
+     * caps but less than the SLAs need.  The allocator's reason and advice, last, must survive
+     * the message's 511 bytes (they were cut at "relax-sl"); the silent node is then only named. */
+    site_up_silent(&x, "n4");
+    assert_int_equal(set_budget(&x, 5500, &e), PFI_EINFEASIBLE);
+    const char *tail = "or raise the budget";
+    size_t ml = strlen(e.msg);
+    if (ml < strlen(tail) || strcmp(e.msg + ml - strlen(tail), tail) != 0)
+        fail_msg("message cut: %s", e.msg);
+    assert_non_null(strstr(e.msg, "that the SLAs need"));
+    assert_non_null(strstr(e.msg, "pinned jobs [silent: n4 (never answered)] and"));
+    site_down(&x);
+    site_up_silent(&x, "n3");
     /* A node that answered once is silent "at its last caps", not "never answered". */
     pfi_standin_set_silent(x.s, "n3", 0);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);

@@ -203,12 +203,21 @@ static void explain_infeasible(const job_view *v, pfi_alloc_opts o, double budge
                                   "GPUs' maximum: a node that does not answer cannot be capped%s]",
                  f->silent, more,
                  f->n_never ? "; one never answered is not in a share's 100%" : "");
-    pfi_err_prefix(err,
-                   "site budget %.0f W leaves %.0f W for %d jobs (after %.0f W held by %d "
-                   "GPUs of silent nodes and pinned jobs%s and %.0f W for %d idle GPUs at "
-                   "their minimum%s): ",
-                   budget_w, for_jobs, v->na, f->reserved, f->n_held, why, f->idle_min,
-                   f->n_idle, least);
+    /* The allocator's own reason and advice come last and must survive the 511 bytes of a
+     * message (they were cut mid-word, "relax-sl"): where the rule's words do not fit, the
+     * silent node is only named. */
+    char head[2 * PFI_ERR_MSG_MAX];
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(head, sizeof head,
+                 "site budget %.0f W leaves %.0f W for %d jobs (after %.0f W held by %d GPUs of "
+                 "silent nodes and pinned jobs%s and %.0f W for %d idle GPUs at their minimum%s): ",
+                 budget_w, for_jobs, v->na, f->reserved, f->n_held, why, f->idle_min, f->n_idle,
+                 least);
+        if (!f->n_silent || strlen(head) + strlen(err->msg) < PFI_ERR_MSG_MAX)
+            break;
+        snprintf(why, sizeof why, " [silent: %s%s]", f->silent, more);
+    }
+    pfi_err_prefix(err, "%s", head);
 }
 
 /* Idle GPUs get their minimum plus an equal share of what is left, up to their default: what

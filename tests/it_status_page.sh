@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The status page (GET /) of `pfi serve` and `pfi cluster serve`, in headless Chromium: one
 # self-contained HTML document (no external asset: Chromium resolves no host name, and the
-# HTML names no URL of its own but the API's paths), read-only (no request but GET), served
+# HTML names no URL of its own but the API's paths), read-only (no request but GET), showing
+# the API's strings as text only (no markup built from them), served
 # without a token like the other GETs; every figure it shows (budget, sum of limits, draw, each
 # GPU's or node's caps, each job's cap, throughput, PFI30 and SLA headroom, the active and next
 # grid events, the last decisions) matches the API (tests/support/check_status_page.py), and it
@@ -33,6 +34,11 @@ grep -n -E '<(link|img|iframe)[ >]|<script[^>]+src=|@import|url\(' "$dir/page.ht
 [ -s "$dir/urls" ] && fail "the page reaches outside: $(cat "$dir/urls")"
 grep -n -E "method|XMLHttpRequest|sendBeacon|WebSocket|EventSource" "$dir/page.html" >"$dir/writes" || true
 [ -s "$dir/writes" ] && fail "the page may send more than GET: $(cat "$dir/writes")"
+# What the API gives (job ids and node names from Slurm or an operator, error texts) is shown
+# as text, never parsed as markup or code: a name with <, & or quotes stays that name.
+grep -n -E 'innerHTML|outerHTML|insertAdjacentHTML|document\.write|createContextualFragment|DOMParser|eval\(|new Function|setAttribute\("on' \
+    "$dir/page.html" >"$dir/markup" || true
+[ -s "$dir/markup" ] && fail "the page writes API text as markup: $(cat "$dir/markup")"
 
 chrome() { # URL, then options
     u=$1

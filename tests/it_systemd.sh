@@ -40,15 +40,18 @@ for u in "$D"/lib/systemd/system/pfi-*.service "$D"/usr/lib/systemd/system/pfi-*
   [ -s "$T/verify.out" ] && fail "systemd-analyze verify $name says: $(cat "$T/verify.out")"
   # Restart=on-failure must not retry bad input for ever: the exit status the unit does not
   # restart on is the one its command gives for bad input.
-  case $name in
-  pfi-serve.service) printf 'no_such_setting = 1\n' > "$T/bad.conf"
-    "$D/usr/bin/pfi" serve --config "$T/bad.conf" > /dev/null 2>&1 ;;
-  *) "$D/usr/bin/pfi" cluster serve --no-such-option > /dev/null 2>&1 ;;
-  esac
-  st=$?
+  # (pfi serve: an unknown setting, and a network listen without allow_remote.)
   grep -q '^Restart=on-failure$' "$u" || fail "$name: not Restart=on-failure"
-  grep -q "^RestartPreventExitStatus=\(.* \)\?$st\( .*\)\?$" "$u" ||
-    fail "$name restarts after bad input (exit status $st) for ever"
+  for input in 'no_such_setting = 1' 'listen = 0.0.0.0:9455'; do
+    case $name in
+    pfi-serve.service) printf '%s\nbackend = sim\ndb = %s/bad.db\n' "$input" "$T" > "$T/bad.conf"
+      "$D/usr/bin/pfi" serve --config "$T/bad.conf" > "$T/bad.out" 2>&1 ;;
+    *) "$D/usr/bin/pfi" cluster serve --no-such-option > "$T/bad.out" 2>&1 ;;
+    esac
+    st=$?
+    grep -q "^RestartPreventExitStatus=\(.* \)\?$st\( .*\)\?$" "$u" ||
+      fail "$name restarts after bad input (exit status $st: $(head -n 1 "$T/bad.out")) for ever"
+  done
   e=$(exposure "$u")
   echo "$name: exposure $e"
   [ -n "$e" ] || { fail "no exposure level for $name: $(tail -n 3 "$T/sec.out")"; continue; }

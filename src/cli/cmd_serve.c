@@ -116,8 +116,12 @@ int pfi_cmd_serve(int argc, char **argv)
         return rc;
     if (hw.read_only)
         cfg.read_only = 1;
-    if (pfi_serve_config_check(&cfg, &err) != PFI_OK)
-        return pfi_cli_fail("serve", &err);
+    /* Settings refused together (a network listen without allow_remote) are bad input as an
+     * unknown setting is: exit status 2, which the systemd unit does not restart for ever. */
+    if (pfi_serve_config_check(&cfg, &err) != PFI_OK) {
+        pfi_cli_fail("serve", &err);
+        return PFI_EXIT_USAGE;
+    }
 
     pfi_cli_hw open = {cfg.backend[0] ? cfg.backend : NULL, NULL, NULL, cfg.read_only};
     if (strcmp(pfi_cli_backend_name(&open), "sim") == 0)

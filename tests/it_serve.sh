@@ -203,6 +203,9 @@ wait $other; rc=$?
 [ $rc -ne 0 ] || fail "a held start without its journal exited 0: $(cat "$dir/other.out")"
 grep -q "no journal at $dir/other.journal holds the GPUs' original limits" "$dir/other.out" ||
   fail "a held start without its journal: $(cat "$dir/other.out")"
+# ... and it names the option that gives the old one (not a placeholder of the config file's)
+grep -q "the previous daemon used (--journal FILE" "$dir/other.out" ||
+  fail "a held start without its journal does not say how to give it: $(cat "$dir/other.out")"
 [ ! -e "$dir/other.journal" ] || fail "a refused held start wrote a journal"
 [ "$(limits)" = "$held" ] || fail "a refused held start changed the limits: $held -> $(limits)"
 start_serve "unix:$dir/serve.sock"

@@ -212,7 +212,8 @@ static int check_unjournaled(const char *jpath, const char *db, pfi_backend *b, 
                                "limits are held from before the restart (state database %s) "
                                "but no journal at %s holds the GPUs' original limits (GPU %d "
                                "is at %.0f W, its held cap, below its default %.0f W): start "
-                               "with the journal the previous daemon used (journal = PATH), "
+                               "with the journal the previous daemon used (--journal FILE, or "
+                               "journal = FILE in the configuration), "
                                "or, if it is lost, set the limits back to their originals and "
                                "start with a new db",
                                db, jpath, i, d.limit_w, d.default_limit_w);

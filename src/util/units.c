@@ -34,15 +34,14 @@ int pfi_parse_decimal(const char *s, double *v, const char **rest)
 
 int pfi_parse_slowdown(const char *s, double *slowdown, pfi_err *err)
 {
-    char *end;
-    errno = 0;
-    double v = s && !pfi_units_hex(s) ? strtod(s, &end) : NAN;
-    if (!s || isnan(v) || end == s || errno == ERANGE || (*end && strcmp(end, "%") != 0))
+    double v;
+    const char *end;
+    if (!s || pfi_parse_decimal(s, &v, &end) != 0 || (*end && strcmp(end, "%") != 0))
         return pfi_err_set(err, PFI_EINVAL, "slowdown '%s': expected e.g. 0.1 or 10%%",
                            s ? s : "");
     if (*end == '%')
         v /= 100;
-    if (!isfinite(v) || v < 0 || v >= 1)
+    if (v < 0 || v >= 1)
         return pfi_err_set(err, PFI_EINVAL,
                            "slowdown '%s': expected a max slowdown in [0, 1) (0.1 or 10%% = at "
                            "most 10%% slower)",

@@ -388,9 +388,14 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
                                                  pfi_json_num(ns->mean[m][c]), "min",
                                                  pfi_json_num(ns->lo[m][c]), "max",
                                                  pfi_json_num(ns->hi[m][c]), "per_seed", per));
-            if (!a->as_json)
-                printf("  %4.0f%% cut: %5.1f%% [%.1f-%.1f]\n", 100 * cuts[c],
+            if (!a->as_json) {
+                printf("  %4.0f%% cut: %5.1f%% [%.1f-%.1f]   rules, seed by seed:", 100 * cuts[c],
                        100 * ns->mean[m][c], 100 * ns->lo[m][c], 100 * ns->hi[m][c]);
+                for (int s = 0; s < ns->nseeds; s++)
+                    for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+                        printf("%s%d", f ? " " : s ? " | " : " ", ns->rule_cut[m][s][c][f]);
+                printf("\n");
+            }
         }
         json_t *amps = json_array(), *depths = json_array(), *votes = json_array();
         json_t *times = json_array(), *p0w = json_array(), *hedges = json_array();
@@ -432,8 +437,9 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
     if (a->as_json)
         return pfi_cli_print_json(doc);
     json_decref(doc);
-    printf("\nrules: each outer fold's selection rule, chosen inside its training groups: "
-           "0 the grid's best setting, 3 or 6 the bagged committee of that many\n");
+    printf("\nrules: each outer fold's selection rule (folds 1-%d of each seed, seeds separated by "
+           "|), chosen inside its training groups: 0 the grid's best setting, 3 or 6 the bagged "
+           "committee of that many\n", PFI_EXPT_NEST_OUTER);
     return PFI_EXIT_OK;
 }
 

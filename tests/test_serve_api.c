@@ -669,6 +669,17 @@ static const pfi_backend_ops mute_ops = {.name = "mute", .open = w_open, .close 
                                          .device_count = w_count, .device_info = w_info,
                                          .sample = m_sample, .set_limit = w_set};
 
+/* One good sample, then one through mute_ops, in which GPU 5 no longer answers. */
+static void sample_then_silence(fx *f)
+{
+    pfi_srv_sample(f->n);
+    inner = f->b;
+    pfi_backend mute = {.ops = &mute_ops, .impl = NULL, .read_only = 0};
+    f->n->b = &mute;
+    pfi_srv_sample(f->n);
+    f->n->b = f->b;
+}
+
 /* A GPU that stopped answering has no draw, temperature or clock to show: its last reading
  * stayed in /metrics as if current (a lost GPU "drawing" 514 W at 62 C for good), where the
  * docs say a value the GPU did not give is left out.  Its limit stays (the budget counts it at
@@ -676,12 +687,7 @@ static const pfi_backend_ops mute_ops = {.name = "mute", .open = w_open, .close 
 static void test_metrics_of_silent_gpu(void **state)
 {
     fx *f = *state;
-    pfi_srv_sample(f->n);
-    inner = f->b;
-    pfi_backend mute = {.ops = &mute_ops, .impl = NULL, .read_only = 0};
-    f->n->b = &mute;
-    pfi_srv_sample(f->n);
-    f->n->b = f->b;
+    sample_then_silence(f);
     int st;
     const char *ctype;
     size_t len;
@@ -714,12 +720,7 @@ static void test_metrics_of_silent_gpu(void **state)
 static void test_silent_gpu_reading_not_shown(void **state)
 {
     fx *f = *state;
-    pfi_srv_sample(f->n);
-    inner = f->b;
-    pfi_backend mute = {.ops = &mute_ops, .impl = NULL, .read_only = 0};
-    f->n->b = &mute;
-    pfi_srv_sample(f->n);
-    f->n->b = f->b;
+    sample_then_silence(f);
     json_t *doc;
     assert_int_equal(call(f, "GET", "/v1/gpus", NULL, 0, &doc), 200);
     json_t *g5 = json_array_get(json_object_get(doc, "gpus"), 5);

@@ -424,6 +424,53 @@ static void test_prom(void **state)
     free(t);
 }
 
+/* A histogram's buckets are cumulative in the text, bounds on a bucket's edge fall in it,
+ * values above every bound count only in +Inf, NaN is no observation, and the bounds print
+ * as short as they read back (le="0.1"). */
+static void test_prom_hist(void **state)
+{
+    (void)state;
+    static const double le[] = {0.1, 2, 1e300};
+    pfi_prom_hist h;
+    pfi_prom_hist_init(&h, le, 3);
+    const double v[] = {0.05, 0.1, 0.5, 2, 3, 1e301, NAN};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        pfi_prom_hist_observe(&h, v[i]);
+    assert_true(h.count == 6);
+    pfi_prom b;
+    pfi_prom_init(&b);
+    pfi_prom_hist_put(&b, "x_seconds", "How long.", &h);
+    char *t = pfi_prom_take(&b, NULL);
+    assert_non_null(t);
+    char want[512];
+    snprintf(want, sizeof want,
+             "# HELP x_seconds How long.\n# TYPE x_seconds histogram\n"
+             "x_seconds_bucket{le=\"0.1\"} 2\nx_seconds_bucket{le=\"2\"} 4\n"
+             "x_seconds_bucket{le=\"1e+300\"} 5\nx_seconds_bucket{le=\"+Inf\"} 6\n"
+             "x_seconds_sum %.17g\nx_seconds_count 6\n",
+             0.05 + 0.1 + 0.5 + 2 + 3 + 1e301);
+    assert_string_equal(t, want);
+    free(t);
+    /* a bound that 15 digits do not carry is printed with 17 */
+    static const double odd[] = {0.1 + 0.2};
+    pfi_prom_hist_init(&h, odd, 1);
+    pfi_prom_init(&b);
+    pfi_prom_hist_put(&b, "y", "Y.", &h);
+    t = pfi_prom_take(&b, NULL);
+    assert_non_null(strstr(t, "y_bucket{le=\"0.30000000000000004\"} 0\n"));
+    free(t);
+    /* more bounds than it holds: clamped, never written past */
+    double many[PFI_PROM_HIST_MAX + 4];
+    for (int i = 0; i < PFI_PROM_HIST_MAX + 4; i++)
+        many[i] = i + 1;
+    pfi_prom_hist_init(&h, many, PFI_PROM_HIST_MAX + 4);
+    assert_int_equal(h.nb, PFI_PROM_HIST_MAX);
+    pfi_prom_hist_observe(&h, PFI_PROM_HIST_MAX + 2);
+    assert_true(h.count == 1);
+    for (int i = 0; i < PFI_PROM_HIST_MAX; i++)
+        assert_true(h.in[i] == 0);
+}
+
 /* The ring keeps one sample per min_dt, drops the oldest past PFI_SERIES_MAX, and its JSON
  * takes since < t <= until, oldest first, NaN as null. */
 static void test_series(void **state)
@@ -670,7 +717,8 @@ int main(void)
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
         cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
-        cmocka_unit_test(test_prom), cmocka_unit_test(test_series),
+        cmocka_unit_test(test_prom), cmocka_unit_test(test_prom_hist),
+        cmocka_unit_test(test_series),
         cmocka_unit_test(test_token_ok), cmocka_unit_test(test_url_unescape),
         cmocka_unit_test(test_cmd_capture),
     };

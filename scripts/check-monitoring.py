@@ -59,7 +59,19 @@ class Exposed:
                     if m and not line.startswith("#"):
                         names = re.findall(r"([a-zA-Z_][a-zA-Z0-9_]*)=\"", m.group(2) or "")
                         self.labels.setdefault(m.group(1), set()).update(names)
-        self.names = set(self.types)
+        # A histogram's series are its name with _bucket (label le), _sum and _count; each only
+        # grows, so the counter functions read them.
+        self.parts = {}
+        for n, t in self.types.items():
+            if t == "histogram":
+                for s in ("_bucket", "_sum", "_count"):
+                    self.parts[n + s] = n
+                    self.labels.setdefault(n + s, set())
+                self.labels[n + "_bucket"].add("le")
+        self.names = set(self.types) | set(self.parts)
+
+    def type_of(self, n):
+        return "counter" if n in self.parts else self.types.get(n)
 
     def labels_of(self, metrics):
         out = set(TARGET_LABELS)
@@ -72,7 +84,7 @@ def naming_problems(have, problems):
     problems.extend(have.clash)
     for n in sorted(set(have.labels) - have.names):
         problems.append(f"{n}: series without a # TYPE line")
-    for n in sorted(have.names - have.helps):
+    for n in sorted(set(have.types) - have.helps):
         problems.append(f"{n}: no # HELP line")
     for n, t in sorted(have.types.items()):
         if t == "counter" and not n.endswith("_total"):
@@ -100,7 +112,7 @@ def query_problems(expr, have, where, problems, shown=()):
         problems.append(f"{where}: label {lab} is not on {on} ({expr})")
     call = r"\b(" + "|".join(COUNTER_FUNCS) + r")\s*\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)"
     for m in re.finditer(call, e):
-        t = have.types.get(m.group(2))
+        t = have.type_of(m.group(2))
         if t is not None and t != "counter":
             problems.append(f"{where}: {m.group(1)}() of {m.group(2)}, a {t} ({expr})")
 

@@ -68,6 +68,21 @@ for n in "$N1 n1" "$N2 n2"; do
     echo "$r" | awk '{ exit !($3 > $2 && $4 > 0.1 * $1 && $4 < 3 * $1) }' ||
         fail "$2: energy does not rise at about the draw: $r"
 done
+# Every apply is in its histogram: as many as the decisions (node) or applies (site), each in
+# the +Inf bucket, and the buckets never fall as le rises.
+hist_agrees() { # $1 exposition, $2 histogram, $3 the counter it must equal
+    awk -v h="$2" -v c="$3" '
+        $1 == c { want = $2 }
+        $1 == h "_count" { n = $2 }
+        $1 == h "_bucket{le=\"+Inf\"}" { inf = $2 }
+        index($1, h "_bucket{") == 1 { if ($2 + 0 < last + 0) bad = 1; last = $2; buckets++ }
+        END { exit !(want > 0 && n == want && inf == want && !bad && buckets >= 3) }' "$1"
+}
+hist_agrees "$dir/n2.prom" pfi_apply_duration_seconds pfi_decisions_total ||
+    fail "n2's apply histogram does not count its decisions: $(grep -E '^pfi_(apply_duration|decisions)' "$dir/n2.prom")"
+hist_agrees "$dir/cluster.prom" pfi_cluster_apply_duration_seconds pfi_cluster_applies_total ||
+    fail "the site's apply histogram does not count its applies: $(grep -E '^pfi_cluster_(apply_duration|applies)' "$dir/cluster.prom")"
+note "apply histograms: one observation per decision (n2) and per site apply"
 python3 "$here/../scripts/check-monitoring.py" "$here/../contrib" \
     "$dir/n1.prom" "$dir/n2.prom" "$dir/cluster.prom" || fail "dashboards or rules use metrics no daemon exports"
 

@@ -451,6 +451,7 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, const pfi_cl_planned *pre, pfi_err 
         c->budget_now_w = budget_w;
         c->stats.n_apply++;
         c->stats.last_apply_s = pfi_clock_mono() - t0;
+        pfi_prom_hist_observe(&c->apply_hist, c->stats.last_apply_s);
         c->stats.last_alloc_s = t_alloc;
         c->stats.peak_w = peak;
         pfi_cl_decision_add(c, budget_w, c->stats.last_apply_s, c->stats.n_lowered - lowered0,

@@ -18,6 +18,7 @@
 #define PFI_CL_GRID_MAX 64
 #define PFI_CL_DECISIONS 32
 #include "util/clock.h"
+#include "util/prom.h"
 #include "util/series.h"
 #include "util/token.h"
 
@@ -47,6 +48,7 @@ struct pfi_cl {
     pfi_cl_stats stats;
     long long epoch;
     pfi_series hist;            /* budget, sum of caps, draw: one sample a second (history.c) */
+    pfi_prom_hist apply_hist;   /* every applied budget change's time to the last ack, s */
     pfi_cl_decision dec[PFI_CL_DECISIONS]; /* ring of the last decisions */
     int n_dec;
     long long dec_next;

@@ -57,6 +57,9 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
     pthread_mutex_init(&c->refresh_mu, NULL);
     c->budget_now_w = NAN;
     pfi_series_init(&c->hist, 1.0);
+    /* 10 s is a bound: the site apply-latency alert counts the changes above it */
+    static const double apply_le[] = {0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+    pfi_prom_hist_init(&c->apply_hist, apply_le, (int)(sizeof apply_le / sizeof apply_le[0]));
     *out = c;
     return PFI_OK;
 }

@@ -203,6 +203,9 @@ char *pfi_cl_metrics(pfi_cl *c)
     cl_scalar(&b, "pfi_cluster_nodes", "gauge", "Node daemons managed.", c->n_nodes);
     cl_scalar(&b, "pfi_cluster_apply_seconds", "gauge",
               "Last budget change to every node acknowledged.", c->stats.last_apply_s);
+    pfi_prom_hist_put(&b, "pfi_cluster_apply_duration_seconds",
+                      "Time from each applied budget change to every node's acknowledgement.",
+                      &c->apply_hist);
     cl_scalar(&b, "pfi_cluster_alloc_seconds", "gauge", "Allocation part of the last apply.",
               c->stats.last_alloc_s);
     cl_scalar(&b, "pfi_cluster_applies_total", "counter", "Allocations applied to the nodes.",

@@ -210,6 +210,9 @@ static void node_metrics(ctx *c)
            (double)n->n_heartbeats);
     scalar(c, "pfi_last_apply_seconds", "gauge", "Duration of the last cap application.",
            n->n_decisions ? n->last_apply_ms / 1e3 : NAN);
+    pfi_prom_hist_put(&c->b, "pfi_apply_duration_seconds",
+                      "Duration of each cap application (a decision applied to the GPUs).",
+                      &n->apply_hist);
 }
 
 static void grid_metrics(ctx *c)

@@ -28,6 +28,9 @@ int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, 
     n->manual_w = NAN;
     n->ev_next = 1;
     n->started_wall = pfi_clock_wall();
+    /* 2 s is a bound: the apply-latency alert counts the applies above it */
+    static const double apply_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10};
+    pfi_prom_hist_init(&n->apply_hist, apply_le, (int)(sizeof apply_le / sizeof apply_le[0]));
     pfi_series_init(&n->hist, 1.0);
     snprintf(n->boot_id, sizeof n->boot_id, "%llx-%lx",
              (unsigned long long)(n->started_wall * 1e6), (unsigned long)getpid());
@@ -247,6 +250,7 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
     n->n_held += rep->n_held;
     n->n_mismatch += rep->n_mismatch;
     n->last_apply_ms = ms;
+    pfi_prom_hist_observe(&n->apply_hist, ms / 1e3);
     n->last_decision_mono = pfi_clock_mono();
     pthread_mutex_unlock(&n->mu);
 }

@@ -18,6 +18,7 @@
 #include "serve/serve.h"
 #include "store/audit.h"
 #include "util/clock.h"
+#include "util/prom.h"
 #include "util/series.h"
 
 #define SRV_ID_MAX 64
@@ -208,6 +209,7 @@ typedef struct srv_node {
     long long n_watchdog_trips;
     long long n_heartbeats; /* heartbeats answered */
     double last_apply_ms, last_decision_mono, last_replan_mono;
+    pfi_prom_hist apply_hist; /* every decision's apply time, seconds */
     long long commit_gen;  /* bumped by every commit of a decision (under mu): a reading taken
                             * before it is older than the limits the decision read back */
     double started_wall;

@@ -208,6 +208,28 @@ grep -q "the previous daemon used (--journal FILE" "$dir/other.out" ||
   fail "a held start without its journal does not say how to give it: $(cat "$dir/other.out")"
 [ ! -e "$dir/other.journal" ] || fail "a refused held start wrote a journal"
 [ "$(limits)" = "$held" ] || fail "a refused held start changed the limits: $held -> $(limits)"
+# ... a start with another journal AND another state database cannot see the hold: it starts,
+# journals the limits it finds as the originals, and says which sit below their defaults and
+# how to get the old originals back.  It changes nothing, and its clean stop leaves them so.
+"$PFI_BIN" serve $HW --listen "unix:$dir/other.sock" --token-file "$dir/token" --db "$dir/other.db" \
+    --journal "$dir/other.journal" $SERVE_OPTS >"$dir/other2.out" 2>&1 &
+other=$!
+i=0
+until grep -q "listen: API on" "$dir/other2.out"; do
+  i=$((i + 1)); [ $i -gt 200 ] && { kill -TERM $other; wait $other; fail "a fresh start with another journal and db did not come up: $(cat "$dir/other2.out")"; }
+  kill -0 $other 2>/dev/null || fail "a fresh start with another journal and db exited: $(cat "$dir/other2.out")"
+  sleep 0.05
+done
+kill -TERM $other
+wait $other || fail "a fresh start with another journal and db did not stop cleanly: $(cat "$dir/other2.out")"
+below=$(echo "$held" | awk '{ for (i = 1; i <= NF; i++) n += ($i < 699.5); print n + 0 }')
+[ "$below" -gt 0 ] || fail "nothing was held below 700 W: $held"
+grep -q "original_below_default: $below GPU(s) below their default limit, journaled in $dir/other.journal" "$dir/other2.out" ||
+  fail "a fresh start over held limits did not say which sit below their defaults: $(cat "$dir/other2.out")"
+grep "original_below_default" "$dir/other2.out" | grep -q "pfi restore --journal" ||
+  fail "the warning does not say how to get the originals back: $(grep original_below_default "$dir/other2.out")"
+[ "$(limits)" = "$held" ] || fail "a fresh start with another journal and db changed the limits: $held -> $(limits)"
+note "another journal and db: $(grep -o 'original_below_default: .*' "$dir/other2.out")"
 start_serve "unix:$dir/serve.sock"
 le "$(sum_limits)" $CUT || fail "restart after kill -9 raised the limits over the budget: $(limits)"
 ctl events --limit 50 | grep -q 'limits held from before the restart' || fail "no hold event at the restart"

@@ -252,6 +252,35 @@ static int start_held(const char *jpath, const char *db, pfi_backend *b, const s
     return PFI_OK;
 }
 
+/* A new journal records the limits found as the originals.  One below its GPU's default is
+ * what an operator set, or a cap that a daemon which died left behind when this start can
+ * neither see its hold (another state database) nor take over its journal (another path):
+ * pfi cannot tell which, so it says so at start, with the way back. */
+static void warn_below_default(srv_node *n, const char *jpath)
+{
+    char list[512] = "";
+    size_t len = 0;
+    int k = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_device *d = &n->gpu[i].dev;
+        if (!(d->limit_w < d->default_limit_w - 0.5))
+            continue;
+        if (len < sizeof list) {
+            int w = snprintf(list + len, sizeof list - len, "%sGPU %d: %.0f of %.0f W",
+                             k ? ", " : "", i, d->limit_w, d->default_limit_w);
+            len += w > 0 ? (size_t)w : 0;
+        }
+        k++;
+    }
+    if (k)
+        pfi_srv_event_add(n, "original_below_default",
+                          "%d GPU(s) below their default limit, journaled in %s as the limits "
+                          "to restore (%s): if a pfi daemon that did not restore left them there, "
+                          "stop this one, run pfi restore --journal with that daemon's journal "
+                          "(or set them back by hand) and start again",
+                          k, jpath, list);
+}
+
 /* The originals are the journal's (taken over at a held start), matched by UUID. */
 static void originals_from_journal(srv_node *n, const pfi_journal *j)
 {
@@ -367,6 +396,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
             goto out;
         }
         journaled = 1;
+        warn_below_default(n, jpath);
     }
     pfi_srv_event_add(n, "start", "%d GPU(s) on the %s backend, nominal %.0f W%s%s%s", n->n_gpus,
                   pfi_backend_name(b), n->nominal_w, c->read_only ? ", read-only" : "",

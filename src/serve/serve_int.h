@@ -131,7 +131,7 @@ typedef struct srv_event {
     long long id;
     double wall;
     char kind[24];
-    char msg[300];
+    char msg[512]; /* room for a line about every GPU of a node */
 } srv_event;
 
 struct pfi_grid_store;

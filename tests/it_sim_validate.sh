@@ -24,7 +24,9 @@
 #     fitted constants: the split's roles follow the rule fixed before any fit (at most half
 #     of each type's runs fit; the A40's fit runs include T5, the only run that stalls on the
 #     network; a family measured on both types has fit runs on one type only), its fit-run
-#     error is the worst of its fit runs, and split 0's table is the one printed above.
+#     error is the worst of its fit runs, and split 0's table is the one printed above;
+#   - --stage-rows check changes the per-stage check alone (each row with its own partition:
+#     only the A100 GPT-3 XL has rows whose partition is not its sweep's), never the fit.
 set -u
 PFI=${PFI_BIN:?PFI_BIN is not set}
 DATA=${PFI_DATA_DIR:-../shared/data}
@@ -224,4 +226,30 @@ for k in ("runs", "fitted_gpus", "held_out_max_abs_err_throughput", "held_out_ma
 PY
 "$PFI" sim validate --split 3 >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "FAIL: --split 3 was not refused as a usage error"; exit 1; }
+# --stage-rows check: the per-stage rows each with its own partition, the fit the same: split
+# 1's fitted constants and sweeps as without it, only GPT-3 XL's rows (some of them
+# uniform_transformer, its sweep custom) checked otherwise.
+"$PFI" sim validate --json --split 1 --stage-rows check >"$tmp/c1.json"
+rc=$?
+[ $rc -le 1 ] || { echo "FAIL: pfi sim validate --stage-rows check exit $rc"; exit 1; }
+python3 - "$tmp/s1.json" "$tmp/c1.json" <<'PY' || exit 1
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+bad = []
+if "stage_rows" in a or b.get("stage_rows") != "check":
+    bad.append("stage_rows: %r without, %r with --stage-rows check" % (a.get("stage_rows"), b.get("stage_rows")))
+if a["fitted_gpus"] != b["fitted_gpus"]:
+    bad.append("--stage-rows check changed the fit")
+for ra, rb in zip(a["runs"], b["runs"]):
+    if {k: v for k, v in ra.items() if k != "per_stage_limits"} != {k: v for k, v in rb.items() if k != "per_stage_limits"}:
+        bad.append("%s: its sweep changed with --stage-rows check" % ra["run"])
+    same = ra["per_stage_limits"] == rb["per_stage_limits"]
+    if same == ("A100/gpt3-xl" in ra["run"]):
+        bad.append("%s: per-stage rows %s with their own partitions" % (ra["run"], "the same" if same else "changed"))
+if bad:
+    print("FAIL:\n  " + "\n  ".join(bad))
+    sys.exit(1)
+PY
+"$PFI" sim validate --split 0 --stage-rows all >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: --stage-rows all was not refused as a usage error"; exit 1; }
 exit 0

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the simulator's calibration (study/sim_validate.c) on the public Perseus sweeps read
- * in place from $PFI_DATA_DIR: what only saves time leaves its results as they are. */
+ * in place from $PFI_DATA_DIR: what only saves time leaves its results as they are; what the
+ * per-stage rows (zeus_local.csv) enter, with --stage-rows check and fit. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -47,10 +50,174 @@ static void test_cost_memo_changes_nothing(void **state)
     }
 }
 
+/* A data directory in dir whose sweeps and stage profiles are the public data's (links) and
+ * whose A100 zeus_local.csv holds the header and the first public row that contains each of
+ * the strings in models (a model, or a partition and limits), its first `from` (or NULL)
+ * written as `to`; the A40 has no per-stage rows (the file absent, as in an older copy of the
+ * data). */
+static void rows_data(const char *dir, const char *const *models, int n, const char *from,
+                      const char *to)
+{
+    char a[1400], b[1400], data[PATH_MAX];
+    /* absolute: the links are read from dir, not from here */
+    assert_non_null(realpath(pfi_data_dir(), data));
+    snprintf(a, sizeof a, "%s/perseus-sosp24", dir);
+    assert_int_equal(mkdir(a, 0755), 0);
+    snprintf(a, sizeof a, "%s/perseus-sosp24/zeus_baseline", dir);
+    assert_int_equal(mkdir(a, 0755), 0);
+    for (int t = 0; t < 2; t++) {
+        const char *g = t ? "A40" : "A100";
+        snprintf(a, sizeof a, "%s/perseus-sosp24/zeus_baseline/%s", dir, g);
+        assert_int_equal(mkdir(a, 0755), 0);
+        snprintf(a, sizeof a, "%s/perseus-sosp24/zeus_baseline/%s/zeus_global.csv", data, g);
+        snprintf(b, sizeof b, "%s/perseus-sosp24/zeus_baseline/%s/zeus_global.csv", dir, g);
+        assert_int_equal(symlink(a, b), 0);
+    }
+    snprintf(a, sizeof a, "%s/perseus-sosp24/stage_profile", data);
+    snprintf(b, sizeof b, "%s/perseus-sosp24/stage_profile", dir);
+    assert_int_equal(symlink(a, b), 0);
+    snprintf(a, sizeof a, "%s/perseus-sosp24/zeus_baseline/A100/zeus_local.csv", data);
+    snprintf(b, sizeof b, "%s/perseus-sosp24/zeus_baseline/A100/zeus_local.csv", dir);
+    FILE *in = fopen(a, "r"), *out = fopen(b, "w");
+    assert_non_null(in);
+    assert_non_null(out);
+    char line[4096];
+    int first = 1, found[8] = {0};
+    assert_true(n <= 8);
+    while (fgets(line, sizeof line, in)) {
+        int keep = first;
+        for (int m = 0; m < n; m++)
+            if (!found[m] && strstr(line, models[m]))
+                keep = found[m] = 1;
+        char *at = keep && from ? strstr(line, from) : NULL;
+        if (at) /* the kept line with its first `from` written as `to` */
+            fprintf(out, "%.*s%s%s", (int)(at - line), line, to, at + strlen(from));
+        else if (keep)
+            fputs(line, out);
+        first = 0;
+    }
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    for (int m = 0; m < n; m++)
+        assert_true(found[m]);
+}
+
+static void rows_data_remove(const char *dir)
+{
+    static const char *const leaf[] = {
+        "zeus_baseline/A100/zeus_local.csv", "zeus_baseline/A100/zeus_global.csv",
+        "zeus_baseline/A40/zeus_global.csv", "stage_profile", "zeus_baseline/A100",
+        "zeus_baseline/A40", "zeus_baseline", ""};
+    char p[1400];
+    for (size_t i = 0; i < sizeof leaf / sizeof leaf[0]; i++) {
+        snprintf(p, sizeof p, "%s/perseus-sosp24/%s", dir, leaf[i]);
+        remove(p);
+    }
+    rmdir(dir);
+}
+
+static const pfi_sim_val_run *run_named(const pfi_sim_validation *v, const char *model)
+{
+    for (int i = 0; i < v->n_runs; i++)
+        if (strstr(v->runs[i].run, model) && strncmp(v->runs[i].run, "perseus/A100/", 13) == 0)
+            return &v->runs[i];
+    fail_msg("no A100 run of %s", model);
+    return NULL;
+}
+
+/* --stage-rows on split 0 (A100 fit runs BERT and BLOOM; GPT-3 XL held out, its sweep's
+ * partition custom, some of its rows uniform_transformer), on data with one BERT row and one
+ * GPT-3 XL uniform row (then another): check simulates the XL row with its own partition and
+ * changes no fitted constant; fit moves the A100's constants (the BERT row enters its cost),
+ * not the A40's (no rows), and not at all when the held-out run's row is another one. */
+static void test_stage_rows(void **state)
+{
+    (void)state;
+    if (!have_sweeps())
+        PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());
+    const char *base = getenv("PFI_TEST_TMP");
+    char da[600], db[600];
+    snprintf(da, sizeof da, "%s/stagerows.XXXXXX", base ? base : "/tmp");
+    snprintf(db, sizeof db, "%s/stagerows.XXXXXX", base ? base : "/tmp");
+    assert_non_null(mkdtemp(da));
+    assert_non_null(mkdtemp(db));
+    const char *const ma[] = {"bert-huge-uncased,",
+                              "gpt3-xl,uniform_transformer,1024,1,1,4,8,128,200,200,200,300,"};
+    const char *const mb[] = {"bert-huge-uncased,",
+                              "gpt3-xl,uniform_transformer,1024,1,1,4,8,128,200,175,175,225,"};
+    rows_data(da, ma, 2, NULL, NULL);
+    rows_data(db, mb, 2, NULL, NULL);
+    static pfi_sim_validation v0, vc, v1, v2; /* large: not on the stack */
+    const int f = PFI_SIM_VAL_SPLIT(0) | PFI_SIM_VAL_STARTS(1);
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_validate(da, f, NULL, NULL, &v0, &e), PFI_OK);
+    assert_int_equal(pfi_sim_validate(da, f | PFI_SIM_VAL_ROW_PARTITION, NULL, NULL, &vc, &e),
+                     PFI_OK);
+    assert_int_equal(pfi_sim_validate(da, f | PFI_SIM_VAL_STAGE_ROWS, NULL, NULL, &v1, &e),
+                     PFI_OK);
+    assert_int_equal(pfi_sim_validate(db, f | PFI_SIM_VAL_STAGE_ROWS, NULL, NULL, &v2, &e),
+                     PFI_OK);
+    rows_data_remove(da);
+    rows_data_remove(db);
+    const pfi_sim_val_run *bert0 = run_named(&v0, "bert-huge"), *xl0 = run_named(&v0, "gpt3-xl");
+    const pfi_sim_val_run *bertc = run_named(&vc, "bert-huge"), *xlc = run_named(&vc, "gpt3-xl");
+    assert_false(bert0->held_out);
+    assert_true(xl0->held_out);
+    assert_int_equal(bert0->n_per_stage, 1);
+    assert_int_equal(xl0->n_per_stage, 1);
+    /* check: the same fit, the BERT row (its run's partition) the same, the XL row not */
+    assert_memory_equal(vc.fitted, v0.fitted, sizeof v0.fitted);
+    assert_memory_equal(vc.fitted_host_ms, v0.fitted_host_ms, sizeof v0.fitted_host_ms);
+    assert_true(bertc->per_stage_err_tput == bert0->per_stage_err_tput);
+    assert_true(bertc->per_stage_err_power == bert0->per_stage_err_power);
+    assert_true(xlc->max_abs_err_tput == xl0->max_abs_err_tput);
+    assert_true(xlc->per_stage_err_tput != xl0->per_stage_err_tput);
+    /* fit: the A100's constants move, the A40's (no rows) do not */
+    assert_memory_not_equal(&v1.fitted[0], &v0.fitted[0], sizeof v0.fitted[0]);
+    assert_memory_equal(&v1.fitted[1], &v0.fitted[1], sizeof v0.fitted[1]);
+    /* ... and a held-out run's row is no part of it: another XL row, the same fit */
+    assert_memory_equal(v2.fitted, v1.fitted, sizeof v1.fitted);
+    assert_memory_equal(v2.fitted_host_ms, v1.fitted_host_ms, sizeof v1.fitted_host_ms);
+    assert_true(run_named(&v2, "gpt3-xl")->per_stage_err_tput !=
+                run_named(&v1, "gpt3-xl")->per_stage_err_tput);
+}
+
+/* --stage-rows fit simulates a fit run's row with the row's own partition: on split 1 (GPT-3
+ * XL a fit run), its uniform_transformer row and the same row said to have the sweep's custom
+ * partition give different fits. */
+static void test_stage_rows_own_partition(void **state)
+{
+    (void)state;
+    if (!have_sweeps())
+        PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());
+    const char *base = getenv("PFI_TEST_TMP");
+    char da[600], db[600];
+    snprintf(da, sizeof da, "%s/stagerows.XXXXXX", base ? base : "/tmp");
+    snprintf(db, sizeof db, "%s/stagerows.XXXXXX", base ? base : "/tmp");
+    assert_non_null(mkdtemp(da));
+    assert_non_null(mkdtemp(db));
+    const char *const m[] = {"gpt3-xl,uniform_transformer,1024,1,1,4,8,128,200,200,200,300,"};
+    rows_data(da, m, 1, NULL, NULL);
+    rows_data(db, m, 1, "uniform_transformer", "\"custom:0,8,14,21,27\"");
+    static pfi_sim_validation va, vb;
+    const int f = PFI_SIM_VAL_SPLIT(1) | PFI_SIM_VAL_STARTS(1) | PFI_SIM_VAL_STAGE_ROWS;
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_validate(da, f, NULL, NULL, &va, &e), PFI_OK);
+    assert_int_equal(pfi_sim_validate(db, f, NULL, NULL, &vb, &e), PFI_OK);
+    rows_data_remove(da);
+    rows_data_remove(db);
+    assert_false(run_named(&va, "gpt3-xl")->held_out);
+    assert_int_equal(run_named(&va, "gpt3-xl")->n_per_stage, 1);
+    assert_int_equal(run_named(&vb, "gpt3-xl")->n_per_stage, 1);
+    assert_memory_not_equal(&va.fitted[0], &vb.fitted[0], sizeof va.fitted[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cost_memo_changes_nothing),
+        cmocka_unit_test(test_stage_rows),
+        cmocka_unit_test(test_stage_rows_own_partition),
     };
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -684,9 +684,10 @@ static void splits_json(json_t *doc, const pfi_sim_val_splits *all)
 }
 
 /* v: the split reported run by run; all (NULL with one split asked for): every split, whose
- * worst held-out error is the headline and whose target_met replaces v's. */
+ * worst held-out error is the headline and whose target_met replaces v's; rows: NULL, or
+ * --stage-rows's MODE. */
 static int print_validation_json(const pfi_sim_validation *v, const pfi_sim_val_splits *all,
-                                 int fit_all)
+                                 int fit_all, const char *rows)
 {
     json_t *runs = json_array();
     for (int i = 0; i < v->n_runs; i++)
@@ -714,10 +715,15 @@ static int print_validation_json(const pfi_sim_validation *v, const pfi_sim_val_
                             v->split);
     if (all)
         splits_json(doc, all);
+    /* Only with --stage-rows: the default document stays as it was. */
+    if (rows)
+        json_object_set_new(doc, "stage_rows", json_string(rows));
     return pfi_cli_print_json(doc);
 }
 
-static void print_validation(const pfi_sim_validation *v, int verbose, int fit_all)
+/* rows: NULL, or --stage-rows's MODE (what the per-stage rows' header says of them). */
+static void print_validation(const pfi_sim_validation *v, int verbose, int fit_all,
+                             const char *rows)
 {
     printf("%-40s %-8s %10s %10s\n", "run", "role", "err_tput", "err_power");
     for (int i = 0; i < v->n_runs; i++) {
@@ -732,7 +738,10 @@ static void print_validation(const pfi_sim_validation *v, int verbose, int fit_a
     for (int i = 0; i < v->n_runs; i++)
         per_stage += v->runs[i].n_per_stage;
     if (per_stage > 0)
-        printf("\nper-stage limits (zeus_local.csv; no fit uses them), worst error:\n");
+        printf("\nper-stage limits (zeus_local.csv; %s), worst error:\n",
+               !rows ? "no fit uses them"
+               : strcmp(rows, "fit") == 0 ? "each row's own partition; the fit runs' fitted on"
+                                           : "each row's own partition; no fit uses them");
     for (int i = 0; i < v->n_runs; i++) {
         const pfi_sim_val_run *r = &v->runs[i];
         if (r->n_per_stage > 0)
@@ -784,7 +793,7 @@ static void print_splits(const pfi_sim_val_splits *all)
 
 static int sim_validate(int argc, char **argv)
 {
-    const char *dir = NULL, *family = NULL, *split_s = NULL, *starts_s = NULL;
+    const char *dir = NULL, *family = NULL, *split_s = NULL, *starts_s = NULL, *rows_s = NULL;
     int as_json = 0, verbose = 0, fit_all = 0;
     const pfi_opt opts[] = {
         {"data", PFI_OPT_STR, &dir, "DIR", "public datasets (default $PFI_DATA_DIR)"},
@@ -797,11 +806,15 @@ static int sim_validate(int argc, char **argv)
          "only fit/held-out split 0, 1 or 2 (default: every split, the headline their worst)"},
         {"starts", PFI_OPT_STR, &starts_s, "N",
          "repeat each fit from N starting points (default 3): a check for local minima"},
+        {"stage-rows", PFI_OPT_STR, &rows_s, "MODE",
+         "per-stage rows: check (each with its own partition) or fit (also fitted on; a "
+         "variant tried and not kept)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
     const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--fit-all] "
-                               "[--family LIST] [--split N] [--starts N] [--json]",
+                               "[--family LIST] [--split N] [--starts N] [--stage-rows MODE] "
+                               "[--json]",
                                "Fit the simulator's constants on half of the Perseus power-limit "
                                "sweeps of each GPU type and compare relative throughput and "
                                "power at every measured limit, held-out runs apart, on every "
@@ -819,6 +832,14 @@ static int sim_validate(int argc, char **argv)
     int flags = (fit_all ? PFI_SIM_VAL_FIT_ALL : 0) | fam;
     if ((rc = count_flags(argv[0], split_s, starts_s, &flags)) != PFI_EXIT_OK)
         return rc;
+    if (rows_s && strcmp(rows_s, "check") == 0)
+        flags |= PFI_SIM_VAL_ROW_PARTITION;
+    else if (rows_s && strcmp(rows_s, "fit") == 0)
+        flags |= PFI_SIM_VAL_STAGE_ROWS;
+    else if (rows_s) {
+        fprintf(stderr, "%s: --stage-rows: '%s' is not check or fit\n", argv[0], rows_s);
+        return PFI_EXIT_USAGE;
+    }
     /* Without --split (and --fit-all, which holds nothing out) every split runs. */
     pfi_sim_val_splits *all = split_s || fit_all ? NULL : malloc(sizeof *all);
     pfi_sim_validation *one = all ? NULL : malloc(sizeof *one);
@@ -838,9 +859,9 @@ static int sim_validate(int argc, char **argv)
     int ok = all ? all->target_met : v->target_met;
     rc = PFI_EXIT_OK;
     if (as_json)
-        rc = print_validation_json(v, all, fit_all);
+        rc = print_validation_json(v, all, fit_all, rows_s);
     else {
-        print_validation(v, verbose, fit_all);
+        print_validation(v, verbose, fit_all, rows_s);
         if (all)
             print_splits(all);
     }

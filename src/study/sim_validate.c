@@ -58,9 +58,23 @@ typedef struct vfam {
     double gemm_log; /* log of the achieved GEMM efficiency relative to the mean */
 } vfam;
 
+/* One row of zeus_local.csv (a power limit per pipeline stage) of a run, kept for the
+ * per-stage check and, with PFI_SIM_VAL_STAGE_ROWS, for the fit. */
+#define MAX_ROWS 256
+typedef struct vrow {
+    int run;                               /* index into ctx.runs */
+    double limit_w[PFI_SIM_MAX_STAGES];    /* per stage */
+    double stage_layers[PFI_SIM_MAX_STAGES]; /* the row's own partition, in mean layers */
+    double time_s, energy_j;
+} vrow;
+
 typedef struct ctx {
     vrun runs[PFI_SIM_VAL_MAX_RUNS];
     int nruns;
+    vrow rows[MAX_ROWS];
+    int nrows;
+    int row_partition; /* PFI_SIM_VAL_ROW_PARTITION */
+    int stage_rows;    /* PFI_SIM_VAL_STAGE_ROWS */
     vfam fam[PFI_SIM_VAL_MAX_RUNS];
     int nfam;
     int fam_mode;
@@ -613,6 +627,9 @@ static int fit_vf(ctx *c, const char *dir, int type, pfi_err *err)
  * clocks below the limit, the sweeps the top where the limit binds; both must agree. */
 #define PROFILE_WEIGHT 2.0
 
+static int row_errors(const ctx *c, vrun *v, const vrow *r, double *et, double *ep,
+                      pfi_err *err);
+
 static double sweep_cost(void *arg)
 {
     ctx *c = arg;
@@ -634,6 +651,15 @@ static double sweep_cost(void *arg)
             double et = o->sim_tput[k] - o->meas_tput[k];
             double ep = o->sim_power[k] - o->meas_power[k];
             /* The fourth power leans on the worst level: the target is a maximum error. */
+            sse += et * et + ep * ep + 400 * (et * et * et * et + ep * ep * ep * ep);
+        }
+        /* The stage-row fit: each of the run's per-stage rows counts as one more level. */
+        for (int r = 0; c->stage_rows && r < c->nrows; r++) {
+            if (c->rows[r].run != i)
+                continue;
+            double et, ep;
+            if (row_errors(c, v, &c->rows[r], &et, &ep, &e) != PFI_OK)
+                return 1e9;
             sse += et * et + ep * ep + 400 * (et * et * et * et + ep * ep * ep * ep);
         }
         /* Absolute power and iteration time at the top limit keep the constants physical
@@ -715,46 +741,11 @@ static int fit_joint(ctx *c, pfi_err *err)
     return minimize(&pb, err);
 }
 
-/* One row of zeus_local.csv for run v: its limits on its stages' GPUs, simulated and compared. */
-static int stage_row(ctx *c, vrun *v, const pfi_perseus_row *row, const char *path, pfi_err *err)
-{
-    pfi_node_config nc;
-    run_config(c, v, &nc);
-    const pfi_job_config *j = &nc.jobs[0];
-    int bad = 0;
-    for (int g = 0; g < nc.n_gpus; g++) {
-        double L = row->limit_w[g / (j->tp * j->dp)];
-        bad |= !(L >= nc.gpu.min_limit_w && L <= nc.gpu.max_limit_w);
-        nc.initial_limit_w[g] = L;
-    }
-    double tm = row->time_s, en = row->energy_j;
-    if (bad || !(tm > 0 && en > 0))
-        return pfi_err_set(err, PFI_EINVAL, "%s: row %d has a missing or bad value", path,
-                           row->line);
-    pfi_sim_node *node;
-    int rc = pfi_sim_node_new(&nc, &node, err);
-    if (rc != PFI_OK)
-        return rc;
-    pfi_sim_job_status st;
-    rc = pfi_sim_job_status_at(node, 0, 1.0, &st, err);
-    pfi_sim_node_free(node);
-    if (rc != PFI_OK)
-        return rc;
-    pfi_sim_val_run *o = &v->out;
-    double et = fabs(o->sim_time0 / st.step_time_s - v->meas_time0 / tm);
-    double ep = fabs(st.power_w / o->sim_power_w0 - en / tm / nc.n_gpus / o->meas_power_w0);
-    o->n_per_stage++;
-    o->per_stage_err_tput = fmax(o->per_stage_err_tput, et);
-    o->per_stage_err_power = fmax(o->per_stage_err_power, ep);
-    return PFI_OK;
-}
-
 /* Perseus's per-stage baseline (zeus_local.csv: a power limit per pipeline stage, the
- * heaviest stage at a higher one) is used by no fit: with the constants fitted on the global
- * sweeps, each row is simulated with its limits on its stages' GPUs and compared, relative to
- * the run's measurement at the global maximum limit, like the global sweep.  A check of the
- * pipeline's stages (which one paces it, how the others' slack absorbs a lower limit). */
-static int per_stage_check(ctx *c, const char *dir, int type, pfi_err *err)
+ * heaviest stage at a higher one) of type `type`'s runs into c->rows, checked once: each row's
+ * limits, time and energy, and its stages' layers (its run's partition; with
+ * PFI_SIM_VAL_ROW_PARTITION the row's own).  A copy of the data without the file has none. */
+static int load_rows(ctx *c, const char *dir, int type, pfi_err *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/perseus-sosp24/zeus_baseline/%s/zeus_local.csv", dir,
@@ -767,17 +758,94 @@ static int per_stage_check(ctx *c, const char *dir, int type, pfi_err *err)
         return rc;
     pfi_perseus_row row;
     while ((rc = pfi_perseus_next(t, &row, err)) == PFI_OK) {
-        vrun *v = NULL;
+        int run = -1;
         for (int i = 0; i < c->nruns; i++)
             if (c->runs[i].type == type && strcmp(c->runs[i].cfg.jobs[0].model, row.model) == 0)
-                v = &c->runs[i];
-        if (!v)
+                run = i;
+        if (run < 0)
             continue; /* the CNN */
-        if ((rc = stage_row(c, v, &row, path, err)) != PFI_OK)
+        const pfi_job_config *j = &c->runs[run].cfg.jobs[0];
+        const pfi_gpu_model *g = &c->gpu[type]; /* its limits are no fitted constant */
+        if (c->nrows >= MAX_ROWS) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: too many rows", path);
             break;
+        }
+        if (row.dp != j->dp || row.tp != j->tp || row.pp != j->pp) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d is not its run's parallelism", path,
+                             row.line);
+            break;
+        }
+        vrow *r = &c->rows[c->nrows];
+        int bad = 0;
+        for (int s = 0; s < j->pp; s++) {
+            r->limit_w[s] = row.limit_w[s];
+            bad |= !(row.limit_w[s] >= g->min_limit_w && row.limit_w[s] <= g->max_limit_w);
+        }
+        if (bad || !(row.time_s > 0 && row.energy_j > 0)) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: row %d has a missing or bad value", path,
+                             row.line);
+            break;
+        }
+        r->run = run;
+        r->time_s = row.time_s;
+        r->energy_j = row.energy_j;
+        memcpy(r->stage_layers, j->stage_layers, sizeof r->stage_layers);
+        if (c->row_partition && j->pp > 1 &&
+            (rc = pfi_sim_merak_stage_layers(row.partition, j, r->stage_layers, err)) != PFI_OK)
+            break;
+        c->nrows++;
     }
     pfi_perseus_close(t);
     return rc == PFI_CSV_END ? PFI_OK : rc;
+}
+
+/* Row r of run v simulated with the context's constants (its limits on its stages' GPUs, its
+ * stages' layers): the signed errors of relative throughput and power, relative to the run's
+ * simulation and measurement at the global maximum limit (simulate() must have run at these
+ * constants), as the global sweep's. */
+static int row_errors(const ctx *c, vrun *v, const vrow *r, double *et, double *ep,
+                      pfi_err *err)
+{
+    pfi_node_config nc;
+    run_config(c, v, &nc);
+    pfi_job_config *j = &nc.jobs[0];
+    for (int g = 0; g < nc.n_gpus; g++)
+        nc.initial_limit_w[g] = r->limit_w[g / (j->tp * j->dp)];
+    memcpy(j->stage_layers, r->stage_layers, sizeof j->stage_layers);
+    pfi_sim_node *node;
+    int rc = pfi_sim_node_new(&nc, &node, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_sim_job_status st;
+    rc = pfi_sim_job_status_at(node, 0, 1.0, &st, err);
+    pfi_sim_node_free(node);
+    if (rc != PFI_OK)
+        return rc;
+    const pfi_sim_val_run *o = &v->out;
+    double tm = r->time_s, en = r->energy_j;
+    *et = o->sim_time0 / st.step_time_s - v->meas_time0 / tm;
+    *ep = st.power_w / o->sim_power_w0 - en / tm / nc.n_gpus / o->meas_power_w0;
+    return PFI_OK;
+}
+
+/* The per-stage rows, used by no fit unless PFI_SIM_VAL_STAGE_ROWS: with the fitted
+ * constants, each row is simulated and compared like the global sweep.  A check of the
+ * pipeline's stages (which one paces it, how the others' slack absorbs a lower limit). */
+static int per_stage_check(ctx *c, pfi_err *err)
+{
+    for (int k = 0; k < c->nrows; k++) {
+        const vrow *r = &c->rows[k];
+        vrun *v = &c->runs[r->run];
+        double et, ep;
+        int rc = row_errors(c, v, r, &et, &ep, err);
+        if (rc != PFI_OK)
+            return rc;
+        pfi_sim_val_run *o = &v->out;
+        o->n_per_stage++;
+        o->per_stage_err_tput = fmax(o->per_stage_err_tput, fabs(et));
+        o->per_stage_err_power = fmax(o->per_stage_err_power, fabs(ep));
+    }
+    return PFI_OK;
 }
 
 /* Each run's model family, and the GPU type whose fit runs fit the family's constants. */
@@ -888,6 +956,10 @@ static int validate(const char *data_dir, int flags, val_progress *vp, pfi_sim_v
         rc = load_type(c, data_dir, 1, fit_all, split, err);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         measured(&c->runs[i]);
+    c->stage_rows = (flags & PFI_SIM_VAL_STAGE_ROWS) != 0;
+    c->row_partition = c->stage_rows || (flags & PFI_SIM_VAL_ROW_PARTITION) != 0;
+    for (int type = 0; rc == PFI_OK && type < 2; type++)
+        rc = load_rows(c, data_dir, type, err);
     if (rc == PFI_OK)
         stage_done(vp);
     c->fam_mode = flags & (PFI_SIM_VAL_FAM_ACT | PFI_SIM_VAL_FAM_STALL | PFI_SIM_VAL_FAM_MEM |
@@ -906,8 +978,8 @@ static int validate(const char *data_dir, int flags, val_progress *vp, pfi_sim_v
         stage_done(vp);
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         rc = simulate(c, &c->runs[i], err);
-    for (int type = 0; rc == PFI_OK && type < 2; type++)
-        rc = per_stage_check(c, data_dir, type, err);
+    if (rc == PFI_OK)
+        rc = per_stage_check(c, err);
     if (rc == PFI_OK) {
         report(c, fit_all, split, out);
         stage_done(vp);

@@ -4,11 +4,14 @@
 #   scripts/make-deb.sh BUILD VERSION        (what `make deb` runs; writes BUILD/pfi_*.deb)
 # Libraries go to the multiarch directory, the SPANK plugin to Debian's Slurm plugin directory,
 # the units to systemd's; dpkg-shlibdeps computes Depends; binaries are stripped, manual pages
-# and the changelog compressed, as Debian policy asks.
+# and the changelog compressed, as Debian policy asks.  The package's objects are built apart
+# (BUILD/deb-obj) with Debian's hardening flags (dpkg-buildflags, every feature: stack
+# protector, fortified libc calls, full RELRO bound at load): pfi serve runs as root behind an
+# HTTP API.  The development build and its benchmarks keep their own flags.
 set -eu
 build=$1 version=$2
 top=$(cd "$(dirname "$0")/.." && pwd)
-for t in dpkg-deb dpkg-shlibdeps dpkg-architecture strip gzip; do
+for t in dpkg-deb dpkg-shlibdeps dpkg-architecture dpkg-buildflags strip gzip; do
   command -v $t >/dev/null 2>&1 || { echo "make-deb: $t not found (apt-get install dpkg-dev)" >&2; exit 1; }
 done
 umask 022
@@ -22,7 +25,12 @@ stage=$work/src/debian/pfi
 rm -rf "$work"
 mkdir -p "$stage"
 stage=$(cd "$stage" && pwd)
-make -s -C "$top" BUILD="$build" PREFIX=/usr LIBDIR="/usr/lib/$multiarch" DESTDIR="$stage" install >/dev/null
+obj=$build/deb-obj
+export DEB_BUILD_MAINT_OPTIONS=hardening=+all
+CFLAGS="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)" \
+LDFLAGS="$(dpkg-buildflags --get LDFLAGS)" \
+  make -s -C "$top" BUILD="$obj" all "$obj/pfi.pc" >/dev/null
+make -s -C "$top" BUILD="$obj" PREFIX=/usr LIBDIR="/usr/lib/$multiarch" DESTDIR="$stage" install >/dev/null
 lib=$stage/usr/lib/$multiarch
 doc=$stage/usr/share/doc/pfi
 
@@ -31,7 +39,7 @@ doc=$stage/usr/share/doc/pfi
 strip --remove-section=.comment --remove-section=.note "$stage/usr/bin/pfi"
 strip --remove-section=.comment --remove-section=.note --strip-unneeded \
   "$lib/libpfi.so.$version" "$lib/slurm-wlm/pfi_spank.so"
-strip --strip-debug --enable-deterministic-archives "$lib/libpfi.a"
+strip --strip-debug --remove-section=.comment --enable-deterministic-archives "$lib/libpfi.a"
 chmod 644 "$lib/slurm-wlm/pfi_spank.so"
 find "$stage/usr/share/man" -type f -exec gzip -9n {} +
 rm -f "$doc/LICENSE"

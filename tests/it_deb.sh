@@ -43,11 +43,14 @@ for f in /usr/bin/pfi /usr/lib/$ma/libpfi.so.$version /usr/lib/$ma/libpfi.a /usr
   grep -qx "$f" "$T/files" || fail "the package lacks $f"
 done
 
-lintian --fail-on error --tag-display-limit 0 "$deb" > "$T/lintian" 2>&1
+lintian -I --fail-on error --tag-display-limit 0 "$deb" > "$T/lintian" 2>&1
 rc=$?
 grep -v 'root privileges' "$T/lintian"
 [ $rc -eq 0 ] || fail "lintian reports errors (exit $rc)"
 grep -q '^E:' "$T/lintian" && fail "lintian: $(grep '^E:' "$T/lintian" | head -n 3)"
+# Built with Debian's hardening flags (make-deb.sh): lintian names any binary without them.
+grep -q 'hardening-no-' "$T/lintian" && fail "not hardened: $(grep 'hardening-no-' "$T/lintian" | head -n 3)"
+grep -q 'static-library-has-unneeded-sections' "$T/lintian" && fail "libpfi.a keeps sections it does not need"
 
 # The maintainer scripts, run as dpkg would with every command they call recorded (the paths
 # of systemd's run directory and of the daemons' state moved under $T): removing stops both

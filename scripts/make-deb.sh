@@ -1,7 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Builds pfi_<version>_<arch>.deb with Debian's own tools from a staged `make install`:
-#   scripts/make-deb.sh BUILD VERSION        (what `make deb` runs; writes BUILD/pfi_*.deb)
+# Builds pfi's Debian packages with Debian's own tools from a staged `make install`:
+#   scripts/make-deb.sh BUILD VERSION        (what `make deb` runs)
+# writes BUILD/libpfi0_*.deb (the shared library), BUILD/libpfi-dev_*.deb (headers, static
+# library, pkg-config file) and BUILD/pfi_*.deb (the command, daemons' units, SPANK plugin,
+# manuals), one a line, pfi's last: the library and its development files in packages of
+# their own, named as Debian's policy for libraries asks.
 # Libraries go to the multiarch directory, the SPANK plugin to Debian's Slurm plugin directory,
 # the units to systemd's; dpkg-shlibdeps computes Depends; binaries are stripped, manual pages
 # and the changelog compressed, as Debian policy asks.  The package's objects are built apart
@@ -11,7 +15,7 @@
 set -eu
 build=$1 version=$2
 top=$(cd "$(dirname "$0")/.." && pwd)
-for t in dpkg-deb dpkg-shlibdeps dpkg-architecture dpkg-buildflags strip gzip; do
+for t in dpkg-deb dpkg-shlibdeps dpkg-gensymbols dpkg-architecture dpkg-buildflags strip gzip; do
   command -v $t >/dev/null 2>&1 || { echo "make-deb: $t not found (apt-get install dpkg-dev)" >&2; exit 1; }
 done
 umask 022
@@ -43,7 +47,7 @@ strip --strip-debug --remove-section=.comment --enable-deterministic-archives "$
 chmod 644 "$lib/slurm-wlm/pfi_spank.so"
 find "$stage/usr/share/man" -type f -exec gzip -9n {} +
 rm -f "$doc/LICENSE"
-cat > "$doc/copyright" <<EOT
+copyright() { cat <<EOT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: pfi
 Source: the pfi source tree
@@ -60,27 +64,50 @@ License: Apache-2.0
  On Debian systems, the complete text of the Apache License 2.0 can be found in
  /usr/share/common-licenses/Apache-2.0.
 EOT
-printf 'pfi (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- %s  %s\n' \
-  "$version" "$version" "$maint" "$when" | gzip -9n > "$doc/changelog.gz"
+}
+changelog() { # $1: the package
+  printf '%s (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- %s  %s\n' \
+    "$1" "$version" "$version" "$maint" "$when" | gzip -9n
+}
 
-# Depends from the ELF files themselves (libpfi.so.0 is this package's own).
-mkdir -p "$work/src/debian"  # (dpkg-shlibdeps reads debian/control there)
-printf 'Source: pfi\n\nPackage: pfi\nArchitecture: any\n' > "$work/src/debian/control"
-mkdir -p "$stage/DEBIAN"   # (how dpkg-shlibdeps knows debian/pfi for the package's tree)
-rel=debian/pfi/usr/lib/$multiarch
-deps=$(cd "$work/src" && dpkg-shlibdeps -O -l"$rel" debian/pfi/usr/bin/pfi "$rel/libpfi.so.$version" \
-         "$rel/slurm-wlm/pfi_spank.so" | sed -n 's/^shlibs:Depends=//p')
-[ -n "$deps" ] || { echo "make-deb: dpkg-shlibdeps found no dependency" >&2; exit 1; }
+# The library and its development files move to packages of their own.
+libroot=$work/src/debian/libpfi0
+devroot=$work/src/debian/libpfi-dev
+rel=usr/lib/$multiarch
+mkdir -p "$libroot/$rel" "$devroot/$rel" "$devroot/usr"
+mv "$lib/libpfi.so.$version" "$lib/libpfi.so.0" "$libroot/$rel/"
+mv "$lib/libpfi.so" "$lib/libpfi.a" "$lib/pkgconfig" "$devroot/$rel/"
+mv "$stage/usr/include" "$devroot/usr/"
+for p in pfi libpfi0 libpfi-dev; do
+  d=$work/src/debian/$p/usr/share/doc/$p
+  mkdir -p "$d"
+  copyright > "$d/copyright"
+  changelog "$p" > "$d/changelog.gz"
+  mkdir -p "$work/src/debian/$p/DEBIAN"
+done
 
-size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+# Depends from the ELF files themselves (dpkg-shlibdeps; libpfi.so.0 is libpfi0's own).
+printf 'Source: pfi\n\nPackage: pfi\nArchitecture: any\n\nPackage: libpfi0\nArchitecture: any\n\nPackage: libpfi-dev\nArchitecture: any\n' \
+  > "$work/src/debian/control"
+shlibs() { # $1: the package, then its ELF files relative to its root
+  p=$1
+  shift
+  (cd "$work/src" && dpkg-shlibdeps -O -ldebian/libpfi0/$rel $(for f in "$@"; do echo "debian/$p/$f"; done) |
+     sed -n 's/^shlibs:Depends=//p')
+}
+deps=$(shlibs pfi usr/bin/pfi "$rel/slurm-wlm/pfi_spank.so")
+libdeps=$(shlibs libpfi0 "$rel/libpfi.so.$version")
+[ -n "$deps" ] && [ -n "$libdeps" ] || { echo "make-deb: dpkg-shlibdeps found no dependency" >&2; exit 1; }
+size() { du -sk --exclude=DEBIAN "$1" | cut -f1; }
+
 cat > "$stage/DEBIAN/control" <<EOT
 Package: pfi
 Version: $version
 Architecture: $arch
 Maintainer: $maint
-Installed-Size: $size
+Installed-Size: $(size "$stage")
 Depends: $deps
-Suggests: slurmd, prometheus
+Suggests: slurmd, prometheus, libpfi-dev
 Section: admin
 Priority: optional
 Description: power flexibility of GPU training jobs: measure, predict, cap
@@ -91,12 +118,50 @@ Description: power flexibility of GPU training jobs: measure, predict, cap
  an HTTP API and Prometheus metrics (pfi serve), a site controller over Slurm
  (pfi cluster serve) and a SPANK plugin.  An embedded simulator of H100, H200,
  A100 and A40 GPUs stands in for hardware when asked.
- .
- The package also holds libpfi (shared and static), its C headers and
- pkg-config file.
 EOT
-printf 'libpfi 0 pfi (>= %s)\n' "$version" > "$stage/DEBIAN/shlibs"
-printf 'activate-noawait ldconfig\n' > "$stage/DEBIAN/triggers"
+cat > "$libroot/DEBIAN/control" <<EOT
+Package: libpfi0
+Source: pfi
+Version: $version
+Architecture: $arch
+Multi-Arch: same
+Maintainer: $maint
+Installed-Size: $(size "$libroot")
+Depends: $libdeps
+Section: libs
+Priority: optional
+Description: power flexibility of GPU training jobs: shared library
+ libpfi holds pfi's curves, Power Flexibility Index, prediction and exact
+ power-cap allocation under a budget, with its measurement, store and
+ simulator layers, for programs that link to it.
+ .
+ This package holds the shared library.
+EOT
+cat > "$devroot/DEBIAN/control" <<EOT
+Package: libpfi-dev
+Source: pfi
+Version: $version
+Architecture: $arch
+Multi-Arch: same
+Maintainer: $maint
+Installed-Size: $(size "$devroot")
+Depends: libpfi0 (= $version), libsqlite3-dev, libgsl-dev, libjansson-dev, libmicrohttpd-dev, libcurl4-openssl-dev | libcurl-dev
+Section: libdevel
+Priority: optional
+Description: power flexibility of GPU training jobs: development files
+ libpfi holds pfi's curves, Power Flexibility Index, prediction and exact
+ power-cap allocation under a budget, with its measurement, store and
+ simulator layers, for programs that link to it.
+ .
+ This package holds the C headers, the static library and the pkg-config file.
+EOT
+printf 'libpfi 0 libpfi0 (>= %s)\n' "$version" > "$libroot/DEBIAN/shlibs"
+# Its exported symbols (src/libpfi.map), each since this version, for dpkg-shlibdeps of the
+# programs that link to it.
+(cd "$work/src" && dpkg-gensymbols -q -plibpfi0 -v"$version" -Pdebian/libpfi0 \
+   -edebian/libpfi0/$rel/libpfi.so.$version -Odebian/libpfi0/DEBIAN/symbols)
+sed -i '1a * Build-Depends-Package: libpfi-dev' "$libroot/DEBIAN/symbols"
+printf 'activate-noawait ldconfig\n' > "$libroot/DEBIAN/triggers"
 
 # Maintainer scripts.  The package enables and starts nothing (a node needs its serve.conf and
 # token first), but what the operator started must not outlive the package: removing it stops
@@ -137,10 +202,15 @@ if [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null || true
 fi
 EOT
-(cd "$stage" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort |
-   xargs md5sum) > "$stage/DEBIAN/md5sums"
-chmod 644 "$stage/DEBIAN/"*
 chmod 755 "$stage/DEBIAN/prerm" "$stage/DEBIAN/postinst" "$stage/DEBIAN/postrm"
-out=$build/pfi_${version}_${arch}.deb
-dpkg-deb --root-owner-group -Zxz --build "$stage" "$out" >/dev/null
-echo "$out"
+for p in libpfi0 libpfi-dev pfi; do
+  root=$work/src/debian/$p
+  (cd "$root" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort |
+     xargs md5sum) > "$root/DEBIAN/md5sums"
+  for f in "$root/DEBIAN/"*; do
+    case ${f##*/} in prerm|postinst|postrm) chmod 755 "$f" ;; *) chmod 644 "$f" ;; esac
+  done
+  out=$build/${p}_${version}_${arch}.deb
+  dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
+  echo "$out"
+done

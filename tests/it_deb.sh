@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# `make deb`: the package has the right name, version, architecture and dependencies (from
-# dpkg-shlibdeps), lintian reports no error, and as root it installs with dpkg, `pfi --version`
-# and `pfi gpus --backend sim` run from /usr/bin, the library is found by ldconfig and
-# pkg-config, the installed unit verifies, and removing it leaves none of its files; its
-# maintainer scripts stop the daemons and restore their journal at removal.  Not root:
+# `make deb`: three packages (pfi; libpfi0, the shared library; libpfi-dev, its development
+# files) with the right names, version, architecture and dependencies (from dpkg-shlibdeps;
+# libpfi-dev on exactly this libpfi0, which carries shlibs and symbols), each file in its
+# package, lintian reports no error and no warning, and as root they install with dpkg, `pfi
+# --version` and `pfi gpus --backend sim` run from /usr/bin, the library is found by ldconfig
+# and pkg-config, the installed unit verifies, and removing them leaves none of their files;
+# pfi's maintainer scripts stop the daemons and restore their journal at removal.  Not root:
 # everything but the installation runs, then the test counts as skipped (exit 77).
 set -u
 for t in make dpkg-deb dpkg-shlibdeps lintian; do
@@ -14,40 +16,63 @@ name=it_deb
 . "$(dirname "$0")/support/tree_make.sh"
 installed=0
 cleanup() {
-  [ $installed -eq 1 ] && dpkg --purge pfi > /dev/null 2>&1
+  [ $installed -eq 1 ] && dpkg --purge pfi libpfi-dev libpfi0 > /dev/null 2>&1
   rm -rf "$T"
 }
 trap cleanup EXIT
 
 tree_make deb > "$T/make.log" 2>&1 ||
   { cat "$T/make.log"; echo "FAIL: make deb"; exit 1; }
-deb=$(tail -n 1 "$T/make.log")
 version=$("$bin" --version | sed -n 's/^pfi //p')
 arch=$(dpkg --print-architecture)
-[ "$deb" = "$build/pfi_${version}_${arch}.deb" ] || fail "make deb wrote '$deb', expected pfi_${version}_${arch}.deb"
-[ -f "$deb" ] || { echo "FAIL: no package"; exit 1; }
-field() { dpkg-deb -f "$deb" "$1"; }
-[ "$(field Package)" = pfi ] || fail "Package: $(field Package)"
-[ "$(field Version)" = "$version" ] || fail "Version: $(field Version), pfi says $version"
-[ "$(field Architecture)" = "$arch" ] || fail "Architecture: $(field Architecture)"
+debs="$build/libpfi0_${version}_${arch}.deb $build/libpfi-dev_${version}_${arch}.deb $build/pfi_${version}_${arch}.deb"
+[ "$(tail -n 3 "$T/make.log" | tr '\n' ' ')" = "$debs " ] ||
+  fail "make deb wrote '$(tail -n 3 "$T/make.log" | tr '\n' ' ')', expected $debs"
+deb=$build/pfi_${version}_${arch}.deb
+for d in $debs; do
+  [ -f "$d" ] || { echo "FAIL: no package $d"; exit 1; }
+done
+field() { dpkg-deb -f "$build/${1}_${version}_${arch}.deb" "$2"; }
+for p in pfi libpfi0 libpfi-dev; do
+  [ "$(field $p Package)" = $p ] || fail "$p: Package: $(field $p Package)"
+  [ "$(field $p Version)" = "$version" ] || fail "$p: Version: $(field $p Version), pfi says $version"
+  [ "$(field $p Architecture)" = "$arch" ] || fail "$p: Architecture: $(field $p Architecture)"
+done
 for d in libc6 libsqlite3-0 libgsl27 libjansson4 libmicrohttpd12 libcurl4; do
-  field Depends | grep -q "\b$d\b" || fail "Depends lacks $d: $(field Depends)"
+  field pfi Depends | grep -q "\b$d\b" || fail "pfi: Depends lacks $d: $(field pfi Depends)"
+  field libpfi0 Depends | grep -q "\b$d\b" || fail "libpfi0: Depends lacks $d: $(field libpfi0 Depends)"
 done
-dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' > "$T/files"
+field libpfi-dev Depends | grep -q "^libpfi0 (= $version)" ||
+  fail "libpfi-dev does not depend on this libpfi0: $(field libpfi-dev Depends)"
+dpkg-deb -I "$build/libpfi0_${version}_${arch}.deb" shlibs | grep -qx "libpfi 0 libpfi0 (>= $version)" ||
+  fail "libpfi0's shlibs: $(dpkg-deb -I "$build/libpfi0_${version}_${arch}.deb" shlibs)"
+dpkg-deb -I "$build/libpfi0_${version}_${arch}.deb" symbols | grep -q '^ pfi_alloc_solve@Base' ||
+  fail "libpfi0's symbols lack pfi_alloc_solve"
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
-for f in /usr/bin/pfi /usr/lib/$ma/libpfi.so.$version /usr/lib/$ma/libpfi.a /usr/include/pfi/pfi.h \
-         /usr/lib/$ma/pkgconfig/pfi.pc /usr/lib/$ma/slurm-wlm/pfi_spank.so \
-         /lib/systemd/system/pfi-serve.service /lib/systemd/system/pfi-cluster.service \
-         /usr/share/man/man1/pfi.1.gz /usr/share/man/man5/pfi-serve.conf.5.gz \
-         /usr/share/doc/pfi/copyright /usr/share/doc/pfi/changelog.gz; do
-  grep -qx "$f" "$T/files" || fail "the package lacks $f"
-done
+# Each file in its package (dpkg-deb -c shows a symlink as "name -> target": its name only).
+infile() { # package, then the files it must hold
+  p=$1
+  shift
+  dpkg-deb -c "$build/${p}_${version}_${arch}.deb" | awk '{ print $6 }' | sed 's|^\./|/|' > "$T/files.$p"
+  for f in "$@" /usr/share/doc/$p/copyright /usr/share/doc/$p/changelog.gz; do
+    grep -qx "$f" "$T/files.$p" || fail "$p lacks $f"
+  done
+}
+infile pfi /usr/bin/pfi /usr/lib/$ma/slurm-wlm/pfi_spank.so \
+  /lib/systemd/system/pfi-serve.service /lib/systemd/system/pfi-cluster.service \
+  /usr/share/man/man1/pfi.1.gz /usr/share/man/man5/pfi-serve.conf.5.gz
+infile libpfi0 /usr/lib/$ma/libpfi.so.$version /usr/lib/$ma/libpfi.so.0
+infile libpfi-dev /usr/lib/$ma/libpfi.a /usr/lib/$ma/libpfi.so /usr/include/pfi/pfi.h \
+  /usr/lib/$ma/pkgconfig/pfi.pc
+grep -q 'libpfi\|/usr/include' "$T/files.pfi" &&
+  fail "pfi holds library files: $(grep 'libpfi\|/usr/include' "$T/files.pfi" | head -n 3)"
+cat "$T/files.pfi" "$T/files.libpfi0" "$T/files.libpfi-dev" > "$T/files"
 
-lintian -I --fail-on error --tag-display-limit 0 "$deb" > "$T/lintian" 2>&1
+lintian -I --fail-on error --tag-display-limit 0 $debs > "$T/lintian" 2>&1
 rc=$?
 grep -v 'root privileges' "$T/lintian"
 [ $rc -eq 0 ] || fail "lintian reports errors (exit $rc)"
-grep -q '^E:' "$T/lintian" && fail "lintian: $(grep '^E:' "$T/lintian" | head -n 3)"
+grep -q '^[EW]:' "$T/lintian" && fail "lintian: $(grep '^[EW]:' "$T/lintian" | head -n 3)"
 # Built with Debian's hardening flags (make-deb.sh): lintian names any binary without them.
 grep -q 'hardening-no-' "$T/lintian" && fail "not hardened: $(grep 'hardening-no-' "$T/lintian" | head -n 3)"
 grep -q 'static-library-has-unneeded-sections' "$T/lintian" && fail "libpfi.a keeps sections it does not need"
@@ -93,12 +118,14 @@ if [ "$(id -u)" -ne 0 ]; then
   [ $bad -eq 0 ] && exit 77
   exit $bad
 fi
-if dpkg-query -W -f='${Status}' pfi 2>/dev/null | grep -q 'install ok installed'; then
-  echo "FAIL: a pfi package is installed already; this test would replace it"; exit 1
-fi
+for p in pfi libpfi0 libpfi-dev; do
+  if dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q 'install ok installed'; then
+    echo "FAIL: a $p package is installed already; this test would replace it"; exit 1
+  fi
+done
 # dpkg takes a lock; another installation may hold it for a moment.
 try=0
-until dpkg -i "$deb" > "$T/dpkg.log" 2>&1; do
+until dpkg -i $debs > "$T/dpkg.log" 2>&1; do
   try=$((try + 1))
   if [ $try -ge 20 ] || ! grep -q 'lock' "$T/dpkg.log"; then
     cat "$T/dpkg.log"; echo "FAIL: dpkg -i"; exit 1
@@ -116,12 +143,14 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   systemd-analyze verify --man=no /lib/systemd/system/pfi-serve.service > "$T/verify" 2>&1 ||
     fail "installed pfi-serve.service: $(cat "$T/verify")"
 fi
-dpkg --purge pfi > "$T/purge.log" 2>&1 || fail "dpkg --purge: $(cat "$T/purge.log")"
+dpkg --purge pfi libpfi-dev libpfi0 > "$T/purge.log" 2>&1 || fail "dpkg --purge: $(cat "$T/purge.log")"
 installed=0
-dpkg-query -W -f='${Status}' pfi 2>/dev/null | grep -q 'installed' && fail "pfi still installed"
+for p in pfi libpfi0 libpfi-dev; do
+  dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q 'installed' && fail "$p still installed"
+done
 while read -r f; do
   [ -d "$f" ] && continue
   [ -e "$f" ] || [ -L "$f" ] && fail "left after removal: $f"
 done < "$T/files"
-[ $bad -eq 0 ] && echo "pfi_${version}_${arch}.deb: built, lintian clean of errors, installed, ran, removed"
+[ $bad -eq 0 ] && echo "pfi, libpfi0, libpfi-dev ${version}: built, lintian clean of errors and warnings, installed, ran, removed"
 exit $bad

@@ -44,12 +44,12 @@ static double read_once(const pfi_alloc_synth *s)
 
 /* Warm re-solves after the job in the middle of the list leaves (the ones after it move down)
  * and arrives again at its place (best of reps each, ms; the list is as it was afterwards).
- * Moving the caller's array is not timed: the allocator's part is. */
+ * Moving the caller's array is not timed: the allocator's part is.  *r: the result refilled. */
 static int bench_arrive_leave(pfi_alloc_ws *w, pfi_alloc_synth *s, double budget, int reps,
-                              double *arrive_ms, double *leave_ms, pfi_err *err)
+                              pfi_alloc_result *r, double *arrive_ms, double *leave_ms,
+                              pfi_err *err)
 {
     int n = s->n, m = n / 2, rc = PFI_OK;
-    pfi_alloc_result r;
     *arrive_ms = *leave_ms = INFINITY;
     if (n < 2)
         return PFI_OK;
@@ -57,18 +57,16 @@ static int bench_arrive_leave(pfi_alloc_ws *w, pfi_alloc_synth *s, double budget
         pfi_alloc_job J = s->jobs[m];
         memmove(s->jobs + m, s->jobs + m + 1, (size_t)(n - m - 1) * sizeof *s->jobs);
         double t = pfi_clock_cpu();
-        if (!(rc = pfi_alloc_ws_remove_job(w, s->jobs, n - 1, m, err)) &&
-            !(rc = pfi_alloc_ws_solve(w, budget, &r, err)))
-            pfi_alloc_result_free(&r);
+        if (!(rc = pfi_alloc_ws_remove_job(w, s->jobs, n - 1, m, err)))
+            rc = pfi_alloc_ws_solve_reuse(w, budget, r, err);
         *leave_ms = fmin(*leave_ms, 1e3 * (pfi_clock_cpu() - t));
         memmove(s->jobs + m + 1, s->jobs + m, (size_t)(n - m - 1) * sizeof *s->jobs);
         s->jobs[m] = J;
         if (rc)
             break;
         t = pfi_clock_cpu();
-        if (!(rc = pfi_alloc_ws_add_job(w, s->jobs, n, m, err)) &&
-            !(rc = pfi_alloc_ws_solve(w, budget, &r, err)))
-            pfi_alloc_result_free(&r);
+        if (!(rc = pfi_alloc_ws_add_job(w, s->jobs, n, m, err)))
+            rc = pfi_alloc_ws_solve_reuse(w, budget, r, err);
         *arrive_ms = fmin(*arrive_ms, 1e3 * (pfi_clock_cpu() - t));
     }
     return rc;
@@ -78,37 +76,33 @@ static int bench_arrive_leave(pfi_alloc_ws *w, pfi_alloc_synth *s, double budget
  * and hull redone: pfi_alloc_ws_set_jobs), warm after a budget change of -10% then +5% (the
  * mean of the two), after one job's curve changes (its throughput up or down 2%), and after a
  * job leaves and arrives (bench_arrive_leave).  The workspace's second solve at the same hulls
- * sorts its segments once: *index_ms. */
+ * sorts its segments once: *index_ms.  Every solve refills one result, as a re-planner's would
+ * (pfi_alloc_ws_solve_reuse): its arrays are had once, before the timing. */
 static int bench_warm(pfi_alloc_synth *s, double budget, const pfi_alloc_opts *o, int reps,
                       double *solve_ms, double *index_ms, double *resolve_ms,
                       double *resolve_job_ms, double *arrive_ms, double *leave_ms, pfi_err *err)
 {
     pfi_alloc_ws *w;
-    pfi_alloc_result r;
+    pfi_alloc_result r = {0};
     int rc = pfi_alloc_ws_new(s->jobs, s->n, budget, o, &w, err);
-    if (rc)
+    if (rc || (rc = pfi_alloc_ws_solve_reuse(w, budget, &r, err)))
         goto out;
     *solve_ms = INFINITY;
     for (int i = 0; i < reps && !rc; i++) {
         double t0 = pfi_clock_cpu();
-        if (!(rc = pfi_alloc_ws_set_jobs(w, s->jobs, s->n, budget, err)) &&
-            !(rc = pfi_alloc_ws_solve(w, budget, &r, err)))
-            pfi_alloc_result_free(&r);
+        if (!(rc = pfi_alloc_ws_set_jobs(w, s->jobs, s->n, budget, err)))
+            rc = pfi_alloc_ws_solve_reuse(w, budget, &r, err);
         *solve_ms = fmin(*solve_ms, 1e3 * (pfi_clock_cpu() - t0));
     }
     double t = pfi_clock_cpu();
-    if ((rc = pfi_alloc_ws_solve(w, budget, &r, err)))
+    if (rc || (rc = pfi_alloc_ws_solve_reuse(w, budget, &r, err)))
         goto out;
     *index_ms = 1e3 * (pfi_clock_cpu() - t);
-    pfi_alloc_result_free(&r);
     *resolve_ms = *resolve_job_ms = INFINITY;
     for (int i = 0; i < reps && !rc; i++) {
         t = pfi_clock_cpu();
-        if (!(rc = pfi_alloc_ws_solve(w, 0.9 * budget, &r, err))) {
-            pfi_alloc_result_free(&r);
-            rc = pfi_alloc_ws_solve(w, 0.9 * 1.05 * budget, &r, err);
-            pfi_alloc_result_free(&r);
-        }
+        if (!(rc = pfi_alloc_ws_solve_reuse(w, 0.9 * budget, &r, err)))
+            rc = pfi_alloc_ws_solve_reuse(w, 0.9 * 1.05 * budget, &r, err);
         *resolve_ms = fmin(*resolve_ms, 1e3 * (pfi_clock_cpu() - t) / 2);
     }
     int j = s->n / 2;
@@ -118,18 +112,17 @@ static int bench_warm(pfi_alloc_synth *s, double budget, const pfi_alloc_opts *o
         for (int k = 0; k < PFI_SYNTH_POINTS; k++)
             tp[k] *= f;
         t = pfi_clock_cpu();
-        if (!(rc = pfi_alloc_ws_update_job(w, j, err))) {
-            rc = pfi_alloc_ws_solve(w, budget, &r, err);
-            pfi_alloc_result_free(&r);
-        }
+        if (!(rc = pfi_alloc_ws_update_job(w, j, err)))
+            rc = pfi_alloc_ws_solve_reuse(w, budget, &r, err);
         *resolve_job_ms = fmin(*resolve_job_ms, 1e3 * (pfi_clock_cpu() - t));
     }
     if (reps % 2) /* put the curve back as it was */
         for (int k = 0; k < PFI_SYNTH_POINTS; k++)
             tp[k] /= 1.02;
     if (!rc)
-        rc = bench_arrive_leave(w, s, budget, reps, arrive_ms, leave_ms, err);
+        rc = bench_arrive_leave(w, s, budget, reps, &r, arrive_ms, leave_ms, err);
 out:
+    pfi_alloc_result_free(&r);
     pfi_alloc_ws_free(w);
     return rc;
 }
@@ -206,10 +199,10 @@ static int bench_allocate(int argc, char **argv)
         "Time one allocation of a seeded synthetic fleet (curves shaped like measured ones) on "
         "one core (CPU time of the solving thread, so other processes' load does not count), "
         "and the memory it takes: best_ms allocates everything anew (pfi_alloc_solve), "
-        "solve_ms redoes every check and hull in a workspace's reused buffers, read_ms is one "
-        "pass over the curves, resolve_ms a warm re-solve after a budget change, resolve_job_ms "
-        "after one job's new curve, resolve_arrive_ms and resolve_leave_ms after a job in the "
-        "middle of the list arrives or leaves.  Targets: solve_ms <= 5 x read_ms at 1M jobs, "
+        "solve_ms redoes every check and hull in a workspace's reused buffers and result, "
+        "read_ms is one pass over the curves, resolve_ms a warm re-solve after a budget change, "
+        "resolve_job_ms after one job's new curve, resolve_arrive_ms and resolve_leave_ms "
+        "after a job in the middle of the list arrives or leaves.  Targets: solve_ms <= 5 x read_ms at 1M jobs, "
         "<= 25 ms at 100k; every resolve_* <= 5 ms at 100k.",
         opts,
         "pfi bench allocate --jobs 100000                   # a campus-sized fleet\n"

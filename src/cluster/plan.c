@@ -311,7 +311,7 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
         c->reserved_w = f.reserved;
         c->idle_w = f.idle_min;
     }
-    pfi_alloc_result_free(&res);
+    pfi_alloc_keep_put_back(c->keep, &res); /* the next plan refills it (freed when none) */
     job_view_free(&v);
     return rc;
 }

@@ -85,6 +85,8 @@ typedef struct pfi_alloc_result {
     double sla_extra;     /* relax mode: slowdown added to every SLA (0 when none) */
     int n_sla_dropped;    /* by-weight mode: SLAs dropped */
     long long nodes;      /* branch-and-bound nodes explored */
+    int cap_n;            /* the per-job arrays hold this many jobs (0: n), for
+                           * pfi_alloc_ws_solve_reuse */
 } pfi_alloc_result;
 
 void pfi_alloc_result_free(pfi_alloc_result *r);
@@ -122,6 +124,14 @@ int pfi_alloc_ws_new(const pfi_alloc_job *jobs, int n, double budget_w,
                      const pfi_alloc_opts *opts, pfi_alloc_ws **out, pfi_err *err);
 /* The optimal allocation at budget_w (res as pfi_alloc_solve's). */
 int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, pfi_err *err);
+/* pfi_alloc_ws_solve for a caller that solves again and again and keeps one result: res holds
+ * an earlier result of this header's solvers (or is zeroed), whose per-job arrays are refilled
+ * in place when they hold this solve's jobs (cap_n, else n, at least as many), else freed and
+ * allocated anew.  The same answer as pfi_alloc_ws_solve, bit for bit; what it saves is the
+ * memory a fresh result touches for the first time (~36 MB at a million jobs, which the system
+ * clears page by page on every solve).  On error res is freed and zeroed. */
+int pfi_alloc_ws_solve_reuse(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res,
+                             pfi_err *err);
 /* Job j of the jobs array changed (curve, range, GPUs, SLA, weight; not its id). */
 int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err);
 /* A job arrived: jobs holds n jobs, the workspace's n - 1 in their order with the new one at

@@ -21,6 +21,8 @@ struct pfi_alloc_keep {
     double **pts;          /* job j: its caps, then its throughputs (slots[j] of each) */
     int *slots;
     long long n_warm, n_rebuilt;
+    pfi_alloc_result spare; /* a result handed back (pfi_alloc_keep_put_back): the next warm
+                             * solve refills its arrays */
 };
 
 static void keep_jobs_free(pfi_alloc_keep *k)
@@ -46,7 +48,23 @@ void pfi_alloc_keep_free(pfi_alloc_keep *k)
         return;
     pfi_alloc_ws_free(k->ws);
     keep_jobs_free(k);
+    pfi_alloc_result_free(&k->spare);
     free(k);
+}
+
+void pfi_alloc_keep_put_back(pfi_alloc_keep *k, pfi_alloc_result *res)
+{
+    if (!k) {
+        pfi_alloc_result_free(res);
+        return;
+    }
+    if (!res->cap_w) { /* nothing to keep (a zeroed result): the spare stays */
+        pfi_alloc_result_free(res);
+        return;
+    }
+    pfi_alloc_result_free(&k->spare);
+    k->spare = *res;
+    memset(res, 0, sizeof *res);
 }
 
 long long pfi_alloc_keep_warm(const pfi_alloc_keep *k)
@@ -277,7 +295,9 @@ int pfi_alloc_keep_solve(pfi_alloc_keep **kp, const pfi_alloc_job *jobs, int n, 
             return pfi_alloc_solve(jobs, n, budget_w, &o, res, err);
         }
     }
-    int rc = pfi_alloc_ws_solve(k->ws, budget_w, res, NULL);
+    *res = k->spare; /* refilled in place when it fits, else freed (and res zeroed on error) */
+    memset(&k->spare, 0, sizeof k->spare);
+    int rc = pfi_alloc_ws_solve_reuse(k->ws, budget_w, res, NULL);
     if (rc != PFI_OK) {
         drop(k);
         return pfi_alloc_solve(jobs, n, budget_w, &o, res, err);

@@ -19,6 +19,11 @@ typedef struct pfi_alloc_keep pfi_alloc_keep;
  * an error the kept state is dropped (the next call rebuilds). */
 int pfi_alloc_keep_solve(pfi_alloc_keep **kp, const pfi_alloc_job *jobs, int n, double budget_w,
                          const pfi_alloc_opts *opts, pfi_alloc_result *res, pfi_err *err);
+/* Hands back a result of pfi_alloc_keep_solve once the caller is done with it, instead of
+ * pfi_alloc_result_free: the keeper's next warm solve refills its arrays in place when they
+ * hold its jobs (pfi_alloc_ws_solve_reuse), so a re-plan of a large fleet touches no new memory.
+ * res is zeroed; k NULL: res is freed. */
+void pfi_alloc_keep_put_back(pfi_alloc_keep *k, pfi_alloc_result *res);
 /* Solves since creation that reused the kept state (warm), and that rebuilt it. */
 long long pfi_alloc_keep_warm(const pfi_alloc_keep *k);
 long long pfi_alloc_keep_rebuilt(const pfi_alloc_keep *k);

@@ -1445,45 +1445,59 @@ static int ends_alloc(pfi_alloc_ws *w)
     return w->lo_w && w->top_w;
 }
 
-/* pfi_alloc_finish (core/alloc.c) with what the solve knows: the same sums in the same order
- * and the same flags; each job's grid ends computed once per build when the workspace keeps
- * them (ends_ok), and its throughput taken from the solve where that is the very number
- * pfi_alloc_tput_at gives (weight 1, a value not summed up by the fill; a zero is computed
- * again, for its sign). */
-static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
+/* The caps of the best allocation into res, then pfi_alloc_finish (core/alloc.c) with what the
+ * solve knows: the same sums in the same order and the same flags; each job's grid ends
+ * computed once per build when the workspace keeps them (ends_ok), and its throughput taken
+ * from the solve where that is the very number pfi_alloc_tput_at gives (weight 1, a value not
+ * summed up by the fill; a zero is computed again, for its sign).  src holds the floors, SLAs
+ * and flags pfi_alloc_prepare made (res itself when it took them): they are copied into res
+ * in the same pass.  Returns the grid units allocated, sum n_j k_j. */
+static long long ws_finish(pfi_alloc_ws *w, const pfi_alloc_result *src, pfi_alloc_result *res)
 {
     solver *S = &w->S;
     const pfi_alloc_job *jobs = S->jobs;
     double power = 0, value = 0, step = w->o.step_w;
     int n = S->n, min_n = S->ng[0];
+    long long used = 0;
     if (w->ends_ok) { /* a re-solve: the same, from local pointers and without branches */
-        const double *cap = res->cap_w, *wts = S->wt, *bkv = S->best_kv, *lo = w->lo_w,
-                     *top = w->top_w, *fl = res->floor_w;
+        const double *wts = S->wt, *bkv = S->best_kv, *lo = w->lo_w, *top = w->top_w,
+                     *sfl = src->floor_w, *ssla = src->sla;
+        const unsigned *sfg = src->flags;
         const unsigned char *bkx = S->best_kx;
-        const int *ng = S->ng;
-        double *tp = res->tput;
+        const int *ng = S->ng, *bk = S->best_k;
+        double *cap = res->cap_w, *tp = res->tput, *fl = res->floor_w, *sla = res->sla;
         unsigned *flags = res->flags;
         for (int j = 0; j < n; j++) {
-            double c = cap[j], wt = wts[j], kv = bkv[j];
+            double c = bk[j] * step, wt = wts[j], kv = bkv[j], f = sfl[j];
+            cap[j] = c;
+            used += (long long)ng[j] * bk[j];
+            fl[j] = f;
+            sla[j] = ssla[j];
             double t = wt == 1.0 && bkx[j] && kv != 0 ? kv : tput_at(&jobs[j], c);
             tp[j] = t;
             power += ng[j] * c;
             value += wt * t;
             min_n = ng[j] < min_n ? ng[j] : min_n;
             unsigned at_min = c <= lo[j] + 1e-9, at_max = c >= top[j] - 1e-9;
-            unsigned at_sla = !at_min & (c <= fl[j] + 1e-9);
-            flags[j] = (flags[j] & (PFI_ALLOC_SLA_RELAXED | PFI_ALLOC_SLA_DROPPED)) |
+            unsigned at_sla = !at_min & (c <= f + 1e-9);
+            flags[j] = (sfg[j] & (PFI_ALLOC_SLA_RELAXED | PFI_ALLOC_SLA_DROPPED)) |
                        (at_min ? PFI_ALLOC_AT_MIN : 0) | (at_sla ? PFI_ALLOC_AT_SLA : 0) |
                        (at_max ? PFI_ALLOC_AT_MAX : 0);
         }
         res->power_w = power;
         res->value = value;
         res->budget_binds = res->budget_w - power < min_n * step - 1e-9;
-        return;
+        return used;
+    }
+    if (src != res && n > 0) {
+        memcpy(res->floor_w, src->floor_w, (size_t)n * sizeof *res->floor_w);
+        memcpy(res->sla, src->sla, (size_t)n * sizeof *res->sla);
+        memcpy(res->flags, src->flags, (size_t)n * sizeof *res->flags);
     }
     for (int j = 0; j < n; j++) {
         const pfi_alloc_job *J = &jobs[j];
-        double c = res->cap_w[j];
+        double c = res->cap_w[j] = S->best_k[j] * step;
+        used += (long long)S->ng[j] * S->best_k[j];
         double wt = S->wt[j];
         res->tput[j] = wt == 1.0 && S->best_kx[j] && S->best_kv[j] != 0 ? S->best_kv[j]
                                                                          : tput_at(J, c);
@@ -1492,9 +1506,8 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
         if (S->ng[j] < min_n)
             min_n = S->ng[j];
         unsigned f = res->flags[j] & (PFI_ALLOC_SLA_RELAXED | PFI_ALLOC_SLA_DROPPED);
-        double lo = w->ends_ok ? w->lo_w[j]
-                               : ceil(fmax(J->min_cap_w, J->cap_w[0]) / step - 1e-9) * step;
-        double top = w->ends_ok ? w->top_w[j] : floor(J->max_cap_w / step + 1e-9) * step;
+        double lo = ceil(fmax(J->min_cap_w, J->cap_w[0]) / step - 1e-9) * step;
+        double top = floor(J->max_cap_w / step + 1e-9) * step;
         if (c <= lo + 1e-9)
             f |= PFI_ALLOC_AT_MIN;
         else if (c <= res->floor_w[j] + 1e-9)
@@ -1506,6 +1519,7 @@ static void ws_finish(pfi_alloc_ws *w, pfi_alloc_result *res)
     res->power_w = power;
     res->value = value;
     res->budget_binds = res->budget_w - power < min_n * step - 1e-9;
+    return used;
 }
 
 /* The per-job arrays of the block: doubles, then ints, then two of bytes.  The first KEPT_D and
@@ -2402,9 +2416,37 @@ int pfi_alloc_ws_remove_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, i
     return PFI_OK;
 }
 
-/* steal: the workspace is used once; res takes the arrays pfi_alloc_prepare allocated. */
+/* res's per-job arrays for n jobs: old's when it has them all for at least n jobs (taken: old
+ * no longer holds them), else new ones; res->cap_n says how many they hold.  0: out of memory
+ * (what res holds is the caller's to free). */
+static int result_arrays(pfi_alloc_result *res, pfi_alloc_result *old, int n)
+{
+    int old_cap = old ? (old->cap_n > old->n ? old->cap_n : old->n) : 0;
+    if (old && old_cap >= n && old->cap_w && old->tput && old->floor_w && old->sla &&
+        old->flags) {
+        res->cap_n = old_cap;
+        res->cap_w = old->cap_w;
+        res->tput = old->tput;
+        res->floor_w = old->floor_w;
+        res->sla = old->sla;
+        res->flags = old->flags;
+        old->cap_w = old->tput = old->floor_w = old->sla = NULL;
+        old->flags = NULL;
+        return 1;
+    }
+    size_t nn = (size_t)n;
+    res->cap_n = n;
+    return (res->cap_w = big_alloc(nn * sizeof *res->cap_w)) &&
+           (res->tput = big_alloc(nn * sizeof *res->tput)) &&
+           (res->floor_w = big_alloc(nn * sizeof *res->floor_w)) &&
+           (res->sla = big_alloc(nn * sizeof *res->sla)) &&
+           (res->flags = big_alloc(nn * sizeof *res->flags));
+}
+
+/* steal: the workspace is used once; res takes the arrays pfi_alloc_prepare allocated.  old
+ * (NULL: none): an earlier result whose arrays res may take (result_arrays). */
 static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int steal,
-                    pfi_err *err)
+                    pfi_alloc_result *old, pfi_err *err)
 {
     memset(res, 0, sizeof *res);
     solver *S = &w->S;
@@ -2430,21 +2472,12 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
         w->prep.cap_w = w->prep.tput = w->prep.floor_w = w->prep.sla = NULL;
         w->prep.flags = NULL;
         w->valid = 0;
-    } else if (n > 0 && (!(res->cap_w = big_alloc((size_t)n * sizeof *res->cap_w)) ||
-                         !(res->tput = big_alloc((size_t)n * sizeof *res->tput)) ||
-                         !(res->floor_w = big_alloc((size_t)n * sizeof *res->floor_w)) ||
-                         !(res->sla = big_alloc((size_t)n * sizeof *res->sla)) ||
-                         !(res->flags = big_alloc((size_t)n * sizeof *res->flags)))) {
+    } else if (n > 0 && (!result_arrays(res, old, n) || !ends_alloc(w))) {
         pfi_alloc_result_free(res);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
-    } else if (n > 0 && !ends_alloc(w)) {
-        pfi_alloc_result_free(res);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
-    } else {
-        memcpy(res->floor_w, w->prep.floor_w, (size_t)n * sizeof *res->floor_w);
-        memcpy(res->sla, w->prep.sla, (size_t)n * sizeof *res->sla);
-        memcpy(res->flags, w->prep.flags, (size_t)n * sizeof *res->flags);
     }
+    /* the floors, SLAs and flags to copy into res (ws_finish): the workspace's, or res's own */
+    const pfi_alloc_result *src = steal ? res : &w->prep;
     res->n = n;
     res->budget_w = budget_w;
     res->min_budget_w = w->prep.min_budget_w;
@@ -2487,11 +2520,12 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     double root_ub = S->root_ub;
     res->optimal = S->max_work >= 0 || S->best >= root_ub - S->tol;
     res->nodes = S->nodes;
-    long long used = 0;
-    for (int j = 0; j < n; j++) {
-        res->cap_w[j] = S->best_k[j] * o->step_w;
-        used += (long long)S->ng[j] * S->best_k[j];
+    if (!steal && !w->ends_ok) {
+        for (int j = 0; j < n; j++)
+            grid_ends(w, j);
+        w->ends_ok = 1;
     }
+    long long used = ws_finish(w, src, res); /* n >= 1: pfi_alloc_prepare refuses none */
     if (used > S->bu) { /* the one promise that must never break: refuse, do not return it */
         int rc = pfi_err_set(err, PFI_EINTERNAL,
                              "allocator bug: %lld W allocated over a %lld W budget",
@@ -2499,12 +2533,6 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
         pfi_alloc_result_free(res);
         return rc;
     }
-    if (!steal && !w->ends_ok) {
-        for (int j = 0; j < n; j++)
-            grid_ends(w, j);
-        w->ends_ok = 1;
-    }
-    ws_finish(w, res);
     res->upper_bound = res->optimal ? fmax(res->value, fmin(root_ub, res->value + S->tol))
                                     : root_ub;
     return PFI_OK;
@@ -2512,7 +2540,16 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
 
 int pfi_alloc_ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, pfi_err *err)
 {
-    return ws_solve(w, budget_w, res, 0, err);
+    return ws_solve(w, budget_w, res, 0, NULL, err);
+}
+
+int pfi_alloc_ws_solve_reuse(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res,
+                             pfi_err *err)
+{
+    pfi_alloc_result old = *res;
+    int rc = ws_solve(w, budget_w, res, 0, &old, err);
+    pfi_alloc_result_free(&old); /* what res did not take */
+    return rc;
 }
 
 int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi_alloc_opts *opts,
@@ -2523,7 +2560,7 @@ int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi
     int rc = pfi_alloc_ws_new(jobs, n, budget_w, opts, &w, err);
     if (rc)
         return rc;
-    rc = ws_solve(w, budget_w, res, 1, err);
+    rc = ws_solve(w, budget_w, res, 1, NULL, err);
     pfi_alloc_ws_free(w);
     return rc;
 }

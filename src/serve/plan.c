@@ -359,8 +359,9 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
         }
     report_caps(g, jobs, n_jobs, p, cv);
 out:
-    /* A failed prepare or solve may leave its result allocated. */
-    pfi_alloc_result_free(&res);
+    /* A failed prepare or solve may leave its result allocated; the keeper's next solve refills
+     * it (freed when there is none). */
+    pfi_alloc_keep_put_back(keep ? *keep : NULL, &res);
     free(cv);
     free(gc);
     free(gt);

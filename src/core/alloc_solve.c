@@ -804,6 +804,13 @@ static int relax(solver *S, double *ub, int *fj, double *fx)
          * ones of slope p (as relax_take does), then the value summed in job order */
         int q = g0;
         for (int l = 0; l < nl; l++) {
+            if (l + 8 < nl) { /* a job 8 ahead's hull asked for: at a million jobs each one
+                               * listed is a wait on memory (its hull was read long ago) */
+                int o8 = S->hoff[S->heap[l + 8]];
+                __builtin_prefetch(S->hs + o8);
+                __builtin_prefetch(S->hv + o8 + 4);
+                __builtin_prefetch(S->hk + o8 + 4);
+            }
             int j = S->heap[l], o = S->hoff[j], a = 0;
             const double *hs = S->hs + o;
             while (a < S->hm[j] && hs[a] > p)
@@ -1647,6 +1654,8 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     S->fh_on = n >= FIX_MIN_JOBS && fix_hist(S);
     S->fh_ns = 0;
     int pkmin = 0, pkmax = 0;
+    double scale = 0; /* ws_solve's sum of the hulls' hmax, in the same order, here where its
+                       * chain of additions overlaps the build's work */
     for (int j = 0; j < n; j++) {
         const pfi_alloc_job *J = &jobs[j];
         int kmin, kmax, kf;
@@ -1691,6 +1700,7 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
         w->hsz[j] = build_hull(S, j, 0);
         used += (size_t)w->hsz[j];
         S->fh_ns += S->hm[j];
+        scale += S->hmax[j];
         pkmin = kmin;
         pkmax = kmax;
     }
@@ -1712,6 +1722,8 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     r->n_sla_dropped = 0;
     w->need_units = ms;
     w->used_h = used;
+    w->scale = scale;
+    w->scale_ok = 1;
     return 1;
 }
 
@@ -1748,6 +1760,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     S->fh_ok = 0;
     w->total_h = w->cap_h;
     w->ends_ok = 0;
+    w->scale_ok = 0; /* summed by the one pass, else by the first solve */
     if (!ws_build_onepass(w, jobs, n, budget_w)) {
         w->ends_ok = 0;
         pfi_alloc_result_free(&w->prep);
@@ -1778,7 +1791,6 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         w->used_h = used;
     }
     w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
-    w->scale_ok = 0;
     free(w->m0t);
     w->m0t = NULL;
     w->valid = 1;

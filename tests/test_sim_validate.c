@@ -50,14 +50,17 @@ static void test_cost_memo_changes_nothing(void **state)
     }
 }
 
-/* A data directory in dir whose sweeps and stage profiles are the public data's (links) and
- * whose A100 zeus_local.csv holds the header and the first public row that contains each of
- * the strings in models (a model, or a partition and limits), its first `from` (or NULL)
- * written as `to`; the A40 has no per-stage rows (the file absent, as in an older copy of the
- * data). */
-static void rows_data(const char *dir, const char *const *models, int n, const char *from,
+/* A new data directory, its name written to dir, under $PFI_TEST_TMP (else /tmp), whose
+ * sweeps and stage profiles are the public data's (links) and whose A100 zeus_local.csv holds
+ * the header and the first public row that contains each of the strings in models (a model,
+ * or a partition and limits), its first `from` (or NULL) written as `to`; the A40 has no
+ * per-stage rows (the file absent, as in an older copy of the data). */
+static void rows_data(char dir[600], const char *const *models, int n, const char *from,
                       const char *to)
 {
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(dir, 600, "%s/stagerows.XXXXXX", base ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
     char a[1400], b[1400], data[PATH_MAX];
     /* absolute: the links are read from dir, not from here */
     assert_non_null(realpath(pfi_data_dir(), data));
@@ -135,12 +138,7 @@ static void test_stage_rows(void **state)
     (void)state;
     if (!have_sweeps())
         PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());
-    const char *base = getenv("PFI_TEST_TMP");
     char da[600], db[600];
-    snprintf(da, sizeof da, "%s/stagerows.XXXXXX", base ? base : "/tmp");
-    snprintf(db, sizeof db, "%s/stagerows.XXXXXX", base ? base : "/tmp");
-    assert_non_null(mkdtemp(da));
-    assert_non_null(mkdtemp(db));
     const char *const ma[] = {"bert-huge-uncased,",
                               "gpt3-xl,uniform_transformer,1024,1,1,4,8,128,200,200,200,300,"};
     const char *const mb[] = {"bert-huge-uncased,",
@@ -190,12 +188,7 @@ static void test_stage_rows_own_partition(void **state)
     (void)state;
     if (!have_sweeps())
         PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());
-    const char *base = getenv("PFI_TEST_TMP");
     char da[600], db[600];
-    snprintf(da, sizeof da, "%s/stagerows.XXXXXX", base ? base : "/tmp");
-    snprintf(db, sizeof db, "%s/stagerows.XXXXXX", base ? base : "/tmp");
-    assert_non_null(mkdtemp(da));
-    assert_non_null(mkdtemp(db));
     const char *const m[] = {"gpt3-xl,uniform_transformer,1024,1,1,4,8,128,200,200,200,300,"};
     rows_data(da, m, 1, NULL, NULL);
     rows_data(db, m, 1, "uniform_transformer", "\"custom:0,8,14,21,27\"");

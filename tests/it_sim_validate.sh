@@ -25,8 +25,10 @@
 #     of each type's runs fit; the A40's fit runs include T5, the only run that stalls on the
 #     network; a family measured on both types has fit runs on one type only), its fit-run
 #     error is the worst of its fit runs, and split 0's table is the one printed above;
-#   - --stage-rows check changes the per-stage check alone (each row with its own partition:
-#     only the A100 GPT-3 XL has rows whose partition is not its sweep's), never the fit.
+#   - the per-stage check simulates each row with its own partition (only the A100 GPT-3 XL
+#     has rows whose partition is not its sweep's: the same data with those rows said to be
+#     the sweep's partition changes its per-stage rows, nothing else, never the fit);
+#     --stage-rows check names that default and changes nothing.
 set -u
 PFI=${PFI_BIN:?PFI_BIN is not set}
 DATA=${PFI_DATA_DIR:-../shared/data}
@@ -226,26 +228,44 @@ for k in ("runs", "fitted_gpus", "held_out_max_abs_err_throughput", "held_out_ma
 PY
 "$PFI" sim validate --split 3 >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "FAIL: --split 3 was not refused as a usage error"; exit 1; }
-# --stage-rows check: the per-stage rows each with its own partition, the fit the same: split
-# 1's fitted constants and sweeps as without it, only GPT-3 XL's rows (some of them
-# uniform_transformer, its sweep custom) checked otherwise.
+# --stage-rows check names the default: the same document byte for byte.
 "$PFI" sim validate --json --split 1 --stage-rows check >"$tmp/c1.json"
 rc=$?
 [ $rc -le 1 ] || { echo "FAIL: pfi sim validate --stage-rows check exit $rc"; exit 1; }
-python3 - "$tmp/s1.json" "$tmp/c1.json" <<'PY' || exit 1
+cmp -s "$tmp/s1.json" "$tmp/c1.json" || { echo "FAIL: --stage-rows check is not the default"; exit 1; }
+# Each row with its own partition: a copy of the data (links) whose A100 GPT-3 XL
+# uniform_transformer rows are said to have the sweep's partition must change that run's
+# per-stage rows on split 1, and nothing else (the fit never reads the rows).
+z=perseus-sosp24/zeus_baseline
+mkdir -p "$tmp/own/$z/A100" || exit 1
+ln -s "$(cd "$DATA/perseus-sosp24" && pwd)/stage_profile" "$tmp/own/perseus-sosp24/stage_profile"
+ln -s "$(cd "$DATA/$z" && pwd)/A40" "$tmp/own/$z/A40"
+ln -s "$(cd "$DATA/$z/A100" && pwd)/zeus_global.csv" "$tmp/own/$z/A100/zeus_global.csv"
+sweep=$(sed -n 's/^gpt3-xl,\("[^"]*"\),.*/\1/p' "$DATA/$z/A100/zeus_global.csv" | sort -u)
+[ "$(echo "$sweep" | wc -l)" -eq 1 ] || { echo "FAIL: GPT-3 XL's sweep partitions: $sweep"; exit 1; }
+sed "s/^gpt3-xl,uniform_transformer,/gpt3-xl,$sweep,/" "$DATA/$z/A100/zeus_local.csv" \
+    >"$tmp/own/$z/A100/zeus_local.csv"
+n=$(grep -c '^gpt3-xl,uniform_transformer,' "$DATA/$z/A100/zeus_local.csv")
+[ "$n" -gt 0 ] || { echo "FAIL: no GPT-3 XL uniform_transformer row in the data"; exit 1; }
+"$PFI" sim validate --json --split 1 --data "$tmp/own" >"$tmp/o1.json"
+rc=$?
+[ $rc -le 1 ] || { echo "FAIL: pfi sim validate --data (sweep partitions) exit $rc"; exit 1; }
+python3 - "$tmp/s1.json" "$tmp/o1.json" <<'PY' || exit 1
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 bad = []
-if "stage_rows" in a or b.get("stage_rows") != "check":
-    bad.append("stage_rows: %r without, %r with --stage-rows check" % (a.get("stage_rows"), b.get("stage_rows")))
-if a["fitted_gpus"] != b["fitted_gpus"]:
-    bad.append("--stage-rows check changed the fit")
+if "stage_rows" in a:
+    bad.append("the default document says stage_rows: %r (only --stage-rows fit's does)" % a["stage_rows"])
+if {k: v for k, v in a.items() if k != "runs"} != {k: v for k, v in b.items() if k != "runs"}:
+    bad.append("rows said to have the sweep's partition changed the fit or a total")
 for ra, rb in zip(a["runs"], b["runs"]):
     if {k: v for k, v in ra.items() if k != "per_stage_limits"} != {k: v for k, v in rb.items() if k != "per_stage_limits"}:
-        bad.append("%s: its sweep changed with --stage-rows check" % ra["run"])
+        bad.append("%s: its sweep changed with the rows' partitions" % ra["run"])
     same = ra["per_stage_limits"] == rb["per_stage_limits"]
     if same == ("A100/gpt3-xl" in ra["run"]):
-        bad.append("%s: per-stage rows %s with their own partitions" % (ra["run"], "the same" if same else "changed"))
+        bad.append("%s: per-stage rows %s with the sweep's partition for the uniform_transformer rows (each row must be simulated with its own)" % (ra["run"], "the same" if same else "changed"))
+if len(a["runs"]) != len(b["runs"]):
+    bad.append("runs: %d against %d" % (len(a["runs"]), len(b["runs"])))
 if bad:
     print("FAIL:\n  " + "\n  ".join(bad))
     sys.exit(1)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the simulator's calibration (study/sim_validate.c) on the public Perseus sweeps read
- * in place from $PFI_DATA_DIR: what only saves time leaves its results as they are; what the
- * per-stage rows (zeus_local.csv) enter, with --stage-rows check and fit. */
+ * in place from $PFI_DATA_DIR: what only saves time leaves its results as they are; how the
+ * per-stage rows (zeus_local.csv) are checked (each with its own partition) and, with
+ * --stage-rows fit, what they enter. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <limits.h>
@@ -128,34 +129,37 @@ static const pfi_sim_val_run *run_named(const pfi_sim_validation *v, const char 
     return NULL;
 }
 
-/* --stage-rows on split 0 (A100 fit runs BERT and BLOOM; GPT-3 XL held out, its sweep's
- * partition custom, some of its rows uniform_transformer), on data with one BERT row and one
- * GPT-3 XL uniform row (then another): check simulates the XL row with its own partition and
- * changes no fitted constant; fit moves the A100's constants (the BERT row enters its cost),
- * not the A40's (no rows), and not at all when the held-out run's row is another one. */
+/* The per-stage rows on split 0 (A100 fit runs BERT and BLOOM; GPT-3 XL held out, its
+ * sweep's partition custom, some of its rows uniform_transformer), on data with one BERT row
+ * and one GPT-3 XL uniform row (then the same rows, the XL row said to be custom; then
+ * another XL row): the check simulates the XL row with its own partition (the custom one
+ * checks otherwise, as the check did when it took every row's run's partition) and changes
+ * no fitted constant; --stage-rows fit moves the A100's constants (the BERT row enters its
+ * cost), not the A40's (no rows), and not at all when the held-out run's row is another. */
 static void test_stage_rows(void **state)
 {
     (void)state;
     if (!have_sweeps())
         PFI_TEST_SKIP("public data not found under %s\n", pfi_data_dir());
-    char da[600], db[600];
+    char da[600], dc[600], db[600];
     const char *const ma[] = {"bert-huge-uncased,",
                               "gpt3-xl,uniform_transformer,1024,1,1,4,8,128,200,200,200,300,"};
     const char *const mb[] = {"bert-huge-uncased,",
                               "gpt3-xl,uniform_transformer,1024,1,1,4,8,128,200,175,175,225,"};
     rows_data(da, ma, 2, NULL, NULL);
+    rows_data(dc, ma, 2, "gpt3-xl,uniform_transformer,", "gpt3-xl,\"custom:0,8,14,21,27\",");
     rows_data(db, mb, 2, NULL, NULL);
     static pfi_sim_validation v0, vc, v1, v2; /* large: not on the stack */
     const int f = PFI_SIM_VAL_SPLIT(0) | PFI_SIM_VAL_STARTS(1);
     pfi_err e = {0};
     assert_int_equal(pfi_sim_validate(da, f, NULL, NULL, &v0, &e), PFI_OK);
-    assert_int_equal(pfi_sim_validate(da, f | PFI_SIM_VAL_ROW_PARTITION, NULL, NULL, &vc, &e),
-                     PFI_OK);
+    assert_int_equal(pfi_sim_validate(dc, f, NULL, NULL, &vc, &e), PFI_OK);
     assert_int_equal(pfi_sim_validate(da, f | PFI_SIM_VAL_STAGE_ROWS, NULL, NULL, &v1, &e),
                      PFI_OK);
     assert_int_equal(pfi_sim_validate(db, f | PFI_SIM_VAL_STAGE_ROWS, NULL, NULL, &v2, &e),
                      PFI_OK);
     rows_data_remove(da);
+    rows_data_remove(dc);
     rows_data_remove(db);
     const pfi_sim_val_run *bert0 = run_named(&v0, "bert-huge"), *xl0 = run_named(&v0, "gpt3-xl");
     const pfi_sim_val_run *bertc = run_named(&vc, "bert-huge"), *xlc = run_named(&vc, "gpt3-xl");
@@ -163,7 +167,9 @@ static void test_stage_rows(void **state)
     assert_true(xl0->held_out);
     assert_int_equal(bert0->n_per_stage, 1);
     assert_int_equal(xl0->n_per_stage, 1);
-    /* check: the same fit, the BERT row (its run's partition) the same, the XL row not */
+    assert_int_equal(xlc->n_per_stage, 1);
+    /* the XL row's partition said otherwise: the same fit, the BERT row the same, the XL row
+     * not (it would be if each row took its run's partition) */
     assert_memory_equal(vc.fitted, v0.fitted, sizeof v0.fitted);
     assert_memory_equal(vc.fitted_host_ms, v0.fitted_host_ms, sizeof v0.fitted_host_ms);
     assert_true(bertc->per_stage_err_tput == bert0->per_stage_err_tput);

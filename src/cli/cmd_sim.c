@@ -684,10 +684,10 @@ static void splits_json(json_t *doc, const pfi_sim_val_splits *all)
 }
 
 /* v: the split reported run by run; all (NULL with one split asked for): every split, whose
- * worst held-out error is the headline and whose target_met replaces v's; rows: NULL, or
- * --stage-rows's MODE. */
+ * worst held-out error is the headline and whose target_met replaces v's; stage_fit: whether
+ * --stage-rows fit was asked for. */
 static int print_validation_json(const pfi_sim_validation *v, const pfi_sim_val_splits *all,
-                                 int fit_all, const char *rows)
+                                 int fit_all, int stage_fit)
 {
     json_t *runs = json_array();
     for (int i = 0; i < v->n_runs; i++)
@@ -715,15 +715,15 @@ static int print_validation_json(const pfi_sim_validation *v, const pfi_sim_val_
                             v->split);
     if (all)
         splits_json(doc, all);
-    /* Only with --stage-rows: the default document stays as it was. */
-    if (rows)
-        json_object_set_new(doc, "stage_rows", json_string(rows));
+    /* Only with --stage-rows fit: the default's document (`check`, said or not) has no key. */
+    if (stage_fit)
+        json_object_set_new(doc, "stage_rows", json_string("fit"));
     return pfi_cli_print_json(doc);
 }
 
-/* rows: NULL, or --stage-rows's MODE (what the per-stage rows' header says of them). */
+/* stage_fit: --stage-rows fit (what the per-stage rows' header says of them). */
 static void print_validation(const pfi_sim_validation *v, int verbose, int fit_all,
-                             const char *rows)
+                             int stage_fit)
 {
     printf("%-40s %-8s %10s %10s\n", "run", "role", "err_tput", "err_power");
     for (int i = 0; i < v->n_runs; i++) {
@@ -739,9 +739,7 @@ static void print_validation(const pfi_sim_validation *v, int verbose, int fit_a
         per_stage += v->runs[i].n_per_stage;
     if (per_stage > 0)
         printf("\nper-stage limits (zeus_local.csv; %s), worst error:\n",
-               !rows ? "no fit uses them"
-               : strcmp(rows, "fit") == 0 ? "each row's own partition; the fit runs' fitted on"
-                                           : "each row's own partition; no fit uses them");
+               stage_fit ? "the fit runs' rows fitted on" : "no fit uses them");
     for (int i = 0; i < v->n_runs; i++) {
         const pfi_sim_val_run *r = &v->runs[i];
         if (r->n_per_stage > 0)
@@ -807,8 +805,9 @@ static int sim_validate(int argc, char **argv)
         {"starts", PFI_OPT_STR, &starts_s, "N",
          "repeat each fit from N starting points (default 3): a check for local minima"},
         {"stage-rows", PFI_OPT_STR, &rows_s, "MODE",
-         "per-stage rows: check (each with its own partition) or fit (also fitted on; a "
-         "variant tried and not kept)"},
+         "per-stage rows: check (the default: each row simulated with its own partition and "
+         "compared, no fit uses them) or fit (the fit runs' also fitted on; a variant tried "
+         "and not kept)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
@@ -832,11 +831,11 @@ static int sim_validate(int argc, char **argv)
     int flags = (fit_all ? PFI_SIM_VAL_FIT_ALL : 0) | fam;
     if ((rc = count_flags(argv[0], split_s, starts_s, &flags)) != PFI_EXIT_OK)
         return rc;
-    if (rows_s && strcmp(rows_s, "check") == 0)
-        flags |= PFI_SIM_VAL_ROW_PARTITION;
-    else if (rows_s && strcmp(rows_s, "fit") == 0)
+    /* `check` names the default (kept so that a command line may say it) and changes nothing. */
+    int stage_fit = rows_s && strcmp(rows_s, "fit") == 0;
+    if (stage_fit)
         flags |= PFI_SIM_VAL_STAGE_ROWS;
-    else if (rows_s) {
+    else if (rows_s && strcmp(rows_s, "check") != 0) {
         fprintf(stderr, "%s: --stage-rows: '%s' is not check or fit\n", argv[0], rows_s);
         return PFI_EXIT_USAGE;
     }
@@ -859,9 +858,9 @@ static int sim_validate(int argc, char **argv)
     int ok = all ? all->target_met : v->target_met;
     rc = PFI_EXIT_OK;
     if (as_json)
-        rc = print_validation_json(v, all, fit_all, rows_s);
+        rc = print_validation_json(v, all, fit_all, stage_fit);
     else {
-        print_validation(v, verbose, fit_all, rows_s);
+        print_validation(v, verbose, fit_all, stage_fit);
         if (all)
             print_splits(all);
     }

@@ -73,7 +73,6 @@ typedef struct ctx {
     int nruns;
     vrow rows[MAX_ROWS];
     int nrows;
-    int row_partition; /* PFI_SIM_VAL_ROW_PARTITION */
     int stage_rows;    /* PFI_SIM_VAL_STAGE_ROWS */
     vfam fam[PFI_SIM_VAL_MAX_RUNS];
     int nfam;
@@ -743,8 +742,9 @@ static int fit_joint(ctx *c, pfi_err *err)
 
 /* Perseus's per-stage baseline (zeus_local.csv: a power limit per pipeline stage, the
  * heaviest stage at a higher one) of type `type`'s runs into c->rows, checked once: each row's
- * limits, time and energy, and its stages' layers (its run's partition; with
- * PFI_SIM_VAL_ROW_PARTITION the row's own).  A copy of the data without the file has none. */
+ * limits, time and energy, and its stages' layers from the row's own Merak partition, which
+ * need not be its run's global sweep's (six A100 GPT-3 XL rows are `uniform_transformer`, the
+ * sweep custom: another job).  A copy of the data without the file has none. */
 static int load_rows(ctx *c, const char *dir, int type, pfi_err *err)
 {
     char path[4096];
@@ -790,7 +790,7 @@ static int load_rows(ctx *c, const char *dir, int type, pfi_err *err)
         r->time_s = row.time_s;
         r->energy_j = row.energy_j;
         memcpy(r->stage_layers, j->stage_layers, sizeof r->stage_layers);
-        if (c->row_partition && j->pp > 1 &&
+        if (j->pp > 1 &&
             (rc = pfi_sim_merak_stage_layers(row.partition, j, r->stage_layers, err)) != PFI_OK)
             break;
         c->nrows++;
@@ -829,8 +829,9 @@ static int row_errors(const ctx *c, vrun *v, const vrow *r, double *et, double *
 }
 
 /* The per-stage rows, used by no fit unless PFI_SIM_VAL_STAGE_ROWS: with the fitted
- * constants, each row is simulated and compared like the global sweep.  A check of the
- * pipeline's stages (which one paces it, how the others' slack absorbs a lower limit). */
+ * constants, each row is simulated (with its own partition) and compared like the global
+ * sweep.  A check of the pipeline's stages (which one paces it, how the others' slack absorbs
+ * a lower limit). */
 static int per_stage_check(ctx *c, pfi_err *err)
 {
     for (int k = 0; k < c->nrows; k++) {
@@ -957,7 +958,6 @@ static int validate(const char *data_dir, int flags, val_progress *vp, pfi_sim_v
     for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
         measured(&c->runs[i]);
     c->stage_rows = (flags & PFI_SIM_VAL_STAGE_ROWS) != 0;
-    c->row_partition = c->stage_rows || (flags & PFI_SIM_VAL_ROW_PARTITION) != 0;
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = load_rows(c, data_dir, type, err);
     if (rc == PFI_OK)

@@ -84,13 +84,10 @@ typedef struct pfi_sim_validation {
 /* Every cost of the fits computed, none taken from the memo of points already seen: the same
  * results bit for bit, slower (what the tests check the memo by). */
 #define PFI_SIM_VAL_NO_MEMO 32
-/* The per-stage check simulates each zeus_local.csv row with its own Merak partition, not
- * its run's global sweep's (six A100 GPT-3 XL rows differ: `uniform_transformer` against the
- * sweep's custom partition).  Only the check changes; the fit is the same. */
-#define PFI_SIM_VAL_ROW_PARTITION 64
 /* The stage-row fit (docs/simulator.md, "the stage-row fit"): each GPU type's fit cost also
- * counts every per-stage row of its fit runs, one row as one sweep level; implies
- * PFI_SIM_VAL_ROW_PARTITION.  A variant tried under the rule, not the default. */
+ * counts every per-stage row of its fit runs, one row as one sweep level, each row with its
+ * own Merak partition as the per-stage check always simulates it.  A variant tried under the
+ * rule, not the default.  (64 was the own partition for the check alone, now always so.) */
 #define PFI_SIM_VAL_STAGE_ROWS 128
 /* Told each stage done (step, i, total); NULL: nothing.  util/progress.h shows it. */
 typedef void (*pfi_sim_val_progress)(void *ctx, const char *step, int done, int total);

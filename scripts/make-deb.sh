@@ -119,6 +119,10 @@ Description: power flexibility of GPU training jobs: measure, predict, cap
  (pfi cluster serve) and a SPANK plugin.  An embedded simulator of H100, H200,
  A100 and A40 GPUs stands in for hardware when asked.
 EOT
+# The two library packages' long description: what libpfi is, then what each holds.
+libdesc=" libpfi holds pfi's curves, Power Flexibility Index, prediction and exact
+ power-cap allocation under a budget, with its measurement, store and
+ simulator layers, for programs that link to it."
 cat > "$libroot/DEBIAN/control" <<EOT
 Package: libpfi0
 Source: pfi
@@ -131,9 +135,7 @@ Depends: $libdeps
 Section: libs
 Priority: optional
 Description: power flexibility of GPU training jobs: shared library
- libpfi holds pfi's curves, Power Flexibility Index, prediction and exact
- power-cap allocation under a budget, with its measurement, store and
- simulator layers, for programs that link to it.
+$libdesc
  .
  This package holds the shared library.
 EOT
@@ -149,9 +151,7 @@ Depends: libpfi0 (= $version), libsqlite3-dev, libgsl-dev, libjansson-dev, libmi
 Section: libdevel
 Priority: optional
 Description: power flexibility of GPU training jobs: development files
- libpfi holds pfi's curves, Power Flexibility Index, prediction and exact
- power-cap allocation under a budget, with its measurement, store and
- simulator layers, for programs that link to it.
+$libdesc
  .
  This package holds the C headers, the static library and the pkg-config file.
 EOT

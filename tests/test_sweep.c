@@ -221,6 +221,17 @@ static void test_journal_hostile_numbers(void **state)
         "pfi-journal 1\ngpu 0 uuid X limit_w 70",
         "pfi-journal 1\nrun 3 /x.d",
         "pfi-journal 1\npid 42",
+        /* A limit beyond any GPU (1e308 was tried, and its error printed 309 digits) or not
+         * in the decimal form written; a GPU given twice (by index or by UUID: the second
+         * line won); a line the restore would skip (a "gpu" with a flipped byte, a "backend"
+         * cut to its word): each left a GPU unrestored while the file was deleted. */
+        "pfi-journal 1\ngpu 0 uuid X limit_w 1e308\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w 100001\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w 0x2BC\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w 500\ngpu 0 uuid Y limit_w 600\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w 500\ngpu 1 uuid X limit_w 600\n",
+        "pfi-journal 1\ngpu 0 uuid X limit_w 500\ngpv 1 uuid Y limit_w 600\n",
+        "pfi-journal 1\nbackend\ngpu 0 uuid X limit_w 500\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         FILE *f = fmemopen((void *)bad[i], strlen(bad[i]), "r");
@@ -246,6 +257,26 @@ static void test_journal_hostile_numbers(void **state)
     assert_string_equal(j.run_db, "/a b.db");
     assert_int_equal(j.e[0].gpu, 2147483647);
     assert_near(j.e[0].limit_w, 612.5, 1e-12);
+    /* The most GPUs a journal holds parse; one more is damage, not a GPU left out. */
+    size_t cap = 64 + (PFI_MAX_GPUS + 1) * 48;
+    char *many = malloc(cap);
+    assert_non_null(many);
+    size_t len = (size_t)snprintf(many, cap, "pfi-journal 1\n");
+    for (int i = 0; i <= PFI_MAX_GPUS; i++) {
+        if (i == PFI_MAX_GPUS) {
+            f = fmemopen(many, len, "r");
+            memset(&j, 0, sizeof j);
+            assert_int_equal(pfi_journal_parse(&j, f, "t", &e), PFI_OK);
+            fclose(f);
+            assert_int_equal(j.n, PFI_MAX_GPUS);
+        }
+        len += (size_t)snprintf(many + len, cap - len, "gpu %d uuid - limit_w 700.000\n", i);
+    }
+    f = fmemopen(many, len, "r");
+    memset(&j, 0, sizeof j);
+    assert_int_equal(pfi_journal_parse(&j, f, "t", &e), PFI_EINVAL);
+    fclose(f);
+    free(many);
 }
 
 /* The journal is its owner's alone (0600), a held one names its holder, and a simulated node

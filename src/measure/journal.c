@@ -260,6 +260,8 @@ static int field_ll(const char *line, long long lo, long long hi, long long *out
     return pfi_num_ll(num, lo, hi, "journal", out, NULL) == PFI_OK ? 0 : -1;
 }
 
+#define JOURNAL_MAX_LIMIT_W 1e5 /* one GPU's limit: above any GPU made */
+
 /* "gpu IDX uuid UUID limit_w W" */
 static int parse_gpu(const char *line, pfi_journal_entry *e)
 {
@@ -271,8 +273,12 @@ static int parse_gpu(const char *line, pfi_journal_entry *e)
     char *end;
     errno = 0;
     e->gpu = (int)g;
+    /* Written as "%.3f": a hex form ("0x2BC") or a limit beyond any GPU (1e308, once printed
+     * back as a 309-digit number) is damage, not a limit to try. */
+    if (!isdigit((unsigned char)w[0]) || strpbrk(w, "xX"))
+        return -1;
     e->limit_w = strtod(w, &end);
-    return *end || errno || !isfinite(e->limit_w) || !(e->limit_w > 0) ? -1 : 0;
+    return *end || errno || !(e->limit_w > 0 && e->limit_w <= JOURNAL_MAX_LIMIT_W) ? -1 : 0;
 }
 
 static int damaged(const char *name, int lineno, const char *line, pfi_err *err)
@@ -318,13 +324,25 @@ int pfi_journal_parse(pfi_journal *j, FILE *f, const char *name, pfi_err *err)
             if (sscanf(line, "run %31s %1023[^\n]", id, j->run_db) != 2 ||
                 pfi_num_ll(id, 1, LLONG_MAX, "run", &j->run_id, NULL) != PFI_OK)
                 return damaged(name, lineno, line, err);
-        } else if (strcmp(word, "gpu") == 0 && j->n < PFI_MAX_GPUS) {
+        } else if (strcmp(word, "gpu") == 0) {
+            /* A GPU line the restore would skip or try twice (one past the most a journal
+             * holds, a GPU given twice) is damage: restoring the rest and deleting the file
+             * would leave that GPU at whatever limit it had. */
+            if (j->n >= PFI_MAX_GPUS)
+                return damaged(name, lineno, line, err);
             pfi_journal_entry *e = &j->e[j->n];
             if (parse_gpu(line, e) != 0)
                 return damaged(name, lineno, line, err);
             if (strcmp(e->uuid, "-") == 0)
                 e->uuid[0] = '\0';
+            for (int i = 0; i < j->n; i++)
+                if (j->e[i].gpu == e->gpu || (e->uuid[0] && strcmp(j->e[i].uuid, e->uuid) == 0))
+                    return damaged(name, lineno, line, err);
             j->n++;
+        } else {
+            /* Every line written is one of the above: any other (a "gpu" line with a flipped
+             * byte, a "backend" cut to its word) is damage, never a line to skip. */
+            return damaged(name, lineno, line, err);
         }
     }
     if (version != 1)

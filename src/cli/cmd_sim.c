@@ -685,9 +685,9 @@ static void splits_json(json_t *doc, const pfi_sim_val_splits *all)
 
 /* v: the split reported run by run; all (NULL with one split asked for): every split, whose
  * worst held-out error is the headline and whose target_met replaces v's; stage_fit: whether
- * --stage-rows fit was asked for. */
+ * --stage-rows fit was asked for, pace_expected whether --pace expected was. */
 static int print_validation_json(const pfi_sim_validation *v, const pfi_sim_val_splits *all,
-                                 int fit_all, int stage_fit)
+                                 int fit_all, int stage_fit, int pace_expected)
 {
     json_t *runs = json_array();
     for (int i = 0; i < v->n_runs; i++)
@@ -718,6 +718,9 @@ static int print_validation_json(const pfi_sim_validation *v, const pfi_sim_val_
     /* Only with --stage-rows fit: the default's document (`check`, said or not) has no key. */
     if (stage_fit)
         json_object_set_new(doc, "stage_rows", json_string("fit"));
+    /* Likewise only with --pace expected. */
+    if (pace_expected)
+        json_object_set_new(doc, "pace", json_string("expected"));
     return pfi_cli_print_json(doc);
 }
 
@@ -792,6 +795,7 @@ static void print_splits(const pfi_sim_val_splits *all)
 static int sim_validate(int argc, char **argv)
 {
     const char *dir = NULL, *family = NULL, *split_s = NULL, *starts_s = NULL, *rows_s = NULL;
+    const char *pace_s = NULL;
     int as_json = 0, verbose = 0, fit_all = 0;
     const pfi_opt opts[] = {
         {"data", PFI_OPT_STR, &dir, "DIR", "public datasets (default $PFI_DATA_DIR)"},
@@ -808,12 +812,15 @@ static int sim_validate(int argc, char **argv)
          "per-stage rows: check (the default: each row simulated with its own partition and "
          "compared, no fit uses them) or fit (the fit runs' also fitted on; a variant tried "
          "and not kept)"},
+        {"pace", PFI_OPT_STR, &pace_s, "MODE",
+         "a pipeline's pace: max (the default: its slowest stage) or expected (the slowest of "
+         "each microbatch, the stages' kernels varying; a variant tried under the rule)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
     const pfi_cmd_spec spec = {"pfi sim validate [--data DIR] [--verbose] [--fit-all] "
                                "[--family LIST] [--split N] [--starts N] [--stage-rows MODE] "
-                               "[--json]",
+                               "[--pace MODE] [--json]",
                                "Fit the simulator's constants on half of the Perseus power-limit "
                                "sweeps of each GPU type and compare relative throughput and "
                                "power at every measured limit, held-out runs apart, on every "
@@ -839,6 +846,13 @@ static int sim_validate(int argc, char **argv)
         fprintf(stderr, "%s: --stage-rows: '%s' is not check or fit\n", argv[0], rows_s);
         return PFI_EXIT_USAGE;
     }
+    int pace_expected = pace_s && strcmp(pace_s, "expected") == 0;
+    if (pace_expected)
+        flags |= PFI_SIM_VAL_PACE_EXPECTED;
+    else if (pace_s && strcmp(pace_s, "max") != 0) {
+        fprintf(stderr, "%s: --pace: '%s' is not max or expected\n", argv[0], pace_s);
+        return PFI_EXIT_USAGE;
+    }
     /* Without --split (and --fit-all, which holds nothing out) every split runs. */
     pfi_sim_val_splits *all = split_s || fit_all ? NULL : malloc(sizeof *all);
     pfi_sim_validation *one = all ? NULL : malloc(sizeof *one);
@@ -858,7 +872,7 @@ static int sim_validate(int argc, char **argv)
     int ok = all ? all->target_met : v->target_met;
     rc = PFI_EXIT_OK;
     if (as_json)
-        rc = print_validation_json(v, all, fit_all, stage_fit);
+        rc = print_validation_json(v, all, fit_all, stage_fit, pace_expected);
     else {
         print_validation(v, verbose, fit_all, stage_fit);
         if (all)

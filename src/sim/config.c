@@ -145,6 +145,8 @@ int pfi_sim_config_check(pfi_node_config *c, pfi_err *err)
         c->net_jitter = PFI_SIM_KERNEL_JITTER;
     if (c->ambient_c <= 0)
         c->ambient_c = 30;
+    if (c->pace != PFI_SIM_PACE_MAX && c->pace != PFI_SIM_PACE_EXPECTED)
+        return pfi_err_set(err, PFI_EINVAL, "pace must be max or expected");
     if (c->variation < 0 || c->variation > 0.2)
         return pfi_err_set(err, PFI_EINVAL, "variation must be 0..0.2, not %g", c->variation);
     if (c->noise_w < 0 || c->noise_w > 100)
@@ -492,6 +494,14 @@ int pfi_sim_config_parse(const char *text, pfi_node_config *out, pfi_err *err)
         NUM_FIELD("variation", c.variation, 0, 0.2);
         NUM_FIELD("noise_w", c.noise_w, 0, 100);
         NUM_FIELD("ambient_c", c.ambient_c, 1, 80);
+        else if (strcmp(key, "pace") == 0) {
+            char a[16];
+            rc = get_str(v, what, key, a, sizeof a, err);
+            if (rc == PFI_OK && (strcasecmp(a, "max") == 0 || strcasecmp(a, "expected") == 0))
+                c.pace = strcasecmp(a, "expected") == 0 ? PFI_SIM_PACE_EXPECTED : PFI_SIM_PACE_MAX;
+            else if (rc == PFI_OK)
+                rc = pfi_err_set(err, PFI_EINVAL, "%s: 'pace' must be max or expected", what);
+        }
         else if (strcmp(key, "seed") == 0) {
             rc = get_num(v, what, key, 0, 9007199254740992.0, &seed, err);
             c.seed = (uint64_t)seed;
@@ -620,6 +630,9 @@ char *pfi_sim_config_dump(const pfi_node_config *c)
                              "jobs", jobs);
     json_object_set_new(root, "seed", json_integer((json_int_t)c->seed));
     json_object_set_new(root, "net_jitter", json_real(c->net_jitter));
+    /* Only when not the default: configurations written before the setting read the same. */
+    if (c->pace == PFI_SIM_PACE_EXPECTED)
+        json_object_set_new(root, "pace", json_string("expected"));
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(root);
     return s;

@@ -185,9 +185,11 @@ static void job_eval_ops(pfi_sim_node *n, int j, const pfi_sim_op *ops, job_now 
     const pfi_gpu_model *g = &n->cfg.gpu;
     pfi_sim_gpu_step gs[PFI_MAX_GPUS];
     double pipe[PFI_MAX_GPUS]; /* [replica * pp + stage] */
+    double sd[PFI_MAX_GPUS];   /* the spread of the GPU that sets pipe[k] (expected pace) */
+    int expected = n->cfg.pace == PFI_SIM_PACE_EXPECTED;
     int pp = job->pp, tp = job->tp, dp = job->dp;
     for (int k = 0; k < dp * pp; k++)
-        pipe[k] = 0;
+        pipe[k] = sd[k] = 0;
     double t_host = 0;
     for (int i = 0; i < job->n_gpus; i++) {
         int gi = job->first_gpu + i;
@@ -199,14 +201,20 @@ static void job_eval_ops(pfi_sim_node *n, int j, const pfi_sim_op *ops, job_now 
         for (int p = 0; p < PFI_PH_KERNELS; p++)
             o->tph[i][p] = gs[i].t[p];
         int k = ((i / tp) % dp) * pp + n->stage_of[gi];
-        if (gs[i].pipe > pipe[k])
+        if (gs[i].pipe > pipe[k]) {
             pipe[k] = gs[i].pipe;
+            if (expected)
+                sd[k] = pfi_sim_pipe_spread(w, gs[i].busy);
+        }
         if (w->t_host > t_host)
             t_host = w->t_host;
     }
     o->step = 0;
     for (int d = 0; d < dp; d++) {
-        double st = pfi_sim_pipeline_step(pipe + d * pp, pp, n->work[j][0].microbatches, t_host);
+        double m = n->work[j][0].microbatches;
+        double st = expected ? pfi_sim_pipeline_step_spread(pipe + d * pp, sd + d * pp, pp, m,
+                                                            t_host)
+                             : pfi_sim_pipeline_step(pipe + d * pp, pp, m, t_host);
         if (st > o->step)
             o->step = st; /* a synchronous step waits for its slowest replica */
     }

@@ -152,6 +152,46 @@ void pfi_sim_gpu_step_at(const pfi_gpu_model *g, const pfi_sim_work *w, const pf
                                  : busy;
 }
 
+double pfi_sim_pipe_spread(const pfi_sim_work *w, double busy)
+{
+    double sa = PFI_SIM_KERNEL_JITTER * busy;
+    if (!(w->t_overlap > 0))
+        return sa;
+    double theta = sqrt(sa * sa + w->sd_overlap * w->sd_overlap);
+    if (theta <= 0)
+        return busy >= w->t_overlap ? sa : 0;
+    return sa * 0.5 * erfc(-(busy - w->t_overlap) / theta / sqrt(2.0));
+}
+
+double pfi_sim_pipeline_step_spread(const double *pipe, const double *sd, int pp, double m,
+                                    double t_host)
+{
+    /* Clark (1961): the maximum of two independent normals has mean
+     * a Phi + b (1 - Phi) + theta phi and second moment (a^2 + sa^2) Phi + (b^2 + sb^2)
+     * (1 - Phi) + (a + b) theta phi, x = (a - b)/theta; the maximum so far is taken as normal
+     * with that mean and variance against the next stage. */
+    double mu = pipe[0], var = sd[0] * sd[0], sum = pipe[0];
+    for (int s = 1; s < pp; s++) {
+        double b = pipe[s], vb = sd[s] * sd[s];
+        sum += b;
+        double theta = sqrt(var + vb);
+        if (theta <= 0) {
+            mu = mu > b ? mu : b;
+            continue;
+        }
+        double x = (mu - b) / theta;
+        double cdf = 0.5 * erfc(-x / sqrt(2.0));
+        double pdf = exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+        double m1 = mu * cdf + b * (1 - cdf) + theta * pdf;
+        double m2 = (mu * mu + var) * cdf + (b * b + vb) * (1 - cdf) + (mu + b) * theta * pdf;
+        mu = m1;
+        var = m2 - m1 * m1 > 0 ? m2 - m1 * m1 : 0;
+    }
+    if (m < 1)
+        m = 1;
+    return (m - 1) / m * mu + sum / m + t_host;
+}
+
 /* 1F1B: the slowest stage runs back to back (m - 1 microbatches), and filling and draining
  * the pipeline costs one microbatch of every stage. */
 double pfi_sim_pipeline_step(const double *pipe, int pp, double m, double t_host)

@@ -145,6 +145,16 @@ double pfi_sim_pipe_time(const pfi_gpu_model *g, const pfi_sim_work *w, const pf
 /* A 1F1B step over pp stages whose per-step times are pipe[0..pp-1], m microbatches, plus the
  * host time: the slowest stage sets the pace. */
 double pfi_sim_pipeline_step(const double *pipe, int pp, double m, double t_host);
+/* The part of a stage GPU's time per step (busy kernels against t_overlap, as
+ * pfi_sim_pipe_time) that varies on its own from microbatch to microbatch, 1 sigma: its
+ * kernels' spread (PFI_SIM_KERNEL_JITTER * busy) times the probability, in Clark's formula,
+ * that the kernels and not the concurrent work set its time (1 without concurrent work). */
+double pfi_sim_pipe_spread(const pfi_sim_work *w, double busy);
+/* The same step when each stage's time varies by sd[s] (1 sigma, independent across stages):
+ * the slowest stage of each microbatch sets the pace, E[max_s] by Clark's formula taken over
+ * the stages in order.  All sd 0: pfi_sim_pipeline_step's value. */
+double pfi_sim_pipeline_step_spread(const double *pipe, const double *sd, int pp, double m,
+                                    double t_host);
 
 /* The work of one GPU of the job's pipeline stage `stage` (0..pp-1; every GPU of a stage does
  * the same work). */

@@ -90,6 +90,11 @@ typedef struct pfi_node_config {
     int gpus_per_host;             /* GPUs sharing NVLink/PCIe; beyond that: the network */
     double net_gbs;                /* inter-host bandwidth per GPU per direction, GB/s */
     double net_jitter;             /* relative spread of a microbatch's inter-host transfer */
+    /* How a pipeline's pace follows its stages: PFI_SIM_PACE_MAX (the default) the slowest
+     * stage's time; PFI_SIM_PACE_EXPECTED the expected slowest of each microbatch, every
+     * stage's kernels varying on their own (docs/simulator.md, "the stages' slack as a
+     * spread"). */
+    int pace;
     uint64_t seed;                 /* manufacturing variation and sensor noise */
     double variation;              /* 1-sigma spread of per-GPU power efficiency (0.02 = 2%) */
     double noise_w;                /* 1-sigma sensor noise of the instantaneous power */
@@ -238,6 +243,8 @@ int pfi_sim_fleet(const char *which, uint64_t seed, pfi_fleet_entry **out, int *
  * microbatches do not all take the same time.  An inter-host transfer has its own spread
  * (the node's net_jitter). */
 #define PFI_SIM_KERNEL_JITTER 0.10
+/* pfi_node_config.pace */
+enum { PFI_SIM_PACE_MAX = 0, PFI_SIM_PACE_EXPECTED = 1 };
 
 /* V(f)/V(fmax) with the floor below the knee. */
 double pfi_sim_volt(const pfi_gpu_model *g, double f_mhz);

@@ -955,8 +955,11 @@ static int validate(const char *data_dir, int flags, val_progress *vp, pfi_sim_v
     int rc = load_type(c, data_dir, 0, fit_all, split, err);
     if (rc == PFI_OK)
         rc = load_type(c, data_dir, 1, fit_all, split, err);
-    for (int i = 0; rc == PFI_OK && i < c->nruns; i++)
+    for (int i = 0; rc == PFI_OK && i < c->nruns; i++) {
         measured(&c->runs[i]);
+        c->runs[i].cfg.pace =
+            flags & PFI_SIM_VAL_PACE_EXPECTED ? PFI_SIM_PACE_EXPECTED : PFI_SIM_PACE_MAX;
+    }
     c->stage_rows = (flags & PFI_SIM_VAL_STAGE_ROWS) != 0;
     for (int type = 0; rc == PFI_OK && type < 2; type++)
         rc = load_rows(c, data_dir, type, err);

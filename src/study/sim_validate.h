@@ -89,6 +89,10 @@ typedef struct pfi_sim_validation {
  * own Merak partition as the per-stage check always simulates it.  A variant tried under the
  * rule, not the default.  (64 was the own partition for the check alone, now always so.) */
 #define PFI_SIM_VAL_STAGE_ROWS 128
+/* Every run's pipeline paced by the expected slowest stage of each microbatch (the node's
+ * pace PFI_SIM_PACE_EXPECTED; docs/simulator.md, "the stages' slack as a spread") in the fit
+ * and the checks alike.  A variant tried under the rule, not the default. */
+#define PFI_SIM_VAL_PACE_EXPECTED (1 << 24)
 /* Told each stage done (step, i, total); NULL: nothing.  util/progress.h shows it. */
 typedef void (*pfi_sim_val_progress)(void *ctx, const char *step, int done, int total);
 int pfi_sim_validate(const char *data_dir, int flags, pfi_sim_val_progress progress,

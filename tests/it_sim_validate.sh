@@ -28,7 +28,9 @@
 #   - the per-stage check simulates each row with its own partition (only the A100 GPT-3 XL
 #     has rows whose partition is not its sweep's: the same data with those rows said to be
 #     the sweep's partition changes its per-stage rows, nothing else, never the fit);
-#     --stage-rows check names that default and changes nothing.
+#     --stage-rows check names that default and changes nothing;
+#   - --pace max names the default; --pace expected (a variant tried and not kept) reaches the
+#     fit and says so; a wrong value is a usage error.
 set -u
 PFI=${PFI_BIN:?PFI_BIN is not set}
 DATA=${PFI_DATA_DIR:-../shared/data}
@@ -272,4 +274,25 @@ if bad:
 PY
 "$PFI" sim validate --split 0 --stage-rows all >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "FAIL: --stage-rows all was not refused as a usage error"; exit 1; }
+# --pace max names the default (the same document byte for byte); --pace expected, a variant
+# tried and not kept, reaches the fit (other constants) and says so in its document.
+"$PFI" sim validate --json --split 1 --pace max >"$tmp/m1.json"
+rc=$?
+[ $rc -le 1 ] || { echo "FAIL: pfi sim validate --pace max exit $rc"; exit 1; }
+cmp -s "$tmp/s1.json" "$tmp/m1.json" || { echo "FAIL: --pace max is not the default"; exit 1; }
+"$PFI" sim validate --json --split 1 --pace expected >"$tmp/e1.json"
+rc=$?
+[ $rc -le 1 ] || { echo "FAIL: pfi sim validate --pace expected exit $rc"; exit 1; }
+python3 - "$tmp/s1.json" "$tmp/e1.json" <<'PY' || exit 1
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+if "pace" in a or b.get("pace") != "expected":
+    print("FAIL: pace in the documents: %r, %r" % (a.get("pace"), b.get("pace")))
+    sys.exit(1)
+if a["fitted_gpus"] == b["fitted_gpus"]:
+    print("FAIL: --pace expected fitted the same constants: the setting did not reach the runs")
+    sys.exit(1)
+PY
+"$PFI" sim validate --split 0 --pace mean >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: --pace mean was not refused as a usage error"; exit 1; }
 exit 0

@@ -1629,8 +1629,10 @@ static int fix_hist(solver *S)
 /* Validation, grid, floors and hulls in one pass over the jobs, each read once while its curve
  * is in cache: what pfi_alloc_prepare then the hull loop compute, when nothing goes wrong (no
  * error, no SLA to degrade).  0: something does, and nothing here is kept (the caller takes
- * the long way, which gives the error or degrades in its order). */
-static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w)
+ * the long way, which gives the error or degrades in its order), or the hulls' slots would run
+ * past the buffers' (w->cap_h, counted as ws_build counts them: *short_room set). */
+static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
+                            int *short_room)
 {
     solver *S = &w->S;
     const pfi_alloc_opts *o = &w->o;
@@ -1646,7 +1648,7 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     int e2;
     S->inv_step = frexp(step, &e2) == 0.5 && e2 > -1000 && e2 < 1000 ? 1.0 / step : 0;
     long long m0 = 0, ms = 0;
-    size_t used = 0;
+    size_t used = 0, hroom = 0;
     /* the ids' hashes, for their check after the pass: in the fill's heap, free until then */
     unsigned *hash = (unsigned *)S->heap;
     int ends = w->lo_w && w->top_w;
@@ -1674,6 +1676,13 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
         }
         if (pfi_alloc_job_floor(J, step, S->inv_step, S->vec, S->same_caps, &kmin, &kmax, &kf) ||
             kf < 0) {
+            S->same_caps = 0;
+            S->fh_on = 0;
+            return 0;
+        }
+        hroom += 2 * (size_t)J->n_points + 2; /* ws_build's bound on the slots, so far */
+        if (hroom > w->cap_h) {
+            *short_room = 1;
             S->same_caps = 0;
             S->fh_on = 0;
             return 0;
@@ -1727,28 +1736,10 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     return 1;
 }
 
-/* Validation, grid and floors at budget_w, and every job's hull.  The buffers of the last
- * build are reused when they are large enough (a re-plan touches no new memory). */
-static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
-                    pfi_err *err)
+/* What every build of a list starts with, after the buffers are had. */
+static void ws_build_start(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w)
 {
     solver *S = &w->S;
-    size_t hcap = 0;
-    for (int j = 0; j < n; j++)
-        hcap += 2 * (size_t)(jobs[j].n_points > 0 ? jobs[j].n_points : 0) + 2;
-    size_t nn = n > 0 ? (size_t)n : 1, hh = hcap > 0 ? hcap : 1;
-    int fresh = n > w->cap_n || hcap > w->cap_h || !S->hoff;
-    if (fresh) {
-        ws_arrays_free(w);
-        w->cap_n = 0;
-        w->cap_h = 0;
-        if (hcap > 0x7fffffff || !job_arrays(w, nn, hh)) {
-            ws_arrays_free(w);
-            return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
-        }
-        w->cap_n = n;
-        w->cap_h = hcap;
-    }
     w->jobs = jobs;
     w->n = n;
     w->valid = 0;
@@ -1761,7 +1752,45 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
     w->total_h = w->cap_h;
     w->ends_ok = 0;
     w->scale_ok = 0; /* summed by the one pass, else by the first solve */
-    if (!ws_build_onepass(w, jobs, n, budget_w)) {
+}
+
+/* Validation, grid and floors at budget_w, and every job's hull.  The buffers of the last
+ * build are reused when they are large enough (a re-plan touches no new memory). */
+static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double budget_w,
+                    pfi_err *err)
+{
+    solver *S = &w->S;
+    /* Buffers that hold as many jobs: the one pass goes first and counts the hull slots the
+     * pass over every job below would (a million jobs' structs read once instead of twice);
+     * when they run past the buffers' it stops, and the buffers are made anew below. */
+    int known = 0; /* 1: the one pass failed on this list for another reason (it would again) */
+    if (n > 0 && n <= w->cap_n && S->hoff) {
+        int short_room = 0;
+        ws_build_start(w, jobs, n, budget_w);
+        if (ws_build_onepass(w, jobs, n, budget_w, &short_room))
+            goto built;
+        known = !short_room;
+    }
+    size_t hcap = 0;
+    for (int j = 0; j < n; j++)
+        hcap += 2 * (size_t)(jobs[j].n_points > 0 ? jobs[j].n_points : 0) + 2;
+    size_t nn = n > 0 ? (size_t)n : 1, hh = hcap > 0 ? hcap : 1;
+    int fresh = n > w->cap_n || hcap > w->cap_h || !S->hoff;
+    if (fresh) {
+        known = 0;
+        ws_arrays_free(w);
+        w->cap_n = 0;
+        w->cap_h = 0;
+        if (hcap > 0x7fffffff || !job_arrays(w, nn, hh)) {
+            ws_arrays_free(w);
+            return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+        }
+        w->cap_n = n;
+        w->cap_h = hcap;
+    }
+    ws_build_start(w, jobs, n, budget_w);
+    int room_unused = 0;
+    if (known || !ws_build_onepass(w, jobs, n, budget_w, &room_unused)) {
         w->ends_ok = 0;
         pfi_alloc_result_free(&w->prep);
         /* pfi_alloc_prepare writes each job's floor and top grid index: the root's ranges */
@@ -1790,6 +1819,7 @@ static int ws_build(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, double bu
         }
         w->used_h = used;
     }
+built:
     w->fresh_only = w->prep.sla_extra > 0 || w->prep.n_sla_dropped > 0;
     free(w->m0t);
     w->m0t = NULL;

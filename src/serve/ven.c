@@ -6,7 +6,8 @@
  * POST to the token URL; refreshed a minute before it expires, or after a 401), finds its
  * program (GET /programs?programName=), reads the program's events (GET /events?programID=)
  * and turns each event interval into a grid event of the host:
- *   IMPORT_CAPACITY_LIMIT  values[0] in kW (the payload descriptor's units KW, or W) -> a limit
+ *   IMPORT_CAPACITY_LIMIT  values[0] in the payload descriptor's units (W, KW, MW; KW when
+ *                          none; other units refused) -> a limit
  *   SIMPLE                 level 1..3 -> a cut of simple_cut[level] of the host's baseline
  *                          (level 0: normal operation, no event)
  * with the configured ramp, source "openadr:<program>", priority -(OpenADR priority) (OpenADR:
@@ -377,23 +378,32 @@ static void vtn_id_of(const char *id, char *out, size_t n)
         snprintf(out, n, "%.*s", (int)(last - (id + 5)), id + 5);
 }
 
-/* The units of a payload type in the event's descriptors ("KW" when none is given). */
-static double watts_per_unit(json_t *ev, const char *type)
+/* Watts per unit of a payload type, from the event's descriptors: W, KW or MW (any case); KW
+ * when no descriptor gives units.  NAN for any other units (KVA, KWH, PERCENT...), named in
+ * *units: they are not a real power pfi can hold the site under (read as kW, 1.5 MW was a
+ * limit of 1.5 kW and 80 PERCENT one of 80 kW). */
+static double watts_per_unit(json_t *ev, const char *type, const char **units)
 {
     size_t i;
     json_t *pd;
+    *units = "KW";
     json_array_foreach(json_object_get(ev, "payloadDescriptors"), i, pd)
     {
         json_t *t = json_object_get(pd, "payloadType"), *u = json_object_get(pd, "units");
-        if (json_is_string(t) && !strcmp(json_string_value(t), type) && json_is_string(u))
-            return !strcasecmp(json_string_value(u), "W") ? 1 : 1000;
+        if (!json_is_string(t) || strcmp(json_string_value(t), type) || !json_is_string(u))
+            continue;
+        *units = json_string_value(u);
+        return !strcasecmp(*units, "W") ? 1 : !strcasecmp(*units, "KW") ? 1e3
+               : !strcasecmp(*units, "MW") ? 1e6 : NAN;
     }
-    return 1000;
+    return 1e3;
 }
 
 /* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error). */
-static json_t *map_interval(pfi_ven *v, json_t *ev, json_t *iv, int k, char *why, size_t wn)
+void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
+                           double widen, char *why, size_t wn)
 {
+    json_t *ev = event, *iv = interval;
     json_t *pl = json_array_get(json_object_get(iv, "payloads"), 0);
     json_t *type = json_object_get(pl, "type"), *val = json_array_get(json_object_get(pl, "values"), 0);
     json_t *eid = json_object_get(ev, "id");
@@ -408,24 +418,31 @@ static json_t *map_interval(pfi_ven *v, json_t *ev, json_t *iv, int k, char *why
                  "duration)", json_string_value(eid), k);
         return NULL;
     }
-    double w = widen_s(v);
-    t0 -= w;
-    t1 += w;
+    t0 -= widen;
+    t1 += widen;
     char id[PFI_EVENT_ID_MAX], src[PFI_EVENT_SOURCE_MAX], key[VEN_KEY_MAX + 1];
     vtn_key(json_string_value(eid), key, sizeof key);
     snprintf(id, sizeof id, "oadr-%s-%d", key, k);
-    snprintf(src, sizeof src, "openadr:%.50s", v->cfg.program);
+    snprintf(src, sizeof src, "openadr:%.50s", cfg->program);
     json_t *pr = json_object_get(ev, "priority");
     /* Bounded before it is negated: OpenADR sets no maximum, and a value past an int
      * turned positive in the cast (and the event was refused). */
     json_int_t op = json_is_integer(pr) ? json_integer_value(pr) : 0;
     int prio = op > 1000 ? -1000 : op < -1000 ? 1000 : -(int)op;
     json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i}", "id", id, "start", t0, "end", t1,
-                          "ramp_s", v->cfg.ramp_s, "source", src, "priority", prio);
+                          "ramp_s", cfg->ramp_s, "source", src, "priority", prio);
     double x = json_number_value(val);
     const char *ty = json_string_value(type);
     if (!strcmp(ty, "IMPORT_CAPACITY_LIMIT")) {
-        json_object_set_new(b, "limit_w", json_real(x * watts_per_unit(ev, ty)));
+        const char *units;
+        double wpu = watts_per_unit(ev, ty, &units);
+        if (isnan(wpu)) {
+            json_decref(b);
+            snprintf(why, wn, "event %s: %s in units %.40s (W, KW or MW)",
+                     json_string_value(eid), ty, units);
+            return NULL;
+        }
+        json_object_set_new(b, "limit_w", json_real(x * wpu));
     } else if (!strcmp(ty, "SIMPLE")) {
         /* Range first: converting 1e300 to int is undefined behaviour. */
         int level = x >= 0 && x <= 3 ? (int)x : -1;
@@ -439,7 +456,7 @@ static json_t *map_interval(pfi_ven *v, json_t *ev, json_t *iv, int k, char *why
             why[0] = 0;
             return NULL;
         }
-        json_object_set_new(b, "cut", json_real(v->cfg.simple_cut[level]));
+        json_object_set_new(b, "cut", json_real(cfg->simple_cut[level]));
     } else {
         json_decref(b);
         snprintf(why, wn, "event %s: unknown payload type %s (IMPORT_CAPACITY_LIMIT, SIMPLE)",
@@ -576,7 +593,8 @@ static void take_events(pfi_ven *v, json_t *events)
         json_array_foreach(json_object_get(ev, "intervals"), k, iv)
         {
             char why[300] = "";
-            json_t *b = map_interval(v, ev, iv, (int)k, why, sizeof why);
+            json_t *b = pfi_ven_map_interval(&v->cfg, ev, iv, (int)k, widen_s(v), why,
+                                             sizeof why);
             if (!b) {
                 if (why[0])
                     ven_error(v, "%s: ignored, nothing changed", why);

@@ -64,6 +64,12 @@ void pfi_ven_stop(pfi_ven *v); /* NULL: nothing */
 /* A notification of the VTN at .../v1/grid/openadr/notify/<secret>: 1 (the client polls at
  * once) when secret is the callback's, else 0 (answer 401).  v NULL: 0. */
 int pfi_ven_notify(pfi_ven *v, const char *secret);
+/* One interval (the k-th, json_t *interval) of an OpenADR event (json_t *event) -> the body of
+ * the grid event it becomes (store/grid.h's shape, json_t *; the caller owns it), its window
+ * widened by widen_s on both sides.  NULL when nothing is to be done: why[0] is 0 for an
+ * interval that asks for nothing (SIMPLE level 0), else why says what is wrong with it. */
+void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
+                           double widen_s, char *why, size_t wn);
 /* {"enabled", "vtn", "program", "program_id", "polls", "errors", "events_taken",
  * "events_cancelled", "reports_posted", "last_error", "clock_skew_s", "skewed",
  * "skewed_answers", "ven_name", "ven_id", "subscription_id", "notifications"}; v NULL: {"enabled": false}.  json_t * as void *. */

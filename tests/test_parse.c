@@ -102,6 +102,70 @@ static void test_megatron_banner_seq_len(void **state)
     pfi_parser_free(p);
 }
 
+/* Megatron-DeepSpeed states the sequence length on every iteration line ("actual seqlen:
+ * 4096"): the log converts to tokens/s by itself, and the line's value replaces the argument
+ * dump's (curriculum learning runs shorter sequences than seq_length); --seq-len still wins. */
+static void test_megatron_deepspeed_seqlen(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_MEGATRON};
+    run r;
+    parse_file("megatron-deepspeed.log", &cfg, &r);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 768 * 4096 / 14.2875, 1e-9);
+    assert_near(r.obs[1].value, 768 * 4096 / 14.5414, 1e-9);
+    assert_int_equal(r.obs[1].step, 200);
+    close_run(&r);
+
+    /* Auto: the DeepSpeed timer line comes first and is read; the iteration line's seqlen
+     * converts it from then on (the first timer line precedes any seqlen: samples/s). */
+    pfi_parse_cfg ca = {.format = PFI_LOG_AUTO};
+    parse_file("megatron-deepspeed.log", &ca, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_DEEPSPEED);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.obs[0].unit, PFI_OU_SAMPLES);
+    assert_int_equal(r.obs[1].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[1].value, 58.75503515561452 * 4096, 1e-12);
+    close_run(&r);
+
+    /* A dump's seq_length (the curriculum's maximum) gives way to the line's own. */
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    pfi_parser_feed(p, "  seq_length ...................................... 8192", &o);
+    assert_near(pfi_parser_seq_len(p), 8192, 0);
+    const char *it = "        iteration      199/  317892 | consumed samples:       152832 | "
+                     "consumed tokens:    625999872 | elapsed time per iteration (ms): 14287.5 "
+                     "| learning rate: 2.407E-04 | global batch size:   768 | lm loss: "
+                     "5.905366E+00 | loss scale: 8192.0 | actual seqlen:  4096 | number of "
+                     "skipped iterations:   0 |";
+    assert_int_equal(pfi_parser_feed(p, it, &o), 1);
+    assert_near(o.value, 768 * 4096 / 14.2875, 1e-9);
+    pfi_parser_free(p);
+    pfi_parse_cfg cs = {.format = PFI_LOG_MEGATRON, .seq_len = 2048};
+    assert_int_equal(pfi_parser_new(&cs, &p, &e), PFI_OK);
+    assert_int_equal(pfi_parser_feed(p, it, &o), 1);
+    assert_near(o.value, 768 * 2048 / 14.2875, 1e-9);
+    pfi_parser_free(p);
+}
+
+/* GPT-NeoX prints Megatron's iteration line without the batch size but with "samples/sec:"
+ * (the global batch over the same time per iteration): samples/s, not steps/s. */
+static void test_gpt_neox(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_MEGATRON, .seq_len = 2048};
+    run r;
+    parse_file("gpt-neox.log", &cfg, &r);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 7.799 * 2048, 1e-12);
+    assert_int_equal(r.obs[0].step, 34);
+    /* The same rate as the line's batch over its time: 32 samples / 4.1031 s. */
+    assert_near(r.obs[0].value, 32 * 2048 / 4.1031, 1e-3);
+    close_run(&r);
+}
+
 static void test_torchtitan(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -526,6 +590,8 @@ int main(void)
         cmocka_unit_test(test_linebuf),
         cmocka_unit_test(test_linebuf_cut_number),
         cmocka_unit_test(test_deepspeed_global_step),
+        cmocka_unit_test(test_megatron_deepspeed_seqlen),
+        cmocka_unit_test(test_gpt_neox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

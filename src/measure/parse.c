@@ -237,6 +237,11 @@ static void learn_banner(pfi_parser *p, const char *line)
     if (strstr(line, "global_batch_size ..") && pfi_num_after(strrchr(line, '.'), ".", &v) &&
         v > 0)
         p->samples_per_step = v;
+    /* Megatron-DeepSpeed states the sequence length on every iteration line ("| actual
+     * seqlen:  4096 |"): curriculum learning shortens it, so the line's own value replaces
+     * the argument dump's maximum. */
+    if (pfi_num_after(line, "| actual seqlen:", &v) && v > 0)
+        p->seq_len = v;
     /* nanoGPT: "tokens per iteration will be: 491,520". */
     if (pfi_num_after(line, "tokens per iteration will be:", &v) && v > 0)
         p->tokens_per_step = v;

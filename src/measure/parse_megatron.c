@@ -4,7 +4,9 @@
  *   iteration (ms): 5361.6 | throughput per GPU (TFLOP/s/GPU): 243.6 | ... | global batch
  *   size: 128 | lm loss: ...
  * The time per iteration is averaged over the log interval; tokens = global batch x sequence
- * length (from --seq-len or the "seq_length ....." line of the argument dump). */
+ * length (from --seq-len, the line's own "actual seqlen:" (Megatron-DeepSpeed), or the
+ * "seq_length ....." line of the argument dump).  GPT-NeoX's line has no batch size but a
+ * "samples/sec:" over the same time. */
 #include <limits.h>
 #include <string.h>
 
@@ -13,7 +15,7 @@
 
 int pfi_parse_megatron(pfi_parser *p, const char *line, pfi_obs *o)
 {
-    double ms, gbs, it;
+    double ms, gbs, it, sps;
     if (!strstr(line, "iteration") ||
         !pfi_num_after(line, "elapsed time per iteration (ms):", &ms) || !(ms > 0))
         return 0;
@@ -23,6 +25,12 @@ int pfi_parse_megatron(pfi_parser *p, const char *line, pfi_obs *o)
     if (pfi_num_after(line, "global batch size:", &gbs) && gbs > 0) {
         o->unit = PFI_OU_SAMPLES;
         o->value = gbs * 1000.0 / ms;
+    } else if (pfi_num_after(line, "samples/sec:", &sps) && sps > 0) {
+        /* GPT-NeoX: " samples/sec: 7.799 | iteration 34/ 10000 | elapsed time per iteration
+         * (ms): 4103.1 | ..." has no batch size; its samples/sec is the global batch over the
+         * same time per iteration. */
+        o->unit = PFI_OU_SAMPLES;
+        o->value = sps;
     } else {
         o->unit = PFI_OU_STEPS;
         o->value = 1000.0 / ms;

@@ -93,10 +93,130 @@ static void test_units_of_the_descriptor(void **state)
     }
 }
 
+static double at(const char *iso)
+{
+    double t;
+    pfi_err e = {0};
+    if (pfi_time_parse(iso, 0, &t, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    return t;
+}
+
+/* Windows: offsets and fractions in the start, the event's period inherited by intervals
+ * without their own (the k-th k durations later), an interval's own period kept. */
+static void test_windows(void **state)
+{
+    (void)state;
+    char why[300];
+    json_t *b = map(EV(KW_DESC, "{\"start\": \"2026-03-29T03:30:00.250+02:00\", "
+                                "\"duration\": \"PT15M\"}", LIMIT("500")), 0, why, sizeof why);
+    assert_non_null(b);
+    assert_true(num(b, "start") == at("2026-03-29T01:30:00.25Z"));
+    assert_true(num(b, "end") == at("2026-03-29T01:45:00.25Z"));
+    assert_true(num(b, "limit_w") == 500e3 && num(b, "priority") == -2);
+    json_decref(b);
+    const char *three = EV(KW_DESC, PERIOD_1H,
+        "[{\"id\": 7, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [300]}]},"
+        " {\"id\": 3, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [200]}]},"
+        " {\"id\": 9, \"intervalPeriod\": {\"start\": \"2026-07-01T06:00:00-05:00\", "
+        "\"duration\": \"P1DT30M\"}, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", "
+        "\"values\": [100.5]}]}]");
+    b = map(three, 1, why, sizeof why);
+    assert_non_null(b);
+    assert_true(num(b, "start") == at("2026-07-01T13:00:00Z") &&
+                num(b, "end") == at("2026-07-01T14:00:00Z") && num(b, "limit_w") == 200e3);
+    assert_string_equal(json_string_value(json_object_get(b, "id")), "oadr-e1-1");
+    json_decref(b);
+    b = map(three, 2, why, sizeof why);
+    assert_non_null(b);
+    assert_true(num(b, "start") == at("2026-07-01T11:00:00Z") &&
+                num(b, "end") == at("2026-07-02T11:30:00Z") && num(b, "limit_w") == 100.5e3);
+    json_decref(b);
+}
+
+/* An interval may carry several payloads (a list of valuesMap objects): the one pfi acts on
+ * is taken wherever it is in the list, and the others (a price, a GHG estimate) are left. */
+static void test_several_payloads(void **state)
+{
+    (void)state;
+    char why[300];
+    json_t *b = map(EV(KW_DESC, PERIOD_1H,
+                       "[{\"id\": 0, \"payloads\": [{\"type\": \"PRICE\", \"values\": [0.31]}, "
+                       "{\"type\": \"GHG\", \"values\": [412]}, "
+                       "{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [250]}]}]"),
+                    0, why, sizeof why);
+    if (!b)
+        fail_msg("a limit after a PRICE payload refused: %s", why);
+    assert_true(num(b, "limit_w") == 250e3);
+    json_decref(b);
+    b = map(EV("null", PERIOD_1H,
+               "[{\"id\": 0, \"payloads\": [{\"type\": \"PRICE\", \"values\": [0.31]}, "
+               "{\"type\": \"SIMPLE\", \"values\": [2]}]}]"), 0, why, sizeof why);
+    if (!b)
+        fail_msg("SIMPLE after a PRICE payload refused: %s", why);
+    assert_true(num(b, "cut") == 0.20);
+    json_decref(b);
+    /* Nothing pfi acts on: refused, the types named, no limit. */
+    b = map(EV("null", PERIOD_1H,
+               "[{\"id\": 0, \"payloads\": [{\"type\": \"PRICE\", \"values\": [0.31]}, "
+               "{\"type\": \"EXPORT_CAPACITY_LIMIT\", \"values\": [50]}]}]"), 0, why, sizeof why);
+    assert_null(b);
+    assert_non_null(strstr(why, "unknown payload type"));
+    assert_non_null(strstr(why, "PRICE"));
+}
+
+/* A duration of P9999Y is infinity (OpenADR 3.0): the event holds until the VTN withdraws
+ * it, to the last second a date is written for. */
+static void test_open_ended(void **state)
+{
+    (void)state;
+    char why[300];
+    json_t *b = map(EV(KW_DESC, "{\"start\": \"2026-12-03T18:00:00Z\", \"duration\": \"P9999Y\"}",
+                       LIMIT("400")), 0, why, sizeof why);
+    if (!b)
+        fail_msg("P9999Y refused: %s", why);
+    assert_true(num(b, "start") == at("2026-12-03T18:00:00Z"));
+    assert_true(num(b, "end") == PFI_TIME_MAX_S);
+    json_decref(b);
+}
+
+/* Malformed intervals are refused with a reason; SIMPLE level 0 asks for nothing. */
+static void test_refused(void **state)
+{
+    (void)state;
+    char why[300];
+    const char *bad[] = {
+        EV(KW_DESC, PERIOD_1H, LIMIT("\"500\"")),
+        EV(KW_DESC, PERIOD_1H, LIMIT("")),
+        EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00\", \"duration\": \"PT1H\"}", LIMIT("5")),
+        EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": \"-PT1H\"}", LIMIT("5")),
+        EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": \"PT0S\"}", LIMIT("5")),
+        EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": \"P1M\"}", LIMIT("5")),
+        EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\"}", LIMIT("5")),
+        EV(KW_DESC, "null", LIMIT("5")),
+        EV("null", PERIOD_1H, "[{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", "
+                              "\"values\": [1.5]}]}]"),
+        EV("null", PERIOD_1H, "[{\"id\": 0, \"payloads\": []}]"),
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *b = map(bad[i], 0, why, sizeof why);
+        if (b || !why[0])
+            fail_msg("taken or no reason (%s): %s", why, bad[i]);
+    }
+    json_t *b = map(EV("null", PERIOD_1H, "[{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", "
+                                          "\"values\": [0]}]}]"), 0, why, sizeof why);
+    assert_null(b);
+    assert_string_equal(why, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_units_of_the_descriptor),
+        cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_several_payloads),
+        cmocka_unit_test(test_open_ended),
+        cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -289,9 +289,12 @@ static void register_ven(pfi_ven *v)
     }
 }
 
-/* "PT20M", "PT1H30M", "P1DT2H", "PT45.5S" -> seconds; -1 when malformed. */
+/* "PT20M", "PT1H30M", "P1DT2H", "PT45.5S" -> seconds; "P9999Y", which OpenADR 3.0 gives as
+ * infinity, -> INFINITY; -1 when malformed (years and months otherwise). */
 static double iso_duration(const char *s)
 {
+    if (s && !strcmp(s, "P9999Y"))
+        return INFINITY;
     if (!s || *s != 'P')
         return -1;
     double total = 0;
@@ -330,7 +333,10 @@ static double iso_duration(const char *s)
     return any ? total : -1;
 }
 
-/* The interval's window: its own intervalPeriod, else the event's shifted k durations. */
+/* The interval's window: its own intervalPeriod, else the event's shifted k durations.  An
+ * infinite duration (P9999Y) ends at the last second a date is written for (the event then
+ * holds until the VTN withdraws it); an interval inherited after an infinite one never starts
+ * and is refused. */
 static int window_of(json_t *ev, json_t *iv, int k, double *t0, double *t1)
 {
     json_t *ip = json_object_get(iv, "intervalPeriod");
@@ -343,6 +349,8 @@ static int window_of(json_t *ev, json_t *iv, int k, double *t0, double *t1)
     if (!json_is_string(st) || pfi_time_parse(json_string_value(st), 0, t0, &e) != PFI_OK ||
         !(d > 0))
         return 0;
+    if (isinf(d))
+        return (own || k == 0) && *t0 < PFI_TIME_MAX_S ? (*t1 = PFI_TIME_MAX_S, 1) : 0;
     if (!own)
         *t0 += k * d;
     *t1 = *t0 + d;
@@ -399,12 +407,29 @@ static double watts_per_unit(json_t *ev, const char *type, const char **units)
     return 1e3;
 }
 
+/* The payload of an interval pfi acts on: the first IMPORT_CAPACITY_LIMIT or SIMPLE among its
+ * payloads (a list: a PRICE or GHG beside it is left alone), else the first payload (refused
+ * as unknown by the caller), else NULL. */
+static json_t *acted_payload(json_t *iv)
+{
+    json_t *pls = json_object_get(iv, "payloads"), *pl;
+    size_t i;
+    json_array_foreach(pls, i, pl)
+    {
+        json_t *type = json_object_get(pl, "type");
+        if (json_is_string(type) && (!strcmp(json_string_value(type), "IMPORT_CAPACITY_LIMIT") ||
+                                     !strcmp(json_string_value(type), "SIMPLE")))
+            return pl;
+    }
+    return json_array_get(pls, 0);
+}
+
 /* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error). */
 void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
                            double widen, char *why, size_t wn)
 {
     json_t *ev = event, *iv = interval;
-    json_t *pl = json_array_get(json_object_get(iv, "payloads"), 0);
+    json_t *pl = acted_payload(iv);
     json_t *type = json_object_get(pl, "type"), *val = json_array_get(json_object_get(pl, "values"), 0);
     json_t *eid = json_object_get(ev, "id");
     double t0, t1;
@@ -419,7 +444,7 @@ void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interva
         return NULL;
     }
     t0 -= widen;
-    t1 += widen;
+    t1 = fmin(t1 + widen, PFI_TIME_MAX_S);
     char id[PFI_EVENT_ID_MAX], src[PFI_EVENT_SOURCE_MAX], key[VEN_KEY_MAX + 1];
     vtn_key(json_string_value(eid), key, sizeof key);
     snprintf(id, sizeof id, "oadr-%s-%d", key, k);
@@ -523,7 +548,7 @@ static int still_listed(json_t *events, const char *vid, int k)
     json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
     if (!iv)
         return 0;
-    json_t *pl = json_array_get(json_object_get(iv, "payloads"), 0);
+    json_t *pl = acted_payload(iv);
     json_t *type = json_object_get(pl, "type");
     json_t *val = json_array_get(json_object_get(pl, "values"), 0);
     return !(json_is_string(type) && !strcmp(json_string_value(type), "SIMPLE") &&

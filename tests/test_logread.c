@@ -261,6 +261,42 @@ static void test_steady_window(void **state)
     pfi_logread_free(&r);
 }
 
+/* A bare progress bar before a Megatron job's lines (a preprocessing loop's): the series is
+ * the Megatron lines', in their unit; before, the bar's 1.49 steps/s was the whole series
+ * and the Megatron lines were counted as another unit. */
+static void test_bar_then_megatron(void **state)
+{
+    char path[] = "/tmp/pfi-logread-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    FILE *in = fopen(FIXTURES "hf-steps.log", "rb");
+    assert_non_null(in);
+    char line[4096];
+    assert_non_null(fgets(line, sizeof line, in)); /* " 98%|...| 2086/2120 [26:01<00:22,  1.49it/s]" */
+    fclose(in);
+    fputs(line, f);
+    in = fopen(FIXTURES "megatron.log", "rb");
+    assert_non_null(in);
+    while (fgets(line, sizeof line, in))
+        fputs(line, f);
+    fclose(in);
+    fclose(f);
+    pfi_logread_cfg c = {.parse = {.format = PFI_LOG_AUTO, .seq_len = 2048}};
+    pfi_logread r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_OK);
+    unlink(path);
+    assert_int_equal(r.format, PFI_LOG_MEGATRON);
+    assert_string_equal(r.unit, "tokens/s");
+    assert_int_equal(r.other_unit, 0);
+    double want[] = {1024 * 2048 / 86.5452, 1024 * 2048 / 87.8716, 1024 * 2048 / 89.4748,
+                     1024 * 2048 / 89.0752};
+    assert_series(&r, want, 4);
+    assert_int_equal(r.pts[0].line, 2);
+    pfi_logread_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,7 +305,7 @@ int main(void)
         cmocka_unit_test(test_hf_v5_strings), cmocka_unit_test(test_deepspeed),
         cmocka_unit_test(test_nanogpt),       cmocka_unit_test(test_llmc),
         cmocka_unit_test(test_lightning),     cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_steady_window),
+        cmocka_unit_test(test_steady_window), cmocka_unit_test(test_bar_then_megatron),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,75 @@ static void test_gpt_neox(void **state)
     close_run(&r);
 }
 
+/* Feeds the first max lines of a fixture (all: -1) to p, keeping the observations in r (r->p
+ * is not set). */
+static void feed_file(pfi_parser *p, const char *name, int max, run *r)
+{
+    char path[512], line[PFI_LINE_MAX];
+    snprintf(path, sizeof path, "%s%s", FIXTURES, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    while (max-- != 0 && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        pfi_obs o;
+        if (pfi_parser_feed(p, line, &o) && r->n < MAXOBS)
+            r->obs[r->n++] = o;
+    }
+    fclose(f);
+}
+
+/* A bare progress bar (no description) is taken for the Trainer's only provisionally: the
+ * job's own lines of another format that follow take over, and their first observation says
+ * the earlier ones were something else.  Before, auto detection settled on hf for good and
+ * a Megatron job preceded by one such bar was measured by that bar alone. */
+static void test_bare_bar_gives_way(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 2048};
+    pfi_parser *p;
+    pfi_err e = {0};
+    run r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    feed_file(p, "hf-steps.log", 2, &r); /* two real bars, before the Trainer's dict */
+    assert_int_equal(r.n, 2);
+    assert_int_equal(pfi_parser_format(p), PFI_LOG_HF);
+    feed_file(p, "megatron.log", -1, &r);
+    assert_int_equal(pfi_parser_format(p), PFI_LOG_MEGATRON);
+    assert_int_equal(r.n, 6);
+    for (int i = 0; i < r.n; i++)
+        assert_int_equal(r.obs[i].restart, i == 2);
+    assert_int_equal(r.obs[2].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[2].value, 1024 * 2048 / 86.5452, 1e-9);
+    assert_int_equal(pfi_parser_per_gpu(p), 0);
+    pfi_parser_free(p);
+
+    /* torchtitan after such a bar: per GPU from then on. */
+    memset(&r, 0, sizeof r);
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    feed_file(p, "hf-steps.log", 2, &r);
+    feed_file(p, "torchtitan.log", -1, &r);
+    assert_int_equal(pfi_parser_format(p), PFI_LOG_TORCHTITAN);
+    assert_int_equal(pfi_parser_per_gpu(p), 1);
+    assert_int_equal(r.obs[2].restart, 1);
+    assert_int_equal(r.obs[3].restart, 0);
+    assert_near(r.obs[2].value, 7282, 0);
+    pfi_parser_free(p);
+
+    /* Once the Trainer is known (its banner, hf.log), hf is kept: a later line of another
+     * format is not read, and nothing restarts. */
+    memset(&r, 0, sizeof r);
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    feed_file(p, "hf.log", -1, &r);
+    int n_hf = r.n;
+    assert_true(n_hf > 0);
+    feed_file(p, "megatron.log", -1, &r);
+    assert_int_equal(pfi_parser_format(p), PFI_LOG_HF);
+    assert_int_equal(r.n, n_hf);
+    for (int i = 0; i < r.n; i++)
+        assert_int_equal(r.obs[i].restart, 0);
+    pfi_parser_free(p);
+}
+
 static void test_torchtitan(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -592,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_deepspeed_global_step),
         cmocka_unit_test(test_megatron_deepspeed_seqlen),
         cmocka_unit_test(test_gpt_neox),
+        cmocka_unit_test(test_bare_bar_gives_way),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,36 @@ static void test_meter_counts(void **state)
     pfi_meter_free(&m);
 }
 
+/* An observation marked restart (the parser replaced a provisional format, parse.h) makes the
+ * meter forget what came before: its samples, its unit and its count. */
+static void test_meter_restart(void **state)
+{
+    pfi_meter m;
+    pfi_meter_init(&m);
+    pfi_err e = {0};
+    for (int i = 0; i < 4; i++) { /* a preprocessing bar: 5 steps/s */
+        pfi_obs o = count_obs(5.0 * i);
+        o.unit = PFI_OU_STEPS;
+        assert_int_equal(pfi_meter_add(&m, &o, i, &e), PFI_OK);
+    }
+    assert_int_equal(m.n, 3);
+    pfi_obs r = {.kind = PFI_OBS_RATE, .unit = PFI_OU_TOKENS, .value = 1000, .period_s = 0.5,
+                 .job_t_s = NAN, .step = 1, .restart = 1};
+    assert_int_equal(pfi_meter_add(&m, &r, 10, &e), PFI_OK);
+    assert_int_equal(m.n, 1);
+    assert_int_equal(m.unit, PFI_OU_TOKENS);
+    assert_int_equal(m.dropped, 0);
+    assert_near(m.s[0].rate, 1000, 0);
+    assert_near(m.s[0].t0, 9.5, 0);
+    /* The count was forgotten too: a count after the restart starts a new one. */
+    r.restart = 0;
+    r.value = 1200;
+    assert_int_equal(pfi_meter_add(&m, &r, 11, &e), PFI_OK);
+    assert_int_equal(m.n, 2);
+    assert_int_equal(m.have_count, 0);
+    pfi_meter_free(&m);
+}
+
 static void test_meter_job_clock(void **state)
 {
     pfi_meter m;
@@ -444,6 +474,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meter_counts),     cmocka_unit_test(test_meter_job_clock),
+        cmocka_unit_test(test_meter_restart),
         cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),

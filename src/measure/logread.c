@@ -57,6 +57,13 @@ static void on_line(void *ctx, const char *line)
         rd->r->lines++;
     if (!pfi_parser_feed(rd->p, line, &o) || !rd->collect || rd->oom)
         return;
+    if (o.restart) {
+        /* A provisional format (a bare progress bar) gave way to the job's own lines
+         * (parse.h): the points before were not the job's throughput. */
+        rd->r->n = 0;
+        rd->unit_set = 0;
+        rd->have_count = 0;
+    }
     if (!rd->unit_set) {
         rd->unit = o.unit;
         rd->unit_set = 1;

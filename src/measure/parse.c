@@ -345,14 +345,20 @@ int pfi_parser_feed(pfi_parser *p, const char *raw, pfi_obs *o)
     learn_banner(p, line);
     pfi_obs_init(o);
     int hit = 0;
-    if (p->detected != PFI_LOG_AUTO) {
+    if (p->detected != PFI_LOG_AUTO && !p->weak) {
         hit = format_fns[p->detected](p, line, o);
     } else {
+        /* Auto, or settled on hf by a bare bar alone: such a bar may be the job's own
+         * preprocessing loop, printed before a Megatron or nanoGPT job's first line, which
+         * would otherwise never be read.  Every format is tried, hf last. */
         for (size_t i = 0; i < sizeof detect_order / sizeof *detect_order && !hit; i++) {
             pfi_obs_init(o);
             if (format_fns[detect_order[i]](p, line, o)) {
                 hit = 1;
+                if (p->detected != PFI_LOG_AUTO && p->detected != detect_order[i])
+                    p->restart_pending = 1;
                 p->detected = detect_order[i];
+                p->weak = p->detected == PFI_LOG_HF && !p->hf_training;
             }
         }
     }
@@ -366,6 +372,8 @@ int pfi_parser_feed(pfi_parser *p, const char *raw, pfi_obs *o)
         return 0; /* a zero rate is a warm-up artefact ("mfu -100%"), not a measurement */
     to_tokens(p, o);
     p->matched++;
+    o->restart = p->restart_pending;
+    p->restart_pending = 0;
     return 1;
 }
 

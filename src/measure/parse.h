@@ -64,6 +64,10 @@ typedef struct pfi_obs {
     /* The job's own clock for counts (the pfi protocol's t=); NAN when absent. */
     double job_t_s;
     long long step; /* iteration number printed on the line; -1 unknown */
+    /* 1 on the first observation after auto detection replaced a provisional format (a bare
+     * progress bar taken for the Trainer's) by another: what came before was not the job's
+     * throughput, so the reader forgets it (its unit, counts and rates). */
+    int restart;
 } pfi_obs;
 
 /* Units a --throughput-regex capture can be in. */

@@ -14,6 +14,10 @@ struct pfi_parser {
     /* Learned from the log's banner (the cfg values win when non-zero). */
     double seq_len, tokens_per_step, samples_per_step;
     int hf_training; /* saw the Trainer's banner or one of its metrics dicts */
+    /* Auto detection settled on hf from a bar without a description alone (no banner, no
+     * metrics dict): provisional, every other format is still tried on each line... */
+    int weak;
+    int restart_pending; /* ...and one took over: the next observation says so */
     double hf_total;  /* the total of the last bar taken for training (0: none)... */
     int hf_done;      /* ...and whether its counter had reached it */
     double tqdm_total; /* the last bar's total; -1 when it shows none ("45it", "?") */
@@ -52,6 +56,7 @@ static inline void pfi_obs_init(pfi_obs *o)
     o->period_s = __builtin_nan("");
     o->job_t_s = __builtin_nan("");
     o->step = -1;
+    o->restart = 0;
 }
 
 /* One step of `step` that took ms milliseconds, as a rate in steps/s over that period.

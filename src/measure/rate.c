@@ -43,6 +43,14 @@ static int push(pfi_meter *m, double t0, double t1, double rate, pfi_err *err)
 
 int pfi_meter_add(pfi_meter *m, const pfi_obs *o, double t, pfi_err *err)
 {
+    if (o->restart) {
+        /* The parser found the job's real format after a provisional one (parse.h): what
+         * was measured before was another stream (a preprocessing bar), forgotten whole. */
+        m->n = 0;
+        m->unit_set = 0;
+        m->have_count = 0;
+        m->last_arrival = NAN;
+    }
     if (!m->unit_set) {
         m->unit = o->unit;
         m->unit_set = 1;

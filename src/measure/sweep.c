@@ -127,8 +127,9 @@ typedef struct sweep_state {
 static void on_obs(void *ctx, const pfi_obs *o, double t)
 {
     sweep_state *s = ctx;
-    if (!s->meter.unit_set && s->src->parser && pfi_parser_per_gpu(s->src->parser))
-        s->meter.scale = s->c->n_gpus; /* torchtitan's tps is per GPU */
+    /* torchtitan's tps is per GPU; decided again when the format was replaced (parse.h). */
+    if ((!s->meter.unit_set || o->restart) && s->src->parser)
+        s->meter.scale = pfi_parser_per_gpu(s->src->parser) ? s->c->n_gpus : 1;
     s->n_obs++;
     s->last_obs_t = t;
     s->last_obs_wall = pfi_clock_mono();

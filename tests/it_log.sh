@@ -36,6 +36,12 @@ grep -q 'format hf, 6 lines, 5 throughput points' "$T/out" || fail "hf no banner
 # Untimed progress lines are reported.
 want 0 log "$F/lightning-epochs.log" --tokens-per-step 4096 --quiet
 grep -q '1 progress lines without a usable time' "$T/out" || fail "untimed: $(cat "$T/out")"
+# A log still being written: its unterminated last line (cut inside "tps: 7,334") is not read.
+head -1 "$F/torchtitan.log" > "$T/cut.log"
+sed -n 2p "$F/torchtitan.log" | sed 's/\(tps: 7,3\).*/\1/' | tr -d '\n' >> "$T/cut.log"
+want 0 log "$T/cut.log" --json
+grep -q '"points": 1,' "$T/out" && grep -q '"last_line_cut": true' "$T/out" ||
+  fail "cut last line: $(cat "$T/out")"
 # Bad input: no throughput (2), a missing file (1), no file or two (2), a bad option value (2).
 want 2 log "$F/garbage.log"
 grep -q 'no throughput in' "$T/err" || fail "garbage: $(cat "$T/err")"

@@ -297,6 +297,47 @@ static void test_bar_then_megatron(void **state)
     pfi_logread_free(&r);
 }
 
+/* A log still being written ends mid-line: its last, unterminated line is not read (before,
+ * " ... tps: 7,3" gave a point of 7 tokens/s per GPU beside 7282). */
+static void test_cut_last_line(void **state)
+{
+    char path[] = "/tmp/pfi-logread-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    FILE *in = fopen(FIXTURES "torchtitan.log", "rb");
+    assert_non_null(in);
+    char line[4096];
+    for (int i = 0; i < 2; i++) {
+        assert_non_null(fgets(line, sizeof line, in));
+        if (i == 0)
+            fputs(line, f);
+        else /* the second line, cut after "tps: 7,3" */
+            fwrite(line, 1, (size_t)(strstr(line, "tps: ") + 8 - line), f);
+    }
+    fclose(in);
+    fclose(f);
+    pfi_logread_cfg c = {.parse = {.format = PFI_LOG_AUTO}};
+    pfi_logread r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_OK);
+    assert_int_equal(r.n, 1);
+    assert_true(fabs(r.pts[0].rate - 7282) < 1e-9);
+    assert_int_equal(r.lines, 1);
+    assert_int_equal(r.cut_last, 1);
+    pfi_logread_free(&r);
+    /* With its end the same line is read (its own number, 7334). */
+    f = fopen(path, "a");
+    fputs("34  tflops: 0.53  mfu: 0.17%\n", f);
+    fclose(f);
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_OK);
+    unlink(path);
+    assert_int_equal(r.n, 2);
+    assert_true(fabs(r.pts[1].rate - 7334) < 1e-9);
+    assert_int_equal(r.cut_last, 0);
+    pfi_logread_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_nanogpt),       cmocka_unit_test(test_llmc),
         cmocka_unit_test(test_lightning),     cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_steady_window), cmocka_unit_test(test_bar_then_megatron),
+        cmocka_unit_test(test_cut_last_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

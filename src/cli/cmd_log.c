@@ -85,6 +85,7 @@ static int print_json(const char *path, const pfi_logread *r)
     json_object_set_new(st, "ci_hi", pfi_json_num(r->hi));
     json_object_set_new(st, "window_first_line", json_integer(r->pts[r->win_first].line));
     json_object_set_new(doc, "summary", st);
+    json_object_set_new(doc, "last_line_cut", json_boolean(r->cut_last));
     json_object_set_new(doc, "note", note ? json_string(note) : json_null());
     if (r->summary_rate > 0)
         json_object_set_new(doc, "log_summary",
@@ -108,6 +109,8 @@ static void print_text(const char *path, const pfi_logread *r, int quiet)
     printf("%s: format %s, %ld lines, %d throughput points, %ld progress lines without a "
            "usable time, %ld in another unit (dropped)\n",
            path, pfi_log_format_name(r->format), r->lines, r->n, r->untimed, r->other_unit);
+    if (r->cut_last)
+        printf("the last line has no end yet (a log still being written): not read\n");
     printf("steady window: lines %ld-%ld (%d points)%s\n", r->pts[r->win_first].line,
            r->pts[r->n - 1].line, r->n - r->win_first,
            r->steady ? "" : "; not steady by a sweep's rule (95% CI within 1% of the mean)");

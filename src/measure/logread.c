@@ -92,7 +92,10 @@ static int read_pass(const char *path, reader *rd, pfi_err *err)
     size_t k;
     while ((k = fread(buf, 1, sizeof buf, f)) > 0)
         pfi_linebuf_push(lb, buf, k, on_line, rd);
-    pfi_linebuf_flush(lb, on_line, rd);
+    /* A last line without its end is what a job still writing (block-buffered stdout) left
+     * so far: " ... tps: 7,3" would read 7 for 7,3xx; it is left out, and said. */
+    if (lb->len > 0 || lb->overflow)
+        rd->r->cut_last = 1;
     int bad = ferror(f);
     fclose(f);
     free(lb);

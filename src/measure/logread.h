@@ -33,6 +33,8 @@ typedef struct pfi_logread {
     long lines;              /* lines read */
     long untimed;            /* progress lines without a usable time or rate */
     long other_unit;         /* throughput lines in another unit than the first (dropped) */
+    int cut_last;            /* 1 when the last line has no end (a log still being written,
+                              * cut inside a number perhaps): it is not read */
     /* The steady summary over pts[win_first .. n). */
     int win_first;
     double median, mean, lo, hi; /* lo/hi NAN below 3 points */

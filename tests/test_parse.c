@@ -430,6 +430,41 @@ static void test_lightning(void **state)
     close_run(&r);
 }
 
+/* NeMo's Lightning bar states its step time ("train_step_timing in s=1.900") and no rate, and
+ * its validation bar is drawn onto the same line ("...]dation DataLoader 0: : 51it [00:20,
+ * 2.53it/s]").  Before, that validation bar was read as the epoch's: 51 steps at 2.53 steps/s
+ * (offline) instead of 1/1.9. */
+static void test_lightning_nemo(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .tokens_per_step = 1048576};
+    run r;
+    parse_file("nemo.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_RATE);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 1048576 / 1.9, 1e-12);
+    assert_near(r.obs[0].period_s, 1.9, 1e-12);
+    assert_int_equal(r.obs[0].step, 2000);
+    close_run(&r);
+
+    /* Without the timing, the same line has no rate of the epoch's bar: nothing is read (the
+     * validation bar after it is not the epoch's), offline and online alike. */
+    const char *noval = "Epoch 0: :   0%|          | 2000/603000 [1:03:17<317:00:58, v_num=, "
+                        "reduced_train_loss=2.600, global_step=2e+3, consumed_samples=1.28e+6, "
+                        "val_loss=2.800]dation DataLoader 0: : 51it [00:20,  2.53it/s]";
+    for (int offline = 0; offline < 2; offline++) {
+        pfi_parse_cfg c = {.format = PFI_LOG_LIGHTNING, .offline = offline};
+        pfi_parser *p;
+        pfi_err e = {0};
+        assert_int_equal(pfi_parser_new(&c, &p, &e), PFI_OK);
+        pfi_obs o;
+        assert_int_equal(pfi_parser_feed(p, noval, &o), 0);
+        assert_int_equal(pfi_parser_untimed(p), 0);
+        pfi_parser_free(p);
+    }
+}
+
 static void test_pfi_protocol(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -662,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_megatron_deepspeed_seqlen),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_bare_bar_gives_way),
+        cmocka_unit_test(test_lightning_nemo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

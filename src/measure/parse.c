@@ -167,6 +167,7 @@ int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less)
             if (isalpha((unsigned char)*c) || *c == ':')
                 *desc_less = 0;
     }
+    p->tqdm_at = (long)m[1].rm_so;
     p->tqdm_total = -1;
     if (m[3].rm_so >= 0 && line[m[3].rm_so] != '?')
         p->tqdm_total = strtod(line + m[3].rm_so, NULL);

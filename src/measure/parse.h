@@ -19,7 +19,8 @@
  *   deepspeed  "CurrSamplesPerSec=X" (or the older running "SamplesPerSec=X")
  *   nanogpt    "iter N: loss X, time Tms, mfu M%"
  *   llmc       "step N/M | ... | T ms | ... | X tok/s"  or  "step N: train loss X (took T ms)"
- *   lightning  tqdm bar "Epoch E:  P%|...| N/M [mm:ss<mm:ss, X it/s, ...]"
+ *   lightning  tqdm bar "Epoch E:  P%|...| N/M [mm:ss<mm:ss, X it/s, ...]" (NeMo's: "...,
+ *              train_step_timing in s=X]", one step's time)
  *   regex      --throughput-regex RE (first group is the number) with --unit
  * PFI_LOG_AUTO tries every format and keeps the first that reports throughput. */
 #ifndef PFI_MEASURE_PARSE_H

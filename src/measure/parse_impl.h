@@ -21,6 +21,7 @@ struct pfi_parser {
     double hf_total;  /* the total of the last bar taken for training (0: none)... */
     int hf_done;      /* ...and whether its counter had reached it */
     double tqdm_total; /* the last bar's total; -1 when it shows none ("45it", "?") */
+    long tqdm_at;      /* where the last bar's counter starts in its line */
     double hf_summary_sps; /* train_samples_per_second of the closing summary (0: none) */
     /* DeepSpeed's older running average: the previous (step, average) to difference. */
     double ds_prev_step, ds_prev_avg;
@@ -45,7 +46,7 @@ int pfi_dict_num(const char *s, const char *key, double *v);
  * rate is the observation instead, in steps/s; a bar showing "?it/s" is counted untimed.
  * *desc_less (may be NULL) is set to 1 when nothing but the percentage and the bar precede
  * the counter (the Trainer's bar; tokenizer and loader bars carry a description).
- * p->tqdm_total gets the bar's total. */
+ * p->tqdm_total gets the bar's total, p->tqdm_at where its counter starts in line. */
 int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less);
 
 static inline void pfi_obs_init(pfi_obs *o)

@@ -16,6 +16,8 @@
  * After a grid event from the VTN is over (restored), it posts a report to the program: per
  * 1-minute interval the host's DEMAND (kW, mean draw) and USAGE (kWh), from the event's
  * compliance report.
+ * An interval whose window is over is not taken; a held one the VTN ends early is ended now;
+ * a finished one is let go an hour after its restore (let_go_finished).
  * Errors (VTN down, 401, malformed or unknown payloads, bad times) are counted, the last one
  * kept for GET /v1/grid/openadr, and never stop the daemon; an event already received stays
  * as last received when the VTN goes silent. */
@@ -555,6 +557,44 @@ static int still_listed(json_t *events, const char *vid, int k)
              json_is_number(val) && json_number_value(val) == 0);
 }
 
+/* Ends a held event of the VTN now, for the reason given (the VTN withdrew it, or moved its
+ * end into the past): one not begun yet is deleted here; one in force ends now, restored in
+ * its steps as after any end.  Counted among the cancelled; an error is counted and logged. */
+static void cancel_held(pfi_ven *v, const pfi_event *h, double now, const char *why)
+{
+    pfi_err e = {0};
+    int rc;
+    /* A second from now (of real time: on a scaled clock the host took its second as over by
+     * the time it got the event, and refused it as ended). */
+    double end = fmax(now, h->start_s) + pfi_clock_scale();
+    if (now < pfi_event_ramp_start_s(h)) {
+        rc = v->host.remove(v->host.ctx, h->id, &e);
+    } else if (h->end_s <= end) {
+        return; /* ending already: ended again at every poll, it never ended */
+    } else {
+        json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:f, s:s, s:i}", "id", h->id, "start",
+                              h->start_s, "end", end, "ramp_down_s", h->ramp_down_s,
+                              "ramp_up_s", h->ramp_up_s, "source", h->source, "priority",
+                              h->priority);
+        if (h->kind == PFI_EVENT_CUT) {
+            json_object_set_new(b, "cut", json_real(h->cut));
+            json_object_set_new(b, "baseline_w", json_real(h->baseline_w));
+        } else {
+            json_object_set_new(b, "limit_w", json_real(h->limit_w));
+        }
+        rc = v->host.add(v->host.ctx, b, &e);
+        json_decref(b);
+    }
+    if (rc != PFI_OK) {
+        ven_error(v, "event %s, %s, not cancelled: %s", h->id, why, e.msg);
+        return;
+    }
+    fprintf(stderr, "%s: openadr: event %s %s: cancelled\n", v->host.name, h->id, why);
+    pthread_mutex_lock(&v->mu);
+    v->n_cancelled++;
+    pthread_mutex_unlock(&v->mu);
+}
+
 /* An event (or one of its intervals) of this program the VTN no longer asks for: deleted there,
  * or changed to fewer intervals or to SIMPLE level 0 (it answered, so this is its word): one
  * not begun yet is deleted here; one in force ends now, restored in its steps as after any
@@ -574,36 +614,31 @@ static void cancel_missing(pfi_ven *v, json_t *events)
             continue;
         if (still_listed(events, vid, atoi(strrchr(h->id, '-') + 1)))
             continue;
-        pfi_err e = {0};
-        int rc;
-        if (now < pfi_event_ramp_start_s(h)) {
-            rc = v->host.remove(v->host.ctx, h->id, &e);
-        } else {
-            double end = fmax(now, h->start_s) + 1;
-            json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:f, s:s, s:i}", "id", h->id, "start",
-                                  h->start_s, "end", end, "ramp_down_s", h->ramp_down_s,
-                                  "ramp_up_s", h->ramp_up_s, "source", h->source, "priority",
-                                  h->priority);
-            if (h->kind == PFI_EVENT_CUT) {
-                json_object_set_new(b, "cut", json_real(h->cut));
-                json_object_set_new(b, "baseline_w", json_real(h->baseline_w));
-            } else {
-                json_object_set_new(b, "limit_w", json_real(h->limit_w));
-            }
-            rc = v->host.add(v->host.ctx, b, &e);
-            json_decref(b);
-        }
-        if (rc != PFI_OK) {
-            ven_error(v, "event %s, withdrawn on the VTN, not cancelled: %s", h->id, e.msg);
-            continue;
-        }
-        fprintf(stderr, "%s: openadr: event %s withdrawn on the VTN: cancelled\n", v->host.name,
-                h->id);
-        pthread_mutex_lock(&v->mu);
-        v->n_cancelled++;
-        pthread_mutex_unlock(&v->mu);
+        cancel_held(v, h, now, "withdrawn on the VTN");
     }
     free(evs);
+}
+
+/* Intervals with nothing left to take (returns 1; 0: still to come or running):
+ * - one whose window (b's end) is over by now: the host refuses an event that has ended, so
+ *   it was refused and counted as an error at every poll while the VTN listed it (past events
+ *   stay listed until deleted there), and an event in force whose end the VTN moved into the
+ *   past (ended early) held on to its old end.  Held here and in force: ended now.
+ * - one held here that has ended: left as it ended, as cancel_missing leaves it (a window
+ *   widened by a clock skew brought a finished event back into force). */
+static int interval_over(pfi_ven *v, json_t *b, double now)
+{
+    int n, over = json_number_value(json_object_get(b, "end")) <= now;
+    pfi_event *evs = held_events(v, &n);
+    int at = evs ? pfi_event_list_find(evs, n, json_string_value(json_object_get(b, "id"))) : -1;
+    if (at >= 0 && strcmp(evs[at].source, json_string_value(json_object_get(b, "source"))))
+        at = -1;
+    if (at >= 0 && now >= evs[at].end_s)
+        over = 1;
+    else if (at >= 0 && over)
+        cancel_held(v, &evs[at], now, "ended early on the VTN");
+    free(evs);
+    return over;
 }
 
 static void take_events(pfi_ven *v, json_t *events)
@@ -625,7 +660,7 @@ static void take_events(pfi_ven *v, json_t *events)
                     ven_error(v, "%s: ignored, nothing changed", why);
                 continue;
             }
-            if (same_as_held(v, b)) {
+            if (interval_over(v, b, pfi_clock_wall()) || same_as_held(v, b)) {
                 json_decref(b);
                 continue;
             }
@@ -744,6 +779,34 @@ static void post_reports(pfi_ven *v, json_t *events)
     free(ids);
 }
 
+/* Finished events of the VTN, an hour after their restore (its report sent, or tried for that
+ * hour), are let go: the host holds a bounded list (pfi serve: 64 events, past ones included
+ * until deleted), and nothing else deleted them, so a VTN's daily schedule filled it within days
+ * and every event after that was refused.  The VTN still listing one changes nothing: an
+ * interval that is over is not taken again (interval_over). */
+#define VEN_KEEP_S 3600.0
+static void let_go_finished(pfi_ven *v)
+{
+    char src[PFI_EVENT_SOURCE_MAX];
+    snprintf(src, sizeof src, "openadr:%.50s", v->cfg.program);
+    double now = pfi_clock_wall();
+    int n;
+    pfi_event *evs = held_events(v, &n);
+    for (int i = 0; evs && i < n; i++) {
+        pfi_event_site s = pfi_event_site_default(1e12);
+        if (strncmp(evs[i].id, "oadr-", 5) || strcmp(evs[i].source, src) ||
+            !(now > pfi_event_restored_s(&evs[i], &s) + VEN_KEEP_S))
+            continue;
+        pfi_err e = {0};
+        if (v->host.remove(v->host.ctx, evs[i].id, &e) != PFI_OK && e.code != PFI_ENOENT)
+            ven_error(v, "finished event %s not let go: %s", evs[i].id, e.msg);
+        else
+            fprintf(stderr, "%s: openadr: event %s finished an hour ago: let go\n",
+                    v->host.name, evs[i].id);
+    }
+    free(evs);
+}
+
 /* Every event of the program, a page of VEN_PAGE at a time (the API's largest); NULL when a
  * page fails or is not a list: the VTN is then silent this round (events kept as received). */
 static json_t *all_events(pfi_ven *v)
@@ -855,6 +918,7 @@ static void poll_once(pfi_ven *v)
     if (evs)
         take_events(v, evs);
     post_reports(v, evs);
+    let_go_finished(v);
     json_decref(evs);
 }
 

@@ -1,0 +1,117 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# How events from an OpenADR 3.0 VTN (tests/vtn.py) end in `pfi serve`: an event the VTN still
+# lists after its window is over is not taken (it was refused as ended, an error at every
+# poll); an event in force whose end the VTN moves into the past ends here at once (it held on
+# to its old end, the change refused as ended); and a finished event is let go an hour after
+# its restore, its report sent (nothing deleted them: the node's 64 events filled within days
+# of a VTN's daily schedule and every later event was refused), and is not taken again while
+# the VTN still lists it.  pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
+# (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
+# Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
+set -u
+
+fail() {
+    echo "it_openadr_ends: FAIL: $*"
+    for f in serve vtn; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
+    exit 1
+}
+note() { echo "it_openadr_ends: $*"; }
+
+name=it_openadr_ends
+SCALE=1000
+# shellcheck shell=sh source=tests/support/openadr_env.sh
+. "$(dirname "$0")/support/openadr_env.sh"
+
+"$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-node --secret-file "$dir/secret" \
+    --program node-dr --no-vens >"$dir/vtn.log" 2>&1 &
+pids="$pids $!"
+MAX=$(sum_limits)
+wait_file "$dir/vtn.port" "the VTN"
+VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
+
+# shellcheck disable=SC2086
+"$PFI_BIN" serve $HW --listen "unix:$dir/serve.sock" --token-file "$dir/token" \
+    --db "$dir/serve.db" --sample-interval 4s \
+    --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
+    --set openadr_secret_file="$dir/secret" --set openadr_program=node-dr \
+    --set openadr_poll=2m --set openadr_ramp=0s --set openadr_max_skew=10m >"$dir/serve.log" 2>&1 &
+pids="$pids $!"
+get() { curl -sf --unix-socket "$dir/serve.sock" "http://node$1"; }
+i=0
+until get /healthz >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start"
+    sleep 0.05
+done
+ven_num() { get /v1/grid/openadr | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"; }
+event() {
+    printf '{"id": "%s", "intervalPeriod": {"start": "%s", "duration": "%s"}, "payloadDescriptors": [{"payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}], "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [%s]}]}]}' \
+        "$1" "$(iso "$2")" "$3" "$KW"
+}
+cap_target 0.75
+
+# ---- an event over two hours ago, still listed, and one to come ----
+NOW=$(now | cut -d. -f1)
+START=$((NOW + 900))
+curl -sf -o /dev/null -X POST -d "$(event past $((NOW - 7200)) PT30M)" "$VTN/_test/events" ||
+    fail "publishing event past"
+curl -sf -o /dev/null -X POST -d "$(event long $START PT2H)" "$VTN/_test/events" ||
+    fail "publishing event long"
+i=0
+until get /v1/grid/events/oadr-long-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event long not taken: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+p0=$(ven_num polls)
+i=0
+until [ "$(ven_num polls)" -ge $((p0 + 3)) ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+get /v1/grid/events/oadr-past-0 >/dev/null 2>&1 && fail "event past taken: $(get /v1/grid/events)"
+# The one error: this VTN offers no registration.
+[ "$(ven_num errors)" = 1 ] || fail "event past counted as an error: $(get /v1/grid/openadr)"
+note "an event over 2 h ago, still listed: not taken, no error over $(($(ven_num polls) - p0)) polls"
+
+# ---- event long in force; the VTN moves its end into the past: ended here at once ----
+sleep_until $((START + 300))
+s=$(sum_limits)
+le "$s" "$TARGET" || fail "event long in force: limits sum $s W > $TARGET W"
+curl -sf -o /dev/null -X PUT -d "$(event long $START PT1M)" "$VTN/_test/events/long" ||
+    fail "changing event long"
+i=0
+until [ "$(ven_num events_cancelled)" = 1 ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event long ended early on the VTN, not here: $(get /v1/grid/openadr) $(get /v1/grid/events/oadr-long-0)"
+    sleep 0.05
+done
+end=$(get /v1/grid/events/oadr-long-0 | sed -n 's/.*"end_s": *\([0-9.]*\).*/\1/p')
+# Its end: a second of real time (SCALE s here) after the change was seen.
+awk -v e="$end" -v n="$(now)" -v s="$START" -v k="$SCALE" 'BEGIN { exit !(e > s + 300 && e <= n + k) }' ||
+    fail "event long's end $end, not between its change and a second after now: $(get /v1/grid/events/oadr-long-0)"
+i=0
+until [ "$(sum_limits)" = "$MAX" ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "limits not restored after event long ended: $(limits)"
+    sleep 0.05
+done
+[ "$(ven_num errors)" = 1 ] || fail "ending event long counted an error: $(get /v1/grid/openadr)"
+note "event long, in force, its end moved into the past on the VTN: ended here at $end, limits back to $MAX W"
+
+# ---- an hour after its restore, event long is let go, its report sent, not taken again ----
+i=0
+while get /v1/grid/events/oadr-long-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "event long not let go an hour after its end: $(get /v1/grid/events)"
+    sleep 0.05
+done
+awk -v e="$end" -v n="$(now)" 'BEGIN { exit !(n >= e + 3600) }' || fail "event long let go before an hour passed"
+p0=$(ven_num polls)
+i=0
+until [ "$(ven_num polls)" -ge $((p0 + 3)) ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+get /v1/grid/events/oadr-long-0 >/dev/null 2>&1 && fail "event long taken again: $(get /v1/grid/events)"
+[ "$(ven_num reports_posted)" = 1 ] && [ "$(ven_num events_taken)" = 1 ] && [ "$(ven_num errors)" = 1 ] ||
+    fail "after letting event long go: $(get /v1/grid/openadr)"
+curl -sf "$VTN/_test/reports" | grep -q '"eventID": *"long"' || fail "no report of event long: $(curl -sf "$VTN/_test/reports")"
+note "event long let go an hour after its end, its report sent, not taken again over 3 polls"
+echo "it_openadr_ends: ok"

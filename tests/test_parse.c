@@ -465,6 +465,30 @@ static void test_lightning_nemo(void **state)
     }
 }
 
+/* NeMo 2 prints a line per step, no bar: its train_step_timing and global_batch_size give
+ * samples/s (before: no line of it was read). */
+static void test_nemo2_printer(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 1000};
+    run r;
+    parse_file("nemo2.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
+    assert_int_equal(r.n, 6);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_RATE);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 1 * 1000 / 0.03146, 1e-12);
+    assert_near(r.obs[0].period_s, 0.03146, 1e-12);
+    assert_int_equal(r.obs[0].step, 120);
+    assert_near(r.obs[4].value, 1000 / 0.0317, 1e-12);
+    close_run(&r);
+    /* Without a sequence length: samples/s. */
+    pfi_parse_cfg c2 = {.format = PFI_LOG_AUTO};
+    parse_file("nemo2.log", &c2, &r);
+    assert_int_equal(r.obs[5].unit, PFI_OU_SAMPLES);
+    assert_near(r.obs[5].value, 1 / 0.03147, 1e-12);
+    close_run(&r);
+}
+
 static void test_pfi_protocol(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -698,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_bare_bar_gives_way),
         cmocka_unit_test(test_lightning_nemo),
+        cmocka_unit_test(test_nemo2_printer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

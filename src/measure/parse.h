@@ -20,7 +20,8 @@
  *   nanogpt    "iter N: loss X, time Tms, mfu M%"
  *   llmc       "step N/M | ... | T ms | ... | X tok/s"  or  "step N: train loss X (took T ms)"
  *   lightning  tqdm bar "Epoch E:  P%|...| N/M [mm:ss<mm:ss, X it/s, ...]" (NeMo's: "...,
- *              train_step_timing in s=X]", one step's time)
+ *              train_step_timing in s=X]", one step's time; NeMo 2: "Training epoch E,
+ *              iteration N/M | ... global_batch_size: B | ... train_step_timing in s: X")
  *   regex      --throughput-regex RE (first group is the number) with --unit
  * PFI_LOG_AUTO tries every format and keeps the first that reports throughput. */
 #ifndef PFI_MEASURE_PARSE_H

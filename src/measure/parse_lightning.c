@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* parse_lightning.c: PyTorch Lightning's TQDMProgressBar:
+/* parse_lightning.c: PyTorch Lightning's TQDMProgressBar, and NeMo's progress output (built
+ * on Lightning: its bar, and NeMo 2's per-step printer, below):
  *   Epoch 0:  97% 1651/1702 [13:00<00:24,  2.11it/s, loss=0.158, v_num=0]
  * The counter restarts at every epoch: a count that falls is a restart, which the rate logic
  * skips.  Tokens per step come from --tokens-per-step (or --seq-len with --batch-size).
@@ -32,8 +33,30 @@ static long long bar_counter(const char *from)
     return pfi_num_at(q, &n, NULL) ? pfi_num_to_ll(n, LLONG_MAX) : -1;
 }
 
+/* NeMo 2's progress printer, a line per step and no bar: "Training epoch 0, iteration 120/149
+ * | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | ... |
+ * train_step_timing in s: 0.03146 | ...": one step in that time, of global_batch_size
+ * samples. */
+static int nemo_printer(const char *line, pfi_obs *o)
+{
+    const char *t = strstr(line, "Training epoch ");
+    double st, gbs, step;
+    if (!t || !strstr(t, ", iteration ") ||
+        !pfi_num_after(t, "| train_step_timing in s:", &st) || !(st > 0))
+        return 0;
+    long long k = pfi_num_after(t, "| global_step:", &step) ? pfi_num_to_ll(step, LLONG_MAX) : -1;
+    pfi_obs_step_ms(o, k, st * 1000.0);
+    if (pfi_num_after(t, "| global_batch_size:", &gbs) && gbs > 0) {
+        o->unit = PFI_OU_SAMPLES;
+        o->value = gbs / st;
+    }
+    return 1;
+}
+
 int pfi_parse_lightning(pfi_parser *p, const char *line, pfi_obs *o)
 {
+    if (nemo_printer(line, o))
+        return 1;
     const char *e = strstr(line, "Epoch ");
     double epoch;
     if (!e || !pfi_num_at(e + 6, &epoch, &e) || *e != ':')

@@ -274,7 +274,7 @@ static void test_journal_hostile_numbers(void **state)
         if (rc != PFI_EINVAL)
             fail_msg("accepted: %s", bad[i]);
     }
-    const char *good = "pfi-journal 1\npid 4242\nbackend nvml\nsim_state -\n"
+    const char *good = "pfi-journal 1\npid 4242\nbackend nvml\nsim_state /tmp/a sim/state\n"
                        "run 9223372036854775807 /a b.db\ngpu 2147483647 uuid U limit_w 612.5\n";
     FILE *f = fmemopen((void *)good, strlen(good), "r");
     pfi_journal j;
@@ -285,6 +285,7 @@ static void test_journal_hostile_numbers(void **state)
     assert_int_equal(j.pid, 4242);
     assert_true(j.run_id == 9223372036854775807LL);
     assert_string_equal(j.run_db, "/a b.db");
+    assert_string_equal(j.sim_state, "/tmp/a sim/state"); /* was "/tmp/a" */
     assert_int_equal(j.e[0].gpu, 2147483647);
     assert_near(j.e[0].limit_w, 612.5, 1e-12);
     /* The most GPUs a journal holds parse; one more is damage, not a GPU left out. */

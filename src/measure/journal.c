@@ -315,7 +315,10 @@ int pfi_journal_parse(pfi_journal *j, FILE *f, const char *name, pfi_err *err)
                 return damaged(name, lineno, line, err);
             j->pid = (long)v;
         } else if (strcmp(word, "backend") == 0 && sscanf(line, "%*s %15s", j->backend) == 1) {
-        } else if (strcmp(word, "sim_state") == 0 && sscanf(line, "%*s %1023s", arg) == 1) {
+        } else if (strcmp(word, "sim_state") == 0 &&
+                   sscanf(line, "sim_state %1023[^\n]", arg) == 1) {
+            /* The rest of the line, as written: a path with a space ("/tmp/pfi sim/state")
+             * was read as its first word, and pfi restore set that other node's limits. */
             if (strcmp(arg, "-") != 0)
                 snprintf(j->sim_state, sizeof j->sim_state, "%s", arg);
         } else if (strcmp(word, "run") == 0) {

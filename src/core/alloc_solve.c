@@ -432,21 +432,13 @@ static void hull_general(const solver *S, const pfi_alloc_job *J, int a, int b, 
     *nc_out = nc_all;
 }
 
-/* Upper hull of job j's grid points on [a_j, b_j], its slopes and how many are positive.
- * Returns how many candidate points it looked at: no sub-range of [a_j, b_j] has more, so that
- * many slots hold the hull of any branch on the job.  count_only: only count them. */
-static int build_hull(solver *S, int j, int count_only)
+/* Job j's hull (its m vertices just written at hoff[j]): its slopes, how many are positive,
+ * the fixed histogram's counts (while on) and its largest |value|. */
+static inline void hull_shape(solver *S, int j, int m)
 {
-    if (count_only)
-        return count_cands(S, j);
     const pfi_alloc_job *J = &S->jobs[j];
-    int a = S->a[j], b = S->b[j];
     int *hk = S->hk + S->hoff[j];
     double *hv = S->hv + S->hoff[j];
-    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
-    int m, nc_all;
-    if (!hull_on_grid(S, J, a, b, w, hk, hv, &m, &nc_all))
-        hull_general(S, J, a, b, w, hk, hv, &m, &nc_all);
     S->hn[j] = m;
     /* vmax: as fmax(vmax, fabs(v)) over the vertices (no NaN here, so in any order): the
      * first, those the slopes' loop reads, then the rest */
@@ -479,7 +471,145 @@ static int build_hull(solver *S, int j, int count_only)
     for (i += 2; i < m; i++)
         vmax = fabs(hv[i]) > vmax ? fabs(hv[i]) : vmax;
     S->hmax[j] = vmax;
+}
+
+/* Upper hull of job j's grid points on [a_j, b_j], its slopes and how many are positive.
+ * Returns how many candidate points it looked at: no sub-range of [a_j, b_j] has more, so that
+ * many slots hold the hull of any branch on the job.  count_only: only count them. */
+static int build_hull(solver *S, int j, int count_only)
+{
+    if (count_only)
+        return count_cands(S, j);
+    const pfi_alloc_job *J = &S->jobs[j];
+    int a = S->a[j], b = S->b[j];
+    int *hk = S->hk + S->hoff[j];
+    double *hv = S->hv + S->hoff[j];
+    double w = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
+    int m, nc_all;
+    if (!hull_on_grid(S, J, a, b, w, hk, hv, &m, &nc_all))
+        hull_general(S, J, a, b, w, hk, hv, &m, &nc_all);
+    hull_shape(S, j, m);
     return nc_all;
+}
+
+/* A fresh build's hulls 4 jobs at a time (pfi_alloc_vec_hulls4): jobs in a row whose caps are
+ * the same bits and whose ranges are the same (a, b) have the same on-grid candidates, the
+ * range's ends and the breakpoints [lo, hi) inside it (hull_on_grid's last answer, g_ok, ga,
+ * gb, glo, ghi), so each lane pushes the same grid indices with its own job's values. */
+typedef struct lane_grp {
+    int j[4], n;           /* the jobs waiting, in list order */
+    int nc;                /* candidates (K) made for the on-grid answer in S, 0: not made,
+                            * -1: not for the lanes */
+    double K[PFI_ALLOC_VEC_HULL_MAX]; /* their grid indices */
+} lane_grp;
+
+/* hull_on_grid's candidates for the range (S->ga, S->gb) of caps cx: their count, K filled;
+ * -1 when there are fewer than 2 or too many for the lanes. */
+static int lane_cands(const solver *S, const double *cx, int np, double *K)
+{
+    int a = S->ga, b = S->gb, lo = S->glo, hi = S->ghi, nc = 0;
+    int end = hi < np - 1 ? hi : np - 1;
+    int inner = (end > lo ? end - lo : 0) + (lo < np && hi == np);
+    if (1 + inner + (b > a) < 2 || 1 + inner + (b > a) > PFI_ALLOC_VEC_HULL_MAX)
+        return -1;
+    double step = S->step, inv = S->inv_step;
+    K[nc++] = a;
+    for (int i = lo; i < end; i++)
+        K[nc++] = (int)(inv > 0 ? cx[i] * inv : cx[i] / step);
+    if (lo < np && hi == np)
+        K[nc++] = (int)(inv > 0 ? cx[np - 1] * inv : cx[np - 1] / step);
+    if (b > a)
+        K[nc++] = b;
+    return nc;
+}
+
+/* hull_shape for a hull made in lanes: its vertices (the candidates of bits, K[c] and V[4 c])
+ * written, and the slopes the lanes computed (SL[4 c]) taken instead of divided again. */
+static inline void lane_shape(solver *S, int j, const double *K, const double *V,
+                              const double *SL, unsigned long long bits)
+{
+    int *hk = S->hk + S->hoff[j];
+    double *hv = S->hv + S->hoff[j];
+    double *hs = S->hs + S->hoff[j];
+    long long n = S->ng[j];
+    long long *fhist = S->fh_on ? S->fhist : NULL;
+    int *fcnt = S->fcnt;
+    int c = __builtin_ctzll(bits), m = 1, i = -1;
+    hk[0] = (int)K[c];
+    hv[0] = V[4 * c];
+    double vmax = fabs(hv[0]) > 0 ? fabs(hv[0]) : 0, prev = INFINITY; /* as hull_shape's */
+    for (bits &= bits - 1; bits; bits &= bits - 1, m++) {
+        c = __builtin_ctzll(bits);
+        hk[m] = (int)K[c];
+        hv[m] = V[4 * c];
+        vmax = fabs(hv[m]) > vmax ? fabs(hv[m]) : vmax;
+        if (i >= 0)
+            continue; /* past the positive slopes */
+        double slope = SL[4 * c];
+        if (slope > prev)
+            slope = prev;
+        prev = slope;
+        if (!(slope > 0)) {
+            i = m - 1;
+            continue;
+        }
+        hs[m - 1] = slope;
+        if (fhist) {
+            uint64_t bk = slope_key(slope) >> FIX_SHIFT;
+            fhist[bk] += n * (hk[m] - hk[m - 1]);
+            fcnt[bk]++;
+        }
+    }
+    S->hn[j] = m;
+    S->hm[j] = i >= 0 ? i : m - 1;
+    S->hmax[j] = vmax;
+}
+
+/* The waiting jobs' hulls: each job's values at the candidates as hull_on_grid computes them,
+ * the hulls in lanes (a short group fills its other lanes with its first job), then each
+ * job's vertices written and shaped in list order (scale summed in that order). */
+static void lane_flush(solver *S, lane_grp *G, double *scale)
+{
+    double V[4 * PFI_ALLOC_VEC_HULL_MAX];
+    int a = S->ga, b = S->gb, lo = S->glo, hi = S->ghi, nc = G->nc;
+    double step = S->step;
+    for (int l = 0; l < 4; l++) {
+        int j = G->j[l < G->n ? l : 0];
+        const pfi_alloc_job *J = &S->jobs[j];
+        const double *cx = J->cap_w, *cy = J->tput;
+        int np = J->n_points, at = 0, c = 0;
+        double w = S->wt[j];
+        V[l] = w * curve_value(cx, cy, np, &at, a * step);
+        c++;
+        int end = hi < np - 1 ? hi : np - 1;
+        for (int i = lo; i < end; i++, c++)
+            V[4 * c + l] = w * (cy[i] + 0.0); /* hull_on_grid's value (see there) */
+        if (lo < np && hi == np)
+            V[4 * c++ + l] = w * cy[np - 1];
+        if (b > a) {
+            at = hi > lo ? hi : at;
+            V[4 * c + l] = w * curve_value(cx, cy, np, &at, b * step);
+        }
+    }
+    unsigned long long alive[4];
+    double N[4], SL[4 * PFI_ALLOC_VEC_HULL_MAX];
+    for (int l = 0; l < 4; l++)
+        N[l] = S->ng[G->j[l < G->n ? l : 0]];
+    int done = pfi_alloc_vec_hulls4(S->vec, G->K, V, N, nc, alive, SL);
+    for (int l = 0; l < G->n; l++) {
+        int j = G->j[l];
+        if (done)
+            lane_shape(S, j, G->K, V + l, SL + l, alive[l]);
+        else { /* not reached (the group is made only where the lanes take it) */
+            int same = S->same_caps;
+            S->same_caps = 1;
+            build_hull(S, j, 0);
+            S->same_caps = same;
+        }
+        S->fh_ns += S->hm[j];
+        *scale += S->hmax[j];
+    }
+    G->n = 0;
 }
 
 /* Slope down, then job, then vertex: the order segments are taken in. */
@@ -1658,6 +1788,10 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     int pkmin = 0, pkmax = 0;
     double scale = 0; /* ws_solve's sum of the hulls' hmax, in the same order, here where its
                        * chain of additions overlaps the build's work */
+    int lanes = S->vec >= PFI_ALLOC_VEC_AVX2; /* hulls 4 at a time where the lanes take them */
+    lane_grp G;
+    G.n = 0;
+    G.nc = 0;
     for (int j = 0; j < n; j++) {
         const pfi_alloc_job *J = &jobs[j];
         int kmin, kmax, kf;
@@ -1706,13 +1840,30 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
         S->wt[j] = (isnan(J->weight) || J->weight == 0) ? 1.0 : J->weight;
         S->nk[j] = -1;
         S->hoff[j] = (int)used;
-        w->hsz[j] = build_hull(S, j, 0);
+        /* on the grid, caps and range those of the job before: its hull waits for 3 more */
+        int same_grid = lanes && S->same_caps && S->g_ok && kf == S->ga && kmax == S->gb;
+        if (same_grid && !G.nc)
+            G.nc = lane_cands(S, J->cap_w, J->n_points, G.K); /* -1: not in lanes */
+        if (same_grid && G.nc > 0) {
+            G.j[G.n++] = j;
+            w->hsz[j] = G.nc;
+            if (G.n == 4)
+                lane_flush(S, &G, &scale);
+        } else {
+            if (G.n)
+                lane_flush(S, &G, &scale);
+            w->hsz[j] = build_hull(S, j, 0);
+            if (!same_grid)
+                G.nc = 0; /* S's on-grid answer may be another now */
+            S->fh_ns += S->hm[j];
+            scale += S->hmax[j];
+        }
         used += (size_t)w->hsz[j];
-        S->fh_ns += S->hm[j];
-        scale += S->hmax[j];
         pkmin = kmin;
         pkmax = kmax;
     }
+    if (G.n)
+        lane_flush(S, &G, &scale);
     S->same_caps = 0;
     S->fh_ok = S->fh_on;
     S->fh_on = 0;

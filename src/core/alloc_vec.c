@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* alloc_vec.c: the per-job point tests in vector lanes (alloc_vec.h).  One body of 4-lane
- * (256-bit) code compiled twice, for AVX2 and for AVX-512 (with its mask registers and the
- * 32-register file); the level is chosen at run time, so the default build runs on any x86-64
- * CPU and takes the scalar loops where there is no AVX2.  Only whole 4-point windows are loaded
- * (masked loads cost more than the loop they save on some CPUs): the last window ends at the
- * last point, overlapping the one before, which an "every point passes" test may do. */
+/* alloc_vec.c: the per-job point tests, and 4 jobs' hulls, in vector lanes (alloc_vec.h).  One
+ * body of 4-lane (256-bit) code compiled twice, for AVX2 and for AVX-512 (with its mask
+ * registers and the 32-register file); the level is chosen at run time, so the default build
+ * runs on any x86-64 CPU and takes the scalar loops where there is no AVX2.  Only whole 4-point
+ * windows are loaded (masked loads cost more than the loop they save on some CPUs): the last
+ * window ends at the last point, overlapping the one before, which an "every point passes" test
+ * may do. */
 #include "core/alloc_vec.h"
 
 #include <string.h>
@@ -108,6 +109,71 @@ static inline AI int on_grid(const double *cx, int np, double inv)
     return _mm256_movemask_pd(off) == 0;
 }
 
+/* Upper hulls of 4 jobs at once (pfi_alloc_vec_hulls4): lane l is one job.  Each lane runs
+ * hull_push's steps (core/alloc_solve.c) on its values: the top two vertices in registers
+ * (k0, v0 below k1, v1; r0, r1 their candidates' rows), the vertex under row c's in below[c]
+ * (a row per candidate, so a push stores a whole row and only a pop reads lane by lane), the
+ * vertices kept as bits of alive.  A pop round repeats while some lane drops; the others keep
+ * their registers, as a scalar loop that has broken out does. */
+static inline AI void hulls4(const double *K, const double *V, const double *N, int nc,
+                             long long *below, unsigned long long *alive, double *SL)
+{
+    const __m256i one = _mm256_set1_epi64x(1), lane = _mm256_set_epi64x(3, 2, 1, 0),
+                  two = _mm256_set1_epi64x(2);
+    const __m256d tol = _mm256_set1_pd(1e-13), sign = _mm256_set1_pd(-0.0);
+    __m256i alv = _mm256_set1_epi64x(3), m = two, r0 = _mm256_setzero_si256(), r1 = one;
+    __m256d k0 = _mm256_set1_pd(K[0]), v0 = _mm256_loadu_pd(V), k1 = _mm256_set1_pd(K[1]),
+            v1 = _mm256_loadu_pd(V + 4);
+    const __m256d nd = _mm256_loadu_pd(N);
+    _mm256_storeu_si256((__m256i *)(below + 4), r0); /* row 0 under row 1 */
+    _mm256_storeu_pd(SL + 4, _mm256_div_pd(_mm256_sub_pd(v1, v0),
+                                           _mm256_mul_pd(nd, _mm256_sub_pd(k1, k0))));
+    for (int c = 2; c < nc; c++) {
+        const __m256d kd = _mm256_set1_pd(K[c]), v = _mm256_loadu_pd(V + 4 * c);
+        __m256i act = _mm256_set1_epi64x(-1); /* every lane holds 2 vertices or more */
+        for (;;) {
+            __m256d l = _mm256_mul_pd(_mm256_sub_pd(v1, v0), _mm256_sub_pd(kd, k0));
+            __m256d r = _mm256_mul_pd(_mm256_sub_pd(v, v0), _mm256_sub_pd(k1, k0));
+            __m256d s = _mm256_add_pd(_mm256_andnot_pd(sign, l), _mm256_andnot_pd(sign, r));
+            __m256d t = _mm256_add_pd(r, _mm256_mul_pd(tol, s));
+            __m256i drop = _mm256_and_si256(_mm256_castpd_si256(_mm256_cmp_pd(l, t, _CMP_LE_OQ)),
+                                            act);
+            if (_mm256_testz_si256(drop, drop))
+                break;
+            alv = _mm256_andnot_si256(_mm256_and_si256(drop, _mm256_sllv_epi64(one, r1)), alv);
+            m = _mm256_add_epi64(m, drop); /* drop is -1 where a lane pops */
+            __m256d dd = _mm256_castsi256_pd(drop);
+            k1 = _mm256_blendv_pd(k1, k0, dd);
+            v1 = _mm256_blendv_pd(v1, v0, dd);
+            r1 = _mm256_blendv_epi8(r1, r0, drop);
+            act = _mm256_and_si256(drop, _mm256_cmpgt_epi64(m, one));
+            if (_mm256_testz_si256(act, act))
+                break;
+            r0 = _mm256_mask_i64gather_epi64(r0, below,
+                                             _mm256_add_epi64(_mm256_slli_epi64(r0, 2), lane),
+                                             act, 8);
+            __m256d ad = _mm256_castsi256_pd(act);
+            k0 = _mm256_mask_i64gather_pd(k0, K, r0, ad, 8);
+            v0 = _mm256_mask_i64gather_pd(v0, V, _mm256_add_epi64(_mm256_slli_epi64(r0, 2), lane),
+                                          ad, 8);
+        }
+        _mm256_storeu_si256((__m256i *)(below + 4 * c), r1);
+        /* the segment from the vertex under c: n * (kd - k1) is the exact product of two
+         * whole numbers below 2^31, rounded once as the scalar's (double)(n * dk) is */
+        _mm256_storeu_pd(SL + 4 * c, _mm256_div_pd(_mm256_sub_pd(v, v1),
+                                                   _mm256_mul_pd(nd, _mm256_sub_pd(kd, k1))));
+        alv = _mm256_or_si256(alv, _mm256_slli_epi64(one, c));
+        m = _mm256_add_epi64(m, one);
+        k0 = k1;
+        v0 = v1;
+        r0 = r1;
+        k1 = kd;
+        v1 = v;
+        r1 = _mm256_set1_epi64x(c);
+    }
+    _mm256_storeu_si256((__m256i *)alive, alv);
+}
+
 __attribute__((target("avx2,avx512f,avx512vl"))) static int
 points_ok_avx512(const double *cx, const double *cy, int np)
 {
@@ -150,6 +216,20 @@ __attribute__((target("avx2,avx512f,avx512vl"))) static int same_avx512(const do
 __attribute__((target("avx2"))) static int same_avx2(const double *x, const double *y, int np)
 {
     return same_bits(x, y, np);
+}
+
+__attribute__((target("avx2,avx512f,avx512vl"))) static void
+hulls4_avx512(const double *K, const double *V, const double *N, int nc, long long *below,
+              unsigned long long *alive, double *SL)
+{
+    hulls4(K, V, N, nc, below, alive, SL);
+}
+
+__attribute__((target("avx2"))) static void hulls4_avx2(const double *K, const double *V,
+                                                       const double *N, int nc, long long *below,
+                                                       unsigned long long *alive, double *SL)
+{
+    hulls4(K, V, N, nc, below, alive, SL);
 }
 
 #endif
@@ -198,5 +278,25 @@ int pfi_alloc_vec_on_grid(int level, const double *cx, int np, double inv)
         return on_grid_avx2(cx, np, inv);
 #endif
     (void)level, (void)cx, (void)np, (void)inv;
+    return 0;
+}
+
+int pfi_alloc_vec_hulls4(int level, const double *K, const double *V, const double *N, int nc,
+                         unsigned long long alive[4], double *SL)
+{
+#ifdef VEC_X86
+    long long below[4 * PFI_ALLOC_VEC_HULL_MAX];
+    if (nc < 2 || nc > PFI_ALLOC_VEC_HULL_MAX)
+        return 0;
+    if (level == PFI_ALLOC_VEC_AVX512) {
+        hulls4_avx512(K, V, N, nc, below, alive, SL);
+        return 1;
+    }
+    if (level == PFI_ALLOC_VEC_AVX2) {
+        hulls4_avx2(K, V, N, nc, below, alive, SL);
+        return 1;
+    }
+#endif
+    (void)level, (void)K, (void)V, (void)N, (void)nc, (void)alive, (void)SL;
     return 0;
 }

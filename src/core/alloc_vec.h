@@ -6,7 +6,10 @@
  * failing point and says what it says now: the answers are the same at every level.  The lanes
  * compare and compute exactly as the scalar loops do (a compare is exact; a product by a power
  * of two, a sum and a difference are correctly rounded alike; no fused multiply-add, which ISO
- * C mode leaves off).  Pure: reads the CPU's features only. */
+ * C mode leaves off).  Also the upper hulls of 4 jobs at once, one job a lane, for a fresh
+ * build's jobs that share their candidate points (pfi_alloc_vec_hulls4): the same drop tests,
+ * products and quotients lane by lane, so the same vertices and slopes.  Pure: reads the CPU's
+ * features only. */
 #ifndef PFI_CORE_ALLOC_VEC_H
 #define PFI_CORE_ALLOC_VEC_H
 
@@ -38,5 +41,20 @@ int pfi_alloc_vec_tput_ok(int level, const double *cy, int np);
 /* 1: x and y hold the same np doubles bit for bit (np >= 1), 0: not (the same answer at every
  * level). */
 int pfi_alloc_vec_same(int level, const double *x, const double *y, int np);
+
+/* The most candidates pfi_alloc_vec_hulls4 takes (one bit of a 64-bit word each). */
+#define PFI_ALLOC_VEC_HULL_MAX 64
+
+/* Upper concave hulls of 4 jobs that share their candidate points: K[c] (c < nc, ascending
+ * whole numbers below 2^31 as doubles) the candidates' grid indices, V[4 * c + l] lane l's
+ * value there.  Bit c of alive[l] is set when candidate c is a vertex of lane l's hull: the
+ * vertices that pushing the candidates in order through hull_push (core/alloc_solve.c) keeps,
+ * by the same arithmetic (the same drop test, lane by lane).  SL[4 * c + l] (c >= 1) is the
+ * slope from the vertex under c to c when c was pushed, (V[c] - V[u]) / (N[l] * (K[c] - K[u]))
+ * with N[l] lane l's GPUs (a whole number below 2^31): for a vertex kept, its segment's slope
+ * as the scalar loop computes it.  1: done; 0: the level is scalar or nc is not in [2,
+ * PFI_ALLOC_VEC_HULL_MAX] (the caller builds the hulls one by one). */
+int pfi_alloc_vec_hulls4(int level, const double *K, const double *V, const double *N, int nc,
+                         unsigned long long alive[4], double *SL);
 
 #endif

@@ -489,6 +489,38 @@ static void test_nemo2_printer(void **state)
     close_run(&r);
 }
 
+/* llm.c's start-up table behind a launcher's prefix ("0: " of srun -l): its total batch size
+ * is still learned, so the step time converts (before: the row had to start the line, and the
+ * lagging tok/s average, 91886, was read instead of 4096 / 44.57 ms). */
+static void test_llmc_table_prefixed(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    FILE *f = fopen(FIXTURES "llmc-table.log", "rb");
+    assert_non_null(f);
+    char line[PFI_LINE_MAX], pre[PFI_LINE_MAX + 8];
+    pfi_obs o, last = {0};
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        snprintf(pre, sizeof pre, "0: %s", line);
+        if (pfi_parser_feed(p, pre, &o)) {
+            last = o;
+            n++;
+        }
+    }
+    fclose(f);
+    assert_int_equal(n, 1);
+    assert_near(pfi_parser_tokens_per_step(p), 4096, 0);
+    assert_near(pfi_parser_seq_len(p), 1024, 0);
+    assert_int_equal(last.unit, PFI_OU_TOKENS);
+    assert_near(last.value, 4096 / 0.04457, 1e-12);
+    assert_near(last.period_s, 0.04457, 1e-12);
+    pfi_parser_free(p);
+}
+
 static void test_pfi_protocol(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -723,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_bare_bar_gives_way),
         cmocka_unit_test(test_lightning_nemo),
         cmocka_unit_test(test_nemo2_printer),
+        cmocka_unit_test(test_llmc_table_prefixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -255,13 +255,13 @@ static void learn_banner(pfi_parser *p, const char *line)
         v > 0)
         p->samples_per_step = v;
     /* llm.c's parameter table: "| total batch size      | 524288 |" (tokens),
-     * "| sequence length T     | 1024 |". */
-    if (line[0] == '|') {
-        if (strstr(line, "| total batch size") && pfi_num_after(line + 2, "|", &v) && v > 0)
-            p->tokens_per_step = v;
-        if (strstr(line, "| sequence length T") && pfi_num_after(line + 2, "|", &v) && v > 0)
-            p->seq_len = v;
-    }
+     * "| sequence length T     | 1024 |", wherever the row starts (a launcher's rank or time
+     * prefix before it: "0: | total batch size ..."). */
+    const char *row;
+    if ((row = strstr(line, "| total batch size")) && pfi_num_after(row + 2, "|", &v) && v > 0)
+        p->tokens_per_step = v;
+    if ((row = strstr(line, "| sequence length T")) && pfi_num_after(row + 2, "|", &v) && v > 0)
+        p->seq_len = v;
 }
 
 double pfi_parser_seq_len(const pfi_parser *p)

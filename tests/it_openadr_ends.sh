@@ -6,7 +6,9 @@
 # to its old end, the change refused as ended); and a finished event is let go an hour after
 # its restore, its report sent (nothing deleted them: the node's 64 events filled within days
 # of a VTN's daily schedule and every later event was refused), and is not taken again while
-# the VTN still lists it.  pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
+# the VTN still lists it; and an event targeted at another VEN (VEN_NAME) is not taken here, one
+# retargeted away is cancelled (every event of the program was applied, whoever it was for).
+# pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
 # (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
@@ -114,4 +116,32 @@ get /v1/grid/events/oadr-long-0 >/dev/null 2>&1 && fail "event long taken again:
     fail "after letting event long go: $(get /v1/grid/openadr)"
 curl -sf "$VTN/_test/reports" | grep -q '"eventID": *"long"' || fail "no report of event long: $(curl -sf "$VTN/_test/reports")"
 note "event long let go an hour after its end, its report sent, not taken again over 3 polls"
+
+# ---- targets: an event for another VEN is not taken; one retargeted away is cancelled ----
+targeted() {
+    event "$1" "$2" PT1H | sed "s/^{/{\"targets\": [{\"type\": \"VEN_NAME\", \"values\": [\"$3\"]}], /"
+}
+LATER=$(( $(now | cut -d. -f1) + 7200 ))
+curl -sf -o /dev/null -X POST -d "$(targeted theirs $LATER other-ven)" "$VTN/_test/events" ||
+    fail "publishing event theirs"
+curl -sf -o /dev/null -X POST -d "$(targeted mine $LATER pfi-node)" "$VTN/_test/events" ||
+    fail "publishing event mine"
+i=0
+until get /v1/grid/events/oadr-mine-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event mine (targeted at this VEN) not taken: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+get /v1/grid/events/oadr-theirs-0 >/dev/null 2>&1 && fail "event theirs (another VEN's) taken: $(get /v1/grid/events)"
+c0=$(ven_num events_cancelled)
+curl -sf -o /dev/null -X PUT -d "$(targeted mine $LATER other-ven)" "$VTN/_test/events/mine" ||
+    fail "retargeting event mine"
+i=0
+while get /v1/grid/events/oadr-mine-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event mine, retargeted at another VEN, still held: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+get /v1/grid/events/oadr-theirs-0 >/dev/null 2>&1 && fail "event theirs (another VEN's) taken: $(get /v1/grid/events)"
+[ "$(ven_num events_cancelled)" = $((c0 + 1)) ] && [ "$(ven_num errors)" = 1 ] ||
+    fail "after retargeting event mine: $(get /v1/grid/openadr)"
+note "an event targeted at another VEN not taken; one retargeted at another VEN cancelled"
 echo "it_openadr_ends: ok"

@@ -22,6 +22,7 @@ static json_t *map(const char *event_json, int k, char *why, size_t wn)
     pfi_ven_config c;
     pfi_ven_config_defaults(&c, "node");
     snprintf(c.program, sizeof c.program, "dr");
+    snprintf(c.client_id, sizeof c.client_id, "pfi-site"); /* the VEN's name by default */
     json_error_t je;
     json_t *ev = json_loads(event_json, 0, &je);
     if (!ev)
@@ -209,6 +210,40 @@ static void test_refused(void **state)
     assert_string_equal(why, "");
 }
 
+/* Targets: an event for another VEN or resource (VEN_NAME, RESOURCE_NAME) is nothing to do
+ * here; one naming this VEN (client id pfi-site, resource node), or targeted by what cannot be
+ * judged here (a GROUP, OpenADR 3.1's plain strings), is taken. */
+static void test_targets(void **state)
+{
+    (void)state;
+    struct {
+        const char *targets;
+        int taken;
+    } cases[] = {
+        {"[{\"type\": \"VEN_NAME\", \"values\": [\"other-ven\"]}]", 0},
+        {"[{\"type\": \"RESOURCE_NAME\", \"values\": [\"meter-7\", \"meter-8\"]}]", 0},
+        {"[{\"type\": \"VEN_NAME\", \"values\": [\"pfi-site\"]}, "
+         "{\"type\": \"RESOURCE_NAME\", \"values\": [\"meter-7\"]}]", 0},
+        {"[{\"type\": \"VEN_NAME\", \"values\": [\"other-ven\", \"pfi-site\"]}]", 1},
+        {"[{\"type\": \"RESOURCE_NAME\", \"values\": [\"node\"]}, "
+         "{\"type\": \"GROUP\", \"values\": [\"west\"]}]", 1},
+        {"[{\"type\": \"GROUP\", \"values\": [\"west\"]}]", 1},
+        {"[\"group-west\"]", 1},
+        {"null", 1},
+        {"[]", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024], why[300];
+        snprintf(text, sizeof text,
+                 "{\"id\": \"e1\", \"programID\": \"p1\", \"targets\": %s, \"intervalPeriod\": "
+                 PERIOD_1H ", \"intervals\": " LIMIT("500") "}", cases[i].targets);
+        json_t *b = map(text, 0, why, sizeof why);
+        if (!!b != cases[i].taken || (!b && why[0]))
+            fail_msg("targets %s: %s (%s)", cases[i].targets, b ? "taken" : "not taken", why);
+        json_decref(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_several_payloads),
         cmocka_unit_test(test_open_ended),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_targets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -426,11 +426,43 @@ static json_t *acted_payload(json_t *iv)
     return json_array_get(pls, 0);
 }
 
+/* Whether an event is meant for this VEN by its targets (OpenADR 3.0: a list of valuesMap
+ * {type, values}): every VEN_NAME entry must list the VEN's name and every RESOURCE_NAME entry
+ * its resource.  Other target types (GROUP, SERVICE_AREA...) and targets given as plain strings
+ * cannot be judged here and do not exclude it.  A VTN may list a program's events for every
+ * VEN: one targeted at another VEN was applied here. */
+static int for_this_ven(const pfi_ven_config *cfg, json_t *ev)
+{
+    size_t i, j;
+    json_t *t, *x;
+    const char *ven = cfg->ven_name[0] ? cfg->ven_name : cfg->client_id;
+    json_array_foreach(json_object_get(ev, "targets"), i, t)
+    {
+        json_t *type = json_object_get(t, "type");
+        const char *want = !json_is_string(type) ? NULL
+                           : !strcmp(json_string_value(type), "VEN_NAME") ? ven
+                           : !strcmp(json_string_value(type), "RESOURCE_NAME") ? cfg->resource
+                                                                                : NULL;
+        if (!want)
+            continue;
+        int named = 0;
+        json_array_foreach(json_object_get(t, "values"), j, x)
+            named |= json_is_string(x) && !strcmp(json_string_value(x), want);
+        if (!named)
+            return 0;
+    }
+    return 1;
+}
+
 /* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error). */
 void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
                            double widen, char *why, size_t wn)
 {
     json_t *ev = event, *iv = interval;
+    if (!for_this_ven(cfg, ev)) { /* another VEN's: nothing to do here */
+        why[0] = 0;
+        return NULL;
+    }
     json_t *pl = acted_payload(iv);
     json_t *type = json_object_get(pl, "type"), *val = json_array_get(json_object_get(pl, "values"), 0);
     json_t *eid = json_object_get(ev, "id");
@@ -539,13 +571,14 @@ static json_t *listed_event(json_t *events, const char *key)
 }
 
 /* Whether the VTN still asks for interval k of the event it lists under this key: the event
- * is listed, has that interval, and the interval is not SIMPLE level 0 (normal operation).
+ * is listed, for this VEN (its targets), has that interval, and the interval is not SIMPLE
+ * level 0 (normal operation).
  * A malformed or unknown interval still counts as asked for: it is refused and changes
  * nothing, so what was taken of it stays. */
-static int still_listed(json_t *events, const char *vid, int k)
+static int still_listed(const pfi_ven_config *cfg, json_t *events, const char *vid, int k)
 {
     json_t *ev = listed_event(events, vid);
-    if (!ev)
+    if (!ev || !for_this_ven(cfg, ev))
         return 0;
     json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
     if (!iv)
@@ -612,7 +645,7 @@ static void cancel_missing(pfi_ven *v, json_t *events)
         vtn_id_of(h->id, vid, sizeof vid);
         if (!vid[0] || strcmp(h->source, src) || now >= h->end_s)
             continue;
-        if (still_listed(events, vid, atoi(strrchr(h->id, '-') + 1)))
+        if (still_listed(&v->cfg, events, vid, atoi(strrchr(h->id, '-') + 1)))
             continue;
         cancel_held(v, h, now, "withdrawn on the VTN");
     }

@@ -521,6 +521,22 @@ static void test_llmc_table_prefixed(void **state)
     pfi_parser_free(p);
 }
 
+/* nanoGPT's step time is read only with its "ms": "time 1.52s" (a fork's seconds) was read as
+ * 1.52 ms, a thousand times too fast. */
+static void test_nanogpt_unit(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_NANOGPT, .tokens_per_step = 1000};
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    assert_int_equal(pfi_parser_feed(p, "iter 2920: loss 3.9883, time 1099.34ms, mfu 15.34%", &o), 1);
+    assert_near(o.value, 1000 / 1.09934, 1e-12);
+    assert_int_equal(pfi_parser_feed(p, "iter 2921: loss 3.9883, time 1.52s, mfu 15.34%", &o), 0);
+    assert_int_equal(pfi_parser_feed(p, "iter 2922: loss 3.9883, time 1099", &o), 0);
+    pfi_parser_free(p);
+}
+
 static void test_pfi_protocol(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -756,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_lightning_nemo),
         cmocka_unit_test(test_nemo2_printer),
         cmocka_unit_test(test_llmc_table_prefixed),
+        cmocka_unit_test(test_nanogpt_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

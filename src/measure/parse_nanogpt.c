@@ -16,7 +16,10 @@ int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o)
     const char *e;
     if (!s || !pfi_num_at(s + 5, &it, &e) || *e != ':')
         return 0;
-    if (!pfi_num_after(e, ", time ", &ms) || !(ms > 0))
+    /* The unit must be there: a fork printing "time 1.52s" (or a line cut after the number)
+     * read as milliseconds would be a thousand times too fast. */
+    const char *t = strstr(e, ", time ");
+    if (!t || !pfi_num_at(t + 7, &ms, &e) || strncmp(e, "ms", 2) != 0 || !(ms > 0))
         return 0;
     return pfi_obs_step_ms(o, pfi_num_to_ll(it, LLONG_MAX), ms);
 }

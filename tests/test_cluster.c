@@ -124,6 +124,48 @@ static void test_topo_slurm(void **state)
     assert_int_equal(pfi_cl_topo_parse_slurm("not json", SQUEUE, &t, &e), PFI_EINVAL);
 }
 
+/* pfi's own topology file: a job, a job's node or a GPU given twice is refused, naming it.  A
+ * GPU in two jobs (or twice in one) was taken, got two caps (the last set won) and was counted
+ * twice in the site's cap sum (tried: a site at 9000 W "held" 9000 W with 8800 W set). */
+static void test_topo_json_overlaps(void **state)
+{
+    static const char *const bad[][2] = {
+        {"{\"nodes\": [{\"name\": \"n1\", \"gpus\": 8}], \"jobs\": [{\"id\": \"j1\", "
+         "\"parts\": [{\"node\": \"n1\", \"gpus\": [0, 0]}]}]}",
+         "GPU 0 of node n1 is already given"},
+        {"{\"nodes\": [{\"name\": \"n1\", \"gpus\": 8}], \"jobs\": [{\"id\": \"j1\", "
+         "\"parts\": [{\"node\": \"n1\", \"gpus\": [0, 1]}]}, {\"id\": \"j2\", \"parts\": "
+         "[{\"node\": \"n1\", \"gpus\": [2, 1]}]}]}",
+         "job j2: GPU 1 of node n1 is already given"},
+        {"{\"nodes\": [{\"name\": \"n1\", \"gpus\": 8}], \"jobs\": [{\"id\": \"j1\", "
+         "\"parts\": [{\"node\": \"n1\", \"gpus\": [0]}]}, {\"id\": \"j1\", \"parts\": "
+         "[{\"node\": \"n1\", \"gpus\": [1]}]}]}",
+         "job j1 listed twice"},
+        {"{\"nodes\": [{\"name\": \"n1\", \"gpus\": 8}], \"jobs\": [{\"id\": \"j1\", "
+         "\"parts\": [{\"node\": \"n1\", \"gpus\": [0]}, {\"node\": \"n1\", \"gpus\": [1]}]}]}",
+         "job j1: node n1 listed twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pfi_cl_topo t;
+        pfi_err e = {0};
+        int rc = pfi_cl_topo_parse_json(bad[i][0], &t, &e);
+        if (rc != PFI_EINVAL || !strstr(e.msg, bad[i][1]))
+            fail_msg("topology %zu: rc %d, '%s'", i, rc, e.msg);
+    }
+    /* The same GPU index on two nodes, and the 64th GPU, are two different GPUs. */
+    const char *good = "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 64}, {\"name\": \"n2\", "
+                       "\"gpus\": 8}], \"jobs\": [{\"id\": \"j1\", \"parts\": [{\"node\": "
+                       "\"n1\", \"gpus\": [0, 63]}]}, {\"id\": \"j2\", \"parts\": [{\"node\": "
+                       "\"n2\", \"gpus\": [0]}, {\"node\": \"n1\", \"gpus\": [1]}]}]}";
+    pfi_cl_topo t;
+    pfi_err e = {0};
+    assert_int_equal(pfi_cl_topo_parse_json(good, &t, &e), PFI_OK);
+    assert_int_equal(t.n_jobs, 2);
+    assert_int_equal(t.jobs[0].parts[0].gpus[1], 63);
+    assert_int_equal(t.jobs[1].n_parts, 2);
+    pfi_cl_topo_free(&t);
+}
+
 /* ---- a Slurm that hangs ---- */
 
 static void write_file(const char *path, const char *text, mode_t mode)
@@ -1166,6 +1208,7 @@ int main(void)
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_api_without_token),
         cmocka_unit_test(test_unknown_node_in_topology),
+        cmocka_unit_test(test_topo_json_overlaps),
         cmocka_unit_test(test_grid_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -343,6 +343,7 @@ int pfi_cl_topo_parse_json(const char *text, pfi_cl_topo *out, pfi_err *err)
     if (!d)
         return PFI_EINVAL;
     int rc = PFI_OK;
+    unsigned long long *held = NULL; /* the GPUs some job already holds, a bit each, per node */
     json_t *nodes = json_object_get(d, "nodes"), *jobs = json_object_get(d, "jobs");
     if (!json_is_array(nodes)) {
         rc = pfi_err_set(err, PFI_EINVAL, "topology: no \"nodes\" array");
@@ -352,6 +353,12 @@ int pfi_cl_topo_parse_json(const char *text, pfi_cl_topo *out, pfi_err *err)
     out->nodes = calloc(n_nodes ? n_nodes : 1, sizeof *out->nodes);
     out->jobs = calloc(nj ? nj : 1, sizeof *out->jobs);
     if (!out->nodes || !out->jobs) {
+        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+    }
+    _Static_assert(PFI_MAX_GPUS <= 64, "one bit per GPU");
+    held = calloc(n_nodes ? n_nodes : 1, sizeof *held);
+    if (!held) {
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
         goto out;
     }
@@ -386,6 +393,14 @@ int pfi_cl_topo_parse_json(const char *text, pfi_cl_topo *out, pfi_err *err)
             rc = pfi_err_set(err, PFI_EINVAL, "topology: job %zu needs an id and parts", i);
             goto out;
         }
+        /* A job, a GPU or a job's node given twice is refused, not planned: a GPU in two
+         * jobs (or twice in one) got two caps, the last one set winning, and was counted twice
+         * in the site's sum. */
+        for (int q = 0; q < out->n_jobs; q++)
+            if (!strcmp(out->jobs[q].id, id)) {
+                rc = pfi_err_set(err, PFI_EINVAL, "topology: job %s listed twice", id);
+                goto out;
+            }
         pfi_cl_topo_job *j = &out->jobs[out->n_jobs++];
         snprintf(j->id, sizeof j->id, "%s", id);
         j->parts = calloc(json_array_size(parts) + 1, sizeof *j->parts);
@@ -405,6 +420,12 @@ int pfi_cl_topo_parse_json(const char *text, pfi_cl_topo *out, pfi_err *err)
                                  nn ? nn : "");
                 goto out;
             }
+            for (int q = 0; q < j->n_parts; q++)
+                if (j->parts[q].node == ni) {
+                    rc = pfi_err_set(err, PFI_EINVAL, "topology: job %s: node %s listed twice",
+                                     id, nn);
+                    goto out;
+                }
             pfi_cl_topo_part *pt = &j->parts[j->n_parts++];
             pt->node = ni;
             size_t q;
@@ -418,11 +439,19 @@ int pfi_cl_topo_parse_json(const char *text, pfi_cl_topo *out, pfi_err *err)
                                      id, nn, g);
                     goto out;
                 }
+                if (held[ni] >> g & 1) {
+                    rc = pfi_err_set(err, PFI_EINVAL,
+                                     "topology: job %s: GPU %lld of node %s is already given "
+                                     "(to this job or another)", id, g, nn);
+                    goto out;
+                }
+                held[ni] |= 1ull << g;
                 pt->gpus[pt->n_gpus++] = (int)g;
             }
         }
     }
 out:
+    free(held);
     json_decref(d);
     if (rc != PFI_OK)
         pfi_cl_topo_free(out);

@@ -362,6 +362,13 @@ static void test_token_file(void **state)
     assert_true(pfi_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-0123456789"));
     assert_false(pfi_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-012345678"));
     assert_false(pfi_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-01234567890"));
+    /* RFC 9110: 1*SP after the scheme, no trailing whitespace in a field value (both were
+     * refused); a space inside the token or none after the scheme is still wrong. */
+    assert_true(pfi_token_ok("s3cret-token-0123456789", "Bearer   s3cret-token-0123456789"));
+    assert_true(pfi_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-0123456789 \t"));
+    assert_false(pfi_token_ok("s3cret-token-0123456789", "Bearer s3cret-token-012345 6789"));
+    assert_false(pfi_token_ok("s3cret-token-0123456789", "Bearers3cret-token-0123456789"));
+    assert_false(pfi_token_ok("s3cret-token-0123456789", "Bearer    "));
     assert_false(pfi_token_ok("s3cret-token-0123456789", "Basic s3cret-token-0123456789"));
     assert_false(pfi_token_ok("s3cret-token-0123456789", NULL));
     assert_false(pfi_token_ok("", "Bearer "));

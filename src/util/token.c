@@ -79,11 +79,17 @@ int pfi_token_ok(const char *token, const char *authorization)
 {
     if (!token || !token[0] || !authorization)
         return 0;
-    /* The scheme is case-insensitive (RFC 9110 11.1); the token is not. */
+    /* The scheme is case-insensitive (RFC 9110 11.1); the token is not.  The scheme and the
+     * token are parted by one or more spaces (11.4: 1*SP), and a field value's trailing
+     * whitespace is not part of it (5.5): "Bearer  TOKEN" and "Bearer TOKEN " were 401. */
     if (strncasecmp(authorization, "Bearer ", 7) != 0)
         return 0;
     const char *given = authorization + 7;
+    while (*given == ' ')
+        given++;
     size_t lt = strlen(token), lg = strlen(given);
+    while (lg > 0 && (given[lg - 1] == ' ' || given[lg - 1] == '\t'))
+        lg--;
     /* Compare over the expected token's whole length whatever the input, so timing tells an
      * attacker nothing about how many leading bytes were right. */
     unsigned char diff = (unsigned char)(lt != lg);

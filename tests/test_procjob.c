@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of pfi_proc_job_of (serve/procjob.c) on a made-up /proc tree: Slurm from a cgroup v1
  * and v2 path or from SLURM_JOB_ID, a Kubernetes pod (cgroupfs and systemd drivers), the
- * process group otherwise, stdout as the log only when it is a regular file. */
+ * process group otherwise, stdout as the log only when it is a regular file, else stderr. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,6 +108,24 @@ static void test_log(void **state)
     assert_int_equal(symlink("/dev/null", p), 0);
     assert_int_equal(pfi_proc_job_of(root, 21, &j, &e), PFI_OK);
     assert_string_equal(j.log, "");
+    /* Stdout not a file, stderr one ("2>train.err | tee"): stderr is the log (it was none). */
+    proc(22, "0::/\n", "", 0);
+    snprintf(p, sizeof p, "%s/22/fd", root);
+    mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/22/fd/1", root);
+    assert_int_equal(symlink("/dev/null", p), 0);
+    snprintf(log, sizeof log, "%s/train.err", root);
+    put(22, "../train.err", "x\n", 2);
+    snprintf(p, sizeof p, "%s/22/fd/2", root);
+    assert_int_equal(symlink(log, p), 0);
+    assert_int_equal(pfi_proc_job_of(root, 22, &j, &e), PFI_OK);
+    assert_string_equal(j.log, log);
+    /* Both files: stdout wins. */
+    snprintf(p, sizeof p, "%s/20/fd/2", root);
+    assert_int_equal(symlink(log, p), 0);
+    assert_int_equal(pfi_proc_job_of(root, 20, &j, &e), PFI_OK);
+    snprintf(log, sizeof log, "%s/train.log", root);
+    assert_string_equal(j.log, log);
 }
 
 int main(void)

@@ -6,7 +6,8 @@
  *   Kubernetes  a cgroup path through kubepods with pod<uid> (cgroupfs "pod1234-...", systemd
  *               "kubepods-burstable-pod1234_....slice", underscores as dashes)
  *   else        its process group, with its command line
- * The process's stdout is its log when it is a regular file (a batch job's output). */
+ * The process's stdout is its log when it is a regular file (a batch job's output), else its
+ * stderr when that is one. */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -140,15 +141,19 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
         snprintf(out->id, sizeof out->id, "pg-%ld", pg > 0 ? pg : pid);
         snprintf(out->kind, sizeof out->kind, "process");
     }
-    /* Its stdout, when that is a regular file, is the job's log. */
-    char fd1[PATH_MAX];
-    snprintf(fd1, sizeof fd1, "%s/%ld/fd/1", proc_root, pid);
-    ssize_t k = readlink(fd1, buf, PATH_MAX - 1);
-    struct stat sb;
-    if (k > 0) {
-        buf[k] = '\0';
-        if (buf[0] == '/' && stat(buf, &sb) == 0 && S_ISREG(sb.st_mode))
-            snprintf(out->log, sizeof out->log, "%s", buf);
+    /* Its stdout, when that is a regular file, is the job's log; else its stderr, when that
+     * is one: "python train.py 2>train.log | tee ..." or "> /dev/null 2>train.log" (progress
+     * bars and Python's logging, torchtitan's metrics among them, go to stderr). */
+    for (int fd = 1; fd <= 2 && !out->log[0]; fd++) {
+        char link[PATH_MAX];
+        snprintf(link, sizeof link, "%s/%ld/fd/%d", proc_root, pid, fd);
+        ssize_t k = readlink(link, buf, PATH_MAX - 1);
+        struct stat sb;
+        if (k > 0) {
+            buf[k] = '\0';
+            if (buf[0] == '/' && stat(buf, &sb) == 0 && S_ISREG(sb.st_mode))
+                snprintf(out->log, sizeof out->log, "%s", buf);
+        }
     }
     free(buf);
     return PFI_OK;

@@ -124,9 +124,10 @@ typedef struct pfi_proc_job {
     char id[64];     /* "slurm-123", "k8s-<pod uid>", or "pg-<process group>" */
     char kind[16];   /* "slurm", "kubernetes", "process" */
     char cmdline[256];
-    char log[PFI_SERVE_PATH_MAX]; /* its stdout when that is a regular file; "" else */
+    char log[PFI_SERVE_PATH_MAX]; /* its stdout when that is a regular file, else its stderr
+                                   * when that is one; "" else */
 } pfi_proc_job;
-/* Reads proc_root/PID/{cgroup,environ,stat,cmdline,fd/1} (proc_root NULL or "": /proc).
+/* Reads proc_root/PID/{cgroup,environ,stat,cmdline,fd/1,fd/2} (proc_root NULL or "": /proc).
  * PFI_ENOENT when the process is gone. */
 int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err);
 

@@ -7,7 +7,8 @@
 # its restore, its report sent (nothing deleted them: the node's 64 events filled within days
 # of a VTN's daily schedule and every later event was refused), and is not taken again while
 # the VTN still lists it; and an event targeted at another VEN (VEN_NAME) is not taken here, one
-# retargeted away is cancelled (every event of the program was applied, whoever it was for).
+# retargeted away is cancelled (every event of the program was applied, whoever it was for); an
+# event from "now" (0001-01-01) until further notice (P9999Y) is held until the VTN deletes it.
 # pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
 # (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
@@ -144,4 +145,40 @@ get /v1/grid/events/oadr-theirs-0 >/dev/null 2>&1 && fail "event theirs (another
 [ "$(ven_num events_cancelled)" = $((c0 + 1)) ] && [ "$(ven_num errors)" = 1 ] ||
     fail "after retargeting event mine: $(get /v1/grid/openadr)"
 note "an event targeted at another VEN not taken; one retargeted at another VEN cancelled"
+
+# ---- an event from "now" (start 0001-01-01) until further notice (P9999Y): taken once, its
+# start kept over the polls (it moved with every poll), held until the VTN deletes it ----
+t0=$(ven_num events_taken)
+curl -sf -o /dev/null -X POST -d "{\"id\": \"urgent\", \"intervalPeriod\": {\"start\": \"0001-01-01\", \"duration\": \"P9999Y\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}" \
+    "$VTN/_test/events" || fail "publishing event urgent"
+i=0
+until get /v1/grid/events/oadr-urgent-0 >"$dir/urgent.json" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event urgent (from now) not taken: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+p0=$(ven_num polls)
+i=0
+until [ "$(ven_num polls)" -ge $((p0 + 3)) ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+start1=$(sed -n 's/.*"start_s": *\([0-9.]*\).*/\1/p' "$dir/urgent.json")
+start2=$(get /v1/grid/events/oadr-urgent-0 | sed -n 's/.*"start_s": *\([0-9.]*\).*/\1/p')
+[ "$(ven_num events_taken)" = $((t0 + 1)) ] && [ "$start1" = "$start2" ] ||
+    fail "event urgent over 3 polls: start $start1 then $start2, $(get /v1/grid/openadr)"
+get /v1/grid/events/oadr-urgent-0 | grep -q '"end": *"9999-12-31T23:59:59Z"' ||
+    fail "event urgent's end: $(get /v1/grid/events/oadr-urgent-0)"
+i=0
+until le "$(sum_limits)" "$TARGET"; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event urgent: limits sum $(sum_limits) W > $TARGET W"
+    sleep 0.05
+done
+curl -sf -o /dev/null -X DELETE "$VTN/_test/events/urgent" || fail "DELETE event urgent"
+i=0
+until [ "$(sum_limits)" = "$MAX" ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "limits not restored after event urgent was deleted: $(limits)"
+    sleep 0.05
+done
+[ "$(ven_num errors)" = 1 ] || fail "event urgent counted an error: $(get /v1/grid/openadr)"
+note "an event from now until further notice: taken once at $start2, held, ended when the VTN deleted it"
 echo "it_openadr_ends: ok"

@@ -16,6 +16,9 @@
 #include "serve/ven.h"
 #include "util/isotime.h"
 
+/* The time the mapping is made at: 2026-06-01T00:00:00Z. */
+#define NOW_S 1780272000.0
+
 /* The body interval k of the event (JSON text) maps to; NULL with why. */
 static json_t *map(const char *event_json, int k, char *why, size_t wn)
 {
@@ -29,7 +32,7 @@ static json_t *map(const char *event_json, int k, char *why, size_t wn)
         fail_msg("test payload is not JSON: %s: %s", je.text, event_json);
     json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
     why[0] = 0;
-    json_t *b = pfi_ven_map_interval(&c, ev, iv, k, 0, why, wn);
+    json_t *b = pfi_ven_map_interval(&c, ev, iv, k, NOW_S, 0, why, wn);
     json_decref(ev);
     return b;
 }
@@ -244,6 +247,39 @@ static void test_targets(void **state)
     }
 }
 
+/* A start of "0001-01-01" (OpenADR 3.0: now), alone or with a time, is the time of the
+ * mapping; with P9999Y it holds from now until the VTN withdraws it. */
+static void test_starts_now(void **state)
+{
+    (void)state;
+    char why[300];
+    const char *starts[] = {"0001-01-01", "0001-01-01T00:00:00", "0001-01-01T00:00:00Z"};
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+        char period[200], text[1024];
+        snprintf(period, sizeof period, "{\"start\": \"%s\", \"duration\": \"PT30M\"}", starts[i]);
+        snprintf(text, sizeof text,
+                 "{\"id\": \"now1\", \"intervalPeriod\": %s, \"intervals\": " LIMIT("300") "}",
+                 period);
+        json_t *b = map(text, 0, why, sizeof why);
+        if (!b)
+            fail_msg("start %s refused: %s", starts[i], why);
+        assert_true(num(b, "start") == NOW_S && num(b, "end") == NOW_S + 1800);
+        json_decref(b);
+    }
+    json_t *b = map("{\"id\": \"now2\", \"intervalPeriod\": {\"start\": \"0001-01-01\", "
+                    "\"duration\": \"P9999Y\"}, \"intervals\": " LIMIT("300") "}",
+                    0, why, sizeof why);
+    assert_non_null(b);
+    assert_true(num(b, "start") == NOW_S && num(b, "end") == PFI_TIME_MAX_S);
+    json_decref(b);
+    /* Another date of year 1 is no "now": refused as before (it ended long ago, or is not
+     * a date pfi takes). */
+    b = map("{\"id\": \"now3\", \"intervalPeriod\": {\"start\": \"0001-01-02T00:00:00Z\", "
+            "\"duration\": \"PT30M\"}, \"intervals\": " LIMIT("300") "}", 0, why, sizeof why);
+    assert_true(!b || num(b, "end") < NOW_S);
+    json_decref(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_open_ended),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_starts_now),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -335,21 +335,44 @@ static double iso_duration(const char *s)
     return any ? total : -1;
 }
 
-/* The interval's window: its own intervalPeriod, else the event's shifted k durations.  An
- * infinite duration (P9999Y) ends at the last second a date is written for (the event then
- * holds until the VTN withdraws it); an interval inherited after an infinite one never starts
- * and is refused. */
-static int window_of(json_t *ev, json_t *iv, int k, double *t0, double *t1)
+/* The intervalPeriod that sets the interval's window: its own, else the event's (*own 0). */
+static json_t *period_of(json_t *ev, json_t *iv, int *own)
 {
     json_t *ip = json_object_get(iv, "intervalPeriod");
-    int own = json_is_object(ip);
-    if (!own)
-        ip = json_object_get(ev, "intervalPeriod");
+    *own = json_is_object(ip);
+    return *own ? ip : json_object_get(ev, "intervalPeriod");
+}
+
+/* Whether a start is OpenADR 3.0's "now": "0001-01-01" or "0001-01-01T00:00:00" (any zone). */
+static int start_is_now(json_t *st)
+{
+    const char *s = json_is_string(st) ? json_string_value(st) : "";
+    return !strncmp(s, "0001-01-01", 10) && (!s[10] || !strncmp(s + 10, "T00:00:00", 9));
+}
+
+/* Whether the interval's window starts "now" (start_is_now). */
+static int interval_starts_now(json_t *ev, json_t *iv)
+{
+    int own;
+    return start_is_now(json_object_get(period_of(ev, iv, &own), "start"));
+}
+
+/* The interval's window: its own intervalPeriod, else the event's shifted k durations; a start
+ * of "now" (start_is_now) is now.  An infinite duration (P9999Y) ends at the last second a date
+ * is written for (the event then holds until the VTN withdraws it); an interval inherited after
+ * an infinite one never starts and is refused. */
+static int window_of(json_t *ev, json_t *iv, int k, double now, double *t0, double *t1)
+{
+    int own;
+    json_t *ip = period_of(ev, iv, &own);
     json_t *st = json_object_get(ip, "start"), *du = json_object_get(ip, "duration");
     double d = iso_duration(json_is_string(du) ? json_string_value(du) : NULL);
     pfi_err e = {0};
-    if (!json_is_string(st) || pfi_time_parse(json_string_value(st), 0, t0, &e) != PFI_OK ||
-        !(d > 0))
+    if (start_is_now(st))
+        *t0 = now;
+    else if (!json_is_string(st) || pfi_time_parse(json_string_value(st), 0, t0, &e) != PFI_OK)
+        return 0;
+    if (!(d > 0))
         return 0;
     if (isinf(d))
         return (own || k == 0) && *t0 < PFI_TIME_MAX_S ? (*t1 = PFI_TIME_MAX_S, 1) : 0;
@@ -456,7 +479,7 @@ static int for_this_ven(const pfi_ven_config *cfg, json_t *ev)
 
 /* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error). */
 void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
-                           double widen, char *why, size_t wn)
+                           double now, double widen, char *why, size_t wn)
 {
     json_t *ev = event, *iv = interval;
     if (!for_this_ven(cfg, ev)) { /* another VEN's: nothing to do here */
@@ -472,7 +495,7 @@ void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interva
                  json_is_string(eid) ? json_string_value(eid) : "?", k);
         return NULL;
     }
-    if (!window_of(ev, iv, k, &t0, &t1)) {
+    if (!window_of(ev, iv, k, now, &t0, &t1)) {
         snprintf(why, wn, "event %s interval %d: no usable intervalPeriod (start, ISO 8601 "
                  "duration)", json_string_value(eid), k);
         return NULL;
@@ -674,6 +697,24 @@ static int interval_over(pfi_ven *v, json_t *b, double now)
     return over;
 }
 
+/* An interval that starts "now" keeps the start it was first taken with (its window moved
+ * with every poll, and was changed at every poll): b's window is shifted to the held start. */
+static void keep_held_start(pfi_ven *v, json_t *b)
+{
+    int n;
+    pfi_event *evs = held_events(v, &n);
+    int at = evs ? pfi_event_list_find(evs, n, json_string_value(json_object_get(b, "id"))) : -1;
+    if (at >= 0) {
+        double t0 = json_number_value(json_object_get(b, "start")),
+               t1 = json_number_value(json_object_get(b, "end"));
+        json_object_set_new(b, "start", json_real(evs[at].start_s));
+        json_object_set_new(b, "end", json_real(t1 >= PFI_TIME_MAX_S ? t1
+                                                : fmin(evs[at].start_s + (t1 - t0),
+                                                       PFI_TIME_MAX_S)));
+    }
+    free(evs);
+}
+
 static void take_events(pfi_ven *v, json_t *events)
 {
     cancel_missing(v, events);
@@ -686,13 +727,15 @@ static void take_events(pfi_ven *v, json_t *events)
         json_array_foreach(json_object_get(ev, "intervals"), k, iv)
         {
             char why[300] = "";
-            json_t *b = pfi_ven_map_interval(&v->cfg, ev, iv, (int)k, widen_s(v), why,
-                                             sizeof why);
+            json_t *b = pfi_ven_map_interval(&v->cfg, ev, iv, (int)k, pfi_clock_wall(),
+                                             widen_s(v), why, sizeof why);
             if (!b) {
                 if (why[0])
                     ven_error(v, "%s: ignored, nothing changed", why);
                 continue;
             }
+            if (interval_starts_now(ev, iv))
+                keep_held_start(v, b);
             if (interval_over(v, b, pfi_clock_wall()) || same_as_held(v, b)) {
                 json_decref(b);
                 continue;

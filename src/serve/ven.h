@@ -66,10 +66,11 @@ void pfi_ven_stop(pfi_ven *v); /* NULL: nothing */
 int pfi_ven_notify(pfi_ven *v, const char *secret);
 /* One interval (the k-th, json_t *interval) of an OpenADR event (json_t *event) -> the body of
  * the grid event it becomes (store/grid.h's shape, json_t *; the caller owns it), its window
- * widened by widen_s on both sides.  NULL when nothing is to be done: why[0] is 0 for an
- * interval that asks for nothing (SIMPLE level 0), else why says what is wrong with it. */
+ * widened by widen_s on both sides; a start of "now" (0001-01-01) is now (Unix seconds).
+ * NULL when nothing is to be done: why[0] is 0 for an interval that asks for nothing (SIMPLE
+ * level 0, another VEN's event), else why says what is wrong with it. */
 void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
-                           double widen_s, char *why, size_t wn);
+                           double now, double widen_s, char *why, size_t wn);
 /* {"enabled", "vtn", "program", "program_id", "polls", "errors", "events_taken",
  * "events_cancelled", "reports_posted", "last_error", "clock_skew_s", "skewed",
  * "skewed_answers", "ven_name", "ven_id", "subscription_id", "notifications"}; v NULL: {"enabled": false}.  json_t * as void *. */

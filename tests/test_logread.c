@@ -338,6 +338,17 @@ static void test_cut_last_line(void **state)
     pfi_logread_free(&r);
 }
 
+/* Composer's counts have no clock of their own in a finished file: counted untimed, and the
+ * read says there is no throughput rather than inventing one. */
+static void test_composer_untimed(void **state)
+{
+    pfi_logread_cfg c = {.parse = {.format = PFI_LOG_AUTO}};
+    pfi_logread r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(FIXTURES "composer.log", &c, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "1 progress lines without a usable time (format composer"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_lightning),     cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_steady_window), cmocka_unit_test(test_bar_then_megatron),
         cmocka_unit_test(test_cut_last_line),
+        cmocka_unit_test(test_composer_untimed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -537,6 +537,26 @@ static void test_nanogpt_unit(void **state)
     pfi_parser_free(p);
 }
 
+/* Composer's console logger: "Train time/token: N" is read as a cumulative token count; no
+ * other line of its block (throughput/tokens_per_sec, a window average; time/token_in_epoch)
+ * gives an observation. */
+static void test_composer(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    run r;
+    parse_file("composer.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_COMPOSER);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 29254495, 0);
+    pfi_obs o;
+    assert_int_equal(pfi_parser_feed(r.p, "\t Train time/token: 29,354,495", &o), 1);
+    assert_near(o.value, 29354495, 0);
+    assert_int_equal(pfi_parser_feed(r.p, "\t Train time/token_in_epoch: 29354495", &o), 0);
+    close_run(&r);
+}
+
 static void test_pfi_protocol(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -773,6 +793,7 @@ int main(void)
         cmocka_unit_test(test_nemo2_printer),
         cmocka_unit_test(test_llmc_table_prefixed),
         cmocka_unit_test(test_nanogpt_unit),
+        cmocka_unit_test(test_composer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -307,8 +307,9 @@ int pfi_cmd_sim_job(int argc, char **argv)
     jobview jv = {0};
     if (pfi_log_format_parse(format, &jv.fmt, &err) != PFI_OK)
         return pfi_cli_fail("sim job", &err);
-    if (jv.fmt == PFI_LOG_AUTO || jv.fmt == PFI_LOG_REGEX) {
-        fprintf(stderr, "pfi sim job: --log-format must name a framework (or pfi)\n");
+    if (jv.fmt == PFI_LOG_AUTO || jv.fmt == PFI_LOG_REGEX || jv.fmt == PFI_LOG_COMPOSER) {
+        fprintf(stderr, "pfi sim job: --log-format must name a simulated framework (pfi, "
+                        "megatron, torchtitan, hf, deepspeed, nanogpt, llmc, lightning)\n");
         return PFI_EXIT_USAGE;
     }
     if (!pace_ok(log_every, interval_s, &interval))

@@ -22,6 +22,7 @@
  *   lightning  tqdm bar "Epoch E:  P%|...| N/M [mm:ss<mm:ss, X it/s, ...]" (NeMo's: "...,
  *              train_step_timing in s=X]", one step's time; NeMo 2: "Training epoch E,
  *              iteration N/M | ... global_batch_size: B | ... train_step_timing in s: X")
+ *   composer   "Train time/token: N" (Composer's console logger): cumulative tokens
  *   regex      --throughput-regex RE (first group is the number) with --unit
  * PFI_LOG_AUTO tries every format and keeps the first that reports throughput. */
 #ifndef PFI_MEASURE_PARSE_H
@@ -41,6 +42,7 @@ typedef enum pfi_log_format {
     PFI_LOG_NANOGPT,
     PFI_LOG_LLMC,
     PFI_LOG_LIGHTNING,
+    PFI_LOG_COMPOSER,
     PFI_LOG_REGEX,
     PFI_LOG_NFORMATS
 } pfi_log_format;

@@ -81,6 +81,7 @@ int pfi_parse_deepspeed(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_llmc(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_lightning(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_composer(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_regex(pfi_parser *p, const char *line, pfi_obs *o);
 
 #endif

@@ -99,6 +99,14 @@ static void test_megatron_banner_seq_len(void **state)
     assert_int_equal(pfi_parser_feed(p, " iteration 5/ 10 | elapsed time per iteration (ms): 1000.0 | global batch size:    8 |", &o), 1);
     assert_int_equal(o.unit, PFI_OU_TOKENS);
     assert_near(o.value, 8 * 4096, 1e-12);
+    /* GPT-NeoX's dump pads after the value ("  num_layers ...... 44.......updated", its
+     * format): the value is read, not the padding (before: nothing was learned). */
+    assert_int_equal(pfi_parser_feed(p, "  seq_length ...................... 2048........................updated", &o), 0);
+    assert_near(pfi_parser_seq_len(p), 2048, 0);
+    /* A value that is no number is not read ("None"), nor a number glued to text. */
+    pfi_parser_feed(p, "  seq_length ...................................... None", &o);
+    pfi_parser_feed(p, "  seq_length ...................................... 1024x", &o);
+    assert_near(pfi_parser_seq_len(p), 2048, 0);
     pfi_parser_free(p);
 }
 

@@ -228,15 +228,37 @@ static void learn_hf_dict(pfi_parser *p, const char *line)
     }
 }
 
+/* An argument dump's value: the number after key's dot leader.  1 and *v set when found. */
+static int dump_value(const char *line, const char *key, double *v)
+{
+    const char *k = strstr(line, key);
+    if (!k)
+        return 0;
+    k += strlen(key);
+    while (*k == '.')
+        k++;
+    while (*k == ' ')
+        k++;
+    if (!isdigit((unsigned char)*k))
+        return 0;
+    char *end;
+    double x = strtod(k, &end);
+    /* The value ends at a blank, the line's end or NeoX's padding dots ("2048....updated"). */
+    if (!isfinite(x) || (*end != '\0' && *end != ' ' && *end != '.'))
+        return 0;
+    *v = x;
+    return 1;
+}
+
 /* Facts printed once at start-up, in whatever framework's words. */
 static void learn_banner(pfi_parser *p, const char *line)
 {
     double v;
-    /* Megatron's argument dump: "  seq_length ........ 2048", "  global_batch_size .... 512". */
-    if (strstr(line, "seq_length ..") && pfi_num_after(strrchr(line, '.'), ".", &v) && v > 0)
+    /* Megatron's argument dump: "  seq_length ........ 2048", "  global_batch_size .... 512";
+     * GPT-NeoX pads after the value too: "  seq_length ...... 2048..........updated". */
+    if (dump_value(line, "seq_length ..", &v) && v > 0)
         p->seq_len = v;
-    if (strstr(line, "global_batch_size ..") && pfi_num_after(strrchr(line, '.'), ".", &v) &&
-        v > 0)
+    if (dump_value(line, "global_batch_size ..", &v) && v > 0)
         p->samples_per_step = v;
     /* Megatron-DeepSpeed states the sequence length on every iteration line ("| actual
      * seqlen:  4096 |"): curriculum learning shortens it, so the line's own value replaces

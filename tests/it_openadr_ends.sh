@@ -8,7 +8,8 @@
 # of a VTN's daily schedule and every later event was refused), and is not taken again while
 # the VTN still lists it; and an event targeted at another VEN (VEN_NAME) is not taken here, one
 # retargeted away is cancelled (every event of the program was applied, whoever it was for); an
-# event from "now" (0001-01-01) until further notice (P9999Y) is held until the VTN deletes it.
+# event from "now" (0001-01-01) until further notice (P9999Y) is held until the VTN deletes it;
+# a limit above the site's maximum is not taken and is no error.
 # pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
 # (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
@@ -181,4 +182,35 @@ until [ "$(sum_limits)" = "$MAX" ]; do
 done
 [ "$(ven_num errors)" = 1 ] || fail "event urgent counted an error: $(get /v1/grid/openadr)"
 note "an event from now until further notice: taken once at $start2, held, ended when the VTN deleted it"
+# ---- a limit above the site's maximum (10 MW) cannot bind: not taken, no error; a held one
+# the VTN raises that far is cancelled (it was refused at every poll, the old limit kept) ----
+big() {
+    printf '{"id": "%s", "intervalPeriod": {"start": "%s", "duration": "PT1H"}, "payloadDescriptors": [{"objectType": "EVENT_PAYLOAD_DESCRIPTOR", "payloadType": "IMPORT_CAPACITY_LIMIT", "units": "%s"}], "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [%s]}]}]}' \
+        "$1" "$(iso "$LATER")" "$2" "$3"
+}
+LATER=$(( $(now | cut -d. -f1) + 36000 ))
+c0=$(ven_num events_cancelled)
+curl -sf -o /dev/null -X POST -d "$(big huge MW 10)" "$VTN/_test/events" || fail "publishing event huge"
+curl -sf -o /dev/null -X POST -d "$(big raised KW "$KW")" "$VTN/_test/events" || fail "publishing event raised"
+i=0
+until get /v1/grid/events/oadr-raised-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event raised not taken: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+curl -sf -o /dev/null -X PUT -d "$(big raised MW 10)" "$VTN/_test/events/raised" || fail "raising event raised"
+i=0
+while get /v1/grid/events/oadr-raised-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event raised to 10 MW still held: $(get /v1/grid/events/oadr-raised-0) $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+p0=$(ven_num polls)
+i=0
+until [ "$(ven_num polls)" -ge $((p0 + 3)) ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+get /v1/grid/events/oadr-huge-0 >/dev/null 2>&1 && fail "event huge (10 MW) taken: $(get /v1/grid/events)"
+[ "$(ven_num errors)" = 1 ] && [ "$(ven_num events_cancelled)" = $((c0 + 1)) ] ||
+    fail "limits of 10 MW: $(get /v1/grid/openadr)"
+note "a limit of 10 MW (above the site's $MAX W): not taken, no error; a held limit raised to it cancelled"
 echo "it_openadr_ends: ok"

@@ -715,6 +715,21 @@ static void keep_held_start(pfi_ven *v, json_t *b)
     free(evs);
 }
 
+/* A limit above the site's maximum (the host's PFI_ERANGE, its one use) cannot bind: the site
+ * never draws more.  A VTN's import limit covers the whole site, so one above what its GPUs
+ * can draw is ordinary; it was refused and counted as an error at every poll, and a held
+ * limit the VTN raised that far was kept at its old value.  Not taken, no error; held: ended
+ * as a withdrawn event is. */
+static void above_maximum(pfi_ven *v, json_t *b)
+{
+    int n;
+    pfi_event *evs = held_events(v, &n);
+    int at = evs ? pfi_event_list_find(evs, n, json_string_value(json_object_get(b, "id"))) : -1;
+    if (at >= 0 && !strcmp(evs[at].source, json_string_value(json_object_get(b, "source"))))
+        cancel_held(v, &evs[at], pfi_clock_wall(), "raised above the site's maximum");
+    free(evs);
+}
+
 static void take_events(pfi_ven *v, json_t *events)
 {
     cancel_missing(v, events);
@@ -741,7 +756,10 @@ static void take_events(pfi_ven *v, json_t *events)
                 continue;
             }
             pfi_err e = {0};
-            if (v->host.add(v->host.ctx, b, &e) != PFI_OK) {
+            int rc = v->host.add(v->host.ctx, b, &e);
+            if (rc == PFI_ERANGE) {
+                above_maximum(v, b);
+            } else if (rc != PFI_OK) {
                 ven_error(v, "event %s refused: %s", json_string_value(json_object_get(b, "id")),
                           e.msg);
             } else {

@@ -565,6 +565,27 @@ static void test_composer(void **state)
     close_run(&r);
 }
 
+/* NeMo Automodel's step line: its tps is the job's tokens/s (before: no parser read it). */
+static void test_automodel(void **state)
+{
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    run r;
+    parse_file("automodel.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_AUTOMODEL);
+    assert_int_equal(pfi_parser_per_gpu(r.p), 0);
+    assert_int_equal(r.n, 7);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_RATE);
+    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[0].value, 31346.32, 0);
+    assert_int_equal(r.obs[0].step, 8);
+    assert_near(r.obs[6].value, 32772.58, 0);
+    assert_int_equal(r.obs[6].step, 14);
+    pfi_obs o;
+    /* Without its per-GPU figure the number is not taken for this format's tps. */
+    assert_int_equal(pfi_parser_feed(r.p, "step 15 | epoch 0 | loss 0.6 | tps 32000.00 | x", &o), 0);
+    close_run(&r);
+}
+
 static void test_pfi_protocol(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -802,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_llmc_table_prefixed),
         cmocka_unit_test(test_nanogpt_unit),
         cmocka_unit_test(test_composer),
+        cmocka_unit_test(test_automodel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

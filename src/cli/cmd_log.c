@@ -132,7 +132,7 @@ int pfi_cmd_log(int argc, char **argv)
     log_opts o = {.seq_len = NAN, .tokens_per_step = NAN, .batch_size = NAN};
     const pfi_opt opts[] = {
         {"log-format", PFI_OPT_STR, &o.format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
-                                                   "hf, deepspeed, nanogpt, llmc, lightning, composer)"},
+                                                   "hf, deepspeed, nanogpt, llmc, lightning, composer, automodel)"},
         PFI_OPT_ALIAS("format", PFI_OPT_STR, &o.format, "log-format"),
         {"seq-len", PFI_OPT_DOUBLE, &o.seq_len, "N", "tokens per sample"},
         {"tokens-per-step", PFI_OPT_DOUBLE, &o.tokens_per_step, "N", "tokens per iteration"},

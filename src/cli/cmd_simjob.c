@@ -307,7 +307,8 @@ int pfi_cmd_sim_job(int argc, char **argv)
     jobview jv = {0};
     if (pfi_log_format_parse(format, &jv.fmt, &err) != PFI_OK)
         return pfi_cli_fail("sim job", &err);
-    if (jv.fmt == PFI_LOG_AUTO || jv.fmt == PFI_LOG_REGEX || jv.fmt == PFI_LOG_COMPOSER) {
+    if (jv.fmt == PFI_LOG_AUTO || jv.fmt == PFI_LOG_REGEX || jv.fmt == PFI_LOG_COMPOSER ||
+        jv.fmt == PFI_LOG_AUTOMODEL) {
         fprintf(stderr, "pfi sim job: --log-format must name a simulated framework (pfi, "
                         "megatron, torchtitan, hf, deepspeed, nanogpt, llmc, lightning)\n");
         return PFI_EXIT_USAGE;

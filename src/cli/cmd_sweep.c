@@ -502,7 +502,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
                                              "pfi-sweep-DATE.log) or followed (--attach)"},
         {"no-log", PFI_OPT_FLAG, &o->no_log, NULL, "do not copy the job's output to a file"},
         {"log-format", PFI_OPT_STR, &o->format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
-                                                   "hf, deepspeed, nanogpt, llmc, lightning, composer)"},
+                                                   "hf, deepspeed, nanogpt, llmc, lightning, composer, automodel)"},
         PFI_OPT_ALIAS("format", PFI_OPT_STR, &o->format, "log-format"),
         {"throughput-regex", PFI_OPT_STR, &o->regex, "RE", "ERE whose first group is the number"},
         {"unit", PFI_OPT_STR, &o->unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "

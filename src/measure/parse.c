@@ -12,7 +12,7 @@
 
 static const char *const format_names[PFI_LOG_NFORMATS] = {
     "auto", "pfi", "megatron", "torchtitan", "hf", "deepspeed", "nanogpt", "llmc", "lightning",
-    "composer", "regex",
+    "composer", "automodel", "regex",
 };
 
 const char *pfi_log_format_name(pfi_log_format f)
@@ -29,7 +29,7 @@ int pfi_log_format_parse(const char *name, pfi_log_format *out, pfi_err *err)
         }
     return pfi_err_set(err, PFI_EINVAL,
                        "unknown log format '%s' (known: auto, pfi, megatron, torchtitan, hf, "
-                       "deepspeed, nanogpt, llmc, lightning, composer, regex)",
+                       "deepspeed, nanogpt, llmc, lightning, composer, automodel, regex)",
                        name ? name : "");
 }
 
@@ -330,12 +330,14 @@ static const format_fn format_fns[PFI_LOG_NFORMATS] = {
     [PFI_LOG_TORCHTITAN] = pfi_parse_torchtitan, [PFI_LOG_HF] = pfi_parse_hf,
     [PFI_LOG_DEEPSPEED] = pfi_parse_deepspeed, [PFI_LOG_NANOGPT] = pfi_parse_nanogpt,
     [PFI_LOG_LLMC] = pfi_parse_llmc,         [PFI_LOG_LIGHTNING] = pfi_parse_lightning,
-    [PFI_LOG_COMPOSER] = pfi_parse_composer, [PFI_LOG_REGEX] = pfi_parse_regex,
+    [PFI_LOG_COMPOSER] = pfi_parse_composer, [PFI_LOG_AUTOMODEL] = pfi_parse_automodel,
+    [PFI_LOG_REGEX] = pfi_parse_regex,
 };
 /* Detection order: most specific first; the bare tqdm bar of the HF Trainer last. */
 static const pfi_log_format detect_order[] = {
     PFI_LOG_PFI,     PFI_LOG_MEGATRON, PFI_LOG_TORCHTITAN, PFI_LOG_DEEPSPEED,
-    PFI_LOG_NANOGPT, PFI_LOG_LLMC,     PFI_LOG_LIGHTNING,  PFI_LOG_COMPOSER, PFI_LOG_HF,
+    PFI_LOG_NANOGPT, PFI_LOG_LLMC,     PFI_LOG_LIGHTNING,  PFI_LOG_COMPOSER,
+    PFI_LOG_AUTOMODEL, PFI_LOG_HF,
 };
 
 /* Drops ANSI escape sequences (torchtitan colours its metrics) and trailing blanks. */

@@ -23,6 +23,7 @@
  *              train_step_timing in s=X]", one step's time; NeMo 2: "Training epoch E,
  *              iteration N/M | ... global_batch_size: B | ... train_step_timing in s: X")
  *   composer   "Train time/token: N" (Composer's console logger): cumulative tokens
+ *   automodel  "step N | ... | tps X(Y/gpu) | ..." (NeMo Automodel): the job's tokens/s
  *   regex      --throughput-regex RE (first group is the number) with --unit
  * PFI_LOG_AUTO tries every format and keeps the first that reports throughput. */
 #ifndef PFI_MEASURE_PARSE_H
@@ -43,6 +44,7 @@ typedef enum pfi_log_format {
     PFI_LOG_LLMC,
     PFI_LOG_LIGHTNING,
     PFI_LOG_COMPOSER,
+    PFI_LOG_AUTOMODEL,
     PFI_LOG_REGEX,
     PFI_LOG_NFORMATS
 } pfi_log_format;

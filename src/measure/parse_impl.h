@@ -82,6 +82,7 @@ int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_llmc(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_lightning(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_composer(pfi_parser *p, const char *line, pfi_obs *o);
+int pfi_parse_automodel(pfi_parser *p, const char *line, pfi_obs *o);
 int pfi_parse_regex(pfi_parser *p, const char *line, pfi_obs *o);
 
 #endif

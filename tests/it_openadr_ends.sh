@@ -9,7 +9,8 @@
 # the VTN still lists it; and an event targeted at another VEN (VEN_NAME) is not taken here, one
 # retargeted away is cancelled (every event of the program was applied, whoever it was for); an
 # event from "now" (0001-01-01) until further notice (P9999Y) is held until the VTN deletes it;
-# a limit above the site's maximum is not taken and is no error.
+# a limit above the site's maximum is not taken and is no error; a change of priority alone is
+# taken.
 # pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
 # (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
@@ -213,4 +214,20 @@ get /v1/grid/events/oadr-huge-0 >/dev/null 2>&1 && fail "event huge (10 MW) take
 [ "$(ven_num errors)" = 1 ] && [ "$(ven_num events_cancelled)" = $((c0 + 1)) ] ||
     fail "limits of 10 MW: $(get /v1/grid/openadr)"
 note "a limit of 10 MW (above the site's $MAX W): not taken, no error; a held limit raised to it cancelled"
+
+# ---- a change of priority alone is taken (OpenADR 4 -> pfi -4, then 1 -> -1) ----
+prio() { big "$1" KW "$KW" | sed "s/^{/{\"priority\": $2, /"; }
+curl -sf -o /dev/null -X POST -d "$(prio ranked 4)" "$VTN/_test/events" || fail "publishing event ranked"
+i=0
+until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-4,'; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event ranked (priority 4) not taken as -4: $(get /v1/grid/events/oadr-ranked-0)"
+    sleep 0.05
+done
+curl -sf -o /dev/null -X PUT -d "$(prio ranked 1)" "$VTN/_test/events/ranked" || fail "changing event ranked"
+i=0
+until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-1,'; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event ranked's priority changed to 1 on the VTN, not here: $(get /v1/grid/events/oadr-ranked-0)"
+    sleep 0.05
+done
+note "a change of priority alone taken"
 echo "it_openadr_ends: ok"

@@ -556,7 +556,7 @@ static pfi_event *held_events(pfi_ven *v, int *n)
     return evs;
 }
 
-/* Whether the host already holds this event with the same window and target. */
+/* Whether the host already holds this event with the same window, target, priority and ramps. */
 static int same_as_held(pfi_ven *v, json_t *b)
 {
     pfi_event ev;
@@ -568,8 +568,11 @@ static int same_as_held(pfi_ven *v, json_t *b)
     int at = evs ? pfi_event_list_find(evs, n, ev.id) : -1;
     if (at >= 0) {
         const pfi_event *h = &evs[at];
+        /* The priority and ramps too: a VTN's change of priority alone was not taken. */
         same = h->start_s == ev.start_s && h->end_s == ev.end_s && h->kind == ev.kind &&
-               (ev.kind == PFI_EVENT_CUT ? h->cut == ev.cut : h->limit_w == ev.limit_w);
+               (ev.kind == PFI_EVENT_CUT ? h->cut == ev.cut : h->limit_w == ev.limit_w) &&
+               h->priority == ev.priority && h->ramp_down_s == ev.ramp_down_s &&
+               h->ramp_up_s == ev.ramp_up_s;
     }
     free(evs);
     return same;

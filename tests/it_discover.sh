@@ -9,15 +9,19 @@
 # the caps it sets, then retire each job when its process ends.  A third job, in Slurm job
 # 4343's cgroup with a stdout that is not a file, is followed through the output file Slurm
 # states for it (`scontrol show job`, answered by a stand-in printing Slurm 22.05's layout).
+# The process-group job's stdout and stderr are two files ("> job1.out 2> job1.err"): its
+# stdout holds plain lines only; its torchtitan metric lines (Python's logging) reach stderr
+# only after it was discovered (first metrics after start-up), so stderr is the file followed
+# from then on.
 set -u
 fail() { echo "it_discover: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_discover: PFI_BIN is not set"; exit 1; }
 [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "it_discover: PFI_FAKENVML is not built"; exit 77; }
 command -v curl >/dev/null && command -v jq >/dev/null || { echo "it_discover: needs curl and jq"; exit 77; }
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_discover.XXXXXX") || exit 1
-SERVE="" J0="" J1="" J2=""
+SERVE="" J0="" J1="" J2="" TAILP=""
 cleanup() {
-    for p in $SERVE $J0 $J1 $J2; do kill -9 "$p" 2>/dev/null; done
+    for p in $SERVE $J0 $J1 $J2 $TAILP; do kill -9 "$p" 2>/dev/null; done
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -31,7 +35,7 @@ chmod 600 "$dir/token"
 # Two simulated jobs, each writing its log to a regular file.
 "$PFI_BIN" sim job --job 0 --log-format torchtitan >"$dir/job0.log" 2>&1 &
 J0=$!
-"$PFI_BIN" sim job --job 1 --log-format pfi >"$dir/job1.log" 2>&1 &
+"$PFI_BIN" sim job --job 1 --log-format torchtitan >"$dir/job1.sim" 2>&1 &
 J1=$!
 "$PFI_BIN" sim job --job 2 --log-format megatron >"$dir/job2.log" 2>&1 &
 J2=$!
@@ -47,7 +51,10 @@ mkproc() { # pid cgroup-line comm
 mkproc "$J0" "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0" 0
 ln -s "$dir/job0.log" "$dir/proc/$J0/fd/1"
 mkproc "$J1" "0::/user.slice/user-1000.slice/session-3.scope" 1
-ln -s "$dir/job1.log" "$dir/proc/$J1/fd/1"
+printf 'loading checkpoint from step 0\nbuilding model\n' >"$dir/job1.out"
+printf 'UserWarning: TypedStorage is deprecated\n' >"$dir/job1.err"
+ln -s "$dir/job1.out" "$dir/proc/$J1/fd/1"
+ln -s "$dir/job1.err" "$dir/proc/$J1/fd/2"
 mkproc "$J2" "0::/system.slice/slurmstepd.scope/job_4343/step_batch/user/task_0" 2
 ln -s /dev/null "$dir/proc/$J2/fd/1"
 # Slurm's scontrol as the daemon runs it (on PATH): job 4343 only, in the layout Slurm 22.05
@@ -89,6 +96,19 @@ done
 curl -sf "$URL/v1/events?limit=100" | grep -q "job_discovered" || fail "no job_discovered event"
 curl -sf "$URL/v1/gpus" | jq -e '.simulated == true' >/dev/null || fail "/v1/gpus does not say simulated"
 echo "it_discover: both jobs discovered with their GPUs, no registration call"
+
+# The process-group job is measured from its stderr, the file that shows throughput, once its
+# metric lines come (both files showed none when it was discovered).
+tail -n +1 -f "$dir/job1.sim" >>"$dir/job1.err" &
+TAILP=$!
+i=0
+until jobs_json | jq -e --arg id "pg-$J1" '.jobs[] | select(.id == $id) | .observed_tokens_per_s > 0' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 150 ] && fail "pg-$J1: no tokens/s from its stderr file: $(jobs_json) $(curl -sf "$URL/v1/events?limit=100" | grep -o '"job pg-[^"]*"')"
+    sleep 0.1
+done
+curl -sf "$URL/v1/events?limit=200" | grep -q "job pg-$J1: following its stderr $dir/job1.err (its stdout $dir/job1.out shows no throughput)" ||
+    fail "no event naming the stderr file followed"
+echo "it_discover: pg-$J1 followed through its stderr file (its stdout shows no throughput)"
 
 # The third job's log comes from Slurm: followed, its tokens/s observed.
 i=0
@@ -149,7 +169,7 @@ done || fail "observed points off the truth"
 echo "it_discover: the Slurm job's curve was built from its log at the caps the daemon set"
 
 # A job ends: it is retired.
-kill "$J1"; wait "$J1" 2>/dev/null; J1=""
+kill "$J1" "$TAILP"; wait "$J1" "$TAILP" 2>/dev/null; J1="" TAILP=""
 i=0
 until jobs_json | jq -e '[.jobs[] | select(.id | startswith("pg-"))] | length == 0' >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -gt 100 ] && fail "the ended job was not retired: $(jobs_json)"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of pfi_proc_job_of (serve/procjob.c) on a made-up /proc tree: Slurm from a cgroup v1
  * and v2 path or from SLURM_JOB_ID, a Kubernetes pod (cgroupfs and systemd drivers), the
- * process group otherwise, stdout as the log only when it is a regular file, else stderr. */
+ * process group otherwise, stdout as the log only when it is a regular file, else stderr; both
+ * named when both are different files; which of two files shows throughput (its tail). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -120,16 +121,93 @@ static void test_log(void **state)
     assert_int_equal(symlink(log, p), 0);
     assert_int_equal(pfi_proc_job_of(root, 22, &j, &e), PFI_OK);
     assert_string_equal(j.log, log);
-    /* Both files: stdout wins. */
+    /* Both files ("> train.log 2> train.err"): stdout is the log, stderr named beside it. */
     snprintf(p, sizeof p, "%s/20/fd/2", root);
     assert_int_equal(symlink(log, p), 0);
     assert_int_equal(pfi_proc_job_of(root, 20, &j, &e), PFI_OK);
+    assert_string_equal(j.err_log, log);
     snprintf(log, sizeof log, "%s/train.log", root);
     assert_string_equal(j.log, log);
+    /* One file for both ("> train.log 2>&1", through another path to it): no second one. */
+    char alias[512];
+    snprintf(alias, sizeof alias, "%s/alias.log", root);
+    assert_int_equal(symlink(log, alias), 0);
+    proc(23, "0::/\n", "", 0);
+    snprintf(p, sizeof p, "%s/23/fd", root);
+    mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/23/fd/1", root);
+    assert_int_equal(symlink(log, p), 0);
+    snprintf(p, sizeof p, "%s/23/fd/2", root);
+    assert_int_equal(symlink(alias, p), 0);
+    assert_int_equal(pfi_proc_job_of(root, 23, &j, &e), PFI_OK);
+    assert_string_equal(j.log, log);
+    assert_string_equal(j.err_log, "");
+    /* The job's stdout itself has no stderr file: stdout /dev/null, stderr a file. */
+    assert_int_equal(pfi_proc_job_of(root, 22, &j, &e), PFI_OK);
+    assert_string_equal(j.err_log, "");
+}
+
+static void write_file(const char *path, const char *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+#define TT "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.24405  " \
+           "grad_norm:  0.8319  memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%"
+
+/* Which of a job's two files shows throughput: torchtitan's metric lines do (stderr, Python's
+ * logging), a stdout of plain print()s does not; only the tail is read, a line cut by the
+ * window's start or still being written is not. */
+static void test_log_shows_rate(void **state)
+{
+    char out[512], err[512];
+    snprintf(out, sizeof out, "%s/shows.out", root);
+    snprintf(err, sizeof err, "%s/shows.err", root);
+    const char *plain = "loading checkpoint from step 0\nbuilding model with 8B parameters\n";
+    write_file(out, plain, strlen(plain));
+    assert_int_equal(pfi_proc_log_shows_rate(out), 0);
+    write_file(err, TT "\n", strlen(TT) + 1);
+    assert_int_equal(pfi_proc_log_shows_rate(err), 1);
+    /* Empty, missing, a directory, a device: none. */
+    write_file(out, "", 0);
+    assert_int_equal(pfi_proc_log_shows_rate(out), 0);
+    snprintf(out, sizeof out, "%s/missing.log", root);
+    assert_int_equal(pfi_proc_log_shows_rate(out), 0);
+    assert_int_equal(pfi_proc_log_shows_rate(root), 0);
+    assert_int_equal(pfi_proc_log_shows_rate("/dev/zero"), 0);
+    /* The metric line still being written (no newline yet) is not read. */
+    write_file(err, TT, strlen(TT));
+    assert_int_equal(pfi_proc_log_shows_rate(err), 0);
+    /* Metric lines followed by more than the tail of plain lines: not in the tail. */
+    size_t n = 2 * PFI_PROC_LOG_TAIL, k = 0;
+    char *big = malloc(n + 2 * sizeof TT + 64);
+    assert_non_null(big);
+    k += (size_t)sprintf(big, "%s\n", TT);
+    while (k < n)
+        k += (size_t)sprintf(big + k, "warning: something %zu\n", k);
+    write_file(err, big, k);
+    assert_int_equal(pfi_proc_log_shows_rate(err), 0);
+    /* A metric line at the end of a long file is: the whole window is read. */
+    k += (size_t)sprintf(big + k - 1, "\n%s\n", TT) - 1;
+    write_file(err, big, k);
+    assert_int_equal(pfi_proc_log_shows_rate(err), 1);
+    /* The window starts inside a metric line: its cut tail is not read as one. */
+    memset(big, 'x', n);
+    size_t at = n - PFI_PROC_LOG_TAIL - 20; /* the line runs 20 bytes... */
+    big[at - 1] = '\n';
+    memcpy(big + at, TT, strlen(TT)); /* ...past the window's start; "tps: 7,282" inside it */
+    big[at + strlen(TT)] = '\n';
+    write_file(err, big, n);
+    assert_int_equal(pfi_proc_log_shows_rate(err), 0);
+    free(big);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kinds), cmocka_unit_test(test_log)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kinds), cmocka_unit_test(test_log),
+                                       cmocka_unit_test(test_log_shows_rate)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

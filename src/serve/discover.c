@@ -7,9 +7,11 @@
  * the Slurm plugin or the API takes precedence: a discovered job with its id (or "slurm-N" for
  * "N") or on its GPUs is matched to it, not registered again.  A job discovery registered is
  * retired when its processes are gone, through the same removal as DELETE /v1/jobs/{id}, whose
- * decision re-plans the freed GPUs under the budget. */
+ * decision re-plans the freed GPUs under the budget.  A job's log is its stdout or stderr file
+ * (procjob.c); when both are regular files, the one whose tail shows throughput (pick_log). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "serve/serve_int.h"
 
@@ -100,8 +102,41 @@ static void register_job(srv_node *n, const round_job *r)
                       r->pj.pid, e.msg);
         return;
     }
-    pfi_srv_event_add(n, "job_discovered", "job %s (%s, pid %ld) on %d GPU(s)%s%s", r->pj.id,
-                  r->pj.kind, r->pj.pid, r->n_gpus, r->pj.log[0] ? ", log " : "", r->pj.log);
+    pfi_srv_event_add(n, "job_discovered", "job %s (%s, pid %ld) on %d GPU(s)%s%s%s%s%s", r->pj.id,
+                  r->pj.kind, r->pj.pid, r->n_gpus, r->pj.log[0] ? ", log " : "", r->pj.log,
+                  r->pj.err_log[0] ? " (stdout; stderr " : "", r->pj.err_log,
+                  r->pj.err_log[0] ? " too: the one that shows throughput is followed)" : "");
+}
+
+/* stdout and stderr are two different files ("> out.log 2> err.log"): torchtitan's metrics
+ * (Python's logging) and the Trainer's progress bars go to stderr, print()s to stdout.  The one
+ * whose last lines the parsers read as throughput is followed, stdout when both or neither do;
+ * one file is followed at a time (a switch starts its reader again: two streams' numbers are
+ * never one figure).  Until one of them shows throughput, both are looked at again whenever
+ * either grew. */
+static void pick_log(srv_node *n, srv_found *f, const pfi_proc_job *pj)
+{
+    struct stat so, se;
+    if (f->log_settled || stat(pj->log, &so) != 0 || stat(pj->err_log, &se) != 0)
+        return;
+    if (f->log[0] && so.st_size == f->pick_size[0] && se.st_size == f->pick_size[1])
+        return;
+    f->pick_size[0] = so.st_size;
+    f->pick_size[1] = se.st_size;
+    if (pfi_proc_log_shows_rate(pj->log)) {
+        f->log_settled = 1;
+        snprintf(f->log, sizeof f->log, "%s", pj->log);
+        pfi_srv_event_add(n, "job_log", "job %s: following its stdout %s (it shows throughput)",
+                          f->id, f->log);
+    } else if (pfi_proc_log_shows_rate(pj->err_log)) {
+        f->log_settled = 1;
+        snprintf(f->log, sizeof f->log, "%s", pj->err_log);
+        pfi_srv_event_add(n, "job_log",
+                          "job %s: following its stderr %s (its stdout %s shows no throughput)",
+                          f->id, f->log, pj->log);
+    } else {
+        snprintf(f->log, sizeof f->log, "%s", pj->log);
+    }
 }
 
 static void remember(srv_node *n, const round_job *r, int ours, const char *matched,
@@ -124,6 +159,8 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
     f->pid = r->pj.pid;
     memcpy(f->gpus, r->gpus, sizeof f->gpus);
     f->n_gpus = r->n_gpus;
+    if (r->pj.err_log[0] && !has_log)
+        pick_log(n, f, &r->pj);
     if (!f->log[0])
         snprintf(f->log, sizeof f->log, "%s", r->pj.log);
     if (!f->log[0] && !has_log && !f->slurm_asked && n->cfg->slurm_log && !strcmp(r->pj.kind, "slurm") &&

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* follow.c: throughput from the job's own log, inside the daemon.  A job's log is the path it
- * was registered with ("log", `pfi ctl job add --log`) or the stdout discovery found for it
- * (/proc/PID/fd/1 when a regular file); only a regular file is read.  It is read as it grows, with
+ * was registered with ("log", `pfi ctl job add --log`) or the file discovery found for it (its
+ * stdout or stderr, discover.c); only a regular file is read.  It is read as it grows, with
  * the parsers of pfi sweep (format detected; the lines already there at the first read are parsed
  * for the facts they state, such as a sequence length, not timed).  Every observation updates the
  * job's observed tokens/s (as POST /v1/jobs/{id}/throughput does), and every cap change the daemon

@@ -7,9 +7,10 @@
  *               "kubepods-burstable-pod1234_....slice", underscores as dashes)
  *   else        its process group, with its command line
  * The process's stdout is its log when it is a regular file (a batch job's output), else its
- * stderr when that is one. */
+ * stderr when that is one; when both are (different) regular files, both are named. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "measure/parse.h"
 #include "serve/serve.h"
 
 /* Reads proc_root/pid/name (at most cap-1 bytes, NUL-terminated); the length, or -1. */
@@ -143,18 +145,75 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
     }
     /* Its stdout, when that is a regular file, is the job's log; else its stderr, when that
      * is one: "python train.py 2>train.log | tee ..." or "> /dev/null 2>train.log" (progress
-     * bars and Python's logging, torchtitan's metrics among them, go to stderr). */
-    for (int fd = 1; fd <= 2 && !out->log[0]; fd++) {
+     * bars and Python's logging, torchtitan's metrics among them, go to stderr).  When both
+     * are regular files and not the same one ("> out.log 2> err.log"), stderr is kept aside
+     * (err_log): which of the two shows throughput is decided by the caller (logpick.c). */
+    struct stat sb1 = {0};
+    for (int fd = 1; fd <= 2; fd++) {
         char link[PATH_MAX];
         snprintf(link, sizeof link, "%s/%ld/fd/%d", proc_root, pid, fd);
         ssize_t k = readlink(link, buf, PATH_MAX - 1);
         struct stat sb;
-        if (k > 0) {
-            buf[k] = '\0';
-            if (buf[0] == '/' && stat(buf, &sb) == 0 && S_ISREG(sb.st_mode))
-                snprintf(out->log, sizeof out->log, "%s", buf);
+        if (k <= 0)
+            continue;
+        buf[k] = '\0';
+        if (buf[0] != '/' || stat(buf, &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        if (!out->log[0]) {
+            snprintf(out->log, sizeof out->log, "%s", buf);
+            sb1 = sb;
+        } else if (sb.st_dev != sb1.st_dev || sb.st_ino != sb1.st_ino) {
+            snprintf(out->err_log, sizeof out->err_log, "%s", buf);
         }
     }
     free(buf);
     return PFI_OK;
+}
+
+static void count_line(void *ctx, const char *line)
+{
+    pfi_obs o;
+    pfi_parser_feed(ctx, line, &o);
+}
+
+/* The last PFI_PROC_LOG_TAIL bytes through a parser detecting the format, as follow.c reads a
+ * log: the first line when cut by the start of the window and a last unterminated one (still
+ * being written) are not read. */
+int pfi_proc_log_shows_rate(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    char *buf = NULL;
+    pfi_parser *p = NULL;
+    pfi_parse_cfg pc = {0};
+    pfi_err e = {0};
+    long matched = 0, lines = 0;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0 ||
+        !(buf = malloc(PFI_PROC_LOG_TAIL)) || pfi_parser_new(&pc, &p, &e) != PFI_OK)
+        goto out;
+    off_t off = sb.st_size > PFI_PROC_LOG_TAIL ? sb.st_size - PFI_PROC_LOG_TAIL : 0;
+    ssize_t k = pread(fd, buf, PFI_PROC_LOG_TAIL, off);
+    if (k <= 0)
+        goto out;
+    size_t start = 0;
+    if (off > 0) { /* the window's first line is a tail of one */
+        while (start < (size_t)k && buf[start] != '\n' && buf[start] != '\r')
+            start++;
+        start++;
+    }
+    if (start < (size_t)k) {
+        pfi_linebuf *lb = calloc(1, sizeof *lb);
+        if (lb) {
+            pfi_linebuf_push(lb, buf + start, (size_t)k - start, count_line, p);
+            free(lb);
+        }
+    }
+    pfi_parser_stats(p, &lines, &matched);
+out:
+    pfi_parser_free(p);
+    free(buf);
+    close(fd);
+    return matched > 0;
 }

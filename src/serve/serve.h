@@ -126,10 +126,17 @@ typedef struct pfi_proc_job {
     char cmdline[256];
     char log[PFI_SERVE_PATH_MAX]; /* its stdout when that is a regular file, else its stderr
                                    * when that is one; "" else */
+    char err_log[PFI_SERVE_PATH_MAX]; /* its stderr when stdout and stderr are two different
+                                       * regular files (log is then stdout); "" else */
 } pfi_proc_job;
 /* Reads proc_root/PID/{cgroup,environ,stat,cmdline,fd/1,fd/2} (proc_root NULL or "": /proc).
  * PFI_ENOENT when the process is gone. */
 int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err);
+/* 1 when a line of the last PFI_PROC_LOG_TAIL bytes of the regular file path reports
+ * throughput in a format the log parsers detect (measure/parse.h); 0 else (unreadable too).
+ * Which of a job's stdout and stderr files is its log (discover.c). */
+#define PFI_PROC_LOG_TAIL (64 * 1024)
+int pfi_proc_log_shows_rate(const char *path);
 
 /* A Slurm job's output file (slurmlog.c), from `scontrol show job [-o] ID` (StdOut=, its
  * patterns expanded by Slurm): 1 found, 0 not.  From `squeue --json` (job job_id's

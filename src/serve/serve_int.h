@@ -172,6 +172,11 @@ typedef struct srv_found {
     long pid;
     int gpus[PFI_MAX_GPUS], n_gpus;
     char log[PFI_SERVE_PATH_MAX];
+    /* stdout and stderr two different regular files: log is the one whose tail shows
+     * throughput (stdout when both or neither do); settled once one does, looked at again
+     * while neither does, when either file's size changed (discover.c). */
+    int log_settled;
+    long long pick_size[2];
     int slurm_asked;      /* Slurm was asked for its output file (once a job) */
     int seen;             /* scratch of one discovery round */
 } srv_found;
@@ -415,7 +420,7 @@ void pfi_srv_discover(srv_node *n);
  * (slurmlog.c), each bounded to 2 s.  Control loop only. */
 int pfi_srv_slurm_log(const char *job_id, char *out, size_t cap, pfi_err *err);
 
-/* The log discovery found for a job (its stdout): "" none.  Control loop only. */
+/* The log discovery found for a job (its stdout, or its stderr): "" none.  Control loop only. */
 const char *pfi_srv_found_log(srv_node *n, const char *id);
 /* follow.c: reads the jobs' logs, feeds observed tokens/s and steady curve points (control
  * loop); pfi_srv_follow_free closes every log. */

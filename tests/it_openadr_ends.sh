@@ -10,7 +10,8 @@
 # retargeted away is cancelled (every event of the program was applied, whoever it was for); an
 # event from "now" (0001-01-01) until further notice (P9999Y) is held until the VTN deletes it;
 # a limit above the site's maximum is not taken and is no error; a change of priority alone is
-# taken.
+# taken; a VTN whose pages hold fewer events than asked is read to its empty page, and a
+# listing longer than 40 pages or cut short by a failing page withdraws nothing.
 # pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
 # (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
@@ -230,4 +231,78 @@ until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-1,'
     sleep 0.05
 done
 note "a change of priority alone taken"
+
+# ---- paging: a VTN that answers 2 events a page (OpenADR's limit is a request) is read to its
+# empty page (the client stopped at its first short page: the events after it were not taken,
+# and those held were cancelled as withdrawn) ----
+polls() {
+    p0=$(ven_num polls)
+    i=0
+    until [ "$(ven_num polls)" -ge $((p0 + $1)) ]; do
+        i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
+        sleep 0.05
+    done
+}
+held_or_fail() { get "/v1/grid/events/oadr-$1-0" >/dev/null 2>&1 || fail "$2: $(get /v1/grid/openadr) $(get /v1/grid/events)"; }
+c0=$(ven_num events_cancelled)
+curl -sf -o /dev/null -X POST -d '{"max": 2}' "$VTN/_test/page" || fail "POST /_test/page"
+curl -sf -o /dev/null -X POST -d "$(big paged KW "$KW")" "$VTN/_test/events" || fail "publishing event paged"
+i=0
+until get /v1/grid/events/oadr-paged-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "event paged (the VTN's 4th page of 2) not taken: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+polls 3
+held_or_fail ranked "event ranked (on the VTN's 4th page of 2) not held"
+[ "$(ven_num events_cancelled)" = "$c0" ] || fail "pages of 2: events cancelled: $(get /v1/grid/openadr)"
+note "pages of 2 events: read to the empty page, the 8th event taken, none cancelled over 3 polls"
+
+# ---- a listing longer than the client reads (40 pages, here of 1 event): nothing is taken as
+# withdrawn (the events not read were cancelled), what was read is still taken, and the
+# truncation is logged and counted ----
+"$PY" - "$VTN" "$(iso "$LATER")" <<'EOF' || fail "publishing 33 calm events"
+import json, sys, urllib.request
+for k in range(33):
+    ev = {"id": "calm%d" % k, "intervalPeriod": {"start": sys.argv[2], "duration": "PT10M"},
+          "intervals": [{"id": 0, "payloads": [{"type": "SIMPLE", "values": [0]}]}]}
+    urllib.request.urlopen(sys.argv[1] + "/_test/events", data=json.dumps(ev).encode()).read()
+EOF
+curl -sf -o /dev/null -X POST -d "$(big tail KW "$KW")" "$VTN/_test/events" || fail "publishing event tail"
+i=0
+until get /v1/grid/events/oadr-tail-0 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "event tail (the VTN's 42nd) not taken: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+e0=$(ven_num errors)
+curl -sf -o /dev/null -X POST -d '{"max": 1}' "$VTN/_test/page" || fail "POST /_test/page"
+curl -sf -o /dev/null -X PUT -d "$(prio ranked 3)" "$VTN/_test/events/ranked" || fail "changing event ranked"
+i=0
+until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-3,'; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "listing truncated: event ranked's change (read) not taken: $(get /v1/grid/events/oadr-ranked-0)"
+    sleep 0.05
+done
+polls 3
+held_or_fail tail "listing truncated at 40 events: event tail (42nd, not read) not held"
+[ "$(ven_num events_cancelled)" = "$c0" ] || fail "listing truncated: events cancelled: $(get /v1/grid/openadr)"
+[ "$(ven_num errors)" -gt "$e0" ] && get /v1/grid/openadr | grep -q 'listing truncated at 40 pages' ||
+    fail "listing truncated, not said: $(get /v1/grid/openadr)"
+grep -q 'events listing truncated' "$dir/serve.log" || fail "listing truncated, not logged"
+note "42 events in pages of 1: 40 read, a change read taken, none cancelled, the truncation counted ($(ven_num errors) errors)"
+
+# ---- a listing cut short (pages from the 40th event on fail): the same ----
+curl -sf -o /dev/null -X POST -d '{"max": 2}' "$VTN/_test/page" || fail "POST /_test/page"
+curl -sf -o /dev/null -X POST -d '{"status": 500, "count": 100000, "min_skip": 40}' "$VTN/_test/fail" ||
+    fail "POST /_test/fail"
+curl -sf -o /dev/null -X PUT -d "$(prio ranked 2)" "$VTN/_test/events/ranked" || fail "changing event ranked"
+i=0
+until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-2,'; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "listing cut short: event ranked's change (read) not taken: $(get /v1/grid/events/oadr-ranked-0)"
+    sleep 0.05
+done
+polls 3
+held_or_fail tail "listing cut short at 40 events: event tail (42nd, not read) not held"
+[ "$(ven_num events_cancelled)" = "$c0" ] || fail "listing cut short: events cancelled: $(get /v1/grid/openadr)"
+get /v1/grid/openadr | grep -q 'listing cut short at 40 events' || fail "listing cut short, not said: $(get /v1/grid/openadr)"
+curl -sf -o /dev/null -X POST -d '{"status": 500, "count": 0}' "$VTN/_test/fail" || fail "POST /_test/fail"
+note "a listing cut short after 40 events: a change read taken, none cancelled, the failure counted"
 echo "it_openadr_ends: ok"

@@ -23,7 +23,10 @@ Test controls (no token): POST /_test/events (an event body; id and programID fi
 DELETE /_test/events/ID (the VTN deletes an event), PUT /_test/events/ID (an event
 body: the VTN changes the event), GET /_test/reports, POST /_test/revoke
 (every token becomes invalid), POST /_test/skew {"seconds": S} (the Date header runs S seconds
-off), POST /_test/fail {"status": N, "count": K} (the next K resource requests answer N),
+off), POST /_test/fail {"status": N, "count": K} (the next K resource requests answer N;
+with "min_skip": M, only the next K GET /events with skip >= M: a listing cut short),
+POST /_test/page {"max": P} (GET /events answers at most P events a page, as a VTN may, whatever
+the limit asked; 50 again with P 50),
 GET /_test/vens, GET /_test/stats.
 
   vtn.py --port-file FILE --client-id ID --secret-file FILE --program NAME
@@ -43,7 +46,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 LOCK = threading.RLock()  # reply() reads the clock skew under it too
 STATE = {"tokens": set(), "events": [], "reports": [], "token_requests": 0,
          "unauthorized": 0, "next_id": 1, "skew": 0.0, "fail_status": 0, "fail_count": 0,
-         "vens": [], "next_ven": 1, "subs": [], "notified": 0}
+         "vens": [], "next_ven": 1, "subs": [], "notified": 0, "fail_min_skip": -1,
+         "page_max": 50}
 
 
 def clock_now():
@@ -104,10 +108,14 @@ class Vtn(BaseHTTPRequestHandler):
         return email.utils.formatdate((clock_now() if timestamp is None else timestamp) + skew,
                                       usegmt=True)
 
-    def failing(self):
-        """A forced failure (POST /_test/fail) of the next resource requests."""
+    def failing(self, skip=None):
+        """A forced failure (POST /_test/fail) of the next resource requests (with min_skip:
+        of the next GET /events from that skip on; skip is None for other requests)."""
         with LOCK:
             if STATE["fail_count"] <= 0:
+                return False
+            m = STATE["fail_min_skip"]
+            if m >= 0 and (skip is None or skip < m):
                 return False
             STATE["fail_count"] -= 1
             st = STATE["fail_status"]
@@ -178,21 +186,22 @@ class Vtn(BaseHTTPRequestHandler):
                                         ("token_requests", "unauthorized", "notified")})
         if u.path not in ("/programs", "/events"):
             return self.reply(*problem(404, "Not Found", u.path))
-        if self.failing():
+        try:
+            skip, limit = int(q.get("skip", 0)), int(q.get("limit", 50))
+        except ValueError:
+            return self.reply(*problem(400, "Bad Request", "skip and limit are integers"))
+        if self.failing(skip if u.path == "/events" else None):
             return
         if not self.authorized():
             return self.reply(*problem(401, "Unauthorized", "a valid bearer token is needed"))
         if u.path == "/programs":
             progs = [PROGRAM] if q.get("programName") in (None, ARGS.program) else []
             return self.reply(200, progs)
-        try:
-            skip, limit = int(q.get("skip", 0)), int(q.get("limit", 50))
-        except ValueError:
-            return self.reply(*problem(400, "Bad Request", "skip and limit are integers"))
         if skip < 0 or not 0 <= limit <= 50:
             return self.reply(*problem(400, "Bad Request", "skip >= 0, limit 0..50"))
         with LOCK:
             evs = [e for e in STATE["events"] if q.get("programID") in (None, e["programID"])]
+            limit = min(limit, STATE["page_max"])
         return self.reply(200, evs[skip:skip + limit])
 
     def post_subscription(self):
@@ -292,6 +301,11 @@ class Vtn(BaseHTTPRequestHandler):
             d = json.loads(self.body())
             with LOCK:
                 STATE["fail_status"], STATE["fail_count"] = int(d["status"]), int(d["count"])
+                STATE["fail_min_skip"] = int(d.get("min_skip", -1))
+            return self.reply(200, {})
+        if u.path == "/_test/page":
+            with LOCK:
+                STATE["page_max"] = int(json.loads(self.body())["max"])
             return self.reply(200, {})
         if u.path == "/_test/revoke":
             with LOCK:

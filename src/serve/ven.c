@@ -41,6 +41,8 @@
 #include "util/units.h"
 
 #define VEN_PAGE 50       /* events per GET: the largest limit the API allows */
+/* Pages read per poll at most (a VTN that ignores skip would answer forever); past it the
+ * listing is incomplete (all_events). */
 #define VEN_PAGES_MAX 40
 
 struct pfi_ven {
@@ -733,9 +735,11 @@ static void above_maximum(pfi_ven *v, json_t *b)
     free(evs);
 }
 
-static void take_events(pfi_ven *v, json_t *events)
+/* complete: the VTN's whole listing (all_events); a partial one withdraws nothing. */
+static void take_events(pfi_ven *v, json_t *events, int complete)
 {
-    cancel_missing(v, events);
+    if (complete)
+        cancel_missing(v, events);
     size_t i;
     json_t *ev;
     json_array_foreach(events, i, ev)
@@ -904,31 +908,53 @@ static void let_go_finished(pfi_ven *v)
     free(evs);
 }
 
-/* Every event of the program, a page of VEN_PAGE at a time (the API's largest); NULL when a
- * page fails or is not a list: the VTN is then silent this round (events kept as received). */
-static json_t *all_events(pfi_ven *v)
+/* Every event of the program, a page at a time from skip = the events received so far, until
+ * an empty page.  OpenADR's limit is a request: a VTN may cap its pages below VEN_PAGE, so a
+ * short page is no end (taken as one, the events after a VTN's first page of 10 were never seen,
+ * and those held were cancelled as withdrawn).  *complete: 1 when the empty page came; 0 when
+ * VEN_PAGES_MAX pages were read without one, or a page after the first failed: the events not
+ * seen may still be listed, so none is taken as withdrawn this poll (take_events).  NULL when
+ * the first page fails or is not a list: the VTN is then silent this round (events kept as
+ * received). */
+static json_t *all_events(pfi_ven *v, int *complete)
 {
     json_t *all = json_array();
     char *q = pfi_http_escape(v->program_id);
-    for (int page = 0; all && q && page < VEN_PAGES_MAX; page++) {
-        char path[400];
-        snprintf(path, sizeof path, "/events?programID=%s&skip=%d&limit=%d", q, page * VEN_PAGE,
-                 VEN_PAGE);
+    char path[400];
+    *complete = 0;
+    if (!q) {
+        json_decref(all);
+        return NULL;
+    }
+    for (int page = 0; all && page < VEN_PAGES_MAX; page++) {
+        snprintf(path, sizeof path, "/events?programID=%s&skip=%zu&limit=%d", q,
+                 json_array_size(all), VEN_PAGE);
         json_t *evs = get_json(v, path);
         if (!json_is_array(evs)) {
             if (evs)
                 ven_error(v, "GET %s: not an array of events", path);
             json_decref(evs);
-            json_decref(all);
-            all = NULL;
-            break;
+            if (page == 0) {
+                json_decref(all);
+                all = NULL;
+            } else {
+                ven_error(v, "events listing cut short at %zu events: nothing taken as "
+                          "withdrawn this poll", json_array_size(all));
+            }
+            free(q);
+            return all;
         }
         size_t n = json_array_size(evs);
         json_array_extend(all, evs);
         json_decref(evs);
-        if (n < VEN_PAGE)
+        if (n == 0) {
+            *complete = 1;
             break;
+        }
     }
+    if (all && !*complete)
+        ven_error(v, "events listing truncated at %d pages (%zu events): the rest not read, "
+                  "nothing taken as withdrawn this poll", VEN_PAGES_MAX, json_array_size(all));
     free(q);
     return all;
 }
@@ -1011,9 +1037,10 @@ static void poll_once(pfi_ven *v)
             return;
     }
     subscribe(v);
-    json_t *evs = all_events(v);
+    int complete;
+    json_t *evs = all_events(v, &complete);
     if (evs)
-        take_events(v, evs);
+        take_events(v, evs, complete);
     post_reports(v, evs);
     let_go_finished(v);
     json_decref(evs);

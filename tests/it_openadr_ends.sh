@@ -11,7 +11,8 @@
 # event from "now" (0001-01-01) until further notice (P9999Y) is held until the VTN deletes it;
 # a limit above the site's maximum is not taken and is no error; a change of priority alone is
 # taken; a VTN whose pages hold fewer events than asked is read to its empty page, and a
-# listing longer than 40 pages or cut short by a failing page withdraws nothing.
+# listing longer than 40 pages or cut short by a failing page withdraws nothing; a day ahead
+# in 96 quarter-hours is held whole.
 # pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
 # (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
@@ -305,4 +306,27 @@ held_or_fail tail "listing cut short at 40 events: event tail (42nd, not read) n
 get /v1/grid/openadr | grep -q 'listing cut short at 40 events' || fail "listing cut short, not said: $(get /v1/grid/openadr)"
 curl -sf -o /dev/null -X POST -d '{"status": 500, "count": 0}' "$VTN/_test/fail" || fail "POST /_test/fail"
 note "a listing cut short after 40 events: a change read taken, none cancelled, the failure counted"
+
+# ---- a day ahead in 96 quarter-hours: every interval held at once, no error (the node held 64
+# grid events: the rest were refused at every poll) ----
+e0=$(ven_num errors)
+DAY=$(( $(now | cut -d. -f1) + 172800 ))
+"$PY" - "$VTN" "$(iso "$DAY")" "$KW" <<'EOF' || fail "publishing event dayahead"
+import json, sys, urllib.request
+ev = {"id": "dayahead", "intervalPeriod": {"start": sys.argv[2], "duration": "PT15M"},
+      "payloadDescriptors": [{"payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}],
+      "intervals": [{"id": k, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT",
+                                            "values": [float(sys.argv[3])]}]} for k in range(96)]}
+urllib.request.urlopen(sys.argv[1] + "/_test/events", data=json.dumps(ev).encode()).read()
+EOF
+i=0
+until get /v1/grid/events/oadr-dayahead-95 >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "event dayahead's 96th interval not taken: $(get /v1/grid/openadr)"
+    sleep 0.05
+done
+polls 3
+n=$(get /v1/grid/events | grep -o '"id": *"oadr-dayahead-[0-9]*"' | sort -u | wc -l)
+[ "$n" -eq 96 ] && [ "$(ven_num errors)" = "$e0" ] ||
+    fail "event dayahead: $n of 96 intervals held: $(get /v1/grid/openadr)"
+note "a day ahead in 96 quarter-hours: all held at once, no error over 3 polls"
 echo "it_openadr_ends: ok"

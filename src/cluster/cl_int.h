@@ -15,7 +15,8 @@
 #include "cluster/cluster.h"
 #include "core/event.h"
 
-#define PFI_CL_GRID_MAX 64
+/* Grid events held at once: as SRV_GRID_MAX (serve/serve_int.h), and why. */
+#define PFI_CL_GRID_MAX 256
 #define PFI_CL_DECISIONS 32
 #include "util/clock.h"
 #include "util/prom.h"

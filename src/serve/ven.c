@@ -881,8 +881,8 @@ static void post_reports(pfi_ven *v, json_t *events)
 }
 
 /* Finished events of the VTN, an hour after their restore (its report sent, or tried for that
- * hour), are let go: the host holds a bounded list (pfi serve: 64 events, past ones included
- * until deleted), and nothing else deleted them, so a VTN's daily schedule filled it within days
+ * hour), are let go: the host holds a bounded list (256 events, past ones included until
+ * deleted), and nothing else deleted them, so a VTN's daily schedule filled it within days
  * and every event after that was refused.  The VTN still listing one changes nothing: an
  * interval that is over is not taken again (interval_over). */
 #define VEN_KEEP_S 3600.0

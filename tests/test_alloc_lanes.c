@@ -24,6 +24,7 @@
 #include "core/alloc.h"
 #include "core/alloc_vec.h"
 #include "core/pfi.h"
+#include "support/alloc_fleet.h"
 
 #define NCMAX PFI_ALLOC_VEC_HULL_MAX
 
@@ -37,16 +38,6 @@ static double urand(void)
 static int irand(int lo, int hi) /* inclusive */
 {
     return lo + (int)(urand() * (hi - lo + 1));
-}
-
-/* The vector levels above scalar that this CPU runs. */
-static int vec_levels(int *lv)
-{
-    int n = 0;
-    for (int l = PFI_ALLOC_VEC_AVX2; l <= PFI_ALLOC_VEC_AVX512; l++)
-        if (pfi_alloc_vec_level(l) == l)
-            lv[n++] = l;
-    return n;
 }
 
 /* core/alloc_solve.c's hull_push, one candidate after another (the stack in arrays): the
@@ -75,36 +66,10 @@ static unsigned long long ref_hull(const double *K, const double *v, int nc, dou
     return bits;
 }
 
-/* Lane values of one kind at the candidates K. */
-static void fill_lane(double *v, const double *K, int nc, int kind)
-{
-    double top = 100 + 1e4 * urand(), a = 0.1 + urand(), s = urand() * 7;
-    for (int c = 0; c < nc; c++) {
-        double r = (K[c] - K[0]) / (K[nc - 1] - K[0] + 1);
-        switch (kind) {
-        case 0: v[c] = top * (1 - a * (1 - r) * (1 - r)); break;         /* concave */
-        case 1: v[c] = top; break;                                         /* all equal */
-        case 2: v[c] = 3 * K[c] + 7; break;                                /* exactly collinear */
-        case 3: v[c] = 0.1 * K[c] * s + 0.3; break;                        /* collinear, rounded */
-        case 4: v[c] = top * r * r; break;                                 /* convex */
-        case 5: v[c] = top * urand(); break;                               /* zigzag */
-        case 6: v[c] = c % 3 ? 0.0 : top * urand(); break;                 /* zeros */
-        case 7: v[c] = 4.9e-324 * irand(0, 50); break;                     /* subnormals */
-        case 8: v[c] = DBL_MAX * (0.5 + 0.5 * urand()); break;             /* products overflow */
-        case 9: v[c] = c < nc / 2 ? top * r : top * (0.5 + r / 2); break;  /* flat after a rise */
-        default: v[c] = top * (1 - a * (1 - r) * (1 - r)); break;
-        }
-        if (kind == 10 && c > 0 && c + 1 < nc && urand() < 0.5) /* a hair off the chord */
-            v[c] = nextafter(v[c], urand() < 0.5 ? 0 : INFINITY);
-        if (kind == 11 && c > 0 && urand() < 0.5) /* a flat run */
-            v[c] = v[c - 1];
-    }
-}
-
 static void test_hulls4(void **state)
 {
     (void)state;
-    int lv[2], nl = vec_levels(lv);
+    int lv[2], nl = alloc_vec_levels(lv);
     double K[NCMAX + 1], V[4 * (NCMAX + 1)], N[4], SL[4 * (NCMAX + 1)], v[NCMAX], ref[NCMAX];
     unsigned long long alive[4];
     long long kept = 0, popped = 0;
@@ -117,7 +82,7 @@ static void test_hulls4(void **state)
         for (int l = 0; l < 4; l++) {
             kinds[l] = irand(0, 11);
             N[l] = t % 13 == 0 ? 2147483647.0 : irand(1, 32);
-            fill_lane(v, K, nc, kinds[l]);
+            alloc_fill_lane(v, K, nc, kinds[l], &rng);
             for (int c = 0; c < nc; c++)
                 V[4 * c + l] = v[c];
         }
@@ -157,7 +122,7 @@ static void test_hulls4_refuses(void **state)
     for (int c = 0; c <= NCMAX; c++)
         K[c] = c + 1;
     assert_int_equal(pfi_alloc_vec_hulls4(PFI_ALLOC_VEC_SCALAR, K, V, N, 4, alive, SL), 0);
-    int lv[2], nl = vec_levels(lv);
+    int lv[2], nl = alloc_vec_levels(lv);
     for (int q = 0; q < nl; q++) {
         assert_int_equal(pfi_alloc_vec_hulls4(lv[q], K, V, N, 1, alive, SL), 0);
         assert_int_equal(pfi_alloc_vec_hulls4(lv[q], K, V, N, NCMAX + 1, alive, SL), 0);
@@ -202,7 +167,7 @@ static void make_fleet(fleet *F, double step, int n, int huge)
         double K[MAXP];
         for (int i = 0; i < np; i++)
             K[i] = x[i] / step;
-        fill_lane(y, K, np, irand(0, 11));
+        alloc_fill_lane(y, K, np, irand(0, 11), &rng);
         for (int i = 0; i < np && !huge; i++)
             if (y[i] > 1e12)
                 y[i] = 1e12 * urand(); /* the bound's sums stay finite */
@@ -219,53 +184,17 @@ static void make_fleet(fleet *F, double step, int n, int huge)
     }
 }
 
-static void same_result(int rc, const pfi_alloc_result *r, const pfi_err *e, int rc0,
-                        const pfi_alloc_result *r0, const pfi_err *e0, const char *how, int t)
-{
-    if (rc != rc0 || strcmp(e->msg, e0->msg))
-        fail_msg("%s, fleet %d: rc %d '%s' against %d '%s'", how, t, rc, e->msg, rc0, e0->msg);
-    if (rc)
-        return;
-    size_t n = (size_t)r->n;
-    assert_int_equal(r->n, r0->n);
-    if (memcmp(r->cap_w, r0->cap_w, n * sizeof *r->cap_w) ||
-        memcmp(r->tput, r0->tput, n * sizeof *r->tput) ||
-        memcmp(r->floor_w, r0->floor_w, n * sizeof *r->floor_w) ||
-        memcmp(r->sla, r0->sla, n * sizeof *r->sla) ||
-        memcmp(r->flags, r0->flags, n * sizeof *r->flags))
-        fail_msg("%s, fleet %d: per-job fields differ", how, t);
-    double d[] = {r->budget_w, r->power_w, r->value, r->upper_bound, r->min_budget_w,
-                  r->min_budget_nosla_w, r->sla_extra};
-    double d0[] = {r0->budget_w, r0->power_w, r0->value, r0->upper_bound, r0->min_budget_w,
-                   r0->min_budget_nosla_w, r0->sla_extra};
-    long long i[] = {r->optimal, r->budget_binds, r->n_sla_dropped, r->nodes};
-    long long i0[] = {r0->optimal, r0->budget_binds, r0->n_sla_dropped, r0->nodes};
-    if (memcmp(d, d0, sizeof d) || memcmp(i, i0, sizeof i))
-        fail_msg("%s, fleet %d: totals differ (value %a against %a)", how, t, r->value,
-                 r0->value);
-}
-
-static double budget_of(const fleet *F, double at)
-{
-    double lo = 0, hi = 0;
-    for (int j = 0; j < F->n; j++) {
-        lo += F->jobs[j].n_gpus * F->jobs[j].min_cap_w;
-        hi += F->jobs[j].n_gpus * F->jobs[j].max_cap_w;
-    }
-    return lo + (hi - lo) * at;
-}
-
 static void test_solve_lanes(void **state)
 {
     (void)state;
-    int lv[2], nl = vec_levels(lv);
+    int lv[2], nl = alloc_vec_levels(lv);
     const double steps[] = {1.0, 5.0, 0.5, 3.0};
     static fleet F;
     int solved = 0;
     for (int t = 0; t < 1200; t++) {
         double step = steps[t % 4];
         make_fleet(&F, step, 1 + t % MAXJ, t % 10 == 9);
-        double budget = budget_of(&F, urand()), other = budget_of(&F, urand());
+        double budget = alloc_budget_at(F.jobs, F.n, urand()), other = alloc_budget_at(F.jobs, F.n, urand());
         pfi_alloc_opts o;
         pfi_alloc_opts_default(&o);
         o.step_w = step;
@@ -281,14 +210,14 @@ static void test_solve_lanes(void **state)
             pfi_alloc_result r = {0};
             pfi_err e = {0};
             int rc = pfi_alloc_solve(F.jobs, F.n, budget, &o, &r, &e);
-            same_result(rc, &r, &e, rc0, &r0, &e0, "one shot", t);
+            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "one shot", t);
             pfi_alloc_result_free(&r);
             pfi_alloc_ws *w = NULL;
             if (pfi_alloc_ws_new(F.jobs, F.n, budget, &o, &w, &e) == PFI_OK) {
                 rc = pfi_alloc_ws_set_jobs(w, F.jobs, F.n, other, &e);
                 if (!rc)
                     rc = pfi_alloc_ws_solve(w, other, &r, &e);
-                same_result(rc, &r, &e, qc0, &q0, &f0, "set_jobs", t);
+                alloc_same_result(rc, &r, &e, qc0, &q0, &f0, "set_jobs", t);
                 pfi_alloc_result_free(&r);
                 pfi_alloc_ws_free(w);
             }

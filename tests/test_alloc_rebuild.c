@@ -23,6 +23,7 @@
 #include "core/alloc.h"
 #include "core/alloc_vec.h"
 #include "core/pfi.h"
+#include "support/alloc_fleet.h"
 
 static unsigned long long rng = 7373;
 
@@ -34,42 +35,6 @@ static double urand(void)
 static int irand(int lo, int hi) /* inclusive */
 {
     return lo + (int)(urand() * (hi - lo + 1));
-}
-
-/* The vector levels above scalar that this CPU runs. */
-static int vec_levels(int *lv)
-{
-    int n = 0;
-    for (int l = PFI_ALLOC_VEC_AVX2; l <= PFI_ALLOC_VEC_AVX512; l++)
-        if (pfi_alloc_vec_level(l) == l)
-            lv[n++] = l;
-    return n;
-}
-
-/* Values of one kind at the grid indices K (throughputs of a curve). */
-static void fill_lane(double *v, const double *K, int nc, int kind)
-{
-    double top = 100 + 1e4 * urand(), a = 0.1 + urand(), s = urand() * 7;
-    for (int c = 0; c < nc; c++) {
-        double r = (K[c] - K[0]) / (K[nc - 1] - K[0] + 1);
-        switch (kind) {
-        case 0: v[c] = top * (1 - a * (1 - r) * (1 - r)); break;         /* concave */
-        case 1: v[c] = top; break;                                         /* all equal */
-        case 2: v[c] = 3 * K[c] + 7; break;                                /* exactly collinear */
-        case 3: v[c] = 0.1 * K[c] * s + 0.3; break;                        /* collinear, rounded */
-        case 4: v[c] = top * r * r; break;                                 /* convex */
-        case 5: v[c] = top * urand(); break;                               /* zigzag */
-        case 6: v[c] = c % 3 ? 0.0 : top * urand(); break;                 /* zeros */
-        case 7: v[c] = 4.9e-324 * irand(0, 50); break;                     /* subnormals */
-        case 8: v[c] = DBL_MAX * (0.5 + 0.5 * urand()); break;             /* products overflow */
-        case 9: v[c] = c < nc / 2 ? top * r : top * (0.5 + r / 2); break;  /* flat after a rise */
-        default: v[c] = top * (1 - a * (1 - r) * (1 - r)); break;
-        }
-        if (kind == 10 && c > 0 && c + 1 < nc && urand() < 0.5) /* a hair off the chord */
-            v[c] = nextafter(v[c], urand() < 0.5 ? 0 : INFINITY);
-        if (kind == 11 && c > 0 && urand() < 0.5) /* a flat run */
-            v[c] = v[c - 1];
-    }
 }
 
 #define MAXJ 40
@@ -106,7 +71,7 @@ static void make_fleet(fleet *F, double step, int n, int huge)
         double K[MAXP];
         for (int i = 0; i < np; i++)
             K[i] = x[i] / step;
-        fill_lane(y, K, np, irand(0, 11));
+        alloc_fill_lane(y, K, np, irand(0, 11), &rng);
         for (int i = 0; i < np && !huge; i++)
             if (y[i] > 1e12)
                 y[i] = 1e12 * urand(); /* the bound's sums stay finite */
@@ -123,42 +88,6 @@ static void make_fleet(fleet *F, double step, int n, int huge)
     }
 }
 
-static void same_result(int rc, const pfi_alloc_result *r, const pfi_err *e, int rc0,
-                        const pfi_alloc_result *r0, const pfi_err *e0, const char *how, int t)
-{
-    if (rc != rc0 || strcmp(e->msg, e0->msg))
-        fail_msg("%s, fleet %d: rc %d '%s' against %d '%s'", how, t, rc, e->msg, rc0, e0->msg);
-    if (rc)
-        return;
-    size_t n = (size_t)r->n;
-    assert_int_equal(r->n, r0->n);
-    if (memcmp(r->cap_w, r0->cap_w, n * sizeof *r->cap_w) ||
-        memcmp(r->tput, r0->tput, n * sizeof *r->tput) ||
-        memcmp(r->floor_w, r0->floor_w, n * sizeof *r->floor_w) ||
-        memcmp(r->sla, r0->sla, n * sizeof *r->sla) ||
-        memcmp(r->flags, r0->flags, n * sizeof *r->flags))
-        fail_msg("%s, fleet %d: per-job fields differ", how, t);
-    double d[] = {r->budget_w, r->power_w, r->value, r->upper_bound, r->min_budget_w,
-                  r->min_budget_nosla_w, r->sla_extra};
-    double d0[] = {r0->budget_w, r0->power_w, r0->value, r0->upper_bound, r0->min_budget_w,
-                   r0->min_budget_nosla_w, r0->sla_extra};
-    long long i[] = {r->optimal, r->budget_binds, r->n_sla_dropped, r->nodes};
-    long long i0[] = {r0->optimal, r0->budget_binds, r0->n_sla_dropped, r0->nodes};
-    if (memcmp(d, d0, sizeof d) || memcmp(i, i0, sizeof i))
-        fail_msg("%s, fleet %d: totals differ (value %a against %a)", how, t, r->value,
-                 r0->value);
-}
-
-static double budget_of(const fleet *F, double at)
-{
-    double lo = 0, hi = 0;
-    for (int j = 0; j < F->n; j++) {
-        lo += F->jobs[j].n_gpus * F->jobs[j].min_cap_w;
-        hi += F->jobs[j].n_gpus * F->jobs[j].max_cap_w;
-    }
-    return lo + (hi - lo) * at;
-}
-
 /* A workspace built for one list, rebuilt by set_jobs for another: the same answer (or error)
  * as a new workspace for that list.  The second list has the first's jobs with longer curves
  * (more hull slots than the buffers hold), fewer jobs, the same jobs, or a bad job. */
@@ -166,7 +95,7 @@ static void test_set_jobs_room(void **state)
 {
     (void)state;
     static fleet A, B;
-    int lv[3] = {PFI_ALLOC_VEC_SCALAR}, nl = 1 + vec_levels(lv + 1);
+    int lv[3] = {PFI_ALLOC_VEC_SCALAR}, nl = 1 + alloc_vec_levels(lv + 1);
     int grown = 0;
     for (int t = 0; t < 600; t++) {
         double step = t % 2 ? 1.0 : 5.0;
@@ -190,7 +119,7 @@ static void test_set_jobs_room(void **state)
         for (int j = 0; j < B.n; j++)
             slots_b += 2 * B.jobs[j].n_points + 2;
         grown += slots_b > slots_a && B.n == A.n && how != 3;
-        double ba = budget_of(&A, urand()), bb = budget_of(&B, urand());
+        double ba = alloc_budget_at(A.jobs, A.n, urand()), bb = alloc_budget_at(B.jobs, B.n, urand());
         for (int q = 0; q < nl; q++) {
             pfi_alloc_opts o;
             pfi_alloc_opts_default(&o);
@@ -208,18 +137,18 @@ static void test_set_jobs_room(void **state)
             int rc0 = pfi_alloc_ws_new(B.jobs, B.n, bb, &o, &w0, &e0);
             if (!rc0)
                 rc0 = pfi_alloc_ws_solve(w0, bb, &r0, &e0);
-            same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs", t);
+            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs", t);
             /* and once more at another budget in the rebuilt buffers */
             pfi_alloc_result_free(&r);
             pfi_alloc_result_free(&r0);
-            double b2 = budget_of(&B, urand());
+            double b2 = alloc_budget_at(B.jobs, B.n, urand());
             memset(&e, 0, sizeof e);
             memset(&e0, 0, sizeof e0);
             rc = pfi_alloc_ws_set_jobs(w, B.jobs, B.n, b2, &e);
             if (!rc)
                 rc = pfi_alloc_ws_solve(w, b2, &r, &e);
             rc0 = pfi_alloc_solve(B.jobs, B.n, b2, &o, &r0, &e0);
-            same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs again", t);
+            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs again", t);
             pfi_alloc_result_free(&r);
             pfi_alloc_result_free(&r0);
             pfi_alloc_ws_free(w);

@@ -16,6 +16,8 @@
 # pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
 # (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
+# await expands its message when it fails, so the messages are single-quoted.
+# shellcheck disable=SC2016
 set -u
 
 fail() {
@@ -45,12 +47,22 @@ VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
     --set openadr_poll=2m --set openadr_ramp=0s --set openadr_max_skew=10m >"$dir/serve.log" 2>&1 &
 pids="$pids $!"
 get() { curl -sf --unix-socket "$dir/serve.sock" "http://node$1"; }
-i=0
-until get /healthz >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start"
-    sleep 0.05
-done
 ven_num() { get /v1/grid/openadr | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"; }
+# What the steps below wait for (await, openadr_env.sh).
+served() { get /healthz >/dev/null 2>&1; }
+held() { get "/v1/grid/events/oadr-$1" >/dev/null 2>&1; }
+held_to() { get "/v1/grid/events/oadr-$1" >"$2" 2>/dev/null; }
+has_priority() { get "/v1/grid/events/oadr-$1" 2>/dev/null | grep -q "\"priority\": *$2,"; }
+cancelled() { [ "$(ven_num events_cancelled)" = "$1" ]; }
+limits_are() { [ "$(sum_limits)" = "$1" ]; }
+under_target() { le "$(sum_limits)" "$TARGET"; }
+polled() { [ "$(ven_num polls)" -ge "$1" ]; }
+# N more polls of the VEN from now (p0: the count before them).
+polls() {
+    p0=$(ven_num polls)
+    await 200 'the VEN stopped polling: $(get /v1/grid/openadr)' polled $((p0 + $1))
+}
+await 600 'pfi serve did not start' served
 event() {
     printf '{"id": "%s", "intervalPeriod": {"start": "%s", "duration": "%s"}, "payloadDescriptors": [{"payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}], "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [%s]}]}]}' \
         "$1" "$(iso "$2")" "$3" "$KW"
@@ -64,17 +76,8 @@ curl -sf -o /dev/null -X POST -d "$(event past $((NOW - 7200)) PT30M)" "$VTN/_te
     fail "publishing event past"
 curl -sf -o /dev/null -X POST -d "$(event long $START PT2H)" "$VTN/_test/events" ||
     fail "publishing event long"
-i=0
-until get /v1/grid/events/oadr-long-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event long not taken: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
-p0=$(ven_num polls)
-i=0
-until [ "$(ven_num polls)" -ge $((p0 + 3)) ]; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 200 'event long not taken: $(get /v1/grid/openadr)' held long-0
+polls 3
 get /v1/grid/events/oadr-past-0 >/dev/null 2>&1 && fail "event past taken: $(get /v1/grid/events)"
 # The one error: this VTN offers no registration.
 [ "$(ven_num errors)" = 1 ] || fail "event past counted as an error: $(get /v1/grid/openadr)"
@@ -86,36 +89,19 @@ s=$(sum_limits)
 le "$s" "$TARGET" || fail "event long in force: limits sum $s W > $TARGET W"
 curl -sf -o /dev/null -X PUT -d "$(event long $START PT1M)" "$VTN/_test/events/long" ||
     fail "changing event long"
-i=0
-until [ "$(ven_num events_cancelled)" = 1 ]; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event long ended early on the VTN, not here: $(get /v1/grid/openadr) $(get /v1/grid/events/oadr-long-0)"
-    sleep 0.05
-done
+await 200 'event long ended early on the VTN, not here: $(get /v1/grid/openadr) $(get /v1/grid/events/oadr-long-0)' cancelled 1
 end=$(get /v1/grid/events/oadr-long-0 | sed -n 's/.*"end_s": *\([0-9.]*\).*/\1/p')
 # Its end: a second of real time (SCALE s here) after the change was seen.
 awk -v e="$end" -v n="$(now)" -v s="$START" -v k="$SCALE" 'BEGIN { exit !(e > s + 300 && e <= n + k) }' ||
     fail "event long's end $end, not between its change and a second after now: $(get /v1/grid/events/oadr-long-0)"
-i=0
-until [ "$(sum_limits)" = "$MAX" ]; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "limits not restored after event long ended: $(limits)"
-    sleep 0.05
-done
+await 200 'limits not restored after event long ended: $(limits)' limits_are "$MAX"
 [ "$(ven_num errors)" = 1 ] || fail "ending event long counted an error: $(get /v1/grid/openadr)"
 note "event long, in force, its end moved into the past on the VTN: ended here at $end, limits back to $MAX W"
 
 # ---- an hour after its restore, event long is let go, its report sent, not taken again ----
-i=0
-while get /v1/grid/events/oadr-long-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 300 ] && fail "event long not let go an hour after its end: $(get /v1/grid/events)"
-    sleep 0.05
-done
+await 300 'event long not let go an hour after its end: $(get /v1/grid/events)' not held long-0
 awk -v e="$end" -v n="$(now)" 'BEGIN { exit !(n >= e + 3600) }' || fail "event long let go before an hour passed"
-p0=$(ven_num polls)
-i=0
-until [ "$(ven_num polls)" -ge $((p0 + 3)) ]; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+polls 3
 get /v1/grid/events/oadr-long-0 >/dev/null 2>&1 && fail "event long taken again: $(get /v1/grid/events)"
 [ "$(ven_num reports_posted)" = 1 ] && [ "$(ven_num events_taken)" = 1 ] && [ "$(ven_num errors)" = 1 ] ||
     fail "after letting event long go: $(get /v1/grid/openadr)"
@@ -131,20 +117,12 @@ curl -sf -o /dev/null -X POST -d "$(targeted theirs $LATER other-ven)" "$VTN/_te
     fail "publishing event theirs"
 curl -sf -o /dev/null -X POST -d "$(targeted mine $LATER pfi-node)" "$VTN/_test/events" ||
     fail "publishing event mine"
-i=0
-until get /v1/grid/events/oadr-mine-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event mine (targeted at this VEN) not taken: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 200 'event mine (targeted at this VEN) not taken: $(get /v1/grid/openadr)' held mine-0
 get /v1/grid/events/oadr-theirs-0 >/dev/null 2>&1 && fail "event theirs (another VEN's) taken: $(get /v1/grid/events)"
 c0=$(ven_num events_cancelled)
 curl -sf -o /dev/null -X PUT -d "$(targeted mine $LATER other-ven)" "$VTN/_test/events/mine" ||
     fail "retargeting event mine"
-i=0
-while get /v1/grid/events/oadr-mine-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event mine, retargeted at another VEN, still held: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 200 'event mine, retargeted at another VEN, still held: $(get /v1/grid/openadr)' not held mine-0
 get /v1/grid/events/oadr-theirs-0 >/dev/null 2>&1 && fail "event theirs (another VEN's) taken: $(get /v1/grid/events)"
 [ "$(ven_num events_cancelled)" = $((c0 + 1)) ] && [ "$(ven_num errors)" = 1 ] ||
     fail "after retargeting event mine: $(get /v1/grid/openadr)"
@@ -155,34 +133,17 @@ note "an event targeted at another VEN not taken; one retargeted at another VEN 
 t0=$(ven_num events_taken)
 curl -sf -o /dev/null -X POST -d "{\"id\": \"urgent\", \"intervalPeriod\": {\"start\": \"0001-01-01\", \"duration\": \"P9999Y\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}" \
     "$VTN/_test/events" || fail "publishing event urgent"
-i=0
-until get /v1/grid/events/oadr-urgent-0 >"$dir/urgent.json" 2>/dev/null; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event urgent (from now) not taken: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
-p0=$(ven_num polls)
-i=0
-until [ "$(ven_num polls)" -ge $((p0 + 3)) ]; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 200 'event urgent (from now) not taken: $(get /v1/grid/openadr)' held_to urgent-0 "$dir/urgent.json"
+polls 3
 start1=$(sed -n 's/.*"start_s": *\([0-9.]*\).*/\1/p' "$dir/urgent.json")
 start2=$(get /v1/grid/events/oadr-urgent-0 | sed -n 's/.*"start_s": *\([0-9.]*\).*/\1/p')
 [ "$(ven_num events_taken)" = $((t0 + 1)) ] && [ "$start1" = "$start2" ] ||
     fail "event urgent over 3 polls: start $start1 then $start2, $(get /v1/grid/openadr)"
 get /v1/grid/events/oadr-urgent-0 | grep -q '"end": *"9999-12-31T23:59:59Z"' ||
     fail "event urgent's end: $(get /v1/grid/events/oadr-urgent-0)"
-i=0
-until le "$(sum_limits)" "$TARGET"; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event urgent: limits sum $(sum_limits) W > $TARGET W"
-    sleep 0.05
-done
+await 200 'event urgent: limits sum $(sum_limits) W > $TARGET W' under_target
 curl -sf -o /dev/null -X DELETE "$VTN/_test/events/urgent" || fail "DELETE event urgent"
-i=0
-until [ "$(sum_limits)" = "$MAX" ]; do
-    i=$((i + 1)); [ $i -gt 300 ] && fail "limits not restored after event urgent was deleted: $(limits)"
-    sleep 0.05
-done
+await 300 'limits not restored after event urgent was deleted: $(limits)' limits_are "$MAX"
 [ "$(ven_num errors)" = 1 ] || fail "event urgent counted an error: $(get /v1/grid/openadr)"
 note "an event from now until further notice: taken once at $start2, held, ended when the VTN deleted it"
 # ---- a limit above the site's maximum (10 MW) cannot bind: not taken, no error; a held one
@@ -195,23 +156,10 @@ LATER=$(( $(now | cut -d. -f1) + 36000 ))
 c0=$(ven_num events_cancelled)
 curl -sf -o /dev/null -X POST -d "$(big huge MW 10)" "$VTN/_test/events" || fail "publishing event huge"
 curl -sf -o /dev/null -X POST -d "$(big raised KW "$KW")" "$VTN/_test/events" || fail "publishing event raised"
-i=0
-until get /v1/grid/events/oadr-raised-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event raised not taken: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 200 'event raised not taken: $(get /v1/grid/openadr)' held raised-0
 curl -sf -o /dev/null -X PUT -d "$(big raised MW 10)" "$VTN/_test/events/raised" || fail "raising event raised"
-i=0
-while get /v1/grid/events/oadr-raised-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event raised to 10 MW still held: $(get /v1/grid/events/oadr-raised-0) $(get /v1/grid/openadr)"
-    sleep 0.05
-done
-p0=$(ven_num polls)
-i=0
-until [ "$(ven_num polls)" -ge $((p0 + 3)) ]; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 200 'event raised to 10 MW still held: $(get /v1/grid/events/oadr-raised-0) $(get /v1/grid/openadr)' not held raised-0
+polls 3
 get /v1/grid/events/oadr-huge-0 >/dev/null 2>&1 && fail "event huge (10 MW) taken: $(get /v1/grid/events)"
 [ "$(ven_num errors)" = 1 ] && [ "$(ven_num events_cancelled)" = $((c0 + 1)) ] ||
     fail "limits of 10 MW: $(get /v1/grid/openadr)"
@@ -220,39 +168,19 @@ note "a limit of 10 MW (above the site's $MAX W): not taken, no error; a held li
 # ---- a change of priority alone is taken (OpenADR 4 -> pfi -4, then 1 -> -1) ----
 prio() { big "$1" KW "$KW" | sed "s/^{/{\"priority\": $2, /"; }
 curl -sf -o /dev/null -X POST -d "$(prio ranked 4)" "$VTN/_test/events" || fail "publishing event ranked"
-i=0
-until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-4,'; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event ranked (priority 4) not taken as -4: $(get /v1/grid/events/oadr-ranked-0)"
-    sleep 0.05
-done
+await 200 'event ranked (priority 4) not taken as -4: $(get /v1/grid/events/oadr-ranked-0)' has_priority ranked-0 -4
 curl -sf -o /dev/null -X PUT -d "$(prio ranked 1)" "$VTN/_test/events/ranked" || fail "changing event ranked"
-i=0
-until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-1,'; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event ranked's priority changed to 1 on the VTN, not here: $(get /v1/grid/events/oadr-ranked-0)"
-    sleep 0.05
-done
+await 200 'event ranked'\''s priority changed to 1 on the VTN, not here: $(get /v1/grid/events/oadr-ranked-0)' has_priority ranked-0 -1
 note "a change of priority alone taken"
 
 # ---- paging: a VTN that answers 2 events a page (OpenADR's limit is a request) is read to its
 # empty page (the client stopped at its first short page: the events after it were not taken,
 # and those held were cancelled as withdrawn) ----
-polls() {
-    p0=$(ven_num polls)
-    i=0
-    until [ "$(ven_num polls)" -ge $((p0 + $1)) ]; do
-        i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
-        sleep 0.05
-    done
-}
 held_or_fail() { get "/v1/grid/events/oadr-$1-0" >/dev/null 2>&1 || fail "$2: $(get /v1/grid/openadr) $(get /v1/grid/events)"; }
 c0=$(ven_num events_cancelled)
 curl -sf -o /dev/null -X POST -d '{"max": 2}' "$VTN/_test/page" || fail "POST /_test/page"
 curl -sf -o /dev/null -X POST -d "$(big paged KW "$KW")" "$VTN/_test/events" || fail "publishing event paged"
-i=0
-until get /v1/grid/events/oadr-paged-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "event paged (the VTN's 4th page of 2) not taken: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 200 'event paged (the VTN'\''s 4th page of 2) not taken: $(get /v1/grid/openadr)' held paged-0
 polls 3
 held_or_fail ranked "event ranked (on the VTN's 4th page of 2) not held"
 [ "$(ven_num events_cancelled)" = "$c0" ] || fail "pages of 2: events cancelled: $(get /v1/grid/openadr)"
@@ -269,19 +197,11 @@ for k in range(33):
     urllib.request.urlopen(sys.argv[1] + "/_test/events", data=json.dumps(ev).encode()).read()
 EOF
 curl -sf -o /dev/null -X POST -d "$(big tail KW "$KW")" "$VTN/_test/events" || fail "publishing event tail"
-i=0
-until get /v1/grid/events/oadr-tail-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 300 ] && fail "event tail (the VTN's 42nd) not taken: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 300 'event tail (the VTN'\''s 42nd) not taken: $(get /v1/grid/openadr)' held tail-0
 e0=$(ven_num errors)
 curl -sf -o /dev/null -X POST -d '{"max": 1}' "$VTN/_test/page" || fail "POST /_test/page"
 curl -sf -o /dev/null -X PUT -d "$(prio ranked 3)" "$VTN/_test/events/ranked" || fail "changing event ranked"
-i=0
-until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-3,'; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "listing truncated: event ranked's change (read) not taken: $(get /v1/grid/events/oadr-ranked-0)"
-    sleep 0.05
-done
+await 200 'listing truncated: event ranked'\''s change (read) not taken: $(get /v1/grid/events/oadr-ranked-0)' has_priority ranked-0 -3
 polls 3
 held_or_fail tail "listing truncated at 40 events: event tail (42nd, not read) not held"
 [ "$(ven_num events_cancelled)" = "$c0" ] || fail "listing truncated: events cancelled: $(get /v1/grid/openadr)"
@@ -295,11 +215,7 @@ curl -sf -o /dev/null -X POST -d '{"max": 2}' "$VTN/_test/page" || fail "POST /_
 curl -sf -o /dev/null -X POST -d '{"status": 500, "count": 100000, "min_skip": 40}' "$VTN/_test/fail" ||
     fail "POST /_test/fail"
 curl -sf -o /dev/null -X PUT -d "$(prio ranked 2)" "$VTN/_test/events/ranked" || fail "changing event ranked"
-i=0
-until get /v1/grid/events/oadr-ranked-0 2>/dev/null | grep -q '"priority": *-2,'; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "listing cut short: event ranked's change (read) not taken: $(get /v1/grid/events/oadr-ranked-0)"
-    sleep 0.05
-done
+await 200 'listing cut short: event ranked'\''s change (read) not taken: $(get /v1/grid/events/oadr-ranked-0)' has_priority ranked-0 -2
 polls 3
 held_or_fail tail "listing cut short at 40 events: event tail (42nd, not read) not held"
 [ "$(ven_num events_cancelled)" = "$c0" ] || fail "listing cut short: events cancelled: $(get /v1/grid/openadr)"
@@ -319,11 +235,7 @@ ev = {"id": "dayahead", "intervalPeriod": {"start": sys.argv[2], "duration": "PT
                                             "values": [float(sys.argv[3])]}]} for k in range(96)]}
 urllib.request.urlopen(sys.argv[1] + "/_test/events", data=json.dumps(ev).encode()).read()
 EOF
-i=0
-until get /v1/grid/events/oadr-dayahead-95 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 300 ] && fail "event dayahead's 96th interval not taken: $(get /v1/grid/openadr)"
-    sleep 0.05
-done
+await 300 'event dayahead'\''s 96th interval not taken: $(get /v1/grid/openadr)' held dayahead-95
 polls 3
 n=$(get /v1/grid/events | grep -o '"id": *"oadr-dayahead-[0-9]*"' | sort -u | wc -l)
 [ "$n" -eq 96 ] && [ "$(ven_num errors)" = "$e0" ] ||

@@ -17,6 +17,9 @@
 #   check_start S         at S (pfi's clock), fails when the limits sum to more than $TARGET
 #   check_restored MAX    waits until the limits sum to MAX again, stops the sampler and fails
 #                         when any sampled instant was over what $dir/allowed allowed
+#   await N MSG CMD...    runs CMD every 0.05 s until it succeeds; after N more tries, fails
+#                         with MSG expanded then (single-quoted, it shows the state at the end)
+#   not CMD...            CMD failed (for await)
 . "$(dirname "$0")/support/sampler.sh"
 command -v curl >/dev/null || { echo "$name: curl is missing (scripts/install-deps.sh test)"; exit 77; }
 command -v python3 >/dev/null || { echo "$name: python3 is missing (scripts/install-deps.sh test)"; exit 77; }
@@ -48,6 +51,17 @@ head -c 32 /dev/urandom | base64 >"$dir/token"
 head -c 32 /dev/urandom | base64 >"$dir/secret"
 chmod 600 "$dir/token" "$dir/secret"
 
+await() {
+    _n=$1 _msg=$2
+    shift 2
+    _k=0
+    until "$@"; do
+        _k=$((_k + 1))
+        [ $_k -gt "$_n" ] && eval "fail \"$_msg\""
+        sleep 0.05
+    done
+}
+not() { ! "$@"; }
 wait_file() {
     i=0
     while [ ! -s "$1" ]; do

@@ -12,7 +12,8 @@
 # a limit above the site's maximum is not taken and is no error; a change of priority alone is
 # taken; a VTN whose pages hold fewer events than asked is read to its empty page, and a
 # listing longer than 40 pages or cut short by a failing page withdraws nothing; a day ahead
-# in 96 quarter-hours is held whole.
+# in 96 quarter-hours is held whole; an event one listing leaves out is withdrawn only when the
+# next listing, asked for at once, leaves it out too.
 # pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
 # (the clocks' tolerance is 10 minutes: the Date header's whole second is 1000 s here).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
@@ -241,4 +242,21 @@ n=$(get /v1/grid/events | grep -o '"id": *"oadr-dayahead-[0-9]*"' | sort -u | wc
 [ "$n" -eq 96 ] && [ "$(ven_num errors)" = "$e0" ] ||
     fail "event dayahead: $n of 96 intervals held: $(get /v1/grid/openadr)"
 note "a day ahead in 96 quarter-hours: all held at once, no error over 3 polls"
+
+# ---- an event one listing leaves out (read in pages, a listing skips one when another is
+# deleted between two pages) is not withdrawn: it is asked for again at once and found (it
+# was cancelled, and taken again only at the next poll) ----
+c0=$(ven_num events_cancelled)
+curl -sf -o /dev/null -X POST -d "$(big blink KW "$KW")" "$VTN/_test/events" || fail "publishing event blink"
+await 300 'event blink not taken: $(get /v1/grid/openadr)' held blink-0
+p1=$(ven_num polls)
+curl -sf -o /dev/null -X POST -d '{"id": "blink", "count": 1}' "$VTN/_test/hide" || fail "POST /_test/hide"
+polls 3
+held_or_fail blink "event blink, left out of one listing, not held"
+[ "$(ven_num events_cancelled)" = "$c0" ] || fail "event blink, left out of one listing, cancelled: $(get /v1/grid/openadr)"
+note "an event left out of one listing: still held, none cancelled over $(($(ven_num polls) - p1)) polls"
+# Left out of two listings in a row (the second asked for at once): withdrawn.
+curl -sf -o /dev/null -X POST -d '{"id": "blink", "count": 2}' "$VTN/_test/hide" || fail "POST /_test/hide"
+await 300 'event blink, left out of two listings in a row, not cancelled: $(get /v1/grid/openadr)' cancelled $((c0 + 1))
+note "an event left out of two listings in a row: cancelled"
 echo "it_openadr_ends: ok"

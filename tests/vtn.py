@@ -27,6 +27,9 @@ off), POST /_test/fail {"status": N, "count": K} (the next K resource requests a
 with "min_skip": M, only the next K GET /events with skip >= M: a listing cut short),
 POST /_test/page {"max": P} (GET /events answers at most P events a page, as a VTN may, whatever
 the limit asked; 50 again with P 50),
+POST /_test/hide {"id": ID, "count": K} (the next K listings of GET /events, each from skip 0
+to its last page, leave event ID out: as a listing read in pages misses one when another is
+deleted between two pages),
 GET /_test/vens, GET /_test/stats.
 
   vtn.py --port-file FILE --client-id ID --secret-file FILE --program NAME
@@ -46,7 +49,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 LOCK = threading.RLock()  # reply() reads the clock skew under it too
 STATE = {"tokens": set(), "events": [], "reports": [], "token_requests": 0,
          "unauthorized": 0, "next_id": 1, "skew": 0.0, "fail_status": 0, "fail_count": 0,
-         "vens": [], "next_ven": 1, "subs": [], "notified": 0, "fail_min_skip": -1,
+         "vens": [], "next_ven": 1, "subs": [], "notified": 0, "fail_min_skip": -1, "hide": {}, "hidden": set(),
          "page_max": 50}
 
 
@@ -200,7 +203,12 @@ class Vtn(BaseHTTPRequestHandler):
         if skip < 0 or not 0 <= limit <= 50:
             return self.reply(*problem(400, "Bad Request", "skip >= 0, limit 0..50"))
         with LOCK:
-            evs = [e for e in STATE["events"] if q.get("programID") in (None, e["programID"])]
+            if skip == 0:  # a listing starts: the events it leaves out
+                STATE["hidden"] = {i for i, k in STATE["hide"].items() if k > 0}
+                for i in STATE["hidden"]:
+                    STATE["hide"][i] -= 1
+            evs = [e for e in STATE["events"] if q.get("programID") in (None, e["programID"])
+                   and e["id"] not in STATE["hidden"]]
             limit = min(limit, STATE["page_max"])
         return self.reply(200, evs[skip:skip + limit])
 
@@ -302,6 +310,11 @@ class Vtn(BaseHTTPRequestHandler):
             with LOCK:
                 STATE["fail_status"], STATE["fail_count"] = int(d["status"]), int(d["count"])
                 STATE["fail_min_skip"] = int(d.get("min_skip", -1))
+            return self.reply(200, {})
+        if u.path == "/_test/hide":
+            d = json.loads(self.body())
+            with LOCK:
+                STATE["hide"][str(d["id"])] = int(d["count"])
             return self.reply(200, {})
         if u.path == "/_test/page":
             with LOCK:

@@ -73,6 +73,11 @@ struct pfi_ven {
      * reported once, and the set never outgrows the host's list (PFI_VEN_EVENTS_MAX). */
     char reported[PFI_VEN_EVENTS_MAX][PFI_EVENT_ID_MAX];
     int n_reported;
+    /* Held events (interval ids) the last complete listing did not ask for: one is taken as
+     * withdrawn only when the next complete listing, polled at once, does not either.  A
+     * listing read in pages can skip an event when another is deleted between two pages. */
+    char missing[PFI_VEN_EVENTS_MAX][PFI_EVENT_ID_MAX];
+    int n_missing;
 };
 
 typedef struct vbuf {
@@ -657,17 +662,19 @@ static void cancel_held(pfi_ven *v, const pfi_event *h, double now, const char *
 }
 
 /* An event (or one of its intervals) of this program the VTN no longer asks for: deleted there,
- * or changed to fewer intervals or to SIMPLE level 0 (it answered, so this is its word): one
- * not begun yet is deleted here; one in force ends now, restored in its steps as after any
- * end; one already ended is left to finish its restore. */
+ * or changed to fewer intervals or to SIMPLE level 0 (it answered, so this is its word), in
+ * two complete listings in a row (the second asked for at once: v->missing): one not begun
+ * yet is deleted here; one in force ends now, restored in its steps as after any end; one
+ * already ended is left to finish its restore. */
 static void cancel_missing(pfi_ven *v, json_t *events)
 {
     char src[PFI_EVENT_SOURCE_MAX];
     snprintf(src, sizeof src, "openadr:%.50s", v->cfg.program);
-    int n;
+    int n, n_now = 0;
     pfi_event *evs = held_events(v, &n);
+    char(*now_missing)[PFI_EVENT_ID_MAX] = malloc(sizeof v->missing);
     double now = pfi_clock_wall();
-    for (int i = 0; evs && i < n; i++) {
+    for (int i = 0; evs && now_missing && i < n; i++) {
         const pfi_event *h = &evs[i];
         char vid[PFI_EVENT_ID_MAX];
         vtn_id_of(h->id, vid, sizeof vid);
@@ -675,8 +682,21 @@ static void cancel_missing(pfi_ven *v, json_t *events)
             continue;
         if (still_listed(&v->cfg, events, vid, atoi(strrchr(h->id, '-') + 1)))
             continue;
-        cancel_held(v, h, now, "withdrawn on the VTN");
+        int before = 0;
+        for (int m = 0; m < v->n_missing && !before; m++)
+            before = !strcmp(v->missing[m], h->id);
+        if (before) {
+            cancel_held(v, h, now, "withdrawn on the VTN");
+        } else if (n_now < PFI_VEN_EVENTS_MAX) {
+            snprintf(now_missing[n_now++], sizeof now_missing[0], "%s", h->id);
+            v->wake = 1; /* asked again at once */
+        }
     }
+    if (now_missing) { /* without memory, nothing is withdrawn (next time, the same) */
+        memcpy(v->missing, now_missing, (size_t)n_now * sizeof now_missing[0]);
+        v->n_missing = n_now;
+    }
+    free(now_missing);
     free(evs);
 }
 

@@ -304,6 +304,28 @@ static void test_big_body_refused(void **state)
     site_down(&x);
 }
 
+/* A body whose length is said twice (two Content-Length fields that differ, or one beside a
+ * chunked body) is refused with 400 before it is read, whichever field comes first, and
+ * changes nothing; the same count said twice is taken. */
+static void test_two_lengths_refused(void **state)
+{
+    (void)state;
+    site x;
+    site_up(&x);
+    double caps = pfi_standin_cap_sum(x.s);
+    for (int way = 0; way < 3; way++) {
+        int st = pfi_test_two_lengths(x.port, TOKEN, "/v1/budget", "{\"cut\": 0.3}", way);
+        if (st != 400)
+            fprintf(stderr, "way %d: status %d\n", way, st);
+        assert_int_equal(st, 400);
+    }
+    assert_false(x.c->budget.set);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
+    assert_int_equal(pfi_test_two_lengths(x.port, TOKEN, "/v1/budget", "{\"cut\": 0.3}", 3), 200);
+    assert_true(x.c->budget.set);
+    site_down(&x);
+}
+
 /* Headers over 64 KiB and a length that is not a number get a 4xx, a request line that is
  * not HTTP is closed, and none changes anything; the API answers the next client. */
 static void test_malformed_refused(void **state)
@@ -437,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_over_address_limit_closed),
         cmocka_unit_test(test_over_connection_limit_waits),
         cmocka_unit_test(test_big_body_refused),
+        cmocka_unit_test(test_two_lengths_refused),
         cmocka_unit_test(test_malformed_refused),
         cmocka_unit_test(test_budget_body_checked),
         cmocka_unit_test(test_settings_checked),

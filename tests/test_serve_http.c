@@ -213,6 +213,29 @@ static void test_big_body_refused(void **state)
     node_down(&x);
 }
 
+/* A body whose length is said twice (two Content-Length fields that differ, or one beside a
+ * chunked body) is refused with 400 before it is read, whichever field comes first, and
+ * changes nothing; the same count said twice is taken. */
+static void test_two_lengths_refused(void **state)
+{
+    (void)state;
+    node x;
+    node_up(&x, NULL);
+    double before = sum_limits(&x);
+    for (int way = 0; way < 3; way++) {
+        int st = pfi_test_two_lengths(x.port, TOKEN, "/v1/budget", "{\"percent\": 70}", way);
+        if (st != 400)
+            fprintf(stderr, "way %d: status %d\n", way, st);
+        assert_int_equal(st, 400);
+    }
+    assert_true(isnan(x.t.n->budget_w));
+    assert_true(fabs(sum_limits(&x) - before) < 1e-9);
+    assert_int_equal(
+        pfi_test_two_lengths(x.port, TOKEN, "/v1/budget", "{\"percent\": 70}", 3), 200);
+    assert_false(isnan(x.t.n->budget_w));
+    node_down(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_one_address_cannot_starve),
         cmocka_unit_test(test_idle_and_slow_closed),
         cmocka_unit_test(test_big_body_refused),
+        cmocka_unit_test(test_two_lengths_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 #include "util/clock.h"
 #include "util/cmd.h"
 #include "util/fs.h"
+#include "util/http_frame.h"
 #include "util/json.h"
 #include "util/num.h"
 #include "util/prom.h"
@@ -592,6 +593,42 @@ static void test_url_unescape(void **state)
 
 /* A bounded command run: its stdout, a failure, a command that does not finish in time (killed),
  * one that does not exist, and output past the cap kept to the cap. */
+/* Header fields as a server lists them, in order; NULL ends them. */
+static const char *frame_why(const char *const *fields)
+{
+    pfi_http_frame f = {0};
+    for (; *fields; fields += 2)
+        pfi_http_frame_note(&f, fields[0], fields[1]);
+    return pfi_http_frame_why(&f);
+}
+
+static void test_http_frame(void **state)
+{
+    (void)state;
+    const char *const one[] = {"Host", "x", "content-length", "17", NULL};
+    const char *const none[] = {"Host", "x", NULL};
+    const char *const chunked[] = {"Transfer-Encoding", "chunked", NULL};
+    const char *const same[] = {"Content-Length", "17", "CONTENT-LENGTH", "017", NULL};
+    assert_null(frame_why(one));
+    assert_null(frame_why(none));
+    assert_null(frame_why(chunked));
+    assert_null(frame_why(same));
+    const char *const differ[] = {"Content-Length", "17", "Content-Length", "200", NULL};
+    const char *const differ2[] = {"Content-Length", "200", "content-length", "17", NULL};
+    const char *const bad2[] = {"Content-Length", "17", "Content-Length", "17abc", NULL};
+    const char *const bad1[] = {"Content-Length", "x", "Content-Length", "x", NULL};
+    const char *const three[] = {"Content-Length", "5", "Content-Length", "5",
+                                 "Content-Length", "6", NULL};
+    const char *const both[] = {"Content-Length", "17", "Transfer-Encoding", "chunked", NULL};
+    const char *const both2[] = {"transfer-encoding", "chunked", "Content-Length", "17", NULL};
+    const char *const *bad[] = {differ, differ2, bad2, bad1, three, both, both2};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *why = frame_why(bad[i]);
+        assert_non_null(why);
+        assert_non_null(strstr(why, "Content-Length"));
+    }
+}
+
 static void test_cmd_capture(void **state)
 {
     char *out = NULL;
@@ -709,7 +746,7 @@ int main(void)
         cmocka_unit_test(test_json_text), cmocka_unit_test(test_json_error),
         cmocka_unit_test(test_decimal),
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
-        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_budget), cmocka_unit_test(test_http_frame),
         cmocka_unit_test(test_num_json),
         cmocka_unit_test(test_slowdown),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/clock.h"
+#include "util/http_frame.h"
 #include "util/num.h"
 #include "util/unescape.h"
 
@@ -50,6 +51,21 @@ int pfi_cl_body_too_big(struct MHD_Connection *con, size_t max)
     long long n;
     return v && pfi_num_ll(v, 0, LLONG_MAX, "Content-Length", &n, NULL) == PFI_OK &&
            (unsigned long long)n > max;
+}
+
+static enum MHD_Result frame_note(void *cls, enum MHD_ValueKind kind, const char *name,
+                                  const char *value)
+{
+    (void)kind;
+    pfi_http_frame_note(cls, name, value);
+    return MHD_YES;
+}
+
+const char *pfi_cl_body_framing(struct MHD_Connection *con)
+{
+    pfi_http_frame f = {0};
+    MHD_get_connection_values(con, MHD_HEADER_KIND, frame_note, &f);
+    return pfi_http_frame_why(&f);
 }
 
 void pfi_cl_body_done(void *cls, struct MHD_Connection *con, void **con_cls,

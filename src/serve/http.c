@@ -18,6 +18,7 @@
 
 #include "serve/serve_int.h"
 #include "util/fs.h"
+#include "util/http_frame.h"
 #include "util/json.h"
 #include "util/num.h"
 #include "util/unescape.h"
@@ -104,6 +105,14 @@ static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
     return pfi_url_unescape(s);
 }
 
+static enum MHD_Result frame_note(void *cls, enum MHD_ValueKind kind, const char *name,
+                                  const char *value)
+{
+    (void)kind;
+    pfi_http_frame_note(cls, name, value);
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls)
@@ -116,6 +125,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!r)
             return MHD_NO;
         *con_cls = r;
+        /* Answered before the body is read: libmicrohttpd then closes the connection, so
+         * nothing of the body is taken for a request of its own. */
+        pfi_http_frame f = {0};
+        MHD_get_connection_values(c, MHD_HEADER_KIND, frame_note, &f);
+        const char *why = pfi_http_frame_why(&f);
+        if (why) {
+            r->too_big = 1;
+            return reject(c, 400, "EINVAL", why);
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (pfi_srv_http_body_too_big(cl, max)) {
             r->too_big = 1;

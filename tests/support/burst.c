@@ -302,6 +302,27 @@ void pfi_test_big_bodies(int port, const char *token, const char *path, const ch
     free(body);
 }
 
+int pfi_test_two_lengths(int port, const char *token, const char *path, const char *json,
+                         int way)
+{
+    static const char CL[] = "Content-Length: %zu\r\n";
+    size_t len = strlen(json);
+    char head[512], body[512], lengths[128], right[48], wrong[48];
+    snprintf(right, sizeof right, CL, len);
+    snprintf(wrong, sizeof wrong, CL, len + 100);
+    snprintf(lengths, sizeof lengths, "%s%s", way == 1 ? wrong : right,
+             way == 0 ? wrong : way == 2 ? "Transfer-Encoding: chunked\r\n" : right);
+    snprintf(head, sizeof head,
+             "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\n%s\r\n",
+             path, token, lengths);
+    if (way == 2)
+        snprintf(body, sizeof body, "%zx\r\n%s\r\n0\r\n\r\n", len, json);
+    else
+        snprintf(body, sizeof body, "%s", json);
+    return send_raw(port, head, body, strlen(body), NULL, 5);
+}
+
 int pfi_test_slow_clients(int port, const char *src, int n, int *fd)
 {
     static const char slow[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* http_frame.h: whether a request says its body's length one way only, for both HTTP servers
+ * (serve/http.c, cluster/api.c), which feed it the request's header fields as libmicrohttpd
+ * lists them.  libmicrohttpd takes the first of two Content-Length fields and reads a chunked
+ * body that also has a Content-Length; a proxy in front of the daemon may read the other one,
+ * and what the proxy sees as the next request is then a body to pfi, or the reverse (request
+ * smuggling).  RFC 9112 6.3 lets a server refuse both; pfi does, before the body is read. */
+#ifndef PFI_UTIL_HTTP_FRAME_H
+#define PFI_UTIL_HTTP_FRAME_H
+
+/* What a request's header fields say of its length so far; zero it before the first field. */
+typedef struct pfi_http_frame {
+    int lengths;          /* Content-Length fields seen */
+    int lengths_differ;   /* two of them do not give the same count, or one is no count */
+    long long length;     /* the first one's count, when it is one */
+    int first_bad;        /* the first one is no count (libmicrohttpd refuses that itself) */
+    int transfer_coding;  /* a Transfer-Encoding field was seen */
+} pfi_http_frame;
+
+/* Notes one header field (name in any case, value as sent). */
+void pfi_http_frame_note(pfi_http_frame *f, const char *name, const char *value);
+
+/* NULL when the length is said at most one way; otherwise why not, for a 400 answer.  Two
+ * Content-Length fields with the same count are taken (RFC 9110 8.6 allows either). */
+const char *pfi_http_frame_why(const pfi_http_frame *f);
+
+#endif

@@ -593,26 +593,28 @@ static void test_url_unescape(void **state)
 
 /* A bounded command run: its stdout, a failure, a command that does not finish in time (killed),
  * one that does not exist, and output past the cap kept to the cap. */
-/* Header fields as a server lists them, in order; NULL ends them. */
-static const char *frame_why(const char *const *fields)
+/* Header fields as a server lists them, in order; NULL ends them.  The status to answer. */
+static int frame_check(const char *const *fields, const char **why)
 {
     pfi_http_frame f = {0};
     for (; *fields; fields += 2)
         pfi_http_frame_note(&f, fields[0], fields[1]);
-    return pfi_http_frame_why(&f);
+    return pfi_http_frame_check(&f, why);
 }
 
 static void test_http_frame(void **state)
 {
     (void)state;
+    const char *why;
     const char *const one[] = {"Host", "x", "content-length", "17", NULL};
     const char *const none[] = {"Host", "x", NULL};
-    const char *const chunked[] = {"Transfer-Encoding", "chunked", NULL};
+    const char *const chunked[] = {"Transfer-Encoding", " Chunked ", NULL};
     const char *const same[] = {"Content-Length", "17", "CONTENT-LENGTH", "017", NULL};
-    assert_null(frame_why(one));
-    assert_null(frame_why(none));
-    assert_null(frame_why(chunked));
-    assert_null(frame_why(same));
+    const char *const *good[] = {one, none, chunked, same};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        assert_int_equal(frame_check(good[i], &why), 0);
+        assert_null(why);
+    }
     const char *const differ[] = {"Content-Length", "17", "Content-Length", "200", NULL};
     const char *const differ2[] = {"Content-Length", "200", "content-length", "17", NULL};
     const char *const bad2[] = {"Content-Length", "17", "Content-Length", "17abc", NULL};
@@ -620,12 +622,21 @@ static void test_http_frame(void **state)
     const char *const three[] = {"Content-Length", "5", "Content-Length", "5",
                                  "Content-Length", "6", NULL};
     const char *const both[] = {"Content-Length", "17", "Transfer-Encoding", "chunked", NULL};
-    const char *const both2[] = {"transfer-encoding", "chunked", "Content-Length", "17", NULL};
-    const char *const *bad[] = {differ, differ2, bad2, bad1, three, both, both2};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        const char *why = frame_why(bad[i]);
-        assert_non_null(why);
+    const char *const both2[] = {"transfer-encoding", "gzip", "Content-Length", "17", NULL};
+    const char *const *twice[] = {differ, differ2, bad2, bad1, three, both, both2};
+    for (size_t i = 0; i < sizeof twice / sizeof *twice; i++) {
+        assert_int_equal(frame_check(twice[i], &why), 400);
         assert_non_null(strstr(why, "Content-Length"));
+    }
+    const char *const gzip[] = {"Transfer-Encoding", "gzip, chunked", NULL};
+    const char *const identity[] = {"Transfer-Encoding", "identity", NULL};
+    const char *const chunked2[] = {"Transfer-Encoding", "chunked, chunked", NULL};
+    const char *const split[] = {"Transfer-Encoding", "gzip", "Transfer-Encoding", "chunked",
+                                 NULL};
+    const char *const *coded[] = {gzip, identity, chunked2, split};
+    for (size_t i = 0; i < sizeof coded / sizeof *coded; i++) {
+        assert_int_equal(frame_check(coded[i], &why), 501);
+        assert_non_null(strstr(why, "Transfer-Encoding"));
     }
 }
 

@@ -350,11 +350,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
     int more = pfi_cl_body_step(con_cls, data, data_size, BODY_MAX, &u);
     if (more < 0)
         return MHD_NO;
-    const char *why = first ? pfi_cl_body_framing(con) : NULL;
-    if (why) {
+    const char *why;
+    int status = first ? pfi_cl_body_framing(con, &why) : 0;
+    if (status) {
         /* As below, answered before the body is read: none of it is taken as a request. */
         ((pfi_cl_body *)*con_cls)->too_big = 1;
-        return send_err(con, 400, why);
+        return send_err(con, (unsigned)status, why);
     }
     if (first && pfi_cl_body_too_big(con, BODY_MAX)) {
         /* Said too large: answered now, its body never read (then the connection closes). */

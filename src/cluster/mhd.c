@@ -61,11 +61,11 @@ static enum MHD_Result frame_note(void *cls, enum MHD_ValueKind kind, const char
     return MHD_YES;
 }
 
-const char *pfi_cl_body_framing(struct MHD_Connection *con)
+int pfi_cl_body_framing(struct MHD_Connection *con, const char **why)
 {
     pfi_http_frame f = {0};
     MHD_get_connection_values(con, MHD_HEADER_KIND, frame_note, &f);
-    return pfi_http_frame_why(&f);
+    return pfi_http_frame_check(&f, why);
 }
 
 void pfi_cl_body_done(void *cls, struct MHD_Connection *con, void **con_cls,

@@ -27,9 +27,10 @@ int pfi_cl_body_step(void **con_cls, const char *data, size_t *data_size, size_t
 /* 1 when the request's Content-Length says more than max bytes: refuse it before its body
  * comes (libmicrohttpd itself answers 400 to a length that is not a number). */
 int pfi_cl_body_too_big(struct MHD_Connection *con, size_t max);
-/* NULL when the request says its body's length at most one way; otherwise why not
- * (util/http_frame.h): answer 400 at once, before the body is read. */
-const char *pfi_cl_body_framing(struct MHD_Connection *con);
+/* 0 when the request says its body's length at most one way, in a way pfi reads; otherwise
+ * the status to answer at once, before the body is read, and *why says why
+ * (util/http_frame.h). */
+int pfi_cl_body_framing(struct MHD_Connection *con, const char **why);
 void pfi_cl_body_done(void *cls, struct MHD_Connection *con, void **con_cls,
                       enum MHD_RequestTerminationCode toe);
 

@@ -129,10 +129,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * nothing of the body is taken for a request of its own. */
         pfi_http_frame f = {0};
         MHD_get_connection_values(c, MHD_HEADER_KIND, frame_note, &f);
-        const char *why = pfi_http_frame_why(&f);
-        if (why) {
+        const char *why;
+        int status = pfi_http_frame_check(&f, &why);
+        if (status) {
             r->too_big = 1;
-            return reject(c, 400, "EINVAL", why);
+            return reject(c, status, status == 501 ? "ENOTSUP" : "EINVAL", why);
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (pfi_srv_http_body_too_big(cl, max)) {

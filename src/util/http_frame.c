@@ -8,12 +8,26 @@
 
 #include "util/num.h"
 
+/* "chunked", in any case, with optional whitespace around it (RFC 9110 5.6.3). */
+static int is_chunked(const char *v)
+{
+    while (*v == ' ' || *v == '\t')
+        v++;
+    if (strncasecmp(v, "chunked", 7))
+        return 0;
+    for (v += 7; *v == ' ' || *v == '\t'; v++)
+        ;
+    return *v == '\0';
+}
+
 void pfi_http_frame_note(pfi_http_frame *f, const char *name, const char *value)
 {
     if (!name)
         return;
     if (!strcasecmp(name, "Transfer-Encoding")) {
         f->transfer_coding = 1;
+        if (!value || !is_chunked(value))
+            f->other_coding = 1;
         return;
     }
     if (strcasecmp(name, "Content-Length"))
@@ -28,12 +42,18 @@ void pfi_http_frame_note(pfi_http_frame *f, const char *name, const char *value)
     }
 }
 
-const char *pfi_http_frame_why(const pfi_http_frame *f)
+int pfi_http_frame_check(const pfi_http_frame *f, const char **why)
 {
+    *why = NULL;
     if (f->lengths && f->transfer_coding)
-        return "both Content-Length and Transfer-Encoding: the body's length must be said one "
+        *why = "both Content-Length and Transfer-Encoding: the body's length must be said one "
                "way";
-    if (f->lengths_differ)
-        return "Content-Length given twice with different values";
-    return NULL;
+    else if (f->lengths_differ)
+        *why = "Content-Length given twice with different values";
+    else if (f->other_coding)
+        *why = "Transfer-Encoding other than chunked is not supported: send the body with a "
+               "Content-Length or chunked";
+    else
+        return 0;
+    return f->other_coding && !f->lengths ? 501 : 400;
 }

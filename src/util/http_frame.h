@@ -15,13 +15,18 @@ typedef struct pfi_http_frame {
     long long length;     /* the first one's count, when it is one */
     int first_bad;        /* the first one is no count (libmicrohttpd refuses that itself) */
     int transfer_coding;  /* a Transfer-Encoding field was seen */
+    int other_coding;     /* one of them names anything but chunked alone */
 } pfi_http_frame;
 
 /* Notes one header field (name in any case, value as sent). */
 void pfi_http_frame_note(pfi_http_frame *f, const char *name, const char *value);
 
-/* NULL when the length is said at most one way; otherwise why not, for a 400 answer.  Two
- * Content-Length fields with the same count are taken (RFC 9110 8.6 allows either). */
-const char *pfi_http_frame_why(const pfi_http_frame *f);
+/* 0 when the length is said at most one way, in a way pfi reads; otherwise the status to
+ * answer, and *why (static text) says why: 400 when it is said twice (two Content-Length fields
+ * with different counts, or one beside a Transfer-Encoding), 501 for a transfer coding other
+ * than chunked alone (gzip, "gzip, chunked": RFC 9112 6.1; libmicrohttpd reads none of them and
+ * left such a request waiting until the idle timeout).  Two Content-Length fields with the
+ * same count are taken (RFC 9110 8.6 allows either). */
+int pfi_http_frame_check(const pfi_http_frame *f, const char **why);
 
 #endif

@@ -310,13 +310,17 @@ int pfi_test_two_lengths(int port, const char *token, const char *path, const ch
     char head[512], body[512], lengths[128], right[48], wrong[48];
     snprintf(right, sizeof right, CL, len);
     snprintf(wrong, sizeof wrong, CL, len + 100);
-    snprintf(lengths, sizeof lengths, "%s%s", way == 1 ? wrong : right,
-             way == 0 ? wrong : way == 2 ? "Transfer-Encoding: chunked\r\n" : right);
+    if (way == 3 || way == 4)
+        snprintf(lengths, sizeof lengths, "Transfer-Encoding: %s\r\n",
+                 way == 3 ? "gzip, chunked" : "gzip");
+    else
+        snprintf(lengths, sizeof lengths, "%s%s", way == 1 ? wrong : right,
+                 way == 0 ? wrong : way == 2 ? "Transfer-Encoding: chunked\r\n" : right);
     snprintf(head, sizeof head,
              "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
              "Content-Type: application/json\r\n%s\r\n",
              path, token, lengths);
-    if (way == 2)
+    if (way == 2 || way == 3)
         snprintf(body, sizeof body, "%zx\r\n%s\r\n0\r\n\r\n", len, json);
     else
         snprintf(body, sizeof body, "%s", json);

@@ -41,12 +41,13 @@ int pfi_test_send_body(int port, const char *src, const char *token, const char 
  * status (as pfi_test_status; -2 when a connection broke while sending). */
 void pfi_test_big_bodies(int port, const char *token, const char *path, const char *json,
                          int status[3]);
-/* A PUT of json (a valid body) to path with the bearer token, its length said twice (RFC 9112
- * 6.3) in one of four ways: 0, two Content-Length fields, the right one first; 1, the same, the
- * right one second (a server that takes the first waits for bytes that never come); 2, a
- * Content-Length beside a chunked body; 3, the right count twice, which RFC 9110 8.6 lets a
- * server take.  The answer's status (as pfi_test_status, 5 s; -2 when the connection broke
- * while sending). */
+/* A PUT of json (a valid body) to path with the bearer token, its length said in one of six
+ * ways: 0, two Content-Length fields, the right one first; 1, the same, the right one second (a
+ * server that takes the first waits for bytes that never come); 2, a Content-Length beside a
+ * chunked body; 3, the body gzip'd-then-chunked ("Transfer-Encoding: gzip, chunked"; the body
+ * is sent as it is, which no server that reads that coding takes); 4, "Transfer-Encoding:
+ * gzip" alone, no length; 5, the right count twice, which RFC 9110 8.6 lets a server take.  The
+ * answer's status (as pfi_test_status, 5 s; -2 when the connection broke while sending). */
 int pfi_test_two_lengths(int port, const char *token, const char *path, const char *json,
                          int way);
 /* Opens n connections from address src, each sending a request line and an unfinished header

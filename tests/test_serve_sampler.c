@@ -18,11 +18,14 @@
  * of pfi's wall clock (util/clock.h, scaled like the daemons' when PFI_CLOCK_SCALE is set): W
  * is allowed from T on (the first W before the first T), so a test states a ramp's steps ahead
  * of time and the sampler holds each from its exact start.  Each OUT gets
- * "samples N violations V max_sum W max_over W".
+ * "samples N violations V max_sum W max_over W": first once every state is open (a test waits
+ * for it before it changes a limit: tests/support/sampler.sh), then every 4096 rounds and at
+ * the end.  It exits 0 only when it watched until OUT.stop appeared.
  *
  * Run with no argument, it tests itself: a state kept under the allowed sum is never reported,
  * one over it is. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -112,17 +115,24 @@ static double read_allowed_once(const char *path, double last)
     return read_allowed(&a);
 }
 
-static void write_out(const char *out, long samples, long viol, double max_sum, double max_over)
+/* -1 (said on stderr) when OUT could not be replaced: a test must not read an old count as the
+ * last, nor an empty file. */
+static int write_out(const char *out, long samples, long viol, double max_sum, double max_over)
 {
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", out);
     FILE *f = fopen(tmp, "w");
-    if (!f)
-        return;
-    fprintf(f, "samples %ld violations %ld max_sum %.1f max_over %.1f\n", samples, viol, max_sum,
-            max_over);
-    fclose(f);
-    rename(tmp, out);
+    int ok = f != NULL;
+    if (ok) {
+        ok = fprintf(f, "samples %ld violations %ld max_sum %.1f max_over %.1f\n", samples, viol,
+                     max_sum, max_over) > 0;
+        ok = fclose(f) == 0 && ok;
+    }
+    if (ok && rename(tmp, out) == 0)
+        return 0;
+    fprintf(stderr, "sampler: cannot write %s: %s\n", out, strerror(errno));
+    unlink(tmp);
+    return -1;
 }
 
 /* One thing checked: a node (one state) or a site (several, one daemon each). */
@@ -213,8 +223,10 @@ static int watch_main(group *gs, int ng)
         if ((tries & 4095) == 0) {
             if (access(stop, F_OK) == 0)
                 break;
-            for (int k = 0; k < ng; k++)
-                write_out(gs[k].out, gs[k].samples, gs[k].viol, gs[k].max_sum, gs[k].max_over);
+            for (int k = 0; k < ng && !bad; k++)
+                if (write_out(gs[k].out, gs[k].samples, gs[k].viol, gs[k].max_sum,
+                              gs[k].max_over) != 0)
+                    return 1;
         }
         for (int k = 0; k < ng && !bad; k++)
             bad = sample_group(&gs[k], &e) < 0;
@@ -222,7 +234,8 @@ static int watch_main(group *gs, int ng)
     if (bad)
         fprintf(stderr, "sampler: %s\n", e.msg);
     for (int k = 0; k < ng; k++) {
-        write_out(gs[k].out, gs[k].samples, gs[k].viol, gs[k].max_sum, gs[k].max_over);
+        if (write_out(gs[k].out, gs[k].samples, gs[k].viol, gs[k].max_sum, gs[k].max_over) != 0)
+            bad = 1;
         for (int i = 0; i < gs[k].ns; i++)
             pfi_sim_state_close(gs[k].s[i]);
     }
@@ -441,6 +454,44 @@ static void test_sampler_sees_over_budget(void **state)
     pfi_sim_state_close(s);
 }
 
+/* OUT that cannot be written: the sampler says so and exits 1 at once (it ran on with nothing
+ * written, and a test read an old count or none). */
+static void test_unwritable_out_fails(void **state)
+{
+    (void)state;
+    char st[600], allowed[600], out[700];
+    snprintf(st, sizeof st, "%s/unwritable.state", dir);
+    snprintf(allowed, sizeof allowed, "%s/unwritable.allowed", dir);
+    snprintf(out, sizeof out, "%s/no-such-dir/out", dir);
+    pfi_node_config cfg;
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_preset(PFI_SIM_DEFAULT_PRESET, &cfg, &e), PFI_OK);
+    assert_int_equal(pfi_sim_state_create(st, &cfg, 1, 1, &e), PFI_OK);
+    put(allowed, "100000\n");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        _exit(sample_main(st, allowed, out));
+    }
+    /* Its stop file cannot be made either: a sampler that ran on is stopped after a bound. */
+    int rc = 0, done = 0;
+    for (int k = 0; k < 2000 && !done; k++) {
+        done = waitpid(pid, &rc, WNOHANG) == pid;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        if (!done)
+            nanosleep(&ts, NULL);
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &rc, 0);
+    }
+    assert_true(done);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+}
+
 /* ALLOWED lowered (a new file renamed over it) while the sampler runs: the sampler reads the
  * new value at once and reports the limits over it; two groups in one process each count. */
 static void test_watch_follows_allowed(void **state)
@@ -525,7 +576,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_allowed_schedule),
                                        cmocka_unit_test(test_sampler_sees_over_budget),
                                        cmocka_unit_test(test_site_sampler_sees_over_budget),
-                                       cmocka_unit_test(test_watch_follows_allowed)};
+                                       cmocka_unit_test(test_watch_follows_allowed),
+                                       cmocka_unit_test(test_unwritable_out_fails)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[500];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -11,12 +11,14 @@
 #   now, iso T            pfi's scaled clock (Unix seconds), T as ISO 8601 UTC
 #   sleep_until T         sleeps until pfi's clock reaches T
 #   cap_target FRACTION   the draw now (draw, W), FRACTION of it (TARGET, W) and in kW (KW)
-#   publish_cap S DUR     starts the sampler on $dir/allowed (SAMPLE), then publishes to $VTN an
+#   publish_cap S DUR     starts the sampler on $dir/allowed (SAMPLE) and, once it watches
+#                         (sampler_start, support/sampler.sh), publishes to $VTN an
 #                         IMPORT_CAPACITY_LIMIT event of $KW kW from S (pfi's clock) for DUR
 #                         (ISO 8601, e.g. PT10M)
 #   check_start S         at S (pfi's clock), fails when the limits sum to more than $TARGET
 #   check_restored MAX    waits until the limits sum to MAX again, stops the sampler and fails
-#                         when any sampled instant was over what $dir/allowed allowed
+#                         when it did not watch to the end (sampler_stop) or any sampled instant
+#                         was over what $dir/allowed allowed
 #   await N MSG CMD...    runs CMD every 0.05 s until it succeeds; after N more tries, fails
 #                         with MSG expanded then (single-quoted, it shows the state at the end)
 #   not CMD...            CMD failed (for await)
@@ -84,8 +86,7 @@ cap_target() {
     KW=$(awk -v t="$TARGET" 'BEGIN { printf "%.3f", t / 1000 }')
 }
 publish_cap() {
-    "$SAMPLER" --sample "$PFI_SIM_STATE" "$dir/allowed" "$dir/sampled" 2>>"$dir/sampler.log" &
-    SAMPLE=$!
+    sampler_start "$dir/sampled" --sample "$PFI_SIM_STATE" "$dir/allowed" "$dir/sampled"
     pids="$pids $SAMPLE"
     curl -sf -o /dev/null -X POST -d "{\"eventName\": \"cap\", \"priority\": 0, \"intervalPeriod\": {\"start\": \"$(iso "$1")\", \"duration\": \"$2\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}" \
         "$VTN/_test/events" || fail "publishing the event"
@@ -102,9 +103,7 @@ check_restored() {
         i=$((i + 1)); [ $i -gt 200 ] && fail "limits not restored after the event: $(limits)"
         sleep 0.1
     done
-    : >"$dir/sampled.stop"
-    wait "$SAMPLE"
-    read -r _ samples _ viol _ maxsum _ over <"$dir/sampled" || fail "no sampler output"
+    sampler_stop "$dir/sampled"
     note "sampler: $samples instants, largest sum $maxsum W, $viol over the target or a restore step"
     [ "$viol" = 0 ] || fail "the limits exceeded the event's target or a restore step at $viol sampled instants"
 }

@@ -57,6 +57,18 @@ static void close_run(run *r)
     pfi_parser_free(r->p);
 }
 
+/* Feeds bytes (a terminal's stream: carriage returns, escape sequences) as a pipe would. */
+static void parse_bytes(const char *data, const pfi_parse_cfg *cfg, run *r)
+{
+    memset(r, 0, sizeof *r);
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(cfg, &r->p, &e), PFI_OK);
+    pfi_linebuf lb = {0};
+    for (size_t at = 0, n = strlen(data); at < n; at += 37)
+        pfi_linebuf_push(&lb, data + at, n - at < 37 ? n - at : 37, on_line, r);
+    pfi_linebuf_flush(&lb, on_line, r);
+}
+
 static void assert_near(double a, double b, double rel)
 {
     if (!(fabs(a - b) <= rel * fabs(b)))
@@ -438,6 +450,87 @@ static void test_lightning(void **state)
     close_run(&r);
 }
 
+/* Lightning's RichProgressBar (before: not read at all).  The fixture is a console that is no
+ * terminal: one row per epoch, metrics wrapped onto further lines. */
+static void test_lightning_rich(void **state)
+{
+    static const double rate[10] = {2.41, 2.55, 2.55, 2.55, 2.56, 2.56, 2.56, 2.40, 2.56, 2.56};
+    run r;
+    for (int offline = 0; offline < 2; offline++) {
+        pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .tokens_per_step = 1000, .offline = offline};
+        parse_file("lightning-rich.log", &cfg, &r);
+        assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
+        assert_int_equal(r.n, 10);
+        for (int i = 0; i < 10; i++) {
+            assert_int_equal(r.obs[i].kind, offline ? PFI_OBS_RATE : PFI_OBS_COUNT);
+            assert_int_equal(r.obs[i].unit, PFI_OU_TOKENS);
+            assert_int_equal(r.obs[i].step, 910);
+            assert_near(r.obs[i].value, offline ? rate[i] * 1000 : 910000, 1e-12);
+        }
+        close_run(&r);
+    }
+
+    /* To a terminal: each redraw is "\r\033[2K" (a cursor-up and erase per further row) and
+     * the row in colour, no newline; during validation the training row is drawn again,
+     * unchanged, above the validation bar (not the epoch's).  Rich has no speed before its
+     * second sample ("0.00it/s"); a customized column may state seconds per step. */
+#define ROW(n, t, r)                                                                        \
+    "\r\033[2K\033[37mEpoch 3/9 \033[0m \033[38;2;98;6;224m\xe2\x94\x81\xe2\x94\x81"             \
+    "\033[0m\033[38;5;237m\xe2\x95\xba\xe2\x94\x81\033[0m " n "/910 \033[2m" t " \xe2\x80\xa2 "     \
+    "0:04:15\033[0m \033[2;4m" r "\033[0m \033[3mv_num: mcyz train/loss: 1.943\033[0m"
+    static const char term[] =
+        "\033[?25l" ROW("0", "0:00:00", "0.00it/s") ROW("1", "0:00:00", "0.00it/s")
+            ROW("2", "0:00:01", "2.55it/s") ROW("3", "0:00:01", "2.50it/s")
+            ROW("3", "0:00:01", "2.50it/s") "\n\033[1mValidation\033[0m \xe2\x94\x81 5/50 "
+            "0:00:01 \xe2\x80\xa2 0:00:09 5.12it/s"
+            "\r\033[2K\033[1A\033[2K" ROW("3", "0:00:01", "2.50it/s") "\n\033[1mValidation\033[0m "
+            "\xe2\x94\x81 6/50 0:00:01 \xe2\x80\xa2 0:00:08 5.13it/s"
+            "\r\033[2K\033[1A\033[2K" ROW("4", "1 day, 0:00:02", "2.51s/it")
+            "\033[?25h\n";
+#undef ROW
+    for (int offline = 0; offline < 2; offline++) {
+        pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .tokens_per_step = 1000, .offline = offline};
+        parse_bytes(term, &cfg, &r);
+        assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
+        if (!offline) { /* counts 0 to 4, the unchanged row 3 once */
+            assert_int_equal(r.n, 5);
+            for (int i = 0; i < 5; i++)
+                assert_near(r.obs[i].value, i * 1000, 0);
+        } else { /* 0 and 1 untimed; 2 at 2.55, 3 at 2.50 once, 4 at 1/2.51 steps/s */
+            assert_int_equal(r.n, 3);
+            assert_int_equal(pfi_parser_untimed(r.p), 2);
+            assert_near(r.obs[0].value, 2550, 1e-12);
+            assert_near(r.obs[1].value, 2500, 1e-12);
+            assert_near(r.obs[2].value, 1000 / 2.51, 1e-12);
+            assert_int_equal(r.obs[2].step, 4);
+        }
+        close_run(&r);
+    }
+
+    /* A row a narrow console cut before its speed, or one whose columns are not Rich's, gives
+     * nothing. */
+    static const char *const not_rows[] = {
+        "Epoch 1/9  \xe2\x94\x81\xe2\x94\x81 910/910 0:05:58 \xe2\x80\xa2",
+        "Epoch 1/9  \xe2\x94\x81\xe2\x94\x81 910/910 0:05:58 \xe2\x80\xa2 0:00:00",
+        "Epoch 1/9  \xe2\x94\x81\xe2\x94\x81 910/910 0:05:58 0:00:00 2.55it/s",
+        "Epoch 1/9 910/910 0:05:58 \xe2\x80\xa2 0:00:00 2.55it/s",
+        "Epoch 1/9  \xe2\x94\x81 910/910 0:05 \xe2\x80\xa2 0:00:00 2.55it/s",
+        "Epoch 1/9  \xe2\x94\x81 910/910 0:05:58 \xe2\x80\xa2 0:00:00 2.55",
+        "Epoch 12 loss 5.3933 | train 2.2s",
+    };
+    for (size_t i = 0; i < sizeof not_rows / sizeof *not_rows; i++)
+        for (int offline = 0; offline < 2; offline++) {
+            pfi_parse_cfg c = {.format = PFI_LOG_LIGHTNING, .offline = offline};
+            pfi_parser *p;
+            pfi_err e = {0};
+            assert_int_equal(pfi_parser_new(&c, &p, &e), PFI_OK);
+            pfi_obs o;
+            if (pfi_parser_feed(p, not_rows[i], &o) || pfi_parser_untimed(p))
+                fail_msg("read: %s", not_rows[i]);
+            pfi_parser_free(p);
+        }
+}
+
 /* NeMo's Lightning bar states its step time ("train_step_timing in s=1.900") and no rate, and
  * its validation bar is drawn onto the same line ("...]dation DataLoader 0: : 51it [00:20,
  * 2.53it/s]").  Before, that validation bar was read as the epoch's: 51 steps at 2.53 steps/s
@@ -671,7 +764,7 @@ static void test_garbage(void **state)
     /* Every fixture, in every explicit format, parses without crashing (ASan watches). */
     const char *files[] = {"megatron.log", "torchtitan.log", "hf.log", "deepspeed.log",
                            "deepspeed-old.log", "nanogpt.log", "llmc.log", "lightning.log",
-                           "garbage.log"};
+                           "lightning-rich.log", "garbage.log"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
         for (int f = PFI_LOG_PFI; f < PFI_LOG_REGEX; f++) {
             pfi_parse_cfg c = {.format = (pfi_log_format)f};
@@ -818,7 +911,7 @@ int main(void)
         cmocka_unit_test(test_megatron_deepspeed_seqlen),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_bare_bar_gives_way),
-        cmocka_unit_test(test_lightning_nemo),
+        cmocka_unit_test(test_lightning_nemo),  cmocka_unit_test(test_lightning_rich),
         cmocka_unit_test(test_nemo2_printer),
         cmocka_unit_test(test_llmc_table_prefixed),
         cmocka_unit_test(test_nanogpt_unit),

@@ -91,6 +91,7 @@ int pfi_parser_new(const pfi_parse_cfg *cfg, pfi_parser **out, pfi_err *err)
         p->cfg.format = PFI_LOG_REGEX;
     }
     p->detected = p->cfg.format;
+    p->rich_n = -1;
     *out = p;
     return PFI_OK;
 }
@@ -173,21 +174,29 @@ int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less)
         p->tqdm_total = strtod(line + m[3].rm_so, NULL);
     errno = 0;
     long long n = strtoll(line + m[1].rm_so, NULL, 10);
-    o->step = errno ? -1 : n; /* a counter too large to hold is unknown */
+    long long step = errno ? -1 : n; /* a counter too large to hold is unknown */
+    double r = NAN;
+    if (line[m[6].rm_so] == '?' || !pfi_num_at(line + m[6].rm_so, &r, NULL))
+        r = NAN;
+    return pfi_bar_obs(p, (double)n, step, r, line[m[7].rm_so] == 's', o);
+}
+
+int pfi_bar_obs(const pfi_parser *p, double count, long long step, double rate, int s_per_it,
+                pfi_obs *o)
+{
+    o->step = step;
+    o->unit = PFI_OU_STEPS;
     if (p->cfg.offline) {
-        double r;
         o->kind = PFI_OBS_RATE;
-        o->unit = PFI_OU_STEPS;
-        if (line[m[6].rm_so] == '?' || !pfi_num_at(line + m[6].rm_so, &r, NULL) || !(r > 0)) {
+        if (!(rate > 0)) {
             o->value = NAN; /* a bar, but no rate yet: counted untimed */
             return 1;
         }
-        o->value = line[m[7].rm_so] == 's' ? 1.0 / r : r; /* "s/it" or "it/s" */
+        o->value = s_per_it ? 1.0 / rate : rate;
         return 1;
     }
     o->kind = PFI_OBS_COUNT;
-    o->unit = PFI_OU_STEPS;
-    o->value = (double)n;
+    o->value = count;
     return 1;
 }
 

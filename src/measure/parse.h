@@ -21,7 +21,8 @@
  *   llmc       "step N/M | ... | T ms | ... | X tok/s"  or  "step N: train loss X (took T ms)"
  *   lightning  tqdm bar "Epoch E:  P%|...| N/M [mm:ss<mm:ss, X it/s, ...]" (NeMo's: "...,
  *              train_step_timing in s=X]", one step's time; NeMo 2: "Training epoch E,
- *              iteration N/M | ... global_batch_size: B | ... train_step_timing in s: X")
+ *              iteration N/M | ... global_batch_size: B | ... train_step_timing in s: X");
+ *              Rich's row "Epoch E/M  ━━━ N/T 0:05:58 • 0:00:00 X.XXit/s ..."
  *   composer   "Train time/token: N" (Composer's console logger): cumulative tokens
  *   automodel  "step N | ... | tps X(Y/gpu) | ..." (NeMo Automodel): the job's tokens/s
  *   regex      --throughput-regex RE (first group is the number) with --unit

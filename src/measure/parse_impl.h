@@ -26,6 +26,11 @@ struct pfi_parser {
     /* DeepSpeed's older running average: the previous (step, average) to difference. */
     double ds_prev_step, ds_prev_avg;
     int ds_have_prev;
+    /* Lightning's Rich bar: the (epoch, counter) of the last row read, so that a redraw of an
+     * unchanged row (the training row is drawn again with every validation step) is no new
+     * reading. */
+    double rich_epoch;
+    long long rich_n;
     regex_t tqdm_re;
     regex_t user_re;
     int user_re_ok;
@@ -48,6 +53,11 @@ int pfi_dict_num(const char *s, const char *key, double *v);
  * the counter (the Trainer's bar; tokenizer and loader bars carry a description).
  * p->tqdm_total gets the bar's total, p->tqdm_at where its counter starts in line. */
 int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less);
+/* A progress bar's reading as pfi_tqdm_steps gives it: its counter as a cumulative count of
+ * steps, or offline the rate the bar states (steps/s, or seconds per step when s_per_it),
+ * untimed (NAN) when it states none (rate not > 0).  step: the counter, -1 unknown.  1. */
+int pfi_bar_obs(const pfi_parser *p, double count, long long step, double rate, int s_per_it,
+                pfi_obs *o);
 
 static inline void pfi_obs_init(pfi_obs *o)
 {

@@ -12,9 +12,22 @@
  * are not training steps.
  *
  * NeMo's bar states the last step's time instead of a rate ("train_step_timing in s=1.900"):
- * one step in that time, as for nanoGPT (the DGX recipes' tokens/s: seq x batch / timing). */
+ * one step in that time, as for nanoGPT (the DGX recipes' tokens/s: seq x batch / timing).
+ *
+ * Lightning's RichProgressBar draws the epoch's row in its own columns:
+ *   Epoch 1/9  ━━━━━━━━━━━━━━━━ 910/910 0:05:58 • 0:00:00 2.55it/s v_num: mcyz train/loss: 2.903
+ * description ("Epoch E", "/M" when max_epochs is set, padded), bar, "done/total" ("--" for
+ * an iterable of no length), elapsed • remaining (H:MM:SS, "-:--:--" unknown, "1 day, ..."
+ * past a day), the speed with two decimals, "0.00it/s" before Rich has one, then the metrics
+ * (wrapped onto further lines by a narrow console; those lines are not read).  Read as the
+ * tqdm bar is: its counter, offline its rate.  To a terminal Rich redraws in place
+ * ("\r\033[2K", a cursor-up per extra row) with colours: the line splitter and the ANSI
+ * filter leave the row itself.  The training row is drawn again unchanged with every step of a
+ * validation run: an unchanged (epoch, counter) is not read again. */
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
@@ -53,13 +66,70 @@ static int nemo_printer(const char *line, pfi_obs *o)
     return 1;
 }
 
+/* "H:MM:SS", "-:--:--" or "N day(s), H:MM:SS" (Python's timedelta) at s; past it, or NULL. */
+static const char *rich_duration(const char *s)
+{
+    const char *q = s;
+    while (isdigit((unsigned char)*q))
+        q++;
+    if (q > s && (!strncmp(q, " day, ", 6) || !strncmp(q, " days, ", 7)))
+        s = q + (q[4] == ',' ? 6 : 7);
+    q = s;
+    int colons = 0;
+    while (isdigit((unsigned char)*q) || *q == ':' || *q == '-')
+        colons += *q++ == ':';
+    return colons == 2 ? q : NULL;
+}
+
+/* The Rich bar's epoch row after "Epoch E" (at q). */
+static int rich_bar(pfi_parser *p, double epoch, const char *q, pfi_obs *o)
+{
+    double v;
+    if (*q == '/' && !pfi_num_at(q + 1, &v, &q)) /* "/9", "/-2" (max_epochs -1) */
+        return 0;
+    /* Padding and the bar: blanks, Rich's glyphs (non-ASCII bytes) or an ASCII console's '-'. */
+    int bar = 0;
+    while (*q == ' ' || *q == '-' || (unsigned char)*q >= 0x80)
+        bar += *q++ != ' ';
+    if (!bar || q[-1] != ' ' || !isdigit((unsigned char)*q))
+        return 0;
+    errno = 0;
+    char *end;
+    long long n = strtoll(q, &end, 10);
+    if (errno || *end != '/')
+        return 0;
+    q = end + 1;
+    if (!strncmp(q, "--", 2))
+        q += 2;
+    else if (pfi_num_at(q, &v, &q) && v >= 0)
+        ;
+    else
+        return 0;
+    static const char bullet[] = " \xe2\x80\xa2 "; /* " • " in UTF-8 */
+    if (*q++ != ' ' || !(q = rich_duration(q)) || strncmp(q, bullet, sizeof bullet - 1) ||
+        !(q = rich_duration(q + sizeof bullet - 1)) || *q++ != ' ')
+        return 0;
+    double rate;
+    if (!pfi_num_at(q, &rate, &q) || (strncmp(q, "it/s", 4) && strncmp(q, "s/it", 4)))
+        return 0;
+    if (epoch == p->rich_epoch && n == p->rich_n)
+        return 0;
+    p->rich_epoch = epoch;
+    p->rich_n = n;
+    return pfi_bar_obs(p, (double)n, n, rate, *q == 's', o);
+}
+
 int pfi_parse_lightning(pfi_parser *p, const char *line, pfi_obs *o)
 {
     if (nemo_printer(line, o))
         return 1;
     const char *e = strstr(line, "Epoch ");
     double epoch;
-    if (!e || !pfi_num_at(e + 6, &epoch, &e) || *e != ':')
+    if (!e || !pfi_num_at(e + 6, &epoch, &e))
+        return 0;
+    if (*e == '/' || *e == ' ')
+        return rich_bar(p, epoch, e, o);
+    if (*e != ':')
         return 0;
     const char *ts = strstr(e, "train_step_timing in s=");
     double st;

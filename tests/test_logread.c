@@ -338,15 +338,40 @@ static void test_cut_last_line(void **state)
     pfi_logread_free(&r);
 }
 
-/* Composer's counts have no clock of their own in a finished file: counted untimed, and the
- * read says there is no throughput rather than inventing one. */
-static void test_composer_untimed(void **state)
+/* Composer's finished log: the rate it states, SpeedMonitor's "Train throughput/tokens_per_sec"
+ * (before: no throughput at all), its time/token counts untimed (no clock in seconds).  Without
+ * that line the read says there is none, and why, rather than inventing one. */
+static void test_composer(void **state)
 {
     pfi_logread_cfg c = {.parse = {.format = PFI_LOG_AUTO}};
     pfi_logread r;
+    read_ok("composer.log", &c, &r);
+    assert_int_equal(r.format, PFI_LOG_COMPOSER);
+    assert_string_equal(r.unit, "tokens/s");
+    double want[] = {20082.8418};
+    assert_series(&r, want, 1);
+    assert_true(fabs(r.pts[0].rate - 20082.8418) < 1e-9); /* not the per-device 1255.1776 */
+    assert_int_equal(r.untimed, 1);
+    pfi_logread_free(&r);
+
+    char path[] = "/tmp/pfi-logread-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    FILE *in = fopen(FIXTURES "composer.log", "rb");
+    assert_non_null(in);
+    char line[4096];
+    while (fgets(line, sizeof line, in))
+        if (!strstr(line, "Train throughput/tokens_per_sec:"))
+            fputs(line, f);
+    fclose(in);
+    fclose(f);
     pfi_err e = {0};
-    assert_int_equal(pfi_logread_file(FIXTURES "composer.log", &c, &r, &e), PFI_EINVAL);
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_EINVAL);
+    unlink(path);
     assert_non_null(strstr(e.msg, "1 progress lines without a usable time (format composer"));
+    assert_non_null(strstr(e.msg, "time/train is in SpeedMonitor's time_unit"));
+    assert_non_null(strstr(e.msg, "no \"Train throughput/tokens_per_sec\" line"));
 }
 
 int main(void)
@@ -359,7 +384,7 @@ int main(void)
         cmocka_unit_test(test_lightning),     cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_steady_window), cmocka_unit_test(test_bar_then_megatron),
         cmocka_unit_test(test_cut_last_line),
-        cmocka_unit_test(test_composer_untimed),
+        cmocka_unit_test(test_composer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

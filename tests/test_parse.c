@@ -640,7 +640,8 @@ static void test_nanogpt_unit(void **state)
 
 /* Composer's console logger: "Train time/token: N" is read as a cumulative token count; no
  * other line of its block (throughput/tokens_per_sec, a window average; time/token_in_epoch)
- * gives an observation. */
+ * gives an observation live.  Offline the counts have no clock and the window average is the
+ * rate the log states: its throughput/tokens_per_sec, not the per-device one. */
 static void test_composer(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
@@ -655,6 +656,18 @@ static void test_composer(void **state)
     assert_int_equal(pfi_parser_feed(r.p, "\t Train time/token: 29,354,495", &o), 1);
     assert_near(o.value, 29354495, 0);
     assert_int_equal(pfi_parser_feed(r.p, "\t Train time/token_in_epoch: 29354495", &o), 0);
+    assert_null(pfi_parser_why_none(r.p));
+    close_run(&r);
+
+    cfg.offline = 1;
+    parse_file("composer.log", &cfg, &r);
+    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_COMPOSER);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
+    assert_int_equal(r.obs[1].kind, PFI_OBS_RATE);
+    assert_int_equal(r.obs[1].unit, PFI_OU_TOKENS);
+    assert_near(r.obs[1].value, 20082.8418, 0);
+    assert_non_null(pfi_parser_why_none(r.p));
     close_run(&r);
 }
 

@@ -186,12 +186,14 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
     out->summary_rate = pfi_parser_summary(second.p, &su);
     snprintf(out->summary_unit, sizeof out->summary_unit, "%s", unit_name(su));
     int per_gpu = pfi_parser_per_gpu(second.p);
-    pfi_parser_free(second.p);
+    const char *why = pfi_parser_why_none(second.p);
     if (rc == PFI_OK && out->n == 0)
         rc = pfi_err_set(err, PFI_EINVAL,
                          "no throughput in %s: %ld lines read, %ld progress lines without a "
-                         "usable time (format %s; --log-format names one)",
-                         path, out->lines, out->untimed, pfi_log_format_name(out->format));
+                         "usable time (format %s; --log-format names one)%s%s",
+                         path, out->lines, out->untimed, pfi_log_format_name(out->format),
+                         why ? ": " : "", why ? why : "");
+    pfi_parser_free(second.p);
     if (rc != PFI_OK) {
         pfi_logread_free(out);
         return rc;

@@ -432,6 +432,16 @@ long pfi_parser_untimed(const pfi_parser *p)
     return p->untimed;
 }
 
+const char *pfi_parser_why_none(const pfi_parser *p)
+{
+    if (p->detected == PFI_LOG_COMPOSER && p->cfg.offline)
+        return "Composer's time/token counts carry no clock (time/train is in SpeedMonitor's "
+               "time_unit, which the log does not name) and no \"Train "
+               "throughput/tokens_per_sec\" line came (SpeedMonitor prints one once its window "
+               "of batches has filled)";
+    return NULL;
+}
+
 double pfi_parser_summary(const pfi_parser *p, pfi_obs_unit *unit)
 {
     pfi_obs o;

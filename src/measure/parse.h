@@ -23,7 +23,8 @@
  *              train_step_timing in s=X]", one step's time; NeMo 2: "Training epoch E,
  *              iteration N/M | ... global_batch_size: B | ... train_step_timing in s: X");
  *              Rich's row "Epoch E/M  ━━━ N/T 0:05:58 • 0:00:00 X.XXit/s ..."
- *   composer   "Train time/token: N" (Composer's console logger): cumulative tokens
+ *   composer   "Train time/token: N" (Composer's console logger): cumulative tokens; offline
+ *              "Train throughput/tokens_per_sec: X" (SpeedMonitor's window average)
  *   automodel  "step N | ... | tps X(Y/gpu) | ..." (NeMo Automodel): the job's tokens/s
  *   regex      --throughput-regex RE (first group is the number) with --unit
  * PFI_LOG_AUTO tries every format and keeps the first that reports throughput. */
@@ -123,6 +124,9 @@ void pfi_parser_stats(const pfi_parser *p, long *lines, long *matched);
 /* Progress lines the parser recognized that carry no usable time or rate (a bar's "?it/s", a
  * pfi line without t= when offline, a running average's first line). */
 long pfi_parser_untimed(const pfi_parser *p);
+/* Why a log of the format detected so far gives no rate to a finished-file read (offline),
+ * when the format has a reason of its own (Composer's counts carry no clock); else NULL. */
+const char *pfi_parser_why_none(const pfi_parser *p);
 /* The whole-run rate the log states in its closing summary (the Hugging Face Trainer's
  * train_samples_per_second), converted like any observation; 0 when none was seen.
  * *unit gets its unit. */

@@ -12,7 +12,7 @@
 # The process-group job's stdout and stderr are two files ("> job1.out 2> job1.err"): its
 # stdout holds plain lines only; its torchtitan metric lines (Python's logging) reach stderr
 # only after it was discovered (first metrics after start-up), so stderr is the file followed
-# from then on.
+# from then on; later they move to its stdout, which is then followed.
 set -u
 fail() { echo "it_discover: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_discover: PFI_BIN is not set"; exit 1; }
@@ -71,7 +71,7 @@ chmod 755 "$dir/bin/scontrol"
 PATH="$dir/bin:$PATH" "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
     --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
     --sample-interval 100ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
-    --set min_change_interval=1s >"$dir/serve.log" 2>&1 &
+    --set min_change_interval=1s --set log_switch_after=1s >"$dir/serve.log" 2>&1 &
 SERVE=$!
 i=0
 while [ ! -s "$dir/port" ]; do
@@ -109,6 +109,28 @@ done
 curl -sf "$URL/v1/events?limit=200" | grep -q "job pg-$J1: following its stderr $dir/job1.err (its stdout $dir/job1.out shows no throughput)" ||
     fail "no event naming the stderr file followed"
 echo "it_discover: pg-$J1 followed through its stderr file (its stdout shows no throughput)"
+
+# Its metric lines move to its stdout (later metrics print()ed, or a relaunch with another
+# logger): once its stderr has shown none for log_switch_after (1s here) while its stdout shows
+# some, the stdout is followed, said in a job_log event, and read from there.
+kill "$TAILP"; wait "$TAILP" 2>/dev/null
+tail -n 0 -f "$dir/job1.sim" >>"$dir/job1.out" &
+TAILP=$!
+i=0
+until curl -sf "$URL/v1/events?limit=500" | grep -q "job pg-$J1: following its stdout $dir/job1.out from now on: it shows throughput, and its stderr $dir/job1.err has shown none for 1s"; do
+    i=$((i + 1)); [ $i -gt 150 ] && fail "pg-$J1: no switch to its stdout: $(curl -sf "$URL/v1/events?limit=100" | grep -o '"job pg-[^"]*"')"
+    sleep 0.1
+done
+# What is read from now on is its stdout's: lines of another rate there (12,345 tokens/s per GPU,
+# 2 GPUs) become the job's observed tokens/s.
+kill "$TAILP"; wait "$TAILP" 2>/dev/null; TAILP=""
+i=0
+until jobs_json | jq -e --arg id "pg-$J1" '.jobs[] | select(.id == $id) | .observed_tokens_per_s == 24690' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 150 ] && fail "pg-$J1: its stdout's lines are not what is read after the switch: $(jobs_json)"
+    printf '[rank0]:[titan] 2026-12-03 18:00:00,000 - root - INFO - step: %d  loss:  3.00000  memory: 60.00GiB(42.55%%)  tps: 12,345  tflops: 0.00  mfu: 0.00%%\n' "$i" >>"$dir/job1.out"
+    sleep 0.1
+done
+echo "it_discover: pg-$J1 followed through its stdout once its metric lines moved there"
 
 # The third job's log comes from Slurm: followed, its tokens/s observed.
 i=0
@@ -169,7 +191,7 @@ done || fail "observed points off the truth"
 echo "it_discover: the Slurm job's curve was built from its log at the caps the daemon set"
 
 # A job ends: it is retired.
-kill "$J1" "$TAILP"; wait "$J1" "$TAILP" 2>/dev/null; J1="" TAILP=""
+kill "$J1"; wait "$J1" 2>/dev/null; J1=""
 i=0
 until jobs_json | jq -e '[.jobs[] | select(.id | startswith("pg-"))] | length == 0' >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -gt 100 ] && fail "the ended job was not retired: $(jobs_json)"

@@ -2,7 +2,8 @@
 /* Tests of pfi_proc_job_of (serve/procjob.c) on a made-up /proc tree: Slurm from a cgroup v1
  * and v2 path or from SLURM_JOB_ID, a Kubernetes pod (cgroupfs and systemd drivers), the
  * process group otherwise, stdout as the log only when it is a regular file, else stderr; both
- * named when both are different files; which of two files shows throughput (its tail). */
+ * named when both are different files; which of two files shows throughput (its tail, what it
+ * gained since a look) and which is followed (serve/logpick.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "serve/serve.h"
+#include "serve/serve_int.h"
 
 static char root[256];
 
@@ -205,9 +207,75 @@ static void test_log_shows_rate(void **state)
     free(big);
 }
 
+static void append_file(const char *path, const char *data)
+{
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    fputs(data, f);
+    fclose(f);
+}
+
+/* What a file gained since the last look: lines read once, a line still being written read
+ * whole once it ends, a file written anew read from its start. */
+static void test_log_rate_since(void **state)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/since.log", root);
+    const char *plain = "loading checkpoint from step 0\n";
+    write_file(path, plain, strlen(plain));
+    long long from = 0;
+    assert_int_equal(pfi_proc_log_rate_since(path, &from), 0);
+    assert_int_equal(from, (long long)strlen(plain));
+    append_file(path, TT "\n");
+    assert_int_equal(pfi_proc_log_rate_since(path, &from), 1);
+    append_file(path, "saving checkpoint\n");
+    assert_int_equal(pfi_proc_log_rate_since(path, &from), 0); /* the metric line is behind */
+    assert_int_equal(pfi_proc_log_rate_since(path, &from), 0); /* nothing new */
+    append_file(path, "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  ");
+    assert_int_equal(pfi_proc_log_rate_since(path, &from), 0); /* still being written */
+    append_file(path, "loss:  3.24405  tps: 7,282  tflops: 0.52  mfu: 0.17%\n");
+    assert_int_equal(pfi_proc_log_rate_since(path, &from), 1); /* read whole */
+    write_file(path, TT "\n", strlen(TT) + 1);               /* shorter: written anew */
+    assert_int_equal(pfi_proc_log_rate_since(path, &from), 1);
+    assert_int_equal(from, (long long)strlen(TT) + 1);
+}
+
+/* The rule of which file is followed (serve/logpick.c), round by round. */
+static void test_logpick(void **state)
+{
+    srv_logpick lp;
+    pfi_srv_logpick_init(&lp);
+    const int none[2] = {0, 0}, out[2] = {1, 0}, err[2] = {0, 1}, both[2] = {1, 1};
+    /* Neither shows throughput: stdout, unsettled; then the first that shows it. */
+    assert_int_equal(pfi_srv_logpick_step(&lp, none, 0, 30), SRV_LOGPICK_SAME);
+    assert_int_equal(lp.followed, 0);
+    assert_int_equal(pfi_srv_logpick_step(&lp, err, 1, 30), SRV_LOGPICK_CHOSEN);
+    assert_int_equal(lp.followed, 1);
+    /* stdout shows throughput too: kept while stderr has shown some within 30 s. */
+    assert_int_equal(pfi_srv_logpick_step(&lp, out, 2, 30), SRV_LOGPICK_SAME);
+    assert_int_equal(pfi_srv_logpick_step(&lp, both, 40, 30), SRV_LOGPICK_SAME);
+    assert_int_equal(pfi_srv_logpick_step(&lp, out, 69.9, 30), SRV_LOGPICK_SAME);
+    assert_int_equal(lp.followed, 1);
+    /* stderr silent for 30 s while stdout shows throughput: stdout. */
+    assert_int_equal(pfi_srv_logpick_step(&lp, out, 70, 30), SRV_LOGPICK_SWITCHED);
+    assert_int_equal(lp.followed, 0);
+    assert_int_equal(pfi_srv_logpick_step(&lp, err, 71, 30), SRV_LOGPICK_SAME);
+    /* Both silent: no switch, however long; the other showing it again: back. */
+    assert_int_equal(pfi_srv_logpick_step(&lp, none, 500, 30), SRV_LOGPICK_SAME);
+    assert_int_equal(lp.followed, 0);
+    assert_int_equal(pfi_srv_logpick_step(&lp, err, 501, 30), SRV_LOGPICK_SWITCHED);
+    assert_int_equal(lp.followed, 1);
+    /* Both at the first choice: stdout. */
+    pfi_srv_logpick_init(&lp);
+    assert_int_equal(pfi_srv_logpick_step(&lp, both, 0, 30), SRV_LOGPICK_CHOSEN);
+    assert_int_equal(lp.followed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kinds), cmocka_unit_test(test_log),
-                                       cmocka_unit_test(test_log_shows_rate)};
+                                       cmocka_unit_test(test_log_shows_rate),
+                                       cmocka_unit_test(test_log_rate_since),
+                                       cmocka_unit_test(test_logpick)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

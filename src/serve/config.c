@@ -38,6 +38,7 @@ void pfi_serve_config_defaults(pfi_serve_config *c)
     c->discover = 1;
     snprintf(c->proc_root, sizeof c->proc_root, "/proc");
     c->slurm_log = 1;
+    c->log_switch_after_s = 30.0;
     pfi_ven_config_defaults(&c->openadr, "node");
 }
 
@@ -138,6 +139,9 @@ static const pfi_serve_key keys[] = {
     {"slurm_log", "yes|no", "yes", "yes",
      "A discovered Slurm job with no log of its own is followed through the output file Slurm "
      "states for it (scontrol show job, else squeue --json)."},
+    {"log_switch_after", "DURATION", "30s", "30s",
+     "A discovered job whose stdout and stderr are two files is followed through the other one "
+     "once the followed one has shown no throughput this long and the other shows some."},
     {"budget", "BUDGET", "none", "80%",
      "Budget applied at start (pfi(1) BUDGETS): watts (4000W, 4kW), a share of the sum of the "
      "GPUs' default limits (80%), or a cut (cut=20%, the same as 80%).  None: nothing is "
@@ -252,6 +256,8 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
         return set_str(c->proc_root, sizeof c->proc_root, key, v, err);
     if (!strcmp(key, "slurm_log"))
         return set_bool(&c->slurm_log, key, v, err);
+    if (!strcmp(key, "log_switch_after"))
+        return set_duration(&c->log_switch_after_s, key, v, err);
     if (!strcmp(key, "backend")) {
         if (strcmp(v, "auto") && strcmp(v, "sim") && strcmp(v, "nvml"))
             return pfi_err_set(err, PFI_EINVAL, "backend: expected auto, nvml or sim, got '%s'",

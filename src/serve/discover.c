@@ -8,7 +8,8 @@
  * "N") or on its GPUs is matched to it, not registered again.  A job discovery registered is
  * retired when its processes are gone, through the same removal as DELETE /v1/jobs/{id}, whose
  * decision re-plans the freed GPUs under the budget.  A job's log is its stdout or stderr file
- * (procjob.c); when both are regular files, the one whose tail shows throughput (pick_log). */
+ * (procjob.c); when both are regular files, the one that shows throughput now (pick_log,
+ * logpick.c). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -108,35 +109,38 @@ static void register_job(srv_node *n, const round_job *r)
                   r->pj.err_log[0] ? " too: the one that shows throughput is followed)" : "");
 }
 
-/* stdout and stderr are two different files ("> out.log 2> err.log"): torchtitan's metrics
- * (Python's logging) and the Trainer's progress bars go to stderr, print()s to stdout.  The one
- * whose last lines the parsers read as throughput is followed, stdout when both or neither do;
- * one file is followed at a time (a switch starts its reader again: two streams' numbers are
- * never one figure).  Until one of them shows throughput, both are looked at again whenever
- * either grew. */
+/* stdout and stderr are two different files ("> out.log 2> err.log"): which one is followed
+ * is logpick.c's rule, from what each file's new lines show.  A file is looked at in a round
+ * in which its size changed (at the first, its last lines).  Only one file is followed at a
+ * time: a switch starts follow.c's reader and meter afresh on the other, whose lines before
+ * the switch are read for their facts only, so two streams' numbers are never one figure. */
 static void pick_log(srv_node *n, srv_found *f, const pfi_proc_job *pj)
 {
-    struct stat so, se;
-    if (f->log_settled || stat(pj->log, &so) != 0 || stat(pj->err_log, &se) != 0)
-        return;
-    if (f->log[0] && so.st_size == f->pick_size[0] && se.st_size == f->pick_size[1])
-        return;
-    f->pick_size[0] = so.st_size;
-    f->pick_size[1] = se.st_size;
-    if (pfi_proc_log_shows_rate(pj->log)) {
-        f->log_settled = 1;
-        snprintf(f->log, sizeof f->log, "%s", pj->log);
+    const char *path[2] = {pj->log, pj->err_log}, *name[2] = {"stdout", "stderr"};
+    int shows[2] = {0, 0};
+    for (int s = 0; s < 2; s++) {
+        struct stat sb;
+        if (stat(path[s], &sb) != 0 || sb.st_size == f->pick_size[s])
+            continue;
+        f->pick_size[s] = sb.st_size;
+        shows[s] = pfi_proc_log_rate_since(path[s], &f->pick_from[s]);
+    }
+    srv_logpick_change c =
+        pfi_srv_logpick_step(&f->pick, shows, pfi_clock_mono(), n->cfg->log_switch_after_s);
+    int w = f->pick.followed, o = 1 - w;
+    snprintf(f->log, sizeof f->log, "%s", path[w]);
+    if (c == SRV_LOGPICK_CHOSEN && w == 0)
         pfi_srv_event_add(n, "job_log", "job %s: following its stdout %s (it shows throughput)",
                           f->id, f->log);
-    } else if (pfi_proc_log_shows_rate(pj->err_log)) {
-        f->log_settled = 1;
-        snprintf(f->log, sizeof f->log, "%s", pj->err_log);
+    else if (c == SRV_LOGPICK_CHOSEN)
         pfi_srv_event_add(n, "job_log",
                           "job %s: following its stderr %s (its stdout %s shows no throughput)",
-                          f->id, f->log, pj->log);
-    } else {
-        snprintf(f->log, sizeof f->log, "%s", pj->log);
-    }
+                          f->id, f->log, path[o]);
+    else if (c == SRV_LOGPICK_SWITCHED)
+        pfi_srv_event_add(n, "job_log",
+                          "job %s: following its %s %s from now on: it shows throughput, and its "
+                          "%s %s has shown none for %gs (the reading starts again there)",
+                          f->id, name[w], f->log, name[o], path[o], n->cfg->log_switch_after_s);
 }
 
 static void remember(srv_node *n, const round_job *r, int ours, const char *matched,
@@ -148,6 +152,8 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
             return;
         f = &n->found[n->n_found++];
         memset(f, 0, sizeof *f);
+        pfi_srv_logpick_init(&f->pick);
+        f->pick_size[0] = f->pick_size[1] = -1; /* not looked at yet */
         snprintf(f->id, sizeof f->id, "%s", r->pj.id);
         f->registered_by_us = ours;
         snprintf(f->matched, sizeof f->matched, "%s", matched ? matched : "");

@@ -147,7 +147,7 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
      * is one: "python train.py 2>train.log | tee ..." or "> /dev/null 2>train.log" (progress
      * bars and Python's logging, torchtitan's metrics among them, go to stderr).  When both
      * are regular files and not the same one ("> out.log 2> err.log"), stderr is kept aside
-     * (err_log): which of the two shows throughput is decided by the caller (logpick.c). */
+     * (err_log): which of the two is followed is decided by the caller (discover.c, logpick.c). */
     struct stat sb1 = {0};
     for (int fd = 1; fd <= 2; fd++) {
         char link[PATH_MAX];
@@ -176,10 +176,11 @@ static void count_line(void *ctx, const char *line)
     pfi_parser_feed(ctx, line, &o);
 }
 
-/* The last PFI_PROC_LOG_TAIL bytes through a parser detecting the format, as follow.c reads a
- * log: the first line when cut by the start of the window and a last unterminated one (still
- * being written) are not read. */
-int pfi_proc_log_shows_rate(const char *path)
+/* The bytes of path from *from on (their last PFI_PROC_LOG_TAIL when there are more) through a
+ * parser detecting the format, as follow.c reads a log: a first line that began before them
+ * (the byte before them is no line end) and a last unterminated one (still being written) are
+ * not read. */
+int pfi_proc_log_rate_since(const char *path, long long *from)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
@@ -189,26 +190,40 @@ int pfi_proc_log_shows_rate(const char *path)
     pfi_parser *p = NULL;
     pfi_parse_cfg pc = {0};
     pfi_err e = {0};
-    long matched = 0, lines = 0;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0 ||
-        !(buf = malloc(PFI_PROC_LOG_TAIL)) || pfi_parser_new(&pc, &p, &e) != PFI_OK)
+    long lines = 0, matched = 0;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         goto out;
-    off_t off = sb.st_size > PFI_PROC_LOG_TAIL ? sb.st_size - PFI_PROC_LOG_TAIL : 0;
-    ssize_t k = pread(fd, buf, PFI_PROC_LOG_TAIL, off);
+    if (*from > sb.st_size || *from < 0)
+        *from = 0; /* truncated, or written anew: from its start */
+    off_t off = sb.st_size - *from > PFI_PROC_LOG_TAIL ? sb.st_size - PFI_PROC_LOG_TAIL : *from;
+    if (off == sb.st_size || !(buf = malloc(PFI_PROC_LOG_TAIL + 1)) ||
+        pfi_parser_new(&pc, &p, &e) != PFI_OK)
+        goto out;
+    /* One byte before the window too: whether the window starts at a line's start. */
+    off_t at = off > 0 ? off - 1 : 0;
+    ssize_t k = pread(fd, buf, (size_t)(sb.st_size - at), at);
     if (k <= 0)
         goto out;
     size_t start = 0;
-    if (off > 0) { /* the window's first line is a tail of one */
-        while (start < (size_t)k && buf[start] != '\n' && buf[start] != '\r')
+    if (off > 0) {
+        if (buf[0] == '\n' || buf[0] == '\r') {
+            start = 1;
+        } else { /* the window's first line is a tail of one */
+            while (start < (size_t)k && buf[start] != '\n' && buf[start] != '\r')
+                start++;
             start++;
-        start++;
+        }
     }
-    if (start < (size_t)k) {
+    size_t end = (size_t)k; /* past the last line end: an unterminated last line waits */
+    while (end > start && buf[end - 1] != '\n' && buf[end - 1] != '\r')
+        end--;
+    if (end > start) {
         pfi_linebuf *lb = calloc(1, sizeof *lb);
         if (lb) {
-            pfi_linebuf_push(lb, buf + start, (size_t)k - start, count_line, p);
+            pfi_linebuf_push(lb, buf + start, end - start, count_line, p);
             free(lb);
         }
+        *from = (long long)at + (long long)end;
     }
     pfi_parser_stats(p, &lines, &matched);
 out:
@@ -216,4 +231,10 @@ out:
     free(buf);
     close(fd);
     return matched > 0;
+}
+
+int pfi_proc_log_shows_rate(const char *path)
+{
+    long long from = 0;
+    return pfi_proc_log_rate_since(path, &from);
 }

@@ -94,6 +94,8 @@ typedef struct pfi_serve_config {
     /* A discovered Slurm job with no log of its own (registered, or a stdout that is a regular
      * file) takes the output file Slurm states for it (slurmlog.c).  0: never ask Slurm. */
     int slurm_log;
+    double log_switch_after_s; /* a job's other output file is followed once its own has shown
+                                * no throughput this long and the other does (discover.c) */
     /* The OpenADR 3.0 client (serve/ven.h), the openadr_* settings; off while vtn_url is "". */
     pfi_ven_config openadr;
 } pfi_serve_config;
@@ -137,6 +139,12 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
  * Which of a job's stdout and stderr files is its log (discover.c). */
 #define PFI_PROC_LOG_TAIL (64 * 1024)
 int pfi_proc_log_shows_rate(const char *path);
+/* The same for what path holds from byte *from on (its last PFI_PROC_LOG_TAIL bytes when there
+ * is more; a first line begun before *from is not read): what was appended since a previous
+ * look, *from then moved past the last whole line read (a line still being written is read at
+ * the next look).  A file now shorter than *from (truncated, written anew) is read from its
+ * start. */
+int pfi_proc_log_rate_since(const char *path, long long *from);
 
 /* A Slurm job's output file (slurmlog.c), from `scontrol show job [-o] ID` (StdOut=, its
  * patterns expanded by Slurm): 1 found, 0 not.  From `squeue --json` (job job_id's

@@ -168,6 +168,25 @@ typedef struct srv_follow {
     int draw_n;
 } srv_follow;
 
+/* Which of a job's stdout (0) and stderr (1) files is followed (logpick.c). */
+typedef struct srv_logpick {
+    int followed; /* 0 stdout, 1 stderr */
+    int settled;  /* 0 until one of them showed throughput (stdout followed meanwhile) */
+    double shown_t[2]; /* when each file's new lines last showed throughput (-inf: never) */
+} srv_logpick;
+typedef enum srv_logpick_change {
+    SRV_LOGPICK_SAME = 0,
+    SRV_LOGPICK_CHOSEN,  /* the first file to show throughput is followed */
+    SRV_LOGPICK_SWITCHED /* the other file shows it and the followed one has not for a while */
+} srv_logpick_change;
+void pfi_srv_logpick_init(srv_logpick *lp);
+/* One look at both files: shows[s] 1 when lines file s gained since the last look read as
+ * throughput (at the first look: its last lines).  The followed file changes to the other
+ * when that one shows throughput now and the followed one has shown none for switch_after_s
+ * (monotonic seconds). */
+srv_logpick_change pfi_srv_logpick_step(srv_logpick *lp, const int shows[2], double now,
+                                        double switch_after_s);
+
 /* A job found from its GPU processes (discover.c), kept by the control loop alone. */
 typedef struct srv_found {
     char id[SRV_ID_MAX];
@@ -177,11 +196,10 @@ typedef struct srv_found {
     long pid;
     int gpus[PFI_MAX_GPUS], n_gpus;
     char log[PFI_SERVE_PATH_MAX];
-    /* stdout and stderr two different regular files: log is the one whose tail shows
-     * throughput (stdout when both or neither do); settled once one does, looked at again
-     * while neither does, when either file's size changed (discover.c). */
-    int log_settled;
-    long long pick_size[2];
+    /* stdout and stderr two different regular files: log is the one the rule of logpick.c
+     * follows, from what each file's new lines show (looked at when its size changed). */
+    srv_logpick pick;
+    long long pick_size[2], pick_from[2];
     int slurm_asked;      /* Slurm was asked for its output file (once a job) */
     int seen;             /* scratch of one discovery round */
 } srv_found;

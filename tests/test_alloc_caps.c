@@ -24,9 +24,11 @@
 #include "core/alloc.h"
 #include "core/alloc_vec.h"
 #include "core/pfi.h"
+#include "support/alloc_fleet.h"
 
 #define MAXJ 60
 #define MAXP 30
+_Static_assert(MAXJ <= ALLOC_FLEET_MAXJ && MAXP <= ALLOC_FLEET_MAXP, "a fleet holds them");
 
 static unsigned long long rng = 4242;
 
@@ -39,13 +41,6 @@ static int irand(int lo, int hi) /* inclusive */
 {
     return lo + (int)(urand() * (hi - lo + 1));
 }
-
-typedef struct fleet {
-    int n, shared; /* jobs, of them with the caps of the job before (bits) */
-    pfi_alloc_job jobs[MAXJ];
-    double x[MAXJ][MAXP], y[MAXJ][MAXP];
-    char ids[MAXJ][8];
-} fleet;
 
 static void make_caps(double *x, int np, double step)
 {
@@ -74,10 +69,11 @@ static void make_tput(double *y, int np)
     }
 }
 
-static void make_fleet(fleet *F, double step)
+/* Returns how many jobs have the caps of the job before (bits). */
+static int make_fleet(alloc_fleet *F, double step)
 {
     F->n = irand(1, MAXJ);
-    F->shared = 0;
+    int shared = 0;
     double share = urand(); /* how often a job takes the caps of the one before */
     for (int j = 0; j < F->n; j++) {
         pfi_alloc_job *J = &F->jobs[j], *P = j ? &F->jobs[j - 1] : NULL;
@@ -100,7 +96,7 @@ static void make_fleet(fleet *F, double step)
                 J->min_cap_w += urand() < 0.5 ? 1 : J->min_cap_w * 0x1p-52;
             else if (u < 0.2)
                 J->max_cap_w -= urand() < 0.5 ? 1 : J->max_cap_w * 0x1p-53;
-            F->shared += J->n_points == P->n_points && u >= 0.2 &&
+            shared += J->n_points == P->n_points && u >= 0.2 &&
                          !memcmp(J->cap_w, P->cap_w, (size_t)J->n_points * sizeof *x);
         } else {
             int np = irand(2, urand() < 0.3 ? MAXP : 12);
@@ -126,71 +122,30 @@ static void make_fleet(fleet *F, double step)
             }
         }
     }
-}
-
-static void same_result(int rc, const pfi_alloc_result *r, const pfi_err *e, int rc0,
-                        const pfi_alloc_result *r0, const pfi_err *e0, int level, int t,
-                        const char *how)
-{
-    if (rc != rc0 || strcmp(e->msg, e0->msg))
-        fail_msg("%s, level %d, fleet %d: rc %d '%s' against %d '%s'", how, level, t, rc, e->msg,
-                 rc0, e0->msg);
-    if (rc)
-        return;
-    size_t n = (size_t)r->n;
-    assert_int_equal(r->n, r0->n);
-    if (memcmp(r->cap_w, r0->cap_w, n * sizeof *r->cap_w) ||
-        memcmp(r->tput, r0->tput, n * sizeof *r->tput) ||
-        memcmp(r->floor_w, r0->floor_w, n * sizeof *r->floor_w) ||
-        memcmp(r->sla, r0->sla, n * sizeof *r->sla) ||
-        memcmp(r->flags, r0->flags, n * sizeof *r->flags))
-        fail_msg("%s, level %d, fleet %d: per-job results differ", how, level, t);
-    double d[] = {r->budget_w, r->power_w, r->value, r->upper_bound, r->min_budget_w,
-                  r->min_budget_nosla_w, r->sla_extra};
-    double d0[] = {r0->budget_w, r0->power_w, r0->value, r0->upper_bound, r0->min_budget_w,
-                   r0->min_budget_nosla_w, r0->sla_extra};
-    long long i[] = {r->optimal, r->budget_binds, r->n_sla_dropped, r->nodes};
-    long long i0[] = {r0->optimal, r0->budget_binds, r0->n_sla_dropped, r0->nodes};
-    if (memcmp(d, d0, sizeof d) || memcmp(i, i0, sizeof i))
-        fail_msg("%s, level %d, fleet %d: totals differ (value %a against %a)", how, level, t,
-                 r->value, r0->value);
+    return shared;
 }
 
 static void test_shared_caps(void **state)
 {
     (void)state;
-    int lv[4], nl = 0;
-    lv[nl++] = PFI_ALLOC_VEC_SCALAR;
-    for (int l = PFI_ALLOC_VEC_AVX2; l <= PFI_ALLOC_VEC_AVX512; l++)
-        if (pfi_alloc_vec_level(l) == l)
-            lv[nl++] = l;
+    int lv[3], nl = alloc_all_levels(lv);
     const double steps[] = {1.0, 5.0, 0.5, 3.0};
-    static fleet F;
+    static alloc_fleet F;
     long long shared = 0;
     int solved = 0;
     for (int t = 0; t < 1500; t++) {
         double step = steps[t % 4];
-        make_fleet(&F, step);
-        shared += F.shared;
-        double lo = 0, hi = 0;
-        for (int j = 0; j < F.n; j++) {
-            lo += F.jobs[j].n_gpus * F.jobs[j].min_cap_w;
-            hi += F.jobs[j].n_gpus * F.jobs[j].max_cap_w;
-        }
-        double budget = lo + (hi - lo) * urand(), other = lo + (hi - lo) * urand();
+        shared += make_fleet(&F, step);
+        double budget = alloc_budget_at(F.jobs, F.n, urand()), other = alloc_budget_at(F.jobs, F.n, urand());
         for (int k = 0; k < nl; k++) {
-            pfi_alloc_opts o;
-            pfi_alloc_opts_default(&o);
-            o.step_w = step;
-            o.on_infeasible = t % 3;
-            o.vec = lv[k];
+            pfi_alloc_opts o = alloc_opts(step, t % 3, lv[k]);
             o.caps_alone = 1;
             pfi_alloc_result r0 = {0}, r = {0};
             pfi_err e0 = {0}, e = {0};
             int rc0 = pfi_alloc_solve(F.jobs, F.n, budget, &o, &r0, &e0);
             o.caps_alone = 0;
             int rc = pfi_alloc_solve(F.jobs, F.n, budget, &o, &r, &e);
-            same_result(rc, &r, &e, rc0, &r0, &e0, lv[k], t, "one shot");
+            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "one shot", lv[k], t);
             solved += rc0 == PFI_OK;
             pfi_alloc_result_free(&r);
             pfi_alloc_result_free(&r0);
@@ -203,7 +158,7 @@ static void test_shared_caps(void **state)
                     rc = pfi_alloc_ws_solve(w, other, &r, &e);
                 o.caps_alone = 1;
                 rc0 = pfi_alloc_solve(F.jobs, F.n, other, &o, &r0, &e0);
-                same_result(rc, &r, &e, rc0, &r0, &e0, lv[k], t, "set_jobs");
+                alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs", lv[k], t);
                 pfi_alloc_result_free(&r);
                 pfi_alloc_result_free(&r0);
                 pfi_alloc_ws_free(w);

@@ -134,72 +134,23 @@ static void test_hulls4_refuses(void **state)
 
 #define MAXJ 40
 #define MAXP 80 /* a few curves longer than the lanes take */
-
-typedef struct fleet {
-    int n;
-    pfi_alloc_job jobs[MAXJ];
-    double x[MAXJ][MAXP], y[MAXJ][MAXP];
-    char ids[MAXJ][8];
-} fleet;
-
-/* Runs of jobs sharing one cap array (or a copy), on the grid, each job its own throughputs
- * of an awkward kind; now and then a job with another range (min cap or an SLA floor) or its
- * own caps, which ends a run. */
-static void make_fleet(fleet *F, double step, int n, int huge)
-{
-    F->n = n;
-    int np = 0, lo_off = 0, hi_off = 0;
-    double *cx = NULL;
-    for (int j = 0; j < n; j++) {
-        double *x = F->x[j], *y = F->y[j];
-        int new_run = !cx || urand() < 0.08;
-        if (new_run) {
-            np = irand(2, urand() < 0.1 ? MAXP : 24);
-            double c = step * irand(50, 200);
-            for (int i = 0; i < np; i++, c += step * irand(1, 30))
-                x[i] = c;
-            cx = x;
-        } else if (urand() < 0.5) {
-            memcpy(x, cx, (size_t)np * sizeof *x);
-        } else {
-            x = cx;
-        }
-        double K[MAXP];
-        for (int i = 0; i < np; i++)
-            K[i] = x[i] / step;
-        alloc_fill_lane(y, K, np, irand(0, 11), &rng);
-        for (int i = 0; i < np && !huge; i++)
-            if (y[i] > 1e12)
-                y[i] = 1e12 * urand(); /* the bound's sums stay finite */
-        snprintf(F->ids[j], sizeof F->ids[j], "j%d", j);
-        if (new_run || urand() < 0.05) { /* the run's range, or one job's own */
-            lo_off = urand() < 0.3 ? irand(1, 3) : 0;
-            hi_off = urand() < 0.4 ? irand(-2, 3) : 0; /* above: the last point inside */
-        }
-        double lo = x[0] + step * lo_off, hi = x[np - 1] + step * hi_off;
-        double sla = urand() < 0.04 ? 0.3 * urand() : NAN;
-        F->jobs[j] = (pfi_alloc_job){F->ids[j], urand() < 0.1 ? 1000000 : irand(1, 8),
-                                     lo, hi > lo ? hi : lo, x, F->y[j], np, 300, NAN, sla,
-                                     urand() < 0.3 ? 0.5 + urand() : NAN};
-    }
-}
+_Static_assert(MAXJ <= ALLOC_FLEET_MAXJ && MAXP <= ALLOC_FLEET_MAXP, "a fleet holds them");
 
 static void test_solve_lanes(void **state)
 {
     (void)state;
     int lv[2], nl = alloc_vec_levels(lv);
     const double steps[] = {1.0, 5.0, 0.5, 3.0};
-    static fleet F;
+    static alloc_fleet F;
     int solved = 0;
     for (int t = 0; t < 1200; t++) {
         double step = steps[t % 4];
-        make_fleet(&F, step, 1 + t % MAXJ, t % 10 == 9);
+        alloc_fleet_runs(&F, &(alloc_fleet_opts){.step = step, .n = 1 + t % MAXJ,
+                                                 .huge = t % 10 == 9, .np = 24, .np_long = MAXP,
+                                                 .run_ranges = 1},
+                         &rng);
         double budget = alloc_budget_at(F.jobs, F.n, urand()), other = alloc_budget_at(F.jobs, F.n, urand());
-        pfi_alloc_opts o;
-        pfi_alloc_opts_default(&o);
-        o.step_w = step;
-        o.on_infeasible = t % 3;
-        o.vec = PFI_ALLOC_VEC_SCALAR;
+        pfi_alloc_opts o = alloc_opts(step, t % 3, PFI_ALLOC_VEC_SCALAR);
         pfi_alloc_result r0 = {0}, q0 = {0};
         pfi_err e0 = {0}, f0 = {0};
         int rc0 = pfi_alloc_solve(F.jobs, F.n, budget, &o, &r0, &e0);
@@ -210,14 +161,14 @@ static void test_solve_lanes(void **state)
             pfi_alloc_result r = {0};
             pfi_err e = {0};
             int rc = pfi_alloc_solve(F.jobs, F.n, budget, &o, &r, &e);
-            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "one shot", t);
+            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "one shot", lv[q], t);
             pfi_alloc_result_free(&r);
             pfi_alloc_ws *w = NULL;
             if (pfi_alloc_ws_new(F.jobs, F.n, budget, &o, &w, &e) == PFI_OK) {
                 rc = pfi_alloc_ws_set_jobs(w, F.jobs, F.n, other, &e);
                 if (!rc)
                     rc = pfi_alloc_ws_solve(w, other, &r, &e);
-                alloc_same_result(rc, &r, &e, qc0, &q0, &f0, "set_jobs", t);
+                alloc_same_result(rc, &r, &e, qc0, &q0, &f0, "set_jobs", lv[q], t);
                 pfi_alloc_result_free(&r);
                 pfi_alloc_ws_free(w);
             }

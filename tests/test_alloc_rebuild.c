@@ -39,53 +39,13 @@ static int irand(int lo, int hi) /* inclusive */
 
 #define MAXJ 40
 #define MAXP 24
+_Static_assert(MAXJ <= ALLOC_FLEET_MAXJ && MAXP <= ALLOC_FLEET_MAXP, "a fleet holds them");
 
-typedef struct fleet {
-    int n;
-    pfi_alloc_job jobs[MAXJ];
-    double x[MAXJ][MAXP], y[MAXJ][MAXP];
-    char ids[MAXJ][8];
-} fleet;
-
-/* Runs of jobs sharing one cap array (or a copy), on the grid, each job its own throughputs
- * of an awkward kind; now and then a job with another range (min cap or an SLA floor) or its
- * own caps, which ends a run. */
-static void make_fleet(fleet *F, double step, int n, int huge)
+/* Runs of jobs sharing caps (core/alloc_solve.c builds their hulls in lanes), each job its own
+ * range now and then. */
+static void make_fleet(alloc_fleet *F, double step, int n)
 {
-    F->n = n;
-    int np = 0;
-    double *cx = NULL;
-    for (int j = 0; j < n; j++) {
-        double *x = F->x[j], *y = F->y[j];
-        if (!cx || urand() < 0.08) { /* a new run */
-            np = irand(2, MAXP);
-            double c = step * irand(50, 200);
-            for (int i = 0; i < np; i++, c += step * irand(1, 30))
-                x[i] = c;
-            cx = x;
-        } else if (urand() < 0.5) {
-            memcpy(x, cx, (size_t)np * sizeof *x);
-        } else {
-            x = cx;
-        }
-        double K[MAXP];
-        for (int i = 0; i < np; i++)
-            K[i] = x[i] / step;
-        alloc_fill_lane(y, K, np, irand(0, 11), &rng);
-        for (int i = 0; i < np && !huge; i++)
-            if (y[i] > 1e12)
-                y[i] = 1e12 * urand(); /* the bound's sums stay finite */
-        snprintf(F->ids[j], sizeof F->ids[j], "j%d", j);
-        double lo = x[0], hi = x[np - 1];
-        if (urand() < 0.05)
-            lo = x[0] + step * irand(1, 3);
-        if (urand() < 0.05)
-            hi = x[np - 1] + step * irand(-2, 2);
-        double sla = urand() < 0.04 ? 0.3 * urand() : NAN;
-        F->jobs[j] = (pfi_alloc_job){F->ids[j], urand() < 0.1 ? 1000000 : irand(1, 8),
-                                     lo, hi > lo ? hi : lo, x, F->y[j], np, 300, NAN, sla,
-                                     urand() < 0.3 ? 0.5 + urand() : NAN};
-    }
+    alloc_fleet_runs(F, &(alloc_fleet_opts){.step = step, .n = n, .np = MAXP}, &rng);
 }
 
 /* A workspace built for one list, rebuilt by set_jobs for another: the same answer (or error)
@@ -94,13 +54,13 @@ static void make_fleet(fleet *F, double step, int n, int huge)
 static void test_set_jobs_room(void **state)
 {
     (void)state;
-    static fleet A, B;
-    int lv[3] = {PFI_ALLOC_VEC_SCALAR}, nl = 1 + alloc_vec_levels(lv + 1);
+    static alloc_fleet A, B;
+    int lv[3], nl = alloc_all_levels(lv);
     int grown = 0;
     for (int t = 0; t < 600; t++) {
         double step = t % 2 ? 1.0 : 5.0;
-        make_fleet(&A, step, 4 + t % (MAXJ - 4), 0);
-        make_fleet(&B, step, A.n, 0);
+        make_fleet(&A, step, 4 + t % (MAXJ - 4));
+        make_fleet(&B, step, A.n);
         int how = t % 4;
         if (how == 1)
             B.n = irand(1, A.n);
@@ -121,11 +81,7 @@ static void test_set_jobs_room(void **state)
         grown += slots_b > slots_a && B.n == A.n && how != 3;
         double ba = alloc_budget_at(A.jobs, A.n, urand()), bb = alloc_budget_at(B.jobs, B.n, urand());
         for (int q = 0; q < nl; q++) {
-            pfi_alloc_opts o;
-            pfi_alloc_opts_default(&o);
-            o.step_w = step;
-            o.on_infeasible = t % 3;
-            o.vec = lv[q];
+            pfi_alloc_opts o = alloc_opts(step, t % 3, lv[q]);
             pfi_alloc_ws *w = NULL, *w0 = NULL;
             pfi_err e = {0}, e0 = {0};
             if (pfi_alloc_ws_new(A.jobs, A.n, ba, &o, &w, &e) != PFI_OK)
@@ -137,7 +93,7 @@ static void test_set_jobs_room(void **state)
             int rc0 = pfi_alloc_ws_new(B.jobs, B.n, bb, &o, &w0, &e0);
             if (!rc0)
                 rc0 = pfi_alloc_ws_solve(w0, bb, &r0, &e0);
-            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs", t);
+            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs", lv[q], t);
             /* and once more at another budget in the rebuilt buffers */
             pfi_alloc_result_free(&r);
             pfi_alloc_result_free(&r0);
@@ -148,7 +104,7 @@ static void test_set_jobs_room(void **state)
             if (!rc)
                 rc = pfi_alloc_ws_solve(w, b2, &r, &e);
             rc0 = pfi_alloc_solve(B.jobs, B.n, b2, &o, &r0, &e0);
-            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs again", t);
+            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "set_jobs again", lv[q], t);
             pfi_alloc_result_free(&r);
             pfi_alloc_result_free(&r0);
             pfi_alloc_ws_free(w);

@@ -24,6 +24,7 @@
 #include "core/alloc.h"
 #include "core/alloc_vec.h"
 #include "core/pfi.h"
+#include "support/alloc_fleet.h"
 
 #define MAXP 40
 
@@ -37,17 +38,6 @@ static double urand(void)
 static int irand(int lo, int hi) /* inclusive */
 {
     return lo + (int)(urand() * (hi - lo + 1));
-}
-
-/* The vector levels this CPU runs (each resolves to itself), scalar first. */
-static int host_levels(int *lv)
-{
-    int n = 0;
-    lv[n++] = PFI_ALLOC_VEC_SCALAR;
-    for (int l = PFI_ALLOC_VEC_AVX2; l <= PFI_ALLOC_VEC_AVX512; l++)
-        if (pfi_alloc_vec_level(l) == l)
-            lv[n++] = l;
-    return n;
 }
 
 /* check_job's point loop (core/alloc.c), as a predicate. */
@@ -134,7 +124,7 @@ static void test_default_is_best(void **state)
 static void test_points_ok(void **state)
 {
     (void)state;
-    int lv[4], nl = host_levels(lv);
+    int lv[3], nl = alloc_all_levels(lv);
     double x[MAXP], y[MAXP];
     long long yes = 0;
     for (int t = 0; t < 20000; t++) {
@@ -161,7 +151,7 @@ static void test_points_ok(void **state)
 static void test_on_grid(void **state)
 {
     (void)state;
-    int lv[4], nl = host_levels(lv);
+    int lv[3], nl = alloc_all_levels(lv);
     const double steps[] = {1.0, 0.5, 4.0, 0.125};
     double x[MAXP], y[MAXP];
     for (int t = 0; t < 20000; t++) {
@@ -196,7 +186,7 @@ static void test_tput_ok(void **state)
     (void)state;
     unsigned long long keep = rng; /* the later tests draw the fleets they drew before */
     rng = 777;
-    int lv[4], nl = host_levels(lv);
+    int lv[3], nl = alloc_all_levels(lv);
     double x[MAXP], y[MAXP];
     long long yes = 0;
     for (int t = 0; t < 20000; t++) {
@@ -226,7 +216,7 @@ static void test_tput_ok(void **state)
 static void test_same(void **state)
 {
     (void)state;
-    int lv[4], nl = host_levels(lv);
+    int lv[3], nl = alloc_all_levels(lv);
     double x[MAXP], y[MAXP], z[MAXP];
     long long same = 0, differ = 0;
     unsigned long long keep = rng;
@@ -267,15 +257,9 @@ static void test_same(void **state)
 /* ---- whole solves at every level ---- */
 
 #define MAXJ 48
+_Static_assert(MAXJ <= ALLOC_FLEET_MAXJ && MAXP <= ALLOC_FLEET_MAXP, "a fleet holds them");
 
-typedef struct fleet {
-    int n;
-    pfi_alloc_job jobs[MAXJ];
-    double x[MAXJ][MAXP], y[MAXJ][MAXP];
-    char ids[MAXJ][8];
-} fleet;
-
-static void make_fleet(fleet *F, double step)
+static void make_fleet(alloc_fleet *F, double step)
 {
     F->n = irand(1, MAXJ);
     for (int j = 0; j < F->n; j++) {
@@ -311,18 +295,12 @@ static void make_fleet(fleet *F, double step)
     }
 }
 
-static void same_bits(const void *a, const void *b, size_t n, const char *what, int level, int t)
-{
-    if (n && memcmp(a, b, n))
-        fail_msg("level %d, fleet %d: %s differs from the scalar code's", level, t, what);
-}
-
 static void test_solve_same(void **state)
 {
     (void)state;
-    int lv[4], nl = host_levels(lv);
+    int lv[3], nl = alloc_all_levels(lv);
     const double steps[] = {1.0, 5.0, 0.5, 2.0};
-    static fleet F;
+    static alloc_fleet F;
     int solved = 0;
     for (int t = 0; t < 1500; t++) {
         double step = steps[t % 4];
@@ -331,11 +309,7 @@ static void test_solve_same(void **state)
         for (int j = 0; j < F.n; j++)
             sum += F.jobs[j].n_gpus * F.jobs[j].max_cap_w;
         double budget = sum * (0.4 + 0.6 * urand());
-        pfi_alloc_opts o;
-        pfi_alloc_opts_default(&o);
-        o.step_w = step;
-        o.on_infeasible = t % 3;
-        o.vec = PFI_ALLOC_VEC_SCALAR;
+        pfi_alloc_opts o = alloc_opts(step, t % 3, PFI_ALLOC_VEC_SCALAR);
         pfi_alloc_result r0 = {0};
         pfi_err e0 = {0};
         int rc0 = pfi_alloc_solve(F.jobs, F.n, budget, &o, &r0, &e0);
@@ -345,26 +319,7 @@ static void test_solve_same(void **state)
             pfi_alloc_result r = {0};
             pfi_err e = {0};
             int rc = pfi_alloc_solve(F.jobs, F.n, budget, &o, &r, &e);
-            if (rc != rc0 || strcmp(e.msg, e0.msg))
-                fail_msg("level %d, fleet %d: rc %d '%s' against %d '%s'", lv[k], t, rc, e.msg,
-                         rc0, e0.msg);
-            if (rc == PFI_OK) {
-                size_t n = (size_t)r.n;
-                assert_int_equal(r.n, r0.n);
-                same_bits(r.cap_w, r0.cap_w, n * sizeof *r.cap_w, "cap_w", lv[k], t);
-                same_bits(r.tput, r0.tput, n * sizeof *r.tput, "tput", lv[k], t);
-                same_bits(r.floor_w, r0.floor_w, n * sizeof *r.floor_w, "floor_w", lv[k], t);
-                same_bits(r.sla, r0.sla, n * sizeof *r.sla, "sla", lv[k], t);
-                same_bits(r.flags, r0.flags, n * sizeof *r.flags, "flags", lv[k], t);
-                double d[] = {r.budget_w, r.power_w, r.value, r.upper_bound, r.min_budget_w,
-                              r.min_budget_nosla_w, r.sla_extra};
-                double d0[] = {r0.budget_w, r0.power_w, r0.value, r0.upper_bound,
-                               r0.min_budget_w, r0.min_budget_nosla_w, r0.sla_extra};
-                same_bits(d, d0, sizeof d, "totals", lv[k], t);
-                long long i[] = {r.optimal, r.budget_binds, r.n_sla_dropped, r.nodes};
-                long long i0[] = {r0.optimal, r0.budget_binds, r0.n_sla_dropped, r0.nodes};
-                same_bits(i, i0, sizeof i, "counts", lv[k], t);
-            }
+            alloc_same_result(rc, &r, &e, rc0, &r0, &e0, "one shot", lv[k], t);
             pfi_alloc_result_free(&r);
         }
         pfi_alloc_result_free(&r0);

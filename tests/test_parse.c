@@ -75,28 +75,95 @@ static void assert_near(double a, double b, double rel)
         fail_msg("%.9g is not within %g of %.9g", a, rel, b);
 }
 
+/* ---- a fixture parsed whole, and what is asserted of it ---- */
+
+/* One assertion on a parsed fixture: the parser's detected format, its count of observations
+ * or a learned figure, or a field of observation i.  Integer fields are compared exactly; the
+ * others within rel (relative). */
+typedef enum { K_END, K_FORMAT, K_N, K_PER_GPU, K_TOKENS_PER_STEP, K_SEQ_LEN, K_KIND, K_UNIT,
+               K_VALUE, K_PERIOD, K_STEP } want_key;
+typedef struct want {
+    want_key key;
+    int i;
+    double v, rel;
+} want;
+#define W_FORMAT(f) {K_FORMAT, 0, f, 0}
+#define W_N(n) {K_N, 0, n, 0}
+#define W_PER_GPU(v) {K_PER_GPU, 0, v, 0}
+#define W_TOKENS_PER_STEP(v) {K_TOKENS_PER_STEP, 0, v, 0}
+#define W_SEQ_LEN(v) {K_SEQ_LEN, 0, v, 0}
+#define W_KIND(i, k) {K_KIND, i, k, 0}
+#define W_UNIT(i, u) {K_UNIT, i, u, 0}
+#define W_VALUE(i, v, rel) {K_VALUE, i, v, rel}
+#define W_PERIOD(i, v, rel) {K_PERIOD, i, v, rel}
+#define W_STEP(i, s) {K_STEP, i, s, 0}
+
+typedef struct fixture_case {
+    const char *file;
+    pfi_parse_cfg cfg;
+    want w[12]; /* in the order asserted, up to the first K_END */
+} fixture_case;
+
+/* Parses c's fixture (parse_file) and asserts what c wants, in order; r stays open for more
+ * lines. */
+static void check_fixture(const fixture_case *c, run *r)
+{
+    parse_file(c->file, &c->cfg, r);
+    static const char *const names[] = {"", "format", "observations", "per-GPU", "tokens per step",
+                                        "sequence length", "kind", "unit", "value", "period",
+                                        "step"};
+    for (const want *w = c->w; w < c->w + sizeof c->w / sizeof *c->w && w->key != K_END; w++) {
+        if (w->key >= K_KIND && w->i >= r->n)
+            fail_msg("%s: no observation %d (%d)", c->file, w->i, r->n);
+        const pfi_obs *o = &r->obs[w->key >= K_KIND ? w->i : 0];
+        long long got = 0;
+        double near = 0;
+        switch (w->key) {
+        case K_FORMAT: got = pfi_parser_format(r->p); break;
+        case K_N: got = r->n; break;
+        case K_PER_GPU: got = pfi_parser_per_gpu(r->p); break;
+        case K_KIND: got = o->kind; break;
+        case K_UNIT: got = o->unit; break;
+        case K_STEP: got = o->step; break;
+        case K_TOKENS_PER_STEP: near = pfi_parser_tokens_per_step(r->p); break;
+        case K_SEQ_LEN: near = pfi_parser_seq_len(r->p); break;
+        case K_VALUE: near = o->value; break;
+        default: near = o->period_s; break;
+        }
+        int exact = w->key <= K_PER_GPU || (w->key >= K_KIND && w->key <= K_UNIT) ||
+                    w->key == K_STEP;
+        if (exact ? got != (long long)w->v : !(fabs(near - w->v) <= w->rel * fabs(w->v)))
+            print_error("%s (format %d, seq_len %g): observation %d's %s\n", c->file,
+                        (int)c->cfg.format, c->cfg.seq_len, w->i, names[w->key]);
+        if (exact)
+            assert_int_equal(got, (long long)w->v);
+        else
+            assert_near(near, w->v, w->rel);
+    }
+}
+
+static void check_fixtures(const fixture_case *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        run r;
+        check_fixture(&c[i], &r);
+        close_run(&r);
+    }
+}
+#define CHECK_FIXTURES(cases) check_fixtures(cases, sizeof cases / sizeof *cases)
+
 static void test_megatron(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 2048};
-    run r;
-    parse_file("megatron.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_MEGATRON);
-    assert_int_equal(r.n, 4);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_RATE);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 1024 * 2048 / 86.5452, 1e-9);
-    assert_int_equal(r.obs[3].step, 125);
-    close_run(&r);
-
-    /* Without a sequence length the rate stays in samples/s, and says so. */
-    pfi_parse_cfg c2 = {.format = PFI_LOG_AUTO};
-    parse_file("megatron-core.log", &c2, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_MEGATRON);
-    assert_int_equal(r.n, 3);
-    assert_int_equal(r.obs[0].unit, PFI_OU_SAMPLES);
-    assert_near(r.obs[0].value, 128 / 5.3616, 1e-9);
-    assert_int_equal(r.obs[2].step, 73);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"megatron.log", {.format = PFI_LOG_AUTO, .seq_len = 2048},
+         {W_FORMAT(PFI_LOG_MEGATRON), W_N(4), W_KIND(0, PFI_OBS_RATE), W_UNIT(0, PFI_OU_TOKENS),
+          W_VALUE(0, 1024 * 2048 / 86.5452, 1e-9), W_STEP(3, 125)}},
+        /* Without a sequence length the rate stays in samples/s, and says so. */
+        {"megatron-core.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_MEGATRON), W_N(3), W_UNIT(0, PFI_OU_SAMPLES),
+          W_VALUE(0, 128 / 5.3616, 1e-9), W_STEP(2, 73)}},
+    };
+    CHECK_FIXTURES(cases);
 }
 
 static void test_megatron_banner_seq_len(void **state)
@@ -127,28 +194,20 @@ static void test_megatron_banner_seq_len(void **state)
  * dump's (curriculum learning runs shorter sequences than seq_length); --seq-len still wins. */
 static void test_megatron_deepspeed_seqlen(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_MEGATRON};
-    run r;
-    parse_file("megatron-deepspeed.log", &cfg, &r);
-    assert_int_equal(r.n, 2);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 768 * 4096 / 14.2875, 1e-9);
-    assert_near(r.obs[1].value, 768 * 4096 / 14.5414, 1e-9);
-    assert_int_equal(r.obs[1].step, 200);
-    close_run(&r);
-
-    /* Auto: the DeepSpeed timer line comes first and is read; the iteration line's seqlen
-     * converts it from then on (the first timer line precedes any seqlen: samples/s). */
-    pfi_parse_cfg ca = {.format = PFI_LOG_AUTO};
-    parse_file("megatron-deepspeed.log", &ca, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_DEEPSPEED);
-    assert_int_equal(r.n, 2);
-    assert_int_equal(r.obs[0].unit, PFI_OU_SAMPLES);
-    assert_int_equal(r.obs[1].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[1].value, 58.75503515561452 * 4096, 1e-12);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"megatron-deepspeed.log", {.format = PFI_LOG_MEGATRON},
+         {W_N(2), W_UNIT(0, PFI_OU_TOKENS), W_VALUE(0, 768 * 4096 / 14.2875, 1e-9),
+          W_VALUE(1, 768 * 4096 / 14.5414, 1e-9), W_STEP(1, 200)}},
+        /* Auto: the DeepSpeed timer line comes first and is read; the iteration line's seqlen
+         * converts it from then on (the first timer line precedes any seqlen: samples/s). */
+        {"megatron-deepspeed.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_DEEPSPEED), W_N(2), W_UNIT(0, PFI_OU_SAMPLES),
+          W_UNIT(1, PFI_OU_TOKENS), W_VALUE(1, 58.75503515561452 * 4096, 1e-12)}},
+    };
+    CHECK_FIXTURES(cases);
 
     /* A dump's seq_length (the curriculum's maximum) gives way to the line's own. */
+    pfi_parse_cfg cfg = {.format = PFI_LOG_MEGATRON};
     pfi_parser *p;
     pfi_err e = {0};
     assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
@@ -174,16 +233,13 @@ static void test_megatron_deepspeed_seqlen(void **state)
  * (the global batch over the same time per iteration): samples/s, not steps/s. */
 static void test_gpt_neox(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_MEGATRON, .seq_len = 2048};
-    run r;
-    parse_file("gpt-neox.log", &cfg, &r);
-    assert_int_equal(r.n, 1);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 7.799 * 2048, 1e-12);
-    assert_int_equal(r.obs[0].step, 34);
-    /* The same rate as the line's batch over its time: 32 samples / 4.1031 s. */
-    assert_near(r.obs[0].value, 32 * 2048 / 4.1031, 1e-3);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"gpt-neox.log", {.format = PFI_LOG_MEGATRON, .seq_len = 2048},
+         {W_N(1), W_UNIT(0, PFI_OU_TOKENS), W_VALUE(0, 7.799 * 2048, 1e-12), W_STEP(0, 34),
+          /* the same rate as the line's batch over its time: 32 samples / 4.1031 s */
+          W_VALUE(0, 32 * 2048 / 4.1031, 1e-3)}},
+    };
+    CHECK_FIXTURES(cases);
 }
 
 /* Feeds the first max lines of a fixture (all: -1) to p, keeping the observations in r (r->p
@@ -257,18 +313,15 @@ static void test_bare_bar_gives_way(void **state)
 
 static void test_torchtitan(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
-    run r;
-    parse_file("torchtitan.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_TORCHTITAN);
-    assert_int_equal(r.n, 8);
-    assert_near(r.obs[0].value, 7282, 0);
-    assert_near(r.obs[1].value, 7334, 0);
-    assert_int_equal(r.obs[7].step, 21);
-    assert_int_equal(pfi_parser_per_gpu(r.p), 1);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"torchtitan.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_TORCHTITAN), W_N(8), W_VALUE(0, 7282, 0), W_VALUE(1, 7334, 0),
+          W_STEP(7, 21), W_PER_GPU(1)}},
+    };
+    CHECK_FIXTURES(cases);
 
     /* Colour codes as torchtitan prints them on a terminal. */
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
     pfi_parser *p;
     pfi_err e = {0};
     assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
@@ -280,30 +333,21 @@ static void test_torchtitan(void **state)
 
 static void test_hf(void **state)
 {
+    static const fixture_case cases[] = {
+        /* The last bar was cut mid-unit ("9.33s/i") when pasted: not a measurement. */
+        {"hf.log", {.format = PFI_LOG_AUTO, .seq_len = 512},
+         {W_FORMAT(PFI_LOG_HF), W_N(2), W_KIND(0, PFI_OBS_COUNT), W_UNIT(0, PFI_OU_TOKENS),
+          W_VALUE(0, 2 * 10 * 512, 0), W_VALUE(1, 3 * 10 * 512, 0)}},
+        /* Without the banner (hidden at the Trainer's default verbosity), its bars are known
+         * by having no description; the fork's per-step dict gives samples/s (tokens with
+         * seq_len). */
+        {"hf-steps.log", {.format = PFI_LOG_AUTO, .seq_len = 512},
+         {W_FORMAT(PFI_LOG_HF), W_N(6), W_KIND(0, PFI_OBS_COUNT), W_VALUE(0, 2086, 0),
+          W_KIND(2, PFI_OBS_RATE), W_UNIT(2, PFI_OU_TOKENS), W_VALUE(2, 56.162 * 512, 1e-12),
+          W_PERIOD(2, 0.641, 1e-12)}},
+    };
+    CHECK_FIXTURES(cases);
     pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 512};
-    run r;
-    parse_file("hf.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_HF);
-    /* The last bar was cut mid-unit ("9.33s/i") when pasted: not a measurement. */
-    assert_int_equal(r.n, 2);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 2 * 10 * 512, 0);
-    assert_near(r.obs[1].value, 3 * 10 * 512, 0);
-    close_run(&r);
-
-    /* Without the banner (hidden at the Trainer's default verbosity), its bars are known by
-     * having no description; the fork's per-step dict gives samples/s (tokens with seq_len). */
-    parse_file("hf-steps.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_HF);
-    assert_int_equal(r.n, 6);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
-    assert_near(r.obs[0].value, 2086, 0);
-    assert_int_equal(r.obs[2].kind, PFI_OBS_RATE);
-    assert_int_equal(r.obs[2].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[2].value, 56.162 * 512, 1e-12);
-    assert_near(r.obs[2].period_s, 0.641, 1e-12);
-    close_run(&r);
     /* A bar with a description (a loader, a tokenizer) is not training without the banner. */
     pfi_parser *q;
     pfi_err qe = {0};
@@ -333,33 +377,25 @@ static void test_hf(void **state)
     assert_near(qo.value, 10, 0);
     pfi_parser_free(q);
     /* ...but it is when the format is named; without a batch size it stays in steps. */
-    pfi_parse_cfg c2 = {.format = PFI_LOG_HF};
-    parse_file("hf-steps.log", &c2, &r);
-    assert_int_equal(r.n, 6);
-    assert_int_equal(r.obs[0].unit, PFI_OU_STEPS);
-    assert_near(r.obs[5].value, 2090, 0);
-    close_run(&r);
+    static const fixture_case named[] = {
+        {"hf-steps.log", {.format = PFI_LOG_HF},
+         {W_N(6), W_UNIT(0, PFI_OU_STEPS), W_VALUE(5, 2090, 0)}},
+    };
+    CHECK_FIXTURES(named);
 }
 
 static void test_deepspeed(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
-    run r;
-    parse_file("deepspeed.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_DEEPSPEED);
-    assert_int_equal(r.n, 6);
-    assert_int_equal(r.obs[0].unit, PFI_OU_SAMPLES);
-    assert_near(r.obs[1].value, 145.0889530760849, 1e-12);
-    assert_int_equal(r.obs[1].step, 18);
-    close_run(&r);
-
-    /* The older running average is differenced: one rate from two lines. */
-    parse_file("deepspeed-old.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_DEEPSPEED);
-    assert_int_equal(r.n, 1);
-    double expect = 10.0 / (50 / 83.73838805358588 - 40 / 83.48609168106144);
-    assert_near(r.obs[0].value, expect, 1e-9);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"deepspeed.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_DEEPSPEED), W_N(6), W_UNIT(0, PFI_OU_SAMPLES),
+          W_VALUE(1, 145.0889530760849, 1e-12), W_STEP(1, 18)}},
+        /* The older running average is differenced: one rate from two lines. */
+        {"deepspeed-old.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_DEEPSPEED), W_N(1),
+          W_VALUE(0, 10.0 / (50 / 83.73838805358588 - 40 / 83.48609168106144), 1e-9)}},
+    };
+    CHECK_FIXTURES(cases);
 }
 
 /* DeepSpeed's newer ThroughputTimer prints "epoch=0/micro_step=80/global_step=20, "
@@ -386,68 +422,42 @@ static void test_deepspeed_global_step(void **state)
 
 static void test_nanogpt(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
-    run r;
-    parse_file("nanogpt.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_NANOGPT);
-    assert_int_equal(r.n, 6);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 262144 / 33.78552, 1e-9);
-    assert_near(r.obs[0].period_s, 33.78552, 1e-9);
-    close_run(&r);
-
-    /* The eval line ("step 250: train loss ...") is not an iteration. */
-    parse_file("nanogpt-eval.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_NANOGPT);
-    assert_int_equal(r.n, 4);
-    assert_int_equal(r.obs[0].unit, PFI_OU_STEPS);
-    assert_int_equal(r.obs[3].step, 240);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"nanogpt.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_NANOGPT), W_N(6), W_UNIT(0, PFI_OU_TOKENS),
+          W_VALUE(0, 262144 / 33.78552, 1e-9), W_PERIOD(0, 33.78552, 1e-9)}},
+        /* The eval line ("step 250: train loss ...") is not an iteration. */
+        {"nanogpt-eval.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_NANOGPT), W_N(4), W_UNIT(0, PFI_OU_STEPS), W_STEP(3, 240)}},
+    };
+    CHECK_FIXTURES(cases);
 }
 
 static void test_llmc(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
-    run r;
-    parse_file("llmc.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LLMC);
-    assert_int_equal(r.n, 5);
-    assert_near(r.obs[0].value, 91886, 0);
-    close_run(&r);
-
-    /* With the start-up table, the step time and the batch in tokens are used instead. */
-    parse_file("llmc-table.log", &cfg, &r);
-    assert_int_equal(r.n, 1);
-    assert_near(pfi_parser_tokens_per_step(r.p), 4096, 0);
-    assert_near(pfi_parser_seq_len(r.p), 1024, 0);
-    assert_near(r.obs[0].value, 4096 / 0.04457, 1e-9);
-    close_run(&r);
-
-    parse_file("llmc-cpu.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LLMC);
-    assert_int_equal(r.n, 3);
-    assert_int_equal(r.obs[0].unit, PFI_OU_STEPS);
-    assert_near(r.obs[1].value, 1 / 2.453, 1e-9);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"llmc.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_LLMC), W_N(5), W_VALUE(0, 91886, 0)}},
+        /* With the start-up table, the step time and the batch in tokens are used instead. */
+        {"llmc-table.log", {.format = PFI_LOG_AUTO},
+         {W_N(1), W_TOKENS_PER_STEP(4096), W_SEQ_LEN(1024), W_VALUE(0, 4096 / 0.04457, 1e-9)}},
+        {"llmc-cpu.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_LLMC), W_N(3), W_UNIT(0, PFI_OU_STEPS), W_VALUE(1, 1 / 2.453, 1e-9)}},
+    };
+    CHECK_FIXTURES(cases);
 }
 
 static void test_lightning(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .tokens_per_step = 1000};
-    run r;
-    parse_file("lightning.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
-    assert_int_equal(r.n, 4);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
-    assert_near(r.obs[0].value, 1651000, 0);
-    close_run(&r);
-
-    parse_file("lightning-epochs.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
-    assert_int_equal(r.n, 5); /* "Training:" bars are not epochs */
-    assert_near(r.obs[0].value, 0, 0);
-    assert_near(r.obs[4].value, 4000, 0);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"lightning.log", {.format = PFI_LOG_AUTO, .tokens_per_step = 1000},
+         {W_FORMAT(PFI_LOG_LIGHTNING), W_N(4), W_KIND(0, PFI_OBS_COUNT),
+          W_VALUE(0, 1651000, 0)}},
+        /* "Training:" bars are not epochs */
+        {"lightning-epochs.log", {.format = PFI_LOG_AUTO, .tokens_per_step = 1000},
+         {W_FORMAT(PFI_LOG_LIGHTNING), W_N(5), W_VALUE(0, 0, 0), W_VALUE(4, 4000, 0)}},
+    };
+    CHECK_FIXTURES(cases);
 }
 
 /* Lightning's RichProgressBar (before: not read at all).  The fixture is a console that is no
@@ -537,17 +547,12 @@ static void test_lightning_rich(void **state)
  * (offline) instead of 1/1.9. */
 static void test_lightning_nemo(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .tokens_per_step = 1048576};
-    run r;
-    parse_file("nemo.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
-    assert_int_equal(r.n, 1);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_RATE);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 1048576 / 1.9, 1e-12);
-    assert_near(r.obs[0].period_s, 1.9, 1e-12);
-    assert_int_equal(r.obs[0].step, 2000);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"nemo.log", {.format = PFI_LOG_AUTO, .tokens_per_step = 1048576},
+         {W_FORMAT(PFI_LOG_LIGHTNING), W_N(1), W_KIND(0, PFI_OBS_RATE), W_UNIT(0, PFI_OU_TOKENS),
+          W_VALUE(0, 1048576 / 1.9, 1e-12), W_PERIOD(0, 1.9, 1e-12), W_STEP(0, 2000)}},
+    };
+    CHECK_FIXTURES(cases);
 
     /* Without the timing, the same line has no rate of the epoch's bar: nothing is read (the
      * validation bar after it is not the epoch's), offline and online alike. */
@@ -570,24 +575,16 @@ static void test_lightning_nemo(void **state)
  * samples/s (before: no line of it was read). */
 static void test_nemo2_printer(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 1000};
-    run r;
-    parse_file("nemo2.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_LIGHTNING);
-    assert_int_equal(r.n, 6);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_RATE);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 1 * 1000 / 0.03146, 1e-12);
-    assert_near(r.obs[0].period_s, 0.03146, 1e-12);
-    assert_int_equal(r.obs[0].step, 120);
-    assert_near(r.obs[4].value, 1000 / 0.0317, 1e-12);
-    close_run(&r);
-    /* Without a sequence length: samples/s. */
-    pfi_parse_cfg c2 = {.format = PFI_LOG_AUTO};
-    parse_file("nemo2.log", &c2, &r);
-    assert_int_equal(r.obs[5].unit, PFI_OU_SAMPLES);
-    assert_near(r.obs[5].value, 1 / 0.03147, 1e-12);
-    close_run(&r);
+    static const fixture_case cases[] = {
+        {"nemo2.log", {.format = PFI_LOG_AUTO, .seq_len = 1000},
+         {W_FORMAT(PFI_LOG_LIGHTNING), W_N(6), W_KIND(0, PFI_OBS_RATE), W_UNIT(0, PFI_OU_TOKENS),
+          W_VALUE(0, 1 * 1000 / 0.03146, 1e-12), W_PERIOD(0, 0.03146, 1e-12), W_STEP(0, 120),
+          W_VALUE(4, 1000 / 0.0317, 1e-12)}},
+        /* Without a sequence length: samples/s. */
+        {"nemo2.log", {.format = PFI_LOG_AUTO},
+         {W_UNIT(5, PFI_OU_SAMPLES), W_VALUE(5, 1 / 0.03147, 1e-12)}},
+    };
+    CHECK_FIXTURES(cases);
 }
 
 /* llm.c's start-up table behind a launcher's prefix ("0: " of srun -l): its total batch size
@@ -644,14 +641,12 @@ static void test_nanogpt_unit(void **state)
  * rate the log states: its throughput/tokens_per_sec, not the per-device one. */
 static void test_composer(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    static const fixture_case c = {
+        "composer.log", {.format = PFI_LOG_AUTO},
+        {W_FORMAT(PFI_LOG_COMPOSER), W_N(1), W_KIND(0, PFI_OBS_COUNT), W_UNIT(0, PFI_OU_TOKENS),
+         W_VALUE(0, 29254495, 0)}};
     run r;
-    parse_file("composer.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_COMPOSER);
-    assert_int_equal(r.n, 1);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 29254495, 0);
+    check_fixture(&c, &r);
     pfi_obs o;
     assert_int_equal(pfi_parser_feed(r.p, "\t Train time/token: 29,354,495", &o), 1);
     assert_near(o.value, 29354495, 0);
@@ -659,14 +654,11 @@ static void test_composer(void **state)
     assert_null(pfi_parser_why_none(r.p));
     close_run(&r);
 
-    cfg.offline = 1;
-    parse_file("composer.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_COMPOSER);
-    assert_int_equal(r.n, 2);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_COUNT);
-    assert_int_equal(r.obs[1].kind, PFI_OBS_RATE);
-    assert_int_equal(r.obs[1].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[1].value, 20082.8418, 0);
+    static const fixture_case offline = {
+        "composer.log", {.format = PFI_LOG_AUTO, .offline = 1},
+        {W_FORMAT(PFI_LOG_COMPOSER), W_N(2), W_KIND(0, PFI_OBS_COUNT), W_KIND(1, PFI_OBS_RATE),
+         W_UNIT(1, PFI_OU_TOKENS), W_VALUE(1, 20082.8418, 0)}};
+    check_fixture(&offline, &r);
     assert_non_null(pfi_parser_why_none(r.p));
     close_run(&r);
 }
@@ -674,18 +666,13 @@ static void test_composer(void **state)
 /* NeMo Automodel's step line: its tps is the job's tokens/s (before: no parser read it). */
 static void test_automodel(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    static const fixture_case c = {
+        "automodel.log", {.format = PFI_LOG_AUTO},
+        {W_FORMAT(PFI_LOG_AUTOMODEL), W_PER_GPU(0), W_N(7), W_KIND(0, PFI_OBS_RATE),
+         W_UNIT(0, PFI_OU_TOKENS), W_VALUE(0, 31346.32, 0), W_STEP(0, 8),
+         W_VALUE(6, 32772.58, 0), W_STEP(6, 14)}};
     run r;
-    parse_file("automodel.log", &cfg, &r);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_AUTOMODEL);
-    assert_int_equal(pfi_parser_per_gpu(r.p), 0);
-    assert_int_equal(r.n, 7);
-    assert_int_equal(r.obs[0].kind, PFI_OBS_RATE);
-    assert_int_equal(r.obs[0].unit, PFI_OU_TOKENS);
-    assert_near(r.obs[0].value, 31346.32, 0);
-    assert_int_equal(r.obs[0].step, 8);
-    assert_near(r.obs[6].value, 32772.58, 0);
-    assert_int_equal(r.obs[6].step, 14);
+    check_fixture(&c, &r);
     pfi_obs o;
     /* Without its per-GPU figure the number is not taken for this format's tps. */
     assert_int_equal(pfi_parser_feed(r.p, "step 15 | epoch 0 | loss 0.6 | tps 32000.00 | x", &o), 0);
@@ -764,11 +751,10 @@ static void test_regex(void **state)
 
 static void test_garbage(void **state)
 {
-    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO, .seq_len = 1024};
+    static const fixture_case g = {"garbage.log", {.format = PFI_LOG_AUTO, .seq_len = 1024},
+                                   {W_N(0), W_FORMAT(PFI_LOG_AUTO)}};
     run r;
-    parse_file("garbage.log", &cfg, &r);
-    assert_int_equal(r.n, 0);
-    assert_int_equal(pfi_parser_format(r.p), PFI_LOG_AUTO);
+    check_fixture(&g, &r);
     long lines, matched;
     pfi_parser_stats(r.p, &lines, &matched);
     assert_true(lines >= 8);

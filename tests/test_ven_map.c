@@ -37,6 +37,16 @@ static json_t *map(const char *event_json, int k, char *why, size_t wn)
     return b;
 }
 
+/* The body interval k of the event maps to; refused, the test fails naming what and why. */
+static json_t *map_taken(const char *event_json, int k, const char *what)
+{
+    char why[300];
+    json_t *b = map(event_json, k, why, sizeof why);
+    if (!b)
+        fail_msg("%s refused: %s", what, why);
+    return b;
+}
+
 static double num(json_t *b, const char *key)
 {
     json_t *x = json_object_get(b, key);
@@ -68,9 +78,9 @@ static void test_units_of_the_descriptor(void **state)
                  EV("[{\"objectType\": \"EVENT_PAYLOAD_DESCRIPTOR\", \"payloadType\": "
                     "\"IMPORT_CAPACITY_LIMIT\", \"units\": \"%s\"}]", PERIOD_1H, LIMIT("500")),
                  ok[i].units);
-        json_t *b = map(text, 0, why, sizeof why);
-        if (!b)
-            fail_msg("units %s refused: %s", ok[i].units, why);
+        char what[64];
+        snprintf(what, sizeof what, "units %s", ok[i].units);
+        json_t *b = map_taken(text, 0, what);
         if (num(b, "limit_w") != ok[i].w)
             fail_msg("units %s: %g W, not %g W", ok[i].units, num(b, "limit_w"), ok[i].w);
         json_decref(b);
@@ -144,20 +154,17 @@ static void test_several_payloads(void **state)
 {
     (void)state;
     char why[300];
-    json_t *b = map(EV(KW_DESC, PERIOD_1H,
-                       "[{\"id\": 0, \"payloads\": [{\"type\": \"PRICE\", \"values\": [0.31]}, "
-                       "{\"type\": \"GHG\", \"values\": [412]}, "
-                       "{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [250]}]}]"),
-                    0, why, sizeof why);
-    if (!b)
-        fail_msg("a limit after a PRICE payload refused: %s", why);
+    json_t *b = map_taken(EV(KW_DESC, PERIOD_1H,
+                             "[{\"id\": 0, \"payloads\": [{\"type\": \"PRICE\", "
+                             "\"values\": [0.31]}, {\"type\": \"GHG\", \"values\": [412]}, "
+                             "{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [250]}]}]"),
+                          0, "a limit after a PRICE payload");
     assert_true(num(b, "limit_w") == 250e3);
     json_decref(b);
-    b = map(EV("null", PERIOD_1H,
-               "[{\"id\": 0, \"payloads\": [{\"type\": \"PRICE\", \"values\": [0.31]}, "
-               "{\"type\": \"SIMPLE\", \"values\": [2]}]}]"), 0, why, sizeof why);
-    if (!b)
-        fail_msg("SIMPLE after a PRICE payload refused: %s", why);
+    b = map_taken(EV("null", PERIOD_1H,
+                     "[{\"id\": 0, \"payloads\": [{\"type\": \"PRICE\", \"values\": [0.31]}, "
+                     "{\"type\": \"SIMPLE\", \"values\": [2]}]}]"),
+                  0, "SIMPLE after a PRICE payload");
     assert_true(num(b, "cut") == 0.20);
     json_decref(b);
     /* Nothing pfi acts on: refused, the types named, no limit. */
@@ -174,11 +181,10 @@ static void test_several_payloads(void **state)
 static void test_open_ended(void **state)
 {
     (void)state;
-    char why[300];
-    json_t *b = map(EV(KW_DESC, "{\"start\": \"2026-12-03T18:00:00Z\", \"duration\": \"P9999Y\"}",
-                       LIMIT("400")), 0, why, sizeof why);
-    if (!b)
-        fail_msg("P9999Y refused: %s", why);
+    json_t *b = map_taken(EV(KW_DESC,
+                             "{\"start\": \"2026-12-03T18:00:00Z\", \"duration\": \"P9999Y\"}",
+                             LIMIT("400")),
+                          0, "P9999Y");
     assert_true(num(b, "start") == at("2026-12-03T18:00:00Z"));
     assert_true(num(b, "end") == PFI_TIME_MAX_S);
     json_decref(b);
@@ -260,9 +266,9 @@ static void test_starts_now(void **state)
         snprintf(text, sizeof text,
                  "{\"id\": \"now1\", \"intervalPeriod\": %s, \"intervals\": " LIMIT("300") "}",
                  period);
-        json_t *b = map(text, 0, why, sizeof why);
-        if (!b)
-            fail_msg("start %s refused: %s", starts[i], why);
+        char what[64];
+        snprintf(what, sizeof what, "start %s", starts[i]);
+        json_t *b = map_taken(text, 0, what);
         assert_true(num(b, "start") == NOW_S && num(b, "end") == NOW_S + 1800);
         json_decref(b);
     }

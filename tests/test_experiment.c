@@ -69,6 +69,45 @@ static void lose_more(pfi_run *r, double f)
         r->levels[i].tput *= f;
 }
 
+/* The populations of s's and t's first n runs (t: s with some runs changed). */
+static void pops_of(const synth *s, const synth *t, int n, pfi_expt_pop *p, pfi_expt_pop *q)
+{
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_pop_runs(s->ptr, s->group, n, "synthetic", p, &e), PFI_OK);
+    assert_int_equal(pfi_expt_pop_runs(t->ptr, t->group, n, "synthetic", q, &e), PFI_OK);
+}
+
+/* The jobs of both populations (a: p's, b: q's). */
+static void jobs_of(const pfi_expt_pop *p, const pfi_expt_pop *q, pfi_expt_jobs *a,
+                    pfi_expt_jobs *b)
+{
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_jobs_new(p, a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_jobs_new(q, b, &e), PFI_OK);
+}
+
+/* What pfi sees of both populations' jobs under the same options (probes placed for a cut of
+ * 0.3), to compare. */
+static void predict_both(const pfi_expt_pop *p, const pfi_expt_pop *q, const pfi_expt_opts *o,
+                         pfi_expt_jobs *a, pfi_expt_jobs *b)
+{
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_predict(p, o, 0.3, a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_predict(q, o, 0.3, b, &e), PFI_OK);
+}
+
+/* Both populations' experiments under the same options: cuts of 20 and 30 %, the equal, pfi
+ * and oracle policies. */
+static void run_both(const pfi_expt_pop *p, const pfi_expt_pop *q, const pfi_expt_opts *o,
+                     pfi_expt_result *a, pfi_expt_result *b)
+{
+    static const double cuts[2] = {0.2, 0.3};
+    static const int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    pfi_err e = {0};
+    assert_int_equal(pfi_expt_run(p, o, cuts, 2, pol, 3, a, &e), PFI_OK);
+    assert_int_equal(pfi_expt_run(q, o, cuts, 2, pol, 3, b, &e), PFI_OK);
+}
+
 static void test_population(void **state)
 {
     static synth s;
@@ -184,11 +223,9 @@ static void test_probe_sees_only_its_levels(void **state)
         pfi_expt_opts o = pfi_expt_defaults(1);
         o.probe_shape = shape != 0;
         o.shape.hedge = shape >= 2 ? shape - 1 : 0;
-        assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
-        assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
+        jobs_of(&p, &q, &a, &b);
         assert_false(same_curve(&a.truth[0], &b.truth[0])); /* the truth did change */
-        assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &a, &e), PFI_OK);
-        assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &b, &e), PFI_OK);
+        predict_both(&p, &q, &o, &a, &b);
         assert_true(same_curve(&a.pred[0], &b.pred[0]));
         /* ... and the others' predictions, which learn from job 0, do move */
         int moved = 0;
@@ -212,17 +249,13 @@ static void test_shape_from_other_jobs(void **state)
     for (int k = 1; k < 6; k++) /* every other job loses more below its baseline */
         lose_more(&t.runs[k], 0.9);
     pfi_expt_pop p, q;
-    pfi_err e = {0};
-    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
-    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 6, "synthetic", &q, &e), PFI_OK);
+    pops_of(&s, &t, 6, &p, &q);
     pfi_expt_jobs a, b;
     pfi_expt_opts o = pfi_expt_defaults(1);
     assert_true(o.probe_shape);
-    assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
-    assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
+    jobs_of(&p, &q, &a, &b);
     assert_true(same_curve(&a.truth[0], &b.truth[0]));
-    assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &a, &e), PFI_OK);
-    assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &b, &e), PFI_OK);
+    predict_both(&p, &q, &o, &a, &b);
     assert_false(same_curve(&a.pred[0], &b.pred[0]));
     assert_non_null(strstr(a.note, "OTHER jobs"));
     pfi_expt_jobs_free(&a);
@@ -402,18 +435,13 @@ static void test_shape_cross_validated(void **state)
     make_synth(&t, 6);
     lose_more(&t.runs[0], 0.85); /* job 0 loses more below its baseline */
     pfi_expt_pop p, q;
-    pfi_err e = {0};
-    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 6, "synthetic", &p, &e), PFI_OK);
-    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 6, "synthetic", &q, &e), PFI_OK);
-    double cuts[2] = {0.2, 0.3};
-    int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
+    pops_of(&s, &t, 6, &p, &q);
     pfi_expt_opts o = pfi_expt_defaults(1);
     o.shape_cv = 1;
     pfi_expt_result a, b;
     /* the default, bagged: a committee of at most cv_top single settings of one depth */
     assert_int_equal(o.cv_top, PFI_EXPT_CV_TOP);
-    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
-    assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
+    run_both(&p, &q, &o, &a, &b);
     for (int j = 0; j < a.n; j++) {
         assert_true(a.sets[j].committee);
         int bits = __builtin_popcount(a.sets[j].members);
@@ -425,8 +453,7 @@ static void test_shape_cross_validated(void **state)
     pfi_expt_result_free(&a);
     pfi_expt_result_free(&b);
     o.cv_top = 0; /* the grid's one best setting */
-    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
-    assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
+    run_both(&p, &q, &o, &a, &b);
     assert_non_null(a.sets);
     assert_non_null(strstr(a.jobs.note, "cross-validation"));
     pfi_expt_shape_set grid[PFI_EXPT_GRID_SIZE];
@@ -462,22 +489,18 @@ static void test_shape_cross_validated(void **state)
         }
     for (int k = 1; k < 4; k++)
         lose_more(&t.runs[k], 0.85);
-    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
-    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 8, "synthetic", &q, &e), PFI_OK);
+    pops_of(&s, &t, 8, &p, &q);
     pfi_expt_jobs ja, jb;
-    assert_int_equal(pfi_expt_jobs_new(&p, &ja, &e), PFI_OK);
-    assert_int_equal(pfi_expt_jobs_new(&q, &jb, &e), PFI_OK);
+    jobs_of(&p, &q, &ja, &jb);
     for (int v = 0; v < 6; v++) { /* one setting, and the committee; single, hedged, stacked */
         int comm = v & 1, hedge = v >> 1;
         o = pfi_expt_defaults(1);
         o.shape = (pfi_expt_shape_set){
             0.4, 3, 0, 0, comm, 0, 0, hedge ? PFI_PROBE_VOTES_NEAR : 0, 0, 0, hedge, 0};
-        assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
-        assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
+        predict_both(&p, &q, &o, &ja, &jb);
         assert_false(same_curve(&ja.pred[0], &jb.pred[0])); /* a reference without group_out */
         o.group_out = 1;
-        assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &ja, &e), PFI_OK);
-        assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &jb, &e), PFI_OK);
+        predict_both(&p, &q, &o, &ja, &jb);
         assert_true(same_curve(&ja.pred[0], &jb.pred[0]));
         assert_non_null(strstr(ja.note, "OTHER job groups"));
     }
@@ -515,8 +538,7 @@ static void test_nested_cv(void **state)
     lose_more(&t.runs[0], 0.85); /* job 0 loses more below its baseline */
     pfi_expt_pop p, q;
     pfi_err e = {0};
-    assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);
-    assert_int_equal(pfi_expt_pop_runs(t.ptr, t.group, 8, "synthetic", &q, &e), PFI_OK);
+    pops_of(&s, &t, 8, &p, &q);
     double cuts[2] = {0.2, 0.3};
     int pol[3] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE};
     pfi_expt_opts o = pfi_expt_defaults(1);
@@ -527,8 +549,7 @@ static void test_nested_cv(void **state)
     assert_int_equal(ng, 14 * 2 * 5);
     o.grid = grid, o.ngrid = ng;
     pfi_expt_result a, b;
-    assert_int_equal(pfi_expt_run(&p, &o, cuts, 2, pol, 3, &a, &e), PFI_OK);
-    assert_int_equal(pfi_expt_run(&q, &o, cuts, 2, pol, 3, &b, &e), PFI_OK);
+    run_both(&p, &q, &o, &a, &b);
     assert_non_null(a.sets);
     assert_true(same_set(&a.sets[0], &b.sets[0]));
     assert_int_equal(a.sets[0].members, b.sets[0].members);
@@ -702,10 +723,8 @@ static void test_model_out_of_fold(void **state)
     assert_int_equal(q.n, p.n);
     pfi_expt_opts o = pfi_expt_defaults(0);
     pfi_expt_jobs a, b;
-    assert_int_equal(pfi_expt_jobs_new(&p, &a, &e), PFI_OK);
-    assert_int_equal(pfi_expt_jobs_new(&q, &b, &e), PFI_OK);
-    assert_int_equal(pfi_expt_predict(&p, &o, 0.3, &a, &e), PFI_OK);
-    assert_int_equal(pfi_expt_predict(&q, &o, 0.3, &b, &e), PFI_OK);
+    jobs_of(&p, &q, &a, &b);
+    predict_both(&p, &q, &o, &a, &b);
     assert_non_null(strstr(a.note, "folds by job group"));
     int in_fold = 0, moved_elsewhere = 0;
     for (int j = 0; j < p.n; j++) {
@@ -847,6 +866,20 @@ static double others_power(const pfi_alloc_job *q, int n, const double *marg, co
     return w;
 }
 
+/* The SLA plan tests' three jobs: one GPU each, straight from 200 to 700 W (throughputs tp[j]
+ * at those caps), no SLA yet; and the allocator's options they plan with (SLAs that do not fit
+ * relaxed). */
+static void plan_jobs(pfi_alloc_job *q, const double *cap, const double *const *tp,
+                      const char *const *ids, pfi_alloc_opts *ao)
+{
+    for (int j = 0; j < 3; j++)
+        q[j] = (pfi_alloc_job){.id = ids[j], .n_gpus = 1, .min_cap_w = 200, .max_cap_w = 700,
+                               .cap_w = cap, .tput = tp[j], .n_points = 2, .p0_w = 700,
+                               .t0 = NAN, .sla = NAN};
+    pfi_alloc_opts_default(ao);
+    ao->on_infeasible = PFI_INFEASIBLE_RELAX;
+}
+
 /* pfi_expt_sla_plan on hand-made curves: job 0 (SLA 10%, margin 5 points) loses 1 point per
  * 10 W below 700 W, so its plain floor is 600 W and its conservative one 650 W; jobs 1 and 2
  * (no SLA) gain 1.4 units per watt against its 1, so the allocation gives them all the SLA job
@@ -861,15 +894,10 @@ static void test_sla_plan(void **state)
 {
     double cap[2] = {200, 700}, t0[2] = {500, 1000}, t1[2] = {300, 1000};
     pfi_alloc_job q[3];
-    for (int j = 0; j < 3; j++)
-        q[j] = (pfi_alloc_job){.id = j == 0 ? "sla" : j == 1 ? "a" : "b", .n_gpus = 1,
-                               .min_cap_w = 200, .max_cap_w = 700, .cap_w = cap,
-                               .tput = j == 0 ? t0 : t1, .n_points = 2, .p0_w = 700,
-                               .t0 = NAN, .sla = NAN};
-    double marg[3] = {0.05, NAN, NAN};
     pfi_alloc_opts ao;
-    pfi_alloc_opts_default(&ao);
-    ao.on_infeasible = PFI_INFEASIBLE_RELAX;
+    plan_jobs(q, cap, (const double *const[]){t0, t1, t1}, (const char *const[]){"sla", "a", "b"},
+              &ao);
+    double marg[3] = {0.05, NAN, NAN};
     pfi_err e = {0};
 
     /* the equal cut with the plain SLA: what jobs 1 and 2 must not fall below */
@@ -918,16 +946,11 @@ static void test_sla_plan_bound(void **state)
 {
     (void)state;
     double cap[2] = {200, 700}, t0[2] = {500, 1000}, t1[2] = {300, 1000}, t2[2] = {400, 1000};
-    const double *tp[3] = {t0, t1, t2};
     pfi_alloc_job q[3];
-    for (int j = 0; j < 3; j++)
-        q[j] = (pfi_alloc_job){.id = j == 0 ? "sla" : j == 1 ? "a" : "b", .n_gpus = 1,
-                               .min_cap_w = 200, .max_cap_w = 700, .cap_w = cap, .tput = tp[j],
-                               .n_points = 2, .p0_w = 700, .t0 = NAN, .sla = NAN};
-    double marg[3] = {0.05, NAN, NAN}, unc[3] = {0.05, 0.05, 0.05};
     pfi_alloc_opts ao;
-    pfi_alloc_opts_default(&ao);
-    ao.on_infeasible = PFI_INFEASIBLE_RELAX;
+    plan_jobs(q, cap, (const double *const[]){t0, t1, t2}, (const char *const[]){"sla", "a", "b"},
+              &ao);
+    double marg[3] = {0.05, NAN, NAN}, unc[3] = {0.05, 0.05, 0.05};
     pfi_err e = {0};
     /* the bound's inputs as the comment has them: the equal cut, pfi's caps at t = 1 */
     for (int j = 0; j < 3; j++)
@@ -995,18 +1018,13 @@ static void test_sla_plan_even_share(void **state)
     (void)state;
     double cap[2] = {200, 700}, t0[2] = {500, 1000}, t1[2] = {300, 1000}, t2[2] = {0, 1000};
     double tt0[2] = {350, 1000}; /* job 0's truth */
-    const double *tp[3] = {t0, t1, t2};
     pfi_alloc_job q[3];
-    for (int j = 0; j < 3; j++)
-        q[j] = (pfi_alloc_job){.id = j == 0 ? "sla0" : j == 1 ? "sla1" : "free", .n_gpus = 1,
-                               .min_cap_w = 200, .max_cap_w = 700, .cap_w = cap, .tput = tp[j],
-                               .n_points = 2, .p0_w = 700, .t0 = NAN, .sla = NAN};
+    pfi_alloc_opts ao;
+    plan_jobs(q, cap, (const double *const[]){t0, t1, t2},
+              (const char *const[]){"sla0", "sla1", "free"}, &ao);
     pfi_alloc_job truth0 = q[0];
     truth0.tput = tt0;
     double marg[3] = {0.05, 0.05, NAN}, budget = 1900;
-    pfi_alloc_opts ao;
-    pfi_alloc_opts_default(&ao);
-    ao.on_infeasible = PFI_INFEASIBLE_RELAX;
     pfi_err e = {0};
     /* the equal cut with the plain SLAs: the value the plan must keep up with */
     q[0].sla = q[1].sla = 0.10;

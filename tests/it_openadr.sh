@@ -17,14 +17,9 @@
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 
-fail() {
-    echo "it_openadr: FAIL: $*"
-    for f in serve cluster vtn; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
-    exit 1
-}
-note() { echo "it_openadr: $*"; }
-
 name=it_openadr
+# shellcheck disable=SC2034 # read by fail (support/openadr_env.sh)
+logs="serve cluster vtn"
 # shellcheck source=tests/support/openadr_env.sh
 . "$(dirname "$0")/support/openadr_env.sh"
 # A malformed scaled clock is refused before anything starts.

@@ -21,13 +21,6 @@
 # shellcheck disable=SC2016
 set -u
 
-fail() {
-    echo "it_openadr_ends: FAIL: $*"
-    for f in serve vtn; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
-    exit 1
-}
-note() { echo "it_openadr_ends: $*"; }
-
 name=it_openadr_ends
 SCALE=1000
 # shellcheck shell=sh source=tests/support/openadr_env.sh

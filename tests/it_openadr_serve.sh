@@ -8,14 +8,9 @@
 # and USAGE per interval, and the event's compliance report shows 0 W and 0 s over the target.
 # Every process runs on pfi's clock scaled 100 times (util/clock.h): about 10 s of real time.
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
+# await expands its message when it fails, so the messages are single-quoted.
+# shellcheck disable=SC2016
 set -u
-
-fail() {
-    echo "it_openadr_serve: FAIL: $*"
-    for f in serve vtn; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
-    exit 1
-}
-note() { echo "it_openadr_serve: $*"; }
 
 name=it_openadr_serve
 # shellcheck source=tests/support/openadr_env.sh
@@ -56,17 +51,16 @@ NODE=http://127.0.0.1:$PORT
 pids="$pids $!"
 wait_file "$dir/serve.port" "pfi serve"
 get() { curl -sf "$NODE$1"; }
-i=0
-until get /v1/grid/openadr | grep -q '"program_id": *"p1"'; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN did not find its program: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+# What the steps below wait for (await, openadr_env.sh: 0.05 s a try).
+ven_says() { get /v1/grid/openadr | grep -q "$1"; }
+ven_is() { [ "$(ven_num "$1")" = "$2" ]; }
+ven_at_least() { [ "$(ven_num "$1")" -ge "$2" ]; }
+taken() { get "/v1/grid/events/oadr-$1" >"${2:-/dev/null}" 2>/dev/null; }
+gone() { for e; do taken "$e" && return 1; done; return 0; }
+reported() { [ "$(curl -sf "$VTN/_test/reports" | grep -o "$1" | wc -l)" -ge "$2" ]; }
+await 400 'the VEN did not find its program: $(get /v1/grid/openadr)' ven_says '"program_id": *"p1"'
 
-i=0
-until get /v1/grid/openadr | grep -q '"subscription_id": *"sub1"'; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "the VEN did not subscribe: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'the VEN did not subscribe: $(get /v1/grid/openadr)' ven_says '"subscription_id": *"sub1"'
 # A notification without the subscription's secret is refused and not counted.
 st=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' "$NODE/v1/grid/openadr/notify/0123456789abcdef")
 [ "$st" = 401 ] || fail "a notification with a wrong secret: HTTP $st"
@@ -79,11 +73,7 @@ END=$((START + 600))
 # minute (a 1-minute ramp is one 60 s step), then the maximum again.
 printf 'schedule\n0 %s\n%s %s\n%s %s\n' "$MAX" "$START" "$TARGET" "$((END + 60))" "$MAX" >"$dir/allowed"
 publish_cap "$START" PT10M
-i=0
-until get /v1/grid/events/oadr-1-0 >"$dir/event.json" 2>/dev/null; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "the node did not take the event: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'the node did not take the event: $(get /v1/grid/openadr)' taken 1-0 "$dir/event.json"
 grep -q '"source": *"openadr:node-dr"' "$dir/event.json" && grep -q '"ramp_up_s": *60' "$dir/event.json" ||
     fail "the event as taken: $(cat "$dir/event.json")"
 note "node draw $draw W: limit $KW kW, taken as $(tr -d '\n ' <"$dir/event.json" | cut -c1-120)"
@@ -92,11 +82,7 @@ sleep_until $((END + 60))
 check_restored "$MAX"
 
 # ---- the report the VTN received, and the node's compliance report ----
-i=0
-until curl -sf "$VTN/_test/reports" | grep -q '"USAGE"'; do
-    i=$((i + 1)); [ $i -gt 150 ] && fail "no report reached the VTN: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 300 'no report reached the VTN: $(get /v1/grid/openadr)' reported '"USAGE"' 1
 curl -sf "$VTN/_test/reports" >"$dir/reports.json" || fail "GET /_test/reports"
 "$PFI_BIN" event --url "$NODE" report oadr-1-0 --json >"$dir/report.json" 2>"$dir/report.err" ||
     fail "pfi event report: $(cat "$dir/report.err")"
@@ -134,20 +120,12 @@ held() { get /v1/grid/events | grep -o '"id": *"[^"]*"' | sort | tr -d ' \n'; }
 before=$(held)
 e0=$(ven_num errors)
 curl -sf -o /dev/null -X POST -d '{"status": 500, "count": 2}' "$VTN/_test/fail" || fail "POST /_test/fail"
-i=0
-until [ "$(ven_num errors)" -ge $((e0 + 2)) ]; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "two HTTP 500 answers not counted: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'two HTTP 500 answers not counted: $(get /v1/grid/openadr)' ven_at_least errors $((e0 + 2))
 get /v1/grid/openadr | grep -q 'HTTP 500' || fail "the last error does not say HTTP 500: $(get /v1/grid/openadr)"
 T=$(( $(now | cut -d. -f1) + 86400 ))
 curl -sf -o /dev/null -X POST -d "{\"id\": \"bad\", \"eventName\": \"bad\", \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [1]}]}]}" \
     "$VTN/_test/events" || fail "publishing a malformed event"
-i=0
-until get /v1/grid/openadr | grep -q 'event bad interval 0: no usable intervalPeriod'; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "a malformed event not counted: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'a malformed event not counted: $(get /v1/grid/openadr)' ven_says 'event bad interval 0: no usable intervalPeriod'
 [ "$(held)" = "$before" ] || fail "errors changed the events: $(held) (was $before)"
 note "errors: HTTP 500 twice and an event without intervalPeriod counted ($(ven_num errors) in all), events unchanged"
 
@@ -162,20 +140,12 @@ EOF
 
 # ---- a skewed VTN clock: counted, and the event's window widened by it on both sides ----
 curl -sf -o /dev/null -X POST -d '{"seconds": 600}' "$VTN/_test/skew" || fail "POST /_test/skew"
-i=0
-until [ "$(ven_num skewed)" = true ]; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "a VTN 600 s ahead not seen: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'a VTN 600 s ahead not seen: $(get /v1/grid/openadr)' ven_is skewed true
 skew=$(ven_num clock_skew_s)
 awk -v s="$skew" 'BEGIN { exit !(s < -590 && s > -610) }' || fail "clock skew $skew s, not about -600 s"
 curl -sf -o /dev/null -X POST -d "{\"id\": \"later\", \"eventName\": \"later\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
     "$VTN/_test/events" || fail "publishing event later"
-i=0
-until get /v1/grid/events/oadr-later-0 >"$dir/ev3.json" 2>/dev/null; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "event later not taken: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'event later not taken: $(get /v1/grid/openadr)' taken later-0 "$dir/ev3.json"
 grep -q "\"start_s\": *$((T - 600))\.0" "$dir/ev3.json" && grep -q "\"end_s\": *$((T + 1200))\.0" "$dir/ev3.json" ||
     fail "event later (at $T for 600 s) not widened by the 600 s skew: $(cat "$dir/ev3.json")"
 note "clock skew $skew s: counted in $(ven_num skewed_answers) answers, event later (on the VTN's second page) taken 600 s wider on both sides"
@@ -183,11 +153,7 @@ curl -sf -o /dev/null -X POST -d '{"seconds": 0}' "$VTN/_test/skew" || fail "POS
 
 # ---- an event the VTN deletes is cancelled here (one not begun: deleted) ----
 curl -sf -o /dev/null -X DELETE "$VTN/_test/events/later" || fail "DELETE /_test/events/later"
-i=0
-while get /v1/grid/events/oadr-later-0 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "event later, deleted on the VTN, still held: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'event later, deleted on the VTN, still held: $(get /v1/grid/openadr)' gone later-0
 [ "$(ven_num events_cancelled)" = 1 ] || fail "cancellations: $(get /v1/grid/openadr)"
 [ "$(held)" = "$before" ] || fail "the events after the cancellation: $(held) (was $before)"
 note "event later deleted on the VTN: cancelled here ($(ven_num events_cancelled)), the others kept"
@@ -204,21 +170,13 @@ for x in a b; do
         "$VTN/_test/events" || fail "publishing event $LONG$x"
 done
 p0=$(ven_num polls)
-i=0
-until [ "$(ven_num polls)" -ge $((p0 + 4)) ]; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "the VEN stopped polling: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 400 'the VEN stopped polling: $(get /v1/grid/openadr)' ven_at_least polls $((p0 + 4))
 [ "$(ven_num events_cancelled)" = "$c0" ] && [ "$(ven_num events_taken)" = $((t0 + 2)) ] ||
     fail "two events with long ids over 4 polls: $(get /v1/grid/openadr) $(held)"
 n=$(get /v1/grid/events | grep -o '"id": *"oadr-evt-[^"]*"' | sort -u | wc -l)
 [ "$n" = 2 ] || fail "two events with long ids held as $n: $(held)"
 curl -sf -o /dev/null -X DELETE "$VTN/_test/events/${LONG}a" || fail "DELETE ${LONG}a"
-i=0
-until [ "$(ven_num events_cancelled)" = $((c0 + 1)) ]; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "event ${LONG}a, deleted on the VTN, not cancelled: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'event ${LONG}a, deleted on the VTN, not cancelled: $(get /v1/grid/openadr)' ven_is events_cancelled $((c0 + 1))
 n=$(get /v1/grid/events | grep -o '"id": *"oadr-evt-[^"]*"' | sort -u | wc -l)
 [ "$n" = 1 ] || fail "after deleting one of the long ids $n are held: $(held)"
 note "events with ids of $(printf %s "${LONG}a" | wc -c) characters: taken once each over 4 polls, one deleted on the VTN cancelled"
@@ -229,19 +187,11 @@ ev3() { printf '{"intervalPeriod": {"start": "%s", "duration": "PT10M"}, "interv
 iv() { printf '{"id": %s, "payloads": [{"type": "SIMPLE", "values": [%s]}]}' "$1" "$2"; }
 curl -sf -o /dev/null -X POST -d "$(ev3 "$(iv 0 1), $(iv 1 2), $(iv 2 3)" | sed 's/^{/{"id": "three", /')" \
     "$VTN/_test/events" || fail "publishing event three"
-i=0
-until get /v1/grid/events/oadr-three-2 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "event three not taken: $(held)"
-    sleep 0.1
-done
+await 200 'event three not taken: $(held)' taken three-2
 c0=$(ven_num events_cancelled)
 curl -sf -o /dev/null -X PUT -d "$(ev3 "$(iv 0 1), $(iv 1 0)")" "$VTN/_test/events/three" ||
     fail "changing event three"
-i=0
-while get /v1/grid/events/oadr-three-2 >/dev/null 2>&1 || get /v1/grid/events/oadr-three-1 >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "event three changed to one interval at level 1 and one at 0: still held as $(held)"
-    sleep 0.1
-done
+await 200 'event three changed to one interval at level 1 and one at 0: still held as $(held)' gone three-2 three-1
 get /v1/grid/events/oadr-three-0 >/dev/null 2>&1 || fail "event three's first interval, unchanged, is gone: $(held)"
 [ "$(ven_num events_cancelled)" = $((c0 + 2)) ] || fail "cancellations after changing event three: $(get /v1/grid/openadr)"
 note "event three changed on the VTN (interval 2 removed, interval 1 set to level 0): both cancelled here, interval 0 kept"
@@ -250,11 +200,7 @@ note "event three changed on the VTN (interval 2 removed, interval 1 set to leve
 S=$(( $(now | cut -d. -f1) + 60 ))
 curl -sf -o /dev/null -X POST -d "{\"id\": \"${LONG}short\", \"intervalPeriod\": {\"start\": \"$(iso $S)\", \"duration\": \"PT1M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
     "$VTN/_test/events" || fail "publishing event ${LONG}short"
-i=0
-until [ "$(curl -sf "$VTN/_test/reports" | grep -o '"eventID"' | wc -l)" -ge 2 ]; do
-    i=$((i + 1)); [ $i -gt 300 ] && fail "no report of event ${LONG}short: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 600 'no report of event ${LONG}short: $(get /v1/grid/openadr)' reported '"eventID"' 2
 curl -sf "$VTN/_test/reports" | "$PY" -c '
 import json, sys
 ids = [r["eventID"] for r in json.load(sys.stdin)]
@@ -265,11 +211,7 @@ note "the report of event ${LONG}short names it in full"
 # lowest, held at pfi's -1000 (it was refused: the int it was cast to came out positive) ----
 curl -sf -o /dev/null -X POST -d "{\"id\": \"low\", \"priority\": 3000000000, \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
     "$VTN/_test/events" || fail "publishing event low"
-i=0
-until get /v1/grid/events/oadr-low-0 >"$dir/low.json" 2>/dev/null; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "event low (priority 3000000000) not taken: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'event low (priority 3000000000) not taken: $(get /v1/grid/openadr)' taken low-0 "$dir/low.json"
 grep -q '"priority": *-1000,' "$dir/low.json" || fail "event low's priority: $(cat "$dir/low.json")"
 note "priority 3000000000 taken as -1000"
 
@@ -277,11 +219,7 @@ note "priority 3000000000 taken as -1000"
 # first (undefined behaviour: the sanitized build stopped the daemon there) ----
 curl -sf -o /dev/null -X POST -d "{\"id\": \"huge\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1e300]}]}]}" \
     "$VTN/_test/events" || fail "publishing event huge"
-i=0
-until get /v1/grid/openadr | grep -q 'event huge: SIMPLE level 1e+300 is not 0-3'; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "SIMPLE level 1e300 not refused: $(get /v1/grid/openadr)"
-    sleep 0.1
-done
+await 200 'SIMPLE level 1e300 not refused: $(get /v1/grid/openadr)' ven_says 'event huge: SIMPLE level 1e+300 is not 0-3'
 get /v1/grid/events/oadr-huge-0 >/dev/null 2>&1 && fail "SIMPLE level 1e300 taken: $(held)"
 note "SIMPLE level 1e300 refused and counted"
 
@@ -289,11 +227,7 @@ note "SIMPLE level 1e300 refused and counted"
 for d in PT0x10M PT1e1M; do
     curl -sf -o /dev/null -X POST -d "{\"id\": \"dur$d\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"$d\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
         "$VTN/_test/events" || fail "publishing event dur$d"
-    i=0
-    until get /v1/grid/openadr | grep -q "event dur$d interval 0: no usable intervalPeriod"; do
-        i=$((i + 1)); [ $i -gt 100 ] && fail "duration $d not refused: $(get /v1/grid/openadr) $(held)"
-        sleep 0.1
-    done
+    await 200 'duration $d not refused: $(get /v1/grid/openadr) $(held)' ven_says "event dur$d interval 0: no usable intervalPeriod"
     get /v1/grid/events/oadr-dur$d-0 >/dev/null 2>&1 && fail "duration $d taken: $(held)"
 done
 note "durations PT0x10M and PT1e1M refused"

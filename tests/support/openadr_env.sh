@@ -3,8 +3,11 @@
 # scratch folder removed at exit with every process in $pids, pfi's clock scaled SCALE times
 # (util/clock.h; every process of the test shares it: daemons, fake NVML, sampler, test VTN),
 # the backend, the token and the VTN client's secret, and the helpers below.
-# The caller sets $name and fail() (which may read $dir), and may set PFI_CLOCK_SCALE's factor
-# in SCALE (default 100).  Sets SAMPLER, here, PY, dir, pids, HW.  Functions:
+# The caller sets $name, and may set PFI_CLOCK_SCALE's factor in SCALE (default 100) and the
+# logs fail shows in $logs (default "serve vtn": $dir/serve.log, $dir/vtn.log).  Sets SAMPLER,
+# here, PY, dir, pids, HW.  Functions:
+#   fail MSG              prints "$name: FAIL: MSG" and the end of each log, exits 1
+#   note MSG              prints "$name: MSG"
 #   wait_file FILE WHAT   waits until FILE is not empty (a daemon's port file)
 #   limits, sum_limits    the GPUs' limits as the simulated state has them, and their sum
 #   le A B                A <= B (half a watt of printing allowed)
@@ -22,6 +25,14 @@
 #   await N MSG CMD...    runs CMD every 0.05 s until it succeeds; after N more tries, fails
 #                         with MSG expanded then (single-quoted, it shows the state at the end)
 #   not CMD...            CMD failed (for await)
+fail() {
+    echo "$name: FAIL: $*"
+    for f in ${logs:-serve vtn}; do
+        [ -f "${dir:-}/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }
+    done
+    exit 1
+}
+note() { echo "$name: $*"; }
 . "$(dirname "$0")/support/sampler.sh"
 command -v curl >/dev/null || { echo "$name: curl is missing (scripts/install-deps.sh test)"; exit 77; }
 command -v python3 >/dev/null || { echo "$name: python3 is missing (scripts/install-deps.sh test)"; exit 77; }

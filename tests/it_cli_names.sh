@@ -75,6 +75,28 @@ nohelp cluster token; nohelp cluster node-token; nohelp restore read-only
 if "$PFI" help --man cluster | grep -q 'B \\-\\-token \|node\\-token \\f'; then
   fail "the cluster man page lists a former spelling"; fi
 
+# Every example of every help (each command's and each subcommand's) is written with today's
+# names: its options, given back to pfi with --help last (before a program's "--"), are taken
+# with no notice and no error.  Comments, pipes and redirections are left out.
+examples() { # CMD...: the example lines of `pfi CMD... --help`
+  "$PFI" "$@" --help | awk '$0 == "examples:" { on = 1; next } on && /^  / { print; next } { on = 0 }'
+}
+for c in $(sed -n 's/^PFI_COMMAND.\([a-z]*\),.*/\1/p' "$here/../src/cli/commands.def"); do
+  examples "$c"
+  for s in $("$PFI" "$c" --help | awk '$0 == "subcommands:" { on = 1; next } on && /^$/ { exit } on { print $1 }'); do
+    examples "$c" "$s"
+  done
+done | sed 's/  *#.*//; s/ *[|>].*//; s/ -- .*//' >"$T/examples"
+[ "$(wc -l <"$T/examples")" -ge 40 ] || fail "only $(wc -l <"$T/examples") examples in the help"
+while read -r line; do
+  set -f; eval "set -- $line"; set +f
+  while [ $# -gt 0 ] && [ "$1" != pfi ] && [ "${1#*=}" != "$1" ]; do shift; done # VAR=value
+  [ "${1:-}" = pfi ] || fail "an example that is not a pfi command: $line"
+  shift
+  "$PFI" "$@" --help >/dev/null 2>"$T/e1"; st=$?
+  [ $st = 0 ] && [ ! -s "$T/e1" ] || fail "the example '$line' (with --help): exit $st, $(cat "$T/e1")"
+done <"$T/examples"
+
 # ---- pfi evaluate: research settings behind --set KEY=VALUE, documented in its help ----
 "$PFI" evaluate --fleet small --cuts 0.3 --save-db "$T/fleet.db" >/dev/null || fail "evaluate --save-db"
 ev() { "$PFI" evaluate --db "$T/fleet.db" --cuts 0.3,0.4 --json "$@"; }

@@ -161,7 +161,7 @@ int pfi_cmd_runs(int argc, char **argv)
         "export them.  Without a subcommand (options only) pfi runs lists them.",
         "pfi runs --db pfi.db\n"
         "pfi runs show 3 --db pfi.db\n"
-        "pfi runs export --db pfi.db --format json --output runs.json",
+        "pfi runs export --db pfi.db --format json --out runs.json",
         subs, (int)(sizeof subs / sizeof subs[0])};
     if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))
         return runs_list(argc, argv);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # it_budget.sh: one budget grammar everywhere (pfi help budget).  The same text gives the same
 # watts in pfi serve (its API and pfi ctl), pfi cluster (one shot over that node) and pfi
-# allocate, each against its reference; every command refuses the same bad text with the same
+# allocate, each against its reference, and the same cut in pfi evaluate --cuts (study and
+# bench pergpu read that list too); every command refuses the same bad text with the same
 # message and exit status 2, and changes nothing.
 set -u
 name=it_budget
@@ -31,6 +32,21 @@ grep -qx "budget 70% of $(printf '%.0f' "$ref") W (the jobs' baseline draw, GPUs
   fail "allocate does not name its reference: $(tail -2 "$T/out")"
 "$PFI" allocate --jobs "$T/jobs.json" --budget 3kW >"$T/out" || fail "allocate 3kW"
 if grep -q '^budget ' "$T/out"; then fail "allocate names a reference for watts"; fi
+
+# ---- evaluate, study and bench pergpu --cuts: a list of budgets of the jobs' baseline draw ----
+# 70% is the budget it is everywhere (a 0.3 cut), the same as cut=30%, -30% and the bare 0.3.
+ev_cut() { "$PFI" evaluate --fleet small --policies equal --cuts "$1" --json | jq -c '[.cuts[] | .cut, .budget_w]'; }
+e03=$(ev_cut 0.3) || fail "evaluate --cuts 0.3"
+for b in 70% cut=30% -30%; do
+  [ "$(ev_cut "$b")" = "$e03" ] || fail "evaluate --cuts $b: $(ev_cut "$b"), --cuts 0.3 is $e03"
+done
+[ "$(ev_cut 80%,cut=40%)" = "$(ev_cut 0.2,0.4)" ] || fail "evaluate --cuts 80%,cut=40%: $(ev_cut 80%,cut=40%)"
+for c in "study --fleet small --out $T/study --cuts" "bench pergpu --sim h200x8-mixed --cuts"; do
+  # shellcheck disable=SC2086
+  "$PFI" $c 4kW >/dev/null 2>"$T/err" && fail "$c 4kW taken"
+  grep -qF "budget '4kW': a cut here is a share of the jobs' baseline draw" "$T/err" || fail "$c 4kW: $(cat "$T/err")"
+done
+[ ! -e "$T/study" ] || fail "study --cuts 4kW wrote its folder"
 
 # ---- a node daemon on simulated GPUs ----
 start_node n1
@@ -78,13 +94,14 @@ grep -qx "budget 70% of 5600 W (the sum of the site's GPUs' default limits)" "$T
 
 # ---- bad text: the same message from every command, exit 2, nothing changed ----
 ctl budget set 4kW >/dev/null || fail "ctl budget set 4kW"
-for b in nan NaN% inf 0% 0W -5 150% cut=100% cut=30W 70%x "70% " 1e308 1e999; do
+for b in nan NaN% inf 0% 0W -5 150% cut=100% cut=30W 70%x "70% " 1e308 1e999 "70 %" -5kW 1e400 70%%; do
   want="pfi CMD: budget '$b': "
   check() { # CMD STATUS
     [ "$2" = 2 ] || fail "$1 with budget '$b': exit $2 ($(cat "$T/err"))"
     grep -qF "$(echo "$want" | sed "s/CMD/$1/")" "$T/err" || fail "$1 with budget '$b': $(cat "$T/err")"
   }
   "$PFI" allocate --jobs "$T/jobs.json" --budget "$b" >/dev/null 2>"$T/err"; check allocate $?
+  "$PFI" evaluate --fleet small --cuts "0.2,$b" >/dev/null 2>"$T/err"; check evaluate $?
   ctl budget set "$b" >/dev/null 2>"$T/err"; check ctl $?
   cl "$b" >/dev/null 2>"$T/err"; check cluster $?
   "$PFI" event --socket "$T/n1.sock" --token-file "$T/token" add --start now+1h --duration 1h \

@@ -149,6 +149,43 @@ static void test_slowdown(void **state)
     }
 }
 
+/* A list of cuts reads each item as a budget of the jobs' baseline draw: 70% is a 0.3 cut, as
+ * a budget of 70% is everywhere; a bare fraction is the cut itself; watts are refused. */
+static void test_budget_cuts(void **state)
+{
+    (void)state;
+    double c[8];
+    int n = -1;
+    pfi_err e = {0};
+    assert_int_equal(pfi_budget_parse_cuts("70%,cut=20%,-10%,0.4,CUT=50%", c, 8, &n, &e), PFI_OK);
+    assert_int_equal(n, 5);
+    const double want[] = {0.3, 0.2, 0.1, 0.4, 0.5};
+    for (int i = 0; i < 5; i++)
+        assert_true(fabs(c[i] - want[i]) < 1e-12);
+    /* The same message as any budget, naming the item; watts named as not a cut. */
+    static const struct {
+        const char *s, *msg;
+        int code;
+    } bad[] = {{"", "budget '': expected", PFI_EINVAL},
+               {"0.3,", "budget '': expected", PFI_EINVAL},
+               {"0.3,70 %", "budget '70 %': expected", PFI_EINVAL},
+               {"nan", "budget 'nan': expected", PFI_EINVAL},
+               {"70%%", "budget '70%%': expected", PFI_EINVAL},
+               {"1e400", "budget '1e400': out of range", PFI_ERANGE},
+               {"150%", "budget '150%': a share", PFI_ERANGE},
+               {"4kW", "budget '4kW': a cut here is a share", PFI_EINVAL},
+               {"0.3W", "budget '0.3W': a cut here is a share", PFI_EINVAL},
+               {"30", "budget '30': a cut here is a share", PFI_EINVAL},
+               {"-5kW", "budget '-5kW': watts must be", PFI_ERANGE}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = pfi_budget_parse_cuts(bad[i].s, c, 8, &n, &e);
+        if (rc != bad[i].code || strncmp(e.msg, bad[i].msg, strlen(bad[i].msg)))
+            fail_msg("'%s': %d (%s), expected %d (%s...)", bad[i].s, rc, e.msg, bad[i].code,
+                     bad[i].msg);
+    }
+    assert_int_equal(pfi_budget_parse_cuts("0.1,0.2,0.3", c, 2, &n, &e), PFI_EINVAL);
+}
+
 /* One budget grammar: watts, a share of a reference, a cut; everything else refused with a
  * message naming the text, and nothing written on error. */
 static void test_budget(void **state)
@@ -757,7 +794,8 @@ int main(void)
         cmocka_unit_test(test_json_text), cmocka_unit_test(test_json_error),
         cmocka_unit_test(test_decimal),
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
-        cmocka_unit_test(test_budget), cmocka_unit_test(test_http_frame),
+        cmocka_unit_test(test_budget), cmocka_unit_test(test_budget_cuts),
+        cmocka_unit_test(test_http_frame),
         cmocka_unit_test(test_num_json),
         cmocka_unit_test(test_slowdown),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),

@@ -18,6 +18,7 @@
 #include "core/alloc_synth.h"
 #include "core/policy.h"
 #include "study/pergpu.h"
+#include "util/budget.h"
 #include "util/clock.h"
 #include "util/units.h"
 #include "util/json.h"
@@ -284,7 +285,7 @@ static int bench_pergpu(int argc, char **argv)
     const char *jobs_out = NULL;
     const pfi_opt opts[] = {
         {"sim", PFI_OPT_STR, &presets, "PRESETS", "simulated nodes, comma-separated presets or files"},
-        {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts of the jobs' baseline draw (default 0.1,0.2,0.3)"},
+        {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts of the jobs' baseline draw, as budgets: 0.3, cut=30% or 70% (pfi help budget; default 0.1,0.2,0.3)"},
         {"variation", PFI_OPT_DOUBLE, &variation, "V",
          "1-sigma per-GPU power-efficiency spread (default: the preset's, 2%)"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap step of the uniform sweep (default 25 W)"},
@@ -307,7 +308,7 @@ static int bench_pergpu(int argc, char **argv)
     pfi_err err = {0};
     double cuts[16];
     int ncuts = 0;
-    if (npos > 0 || !(step >= 1) || pfi_parse_double_list(cuts_s, cuts, 16, &ncuts, &err)) {
+    if (npos > 0 || !(step >= 1) || pfi_budget_parse_cuts(cuts_s, cuts, 16, &ncuts, &err)) {
         fprintf(stderr, "pfi bench pergpu: %s\n", err.msg[0] ? err.msg : "bad arguments");
         return PFI_EXIT_USAGE;
     }

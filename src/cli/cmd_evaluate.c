@@ -19,6 +19,7 @@
 #include "report/report.h"
 #include "study/cost_eval.h"
 #include "study/experiment.h"
+#include "util/budget.h"
 #include "util/json.h"
 #include "util/units.h"
 
@@ -196,7 +197,7 @@ static int ev_options(const ev_args *a, pfi_expt_opts *eo, double *cuts, int *nc
     eo->nest_per_cut = a->nest_per_cut;
     eo->alloc.step_w = a->step;
     eo->want_caps = a->per_job;
-    if (pfi_parse_double_list(a->cuts_s, cuts, MAX_CUTS, ncuts, &err))
+    if (pfi_budget_parse_cuts(a->cuts_s, cuts, MAX_CUTS, ncuts, &err))
         return pfi_cli_fail(CMD, &err);
     for (int c = 0; c < *ncuts; c++)
         if (!(cuts[c] > 0 && cuts[c] < 1)) {
@@ -510,7 +511,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
          "with --fleet: also store the characterized runs (reuse them with --db FILE)"},
         {"source", PFI_OPT_STR, &a.sources, "LIST",
          "only runs of these sources, e.g. perseus,zeus-nsdi (default all)"},
-        {"cuts", PFI_OPT_STR, &a.cuts_s, "LIST", "power cuts (default 0.1,0.2,0.3,0.4,0.5)"},
+        {"cuts", PFI_OPT_STR, &a.cuts_s, "LIST", "power cuts of the jobs' baseline draw, as budgets: 0.3, cut=30% or 70% (pfi help budget; default 0.1,0.2,0.3,0.4,0.5)"},
         {"policies", PFI_OPT_STR, &a.pol_s, "LIST",
          "equal,pfi,oracle,proportional-to-pfi (default equal,pfi,oracle)"},
         {"probes", PFI_OPT_INT, &a.probes, "0|1|2",

@@ -92,6 +92,9 @@ static const topic topics[] = {
      "  pfi event add --limit\n"
      "      the event's baseline (--baseline, else the daemon's mean draw over the last hour):\n"
      "      --limit 75% is --cut 25%\n"
+     "  pfi evaluate, pfi study and pfi bench pergpu --cuts, a list of budgets\n"
+     "      the jobs' baseline draw: --cuts 70%,cut=40% is --cuts 0.3,0.4 (a bare fraction\n"
+     "      there is a cut; watts are refused)\n"
      "pfi serve and its settings also take min: every GPU at its minimum limit.\n"},
 };
 #define NTOPICS ((int)(sizeof topics / sizeof topics[0]))

@@ -93,3 +93,34 @@ const char *pfi_budget_describe(const pfi_budget *b, double reference_w, const c
         snprintf(buf, size, "%.0f W", b->value);
     return buf;
 }
+
+int pfi_budget_parse_cuts(const char *s, double *cuts, int max_n, int *n, pfi_err *err)
+{
+    *n = 0;
+    for (const char *p = s ? s : "";;) {
+        size_t len = strcspn(p, ",");
+        char item[64];
+        if (len >= sizeof item)
+            return pfi_err_set(err, PFI_EINVAL, "budget '%.*s...': %s", 20, p, expected);
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (*n >= max_n)
+            return pfi_err_set(err, PFI_EINVAL, "list '%s' has more than %d cuts", s, max_n);
+        pfi_budget b;
+        int rc = pfi_budget_parse(item, &b, err);
+        if (rc != PFI_OK)
+            return rc;
+        if (b.is_share) {
+            cuts[(*n)++] = 1 - b.value;
+        } else if (!strpbrk(item, "wW") && b.value < 1) {
+            cuts[(*n)++] = b.value; /* 0.3: the bare fraction of a cut */
+        } else {
+            return pfi_err_set(err, PFI_EINVAL, "budget '%s': a cut here is a share of the jobs' "
+                                                "baseline draw (70%%, cut=30%% or 0.3), not watts",
+                               item);
+        }
+        if (!p[len])
+            return PFI_OK;
+        p += len + 1;
+    }
+}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* budget.h: the one grammar of a power budget, for every command and API that takes one
- * (pfi allocate, serve, ctl, cluster, event; docs/cli.md "Budgets"):
+ * (pfi allocate, serve, ctl, cluster, event; pfi help budget, README.md "Budgets"):
  *   4000W, 4000, 4kW, 0.004MW   watts
  *   70%                         70% of a reference the command names and prints
  *   cut=30%, -30%               a 30% cut: the same as 70%
@@ -28,6 +28,13 @@ int pfi_budget_parse(const char *s, pfi_budget *b, pfi_err *err);
  * take a share of"). */
 int pfi_budget_watts(const pfi_budget *b, const char *s, double reference_w, const char *ref_name,
                      double *watts, pfi_err *err);
+/* A comma-separated list of cuts (pfi evaluate, study and bench pergpu --cuts), each item a
+ * budget of the jobs' baseline draw as a share (70%: a cut of 0.3) or a cut (cut=30%, -30%), or a
+ * bare fraction (0.3: a cut of 0.3, the list's own older form).  So 70% is the same budget here
+ * as in every other command.  Into cuts[] as fractions of the reference; watts, an item out of
+ * range and bad text are refused with the message of pfi_budget_parse (PFI_EINVAL or
+ * PFI_ERANGE), *n then unspecified. */
+int pfi_budget_parse_cuts(const char *s, double *cuts, int max_n, int *n, pfi_err *err);
 /* "70% of 5600 W (REF_NAME)" or "4000 W" into buf: how a command says what it took. */
 const char *pfi_budget_describe(const pfi_budget *b, double reference_w, const char *ref_name,
                                 char *buf, size_t size);

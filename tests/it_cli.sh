@@ -106,6 +106,23 @@ want 2 index --fleet small --seed 2 --fleet-seed 3
 want 2 index --db "$T/fleet.db" --seed 2
 grep -q "boot-seed" "$T/err" || fail "pfi index --seed without --fleet: $(cat "$T/err")"
 
+# A usage error names the command as typed: every subcommand of a family (pfi model train, not
+# "pfi train"; pfi bench allocate, not "pfi allocate"), and a former name the command of today.
+here=$(cd "$(dirname "$0")" && pwd)
+for c in $(sed -n 's/^PFI_COMMAND.\([a-z]*\),.*/\1/p' "$here/../src/cli/commands.def"); do
+  for s in $("$PFI" "$c" --help | awk '$0 == "subcommands:" { on = 1; next } on && /^$/ { exit } on { print $1 }'); do
+    want 2 "$c" "$s" --bogus
+    [ "$(cat "$T/err")" = "pfi $c $s: unknown option '--bogus' (see --help)" ] ||
+      { echo "FAIL: pfi $c $s --bogus: $(cat "$T/err")"; bad=1; }
+  done
+done
+for old in "show runs show" "export runs export" "simjob sim job" "demo sim demo"; do
+  set -- $old
+  want 2 "$1" --bogus
+  [ "$(tail -n 1 "$T/err")" = "pfi $2 $3: unknown option '--bogus' (see --help)" ] ||
+    { echo "FAIL: pfi $1 --bogus: $(cat "$T/err")"; bad=1; }
+done
+
 # A runtime failure stays 1: the input is fine, the world is not.
 want 1 runs show 1 --db "$T/none.db"
 want 1 sweep --caps 700:600:100 --timeout 1s -- false

@@ -13,6 +13,11 @@ int pfi_cli_fail(const char *cmd, const pfi_err *err)
     return err->code == PFI_EINVAL || err->code == PFI_ERANGE ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
 }
 
+/* The family (pfi_cli_family) whose subcommand runs now: its subcommands get argv[0] = their
+ * own name ("train"), and a usage error must still name the command typed ("pfi model train",
+ * not "pfi train", which reads as another command or none). */
+static const char *running_family;
+
 int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, int *npos,
                  int *dashdash)
 {
@@ -21,7 +26,12 @@ int pfi_cli_args(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos, i
     if (rc == PFI_ARGS_HELP)
         return PFI_EXIT_OK;
     if (rc != PFI_OK) {
-        fprintf(stderr, "pfi %s: %s\n", argv[0], err.msg);
+        const char *fam = running_family;
+        size_t n = fam ? strlen(fam) : 0;
+        if (fam && !(strncmp(argv[0], fam, n) == 0 && argv[0][n] == ' '))
+            fprintf(stderr, "pfi %s %s: %s\n", fam, argv[0], err.msg);
+        else
+            fprintf(stderr, "pfi %s: %s\n", argv[0], err.msg);
         return PFI_EXIT_USAGE;
     }
     return -1;
@@ -106,8 +116,13 @@ int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv)
 {
     if (argc >= 2)
         for (int i = 0; i < fam->n; i++)
-            if (strcmp(argv[1], fam->subs[i].name) == 0)
-                return fam->subs[i].fn(argc - 1, argv + 1);
+            if (strcmp(argv[1], fam->subs[i].name) == 0) {
+                const char *outer = running_family;
+                running_family = fam->name;
+                int rc = fam->subs[i].fn(argc - 1, argv + 1);
+                running_family = outer;
+                return rc;
+            }
     int help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     if (help && pfi_args_help_format() == PFI_HELP_MAN) {
         family_man(fam, stdout);

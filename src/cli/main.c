@@ -65,6 +65,7 @@ int main(int argc, char **argv)
     const pfi_cli_alias *a = pfi_cli_find_alias(name);
     if (a) {
         fprintf(stderr, "pfi: 'pfi %s' is deprecated; use 'pfi %s'\n", a->old, a->now);
+        argv[1] = (char *)a->now; /* its messages name the command of today */
         return a->fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "pfi: unknown command '%s'\n\n", name);

@@ -99,6 +99,19 @@ if command -v bash >/dev/null 2>&1; then
   comp 'pfi sweep --atta' 2 | grep -qx -- --attach || fail "completion of 'pfi sweep --atta'"
   comp 'pfi sim vali' 2 | grep -qx validate || fail "completion of 'pfi sim vali'"
   comp 'pfi sim run --cap-' 3 | grep -qx -- --cap-at || fail "completion of 'pfi sim run --cap-'"
+  # The actions of the commands that take one (no "subcommands:" section), as each names them
+  # when given an unknown one: all offered, and again after the command's options.
+  for c in cluster ctl event; do
+    "$PFI" "$c" nosuch 2>&1 >/dev/null | sed 's/(pfi [a-z]* --help)//; s/; pfi [a-z]* --help//' |
+      tr -c 'a-z\n' ' ' | tr ' ' '\n' | grep -vxE "|pfi|$c|unknown|command|action|nosuch|expected|or|options" |
+      sort >"$T/want"
+    [ "$(wc -l <"$T/want")" -ge 4 ] || fail "pfi $c names only these actions: $(cat "$T/want")"
+    comp "pfi $c ''" 2 | tr ' ' '\n' | sort >"$T/got"
+    cmp -s "$T/want" "$T/got" || fail "completion of 'pfi $c ': $(echo $(cat "$T/got")), its actions: $(echo $(cat "$T/want"))"
+    comp "pfi $c --token-file /x ''" 4 | tr ' ' '\n' | sort | cmp -s "$T/want" - ||
+      fail "completion of 'pfi $c --token-file /x ': $(comp "pfi $c --token-file /x ''" 4)"
+  done
+  [ -z "$(comp "pfi ctl budget ''" 3)" ] || fail "'pfi ctl budget ' offers actions again"
 fi
 
 # No internal process words in what users read.

@@ -94,7 +94,7 @@ grep -qx "budget 70% of 5600 W (the sum of the site's GPUs' default limits)" "$T
 
 # ---- bad text: the same message from every command, exit 2, nothing changed ----
 ctl budget set 4kW >/dev/null || fail "ctl budget set 4kW"
-for b in nan NaN% inf 0% 0W -5 150% cut=100% cut=30W 70%x "70% " 1e308 1e999 "70 %" -5kW 1e400 70%%; do
+for b in nan NaN% inf 0% 0W -5 150% cut=100% cut=30W 70%x "70% " 1e308 1e999 "70 %" -5kW 1e400 70%% ""; do
   want="pfi CMD: budget '$b': "
   check() { # CMD STATUS
     [ "$2" = 2 ] || fail "$1 with budget '$b': exit $2 ($(cat "$T/err"))"

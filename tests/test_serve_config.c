@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -40,6 +41,30 @@ static void test_unlisted_key_is_refused(void **state)
     assert_int_equal(pfi_serve_config_set(&c, "sample_intervall", "1s", &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "sample_intervall"));
     assert_non_null(strstr(e.msg, "pfi-serve.conf(5)"));
+}
+
+/* budget and safe_budget read the one budget grammar: empty text is refused with its message
+ * (it was taken as no budget), and nothing changes; budget = none is the default, no budget. */
+static void test_budget_settings(void **state)
+{
+    pfi_serve_config c;
+    pfi_err e = {0};
+    pfi_serve_config_defaults(&c);
+    assert_int_equal(pfi_serve_config_set(&c, "budget", "70%", &e), PFI_OK);
+    const char *keys[] = {"budget", "safe_budget"};
+    for (int i = 0; i < 2; i++) {
+        char want[96];
+        snprintf(want, sizeof want, "%s: budget '': expected watts", keys[i]);
+        assert_int_equal(pfi_serve_config_set(&c, keys[i], "", &e), PFI_EINVAL);
+        if (strncmp(e.msg, want, strlen(want)))
+            fail_msg("%s = '': %s", keys[i], e.msg);
+    }
+    assert_string_equal(c.budget, "70%");
+    assert_string_equal(c.safe_budget, "min");
+    assert_int_equal(pfi_serve_config_set(&c, "budget", "none", &e), PFI_OK);
+    assert_string_equal(c.budget, "");
+    assert_int_equal(pfi_serve_config_set(&c, "safe_budget", "none", &e), PFI_EINVAL);
+    assert_string_equal(c.safe_budget, "min");
 }
 
 /* The OpenADR client's settings: good values kept, bad ones refused with the key named and
@@ -85,6 +110,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_listed_key_is_accepted),
         cmocka_unit_test(test_unlisted_key_is_refused),
+        cmocka_unit_test(test_budget_settings),
         cmocka_unit_test(test_openadr_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -82,11 +82,15 @@ static int set_watts(double *dst, const char *key, const char *v, pfi_err *err)
     return PFI_OK;
 }
 
-/* A budget is "" (none), "min", or what pfi_budget_parse accepts. */
-static int set_budget(char *dst, size_t size, const char *key, const char *v, int allow_min,
-                      pfi_err *err)
+/* A budget is "none" (stored as ""), "min", or what pfi_budget_parse accepts.  Empty text is
+ * refused as every command refuses it ("budget '': expected ..."), not taken as none: a
+ * `--budget "$B"` with B unset started the daemon with no budget, without a word. */
+static int set_budget(char *dst, size_t size, const char *key, const char *v, int allow_none,
+                      int allow_min, pfi_err *err)
 {
-    if (*v && !(allow_min && !strcasecmp(v, "min"))) {
+    if (allow_none && !strcasecmp(v, "none"))
+        v = "";
+    else if (!(allow_min && !strcasecmp(v, "min"))) {
         pfi_budget b;
         if (pfi_budget_parse(v, &b, err) != PFI_OK)
             return pfi_err_prefix(err, "%s: ", key);
@@ -142,9 +146,9 @@ static const pfi_serve_key keys[] = {
     {"log_switch_after", "DURATION", "30s", "30s",
      "A discovered job whose stdout and stderr are two files is followed through the other one "
      "once the followed one has shown no throughput this long and the other shows some."},
-    {"budget", "BUDGET", "none", "80%",
+    {"budget", "BUDGET|none", "none", "80%",
      "Budget applied at start (pfi(1) BUDGETS): watts (4000W, 4kW), a share of the sum of the "
-     "GPUs' default limits (80%), or a cut (cut=20%, the same as 80%).  None: nothing is "
+     "GPUs' default limits (80%), or a cut (cut=20%, the same as 80%).  none: nothing is "
      "changed until a budget is set through the API."},
     {"resume", "yes|no", "no", "no",
      "Re-apply the last budget set through the API (kept in db); limits held from before a "
@@ -299,12 +303,9 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
     if (!strcmp(key, "hysteresis"))
         return set_watts(&c->hysteresis_w, key, v, err);
     if (!strcmp(key, "budget"))
-        return set_budget(c->budget, sizeof c->budget, key, v, 0, err);
-    if (!strcmp(key, "safe_budget")) {
-        if (!*v)
-            return pfi_err_set(err, PFI_EINVAL, "safe_budget: must not be empty");
-        return set_budget(c->safe_budget, sizeof c->safe_budget, key, v, 1, err);
-    }
+        return set_budget(c->budget, sizeof c->budget, key, v, 1, 0, err);
+    if (!strcmp(key, "safe_budget"))
+        return set_budget(c->safe_budget, sizeof c->safe_budget, key, v, 0, 1, err);
     if (!strcmp(key, "default_sla")) {
         if (!*v || !strcasecmp(v, "none")) {
             c->default_sla = NAN;

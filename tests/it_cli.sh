@@ -123,6 +123,21 @@ for old in "show runs show" "export runs export" "simjob sim job" "demo sim demo
     { echo "FAIL: pfi $1 --bogus: $(cat "$T/err")"; bad=1; }
 done
 
+# A file named on the command line that is absent or a directory cannot be read: a runtime
+# failure (1) naming it, from every command that reads one; a directory was read as an empty
+# file ("'[' or '{' expected near end of file", exit 2, from allocate and predict).
+mkdir "$T/adir"
+for f in "$T/nosuch" "$T/adir"; do
+  for c in "allocate --budget 70% --jobs" "cluster budget 70% --topology" "serve --config" "log" \
+           "sim curve --sim" "runs --db" "predict --live --model" "serve --model"; do
+    # shellcheck disable=SC2086
+    want 1 $c "$f"
+    grep -qF "$f" "$T/err" || { echo "FAIL: pfi $c $f: the message does not name it: $(cat "$T/err")"; bad=1; }
+  done
+done
+want 1 restore --journal "$T/adir"
+grep -qF "cannot read $T/adir: Is a directory" "$T/err" || { echo "FAIL: restore --journal DIR: $(cat "$T/err")"; bad=1; }
+
 # A runtime failure stays 1: the input is fine, the world is not.
 want 1 runs show 1 --db "$T/none.db"
 want 1 sweep --caps 700:600:100 --timeout 1s -- false

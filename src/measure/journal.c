@@ -358,6 +358,8 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
     memset(j, 0, sizeof *j);
     j->lock_fd = -1;
     snprintf(j->path, sizeof j->path, "%s", path);
+    if (pfi_input_not_dir(path, err) != PFI_OK)
+        return pfi_err_prefix(err, "journal: ");
     FILE *f = fopen(path, "r");
     if (!f) {
         if (errno == ENOENT)

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "store/codec.h"
+#include "util/fs.h"
 #include "util/json_fast.h"
 #include "util/json_items.h"
 
@@ -113,7 +114,10 @@ static int load_stream(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err 
 int pfi_jobs_file_load(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
 {
     memset(s, 0, sizeof *s);
-    int rc = load_stream(path, per_gpu, s, err);
+    int rc = pfi_input_not_dir(path, err);
+    if (rc != PFI_OK)
+        return rc;
+    rc = load_stream(path, per_gpu, s, err);
     if (rc != PFI_JSON_ITEMS_OTHER)
         return rc;
     pfi_alloc_set_free(s);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "util/fs.h"
 #include "util/json.h"
 
 static json_t *arr(const double *v, int n)
@@ -144,6 +145,8 @@ int pfi_model_save(const pfi_model *m, const char *trained_on, const char *path,
 
 int pfi_model_load(const char *path, pfi_model *m, pfi_err *err)
 {
+    if (pfi_input_not_dir(path, err) != PFI_OK)
+        return pfi_err_prefix(err, "model: ");
     json_error_t je;
     json_t *doc = json_load_file(path, 0, &je);
     if (!doc && je.line < 1) /* not opened or read: jansson has no line to point at */

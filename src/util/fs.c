@@ -8,6 +8,14 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+int pfi_input_not_dir(const char *path, pfi_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return pfi_err_set(err, PFI_EIO, "cannot read %s: %s", path, strerror(EISDIR));
+    return PFI_OK;
+}
+
 int pfi_mkdir_p(const char *dir, pfi_err *err)
 {
     char buf[1024];

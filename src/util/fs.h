@@ -11,6 +11,13 @@
  * create D: why" naming the first that failed.  Paths past 1023 bytes are cut there. */
 int pfi_mkdir_p(const char *dir, pfi_err *err);
 
+/* PFI_EIO "cannot read P: Is a directory" when path names a directory, else PFI_OK (an absent
+ * or unreadable file is left to the caller's open, which names it).  fopen opens a directory
+ * and the first read fails as at the end of a file: a JSON reader then says "'[' or '{'
+ * expected near end of file" and a line reader sees an empty file, both wrong about the
+ * mistake, and as bad input (exit 2) where a file that cannot be read is a failure (exit 1). */
+int pfi_input_not_dir(const char *path, pfi_err *err);
+
 /* The soft limit on open files (RLIMIT_NOFILE) raised to at least need where the hard limit
  * allows, never lowered: returns the soft limit then, -1 when it cannot be read. */
 long pfi_fd_limit_raise(long need);

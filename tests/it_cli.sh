@@ -129,7 +129,8 @@ done
 mkdir "$T/adir"
 for f in "$T/nosuch" "$T/adir"; do
   for c in "allocate --budget 70% --jobs" "cluster budget 70% --topology" "serve --config" "log" \
-           "sim curve --sim" "runs --db" "predict --live --model" "serve --model"; do
+           "sim curve --sim" "runs --db" "predict --live --model" "serve --model" \
+           "ctl --url http://127.0.0.1:1 budget set 70% --token-file"; do
     # shellcheck disable=SC2086
     want 1 $c "$f"
     grep -qF "$f" "$T/err" || { echo "FAIL: pfi $c $f: the message does not name it: $(cat "$T/err")"; bad=1; }

@@ -29,6 +29,10 @@ int pfi_token_load(const char *path, char *token, size_t size, pfi_err *err)
         return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EPERM,
                            "cannot open token file %s: %s", path, strerror(errno));
     struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) { /* as any file named that cannot be read */
+        close(fd);
+        return pfi_err_set(err, PFI_EIO, "cannot read token file %s: %s", path, strerror(EISDIR));
+    }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         return pfi_err_set(err, PFI_EINVAL, "token file %s is not a regular file", path);

@@ -1161,14 +1161,16 @@ static void test_hostile_sizes(void **state)
     free(big);
 }
 
-/* read_auth = token: every GET but /healthz needs the token. */
+/* read_auth = token: every GET but /healthz needs the token, the status page and the history
+ * it plots too. */
 static void test_read_auth(void **state)
 {
     fx *f = *state;
     assert_int_equal(call(f, "GET", "/v1/jobs", NULL, 0, NULL), 200);
     f->cfg.read_auth = 1;
-    const char *urls[] = {"/v1/jobs", "/v1/events", "/v1/decisions", "/metrics", "/v1/gpus",
-                          "/v1/allocation", "/v1/grid/events"};
+    const char *urls[] = {"/v1/jobs",       "/v1/events",      "/v1/decisions", "/metrics",
+                          "/v1/gpus",       "/v1/allocation",  "/v1/grid/events", "/",
+                          "/v1/history"};
     for (size_t k = 0; k < sizeof urls / sizeof urls[0]; k++) {
         if (call(f, "GET", urls[k], NULL, 0, NULL) != 401)
             fail_msg("%s answered without the token", urls[k]);

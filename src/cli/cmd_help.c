@@ -95,7 +95,8 @@ static const topic topics[] = {
      "  pfi evaluate, pfi study and pfi bench pergpu --cuts, a list of budgets\n"
      "      the jobs' baseline draw: --cuts 70%,cut=40% is --cuts 0.3,0.4 (a bare fraction\n"
      "      there is a cut; watts are refused)\n"
-     "pfi serve and its settings also take min: every GPU at its minimum limit.\n"},
+     "pfi serve's safe_budget (--safe-budget) also takes min: every GPU at its minimum limit;\n"
+     "its budget setting takes none: no budget at start (the default).\n"},
 };
 #define NTOPICS ((int)(sizeof topics / sizeof topics[0]))
 

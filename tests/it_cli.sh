@@ -125,15 +125,19 @@ done
 
 # A file named on the command line that is absent or a directory cannot be read: a runtime
 # failure (1) naming it, from every command that reads one; a directory was read as an empty
-# file ("'[' or '{' expected near end of file", exit 2, from allocate and predict).
+# file ("'[' or '{' expected near end of file", exit 2, from allocate and predict) or failed
+# with a message that did not say why ("reading DIR failed", "unable to open database file").
 mkdir "$T/adir"
 for f in "$T/nosuch" "$T/adir"; do
   for c in "allocate --budget 70% --jobs" "cluster budget 70% --topology" "serve --config" "log" \
-           "sim curve --sim" "runs --db" "predict --live --model" "serve --model" \
+           "sim curve --sim" "runs --db" "index --db" "predict --live --model" "serve --model" \
            "ctl --url http://127.0.0.1:1 budget set 70% --token-file"; do
     # shellcheck disable=SC2086
     want 1 $c "$f"
     grep -qF "$f" "$T/err" || { echo "FAIL: pfi $c $f: the message does not name it: $(cat "$T/err")"; bad=1; }
+    # and says why, as every reader does ("cannot read DIR: Is a directory")
+    case $f in */adir) grep -qE "cannot read (token file )?$f: Is a directory" "$T/err" ||
+      { echo "FAIL: pfi $c $f: the message does not say it is a directory: $(cat "$T/err")"; bad=1; } ;; esac
   done
 done
 want 1 restore --journal "$T/adir"

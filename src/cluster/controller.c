@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* controller.c: the controller's state and its life: open, refresh (Slurm + node daemons),
  * heartbeats, the budget and its ramp, the periodic loop. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "core/curve.h"
 #include "store/codec.h"
 #include "util/budget.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/units.h"
 
@@ -264,9 +266,12 @@ int pfi_cl_topo_load(const pfi_cl_config *cfg, pfi_cl_topo *t, pfi_err *err)
 {
     if (!cfg->topo_file[0])
         return pfi_cl_topo_from_slurm(pfi_cl_slurm_timeout(cfg), t, err);
+    if (pfi_input_not_dir(cfg->topo_file, err) != PFI_OK)
+        return pfi_err_prefix(err, "topology: ");
     FILE *f = fopen(cfg->topo_file, "r");
     if (!f)
-        return pfi_err_set(err, PFI_ENOENT, "cannot open topology %s", cfg->topo_file);
+        return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO,
+                           "cannot open topology %s: %s", cfg->topo_file, strerror(errno));
     char *buf = NULL;
     size_t cap = 0;
     ssize_t len = getdelim(&buf, &cap, '\0', f);

@@ -8,6 +8,7 @@
 
 #include "measure/logread.h"
 #include "measure/meter.h"
+#include "util/fs.h"
 
 typedef struct reader {
     pfi_parser *p;
@@ -79,6 +80,9 @@ static void on_line(void *ctx, const char *line)
 
 static int read_pass(const char *path, reader *rd, pfi_err *err)
 {
+    int dir_rc = pfi_input_not_dir(path, err);
+    if (dir_rc != PFI_OK)
+        return dir_rc;
     FILE *f = fopen(path, "rb");
     if (!f)
         return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "cannot open %s: %s",

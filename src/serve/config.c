@@ -13,6 +13,7 @@
 #include "serve/serve.h"
 #include "serve/serve_int.h"
 #include "util/budget.h"
+#include "util/fs.h"
 #include "util/num.h"
 #include "util/text.h"
 #include "util/units.h"
@@ -340,6 +341,8 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
 
 int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
 {
+    if (pfi_input_not_dir(path, err) != PFI_OK)
+        return pfi_err_prefix(err, "config: ");
     FILE *f = fopen(path, "r");
     if (!f)
         return pfi_err_set(err, PFI_ENOENT, "cannot open config file %s: %s", path,

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "sim/physics.h"
+#include "util/fs.h"
 #include "util/text.h"
 
 static const char *const kind_names[] = {"pretrain", "finetune", "lora"};
@@ -558,6 +559,9 @@ int pfi_sim_config_load(const char *arg, pfi_node_config *out, pfi_err *err)
             return rc;
         fclose(probe);
     }
+    int dir_rc = pfi_input_not_dir(arg, err);
+    if (dir_rc != PFI_OK)
+        return dir_rc;
     FILE *f = fopen(arg, "r");
     if (!f)
         return pfi_err_set(err, PFI_ENOENT, "cannot open simulator config '%s': %s", arg,

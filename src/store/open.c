@@ -11,6 +11,7 @@
 
 #include "store/store.h"
 #include "store/store_internal.h"
+#include "util/fs.h"
 
 const char *pfi_store_default_path(void)
 {
@@ -34,6 +35,8 @@ int pfi_store_open(const char *path, int flags, pfi_store **out, pfi_err *err)
                                path);
         return pfi_err_set(err, PFI_EIO, "database '%s': %s", path, strerror(errno));
     }
+    if (!memory && pfi_input_not_dir(path, err) != PFI_OK) /* SQLite: "unable to open database file" */
+        return pfi_err_prefix(err, "database: ");
     pfi_store *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(path))) {
         free(st);

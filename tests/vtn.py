@@ -19,7 +19,8 @@ Every resource needs "Authorization: Bearer <token>" (401 otherwise, with a prob
 Time is pfi's clock (src/util/clock.h): with PFI_CLOCK_SCALE=S and PFI_CLOCK_ORIGIN=T0 set it
 runs S times faster than real time from T0, as it does in the daemons under test; every answer
 carries it in its Date header, and events get createdDateTime/modificationDateTime from it.
-Test controls (no token): POST /_test/events (an event body; id and programID filled in),
+Test controls (no token): POST /_test/events (an event body; id and programID filled in
+unless given: an event of another program has its own programID),
 DELETE /_test/events/ID (the VTN deletes an event), PUT /_test/events/ID (an event
 body: the VTN changes the event), GET /_test/reports, POST /_test/revoke
 (every token becomes invalid), POST /_test/skew {"seconds": S} (the Date header runs S seconds
@@ -30,6 +31,8 @@ the limit asked; 50 again with P 50),
 POST /_test/hide {"id": ID, "count": K} (the next K listings of GET /events, each from skip 0
 to its last page, leave event ID out: as a listing read in pages misses one when another is
 deleted between two pages),
+POST /_test/filter {"program": false} (GET /events ignores its programID filter and lists
+every program's events, as a VTN may: the filter is optional for it; true: honoured again),
 GET /_test/vens, GET /_test/stats.
 
   vtn.py --port-file FILE --client-id ID --secret-file FILE --program NAME
@@ -50,7 +53,7 @@ LOCK = threading.RLock()  # reply() reads the clock skew under it too
 STATE = {"tokens": set(), "events": [], "reports": [], "token_requests": 0,
          "unauthorized": 0, "next_id": 1, "skew": 0.0, "fail_status": 0, "fail_count": 0,
          "vens": [], "next_ven": 1, "subs": [], "notified": 0, "fail_min_skip": -1, "hide": {}, "hidden": set(),
-         "page_max": 50}
+         "page_max": 50, "filter_program": True}
 
 
 def clock_now():
@@ -207,7 +210,8 @@ class Vtn(BaseHTTPRequestHandler):
                 STATE["hidden"] = {i for i, k in STATE["hide"].items() if k > 0}
                 for i in STATE["hidden"]:
                     STATE["hide"][i] -= 1
-            evs = [e for e in STATE["events"] if q.get("programID") in (None, e["programID"])
+            pid = q.get("programID") if STATE["filter_program"] else None
+            evs = [e for e in STATE["events"] if pid in (None, e["programID"])
                    and e["id"] not in STATE["hidden"]]
             limit = min(limit, STATE["page_max"])
         return self.reply(200, evs[skip:skip + limit])
@@ -288,7 +292,8 @@ class Vtn(BaseHTTPRequestHandler):
         with LOCK:
             old = [e for e in STATE["events"] if e["id"] == eid]
             if old:
-                ev.update(id=eid, programID=PROGRAM["id"], objectType="EVENT",
+                ev.setdefault("programID", PROGRAM["id"])
+                ev.update(id=eid, objectType="EVENT",
                           createdDateTime=old[0]["createdDateTime"],
                           modificationDateTime=iso(clock_now()))
                 STATE["events"] = [ev if e["id"] == eid else e for e in STATE["events"]]
@@ -316,6 +321,10 @@ class Vtn(BaseHTTPRequestHandler):
             with LOCK:
                 STATE["hide"][str(d["id"])] = int(d["count"])
             return self.reply(200, {})
+        if u.path == "/_test/filter":
+            with LOCK:
+                STATE["filter_program"] = bool(json.loads(self.body())["program"])
+            return self.reply(200, {})
         if u.path == "/_test/page":
             with LOCK:
                 STATE["page_max"] = int(json.loads(self.body())["max"])
@@ -329,7 +338,7 @@ class Vtn(BaseHTTPRequestHandler):
             with LOCK:
                 ev.setdefault("id", str(STATE["next_id"]))
                 STATE["next_id"] += 1
-                ev["programID"] = PROGRAM["id"]
+                ev.setdefault("programID", PROGRAM["id"])
                 ev["objectType"] = "EVENT"
                 ev["createdDateTime"] = ev["modificationDateTime"] = iso(clock_now())
                 STATE["events"].append(ev)

@@ -4,8 +4,9 @@
  *
  * Every poll_s it makes sure it holds an access token (OAuth 2.0 client credentials: a form
  * POST to the token URL; refreshed a minute before it expires, or after a 401), finds its
- * program (GET /programs?programName=), reads the program's events (GET /events?programID=)
- * and turns each event interval into a grid event of the host:
+ * program (GET /programs?programName=), reads the program's events (GET /events?programID=;
+ * those of other programs a VTN lists anyway are left out) and turns each event interval into
+ * a grid event of the host:
  *   IMPORT_CAPACITY_LIMIT  values[0] in the payload descriptor's units (W, KW, MW; KW when
  *                          none; other units refused) -> a limit
  *   SIMPLE                 level 1..3 -> a cut of simple_cut[level] of the host's baseline
@@ -78,6 +79,10 @@ struct pfi_ven {
      * listing read in pages can skip an event when another is deleted between two pages. */
     char missing[PFI_VEN_EVENTS_MAX][PFI_EVENT_ID_MAX];
     int n_missing;
+    /* Events of other programs in the last listing (a VTN that ignores the programID filter),
+     * and whether that was logged: once, not at every poll. */
+    long long n_other_program;
+    int other_program_told;
 };
 
 typedef struct vbuf {
@@ -979,6 +984,45 @@ static json_t *all_events(pfi_ven *v, int *complete)
     return all;
 }
 
+/* The events of the program resolved (v->program_id) among a listing: a VTN may not honour
+ * GET /events?programID= (the filter is optional for it), and another program's events were
+ * then taken as this one's: applied, and able to stand in for a held event of the same id.
+ * The others (and any without a programID: it cannot be told whose it is) are left out here,
+ * after the pages are read (skip counts the VTN's listing as it answered), so nothing is taken
+ * or cancelled because of them.  Logged once per client; counted per listing. */
+static json_t *own_program(pfi_ven *v, json_t *all)
+{
+    json_t *mine = json_array(), *ev;
+    size_t i;
+    long long other = 0;
+    char first[300] = "";
+    json_array_foreach(all, i, ev)
+    {
+        json_t *pid = json_object_get(ev, "programID");
+        if (json_is_string(pid) && !strcmp(json_string_value(pid), v->program_id)) {
+            json_array_append(mine, ev);
+            continue;
+        }
+        if (!other++) {
+            json_t *id = json_object_get(ev, "id");
+            snprintf(first, sizeof first, "event %.128s of program %.128s",
+                     json_is_string(id) ? json_string_value(id) : "(no id)",
+                     json_is_string(pid) ? json_string_value(pid) : "(none given)");
+        }
+    }
+    pthread_mutex_lock(&v->mu);
+    v->n_other_program = other;
+    int tell = other && !v->other_program_told;
+    v->other_program_told |= tell;
+    pthread_mutex_unlock(&v->mu);
+    if (tell)
+        fprintf(stderr, "%s: openadr: the VTN listed %lld events of other programs for "
+                "programID=%s (%s first): ignored; it does not honour the programID filter, "
+                "and this is said once\n", v->host.name, other, v->program_id, first);
+    json_decref(all);
+    return mine;
+}
+
 /* With callback_url set: a subscription to the program's events (created, changed, deleted),
  * notified at callback_url + "/v1/grid/openadr/notify/<secret>" (the secret also as the
  * bearerToken the spec asks the VTN to send).  A notification makes the client poll at once;
@@ -1059,6 +1103,8 @@ static void poll_once(pfi_ven *v)
     subscribe(v);
     int complete;
     json_t *evs = all_events(v, &complete);
+    if (evs)
+        evs = own_program(v, evs);
     if (evs)
         take_events(v, evs, complete);
     post_reports(v, evs);
@@ -1260,6 +1306,7 @@ void *pfi_ven_json(pfi_ven *v)
     json_object_set_new(o, "subscription_id", v->sub_id[0] ? json_string(v->sub_id) : json_null());
     json_object_set_new(o, "notifications", json_integer(v->n_notified));
     json_object_set_new(o, "ven_id", v->ven_id[0] ? json_string(v->ven_id) : json_null());
+    json_object_set_new(o, "other_program_events", json_integer(v->n_other_program));
     pthread_mutex_unlock(&v->mu);
     return o;
 }

@@ -73,7 +73,8 @@ void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interva
                            double now, double widen_s, char *why, size_t wn);
 /* {"enabled", "vtn", "program", "program_id", "polls", "errors", "events_taken",
  * "events_cancelled", "reports_posted", "last_error", "clock_skew_s", "skewed",
- * "skewed_answers", "ven_name", "ven_id", "subscription_id", "notifications"}; v NULL: {"enabled": false}.  json_t * as void *. */
+ * "skewed_answers", "ven_name", "ven_id", "subscription_id", "notifications",
+ * "other_program_events"}; v NULL: {"enabled": false}.  json_t * as void *. */
 void *pfi_ven_json(pfi_ven *v);
 
 #endif

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # What `pfi serve` takes of an OpenADR 3.0 VTN's listing (tests/vtn.py): only its program's
 # events when the VTN ignores GET /events?programID= (the filter is optional for a VTN; another
-# program's events were applied as this one's), said once, nothing of its own cancelled.
+# program's events were applied as this one's), said once, nothing of its own cancelled; and
+# OpenADR's randomizeStart (it was ignored): a SIMPLE event starts a drawn share of it late,
+# the same at every poll, shown as its start in the event and its report; a limit starts on
+# time; a randomizeStart that is no duration is refused and changes nothing.
 # pfi's clock runs 1000 times faster (util/clock.h): a few seconds of real time (the clocks'
 # tolerance is an hour, 3.6 s here: nothing here is about skew, and a loaded machine's answers
 # late by a second made one).
@@ -10,13 +13,6 @@
 # await expands its message when it fails, so the messages are single-quoted.
 # shellcheck disable=SC2016
 set -u
-
-fail() {
-    echo "it_openadr_program: FAIL: $*"
-    for f in serve vtn; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
-    exit 1
-}
-note() { echo "it_openadr_program: $*"; }
 
 name=it_openadr_program
 SCALE=1000
@@ -34,7 +30,8 @@ VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
     --db "$dir/serve.db" --sample-interval 4s \
     --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
     --set openadr_secret_file="$dir/secret" --set openadr_program=node-dr \
-    --set openadr_poll=2m --set openadr_ramp=0s --set openadr_max_skew=1h >"$dir/serve.log" 2>&1 &
+    --set openadr_poll=2m --set openadr_ramp=0s --set openadr_max_skew=1h \
+    --set openadr_randomize_seed=7 >"$dir/serve.log" 2>&1 &
 pids="$pids $!"
 get() { curl -sf --unix-socket "$dir/serve.sock" "http://node$1"; }
 ven_num() { get /v1/grid/openadr | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"; }
@@ -49,10 +46,10 @@ publish() { curl -sf -o /dev/null -X POST -d "$1" "$VTN/_test/events" || fail "p
 await 600 'pfi serve did not start' served
 cap_target 0.75
 LATER=$(( $(now | cut -d. -f1) + 36000 ))
-# An IMPORT_CAPACITY_LIMIT of $KW kW from LATER for an hour: id, then extra fields.
+# An IMPORT_CAPACITY_LIMIT of $KW kW from LATER for an hour: id, extra fields, randomizeStart.
 limit() {
-    printf '{"id": "%s", %s"intervalPeriod": {"start": "%s", "duration": "PT1H"}, "payloadDescriptors": [{"payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}], "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [%s]}]}]}' \
-        "$1" "${2:-}" "$(iso "$LATER")" "$KW"
+    printf '{"id": "%s", %s"intervalPeriod": {"start": "%s", "duration": "PT1H"%s}, "payloadDescriptors": [{"payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}], "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [%s]}]}]}' \
+        "$1" "${2:-}" "$(iso "$LATER")" "${3:+, \"randomizeStart\": \"$3\"}" "$KW"
 }
 
 # ---- a VTN that ignores the programID filter: the other programs' events are not taken, this
@@ -75,4 +72,47 @@ n=$(grep -c 'does not honour the programID filter' "$dir/serve.log")
 grep 'does not honour the programID filter' "$dir/serve.log" | grep -q 'event theirs of program p2' ||
     fail "the log does not name the other program's event: $(grep programID "$dir/serve.log")"
 note "a VTN ignoring the programID filter: 2 other events listed, not taken, ours kept, said once"
+# ---- randomizeStart PT30M: a SIMPLE event starts a drawn share of it late (its hour kept),
+# the same over the polls; a limit starts on time; both said in the log ----
+start_of() { get "/v1/grid/events/oadr-$1" | sed -n 's/.*"start_s": *\([0-9.]*\).*"end_s": *\([0-9.]*\).*/\1 \2/p'; }
+shed() {
+    printf '{"id": "%s", "intervalPeriod": {"start": "%s", "duration": "PT1H", "randomizeStart": "%s"}, "intervals": [{"id": 0, "payloads": [{"type": "SIMPLE", "values": [1]}]}]}' \
+        "$1" "$(iso "$LATER")" "$2"
+}
+t0=$(ven_num events_taken)
+publish "$(shed shed PT30M)"
+publish "$(limit cap '' PT30M)"
+await 200 'event shed not taken: $(get /v1/grid/openadr)' held shed-0
+await 200 'event cap not taken: $(get /v1/grid/openadr)' held cap-0
+s1=$(start_of shed-0 | cut -d' ' -f1) e1=$(start_of shed-0 | cut -d' ' -f2)
+late=$(awk -v s="$s1" -v l="$LATER" 'BEGIN { printf "%.0f", s - l }')
+awk -v s="$s1" -v e="$e1" -v l="$LATER" 'BEGIN { exit !(s >= l && s <= l + 1800 && e - s == 3600) }' ||
+    fail "event shed (randomizeStart PT30M from $LATER): window $s1-$e1"
+[ "$late" != 0 ] || fail "event shed not randomized (seed 7 draws a non-zero share): $(get /v1/grid/events/oadr-shed-0)"
+grep -q "event oadr-shed-0: start randomized $late s late (randomizeStart 1800 s)" "$dir/serve.log" ||
+    fail "event shed's randomized start not logged: $(grep oadr-shed "$dir/serve.log")"
+get /v1/grid/events/oadr-shed-0/report | grep -q "\"start_s\": *$s1" ||
+    fail "event shed's report does not show its start $s1: $(get /v1/grid/events/oadr-shed-0/report)"
+c1=$(start_of cap-0 | cut -d' ' -f1)
+awk -v s="$c1" -v l="$LATER" 'BEGIN { exit !(s == l) }' || fail "limit cap (randomizeStart PT30M) starts at $c1, not $LATER"
+grep -q "event oadr-cap-0: randomizeStart 1800 s not applied to a limit" "$dir/serve.log" ||
+    fail "limit cap's randomizeStart not said: $(grep oadr-cap "$dir/serve.log")"
+polls 3
+[ "$(start_of shed-0)" = "$s1 $e1" ] || fail "event shed moved over 3 polls: $s1 $e1, now $(start_of shed-0)"
+[ "$(ven_num events_taken)" = $((t0 + 2)) ] && [ "$(ven_num errors)" = 1 ] ||
+    fail "randomized events taken again or counted as errors: $(get /v1/grid/openadr)"
+note "randomizeStart PT30M: SIMPLE event started $late s late (seed 7), kept over 3 polls; a limit on time"
+
+# ---- a randomizeStart that is no ISO 8601 duration: refused, named, nothing else changes ----
+publish "$(shed wrong PT5Q)"
+curl -sf -o /dev/null -X PUT -d "$(shed shed 5M)" "$VTN/_test/events/shed" || fail "changing event shed"
+await 200 'randomizeStart 5M not refused: $(get /v1/grid/openadr)' \
+    grep -q 'event shed interval 0: randomizeStart 5M is not an ISO 8601 duration' "$dir/serve.log"
+polls 3
+grep -q 'event wrong interval 0: randomizeStart PT5Q is not an ISO 8601 duration' "$dir/serve.log" ||
+    fail "randomizeStart PT5Q not refused by name: $(get /v1/grid/openadr)"
+held wrong-0 && fail "event wrong (randomizeStart PT5Q) taken: $(get /v1/grid/events/oadr-wrong-0)"
+[ "$(start_of shed-0)" = "$s1 $e1" ] || fail "event shed changed by a bad randomizeStart: $(get /v1/grid/events/oadr-shed-0)"
+[ "$(ven_num events_taken)" = $((t0 + 2)) ] || fail "a bad randomizeStart took something: $(get /v1/grid/openadr)"
+note "randomizeStart PT5Q and 5M: refused by name, event shed kept as it was"
 echo "it_openadr_program: ok"

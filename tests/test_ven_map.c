@@ -19,32 +19,53 @@
 /* The time the mapping is made at: 2026-06-01T00:00:00Z. */
 #define NOW_S 1780272000.0
 
-/* The body interval k of the event (JSON text) maps to; NULL with why. */
-static json_t *map(const char *event_json, int k, char *why, size_t wn)
+/* The configuration the mappings are made with: the VEN's name is the client id's. */
+static pfi_ven_config config(void)
 {
     pfi_ven_config c;
     pfi_ven_config_defaults(&c, "node");
     snprintf(c.program, sizeof c.program, "dr");
-    snprintf(c.client_id, sizeof c.client_id, "pfi-site"); /* the VEN's name by default */
+    snprintf(c.client_id, sizeof c.client_id, "pfi-site");
+    return c;
+}
+
+/* The body interval k of the event (JSON text) maps to under c; NULL with why. */
+static json_t *map_with(const pfi_ven_config *c, const char *event_json, int k, char *why,
+                        size_t wn)
+{
     json_error_t je;
     json_t *ev = json_loads(event_json, 0, &je);
     if (!ev)
         fail_msg("test payload is not JSON: %s: %s", je.text, event_json);
     json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
     why[0] = 0;
-    json_t *b = pfi_ven_map_interval(&c, ev, iv, k, NOW_S, 0, why, wn);
+    json_t *b = pfi_ven_map_interval(c, ev, iv, k, NOW_S, 0, why, wn);
     json_decref(ev);
     return b;
 }
 
-/* The body interval k of the event maps to; refused, the test fails naming what and why. */
-static json_t *map_taken(const char *event_json, int k, const char *what)
+static json_t *map(const char *event_json, int k, char *why, size_t wn)
+{
+    pfi_ven_config c = config();
+    return map_with(&c, event_json, k, why, wn);
+}
+
+/* The body interval k of the event maps to under c; refused, the test fails naming what and
+ * why. */
+static json_t *map_taken_with(const pfi_ven_config *c, const char *event_json, int k,
+                              const char *what)
 {
     char why[300];
-    json_t *b = map(event_json, k, why, sizeof why);
+    json_t *b = map_with(c, event_json, k, why, sizeof why);
     if (!b)
         fail_msg("%s refused: %s", what, why);
     return b;
+}
+
+static json_t *map_taken(const char *event_json, int k, const char *what)
+{
+    pfi_ven_config c = config();
+    return map_taken_with(&c, event_json, k, what);
 }
 
 static double num(json_t *b, const char *key)
@@ -286,6 +307,117 @@ static void test_starts_now(void **state)
     json_decref(b);
 }
 
+/* 2026-07-01T12:00:00Z, PERIOD_1H's start. */
+#define T12_S 1782907200.0
+#define SIMPLE3 "[{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}, " \
+                "{\"id\": 1, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [2]}]}, " \
+                "{\"id\": 2, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [3]}]}]"
+#define PERIOD_RAND(R) "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": \"PT1H\", " \
+                       "\"randomizeStart\": " R "}"
+
+/* How late interval k of the event starts under c (its window keeps its duration); fails
+ * when it is refused. */
+static double late_by(const pfi_ven_config *c, const char *event_json, int k)
+{
+    json_t *b = map_taken_with(c, event_json, k, "the randomized interval");
+    double late = num(b, "start") - (T12_S + 3600 * k);
+    if (num(b, "end") - num(b, "start") != 3600)
+        fail_msg("interval %d: window %g s, not the hour", k, num(b, "end") - num(b, "start"));
+    json_decref(b);
+    return late;
+}
+
+/* SIMPLE with a randomizeStart of 10 minutes on the event: each interval starts a whole number
+ * of seconds in [0, 600] late, the same for the event's three intervals (their spacing kept)
+ * and at every mapping (a poll does not draw again); the seed and the VEN's name draw others,
+ * spread over the range.  An interval's own randomizeStart (here none: PT0S) wins. */
+static void test_randomize_shed(void **state)
+{
+    (void)state;
+    const char *ev = EV("null", PERIOD_RAND("\"PT10M\""), SIMPLE3);
+    pfi_ven_config c = config();
+    double sum = 0, lo = 600, hi = 0;
+    int distinct = 0;
+    static double seen[200];
+    for (int seed = 0; seed < 200; seed++) {
+        c.randomize_seed = seed;
+        double late = late_by(&c, ev, 0);
+        if (!(late >= 0 && late <= 600) || late != floor(late))
+            fail_msg("seed %d: %g s late, not a whole second in [0, 600]", seed, late);
+        for (int k = 1; k < 3; k++)
+            if (late_by(&c, ev, k) != late)
+                fail_msg("seed %d: interval %d %g s late, interval 0 %g s", seed, k,
+                         late_by(&c, ev, k), late);
+        if (late_by(&c, ev, 0) != late)
+            fail_msg("seed %d: drawn again: %g then %g", seed, late, late_by(&c, ev, 0));
+        int again = 0;
+        for (int i = 0; i < distinct; i++)
+            again |= seen[i] == late;
+        if (!again)
+            seen[distinct++] = late;
+        sum += late;
+        lo = fmin(lo, late);
+        hi = fmax(hi, late);
+    }
+    /* 200 draws of 601 values: spread, not stuck (a fixed draw, or one of 0 or 600). */
+    if (distinct < 120 || sum / 200 < 240 || sum / 200 > 360 || lo > 30 || hi < 570)
+        fail_msg("200 seeds: %d distinct offsets, mean %g s, range %g-%g s", distinct, sum / 200,
+                 lo, hi);
+    /* Two VENs of the program, the same seed: mostly different offsets. */
+    int differ = 0;
+    for (int i = 0; i < 20; i++) {
+        pfi_ven_config a = config(), b2 = config();
+        snprintf(a.ven_name, sizeof a.ven_name, "site-%d", i);
+        snprintf(b2.ven_name, sizeof b2.ven_name, "site-%d", i + 100);
+        differ += late_by(&a, ev, 0) != late_by(&b2, ev, 0);
+    }
+    assert_true(differ >= 18);
+    /* The interval's own intervalPeriod with randomizeStart PT0S: on time, the event's PT10M
+     * notwithstanding; null on the event: none. */
+    c.randomize_seed = 3;
+    assert_true(late_by(&c, EV("null", PERIOD_RAND("\"PT10M\""),
+                               "[{\"id\": 0, \"intervalPeriod\": " PERIOD_RAND("\"PT0S\"") ", "
+                               "\"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]"),
+                            0) == 0);
+    assert_true(late_by(&c, EV("null", PERIOD_RAND("null"), SIMPLE3), 0) == 0);
+}
+
+/* IMPORT_CAPACITY_LIMIT with a randomizeStart: the limit holds from the VTN's start, for any
+ * seed (started late, the site is over the limit for up to randomizeStart). */
+static void test_randomize_limit_on_time(void **state)
+{
+    (void)state;
+    pfi_ven_config c = config();
+    for (int seed = 0; seed < 50; seed++) {
+        c.randomize_seed = seed;
+        double late = late_by(&c, EV(KW_DESC, PERIOD_RAND("\"PT30M\""), LIMIT("500")), 0);
+        if (late != 0)
+            fail_msg("seed %d: the limit starts %g s late", seed, late);
+    }
+}
+
+/* A randomizeStart that is no finite ISO 8601 duration: the interval is refused, the reason
+ * naming the event, the interval and the value (for a limit too, which would not apply it). */
+static void test_randomize_refused(void **state)
+{
+    (void)state;
+    const char *bad[] = {"\"PT10Q\"", "\"10M\"", "600", "\"P9999Y\"", "\"\"", "\"PT1e1M\""};
+    const char *events[] = {EV(KW_DESC, PERIOD_RAND("REPL"), LIMIT("500")),
+                            EV("null", PERIOD_RAND("REPL"), SIMPLE3)};
+    char why[300], text[1024];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            const char *at = strstr(events[k], "REPL");
+            snprintf(text, sizeof text, "%.*s%s%s", (int)(at - events[k]), events[k],
+                     bad[i], at + 4);
+            json_t *b = map(text, 0, why, sizeof why);
+            if (b)
+                fail_msg("randomizeStart %s taken (%s)", bad[i], k ? "SIMPLE" : "limit");
+            if (!strstr(why, "event e1 interval 0: randomizeStart"))
+                fail_msg("randomizeStart %s refused as: %s", bad[i], why);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +428,9 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_targets),
         cmocka_unit_test(test_starts_now),
+        cmocka_unit_test(test_randomize_shed),
+        cmocka_unit_test(test_randomize_limit_on_time),
+        cmocka_unit_test(test_randomize_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

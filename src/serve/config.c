@@ -206,6 +206,9 @@ static const pfi_serve_key keys[] = {
      "The cut of the node's baseline a SIMPLE level 1 event asks for."},
     {"openadr_simple_cut_2", "PERCENT", "20%", "20%", "The same for SIMPLE level 2."},
     {"openadr_simple_cut_3", "PERCENT", "30%", "30%", "The same for SIMPLE level 3."},
+    {"openadr_randomize_seed", "N", "0", "7",
+     "With the venName and the event id, how late a SIMPLE event with a randomizeStart starts "
+     "(the same at every poll and restart); another seed draws other offsets."},
 };
 
 const pfi_serve_key *pfi_serve_config_keys(int *n)

@@ -12,8 +12,10 @@
  *   SIMPLE                 level 1..3 -> a cut of simple_cut[level] of the host's baseline
  *                          (level 0: normal operation, no event)
  * with the configured ramp, source "openadr:<program>", priority -(OpenADR priority) (OpenADR:
- * lower binds first; pfi: higher).  An interval without its own intervalPeriod follows the
- * event's, the k-th one k durations later.  Grid event ids are "oadr-<event id>-<interval>".
+ * lower binds first; pfi: higher).  A randomizeStart delays a SIMPLE interval by a share of it
+ * drawn once per event (start_fraction); a limit starts on time (map_interval).  An interval
+ * without its own intervalPeriod follows the event's, the k-th one k durations later.  Grid
+ * event ids are "oadr-<event id>-<interval>".
  * After a grid event from the VTN is over (restored), it posts a report to the program: per
  * 1-minute interval the host's DEMAND (kW, mean draw) and USAGE (kWh), from the event's
  * compliance report.
@@ -37,6 +39,7 @@
 #include "util/clock.h"
 #include "util/http.h"
 #include "util/isotime.h"
+#include "util/num.h"
 #include "util/text.h"
 #include "util/token.h"
 #include "util/units.h"
@@ -489,11 +492,58 @@ static int for_this_ven(const pfi_ven_config *cfg, json_t *ev)
     return 1;
 }
 
-/* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error). */
-void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
-                           double now, double widen, char *why, size_t wn)
+/* The interval's randomizeStart (OpenADR 3.0: how much later than its start the VEN may
+ * start it) in *r, seconds: its own intervalPeriod's, else the event's; 0 without one (absent
+ * or null).  0 when the one given is not a finite ISO 8601 duration (*text: what it was). */
+static int randomize_of(json_t *ev, json_t *iv, double *r, char *text, size_t tn)
 {
-    json_t *ev = event, *iv = interval;
+    json_t *x = json_object_get(json_object_get(iv, "intervalPeriod"), "randomizeStart");
+    if (!x)
+        x = json_object_get(json_object_get(ev, "intervalPeriod"), "randomizeStart");
+    *r = 0;
+    if (!x || json_is_null(x))
+        return 1;
+    const char *s = json_is_string(x) ? json_string_value(x) : NULL;
+    snprintf(text, tn, "%.40s", s ? s : "(not a string)");
+    double d = iso_duration(s);
+    if (!(d >= 0) || isinf(d))
+        return 0;
+    *r = d;
+    return 1;
+}
+
+/* The share in [0, 1) of its randomizeStart an event starts late by: a hash (FNV-1a, then
+ * splitmix64's finalizer) of the seed, the VEN's name and the VTN's event id.  Drawn once per
+ * event, not per poll: the same at every poll and after a restart (a held event never moves),
+ * one for all the event's intervals (they keep their spacing), and spread over the VENs of a
+ * program by their names, which is what the VTN asks a randomization for; randomize_seed
+ * draws another set (and a test its own). */
+static double start_fraction(const pfi_ven_config *cfg, const char *event_id)
+{
+    const char *ven = cfg->ven_name[0] ? cfg->ven_name : cfg->client_id;
+    unsigned long long h = 14695981039346656037ull;
+    for (const char *p = ven;; p++) { /* its terminating 0 too: "ab"+"c" is not "a"+"bc" */
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        if (!*p)
+            break;
+    }
+    for (const char *p = event_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    unsigned long long z = h + (unsigned long long)cfg->randomize_seed * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error).
+ * *rand_s gets the interval's randomizeStart (0: none) and *late_s how much later it starts for
+ * it (-1: not applied, a limit). */
+static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, int k, double now,
+                            double widen, double *rand_s, double *late_s, char *why, size_t wn)
+{
+    *rand_s = 0;
+    *late_s = 0;
     if (!for_this_ven(cfg, ev)) { /* another VEN's: nothing to do here */
         why[0] = 0;
         return NULL;
@@ -511,6 +561,26 @@ void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interva
         snprintf(why, wn, "event %s interval %d: no usable intervalPeriod (start, ISO 8601 "
                  "duration)", json_string_value(eid), k);
         return NULL;
+    }
+    char rtext[48];
+    if (!randomize_of(ev, iv, rand_s, rtext, sizeof rtext)) {
+        snprintf(why, wn, "event %s interval %d: randomizeStart %s is not an ISO 8601 duration "
+                 "such as PT5M", json_string_value(eid), k, rtext);
+        return NULL;
+    }
+    /* A shed (SIMPLE) is what a VTN staggers: its VENs' drops, and with the window shifted
+     * whole (the duration kept, the intervals' spacing too) their rebounds.  A limit is a cap
+     * on the site's import from its start: started late, the site would be over it for up to
+     * randomizeStart, against the VTN's limit and pfi's own compliance report; the ramp
+     * already brings the site down before the start.  So a limit starts on time. */
+    if (*rand_s > 0 && !strcmp(json_string_value(type), "SIMPLE")) {
+        *late_s = fmin(floor(start_fraction(cfg, json_string_value(eid)) * (*rand_s + 1)),
+                       *rand_s);
+        t0 += *late_s;
+        if (t1 < PFI_TIME_MAX_S)
+            t1 = fmin(t1 + *late_s, PFI_TIME_MAX_S);
+    } else if (*rand_s > 0) {
+        *late_s = -1;
     }
     t0 -= widen;
     t1 = fmin(t1 + widen, PFI_TIME_MAX_S);
@@ -558,6 +628,13 @@ void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interva
         return NULL;
     }
     return b;
+}
+
+void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
+                           double now, double widen, char *why, size_t wn)
+{
+    double rand_s, late_s;
+    return map_interval(cfg, event, interval, k, now, widen, &rand_s, &late_s, why, wn);
 }
 
 /* The host's events now (a snapshot); *n gets how many. */
@@ -760,6 +837,23 @@ static void above_maximum(pfi_ven *v, json_t *b)
     free(evs);
 }
 
+/* An interval taken (new or changed) with a randomizeStart: what became of it, in the log
+ * (once per take, not per poll).  The grid event's start is the effective one. */
+static void note_randomized(pfi_ven *v, json_t *b, double rand_s, double late_s)
+{
+    if (!(rand_s > 0))
+        return;
+    char at[40];
+    pfi_time_format(json_number_value(json_object_get(b, "start")), at, sizeof at);
+    const char *id = json_string_value(json_object_get(b, "id"));
+    if (late_s >= 0)
+        fprintf(stderr, "%s: openadr: event %s: start randomized %.0f s late (randomizeStart "
+                "%.0f s): from %s\n", v->host.name, id, late_s, rand_s, at);
+    else
+        fprintf(stderr, "%s: openadr: event %s: randomizeStart %.0f s not applied to a limit: "
+                "it holds from the VTN's start, %s\n", v->host.name, id, rand_s, at);
+}
+
 /* complete: the VTN's whole listing (all_events); a partial one withdraws nothing. */
 static void take_events(pfi_ven *v, json_t *events, int complete)
 {
@@ -774,8 +868,9 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
         json_array_foreach(json_object_get(ev, "intervals"), k, iv)
         {
             char why[300] = "";
-            json_t *b = pfi_ven_map_interval(&v->cfg, ev, iv, (int)k, pfi_clock_wall(),
-                                             widen_s(v), why, sizeof why);
+            double rand_s, late_s;
+            json_t *b = map_interval(&v->cfg, ev, iv, (int)k, pfi_clock_wall(), widen_s(v),
+                                     &rand_s, &late_s, why, sizeof why);
             if (!b) {
                 if (why[0])
                     ven_error(v, "%s: ignored, nothing changed", why);
@@ -798,6 +893,7 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
                 pthread_mutex_lock(&v->mu);
                 v->n_events++;
                 pthread_mutex_unlock(&v->mu);
+                note_randomized(v, b, rand_s, late_s);
             }
             json_decref(b);
         }
@@ -1179,6 +1275,13 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
         *num = d;
         return PFI_OK;
     }
+    if (!strcmp(k, "randomize_seed")) {
+        long long s;
+        int rc = pfi_num_ll(v, 0, (long long)(~0ull >> 1), "randomize_seed", &s, err);
+        if (rc == PFI_OK)
+            c->randomize_seed = s;
+        return rc;
+    }
     if (!strncmp(k, "simple_cut_", 11) && k[11] >= '1' && k[11] <= '3' && !k[12]) {
         int pct = 0;
         double x;
@@ -1190,7 +1293,7 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
     }
     return pfi_err_set(err, PFI_EINVAL, "unknown key '%s' (vtn_url, token_url, client_id, "
                        "secret_file, program, resource, ven_name, callback_url, poll, timeout, ramp, max_skew, "
-                       "simple_cut_1..3)",
+                       "simple_cut_1..3, randomize_seed)",
                        k);
 }
 

@@ -6,7 +6,8 @@
  *   600), program (programName), resource (resourceName in reports), ven_name (venName,
  *   default the client id), callback_url (this daemon's base URL as the VTN reaches it: a
  *   subscription's notifications go to it), poll, timeout, ramp,
- *   max_skew (durations), simple_cut_1..3 (percentages: the cut of each SIMPLE level). */
+ *   max_skew (durations), simple_cut_1..3 (percentages: the cut of each SIMPLE level),
+ *   randomize_seed (an integer: which start offsets a randomizeStart draws). */
 #ifndef PFI_SERVE_VEN_H
 #define PFI_SERVE_VEN_H
 
@@ -29,6 +30,8 @@ typedef struct pfi_ven_config {
     double poll_s, timeout_s, ramp_s;
     double max_skew_s;               /* the clocks may disagree by this much (default 30 s) */
     double simple_cut[4];            /* SIMPLE level 1..3 -> cut of the baseline */
+    long long randomize_seed;        /* >= 0 (default 0): with the venName and the event id,
+                                      * the offset of a randomizeStart (ven.c start_fraction) */
 } pfi_ven_config;
 
 /* The daemon whose grid events the client adds to. */
@@ -48,8 +51,8 @@ typedef struct pfi_ven_host {
 
 typedef struct pfi_ven pfi_ven;
 
-/* No VTN, poll 10 s, timeout 5 s, ramp 5 min, max skew 30 s, SIMPLE cuts 10/20/30%, the
- * resource name given. */
+/* No VTN, poll 10 s, timeout 5 s, ramp 5 min, max skew 30 s, SIMPLE cuts 10/20/30%, seed 0,
+ * the resource name given. */
 void pfi_ven_config_defaults(pfi_ven_config *c, const char *resource);
 /* One setting by its key (above); an unknown key or a bad value is an error naming it. */
 int pfi_ven_config_set(pfi_ven_config *c, const char *key, const char *value, pfi_err *err);
@@ -66,7 +69,9 @@ void pfi_ven_stop(pfi_ven *v); /* NULL: nothing */
 int pfi_ven_notify(pfi_ven *v, const char *secret);
 /* One interval (the k-th, json_t *interval) of an OpenADR event (json_t *event) -> the body of
  * the grid event it becomes (store/grid.h's shape, json_t *; the caller owns it), its window
- * widened by widen_s on both sides; a start of "now" (0001-01-01) is now (Unix seconds).
+ * widened by widen_s on both sides; a start of "now" (0001-01-01) is now (Unix seconds).  A
+ * SIMPLE interval with a randomizeStart R starts (and ends) u * R later, u in [0, 1) drawn
+ * from cfg's seed, the VEN's name and the event id; a limit starts on time whatever R.
  * NULL when nothing is to be done: why[0] is 0 for an interval that asks for nothing (SIMPLE
  * level 0, another VEN's event), else why says what is wrong with it. */
 void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,

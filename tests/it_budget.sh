@@ -34,19 +34,24 @@ grep -qx "budget 70% of $(printf '%.0f' "$ref") W (the jobs' baseline draw, GPUs
 if grep -q '^budget ' "$T/out"; then fail "allocate names a reference for watts"; fi
 
 # ---- evaluate, study and bench pergpu --cuts: a list of budgets of the jobs' baseline draw ----
-# 70% is the budget it is everywhere (a 0.3 cut), the same as cut=30%, -30% and the bare 0.3.
+# cut=30% and -30% are the bare 0.3; a bare share (30%: a cut of 30%, or a budget of 30%?) and
+# watts are refused by every command that reads the list, which then writes nothing.
 ev_cut() { "$PFI" evaluate --fleet small --policies equal --cuts "$1" --json | jq -c '[.cuts[] | .cut, .budget_w]'; }
 e03=$(ev_cut 0.3) || fail "evaluate --cuts 0.3"
-for b in 70% cut=30% -30%; do
+for b in cut=30% -30%; do
   [ "$(ev_cut "$b")" = "$e03" ] || fail "evaluate --cuts $b: $(ev_cut "$b"), --cuts 0.3 is $e03"
 done
-[ "$(ev_cut 80%,cut=40%)" = "$(ev_cut 0.2,0.4)" ] || fail "evaluate --cuts 80%,cut=40%: $(ev_cut 80%,cut=40%)"
-for c in "study --fleet small --out $T/study --cuts" "bench pergpu --sim h200x8-mixed --cuts"; do
+[ "$(ev_cut cut=20%,-40%)" = "$(ev_cut 0.2,0.4)" ] || fail "evaluate --cuts cut=20%,-40%: $(ev_cut cut=20%,-40%)"
+for c in "evaluate --fleet small --cuts" "study --fleet small --out $T/study --cuts" "bench pergpu --sim h200x8-mixed --cuts"; do
   # shellcheck disable=SC2086
   "$PFI" $c 4kW >/dev/null 2>"$T/err" && fail "$c 4kW taken"
   grep -qF "budget '4kW': a cut here is a share of the jobs' baseline draw" "$T/err" || fail "$c 4kW: $(cat "$T/err")"
+  # shellcheck disable=SC2086
+  "$PFI" $c 0.1,30% >/dev/null 2>"$T/err"; st=$?
+  [ "$st" = 2 ] || fail "$c 0.1,30%: exit $st"
+  grep -qF "budget '30%': in a list of cuts a bare share is ambiguous" "$T/err" || fail "$c 30%: $(cat "$T/err")"
 done
-[ ! -e "$T/study" ] || fail "study --cuts 4kW wrote its folder"
+[ ! -e "$T/study" ] || fail "study --cuts 4kW or 30% wrote its folder"
 
 # ---- a node daemon on simulated GPUs ----
 start_node n1

@@ -157,7 +157,8 @@ static void test_budget_cuts(void **state)
     double c[8];
     int n = -1;
     pfi_err e = {0};
-    assert_int_equal(pfi_budget_parse_cuts("70%,cut=20%,-10%,0.4,CUT=50%", c, 8, &n, &e), PFI_OK);
+    assert_int_equal(pfi_budget_parse_cuts("cut=30%,cut=20%,-10%,0.4,CUT=50%", c, 8, &n, &e),
+                     PFI_OK);
     assert_int_equal(n, 5);
     const double want[] = {0.3, 0.2, 0.1, 0.4, 0.5};
     for (int i = 0; i < 5; i++)
@@ -176,7 +177,12 @@ static void test_budget_cuts(void **state)
                {"4kW", "budget '4kW': a cut here is a share", PFI_EINVAL},
                {"0.3W", "budget '0.3W': a cut here is a share", PFI_EINVAL},
                {"30", "budget '30': a cut here is a share", PFI_EINVAL},
-               {"-5kW", "budget '-5kW': watts must be", PFI_ERANGE}};
+               {"-5kW", "budget '-5kW': watts must be", PFI_ERANGE},
+               /* "30%" was a 30% cut before, a 70% one as a budget: neither silently */
+               {"0.2,30%", "budget '30%': in a list of cuts a bare share is ambiguous: write "
+                           "cut=30% (or 0.3) for a cut of 30%, or cut=70% (or 0.7) for a budget "
+                           "of 30%", PFI_EINVAL},
+               {"70%", "budget '70%': in a list of cuts a bare share", PFI_EINVAL}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = pfi_budget_parse_cuts(bad[i].s, c, 8, &n, &e);
         if (rc != bad[i].code || strncmp(e.msg, bad[i].msg, strlen(bad[i].msg)))

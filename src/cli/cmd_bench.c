@@ -285,7 +285,7 @@ static int bench_pergpu(int argc, char **argv)
     const char *jobs_out = NULL;
     const pfi_opt opts[] = {
         {"sim", PFI_OPT_STR, &presets, "PRESETS", "simulated nodes, comma-separated presets or files"},
-        {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts of the jobs' baseline draw, as budgets: 0.3, cut=30% or 70% (pfi help budget; default 0.1,0.2,0.3)"},
+        {"cuts", PFI_OPT_STR, &cuts_s, "LIST", "power cuts of the jobs' baseline draw, 0.3, cut=30% or -30% (pfi help budget; default 0.1,0.2,0.3)"},
         {"variation", PFI_OPT_DOUBLE, &variation, "V",
          "1-sigma per-GPU power-efficiency spread (default: the preset's, 2%)"},
         {"step", PFI_OPT_DOUBLE, &step, "W", "cap step of the uniform sweep (default 25 W)"},

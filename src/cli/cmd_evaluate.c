@@ -511,7 +511,7 @@ int pfi_cmd_evaluate(int argc, char **argv)
          "with --fleet: also store the characterized runs (reuse them with --db FILE)"},
         {"source", PFI_OPT_STR, &a.sources, "LIST",
          "only runs of these sources, e.g. perseus,zeus-nsdi (default all)"},
-        {"cuts", PFI_OPT_STR, &a.cuts_s, "LIST", "power cuts of the jobs' baseline draw, as budgets: 0.3, cut=30% or 70% (pfi help budget; default 0.1,0.2,0.3,0.4,0.5)"},
+        {"cuts", PFI_OPT_STR, &a.cuts_s, "LIST", "power cuts of the jobs' baseline draw, 0.3, cut=30% or -30% (pfi help budget; default 0.1,0.2,0.3,0.4,0.5)"},
         {"policies", PFI_OPT_STR, &a.pol_s, "LIST",
          "equal,pfi,oracle,proportional-to-pfi (default equal,pfi,oracle)"},
         {"probes", PFI_OPT_INT, &a.probes, "0|1|2",

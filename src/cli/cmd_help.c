@@ -92,9 +92,10 @@ static const topic topics[] = {
      "  pfi event add --limit\n"
      "      the event's baseline (--baseline, else the daemon's mean draw over the last hour):\n"
      "      --limit 75% is --cut 25%\n"
-     "  pfi evaluate, pfi study and pfi bench pergpu --cuts, a list of budgets\n"
-     "      the jobs' baseline draw: --cuts 70%,cut=40% is --cuts 0.3,0.4 (a bare fraction\n"
-     "      there is a cut; watts are refused)\n"
+     "  pfi evaluate, pfi study and pfi bench pergpu --cuts, a list of cuts\n"
+     "      of the jobs' baseline draw: --cuts cut=30%,-40% is --cuts 0.3,0.4 (a bare\n"
+     "      fraction there is a cut; a bare share such as 70% is refused as ambiguous, and\n"
+     "      watts as not a cut)\n"
      "pfi serve's safe_budget (--safe-budget) also takes min: every GPU at its minimum limit;\n"
      "its budget setting takes none: no budget at start (the default).\n"},
 };

@@ -60,7 +60,7 @@ int pfi_cmd_study(int argc, char **argv)
         PFI_OPT_ALIAS("from-db", PFI_OPT_STR, &o.from_db, "db"),
         {"out", PFI_OPT_STR, &o.out_dir, "DIR", "report directory (default study-out)"},
         {"seed", PFI_OPT_INT, &seed, "N", "fleet seed (default 1)"},
-        {"cuts", PFI_OPT_STR, &cuts, "LIST", "power cuts of the jobs' baseline draw, as budgets: 0.3, cut=30% or 70% (pfi help budget; default 0.1,0.2,0.3,0.4,0.5)"},
+        {"cuts", PFI_OPT_STR, &cuts, "LIST", "power cuts of the jobs' baseline draw, 0.3, cut=30% or -30% (pfi help budget; default 0.1,0.2,0.3,0.4,0.5)"},
         {"sla", PFI_OPT_STR, &sla, "SLOWDOWN",
          "max slowdown of the SLA jobs, e.g. 0.1 or 10% (default 0.10)"},
         {"no-figures", PFI_OPT_FLAG, &no_figures, NULL, "skip gnuplot"},

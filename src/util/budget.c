@@ -110,13 +110,23 @@ int pfi_budget_parse_cuts(const char *s, double *cuts, int max_n, int *n, pfi_er
         int rc = pfi_budget_parse(item, &b, err);
         if (rc != PFI_OK)
             return rc;
-        if (b.is_share) {
+        const char *t = item + strspn(item, " \t");
+        if (b.is_share && strncasecmp(t, "cut=", 4) && *t != '-') {
+            /* "--cuts 30%" meant a 30% cut before this list took budgets; as a budget it is a
+             * 70% cut.  Neither reading is taken silently. */
+            double x = 100 * b.value;
+            return pfi_err_set(err, PFI_EINVAL,
+                               "budget '%s': in a list of cuts a bare share is ambiguous: write "
+                               "cut=%.10g%% (or %.10g) for a cut of %.10g%%, or cut=%.10g%% (or "
+                               "%.10g) for a budget of %.10g%%",
+                               item, x, b.value, x, 100 - x, 1 - b.value, x);
+        } else if (b.is_share) {
             cuts[(*n)++] = 1 - b.value;
         } else if (!strpbrk(item, "wW") && b.value < 1) {
             cuts[(*n)++] = b.value; /* 0.3: the bare fraction of a cut */
         } else {
             return pfi_err_set(err, PFI_EINVAL, "budget '%s': a cut here is a share of the jobs' "
-                                                "baseline draw (70%%, cut=30%% or 0.3), not watts",
+                                                "baseline draw (cut=30%%, -30%% or 0.3), not watts",
                                item);
         }
         if (!p[len])

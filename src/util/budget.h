@@ -28,12 +28,12 @@ int pfi_budget_parse(const char *s, pfi_budget *b, pfi_err *err);
  * take a share of"). */
 int pfi_budget_watts(const pfi_budget *b, const char *s, double reference_w, const char *ref_name,
                      double *watts, pfi_err *err);
-/* A comma-separated list of cuts (pfi evaluate, study and bench pergpu --cuts), each item a
- * budget of the jobs' baseline draw as a share (70%: a cut of 0.3) or a cut (cut=30%, -30%), or a
- * bare fraction (0.3: a cut of 0.3, the list's own older form).  So 70% is the same budget here
- * as in every other command.  Into cuts[] as fractions of the reference; watts, an item out of
- * range and bad text are refused with the message of pfi_budget_parse (PFI_EINVAL or
- * PFI_ERANGE), *n then unspecified. */
+/* A comma-separated list of cuts (pfi evaluate, study and bench pergpu --cuts), each item a cut
+ * in the budget grammar (cut=30%, -30%) or a bare fraction (0.3, the list's own older form).
+ * A bare share (30%) is refused, naming both readings: before this list took budgets "30%" was
+ * a 30% cut, and as a budget it is a 70% one, so neither is taken silently.  Into cuts[] as
+ * fractions of the reference; a share, watts, an item out of range and bad text are refused
+ * (PFI_EINVAL or PFI_ERANGE, every message starting "budget 'ITEM': "), *n then unspecified. */
 int pfi_budget_parse_cuts(const char *s, double *cuts, int max_n, int *n, pfi_err *err);
 /* "70% of 5600 W (REF_NAME)" or "4000 W" into buf: how a command says what it took. */
 const char *pfi_budget_describe(const pfi_budget *b, double reference_w, const char *ref_name,

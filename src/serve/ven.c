@@ -1059,8 +1059,14 @@ static json_t *all_events(pfi_ven *v, int *complete)
                 json_decref(all);
                 all = NULL;
             } else {
-                ven_error(v, "events listing cut short at %zu events: nothing taken as "
-                          "withdrawn this poll", json_array_size(all));
+                /* The failing page's own error is said with it: written over, an HTTP 500
+                 * left only "cut short" to read. */
+                char why[sizeof v->last_error];
+                pthread_mutex_lock(&v->mu);
+                memcpy(why, v->last_error, sizeof why);
+                pthread_mutex_unlock(&v->mu);
+                ven_error(v, "events listing cut short at %zu events (%.200s): nothing taken as "
+                          "withdrawn this poll", json_array_size(all), why);
             }
             free(q);
             return all;

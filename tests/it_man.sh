@@ -33,6 +33,21 @@ check_examples() { # WHAT, help file
   fi
 }
 
+# help_refuses WORDS EXTRA [MESSAGE]: pfi help WORDS EXTRA is bad input (exit 2, nothing on
+# stdout) whose message names EXTRA and says what to ask (pfi help WORDS) -- or says MESSAGE.
+help_refuses() {
+  # shellcheck disable=SC2086
+  "$PFI" help $1 $2 > "$T/ro" 2> "$T/re"
+  rc=$?
+  [ $rc -eq 2 ] && [ ! -s "$T/ro" ] || { fail "pfi help $1 $2: exit $rc, expected 2 and no help"; return; }
+  if [ -n "${3:-}" ]; then
+    grep -qF "$3" "$T/re" || fail "pfi help $1 $2 does not say \"$3\": $(cat "$T/re")"
+  else
+    grep -qF "unexpected argument '$2' after '${1#--man }'" "$T/re" && grep -qF "pfi help $1)" "$T/re" ||
+      fail "pfi help $1 $2 does not name '$2' and pfi help $1: $(cat "$T/re")"
+  fi
+}
+
 n_pages=0
 for p in "$mandir"/*.[15]; do
   [ -f "$p" ] || continue
@@ -59,6 +74,9 @@ for c in $cmds; do
   helps="$T/h"
   for s in $subs; do
     "$PFI" "$c" "$s" --help > "$T/h.$s" 2>&1 || fail "pfi $c $s --help exited $?"
+    "$PFI" help "$c" "$s" > "$T/hh.$s" 2>&1 && cmp -s "$T/hh.$s" "$T/h.$s" ||
+      fail "pfi help $c $s differs from pfi $c $s --help"
+    help_refuses "$c $s" extra
     check_examples "pfi $c $s" "$T/h.$s"
     helps="$helps $T/h.$s"
     grep -q "pfi $c $s" "$T/page" || fail "pfi-$c(1) has no section for $s"
@@ -66,6 +84,8 @@ for c in $cmds; do
   for o in $(cat $helps | opts_of | sort -u); do
     grep -q -- "$o\b" "$T/page" || fail "pfi-$c(1) lacks $o, which pfi $c${subs:+ SUB} --help lists"
   done
+  if [ -n "$subs" ]; then help_refuses "$c" no-such-sub "pfi $c has no subcommand"
+  else help_refuses "$c" extra; fi
   # pfi help CMD: the command's help (the topics index and predict come first, then it).
   "$PFI" help "$c" > "$T/hh" 2>&1 || fail "pfi help $c exited $?"
   case "$c" in
@@ -76,7 +96,10 @@ for c in $cmds; do
 done
 "$PFI" help sim run > "$T/a" && "$PFI" sim run --help > "$T/b" && cmp -s "$T/a" "$T/b" ||
   fail "pfi help sim run differs from pfi sim run --help"
-"$PFI" help no-such-thing > /dev/null 2>&1 && fail "pfi help accepted an unknown name"
+help_refuses no-such-thing "" "no topic or command 'no-such-thing'"
+help_refuses no-such-thing extra "no topic or command 'no-such-thing'"
+for t in $("$PFI" help | sed -n 's/^  \([a-z]*\) .*/\1/p'); do help_refuses "$t" extra; done
+help_refuses "--man sim" run
 
 # pfi(1) lists every command; pfi-serve.conf(5) every setting, each in docs/serve.md too.
 cp "$T/pfi.1.txt" "$T/pfi1"

@@ -63,6 +63,11 @@ typedef struct pfi_cli_family_spec {
     int n;
 } pfi_cli_family_spec;
 int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv);
+/* The commands made of subcommands, each in its cmd_<name>.c; pfi_cli_family_of finds one by
+ * name (NULL: a command of its own), so that pfi help knows which second word it can show. */
+extern const pfi_cli_family_spec pfi_cli_family_bench, pfi_cli_family_model, pfi_cli_family_runs,
+    pfi_cli_family_sim;
+const pfi_cli_family_spec *pfi_cli_family_of(const char *name);
 /* Every command of pfi (commands.def), in that order. */
 const pfi_cli_sub *pfi_cli_commands(int *n);
 

@@ -364,17 +364,18 @@ static int bench_pergpu(int argc, char **argv)
     return PFI_EXIT_OK;
 }
 
+static const pfi_cli_sub subs[] = {
+    {"allocate", bench_allocate,
+     "time and memory of one allocation of a synthetic campus-sized fleet"},
+    {"pergpu", bench_pergpu, "per-GPU caps vs one cap per job, measured in the simulator"},
+};
+const pfi_cli_family_spec pfi_cli_family_bench = {
+    "bench", "Benchmarks of the allocator and of per-GPU caps (figures, no pass or fail).",
+    "pfi bench allocate --jobs 100000\n"
+    "pfi bench pergpu --json",
+    subs, (int)(sizeof subs / sizeof subs[0])};
+
 int pfi_cmd_bench(int argc, char **argv)
 {
-    static const pfi_cli_sub subs[] = {
-        {"allocate", bench_allocate,
-         "time and memory of one allocation of a synthetic campus-sized fleet"},
-        {"pergpu", bench_pergpu, "per-GPU caps vs one cap per job, measured in the simulator"},
-    };
-    static const pfi_cli_family_spec fam = {
-        "bench", "Benchmarks of the allocator and of per-GPU caps (figures, no pass or fail).",
-        "pfi bench allocate --jobs 100000\n"
-        "pfi bench pergpu --json",
-        subs, (int)(sizeof subs / sizeof subs[0])};
-    return pfi_cli_family(&fam, argc, argv);
+    return pfi_cli_family(&pfi_cli_family_bench, argc, argv);
 }

@@ -256,15 +256,27 @@ static const pfi_cli_sub *find_command(const char *name)
     return &old;
 }
 
+/* A word pfi help cannot show (`pfi help allocate extra`) is refused, never dropped: dropped,
+ * it reads as the help of what was asked.  what: the words taken so far ("sim run"). */
+static int help_extra(const char *how, const char *what, const char *word)
+{
+    fprintf(stderr, "pfi help%s: unexpected argument '%s' after '%s' (ask: pfi help%s %s)\n", how,
+            word, what, how, what);
+    return PFI_EXIT_USAGE;
+}
+
 static int help_man(int npos, char **pos)
 {
     if (npos == 0)
         return man_pfi();
-    if (npos == 1 && !strcmp(pos[0], "serve.conf"))
+    if (npos > 1)
+        return help_extra(" --man", pos[0], pos[1]);
+    if (!strcmp(pos[0], "serve.conf"))
         return man_serve_conf();
-    const pfi_cli_sub *c = npos == 1 ? find_command(pos[0]) : NULL;
+    const pfi_cli_sub *c = find_command(pos[0]);
     if (!c) {
-        fprintf(stderr, "pfi help --man: expected nothing (pfi(1)), a command or serve.conf\n");
+        fprintf(stderr, "pfi help --man: no command '%s' (expected nothing for pfi(1), a command "
+                        "or serve.conf)\n", pos[0]);
         return PFI_EXIT_USAGE;
     }
     return man_command(c);
@@ -295,7 +307,8 @@ int pfi_cmd_help(int argc, char **argv)
                                "Explain an idea behind pfi's commands, or show a command's help "
                                "(the same as pfi COMMAND --help); without an argument, list the "
                                "topics.  A name that is both (index, predict) gives the topic, "
-                               "then the command's options.",
+                               "then the command's options.  A second word is a subcommand (pfi "
+                               "help sim run); any other word is refused.",
                                opts,
                                "pfi help index                                     # the definition of the index\n"
                                "pfi help sweep                                     # the same as pfi sweep --help\n"
@@ -315,20 +328,43 @@ int pfi_cmd_help(int argc, char **argv)
         return PFI_EXIT_OK;
     }
     const pfi_cli_sub *c = find_command(pos[0]);
+    const topic *t = NULL;
     for (int i = 0; i < NTOPICS; i++)
-        if (strcmp(pos[0], topics[i].name) == 0 && npos == 1) {
-            fputs(topics[i].text, stdout);
-            if (!c)
-                return PFI_EXIT_OK;
-            printf("\n");
-            fflush(stdout);
-            return help_command(c, npos, pos);
+        if (strcmp(pos[0], topics[i].name) == 0)
+            t = &topics[i];
+    if (!c && !t) {
+        fprintf(stderr, "pfi help: no topic or command '%s' (topics: ", pos[0]);
+        for (int i = 0; i < NTOPICS; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "", topics[i].name);
+        fprintf(stderr, "; commands: pfi --help)\n");
+        return PFI_EXIT_USAGE;
+    }
+    /* A second word is a subcommand of a command made of them (pfi help sim run), nothing else. */
+    const pfi_cli_family_spec *fam = c ? pfi_cli_family_of(c->name) : NULL;
+    if (npos > 1) {
+        if (!fam)
+            return help_extra("", pos[0], pos[1]);
+        int known = 0;
+        for (int i = 0; i < fam->n; i++)
+            known |= strcmp(fam->subs[i].name, pos[1]) == 0;
+        if (!known) {
+            fprintf(stderr, "pfi help: pfi %s has no subcommand '%s' (pfi help %s lists them)\n",
+                    fam->name, pos[1], fam->name);
+            return PFI_EXIT_USAGE;
         }
-    if (c)
+        if (npos > 2) {
+            char what[128];
+            snprintf(what, sizeof what, "%s %s", pos[0], pos[1]);
+            return help_extra("", what, pos[2]);
+        }
         return help_command(c, npos, pos);
-    fprintf(stderr, "pfi help: no topic or command '%s' (topics: ", pos[0]);
-    for (int i = 0; i < NTOPICS; i++)
-        fprintf(stderr, "%s%s", i ? ", " : "", topics[i].name);
-    fprintf(stderr, "; commands: pfi --help)\n");
-    return PFI_EXIT_USAGE;
+    }
+    if (t) {
+        fputs(t->text, stdout);
+        if (!c)
+            return PFI_EXIT_OK;
+        printf("\n");
+        fflush(stdout);
+    }
+    return help_command(c, npos, pos);
 }

@@ -376,21 +376,22 @@ static int model_probe_eval(int argc, char **argv)
     return rc;
 }
 
+static const pfi_cli_sub subs[] = {
+    {"train", model_train, "train the runtime predictor; writes pfi-model.json"},
+    {"eval", model_eval, "leave-one-job-out, transfer H200<->H100, feature importance"},
+    {"probe-eval", model_probe_eval,
+     "one/two-probe curve estimation scored on the public curves"},
+};
+const pfi_cli_family_spec pfi_cli_family_model = {
+    "model",
+    "The runtime PFI predictor: a job's curve from the telemetry of its baseline, trained on "
+    "characterized runs, and its evaluation.",
+    "pfi model train --out pfi-model.json\n"
+    "pfi model eval --fleet small\n"
+    "pfi model probe-eval --json",
+    subs, (int)(sizeof subs / sizeof subs[0])};
+
 int pfi_cmd_model(int argc, char **argv)
 {
-    static const pfi_cli_sub subs[] = {
-        {"train", model_train, "train the runtime predictor; writes pfi-model.json"},
-        {"eval", model_eval, "leave-one-job-out, transfer H200<->H100, feature importance"},
-        {"probe-eval", model_probe_eval,
-         "one/two-probe curve estimation scored on the public curves"},
-    };
-    static const pfi_cli_family_spec fam = {
-        "model",
-        "The runtime PFI predictor: a job's curve from the telemetry of its baseline, trained on "
-        "characterized runs, and its evaluation.",
-        "pfi model train --out pfi-model.json\n"
-        "pfi model eval --fleet small\n"
-        "pfi model probe-eval --json",
-        subs, (int)(sizeof subs / sizeof subs[0])};
-    return pfi_cli_family(&fam, argc, argv);
+    return pfi_cli_family(&pfi_cli_family_model, argc, argv);
 }

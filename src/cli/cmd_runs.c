@@ -149,21 +149,22 @@ static int runs_list(int argc, char **argv)
     return PFI_EXIT_OK;
 }
 
+static const pfi_cli_sub subs[] = {
+    {"list", runs_list, "the runs, one line each (the default)"},
+    {"show", pfi_cmd_runs_show, "one run with its levels"},
+    {"export", pfi_cmd_runs_export, "runs and their levels as CSV or JSON for pandas"},
+};
+const pfi_cli_family_spec pfi_cli_family_runs = {
+    "runs", "The characterized runs in the store: list them, show one with its levels, "
+    "export them.  Without a subcommand (options only) pfi runs lists them.",
+    "pfi runs --db pfi.db\n"
+    "pfi runs show 3 --db pfi.db\n"
+    "pfi runs export --db pfi.db --format json --out runs.json",
+    subs, (int)(sizeof subs / sizeof subs[0])};
+
 int pfi_cmd_runs(int argc, char **argv)
 {
-    static const pfi_cli_sub subs[] = {
-        {"list", runs_list, "the runs, one line each (the default)"},
-        {"show", pfi_cmd_runs_show, "one run with its levels"},
-        {"export", pfi_cmd_runs_export, "runs and their levels as CSV or JSON for pandas"},
-    };
-    static const pfi_cli_family_spec fam = {
-        "runs", "The characterized runs in the store: list them, show one with its levels, "
-        "export them.  Without a subcommand (options only) pfi runs lists them.",
-        "pfi runs --db pfi.db\n"
-        "pfi runs show 3 --db pfi.db\n"
-        "pfi runs export --db pfi.db --format json --out runs.json",
-        subs, (int)(sizeof subs / sizeof subs[0])};
     if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))
         return runs_list(argc, argv);
-    return pfi_cli_family(&fam, argc, argv);
+    return pfi_cli_family(&pfi_cli_family_runs, argc, argv);
 }

@@ -900,13 +900,14 @@ static const pfi_cli_sub subs[] = {
                                "down, live"},
 };
 
+const pfi_cli_family_spec pfi_cli_family_sim = {
+    "sim", "The embedded simulator of GPUs running training jobs.",
+    "pfi sim presets\n"
+    "pfi sim curve --sim h200x8-moe --caps 700:300:100\n"
+    "pfi sim run --cap 60% --cap-at 5s --duration 20s",
+    subs, (int)(sizeof subs / sizeof subs[0])};
+
 int pfi_cmd_sim(int argc, char **argv)
 {
-    static const pfi_cli_family_spec fam = {
-        "sim", "The embedded simulator of GPUs running training jobs.",
-        "pfi sim presets\n"
-        "pfi sim curve --sim h200x8-moe --caps 700:300:100\n"
-        "pfi sim run --cap 60% --cap-at 5s --duration 20s",
-        subs, (int)(sizeof subs / sizeof subs[0])};
-    return pfi_cli_family(&fam, argc, argv);
+    return pfi_cli_family(&pfi_cli_family_sim, argc, argv);
 }

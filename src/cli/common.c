@@ -75,6 +75,16 @@ const pfi_cli_sub *pfi_cli_commands(int *n)
     return commands;
 }
 
+const pfi_cli_family_spec *pfi_cli_family_of(const char *name)
+{
+    static const pfi_cli_family_spec *const fams[] = {&pfi_cli_family_bench, &pfi_cli_family_model,
+                                                      &pfi_cli_family_runs, &pfi_cli_family_sim};
+    for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++)
+        if (!strcmp(fams[i]->name, name))
+            return fams[i];
+    return NULL;
+}
+
 static void family_text(const pfi_cli_family_spec *fam, FILE *f)
 {
     fprintf(f, "usage: pfi %s SUBCOMMAND [options]   (pfi %s SUBCOMMAND --help)\n\n%s\n\n"

@@ -78,6 +78,18 @@ want 2 sweep --seq-len -4 -- true
 want 2 sweep --tokens-per-step 0 -- true
 want 2 sweep --batch-size -1 -- true
 want 2 sweep --speed -1 -- true
+# --order-seed seeds the shuffle of --order random and nothing else (--seed elsewhere is the
+# seed of the simulator's draws): refused where it would do nothing, with what it is for; the
+# former spelling --seed still taken with --order random, saying it is deprecated.
+want 2 sweep --order-seed 3 -- true
+grep -q "order-seed goes with --order random" "$T/err" || fail "sweep --order-seed alone: $(cat "$T/err")"
+want 2 sweep --seed 3 -- true
+grep -q "order-seed goes with --order random" "$T/err" || fail "sweep --seed alone: $(cat "$T/err")"
+want 2 sweep --order random --order-seed -18446744073709551615 -- true  # strtoull wraps it to 1
+want 2 sweep --order random --order-seed 4294967296 -- true
+want 2 sweep --order random --order-seed 3x -- true
+want 1 sweep --no-log --order random --seed 3 --timeout 1s -- true
+grep -q "seed is deprecated; use --order-seed" "$T/err" || fail "sweep --seed: $(cat "$T/err")"
 want 2 bench pergpu --variation -0.5
 # Tags that are numbers are range-checked (were read with atoi: 99999999999 wrapped).
 want 2 sweep --tag dp=99999999999 -- true

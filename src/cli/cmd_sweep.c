@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pfi sweep: characterize a training job under a sweep of GPU power limits (docs/sweep.md). */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -187,9 +188,9 @@ static json_t *level_json(const pfi_level *L, int steady)
 typedef struct sweep_opts {
     pfi_cli_hw hw;
     const char *gpus, *levels, *caps, *dwell, *max_dwell, *settle, *timeout, *order, *db;
-    const char *log, *format, *regex, *unit, *journal, *name, *min_window;
+    const char *log, *format, *regex, *unit, *journal, *name, *min_window, *order_seed;
     pfi_strlist tags;
-    int restart, attach, as_json, quiet, seed, no_log;
+    int restart, attach, as_json, quiet, no_log;
     double seq_len, tokens_per_step, batch_size, rel_ci, speed;
 } sweep_opts;
 
@@ -296,7 +297,24 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
     else
         return pfi_err_set(err, PFI_EINVAL,
                            "unknown --order '%s' (descending, ascending or random)", o->order);
-    c->seed = (unsigned)o->seed;
+    /* --seed elsewhere seeds the simulator's draws (a fleet, a node's chips); here the one draw
+     * is the order of the levels, so the option says so and is refused where it would do
+     * nothing (a sweep on a simulated node taking it for the node's seed). */
+    if (o->order_seed) {
+        if (c->order != PFI_ORDER_RANDOM)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "--order-seed goes with --order random: it seeds the shuffle of "
+                               "the levels, nothing else (a simulated node's own seed is \"seed\" "
+                               "in its --sim config)");
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(o->order_seed, &end, 10);
+        if (!isdigit((unsigned char)o->order_seed[0]) || *end || errno || v > UINT_MAX)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "--order-seed expects a whole number from 0 to %u, got '%s'",
+                               UINT_MAX, o->order_seed);
+        c->seed = (unsigned)v;
+    }
     c->restart = o->restart;
     if (o->restart && o->attach)
         return pfi_err_set(err, PFI_EINVAL, "--restart cannot relaunch a job it attached to");
@@ -490,7 +508,10 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         {"timeout", PFI_OPT_STR, &o->timeout, "DUR",
          "fail after this long without throughput (300s)"},
         {"order", PFI_OPT_STR, &o->order, "ORDER", "descending (default), ascending or random"},
-        {"seed", PFI_OPT_INT, &o->seed, "N", "seed of --order random"},
+        {"order-seed", PFI_OPT_STR, &o->order_seed, "N",
+         "with --order random: the seed of its shuffle of the levels (default: the same order "
+         "every time); not the simulator's seed"},
+        PFI_OPT_ALIAS("seed", PFI_OPT_STR, &o->order_seed, "order-seed"),
         {"db", PFI_OPT_STR, &o->db, "FILE", "SQLite store (default $PFI_DB, else pfi.db)"},
         {"tag", PFI_OPT_MULTI, &o->tags, "K=V", "a tag for the job (repeatable); model=, family=, "
                                                "params_b=, dp=, tp=, pp=, seq_len=... also fill "
@@ -519,7 +540,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
     };
     const pfi_cmd_spec spec = {
         "pfi sweep [--backend auto|nvml|sim] [--gpus 0-7] [--levels 100,90,80,70,60,50% | --caps "
-        "700:300:50] [--dwell auto|DURATION] [--order descending|ascending|random] [--db FILE] "
+        "700:300:50] [--dwell auto|DURATION] [--order descending|ascending|random [--order-seed N]] "
+        "[--db FILE] "
         "[--tag K=V ...] [--restart] [--attach --log FILE] [--throughput-regex RE --unit U] "
         "[--seq-len N] -- COMMAND...",
         "Run COMMAND (or follow the log of a running job with --attach) and step the power limit "

@@ -7,7 +7,11 @@
 # without a token like the other GETs; every figure it shows (budget, sum of limits, draw, each
 # GPU's or node's caps, each job's cap, throughput, PFI30 and SLA headroom, the active and next
 # grid events, the last decisions) matches the API (tests/support/check_status_page.py), and it
-# refreshes itself.  Screenshots are kept next to the pfi binary: status-page-node.png and
+# refreshes itself; its plot is /v1/history's numbers.  With read_auth = token, GET / without the
+# token is refused saying so; through a proxy that adds the token (docs/api.md) the page works;
+# through one that adds it to the page alone, the page says its reads want the token and shows
+# no figure.  A node gone silent is shown stale on the site page (its caps the last
+# acknowledged, no draw), not with its last values as current.  Screenshots are kept next to the pfi binary: status-page-node.png and
 # status-page-site.png (build/ for the normal build).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
@@ -63,18 +67,63 @@ api() { # base, directory, then names: the API's answers
 }
 sleep 1 # a few seconds of history for the plot
 rm -f "$out/status-page-node.png" "$out/status-page-site.png"
-api "$N1" "$dir/n1.before" gpus jobs allocation grid_events decisions
+api "$N1" "$dir/n1.before" gpus jobs allocation grid_events decisions history
 chrome "$N1/" --window-size=1400,1100 --screenshot="$out/status-page-node.png" --dump-dom \
     >"$dir/node.dom" || fail "chromium on the node page: $(tail -n 5 "$dir/chromium.log")"
-api "$N1" "$dir/n1.after" gpus jobs allocation grid_events decisions
+api "$N1" "$dir/n1.after" gpus jobs allocation grid_events decisions history
 python3 "$here/support/check_status_page.py" node "$dir/node.dom" "$dir/n1.before" "$dir/n1.after" ||
     fail "the node page does not match the API"
-api "$CL" "$dir/cl.before" nodes jobs allocation grid_events decisions
+api "$CL" "$dir/cl.before" nodes jobs allocation grid_events decisions history
 chrome "$CL/" --window-size=1400,900 --screenshot="$out/status-page-site.png" --dump-dom \
     >"$dir/site.dom" || fail "chromium on the site page: $(tail -n 5 "$dir/chromium.log")"
-api "$CL" "$dir/cl.after" nodes jobs allocation grid_events decisions
+api "$CL" "$dir/cl.after" nodes jobs allocation grid_events decisions history
 python3 "$here/support/check_status_page.py" site "$dir/site.dom" "$dir/cl.before" "$dir/cl.after" ||
     fail "the site page does not match the API"
+
+# read_auth = token (a third node daemon): the page and every read need the token.
+start_node n3 "" --set read_auth=token
+N3=http://$(cat "$dir/n3.port")
+code=$(curl -s -o "$dir/n3.body" -w '%{http_code}' "$N3/")
+[ "$code" = 401 ] && grep -q "read_auth = token" "$dir/n3.body" ||
+    fail "GET / of a read_auth daemon without the token: $code $(cat "$dir/n3.body")"
+proxy() { # name [--page-only]: a proxy to n3 that adds the token; sets P
+    python3 "$here/support/auth_proxy.py" "$N3" "$TOKEN" "$dir/$1.port" ${2:+"$2"} 2>"$dir/$1.log" &
+    pids="$pids $!"
+    wait_file "$dir/$1.port" "the token-adding proxy ($1)"
+    P=http://127.0.0.1:$(cat "$dir/$1.port")
+}
+"$PFI_BIN" ctl --url "$N3" --token-file "$TOKEN" job add t --gpus 0-3 --pfi30 0.4 >/dev/null || fail "job t on n3"
+"$PFI_BIN" ctl --url "$N3" --token-file "$TOKEN" budget set 80% >/dev/null || fail "budget on n3"
+proxy px
+sleep 1
+api "$P" "$dir/n3.before" gpus jobs allocation grid_events decisions history
+chrome "$P/" --window-size=1400,1100 --dump-dom >"$dir/n3.dom" ||
+    fail "chromium on the page through the proxy: $(tail -n 5 "$dir/chromium.log")"
+api "$P" "$dir/n3.after" gpus jobs allocation grid_events decisions history
+python3 "$here/support/check_status_page.py" node "$dir/n3.dom" "$dir/n3.before" "$dir/n3.after" ||
+    fail "the page of a read_auth daemon, through a token-adding proxy, does not match the API"
+proxy pxpage --page-only
+chrome "$P/" --window-size=1400,1100 --dump-dom >"$dir/n3p.dom" ||
+    fail "chromium on the page, token on the page only: $(tail -n 5 "$dir/chromium.log")"
+grep -q 'id="err">cannot read the API: /v1/gpus: HTTP 401 (the daemon wants its bearer token on every read' "$dir/n3p.dom" ||
+    fail "reads refused for want of the token, the page does not say so: $(grep -o 'id="err">[^<]*' "$dir/n3p.dom")"
+grep -q '<body[^>]* data-stale="1"' "$dir/n3p.dom" || fail "reads refused, the page is not marked stale"
+grep -q 'data-v="[0-9-]' "$dir/n3p.dom" && fail "reads refused, the page still shows figures"
+grep -q 'id="title">pfi cluster serve' "$dir/n3p.dom" && fail "reads refused, the node's page calls itself the site's"
+
+# A node gone silent: the site page marks it stale, its caps the last acknowledged, no draw.
+kill -9 "$N2_PID"
+i=0
+until curl -sf "$CL/v1/nodes" | jq -e '.nodes[] | select(.name == "n2") | .up == false' >/dev/null; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "n2 killed, the controller never said it silent"
+    sleep 0.1
+done
+api "$CL" "$dir/cs.before" nodes jobs allocation grid_events decisions history
+chrome "$CL/" --window-size=1400,900 --dump-dom >"$dir/silent.dom" ||
+    fail "chromium on the site page, n2 silent: $(tail -n 5 "$dir/chromium.log")"
+api "$CL" "$dir/cs.after" nodes jobs allocation grid_events decisions history
+python3 "$here/support/check_status_page.py" site "$dir/silent.dom" "$dir/cs.before" "$dir/cs.after" ||
+    fail "the site page with n2 silent does not match the API"
 
 [ -s "$out/status-page-node.png" ] && [ -s "$out/status-page-site.png" ] || fail "no screenshot"
 note "screenshots: $out/status-page-node.png $out/status-page-site.png"

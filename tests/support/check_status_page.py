@@ -6,11 +6,15 @@
 
 BEFORE_DIR and AFTER_DIR hold the API's answers fetched just before and just after the page was
 rendered: node: gpus.json, jobs.json, allocation.json, grid_events.json, decisions.json; site:
-nodes.json, jobs.json, allocation.json, grid_events.json, decisions.json.  Every figure the page
+nodes.json, jobs.json, allocation.json, grid_events.json, decisions.json; both: history.json.  Every figure the page
 shows carries data-k (what it is) and data-v (the number it was given); the shown text must say
 that number, and the number must be the API's: the same as before or after for what stays put
 (caps, budgets, jobs' figures), between the two readings (with 2% or 1 degree of slack for
-noise) for what moves (draw, temperature).  Prints what it compared; exits 1 listing every
+noise) for what moves (draw, temperature).  The plot's lines are read back into numbers (the
+page gives the mapping) and must be /v1/history's: each point a sample of it at its time, every
+sample of the hour it had before the rendering drawn, none where it has no value.  A node that
+is silent (up false) must be marked stale, its caps said to be the last acknowledged and its draw
+not shown.  Prints what it compared; exits 1 listing every
 mismatch."""
 import json
 import math
@@ -25,7 +29,7 @@ class Dom(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.figs, self.paths, self.body = [], [], {}
+        self.figs, self.paths, self.body, self.svg, self.rows = [], [], {}, {}, {}
         self.table = self.row = None
         self.cur = None
         self.depth = 0
@@ -36,8 +40,12 @@ class Dom(HTMLParser):
             self.body = a
         if tag == "table":
             self.table = a.get("id")
+        if tag == "svg" and a.get("id") == "plot":
+            self.svg = a
         if tag == "tr":
             self.row = a.get("data-key")
+            if self.row is not None:
+                self.rows[(self.table, self.row)] = a
         if tag == "path" and "data-k" in a:
             self.paths.append(a)
         elif "data-k" in a:
@@ -132,6 +140,84 @@ def check_rows(dom, table, rows, keyof, fields, what):
                 same(f, wants, f"{what} {key} {k}", moving)
 
 
+def history(dom, apis):
+    """The plotted lines against /v1/history before and after the rendering."""
+    global checked
+    sv = dom.svg
+    try:
+        t0, ymax, x0, x1, y0, y1, span = (float(sv["data-" + k]) for k in
+                                          ("t0", "ymax", "x0", "x1", "y0", "y1", "span"))
+    except (KeyError, ValueError):
+        bad.append(f"the plot does not say how it maps time and watts: {sv}")
+        return 0
+    # The page writes coordinates to 0.1: what that rounding allows in seconds and watts.
+    tol_t, tol_v = 0.05 / (x1 - x0) * span + 1e-6, 0.05 / (y1 - y0) * ymax * (1 + 1e-9)
+    n = 0
+    for k in ("budget_w", "limits_w", "draw_w"):
+        api = {}
+        for a in apis:
+            h = a["history"]
+            for t, v in zip(h["t"], h[k]):
+                api[t] = num(v)
+        ts = sorted(api)
+        paths = [p for p in dom.paths if p["data-k"] == k]
+        pts = []
+        for p in paths:
+            for x, y in re.findall(r"[ML]\s*(-?[\d.]+)[ ,]+(-?[\d.]+)", p.get("d", "")):
+                pts.append((t0 + (float(x) - x0) / (x1 - x0) * span,
+                            (1 - (float(y) - y0) / (y1 - y0)) * ymax))
+        seen = set()
+        for t, v in pts:
+            checked += 1
+            near = min(ts, key=lambda s: abs(s - t)) if ts else None
+            if near is None or abs(near - t) > tol_t:
+                bad.append(f"plot {k}: a point at t={t:.2f} where /v1/history has no sample")
+            elif math.isnan(api[near]):
+                bad.append(f"plot {k}: a point at t={near} where /v1/history has no value")
+            elif abs(api[near] - v) > tol_v:
+                bad.append(f"plot {k}: {v:.1f} W at t={near}, /v1/history says {api[near]}")
+            else:
+                seen.add(near)
+        # The page's last read of the history was at t0 + span: every sample up to then counts.
+        missing = [t for t in ts if t0 + tol_t <= t <= t0 + span - tol_t and
+                   not math.isnan(api[t]) and t not in seen]
+        if missing:
+            bad.append(f"plot {k}: {len(missing)} sample(s) of /v1/history not drawn, the first "
+                       f"at t={missing[0]}")
+        n += len(pts)
+    return n
+
+
+def silent_nodes(dom, apis):
+    """Nodes down in both readings are marked stale with their caps as last acknowledged; nodes
+    up in both are not."""
+    n = 0
+    for name in {x["name"] for x in apis[0]["nodes"]["nodes"]}:
+        ups = [next((x["up"] for x in a["nodes"]["nodes"] if x["name"] == name), None)
+               for a in apis]
+        attrs = dom.rows.get(("units", name), {})
+        stale = attrs.get("data-stale") == "1"
+        if ups == [True, True] and stale:
+            bad.append(f"node {name} is up but the page marks it stale")
+        if ups != [False, False]:
+            continue
+        n += 1
+        if not stale:
+            bad.append(f"node {name} is silent but its row is not marked stale: {attrs}")
+        for f in figs(dom, table="units", key=name):
+            if f["k"] == "power_w" and f["v"] != "":
+                bad.append(f"node {name} is silent but the page shows a draw {f['text']!r}")
+            if f["k"] == "cap_sum_w" and "last acknowledged" not in f["text"]:
+                bad.append(f"node {name} is silent but its caps {f['text']!r} read as current")
+    return n
+
+
+def total(xs):
+    """The sum of the readings there are; none at all is an unknown draw, not 0 W."""
+    xs = [x for x in xs if x is not None]
+    return float(sum(xs)) if xs else math.nan
+
+
 def headroom(rel, sla):
     return rel - (1 - sla) if not math.isnan(rel) and not math.isnan(sla) else math.nan
 
@@ -155,7 +241,7 @@ def main():
     apis = []
     for d in (before, after):
         api = {}
-        for n in ("gpus", "nodes", "jobs", "allocation", "grid_events", "decisions"):
+        for n in ("gpus", "nodes", "jobs", "allocation", "grid_events", "decisions", "history"):
             try:
                 with open(f"{d}/{n}.json") as f:
                     api[n] = json.load(f)
@@ -177,8 +263,7 @@ def main():
     now = time.time()
     if kind == "node":
         gpus = both("gpus", "gpus")
-        draw = tuple(sum(g["power_w"] for g in gs if g["up"] and g["power_w"] is not None)
-                     for gs in gpus)
+        draw = tuple(total(g["power_w"] for g in gs if g["up"]) for gs in gpus)
         al = lambda k: tuple(num(a["allocation"][k]) for a in apis)
         top = [("fig-budget", al("budget_w"), False), ("fig-limits", al("sum_limits_w"), False),
                ("fig-nominal", al("nominal_w"), False), ("fig-draw", draw, True)]
@@ -199,7 +284,7 @@ def main():
                       ("n_changed", lambda x: num(x["n_changed"]), False)]
     else:
         nodes = both("nodes", "nodes")
-        draw = tuple(sum(n["power_w"] for n in ns if n["power_w"] is not None) for ns in nodes)
+        draw = tuple(total(n["power_w"] for n in ns if n["up"]) for ns in nodes)
         al = lambda k: tuple(num(a["allocation"][k]) for a in apis)
         top = [("fig-budget", al("budget_now_w"), False), ("fig-limits", al("cap_sum_w"), False),
                ("fig-nominal", al("site_default_w"), False), ("fig-draw", draw, True)]
@@ -233,10 +318,13 @@ def main():
         top_id = max(int(i) for i in ids)
         then = [[x for x in a["decisions"]["decisions"] if x["id"] <= top_id][:8] for a in apis]
         check_rows(dom, "decisions", then, lambda x: str(x["id"]), dec_fields, "decision")
+    plotted = history(dom, apis)
+    silent = silent_nodes(dom, apis) if kind == "site" else 0
     for b in bad:
         print("check_status_page:", b, file=sys.stderr)
     print(f"{kind} page: {len(dom.figs)} figures shown, {checked} compared with the API, "
-          f"{len(shown_ev)} grid event(s), {len(ids)} decision(s), refreshed {loads} times; "
+          f"{len(shown_ev)} grid event(s), {len(ids)} decision(s), {plotted} plotted point(s) "
+          f"read back, {silent} silent node(s), refreshed {loads} times; "
           f"{len(bad)} mismatch(es)")
     return 1 if bad else 0
 

@@ -6,7 +6,8 @@
 # The caller sets $name, and N2_FAULTS: the fake NVML's fault rules for n2 (faults.c).  Sets
 # fail() and note() (a failure shows the end of every daemon's log), here (tests/), dir (a
 # scratch folder removed at exit, when every process in $pids is killed), N1, N2, CL
-# (http://127.0.0.1:PORT), TOKEN (a file).
+# (http://127.0.0.1:PORT), N2_PID (n2's daemon), TOKEN (a file), and start_node NAME [RULES
+# [OPTIONS...]] for another node daemon.
 fail() {
     echo "$name: FAIL: $*"
     for f in n1 n2 cluster; do [ -f "$dir/$f.log" ] && { echo "-- $f"; tail -n 15 "$dir/$f.log"; }; done
@@ -41,17 +42,22 @@ wait_file() { # $1 file, $2 what
         sleep 0.05
     done
 }
-start_node() { # $1 name, $2 fault rules
+start_node() { # $1 name, $2 fault rules, then more options of pfi serve
+    nm=$1
+    rules=${2:-}
+    shift
+    [ $# -gt 0 ] && shift
     # shellcheck disable=SC2086
-    PFI_FAKENVML_FAULTS="${2:-}" PFI_SIM_STATE="$dir/$1.state" PFI_JOURNAL="$dir/$1.journal" \
+    PFI_FAKENVML_FAULTS="$rules" PFI_SIM_STATE="$dir/$nm.state" PFI_JOURNAL="$dir/$nm.journal" \
         "$PFI_BIN" serve $HW \
-        --listen 127.0.0.1:0 --port-file "$dir/$1.port" --token-file "$TOKEN" \
-        --db "$dir/$1.db" --sample-interval 100ms >"$dir/$1.log" 2>&1 &
+        --listen 127.0.0.1:0 --port-file "$dir/$nm.port" --token-file "$TOKEN" \
+        --db "$dir/$nm.db" --sample-interval 100ms "$@" >"$dir/$nm.log" 2>&1 &
     pids="$pids $!"
-    wait_file "$dir/$1.port" "pfi serve ($1)"
+    wait_file "$dir/$nm.port" "pfi serve ($nm)"
 }
 start_node n1
 start_node n2 "${N2_FAULTS:-}"
+N2_PID=${pids##* }
 N1=http://$(cat "$dir/n1.port")
 N2=http://$(cat "$dir/n2.port")
 ctl1() { "$PFI_BIN" ctl --url "$N1" --token-file "$TOKEN" "$@"; }

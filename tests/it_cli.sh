@@ -78,6 +78,16 @@ want 2 sweep --seq-len -4 -- true
 want 2 sweep --tokens-per-step 0 -- true
 want 2 sweep --batch-size -1 -- true
 want 2 sweep --speed -1 -- true
+# 0 s would end every level, or the sweep, before the job printed a line: refused, not run.
+want 2 sweep --timeout 0 -- true
+want 2 sweep --max-dwell 0s -- true
+want 2 sweep --min-window 0ms -- true
+# --speed is simulated time's: named when out of range (not as the variable it is passed on
+# as), refused on a backend without simulated time rather than ignored.
+want 2 sweep --speed 1e9 -- true
+grep -q "^pfi sweep: --speed 1e+09 is not a speed-up" "$T/err" || fail "sweep --speed 1e9: $(cat "$T/err")"
+want 2 sweep --backend nvml --speed 5 -- true
+grep -q "speed goes with --backend sim" "$T/err" || fail "sweep --backend nvml --speed: $(cat "$T/err")"
 # --order-seed seeds the shuffle of --order random and nothing else (--seed elsewhere is the
 # seed of the simulator's draws): refused where it would do nothing, with what it is for; the
 # former spelling --seed still taken with --order random, saying it is deprecated.

@@ -274,14 +274,24 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
         (rc = parse_duration_opt(o->min_window, &c->steady.min_window_s, err)) != PFI_OK ||
         (rc = parse_duration_opt(o->timeout, &c->timeout_s, err)) != PFI_OK)
         return rc;
+    /* 0 s would end every level, or the sweep, before a line of the job could be read. */
+    const struct {
+        const char *name, *given;
+        double v;
+    } spans[] = {{"max-dwell", o->max_dwell, c->max_dwell_s},
+                 {"min-window", o->min_window, c->steady.min_window_s},
+                 {"timeout", o->timeout, c->timeout_s}};
+    for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++)
+        if (spans[i].given && !(spans[i].v > 0))
+            return pfi_err_set(err, PFI_ERANGE, "--%s %s must be longer than 0 s", spans[i].name,
+                               spans[i].given);
     const struct {
         const char *name;
         double v;
     } given[] = {{"rel-ci", o->rel_ci},
                  {"seq-len", o->seq_len},
                  {"tokens-per-step", o->tokens_per_step},
-                 {"batch-size", o->batch_size},
-                 {"speed", o->speed}};
+                 {"batch-size", o->batch_size}};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
         if (!isnan(given[i].v) && !(given[i].v > 0 && isfinite(given[i].v)))
             return pfi_err_set(err, PFI_ERANGE, "--%s %g must be a positive number",
@@ -533,7 +543,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         {"batch-size", PFI_OPT_DOUBLE, &o->batch_size, "N", "global batch size (samples/step)"},
         {"journal", PFI_OPT_STR, &o->journal, "FILE",
          "where original limits are journaled (default as pfi restore)"},
-        {"speed", PFI_OPT_DOUBLE, &o->speed, "X", "sim: speed-up of simulated time (fast mode)"},
+        {"speed", PFI_OPT_DOUBLE, &o->speed, "X",
+         "with --backend sim: speed-up of simulated time, up to 1e6 (fast mode)"},
         {"json", PFI_OPT_FLAG, &o->as_json, NULL, "a JSON summary on stdout at the end"},
         {"quiet", PFI_OPT_FLAG, &o->quiet, NULL, "no progress lines"},
         {0},
@@ -569,6 +580,18 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
     }
     if (o->attach && !o->log) {
         fprintf(stderr, "pfi sweep: --attach needs --log FILE (the running job's log)\n");
+        return PFI_EXIT_USAGE;
+    }
+    /* Said here, by its name, rather than taken silently (another backend has no simulated
+     * time) or refused later as the environment variable it is handed on as. */
+    if (!isnan(o->speed) && strcmp(pfi_cli_backend_name(&o->hw), "sim") != 0) {
+        fprintf(stderr, "pfi sweep: --speed goes with --backend sim (it speeds up simulated "
+                        "time; the backend is %s)\n", pfi_cli_backend_name(&o->hw));
+        return PFI_EXIT_USAGE;
+    }
+    if (!isnan(o->speed) && !(o->speed > 0 && o->speed <= PFI_SIM_SPEED_MAX)) {
+        fprintf(stderr, "pfi sweep: --speed %g is not a speed-up in (0, %g]\n", o->speed,
+                PFI_SIM_SPEED_MAX);
         return PFI_EXIT_USAGE;
     }
     return -1;

@@ -32,9 +32,9 @@ static int env_speed(double *speed, pfi_err *err)
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (errno || *end || !(x > 0 && x <= 1e6))
-        return pfi_err_set(err, PFI_EINVAL, "PFI_SIM_SPEED='%s' is not a speed-up in (0, 1e6]",
-                           v);
+    if (errno || *end || !(x > 0 && x <= PFI_SIM_SPEED_MAX))
+        return pfi_err_set(err, PFI_EINVAL, "PFI_SIM_SPEED='%s' is not a speed-up in (0, %g]",
+                           v, PFI_SIM_SPEED_MAX);
     *speed = x;
     return PFI_OK;
 }

@@ -14,6 +14,9 @@
 #include "hw/hw.h"
 #include "sim/sim.h"
 
+/* The largest speed-up of simulated time (PFI_SIM_SPEED, pfi sweep --speed, pfi sim init). */
+#define PFI_SIM_SPEED_MAX 1e6
+
 /* The node behind a sim backend, brought up to date with the shared state; NULL when b is not
  * a sim backend.  For its config (pfi_sim_node_config), which never changes once the node
  * exists, so any thread may read it without a lock.  What moves with time is read through the

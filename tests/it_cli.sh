@@ -82,6 +82,12 @@ want 2 sweep --speed -1 -- true
 want 2 sweep --timeout 0 -- true
 want 2 sweep --max-dwell 0s -- true
 want 2 sweep --min-window 0ms -- true
+# Empty paths and names: refused before the job runs (--db "" was SQLite's private temporary
+# file: the run was stored there and lost).
+for o in db journal name log; do
+  want 2 sweep "--$o" "" -- true
+  grep -q "^pfi sweep: --$o is empty" "$T/err" || fail "sweep --$o '': $(cat "$T/err")"
+done
 # --speed is simulated time's: named when out of range (not as the variable it is passed on
 # as), refused on a backend without simulated time rather than ignored.
 want 2 sweep --speed 1e9 -- true

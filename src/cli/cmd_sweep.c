@@ -223,6 +223,39 @@ static int build_parse_cfg(const sweep_opts *o, pfi_parse_cfg *pc, pfi_err *err)
     return PFI_OK;
 }
 
+/* --order and its seed. */
+static int build_order(const sweep_opts *o, pfi_sweep_cfg *c, pfi_err *err)
+{
+    if (!o->order || strcmp(o->order, "descending") == 0)
+        c->order = PFI_ORDER_DESCENDING;
+    else if (strcmp(o->order, "ascending") == 0)
+        c->order = PFI_ORDER_ASCENDING;
+    else if (strcmp(o->order, "random") == 0)
+        c->order = PFI_ORDER_RANDOM;
+    else
+        return pfi_err_set(err, PFI_EINVAL,
+                           "unknown --order '%s' (descending, ascending or random)", o->order);
+    /* --seed elsewhere seeds the simulator's draws (a fleet, a node's chips); here the one draw
+     * is the order of the levels, so the option says so and is refused where it would do
+     * nothing (a sweep on a simulated node taking it for the node's seed). */
+    if (o->order_seed) {
+        if (c->order != PFI_ORDER_RANDOM)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "--order-seed goes with --order random: it seeds the shuffle of "
+                               "the levels, nothing else (a simulated node's own seed is \"seed\" "
+                               "in its --sim config)");
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(o->order_seed, &end, 10);
+        if (!isdigit((unsigned char)o->order_seed[0]) || *end || errno || v > UINT_MAX)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "--order-seed expects a whole number from 0 to %u, got '%s'",
+                               UINT_MAX, o->order_seed);
+        c->seed = (unsigned)v;
+    }
+    return PFI_OK;
+}
+
 /* Everything in the options that can be wrong, checked before any GPU is touched. */
 static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_parse_cfg *pc,
                      pfi_err *err)
@@ -298,33 +331,8 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
                                given[i].name, given[i].v);
     if (!isnan(o->rel_ci))
         c->steady.rel_ci = o->rel_ci;
-    if (!o->order || strcmp(o->order, "descending") == 0)
-        c->order = PFI_ORDER_DESCENDING;
-    else if (strcmp(o->order, "ascending") == 0)
-        c->order = PFI_ORDER_ASCENDING;
-    else if (strcmp(o->order, "random") == 0)
-        c->order = PFI_ORDER_RANDOM;
-    else
-        return pfi_err_set(err, PFI_EINVAL,
-                           "unknown --order '%s' (descending, ascending or random)", o->order);
-    /* --seed elsewhere seeds the simulator's draws (a fleet, a node's chips); here the one draw
-     * is the order of the levels, so the option says so and is refused where it would do
-     * nothing (a sweep on a simulated node taking it for the node's seed). */
-    if (o->order_seed) {
-        if (c->order != PFI_ORDER_RANDOM)
-            return pfi_err_set(err, PFI_EINVAL,
-                               "--order-seed goes with --order random: it seeds the shuffle of "
-                               "the levels, nothing else (a simulated node's own seed is \"seed\" "
-                               "in its --sim config)");
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(o->order_seed, &end, 10);
-        if (!isdigit((unsigned char)o->order_seed[0]) || *end || errno || v > UINT_MAX)
-            return pfi_err_set(err, PFI_EINVAL,
-                               "--order-seed expects a whole number from 0 to %u, got '%s'",
-                               UINT_MAX, o->order_seed);
-        c->seed = (unsigned)v;
-    }
+    if ((rc = build_order(o, c, err)) != PFI_OK)
+        return rc;
     c->restart = o->restart;
     if (o->restart && o->attach)
         return pfi_err_set(err, PFI_EINVAL, "--restart cannot relaunch a job it attached to");
@@ -499,6 +507,34 @@ static int start_source(sweep_opts *o, char **pos, const pfi_parse_cfg *pc, char
                              err);
 }
 
+/* What can be refused from the options alone: -1 to go on, else the exit status. */
+static int check_given(const sweep_opts *o)
+{
+    /* Empty, each would be found out only once the job runs and the limits moved: no journal
+     * to write, a run without a name, and SQLite's --db "" a private file deleted on close. */
+    const struct {
+        const char *name, *v;
+    } texts[] = {{"db", o->db}, {"journal", o->journal}, {"name", o->name}, {"log", o->log}};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        if (texts[i].v && !texts[i].v[0]) {
+            fprintf(stderr, "pfi sweep: --%s is empty\n", texts[i].name);
+            return PFI_EXIT_USAGE;
+        }
+    /* Said here, by its name, rather than taken silently (another backend has no simulated
+     * time) or refused later as the environment variable it is handed on as. */
+    if (!isnan(o->speed) && strcmp(pfi_cli_backend_name(&o->hw), "sim") != 0) {
+        fprintf(stderr, "pfi sweep: --speed goes with --backend sim (it speeds up simulated "
+                        "time; the backend is %s)\n", pfi_cli_backend_name(&o->hw));
+        return PFI_EXIT_USAGE;
+    }
+    if (!isnan(o->speed) && !(o->speed > 0 && o->speed <= PFI_SIM_SPEED_MAX)) {
+        fprintf(stderr, "pfi sweep: --speed %g is not a speed-up in (0, %g]\n", o->speed,
+                PFI_SIM_SPEED_MAX);
+        return PFI_EXIT_USAGE;
+    }
+    return -1;
+}
+
 /* The options into *o and the COMMAND after them into pos[0..npos) (pos[npos] NULL): -1 to go
  * on, else the exit status. */
 static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *npos)
@@ -582,29 +618,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         fprintf(stderr, "pfi sweep: --attach needs --log FILE (the running job's log)\n");
         return PFI_EXIT_USAGE;
     }
-    /* Empty, each would be found out only once the job runs and the limits moved: no journal
-     * to write, a run without a name, and SQLite's --db "" a private file deleted on close. */
-    const struct {
-        const char *name, *v;
-    } texts[] = {{"db", o->db}, {"journal", o->journal}, {"name", o->name}, {"log", o->log}};
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
-        if (texts[i].v && !texts[i].v[0]) {
-            fprintf(stderr, "pfi sweep: --%s is empty\n", texts[i].name);
-            return PFI_EXIT_USAGE;
-        }
-    /* Said here, by its name, rather than taken silently (another backend has no simulated
-     * time) or refused later as the environment variable it is handed on as. */
-    if (!isnan(o->speed) && strcmp(pfi_cli_backend_name(&o->hw), "sim") != 0) {
-        fprintf(stderr, "pfi sweep: --speed goes with --backend sim (it speeds up simulated "
-                        "time; the backend is %s)\n", pfi_cli_backend_name(&o->hw));
-        return PFI_EXIT_USAGE;
-    }
-    if (!isnan(o->speed) && !(o->speed > 0 && o->speed <= PFI_SIM_SPEED_MAX)) {
-        fprintf(stderr, "pfi sweep: --speed %g is not a speed-up in (0, %g]\n", o->speed,
-                PFI_SIM_SPEED_MAX);
-        return PFI_EXIT_USAGE;
-    }
-    return -1;
+    return check_given(o);
 }
 
 int pfi_cmd_sweep(int argc, char **argv)

@@ -2,7 +2,8 @@
 /* test_http.c: the HTTP client's fan-out (util/http.h) against loopback stand-in node daemons,
  * plain HTTP on kept connections and through curl: every request answered once, its done
  * call on whichever thread ran it, a server that never answers holding only its own request
- * until the timeout (every other one done before it), a refused connection failing alone,
+ * until the timeout (every other one done before it) or its caller's stop (cancelled at once,
+ * or not sent), a refused connection failing alone,
  * kept connections reused from call to call; and answers of every shape read right. */
 #include <arpa/inet.h>
 #include <math.h>
@@ -236,6 +237,82 @@ static void test_silent_node_holds_only_itself(void **state)
     close(hole);
     pfi_http_free(h);
     fan_down(&f, NODES + 2);
+}
+
+/* A stop while a request waits on a server that never answers: the caller's flag gives it up
+ * (cancelled, its own error, no timeout), long before its timeout; requests without the flag
+ * are answered as ever; and a request whose flag is set before it starts is not sent. */
+typedef struct stopper {
+    volatile int stop;
+    pthread_t th;
+} stopper;
+
+static int done_so_far(void)
+{
+    pthread_mutex_lock(&order_mu);
+    int k = order_next;
+    pthread_mutex_unlock(&order_mu);
+    return k;
+}
+
+/* Sets the flag once every other request is done (60 s at most), so it is set while only the
+ * silent one is left. */
+static void *stopper_main(void *arg)
+{
+    stopper *st = arg;
+    for (int k = 0; k < 60000 && done_so_far() < NODES; k++)
+        usleep(1000);
+    st->stop = 1;
+    return NULL;
+}
+
+static void test_stop_cancels_waiting(void **state)
+{
+    (void)state;
+    fan f;
+    fan_up(&f, 1);
+    int hole_port, hole = black_hole(&hole_port);
+    pfi_http *h = client();
+    for (int i = 0; i < NODES; i++)
+        fan_caps(&f, i, 6, 321);
+    char hole_url[64];
+    snprintf(hole_url, sizeof hole_url, "http://127.0.0.1:%d/v1/caps", hole_port);
+    stopper st = {0};
+    seen hs = {0};
+    f.rq[NODES] = (pfi_http_req){.url = hole_url, .method = "PUT", .body = "{}",
+                                 .done = on_done, .ud = &hs, .affinity = 7, .cancel = &st.stop};
+    pthread_mutex_lock(&order_mu);
+    order_next = 0;
+    pthread_mutex_unlock(&order_mu);
+    assert_int_equal(pthread_create(&st.th, NULL, stopper_main, &st), 0);
+    /* A timeout of a minute: only the flag ends the silent request with its own error. */
+    pfi_http_many(h, f.rq, NODES + 1, NULL, 60.0, 256);
+    pthread_join(st.th, NULL);
+    assert_int_equal(hs.calls, 1);
+    assert_int_equal(hs.order, NODES);
+    assert_int_equal(f.rq[NODES].status, -1);
+    assert_int_equal(f.rq[NODES].cancelled, 1);
+    assert_string_equal(f.rq[NODES].err, "cancelled: stopping");
+    assert_null(f.rq[NODES].reply);
+    for (int i = 0; i < NODES; i++) {
+        assert_int_equal(f.rq[i].status, 200);
+        assert_int_equal(f.rq[i].cancelled, 0);
+    }
+    /* The flag already set: nothing sent, the request cancelled and done. */
+    seen ns = {0};
+    fan_caps(&f, 0, 7, 456);
+    f.rq[0].cancel = &st.stop;
+    f.rq[0].ud = &ns;
+    long long before = pfi_standin_requests(f.s);
+    pfi_http_many(h, &f.rq[0], 1, NULL, 60.0, 1);
+    assert_int_equal(pfi_standin_requests(f.s), before);
+    assert_int_equal(ns.calls, 1);
+    assert_int_equal(f.rq[0].status, -1);
+    assert_int_equal(f.rq[0].cancelled, 1);
+    assert_true(fabs(pfi_standin_cap(f.s, f.names[0], 0) - 321) < 1e-9);
+    close(hole);
+    pfi_http_free(h);
+    fan_down(&f, NODES + 1);
 }
 
 /* A client for one call (no kept client): one request, one thread, done called. */
@@ -695,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_id_path),
         cmocka_unit_test(test_every_request_once),
         cmocka_unit_test(test_silent_node_holds_only_itself),
+        cmocka_unit_test(test_stop_cancels_waiting),
         cmocka_unit_test(test_one_shot),
         cmocka_unit_test(test_answers_read),
         cmocka_unit_test(test_hostile_answers),
@@ -709,6 +787,7 @@ int main(void)
     const struct CMUnitTest through_curl[] = {
         cmocka_unit_test(test_every_request_once),
         cmocka_unit_test(test_silent_node_holds_only_itself),
+        cmocka_unit_test(test_stop_cancels_waiting),
     };
     return failed + cmocka_run_group_tests_name("through curl", through_curl, NULL, NULL);
 }

@@ -33,7 +33,11 @@ to its last page, leave event ID out: as a listing read in pages misses one when
 deleted between two pages),
 POST /_test/filter {"program": false} (GET /events ignores its programID filter and lists
 every program's events, as a VTN may: the filter is optional for it; true: honoured again),
-GET /_test/vens, GET /_test/stats.
+POST /_test/stall {"seconds": S, "count": K} (the next K resource requests are held S seconds
+of real time, their connection open and no answer, before they are handled: a stalled VTN;
+with "min_skip": M, only the next K GET /events with skip >= M: a listing's later page),
+GET /_test/vens, GET /_test/stats (token_requests, unauthorized, notified, requests: the
+resource requests so far, stalled: those held so far, stalled_now: those held now).
 
   vtn.py --port-file FILE --client-id ID --secret-file FILE --program NAME
 """
@@ -53,7 +57,8 @@ LOCK = threading.RLock()  # reply() reads the clock skew under it too
 STATE = {"tokens": set(), "events": [], "reports": [], "token_requests": 0,
          "unauthorized": 0, "next_id": 1, "skew": 0.0, "fail_status": 0, "fail_count": 0,
          "vens": [], "next_ven": 1, "subs": [], "notified": 0, "fail_min_skip": -1, "hide": {}, "hidden": set(),
-         "page_max": 50, "filter_program": True}
+         "page_max": 50, "filter_program": True, "requests": 0, "stall_s": 0.0, "stall_count": 0,
+         "stall_min_skip": -1, "stalled": 0, "stalled_now": 0}
 
 
 def clock_now():
@@ -128,6 +133,28 @@ class Vtn(BaseHTTPRequestHandler):
         self.reply(*problem(st, "Forced", "a test asked for %d" % st))
         return True
 
+    def stalling(self, u):
+        """Counts a resource request (not a test control) and holds it while a stall asks
+        (POST /_test/stall)."""
+        if u.path.startswith("/_test/"):
+            return
+        try:
+            skip = int(urllib.parse.parse_qs(u.query).get("skip", ["0"])[0])
+        except ValueError:
+            skip = 0
+        with LOCK:
+            STATE["requests"] += 1
+            m = STATE["stall_min_skip"]
+            if STATE["stall_count"] <= 0 or (m >= 0 and (u.path != "/events" or skip < m)):
+                return
+            STATE["stall_count"] -= 1
+            STATE["stalled"] += 1
+            STATE["stalled_now"] += 1
+            hold = STATE["stall_s"]
+        time.sleep(hold)
+        with LOCK:
+            STATE["stalled_now"] -= 1
+
     def reply(self, status, doc):
         body = json.dumps(doc).encode()
         self.send_response(status)
@@ -171,6 +198,7 @@ class Vtn(BaseHTTPRequestHandler):
 
     def do_GET(self):
         u = urllib.parse.urlparse(self.path)
+        self.stalling(u)
         q = {k: v[0] for k, v in urllib.parse.parse_qs(u.query).items()}
         if u.path == "/_test/reports":
             with LOCK:
@@ -189,7 +217,8 @@ class Vtn(BaseHTTPRequestHandler):
         if u.path == "/_test/stats":
             with LOCK:
                 return self.reply(200, {k: STATE[k] for k in
-                                        ("token_requests", "unauthorized", "notified")})
+                                        ("token_requests", "unauthorized", "notified",
+                                         "requests", "stalled", "stalled_now")})
         if u.path not in ("/programs", "/events"):
             return self.reply(*problem(404, "Not Found", u.path))
         try:
@@ -304,6 +333,7 @@ class Vtn(BaseHTTPRequestHandler):
 
     def do_POST(self):
         u = urllib.parse.urlparse(self.path)
+        self.stalling(u)
         if u.path == "/auth/token":
             return self.reply(*self.token())
         if u.path == "/_test/skew":
@@ -324,6 +354,12 @@ class Vtn(BaseHTTPRequestHandler):
         if u.path == "/_test/filter":
             with LOCK:
                 STATE["filter_program"] = bool(json.loads(self.body())["program"])
+            return self.reply(200, {})
+        if u.path == "/_test/stall":
+            d = json.loads(self.body())
+            with LOCK:
+                STATE["stall_s"], STATE["stall_count"] = float(d["seconds"]), int(d["count"])
+                STATE["stall_min_skip"] = int(d.get("min_skip", -1))
             return self.reply(200, {})
         if u.path == "/_test/page":
             with LOCK:

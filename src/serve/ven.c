@@ -137,14 +137,16 @@ static double widen_s(pfi_ven *v)
     return w;
 }
 
-/* One request to the VTN; returns the HTTP status (-1: no answer) and the body in *out. */
+/* One request to the VTN; returns the HTTP status (-1: no answer) and the body in *out.  A stop
+ * gives it up at once (a stalled VTN held a stopping daemon for the whole timeout), and that is
+ * no error of the VTN's: not counted, not logged. */
 static long http(pfi_ven *v, const char *method, const char *url, const char *body,
                  const char *ctype, int auth, vbuf *out)
 {
     pfi_http_req r = {.url = url, .method = method, .body = body, .content_type = ctype,
-                      .max_reply = 8u << 20};
+                      .max_reply = 8u << 20, .cancel = &v->stop};
     pfi_http_many(NULL, &r, 1, auth ? v->token : NULL, v->cfg.timeout_s, 1);
-    if (r.status < 0)
+    if (r.status < 0 && !r.cancelled)
         ven_error(v, "%s %s: %s", method, url, r.err);
     if (isfinite(r.date_s))
         note_clock(v, r.date_s);
@@ -184,11 +186,11 @@ static int get_token(pfi_ven *v)
     return ok;
 }
 
-/* A GET of the VTN's JSON, with the token (fetched again once after a 401). */
 /* A request to the VTN with the token (fetched again once after a 401) and its JSON answer
  * (NULL unless the status is 200 or 201 and the body JSON); *status (may be NULL) gets the
- * status, -1 when there was none.  Errors are counted unless the status is in quiet (a
- * 0-terminated list, may be NULL): the caller handles those. */
+ * status, -1 when there was none (or the client is stopping: nothing is sent then).  Errors
+ * are counted unless the status is in quiet (a 0-terminated list, may be NULL): the caller
+ * handles those. */
 static json_t *call_json(pfi_ven *v, const char *method, const char *path, const char *body,
                          const long *quiet, long *status)
 {
@@ -196,7 +198,7 @@ static json_t *call_json(pfi_ven *v, const char *method, const char *path, const
     pfi_http_url(v->cfg.vtn_url, path, url, sizeof url);
     long st = -1;
     json_t *d = NULL;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int attempt = 0; attempt < 2 && !v->stop; attempt++) {
         if ((!v->token[0] || pfi_clock_mono() > v->token_expiry) && !get_token(v))
             break;
         vbuf b = {0};
@@ -969,7 +971,7 @@ static void post_reports(pfi_ven *v, json_t *events)
             snprintf(ids[n++], sizeof ids[0], "%s", evs[i].id);
     }
     free(evs);
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n && !v->stop; k++) {
         int done = 0;
         for (int r = 0; r < v->n_reported; r++)
             done |= !strcmp(v->reported[r], ids[k]);
@@ -1055,7 +1057,8 @@ static json_t *all_events(pfi_ven *v, int *complete)
             if (evs)
                 ven_error(v, "GET %s: not an array of events", path);
             json_decref(evs);
-            if (page == 0) {
+            /* A stop cut it short: nothing is taken from part of a listing, nothing said. */
+            if (page == 0 || v->stop) {
                 json_decref(all);
                 all = NULL;
             } else {
@@ -1181,6 +1184,8 @@ static void poll_once(pfi_ven *v)
     v->n_polls++;
     pthread_mutex_unlock(&v->mu);
     register_ven(v);
+    if (v->stop)
+        return;
     if (!v->program_id[0]) {
         char *q = pfi_http_escape(v->cfg.program);
         char path[512];
@@ -1203,14 +1208,20 @@ static void poll_once(pfi_ven *v)
             return;
     }
     subscribe(v);
+    if (v->stop)
+        return;
     int complete;
     json_t *evs = all_events(v, &complete);
-    if (evs)
+    /* A stop between the listing and what it changes: the host is on its way to restore its
+     * limits, and a change now would be applied only to be undone. */
+    if (evs && !v->stop)
         evs = own_program(v, evs);
-    if (evs)
+    if (evs && !v->stop)
         take_events(v, evs, complete);
-    post_reports(v, evs);
-    let_go_finished(v);
+    if (!v->stop)
+        post_reports(v, evs);
+    if (!v->stop)
+        let_go_finished(v);
     json_decref(evs);
 }
 

@@ -204,6 +204,19 @@ typedef struct run {
     pthread_t th;
 } run;
 
+/* A transfer under way that its caller gave up: taken out of curl (which closes its
+ * connection: it is in an unknown state) before its time is up. */
+static void drop(slice *sl, xfer *x)
+{
+    curl_multi_remove_handle(sl->m, x->h);
+    handle_put(sl, x->h);
+    x->h = NULL;
+    curl_slist_free_all(x->hdr);
+    x->hdr = NULL;
+    if (x->r->done)
+        x->r->done(x->r);
+}
+
 static void finish(slice *sl, CURLMsg *msg)
 {
     xfer *x = NULL;
@@ -240,16 +253,26 @@ static void *run_main(void *arg)
         sl->keep_conns = keep;
         curl_multi_setopt(sl->m, CURLMOPT_MAXCONNECTS, keep);
     }
-    int next = 0, active = 0;
+    int next = 0, active = 0, can_cancel = 0;
+    for (int i = 0; i < u->n; i++)
+        can_cancel |= u->xs[i].r->cancel != NULL;
     while (next < u->n || active > 0) {
         while (next < u->n && active < u->max_parallel) {
-            start_one(sl, &u->xs[next], u->hd, u->timeout_s);
+            if (!pfi_http_req_cancel_asked(u->xs[next].r))
+                start_one(sl, &u->xs[next], u->hd, u->timeout_s);
             if (u->xs[next].h)
                 active++;
             else if (u->xs[next].r->done)
                 u->xs[next].r->done(u->xs[next].r);
             next++;
         }
+        /* Checked at every turn of the loop, which waits 50 ms at most, so a transfer on which
+         * nothing moves is given up as soon as one that is busy. */
+        for (int i = 0; can_cancel && i < next; i++)
+            if (u->xs[i].h && pfi_http_req_cancel_asked(u->xs[i].r)) {
+                drop(sl, &u->xs[i]);
+                active--;
+            }
         int running = 0;
         curl_multi_perform(sl->m, &running);
         CURLMsg *msg;
@@ -301,6 +324,7 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
     for (int i = 0; i < n; i++) {
         reqs[i].status = -1;
         reqs[i].started = 0;
+        reqs[i].cancelled = 0;
         reqs[i].err[0] = '\0';
         reqs[i].date_s = NAN;
         free(reqs[i].reply);

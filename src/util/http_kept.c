@@ -484,7 +484,9 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
     }
     /* Requests start in order, each with the same timeout: their deadlines never decrease,
      * so the nearest is that of the first one still out (lo). */
-    int next = 0, active = 0, lo = 0;
+    int next = 0, active = 0, lo = 0, can_cancel = 0;
+    for (int i = 0; i < n; i++)
+        can_cancel |= reqs[i]->cancel != NULL;
     struct epoll_event evs[256];
     while (next < n || active > 0) {
         while (next < n && active < max_parallel) {
@@ -494,7 +496,9 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
             j->fd = -1;
             j->max = j->r->max_reply ? j->r->max_reply : (4u << 20);
             j->deadline = pfi_clock_mono() + timeout_s;
-            if (parse_target(j->r->url, j->r->unix_sock, &j->t) != 0 ||
+            if (pfi_http_req_cancel_asked(j->r)) {
+                /* not started: nothing to close */
+            } else if (parse_target(j->r->url, j->r->unix_sock, &j->t) != 0 ||
                 build_request(j, auth) != 0) {
                 fail(j, "cannot send this request");
             } else {
@@ -528,6 +532,12 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
                 job_finish(j, k, keep);
             }
         }
+        /* Given up by their caller (every turn waits 50 ms at most, so promptly). */
+        for (int i = lo; can_cancel && i < next; i++)
+            if (js[i].fd >= 0 && pfi_http_req_cancel_asked(js[i].r)) {
+                active--;
+                job_finish(&js[i], k, 0);
+            }
         /* Past their deadline: given up. */
         now = pfi_clock_mono();
         for (int i = lo; i < next && now >= js[i].deadline; i++) {

@@ -5,6 +5,8 @@
 #define PFI_UTIL_HTTP_REQ_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* One request. */
 typedef struct pfi_http_req {
@@ -27,6 +29,27 @@ typedef struct pfi_http_req {
     unsigned affinity; /* through curl, requests with the same value other than 0 (one
                         * server's, say) run on the same thread and its kept connections;
                         * 0: grouped by host */
+    /* The caller's stop flag (NULL: none), read while the request waits: once it is non-zero
+     * the request is given up within a poll slice (50 ms), or not started, instead of waiting
+     * out timeout_s on a server that does not answer: a daemon asked to stop must not wait on
+     * it.  Such a request ends with status -1, cancelled 1, no reply and the err "cancelled:
+     * stopping": the caller's own doing, no failure of the server. */
+    const volatile int *cancel;
+    int cancelled; /* out: 1 when given up because *cancel was set */
 } pfi_http_req;
+
+/* For the two paths that run requests (http.c, http_kept.c): whether r's caller is stopping;
+ * if so, r is ended as cancelled (above). */
+static inline int pfi_http_req_cancel_asked(pfi_http_req *r)
+{
+    if (!r->cancel || !*r->cancel)
+        return 0;
+    r->status = -1;
+    r->cancelled = 1;
+    free(r->reply);
+    r->reply = NULL;
+    snprintf(r->err, sizeof r->err, "cancelled: stopping");
+    return 1;
+}
 
 #endif

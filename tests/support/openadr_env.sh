@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the OpenADR tests (it_openadr.sh, it_openadr_serve.sh, it_openadr_ends.sh): the tools they need, a
+# Sourced by the OpenADR tests (it_openadr*.sh): the tools they need, a
 # scratch folder removed at exit with every process in $pids, pfi's clock scaled SCALE times
 # (util/clock.h; every process of the test shares it: daemons, fake NVML, sampler, test VTN),
 # the backend, the token and the VTN client's secret, and the helpers below.

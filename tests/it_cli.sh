@@ -133,6 +133,22 @@ want 0 index --fleet small --boot 50 --boot-seed 3 --json
 want 2 index --fleet small --seed 2 --fleet-seed 3
 want 2 index --db "$T/fleet.db" --seed 2
 grep -q "boot-seed" "$T/err" || fail "pfi index --seed without --fleet: $(cat "$T/err")"
+# --seed is a fleet's seed wherever a fleet is drawn: refused when negative (it was cast to
+# 2^64-1, and pfi sim fleet printed "seed": -1) and where the runs come from a store instead
+# (it changed nothing, in silence).
+for c in "sim fleet --fleet small" "evaluate --fleet small" "index --fleet small" \
+         "model eval --fleet small" "model train --fleet small" "study --fleet small"; do
+  # shellcheck disable=SC2086
+  want 2 $c --seed -1
+  grep -q "seed must be a whole number >= 0, got -1" "$T/err" || fail "$c --seed -1: $(cat "$T/err")"
+done
+for c in evaluate "model eval" "model train" study; do
+  # shellcheck disable=SC2086
+  want 2 $c --db "$T/none.db" --seed 3
+  grep -q "seed is the seed of a simulated fleet" "$T/err" || fail "$c --db --seed: $(cat "$T/err")"
+done
+want 0 sim fleet --fleet small --seed 3 --json
+grep -q '"seed": 3,' "$T/out" || fail "sim fleet --seed 3: $(head -c 200 "$T/out")"
 
 # A usage error names the command as typed: every subcommand of a family (pfi model train, not
 # "pfi train"; pfi bench allocate, not "pfi allocate"), and a former name the command of today.

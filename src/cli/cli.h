@@ -63,6 +63,13 @@ typedef struct pfi_cli_family_spec {
     int n;
 } pfi_cli_family_spec;
 int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv);
+/* --seed wherever a command draws a simulated fleet (pfi sim fleet, evaluate, index, model, study):
+ * the fleet's seed, one meaning everywhere.  seed: as parsed, INT_MIN when not given; fleet: 1
+ * when this run draws the fleet (not when its runs come from --db or --public).  Refused (exit
+ * 2, saying why, with hint if not NULL) when negative or when there is no fleet to seed; else
+ * -1, *out the seed (default 1). */
+int pfi_cli_fleet_seed(const char *cmd, int seed, int fleet, const char *hint,
+                       unsigned long long *out);
 /* The commands made of subcommands, each in its cmd_<name>.c; pfi_cli_family_of finds one by
  * name (NULL: a command of its own), so that pfi help knows which second word it can show. */
 extern const pfi_cli_family_spec pfi_cli_family_bench, pfi_cli_family_model, pfi_cli_family_runs,

@@ -8,6 +8,7 @@
  *                the shape of the OTHER jobs' curves; two: a fitted power law).
  * This file parses the arguments and prints; the experiment lives in study/experiment.c. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -499,7 +500,7 @@ static const char examples[] =
 int pfi_cmd_evaluate(int argc, char **argv)
 {
     ev_args a = {.cuts_s = "0.1,0.2,0.3,0.4,0.5", .pol_s = "equal,pfi,oracle", .probes = 1,
-                 .seed = 1, .probe_k = -1, .tier = -1, .comm = -1, .cv_top = -1, .step = 1,
+                 .seed = INT_MIN, .probe_k = -1, .tier = -1, .comm = -1, .cv_top = -1, .step = 1,
                  .w_draw = -1, .cv_seeds = 5, .nest_per_cut = 1};
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &a.db, "FILE", "the store whose runs are the jobs (default $PFI_DB, else pfi.db)"},
@@ -554,9 +555,12 @@ int pfi_cmd_evaluate(int argc, char **argv)
     int ncuts = 0, policies[PFI_POLICY_COUNT], npol = 0;
     if ((rc = ev_options(&a, &eo, cuts, &ncuts, policies, &npol)) >= 0)
         return rc;
+    unsigned long long seed;
+    if ((rc = pfi_cli_fleet_seed(CMD, a.seed, a.fleet != NULL, NULL, &seed)) >= 0)
+        return rc;
     pfi_err err = {0};
     pfi_expt_pop p;
-    if ((rc = a.fleet ? pfi_expt_pop_fleet(a.fleet, (uint64_t)a.seed, a.sources, &p, &err)
+    if ((rc = a.fleet ? pfi_expt_pop_fleet(a.fleet, (uint64_t)seed, a.sources, &p, &err)
                       : pfi_expt_pop_load(a.db, a.public_data, a.sources, &p, &err))) {
         pfi_expt_pop_free(&p);
         return pfi_cli_fail(CMD, &err);

@@ -374,12 +374,11 @@ int pfi_cmd_index(int argc, char **argv)
     }
     if (fleet_seed != INT_MIN)
         seed = fleet_seed;
-    if (seed != INT_MIN && !fleet) {
-        fprintf(stderr, "pfi index: --seed is the seed of a --fleet (the bootstrap's is "
-                        "--boot-seed)\n");
-        return PFI_EXIT_USAGE;
-    }
-    rc = fleet ? pfi_runset_fleet(fleet, seed == INT_MIN ? 1 : seed, pos, npos, &rs, &err)
+    unsigned long long seed_of_fleet;
+    if ((rc = pfi_cli_fleet_seed("index", seed, fleet != NULL,
+                                 "the bootstrap's seed is --boot-seed", &seed_of_fleet)) >= 0)
+        return rc;
+    rc = fleet ? pfi_runset_fleet(fleet, (int)seed_of_fleet, pos, npos, &rs, &err)
                : pfi_runset_load(db, public_data, pos, npos, "pass --public", &rs, &err);
     if (rc != PFI_OK)
         return pfi_cli_fail("index", &err);

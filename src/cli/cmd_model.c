@@ -2,6 +2,7 @@
 /* pfi model: train the runtime predictor (core/predict.h), evaluate it (leave-one-job-out,
  * transfer between GPU types, feature importance), and evaluate one- and two-probe estimation
  * (core/probe.h) on the real public curves. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ static int model_train(int argc, char **argv)
 {
     const char *db = NULL, *fleet = "paper", *outp = "pfi-model.json", *kind = NULL;
     const char *save_db = NULL;
-    int seed = 1, as_json = 0;
+    int seed = INT_MIN, as_json = 0;
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &db, "FILE", "train on the runs of this store"},
         {"fleet", PFI_OPT_STR, &fleet, "paper|small",
@@ -50,7 +51,8 @@ static int model_train(int argc, char **argv)
         "pfi model train --out pfi-model.json               # on the simulated fleet\n"
         "pfi model train --db pfi.db --out model.json"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "model train");
-    if (rc >= 0)
+    unsigned long long fleet_seed;
+    if (rc >= 0 || (rc = pfi_cli_fleet_seed("model train", seed, !db, NULL, &fleet_seed)) >= 0)
         return rc;
     pfi_train_opts to = pfi_train_defaults();
     if (kind) {
@@ -70,7 +72,7 @@ static int model_train(int argc, char **argv)
     }
     pfi_progress pg;
     pfi_progress_init(&pg, "pfi model train", pfi_progress_auto(), stderr);
-    rc = pfi_trainset_load(db, fleet, seed, save_db, pfi_progress_cb, &pg, &rw, &err);
+    rc = pfi_trainset_load(db, fleet, (int)fleet_seed, save_db, pfi_progress_cb, &pg, &rw, &err);
     pfi_progress_end(&pg);
     if (rc != PFI_OK)
         return pfi_cli_fail("model train", &err);
@@ -140,7 +142,7 @@ static void print_importance(const pfi_predictor_eval *ev, int n)
 static int model_eval(int argc, char **argv)
 {
     const char *db = NULL, *fleet = "paper";
-    int seed = 1, as_json = 0, compare = 0;
+    int seed = INT_MIN, as_json = 0, compare = 0;
     const pfi_opt opts[] = {
         {"db", PFI_OPT_STR, &db, "FILE", "evaluate on the runs of this store"},
         {"fleet", PFI_OPT_STR, &fleet, "paper|small",
@@ -162,13 +164,14 @@ static int model_eval(int argc, char **argv)
         "pfi model eval --fleet small\n"
         "pfi model eval --db pfi.db --json"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "model eval");
-    if (rc >= 0)
+    unsigned long long fleet_seed;
+    if (rc >= 0 || (rc = pfi_cli_fleet_seed("model eval", seed, !db, NULL, &fleet_seed)) >= 0)
         return rc;
     pfi_err err = {0};
     pfi_trainset rw;
     pfi_progress pg;
     pfi_progress_init(&pg, "pfi model eval", pfi_progress_auto(), stderr);
-    rc = pfi_trainset_load(db, fleet, seed, NULL, pfi_progress_cb, &pg, &rw, &err);
+    rc = pfi_trainset_load(db, fleet, (int)fleet_seed, NULL, pfi_progress_cb, &pg, &rw, &err);
     pfi_predictor_eval ev;
     if (rc == PFI_OK)
         rc = pfi_predictor_evaluate(&rw, compare, pfi_progress_cb, &pg, &ev, &err);

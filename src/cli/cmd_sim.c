@@ -2,6 +2,7 @@
 /* pfi sim: drive the embedded simulator: run a node in virtual time, list presets and the
  * fleet, print a config or a job's true power curve, create and steer a shared state, and
  * validate the physics against measured sweeps. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,10 +122,10 @@ static int sim_config(int argc, char **argv)
 static int sim_fleet(int argc, char **argv)
 {
     const char *which = "paper";
-    int seed = 1, as_json = 0;
+    int seed = INT_MIN, as_json = 0;
     const pfi_opt opts[] = {
         {"fleet", PFI_OPT_STR, &which, "paper|small", "which fleet (default paper)"},
-        {"seed", PFI_OPT_INT, &seed, "N", "generator seed (default 1)"},
+        {"seed", PFI_OPT_INT, &seed, "N", "fleet seed (default 1)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document"},
         {0},
     };
@@ -134,12 +135,13 @@ static int sim_fleet(int argc, char **argv)
         "pfi sim fleet --fleet small --json"};
     char **pos;
     int npos, rc = sub_args(&spec, argc, argv, &pos, &npos);
-    if (rc >= 0)
+    unsigned long long fleet_seed;
+    if (rc >= 0 || (rc = pfi_cli_fleet_seed("sim fleet", seed, 1, NULL, &fleet_seed)) >= 0)
         return rc;
     pfi_err e = {0};
     pfi_fleet_entry *f;
     int n;
-    if (pfi_sim_fleet(which, (uint64_t)seed, &f, &n, &e) != PFI_OK)
+    if (pfi_sim_fleet(which, (uint64_t)fleet_seed, &f, &n, &e) != PFI_OK)
         return fail(argv[0], &e);
     json_t *arr = json_array();
     for (int i = 0; i < n; i++) {
@@ -162,7 +164,8 @@ static int sim_fleet(int argc, char **argv)
     }
     free(f);
     if (as_json)
-        return pfi_cli_print_json(json_pack("{s:s, s:i, s:o}", "fleet", which, "seed", seed,
+        return pfi_cli_print_json(json_pack("{s:s, s:I, s:o}", "fleet", which, "seed",
+                                            (json_int_t)fleet_seed,
                                             "runs", arr));
     json_decref(arr);
     return PFI_EXIT_OK;

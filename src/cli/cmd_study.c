@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pfi study: the paper end to end on the simulator or on a store (src/study/). */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,7 +51,7 @@ int pfi_cmd_study(int argc, char **argv)
     pfi_study_opts o;
     pfi_study_defaults(&o);
     const char *fleet = NULL, *cuts = NULL;
-    int as_json = 0, no_figures = 0, seed = 1;
+    int as_json = 0, no_figures = 0, seed = INT_MIN;
     const char *sla = NULL;
     const pfi_opt opts[] = {
         {"fleet", PFI_OPT_STR, &fleet, "paper|small|FILE",
@@ -88,11 +89,10 @@ int pfi_cmd_study(int argc, char **argv)
     }
     if (fleet)
         o.fleet = fleet;
-    if (seed < 0) {
-        fprintf(stderr, "pfi study: --seed must be >= 0\n");
-        return PFI_EXIT_USAGE;
-    }
-    o.seed = (uint64_t)seed;
+    unsigned long long fleet_seed;
+    if ((rc = pfi_cli_fleet_seed("study", seed, !o.from_db, NULL, &fleet_seed)) >= 0)
+        return rc;
+    o.seed = (uint64_t)fleet_seed;
     if (sla && pfi_parse_slowdown(sla, &o.sla, &err) != PFI_OK) {
         fprintf(stderr, "pfi study: --sla: %s\n", err.msg);
         return PFI_EXIT_USAGE;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* common.c: helpers every subcommand shares (see cli.h). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,25 @@ const pfi_cli_sub *pfi_cli_commands(int *n)
 {
     *n = (int)(sizeof commands / sizeof commands[0]);
     return commands;
+}
+
+int pfi_cli_fleet_seed(const char *cmd, int seed, int fleet, const char *hint,
+                       unsigned long long *out)
+{
+    *out = 1;
+    if (seed == INT_MIN)
+        return -1;
+    if (!fleet) {
+        fprintf(stderr, "pfi %s: --seed is the seed of a simulated fleet (--fleet); these runs "
+                        "are not drawn from one%s%s\n", cmd, hint ? "; " : "", hint ? hint : "");
+        return PFI_EXIT_USAGE;
+    }
+    if (seed < 0) {
+        fprintf(stderr, "pfi %s: --seed must be a whole number >= 0, got %d\n", cmd, seed);
+        return PFI_EXIT_USAGE;
+    }
+    *out = (unsigned long long)seed;
+    return -1;
 }
 
 const pfi_cli_family_spec *pfi_cli_family_of(const char *name)

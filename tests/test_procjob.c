@@ -2,8 +2,9 @@
 /* Tests of pfi_proc_job_of (serve/procjob.c) on a made-up /proc tree: Slurm from a cgroup v1
  * and v2 path or from SLURM_JOB_ID, a Kubernetes pod (cgroupfs and systemd drivers), the
  * process group otherwise, stdout as the log only when it is a regular file, else stderr; both
- * named when both are different files; which of two files shows throughput (its tail, what it
- * gained since a look) and which is followed (serve/logpick.c). */
+ * named when both are different files; the file a pipe's reader writes when its output is
+ * piped; which of two files shows throughput (its tail, what it gained since a look) and which
+ * is followed (serve/logpick.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,6 +150,120 @@ static void test_log(void **state)
     assert_string_equal(j.err_log, "");
 }
 
+/* fd N of pid pointing at target (a path, or "pipe:[N]" as Linux writes a pipe's), its fdinfo
+ * with the flags (octal, as Linux writes them) when flags is not NULL. */
+static void fd_to(long pid, int fd, const char *target, const char *flags)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%ld", root, pid);
+    mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/%ld/fd", root, pid);
+    mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/%ld/fd/%d", root, pid, fd);
+    assert_int_equal(symlink(target, p), 0);
+    if (!flags)
+        return;
+    snprintf(p, sizeof p, "%s/%ld/fdinfo", root, pid);
+    mkdir(p, 0700);
+    char info[128], name[32];
+    snprintf(info, sizeof info, "pos:\t0\nflags:\t%s\nmnt_id:\t25\nino:\t42\n", flags);
+    snprintf(name, sizeof name, "fdinfo/%d", fd);
+    put(pid, name, info, strlen(info));
+}
+
+/* A process reading a pipe on its fd 0 (comm as named), writing nothing yet. */
+static void reader(long pid, const char *comm, const char *pipe)
+{
+    put(pid, "comm", comm, strlen(comm));
+    fd_to(pid, 0, pipe, NULL);
+    fd_to(pid, 2, "/dev/pts/0", "02");
+}
+
+/* A job's output down a pipe ("train.py 2>&1 | tee train.log"): its log is the file the
+ * pipe's reader writes (its first output file), found through the pipe's inode; a file the
+ * reader only reads, a pipe nobody reads, or one three pipes away is no log. */
+static void test_pipe_log(void **state)
+{
+    pfi_proc_job j;
+    pfi_err e = {0};
+    char log[512], other[512], got[512], via[256];
+    snprintf(log, sizeof log, "%s/tee.log", root);
+    snprintf(other, sizeof other, "%s/tee2.log", root);
+    put(30, "../tee.log", "x\n", 2);
+    put(30, "../tee2.log", "x\n", 2);
+    /* stdout and stderr the one pipe; tee (pid 31) appends to two files: the first is the log. */
+    proc(30, "0::/\n", "", 0);
+    fd_to(30, 1, "pipe:[4711]", "01");
+    fd_to(30, 2, "pipe:[4711]", "01");
+    reader(31, "tee\n", "pipe:[4711]");
+    fd_to(31, 1, "/dev/pts/0", "02");
+    fd_to(31, 4, other, "0102001");
+    fd_to(31, 3, log, "02102001"); /* O_WRONLY|O_APPEND|O_LARGEFILE|O_CLOEXEC (tee -a) */
+    assert_int_equal(pfi_proc_job_of(root, 30, &j, &e), PFI_OK);
+    assert_string_equal(j.log, "");
+    assert_true(j.pipe_ino == 4711 && j.pipe_fd == 1);
+    assert_int_equal(pfi_proc_pipe_log(root, &j, got, sizeof got, via, sizeof via), 1);
+    assert_string_equal(got, log);
+    assert_string_equal(via, "its stdout is a pipe to tee (pid 31)");
+    /* The reader has a file open for reading only (a filter reading its patterns): no log. */
+    proc(32, "0::/\n", "", 0);
+    fd_to(32, 1, "pipe:[4712]", "01");
+    reader(33, "grep\n", "pipe:[4712]");
+    fd_to(33, 3, log, "0100000");
+    assert_int_equal(pfi_proc_job_of(root, 32, &j, &e), PFI_OK);
+    assert_int_equal(pfi_proc_pipe_log(root, &j, got, sizeof got, via, sizeof via), 0);
+    assert_string_equal(via, "");
+    /* No process reads the pipe. */
+    proc(34, "0::/\n", "", 0);
+    fd_to(34, 1, "pipe:[4713]", "01");
+    assert_int_equal(pfi_proc_job_of(root, 34, &j, &e), PFI_OK);
+    assert_int_equal(pfi_proc_pipe_log(root, &j, got, sizeof got, via, sizeof via), 0);
+    /* stdout no file and no pipe, stderr a pipe ("2>&1 >/dev/null | tee"): stderr's reader;
+     * O_RDWR counts as writing, its stdout (no file) does not. */
+    proc(35, "0::/\n", "", 0);
+    fd_to(35, 1, "/dev/null", "01");
+    fd_to(35, 2, "pipe:[4714]", "01");
+    reader(36, "tee\n", "pipe:[4714]");
+    fd_to(36, 1, "/dev/null", "01");
+    fd_to(36, 5, other, "0100002");
+    assert_int_equal(pfi_proc_job_of(root, 35, &j, &e), PFI_OK);
+    assert_true(j.pipe_ino == 4714 && j.pipe_fd == 2);
+    assert_int_equal(pfi_proc_pipe_log(root, &j, got, sizeof got, via, sizeof via), 1);
+    assert_string_equal(got, other);
+    assert_string_equal(via, "its stderr is a pipe to tee (pid 36)");
+    /* stdout a file: that is the log, no pipe looked at. */
+    proc(37, "0::/\n", "", 0);
+    fd_to(37, 1, log, "01");
+    fd_to(37, 2, "pipe:[4711]", "01");
+    assert_int_equal(pfi_proc_job_of(root, 37, &j, &e), PFI_OK);
+    assert_string_equal(j.log, log);
+    assert_true(j.pipe_ino == 0);
+    /* "| grep step | tee train.log": one more pipe, to the file (tee's stdout this time). */
+    proc(38, "0::/\n", "", 0);
+    fd_to(38, 1, "pipe:[4715]", "01");
+    reader(39, "grep\n", "pipe:[4715]");
+    fd_to(39, 1, "pipe:[4716]", "01");
+    reader(40, "tee\n", "pipe:[4716]");
+    fd_to(40, 1, log, "01");
+    assert_int_equal(pfi_proc_job_of(root, 38, &j, &e), PFI_OK);
+    assert_int_equal(pfi_proc_pipe_log(root, &j, got, sizeof got, via, sizeof via), 1);
+    assert_string_equal(got, log);
+    assert_string_equal(via, "its stdout is a pipe to grep (pid 39), whose stdout is a pipe to tee "
+                             "(pid 40)");
+    /* Three pipes away: not followed. */
+    proc(41, "0::/\n", "", 0);
+    fd_to(41, 1, "pipe:[4717]", "01");
+    reader(42, "grep\n", "pipe:[4717]");
+    fd_to(42, 1, "pipe:[4718]", "01");
+    reader(43, "sed\n", "pipe:[4718]");
+    fd_to(43, 1, "pipe:[4719]", "01");
+    reader(44, "tee\n", "pipe:[4719]");
+    fd_to(44, 3, log, "01");
+    assert_int_equal(pfi_proc_job_of(root, 41, &j, &e), PFI_OK);
+    assert_int_equal(pfi_proc_pipe_log(root, &j, got, sizeof got, via, sizeof via), 0);
+    assert_string_equal(via, "");
+}
+
 static void write_file(const char *path, const char *data, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -274,6 +389,7 @@ static void test_logpick(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kinds), cmocka_unit_test(test_log),
+                                       cmocka_unit_test(test_pipe_log),
                                        cmocka_unit_test(test_log_shows_rate),
                                        cmocka_unit_test(test_log_rate_since),
                                        cmocka_unit_test(test_logpick)};

@@ -9,7 +9,8 @@
  * retired when its processes are gone, through the same removal as DELETE /v1/jobs/{id}, whose
  * decision re-plans the freed GPUs under the budget.  A job's log is its stdout or stderr file
  * (procjob.c); when both are regular files, the one that shows throughput now (pick_log,
- * logpick.c). */
+ * logpick.c); when neither is and its output goes down a pipe, the file the pipe's reader
+ * writes (tee's). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -169,6 +170,19 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
         pick_log(n, f, &r->pj);
     if (!f->log[0])
         snprintf(f->log, sizeof f->log, "%s", r->pj.log);
+    /* Its output piped ("train.py 2>&1 | tee train.log"): the file the pipe's reader writes.
+     * The look lists every process, so it is made once per job, not every round. */
+    if (!f->log[0] && !has_log && !f->pipe_asked && r->pj.pipe_ino) {
+        f->pipe_asked = 1;
+        char via[256];
+        if (pfi_proc_pipe_log(n->cfg->proc_root, &r->pj, f->log, sizeof f->log, via, sizeof via))
+            pfi_srv_event_add(n, "job_log", "job %s: %s, which writes %s: that file is followed",
+                              f->id, via, f->log);
+        else
+            pfi_srv_event_add(n, "job_log",
+                              "job %s: its %s is a pipe, and no process reading it writes a "
+                              "file: no log", f->id, r->pj.pipe_fd == 2 ? "stderr" : "stdout");
+    }
     if (!f->log[0] && !has_log && !f->slurm_asked && n->cfg->slurm_log && !strcmp(r->pj.kind, "slurm") &&
         !strncmp(r->pj.id, "slurm-", 6)) {
         f->slurm_asked = 1;

@@ -7,8 +7,11 @@
  *               "kubepods-burstable-pod1234_....slice", underscores as dashes)
  *   else        its process group, with its command line
  * The process's stdout is its log when it is a regular file (a batch job's output), else its
- * stderr when that is one; when both are (different) regular files, both are named. */
+ * stderr when that is one; when both are (different) regular files, both are named.  When
+ * neither is and its stdout (else stderr) is a pipe, the file the pipe's reader writes is
+ * (pfi_proc_pipe_log: "train.py 2>&1 | tee train.log", the common interactive launch). */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,6 +36,16 @@ static long read_proc(const char *root, long pid, const char *name, char *buf, s
     fclose(f);
     buf[n] = '\0';
     return (long)n;
+}
+
+/* "pipe:[N]", a pipe's fd link: N; 0 else. */
+static unsigned long long pipe_ino_of(const char *link)
+{
+    if (strncmp(link, "pipe:[", 6) != 0 || !isdigit((unsigned char)link[6]))
+        return 0;
+    char *end;
+    unsigned long long ino = strtoull(link + 6, &end, 10);
+    return end[0] == ']' && end[1] == '\0' ? ino : 0;
 }
 
 /* "job_" followed by digits, at the start of a path component. */
@@ -149,6 +162,7 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
      * are regular files and not the same one ("> out.log 2> err.log"), stderr is kept aside
      * (err_log): which of the two is followed is decided by the caller (discover.c, logpick.c). */
     struct stat sb1 = {0};
+    unsigned long long pipe_ino[3] = {0, 0, 0};
     for (int fd = 1; fd <= 2; fd++) {
         char link[PATH_MAX];
         snprintf(link, sizeof link, "%s/%ld/fd/%d", proc_root, pid, fd);
@@ -157,6 +171,7 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
         if (k <= 0)
             continue;
         buf[k] = '\0';
+        pipe_ino[fd] = pipe_ino_of(buf);
         if (buf[0] != '/' || stat(buf, &sb) != 0 || !S_ISREG(sb.st_mode))
             continue;
         if (!out->log[0]) {
@@ -166,8 +181,155 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
             snprintf(out->err_log, sizeof out->err_log, "%s", buf);
         }
     }
+    for (int fd = 1; fd <= 2 && !out->log[0] && !out->pipe_ino; fd++)
+        if (pipe_ino[fd]) {
+            out->pipe_ino = pipe_ino[fd];
+            out->pipe_fd = fd;
+        }
     free(buf);
     return PFI_OK;
+}
+
+/* Bounds of the look for a pipe's reader: processes listed, fds looked at in one, pipes
+ * followed from the job's own. */
+#define PIPE_MAX_PROCS 65536
+#define PIPE_MAX_FDS 1024
+#define PIPE_MAX_HOPS 2
+
+/* fd N of pid, when it is a regular file opened for writing (its fdinfo's flags: O_WRONLY or
+ * O_RDWR; a file tee or a logger only reads is no output): 1, its path in path. */
+static int writes_file(const char *root, long pid, long fd, char *path, size_t cap)
+{
+    char p[PATH_MAX], info[512];
+    snprintf(p, sizeof p, "%s/%ld/fd/%ld", root, pid, fd);
+    ssize_t k = readlink(p, path, cap - 1);
+    struct stat sb;
+    if (k <= 0)
+        return 0;
+    path[k] = '\0';
+    if (path[0] != '/' || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return 0;
+    snprintf(p, sizeof p, "fdinfo/%ld", fd);
+    if (read_proc(root, pid, p, info, sizeof info) <= 0)
+        return 0;
+    const char *f = strstr(info, "flags:");
+    if (!f || (f != info && f[-1] != '\n'))
+        return 0;
+    char *end;
+    unsigned long flags = strtoul(f + 6, &end, 8);
+    if (end == f + 6)
+        return 0;
+    return (flags & O_ACCMODE) == O_WRONLY || (flags & O_ACCMODE) == O_RDWR;
+}
+
+/* The file pid writes: its lowest fd from 3 on (tee's first output file), else its stdout. */
+static int written_file(const char *root, long pid, char *log, size_t cap)
+{
+    char p[PATH_MAX], path[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%ld/fd", root, pid);
+    DIR *d = opendir(p);
+    if (!d)
+        return 0;
+    long best = -1;
+    struct dirent *e;
+    for (int n = 0; n < PIPE_MAX_FDS && (e = readdir(d)); n++) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end || fd < 3 || (best >= 0 && fd >= best))
+            continue;
+        if (writes_file(root, pid, fd, path, sizeof path)) {
+            best = fd;
+            snprintf(log, cap, "%s", path);
+        }
+    }
+    closedir(d);
+    if (best < 0 && writes_file(root, pid, 1, path, sizeof path)) {
+        best = 1;
+        snprintf(log, cap, "%s", path);
+    }
+    return best >= 0;
+}
+
+/* The command name of pid (comm, else the one in stat). */
+static void comm_of(const char *root, long pid, char *out, size_t cap)
+{
+    char b[1024];
+    if (read_proc(root, pid, "comm", b, sizeof b) > 0) {
+        b[strcspn(b, "\n")] = '\0';
+    } else if (read_proc(root, pid, "stat", b, sizeof b) > 0 && strchr(b, '(') &&
+               strrchr(b, ')') > strchr(b, '(')) {
+        *strrchr(b, ')') = '\0';
+        memmove(b, strchr(b, '(') + 1, strlen(strchr(b, '(') + 1) + 1);
+    } else {
+        b[0] = '\0';
+    }
+    snprintf(out, cap, "%s", b[0] ? b : "a process");
+}
+
+/* One pipe: the processes reading ino (fd 0) other than self; the first writing a file names
+ * it, else one whose stdout is a pipe is followed, hops permitting.  whose: "its stdout" for
+ * the job's own pipe, "whose stdout" further on; via grows by a clause per pipe. */
+static int reader_log(const char *root, unsigned long long ino, long self, const char *whose,
+                      int hops, char *log, size_t log_cap, char *via, size_t via_cap)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    long next_pid = -1;
+    unsigned long long next_ino = 0;
+    int found = 0;
+    struct dirent *e;
+    char p[PATH_MAX], link[64];
+    for (int n = 0; !found && n < PIPE_MAX_PROCS && (e = readdir(d)); n++) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end || pid <= 0 || pid == self)
+            continue;
+        snprintf(p, sizeof p, "%s/%ld/fd/0", root, pid);
+        ssize_t k = readlink(p, link, sizeof link - 1);
+        if (k <= 0)
+            continue;
+        link[k] = '\0';
+        if (pipe_ino_of(link) != ino)
+            continue;
+        if (written_file(root, pid, log, log_cap)) {
+            found = 1;
+            next_pid = pid;
+        } else if (!next_ino && hops > 1) {
+            snprintf(p, sizeof p, "%s/%ld/fd/1", root, pid);
+            k = readlink(p, link, sizeof link - 1);
+            link[k > 0 ? k : 0] = '\0';
+            if ((next_ino = pipe_ino_of(link)) != 0)
+                next_pid = pid;
+        }
+    }
+    closedir(d);
+    if (next_pid < 0)
+        return 0;
+    char comm[64];
+    comm_of(root, next_pid, comm, sizeof comm);
+    size_t at = strlen(via);
+    snprintf(via + at, via_cap - at, "%s%s is a pipe to %s (pid %ld)", at ? ", " : "", whose,
+             comm, next_pid);
+    if (found)
+        return 1;
+    if (reader_log(root, next_ino, next_pid, "whose stdout", hops - 1, log, log_cap, via, via_cap))
+        return 1;
+    via[at] = '\0';
+    return 0;
+}
+
+int pfi_proc_pipe_log(const char *proc_root, const pfi_proc_job *pj, char *log, size_t log_cap,
+                      char *via, size_t via_cap)
+{
+    if (!proc_root || !*proc_root)
+        proc_root = "/proc";
+    via[0] = '\0';
+    if (!pj->pipe_ino)
+        return 0;
+    return reader_log(proc_root, pj->pipe_ino, pj->pid,
+                      pj->pipe_fd == 2 ? "its stderr" : "its stdout", PIPE_MAX_HOPS, log,
+                      log_cap, via, via_cap);
 }
 
 static void count_line(void *ctx, const char *line)

@@ -130,10 +130,22 @@ typedef struct pfi_proc_job {
                                    * when that is one; "" else */
     char err_log[PFI_SERVE_PATH_MAX]; /* its stderr when stdout and stderr are two different
                                        * regular files (log is then stdout); "" else */
+    /* No log and its stdout (else its stderr) a pipe ("train.py 2>&1 | tee train.log"): that
+     * pipe's inode and the fd (1 or 2); 0 and 0 else.  pfi_proc_pipe_log follows it. */
+    unsigned long long pipe_ino;
+    int pipe_fd;
 } pfi_proc_job;
 /* Reads proc_root/PID/{cgroup,environ,stat,cmdline,fd/1,fd/2} (proc_root NULL or "": /proc).
  * PFI_ENOENT when the process is gone. */
 int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err);
+/* A job whose stdout (else stderr) is a pipe (pj->pipe_ino): the file a process reading that
+ * pipe (its fd 0) has open for writing, as tee's output files: its first one (lowest fd from 3
+ * on, else its stdout); a reader writing none whose own stdout is a pipe is followed one pipe
+ * further ("| tee a.log | grep", "| grep step | tee a.log"), no more.  Scans proc_root's
+ * processes once per pipe followed: for discovery to do once per job.  1 found: log set, via
+ * the way to it ("its stdout is a pipe to tee (pid 812)"); 0 not. */
+int pfi_proc_pipe_log(const char *proc_root, const pfi_proc_job *pj, char *log, size_t log_cap,
+                      char *via, size_t via_cap);
 /* 1 when a line of the last PFI_PROC_LOG_TAIL bytes of the regular file path reports
  * throughput in a format the log parsers detect (measure/parse.h); 0 else (unreadable too).
  * Which of a job's stdout and stderr files is its log (discover.c). */

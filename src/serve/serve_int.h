@@ -201,6 +201,7 @@ typedef struct srv_found {
     srv_logpick pick;
     long long pick_size[2], pick_from[2];
     int slurm_asked;      /* Slurm was asked for its output file (once a job) */
+    int pipe_asked;       /* its output pipe's reader was looked for (once a job) */
     int seen;             /* scratch of one discovery round */
 } srv_found;
 

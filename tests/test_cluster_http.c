@@ -171,12 +171,7 @@ static void test_one_address_cannot_starve(void **state)
     static int fd[N];
     assert_int_equal(pfi_test_slow_clients(x.port, "127.0.0.1", N, fd), N);
     /* Another address: answered, and its budget change made. */
-    int other = pfi_test_dial("127.0.0.9", x.port);
-    assert_true(other >= 0);
-    static const char H[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-    assert_int_equal(pfi_test_send(other, H, sizeof H - 1), 0);
-    assert_int_equal(pfi_test_status(other, 30), 200);
-    close(other);
+    assert_int_equal(pfi_test_request("127.0.0.9", x.port, HEALTH, 30), 200);
     double before = pfi_standin_cap_sum(x.s);
     pfi_standin_reset_peak(x.s);
     assert_int_equal(pfi_test_send_body(x.port, "127.0.0.9", TOKEN, "PUT", "/v1/budget",
@@ -209,11 +204,7 @@ static void test_idle_and_slow_closed(void **state)
     assert_int_equal(pfi_test_closed(slow, 20), 1);
     close(idle);
     close(slow);
-    int fd = pfi_test_dial(NULL, x.port);
-    static const char H[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-    assert_int_equal(pfi_test_send(fd, H, sizeof H - 1), 0);
-    assert_int_equal(pfi_test_status(fd, 30), 200);
-    close(fd);
+    assert_int_equal(pfi_test_request(NULL, x.port, HEALTH, 30), 200);
     site_down(&x);
 }
 
@@ -254,13 +245,12 @@ static void test_over_connection_limit_waits(void **state)
     site x;
     site_up_with(&x, 600, 16, 4);
     int fd[N], done[N] = {0};
-    static const char H[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
     for (int i = 0; i < N; i++) {
         char src[32];
         snprintf(src, sizeof src, "127.0.1.%d", 1 + i % 10);
         fd[i] = pfi_test_dial(src, x.port);
         assert_true(fd[i] >= 0);
-        assert_int_equal(pfi_test_send(fd[i], H, sizeof H - 1), 0);
+        assert_int_equal(pfi_test_send(fd[i], HEALTH, sizeof HEALTH - 1), 0);
     }
     int total = 0, rounds = 0;
     double until = pfi_test_now() + 60;
@@ -354,27 +344,16 @@ static void test_malformed_refused(void **state)
         "PUT /v1/budget HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n{\"cut\": 0.3}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        fd = pfi_test_dial(NULL, x.port);
-        assert_int_equal(pfi_test_send(fd, bad[i], strlen(bad[i])), 0);
-        st = pfi_test_status(fd, 30);
+        st = pfi_test_request(NULL, x.port, bad[i], 30);
         if (!(st >= 400 && st < 500))
             fprintf(stderr, "request %zu: status %d\n", i, st);
         assert_true(st >= 400 && st < 500);
-        close(fd);
     }
-    static const char NOT_HTTP[] = "HELLO\r\n\r\n";
-    fd = pfi_test_dial(NULL, x.port);
-    assert_int_equal(pfi_test_send(fd, NOT_HTTP, sizeof NOT_HTTP - 1), 0);
-    st = pfi_test_status(fd, 30);
+    st = pfi_test_request(NULL, x.port, "HELLO\r\n\r\n", 30);
     assert_true(st == 0 || (st >= 400 && st < 500));
-    close(fd);
     assert_false(x.c->budget.set);
     assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
-    fd = pfi_test_dial(NULL, x.port);
-    static const char H[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-    assert_int_equal(pfi_test_send(fd, H, sizeof H - 1), 0);
-    assert_int_equal(pfi_test_status(fd, 30), 200);
-    close(fd);
+    assert_int_equal(pfi_test_request(NULL, x.port, HEALTH, 30), 200);
     site_down(&x);
 }
 

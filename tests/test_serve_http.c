@@ -137,11 +137,7 @@ static void test_one_address_cannot_starve(void **state)
     node_up(&x, NULL);
     static int fd[N];
     assert_int_equal(pfi_test_slow_clients(x.port, "127.0.0.1", N, fd), N);
-    int other = pfi_test_dial("127.0.0.9", x.port);
-    assert_true(other >= 0);
-    assert_int_equal(pfi_test_send(other, HEALTH, sizeof HEALTH - 1), 0);
-    assert_true(pfi_test_status(other, 30) >= 200);
-    close(other);
+    assert_true(pfi_test_request("127.0.0.9", x.port, HEALTH, 30) >= 200);
     assert_int_equal(pfi_test_send_body(x.port, "127.0.0.9", TOKEN, "PUT", "/v1/budget",
                                         "{\"percent\": 70}"),
                      200);
@@ -174,10 +170,7 @@ static void test_idle_and_slow_closed(void **state)
     assert_int_equal(pfi_test_closed(slow, 20), 1);
     close(idle);
     close(slow);
-    int fd = pfi_test_dial(NULL, x.port);
-    assert_int_equal(pfi_test_send(fd, HEALTH, sizeof HEALTH - 1), 0);
-    assert_true(pfi_test_status(fd, 30) >= 200);
-    close(fd);
+    assert_true(pfi_test_request(NULL, x.port, HEALTH, 30) >= 200);
     node_down(&x);
 }
 

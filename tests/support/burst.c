@@ -144,6 +144,16 @@ int pfi_test_status(int fd, double max_s)
     }
 }
 
+int pfi_test_request(const char *src, int port, const char *text, double max_s)
+{
+    int fd = pfi_test_dial(src, port);
+    if (fd < 0)
+        return -3;
+    int st = pfi_test_send(fd, text, strlen(text)) == 0 ? pfi_test_status(fd, max_s) : -2;
+    close(fd);
+    return st;
+}
+
 int pfi_test_answers(const int *fds, int n, const char *head, double max_s)
 {
     size_t hl = strlen(head);

@@ -21,6 +21,11 @@ int pfi_test_wait_blocked(int n, double max_s);
  * read and dropped as far as it came).  The status code; 0 when the server closed without an
  * answer; -1 when nothing came in time. */
 int pfi_test_status(int fd, double max_s);
+/* One request on a connection of its own: dials 127.0.0.1:port from src (NULL: any), sends
+ * text whole, reads the answer's status as pfi_test_status (0: closed unanswered; -1: nothing
+ * within max_s seconds) and closes.  -2 when the connection broke while sending, -3 when it
+ * could not be made: never a status, so a test that wants one fails either way. */
+int pfi_test_request(const char *src, int port, const char *text, double max_s);
 /* Of fds[0..n), how many got an answer whose status line begins with head within max_s
  * seconds (all watched at once). */
 int pfi_test_answers(const int *fds, int n, const char *head, double max_s);

@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/alloc_keep.h"
 #include "core/pfi.h"
+#include "support/alloc_fleet.h"
 
 #define MAXJ 80
 #define MAXP 8
@@ -54,12 +55,8 @@ static void make_job(fleet *F, int j, int serial)
         if (i > 0)
             x += 30 + 80 * urand();
         F->caps[j][i] = x;
-        if (concave && i > 0) {
-            s *= urand();
-            t += s * (F->caps[j][i] - F->caps[j][i - 1]);
-        }
-        F->tput[j][i] = concave ? t : 20 + 80 * urand();
     }
+    alloc_curve_tput(F->tput[j], F->caps[j], np, concave, t, s, &rng);
     snprintf(F->ids[j], sizeof F->ids[j], "j%d", serial);
     J->id = F->ids[j];
     J->n_gpus = irand(1, 8);

@@ -17,6 +17,7 @@
 #include "core/alloc_keep.h"
 #include "core/alloc_synth.h"
 #include "core/pfi.h"
+#include "support/alloc_fleet.h"
 
 #define MAXJ 200
 #define MAXP 8
@@ -46,13 +47,7 @@ static void make_curve(inst *I, int j, int np, int concave)
     for (int i = 0; i < np; i++)
         I->caps[j][i] = i == 0 ? x0 : x0 + (x1 - x0) * (i + 0.2 + 0.6 * urand()) / np;
     double t = 100 + urand() * 50, slope = 0.5 + urand();
-    for (int i = 0; i < np; i++) {
-        if (concave && i > 0) {
-            slope *= urand();
-            t += slope * (I->caps[j][i] - I->caps[j][i - 1]);
-        }
-        I->tput[j][i] = concave ? t : 20 + urand() * 80;
-    }
+    alloc_curve_tput(I->tput[j], I->caps[j], np, concave, t, slope, &rng_state);
     J->cap_w = I->caps[j];
     J->tput = I->tput[j];
     J->n_points = np;

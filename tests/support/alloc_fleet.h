@@ -3,7 +3,8 @@
  * tests/test_alloc_rebuild.c, tests/test_alloc_caps.c, tests/test_alloc_vec.c) share: a fleet's
  * storage, fleets in runs of jobs sharing caps, awkward curve values, the vector levels to run,
  * the options of a solve, a bit for bit comparison of two answers and a budget between a
- * fleet's least and most.  Each test draws from its own seed (the state is passed), so a test's
+ * fleet's least and most; and the plain curve the warm re-solve tests (tests/test_alloc_warm.c,
+ * tests/test_alloc_reuse.c) draw their jobs on.  Each test draws from its own seed (the state is passed), so a test's
  * fleets do not depend on another's.  Header only (static inline): it calls cmocka, which the
  * benchmarks that link tests/support do not. */
 #ifndef PFI_TESTS_SUPPORT_ALLOC_FLEET_H
@@ -60,6 +61,21 @@ static inline double alloc_urand(unsigned long long *rng)
 static inline int alloc_irand(unsigned long long *rng, int lo, int hi) /* inclusive */
 {
     return lo + (int)(alloc_urand(rng) * (hi - lo + 1));
+}
+
+/* Throughputs y at caps x[0..np): concave (from t, each slope a random share of the one
+ * before, the first slope given) or, when not concave, each anywhere in 20 to 100.  Draws from
+ * *rng: np values when not concave, np - 1 shares when concave. */
+static inline void alloc_curve_tput(double *y, const double *x, int np, int concave, double t,
+                                    double slope, unsigned long long *rng)
+{
+    for (int i = 0; i < np; i++) {
+        if (concave && i > 0) {
+            slope *= alloc_urand(rng);
+            t += slope * (x[i] - x[i - 1]);
+        }
+        y[i] = concave ? t : 20 + 80 * alloc_urand(rng);
+    }
 }
 
 /* Values of one kind at the grid indices K (a curve's throughputs, or a lane's), drawn from

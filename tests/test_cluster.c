@@ -22,6 +22,7 @@
 #include "core/alloc_keep.h"
 #include "core/pfi.h"
 #include "report/status_page.h"
+#include "support/files.h"
 #include "support/standin.h"
 
 static void test_gres_idx(void **state)
@@ -168,15 +169,6 @@ static void test_topo_json_overlaps(void **state)
 
 /* ---- a Slurm that hangs ---- */
 
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    assert_true(fputs(text, f) >= 0);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(chmod(path, mode), 0);
-}
-
 typedef struct refresher {
     pfi_cl *c;
     int rc;
@@ -214,17 +206,17 @@ static void test_slurm_hangs(void **state)
     snprintf(dir, sizeof dir, "%s/slurm.XXXXXX", base ? base : "/tmp");
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/sinfo.json", dir);
-    write_file(path, SINFO, 0644);
+    pfi_test_put_mode(path, SINFO, 0644);
     snprintf(path, sizeof path, "%s/squeue.json", dir);
-    write_file(path, SQUEUE, 0644);
+    pfi_test_put_mode(path, SQUEUE, 0644);
     snprintf(text, sizeof text,
              "#!/bin/sh\n: > '%s/started'\nwhile [ ! -e '%s/go' ]; do sleep 0.02; done\n"
              "exec cat '%s/sinfo.json'\n", dir, dir, dir);
     snprintf(path, sizeof path, "%s/sinfo", dir);
-    write_file(path, text, 0755);
+    pfi_test_put_mode(path, text, 0755);
     snprintf(text, sizeof text, "#!/bin/sh\nexec cat '%s/squeue.json'\n", dir);
     snprintf(path, sizeof path, "%s/squeue", dir);
-    write_file(path, text, 0755);
+    pfi_test_put_mode(path, text, 0755);
     const char *old = getenv("PATH");
     char *saved = strdup(old ? old : "/usr/bin:/bin");
     char newpath[4096];
@@ -241,7 +233,7 @@ static void test_slurm_hangs(void **state)
     char go[500], started[500];
     snprintf(go, sizeof go, "%s/go", dir);
     snprintf(started, sizeof started, "%s/started", dir);
-    write_file(go, "", 0644);
+    pfi_test_put_mode(go, "", 0644);
     assert_int_equal(pfi_cl_topo_from_slurm(30, &t, &e), PFI_OK);
     assert_int_equal(t.n_nodes, 3);
     assert_int_equal(t.n_jobs, 1);
@@ -268,7 +260,7 @@ static void test_slurm_hangs(void **state)
     pfi_cl_budget b = {.set = 1, .watts = 5000, .ramp_s = 0};
     (void)pfi_cl_set_budget(c, &b, &e); /* no node known yet: whatever it answers, it answers */
     assert_int_equal(atomic_load(&r.done), 0);
-    write_file(go, "", 0644);
+    pfi_test_put_mode(go, "", 0644);
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_int_equal(r.rc, PFI_OK);
     pfi_cl_close(c);

@@ -22,6 +22,7 @@
 #include "store/import_common.h"
 #include "store/store.h"
 #include "util/units.h"
+#include "support/files.h"
 #include "support/skip.h"
 
 typedef struct fixture {
@@ -312,14 +313,6 @@ static void test_zeus_plo(void **state)
     free(r);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-}
-
 static void test_bad_input_leaves_store_unchanged(void **state)
 {
     fixture *f = *state;
@@ -348,9 +341,9 @@ static void test_bad_input_leaves_store_unchanged(void **state)
     snprintf(p, sizeof p, "%s/zeus-plo-testdata", root);
     assert_int_equal(mkdir(p, 0700), 0);
     snprintf(p, sizeof p, "%s/zeus-plo-testdata/A40+resnet18+gpu0.csv", root);
-    write_file(p, "start_time,window_name,elapsed_time,gpu0_energy\n"
-                  "1.0,__GlobalPowerLimitOptimizer_300,33.2,4000\n"
-                  "2.0,__GlobalPowerLimitOptimizer_275,not-a-time,3900\n");
+    pfi_test_put_text(p, "start_time,window_name,elapsed_time,gpu0_energy\n"
+                         "1.0,__GlobalPowerLimitOptimizer_300,33.2,4000\n"
+                         "2.0,__GlobalPowerLimitOptimizer_275,not-a-time,3900\n");
     assert_int_not_equal(pfi_import_all(f->st, root, NULL, NULL, &e), PFI_OK);
     assert_non_null(strstr(e.msg, "line 3"));
     assert_non_null(strstr(e.msg, "elapsed_time"));
@@ -371,10 +364,10 @@ static void test_bad_input_leaves_store_unchanged(void **state)
     mkdir(mk, 0700);
     mkdir(p, 0700);
     snprintf(mk, sizeof mk, "%s/zeus_global.csv", p);
-    write_file(mk, "model_name,partition_method,batch_size,dp,tp,pp,microbatch_size,"
-                   "num_microbatches,power_limit_0,power_limit_1,time,energy\n"
-                   "m,\"custom:0,1\",8,1,1,2,1,8,300,300,1.0,500\n"
-                   "m,\"custom:0,1\",8,1,1,2,1,8,275,250,1.1,480\n");
+    pfi_test_put_text(mk, "model_name,partition_method,batch_size,dp,tp,pp,microbatch_size,"
+                          "num_microbatches,power_limit_0,power_limit_1,time,energy\n"
+                          "m,\"custom:0,1\",8,1,1,2,1,8,300,300,1.0,500\n"
+                          "m,\"custom:0,1\",8,1,1,2,1,8,275,250,1.1,480\n");
     snprintf(p, sizeof p, "%s/px", f->dir);
     assert_int_equal(pfi_import_perseus(f->st, p, NULL, NULL, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "line 3"));
@@ -398,7 +391,7 @@ static void test_absurd_levels(void **state)
         snprintf(p, sizeof p, "%s/A40+resnet18+gpu0.csv", f->dir);
         snprintf(text, sizeof text, "start_time,window_name,elapsed_time,gpu0_energy\n"
                                     "0.0,__GlobalPowerLimitOptimizer_300,9.2,2053\n%s\n", plo[i][0]);
-        write_file(p, text);
+        pfi_test_put_text(p, text);
         pfi_import_set set = {0};
         pfi_err e = {0};
         int rc = pfi_import_zeus_plo_file(f->dir, "A40+resnet18+gpu0.csv", &set, &e);
@@ -418,7 +411,7 @@ static void test_absurd_levels(void **state)
                                     "time_per_epoch,average_power\n"
                                     "cifar100,shufflenetv2,1024,adadelta,100,27.1,106.9\n%s\n",
                  nsdi[i][0]);
-        write_file(p, text);
+        pfi_test_put_text(p, text);
         pfi_import_set set = {0};
         pfi_err e = {0};
         int rc = pfi_import_zeus_nsdi_file(p, "A40", "summary_power_a40.csv", &set, &e);
@@ -429,8 +422,8 @@ static void test_absurd_levels(void **state)
     /* the largest a GPU may be said to take, and a throughput of 1e15, are kept */
     char p[1200];
     snprintf(p, sizeof p, "%s/summary_power_a40.csv", f->dir);
-    write_file(p, "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
-                  "cifar100,shufflenetv2,1024,adadelta,100000,1e-15,100000\n");
+    pfi_test_put_text(p, "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
+                         "cifar100,shufflenetv2,1024,adadelta,100000,1e-15,100000\n");
     pfi_import_set set = {0};
     pfi_err e = {0};
     assert_int_equal(pfi_import_zeus_nsdi_file(p, "A40", "summary_power_a40.csv", &set, &e),

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "measure/logread.h"
+#include "support/files.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures/logs/"
@@ -239,9 +240,7 @@ static void test_bad_input(void **state)
 static void test_steady_window(void **state)
 {
     char path[] = "/tmp/pfi-logread-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
+    FILE *f = pfi_test_mkstemp(path);
     fprintf(f, "tokens per iteration will be: 1,000\n");
     for (int i = 0; i < 40; i++)
         fprintf(f, "iter %d: loss 3.0, time %.2fms, mfu 10.00%%\n", i,
@@ -267,20 +266,10 @@ static void test_steady_window(void **state)
 static void test_bar_then_megatron(void **state)
 {
     char path[] = "/tmp/pfi-logread-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    FILE *in = fopen(FIXTURES "hf-steps.log", "rb");
-    assert_non_null(in);
-    char line[4096];
-    assert_non_null(fgets(line, sizeof line, in)); /* " 98%|...| 2086/2120 [26:01<00:22,  1.49it/s]" */
-    fclose(in);
-    fputs(line, f);
-    in = fopen(FIXTURES "megatron.log", "rb");
-    assert_non_null(in);
-    while (fgets(line, sizeof line, in))
-        fputs(line, f);
-    fclose(in);
+    FILE *f = pfi_test_mkstemp(path);
+    /* " 98%|...| 2086/2120 [26:01<00:22,  1.49it/s]" */
+    assert_int_equal(pfi_test_copy_lines(f, FIXTURES "hf-steps.log", 1, NULL), 1);
+    pfi_test_copy_lines(f, FIXTURES "megatron.log", -1, NULL);
     fclose(f);
     pfi_logread_cfg c = {.parse = {.format = PFI_LOG_AUTO, .seq_len = 2048}};
     pfi_logread r;
@@ -302,9 +291,7 @@ static void test_bar_then_megatron(void **state)
 static void test_cut_last_line(void **state)
 {
     char path[] = "/tmp/pfi-logread-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
+    FILE *f = pfi_test_mkstemp(path);
     FILE *in = fopen(FIXTURES "torchtitan.log", "rb");
     assert_non_null(in);
     char line[4096];
@@ -327,9 +314,7 @@ static void test_cut_last_line(void **state)
     assert_int_equal(r.cut_last, 1);
     pfi_logread_free(&r);
     /* With its end the same line is read (its own number, 7334). */
-    f = fopen(path, "a");
-    fputs("34  tflops: 0.53  mfu: 0.17%\n", f);
-    fclose(f);
+    pfi_test_append(path, "34  tflops: 0.53  mfu: 0.17%\n");
     assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_OK);
     unlink(path);
     assert_int_equal(r.n, 2);
@@ -355,16 +340,8 @@ static void test_composer(void **state)
     pfi_logread_free(&r);
 
     char path[] = "/tmp/pfi-logread-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    FILE *in = fopen(FIXTURES "composer.log", "rb");
-    assert_non_null(in);
-    char line[4096];
-    while (fgets(line, sizeof line, in))
-        if (!strstr(line, "Train throughput/tokens_per_sec:"))
-            fputs(line, f);
-    fclose(in);
+    FILE *f = pfi_test_mkstemp(path);
+    pfi_test_copy_lines(f, FIXTURES "composer.log", -1, "Train throughput/tokens_per_sec:");
     fclose(f);
     pfi_err e = {0};
     assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_EINVAL);

@@ -14,18 +14,16 @@
 
 #include "store/csv.h"
 #include "store/perseus.h"
+#include "support/files.h"
 
 /* Writes text to a fresh file under $PFI_TEST_TMP (or /tmp); path receives its name. */
 static void write_file(const char *text, char *path, size_t n)
 {
     const char *tmp = getenv("PFI_TEST_TMP");
     snprintf(path, n, "%s/pfi-perseus-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    FILE *f = pfi_test_mkstemp(path);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
 }
 
 #define HEAD "model_name,partition_method,batch_size,dp,tp,pp,microbatch_size,num_microbatches,"

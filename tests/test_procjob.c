@@ -18,6 +18,7 @@
 
 #include "serve/serve.h"
 #include "serve/serve_int.h"
+#include "support/files.h"
 
 static char root[256];
 
@@ -27,10 +28,7 @@ static void put(long pid, const char *name, const char *data, size_t n)
     snprintf(p, sizeof p, "%s/%ld", root, pid);
     mkdir(p, 0700);
     snprintf(p, sizeof p, "%s/%ld/%s", root, pid, name);
-    FILE *f = fopen(p, "wb");
-    assert_non_null(f);
-    fwrite(data, 1, n, f);
-    fclose(f);
+    pfi_test_put(p, data, n);
 }
 
 static void proc(long pid, const char *cgroup, const char *env, size_t env_n)
@@ -264,14 +262,6 @@ static void test_pipe_log(void **state)
     assert_string_equal(via, "");
 }
 
-static void write_file(const char *path, const char *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    fclose(f);
-}
-
 #define TT "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.24405  " \
            "grad_norm:  0.8319  memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%"
 
@@ -284,19 +274,19 @@ static void test_log_shows_rate(void **state)
     snprintf(out, sizeof out, "%s/shows.out", root);
     snprintf(err, sizeof err, "%s/shows.err", root);
     const char *plain = "loading checkpoint from step 0\nbuilding model with 8B parameters\n";
-    write_file(out, plain, strlen(plain));
+    pfi_test_put(out, plain, strlen(plain));
     assert_int_equal(pfi_proc_log_shows_rate(out), 0);
-    write_file(err, TT "\n", strlen(TT) + 1);
+    pfi_test_put(err, TT "\n", strlen(TT) + 1);
     assert_int_equal(pfi_proc_log_shows_rate(err), 1);
     /* Empty, missing, a directory, a device: none. */
-    write_file(out, "", 0);
+    pfi_test_put(out, "", 0);
     assert_int_equal(pfi_proc_log_shows_rate(out), 0);
     snprintf(out, sizeof out, "%s/missing.log", root);
     assert_int_equal(pfi_proc_log_shows_rate(out), 0);
     assert_int_equal(pfi_proc_log_shows_rate(root), 0);
     assert_int_equal(pfi_proc_log_shows_rate("/dev/zero"), 0);
     /* The metric line still being written (no newline yet) is not read. */
-    write_file(err, TT, strlen(TT));
+    pfi_test_put(err, TT, strlen(TT));
     assert_int_equal(pfi_proc_log_shows_rate(err), 0);
     /* Metric lines followed by more than the tail of plain lines: not in the tail. */
     size_t n = 2 * PFI_PROC_LOG_TAIL, k = 0;
@@ -305,11 +295,11 @@ static void test_log_shows_rate(void **state)
     k += (size_t)sprintf(big, "%s\n", TT);
     while (k < n)
         k += (size_t)sprintf(big + k, "warning: something %zu\n", k);
-    write_file(err, big, k);
+    pfi_test_put(err, big, k);
     assert_int_equal(pfi_proc_log_shows_rate(err), 0);
     /* A metric line at the end of a long file is: the whole window is read. */
     k += (size_t)sprintf(big + k - 1, "\n%s\n", TT) - 1;
-    write_file(err, big, k);
+    pfi_test_put(err, big, k);
     assert_int_equal(pfi_proc_log_shows_rate(err), 1);
     /* The window starts inside a metric line: its cut tail is not read as one. */
     memset(big, 'x', n);
@@ -317,17 +307,9 @@ static void test_log_shows_rate(void **state)
     big[at - 1] = '\n';
     memcpy(big + at, TT, strlen(TT)); /* ...past the window's start; "tps: 7,282" inside it */
     big[at + strlen(TT)] = '\n';
-    write_file(err, big, n);
+    pfi_test_put(err, big, n);
     assert_int_equal(pfi_proc_log_shows_rate(err), 0);
     free(big);
-}
-
-static void append_file(const char *path, const char *data)
-{
-    FILE *f = fopen(path, "ab");
-    assert_non_null(f);
-    fputs(data, f);
-    fclose(f);
 }
 
 /* What a file gained since the last look: lines read once, a line still being written read
@@ -337,20 +319,20 @@ static void test_log_rate_since(void **state)
     char path[512];
     snprintf(path, sizeof path, "%s/since.log", root);
     const char *plain = "loading checkpoint from step 0\n";
-    write_file(path, plain, strlen(plain));
+    pfi_test_put(path, plain, strlen(plain));
     long long from = 0;
     assert_int_equal(pfi_proc_log_rate_since(path, &from), 0);
     assert_int_equal(from, (long long)strlen(plain));
-    append_file(path, TT "\n");
+    pfi_test_append(path, TT "\n");
     assert_int_equal(pfi_proc_log_rate_since(path, &from), 1);
-    append_file(path, "saving checkpoint\n");
+    pfi_test_append(path, "saving checkpoint\n");
     assert_int_equal(pfi_proc_log_rate_since(path, &from), 0); /* the metric line is behind */
     assert_int_equal(pfi_proc_log_rate_since(path, &from), 0); /* nothing new */
-    append_file(path, "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  ");
+    pfi_test_append(path, "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  ");
     assert_int_equal(pfi_proc_log_rate_since(path, &from), 0); /* still being written */
-    append_file(path, "loss:  3.24405  tps: 7,282  tflops: 0.52  mfu: 0.17%\n");
+    pfi_test_append(path, "loss:  3.24405  tps: 7,282  tflops: 0.52  mfu: 0.17%\n");
     assert_int_equal(pfi_proc_log_rate_since(path, &from), 1); /* read whole */
-    write_file(path, TT "\n", strlen(TT) + 1);               /* shorter: written anew */
+    pfi_test_put(path, TT "\n", strlen(TT) + 1);             /* shorter: written anew */
     assert_int_equal(pfi_proc_log_rate_since(path, &from), 1);
     assert_int_equal(from, (long long)strlen(TT) + 1);
 }

@@ -19,6 +19,7 @@
 #include "core/pfi.h"
 #include "hw/backend_impl.h"
 #include "serve/serve.h"
+#include "support/files.h"
 
 /* ---- a backend that records every instant ---- */
 
@@ -334,27 +335,18 @@ static void make_tmpdir(void)
     assert_non_null(mkdtemp(tmpdir));
 }
 
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    assert_int_equal(chmod(path, mode), 0);
-}
-
 static void test_token_file(void **state)
 {
     char path[600], tok[PFI_TOKEN_MAX + 1];
     pfi_err e = {0};
     snprintf(path, sizeof path, "%s/token", tmpdir);
-    write_file(path, "  s3cret-token-0123456789\n", 0644);
+    pfi_test_put_mode(path, "  s3cret-token-0123456789\n", 0644);
     assert_int_equal(pfi_token_load(path, tok, sizeof tok, &e), PFI_EPERM);
     assert_non_null(strstr(e.msg, "chmod 600"));
     chmod(path, 0600);
     assert_int_equal(pfi_token_load(path, tok, sizeof tok, &e), PFI_OK);
     assert_string_equal(tok, "s3cret-token-0123456789");
-    write_file(path, "short\n", 0600);
+    pfi_test_put_mode(path, "short\n", 0600);
     assert_int_equal(pfi_token_load(path, tok, sizeof tok, &e), PFI_EINVAL);
     snprintf(path, sizeof path, "%s/absent", tmpdir);
     assert_int_equal(pfi_token_load(path, tok, sizeof tok, &e), PFI_ENOENT);
@@ -382,7 +374,7 @@ static void test_token_file_kinds(void **state)
     pfi_err e = {0};
     snprintf(target, sizeof target, "%s/secret-target", tmpdir);
     snprintf(link_, sizeof link_, "%s/secret-link", tmpdir);
-    write_file(target, "linked-token-0123456789\n", 0600);
+    pfi_test_put_mode(target, "linked-token-0123456789\n", 0600);
     unlink(link_);
     assert_int_equal(symlink(target, link_), 0);
     assert_int_equal(pfi_token_load(link_, tok, sizeof tok, &e), PFI_OK);
@@ -464,18 +456,18 @@ static void test_config_file(void **state)
     pfi_serve_config c;
     pfi_err e = {0};
     snprintf(path, sizeof path, "%s/serve.conf", tmpdir);
-    write_file(path,
-               "# a comment\n"
-               "listen = unix:/run/pfi/serve.sock\n"
-               "token_file = \"/etc/pfi/token\"   # trailing comment\n"
-               "budget = 80%\n"
-               "sample_interval = 250ms\n"
-               "watchdog_timeout = 30s\n"
-               "safe_budget = min\n"
-               "default_sla = 10%\n"
-               "hysteresis = 8W\n"
-               "backend = nvml\n",
-               0600);
+    pfi_test_put_mode(path,
+                      "# a comment\n"
+                      "listen = unix:/run/pfi/serve.sock\n"
+                      "token_file = \"/etc/pfi/token\"   # trailing comment\n"
+                      "budget = 80%\n"
+                      "sample_interval = 250ms\n"
+                      "watchdog_timeout = 30s\n"
+                      "safe_budget = min\n"
+                      "default_sla = 10%\n"
+                      "hysteresis = 8W\n"
+                      "backend = nvml\n",
+                      0600);
     pfi_serve_config_defaults(&c);
     assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_OK);
     assert_string_equal(c.listen, "unix:/run/pfi/serve.sock");
@@ -488,14 +480,14 @@ static void test_config_file(void **state)
     assert_string_equal(c.backend, "nvml");
     assert_int_equal(pfi_serve_config_check(&c, &e), PFI_OK);
 
-    write_file(path, "listen = 127.0.0.1:1\nbudgett = 5\n", 0600);
+    pfi_test_put_mode(path, "listen = 127.0.0.1:1\nbudgett = 5\n", 0600);
     pfi_serve_config_defaults(&c);
     assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, ":2:"));
     assert_non_null(strstr(e.msg, "budgett"));
-    write_file(path, "budget = lots\n", 0600);
+    pfi_test_put_mode(path, "budget = lots\n", 0600);
     assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_EINVAL);
-    write_file(path, "just words\n", 0600);
+    pfi_test_put_mode(path, "just words\n", 0600);
     assert_int_equal(pfi_serve_config_load(&c, path, &e), PFI_EINVAL);
 
     /* default_sla reads a slowdown as every command does (util/units.h), with its own message;

@@ -45,6 +45,7 @@
 #include "hw/hw.h"
 #include "sim/sim.h"
 #include "util/clock.h"
+#include "support/files.h"
 
 #define SITE_MAX 16
 #define GROUPS_MAX 8
@@ -305,12 +306,23 @@ static void read_out(const char *out, long *samples, long *viol)
     fclose(f);
 }
 
-static void put(const char *path, const char *text)
+/* A simulated node of the default preset at path, open, every GPU's limit at watts; how many
+ * GPUs it has in *n. */
+static pfi_sim_state *node_at(const char *path, double watts, int *n)
 {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    pfi_node_config cfg;
+    pfi_err e = {0};
+    assert_int_equal(pfi_sim_preset(PFI_SIM_DEFAULT_PRESET, &cfg, &e), PFI_OK);
+    assert_int_equal(pfi_sim_state_create(path, &cfg, 1, 1, &e), PFI_OK);
+    pfi_sim_state *s;
+    assert_int_equal(pfi_sim_state_open(path, NULL, 1, &s, &e), PFI_OK);
+    pfi_sim_node *node;
+    assert_int_equal(pfi_sim_state_node(s, &node, NULL, &e), PFI_OK);
+    *n = pfi_sim_node_gpus(node);
+    assert_true(*n > 0);
+    for (int g = 0; g < *n; g++)
+        assert_int_equal(pfi_sim_state_set_limit(s, g, watts, &e), PFI_OK);
+    return s;
 }
 
 /* Runs the sampler in a child, over one state file or (site != NULL) a site of two, writing
@@ -337,7 +349,7 @@ static long run_child(const char *name, const char *state, char **site, const ch
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    put(stop, "");
+    pfi_test_put_text(stop, "");
     int st;
     waitpid(pid, &st, 0);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -360,31 +372,24 @@ static long run_site_sampler(char **states, const char *allowed, int want_violat
 static void test_allowed_schedule(void **state)
 {
     (void)state;
-    char path[] = "/tmp/pfi-sampler-allowed.XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
+    char path[] = "/tmp/pfi-sampler-allowed.XXXXXX", text[200];
+    fclose(pfi_test_mkstemp(path));
     double now = pfi_clock_wall();
-    fprintf(f, "schedule\n%.3f 500\n%.3f 300\n%.3f 400\n", now - 100, now - 10, now + 1000);
-    fclose(f);
+    snprintf(text, sizeof text, "schedule\n%.3f 500\n%.3f 300\n%.3f 400\n", now - 100, now - 10,
+             now + 1000);
+    pfi_test_put_text(path, text);
     assert_true(fabs(read_allowed_once(path, 7) - 300) < 1e-9);
-    f = fopen(path, "w");
-    fprintf(f, "schedule\n%.3f 500\n%.3f 300\n", now + 100, now + 200);
-    fclose(f);
+    snprintf(text, sizeof text, "schedule\n%.3f 500\n%.3f 300\n", now + 100, now + 200);
+    pfi_test_put_text(path, text);
     assert_true(fabs(read_allowed_once(path, 7) - 500) < 1e-9);
-    f = fopen(path, "w");
-    fprintf(f, "schedule\n");
-    fclose(f);
+    pfi_test_put_text(path, "schedule\n");
     assert_true(fabs(read_allowed_once(path, 7) - 7) < 1e-9);
-    f = fopen(path, "w");
-    fprintf(f, "250.5\n");
-    fclose(f);
+    pfi_test_put_text(path, "250.5\n");
     assert_true(fabs(read_allowed_once(path, 7) - 250.5) < 1e-9);
     /* Kept and read again: a step that begins later takes effect with no change to the file. */
-    f = fopen(path, "w");
     now = pfi_clock_wall();
-    fprintf(f, "schedule\n%.3f 500\n%.3f 300\n", now - 100, now + 0.2);
-    fclose(f);
+    snprintf(text, sizeof text, "schedule\n%.3f 500\n%.3f 300\n", now - 100, now + 0.2);
+    pfi_test_put_text(path, text);
     allowed_file a = {.path = path, .watts = 7};
     assert_true(fabs(read_allowed(&a) - 500) < 1e-9);
     struct timespec ts = {0, 300 * 1000 * 1000};
@@ -401,23 +406,14 @@ static void test_site_sampler_sees_over_budget(void **state)
     snprintf(st2, sizeof st2, "%s/site2.state", dir);
     snprintf(allowed, sizeof allowed, "%s/site.allowed", dir);
     char *states[2] = {st1, st2};
-    pfi_node_config cfg;
-    pfi_err e = {0};
-    assert_int_equal(pfi_sim_preset(PFI_SIM_DEFAULT_PRESET, &cfg, &e), PFI_OK);
     pfi_sim_state *s[2];
     int n = 0;
-    for (int k = 0; k < 2; k++) {
-        assert_int_equal(pfi_sim_state_create(states[k], &cfg, 1, 1, &e), PFI_OK);
-        assert_int_equal(pfi_sim_state_open(states[k], NULL, 1, &s[k], &e), PFI_OK);
-        pfi_sim_node *node;
-        assert_int_equal(pfi_sim_state_node(s[k], &node, NULL, &e), PFI_OK);
-        n = pfi_sim_node_gpus(node);
-        for (int g = 0; g < n; g++)
-            assert_int_equal(pfi_sim_state_set_limit(s[k], g, 300, &e), PFI_OK);
-    }
+    for (int k = 0; k < 2; k++)
+        s[k] = node_at(states[k], 300, &n);
+    pfi_err e = {0};
     char text[64];
     snprintf(text, sizeof text, "%d\n", 2 * 300 * n);
-    put(allowed, text);
+    pfi_test_put_text(allowed, text);
     assert_int_equal(run_site_sampler(states, allowed, 0), 0);
     /* The second node's GPU raised by 1 W: the site total is over. */
     assert_int_equal(pfi_sim_state_set_limit(s[1], 0, 301, &e), PFI_OK);
@@ -431,22 +427,13 @@ static void test_sampler_sees_over_budget(void **state)
     char st[600], allowed[600];
     snprintf(st, sizeof st, "%s/sim.state", dir);
     snprintf(allowed, sizeof allowed, "%s/allowed", dir);
-    pfi_node_config cfg;
+    int n;
+    pfi_sim_state *s = node_at(st, 400, &n);
     pfi_err e = {0};
-    assert_int_equal(pfi_sim_preset(PFI_SIM_DEFAULT_PRESET, &cfg, &e), PFI_OK);
-    assert_int_equal(pfi_sim_state_create(st, &cfg, 1, 1, &e), PFI_OK);
-    pfi_sim_state *s;
-    assert_int_equal(pfi_sim_state_open(st, NULL, 1, &s, &e), PFI_OK);
-    pfi_sim_node *node;
-    assert_int_equal(pfi_sim_state_node(s, &node, NULL, &e), PFI_OK);
-    int n = pfi_sim_node_gpus(node);
-    assert_true(n > 0);
-    for (int g = 0; g < n; g++)
-        assert_int_equal(pfi_sim_state_set_limit(s, g, 400, &e), PFI_OK);
     /* Under the allowed sum: never reported. */
     char text[64];
     snprintf(text, sizeof text, "%d\n", 400 * n);
-    put(allowed, text);
+    pfi_test_put_text(allowed, text);
     assert_int_equal(run_sampler(st, allowed, 0), 0);
     /* One GPU raised past it: reported. */
     assert_int_equal(pfi_sim_state_set_limit(s, 0, 450, &e), PFI_OK);
@@ -467,7 +454,7 @@ static void test_unwritable_out_fails(void **state)
     pfi_err e = {0};
     assert_int_equal(pfi_sim_preset(PFI_SIM_DEFAULT_PRESET, &cfg, &e), PFI_OK);
     assert_int_equal(pfi_sim_state_create(st, &cfg, 1, 1, &e), PFI_OK);
-    put(allowed, "100000\n");
+    pfi_test_put_text(allowed, "100000\n");
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -504,21 +491,12 @@ static void test_watch_follows_allowed(void **state)
     snprintf(out, sizeof out, "%s/watch.out", dir);
     snprintf(out2, sizeof out2, "%s/watch2.out", dir);
     snprintf(stop, sizeof stop, "%s.stop", out);
-    pfi_node_config cfg;
-    pfi_err e = {0};
-    assert_int_equal(pfi_sim_preset(PFI_SIM_DEFAULT_PRESET, &cfg, &e), PFI_OK);
-    assert_int_equal(pfi_sim_state_create(st, &cfg, 1, 1, &e), PFI_OK);
-    pfi_sim_state *s;
-    assert_int_equal(pfi_sim_state_open(st, NULL, 1, &s, &e), PFI_OK);
-    pfi_sim_node *node;
-    assert_int_equal(pfi_sim_state_node(s, &node, NULL, &e), PFI_OK);
-    int n = pfi_sim_node_gpus(node);
-    for (int g = 0; g < n; g++)
-        assert_int_equal(pfi_sim_state_set_limit(s, g, 400, &e), PFI_OK);
+    int n;
+    pfi_sim_state *s = node_at(st, 400, &n);
     char text[64];
     snprintf(text, sizeof text, "%d\n", 400 * n);
-    put(allowed, text);
-    put(allowed2, text);
+    pfi_test_put_text(allowed, text);
+    pfi_test_put_text(allowed2, text);
     unlink(out);
     unlink(stop);
     pid_t pid = fork();
@@ -536,14 +514,14 @@ static void test_watch_follows_allowed(void **state)
     assert_true(samples >= 2000 && viol == 0);
     /* 1 W less allowed, by rename as the tests do it: over from now on. */
     snprintf(text, sizeof text, "%d\n", 400 * n - 1);
-    put(tmp, text);
+    pfi_test_put_text(tmp, text);
     assert_int_equal(rename(tmp, allowed), 0);
     for (int k = 0; k < 6000 && viol <= 0; k++) {
         read_out(out, &samples, &viol);
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    put(stop, "");
+    pfi_test_put_text(stop, "");
     int rc;
     waitpid(pid, &rc, 0);
     assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);

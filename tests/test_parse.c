@@ -69,6 +69,22 @@ static void parse_bytes(const char *data, const pfi_parse_cfg *cfg, run *r)
     pfi_linebuf_flush(&lb, on_line, r);
 }
 
+/* line, the first a fresh parser of format fmt sees, offline and online: no observation, and
+ * not counted as an untimed progress line either. */
+static void assert_reads_nothing(pfi_log_format fmt, const char *line)
+{
+    for (int offline = 0; offline < 2; offline++) {
+        pfi_parse_cfg c = {.format = fmt, .offline = offline};
+        pfi_parser *p;
+        pfi_err e = {0};
+        assert_int_equal(pfi_parser_new(&c, &p, &e), PFI_OK);
+        pfi_obs o;
+        if (pfi_parser_feed(p, line, &o) || pfi_parser_untimed(p))
+            fail_msg("read (%s): %s", offline ? "offline" : "online", line);
+        pfi_parser_free(p);
+    }
+}
+
 static void assert_near(double a, double b, double rel)
 {
     if (!(fabs(a - b) <= rel * fabs(b)))
@@ -529,16 +545,7 @@ static void test_lightning_rich(void **state)
         "Epoch 12 loss 5.3933 | train 2.2s",
     };
     for (size_t i = 0; i < sizeof not_rows / sizeof *not_rows; i++)
-        for (int offline = 0; offline < 2; offline++) {
-            pfi_parse_cfg c = {.format = PFI_LOG_LIGHTNING, .offline = offline};
-            pfi_parser *p;
-            pfi_err e = {0};
-            assert_int_equal(pfi_parser_new(&c, &p, &e), PFI_OK);
-            pfi_obs o;
-            if (pfi_parser_feed(p, not_rows[i], &o) || pfi_parser_untimed(p))
-                fail_msg("read: %s", not_rows[i]);
-            pfi_parser_free(p);
-        }
+        assert_reads_nothing(PFI_LOG_LIGHTNING, not_rows[i]);
 }
 
 /* NeMo's Lightning bar states its step time ("train_step_timing in s=1.900") and no rate, and
@@ -559,16 +566,7 @@ static void test_lightning_nemo(void **state)
     const char *noval = "Epoch 0: :   0%|          | 2000/603000 [1:03:17<317:00:58, v_num=, "
                         "reduced_train_loss=2.600, global_step=2e+3, consumed_samples=1.28e+6, "
                         "val_loss=2.800]dation DataLoader 0: : 51it [00:20,  2.53it/s]";
-    for (int offline = 0; offline < 2; offline++) {
-        pfi_parse_cfg c = {.format = PFI_LOG_LIGHTNING, .offline = offline};
-        pfi_parser *p;
-        pfi_err e = {0};
-        assert_int_equal(pfi_parser_new(&c, &p, &e), PFI_OK);
-        pfi_obs o;
-        assert_int_equal(pfi_parser_feed(p, noval, &o), 0);
-        assert_int_equal(pfi_parser_untimed(p), 0);
-        pfi_parser_free(p);
-    }
+    assert_reads_nothing(PFI_LOG_LIGHTNING, noval);
 }
 
 /* NeMo 2 prints a line per step, no bar: its train_step_timing and global_batch_size give

@@ -31,15 +31,11 @@ for bad in "PFI_CLOCK_SCALE=fast PFI_CLOCK_ORIGIN=1" "PFI_CLOCK_SCALE=60"; do
 done
 
 # ---- the VTN, a node daemon, the controller with its VEN ----
-"$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-site --secret-file "$dir/secret" \
-    --program site-dr --no-subscriptions >"$dir/vtn.log" 2>&1 &
-pids="$pids $!"
+start_vtn pfi-site site-dr --no-subscriptions
 # shellcheck disable=SC2086
 "$PFI_BIN" serve $HW --listen "unix:$dir/n1.sock" --port-file "$dir/serve.port" \
     --token-file "$dir/token" --db "$dir/serve.db" --sample-interval 5s >"$dir/serve.log" 2>&1 &
 pids="$pids $!"
-wait_file "$dir/vtn.port" "the VTN"
-VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
 wait_file "$dir/serve.port" "pfi serve"
 echo '{"nodes": [{"name": "n1", "gpus": 8}], "jobs": []}' >"$dir/topo.json"
 cat >"$dir/ven.conf" <<EOF
@@ -58,7 +54,6 @@ pids="$pids $!"
 wait_file "$dir/cluster.port" "pfi cluster serve"
 CL=http://127.0.0.1:$(cat "$dir/cluster.port")
 
-publish() { curl -sf -o /dev/null -X POST -d "$1" "$VTN/_test/events" || fail "publishing $1"; }
 ven() { curl -sf "$CL/v1/grid/openadr"; }
 
 i=0

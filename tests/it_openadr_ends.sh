@@ -26,36 +26,16 @@ SCALE=1000
 # shellcheck shell=sh source=tests/support/openadr_env.sh
 . "$(dirname "$0")/support/openadr_env.sh"
 
-"$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-node --secret-file "$dir/secret" \
-    --program node-dr --no-vens >"$dir/vtn.log" 2>&1 &
-pids="$pids $!"
+start_vtn pfi-node node-dr --no-vens
 MAX=$(sum_limits)
-wait_file "$dir/vtn.port" "the VTN"
-VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
-
-# shellcheck disable=SC2086
-"$PFI_BIN" serve $HW --listen "unix:$dir/serve.sock" --token-file "$dir/token" \
-    --db "$dir/serve.db" --sample-interval 4s \
-    --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
-    --set openadr_secret_file="$dir/secret" --set openadr_program=node-dr \
-    --set openadr_poll=2m --set openadr_ramp=0s --set openadr_max_skew=10m >"$dir/serve.log" 2>&1 &
-pids="$pids $!"
-get() { curl -sf --unix-socket "$dir/serve.sock" "http://node$1"; }
-ven_num() { get /v1/grid/openadr | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"; }
-# What the steps below wait for (await, openadr_env.sh).
-served() { get /healthz >/dev/null 2>&1; }
-held() { get "/v1/grid/events/oadr-$1" >/dev/null 2>&1; }
+serve_openadr --listen "unix:$dir/serve.sock" --set openadr_poll=2m --set openadr_ramp=0s \
+    --set openadr_max_skew=10m
+# What the steps below wait for (await, openadr_env.sh, and its served, held, polled).
 held_to() { get "/v1/grid/events/oadr-$1" >"$2" 2>/dev/null; }
 has_priority() { get "/v1/grid/events/oadr-$1" 2>/dev/null | grep -q "\"priority\": *$2,"; }
 cancelled() { [ "$(ven_num events_cancelled)" = "$1" ]; }
 limits_are() { [ "$(sum_limits)" = "$1" ]; }
 under_target() { le "$(sum_limits)" "$TARGET"; }
-polled() { [ "$(ven_num polls)" -ge "$1" ]; }
-# N more polls of the VEN from now (p0: the count before them).
-polls() {
-    p0=$(ven_num polls)
-    await 200 'the VEN stopped polling: $(get /v1/grid/openadr)' polled $((p0 + $1))
-}
 await 600 'pfi serve did not start' served
 event() {
     printf '{"id": "%s", "intervalPeriod": {"start": "%s", "duration": "%s"}, "payloadDescriptors": [{"payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}], "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [%s]}]}]}' \

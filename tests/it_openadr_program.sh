@@ -19,30 +19,9 @@ SCALE=1000
 # shellcheck shell=sh source=tests/support/openadr_env.sh
 . "$(dirname "$0")/support/openadr_env.sh"
 
-"$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-node --secret-file "$dir/secret" \
-    --program node-dr --no-vens >"$dir/vtn.log" 2>&1 &
-pids="$pids $!"
-wait_file "$dir/vtn.port" "the VTN"
-VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
-
-# shellcheck disable=SC2086
-"$PFI_BIN" serve $HW --listen "unix:$dir/serve.sock" --token-file "$dir/token" \
-    --db "$dir/serve.db" --sample-interval 4s \
-    --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
-    --set openadr_secret_file="$dir/secret" --set openadr_program=node-dr \
-    --set openadr_poll=2m --set openadr_ramp=0s --set openadr_max_skew=1h \
-    --set openadr_randomize_seed=7 >"$dir/serve.log" 2>&1 &
-pids="$pids $!"
-get() { curl -sf --unix-socket "$dir/serve.sock" "http://node$1"; }
-ven_num() { get /v1/grid/openadr | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"; }
-served() { get /healthz >/dev/null 2>&1; }
-held() { get "/v1/grid/events/oadr-$1" >/dev/null 2>&1; }
-polled() { [ "$(ven_num polls)" -ge "$1" ]; }
-polls() {
-    p0=$(ven_num polls)
-    await 200 'the VEN stopped polling: $(get /v1/grid/openadr)' polled $((p0 + $1))
-}
-publish() { curl -sf -o /dev/null -X POST -d "$1" "$VTN/_test/events" || fail "publishing $1"; }
+start_vtn pfi-node node-dr --no-vens
+serve_openadr --listen "unix:$dir/serve.sock" --set openadr_poll=2m --set openadr_ramp=0s \
+    --set openadr_max_skew=1h --set openadr_randomize_seed=7
 await 600 'pfi serve did not start' served
 cap_target 0.75
 LATER=$(( $(now | cut -d. -f1) + 36000 ))

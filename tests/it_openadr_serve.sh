@@ -17,12 +17,8 @@ name=it_openadr_serve
 . "$(dirname "$0")/support/openadr_env.sh"
 
 # This VTN offers no VEN registration (404 on /vens): told once, events polled anyway.
-"$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-node --secret-file "$dir/secret" \
-    --program node-dr --no-vens >"$dir/vtn.log" 2>&1 &
-pids="$pids $!"
+start_vtn pfi-node node-dr --no-vens
 MAX=$(sum_limits)
-wait_file "$dir/vtn.port" "the VTN"
-VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
 
 # ---- incomplete settings: the daemon refuses to start, nothing changes ----
 # shellcheck disable=SC2086
@@ -41,16 +37,9 @@ st=$?
 # ---- the node with its VEN, subscribed: the VTN notifies it on loopback TCP ----
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 NODE=http://127.0.0.1:$PORT
-# shellcheck disable=SC2086
-"$PFI_BIN" serve $HW --listen "127.0.0.1:$PORT" --port-file "$dir/serve.port" \
-    --token-file "$dir/token" --db "$dir/serve.db" --sample-interval 4s \
-    --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
-    --set openadr_secret_file="$dir/secret" --set openadr_program=node-dr \
-    --set openadr_callback_url="$NODE" --set openadr_poll=20s --set openadr_ramp=1m \
-    >"$dir/serve.log" 2>&1 &
-pids="$pids $!"
+serve_openadr --listen "127.0.0.1:$PORT" --port-file "$dir/serve.port" \
+    --set openadr_callback_url="$NODE" --set openadr_poll=20s --set openadr_ramp=1m
 wait_file "$dir/serve.port" "pfi serve"
-get() { curl -sf "$NODE$1"; }
 # What the steps below wait for (await, openadr_env.sh: 0.05 s a try).
 ven_says() { get /v1/grid/openadr | grep -q "$1"; }
 ven_is() { [ "$(ven_num "$1")" = "$2" ]; }
@@ -115,9 +104,9 @@ EOF
     fail "reports: $(cat "$dir/reports.json") $(cat "$dir/report.json") $(cat "$dir/ven.json")"
 
 # ---- errors: counted, logged, nothing changed ----
-ven_num() { get /v1/grid/openadr | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"; }
-held() { get /v1/grid/events | grep -o '"id": *"[^"]*"' | sort | tr -d ' \n'; }
-before=$(held)
+# The events held, as one word (ids sorted).
+held_ids() { get /v1/grid/events | grep -o '"id": *"[^"]*"' | sort | tr -d ' \n'; }
+before=$(held_ids)
 e0=$(ven_num errors)
 curl -sf -o /dev/null -X POST -d '{"status": 500, "count": 2}' "$VTN/_test/fail" || fail "POST /_test/fail"
 await 200 'two HTTP 500 answers not counted: $(get /v1/grid/openadr)' ven_at_least errors $((e0 + 2))
@@ -126,7 +115,7 @@ T=$(( $(now | cut -d. -f1) + 86400 ))
 curl -sf -o /dev/null -X POST -d "{\"id\": \"bad\", \"eventName\": \"bad\", \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [1]}]}]}" \
     "$VTN/_test/events" || fail "publishing a malformed event"
 await 200 'a malformed event not counted: $(get /v1/grid/openadr)' ven_says 'event bad interval 0: no usable intervalPeriod'
-[ "$(held)" = "$before" ] || fail "errors changed the events: $(held) (was $before)"
+[ "$(held_ids)" = "$before" ] || fail "errors changed the events: $(held_ids) (was $before)"
 note "errors: HTTP 500 twice and an event without intervalPeriod counted ($(ven_num errors) in all), events unchanged"
 
 # ---- more events than one page of the VTN's answer (50): SIMPLE level 0, nothing to do ----
@@ -155,7 +144,7 @@ curl -sf -o /dev/null -X POST -d '{"seconds": 0}' "$VTN/_test/skew" || fail "POS
 curl -sf -o /dev/null -X DELETE "$VTN/_test/events/later" || fail "DELETE /_test/events/later"
 await 200 'event later, deleted on the VTN, still held: $(get /v1/grid/openadr)' gone later-0
 [ "$(ven_num events_cancelled)" = 1 ] || fail "cancellations: $(get /v1/grid/openadr)"
-[ "$(held)" = "$before" ] || fail "the events after the cancellation: $(held) (was $before)"
+[ "$(held_ids)" = "$before" ] || fail "the events after the cancellation: $(held_ids) (was $before)"
 note "event later deleted on the VTN: cancelled here ($(ven_num events_cancelled)), the others kept"
 
 # ---- an event id longer than the grid event id holds (OpenADR allows 128 characters) ----
@@ -172,13 +161,13 @@ done
 p0=$(ven_num polls)
 await 400 'the VEN stopped polling: $(get /v1/grid/openadr)' ven_at_least polls $((p0 + 4))
 [ "$(ven_num events_cancelled)" = "$c0" ] && [ "$(ven_num events_taken)" = $((t0 + 2)) ] ||
-    fail "two events with long ids over 4 polls: $(get /v1/grid/openadr) $(held)"
+    fail "two events with long ids over 4 polls: $(get /v1/grid/openadr) $(held_ids)"
 n=$(get /v1/grid/events | grep -o '"id": *"oadr-evt-[^"]*"' | sort -u | wc -l)
-[ "$n" = 2 ] || fail "two events with long ids held as $n: $(held)"
+[ "$n" = 2 ] || fail "two events with long ids held as $n: $(held_ids)"
 curl -sf -o /dev/null -X DELETE "$VTN/_test/events/${LONG}a" || fail "DELETE ${LONG}a"
 await 200 'event ${LONG}a, deleted on the VTN, not cancelled: $(get /v1/grid/openadr)' ven_is events_cancelled $((c0 + 1))
 n=$(get /v1/grid/events | grep -o '"id": *"oadr-evt-[^"]*"' | sort -u | wc -l)
-[ "$n" = 1 ] || fail "after deleting one of the long ids $n are held: $(held)"
+[ "$n" = 1 ] || fail "after deleting one of the long ids $n are held: $(held_ids)"
 note "events with ids of $(printf %s "${LONG}a" | wc -c) characters: taken once each over 4 polls, one deleted on the VTN cancelled"
 
 # ---- an event the VTN changes: an interval removed, or set to SIMPLE level 0 (normal
@@ -187,12 +176,12 @@ ev3() { printf '{"intervalPeriod": {"start": "%s", "duration": "PT10M"}, "interv
 iv() { printf '{"id": %s, "payloads": [{"type": "SIMPLE", "values": [%s]}]}' "$1" "$2"; }
 curl -sf -o /dev/null -X POST -d "$(ev3 "$(iv 0 1), $(iv 1 2), $(iv 2 3)" | sed 's/^{/{"id": "three", /')" \
     "$VTN/_test/events" || fail "publishing event three"
-await 200 'event three not taken: $(held)' taken three-2
+await 200 'event three not taken: $(held_ids)' taken three-2
 c0=$(ven_num events_cancelled)
 curl -sf -o /dev/null -X PUT -d "$(ev3 "$(iv 0 1), $(iv 1 0)")" "$VTN/_test/events/three" ||
     fail "changing event three"
-await 200 'event three changed to one interval at level 1 and one at 0: still held as $(held)' gone three-2 three-1
-get /v1/grid/events/oadr-three-0 >/dev/null 2>&1 || fail "event three's first interval, unchanged, is gone: $(held)"
+await 200 'event three changed to one interval at level 1 and one at 0: still held as $(held_ids)' gone three-2 three-1
+get /v1/grid/events/oadr-three-0 >/dev/null 2>&1 || fail "event three's first interval, unchanged, is gone: $(held_ids)"
 [ "$(ven_num events_cancelled)" = $((c0 + 2)) ] || fail "cancellations after changing event three: $(get /v1/grid/openadr)"
 note "event three changed on the VTN (interval 2 removed, interval 1 set to level 0): both cancelled here, interval 0 kept"
 
@@ -220,15 +209,15 @@ note "priority 3000000000 taken as -1000"
 curl -sf -o /dev/null -X POST -d "{\"id\": \"huge\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1e300]}]}]}" \
     "$VTN/_test/events" || fail "publishing event huge"
 await 200 'SIMPLE level 1e300 not refused: $(get /v1/grid/openadr)' ven_says 'event huge: SIMPLE level 1e+300 is not 0-3'
-get /v1/grid/events/oadr-huge-0 >/dev/null 2>&1 && fail "SIMPLE level 1e300 taken: $(held)"
+get /v1/grid/events/oadr-huge-0 >/dev/null 2>&1 && fail "SIMPLE level 1e300 taken: $(held_ids)"
 note "SIMPLE level 1e300 refused and counted"
 
 # ---- ISO 8601 durations are decimal: "PT0x10M" (taken as 16 minutes) and "PT1e1M" are refused
 for d in PT0x10M PT1e1M; do
     curl -sf -o /dev/null -X POST -d "{\"id\": \"dur$d\", \"intervalPeriod\": {\"start\": \"$(iso $T)\", \"duration\": \"$d\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
         "$VTN/_test/events" || fail "publishing event dur$d"
-    await 200 'duration $d not refused: $(get /v1/grid/openadr) $(held)' ven_says "event dur$d interval 0: no usable intervalPeriod"
-    get /v1/grid/events/oadr-dur$d-0 >/dev/null 2>&1 && fail "duration $d taken: $(held)"
+    await 200 'duration $d not refused: $(get /v1/grid/openadr) $(held_ids)' ven_says "event dur$d interval 0: no usable intervalPeriod"
+    get /v1/grid/events/oadr-dur$d-0 >/dev/null 2>&1 && fail "duration $d taken: $(held_ids)"
 done
 note "durations PT0x10M and PT1e1M refused"
 echo "it_openadr_serve: ok"

@@ -25,6 +25,20 @@
 #   await N MSG CMD...    runs CMD every 0.05 s until it succeeds; after N more tries, fails
 #                         with MSG expanded then (single-quoted, it shows the state at the end)
 #   not CMD...            CMD failed (for await)
+#   start_vtn CLIENT PROGRAM ARGS...
+#                         starts the test VTN (tests/vtn.py, log $dir/vtn.log) for client CLIENT
+#                         with $dir/secret and program PROGRAM, then ARGS; waits for it; sets VTN
+#   publish JSON          posts an event to the VTN (fails when it is refused)
+#   serve_openadr ARGS... starts `pfi serve` on $HW (token, $dir/serve.db, $dir/serve.log, a
+#                         sample every 4 s) with its VEN on $VTN as pfi-node of program node-dr,
+#                         then ARGS (where it listens, how it polls); adds it to $pids
+# Over that node (http://127.0.0.1:PORT in $NODE when set, else unix:$dir/serve.sock):
+#   get PATH              the body of GET PATH (fails as curl -f does)
+#   ven_num FIELD         a number of GET /v1/grid/openadr (polls, errors, events_taken, ...)
+#   served                the node answers /healthz
+#   held ID               the node holds the VTN's event ID (its interval 0: ID-0)
+#   polled N              the VEN has polled N times or more
+#   polls N               waits for N more polls (p0: the count before them)
 fail() {
     echo "$name: FAIL: $*"
     for f in ${logs:-serve vtn}; do
@@ -117,4 +131,37 @@ check_restored() {
     sampler_stop "$dir/sampled"
     note "sampler: $samples instants, largest sum $maxsum W, $viol over the target or a restore step"
     [ "$viol" = 0 ] || fail "the limits exceeded the event's target or a restore step at $viol sampled instants"
+}
+start_vtn() {
+    _client=$1 _program=$2
+    shift 2
+    "$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id "$_client" --secret-file "$dir/secret" \
+        --program "$_program" "$@" >"$dir/vtn.log" 2>&1 &
+    pids="$pids $!"
+    wait_file "$dir/vtn.port" "the VTN"
+    VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
+}
+publish() { curl -sf -o /dev/null -X POST -d "$1" "$VTN/_test/events" || fail "publishing $1"; }
+serve_openadr() {
+    # shellcheck disable=SC2086
+    "$PFI_BIN" serve $HW --token-file "$dir/token" --db "$dir/serve.db" --sample-interval 4s \
+        --set openadr_vtn_url="$VTN" --set openadr_client_id=pfi-node \
+        --set openadr_secret_file="$dir/secret" --set openadr_program=node-dr "$@" >"$dir/serve.log" 2>&1 &
+    pids="$pids $!"
+}
+get() {
+    if [ -n "${NODE:-}" ]; then
+        curl -sf "$NODE$1"
+    else
+        curl -sf --unix-socket "$dir/serve.sock" "http://node$1"
+    fi
+}
+ven_num() { get /v1/grid/openadr | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"; }
+served() { get /healthz >/dev/null 2>&1; }
+held() { get "/v1/grid/events/oadr-$1" >/dev/null 2>&1; }
+polled() { [ "$(ven_num polls)" -ge "$1" ]; }
+polls() {
+    p0=$(ven_num polls)
+    # shellcheck disable=SC2016 # await expands it when it fails
+    await 200 'the VEN stopped polling: $(get /v1/grid/openadr)' polled $((p0 + $1))
 }

@@ -122,8 +122,6 @@ static double sum_limits(node *x)
     return sum;
 }
 
-static const char SLOW[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
-
 /* 1,100 slow connections from one address (more than max_connections, 1024), every one sending
  * an unfinished header: that address keeps at most its 32 (max_client_connections), the rest
  * are closed at once, and another address is still answered: its budget change is applied,
@@ -142,12 +140,7 @@ static void test_one_address_cannot_starve(void **state)
                                         "{\"percent\": 70}"),
                      200);
     assert_true(sum_limits(&x) <= 0.7 * x.t.n->nominal_w + 1e-6);
-    int closed = pfi_test_closed_count(fd, N, N - 32, 30);
-    if (closed < N - 32)
-        fprintf(stderr, "one address holds %d connections\n", N - closed);
-    assert_true(closed >= N - 32);
-    for (int i = 0; i < N; i++)
-        close(fd[i]);
+    assert_true(pfi_test_close_held(fd, N, 32, 30) <= 32);
     node_down(&x);
 }
 
@@ -163,13 +156,7 @@ static void test_idle_and_slow_closed(void **state)
     (void)state;
     node x;
     node_up(&x, short_timeout);
-    int idle = pfi_test_dial(NULL, x.port), slow = pfi_test_dial(NULL, x.port);
-    assert_true(idle >= 0 && slow >= 0);
-    assert_int_equal(pfi_test_send(slow, SLOW, sizeof SLOW - 1), 0);
-    assert_int_equal(pfi_test_closed(idle, 20), 1);
-    assert_int_equal(pfi_test_closed(slow, 20), 1);
-    close(idle);
-    close(slow);
+    assert_int_equal(pfi_test_idle_and_slow(x.port, 20), 0);
     assert_true(pfi_test_request(NULL, x.port, HEALTH, 30) >= 200);
     node_down(&x);
 }
@@ -216,13 +203,8 @@ static void test_two_lengths_refused(void **state)
     node x;
     node_up(&x, NULL);
     double before = sum_limits(&x);
-    for (int way = 0; way < 5; way++) {
-        int st = pfi_test_two_lengths(x.port, TOKEN, "/v1/budget", "{\"percent\": 70}", way);
-        int want = way < 3 ? 400 : 501;
-        if (st != want)
-            fprintf(stderr, "way %d: status %d\n", way, st);
-        assert_int_equal(st, want);
-    }
+    assert_int_equal(
+        pfi_test_two_lengths_refused(x.port, TOKEN, "/v1/budget", "{\"percent\": 70}"), -1);
     assert_true(isnan(x.t.n->budget_w));
     assert_true(fabs(sum_limits(&x) - before) < 1e-9);
     assert_int_equal(

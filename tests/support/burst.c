@@ -337,9 +337,23 @@ int pfi_test_two_lengths(int port, const char *token, const char *path, const ch
     return send_raw(port, head, body, strlen(body), NULL, 5);
 }
 
+int pfi_test_two_lengths_refused(int port, const char *token, const char *path, const char *json)
+{
+    for (int way = 0; way < 5; way++) {
+        int st = pfi_test_two_lengths(port, token, path, json, way);
+        if (st != (way < 3 ? 400 : 501)) {
+            fprintf(stderr, "way %d: status %d\n", way, st);
+            return way;
+        }
+    }
+    return -1;
+}
+
+/* A request line and an unfinished header. */
+static const char slow[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
+
 int pfi_test_slow_clients(int port, const char *src, int n, int *fd)
 {
-    static const char slow[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
     int opened = 0;
     for (int i = 0; i < n; i++) {
         fd[i] = pfi_test_dial(src, port);
@@ -349,4 +363,27 @@ int pfi_test_slow_clients(int port, const char *src, int n, int *fd)
         pfi_test_send(fd[i], slow, sizeof slow - 1); /* fails on one closed already */
     }
     return opened;
+}
+
+int pfi_test_close_held(int *fd, int n, int keep, double max_s)
+{
+    int held = n - pfi_test_closed_count(fd, n, n - keep, max_s);
+    if (held > keep)
+        fprintf(stderr, "one address holds %d connections\n", held);
+    for (int i = 0; i < n; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    return held;
+}
+
+int pfi_test_idle_and_slow(int port, double max_s)
+{
+    int idle = pfi_test_dial(NULL, port), half = pfi_test_dial(NULL, port), st = -1;
+    if (idle >= 0 && half >= 0 && pfi_test_send(half, slow, sizeof slow - 1) == 0)
+        st = (pfi_test_closed(idle, max_s) ? 0 : 1) | (pfi_test_closed(half, max_s) ? 0 : 2);
+    if (idle >= 0)
+        close(idle);
+    if (half >= 0)
+        close(half);
+    return st;
 }

@@ -55,10 +55,23 @@ void pfi_test_big_bodies(int port, const char *token, const char *path, const ch
  * answer's status (as pfi_test_status, 5 s; -2 when the connection broke while sending). */
 int pfi_test_two_lengths(int port, const char *token, const char *path, const char *json,
                          int way);
+/* The five ways 0 to 4 of pfi_test_two_lengths, each wanted refused: 400 (ways 0 to 2) or 501
+ * (3 and 4).  The first way answered otherwise (its status said on stderr), or -1 when every
+ * one was refused as wanted. */
+int pfi_test_two_lengths_refused(int port, const char *token, const char *path, const char *json);
 /* Opens n connections from address src, each sending a request line and an unfinished header
  * and then nothing (a slow client); fd[0..n) keep them (-1 where the connection failed).  How
  * many connected. */
 int pfi_test_slow_clients(int port, const char *src, int n, int *fd);
+/* After pfi_test_slow_clients: waits up to max_s seconds for the server to close all but keep
+ * of fd[0..n), then closes them all.  How many the server had left open (said on stderr when
+ * more than keep). */
+int pfi_test_close_held(int *fd, int n, int keep, double max_s);
+/* Two connections, one that sends nothing and one that stops in the middle of its header (as a
+ * slow client): 0 when the server closes both, each within max_s seconds; -1 when one could
+ * not be made or its send broke; else 1 when the idle one stayed open, 2 the half-sent one, 3
+ * both. */
+int pfi_test_idle_and_slow(int port, double max_s);
 /* Monotonic seconds. */
 double pfi_test_now(void);
 /* Raises this process's open-file limit to n (past the hard limit only as root); the limit

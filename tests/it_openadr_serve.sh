@@ -36,9 +36,9 @@ st=$?
 
 # ---- the node with its VEN, subscribed: the VTN notifies it on loopback TCP ----
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-NODE=http://127.0.0.1:$PORT
+NODE_URL=http://127.0.0.1:$PORT
 serve_openadr --listen "127.0.0.1:$PORT" --port-file "$dir/serve.port" \
-    --set openadr_callback_url="$NODE" --set openadr_poll=20s --set openadr_ramp=1m
+    --set openadr_callback_url="$NODE_URL" --set openadr_poll=20s --set openadr_ramp=1m
 wait_file "$dir/serve.port" "pfi serve"
 # What the steps below wait for (await, openadr_env.sh: 0.05 s a try).
 ven_says() { get /v1/grid/openadr | grep -q "$1"; }
@@ -51,7 +51,7 @@ await 400 'the VEN did not find its program: $(get /v1/grid/openadr)' ven_says '
 
 await 200 'the VEN did not subscribe: $(get /v1/grid/openadr)' ven_says '"subscription_id": *"sub1"'
 # A notification without the subscription's secret is refused and not counted.
-st=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' "$NODE/v1/grid/openadr/notify/0123456789abcdef")
+st=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' "$NODE_URL/v1/grid/openadr/notify/0123456789abcdef")
 [ "$st" = 401 ] || fail "a notification with a wrong secret: HTTP $st"
 
 # ---- the event: 75% of the node's draw, 10 minutes, 1 minute ramps ----
@@ -73,7 +73,7 @@ check_restored "$MAX"
 # ---- the report the VTN received, and the node's compliance report ----
 await 300 'no report reached the VTN: $(get /v1/grid/openadr)' reported '"USAGE"' 1
 curl -sf "$VTN/_test/reports" >"$dir/reports.json" || fail "GET /_test/reports"
-"$PFI_BIN" event --url "$NODE" report oadr-1-0 --json >"$dir/report.json" 2>"$dir/report.err" ||
+"$PFI_BIN" event --url "$NODE_URL" report oadr-1-0 --json >"$dir/report.json" 2>"$dir/report.err" ||
     fail "pfi event report: $(cat "$dir/report.err")"
 get /v1/grid/openadr >"$dir/ven.json" || fail "GET /v1/grid/openadr"
 "$PY" - "$dir/reports.json" "$dir/report.json" "$dir/ven.json" "$TARGET" <<'EOF' ||

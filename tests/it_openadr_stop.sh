@@ -20,12 +20,8 @@ logs="serve node cluster vtn"
 # shellcheck source=tests/support/openadr_env.sh
 . "$(dirname "$0")/support/openadr_env.sh"
 
-"$PY" "$here/vtn.py" --port-file "$dir/vtn.port" --client-id pfi-node --secret-file "$dir/secret" \
-    --program dr --no-vens --no-subscriptions >"$dir/vtn.log" 2>&1 &
-pids="$pids $!"
+start_vtn pfi-node dr --no-vens --no-subscriptions
 MAX=$(sum_limits)
-wait_file "$dir/vtn.port" "the VTN"
-VTN=http://127.0.0.1:$(cat "$dir/vtn.port")
 
 vtn() { curl -sf -X POST -d "$2" "$VTN/_test/$1" >/dev/null || fail "POST /_test/$1 $2"; }
 vtn_stat() { curl -sf "$VTN/_test/stats" | "$PY" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
@@ -64,9 +60,7 @@ stop_within() {
     --set openadr_poll=10s --set openadr_ramp=0s --set openadr_timeout=10m >"$dir/serve.log" 2>&1 &
 SERVE=$!
 pids="$pids $SERVE"
-get() { curl -sf --unix-socket "$dir/serve.sock" "http://node$1"; }
 taken() { get "/v1/grid/events/oadr-$1" >/dev/null 2>&1; }
-served() { get /healthz >/dev/null 2>&1; }
 await 600 'pfi serve did not start' served
 cap_target 0.75
 publish_limit cap

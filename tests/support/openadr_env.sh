@@ -32,7 +32,7 @@
 #   serve_openadr ARGS... starts `pfi serve` on $HW (token, $dir/serve.db, $dir/serve.log, a
 #                         sample every 4 s) with its VEN on $VTN as pfi-node of program node-dr,
 #                         then ARGS (where it listens, how it polls); adds it to $pids
-# Over that node (http://127.0.0.1:PORT in $NODE when set, else unix:$dir/serve.sock):
+# Over that node (http://127.0.0.1:PORT in $NODE_URL when set, else unix:$dir/serve.sock):
 #   get PATH              the body of GET PATH (fails as curl -f does)
 #   ven_num FIELD         a number of GET /v1/grid/openadr (polls, errors, events_taken, ...)
 #   served                the node answers /healthz
@@ -150,8 +150,8 @@ serve_openadr() {
     pids="$pids $!"
 }
 get() {
-    if [ -n "${NODE:-}" ]; then
-        curl -sf "$NODE$1"
+    if [ -n "${NODE_URL:-}" ]; then
+        curl -sf "$NODE_URL$1"
     else
         curl -sf --unix-socket "$dir/serve.sock" "http://node$1"
     fi

@@ -9,12 +9,14 @@
 # against each restore step), posts a report with USAGE and DEMAND per interval, and the event's
 # compliance report shows 0 W over, 0 s over the target and the ramps kept.  An event with an
 # unknown payload type is counted as an error and changes nothing; revoked tokens are fetched
-# again.
+# again.  A randomizeStart moves a SIMPLE event by the offset drawn (shown beside the VTN's
+# start), the same after the controller restarts, and leaves a limit on time.
 # Every process runs on pfi's clock scaled SCALE times (PFI_CLOCK_SCALE, util/clock.h): at 100,
 # the 30 minutes of the ramps and the window take 18 s of real time.  The controller plans 3.4 s
 # of real time ahead (340 s on this clock), so it is at the target before the ramp-down line
 # asks (allowed: the line is a ceiling); the restore's steps are not planned ahead.
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
+# shellcheck disable=SC2016 # await messages are expanded when they are shown
 set -u
 
 name=it_openadr
@@ -46,13 +48,20 @@ program = site-dr
 poll = 20s
 ramp = 5m
 callback_url = http://127.0.0.1:9
+randomize_seed = 11
 EOF
-"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token-file "$dir/token" \
-    --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" --topology "$dir/topo.json" \
-    --heartbeat 6s --node-ttl 1h --db "$dir/cluster.db" --openadr "$dir/ven.conf" >"$dir/cluster.log" 2>&1 &
-pids="$pids $!"
-wait_file "$dir/cluster.port" "pfi cluster serve"
-CL=http://127.0.0.1:$(cat "$dir/cluster.port")
+# The controller on its store and settings (started again the same way to restart it).
+start_cluster() {
+    rm -f "$dir/cluster.port"
+    "$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token-file "$dir/token" \
+        --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" --topology "$dir/topo.json" \
+        --heartbeat 6s --node-ttl 1h --db "$dir/cluster.db" --openadr "$dir/ven.conf" >>"$dir/cluster.log" 2>&1 &
+    CL_PID=$!
+    pids="$pids $CL_PID"
+    wait_file "$dir/cluster.port" "pfi cluster serve"
+    CL=http://127.0.0.1:$(cat "$dir/cluster.port")
+}
+start_cluster
 
 ven() { curl -sf "$CL/v1/grid/openadr"; }
 
@@ -174,4 +183,31 @@ print("it_openadr: compliance: target %.0f W, max excess %g W, %g s over, ramp o
 print("it_openadr: VTN report '%s', %d intervals; VTN %s" % (r["reportName"], len(iv), st))
 EOF
     fail "reports: $(cat "$dir/reports.json") $(cat "$dir/report.json") $(cat "$dir/stats.json")"
+# ---- randomizeStart PT30M on the controller: a SIMPLE event starts the drawn offset after the
+# VTN's start (seed 11, venName pfi-site), shown beside it; a limit starts on time; after a
+# restart both are as they were, from the store, and not taken again ----
+RS=$((T + 7200))
+publish "$(oadr_event rshed SIMPLE 1 "$RS" PT30M)"
+publish "$(oadr_event rcap IMPORT_CAPACITY_LIMIT "$KW" "$RS" PT30M)"
+taken() { curl -sf "$CL/v1/grid/events/oadr-$1-0" >"$dir/$1.json"; }
+await 200 'event rshed not taken: $(ven)' taken rshed
+await 200 'event rcap not taken: $(ven)' taken rcap
+late=$(randomized_by "$dir/rshed.json" "$RS" 1800 11 pfi-site) ||
+    fail "the controller's event rshed (randomizeStart PT30M from $RS): $(cat "$dir/rshed.json")"
+[ "$late" != 0 ] || fail "event rshed not randomized (seed 11 draws a non-zero offset)"
+randomized_by "$dir/rcap.json" "$RS" 1800 11 pfi-site limit >/dev/null ||
+    fail "the controller's limit rcap (randomizeStart PT30M from $RS): $(cat "$dir/rcap.json")"
+cp "$dir/rshed.json" "$dir/rshed-before.json"
+kill "$CL_PID" && wait "$CL_PID" 2>/dev/null
+start_cluster
+# shellcheck disable=SC2034 # read by ven_num and polled (openadr_env.sh): the controller's routes are the node's
+NODE_URL=$CL
+await 200 'the restarted controller did not poll 3 times: $(ven)' polled 3
+taken rshed && taken rcap || fail "events rshed, rcap not held after a restart: $(curl -sf "$CL/v1/grid/events")"
+again=$(randomized_by "$dir/rshed.json" "$RS" 1800 11 pfi-site) && [ "$again" = "$late" ] ||
+    fail "event rshed after a restart (was $late s late): $(cat "$dir/rshed.json")"
+randomized_by "$dir/rcap.json" "$RS" 1800 11 pfi-site limit >/dev/null ||
+    fail "limit rcap after a restart: $(cat "$dir/rcap.json")"
+[ "$(ven_num events_taken)" = 0 ] || fail "held events taken again after a restart: $(ven)"
+note "randomizeStart PT30M on the controller: SIMPLE event $late s late (seed 11), the same after a restart; a limit on time"
 echo "it_openadr: ok"

@@ -26,10 +26,7 @@ await 600 'pfi serve did not start' served
 cap_target 0.75
 LATER=$(( $(now | cut -d. -f1) + 36000 ))
 # An IMPORT_CAPACITY_LIMIT of $KW kW from LATER for an hour: id, extra fields, randomizeStart.
-limit() {
-    printf '{"id": "%s", %s"intervalPeriod": {"start": "%s", "duration": "PT1H"%s}, "payloadDescriptors": [{"payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}], "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [%s]}]}]}' \
-        "$1" "${2:-}" "$(iso "$LATER")" "${3:+, \"randomizeStart\": \"$3\"}" "$KW"
-}
+limit() { oadr_event "$1" IMPORT_CAPACITY_LIMIT "$KW" "$LATER" "${3:-}" "${2:-}"; }
 
 # ---- a VTN that ignores the programID filter: the other programs' events are not taken, this
 # program's are kept (none cancelled), and it is said once ----
@@ -54,10 +51,7 @@ note "a VTN ignoring the programID filter: 2 other events listed, not taken, our
 # ---- randomizeStart PT30M: a SIMPLE event starts a drawn share of it late (its hour kept),
 # the same over the polls; a limit starts on time; both said in the log ----
 start_of() { get "/v1/grid/events/oadr-$1" | sed -n 's/.*"start_s": *\([0-9.]*\).*"end_s": *\([0-9.]*\).*/\1 \2/p'; }
-shed() {
-    printf '{"id": "%s", "intervalPeriod": {"start": "%s", "duration": "PT1H", "randomizeStart": "%s"}, "intervals": [{"id": 0, "payloads": [{"type": "SIMPLE", "values": [1]}]}]}' \
-        "$1" "$(iso "$LATER")" "$2"
-}
+shed() { oadr_event "$1" SIMPLE 1 "$LATER" "$2"; }
 t0=$(ven_num events_taken)
 publish "$(shed shed PT30M)"
 publish "$(limit cap '' PT30M)"
@@ -70,8 +64,28 @@ awk -v s="$s1" -v e="$e1" -v l="$LATER" 'BEGIN { exit !(s >= l && s <= l + 1800 
 [ "$late" != 0 ] || fail "event shed not randomized (seed 7 draws a non-zero share): $(get /v1/grid/events/oadr-shed-0)"
 grep -q "event oadr-shed-0: start randomized $late s late (randomizeStart 1800 s)" "$dir/serve.log" ||
     fail "event shed's randomized start not logged: $(grep oadr-shed "$dir/serve.log")"
-get /v1/grid/events/oadr-shed-0/report | grep -q "\"start_s\": *$s1" ||
-    fail "event shed's report does not show its start $s1: $(get /v1/grid/events/oadr-shed-0/report)"
+# What an audit against the VTN needs: the VTN's start and the offset beside the start held,
+# in the event and in its report (the window the report judges, moved by that offset).
+get /v1/grid/events/oadr-shed-0 >"$dir/shed.json"
+r=$(randomized_by "$dir/shed.json" "$LATER" 1800 7 pfi-node) && [ "$r" = "$late" ] ||
+    fail "event shed's openadr fields (randomized by $late s): $(cat "$dir/shed.json")"
+get /v1/grid/events/oadr-cap-0 >"$dir/cap.json"
+r=$(randomized_by "$dir/cap.json" "$LATER" 1800 7 pfi-node limit) ||
+    fail "limit cap's openadr fields: $(cat "$dir/cap.json")"
+get /v1/grid/events/oadr-shed-0/report >"$dir/shed-report.json"
+"$PY" - "$dir/shed-report.json" "$s1" "$late" "$(iso "$LATER")" <<'EOF' ||
+import json, sys
+rep, s1, late = json.load(open(sys.argv[1])), float(sys.argv[2]), float(sys.argv[3])
+w, o = rep["judged_window"], rep["event"]["openadr"]
+assert rep["event"]["start_s"] == s1 and w["start_s"] == s1 and w["end_s"] == s1 + 3600, w
+assert w["randomized_s"] == late and w["vtn_start"] == sys.argv[4] and o["randomized_s"] == late, w
+EOF
+    fail "event shed's report does not show its window $s1, $late s after the VTN's: $(cut -c1-800 "$dir/shed-report.json")"
+"$PFI_BIN" event --socket "$dir/serve.sock" report oadr-shed-0 --out "$dir/shed-report" \
+    >"$dir/report.out" 2>&1 ||
+    fail "pfi event report oadr-shed-0: $(cat "$dir/report.out")"
+grep -q "^- OpenADR: VTN event shed interval 0; the window judged is the one held, moved $late s after the VTN's start $(iso "$LATER") by its randomizeStart (1800 s)" \
+    "$dir/shed-report/report.md" || fail "event shed's report.md: $(head -5 "$dir/shed-report/report.md")"
 c1=$(start_of cap-0 | cut -d' ' -f1)
 awk -v s="$c1" -v l="$LATER" 'BEGIN { exit !(s == l) }' || fail "limit cap (randomizeStart PT30M) starts at $c1, not $LATER"
 grep -q "event oadr-cap-0: randomizeStart 1800 s not applied to a limit" "$dir/serve.log" ||

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the grid layer of the store (store/grid.h): events saved, replaced, deleted and read
- * back after reopening; site power recorded, read by range and pruned around events. */
+ * back after reopening; an OpenADR event's VTN start and randomizeStart offset kept with it;
+ * site power recorded, read by range and pruned around events. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "store/grid.h"
 
@@ -85,6 +87,76 @@ static void test_events_survive_reopen(void **state)
     pfi_grid_close(g);
 }
 
+/* An OpenADR event's provenance (what an audit against the VTN needs: the VTN's start, its
+ * randomizeStart and the offset drawn) is read from the client's body, kept across a reopen
+ * and shown beside the start held, in the event and its report's judged window. */
+static void test_openadr_provenance(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_grid_store *g;
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    json_t *body = json_pack("{s:s, s:f, s:f, s:f, s:{s:s, s:i, s:f, s:f, s:f}}", "id",
+                             "oadr-E-1", "start", 1359.0, "end", 4959.0, "cut", 0.2, "openadr",
+                             "event_id", "E", "interval", 1, "vtn_start", 1000.0,
+                             "randomize_start_s", 1800.0, "randomized_s", 359.0);
+    pfi_event ev, plain;
+    assert_int_equal(pfi_grid_event_from_json(body, 0, &ev, &e), PFI_OK);
+    ev.baseline_w = 8000;
+    snprintf(ev.baseline_method, sizeof ev.baseline_method, "stated");
+    pfi_event_init_limit(&plain, "p", 1000, 2000, 5000);
+    assert_int_equal(pfi_grid_put(g, &ev, &e), PFI_OK);
+    assert_int_equal(pfi_grid_put(g, &plain, &e), PFI_OK);
+    pfi_grid_close(g);
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    pfi_event *evs;
+    int n;
+    assert_int_equal(pfi_grid_load(g, &evs, &n, &e), PFI_OK);
+    assert_int_equal(n, 2);
+    const pfi_event *o = &evs[1], *p = &evs[0];
+    assert_string_equal(o->id, "oadr-E-1");
+    assert_string_equal(o->oadr_event, "E");
+    assert_true(o->oadr_interval == 1 && o->oadr_start_s == 1000 &&
+                o->oadr_randomize_s == 1800 && o->oadr_randomized_s == 359);
+    assert_true(p->oadr_event[0] == 0 && isnan(p->oadr_start_s));
+    json_t *j = pfi_grid_event_to_json(o, NULL, 0), *a = json_object_get(j, "openadr");
+    assert_string_equal(json_string_value(json_object_get(a, "vtn_start")),
+                        "1970-01-01T00:16:40Z");
+    assert_true(json_number_value(json_object_get(a, "randomized_s")) == 359 &&
+                json_number_value(json_object_get(a, "randomize_start_s")) == 1800 &&
+                json_integer_value(json_object_get(a, "interval")) == 1);
+    json_decref(j);
+    j = pfi_grid_event_to_json(p, NULL, 0);
+    assert_null(json_object_get(j, "openadr")); /* not from a VTN: nothing to audit */
+    json_decref(j);
+    pfi_event_site site = pfi_event_site_default(10000);
+    j = pfi_grid_report_json(g, o, &site, 60, 0, &e);
+    if (!j)
+        fail_msg("%s", e.msg);
+    json_t *w = json_object_get(j, "judged_window");
+    assert_true(json_number_value(json_object_get(w, "start_s")) == 1359 &&
+                json_number_value(json_object_get(w, "randomized_s")) == 359);
+    assert_string_equal(json_string_value(json_object_get(w, "vtn_start")),
+                        "1970-01-01T00:16:40Z");
+    json_decref(j);
+    free(evs);
+    pfi_grid_close(g);
+
+    /* Refused by name: an offset past the randomizeStart, a missing start, not an object. */
+    json_t *x = json_object_get(body, "openadr");
+    json_object_set_new(x, "randomized_s", json_real(1801));
+    assert_int_equal(pfi_grid_event_from_json(body, 0, &ev, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "openadr: randomized_s"));
+    json_object_set_new(x, "randomized_s", json_real(0));
+    json_object_del(x, "vtn_start");
+    assert_int_equal(pfi_grid_event_from_json(body, 0, &ev, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "openadr: expected"));
+    json_object_set_new(body, "openadr", json_string("E"));
+    assert_int_equal(pfi_grid_event_from_json(body, 0, &ev, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "openadr: expected"));
+    json_decref(body);
+}
+
 static void test_power(void **state)
 {
     (void)state;
@@ -129,6 +201,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_events_survive_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_openadr_provenance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

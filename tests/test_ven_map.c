@@ -323,6 +323,13 @@ static double late_by(const pfi_ven_config *c, const char *event_json, int k)
     double late = num(b, "start") - (T12_S + 3600 * k);
     if (num(b, "end") - num(b, "start") != 3600)
         fail_msg("interval %d: window %g s, not the hour", k, num(b, "end") - num(b, "start"));
+    /* kept beside the start, for an audit against the VTN: its start and the offset */
+    json_t *o = json_object_get(b, "openadr");
+    if (num(o, "vtn_start") != T12_S + 3600 * k || num(o, "randomized_s") != late ||
+        !(late <= num(o, "randomize_start_s")) || num(o, "interval") != k)
+        fail_msg("interval %d, %g s late: openadr vtn_start %.0f, randomized_s %g, "
+                 "randomize_start_s %g, interval %g", k, late, num(o, "vtn_start"),
+                 num(o, "randomized_s"), num(o, "randomize_start_s"), num(o, "interval"));
     json_decref(b);
     return late;
 }

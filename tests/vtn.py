@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A small OpenADR 3.0 VTN for pfi's tests (Python standard library only).
 
-The subset pfi's VEN (src/cluster/ven.c) uses, in the shapes of the OpenADR 3.0 API:
+The subset pfi's VEN (src/serve/ven.c, in both pfi serve and pfi cluster serve) uses, in the
+shapes of the OpenADR 3.0 API:
   POST /auth/token              OAuth 2.0 client credentials (form or JSON body)
   GET  /programs?programName=   [program]
   GET  /events?programID=&skip=&limit=   [event] (at most 50 a page): intervalPeriod {start,

@@ -28,6 +28,7 @@ static void init_common(pfi_event *ev, const char *id, double start_s, double en
     ev->limit_w = NAN;
     ev->cut = NAN;
     ev->baseline_w = NAN;
+    ev->oadr_start_s = NAN;
     snprintf(ev->source, sizeof(ev->source), "api");
 }
 

@@ -39,6 +39,13 @@ typedef struct pfi_event {
     int priority;                      /* |priority| <= PFI_EVENT_PRIORITY_MAX, higher binds */
     int sla_yield;                     /* 1: the jobs' SLAs yield to this event's target */
     char source[PFI_EVENT_SOURCE_MAX]; /* "api", "cli", "openadr:<program>"... */
+    /* An OpenADR VTN's event (serve/ven.c), kept so that its window can be checked against the
+     * VTN's: the VTN's event id (as in the id: a long one cut and hashed), the interval, the
+     * VTN's start of it, its randomizeStart and how much later than the VTN's start the window
+     * was moved for it (0: not moved, a limit or none).  oadr_event[0] == 0: not from a VTN. */
+    char oadr_event[PFI_EVENT_ID_MAX];
+    int oadr_interval;
+    double oadr_start_s, oadr_randomize_s, oadr_randomized_s;
 } pfi_event;
 
 /* The site the events apply to. */

@@ -123,6 +123,12 @@ static void markdown(FILE *f, json_t *doc, const char *fig_note)
     fprintf(f, "- Window: %s to %s (%s min), source %s, phase %s\n", str(ev, "start"),
             str(ev, "end"), fx(a, sizeof a, num(ev, "duration_s") / 60, 3), str(ev, "source"),
             str(ev, "phase"));
+    json_t *oa = json_object_get(ev, "openadr");
+    if (oa) /* the window judged is the one held, not the VTN's: say how far it was moved */
+        fprintf(f, "- OpenADR: VTN event %s interval %.0f; the window judged is the one held, "
+                   "moved %.0f s after the VTN's start %s by its randomizeStart (%g s)\n",
+                str(oa, "event_id"), num(oa, "interval"), num(oa, "randomized_s"),
+                str(oa, "vtn_start"), num(oa, "randomize_start_s"));
     fprintf(f, "- Target: %s W (%s)\n", fx(a, sizeof a, num(c, "target_w"), 4), str(ev, "kind"));
     fprintf(f, "- Baseline: %s W, method: %s\n", fx(a, sizeof a, num(c, "baseline_w"), 4),
             str(c, "baseline_method"));

@@ -575,6 +575,7 @@ static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, i
      * on the site's import from its start: started late, the site would be over it for up to
      * randomizeStart, against the VTN's limit and pfi's own compliance report; the ramp
      * already brings the site down before the start.  So a limit starts on time. */
+    double vtn_t0 = t0;
     if (*rand_s > 0 && !strcmp(json_string_value(type), "SIMPLE")) {
         *late_s = fmin(floor(start_fraction(cfg, json_string_value(eid)) * (*rand_s + 1)),
                        *rand_s);
@@ -597,6 +598,12 @@ static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, i
     int prio = op > 1000 ? -1000 : op < -1000 ? 1000 : -(int)op;
     json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i}", "id", id, "start", t0, "end", t1,
                           "ramp_s", cfg->ramp_s, "source", src, "priority", prio);
+    /* The VTN's own start and the offset drawn, kept with the event: its start alone does not
+     * say, to an audit against the VTN, that (and by how much) it was moved. */
+    json_object_set_new(b, "openadr",
+                        json_pack("{s:s, s:i, s:f, s:f, s:f}", "event_id", key, "interval", k,
+                                  "vtn_start", vtn_t0, "randomize_start_s", *rand_s,
+                                  "randomized_s", fmax(*late_s, 0)));
     double x = json_number_value(val);
     const char *ty = json_string_value(type);
     if (!strcmp(ty, "IMPORT_CAPACITY_LIMIT")) {
@@ -647,7 +654,8 @@ static pfi_event *held_events(pfi_ven *v, int *n)
     return evs;
 }
 
-/* Whether the host already holds this event with the same window, target, priority and ramps. */
+/* Whether the host already holds this event with the same window, target, priority, ramps and
+ * OpenADR provenance. */
 static int same_as_held(pfi_ven *v, json_t *b)
 {
     pfi_event ev;
@@ -663,7 +671,12 @@ static int same_as_held(pfi_ven *v, json_t *b)
         same = h->start_s == ev.start_s && h->end_s == ev.end_s && h->kind == ev.kind &&
                (ev.kind == PFI_EVENT_CUT ? h->cut == ev.cut : h->limit_w == ev.limit_w) &&
                h->priority == ev.priority && h->ramp_down_s == ev.ramp_down_s &&
-               h->ramp_up_s == ev.ramp_up_s;
+               h->ramp_up_s == ev.ramp_up_s &&
+               /* and its provenance: a limit's randomizeStart changed alone, or an event held
+                * from before it was kept, is taken again to show what the VTN asks now */
+               !strcmp(h->oadr_event, ev.oadr_event) && h->oadr_interval == ev.oadr_interval &&
+               h->oadr_start_s == ev.oadr_start_s && h->oadr_randomize_s == ev.oadr_randomize_s &&
+               h->oadr_randomized_s == ev.oadr_randomized_s;
     }
     free(evs);
     return same;
@@ -820,6 +833,9 @@ static void keep_held_start(pfi_ven *v, json_t *b)
         json_object_set_new(b, "end", json_real(t1 >= PFI_TIME_MAX_S ? t1
                                                 : fmin(evs[at].start_s + (t1 - t0),
                                                        PFI_TIME_MAX_S)));
+        json_t *oa = json_object_get(b, "openadr"); /* the VTN's start too: "now" then */
+        if (isfinite(evs[at].oadr_start_s))
+            json_object_set_new(oa, "vtn_start", json_real(evs[at].oadr_start_s));
     }
     free(evs);
 }

@@ -24,6 +24,12 @@ static const pfi_store_step steps[] = {
      " source TEXT NOT NULL, sla_yield INTEGER NOT NULL DEFAULT 0);"
      "CREATE TABLE grid_power (t REAL NOT NULL, site_w REAL, budget_w REAL, event TEXT);"
      "CREATE INDEX grid_power_t ON grid_power(t);"},
+    /* An OpenADR event's VTN start and randomizeStart offset, for its audit (core/event.h). */
+    {"ALTER TABLE grid_events ADD COLUMN oadr_event TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE grid_events ADD COLUMN oadr_interval INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE grid_events ADD COLUMN oadr_start_s REAL;"
+     "ALTER TABLE grid_events ADD COLUMN oadr_randomize_s REAL NOT NULL DEFAULT 0;"
+     "ALTER TABLE grid_events ADD COLUMN oadr_randomized_s REAL NOT NULL DEFAULT 0;"},
 };
 
 int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
@@ -82,8 +88,9 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
     int rc = pfi_store_prepare(g->st,
                                "INSERT OR REPLACE INTO grid_events(id, start_s, end_s, kind, "
                                "limit_w, cut, baseline_w, baseline_method, ramp_down_s, "
-                               "ramp_up_s, priority, source, sla_yield) "
-                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "ramp_up_s, priority, source, sla_yield, oadr_event, "
+                               "oadr_interval, oadr_start_s, oadr_randomize_s, oadr_randomized_s) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                &s, err);
     if (rc == PFI_OK) {
         sqlite3_bind_text(s, 1, ev->id, -1, SQLITE_TRANSIENT);
@@ -99,6 +106,11 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
         sqlite3_bind_int(s, 11, ev->priority);
         sqlite3_bind_text(s, 12, ev->source, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int(s, 13, ev->sla_yield != 0);
+        sqlite3_bind_text(s, 14, ev->oadr_event, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(s, 15, ev->oadr_interval);
+        pfi_store_bind_real(s, 16, ev->oadr_start_s);
+        sqlite3_bind_double(s, 17, ev->oadr_randomize_s);
+        sqlite3_bind_double(s, 18, ev->oadr_randomized_s);
         rc = step_done(g, s, "saving a grid event", err);
     }
     pthread_mutex_unlock(&g->mu);
@@ -139,6 +151,11 @@ static void row_event(sqlite3_stmt *s, pfi_event *ev)
     ev->priority = sqlite3_column_int(s, 10);
     pfi_store_col_text(s, 11, ev->source, sizeof ev->source);
     ev->sla_yield = sqlite3_column_int(s, 12);
+    pfi_store_col_text(s, 13, ev->oadr_event, sizeof ev->oadr_event);
+    ev->oadr_interval = sqlite3_column_int(s, 14);
+    ev->oadr_start_s = pfi_store_col_real(s, 15);
+    ev->oadr_randomize_s = sqlite3_column_double(s, 16);
+    ev->oadr_randomized_s = sqlite3_column_double(s, 17);
 }
 
 int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
@@ -149,8 +166,9 @@ int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
     sqlite3_stmt *s;
     int rc = pfi_store_prepare(g->st,
                                "SELECT id, start_s, end_s, kind, limit_w, cut, baseline_w, "
-                               "baseline_method, ramp_down_s, ramp_up_s, priority, source, sla_yield "
-                               "FROM grid_events ORDER BY start_s, id",
+                               "baseline_method, ramp_down_s, ramp_up_s, priority, source, sla_yield, "
+                               "oadr_event, oadr_interval, oadr_start_s, oadr_randomize_s, "
+                               "oadr_randomized_s FROM grid_events ORDER BY start_s, id",
                                &s, err);
     int cap = 0, src = SQLITE_DONE;
     if (rc == PFI_OK) {

@@ -14,7 +14,7 @@
 static const char *const keys[] = {"id",          "start",     "end",       "duration_s",
                                    "limit_w",     "cut",       "baseline_w", "ramp_s",
                                    "ramp_down_s", "ramp_up_s", "priority",  "source",
-                                   "sla",         NULL};
+                                   "sla",         "openadr",   NULL};
 
 static int only_keys(json_t *o, pfi_err *err)
 {
@@ -157,6 +157,39 @@ static int get_strings(json_t *o, double now, pfi_event *ev, pfi_err *err)
     return PFI_OK;
 }
 
+/* "openadr" (absent: not from a VTN): what the OpenADR client took the event from, for the
+ * event's audit against the VTN; every field needed, as the client writes it. */
+static int get_openadr(json_t *o, double now, pfi_event *ev, pfi_err *err)
+{
+    json_t *a = json_object_get(o, "openadr");
+    if (!a)
+        return PFI_OK;
+    json_t *id = json_object_get(a, "event_id"), *k = json_object_get(a, "interval");
+    if (!json_is_object(a) || !json_is_string(id) || !json_string_value(id)[0] ||
+        strlen(json_string_value(id)) >= sizeof ev->oadr_event || !json_is_integer(k) ||
+        json_integer_value(k) < 0 || json_integer_value(k) > 1000000 ||
+        !json_object_get(a, "vtn_start"))
+        return pfi_err_set(err, PFI_EINVAL, "openadr: expected {\"event_id\" (1-%d characters), "
+                           "\"interval\" (>= 0), \"vtn_start\", \"randomize_start_s\", "
+                           "\"randomized_s\"}", (int)sizeof ev->oadr_event - 1);
+    snprintf(ev->oadr_event, sizeof ev->oadr_event, "%s", json_string_value(id));
+    ev->oadr_interval = (int)json_integer_value(k);
+    double r = NAN, late = NAN;
+    int rc = get_time(a, "vtn_start", now, &ev->oadr_start_s, err);
+    if (rc == PFI_OK)
+        rc = get_num(a, "randomize_start_s", &r, err);
+    if (rc == PFI_OK)
+        rc = get_num(a, "randomized_s", &late, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "openadr: ");
+    if (!(r >= 0 && isfinite(r) && late >= 0 && late <= r))
+        return pfi_err_set(err, PFI_EINVAL, "openadr: randomized_s (%g) must be within [0, "
+                           "randomize_start_s (%g)]", late, r);
+    ev->oadr_randomize_s = r;
+    ev->oadr_randomized_s = late;
+    return PFI_OK;
+}
+
 int pfi_grid_event_from_json(json_t *o, double now, pfi_event *ev, pfi_err *err)
 {
     pfi_event_init_limit(ev, "", 0, 0, NAN);
@@ -165,7 +198,7 @@ int pfi_grid_event_from_json(json_t *o, double now, pfi_event *ev, pfi_err *err)
     int rc;
     if ((rc = only_keys(o, err)) || (rc = get_strings(o, now, ev, err)) ||
         (rc = get_window(o, now, ev, err)) || (rc = get_target(o, ev, err)) ||
-        (rc = get_ramps(o, ev, err)))
+        (rc = get_ramps(o, ev, err)) || (rc = get_openadr(o, now, ev, err)))
         return rc;
     return PFI_OK;
 }
@@ -207,6 +240,17 @@ json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, 
     }
     if (site)
         json_object_set_new(o, "restored_s", pfi_json_num(pfi_event_restored_s(ev, site)));
+    if (ev->oadr_event[0]) {
+        char vs[40];
+        pfi_time_format(ev->oadr_start_s, vs, sizeof vs);
+        json_object_set_new(o, "openadr",
+                            json_pack("{s:s, s:i, s:s, s:o, s:f, s:f}", "event_id",
+                                      ev->oadr_event, "interval", ev->oadr_interval,
+                                      "vtn_start", vs, "vtn_start_s",
+                                      pfi_json_num(ev->oadr_start_s), "randomize_start_s",
+                                      ev->oadr_randomize_s, "randomized_s",
+                                      ev->oadr_randomized_s));
+    }
     return o;
 }
 
@@ -241,8 +285,22 @@ json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_e
     int k = 0;
     if (pfi_grid_compliance(g, ev, site, max_gap_s, &c, &k, err) != PFI_OK)
         return NULL;
-    json_t *o = json_pack("{s:o, s:o, s:f, s:i}", "event", pfi_grid_event_to_json(ev, site, now),
-                          "compliance", pfi_grid_compliance_to_json(&c), "site_max_w",
+    /* The window judged is the event's own: for an OpenADR event its randomized one, moved
+     * randomized_s after the VTN's start, which an audit against the VTN needs to know. */
+    char t0[40], t1[40];
+    pfi_time_format(ev->start_s, t0, sizeof t0);
+    pfi_time_format(ev->end_s, t1, sizeof t1);
+    json_t *win = json_pack("{s:s, s:s, s:f, s:f}", "start", t0, "end", t1, "start_s",
+                            ev->start_s, "end_s", ev->end_s);
+    if (ev->oadr_event[0]) {
+        char vs[40];
+        pfi_time_format(ev->oadr_start_s, vs, sizeof vs);
+        json_object_set_new(win, "vtn_start", json_string(vs));
+        json_object_set_new(win, "randomized_s", json_real(ev->oadr_randomized_s));
+    }
+    json_t *o = json_pack("{s:o, s:o, s:o, s:f, s:i}", "event",
+                          pfi_grid_event_to_json(ev, site, now), "compliance",
+                          pfi_grid_compliance_to_json(&c), "judged_window", win, "site_max_w",
                           site->max_w, "samples", k);
     pfi_event_compliance_free(&c);
     return o;

@@ -22,6 +22,20 @@
 #   check_restored MAX    waits until the limits sum to MAX again, stops the sampler and fails
 #                         when it did not watch to the end (sampler_stop) or any sampled instant
 #                         was over what $dir/allowed allowed
+#   oadr_event ID TYPE V S [R] [EXTRA]
+#                         an event's body for the VTN: id ID, one interval from S (pfi's
+#                         clock) for an hour asking TYPE (SIMPLE, or IMPORT_CAPACITY_LIMIT in
+#                         kW) with value V, the event's randomizeStart R (none when empty or
+#                         absent), EXTRA fields first (e.g. '"programID": "p2", ')
+#   randomized_by FILE S R SEED VEN [limit]
+#                         FILE, a grid event (GET /v1/grid/events/ID) taken from such an event
+#                         from S with randomizeStart R seconds by the VEN named VEN with
+#                         randomize_seed SEED: prints how late it starts (its
+#                         openadr.randomized_s); fails (what is wrong on stderr) unless its
+#                         openadr fields name S and R, its window is the VTN's hour moved by
+#                         that offset, and the offset is the draw docs/cluster.md gives
+#                         (whole seconds in [0, R] drawn from SEED, VEN and the event id; 0
+#                         for a limit)
 #   await N MSG CMD...    runs CMD every 0.05 s until it succeeds; after N more tries, fails
 #                         with MSG expanded then (single-quoted, it shows the state at the end)
 #   not CMD...            CMD failed (for await)
@@ -164,4 +178,36 @@ polls() {
     p0=$(ven_num polls)
     # shellcheck disable=SC2016 # await expands it when it fails
     await 200 'the VEN stopped polling: $(get /v1/grid/openadr)' polled $((p0 + $1))
+}
+oadr_event() {
+    _d=""
+    [ "$2" = IMPORT_CAPACITY_LIMIT ] && _d='"payloadDescriptors": [{"payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}], '
+    printf '{"id": "%s", %s"intervalPeriod": {"start": "%s", "duration": "PT1H"%s}, %s"intervals": [{"id": 0, "payloads": [{"type": "%s", "values": [%s]}]}]}' \
+        "$1" "${6:-}" "$(iso "$4")" "${5:+, \"randomizeStart\": \"$5\"}" "$_d" "$2" "$3"
+}
+randomized_by() {
+    "$PY" - "$@" <<'EOF'
+import json, math, sys, time
+ev, s, r = json.load(open(sys.argv[1])), float(sys.argv[2]), float(sys.argv[3])
+seed, ven, limit = int(sys.argv[4]), sys.argv[5].encode(), sys.argv[6:] == ["limit"]
+o = ev.get("openadr")
+assert o, "no openadr fields"
+late = o["randomized_s"]
+assert o["vtn_start_s"] == s and o["randomize_start_s"] == r and o["interval"] == 0, o
+assert o["vtn_start"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s)), o["vtn_start"]
+assert ev["start_s"] == s + late and ev["end_s"] == s + late + 3600, (ev["start_s"], ev["end_s"])
+# The draw as documented: FNV-1a of the venName (its terminating 0 too) and the event id, the
+# seed added, splitmix64's finalizer; its top 53 bits a share u of [0, 1); u * (R + 1) whole.
+M = (1 << 64) - 1
+h = 14695981039346656037
+for c in ven + b"\0" + o["event_id"].encode():
+    h = ((h ^ c) * 1099511628211) & M
+z = (h + seed * 0x9E3779B97F4A7C15) & M
+z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+z ^= z >> 31
+want = 0 if limit else min(math.floor((z >> 11) * 2.0 ** -53 * (r + 1)), r)
+assert late == want, "randomized_s %s, the draw for seed %d and venName %s is %s" % (late, seed, ven, want)
+print("%.0f" % late)
+EOF
 }

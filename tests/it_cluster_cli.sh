@@ -4,7 +4,10 @@
 # (PATH holds no sinfo here, so anything that asks Slurm fails): `topology --topology FILE`
 # shows that file's nodes and jobs, as text and as JSON, the same the controller works from; a
 # stray argument or a --budget where it means nothing is refused (exit 2, nothing done) rather
-# than ignored.
+# than ignored.  `serve --read-auth token` wants the bearer token on every read but /healthz
+# (401 without it or with a wrong one, as a node daemon's read_auth = token); without the option
+# reads stay open; the option without --token-file, or with a value other than none or token,
+# is refused at start (exit 2).
 # Needs $PFI_BIN.
 set -u
 PFI=${PFI_BIN:?PFI_BIN not set}
@@ -13,6 +16,7 @@ trap 'rm -rf "$T"' EXIT
 trap 'exit 1' INT TERM
 fail() { echo "it_cluster_cli: FAIL: $*"; exit 1; }
 command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh)"
+command -v curl >/dev/null || fail "curl is needed (scripts/install-deps.sh test)"
 # A PATH where sinfo and squeue fail, as on a machine without Slurm.
 mkdir "$T/bin"
 for c in sinfo squeue; do printf '#!/bin/sh\nexit 1\n' >"$T/bin/$c"; chmod +x "$T/bin/$c"; done
@@ -50,4 +54,68 @@ refused "unexpected argument 'extra'" serve extra --heartbeat 0 --listen 127.0.0
 refused "--budget is the initial budget of serve" budget 9000W --budget 8000W
 refused "--budget is the initial budget of serve" status --budget 8000W
 refused "give one budget" budget 9000W 8000W
+head -c 24 /dev/urandom | base64 >"$T/token"
+chmod 600 "$T/token"
+# Refused before the controller opens its database (or asks a node).
+refused "--read-auth token needs --token-file" serve --read-auth token --listen 127.0.0.1:0 \
+  --db "$T/refused.db"
+refused "--read-auth: expected none or token, got 'yes'" serve --read-auth yes \
+  --token-file "$T/token" --listen 127.0.0.1:0 --db "$T/refused.db"
+refused "--read-auth: expected none or token, got 'Token'" serve --read-auth Token \
+  --token-file "$T/token" --listen 127.0.0.1:0 --db "$T/refused.db"
+[ -e "$T/refused.db" ] && fail "--read-auth refused, the controller still opened its database"
+
+# The controller's reads, with and without --read-auth token (its node answers nothing here:
+# what matters is who may read what the controller says of it).
+serve_pid=
+stop_serve() {
+  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid"
+  serve_pid=
+}
+trap 'stop_serve; rm -rf "$T"' EXIT
+serve() { # ARGS...: starts pfi cluster serve; sets CL
+  rm -f "$T/port"
+  "$PFI" cluster serve --topology "$T/topo.json" --node-url "unix:$T/%n.sock" --heartbeat 1s \
+    --listen 127.0.0.1:0 --port-file "$T/port" --token-file "$T/token" --db "$T/cl.db" "$@" \
+    >"$T/serve.out" 2>"$T/serve.err" &
+  serve_pid=$!
+  i=0
+  until [ -s "$T/port" ]; do
+    i=$((i + 1))
+    [ $i -gt 200 ] && fail "cluster serve $* did not start: $(cat "$T/serve.err")"
+    kill -0 "$serve_pid" 2>/dev/null || fail "cluster serve $* exited: $(cat "$T/serve.err")"
+    sleep 0.05
+  done
+  CL=http://127.0.0.1:$(cat "$T/port")
+}
+body() { head -c 300 "$T/body"; }
+code() { # PATH [TOKEN]: the status of a GET, its body in $T/body
+  if [ $# -gt 1 ]; then
+    curl -s -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $2" "$CL$1"
+  else
+    curl -s -o "$T/body" -w '%{http_code}' "$CL$1"
+  fi
+}
+reads="/ /v1/nodes /v1/jobs /v1/allocation /v1/history /v1/decisions /v1/grid/events /metrics"
+serve --read-auth none
+for p in $reads /healthz; do
+  c=$(code "$p")
+  [ "$c" = 200 ] || fail "--read-auth none: GET $p without a token: $c $(body)"
+done
+stop_serve
+serve --read-auth token
+for p in $reads; do
+  c=$(code "$p")
+  [ "$c" = 401 ] && jq -e '.error | test("missing or wrong bearer token")' "$T/body" >/dev/null ||
+    fail "--read-auth token: GET $p without a token: $c $(body)"
+  c=$(code "$p" not-the-token)
+  [ "$c" = 401 ] || fail "--read-auth token: GET $p with a wrong token: $c $(body)"
+  c=$(curl -s -o /dev/null -w '%{http_code}' -I "$CL$p")
+  [ "$c" = 401 ] || fail "--read-auth token: HEAD $p without a token: $c"
+  c=$(code "$p" "$(cat "$T/token")")
+  [ "$c" = 200 ] || fail "--read-auth token: GET $p with the token: $c $(body)"
+done
+c=$(code /healthz)
+[ "$c" = 200 ] || fail "--read-auth token: GET /healthz without a token: $c $(body)"
+stop_serve
 echo "it_cluster_cli: ok"

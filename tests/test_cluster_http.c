@@ -6,7 +6,10 @@
  * starve another's, and a budget change among them stays within the budget; idle and slow
  * connections are closed; connections over the limits are closed at once and the rest served;
  * a body said to be too large is refused before it is read, and nothing changes; a budget body
- * with an unknown or repeated field or absurd watts is refused, and so is a path with %00. */
+ * with an unknown or repeated field or absurd watts is refused, and so is a path with %00.
+ * With --read-auth token every read but /healthz wants the bearer token (401 without it or with
+ * a wrong one), as a node daemon's read_auth = token; without it reads stay open; and the
+ * option without a token file is refused at start. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -21,6 +24,7 @@
 #include <cmocka.h>
 
 #include "cluster/cl_int.h"
+#include "util/http.h"
 #include "support/burst.h"
 #include "support/standin.h"
 
@@ -414,6 +418,115 @@ static void test_settings_checked(void **state)
     }
 }
 
+/* One GET with this bearer token (NULL: none); the status, the body in *reply (malloc'd, NULL
+ * when none). */
+static long get(int port, const char *path, const char *token, char **reply)
+{
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    pfi_http_req r;
+    memset(&r, 0, sizeof r);
+    r.url = url;
+    r.method = "GET";
+    pfi_http_many(NULL, &r, 1, token, 10.0, 1);
+    *reply = r.reply;
+    return r.status;
+}
+
+/* --read-auth token (cfg.read_auth): every read of the site (nodes, jobs, caps, history,
+ * decisions, grid events, the status page, /metrics) was open to whoever reached the port,
+ * where a node daemon with read_auth = token refuses them.  Now: 401 without the token or with
+ * a wrong one, in the API's error style; 200 with it; /healthz open; a path that is no route
+ * gives nothing away (401, not 404); a change still needs the token; and without read_auth the
+ * same reads stay open. */
+static void test_read_auth(void **state)
+{
+    (void)state;
+    static const char *const reads[] = {"/",
+                                        "/v1/nodes",
+                                        "/v1/jobs",
+                                        "/v1/allocation",
+                                        "/v1/history",
+                                        "/v1/decisions?limit=3",
+                                        "/v1/grid/events",
+                                        "/v1/grid/openadr",
+                                        "/metrics"};
+    site x;
+    site_up(&x);
+    char *rep = NULL;
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) { /* read_auth none: open */
+        long st = get(x.port, reads[i], NULL, &rep);
+        if (st != 200)
+            fail_msg("read_auth none: GET %s without a token: %ld %s", reads[i], st,
+                     rep ? rep : "");
+        free(rep);
+    }
+    pfi_cl_server_stop(x.srv);
+    x.c->cfg.read_auth = 1;
+    pfi_err e = {0};
+    assert_int_equal(pfi_cl_server_start(x.c, "127.0.0.1:0", x.tokf, &x.srv, &x.port, &e),
+                     PFI_OK);
+    static const char *const wrong[] = {NULL, "wrong-token-xxxxxxxx", "0123456789abcdef012",
+                                        "0123456789abcdef01234"};
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+        for (size_t w = 0; w < sizeof wrong / sizeof *wrong; w++) {
+            long st = get(x.port, reads[i], wrong[w], &rep);
+            if (st != 401 || !rep || !strstr(rep, "\"error\"") ||
+                !strstr(rep, "missing or wrong bearer token"))
+                fail_msg("read_auth token: GET %s with token %s: %ld %s", reads[i],
+                         wrong[w] ? wrong[w] : "(none)", st, rep ? rep : "");
+            free(rep);
+        }
+        char head[300];
+        snprintf(head, sizeof head, "HEAD %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                 reads[i]);
+        assert_int_equal(pfi_test_request(NULL, x.port, head, 30), 401);
+        long st = get(x.port, reads[i], TOKEN, &rep);
+        if (st != 200)
+            fail_msg("read_auth token: GET %s with the token: %ld %s", reads[i], st,
+                     rep ? rep : "");
+        free(rep);
+    }
+    assert_int_equal(get(x.port, "/v1/no-such-route", NULL, &rep), 401);
+    free(rep);
+    assert_int_equal(get(x.port, "/v1/no-such-route", TOKEN, &rep), 404);
+    free(rep);
+    assert_int_equal(get(x.port, "/healthz", NULL, &rep), 200);
+    free(rep);
+    assert_int_equal(pfi_test_request(NULL, x.port, HEALTH, 30), 200);
+    assert_int_equal(pfi_test_send_body(x.port, NULL, "not-the-token", "PUT", "/v1/budget",
+                                        "{\"watts\": 5000}"),
+                     401);
+    assert_false(x.c->budget.set);
+    assert_int_equal(
+        pfi_test_send_body(x.port, NULL, TOKEN, "PUT", "/v1/budget", "{\"watts\": 5000}"), 200);
+    assert_true(x.c->budget.set);
+    site_down(&x);
+}
+
+/* --read-auth token without a token file would lock every reader out: refused, nothing
+ * started. */
+static void test_read_auth_needs_token(void **state)
+{
+    (void)state;
+    site x;
+    site_up(&x);
+    pfi_cl_server_stop(x.srv);
+    x.srv = NULL;
+    x.c->cfg.read_auth = 1;
+    static const char *const none[] = {NULL, ""};
+    for (size_t i = 0; i < 2; i++) {
+        pfi_cl_server *srv = NULL;
+        int port = -1;
+        pfi_err e = {0};
+        assert_int_equal(pfi_cl_server_start(x.c, "127.0.0.1:0", none[i], &srv, &port, &e),
+                         PFI_EINVAL);
+        assert_null(srv);
+        assert_non_null(strstr(e.msg, "--token-file"));
+    }
+    site_down(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +540,8 @@ int main(void)
         cmocka_unit_test(test_malformed_refused),
         cmocka_unit_test(test_budget_body_checked),
         cmocka_unit_test(test_settings_checked),
+        cmocka_unit_test(test_read_auth),
+        cmocka_unit_test(test_read_auth_needs_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,7 +190,8 @@ static int budget_arg(const char *what, char **pos, int npos, const char *opt, c
 /* The options as given; settings() turns them into the controller's config. */
 typedef struct cl_opts {
     const char *listen, *token, *node_url, *node_map, *node_token, *topo, *hb, *ttl, *timeout,
-        *ramp, *budget, *port_file, *grid[2], *client_timeout, *max_conns, *max_client_conns;
+        *ramp, *budget, *port_file, *grid[2], *client_timeout, *max_conns, *max_client_conns,
+        *read_auth;
     int as_json;
 } cl_opts;
 
@@ -205,6 +206,19 @@ static int settings(const cl_opts *o, pfi_cl_config *cfg, double *ramp_s)
         copy_opt(cfg->node_token_file, sizeof cfg->node_token_file, o->node_token, "node-token") ||
         copy_opt(cfg->topo_file, sizeof cfg->topo_file, o->topo, "topology"))
         return PFI_EXIT_USAGE;
+    /* Refused here, before Slurm or a node is asked: a controller that would lock every reader
+     * out (no token to give) or leave reads open where token was meant must not start. */
+    if (o->read_auth && strcmp(o->read_auth, "none") && strcmp(o->read_auth, "token")) {
+        fprintf(stderr, "pfi cluster: --read-auth: expected none or token, got '%s'\n",
+                o->read_auth);
+        return PFI_EXIT_USAGE;
+    }
+    cfg->read_auth = o->read_auth && !strcmp(o->read_auth, "token");
+    if (cfg->read_auth && !o->token) {
+        fprintf(stderr, "pfi cluster: --read-auth token needs --token-file (the bearer token "
+                        "every read must then carry)\n");
+        return PFI_EXIT_USAGE;
+    }
     if ((o->hb && pfi_parse_duration(o->hb, &cfg->heartbeat_s, &err)) ||
         (o->ttl && pfi_parse_duration(o->ttl, &cfg->node_ttl_s, &err)) ||
         (o->timeout && pfi_parse_duration(o->timeout, &cfg->timeout_s, &err)) ||
@@ -255,6 +269,9 @@ int pfi_cmd_cluster(int argc, char **argv)
          "serve: bearer token for PUT/POST/DELETE (chmod 600); without one every change is "
          "refused"},
         PFI_OPT_ALIAS("token", PFI_OPT_STR, &o.token, "token-file"),
+        {"read-auth", PFI_OPT_STR, &o.read_auth, "none|token",
+         "serve: token: every GET but /healthz needs the bearer token too (needs --token-file; "
+         "default none)"},
         {"node-url", PFI_OPT_STR, &o.node_url, "URL",
          "node daemon URL, %n = node name, %a = address (default http://%a:9455)"},
         {"node-map", PFI_OPT_STR, &o.node_map, "FILE", "lines 'NODE URL' overriding --node-url"},

@@ -8,6 +8,7 @@
  *   GET, POST /v1/grid/events; GET, DELETE /v1/grid/events/{id}; GET .../{id}/report:
  *                     grid events on the site budget (grid.c, docs/api.md's shapes)
  * Mutating requests need the bearer token; without a token file every one is refused (403).
+ * With --read-auth token (cfg.read_auth) every GET and HEAD but /healthz needs it too (401).
  * Errors are {"error": "..."} with 400 (malformed), 401, 403, 404, 409 (infeasible: nothing
  * changed), 500 (a budget taken but not met yet, when a node did not answer its apply: the
  * message says whether the controller's loop applies the rest, controller.c's in_force; or
@@ -40,6 +41,7 @@ struct pfi_cl_server {
     pfi_cl *c;
     char token[512];
     int need_token;
+    int read_auth; /* cfg.read_auth: reads need the token too (read_refused) */
 };
 
 static enum MHD_Result send_json(struct MHD_Connection *con, unsigned code, json_t *doc)
@@ -212,6 +214,22 @@ static int is_get(const char *method)
     return !strcmp(method, "GET") || !strcmp(method, "HEAD");
 }
 
+/* --read-auth token: whether a read is refused (401, its answer queued in *r), as a node
+ * daemon with read_auth = token refuses it (serve/api.c): every GET and HEAD, a path that is no
+ * route included (so the answer tells nothing of which exist), but /healthz, which load
+ * balancers and probes ask without a token and which tells only that the controller runs.
+ * Asked before any route, so no read escapes it. */
+static int read_refused(const pfi_cl_server *s, struct MHD_Connection *con, const char *method,
+                        const char *url, enum MHD_Result *r)
+{
+    if (!s->read_auth || !is_get(method) || !strcmp(url, "/healthz") ||
+        pfi_token_ok(s->token,
+                     MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization")))
+        return 0;
+    *r = send_err(con, 401, "missing or wrong bearer token (--read-auth token)");
+    return 1;
+}
+
 /* /v1/grid/events[/ID[/report]] (docs/cluster.md). */
 static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
                                   const char *url, const char *method, const char *body)
@@ -306,6 +324,9 @@ static const char *route_allow(const char *url)
 static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const char *url,
                              const char *method, const char *body)
 {
+    enum MHD_Result denied;
+    if (read_refused(s, con, method, url, &denied))
+        return denied;
     if (!strncmp(url, "/v1/grid/", 9))
         return grid_route(s, con, url, method, body);
     int get = is_get(method);
@@ -327,7 +348,6 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
         const char *allow = route_allow(url);
         return allow ? not_allowed(con, allow) : send_err(con, 404, "no such route");
     }
-    enum MHD_Result denied;
     if (refused(s, con, &denied))
         return denied;
     if (!strcmp(url, "/v1/budget"))
@@ -386,10 +406,14 @@ int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
     sa.sin_port = htons((uint16_t)p);
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
         return pfi_err_set(err, PFI_EINVAL, "listen '%s': not an IPv4 address", listen);
+    /* Reads that need a token no one has would lock every reader out, the operator too. */
+    if (c->cfg.read_auth && !(token_file && *token_file))
+        return pfi_err_set(err, PFI_EINVAL, "--read-auth token needs --token-file");
     pfi_cl_server *s = calloc(1, sizeof *s);
     if (!s)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     s->c = c;
+    s->read_auth = c->cfg.read_auth;
     if (token_file && *token_file) {
         if (pfi_token_load(token_file, s->token, sizeof s->token, err) != PFI_OK) {
             free(s);

@@ -96,6 +96,9 @@ typedef struct pfi_cl_config {
     double client_timeout_s;  /* a connection idle this long is closed (1 s to 1 h) */
     int max_conns;            /* connections held at once (1 to 4096) */
     int max_client_conns;     /* of them, from one client address (1 to 4096) */
+    int read_auth;            /* 1: every GET but /healthz needs the bearer token too (what
+                               * jobs run, for whom and what happened is the token holder's, as
+                               * a node daemon's read_auth = token); needs a token file */
 } pfi_cl_config;
 
 void pfi_cl_config_defaults(pfi_cl_config *c);
@@ -218,7 +221,8 @@ void pfi_cl_set_ven(pfi_cl *c, pfi_ven *v);
 /* ---- the controller's HTTP API (api.c) ---- */
 
 typedef struct pfi_cl_server pfi_cl_server;
-/* listen: "127.0.0.1:PORT" (0: ephemeral); token_file: bearer for PUT ("" none). */
+/* listen: "127.0.0.1:PORT" (0: ephemeral); token_file: bearer for PUT ("" none).  With
+ * c's cfg.read_auth and no token_file: PFI_EINVAL, nothing started. */
 int pfi_cl_server_start(pfi_cl *c, const char *listen, const char *token_file,
                         pfi_cl_server **out, int *port, pfi_err *err);
 void pfi_cl_server_stop(pfi_cl_server *s);

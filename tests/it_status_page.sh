@@ -10,9 +10,11 @@
 # refreshes itself; its plot is /v1/history's numbers.  With read_auth = token, GET / without the
 # token is refused saying so; through a proxy that adds the token (docs/api.md) the page works;
 # through one that adds it to the page alone, the page says its reads want the token and shows
-# no figure.  A node gone silent is shown stale on the site page (its caps the last
-# acknowledged, no draw), not with its last values as current.  Screenshots are kept next to the pfi binary: status-page-node.png and
-# status-page-site.png (build/ for the normal build).
+# no figure.  The same for a controller run with --read-auth token (over that node, whose reads
+# it makes with the node token).  A node gone silent is shown stale on the site page (its caps
+# the last acknowledged, no draw), not with its last values as current.  Screenshots are kept
+# next to the pfi binary: status-page-node.png and status-page-site.png (build/ for the normal
+# build).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 name=it_status_page
@@ -86,15 +88,15 @@ N3=http://$(cat "$dir/n3.port")
 code=$(curl -s -o "$dir/n3.body" -w '%{http_code}' "$N3/")
 [ "$code" = 401 ] && grep -q "read_auth = token" "$dir/n3.body" ||
     fail "GET / of a read_auth daemon without the token: $code $(cat "$dir/n3.body")"
-proxy() { # name [--page-only]: a proxy to n3 that adds the token; sets P
-    python3 "$here/support/auth_proxy.py" "$N3" "$TOKEN" "$dir/$1.port" ${2:+"$2"} 2>"$dir/$1.log" &
+proxy() { # name upstream [--page-only]: a proxy that adds the token; sets P
+    python3 "$here/support/auth_proxy.py" "$2" "$TOKEN" "$dir/$1.port" ${3:+"$3"} 2>"$dir/$1.log" &
     pids="$pids $!"
     wait_file "$dir/$1.port" "the token-adding proxy ($1)"
     P=http://127.0.0.1:$(cat "$dir/$1.port")
 }
 "$PFI_BIN" ctl --url "$N3" --token-file "$TOKEN" job add t --gpus 0-3 --pfi30 0.4 >/dev/null || fail "job t on n3"
 "$PFI_BIN" ctl --url "$N3" --token-file "$TOKEN" budget set 80% >/dev/null || fail "budget on n3"
-proxy px
+proxy px "$N3"
 sleep 1
 api "$P" "$dir/n3.before" gpus jobs allocation grid_events decisions history
 chrome "$P/" --window-size=1400,1100 --dump-dom >"$dir/n3.dom" ||
@@ -102,7 +104,7 @@ chrome "$P/" --window-size=1400,1100 --dump-dom >"$dir/n3.dom" ||
 api "$P" "$dir/n3.after" gpus jobs allocation grid_events decisions history
 python3 "$here/support/check_status_page.py" node "$dir/n3.dom" "$dir/n3.before" "$dir/n3.after" ||
     fail "the page of a read_auth daemon, through a token-adding proxy, does not match the API"
-proxy pxpage --page-only
+proxy pxpage "$N3" --page-only
 chrome "$P/" --window-size=1400,1100 --dump-dom >"$dir/n3p.dom" ||
     fail "chromium on the page, token on the page only: $(tail -n 5 "$dir/chromium.log")"
 grep -q 'id="err">cannot read the API: /v1/gpus: HTTP 401 (the daemon wants its bearer token on every read' "$dir/n3p.dom" ||
@@ -110,6 +112,34 @@ grep -q 'id="err">cannot read the API: /v1/gpus: HTTP 401 (the daemon wants its 
 grep -q '<body[^>]* data-stale="1"' "$dir/n3p.dom" || fail "reads refused, the page is not marked stale"
 grep -q 'data-v="[0-9-]' "$dir/n3p.dom" && fail "reads refused, the page still shows figures"
 grep -q 'id="title">pfi cluster serve' "$dir/n3p.dom" && fail "reads refused, the node's page calls itself the site's"
+
+# pfi cluster serve --read-auth token over n3: the site's page and reads need the token too.
+echo '{"nodes": [{"name": "n3", "gpus": 8}], "jobs": [{"id": "t", "parts": [{"node": "n3", "gpus": [0, 1, 2, 3]}]}]}' >"$dir/topo3.json"
+echo "n3 $N3" >"$dir/node3.map"
+"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cl3.port" --token-file "$TOKEN" \
+    --read-auth token --node-map "$dir/node3.map" --node-token-file "$TOKEN" \
+    --topology "$dir/topo3.json" --heartbeat 1s --db "$dir/cl3.db" --budget 4000W >"$dir/cl3.log" 2>&1 &
+pids="$pids $!"
+wait_file "$dir/cl3.port" "pfi cluster serve --read-auth token"
+CL3=http://127.0.0.1:$(cat "$dir/cl3.port")
+code=$(curl -s -o "$dir/cl3.body" -w '%{http_code}' "$CL3/")
+[ "$code" = 401 ] && grep -q -- "--read-auth token" "$dir/cl3.body" ||
+    fail "GET / of a --read-auth token controller without the token: $code $(cat "$dir/cl3.body")"
+proxy pxs "$CL3"
+sleep 1
+api "$P" "$dir/cl3.before" nodes jobs allocation grid_events decisions history
+chrome "$P/" --window-size=1400,900 --dump-dom >"$dir/cl3.dom" ||
+    fail "chromium on the site page through the proxy: $(tail -n 5 "$dir/chromium.log")"
+api "$P" "$dir/cl3.after" nodes jobs allocation grid_events decisions history
+python3 "$here/support/check_status_page.py" site "$dir/cl3.dom" "$dir/cl3.before" "$dir/cl3.after" ||
+    fail "the page of a --read-auth token controller, through a token-adding proxy, does not match the API"
+proxy pxspage "$CL3" --page-only
+chrome "$P/" --window-size=1400,900 --dump-dom >"$dir/cl3p.dom" ||
+    fail "chromium on the site page, token on the page only: $(tail -n 5 "$dir/chromium.log")"
+grep -q 'id="err">cannot read the API: /v1/gpus: HTTP 401 (the daemon wants its bearer token on every read, read_auth = token or --read-auth token' "$dir/cl3p.dom" ||
+    fail "site reads refused for want of the token, the page does not say so: $(grep -o 'id="err">[^<]*' "$dir/cl3p.dom")"
+grep -q '<body[^>]* data-stale="1"' "$dir/cl3p.dom" || fail "site reads refused, the page is not marked stale"
+grep -q 'data-v="[0-9-]' "$dir/cl3p.dom" && fail "site reads refused, the page still shows figures"
 
 # A node gone silent: the site page marks it stale, its caps the last acknowledged, no draw.
 kill -9 "$N2_PID"

@@ -145,6 +145,16 @@ grep -q EINFEASIBLE "$dir/body" || fail "infeasible budget body: $(cat "$dir/bod
 [ "$(code -X POST -H "$AUTH" -d '{"id": "x", "gpus": [42]}' "http://$ADDR/v1/jobs")" = 400 ] || fail "unknown GPU accepted"
 [ "$(code -X PUT -d '{"watts": 5000}' "http://$ADDR/v1/budget")" = 401 ] || fail "change without token accepted"
 [ "$(code -X PUT -H "Authorization: Bearer wrong-token-0123456789" -d '{"watts": 5000}' "http://$ADDR/v1/budget")" = 401 ] || fail "wrong token accepted"
+# A query parameter the route does not take, one given twice or a bad value: 400 naming it
+# (GET /v1/history?sinse=10 answered the whole hour with 200, silently).
+for q in "history?sinse=10 sinse" "history?since=10&since=20 since" "history?since= since" \
+         "events?limit=0 limit" "gpus?limit=5 limit"; do
+    [ "$(code "http://$ADDR/v1/${q% *}")" = 400 ] && grep -qF "${q#* }" "$dir/body" ||
+        fail "GET /v1/${q% *}: $(cat "$dir/body")"
+done
+[ "$(code -X PUT -H "$AUTH" -d '{"watts": 4000}' "http://$ADDR/v1/budget?ramp_s=60")" = 400 ] ||
+    fail "a budget with a query parameter accepted: $(cat "$dir/body")"
+[ "$(code "http://$ADDR/v1/history?since=10")" = 200 ] || fail "since=10 refused: $(cat "$dir/body")"
 head -c 200000 /dev/zero | tr '\0' ' ' >"$dir/big"
 [ "$(code -X POST -H "$AUTH" --data-binary @"$dir/big" "http://$ADDR/v1/jobs")" = 413 ] || fail "oversized body accepted"
 [ "$(limits)" = "$before" ] || fail "a refused request changed limits: $before -> $(limits)"

@@ -52,7 +52,7 @@ static int call(fx *f, const char *method, const char *url, const char *body, in
     int st = 0;
     const char *ctype;
     size_t len;
-    char *out = pfi_srv_api_handle(f->n, method, url, NULL, NULL, body, body ? strlen(body) : 0,
+    char *out = pfi_srv_api_handle(f->n, method, url, NULL, body, body ? strlen(body) : 0,
                                auth, &st, &ctype, &len);
     assert_non_null(out);
     if (doc) {
@@ -69,7 +69,12 @@ static int query(fx *f, const char *url, const char *since, const char *limit, j
     int st = 0;
     const char *ctype;
     size_t len;
-    char *out = pfi_srv_api_handle(f->n, "GET", url, since, limit, NULL, 0, 0, &st, &ctype, &len);
+    pfi_http_query q = {0};
+    if (since)
+        pfi_http_query_note(&q, "since", since);
+    if (limit)
+        pfi_http_query_note(&q, "limit", limit);
+    char *out = pfi_srv_api_handle(f->n, "GET", url, &q, NULL, 0, 0, &st, &ctype, &len);
     assert_non_null(out);
     *doc = json_loads(out, 0, NULL);
     assert_non_null(*doc);
@@ -465,7 +470,7 @@ static void test_metrics_text(void **state)
     int st;
     const char *ctype;
     size_t len;
-    char *t = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    char *t = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, 0, 0, &st, &ctype, &len);
     assert_int_equal(st, 200);
     assert_non_null(strstr(ctype, "text/plain"));
     assert_non_null(strstr(t, "pfi_node_budget_watts 4200\n"));
@@ -510,7 +515,7 @@ static void test_status_page(void **state)
     int st;
     const char *ctype;
     size_t len, plen;
-    char *t = pfi_srv_api_handle(f->n, "GET", "/", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    char *t = pfi_srv_api_handle(f->n, "GET", "/", NULL, NULL, 0, 0, &st, &ctype, &len);
     assert_int_equal(st, 200);
     assert_non_null(strstr(ctype, "text/html"));
     const char *page = pfi_status_page(&plen);
@@ -691,7 +696,7 @@ static void test_metrics_of_silent_gpu(void **state)
     int st;
     const char *ctype;
     size_t len;
-    char *t = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    char *t = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, 0, 0, &st, &ctype, &len);
     assert_int_equal(st, 200);
     assert_non_null(strstr(t, "\npfi_gpu_up{gpu=\"5\","));
     assert_non_null(strstr(t, "\npfi_gpu_power_watts{gpu=\"4\","));
@@ -773,7 +778,7 @@ static double metric_of(fx *f, const char *name, const char *job)
     int st;
     const char *ctype;
     size_t len;
-    char *t = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, NULL, 0, 0, &st, &ctype, &len);
+    char *t = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, 0, 0, &st, &ctype, &len);
     assert_int_equal(st, 200);
     char want[200];
     snprintf(want, sizeof want, "\n%s{job_id=\"%s\",", name, job);
@@ -1177,12 +1182,59 @@ static void test_read_auth(void **state)
         int st = 0;
         const char *ct;
         size_t len;
-        char *out = pfi_srv_api_handle(f->n, "GET", urls[k], NULL, NULL, NULL, 0, 1, &st, &ct,
+        char *out = pfi_srv_api_handle(f->n, "GET", urls[k], NULL, NULL, 0, 1, &st, &ct,
                                        &len);
         free(out);
         assert_int_equal(st, 200);
     }
     assert_int_equal(call(f, "GET", "/healthz", NULL, 0, NULL), 200);
+    f->cfg.read_auth = 0;
+}
+
+/* One request with the query args[0..n) (name, value pairs; a NULL value: no '='), authorized
+ * as auth says; the status, and the answer's error message in msg (empty when none). */
+static int with_query(fx *f, const char *method, const char *url, const char *const (*args)[2],
+                      int n, int auth, char *msg, size_t size)
+{
+    pfi_http_query q = {0};
+    for (int i = 0; i < n; i++)
+        pfi_http_query_note(&q, args[i][0], args[i][1]);
+    int st = 0;
+    const char *ct;
+    size_t len;
+    char *out = pfi_srv_api_handle(f->n, method, url, &q, NULL, 0, auth, &st, &ct, &len);
+    assert_non_null(out);
+    json_t *d = json_loads(out, 0, NULL);
+    const char *m = json_string_value(json_object_get(json_object_get(d, "error"), "message"));
+    snprintf(msg, size, "%s", m ? m : "");
+    json_decref(d);
+    free(out);
+    return st;
+}
+
+/* The query is checked where the route is known: a path no route has is 404 and a method the
+ * path does not take 405 whatever the query; with read_auth = token a read without the token
+ * is 401 before its query is looked at; then a bad argument is 400 naming it.  /healthz
+ * ignores any. */
+static void test_query_order(void **state)
+{
+    fx *f = *state;
+    static const char *const sinse[][2] = {{"sinse", "10"}};
+    static const char *const twice[][2] = {{"since", "10"}, {"since", "20"}};
+    static const char *const stray[][2] = {{"", NULL}, {"since", "10"}, {"", NULL}};
+    char msg[600];
+    assert_int_equal(with_query(f, "GET", "/v1/nope", sinse, 1, 1, msg, sizeof msg), 404);
+    assert_int_equal(with_query(f, "DELETE", "/v1/history", sinse, 1, 1, msg, sizeof msg), 405);
+    assert_int_equal(with_query(f, "GET", "/v1/history", sinse, 1, 0, msg, sizeof msg), 400);
+    assert_string_equal(msg, "unknown query parameter 'sinse' (this path takes: since)");
+    assert_int_equal(with_query(f, "HEAD", "/v1/history", twice, 2, 0, msg, sizeof msg), 400);
+    assert_non_null(strstr(msg, "'since'"));
+    /* a stray '&' names nothing */
+    assert_int_equal(with_query(f, "GET", "/v1/history", stray, 3, 0, msg, sizeof msg), 200);
+    f->cfg.read_auth = 1;
+    assert_int_equal(with_query(f, "GET", "/v1/history", sinse, 1, 0, msg, sizeof msg), 401);
+    assert_int_equal(with_query(f, "GET", "/v1/history", sinse, 1, 1, msg, sizeof msg), 400);
+    assert_int_equal(with_query(f, "GET", "/healthz", sinse, 1, 0, msg, sizeof msg), 200);
     f->cfg.read_auth = 0;
 }
 
@@ -1196,17 +1248,17 @@ static void test_http_edges(void **state)
     int st = 0;
     const char *ct;
     size_t len;
-    char *out = pfi_srv_http_answer(f->n, "GET", url, NULL, NULL, NULL, NULL, 0, &st, &ct, &len);
+    char *out = pfi_srv_http_answer(f->n, "GET", url, NULL, NULL, NULL, 0, &st, &ct, &len);
     free(out);
     assert_int_equal(st, 404);
     char ok[] = "/v1/%67pus"; /* other escapes still decode */
     pfi_url_unescape(ok);
     assert_string_equal(ok, "/v1/gpus");
-    out = pfi_srv_http_answer(f->n, "GET", "/v1/budget", "bearer " TOKEN, NULL, NULL, NULL, 0,
+    out = pfi_srv_http_answer(f->n, "GET", "/v1/budget", "bearer " TOKEN, NULL, NULL, 0,
                               &st, &ct, &len);
     free(out);
     assert_int_equal(st, 200);
-    out = pfi_srv_http_answer(f->n, "DELETE", "/v1/budget", "bearer " TOKEN, NULL, NULL, NULL, 0,
+    out = pfi_srv_http_answer(f->n, "DELETE", "/v1/budget", "bearer " TOKEN, NULL, NULL, 0,
                               &st, &ct, &len);
     free(out);
     assert_int_equal(st, 200); /* the scheme in lower case is accepted */
@@ -1247,6 +1299,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hostile_sizes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_edges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_query_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allow, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

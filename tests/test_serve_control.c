@@ -331,7 +331,7 @@ static int api(fx *f, const char *method, const char *url, const char *body, jso
     int st = 0;
     const char *ctype;
     size_t len;
-    char *out = pfi_srv_api_handle(f->node.n, method, url, NULL, NULL, body, body ? strlen(body) : 0, 1,
+    char *out = pfi_srv_api_handle(f->node.n, method, url, NULL, body, body ? strlen(body) : 0, 1,
                                &st, &ctype, &len);
     assert_non_null(out);
     if (doc) {

@@ -4,7 +4,9 @@
  * answered at once, whatever its size (libmicrohttpd's epoll loop slept on exactly 128 until
  * some other event or the connection timeout came); one address's slow clients cannot starve
  * another's, whose budget change is applied within the budget; idle and half-sent connections
- * are closed; a body said to be too large is refused before it is read, and nothing changes. */
+ * are closed; a body said to be too large is refused before it is read, and nothing changes;
+ * a query argument a route does not take, given twice or no number in range is refused,
+ * named, and nothing changes. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -20,6 +22,7 @@
 #include "hw/hw.h"
 #include "serve/serve_int.h"
 #include "support/burst.h"
+#include "support/query_check.h"
 #include "support/sim_node.h"
 
 #define MAXC 200
@@ -213,6 +216,114 @@ static void test_two_lengths_refused(void **state)
     node_down(&x);
 }
 
+/* Every route of the node's API on a /v1/ path, with the body a valid request has (the
+ * parameter it takes: NULL, none). */
+static const struct {
+    const char *method, *path, *takes, *json;
+} ROUTES[] = {
+    {"GET", "/v1/history", "since", NULL},
+    {"GET", "/v1/events", "since", NULL},
+    {"GET", "/v1/events", "limit", NULL},
+    {"GET", "/v1/decisions", "limit", NULL},
+    {"GET", "/v1/gpus", NULL, NULL},
+    {"GET", "/v1/jobs", NULL, NULL},
+    {"GET", "/v1/jobs/j1", NULL, NULL},
+    {"GET", "/v1/allocation", NULL, NULL},
+    {"GET", "/v1/budget", NULL, NULL},
+    {"GET", "/v1/grid/events", NULL, NULL},
+    {"GET", "/v1/grid/events/e1", NULL, NULL},
+    {"GET", "/v1/grid/events/e1/report", NULL, NULL},
+    {"GET", "/v1/grid/openadr", NULL, NULL},
+    {"PUT", "/v1/budget", NULL, "{\"percent\": 70}"},
+    {"DELETE", "/v1/budget", NULL, NULL},
+    {"PUT", "/v1/caps", NULL, "{\"caps\": [{\"gpu\": 0, \"cap_w\": 300}]}"},
+    {"POST", "/v1/jobs", NULL, "{\"id\": \"j1\", \"gpus\": [0]}"},
+    {"DELETE", "/v1/jobs/j1", NULL, NULL},
+    {"POST", "/v1/jobs/j1/throughput", NULL, "{\"tokens_per_s\": 10}"},
+    {"POST", "/v1/heartbeat", NULL, "{\"controller\": \"c\", \"ttl_s\": 0}"},
+    {"POST", "/v1/grid/events", NULL,
+     "{\"id\": \"e1\", \"start\": \"2026-12-01T20:00:00Z\", \"end\": "
+     "\"2026-12-01T21:00:00Z\", \"cut\": \"30%\"}"},
+    {"DELETE", "/v1/grid/events/e1", NULL, NULL},
+};
+
+/* A query argument a route does not take, one given twice, or a value that is empty or no
+ * number in range is a 400 that names it, on every /v1/ route and method, and changes
+ * nothing: GET /v1/history?sinse=10 answered the whole hour with 200, and of
+ * since=10&since=20 one silently won.  Valid arguments are answered as before; /healthz,
+ * /metrics and / take none and ignore any (probes, scrapers and browsers add their own); a
+ * path no route has is still 404 and a method a path does not take 405. */
+static void test_query_checked(void **state)
+{
+    (void)state;
+    node x;
+    node_up(&x, NULL);
+    pfi_err e = {0};
+    assert_int_equal(pfi_srv_grid_open(x.t.n, &e), PFI_OK); /* as the daemon does */
+    double before = sum_limits(&x);
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof ROUTES / sizeof *ROUTES; i++)
+        wrong += pfi_test_query_refused(x.port, ROUTES[i].method, ROUTES[i].path,
+                                        ROUTES[i].takes, TOKEN, ROUTES[i].json);
+    assert_int_equal(wrong, 0);
+    /* limit's own range */
+    static const char *const out_of_range[] = {"/v1/events?limit=0", "/v1/events?limit=1001",
+                                               "/v1/decisions?limit=0",
+                                               "/v1/decisions?limit=1001"};
+    for (size_t i = 0; i < sizeof out_of_range / sizeof *out_of_range; i++) {
+        char *reply = NULL;
+        assert_int_equal(pfi_test_ask(x.port, "GET", out_of_range[i], NULL, NULL, &reply), 400);
+        assert_non_null(strstr(reply, "limit"));
+        free(reply);
+    }
+    assert_true(isnan(x.t.n->budget_w));
+    assert_true(fabs(sum_limits(&x) - before) < 1e-9);
+    assert_int_equal(x.t.n->n_jobs, 0);
+    assert_int_equal(x.t.n->n_grid, 0);
+    static const struct {
+        const char *method, *path;
+        long status;
+    } kept[] = {
+        {"GET", "/v1/history?since=5", 200},
+        {"GET", "/v1/events?since=0&limit=5", 200},
+        {"GET", "/v1/events?limit=5&since=0", 200},
+        {"GET", "/v1/events?limit=1000", 200},
+        {"GET", "/v1/decisions?limit=5", 200},
+        {"GET", "/v1/gpus?", 200},
+        {"GET", "/healthz?x=1&x=2", 200},
+        {"GET", "/metrics?_=1733300000", 200},
+        {"GET", "/?nocache=1", 200},
+        {"GET", "/v1/nope?sinse=1", 404},
+        {"DELETE", "/v1/gpus?sinse=1", 405},
+        {"PUT", "/v1/history?sinse=1", 405},
+    };
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+        long st = pfi_test_ask(x.port, kept[i].method, kept[i].path, TOKEN, NULL, NULL);
+        if (st != kept[i].status)
+            fail_msg("%s %s: status %ld, expected %ld", kept[i].method, kept[i].path, st,
+                     kept[i].status);
+    }
+    /* The same change without a query is taken: the refusals above were the query's. */
+    assert_int_equal(pfi_test_ask(x.port, "PUT", "/v1/budget", TOKEN, "{\"percent\": 70}", NULL),
+                     200);
+    assert_false(isnan(x.t.n->budget_w));
+    assert_int_equal(pfi_test_ask(x.port, "PUT", "/v1/budget", TOKEN, "{\"percent\": 80}", NULL),
+                     200);
+    /* Valid arguments read as before: limit still selects (two decisions: two events). */
+    char *all = NULL, *one = NULL;
+    assert_int_equal(pfi_test_ask(x.port, "GET", "/v1/events?limit=1", NULL, NULL, &one), 200);
+    assert_int_equal(pfi_test_ask(x.port, "GET", "/v1/events", NULL, NULL, &all), 200);
+    json_t *o = json_loads(one, 0, NULL), *a = json_loads(all, 0, NULL);
+    assert_int_equal(json_array_size(json_object_get(o, "events")), 1);
+    assert_true(json_array_size(json_object_get(a, "events")) > 1);
+    json_decref(o);
+    json_decref(a);
+    free(one);
+    free(all);
+    pfi_srv_grid_close(x.t.n);
+    node_down(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_idle_and_slow_closed),
         cmocka_unit_test(test_big_body_refused),
         cmocka_unit_test(test_two_lengths_refused),
+        cmocka_unit_test(test_query_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,8 +12,8 @@
 #include "report/status_page.h"
 #include "serve/serve_int.h"
 #include "util/budget.h"
+#include "util/http_query.h"
 #include "util/json.h"
-#include "util/num.h"
 
 static int http_status(int code)
 {
@@ -214,10 +214,16 @@ static int post_throughput(srv_node *n, const char *id, json_t *doc, pfi_err *e)
     return pfi_srv_job_throughput(n, id, json_number_value(t), e);
 }
 
+/* What a read's query said (query_ok): each parameter, -1 when not given (none takes a
+ * negative value). */
+typedef struct read_args {
+    long long since, limit;
+} read_args;
+
 /* GET and HEAD routes; *matched 0 when the request is not one of them. */
 static char *handle_read(srv_node *n, const char *url, const char *id, const char *sub,
-                         const char *q_since, const char *q_limit, int *matched, int *st,
-                         const char **ctype, size_t *len)
+                         const read_args *q, int *matched, int *st, const char **ctype,
+                         size_t *len)
 {
     *matched = 1;
     if (!strcmp(url, "/healthz"))
@@ -239,11 +245,8 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
     if (!strcmp(url, "/v1/allocation") || !strcmp(url, "/v1/budget"))
         return ok(200, pfi_srv_view_allocation(n), st, len);
     if (!strcmp(url, "/v1/decisions")) {
-        int limit = 20;
         pfi_err e = {0};
-        if (q_limit && pfi_num_int(q_limit, 1, 1000, "limit", &limit, &e) != PFI_OK)
-            return fail_err(&e, st, len);
-        json_t *doc = pfi_audit_decisions(n->audit, limit, &e);
+        json_t *doc = pfi_audit_decisions(n->audit, q->limit < 0 ? 20 : (int)q->limit, &e);
         return doc ? ok(200, doc, st, len) : fail_err(&e, st, len);
     }
     if (!strcmp(url, "/")) {
@@ -259,21 +262,14 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
         return t;
     }
     if (!strcmp(url, "/v1/history")) {
-        long long since = (long long)pfi_clock_wall() - 3600;
-        pfi_err e = {0};
-        if (q_since && pfi_num_ll(q_since, 0, LLONG_MAX, "since", &since, &e) != PFI_OK)
-            return fail_err(&e, st, len);
+        long long since = q->since < 0 ? (long long)pfi_clock_wall() - 3600 : q->since;
         return ok(200, pfi_srv_view_history(n, (double)since), st, len);
     }
-    if (!strcmp(url, "/v1/events")) {
-        long long since = 0;
-        int limit = 100;
-        pfi_err e = {0};
-        if ((q_since && pfi_num_ll(q_since, 0, LLONG_MAX, "since", &since, &e) != PFI_OK) ||
-            (q_limit && pfi_num_int(q_limit, 1, 1000, "limit", &limit, &e) != PFI_OK))
-            return fail_err(&e, st, len);
-        return ok(200, pfi_srv_view_events(n, since, limit), st, len);
-    }
+    if (!strcmp(url, "/v1/events"))
+        return ok(200,
+                  pfi_srv_view_events(n, q->since < 0 ? 0 : q->since,
+                                      q->limit < 0 ? 100 : (int)q->limit),
+                  st, len);
     *matched = 0;
     return NULL;
 }
@@ -383,9 +379,38 @@ const char *pfi_srv_api_allow(const char *url)
     return !url[9 + l] ? "GET, HEAD, DELETE" : !strcmp(url + 9 + l, "/throughput") ? "POST" : NULL;
 }
 
-char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const char *q_since,
-                     const char *q_limit, const char *body, size_t blen, int authorized,
-                     int *st, const char **ctype, size_t *len)
+/* The query parameters the routes take (docs/api.md), checked once a request's path and
+ * method are known to have a route (a 404 or 405 is answered as such), before anything is
+ * read or changed: on a /v1/ path an argument the route does not take, one given twice, or a
+ * value that is empty or out of range is a 400 naming it.  A misspelt parameter used to be
+ * ignored (GET /v1/history?sinse=10 answered the whole hour with 200).  /healthz, /metrics and
+ * / take none and ignore any: probes, scrapers and browsers add their own (a cache-buster),
+ * and no parameter there changes what is answered; so does the OpenADR notification path,
+ * which a VTN calls as it likes.  1 when the request may go on, its values in *a; 0 with
+ * the answer in *out. */
+static int query_ok(const char *method, const char *url, const pfi_http_query *q,
+                    read_args *a, char **out, int *st, size_t *len)
+{
+    a->since = a->limit = -1;
+    if (!pfi_http_allows(pfi_srv_api_allow(url), method) || strncmp(url, "/v1/", 4) ||
+        !strncmp(url, "/v1/grid/openadr/notify/", 24))
+        return 1;
+    pfi_http_param takes[2];
+    int nt = 0;
+    if (!strcmp(url, "/v1/history") || !strcmp(url, "/v1/events"))
+        takes[nt++] = (pfi_http_param){"since", 0, LLONG_MAX, &a->since};
+    if (!strcmp(url, "/v1/events") || !strcmp(url, "/v1/decisions"))
+        takes[nt++] = (pfi_http_param){"limit", 1, 1000, &a->limit};
+    pfi_err e = {0};
+    if (pfi_http_query_take(q, takes, nt, &e) == PFI_OK)
+        return 1;
+    *out = fail_err(&e, st, len);
+    return 0;
+}
+
+char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url,
+                         const pfi_http_query *query, const char *body, size_t blen,
+                         int authorized, int *st, const char **ctype, size_t *len)
 {
     *ctype = "application/json";
     /* read_auth = token: what jobs run, for whom, and what happened is the token holder's too;
@@ -393,6 +418,10 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const
     int reading = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     if (reading && n->cfg->read_auth && authorized != 1 && strcmp(url, "/healthz") != 0)
         return fail(401, PFI_EPERM, "missing or wrong bearer token (read_auth = token)", st, len);
+    read_args q;
+    char *bad;
+    if (!query_ok(method, url, query, &q, &bad, st, len))
+        return bad;
     char *grid = pfi_srv_grid_api(n, method, url, body, blen, authorized, st, len);
     if (grid)
         return grid;
@@ -412,7 +441,7 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const
     }
     if (get) {
         int matched;
-        char *r = handle_read(n, url, id, sub, q_since, q_limit, &matched, st, ctype, len);
+        char *r = handle_read(n, url, id, sub, &q, &matched, st, ctype, len);
         if (matched)
             return r;
     }

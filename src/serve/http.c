@@ -19,6 +19,7 @@
 #include "serve/serve_int.h"
 #include "util/fs.h"
 #include "util/http_frame.h"
+#include "util/http_query.h"
 #include "util/json.h"
 #include "util/num.h"
 #include "util/unescape.h"
@@ -89,13 +90,13 @@ int pfi_srv_http_body_too_big(const char *content_length, size_t max)
 }
 
 char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
-                          const char *authorization, const char *since, const char *limit,
+                          const char *authorization, const pfi_http_query *query,
                           const char *body, size_t blen, int *status, const char **ctype,
                           size_t *len)
 {
     int authorized = n->token[0] ? pfi_token_ok(n->token, authorization) : -1;
-    return pfi_srv_api_handle(n, method, url, since, limit, body, blen, authorized, status,
-                              ctype, len);
+    return pfi_srv_api_handle(n, method, url, query, body, blen, authorized, status, ctype,
+                              len);
 }
 
 /* A %00 would cut the path short ("/metrics%00.txt" read as "/metrics"): util/unescape.h
@@ -110,6 +111,16 @@ static enum MHD_Result frame_note(void *cls, enum MHD_ValueKind kind, const char
 {
     (void)kind;
     pfi_http_frame_note(cls, name, value);
+    return MHD_YES;
+}
+
+/* Every argument, in order: api.c checks them against what the route takes, so a misspelt or
+ * repeated one is refused rather than ignored (a lookup by name saw neither). */
+static enum MHD_Result query_note(void *cls, enum MHD_ValueKind kind, const char *name,
+                                  const char *value)
+{
+    (void)kind;
+    pfi_http_query_note(cls, name, value);
     return MHD_YES;
 }
 
@@ -166,13 +177,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->too_big)
         return reject(c, 413, "EINVAL", "request body too large");
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    const char *since = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
-    const char *limit = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    pfi_http_query q = {0};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_note, &q);
     int status = 500;
     const char *ctype = "application/json";
     size_t len = 0;
-    char *body = pfi_srv_http_answer(h->n, method, url, auth, since, limit, r->body, r->len,
-                                     &status, &ctype, &len);
+    char *body = pfi_srv_http_answer(h->n, method, url, auth, &q, r->body, r->len, &status,
+                                     &ctype, &len);
     if (!body)
         return reject(c, 500, "ENOMEM", "out of memory");
     return respond(c, status, ctype, body, len, status == 405 ? pfi_srv_api_allow(url) : NULL);

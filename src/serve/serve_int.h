@@ -18,6 +18,7 @@
 #include "serve/serve.h"
 #include "store/audit.h"
 #include "util/clock.h"
+#include "util/http_query.h"
 #include "util/prom.h"
 #include "util/series.h"
 
@@ -477,15 +478,17 @@ void pfi_srv_http_stop(srv_http *h);
  * with 413: over max or not a number) the transport uses; the transport unescapes the path
  * with util/unescape.h (%00 left as sent). */
 char *pfi_srv_http_answer(srv_node *n, const char *method, const char *url,
-                          const char *authorization, const char *since, const char *limit,
+                          const char *authorization, const pfi_http_query *query,
                           const char *body, size_t blen, int *status, const char **ctype,
                           size_t *len);
 int pfi_srv_http_body_too_big(const char *content_length, size_t max);
 /* The methods path url takes, as the Allow header of a 405 names them (RFC 9110 15.5.6):
  * "GET, HEAD", "PUT"...; NULL when no route has the path (a 404, whatever the method). */
 const char *pfi_srv_api_allow(const char *url);
-char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url, const char *query_since,
-                     const char *query_limit, const char *body, size_t body_len, int authorized,
-                     int *status, const char **ctype, size_t *len);
+/* query: the request's arguments (util/http_query.h; NULL: none), checked against what the
+ * route takes before it runs. */
+char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url,
+                         const pfi_http_query *query, const char *body, size_t body_len,
+                         int authorized, int *status, const char **ctype, size_t *len);
 
 #endif

@@ -2,9 +2,11 @@
 /* libFuzzer target: what pfi serve answers an HTTP request (src/serve/http.c
  * pfi_srv_http_answer: the bearer token check and every route of api.c and grid_api.c), on a
  * node over the simulator, without a socket.  Input: newline-separated fields
- *   METHOD \n PATH \n Authorization \n since \n limit \n Content-Length \n BODY...
- * (a missing field is an absent header or argument).  The path goes through the transport's
- * unescaping first.  After each input the node is put back: jobs removed, budget cleared. */
+ *   METHOD \n PATH \n Authorization \n QUERY \n Content-Length \n BODY...
+ * (a missing field is an absent header; QUERY is what follows '?', "since=5&limit=2", its
+ * arguments split on '&' and '=' as libmicrohttpd splits them, each name and value unescaped).
+ * The path goes through the transport's unescaping first.  After each input the node is put
+ * back: jobs removed, budget cleared. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,27 @@ static char *field(const uint8_t **p, const uint8_t *end)
     return s;
 }
 
+/* Splits query (modified in place) into q's arguments, as the transport lists them: "a=1",
+ * "a=" (an empty value), "a" (no value: NULL). */
+static void split_query(char *query, pfi_http_query *q)
+{
+    for (char *p = query; p && *p;) {
+        char *amp = strchr(p, '&');
+        if (amp)
+            *amp = '\0';
+        if (*p) {
+            char *eq = strchr(p, '=');
+            if (eq)
+                *eq = '\0';
+            pfi_url_unescape(p);
+            if (eq)
+                pfi_url_unescape(eq + 1);
+            pfi_http_query_note(q, p, eq ? eq + 1 : NULL);
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+}
+
 static void reset(void)
 {
     char ids[SRV_MAX_JOBS][SRV_ID_MAX];
@@ -76,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *p = data, *end = data + size;
     char *method = field(&p, end), *url = field(&p, end), *auth = field(&p, end);
-    char *since = field(&p, end), *limit = field(&p, end), *clen = field(&p, end);
+    char *query = field(&p, end), *clen = field(&p, end);
     size_t blen = (size_t)(end - p);
     char *body = malloc(blen + 1);
     if (!body)
@@ -85,17 +108,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     body[blen] = '\0';
     if (method && url) {
         pfi_url_unescape(url);
-        if (since)
-            pfi_url_unescape(since);
-        if (limit)
-            pfi_url_unescape(limit);
+        pfi_http_query q = {0};
+        split_query(query, &q);
         node->rl_last = 0;
         if (!pfi_srv_http_body_too_big(clen, cfg.max_body) && blen <= cfg.max_body) {
             int status = 0;
             const char *ctype = NULL;
             size_t len = 0;
-            char *out = pfi_srv_http_answer(node, method, url, auth, since, limit,
-                                            blen ? body : NULL, blen, &status, &ctype, &len);
+            char *out = pfi_srv_http_answer(node, method, url, auth, &q, blen ? body : NULL,
+                                            blen, &status, &ctype, &len);
             if (!out || status < 100 || status > 599 || !ctype || strlen(out) != len)
                 abort();
             free(out);
@@ -105,8 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(method);
     free(url);
     free(auth);
-    free(since);
-    free(limit);
+    free(query);
     free(clen);
     free(body);
     return 0;

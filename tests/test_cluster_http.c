@@ -6,7 +6,9 @@
  * starve another's, and a budget change among them stays within the budget; idle and slow
  * connections are closed; connections over the limits are closed at once and the rest served;
  * a body said to be too large is refused before it is read, and nothing changes; a budget body
- * with an unknown or repeated field or absurd watts is refused, and so is a path with %00.
+ * with an unknown or repeated field or absurd watts is refused, and so is a path with %00; a
+ * query argument a route does not take, given twice or no number in range is refused, named,
+ * and nothing changes.
  * With --read-auth token every read but /healthz wants the bearer token (401 without it or with
  * a wrong one), as a node daemon's read_auth = token; without it reads stay open; and the
  * option without a token file is refused at start. */
@@ -26,6 +28,7 @@
 #include "cluster/cl_int.h"
 #include "util/http.h"
 #include "support/burst.h"
+#include "support/query_check.h"
 #include "support/standin.h"
 
 #define NN 4
@@ -392,6 +395,81 @@ static void test_budget_body_checked(void **state)
     site_down(&x);
 }
 
+/* A query argument a route does not take, one given twice, or a value that is empty or no
+ * number in range is a 400 that names it, on every /v1/ route and method, and changes
+ * nothing: GET /v1/history?sinse=10 answered the whole hour with 200, and of
+ * since=10&since=20 one silently won.  Valid arguments are answered as before; /healthz,
+ * /metrics and / take none and ignore any (probes, scrapers and browsers add their own); a
+ * path no route has is still 404 and a method a path does not take 405. */
+static void test_query_checked(void **state)
+{
+    (void)state;
+    site x;
+    site_up(&x);
+    double caps = pfi_standin_cap_sum(x.s);
+    static const struct {
+        const char *method, *path, *takes, *json;
+    } routes[] = {
+        {"GET", "/v1/history", "since", NULL},
+        {"GET", "/v1/decisions", "limit", NULL},
+        {"GET", "/v1/nodes", NULL, NULL},
+        {"GET", "/v1/jobs", NULL, NULL},
+        {"GET", "/v1/allocation", NULL, NULL},
+        {"GET", "/v1/grid/events", NULL, NULL},
+        {"GET", "/v1/grid/events/e1", NULL, NULL},
+        {"GET", "/v1/grid/events/e1/report", NULL, NULL},
+        {"GET", "/v1/grid/openadr", NULL, NULL},
+        {"PUT", "/v1/budget", NULL, "{\"watts\": 5000}"},
+        {"POST", "/v1/refresh", NULL, NULL},
+        {"POST", "/v1/grid/events", NULL,
+         "{\"id\": \"e1\", \"start\": \"2026-12-01T20:00:00Z\", \"end\": "
+         "\"2026-12-01T21:00:00Z\", \"cut\": \"30%\"}"},
+        {"DELETE", "/v1/grid/events/e1", NULL, NULL},
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
+        wrong += pfi_test_query_refused(x.port, routes[i].method, routes[i].path,
+                                        routes[i].takes, TOKEN, routes[i].json);
+    assert_int_equal(wrong, 0);
+    char *reply = NULL;
+    assert_int_equal(pfi_test_ask(x.port, "GET", "/v1/decisions?limit=33", NULL, NULL, &reply),
+                     400);
+    assert_non_null(strstr(reply, "limit"));
+    free(reply);
+    assert_false(x.c->budget.set);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - caps) < 1e-9);
+    reply = NULL;
+    assert_int_equal(pfi_test_ask(x.port, "GET", "/v1/grid/events", NULL, NULL, &reply), 200);
+    assert_null(strstr(reply, "\"e1\""));
+    free(reply);
+    static const struct {
+        const char *method, *path;
+        long status;
+    } kept[] = {
+        {"GET", "/v1/history?since=5", 200},
+        {"GET", "/v1/decisions?limit=32", 200},
+        {"GET", "/v1/nodes?", 200},
+        {"GET", "/healthz?x=1&x=2", 200},
+        {"GET", "/metrics?_=1733300000", 200},
+        {"GET", "/?nocache=1", 200},
+        {"GET", "/v1/nope?sinse=1", 404},
+        {"DELETE", "/v1/nodes?sinse=1", 405},
+        {"PUT", "/v1/history?sinse=1", 405},
+        {"PUT", "/v1/grid/events/e1/report?sinse=1", 405},
+    };
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+        long st = pfi_test_ask(x.port, kept[i].method, kept[i].path, TOKEN, NULL, NULL);
+        if (st != kept[i].status)
+            fail_msg("%s %s: status %ld, expected %ld", kept[i].method, kept[i].path, st,
+                     kept[i].status);
+    }
+    /* The same change without a query is taken: the refusals above were the query's. */
+    assert_int_equal(
+        pfi_test_ask(x.port, "PUT", "/v1/budget", TOKEN, "{\"watts\": 5000}", NULL), 200);
+    assert_true(x.c->budget.set);
+    site_down(&x);
+}
+
 /* The API's settings out of range are refused when the controller opens, naming them. */
 static void test_settings_checked(void **state)
 {
@@ -491,6 +569,13 @@ static void test_read_auth(void **state)
     free(rep);
     assert_int_equal(get(x.port, "/v1/no-such-route", TOKEN, &rep), 404);
     free(rep);
+    /* the token before the query: a bad query says nothing to a reader without it */
+    assert_int_equal(get(x.port, "/v1/history?sinse=1", NULL, &rep), 401);
+    free(rep);
+    assert_int_equal(get(x.port, "/v1/history?sinse=1", TOKEN, &rep), 400);
+    free(rep);
+    assert_int_equal(get(x.port, "/healthz?x=1", NULL, &rep), 200);
+    free(rep);
     assert_int_equal(get(x.port, "/healthz", NULL, &rep), 200);
     free(rep);
     assert_int_equal(pfi_test_request(NULL, x.port, HEALTH, 30), 200);
@@ -542,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_settings_checked),
         cmocka_unit_test(test_read_auth),
         cmocka_unit_test(test_read_auth_needs_token),
+        cmocka_unit_test(test_query_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,8 +26,8 @@
 #include "cluster/mhd.h"
 #include "report/status_page.h"
 #include "util/fs.h"
+#include "util/http_query.h"
 #include "util/json.h"
-#include "util/num.h"
 
 #define BODY_MAX (64u << 10)
 
@@ -230,6 +230,26 @@ static int read_refused(const pfi_cl_server *s, struct MHD_Connection *con, cons
     return 1;
 }
 
+/* The methods a path under /v1/grid/ takes (the Allow header of its 405); NULL: no route. */
+static const char *grid_allow(const char *url)
+{
+    if (!strncmp(url, "/v1/grid/openadr/notify/", 24))
+        return "POST";
+    if (!strcmp(url, "/v1/grid/openadr"))
+        return "GET, HEAD";
+    const char *base = "/v1/grid/events";
+    size_t bl = strlen(base);
+    if (strncmp(url, base, bl) || (url[bl] && url[bl] != '/'))
+        return NULL;
+    if (!url[bl])
+        return "GET, HEAD, POST";
+    const char *rest = url + bl + 1, *slash = strchr(rest, '/');
+    size_t il = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (il == 0 || il >= PFI_EVENT_ID_MAX || (slash && strcmp(slash, "/report")))
+        return NULL;
+    return slash ? "GET, HEAD" : "GET, HEAD, DELETE";
+}
+
 /* /v1/grid/events[/ID[/report]] (docs/cluster.md). */
 static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
                                   const char *url, const char *method, const char *body)
@@ -265,9 +285,7 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
     }
     int post = !strcmp(method, "POST") && !rest, del = !strcmp(method, "DELETE") && rest && !slash;
     if (!post && !del)
-        return not_allowed(con, !rest    ? "GET, HEAD, POST"
-                                : slash ? "GET, HEAD"
-                                        : "GET, HEAD, DELETE");
+        return not_allowed(con, grid_allow(url));
     enum MHD_Result denied;
     if (refused(s, con, &denied))
         return denied;
@@ -279,8 +297,15 @@ static enum MHD_Result grid_route(pfi_cl_server *s, struct MHD_Connection *con,
     return send_json(con, 200, json_pack("{s:s}", "deleted", id));
 }
 
+/* What a read's query said (query_ok): each parameter, -1 when not given (none takes a
+ * negative value). */
+typedef struct read_args {
+    long long since, limit;
+} read_args;
+
 /* GET / (the status page), /v1/history and /v1/decisions, which it reads. */
-static enum MHD_Result page_route(pfi_cl_server *s, struct MHD_Connection *con, const char *url)
+static enum MHD_Result page_route(pfi_cl_server *s, struct MHD_Connection *con, const char *url,
+                                  const read_args *q)
 {
     if (!strcmp(url, "/")) {
         size_t len;
@@ -291,19 +316,11 @@ static enum MHD_Result page_route(pfi_cl_server *s, struct MHD_Connection *con, 
         memcpy(t, page, len + 1);
         return pfi_cl_send_text(con, 200, t, "text/html; charset=utf-8");
     }
-    pfi_err e = {0};
-    const char *q = MHD_lookup_connection_value(con, MHD_GET_ARGUMENT_KIND,
-                                                !strcmp(url, "/v1/history") ? "since" : "limit");
     if (!strcmp(url, "/v1/history")) {
-        long long since = (long long)pfi_clock_wall() - 3600;
-        if (q && pfi_num_ll(q, 0, (long long)1e15, "since", &since, &e) != PFI_OK)
-            return send_err(con, 400, e.msg);
+        long long since = q->since < 0 ? (long long)pfi_clock_wall() - 3600 : q->since;
         return send_json(con, 200, pfi_cl_json_history(s->c, (double)since));
     }
-    int limit = 20;
-    if (q && pfi_num_int(q, 1, PFI_CL_DECISIONS, "limit", &limit, &e) != PFI_OK)
-        return send_err(con, 400, e.msg);
-    return send_json(con, 200, pfi_cl_json_decisions(s->c, limit));
+    return send_json(con, 200, pfi_cl_json_decisions(s->c, q->limit < 0 ? 20 : (int)q->limit));
 }
 
 /* The methods a path outside /v1/grid/ takes (the Allow header of its 405); NULL: no route. */
@@ -315,10 +332,42 @@ static const char *route_allow(const char *url)
         {"/", "GET, HEAD"},            {"/v1/history", "GET, HEAD"},
         {"/v1/decisions", "GET, HEAD"}, {"/metrics", "GET, HEAD"},
         {"/v1/budget", "PUT"},         {"/v1/refresh", "POST"}};
+    if (!strncmp(url, "/v1/grid/", 9))
+        return grid_allow(url);
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (!strcmp(url, fixed[i][0]))
             return fixed[i][1];
     return NULL;
+}
+
+/* The query parameters the routes take (docs/cluster.md), checked once a request's path and
+ * method are known to have a route (a 404 or 405 is answered as such) and, with --read-auth
+ * token, once a read is known to carry the token (read_refused first), before anything is
+ * read or changed: on a /v1/ path an argument the route does not take, one given twice, or a
+ * value that is empty or out of range is a 400 naming it, as the node daemon does.  A
+ * misspelt one used to be ignored (GET /v1/history?sinse=10 answered the whole hour).
+ * /healthz, /metrics and / take none and ignore any: probes, scrapers and browsers add their
+ * own (a cache-buster), and no parameter there changes what is answered; so does the OpenADR
+ * notification path, which a VTN calls as it likes.  1 when the request may go on, its values
+ * in *a; 0 with the answer queued in *r. */
+static int query_ok(struct MHD_Connection *con, const char *url, const char *method,
+                    read_args *a, enum MHD_Result *r)
+{
+    a->since = a->limit = -1;
+    if (!pfi_http_allows(route_allow(url), method) || strncmp(url, "/v1/", 4) ||
+        !strncmp(url, "/v1/grid/openadr/notify/", 24))
+        return 1;
+    pfi_http_param takes[1];
+    int nt = 0;
+    if (!strcmp(url, "/v1/history"))
+        takes[nt++] = (pfi_http_param){"since", 0, (long long)1e15, &a->since};
+    else if (!strcmp(url, "/v1/decisions"))
+        takes[nt++] = (pfi_http_param){"limit", 1, PFI_CL_DECISIONS, &a->limit};
+    pfi_err e = {0};
+    if (pfi_cl_query_take(con, takes, nt, &e) == PFI_OK)
+        return 1;
+    *r = send_err(con, 400, e.msg);
+    return 0;
 }
 
 static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const char *url,
@@ -326,6 +375,9 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
 {
     enum MHD_Result denied;
     if (read_refused(s, con, method, url, &denied))
+        return denied;
+    read_args q;
+    if (!query_ok(con, url, method, &q, &denied))
         return denied;
     if (!strncmp(url, "/v1/grid/", 9))
         return grid_route(s, con, url, method, body);
@@ -339,7 +391,7 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
     if (get && !strcmp(url, "/v1/allocation"))
         return send_json(con, 200, pfi_cl_json_allocation(s->c));
     if (get && (!strcmp(url, "/") || !strcmp(url, "/v1/history") || !strcmp(url, "/v1/decisions")))
-        return page_route(s, con, url);
+        return page_route(s, con, url, &q);
     if (get && !strcmp(url, "/metrics"))
         return pfi_cl_send_text(con, 200, pfi_cl_metrics(s->c), "text/plain; version=0.0.4");
     int mut = (!strcmp(method, "PUT") && !strcmp(url, "/v1/budget")) ||

@@ -9,6 +9,7 @@
 
 #include "util/clock.h"
 #include "util/http_frame.h"
+#include "util/http_query.h"
 #include "util/num.h"
 #include "util/unescape.h"
 
@@ -66,6 +67,22 @@ int pfi_cl_body_framing(struct MHD_Connection *con, const char **why)
     pfi_http_frame f = {0};
     MHD_get_connection_values(con, MHD_HEADER_KIND, frame_note, &f);
     return pfi_http_frame_check(&f, why);
+}
+
+static enum MHD_Result query_note(void *cls, enum MHD_ValueKind kind, const char *name,
+                                  const char *value)
+{
+    (void)kind;
+    pfi_http_query_note(cls, name, value);
+    return MHD_YES;
+}
+
+int pfi_cl_query_take(struct MHD_Connection *con, const pfi_http_param *takes, int n,
+                      pfi_err *e)
+{
+    pfi_http_query q = {0};
+    MHD_get_connection_values(con, MHD_GET_ARGUMENT_KIND, query_note, &q);
+    return pfi_http_query_take(&q, takes, n, e);
 }
 
 void pfi_cl_body_done(void *cls, struct MHD_Connection *con, void **con_cls,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* mhd.h: what the two HTTP servers of the cluster share, the controller's API (api.c) and the
  * node stand-ins of its tests (tests/support/standin.c): a request body gathered over
- * libmicrohttpd's calls, and JSON replies.  Nothing else includes it. */
+ * libmicrohttpd's calls, its query checked, and JSON replies.  Nothing else includes it. */
 #ifndef PFI_CLUSTER_MHD_H
 #define PFI_CLUSTER_MHD_H
 
@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+
+#include "util/http_query.h"
 
 typedef struct pfi_cl_body {
     char *buf; /* NUL-terminated; NULL while empty */
@@ -31,6 +33,11 @@ int pfi_cl_body_too_big(struct MHD_Connection *con, size_t max);
  * the status to answer at once, before the body is read, and *why says why
  * (util/http_frame.h). */
 int pfi_cl_body_framing(struct MHD_Connection *con, const char **why);
+/* Checks every query argument of the request against the n parameters takes[0..n) its route
+ * takes (util/http_query.h): PFI_OK with each one given in its *out, or PFI_EINVAL with e
+ * naming the argument that is unknown, repeated, empty or out of range. */
+int pfi_cl_query_take(struct MHD_Connection *con, const pfi_http_param *takes, int n,
+                      pfi_err *e);
 void pfi_cl_body_done(void *cls, struct MHD_Connection *con, void **con_cls,
                       enum MHD_RequestTerminationCode toe);
 

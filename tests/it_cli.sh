@@ -187,6 +187,51 @@ done
 want 1 restore --journal "$T/adir"
 grep -qF "cannot read $T/adir: Is a directory" "$T/err" || { echo "FAIL: restore --journal DIR: $(cat "$T/err")"; bad=1; }
 
+# pfi sweep: options that act only under another, or that another overrides, were taken in
+# silence (a fixed --dwell ignored --max-dwell, --min-window and --rel-ci; --no-log dropped the
+# --log named).  Each pair is now refused: exit 2 with a message naming both, before the job ran
+# (it would leave $T/ran), before any journal or store was written, the limits as they were.
+printf '#!/bin/sh\n: > "%s/ran"\n' "$T" > "$T/job.sh"
+chmod +x "$T/job.sh"
+: > "$T/quiet.log"
+limits() { (cd "$T" && PFI_SIM_STATE="$T/sim.state" "$PFI" gpus --backend sim --json) | grep '"limit_w"'; }
+refused() { # MESSAGE sweep-args...
+  msg=$1; shift
+  before=$(limits)
+  want 2 sweep --journal "$T/refused.journal" --db "$T/refused.db" "$@"
+  grep -qF -- "$msg" "$T/err" || { echo "FAIL: pfi sweep $*: no '$msg' in: $(cat "$T/err")"; bad=1; }
+  for f in ran refused.journal refused.db sim.state.journal; do
+    [ ! -e "$T/$f" ] || { echo "FAIL: pfi sweep $*: $f was written"; bad=1; rm -f "$T/$f"; }
+  done
+  [ "$(limits)" = "$before" ] || { echo "FAIL: pfi sweep $*: the limits changed"; bad=1; }
+}
+J="$T/job.sh"
+RE='tokens=([0-9]+)'
+refused "--max-dwell and --dwell 10s cannot be used together: only --dwell auto" --dwell 10s --max-dwell 30s -- "$J"
+refused "--min-window and --dwell 10s cannot be used together" --dwell 10s --min-window 3s -- "$J"
+refused "--rel-ci and --dwell 10s cannot be used together" --dwell 10s --rel-ci 0.02 -- "$J"
+refused "--no-log and --log job.log cannot be used together" --no-log --log job.log -- "$J"
+refused "--no-log and --log quiet.log cannot be used together" --attach --log quiet.log --no-log --timeout 1s
+refused "--restart and --attach cannot be used together" --restart --attach --log quiet.log --timeout 1s
+refused "--levels and --caps cannot be used together" --levels 100% --caps 700:300:100 -- "$J"
+refused "--throughput-regex and --log-format megatron cannot be used together" \
+  --log-format megatron --throughput-regex "$RE" --unit tokens -- "$J"
+refused "--seq-len and --unit tokens/s cannot be used together" --throughput-regex "$RE" --unit tokens/s --seq-len 4096 -- "$J"
+refused "--tokens-per-step and --unit tokens cannot be used together" --throughput-regex "$RE" --unit tokens --tokens-per-step 100 -- "$J"
+refused "--batch-size and --unit samples/s cannot be used together" --throughput-regex "$RE" --unit samples/s --batch-size 8 -- "$J"
+refused "--batch-size and --tokens-per-step cannot be used together" --tokens-per-step 65536 --batch-size 16 -- "$J"
+# The combinations that make sense are still taken: the job runs (and exits at once, a runtime
+# failure).
+for a in "--dwell auto --max-dwell 30s --rel-ci 0.02" "--dwell 10s --settle 1s" \
+         "--throughput-regex $RE --unit samples/s --seq-len 4096" \
+         "--throughput-regex $RE --unit it/s --seq-len 4096 --batch-size 8" \
+         "--log-format regex --throughput-regex $RE --unit tokens"; do
+  # shellcheck disable=SC2086
+  want 1 sweep --no-log --timeout 1s $a -- "$J"
+  [ -e "$T/ran" ] || { echo "FAIL: pfi sweep $a: refused ($(cat "$T/err"))"; bad=1; }
+  rm -f "$T/ran"
+done
+
 # A runtime failure stays 1: the input is fine, the world is not.
 want 1 runs show 1 --db "$T/none.db"
 want 1 sweep --caps 700:600:100 --timeout 1s -- false

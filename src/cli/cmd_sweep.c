@@ -276,8 +276,6 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
     for (int i = 0; i < c->n_gpus; i++)
         if (c->gpus[i] < 0 || c->gpus[i] >= ngpu)
             return pfi_err_set(err, PFI_ERANGE, "no GPU %d (this node has %d)", c->gpus[i], ngpu);
-    if (o->levels && o->caps)
-        return pfi_err_set(err, PFI_EINVAL, "give --levels or --caps, not both");
     if (o->caps) {
         if ((rc = pfi_parse_cap_range(o->caps, c->levels, PFI_MAX_LEVELS - 1, &c->n_levels,
                                       err)) != PFI_OK)
@@ -334,8 +332,6 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
     if ((rc = build_order(o, c, err)) != PFI_OK)
         return rc;
     c->restart = o->restart;
-    if (o->restart && o->attach)
-        return pfi_err_set(err, PFI_EINVAL, "--restart cannot relaunch a job it attached to");
     if ((rc = build_parse_cfg(o, pc, err)) != PFI_OK)
         return rc;
     /* The sweep's plan validates the caps against the devices now, before any change. */
@@ -507,6 +503,56 @@ static int start_source(sweep_opts *o, char **pos, const pfi_parse_cfg *pc, char
                              err);
 }
 
+/* Options that act only under another, or that another overrides, given together: refused,
+ * both named (as git and curl do), rather than one of them ignored in silence.  -1 to go on,
+ * else the exit status. */
+static int check_pairs(const sweep_opts *o)
+{
+    int fixed = o->dwell && strcmp(o->dwell, "auto") != 0;
+    /* What the regex reads (parse_regex.c): tokens need nothing more, samples only --seq-len;
+     * steps (it/s, s/it, ms/it) any of the three. */
+    const char *u = o->regex ? o->unit : NULL;
+    int tokens = u && (strcmp(u, "tokens/s") == 0 || strcmp(u, "tokens") == 0);
+    int samples = u && (strcmp(u, "samples/s") == 0 || strcmp(u, "samples") == 0);
+    int named = o->format && strcmp(o->format, "auto") != 0 && strcmp(o->format, "regex") != 0;
+    const char *dw = "only --dwell auto waits for a steady level; a fixed --dwell measures "
+                     "exactly that long";
+    const char *tk = "the regex reads tokens already";
+    const char *sm = "the regex reads samples, not steps (--seq-len turns samples into tokens)";
+    const struct {
+        int both;
+        const char *a, *b, *bv, *why;
+    } pairs[] = {
+        {fixed && o->max_dwell, "--max-dwell", "--dwell", o->dwell, dw},
+        {fixed && o->min_window, "--min-window", "--dwell", o->dwell, dw},
+        {fixed && !isnan(o->rel_ci), "--rel-ci", "--dwell", o->dwell, dw},
+        {o->levels && o->caps, "--levels", "--caps", NULL,
+         "both are the levels (fractions of the maximum limit, or watts)"},
+        {o->restart && o->attach, "--restart", "--attach", NULL,
+         "the sweep cannot relaunch a job it did not start"},
+        {o->no_log && o->log, "--no-log", "--log", o->log,
+         "--no-log drops the copy of the job's output that --log names"},
+        {o->regex && named, "--throughput-regex", "--log-format", o->format,
+         "the regex reads every line, whatever the format"},
+        {tokens && !isnan(o->seq_len), "--seq-len", "--unit", u, tk},
+        {tokens && !isnan(o->tokens_per_step), "--tokens-per-step", "--unit", u, tk},
+        {tokens && !isnan(o->batch_size), "--batch-size", "--unit", u, tk},
+        {samples && !isnan(o->tokens_per_step), "--tokens-per-step", "--unit", u, sm},
+        {samples && !isnan(o->batch_size), "--batch-size", "--unit", u, sm},
+        {!isnan(o->tokens_per_step) && !isnan(o->batch_size), "--batch-size",
+         "--tokens-per-step", NULL,
+         "a step's tokens are given; the batch size (times --seq-len) is only a way to them"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (pairs[i].both) {
+            fprintf(stderr, "pfi sweep: %s and %s%s%s cannot be used together: %s\n", pairs[i].a,
+                    pairs[i].b, pairs[i].bv ? " " : "", pairs[i].bv ? pairs[i].bv : "",
+                    pairs[i].why);
+            return PFI_EXIT_USAGE;
+        }
+    return -1;
+}
+
 /* What can be refused from the options alone: -1 to go on, else the exit status. */
 static int check_given(const sweep_opts *o)
 {
@@ -532,7 +578,7 @@ static int check_given(const sweep_opts *o)
                 PFI_SIM_SPEED_MAX);
         return PFI_EXIT_USAGE;
     }
-    return -1;
+    return check_pairs(o);
 }
 
 /* The options into *o and the COMMAND after them into pos[0..npos) (pos[npos] NULL): -1 to go
@@ -547,10 +593,13 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         {"levels", PFI_OPT_STR, &o->levels, "LIST", "fractions of the max limit (100,90,...,50%)"},
         {"caps", PFI_OPT_STR, &o->caps, "FROM:TO:STEP", "caps in watts instead, e.g. 700:300:50"},
         {"dwell", PFI_OPT_STR, &o->dwell, "auto|DUR", "per level: until steady (auto) or fixed"},
-        {"max-dwell", PFI_OPT_STR, &o->max_dwell, "DUR", "auto: longest wait per level (120s)"},
+        {"max-dwell", PFI_OPT_STR, &o->max_dwell, "DUR",
+         "with --dwell auto: longest wait per level (120s)"},
         {"settle", PFI_OPT_STR, &o->settle, "DUR", "transient discarded after a change (3s)"},
-        {"min-window", PFI_OPT_STR, &o->min_window, "DUR", "shortest steady window (5s)"},
-        {"rel-ci", PFI_OPT_DOUBLE, &o->rel_ci, "X", "steady when CI half-width/mean <= X (0.01)"},
+        {"min-window", PFI_OPT_STR, &o->min_window, "DUR",
+         "with --dwell auto: shortest steady window (5s)"},
+        {"rel-ci", PFI_OPT_DOUBLE, &o->rel_ci, "X",
+         "with --dwell auto: steady when CI half-width/mean <= X (0.01)"},
         {"timeout", PFI_OPT_STR, &o->timeout, "DUR",
          "fail after this long without throughput (300s)"},
         {"order", PFI_OPT_STR, &o->order, "ORDER", "descending (default), ascending or random"},
@@ -567,16 +616,22 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         {"attach", PFI_OPT_FLAG, &o->attach, NULL, "characterize a running job: follow --log"},
         {"log", PFI_OPT_STR, &o->log, "FILE", "job log: appended to (default "
                                              "pfi-sweep-DATE.log) or followed (--attach)"},
-        {"no-log", PFI_OPT_FLAG, &o->no_log, NULL, "do not copy the job's output to a file"},
+        {"no-log", PFI_OPT_FLAG, &o->no_log, NULL,
+         "do not copy the job's output to a file (not with --log)"},
         {"log-format", PFI_OPT_STR, &o->format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
                                                    "hf, deepspeed, nanogpt, llmc, lightning, composer, automodel)"},
         PFI_OPT_ALIAS("format", PFI_OPT_STR, &o->format, "log-format"),
-        {"throughput-regex", PFI_OPT_STR, &o->regex, "RE", "ERE whose first group is the number"},
+        {"throughput-regex", PFI_OPT_STR, &o->regex, "RE",
+         "ERE whose first group is the number (instead of --log-format)"},
         {"unit", PFI_OPT_STR, &o->unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
                                                "ms/it, tokens, samples"},
-        {"seq-len", PFI_OPT_DOUBLE, &o->seq_len, "N", "tokens per sample"},
-        {"tokens-per-step", PFI_OPT_DOUBLE, &o->tokens_per_step, "N", "tokens per iteration"},
-        {"batch-size", PFI_OPT_DOUBLE, &o->batch_size, "N", "global batch size (samples/step)"},
+        {"seq-len", PFI_OPT_DOUBLE, &o->seq_len, "N",
+         "tokens per sample (not with --unit tokens/s or tokens)"},
+        {"tokens-per-step", PFI_OPT_DOUBLE, &o->tokens_per_step, "N",
+         "tokens per iteration (not with a --unit of tokens or samples)"},
+        {"batch-size", PFI_OPT_DOUBLE, &o->batch_size, "N",
+         "global batch size (samples/step; not with --tokens-per-step, nor a --unit of tokens "
+         "or samples)"},
         {"journal", PFI_OPT_STR, &o->journal, "FILE",
          "where original limits are journaled (default as pfi restore)"},
         {"speed", PFI_OPT_DOUBLE, &o->speed, "X",

@@ -187,10 +187,12 @@ done
 want 1 restore --journal "$T/adir"
 grep -qF "cannot read $T/adir: Is a directory" "$T/err" || { echo "FAIL: restore --journal DIR: $(cat "$T/err")"; bad=1; }
 
-# pfi sweep: options that act only under another, or that another overrides, were taken in
-# silence (a fixed --dwell ignored --max-dwell, --min-window and --rel-ci; --no-log dropped the
-# --log named).  Each pair is now refused: exit 2 with a message naming both, before the job ran
-# (it would leave $T/ran), before any journal or store was written, the limits as they were.
+# pfi sweep: options that act only under another, or that another overrides, and values out of
+# their range (docs/sweep.md, "What the options take") were taken in silence: a fixed --dwell
+# ignored --max-dwell, --rel-ci 5 called every level steady at once, --settle 3m left the
+# default 120 s --max-dwell nothing to measure (exit 1 once the limits had moved).  Each is now
+# refused: exit 2 with a message naming the options, before the job ran (it would leave
+# $T/ran), before any journal or store was written, the limits as they were.
 printf '#!/bin/sh\n: > "%s/ran"\n' "$T" > "$T/job.sh"
 chmod +x "$T/job.sh"
 : > "$T/quiet.log"
@@ -220,9 +222,20 @@ refused "--seq-len and --unit tokens/s cannot be used together" --throughput-reg
 refused "--tokens-per-step and --unit tokens cannot be used together" --throughput-regex "$RE" --unit tokens --tokens-per-step 100 -- "$J"
 refused "--batch-size and --unit samples/s cannot be used together" --throughput-regex "$RE" --unit samples/s --batch-size 8 -- "$J"
 refused "--batch-size and --tokens-per-step cannot be used together" --tokens-per-step 65536 --batch-size 16 -- "$J"
-# The combinations that make sense are still taken: the job runs (and exits at once, a runtime
-# failure).
-for a in "--dwell auto --max-dwell 30s --rel-ci 0.02" "--dwell 10s --settle 1s" \
+refused "--rel-ci 5 is out of range: a CI half-width over the mean in (0, 0.5]" --rel-ci 5 -- "$J"
+refused "--seq-len 0.5 is out of range: tokens per sample in [1, 2147483647]" --seq-len 0.5 -- "$J"
+refused "--batch-size 3e+09 is out of range: samples per step in [1, 2147483647]" --batch-size 3e9 -- "$J"
+refused "--tokens-per-step 1e+16 is out of range: tokens per step in [1, 9007199254740992]" --tokens-per-step 1e16 -- "$J"
+refused "--dwell 25h is longer than 24 h" --dwell 25h -- "$J"
+refused "--timeout 25h is longer than 24 h" --timeout 25h -- "$J"
+refused "--settle 2h plus --dwell 23h is longer than 24 h" --settle 2h --dwell 23h -- "$J"
+refused "--max-dwell 7s is shorter than --settle 3s (the default) plus --min-window 5s (the default)" --max-dwell 7s -- "$J"
+refused "--max-dwell 120s (the default) is shorter than --settle 3m plus --min-window 5s (the default)" --settle 3m -- "$J"
+refused "--max-dwell 120s (the default) is shorter than --settle 3s (the default) plus --min-window 2m" --min-window 2m -- "$J"
+# At the bounds and in the combinations that make sense, still taken: the job runs (and exits at
+# once, a runtime failure).
+for a in "--rel-ci 0.5" "--max-dwell 8s" "--settle 0" "--dwell auto --max-dwell 30s --rel-ci 0.02" \
+         "--dwell 10s --settle 1s" "--seq-len 1 --batch-size 1" "--tokens-per-step 9007199254740992" \
          "--throughput-regex $RE --unit samples/s --seq-len 4096" \
          "--throughput-regex $RE --unit it/s --seq-len 4096 --batch-size 8" \
          "--log-format regex --throughput-regex $RE --unit tokens"; do

@@ -256,7 +256,78 @@ static int build_order(const sweep_opts *o, pfi_sweep_cfg *c, pfi_err *err)
     return PFI_OK;
 }
 
-/* Everything in the options that can be wrong, checked before any GPU is touched. */
+/* The longest a level, or a wait for the job's next line, may last.  A level's telemetry stays
+ * in memory until the level ends (sampler.c: a pfi_sample of 176 bytes per GPU every 100 ms,
+ * 1.2 GB a day on 8 GPUs and up to twice that while its buffer doubles); a job silent for a day
+ * is not running, and its GPUs would stay capped all that time. */
+#define SPAN_MAX_S (24 * 3600.0)
+
+/* A duration for a message: as given, else the default's value. */
+static const char *span_text(const char *given, double v, char *buf, size_t n)
+{
+    if (given)
+        return given;
+    snprintf(buf, n, "%gs (the default)", v);
+    return buf;
+}
+
+/* --dwell, --max-dwell, --settle, --min-window and --timeout into *c: each in its range, and
+ * together giving a level that can be measured. */
+static int build_spans(const sweep_opts *o, pfi_sweep_cfg *c, pfi_err *err)
+{
+    int rc;
+    int fixed = o->dwell && strcmp(o->dwell, "auto") != 0;
+    if ((fixed && (rc = pfi_parse_duration(o->dwell, &c->dwell_s, err)) != PFI_OK) ||
+        (rc = parse_duration_opt(o->max_dwell, &c->max_dwell_s, err)) != PFI_OK ||
+        (rc = parse_duration_opt(o->settle, &c->steady.settle_s, err)) != PFI_OK ||
+        (rc = parse_duration_opt(o->min_window, &c->steady.min_window_s, err)) != PFI_OK ||
+        (rc = parse_duration_opt(o->timeout, &c->timeout_s, err)) != PFI_OK)
+        return rc;
+    /* 0 s would end every level, or the sweep, before a line of the job could be read; no
+     * settling (--settle 0) keeps everything after a change. */
+    const struct {
+        const char *name, *given;
+        double v;
+        int zero_ok;
+    } spans[] = {{"dwell", fixed ? o->dwell : NULL, c->dwell_s, 0},
+                 {"max-dwell", o->max_dwell, c->max_dwell_s, 0},
+                 {"settle", o->settle, c->steady.settle_s, 1},
+                 {"min-window", o->min_window, c->steady.min_window_s, 0},
+                 {"timeout", o->timeout, c->timeout_s, 0}};
+    for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++) {
+        if (!spans[i].given)
+            continue;
+        if (!(spans[i].v > 0) && !(spans[i].zero_ok && spans[i].v == 0))
+            return pfi_err_set(err, PFI_ERANGE, "--%s %s must be longer than 0 s", spans[i].name,
+                               spans[i].given);
+        if (spans[i].v > SPAN_MAX_S)
+            return pfi_err_set(err, PFI_ERANGE,
+                               "--%s %s is longer than 24 h, the most a level, or a wait for "
+                               "the job's output, may last",
+                               spans[i].name, spans[i].given);
+    }
+    char sb[48], wb[48], mb[48];
+    const char *settle = span_text(o->settle, c->steady.settle_s, sb, sizeof sb);
+    if (fixed && c->steady.settle_s + c->dwell_s > SPAN_MAX_S)
+        return pfi_err_set(err, PFI_ERANGE,
+                           "--settle %s plus --dwell %s is longer than 24 h, the most a level "
+                           "may last",
+                           settle, o->dwell);
+    /* --dwell auto calls a level steady over --min-window that begins --settle after the
+     * change at the earliest: a --max-dwell shorter than both cuts every level before it could
+     * be steady (and one shorter than --settle before it measured anything). */
+    if (!fixed && c->steady.settle_s + c->steady.min_window_s > c->max_dwell_s)
+        return pfi_err_set(
+            err, PFI_ERANGE,
+            "--max-dwell %s is shorter than --settle %s plus --min-window %s: no level could "
+            "be steady before it",
+            span_text(o->max_dwell, c->max_dwell_s, mb, sizeof mb), settle,
+            span_text(o->min_window, c->steady.min_window_s, wb, sizeof wb));
+    return PFI_OK;
+}
+
+/* What the options can get wrong against the devices (what they can alone, check_given and
+ * build_spans have refused), checked before any GPU is touched. */
 static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_parse_cfg *pc,
                      pfi_err *err)
 {
@@ -294,39 +365,6 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
                                    c->levels[i]);
         c->levels_frac = 1;
     }
-    if (o->dwell && strcmp(o->dwell, "auto") != 0) {
-        if ((rc = pfi_parse_duration(o->dwell, &c->dwell_s, err)) != PFI_OK)
-            return rc;
-        if (!(c->dwell_s > 0))
-            return pfi_err_set(err, PFI_EINVAL, "--dwell must be positive or auto");
-    }
-    if ((rc = parse_duration_opt(o->max_dwell, &c->max_dwell_s, err)) != PFI_OK ||
-        (rc = parse_duration_opt(o->settle, &c->steady.settle_s, err)) != PFI_OK ||
-        (rc = parse_duration_opt(o->min_window, &c->steady.min_window_s, err)) != PFI_OK ||
-        (rc = parse_duration_opt(o->timeout, &c->timeout_s, err)) != PFI_OK)
-        return rc;
-    /* 0 s would end every level, or the sweep, before a line of the job could be read. */
-    const struct {
-        const char *name, *given;
-        double v;
-    } spans[] = {{"max-dwell", o->max_dwell, c->max_dwell_s},
-                 {"min-window", o->min_window, c->steady.min_window_s},
-                 {"timeout", o->timeout, c->timeout_s}};
-    for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++)
-        if (spans[i].given && !(spans[i].v > 0))
-            return pfi_err_set(err, PFI_ERANGE, "--%s %s must be longer than 0 s", spans[i].name,
-                               spans[i].given);
-    const struct {
-        const char *name;
-        double v;
-    } given[] = {{"rel-ci", o->rel_ci},
-                 {"seq-len", o->seq_len},
-                 {"tokens-per-step", o->tokens_per_step},
-                 {"batch-size", o->batch_size}};
-    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-        if (!isnan(given[i].v) && !(given[i].v > 0 && isfinite(given[i].v)))
-            return pfi_err_set(err, PFI_ERANGE, "--%s %g must be a positive number",
-                               given[i].name, given[i].v);
     if (!isnan(o->rel_ci))
         c->steady.rel_ci = o->rel_ci;
     if ((rc = build_order(o, c, err)) != PFI_OK)
@@ -553,6 +591,41 @@ static int check_pairs(const sweep_opts *o)
     return -1;
 }
 
+/* The numbers among the options, each in its range (NAN: not given).  -1 to go on, else the
+ * exit status. */
+static int check_numbers(const sweep_opts *o)
+{
+    const struct {
+        const char *name;
+        double v, lo, hi;
+        int lo_open;
+        const char *what;
+    } nums[] = {
+        /* A level is steady when the CI's half-width is at most rel-ci of the mean (steady.c).
+         * Only a zero-width interval (a noise-free simulator) meets 0.  Past 0.5 the interval
+         * may run from half the mean to 1.5 times it, wider than all a sweep measures (700 W
+         * to 350 W is 26% on the simulated H200 of docs/sweep.md): every level would be
+         * "steady" as soon as its shortest window is filled, on figures that cannot tell it
+         * from the next; from 1 up the interval reaches below 0. */
+        {"rel-ci", o->rel_ci, 0, 0.5, 1, "a CI half-width over the mean in"},
+        /* A sample holds a token at least, a step a sample.  seq-len and batch-size up to what
+         * --tag seq_len= and global_batch= take (ints in the run's metadata); a step's tokens
+         * up to 2^53, past which a double no longer counts every token. */
+        {"seq-len", o->seq_len, 1, INT_MAX, 0, "tokens per sample in"},
+        {"tokens-per-step", o->tokens_per_step, 1, 9007199254740992.0, 0, "tokens per step in"},
+        {"batch-size", o->batch_size, 1, INT_MAX, 0, "samples per step in"},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        double v = nums[i].v;
+        if (isnan(v) || ((nums[i].lo_open ? v > nums[i].lo : v >= nums[i].lo) && v <= nums[i].hi))
+            continue;
+        fprintf(stderr, "pfi sweep: --%s %g is out of range: %s %c%.16g, %.16g]\n", nums[i].name,
+                v, nums[i].what, nums[i].lo_open ? '(' : '[', nums[i].lo, nums[i].hi);
+        return PFI_EXIT_USAGE;
+    }
+    return -1;
+}
+
 /* What can be refused from the options alone: -1 to go on, else the exit status. */
 static int check_given(const sweep_opts *o)
 {
@@ -578,7 +651,8 @@ static int check_given(const sweep_opts *o)
                 PFI_SIM_SPEED_MAX);
         return PFI_EXIT_USAGE;
     }
-    return check_pairs(o);
+    int rc = check_pairs(o);
+    return rc >= 0 ? rc : check_numbers(o);
 }
 
 /* The options into *o and the COMMAND after them into pos[0..npos) (pos[npos] NULL): -1 to go
@@ -592,16 +666,18 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         {"gpus", PFI_OPT_STR, &o->gpus, "LIST", "GPUs of the job, e.g. 0-7 (default: all)"},
         {"levels", PFI_OPT_STR, &o->levels, "LIST", "fractions of the max limit (100,90,...,50%)"},
         {"caps", PFI_OPT_STR, &o->caps, "FROM:TO:STEP", "caps in watts instead, e.g. 700:300:50"},
-        {"dwell", PFI_OPT_STR, &o->dwell, "auto|DUR", "per level: until steady (auto) or fixed"},
+        {"dwell", PFI_OPT_STR, &o->dwell, "auto|DUR",
+         "per level: until steady (auto) or fixed; --settle + --dwell at most 24h"},
         {"max-dwell", PFI_OPT_STR, &o->max_dwell, "DUR",
-         "with --dwell auto: longest wait per level (120s)"},
-        {"settle", PFI_OPT_STR, &o->settle, "DUR", "transient discarded after a change (3s)"},
+         "with --dwell auto: longest wait per level (120s), from --settle + --min-window to 24h"},
+        {"settle", PFI_OPT_STR, &o->settle, "DUR",
+         "transient discarded after a change (3s), 0 to 24h"},
         {"min-window", PFI_OPT_STR, &o->min_window, "DUR",
          "with --dwell auto: shortest steady window (5s)"},
         {"rel-ci", PFI_OPT_DOUBLE, &o->rel_ci, "X",
-         "with --dwell auto: steady when CI half-width/mean <= X (0.01)"},
+         "with --dwell auto: steady when CI half-width/mean <= X, in (0, 0.5] (0.01)"},
         {"timeout", PFI_OPT_STR, &o->timeout, "DUR",
-         "fail after this long without throughput (300s)"},
+         "fail after this long without throughput (300s), up to 24h"},
         {"order", PFI_OPT_STR, &o->order, "ORDER", "descending (default), ascending or random"},
         {"order-seed", PFI_OPT_STR, &o->order_seed, "N",
          "with --order random: the seed of its shuffle of the levels (default: the same order "
@@ -626,12 +702,12 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         {"unit", PFI_OPT_STR, &o->unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
                                                "ms/it, tokens, samples"},
         {"seq-len", PFI_OPT_DOUBLE, &o->seq_len, "N",
-         "tokens per sample (not with --unit tokens/s or tokens)"},
+         "tokens per sample, 1 to 2^31-1 (not with --unit tokens/s or tokens)"},
         {"tokens-per-step", PFI_OPT_DOUBLE, &o->tokens_per_step, "N",
-         "tokens per iteration (not with a --unit of tokens or samples)"},
+         "tokens per iteration, 1 to 2^53 (not with a --unit of tokens or samples)"},
         {"batch-size", PFI_OPT_DOUBLE, &o->batch_size, "N",
-         "global batch size (samples/step; not with --tokens-per-step, nor a --unit of tokens "
-         "or samples)"},
+         "global batch size (samples/step), 1 to 2^31-1 (not with --tokens-per-step, nor a "
+         "--unit of tokens or samples)"},
         {"journal", PFI_OPT_STR, &o->journal, "FILE",
          "where original limits are journaled (default as pfi restore)"},
         {"speed", PFI_OPT_DOUBLE, &o->speed, "X",
@@ -693,10 +769,11 @@ int pfi_cmd_sweep(int argc, char **argv)
     pfi_tput_source *src = NULL;
     char *cmdline = NULL;
     pfi_sweep_result *res = NULL;
-    if ((rc = pfi_cli_open_hw(&o.hw, &b, &err)) != PFI_OK)
-        goto fail;
     pfi_sweep_cfg c;
     pfi_sweep_defaults(&c);
+    if ((rc = build_spans(&o, &c, &err)) != PFI_OK || /* before any device is opened */
+        (rc = pfi_cli_open_hw(&o.hw, &b, &err)) != PFI_OK)
+        goto fail;
     pfi_parse_cfg pc;
     if ((rc = build_cfg(&o, b, &c, &pc, &err)) != PFI_OK)
         goto fail;

@@ -248,5 +248,38 @@ done
 # A runtime failure stays 1: the input is fine, the world is not.
 want 1 runs show 1 --db "$T/none.db"
 want 1 sweep --caps 700:600:100 --timeout 1s -- false
+
+# An empty value is bad input, said by the option's name, from every option of every command
+# and subcommand that takes a value, before anything runs: --db "" was the default store to
+# pfi runs ("no database at 'pfi.db'"), "no store at :" to pfi index, a file named "" to others.
+# (A number's option says so as it does of any other text: "expects a number, got ''".)
+n_empty=0
+for c in $(sed -n 's/^PFI_COMMAND.\([a-z]*\),.*/\1/p' "$here/../src/cli/commands.def"); do
+  for w in "$c" $("$PFI" "$c" --help | awk -v c="$c" '$0 == "subcommands:" { on = 1; next }
+                                                   on && /^$/ { exit } on { print c "/" $1 }'); do
+    # shellcheck disable=SC2046
+    set -- $(echo "$w" | tr / ' ')
+    # "  --name META   help": the options that take a value (a flag has no META).
+    for o in $("$PFI" "$@" --help | sed -n 's/^  \(--[a-z0-9-]*\) [^ ].*/\1/p'); do
+      (cd "$T" && PFI_BACKEND=sim PFI_SIM_STATE="$T/sim.state" PFI_DB="$T/pfi.db" \
+         timeout 20 "$PFI" "$@" "$o" "" > "$T/out" 2> "$T/err")
+      got=$?
+      n_empty=$((n_empty + 1))
+      [ $got -eq 2 ] && [ ! -s "$T/out" ] &&
+        grep -qxE "pfi $*: ($o is empty|$o expects (a number|an integer), got '')" "$T/err" ||
+        { echo "FAIL: pfi $* $o '': exit $got, expected 2 and '$o is empty' ($(head -c 300 "$T/err"))"; bad=1; }
+    done
+  done
+done
+[ $n_empty -ge 100 ] || { echo "FAIL: only $n_empty options take a value?"; bad=1; }
+# --name=VALUE is the same option: empty, refused the same.
+want 2 runs --db=
+grep -qx "pfi runs: --db is empty" "$T/err" || { echo "FAIL: pfi runs --db=: $(cat "$T/err")"; bad=1; }
+# An empty PFI_DB is not a --db: as unset, the default (pfi.db, absent here: exit 1, named).
+mkdir "$T/nodb"
+(cd "$T/nodb" && PFI_DB= "$PFI" runs > "$T/out" 2> "$T/err")
+[ $? -eq 1 ] && grep -q "no database at 'pfi.db'" "$T/err" ||
+  { echo "FAIL: PFI_DB= pfi runs: $(cat "$T/err")"; bad=1; }
+
 [ $bad -eq 0 ] || exit 1
 echo "it_cli: ok"

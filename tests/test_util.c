@@ -356,6 +356,26 @@ static void test_args(void **state)
     assert_int_equal(pfi_args_parse(&spec, 3, badint, &pos, &npos, NULL, &e), PFI_EINVAL);
     char *missing[] = {"x", "--db"};
     assert_int_equal(pfi_args_parse(&spec, 2, missing, &pos, &npos, NULL, &e), PFI_EINVAL);
+    /* An empty value is refused by name, in either spelling and for a repeated option too
+     * (pfi runs --db "" read the default store, pfi index --db "" a store named ""); an option
+     * declared with PFI_OPT_EMPTY takes it. */
+    char *empties[][3] = {{"x", "--db", ""}, {"x", "--db=", NULL}, {"x", "--tag", ""}};
+    for (size_t i = 0; i < sizeof empties / sizeof empties[0]; i++) {
+        db = "kept";
+        e = (pfi_err){0};
+        assert_int_equal(pfi_args_parse(&spec, empties[i][2] ? 3 : 2, empties[i], &pos, &npos,
+                                        NULL, &e),
+                         PFI_EINVAL);
+        assert_string_equal(e.msg, i == 2 ? "--tag is empty" : "--db is empty");
+        assert_string_equal(db, "kept");
+    }
+    const char *re = NULL;
+    const pfi_opt eopts[] = {{"re", PFI_OPT_STR | PFI_OPT_EMPTY, &re, "RE", "re"}, {0}};
+    pfi_cmd_spec espec = {"pfi x", NULL, eopts, NULL};
+    char *ev[] = {"x", "--re", ""};
+    assert_int_equal(pfi_args_parse(&espec, 3, ev, &pos, &npos, NULL, &e), PFI_OK);
+    assert_non_null(re);
+    assert_string_equal(re, "");
 
     /* A number option is a finite decimal number: NaN is what commands take for "not given",
      * so "--weight nan" was dropped without a word (pfi ctl job add registered weight 1), and

@@ -30,8 +30,8 @@ typedef struct pfi_cli_alias {
 } pfi_cli_alias;
 const pfi_cli_alias *pfi_cli_find_alias(const char *name);
 
-/* Exit statuses: 0 ok, 1 runtime failure, 2 bad input: an unknown option, a malformed value or
- * one out of range (PFI_EINVAL, PFI_ERANGE), as most Unix tools. */
+/* Exit statuses: 0 ok, 1 runtime failure, 2 bad input: an unknown option, a malformed value,
+ * one out of range or an empty one (PFI_EINVAL, PFI_ERANGE), as most Unix tools. */
 #define PFI_EXIT_OK 0
 #define PFI_EXIT_FAIL 1
 #define PFI_EXIT_USAGE 2

@@ -629,16 +629,6 @@ static int check_numbers(const sweep_opts *o)
 /* What can be refused from the options alone: -1 to go on, else the exit status. */
 static int check_given(const sweep_opts *o)
 {
-    /* Empty, each would be found out only once the job runs and the limits moved: no journal
-     * to write, a run without a name, and SQLite's --db "" a private file deleted on close. */
-    const struct {
-        const char *name, *v;
-    } texts[] = {{"db", o->db}, {"journal", o->journal}, {"name", o->name}, {"log", o->log}};
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
-        if (texts[i].v && !texts[i].v[0]) {
-            fprintf(stderr, "pfi sweep: --%s is empty\n", texts[i].name);
-            return PFI_EXIT_USAGE;
-        }
     /* Said here, by its name, rather than taken silently (another backend has no simulated
      * time) or refused later as the environment variable it is handed on as. */
     if (!isnan(o->speed) && strcmp(pfi_cli_backend_name(&o->hw), "sim") != 0) {

@@ -19,7 +19,12 @@ static const pfi_opt *find_opt(const pfi_opt *opts, const char *name, size_t len
 static int store(const pfi_opt *o, const char *val, pfi_err *err)
 {
     char *end;
-    switch (o->kind & ~PFI_OPT_OLD) {
+    int kind = o->kind & ~(PFI_OPT_OLD | PFI_OPT_EMPTY);
+    /* Refused here, once for every command, rather than by each command that noticed: an
+     * empty --db was the default store to one command and "no store at :" to another. */
+    if (!val[0] && !(o->kind & PFI_OPT_EMPTY) && (kind == PFI_OPT_STR || kind == PFI_OPT_MULTI))
+        return pfi_err_set(err, PFI_EINVAL, "--%s is empty", o->name);
+    switch (kind) {
     case PFI_OPT_STR:
         *(const char **)o->dest = val;
         return PFI_OK;
@@ -90,7 +95,7 @@ int pfi_args_parse(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos,
                                name);
         if (o->kind & PFI_OPT_OLD)
             fprintf(stderr, "pfi: --%s is deprecated; use --%s\n", o->name, o->help);
-        if ((o->kind & ~PFI_OPT_OLD) == PFI_OPT_FLAG) {
+        if ((o->kind & ~(PFI_OPT_OLD | PFI_OPT_EMPTY)) == PFI_OPT_FLAG) {
             if (eq)
                 return pfi_err_set(err, PFI_EINVAL, "--%s takes no value", o->name);
             *(int *)o->dest = 1;

@@ -21,6 +21,12 @@ enum pfi_opt_kind {
  * taking it prints "pfi: --OLD is deprecated; use --NEW" on stderr. */
 #define PFI_OPT_OLD 0x100
 #define PFI_OPT_ALIAS(old, kind, dest, now) {old, (kind) | PFI_OPT_OLD, dest, NULL, now}
+/* Or'ed into PFI_OPT_STR or PFI_OPT_MULTI: the empty string is a value the option takes.
+ * Without it an empty value is refused ("--db is empty", PFI_EINVAL): a path, a name, a list
+ * or an address typed empty is a mistake (most often a shell variable not set), and taken it
+ * was read as not given (the default), as a file named "" or as SQLite's private temporary
+ * database.  No option of pfi takes one today: declare it where "" has a meaning of its own. */
+#define PFI_OPT_EMPTY 0x200
 
 #define PFI_STRLIST_MAX 64
 typedef struct pfi_strlist {

@@ -281,5 +281,38 @@ mkdir "$T/nodb"
 [ $? -eq 1 ] && grep -q "no database at 'pfi.db'" "$T/err" ||
   { echo "FAIL: PFI_DB= pfi runs: $(cat "$T/err")"; bad=1; }
 
+# pfi help COMMAND ACTION, as git help and docker help read it, for the commands that take an
+# action (not a subcommand of their own): what pfi COMMAND ACTION --help prints; another word
+# is refused, naming the actions, and each action's list is the one the command itself names
+# (was: "unexpected argument 'serve' after 'cluster'").
+for ca in "cluster serve" "event add" "ctl job"; do
+  # shellcheck disable=SC2086
+  want 0 help $ca
+  grep -q "^usage: pfi ${ca% *} " "$T/out" || { echo "FAIL: pfi help $ca: $(cat "$T/out")"; bad=1; }
+done
+for c in cluster ctl event; do
+  want 2 help "$c" no-such-action
+  [ ! -s "$T/out" ] || { echo "FAIL: pfi help $c no-such-action printed help"; bad=1; }
+  acts=$(sed -n "s/^pfi help: pfi $c has no action 'no-such-action' (its actions: \(.*\))$/\1/p" "$T/err")
+  [ -n "$acts" ] || { echo "FAIL: pfi help $c no-such-action: $(cat "$T/err")"; bad=1; continue; }
+  want 2 "$c" no-such-action
+  grep -qF "'no-such-action' ($acts" "$T/err" ||
+    { echo "FAIL: pfi $c names other actions than pfi help $c ($acts): $(cat "$T/err")"; bad=1; }
+  for a in $(echo "$acts" | tr -d ,); do
+    want 0 help "$c" "$a"
+    mv "$T/out" "$T/help.out"
+    want 0 "$c" "$a" --help
+    cmp -s "$T/help.out" "$T/out" && grep -q "^usage: pfi $c " "$T/out" ||
+      { echo "FAIL: pfi help $c $a differs from pfi $c $a --help"; bad=1; }
+    want 2 help "$c" "$a" extra
+    grep -qxF "pfi help: unexpected argument 'extra' after '$c $a' (ask: pfi help $c $a)" "$T/err" ||
+      { echo "FAIL: pfi help $c $a extra: $(cat "$T/err")"; bad=1; }
+  done
+done
+# A subcommand that is not one is refused naming them too.
+want 2 help sim no-such-sub
+grep -qF "pfi help: pfi sim has no subcommand 'no-such-sub' (its subcommands: run, curve," "$T/err" ||
+  { echo "FAIL: pfi help sim no-such-sub: $(cat "$T/err")"; bad=1; }
+
 [ $bad -eq 0 ] || exit 1
 echo "it_cli: ok"

@@ -84,8 +84,12 @@ for c in $cmds; do
   for o in $(cat $helps | opts_of | sort -u); do
     grep -q -- "$o\b" "$T/page" || fail "pfi-$c(1) lacks $o, which pfi $c${subs:+ SUB} --help lists"
   done
+  # A command that takes an action (pfi help ctl job: tests/it_cli.sh) names them instead.
   if [ -n "$subs" ]; then help_refuses "$c" no-such-sub "pfi $c has no subcommand"
-  else help_refuses "$c" extra; fi
+  else case $c in
+    cluster|ctl|event) help_refuses "$c" extra "pfi $c has no action 'extra' (its actions: " ;;
+    *) help_refuses "$c" extra ;;
+  esac; fi
   # pfi help CMD: the command's help (the topics index and predict come first, then it).
   "$PFI" help "$c" > "$T/hh" 2>&1 || fail "pfi help $c exited $?"
   case "$c" in

@@ -75,6 +75,18 @@ int pfi_cli_fleet_seed(const char *cmd, int seed, int fleet, const char *hint,
 extern const pfi_cli_family_spec pfi_cli_family_bench, pfi_cli_family_model, pfi_cli_family_runs,
     pfi_cli_family_sim;
 const pfi_cli_family_spec *pfi_cli_family_of(const char *name);
+/* The actions of a command that takes one as its first word under a single table of options
+ * (pfi cluster serve, pfi ctl job, pfi event add), each in its cmd_<name>.c, NULL-terminated:
+ * the command dispatches on them and names them when given another word, and pfi help shows
+ * `pfi help ctl job` (the same as pfi ctl job --help).  pfi_cli_actions_of finds a command's
+ * (NULL: it has none). */
+extern const char *const pfi_cli_actions_cluster[], *const pfi_cli_actions_ctl[],
+    *const pfi_cli_actions_event[];
+const char *const *pfi_cli_actions_of(const char *name);
+/* 1 when word is one of actions. */
+int pfi_cli_is_action(const char *const *actions, const char *word);
+/* Writes the actions to f as "serve, status, budget, topology". */
+void pfi_cli_actions_list(FILE *f, const char *const *actions);
 /* Every command of pfi (commands.def), in that order. */
 const pfi_cli_sub *pfi_cli_commands(int *n);
 

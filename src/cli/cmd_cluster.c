@@ -258,6 +258,8 @@ static int act(pfi_cl *c, const char *what, const cl_opts *o, const char *bt, co
     return serve(c, o->listen, o->token, o->port_file, o->grid);
 }
 
+const char *const pfi_cli_actions_cluster[] = {"serve", "status", "budget", "topology", NULL};
+
 int pfi_cmd_cluster(int argc, char **argv)
 {
     cl_opts o = {.listen = "127.0.0.1:9460"};
@@ -322,10 +324,10 @@ int pfi_cmd_cluster(int argc, char **argv)
     if ((rc = settings(&o, &cfg, &ramp_s)) >= 0)
         return rc;
 
-    if (strcmp(what, "serve") && strcmp(what, "status") && strcmp(what, "budget") &&
-        strcmp(what, "topology")) {
-        fprintf(stderr, "pfi cluster: unknown action '%s' (serve, status, budget, topology)\n",
-                what);
+    if (!pfi_cli_is_action(pfi_cli_actions_cluster, what)) {
+        fprintf(stderr, "pfi cluster: unknown action '%s' (", what);
+        pfi_cli_actions_list(stderr, pfi_cli_actions_cluster);
+        fprintf(stderr, ")\n");
         return PFI_EXIT_USAGE;
     }
     /* A stray word or a --budget where it means nothing is refused: ignored, `pfi cluster

@@ -206,6 +206,10 @@ static int cmd_caps(const ctl *c, const ctl_args *a, char **pos, int npos)
     return request(c, "PUT", "/v1/caps", b);
 }
 
+const char *const pfi_cli_actions_ctl[] = {"health",    "gpus",      "jobs",   "allocation",
+                                           "events",    "decisions", "metrics", "budget",
+                                           "job",       "heartbeat", "caps",   NULL};
+
 int pfi_cmd_ctl(int argc, char **argv)
 {
     ctl c = {0};
@@ -298,7 +302,8 @@ int pfi_cmd_ctl(int argc, char **argv)
         return cmd_heartbeat(&c, &a);
     if (!strcmp(cmd, "caps"))
         return cmd_caps(&c, &a, pos, npos);
-    fprintf(stderr, "pfi ctl: unknown command '%s' (health, gpus, jobs, allocation, events, "
-                    "decisions, metrics, budget, job, heartbeat, caps; pfi ctl --help)\n", cmd);
+    fprintf(stderr, "pfi ctl: unknown command '%s' (", cmd);
+    pfi_cli_actions_list(stderr, pfi_cli_actions_ctl);
+    fprintf(stderr, "; pfi ctl --help)\n");
     return PFI_EXIT_USAGE;
 }

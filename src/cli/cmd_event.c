@@ -202,6 +202,8 @@ static int cmd_report(const conn *c, const char *id, const char *out, int json_o
     return PFI_EXIT_OK;
 }
 
+const char *const pfi_cli_actions_event[] = {"add", "list", "rm", "report", NULL};
+
 int pfi_cmd_event(int argc, char **argv)
 {
     conn c = {0};
@@ -253,6 +255,12 @@ int pfi_cmd_event(int argc, char **argv)
     if (npos < 1)
         return usage_error("missing command (add, list, rm, report)");
     const char *cmd = pos[0];
+    if (!pfi_cli_is_action(pfi_cli_actions_event, cmd)) {
+        fprintf(stderr, "pfi event: unknown command '%s' (", cmd);
+        pfi_cli_actions_list(stderr, pfi_cli_actions_event);
+        fprintf(stderr, "; pfi event --help)\n");
+        return PFI_EXIT_USAGE;
+    }
     char path[256];
     if (!strcmp(cmd, "add") && npos == 1)
         return cmd_add(&c, &a);

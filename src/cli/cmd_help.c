@@ -294,6 +294,34 @@ static int help_command(const pfi_cli_sub *c, int npos, char **pos)
     return c->fn(n, argv);
 }
 
+/* A second word is a subcommand of a command made of them (pfi help sim run) or an action of
+ * a command that takes one (pfi help cluster serve, as git help and docker help read it),
+ * nothing else: -1 when it is one, else the exit status, the word refused with the list of
+ * those it could be. */
+static int help_second_word(const pfi_cli_sub *c, const char *name, const char *word)
+{
+    const pfi_cli_family_spec *fam = c ? pfi_cli_family_of(c->name) : NULL;
+    const char *const *actions = c ? pfi_cli_actions_of(c->name) : NULL;
+    if (!fam && !actions)
+        return help_extra("", name, word);
+    if (actions) {
+        if (pfi_cli_is_action(actions, word))
+            return -1;
+        fprintf(stderr, "pfi help: pfi %s has no action '%s' (its actions: ", c->name, word);
+        pfi_cli_actions_list(stderr, actions);
+        fprintf(stderr, ")\n");
+        return PFI_EXIT_USAGE;
+    }
+    for (int i = 0; i < fam->n; i++)
+        if (!strcmp(fam->subs[i].name, word))
+            return -1;
+    fprintf(stderr, "pfi help: pfi %s has no subcommand '%s' (its subcommands: ", fam->name, word);
+    for (int i = 0; i < fam->n; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", fam->subs[i].name);
+    fprintf(stderr, ")\n");
+    return PFI_EXIT_USAGE;
+}
+
 int pfi_cmd_help(int argc, char **argv)
 {
     int man = 0;
@@ -303,12 +331,13 @@ int pfi_cmd_help(int argc, char **argv)
          "pfi-serve.conf(5)"},
         {0},
     };
-    const pfi_cmd_spec spec = {"pfi help [TOPIC | COMMAND [SUBCOMMAND]] [--man]",
+    const pfi_cmd_spec spec = {"pfi help [TOPIC | COMMAND [SUBCOMMAND | ACTION]] [--man]",
                                "Explain an idea behind pfi's commands, or show a command's help "
                                "(the same as pfi COMMAND --help); without an argument, list the "
                                "topics.  A name that is both (index, predict) gives the topic, "
                                "then the command's options.  A second word is a subcommand (pfi "
-                               "help sim run); any other word is refused.",
+                               "help sim run) or an action (pfi help ctl job), the same as pfi "
+                               "COMMAND WORD --help; any other word is refused.",
                                opts,
                                "pfi help index                                     # the definition of the index\n"
                                "pfi help sweep                                     # the same as pfi sweep --help\n"
@@ -339,19 +368,9 @@ int pfi_cmd_help(int argc, char **argv)
         fprintf(stderr, "; commands: pfi --help)\n");
         return PFI_EXIT_USAGE;
     }
-    /* A second word is a subcommand of a command made of them (pfi help sim run), nothing else. */
-    const pfi_cli_family_spec *fam = c ? pfi_cli_family_of(c->name) : NULL;
     if (npos > 1) {
-        if (!fam)
-            return help_extra("", pos[0], pos[1]);
-        int known = 0;
-        for (int i = 0; i < fam->n; i++)
-            known |= strcmp(fam->subs[i].name, pos[1]) == 0;
-        if (!known) {
-            fprintf(stderr, "pfi help: pfi %s has no subcommand '%s' (pfi help %s lists them)\n",
-                    fam->name, pos[1], fam->name);
-            return PFI_EXIT_USAGE;
-        }
+        if ((rc = help_second_word(c, pos[0], pos[1])) >= 0)
+            return rc;
         if (npos > 2) {
             char what[128];
             snprintf(what, sizeof what, "%s %s", pos[0], pos[1]);

@@ -105,6 +105,34 @@ const pfi_cli_family_spec *pfi_cli_family_of(const char *name)
     return NULL;
 }
 
+const char *const *pfi_cli_actions_of(const char *name)
+{
+    static const struct {
+        const char *name;
+        const char *const *actions;
+    } cmds[] = {{"cluster", pfi_cli_actions_cluster},
+                {"ctl", pfi_cli_actions_ctl},
+                {"event", pfi_cli_actions_event}};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(cmds[i].name, name))
+            return cmds[i].actions;
+    return NULL;
+}
+
+int pfi_cli_is_action(const char *const *actions, const char *word)
+{
+    for (; *actions; actions++)
+        if (!strcmp(*actions, word))
+            return 1;
+    return 0;
+}
+
+void pfi_cli_actions_list(FILE *f, const char *const *actions)
+{
+    for (const char *const *a = actions; *a; a++)
+        fprintf(f, "%s%s", a == actions ? "" : ", ", *a);
+}
+
 static void family_text(const pfi_cli_family_spec *fam, FILE *f)
 {
     fprintf(f, "usage: pfi %s SUBCOMMAND [options]   (pfi %s SUBCOMMAND --help)\n\n%s\n\n"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests of the report layer: tables in three renderings and gnuplot figures. */
+/* Tests of the report layer: tables in three renderings and gnuplot figures; a figure without
+ * data is refused and a series or panel without data drawn without gnuplot's warnings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
 #include <math.h>
 
 #include "report/report.h"
@@ -155,10 +157,90 @@ static void test_plot(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 65536);
+    size_t n = fread(buf, 1, 65535, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void tmpdir(char *dir, size_t n, const char *what)
+{
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(dir, n, "%s/pfi-%s-XXXXXX", base && *base ? base : "/tmp", what);
+    assert_non_null(mkdtemp(dir));
+}
+
+static void rm_rf(const char *dir)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A figure without a point is not drawn (gnuplot used to be run on it: an empty frame, or
+ * warnings on the terminal); a series or a panel without a point among others with data is
+ * drawn without a word from gnuplot. */
+static void test_plot_empty(void **state)
+{
+    char dir[512], path[600];
+    tmpdir(dir, sizeof dir, "plot-empty");
+    double x[] = {0, 1, 2}, y[] = {5, 6, 7}, nan3[] = {NAN, NAN, NAN};
+    pfi_plot *p = pfi_plot_new("nothing", "x", "y");
+    pfi_plot_series(p, "unknown", PFI_PLOT_LINES, NULL, x, nan3, NULL, NULL, 3, 0);
+    pfi_plot_series(p, "none", PFI_PLOT_LINES, NULL, x, y, NULL, NULL, 0, 0);
+    pfi_err e = {0};
+    assert_int_equal(pfi_plot_render(p, dir, "empty", &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "no data to draw"));
+    pfi_plot_free(p);
+    const char *ext[] = {"gp", "dat", "png", "svg"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/empty.%s", dir, ext[i]);
+        assert_int_equal(access(path, F_OK), -1);
+    }
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        rm_rf(dir);
+        PFI_TEST_SKIP("gnuplot not installed: figure rendering not tested\n");
+    }
+    /* Two panels: the left has a series of unknown points beside one with data, the right
+     * only unknown points.  gnuplot's stderr (ours) goes to a file for the test to read. */
+    p = pfi_plot_new("some", "x", "y");
+    pfi_plot_panel(p, "left", "x", "y");
+    pfi_plot_series(p, "unknown", PFI_PLOT_LINES, NULL, x, nan3, NULL, NULL, 3, 0);
+    pfi_plot_series(p, "known", PFI_PLOT_LINES, NULL, x, y, NULL, NULL, 3, 0);
+    pfi_plot_panel(p, "right", "x", "y");
+    pfi_plot_series(p, "unknown too", PFI_PLOT_LINES, NULL, x, nan3, NULL, NULL, 3, 0);
+    snprintf(path, sizeof path, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    int rc = pfi_plot_render(p, dir, "some", &e);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    pfi_plot_free(p);
+    char *said = slurp(path);
+    assert_non_null(said);
+    if (rc != PFI_OK || said[0])
+        fail_msg("render: %d (%s); gnuplot said: %s", rc, e.msg, said);
+    free(said);
+    snprintf(path, sizeof path, "%s/some.png", dir);
+    assert_true(file_size(path) > 1000);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fmt_fixed), cmocka_unit_test(test_fmt_sep),
                                        cmocka_unit_test(test_table),
-                                       cmocka_unit_test(test_plot)};
+                                       cmocka_unit_test(test_plot),
+                                       cmocka_unit_test(test_plot_empty)};
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

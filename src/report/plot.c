@@ -182,6 +182,15 @@ static void gp_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* How many points of a series are drawn (both coordinates finite). */
+static int n_drawn(const series *s)
+{
+    int m = 0;
+    for (int k = 0; k < s->n; k++)
+        m += isfinite(s->x[k]) && isfinite(s->y[k]);
+    return m;
+}
+
 static int write_data(const pfi_plot *p, const char *path, pfi_err *err)
 {
     FILE *f = fopen(path, "w");
@@ -198,8 +207,10 @@ static int write_data(const pfi_plot *p, const char *path, pfi_err *err)
                 fprintf(f, " %.9g %.9g", s->ylo[k], s->yhi[k]);
             fputc('\n', f);
         }
-        /* gnuplot needs at least one record per index; an empty series gets an invisible one */
-        if (s->n == 0)
+        /* gnuplot needs at least one record per index, or it warns "Skipping data file with
+         * no valid points" on the terminal: a series with nothing to draw (none given, or every
+         * point unknown, as a grid event's draw before it starts) gets an invisible one. */
+        if (n_drawn(s) == 0)
             fputs("NaN NaN\n", f);
         fputs("\n\n", f);
     }
@@ -281,14 +292,14 @@ static void write_panel(const pfi_plot *p, int pn, FILE *f, const char *datname)
     else if (data_range(p, pn, 0, &lo, &hi))
         tight_range(f, "x", lo - (boxes ? q->boxwidth / 2 : 0), hi + (boxes ? q->boxwidth / 2 : 0),
                     0);
-    else
-        fputs("set autoscale x\n", f);
+    else /* gnuplot cannot autoscale an axis without a point ("x range is invalid") */
+        fputs("set xrange [0:1]\n", f);
     if (q->has_y)
         fprintf(f, "set yrange [%.9g:%.9g]\n", q->ylo, q->yhi);
     else if (data_range(p, pn, 1, &lo, &hi))
         tight_range(f, "y", lo, hi, boxes);
     else
-        fputs("set autoscale y\n", f);
+        fputs("set yrange [0:1]\n", f);
     if (y2 && data_range(p, pn, 2, &lo, &hi))
         tight_range(f, "y2", lo, hi, 0);
     if (q->ytics > 0)
@@ -405,6 +416,14 @@ static int run_gnuplot(const char *dir, const char *script, pfi_err *err)
 
 int pfi_plot_render(const pfi_plot *p, const char *dir, const char *name, pfi_err *err)
 {
+    /* A figure without a single point is an empty frame (and gnuplot's warnings on the
+     * terminal): it is not drawn, and the caller says why in words. */
+    int drawn = 0;
+    for (int i = 0; i < p->ns && !drawn; i++)
+        drawn = n_drawn(&p->s[i]) > 0;
+    if (!drawn)
+        return pfi_err_set(err, PFI_EINVAL, "no data to draw (%s)",
+                           p->ns ? "no series has a known point" : "no series");
     char dat[4096], gp[4096], datname[512], gpname[512];
     snprintf(datname, sizeof datname, "%s.dat", name);
     snprintf(gpname, sizeof gpname, "%s.gp", name);

@@ -73,7 +73,9 @@ int pfi_plot_series(pfi_plot *p, const char *label, pfi_plot_style style, const 
                     const double *x, const double *y, const double *ylo, const double *yhi, int n,
                     int y2);
 /* Draws DIR/NAME.png and DIR/NAME.svg with gnuplot (keeping DIR/NAME.gp and NAME.dat beside
- * them so a reader can redraw or restyle them). */
+ * them so a reader can redraw or restyle them).  A figure without a single point (every series
+ * empty or unknown) is not drawn: PFI_EINVAL, nothing written, gnuplot not run.  A series or a
+ * panel without a point is drawn empty, without gnuplot's warnings. */
 int pfi_plot_render(const pfi_plot *p, const char *dir, const char *name, pfi_err *err);
 void pfi_plot_free(pfi_plot *p);
 

@@ -4,7 +4,9 @@
 # path.  It goes into the path percent-encoded: libcurl resolves dot segments, so
 # `pfi event rm ../../budget` went out as DELETE /v1/budget and removed the node's budget (every
 # GPU back to its original limit); the events "." and ".." (ids the daemon takes) could not be
-# reached.  Needs $PFI_BIN (tests/run.sh sets it), jq.
+# reached.  A report says what it can in every state of its event (not started, running,
+# deleted, finished, finished without samples, a store without the event tables), never in
+# gnuplot's words.  Needs $PFI_BIN (tests/run.sh sets it), jq.
 set -u
 name=it_event_cli
 . "$(dirname "$0")/support/node_env.sh"
@@ -49,4 +51,66 @@ st=$?
 ev report c1 --out "$T/rep" >"$T/out" 2>&1 || fail "report --out: $(cat "$T/out")"
 [ -d "$T/rep" ] || fail "report --out wrote nothing: $(cat "$T/out")"
 ev rm c1 >/dev/null || fail "event rm c1"
+
+# ---- a report in every state an event can be in says what it can, never in gnuplot's words ----
+# `pfi event report` of an event not started yet printed gnuplot's "warning: Skipping data file
+# with no valid points" four times and a report saying "Ramps: NOT complied" beside an empty
+# figure.  report ID [ARGS] writes under $T/r.ID; $T/out and $T/err get its stdout and stderr.
+rep() {
+  ev report "$@" >"$T/out" 2>"$T/err"
+  st=$?
+  ! grep -qi "gnuplot\|warning" "$T/err" || fail "report $*: gnuplot on stderr: $(cat "$T/err")"
+  return $st
+}
+state() { ev report "$1" --json | jq -r '.state + "|" + .state_message'; }
+# expect ID STATE WORDS: report ID exits 0, says WORDS, and its JSON has STATE.
+expect() {
+  rm -rf "$T/r.$1"
+  rep "$1" --out "$T/r.$1" || fail "report $1: exit $st: $(cat "$T/out" "$T/err")"
+  grep -q "$3" "$T/out" || fail "report $1 does not say '$3': $(cat "$T/out")"
+  grep -q "$3" "$T/r.$1/report.md" || fail "report.md of $1 does not say '$3'"
+  s=$(state "$1")
+  [ "${s%%|*}" = "$2" ] || fail "report $1 --json: state '${s%%|*}', not $2 ($s)"
+}
+HAVE_GP=$(command -v gnuplot)
+# not started: nothing to report, no figure, no verdict
+expect e1 not_started "starts at .*: nothing to report yet"
+[ ! -e "$T/r.e1/power.png" ] || fail "report of e1 drew a figure"
+! grep -q "complied" "$T/r.e1/report.md" || fail "report of e1 judges the ramps: $(cat "$T/r.e1/report.md")"
+# running: a partial report, marked so, its figure drawn with the draw so far
+ev add --id run1 --start now --duration 1h --limit 3500W >/dev/null || fail "event add run1"
+sleep 2
+expect run1 partial "is in force until .*: partial report"
+[ -z "$HAVE_GP" ] || [ -s "$T/r.run1/power.png" ] || fail "report of run1: no figure: $(cat "$T/out")"
+# cancelled (deleted): a clear error, exit 1
+ev rm run1 >/dev/null || fail "event rm run1"
+rep run1 --out "$T/r.x"
+[ $st = 1 ] && grep -q "no grid event 'run1'" "$T/err" || fail "report of a deleted event: exit $st: $(cat "$T/out" "$T/err")"
+# finished: a complete report
+ev add --id done1 --start now+1s --duration 2s --limit 3500W >/dev/null || fail "event add done1"
+i=0
+until ev list | jq -e '.events[] | select(.id == "done1" and .phase == "done")' >/dev/null; do
+  i=$((i + 1)); [ $i -gt 200 ] && fail "done1 never done: $(ev list)"
+  sleep 0.1
+done
+expect done1 complete "ended at .*: complete report"
+# finished while the daemon was down: no samples in its window, nothing to judge (a sample
+# holds up to 5 s: the window starts later than that after the last one, and ends before the
+# daemon is back)
+ev add --id gap1 --start now+7s --duration 1s --limit 3500W >/dev/null || fail "event add gap1"
+stop_serve TERM
+sleep 9
+start_node n
+expect gap1 no_samples "no site power was recorded in its window"
+[ ! -e "$T/r.gap1/power.png" ] || fail "report of gap1 drew a figure"
+
+# ---- a store without the event tables (one written before grid events): no such event ----
+command -v python3 >/dev/null || { echo "it_event_cli: python3 missing: the store part not run"; exit 77; }
+stop_serve TERM
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript("DROP TABLE grid_events; DROP TABLE grid_power; DELETE FROM schema_layers WHERE layer = \"grid\";"); c.commit()' \
+  "$T/serve.db" || fail "dropping the grid tables"
+start_node n
+rep e1 --out "$T/r.none"
+[ $st = 1 ] && grep -q "no grid event 'e1'" "$T/err" || fail "report on a store without events: exit $st: $(cat "$T/out" "$T/err")"
+[ "$(ev list | jq '.events | length')" = 0 ] || fail "events on a store without them: $(ev list)"
 echo "it_event_cli: ok"

@@ -2,7 +2,9 @@
 /* Tests of the grid layer of the store (store/grid.h): events saved, replaced, deleted and read
  * back after reopening; an OpenADR event's VTN start and randomizeStart offset kept with it;
  * site power recorded, read by range and pruned around events; a store written before the
- * OpenADR columns existed upgraded in place, and refused by a build older than its tables. */
+ * OpenADR columns existed upgraded in place, and refused by a build older than its tables; a
+ * report's state (not started, partial, without samples, complete) at every point of an
+ * event's life. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -284,6 +286,49 @@ static void test_upgrade_from_v1(void **state)
     pfi_store_close(st);
 }
 
+/* The report's state at `now`, checked with the words its message must hold. */
+static void expect_state(pfi_grid_store *g, const pfi_event *ev, double now, const char *state,
+                         const char *words)
+{
+    pfi_err e = {0};
+    pfi_event_site site = pfi_event_site_default(10000);
+    json_t *j = pfi_grid_report_json(g, ev, &site, 5, now, &e);
+    if (!j)
+        fail_msg("%s", e.msg);
+    const char *st = json_string_value(json_object_get(j, "state")),
+               *msg = json_string_value(json_object_get(j, "state_message"));
+    if (!st || strcmp(st, state) || !msg || !strstr(msg, words))
+        fail_msg("event %s at %.0f: state %s (%s), expected %s (%s)", ev->id, now,
+                 st ? st : "none", msg ? msg : "no message", state, words);
+    json_decref(j);
+}
+
+/* A report says what it can at every point of an event's life: nothing before its ramp, a
+ * partial report until its restore is over, then a complete one, or none to judge when no
+ * second of the window was recorded (the daemon was down). */
+static void test_report_states(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_grid_store *g;
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    pfi_event a, b;
+    pfi_event_init_limit(&a, "a", 10000, 10600, 5000); /* ramp from 9940, restored by 10720 */
+    a.ramp_down_s = 60;
+    a.ramp_up_s = 120;
+    pfi_event_init_limit(&b, "b", 20000, 20600, 5000);
+    for (int t = 9000; t < 10800; t++)
+        assert_int_equal(pfi_grid_power_add(g, t, 4800, 5000, "a", &e), PFI_OK);
+    expect_state(g, &a, 9000, "not_started", "starts at 1970-01-01T02:46:40Z: nothing to "
+                                              "report yet");
+    expect_state(g, &a, 9970, "partial", "ramping down to its start");
+    expect_state(g, &a, 10300, "partial", "partial report, 600 s of its 600 s window");
+    expect_state(g, &a, 10650, "partial", "restoring until 1970-01-01T02:58:40Z");
+    expect_state(g, &a, 30000, "complete", "complete report, 600 s of its 600 s window");
+    expect_state(g, &b, 30000, "no_samples", "no site power was recorded in its window");
+    pfi_grid_close(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +336,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_openadr_provenance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_states, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the report layer: tables in three renderings and gnuplot figures; a figure without
- * data is refused and a series or panel without data drawn without gnuplot's warnings. */
+ * data is refused and a series or panel without data drawn without gnuplot's warnings; a grid
+ * event's report before its start or without samples says so, without a figure. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +13,10 @@
 
 #include <cmocka.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 
+#include "report/grid_report.h"
 #include "report/report.h"
 #include "support/skip.h"
 
@@ -236,11 +239,73 @@ static void test_plot_empty(void **state)
     rm_rf(dir);
 }
 
+/* A grid event's report document in a state without draw (docs/api.md "state"). */
+static json_t *grid_doc(const char *state, const char *msg)
+{
+    json_t *iv = json_array();
+    for (int i = 0; i < 3; i++)
+        json_array_append_new(iv, json_pack("{s:f, s:f, s:n, s:n, s:f, s:f, s:f}", "t0",
+                                            1000.0 + 60 * i, "t1", 1060.0 + 60 * i, "mean_w",
+                                            "max_w", "budget_w", 3000.0, "target_w", 3000.0,
+                                            "covered_s", 0.0));
+    return json_pack("{s:{s:s, s:s, s:s, s:f, s:f, s:s, s:s, s:s}, s:{s:f, s:n, s:s, s:f, "
+                     "s:f, s:f, s:f, s:{s:b}, s:o}, s:s, s:s, s:{s:s, s:f}, s:[]}",
+                     "event", "id", "e1", "start", "1970-01-01T00:16:40Z", "end",
+                     "1970-01-01T00:19:40Z", "start_s", 1000.0, "duration_s", 180.0, "source",
+                     "cli", "kind", "limit", "phase", "scheduled", "compliance", "target_w",
+                     3000.0, "baseline_w", "baseline_method", "none", "window_s", 180.0,
+                     "covered_s", 0.0, "max_excess_w", 0.0, "seconds_over_target", 0.0, "ramp",
+                     "ok", 0, "intervals", iv, "state", state, "state_message", msg, "cost",
+                     "method", "m", "budget_w", 3000.0, "jobs");
+}
+
+/* Before its start, or over without a recorded second: the report says so, states no excess
+ * or ramp (zeros would read as met), and draws no figure (one left there before is removed). */
+static void test_grid_report_nothing_yet(void **state)
+{
+    const char *cases[][3] = {
+        {"not_started", "event e1 starts at 1970-01-01T00:16:40Z: nothing to report yet"},
+        {"no_samples", "event e1 ended at 1970-01-01T00:19:40Z but no site power was recorded "
+                       "in its window (was the daemon running?): nothing to judge"}};
+    for (int k = 0; k < 2; k++) {
+        char dir[512], path[600], written[2048];
+        tmpdir(dir, sizeof dir, "grid-report");
+        snprintf(path, sizeof path, "%s/power.png", dir);
+        FILE *f = fopen(path, "w"); /* from an earlier report in the same directory */
+        assert_non_null(f);
+        fclose(f);
+        json_t *doc = grid_doc(cases[k][0], cases[k][1]);
+        assert_non_null(doc);
+        pfi_err e = {0};
+        if (pfi_grid_report_write(doc, dir, written, sizeof written, &e) != PFI_OK)
+            fail_msg("%s", e.msg);
+        json_decref(doc);
+        assert_non_null(strstr(written, cases[k][1]));
+        assert_null(strstr(written, "figure not drawn"));
+        const char *ext[] = {"png", "svg", "gp", "dat"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(path, sizeof path, "%s/power.%s", dir, ext[i]);
+            if (access(path, F_OK) == 0)
+                fail_msg("%s: %s is there", cases[k][0], path);
+        }
+        snprintf(path, sizeof path, "%s/report.md", dir);
+        char *md = slurp(path);
+        assert_non_null(md);
+        assert_non_null(strstr(md, cases[k][1]));
+        assert_null(strstr(md, "complied"));
+        assert_null(strstr(md, "Largest excess"));
+        assert_null(strstr(md, "power.png"));
+        free(md);
+        rm_rf(dir);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fmt_fixed), cmocka_unit_test(test_fmt_sep),
                                        cmocka_unit_test(test_table),
                                        cmocka_unit_test(test_plot),
-                                       cmocka_unit_test(test_plot_empty)};
+                                       cmocka_unit_test(test_plot_empty),
+                                       cmocka_unit_test(test_grid_report_nothing_yet)};
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

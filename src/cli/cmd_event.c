@@ -2,7 +2,9 @@
 /* pfi event: grid events on a running `pfi serve` or `pfi cluster serve` (docs/api.md,
  * /v1/grid/events), with the connection options of `pfi ctl`.  add, list, rm print the daemon's
  * JSON answer; report writes the event's compliance report (Markdown, JSON and a gnuplot
- * figure).  An error answer goes to stderr with exit status 1 (2 for a malformed request). */
+ * figure) and says first what it can say (the document's state_message: nothing yet, partial,
+ * no samples, complete; all exit 0).  An error answer goes to stderr with exit status 1 (2 for
+ * a malformed request). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,7 +195,7 @@ static int cmd_report(const conn *c, const char *id, const char *out, int json_o
     if (json_only)
         return pfi_cli_print_json(doc);
     pfi_err e = {0};
-    char written[1024];
+    char written[1536];
     rc = pfi_grid_report_write(doc, out, written, sizeof written, &e);
     json_decref(doc);
     if (rc != PFI_OK)
@@ -240,7 +242,11 @@ int pfi_cmd_event(int argc, char **argv)
         "pfi event [--url URL|--socket PATH] [--token-file FILE] COMMAND [ARGS]",
         "Grid events on a running pfi serve or pfi cluster serve.  Commands: add --start TIME "
         "(--duration 3h|--end TIME) (--cut 25%|--limit 4kW) [--ramp 10m] [--priority N] "
-        "[--sla-yield]; list; rm ID; report ID [--out DIR | --json].",
+        "[--sla-yield]; list; rm ID; report ID [--out DIR | --json].  "
+        /* no ", " or "; " from here: bash completion takes the words after them as commands */
+        "report first says what it can: nothing yet (before the event's ramp) / partial (until "
+        "its restore is over) / nothing to judge (no draw recorded in its window) / complete.  "
+        "All exit 0.  An unknown event exits 1.",
         opts,
         "pfi event --token-file /etc/pfi/token add --start now+1h --duration 3h --cut 25% --ramp 10m\n"
         "pfi event list\n"

@@ -114,12 +114,34 @@ static void sla_rows(FILE *f, json_t *jobs)
     pfi_table_free(t);
 }
 
+static void cost_and_slas(FILE *f, json_t *doc)
+{
+    json_t *cost = json_object_get(doc, "cost");
+    char a[32];
+    fprintf(f, "## Throughput cost at %s W\n\n%s\n\n", fx(a, sizeof a, num(cost, "budget_w"), 4),
+            str(cost, "method"));
+    cost_rows(f, cost);
+    fprintf(f, "\n## SLAs\n\n");
+    sla_rows(f, json_object_get(doc, "jobs"));
+}
+
+/* Whether the document has draw to judge: not before the event's ramp ("not_started"), nor
+ * after it without a recorded second in the window ("no_samples").  A document without a state
+ * (a daemon older than it) is judged as before. */
+static int has_draw(json_t *doc)
+{
+    const char *st = str(doc, "state");
+    return strcmp(st, "not_started") && strcmp(st, "no_samples");
+}
+
 static void markdown(FILE *f, json_t *doc, const char *fig_note)
 {
     json_t *ev = json_object_get(doc, "event"), *c = json_object_get(doc, "compliance");
-    json_t *ramp = json_object_get(c, "ramp"), *cost = json_object_get(doc, "cost");
+    json_t *ramp = json_object_get(c, "ramp");
     char a[32], b[32], d[32], e[32];
     fprintf(f, "# Grid event %s: compliance report\n\n", str(ev, "id"));
+    if (*str(doc, "state_message"))
+        fprintf(f, "**%s.**\n\n", str(doc, "state_message"));
     fprintf(f, "- Window: %s to %s (%s min), source %s, phase %s\n", str(ev, "start"),
             str(ev, "end"), fx(a, sizeof a, num(ev, "duration_s") / 60, 3), str(ev, "source"),
             str(ev, "phase"));
@@ -130,6 +152,11 @@ static void markdown(FILE *f, json_t *doc, const char *fig_note)
                 str(oa, "event_id"), num(oa, "interval"), num(oa, "randomized_s"),
                 str(oa, "vtn_start"), num(oa, "randomize_start_s"));
     fprintf(f, "- Target: %s W (%s)\n", fx(a, sizeof a, num(c, "target_w"), 4), str(ev, "kind"));
+    if (!has_draw(doc)) { /* no excess, ramp or energy to state: zeros would read as met */
+        fputc('\n', f);
+        cost_and_slas(f, doc);
+        return;
+    }
     fprintf(f, "- Baseline: %s W, method: %s\n", fx(a, sizeof a, num(c, "baseline_w"), 4),
             str(c, "baseline_method"));
     fprintf(f, "- Largest excess over the target: %s W; time above the target: %s s "
@@ -146,11 +173,7 @@ static void markdown(FILE *f, json_t *doc, const char *fig_note)
     fprintf(f, "- Energy shed against the baseline: %s kWh\n\n",
             fx(a, sizeof a, num(c, "energy_shed_kwh"), 4));
     fprintf(f, "## Site power per minute\n\n%s\n\n", fig_note);
-    fprintf(f, "## Throughput cost at %s W\n\n%s\n\n", fx(a, sizeof a, num(cost, "budget_w"), 4),
-            str(cost, "method"));
-    cost_rows(f, cost);
-    fprintf(f, "\n## SLAs\n\n");
-    sla_rows(f, json_object_get(doc, "jobs"));
+    cost_and_slas(f, doc);
 }
 
 int pfi_grid_report_write(json_t *doc, const char *dir, char *written, size_t size,
@@ -165,7 +188,15 @@ int pfi_grid_report_write(json_t *doc, const char *dir, char *written, size_t si
     if (json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0)
         return pfi_err_set(err, PFI_EIO, "cannot write %s", path);
     pfi_err fe = {0};
-    int fig = figure(doc, dir, &fe);
+    int draw = has_draw(doc), fig = draw ? figure(doc, dir, &fe) : PFI_OK;
+    if (!draw) /* a figure left from an earlier report here is not this report's */
+        for (int i = 0; i < 4; i++) {
+            snprintf(path, sizeof path, "%s/power.%s", dir,
+                     (const char *const[]){"png", "svg", "gp", "dat"}[i]);
+            if (remove(path) != 0 && errno != ENOENT)
+                return pfi_err_set(err, PFI_EIO, "cannot remove %s: %s", path,
+                                   strerror(errno));
+        }
     if (fig == PFI_OK)
         snprintf(note, sizeof note, "![site power](power.png)");
     else
@@ -178,8 +209,13 @@ int pfi_grid_report_write(json_t *doc, const char *dir, char *written, size_t si
     markdown(f, doc, note);
     if (fclose(f) != 0)
         return pfi_err_set(err, PFI_EIO, "cannot write %s", path);
-    snprintf(written, size, "wrote %s/report.md, %s/report.json%s%s%s\n", dir, dir,
-             fig == PFI_OK ? ", " : "\nfigure not drawn: ", fig == PFI_OK ? dir : fe.msg,
-             fig == PFI_OK ? "/power.png" : "");
+    const char *msg = str(doc, "state_message");
+    if (!draw)
+        snprintf(written, size, "%s\nwrote %s/report.md, %s/report.json (no figure: no draw "
+                 "to show)\n", msg, dir, dir);
+    else
+        snprintf(written, size, "%s%swrote %s/report.md, %s/report.json%s%s%s\n", msg,
+                 *msg ? "\n" : "", dir, dir, fig == PFI_OK ? ", " : "\nfigure not drawn: ",
+                 fig == PFI_OK ? dir : fe.msg, fig == PFI_OK ? "/power.png" : "");
     return PFI_OK;
 }

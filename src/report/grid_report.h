@@ -13,8 +13,11 @@
 
 #include "core/err.h"
 
-/* Writes the report under dir (created if missing); *written gets a line per file written
- * (and why the figure was not drawn, when gnuplot failed: the rest is still written). */
+/* Writes the report under dir (created if missing); *written gets the document's
+ * state_message, then a line per file written (and why the figure was not drawn, when gnuplot
+ * failed: the rest is still written).  A document whose state has no draw to show
+ * ("not_started", "no_samples") gets no figure, nor a verdict on excess and ramps, and the
+ * figure files an earlier report left in dir are removed. */
 int pfi_grid_report_write(json_t *doc, const char *dir, char *written, size_t size,
                           pfi_err *err);
 

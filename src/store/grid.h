@@ -83,7 +83,10 @@ json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *x);
 int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, const char *holder,
                         json_t **body, pfi_err *err);
 /* An event's compliance report (pfi_grid_compliance) as the API shows it: "event" (at `now`),
- * "compliance", "site_max_w" and "samples"; the caller adds the cost of its own plan. */
+ * "compliance", "site_max_w", "samples", and what it can say at `now`: "state" ("not_started"
+ * before the ramp, "partial" until the restore is over, then "no_samples" when no second of the
+ * window was recorded, else "complete") with "state_message", a sentence saying so; the caller
+ * adds the cost of its own plan. */
 json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
                              double max_gap_s, double now, pfi_err *err);
 

@@ -278,6 +278,46 @@ json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *c)
                      "mean_w", pfi_json_num(c->mean_w), "ramp", ramp, "intervals", iv);
 }
 
+/* What the report can say at `now`, as a word and a sentence (docs/api.md, "state"): before
+ * the ramp nothing was recorded that the event judges; until the restore is over the report is
+ * a partial one; after it, one without a recorded second in the window judges nothing. */
+static const char *report_state(const pfi_event *ev, const pfi_event_site *site, double now,
+                                const pfi_event_compliance *c, char *msg, size_t size)
+{
+    char t0[40], t1[40], tr[40];
+    pfi_time_format(ev->start_s, t0, sizeof t0);
+    pfi_time_format(ev->end_s, t1, sizeof t1);
+    pfi_time_format(pfi_event_restored_s(ev, site), tr, sizeof tr);
+    const char *phase = pfi_grid_event_phase(ev, site, now);
+    if (!strcmp(phase, "scheduled")) {
+        snprintf(msg, size, "event %s starts at %s: nothing to report yet", ev->id, t0);
+        return "not_started";
+    }
+    if (!strcmp(phase, "ramping")) {
+        snprintf(msg, size, "event %s is ramping down to its start at %s: partial report (the "
+                 "window has not begun)", ev->id, t0);
+        return "partial";
+    }
+    if (!strcmp(phase, "active")) {
+        snprintf(msg, size, "event %s is in force until %s: partial report, %.0f s of its %.0f "
+                 "s window recorded so far", ev->id, t1, c->covered_s, c->window_s);
+        return "partial";
+    }
+    if (!strcmp(phase, "restoring")) {
+        snprintf(msg, size, "event %s ended at %s and is restoring until %s: partial report "
+                 "(the restore is judged once it is over)", ev->id, t1, tr);
+        return "partial";
+    }
+    if (!(c->covered_s > 0)) {
+        snprintf(msg, size, "event %s ended at %s but no site power was recorded in its window "
+                 "(was the daemon running?): nothing to judge", ev->id, t1);
+        return "no_samples";
+    }
+    snprintf(msg, size, "event %s ended at %s: complete report, %.0f s of its %.0f s window "
+             "recorded", ev->id, t1, c->covered_s, c->window_s);
+    return "complete";
+}
+
 json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
                              double max_gap_s, double now, pfi_err *err)
 {
@@ -302,6 +342,10 @@ json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_e
                           pfi_grid_event_to_json(ev, site, now), "compliance",
                           pfi_grid_compliance_to_json(&c), "judged_window", win, "site_max_w",
                           site->max_w, "samples", k);
+    char msg[400];
+    const char *state = report_state(ev, site, now, &c, msg, sizeof msg);
+    json_object_set_new(o, "state", json_string(state));
+    json_object_set_new(o, "state_message", json_string(msg));
     pfi_event_compliance_free(&c);
     return o;
 }

@@ -5,8 +5,8 @@
 # `pfi event rm ../../budget` went out as DELETE /v1/budget and removed the node's budget (every
 # GPU back to its original limit); the events "." and ".." (ids the daemon takes) could not be
 # reached.  A report says what it can in every state of its event (not started, running,
-# deleted, finished, finished without samples, a store without the event tables), never in
-# gnuplot's words.  Needs $PFI_BIN (tests/run.sh sets it), jq.
+# deleted, finished, finished without samples, an unknown or malformed id, a store without the
+# event tables), never in gnuplot's words.  Needs $PFI_BIN (tests/run.sh sets it), jq.
 set -u
 name=it_event_cli
 . "$(dirname "$0")/support/node_env.sh"
@@ -103,6 +103,21 @@ sleep 9
 start_node n
 expect gap1 no_samples "no site power was recorded in its window"
 [ ! -e "$T/r.gap1/power.png" ] || fail "report of gap1 drew a figure"
+
+# ---- bad ids: exit 2, saying what an id is, nothing asked or changed; unknown ids: exit 1 ----
+ev list | jq -S . >"$T/before"
+for id in "" "a b" "../e1" "x/report" "e1?x" "$(printf 'e%.0s' $(seq 64))"; do
+  for form in "--json" "--out $T/r.bad"; do
+    # shellcheck disable=SC2086
+    rep "$id" $form
+    [ $st = 2 ] && grep -q "event id .* must be" "$T/err" ||
+      fail "report '$id' $form: exit $st: $(cat "$T/out" "$T/err")"
+    [ ! -e "$T/r.bad" ] || fail "report '$id' $form wrote $T/r.bad"
+  done
+done
+rep nope --json
+[ $st = 1 ] && grep -q "no grid event 'nope'" "$T/err" || fail "report nope: exit $st: $(cat "$T/err")"
+ev list | jq -S . | cmp -s - "$T/before" || fail "a report changed the events: $(ev list)"
 
 # ---- a store without the event tables (one written before grid events): no such event ----
 command -v python3 >/dev/null || { echo "it_event_cli: python3 missing: the store part not run"; exit 77; }

@@ -4,7 +4,7 @@
  * JSON answer; report writes the event's compliance report (Markdown, JSON and a gnuplot
  * figure) and says first what it can say (the document's state_message: nothing yet, partial,
  * no samples, complete; all exit 0).  An error answer goes to stderr with exit status 1 (2 for
- * a malformed request). */
+ * a malformed request, and an id no event can have, refused before asking). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "cli/cli.h"
+#include "core/event.h"
 #include "report/grid_report.h"
 #include "serve/serve.h"
 #include "util/budget.h"
@@ -186,6 +187,9 @@ static int cmd_add(const conn *c, const add_args *a)
 static int cmd_report(const conn *c, const char *id, const char *out, int json_only)
 {
     char path[256];
+    pfi_err e = {0};
+    if (pfi_event_id_check(id, &e) != PFI_OK) /* names no event: a mistake, asked nowhere */
+        return usage_error(e.msg);
     if (!pfi_http_id_path(path, sizeof path, "/v1/grid/events/", id, "/report"))
         return usage_error("event id too long");
     json_t *doc = NULL;
@@ -194,7 +198,6 @@ static int cmd_report(const conn *c, const char *id, const char *out, int json_o
         return rc;
     if (json_only)
         return pfi_cli_print_json(doc);
-    pfi_err e = {0};
     char written[1536];
     rc = pfi_grid_report_write(doc, out, written, sizeof written, &e);
     json_decref(doc);
@@ -246,7 +249,7 @@ int pfi_cmd_event(int argc, char **argv)
         /* no ", " or "; " from here: bash completion takes the words after them as commands */
         "report first says what it can: nothing yet (before the event's ramp) / partial (until "
         "its restore is over) / nothing to judge (no draw recorded in its window) / complete.  "
-        "All exit 0.  An unknown event exits 1.",
+        "All exit 0.  An unknown event exits 1 and an id no event can have 2.",
         opts,
         "pfi event --token-file /etc/pfi/token add --start now+1h --duration 3h --cut 25% --ramp 10m\n"
         "pfi event list\n"

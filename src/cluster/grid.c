@@ -287,6 +287,8 @@ void *pfi_cl_grid_json(pfi_cl *c, const char *id)
 
 void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
 {
+    if (pfi_event_id_check(id, err) != PFI_OK) /* a malformed id: 400, not "no such event" */
+        return NULL;
     pthread_mutex_lock(&c->mu);
     int at = pfi_event_list_find(c->grid_ev, c->n_grid, id);
     pfi_event ev;

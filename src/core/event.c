@@ -169,12 +169,20 @@ static int check_target(const pfi_event *ev, const pfi_event_site *site, pfi_err
     return PFI_OK;
 }
 
+int pfi_event_id_check(const char *id, pfi_err *err)
+{
+    if (!id_ok(id, PFI_EVENT_ID_MAX))
+        return pfi_err_set(err, PFI_EINVAL, "event id '%.*s' must be 1-%d characters of "
+                           "A-Z a-z 0-9 . _ : -", (int)strnlen(id, PFI_EVENT_ID_MAX), id,
+                           PFI_EVENT_ID_MAX - 1);
+    return PFI_OK;
+}
+
 static int check_strings(const pfi_event *ev, pfi_err *err)
 {
-    if (!id_ok(ev->id, sizeof(ev->id)))
-        return pfi_err_set(err, PFI_EINVAL, "event id '%.*s' must be 1-%d characters of "
-                           "A-Z a-z 0-9 . _ : -", (int)strnlen(ev->id, sizeof(ev->id)), ev->id,
-                           (int)sizeof(ev->id) - 1);
+    int rc = pfi_event_id_check(ev->id, err);
+    if (rc != PFI_OK)
+        return rc;
     if (memchr(ev->source, 0, sizeof(ev->source)) == NULL ||
         memchr(ev->baseline_method, 0, sizeof(ev->baseline_method)) == NULL)
         return pfi_err_set(err, PFI_EINVAL, "event %s: source or baseline method too long",

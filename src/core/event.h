@@ -73,6 +73,9 @@ double pfi_event_target_w(const pfi_event *ev);
  * problem: end before start, a negative, NaN or infinite target, a target above the site's
  * maximum, a cut outside (0, 1), a bad id, ramp or priority. */
 int pfi_event_validate(const pfi_event *ev, const pfi_event_site *site, pfi_err *err);
+/* PFI_EINVAL, saying what an id is, when id is not one an event can have ([A-Za-z0-9._:-], 1 to
+ * PFI_EVENT_ID_MAX - 1 characters): such an id names no event, it is a mistake. */
+int pfi_event_id_check(const char *id, pfi_err *err);
 int pfi_event_site_validate(const pfi_event_site *site, pfi_err *err);
 
 /* Time the budget starts to descend (start - ramp_down_s) and the time it is fully restored

@@ -431,6 +431,8 @@ json_t *pfi_srv_grid_view(srv_node *n, const char *id)
 
 json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
 {
+    if (pfi_event_id_check(id, err) != PFI_OK) /* a malformed id: 400, not "no such event" */
+        return NULL;
     pthread_mutex_lock(&n->mu);
     int at = pfi_event_list_find(n->grid_ev, n->n_grid, id);
     pfi_event ev;

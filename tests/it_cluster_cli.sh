@@ -6,8 +6,10 @@
 # stray argument or a --budget where it means nothing is refused (exit 2, nothing done) rather
 # than ignored.  `serve --read-auth token` wants the bearer token on every read but /healthz
 # (401 without it or with a wrong one, as a node daemon's read_auth = token); without the option
-# reads stay open; the option without --token-file, or with a value other than none or token,
-# is refused at start (exit 2).
+# reads stay open (a token sent with one, right or wrong, is ignored); the option without
+# --token-file, or with a value other than none or token, is refused at start (exit 2).
+# `pfi event --url` sends its --token-file on every request, so it reads such a controller;
+# without the token its reads fail saying to pass --token-file.
 # Needs $PFI_BIN.
 set -u
 PFI=${PFI_BIN:?PFI_BIN not set}
@@ -97,10 +99,24 @@ code() { # PATH [TOKEN]: the status of a GET, its body in $T/body
   fi
 }
 reads="/ /v1/nodes /v1/jobs /v1/allocation /v1/history /v1/decisions /v1/grid/events /metrics"
+head -c 24 /dev/urandom | base64 >"$T/wrong"
+chmod 600 "$T/wrong"
+# pfi event (a client of the controller) sends its token on every request, reads included;
+# a controller whose reads are open ignores the token of a read: the right one, a wrong one or
+# none read the same.
+event() { "$PFI" event --url "$CL" "$@" >"$T/out" 2>"$T/err"; }
 serve --read-auth none
 for p in $reads /healthz; do
   c=$(code "$p")
   [ "$c" = 200 ] || fail "--read-auth none: GET $p without a token: $c $(body)"
+  c=$(code "$p" "$(cat "$T/token")")
+  [ "$c" = 200 ] || fail "--read-auth none: GET $p with the token: $c $(body)"
+  c=$(code "$p" not-the-token)
+  [ "$c" = 200 ] || fail "--read-auth none: GET $p with a wrong token: $c $(body)"
+done
+for tf in "" "$T/token" "$T/wrong"; do
+  event ${tf:+--token-file "$tf"} list || fail "--read-auth none: event list, token '$tf': $(cat "$T/err")"
+  jq -e '.events | length == 0' "$T/out" >/dev/null || fail "--read-auth none: event list: $(cat "$T/out")"
 done
 stop_serve
 serve --read-auth token
@@ -117,5 +133,19 @@ for p in $reads; do
 done
 c=$(code /healthz)
 [ "$c" = 200 ] || fail "--read-auth token: GET /healthz without a token: $c $(body)"
+# Before: pfi event sent --token-file on changes only, so its reads of such a controller got a
+# bare "HTTP 401".
+event --token-file "$T/token" list || fail "--read-auth token: event list with the token: $(cat "$T/err")"
+jq -e '.events | length == 0' "$T/out" >/dev/null ||
+  fail "--read-auth token: event list with the token: $(cat "$T/out")"
+event list
+rc=$?
+[ $rc = 1 ] && grep -q "HTTP 401" "$T/err" &&
+  grep -q "requires its bearer token for reads.*pass --token-file FILE" "$T/err" ||
+  fail "--read-auth token: event list without a token: exit $rc: $(cat "$T/err")"
+event --token-file "$T/wrong" list
+rc=$?
+[ $rc = 1 ] && grep -q "refused the token in $T/wrong" "$T/err" ||
+  fail "--read-auth token: event list with a wrong token: exit $rc: $(cat "$T/err")"
 stop_serve
 echo "it_cluster_cli: ok"

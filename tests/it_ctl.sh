@@ -3,7 +3,10 @@
 # it_ctl.sh: what `pfi ctl` sends is what was typed, or nothing.  A job id goes into the path
 # percent-encoded: libcurl resolves dot segments, so `pfi ctl job rm ../budget` went out as
 # DELETE /v1/budget and removed the node's budget (every GPU back to its original limit).  Caps
-# are GPU=WATTS pairs of digits, and --epoch an integer >= 1 as large as a controller's.
+# are GPU=WATTS pairs of digits, and --epoch an integer >= 1 as large as a controller's.  The
+# token of --token-file goes with every request, reads included, so a daemon with read_auth =
+# token is read with it, and without it a read fails saying to pass --token-file; a daemon
+# whose reads are open reads the same with the right token, a wrong one or none.
 # Needs $PFI_BIN (tests/run.sh sets it), jq.
 set -u
 name=it_ctl
@@ -79,6 +82,54 @@ for l in 0 -5; do
   done
 done
 [ "$(ctl decisions --limit 2 | jq '.decisions | length')" = 2 ] || fail "decisions --limit 2"
+
+# ---- the token goes with every request, reads included ----
+# Before: --token-file was sent on changes only, so against a daemon with read_auth = token
+# every read (pfi ctl gpus, allocation, jobs...) got a bare "HTTP 401".  A daemon whose reads
+# are open ignores the Authorization header of a read: the right token, a wrong one or none
+# read the same, and a token file this user cannot read costs a read nothing but a warning.
+head -c 24 /dev/urandom | base64 >"$T/wrong"; chmod 600 "$T/wrong"
+for tf in "$T/token" "$T/wrong" "$T/missing"; do
+  "$PFI" ctl --socket "$T/n.sock" --token-file "$tf" gpus >"$T/out" 2>"$T/err" ||
+    fail "an open daemon, gpus with --token-file $tf: $(cat "$T/err")"
+  jq -e '.gpus | length == 8' "$T/out" >/dev/null || fail "gpus with --token-file $tf: $(head -c 200 "$T/out")"
+done
+grep -q "warning: .*missing.*reading without the token" "$T/err" ||
+  fail "an unreadable token file, the read did not say so: $(cat "$T/err")"
+"$PFI" ctl --socket "$T/n.sock" gpus >"$T/out" 2>"$T/err" || fail "an open daemon, gpus without a token"
+"$PFI" ctl --socket "$T/n.sock" --token-file "$T/missing" budget clear >"$T/out" 2>&1 &&
+  fail "a change with an unreadable token file went out"
+stop_serve TERM; rc=$?
+[ $rc -eq 0 ] || fail "pfi serve exited $rc at SIGTERM"
+
+# read_auth = token (the same simulated node and journal): reads need the token; without it,
+# or with a wrong one, they fail saying what to do, not with a bare 401; /healthz stays open.
+start_serve "unix:$T/r.sock" --journal "$T/n.journal" --sample-interval 100ms --set read_auth=token
+rctl() { "$PFI" ctl --socket "$T/r.sock" "$@"; }
+for c in gpus allocation jobs events decisions metrics; do
+  rctl --token-file "$T/token" $c >"$T/out" 2>"$T/err" ||
+    fail "read_auth = token: $c with the token: $(cat "$T/err")"
+  rctl $c >"$T/out" 2>"$T/err"
+  rc=$?
+  [ $rc = 1 ] && grep -q "HTTP 401" "$T/err" &&
+    grep -q "requires its bearer token for reads.*pass --token-file FILE" "$T/err" ||
+    fail "read_auth = token: $c without a token: exit $rc: $(cat "$T/err")"
+  rctl --token-file "$T/wrong" $c >"$T/out" 2>"$T/err"
+  rc=$?
+  [ $rc = 1 ] && grep -q "refused the token in $T/wrong" "$T/err" ||
+    fail "read_auth = token: $c with a wrong token: exit $rc: $(cat "$T/err")"
+done
+rctl --token-file "$T/token" gpus | jq -e '.gpus | length == 8' >/dev/null ||
+  fail "read_auth = token: gpus with the token is not the GPUs"
+PFI_SERVE_TOKEN_FILE="$T/token" rctl allocation >/dev/null 2>"$T/err" ||
+  fail "read_auth = token: the token of \$PFI_SERVE_TOKEN_FILE: $(cat "$T/err")"
+rctl health >/dev/null || fail "read_auth = token: health without a token"
+rctl --token-file "$T/token" budget set 4kW >/dev/null || fail "read_auth = token: budget set"
+[ "$(rctl --token-file "$T/token" allocation | jq -r .budget_w)" = 4000 ] ||
+  fail "read_auth = token: the budget set is not read back"
+rctl budget clear >"$T/out" 2>&1 && fail "read_auth = token: a change without the token went out"
+grep -q "changes need the daemon's bearer token: pass --token-file" "$T/out" ||
+  fail "a change without the token: $(cat "$T/out")"
 
 stop_serve TERM; rc=$?
 [ $rc -eq 0 ] || fail "pfi serve exited $rc at SIGTERM"

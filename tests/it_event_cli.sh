@@ -119,6 +119,27 @@ rep nope --json
 [ $st = 1 ] && grep -q "no grid event 'nope'" "$T/err" || fail "report nope: exit $st: $(cat "$T/err")"
 ev list | jq -S . | cmp -s - "$T/before" || fail "a report changed the events: $(ev list)"
 
+# ---- the token goes with reads too ----
+# Before: --token-file was sent on changes only, so `pfi event list` (and report) of a daemon
+# with read_auth = token got a bare "HTTP 401".  Restarted so (the same node and journal).
+stop_serve TERM
+start_serve "unix:$T/n.sock" --journal "$T/n.journal" --sample-interval 100ms --set read_auth=token
+rev() { "$PFI" event --socket "$T/n.sock" "$@"; }
+rev --token-file "$T/token" list >"$T/out" 2>"$T/err" ||
+  fail "read_auth = token: list with the token: $(cat "$T/err")"
+jq -e '[.events[].id] | index("e1")' "$T/out" >/dev/null || fail "list with the token: $(cat "$T/out")"
+rev --token-file "$T/token" report e1 --json >"$T/out" 2>"$T/err" ||
+  fail "read_auth = token: report with the token: $(cat "$T/err")"
+[ "$(jq -r .event.id "$T/out")" = e1 ] || fail "report with the token: $(head -c 200 "$T/out")"
+for c in list "report e1 --json"; do
+  # shellcheck disable=SC2086
+  rev $c >"$T/out" 2>"$T/err"
+  rc=$?
+  [ $rc = 1 ] && grep -q "HTTP 401" "$T/err" &&
+    grep -q "requires its bearer token for reads.*pass --token-file FILE" "$T/err" ||
+    fail "read_auth = token: $c without a token: exit $rc: $(cat "$T/err")"
+done
+
 # ---- a store without the event tables (one written before grid events): no such event ----
 command -v python3 >/dev/null || { echo "it_event_cli: python3 missing: the store part not run"; exit 77; }
 stop_serve TERM

@@ -138,4 +138,18 @@ int pfi_cli_stored_cost(struct pfi_store *st, const struct pfi_run *run, struct 
 /* "tokens" or "samples" for a run's rate unit. */
 const char *pfi_cli_work_unit(int tput_unit);
 
+/* The clients of pfi serve and pfi cluster serve (pfi ctl, pfi event, daemon_auth.c).  The
+ * token of token_file (NULL: none; tok "" then) is sent on every request, reads included: a
+ * daemon with read_auth = token (or --read-auth token) wants it on every read but /healthz, and
+ * one without ignores it on reads.  An unreadable token_file is the error (PFI_OK otherwise)
+ * for a change (change 1); for a read it is said on stderr as "pfi CMD: warning: ..." and tok
+ * is left "", so a read the daemon leaves open still works. */
+int pfi_cli_daemon_token(const char *cmd, const char *token_file, int change, char *tok,
+                         size_t size, pfi_err *err);
+/* After the error line of a 401 answer (status: the answer's; nothing for another): one line
+ * that says what to do: pass --token-file (none was sent: reads need it there, or it was a
+ * change), or check the file (the daemon refused the token sent from token_file). */
+void pfi_cli_daemon_401(const char *cmd, const char *method, long status,
+                        const char *token_file, int token_sent);
+
 #endif

@@ -278,7 +278,8 @@ int pfi_cmd_cluster(int argc, char **argv)
          "node daemon URL, %n = node name, %a = address (default http://%a:9455)"},
         {"node-map", PFI_OPT_STR, &o.node_map, "FILE", "lines 'NODE URL' overriding --node-url"},
         {"node-token-file", PFI_OPT_STR, &o.node_token, "FILE",
-         "bearer token of the node daemons"},
+         "bearer token of the node daemons, sent on every request: needed for changes, and "
+         "for reads where the nodes have read_auth = token"},
         PFI_OPT_ALIAS("node-token", PFI_OPT_STR, &o.node_token, "node-token-file"),
         {"topology", PFI_OPT_STR, &o.topo, "FILE",
          "nodes and jobs from a JSON file instead of Slurm (simulations)"},

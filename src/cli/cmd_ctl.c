@@ -26,9 +26,9 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
 {
     char token[PFI_TOKEN_MAX + 1] = "";
     pfi_err err = {0};
-    int mutating = strcmp(method, "GET") != 0;
-    if (mutating && c->token_file &&
-        pfi_token_load(c->token_file, token, sizeof token, &err) != PFI_OK) {
+    /* On reads too: a daemon with read_auth = token answers them 401 without it. */
+    if (pfi_cli_daemon_token("ctl", c->token_file, strcmp(method, "GET") != 0, token,
+                             sizeof token, &err) != PFI_OK) {
         json_decref(body);
         return pfi_cli_fail("ctl", &err);
     }
@@ -39,7 +39,7 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
     /* What the daemon answers is shown whole, however long (an audit query can be). */
     pfi_http_req r = {.url = url, .unix_sock = c->socket, .method = method, .body = text,
                       .max_reply = SIZE_MAX};
-    pfi_http_many(NULL, &r, 1, token, 60.0, 1);
+    pfi_http_many(NULL, &r, 1, token[0] ? token : NULL, 60.0, 1);
     free(text);
     if (!r.started) {
         fprintf(stderr, "pfi ctl: libcurl failed to start\n");
@@ -58,6 +58,7 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
         json_t *m = json_object_get(json_object_get(doc, "error"), "message");
         fprintf(stderr, "pfi ctl: %s %s: HTTP %ld: %s\n", method, path, r.status,
                 json_is_string(m) ? json_string_value(m) : (r.reply ? r.reply : ""));
+        pfi_cli_daemon_401("ctl", method, r.status, c->token_file, token[0] != '\0');
         rc = r.status == 400 ? PFI_EXIT_USAGE : PFI_EXIT_FAIL;
         json_decref(doc);
     } else if (doc && !c->raw) {
@@ -221,7 +222,8 @@ int pfi_cmd_ctl(int argc, char **argv)
                                             "http://127.0.0.1:9455)"},
         {"socket", PFI_OPT_STR, &c.socket, "PATH", "talk over the daemon's Unix socket"},
         {"token-file", PFI_OPT_STR, &c.token_file, "FILE",
-         "bearer token for changes (default $PFI_SERVE_TOKEN_FILE)"},
+         "bearer token, sent on every request: needed for changes, and for reads where read auth "
+         "is on (default $PFI_SERVE_TOKEN_FILE)"},
         {"raw", PFI_OPT_FLAG, &c.raw, NULL, "print the answer as received (e.g. for metrics)"},
         {"gpus", PFI_OPT_STR, &a.gpus, "LIST", "job add: the job's GPUs, e.g. 0-3"},
         {"sla", PFI_OPT_STR, &sla, "SLOWDOWN", "job add: max slowdown, e.g. 0.1 or 10%"},

@@ -32,8 +32,10 @@ static int request(const conn *c, const char *method, const char *path, json_t *
 {
     char token[PFI_TOKEN_MAX + 1] = "", url[1024];
     pfi_err err = {0};
-    if (strcmp(method, "GET") && c->token_file &&
-        pfi_token_load(c->token_file, token, sizeof token, &err) != PFI_OK) {
+    /* On reads too: a daemon with read_auth = token (--read-auth token) answers them 401
+     * without it. */
+    if (pfi_cli_daemon_token("event", c->token_file, strcmp(method, "GET") != 0, token,
+                             sizeof token, &err) != PFI_OK) {
         json_decref(body);
         return pfi_cli_fail("event", &err);
     }
@@ -62,6 +64,7 @@ static int request(const conn *c, const char *method, const char *path, json_t *
         json_t *a = json_object_get(d, "achievable_w");
         fprintf(stderr, "pfi event: %s %s: HTTP %ld: %s\n", method, path, status,
                 json_is_string(m) ? json_string_value(m) : "no message");
+        pfi_cli_daemon_401("event", method, status, c->token_file, token[0] != '\0');
         if (json_is_number(a))
             fprintf(stderr, "pfi event: what can be met: %.0f W\n", json_number_value(a));
         json_decref(d);
@@ -220,7 +223,8 @@ int pfi_cmd_event(int argc, char **argv)
                                             "http://127.0.0.1:9455)"},
         {"socket", PFI_OPT_STR, &c.socket, "PATH", "talk over the daemon's Unix socket"},
         {"token-file", PFI_OPT_STR, &c.token_file, "FILE",
-         "bearer token for changes (default $PFI_SERVE_TOKEN_FILE)"},
+         "bearer token, sent on every request: needed for changes, and for reads where read auth "
+         "is on (default $PFI_SERVE_TOKEN_FILE)"},
         {"start", PFI_OPT_STR, &a.start, "TIME", "add: ISO 8601 with a zone, now+DURATION"},
         {"end", PFI_OPT_STR, &a.end, "TIME", "add: when it ends"},
         {"duration", PFI_OPT_STR, &a.duration, "DURATION", "add: how long, e.g. 3h"},

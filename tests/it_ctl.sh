@@ -130,6 +130,16 @@ rctl --token-file "$T/token" budget set 4kW >/dev/null || fail "read_auth = toke
 rctl budget clear >"$T/out" 2>&1 && fail "read_auth = token: a change without the token went out"
 grep -q "changes need the daemon's bearer token: pass --token-file" "$T/out" ||
   fail "a change without the token: $(cat "$T/out")"
+# The cluster controller reads such a node with its --node-token-file (reads carry it as
+# changes do); without it the node is down for want of the token, and says so.
+echo '{"nodes": [{"name": "r", "gpus": 8}], "jobs": []}' >"$T/topo.json"
+cst() { "$PFI" cluster status --topology "$T/topo.json" --node-url "unix:$T/%n.sock" --json "$@"; }
+cst --node-token-file "$T/token" >"$T/out" 2>"$T/err" || fail "cluster status: $(cat "$T/err")"
+jq -e '.nodes.nodes[0] | .up == true and .cap_sum_w > 3990 and .cap_sum_w < 4010' "$T/out" >/dev/null ||
+  fail "the controller, with --node-token-file, cannot read the node: $(jq -c '.nodes.nodes[0] | del(.gpus)' "$T/out")"
+cst >"$T/out" 2>"$T/err"
+jq -e '.nodes.nodes[0] | .up == false and (.why | test("401"))' "$T/out" >/dev/null ||
+  fail "the controller without --node-token-file: $(jq -c '.nodes.nodes[0] | del(.gpus)' "$T/out")"
 
 stop_serve TERM; rc=$?
 [ $rc -eq 0 ] || fail "pfi serve exited $rc at SIGTERM"

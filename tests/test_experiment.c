@@ -613,6 +613,18 @@ static void test_nested_cv(void **state)
         for (int sd = 0; sd < 2; sd++)
             for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
                 assert_true(ns.set[m][sd][f].depth >= 0.35 && ns.set[m][sd][f].depth <= 0.50);
+    assert_true(!ns.infeasible[0] && !ns.infeasible[1] && ns.budget_w[1] > 0);
+    /* A cut deeper than the minimum caps allow has no gap: NAN throughout, said so, with its
+     * budget and what the caps need; not an empty range (inf, -inf) read as a figure. */
+    double deep[2] = {0.3, 0.97};
+    assert_int_equal(pfi_expt_nested_run(&p, &o, deep, 2, 2, &ns, &e), PFI_OK);
+    assert_true(!ns.infeasible[0] && ns.infeasible[1]);
+    assert_true(ns.budget_w[1] > 0 && ns.min_budget_w[1] > ns.budget_w[1]);
+    for (int m = 0; m < 2; m++) {
+        assert_true(isfinite(ns.mean[m][0]) && isfinite(ns.lo[m][0]) && isfinite(ns.hi[m][0]));
+        assert_true(isnan(ns.mean[m][1]) && isnan(ns.lo[m][1]) && isnan(ns.hi[m][1]));
+        assert_true(isnan(ns.gap[m][0][1]) && isnan(ns.gap[m][1][1]));
+    }
     pfi_expt_pop_free(&p);
     pfi_expt_pop_free(&q);
     /* 6 groups: fewer than the 4 outer + 3 inner folds need */

@@ -385,12 +385,24 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
             json_t *per = json_array();
             for (int s = 0; s < ns->nseeds; s++)
                 json_array_append_new(per, pfi_json_num(ns->gap[m][s][c]));
-            json_array_append_new(arr, json_pack("{s:f, s:o, s:o, s:o, s:o}", "cut", cuts[c],
-                                                 "gap_recovered_mean",
-                                                 pfi_json_num(ns->mean[m][c]), "min",
-                                                 pfi_json_num(ns->lo[m][c]), "max",
-                                                 pfi_json_num(ns->hi[m][c]), "per_seed", per));
-            if (!a->as_json) {
+            json_t *row = json_pack("{s:f, s:o, s:o, s:o, s:o, s:f}", "cut", cuts[c],
+                                    "gap_recovered_mean", pfi_json_num(ns->mean[m][c]), "min",
+                                    pfi_json_num(ns->lo[m][c]), "max",
+                                    pfi_json_num(ns->hi[m][c]), "per_seed", per, "budget_w",
+                                    ns->budget_w[c]);
+            if (ns->infeasible[c]) {
+                json_object_set_new(row, "infeasible", json_true());
+                json_object_set_new(row, "min_budget_w", json_real(ns->min_budget_w[c]));
+            }
+            json_array_append_new(arr, row);
+            if (!a->as_json && ns->infeasible[c]) { /* as the plain experiment says it */
+                printf("  %4.0f%% cut:  infeasible: budget %.0f W is below the %.0f W the jobs' "
+                       "minimum caps need\n",
+                       100 * cuts[c], ns->budget_w[c], ns->min_budget_w[c]);
+            } else if (!a->as_json && isnan(ns->mean[m][c])) {
+                printf("  %4.0f%% cut:  no gap to recover: the oracle gains nothing over the "
+                       "equal cut (in at least one seed)\n", 100 * cuts[c]);
+            } else if (!a->as_json) {
                 printf("  %4.0f%% cut: %5.1f%% [%.1f-%.1f]   rules, seed by seed:", 100 * cuts[c],
                        100 * ns->mean[m][c], 100 * ns->lo[m][c], 100 * ns->hi[m][c]);
                 for (int s = 0; s < ns->nseeds; s++)

@@ -1488,11 +1488,21 @@ int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const dou
             if (rc)
                 return rc;
             for (int c = 0; c < ncuts; c++) {
+                const pfi_eval_cell *eq = &r.cells[c * PFI_POLICY_COUNT + PFI_POLICY_EQUAL];
                 double g = r.cells[c * PFI_POLICY_COUNT + PFI_POLICY_PFI].gap_recovered;
+                out->budget_w[c] = eq->budget_w;
+                if (eq->infeasible) { /* the same jobs at every seed: the same budget */
+                    out->infeasible[c] = 1;
+                    out->min_budget_w[c] = eq->min_budget_w;
+                    g = NAN;
+                }
                 out->gap[mode][s][c] = g;
+                /* NAN spreads through the mean; fmin and fmax would drop it and leave an
+                 * empty range (inf, -inf) that reads as a figure */
                 out->mean[mode][c] += g / nseeds;
-                out->lo[mode][c] = fmin(out->lo[mode][c], g);
-                out->hi[mode][c] = fmax(out->hi[mode][c], g);
+                double *lo = &out->lo[mode][c], *hi = &out->hi[mode][c];
+                *lo = isnan(g) || isnan(*lo) ? NAN : fmin(*lo, g);
+                *hi = isnan(g) || isnan(*hi) ? NAN : fmax(*hi, g);
             }
             memcpy(out->rule[mode][s], r.nest_rule, sizeof r.nest_rule);
             memcpy(out->set[mode][s], r.nest_set, sizeof r.nest_set);

@@ -301,6 +301,10 @@ typedef struct pfi_expt_nested_summary {
     int rule_cut[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_MAX_CUTS][PFI_EXPT_NEST_OUTER];
     pfi_expt_shape_set set_cut[2][PFI_EXPT_NEST_MAX_SEEDS][PFI_EXPT_NEST_MAX_CUTS]
                               [PFI_EXPT_NEST_OUTER];
+    /* a cut deeper than the jobs' minimum caps allow: no policy runs there, so it has no gap
+     * (mean, lo and hi NAN) and no choice; its budget and what the minimum caps need */
+    int infeasible[PFI_EXPT_NEST_MAX_CUTS];
+    double budget_w[PFI_EXPT_NEST_MAX_CUTS], min_budget_w[PFI_EXPT_NEST_MAX_CUTS];
 } pfi_expt_nested_summary;
 int pfi_expt_nested_run(const pfi_expt_pop *p, const pfi_expt_opts *o, const double *cuts,
                         int ncuts, int nseeds, pfi_expt_nested_summary *out, pfi_err *err);

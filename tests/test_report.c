@@ -18,6 +18,7 @@
 
 #include "report/grid_report.h"
 #include "report/report.h"
+#include "study/study.h"
 #include "support/skip.h"
 
 static char *render(const pfi_table *t, void (*fn)(const pfi_table *, FILE *))
@@ -300,12 +301,42 @@ static void test_grid_report_nothing_yet(void **state)
     }
 }
 
+/* A study figure with nothing to draw (here a study of no runs: no curve, no PFI30) is said in
+ * the report where it would be, and the rest of the report is written: one empty figure does
+ * not cost the reader every other table and figure. */
+static void test_study_figure_without_data(void **state)
+{
+    char dir[512], path[600];
+    tmpdir(dir, sizeof dir, "study-empty");
+    static pfi_study s; /* large; no runs, no step done */
+    memset(&s, 0, sizeof s);
+    s.opts.figures = 1;
+    snprintf(s.source, sizeof s.source, "no runs");
+    int no_gnuplot = 0;
+    pfi_err e = {0};
+    if (pfi_study_write_report(&s, dir, &no_gnuplot, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = slurp(path);
+    assert_non_null(md);
+    if (!no_gnuplot && !strstr(md, "*Figure not drawn (no data to draw"))
+        fail_msg("no word on the empty figure in:\n%s", md);
+    assert_null(strstr(md, "fig_curves.png"));
+    free(md);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/fig_curves.gp", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fmt_fixed), cmocka_unit_test(test_fmt_sep),
                                        cmocka_unit_test(test_table),
                                        cmocka_unit_test(test_plot),
                                        cmocka_unit_test(test_plot_empty),
-                                       cmocka_unit_test(test_grid_report_nothing_yet)};
+                                       cmocka_unit_test(test_grid_report_nothing_yet),
+                                       cmocka_unit_test(test_study_figure_without_data)};
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

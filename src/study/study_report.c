@@ -276,7 +276,8 @@ static pfi_table *alloc_table(const pfi_study *s, int with_sla)
 
 typedef struct figure {
     const char *name, *caption;
-    int done; /* 1: drawn; 2: data and script written, gnuplot not found */
+    int done; /* 1: drawn; 2: data and script written, gnuplot not found; 3: nothing to draw */
+    char why[PFI_ERR_MSG_MAX]; /* done == 3: what the plot said */
 } figure;
 
 enum { FIG_CURVES, FIG_HIST, FIG_PRED, FIG_ALLOC, FIG_TRACE, FIG_GRID_POWER, FIG_GRID_TPUT,
@@ -725,6 +726,11 @@ static void figure_ref(report_doc *d, const figure *f)
                          "are %s.dat and %s.gp; run <code>gnuplot %s.gp</code> here to draw "
                          "it.</em></p>\n",
                 f->caption, f->name, f->name, f->name);
+        return;
+    }
+    if (f->done == 3) { /* said where the figure would be, so a reader sees it is missing */
+        fprintf(d->md, "*Figure not drawn (%s): %s.*\n\n", f->why, f->caption);
+        fprintf(d->html, "<p><em>Figure not drawn (%s): %s.</em></p>\n", f->why, f->caption);
         return;
     }
     if (!f->done)
@@ -1180,7 +1186,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
         figure_ref(&d, &figs[FIG_ALLOC]);
         char off[512];
         gap_off_chart(s, off, sizeof off);
-        if (figs[FIG_ALLOC].done && off[0])
+        if (figs[FIG_ALLOC].done && figs[FIG_ALLOC].done != 3 && off[0])
             para(&d, "Off the lower panel's chart (below %.0f%%, where the equal -> oracle gap is "
                      "almost nothing and the ratio means little): %s; see the tables.",
                  GAP_FLOOR * 100, off);
@@ -1413,17 +1419,17 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot,
     *no_gnuplot = 0;
     figure figs[N_FIGS] = {
         {"fig_curves", "Power -> throughput curves of every run, one panel (and colour) per model "
-                       "family, on shared axes", 0},
-        {"fig_pfi30_hist", "PFI30 histogram by GPU type", 0},
+                       "family, on shared axes", 0, ""},
+        {"fig_pfi30_hist", "PFI30 histogram by GPU type", 0, ""},
         {"fig_pred_vs_true", "Predicted vs measured PFI30: exactly the predictions scored in the "
                              "table above (H100 runs, predicted by a model trained on H200 runs "
-                             "only, as squares)", 0},
+                             "only, as squares)", 0, ""},
         {"fig_alloc_vs_cut", "Gain per job over the equal cut (top) and share of the equal -> "
-                             "oracle gap recovered (bottom), by policy and cut", 0},
+                             "oracle gap recovered (bottom), by policy and cut", 0, ""},
         {"fig_gpu_trace", "SM clock and board power of each GPU of one job across a cap step, "
-                          "with the settling times of the text", 0},
-        {"fig_grid_power", "The grid day: site power against the events' budget", 0},
-        {"fig_grid_tput", "The grid day: site throughput", 0},
+                          "with the settling times of the text", 0, ""},
+        {"fig_grid_power", "The grid day: site power against the events' budget", 0, ""},
+        {"fig_grid_tput", "The grid day: site throughput", 0, ""},
     };
     if (s->opts.figures) {
         int (*draw[N_FIGS])(const pfi_study *, const char *, pfi_err *) = {
@@ -1438,6 +1444,12 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot,
                 *no_gnuplot = 1;
                 *err = (pfi_err){0};
                 figs[f].done = 2;
+                continue;
+            }
+            if (rc == PFI_EINVAL) { /* no point to draw (pfi_plot_render): the rest stands */
+                snprintf(figs[f].why, sizeof figs[f].why, "%s", err->msg);
+                *err = (pfi_err){0};
+                figs[f].done = 3;
                 continue;
             }
             if (rc != PFI_OK)

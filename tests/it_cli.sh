@@ -94,6 +94,13 @@ want 2 sweep --speed 1e9 -- true
 grep -q "^pfi sweep: --speed 1e+09 is not a speed-up" "$T/err" || fail "sweep --speed 1e9: $(cat "$T/err")"
 want 2 sweep --backend nvml --speed 5 -- true
 grep -q "speed goes with --backend sim" "$T/err" || fail "sweep --backend nvml --speed: $(cat "$T/err")"
+# --nvml-lib names the library the NVML backend loads: with the simulator it was dropped
+# silently; refused, nothing read or changed (PFI_BACKEND=sim here, as --backend sim).
+want 2 gpus --nvml-lib /nonexistent/libnvidia-ml.so.1
+grep -q "nvml-lib goes with --backend nvml or auto (the backend is sim)" "$T/err" ||
+  fail "gpus --nvml-lib on sim: $(cat "$T/err")"
+want 2 sweep --backend sim --nvml-lib /nonexistent/libnvidia-ml.so.1 -- true
+grep -q "nvml-lib goes with" "$T/err" || fail "sweep --nvml-lib on sim: $(cat "$T/err")"
 # --order-seed seeds the shuffle of --order random and nothing else (--seed elsewhere is the
 # seed of the simulator's draws): refused where it would do nothing, with what it is for; the
 # former spelling --seed still taken with --order random, saying it is deprecated.

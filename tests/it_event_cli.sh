@@ -114,6 +114,11 @@ for id in "" "a b" "../e1" "x/report" "e1?x" "$(printf 'e%.0s' $(seq 64))"; do
       fail "report '$id' $form: exit $st: $(cat "$T/out" "$T/err")"
     [ ! -e "$T/r.bad" ] || fail "report '$id' $form wrote $T/r.bad"
   done
+  # rm the same: before, the id went to the daemon as a path ("../e1" a 404, exit 1)
+  ev rm "$id" >"$T/out" 2>"$T/err"
+  st=$?
+  [ $st = 2 ] && grep -q "event id .* must be" "$T/err" ||
+    fail "rm '$id': exit $st: $(cat "$T/out" "$T/err")"
 done
 rep nope --json
 [ $st = 1 ] && grep -q "no grid event 'nope'" "$T/err" || fail "report nope: exit $st: $(cat "$T/err")"

@@ -280,6 +280,9 @@ int pfi_cmd_event(int argc, char **argv)
     if (!strcmp(cmd, "list") && npos == 1)
         return request(&c, "GET", "/v1/grid/events", NULL, NULL);
     if (!strcmp(cmd, "rm") && npos == 2) {
+        pfi_err e = {0};
+        if (pfi_event_id_check(pos[1], &e) != PFI_OK) /* as report: names no event */
+            return usage_error(e.msg);
         if (!pfi_http_id_path(path, sizeof path, "/v1/grid/events/", pos[1], ""))
             return usage_error("event id too long");
         return request(&c, "DELETE", path, NULL, NULL);

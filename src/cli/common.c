@@ -213,6 +213,10 @@ int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err)
     if (h->sim && strcmp(name, "sim") != 0)
         return pfi_err_set(err, PFI_EINVAL, "--sim goes with --backend sim (the backend is %s)",
                            name);
+    /* the simulator loads no library: a path given for one would be silently dropped */
+    if (h->nvml_lib && strcmp(name, "sim") == 0)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "--nvml-lib goes with --backend nvml or auto (the backend is sim)");
     return pfi_hw_open(name, arg, h->read_only, out, err);
 }
 

@@ -268,8 +268,8 @@ int pfi_cmd_cluster(int argc, char **argv)
          "serve: API address (default 127.0.0.1:9460)"},
         {"port-file", PFI_OPT_STR, &o.port_file, "FILE", "serve: write the port listened on"},
         {"token-file", PFI_OPT_STR, &o.token, "FILE",
-         "serve: bearer token for PUT/POST/DELETE (chmod 600); without one every change is "
-         "refused"},
+         "serve: bearer token for PUT/POST/DELETE, and for reads with --read-auth token "
+         "(chmod 600); without one every change is refused"},
         PFI_OPT_ALIAS("token", PFI_OPT_STR, &o.token, "token-file"),
         {"read-auth", PFI_OPT_STR, &o.read_auth, "none|token",
          "serve: token: every GET but /healthz needs the bearer token too (needs --token-file; "

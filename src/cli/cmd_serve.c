@@ -61,7 +61,8 @@ int pfi_cmd_serve(int argc, char **argv)
         {"listen", PFI_OPT_STR, &listen, "ADDR",
          "127.0.0.1:9455 (default), [::1]:PORT, unix:/run/pfi/serve.sock; port 0 = any free"},
         {"token-file", PFI_OPT_STR, &token, "FILE",
-         "bearer token for changes (chmod 600; without it the API is read-only)"},
+         "bearer token for changes, and for reads with read_auth = token (chmod 600; without it "
+         "the API is read-only)"},
         {"db", PFI_OPT_STR, &db, "FILE", "state and audit log (SQLite; default pfi-serve.db)"},
         {"journal", PFI_OPT_STR, &journal, "FILE",
          "original limits journal (default $PFI_JOURNAL, else /var/lib/pfi/journal as root, "

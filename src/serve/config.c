@@ -115,8 +115,8 @@ static const pfi_serve_key keys[] = {
     {"read_auth", "none|token", "none", "none",
      "token: every GET but /healthz needs the bearer token too (needs token_file)."},
     {"token_file", "PATH", "none", "/etc/pfi/token",
-     "Bearer token every change must carry (a file only root can read, mode 0600).  Without it "
-     "the API answers reads only."},
+     "Bearer token every change must carry, and every read with read_auth = token (a file "
+     "only root can read, mode 0600).  Without it the API answers reads only."},
     {"db", "PATH", "pfi-serve.db", "/var/lib/pfi/serve.db", "SQLite state and audit log."},
     {"journal", "PATH", "$PFI_JOURNAL, else /var/lib/pfi/journal as root",
      "/var/lib/pfi/journal",

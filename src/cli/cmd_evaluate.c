@@ -354,6 +354,42 @@ static json_t *ev_cut_choice(const pfi_expt_nested_summary *ns, int m, int what)
     return cuts;
 }
 
+/* One cut of one library in --nested-cv: its JSON row, and its line unless as_json. */
+static json_t *ev_nested_cut(const pfi_expt_nested_summary *ns, int m, int c, double cut,
+                             int as_json)
+{
+    json_t *per = json_array();
+    for (int s = 0; s < ns->nseeds; s++)
+        json_array_append_new(per, pfi_json_num(ns->gap[m][s][c]));
+    json_t *row = json_pack("{s:f, s:o, s:o, s:o, s:o, s:f}", "cut", cut, "gap_recovered_mean",
+                            pfi_json_num(ns->mean[m][c]), "min", pfi_json_num(ns->lo[m][c]),
+                            "max", pfi_json_num(ns->hi[m][c]), "per_seed", per, "budget_w",
+                            ns->budget_w[c]);
+    if (ns->infeasible[c]) {
+        json_object_set_new(row, "infeasible", json_true());
+        json_object_set_new(row, "min_budget_w", json_real(ns->min_budget_w[c]));
+    }
+    if (as_json)
+        return row;
+    if (ns->infeasible[c]) { /* as the plain experiment says it */
+        printf("  %4.0f%% cut:  infeasible: budget %.0f W is below the %.0f W the jobs' minimum "
+               "caps need\n",
+               100 * cut, ns->budget_w[c], ns->min_budget_w[c]);
+    } else if (isnan(ns->mean[m][c])) {
+        printf("  %4.0f%% cut:  no gap to recover: the oracle gains nothing over the equal cut "
+               "(in at least one seed)\n",
+               100 * cut);
+    } else {
+        printf("  %4.0f%% cut: %5.1f%% [%.1f-%.1f]   rules, seed by seed:", 100 * cut,
+               100 * ns->mean[m][c], 100 * ns->lo[m][c], 100 * ns->hi[m][c]);
+        for (int s = 0; s < ns->nseeds; s++)
+            for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
+                printf("%s%d", f ? " " : s ? " | " : " ", ns->rule_cut[m][s][c][f]);
+        printf("\n");
+    }
+    return row;
+}
+
 /* --nested-cv: the nested figure and the never-seen-model figure over seeds 1..cv_seeds. */
 static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opts *eo,
                      const double *cuts, int ncuts)
@@ -381,36 +417,8 @@ static int ev_nested(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_opt
         json_t *arr = json_array(), *rules = json_array();
         if (!a->as_json)
             printf("\n%s\n", label[m]);
-        for (int c = 0; c < ncuts; c++) {
-            json_t *per = json_array();
-            for (int s = 0; s < ns->nseeds; s++)
-                json_array_append_new(per, pfi_json_num(ns->gap[m][s][c]));
-            json_t *row = json_pack("{s:f, s:o, s:o, s:o, s:o, s:f}", "cut", cuts[c],
-                                    "gap_recovered_mean", pfi_json_num(ns->mean[m][c]), "min",
-                                    pfi_json_num(ns->lo[m][c]), "max",
-                                    pfi_json_num(ns->hi[m][c]), "per_seed", per, "budget_w",
-                                    ns->budget_w[c]);
-            if (ns->infeasible[c]) {
-                json_object_set_new(row, "infeasible", json_true());
-                json_object_set_new(row, "min_budget_w", json_real(ns->min_budget_w[c]));
-            }
-            json_array_append_new(arr, row);
-            if (!a->as_json && ns->infeasible[c]) { /* as the plain experiment says it */
-                printf("  %4.0f%% cut:  infeasible: budget %.0f W is below the %.0f W the jobs' "
-                       "minimum caps need\n",
-                       100 * cuts[c], ns->budget_w[c], ns->min_budget_w[c]);
-            } else if (!a->as_json && isnan(ns->mean[m][c])) {
-                printf("  %4.0f%% cut:  no gap to recover: the oracle gains nothing over the "
-                       "equal cut (in at least one seed)\n", 100 * cuts[c]);
-            } else if (!a->as_json) {
-                printf("  %4.0f%% cut: %5.1f%% [%.1f-%.1f]   rules, seed by seed:", 100 * cuts[c],
-                       100 * ns->mean[m][c], 100 * ns->lo[m][c], 100 * ns->hi[m][c]);
-                for (int s = 0; s < ns->nseeds; s++)
-                    for (int f = 0; f < PFI_EXPT_NEST_OUTER; f++)
-                        printf("%s%d", f ? " " : s ? " | " : " ", ns->rule_cut[m][s][c][f]);
-                printf("\n");
-            }
-        }
+        for (int c = 0; c < ncuts; c++)
+            json_array_append_new(arr, ev_nested_cut(ns, m, c, cuts[c], a->as_json));
         json_t *amps = json_array(), *depths = json_array(), *votes = json_array();
         json_t *times = json_array(), *p0w = json_array(), *hedges = json_array();
         for (int s = 0; s < ns->nseeds; s++) {

@@ -101,19 +101,24 @@ grep -qx "budget 70% of 5600 W (the sum of the site's GPUs' default limits)" "$T
 ctl budget set 4kW >/dev/null || fail "ctl budget set 4kW"
 for b in nan NaN% inf 0% 0W -5 150% cut=100% cut=30W 70%x "70% " 1e308 1e999 "70 %" -5kW 1e400 70%% ""; do
   want="pfi CMD: budget '$b': "
-  check() { # CMD STATUS
+  check() { # CMD STATUS [OPTION]: an empty option value is the option parser's to refuse
     [ "$2" = 2 ] || fail "$1 with budget '$b': exit $2 ($(cat "$T/err"))"
-    grep -qF "$(echo "$want" | sed "s/CMD/$1/")" "$T/err" || fail "$1 with budget '$b': $(cat "$T/err")"
+    if [ -z "$b" ] && [ -n "${3:-}" ]; then
+      grep -qxF "pfi $1: --$3 is empty" "$T/err" || fail "$1 with --$3 '': $(cat "$T/err")"
+    else
+      grep -qF "$(echo "$want" | sed "s/CMD/$1/")" "$T/err" || fail "$1 with budget '$b': $(cat "$T/err")"
+    fi
   }
-  "$PFI" allocate --jobs "$T/jobs.json" --budget "$b" >/dev/null 2>"$T/err"; check allocate $?
+  "$PFI" allocate --jobs "$T/jobs.json" --budget "$b" >/dev/null 2>"$T/err"; check allocate $? budget
   "$PFI" evaluate --fleet small --cuts "0.2,$b" >/dev/null 2>"$T/err"; check evaluate $?
   ctl budget set "$b" >/dev/null 2>"$T/err"; check ctl $?
   cl "$b" >/dev/null 2>"$T/err"; check cluster $?
   "$PFI" event --socket "$T/n1.sock" --token-file "$T/token" add --start now+1h --duration 1h \
-    --limit "$b" >/dev/null 2>"$T/err"; check event $?
+    --limit "$b" >/dev/null 2>"$T/err"; check event $? limit
   timeout 30 "$PFI" serve --backend sim --budget "$b" --listen "unix:$T/bad.sock" --db "$T/bad.db" \
     --journal "$T/bad.journal" >/dev/null 2>"$T/err"; st=$?
-  [ "$st" = 2 ] && grep -qF "budget '$b': " "$T/err" || fail "serve --budget '$b': exit $st $(cat "$T/err")"
+  [ "$st" = 2 ] && grep -qF -- "$([ -n "$b" ] && echo "budget '$b': " || echo "--budget is empty")" "$T/err" ||
+    fail "serve --budget '$b': exit $st $(cat "$T/err")"
   [ "$(api "{\"budget\": \"$b\"}")" = 400 ] && grep -qF "budget '$b': " "$T/api.json" ||
     fail "PUT budget '$b': $(cat "$T/api.json")"
 done

@@ -138,8 +138,12 @@ cst --node-token-file "$T/token" >"$T/out" 2>"$T/err" || fail "cluster status: $
 jq -e '.nodes.nodes[0] | .up == true and .cap_sum_w > 3990 and .cap_sum_w < 4010' "$T/out" >/dev/null ||
   fail "the controller, with --node-token-file, cannot read the node: $(jq -c '.nodes.nodes[0] | del(.gpus)' "$T/out")"
 cst >"$T/out" 2>"$T/err"
-jq -e '.nodes.nodes[0] | .up == false and (.why | test("401"))' "$T/out" >/dev/null ||
+jq -e '.nodes.nodes[0] | .up == false and (.why | test("401: the node wants its bearer token on reads .*: pass --node-token-file"))' "$T/out" >/dev/null ||
   fail "the controller without --node-token-file: $(jq -c '.nodes.nodes[0] | del(.gpus)' "$T/out")"
+echo wrong >"$T/wrong"
+cst --node-token-file "$T/wrong" >"$T/out" 2>"$T/err"
+jq -e '.nodes.nodes[0] | .up == false and (.why | test("401: the node refused the token of --node-token-file"))' "$T/out" >/dev/null ||
+  fail "the controller with a wrong --node-token-file: $(jq -c '.nodes.nodes[0] | del(.gpus)' "$T/out")"
 
 stop_serve TERM; rc=$?
 [ $rc -eq 0 ] || fail "pfi serve exited $rc at SIGTERM"

@@ -358,6 +358,20 @@ static int join_jobs(const pfi_cl_topo *t, pfi_cl_node *nodes, int nn, pfi_cl_jo
     return PFI_OK;
 }
 
+/* Why a read of a node failed, for its "why": a 401 says what to do about it (the node's body
+ * would crowd that out of the field), anything else what the request said. */
+static void node_read_why(const pfi_cl *c, pfi_cl_node *n, const char *what,
+                          const pfi_http_req *r)
+{
+    if (r->status == 401)
+        snprintf(n->why, sizeof n->why, "%s: HTTP 401: %s", what,
+                 c->token[0] ? "the node refused the token of --node-token-file"
+                             : "the node wants its bearer token on reads (read_auth = token): "
+                               "pass --node-token-file");
+    else
+        snprintf(n->why, sizeof n->why, "%s: %s", what, r->err);
+}
+
 /* A node's answers to GET /v1/gpus (rg) and /v1/jobs (rj): up with its GPUs and jobs' curves,
  * or down with the reason. */
 static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_http_req *rg, const pfi_http_req *rj,
@@ -375,9 +389,9 @@ static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_http_req *rg, const
     } else {
         n->up = 0;
         if (rg->status != 200)
-            snprintf(n->why, sizeof n->why, "GET /v1/gpus: %s", rg->err);
+            node_read_why(c, n, "GET /v1/gpus", rg);
         else if (rj->status != 200)
-            snprintf(n->why, sizeof n->why, "GET /v1/jobs: %s", rj->err);
+            node_read_why(c, n, "GET /v1/jobs", rj);
         else
             snprintf(n->why, sizeof n->why, "%s", e.msg[0] ? e.msg : "unreadable answer");
     }

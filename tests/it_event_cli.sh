@@ -82,6 +82,8 @@ ev add --id run1 --start now --duration 1h --limit 3500W >/dev/null || fail "eve
 sleep 2
 expect run1 partial "is in force until .*: partial report"
 [ -z "$HAVE_GP" ] || [ -s "$T/r.run1/power.png" ] || fail "report of run1: no figure: $(cat "$T/out")"
+grep -q "^- Ramps: .*complied so far (" "$T/r.run1/report.md" ||
+  fail "a partial report judges the ramps for good: $(grep Ramps "$T/r.run1/report.md")"
 # cancelled (deleted): a clear error, exit 1
 ev rm run1 >/dev/null || fail "event rm run1"
 rep run1 --out "$T/r.x"
@@ -94,6 +96,8 @@ until ev list | jq -e '.events[] | select(.id == "done1" and .phase == "done")' 
   sleep 0.1
 done
 expect done1 complete "ended at .*: complete report"
+grep -q "^- Ramps: \(NOT \)\{0,1\}complied (" "$T/r.done1/report.md" ||
+  fail "a complete report's ramps: $(grep Ramps "$T/r.done1/report.md")"
 # finished while the daemon was down: no samples in its window, nothing to judge (a sample
 # holds up to 5 s: the window starts later than that after the last one, and ends before the
 # daemon is back)

@@ -164,9 +164,12 @@ static void markdown(FILE *f, json_t *doc, const char *fig_note)
             fx(a, sizeof a, num(c, "max_excess_w"), 3),
             fx(b, sizeof b, num(c, "seconds_over_target"), 3),
             fx(d, sizeof d, num(c, "covered_s"), 3), fx(e, sizeof e, num(c, "window_s"), 3));
-    fprintf(f, "- Ramps: %s (largest draw above the ramp-down line %s W, above the restore "
+    /* a report asked during the event judges what was recorded so far: says so, since a
+     * ramp still under way reads as failed or met for good otherwise */
+    fprintf(f, "- Ramps: %s%s (largest draw above the ramp-down line %s W, above the restore "
                "steps %s W; fastest rise after the end %s W/s)\n",
             json_is_true(json_object_get(ramp, "ok")) ? "complied" : "NOT complied",
+            strcmp(str(doc, "state"), "partial") ? "" : " so far",
             fx(a, sizeof a, num(ramp, "ramp_down_max_excess_w"), 3),
             fx(b, sizeof b, num(ramp, "restore_max_excess_w"), 3),
             fx(d, sizeof d, num(ramp, "restore_max_rise_w_per_s"), 3));

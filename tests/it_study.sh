@@ -341,6 +341,34 @@ pty_progress "pfi model eval" model eval --fleet small --json
 PFI_PROGRESS=0 "$PFI_BIN" model eval --fleet small --json >/dev/null 2>"$tmp/quiet.err" || fail "model eval, PFI_PROGRESS=0"
 [ ! -s "$tmp/quiet.err" ] || { cat "$tmp/quiet.err"; fail "PFI_PROGRESS=0 still wrote to stderr"; }
 
+# ---- a cut deeper than the jobs' minimum caps: said as infeasible, never read as a result ----
+# Found on fleet seed 5 at 50%: the SLA text said "0 breaches at 50%", "+nan% at 50%" and
+# counted 50% among the cuts where the true SLA floors fit; summary.json had an SLA cell of
+# nothing with "sla_breaches": 0; a study of only such cuts drew an empty allocation figure.
+"$PFI_BIN" study --fleet small --direct --cuts 0.3,0.7 --no-figures --out "$tmp/deep" \
+  >/dev/null 2>"$tmp/progress" || { cat "$tmp/progress"; fail "study with a 70% cut"; }
+md=$tmp/deep/report.md
+if grep -qi "nan" "$md"; then grep -ni "nan" "$md"; fail "NaN in a report with an infeasible cut"; fi
+grep "^Reading the table" "$md" | grep -q "70%" && { grep "^Reading the table" "$md"; fail "the infeasible 70% cut read as a result"; }
+has "$md" "At 70% (budget .* W, needs .* W) the budget is below what the jobs' minimum caps need"
+grep "^- With SLAs" "$md" | grep -q "at 0 of the 1 cuts where the true SLA floors fit" \
+  || { grep "^- With SLAs" "$md"; fail "the summary counts the infeasible cut among those that fit"; }
+python3 - "$tmp/deep/summary.json" <<'PY' || fail "summary.json of an infeasible cut"
+import json, sys
+a = json.load(open(sys.argv[1]))["allocation"]
+for cell in (a["cuts"]["0.70"], a["with_sla"]["cuts"]["0.70"]):
+    assert cell["infeasible"] is True and cell["min_budget_w"] > cell["budget_w"] > 0, cell
+    assert "equal-on-pfi-curves" not in cell and "pfi" not in cell, cell
+assert a["gap_recovered"]["0.70"] is None and a["per_job_gain_vs_equal"]["0.70"] == {}, a
+assert a["with_sla"]["cuts"]["0.30"]["pfi"]["total_throughput"] > 0, a["with_sla"]["cuts"]["0.30"]
+PY
+if command -v gnuplot >/dev/null 2>&1; then
+  "$PFI_BIN" study --fleet small --direct --cuts 0.7,0.8 --out "$tmp/deeper" >/dev/null 2>"$tmp/progress" \
+    || { cat "$tmp/progress"; fail "study with only infeasible cuts"; }
+  has "$tmp/deeper/report.md" "Figure not drawn (no data to draw"
+  [ ! -e "$tmp/deeper/fig_alloc_vs_cut.png" ] || fail "an allocation figure drawn with no cut run"
+fi
+
 # ---- imported public runs: what the study can and cannot do without telemetry ----
 if [ ! -d "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24" ]; then
   # The rest passed, but a part that did not run must not read as a pass.

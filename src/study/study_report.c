@@ -446,6 +446,31 @@ static int fig_pred(const pfi_study *s, const char *dir, pfi_err *err)
     return rc;
 }
 
+/* Whether the budget of cut k is below what the true SLA floors need: the oracle, which sees
+ * the true curves, had to relax them. */
+static int sla_relaxed(const pfi_study_alloc *a, int k)
+{
+    return a->sla_violations[k][PFI_POLICY_ORACLE] > 0;
+}
+
+/* A cut deeper than the jobs' minimum caps allow: no policy ran there, with SLAs or without,
+ * so its cells hold no throughput and no breach to count or compare. */
+static int cut_infeasible(const pfi_study_alloc *a, int k)
+{
+    return a->cell[k][PFI_POLICY_EQUAL].infeasible || a->sla_cell[k][PFI_POLICY_EQUAL].infeasible;
+}
+
+/* How a cut of the SLA table reads: SLA_FIT (the true SLA floors fit the budget), SLA_RELAXED
+ * (every policy relaxes them) or SLA_NONE (infeasible: nothing ran). */
+enum { SLA_FIT = 0, SLA_RELAXED = 1, SLA_NONE = 2 };
+static int sla_kind(const pfi_study_alloc *a, int k)
+{
+    return cut_infeasible(a, k) ? SLA_NONE : sla_relaxed(a, k) ? SLA_RELAXED : SLA_FIT;
+}
+
+/* What the infeasible cuts need, for the text: "50% (needs 425,320 W)". */
+static int infeasible_list(const pfi_study_alloc *a, char *buf, size_t n);
+
 /* Gap recovered below this is off the chart (a ratio over a gap of almost nothing); the
  * table gives every value. */
 #define GAP_FLOOR -1.0
@@ -482,8 +507,10 @@ static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
                    "power cut (% of the jobs' baseline draw)", "gap recovered (%)");
     double lo = 0, hi = 100, xs[PFI_STUDY_MAX_CUTS];
     int nx = 0;
-    for (int c = 0; c < a->n_cuts; c++)
-        xs[nx++] = a->cuts[c] * 100;
+    for (int c = 0; c < a->n_cuts; c++) /* the references where a policy ran: an infeasible
+                                           * cut has no gap to recover */
+        if (!cut_infeasible(a, c))
+            xs[nx++] = a->cuts[c] * 100;
     for (int q = 0; q < 3; q++) {
         double x[PFI_STUDY_MAX_CUTS], y[PFI_STUDY_MAX_CUTS];
         int n = 0;
@@ -814,13 +841,6 @@ static void pfi30_left_out(report_doc *d, const pfi_study *s)
     }
 }
 
-/* Whether the budget of cut k is below what the true SLA floors need: the oracle, which sees
- * the true curves, had to relax them. */
-static int sla_relaxed(const pfi_study_alloc *a, int k)
-{
-    return a->sla_violations[k][PFI_POLICY_ORACLE] > 0;
-}
-
 /* The findings a reader came for, each with its protocol, before the detail. */
 static void summary(report_doc *d, const pfi_study *s)
 {
@@ -845,8 +865,12 @@ static void summary(report_doc *d, const pfi_study *s)
                 "gap between an equal cut and an oracle that knows every curve (%s %s per job "
                 "over equal); pfi sees only predictions made without the job's own data.",
              sep(pc->gap_recovered * 100, 0).s, sep(pc->per_job_gain_vs_equal, 0).s, a->unit);
-        int br = 0, worse[2] = {0, 0}, ncut[2] = {0, 0}, below = 0, nep = 0;
+        int br = 0, worse[3] = {0, 0, 0}, ncut[3] = {0, 0, 0}, below = 0, nep = 0;
         for (int k = 0; k < a->n_cuts; k++) {
+            int r = sla_kind(a, k);
+            ncut[r]++;
+            if (r == SLA_NONE)
+                continue;
             if (a->sla_eq_pred[k].done) {
                 nep++;
                 below += a->sla_cell[k][PFI_POLICY_PFI].total_throughput <
@@ -854,31 +878,59 @@ static void summary(report_doc *d, const pfi_study *s)
             }
             if (a->cuts[k] <= 0.30 + 1e-9)
                 br += a->sla_violations[k][PFI_POLICY_PFI];
-            int r = sla_relaxed(a, k);
-            ncut[r]++;
             worse[r] += a->sla_cell[k][PFI_POLICY_PFI].total_throughput <
                         a->sla_cell[k][PFI_POLICY_EQUAL].total_throughput;
         }
+        char rel[160] = "", none[320] = "";
+        if (ncut[SLA_RELAXED] > 0)
+            snprintf(rel, sizeof rel,
+                     " and at %d of the %d where every policy must relax the SLAs (where equal, "
+                     "its floors on the true curves, is the oracle; see \"With SLAs\")",
+                     worse[SLA_RELAXED], ncut[SLA_RELAXED]);
+        if (ncut[SLA_NONE] > 0) {
+            char inf[256];
+            infeasible_list(a, inf, sizeof inf);
+            snprintf(none, sizeof none,
+                     " At %s the budget is below what the jobs' minimum caps need: no policy "
+                     "runs there.",
+                     inf);
+        }
         para(d, "- With SLAs (every third job may lose at most %.0f%%): pfi breaches %d SLA(s) "
                 "at cuts up to 30%% on the true curves, and gives less total throughput than "
-                "the equal cut at %d of the %d cuts where the true SLA floors fit the budget and "
-                "at %d of the %d where every policy must relax the SLAs (where equal, its floors "
-                "on the true curves, is the oracle; see \"With SLAs\"). Given pfi's "
-                "information (its SLA floors on pfi's curves), an equal cut beats pfi at %d of "
-                "%d cuts.",
-             a->sla * 100, br, worse[0], ncut[0], worse[1], ncut[1], below, nep);
+                "the equal cut at %d of the %d cuts where the true SLA floors fit the budget%s. "
+                "Given pfi's information (its SLA floors on pfi's curves), an equal cut beats "
+                "pfi at %d of %d cuts.%s",
+             a->sla * 100, br, worse[SLA_FIT], ncut[SLA_FIT], rel, below, nep, none);
     }
 }
 
-/* Cuts ("10%, 20%") where sla_relaxed(k) == relaxed; returns how many. */
-static int sla_cut_list(const pfi_study_alloc *a, int relaxed, char *buf, size_t n)
+/* Cuts ("10%, 20%") where sla_kind(k) == kind; returns how many. */
+static int sla_cut_list(const pfi_study_alloc *a, int kind, char *buf, size_t n)
 {
     size_t o = 0;
     int m = 0;
     buf[0] = 0;
     for (int k = 0; k < a->n_cuts && o < n; k++)
-        if (sla_relaxed(a, k) == relaxed)
+        if (sla_kind(a, k) == kind)
             o += (size_t)snprintf(buf + o, n - o, "%s%.0f%%", m++ ? ", " : "", a->cuts[k] * 100);
+    return m;
+}
+
+static int infeasible_list(const pfi_study_alloc *a, char *buf, size_t n)
+{
+    size_t o = 0;
+    int m = 0;
+    buf[0] = 0;
+    for (int k = 0; k < a->n_cuts && o < n; k++) {
+        if (!cut_infeasible(a, k))
+            continue;
+        const pfi_eval_cell *e = a->cell[k][PFI_POLICY_EQUAL].infeasible
+                                     ? &a->cell[k][PFI_POLICY_EQUAL]
+                                     : &a->sla_cell[k][PFI_POLICY_EQUAL];
+        o += (size_t)snprintf(buf + o, n - o, "%s%.0f%% (budget %s W, needs %s W)",
+                              m++ ? ", " : "", a->cuts[k] * 100, sep(e->budget_w, 0).s,
+                              sep(e->min_budget_w, 0).s);
+    }
     return m;
 }
 
@@ -996,15 +1048,19 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
     size_t nb = 0, nv = 0;
     int worse_fit = 0;
     double room = 0, off = 0; /* at relaxed cuts: max |oracle/equal - 1|, max |pfi/equal - 1| */
+    int m = 0;
     for (int k = 0; k < a->n_cuts && nb < sizeof br && nv < sizeof vs; k++) {
         const pfi_eval_cell *e = &a->sla_cell[k][PFI_POLICY_EQUAL], *p = &a->sla_cell[k][PFI_POLICY_PFI];
         const pfi_eval_cell *o = &a->sla_cell[k][PFI_POLICY_ORACLE];
+        if (sla_kind(a, k) == SLA_NONE)
+            continue;
         nb += (size_t)snprintf(br + nb, sizeof br - nb, "%s%d at %.0f%%",
-                               k ? ", " : "", a->sla_violations[k][PFI_POLICY_PFI],
+                               m ? ", " : "", a->sla_violations[k][PFI_POLICY_PFI],
                                a->cuts[k] * 100);
         double r = e->total_throughput > 0 ? p->total_throughput / e->total_throughput - 1 : NAN;
         nv += (size_t)snprintf(vs + nv, sizeof vs - nv, "%s%+.2f%% at %.0f%%",
-                               k ? ", " : "", r * 100, a->cuts[k] * 100);
+                               m ? ", " : "", r * 100, a->cuts[k] * 100);
+        m++;
         if (!sla_relaxed(a, k))
             worse_fit += p->total_throughput < e->total_throughput;
         else if (e->total_throughput > 0) {
@@ -1012,9 +1068,17 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
             off = fmax(off, fabs(r));
         }
     }
-    int nfit = sla_cut_list(a, 0, fit, sizeof fit), nrel = sla_cut_list(a, 1, rel, sizeof rel);
-    para(d, "Reading the table: pfi's SLA breaches on the true curves are %s; its total "
-            "throughput against the equal cut is %s.", br, vs);
+    int nfit = sla_cut_list(a, SLA_FIT, fit, sizeof fit);
+    int nrel = sla_cut_list(a, SLA_RELAXED, rel, sizeof rel);
+    char inf[256];
+    int ninf = infeasible_list(a, inf, sizeof inf);
+    if (m > 0)
+        para(d, "Reading the table: pfi's SLA breaches on the true curves are %s; its total "
+                "throughput against the equal cut is %s.", br, vs);
+    if (ninf > 0)
+        para(d, "At %s the budget is below what the jobs' minimum caps need: no policy can run "
+                "there, with SLAs or without, so those cuts have no throughput and no breach to "
+                "read.", inf);
     if (nfit > 0)
         para(d,
              "At %s the true SLA floors fit the budget. Equal and the oracle set their floors on "
@@ -1303,6 +1367,13 @@ static json_t *grid_summary(const pfi_study *s)
                      d->n_infeasible_steps, "elapsed_s", g->elapsed_s, "events", evs);
 }
 
+/* An infeasible cut in summary.json: its budget and what the minimum caps need. */
+static json_t *infeasible_json(const pfi_eval_cell *e)
+{
+    return json_pack("{s:b, s:o, s:o}", "infeasible", 1, "budget_w", pfi_json_num(e->budget_w),
+                     "min_budget_w", pfi_json_num(e->min_budget_w));
+}
+
 json_t *pfi_study_summary(const pfi_study *s)
 {
     double *v = malloc((size_t)(s->n ? s->n : 1) * sizeof *v);
@@ -1355,6 +1426,16 @@ json_t *pfi_study_summary(const pfi_study *s)
         for (int c = 0; c < a->n_cuts; c++) {
             char key[16];
             snprintf(key, sizeof key, "%.2f", a->cuts[c]);
+            if (cut_infeasible(a, c)) { /* said as such, not as cells of nothing */
+                const pfi_eval_cell *e = a->cell[c][PFI_POLICY_EQUAL].infeasible
+                                             ? &a->cell[c][PFI_POLICY_EQUAL]
+                                             : &a->sla_cell[c][PFI_POLICY_EQUAL];
+                json_object_set_new(cuts, key, infeasible_json(e));
+                json_object_set_new(gain, key, json_object());
+                json_object_set_new(sla, key, infeasible_json(e));
+                json_object_set_new(gap, key, json_null());
+                continue;
+            }
             json_t *pc = json_object(), *pg = json_object(), *ps = json_object();
             for (int k = 0; k < PFI_POLICY_COUNT; k++) {
                 const pfi_eval_cell *cell = &a->cell[c][k];

@@ -23,10 +23,13 @@ sweep() {
 }
 
 # A sweep of a simulated job in the background ($pid), returned from once it has lowered a
-# limit (the journal of the originals comes before that) or after 15 s.
+# limit (the journal of the originals comes before that) or after 15 s.  The baseline level
+# lasts 31 virtual seconds (1.5 s of wall time at PFI_SIM_SPEED=20): the job must print its
+# first throughput within it, and a sanitizer build started on a loaded machine once took
+# longer than the 11 s (0.55 s) it had before.
 sweep_until_capped() { # JOB-DURATION OUTPUT
   "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/pfi.db" --journal "$J" --quiet --no-log \
-      --levels 50,40% --settle 1s --dwell 10s -- "$PFI_BIN" sim job --log-format pfi --duration "$1" \
+      --levels 50,40% --settle 1s --dwell 30s -- "$PFI_BIN" sim job --log-format pfi --duration "$1" \
       >"$2" 2>&1 &
   pid=$!
   i=0
@@ -38,7 +41,7 @@ sweep_until_capped() { # JOB-DURATION OUTPUT
 
 # --- SIGKILL mid-sweep (after the baseline, while the first lower cap is applied), then
 # pfi restore.  The simulated job ends by itself shortly after (its own process group).
-sweep_until_capped 60s "$tmp/kill.out"
+sweep_until_capped 120s "$tmp/kill.out"
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 capped=$(limits)

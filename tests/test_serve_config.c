@@ -33,6 +33,34 @@ static void test_every_listed_key_is_accepted(void **state)
     }
 }
 
+/* An empty value is refused by name for every key, and the settings stay as they were: a
+ * `model =` or `journal =` left by a template whose variable was unset ran without a predictor
+ * or at the default journal without a word (token_file, model, probe_library, journal,
+ * proc_root, port_file, control_listen, sim, nvml_lib, backend_arg and the openadr_ strings
+ * took it).  default_sla = (empty) is none, as documented since it was added. */
+static void test_empty_value_is_refused(void **state)
+{
+    int n;
+    const pfi_serve_key *k = pfi_serve_config_keys(&n);
+    for (int i = 0; i < n; i++) {
+        pfi_serve_config c, before;
+        pfi_err e = {0};
+        pfi_serve_config_defaults(&c);
+        if (!strcmp(k[i].name, "default_sla")) {
+            assert_int_equal(pfi_serve_config_set(&c, k[i].name, "", &e), PFI_OK);
+            continue;
+        }
+        assert_int_equal(pfi_serve_config_set(&c, k[i].name, k[i].example, &e), PFI_OK);
+        memcpy(&before, &c, sizeof c);
+        if (pfi_serve_config_set(&c, k[i].name, "", &e) == PFI_OK)
+            fail_msg("%s = (empty) accepted", k[i].name);
+        if (strncmp(e.msg, k[i].name, strlen(k[i].name)))
+            fail_msg("%s = (empty): the message does not name it: %s", k[i].name, e.msg);
+        if (memcmp(&before, &c, sizeof c))
+            fail_msg("%s = (empty) refused but changed the settings", k[i].name);
+    }
+}
+
 static void test_unlisted_key_is_refused(void **state)
 {
     pfi_serve_config c;
@@ -109,6 +137,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_listed_key_is_accepted),
+        cmocka_unit_test(test_empty_value_is_refused),
         cmocka_unit_test(test_unlisted_key_is_refused),
         cmocka_unit_test(test_budget_settings),
         cmocka_unit_test(test_openadr_settings),

@@ -197,7 +197,8 @@ static int man_serve_conf(void)
     printf(".SH SYNOPSIS\n/etc/pfi/serve.conf\n.SH DESCRIPTION\n\\fBpfi serve \\-\\-config "
            "\\fIFILE\\fR reads one setting a line, \\fIkey\\fR = \\fIvalue\\fR; '#' starts a "
            "comment and blank lines are ignored.  An unknown key or a bad value stops the daemon "
-           "with the file and line.  The flags of \\fBpfi serve\\fR, and \\-\\-set "
+           "with the file and line; so does an empty value (leave the line out for the "
+           "default), but for default_sla, where it means none.  The flags of \\fBpfi serve\\fR, and \\-\\-set "
            "\\fIKEY\\fR=\\fIVALUE\\fR for any key, override the file.  Durations take a unit "
            "(500ms, 30s, 5m); watts may end in W; shares end in %%.\n.SH SETTINGS\n");
     for (int i = 0; i < n; i++) {

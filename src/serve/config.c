@@ -219,11 +219,19 @@ const pfi_serve_key *pfi_serve_config_keys(int *n)
 
 int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pfi_err *err)
 {
-    int known = 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && !known; i++)
-        known = !strcmp(key, keys[i].name);
-    if (!known)
+    const pfi_serve_key *k = NULL;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && !k; i++)
+        if (!strcmp(key, keys[i].name))
+            k = &keys[i];
+    if (!k)
         return pfi_err_set(err, PFI_EINVAL, "unknown setting '%s' (see pfi-serve.conf(5))", key);
+    /* `model =` from a template whose variable was unset would otherwise run without a
+     * predictor, `journal =` at the default path, without a word.  default_sla has taken an
+     * empty value as none since it was added, and keeps it; the budgets say what they take. */
+    if (!*v && strcmp(key, "default_sla") && strcmp(key, "budget") && strcmp(key, "safe_budget"))
+        return pfi_err_set(err, PFI_EINVAL,
+                           "%s: empty value (leave the setting out for its default: %s)", key,
+                           k->dflt);
     if (!strncmp(key, "openadr_", 8)) {
         int rc = pfi_ven_config_set(&c->openadr, key + 8, v, err);
         return rc == PFI_OK ? rc : pfi_err_prefix(err, "%s: ", key);

@@ -351,7 +351,7 @@ md=$tmp/deep/report.md
 if grep -qi "nan" "$md"; then grep -ni "nan" "$md"; fail "NaN in a report with an infeasible cut"; fi
 grep "^Reading the table" "$md" | grep -q "70%" && { grep "^Reading the table" "$md"; fail "the infeasible 70% cut read as a result"; }
 has "$md" "At 70% (budget .* W, needs .* W) the budget is below what the jobs' minimum caps need"
-grep "^- With SLAs" "$md" | grep -q "at 0 of the 1 cuts where the true SLA floors fit" \
+grep "^- With SLAs" "$md" | grep -q "at 0 of the 1 cut where the true SLA floors fit" \
   || { grep "^- With SLAs" "$md"; fail "the summary counts the infeasible cut among those that fit"; }
 python3 - "$tmp/deep/summary.json" <<'PY' || fail "summary.json of an infeasible cut"
 import json, sys

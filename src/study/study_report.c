@@ -897,10 +897,11 @@ static void summary(report_doc *d, const pfi_study *s)
         }
         para(d, "- With SLAs (every third job may lose at most %.0f%%): pfi breaches %d SLA(s) "
                 "at cuts up to 30%% on the true curves, and gives less total throughput than "
-                "the equal cut at %d of the %d cuts where the true SLA floors fit the budget%s. "
+                "the equal cut at %d of the %d cut%s where the true SLA floors fit the budget%s. "
                 "Given pfi's information (its SLA floors on pfi's curves), an equal cut beats "
-                "pfi at %d of %d cuts.%s",
-             a->sla * 100, br, worse[SLA_FIT], ncut[SLA_FIT], rel, below, nep, none);
+                "pfi at %d of %d cut%s.%s",
+             a->sla * 100, br, worse[SLA_FIT], ncut[SLA_FIT], ncut[SLA_FIT] == 1 ? "" : "s", rel,
+             below, nep, nep == 1 ? "" : "s", none);
     }
 }
 

@@ -104,6 +104,29 @@ static void test_bad_values(void **state)
     assert_non_null(strstr(e.msg, "holds no job"));
     assert_int_equal(parse("{\"job\":[{}]}", &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "no \"jobs\" array"));
+    /* A member of the top object other than "jobs" and "note" is refused by name, before or
+     * after the array: {"jobs": [...], "sla_max_slowdown": 0.1} was read as no SLA at all. */
+    const char *top[][2] = {
+        {"{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}],\"sla_max_slowdown\":0.1}",
+         "\"sla_max_slowdown\""},
+        {"{\"budget\":\"70%\",\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}]}", "\"budget\""},
+        {"{\"note\":\"x\",\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}],\"x\":{}}", "\"x\""},
+    };
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
+        if (parse(top[i][0], &e) != PFI_EINVAL)
+            fail_msg("accepted: %s", top[i][0]);
+        if (!strstr(e.msg, "unknown member") || !strstr(e.msg, top[i][1]))
+            fail_msg("%s: %s", top[i][0], e.msg);
+    }
+    /* a note (pfi bench pergpu --jobs-out writes one) is taken anywhere, once */
+    assert_int_equal(parse("{\"note\":\"n\",\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}]}", &e),
+                     PFI_OK);
+    assert_int_equal(parse("{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}],\"note\":[1]}", &e),
+                     PFI_OK);
+    assert_int_equal(parse("{\"note\":1,\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}],\"note\":2}",
+                           &e),
+                     PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "duplicate"));
 }
 
 /* A key given twice is refused, wherever it is (jansson keeps the last one): a second
@@ -159,8 +182,18 @@ static int load_whole(const char *file, pfi_alloc_set *s, pfi_err *err)
         return pfi_err_set(err, PFI_EINVAL, "%s:%d: %s", file, je.line, je.text);
     json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
     int rc = PFI_OK;
+    const char *other = NULL; /* a top member other than "jobs" and "note" */
+    for (void *i = json_is_object(doc) ? json_object_iter(doc) : NULL; i && !other;
+         i = json_object_iter_next(doc, i))
+        if (strcmp(json_object_iter_key(i), "jobs") && strcmp(json_object_iter_key(i), "note"))
+            other = json_object_iter_key(i);
     if (!json_is_array(arr)) {
         rc = pfi_err_set(err, PFI_EINVAL, "%s: no \"jobs\" array (docs/jobs-format.md)", file);
+    } else if (other) {
+        rc = pfi_err_set(err, PFI_EINVAL,
+                         "%s: unknown member \"%s\" at the top: a jobs file holds \"jobs\" and an "
+                         "optional \"note\"; per-job fields go in each job (docs/jobs-format.md)",
+                         file, other);
     } else if (json_array_size(arr) == 0) {
         rc = pfi_err_set(err, PFI_EINVAL, "%s: the jobs array holds no job", file);
     } else {
@@ -194,7 +227,7 @@ static int streams(const char *file)
 {
     pfi_json_items it;
     json_t *got = json_array(), *v;
-    int rc = pfi_json_items_open(&it, file, "jobs");
+    int rc = pfi_json_items_open(&it, file, "jobs", NULL);
     while (rc == PFI_JSON_ITEMS_ONE && (rc = pfi_json_items_next(&it, &v)) == PFI_JSON_ITEMS_ONE)
         json_array_append_new(got, v);
     pfi_json_items_close(&it);
@@ -249,13 +282,17 @@ static int same_as_whole(const char *text, size_t len)
  * array, a key spelled with an escape, strings holding quotes, brackets and escapes, nested
  * junk, numbers of every spelling. */
 static const char DOC[] =
-    "{\"meta\": {\"note\": \"a ] } [ { \\\" \\\\\", \"list\": [1, [2, [3]], {\"x\": null}]},\n"
+    "{\"not\\u0065\": {\"note\": \"a ] } [ { \\\" \\\\\", \"list\": [1, [2, [3]], {\"x\": null}]},\n"
     " \"jo\\u0062s\" :\n [ {\"id\": \"a\\\"]},{\", \"gpus\": 8, \"weight\": 2.5e0,\n"
     "   \"junk\": {\"deep\": [[[[{\"k\": [true, false, null, -0.0, 1E-3]}]]]], \"s\": \"}}]]\"},\n"
     "   \"curve\": {\"cap_w\": [300, 500.0, 7e2], \"tput\": [60, 90.5, 100]}},\r\n"
     "  {\"id\": \"b\\u00e9\", \"gpus\": 2, \"p0_w\": 380, \"pfi30\": -0.25,\n"
     "   \"predicted_curve\": {\"cap_w\": [200, 400], \"tput\": [1, 2]}}\t],\n"
     " \"after\": [\"x\", {\"y\": [\"]\"]}], \"n\": 12}\n";
+/* (streams() reads DOC as util/json_items.h does for any caller, every other member followed
+ * and dropped; a jobs file names the one other member it takes, "note" (here before the array,
+ * spelled with an escape), so pfi_jobs_file_load hands DOC to the whole read at "after", which
+ * refuses it by name, as the reference does.) */
 
 /* Streamed reads equal whole reads: the document above, every prefix of it (a truncated file),
  * and thousands of copies with a byte changed (bad JSON anywhere, a bad job in the middle). */

@@ -17,6 +17,28 @@
 #include "util/json_fast.h"
 #include "util/json_items.h"
 
+/* The members a jobs file's top object may have: its jobs and a note (any value, not read;
+ * pfi bench pergpu --jobs-out writes one).  Any other is refused: {"jobs": [...],
+ * "sla_max_slowdown": 0.1} read as no SLA at all, as a typo inside a job would. */
+static const char *const top_members[] = {"jobs", "note", NULL};
+
+static int check_top(json_t *doc, const char *path, pfi_err *err)
+{
+    for (void *i = json_object_iter(doc); i; i = json_object_iter_next(doc, i)) {
+        const char *k = json_object_iter_key(i);
+        int ok = 0;
+        for (const char *const *m = top_members; *m && !ok; m++)
+            ok = strcmp(k, *m) == 0;
+        if (!ok)
+            return pfi_err_set(err, PFI_EINVAL,
+                               "%s: unknown member \"%s\" at the top: a jobs file holds \"jobs\" "
+                               "and an optional \"note\"; per-job fields go in each job "
+                               "(docs/jobs-format.md)",
+                               path, k);
+    }
+    return PFI_OK;
+}
+
 /* The whole document at once: every file the stream hands back. */
 static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
 {
@@ -31,6 +53,7 @@ static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *
     int rc = PFI_OK;
     if (!json_is_array(arr)) {
         rc = pfi_err_set(err, PFI_EINVAL, "%s: no \"jobs\" array (docs/jobs-format.md)", path);
+    } else if (json_is_object(doc) && (rc = check_top(doc, path, err)) != PFI_OK) {
     } else if (json_array_size(arr) == 0) { /* there, but empty: not "no array" */
         rc = pfi_err_set(err, PFI_EINVAL, "%s: the jobs array holds no job", path);
     } else {
@@ -77,7 +100,7 @@ static int room_for(const pfi_json_items *it, int j)
 static int load_stream(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
 {
     pfi_json_items it;
-    int got = pfi_json_items_open(&it, path, "jobs"), rc = PFI_OK;
+    int got = pfi_json_items_open(&it, path, "jobs", top_members), rc = PFI_OK;
     if (got == PFI_JSON_ITEMS_ONE && pfi_alloc_set_init(s, 0, per_gpu) != PFI_OK)
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     const char *text;

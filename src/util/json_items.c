@@ -170,8 +170,15 @@ static int members(pfi_json_items *it, int first)
         }
         json_t *k = value(it, 1);
         int is_key = json_is_string(k) && it->key && strcmp(json_string_value(k), it->key) == 0;
+        int ok = is_key || !it->others;
+        for (int o = 0; !ok && it->others[o] && o < 32 && json_is_string(k); o++)
+            if (strcmp(json_string_value(k), it->others[o]) == 0) { /* once, as any key */
+                ok = !(it->others_seen & 1u << o);
+                it->others_seen |= 1u << o;
+                break;
+            }
         json_decref(k);
-        if (!k || skip_ws(it) != ':')
+        if (!k || !ok || skip_ws(it) != ':')
             return PFI_JSON_ITEMS_OTHER;
         it->pos++;
         c = skip_ws(it);
@@ -201,10 +208,12 @@ static int end(pfi_json_items *it)
     return skip_ws(it) == NONE ? PFI_JSON_ITEMS_END : PFI_JSON_ITEMS_OTHER;
 }
 
-int pfi_json_items_open(pfi_json_items *it, const char *path, const char *key)
+int pfi_json_items_open(pfi_json_items *it, const char *path, const char *key,
+                        const char *const *others)
 {
     memset(it, 0, sizeof *it);
     it->key = key;
+    it->others = others;
     if (!(it->f = fopen(path, "rb")))
         return PFI_JSON_ITEMS_OTHER;
     int c = take(it);

@@ -28,14 +28,20 @@ typedef struct pfi_json_items {
     int eof;
     long long read; /* bytes read from the file so far */
     const char *key;
+    const char *const *others; /* the other members the top object may have (NULL-ended,
+                                * at most 32); NULL: any */
+    unsigned others_seen;      /* bit i: others[i] was met (a second one is OTHER) */
     int in_object; /* the array is a member of the top object */
     int started;   /* an element was read */
     int done;      /* the array ended */
 } pfi_json_items;
 
 /* Opens path and reads up to the first element.  PFI_JSON_ITEMS_ONE when positioned there,
- * else PFI_JSON_ITEMS_OTHER (close it either way). */
-int pfi_json_items_open(pfi_json_items *it, const char *path, const char *key);
+ * else PFI_JSON_ITEMS_OTHER (close it either way).  others (NULL: any): the only names the top
+ * object's other members may have; a member named otherwise, or one of them twice, is
+ * PFI_JSON_ITEMS_OTHER where it is met (the caller's whole read then says which). */
+int pfi_json_items_open(pfi_json_items *it, const char *path, const char *key,
+                        const char *const *others);
 /* The next element, or the end after checking the rest of the document. */
 int pfi_json_items_next(pfi_json_items *it, json_t **v);
 /* The same, the element's bytes only (*s, *n long, valid until the next call), for a caller

@@ -321,5 +321,13 @@ want 2 help sim no-such-sub
 grep -qF "pfi help: pfi sim has no subcommand 'no-such-sub' (its subcommands: run, curve," "$T/err" ||
   { echo "FAIL: pfi help sim no-such-sub: $(cat "$T/err")"; bad=1; }
 
+# --public with no $PFI_DATA_DIR, from a folder where the relative default names nothing: the
+# message says where it looked and what to set (it said only "cannot read ../shared/data/...").
+mkdir -p "$T/elsewhere"
+(cd "$T/elsewhere" && env -u PFI_DATA_DIR "$PFI" index --public >/dev/null 2>"$T/err")
+[ $? -eq 1 ] || { echo "FAIL: pfi index --public without its data: exit not 1"; bad=1; }
+grep -qF "no \$PFI_DATA_DIR: ../shared/data is read from the working folder $(cd "$T/elsewhere" && pwd -P); set PFI_DATA_DIR" "$T/err" ||
+  { echo "FAIL: pfi index --public without its data: $(cat "$T/err")"; bad=1; }
+
 [ $bad -eq 0 ] || exit 1
 echo "it_cli: ok"

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include "store/store.h"
@@ -90,6 +91,16 @@ int pfi_runset_load(const char *db, int public_data, char **names, int nnames, c
         rc = pfi_import_all(st, NULL, nr, nl, err);
         if (rc != PFI_OK) {
             pfi_store_close(st);
+            if (rc == PFI_ENOENT && !(getenv("PFI_DATA_DIR") && *getenv("PFI_DATA_DIR"))) {
+                /* the default is relative: from another folder it names nothing, and the
+                 * message should say where it looked and how to point it elsewhere */
+                char cwd[1024];
+                char msg[sizeof err->msg];
+                snprintf(msg, sizeof msg, "%s (no $PFI_DATA_DIR: %s is read from the working "
+                         "folder %s; set PFI_DATA_DIR to the data folder)", err->msg,
+                         pfi_data_dir(), getcwd(cwd, sizeof cwd) ? cwd : "?");
+                pfi_err_set(err, rc, "%s", msg);
+            }
             return pfi_err_prefix(err, "importing the public data from %s: ", pfi_data_dir());
         }
         snprintf(out->where, sizeof out->where, "public data in %s", pfi_data_dir());

@@ -341,6 +341,16 @@ pty_progress "pfi model eval" model eval --fleet small --json
 PFI_PROGRESS=0 "$PFI_BIN" model eval --fleet small --json >/dev/null 2>"$tmp/quiet.err" || fail "model eval, PFI_PROGRESS=0"
 [ ! -s "$tmp/quiet.err" ] || { cat "$tmp/quiet.err"; fail "PFI_PROGRESS=0 still wrote to stderr"; }
 
+# ---- cuts the report and summary.json cannot tell apart are refused, and nothing is written ----
+# (0.3,0.301: three "30%" rows, and summary.json kept 0.301's figures under "0.30")
+if "$PFI_BIN" study --fleet small --direct --cuts 0.3,0.301 --no-figures --out "$tmp/twin" 2>"$tmp/err"; then
+  fail "cuts 0.3 and 0.301 accepted"; fi
+has "$tmp/err" "cuts 0.3 and 0.301 are both 30% in the report (0.30 in summary.json)"
+[ ! -e "$tmp/twin" ] || fail "a refused study wrote $tmp/twin"
+if "$PFI_BIN" study --fleet small --direct --cuts 0.3,-30% --no-figures --out "$tmp/twin" 2>"$tmp/err"; then
+  fail "the same cut twice accepted"; fi
+has "$tmp/err" "the cut of 30% is given twice"
+
 # ---- a cut deeper than the jobs' minimum caps: said as infeasible, never read as a result ----
 # Found on fleet seed 5 at 50%: the SLA text said "0 breaches at 50%", "+nan% at 50%" and
 # counted 50% among the cuts where the true SLA floors fit; summary.json had an SLA cell of

@@ -182,7 +182,12 @@ static void test_budget_cuts(void **state)
                {"0.2,30%", "budget '30%': in a list of cuts a bare share is ambiguous: write "
                            "cut=30% (or 0.3) for a cut of 30%, or cut=70% (or 0.7) for a budget "
                            "of 30%", PFI_EINVAL},
-               {"70%", "budget '70%': in a list of cuts a bare share", PFI_EINVAL}};
+               {"70%", "budget '70%': in a list of cuts a bare share", PFI_EINVAL},
+               /* the same cut twice, in any spelling: a study kept one of the two in its
+                * summary.json and printed the row twice */
+               {"0.3,0.2,cut=30%", "budget 'cut=30%': the cut of 30% is given twice in "
+                                   "'0.3,0.2,cut=30%'", PFI_EINVAL},
+               {"-10%,0.1", "budget '0.1': the cut of 10% is given twice", PFI_EINVAL}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = pfi_budget_parse_cuts(bad[i].s, c, 8, &n, &e);
         if (rc != bad[i].code || strncmp(e.msg, bad[i].msg, strlen(bad[i].msg)))

@@ -696,9 +696,25 @@ int pfi_study_execute(const pfi_study_opts *o, pfi_study *s, pfi_err *err)
     if (o->n_cuts < 1 || o->n_cuts > PFI_STUDY_MAX_CUTS)
         return pfi_err_set(err, PFI_EINVAL, "between 1 and %d cuts, got %d", PFI_STUDY_MAX_CUTS,
                            o->n_cuts);
-    for (int i = 0; i < o->n_cuts; i++)
+    for (int i = 0; i < o->n_cuts; i++) {
         if (!(o->cuts[i] > 0 && o->cuts[i] < 1))
             return pfi_err_set(err, PFI_EINVAL, "cut %g is not a fraction in (0, 1)", o->cuts[i]);
+        /* The report labels a cut by its whole percent and summary.json keys it by two
+         * decimals: two cuts the same there would print as one row twice and keep one of them
+         * in the JSON (the last, under the first's key). */
+        for (int k = 0; k < i; k++) {
+            char a[32], b[32], ka[32], kb[32];
+            snprintf(a, sizeof a, "%.0f%%", 100 * o->cuts[k]);
+            snprintf(b, sizeof b, "%.0f%%", 100 * o->cuts[i]);
+            snprintf(ka, sizeof ka, "%.2f", o->cuts[k]);
+            snprintf(kb, sizeof kb, "%.2f", o->cuts[i]);
+            if (!strcmp(a, b) || !strcmp(ka, kb))
+                return pfi_err_set(err, PFI_EINVAL,
+                                   "cuts %.10g and %.10g are both %s in the report (%s in "
+                                   "summary.json): give cuts a whole percent apart",
+                                   o->cuts[k], o->cuts[i], a, ka);
+        }
+    }
     if (o->scenario && strcmp(o->scenario, "grid-day"))
         return pfi_err_set(err, PFI_EINVAL, "unknown scenario '%s' (grid-day)", o->scenario);
     if (!(o->sla > 0 && o->sla < 1))

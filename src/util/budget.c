@@ -129,6 +129,11 @@ int pfi_budget_parse_cuts(const char *s, double *cuts, int max_n, int *n, pfi_er
                                                 "baseline draw (cut=30%%, -30%% or 0.3), not watts",
                                item);
         }
+        for (int k = 0; k + 1 < *n; k++)
+            if (fabs(cuts[k] - cuts[*n - 1]) < 1e-9) /* one list row twice, or worse */
+                return pfi_err_set(err, PFI_EINVAL, "budget '%s': the cut of %.10g%% is given "
+                                                    "twice in '%s'",
+                                   item, 100 * cuts[*n - 1], s);
         if (!p[len])
             return PFI_OK;
         p += len + 1;

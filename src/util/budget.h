@@ -32,8 +32,9 @@ int pfi_budget_watts(const pfi_budget *b, const char *s, double reference_w, con
  * in the budget grammar (cut=30%, -30%) or a bare fraction (0.3, the list's own older form).
  * A bare share (30%) is refused, naming both readings: before this list took budgets "30%" was
  * a 30% cut, and as a budget it is a 70% one, so neither is taken silently.  Into cuts[] as
- * fractions of the reference; a share, watts, an item out of range and bad text are refused
- * (PFI_EINVAL or PFI_ERANGE, every message starting "budget 'ITEM': "), *n then unspecified. */
+ * fractions of the reference; a share, watts, an item out of range, a cut given twice (within
+ * 1e-9) and bad text are refused (PFI_EINVAL or PFI_ERANGE, every message starting "budget
+ * 'ITEM': "), *n then unspecified. */
 int pfi_budget_parse_cuts(const char *s, double *cuts, int max_n, int *n, pfi_err *err);
 /* "70% of 5600 W (REF_NAME)" or "4000 W" into buf: how a command says what it took. */
 const char *pfi_budget_describe(const pfi_budget *b, double reference_w, const char *ref_name,

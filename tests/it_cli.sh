@@ -114,6 +114,21 @@ want 2 sweep --order random --order-seed 3x -- true
 want 1 sweep --no-log --order random --seed 3 --timeout 1s -- true
 grep -q "seed is deprecated; use --order-seed" "$T/err" || fail "sweep --seed: $(cat "$T/err")"
 want 2 bench pergpu --variation -0.5
+# pfi bench allocate named the bad argument (it said "bad arguments (see --help)" for all)
+while IFS='|' read -r args msg; do
+  # shellcheck disable=SC2086
+  want 2 bench allocate $args
+  grep -qF "pfi bench allocate: $msg" "$T/err" || { echo "FAIL: bench allocate $args: $(cat "$T/err")"; bad=1; }
+done <<'LIST'
+--cut 1|--cut 1: a cut is a fraction of the baseline draw in (0, 1)
+--reps 0|--reps 0: give 1-1000 timed allocations
+--policy foo|--policy foo: not a policy (equal, pfi, oracle, proportional-to-pfi)
+--gpus-per-job 5-1|--gpus-per-job 5-1: give N or LO-HI with 1 <= LO <= HI
+--jobs 0|--jobs 0: give 1 or more
+extra|unexpected argument 'extra'
+LIST
+want 2 bench pergpu --step 0.5
+grep -qF "pfi bench pergpu: --step 0.5: the cap grid is 1 W or more" "$T/err" || { echo "FAIL: bench pergpu --step 0.5: $(cat "$T/err")"; bad=1; }
 # Tags that are numbers are range-checked (were read with atoi: 99999999999 wrapped).
 want 2 sweep --tag dp=99999999999 -- true
 grep -q "dp: expected an integer" "$T/err" || fail "sweep --tag dp: $(cat "$T/err")"

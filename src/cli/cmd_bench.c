@@ -222,8 +222,25 @@ static int bench_allocate(int argc, char **argv)
         hi = lo;
     }
     int policy = pfi_policy_parse(policy_s);
-    if (npos > 0 || policy < 0 || reps < 1 || !(cut > 0 && cut < 1)) {
-        fprintf(stderr, "pfi bench allocate: bad arguments (see --help)\n");
+    const char *bad = NULL;
+    char why[160];
+    if (npos > 0)
+        snprintf(why, sizeof why, "unexpected argument '%s'", pos[0]), bad = why;
+    else if (policy < 0)
+        snprintf(why, sizeof why, "--policy %s: not a policy (equal, pfi, oracle, "
+                 "proportional-to-pfi)", policy_s), bad = why;
+    else if (reps < 1 || reps > 1000)
+        snprintf(why, sizeof why, "--reps %d: give 1-1000 timed allocations", reps), bad = why;
+    else if (!(cut > 0 && cut < 1))
+        snprintf(why, sizeof why, "--cut %g: a cut is a fraction of the baseline draw in (0, 1)",
+                 cut), bad = why;
+    else if (lo < 1 || hi < lo)
+        snprintf(why, sizeof why, "--gpus-per-job %s: give N or LO-HI with 1 <= LO <= HI",
+                 gpus_s), bad = why;
+    else if (n < 1)
+        snprintf(why, sizeof why, "--jobs %d: give 1 or more", n), bad = why;
+    if (bad) {
+        fprintf(stderr, "pfi bench allocate: %s\n", bad);
         return PFI_EXIT_USAGE;
     }
     pfi_err err = {0};
@@ -308,8 +325,16 @@ static int bench_pergpu(int argc, char **argv)
     pfi_err err = {0};
     double cuts[16];
     int ncuts = 0;
-    if (npos > 0 || !(step >= 1) || pfi_budget_parse_cuts(cuts_s, cuts, 16, &ncuts, &err)) {
-        fprintf(stderr, "pfi bench pergpu: %s\n", err.msg[0] ? err.msg : "bad arguments");
+    if (npos > 0) {
+        fprintf(stderr, "pfi bench pergpu: unexpected argument '%s'\n", pos[0]);
+        return PFI_EXIT_USAGE;
+    }
+    if (!(step >= 1)) {
+        fprintf(stderr, "pfi bench pergpu: --step %g: the cap grid is 1 W or more\n", step);
+        return PFI_EXIT_USAGE;
+    }
+    if (pfi_budget_parse_cuts(cuts_s, cuts, 16, &ncuts, &err)) {
+        fprintf(stderr, "pfi bench pergpu: %s\n", err.msg);
         return PFI_EXIT_USAGE;
     }
     for (int c = 0; c < ncuts; c++)

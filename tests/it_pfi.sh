@@ -39,6 +39,16 @@ done
 # The rest needs the simulated fleet only...
 "$PFI" model train --fleet small --out "$T/m.json" > "$T/train" || fail "model train exited $?"
 grep -q '"pfi_model": "curve"' "$T/m.json" || fail "model file is not a pfi model"
+ls "$T"/m.json.tmp.* >/dev/null 2>&1 && fail "model train left its temporary file"
+# A model that cannot be written says why (it said only "cannot write the model to PATH"), and
+# the one already there is kept whole.
+cp "$T/m.json" "$T/m.keep"
+mkdir "$T/dir.json"
+"$PFI" model train --fleet small --out "$T/dir.json" >/dev/null 2>"$T/err" && fail "model written over a folder"
+grep -qF "cannot write the model to $T/dir.json: Is a directory" "$T/err" || fail "model train into a folder: $(cat "$T/err")"
+"$PFI" model train --fleet small --out "$T/no/such/m.json" >/dev/null 2>"$T/err" && fail "model written nowhere"
+grep -qF "No such file or directory" "$T/err" || fail "model train into a missing folder: $(cat "$T/err")"
+cmp -s "$T/m.json" "$T/m.keep" || fail "the model file changed"
 "$PFI" predict --live --backend sim --duration 2s --model "$T/m.json" --json > "$T/pred" ||
   fail "predict --live exited $?"
 v=$(num pfi30 < "$T/pred"); between "$v" 0.05 2 || fail "live predicted pfi30 '$v'"

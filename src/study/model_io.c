@@ -2,8 +2,11 @@
 /* model_io.c: the predictor's JSON file (see model_io.h). */
 #include "study/model_io.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/fs.h"
 #include "util/json.h"
@@ -133,13 +136,25 @@ int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
     return PFI_OK;
 }
 
+/* Written beside path and renamed over it: a daemon that loads the model (pfi serve --model)
+ * never reads half a file, and a failed write leaves the one before. */
 int pfi_model_save(const pfi_model *m, const char *trained_on, const char *path, pfi_err *err)
 {
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+        return pfi_err_set(err, PFI_EINVAL, "model path too long: %s", path);
     json_t *doc = pfi_model_to_json(m, trained_on);
-    int rc = json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    errno = 0;
+    int rc = json_dump_file(doc, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(doc);
-    if (rc != 0)
-        return pfi_err_set(err, PFI_EIO, "cannot write the model to %s", path);
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1;
+    if (rc != 0) {
+        int e = errno;
+        unlink(tmp);
+        return pfi_err_set(err, PFI_EIO, "cannot write the model to %s: %s", path,
+                           e ? strerror(e) : "write failed");
+    }
     return PFI_OK;
 }
 

@@ -181,6 +181,29 @@ static int alloc_print(const alloc_figs *f, const pfi_alloc_result *r, int as_js
     return PFI_EXIT_OK;
 }
 
+/* What is wrong with pfi bench allocate's arguments, into why (0: nothing). */
+static int alloc_args_bad(const char *extra, const char *policy_s, int policy, int reps,
+                          double cut, const char *gpus_s, int lo, int hi, int n, char *why,
+                          size_t size)
+{
+    if (extra)
+        snprintf(why, size, "unexpected argument '%s'", extra);
+    else if (policy < 0)
+        snprintf(why, size, "--policy %s: not a policy (equal, pfi, oracle, proportional-to-pfi)",
+                 policy_s);
+    else if (reps < 1 || reps > 1000)
+        snprintf(why, size, "--reps %d: give 1-1000 timed allocations", reps);
+    else if (!(cut > 0 && cut < 1))
+        snprintf(why, size, "--cut %g: a cut is a fraction of the baseline draw in (0, 1)", cut);
+    else if (lo < 1 || hi < lo)
+        snprintf(why, size, "--gpus-per-job %s: give N or LO-HI with 1 <= LO <= HI", gpus_s);
+    else if (n < 1)
+        snprintf(why, size, "--jobs %d: give 1 or more", n);
+    else
+        return 0;
+    return 1;
+}
+
 static int bench_allocate(int argc, char **argv)
 {
     int n = 100000, reps = 5, as_json = 0;
@@ -222,25 +245,10 @@ static int bench_allocate(int argc, char **argv)
         hi = lo;
     }
     int policy = pfi_policy_parse(policy_s);
-    const char *bad = NULL;
     char why[160];
-    if (npos > 0)
-        snprintf(why, sizeof why, "unexpected argument '%s'", pos[0]), bad = why;
-    else if (policy < 0)
-        snprintf(why, sizeof why, "--policy %s: not a policy (equal, pfi, oracle, "
-                 "proportional-to-pfi)", policy_s), bad = why;
-    else if (reps < 1 || reps > 1000)
-        snprintf(why, sizeof why, "--reps %d: give 1-1000 timed allocations", reps), bad = why;
-    else if (!(cut > 0 && cut < 1))
-        snprintf(why, sizeof why, "--cut %g: a cut is a fraction of the baseline draw in (0, 1)",
-                 cut), bad = why;
-    else if (lo < 1 || hi < lo)
-        snprintf(why, sizeof why, "--gpus-per-job %s: give N or LO-HI with 1 <= LO <= HI",
-                 gpus_s), bad = why;
-    else if (n < 1)
-        snprintf(why, sizeof why, "--jobs %d: give 1 or more", n), bad = why;
-    if (bad) {
-        fprintf(stderr, "pfi bench allocate: %s\n", bad);
+    if (alloc_args_bad(npos ? pos[0] : NULL, policy_s, policy, reps, cut, gpus_s, lo, hi, n, why,
+                       sizeof why)) {
+        fprintf(stderr, "pfi bench allocate: %s\n", why);
         return PFI_EXIT_USAGE;
     }
     pfi_err err = {0};

@@ -336,6 +336,20 @@ want 2 help sim no-such-sub
 grep -qF "pfi help: pfi sim has no subcommand 'no-such-sub' (its subcommands: run, curve," "$T/err" ||
   { echo "FAIL: pfi help sim no-such-sub: $(cat "$T/err")"; bad=1; }
 
+# Options before a family's subcommand: said in order, nothing run (it was "unexpected argument
+# 'show'" from pfi runs and "unknown subcommand '--fleet'" from pfi model).
+want 2 runs --db "$T/pfi.db" show 3
+grep -qxF "pfi runs: the subcommand comes first: pfi runs show --db $T/pfi.db 3" "$T/err" ||
+  { echo "FAIL: pfi runs --db F show 3: $(cat "$T/err")"; bad=1; }
+want 2 model --fleet small eval
+grep -qxF "pfi model: the subcommand comes first: pfi model eval --fleet small" "$T/err" ||
+  { echo "FAIL: pfi model --fleet small eval: $(cat "$T/err")"; bad=1; }
+want 2 sim --sim h200x8-dense curve
+grep -qxF "pfi sim: the subcommand comes first: pfi sim curve --sim h200x8-dense" "$T/err" ||
+  { echo "FAIL: pfi sim --sim P curve: $(cat "$T/err")"; bad=1; }
+want 2 model --fleet small
+grep -qF "pfi model: unknown subcommand '--fleet'" "$T/err" || { echo "FAIL: pfi model --fleet small: $(cat "$T/err")"; bad=1; }
+
 # --public with no $PFI_DATA_DIR, from a folder where the relative default names nothing: the
 # message says where it looked and what to set (it said only "cannot read ../shared/data/...").
 mkdir -p "$T/elsewhere"

@@ -63,6 +63,11 @@ typedef struct pfi_cli_family_spec {
     int n;
 } pfi_cli_family_spec;
 int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv);
+/* Options before a subcommand ("pfi model --fleet small eval"): says the subcommand comes
+ * first, with the command put in order, and returns PFI_EXIT_USAGE; -1 when argv[1] is not an
+ * option or no later word (before "--") names a subcommand.  Nothing is reordered: an option's
+ * value may be such a word. */
+int pfi_cli_family_late_sub(const pfi_cli_family_spec *fam, int argc, char **argv);
 /* --seed wherever a command draws a simulated fleet (pfi sim fleet, evaluate, index, model, study):
  * the fleet's seed, one meaning everywhere.  seed: as parsed, INT_MIN when not given; fleet: 1
  * when this run draws the fleet (not when its runs come from --db or --public).  Refused (exit

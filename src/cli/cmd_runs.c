@@ -164,7 +164,9 @@ const pfi_cli_family_spec pfi_cli_family_runs = {
 
 int pfi_cmd_runs(int argc, char **argv)
 {
-    if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))
-        return runs_list(argc, argv);
+    if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "--help") && strcmp(argv[1], "-h"))) {
+        int late = pfi_cli_family_late_sub(&pfi_cli_family_runs, argc, argv);
+        return late >= 0 ? late : runs_list(argc, argv);
+    }
     return pfi_cli_family(&pfi_cli_family_runs, argc, argv);
 }

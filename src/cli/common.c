@@ -170,6 +170,27 @@ static void family_man(const pfi_cli_family_spec *fam, FILE *f)
     pfi_args_examples(f, fam->examples);
 }
 
+int pfi_cli_family_late_sub(const pfi_cli_family_spec *fam, int argc, char **argv)
+{
+    if (argc < 3 || argv[1][0] != '-')
+        return -1;
+    for (int k = 2; k < argc; k++) {
+        if (!strcmp(argv[k], "--"))
+            return -1;
+        for (int i = 0; i < fam->n; i++)
+            if (!strcmp(argv[k], fam->subs[i].name)) {
+                fprintf(stderr, "pfi %s: the subcommand comes first: pfi %s %s", fam->name,
+                        fam->name, argv[k]);
+                for (int a = 1; a < argc; a++)
+                    if (a != k)
+                        fprintf(stderr, " %s", argv[a]);
+                fputc('\n', stderr);
+                return PFI_EXIT_USAGE;
+            }
+    }
+    return -1;
+}
+
 int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv)
 {
     if (argc >= 2)
@@ -190,6 +211,9 @@ int pfi_cli_family(const pfi_cli_family_spec *fam, int argc, char **argv)
         family_text(fam, stdout);
         return PFI_EXIT_OK;
     }
+    int late = pfi_cli_family_late_sub(fam, argc, argv);
+    if (late >= 0)
+        return late;
     if (argc >= 2)
         fprintf(stderr, "pfi %s: unknown subcommand '%s'\n\n", fam->name, argv[1]);
     family_text(fam, stderr);

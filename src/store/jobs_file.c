@@ -50,10 +50,11 @@ static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *
     if (!doc)
         return pfi_err_set(err, PFI_EINVAL, "%s:%d: %s", path, je.line, je.text);
     json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
-    int rc = PFI_OK;
+    int rc = json_is_array(arr) && json_is_object(doc) ? check_top(doc, path, err) : PFI_OK;
     if (!json_is_array(arr)) {
         rc = pfi_err_set(err, PFI_EINVAL, "%s: no \"jobs\" array (docs/jobs-format.md)", path);
-    } else if (json_is_object(doc) && (rc = check_top(doc, path, err)) != PFI_OK) {
+    } else if (rc != PFI_OK) {
+        /* check_top said which member */
     } else if (json_array_size(arr) == 0) { /* there, but empty: not "no array" */
         rc = pfi_err_set(err, PFI_EINVAL, "%s: the jobs array holds no job", path);
     } else {

@@ -468,7 +468,7 @@ static int sla_kind(const pfi_study_alloc *a, int k)
     return cut_infeasible(a, k) ? SLA_NONE : sla_relaxed(a, k) ? SLA_RELAXED : SLA_FIT;
 }
 
-/* What the infeasible cuts need, for the text: "50% (needs 425,320 W)". */
+/* The infeasible cuts for the text, "50% (budget 372,158 W, needs 425,320 W)"; how many. */
 static int infeasible_list(const pfi_study_alloc *a, char *buf, size_t n);
 
 /* Gap recovered below this is off the chart (a ratio over a gap of almost nothing); the

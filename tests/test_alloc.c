@@ -802,6 +802,73 @@ static void test_sla_floor_overflowing_curve(void **state)
     pfi_alloc_result_free(&r);
 }
 
+/* pfi_alloc_curve_through, by hand: 200/300/400 W at 50/80/100, max cap 400; slowdown 0.5
+ * seen at 250 W where the curve says 0.35, so d = 0.15: in full at and below 250 W, 2/3 of it
+ * at 300 W ((400 - 300) / (400 - 250)), none at the max cap. */
+static void test_curve_through(void **state)
+{
+    (void)state;
+    double cap[] = {200, 300, 400}, tp[] = {50, 80, 100};
+    pfi_alloc_job q = {.id = "a", .n_gpus = 1, .min_cap_w = 200, .max_cap_w = 400, .cap_w = cap,
+                       .tput = tp, .n_points = 3, .p0_w = 400, .t0 = NAN, .sla = NAN};
+    pfi_alloc_curve buf;
+    pfi_alloc_job out;
+    pfi_err e = {0};
+    assert_int_equal(pfi_alloc_curve_through(&q, 250, 0.5, &buf, &out, &e), PFI_OK);
+    assert_int_equal(out.n_points, 4);
+    double want_c[] = {200, 250, 300, 400}, want_t[] = {35, 50, 70, 100};
+    for (int i = 0; i < 4; i++) {
+        assert_float_equal(out.cap_w[i], want_c[i], 1e-12);
+        assert_float_equal(out.tput[i], want_t[i], 1e-9);
+    }
+    assert_float_equal(pfi_alloc_tput_at(&out, 250), 50, 1e-9);
+    assert_float_equal(out.max_cap_w, 400, 0);
+    assert_ptr_equal(out.id, q.id);
+    /* again, in place (buf holds out's points): through 0.6 at 300 W, where out says 0.3 */
+    assert_int_equal(pfi_alloc_curve_through(&out, 300, 0.6, &buf, &out, &e), PFI_OK);
+    assert_int_equal(out.n_points, 4);
+    assert_float_equal(pfi_alloc_tput_at(&out, 300), 40, 1e-9);
+    assert_float_equal(out.tput[0], 5, 1e-9);  /* 0.65 + 0.3 = 0.95 */
+    assert_float_equal(out.tput[1], 20, 1e-9); /* 0.5 + 0.3 */
+    assert_float_equal(out.tput[3], 100, 1e-9);
+    /* a shortfall past the whole curve stops at no throughput */
+    assert_int_equal(pfi_alloc_curve_through(&q, 250, 0.95, &buf, &out, &e), PFI_OK);
+    assert_float_equal(out.tput[0], 0, 1e-12);
+    for (int i = 1; i < out.n_points; i++)
+        assert_true(out.tput[i] >= out.tput[i - 1]);
+    /* seen no worse than promised: the curve as it was, never raised */
+    assert_int_equal(pfi_alloc_curve_through(&q, 250, 0.2, &buf, &out, &e), PFI_OK);
+    assert_int_equal(out.n_points, 3);
+    for (int i = 0; i < 3; i++)
+        assert_float_equal(out.tput[i], tp[i], 0);
+    /* bad observations change nothing */
+    pfi_alloc_job keep = out;
+    assert_int_equal(pfi_alloc_curve_through(&q, 400, 0.5, &buf, &out, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "outside its curve's range"));
+    pfi_err_clear(&e);
+    assert_int_equal(pfi_alloc_curve_through(&q, 150, 0.5, &buf, &out, &e), PFI_EINVAL);
+    pfi_err_clear(&e);
+    assert_int_equal(pfi_alloc_curve_through(&q, 250, 1.5, &buf, &out, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "not in [0, 1]"));
+    pfi_err_clear(&e);
+    assert_int_equal(pfi_alloc_curve_through(&q, NAN, 0.5, &buf, &out, &e), PFI_EINVAL);
+    pfi_err_clear(&e);
+    assert_memory_equal(&keep, &out, sizeof out);
+    /* a full curve takes no new point: read between its neighbours, still lowered, monotone */
+    double fc[PFI_ALLOC_CURVE_PTS], ft[PFI_ALLOC_CURVE_PTS];
+    for (int i = 0; i < PFI_ALLOC_CURVE_PTS; i++)
+        fc[i] = 200 + 200.0 * i / (PFI_ALLOC_CURVE_PTS - 1), ft[i] = 50 + 50.0 * i / (PFI_ALLOC_CURVE_PTS - 1);
+    pfi_alloc_job f = q;
+    f.cap_w = fc, f.tput = ft, f.n_points = PFI_ALLOC_CURVE_PTS;
+    double c0 = 0.5 * (fc[20] + fc[21]), before = pfi_alloc_tput_at(&f, c0);
+    assert_int_equal(pfi_alloc_curve_through(&f, c0, 0.6, &buf, &out, &e), PFI_OK);
+    assert_int_equal(out.n_points, PFI_ALLOC_CURVE_PTS);
+    assert_true(pfi_alloc_tput_at(&out, c0) < before);
+    assert_float_equal(pfi_alloc_tput_at(&out, c0), 40, 0.5);
+    for (int i = 1; i < out.n_points; i++)
+        assert_true(out.tput[i] >= out.tput[i - 1]);
+}
+
 static void test_draw_model(void **state)
 {
     pfi_draw_model m;
@@ -875,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_error_order),     cmocka_unit_test(test_on_grid_hulls),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
         cmocka_unit_test(test_sla_floor_overflowing_curve),
+        cmocka_unit_test(test_curve_through),
         cmocka_unit_test(test_draw_model),     cmocka_unit_test(test_draw_model_own_and_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -178,3 +178,44 @@ int pfi_alloc_job_from_prediction(const pfi_curve *pred, const pfi_draw_model *d
     }
     return PFI_OK;
 }
+
+int pfi_alloc_curve_through(const pfi_alloc_job *q, double c0, double s_obs, pfi_alloc_curve *buf,
+                            pfi_alloc_job *out, pfi_err *err)
+{
+    double mx = q->max_cap_w, t0 = q->n_points >= 1 ? pfi_alloc_tput_at(q, mx) : NAN;
+    if (q->n_points < 1 || !(t0 > 0))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: no throughput at its max cap to correct",
+                           q->id ? q->id : "?");
+    if (!(c0 >= q->cap_w[0]) || !(c0 < mx))
+        return pfi_err_set(err, PFI_EINVAL,
+                           "job %s: observed cap %g W is outside its curve's range [%g, %g) W",
+                           q->id ? q->id : "?", c0, q->cap_w[0], mx);
+    if (!(s_obs >= 0 && s_obs <= 1))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: observed slowdown %g is not in [0, 1]",
+                           q->id ? q->id : "?", s_obs);
+    /* q's points first: buf may be where they live */
+    int m = q->n_points < PFI_ALLOC_CURVE_PTS ? q->n_points : PFI_ALLOC_CURVE_PTS, k = 0;
+    double x[PFI_ALLOC_CURVE_PTS], y[PFI_ALLOC_CURVE_PTS];
+    double d = s_obs - (1 - pfi_alloc_tput_at(q, c0) / t0);
+    int have = 0;
+    for (int i = 0; i < m; i++)
+        have |= fabs(q->cap_w[i] - c0) <= 1e-9 * mx;
+    for (int i = 0; i < m; i++) {
+        if (d > 0 && !have && m < PFI_ALLOC_CURVE_PTS && q->cap_w[i] > c0 &&
+            (i == 0 || q->cap_w[i - 1] < c0))
+            x[k] = c0, y[k++] = pfi_alloc_tput_at(q, c0);
+        x[k] = q->cap_w[i], y[k++] = q->tput[i];
+    }
+    for (int i = 0; d > 0 && i < k; i++) {
+        double w = x[i] <= c0 ? 1 : x[i] >= mx ? 0 : (mx - x[i]) / (mx - c0);
+        double s = fmin(1, 1 - y[i] / t0 + d * w);
+        y[i] = t0 * (1 - s);
+    }
+    memcpy(buf->cap_w, x, sizeof *x * (size_t)k);
+    memcpy(buf->tput, y, sizeof *y * (size_t)k);
+    *out = *q;
+    out->cap_w = buf->cap_w;
+    out->tput = buf->tput;
+    out->n_points = k;
+    return PFI_OK;
+}

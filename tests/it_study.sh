@@ -99,6 +99,38 @@ assert m > 0 and want in rep, want
 want = "an equal cut beats pfi at %d of %d cuts." % (m - above, m)
 assert want in rep, want
 PY
+# pfi's SLA feedback (rule F): the plan's breaches beside those after it, in summary.json and
+# in the report's summary and SLA discussion
+python3 - "$tmp/summary.json" "$out/report.md" <<'PY' || fail "the SLA feedback does not match summary.json"
+import json, sys
+ws = json.load(open(sys.argv[1]))["allocation"]["with_sla"]
+rep = open(sys.argv[2]).read()
+br = brp = 0
+plan = []
+for c, pol in sorted(ws["cuts"].items()):
+    if "pfi" not in pol:
+        continue
+    fb = pol["pfi_feedback"]
+    for k in ("plan_sla_breaches", "rounds", "jobs_corrected"):
+        assert isinstance(fb[k], int) and fb[k] >= 0, (c, fb)
+    assert fb["rounds"] <= 3 and isinstance(fb["correction_did_not_fit"], bool), (c, fb)
+    assert (fb["jobs_corrected"] > 0) == (fb["rounds"] > 0 or fb["correction_did_not_fit"]), (c, fb)
+    if fb["jobs_corrected"] == 0:
+        assert fb["plan_sla_breaches"] == pol["pfi"]["sla_breaches"], (c, fb)
+    else:
+        assert fb["plan_sla_breaches"] > 0, (c, fb)
+    if float(c) <= 0.30 + 1e-9:
+        br += pol["pfi"]["sla_breaches"]
+        brp += fb["plan_sla_breaches"]
+    if pol["oracle"]["sla_breaches"] == 0:
+        plan.append("%d at %.0f%%" % (fb["plan_sla_breaches"], float(c) * 100))
+want = ("pfi breaches %d SLA(s) at cuts up to 30%% on the true curves once it has seen each SLA "
+        "job's tokens/s at its cap (%d at its plan, before that feedback)" % (br, brp))
+assert want in rep, want
+assert plan
+want = "At its plan, before any feedback, pfi breached %s." % ", ".join(plan)
+assert want in rep, want
+PY
 # where pfi's power goes against equal's: the SLA jobs' caps and true throughput, and the
 # others' (the cell's less the SLA jobs'), as summary.json has them, cut by cut
 python3 - "$tmp/summary.json" "$out/report.md" <<'PY' || fail "the SLA jobs' power split does not match summary.json"

@@ -761,10 +761,13 @@ static void test_model_out_of_fold(void **state)
     o.sla_every = 1;
     o.breach_tol = 0.002;
     o.alloc.on_infeasible = PFI_INFEASIBLE_RELAX;
+    o.sla_rounds = 0; /* the plan alone: recomputed below through the public functions */
     double cut = 0.15;
     int pol[2] = {PFI_POLICY_PFI, PFI_POLICY_ORACLE};
     pfi_expt_result r;
     assert_int_equal(pfi_expt_run(&p, &o, &cut, 1, pol, 2, &r, &e), PFI_OK);
+    assert_int_equal(r.plan_breaches[0], r.breaches[PFI_POLICY_PFI]);
+    assert_int_equal(r.fb_rounds[0] + r.fb_jobs[0] + r.fb_unfit[0], 0);
     assert_int_equal(r.n_sla_jobs, p.n);
     assert_true(isfinite(r.sla_margin) && r.sla_margin > 0);
     print_message("SLA margin %.4f, pfi breaches %d, worst excess %.4f\n", r.sla_margin,
@@ -819,6 +822,34 @@ static void test_model_out_of_fold(void **state)
     /* not the equal cut with the true floors */
     assert_true(r.eq_pred[0].total_throughput != r.cells[PFI_POLICY_EQUAL].total_throughput);
     pfi_expt_result_free(&r);
+
+    /* rule F: with no margin, pfi's optimistic curves breach at the plan; each breaching job's
+     * curve corrected through what was seen at its cap, planned again: the plan's breaches are
+     * the open loop's, every one of them corrected, and none left once the feedback is done */
+    o.sla_margin = 0;
+    pfi_expt_result open, fb;
+    assert_int_equal(pfi_expt_run(&p, &o, &cut, 1, pol, 2, &open, &e), PFI_OK);
+    o.sla_rounds = PFI_EXPT_SLA_ROUNDS;
+    assert_int_equal(pfi_expt_run(&p, &o, &cut, 1, pol, 2, &fb, &e), PFI_OK);
+    print_message("no margin: %d breaches at the plan, %d after %d round(s), %d job(s) corrected\n",
+                  fb.plan_breaches[0], fb.breaches[PFI_POLICY_PFI], fb.fb_rounds[0],
+                  fb.fb_jobs[0]);
+    assert_true(open.breaches[PFI_POLICY_PFI] > 0);
+    assert_int_equal(fb.plan_breaches[0], open.breaches[PFI_POLICY_PFI]);
+    assert_true(fb.fb_jobs[0] >= fb.plan_breaches[0]);
+    assert_true(fb.fb_rounds[0] >= 1 && fb.fb_rounds[0] <= PFI_EXPT_SLA_ROUNDS);
+    assert_int_equal(fb.fb_unfit[0], 0);
+    assert_int_equal(fb.breaches[PFI_POLICY_PFI], 0);
+    assert_true(fb.worst[PFI_POLICY_PFI] <= o.breach_tol);
+    assert_true(fb.cells[PFI_POLICY_PFI].power_w <= fb.cells[PFI_POLICY_PFI].budget_w * (1 + 1e-12));
+    /* the oracle does not take part */
+    assert_true(fb.cells[PFI_POLICY_ORACLE].total_throughput ==
+                open.cells[PFI_POLICY_ORACLE].total_throughput);
+    /* the corrections were the cut's: the curves pfi saw are back as predicted */
+    for (int j = 0; j < fb.n; j++)
+        assert_true(same_curve(&fb.jobs.pred[j], &open.jobs.pred[j]));
+    pfi_expt_result_free(&open);
+    pfi_expt_result_free(&fb);
     pfi_expt_pop_free(&p);
 }
 

@@ -107,6 +107,7 @@ pfi_expt_opts pfi_expt_defaults(int probes)
     pfi_alloc_opts_default(&o.alloc);
     o.sla_every = 3;
     o.sla_margin = NAN;
+    o.sla_rounds = PFI_EXPT_SLA_ROUNDS;
     o.probe_shape = 1;
     o.shape = pfi_expt_shape_default;
     o.cv_top = PFI_EXPT_CV_TOP;
@@ -759,6 +760,8 @@ static int equal_on_pred(const pfi_expt_opts *o, const pfi_alloc_job *tj, const 
 
 /* ------------------------------------------------------------------ gains on a bound */
 
+
+
 /* Slowdown of job J at cap c, its own curve's T0 the reference. */
 static double slowdown_at(const pfi_alloc_job *J, double c)
 {
@@ -911,6 +914,8 @@ void pfi_expt_result_free(pfi_expt_result *r)
     free(r->cells), free(r->caps), free(r->seen), free(r->breaches), free(r->worst);
     free(r->sla_power), free(r->sla_tput);
     free(r->eq_pred), free(r->eq_pred_breaches), free(r->eq_pred_worst);
+    free(r->plan_breaches), free(r->plan_worst), free(r->fb_rounds), free(r->fb_jobs);
+    free(r->fb_unfit);
     free(r->sets);
     memset(r, 0, sizeof *r);
 }
@@ -964,6 +969,100 @@ static int must_relax(const pfi_alloc_job *q, int n, double budget, const pfi_al
     return 0;
 }
 
+/* ------------------------------------------------------------------ rule F: SLA feedback */
+
+/* What rule F keeps across one cut's rounds: pred as each round found it, each round's
+ * corrected curves ([round * n + j]: a later round reads an earlier one's), and which jobs an
+ * observation corrected. */
+typedef struct sla_fb {
+    pfi_alloc_job *save, *orig;
+    pfi_alloc_curve *buf;
+    unsigned char *hit;
+} sla_fb;
+
+static void sla_fb_free(sla_fb *f)
+{
+    free(f->save), free(f->orig), free(f->buf), free(f->hit);
+    memset(f, 0, sizeof *f);
+}
+
+static int sla_fb_new(const pfi_expt_opts *o, int n, sla_fb *f)
+{
+    size_t nn = (size_t)(n ? n : 1), nr = (size_t)(o->sla_rounds > 0 ? o->sla_rounds : 1);
+    f->save = malloc(sizeof *f->save * nn);
+    f->orig = malloc(sizeof *f->orig * nn);
+    f->buf = malloc(sizeof *f->buf * nn * nr);
+    f->hit = malloc(nn);
+    if (f->save && f->orig && f->buf && f->hit)
+        return 0;
+    sla_fb_free(f);
+    return -1;
+}
+
+/* Corrects, through what was seen at the caps cp, the curve in jb->pred of each SLA job whose
+ * true slowdown there breaches its SLA (its points into buf[j]).  Returns how many, or -1 with
+ * *rc set on an error. */
+static int correct_breaches(const pfi_expt_opts *o, pfi_expt_jobs *jb, const double *cp,
+                            pfi_alloc_curve *buf, unsigned char *hit, int *rc, pfi_err *err)
+{
+    int seen = 0;
+    for (int j = 0; j < jb->n; j += o->sla_every) {
+        if (!(cp[j] > 0))
+            continue;
+        double s = slowdown_at(&jb->truth[j], cp[j]);
+        if (!(s - o->sla > o->breach_tol))
+            continue;
+        if ((*rc = pfi_alloc_curve_through(&jb->pred[j], cp[j], s, &buf[j], &jb->pred[j], err)))
+            return -1;
+        hit[j] = 1, seen++;
+    }
+    return seen;
+}
+
+/* Rule F at cut k (docs/allocation.md), once pfi's plan has been allocated (row, caps: the
+ * cut's cells and caps): while an SLA job's true slowdown at the cap it got breaches its SLA,
+ * at most o->sla_rounds times, the breaching jobs' curves in jb->pred are corrected through
+ * what was seen and the cut is planned (marg, unc) and run again.  A round whose corrected
+ * SLAs no longer fit is undone, and the allocation before it stands.  Records the plan's
+ * breaches and the feedback in r; jb->pred keeps the corrections (the caller restores it). */
+static int sla_feedback(const pfi_expt_opts *o, pfi_expt_jobs *jb, const double *cut,
+                        double budget, const int *policies, int npolicies, const double *marg,
+                        const double *unc, pfi_eval_cell *row, double *caps, sla_fb *fb,
+                        pfi_expt_result *r, int k, pfi_err *err)
+{
+    int n = jb->n, rc = PFI_OK;
+    const double *cp = caps + (size_t)PFI_POLICY_PFI * (size_t)n;
+    memset(fb->hit, 0, (size_t)(n ? n : 1));
+    breaches_of(o, jb->truth, n, cp, &r->plan_breaches[k], &r->plan_worst[k]);
+    for (int round = 0; round < o->sla_rounds && row[PFI_POLICY_PFI].done; round++) {
+        memcpy(fb->save, jb->pred, sizeof *jb->pred * (size_t)n);
+        int seen = correct_breaches(o, jb, cp, fb->buf + (size_t)round * (size_t)n, fb->hit, &rc,
+                                    err);
+        if (seen <= 0)
+            break;
+        int relax = 0;
+        if (isnan(pfi_expt_sla_plan(jb->pred, n, o->sla, marg, unc, PFI_EXPT_PLAN_KAPPA, budget,
+                                    &o->alloc, err)) ||
+            (relax = must_relax(jb->pred, n, budget, &o->alloc, err)) < 0)
+            return err && err->code ? err->code : PFI_ENOMEM;
+        if (relax) { /* the corrected SLAs do not fit: the curves and SLAs the cells came from */
+            memcpy(jb->pred, fb->save, sizeof *jb->pred * (size_t)n);
+            r->fb_unfit[k] = 1;
+            if (isnan(pfi_expt_sla_plan(jb->pred, n, o->sla, marg, unc, PFI_EXPT_PLAN_KAPPA,
+                                        budget, &o->alloc, err)))
+                return err && err->code ? err->code : PFI_ENOMEM;
+            break;
+        }
+        if ((rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cut, 1, policies, npolicies,
+                                       &o->alloc, row, caps, err)))
+            return rc;
+        r->fb_rounds[k]++;
+    }
+    for (int j = 0; j < n; j++)
+        r->fb_jobs[k] += fb->hit[j];
+    return rc;
+}
+
 /* The SLA experiment's cuts of one round: pfi's SLAs planned per cut (pfi_expt_sla_plan), so
  * each cut is its own run; where pfi must relax every SLA, its SLA jobs are allocated on
  * their calibrated curves (cal; relx[c] set).  Cells and caps as one_round's. */
@@ -976,7 +1075,8 @@ static int sla_cuts(const pfi_expt_opts *o, const double *cuts, int nc, const in
     size_t cell0 = (size_t)c0 * PFI_POLICY_COUNT, w = (size_t)PFI_POLICY_COUNT * (size_t)n;
     double *marg = malloc(sizeof *marg * (size_t)(n ? n : 1));
     double *unc = malloc(sizeof *unc * (size_t)(n ? n : 1));
-    if (!marg || !unc)
+    sla_fb fb = {0};
+    if (!marg || !unc || sla_fb_new(o, n, &fb))
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     if (!rc && (isnan(r->sla_margin = sla_margins(o, jb->truth, jb->pred, n, marg,
                                                    &r->n_sla_jobs)) ||
@@ -995,15 +1095,26 @@ static int sla_cuts(const pfi_expt_opts *o, const double *cuts, int nc, const in
         }
         if ((relx[c] = (unsigned char)relax))
             swap_sla_curves(o, jb->pred, cal, n);
+        memcpy(fb.orig, jb->pred, sizeof *jb->pred * (size_t)n);
+        double *cc = caps + (size_t)c * w;
         rc = pfi_alloc_experiment(jb->truth, jb->pred, n, cuts + c, 1, policies, npolicies,
-                                  &o->alloc, row, caps + (size_t)c * w, err);
+                                  &o->alloc, row, cc, err);
+        if (!rc && relax) /* no feedback where every SLA is relaxed: the plan stands */
+            breaches_of(o, jb->truth, n, cc + (size_t)PFI_POLICY_PFI * (size_t)n,
+                        &r->plan_breaches[c0 + c], &r->plan_worst[c0 + c]);
+        else if (!rc)
+            rc = sla_feedback(o, jb, cuts + c, budget, policies, npolicies, marg, unc, row, cc,
+                              &fb, r, c0 + c, err);
         if (!rc)
             rc = equal_on_pred(o, jb->truth, jb->pred, n, budget, row, &r->eq_pred[c0 + c],
                                &r->eq_pred_breaches[c0 + c], &r->eq_pred_worst[c0 + c], err);
         if (relax)
             swap_sla_curves(o, jb->pred, cal, n);
+        else /* the corrections were this cut's */
+            memcpy(jb->pred, fb.orig, sizeof *jb->pred * (size_t)n);
     }
     free(marg), free(unc);
+    sla_fb_free(&fb);
     return rc;
 }
 
@@ -1571,11 +1682,17 @@ static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double
         r->eq_pred = calloc((size_t)ncuts, sizeof *r->eq_pred);
         r->eq_pred_breaches = calloc((size_t)ncuts, sizeof *r->eq_pred_breaches);
         r->eq_pred_worst = calloc((size_t)ncuts, sizeof *r->eq_pred_worst);
+        r->plan_breaches = calloc((size_t)ncuts, sizeof *r->plan_breaches);
+        r->plan_worst = calloc((size_t)ncuts, sizeof *r->plan_worst);
+        r->fb_rounds = calloc((size_t)ncuts, sizeof *r->fb_rounds);
+        r->fb_jobs = calloc((size_t)ncuts, sizeof *r->fb_jobs);
+        r->fb_unfit = calloc((size_t)ncuts, sizeof *r->fb_unfit);
     }
     if (!caps || !r->cells || (o->want_caps && (!r->caps || !r->seen)) ||
         (o->sla > 0 && (!r->breaches || !r->worst || !r->sla_power || !r->sla_tput ||
                         !r->eq_pred || !r->eq_pred_breaches ||
-                        !r->eq_pred_worst)))
+                        !r->eq_pred_worst || !r->plan_breaches || !r->plan_worst ||
+                        !r->fb_rounds || !r->fb_jobs || !r->fb_unfit)))
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int round = 0; !rc && round < rounds; round++) {
         int c0 = rounds > 1 ? round : 0;

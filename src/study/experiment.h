@@ -55,6 +55,9 @@
 #ifndef PFI_EXPT_PLAN_KAPPA
 #define PFI_EXPT_PLAN_KAPPA 1.0
 #endif
+/* Rule F (docs/allocation.md): at most this many times per cut, pfi corrects the curve of each
+ * SLA job whose slowdown, seen at the cap it got, breaches its SLA, and plans again. */
+#define PFI_EXPT_SLA_ROUNDS 3
 /* The relative caps u at which pfi_expt_gain_uncertainty reads the slowdown errors. */
 #define PFI_EXPT_GAIN_U0 0.50
 #define PFI_EXPT_GAIN_DU 0.05
@@ -168,6 +171,8 @@ typedef struct pfi_expt_opts {
     int sla_every;
     double sla_margin;
     double breach_tol;     /* a breach: true slowdown > sla + breach_tol */
+    int sla_rounds;        /* rule F's rounds of feedback per cut (PFI_EXPT_SLA_ROUNDS; 0: the
+                              plan is the allocation, open loop) */
 } pfi_expt_opts;
 
 /* How optimistic pfi's curve q of job t is where it matters for an SLA: at the highest cap (1 W
@@ -262,6 +267,15 @@ typedef struct pfi_expt_result {
     pfi_eval_cell *eq_pred;
     int *eq_pred_breaches;
     double *eq_pred_worst;
+    /* with an SLA, per cut, rule F's feedback: pfi's breaches and largest true slowdown - sla
+     * at its plan, before any (the cells hold the allocation after it); the rounds that planned
+     * again; the SLA jobs an observation corrected; 1 where a correction no longer fitted and
+     * the allocation before it was kept.  (caps and seen: the allocation after the feedback;
+     * seen read on pfi's curves before it.) */
+    int *plan_breaches;
+    double *plan_worst;
+    int *fb_rounds, *fb_jobs;
+    unsigned char *fb_unfit;
     pfi_expt_shape_set *sets; /* with shape_cv: per job, the setting chosen for its group;
                               with nest_per_cut, [cut * n + job]: each cut's */
     int nest_rule[PFI_EXPT_NEST_OUTER]; /* with nested_cv: per outer fold, the rule chosen (its

@@ -594,6 +594,7 @@ static int allocation(pfi_study *s, pfi_err *err)
     if (rc != PFI_OK)
         goto out;
     al->sla_margin = sla.sla_margin;
+    al->sla_rounds = eo.sla_rounds;
     al->n_sla_jobs = sla.n_sla_jobs;
     for (int c = 0; c < al->n_cuts; c++)
         for (int p = 0; p < PFI_POLICY_COUNT; p++) {
@@ -607,6 +608,11 @@ static int allocation(pfi_study *s, pfi_err *err)
         al->sla_eq_pred[c] = sla.eq_pred[c];
         al->sla_eq_pred_violations[c] = sla.eq_pred_breaches[c];
         al->sla_eq_pred_worst[c] = sla.eq_pred_worst[c];
+        al->sla_plan_violations[c] = sla.plan_breaches[c];
+        al->sla_plan_worst[c] = sla.plan_worst[c];
+        al->sla_fb_rounds[c] = sla.fb_rounds[c];
+        al->sla_fb_jobs[c] = sla.fb_jobs[c];
+        al->sla_fb_unfit[c] = sla.fb_unfit[c];
     }
     al->done = 1;
     progress(s, "allocation experiment", 2, 2);

@@ -115,6 +115,15 @@ typedef struct pfi_study_alloc {
     pfi_eval_cell sla_eq_pred[PFI_STUDY_MAX_CUTS];
     int sla_eq_pred_violations[PFI_STUDY_MAX_CUTS];
     double sla_eq_pred_worst[PFI_STUDY_MAX_CUTS];
+    /* pfi's SLA feedback (rule F, docs/allocation.md; pfi_expt_result): its breaches and
+     * largest true slowdown - sla at the plan, before the feedback (sla_violations: after);
+     * the rounds that planned again, the SLA jobs corrected, and 1 where a correction no longer
+     * fitted and the allocation before it was kept */
+    int sla_plan_violations[PFI_STUDY_MAX_CUTS];
+    double sla_plan_worst[PFI_STUDY_MAX_CUTS];
+    int sla_fb_rounds[PFI_STUDY_MAX_CUTS], sla_fb_jobs[PFI_STUDY_MAX_CUTS];
+    int sla_fb_unfit[PFI_STUDY_MAX_CUTS];
+    int sla_rounds;            /* the feedback's most rounds per cut (0: none) */
 } pfi_study_alloc;
 
 typedef struct pfi_study_pred {

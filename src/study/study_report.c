@@ -865,7 +865,7 @@ static void summary(report_doc *d, const pfi_study *s)
                 "gap between an equal cut and an oracle that knows every curve (%s %s per job "
                 "over equal); pfi sees only predictions made without the job's own data.",
              sep(pc->gap_recovered * 100, 0).s, sep(pc->per_job_gain_vs_equal, 0).s, a->unit);
-        int br = 0, worse[3] = {0, 0, 0}, ncut[3] = {0, 0, 0}, below = 0, nep = 0;
+        int br = 0, brp = 0, worse[3] = {0, 0, 0}, ncut[3] = {0, 0, 0}, below = 0, nep = 0;
         for (int k = 0; k < a->n_cuts; k++) {
             int r = sla_kind(a, k);
             ncut[r]++;
@@ -877,7 +877,8 @@ static void summary(report_doc *d, const pfi_study *s)
                          a->sla_eq_pred[k].total_throughput;
             }
             if (a->cuts[k] <= 0.30 + 1e-9)
-                br += a->sla_violations[k][PFI_POLICY_PFI];
+                br += a->sla_violations[k][PFI_POLICY_PFI],
+                    brp += a->sla_plan_violations[k];
             worse[r] += a->sla_cell[k][PFI_POLICY_PFI].total_throughput <
                         a->sla_cell[k][PFI_POLICY_EQUAL].total_throughput;
         }
@@ -896,11 +897,13 @@ static void summary(report_doc *d, const pfi_study *s)
                      inf);
         }
         para(d, "- With SLAs (every third job may lose at most %.0f%%): pfi breaches %d SLA(s) "
-                "at cuts up to 30%% on the true curves, and gives less total throughput than "
+                "at cuts up to 30%% on the true curves once it has seen each SLA job's "
+                "tokens/s at its cap (%d at its plan, before that feedback), and gives less "
+                "total throughput than "
                 "the equal cut at %d of the %d cut%s where the true SLA floors fit the budget%s. "
                 "Given pfi's information (its SLA floors on pfi's curves), an equal cut beats "
                 "pfi at %d of %d cut%s.%s",
-             a->sla * 100, br, worse[SLA_FIT], ncut[SLA_FIT], ncut[SLA_FIT] == 1 ? "" : "s", rel,
+             a->sla * 100, br, brp, worse[SLA_FIT], ncut[SLA_FIT], ncut[SLA_FIT] == 1 ? "" : "s", rel,
              below, nep, nep == 1 ? "" : "s", none);
     }
 }
@@ -1041,6 +1044,49 @@ static void sla_relaxed_worst(report_doc *d, const pfi_study_alloc *a)
              ws, larger, m);
 }
 
+/* pfi's SLA feedback (rule F), cut by cut: the breaches of its plan and what correcting the
+ * breaching jobs' curves through what was seen did. */
+static void sla_feedback_text(report_doc *d, const pfi_study_alloc *a)
+{
+    char plan[256] = "", fixd[384] = "", unfit[128] = "";
+    size_t np = 0, nf = 0, nu = 0;
+    int m = 0, any = 0;
+    for (int k = 0; k < a->n_cuts && np < sizeof plan && nf < sizeof fixd && nu < sizeof unfit;
+         k++) {
+        if (sla_kind(a, k) == SLA_NONE || sla_relaxed(a, k))
+            continue;
+        np += (size_t)snprintf(plan + np, sizeof plan - np, "%s%d at %.0f%%", m++ ? ", " : "",
+                               a->sla_plan_violations[k], a->cuts[k] * 100);
+        if (a->sla_fb_jobs[k] > 0)
+            nf += (size_t)snprintf(fixd + nf, sizeof fixd - nf, "%s%d job%s in %d round%s at %.0f%%",
+                                   any++ ? ", " : "", a->sla_fb_jobs[k],
+                                   a->sla_fb_jobs[k] == 1 ? "" : "s", a->sla_fb_rounds[k],
+                                   a->sla_fb_rounds[k] == 1 ? "" : "s", a->cuts[k] * 100);
+        if (a->sla_fb_unfit[k])
+            nu += (size_t)snprintf(unfit + nu, sizeof unfit - nu, "%s%.0f%%", nu ? ", " : "",
+                                   a->cuts[k] * 100);
+    }
+    if (!m || a->sla_rounds <= 0)
+        return;
+    char tail[640];
+    if (any)
+        snprintf(tail, sizeof tail, " The feedback corrected %s.%s%s%s", fixd,
+                 unfit[0] ? " At " : "", unfit,
+                 unfit[0] ? " a correction no longer fitted the budget, and the allocation "
+                            "before it was kept." : "");
+    else
+        snprintf(tail, sizeof tail, " No SLA job breached at the plan, so the feedback changed "
+                                    "nothing.");
+    para(d, "pfi's breaches above are counted after its SLA feedback. Its plan is made on curves "
+            "read before any cap is set; once a cap is set, the job's tokens/s at that cap is "
+            "in its own log (here: its true curve at that cap), and a job whose slowdown breaks "
+            "its SLA has its curve corrected through what was seen, and pfi plans the cut "
+            "again (at most %d rounds; equal and the oracle need none, their floors are the "
+            "true ones). Where every SLA is relaxed no feedback runs. At its plan, before any "
+            "feedback, pfi breached %s.%s",
+         a->sla_rounds, plan, tail);
+}
+
 /* What the SLA table shows, read from it. */
 static void sla_discussion(report_doc *d, const pfi_study *s)
 {
@@ -1076,6 +1122,7 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
     if (m > 0)
         para(d, "Reading the table: pfi's SLA breaches on the true curves are %s; its total "
                 "throughput against the equal cut is %s.", br, vs);
+    sla_feedback_text(d, a);
     if (ninf > 0)
         para(d, "At %s the budget is below what the jobs' minimum caps need: no policy can run "
                 "there, with SLAs or without, so those cuts have no throughput and no breach to "
@@ -1470,6 +1517,14 @@ json_t *pfi_study_summary(const pfi_study *s)
                               ep->infeasible ? json_null() : pfi_json_num(ep->total_throughput),
                               "sla_breaches", a->sla_eq_pred_violations[c],
                               "worst_excess_slowdown", pfi_json_num(a->sla_eq_pred_worst[c])));
+            if (a->sla_cell[c][PFI_POLICY_PFI].done)
+                json_object_set_new(
+                    ps, "pfi_feedback",
+                    json_pack("{s:i, s:o, s:i, s:i, s:b}", "plan_sla_breaches",
+                              a->sla_plan_violations[c], "plan_worst_excess_slowdown",
+                              pfi_json_num(a->sla_plan_worst[c]), "rounds", a->sla_fb_rounds[c],
+                              "jobs_corrected", a->sla_fb_jobs[c], "correction_did_not_fit",
+                              a->sla_fb_unfit[c]));
             json_object_set_new(cuts, key, pc);
             json_object_set_new(gain, key, pg);
             json_object_set_new(sla, key, ps);

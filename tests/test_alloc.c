@@ -854,6 +854,14 @@ static void test_curve_through(void **state)
     assert_int_equal(pfi_alloc_curve_through(&q, NAN, 0.5, &buf, &out, &e), PFI_EINVAL);
     pfi_err_clear(&e);
     assert_memory_equal(&keep, &out, sizeof out);
+    /* against the SLA's reference t0 when the job has one: 110 here, so the 65 at 250 W reads
+     * 0.409 and a slowdown of 0.6 seen there is 0.191 short */
+    pfi_alloc_job r = q;
+    r.t0 = 110;
+    assert_int_equal(pfi_alloc_curve_through(&r, 250, 0.6, &buf, &out, &e), PFI_OK);
+    assert_float_equal(pfi_alloc_tput_at(&out, 250), 44, 1e-9);
+    assert_float_equal(pfi_alloc_tput_at(&out, 400), 100, 1e-9);
+    assert_float_equal(out.tput[0], 50 - 110 * (0.6 - (1 - 65.0 / 110)), 1e-9);
     /* a full curve takes no new point: read between its neighbours, still lowered, monotone */
     double fc[PFI_ALLOC_CURVE_PTS], ft[PFI_ALLOC_CURVE_PTS];
     for (int i = 0; i < PFI_ALLOC_CURVE_PTS; i++)

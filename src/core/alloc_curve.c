@@ -182,9 +182,14 @@ int pfi_alloc_job_from_prediction(const pfi_curve *pred, const pfi_draw_model *d
 int pfi_alloc_curve_through(const pfi_alloc_job *q, double c0, double s_obs, pfi_alloc_curve *buf,
                             pfi_alloc_job *out, pfi_err *err)
 {
-    double mx = q->max_cap_w, t0 = q->n_points >= 1 ? pfi_alloc_tput_at(q, mx) : NAN;
-    if (q->n_points < 1 || !(t0 > 0))
-        return pfi_err_set(err, PFI_EINVAL, "job %s: no throughput at its max cap to correct",
+    double mx = q->max_cap_w;
+    if (q->n_points < 1 || q->n_points > PFI_ALLOC_CURVE_PTS)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: %d curve points (1 to %d can be corrected)",
+                           q->id ? q->id : "?", q->n_points, PFI_ALLOC_CURVE_PTS);
+    /* the slowdown's reference is the SLA's: t0, or the curve at the max cap */
+    double t0 = isfinite(q->t0) && q->t0 > 0 ? q->t0 : pfi_alloc_tput_at(q, mx);
+    if (!(t0 > 0))
+        return pfi_err_set(err, PFI_EINVAL, "job %s: no baseline throughput to correct against",
                            q->id ? q->id : "?");
     if (!(c0 >= q->cap_w[0]) || !(c0 < mx))
         return pfi_err_set(err, PFI_EINVAL,
@@ -194,7 +199,7 @@ int pfi_alloc_curve_through(const pfi_alloc_job *q, double c0, double s_obs, pfi
         return pfi_err_set(err, PFI_EINVAL, "job %s: observed slowdown %g is not in [0, 1]",
                            q->id ? q->id : "?", s_obs);
     /* q's points first: buf may be where they live */
-    int m = q->n_points < PFI_ALLOC_CURVE_PTS ? q->n_points : PFI_ALLOC_CURVE_PTS, k = 0;
+    int m = q->n_points, k = 0;
     double x[PFI_ALLOC_CURVE_PTS], y[PFI_ALLOC_CURVE_PTS];
     double d = s_obs - (1 - pfi_alloc_tput_at(q, c0) / t0);
     int have = 0;

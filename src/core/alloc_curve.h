@@ -63,15 +63,17 @@ int pfi_alloc_job_from_prediction(const pfi_curve *pred, const pfi_draw_model *d
                                   double max_cap_w, pfi_alloc_curve *buf, pfi_alloc_job *job,
                                   pfi_err *err);
 
-/* Job q's curve corrected through one observation: its slowdown s_obs (against the curve's own
- * value at max_cap_w) seen at cap c0.  With s(c) = 1 - T(c)/T(max cap) and d = s_obs - s(c0),
+/* Job q's curve corrected through one observation: its slowdown s_obs seen at cap c0, against
+ * the SLA's reference T0 (q->t0, or the curve at max_cap_w when that is NAN).  With s(c) =
+ * 1 - T(c)/T0 and d = s_obs - s(c0),
  * s'(c) = min(1, s(c) + d w(c)), w = 1 at and below c0 and (max - c)/(max - c0) above, so the
  * curve passes through the observation (c0 becomes one of its points while there is room: at
  * PFI_ALLOC_CURVE_PTS it is read between its neighbours), keeps T(max cap), and stays monotone
  * when q is.  A curve that already promises no more than was seen (d <= 0) is copied as it is:
  * an observation only ever lowers a curve.  *out = *q but for the points, which go to buf (buf
  * may hold q's own points).  PFI_EINVAL when c0 is not inside [the first point, max_cap_w),
- * s_obs not in [0, 1], or the curve has no throughput at its max cap; *out untouched. */
+ * s_obs not in [0, 1], there is no T0 > 0, or q has more than PFI_ALLOC_CURVE_PTS points;
+ * *out untouched. */
 int pfi_alloc_curve_through(const pfi_alloc_job *q, double c0, double s_obs, pfi_alloc_curve *buf,
                             pfi_alloc_job *out, pfi_err *err);
 

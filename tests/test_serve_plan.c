@@ -154,6 +154,11 @@ static void run_sequence(int with_tps, unsigned seed)
             s.g[i].pinned_w = isnan(s.g[i].pinned_w) ? 300 + 300 * urand() : NAN;
         } else if (u < 0.28 && s.n_jobs > 0) { /* an event lets one job's SLA yield */
             s.jobs[(int)(urand() * s.n_jobs)].sla = NAN;
+        } else if (u < 0.32 && s.n_jobs > 0) { /* its log shows a job slower than promised */
+            srv_job *j = &s.jobs[(int)(urand() * s.n_jobs)];
+            int k = j->n_sla_seen < SRV_SLA_SEEN ? j->n_sla_seen++ : (int)(urand() * SRV_SLA_SEEN);
+            j->sla_seen_cap_w[k] = 200 + 500 * urand();
+            j->sla_seen_s[k] = 0.5 * urand();
         }
         /* A budget between "too low" and "more than the GPUs take", now and then a ramp's or an
          * event's small step from the last one. */
@@ -183,11 +188,91 @@ static void test_plan_kept_relative(void **state)
     run_sequence(0, 88172645u);
 }
 
+/* A job whose log showed it slower than its SLA allows at the cap it got is planned on its
+ * curve read through that (follow.c keeps it, plan.c reads it): under the same budget it gets
+ * more power, and the other job less; an observation no worse than the curve's promise
+ * changes nothing. */
+static void test_plan_sla_seen(void **state)
+{
+    (void)state;
+    static plan_state s;
+    memset(&s, 0, sizeof s);
+    rng = 777u;
+    for (int i = 0; i < NG; i++) {
+        pfi_device *d = &s.g[i].dev;
+        d->index = i;
+        d->min_limit_w = 200;
+        d->max_limit_w = d->default_limit_w = d->limit_w = d->enforced_w = 700;
+        s.g[i].original_w = 700;
+        s.g[i].requested_w = s.g[i].pinned_w = NAN;
+        s.g[i].up = 1;
+        s.g[i].job = i < 8 ? i / 4 : -1;
+    }
+    for (int j = 0; j < 2; j++) {
+        srv_job *jb = &s.jobs[j];
+        snprintf(jb->id, sizeof jb->id, "job%d", j);
+        jb->n_gpus = 4;
+        for (int k = 0; k < 4; k++)
+            jb->gpus[k] = 4 * j + k;
+        jb->weight = 1;
+        jb->t0_tps = 1000;
+        jb->sla = j == 0 ? 0.10 : NAN;
+        jb->cap_w = jb->predicted_rel = jb->predicted_tps = jb->observed_tps = NAN;
+        set_curve(jb);
+    }
+    s.n_jobs = 2;
+    double budget = 8 * 700 * 0.6 + 16 * 200;
+    srv_plan before, after, same_plan;
+    pfi_err e = {0};
+    assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, budget, NULL, &before, &e), PFI_OK);
+    double c0 = before.job_cap_w[0];
+    assert_true(c0 > 200 && c0 < 700);
+    /* where the curve promised at most a 10% slowdown, the log showed 20% */
+    assert_true(before.job_pred_rel[0] >= 0.9 - 1e-9);
+    s.jobs[0].n_sla_seen = 1;
+    s.jobs[0].sla_seen_cap_w[0] = c0;
+    s.jobs[0].sla_seen_s[0] = 0.2;
+    assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, budget, NULL, &after, &e), PFI_OK);
+    print_message("job0: %.0f W -> %.0f W per GPU; job1: %.0f W -> %.0f W\n", c0,
+                  after.job_cap_w[0], before.job_cap_w[1], after.job_cap_w[1]);
+    assert_true(after.job_cap_w[0] > c0 + 1);
+    assert_true(after.job_cap_w[1] < before.job_cap_w[1]);
+    double sum = 0;
+    for (int i = 0; i < NG; i++)
+        sum += isnan(after.target_w[i]) ? 0 : after.target_w[i];
+    assert_true(sum <= budget + 1e-6);
+    /* its cap now meets the SLA on the curve read through what was seen: the shortfall of 0.1
+     * held in full at c0 tapers to nothing at 700 W, so at the new cap it is at least
+     * 0.1 (700 - cap) / (700 - c0) below the curve's promise */
+    double promise = pfi_curve_rel_at_cap(&s.jobs[0].curve, PFI_VIEW_AUTO, after.job_cap_w[0]);
+    double short_at = (0.2 - (1 - pfi_curve_rel_at_cap(&s.jobs[0].curve, PFI_VIEW_AUTO, c0))) *
+                      (700 - after.job_cap_w[0]) / (700 - c0);
+    assert_true(promise - short_at >= 0.9 - 0.01);
+    /* and what the daemon reports for it is read on that curve, not on the promise */
+    assert_float_equal(after.job_pred_rel[0], promise - short_at, 0.005);
+    assert_true(after.job_pred_rel[0] < promise - 1e-6);
+    assert_float_equal(after.job_pred_tps[0], 1000 * after.job_pred_rel[0], 1e-9);
+    /* a breach seen at the job's least cap counts too (the grid's first point) */
+    srv_plan low;
+    s.jobs[0].sla_seen_cap_w[0] = 200;
+    s.jobs[0].sla_seen_s[0] = 0.7;
+    assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, budget, NULL, &low, &e), PFI_OK);
+    assert_true(low.job_cap_w[0] > c0 + 1);
+    s.jobs[0].sla_seen_cap_w[0] = c0;
+    /* seen no worse than promised: the plan of before, bit for bit */
+    s.jobs[0].sla_seen_s[0] = 0.01;
+    assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, budget, NULL, &same_plan, &e),
+                     PFI_OK);
+    for (int i = 0; i < NG; i++)
+        assert_true(same(same_plan.target_w[i], before.target_w[i]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_kept_tokens),
         cmocka_unit_test(test_plan_kept_relative),
+        cmocka_unit_test(test_plan_sla_seen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

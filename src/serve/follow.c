@@ -171,6 +171,46 @@ static void set_curve(srv_node *n, srv_follow *f)
     json_decref(curve);
 }
 
+/* A steady level at which the job is slower than its SLA allows, even at the fast end of the
+ * level's 95% interval (by more than SRV_SLA_TOL), is kept as a breach seen (the latest
+ * SRV_SLA_SEEN, one per cap): the plan reads the job's curve through it, and the caps are
+ * planned again at the next tick.  Its curve's source does not matter: a registered curve can
+ * be as wrong as an estimate, and what the log shows at a cap is the job's throughput there. */
+static void sla_check(srv_node *n, const srv_follow *f, double cap, const pfi_window_stats *st)
+{
+    double fast = isfinite(st->hi) ? st->hi : st->mean, s = NAN, sla = NAN;
+    pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    int j = pfi_srv_find_job(n->jobs, n->n_jobs, f->id);
+    srv_job *jb = j >= 0 ? &n->jobs[j] : NULL;
+    if (jb && isfinite(jb->sla) && jb->t0_tps > 0 && fast > 0 &&
+        1 - fast / jb->t0_tps > jb->sla + SRV_SLA_TOL) {
+        sla = jb->sla;
+        s = fmin(1, fmax(0, 1 - st->mean / jb->t0_tps));
+        int k = 0;
+        while (k < jb->n_sla_seen && fabs(jb->sla_seen_cap_w[k] - cap) > 1.0)
+            k++;
+        if (k == SRV_SLA_SEEN) { /* full: the oldest goes */
+            memmove(jb->sla_seen_cap_w, jb->sla_seen_cap_w + 1,
+                    sizeof jb->sla_seen_cap_w[0] * (SRV_SLA_SEEN - 1));
+            memmove(jb->sla_seen_s, jb->sla_seen_s + 1, sizeof jb->sla_seen_s[0] * (SRV_SLA_SEEN - 1));
+            k = SRV_SLA_SEEN - 1;
+        } else if (k == jb->n_sla_seen)
+            jb->n_sla_seen++;
+        jb->sla_seen_cap_w[k] = cap;
+        jb->sla_seen_s[k] = s;
+        n->last_replan_mono = -1e9; /* at the next tick, not at the next interval */
+    }
+    pthread_mutex_unlock(&n->mu);
+    pthread_mutex_unlock(&n->decide_mu);
+    if (isfinite(s))
+        pfi_srv_event_add(n, "sla_breach",
+                          "job %s: %.1f%% slower than its baseline at %.0f W per GPU (its log, "
+                          "steady), its SLA allows %.1f%%: its curve is read through this and "
+                          "the caps are planned again",
+                          f->id, 100 * s, cap, 100 * sla);
+}
+
 /* One job's level bookkeeping: its GPUs' mean limit and draw now (mu held by the caller's
  * copy), the meter's steady check. */
 static void level_tick(srv_node *n, srv_follow *f, double cap, double draw, double now)
@@ -203,6 +243,7 @@ static void level_tick(srv_node *n, srv_follow *f, double cap, double draw, doub
                       "job %s: %.0f tokens/s at %.0f W per GPU (steady, %d samples, from its log)",
                       f->id, st.mean, cap, st.n);
     set_curve(n, f);
+    sla_check(n, f, cap, &st);
 }
 
 void pfi_srv_follow_tick(srv_node *n)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/alloc_curve.h"
 #include "core/alloc_keep.h"
 #include "core/policy.h"
 #include "core/stats.h"
@@ -90,6 +91,20 @@ static int add_point(double *caps, int n, double c)
     return n + 1;
 }
 
+/* T/T0 at cap c on the job's curve read through its first k breaches seen, as through_seen
+ * reads it (between grid points exactly, where the grid interpolates). */
+static double rel_seen(const srv_job *jb, const pfi_curve *cv, double c, int k, double hi)
+{
+    if (k == 0)
+        return pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, c);
+    double r = rel_seen(jb, cv, c, k - 1, hi), ck = round(jb->sla_seen_cap_w[k - 1]);
+    if (!(ck < hi))
+        return r;
+    double d = jb->sla_seen_s[k - 1] - (1 - rel_seen(jb, cv, ck, k - 1, hi));
+    double w = c <= ck ? 1 : c >= hi ? 0 : (hi - c) / (hi - ck);
+    return d > 0 ? fmax(0, r - d * w) : r;
+}
+
 static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_plan *p,
                         const pfi_curve *cv)
 {
@@ -105,9 +120,12 @@ static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_p
             }
             p->job_cap_w[j] = isfinite(c) ? c : NAN;
         }
+        double lo, hi;
+        pfi_srv_plan_range(g, &jobs[j], &lo, &hi);
         p->job_pred_rel[j] = isnan(p->job_cap_w[j])
                                  ? NAN
-                                 : pfi_curve_rel_at_cap(&cv[j], PFI_VIEW_AUTO, p->job_cap_w[j]);
+                                 : rel_seen(&jobs[j], &cv[j], p->job_cap_w[j], jobs[j].n_sla_seen,
+                                            hi);
         p->job_pred_tps[j] = jobs[j].t0_tps * p->job_pred_rel[j];
     }
 }
@@ -190,7 +208,24 @@ static void plan_no_budget(const srv_gpu *g, int ng, const srv_job *jobs, int n_
         p->min_budget_w += g[i].dev.min_limit_w;
 }
 
-typedef double grid_row[GRID_PTS + PFI_CURVE_MAX_PTS];
+typedef double grid_row[GRID_PTS + PFI_CURVE_MAX_PTS + SRV_SLA_SEEN];
+
+/* The job's SLA breaches seen in its log, each a point of its grid already: its curve (a, on
+ * gc and gt) read through them, so the plan never again promises more there than was seen. */
+static void through_seen(const srv_job *jb, pfi_alloc_job *a, double *gc, double *gt)
+{
+    for (int k = 0; k < jb->n_sla_seen; k++) {
+        double c = round(jb->sla_seen_cap_w[k]);
+        pfi_alloc_curve buf;
+        pfi_alloc_job out;
+        pfi_err e = {0};
+        if (!(c >= a->min_cap_w && c < a->max_cap_w) ||
+            pfi_alloc_curve_through(a, c, jb->sla_seen_s[k], &buf, &out, &e) != PFI_OK ||
+            out.n_points != a->n_points) /* c is on the grid: no point added */
+            continue;
+        memcpy(gt, buf.tput, sizeof *gt * (size_t)out.n_points);
+    }
+}
 
 /* The allocator's view of a job on its free GPUs: a uniform grid over its cap range plus the
  * curve's own caps, valued in `scale` units.  0 when the job has no choice (its cap is then
@@ -215,6 +250,9 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     for (int k = 0; k < cv->n; k++)
         if (cv->cap_w[k] > lo && cv->cap_w[k] < hi)
             m = add_point(gc, m, round(cv->cap_w[k]));
+    for (int k = 0; k < jb->n_sla_seen; k++)
+        if (round(jb->sla_seen_cap_w[k]) >= lo && round(jb->sla_seen_cap_w[k]) < hi)
+            m = add_point(gc, m, round(jb->sla_seen_cap_w[k]));
     qsort(gc, (size_t)m, sizeof gc[0], pfi_cmp_double);
     for (int k = 0; k < m; k++) {
         gt[k] = scale * pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, gc[k]);
@@ -232,6 +270,7 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     a->t0 = scale;
     a->sla = jb->sla;
     a->weight = jb->weight;
+    through_seen(jb, a, gc, gt);
     return 1;
 }
 

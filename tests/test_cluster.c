@@ -664,6 +664,50 @@ static void test_new_job_moves_watts(void **state)
     site_down(&x);
 }
 
+/* A node daemon that saw a job slower in its log than its SLA allows, at the cap the controller
+ * gave it, reports it (sla_breaches_seen): the next plan reads the job's curve through it and
+ * gives it more, the others less, never over the budget; a breach reported at a cap that is no
+ * cap, or a slowdown that is not one, is not read.  Job 104 (n4, 3 GPUs, SLA 10%) promises
+ * at most 7% less at 200 W, so a tight budget leaves it there. */
+static void test_sla_breach_seen(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    static const int three[] = {1, 2, 3};
+    static const double cd[] = {200, 450, 700}, td[] = {0.93, 0.97, 1.0};
+    pfi_standin_job jd = {"104", "n4", 3, three, 0.10, 1, 3, cd, td, 690, 1.0};
+    assert_int_equal(pfi_standin_add_job(x.s, &jd, &e), PFI_OK);
+    write_topo(&x, TOPO_NODES TOPO_JOBS_AB ", {\"id\": \"103\", \"parts\": [{\"node\": \"n4\", "
+                   "\"gpus\": [0]}]}, {\"id\": \"104\", \"parts\": [{\"node\": \"n4\", "
+                   "\"gpus\": [1,2,3]}]}]}");
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    double w = 0.6 * pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, w, &e), PFI_OK);
+    double d0 = pfi_standin_cap(x.s, "n4", 1), a0 = pfi_standin_cap(x.s, "n1", 0);
+    assert_true(d0 < 300);
+    /* nonsense first: nothing moves */
+    double bad_c[] = {0, 5e5, d0}, bad_s[] = {0.5, 0.5, 1.5};
+    assert_int_equal(pfi_standin_set_seen(x.s, "n4", "104", 3, bad_c, bad_s, &e), PFI_OK);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    assert_float_equal(pfi_standin_cap(x.s, "n4", 1), d0, 0.5);
+    /* at d0 its curve says at most 7%; its log showed 70% */
+    double c[] = {d0}, sd[] = {0.70};
+    assert_int_equal(pfi_standin_set_seen(x.s, "n4", "104", 1, c, sd, &e), PFI_OK);
+    pfi_standin_reset_peak(x.s);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    double d1 = pfi_standin_cap(x.s, "n4", 1);
+    print_message("job 104: %.0f W -> %.0f W per GPU; job 101: %.0f W -> %.0f W\n", d0, d1, a0,
+                  pfi_standin_cap(x.s, "n1", 0));
+    /* on the curve read through (d0, 0.70), 10% is first met near 650 W */
+    assert_true(d1 > 600);
+    assert_true(pfi_standin_cap(x.s, "n1", 0) < a0);
+    assert_true(pfi_standin_peak(x.s) <= w + 1e-6);
+    site_down(&x);
+}
+
 /* Every GPU's planned cap, warm (the allocator state kept from the last plan) and then fresh. */
 static void plan_both(pfi_cl *c, double w, double *warm, double *fresh, int *rc_warm,
                       int *rc_fresh, long long *n_warm)
@@ -1193,6 +1237,7 @@ int main(void)
         cmocka_unit_test(test_node_silent_during_cut),
         cmocka_unit_test(test_node_silent_during_cut_loop),
         cmocka_unit_test(test_new_job_moves_watts),
+        cmocka_unit_test(test_sla_breach_seen),
         cmocka_unit_test(test_ramp),
         cmocka_unit_test(test_decode_caps),
         cmocka_unit_test(test_budget_change_plans_once),

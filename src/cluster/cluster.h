@@ -36,6 +36,9 @@
 #define PFI_CL_NAME_MAX 64
 #define PFI_CL_URL_MAX 256
 #define PFI_CL_CURVE_MAX 24
+/* SLA breaches a job's node daemons saw in its log (GET /v1/jobs sla_breaches_seen) kept per
+ * job: the plan reads the job's curve through them (docs/cluster.md). */
+#define PFI_CL_SEEN 4
 
 /* ---- topology (topo.c) ---- */
 
@@ -143,6 +146,8 @@ typedef struct pfi_cl_job {
     double cap_target_w;      /* what the last allocation gave it (NAN: none yet) */
     double tput_target;
     int registered;           /* some node daemon knows it */
+    int n_seen;               /* SLA breaches its nodes saw: per-GPU cap, slowdown (latest) */
+    double seen_cap_w[PFI_CL_SEEN], seen_s[PFI_CL_SEEN];
 } pfi_cl_job;
 
 typedef struct pfi_cl_budget {

@@ -21,6 +21,7 @@
 
 #include "cluster/cl_int.h"
 #include "core/alloc.h"
+#include "core/alloc_curve.h"
 #include "core/alloc_keep.h"
 #include "core/policy.h"
 
@@ -104,8 +105,8 @@ typedef struct job_view {
     int na;
     pfi_alloc_job *aj;
     int *which, *slot;
-    double (*pc)[2];
-    double (*pt)[PFI_CL_CURVE_MAX];
+    double (*pc)[PFI_CL_CURVE_MAX + PFI_CL_SEEN];
+    double (*pt)[PFI_CL_CURVE_MAX + PFI_CL_SEEN];
 } job_view;
 
 static void job_view_free(job_view *v)
@@ -115,6 +116,27 @@ static void job_view_free(job_view *v)
     free(v->slot);
     free(v->pc);
     free(v->pt);
+}
+
+/* The SLA breaches the job's nodes saw in its log: its curve (a) read through each, as the node
+ * daemon's plan reads it (pfi_alloc_curve_through), the points going to pc and pt (room for one
+ * more per breach). */
+static void through_seen(const pfi_cl_job *J, pfi_alloc_job *a, double *pc, double *pt)
+{
+    for (int k = 0; k < J->n_seen; k++) {
+        pfi_alloc_curve buf;
+        pfi_alloc_job out;
+        pfi_err e = {0};
+        if (!(J->seen_cap_w[k] >= a->min_cap_w && J->seen_cap_w[k] < a->max_cap_w) ||
+            pfi_alloc_curve_through(a, J->seen_cap_w[k], J->seen_s[k], &buf, &out, &e) != PFI_OK ||
+            out.n_points > PFI_CL_CURVE_MAX + PFI_CL_SEEN)
+            continue;
+        memcpy(pc, buf.cap_w, sizeof *pc * (size_t)out.n_points);
+        memcpy(pt, buf.tput, sizeof *pt * (size_t)out.n_points);
+        a->cap_w = pc;
+        a->tput = pt;
+        a->n_points = out.n_points;
+    }
 }
 
 /* Curves are normalized to n_gpus at their top so jobs in different units, or without a curve
@@ -147,6 +169,7 @@ static void job_to_alloc(const pfi_cl_job *J, pfi_alloc_job *a, double *pc, doub
     a->t0 = NAN;
     a->sla = J->sla;
     a->weight = J->weight > 0 ? J->weight : 1.0;
+    through_seen(J, a, pc, pt);
 }
 
 static int job_view_build(const pfi_cl *c, job_view *v, pfi_err *err)

@@ -28,6 +28,8 @@ typedef struct sjob {
     double sla, weight, p0_w, t0;
     int n_points;
     double cap_w[PFI_CL_CURVE_MAX], tput[PFI_CL_CURVE_MAX];
+    int n_seen;
+    double seen_cap_w[8], seen_s[8];
 } sjob;
 
 typedef struct snode {
@@ -135,6 +137,11 @@ static json_t *jobs_json(const snode *n)
         } else {
             json_object_set_new(o, "curve", json_null());
         }
+        json_t *seen = json_array();
+        for (int q = 0; q < j->n_seen; q++)
+            json_array_append_new(seen, json_pack("{s:f, s:f}", "cap_w", j->seen_cap_w[q],
+                                                  "slowdown", j->seen_s[q]));
+        json_object_set_new(o, "sla_breaches_seen", seen);
         json_array_append_new(arr, o);
     }
     return json_pack("{s:o}", "jobs", arr);
@@ -302,6 +309,26 @@ int pfi_standin_start_threads(int threads, int n_nodes, const char *const *names
     *port = di ? di->port : 0;
     *out = s;
     return PFI_OK;
+}
+
+int pfi_standin_set_seen(pfi_standin *s, const char *node, const char *id, int n,
+                         const double *cap_w, const double *slowdown, pfi_err *err)
+{
+    if (n < 0 || n > 8)
+        return pfi_err_set(err, PFI_EINVAL, "stand-in: 0 to 8 breaches, not %d", n);
+    pthread_mutex_lock(&s->mu);
+    snode *nd = find(s, node, strlen(node));
+    sjob *j = NULL;
+    for (int k = 0; nd && k < nd->n_jobs && !j; k++)
+        if (!strcmp(nd->jobs[k].id, id))
+            j = &nd->jobs[k];
+    if (j) {
+        j->n_seen = n;
+        for (int k = 0; k < n; k++)
+            j->seen_cap_w[k] = cap_w[k], j->seen_s[k] = slowdown[k];
+    }
+    pthread_mutex_unlock(&s->mu);
+    return j ? PFI_OK : pfi_err_set(err, PFI_ENOENT, "stand-in: no job %s on %s", id, node);
 }
 
 int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err)

@@ -31,6 +31,10 @@ int pfi_standin_start_threads(int threads, int n_nodes, const char *const *names
                               int gpus_per_node, double min_w, double max_w, pfi_standin **out,
                               int *port, pfi_err *err);
 int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err);
+/* The SLA breaches node `node` reports for job `id` (GET /v1/jobs sla_breaches_seen: n caps and
+ * slowdowns; n 0: none).  PFI_ENOENT when the node has no such job. */
+int pfi_standin_set_seen(pfi_standin *s, const char *node, const char *id, int n,
+                         const double *cap_w, const double *slowdown, pfi_err *err);
 /* A silent node: accepts connections, never answers (until unset). */
 void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent);
 double pfi_standin_cap_sum(pfi_standin *s);

@@ -91,7 +91,7 @@ int pfi_runset_load(const char *db, int public_data, char **names, int nnames, c
         rc = pfi_import_all(st, NULL, nr, nl, err);
         if (rc != PFI_OK) {
             pfi_store_close(st);
-            if (rc == PFI_ENOENT && !(getenv("PFI_DATA_DIR") && *getenv("PFI_DATA_DIR"))) {
+            if (rc == PFI_ENOENT && !pfi_data_dir_from_env()) {
                 /* the default is relative: from another folder it names nothing, and the
                  * message should say where it looked and how to point it elsewhere */
                 char cwd[1024];

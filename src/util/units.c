@@ -211,3 +211,9 @@ const char *pfi_data_dir(void)
     const char *d = getenv("PFI_DATA_DIR");
     return d && *d ? d : "../shared/data";
 }
+
+int pfi_data_dir_from_env(void)
+{
+    const char *d = getenv("PFI_DATA_DIR");
+    return d && *d;
+}

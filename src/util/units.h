@@ -36,5 +36,7 @@ int pfi_parse_cap_range(const char *s, double *out, int max_n, int *n, pfi_err *
 
 /* The directory holding the public datasets: $PFI_DATA_DIR, else "../shared/data". */
 const char *pfi_data_dir(void);
+/* 1 when $PFI_DATA_DIR names the data folder, 0 when pfi_data_dir() is the relative default. */
+int pfi_data_dir_from_env(void);
 
 #endif

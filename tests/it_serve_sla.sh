@@ -111,4 +111,23 @@ tps=$(events | jq -r --argjson c "$high" '[.events[] | select(.kind == "curve_po
 awk -v t="$tps" -v t0="$t0" 'BEGIN { exit !(1 - t / t0 <= 0.1 + 0.01) }' ||
     fail "j0 at $high W gives $tps tokens/s: $(awk -v t="$tps" -v t0="$t0" 'BEGIN { printf "%.1f%%", 100 * (1 - t / t0) }') slower, its SLA 10%"
 echo "it_serve_sla: j0 at $high W: $tps tokens/s, $(awk -v t="$tps" -v t0="$t0" 'BEGIN { printf "%.1f%%", 100 * (1 - t / t0) }') slower than its baseline (SLA 10%)"
+# A budget the breach leaves too small for every SLA (55%: j0 alone now needs 4 x 630 W): the
+# node took such budgets before the breach, so every SLA gives the same, the least that fits,
+# and the daemon says so; j0 is not sent back to 200 W, and the budget holds.
+ctl budget set 55% >/dev/null || fail "budget set 55% after the breach"
+budget=$(curl -sf "$URL/v1/budget" | jq '.budget_w') || fail "no budget"
+i=0
+until events | jq -e '[.events[] | select(.kind == "sla_relaxed")] | length > 0' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "no sla_relaxed event at 55%: $(events | tail -c 1500)"
+    sleep 0.1
+done
+events | jq -r '[.events[] | select(.kind == "sla_relaxed")][0].message'
+relaxed=$(job j0 | jq '.cap_w')
+awk -v c="$relaxed" -v h="$high" 'BEGIN { exit !(c > 400 && c <= h) }' || fail "j0 at $relaxed W per GPU under 55% (before: $high)"
+sum=$(curl -sf "$URL/v1/gpus" | jq '[.gpus[].limit_w] | add')
+awk -v s="$sum" -v b="$budget" 'BEGIN { exit !(s <= b + 0.5) }' || fail "limits sum to $sum W over the budget $budget W"
+echo "it_serve_sla: under 55% ($budget W) every SLA relaxed alike; j0 at $relaxed W per GPU"
+# Below every GPU's minimum (8 x 200 W): refused, nothing changes.
+if ctl budget set 25% >/dev/null 2>"$dir/err"; then fail "a budget below every minimum was taken"; fi
+grep -q "infeasible" "$dir/err" || fail "no reason for refusing 30%: $(cat "$dir/err")"
 echo "it_serve_sla: ok"

@@ -252,6 +252,37 @@ static void test_plan_sla_seen(void **state)
     assert_float_equal(after.job_pred_rel[0], promise - short_at, 0.005);
     assert_true(after.job_pred_rel[0] < promise - 1e-6);
     assert_float_equal(after.job_pred_tps[0], 1000 * after.job_pred_rel[0], 1e-9);
+    /* a budget the plain SLA floors fit and the corrected ones do not: every SLA relaxed alike,
+     * the least that fits, and the job not sent back below where it was planned before; below
+     * the plain floors, refused as before */
+    assert_true(after.min_budget_w > before.min_budget_w + 10);
+    assert_true(after.sla_extra == 0 && before.sla_extra == 0);
+    double mid = 0.5 * (before.min_budget_w + after.min_budget_w);
+    srv_plan rel;
+    assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, mid, NULL, &rel, &e), PFI_OK);
+    print_message("budget %.0f W (floors %.0f W plain, %.0f W through the breach): SLAs +%.4f, "
+                  "job0 at %.0f W\n", mid, before.min_budget_w, after.min_budget_w, rel.sla_extra,
+                  rel.job_cap_w[0]);
+    assert_true(rel.sla_extra > 0 && rel.sla_extra < 0.2);
+    assert_true(rel.min_budget_w == after.min_budget_w);
+    sum = 0;
+    for (int i = 0; i < NG; i++)
+        sum += isnan(rel.target_w[i]) ? 0 : rel.target_w[i];
+    assert_true(sum <= mid + 1e-6);
+    assert_true(rel.job_cap_w[0] > c0 + 1);
+    /* the kept allocator state gives the same */
+    pfi_alloc_keep *keep = NULL;
+    srv_plan rk;
+    assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, budget, &keep, &rk, &e), PFI_OK);
+    assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, mid, &keep, &rk, &e), PFI_OK);
+    for (int i = 0; i < NG; i++)
+        assert_true(same(rk.target_w[i], rel.target_w[i]));
+    pfi_alloc_keep_free(keep);
+    srv_plan no;
+    assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, before.min_budget_w - 50, NULL, &no, &e),
+                     PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "is infeasible"));
+    pfi_err_clear(&e);
     /* a breach seen at the job's least cap counts too (the grid's first point) */
     srv_plan low;
     s.jobs[0].sla_seen_cap_w[0] = 200;

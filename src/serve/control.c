@@ -377,8 +377,17 @@ static void replan_step(srv_node *n)
     pfi_err e = {0};
     pfi_srv_snapshot(n);
     srv_plan plan;
-    if (pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &n->keep, &plan,
-                             &e) == PFI_OK) {
+    int rc = pfi_srv_plan_compute(n->snap, n->n_gpus, n->cand, n->n_cand, budget, &n->keep, &plan,
+                                  &e);
+    if (rc != PFI_OK && strcmp(e.msg, n->replan_said) != 0) {
+        /* e.g. SLA breaches seen under a budget that was tight before: the caps stay, and the
+         * operator hears it once */
+        pfi_srv_event_add(n, "replan_failed", "re-plan on updated curves: %s; caps left as they are",
+                          e.msg);
+        snprintf(n->replan_said, sizeof n->replan_said, "%s", e.msg);
+    } else if (rc == PFI_OK)
+        n->replan_said[0] = '\0';
+    if (rc == PFI_OK) {
         double moved = 0;
         for (int i = 0; i < n->n_gpus; i++)
             if (!isnan(plan.target_w[i]) && fabs(plan.target_w[i] - n->snap[i].dev.limit_w) > moved)

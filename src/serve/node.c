@@ -316,6 +316,12 @@ int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, co
                                       &n->keep, &plan, err);
         if (rc != PFI_OK)
             return rc;
+        if (plan.sla_extra > 0)
+            pfi_srv_event_add(n, "sla_relaxed",
+                              "%s: the SLA breaches seen in the jobs' logs leave no plan within "
+                              "%.0f W that meets every SLA: every SLA loosened by %.1f points, "
+                              "the least that fits (raise the budget, or let an SLA go)",
+                              reason, budget_w, 100 * plan.sla_extra);
         if (isnan(budget_w))
             apply_budget = INFINITY;
     }

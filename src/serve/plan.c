@@ -231,8 +231,8 @@ static void through_seen(const srv_job *jb, pfi_alloc_job *a, double *gc, double
  * curve's own caps, valued in `scale` units.  0 when the job has no choice (its cap is then
  * set in p and counted in *fixed_w). */
 static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_curve *cv,
-                        double scale, double *gc, double *gt, pfi_alloc_job *a, srv_plan *p,
-                        double *fixed_w)
+                        double scale, int seen, double *gc, double *gt, pfi_alloc_job *a,
+                        srv_plan *p, double *fixed_w)
 {
     double lo, hi;
     pfi_srv_plan_range(g, jb, &lo, &hi);
@@ -250,7 +250,7 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     for (int k = 0; k < cv->n; k++)
         if (cv->cap_w[k] > lo && cv->cap_w[k] < hi)
             m = add_point(gc, m, round(cv->cap_w[k]));
-    for (int k = 0; k < jb->n_sla_seen; k++)
+    for (int k = 0; seen && k < jb->n_sla_seen; k++)
         if (round(jb->sla_seen_cap_w[k]) >= lo && round(jb->sla_seen_cap_w[k]) < hi)
             m = add_point(gc, m, round(jb->sla_seen_cap_w[k]));
     qsort(gc, (size_t)m, sizeof gc[0], pfi_cmp_double);
@@ -270,7 +270,8 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     a->t0 = scale;
     a->sla = jb->sla;
     a->weight = jb->weight;
-    through_seen(jb, a, gc, gt);
+    if (seen)
+        through_seen(jb, a, gc, gt);
     return 1;
 }
 
@@ -300,6 +301,41 @@ static int solve_kept(pfi_alloc_keep **keep, int policy, const pfi_alloc_job *aj
     return 1;
 }
 
+/* Whether jobs whose curves some SLA breach seen has changed (aj[0..na), job map[a]) would fit
+ * `room` watts of minimum caps and SLA floors on their curves as they were before any breach. */
+static int fits_unseen(const srv_gpu *g, const srv_job *jobs, const pfi_curve *cv,
+                       const pfi_alloc_job *aj, int na, const int *map, int all_abs, double room,
+                       const pfi_alloc_opts *o)
+{
+    int any = 0;
+    for (int a = 0; a < na; a++)
+        any |= jobs[map[a]].n_sla_seen > 0;
+    if (!any || na <= 0)
+        return 0;
+    size_t nn = (size_t)na;
+    grid_row *gc = calloc(nn, sizeof *gc), *gt = calloc(nn, sizeof *gt);
+    pfi_alloc_job *u = calloc(nn, sizeof *u);
+    int *kf = calloc(nn, sizeof *kf), *km = calloc(nn, sizeof *km), fits = 0;
+    if (gc && gt && u && kf && km) {
+        srv_plan scratch;
+        double fixed = 0;
+        for (int a = 0; a < na; a++) {
+            const srv_job *jb = &jobs[map[a]];
+            u[a] = aj[a];
+            if (jb->n_sla_seen > 0)
+                job_to_alloc(g, jb, map[a], &cv[map[a]], all_abs ? jb->t0_tps : (double)jb->n_gpus,
+                             0, gc[a], gt[a], &u[a], &scratch, &fixed);
+        }
+        pfi_alloc_result r = {0};
+        pfi_err e = {0};
+        if (pfi_alloc_prepare(u, na, 1e12, o, kf, km, &r, &e) == PFI_OK)
+            fits = r.min_budget_w <= room + 1e-6;
+        pfi_alloc_result_free(&r);
+    }
+    free(gc), free(gt), free(u), free(kf), free(km);
+    return fits;
+}
+
 int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_jobs, double budget_w,
                         int policy, pfi_alloc_keep **keep, srv_plan *p, pfi_err *err)
 {
@@ -315,6 +351,7 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
             owner[jobs[j].gpus[k]] = j;
     }
     p->min_budget_w = 0;
+    p->sla_extra = 0;
     /* Curves and grids are too large for the stack of an HTTP worker thread. */
     size_t nj = (size_t)(n_jobs > 0 ? n_jobs : 1);
     pfi_curve *cv = calloc(nj, sizeof *cv);
@@ -352,7 +389,7 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
     int na = 0;
     for (int j = 0; j < n_jobs; j++) {
         double scale = all_abs ? jobs[j].t0_tps : (double)jobs[j].n_gpus;
-        if (job_to_alloc(g, &jobs[j], j, &cv[j], scale, gc[j], gt[j], &aj[na], p, &fixed_w))
+        if (job_to_alloc(g, &jobs[j], j, &cv[j], scale, 1, gc[j], gt[j], &aj[na], p, &fixed_w))
             map[na++] = j;
     }
     pfi_alloc_opts o;
@@ -371,7 +408,16 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
         pfi_alloc_result_free(&res);
     }
     p->min_budget_w = fixed_w + min_jobs;
-    if (budget_w + 1e-6 < p->min_budget_w) {
+    int relax = budget_w + 1e-6 < p->min_budget_w &&
+                fits_unseen(g, jobs, cv, aj, na, map, all_abs, budget_w - fixed_w, &o);
+    if (relax) {
+        /* Only the breaches seen in the logs make the SLAs too much for a budget the node took:
+         * every SLA gives the same, the least that fits, rather than the breaching job staying
+         * where its log shows it breaking its SLA (docs/serve.md). */
+        o.on_infeasible = PFI_INFEASIBLE_RELAX;
+        kept = 0;
+    }
+    if (!relax && budget_w + 1e-6 < p->min_budget_w) {
         rc = pfi_err_set(err, PFI_EINFEASIBLE,
                          "budget %.0f W is infeasible: this node needs at least %.0f W (every "
                          "GPU at its minimum limit%s)",
@@ -384,6 +430,8 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
             rc = pfi_alloc_policy(policy, aj, na, NULL, budget_w - fixed_w, &o, &res, err);
         if (rc != PFI_OK)
             goto out;
+        if (relax)
+            p->sla_extra = res.sla_extra;
         for (int a = 0; a < na; a++)
             p->job_cap_w[map[a]] = res.cap_w[a];
     }

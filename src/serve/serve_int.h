@@ -249,6 +249,7 @@ typedef struct srv_node {
     long long n_watchdog_trips;
     long long n_heartbeats; /* heartbeats answered */
     double last_apply_ms, last_decision_mono, last_replan_mono;
+    char replan_said[256];   /* the last re-plan failure said (control.c: said once, not each tick) */
     pfi_prom_hist apply_hist; /* every decision's apply time, seconds */
     long long commit_gen;  /* bumped by every commit of a decision (under mu): a reading taken
                             * before it is older than the limits the decision read back */
@@ -379,6 +380,9 @@ typedef struct srv_plan {
     double job_pred_tps[SRV_MAX_JOBS]; /* NAN when the job's baseline tokens/s is unknown */
     double job_pred_rel[SRV_MAX_JOBS]; /* T/T0 at the cap on the job's curve */
     double min_budget_w;            /* the least budget that meets every job's SLA */
+    double sla_extra;               /* > 0: every SLA loosened by this slowdown, the least that
+                                       fits, because the SLA breaches seen in the jobs' logs left
+                                       no plan within the budget that meets them all */
 } srv_plan;
 /* keep: the node's allocator state kept between plans (core/alloc_keep.h; NULL at first), so a
  * new budget, an event's step or one job's new curve re-solves warm; the plan is the one a fresh

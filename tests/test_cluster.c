@@ -705,6 +705,21 @@ static void test_sla_breach_seen(void **state)
     assert_true(d1 > 600);
     assert_true(pfi_standin_cap(x.s, "n1", 0) < a0);
     assert_true(pfi_standin_peak(x.s) <= w + 1e-6);
+    /* 42%: the minimum caps fit (and 104's SLA on its curve as reported), 104's floor through
+     * the breach does not: every SLA loosened alike, said in the note, 104 not sent back to
+     * d0, the budget kept */
+    double w2 = 0.42 * pfi_cl_site_default_w(x.c);
+    pfi_standin_reset_peak(x.s);
+    assert_int_equal(set_budget(&x, w2, &e), PFI_OK);
+    double d2 = pfi_standin_cap(x.s, "n4", 1);
+    print_message("42%%: job 104 at %.0f W per GPU; note: %s\n", d2, x.c->note);
+    assert_true(d2 > d0 + 50);
+    assert_non_null(strstr(x.c->note, "every SLA loosened by"));
+    assert_true(pfi_standin_peak(x.s) <= w + 1e-6);
+    assert_true(pfi_standin_cap_sum(x.s) <= w2 + 1e-6);
+    /* below the minimum caps: refused, nothing changes */
+    assert_int_equal(set_budget(&x, 0.2 * pfi_cl_site_default_w(x.c), &e), PFI_EINFEASIBLE);
+    assert_float_equal(pfi_standin_cap(x.s, "n4", 1), d2, 0.5);
     site_down(&x);
 }
 

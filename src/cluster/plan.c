@@ -141,7 +141,7 @@ static void through_seen(const pfi_cl_job *J, pfi_alloc_job *a, double *pc, doub
 
 /* Curves are normalized to n_gpus at their top so jobs in different units, or without a curve
  * (proportional to the cap, as the node daemon takes them), compare on one scale. */
-static void job_to_alloc(const pfi_cl_job *J, pfi_alloc_job *a, double *pc, double *pt)
+static void job_to_alloc(const pfi_cl_job *J, int seen, pfi_alloc_job *a, double *pc, double *pt)
 {
     a->id = J->id;
     a->n_gpus = J->n_gpus;
@@ -169,10 +169,12 @@ static void job_to_alloc(const pfi_cl_job *J, pfi_alloc_job *a, double *pc, doub
     a->t0 = NAN;
     a->sla = J->sla;
     a->weight = J->weight > 0 ? J->weight : 1.0;
-    through_seen(J, a, pc, pt);
+    if (seen)
+        through_seen(J, a, pc, pt);
 }
 
-static int job_view_build(const pfi_cl *c, job_view *v, pfi_err *err)
+/* seen 0: the jobs' curves as their nodes report them, before any SLA breach seen. */
+static int job_view_build(const pfi_cl *c, int seen, job_view *v, pfi_err *err)
 {
     memset(v, 0, sizeof *v);
     v->aj = calloc((size_t)c->n_jobs + 1, sizeof *v->aj);
@@ -190,7 +192,7 @@ static int job_view_build(const pfi_cl *c, job_view *v, pfi_err *err)
         if (J->pinned || J->n_gpus == 0)
             continue;
         v->slot[j] = v->na;
-        job_to_alloc(J, &v->aj[v->na], v->pc[v->na], v->pt[v->na]);
+        job_to_alloc(J, seen, &v->aj[v->na], v->pc[v->na], v->pt[v->na]);
         if (c->sla_yield) /* a grid event in force lets the SLAs give way */
             v->aj[v->na].sla = NAN;
         v->which[v->na++] = j;
@@ -296,6 +298,28 @@ static void write_targets(pfi_cl *c, const job_view *v, const pfi_alloc_result *
     }
 }
 
+/* Whether the jobs' minimum caps and SLA floors fit `for_jobs` watts on their curves before any
+ * SLA breach seen, when some job has one (0 when none has: nothing to relax for). */
+static int fits_unseen(const pfi_cl *c, const job_view *v, double for_jobs, const pfi_alloc_opts *o)
+{
+    int any = 0;
+    for (int k = 0; k < v->na; k++)
+        any |= c->jobs[v->which[k]].n_seen > 0;
+    job_view u;
+    pfi_err e = {0};
+    if (!any || job_view_build(c, 0, &u, &e) != PFI_OK)
+        return 0;
+    int *kf = calloc((size_t)u.na + 1, sizeof *kf), *km = calloc((size_t)u.na + 1, sizeof *km);
+    pfi_alloc_result r;
+    memset(&r, 0, sizeof r);
+    int fits = kf && km && pfi_alloc_prepare(u.aj, u.na, 1e15, o, kf, km, &r, &e) == PFI_OK &&
+               r.min_budget_w <= for_jobs + 1e-6;
+    pfi_alloc_result_free(&r);
+    free(kf), free(km);
+    job_view_free(&u);
+    return fits;
+}
+
 int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
 {
     if (isnan(budget_w)) {
@@ -309,7 +333,7 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
     job_view v;
     int rc = count_fixed(c, &f, err);
     if (rc == PFI_OK)
-        rc = job_view_build(c, &v, err);
+        rc = job_view_build(c, 1, &v, err);
     if (rc != PFI_OK)
         return rc;
     double for_jobs = budget_w - f.reserved - f.idle_min;
@@ -326,14 +350,35 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
         if (rc != PFI_OK && rc != PFI_EINFEASIBLE)
             pfi_err_prefix(err, "site allocation: ");
     }
+    pfi_alloc_result rel;
+    memset(&rel, 0, sizeof rel);
+    const pfi_alloc_result *got = &res;
+    if (rc == PFI_EINFEASIBLE && for_jobs > 0 && fits_unseen(c, &v, for_jobs, &o)) {
+        /* Only the SLA breaches the nodes saw make the SLAs too much: every SLA gives the same,
+         * the least that fits, as the node daemon does (docs/cluster.md). */
+        pfi_alloc_opts ro = o;
+        ro.on_infeasible = PFI_INFEASIBLE_RELAX;
+        pfi_err_clear(err);
+        rc = pfi_alloc_policy(PFI_POLICY_PFI, v.aj, v.na, NULL, for_jobs, &ro, &rel, err);
+        if (rc == PFI_OK) {
+            got = &rel;
+            if (target)
+                snprintf(c->note, sizeof c->note,
+                         "the SLA breaches the nodes saw leave no plan within %.0f W that meets "
+                         "every SLA: every SLA loosened by %.1f points, the least that fits",
+                         budget_w, 100 * rel.sla_extra);
+        }
+    }
     if (rc == PFI_EINFEASIBLE)
         explain_infeasible(&v, o, budget_w, for_jobs, &f, err);
     if (rc == PFI_OK && target) {
-        double left = for_jobs - (v.na > 0 ? res.power_w : 0);
-        write_targets(c, &v, &res, idle_share(c, left, f.n_idle), target);
+        double left = for_jobs - (v.na > 0 ? got->power_w : 0);
+        write_targets(c, &v, got, idle_share(c, left, f.n_idle), target);
         c->reserved_w = f.reserved;
         c->idle_w = f.idle_min;
     }
+    if (got == &rel)
+        pfi_alloc_result_free(&rel);
     pfi_alloc_keep_put_back(c->keep, &res); /* the next plan refills it (freed when none) */
     job_view_free(&v);
     return rc;
@@ -347,7 +392,7 @@ double pfi_cl_min_budget(pfi_cl *c, int yield)
     c->sla_yield = yield;
     int rc = count_fixed(c, &f, NULL);
     if (rc == PFI_OK)
-        rc = job_view_build(c, &v, NULL);
+        rc = job_view_build(c, 1, &v, NULL);
     c->sla_yield = keep;
     if (rc != PFI_OK)
         return NAN;
@@ -380,7 +425,7 @@ int pfi_cl_plan_policy(pfi_cl *c, double budget_w, int policy, int yield, double
     c->sla_yield = yield;
     int rc = count_fixed(c, &f, err);
     if (rc == PFI_OK)
-        rc = job_view_build(c, &v, err);
+        rc = job_view_build(c, 1, &v, err);
     c->sla_yield = keep;
     if (rc != PFI_OK)
         return rc;

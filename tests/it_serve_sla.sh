@@ -9,9 +9,9 @@
 # read j0's curve through what it saw, and re-plan: j0 gets a cap at which its log shows it
 # within its SLA, the others give the power back, and the budget holds throughout.
 set -u
+name=it_serve_sla
 fail() { echo "it_serve_sla: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_serve_sla: PFI_BIN is not set"; exit 1; }
-[ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "it_serve_sla: PFI_FAKENVML is not built"; exit 77; }
 command -v curl >/dev/null && command -v jq >/dev/null || { echo "it_serve_sla: needs curl and jq"; exit 77; }
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_serve_sla.XXXXXX") || exit 1
 SERVE="" J0=""
@@ -21,11 +21,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY PFI_BACKEND
 export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
 "$PFI_BIN" sim init --state "$PFI_SIM_STATE" --sim h200x8-mixed --speed 20 >/dev/null || fail "sim init"
-head -c 32 /dev/urandom | base64 > "$dir/token"
-chmod 600 "$dir/token"
+. "$(dirname "$0")/support/serve_env.sh"
 truth() { # job caps...: "cap tokens/s" lines, the simulator's noise-free steady state
     j=$1; shift
     "$PFI_BIN" sim job --sim h200x8-mixed --job "$j" --truth "$(echo "$@" | tr ' ' ',')" --json |
@@ -36,19 +34,9 @@ awk -v t="$t0" 'BEGIN { exit !(t > 0) }' || fail "no truth for job 0"
 
 "$PFI_BIN" sim job --job 0 --log-format torchtitan >"$dir/job0.log" 2>&1 &
 J0=$!
-"$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
-    --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
-    --sample-interval 100ms --set discover=no --set reoptimize_interval=1s \
-    --set min_change_interval=1s >"$dir/serve.log" 2>&1 &
-SERVE=$!
-i=0
-while [ ! -s "$dir/port" ]; do
-    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
-    sleep 0.05
-done
-URL="http://$(cat "$dir/port")"
-AUTH="Authorization: Bearer $(cat "$dir/token")"
+start_serve 127.0.0.1:0 --sample-interval 100ms --set discover=no --set reoptimize_interval=1s \
+    --set min_change_interval=1s
+URL="http://$ADDR"
 post() { curl -sf --max-time 5 -H "$AUTH" -H 'Content-Type: application/json' -X POST --data "$2" "$URL$1"; }
 ctl() { "$PFI_BIN" ctl --url "$URL" --token-file "$dir/token" "$@"; }
 events() { curl -sf --max-time 5 "$URL/v1/events?limit=500"; }

@@ -91,20 +91,6 @@ static int add_point(double *caps, int n, double c)
     return n + 1;
 }
 
-/* T/T0 at cap c on the job's curve read through its first k breaches seen, as through_seen
- * reads it (between grid points exactly, where the grid interpolates). */
-static double rel_seen(const srv_job *jb, const pfi_curve *cv, double c, int k, double hi)
-{
-    if (k == 0)
-        return pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, c);
-    double r = rel_seen(jb, cv, c, k - 1, hi), ck = round(jb->sla_seen_cap_w[k - 1]);
-    if (!(ck < hi))
-        return r;
-    double d = jb->sla_seen_s[k - 1] - (1 - rel_seen(jb, cv, ck, k - 1, hi));
-    double w = c <= ck ? 1 : c >= hi ? 0 : (hi - c) / (hi - ck);
-    return d > 0 ? fmax(0, r - d * w) : r;
-}
-
 static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_plan *p,
                         const pfi_curve *cv)
 {
@@ -120,12 +106,9 @@ static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_p
             }
             p->job_cap_w[j] = isfinite(c) ? c : NAN;
         }
-        double lo, hi;
-        pfi_srv_plan_range(g, &jobs[j], &lo, &hi);
         p->job_pred_rel[j] = isnan(p->job_cap_w[j])
                                  ? NAN
-                                 : rel_seen(&jobs[j], &cv[j], p->job_cap_w[j], jobs[j].n_sla_seen,
-                                            hi);
+                                 : pfi_curve_rel_at_cap(&cv[j], PFI_VIEW_AUTO, p->job_cap_w[j]);
         p->job_pred_tps[j] = jobs[j].t0_tps * p->job_pred_rel[j];
     }
 }
@@ -445,6 +428,13 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
                                                   : c;
         }
     report_caps(g, jobs, n_jobs, p, cv);
+    for (int a = 0; a < na; a++) { /* a curve read through breaches: on what was allocated */
+        int j = map[a];
+        if (jobs[j].n_sla_seen > 0 && !isnan(p->job_cap_w[j]) && aj[a].t0 > 0) {
+            p->job_pred_rel[j] = pfi_alloc_tput_at(&aj[a], p->job_cap_w[j]) / aj[a].t0;
+            p->job_pred_tps[j] = jobs[j].t0_tps * p->job_pred_rel[j];
+        }
+    }
 out:
     /* A failed prepare or solve may leave its result allocated; the keeper's next solve refills
      * it (freed when there is none). */

@@ -156,9 +156,10 @@ static void run_sequence(int with_tps, unsigned seed)
             s.jobs[(int)(urand() * s.n_jobs)].sla = NAN;
         } else if (u < 0.32 && s.n_jobs > 0) { /* its log shows a job slower than promised */
             srv_job *j = &s.jobs[(int)(urand() * s.n_jobs)];
-            int k = j->n_sla_seen < SRV_SLA_SEEN ? j->n_sla_seen++ : (int)(urand() * SRV_SLA_SEEN);
-            j->sla_seen_cap_w[k] = 200 + 500 * urand();
-            j->sla_seen_s[k] = 0.5 * urand();
+            int k = j->sla_seen.n < PFI_ALLOC_SEEN_MAX ? j->sla_seen.n++
+                                                       : (int)(urand() * PFI_ALLOC_SEEN_MAX);
+            j->sla_seen.cap_w[k] = 200 + 500 * urand();
+            j->sla_seen.s[k] = 0.5 * urand();
         }
         /* A budget between "too low" and "more than the GPUs take", now and then a ramp's or an
          * event's small step from the last one. */
@@ -229,9 +230,9 @@ static void test_plan_sla_seen(void **state)
     assert_true(c0 > 200 && c0 < 700);
     /* where the curve promised at most a 10% slowdown, the log showed 20% */
     assert_true(before.job_pred_rel[0] >= 0.9 - 1e-9);
-    s.jobs[0].n_sla_seen = 1;
-    s.jobs[0].sla_seen_cap_w[0] = c0;
-    s.jobs[0].sla_seen_s[0] = 0.2;
+    s.jobs[0].sla_seen.n = 1;
+    s.jobs[0].sla_seen.cap_w[0] = c0;
+    s.jobs[0].sla_seen.s[0] = 0.2;
     assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, budget, NULL, &after, &e), PFI_OK);
     print_message("job0: %.0f W -> %.0f W per GPU; job1: %.0f W -> %.0f W\n", c0,
                   after.job_cap_w[0], before.job_cap_w[1], after.job_cap_w[1]);
@@ -285,13 +286,13 @@ static void test_plan_sla_seen(void **state)
     pfi_err_clear(&e);
     /* a breach seen at the job's least cap counts too (the grid's first point) */
     srv_plan low;
-    s.jobs[0].sla_seen_cap_w[0] = 200;
-    s.jobs[0].sla_seen_s[0] = 0.7;
+    s.jobs[0].sla_seen.cap_w[0] = 200;
+    s.jobs[0].sla_seen.s[0] = 0.7;
     assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, budget, NULL, &low, &e), PFI_OK);
     assert_true(low.job_cap_w[0] > c0 + 1);
-    s.jobs[0].sla_seen_cap_w[0] = c0;
+    s.jobs[0].sla_seen.cap_w[0] = c0;
     /* seen no worse than promised: the plan of before, bit for bit */
-    s.jobs[0].sla_seen_s[0] = 0.01;
+    s.jobs[0].sla_seen.s[0] = 0.01;
     assert_int_equal(pfi_srv_plan_compute(s.g, NG, s.jobs, 2, budget, NULL, &same_plan, &e),
                      PFI_OK);
     for (int i = 0; i < NG; i++)

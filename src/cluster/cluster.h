@@ -27,6 +27,7 @@
 
 #include <pthread.h>
 
+#include "core/alloc_seen.h"
 #include "core/err.h"
 #include "hw/hw.h"
 #include "serve/ven.h"
@@ -36,9 +37,6 @@
 #define PFI_CL_NAME_MAX 64
 #define PFI_CL_URL_MAX 256
 #define PFI_CL_CURVE_MAX 24
-/* SLA breaches a job's node daemons saw in its log (GET /v1/jobs sla_breaches_seen) kept per
- * job: the plan reads the job's curve through them (docs/cluster.md). */
-#define PFI_CL_SEEN 4
 
 /* ---- topology (topo.c) ---- */
 
@@ -146,8 +144,9 @@ typedef struct pfi_cl_job {
     double cap_target_w;      /* what the last allocation gave it (NAN: none yet) */
     double tput_target;
     int registered;           /* some node daemon knows it */
-    int n_seen;               /* SLA breaches its nodes saw: per-GPU cap, slowdown (latest) */
-    double seen_cap_w[PFI_CL_SEEN], seen_s[PFI_CL_SEEN];
+    /* SLA breaches its node daemons saw in its log (GET /v1/jobs sla_breaches_seen): the plan
+     * reads its curve through them (docs/cluster.md) */
+    pfi_alloc_seen seen;
 } pfi_cl_job;
 
 typedef struct pfi_cl_budget {

@@ -201,35 +201,17 @@ int pfi_cl_decode_curve(json_t *json, pfi_cl_job *j)
     return 1;
 }
 
-/* A breach a node daemon saw (sla_breaches_seen: {"cap_w", "slowdown"}), kept in j's list for
- * this refresh (jobs are joined anew at each): one per cap (within 1 W; the larger slowdown,
- * when the job's nodes disagree), the oldest dropped when full.  Entries that are not a cap in
- * (0, 1e5] W and a slowdown in [0, 1] are not read; the plan reads only those in the job's cap
- * range. */
+/* The breaches a node daemon saw (sla_breaches_seen: {"cap_w", "slowdown"}), kept in j's list
+ * for this refresh (jobs are joined anew at each): the larger slowdown where the job's nodes
+ * disagree (pfi_alloc_seen_add); the plan reads only those in the job's cap range. */
 static void absorb_seen(pfi_cl_job *j, json_t *arr)
 {
     size_t i;
     json_t *o;
     json_array_foreach(arr, i, o)
     {
-        double cap = jnum(o, "cap_w"), s = jnum(o, "slowdown");
-        if (!(cap > 0 && cap <= 1e5 && s >= 0 && s <= 1))
-            continue;
-        int k = 0;
-        while (k < j->n_seen && fabs(j->seen_cap_w[k] - cap) > 1.0)
-            k++;
-        if (k < j->n_seen) {
-            j->seen_s[k] = fmax(j->seen_s[k], s);
-            continue;
-        }
-        if (k == PFI_CL_SEEN) {
-            memmove(j->seen_cap_w, j->seen_cap_w + 1, sizeof j->seen_cap_w[0] * (PFI_CL_SEEN - 1));
-            memmove(j->seen_s, j->seen_s + 1, sizeof j->seen_s[0] * (PFI_CL_SEEN - 1));
-            k = PFI_CL_SEEN - 1;
-        } else
-            j->n_seen++;
-        j->seen_cap_w[k] = cap;
-        j->seen_s[k] = s;
+        pfi_alloc_seen_add(&j->seen, jnum(o, "cap_w"), jnum(o, "slowdown"), PFI_SEEN_LARGER,
+                           NULL); /* nonsense refused, the rest kept */
     }
 }
 

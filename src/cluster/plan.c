@@ -105,8 +105,8 @@ typedef struct job_view {
     int na;
     pfi_alloc_job *aj;
     int *which, *slot;
-    double (*pc)[PFI_CL_CURVE_MAX + PFI_CL_SEEN];
-    double (*pt)[PFI_CL_CURVE_MAX + PFI_CL_SEEN];
+    double (*pc)[PFI_CL_CURVE_MAX + PFI_ALLOC_SEEN_MAX];
+    double (*pt)[PFI_CL_CURVE_MAX + PFI_ALLOC_SEEN_MAX];
 } job_view;
 
 static void job_view_free(job_view *v)
@@ -116,27 +116,6 @@ static void job_view_free(job_view *v)
     free(v->slot);
     free(v->pc);
     free(v->pt);
-}
-
-/* The SLA breaches the job's nodes saw in its log: its curve (a) read through each, as the node
- * daemon's plan reads it (pfi_alloc_curve_through), the points going to pc and pt (room for one
- * more per breach). */
-static void through_seen(const pfi_cl_job *J, pfi_alloc_job *a, double *pc, double *pt)
-{
-    for (int k = 0; k < J->n_seen; k++) {
-        pfi_alloc_curve buf;
-        pfi_alloc_job out;
-        pfi_err e = {0};
-        if (!(J->seen_cap_w[k] >= a->min_cap_w && J->seen_cap_w[k] < a->max_cap_w) ||
-            pfi_alloc_curve_through(a, J->seen_cap_w[k], J->seen_s[k], &buf, &out, &e) != PFI_OK ||
-            out.n_points > PFI_CL_CURVE_MAX + PFI_CL_SEEN)
-            continue;
-        memcpy(pc, buf.cap_w, sizeof *pc * (size_t)out.n_points);
-        memcpy(pt, buf.tput, sizeof *pt * (size_t)out.n_points);
-        a->cap_w = pc;
-        a->tput = pt;
-        a->n_points = out.n_points;
-    }
 }
 
 /* Curves are normalized to n_gpus at their top so jobs in different units, or without a curve
@@ -169,8 +148,8 @@ static void job_to_alloc(const pfi_cl_job *J, int seen, pfi_alloc_job *a, double
     a->t0 = NAN;
     a->sla = J->sla;
     a->weight = J->weight > 0 ? J->weight : 1.0;
-    if (seen)
-        through_seen(J, a, pc, pt);
+    if (seen) /* what its nodes saw in its log, as the node daemon's plan reads it */
+        pfi_alloc_seen_apply(&J->seen, a, pc, pt, PFI_CL_CURVE_MAX + PFI_ALLOC_SEEN_MAX);
 }
 
 /* seen 0: the jobs' curves as their nodes report them, before any SLA breach seen. */
@@ -304,7 +283,7 @@ static int fits_unseen(const pfi_cl *c, const job_view *v, double for_jobs, cons
 {
     int any = 0;
     for (int k = 0; k < v->na; k++)
-        any |= c->jobs[v->which[k]].n_seen > 0;
+        any |= c->jobs[v->which[k]].seen.n > 0;
     job_view u;
     pfi_err e = {0};
     if (!any || job_view_build(c, 0, &u, &e) != PFI_OK)

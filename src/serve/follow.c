@@ -173,7 +173,7 @@ static void set_curve(srv_node *n, srv_follow *f)
 
 /* A steady level at which the job is slower than its SLA allows, even at the fast end of the
  * level's 95% interval (by more than SRV_SLA_TOL), is kept as a breach seen (the latest
- * SRV_SLA_SEEN, one per cap): the plan reads the job's curve through it, and the caps are
+ * PFI_ALLOC_SEEN_MAX, one per cap): the plan reads the job's curve through it, and the caps are
  * planned again at the next tick.  Its curve's source does not matter: a registered curve can
  * be as wrong as an estimate, and what the log shows at a cap is the job's throughput there. */
 static void sla_check(srv_node *n, const srv_follow *f, double cap, const pfi_window_stats *st)
@@ -187,19 +187,10 @@ static void sla_check(srv_node *n, const srv_follow *f, double cap, const pfi_wi
         1 - fast / jb->t0_tps > jb->sla + SRV_SLA_TOL) {
         sla = jb->sla;
         s = fmin(1, fmax(0, 1 - st->mean / jb->t0_tps));
-        int k = 0;
-        while (k < jb->n_sla_seen && fabs(jb->sla_seen_cap_w[k] - cap) > 1.0)
-            k++;
-        if (k == SRV_SLA_SEEN) { /* full: the oldest goes */
-            memmove(jb->sla_seen_cap_w, jb->sla_seen_cap_w + 1,
-                    sizeof jb->sla_seen_cap_w[0] * (SRV_SLA_SEEN - 1));
-            memmove(jb->sla_seen_s, jb->sla_seen_s + 1, sizeof jb->sla_seen_s[0] * (SRV_SLA_SEEN - 1));
-            k = SRV_SLA_SEEN - 1;
-        } else if (k == jb->n_sla_seen)
-            jb->n_sla_seen++;
-        jb->sla_seen_cap_w[k] = cap;
-        jb->sla_seen_s[k] = s;
-        n->last_replan_mono = -1e9; /* at the next tick, not at the next interval */
+        if (pfi_alloc_seen_add(&jb->sla_seen, cap, s, PFI_SEEN_LATEST, NULL) == PFI_OK)
+            n->last_replan_mono = -1e9; /* at the next tick, not at the next interval */
+        else
+            s = NAN; /* no cap to read it at: nothing kept, nothing said */
     }
     pthread_mutex_unlock(&n->mu);
     pthread_mutex_unlock(&n->decide_mu);

@@ -191,23 +191,16 @@ static void plan_no_budget(const srv_gpu *g, int ng, const srv_job *jobs, int n_
         p->min_budget_w += g[i].dev.min_limit_w;
 }
 
-typedef double grid_row[GRID_PTS + PFI_CURVE_MAX_PTS + SRV_SLA_SEEN];
+typedef double grid_row[GRID_PTS + PFI_CURVE_MAX_PTS + PFI_ALLOC_SEEN_MAX];
 
-/* The job's SLA breaches seen in its log, each a point of its grid already: its curve (a, on
- * gc and gt) read through them, so the plan never again promises more there than was seen. */
+/* The job's SLA breaches seen in its log at the grid's whole watts, each a point of the grid
+ * already (job_to_alloc): its curve (a, on gc and gt) read through them with no point added. */
 static void through_seen(const srv_job *jb, pfi_alloc_job *a, double *gc, double *gt)
 {
-    for (int k = 0; k < jb->n_sla_seen; k++) {
-        double c = round(jb->sla_seen_cap_w[k]);
-        pfi_alloc_curve buf;
-        pfi_alloc_job out;
-        pfi_err e = {0};
-        if (!(c >= a->min_cap_w && c < a->max_cap_w) ||
-            pfi_alloc_curve_through(a, c, jb->sla_seen_s[k], &buf, &out, &e) != PFI_OK ||
-            out.n_points != a->n_points) /* c is on the grid: no point added */
-            continue;
-        memcpy(gt, buf.tput, sizeof *gt * (size_t)out.n_points);
-    }
+    pfi_alloc_seen on_grid = jb->sla_seen;
+    for (int k = 0; k < on_grid.n; k++)
+        on_grid.cap_w[k] = round(on_grid.cap_w[k]);
+    pfi_alloc_seen_apply(&on_grid, a, gc, gt, a->n_points);
 }
 
 /* The allocator's view of a job on its free GPUs: a uniform grid over its cap range plus the
@@ -233,9 +226,9 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     for (int k = 0; k < cv->n; k++)
         if (cv->cap_w[k] > lo && cv->cap_w[k] < hi)
             m = add_point(gc, m, round(cv->cap_w[k]));
-    for (int k = 0; seen && k < jb->n_sla_seen; k++)
-        if (round(jb->sla_seen_cap_w[k]) >= lo && round(jb->sla_seen_cap_w[k]) < hi)
-            m = add_point(gc, m, round(jb->sla_seen_cap_w[k]));
+    for (int k = 0; seen && k < jb->sla_seen.n; k++)
+        if (round(jb->sla_seen.cap_w[k]) >= lo && round(jb->sla_seen.cap_w[k]) < hi)
+            m = add_point(gc, m, round(jb->sla_seen.cap_w[k]));
     qsort(gc, (size_t)m, sizeof gc[0], pfi_cmp_double);
     for (int k = 0; k < m; k++) {
         gt[k] = scale * pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, gc[k]);
@@ -292,7 +285,7 @@ static int fits_unseen(const srv_gpu *g, const srv_job *jobs, const pfi_curve *c
 {
     int any = 0;
     for (int a = 0; a < na; a++)
-        any |= jobs[map[a]].n_sla_seen > 0;
+        any |= jobs[map[a]].sla_seen.n > 0;
     if (!any || na <= 0)
         return 0;
     size_t nn = (size_t)na;
@@ -305,7 +298,7 @@ static int fits_unseen(const srv_gpu *g, const srv_job *jobs, const pfi_curve *c
         for (int a = 0; a < na; a++) {
             const srv_job *jb = &jobs[map[a]];
             u[a] = aj[a];
-            if (jb->n_sla_seen > 0)
+            if (jb->sla_seen.n > 0)
                 job_to_alloc(g, jb, map[a], &cv[map[a]], all_abs ? jb->t0_tps : (double)jb->n_gpus,
                              0, gc[a], gt[a], &u[a], &scratch, &fixed);
         }
@@ -430,7 +423,7 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
     report_caps(g, jobs, n_jobs, p, cv);
     for (int a = 0; a < na; a++) { /* a curve read through breaches: on what was allocated */
         int j = map[a];
-        if (jobs[j].n_sla_seen > 0 && !isnan(p->job_cap_w[j]) && aj[a].t0 > 0) {
+        if (jobs[j].sla_seen.n > 0 && !isnan(p->job_cap_w[j]) && aj[a].t0 > 0) {
             p->job_pred_rel[j] = pfi_alloc_tput_at(&aj[a], p->job_cap_w[j]) / aj[a].t0;
             p->job_pred_tps[j] = jobs[j].t0_tps * p->job_pred_rel[j];
         }

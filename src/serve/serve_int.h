@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
+#include "core/alloc_seen.h"
 #include "core/curve.h"
 #include "core/event.h"
 #include "measure/meter.h"
@@ -27,9 +28,8 @@
 #define SRV_EVENTS 512
 #define SRV_MIN_BASELINE 10 /* baseline samples before a job's curve is predicted */
 /* A job's SLA breaches seen in its log and kept for its plan (follow.c, plan.c): the latest
- * few; a level must be slower than the SLA allows by SRV_SLA_TOL at the fast end of its 95%
- * interval to count (the study's breach tolerance). */
-#define SRV_SLA_SEEN 4
+ * PFI_ALLOC_SEEN_MAX; a level must be slower than the SLA allows by SRV_SLA_TOL at the fast end
+ * of its 95% interval to count (the study's breach tolerance). */
 #define SRV_SLA_TOL 0.002
 /* Bounds on what a request may say: far above any real node or job, low enough that every sum
  * and product of them stays finite and exact to the milliwatt. */
@@ -133,9 +133,8 @@ typedef struct srv_job {
     char log[PFI_SERVE_PATH_MAX]; /* registered log path; "" none (follow.c) */
     /* steady levels at which its log showed it slower than its SLA allows (follow.c): the
      * per-GPU cap and the slowdown against t0_tps; the plan reads its curve through them
-     * (pfi_alloc_curve_through), so a curve that promised too much is held to what was seen */
-    int n_sla_seen;
-    double sla_seen_cap_w[SRV_SLA_SEEN], sla_seen_s[SRV_SLA_SEEN];
+     * (pfi_alloc_seen_apply), so a curve that promised too much is held to what was seen */
+    pfi_alloc_seen sla_seen;
 } srv_job;
 
 typedef struct srv_event {

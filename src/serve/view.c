@@ -80,10 +80,10 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "baseline_power_w", pfi_json_num(j->base.n ? j->base.power_w : NAN));
     json_object_set_new(o, "log", j->log[0] ? json_string(j->log) : json_null());
     json_t *seen = json_array();
-    for (int k = 0; k < j->n_sla_seen; k++)
+    for (int k = 0; k < j->sla_seen.n; k++)
         json_array_append_new(seen, json_pack("{s:o, s:o}", "cap_w",
-                                              pfi_json_num(j->sla_seen_cap_w[k]), "slowdown",
-                                              pfi_json_num(j->sla_seen_s[k])));
+                                              pfi_json_num(j->sla_seen.cap_w[k]), "slowdown",
+                                              pfi_json_num(j->sla_seen.s[k])));
     json_object_set_new(o, "sla_breaches_seen", seen);
     return o;
 }

@@ -52,6 +52,35 @@ static void test_duration(void **state)
     assert_true(s == 0.5);
 }
 
+/* pfi_num_ll: digits only, a '-' only for ranges with negatives; every refusal names the value
+ * and leaves *out as it was. */
+static void test_num_ll(void **state)
+{
+    (void)state;
+    long long v = 42;
+    pfi_err e = {0};
+    assert_int_equal(pfi_num_ll("17", 0, 100, "since", &v, &e), PFI_OK);
+    assert_int_equal(v, 17);
+    assert_int_equal(pfi_num_ll("017", 0, 100, "since", &v, &e), PFI_OK); /* decimal, not octal */
+    assert_int_equal(v, 17);
+    assert_int_equal(pfi_num_ll("-5", -10, 10, "x", &v, &e), PFI_OK);
+    assert_int_equal(v, -5);
+    assert_int_equal(pfi_num_ll("-0", -10, 10, "x", &v, &e), PFI_OK);
+    assert_int_equal(v, 0);
+    const char *bad[] = {"+5", "-0", "-5", " 5", "5 ", "", "0x10", "1e3", "5.0", "+", "-",
+                         "99999999999999999999", "101", NULL};
+    for (int i = 0; bad[i]; i++) {
+        v = 42;
+        assert_int_equal(pfi_num_ll(bad[i], 0, 100, "since", &v, &e), PFI_EINVAL);
+        assert_int_equal(v, 42);
+        assert_non_null(strstr(e.msg, "since: expected an integer from 0 to 100"));
+    }
+    assert_int_equal(pfi_num_ll("+5", -10, 10, "x", &v, &e), PFI_EINVAL);
+    assert_int_equal(pfi_num_ll("--5", -10, 10, "x", &v, &e), PFI_EINVAL);
+    assert_int_equal(pfi_num_ll(NULL, 0, 10, "x", &v, &e), PFI_EINVAL);
+    assert_int_equal(v, 42);
+}
+
 /* One reader of a finite decimal number serves the option reader, `pfi ctl job throughput` and
  * the quantities: each refused what the others refused but by its own strtod, and the copy in
  * `pfi ctl` had no ERANGE check ("1e-400" went out as 0 tokens/s). */
@@ -691,7 +720,9 @@ static void test_http_frame(void **state)
                                  "Content-Length", "6", NULL};
     const char *const both[] = {"Content-Length", "17", "Transfer-Encoding", "chunked", NULL};
     const char *const both2[] = {"transfer-encoding", "gzip", "Content-Length", "17", NULL};
-    const char *const *twice[] = {differ, differ2, bad2, bad1, three, both, both2};
+    const char *const plus[] = {"Content-Length", "17", "Content-Length", "+17", NULL};
+    const char *const minus0[] = {"Content-Length", "0", "Content-Length", "-0", NULL};
+    const char *const *twice[] = {differ, differ2, bad2, bad1, three, both, both2, plus, minus0};
     for (size_t i = 0; i < sizeof twice / sizeof *twice; i++) {
         assert_int_equal(frame_check(twice[i], &why), 400);
         assert_non_null(strstr(why, "Content-Length"));
@@ -827,7 +858,7 @@ int main(void)
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_budget), cmocka_unit_test(test_budget_cuts),
         cmocka_unit_test(test_http_frame),
-        cmocka_unit_test(test_num_json),
+        cmocka_unit_test(test_num_json), cmocka_unit_test(test_num_ll),
         cmocka_unit_test(test_slowdown),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),
         cmocka_unit_test(test_args), cmocka_unit_test(test_args_help_formats),

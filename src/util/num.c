@@ -12,7 +12,10 @@ int pfi_num_ll(const char *s, long long lo, long long hi, const char *what, long
 {
     char *end = NULL;
     errno = 0;
-    long long v = s && *s && !isspace((unsigned char)*s) ? strtoll(s, &end, 10) : 0;
+    /* Digits, after a '-' only where the range has negatives: strtoll alone also takes a '+'
+     * and leading blanks, and "+5" or "-0" is no Content-Length (RFC 9110: 1*DIGIT). */
+    const char *d = s && *s == '-' && lo < 0 ? s + 1 : s;
+    long long v = d && isdigit((unsigned char)*d) ? strtoll(s, &end, 10) : 0;
     if (!end || end == s || *end || errno || v < lo || v > hi)
         return pfi_err_set(err, PFI_EINVAL, "%s: expected an integer from %lld to %lld, got '%.40s'",
                            what, lo, hi, s ? s : "");

@@ -9,7 +9,8 @@
 
 #include "core/err.h"
 
-/* Decimal integer in [lo, hi]; `what` names the value in the error ("since"). */
+/* Decimal integer in [lo, hi], digits only: a '-' before them only when lo < 0, never a '+'
+ * or a blank; `what` names the value in the error ("since"). */
 int pfi_num_ll(const char *s, long long lo, long long hi, const char *what, long long *out,
                pfi_err *err);
 int pfi_num_int(const char *s, int lo, int hi, const char *what, int *out, pfi_err *err);

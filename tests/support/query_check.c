@@ -60,6 +60,7 @@ int pfi_test_query_refused(int port, const char *method, const char *path, const
         {"%s", "%s"},              {"%s=-1", "%s"},     {"%s=abc", "%s"},
         {"%s=nan", "%s"},          {"%s=1e3", "%s"},    {"%s=5.0", "%s"},
         {"%s=99999999999999999999", "%s"}, {"%s=%%205", "%s"}, {"%s=5%%00", "%s"},
+        {"%s=%%2B5", "%s"},        {"%s=+5", "%s"},     {"%s=-0", "%s"},
     };
     int wrong = 0;
     char args[256], names[64];

@@ -345,6 +345,19 @@ static void test_torchtitan(void **state)
     assert_int_equal(pfi_parser_feed(p, "\033[31mstep: 3  \033[32mloss:  7.1  \033[34mtps: 10,050\033[39m  \033[36mtflops: 314.71", &o), 1);
     assert_near(o.value, 10050, 0);
     pfi_parser_free(p);
+
+    /* step 1's interval holds the warm-up (tps a fraction of the steady rate): a line of the
+     * format, counted untimed, no rate; step 2 on is read; a run resumed past step 1 has no
+     * such line. */
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    assert_int_equal(pfi_parser_feed(p, "[rank0]:[titan] step:  1  loss: 12.2654  tps: 1,704  tflops: 0.12", &o), 0);
+    assert_int_equal(pfi_parser_untimed(p), 1);
+    assert_int_equal(pfi_parser_format(p), PFI_LOG_TORCHTITAN);
+    assert_int_equal(pfi_parser_feed(p, "[rank0]:[titan] step:  2  loss: 11.7209  tps: 7,291  tflops: 0.52", &o), 1);
+    assert_near(o.value, 7291, 0);
+    assert_int_equal(pfi_parser_feed(p, "[rank0]:[titan] step: 11  loss: 9.1  tps: 7,305  tflops: 0.52", &o), 1);
+    assert_near(o.value, 7305, 0);
+    pfi_parser_free(p);
 }
 
 static void test_hf(void **state)

@@ -3,8 +3,12 @@
  *   [rank0]:[titan] 2025-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.24405  ...
  *   memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%
  * Older releases printed "wps:" for the same number.  tps is tokens per second PER GPU
- * (tokens since the last log / time / non-data-parallel size); pfi_parser_per_gpu says so. */
+ * (tokens since the last log / time / non-data-parallel size); pfi_parser_per_gpu says so.
+ * torchtitan always logs step 1, and its interval runs from the metrics' start: model build,
+ * compile and the first allocations (tps a fraction of the steady rate).  That line is no
+ * rate of training: counted without a usable time, as DeepSpeed's first running average. */
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
@@ -21,6 +25,6 @@ int pfi_parse_torchtitan(pfi_parser *p, const char *line, pfi_obs *o)
         o->step = pfi_num_to_ll(step, LLONG_MAX);
     o->kind = PFI_OBS_RATE;
     o->unit = PFI_OU_TOKENS;
-    o->value = v;
+    o->value = o->step == 1 ? NAN : v;
     return 1;
 }

@@ -182,6 +182,43 @@ static void test_megatron(void **state)
     CHECK_FIXTURES(cases);
 }
 
+/* Megatron's interval timer starts at "[before the start of training step]": the next
+ * iteration line averages the warm-up in (Megatron-DeepSpeed, log interval 1: 4,220.8 ms, then
+ * 1,346.3 and 1,250.2).  It is counted untimed; the next ones are read; the banner again (a
+ * resumed run) makes its next line untimed again; without the banner nothing is dropped. */
+static void test_megatron_start(void **state)
+{
+    static const fixture_case cases[] = {
+        {"megatron-deepspeed-start.log", {.format = PFI_LOG_AUTO},
+         {W_FORMAT(PFI_LOG_MEGATRON), W_N(2), W_UNIT(0, PFI_OU_TOKENS), W_STEP(0, 2),
+          W_VALUE(0, 32 * 2048 / 1.3463, 1e-9), W_STEP(1, 3),
+          W_VALUE(1, 32 * 2048 / 1.2502, 1e-9)}},
+    };
+    CHECK_FIXTURES(cases);
+
+    pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    const char *it = " iteration      100/    5000 | consumed samples:          800 | elapsed time "
+                     "per iteration (ms): 296.8 | learning rate: 3.937E-06 | global batch size:     8 |";
+    assert_int_equal(pfi_parser_feed(p, it, &o), 1); /* no banner seen: read */
+    assert_near(o.value, 8 * 1000 / 296.8, 1e-9);
+    assert_int_equal(pfi_parser_feed(p, "[before the start of training step] datetime: 2023-07-16 11:34:57 ", &o), 0);
+    assert_int_equal(pfi_parser_feed(p, "[Rank 0] (after 100 iterations) memory (MB) | allocated: 6816.9", &o), 0);
+    assert_int_equal(pfi_parser_untimed(p), 0);
+    assert_int_equal(pfi_parser_feed(p, it, &o), 0); /* the first after it */
+    assert_int_equal(pfi_parser_untimed(p), 1);
+    assert_int_equal(pfi_parser_feed(p, it, &o), 1);
+    assert_near(o.value, 8 * 1000 / 296.8, 1e-9);
+    assert_int_equal(pfi_parser_feed(p, "[before the start of training step] datetime: 2023-07-16 12:25:43", &o), 0);
+    assert_int_equal(pfi_parser_feed(p, it, &o), 0);
+    assert_int_equal(pfi_parser_untimed(p), 2);
+    assert_int_equal(pfi_parser_feed(p, it, &o), 1);
+    pfi_parser_free(p);
+}
+
 static void test_megatron_banner_seq_len(void **state)
 {
     pfi_parse_cfg cfg = {.format = PFI_LOG_MEGATRON};
@@ -909,6 +946,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_megatron),   cmocka_unit_test(test_megatron_banner_seq_len),
+        cmocka_unit_test(test_megatron_start),
         cmocka_unit_test(test_torchtitan), cmocka_unit_test(test_hf),
         cmocka_unit_test(test_deepspeed),  cmocka_unit_test(test_nanogpt),
         cmocka_unit_test(test_llmc),       cmocka_unit_test(test_lightning),

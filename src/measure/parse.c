@@ -274,6 +274,9 @@ static void learn_banner(pfi_parser *p, const char *line)
      * the argument dump's maximum. */
     if (pfi_num_after(line, "| actual seqlen:", &v) && v > 0)
         p->seq_len = v;
+    /* Megatron (and Megatron-DeepSpeed), just before its training loop, a resumed one too. */
+    if (strstr(line, "[before the start of training step]"))
+        p->mg_start = 1;
     /* nanoGPT: "tokens per iteration will be: 491,520". */
     if (pfi_num_after(line, "tokens per iteration will be:", &v) && v > 0)
         p->tokens_per_step = v;

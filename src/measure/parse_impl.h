@@ -23,6 +23,9 @@ struct pfi_parser {
     double tqdm_total; /* the last bar's total; -1 when it shows none ("45it", "?") */
     long tqdm_at;      /* where the last bar's counter starts in its line */
     double hf_summary_sps; /* train_samples_per_second of the closing summary (0: none) */
+    /* Megatron's "[before the start of training step]" seen: its interval timer starts there,
+     * so the next iteration line's average holds the first iterations' warm-up. */
+    int mg_start;
     /* DeepSpeed's older running average: the previous (step, average) to difference. */
     double ds_prev_step, ds_prev_avg;
     int ds_have_prev;

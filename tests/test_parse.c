@@ -492,11 +492,41 @@ static void test_nanogpt(void **state)
         {"nanogpt.log", {.format = PFI_LOG_AUTO},
          {W_FORMAT(PFI_LOG_NANOGPT), W_N(6), W_UNIT(0, PFI_OU_TOKENS),
           W_VALUE(0, 262144 / 33.78552, 1e-9), W_PERIOD(0, 33.78552, 1e-9)}},
-        /* The eval line ("step 250: train loss ...") is not an iteration. */
+        /* The eval line ("step 250: train loss ...") is not an iteration; iter 0 (9,371.81
+         * ms, "mfu -100.00%": the compile) is counted untimed. */
         {"nanogpt-eval.log", {.format = PFI_LOG_AUTO},
-         {W_FORMAT(PFI_LOG_NANOGPT), W_N(4), W_UNIT(0, PFI_OU_STEPS), W_STEP(3, 240)}},
+         {W_FORMAT(PFI_LOG_NANOGPT), W_N(3), W_UNIT(0, PFI_OU_STEPS), W_STEP(0, 10),
+          W_VALUE(0, 1000 / 893.76, 1e-9), W_STEP(2, 240)}},
     };
     CHECK_FIXTURES(cases);
+
+    /* At log_interval 1 a process prints "mfu -100.00%" for its first five iterations: only
+     * the first of them (its iteration 0) is untimed; a resumed process starts another run. */
+    pfi_parse_cfg cfg = {.format = PFI_LOG_NANOGPT};
+    pfi_parser *p;
+    pfi_err e = {0};
+    assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+    pfi_obs o;
+    char line[128];
+    int fed = 0;
+    for (int k = 0; k < 8; k++) {
+        snprintf(line, sizeof line, "iter %d: loss 4.2, time %.2fms, mfu %.2f%%", k,
+                 k ? 900.0 : 9000.0, k < 5 ? -100.0 : 16.7);
+        fed += pfi_parser_feed(p, line, &o);
+    }
+    assert_int_equal(fed, 7);
+    assert_int_equal(pfi_parser_untimed(p), 1);
+    for (int k = 2000; k < 2003; k++) { /* resumed at 2000 */
+        snprintf(line, sizeof line, "iter %d: loss 3.1, time %.2fms, mfu -100.00%%", k,
+                 k == 2000 ? 7000.0 : 900.0);
+        fed += pfi_parser_feed(p, line, &o);
+    }
+    assert_int_equal(fed, 9);
+    assert_int_equal(pfi_parser_untimed(p), 2);
+    assert_near(o.value, 1000 / 900.0, 1e-12);
+    /* a fork without the mfu field: nothing dropped */
+    assert_int_equal(pfi_parser_feed(p, "iter 0: loss 4.2, time 9000.00ms", &o), 1);
+    pfi_parser_free(p);
 }
 
 static void test_llmc(void **state)

@@ -26,6 +26,9 @@ struct pfi_parser {
     /* Megatron's "[before the start of training step]" seen: its interval timer starts there,
      * so the next iteration line's average holds the first iterations' warm-up. */
     int mg_start;
+    /* nanoGPT's last line said "mfu -100.00%": a process's first iterations (its MFU estimate
+     * starts at the fifth); the first such line is iteration 0 of that process, compile and all. */
+    int nano_cold;
     /* DeepSpeed's older running average: the previous (step, average) to difference. */
     double ds_prev_step, ds_prev_avg;
     int ds_have_prev;

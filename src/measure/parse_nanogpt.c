@@ -2,8 +2,13 @@
 /* parse_nanogpt.c: nanoGPT's train.py, every log_interval iterations:
  *   iter 2920: loss 3.9883, time 1099.34ms, mfu 15.34%
  * The time is that of the last iteration alone; tokens per iteration come from the banner
- * "tokens per iteration will be: 491,520" (or --tokens-per-step). */
+ * "tokens per iteration will be: 491,520" (or --tokens-per-step).
+ * A process prints "mfu -100.00%" until its fifth iteration; the first line of such a run is
+ * its iteration 0, which compiles the model (9,371.81 ms against 894 after it,
+ * tests/fixtures/logs/nanogpt-eval.log), a resumed run's too.  That line is counted without a
+ * usable time, as torchtitan's step 1. */
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
@@ -21,5 +26,12 @@ int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o)
     const char *t = strstr(e, ", time ");
     if (!t || !pfi_num_at(t + 7, &ms, &e) || strncmp(e, "ms", 2) != 0 || !(ms > 0))
         return 0;
-    return pfi_obs_step_ms(o, pfi_num_to_ll(it, LLONG_MAX), ms);
+    const char *m = strstr(e, ", mfu ");
+    double mfu;
+    int cold = m && pfi_num_at(m + 6, &mfu, &e) && mfu < 0, first = cold && !p->nano_cold;
+    p->nano_cold = cold;
+    int rc = pfi_obs_step_ms(o, pfi_num_to_ll(it, LLONG_MAX), ms);
+    if (rc && first)
+        o->value = NAN;
+    return rc;
 }

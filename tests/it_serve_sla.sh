@@ -118,4 +118,30 @@ echo "it_serve_sla: under 55% ($budget W) every SLA relaxed alike; j0 at $relaxe
 # Below every GPU's minimum (8 x 200 W): refused, nothing changes.
 if ctl budget set 25% >/dev/null 2>"$dir/err"; then fail "a budget below every minimum was taken"; fi
 grep -q "infeasible" "$dir/err" || fail "no reason for refusing 30%: $(cat "$dir/err")"
+
+# A restart (the budget resumed from the database) plans j0 through the breach it saw from its
+# first decision: not back at 200 W on its promise until its log shows the breach again.
+stop_serve TERM
+start_serve 127.0.0.1:0 --sample-interval 100ms --set discover=no --set reoptimize_interval=1s \
+    --set min_change_interval=1s --set resume=yes
+URL="http://$ADDR"
+i=0
+until job j0 | jq -e '.cap_w != null' >/dev/null 2>&1 && curl -sf "$URL/v1/budget" | jq -e '.budget_w != null' >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "no plan for j0 after the restart: $(job j0)"
+    sleep 0.05
+done
+after=$(job j0 | jq '.cap_w')
+events | jq -e '[.events[] | select(.kind == "sla_breach")] | length == 0' >/dev/null ||
+    fail "a breach was seen again before the check: $(events | tail -c 1500)"
+events | jq -e '[.events[] | select(.kind == "sla_breaches_reloaded" and (.message | startswith("job j0:")))] | length == 1' >/dev/null ||
+    fail "no sla_breaches_reloaded for j0: $(events | tail -c 1500)"
+job j0 | jq -e '.sla_breaches_seen | length >= 1 and (.[0].cap_w | . > 195 and . < 205) and .[0].slowdown > 0.5' >/dev/null ||
+    fail "the breach was not read back: $(job j0)"
+awk -v c="$after" 'BEGIN { exit !(c > 400) }' || fail "j0 at $after W per GPU after the restart (before it: $relaxed)"
+echo "it_serve_sla: after a restart j0 is planned at $after W per GPU at once (the breach read back)"
+# Removed and registered again: a new job, whose plan the old one's breaches do not touch.
+curl -sf --max-time 5 -H "$AUTH" -X DELETE "$URL/v1/jobs/j0" >/dev/null || fail "remove j0"
+post /v1/jobs "{\"id\":\"j0\",\"gpus\":\"0-3\",\"sla\":0.1,\"tokens_per_s\":$t0,\"curve\":{\"points\":$p0}}" >/dev/null ||
+    fail "register j0 again"
+job j0 | jq -e '.sla_breaches_seen == []' >/dev/null || fail "the removed job's breaches came back: $(job j0)"
 echo "it_serve_sla: ok"

@@ -179,6 +179,7 @@ static void set_curve(srv_node *n, srv_follow *f)
 static void sla_check(srv_node *n, const srv_follow *f, double cap, const pfi_window_stats *st)
 {
     double fast = isfinite(st->hi) ? st->hi : st->mean, s = NAN, sla = NAN;
+    pfi_alloc_seen kept = {0};
     pthread_mutex_lock(&n->decide_mu);
     pthread_mutex_lock(&n->mu);
     int j = pfi_srv_find_job(n->jobs, n->n_jobs, f->id);
@@ -187,13 +188,17 @@ static void sla_check(srv_node *n, const srv_follow *f, double cap, const pfi_wi
         1 - fast / jb->t0_tps > jb->sla + SRV_SLA_TOL) {
         sla = jb->sla;
         s = fmin(1, fmax(0, 1 - st->mean / jb->t0_tps));
-        if (pfi_alloc_seen_add(&jb->sla_seen, cap, s, PFI_SEEN_LATEST, NULL) == PFI_OK)
+        if (pfi_alloc_seen_add(&jb->sla_seen, cap, s, PFI_SEEN_LATEST, NULL) == PFI_OK) {
             n->last_replan_mono = -1e9; /* at the next tick, not at the next interval */
-        else
+            kept = jb->sla_seen;
+        } else {
             s = NAN; /* no cap to read it at: nothing kept, nothing said */
+        }
     }
     pthread_mutex_unlock(&n->mu);
     pthread_mutex_unlock(&n->decide_mu);
+    if (kept.n > 0)
+        pfi_srv_sla_seen_save(n, f->id, &kept);
     if (isfinite(s))
         pfi_srv_event_add(n, "sla_breach",
                           "job %s: %.1f%% slower than its baseline at %.0f W per GPU (its log, "

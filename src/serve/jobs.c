@@ -171,6 +171,43 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
     return PFI_OK;
 }
 
+void pfi_srv_sla_seen_save(srv_node *n, const char *id, const pfi_alloc_seen *l)
+{
+    char key[SRV_ID_MAX + 16];
+    snprintf(key, sizeof key, "sla_seen:%s", id);
+    json_t *arr = json_array();
+    for (int k = 0; arr && k < l->n; k++)
+        json_array_append_new(arr, json_pack("{s:f, s:f}", "cap_w", l->cap_w[k], "slowdown",
+                                             l->s[k]));
+    char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    if (!text || pfi_audit_set_state(n->audit, key, text) != PFI_OK)
+        pfi_srv_event_add(n, "db_error",
+                          "job %s: its SLA breaches seen could not be saved: a restart learns "
+                          "them again from its log",
+                          id);
+    free(text);
+    json_decref(arr);
+}
+
+void pfi_srv_sla_seen_load(pfi_audit *a, const char *id, pfi_alloc_seen *l)
+{
+    char key[SRV_ID_MAX + 16], text[1024];
+    memset(l, 0, sizeof *l);
+    snprintf(key, sizeof key, "sla_seen:%s", id);
+    if (pfi_audit_get_state(a, key, text, sizeof text) != PFI_OK)
+        return;
+    json_t *arr = json_loads(text, 0, NULL), *o;
+    size_t i;
+    json_array_foreach(arr, i, o)
+    {
+        json_t *c = json_object_get(o, "cap_w"), *s = json_object_get(o, "slowdown");
+        if (json_is_number(c) && json_is_number(s))
+            pfi_alloc_seen_add(l, json_number_value(c), json_number_value(s), PFI_SEEN_LATEST,
+                               NULL);
+    }
+    json_decref(arr);
+}
+
 static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **result, pfi_err *err)
 {
     pfi_srv_snapshot(n);
@@ -180,6 +217,8 @@ static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **resul
     int rc = parse_job(n, spec, j, err);
     if (rc != PFI_OK)
         return rc;
+    if (!persist) /* registered again at a restart: planned through what its log showed */
+        pfi_srv_sla_seen_load(n->audit, j->id, &j->sla_seen);
     if (pfi_srv_find_job(n->cand, n->n_cand, j->id) >= 0)
         return pfi_err_set(err, PFI_EBUSY, "job %s is already registered", j->id);
     for (int k = 0; k < j->n_gpus; k++)
@@ -196,7 +235,14 @@ static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **resul
     rc = pfi_srv_decide(n, pfi_srv_current_budget(n), mode, ext, reason, result, err);
     if (rc != PFI_OK)
         return rc;
+    if (!persist && j->sla_seen.n > 0)
+        pfi_srv_event_add(n, "sla_breaches_reloaded",
+                          "job %s: %d SLA breach(es) seen in its log before the restart, its "
+                          "curve read through them",
+                          j->id, j->sla_seen.n);
     if (persist) {
+        pfi_alloc_seen none = {0}; /* a new registration: another job's breaches are not its */
+        pfi_srv_sla_seen_save(n, j->id, &none);
         char *text = json_dumps(spec, JSON_COMPACT);
         if (!text || pfi_audit_save_job(n->audit, j->id, text) != PFI_OK)
             pfi_srv_event_add(n, "db_error", "job %s could not be saved: it will not survive a "
@@ -244,6 +290,10 @@ int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *er
                           "job %s could not be removed from the database: a restart brings it "
                           "back",
                           id);
+        if (rc == PFI_OK) {
+            pfi_alloc_seen none = {0};
+            pfi_srv_sla_seen_save(n, id, &none);
+        }
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;

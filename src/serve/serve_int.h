@@ -471,6 +471,13 @@ char *pfi_srv_metrics_text(srv_node *n, size_t *len);
 /* jobs.c (a job's spec; api.c's request bodies too): PFI_EINVAL naming the first field of o
  * not in keys (NULL-terminated) and the known ones. */
 int pfi_srv_only_keys(json_t *o, const char *const *keys, pfi_err *e);
+/* jobs.c: a job's SLA breaches seen, kept in the database's state (key "sla_seen:ID") so that a
+ * restarted daemon plans the job through them from its first decision instead of learning them
+ * again from the log.  save: an empty list clears them (a new registration, a removal); a
+ * database error is said as an event.  load: *l as saved (entries that are no breach are not
+ * read); empty when none. */
+void pfi_srv_sla_seen_save(srv_node *n, const char *id, const pfi_alloc_seen *l);
+void pfi_srv_sla_seen_load(pfi_audit *a, const char *id, pfi_alloc_seen *l);
 
 /* audit.c: one decision row with its jobs and GPUs in the audit log (store/audit.h; a NULL log
  * writes nothing); returns the decision id (0 on failure). */

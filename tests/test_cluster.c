@@ -639,6 +639,52 @@ static void test_node_silent_during_cut_loop(void **state)
     silent_during_cut(1);
 }
 
+/* A refresh joins the jobs anew: what the last allocation gave each job stays in GET /v1/jobs
+ * until the next plan (it read null in between: it_slurm saw it once); a job that changed its
+ * GPUs has none until then. */
+static void test_refresh_keeps_targets(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    assert_int_equal(set_budget(&x, 0.6 * pfi_cl_site_default_w(x.c), &e), PFI_OK);
+    json_t *before = pfi_cl_json_jobs(x.c);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK); /* no plan after it */
+    json_t *after = pfi_cl_json_jobs(x.c);
+    size_t i;
+    json_t *o;
+    int n = 0;
+    json_array_foreach(json_object_get(after, "jobs"), i, o)
+    {
+        json_t *b = json_array_get(json_object_get(before, "jobs"), i);
+        assert_string_equal(json_string_value(json_object_get(o, "id")),
+                            json_string_value(json_object_get(b, "id")));
+        assert_true(json_is_number(json_object_get(b, "cap_target_w")));
+        assert_true(json_equal(json_object_get(o, "cap_target_w"),
+                               json_object_get(b, "cap_target_w")));
+        assert_true(json_equal(json_object_get(o, "rel_tput_target"),
+                               json_object_get(b, "rel_tput_target")));
+        n++;
+    }
+    assert_int_equal(n, 3); /* 101 on two nodes, 102, 103 */
+    json_decref(before);
+    json_decref(after);
+    /* Job 103 leaves: the others keep theirs; back with its GPU, it has none until a plan. */
+    write_topo(&x, TOPO_AB);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    write_topo(&x, TOPO_ABC);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    after = pfi_cl_json_jobs(x.c);
+    json_array_foreach(json_object_get(after, "jobs"), i, o)
+    {
+        int is103 = !strcmp(json_string_value(json_object_get(o, "id")), "103");
+        assert_true(is103 ? json_is_null(json_object_get(o, "cap_target_w"))
+                          : json_is_number(json_object_get(o, "cap_target_w")));
+    }
+    json_decref(after);
+    site_down(&x);
+}
+
 /* A job starting on a parked GPU: it is raised while the others give watts back, the one kind
  * of change where the order matters.  The stand-ins' peak proves the lowerings came first. */
 static void test_new_job_moves_watts(void **state)
@@ -1253,6 +1299,7 @@ int main(void)
         cmocka_unit_test(test_node_silent_during_cut_loop),
         cmocka_unit_test(test_new_job_moves_watts),
         cmocka_unit_test(test_sla_breach_seen),
+        cmocka_unit_test(test_refresh_keeps_targets),
         cmocka_unit_test(test_ramp),
         cmocka_unit_test(test_decode_caps),
         cmocka_unit_test(test_budget_change_plans_once),

@@ -439,6 +439,24 @@ static void job_caps(pfi_cl_job *jobs, int nj, const pfi_cl_node *nodes, int nn)
         }
 }
 
+/* What the last allocation gave each job that is still there with as many GPUs: a refresh
+ * joins the jobs anew, and until the next plan a reader of GET /v1/jobs would otherwise see
+ * them without targets.  The lists are in Slurm's order, mostly the same from one refresh to
+ * the next: the same place is looked at first. */
+static void carry_targets(const pfi_cl_job *old, int no, pfi_cl_job *jobs, int nj)
+{
+    for (int j = 0; j < nj; j++) {
+        const pfi_cl_job *o = j < no && !strcmp(old[j].id, jobs[j].id) ? &old[j] : NULL;
+        for (int k = 0; !o && k < no; k++)
+            if (!strcmp(old[k].id, jobs[j].id))
+                o = &old[k];
+        if (o && o->n_gpus == jobs[j].n_gpus) {
+            jobs[j].cap_target_w = o->cap_target_w;
+            jobs[j].tput_target = o->tput_target;
+        }
+    }
+}
+
 /* Takes t (freed here); c->op_mu held. */
 static int refresh_locked(pfi_cl *c, pfi_cl_topo t, pfi_err *err)
 {
@@ -472,6 +490,7 @@ static int refresh_locked(pfi_cl *c, pfi_cl_topo t, pfi_err *err)
         goto out;
 
     pthread_mutex_lock(&c->mu);
+    carry_targets(c->jobs, c->n_jobs, jobs, nj);
     free(c->nodes);
     free_jobs(c->jobs, c->n_jobs);
     c->nodes = nodes;

@@ -167,6 +167,43 @@ static void test_apply_room_in_place(void **state)
     assert_memory_equal(keep, tp, sizeof keep);
 }
 
+/* Only the breaches to blame: a room the promised curve's SLA floor fits and the curve read
+ * through a breach does not; a room neither fits; no job. */
+static void test_blamed(void **state)
+{
+    (void)state;
+    double cap[11], tp[11], pc[16], pt[16];
+    pfi_alloc_job q, u;
+    make_curve(cap, tp, &q);
+    make_curve(cap, tp, &u);
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.on_infeasible = PFI_INFEASIBLE_FAIL;
+    /* promised: slowdown 0.1 at r = 0.25^(1/1.6) = 0.4206, 405.6 W; 4 GPUs need ~1,623 W */
+    pfi_alloc_seen l = {0};
+    pfi_alloc_seen_add(&l, 450, 0.12, PFI_SEEN_LATEST, NULL);
+    assert_int_equal(pfi_alloc_seen_apply(&l, &q, pc, pt, 16), 1);
+    int kf[1], km[1];
+    pfi_alloc_result r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(pfi_alloc_prepare(&q, 1, 1e15, &o, kf, km, &r, NULL), PFI_OK);
+    double seen_min = r.min_budget_w;
+    pfi_alloc_result_free(&r);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(pfi_alloc_prepare(&u, 1, 1e15, &o, kf, km, &r, NULL), PFI_OK);
+    double unseen_min = r.min_budget_w;
+    pfi_alloc_result_free(&r);
+    assert_true(unseen_min > 4 * 405.6 - 1e-9 && unseen_min < 4 * 420);
+    assert_true(seen_min > 4 * 450); /* the SLA now needs more than the breach's cap */
+    assert_true(pfi_alloc_seen_blamed(&u, 1, unseen_min, &o));
+    assert_true(pfi_alloc_seen_blamed(&u, 1, seen_min - 1, &o));
+    assert_false(pfi_alloc_seen_blamed(&u, 1, unseen_min - 1, &o));
+    assert_false(pfi_alloc_seen_blamed(&u, 0, 1e9, &o));
+    /* a job the allocator refuses (no curve) is never blamed on a breach */
+    u.n_points = 1;
+    assert_false(pfi_alloc_seen_blamed(&u, 1, 1e9, &o));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_add_refuses),
         cmocka_unit_test(test_apply_matches_by_hand),
         cmocka_unit_test(test_apply_room_in_place),
+        cmocka_unit_test(test_blamed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -277,8 +277,8 @@ static void write_targets(pfi_cl *c, const job_view *v, const pfi_alloc_result *
     }
 }
 
-/* Whether the jobs' minimum caps and SLA floors fit `for_jobs` watts on their curves before any
- * SLA breach seen, when some job has one (0 when none has: nothing to relax for). */
+/* Whether only the SLA breaches the nodes saw (pfi_alloc_seen_blamed) keep `for_jobs` watts
+ * from meeting every SLA: 0 when no job has one (nothing to relax for). */
 static int fits_unseen(const pfi_cl *c, const job_view *v, double for_jobs, const pfi_alloc_opts *o)
 {
     int any = 0;
@@ -288,13 +288,7 @@ static int fits_unseen(const pfi_cl *c, const job_view *v, double for_jobs, cons
     pfi_err e = {0};
     if (!any || job_view_build(c, 0, &u, &e) != PFI_OK)
         return 0;
-    int *kf = calloc((size_t)u.na + 1, sizeof *kf), *km = calloc((size_t)u.na + 1, sizeof *km);
-    pfi_alloc_result r;
-    memset(&r, 0, sizeof r);
-    int fits = kf && km && pfi_alloc_prepare(u.aj, u.na, 1e15, o, kf, km, &r, &e) == PFI_OK &&
-               r.min_budget_w <= for_jobs + 1e-6;
-    pfi_alloc_result_free(&r);
-    free(kf), free(km);
+    int fits = pfi_alloc_seen_blamed(u.aj, u.na, for_jobs, o);
     job_view_free(&u);
     return fits;
 }

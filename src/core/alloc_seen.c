@@ -3,6 +3,7 @@
 #include "core/alloc_seen.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc_curve.h"
@@ -51,4 +52,23 @@ int pfi_alloc_seen_apply(const pfi_alloc_seen *l, pfi_alloc_job *q, double *pc, 
         done++;
     }
     return done;
+}
+
+int pfi_alloc_seen_blamed(const pfi_alloc_job *unseen, int n, double room,
+                          const pfi_alloc_opts *o)
+{
+    if (n <= 0)
+        return 0;
+    int *kf = calloc((size_t)n, sizeof *kf), *km = calloc((size_t)n, sizeof *km);
+    pfi_alloc_result r;
+    memset(&r, 0, sizeof r);
+    pfi_err e = {0};
+    /* The least budget is asked with room to spare, so the question itself cannot be
+     * infeasible. */
+    int fits = kf && km && pfi_alloc_prepare(unseen, n, 1e15, o, kf, km, &r, &e) == PFI_OK &&
+               r.min_budget_w <= room + 1e-6;
+    pfi_alloc_result_free(&r);
+    free(kf);
+    free(km);
+    return fits;
 }

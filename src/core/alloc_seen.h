@@ -35,4 +35,13 @@ int pfi_alloc_seen_add(pfi_alloc_seen *l, double cap_w, double s, int merge, pfi
 int pfi_alloc_seen_apply(const pfi_alloc_seen *l, pfi_alloc_job *q, double *pc, double *pt,
                          int room);
 
+/* Whether only the breaches seen keep a budget from meeting every SLA: on the jobs' curves as
+ * they were before any breach (unseen[0..n)), their minimum caps and SLA floors fit `room` watts.
+ * The node daemon and the cluster controller, finding their plan through the breaches
+ * infeasible, then loosen every SLA alike (PFI_INFEASIBLE_RELAX) rather than refuse a budget
+ * that fitted until a log showed one job slower than promised.  0 when it does not fit, for no
+ * job, or without memory (the plan then fails as it would have). */
+int pfi_alloc_seen_blamed(const pfi_alloc_job *unseen, int n, double room,
+                          const pfi_alloc_opts *o);
+
 #endif

@@ -277,8 +277,9 @@ static int solve_kept(pfi_alloc_keep **keep, int policy, const pfi_alloc_job *aj
     return 1;
 }
 
-/* Whether jobs whose curves some SLA breach seen has changed (aj[0..na), job map[a]) would fit
- * `room` watts of minimum caps and SLA floors on their curves as they were before any breach. */
+/* Whether only the SLA breaches seen (pfi_alloc_seen_blamed) keep `room` watts from meeting
+ * every SLA of the jobs aj[0..na) (job map[a]): their curves are made again, as they were before
+ * any breach, for the jobs that have one. */
 static int fits_unseen(const srv_gpu *g, const srv_job *jobs, const pfi_curve *cv,
                        const pfi_alloc_job *aj, int na, const int *map, int all_abs, double room,
                        const pfi_alloc_opts *o)
@@ -291,8 +292,8 @@ static int fits_unseen(const srv_gpu *g, const srv_job *jobs, const pfi_curve *c
     size_t nn = (size_t)na;
     grid_row *gc = calloc(nn, sizeof *gc), *gt = calloc(nn, sizeof *gt);
     pfi_alloc_job *u = calloc(nn, sizeof *u);
-    int *kf = calloc(nn, sizeof *kf), *km = calloc(nn, sizeof *km), fits = 0;
-    if (gc && gt && u && kf && km) {
+    int fits = 0;
+    if (gc && gt && u) {
         srv_plan scratch;
         double fixed = 0;
         for (int a = 0; a < na; a++) {
@@ -302,13 +303,9 @@ static int fits_unseen(const srv_gpu *g, const srv_job *jobs, const pfi_curve *c
                 job_to_alloc(g, jb, map[a], &cv[map[a]], all_abs ? jb->t0_tps : (double)jb->n_gpus,
                              0, gc[a], gt[a], &u[a], &scratch, &fixed);
         }
-        pfi_alloc_result r = {0};
-        pfi_err e = {0};
-        if (pfi_alloc_prepare(u, na, 1e12, o, kf, km, &r, &e) == PFI_OK)
-            fits = r.min_budget_w <= room + 1e-6;
-        pfi_alloc_result_free(&r);
+        fits = pfi_alloc_seen_blamed(u, na, room, o);
     }
-    free(gc), free(gt), free(u), free(kf), free(km);
+    free(gc), free(gt), free(u);
     return fits;
 }
 

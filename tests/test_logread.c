@@ -104,7 +104,7 @@ static void test_torchtitan(void **state)
     pfi_logread_free(&r);
 }
 
-/* A run from its start: step 1 (595 tps, the warm-up in its interval) is counted untimed,
+/* A run from its start: step 1 (595 tps, the warm-up in its interval) is counted warm-up,
  * not averaged in (the summary's mean of these lines was 5,170.2 with it, 6,314 without). */
 static void test_torchtitan_start(void **state)
 {
@@ -113,12 +113,23 @@ static void test_torchtitan_start(void **state)
     pfi_logread r;
     read_ok("torchtitan-start.log", &c, &r);
     assert_series(&r, tps, 4);
-    assert_int_equal(r.untimed, 1);
+    assert_int_equal(r.warmup, 1);
+    assert_int_equal(r.untimed, 0);
     pfi_logread_free(&r);
+
+    /* only step 1 yet: no throughput, and the error says the one line was warm-up */
+    char path[] = "/tmp/pfi-logread-XXXXXX";
+    FILE *f = pfi_test_mkstemp(path);
+    assert_int_equal(pfi_test_copy_lines(f, FIXTURES "torchtitan-start.log", 1, NULL), 1);
+    fclose(f);
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_EINVAL);
+    unlink(path);
+    assert_non_null(strstr(e.msg, "1 lines read, 0 progress lines without a usable time, 1 warm-up (format torchtitan"));
 }
 
 /* Megatron-DeepSpeed from "[before the start of training step]": iteration 1 (4,220.8 ms)
- * untimed, iterations 2 and 3 read, in tokens/s from the line's own actual seqlen. */
+ * warm-up, iterations 2 and 3 read, in tokens/s from the line's own actual seqlen. */
 static void test_megatron_start(void **state)
 {
     const double want[] = {32 * 2048 * 1000 / 1346.3, 32 * 2048 * 1000 / 1250.2};
@@ -127,7 +138,8 @@ static void test_megatron_start(void **state)
     read_ok("megatron-deepspeed-start.log", &c, &r);
     assert_string_equal(r.unit, "tokens/s");
     assert_series(&r, want, 2);
-    assert_int_equal(r.untimed, 1);
+    assert_int_equal(r.warmup, 1);
+    assert_int_equal(r.untimed, 0);
     pfi_logread_free(&r);
 }
 
@@ -373,7 +385,7 @@ static void test_composer(void **state)
     pfi_err e = {0};
     assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_EINVAL);
     unlink(path);
-    assert_non_null(strstr(e.msg, "1 progress lines without a usable time (format composer"));
+    assert_non_null(strstr(e.msg, "1 progress lines without a usable time, 0 warm-up (format composer"));
     assert_non_null(strstr(e.msg, "time/train is in SpeedMonitor's time_unit"));
     assert_non_null(strstr(e.msg, "no \"Train throughput/tokens_per_sec\" line"));
 }

@@ -184,8 +184,9 @@ static void test_megatron(void **state)
 
 /* Megatron's interval timer starts at "[before the start of training step]": the next
  * iteration line averages the warm-up in (Megatron-DeepSpeed, log interval 1: 4,220.8 ms, then
- * 1,346.3 and 1,250.2).  It is counted untimed; the next ones are read; the banner again (a
- * resumed run) makes its next line untimed again; without the banner nothing is dropped. */
+ * 1,346.3 and 1,250.2).  It is counted as the run's warm-up, not untimed; the next ones are
+ * read; the banner again (a resumed run) makes its next line warm-up again; without the banner
+ * nothing is dropped. */
 static void test_megatron_start(void **state)
 {
     static const fixture_case cases[] = {
@@ -207,14 +208,15 @@ static void test_megatron_start(void **state)
     assert_near(o.value, 8 * 1000 / 296.8, 1e-9);
     assert_int_equal(pfi_parser_feed(p, "[before the start of training step] datetime: 2023-07-16 11:34:57 ", &o), 0);
     assert_int_equal(pfi_parser_feed(p, "[Rank 0] (after 100 iterations) memory (MB) | allocated: 6816.9", &o), 0);
-    assert_int_equal(pfi_parser_untimed(p), 0);
+    assert_int_equal(pfi_parser_warmup(p), 0);
     assert_int_equal(pfi_parser_feed(p, it, &o), 0); /* the first after it */
-    assert_int_equal(pfi_parser_untimed(p), 1);
+    assert_int_equal(pfi_parser_warmup(p), 1);
     assert_int_equal(pfi_parser_feed(p, it, &o), 1);
     assert_near(o.value, 8 * 1000 / 296.8, 1e-9);
     assert_int_equal(pfi_parser_feed(p, "[before the start of training step] datetime: 2023-07-16 12:25:43", &o), 0);
     assert_int_equal(pfi_parser_feed(p, it, &o), 0);
-    assert_int_equal(pfi_parser_untimed(p), 2);
+    assert_int_equal(pfi_parser_warmup(p), 2);
+    assert_int_equal(pfi_parser_untimed(p), 0);
     assert_int_equal(pfi_parser_feed(p, it, &o), 1);
     pfi_parser_free(p);
 }
@@ -384,11 +386,12 @@ static void test_torchtitan(void **state)
     pfi_parser_free(p);
 
     /* step 1's interval holds the warm-up (tps a fraction of the steady rate): a line of the
-     * format, counted untimed, no rate; step 2 on is read; a run resumed past step 1 has no
-     * such line. */
+     * format, counted as the run's warm-up (not untimed), no rate; step 2 on is read; a run
+     * resumed past step 1 has no such line. */
     assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
     assert_int_equal(pfi_parser_feed(p, "[rank0]:[titan] step:  1  loss: 12.2654  tps: 1,704  tflops: 0.12", &o), 0);
-    assert_int_equal(pfi_parser_untimed(p), 1);
+    assert_int_equal(pfi_parser_warmup(p), 1);
+    assert_int_equal(pfi_parser_untimed(p), 0);
     assert_int_equal(pfi_parser_format(p), PFI_LOG_TORCHTITAN);
     assert_int_equal(pfi_parser_feed(p, "[rank0]:[titan] step:  2  loss: 11.7209  tps: 7,291  tflops: 0.52", &o), 1);
     assert_near(o.value, 7291, 0);
@@ -493,7 +496,7 @@ static void test_nanogpt(void **state)
          {W_FORMAT(PFI_LOG_NANOGPT), W_N(6), W_UNIT(0, PFI_OU_TOKENS),
           W_VALUE(0, 262144 / 33.78552, 1e-9), W_PERIOD(0, 33.78552, 1e-9)}},
         /* The eval line ("step 250: train loss ...") is not an iteration; iter 0 (9,371.81
-         * ms, "mfu -100.00%": the compile) is counted untimed. */
+         * ms, "mfu -100.00%": the compile) is counted as the run's warm-up. */
         {"nanogpt-eval.log", {.format = PFI_LOG_AUTO},
          {W_FORMAT(PFI_LOG_NANOGPT), W_N(3), W_UNIT(0, PFI_OU_STEPS), W_STEP(0, 10),
           W_VALUE(0, 1000 / 893.76, 1e-9), W_STEP(2, 240)}},
@@ -501,7 +504,7 @@ static void test_nanogpt(void **state)
     CHECK_FIXTURES(cases);
 
     /* At log_interval 1 a process prints "mfu -100.00%" for its first five iterations: only
-     * the first of them (its iteration 0) is untimed; a resumed process starts another run. */
+     * the first of them (its iteration 0) is warm-up; a resumed process starts another run. */
     pfi_parse_cfg cfg = {.format = PFI_LOG_NANOGPT};
     pfi_parser *p;
     pfi_err e = {0};
@@ -515,14 +518,15 @@ static void test_nanogpt(void **state)
         fed += pfi_parser_feed(p, line, &o);
     }
     assert_int_equal(fed, 7);
-    assert_int_equal(pfi_parser_untimed(p), 1);
+    assert_int_equal(pfi_parser_warmup(p), 1);
     for (int k = 2000; k < 2003; k++) { /* resumed at 2000 */
         snprintf(line, sizeof line, "iter %d: loss 3.1, time %.2fms, mfu -100.00%%", k,
                  k == 2000 ? 7000.0 : 900.0);
         fed += pfi_parser_feed(p, line, &o);
     }
     assert_int_equal(fed, 9);
-    assert_int_equal(pfi_parser_untimed(p), 2);
+    assert_int_equal(pfi_parser_warmup(p), 2);
+    assert_int_equal(pfi_parser_untimed(p), 0);
     assert_near(o.value, 1000 / 900.0, 1e-12);
     /* a fork without the mfu field: nothing dropped */
     assert_int_equal(pfi_parser_feed(p, "iter 0: loss 4.2, time 9000.00ms", &o), 1);

@@ -74,10 +74,10 @@ static int print_json(const char *path, const pfi_logread *r)
     }
     const char *note = unit_note(r);
     json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:b, s:I, s:i, s:I, s:I, s:o}", "file", path, "format",
+        "{s:s, s:s, s:s, s:b, s:I, s:i, s:I, s:I, s:I, s:o}", "file", path, "format",
         pfi_log_format_name(r->format), "unit", r->unit, "tokens", r->in_tokens, "lines",
-        (json_int_t)r->lines, "points", r->n, "untimed", (json_int_t)r->untimed, "other_unit",
-        (json_int_t)r->other_unit, "series", series);
+        (json_int_t)r->lines, "points", r->n, "untimed", (json_int_t)r->untimed, "warmup",
+        (json_int_t)r->warmup, "other_unit", (json_int_t)r->other_unit, "series", series);
     json_t *st = json_pack("{s:f, s:f, s:b, s:i, s:i}", "median", r->median, "mean", r->mean,
                            "steady", r->steady, "window_first", r->win_first, "window_points",
                            r->n - r->win_first);
@@ -107,8 +107,10 @@ static void print_text(const char *path, const pfi_logread *r, int quiet)
         }
     }
     printf("%s: format %s, %ld lines, %d throughput points, %ld progress lines without a "
-           "usable time, %ld in another unit (dropped)\n",
-           path, pfi_log_format_name(r->format), r->lines, r->n, r->untimed, r->other_unit);
+           "usable time, %ld warm-up (a run's first interval: build, compile, allocations), "
+           "%ld in another unit (dropped)\n",
+           path, pfi_log_format_name(r->format), r->lines, r->n, r->untimed, r->warmup,
+           r->other_unit);
     if (r->cut_last)
         printf("the last line has no end yet (a log still being written): not read\n");
     printf("steady window: lines %ld-%ld (%d points)%s\n", r->pts[r->win_first].line,

@@ -186,6 +186,7 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
     rc = read_pass(path, &second, err);
     out->format = pfi_parser_format(second.p);
     out->untimed += pfi_parser_untimed(second.p);
+    out->warmup = pfi_parser_warmup(second.p);
     pfi_obs_unit su;
     out->summary_rate = pfi_parser_summary(second.p, &su);
     snprintf(out->summary_unit, sizeof out->summary_unit, "%s", unit_name(su));
@@ -194,8 +195,10 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
     if (rc == PFI_OK && out->n == 0)
         rc = pfi_err_set(err, PFI_EINVAL,
                          "no throughput in %s: %ld lines read, %ld progress lines without a "
-                         "usable time (format %s; --log-format names one)%s%s",
-                         path, out->lines, out->untimed, pfi_log_format_name(out->format),
+                         "usable time, %ld warm-up (format %s; --log-format names "
+                         "one)%s%s",
+                         path, out->lines, out->untimed, out->warmup,
+                         pfi_log_format_name(out->format),
                          why ? ": " : "", why ? why : "");
     pfi_parser_free(second.p);
     if (rc != PFI_OK) {

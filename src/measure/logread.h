@@ -32,6 +32,7 @@ typedef struct pfi_logread {
     pfi_log_format format;   /* detected (or given) */
     long lines;              /* lines read */
     long untimed;            /* progress lines without a usable time or rate */
+    long warmup;             /* lines the log marks as its run's warm-up (pfi_obs.warmup) */
     long other_unit;         /* throughput lines in another unit than the first (dropped) */
     int cut_last;            /* 1 when the last line has no end (a log still being written,
                               * cut inside a number perhaps): it is not read */

@@ -399,6 +399,10 @@ int pfi_parser_feed(pfi_parser *p, const char *raw, pfi_obs *o)
             }
         }
     }
+    if (hit && o->warmup) {
+        p->warmup++;
+        return 0;
+    }
     if (hit && isnan(o->value)) {
         p->untimed++;
         return 0;
@@ -433,6 +437,11 @@ void pfi_parser_stats(const pfi_parser *p, long *lines, long *matched)
 long pfi_parser_untimed(const pfi_parser *p)
 {
     return p->untimed;
+}
+
+long pfi_parser_warmup(const pfi_parser *p)
+{
+    return p->warmup;
 }
 
 const char *pfi_parser_why_none(const pfi_parser *p)

@@ -76,6 +76,11 @@ typedef struct pfi_obs {
      * progress bar taken for the Trainer's) by another: what came before was not the job's
      * throughput, so the reader forgets it (its unit, counts and rates). */
     int restart;
+    /* 1 when the log marks the line as the run's warm-up (torchtitan's step 1, Megatron's first
+     * iteration after its start banner, nanoGPT's iteration 0): a real interval, but one that
+     * holds the model build, compile and first allocations, not the job's rate.  The parser
+     * counts it (pfi_parser_warmup) and gives no observation. */
+    int warmup;
 } pfi_obs;
 
 /* Units a --throughput-regex capture can be in. */
@@ -124,6 +129,8 @@ void pfi_parser_stats(const pfi_parser *p, long *lines, long *matched);
 /* Progress lines the parser recognized that carry no usable time or rate (a bar's "?it/s", a
  * pfi line without t= when offline, a running average's first line). */
 long pfi_parser_untimed(const pfi_parser *p);
+/* Progress lines the log marks as its run's warm-up (pfi_obs.warmup), not read as rates. */
+long pfi_parser_warmup(const pfi_parser *p);
 /* Why a log of the format detected so far gives no rate to a finished-file read (offline),
  * when the format has a reason of its own (Composer's counts carry no clock); else NULL. */
 const char *pfi_parser_why_none(const pfi_parser *p);

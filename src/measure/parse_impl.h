@@ -40,7 +40,7 @@ struct pfi_parser {
     regex_t tqdm_re;
     regex_t user_re;
     int user_re_ok;
-    long lines, matched, untimed;
+    long lines, matched, untimed, warmup;
 };
 
 /* Finds key in s and parses the number after it (spaces skipped; "10,050" thousands
@@ -74,6 +74,7 @@ static inline void pfi_obs_init(pfi_obs *o)
     o->job_t_s = __builtin_nan("");
     o->step = -1;
     o->restart = 0;
+    o->warmup = 0;
 }
 
 /* One step of `step` that took ms milliseconds, as a rate in steps/s over that period.

@@ -10,9 +10,8 @@
  * The interval timer starts at "[before the start of training step]", so the first iteration
  * line after it averages the first iterations' warm-up in (compile, NCCL and allocator set-up:
  * 4,220.8 ms against 1,346.3 and 1,250.2 after it, tests/fixtures/logs/megatron-deepspeed-
- * start.log).  That line is counted without a usable time, as torchtitan's step 1. */
+ * start.log).  That line is the run's warm-up (pfi_obs.warmup), as torchtitan's step 1. */
 #include <limits.h>
-#include <math.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
@@ -42,7 +41,7 @@ int pfi_parse_megatron(pfi_parser *p, const char *line, pfi_obs *o)
     }
     if (p->mg_start) {
         p->mg_start = 0;
-        o->value = NAN;
+        o->warmup = 1;
     }
     return 1;
 }

@@ -5,10 +5,9 @@
  * "tokens per iteration will be: 491,520" (or --tokens-per-step).
  * A process prints "mfu -100.00%" until its fifth iteration; the first line of such a run is
  * its iteration 0, which compiles the model (9,371.81 ms against 894 after it,
- * tests/fixtures/logs/nanogpt-eval.log), a resumed run's too.  That line is counted without a
- * usable time, as torchtitan's step 1. */
+ * tests/fixtures/logs/nanogpt-eval.log), a resumed run's too.  That line is the run's warm-up
+ * (pfi_obs.warmup), as torchtitan's step 1. */
 #include <limits.h>
-#include <math.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
@@ -31,7 +30,6 @@ int pfi_parse_nanogpt(pfi_parser *p, const char *line, pfi_obs *o)
     int cold = m && pfi_num_at(m + 6, &mfu, &e) && mfu < 0, first = cold && !p->nano_cold;
     p->nano_cold = cold;
     int rc = pfi_obs_step_ms(o, pfi_num_to_ll(it, LLONG_MAX), ms);
-    if (rc && first)
-        o->value = NAN;
+    o->warmup = rc && first;
     return rc;
 }

@@ -6,9 +6,8 @@
  * (tokens since the last log / time / non-data-parallel size); pfi_parser_per_gpu says so.
  * torchtitan always logs step 1, and its interval runs from the metrics' start: model build,
  * compile and the first allocations (tps a fraction of the steady rate).  That line is no
- * rate of training: counted without a usable time, as DeepSpeed's first running average. */
+ * rate of training but the run's warm-up (pfi_obs.warmup). */
 #include <limits.h>
-#include <math.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
@@ -25,6 +24,7 @@ int pfi_parse_torchtitan(pfi_parser *p, const char *line, pfi_obs *o)
         o->step = pfi_num_to_ll(step, LLONG_MAX);
     o->kind = PFI_OBS_RATE;
     o->unit = PFI_OU_TOKENS;
-    o->value = o->step == 1 ? NAN : v;
+    o->value = v;
+    o->warmup = o->step == 1;
     return 1;
 }

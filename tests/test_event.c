@@ -423,6 +423,33 @@ static void test_compliance(void **state)
                      PFI_EINVAL);
 }
 
+/* A changed cut that states no baseline keeps the held one's; a new cut, one that states its
+ * own, a limit, or a cut replacing a limit do not. */
+static void test_keep_baseline(void **state)
+{
+    (void)state;
+    pfi_event held[2], ev;
+    pfi_event_init_cut(&held[0], "c", 100, 200, 0.3, 5000, "mean node draw over the hour");
+    pfi_event_init_limit(&held[1], "l", 100, 200, 3000);
+    pfi_event_init_cut(&ev, "c", 100, 300, 0.3, NAN, "");
+    assert_int_equal(pfi_event_keep_baseline(&ev, held, 2), 1);
+    assert_float_equal(ev.baseline_w, 5000, 0);
+    assert_string_equal(ev.baseline_method, "mean node draw over the hour");
+    pfi_event_init_cut(&ev, "c", 100, 300, 0.3, 4000, "stated in the request");
+    assert_int_equal(pfi_event_keep_baseline(&ev, held, 2), 0);
+    assert_float_equal(ev.baseline_w, 4000, 0);
+    pfi_event_init_cut(&ev, "new", 100, 300, 0.3, NAN, "");
+    assert_int_equal(pfi_event_keep_baseline(&ev, held, 2), 0);
+    assert_true(isnan(ev.baseline_w));
+    pfi_event_init_cut(&ev, "l", 100, 300, 0.3, NAN, "");
+    assert_int_equal(pfi_event_keep_baseline(&ev, held, 2), 0);
+    pfi_event_init_limit(&ev, "c", 100, 300, 2000);
+    assert_int_equal(pfi_event_keep_baseline(&ev, held, 2), 0);
+    held[0].baseline_w = NAN; /* held without one: nothing to keep */
+    pfi_event_init_cut(&ev, "c", 100, 300, 0.3, NAN, "");
+    assert_int_equal(pfi_event_keep_baseline(&ev, held, 2), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_feasible),
         cmocka_unit_test(test_properties),
         cmocka_unit_test(test_compliance),
+        cmocka_unit_test(test_keep_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

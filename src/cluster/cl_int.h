@@ -109,6 +109,8 @@ int pfi_cl_plan_policy(pfi_cl *c, double budget_w, int policy, int yield, double
 /* grid.c (c->mu held): the budget to apply now given the manual one (NAN: none) over the next
  * moments; NAN when nothing binds.  Sets grid_binding, grid_event and sla_yield. */
 double pfi_cl_grid_limit(pfi_cl *c, double manual_w, double now_wall);
+/* The site the events apply to: its GPUs' maximum, the manual budget asked (mu not held). */
+pfi_event_site pfi_cl_grid_site(pfi_cl *c);
 /* Whether an event is near enough that the loop must re-plan often (c->mu held). */
 int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
 /* Records the site's draw with the budget in force (after a refresh; takes mu itself). */

@@ -40,6 +40,14 @@ static pfi_event_site site_of(const pfi_cl *c, double manual_w)
     return s;
 }
 
+pfi_event_site pfi_cl_grid_site(pfi_cl *c)
+{
+    pthread_mutex_lock(&c->mu);
+    pfi_event_site s = site_of(c, c->budget.set ? c->budget.watts : NAN);
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
 double pfi_cl_grid_limit(pfi_cl *c, double manual_w, double now)
 {
     c->grid_binding = 0;
@@ -123,7 +131,8 @@ int pfi_cl_grid_open(pfi_cl *c, const char *db, pfi_err *err)
     return PFI_OK;
 }
 
-/* A cut without a stated baseline: the site's mean draw over the last hour as recorded, else
+/* A new cut without a stated baseline (a change keeps the held one's, pfi_event_keep_baseline):
+ * the site's mean draw over the last hour as recorded, else
  * its draw now (mu not held). */
 static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
 {
@@ -151,7 +160,10 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err 
     int rc = pfi_grid_event_from_json(body, now, &ev, err);
     if (rc != PFI_OK)
         return rc;
-    if (ev.kind == PFI_EVENT_CUT && isnan(ev.baseline_w))
+    pthread_mutex_lock(&c->mu);
+    int kept = pfi_event_keep_baseline(&ev, c->grid_ev, c->n_grid);
+    pthread_mutex_unlock(&c->mu);
+    if (!kept && ev.kind == PFI_EVENT_CUT && isnan(ev.baseline_w))
         fill_baseline(c, now, &ev);
     pthread_mutex_lock(&c->op_mu);
     pthread_mutex_lock(&c->mu);

@@ -58,6 +58,18 @@ int pfi_event_list_find(const pfi_event *v, int n, const char *id)
     return -1;
 }
 
+int pfi_event_keep_baseline(pfi_event *ev, const pfi_event *v, int n)
+{
+    if (ev->kind != PFI_EVENT_CUT || !isnan(ev->baseline_w))
+        return 0;
+    int at = pfi_event_list_find(v, n, ev->id);
+    if (at < 0 || v[at].kind != PFI_EVENT_CUT || !isfinite(v[at].baseline_w))
+        return 0;
+    ev->baseline_w = v[at].baseline_w;
+    memcpy(ev->baseline_method, v[at].baseline_method, sizeof ev->baseline_method);
+    return 1;
+}
+
 int pfi_event_ids_retain(char (*ids)[PFI_EVENT_ID_MAX], int n,
                          const char (*keep)[PFI_EVENT_ID_MAX], int n_keep)
 {

@@ -118,6 +118,12 @@ int pfi_event_feasible(double target_w, double floor_w, double *achievable_w);
 const char *pfi_event_kind_name(int kind);
 /* The index of the event named id in v[0..n-1] (the last one if several), -1 when none. */
 int pfi_event_list_find(const pfi_event *v, int n, const char *id);
+/* A cut that states no baseline (NAN) and changes one held in v[0..n-1] under its id, a cut
+ * too, keeps the held one's baseline and its method; returns 1 when it did.  The baseline is
+ * the draw before the event was first posted: measured again once the cut is in force, it is
+ * the curtailed draw, and every change of the event (its priority, its end) would cut again
+ * from there. */
+int pfi_event_keep_baseline(pfi_event *ev, const pfi_event *v, int n);
 /* Removes the event named id from v[0..*n-1], keeping the others in order; 1 when it was
  * there. */
 int pfi_event_list_remove(pfi_event *v, int *n, const char *id);

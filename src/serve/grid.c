@@ -222,8 +222,9 @@ int pfi_srv_grid_tick(srv_node *n)
     return grid_apply(n, 0);
 }
 
-/* A cut's baseline when the request states none: the node's mean draw over the last hour as
- * recorded, else its draw now. */
+/* A new cut's baseline when the request states none (a change keeps the held one's,
+ * pfi_event_keep_baseline): the node's mean draw over the last hour as recorded, else its draw
+ * now. */
 static void fill_baseline(srv_node *n, double now, pfi_event *ev)
 {
     int m = pfi_grid_power_mean(n->grid, now - GRID_BASELINE_S, now + 1, &ev->baseline_w);
@@ -268,7 +269,10 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
     int rc = pfi_grid_event_from_json(body, now, &ev, err);
     if (rc != PFI_OK)
         return rc;
-    if (ev.kind == PFI_EVENT_CUT && isnan(ev.baseline_w))
+    pthread_mutex_lock(&n->mu);
+    int kept = pfi_event_keep_baseline(&ev, n->grid_ev, n->n_grid);
+    pthread_mutex_unlock(&n->mu);
+    if (!kept && ev.kind == PFI_EVENT_CUT && isnan(ev.baseline_w))
         fill_baseline(n, now, &ev);
     pthread_mutex_lock(&n->mu);
     pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);

@@ -38,6 +38,14 @@ static void *node_report(void *ctx, const char *id, pfi_err *err)
     return pfi_srv_grid_report(ctx, id, err);
 }
 
+static void node_site(void *ctx, pfi_event_site *out)
+{
+    srv_node *n = ctx;
+    pthread_mutex_lock(&n->mu);
+    *out = pfi_srv_grid_site(n, n->manual_w);
+    pthread_mutex_unlock(&n->mu);
+}
+
 int pfi_srv_ven_start(srv_node *n, pfi_err *err)
 {
     const pfi_ven_config *cfg = &n->cfg->openadr;
@@ -46,7 +54,7 @@ int pfi_srv_ven_start(srv_node *n, pfi_err *err)
     if (!n->grid)
         return pfi_err_set(err, PFI_ESTATE, "openadr: grid events need the state database");
     pfi_ven_host h = {.ctx = n, .name = "pfi serve", .events = node_events, .add = node_add,
-                      .remove = node_remove, .report = node_report};
+                      .remove = node_remove, .report = node_report, .site = node_site};
     pfi_ven *v;
     int rc = pfi_ven_start(&h, cfg, &v, err);
     if (rc != PFI_OK)

@@ -720,9 +720,23 @@ static int still_listed(const pfi_ven_config *cfg, json_t *events, const char *v
              json_is_number(val) && json_number_value(val) == 0);
 }
 
+/* A held event's OpenADR provenance, as map_interval gave it (none: not from a VTN). */
+static void put_openadr(json_t *b, const pfi_event *h)
+{
+    if (h->oadr_event[0])
+        json_object_set_new(b, "openadr",
+                            json_pack("{s:s, s:i, s:f, s:f, s:f}", "event_id", h->oadr_event,
+                                      "interval", h->oadr_interval, "vtn_start", h->oadr_start_s,
+                                      "randomize_start_s", h->oadr_randomize_s, "randomized_s",
+                                      h->oadr_randomized_s));
+}
+
 /* Ends a held event of the VTN now, for the reason given (the VTN withdrew it, or moved its
- * end into the past): one not begun yet is deleted here; one in force ends now, restored in
- * its steps as after any end.  Counted among the cancelled; an error is counted and logged. */
+ * end into the past): one whose ramp-down has not begun is deleted here; one in its ramp-down
+ * stops falling where it is (the budget its ramp has reached now, as a limit) and is restored
+ * from there in its steps, at the pace of its full restore; one in force ends now, restored in
+ * its steps as after any end.  The event keeps its provenance and a cut its baseline.  Counted
+ * among the cancelled; an error is counted and logged. */
 static void cancel_held(pfi_ven *v, const pfi_event *h, double now, const char *why)
 {
     pfi_err e = {0};
@@ -730,21 +744,34 @@ static void cancel_held(pfi_ven *v, const pfi_event *h, double now, const char *
     /* A second from now (of real time: on a scaled clock the host took its second as over by
      * the time it got the event, and refused it as ended). */
     double end = fmax(now, h->start_s) + pfi_clock_scale();
-    if (now < pfi_event_ramp_start_s(h)) {
+    double reached = INFINITY; /* in its ramp-down: where the ramp has brought the budget */
+    if (now >= pfi_event_ramp_start_s(h) && now < h->start_s && v->host.site) {
+        pfi_event_site site;
+        v->host.site(v->host.ctx, &site);
+        reached = pfi_event_cap_at(h, &site, now);
+        end = now + pfi_clock_scale();
+    }
+    if (now < pfi_event_ramp_start_s(h) || (now < h->start_s && !isfinite(reached))) {
         rc = v->host.remove(v->host.ctx, h->id, &e);
     } else if (h->end_s <= end) {
         return; /* ending already: ended again at every poll, it never ended */
     } else {
-        json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:f, s:s, s:i}", "id", h->id, "start",
-                              h->start_s, "end", end, "ramp_down_s", h->ramp_down_s,
-                              "ramp_up_s", h->ramp_up_s, "source", h->source, "priority",
-                              h->priority);
-        if (h->kind == PFI_EVENT_CUT) {
-            json_object_set_new(b, "cut", json_real(h->cut));
-            json_object_set_new(b, "baseline_w", json_real(h->baseline_w));
+        json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i}", "id", h->id, "start",
+                              isfinite(reached) ? now : h->start_s, "end", end, "ramp_down_s",
+                              isfinite(reached) ? 0 : h->ramp_down_s, "source", h->source,
+                              "priority", h->priority);
+        double up = h->ramp_up_s;
+        if (isfinite(reached)) {
+            /* the share of the cut the ramp took, restored in the same share of the time */
+            up *= h->ramp_down_s > 0 ? (now - pfi_event_ramp_start_s(h)) / h->ramp_down_s : 1;
+            json_object_set_new(b, "limit_w", json_real(reached));
+        } else if (h->kind == PFI_EVENT_CUT) {
+            json_object_set_new(b, "cut", json_real(h->cut)); /* its baseline is kept */
         } else {
             json_object_set_new(b, "limit_w", json_real(h->limit_w));
         }
+        json_object_set_new(b, "ramp_up_s", json_real(up));
+        put_openadr(b, h);
         rc = v->host.add(v->host.ctx, b, &e);
         json_decref(b);
     }
@@ -752,7 +779,10 @@ static void cancel_held(pfi_ven *v, const pfi_event *h, double now, const char *
         ven_error(v, "event %s, %s, not cancelled: %s", h->id, why, e.msg);
         return;
     }
-    fprintf(stderr, "%s: openadr: event %s %s: cancelled\n", v->host.name, h->id, why);
+    fprintf(stderr, "%s: openadr: event %s %s: cancelled%s\n", v->host.name, h->id, why,
+            isfinite(reached) ? " in its ramp-down, restored from where the ramp had brought the "
+                                "budget"
+                              : "");
     pthread_mutex_lock(&v->mu);
     v->n_cancelled++;
     pthread_mutex_unlock(&v->mu);

@@ -47,6 +47,9 @@ typedef struct pfi_ven_host {
     int (*remove)(void *ctx, const char *id, pfi_err *err);
     /* The compliance report of an event (docs/api.md's shape, json_t *); NULL with *err. */
     void *(*report)(void *ctx, const char *id, pfi_err *err);
+    /* The site the events apply to now (its maximum, the manual budget): where the ramp-down
+     * of an event the VTN withdraws has brought the budget. */
+    void (*site)(void *ctx, pfi_event_site *out);
 } pfi_ven_host;
 
 typedef struct pfi_ven pfi_ven;

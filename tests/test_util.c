@@ -146,6 +146,24 @@ static void test_power(void **state)
     assert_int_equal(pfi_parse_power("lots", &v, &pct, &e), PFI_EINVAL);
     assert_int_equal(pfi_parse_power("0x10W", &v, &pct, &e), PFI_EINVAL); /* was 16 W */
     assert_int_equal(pfi_parse_power("0x32%", &v, &pct, &e), PFI_EINVAL); /* was 50% */
+    /* the units' case: k or K, w or W; M only upper case ("mW" is the milliwatt: 0.5 mW was
+     * read as 500 kW, a budget that caps nothing) */
+    const struct { const char *s; double w; } ok[] = {
+        {"4kw", 4e3}, {"4KW", 4e3}, {"4Kw", 4e3}, {"4w", 4}, {"0.5MW", 5e5}, {"0.5Mw", 5e5}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        assert_int_equal(pfi_parse_power(ok[i].s, &v, &pct, &e), PFI_OK);
+        assert_float_equal(v, ok[i].w, 1e-9);
+        pfi_budget b;
+        assert_int_equal(pfi_budget_parse(ok[i].s, &b, &e), PFI_OK);
+        assert_float_equal(b.value, ok[i].w, 1e-9);
+    }
+    const char *milli[] = {"0.5mW", "0.5mw", "4000mW", "1kWh", "1GW", "1 W"};
+    for (size_t i = 0; i < sizeof milli / sizeof *milli; i++) {
+        pfi_budget b = {.value = -1};
+        assert_int_equal(pfi_parse_power(milli[i], &v, &pct, &e), PFI_EINVAL);
+        assert_int_equal(pfi_budget_parse(milli[i], &b, &e), PFI_EINVAL);
+        assert_float_equal(b.value, -1, 0);
+    }
     double l[4];
     int n;
     assert_int_equal(pfi_parse_double_list("0.1,0x0.8p0", l, 4, &n, &e), PFI_EINVAL);

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "util/units.h"
 
@@ -50,14 +49,8 @@ int pfi_budget_parse(const char *s, pfi_budget *b, pfi_err *err)
         b->value = v / 100;
         return PFI_OK;
     }
-    double mult;
-    if (!*end || !strcasecmp(end, "W"))
-        mult = 1;
-    else if (!strcasecmp(end, "kW"))
-        mult = 1e3;
-    else if (!strcasecmp(end, "MW"))
-        mult = 1e6;
-    else
+    double mult = pfi_power_unit(end);
+    if (isnan(mult))
         return pfi_err_set(err, PFI_EINVAL, "budget '%s': %s", s, expected);
     if (cut == 1)
         return pfi_err_set(err, PFI_EINVAL, "budget '%s': a cut is a percentage (cut=30%%)", s);

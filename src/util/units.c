@@ -74,6 +74,17 @@ int pfi_parse_duration(const char *s, double *seconds, pfi_err *err)
     return PFI_OK;
 }
 
+double pfi_power_unit(const char *u)
+{
+    if (!*u || !strcasecmp(u, "W"))
+        return 1;
+    if ((u[0] == 'k' || u[0] == 'K') && !strcasecmp(u + 1, "W"))
+        return 1e3;
+    if (u[0] == 'M' && !strcasecmp(u + 1, "W"))
+        return 1e6;
+    return NAN;
+}
+
 int pfi_parse_power(const char *s, double *value, int *is_pct, pfi_err *err)
 {
     double v;
@@ -88,14 +99,10 @@ int pfi_parse_power(const char *s, double *value, int *is_pct, pfi_err *err)
         *is_pct = 1;
         return PFI_OK;
     }
-    if (strcasecmp(u, "W") == 0 || *u == '\0')
-        *value = v;
-    else if (strcasecmp(u, "kW") == 0)
-        *value = v * 1e3;
-    else if (strcasecmp(u, "MW") == 0)
-        *value = v * 1e6;
-    else
+    double mult = pfi_power_unit(u);
+    if (isnan(mult))
         return pfi_err_set(err, PFI_EINVAL, "bad power unit in '%s' (use W, kW, MW or %%)", s);
+    *value = v * mult;
     if (*value <= 0)
         return pfi_err_set(err, PFI_ERANGE, "power %s must be positive", s);
     *is_pct = 0;

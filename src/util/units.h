@@ -20,6 +20,11 @@ int pfi_parse_decimal(const char *s, double *v, const char **rest);
 /* "100ms", "2s", "1.5", "5m", "1h" -> seconds.  A bare number is seconds. */
 int pfi_parse_duration(const char *s, double *seconds, pfi_err *err);
 
+/* Watts per unit of a power unit: "" or W (w), kW (k or K, w or W), MW; NAN for any other.  The
+ * M of mega is upper case only: "mW" is the milliwatt, and a budget of "0.5mW" read as 500 kW
+ * caps nothing. */
+double pfi_power_unit(const char *u);
+
 /* "5600W", "5.6kW", "70%" -> either watts (is_pct=0) or a fraction 0..1 (is_pct=1). */
 int pfi_parse_power(const char *s, double *value, int *is_pct, pfi_err *err);
 

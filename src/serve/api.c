@@ -83,7 +83,7 @@ static json_t *body_json(const char *body, size_t blen, pfi_err *e)
         return NULL;
     }
     json_error_t je;
-    json_t *doc = json_loadb(body, blen, JSON_REJECT_DUPLICATES, &je);
+    json_t *doc = pfi_json_loadb(body, blen, JSON_REJECT_DUPLICATES, &je);
     if (!doc) {
         pfi_err_set(e, PFI_EINVAL, "malformed JSON at line %d column %d: %s", je.line,
                     je.column, je.text);

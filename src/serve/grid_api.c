@@ -53,7 +53,7 @@ static char *post(srv_node *n, const char *body, size_t blen, int *st, size_t *l
 {
     pfi_err e = {0};
     json_error_t je;
-    json_t *doc = body && blen ? json_loadb(body, blen, JSON_REJECT_DUPLICATES, &je) : NULL;
+    json_t *doc = body && blen ? pfi_json_loadb(body, blen, JSON_REJECT_DUPLICATES, &je) : NULL;
     if (!doc) {
         char msg[256];
         snprintf(msg, sizeof msg, "this request needs a JSON object body%s%s",

@@ -14,6 +14,7 @@
 
 #include "store/codec.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/json_fast.h"
 #include "util/json_items.h"
 
@@ -74,7 +75,7 @@ static json_t *decode_job(const char *text, size_t len)
 {
     json_t *v = pfi_json_fast_loadb(text, len); /* leaves a repeated key to jansson */
     json_error_t je;
-    return v ? v : json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    return v ? v : pfi_json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
 }
 
 /* Room for the jobs after the first j (the set is full): 1,024 to begin with, then as many as

@@ -2,6 +2,7 @@
 #include "util/json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,4 +51,24 @@ json_t *pfi_json_error(json_t *into, const char *code, const char *msg)
 double pfi_json_num_or_nan(const json_t *v)
 {
     return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+json_t *pfi_json_loadb(const char *s, size_t n, size_t flags, json_error_t *je)
+{
+    const char *z = s ? memchr(s, 0, n) : NULL;
+    if (!z)
+        return json_loadb(s, n, flags, je);
+    int line = 1, col = 1;
+    for (const char *p = s; p < z; p++, col++)
+        if (*p == '\n')
+            line++, col = 0;
+    if (je) {
+        memset(je, 0, sizeof *je);
+        je->line = line;
+        je->column = col;
+        je->position = (int)(z - s);
+        snprintf(je->text, sizeof je->text, "a NUL byte (not allowed in JSON)");
+        snprintf(je->source, sizeof je->source, "<buffer>");
+    }
+    return NULL;
 }

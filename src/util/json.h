@@ -25,6 +25,12 @@ json_t *pfi_json_text(const char *s);
  * request's bytes: it is written by pfi_json_text.  NULL only when out of memory. */
 json_t *pfi_json_error(json_t *into, const char *code, const char *msg);
 
+/* json_loadb that refuses a NUL byte anywhere in s[0..n) (RFC 8259 allows none outside a
+ * string's escapes): jansson's lexer skips one after a number or a literal, so "[1\0,2]" read
+ * as [1, 2], and the node daemon applied bodies the cluster controller refused.  NULL with je's
+ * text and position set as jansson's own errors are. */
+json_t *pfi_json_loadb(const char *s, size_t n, size_t flags, json_error_t *je);
+
 /* The value of v when it is a number (integer or real), else NAN (v may be NULL). */
 double pfi_json_num_or_nan(const json_t *v);
 

@@ -2,6 +2,7 @@
 /* json_items.c: one array of a JSON file, an element at a time (json_items.h). */
 #include "util/json_items.h"
 
+#include "util/json.h"
 #include "util/json_fast.h"
 
 #include <stdlib.h>
@@ -143,7 +144,7 @@ json_t *pfi_json_items_decode(const char *s, size_t n)
 {
     json_t *v = pfi_json_fast_loadb(s, n);
     json_error_t je;
-    return v ? v : json_loadb(s, n, JSON_DECODE_ANY, &je);
+    return v ? v : pfi_json_loadb(s, n, JSON_DECODE_ANY, &je);
 }
 
 /* The value at buf[pos], decoded (NULL when it is not valid JSON). */

@@ -1096,6 +1096,45 @@ static void test_rate_limit(void **state)
     assert_int_equal(call(f, "POST", "/v1/heartbeat", "{}", 1, NULL), 200);
 }
 
+/* The watchdog as a heartbeat leaves it is what a restart finds (hold.c): armed with the last
+ * ttl, or disarmed by ttl_s 0.  A disarm was not saved, so a crash brought the watchdog back
+ * armed and, with no controller beating any more, tripped every GPU to the safe budget. */
+static void test_heartbeat_saved(void **state)
+{
+    fx *f = *state;
+    srv_hold h;
+    pfi_err e = {0};
+    assert_non_null(f->n->audit);
+    assert_int_equal(call(f, "PUT", "/v1/caps", "{\"epoch\":1,\"caps\":[{\"gpu\":0,\"cap_w\":450}]}",
+                          1, NULL),
+                     200);
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", "{\"ttl_s\":5}", 1, NULL), 200);
+    assert_int_equal(pfi_srv_hold_load(f->n->audit, &h, &e), PFI_OK);
+    assert_true(h.active);
+    assert_float_equal(h.ttl_s, 5, 0);
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", "{\"ttl_s\":20}", 1, NULL), 200);
+    assert_int_equal(pfi_srv_hold_load(f->n->audit, &h, &e), PFI_OK);
+    assert_true(h.active);
+    assert_float_equal(h.ttl_s, 20, 0);
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", "{\"ttl_s\":0,\"controller\":\"ctl-9\"}",
+                          1, &d),
+                     200);
+    assert_true(json_is_false(json_object_get(d, "armed")));
+    json_decref(d);
+    assert_int_equal(pfi_srv_hold_load(f->n->audit, &h, &e), PFI_OK);
+    assert_true(h.active);
+    assert_float_equal(h.ttl_s, 0, 0);
+    assert_int_equal(call(f, "GET", "/v1/events", NULL, 0, &d), 200);
+    json_t *ev = json_object_get(d, "events");
+    int said = 0;
+    for (size_t k = 0; k < json_array_size(ev); k++)
+        said |= strstr(json_string_value(json_object_get(json_array_get(ev, k), "message")),
+                       "disarmed by ctl-9") != NULL;
+    assert_true(said);
+    json_decref(d);
+}
+
 static void test_restore_originals(void **state)
 {
     fx *f = *state;
@@ -1321,6 +1360,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_of_silent_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_silent_gpu_reading_not_shown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_saved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_sizes, setup, teardown),

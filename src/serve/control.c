@@ -197,24 +197,29 @@ int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t 
     if (!(ttl_s >= 0 && ttl_s <= 86400))
         return pfi_err_set(err, PFI_EINVAL, "ttl_s: expected 0 to 86400 seconds");
     pthread_mutex_lock(&n->mu);
-    int first = n->hb_ttl_s <= 0 && ttl_s > 0;
+    int first = n->hb_ttl_s <= 0 && ttl_s > 0, disarmed = n->hb_ttl_s > 0 && ttl_s <= 0;
+    int changed = n->hb_ttl_s != ttl_s;
     n->hb_last = pfi_clock_mono();
     n->hb_ttl_s = ttl_s;
     n->n_heartbeats++;
     snprintf(n->hb_controller, sizeof n->hb_controller, "%s", controller ? controller : "");
     int mode = n->mode;
     pthread_mutex_unlock(&n->mu);
-    if (first) {
-        /* A restart comes back with the watchdog armed (hold.c). */
+    if (changed) {
+        /* A restart comes back with the watchdog as it is now (hold.c): armed, with this ttl,
+         * or disarmed (a disarm left unsaved came back armed after a crash and, with no
+         * controller left to beat, dropped every GPU to the safe budget). */
         pthread_mutex_lock(&n->decide_mu);
         pfi_srv_hold_save(n, 0);
         pthread_mutex_unlock(&n->decide_mu);
     }
+    const char *who = controller && *controller ? controller : "a controller";
     if (first)
         pfi_srv_event_add(n, "watchdog", "armed by %s: safe budget %s after %.1f s without a "
-                                     "heartbeat",
-                      controller && *controller ? controller : "a controller",
-                      n->cfg->safe_budget, ttl_s);
+                                         "heartbeat",
+                          who, n->cfg->safe_budget, ttl_s);
+    if (disarmed)
+        pfi_srv_event_add(n, "watchdog", "disarmed by %s (ttl_s 0)", who);
     if (result)
         *result = json_pack("{s:b, s:f, s:s, s:s}", "armed", ttl_s > 0, "ttl_s", ttl_s, "mode",
                             pfi_srv_mode_name(mode), "boot_id", n->boot_id);

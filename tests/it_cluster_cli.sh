@@ -56,6 +56,10 @@ refused "unexpected argument 'extra'" serve extra --heartbeat 0 --listen 127.0.0
 refused "--budget is the initial budget of serve" budget 9000W --budget 8000W
 refused "--budget is the initial budget of serve" status --budget 8000W
 refused "give one budget" budget 9000W 8000W
+# watchdogs a node refuses (over a day) or that trip between two heartbeats
+refused "--node-ttl: at most 86400 s" serve --node-ttl 25h --listen 127.0.0.1:0
+refused "--heartbeat 5 s must be shorter than --node-ttl 2 s" serve --heartbeat 5s --node-ttl 2s --listen 127.0.0.1:0
+refused "--heartbeat 30 s must be shorter than --node-ttl 30 s" serve --heartbeat 30s --listen 127.0.0.1:0
 head -c 24 /dev/urandom | base64 >"$T/token"
 chmod 600 "$T/token"
 # Refused before the controller opens its database (or asks a node).

@@ -231,6 +231,20 @@ static int settings(const cl_opts *o, pfi_cl_config *cfg, double *ramp_s)
                                             "max-client-connections", &cfg->max_client_conns,
                                             &err)))
         return pfi_cli_fail("cluster", &err);
+    /* The nodes refuse a ttl over a day (every heartbeat then failed, no watchdog armed, and
+     * the nodes still showed up), and a heartbeat no shorter than the ttl lets every watchdog
+     * trip between two beats (the site at its safe budget). */
+    if (cfg->node_ttl_s > 86400) {
+        fprintf(stderr, "pfi cluster: --node-ttl: at most 86400 s (a day), the longest a node "
+                        "daemon's watchdog takes; got %s\n", o->ttl);
+        return PFI_EXIT_USAGE;
+    }
+    if (cfg->node_ttl_s > 0 && cfg->heartbeat_s >= cfg->node_ttl_s) {
+        fprintf(stderr, "pfi cluster: --heartbeat %g s must be shorter than --node-ttl %g s: "
+                        "every node's watchdog would trip between two heartbeats\n",
+                cfg->heartbeat_s, cfg->node_ttl_s);
+        return PFI_EXIT_USAGE;
+    }
     return -1;
 }
 

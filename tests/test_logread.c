@@ -390,6 +390,67 @@ static void test_composer(void **state)
     assert_non_null(strstr(e.msg, "no \"Train throughput/tokens_per_sec\" line"));
 }
 
+/* A log that is not a regular file (a pipe: `cat log | pfi log /dev/stdin`, <(zcat log)) is
+ * read as the file is; it read as empty on the second pass ("no throughput ... 0 lines"). */
+static void test_pipe(void **state)
+{
+    (void)state;
+    FILE *in = fopen(FIXTURES "megatron-deepspeed-start.log", "rb");
+    assert_non_null(in);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text, in);
+    fclose(in);
+    assert_true(n > 0 && n < 4096); /* fits a pipe's buffer: written whole before the read */
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    assert_int_equal(write(fd[1], text, n), (ssize_t)n);
+    close(fd[1]);
+    char path[32];
+    snprintf(path, sizeof path, "/dev/fd/%d", fd[0]);
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_OK);
+    close(fd[0]);
+    const double want[] = {32 * 2048 * 1000 / 1346.3, 32 * 2048 * 1000 / 1250.2};
+    assert_series(&r, want, 2);
+    assert_int_equal(r.warmup, 1);
+    pfi_logread_free(&r);
+}
+
+/* Counts of the pfi protocol whose difference over their interval passes a double: no rate
+ * (it printed "inf", and the JSON output lost its series); a finite one after them is. */
+static void test_count_overflow(void **state)
+{
+    (void)state;
+    static const char *const text[] = {
+        "pfi: tokens=0 t=0\npfi: tokens=1e300 t=1e-10\npfi: tokens=2e300 t=2e-10\n"
+        "pfi: tokens=3e300 t=3e-10\n",
+        "pfi: tokens=0 t=0\npfi: tokens=1e300 t=1e-10\npfi: tokens=1.000001e300 t=1\n",
+    };
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    for (int k = 0; k < 2; k++) {
+        char path[] = "/tmp/pfi-logread-XXXXXX";
+        FILE *f = pfi_test_mkstemp(path);
+        fputs(text[k], f);
+        fclose(f);
+        pfi_err e = {0};
+        int rc = pfi_logread_file(path, &c, &r, &e);
+        unlink(path);
+        if (k == 0) {
+            assert_int_equal(rc, PFI_EINVAL);
+            assert_non_null(strstr(e.msg, "4 progress lines without a usable time"));
+        } else {
+            assert_int_equal(rc, PFI_OK);
+            assert_int_equal(r.n, 1);
+            assert_int_equal(r.untimed, 2); /* the first count, the overflow */
+            assert_true(fabs(r.pts[0].rate / 1e294 - 1) < 1e-6);
+            pfi_logread_free(&r);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +463,8 @@ int main(void)
         cmocka_unit_test(test_steady_window), cmocka_unit_test(test_bar_then_megatron),
         cmocka_unit_test(test_cut_last_line),
         cmocka_unit_test(test_composer),
+        cmocka_unit_test(test_pipe),
+        cmocka_unit_test(test_count_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "measure/logread.h"
 #include "measure/meter.h"
@@ -41,8 +42,13 @@ static void on_count(reader *rd, const pfi_obs *o)
         rd->r->untimed++; /* a count with no clock of its own: nothing to time it by */
         return;
     }
-    if (rd->have_count && o->value > rd->count && o->job_t_s > rd->count_t)
-        add_point(rd, o->step, (o->value - rd->count) / (o->job_t_s - rd->count_t));
+    /* A rate past a double (counts a few 1e-310 s apart) is no rate: it printed "inf", and the
+     * JSON output, which has no infinity, lost its series and summary. */
+    double rate = rd->have_count && o->value > rd->count && o->job_t_s > rd->count_t
+                      ? (o->value - rd->count) / (o->job_t_s - rd->count_t)
+                      : NAN;
+    if (isfinite(rate))
+        add_point(rd, o->step, rate);
     else
         rd->r->untimed++; /* the first count, a restart or a repeat: no interval */
     rd->have_count = 1;
@@ -78,20 +84,54 @@ static void on_line(void *ctx, const char *line)
         add_point(rd, o.step, o.value);
 }
 
-static int read_pass(const char *path, reader *rd, pfi_err *err)
+/* The log opened once for both passes: a regular file as it is; anything else (a pipe,
+ * /dev/stdin, <(zcat ...), a FIFO) copied first into a temporary file, since what a stream
+ * gave the first pass is gone for the second (it read as "no throughput ... 0 lines read",
+ * and a FIFO waited for a second writer). */
+static int open_log(const char *path, FILE **out, pfi_err *err)
 {
-    int dir_rc = pfi_input_not_dir(path, err);
-    if (dir_rc != PFI_OK)
-        return dir_rc;
+    *out = NULL;
+    int rc = pfi_input_not_dir(path, err);
+    if (rc != PFI_OK)
+        return rc;
     FILE *f = fopen(path, "rb");
     if (!f)
         return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "cannot open %s: %s",
                            path, strerror(errno));
-    pfi_linebuf *lb = calloc(1, sizeof *lb);
-    if (!lb) {
-        fclose(f);
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+        *out = f;
+        return PFI_OK;
     }
+    FILE *t = tmpfile();
+    if (!t) {
+        fclose(f);
+        return pfi_err_set(err, PFI_EIO, "%s is not a regular file and no temporary file to "
+                                         "read it twice from: %s",
+                           path, strerror(errno));
+    }
+    char buf[65536];
+    size_t k;
+    int bad = 0;
+    while (!bad && (k = fread(buf, 1, sizeof buf, f)) > 0)
+        bad = fwrite(buf, 1, k, t) != k;
+    bad |= ferror(f) || fflush(t) != 0;
+    fclose(f);
+    if (bad) {
+        fclose(t);
+        return pfi_err_set(err, PFI_EIO, "error reading %s (or copying it to a temporary file)",
+                           path);
+    }
+    *out = t;
+    return PFI_OK;
+}
+
+static int read_pass(FILE *f, const char *path, reader *rd, pfi_err *err)
+{
+    rewind(f);
+    pfi_linebuf *lb = calloc(1, sizeof *lb);
+    if (!lb)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     char buf[65536];
     size_t k;
     while ((k = fread(buf, 1, sizeof buf, f)) > 0)
@@ -101,7 +141,6 @@ static int read_pass(const char *path, reader *rd, pfi_err *err)
     if (lb->len > 0 || lb->overflow)
         rd->r->cut_last = 1;
     int bad = ferror(f);
-    fclose(f);
     free(lb);
     if (bad)
         return pfi_err_set(err, PFI_EIO, "error reading %s", path);
@@ -167,11 +206,18 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
         return rc;
     pfi_logread scratch = {0};
     first.r = &scratch;
-    rc = read_pass(path, &first, err);
+    FILE *f;
+    rc = open_log(path, &f, err);
+    if (rc != PFI_OK) {
+        pfi_parser_free(first.p);
+        return rc;
+    }
+    rc = read_pass(f, path, &first, err);
     if (rc == PFI_OK)
         rc = pfi_parser_new(&pc, &second.p, err);
     if (rc != PFI_OK) {
         pfi_parser_free(first.p);
+        fclose(f);
         return rc;
     }
     pfi_parser_learn_from(second.p, first.p);
@@ -179,11 +225,13 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
     out->pts = malloc(16 * sizeof *out->pts);
     if (!out->pts) {
         pfi_parser_free(second.p);
+        fclose(f);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     second.r = out;
     second.collect = 1;
-    rc = read_pass(path, &second, err);
+    rc = read_pass(f, path, &second, err);
+    fclose(f);
     out->format = pfi_parser_format(second.p);
     out->untimed += pfi_parser_untimed(second.p);
     out->warmup = pfi_parser_warmup(second.p);

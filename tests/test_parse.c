@@ -430,14 +430,37 @@ static void test_hf(void **state)
     assert_int_equal(pfi_parser_feed(q, "Loading checkpoint shards: 100%|##########| 2/2 "
                                         "[00:05<00:00,  2.50s/it]", &qo), 1);
     pfi_parser_free(q);
-    /* The Trainer's evaluation bar has no description either: it is known by its smaller
-     * total (the eval batches, not max_steps), and its counter is not taken for steps. */
+    /* The Trainer's evaluation bar has no description either: it is known by its other
+     * total (the eval batches, not max_steps), and its counter is not taken for steps; a
+     * larger total too (a short fine-tune evaluated on more batches than it has steps). */
     assert_int_equal(pfi_parser_new(&cfg, &q, &qe), PFI_OK);
     assert_int_equal(pfi_parser_feed(q, "  1%|          | 10/1000 [00:10<16:30,  1.00it/s]", &qo), 1);
     assert_near(qo.value, 10, 0); /* steps: no batch size known */
     assert_int_equal(pfi_parser_feed(q, " 40%|####      | 20/50 [00:02<00:03, 10.00it/s]", &qo), 0);
     assert_int_equal(pfi_parser_feed(q, "  2%|2         | 20/1000 [00:20<16:20,  1.00it/s]", &qo), 1);
     assert_near(qo.value, 20, 0);
+    assert_int_equal(pfi_parser_feed(q, " 10%|#         | 200/2000 [00:10<01:30, 20.00it/s]", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "100%|##########| 2000/2000 [01:40<00:00, 20.00it/s]", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "  3%|3         | 30/1000 [00:30<16:10,  1.00it/s]", &qo), 1);
+    assert_near(qo.value, 30, 0);
+    pfi_parser_free(q);
+    /* A launcher's prefix (srun -l's "0: ", torchrun's "[default0]:" or "[rank1]:", or both)
+     * is no description: the bar is the Trainer's (it was dropped: "no throughput"); a word
+     * is. */
+    static const char *const prefixed[] = {
+        "0:  1%|          | 10/1000 [00:10<16:30,  1.00it/s]",
+        "[default0]:  1%|          | 10/1000 [00:10<16:30,  1.00it/s]",
+        "[rank1]:  1%|          | 10/1000 [00:10<16:30,  1.00it/s]",
+        "12: [default3]:  1%|          | 10/1000 [00:10<16:30,  1.00it/s]",
+    };
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(pfi_parser_new(&cfg, &q, &qe), PFI_OK);
+        assert_int_equal(pfi_parser_feed(q, prefixed[k], &qo), 1);
+        pfi_parser_free(q);
+    }
+    assert_int_equal(pfi_parser_new(&cfg, &q, &qe), PFI_OK);
+    assert_int_equal(pfi_parser_feed(q, "0: Map:  1%|          | 10/1000 [00:10<16:30,  1.00it/s]", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "[rank]:  1%|          | 10/1000 [00:10<16:30,  1.00it/s]", &qo), 0);
     pfi_parser_free(q);
     /* A finished bar (the job's own preprocessing) gives way to training whatever its total. */
     assert_int_equal(pfi_parser_new(&cfg, &q, &qe), PFI_OK);

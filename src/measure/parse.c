@@ -157,6 +157,41 @@ int pfi_num_after(const char *s, const char *key, double *v)
     return pfi_num_at(k, v, NULL);
 }
 
+/* The length of a launcher's prefix at the start of a line: srun -l's "0: ", torchrun's
+ * "[default0]:" (--tee) or "[rank0]:", with the blanks after it; 0 when there is none.  It is
+ * no description of a progress bar. */
+static size_t launcher_prefix(const char *line)
+{
+    const char *c = line;
+    if (isdigit((unsigned char)*c)) {
+        while (isdigit((unsigned char)*c))
+            c++;
+        if (*c != ':')
+            return 0;
+    } else if (*c == '[') {
+        c++;
+        if (!strncmp(c, "default", 7))
+            c += 7;
+        else if (!strncmp(c, "rank", 4))
+            c += 4;
+        else
+            return 0;
+        if (!isdigit((unsigned char)*c))
+            return 0;
+        while (isdigit((unsigned char)*c))
+            c++;
+        if (c[0] != ']' || c[1] != ':')
+            return 0;
+        c++;
+    } else {
+        return 0;
+    }
+    c++;
+    while (*c == ' ' || *c == '\t')
+        c++;
+    return (size_t)(c - line);
+}
+
 int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less)
 {
     regmatch_t m[8];
@@ -164,7 +199,10 @@ int pfi_tqdm_steps(pfi_parser *p, const char *line, pfi_obs *o, int *desc_less)
         return 0;
     if (desc_less) {
         *desc_less = 1;
-        for (const char *c = line; c < line + m[1].rm_so; c++)
+        size_t skip = 0, k;
+        while ((k = launcher_prefix(line + skip)) > 0) /* srun -l over torchrun --tee: both */
+            skip += k;
+        for (const char *c = line + skip; c < line + m[1].rm_so; c++)
             if (isalpha((unsigned char)*c) || *c == ':')
                 *desc_less = 0;
     }

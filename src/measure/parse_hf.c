@@ -14,7 +14,7 @@
  * "Loading checkpoint shards: ...") carry one.
  *
  * The Trainer's evaluation bar has no description either: it is told apart by its total (the
- * eval batches), smaller than that of the training bar (max_steps), still unfinished, before it.
+ * eval batches), other than that of the training bar (max_steps), still unfinished, before it.
  *
  * A dict with 'train_step_samples_per_second' (printed by some Trainer forks for every step)
  * is a rate in samples/s over 'train_step_runtime'. */
@@ -40,10 +40,12 @@ int pfi_parse_hf(pfi_parser *p, const char *line, pfi_obs *o)
     if (!p->hf_training && p->cfg.format != PFI_LOG_HF && !desc_less)
         return 0;
     /* The evaluation bar has no description either: drawn while the training bar is
-     * unfinished, with a smaller total (the eval batches, not max_steps), it is not the
-     * training bar (its counter would be read as steps at the eval speed).  A finished bar
-     * (a preprocessing loop's) gives way to the next whatever its total. */
-    if (p->tqdm_total > 0 && p->hf_total > 0 && !p->hf_done && p->tqdm_total < p->hf_total)
+     * unfinished, with another total (the eval batches, not max_steps), it is not the
+     * training bar (its counter would be read as steps at the eval speed).  A larger total
+     * too: a short fine-tune evaluated on more batches than it has steps read its 20 it/s of
+     * evaluation as training at 1.5.  A finished bar (a preprocessing loop's) gives way to the
+     * next whatever its total. */
+    if (p->tqdm_total > 0 && p->hf_total > 0 && !p->hf_done && p->tqdm_total != p->hf_total)
         return 0;
     if (p->tqdm_total > 0) {
         p->hf_total = p->tqdm_total;

@@ -80,6 +80,7 @@ bad no-curve "has no curve" --jobs "$dir/none.json" --budget 70% --policy oracle
 jq 'del(.jobs[0].predicted_curve)' "$jobs" >"$dir/nopred.json"
 bad pfi-without-prediction "never reads true" --jobs "$dir/nopred.json" --budget 70% --policy pfi
 bad zero-budget "watts must be more than 0" --jobs "$jobs" --budget 0W --policy oracle
+bad model-with-jobs "a --jobs file gives each job's curve itself" --jobs "$jobs" --model "$dir/m.json" --budget 70%
 bad negative-budget "budget '-5W'" --jobs "$jobs" --budget -5W --policy oracle
 bad unknown-policy "unknown policy" --jobs "$jobs" --budget 70% --policy fastest
 bad no-file "no-such" --jobs "$dir/no-such.json" --budget 70% --policy oracle

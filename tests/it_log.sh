@@ -51,4 +51,11 @@ want 2 log "$F/hf.log" "$F/hf.log"
 want 2 log "$F/hf.log" --seq-len -1
 want 2 log "$F/hf.log" --log-format bogus
 want 2 log "$F/hf.log" --unit tokens/s
+# options that were taken and then did nothing: --gpu-count 0, a count's unit offline
+want 2 log "$F/torchtitan.log" --gpu-count 0
+grep -q -- '--gpu-count 0 must be positive' "$T/err" || fail "--gpu-count 0: $(cat "$T/err")"
+want 2 log "$F/megatron.log" --throughput-regex 'consumed samples: +([0-9]+)' --unit samples
+grep -q 'a cumulative count has no time in a finished log' "$T/err" || fail "--unit samples: $(cat "$T/err")"
+want 0 log "$F/megatron.log" --tokens-per-step 4194304 --quiet
+grep -q -- '--tokens-per-step does not convert samples' "$T/out" || fail "--tokens-per-step on samples/s: $(cat "$T/out")"
 echo "it_log: ok"

@@ -357,6 +357,11 @@ int pfi_cmd_allocate(int argc, char **argv)
         fprintf(stderr, "pfi allocate: needs --budget and one of --jobs FILE or --db FILE\n");
         return PFI_EXIT_USAGE;
     }
+    if (model_path && jobs_path) { /* it was read and then not used */
+        fprintf(stderr, "pfi allocate: --model predicts the curves of the runs in --db; a --jobs "
+                        "file gives each job's curve itself\n");
+        return PFI_EXIT_USAGE;
+    }
     pfi_budget bt;
     if (pfi_budget_parse(budget_s, &bt, &err))
         return pfi_cli_fail(CMD, &err);

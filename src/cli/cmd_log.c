@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pfi log: the throughput of a finished training log, from the rates and times it states. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,14 @@ static int log_cfg(const log_opts *o, pfi_logread_cfg *c, pfi_err *err)
         return pfi_err_set(err, PFI_EINVAL, "--unit goes with --throughput-regex");
     if (o->unit && (rc = pfi_regex_unit_parse(o->unit, &c->parse.regex_unit, err)) != PFI_OK)
         return rc;
+    /* A count has no time of its own, and a finished log none to give it (pfi sweep times
+     * each line as it arrives): these units could only end in "no throughput". */
+    if (o->unit && (c->parse.regex_unit == PFI_RU_TOKENS || c->parse.regex_unit == PFI_RU_SAMPLES))
+        return pfi_err_set(err, PFI_EINVAL, "--unit %s: a cumulative count has no time in a "
+                                            "finished log; pfi log needs a rate or a time per "
+                                            "step (tokens/s, samples/s, it/s, s/it, ms/it); "
+                                            "pfi sweep times counts as they arrive",
+                           o->unit);
     c->parse.regex = o->regex;
     const struct {
         const char *name;
@@ -43,26 +52,30 @@ static int log_cfg(const log_opts *o, pfi_logread_cfg *c, pfi_err *err)
                                given[i].name, given[i].v);
         *given[i].dst = given[i].v;
     }
-    if (o->gpus < 0)
+    if (o->gpus != INT_MIN && o->gpus < 1) /* 0 was taken as not given */
         return pfi_err_set(err, PFI_ERANGE, "--gpu-count %d must be positive", o->gpus);
-    c->gpus = o->gpus;
+    c->gpus = o->gpus == INT_MIN ? 0 : o->gpus;
     return PFI_OK;
 }
 
 /* Why the figures are not in tokens/s, and what would make them so. */
-static const char *unit_note(const pfi_logread *r)
+static const char *unit_note(const pfi_logread *r, const log_opts *o)
 {
     if (r->in_tokens)
         return NULL;
     if (strcmp(r->unit, "tokens/s per GPU") == 0)
         return "the log gives tokens/s per GPU; --gpu-count N gives the job's";
+    if (strcmp(r->unit, "samples/s") == 0 && !isnan(o->tokens_per_step))
+        return "the log gives samples and no sequence length; --tokens-per-step does not "
+               "convert samples (a step's samples vary with the log's batch size): --seq-len N "
+               "gives tokens/s";
     if (strcmp(r->unit, "samples/s") == 0)
         return "the log gives samples and no sequence length; --seq-len N gives tokens/s";
     return "the log gives steps and no batch size or sequence length; --tokens-per-step N "
            "(or --batch-size N with --seq-len N) gives tokens/s";
 }
 
-static int print_json(const char *path, const pfi_logread *r)
+static int print_json(const char *path, const pfi_logread *r, const log_opts *o)
 {
     json_t *series = json_array();
     for (int i = 0; i < r->n; i++) {
@@ -72,7 +85,7 @@ static int print_json(const char *path, const pfi_logread *r)
                                                            : json_null());
         json_array_append_new(series, p);
     }
-    const char *note = unit_note(r);
+    const char *note = unit_note(r, o);
     json_t *doc = json_pack(
         "{s:s, s:s, s:s, s:b, s:I, s:i, s:I, s:I, s:I, s:o}", "file", path, "format",
         pfi_log_format_name(r->format), "unit", r->unit, "tokens", r->in_tokens, "lines",
@@ -94,9 +107,9 @@ static int print_json(const char *path, const pfi_logread *r)
     return pfi_cli_print_json(doc);
 }
 
-static void print_text(const char *path, const pfi_logread *r, int quiet)
+static void print_text(const char *path, const pfi_logread *r, const log_opts *o)
 {
-    if (!quiet) {
+    if (!o->quiet) {
         printf("%8s %10s %14s\n", "line", "step", r->unit);
         for (int i = 0; i < r->n; i++) {
             char step[24] = "-";
@@ -124,17 +137,17 @@ static void print_text(const char *path, const pfi_logread *r, int quiet)
     printf("\n");
     if (r->summary_rate > 0)
         printf("the log's own whole-run figure: %.6g %s\n", r->summary_rate, r->summary_unit);
-    const char *note = unit_note(r);
+    const char *note = unit_note(r, o);
     if (note)
         printf("unit: %s: %s\n", r->unit, note);
 }
 
 int pfi_cmd_log(int argc, char **argv)
 {
-    log_opts o = {.seq_len = NAN, .tokens_per_step = NAN, .batch_size = NAN};
+    log_opts o = {.seq_len = NAN, .tokens_per_step = NAN, .batch_size = NAN, .gpus = INT_MIN};
     const pfi_opt opts[] = {
         {"log-format", PFI_OPT_STR, &o.format, "NAME", "log format (auto, pfi, megatron, torchtitan, "
-                                                   "hf, deepspeed, nanogpt, llmc, lightning, composer, automodel)"},
+                                                   "hf, deepspeed, nanogpt, llmc, lightning, composer, automodel, regex)"},
         PFI_OPT_ALIAS("format", PFI_OPT_STR, &o.format, "log-format"),
         {"seq-len", PFI_OPT_DOUBLE, &o.seq_len, "N", "tokens per sample"},
         {"tokens-per-step", PFI_OPT_DOUBLE, &o.tokens_per_step, "N", "tokens per iteration"},
@@ -145,7 +158,7 @@ int pfi_cmd_log(int argc, char **argv)
         PFI_OPT_ALIAS("gpus", PFI_OPT_INT, &o.gpus, "gpu-count"),
         {"throughput-regex", PFI_OPT_STR, &o.regex, "RE", "ERE whose first group is the number"},
         {"unit", PFI_OPT_STR, &o.unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
-                                               "ms/it, tokens, samples"},
+                                               "ms/it"},
         {"json", PFI_OPT_FLAG, &o.as_json, NULL, "one JSON document on stdout"},
         {"quiet", PFI_OPT_FLAG, &o.quiet, NULL, "the summary without the series"},
         {0},
@@ -177,9 +190,9 @@ int pfi_cmd_log(int argc, char **argv)
     if (log_cfg(&o, &c, &err) != PFI_OK || pfi_logread_file(pos[0], &c, &r, &err) != PFI_OK)
         return pfi_cli_fail("log", &err);
     if (o.as_json)
-        rc = print_json(pos[0], &r);
+        rc = print_json(pos[0], &r, &o);
     else
-        print_text(pos[0], &r, o.quiet);
+        print_text(pos[0], &r, &o);
     pfi_logread_free(&r);
     return o.as_json ? rc : PFI_EXIT_OK;
 }

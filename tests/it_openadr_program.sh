@@ -5,7 +5,8 @@
 # program's events were applied as this one's), said once, nothing of its own cancelled; and
 # OpenADR's randomizeStart (it was ignored): a SIMPLE event starts a drawn share of it late,
 # the same at every poll, shown as its start in the event and its report; a limit starts on
-# time; a randomizeStart that is no duration is refused and changes nothing.
+# time; a randomizeStart that is no duration is refused and changes nothing; the units of the
+# program's payload descriptors hold for an event that gives none (a limit in W was read in kW).
 # pfi's clock runs 1000 times faster (util/clock.h): a few seconds of real time (the clocks'
 # tolerance is an hour, 3.6 s here: nothing here is about skew, and a loaded machine's answers
 # late by a second made one).
@@ -19,7 +20,7 @@ SCALE=1000
 # shellcheck shell=sh source=tests/support/openadr_env.sh
 . "$(dirname "$0")/support/openadr_env.sh"
 
-start_vtn pfi-node node-dr --no-vens
+start_vtn pfi-node node-dr --no-vens --program-units W
 serve_openadr --listen "unix:$dir/serve.sock" --set openadr_poll=2m --set openadr_ramp=0s \
     --set openadr_max_skew=1h --set openadr_randomize_seed=7
 await 600 'pfi serve did not start' served
@@ -108,4 +109,11 @@ held wrong-0 && fail "event wrong (randomizeStart PT5Q) taken: $(get /v1/grid/ev
 [ "$(start_of shed-0)" = "$s1 $e1" ] || fail "event shed changed by a bad randomizeStart: $(get /v1/grid/events/oadr-shed-0)"
 [ "$(ven_num events_taken)" = $((t0 + 2)) ] || fail "a bad randomizeStart took something: $(get /v1/grid/openadr)"
 note "randomizeStart PT5Q and 5M: refused by name, event shed kept as it was"
+# ---- an event without descriptors takes the program's units (W here; kW without any) ----
+limit_of() { get "/v1/grid/events/oadr-$1" | tr ',{}' '\n\n\n' | sed -n 's/^ *"limit_w": *//p'; }
+publish "{\"id\": \"watts\", \"intervalPeriod\": {\"start\": \"$(iso "$LATER")\", \"duration\": \"PT1H\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$TARGET]}]}]}"
+await 200 'event watts (the program says W) not taken: $(get /v1/grid/openadr)' held watts-0
+awk -v a="$(limit_of watts-0)" -v b="$TARGET" 'BEGIN { exit !(a == b) }' ||
+    fail "event watts: limit $(limit_of watts-0) W, the program's units give $TARGET W"
+note "an event without descriptors: $TARGET in the program's units, W"
 echo "it_openadr_program: ok"

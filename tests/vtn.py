@@ -412,12 +412,15 @@ def main():
     p.add_argument("--program", required=True)
     p.add_argument("--no-vens", action="store_true", help="offer no VEN registration (404)")
     p.add_argument("--no-subscriptions", action="store_true", help="offer none (404)")
+    p.add_argument("--program-units", default="KW",
+                   help="the units of the program's IMPORT_CAPACITY_LIMIT descriptor")
     ARGS = p.parse_args()
     with open(ARGS.secret_file) as f:
         SECRET = f.readline().strip()
     PROGRAM = {"id": "p1", "objectType": "PROGRAM", "programName": ARGS.program,
                "payloadDescriptors": [{"objectType": "EVENT_PAYLOAD_DESCRIPTOR",
-                                       "payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}]}
+                                       "payloadType": "IMPORT_CAPACITY_LIMIT",
+                                       "units": ARGS.program_units}]}
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Vtn)
     with open(ARGS.port_file + ".tmp", "w") as f:
         f.write("%d\n" % srv.server_address[1])

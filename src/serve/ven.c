@@ -56,6 +56,7 @@ struct pfi_ven {
     char token[2048];
     double token_expiry;
     char program_id[128];
+    json_t *program_pd; /* the program's payloadDescriptors (NULL: none) */
     char ven_id[128];  /* the VTN's id of this VEN once registered ("" before) */
     int register_off;  /* the VTN does not offer registration, or refused it */
     pthread_t th;
@@ -1224,6 +1225,26 @@ int pfi_ven_notify(pfi_ven *v, const char *secret)
     return 1;
 }
 
+/* OpenADR 3.0 lets a program describe its events' payloads (their units): each event's own
+ * descriptors come first, the program's after them, so an event that gives none takes the
+ * program's (a limit the program gives in W was read in kW: 4000 W as 4 MW, above the site's
+ * maximum, not taken, and nothing said). */
+static void inherit_descriptors(json_t *events, json_t *program_pd)
+{
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev)
+    {
+        if (!json_is_object(ev))
+            continue;
+        json_t *own = json_object_get(ev, "payloadDescriptors"), *all = json_array();
+        if (json_is_array(own))
+            json_array_extend(all, own);
+        json_array_extend(all, program_pd);
+        json_object_set_new(ev, "payloadDescriptors", all);
+    }
+}
+
 static void poll_once(pfi_ven *v)
 {
     pthread_mutex_lock(&v->mu);
@@ -1244,8 +1265,12 @@ static void poll_once(pfi_ven *v)
         {
             json_t *nm = json_object_get(p, "programName"), *id = json_object_get(p, "id");
             if (json_is_string(nm) && json_is_string(id) &&
-                !strcmp(json_string_value(nm), v->cfg.program))
+                !strcmp(json_string_value(nm), v->cfg.program)) {
                 snprintf(v->program_id, sizeof v->program_id, "%s", json_string_value(id));
+                json_t *pd = json_object_get(p, "payloadDescriptors");
+                json_decref(v->program_pd);
+                v->program_pd = json_is_array(pd) ? json_incref(pd) : NULL;
+            }
         }
         if (d && !v->program_id[0])
             ven_error(v, "no program named %s on the VTN", v->cfg.program);
@@ -1262,6 +1287,8 @@ static void poll_once(pfi_ven *v)
      * limits, and a change now would be applied only to be undone. */
     if (evs && !v->stop)
         evs = own_program(v, evs);
+    if (evs && v->program_pd)
+        inherit_descriptors(evs, v->program_pd);
     if (evs && !v->stop)
         take_events(v, evs, complete);
     if (!v->stop)
@@ -1451,6 +1478,7 @@ void pfi_ven_stop(pfi_ven *v)
     v->stop = 1;
     pthread_join(v->th, NULL);
     pthread_mutex_destroy(&v->mu);
+    json_decref(v->program_pd);
     free(v);
 }
 

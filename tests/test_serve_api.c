@@ -1135,6 +1135,29 @@ static void test_heartbeat_saved(void **state)
     json_decref(d);
 }
 
+/* The draw a compliance record takes: a GPU whose draw is not read now (no power reading, or
+ * lost) counts at its limit, not as nothing (the report said the node drew less than it
+ * could have, and an excess could go unseen). */
+static void test_draw_bounded(void **state)
+{
+    fx *f = *state;
+    pfi_srv_sample(f->n);
+    pthread_mutex_lock(&f->n->mu);
+    int unread = -1;
+    double all = pfi_srv_draw_locked(f->n);
+    assert_true(all > 0);
+    assert_float_equal(pfi_srv_draw_bounded_locked(f->n, &unread), all, 1e-6);
+    assert_int_equal(unread, 0);
+    double p2 = f->n->gpu[2].s.power_w, p5 = f->n->gpu[5].s.power_w;
+    f->n->gpu[2].s.have &= ~PFI_F_POWER;
+    f->n->gpu[5].up = 0;
+    double want = all - p2 - p5 + f->n->gpu[2].dev.limit_w + f->n->gpu[5].dev.limit_w;
+    assert_true(fabs(pfi_srv_draw_bounded_locked(f->n, &unread) - want) < 1e-6);
+    assert_int_equal(unread, 2);
+    assert_true(fabs(pfi_srv_draw_locked(f->n) - (all - p2 - p5)) < 1e-6); /* the plain sum */
+    pthread_mutex_unlock(&f->n->mu);
+}
+
 static void test_restore_originals(void **state)
 {
     fx *f = *state;
@@ -1361,6 +1384,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_of_silent_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_silent_gpu_reading_not_shown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_saved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_draw_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_sizes, setup, teardown),

@@ -117,8 +117,14 @@ static void record_power(srv_node *n, double now)
     pthread_mutex_lock(&n->mu);
     int due = now - n->grid_rec_wall >= GRID_REC_S;
     int prune = now - n->grid_prune_wall >= GRID_PRUNE_S;
-    /* a GPU that stopped answering adds nothing (its last draw is not current) */
-    double w = pfi_srv_draw_locked(n), b = n->budget_w;
+    /* A GPU whose draw is not read now counts at its limit: adding nothing for it, the
+     * record, the compliance report and the VTN's DEMAND said the node drew less than it
+     * could have, and an excess could go unseen. */
+    int unread = 0;
+    double w = pfi_srv_draw_bounded_locked(n, &unread), b = n->budget_w;
+    int unread_was = n->grid_unread;
+    if (due)
+        n->grid_unread = unread;
     char id[PFI_EVENT_ID_MAX] = "";
     if (n->grid_binding)
         snprintf(id, sizeof id, "%s", n->grid_event);
@@ -127,6 +133,12 @@ static void record_power(srv_node *n, double now)
     if (prune)
         n->grid_prune_wall = now;
     pthread_mutex_unlock(&n->mu);
+    if (due && unread != unread_was && unread)
+        pfi_srv_event_add(n, "grid", "site power recorded with %d GPU(s) at their power limit: "
+                                     "their draw cannot be read",
+                          unread);
+    else if (due && unread != unread_was)
+        pfi_srv_event_add(n, "grid", "site power recorded from every GPU's draw again");
     pfi_err e = {0};
     if (due && !isnan(w) && pfi_grid_power_add(n->grid, now, w, b, id, &e) != PFI_OK && prune)
         pfi_srv_event_add(n, "db_error", "site power not recorded: %s", e.msg);

@@ -267,6 +267,7 @@ typedef struct srv_node {
     int grid_binding;      /* the budget in force comes from an event */
     char grid_event[PFI_EVENT_ID_MAX]; /* which one */
     double grid_rec_wall, grid_prune_wall;
+    int grid_unread; /* GPUs last recorded at their limit, their draw not read (said on change) */
     long long n_grid_decisions, n_grid_infeasible;
     struct pfi_ven *ven;   /* the OpenADR client (grid_ven.c), when configured */
     /* Jobs found from their processes (discover.c); the control loop's alone. */
@@ -332,6 +333,10 @@ void pfi_srv_sample(srv_node *n);
 /* The node's draw (mu held): the sum over the GPUs that answered their last reading; a lost
  * GPU's last draw is left out (its series says it is down).  NAN when no GPU has a draw. */
 double pfi_srv_draw_locked(const srv_node *n);
+/* The node's draw for a compliance record (mu held): a GPU whose draw cannot be read now (lost,
+ * or no power reading) counted at its power limit (else its maximum), the most it may draw;
+ * *unread gets how many were.  NAN when no GPU gives anything to count. */
+double pfi_srv_draw_bounded_locked(const srv_node *n, int *unread);
 /* Mutations.  Each returns PFI_OK with *result (a JSON object, caller decrefs) describing what
  * was applied, or an error with the state unchanged. */
 int pfi_srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err);

@@ -73,6 +73,27 @@ double pfi_srv_draw_locked(const srv_node *n)
     return drawn ? draw : NAN;
 }
 
+double pfi_srv_draw_bounded_locked(const srv_node *n, int *unread)
+{
+    double draw = 0;
+    int counted = 0;
+    *unread = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        const srv_gpu *g = &n->gpu[i];
+        double w = g->up && (g->s.have & PFI_F_POWER) ? g->s.power_w : NAN;
+        if (isnan(w)) {
+            w = isfinite(g->dev.limit_w) ? g->dev.limit_w : g->dev.max_limit_w;
+            if (isfinite(w))
+                (*unread)++;
+        }
+        if (isfinite(w)) {
+            draw += w;
+            counted++;
+        }
+    }
+    return counted ? draw : NAN;
+}
+
 /* The status page's plot: budget, sum of the limits and draw after this pass (mu held). */
 static void record_history(srv_node *n)
 {

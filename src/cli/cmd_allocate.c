@@ -65,6 +65,27 @@ static int apply_slas(const pfi_strlist *l, pfi_alloc_set *s, pfi_err *err)
     return PFI_OK;
 }
 
+/* Whether the inputs named go together (else said, and the caller exits 2). */
+static int inputs_agree(const char *budget_s, const char *jobs_path, const char *db,
+                        const char *model_path, int per_gpu, int policy)
+{
+    if (!budget_s || (!jobs_path == !db)) {
+        fprintf(stderr, "pfi allocate: needs --budget and one of --jobs FILE or --db FILE\n");
+        return 0;
+    }
+    if (model_path && jobs_path) { /* it was read and then not used */
+        fprintf(stderr, "pfi allocate: --model predicts the curves of the runs in --db; a --jobs "
+                        "file gives each job's curve itself\n");
+        return 0;
+    }
+    if (per_gpu && (db || (policy != PFI_POLICY_ORACLE && policy != PFI_POLICY_EQUAL))) {
+        fprintf(stderr, "pfi allocate: --per-gpu works on measured per-GPU tables of a jobs file, "
+                        "with --policy oracle or equal\n");
+        return 0;
+    }
+    return 1;
+}
+
 /* The jobs, from the file or the store (with the model's predictions), with the --sla given. */
 static int load_jobs(const char *jobs_path, const char *db, const char *model_path, int per_gpu,
                      const pfi_strlist *slas, pfi_alloc_set *s, pfi_err *err)
@@ -353,24 +374,12 @@ int pfi_cmd_allocate(int argc, char **argv)
     o.step_w = step;
     if (parse_infeasible(infeasible_s, &o.on_infeasible, &err))
         return pfi_cli_fail(CMD, &err);
-    if (!budget_s || (!jobs_path == !db)) {
-        fprintf(stderr, "pfi allocate: needs --budget and one of --jobs FILE or --db FILE\n");
+    if (!inputs_agree(budget_s, jobs_path, db, model_path, per_gpu, policy))
         return PFI_EXIT_USAGE;
-    }
-    if (model_path && jobs_path) { /* it was read and then not used */
-        fprintf(stderr, "pfi allocate: --model predicts the curves of the runs in --db; a --jobs "
-                        "file gives each job's curve itself\n");
-        return PFI_EXIT_USAGE;
-    }
     pfi_budget bt;
     if (pfi_budget_parse(budget_s, &bt, &err))
         return pfi_cli_fail(CMD, &err);
     pfi_alloc_set s = {0};
-    if (per_gpu && (db || (policy != PFI_POLICY_ORACLE && policy != PFI_POLICY_EQUAL))) {
-        fprintf(stderr, "pfi allocate: --per-gpu works on measured per-GPU tables of a jobs file, "
-                        "with --policy oracle or equal\n");
-        return PFI_EXIT_USAGE;
-    }
     if ((rc = load_jobs(jobs_path, db, model_path, per_gpu, &slas, &s, &err))) {
         pfi_alloc_set_free(&s);
         return pfi_cli_fail(CMD, &err);

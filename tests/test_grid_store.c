@@ -265,6 +265,7 @@ static void test_upgrade_from_v1(void **state)
     b.oadr_start_s = 3900;
     b.oadr_randomize_s = 600;
     b.oadr_randomized_s = 100;
+    b.oadr_reported_s = 6100; /* its report sent: kept, so a restart does not send it again */
     assert_int_equal(pfi_grid_put(g, &b, &e), PFI_OK);
     pfi_grid_close(g);
     assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
@@ -274,13 +275,15 @@ static void test_upgrade_from_v1(void **state)
     assert_string_equal(evs[1].oadr_event, "E");
     assert_true(evs[1].oadr_interval == 2 && evs[1].oadr_start_s == 3900 &&
                 evs[1].oadr_randomize_s == 600 && evs[1].oadr_randomized_s == 100);
+    assert_true(evs[1].oadr_reported_s == 6100);
+    assert_true(evs[0].oadr_reported_s == 0); /* an event of before the column: not sent */
     free(evs);
     pfi_grid_close(g);
 
     assert_int_equal(pfi_store_open(path, 0, &st, &e), PFI_OK);
     int v = 0;
     assert_int_equal(pfi_store_layer_version(st, "grid", &v, &e), PFI_OK);
-    assert_true(v >= 2);
+    assert_true(v >= 3);
     assert_int_equal(pfi_store_migrate_layer(st, "grid", grid_v1, 1, &e), PFI_ESTATE);
     assert_non_null(strstr(e.msg, "grid"));
     pfi_store_close(st);

@@ -111,6 +111,8 @@ int pfi_cl_plan_policy(pfi_cl *c, double budget_w, int policy, int yield, double
 double pfi_cl_grid_limit(pfi_cl *c, double manual_w, double now_wall);
 /* The site the events apply to: its GPUs' maximum, the manual budget asked (mu not held). */
 pfi_event_site pfi_cl_grid_site(pfi_cl *c);
+/* Notes in the event and the store that its report reached the VTN at `when`. */
+int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err);
 /* Whether an event is near enough that the loop must re-plan often (c->mu held). */
 int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
 /* Records the site's draw with the budget in force (after a refresh; takes mu itself). */

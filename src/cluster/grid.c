@@ -150,6 +150,21 @@ static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
              "site draw when the event was posted (no earlier samples)");
 }
 
+int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err)
+{
+    pfi_event ev;
+    pthread_mutex_lock(&c->mu);
+    int at = pfi_event_list_find(c->grid_ev, c->n_grid, id);
+    if (at >= 0) {
+        c->grid_ev[at].oadr_reported_s = when;
+        ev = c->grid_ev[at];
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (at < 0)
+        return pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    return pfi_grid_put(c->grid, &ev, err);
+}
+
 int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err *err)
 {
     double now = pfi_clock_wall();

@@ -53,6 +53,11 @@ static void site_now(void *ctx, pfi_event_site *out)
     *out = pfi_cl_grid_site(ctx);
 }
 
+static int site_reported(void *ctx, const char *id, double when, pfi_err *err)
+{
+    return pfi_cl_grid_reported(ctx, id, when, err);
+}
+
 int pfi_cl_ven_start(pfi_cl *c, const pfi_ven_config *cfg, pfi_ven **out, pfi_err *err)
 {
     *out = NULL;
@@ -62,6 +67,7 @@ int pfi_cl_ven_start(pfi_cl *c, const pfi_ven_config *cfg, pfi_ven **out, pfi_er
     if (!c->grid)
         return pfi_err_set(err, PFI_ESTATE, "openadr: grid events need the store (--db)");
     pfi_ven_host h = {.ctx = c, .name = "pfi cluster", .events = site_events, .add = site_add,
-                      .remove = site_remove, .report = site_report, .site = site_now};
+                      .remove = site_remove, .report = site_report, .site = site_now,
+                      .reported = site_reported};
     return pfi_ven_start(&h, cfg, out, err);
 }

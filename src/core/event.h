@@ -46,6 +46,9 @@ typedef struct pfi_event {
     char oadr_event[PFI_EVENT_ID_MAX];
     int oadr_interval;
     double oadr_start_s, oadr_randomize_s, oadr_randomized_s;
+    /* When its report reached the VTN (Unix seconds; 0: not yet): kept with the event, so a
+     * restarted daemon does not send it again. */
+    double oadr_reported_s;
 } pfi_event;
 
 /* The site the events apply to. */

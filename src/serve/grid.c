@@ -315,6 +315,21 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
     return PFI_OK;
 }
 
+int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err)
+{
+    pfi_event ev;
+    pthread_mutex_lock(&n->mu);
+    int at = pfi_event_list_find(n->grid_ev, n->n_grid, id);
+    if (at >= 0) {
+        n->grid_ev[at].oadr_reported_s = when;
+        ev = n->grid_ev[at];
+    }
+    pthread_mutex_unlock(&n->mu);
+    if (at < 0)
+        return pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    return pfi_grid_put(n->grid, &ev, err);
+}
+
 int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);

@@ -46,6 +46,11 @@ static void node_site(void *ctx, pfi_event_site *out)
     pthread_mutex_unlock(&n->mu);
 }
 
+static int node_reported(void *ctx, const char *id, double when, pfi_err *err)
+{
+    return pfi_srv_grid_reported(ctx, id, when, err);
+}
+
 int pfi_srv_ven_start(srv_node *n, pfi_err *err)
 {
     const pfi_ven_config *cfg = &n->cfg->openadr;
@@ -54,7 +59,8 @@ int pfi_srv_ven_start(srv_node *n, pfi_err *err)
     if (!n->grid)
         return pfi_err_set(err, PFI_ESTATE, "openadr: grid events need the state database");
     pfi_ven_host h = {.ctx = n, .name = "pfi serve", .events = node_events, .add = node_add,
-                      .remove = node_remove, .report = node_report, .site = node_site};
+                      .remove = node_remove, .report = node_report, .site = node_site,
+                      .reported = node_reported};
     pfi_ven *v;
     int rc = pfi_ven_start(&h, cfg, &v, err);
     if (rc != PFI_OK)

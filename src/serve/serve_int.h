@@ -443,6 +443,8 @@ int pfi_srv_grid_tick(srv_node *n);
  * yield, saved, then re-planned at once); *result: the event as GET shows it. */
 int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err);
 int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
+/* Notes in the event and the store that its report reached the VTN at `when`. */
+int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err);
 /* {"events": [...]} or one event (NULL when there is no such id), with its predicted cost. */
 json_t *pfi_srv_grid_view(srv_node *n, const char *id);
 /* The compliance report of one event from the power recorded around it (core/event_report.h),

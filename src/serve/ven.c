@@ -1014,7 +1014,8 @@ static void post_reports(pfi_ven *v, json_t *events)
     for (int i = 0; evs && ids && i < n_held; i++) {
         /* Restored: the end plus its ramp-up (a site of no bound restores over the ramp). */
         pfi_event_site s = pfi_event_site_default(1e12);
-        if (!strncmp(evs[i].id, "oadr-", 5) && now > pfi_event_restored_s(&evs[i], &s) + 2)
+        if (!strncmp(evs[i].id, "oadr-", 5) && now > pfi_event_restored_s(&evs[i], &s) + 2 &&
+            !(evs[i].oadr_reported_s > 0)) /* sent before a restart: not again */
             snprintf(ids[n++], sizeof ids[0], "%s", evs[i].id);
     }
     free(evs);
@@ -1042,6 +1043,9 @@ static void post_reports(pfi_ven *v, json_t *events)
         if (st == 200 || st == 201) {
             if (v->n_reported < PFI_VEN_EVENTS_MAX)
                 snprintf(v->reported[v->n_reported++], sizeof v->reported[0], "%s", ids[k]);
+            pfi_err re = {0};
+            if (v->host.reported && v->host.reported(v->host.ctx, ids[k], now, &re) != PFI_OK)
+                ven_error(v, "report of %s sent, but not noted as sent: %s", ids[k], re.msg);
             pthread_mutex_lock(&v->mu);
             v->n_reports++;
             pthread_mutex_unlock(&v->mu);

@@ -50,6 +50,8 @@ typedef struct pfi_ven_host {
     /* The site the events apply to now (its maximum, the manual budget): where the ramp-down
      * of an event the VTN withdraws has brought the budget. */
     void (*site)(void *ctx, pfi_event_site *out);
+    /* Notes (and saves) that the report of event id reached the VTN at `when`. */
+    int (*reported)(void *ctx, const char *id, double when, pfi_err *err);
 } pfi_ven_host;
 
 typedef struct pfi_ven pfi_ven;

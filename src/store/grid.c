@@ -30,6 +30,8 @@ static const pfi_store_step steps[] = {
      "ALTER TABLE grid_events ADD COLUMN oadr_start_s REAL;"
      "ALTER TABLE grid_events ADD COLUMN oadr_randomize_s REAL NOT NULL DEFAULT 0;"
      "ALTER TABLE grid_events ADD COLUMN oadr_randomized_s REAL NOT NULL DEFAULT 0;"},
+    /* When its report reached the VTN: a restart sent every report of the last hour again. */
+    {"ALTER TABLE grid_events ADD COLUMN oadr_reported_s REAL NOT NULL DEFAULT 0;"},
 };
 
 int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
@@ -89,8 +91,9 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
                                "INSERT OR REPLACE INTO grid_events(id, start_s, end_s, kind, "
                                "limit_w, cut, baseline_w, baseline_method, ramp_down_s, "
                                "ramp_up_s, priority, source, sla_yield, oadr_event, "
-                               "oadr_interval, oadr_start_s, oadr_randomize_s, oadr_randomized_s) "
-                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "oadr_interval, oadr_start_s, oadr_randomize_s, oadr_randomized_s, "
+                               "oadr_reported_s) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                &s, err);
     if (rc == PFI_OK) {
         sqlite3_bind_text(s, 1, ev->id, -1, SQLITE_TRANSIENT);
@@ -111,6 +114,7 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
         pfi_store_bind_real(s, 16, ev->oadr_start_s);
         sqlite3_bind_double(s, 17, ev->oadr_randomize_s);
         sqlite3_bind_double(s, 18, ev->oadr_randomized_s);
+        sqlite3_bind_double(s, 19, isfinite(ev->oadr_reported_s) ? ev->oadr_reported_s : 0);
         rc = step_done(g, s, "saving a grid event", err);
     }
     pthread_mutex_unlock(&g->mu);
@@ -156,6 +160,7 @@ static void row_event(sqlite3_stmt *s, pfi_event *ev)
     ev->oadr_start_s = pfi_store_col_real(s, 15);
     ev->oadr_randomize_s = sqlite3_column_double(s, 16);
     ev->oadr_randomized_s = sqlite3_column_double(s, 17);
+    ev->oadr_reported_s = sqlite3_column_double(s, 18);
 }
 
 int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
@@ -168,7 +173,8 @@ int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
                                "SELECT id, start_s, end_s, kind, limit_w, cut, baseline_w, "
                                "baseline_method, ramp_down_s, ramp_up_s, priority, source, sla_yield, "
                                "oadr_event, oadr_interval, oadr_start_s, oadr_randomize_s, "
-                               "oadr_randomized_s FROM grid_events ORDER BY start_s, id",
+                               "oadr_randomized_s, oadr_reported_s FROM grid_events "
+                               "ORDER BY start_s, id",
                                &s, err);
     int cap = 0, src = SQLITE_DONE;
     if (rc == PFI_OK) {

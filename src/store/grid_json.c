@@ -250,6 +250,10 @@ json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, 
                                       pfi_json_num(ev->oadr_start_s), "randomize_start_s",
                                       ev->oadr_randomize_s, "randomized_s",
                                       ev->oadr_randomized_s));
+        /* when its report reached the VTN: sent once, a restart included */
+        json_object_set_new(json_object_get(o, "openadr"), "report_sent_s",
+                            ev->oadr_reported_s > 0 ? json_real(ev->oadr_reported_s)
+                                                    : json_null());
     }
     return o;
 }

@@ -1070,6 +1070,45 @@ static void test_budget_ramp(void **state)
     assert_true(sum_limits(f) <= 3920 + 1e-6);
 }
 
+/* A restart in the middle of a budget ramp goes on with the ramp (hold.c): the step it had
+ * reached was taken back as the operator's budget and kept for good (a ramp to 3000 W stayed
+ * at 5346 W, shown as manual_budget_w). */
+static void test_ramp_restart(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"percent\":100}", 1, NULL), 200);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":3920,\"ramp_s\":100}", 1, NULL),
+                     200);
+    sleep_s(0.05);
+    pfi_srv_tick(f->n);
+    assert_true(f->n->ramping);
+    double step = f->n->budget_w;
+    assert_true(step < 5600 && step > 3920);
+    srv_hold h;
+    pfi_err e = {0};
+    assert_int_equal(pfi_srv_hold_load(f->n->audit, &h, &e), PFI_OK);
+    assert_true(h.active && h.mode == SRV_MODE_LOCAL);
+    assert_float_equal(h.budget_w, step, 1e-6);
+    assert_float_equal(h.ramp_to_w, 3920, 1e-6);
+    assert_true(h.ramp_left_s > 90 && h.ramp_left_s <= 100);
+    /* as a new process finds it: no ramp, no manual budget */
+    f->n->ramping = 0;
+    f->n->manual_w = NAN;
+    assert_int_equal(pfi_srv_hold_resume(f->n, &h, &e), PFI_OK);
+    assert_true(f->n->ramping);
+    assert_float_equal(f->n->ramp_to_w, 3920, 1e-6);
+    assert_float_equal(f->n->manual_w, 3920, 1e-6);
+    assert_true(f->n->ramp_t1 - f->n->ramp_t0 <= h.ramp_left_s + 1e-9);
+    assert_true(sum_limits(f) <= step + 1e-6);
+    /* a hold saved without a ramp comes back at its budget, as before */
+    h.ramp_to_w = NAN;
+    f->n->ramping = 0;
+    assert_int_equal(pfi_srv_hold_resume(f->n, &h, &e), PFI_OK);
+    assert_false(f->n->ramping);
+    assert_float_equal(f->n->manual_w, step, 1e-6);
+}
+
 /* A flood of changes is cut off with 429, and the refused ones change nothing. */
 static void test_rate_limit(void **state)
 {
@@ -1384,6 +1423,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_of_silent_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_silent_gpu_reading_not_shown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_saved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ramp_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_draw_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_originals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_saved, setup, teardown),

@@ -230,6 +230,7 @@ int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t 
 
 int pfi_srv_hold_resume(srv_node *n, const srv_hold *h, pfi_err *err)
 {
+    int ramp_on = 0;
     pthread_mutex_lock(&n->decide_mu);
     pfi_srv_snapshot(n);
     double caps[PFI_MAX_GPUS];
@@ -264,6 +265,7 @@ int pfi_srv_hold_resume(srv_node *n, const srv_hold *h, pfi_err *err)
             pthread_mutex_lock(&n->mu);
             n->manual_w = h->budget_w;
             pthread_mutex_unlock(&n->mu);
+            ramp_on = isfinite(h->ramp_to_w);
         } else if (rc != PFI_OK) {
             /* The budget cannot be planned now (a job's SLA, a GPU gone): the caps held
              * stay, exactly, until someone decides otherwise. */
@@ -281,6 +283,20 @@ int pfi_srv_hold_resume(srv_node *n, const srv_hold *h, pfi_err *err)
         }
     }
     pthread_mutex_unlock(&n->decide_mu);
+    if (ramp_on) {
+        /* The ramp goes on from the step it had reached to where the operator asked, over
+         * what it had left: taking the step back as the budget left the node there for good,
+         * shown as the operator's. */
+        pfi_err re = {0};
+        if (pfi_srv_budget_set(n, h->ramp_to_w, h->ramp_left_s, NULL, &re) == PFI_OK)
+            pfi_srv_event_add(n, "hold", "restart: the budget ramp to %.0f W goes on from %.0f W "
+                                         "over the %.0f s it had left",
+                              h->ramp_to_w, h->budget_w, h->ramp_left_s);
+        else
+            pfi_srv_event_add(n, "hold", "restart: the budget ramp to %.0f W cannot go on (%s); "
+                                         "the %.0f W it had reached is held",
+                              h->ramp_to_w, re.msg, h->budget_w);
+    }
     return rc;
 }
 

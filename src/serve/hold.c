@@ -45,6 +45,13 @@ void pfi_srv_hold_save(srv_node *n, long long epoch)
                         (json_int_t)(epoch > n->caps_epoch ? epoch : n->caps_epoch), "budget_w",
                         isfinite(n->budget_w) ? json_real(n->budget_w) : json_null(), "ttl_s",
                         n->hb_ttl_s > 0 ? n->hb_ttl_s : 0.0, "gpus", g);
+        /* A ramp under way: where it goes and how long it had left, so a restart goes on with
+         * it (the step reached was taken back as the operator's budget, for good). */
+        double left = n->ramp_t1 - pfi_clock_mono();
+        if (doc && n->ramping && n->mode == SRV_MODE_LOCAL && isfinite(n->ramp_to_w))
+            json_object_set_new(doc, "ramp",
+                                json_pack("{s:f, s:f}", "to_w", n->ramp_to_w, "left_s",
+                                          left > 0 ? left : 0.0));
     }
     pthread_mutex_unlock(&n->mu);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
@@ -80,6 +87,7 @@ int pfi_srv_hold_load(pfi_audit *a, srv_hold *h, pfi_err *err)
 {
     memset(h, 0, sizeof *h);
     h->budget_w = NAN;
+    h->ramp_to_w = NAN;
     char *text = malloc(HOLD_TEXT_MAX);
     if (!text)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -104,6 +112,11 @@ int pfi_srv_hold_load(pfi_audit *a, srv_hold *h, pfi_err *err)
     h->budget_w = json_is_number(v) ? json_number_value(v) : NAN;
     v = json_object_get(doc, "ttl_s");
     h->ttl_s = json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 0;
+    json_t *ramp = json_object_get(doc, "ramp");
+    v = json_object_get(ramp, "to_w");
+    h->ramp_to_w = json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : NAN;
+    v = json_object_get(ramp, "left_s");
+    h->ramp_left_s = json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 0;
     size_t i;
     json_t *o;
     json_array_foreach(gpus, i, o)

@@ -292,6 +292,9 @@ typedef struct srv_hold {
     long long epoch;       /* the controller's last epoch applied */
     double budget_w;       /* NAN: none (caps) */
     double ttl_s;          /* the watchdog was armed with this (0: off) */
+    /* A budget ramp under way: the budget it goes to and the seconds it had left (NAN, 0:
+     * none).  budget_w is the step it had reached. */
+    double ramp_to_w, ramp_left_s;
     int n;
     char uuid[PFI_MAX_GPUS][96];
     double cap_w[PFI_MAX_GPUS]; /* NAN: not held */

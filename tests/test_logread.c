@@ -451,6 +451,34 @@ static void test_count_overflow(void **state)
     }
 }
 
+/* Lines are the file's: a tqdm bar redrawn with '\r' (as it is even into a file) is one line,
+ * as wc -l, sed -n Np and an editor count it (its six redraws were lines 2-7 of a 2-line file). */
+static void test_file_lines(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pfi-logread-XXXXXX";
+    FILE *f = pfi_test_mkstemp(path);
+    fputs("***** Running training *****\r\n", f);
+    for (int i = 1; i <= 6; i++)
+        fprintf(f, "\r %d%%|#   | %d/100 [00:%02d<01:00,  2.00it/s]", i, i, i);
+    fputs("\nafter\n", f);
+    for (int i = 7; i <= 9; i++)
+        fprintf(f, " %d%%|#   | %d/100 [00:%02d<01:00,  2.00it/s]\n", i, i, i);
+    fclose(f);
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_OK);
+    unlink(path);
+    assert_int_equal(r.lines, 6);
+    assert_int_equal(r.n, 9);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(r.pts[i].line, 2);
+    for (int i = 6; i < 9; i++)
+        assert_int_equal(r.pts[i].line, i - 2);
+    pfi_logread_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -465,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_composer),
         cmocka_unit_test(test_pipe),
         cmocka_unit_test(test_count_overflow),
+        cmocka_unit_test(test_file_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@ typedef struct reader {
     int have_count;       /* the pfi protocol's cumulative count, differenced on its t= */
     double count, count_t;
     int oom;
+    const pfi_linebuf *lb; /* the pass's: the file line of the piece being read */
 } reader;
 
 static void add_point(reader *rd, long long step, double rate)
@@ -33,7 +34,7 @@ static void add_point(reader *rd, long long step, double rate)
         }
         r->pts = q;
     }
-    r->pts[r->n++] = (pfi_log_point){r->lines, step, rate};
+    r->pts[r->n++] = (pfi_log_point){rd->lb->nl + 1, step, rate};
 }
 
 static void on_count(reader *rd, const pfi_obs *o)
@@ -60,8 +61,6 @@ static void on_line(void *ctx, const char *line)
 {
     reader *rd = ctx;
     pfi_obs o;
-    if (rd->collect)
-        rd->r->lines++;
     if (!pfi_parser_feed(rd->p, line, &o) || !rd->collect || rd->oom)
         return;
     if (o.restart) {
@@ -134,12 +133,16 @@ static int read_pass(FILE *f, const char *path, reader *rd, pfi_err *err)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     char buf[65536];
     size_t k;
+    rd->lb = lb;
     while ((k = fread(buf, 1, sizeof buf, f)) > 0)
         pfi_linebuf_push(lb, buf, k, on_line, rd);
     /* A last line without its end is what a job still writing (block-buffered stdout) left
      * so far: " ... tps: 7,3" would read 7 for 7,3xx; it is left out, and said. */
-    if (lb->len > 0 || lb->overflow)
+    int cut = lb->len > 0 || lb->overflow;
+    if (cut)
         rd->r->cut_last = 1;
+    /* the file's lines read ('\r' redraws of a bar within them), as wc -l counts them */
+    rd->r->lines = lb->nl;
     int bad = ferror(f);
     free(lb);
     if (bad)

@@ -19,7 +19,7 @@
 #include "measure/parse.h"
 
 typedef struct pfi_log_point {
-    long line;      /* 1-based line of the file (a '\r' redraw starts a new line) */
+    long line;      /* 1-based line of the file ('\n'; a bar's '\r' redraws are in one line) */
     long long step; /* the step the line names; -1 when it names none */
     double rate;    /* in the read's unit */
 } pfi_log_point;
@@ -30,7 +30,7 @@ typedef struct pfi_logread {
     char unit[24];           /* "tokens/s", "samples/s", "steps/s" or "tokens/s per GPU" */
     int in_tokens;           /* 1 when the unit is tokens/s */
     pfi_log_format format;   /* detected (or given) */
-    long lines;              /* lines read */
+    long lines;              /* lines read, ended by '\n' (as wc -l counts them) */
     long untimed;            /* progress lines without a usable time or rate */
     long warmup;             /* lines the log marks as its run's warm-up (pfi_obs.warmup) */
     long other_unit;         /* throughput lines in another unit than the first (dropped) */

@@ -528,6 +528,7 @@ void pfi_linebuf_push(pfi_linebuf *lb, const char *data, size_t n,
             }
             lb->len = 0;
             lb->overflow = 0;
+            lb->nl += c == '\n';
         } else if (c == '\0') {
             continue;
         } else if (!lb->overflow && lb->len + 1 < sizeof lb->buf) {

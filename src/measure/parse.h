@@ -150,6 +150,9 @@ typedef struct pfi_linebuf {
     char buf[PFI_LINE_MAX];
     size_t len;
     int overflow; /* the current line was longer than PFI_LINE_MAX: its tail is dropped */
+    /* '\n' pushed so far: within fn, the file line of the piece delivered is nl + 1 (a '\r'
+     * redraw of a progress bar is a piece of the same file line). */
+    long nl;
 } pfi_linebuf;
 
 /* Appends bytes; calls fn(ctx, line) for each complete line (split on '\n' or '\r', empty

@@ -5,8 +5,9 @@
 # program's events were applied as this one's), said once, nothing of its own cancelled; and
 # OpenADR's randomizeStart (it was ignored): a SIMPLE event starts a drawn share of it late,
 # the same at every poll, shown as its start in the event and its report; a limit starts on
-# time; a randomizeStart that is no duration is refused and changes nothing; the units of the
-# program's payload descriptors hold for an event that gives none (a limit in W was read in kW).
+# time; a randomizeStart that is no duration is refused and changes nothing (logged once an
+# hour, not at every poll); the units of the program's payload descriptors hold for an event
+# that gives none (a limit in W was read in kW).
 # pfi's clock runs 1000 times faster (util/clock.h): a few seconds of real time (the clocks'
 # tolerance is an hour, 3.6 s here: nothing here is about skew, and a loaded machine's answers
 # late by a second made one).
@@ -98,6 +99,7 @@ polls 3
 note "randomizeStart PT30M: SIMPLE event started $late s late (seed 7), kept over 3 polls; a limit on time"
 
 # ---- a randomizeStart that is no ISO 8601 duration: refused, named, nothing else changes ----
+pw=$(ven_num polls)
 publish "$(shed wrong PT5Q)"
 curl -sf -o /dev/null -X PUT -d "$(shed shed 5M)" "$VTN/_test/events/shed" || fail "changing event shed"
 await 200 'randomizeStart 5M not refused: $(get /v1/grid/openadr)' \
@@ -106,6 +108,9 @@ polls 3
 grep -q 'event wrong interval 0: randomizeStart PT5Q is not an ISO 8601 duration' "$dir/serve.log" ||
     fail "randomizeStart PT5Q not refused by name: $(get /v1/grid/openadr)"
 held wrong-0 && fail "event wrong (randomizeStart PT5Q) taken: $(get /v1/grid/events/oadr-wrong-0)"
+# Refused at every poll, logged once an hour (of pfi's clock): it was a line a poll.
+k=$(($(ven_num polls) - pw)) lines=$(grep -c 'randomizeStart PT5Q is not' "$dir/serve.log")
+[ $((2 * lines)) -le "$k" ] || fail "event wrong's refusal logged $lines times over $k polls"
 [ "$(start_of shed-0)" = "$s1 $e1" ] || fail "event shed changed by a bad randomizeStart: $(get /v1/grid/events/oadr-shed-0)"
 [ "$(ven_num events_taken)" = $((t0 + 2)) ] || fail "a bad randomizeStart took something: $(get /v1/grid/openadr)"
 note "randomizeStart PT5Q and 5M: refused by name, event shed kept as it was"

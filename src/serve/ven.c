@@ -26,6 +26,7 @@
  * as last received when the VTN goes silent. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,8 @@
 /* Pages read per poll at most (a VTN that ignores skip would answer forever); past it the
  * listing is incomplete (all_events). */
 #define VEN_PAGES_MAX 40
+#define VEN_SAID_MAX 32     /* errors remembered as logged */
+#define VEN_SAID_S 3600.0   /* an error logged is logged again after this long */
 
 struct pfi_ven {
     pfi_ven_host host;
@@ -68,6 +71,8 @@ struct pfi_ven {
     long long n_notified;
     pthread_mutex_t mu;
     long long n_polls, n_errors, n_events, n_reports, n_cancelled;
+    uint32_t said_hash[VEN_SAID_MAX]; /* errors logged lately (said_lately) */
+    double said_at[VEN_SAID_MAX];     /*   and when (monotonic; 0: free) */
     /* The local clock against the VTN's (its answers' Date header): local - VTN, NAN before
      * the first answer; skewed while beyond cfg.max_skew_s, with n_skewed answers so far. */
     double skew_s;
@@ -94,6 +99,28 @@ typedef struct vbuf {
     size_t n;
 } vbuf;
 
+/* Whether the same message was logged within the last VEN_SAID_S (mu held); else it is noted
+ * as said now.  A refused interval is refused again at every poll while the VTN lists it:
+ * logged each time, that was 8,640 lines a day of one event at the default 10 s poll. */
+static int said_lately(pfi_ven *v, const char *msg)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    double now = pfi_clock_mono();
+    int oldest = 0;
+    for (int k = 0; k < VEN_SAID_MAX; k++) {
+        if (v->said_at[k] > 0 && v->said_hash[k] == h && now - v->said_at[k] < VEN_SAID_S)
+            return 1;
+        if (v->said_at[k] < v->said_at[oldest])
+            oldest = k;
+    }
+    v->said_hash[oldest] = h;
+    v->said_at[oldest] = now;
+    return 0;
+}
+
+/* An error: counted, kept as the last one, and logged (the same message once an hour). */
 static void ven_error(pfi_ven *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ven_error(pfi_ven *v, const char *fmt, ...)
 {
@@ -102,7 +129,8 @@ static void ven_error(pfi_ven *v, const char *fmt, ...)
     pthread_mutex_lock(&v->mu);
     vsnprintf(v->last_error, sizeof v->last_error, fmt, ap);
     v->n_errors++;
-    fprintf(stderr, "%s: openadr: %s\n", v->host.name, v->last_error);
+    if (!said_lately(v, v->last_error))
+        fprintf(stderr, "%s: openadr: %s\n", v->host.name, v->last_error);
     pthread_mutex_unlock(&v->mu);
     va_end(ap);
 }

@@ -81,6 +81,13 @@ jq 'del(.jobs[0].predicted_curve)' "$jobs" >"$dir/nopred.json"
 bad pfi-without-prediction "never reads true" --jobs "$dir/nopred.json" --budget 70% --policy pfi
 bad zero-budget "watts must be more than 0" --jobs "$jobs" --budget 0W --policy oracle
 bad model-with-jobs "a --jobs file gives each job's curve itself" --jobs "$jobs" --model "$dir/m.json" --budget 70%
+# An SLA no cap meets, relaxed: the answer in JSON (its min_budget_w, infinite, was refused by
+# the JSON writer: no output at all)
+printf '%s' '{"jobs":[{"id":"a","gpus":2,"t0":200,"sla_max_slowdown":0.1,"curve":{"cap_w":[100,300],"tput":[50,100]}},{"id":"b","gpus":1,"curve":{"cap_w":[100,300],"tput":[10,30]}}]}' >"$dir/unmet.json"
+"$PFI_BIN" allocate --jobs "$dir/unmet.json" --budget 400W --policy oracle --on-infeasible relax-sla --json \
+  >"$dir/unmet.out" 2>"$dir/unmet.err" || fail "unmet SLA relaxed: $(cat "$dir/unmet.err")"
+jq -e '.min_budget_w == null and .sla_extra > 0 and .power_w <= 400' "$dir/unmet.out" >/dev/null ||
+  fail "unmet SLA relaxed, JSON: $(cat "$dir/unmet.out")"
 bad negative-budget "budget '-5W'" --jobs "$jobs" --budget -5W --policy oracle
 bad unknown-policy "unknown policy" --jobs "$jobs" --budget 70% --policy fastest
 bad no-file "no-such" --jobs "$dir/no-such.json" --budget 70% --policy oracle

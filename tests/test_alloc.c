@@ -939,6 +939,39 @@ static void test_draw_model_own_and_mean(void **state)
     assert_int_equal(m.n, -7);
 }
 
+/* An SLA is hard in every policy: on a curve with a dip a cap above the SLA floor can break it
+ * again.  equal gave job a 200 W (50 tokens/s, its SLA needs 90) and proportional-to-pfi
+ * 220 W; now each takes the highest cap at or below its family's that meets the SLA, within
+ * the budget. */
+static void test_family_sla_on_dip(void **state)
+{
+    (void)state;
+    double c[] = {100, 200, 300}, ta[] = {100, 50, 100}, tb[] = {10, 20, 30};
+    pfi_alloc_job jobs[2] = {
+        {.id = "a", .n_gpus = 1, .min_cap_w = 100, .max_cap_w = 300, .cap_w = c, .tput = ta,
+         .n_points = 3, .p0_w = 300, .t0 = 100, .sla = 0.1, .weight = 1},
+        {.id = "b", .n_gpus = 1, .min_cap_w = 100, .max_cap_w = 300, .cap_w = c, .tput = tb,
+         .n_points = 3, .p0_w = 300, .t0 = 30, .sla = NAN, .weight = 1},
+    };
+    const double pfi30[] = {0.3, 0.3};
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_err e = {0};
+    for (double budget = 220; budget <= 600; budget += 20)
+        for (int p = 0; p < 2; p++) {
+            pfi_alloc_result r;
+            memset(&r, 0, sizeof r);
+            int rc = p ? pfi_alloc_proportional(jobs, 2, pfi30, budget, &o, &r, &e)
+                       : pfi_alloc_equal(jobs, 2, budget, &o, &r, &e);
+            assert_int_equal(rc, PFI_OK);
+            if (r.tput[0] < 90 - 1e-9)
+                fail_msg("%s at %g W: job a at %g W gives %g, its SLA needs 90",
+                         p ? "proportional" : "equal", budget, r.cap_w[0], r.tput[0]);
+            check_budget(jobs, &r, budget);
+            pfi_alloc_result_free(&r);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -951,6 +984,7 @@ int main(void)
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
         cmocka_unit_test(test_sla_floor_overflowing_curve),
         cmocka_unit_test(test_curve_through),
+        cmocka_unit_test(test_family_sla_on_dip),
         cmocka_unit_test(test_draw_model),     cmocka_unit_test(test_draw_model_own_and_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

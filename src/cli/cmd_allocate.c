@@ -178,14 +178,20 @@ static int print_json(const alloc_out *a)
     json_t *arr = json_array(); /* the jobs are written in its place */
     const pfi_alloc_totals *t = &a->t;
     json_t *doc = json_pack(
-        "{s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:b, s:f, s:f, s:f, s:i, s:I, s:o}", "policy",
+        "{s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:b, s:o, s:o, s:f, s:i, s:I, s:o}", "policy",
         pfi_policy_name(a->policy), "budget_w", a->budget, "power_w", r->power_w, "total_tput",
         t->tput, "objective", r->value, "total_tput_true",
         t->all_true ? json_real(t->tput_true) : json_null(), "objective_true",
         t->all_true ? json_real(t->objective_true) : json_null(), "upper_bound",
         pfi_json_num(r->upper_bound), "budget_binds", r->budget_binds, "min_budget_w",
-        r->min_budget_w, "min_budget_nosla_w", r->min_budget_nosla_w, "sla_extra", r->sla_extra,
-        "sla_dropped", r->n_sla_dropped, "nodes", (json_int_t)r->nodes, "jobs", arr);
+        /* infinite when an SLA meets no cap: jansson refuses it, and the document was lost */
+        pfi_json_num(r->min_budget_w), "min_budget_nosla_w", pfi_json_num(r->min_budget_nosla_w),
+        "sla_extra", r->sla_extra, "sla_dropped", r->n_sla_dropped, "nodes",
+        (json_int_t)r->nodes, "jobs", arr);
+    if (!doc) {
+        fprintf(stderr, "pfi allocate: out of memory writing the answer\n");
+        return PFI_EXIT_FAIL;
+    }
     json_object_set_new(doc, "optimal", json_boolean(r->optimal));
     if (a->text.is_share)
         json_object_set_new(doc, "budget_reference",

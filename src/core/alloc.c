@@ -226,6 +226,14 @@ static double job_t0(const pfi_alloc_job *J)
     return isnan(J->t0) ? pfi_alloc_tput_at(J, J->max_cap_w) : J->t0;
 }
 
+int pfi_alloc_sla_met(const pfi_alloc_job *J, double cap_w, double sla)
+{
+    if (isnan(sla) || sla >= 1)
+        return 1;
+    double target = (1.0 - sla) * job_t0(J);
+    return pfi_alloc_tput_at(J, cap_w) >= target - REL_EPS * fabs(target);
+}
+
 /* Smallest grid index in [kmin, kmax] whose throughput meets (1 - sla) T0; -1 when none.
  * Curves need not be monotone, so every linear piece is tried from the left. */
 static int sla_floor(const pfi_alloc_job *J, double step, int kmin, int kmax, double sla)

@@ -100,6 +100,9 @@ double pfi_alloc_budget_from_cut(const pfi_alloc_job *jobs, int n, double cut);
 
 /* Throughput of job j at a per-GPU cap on its curve (linear between points, flat outside). */
 double pfi_alloc_tput_at(const pfi_alloc_job *job, double cap_w);
+/* Whether the job meets a max slowdown sla (NAN: none) at cap_w: its throughput there at least
+ * (1 - sla) T0, as its SLA floor is found (pfi_alloc_prepare). */
+int pfi_alloc_sla_met(const pfi_alloc_job *job, double cap_w, double sla);
 
 /* The optimal allocation on the jobs' curves.  On error nothing is allocated (*res zeroed). */
 int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi_alloc_opts *opts,

@@ -30,21 +30,37 @@ double pfi_alloc_job_pfi30(const pfi_alloc_job *J)
     return (1.0 - pfi_alloc_tput_at(J, 0.7 * J->p0_w) / t0) / 0.3;
 }
 
-/* Caps of a one-parameter family: k_j(x) = clamp(floor(cap_j(x) / step), floor_j, max_j). */
+/* Caps of a one-parameter family: k_j(x) = clamp(floor(cap_j(x) / step), floor_j, max_j), and
+ * on a curve with a dip, where a cap above the SLA floor can break the SLA again, the highest
+ * cap at or below that which meets it (the floor does): lower, so still within the budget, and
+ * still rising with x.  dip[j] (NULL: none) marks such jobs, sla their SLAs. */
 typedef double (*cap_fn)(const pfi_alloc_job *J, double x, double extra);
 
 static long long family_cost(const pfi_alloc_job *jobs, int n, const int *kf, const int *kmax,
-                             double step, cap_fn f, const double *extra, double x, int *k)
+                             const unsigned char *dip, const double *sla, double step, cap_fn f,
+                             const double *extra, double x, int *k)
 {
     long long sum = 0;
     for (int j = 0; j < n; j++) {
         double c = floor(f(&jobs[j], x, extra ? extra[j] : 0) / step + 1e-9);
         int kk = c < kf[j] ? kf[j] : c > kmax[j] ? kmax[j] : (int)c;
+        while (dip && dip[j] && kk > kf[j] && !pfi_alloc_sla_met(&jobs[j], kk * step, sla[j]))
+            kk--;
         if (k)
             k[j] = kk;
         sum += (long long)jobs[j].n_gpus * kk;
     }
     return sum;
+}
+
+/* Jobs with an SLA whose curve falls somewhere (a cap above its floor may not meet it). */
+static unsigned char *sla_dips(const pfi_alloc_job *jobs, int n, const double *sla)
+{
+    unsigned char *dip = calloc((size_t)(n > 0 ? n : 1), 1);
+    for (int j = 0; dip && j < n; j++)
+        for (int i = 1; !isnan(sla[j]) && i < jobs[j].n_points && !dip[j]; i++)
+            dip[j] = jobs[j].tput[i] < jobs[j].tput[i - 1];
+    return dip;
 }
 
 /* The fitting member of a family whose cost falls as x grows (dir = -1) or rises (dir = +1):
@@ -66,19 +82,29 @@ static int run_family(const pfi_alloc_job *jobs, int n, double budget_w, const p
         return rc;
     }
     long long bu = (long long)floor(budget_w / o->step_w * (1 + 1e-12));
+    unsigned char *dip = sla_dips(jobs, n, res->sla);
+    if (!dip) {
+        free(kf);
+        free(kmax);
+        free(k);
+        pfi_alloc_result_free(res);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory for %d jobs", n);
+    }
+    const double *sla = res->sla;
     /* fit: the x side whose caps fit the budget */
     double fit = rising ? x_lo : x_hi, other = rising ? x_hi : x_lo;
-    if (family_cost(jobs, n, kf, kmax, o->step_w, f, extra, other, NULL) <= bu)
+    if (family_cost(jobs, n, kf, kmax, dip, sla, o->step_w, f, extra, other, NULL) <= bu)
         fit = other;
     else
         for (int it = 0; it < 100; it++) {
             double mid = 0.5 * (fit + other);
-            if (family_cost(jobs, n, kf, kmax, o->step_w, f, extra, mid, NULL) <= bu)
+            if (family_cost(jobs, n, kf, kmax, dip, sla, o->step_w, f, extra, mid, NULL) <= bu)
                 fit = mid;
             else
                 other = mid;
         }
-    family_cost(jobs, n, kf, kmax, o->step_w, f, extra, fit, k);
+    family_cost(jobs, n, kf, kmax, dip, sla, o->step_w, f, extra, fit, k);
+    free(dip);
     for (int j = 0; j < n; j++)
         res->cap_w[j] = k[j] * o->step_w;
     pfi_alloc_finish(jobs, n, o, res);

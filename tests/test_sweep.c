@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -471,12 +472,70 @@ static void test_sweep_bad_levels(void **state)
     pfi_hw_close(b);
 }
 
+/* Starts of one journal at once (two sweeps, a sweep and pfi serve): one wins, the others are
+ * refused.  Each checked that no journal was there, wrote its own and locked it: several ran,
+ * and the first to end deleted the journal of another, whose crash left its GPUs capped. */
+static void test_journal_race(void **state)
+{
+    (void)state;
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/journal-race-XXXXXX", tmpdir());
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/journal", dir);
+    unsetenv("PFI_SIM_STATE");
+    enum { N = 8 };
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t kid[N];
+    for (int k = 0; k < N; k++) {
+        kid[k] = fork();
+        assert_true(kid[k] >= 0);
+        if (kid[k] == 0) {
+            close(go[1]);
+            char c;
+            pfi_backend *b = NULL;
+            pfi_err e = {0};
+            if (pfi_hw_open("sim", NULL, 0, &b, &e) != PFI_OK)
+                _exit(3);
+            if (read(go[0], &c, 1) != 1)
+                _exit(4);
+            int gpus[] = {0, 1};
+            pfi_journal j;
+            int rc = pfi_journal_begin(&j, path, b, gpus, 2, &e);
+            if (rc == PFI_OK)
+                usleep(300 * 1000); /* held while the others try */
+            _exit(rc == PFI_OK ? 0 : rc == PFI_EBUSY ? 1 : 2);
+        }
+    }
+    close(go[0]);
+    char all[N];
+    memset(all, 'g', sizeof all);
+    assert_int_equal(write(go[1], all, N), N);
+    close(go[1]);
+    int won = 0, busy = 0;
+    for (int k = 0; k < N; k++) {
+        int st;
+        assert_int_equal(waitpid(kid[k], &st, 0), kid[k]);
+        assert_true(WIFEXITED(st));
+        won += WEXITSTATUS(st) == 0;
+        busy += WEXITSTATUS(st) == 1;
+    }
+    assert_int_equal(won, 1);
+    assert_int_equal(busy, N - 1);
+    char lk[640];
+    snprintf(lk, sizeof lk, "%s.lock", path);
+    unlink(path);
+    unlink(lk);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meter_counts),     cmocka_unit_test(test_meter_job_clock),
         cmocka_unit_test(test_meter_restart),
         cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
+        cmocka_unit_test(test_journal_race),
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),

@@ -165,12 +165,11 @@ static int read_entry(pfi_backend *b, int gpu, pfi_journal_entry *e, pfi_err *er
     return PFI_OK;
 }
 
-int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
-                      pfi_err *err)
+/* pfi_journal_begin under the lock of PATH.lock: the check that no journal is there, its
+ * writing and its lock. */
+static int begin_locked(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
+                        pfi_err *err)
 {
-    memset(j, 0, sizeof *j);
-    j->lock_fd = -1;
-    snprintf(j->path, sizeof j->path, "%s", path);
     struct stat st;
     if (stat(path, &st) == 0) {
         pfi_journal old;
@@ -183,9 +182,7 @@ int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const in
                            "restored: run `pfi restore --journal %s` first",
                            path, rc == PFI_OK ? old.pid : -1L, path);
     }
-    int rc = mkdirs_for(path, err);
-    if (rc != PFI_OK)
-        return rc;
+    int rc;
     j->pid = (long)getpid();
     snprintf(j->backend, sizeof j->backend, "%s", pfi_backend_name(b));
     const char *ss = getenv("PFI_SIM_STATE");
@@ -201,6 +198,35 @@ int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const in
     if (rc != PFI_OK)
         return rc;
     return take_lock(j, err);
+}
+
+int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
+                      pfi_err *err)
+{
+    memset(j, 0, sizeof *j);
+    j->lock_fd = -1;
+    snprintf(j->path, sizeof j->path, "%s", path);
+    int rc = mkdirs_for(path, err);
+    if (rc != PFI_OK)
+        return rc;
+    /* Two starts on one journal path (two sweeps, a sweep and pfi serve) each found no journal,
+     * wrote theirs and locked it: both ran, and the first to end deleted the journal of the
+     * other, whose crash then left its GPUs capped with nothing to restore.  The check, the
+     * write and the lock are one step under PATH.lock (left in place, empty: removing it would
+     * let a third start lock a file no one else sees). */
+    char lk[PFI_JOURNAL_PATH_MAX + 8];
+    snprintf(lk, sizeof lk, "%s.lock", path);
+    int lfd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lfd < 0)
+        return pfi_err_set(err, PFI_EIO, "cannot open %s: %s", lk, strerror(errno));
+    if (flock(lfd, LOCK_EX) != 0) {
+        int e = errno;
+        close(lfd);
+        return pfi_err_set(err, PFI_EIO, "cannot lock %s: %s", lk, strerror(e));
+    }
+    rc = begin_locked(j, path, b, gpus, n, err);
+    close(lfd); /* the journal's own lock is held from here */
+    return rc;
 }
 
 int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err)

@@ -324,6 +324,25 @@ static void test_index_list(void **state)
     assert_int_equal(pfi_parse_index_list("x", 8, out, &n, &e), PFI_EINVAL);
     assert_int_equal(pfi_parse_index_list("all", 4, out, &n, &e), PFI_OK);
     assert_int_equal(n, 4);
+    /* A full node's list and one GPU more: refused before a write past out (64 GPUs: "0-63,5"
+     * wrote a 65th entry, which was the sweep's GPU count). */
+    int full[65];
+    full[64] = -7;
+    const char *twice[] = {"0-63,5", "0-63,63", "0-63,0", "5,0-63"};
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(pfi_parse_index_list(twice[k], 64, full, &n, &e), PFI_EINVAL);
+        assert_non_null(strstr(e.msg, "twice"));
+        assert_int_equal(full[64], -7);
+    }
+    assert_int_equal(pfi_parse_index_list("0-63", 64, full, &n, &e), PFI_OK);
+    assert_int_equal(n, 64);
+    assert_int_equal(full[64], -7);
+    /* digits only, nothing after a last comma */
+    const char *loose[] = {"0,", " 1", "+1", "0- 3", "0-+3", ",0", "0,,1", "1 ", "-1", "0-"};
+    for (int k = 0; k < 10; k++)
+        if (pfi_parse_index_list(loose[k], 8, out, &n, &e) != PFI_EINVAL)
+            fail_msg("GPU list '%s' taken", loose[k]);
+    assert_int_equal(pfi_parse_index_list("99999999999999999999", 8, out, &n, &e), PFI_ERANGE);
 }
 
 static void test_lists(void **state)

@@ -125,37 +125,44 @@ int pfi_parse_index_list(const char *s, int max_n, int *out, int *n, pfi_err *er
         *n = max_n;
         return PFI_OK;
     }
+    /* Digits only ("+1", " 1", "0- 3", a trailing ',' were taken by strtol's leniency), and a
+     * GPU named twice is refused before it is written: out holds max_n, and "0-63,5" on a
+     * 64-GPU node wrote a 65th entry past it. */
     const char *p = s;
-    while (*p) {
+    for (;;) {
         char *end;
-        long a = strtol(p, &end, 10), b;
-        if (end == p || a < 0)
+        if (!isdigit((unsigned char)*p))
             return pfi_err_set(err, PFI_EINVAL, "bad GPU list '%s' (expected e.g. 0-3,6)", s);
-        b = a;
+        errno = 0;
+        long a = strtol(p, &end, 10), b = a;
         p = end;
         if (*p == '-') {
+            if (!isdigit((unsigned char)p[1]))
+                return pfi_err_set(err, PFI_EINVAL, "bad range in GPU list '%s'", s);
             b = strtol(p + 1, &end, 10);
-            if (end == p + 1 || b < a)
+            if (b < a)
                 return pfi_err_set(err, PFI_EINVAL, "bad range in GPU list '%s'", s);
             p = end;
         }
+        if (errno == ERANGE)
+            return pfi_err_set(err, PFI_ERANGE, "GPU list '%s': a number too large", s);
         for (long i = a; i <= b; i++) {
             if (i >= max_n)
                 return pfi_err_set(err, PFI_ERANGE, "GPU %ld does not exist (this node has %d)", i,
                                    max_n);
+            for (int k = 0; k < *n; k++)
+                if (out[k] == i)
+                    return pfi_err_set(err, PFI_EINVAL, "GPU list '%s' names GPU %ld twice", s,
+                                       i);
             out[(*n)++] = (int)i;
-            if (*n > max_n)
-                return pfi_err_set(err, PFI_EINVAL, "GPU list '%s' repeats GPUs", s);
         }
-        if (*p == ',')
-            p++;
-        else if (*p)
+        if (!*p)
+            break;
+        if (*p != ',' || !p[1])
             return pfi_err_set(err, PFI_EINVAL, "bad GPU list '%s' (expected e.g. 0-3,6)", s);
+        p++;
     }
     qsort(out, (size_t)*n, sizeof *out, cmp_int);
-    for (int i = 1; i < *n; i++)
-        if (out[i] == out[i - 1])
-            return pfi_err_set(err, PFI_EINVAL, "GPU list '%s' names GPU %d twice", s, out[i]);
     return PFI_OK;
 }
 

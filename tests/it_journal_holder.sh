@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # A sweep over a journal another live process holds fails before changing anything: the error
 # names the holder (pid and command line), and the sweep does not claim that limits were left
-# unrestored (it changed none).  A simulated sweep's default journal is never the real one.
+# unrestored (it changed none).  A simulated sweep's default journal is never the real one, and
+# its restore goes to the simulated node it names, never to another in the environment.
 # Needs $PFI_BIN, $PFI_TEST_TMP (tests/run.sh sets them) and flock (util-linux).
 set -u
 fail() { echo "it_journal_holder: FAIL: $*"; exit 1; }
@@ -43,4 +44,23 @@ while [ $i -lt 200 ] && [ ! -e "$PFI_SIM_STATE.journal" ]; do sleep 0.05; i=$((i
 [ -e "$PFI_SIM_STATE.journal" ] || fail "no journal at $PFI_SIM_STATE.journal while a simulated sweep runs"
 [ "$(stat -c %a "$PFI_SIM_STATE.journal")" = 600 ] || fail "the journal is not mode 600"
 wait "$S"
+
+# A restore goes to the simulated node the journal names: with another node in the
+# environment it is refused, and nothing changes on either (the other node's GPUs got the
+# journaled limits, its UUIDs being every node's of its preset, and the node capped stayed so).
+"$PFI_BIN" sim set --cap 300 --gpus 0 >/dev/null 2>&1 || fail "sim set on node A"
+printf 'pfi-journal 1\npid 999999999\nbackend sim\nsim_state %s\ngpu 0 uuid - limit_w 700.000\n' \
+    "$PFI_SIM_STATE" >"$tmp/a.journal"
+"$PFI_BIN" sim init --state "$tmp/b.state" >/dev/null 2>&1 || fail "sim init of node B"
+PFI_SIM_STATE="$tmp/b.state" "$PFI_BIN" sim set --cap 250 --gpus 0 >/dev/null 2>&1 || fail "sim set on node B"
+PFI_SIM_STATE="$tmp/b.state" "$PFI_BIN" restore --journal "$tmp/a.journal" >"$tmp/out3" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "written against the simulated node $PFI_SIM_STATE" "$tmp/out3" ||
+    fail "restore of node A's journal with node B in the environment: exit $rc, $(cat "$tmp/out3")"
+[ -e "$tmp/a.journal" ] || fail "the refused restore deleted the journal"
+limit0() { "$PFI_BIN" gpus --backend sim --read-only --json | awk -F': ' '/"limit_w"/ { sub(/,$/, "", $2); print $2; exit }'; }
+[ "$(PFI_SIM_STATE="$tmp/b.state" limit0)" = 250.0 ] || fail "node B changed: $(PFI_SIM_STATE="$tmp/b.state" limit0)"
+( unset PFI_SIM_STATE; "$PFI_BIN" restore --journal "$tmp/a.journal" >"$tmp/out4" 2>&1 ) ||
+    fail "restore of node A's journal: $(cat "$tmp/out4")"
+[ "$(limit0)" = 700.0 ] || fail "node A not restored: $(limit0)"
 echo "it_journal_holder: ok"

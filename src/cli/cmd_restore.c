@@ -88,7 +88,17 @@ int pfi_cmd_restore(int argc, char **argv)
     /* The journal knows which backend (and which simulated node) it was written against. */
     if (!hw.backend && j.backend[0])
         hw.backend = j.backend;
-    if (j.sim_state[0] && !getenv("PFI_SIM_STATE"))
+    /* Another simulated node in the environment got the journaled limits (its UUIDs are the
+     * same as every node's of its preset) and the node capped stayed capped. */
+    const char *env_ss = getenv("PFI_SIM_STATE");
+    if (j.sim_state[0] && env_ss && *env_ss && strcmp(env_ss, j.sim_state) != 0) {
+        fprintf(stderr, "pfi restore: the journal %s was written against the simulated node "
+                        "%s, and PFI_SIM_STATE names %s: unset it, or name that node\n",
+                path, j.sim_state, env_ss);
+        pfi_journal_close(&j);
+        return PFI_EXIT_USAGE;
+    }
+    if (j.sim_state[0])
         setenv("PFI_SIM_STATE", j.sim_state, 1);
     pfi_backend *b;
     if ((rc = pfi_cli_open_hw(&hw, &b, &err)) != PFI_OK) {

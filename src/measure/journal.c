@@ -185,8 +185,10 @@ static int begin_locked(pfi_journal *j, const char *path, pfi_backend *b, const 
     int rc;
     j->pid = (long)getpid();
     snprintf(j->backend, sizeof j->backend, "%s", pfi_backend_name(b));
+    /* The simulated node written to, the fake NVML's too (it reads the same variable): its
+     * restore must go to that node, not to whichever the environment names then. */
     const char *ss = getenv("PFI_SIM_STATE");
-    if (ss && *ss && strcmp(pfi_backend_name(b), "sim") == 0)
+    if (ss && *ss && (strcmp(pfi_backend_name(b), "sim") == 0 || pfi_hw_simulated(b)))
         snprintf(j->sim_state, sizeof j->sim_state, "%s", ss);
     for (int i = 0; i < n; i++) {
         rc = read_entry(b, gpus[i], &j->e[j->n], err);

@@ -89,6 +89,17 @@ export PFI_SIM_STATE="$tmp/node.state" PFI_SIM_SPEED=20 PFI_FAKENVML_SIM=h200x1-
 [ "$(jq -r '.restored' "$tmp/sweep.json")" = true ] || bad "sweep did not restore"
 "$PFI_BIN" gpus --backend nvml --json | jq -e '.gpus[0].limit_w == 700' >/dev/null ||
   bad "limit not 700 W after the sweep"
+[ "$(jq '.telemetry_errors' "$tmp/sweep.json")" = 0 ] || bad "telemetry errors in a clean sweep: $(jq -c '.telemetry_errors' "$tmp/sweep.json")"
+# A swept GPU's power lost mid-sweep: the sweep goes on over the others, and says so (it said
+# "done" and nothing else; the levels' means had quietly left that GPU out)
+PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@0=GPU_IS_LOST;at=2" \
+  "$PFI_BIN" sweep --backend nvml --no-log --levels 70% --db "$tmp/pfi.db" --journal "$tmp/journal" \
+  --json --quiet --settle 1s --dwell 2s \
+  -- "$PFI_BIN" sim job --log-format pfi --sim h200x1-small >"$tmp/lost.json" 2>"$tmp/e" ||
+  { bad "sweep with GPU 0's power lost"; tail -5 "$tmp/e"; }
+jq -e '.telemetry_errors > 0 and (.telemetry_error | test("GPU is lost"))' "$tmp/lost.json" >/dev/null &&
+  grep -q 'telemetry readings failed' "$tmp/e" ||
+  bad "a lost GPU's telemetry not said: $(jq -c '{telemetry_errors, telemetry_error}' "$tmp/lost.json") $(tail -2 "$tmp/e")"
 unset PFI_SIM_STATE
 "$PFI_BIN" sim job --sim h200x1-small --truth 700,490 --json >"$tmp/truth.json" || bad "truth"
 off=$(jq -rn --slurpfile m "$tmp/sweep.json" --slurpfile t "$tmp/truth.json" '

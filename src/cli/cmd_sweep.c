@@ -484,6 +484,13 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
                         int simulated, long long run_id, const char *db, const pfi_err *err)
 {
     const char *unit = res->run.unit == PFI_SAMPLES_PER_S ? "samples/s" : "tokens/s";
+    /* A GPU whose readings failed is left out of its levels' means: said, in both outputs
+     * (the sweep said "done" and nothing else). */
+    if (res->telemetry_errors > 0)
+        fprintf(stderr, "pfi sweep: warning: %ld telemetry readings failed (the last: %s); the "
+                        "levels' power, clocks and utilization are means over the GPUs that "
+                        "answered\n",
+                res->telemetry_errors, res->telemetry_error[0] ? res->telemetry_error : "?");
     if (o->as_json) {
         json_t *lv = json_array();
         for (int i = 0; i < res->run.n_levels; i++)
@@ -496,6 +503,8 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
                                 (json_int_t)res->lines, "observations",
                                 (json_int_t)res->observations, "levels", lv);
         json_object_set_new(doc, "simulated", json_boolean(simulated));
+        json_object_set_new(doc, "telemetry_errors", json_integer(res->telemetry_errors));
+        json_object_set_new(doc, "telemetry_error", pfi_json_str(res->telemetry_error));
         add_cost_json(doc, res);
         if (err)
             json_object_set_new(doc, "error", json_string(err->msg));

@@ -138,7 +138,8 @@ typedef struct pfi_sweep_result {
     int restored;                /* 1 when every original limit was put back */
     long lines, observations;    /* log sources */
     char format[16];             /* the log format detected ("" for the simulator) */
-    long telemetry_errors;
+    long telemetry_errors;       /* telemetry readings that failed (a GPU's sample left out) */
+    char telemetry_error[160];   /*   the last one's message ("" when none) */
 } pfi_sweep_result;
 
 /* The caps (watts, per GPU i of cfg->gpus: caps[level][i]) in the order they will be run,

@@ -552,7 +552,8 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
         }
     }
     if (smp) {
-        res->telemetry_errors = pfi_sampler_errors(smp, NULL, 0);
+        res->telemetry_errors =
+            pfi_sampler_errors(smp, res->telemetry_error, sizeof res->telemetry_error);
         pfi_sampler_free(smp);
     }
     if (src->stop)

@@ -34,6 +34,11 @@ grep -q "flock" "$tmp/out" || fail "the error does not name the holder's command
 if grep -q "NOT all restored" "$tmp/out"; then
     fail "the sweep claims unrestored limits though it changed none: $(cat "$tmp/out")"
 fi
+# ... and it refuses before the job is launched (the job ran, then was killed)
+"$PFI_BIN" sweep --backend sim --gpus 0 --levels 100% --db "$tmp/pfi.db" \
+    --journal "$tmp/journal" --quiet --no-log -- sh -c "touch '$tmp/ran'" >"$tmp/out" 2>&1 &&
+    fail "the sweep ran over a held journal"
+[ ! -e "$tmp/ran" ] || fail "the job was launched before the held journal was refused"
 
 # The default journal of a simulated sweep is beside the simulated node's state.
 "$PFI_BIN" sweep --backend sim --gpus 0 --levels 100% --db "$tmp/pfi2.db" --quiet --no-log \

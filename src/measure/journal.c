@@ -165,24 +165,30 @@ static int read_entry(pfi_backend *b, int gpu, pfi_journal_entry *e, pfi_err *er
     return PFI_OK;
 }
 
+int pfi_journal_check_free(const char *path, pfi_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return PFI_OK;
+    pfi_journal old;
+    int rc = pfi_journal_load(&old, path, 0, err);
+    if (rc == PFI_EBUSY)
+        return rc;
+    pfi_journal_close(&old);
+    return pfi_err_set(err, PFI_EBUSY,
+                       "journal %s from an earlier run (pid %ld) holds limits that were never "
+                       "restored: run `pfi restore --journal %s` first",
+                       path, rc == PFI_OK ? old.pid : -1L, path);
+}
+
 /* pfi_journal_begin under the lock of PATH.lock: the check that no journal is there, its
  * writing and its lock. */
 static int begin_locked(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
                         pfi_err *err)
 {
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        pfi_journal old;
-        int rc = pfi_journal_load(&old, path, 0, err);
-        if (rc == PFI_EBUSY)
-            return rc;
-        pfi_journal_close(&old);
-        return pfi_err_set(err, PFI_EBUSY,
-                           "journal %s from an earlier run (pid %ld) holds limits that were never "
-                           "restored: run `pfi restore --journal %s` first",
-                           path, rc == PFI_OK ? old.pid : -1L, path);
-    }
-    int rc;
+    int rc = pfi_journal_check_free(path, err);
+    if (rc != PFI_OK)
+        return rc;
     j->pid = (long)getpid();
     snprintf(j->backend, sizeof j->backend, "%s", pfi_backend_name(b));
     /* The simulated node written to, the fake NVML's too (it reads the same variable): its

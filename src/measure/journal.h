@@ -53,6 +53,11 @@ typedef struct pfi_journal {
  * journal-sim in the same folder. */
 const char *pfi_journal_default_path(char *buf, size_t n, int simulated);
 
+/* PFI_OK when no journal is at path; else PFI_EBUSY saying why (another live process holds it,
+ * or one was never restored), as pfi_journal_begin would refuse: asked before a job is
+ * launched, so a refused journal does not start the job first. */
+int pfi_journal_check_free(const char *path, pfi_err *err);
+
 /* Journals the current limit of each GPU.  PFI_EBUSY when a journal already exists at path
  * (restore it first) or another live process holds it. */
 int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,

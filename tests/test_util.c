@@ -353,6 +353,8 @@ static void test_lists(void **state)
     assert_int_equal(pfi_parse_double_list("100,90,80%", v, 16, &n, &e), PFI_OK);
     assert_int_equal(n, 3);
     assert_true(fabs(v[2] - 0.8) < 1e-12 && fabs(v[0] - 1.0) < 1e-12);
+    assert_int_equal(pfi_parse_double_list("50%,", v, 16, &n, &e), PFI_EINVAL); /* was [0.5] */
+    assert_int_equal(pfi_parse_double_list("50,", v, 16, &n, &e), PFI_EINVAL);
     assert_int_equal(pfi_parse_cap_range("700:300:50", v, 16, &n, &e), PFI_OK);
     assert_int_equal(n, 9);
     assert_true(v[0] == 700 && v[8] == 300);

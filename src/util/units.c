@@ -187,7 +187,7 @@ int pfi_parse_double_list(const char *s, double *out, int max_n, int *n, pfi_err
         if (*n >= max_n)
             return pfi_err_set(err, PFI_EINVAL, "list '%s' has more than %d items", s, max_n);
         out[(*n)++] = pct ? v / 100.0 : v;
-        if (*rest == ',')
+        if (*rest == ',' && rest[1]) /* "50%," was taken: a list does not end in a comma */
             rest++;
         else if (*rest)
             return pfi_err_set(err, PFI_EINVAL, "bad list '%s' (items separated by commas)", s);

@@ -1107,6 +1107,20 @@ static void test_ramp_restart(void **state)
     assert_int_equal(pfi_srv_hold_resume(f->n, &h, &e), PFI_OK);
     assert_false(f->n->ramping);
     assert_float_equal(f->n->manual_w, step, 1e-6);
+    /* a ramp replaced by a budget without one is not in the hold (the decision saved it while
+     * the old ramp was still marked, and a restart went back to that ramp) */
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":3920,\"ramp_s\":100}", 1, NULL),
+                     200);
+    sleep_s(0.05);
+    pfi_srv_tick(f->n);
+    assert_true(f->n->ramping);
+    assert_int_equal(pfi_srv_hold_load(f->n->audit, &h, &e), PFI_OK);
+    assert_float_equal(h.ramp_to_w, 3920, 1e-6);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":5000}", 1, NULL), 200);
+    assert_false(f->n->ramping);
+    assert_int_equal(pfi_srv_hold_load(f->n->audit, &h, &e), PFI_OK);
+    assert_true(isnan(h.ramp_to_w));
+    assert_float_equal(h.budget_w, 5000, 1e-6);
 }
 
 /* A flood of changes is cut off with 429, and the refused ones change nothing. */

@@ -369,7 +369,13 @@ static void ramp_step(srv_node *n)
     pfi_srv_snapshot(n);
     char reason[64];
     snprintf(reason, sizeof reason, "budget ramp at %.0f W", w);
+    pthread_mutex_lock(&n->mu);
+    n->hold_ramp = f < 1; /* the hold keeps a ramp that goes on after this step */
+    pthread_mutex_unlock(&n->mu);
     int rc = pfi_srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+    pthread_mutex_lock(&n->mu);
+    n->hold_ramp = 0;
+    pthread_mutex_unlock(&n->mu);
     if (f >= 1 || rc != PFI_OK) {
         pthread_mutex_lock(&n->mu);
         n->ramping = 0;

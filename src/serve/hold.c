@@ -48,7 +48,8 @@ void pfi_srv_hold_save(srv_node *n, long long epoch)
         /* A ramp under way: where it goes and how long it had left, so a restart goes on with
          * it (the step reached was taken back as the operator's budget, for good). */
         double left = n->ramp_t1 - pfi_clock_mono();
-        if (doc && n->ramping && n->mode == SRV_MODE_LOCAL && isfinite(n->ramp_to_w))
+        if (doc && n->hold_ramp && n->ramping && n->mode == SRV_MODE_LOCAL &&
+            isfinite(n->ramp_to_w))
             json_object_set_new(doc, "ramp",
                                 json_pack("{s:f, s:f}", "to_w", n->ramp_to_w, "left_s",
                                           left > 0 ? left : 0.0));

@@ -233,6 +233,9 @@ typedef struct srv_node {
     double budget_w;       /* in force now; NAN: no budget (original limits) */
     double ramp_from_w, ramp_to_w, ramp_t0, ramp_t1; /* monotonic times */
     int ramping;
+    /* 1 while the hold being saved is a ramp's (its start, a step that goes on): only then does
+     * the hold keep the ramp; any other decision ends it, and saves before clearing ramping. */
+    int hold_ramp;
     int mode;              /* srv_mode */
     long long caps_epoch;
     long long deciding_epoch; /* the epoch of caps being decided (decide_mu), for the hold */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "measure/journal.h"
@@ -39,6 +40,15 @@ static int mark_interrupted(const pfi_journal *j)
         return PFI_EXIT_FAIL;
     }
     return PFI_EXIT_OK;
+}
+
+/* Whether two paths name one file (a relative and an absolute path to one node are one). */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return strcmp(a, b) == 0;
 }
 
 int pfi_cmd_restore(int argc, char **argv)
@@ -91,7 +101,7 @@ int pfi_cmd_restore(int argc, char **argv)
     /* Another simulated node in the environment got the journaled limits (its UUIDs are the
      * same as every node's of its preset) and the node capped stayed capped. */
     const char *env_ss = getenv("PFI_SIM_STATE");
-    if (j.sim_state[0] && env_ss && *env_ss && strcmp(env_ss, j.sim_state) != 0) {
+    if (j.sim_state[0] && env_ss && *env_ss && !same_file(env_ss, j.sim_state)) {
         fprintf(stderr, "pfi restore: the journal %s was written against the simulated node "
                         "%s, and PFI_SIM_STATE names %s: unset it, or name that node\n",
                 path, j.sim_state, env_ss);

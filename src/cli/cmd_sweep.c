@@ -504,7 +504,9 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
                                 (json_int_t)res->observations, "levels", lv);
         json_object_set_new(doc, "simulated", json_boolean(simulated));
         json_object_set_new(doc, "telemetry_errors", json_integer(res->telemetry_errors));
-        json_object_set_new(doc, "telemetry_error", pfi_json_str(res->telemetry_error));
+        json_object_set_new(doc, "telemetry_error", res->telemetry_error[0]
+                                                        ? pfi_json_text(res->telemetry_error)
+                                                        : json_null());
         add_cost_json(doc, res);
         if (err)
             json_object_set_new(doc, "error", json_string(err->msg));

@@ -152,6 +152,9 @@ static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
 
 int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err)
 {
+    /* Under op_mu, as an add or a delete: a delete between the copy and the write had the
+     * deleted event written back to the store. */
+    pthread_mutex_lock(&c->op_mu);
     pfi_event ev;
     pthread_mutex_lock(&c->mu);
     int at = pfi_event_list_find(c->grid_ev, c->n_grid, id);
@@ -160,9 +163,10 @@ int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err)
         ev = c->grid_ev[at];
     }
     pthread_mutex_unlock(&c->mu);
-    if (at < 0)
-        return pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
-    return pfi_grid_put(c->grid, &ev, err);
+    int rc = at < 0 ? pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id)
+                    : pfi_grid_put(c->grid, &ev, err);
+    pthread_mutex_unlock(&c->op_mu);
+    return rc;
 }
 
 int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err *err)

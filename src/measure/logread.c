@@ -104,10 +104,11 @@ static int open_log(const char *path, FILE **out, pfi_err *err)
     }
     FILE *t = tmpfile();
     if (!t) {
+        int e = errno;
         fclose(f);
         return pfi_err_set(err, PFI_EIO, "%s is not a regular file and no temporary file to "
                                          "read it twice from: %s",
-                           path, strerror(errno));
+                           path, strerror(e));
     }
     char buf[65536];
     size_t k;

@@ -317,6 +317,9 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
 
 int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err)
 {
+    /* Under decide_mu, as an add or a delete: a delete between the copy and the write had the
+     * deleted event written back to the store. */
+    pthread_mutex_lock(&n->decide_mu);
     pfi_event ev;
     pthread_mutex_lock(&n->mu);
     int at = pfi_event_list_find(n->grid_ev, n->n_grid, id);
@@ -325,9 +328,10 @@ int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err
         ev = n->grid_ev[at];
     }
     pthread_mutex_unlock(&n->mu);
-    if (at < 0)
-        return pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
-    return pfi_grid_put(n->grid, &ev, err);
+    int rc = at < 0 ? pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id)
+                    : pfi_grid_put(n->grid, &ev, err);
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
 }
 
 int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)

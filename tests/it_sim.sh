@@ -61,6 +61,8 @@ grep -q '"simulated":true' "$T/row.jsonl" || fail "jsonl not marked simulated"
 "$PFI" monitor --duration 2s --interval 500ms --format jsonl --gpus 0 >"$T/dur.jsonl" || fail "monitor --duration"
 [ "$(wc -l <"$T/dur.jsonl")" -eq 5 ] || fail "duration 2s at 500ms gives 5 rounds: $(wc -l <"$T/dur.jsonl")"
 "$PFI" monitor --format xml 2>/dev/null && fail "unknown format accepted"
+"$PFI" monitor --count 2 --duration 5s 2>/dev/null; [ $? = 2 ] || fail "monitor --count with --duration not refused"
+"$PFI" monitor --duration 0s 2>/dev/null; [ $? = 2 ] || fail "monitor --duration 0s not refused"
 
 # --- shared state: one process sets a cap, another sees it ----------------------------------
 ST="$T/state"

@@ -190,6 +190,15 @@ int pfi_cmd_monitor(int argc, char **argv)
         fprintf(stderr, "pfi monitor: --count must be at least 1\n");
         return PFI_EXIT_USAGE;
     }
+    /* Both were taken, the first reached ending it; and 0 s was one round */
+    if (count != INT_MIN && duration_s) {
+        fprintf(stderr, "pfi monitor: give --count or --duration, not both\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (duration_s && !(duration > 0)) {
+        fprintf(stderr, "pfi monitor: --duration must be more than 0\n");
+        return PFI_EXIT_USAGE;
+    }
     if (count == INT_MIN)
         count = 0;
     int mode = output_mode(format);

@@ -151,6 +151,23 @@ static int output_mode(const char *format)
     return -1;
 }
 
+/* Whether the stream's interval and end are ones it can keep (else said). */
+static int limits_ok(double interval, int count, int has_duration, double duration)
+{
+    const char *why = NULL;
+    if (!(interval >= 0.001))
+        why = "--interval must be at least 1ms";
+    else if (count != INT_MIN && count < 1)
+        why = "--count must be at least 1";
+    else if (count != INT_MIN && has_duration) /* both were taken: the first reached ended it */
+        why = "give --count or --duration, not both";
+    else if (has_duration && !(duration > 0)) /* 0 s was one round */
+        why = "--duration must be more than 0";
+    if (why)
+        fprintf(stderr, "pfi monitor: %s\n", why);
+    return !why;
+}
+
 int pfi_cmd_monitor(int argc, char **argv)
 {
     pfi_cli_hw hw = {0};
@@ -182,23 +199,8 @@ int pfi_cmd_monitor(int argc, char **argv)
     if (pfi_parse_duration(interval_s, &interval, &e) != PFI_OK ||
         (duration_s && pfi_parse_duration(duration_s, &duration, &e) != PFI_OK))
         return pfi_cli_fail("monitor", &e);
-    if (!(interval >= 0.001)) {
-        fprintf(stderr, "pfi monitor: --interval must be at least 1ms\n");
+    if (!limits_ok(interval, count, duration_s != NULL, duration))
         return PFI_EXIT_USAGE;
-    }
-    if (count != INT_MIN && count < 1) {
-        fprintf(stderr, "pfi monitor: --count must be at least 1\n");
-        return PFI_EXIT_USAGE;
-    }
-    /* Both were taken, the first reached ending it; and 0 s was one round */
-    if (count != INT_MIN && duration_s) {
-        fprintf(stderr, "pfi monitor: give --count or --duration, not both\n");
-        return PFI_EXIT_USAGE;
-    }
-    if (duration_s && !(duration > 0)) {
-        fprintf(stderr, "pfi monitor: --duration must be more than 0\n");
-        return PFI_EXIT_USAGE;
-    }
     if (count == INT_MIN)
         count = 0;
     int mode = output_mode(format);

@@ -152,19 +152,8 @@ static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
 
 int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err)
 {
-    /* Under op_mu, as an add or a delete: a delete between the copy and the write had the
-     * deleted event written back to the store. */
     pthread_mutex_lock(&c->op_mu);
-    pfi_event ev;
-    pthread_mutex_lock(&c->mu);
-    int at = pfi_event_list_find(c->grid_ev, c->n_grid, id);
-    if (at >= 0) {
-        c->grid_ev[at].oadr_reported_s = when;
-        ev = c->grid_ev[at];
-    }
-    pthread_mutex_unlock(&c->mu);
-    int rc = at < 0 ? pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id)
-                    : pfi_grid_put(c->grid, &ev, err);
+    int rc = pfi_grid_mark_reported(c->grid, &c->mu, c->grid_ev, c->n_grid, id, when, err);
     pthread_mutex_unlock(&c->op_mu);
     return rc;
 }

@@ -317,19 +317,8 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
 
 int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err)
 {
-    /* Under decide_mu, as an add or a delete: a delete between the copy and the write had the
-     * deleted event written back to the store. */
     pthread_mutex_lock(&n->decide_mu);
-    pfi_event ev;
-    pthread_mutex_lock(&n->mu);
-    int at = pfi_event_list_find(n->grid_ev, n->n_grid, id);
-    if (at >= 0) {
-        n->grid_ev[at].oadr_reported_s = when;
-        ev = n->grid_ev[at];
-    }
-    pthread_mutex_unlock(&n->mu);
-    int rc = at < 0 ? pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id)
-                    : pfi_grid_put(n->grid, &ev, err);
+    int rc = pfi_grid_mark_reported(n->grid, &n->mu, n->grid_ev, n->n_grid, id, when, err);
     pthread_mutex_unlock(&n->decide_mu);
     return rc;
 }

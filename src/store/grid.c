@@ -136,6 +136,21 @@ int pfi_grid_delete(pfi_grid_store *g, const char *id, pfi_err *err)
     return rc;
 }
 
+int pfi_grid_mark_reported(pfi_grid_store *g, pthread_mutex_t *list_mu, pfi_event *list, int n,
+                           const char *id, double when, pfi_err *err)
+{
+    pfi_event ev;
+    pthread_mutex_lock(list_mu);
+    int at = pfi_event_list_find(list, n, id);
+    if (at >= 0) {
+        list[at].oadr_reported_s = when;
+        ev = list[at];
+    }
+    pthread_mutex_unlock(list_mu);
+    return at < 0 ? pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id)
+                  : pfi_grid_put(g, &ev, err);
+}
+
 static void row_event(sqlite3_stmt *s, pfi_event *ev)
 {
     memset(ev, 0, sizeof *ev);

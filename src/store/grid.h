@@ -13,6 +13,7 @@
 #ifndef PFI_STORE_GRID_H
 #define PFI_STORE_GRID_H
 
+#include <pthread.h>
 #include "core/err.h"
 #include "core/event.h"
 #include "core/event_report.h"
@@ -27,6 +28,11 @@ void pfi_grid_close(pfi_grid_store *g);
 int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err);
 /* PFI_ENOENT naming the id when there is no such event. */
 int pfi_grid_delete(pfi_grid_store *g, const char *id, pfi_err *err);
+/* Marks event id of the held list reported at `when` (the list's entry under list_mu) and
+ * stores it.  The caller holds the lock its adds and deletes take: a delete between the copy
+ * and the write would have the deleted event written back.  PFI_ENOENT when not held. */
+int pfi_grid_mark_reported(pfi_grid_store *g, pthread_mutex_t *list_mu, pfi_event *list, int n,
+                           const char *id, double when, pfi_err *err);
 /* Every event, by start time; *evs malloc'ed (free()), NULL when *n == 0. */
 int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err);
 

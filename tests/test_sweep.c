@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -529,13 +531,44 @@ static void test_journal_race(void **state)
     rmdir(dir);
 }
 
+/* A start that holds PATH.lock and never lets go (stopped) makes the next start give up with
+ * a reason after a bounded wait, not hang. */
+static void test_journal_lock_stuck(void **state)
+{
+    (void)state;
+    char dir[512], path[600], lk[640];
+    snprintf(dir, sizeof dir, "%s/journal-stuck-XXXXXX", tmpdir());
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/journal", dir);
+    snprintf(lk, sizeof lk, "%s.lock", path);
+    unsetenv("PFI_SIM_STATE");
+    int fd = open(lk, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0); /* another open file: flock conflicts */
+    pfi_backend *b = NULL;
+    pfi_err e = {0};
+    assert_int_equal(pfi_hw_open("sim", NULL, 0, &b, &e), PFI_OK);
+    int gpus[] = {0};
+    pfi_journal j;
+    assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 1, &e), PFI_EBUSY);
+    assert_non_null(strstr(e.msg, "held by another start"));
+    assert_int_equal(access(path, F_OK), -1); /* nothing written */
+    close(fd);
+    assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 1, &e), PFI_OK);
+    pfi_journal_close(&j);
+    pfi_hw_close(b);
+    unlink(path);
+    unlink(lk);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meter_counts),     cmocka_unit_test(test_meter_job_clock),
         cmocka_unit_test(test_meter_restart),
         cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
-        cmocka_unit_test(test_journal_race),
+        cmocka_unit_test(test_journal_race),     cmocka_unit_test(test_journal_lock_stuck),
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),

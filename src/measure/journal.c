@@ -181,6 +181,8 @@ int pfi_journal_check_free(const char *path, pfi_err *err)
                        path, rc == PFI_OK ? old.pid : -1L, path);
 }
 
+#define JOURNAL_LOCK_WAIT_S 10 /* PATH.lock: a begin takes milliseconds */
+
 /* pfi_journal_begin under the lock of PATH.lock: the check that no journal is there, its
  * writing and its lock. */
 static int begin_locked(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
@@ -227,10 +229,19 @@ int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const in
     int lfd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd < 0)
         return pfi_err_set(err, PFI_EIO, "cannot open %s: %s", lk, strerror(errno));
-    if (flock(lfd, LOCK_EX) != 0) {
+    /* Bounded: a start stopped (SIGSTOP, a debugger) while it holds the lock would hang every
+     * other start on this node for good; a begin takes milliseconds. */
+    double give_up = pfi_clock_mono() + JOURNAL_LOCK_WAIT_S;
+    while (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
-        close(lfd);
-        return pfi_err_set(err, PFI_EIO, "cannot lock %s: %s", lk, strerror(e));
+        if ((e != EWOULDBLOCK && e != EINTR) || pfi_clock_mono() > give_up) {
+            close(lfd);
+            if (e == EWOULDBLOCK)
+                return pfi_err_set(err, PFI_EBUSY, "%s is held by another start for over %d s "
+                                   "(a stopped process?)", lk, JOURNAL_LOCK_WAIT_S);
+            return pfi_err_set(err, PFI_EIO, "cannot lock %s: %s", lk, strerror(e));
+        }
+        usleep(10000);
     }
     rc = begin_locked(j, path, b, gpus, n, err);
     close(lfd); /* the journal's own lock is held from here */

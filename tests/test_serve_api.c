@@ -1092,6 +1092,11 @@ static void test_ramp_restart(void **state)
     assert_float_equal(h.budget_w, step, 1e-6);
     assert_float_equal(h.ramp_to_w, 3920, 1e-6);
     assert_true(h.ramp_left_s > 90 && h.ramp_left_s <= 100);
+    /* the time until the restart counts: the ramp ends when it was to end */
+    double left0 = h.ramp_left_s;
+    sleep_s(0.3);
+    assert_int_equal(pfi_srv_hold_load(f->n->audit, &h, &e), PFI_OK);
+    assert_true(h.ramp_left_s <= left0 - 0.25);
     /* as a new process finds it: no ramp, no manual budget */
     f->n->ramping = 0;
     f->n->manual_w = NAN;

@@ -51,8 +51,9 @@ void pfi_srv_hold_save(srv_node *n, long long epoch)
         if (doc && n->hold_ramp && n->ramping && n->mode == SRV_MODE_LOCAL &&
             isfinite(n->ramp_to_w))
             json_object_set_new(doc, "ramp",
-                                json_pack("{s:f, s:f}", "to_w", n->ramp_to_w, "left_s",
-                                          left > 0 ? left : 0.0));
+                                json_pack("{s:f, s:f, s:f}", "to_w", n->ramp_to_w, "left_s",
+                                          left > 0 ? left : 0.0, "end_wall",
+                                          pfi_clock_wall() + (left > 0 ? left : 0.0)));
     }
     pthread_mutex_unlock(&n->mu);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
@@ -116,8 +117,13 @@ int pfi_srv_hold_load(pfi_audit *a, srv_hold *h, pfi_err *err)
     json_t *ramp = json_object_get(doc, "ramp");
     v = json_object_get(ramp, "to_w");
     h->ramp_to_w = json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : NAN;
-    v = json_object_get(ramp, "left_s");
-    h->ramp_left_s = json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : 0;
+    /* The ramp ends when it was to end: the time the daemon was down counts (a ramp down
+     * stretched by the restart held the site above its new budget that much longer). */
+    json_t *end = json_object_get(ramp, "end_wall"), *left = json_object_get(ramp, "left_s");
+    double l = json_is_number(end)    ? json_number_value(end) - pfi_clock_wall()
+               : json_is_number(left) ? json_number_value(left) /* written before end_wall */
+                                      : 0;
+    h->ramp_left_s = l > 0 ? l : 0;
     size_t i;
     json_t *o;
     json_array_foreach(gpus, i, o)

@@ -11,6 +11,7 @@
 
 #include "core/curve.h"
 #include "core/pfi.h"
+#include "core/predict.h"
 #include "pubdata_csv.h"
 #include "support/skip.h"
 
@@ -257,6 +258,27 @@ static void test_real_flat_ncf(void **state)
     assert_true(fabs(pfi_curve_rel_at_cap(&c, PFI_VIEW_MEASURED, 100) - c.rel[0]) < 1e-12);
 }
 
+static void test_real_near_flat(void **state)
+{
+    SKIP_WITHOUT_DATA();
+    /* ShuffleNet on a V100 draws ~42 W at every cap: two levels shed a hair (r = 0.007 and
+     * 0.009), enough points for a power law through them (s = 1.8e6 r^4, PFI10 = 10 read on
+     * it) but no fit: the cap never bound, as for NCF. */
+    pfi_run run;
+    assert_true(pub_zeus("v100", "cifar100", "shufflenetv2", 16, "adadelta", &run));
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
+    assert_true(c.n_shed >= 2);
+    assert_true(c.r_max < PFI_CURVE_R_BOUND);
+    assert_true(c.fit.p[0] == 0);
+    assert_true(pfi_fit_s(&c.fit, 0.3) == 0);
+    /* and a model is not trained on slowdowns read so far beyond what was measured */
+    pfi_train_row row;
+    assert_int_equal(pfi_train_row_from_run(&run, 0, 0, &row, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "never bound"));
+}
+
 static void test_real_too_few_levels(void **state)
 {
     SKIP_WITHOUT_DATA();
@@ -499,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_real_below_cap_nonmonotone),
         cmocka_unit_test(test_faster_level_pinned_exactly),
         cmocka_unit_test(test_real_flat_ncf),
+        cmocka_unit_test(test_real_near_flat),
         cmocka_unit_test(test_real_too_few_levels),
         cmocka_unit_test(test_real_not_reaching_depth),
         cmocka_unit_test(test_real_two_levels_no_fake_interval),

@@ -89,8 +89,8 @@ static int model_train(int argc, char **argv)
             m.n_train, "skipped", rw.skipped, "kind", pfi_model_kind_name(m.kind),
             "cv_mae_pfi30_ridge", pfi_json_num(m.cv_mae_ridge), "cv_mae_pfi30_physics",
             pfi_json_num(m.cv_mae_physics)));
-    printf("trained on %s: %d runs (%d without a usable curve skipped)\n", rw.where, m.n_train,
-           rw.skipped);
+    printf("trained on %s: %d runs (%d skipped: no usable curve, or a cap that never bound)\n",
+           rw.where, m.n_train, rw.skipped);
     printf("5-fold CV MAE of PFI30: ridge %.4f, physics %.4f -> %s\n", m.cv_mae_ridge,
            m.cv_mae_physics, pfi_model_kind_name(m.kind));
     printf("model written to %s\n", outp);

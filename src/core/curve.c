@@ -442,7 +442,7 @@ int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *
     for (int k = 0; k < m; k++)
         if (r[k] > 0.005)
             out->n_shed++;
-    if (out->n_shed < family_nparams[family]) {
+    if (out->n_shed < family_nparams[family] || out->r_max < PFI_CURVE_R_BOUND) {
         /* The job's draw hardly moved with the cap (e.g. NCF far below every cap): nothing to
          * fit, and nothing was lost; the index says the depth was not reached. */
         memset(&out->fit, 0, sizeof out->fit);

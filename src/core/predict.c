@@ -46,6 +46,11 @@ int pfi_train_row_from_run(const pfi_run *run, int group, int gpu_class, pfi_tra
     rc = pfi_curve_from_run(run, -1, &c, err);
     if (rc != PFI_OK)
         return rc;
+    /* Its targets would be read on an empty fit far beyond anything measured: invented. */
+    if (c.r_max < PFI_CURVE_R_BOUND)
+        return pfi_err_set(err, PFI_EINVAL, "run %s: its cap never bound (power shed at most "
+                                            "%.1f%%): no slowdown to learn", run->name,
+                           100 * c.r_max);
     for (int k = 0; k < PFI_N_TDEPTHS; k++)
         out->s[k] = pfi_fit_s(&c.fit, pfi_target_depths[k]);
     out->pfi30 = out->s[D30] / pfi_target_depths[D30];

@@ -629,6 +629,33 @@ static void silent_during_cut(int loop)
     site_down(&x);
 }
 
+/* The re-plan of every heartbeat that changes nothing is neither counted nor timed as an
+ * apply: its microseconds buried the real changes (pfi_cluster_apply_seconds showed a no-op,
+ * the histogram's count grew every heartbeat, and an alert on slow applies never fired). */
+static void test_noop_reapply_not_counted(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    long long n0 = x.c->stats.n_apply;
+    unsigned long long h0 = x.c->apply_hist.count;
+    double last0 = x.c->stats.last_apply_s;
+    assert_true(n0 >= 1 && h0 == (unsigned long long)n0);
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+        assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    }
+    assert_int_equal(x.c->stats.n_apply, n0);
+    assert_true(x.c->apply_hist.count == h0);
+    assert_true(x.c->stats.last_apply_s == last0);
+    assert_int_equal(set_budget(&x, 0.7 * full, &e), PFI_OK);
+    assert_int_equal(x.c->stats.n_apply, n0 + 1);
+    assert_true(x.c->apply_hist.count == h0 + 1);
+    site_down(&x);
+}
+
 static void test_node_silent_during_cut(void **state)
 {
     silent_during_cut(0);
@@ -1295,6 +1322,7 @@ int main(void)
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_silent_node_draw_left_out),
         cmocka_unit_test(test_silent_from_start_said),
+        cmocka_unit_test(test_noop_reapply_not_counted),
         cmocka_unit_test(test_node_silent_during_cut),
         cmocka_unit_test(test_node_silent_during_cut_loop),
         cmocka_unit_test(test_new_job_moves_watts),

@@ -449,13 +449,17 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, const pfi_cl_planned *pre, pfi_err 
     pthread_mutex_lock(&c->mu);
     if (rc == PFI_OK) {
         c->budget_now_w = budget_w;
-        c->stats.n_apply++;
-        c->stats.last_apply_s = pfi_clock_mono() - t0;
-        pfi_prom_hist_observe(&c->apply_hist, c->stats.last_apply_s);
+        double took = pfi_clock_mono() - t0;
         c->stats.last_alloc_s = t_alloc;
         c->stats.peak_w = peak;
-        pfi_cl_decision_add(c, budget_w, c->stats.last_apply_s, c->stats.n_lowered - lowered0,
-                            c->stats.n_raised - raised0);
+        /* Counted and timed only when it moved something: every heartbeat re-plans, and those
+         * microsecond no-ops buried the real changes (an alert on slow applies never fired). */
+        if (pfi_cl_decision_add(c, budget_w, took, c->stats.n_lowered - lowered0,
+                                c->stats.n_raised - raised0)) {
+            c->stats.n_apply++;
+            c->stats.last_apply_s = took;
+            pfi_prom_hist_observe(&c->apply_hist, took);
+        }
         /* Each job's cap now: the highest of its GPUs', in one pass over the site. */
         for (int j = 0; j < c->n_jobs; j++)
             c->jobs[j].cap_now_w = NAN;

@@ -142,9 +142,10 @@ double pfi_cl_node_draw_w(const pfi_cl_node *n);
 double pfi_cl_site_draw_w(const pfi_cl *c);
 /* Samples budget, caps and draw into c->hist (takes c->mu). */
 void pfi_cl_history_record(pfi_cl *c);
-/* Records an apply that moved something (c->mu held): lowered/raised are this apply's counts. */
-void pfi_cl_decision_add(pfi_cl *c, double budget_w, double apply_s, long long lowered,
-                         long long raised);
+/* Records an apply that moved something (c->mu held): lowered/raised are this apply's counts.
+ * 0 (nothing recorded) for a re-plan that changed no cap and kept the budget. */
+int pfi_cl_decision_add(pfi_cl *c, double budget_w, double apply_s, long long lowered,
+                        long long raised);
 /* GET /v1/history (since: Unix seconds) and GET /v1/decisions (newest first, at most limit). */
 void *pfi_cl_json_history(pfi_cl *c, double since);
 void *pfi_cl_json_decisions(pfi_cl *c, int limit);

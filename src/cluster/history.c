@@ -59,15 +59,15 @@ void pfi_cl_history_record(pfi_cl *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-void pfi_cl_decision_add(pfi_cl *c, double budget_w, double apply_s, long long lowered,
-                         long long raised)
+int pfi_cl_decision_add(pfi_cl *c, double budget_w, double apply_s, long long lowered,
+                        long long raised)
 {
     const pfi_cl_decision *last =
         c->n_dec ? &c->dec[(c->dec_next - 1) % PFI_CL_DECISIONS] : NULL;
     int same_budget = last && ((isnan(last->budget_w) && isnan(budget_w)) ||
                                fabs(last->budget_w - budget_w) < 1e-6);
     if (lowered == 0 && raised == 0 && same_budget)
-        return; /* a re-plan that changed nothing */
+        return 0; /* a re-plan that changed nothing */
     pfi_cl_decision *d = &c->dec[c->dec_next % PFI_CL_DECISIONS];
     d->id = ++c->dec_next;
     d->wall = pfi_clock_wall();
@@ -78,6 +78,7 @@ void pfi_cl_decision_add(pfi_cl *c, double budget_w, double apply_s, long long l
     d->n_raised = raised;
     if (c->n_dec < PFI_CL_DECISIONS)
         c->n_dec++;
+    return 1;
 }
 
 void *pfi_cl_json_history(pfi_cl *c, double since)

@@ -208,8 +208,8 @@ char *pfi_cl_metrics(pfi_cl *c)
                       &c->apply_hist);
     cl_scalar(&b, "pfi_cluster_alloc_seconds", "gauge", "Allocation part of the last apply.",
               c->stats.last_alloc_s);
-    cl_scalar(&b, "pfi_cluster_applies_total", "counter", "Allocations applied to the nodes.",
-              (double)c->stats.n_apply);
+    cl_scalar(&b, "pfi_cluster_applies_total", "counter",
+              "Allocations applied that changed a cap or the budget.", (double)c->stats.n_apply);
     cl_scalar(&b, "pfi_cluster_caps_lowered_total", "counter", "Caps lowered on the nodes.",
               (double)c->stats.n_lowered);
     cl_scalar(&b, "pfi_cluster_caps_raised_total", "counter", "Caps raised on the nodes.",

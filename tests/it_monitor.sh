@@ -45,6 +45,7 @@ grep -q '^pfi_cluster_job_pfi30{job_id="x"} 0.5$' "$dir/cluster.prom" || fail "n
 grep -q '^pfi_cluster_node_up{node="n2"} 1$' "$dir/cluster.prom" || fail "n2 not up on the controller"
 grep -q '^pfi_grid_event_binding 1$' "$dir/n1.prom" || fail "the event in force is not shown binding"
 grep -q '^pfi_grid_event_target_watts 3800$' "$dir/n1.prom" || fail "the event target is not 3800 W"
+grep -q '^pfi_grid_event_binding_active 1$' "$dir/n1.prom" || fail "the event in force is not shown in its window"
 
 # Energy rises with time (a counter), at about the board's draw: NVML's counter on n1, the
 # integrated draw on n2, whose GPUs have no counter.

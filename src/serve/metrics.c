@@ -219,17 +219,25 @@ static void grid_metrics(ctx *c)
 {
     const srv_node *n = c->n;
     double now = pfi_clock_wall(), target = NAN;
-    int active = 0;
+    int active = 0, binding_active = 0;
     for (int i = 0; i < n->n_grid; i++) {
         const pfi_event *ev = &n->grid_ev[i];
-        active += ev->start_s <= now && now < ev->end_s;
-        if (n->grid_binding && !strcmp(ev->id, n->grid_event))
+        int in_window = ev->start_s <= now && now < ev->end_s;
+        active += in_window;
+        if (n->grid_binding && !strcmp(ev->id, n->grid_event)) {
             target = pfi_event_target_w(ev);
+            binding_active = in_window;
+        }
     }
     scalar(c, "pfi_grid_events", "gauge", "Grid events held (past ones until deleted).", n->n_grid);
     scalar(c, "pfi_grid_events_active", "gauge", "Grid events whose window holds now.", active);
     scalar(c, "pfi_grid_event_binding", "gauge",
            "1 while a grid event sets the budget in force.", n->grid_binding);
+    /* Apart from pfi_grid_events_active: with one event in its window and another ramping
+     * down that binds, "some event active" and "the binding one's target" are two events. */
+    scalar(c, "pfi_grid_event_binding_active", "gauge",
+           "1 while the grid event that sets the budget is inside its window (not ramping).",
+           binding_active);
     scalar(c, "pfi_grid_event_target_watts", "gauge",
            "Target of the grid event that sets the budget.", target);
     scalar(c, "pfi_grid_decisions_total", "counter", "Decisions made for grid events.",

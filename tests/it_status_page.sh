@@ -107,7 +107,7 @@ python3 "$here/support/check_status_page.py" node "$dir/n3.dom" "$dir/n3.before"
 proxy pxpage "$N3" --page-only
 chrome "$P/" --window-size=1400,1100 --dump-dom >"$dir/n3p.dom" ||
     fail "chromium on the page, token on the page only: $(tail -n 5 "$dir/chromium.log")"
-grep -q 'id="err">cannot read the API: /v1/gpus: HTTP 401 (the daemon wants its bearer token on every read' "$dir/n3p.dom" ||
+grep -q -E 'id="err">cannot read the API: /v1/[a-z_/?=0-9]+: HTTP 401 \(the daemon wants its bearer token on every read' "$dir/n3p.dom" ||
     fail "reads refused for want of the token, the page does not say so: $(grep -o 'id="err">[^<]*' "$dir/n3p.dom")"
 grep -q '<body[^>]* data-stale="1"' "$dir/n3p.dom" || fail "reads refused, the page is not marked stale"
 grep -q 'data-v="[0-9-]' "$dir/n3p.dom" && fail "reads refused, the page still shows figures"
@@ -136,7 +136,7 @@ python3 "$here/support/check_status_page.py" site "$dir/cl3.dom" "$dir/cl3.befor
 proxy pxspage "$CL3" --page-only
 chrome "$P/" --window-size=1400,900 --dump-dom >"$dir/cl3p.dom" ||
     fail "chromium on the site page, token on the page only: $(tail -n 5 "$dir/chromium.log")"
-grep -q 'id="err">cannot read the API: /v1/gpus: HTTP 401 (the daemon wants its bearer token on every read, read_auth = token or --read-auth token' "$dir/cl3p.dom" ||
+grep -q -E 'id="err">cannot read the API: /v1/[a-z_/?=0-9]+: HTTP 401 \(the daemon wants its bearer token on every read, read_auth = token or --read-auth token' "$dir/cl3p.dom" ||
     fail "site reads refused for want of the token, the page does not say so: $(grep -o 'id="err">[^<]*' "$dir/cl3p.dom")"
 grep -q '<body[^>]* data-stale="1"' "$dir/cl3p.dom" || fail "site reads refused, the page is not marked stale"
 grep -q 'data-v="[0-9-]' "$dir/cl3p.dom" && fail "site reads refused, the page still shows figures"
@@ -154,6 +154,31 @@ chrome "$CL/" --window-size=1400,900 --dump-dom >"$dir/silent.dom" ||
 api "$CL" "$dir/cs.after" nodes jobs allocation grid_events decisions history
 python3 "$here/support/check_status_page.py" site "$dir/silent.dom" "$dir/cs.before" "$dir/cs.after" ||
     fail "the site page with n2 silent does not match the API"
+
+# Every browser asks /favicon.ico: no icon, and no 404 in the page's console.
+for u in "$N1" "$CL"; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$u/favicon.ico")
+    [ "$code" = 204 ] || fail "GET $u/favicon.ico: $code, not 204"
+done
+
+# A daemon that hangs (stopped, deadlocked) never refuses: a read not answered within 10 s
+# marks the page stale and says so; the last figures stayed up as current.
+python3 "$here/support/hung_api.py" "$dir/page.html" "$dir/hung.port" &
+HUNG_PID=$!
+pids="${pids:-} $HUNG_PID"
+i=0
+until [ -s "$dir/hung.port" ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "the hung stand-in did not start"
+    sleep 0.1
+done
+HUNG=http://127.0.0.1:$(cat "$dir/hung.port")
+"$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+    --disable-extensions --dump-dom "$HUNG/" >"$dir/hung.dom" 2>>"$dir/chromium.log" ||
+    fail "chromium on a hung daemon's page: $(tail -n 5 "$dir/chromium.log")"
+kill "$HUNG_PID" 2>/dev/null
+grep -q -E 'id="err">cannot read the API: /v1/[a-z_/?=0-9]+: no answer within 10 s' "$dir/hung.dom" ||
+    fail "a hung daemon's page does not say so: $(grep -o 'id="err">[^<]*' "$dir/hung.dom")"
+grep -q '<body[^>]* data-stale="1"' "$dir/hung.dom" || fail "a hung daemon's page is not marked stale"
 
 [ -s "$out/status-page-node.png" ] && [ -s "$out/status-page-site.png" ] || fail "no screenshot"
 note "screenshots: $out/status-page-node.png $out/status-page-site.png"

@@ -330,6 +330,7 @@ static const char *route_allow(const char *url)
         {"/healthz", "GET, HEAD"},     {"/v1/nodes", "GET, HEAD"},
         {"/v1/jobs", "GET, HEAD"},     {"/v1/allocation", "GET, HEAD"},
         {"/", "GET, HEAD"},            {"/v1/history", "GET, HEAD"},
+        {"/favicon.ico", "GET, HEAD"},
         {"/v1/decisions", "GET, HEAD"}, {"/metrics", "GET, HEAD"},
         {"/v1/budget", "PUT"},         {"/v1/refresh", "POST"}};
     if (!strncmp(url, "/v1/grid/", 9))
@@ -383,7 +384,9 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
         return grid_route(s, con, url, method, body);
     int get = is_get(method);
     if (get && !strcmp(url, "/healthz"))
-        return send_json(con, 200, json_pack("{s:b}", "ok", 1));
+        return send_json(con, 200, json_pack("{s:b, s:s}", "ok", 1, "service", "pfi cluster serve"));
+    if (get && !strcmp(url, "/favicon.ico")) /* asked by every browser: no icon, and no 404 */
+        return pfi_cl_send_text(con, 204, strdup(""), "image/x-icon");
     if (get && !strcmp(url, "/v1/nodes"))
         return send_json(con, 200, pfi_cl_json_nodes(s->c));
     if (get && !strcmp(url, "/v1/jobs"))

@@ -249,6 +249,12 @@ static char *handle_read(srv_node *n, const char *url, const char *id, const cha
         json_t *doc = pfi_audit_decisions(n->audit, q->limit < 0 ? 20 : (int)q->limit, &e);
         return doc ? ok(200, doc, st, len) : fail_err(&e, st, len);
     }
+    if (!strcmp(url, "/favicon.ico")) { /* asked by every browser: no icon, and no 404 */
+        *ctype = "image/x-icon";
+        *st = 204;
+        *len = 0;
+        return strdup("");
+    }
     if (!strcmp(url, "/")) {
         *ctype = "text/html; charset=utf-8";
         *st = 200;
@@ -362,6 +368,7 @@ const char *pfi_srv_api_allow(const char *url)
     static const char *const fixed[][2] = {
         {"/healthz", "GET, HEAD"},        {"/metrics", "GET, HEAD"},
         {"/", "GET, HEAD"},               {"/v1/history", "GET, HEAD"},
+        {"/favicon.ico", "GET, HEAD"},
         {"/v1/gpus", "GET, HEAD"},        {"/v1/allocation", "GET, HEAD"},
         {"/v1/events", "GET, HEAD"},      {"/v1/decisions", "GET, HEAD"},
         {"/v1/jobs", "GET, HEAD, POST"},  {"/v1/budget", "GET, HEAD, PUT, DELETE"},

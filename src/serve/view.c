@@ -223,6 +223,7 @@ json_t *pfi_srv_view_health(srv_node *n)
         pfi_clock_wall() - n->started_wall, "read_only", n->cfg->read_only, "watchdog_armed",
         n->hb_ttl_s > 0, "over_budget_w", over);
     json_object_set_new(o, "boot_id", json_string(n->boot_id));
+    json_object_set_new(o, "service", json_string("pfi serve"));
     pthread_mutex_unlock(&n->mu);
     return o;
 }

@@ -158,6 +158,8 @@ until job0 | jq -e '.observed_tokens_per_s > 0' >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -gt 100 ] && fail "no tokens/s from the followed log: $(job0)"
     sleep 0.1
 done
+job0 | jq -e --arg f "$dir/job0.log" '.log == null and .log_followed == $f and .observed_age_s >= 0' >/dev/null ||
+    fail "the API does not say which file the job is measured from, or how old its rate is: $(job0)"
 i=0
 until curl -sf "$URL/v1/events?limit=500" | grep -q "job slurm-4242: .* tokens/s at 700 W"; do
     i=$((i + 1)); [ $i -gt 150 ] && fail "no steady point at 700 W: $(curl -sf "$URL/v1/events?limit=500" | tail -c 1500)"

@@ -144,6 +144,14 @@ static void pick_log(srv_node *n, srv_found *f, const pfi_proc_job *pj)
                           f->id, name[w], f->log, name[o], path[o], n->cfg->log_switch_after_s);
 }
 
+static int proc_alive(const char *proc_root, long pid)
+{
+    char path[PFI_SERVE_PATH_MAX + 32];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%ld", proc_root && proc_root[0] ? proc_root : "/proc", pid);
+    return stat(path, &sb) == 0;
+}
+
 static void remember(srv_node *n, const round_job *r, int ours, const char *matched,
                      int has_log)
 {
@@ -161,6 +169,23 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
         if (!ours)
             pfi_srv_event_add(n, "job_matched", "job %s (pid %ld) is the registered job %s",
                           r->pj.id, r->pj.pid, matched);
+    } else if (f->registered_by_us != ours) {
+        /* Matched, then its registration deleted and discovery registered it (or the other
+         * way): kept as first seen, the job was never retired when its processes ended, and
+         * its GPUs stayed planned for a dead job. */
+        f->registered_by_us = ours;
+        snprintf(f->matched, sizeof f->matched, "%s", matched ? matched : "");
+        if (!ours)
+            pfi_srv_event_add(n, "job_matched", "job %s (pid %ld) is the registered job %s",
+                              r->pj.id, r->pj.pid, matched);
+    }
+    if (f->pid && f->pid != r->pj.pid && !has_log && !proc_alive(n->cfg->proc_root, f->pid)) {
+        /* Its process gone, another in its place (a Slurm job's next step): its output may be
+         * another file; the old step's stayed followed. */
+        f->log[0] = '\0';
+        f->pipe_asked = f->slurm_asked = 0;
+        pfi_srv_logpick_init(&f->pick);
+        f->pick_size[0] = f->pick_size[1] = -1;
     }
     f->seen = 1;
     f->pid = r->pj.pid;

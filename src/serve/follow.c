@@ -142,11 +142,34 @@ static void set_curve(srv_node *n, srv_follow *f)
 {
     if (f->n_pts < 3)
         return;
+    /* Its baseline measured uncapped (every GPU at its default limit, baseline telemetry
+     * taken) and no steady level there: that is the curve's top point.  The levels alone made
+     * the highest capped one the baseline: 32,061 tokens/s at 466 W replaced the 38,322
+     * measured uncapped, and every slowdown (SLA checks too) was read 16% short. */
+    double def = INFINITY, base_tps = NAN, p0 = NAN;
+    pthread_mutex_lock(&n->mu);
+    int jj = pfi_srv_find_job(n->jobs, n->n_jobs, f->id);
+    if (jj >= 0) {
+        const srv_job *jb = &n->jobs[jj];
+        for (int k = 0; k < jb->n_gpus; k++)
+            def = fmin(def, n->gpu[jb->gpus[k]].dev.default_limit_w);
+        if (jb->base.n > 0 && jb->base.power_w > 0) {
+            base_tps = jb->t0_tps;
+            p0 = jb->base.power_w;
+        }
+    }
+    pthread_mutex_unlock(&n->mu);
+    int at_default = 0;
+    for (int k = 0; k < f->n_pts; k++)
+        at_default |= fabs(f->pts_cap[k] - def) <= 1.0;
     json_t *pts = json_array();
     for (int k = 0; k < f->n_pts; k++)
         json_array_append_new(pts, json_pack("{s:f, s:f, s:f}", "cap_w", f->pts_cap[k],
                                              "tokens_per_s", f->pts_tps[k], "draw_w",
                                              f->pts_draw[k]));
+    if (!at_default && isfinite(def) && base_tps > 0 && p0 > 0)
+        json_array_append_new(pts, json_pack("{s:f, s:f, s:f}", "cap_w", def, "tokens_per_s",
+                                             base_tps, "draw_w", p0));
     json_t *curve = json_pack("{s:o}", "points", pts);
     pthread_mutex_lock(&n->decide_mu);
     pthread_mutex_lock(&n->mu);
@@ -233,6 +256,17 @@ static void level_tick(srv_node *n, srv_follow *f, double cap, double draw, doub
     if (!pfi_steady_check(&f->m, &sc, now, &f->win_start, &st))
         return;
     f->level_done = 1;
+    if (f->m.unit != PFI_OU_TOKENS) {
+        /* Samples/s or steps/s taken as tokens/s made a 4-GPU job worth 5 "tokens/s" against
+         * its neighbours' 10^5, and the plan sent it to the floor. */
+        if (!f->unit_said)
+            pfi_srv_event_add(n, "job_log",
+                              "job %s: its log gives %s/s, not tokens/s (no sequence length "
+                              "in it): no curve point or baseline is taken from it",
+                              f->id, f->m.unit == PFI_OU_SAMPLES ? "samples" : "steps");
+        f->unit_said = 1;
+        return;
+    }
     double d = f->draw_n ? f->draw_sum / f->draw_n : NAN;
     add_point(f, cap, st.mean, d);
     pfi_srv_event_add(n, "curve_point",
@@ -271,6 +305,11 @@ void pfi_srv_follow_tick(srv_node *n)
     pthread_mutex_unlock(&n->mu);
     for (int j = 0; j < nj; j++) {
         const char *path = logs[j][0] ? logs[j] : pfi_srv_found_log(n, ids[j]);
+        pthread_mutex_lock(&n->mu);
+        int jj = pfi_srv_find_job(n->jobs, n->n_jobs, ids[j]);
+        if (jj >= 0 && strcmp(n->jobs[jj].log_followed, path))
+            snprintf(n->jobs[jj].log_followed, sizeof n->jobs[jj].log_followed, "%s", path);
+        pthread_mutex_unlock(&n->mu);
         if (!path[0])
             continue;
         srv_follow *f = follow_for(n, ids[j], path);

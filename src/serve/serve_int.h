@@ -131,6 +131,7 @@ typedef struct srv_job {
     srv_baseline base;
     srv_probe probe;
     char log[PFI_SERVE_PATH_MAX]; /* registered log path; "" none (follow.c) */
+    char log_followed[PFI_SERVE_PATH_MAX]; /* the file read now: log, or one discovery found */
     /* steady levels at which its log showed it slower than its SLA allows (follow.c): the
      * per-GPU cap and the slowdown against t0_tps; the plan reads its curve through them
      * (pfi_alloc_seen_apply), so a curve that promised too much is held to what was seen */
@@ -176,6 +177,7 @@ typedef struct srv_follow {
     double pts_cap[PFI_MAX_LEVELS], pts_tps[PFI_MAX_LEVELS], pts_draw[PFI_MAX_LEVELS];
     double draw_sum;
     int draw_n;
+    int unit_said; /* the event that its log gives no tokens/s was sent */
 } srv_follow;
 
 /* Which of a job's stdout (0) and stderr (1) files is followed (logpick.c). */

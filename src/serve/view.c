@@ -79,6 +79,12 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
     json_object_set_new(o, "baseline_power_w", pfi_json_num(j->base.n ? j->base.power_w : NAN));
     json_object_set_new(o, "log", j->log[0] ? json_string(j->log) : json_null());
+    json_object_set_new(o, "log_followed",
+                        j->log_followed[0] ? json_string(j->log_followed) : json_null());
+    /* A hung job's last rate is not current: its age says so. */
+    json_object_set_new(o, "observed_age_s",
+                        pfi_json_num(isfinite(j->observed_tps) ? pfi_clock_wall() - j->observed_wall
+                                                               : NAN));
     json_t *seen = json_array();
     for (int k = 0; k < j->sla_seen.n; k++)
         json_array_append_new(seen, json_pack("{s:o, s:o}", "cap_w",

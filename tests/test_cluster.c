@@ -297,6 +297,9 @@ typedef struct site {
     "[{\"node\": \"n1\", \"gpus\": [0,1,2,3]}, {\"node\": \"n2\", \"gpus\": [0,1,2,3]}]}, "        \
     "{\"id\": \"102\", \"parts\": [{\"node\": \"n3\", \"gpus\": [0,1]}]}"
 static const char *const TOPO_AB = TOPO_NODES TOPO_JOBS_AB "]}";
+#define TOPO_NODES_N4_TWO                                                                          \
+    "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", \"gpus\": 4}, "              \
+    "{\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", \"gpus\": 2}], "
 static const char *const TOPO_ABC =
     TOPO_NODES TOPO_JOBS_AB ", {\"id\": \"103\", \"parts\": [{\"node\": \"n4\", \"gpus\": [0]}]}]}";
 static const char *const TOPO_GHOST = "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}], \"jobs\": "
@@ -626,6 +629,37 @@ static void silent_during_cut(int loop)
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
     assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
     assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
+    site_down(&x);
+}
+
+/* A node whose daemon has more GPUs than Slurm lists (gres.conf naming some): managed while it
+ * answers; gone silent, its GPUs beyond Slurm's count still hold the caps they acknowledged.
+ * Counted back at Slurm's count, their watts went to the other nodes: 800 W over in a review. */
+static void test_silent_node_extra_gpus_counted(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    write_topo(&x, TOPO_NODES_N4_TWO TOPO_JOBS_AB
+               ", {\"id\": \"103\", \"parts\": [{\"node\": \"n4\", \"gpus\": [0]}]}]}");
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_int_equal(x.c->nodes[3].n_gpus, NG); /* the daemon's four */
+    double full = pfi_cl_site_default_w(x.c);
+    double w = 0.6 * full;
+    assert_int_equal(set_budget(&x, w, &e), PFI_OK);
+    assert_true(pfi_standin_cap_sum(x.s) <= w + 1e-6);
+    pfi_standin_set_silent(x.s, "n4", 1);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+        assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    }
+    assert_false(x.c->nodes[3].up);
+    assert_int_equal(x.c->nodes[3].n_gpus, NG);
+    pfi_standin_reset_peak(x.s);
+    assert_int_equal(set_budget(&x, 0.65 * full, &e), PFI_OK);
+    if (pfi_standin_peak(x.s) > 0.65 * full + 1e-6)
+        fail_msg("site at %.0f W over a %.0f W budget with n4 silent", pfi_standin_peak(x.s),
+                 0.65 * full);
     site_down(&x);
 }
 
@@ -1323,6 +1357,7 @@ int main(void)
         cmocka_unit_test(test_silent_node_draw_left_out),
         cmocka_unit_test(test_silent_from_start_said),
         cmocka_unit_test(test_noop_reapply_not_counted),
+        cmocka_unit_test(test_silent_node_extra_gpus_counted),
         cmocka_unit_test(test_node_silent_during_cut),
         cmocka_unit_test(test_node_silent_during_cut_loop),
         cmocka_unit_test(test_new_job_moves_watts),

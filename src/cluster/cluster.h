@@ -117,6 +117,7 @@ typedef struct pfi_cl_node {
     int n_gpus;
     int up;                   /* answered the last request */
     int ever_up;
+    int n_gpus_seen; /* GPUs the daemon reported when it last answered (may exceed Slurm's) */
     char why[200];            /* why not up */
     double last_ok_wall;
     char boot_id[40];         /* the daemon's, from its heartbeat answers ("" unknown) */

@@ -402,9 +402,14 @@ static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_http_req *rg, const
         n->up = n->ever_up = 1;
         n->why[0] = '\0';
         n->last_ok_wall = wall;
+        n->n_gpus_seen = n->n_gpus;
         absorb_jobs(c, dj);
     } else {
         n->up = 0;
+        /* Its GPUs beyond Slurm's count hold the caps they last acknowledged: counted back at
+         * Slurm's count alone, their watts went to other nodes and the site went over. */
+        if (n->n_gpus_seen > n->n_gpus)
+            n->n_gpus = n->n_gpus_seen;
         if (rg->status != 200)
             node_read_why(c, n, "GET /v1/gpus", rg);
         else if (rj->status != 200)

@@ -1046,6 +1046,62 @@ static void test_ramp(void **state)
     site_down(&x);
 }
 
+/* A ramp starts where the site is.  A controller restarted knows no budget: re-sending the
+ * one in force with a ramp started from the default limits and first raised the capped site
+ * (10 kW -> 16.8 kW in a review); after a budget far above the site (1 MW) a ramp was a step
+ * at its end. */
+static void test_ramp_starts_at_caps(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.6 * full, &e), PFI_OK);
+    double held = pfi_standin_cap_sum(x.s);
+    assert_true(held <= 0.6 * full + 1e-6);
+    pthread_mutex_lock(&x.c->mu); /* as a restarted controller finds it */
+    x.c->budget_now_w = NAN;
+    x.c->budget.set = 0;
+    pthread_mutex_unlock(&x.c->mu);
+    pfi_standin_reset_peak(x.s);
+    pfi_cl_budget b = {1, 0.6 * full, 0.3};
+    assert_int_equal(pfi_cl_set_budget(x.c, &b, &e), PFI_OK);
+    if (pfi_standin_peak(x.s) > held + 1e-6)
+        fail_msg("the ramp raised the site from %.0f W to %.0f W", held, pfi_standin_peak(x.s));
+    /* from 1 MW: the ramp goes down from the caps, not a step at its end */
+    assert_int_equal(set_budget(&x, 1e6, &e), PFI_OK);
+    double top = pfi_standin_cap_sum(x.s);
+    assert_true(top > 0.5 * full && top <= full + 1e-6);
+    pfi_cl_budget down = {1, 0.5 * full, 0.3};
+    assert_int_equal(pfi_cl_set_budget(x.c, &down, &e), PFI_OK);
+    if (!(x.c->ramp_from_w <= top + 1e-6))
+        fail_msg("a ramp down from a 1 MW budget started at %.0f W, the caps at %.0f W",
+                 x.c->ramp_from_w, top);
+    assert_true(pfi_standin_cap_sum(x.s) <= 0.5 * full + 1e-6);
+    site_down(&x);
+}
+
+/* With the loop running, the end of a ramp is applied at its end, not at the next heartbeat:
+ * the step before stayed in force for up to a heartbeat, above the budget reached. */
+static void test_ramp_end_applied(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    x.c->cfg.heartbeat_s = 30; /* no heartbeat re-plan inside this test */
+    assert_int_equal(pfi_cl_start_loop(x.c, &e), PFI_OK);
+    pfi_clock_sleep(0.3); /* the loop's first heartbeat passes */
+    pfi_cl_budget b = {1, 0.6 * full, 0.5};
+    assert_int_equal(pfi_cl_set_budget(x.c, &b, &e), PFI_OK);
+    pfi_clock_sleep(1.5);
+    if (pfi_standin_cap_sum(x.s) > 0.6 * full + 1e-6)
+        fail_msg("1 s after a 0.5 s ramp ended the site is at %.0f W, the budget %.0f W",
+                 pfi_standin_cap_sum(x.s), 0.6 * full);
+    site_down(&x);
+}
+
 /* The controller's HTTP API: routes, token, error codes, nothing changed on refusals. */
 static long call(const char *url, const char *method, const char *body, const char *token,
                  char **reply)
@@ -1364,6 +1420,8 @@ int main(void)
         cmocka_unit_test(test_sla_breach_seen),
         cmocka_unit_test(test_refresh_keeps_targets),
         cmocka_unit_test(test_ramp),
+        cmocka_unit_test(test_ramp_starts_at_caps),
+        cmocka_unit_test(test_ramp_end_applied),
         cmocka_unit_test(test_decode_caps),
         cmocka_unit_test(test_budget_change_plans_once),
         cmocka_unit_test(test_warm_plan),

@@ -126,7 +126,7 @@ static int grid_setup(pfi_cl *c, const char *db, const char *openadr, pfi_ven **
 }
 
 static int serve(pfi_cl *c, const char *listen, const char *token, const char *port_file,
-                 const char *const grid[2])
+                 const char *const grid[2], const char *ramp_to, double ramp_s)
 {
     pfi_err err = {0};
     pfi_cl_server *srv;
@@ -163,6 +163,14 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
         return pfi_cli_fail("cluster", &err);
     }
     fprintf(stderr, "pfi cluster: listening on port %d\n", port);
+    /* A ramp at start is stepped by the loop: stepped here before it, nothing listened, no
+     * heartbeat went out and no change could correct it for the whole ramp. */
+    if (ramp_to && pfi_cl_set_budget_text(c, ramp_to, ramp_s, &err) != PFI_OK) {
+        pfi_cl_server_stop(srv);
+        pfi_cl_set_ven(c, NULL);
+        pfi_ven_stop(ven);
+        return pfi_cli_fail("cluster", &err);
+    }
     while (!stop_flag)
         usleep(100000);
     pfi_cl_server_stop(srv);
@@ -261,7 +269,8 @@ static int act(pfi_cl *c, const char *what, const cl_opts *o, const char *bt, co
                                                          pfi_cl_json_nodes(c), "jobs",
                                                          pfi_cl_json_jobs(c)))
                           : print_table(c);
-    if (bt && pfi_cl_set_budget_text(c, bt, ramp_s, &err) != PFI_OK)
+    int later = !strcmp(what, "serve") && bt && ramp_s > 0; /* the loop steps it */
+    if (bt && !later && pfi_cl_set_budget_text(c, bt, ramp_s, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
     if (!strcmp(what, "budget")) {
         int rc = o->as_json ? pfi_cli_print_json(pfi_cl_json_allocation(c)) : print_table(c);
@@ -269,7 +278,7 @@ static int act(pfi_cl *c, const char *what, const cl_opts *o, const char *bt, co
             print_reference(c, b);
         return rc;
     }
-    return serve(c, o->listen, o->token, o->port_file, o->grid);
+    return serve(c, o->listen, o->token, o->port_file, o->grid, later ? bt : NULL, ramp_s);
 }
 
 const char *const pfi_cli_actions_cluster[] = {"serve", "status", "budget", "topology", NULL};

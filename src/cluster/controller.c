@@ -735,9 +735,14 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
     }
     double now = pfi_clock_mono();
     pthread_mutex_lock(&c->mu);
-    double from = c->budget_now_w;
-    if (isnan(from))
-        from = pfi_cl_site_default_w(c);
+    /* A ramp starts where the site is: the budget in force, or the caps held when they are
+     * lower (no budget since a restart, or one far above the site such as 1MW).  From the
+     * default limits, a ramp down first raised a capped site by 60%. */
+    double from = c->budget_now_w, caps = pfi_cl_cap_sum_w(c);
+    if (!(caps > 0))
+        caps = pfi_cl_site_default_w(c);
+    if (!(from <= caps))
+        from = caps;
     c->budget = *b;
     c->ramp_from_w = b->set && b->ramp_s > 0 ? from : NAN;
     c->ramp_t0 = now;
@@ -782,7 +787,11 @@ static void *loop_main(void *arg)
     while (!c->stop) {
         double now = pfi_clock_mono();
         pthread_mutex_lock(&c->mu);
-        int ramping = (c->budget.set && now < c->ramp_t1) || pfi_cl_grid_busy(c, pfi_clock_wall());
+        /* A ramp runs until a step at or after its end was applied: the step before the end
+         * stayed in force until the next heartbeat, up to 880 W over the budget reached. */
+        double t1 = c->ramp_t1;
+        int on_ramp = c->budget.set && isfinite(c->ramp_from_w);
+        int ramping = on_ramp || pfi_cl_grid_busy(c, pfi_clock_wall());
         pthread_mutex_unlock(&c->mu);
         if (now >= next || ramping) {
             pfi_err e = {0};
@@ -796,6 +805,12 @@ static void *loop_main(void *arg)
             pfi_cl_history_record(c);
             if (rc == PFI_OK)
                 rc = pfi_cl_reapply(c, &e);
+            if (on_ramp && now >= t1) { /* applied, or the heartbeats retry it */
+                pthread_mutex_lock(&c->mu);
+                if (c->ramp_t1 == t1) /* not a new ramp set meanwhile */
+                    c->ramp_from_w = NAN;
+                pthread_mutex_unlock(&c->mu);
+            }
             if (rc != PFI_OK) {
                 pthread_mutex_lock(&c->mu);
                 snprintf(c->note, sizeof c->note, "%s", e.msg);

@@ -152,4 +152,5 @@ rc=$?
 [ $rc = 1 ] && grep -q "refused the token in $T/wrong" "$T/err" ||
   fail "--read-auth token: event list with a wrong token: exit $rc: $(cat "$T/err")"
 stop_serve
+
 echo "it_cluster_cli: ok"

@@ -62,7 +62,7 @@ for c in sinfo squeue; do printf '#!/bin/sh\nexit 1\n' >"$dir/bin/$c"; chmod +x 
 echo '{"nodes": [{"name": "n1", "gpus": 8}], "jobs": []}' >"$dir/topo.json"
 PATH="$dir/bin:$PATH" "$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/c.port" \
     --token-file "$dir/token" --topology "$dir/topo.json" --node-url "unix:$dir/%n.sock" \
-    --heartbeat 0 >"$dir/cluster.log" 2>&1 &
+    --heartbeat 0 --db "$dir/cluster.db" >"$dir/cluster.log" 2>&1 &
 CLU=$!
 wait_listening "$CLU" "$dir/c.port" "pfi cluster serve"
 C="http://127.0.0.1:$(cat "$dir/c.port")"

@@ -56,6 +56,21 @@ node 2 GET /v1/gpus >"$dir/n2gpus.json"
 mode=$(node 2 GET /v1/budget | jq -r '.mode')
 [ "$mode" = external ] || fail "the restarted n2 is in mode $mode, not external (the controller's caps)"
 
+restarts=$(curl -s "$CL/v1/allocation" | jq ".node_restarts") # counted by this controller
+
+# The controller crashes and is started again (systemd's Restart=on-failure, no --budget): the
+# site budget set through its API is in force again (kept in its --db); it was forgotten, and
+# the API said there was none.
+kill -9 "$CLU"
+wait "$CLU" 2>/dev/null
+start_controller
+cb=$(curl -s "$CL/v1/allocation" | jq -r '.budget_w')
+awk -v a="$cb" -v b="$BUDGET" 'BEGIN { exit !(a == b) }' ||
+    fail "after the controller's restart its budget is $cb, not $BUDGET: $(tail -n 5 "$dir/cluster.log")"
+grep -q "saved before the restart.*is in force again" "$dir/cluster.log" ||
+    fail "the restarted controller does not say it took its budget back: $(tail -n 5 "$dir/cluster.log")"
+sleep 1.2
+
 # SIGTERM under the controller: on_stop defaults to hold there; the journal stays.
 before3=$(limits 3)
 kill -TERM "$N3"
@@ -70,7 +85,6 @@ sleep 0.5
 wait "$SAMPLE"
 SAMPLE=""
 read -r _ samples _ viol _ maxsum _ over <"$dir/sampled" || fail "no sampler output: $(cat "$dir/sampler.log")"
-restarts=$(curl -s "$CL/v1/allocation" | jq ".node_restarts")
 note "$KILLS SIGKILL+restart of n2, SIGTERM (hold) of n3: $samples site instants sampled, largest sum $maxsum W against $BUDGET W, $viol over (largest excess $over W); controller counted $restarts restart(s)"
 [ "$viol" = 0 ] || fail "the site's sum of limits exceeded the budget at $viol sampled instants ($(cat "$dir/sampler.log"))"
 [ "$samples" -gt 100 ] || fail "only $samples site samples taken"

@@ -107,7 +107,7 @@ cd "$T" || fail "cd"
 
 "$PFI" cluster serve --listen 127.0.0.1:0 --port-file "$T/cluster.port" --token-file "$T/token" \
   --node-url "unix:$T/%n.sock" --node-token-file "$T/token" --heartbeat 1s --node-ttl 120s \
-  >"$T/cluster.log" 2>&1 &
+  --db "$T/cluster.db" >"$T/cluster.log" 2>&1 &
 pids="$pids $!"
 i=0
 until [ -s "$T/cluster.port" ] && curl -sf "http://127.0.0.1:$(cat "$T/cluster.port")/healthz" >/dev/null 2>&1; do

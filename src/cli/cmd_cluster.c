@@ -125,8 +125,33 @@ static int grid_setup(pfi_cl *c, const char *db, const char *openadr, pfi_ven **
     return PFI_EXIT_OK;
 }
 
+/* The budget at start: --budget (set already, or ramped from the loop) is saved; without one,
+ * the budget saved before a restart is taken back: forgotten, the site was re-planned no more
+ * and the API said there was no budget. */
+static void start_budget(pfi_cl *c, int given)
+{
+    if (given) {
+        pfi_cl_budget_save(c);
+        return;
+    }
+    pfi_err err = {0};
+    double w;
+    pfi_cl_budget b = {.set = 1, .ramp_s = 0};
+    int rc = pfi_cl_budget_saved(c, &w, &err);
+    if (rc == PFI_OK && isfinite(w)) {
+        b.watts = w;
+        rc = pfi_cl_set_budget(c, &b, &err);
+    }
+    if (rc != PFI_OK)
+        fprintf(stderr, "pfi cluster: the site budget saved before the restart is not in force: "
+                        "%s\n", err.msg);
+    else if (isfinite(w))
+        fprintf(stderr, "pfi cluster: the site budget saved before the restart, %.0f W, is in "
+                        "force again\n", w);
+}
+
 static int serve(pfi_cl *c, const char *listen, const char *token, const char *port_file,
-                 const char *const grid[2], const char *ramp_to, double ramp_s)
+                 const char *const grid[2], const char *bt, const char *ramp_to, double ramp_s)
 {
     pfi_err err = {0};
     pfi_cl_server *srv;
@@ -135,6 +160,8 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
     int grc = grid_setup(c, grid[0], grid[1], &ven);
     if (grc != PFI_EXIT_OK)
         return grc;
+    if (!ramp_to)
+        start_budget(c, bt != NULL);
     if (pfi_cl_server_start(c, listen, token, &srv, &port, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
     if (port_file) {
@@ -278,7 +305,7 @@ static int act(pfi_cl *c, const char *what, const cl_opts *o, const char *bt, co
             print_reference(c, b);
         return rc;
     }
-    return serve(c, o->listen, o->token, o->port_file, o->grid, later ? bt : NULL, ramp_s);
+    return serve(c, o->listen, o->token, o->port_file, o->grid, bt, later ? bt : NULL, ramp_s);
 }
 
 const char *const pfi_cli_actions_cluster[] = {"serve", "status", "budget", "topology", NULL};

@@ -182,6 +182,10 @@ int pfi_cl_parse_budget(pfi_cl *c, const char *text, double *watts, pfi_err *err
 /* pfi_cl_set_budget of a budget as a person types it: what pfi_cl_parse_budget reads, or "none"
  * to remove it; reached over ramp_s. */
 int pfi_cl_set_budget_text(pfi_cl *c, const char *text, double ramp_s, pfi_err *err);
+/* The site budget kept in the grid store across restarts (no store: nothing saved, none
+ * read); saved: *watts, NAN when none was saved or it was removed. */
+void pfi_cl_budget_save(pfi_cl *c);
+int pfi_cl_budget_saved(pfi_cl *c, double *watts, pfi_err *err);
 /* Re-allocates the budget in force on the current topology (after a refresh). */
 int pfi_cl_reapply(pfi_cl *c, pfi_err *err);
 /* Sends a heartbeat to every node daemon; marks the silent ones down. */

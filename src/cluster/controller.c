@@ -748,6 +748,7 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
     c->ramp_t0 = now;
     c->ramp_t1 = now + (b->set ? b->ramp_s : 0);
     pthread_mutex_unlock(&c->mu);
+    pfi_cl_budget_save(c); /* in force from here, applied or not */
 
     if (b->set && b->ramp_s > 0 && !c->loop_running) {
         pthread_mutex_unlock(&c->op_mu);

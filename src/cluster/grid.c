@@ -131,6 +131,47 @@ int pfi_cl_grid_open(pfi_cl *c, const char *db, pfi_err *err)
     return PFI_OK;
 }
 
+#define BUDGET_KEY "site_budget"
+
+void pfi_cl_budget_save(pfi_cl *c)
+{
+    if (!c->grid)
+        return;
+    char v[64];
+    pthread_mutex_lock(&c->mu);
+    if (c->budget.set)
+        snprintf(v, sizeof v, "%.17g", c->budget.watts);
+    else
+        snprintf(v, sizeof v, "none");
+    pthread_mutex_unlock(&c->mu);
+    pfi_err e = {0};
+    if (pfi_grid_state_set(c->grid, BUDGET_KEY, v, &e) != PFI_OK) {
+        pthread_mutex_lock(&c->mu);
+        snprintf(c->note, sizeof c->note, "the site budget was not saved (a restart would "
+                 "forget it): %s", e.msg);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+int pfi_cl_budget_saved(pfi_cl *c, double *watts, pfi_err *err)
+{
+    *watts = NAN;
+    char v[64];
+    if (!c->grid)
+        return PFI_OK;
+    int rc = pfi_grid_state_get(c->grid, BUDGET_KEY, v, sizeof v, err);
+    if (rc == PFI_ENOENT || (rc == PFI_OK && !strcmp(v, "none")))
+        return PFI_OK;
+    if (rc != PFI_OK)
+        return rc;
+    char *end;
+    double w = strtod(v, &end);
+    if (*end || !(w > 0))
+        return pfi_err_set(err, PFI_EINVAL, "the saved site budget '%s' is damaged", v);
+    *watts = w;
+    return PFI_OK;
+}
+
 /* A new cut without a stated baseline (a change keeps the held one's, pfi_event_keep_baseline):
  * the site's mean draw over the last hour as recorded, else
  * its draw now (mu not held). */

@@ -32,6 +32,9 @@ static const pfi_store_step steps[] = {
      "ALTER TABLE grid_events ADD COLUMN oadr_randomized_s REAL NOT NULL DEFAULT 0;"},
     /* When its report reached the VTN: a restart sent every report of the last hour again. */
     {"ALTER TABLE grid_events ADD COLUMN oadr_reported_s REAL NOT NULL DEFAULT 0;"},
+    /* The site controller's own state (its budget): a restart forgot the budget set through
+     * the API, and nothing was re-planned after it. */
+    {"CREATE TABLE grid_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
 };
 
 int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
@@ -149,6 +152,41 @@ int pfi_grid_mark_reported(pfi_grid_store *g, pthread_mutex_t *list_mu, pfi_even
     pthread_mutex_unlock(list_mu);
     return at < 0 ? pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id)
                   : pfi_grid_put(g, &ev, err);
+}
+
+int pfi_grid_state_set(pfi_grid_store *g, const char *key, const char *value, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st, "INSERT OR REPLACE INTO grid_state(key, value) VALUES(?,?)",
+                               &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 2, value, -1, SQLITE_TRANSIENT);
+        rc = step_done(g, s, "saving the controller's state", err);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+int pfi_grid_state_get(pfi_grid_store *g, const char *key, char *value, size_t size, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st, "SELECT value FROM grid_state WHERE key = ?", &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
+        int r = sqlite3_step(s);
+        if (r == SQLITE_ROW)
+            pfi_store_col_text(s, 0, value, size);
+        else if (r == SQLITE_DONE)
+            rc = PFI_ENOENT;
+        else
+            rc = pfi_store_sqlerr(g->st, r, err, "reading the controller's state");
+        sqlite3_finalize(s);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
 }
 
 static void row_event(sqlite3_stmt *s, pfi_event *ev)

@@ -11,7 +11,7 @@
 #   CL_TTL        the controller's --node-ttl, the nodes' watchdog (default 30s)
 # Sets HW, TOK (the token), N1..N3 (pids), NODE_ADDR1..3 (HOST:PORT of the API), CL (the
 # controller's URL), CLU (its pid), ORIG1..3 (each node's original limits, JSON arrays), SITE
-# (their sum, W).  Functions: start_node K, node K METHOD PATH [BODY] (through the controller's
+# (their sum, W).  Functions: start_controller (sets CL and CLU again), start_node K, node K METHOD PATH [BODY] (through the controller's
 # socket), limits K, restart_node K (SIGKILL, start again, wait until the controller counted
 # the restart), node_metric K NAME, restore_site (the controller stopped, each daemon still
 # running stopped with SIGTERM, which holds its caps under a controller, then `pfi restore`
@@ -103,15 +103,19 @@ cat >"$dir/topo.json" <<EOF
           {"id": "j2", "parts": [{"node": "n2", "gpus": [0,1,2,3,4,5,6,7]}]},
           {"id": "j3", "parts": [{"node": "n3", "gpus": [0,1,2,3,4,5,6,7]}]}]}
 EOF
-"$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token-file "$dir/token" \
-    --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" --topology "$dir/topo.json" \
-    --heartbeat 1s --node-ttl "${CL_TTL:-30s}" >"$dir/cluster.log" 2>&1 &
-CLU=$!
-i=0
-until [ -s "$dir/cluster.port" ] && [ "$(curl -s "http://127.0.0.1:$(cat "$dir/cluster.port")/v1/nodes" 2>/dev/null | jq '[.nodes[] | select(.up)] | length' 2>/dev/null)" = 3 ]; do
-    i=$((i + 1)); [ $i -gt 300 ] && fail "the controller does not see three nodes up"
-    sleep 0.1
-done
-CL=http://127.0.0.1:$(cat "$dir/cluster.port")
+start_controller() { # (again after a crash: the same command, the same --db)
+    rm -f "$dir/cluster.port"
+    "$PFI_BIN" cluster serve --listen 127.0.0.1:0 --port-file "$dir/cluster.port" --token-file "$dir/token" \
+        --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" --topology "$dir/topo.json" \
+        --heartbeat 1s --node-ttl "${CL_TTL:-30s}" --db "$dir/cluster.db" >>"$dir/cluster.log" 2>&1 &
+    CLU=$!
+    i=0
+    until [ -s "$dir/cluster.port" ] && [ "$(curl -s "http://127.0.0.1:$(cat "$dir/cluster.port")/v1/nodes" 2>/dev/null | jq '[.nodes[] | select(.up)] | length' 2>/dev/null)" = 3 ]; do
+        i=$((i + 1)); [ $i -gt 300 ] && fail "the controller does not see three nodes up"
+        sleep 0.1
+    done
+    CL=http://127.0.0.1:$(cat "$dir/cluster.port")
+}
+start_controller
 sum_of() { echo "$1" | jq 'add'; }
 SITE=$(( $(sum_of "$ORIG1" | cut -d. -f1) + $(sum_of "$ORIG2" | cut -d. -f1) + $(sum_of "$ORIG3" | cut -d. -f1) ))

@@ -71,6 +71,14 @@ grep -q "saved before the restart.*is in force again" "$dir/cluster.log" ||
     fail "the restarted controller does not say it took its budget back: $(tail -n 5 "$dir/cluster.log")"
 sleep 1.2
 
+# The one-shot `pfi cluster budget` beside the running controller is refused and changes
+# nothing: it took the nodes over (the site at 100% for a heartbeat, the sampler above).
+"$PFI_BIN" cluster budget 100% --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" \
+    --topology "$dir/topo.json" >"$dir/oneshot.out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "holds the caps of a running controller (pfi-cluster" "$dir/oneshot.out" ||
+    fail "a one-shot budget beside the running controller: exit $rc: $(cat "$dir/oneshot.out")"
+
 # SIGTERM under the controller: on_stop defaults to hold there; the journal stays.
 before3=$(limits 3)
 kill -TERM "$N3"

@@ -296,6 +296,8 @@ static int act(pfi_cl *c, const char *what, const cl_opts *o, const char *bt, co
                                                          pfi_cl_json_nodes(c), "jobs",
                                                          pfi_cl_json_jobs(c)))
                           : print_table(c);
+    if (!strcmp(what, "budget") && pfi_cl_commanded(c, &err))
+        return pfi_cli_fail("cluster", &err); /* exit 1: nothing changed */
     int later = !strcmp(what, "serve") && bt && ramp_s > 0; /* the loop steps it */
     if (bt && !later && pfi_cl_set_budget_text(c, bt, ramp_s, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);

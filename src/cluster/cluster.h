@@ -118,6 +118,7 @@ typedef struct pfi_cl_node {
     int up;                   /* answered the last request */
     int ever_up;
     int n_gpus_seen; /* GPUs the daemon reported when it last answered (may exceed Slurm's) */
+    char commanded_by[64]; /* the controller whose caps it holds under an armed watchdog, "" */
     char why[200];            /* why not up */
     double last_ok_wall;
     char boot_id[40];         /* the daemon's, from its heartbeat answers ("" unknown) */
@@ -185,6 +186,11 @@ int pfi_cl_set_budget_text(pfi_cl *c, const char *text, double ramp_s, pfi_err *
 /* The site budget kept in the grid store across restarts (no store: nothing saved, none
  * read); saved: *watts, NAN when none was saved or it was removed. */
 void pfi_cl_budget_save(pfi_cl *c);
+/* 1 when a node answering the last refresh holds the caps of a running controller (its
+ * watchdog armed, external mode), with err naming it: a one-shot budget beside `pfi cluster
+ * serve` took the nodes over (16.8 kW for a heartbeat while the daemon said 10 kW), and two
+ * controllers lowering and raising break each other's order. */
+int pfi_cl_commanded(pfi_cl *c, pfi_err *err);
 int pfi_cl_budget_saved(pfi_cl *c, double *watts, pfi_err *err);
 /* Re-allocates the budget in force on the current topology (after a refresh). */
 int pfi_cl_reapply(pfi_cl *c, pfi_err *err);

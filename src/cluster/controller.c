@@ -130,6 +130,8 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
     }
     if (count > n->n_gpus)
         n->n_gpus = count;
+    const char *by = json_string_value(json_object_get(doc, "controller"));
+    snprintf(n->commanded_by, sizeof n->commanded_by, "%s", by ? by : "");
     return PFI_OK;
 }
 
@@ -764,6 +766,23 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
     pthread_mutex_unlock(&c->op_mu);
     free(pre.target);
     return in_force(c, b, rc, err);
+}
+
+int pfi_cl_commanded(pfi_cl *c, pfi_err *err)
+{
+    int found = 0;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n_nodes && !found; i++)
+        if (c->nodes[i].up && c->nodes[i].commanded_by[0]) {
+            pfi_err_set(err, PFI_EBUSY,
+                        "node %s holds the caps of a running controller (%s, its watchdog "
+                        "armed): change the site budget through it (PUT /v1/budget), or stop it "
+                        "first",
+                        c->nodes[i].name, c->nodes[i].commanded_by);
+            found = 1;
+        }
+    pthread_mutex_unlock(&c->mu);
+    return found;
 }
 
 int pfi_cl_reapply(pfi_cl *c, pfi_err *err)

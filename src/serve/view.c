@@ -50,9 +50,14 @@ json_t *pfi_srv_view_gpus(srv_node *n)
     json_t *arr = json_array();
     for (int i = 0; i < n->n_gpus; i++)
         json_array_append_new(arr, gpu_json(n, i));
+    /* Who commands the caps: a second controller (the one-shot `pfi cluster budget` beside a
+     * running `pfi cluster serve`) must see it before it takes the node over. */
+    json_t *by = n->mode == SRV_MODE_EXTERNAL && n->hb_ttl_s > 0 && n->hb_controller[0]
+                     ? json_string(n->hb_controller)
+                     : NULL;
     pthread_mutex_unlock(&n->mu);
-    return json_pack("{s:s, s:b, s:o}", "backend", pfi_hw_label(n->b), "simulated",
-                     pfi_hw_simulated(n->b), "gpus", arr);
+    return json_pack("{s:s, s:b, s:o, s:o}", "backend", pfi_hw_label(n->b), "simulated",
+                     pfi_hw_simulated(n->b), "gpus", arr, "controller", by ? by : json_null());
 }
 
 static json_t *job_json(const srv_node *n, const srv_job *j)

@@ -144,6 +144,33 @@ static void pick_log(srv_node *n, srv_found *f, const pfi_proc_job *pj)
                           f->id, name[w], f->log, name[o], path[o], n->cfg->log_switch_after_s);
 }
 
+static void gpu_list(const int *g, int n, char *out, size_t size)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (int k = 0; k < n && at + 1 < size; k++) {
+        int w = snprintf(out + at, size - at, "%s%d", k ? "," : "", g[k]);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+}
+
+/* The same GPU set (a round's GPUs are listed in index order, a job's as registered). */
+static int same_gpus(const round_job *r, const srv_job *j)
+{
+    if (r->n_gpus != j->n_gpus)
+        return 0;
+    for (int a = 0; a < r->n_gpus; a++) {
+        int in = 0;
+        for (int b = 0; b < j->n_gpus; b++)
+            in |= r->gpus[a] == j->gpus[b];
+        if (!in)
+            return 0;
+    }
+    return 1;
+}
+
 static int proc_alive(const char *proc_root, long pid)
 {
     char path[PFI_SERVE_PATH_MAX + 32];
@@ -153,7 +180,7 @@ static int proc_alive(const char *proc_root, long pid)
 }
 
 static void remember(srv_node *n, const round_job *r, int ours, const char *matched,
-                     int has_log)
+                     int has_log, int differ)
 {
     srv_found *f = found_by_id(n, r->pj.id);
     if (!f) {
@@ -187,6 +214,26 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
         pfi_srv_logpick_init(&f->pick);
         f->pick_size[0] = f->pick_size[1] = -1;
     }
+    if (!ours && differ && !f->gpus_differ) {
+        /* Matched on a GPU they share, but the process runs on others too (or fewer): its
+         * per-GPU rate was scaled by the registered job's GPU count and its extra GPUs were
+         * capped as idle while the job ran on them. */
+        char mine[160], theirs[160];
+        gpu_list(r->gpus, r->n_gpus, mine, sizeof mine);
+        pthread_mutex_lock(&n->mu);
+        int j = pfi_srv_find_job(n->jobs, n->n_jobs, matched);
+        if (j >= 0)
+            gpu_list(n->jobs[j].gpus, n->jobs[j].n_gpus, theirs, sizeof theirs);
+        else
+            snprintf(theirs, sizeof theirs, "?");
+        pthread_mutex_unlock(&n->mu);
+        pfi_srv_event_add(n, "job_matched",
+                          "job %s (pid %ld) runs on GPUs %s, the registered job %s holds %s: "
+                          "its log is not read as %s's throughput, and GPUs outside %s are "
+                          "planned as idle: register the job with all its GPUs",
+                          r->pj.id, r->pj.pid, mine, matched, theirs, matched, matched);
+    }
+    f->gpus_differ = !ours && differ;
     f->seen = 1;
     f->pid = r->pj.pid;
     memcpy(f->gpus, r->gpus, sizeof f->gpus);
@@ -263,20 +310,21 @@ void pfi_srv_discover(srv_node *n)
         int j = registered_match(n, &rj[r]);
         char matched[SRV_ID_MAX] = "";
         int has_log = j >= 0 && n->jobs[j].log[0];
+        int differ = j >= 0 && !same_gpus(&rj[r], &n->jobs[j]);
         if (j >= 0)
             snprintf(matched, sizeof matched, "%s", n->jobs[j].id);
         pthread_mutex_unlock(&n->mu);
         if (known && known->registered_by_us && j >= 0 && strcmp(matched, known->id) == 0) {
-            remember(n, &rj[r], 1, NULL, has_log);
+            remember(n, &rj[r], 1, NULL, has_log, 0);
         } else if (j >= 0) {
-            remember(n, &rj[r], 0, matched, has_log);
+            remember(n, &rj[r], 0, matched, has_log, differ);
         } else {
             register_job(n, &rj[r]);
             pthread_mutex_lock(&n->mu);
             int now = pfi_srv_find_job(n->jobs, n->n_jobs, rj[r].pj.id) >= 0;
             pthread_mutex_unlock(&n->mu);
             if (now)
-                remember(n, &rj[r], 1, NULL, 0);
+                remember(n, &rj[r], 1, NULL, 0, 0);
         }
     }
     if (complete)
@@ -286,7 +334,8 @@ void pfi_srv_discover(srv_node *n)
 const char *pfi_srv_found_log(srv_node *n, const char *id)
 {
     for (int f = 0; f < n->n_found; f++)
-        if (!strcmp(n->found[f].id, id) || !strcmp(n->found[f].matched, id))
+        if (!strcmp(n->found[f].id, id) ||
+            (!strcmp(n->found[f].matched, id) && !n->found[f].gpus_differ))
             return n->found[f].log;
     return "";
 }

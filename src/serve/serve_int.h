@@ -215,6 +215,8 @@ typedef struct srv_found {
     int slurm_asked;      /* Slurm was asked for its output file (once a job) */
     int pipe_asked;       /* its output pipe's reader was looked for (once a job) */
     int seen;             /* scratch of one discovery round */
+    int gpus_differ;      /* matched to a registered job on other GPUs than its own: its log
+                           * is not that job's measure (said once in a job_matched event) */
 } srv_found;
 
 typedef struct srv_node {

@@ -78,6 +78,11 @@ sleep 1.2
 rc=$?
 [ $rc = 1 ] && grep -q "holds the caps of a running controller (pfi-cluster" "$dir/oneshot.out" ||
     fail "a one-shot budget beside the running controller: exit $rc: $(cat "$dir/oneshot.out")"
+"$PFI_BIN" cluster status --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" \
+    --topology "$dir/topo.json" >"$dir/status.out" 2>&1 ||
+    fail "pfi cluster status beside the running controller: $(cat "$dir/status.out")"
+grep -q "budget held by a running controller" "$dir/status.out" ||
+    fail "pfi cluster status says the site has no budget while the controller holds one: $(cat "$dir/status.out")"
 
 # SIGTERM under the controller: on_stop defaults to hold there; the journal stays.
 before3=$(limits 3)

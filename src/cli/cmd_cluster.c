@@ -47,12 +47,22 @@ static int print_table(pfi_cl *c)
     json_array_foreach(arr, i, o)
     {
         const char *why = json_string_value(json_object_get(o, "why"));
-        printf("%-16s %-4s %5lld %10.0f  %s\n", json_string_value(json_object_get(o, "name")),
-               json_is_true(json_object_get(o, "up")) ? "yes" : "no",
-               (long long)json_integer_value(json_object_get(o, "n_gpus")),
-               json_number_value(json_object_get(o, "cap_sum_w")), why ? why : "");
+        int up = json_is_true(json_object_get(o, "up"));
+        double caps = json_number_value(json_object_get(o, "cap_sum_w"));
+        char cw[32];
+        /* A node that never answered holds caps no one knows: not 0 W. */
+        snprintf(cw, sizeof cw, !up && !(caps > 0) ? "-" : "%.0f", caps);
+        printf("%-16s %-4s %5lld %10s  %s\n", json_string_value(json_object_get(o, "name")),
+               up ? "yes" : "no", (long long)json_integer_value(json_object_get(o, "n_gpus")), cw,
+               why ? why : "");
     }
     json_t *b = json_object_get(a, "budget_w");
+    pfi_err e = {0};
+    /* The one-shot's own view: a running controller's budget is that controller's to say. */
+    const char *budget = json_is_number(b)               ? "set"
+                         : pfi_cl_commanded(c, &e) ? "held by a running controller (ask it: GET "
+                                                     "/v1/allocation)"
+                                                   : "none";
     printf("site: %lld nodes (%lld up), %lld GPUs, %lld jobs, caps %.0f W of %.0f W default, "
            "budget %s\n",
            (long long)json_integer_value(json_object_get(a, "nodes")),
@@ -60,8 +70,7 @@ static int print_table(pfi_cl *c)
            (long long)json_integer_value(json_object_get(a, "gpus")),
            (long long)json_integer_value(json_object_get(a, "jobs")),
            json_number_value(json_object_get(a, "cap_sum_w")),
-           json_number_value(json_object_get(a, "site_default_w")),
-           json_is_number(b) ? "set" : "none");
+           json_number_value(json_object_get(a, "site_default_w")), budget);
     json_decref(n);
     json_decref(a);
     return PFI_EXIT_OK;

@@ -1186,6 +1186,11 @@ static void test_api(void **state)
     assert_non_null(strstr(rep, "1000"));
     free(rep);
     assert_true(fabs(pfi_standin_cap_sum(x.s) - before) < 1e-9);
+    /* a key given twice: malformed, said so (it was "expected a JSON object") */
+    assert_int_equal(call(url, "PUT", "{\"cut\": 0.3, \"cut\": 0.9}", tok, &rep), 400);
+    assert_non_null(strstr(rep, "duplicate object key"));
+    free(rep);
+    assert_true(fabs(pfi_standin_cap_sum(x.s) - before) < 1e-9);
     assert_int_equal(call(url, "PUT", "{\"cut\": 0.3, \"ramp_s\": 0}", tok, &rep), 200);
     assert_non_null(strstr(rep, "\"budget_w\""));
     free(rep);

@@ -79,11 +79,23 @@ static unsigned http_code(int rc)
     }
 }
 
+/* Why a body is not JSON, as jansson says (a key given twice: "duplicate object key"); it
+ * was answered "expected a JSON object", which the body was. */
+static enum MHD_Result send_malformed(struct MHD_Connection *con, const json_error_t *je)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "body: malformed JSON at line %d column %d: %s", je->line,
+             je->column, je->text);
+    return send_err(con, 400, msg);
+}
+
 static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, const char *body)
 {
     json_error_t je;
     /* A key given twice is refused, not read as its last value. */
     json_t *d = json_loads(body, JSON_REJECT_DUPLICATES, &je);
+    if (!d)
+        return send_malformed(con, &je);
     if (!json_is_object(d)) {
         json_decref(d);
         return send_err(con, 400, "body: expected a JSON object such as {\"budget\": \"70%\"}");
@@ -187,6 +199,8 @@ static enum MHD_Result post_event(pfi_cl_server *s, struct MHD_Connection *con,
 {
     json_error_t je;
     json_t *d = json_loads(body, JSON_REJECT_DUPLICATES, &je);
+    if (!d)
+        return send_malformed(con, &je);
     if (!json_is_object(d)) {
         json_decref(d);
         return send_err(con, 400, "body: expected a JSON object (an event, see docs/api.md)");

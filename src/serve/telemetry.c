@@ -137,6 +137,7 @@ void pfi_srv_sample(srv_node *n)
              * g->dev, where the budget counts a silent GPU). */
             g->s.have = 0;
             g->up = 0;
+            g->energy_t = NAN; /* integrated draw: the time it could not be read is not counted */
             snprintf(g->err, sizeof g->err, "%s", e.msg);
         }
         pthread_mutex_unlock(&n->mu);

@@ -118,6 +118,22 @@ awk 'NR == 1 { e = index($0, "0.50") + 3 } NR > 1 && !/^  \(/ {
 "$PFI" predict --public --model "$T/m.json" "no such run" > "$T/ptab" 2>/dev/null &&
   fail "predict of a missing run succeeded"
 [ ! -s "$T/ptab" ] || fail "predict of a missing run wrote to stdout: $(cat "$T/ptab")"
+# predict's "measured PFI30" is pfi index's headline (the interpolation where the sweep reaches
+# 0.30, else the fit marked as an extrapolation), not the fit's value: gpt3-2.7b read 0.554 (the
+# fit) beside index's 0.506, and t5-3b's extrapolated 0.740 was not marked
+for R in "perseus/A40/gpt3-2.7b dp1tp1pp8" "perseus/A40/t5-3b dp1tp1pp8"; do
+  "$PFI" index --public --boot 0 --json "$R" > "$T/hidx" || fail "index $R exited $?"
+  "$PFI" predict --public --model "$T/m.json" --json "$R" > "$T/hpred" || fail "predict $R exited $?"
+  jq -e --slurpfile i "$T/hidx" '.runs[0] as $p | $i[0].runs[0] as $x |
+      $p.measured_pfi30 == $x.pfi30 and $p.measured_pfi30_extrapolated == $x.pfi30_extrapolated
+      and $p.measured_pfi30_source == $x.pfi30_source' "$T/hpred" >/dev/null ||
+    fail "predict's measured PFI30 of $R is not index's: $(cat "$T/hpred")"
+done
+jq -e '.runs[0].measured_pfi30_extrapolated' "$T/hpred" >/dev/null || fail "t5-3b's PFI30 not extrapolated"
+"$PFI" predict --public --model "$T/m.json" "perseus/A40/t5-3b dp1tp1pp8" > "$T/ptab" ||
+  fail "predict t5-3b exited $?"
+grep -q "^perseus/A40/t5-3b .* 0\.[0-9]*\*$" "$T/ptab" && grep -q "^  (\*: " "$T/ptab" ||
+  fail "predict does not mark t5-3b's extrapolated PFI30: $(cat "$T/ptab")"
 # a run named twice (by name, or by id and name) is indexed once
 "$PFI" index --public --boot 0 --json "perseus/A40/gpt3-2.7b dp1tp1pp8" 8 "perseus/A40/gpt3-2.7b dp1tp1pp8" > "$T/idx2" ||
   fail "index of a run named twice exited $?"

@@ -25,7 +25,9 @@
 typedef struct pred {
     pfi_curve c;
     double s_at[PFI_N_TDEPTHS];
-    double measured_pfi30; /* NAN when the run has no measured curve */
+    double measured_pfi30; /* the headline PFI30 of pfi index; NAN when the run has none */
+    int measured_extrap;   /* 0.30 lies beyond the deepest measured shed (marked *) */
+    int measured_on_fit;   /* measured_pfi30 is the fit's value, not the interpolation */
     int missing;           /* telemetry features the baseline did not have */
 } pred;
 
@@ -51,6 +53,12 @@ static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
         "{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "run", name, "model", pfi_model_kind_name(m->kind),
         "pfi30", pfi_json_num(pfi_at(&p->c.fit, 0.30)), "pfi", pf, "rel_tput_at_power_pct", rel,
         "shed_at_slowdown", shed, "measured_pfi30", pfi_json_num(p->measured_pfi30));
+    /* The same names and meaning as pfi index's pfi30_extrapolated and pfi30_source. */
+    if (isfinite(p->measured_pfi30)) {
+        json_object_set_new(o, "measured_pfi30_extrapolated", json_boolean(p->measured_extrap));
+        json_object_set_new(o, "measured_pfi30_source",
+                            json_string(p->measured_on_fit ? "fit" : "interpolation"));
+    }
     json_object_set_new(o, "missing_telemetry_features", json_integer(p->missing));
     json_object_set_new(o, "p0_w", pfi_json_num(p->c.p0_w));
     json_object_set_new(o, "cap0_w", pfi_json_num(p->c.cap0_w));
@@ -98,7 +106,7 @@ static void pred_print(const char *name, const pred *p, int w)
         printf(" %6.3f", pfi_at(&p->c.fit, pfi_target_depths[i]));
     printf("  %6.3f", 1 - pfi_fit_s(&p->c.fit, 0.30));
     if (isfinite(p->measured_pfi30))
-        printf("  %6.3f", p->measured_pfi30);
+        printf("  %6.3f%s", p->measured_pfi30, p->measured_extrap ? "*" : "");
     printf("\n");
     if (p->missing > PFI_FT_MOE / 2)
         printf("  (%d of %d telemetry features missing at the baseline: near the training mean)\n",
@@ -159,6 +167,7 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
         rc = pfi_model_predict_level(m, hdr, &hdr->levels[0], &p.c, err);
     if (rc == PFI_OK) {
         p.measured_pfi30 = NAN;
+        p.measured_extrap = p.measured_on_fit = 0;
         p.missing = pfi_features_missing(hdr, &hdr->levels[0]);
         if (arr) {
             json_t *o = pred_json(hdr->name, &p, m);
@@ -179,7 +188,7 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
  * (--json).  A run that cannot be predicted is named and skipped: PFI_EXIT_FAIL at the end. */
 static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
 {
-    int status = PFI_EXIT_OK, w = name_width(rs);
+    int status = PFI_EXIT_OK, w = name_width(rs), extrap = 0;
     if (!arr)
         print_header(w);
     for (int i = 0; i < rs->n; i++) {
@@ -196,12 +205,21 @@ static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
         pfi_index x;
         pfi_index_opts io = pfi_index_defaults();
         io.n_boot = 0;
-        p.measured_pfi30 = pfi_index_run(&rs->runs[i], &io, &x, NULL) == PFI_OK ? x.pfi : NAN;
+        /* "Measured" is the headline pfi index shows (the interpolation where the sweep reaches
+         * 0.30, else the fit, marked), not the fit's value everywhere. */
+        int ok = pfi_index_run(&rs->runs[i], &io, &x, NULL) == PFI_OK;
+        p.measured_pfi30 = ok ? x.pfi_head : NAN;
+        p.measured_extrap = ok && x.extrapolated;
+        p.measured_on_fit = ok && !isfinite(x.pfi_interp);
+        extrap += isfinite(p.measured_pfi30) && p.measured_extrap;
         if (arr)
             json_array_append_new(arr, pred_json(rs->runs[i].name, &p, m));
         else
             pred_print(rs->runs[i].name, &p, w);
     }
+    if (!arr && extrap)
+        printf("  (*: measured PFI30 read on the fit beyond the deepest measured shed, "
+               "as pfi index marks it)\n");
     return status;
 }
 
@@ -228,7 +246,8 @@ int pfi_cmd_predict(int argc, char **argv)
         "Predict a job's curve and PFI from the telemetry of its baseline alone (no sweep): "
         "PFI at 10-50% shed, relative throughput at 70% of baseline power, and the power it can "
         "shed within slowdown budgets.  For a stored run only its default-limit level is read; "
-        "its measured PFI30 is shown beside the prediction.",
+        "its measured PFI30 (pfi index's headline, marked * where read on the fit beyond the "
+        "deepest measured shed) is shown beside the prediction.",
         opts,
         "pfi predict --live --gpus 0-7 --duration 30s        # the job running now on GPUs 0-7\n"
         "pfi predict 3 --db pfi.db --model pfi-model.json --json"};

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "store/export.h"
 #include "store/schema.h"
 #include "store/store.h"
 
@@ -307,6 +308,17 @@ static void test_round_trip(void **state)
     assert_true(list[0].t0 == 1000 && list[0].p0 == 630 && list[0].cap0_w == 700);
     assert_true(list[0].started[0] && list[0].ended[0]);
     free(list);
+
+    /* The CSV export writes the simulated column true/false, as the JSON export does (it was
+     * left empty, so simulated rows could not be told from real ones). */
+    char *csv = NULL;
+    size_t csv_len = 0;
+    FILE *out = open_memstream(&csv, &csv_len);
+    assert_int_equal(pfi_store_export(st, &run, 1, PFI_EXPORT_CSV, out, &e), PFI_OK);
+    fclose(out);
+    if (!strstr(csv, ",sim,true\n"))
+        fail_msg("CSV export's backend,simulated: %s", csv);
+    free(csv);
 
     long long id;
     assert_int_equal(pfi_store_find_run(st, "sweep/llama-8b", &id, &e), PFI_OK);

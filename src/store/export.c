@@ -105,7 +105,8 @@ static void write_csv_value(FILE *out, json_t *v)
     else if (json_is_real(v)) {
         snprintf(buf, sizeof buf, "%.15g", json_real_value(v));
         fputs(buf, out);
-    }
+    } else if (json_is_boolean(v))
+        fputs(json_is_true(v) ? "true" : "false", out); /* as JSON spells it; pandas reads it */
 }
 
 static int export_one(pfi_store *st, long long id, int format, FILE *out, json_t *arr,

@@ -37,6 +37,18 @@ printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOpt
   >"$tmp/plo/A40+resnet18+gpu0.csv"
 must_fail import zeus-plo "$tmp/plo" --db "$db"
 has "$tmp/err" "A40+resnet18+gpu0.csv line 3: window_name '__GlobalPowerLimitOptimizer_0x113' is not"
+# A name with terminal escapes and a line break, or a byte that is not UTF-8, is refused with
+# its file and line (it was imported, then printed raw by the tables or dropped from JSON).
+mkdir "$tmp/nsdi"
+H='dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power'
+for g in a40 v100 p100 rtx6000; do printf '%s\nx,y,1,z,250,10,200\n' "$H" >"$tmp/nsdi/summary_power_$g.csv"; done
+printf '%s\nci,"net\033]0;owned\007\033[2J\nX",8,adam,300,10,270\n' "$H" >"$tmp/nsdi/summary_power_a40.csv"
+must_fail import zeus-nsdi "$tmp/nsdi" --db "$db"
+has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text without control characters (control character 0x1b"
+! grep -q "$(printf '\033')" "$tmp/err" || fail "the refusal echoed the escape"
+printf '%s\nci,net\377,8,adam,300,10,270\n' "$H" >"$tmp/nsdi/summary_power_a40.csv"
+must_fail import zeus-nsdi "$tmp/nsdi" --db "$db"
+has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text .*invalid UTF-8 byte 0xff"
 # An import that fails into a store it created leaves no empty store behind.
 [ ! -e "$db" ] || fail "a failed import left a database at $db"
 
@@ -82,6 +94,19 @@ if command -v sqlite3 >/dev/null 2>&1; then
   wait "$holder"
   "$PFI_BIN" runs --db "$db" >"$tmp/out" || fail "store unusable after the lock"
   has "$tmp/out" "zeus-plo/A40/resnet18 x1"
+  # A name that is not UTF-8 (a store written before names were checked): every JSON writer
+  # fails with a message; runs --json listed the other runs without it and exited 0, export
+  # and index dropped the run_name/run keys.
+  mkdir "$tmp/plo3"
+  printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,33,8000\n3,__GlobalPowerLimitOptimizer_200,38,7000\n' \
+    >"$tmp/plo3/A40+resnet18+gpu0.csv"
+  "$PFI_BIN" import zeus-plo "$tmp/plo3" --db "$tmp/bad8.db" >/dev/null || fail "import of three levels"
+  "$PFI_BIN" index 1 --json --boot 0 --db "$tmp/bad8.db" >/dev/null || fail "index of three levels"
+  sqlite3 "$tmp/bad8.db" "UPDATE runs SET name = CAST(X'6E6574FF' AS TEXT)" || fail "sqlite3"
+  for c in "runs --json" "runs show 1 --json" "runs export --format json" "index 1 --json --boot 0"; do
+    must_fail $c --db "$tmp/bad8.db"
+    has "$tmp/err" "not UTF-8 text"
+  done
 else
   echo "SKIPPED: sqlite3 CLI absent (scripts/install-deps.sh test); newer-schema and lock checks not run"
   skipped=1

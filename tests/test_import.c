@@ -431,6 +431,51 @@ static void test_absurd_levels(void **state)
     pfi_import_set_free(&set);
 }
 
+/* A name with a byte that is not UTF-8 was imported and then dropped from every JSON output
+ * (jansson refuses it); one with terminal escapes or a line break was printed raw by the tables.
+ * Both are refused with the file's line, the key field's bytes never echoed. */
+static void test_unprintable_names(void **state)
+{
+    fixture *f = *state;
+    const char *nsdi[][2] = {
+        {"ci,net\xff,8,adam,300,10,270", "invalid UTF-8 byte 0xff"},
+        {"ci,\"net\033]0;owned\007\033[2J\nX\",8,adam,300,10,270", "control character 0x1b"},
+        {"ci,net\xc2\x9b" "2J,8,adam,300,10,270", "control character 0x9b"},
+        {"ci,net\x7f,8,adam,300,10,270", "control character 0x7f"},
+    };
+    char p[1200], text[512];
+    snprintf(p, sizeof p, "%s/summary_power_a40.csv", f->dir);
+    for (size_t i = 0; i < sizeof nsdi / sizeof nsdi[0]; i++) {
+        snprintf(text, sizeof text, "dataset,network,batch_size,optimizer,power_limit,"
+                                    "time_per_epoch,average_power\n%s\n", nsdi[i][0]);
+        pfi_test_put_text(p, text);
+        pfi_import_set set = {0};
+        pfi_err e = {0};
+        int rc = pfi_import_zeus_nsdi_file(p, "A40", "summary_power_a40.csv", &set, &e);
+        pfi_import_set_free(&set);
+        if (rc != PFI_EINVAL || !strstr(e.msg, "line 2") || !strstr(e.msg, nsdi[i][1]) ||
+            strchr(e.msg, '\033'))
+            fail_msg("zeus-nsdi row %zu: rc %d, '%s'", i, rc, e.msg);
+    }
+    /* UTF-8 text is a name like any other. */
+    pfi_test_put_text(p, "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,"
+                         "average_power\nci,r\xc3\xa9seau \xf0\x9f\x9a\x80,8,adam,300,10,270\n");
+    pfi_import_set set = {0};
+    pfi_err e = {0};
+    assert_int_equal(pfi_import_zeus_nsdi_file(p, "A40", "summary_power_a40.csv", &set, &e),
+                     PFI_OK);
+    pfi_import_set_free(&set);
+
+    snprintf(p, sizeof p, "%s/zeus_global.csv", f->dir);
+    pfi_test_put_text(p, "model_name,partition_method,batch_size,dp,tp,pp,microbatch_size,"
+                         "num_microbatches,power_limit_0,time,energy\n"
+                         "gpt\033[2J,uniform,8,1,1,1,1,8,300,1.0,500\n");
+    int rc = pfi_import_perseus_file(p, "A40", "zeus_global.csv", &set, &e);
+    pfi_import_set_free(&set);
+    if (rc != PFI_EINVAL || !strstr(e.msg, "line 2") || !strstr(e.msg, "control character"))
+        fail_msg("perseus model with an escape: rc %d, '%s'", rc, e.msg);
+}
+
 static void test_export(void **state)
 {
     fixture *f = *state;
@@ -495,6 +540,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_zeus_plo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input_leaves_store_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_absurd_levels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unprintable_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
     };
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

@@ -415,6 +415,51 @@ static void test_bad_writes(void **state)
     assert_int_equal(pfi_store_add_level(st, run + 100, &l, NULL, &e), PFI_ENOENT);
     assert_int_equal(pfi_store_finish_run(st, run + 100, "done", &e), PFI_ENOENT);
     assert_int_equal(pfi_store_level_commit(st, &e), PFI_ESTATE);
+
+    /* A run name (a sweep's --name) that JSON cannot carry or that holds terminal escapes is
+     * refused when the run is written, not dropped from JSON or printed raw later. */
+    const char *names[] = {"net\xff", "net\033[2J", "two\nlines", "del\x7f"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        h = header(names[i]);
+        assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_EINVAL);
+        assert_non_null(strstr(e.msg, "run name"));
+    }
+    h = header("r2");
+    snprintf(h.meta.model, sizeof h.meta.model, "m\033]0;t\007");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "model"));
+    h = header("r\xc3\xa9seau \xf0\x9f\x9a\x80");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    pfi_store_close(st);
+}
+
+/* A store written before names were checked may hold one that is not UTF-8: its JSON export
+ * fails with a message instead of writing rows without run_name (jansson refuses the text and
+ * json_object_set_new dropped the key). */
+static void test_export_refuses_unwritable_name(void **state)
+{
+    fixture *f = *state;
+    pfi_store *st;
+    pfi_err e = {0};
+    long long job, run;
+    assert_int_equal(pfi_store_open(f->db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    assert_int_equal(pfi_store_create_job(st, "x", NULL, NULL, 0, &job, &e), PFI_OK);
+    pfi_run h = header("net");
+    assert_int_equal(pfi_store_create_run(st, job, &h, "sim", &run, &e), PFI_OK);
+    pfi_level l = level(700, 630, 1000);
+    assert_int_equal(pfi_store_add_level(st, run, &l, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_store_finish_run(st, run, "done", &e), PFI_OK);
+    pfi_store_close(st);
+    raw_exec(f->db, "UPDATE runs SET name = CAST(X'6E6574FF' AS TEXT)");
+
+    assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    assert_int_equal(pfi_store_export(st, &run, 1, PFI_EXPORT_JSON, out, &e), PFI_EINVAL);
+    fclose(out);
+    assert_non_null(strstr(e.msg, "not UTF-8"));
+    free(buf);
     pfi_store_close(st);
 }
 
@@ -633,6 +678,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_level_times_and_v1_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export_refuses_unwritable_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_telemetry_downsampling, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_mid_level, setup, teardown),
         cmocka_unit_test_setup_teardown(test_locked, setup, teardown),

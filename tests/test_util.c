@@ -534,6 +534,29 @@ static void test_text(void **state)
     rewind(f);
     assert_null(pfi_read_all(f, 1 << 17, &len));
     fclose(f);
+
+    /* Printable text: UTF-8 without control characters; the first offender is named. */
+    char why[64];
+    assert_true(pfi_text_printable("", NULL, 0));
+    assert_true(pfi_text_printable("r\xc3\xa9seau \xf0\x9f\x9a\x80 \xc2\xa0x", why, sizeof why));
+    const char *bad[][2] = {
+        {"net\xff", "invalid UTF-8 byte 0xff at byte 3"},
+        {"a\033[2J", "control character 0x1b at byte 1"},
+        {"a\nb", "control character 0x0a at byte 1"},
+        {"tab\t", "control character 0x09 at byte 3"},
+        {"x\x7f", "control character 0x7f at byte 1"},
+        {"\xc2\x9b" "2J", "control character 0x9b at byte 0"},      /* C1 CSI */
+        {"\xc0\xaf", "invalid UTF-8 byte 0xc0 at byte 0"},          /* overlong '/' */
+        {"\xed\xa0\x80", "invalid UTF-8 byte 0xed at byte 0"},      /* a surrogate */
+        {"ab\xe2\x82", "invalid UTF-8 byte 0xe2 at byte 2"},         /* cut short */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = 0;
+        if (pfi_text_printable(bad[i][0], why, sizeof why) || strcmp(why, bad[i][1]) != 0)
+            fail_msg("bad text %zu: '%s', want '%s'", i, why, bad[i][1]);
+    }
+    assert_int_equal(pfi_utf8_len("\xf0\x9f\x9a\x80"), 4);
+    assert_int_equal(pfi_utf8_len("\xf4\x90\x80\x80"), 0); /* above U+10FFFF */
 }
 
 /* Label values escape backslash, quote and newline, and are cut without splitting an escape;

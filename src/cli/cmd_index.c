@@ -26,9 +26,15 @@ static const char *depth_key(char *buf, size_t n, double d)
 static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index *h)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "run", json_string(r->name));
+    /* jansson refuses a name that is not UTF-8 (a store written before names were checked) and
+     * the key would be dropped: NULL, for the caller to report, rather than a nameless run. */
+    int bad = json_object_set_new(o, "run", json_string(r->name));
     json_object_set_new(o, "id", json_integer(r->id));
-    json_object_set_new(o, "gpu_type", json_string(r->gpu_type));
+    bad |= json_object_set_new(o, "gpu_type", json_string(r->gpu_type));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
     json_object_set_new(o, "n_gpus", json_integer(r->n_gpus));
     json_object_set_new(o, "p0_w", pfi_json_num(x->p0_w));
     json_object_set_new(o, "t0", pfi_json_num(x->t0));
@@ -263,16 +269,25 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
             /* Runs named explicitly must work; in a listing, one bad run must not hide the rest. */
             if (named)
                 status = PFI_EXIT_FAIL;
-            if (as_json)
-                json_array_append_new(arr, json_pack("{s:s, s:I, s:s}", "run", r->name, "id",
-                                                     (json_int_t)r->id, "error", err.msg));
-            else
+            json_t *e = as_json ? json_pack("{s:s, s:I, s:s}", "run", r->name, "id",
+                                            (json_int_t)r->id, "error", err.msg)
+                                : NULL;
+            if (e)
+                json_array_append_new(arr, e);
+            else /* also when jansson refused the name: the error is not lost */
                 fprintf(stderr, "pfi index: %s\n", err.msg);
+            continue;
+        }
+        json_t *row = as_json ? index_json(r, &x, has_h ? &h : NULL) : NULL;
+        if (as_json && !row) {
+            fprintf(stderr, "pfi index: run %lld: its name or GPU type is not UTF-8 text, which "
+                            "JSON cannot carry\n", r->id);
+            status = PFI_EXIT_FAIL;
             continue;
         }
         ok++;
         if (as_json)
-            json_array_append_new(arr, index_json(r, &x, has_h ? &h : NULL));
+            json_array_append_new(arr, row);
         else {
             print_row(r, &x, w);
             if (has_h)

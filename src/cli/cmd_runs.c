@@ -56,6 +56,34 @@ static void run_cost(pfi_store *st, long long id, double *gpu_s, double *lost)
     free(run);
 }
 
+/* One run of the listing as JSON; NULL when jansson refused a field (not UTF-8). */
+static json_t *run_json(const pfi_run_summary *r, double gpu_s, double lost)
+{
+    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "id",
+                          (json_int_t)r->id, "name", r->name, "source", r->source, "gpu_type",
+                          r->gpu_type, "n_gpus", r->n_gpus, "levels", r->n_levels, "unit",
+                          r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s", "unit_label",
+                          r->unit_label, "status", r->status);
+    /* json_object_set_new fails, and drops the key, when the value is NULL. */
+    int bad = !o;
+    bad |= json_object_set_new(o, "backend", pfi_json_str(r->backend));
+    bad |= json_object_set_new(o, "simulated", r->backend[0] ? json_boolean(pfi_backend_is_simulated(
+                                                                    r->backend))
+                                                              : json_null());
+    bad |= json_object_set_new(o, "baseline_cap_w", pfi_json_num(r->cap0_w));
+    bad |= json_object_set_new(o, "t0", pfi_json_num(r->t0));
+    bad |= json_object_set_new(o, "p0_w", pfi_json_num(r->p0));
+    bad |= json_object_set_new(o, "started", pfi_json_str(r->started));
+    bad |= json_object_set_new(o, "ended", pfi_json_str(r->ended));
+    bad |= json_object_set_new(o, "cost_gpu_s", pfi_json_num(gpu_s));
+    bad |= json_object_set_new(o, "cost_lost", pfi_json_num(lost));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static int runs_list(int argc, char **argv)
 {
     const char *db = NULL, *source = NULL;
@@ -111,24 +139,17 @@ static int runs_list(int argc, char **argv)
         double gpu_s, lost;
         run_cost(st, r->id, &gpu_s, &lost);
         if (as_json) {
-            json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "id",
-                                  (json_int_t)r->id, "name", r->name, "source", r->source,
-                                  "gpu_type", r->gpu_type, "n_gpus", r->n_gpus, "levels",
-                                  r->n_levels, "unit",
-                                  r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s",
-                                  "unit_label", r->unit_label, "status", r->status);
-            json_object_set_new(o, "backend", pfi_json_str(r->backend));
-            json_object_set_new(o, "simulated",
-                                r->backend[0] ? json_boolean(pfi_backend_is_simulated(r->backend))
-                                              : json_null());
-            json_object_set_new(o, "baseline_cap_w", pfi_json_num(r->cap0_w));
-            json_object_set_new(o, "t0", pfi_json_num(r->t0));
-            json_object_set_new(o, "p0_w", pfi_json_num(r->p0));
-            json_object_set_new(o, "started", pfi_json_str(r->started));
-            json_object_set_new(o, "ended", pfi_json_str(r->ended));
-            json_object_set_new(o, "cost_gpu_s", pfi_json_num(gpu_s));
-            json_object_set_new(o, "cost_lost", pfi_json_num(lost));
-            json_array_append_new(arr, o);
+            json_t *o = run_json(r, gpu_s, lost);
+            if (!o || json_array_append_new(arr, o) != 0) {
+                /* jansson refuses text that is not UTF-8 (a store written before names were
+                 * checked): a listing without the run would look complete. */
+                fprintf(stderr, "pfi runs: run %lld has a name or field that is not UTF-8 text, "
+                                "which JSON cannot carry; the plain listing shows it\n", r->id);
+                json_decref(arr);
+                free(v);
+                pfi_store_close(st);
+                return PFI_EXIT_FAIL;
+            }
         } else {
             char t0[24], p0[24], gs[24];
             pfi_fmt_fixed(t0, sizeof t0, r->t0, 4);
@@ -142,6 +163,9 @@ static int runs_list(int argc, char **argv)
     free(v);
     if (as_json) {
         json_t *doc = json_pack("{s:s, s:o}", "db", pfi_store_path(st), "runs", arr);
+        if (!doc)
+            fprintf(stderr, "pfi runs: the store's path is not UTF-8 text, which JSON cannot "
+                            "carry\n");
         pfi_store_close(st);
         return pfi_cli_print_json(doc);
     }

@@ -35,6 +35,9 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s, const pfi_cost
                              m->finetune, "lora", m->lora, "dp", m->dp, "tp", m->tp, "pp", m->pp,
                              "ep", m->ep, "seq_len", m->seq_len, "global_batch", m->global_batch);
     json_object_set_new(meta, "params_b", pfi_json_num(m->params_b));
+    /* jansson refuses text that is not UTF-8 (a store written before names were checked) and
+     * json_object_set_new then drops the key: the document is refused rather than cut. */
+    int bad = !meta;
     json_t *levels = json_array();
     for (int i = 0; i < r->n_levels; i++) {
         json_t *o = pfi_export_level_fields(r, s, i);
@@ -42,14 +45,14 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s, const pfi_cost
                             pfi_json_num(cost ? cost->gpu_s[i] / cost->n_gpus : NAN));
         json_object_set_new(o, "gpu_s", pfi_json_num(cost ? cost->gpu_s[i] : NAN));
         json_object_set_new(o, "lost", pfi_json_num(cost ? cost->lost[i] : NAN));
-        json_array_append_new(levels, o);
+        bad |= json_array_append_new(levels, o);
     }
     json_t *doc = json_pack("{s:I, s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "id",
                             (json_int_t)r->id, "job_id", (json_int_t)s->job_id, "name", r->name,
                             "source", r->source, "gpu_type", r->gpu_type, "n_gpus", r->n_gpus,
                             "unit", r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s",
                             "unit_label", s->unit_label, "status", s->status);
-    json_object_set_new(doc, "backend", pfi_json_str(s->backend));
+    bad |= !doc || json_object_set_new(doc, "backend", pfi_json_str(s->backend));
     json_object_set_new(doc, "simulated", s->backend[0]
                                               ? json_boolean(pfi_backend_is_simulated(s->backend))
                                               : json_null());
@@ -61,10 +64,16 @@ static int print_json(const pfi_run *r, const pfi_run_summary *s, const pfi_cost
     json_object_set_new(doc, "baseline_cap_w", pfi_json_num(s->cap0_w));
     json_object_set_new(doc, "t0", pfi_json_num(s->t0));
     json_object_set_new(doc, "p0_w", pfi_json_num(s->p0));
-    json_object_set_new(doc, "meta", meta);
-    json_object_set_new(doc, "levels", levels);
+    bad |= json_object_set_new(doc, "meta", meta);
+    bad |= json_object_set_new(doc, "levels", levels);
     json_object_set_new(doc, "cost", cost ? pfi_cli_cost_json(cost, pfi_cli_work_unit(r->unit))
                                           : json_null());
+    if (bad) {
+        fprintf(stderr, "pfi runs show: run %lld has a name or field that is not UTF-8 text, "
+                        "which JSON cannot carry; the table shows it\n", r->id);
+        json_decref(doc);
+        return PFI_EXIT_FAIL;
+    }
     return pfi_cli_print_json(doc);
 }
 

@@ -42,57 +42,70 @@ void pfi_export_level_telemetry(json_t *o, const pfi_level *l)
 
 static json_t *int_or_null(int v) { return v > 0 ? json_integer(v) : json_null(); }
 
+/* bad: a json_object_set_new failed, which drops the key (jansson refused a string that is not
+ * UTF-8): a row that looks whole but is not must not be written. */
+static json_t *whole_or_null(json_t *o, int bad)
+{
+    if (!bad)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
 json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, int level)
 {
     const pfi_level *l = &run->levels[level];
     json_t *o = json_object();
-    json_object_set_new(o, "cap_w", pfi_json_num(l->cap_w));
-    json_object_set_new(o, "enforced_w", pfi_json_num(l->enforced_w));
-    json_object_set_new(o, "power_w", pfi_json_num(l->power_w));
-    json_object_set_new(o, "job_power_w", pfi_json_num(l->power_w * run->n_gpus));
+    int bad = !o;
+    bad |= json_object_set_new(o, "cap_w", pfi_json_num(l->cap_w));
+    bad |= json_object_set_new(o, "enforced_w", pfi_json_num(l->enforced_w));
+    bad |= json_object_set_new(o, "power_w", pfi_json_num(l->power_w));
+    bad |= json_object_set_new(o, "job_power_w", pfi_json_num(l->power_w * run->n_gpus));
     /* Only an absolute rate goes in the unit-named columns; a relative one (epochs/s of an
      * unknown dataset size) is in throughput, with its unit beside it. */
     int tokens = strcmp(sum->unit_label, "tokens/s") == 0;
     int samples = strcmp(sum->unit_label, "samples/s") == 0;
-    json_object_set_new(o, "tokens_per_s", tokens ? pfi_json_num(l->tput) : json_null());
-    json_object_set_new(o, "samples_per_s", samples ? pfi_json_num(l->tput) : json_null());
-    json_object_set_new(o, "throughput", pfi_json_num(l->tput));
-    json_object_set_new(o, "throughput_unit", json_string(sum->unit_label));
-    json_object_set_new(o, "throughput_lo", pfi_json_num(l->tput_lo));
-    json_object_set_new(o, "throughput_hi", pfi_json_num(l->tput_hi));
-    json_object_set_new(o, "rel_throughput", pfi_json_num(l->tput / sum->t0));
-    json_object_set_new(o, "rel_power", pfi_json_num(l->power_w / sum->p0));
+    bad |= json_object_set_new(o, "tokens_per_s", tokens ? pfi_json_num(l->tput) : json_null());
+    bad |= json_object_set_new(o, "samples_per_s", samples ? pfi_json_num(l->tput) : json_null());
+    bad |= json_object_set_new(o, "throughput", pfi_json_num(l->tput));
+    bad |= json_object_set_new(o, "throughput_unit", json_string(sum->unit_label));
+    bad |= json_object_set_new(o, "throughput_lo", pfi_json_num(l->tput_lo));
+    bad |= json_object_set_new(o, "throughput_hi", pfi_json_num(l->tput_hi));
+    bad |= json_object_set_new(o, "rel_throughput", pfi_json_num(l->tput / sum->t0));
+    bad |= json_object_set_new(o, "rel_power", pfi_json_num(l->power_w / sum->p0));
     pfi_export_level_telemetry(o, l);
-    return o;
+    return whole_or_null(o, bad);
 }
 
 json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, int level)
 {
     const pfi_job_meta *m = &run->meta;
     json_t *o = json_object();
-    json_object_set_new(o, "run_id", json_integer(run->id));
-    json_object_set_new(o, "run_name", json_string(run->name));
-    json_object_set_new(o, "source", json_string(run->source));
-    json_object_set_new(o, "gpu_type", json_string(run->gpu_type));
-    json_object_set_new(o, "n_gpus", json_integer(run->n_gpus));
-    json_object_set_new(o, "model", pfi_json_str(m->model));
-    json_object_set_new(o, "family", pfi_json_str(m->family));
-    json_object_set_new(o, "dp", int_or_null(m->dp));
-    json_object_set_new(o, "tp", int_or_null(m->tp));
-    json_object_set_new(o, "pp", int_or_null(m->pp));
-    json_object_set_new(o, "global_batch", int_or_null(m->global_batch));
-    json_object_set_new(o, "status", json_string(sum->status));
-    json_object_set_new(o, "level", json_integer(level));
+    int bad = !o;
+    bad |= json_object_set_new(o, "run_id", json_integer(run->id));
+    bad |= json_object_set_new(o, "run_name", json_string(run->name));
+    bad |= json_object_set_new(o, "source", json_string(run->source));
+    bad |= json_object_set_new(o, "gpu_type", json_string(run->gpu_type));
+    bad |= json_object_set_new(o, "n_gpus", json_integer(run->n_gpus));
+    bad |= json_object_set_new(o, "model", pfi_json_str(m->model));
+    bad |= json_object_set_new(o, "family", pfi_json_str(m->family));
+    bad |= json_object_set_new(o, "dp", int_or_null(m->dp));
+    bad |= json_object_set_new(o, "tp", int_or_null(m->tp));
+    bad |= json_object_set_new(o, "pp", int_or_null(m->pp));
+    bad |= json_object_set_new(o, "global_batch", int_or_null(m->global_batch));
+    bad |= json_object_set_new(o, "status", json_string(sum->status));
+    bad |= json_object_set_new(o, "level", json_integer(level));
     json_t *fields = pfi_export_level_fields(run, sum, level);
-    json_object_update(o, fields);
+    bad |= !fields || json_object_update(o, fields) != 0;
     json_decref(fields);
     /* Which GPUs measured it: "nvml", "sim", "nvml-sim" (the fake NVML over the simulator),
      * possibly with what was simulated; NULL for imported data. */
-    json_object_set_new(o, "backend", sum->backend[0] ? json_string(sum->backend) : json_null());
-    json_object_set_new(o, "simulated", sum->backend[0] ? json_boolean(pfi_backend_is_simulated(
-                                                              sum->backend))
-                                                        : json_null());
-    return o;
+    bad |= json_object_set_new(o, "backend",
+                               sum->backend[0] ? json_string(sum->backend) : json_null());
+    bad |= json_object_set_new(o, "simulated", sum->backend[0] ? json_boolean(pfi_backend_is_simulated(
+                                                                     sum->backend))
+                                                               : json_null());
+    return whole_or_null(o, bad);
 }
 
 static void write_csv_value(FILE *out, json_t *v)
@@ -120,7 +133,9 @@ static int export_one(pfi_store *st, long long id, int format, FILE *out, json_t
     for (int i = 0; i < run->n_levels; i++) {
         json_t *o = pfi_export_level_json(run, &sum, i);
         if (!o)
-            return pfi_err_set(err, PFI_ENOMEM, "out of memory exporting run %lld", id);
+            return pfi_err_set(err, PFI_EINVAL, "run %lld: a name or field is not UTF-8 text "
+                               "(a store written before names were checked), or memory ran out",
+                               id);
         if (format == PFI_EXPORT_JSON) {
             json_array_append_new(arr, o);
             continue;

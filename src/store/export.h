@@ -17,7 +17,7 @@ enum pfi_export_format { PFI_EXPORT_CSV = 0, PFI_EXPORT_JSON = 1 };
 extern const char *const pfi_export_columns[];
 
 /* The level's own columns (cap_w ... n_samples), without the run's identity: what
- * `pfi runs show --json` lists under a run. */
+ * `pfi runs show --json` lists under a run.  NULL when a text is not UTF-8 (or out of memory). */
 json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, int level);
 /* Sets a level's telemetry columns (sm_clock_mhz ... n_samples) on o: shared with what
  * `pfi sweep --json` prints per level, so the two name them alike. */
@@ -25,7 +25,8 @@ void pfi_export_level_telemetry(json_t *o, const pfi_level *l);
 /* 1 when a stored run's backend label says its GPUs were simulated ("sim...", "nvml-sim",
  * "... (simulated GPUs, ...)"). */
 int pfi_backend_is_simulated(const char *backend);
-/* One level of a run as an object with every column (JSON null for missing values). */
+/* One level of a run as an object with every column (JSON null for missing values); NULL when a
+ * text is not UTF-8 (jansson refuses it) or memory runs out, never an object missing a key. */
 json_t *pfi_export_level_json(const pfi_run *run, const pfi_run_summary *sum, int level);
 
 /* Writes the levels of the runs ids[0..n) (n == 0: every run) to out: CSV with a header line,

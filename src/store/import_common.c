@@ -109,6 +109,10 @@ void pfi_import_level_init(pfi_level *lv, double cap_w, double power_w, double t
 
 int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi_err *err)
 {
+    /* A name that JSON cannot carry, or that writes escapes to a terminal, is a malformed field
+     * like any other: refused with its line rather than stored. */
+    if (r->n_levels == 0 && pfi_store_check_run_text(r, err) != PFI_OK)
+        return pfi_err_prefix(err, "%s: ", where);
     if (!(lv->cap_w > 0 && lv->cap_w <= LEVEL_MAX_WATTS))
         return pfi_err_set(err, PFI_EINVAL, "%s: a power limit of %g W is out of range (above 0 "
                            "and at most %g W)", where, lv->cap_w, LEVEL_MAX_WATTS);

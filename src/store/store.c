@@ -12,6 +12,7 @@
 
 #include "store/store.h"
 #include "store/store_internal.h"
+#include "util/text.h"
 
 void pfi_store_close(pfi_store *st)
 {
@@ -96,6 +97,27 @@ out:
 
 /* ---- runs ---- */
 
+static int check_text(const char *what, const char *s, pfi_err *err)
+{
+    char why[64];
+    if (!s || pfi_text_printable(s, why, sizeof why))
+        return PFI_OK;
+    /* The text itself is not echoed: it is what must not reach a terminal. */
+    return pfi_err_set(err, PFI_EINVAL, "the %s is not UTF-8 text without control characters "
+                       "(%s)", what, why);
+}
+
+int pfi_store_check_run_text(const pfi_run *r, pfi_err *err)
+{
+    int rc;
+    if ((rc = check_text("run name", r->name, err)) != PFI_OK ||
+        (rc = check_text("source", r->source, err)) != PFI_OK ||
+        (rc = check_text("GPU type", r->gpu_type, err)) != PFI_OK ||
+        (rc = check_text("model", r->meta.model, err)) != PFI_OK)
+        return rc;
+    return check_text("model family", r->meta.family, err);
+}
+
 /* run_id: in, the id to use (0: the next free one); out, the id given. */
 static int insert_run(pfi_store *st, long long job_id, const pfi_run *r, const char *backend,
                       const char *status, const char *label, int started_now, long long *run_id,
@@ -103,6 +125,11 @@ static int insert_run(pfi_store *st, long long job_id, const pfi_run *r, const c
 {
     if (!r->name[0] || !r->source[0] || !r->gpu_type[0])
         return pfi_err_set(err, PFI_EINVAL, "a run needs a name, a source and a GPU type");
+    int rc;
+    if ((rc = pfi_store_check_run_text(r, err)) != PFI_OK ||
+        (rc = check_text("backend", backend, err)) != PFI_OK ||
+        (rc = check_text("throughput unit", label, err)) != PFI_OK)
+        return rc;
     if (r->n_gpus < 1)
         return pfi_err_set(err, PFI_EINVAL, "run '%s': GPU count %d is not positive", r->name,
                            r->n_gpus);
@@ -111,7 +138,7 @@ static int insert_run(pfi_store *st, long long job_id, const pfi_run *r, const c
                            (int)r->unit);
     const char *unit = r->unit == PFI_TOKENS_PER_S ? "tokens/s" : "samples/s";
     sqlite3_stmt *s;
-    int rc = pfi_store_prepare(
+    rc = pfi_store_prepare(
         st,
         "INSERT INTO runs(id, job_id, name, source, backend, gpu_type, n_gpus, unit, unit_label,"
         " min_limit_w, max_limit_w, default_limit_w, model, family, moe, finetune, lora,"
@@ -203,6 +230,9 @@ int pfi_store_set_unit_label(pfi_store *st, long long run_id, const char *label,
 {
     if (!label || !*label || strlen(label) >= sizeof(((pfi_run_summary *)0)->unit_label))
         return pfi_err_set(err, PFI_EINVAL, "unit label must be 1-47 characters");
+    int rc = check_text("throughput unit", label, err);
+    if (rc != PFI_OK)
+        return rc;
     return update_run_text(st, "UPDATE runs SET unit_label = ? WHERE id = ?", run_id, label, err,
                            "setting the unit label");
 }

@@ -86,6 +86,12 @@ int pfi_store_layer_version(pfi_store *st, const char *layer, int *version, pfi_
 int pfi_store_create_job(pfi_store *st, const char *command, const char *config_json,
                          const char *const *tags, int ntags, long long *job_id, pfi_err *err);
 
+/* PFI_OK when the run's name, source, GPU type, model and family are printable text (valid
+ * UTF-8 without a control character, util/text.h), else PFI_EINVAL naming the field and the
+ * byte.  Every run written is checked (created, saved or imported), so that a JSON writer never
+ * has to drop one and a table never sends a terminal its escapes. */
+int pfi_store_check_run_text(const pfi_run *r, pfi_err *err);
+
 /* Creates a run from the header fields of *run (name, source, gpu_type, n_gpus, unit, limits,
  * meta; its levels are ignored), status "running", started now (UTC).  backend: "sim", "nvml",
  * or NULL for imported data.  The run's unit label is "tokens/s" or "samples/s" from run->unit;

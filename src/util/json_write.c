@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/text.h"
+
 void pfi_jw_init(pfi_jw *w, int indent, int precision)
 {
     memset(w, 0, sizeof *w);
@@ -122,26 +124,6 @@ void pfi_jw_end(pfi_jw *w)
     put(w, w->kind[d] == '{' ? "}" : "]", 1);
 }
 
-/* The length of the UTF-8 sequence at s (jansson's utf8_check_first/full: no overlong form,
- * no surrogate, nothing above U+10FFFF), or 0 when it is not one. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    int n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-    if (n <= 1)
-        return n;
-    unsigned v = c & (0xFFu >> (n + 1));
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if ((n == 3 && v < 0x800) || (n == 4 && v < 0x10000) || v > 0x10FFFF ||
-        (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 static void quoted(pfi_jw *w, const char *s)
 {
     put(w, "\"", 1);
@@ -170,7 +152,7 @@ static void quoted(pfi_jw *w, const char *s)
                 snprintf(esc, sizeof esc, "\\u%04X", (unsigned)*p);
                 n = 6;
             } else { /* a multi-byte character, written as it is */
-                n = (size_t)utf8_len(p);
+                n = (size_t)pfi_utf8_len((const char *)p);
                 if (n == 0) {
                     w->failed = 1;
                     return;

@@ -2,6 +2,7 @@
 #include "util/text.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,4 +40,43 @@ char *pfi_read_all(FILE *f, size_t max, size_t *len)
     if (len)
         *len = n;
     return buf;
+}
+
+int pfi_utf8_len(const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    unsigned c = s[0];
+    int n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    if (n <= 1)
+        return n;
+    unsigned v = c & (0xFFu >> (n + 1));
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if ((n == 3 && v < 0x800) || (n == 4 && v < 0x10000) || v > 0x10FFFF ||
+        (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+int pfi_text_printable(const char *s, char *why, size_t n)
+{
+    for (const char *p = s; *p;) {
+        unsigned char c = (unsigned char)*p;
+        int len = pfi_utf8_len(p);
+        /* C1 controls (UTF-8 C2 80..C2 9F): some terminals take U+009B as CSI, as ESC [. */
+        int control = c < 0x20 || c == 0x7f || (c == 0xC2 && len == 2 &&
+                                                  (unsigned char)p[1] < 0xA0);
+        if (len == 0 || control) {
+            if (why)
+                snprintf(why, n, "%s 0x%02x at byte %d", control ? "control character" :
+                         "invalid UTF-8 byte", control && c == 0xC2 ? (unsigned char)p[1] : c,
+                         (int)(p - s));
+            return 0;
+        }
+        p += len;
+    }
+    return 1;
 }

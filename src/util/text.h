@@ -17,4 +17,13 @@ char *pfi_trim(char *s);
  * reported here: check ferror(f), as a pipe's reader may not care. */
 char *pfi_read_all(FILE *f, size_t max, size_t *len);
 
+/* The length of the UTF-8 sequence at s (as jansson checks it: no overlong form, no surrogate,
+ * nothing above U+10FFFF), or 0 when it is not one (a NUL byte is a sequence of 1). */
+int pfi_utf8_len(const char *s);
+
+/* 1 when s is valid UTF-8 with no control character (a byte below 0x20, 0x7f, or U+0080-U+009F):
+ * text a JSON writer takes and a terminal shows as it is.  Else 0 and, when why is not NULL,
+ * what and where the first offending byte is ("control character 0x1b at byte 4") in why[0..n). */
+int pfi_text_printable(const char *s, char *why, size_t n);
+
 #endif

@@ -80,6 +80,22 @@ if command -v sqlite3 >/dev/null 2>&1; then
   sqlite3 "$tmp/newer.db" "PRAGMA user_version = 99" || fail "sqlite3"
   must_fail runs --db "$tmp/newer.db"
   has "$tmp/err" "newer than this pfi"
+  # The commands that only read open the store read-only: on a version-1 store they say it is
+  # older and leave it so (pfi runs upgraded it, after which an older pfi refused it).
+  cp "$db" "$tmp/v1.db"
+  sqlite3 "$tmp/v1.db" "ALTER TABLE levels DROP COLUMN began_s; ALTER TABLE levels DROP COLUMN ended_s; PRAGMA user_version = 1" ||
+    fail "sqlite3 (a version-1 store)"
+  for c in "runs" "runs show 1" "runs export" "show 1" "export" "index 1 --boot 0"; do
+    must_fail $c --db "$tmp/v1.db"
+    has "$tmp/err" "schema version 1, older than this pfi's .* read-only open never upgrades it"
+    [ "$(sqlite3 "$tmp/v1.db" "PRAGMA user_version")" = 1 ] || fail "pfi $c upgraded a version-1 store"
+  done
+  "$PFI_BIN" import zeus-plo "$tmp/plo" --db "$tmp/v1.db" >/dev/null || fail "import into a version-1 store"
+  "$PFI_BIN" runs --db "$tmp/v1.db" >/dev/null || fail "runs after the import upgraded the store"
+  : >"$tmp/empty.db"
+  must_fail runs --db "$tmp/empty.db"
+  has "$tmp/err" "is empty"
+  [ ! -s "$tmp/empty.db" ] || fail "pfi runs wrote to an empty file"
   # Hold the write lock from another process until told to let go.
   mkfifo "$tmp/ctl"
   sqlite3 "$db" <"$tmp/ctl" >/dev/null 2>&1 &

@@ -103,7 +103,7 @@ int pfi_cmd_runs_export(int argc, char **argv)
     }
     pfi_err err = {0};
     pfi_store *st;
-    if (pfi_store_open(db, 0, &st, &err) != PFI_OK)
+    if (pfi_store_open(db, PFI_STORE_READONLY, &st, &err) != PFI_OK) /* only reads, as pfi runs */
         return pfi_cli_fail("runs export", &err);
     long long *ids = malloc(MAX_IDS * sizeof *ids);
     int n = 0;

@@ -110,7 +110,8 @@ static int runs_list(int argc, char **argv)
         return rc;
     pfi_err err = {0};
     pfi_store *st;
-    if (pfi_store_open(db, 0, &st, &err) != PFI_OK)
+    /* A listing only reads: it never upgrades a store, and works for a user who can only read it. */
+    if (pfi_store_open(db, PFI_STORE_READONLY, &st, &err) != PFI_OK)
         return pfi_cli_fail("runs", &err);
     pfi_run_summary *v;
     int n;

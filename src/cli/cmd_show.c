@@ -172,7 +172,7 @@ int pfi_cmd_runs_show(int argc, char **argv)
     }
     pfi_err err = {0};
     pfi_store *st;
-    if (pfi_store_open(db, 0, &st, &err) != PFI_OK)
+    if (pfi_store_open(db, PFI_STORE_READONLY, &st, &err) != PFI_OK) /* only reads, as pfi runs */
         return pfi_cli_fail("runs show", &err);
     long long id;
     pfi_run_summary sum;

@@ -34,6 +34,28 @@ static int newer_error(pfi_store *st, const char *what, int found, int known, pf
                        st->path, what, found, known);
 }
 
+/* A read-only open of an older file: reading it as this build's schema would fail on a missing
+ * column, and upgrading it is a write, which the caller (pfi runs, another user) may not have
+ * the right to do or may not expect.  An empty file (0 bytes: nothing written yet) has no
+ * schema at all, which is no store rather than an old one. */
+static int readonly_old_error(pfi_store *st, int v, int want, pfi_err *err)
+{
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(st, "SELECT count(*) FROM sqlite_master", &s, err);
+    if (rc != PFI_OK)
+        return rc;
+    int n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
+    sqlite3_finalize(s);
+    if (v == 0 && n == 0)
+        return pfi_err_set(err, PFI_ENOENT, "database '%s' is empty (create one with 'pfi import' "
+                           "or 'pfi sweep', or pass --db FILE)", st->path);
+    return pfi_err_set(err, PFI_ESTATE,
+                       "database '%s' has schema version %d, older than this pfi's %d, and a "
+                       "read-only open never upgrades it: a command that writes to it (pfi "
+                       "import, pfi sweep) upgrades it, after which an older pfi refuses it",
+                       st->path, v, want);
+}
+
 int pfi_store_migrate(pfi_store *st, pfi_err *err)
 {
     const int want = pfi_store_schema_nsteps;
@@ -47,10 +69,7 @@ int pfi_store_migrate(pfi_store *st, pfi_err *err)
         return PFI_OK;
     }
     if (st->readonly)
-        return pfi_err_set(err, PFI_ESTATE,
-                           "database '%s' has schema version %d, older than %d: open it once "
-                           "without read-only mode to upgrade it",
-                           st->path, v, want);
+        return readonly_old_error(st, v, want, err);
     if ((rc = pfi_store_tx_begin(st, err)) != PFI_OK)
         return pfi_err_prefix(err, "upgrading the schema: ");
     if ((rc = read_user_version(st, &v, err)) != PFI_OK)

@@ -79,6 +79,14 @@ int pfi_store_open(const char *path, int flags, pfi_store **out, pfi_err *err)
                              "PRAGMA foreign_keys = ON";
     if ((rc = pfi_store_exec(st, setup, err, "opening the database")) != PFI_OK ||
         (rc = pfi_store_migrate(st, err)) != PFI_OK) {
+        /* SQLite reads a WAL file only through its -shm index, which a reader must be able to
+         * create when it is missing: "attempt to write a readonly database" would say nothing. */
+        int x = sqlite3_extended_errcode(st->db);
+        if (ro && (x == SQLITE_READONLY_CANTINIT || x == SQLITE_READONLY_DIRECTORY))
+            rc = pfi_err_set(err, PFI_EPERM, "cannot read database '%s': its WAL index "
+                             "'%s-shm' is missing and you cannot create it in that folder; it "
+                             "exists while a pfi that can write there has the store open",
+                             path, path);
         pfi_store_close(st);
         return rc;
     }

@@ -105,7 +105,9 @@ int pfi_runset_load(const char *db, int public_data, char **names, int nnames, c
         }
         snprintf(out->where, sizeof out->where, "public data in %s", pfi_data_dir());
     } else {
-        rc = pfi_store_open(db, 0, &st, err);
+        /* Loading runs only reads: pfi index or predict never upgrades a store (an older pfi
+         * sharing it would then refuse it), and they work for a user who can only read it. */
+        rc = pfi_store_open(db, PFI_STORE_READONLY, &st, err);
         /* The hint names only what the caller takes (other): pfi model train and eval take no
          * --public, and a daemon takes no options at all. */
         if (rc == PFI_ENOENT) {

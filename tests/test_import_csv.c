@@ -146,6 +146,36 @@ static void test_blank_number(void **state)
     fclose(fp);
 }
 
+/* An integer column is written in digits: "1e1" was read as 10 (a batch size imported as bs10)
+ * and "8.0" as 8, through the double reader. */
+static void test_integer_digits(void **state)
+{
+    const char *text = "a\n1e1\n8.0\n1.5\n 12 \n-3\n+4\n";
+    FILE *fp;
+    pfi_csv *c = open_text(text, &fp);
+    pfi_err e = {0};
+    for (int row = 2; row <= 4; row++) {
+        int i = 7;
+        assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+        if (pfi_csv_int(c, 0, &i, &e) != PFI_EINVAL || i != 7)
+            fail_msg("line %d: '%s' read as the integer %d", row, pfi_csv_field(c, 0), i);
+        char want[64];
+        snprintf(want, sizeof want, "line %d, column 'a': '%s' is not an integer", row,
+                 pfi_csv_field(c, 0));
+        if (!strstr(e.msg, want))
+            fail_msg("line %d: '%s'", row, e.msg);
+    }
+    const int want[] = {12, -3, 4};
+    for (int k = 0; k < 3; k++) {
+        int i = 0;
+        assert_int_equal(pfi_csv_next(c, &e), PFI_OK);
+        assert_int_equal(pfi_csv_int(c, 0, &i, &e), PFI_OK);
+        assert_int_equal(i, want[k]);
+    }
+    pfi_csv_close(c);
+    fclose(fp);
+}
+
 static void expect_error(const char *text, const char *want1, const char *want2)
 {
     FILE *fp = fmemopen((void *)text, strlen(text), "r");
@@ -212,7 +242,7 @@ int main(void)
         cmocka_unit_test(test_quoted_fields), cmocka_unit_test(test_bom_and_numbers),
         cmocka_unit_test(test_malformed),     cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_write_field),   cmocka_unit_test(test_hex),
-        cmocka_unit_test(test_blank_number),
+        cmocka_unit_test(test_blank_number),  cmocka_unit_test(test_integer_digits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

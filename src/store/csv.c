@@ -288,9 +288,21 @@ int pfi_csv_int(const pfi_csv *c, int col, int *v, pfi_err *err)
     int rc = pfi_csv_double(c, col, &d, err);
     if (rc != PFI_OK)
         return rc;
-    if (d != floor(d) || d < -2147483647.0 || d > 2147483647.0)
-        return pfi_err_set(err, PFI_EINVAL, "%s line %d, column '%s': '%s' is not an integer",
-                           c->name, c->rec_line, c->hdr[col], pfi_csv_field(c, col));
+    /* Digits only (a sign and blanks around, as for any number): "1e1" or "8.0" in a batch size
+     * or a degree of parallelism is a damaged or hand-edited row, not an integer. */
+    const char *p = pfi_csv_field(c, col);
+    while (*p == ' ' || *p == '\t')
+        p++;
+    p += *p == '+' || *p == '-';
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        digits++;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!digits || *p || d < -2147483647.0 || d > 2147483647.0)
+        return pfi_err_set(err, PFI_EINVAL, "%s line %d, column '%s': '%s' is not an integer "
+                           "(written in digits)", c->name, c->rec_line, c->hdr[col],
+                           pfi_csv_field(c, col));
     *v = (int)d;
     return PFI_OK;
 }

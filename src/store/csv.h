@@ -34,7 +34,8 @@ const char *pfi_csv_field(const pfi_csv *c, int col); /* of the current record *
 int pfi_csv_col(const pfi_csv *c, const char *name);
 /* Same, but a missing column is an error naming the file. */
 int pfi_csv_require(const pfi_csv *c, const char *name, int *col, pfi_err *err);
-/* The current record's field as a finite number / an integer; errors name file, line, column. */
+/* The current record's field as a finite number / an integer written in digits (a sign and
+ * blanks around allowed; "1e1" and "8.0" are not integers); errors name file, line, column. */
 int pfi_csv_double(const pfi_csv *c, int col, double *v, pfi_err *err);
 int pfi_csv_int(const pfi_csv *c, int col, int *v, pfi_err *err);
 

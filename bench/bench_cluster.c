@@ -196,13 +196,13 @@ int main(int argc, char **argv)
         for (int r = 0; r < reps; r++) {
             /* From the previous budget each time, so every repeat makes the same change. */
             double prev = k == 0 ? full : (1 - cuts[k - 1]) * full;
-            pfi_cl_budget pb = {1, prev, 0};
+            pfi_cl_budget pb = {.set = 1, .watts = prev, .ramp_s = 0};
             if (pfi_cl_set_budget(c, &pb, &e)) {
                 fprintf(stderr, "bench_cluster: %s\n", e.msg);
                 return 1;
             }
             double w = (1 - cuts[k]) * full;
-            pfi_cl_budget b = {1, w, 0};
+            pfi_cl_budget b = {.set = 1, .watts = w, .ramp_s = 0};
             pfi_standin_reset_peak(s);
             long long r0 = pfi_standin_requests(s);
             double c0 = cpu_s();

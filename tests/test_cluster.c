@@ -369,7 +369,7 @@ static void site_down(site *x)
 
 static int set_budget(site *x, double w, pfi_err *e)
 {
-    pfi_cl_budget b = {1, w, 0};
+    pfi_cl_budget b = {.set = 1, .watts = w, .ramp_s = 0};
     return pfi_cl_set_budget(x->c, &b, e);
 }
 
@@ -406,7 +406,7 @@ static void test_cut_and_restore(void **state)
     assert_true(pfi_standin_peak(x.s) <= b2 + 1e-6);
 
     /* Budget removed: every GPU back at its default. */
-    pfi_cl_budget none = {0, 0, 0};
+    pfi_cl_budget none = {.set = 0, .watts = 0, .ramp_s = 0};
     assert_int_equal(pfi_cl_set_budget(x.c, &none, &e), PFI_OK);
     assert_true(fabs(pfi_standin_cap_sum(x.s) - full) < 1e-6);
     site_down(&x);
@@ -1035,14 +1035,19 @@ static void test_ramp(void **state)
     assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
     long long r0 = pfi_standin_requests(x.s);
     pfi_standin_reset_peak(x.s);
-    pfi_cl_budget b = {1, 0.6 * full, 0.3};
+    pfi_cl_budget b = {.set = 1, .watts = 0.6 * full, .ramp_s = 0.3};
     assert_int_equal(pfi_cl_set_budget(x.c, &b, &e), PFI_OK);
     assert_true(pfi_standin_peak(x.s) <= 0.8 * full + 1e-6);
     assert_true(pfi_standin_cap_sum(x.s) <= 0.6 * full + 1e-6);
     /* More than one step reached the nodes. */
     assert_true(pfi_standin_requests(x.s) - r0 > 4);
-    pfi_cl_budget bad = {1, 0.6 * full, -1};
+    pfi_cl_budget bad = {.set = 1, .watts = 0.6 * full, .ramp_s = -1};
     assert_int_equal(pfi_cl_set_budget(x.c, &bad, &e), PFI_EINVAL);
+    /* a restart's resume does not replace a budget set meanwhile */
+    pfi_cl_budget resume = {.set = 1, .watts = 0.9 * full, .only_if_none = 1};
+    assert_int_equal(pfi_cl_set_budget(x.c, &resume, &e), PFI_EBUSY);
+    assert_true(x.c->budget.watts == 0.6 * full);
+    assert_true(pfi_standin_cap_sum(x.s) <= 0.6 * full + 1e-6);
     site_down(&x);
 }
 
@@ -1064,7 +1069,7 @@ static void test_ramp_starts_at_caps(void **state)
     x.c->budget.set = 0;
     pthread_mutex_unlock(&x.c->mu);
     pfi_standin_reset_peak(x.s);
-    pfi_cl_budget b = {1, 0.6 * full, 0.3};
+    pfi_cl_budget b = {.set = 1, .watts = 0.6 * full, .ramp_s = 0.3};
     assert_int_equal(pfi_cl_set_budget(x.c, &b, &e), PFI_OK);
     if (pfi_standin_peak(x.s) > held + 1e-6)
         fail_msg("the ramp raised the site from %.0f W to %.0f W", held, pfi_standin_peak(x.s));
@@ -1072,7 +1077,7 @@ static void test_ramp_starts_at_caps(void **state)
     assert_int_equal(set_budget(&x, 1e6, &e), PFI_OK);
     double top = pfi_standin_cap_sum(x.s);
     assert_true(top > 0.5 * full && top <= full + 1e-6);
-    pfi_cl_budget down = {1, 0.5 * full, 0.3};
+    pfi_cl_budget down = {.set = 1, .watts = 0.5 * full, .ramp_s = 0.3};
     assert_int_equal(pfi_cl_set_budget(x.c, &down, &e), PFI_OK);
     if (!(x.c->ramp_from_w <= top + 1e-6))
         fail_msg("a ramp down from a 1 MW budget started at %.0f W, the caps at %.0f W",
@@ -1093,7 +1098,7 @@ static void test_ramp_end_applied(void **state)
     x.c->cfg.heartbeat_s = 30; /* no heartbeat re-plan inside this test */
     assert_int_equal(pfi_cl_start_loop(x.c, &e), PFI_OK);
     pfi_clock_sleep(0.3); /* the loop's first heartbeat passes */
-    pfi_cl_budget b = {1, 0.6 * full, 0.5};
+    pfi_cl_budget b = {.set = 1, .watts = 0.6 * full, .ramp_s = 0.5};
     assert_int_equal(pfi_cl_set_budget(x.c, &b, &e), PFI_OK);
     pfi_clock_sleep(1.5);
     if (pfi_standin_cap_sum(x.s) > 0.6 * full + 1e-6)

@@ -134,29 +134,32 @@ static int grid_setup(pfi_cl *c, const char *db, const char *openadr, pfi_ven **
     return PFI_EXIT_OK;
 }
 
-/* The budget at start: --budget (set already, or ramped from the loop) is saved; without one,
- * the budget saved before a restart is taken back: forgotten, the site was re-planned no more
- * and the API said there was no budget. */
-static void start_budget(pfi_cl *c, int given)
+/* The budget saved before a restart, taken back (forgotten, the site was re-planned no more
+ * and the API said there was no budget).  1 while it is saved but not in force yet (a node
+ * not answering so soon after a reboot): the serve loop tries again, unless a budget was set
+ * meanwhile.  Says the first failure and the success. */
+static int resume_budget(pfi_cl *c, int tries)
 {
-    if (given) {
-        pfi_cl_budget_save(c);
-        return;
-    }
     pfi_err err = {0};
     double w;
-    pfi_cl_budget b = {.set = 1, .ramp_s = 0};
+    pfi_cl_budget b = {.set = 1, .ramp_s = 0, .only_if_none = 1};
     int rc = pfi_cl_budget_saved(c, &w, &err);
     if (rc == PFI_OK && isfinite(w)) {
         b.watts = w;
         rc = pfi_cl_set_budget(c, &b, &err);
     }
-    if (rc != PFI_OK)
-        fprintf(stderr, "pfi cluster: the site budget saved before the restart is not in force: "
-                        "%s\n", err.msg);
-    else if (isfinite(w))
+    if (rc == PFI_EBUSY)
+        return 0; /* the operator's budget stands */
+    if (rc != PFI_OK) {
+        if (tries == 0)
+            fprintf(stderr, "pfi cluster: the site budget saved before the restart is not in "
+                            "force yet (tried again every 5 s): %s\n", err.msg);
+        return isfinite(w);
+    }
+    if (isfinite(w))
         fprintf(stderr, "pfi cluster: the site budget saved before the restart, %.0f W, is in "
                         "force again\n", w);
+    return 0;
 }
 
 static int serve(pfi_cl *c, const char *listen, const char *token, const char *port_file,
@@ -169,8 +172,11 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
     int grc = grid_setup(c, grid[0], grid[1], &ven);
     if (grc != PFI_EXIT_OK)
         return grc;
-    if (!ramp_to)
-        start_budget(c, bt != NULL);
+    int resume = 0, tries = 0;
+    if (bt && !ramp_to)
+        pfi_cl_budget_save(c); /* set before the store opened */
+    else if (!bt)
+        resume = resume_budget(c, tries++);
     if (pfi_cl_server_start(c, listen, token, &srv, &port, &err) != PFI_OK)
         return pfi_cli_fail("cluster", &err);
     if (port_file) {
@@ -207,8 +213,11 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
         pfi_ven_stop(ven);
         return pfi_cli_fail("cluster", &err);
     }
-    while (!stop_flag)
+    for (int k = 1; !stop_flag; k++) {
         usleep(100000);
+        if (resume && k % 50 == 0)
+            resume = resume_budget(c, tries++);
+    }
     pfi_cl_server_stop(srv);
     pfi_cl_set_ven(c, NULL);
     pfi_ven_stop(ven);

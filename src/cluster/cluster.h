@@ -155,6 +155,8 @@ typedef struct pfi_cl_budget {
     int set;                  /* 0: no budget, every GPU at its default */
     double watts;             /* when set */
     double ramp_s;
+    int only_if_none;         /* refused (PFI_EBUSY) when a budget is set: a restart's resume
+                               * must not replace one the operator set meanwhile */
 } pfi_cl_budget;
 
 typedef struct pfi_cl_stats {

@@ -715,6 +715,13 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
     pthread_mutex_lock(&c->op_mu);
     int rc = PFI_OK;
     pfi_cl_planned pre = {.target = NULL};
+    pthread_mutex_lock(&c->mu);
+    int taken = b->only_if_none && c->budget.set;
+    pthread_mutex_unlock(&c->mu);
+    if (taken) {
+        pthread_mutex_unlock(&c->op_mu);
+        return pfi_err_set(err, PFI_EBUSY, "a site budget was set meanwhile");
+    }
     if (b->set) {
         /* The final budget must be feasible before anything moves.  Without a ramp, that plan
          * is the one the apply below uses when it plans the same budget: op_mu is held from

@@ -3,8 +3,10 @@
 # it_slurm_prolog.sh: the alternative to the SPANK plugin, contrib/slurm/pfi-prolog.sh and
 # pfi-epilog.sh as slurmd's Prolog/Epilog, on a one-node Slurm testbed with one `pfi serve`:
 # a job's GPUs, SLA and weight (from its --comment) registered, the site default SLA for a job
-# that gives none, both deregistered when they end, and a job still running when the daemon is
-# down.  Needs root; skips when Slurm is not installed (tests/it_slurm.sh installs it).
+# that gives none, both deregistered when they end, a job still running when the daemon is
+# down, and a job that ends while the daemon is down: its epilog spools the deregistration, the
+# restarted daemon reloads the job from its database, and the next job's prolog deregisters it
+# before registering itself on the same GPUs.  Needs root; skips when Slurm is not installed (tests/it_slurm.sh installs it).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 PFI=${PFI_BIN:-$here/build/pfi}
@@ -39,14 +41,22 @@ trap 'exit 1' INT TERM
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
 chmod 600 "$T/token"
-"$PFI" serve --listen "unix:$T/pfin1.sock" --token-file "$T/token" --db "$T/n.db" \
-  --journal "$T/n.journal" --sim h200x8-idle >"$T/serve.log" 2>&1 &
-spid=$!
 node_get() { curl -sf --max-time 5 --unix-socket "$T/pfin1.sock" "http://localhost$1"; }
-i=0
-until node_get /healthz >/dev/null 2>&1; do
-  i=$((i + 1)); [ $i -lt 100 ] || fail "pfi serve did not come up"; sleep 0.1
-done
+serve() {
+  "$PFI" serve --listen "unix:$T/pfin1.sock" --token-file "$T/token" --db "$T/n.db" \
+    --journal "$T/n.journal" --sim h200x8-idle >>"$T/serve.log" 2>&1 &
+  spid=$!
+  i=0
+  until node_get /healthz >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -lt 100 ] || fail "pfi serve did not come up"; sleep 0.1
+  done
+}
+# The daemon's jobs as "id:ngpus" words, sorted.
+node_jobs() {
+  node_get /v1/jobs | python3 -c 'import json,sys
+print(" ".join(sorted("%s:%d" % (j["id"], len(j["gpus"])) for j in json.load(sys.stdin)["jobs"])))'
+}
+serve
 
 # The scripts as a site installs them, their settings in a file (slurmd gives prologs a bare
 # environment), wrapped only to point at this test's settings file.
@@ -56,6 +66,7 @@ PFI_TOKEN_FILE=$T/token
 PFI_DEFAULT_SLA=0.3
 PFI_READ_COMMENT=1
 PFI_LOG_FILE=$T/pfi-slurm.log
+PFI_SPOOL=$T/spool
 SLURM_CONF=$T/slurm/etc/slurm.conf
 export SLURM_CONF
 EOF
@@ -97,15 +108,44 @@ until [ "$(node_get /v1/jobs | python3 -c 'import json,sys; print(len(json.load(
 done
 echo "epilog deregistered both"
 
+# A job that ends while the daemon is down (its epilog fails), and one that starts then.
+j4=$(sbatch --parsable --gres=gpu:4 -o /dev/null --wrap 'sleep 600') || fail "sbatch j4"
+i=0
+until [ "$(node_jobs 2>/dev/null)" = "$j4:4" ]; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "job $j4 not registered: $(node_jobs)"
+  sleep 0.5
+done
 kill "$spid"; wait "$spid" 2>/dev/null; spid=""
+scancel "$j4"
 j3=$(sbatch --parsable --gres=gpu:1 -o "$T/j3.out" --wrap 'echo ran') || fail "sbatch j3"
 i=0
-until [ "$(squeue -h -j "$j3" 2>/dev/null | wc -l)" = 0 ]; do
-  i=$((i + 1)); [ $i -lt 60 ] || fail "job $j3 did not finish with the daemon down"
+until [ "$(squeue -h 2>/dev/null | wc -l)" = 0 ]; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "jobs $j3, $j4 did not finish with the daemon down"
   sleep 0.5
 done
 grep -q ran "$T/j3.out" || fail "job $j3 did not run with the daemon down"
 grep -q "runs without power management" "$T/pfi-slurm.log" ||
   fail "the prolog did not log why the job runs unmanaged"
 echo "job ran with the daemon down; the prolog logged why"
+[ -f "$T/spool/$j4" ] || fail "the epilog of $j4 did not spool its deregistration: $(ls "$T/spool" 2>&1)"
+grep -q "job $j4: deregistration failed: DELETE /v1/jobs/$j4 at unix:.*curl: (7)" "$T/pfi-slurm.log" ||
+  fail "the epilog did not log curl's reason"
+grep -qx '000' "$T/pfi-slurm.log" && fail "a stray 000 line in the log"
+echo "the epilog of $j4 (daemon down) spooled its deregistration and logged why"
+
+# The restarted daemon reloads $j4 from its database: its 4 GPUs are still taken.  The next
+# job's prolog sends the spooled DELETEs first ($j4; $j3, which the daemon never knew: 404), so
+# a job wanting all 8 GPUs registers.
+serve
+[ "$(node_jobs)" = "$j4:4" ] || fail "the restarted daemon did not reload $j4: $(node_jobs)"
+j5=$(sbatch --parsable --gres=gpu:8 -o /dev/null --wrap 'sleep 600') || fail "sbatch j5"
+i=0
+until [ "$(node_jobs 2>/dev/null)" = "$j5:8" ]; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "job $j5 not registered alone on 8 GPUs: $(node_jobs); $(tail -n 3 "$T/pfi-slurm.log")"
+  sleep 0.5
+done
+[ -z "$(ls "$T/spool")" ] || fail "spool not emptied: $(ls "$T/spool")"
+grep -q "job $j4: deregistered (spooled" "$T/pfi-slurm.log" || fail "the spooled retry was not logged"
+echo "the next prolog deregistered $j4 and $j3 from the spool; $j5 registered on all 8 GPUs"
+scancel "$j5"
 echo "it_slurm_prolog: ok"

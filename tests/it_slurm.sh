@@ -126,6 +126,13 @@ if sbatch --parsable -N1 --gres=gpu:1 --power-log=train.log -o /dev/null --wrap 
   fail "--power-log=train.log accepted: $(cat "$T/bad-log.out")"
 fi
 grep -q "expected an absolute path" "$T/bad-log.out" || fail "no reason for the refused --power-log: $(cat "$T/bad-log.out")"
+# Nor one that only fits the daemon's 511 bytes while %j is short: 70 %j are 700 bytes with a
+# 10-digit job id.
+long=/tmp/x$(printf '%%j%.0s' $(seq 70))
+if sbatch --parsable -N1 --gres=gpu:1 --power-log="$long" -o /dev/null --wrap true >"$T/bad-log.out" 2>&1; then
+  fail "--power-log with 70 %j accepted: $(cat "$T/bad-log.out")"
+fi
+grep -q "once each %j is replaced" "$T/bad-log.out" || fail "no reason for the refused long --power-log: $(cat "$T/bad-log.out")"
 srun -N1 -w pfin2 --gres=gpu:3 --power-sla=0.25 -J pfi-it-srun sleep 600 >/dev/null 2>&1 &
 pids="$pids $!"
 
@@ -404,4 +411,24 @@ while has_job "$jb" 2>/dev/null; do
   i=$((i + 1)); [ $i -lt 60 ] || fail "job $jb still registered after scancel"; sleep 0.5
 done
 echo "job $ja ended with its daemon down: deregistered at the next job's prolog, $jb registered"
+
+# ---- required=1: a daemon that answers no (409, GPUs held) does not fail the prolog ----
+# (slurmd reads plugstack.conf again for each job prolog.)
+sed -i 's/$/ required=1/' "$T/slurm/etc/plugstack.conf"
+curl -sf --max-time 5 --unix-socket "$T/pfin2.sock" -H "Authorization: Bearer $TOK" \
+  -H 'Content-Type: application/json' -d '{"id":"blocker","gpus":[0,1,2,3,4,5,6,7]}' \
+  http://localhost/v1/jobs >/dev/null || fail "could not register the blocking job on pfin2"
+jc=$(sbatch --parsable -N1 -w pfin2 --gres=gpu:2 -o "$T/jc.out" --wrap 'echo ran') || fail "sbatch jc"
+i=0
+until [ -s "$T/jc.out" ] || sinfo -h -n pfin2 -o %T | grep -q drain; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "job $jc did not run: $(squeue -h -j "$jc")"; sleep 0.5
+done
+st=$(sinfo -h -n pfin2 -o %T)
+case "$st" in drain*) fail "a 409 under required=1 drained pfin2: $(scontrol show node pfin2 | grep Reason)" ;; esac
+grep -q ran "$T/jc.out" || fail "job $jc did not run"
+grep -q "job $jc: registration refused, the job runs without power management.*HTTP 409" \
+  "$T/slurm/log/slurmd-pfin2.log" || fail "the refusal of $jc was not logged with its reason"
+curl -sf --max-time 5 --unix-socket "$T/pfin2.sock" -H "Authorization: Bearer $TOK" \
+  -X DELETE http://localhost/v1/jobs/blocker >/dev/null || fail "could not remove the blocking job"
+echo "required=1: job $jc refused by its daemon (409) ran unmanaged, pfin2 stayed in service"
 echo "it_slurm: ok"

@@ -82,7 +82,7 @@ SLURM_CONF=$T/slurm/etc/slurm.conf
 export SLURM_CONF
 cd "$T" || fail "cd"
 
-j1=$(sbatch --parsable --gres=gpu:3 --comment "pfi:sla=0.15,weight=3" -o /dev/null --wrap 'sleep 600') ||
+j1=$(sbatch --parsable --gres=gpu:3 --comment "pfi:sla=0.15, weight=3" -o /dev/null --wrap 'sleep 600') ||
   fail "sbatch j1"
 j2=$(sbatch --parsable --gres=gpu:2 -o /dev/null --wrap 'sleep 600') || fail "sbatch j2"
 i=0
@@ -107,6 +107,50 @@ until [ "$(node_get /v1/jobs | python3 -c 'import json,sys; print(len(json.load(
   sleep 0.5
 done
 echo "epilog deregistered both"
+
+# PFI_REQUIRED=1 fails the prolog only when the daemon cannot be told.  A comment out of range
+# is logged and not used (the job registers with the site SLA); a daemon that refuses the job
+# (409: its GPUs belong to another job) leaves it running unmanaged, the node in service.
+echo "PFI_REQUIRED=1" >>"$T/pfi-slurm"
+in_service() {
+  st=$(sinfo -h -n pfin1 -o %T 2>/dev/null)
+  case "$st" in drain*|down*|fail*) fail "node pfin1 $st: $(scontrol show node pfin1 | grep -i reason)" ;; esac
+}
+ja=$(sbatch --parsable --gres=gpu:2 --comment "pfi:sla=5, weight=0" -o /dev/null --wrap 'sleep 600') ||
+  fail "sbatch ja"
+i=0
+until [ "$(node_jobs 2>/dev/null)" = "$ja:2" ]; do
+  i=$((i + 1)); [ $i -lt 60 ] || { in_service; fail "job $ja (bad comment) not registered: $(node_jobs)"; }
+  sleep 0.5
+done
+node_get /v1/jobs | python3 -c 'import json,sys
+j = json.load(sys.stdin)["jobs"][0]
+assert abs(j["sla"] - 0.3) < 1e-9 and j["weight"] == 1, j' || fail "job $ja: not the site SLA and weight 1"
+grep -q "job $ja: comment sla=5 ignored" "$T/pfi-slurm.log" || fail "bad sla in the comment not logged"
+grep -q "job $ja: comment weight=0 ignored" "$T/pfi-slurm.log" || fail "bad weight in the comment not logged"
+scancel "$ja"
+i=0
+until [ -z "$(node_jobs 2>/dev/null)" ]; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "job $ja still registered after its epilog: $(node_jobs)"
+  sleep 0.5
+done
+curl -sf --max-time 5 --unix-socket "$T/pfin1.sock" -H "Authorization: Bearer $(cat "$T/token")" \
+  -H 'Content-Type: application/json' -d '{"id":"blocker","gpus":[0,1,2,3,4,5,6,7]}' \
+  http://localhost/v1/jobs >/dev/null || fail "could not register the blocking job"
+jb=$(sbatch --parsable --gres=gpu:2 -o "$T/jb.out" --wrap 'echo ran') || fail "sbatch jb"
+i=0
+until [ "$(squeue -h 2>/dev/null | wc -l)" = 0 ]; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "job $jb did not finish: $(squeue -h)"
+  sleep 0.5
+done
+grep -q ran "$T/jb.out" || { in_service; fail "job $jb refused by the daemon (409) did not run"; }
+in_service
+grep -q "job $jb: registration refused, the job runs without power management.*HTTP 409: GPU [0-9] already belongs to job blocker" \
+  "$T/pfi-slurm.log" || fail "the daemon's 409 reason not logged: $(tail -n 2 "$T/pfi-slurm.log")"
+curl -sf --max-time 5 --unix-socket "$T/pfin1.sock" -H "Authorization: Bearer $(cat "$T/token")" \
+  -X DELETE http://localhost/v1/jobs/blocker >/dev/null || fail "could not remove the blocking job"
+sed -i '/^PFI_REQUIRED=1$/d' "$T/pfi-slurm"
+echo "PFI_REQUIRED=1: bad comment values ignored ($ja registered with the site SLA); a 409 ($jb) runs unmanaged, node in service"
 
 # A job that ends while the daemon is down (its epilog fails), and one that starts then.
 j4=$(sbatch --parsable --gres=gpu:4 -o /dev/null --wrap 'sleep 600') || fail "sbatch j4"

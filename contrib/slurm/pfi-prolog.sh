@@ -9,11 +9,14 @@
 #   PFI_URL          node daemon: http://127.0.0.1:9455 (default) or unix:/run/pfi/serve.sock
 #   PFI_TOKEN_FILE   bearer token file (root-only), default none
 #   PFI_DEFAULT_SLA  SLA for jobs that give none (default: none, the daemon's own default)
-#   PFI_REQUIRED     1: fail the prolog when the daemon cannot be told (Slurm drains the node);
-#                    0 (default): log why and let the job run
+#   PFI_REQUIRED     1: fail the prolog when the daemon cannot be told (no answer, 5xx, token
+#                    refused: Slurm drains the node); 0 (default): log why and let the job run.
+#                    A 4xx answer to the job's request (a GPU still held, a value refused) never
+#                    fails the prolog: the job runs unmanaged and the log says why
 #   PFI_READ_COMMENT 1: read the job's SLA and weight from its comment, e.g.
 #                    sbatch --comment "pfi:sla=0.1,weight=2" (costs one scontrol call per job
-#                    and node; the SPANK plugin's --power-sla needs none)
+#                    and node; the SPANK plugin's --power-sla needs none).  A value out of
+#                    range (sla in [0, 1), weight in (0, 1000000]) is logged and not used
 #   PFI_LOG_FILE     also append problems here (they always go to syslog, tag pfi-slurm)
 #   PFI_SPOOL        where pfi-epilog.sh leaves the deregistrations the daemon did not get
 #                    (default /var/spool/pfi); this prolog sends them again before its own
@@ -38,6 +41,7 @@ node=${SLURMD_NODENAME:-$(hostname -s)}
 job=${SLURM_JOB_ID:?}
 gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
 
+# The daemon could not be told (or this node cannot say it): fail the prolog if the site asked.
 outcome() {
   if [ "$required" = 1 ]; then
     say "pfi: job $job: $1 failed (PFI_REQUIRED=1, failing the prolog): $2"
@@ -114,23 +118,49 @@ list=$(echo "$gpus" | tr ',' '\n' | awk -F- '
   /^[0-9]+-[0-9]+$/ {for (i = $1; i <= $2; i++) print i; next}
   {bad = 1} END {exit bad}' | paste -sd, -) || outcome registration "GPU list '$gpus' is not indices"
 
-sla=${PFI_DEFAULT_SLA:-}
+# num VALUE LO HI LO_OPEN: VALUE as a JSON number when it is a plain decimal in the range
+# ([LO, HI), or (LO, HI] when LO_OPEN is 1), written as JSON wants it (".5" -> 0.5); nothing
+# otherwise.
+num() {
+  awk -v v="$1" -v lo="$2" -v hi="$3" -v open="$4" 'BEGIN {
+    if (v !~ /^([0-9]+[.]?[0-9]*|[.][0-9]+)$/) exit
+    x = v + 0
+    if (!(open ? (x > lo && x <= hi) : (x >= lo && x < hi))) exit
+    sub(/^0+/, "", v); if (v == "" || v ~ /^[.]/) v = "0" v; if (v ~ /[.]$/) v = v "0"
+    print v
+  }'
+}
+sla=""
+if [ -n "${PFI_DEFAULT_SLA:-}" ]; then
+  sla=$(num "$PFI_DEFAULT_SLA" 0 1 0)
+  [ -n "$sla" ] || say "pfi: PFI_DEFAULT_SLA=$PFI_DEFAULT_SLA ignored: expected a max slowdown in [0, 1)"
+fi
 weight=1
 if [ "${PFI_READ_COMMENT:-0}" = 1 ]; then
-  comment=$(scontrol show job "$job" -o 2>/dev/null | sed -n 's/.*Comment=\([^ ]*\).*/\1/p')
+  # `scontrol -o` puts the job on one line of Key=value fields; a comment may hold spaces
+  # ("pfi:sla=0.1, weight=2"), so it runs up to the next capitalised Key=.
+  comment=$(scontrol show job "$job" -o 2>/dev/null | sed -n 's/.* Comment=//p' |
+    sed 's/ [A-Z][A-Za-z]*=.*//')
   case "$comment" in
     pfi:*)
+      set -f
       for kv in $(echo "${comment#pfi:}" | tr ',' ' '); do
         case "$kv" in
-          sla=*) sla=${kv#sla=} ;;
-          weight=*) weight=${kv#weight=} ;;
+          sla=*)
+            v=$(num "${kv#sla=}" 0 1 0)
+            if [ -n "$v" ]; then sla=$v; else
+              say "pfi: job $job: comment $kv ignored: expected a max slowdown in [0, 1)"
+            fi ;;
+          weight=*)
+            v=$(num "${kv#weight=}" 0 1e6 1)
+            if [ -n "$v" ]; then weight=$v; else
+              say "pfi: job $job: comment $kv ignored: expected a weight in (0, 1000000]"
+            fi ;;
         esac
-      done ;;
+      done
+      set +f ;;
   esac
 fi
-# Only plain numbers reach the JSON.
-case "$sla" in ''|*[!0-9.]*) sla="" ;; esac
-case "$weight" in ''|*[!0-9.]*) weight=1 ;; esac
 
 body="{\"id\":\"$job\",\"gpus\":[$list],\"weight\":$weight,\"source\":\"slurm-prolog\",\"node\":\"$node\""
 [ -n "$sla" ] && body="$body,\"sla\":$sla"
@@ -138,5 +168,9 @@ body="$body}"
 
 [ -n "${PFI_TOKEN_FILE:-}" ] && ! [ -r "$PFI_TOKEN_FILE" ] &&
   outcome registration "cannot read $PFI_TOKEN_FILE"
-req POST /v1/jobs "$body" || outcome registration "$why"
+req POST /v1/jobs "$body" && exit 0
+untold && outcome registration "$why"
+# The daemon heard the job and refused it (a GPU still held, a value refused): draining the
+# node would not help, so PFI_REQUIRED does not apply.
+say "pfi: job $job: registration refused, the job runs without power management (not a node failure: PFI_REQUIRED does not apply): $why"
 exit 0

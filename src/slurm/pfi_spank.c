@@ -22,7 +22,10 @@
  *   token=PATH     file holding the bearer token ("%n" as above); none: no Authorization header
  *   default_sla=S  SLA given to jobs that ask for none (default: none, the daemon's own default)
  *   required=0|1   1: fail the prolog (Slurm then drains the node and requeues the job) when the
- *                  daemon cannot be reached; 0 (default): log why and let the job run
+ *                  daemon cannot be told (no answer, 5xx, token refused); 0 (default): log why
+ *                  and let the job run.  A 4xx answer to the job's own request (a bad option, a
+ *                  GPU still held) never fails the prolog: the job runs unmanaged and the log
+ *                  says why
  *   timeout=SEC    per request (default 3)
  *   spool=DIR      where a deregistration that failed waits to be retried ("%n" as above;
  *                  default /var/lib/pfi/spank, made 0700 if missing)
@@ -48,6 +51,7 @@ SPANK_PLUGIN(pfi, 1);
 #define BODY_MAX 4096
 #define GPU_MAX 256
 #define LOG_MAX 511 /* the node daemon's longest log path */
+#define JOBID_MAX 10 /* digits of the largest job id, UINT32_MAX */
 
 /* Options as the user gave them; parsed again where used, since the callbacks run in srun or
  * sbatch (to reject bad values before submission) and values reach the prolog as strings. */
@@ -84,10 +88,26 @@ static int parse_num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-/* An absolute path without control characters that fits the daemon's limit with %j expanded. */
+/* The length of s once each %j is replaced by a job id of JOBID_MAX digits and %% by %. */
+static size_t log_len_max(const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; *p; p++, n++) {
+        if (p[0] == '%' && p[1] == 'j') {
+            n += JOBID_MAX - 1;
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            p++;
+        }
+    }
+    return n;
+}
+
+/* An absolute path without control characters that fits the daemon's limit with every %j
+ * expanded to the longest job id. */
 static int log_ok(const char *s)
 {
-    if (s[0] != '/' || strlen(s) + 10 > LOG_MAX)
+    if (s[0] != '/' || log_len_max(s) > LOG_MAX)
         return 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
@@ -101,9 +121,9 @@ static int opt_cb(int val, const char *optarg, int remote)
     if (!optarg)
         return -1;
     if (val == 3 && !log_ok(optarg)) {
-        slurm_error("pfi: --power-log=%s: expected an absolute path (at most %d bytes, no "
-                    "control characters)",
-                    optarg, LOG_MAX - 10);
+        slurm_error("pfi: --power-log=%s: expected an absolute path without control "
+                    "characters, at most %d bytes once each %%j is replaced by a %d-digit job id",
+                    optarg, LOG_MAX, JOBID_MAX);
         return -1;
     }
     if (val == 1 && parse_num(optarg, 0.0, 0.9, &v) != 0) {
@@ -387,6 +407,14 @@ static void spool_add(const conf *c, uint32_t id)
                dir, node_name());
 }
 
+/* After a request that failed with status st (-1: no answer): 1 when the daemon could not be
+ * told (no answer, 5xx, our token refused), 0 when it answered no to this request (another
+ * 4xx), which neither a retry nor draining the node would change. */
+static int untold(long st)
+{
+    return st < 400 || st >= 500 || st == 401 || st == 403;
+}
+
 /* Sends the spooled deregistrations (at most 64 a call); stops at the first the daemon does
  * not answer, so a daemon that is down costs one timeout, not one per spooled job. */
 static void spool_retry(const conf *c)
@@ -409,11 +437,15 @@ static void spool_retry(const conf *c)
         char path[64], file[URL_MAX + 16], why[700] = "";
         snprintf(path, sizeof path, "/v1/jobs/%llu", id);
         long st = request(c, node_name(), "DELETE", path, NULL, why, sizeof why);
-        if (st != 404 && (st < 200 || st >= 300))
+        int done = st == 404 || (st >= 200 && st < 300);
+        if (!done && untold(st))
             break;
         snprintf(file, sizeof file, "%s/%llu", dir, id);
         unlink(file);
-        slurm_info("pfi: job %llu deregistered on %s (spooled)", id, node_name());
+        if (done)
+            slurm_info("pfi: job %llu deregistered on %s (spooled)", id, node_name());
+        else
+            slurm_error("pfi: job %llu: spooled deregistration refused, dropped: %s", id, why);
     }
     closedir(d);
 }
@@ -518,9 +550,15 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         o += snprintf(body + o, sizeof body - o, "],\"sla\":%.6g", sla);
     else if (o < (int)sizeof body)
         o += snprintf(body + o, sizeof body - o, "]");
+    /* A log path the user gave that does not fit (checked at submission, so only from a job
+     * submitted without the plugin): the job is registered without it, not left unmanaged. */
     char log[2 * LOG_MAX + 2] = "";
-    if (log_s && (!log_ok(log_s) || log_json(log_s, id, log, sizeof log) != 0))
-        return outcome(&c, id, "registration", "--power-log is not a usable path");
+    if (log_s && (!log_ok(log_s) || log_json(log_s, id, log, sizeof log) != 0)) {
+        slurm_error("pfi: job %u: --power-log=%s is not a usable path (absolute, at most %d "
+                    "bytes with %%j expanded): registered without it",
+                    id, log_s, LOG_MAX);
+        log[0] = '\0';
+    }
     if (o < (int)sizeof body && log[0])
         o += snprintf(body + o, sizeof body - o, ",\"log\":\"%s\"", log);
     if (o < (int)sizeof body)
@@ -531,6 +569,14 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 
     char why[700] = "";
     long st = request(&c, node_name(), "POST", "/v1/jobs", body, why, sizeof why);
+    if ((st < 200 || st >= 300) && !untold(st)) {
+        /* The daemon heard the job and refused it (a value it does not accept, a GPU still
+         * held): draining the node would not help, so required=1 does not apply. */
+        slurm_error("pfi: job %u: registration refused, the job runs without power management "
+                    "(not a node failure: required=1 does not apply): %s",
+                    id, why);
+        return 0;
+    }
     if (st < 200 || st >= 300)
         return outcome(&c, id, "registration", why);
     slurm_info("pfi: job %u registered on %s: GPUs %s, sla %s, weight %g", id, node_name(), gl,
@@ -552,6 +598,10 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     /* 404: the daemon never knew the job (it was down at the prolog): nothing to restore. */
     if (st == 404 || (st >= 200 && st < 300)) {
         slurm_info("pfi: job %u deregistered on %s", id, node_name());
+        return 0;
+    }
+    if (!untold(st)) {
+        slurm_error("pfi: job %u: deregistration refused: %s", id, why);
         return 0;
     }
     /* An epilog failure drains the node, so only required=1 sites want that; the spool has the

@@ -168,7 +168,9 @@ printf 'activate-noawait ldconfig\n' > "$libroot/DEBIAN/triggers"
 # the daemons (each puts its GPUs' original limits back at a stop, or holds them under a site
 # controller), then `pfi restore`, while the binary is still there, puts back what a held stop
 # or a crash left journaled, so no GPU stays capped by a controller that is gone.  An upgrade
-# restarts the daemons that run (a restart comes back at the limits held).  The daemons'
+# restarts the daemons that run (a restart comes back at the limits held), and only those:
+# try-restart, since `restart` (deb-systemd-invoke's too, for an enabled unit) starts a daemon
+# the operator had stopped.  The daemons'
 # state (/var/lib/pfi: database and audit log, a journal not restored; /var/lib/pfi-cluster)
 # is the operator's: purging leaves it.
 units="pfi-serve.service pfi-cluster.service"
@@ -191,7 +193,7 @@ set -e
 if [ "\$1" = configure ] && [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null || true
     if [ -n "\$2" ]; then
-        deb-systemd-invoke restart $units >/dev/null || true
+        deb-systemd-invoke try-restart $units >/dev/null || true
     fi
 fi
 EOT

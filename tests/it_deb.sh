@@ -80,7 +80,9 @@ grep -q 'static-library-has-unneeded-sections' "$T/lintian" && fail "libpfi.a ke
 # The maintainer scripts, run as dpkg would with every command they call recorded (the paths
 # of systemd's run directory and of the daemons' state moved under $T): removing stops both
 # units and then restores a journal left behind, in that order; an upgrade's prerm does
-# nothing and its postinst restarts the units; purging leaves the daemons' state.
+# nothing and its postinst restarts the units that run (try-restart: with Debian's own
+# deb-systemd-invoke and both units enabled but stopped, no systemctl call starts one);
+# purging leaves the daemons' state.
 dpkg-deb -e "$deb" "$T/ctl" || fail "dpkg-deb -e"
 mkdir -p "$T/stub" "$T/run/systemd/system"
 for c in deb-systemd-invoke systemctl pfi; do
@@ -108,7 +110,23 @@ maint postinst configure ""
 grep -qx 'systemctl --system daemon-reload' "$T/calls" || fail "postinst configure: $(cat "$T/calls")"
 grep -q restart "$T/calls" && fail "a first install restarts: $(cat "$T/calls")"
 maint postinst configure "$version"
-grep -qx "deb-systemd-invoke restart $units" "$T/calls" || fail "postinst upgrade: $(cat "$T/calls")"
+grep -qx "deb-systemd-invoke try-restart $units" "$T/calls" || fail "postinst upgrade: $(cat "$T/calls")"
+if [ -x /usr/bin/deb-systemd-invoke ]; then
+  # The real one (policy-rc.d hidden through DPKG_ROOT), over a systemctl that says both units
+  # are enabled and inactive.
+  rm "$T/stub/deb-systemd-invoke"
+  printf '#!/bin/sh\necho "systemctl $*" >> "%s"\ncase " $* " in *" is-enabled "*) echo enabled ;; *" is-active "*) exit 3 ;; esac\nexit 0\n' \
+    "$T/calls" > "$T/stub/systemctl"
+  export DPKG_ROOT="$T/nonexistent"
+  maint postinst configure "$version"
+  unset DPKG_ROOT
+  grep -q ' try-restart ' "$T/calls" || fail "postinst upgrade, real deb-systemd-invoke: $(cat "$T/calls")"
+  grep -Eq ' (re)?start ' "$T/calls" && fail "an upgrade starts stopped units: $(cat "$T/calls")"
+  for c in deb-systemd-invoke systemctl; do
+    printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$c" "$T/calls" > "$T/stub/$c"
+    chmod 755 "$T/stub/$c"
+  done
+fi
 maint postrm purge
 grep -qx 'systemctl --system daemon-reload' "$T/calls" || fail "postrm purge: $(cat "$T/calls")"
 [ -e "$T/var/lib/pfi/pfi.db" ] && [ -e "$T/var/lib/pfi-cluster" ] || fail "purge deleted the state"

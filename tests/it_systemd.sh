@@ -58,5 +58,25 @@ for u in "$D"/lib/systemd/system/pfi-*.service "$D"/usr/lib/systemd/system/pfi-*
   awk -v e="$e" 'BEGIN { exit !(e <= 4.0) }' || {
     grep '✗' "$T/sec.out" | head -n 20; fail "$name: exposure $e is above 4.0"; }
 done
+# pfi-serve follows jobs' logs in users' 0700 directories under /home and in the host's /tmp:
+# the unit must let it read them, and under SecureBits=noroot a capability reaches the process
+# only as an ambient one (setpriv runs a shell with exactly the unit's sets: its effective set
+# must hold CAP_SYS_ADMIN, bit 21, and CAP_DAC_READ_SEARCH, bit 2).
+u=$(ls "$D"/lib/systemd/system/pfi-serve.service "$D"/usr/lib/systemd/system/pfi-serve.service 2>/dev/null | head -n 1)
+if [ -n "$u" ]; then
+  grep -qx 'ProtectHome=read-only' "$u" || fail "pfi-serve.service hides or does not protect /home: $(grep ProtectHome "$u")"
+  grep -qx 'PrivateTmp=no' "$u" || fail "pfi-serve.service hides the host's /tmp: $(grep PrivateTmp "$u")"
+  caps() { sed -n "s/^$1=//p" "$u" | tr ' ' '\n' | sed -n 's/^CAP_//p' | tr 'A-Z' 'a-z' | sed 's/^/+/' | paste -sd, -; }
+  bnd=$(caps CapabilityBoundingSet) amb=$(caps AmbientCapabilities)
+  if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    eff=$(setpriv --securebits +noroot,+noroot_locked --bounding-set "-all${bnd:+,$bnd}" \
+      --inh-caps "-all${amb:+,$amb}" ${amb:+--ambient-caps "-all,$amb"} \
+      sh -c 'sed -n "s/^CapEff:[[:space:]]*//p" /proc/self/status')
+    [ -n "$eff" ] && [ $(( 0x$eff & 0x200004 )) -eq $(( 0x200004 )) ] ||
+      fail "pfi-serve.service's capabilities (bounding '$bnd', ambient '$amb') give the daemon CapEff=$eff, not CAP_SYS_ADMIN and CAP_DAC_READ_SEARCH"
+  else
+    echo "not root or no setpriv: the unit's effective capabilities not checked"
+  fi
+fi
 [ $n -eq 2 ] || fail "expected 2 units (pfi-serve, pfi-cluster), found $n"
 exit $bad

@@ -21,7 +21,8 @@
  *                  "%n" is replaced by the node name (several slurmd on one host in tests)
  *   token=PATH     file holding the bearer token ("%n" as above); none: no Authorization header
  *   default_sla=S  SLA given to jobs that ask for none (default: none, the daemon's own default)
- *   required=0|1   1: fail the prolog (Slurm then drains the node and requeues the job) when the
+ *   required=0|1   1: ask Slurm to fail the prolog (it drains the node and requeues the job;
+ *                  Slurm does so only when the plugstack line starts with `required`) when the
  *                  daemon cannot be told (no answer, 5xx, token refused); 0 (default): log why
  *                  and let the job run.  A 4xx answer to the job's own request (a bad option, a
  *                  GPU still held) never fails the prolog: the job runs unmanaged and the log
@@ -454,7 +455,12 @@ static void spool_retry(const conf *c)
 static int outcome(const conf *c, uint32_t id, const char *what, const char *why)
 {
     if (c->required) {
-        slurm_error("pfi: job %u: %s failed (required=1, failing the prolog): %s", id, what, why);
+        /* Slurm honours the error only for a plugin loaded with the `required` keyword (an
+         * `optional` plugin's errors are ignored), which the plugin cannot see: ask, do not
+         * claim. */
+        slurm_error("pfi: job %u: %s failed (required=1: asking Slurm to fail the prolog, which "
+                    "it does only when plugstack.conf's line starts with 'required'): %s",
+                    id, what, why);
         return -1;
     }
     slurm_error("pfi: job %u: %s failed, the job runs without power management: %s", id, what,

@@ -523,6 +523,20 @@ static void test_log_not_regular_file(void **state)
                  WIFSIGNALED(st) ? "signal" : "status",
                  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     unlink(fifo);
+    /* A log that cannot be read is said, once: the job went unmeasured without a word. */
+    add_job(f, "{\"id\":\"gone\",\"gpus\":[2],\"log\":\"/nonexistent/pfi/train.log\"}");
+    pfi_srv_follow_tick(f->node.n);
+    pfi_srv_follow_tick(f->node.n);
+    json_t *ev = pfi_srv_view_events(f->node.n, 0, 1000);
+    char *t = json_dumps(ev, 0);
+    const char *said = strstr(t, "job gone: cannot read its log /nonexistent/pfi/train.log: No "
+                                 "such file or directory");
+    assert_non_null(said);
+    assert_null(strstr(said + 1, "job gone: cannot read its log"));
+    assert_non_null(strstr(t, "job zero: cannot read its log /dev/zero: not a regular file"));
+    free(t);
+    json_decref(ev);
+    pfi_srv_follow_free(f->node.n);
 }
 
 /* A huge log (an 8 GB sparse file, or a real multi-GB log registered late) is read a bounded

@@ -79,13 +79,16 @@ static srv_follow *follow_for(srv_node *n, const char *id, const char *path)
  * not hold the control loop in open() until some writer comes, and nothing but a regular file
  * is read: a FIFO or a device (/dev/zero reads without end) named as a job's "log", by the API
  * or a Slurm user's --power-log, froze every ramp step, grid event and watchdog after it. */
-static int open_log(const char *path)
+static int open_log(const char *path, int *why)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
+    if (fd < 0) {
+        *why = errno;
         return -1;
+    }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        *why = 0; /* not a regular file */
         close(fd);
         return -1;
     }
@@ -95,8 +98,9 @@ static int open_log(const char *path)
 /* Reads what was appended since the last call; 1 when new observations were timed. */
 static int read_new(srv_follow *f, double now)
 {
-    if (f->fd < 0 && (f->fd = open_log(f->path)) < 0)
+    if (f->fd < 0 && (f->fd = open_log(f->path, &f->open_errno)) < 0)
         return 0;
+    f->open_said = 0; /* open: a later failure is said again */
     struct stat sb;
     if (fstat(f->fd, &sb) == 0 && sb.st_size < f->off) {
         f->off = 0; /* truncated or replaced: from the start again */
@@ -316,6 +320,14 @@ void pfi_srv_follow_tick(srv_node *n)
         if (!f)
             continue;
         int fresh = read_new(f, now);
+        if (f->fd < 0 && !f->open_said) {
+            /* Unread and unsaid, the job went unmeasured (a log in a 0700 home the daemon's
+             * unit could not read). */
+            f->open_said = 1;
+            pfi_srv_event_add(n, "job_log", "job %s: cannot read its log %s: %s (tried again "
+                              "every tick)", ids[j], path,
+                              f->open_errno ? strerror(f->open_errno) : "not a regular file");
+        }
         f->m.scale = pfi_parser_per_gpu(f->p) ? ng[j] : 1;
         level_tick(n, f, cap[j], draw[j], now);
         if (fresh && f->m.n > 0 && f->m.unit == PFI_OU_TOKENS) {

@@ -178,6 +178,7 @@ typedef struct srv_follow {
     double draw_sum;
     int draw_n;
     int unit_said; /* the event that its log gives no tokens/s was sent */
+    int open_errno, open_said; /* why its log could not be opened, and whether that was said */
 } srv_follow;
 
 /* Which of a job's stdout (0) and stderr (1) files is followed (logpick.c). */

@@ -294,7 +294,8 @@ uninstall:
 	for pg in $(MANPAGES); do f=$$(basename $$pg); rm -f "$$D$(MANDIR)/man$${f##*.}/$$f"; done; \
 	rm -f "$$D$(PKGLIBEXECDIR)/pfi-prolog.sh" "$$D$(PKGLIBEXECDIR)/pfi-epilog.sh"; rmdir "$$D$(PKGLIBEXECDIR)" 2>/dev/null; \
 	for u in contrib/systemd/*.service; do rm -f "$$D$(SYSTEMDUNITDIR)/$$(basename $$u)"; done; \
-	for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(SYSTEMDUNITDIR)/.. $(DATADIR)/doc; do \
+	for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
+	  $(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(DATADIR)/doc; do \
 	  rmdir "$$D$$d" 2>/dev/null || true; done; echo "uninstalled pfi from $(DESTDIR)$(PREFIX)"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

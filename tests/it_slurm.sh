@@ -121,6 +121,18 @@ j1=$(sbatch --parsable -N2 --gres=gpu:4 --power-sla=0.3 -o /dev/null --wrap 'sle
   fail "sbatch j1"
 j2=$(sbatch --parsable -N1 -w pfin1 --gres=gpu:2 --power-weight=2 --power-log="$T/train \"%j\".log" \
   -o /dev/null --wrap 'sleep 600') || fail "sbatch j2"
+# Numbers are decimal and in range, and the refusal says the range (a hex float was taken,
+# and 2000000 was told "expected a number > 0").
+for w in 0x1p-3 2000000 inf; do
+  if sbatch --parsable -N1 --gres=gpu:1 --power-weight="$w" -o /dev/null --wrap true >"$T/bad-w.out" 2>&1; then
+    fail "--power-weight=$w accepted: $(cat "$T/bad-w.out")"
+  fi
+  grep -q "expected a decimal number from 0.000001 to 1000000" "$T/bad-w.out" ||
+    fail "--power-weight=$w: no range in the refusal: $(cat "$T/bad-w.out")"
+done
+if sbatch --parsable -N1 --gres=gpu:1 --power-sla=0x0.1 -o /dev/null --wrap true >"$T/bad-s.out" 2>&1; then
+  fail "--power-sla=0x0.1 accepted: $(cat "$T/bad-s.out")"
+fi
 # A log that is not an absolute path is refused at submission.
 if sbatch --parsable -N1 --gres=gpu:1 --power-log=train.log -o /dev/null --wrap true >"$T/bad-log.out" 2>&1; then
   fail "--power-log=train.log accepted: $(cat "$T/bad-log.out")"

@@ -80,6 +80,10 @@ typedef struct conf {
 
 static int parse_num(const char *s, double lo, double hi, double *out)
 {
+    /* Decimal only: strtod also reads hex floats (0x1p-3) and inf/nan, which no one means. */
+    for (const char *p = s; *p; p++)
+        if (!strchr("0123456789.eE+-", *p))
+            return -1;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -133,7 +137,8 @@ static int opt_cb(int val, const char *optarg, int remote)
         return -1;
     }
     if (val == 2 && (parse_num(optarg, 1e-6, 1e6, &v) != 0)) {
-        slurm_error("pfi: --power-weight=%s: expected a number > 0", optarg);
+        slurm_error("pfi: --power-weight=%s: expected a decimal number from 0.000001 to "
+                    "1000000", optarg);
         return -1;
     }
     return 0;

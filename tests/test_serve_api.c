@@ -507,6 +507,13 @@ static void test_metrics_text(void **state)
     snprintf(want, sizeof want, "pfi_job_tokens_per_second{job_id=\"c\",Hostname=\"%s\"} 1234.5\n",
              host);
     assert_non_null(strstr(t, want));
+    /* and when it was reported, so a hung job's last rate is seen to be old */
+    snprintf(want, sizeof want,
+             "pfi_job_tokens_per_second_timestamp_seconds{job_id=\"c\",Hostname=\"%s\"} ", host);
+    const char *at = strstr(t, want);
+    assert_non_null(at);
+    double when = strtod(at + strlen(want), NULL);
+    assert_true(fabs(when - pfi_clock_wall()) < 60);
     assert_null(strstr(t, "{job="));
     assert_non_null(strstr(t, "pfi_gpu_power_limit_watts{gpu=\"0\",UUID=\"GPU-"));
     assert_non_null(strstr(t, "pfi_job_predicted_pfi30{job_id=\"b\""));

@@ -81,7 +81,7 @@ static void gpu_metrics(ctx *c)
 }
 
 /* What a job's series shows (see job_value). */
-enum { J_TPS, J_PRED_TPS, J_PRED_REL, J_PFI30, J_CAP, J_GPUS, J_SLA, J_HEADROOM, J_PROBE_GPU_S,
+enum { J_TPS, J_TPS_AT, J_PRED_TPS, J_PRED_REL, J_PFI30, J_CAP, J_GPUS, J_SLA, J_HEADROOM, J_PROBE_GPU_S,
        J_PROBE_LOST };
 
 /* A job is probed at most once: its probe's cost counts from the moment the probe ends (done,
@@ -101,6 +101,7 @@ static double job_value(const srv_job *jb, int which)
 {
     switch (which) {
     case J_TPS: return jb->observed_tps;
+    case J_TPS_AT: return isfinite(jb->observed_tps) ? jb->observed_wall : NAN;
     case J_PRED_TPS: return jb->predicted_tps;
     case J_PRED_REL: return jb->predicted_rel;
     case J_PFI30: return jb->pfi30;
@@ -136,6 +137,10 @@ static void job_metric(ctx *c, const char *name, const char *help, int which)
 static void job_metrics(ctx *c)
 {
     job_metric(c, "pfi_job_tokens_per_second", "Throughput the job last reported.", J_TPS);
+    /* A hung job's last rate stays exported: its time lets a dashboard or an alert see its age
+     * (time() - this), as node_exporter's *_timestamp_seconds do. */
+    job_metric(c, "pfi_job_tokens_per_second_timestamp_seconds",
+               "Unix time of the throughput the job last reported.", J_TPS_AT);
     job_metric(c, "pfi_job_predicted_tokens_per_second", "Throughput predicted at the job's cap.",
                J_PRED_TPS);
     job_metric(c, "pfi_job_predicted_relative_throughput",

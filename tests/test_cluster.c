@@ -1084,6 +1084,18 @@ static void test_ramp_starts_at_caps(void **state)
                  x.c->ramp_from_w, top);
     assert_true(pfi_standin_cap_sum(x.s) <= 0.5 * full + 1e-6);
     site_down(&x);
+    /* A node that never answered is counted where the ramp starts as the plan counts it (its
+     * reserve), not as 0 W: the first step fell below anything the site could be, every step
+     * failed, the change was answered as not met, and its end came as one step. */
+    site_up_silent(&x, "n3");
+    pfi_err e2 = {0};
+    double all = 3 * NG * 700 + NG * 700; /* n3 reserved at the site's largest maximum */
+    assert_int_equal(set_budget(&x, 0.9 * all, &e2), PFI_OK);
+    pfi_cl_budget r = {.set = 1, .watts = 0.85 * all, .ramp_s = 0.3};
+    if (pfi_cl_set_budget(x.c, &r, &e2) != PFI_OK)
+        fail_msg("a feasible ramp with a never-answered node failed: %s", e2.msg);
+    assert_true(x.c->ramp_from_w >= 0.85 * all);
+    site_down(&x);
 }
 
 /* With the loop running, the end of a ramp is applied at its end, not at the next heartbeat:

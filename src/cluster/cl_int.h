@@ -133,6 +133,9 @@ int pfi_cl_decode_curve(json_t *curve, pfi_cl_job *j);
 /* history.c: what the status page plots and lists.  The sum of the caps as the controller counts
  * it (an unknown cap at the GPU's maximum); c->mu held. */
 double pfi_cl_cap_sum_w(const pfi_cl *c);
+/* The same, a GPU whose limits were never read counted as the plan counts it (the site's
+ * largest maximum), not as 0 W: where a ramp can start (c->mu held). */
+double pfi_cl_cap_held_w(const pfi_cl *c);
 /* The draw the controller knows (c->mu held): what a node reported at the last refresh, while
  * it answers; a silent node's last readings are not current, so its draw is unknown (NAN), as
  * is a GPU's that reported none.  A node's draw is NAN when none of its GPUs has one; the

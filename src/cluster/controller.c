@@ -747,7 +747,7 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
     /* A ramp starts where the site is: the budget in force, or the caps held when they are
      * lower (no budget since a restart, or one far above the site such as 1MW).  From the
      * default limits, a ramp down first raised a capped site by 60%. */
-    double from = c->budget_now_w, caps = pfi_cl_cap_sum_w(c);
+    double from = c->budget_now_w, caps = pfi_cl_cap_held_w(c);
     if (!(caps > 0))
         caps = pfi_cl_site_default_w(c);
     if (!(from <= caps))

@@ -18,6 +18,22 @@ double pfi_cl_cap_sum_w(const pfi_cl *c)
     return sum;
 }
 
+double pfi_cl_cap_held_w(const pfi_cl *c)
+{
+    double site_max = 0, sum = 0;
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int g = 0; g < c->nodes[i].n_gpus; g++)
+            if (c->nodes[i].gpu[g].max_limit_w > site_max)
+                site_max = c->nodes[i].gpu[g].max_limit_w;
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int g = 0; g < c->nodes[i].n_gpus; g++) {
+            const pfi_device *d = &c->nodes[i].gpu[g];
+            sum += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w
+                                                                              : site_max;
+        }
+    return sum;
+}
+
 double pfi_cl_gpu_draw_w(const pfi_cl_node *n, int g)
 {
     return n->up ? n->power_w[g] : NAN;

@@ -1198,6 +1198,19 @@ static void test_heartbeat_saved(void **state)
                        "disarmed by ctl-9") != NULL;
     assert_true(said);
     json_decref(d);
+    /* disarmed (a controller run with --node-ttl 0), it still commands the caps: /v1/gpus names
+     * it, so a one-shot `pfi cluster budget` does not take the node over */
+    assert_int_equal(call(f, "GET", "/v1/gpus", NULL, 0, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "controller")), "ctl-9");
+    assert_true(json_number_value(json_object_get(d, "controller_heard_s")) < 30);
+    json_decref(d);
+    /* a minute without a heartbeat: no longer named */
+    pthread_mutex_lock(&f->n->mu);
+    f->n->hb_last -= SRV_CONTROLLER_HEARD_S + 1;
+    pthread_mutex_unlock(&f->n->mu);
+    assert_int_equal(call(f, "GET", "/v1/gpus", NULL, 0, &d), 200);
+    assert_true(json_is_null(json_object_get(d, "controller")));
+    json_decref(d);
 }
 
 /* The draw a compliance record takes: a GPU whose draw is not read now (no power reading, or

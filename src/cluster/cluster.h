@@ -118,7 +118,8 @@ typedef struct pfi_cl_node {
     int up;                   /* answered the last request */
     int ever_up;
     int n_gpus_seen; /* GPUs the daemon reported when it last answered (may exceed Slurm's) */
-    char commanded_by[64]; /* the controller whose caps it holds under an armed watchdog, "" */
+    char commanded_by[64]; /* the controller whose caps it holds, heard lately, "" none */
+    double commanded_heard_s; /* seconds since that controller's last heartbeat */
     char why[200];            /* why not up */
     double last_ok_wall;
     char boot_id[40];         /* the daemon's, from its heartbeat answers ("" unknown) */
@@ -188,8 +189,8 @@ int pfi_cl_set_budget_text(pfi_cl *c, const char *text, double ramp_s, pfi_err *
 /* The site budget kept in the grid store across restarts (no store: nothing saved, none
  * read); saved: *watts, NAN when none was saved or it was removed. */
 void pfi_cl_budget_save(pfi_cl *c);
-/* 1 when a node answering the last refresh holds the caps of a running controller (its
- * watchdog armed, external mode), with err naming it: a one-shot budget beside `pfi cluster
+/* 1 when a node answering the last refresh holds the caps of a running controller (external
+ * mode, a heartbeat within the last minute), with err naming it: a one-shot budget beside `pfi cluster
  * serve` took the nodes over (16.8 kW for a heartbeat while the daemon said 10 kW), and two
  * controllers lowering and raising break each other's order. */
 int pfi_cl_commanded(pfi_cl *c, pfi_err *err);

@@ -132,6 +132,7 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
         n->n_gpus = count;
     const char *by = json_string_value(json_object_get(doc, "controller"));
     snprintf(n->commanded_by, sizeof n->commanded_by, "%s", by ? by : "");
+    n->commanded_heard_s = jnum(doc, "controller_heard_s");
     return PFI_OK;
 }
 
@@ -782,10 +783,12 @@ int pfi_cl_commanded(pfi_cl *c, pfi_err *err)
     for (int i = 0; i < c->n_nodes && !found; i++)
         if (c->nodes[i].up && c->nodes[i].commanded_by[0]) {
             pfi_err_set(err, PFI_EBUSY,
-                        "node %s holds the caps of a running controller (%s, its watchdog "
-                        "armed): change the site budget through it (PUT /v1/budget), or stop it "
-                        "first",
-                        c->nodes[i].name, c->nodes[i].commanded_by);
+                        "node %s holds the caps of a running controller (%s, its last "
+                        "heartbeat %.0f s ago): change the site budget through it (PUT "
+                        "/v1/budget); a controller stopped is no longer counted %d s after its "
+                        "last heartbeat",
+                        c->nodes[i].name, c->nodes[i].commanded_by,
+                        c->nodes[i].commanded_heard_s, 60);
             found = 1;
         }
     pthread_mutex_unlock(&c->mu);

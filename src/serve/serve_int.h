@@ -25,6 +25,7 @@
 
 #define SRV_ID_MAX 64
 #define SRV_MAX_JOBS PFI_MAX_GPUS
+#define SRV_CONTROLLER_HEARD_S 60 /* a controller heard within this is named as commanding */
 #define SRV_EVENTS 512
 #define SRV_MIN_BASELINE 10 /* baseline samples before a job's curve is predicted */
 /* A job's SLA breaches seen in its log and kept for its plan (follow.c, plan.c): the latest

@@ -52,12 +52,16 @@ json_t *pfi_srv_view_gpus(srv_node *n)
         json_array_append_new(arr, gpu_json(n, i));
     /* Who commands the caps: a second controller (the one-shot `pfi cluster budget` beside a
      * running `pfi cluster serve`) must see it before it takes the node over. */
-    json_t *by = n->mode == SRV_MODE_EXTERNAL && n->hb_ttl_s > 0 && n->hb_controller[0]
+    /* Heard lately, armed or not (a controller run with --node-ttl 0 beats without arming);
+     * one that stopped is no longer named a minute after its last heartbeat. */
+    double heard = n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
+    json_t *by = n->mode == SRV_MODE_EXTERNAL && heard <= SRV_CONTROLLER_HEARD_S
                      ? json_string(n->hb_controller)
                      : NULL;
     pthread_mutex_unlock(&n->mu);
-    return json_pack("{s:s, s:b, s:o, s:o}", "backend", pfi_hw_label(n->b), "simulated",
-                     pfi_hw_simulated(n->b), "gpus", arr, "controller", by ? by : json_null());
+    return json_pack("{s:s, s:b, s:o, s:o, s:o}", "backend", pfi_hw_label(n->b), "simulated",
+                     pfi_hw_simulated(n->b), "gpus", arr, "controller", by ? by : json_null(),
+                     "controller_heard_s", pfi_json_num(by ? heard : NAN));
 }
 
 static json_t *job_json(const srv_node *n, const srv_job *j)

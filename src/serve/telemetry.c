@@ -58,6 +58,8 @@ static void energy_add(srv_gpu *g, const pfi_sample *s)
             g->energy_j += 0.5 * (g->energy_p + s->power_w) * (s->t_s - g->energy_t);
         g->energy_t = s->t_s;
         g->energy_p = s->power_w;
+    } else if (g->energy_src == 2) {
+        g->energy_t = NAN; /* a reading without the draw (NOT_READY): its gap is not counted */
     }
 }
 

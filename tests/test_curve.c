@@ -271,12 +271,42 @@ static void test_real_near_flat(void **state)
     assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
     assert_true(c.n_shed >= 2);
     assert_true(c.r_max < PFI_CURVE_R_BOUND);
+    assert_true(pfi_curve_never_bound(&c));
     assert_true(c.fit.p[0] == 0);
     assert_true(pfi_fit_s(&c.fit, 0.3) == 0);
     /* and a model is not trained on slowdowns read so far beyond what was measured */
     pfi_train_row row;
     assert_int_equal(pfi_train_row_from_run(&run, 0, 0, &row, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "never bound"));
+}
+
+/* A shallow sweep whose draw follows the cap does bind: a node daemon's first small cuts
+ * (700, 680, 662 W; 4.8% of the power shed, 3.8% of the throughput lost) got s = 0 (PFI30 0,
+ * "cut this job first") once the flat-draw rule above looked at r_max alone. */
+static void test_shallow_but_bound(void **state)
+{
+    (void)state;
+    pfi_run run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.name, sizeof run.name, "synthetic shallow");
+    run.n_gpus = 1;
+    run.default_limit_w = 700;
+    static const double lv[][3] = {{700, 690, 1000}, {680, 672, 980}, {662, 657, 962}};
+    for (int i = 0; i < 3; i++) {
+        pfi_level *l = &run.levels[run.n_levels++];
+        l->cap_w = lv[i][0];
+        l->power_w = lv[i][1];
+        l->tput = lv[i][2];
+        l->tput_lo = l->tput_hi = NAN;
+        l->enforced_w = NAN;
+    }
+    pfi_curve c;
+    pfi_err e = {0};
+    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
+    assert_true(c.r_max < PFI_CURVE_R_BOUND);
+    assert_false(pfi_curve_never_bound(&c));
+    double s30 = pfi_fit_s(&c.fit, 0.3);
+    assert_true(s30 > 0.1 && s30 < 0.5); /* about 0.8 of the shed, as the points say */
 }
 
 static void test_real_too_few_levels(void **state)
@@ -522,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_faster_level_pinned_exactly),
         cmocka_unit_test(test_real_flat_ncf),
         cmocka_unit_test(test_real_near_flat),
+        cmocka_unit_test(test_shallow_but_bound),
         cmocka_unit_test(test_real_too_few_levels),
         cmocka_unit_test(test_real_not_reaching_depth),
         cmocka_unit_test(test_real_two_levels_no_fake_interval),

@@ -135,7 +135,7 @@ static void print_row(const pfi_run *r, const pfi_index *x, int w)
     else
         snprintf(ci, sizeof ci, "-");
     char note[64] = "";
-    if (x->r_max < PFI_CURVE_R_BOUND)
+    if (x->never_bound)
         snprintf(note, sizeof note, "cap never bound");
     else if (x->non_monotone)
         snprintf(note, sizeof note, "non-monotone");

@@ -442,7 +442,7 @@ int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *
     for (int k = 0; k < m; k++)
         if (r[k] > 0.005)
             out->n_shed++;
-    if (out->n_shed < family_nparams[family] || out->r_max < PFI_CURVE_R_BOUND) {
+    if (out->n_shed < family_nparams[family] || pfi_curve_never_bound(out)) {
         /* The job's draw hardly moved with the cap (e.g. NCF far below every cap): nothing to
          * fit, and nothing was lost; the index says the depth was not reached. */
         memset(&out->fit, 0, sizeof out->fit);
@@ -460,6 +460,16 @@ int pfi_curve_from_run(const pfi_run *run, int family, pfi_curve *out, pfi_err *
     if (rc != PFI_OK)
         return pfi_err_prefix(err, "run %s: ", run->name);
     return PFI_OK;
+}
+
+int pfi_curve_never_bound(const pfi_curve *c)
+{
+    if (!(c->r_max < PFI_CURVE_R_BOUND))
+        return 0;
+    for (int k = 0; k < c->n; k++)
+        if (c->cap_w[k] < c->cap0_w - 0.5 && c->draw_w[k] >= PFI_CURVE_BIND_FRAC * c->cap_w[k])
+            return 0;
+    return 1;
 }
 
 int pfi_curve_points(const pfi_curve *c, double *r, double *s, int max)

@@ -66,14 +66,19 @@ typedef struct pfi_curve {
     double rel_mono[PFI_CURVE_MAX_PTS]; /* T/T0 of the monotone fit (non-increasing as r grows) */
     double r_max;       /* deepest shed measured (or the depth a prediction is trusted to) */
     int n_shed;         /* measured points that shed power (r > 0.005); below the family's
-                           parameter count, or r_max below PFI_CURVE_R_BOUND, the cap never
-                           bound: the fit is s = 0 */
+                           parameter count, or pfi_curve_never_bound, the fit is s = 0 */
     pfi_fit fit;
 } pfi_curve;
 
-/* A sweep whose draw fell by less than this fraction never bound: points a hair apart near
- * r = 0 determine no fit (two at r = 0.007 and 0.009 gave s = 1.8e6 r^4, PFI10 = 10). */
+/* A sweep whose draw fell by less than this fraction, no capped level drawing within
+ * PFI_CURVE_BIND_FRAC of its cap, never bound: points a hair apart near r = 0 determine no fit
+ * (two at r = 0.007 and 0.009, NCF or ShuffleNet drawing 42-84 W under caps of 100 W and
+ * more, gave s = 1.8e6 r^4, PFI10 = 10).  A job whose draw follows its cap binds, however
+ * shallow the sweep (a node daemon's first small cuts). */
 #define PFI_CURVE_R_BOUND 0.05
+#define PFI_CURVE_BIND_FRAC 0.95
+/* 1 when c's measured points say the cap never bound (the rule above). */
+int pfi_curve_never_bound(const pfi_curve *c);
 
 /* Index of the baseline level of a run: the level at the default limit (within 0.5 W), else the
  * one at the highest cap.  -1 when the run has no level with a positive throughput. */

@@ -271,6 +271,7 @@ int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *
     out->p0_w = c->p0_w;
     out->cap0_w = c->cap0_w;
     out->r_max = c->r_max;
+    out->never_bound = pfi_curve_never_bound(c);
     out->fit = c->fit;
     out->depth = o.depth;
     out->n_points = c->n;

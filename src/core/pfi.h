@@ -41,6 +41,7 @@ typedef struct pfi_index {
     double t0, p0_w, cap0_w;
     int n_points;            /* levels used, baseline included */
     double r_max;            /* deepest shed measured */
+    int never_bound;         /* pfi_curve_never_bound: no fit, no PFI */
     pfi_fit fit;
     double depth;            /* the headline depth */
     double pfi;              /* PFI(depth) on the fit; NAN when depth > r_max without extrapolate

@@ -47,7 +47,7 @@ int pfi_train_row_from_run(const pfi_run *run, int group, int gpu_class, pfi_tra
     if (rc != PFI_OK)
         return rc;
     /* Its targets would be read on an empty fit far beyond anything measured: invented. */
-    if (c.r_max < PFI_CURVE_R_BOUND)
+    if (pfi_curve_never_bound(&c))
         return pfi_err_set(err, PFI_EINVAL, "run %s: its cap never bound (power shed at most "
                                             "%.1f%%): no slowdown to learn", run->name,
                            100 * c.r_max);

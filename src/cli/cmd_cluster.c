@@ -150,6 +150,14 @@ static int resume_budget(pfi_cl *c, int tries)
     }
     if (rc == PFI_EBUSY)
         return 0; /* the operator's budget stands */
+    json_t *a = rc != PFI_OK ? pfi_cl_json_allocation(c) : NULL;
+    int taken = json_is_true(json_object_get(a, "budget_set"));
+    json_decref(a);
+    if (rc != PFI_OK && taken) { /* in force, not met yet: the loop applies it as nodes answer */
+        fprintf(stderr, "pfi cluster: the site budget saved before the restart, %.0f W, is in "
+                        "force again, not met yet: %s\n", w, err.msg);
+        return 0;
+    }
     if (rc != PFI_OK) {
         if (tries == 0)
             fprintf(stderr, "pfi cluster: the site budget saved before the restart is not in "

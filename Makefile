@@ -277,6 +277,7 @@ install: install-files
 	inst 644 contrib/pfi-serve.conf.example $(DOCDIR)/examples/serve.conf; \
 	inst 644 docs/examples/jobs.json $(DOCDIR)/examples/jobs.json; \
 	for f in contrib/slurm/pfi-prolog.sh contrib/slurm/pfi-epilog.sh; do inst 755 $$f $(PKGLIBEXECDIR)/$$(basename $$f); done; \
+	inst 644 contrib/slurm/pfi-slurm-lib.sh $(PKGLIBEXECDIR)/pfi-slurm-lib.sh; \
 	for f in README.md LICENSE docs/*.md; do inst 644 $$f $(DOCDIR)/$$(basename $$f); done; \
 	sort -u $$m.new > $$m && rm -f $$m.new; echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"
 
@@ -292,7 +293,8 @@ uninstall:
 	  "$$D$(LIBDIR)/pkgconfig/pfi.pc" "$$D$(SLURM_PLUGINDIR)/pfi_spank.so"; \
 	rm -rf "$$D$(INCLUDEDIR)/pfi" "$$D$(DOCDIR)"; rm -f "$$D$(BASHCOMPDIR)/pfi"; \
 	for pg in $(MANPAGES); do f=$$(basename $$pg); rm -f "$$D$(MANDIR)/man$${f##*.}/$$f"; done; \
-	rm -f "$$D$(PKGLIBEXECDIR)/pfi-prolog.sh" "$$D$(PKGLIBEXECDIR)/pfi-epilog.sh"; rmdir "$$D$(PKGLIBEXECDIR)" 2>/dev/null; \
+	rm -f "$$D$(PKGLIBEXECDIR)/pfi-prolog.sh" "$$D$(PKGLIBEXECDIR)/pfi-epilog.sh" \
+	  "$$D$(PKGLIBEXECDIR)/pfi-slurm-lib.sh"; rmdir "$$D$(PKGLIBEXECDIR)" 2>/dev/null; \
 	for u in contrib/systemd/*.service; do rm -f "$$D$(SYSTEMDUNITDIR)/$$(basename $$u)"; done; \
 	for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
 	  $(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(DATADIR)/doc; do \

@@ -196,21 +196,15 @@ static void test_real_below_cap_nonmonotone(void **state)
     assert_true(isfinite(x.pfi_at[3]) && x.extrap_at[3]);
 }
 
-/* A job faster at a lower cap sheds that power for nothing: its slowdown there is exactly 0
- * and its index at 10% is 0, not a tiny negative number (the baseline was held by a weight
- * of 1e9, so pooling a faster level with it gave s = -5e-11 and PFI10 = -3.3e-10, printed
- * "-0.000"). */
-static void test_faster_level_pinned_exactly(void **state)
+/* A one-GPU run from {cap, draw, throughput} levels, the first the baseline. */
+static pfi_run synthetic_run(const char *name, double default_w, const double (*lv)[3], int n)
 {
     pfi_run run;
     memset(&run, 0, sizeof run);
-    snprintf(run.name, sizeof run.name, "synthetic faster");
+    snprintf(run.name, sizeof run.name, "%s", name);
     run.n_gpus = 1;
-    run.default_limit_w = 300;
-    /* cap, draw, throughput: 250 W runs faster than the baseline */
-    static const double lv[][3] = {{300, 250, 1.0 / 10}, {250, 2000 / 9.5, 1.0 / 9.5},
-                                   {200, 1900 / 12.0, 1.0 / 12}, {150, 125, 1.0 / 14}};
-    for (int i = 0; i < 4; i++) {
+    run.default_limit_w = default_w;
+    for (int i = 0; i < n; i++) {
         pfi_level *l = &run.levels[run.n_levels++];
         l->cap_w = lv[i][0];
         l->power_w = lv[i][1];
@@ -218,6 +212,19 @@ static void test_faster_level_pinned_exactly(void **state)
         l->tput_lo = l->tput_hi = NAN;
         l->enforced_w = NAN;
     }
+    return run;
+}
+
+/* A job faster at a lower cap sheds that power for nothing: its slowdown there is exactly 0
+ * and its index at 10% is 0, not a tiny negative number (the baseline was held by a weight
+ * of 1e9, so pooling a faster level with it gave s = -5e-11 and PFI10 = -3.3e-10, printed
+ * "-0.000"). */
+static void test_faster_level_pinned_exactly(void **state)
+{
+    /* cap, draw, throughput: 250 W runs faster than the baseline */
+    static const double lv[][3] = {{300, 250, 1.0 / 10}, {250, 2000 / 9.5, 1.0 / 9.5},
+                                   {200, 1900 / 12.0, 1.0 / 12}, {150, 125, 1.0 / 14}};
+    pfi_run run = synthetic_run("synthetic faster", 300, lv, 4);
     pfi_curve c;
     pfi_err e = {0};
     assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
@@ -286,20 +293,8 @@ static void test_real_near_flat(void **state)
 static void test_shallow_but_bound(void **state)
 {
     (void)state;
-    pfi_run run;
-    memset(&run, 0, sizeof run);
-    snprintf(run.name, sizeof run.name, "synthetic shallow");
-    run.n_gpus = 1;
-    run.default_limit_w = 700;
     static const double lv[][3] = {{700, 690, 1000}, {680, 672, 980}, {662, 657, 962}};
-    for (int i = 0; i < 3; i++) {
-        pfi_level *l = &run.levels[run.n_levels++];
-        l->cap_w = lv[i][0];
-        l->power_w = lv[i][1];
-        l->tput = lv[i][2];
-        l->tput_lo = l->tput_hi = NAN;
-        l->enforced_w = NAN;
-    }
+    pfi_run run = synthetic_run("synthetic shallow", 700, lv, 3);
     pfi_curve c;
     pfi_err e = {0};
     assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A daemon that hangs: it serves the status page (PAGE) and answers /healthz, then takes every
 other read and never answers, as a stopped or deadlocked pfi serve (or a network that drops
 packets) does.  An image appended to the page answers after 13 s, so Chromium's --dump-dom,

@@ -136,6 +136,10 @@ double pfi_cl_cap_sum_w(const pfi_cl *c);
 /* The same, a GPU whose limits were never read counted as the plan counts it (the site's
  * largest maximum), not as 0 W: where a ramp can start (c->mu held). */
 double pfi_cl_cap_held_w(const pfi_cl *c);
+/* The largest maximum limit of any GPU read (NAN: none), and what one GPU counts for in the
+ * budget before it is planned: its limit, else its maximum, else site_max (never read). */
+double pfi_cl_site_max_w(const pfi_cl *c);
+double pfi_cl_gpu_count_w(const pfi_device *d, double site_max);
 /* The draw the controller knows (c->mu held): what a node reported at the last refresh, while
  * it answers; a silent node's last readings are not current, so its draw is unknown (NAN), as
  * is a GPU's that reported none.  A node's draw is NAN when none of its GPUs has one; the

@@ -18,18 +18,34 @@ double pfi_cl_cap_sum_w(const pfi_cl *c)
     return sum;
 }
 
-double pfi_cl_cap_held_w(const pfi_cl *c)
+double pfi_cl_site_max_w(const pfi_cl *c)
 {
-    double site_max = 0, sum = 0;
-    for (int i = 0; i < c->n_nodes; i++)
-        for (int g = 0; g < c->nodes[i].n_gpus; g++)
-            if (c->nodes[i].gpu[g].max_limit_w > site_max)
-                site_max = c->nodes[i].gpu[g].max_limit_w;
+    double site_max = NAN;
     for (int i = 0; i < c->n_nodes; i++)
         for (int g = 0; g < c->nodes[i].n_gpus; g++) {
-            const pfi_device *d = &c->nodes[i].gpu[g];
-            sum += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w
-                                                                              : site_max;
+            double m = c->nodes[i].gpu[g].max_limit_w;
+            if (!isnan(m) && (isnan(site_max) || m > site_max))
+                site_max = m;
+        }
+    return site_max;
+}
+
+double pfi_cl_gpu_count_w(const pfi_device *d, double site_max)
+{
+    if (!isnan(d->limit_w))
+        return d->limit_w;
+    if (!isnan(d->max_limit_w))
+        return d->max_limit_w;
+    return site_max;
+}
+
+double pfi_cl_cap_held_w(const pfi_cl *c)
+{
+    double site_max = pfi_cl_site_max_w(c), sum = 0;
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int g = 0; g < c->nodes[i].n_gpus; g++) {
+            double w = pfi_cl_gpu_count_w(&c->nodes[i].gpu[g], site_max);
+            sum += isnan(w) ? 0 : w; /* no GPU's limits known at all: nothing to count */
         }
     return sum;
 }

@@ -25,15 +25,6 @@
 #include "core/alloc_keep.h"
 #include "core/policy.h"
 
-static double gpu_count_w(const pfi_device *d, double site_max)
-{
-    if (!isnan(d->limit_w))
-        return d->limit_w;
-    if (!isnan(d->max_limit_w))
-        return d->max_limit_w;
-    return site_max;
-}
-
 static int gpu_held(const pfi_cl *c, const pfi_cl_node *n, int g)
 {
     int j = n->job_of[g];
@@ -60,13 +51,7 @@ static void note_silent(fixed_w *f, const pfi_cl_node *n)
 
 static int count_fixed(pfi_cl *c, fixed_w *f, pfi_err *err)
 {
-    double site_max = NAN;
-    for (int i = 0; i < c->n_nodes; i++)
-        for (int g = 0; g < c->nodes[i].n_gpus; g++) {
-            double m = c->nodes[i].gpu[g].max_limit_w;
-            if (!isnan(m) && (isnan(site_max) || m > site_max))
-                site_max = m;
-        }
+    double site_max = pfi_cl_site_max_w(c);
     /* A job is pinned while any of its nodes is silent (nodes fall silent mid-apply too). */
     for (int j = 0; j < c->n_jobs; j++) {
         c->jobs[j].pinned = 0;
@@ -82,7 +67,7 @@ static int count_fixed(pfi_cl *c, fixed_w *f, pfi_err *err)
         for (int g = 0; g < n->n_gpus; g++) {
             const pfi_device *d = &n->gpu[g];
             if (gpu_held(c, n, g)) {
-                double w = gpu_count_w(d, site_max);
+                double w = pfi_cl_gpu_count_w(d, site_max);
                 if (isnan(w))
                     return pfi_err_set(err, PFI_ESTATE,
                                        "node %s has never answered and no GPU's limits are "

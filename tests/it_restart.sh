@@ -76,7 +76,8 @@ sleep 1.2
 "$PFI_BIN" cluster budget 100% --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" \
     --topology "$dir/topo.json" >"$dir/oneshot.out" 2>&1
 rc=$?
-[ $rc = 1 ] && grep -q "holds the caps of a running controller (pfi-cluster" "$dir/oneshot.out" ||
+[ $rc = 1 ] && grep -q "holds the caps of a running controller (pfi-cluster" "$dir/oneshot.out" &&
+    grep -q "no longer counted 60 s after its last heartbeat" "$dir/oneshot.out" ||
     fail "a one-shot budget beside the running controller: exit $rc: $(cat "$dir/oneshot.out")"
 "$PFI_BIN" cluster status --node-url "unix:$dir/%n.sock" --node-token-file "$dir/token" \
     --topology "$dir/topo.json" >"$dir/status.out" 2>&1 ||

@@ -1203,6 +1203,8 @@ static void test_heartbeat_saved(void **state)
     assert_int_equal(call(f, "GET", "/v1/gpus", NULL, 0, &d), 200);
     assert_string_equal(json_string_value(json_object_get(d, "controller")), "ctl-9");
     assert_true(json_number_value(json_object_get(d, "controller_heard_s")) < 30);
+    assert_int_equal(json_integer_value(json_object_get(d, "controller_named_for_s")),
+                     SRV_CONTROLLER_HEARD_S);
     json_decref(d);
     /* a minute without a heartbeat: no longer named */
     pthread_mutex_lock(&f->n->mu);

@@ -551,7 +551,14 @@ static void test_journal_lock_stuck(void **state)
     int gpus[] = {0};
     pfi_journal j;
     assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 1, &e), PFI_EBUSY);
-    assert_non_null(strstr(e.msg, "held by another start"));
+    assert_non_null(strstr(e.msg, "held by another start")); /* no pid written: none named */
+    /* A start writes its pid there: the one that waits in vain names it. */
+    char me[64];
+    int len = snprintf(me, sizeof me, "%ld\n", (long)getpid());
+    assert_int_equal(pwrite(fd, me, (size_t)len, 0), len);
+    assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 1, &e), PFI_EBUSY);
+    snprintf(me, sizeof me, "held by pid %ld", (long)getpid());
+    assert_non_null(strstr(e.msg, me));
     assert_int_equal(access(path, F_OK), -1); /* nothing written */
     close(fd);
     assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 1, &e), PFI_OK);

@@ -120,6 +120,7 @@ typedef struct pfi_cl_node {
     int n_gpus_seen; /* GPUs the daemon reported when it last answered (may exceed Slurm's) */
     char commanded_by[64]; /* the controller whose caps it holds, heard lately, "" none */
     double commanded_heard_s; /* seconds since that controller's last heartbeat */
+    double commanded_for_s;   /* how long after it the node stops naming it (the node's rule) */
     char why[200];            /* why not up */
     double last_ok_wall;
     char boot_id[40];         /* the daemon's, from its heartbeat answers ("" unknown) */

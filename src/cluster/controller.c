@@ -133,6 +133,7 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
     const char *by = json_string_value(json_object_get(doc, "controller"));
     snprintf(n->commanded_by, sizeof n->commanded_by, "%s", by ? by : "");
     n->commanded_heard_s = jnum(doc, "controller_heard_s");
+    n->commanded_for_s = jnum(doc, "controller_named_for_s");
     return PFI_OK;
 }
 
@@ -782,13 +783,17 @@ int pfi_cl_commanded(pfi_cl *c, pfi_err *err)
     pthread_mutex_lock(&c->mu);
     for (int i = 0; i < c->n_nodes && !found; i++)
         if (c->nodes[i].up && c->nodes[i].commanded_by[0]) {
+            const pfi_cl_node *n = &c->nodes[i];
+            char when[96] = ""; /* a node older than the field does not say */
+            if (n->commanded_for_s > 0)
+                snprintf(when, sizeof when, " %.0f s after its last heartbeat",
+                         n->commanded_for_s);
             pfi_err_set(err, PFI_EBUSY,
                         "node %s holds the caps of a running controller (%s, its last "
                         "heartbeat %.0f s ago): change the site budget through it (PUT "
-                        "/v1/budget); a controller stopped is no longer counted %d s after its "
-                        "last heartbeat",
-                        c->nodes[i].name, c->nodes[i].commanded_by,
-                        c->nodes[i].commanded_heard_s, 60);
+                        "/v1/budget); a controller stopped is no longer counted%s",
+                        n->name, n->commanded_by, n->commanded_heard_s,
+                        when[0] ? when : " once the node stops naming it");
             found = 1;
         }
     pthread_mutex_unlock(&c->mu);

@@ -181,6 +181,19 @@ int pfi_journal_check_free(const char *path, pfi_err *err)
                        path, rc == PFI_OK ? old.pid : -1L, path);
 }
 
+/* The pid a start wrote in PATH.lock, 0 if none can be read. */
+static long lock_pid(int fd)
+{
+    char buf[32];
+    ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
+    if (got <= 0)
+        return 0;
+    buf[got] = '\0';
+    char *end;
+    long pid = strtol(buf, &end, 10);
+    return end != buf && pid > 0 ? pid : 0;
+}
+
 #define JOURNAL_LOCK_WAIT_S 10 /* PATH.lock: a begin takes milliseconds */
 
 /* pfi_journal_begin under the lock of PATH.lock: the check that no journal is there, its
@@ -235,13 +248,25 @@ int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const in
     while (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         if ((e != EWOULDBLOCK && e != EINTR) || pfi_clock_mono() > give_up) {
+            if (e == EWOULDBLOCK) {
+                char who[320] = "another start";
+                long pid = lock_pid(lfd);
+                if (pid > 0)
+                    holder(pid, who, sizeof who);
+                close(lfd);
+                return pfi_err_set(err, PFI_EBUSY, "%s is held by %s for over %d s (a stopped "
+                                   "process?)", lk, who, JOURNAL_LOCK_WAIT_S);
+            }
             close(lfd);
-            if (e == EWOULDBLOCK)
-                return pfi_err_set(err, PFI_EBUSY, "%s is held by another start for over %d s "
-                                   "(a stopped process?)", lk, JOURNAL_LOCK_WAIT_S);
             return pfi_err_set(err, PFI_EIO, "cannot lock %s: %s", lk, strerror(e));
         }
         usleep(10000);
+    }
+    /* Who holds it, for the message of a start that waits in vain (best effort). */
+    char me[32];
+    int len = snprintf(me, sizeof me, "%ld\n", (long)getpid());
+    if (ftruncate(lfd, 0) == 0 && pwrite(lfd, me, (size_t)len, 0) != len) {
+        /* best effort: the message then names no pid; the lock itself holds */
     }
     rc = begin_locked(j, path, b, gpus, n, err);
     close(lfd); /* the journal's own lock is held from here */

@@ -59,9 +59,10 @@ json_t *pfi_srv_view_gpus(srv_node *n)
                      ? json_string(n->hb_controller)
                      : NULL;
     pthread_mutex_unlock(&n->mu);
-    return json_pack("{s:s, s:b, s:o, s:o, s:o}", "backend", pfi_hw_label(n->b), "simulated",
-                     pfi_hw_simulated(n->b), "gpus", arr, "controller", by ? by : json_null(),
-                     "controller_heard_s", pfi_json_num(by ? heard : NAN));
+    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:i}", "backend", pfi_hw_label(n->b),
+                     "simulated", pfi_hw_simulated(n->b), "gpus", arr, "controller",
+                     by ? by : json_null(), "controller_heard_s", pfi_json_num(by ? heard : NAN),
+                     "controller_named_for_s", SRV_CONTROLLER_HEARD_S);
 }
 
 static json_t *job_json(const srv_node *n, const srv_job *j)

@@ -1327,6 +1327,59 @@ static void test_unknown_node_in_topology(void **state)
     site_down(&x);
 }
 
+/* The controller restarted on the same store as x's, knowing no budget yet. */
+static void restart_controller(site *x, const char *db)
+{
+    pfi_err e = {0};
+    pfi_cl_config cfg = x->c->cfg;
+    pfi_cl_close(x->c);
+    assert_int_equal(pfi_cl_open(&cfg, &x->c, &e), PFI_OK);
+    assert_int_equal(pfi_cl_grid_open(x->c, db, &e), PFI_OK);
+    assert_int_equal(pfi_cl_refresh(x->c, &e), PFI_OK);
+    assert_false(x->c->budget.set);
+}
+
+/* A restart takes back the budget saved in the store, without a ramp, and says so; it never
+ * replaces a budget set meanwhile; a budget removed stays removed. */
+static void test_budget_resume(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400], msg[1024];
+    snprintf(db, sizeof db, "%s/resume.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(pfi_cl_budget_resume(x.c, 1, msg, sizeof msg), 0); /* none saved */
+    assert_string_equal(msg, "");
+    assert_int_equal(set_budget(&x, 0.7 * full, &e), PFI_OK);
+
+    restart_controller(&x, db);
+    assert_int_equal(pfi_cl_budget_resume(x.c, 1, msg, sizeof msg), 0);
+    assert_non_null(strstr(msg, "is in force again"));
+    assert_true(x.c->budget.set && x.c->budget.watts == 0.7 * full);
+    assert_true(pfi_standin_cap_sum(x.s) <= 0.7 * full + 1e-6);
+
+    restart_controller(&x, db); /* the operator sets a budget before the resume runs */
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    assert_int_equal(pfi_cl_budget_resume(x.c, 1, msg, sizeof msg), 0);
+    assert_string_equal(msg, "");
+    assert_true(x.c->budget.watts == 0.8 * full);
+
+    pfi_cl_budget none = {.set = 0, .watts = -1};
+    assert_int_equal(pfi_cl_set_budget(x.c, &none, &e), PFI_OK);
+    restart_controller(&x, db);
+    assert_int_equal(pfi_cl_budget_resume(x.c, 1, msg, sizeof msg), 0);
+    assert_false(x.c->budget.set);
+    char f[500];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
+        unlink(f);
+    }
+    site_down(&x);
+}
+
 /* Grid events on the site budget: an event in force holds the site under its target whatever
  * the manual budget; an infeasible one is refused with what can be met unless the SLAs yield;
  * a bad one changes nothing; deleting re-plans; events survive reopening. */
@@ -1452,6 +1505,7 @@ int main(void)
         cmocka_unit_test(test_unknown_node_in_topology),
         cmocka_unit_test(test_topo_json_overlaps),
         cmocka_unit_test(test_grid_events),
+        cmocka_unit_test(test_budget_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

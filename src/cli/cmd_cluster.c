@@ -134,40 +134,14 @@ static int grid_setup(pfi_cl *c, const char *db, const char *openadr, pfi_ven **
     return PFI_EXIT_OK;
 }
 
-/* The budget saved before a restart, taken back (forgotten, the site was re-planned no more
- * and the API said there was no budget).  1 while it is saved but not in force yet (a node
- * not answering so soon after a reboot): the serve loop tries again, unless a budget was set
- * meanwhile.  Says the first failure and the success. */
+/* pfi_cl_budget_resume, its message said on stderr (the operator's log). */
 static int resume_budget(pfi_cl *c, int tries)
 {
-    pfi_err err = {0};
-    double w;
-    pfi_cl_budget b = {.set = 1, .ramp_s = 0, .only_if_none = 1};
-    int rc = pfi_cl_budget_saved(c, &w, &err);
-    if (rc == PFI_OK && isfinite(w)) {
-        b.watts = w;
-        rc = pfi_cl_set_budget(c, &b, &err);
-    }
-    if (rc == PFI_EBUSY)
-        return 0; /* the operator's budget stands */
-    json_t *a = rc != PFI_OK ? pfi_cl_json_allocation(c) : NULL;
-    int taken = json_is_true(json_object_get(a, "budget_set"));
-    json_decref(a);
-    if (rc != PFI_OK && taken) { /* in force, not met yet: the loop applies it as nodes answer */
-        fprintf(stderr, "pfi cluster: the site budget saved before the restart, %.0f W, is in "
-                        "force again, not met yet: %s\n", w, err.msg);
-        return 0;
-    }
-    if (rc != PFI_OK) {
-        if (tries == 0)
-            fprintf(stderr, "pfi cluster: the site budget saved before the restart is not in "
-                            "force yet (tried again every 5 s): %s\n", err.msg);
-        return isfinite(w);
-    }
-    if (isfinite(w))
-        fprintf(stderr, "pfi cluster: the site budget saved before the restart, %.0f W, is in "
-                        "force again\n", w);
-    return 0;
+    char msg[PFI_ERR_MSG_MAX + 160];
+    int pending = pfi_cl_budget_resume(c, tries == 0, msg, sizeof msg);
+    if (msg[0])
+        fprintf(stderr, "pfi cluster: %s\n", msg);
+    return pending;
 }
 
 static int serve(pfi_cl *c, const char *listen, const char *token, const char *port_file,
@@ -223,7 +197,7 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
     }
     for (int k = 1; !stop_flag; k++) {
         usleep(100000);
-        if (resume && k % 50 == 0)
+        if (resume && k % (PFI_CL_RESUME_EVERY_S * 10) == 0)
             resume = resume_budget(c, tries++);
     }
     pfi_cl_server_stop(srv);

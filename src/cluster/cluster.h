@@ -196,6 +196,13 @@ void pfi_cl_budget_save(pfi_cl *c);
  * controllers lowering and raising break each other's order. */
 int pfi_cl_commanded(pfi_cl *c, pfi_err *err);
 int pfi_cl_budget_saved(pfi_cl *c, double *watts, pfi_err *err);
+/* The budget saved before a restart, taken back without a ramp (forgotten, the site was
+ * re-planned no more and the API said there was none).  1 while it is saved but not in force
+ * yet (a node not answering so soon after a reboot): call again every PFI_CL_RESUME_EVERY_S;
+ * never over a budget set meanwhile.  msg (n bytes): what to tell the operator, "" if nothing
+ * (the first failure is said, later ones are not). */
+#define PFI_CL_RESUME_EVERY_S 5
+int pfi_cl_budget_resume(pfi_cl *c, int first, char *msg, size_t n);
 /* Re-allocates the budget in force on the current topology (after a refresh). */
 int pfi_cl_reapply(pfi_cl *c, pfi_err *err);
 /* Sends a heartbeat to every node daemon; marks the silent ones down. */

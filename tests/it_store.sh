@@ -110,18 +110,20 @@ if command -v sqlite3 >/dev/null 2>&1; then
   wait "$holder"
   "$PFI_BIN" runs --db "$db" >"$tmp/out" || fail "store unusable after the lock"
   has "$tmp/out" "zeus-plo/A40/resnet18 x1"
-  # A name that is not UTF-8 (a store written before names were checked): every JSON writer
-  # fails with a message; runs --json listed the other runs without it and exited 0, export
-  # and index dropped the run_name/run keys.
+  # A name that is not UTF-8 or holds a terminal escape (a store written before names were
+  # checked): every reader shows the bytes as '?' (runs --json listed the other runs without
+  # it and exited 0, export and index dropped the run_name/run keys; tables drove the terminal).
   mkdir "$tmp/plo3"
   printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,33,8000\n3,__GlobalPowerLimitOptimizer_200,38,7000\n' \
     >"$tmp/plo3/A40+resnet18+gpu0.csv"
   "$PFI_BIN" import zeus-plo "$tmp/plo3" --db "$tmp/bad8.db" >/dev/null || fail "import of three levels"
   "$PFI_BIN" index 1 --json --boot 0 --db "$tmp/bad8.db" >/dev/null || fail "index of three levels"
-  sqlite3 "$tmp/bad8.db" "UPDATE runs SET name = CAST(X'6E6574FF' AS TEXT)" || fail "sqlite3"
-  for c in "runs --json" "runs show 1 --json" "runs export --format json" "index 1 --json --boot 0"; do
-    must_fail $c --db "$tmp/bad8.db"
-    has "$tmp/err" "not UTF-8 text"
+  sqlite3 "$tmp/bad8.db" "UPDATE runs SET name = CAST(X'6E6574FF1B5B324A' AS TEXT)" || fail "sqlite3"
+  for c in "runs --json" "runs show 1 --json" "runs export --format json" "index 1 --json --boot 0" \
+           "runs" "runs show 1" "index 1 --boot 0"; do
+    "$PFI_BIN" $c --db "$tmp/bad8.db" >"$tmp/out" 2>"$tmp/err" || fail "pfi $c on an old name: $(cat "$tmp/err")"
+    grep -q 'net??\[2J' "$tmp/out" || fail "pfi $c does not show the old name as net??[2J: $(head -c 300 "$tmp/out")"
+    ! grep -q "$(printf '\033')" "$tmp/out" || fail "pfi $c printed an escape"
   done
 else
   echo "SKIPPED: sqlite3 CLI absent (scripts/install-deps.sh test); newer-schema and lock checks not run"

@@ -555,6 +555,24 @@ static void test_text(void **state)
         if (pfi_text_printable(bad[i][0], why, sizeof why) || strcmp(why, bad[i][1]) != 0)
             fail_msg("bad text %zu: '%s', want '%s'", i, why, bad[i][1]);
     }
+    /* Made printable: every refused byte becomes '?', the rest stays. */
+    const char *shown[][2] = {
+        {"net\xff", "net?"},
+        {"a\033[2J", "a?[2J"},
+        {"\xc2\x9b" "2J", "??2J"},
+        {"ab\xe2\x82", "ab??"},
+        {"r\xc3\xa9seau\n", "r\xc3\xa9seau?"},
+        {"plain", "plain"},
+    };
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        char t[32];
+        snprintf(t, sizeof t, "%s", shown[i][0]);
+        int changed = pfi_text_make_printable(t);
+        if (strcmp(t, shown[i][1]) != 0 || changed != (strcmp(shown[i][0], shown[i][1]) != 0))
+            fail_msg("made printable %zu: '%s' (changed %d), want '%s'", i, t, changed,
+                     shown[i][1]);
+        assert_true(pfi_text_printable(t, NULL, 0));
+    }
     assert_int_equal(pfi_utf8_len("\xf0\x9f\x9a\x80"), 4);
     assert_int_equal(pfi_utf8_len("\xf4\x90\x80\x80"), 0); /* above U+10FFFF */
 }

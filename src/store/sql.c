@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "store/store_internal.h"
+#include "util/text.h"
 
 int pfi_store_sqlerr(pfi_store *st, int rc, pfi_err *err, const char *doing)
 {
@@ -129,4 +130,7 @@ void pfi_store_col_text(sqlite3_stmt *s, int i, char *dst, size_t n)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
     snprintf(dst, n, "%s", t ? (const char *)t : "");
+    /* A store written before names were checked may hold terminal escapes or bytes that are not
+     * UTF-8 (and snprintf may cut a sequence): every reader shows them as '?'. */
+    pfi_text_make_printable(dst);
 }

@@ -80,3 +80,23 @@ int pfi_text_printable(const char *s, char *why, size_t n)
     }
     return 1;
 }
+
+int pfi_text_make_printable(char *s)
+{
+    int changed = 0;
+    for (char *p = s; *p;) {
+        int len = pfi_utf8_len(p);
+        if (len == 0)
+            len = 1;
+        char keep = p[len];
+        p[len] = '\0'; /* one sequence at a time */
+        int ok = pfi_text_printable(p, NULL, 0);
+        p[len] = keep;
+        if (!ok) {
+            memset(p, '?', (size_t)len);
+            changed = 1;
+        }
+        p += len;
+    }
+    return changed;
+}

@@ -26,4 +26,9 @@ int pfi_utf8_len(const char *s);
  * what and where the first offending byte is ("control character 0x1b at byte 4") in why[0..n). */
 int pfi_text_printable(const char *s, char *why, size_t n);
 
+/* Replaces, in place, every byte of s that pfi_text_printable refuses (a control character, a
+ * byte of invalid UTF-8, a sequence cut short) by '?': text written before it was checked (an
+ * old store) is shown without driving the terminal.  1 when something was replaced. */
+int pfi_text_make_printable(char *s);
+
 #endif

@@ -601,6 +601,59 @@ static void test_log_truncated_after_long_line(void **state)
     unlink(path);
 }
 
+/* A GPU without an energy counter: its draw integrated over the readings; a reading without
+ * the draw (NOT_READY) or none at all (lost) is a gap that adds nothing, not the trapezoid
+ * across it.  A GPU with a counter reports the device's own. */
+static void test_energy_gaps(void **state)
+{
+    (void)state;
+    srv_gpu g;
+    memset(&g, 0, sizeof g);
+    g.energy_j = NAN;
+    pfi_sample s;
+    pfi_sample_clear(&s);
+    s.have = PFI_F_POWER;
+    double t[] = {0, 1}, p[] = {100, 100};
+    for (int i = 0; i < 2; i++) {
+        s.t_s = t[i];
+        s.power_w = p[i];
+        pfi_srv_energy_add(&g, &s);
+    }
+    assert_true(fabs(g.energy_j - 100) < 1e-9);
+    s.have = 0; /* power NOT_READY at 2 s */
+    s.t_s = 2;
+    pfi_srv_energy_add(&g, &s);
+    s.have = PFI_F_POWER;
+    s.t_s = 5; /* back at 5 s: 2-5 s not counted */
+    s.power_w = 100;
+    pfi_srv_energy_add(&g, &s);
+    assert_true(fabs(g.energy_j - 100) < 1e-9);
+    s.t_s = 6;
+    s.power_w = 200;
+    pfi_srv_energy_add(&g, &s);
+    assert_true(fabs(g.energy_j - 250) < 1e-9);
+    pfi_srv_energy_gap(&g); /* lost from 6 s to 10 s */
+    s.t_s = 10;
+    pfi_srv_energy_add(&g, &s);
+    s.t_s = 11;
+    pfi_srv_energy_add(&g, &s);
+    assert_true(fabs(g.energy_j - 450) < 1e-9);
+
+    memset(&g, 0, sizeof g);
+    g.energy_j = NAN;
+    s.have = PFI_F_POWER | PFI_F_ENERGY;
+    s.energy_j = 5000;
+    pfi_srv_energy_add(&g, &s);
+    s.have = PFI_F_POWER; /* the counter missing once: kept, not integrated */
+    s.t_s = 20;
+    pfi_srv_energy_add(&g, &s);
+    assert_true(g.energy_j == 5000);
+    s.have = PFI_F_POWER | PFI_F_ENERGY;
+    s.energy_j = 5100;
+    pfi_srv_energy_add(&g, &s);
+    assert_true(g.energy_j == 5100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -616,6 +669,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_not_regular_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_read_bounded_per_tick, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_truncated_after_long_line, setup, teardown),
+        cmocka_unit_test(test_energy_gaps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -342,6 +342,13 @@ void pfi_srv_event_add(srv_node *n, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* telemetry.c: one sampler pass (readings, baselines, running probes). */
 void pfi_srv_sample(srv_node *n);
+/* The GPU's energy counter after a reading (mu held): the device's own, or, for a GPU that has
+ * none, its draw integrated over the readings' times.  A counter that is missing from one
+ * reading keeps its last value; the source never changes, so the series only rises.  A
+ * reading without the draw, or none at all (pfi_srv_energy_gap), is a gap: the time it could
+ * not be read is not counted (a GPU lost for 4 s had 4 s of draw added at once). */
+void pfi_srv_energy_add(srv_gpu *g, const pfi_sample *s);
+void pfi_srv_energy_gap(srv_gpu *g);
 /* The node's draw (mu held): the sum over the GPUs that answered their last reading; a lost
  * GPU's last draw is left out (its series says it is down).  NAN when no GPU has a draw. */
 double pfi_srv_draw_locked(const srv_node *n);

@@ -42,10 +42,7 @@ static void baseline_add(srv_node *n, srv_job *j)
     bl->n++;
 }
 
-/* The GPU's energy counter after a reading (mu held): the device's own, or, for a GPU that has
- * none, its draw integrated over the readings' times.  A counter that is missing from one reading
- * keeps its last value; the source never changes, so the series only rises. */
-static void energy_add(srv_gpu *g, const pfi_sample *s)
+void pfi_srv_energy_add(srv_gpu *g, const pfi_sample *s)
 {
     if (g->energy_src == 0 && (s->have & (PFI_F_ENERGY | PFI_F_POWER)))
         g->energy_src = (s->have & PFI_F_ENERGY) ? 1 : 2;
@@ -61,6 +58,11 @@ static void energy_add(srv_gpu *g, const pfi_sample *s)
     } else if (g->energy_src == 2) {
         g->energy_t = NAN; /* a reading without the draw (NOT_READY): its gap is not counted */
     }
+}
+
+void pfi_srv_energy_gap(srv_gpu *g)
+{
+    g->energy_t = NAN;
 }
 
 double pfi_srv_draw_locked(const srv_node *n)
@@ -126,7 +128,7 @@ void pfi_srv_sample(srv_node *n)
         int was_up = g->up;
         if (rc == PFI_OK) {
             g->s = s;
-            energy_add(g, &s);
+            pfi_srv_energy_add(g, &s);
             if (n->commit_gen == gen) { /* else the decision's read-back is newer: kept */
                 g->dev.limit_w = d.limit_w;
                 g->dev.enforced_w = d.enforced_w;
@@ -139,7 +141,7 @@ void pfi_srv_sample(srv_node *n)
              * g->dev, where the budget counts a silent GPU). */
             g->s.have = 0;
             g->up = 0;
-            g->energy_t = NAN; /* integrated draw: the time it could not be read is not counted */
+            pfi_srv_energy_gap(g);
             snprintf(g->err, sizeof g->err, "%s", e.msg);
         }
         pthread_mutex_unlock(&n->mu);

@@ -193,7 +193,7 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
         snprintf(f->id, sizeof f->id, "%s", r->pj.id);
         f->registered_by_us = ours;
         snprintf(f->matched, sizeof f->matched, "%s", matched ? matched : "");
-        if (!ours)
+        if (!ours && !differ) /* else the event below says how it differs */
             pfi_srv_event_add(n, "job_matched", "job %s (pid %ld) is the registered job %s",
                           r->pj.id, r->pj.pid, matched);
     } else if (f->registered_by_us != ours) {
@@ -202,7 +202,7 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
          * its GPUs stayed planned for a dead job. */
         f->registered_by_us = ours;
         snprintf(f->matched, sizeof f->matched, "%s", matched ? matched : "");
-        if (!ours)
+        if (!ours && !differ)
             pfi_srv_event_add(n, "job_matched", "job %s (pid %ld) is the registered job %s",
                               r->pj.id, r->pj.pid, matched);
     }

@@ -1380,6 +1380,45 @@ static void test_budget_resume(void **state)
     site_down(&x);
 }
 
+/* A node with more GPUs than Slurm lists, silent when the controller restarts: the count it
+ * last reported is kept in the store, so its extra GPUs' caps are not given to other nodes
+ * (counted at Slurm's count, the site went over). */
+static void test_restart_keeps_extra_gpus(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400];
+    snprintf(db, sizeof db, "%s/seen.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    write_topo(&x, TOPO_NODES_N4_TWO TOPO_JOBS_AB
+               ", {\"id\": \"103\", \"parts\": [{\"node\": \"n4\", \"gpus\": [0]}]}]}");
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_int_equal(x.c->nodes[3].n_gpus, NG);
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.6 * full, &e), PFI_OK);
+    pfi_standin_set_silent(x.s, "n4", 1);
+    restart_controller(&x, db);
+    assert_false(x.c->nodes[3].up);
+    assert_int_equal(x.c->nodes[3].n_gpus, NG);
+    pfi_standin_reset_peak(x.s);
+    assert_int_equal(set_budget(&x, 0.65 * full, &e), PFI_OK);
+    if (pfi_standin_peak(x.s) > 0.65 * full + 1e-6)
+        fail_msg("site at %.0f W over a %.0f W budget with n4 silent after a restart",
+                 pfi_standin_peak(x.s), 0.65 * full);
+    /* It answers again, still beyond Slurm's count: still saved. */
+    pfi_standin_set_silent(x.s, "n4", 0);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_non_null(strstr(x.c->gpus_seen_text, "\"n4\":4"));
+    char f[500];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
+        unlink(f);
+    }
+    site_down(&x);
+}
+
 /* Grid events on the site budget: an event in force holds the site under its target whatever
  * the manual budget; an infeasible one is refused with what can be met unless the SLAs yield;
  * a bad one changes nothing; deleting re-plans; events survive reopening. */
@@ -1506,6 +1545,7 @@ int main(void)
         cmocka_unit_test(test_topo_json_overlaps),
         cmocka_unit_test(test_grid_events),
         cmocka_unit_test(test_budget_resume),
+        cmocka_unit_test(test_restart_keeps_extra_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

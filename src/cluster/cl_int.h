@@ -65,6 +65,10 @@ struct pfi_cl {
     struct pfi_alloc_keep *keep; /* plan.c: the last plan's allocator state, re-solved warm */
     double grid_rec_wall;
     pfi_ven *ven;               /* the OpenADR client, when configured (GET /v1/grid/openadr) */
+    /* grid.c: GPUs nodes reported beyond Slurm's count, kept in the store across restarts
+     * ({"node": count}), and the text last saved. */
+    json_t *gpus_seen;
+    char *gpus_seen_text;
 
     pthread_t loop;
     int loop_running;
@@ -117,6 +121,12 @@ int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err);
 int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
 /* Records the site's draw with the budget in force (after a refresh; takes mu itself). */
 void pfi_cl_grid_record(pfi_cl *c);
+/* A node's GPUs as it last reported them, saved before a restart (c->mu held); 0 unknown.  A
+ * node with more GPUs than Slurm lists, silent when the controller restarts, holds their caps
+ * all the same: counted at Slurm's count, their watts went to other nodes. */
+int pfi_cl_gpus_seen_saved(const pfi_cl *c, const char *node);
+/* Saves the nodes that reported more GPUs than Slurm lists, when that changed (takes mu). */
+void pfi_cl_gpus_seen_save(pfi_cl *c);
 
 /* apply.c: what a node said it holds after PUT /v1/caps ({"gpus": [{"index" or "gpu",
  * "limit_w" or "cap_w", "enforced_limit_w" or "enforced_w"}, ...]}), GPUs 0..n-1, NAN where

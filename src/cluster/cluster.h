@@ -118,6 +118,7 @@ typedef struct pfi_cl_node {
     int up;                   /* answered the last request */
     int ever_up;
     int n_gpus_seen; /* GPUs the daemon reported when it last answered (may exceed Slurm's) */
+    int n_gpus_slurm; /* GPUs Slurm lists for it */
     char commanded_by[64]; /* the controller whose caps it holds, heard lately, "" none */
     double commanded_heard_s; /* seconds since that controller's last heartbeat */
     double commanded_for_s;   /* how long after it the node stops naming it (the node's rule) */

@@ -83,6 +83,8 @@ void pfi_cl_close(pfi_cl *c)
     }
     pfi_http_free(c->http);
     pfi_grid_close(c->grid);
+    json_decref(c->gpus_seen);
+    free(c->gpus_seen_text);
     free(c->nodes);
     free_jobs(c->jobs, c->n_jobs);
     pfi_alloc_keep_free(c->keep);
@@ -321,6 +323,7 @@ static int carry_nodes(const pfi_cl *c, const pfi_cl_topo *t, pfi_cl_node *nodes
         } else {
             snprintf(n->name, sizeof n->name, "%s", t->nodes[i].name);
             n->n_gpus = t->nodes[i].n_gpus;
+            n->n_gpus_seen = pfi_cl_gpus_seen_saved(c, n->name); /* before a restart */
             for (int g = 0; g < PFI_MAX_GPUS; g++) {
                 n->gpu[g].index = g;
                 n->gpu[g].min_limit_w = n->gpu[g].max_limit_w = n->gpu[g].default_limit_w = NAN;
@@ -328,6 +331,7 @@ static int carry_nodes(const pfi_cl *c, const pfi_cl_topo *t, pfi_cl_node *nodes
             }
             snprintf(n->why, sizeof n->why, "not asked yet");
         }
+        n->n_gpus_slurm = t->nodes[i].n_gpus;
         pfi_cl_node_url(&c->cfg, &t->nodes[i], n->url, sizeof n->url);
         for (int g = 0; g < PFI_MAX_GPUS; g++)
             n->job_of[g] = -1;
@@ -513,6 +517,7 @@ static int refresh_locked(pfi_cl *c, pfi_cl_topo t, pfi_err *err)
         absorb_node(c, &c->nodes[i], &rq[2 * i], &rq[2 * i + 1], wall);
     job_caps(c->jobs, nj, c->nodes, nn);
     pthread_mutex_unlock(&c->mu);
+    pfi_cl_gpus_seen_save(c);
 out:
     if (rq)
         pfi_http_req_free(rq, nn * 2);

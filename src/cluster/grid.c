@@ -108,6 +108,81 @@ void pfi_cl_grid_record(pfi_cl *c)
     }
 }
 
+#define GPUS_SEEN_KEY "node_gpus_seen"
+#define GPUS_SEEN_MAX (256 * 1024) /* ~10,000 nodes' names and counts */
+
+/* The counts saved before a restart, applied to the nodes known now (c->mu held): a silent
+ * node's count rises to its saved one at once, before any plan (a resumed budget). */
+static void gpus_seen_load(pfi_cl *c, pfi_grid_store *g)
+{
+    char *v = malloc(GPUS_SEEN_MAX);
+    pfi_err e = {0};
+    if (!v || pfi_grid_state_get(g, GPUS_SEEN_KEY, v, GPUS_SEEN_MAX, &e) != PFI_OK) {
+        free(v);
+        return;
+    }
+    json_t *o = json_loads(v, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        snprintf(c->note, sizeof c->note, "the saved GPU counts of nodes are damaged: ignored");
+        free(v);
+        return;
+    }
+    json_decref(c->gpus_seen);
+    free(c->gpus_seen_text);
+    c->gpus_seen = o;
+    c->gpus_seen_text = v;
+    for (int i = 0; i < c->n_nodes; i++) {
+        pfi_cl_node *n = &c->nodes[i];
+        int k = pfi_cl_gpus_seen_saved(c, n->name);
+        if (k > n->n_gpus_seen && !n->up)
+            n->n_gpus_seen = k;
+        if (!n->up && n->n_gpus_seen > n->n_gpus)
+            n->n_gpus = n->n_gpus_seen;
+    }
+}
+
+int pfi_cl_gpus_seen_saved(const pfi_cl *c, const char *node)
+{
+    json_int_t k = json_integer_value(json_object_get(c->gpus_seen, node));
+    return k > 0 && k <= PFI_MAX_GPUS ? (int)k : 0;
+}
+
+void pfi_cl_gpus_seen_save(pfi_cl *c)
+{
+    if (!c->grid)
+        return;
+    json_t *o = json_object();
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n_nodes; i++) {
+        const pfi_cl_node *n = &c->nodes[i];
+        if (n->n_gpus_seen > n->n_gpus_slurm)
+            json_object_set_new(o, n->name, json_integer(n->n_gpus_seen));
+    }
+    pthread_mutex_unlock(&c->mu);
+    char *v = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(o);
+    if (!v || (c->gpus_seen_text && !strcmp(v, c->gpus_seen_text)) ||
+        (!c->gpus_seen_text && !strcmp(v, "{}"))) {
+        free(v);
+        return;
+    }
+    pfi_err e = {0};
+    int rc = strlen(v) < GPUS_SEEN_MAX
+                 ? pfi_grid_state_set(c->grid, GPUS_SEEN_KEY, v, &e)
+                 : pfi_err_set(&e, PFI_ERANGE, "over %d bytes", GPUS_SEEN_MAX);
+    if (rc != PFI_OK) {
+        pthread_mutex_lock(&c->mu);
+        snprintf(c->note, sizeof c->note, "the GPU counts of nodes were not saved (a restart "
+                 "would count a silent node's GPUs at Slurm's count): %s", e.msg);
+        pthread_mutex_unlock(&c->mu);
+        free(v);
+        return;
+    }
+    free(c->gpus_seen_text);
+    c->gpus_seen_text = v;
+}
+
 int pfi_cl_grid_open(pfi_cl *c, const char *db, pfi_err *err)
 {
     pfi_grid_store *g;
@@ -122,6 +197,7 @@ int pfi_cl_grid_open(pfi_cl *c, const char *db, pfi_err *err)
     }
     pthread_mutex_lock(&c->mu);
     c->grid = g;
+    gpus_seen_load(c, g);
     c->n_grid = 0;
     for (int i = 0; i < k && c->n_grid < PFI_CL_GRID_MAX; i++)
         if (pfi_event_validate(&evs[i], NULL, NULL) == PFI_OK)

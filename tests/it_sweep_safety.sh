@@ -67,6 +67,22 @@ echo "SIGKILL: capped $capped, restored $after"
 
 # --- SIGTERM: the sweep stops the job, restores, records what it had, exits non-zero.
 sweep_until_capped 200s "$tmp/term.out"
+# A second sweep on the same GPUs with its own journal is refused before its job starts: it
+# journaled the first's caps as the originals, and the GPUs stayed capped when both ended.
+capped=$(limits)
+"$PFI_BIN" sweep --backend sim --gpus 2-5 --db "$tmp/pfi.db" --journal "$tmp/journal2" --quiet \
+    --no-log --levels 80% -- sh -c "touch '$tmp/second-ran'; exec '$PFI_BIN' sim job --log-format pfi" \
+    >"$tmp/second.out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "GPU 2's power limit is being changed by pid $pid" "$tmp/second.out" ||
+  { echo "FAIL: a second sweep on GPUs the first changes (own journal): exit $rc"; cat "$tmp/second.out"; fail=1; }
+[ ! -e "$tmp/second-ran" ] || { echo "FAIL: the refused sweep launched its job"; fail=1; }
+[ ! -e "$tmp/journal2" ] || { echo "FAIL: the refused sweep left a journal"; fail=1; }
+[ "$(limits)" = "$capped" ] || { echo "FAIL: the refused sweep changed limits: $capped -> $(limits)"; fail=1; }
+# On other GPUs it runs.
+"$PFI_BIN" sweep --backend sim --gpus 6 --db "$tmp/pfi.db" --journal "$tmp/journal3" --quiet \
+    --no-log --levels 100% --settle 0.3s --min-window 0.5s -- "$PFI_BIN" sim job --log-format pfi --duration 30s \
+    >"$tmp/third.out" 2>&1 || { echo "FAIL: a sweep on another GPU beside the first"; cat "$tmp/third.out"; fail=1; }
 kill -TERM $pid
 wait $pid
 rc=$?

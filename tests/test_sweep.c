@@ -531,6 +531,51 @@ static void test_journal_race(void **state)
     rmdir(dir);
 }
 
+/* Two journals on one GPU: the second is refused while the first holds it (each GPU has one
+ * lock, whatever the journal's path), naming the GPU and the holder; on another GPU it goes;
+ * once the first is closed, the GPU is free.  A simulated node's locks live beside its state. */
+static void test_gpu_lock_across_journals(void **state)
+{
+    (void)state;
+    char dir[512], p1[600], p2[600], ss[600];
+    snprintf(dir, sizeof dir, "%s/gpulock-XXXXXX", tmpdir());
+    assert_non_null(mkdtemp(dir));
+    snprintf(p1, sizeof p1, "%s/j1", dir);
+    snprintf(p2, sizeof p2, "%s/j2", dir);
+    snprintf(ss, sizeof ss, "%s/node.sim", dir);
+    setenv("PFI_SIM_STATE", ss, 1);
+    unsetenv("PFI_LOCK_DIR");
+    pfi_backend *b = NULL;
+    pfi_err e = {0};
+    assert_int_equal(pfi_hw_open("sim", NULL, 0, &b, &e), PFI_OK);
+    int g01[] = {0, 1}, g1[] = {1}, g2[] = {2};
+    pfi_journal j1, j2;
+    assert_int_equal(pfi_journal_begin(&j1, p1, b, g01, 2, &e), PFI_OK);
+    assert_int_equal(pfi_journal_check_gpus_free(b, g1, 1, &e), PFI_EBUSY);
+    assert_int_equal(pfi_journal_begin(&j2, p2, b, g1, 1, &e), PFI_EBUSY);
+    char want[96];
+    snprintf(want, sizeof want, "GPU 1's power limit is being changed by pid %ld", (long)getpid());
+    if (!strstr(e.msg, want))
+        fail_msg("'%s' does not say '%s'", e.msg, want);
+    assert_int_equal(access(p2, F_OK), -1); /* nothing written */
+    assert_int_equal(pfi_journal_begin(&j2, p2, b, g2, 1, &e), PFI_OK);
+    pfi_journal_close(&j2);
+    unlink(p2);
+    pfi_journal_close(&j1);
+    assert_int_equal(pfi_journal_check_gpus_free(b, g01, 2, &e), PFI_OK);
+    assert_int_equal(pfi_journal_begin(&j2, p2, b, g1, 1, &e), PFI_OK);
+    pfi_journal_close(&j2);
+    char ld[640];
+    snprintf(ld, sizeof ld, "%s.locks", ss);
+    struct stat st;
+    assert_int_equal(stat(ld, &st), 0);
+    pfi_hw_close(b);
+    char rm[700];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    assert_int_equal(system(rm), 0);
+    unsetenv("PFI_SIM_STATE");
+}
+
 /* A start that holds PATH.lock and never lets go (stopped) makes the next start give up with
  * a reason after a bounded wait, not hang. */
 static void test_journal_lock_stuck(void **state)
@@ -576,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_meter_restart),
         cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
         cmocka_unit_test(test_journal_race),     cmocka_unit_test(test_journal_lock_stuck),
+        cmocka_unit_test(test_gpu_lock_across_journals),
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),

@@ -139,6 +139,8 @@ static const struct {
     {"PFI_NVML_LIBRARY", "the NVML library to load (default libnvidia-ml.so.1)"},
     {"PFI_READ_ONLY", "when set to 1, never change a GPU setting (as --read-only)"},
     {"PFI_JOURNAL", "the journal of original power limits (pfi sweep, pfi serve, pfi restore)"},
+    {"PFI_LOCK_DIR", "where each GPU's lock is kept while a sweep or pfi serve changes its limit "
+                     "(default /run/lock; a simulated node's beside its state)"},
     {"PFI_SERVE_URL", "the daemon pfi ctl and pfi event talk to (default http://127.0.0.1:9455)"},
     {"PFI_SERVE_TOKEN_FILE", "the bearer token file of pfi ctl and pfi event"},
     {"PFI_SIM_STATE", "a shared simulated node (pfi sim init) that every process sees"},

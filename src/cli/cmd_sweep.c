@@ -808,7 +808,8 @@ int pfi_cmd_sweep(int argc, char **argv)
     char logname[64];
     /* A journal held or never restored is refused before the job is launched: the job (a
      * torchrun that makes run folders, takes GPUs) was started, then killed. */
-    if (c.journal_path && (rc = pfi_journal_check_free(c.journal_path, &err)) != PFI_OK)
+    if (c.journal_path && ((rc = pfi_journal_check_free(c.journal_path, &err)) != PFI_OK ||
+                           (rc = pfi_journal_check_gpus_free(b, c.gpus, c.n_gpus, &err)) != PFI_OK))
         goto fail;
     if ((rc = start_source(&o, pos, &pc, logname, sizeof logname, &src, &err)) != PFI_OK)
         goto fail;

@@ -40,29 +40,6 @@ const char *pfi_journal_default_path(char *buf, size_t n, int simulated)
     return buf;
 }
 
-/* "pid 1234: pfi sweep --backend sim ..." from /proc (best effort: the pid alone when the
- * process cannot be read). */
-static const char *holder(long pid, char *buf, size_t n)
-{
-    int at = snprintf(buf, n, "pid %ld", pid);
-    char path[64], cmd[256];
-    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
-    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
-    if (!f)
-        return buf;
-    size_t got = fread(cmd, 1, sizeof cmd - 1, f);
-    fclose(f);
-    while (got > 0 && cmd[got - 1] == '\0')
-        got--;
-    for (size_t i = 0; i < got; i++)
-        if (cmd[i] == '\0' || cmd[i] == '\n')
-            cmd[i] = ' ';
-    cmd[got] = '\0';
-    if (got > 0 && at > 0 && (size_t)at < n)
-        snprintf(buf + at, n - (size_t)at, ": %s", cmd);
-    return buf;
-}
-
 static int mkdirs_for(const char *path, pfi_err *err)
 {
     char dir[PFI_JOURNAL_PATH_MAX];
@@ -137,7 +114,7 @@ static int take_lock(pfi_journal *j, pfi_err *err)
         pfi_journal other;
         char who[320] = "another process";
         if (pfi_journal_load(&other, j->path, 1, NULL) == PFI_OK) {
-            holder(other.pid, who, sizeof who);
+            pfi_lock_holder(other.pid, who, sizeof who);
             pfi_journal_close(&other);
         }
         return pfi_err_set(err, PFI_EBUSY, "journal %s is held by %s", j->path, who);
@@ -181,17 +158,56 @@ int pfi_journal_check_free(const char *path, pfi_err *err)
                        path, rc == PFI_OK ? old.pid : -1L, path);
 }
 
-/* The pid a start wrote in PATH.lock, 0 if none can be read. */
-static long lock_pid(int fd)
+static int backend_simulated(pfi_backend *b)
 {
-    char buf[32];
-    ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
-    if (got <= 0)
-        return 0;
-    buf[got] = '\0';
-    char *end;
-    long pid = strtol(buf, &end, 10);
-    return end != buf && pid > 0 ? pid : 0;
+    return strcmp(pfi_backend_name(b), "sim") == 0 || pfi_hw_simulated(b);
+}
+
+/* The writer, its node and each GPU's limit now, into j. */
+static int read_entries(pfi_journal *j, pfi_backend *b, const int *gpus, int n, pfi_err *err)
+{
+    j->pid = (long)getpid();
+    snprintf(j->backend, sizeof j->backend, "%s", pfi_backend_name(b));
+    /* The simulated node written to, the fake NVML's too (it reads the same variable): its
+     * restore must go to that node, not to whichever the environment names then. */
+    const char *ss = getenv("PFI_SIM_STATE");
+    if (ss && *ss && backend_simulated(b))
+        snprintf(j->sim_state, sizeof j->sim_state, "%s", ss);
+    for (int i = 0; i < n; i++) {
+        int rc = read_entry(b, gpus[i], &j->e[j->n], err);
+        if (rc != PFI_OK)
+            return rc;
+        j->n++;
+    }
+    return PFI_OK;
+}
+
+/* Every journaled GPU's lock, or none (released) with why. */
+static int lock_gpus(pfi_journal *j, int simulated, pfi_err *err)
+{
+    char dir[PFI_JOURNAL_PATH_MAX + 16];
+    if (!pfi_gpu_lock_dir(j->sim_state, simulated, dir, sizeof dir))
+        return PFI_OK;
+    for (int i = 0; i < j->n; i++) {
+        int rc = pfi_gpu_lock(&j->gpu_locks, dir, j->e[i].gpu, j->e[i].uuid, err);
+        if (rc != PFI_OK) {
+            pfi_gpu_locks_release(&j->gpu_locks);
+            return rc;
+        }
+    }
+    return PFI_OK;
+}
+
+int pfi_journal_check_gpus_free(pfi_backend *b, const int *gpus, int n, pfi_err *err)
+{
+    pfi_journal j;
+    memset(&j, 0, sizeof j);
+    j.lock_fd = -1;
+    int rc = read_entries(&j, b, gpus, n, err);
+    if (rc == PFI_OK)
+        rc = lock_gpus(&j, backend_simulated(b), err);
+    pfi_gpu_locks_release(&j.gpu_locks);
+    return rc;
 }
 
 #define JOURNAL_LOCK_WAIT_S 10 /* PATH.lock: a begin takes milliseconds */
@@ -204,23 +220,16 @@ static int begin_locked(pfi_journal *j, const char *path, pfi_backend *b, const 
     int rc = pfi_journal_check_free(path, err);
     if (rc != PFI_OK)
         return rc;
-    j->pid = (long)getpid();
-    snprintf(j->backend, sizeof j->backend, "%s", pfi_backend_name(b));
-    /* The simulated node written to, the fake NVML's too (it reads the same variable): its
-     * restore must go to that node, not to whichever the environment names then. */
-    const char *ss = getenv("PFI_SIM_STATE");
-    if (ss && *ss && (strcmp(pfi_backend_name(b), "sim") == 0 || pfi_hw_simulated(b)))
-        snprintf(j->sim_state, sizeof j->sim_state, "%s", ss);
-    for (int i = 0; i < n; i++) {
-        rc = read_entry(b, gpus[i], &j->e[j->n], err);
-        if (rc != PFI_OK)
-            return rc;
-        j->n++;
-    }
-    rc = write_file(j, err);
-    if (rc != PFI_OK)
+    if ((rc = read_entries(j, b, gpus, n, err)) != PFI_OK)
         return rc;
-    return take_lock(j, err);
+    if ((rc = lock_gpus(j, backend_simulated(b), err)) != PFI_OK)
+        return rc;
+    rc = write_file(j, err);
+    if (rc == PFI_OK)
+        rc = take_lock(j, err);
+    if (rc != PFI_OK)
+        pfi_gpu_locks_release(&j->gpu_locks);
+    return rc;
 }
 
 int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
@@ -250,9 +259,9 @@ int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const in
         if ((e != EWOULDBLOCK && e != EINTR) || pfi_clock_mono() > give_up) {
             if (e == EWOULDBLOCK) {
                 char who[320] = "another start";
-                long pid = lock_pid(lfd);
+                long pid = pfi_lock_file_pid(lfd);
                 if (pid > 0)
-                    holder(pid, who, sizeof who);
+                    pfi_lock_holder(pid, who, sizeof who);
                 close(lfd);
                 return pfi_err_set(err, PFI_EBUSY, "%s is held by %s for over %d s (a stopped "
                                    "process?)", lk, who, JOURNAL_LOCK_WAIT_S);
@@ -283,11 +292,15 @@ int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err)
     int rc = read_entry(b, gpu, &j->e[j->n], err);
     if (rc != PFI_OK)
         return rc;
+    char dir[PFI_JOURNAL_PATH_MAX + 16];
+    if (pfi_gpu_lock_dir(j->sim_state, backend_simulated(b), dir, sizeof dir) &&
+        (rc = pfi_gpu_lock(&j->gpu_locks, dir, gpu, j->e[j->n].uuid, err)) != PFI_OK)
+        return rc;
     j->n++;
     rc = write_file(j, err);
     if (rc != PFI_OK) {
         j->n--;
-        return rc;
+        return rc; /* the GPU's lock stays with the others until close: it was not changed */
     }
     return take_lock(j, err);
 }
@@ -449,7 +462,7 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
             return pfi_err_set(err, PFI_EBUSY,
                                "journal %s belongs to a running process (%s), which restores "
                                "the limits itself when it ends",
-                               path, holder(j->pid, who, sizeof who));
+                               path, pfi_lock_holder(j->pid, who, sizeof who));
         }
         j->lock_fd = fd;
     }
@@ -461,6 +474,10 @@ int pfi_journal_adopt(pfi_journal *j, const char *path, pfi_err *err)
     int rc = pfi_journal_load(j, path, 0, err);
     if (rc != PFI_OK)
         return rc;
+    if ((rc = lock_gpus(j, strcmp(j->backend, "sim") == 0, err)) != PFI_OK) {
+        pfi_journal_close(j);
+        return rc;
+    }
     /* The old file's lock is kept until the new one (a new inode) is locked. */
     int old_fd = j->lock_fd;
     j->lock_fd = -1;
@@ -541,4 +558,5 @@ void pfi_journal_close(pfi_journal *j)
     if (j->lock_fd >= 0)
         close(j->lock_fd);
     j->lock_fd = -1;
+    pfi_gpu_locks_release(&j->gpu_locks);
 }

@@ -25,6 +25,7 @@
 
 #include "core/err.h"
 #include "hw/hw.h"
+#include "measure/gpulock.h"
 
 #define PFI_JOURNAL_PATH_MAX 1024
 
@@ -45,6 +46,7 @@ typedef struct pfi_journal {
     int n;
     pfi_journal_entry e[PFI_MAX_GPUS];
     int lock_fd;                          /* -1 when not held */
+    pfi_gpu_locks gpu_locks;              /* its GPUs' locks (gpulock.h) while it writes */
 } pfi_journal;
 
 /* path: explicit, else $PFI_JOURNAL, else /var/lib/pfi/journal as root, else
@@ -57,12 +59,17 @@ const char *pfi_journal_default_path(char *buf, size_t n, int simulated);
  * or one was never restored), as pfi_journal_begin would refuse: asked before a job is
  * launched, so a refused journal does not start the job first. */
 int pfi_journal_check_free(const char *path, pfi_err *err);
+/* PFI_OK when no other process holds the lock of any of these GPUs (gpulock.h), else
+ * PFI_EBUSY naming the GPU and the holder: asked before a job is launched, as above. */
+int pfi_journal_check_gpus_free(pfi_backend *b, const int *gpus, int n, pfi_err *err);
 
-/* Journals the current limit of each GPU.  PFI_EBUSY when a journal already exists at path
- * (restore it first) or another live process holds it. */
+/* Journals the current limit of each GPU, holding each GPU's lock (gpulock.h) until
+ * pfi_journal_close.  PFI_EBUSY when a journal already exists at path (restore it first),
+ * another live process holds it, or another process changes one of the GPUs' limits. */
 int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const int *gpus, int n,
                       pfi_err *err);
-/* Adds one more GPU (no-op if already journaled), durably, before its first change. */
+/* Adds one more GPU (no-op if already journaled), durably and locked, before its first
+ * change. */
 int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err);
 /* Names the store run the writer is measuring (db: an absolute path), durably, so that a
  * restore after a SIGKILL can mark it interrupted. */
@@ -71,8 +78,9 @@ int pfi_journal_set_run(pfi_journal *j, const char *db, long long run_id, pfi_er
  * writer is still alive and holds it (unless force). */
 int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err);
 /* Takes over a journal a dead writer left (a daemon that holds limits across its restart):
- * its originals stay, the file names this process and is locked by it.  PFI_ENOENT when there
- * is none; PFI_EBUSY when its writer is alive. */
+ * its originals stay, the file names this process and is locked by it, and so are its GPUs.
+ * PFI_ENOENT when there is none; PFI_EBUSY when its writer is alive or another process
+ * changes one of its GPUs' limits. */
 int pfi_journal_adopt(pfi_journal *j, const char *path, pfi_err *err);
 /* The text of a journal from f into *j (zeroed by the caller; no lock taken): every number is
  * range-checked, and a damaged line is PFI_EINVAL naming `name` and the line. */

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpulock.h: one lock per GPU, held by whoever changes its power limit (a sweep, pfi serve)
+ * from before its journal is written until it has put the limit back.  The journal's own lock
+ * keeps off a second writer of the same journal file only: two sweeps with two journals (two
+ * --journal paths, two users' defaults) both ran, the second journaled the first's cap as the
+ * original and left the GPUs capped with no journal. */
+#ifndef PFI_MEASURE_GPULOCK_H
+#define PFI_MEASURE_GPULOCK_H
+
+#include <stddef.h>
+
+#include "core/err.h"
+#include "hw/hw.h"
+
+typedef struct pfi_gpu_locks {
+    int n;
+    int fd[PFI_MAX_GPUS];
+} pfi_gpu_locks;
+
+/* Where the node's GPU locks are: $PFI_LOCK_DIR; else, for a simulated node kept in a state
+ * file (sim_state not empty), the folder "<sim_state>.locks" beside it (each simulated node its
+ * own); else /run/lock, where every user and pfi-serve.service can create them (/tmp when
+ * there is no /run/lock).  0 when there is nothing to lock: a simulated node in this process
+ * only (simulated and no sim_state). */
+int pfi_gpu_lock_dir(const char *sim_state, int simulated, char *buf, size_t n);
+
+/* Takes GPU gpu's lock (its file named by uuid, or by its index when it has none) in dir,
+ * adding it to l.  PFI_EBUSY naming the GPU and the process that holds it; PFI_EIO when the
+ * lock file cannot be had (the folder is not writable: set PFI_LOCK_DIR). */
+int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid, pfi_err *err);
+void pfi_gpu_locks_release(pfi_gpu_locks *l);
+
+/* "pid 1234: pfi sweep --backend sim ..." from /proc (the pid alone when the process cannot
+ * be read): who holds a lock, for a message. */
+const char *pfi_lock_holder(long pid, char *buf, size_t n);
+/* The pid a holder wrote at the start of a lock file (fd), 0 if none can be read. */
+long pfi_lock_file_pid(int fd);
+
+#endif

@@ -91,6 +91,17 @@ rc=$?
 [ ! -e "$J" ] || { echo "FAIL: SIGTERM left the journal"; fail=1; }
 grep -q "interrupted" "$tmp/term.out" || { echo "FAIL: no 'interrupted' message"; grep "pfi sweep" "$tmp/term.out"; fail=1; }
 
+# --- A limit changed under the sweep by another process (nvidia-smi -pl by hand): the level is
+# refused, not stored as a point at its cap; the sweep restores the originals and says why.
+sweep_until_capped 200s "$tmp/changed.out"
+"$PFI_BIN" sim set --cap 600 --gpus 1 >/dev/null || { echo "FAIL: pfi sim set"; fail=1; }
+wait $pid
+rc=$?
+[ $rc -ne 0 ] && grep -q "GPU 1's power limit read 600 W during its 350 W level: another process changed it" "$tmp/changed.out" ||
+  { echo "FAIL: a limit changed under the sweep: exit $rc"; grep "pfi sweep" "$tmp/changed.out"; fail=1; }
+[ "$(limits)" = "$orig" ] || { echo "FAIL: after a limit changed under it the sweep left $(limits)"; fail=1; }
+[ ! -e "$J" ] || { echo "FAIL: the journal stayed"; fail=1; rm -f "$J"; }
+
 # --- Bad input.
 expect_fail() { # WHAT PATTERN sweep-args...
   what=$1 pat=$2

@@ -401,6 +401,29 @@ static int restore(pfi_backend *b, const pfi_sweep_cfg *c, pfi_journal *j, int j
 
 /* One level: its caps set, its throughput measured, its telemetry averaged, then handed to
  * the sink and reported. */
+/* Whether each GPU's limit stayed at its cap through the level's window [t0, t1]: changed by
+ * another process (nvidia-smi -pl, a tool of the site's), the level was not measured at its
+ * cap, and stored it would be a point of another curve.  Refused rather than stored. */
+static int limits_held(const pfi_sample *smp, int nt, const pfi_sweep_cfg *c, const double *caps,
+                       double t0, double t1, pfi_err *err)
+{
+    int ng = c->n_gpus;
+    for (int t = 0; t < nt; t++)
+        for (int g = 0; g < ng; g++) {
+            const pfi_sample *x = &smp[(size_t)t * (size_t)ng + (size_t)g];
+            if (x->t_s < t0 || x->t_s > t1 || !(x->have & PFI_F_LIMIT) ||
+                fabs(x->limit_w - caps[g]) <= 1.0)
+                continue;
+            return pfi_err_set(err, PFI_ESTATE,
+                               "GPU %d's power limit read %.0f W during its %.0f W level: "
+                               "another process changed it (nvidia-smi -pl, a site tool): the "
+                               "level is not stored, and nothing else may change these GPUs' "
+                               "limits while they are swept",
+                               c->gpus[g], x->limit_w, caps[g]);
+        }
+    return PFI_OK;
+}
+
 static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const double *caps,
                        double t0, pfi_sweep_result *res, pfi_err *err)
 {
@@ -438,6 +461,10 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
     if (rc != PFI_OK)
         return rc;
     level_telemetry(rows, nt, c->n_gpus, lv.t_start_s, lv.t_end_s, &lv);
+    if ((rc = limits_held(rows, nt, c, caps, lv.t_start_s, lv.t_end_s, err)) != PFI_OK) {
+        free(rows);
+        return rc;
+    }
     lv.ended_s = pfi_hw_now(b);
     res->run.levels[res->run.n_levels] = lv;
     res->steady[res->run.n_levels] = steady;

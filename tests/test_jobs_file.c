@@ -83,6 +83,16 @@ static void test_bad_values(void **state)
          * with no SLA at all, and a typo of weight at weight 1. */
         {"{\"id\":\"u\",\"gpus\":1,\"sla_max_slowdwn\":0.1," CURVE "}", "sla_max_slowdwn"},
         {"{\"id\":\"u2\",\"gpus\":1," CURVE ",\"wieght\":5}", "wieght"},
+        /* Both curves are checked whatever the policy reads (oracle and equal took a
+         * predicted_curve that pfi refused), and a curve's unknown member is named. */
+        {"{\"id\":\"pc\",\"gpus\":1," CURVE ",\"predicted_curve\":{\"cap_w\":[300,200],"
+         "\"tput\":[1,2]}}", "caps must increase"},
+        {"{\"id\":\"pn\",\"gpus\":1," CURVE ",\"predicted_curve\":{\"cap_w\":[100,200],"
+         "\"tput\":[1,-2]}}", "negative throughput"},
+        {"{\"id\":\"cx\",\"gpus\":1,\"curve\":{\"cap_w\":[300,500],\"tput\":[1,2],"
+         "\"draw_w\":[290,480]}}", "unknown member \"draw_w\""},
+        /* An id that would drive the terminal in the table. */
+        {"{\"id\":\"a\\u001b[31mRED\",\"gpus\":1," CURVE "}", "control character 0x1b"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];

@@ -9,6 +9,7 @@
 
 #include "util/json.h"
 #include "util/json_fast.h"
+#include "util/text.h"
 
 static double num_or_nan(json_t *o, const char *key)
 {
@@ -226,6 +227,28 @@ static int curve(json_t *o, const char *key, const char *id, pfi_alloc_curve *bu
                              "%g W, throughputs at most %g)",
                              what, i + 1, buf->cap_w[i], buf->tput[i], JOB_MAX_WATTS,
                              JOB_MAX_TPUT);
+    /* Both curves are checked whatever the policy reads: a file refused by --policy pfi only
+     * (its predicted_curve's caps falling) was taken by oracle and equal. */
+    for (int i = 0; rc == PFI_OK && i < *n; i++) {
+        if (buf->tput[i] < 0)
+            rc = pfi_err_set(err, PFI_EINVAL, "%s point %d: a negative throughput (%g)", what,
+                             i + 1, buf->tput[i]);
+        else if (i > 0 && buf->cap_w[i] <= buf->cap_w[i - 1])
+            rc = pfi_err_set(err, PFI_EINVAL, "%s: caps must increase (%g W after %g W)", what,
+                             buf->cap_w[i], buf->cap_w[i - 1]);
+    }
+    /* A member a curve does not have (a draw_w a user expects read, a typo) is refused by name,
+     * as a job's unknown field is.  (per_gpu, read through here too, has clock_mhz besides.) */
+    const char *k;
+    json_t *kv;
+    json_t *c = json_object_get(o, key);
+    if (rc == PFI_OK && json_is_object(c) && strcmp(key, "per_gpu") != 0)
+        json_object_foreach(c, k, kv)
+        {
+            if (strcmp(k, "cap_w") && strcmp(k, "tput"))
+                return pfi_err_set(err, PFI_EINVAL, "%s: unknown member \"%.64s\" (a curve is "
+                                   "{\"cap_w\": [...], \"tput\": [...]})", what, k);
+        }
     return rc;
 }
 
@@ -285,6 +308,12 @@ static int job_keep(pfi_alloc_set *s, int j, const char *id, const double v[N_FI
     if (nt == 0 && np == 0)
         return pfi_err_set(err, PFI_EINVAL, "job %s has no curve (\"curve\" or "
                                             "\"predicted_curve\")", id);
+    /* Printed in tables as it is: a terminal escape in a scheduler's export would drive the
+     * terminal (JSON escapes it; the table did not). */
+    char why[96];
+    if (!pfi_text_printable(id, why, sizeof why))
+        return pfi_err_set(err, PFI_EINVAL, "job %d: its id is not UTF-8 text without control "
+                           "characters (%s)", j + 1, why);
     if (!(s->ids[j] = strdup(id)))
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     /* Defaults: the range of the curve, and the baseline drawn at the top of it. */
@@ -407,8 +436,9 @@ static int text_curve(pfi_json_cursor *c, pfi_alloc_curve *buf, int *n)
     if (!pfi_json_cursor_take(c, '}') || nc < 0 || nt < 0 || nc != nt)
         return -1;
     for (int i = 0; i < nc; i++)
-        if (!point_in_range(buf->cap_w[i], buf->tput[i]))
-            return -1;
+        if (!point_in_range(buf->cap_w[i], buf->tput[i]) || buf->tput[i] < 0 ||
+            (i > 0 && buf->cap_w[i] <= buf->cap_w[i - 1]))
+            return -1; /* the tree decoder says why */
     *n = nc;
     return 0;
 }

@@ -530,6 +530,9 @@ static void test_infeasible_modes(void **state)
     pfi_alloc_opts_default(&o);
     assert_int_equal(pfi_alloc_solve(jobs, 2, 199, &o, &r, &e), PFI_EINFEASIBLE);
     assert_non_null(strstr(e.msg, "200 W"));
+    /* 0.4 W short: told to the tenth, not "200 W is below 200 W" */
+    assert_int_equal(pfi_alloc_solve(jobs, 2, 199.6, &o, &r, &e), PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "budget 199.6 W is below 200 W"));
     assert_int_equal(pfi_alloc_solve(jobs, 2, 300, &o, &r, &e), PFI_EINFEASIBLE);
     assert_non_null(strstr(e.msg, "minimum feasible budget 360 W"));
     assert_null(r.cap_w);

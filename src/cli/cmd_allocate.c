@@ -288,12 +288,21 @@ static void print_table(const alloc_out *a)
     }
     const pfi_alloc_totals *t = &a->t;
     char n1[32], n2[32];
-    printf("policy %s: power %.0f W of budget %.0f W (%s)\ntotal throughput %s, "
+    char pw[32], bw[32];
+    pfi_alloc_watts_text(pw, r->power_w);
+    pfi_alloc_watts_text(bw, a->budget);
+    printf("policy %s: power %s W of budget %s W (%s)\ntotal throughput %s, "
            "objective (weighted) %s",
-           pfi_policy_name(a->policy), r->power_w, a->budget,
+           pfi_policy_name(a->policy), pw, bw,
            r->budget_binds ? "budget binds" : "budget slack",
            pfi_fmt_fixed(n1, sizeof n1, t->tput, 6), pfi_fmt_fixed(n2, sizeof n2, r->value, 6));
-    if (isfinite(r->upper_bound))
+    /* The search stops at a relative gap (1e-6 by default): an optimum within it is said so,
+     * not as proven exact. */
+    double gap = r->upper_bound > 0 ? (r->upper_bound - r->value) / r->upper_bound : 0;
+    if (isfinite(r->upper_bound) && r->optimal && gap > 1e-12)
+        printf(", optimal within a relative gap of %.1e (bound %s)", gap,
+               pfi_fmt_fixed(n1, sizeof n1, r->upper_bound, 6));
+    else if (isfinite(r->upper_bound))
         printf(", %s (bound %s)", r->optimal ? "optimal" : "not proven optimal",
                pfi_fmt_fixed(n1, sizeof n1, r->upper_bound, 6));
     printf("\n");

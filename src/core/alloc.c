@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,13 @@ unsigned pfi_alloc_id_hash(const char *id)
 
 /* Job j's own checks (all of pfi_alloc_validate's but its id's uniqueness); the points' tests
  * first in vector lanes at level vec (core/alloc_vec.h), the loop only when they do not pass. */
+const char *pfi_alloc_watts_text(char buf[32], double w)
+{
+    double r = floor(w * 10 + 0.5) / 10;
+    snprintf(buf, 32, r == floor(r) ? "%.0f" : "%.1f", r);
+    return buf;
+}
+
 static int check_job(const pfi_alloc_job *J, int j, int vec, int caps_ok, pfi_err *err)
 {
     if (!J->id || !J->id[0])
@@ -426,10 +434,11 @@ int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
     res->min_budget_nosla_w = m0 * step;
     res->min_budget_w = unmet >= 0 ? INFINITY : ms * step;
     if (bu < m0) {
+        char b1[32], b2[32];
         rc = pfi_err_set(err, PFI_EINFEASIBLE,
-                         "budget %.0f W is below %.0f W, what the jobs need with every GPU at its "
+                         "budget %s W is below %s W, what the jobs need with every GPU at its "
                          "minimum cap: no allocation is possible",
-                         budget_w, m0 * step);
+                         pfi_alloc_watts_text(b1, budget_w), pfi_alloc_watts_text(b2, m0 * step));
         goto fail;
     }
     if (unmet >= 0 || bu < ms) {
@@ -439,12 +448,15 @@ int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
                                  "job %s cannot meet its SLA (max slowdown %g%%) at any cap up "
                                  "to %g W; relax it (on-infeasible relax-sla or by-weight)",
                                  jobs[unmet].id, 100 * jobs[unmet].sla, jobs[unmet].max_cap_w);
-            else
+            else {
+                char b1[32], b2[32], b3[32];
                 rc = pfi_err_set(err, PFI_EINFEASIBLE,
-                                 "budget %.0f W is below the minimum feasible budget %.0f W that "
-                                 "the SLAs need (minimum caps alone need %.0f W); relax SLAs "
+                                 "budget %s W is below the minimum feasible budget %s W that "
+                                 "the SLAs need (minimum caps alone need %s W); relax SLAs "
                                  "(on-infeasible relax-sla or by-weight) or raise the budget",
-                                 budget_w, ms * step, m0 * step);
+                                 pfi_alloc_watts_text(b1, budget_w), pfi_alloc_watts_text(b2, ms * step),
+                                 pfi_alloc_watts_text(b3, m0 * step));
+            }
             goto fail;
         }
         if ((rc = degrade(jobs, n, o, kmin, kmax, bu, kf, res))) {

@@ -182,4 +182,8 @@ int pfi_alloc_job_floor(const pfi_alloc_job *J, double step, double inv_step, in
 void pfi_alloc_finish(const pfi_alloc_job *jobs, int n, const pfi_alloc_opts *opts,
                       pfi_alloc_result *res);
 
+/* Watts for a message or a summary: whole when whole, else to 0.1 W, so that a budget 0.4 W
+ * short is not told as "1100 W is below 1100 W".  Returns buf. */
+const char *pfi_alloc_watts_text(char buf[32], double w);
+
 #endif

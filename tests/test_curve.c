@@ -103,6 +103,24 @@ static void test_below_points(void **state)
     assert_int_equal(pfi_curve_below_points(&c, c.rel, 1.0, skip, 1, r, y), 3);
     /* Level 1 (r 0.2) left out: 0.15 is on the line from (0.1, 0.9) to (0.25, 0.7). */
     assert_true(fabs(pfi_lerp_sorted(r, y, 3, 0.15) - (0.9 - 0.2 / 3)) < 1e-12);
+
+    /* Two capped levels drawing at least P0 (r = 0 both, A40 ShuffleNet's 275 and 250 W): in
+     * falling-cap order, so a line toward the first r > 0 starts at the deeper cap's 0.9886,
+     * as the monotone fit and the bootstrap read them (from the shallower's 1.0 PFI5 read
+     * 2.4% low). */
+    const double cap2[] = {225, 250, 275, 300}, draw2[] = {180, 191, 190, 190};
+    const double rel2[] = {0.98, 0.9886, 1.0, 1.0};
+    c.n = 4;
+    c.p0_w = 190;
+    c.cap0_w = 300;
+    for (int k = 0; k < 4; k++) {
+        c.cap_w[k] = cap2[k];
+        c.draw_w[k] = draw2[k];
+        c.rel[k] = rel2[k];
+    }
+    assert_int_equal(pfi_curve_below_points(&c, c.rel, 1.0, NULL, 0, r, y), 4);
+    assert_true(r[1] == 0 && r[2] == 0 && y[1] == 1.0 && y[2] == 0.9886);
+    assert_true(fabs(pfi_lerp_sorted(r, y, 4, r[3] / 2) - (0.9886 + 0.98) / 2) < 1e-12);
 }
 
 static void test_fit_recovers_power_law(void **state)

@@ -468,6 +468,36 @@ static void test_hf(void **state)
     assert_int_equal(pfi_parser_feed(q, "  1%|          | 10/1000 [00:10<16:30,  1.00it/s]", &qo), 1);
     assert_near(qo.value, 10, 0);
     pfi_parser_free(q);
+    /* After the Trainer's closing dict ('train_runtime') training is over: the evaluation
+     * bar that follows (trainer.evaluate(), another total) is not read, nor a bar of the
+     * training's total that is not its closing redraw; the closing redraw is; a bar at 0 of
+     * the training's total (a second train()) reads again, as does any bar after a new
+     * banner.  A bar the dict was written after, on the same line, is still the training's. */
+    static const char dict[] = "{'train_runtime': 19.6195, 'train_samples_per_second': 434.772, "
+                               "'train_steps_per_second': 27.218, 'train_loss': 0.69, 'epoch': 1.0}";
+    assert_int_equal(pfi_parser_new(&cfg, &q, &qe), PFI_OK);
+    assert_int_equal(pfi_parser_feed(q, " 94%|#########3| 500/534 [00:17<00:01, 28.30it/s]", &qo), 1);
+    char same_line[256];
+    snprintf(same_line, sizeof same_line, "100%%|#########9| 533/534 [00:19<00:00, 28.21it/s]%s", dict);
+    assert_int_equal(pfi_parser_feed(q, same_line, &qo), 1);
+    assert_near(qo.value, 533 * 16 * 512, 0); /* the batch from the dict on its own line */
+    assert_int_equal(pfi_parser_feed(q, "100%|##########| 534/534 [00:19<00:00, 27.22it/s]", &qo), 1);
+    assert_int_equal(pfi_parser_feed(q, "100%|##########| 67/67 [00:02<00:00, 31.00it/s]", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, " 50%|#####     | 267/534 [00:09<00:09, 28.00it/s]", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "  0%|          | 0/534 [00:00<?, ?it/s]", &qo), 1);
+    assert_int_equal(pfi_parser_feed(q, " 10%|#         | 53/534 [00:02<00:17, 28.00it/s]", &qo), 1);
+    assert_near(qo.value, 53 * 16 * 512, 0);
+    assert_int_equal(pfi_parser_feed(q, dict, &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "100%|##########| 67/67 [00:02<00:00, 31.00it/s]", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "***** Running training *****", &qo), 0);
+    assert_int_equal(pfi_parser_feed(q, "  1%|          | 10/1000 [00:10<16:30,  1.00it/s]", &qo), 1);
+    pfi_parser_free(q);
+    static const fixture_case final_eval[] = {
+        {"hf-final-eval.log", {.format = PFI_LOG_AUTO, .seq_len = 128, .offline = 1},
+         {W_FORMAT(PFI_LOG_HF), W_N(3), W_STEP(0, 500), W_VALUE(0, 28.30, 0), W_STEP(2, 534),
+          W_VALUE(2, 27.22 * 16 * 128, 1e-12)}},
+    };
+    CHECK_FIXTURES(final_eval);
     /* ...but it is when the format is named; without a batch size it stays in steps. */
     static const fixture_case named[] = {
         {"hf-steps.log", {.format = PFI_LOG_HF},

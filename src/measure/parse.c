@@ -266,6 +266,8 @@ static void learn_hf_dict(pfi_parser *p, const char *line)
     if ((strstr(line, "'loss':") && strstr(line, "'epoch':")) || strstr(line, "'learning_rate':") ||
         strstr(line, "'train_runtime':") || strstr(line, "'train_step_runtime':"))
         p->hf_training = 1;
+    if (strstr(line, "'train_runtime':"))
+        p->hf_over = 1;
     if (pfi_dict_num(line, "train_samples_per_second", &sps) && sps > 0) {
         p->hf_summary_sps = sps;
         /* Samples per step, rounded to the whole batch both rates were printed from. */
@@ -319,8 +321,12 @@ static void learn_banner(pfi_parser *p, const char *line)
     if (pfi_num_after(line, "tokens per iteration will be:", &v) && v > 0)
         p->tokens_per_step = v;
     /* Hugging Face Trainer. */
-    if (strstr(line, "***** Running training *****"))
+    if (strstr(line, "***** Running training *****")) {
         p->hf_training = 1;
+        /* A new training: its bar may have another total than the last one's. */
+        p->hf_over = 0;
+        p->hf_total = 0;
+    }
     learn_hf_dict(p, line);
     if (pfi_num_after(line, "Total train batch size (w. parallel, distributed & accumulation) =",
                       &v) &&

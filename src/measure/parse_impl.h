@@ -20,6 +20,10 @@ struct pfi_parser {
     int restart_pending; /* ...and one took over: the next observation says so */
     double hf_total;  /* the total of the last bar taken for training (0: none)... */
     int hf_done;      /* ...and whether its counter had reached it */
+    /* The Trainer's closing dict ('train_runtime') was seen: training is over, and the bars
+     * that follow are trainer.evaluate()'s or predict()'s (forward only, several times the
+     * step rate), until a new banner or a second train()'s bar at 0. */
+    int hf_over;
     double tqdm_total; /* the last bar's total; -1 when it shows none ("45it", "?") */
     long tqdm_at;      /* where the last bar's counter starts in its line */
     double hf_summary_sps; /* train_samples_per_second of the closing summary (0: none) */

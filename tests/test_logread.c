@@ -237,6 +237,29 @@ static void test_deepspeed(void **state)
     pfi_logread_free(&r);
 }
 
+/* Megatron-DeepSpeed and GPT-NeoX print DeepSpeed's timer line beside Megatron's iteration
+ * line; the timer line came first in both fixtures and was the series: 245,981 tokens/s
+ * (CurrSamplesPerSec, the engine's forward..step only) for a job that ran at 218,251 (768
+ * samples of 4096 tokens per 14.2875 and 14.5414 s, the stamps' 14.54 s apart agreeing). */
+static void test_megatron_over_deepspeed(void **state)
+{
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    read_ok("megatron-deepspeed.log", &c, &r);
+    const double want[] = {768 * 4096 / 14.2875, 768 * 4096 / 14.5414};
+    assert_int_equal(r.format, PFI_LOG_MEGATRON);
+    assert_string_equal(r.unit, "tokens/s");
+    assert_series(&r, want, 2);
+    assert_int_equal(r.other_unit, 0);
+    pfi_logread_free(&r);
+    pfi_logread_cfg neox = {.parse = {.seq_len = 2048}};
+    read_ok("gpt-neox.log", &neox, &r);
+    const double w2[] = {7.799 * 2048};
+    assert_int_equal(r.format, PFI_LOG_MEGATRON);
+    assert_series(&r, w2, 1);
+    pfi_logread_free(&r);
+}
+
 static void test_nanogpt(void **state)
 {
     const double ms[] = {33785.52, 33798.82, 33770.99, 33695.61, 33648.24, 33637.29};
@@ -501,7 +524,8 @@ int main(void)
         cmocka_unit_test(test_megatron),      cmocka_unit_test(test_torchtitan),
         cmocka_unit_test(test_torchtitan_start), cmocka_unit_test(test_megatron_start),
         cmocka_unit_test(test_hf_banner),     cmocka_unit_test(test_hf_no_banner),
-        cmocka_unit_test(test_hf_v5_strings), cmocka_unit_test(test_hf_final_eval), cmocka_unit_test(test_deepspeed),
+        cmocka_unit_test(test_hf_v5_strings), cmocka_unit_test(test_hf_final_eval),
+        cmocka_unit_test(test_deepspeed),     cmocka_unit_test(test_megatron_over_deepspeed),
         cmocka_unit_test(test_nanogpt),       cmocka_unit_test(test_llmc),
         cmocka_unit_test(test_lightning),     cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_steady_window), cmocka_unit_test(test_bar_then_megatron),

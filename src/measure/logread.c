@@ -64,8 +64,8 @@ static void on_line(void *ctx, const char *line)
     if (!pfi_parser_feed(rd->p, line, &o) || !rd->collect || rd->oom)
         return;
     if (o.restart) {
-        /* A provisional format (a bare progress bar) gave way to the job's own lines
-         * (parse.h): the points before were not the job's throughput. */
+        /* A provisional format (a bare progress bar, DeepSpeed's timer line) gave way to
+         * the job's own lines (parse.h): the points before were not the job's throughput. */
         rd->r->n = 0;
         rd->unit_set = 0;
         rd->have_count = 0;

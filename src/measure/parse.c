@@ -418,6 +418,42 @@ static void clean_line(const char *in, char *out, size_t cap)
     out[n] = '\0';
 }
 
+/* Auto detection: every format is tried on the line, hf last; the first that hits is kept,
+ * provisionally in two cases.  A bare bar (hf by that alone) may be the job's own
+ * preprocessing loop, printed before a Megatron or nanoGPT job's first line, which would
+ * otherwise never be read.  DeepSpeed's timer line: Megatron-DeepSpeed and GPT-NeoX print it
+ * beside Megatron's iteration line, and its CurrSamplesPerSec times only the engine's
+ * forward..step (data loading, logging and all between steps left out: 11-14% above the
+ * job's wall-clock rate per line in the Megatron-DeepSpeed fixture), so Megatron's line, when
+ * one comes, takes over (docs/log-formats.md). */
+static int detect(pfi_parser *p, const char *line, pfi_obs *o)
+{
+    for (size_t i = 0; i < sizeof detect_order / sizeof *detect_order; i++) {
+        pfi_obs_init(o);
+        if (format_fns[detect_order[i]](p, line, o)) {
+            if (p->detected != PFI_LOG_AUTO && p->detected != detect_order[i])
+                p->restart_pending = 1;
+            p->detected = detect_order[i];
+            p->weak = p->detected == PFI_LOG_HF && !p->hf_training;
+            p->ds_provisional = p->detected == PFI_LOG_DEEPSPEED;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A Megatron iteration line in a log auto detection read as DeepSpeed so far (detect). */
+static int megatron_takes_over(pfi_parser *p, const char *line, pfi_obs *o)
+{
+    pfi_obs_init(o);
+    if (!format_fns[PFI_LOG_MEGATRON](p, line, o))
+        return 0;
+    p->detected = PFI_LOG_MEGATRON;
+    p->ds_provisional = 0;
+    p->restart_pending = 1;
+    return 1;
+}
+
 int pfi_parser_feed(pfi_parser *p, const char *raw, pfi_obs *o)
 {
     char line[PFI_LINE_MAX];
@@ -425,23 +461,13 @@ int pfi_parser_feed(pfi_parser *p, const char *raw, pfi_obs *o)
     p->lines++;
     learn_banner(p, line);
     pfi_obs_init(o);
-    int hit = 0;
-    if (p->detected != PFI_LOG_AUTO && !p->weak) {
-        hit = format_fns[p->detected](p, line, o);
+    int hit;
+    if (p->detected == PFI_LOG_AUTO || p->weak) {
+        hit = detect(p, line, o);
+    } else if (p->ds_provisional && megatron_takes_over(p, line, o)) {
+        hit = 1;
     } else {
-        /* Auto, or settled on hf by a bare bar alone: such a bar may be the job's own
-         * preprocessing loop, printed before a Megatron or nanoGPT job's first line, which
-         * would otherwise never be read.  Every format is tried, hf last. */
-        for (size_t i = 0; i < sizeof detect_order / sizeof *detect_order && !hit; i++) {
-            pfi_obs_init(o);
-            if (format_fns[detect_order[i]](p, line, o)) {
-                hit = 1;
-                if (p->detected != PFI_LOG_AUTO && p->detected != detect_order[i])
-                    p->restart_pending = 1;
-                p->detected = detect_order[i];
-                p->weak = p->detected == PFI_LOG_HF && !p->hf_training;
-            }
-        }
+        hit = format_fns[p->detected](p, line, o);
     }
     if (hit && o->warmup) {
         p->warmup++;

@@ -27,7 +27,9 @@
  *              "Train throughput/tokens_per_sec: X" (SpeedMonitor's window average)
  *   automodel  "step N | ... | tps X(Y/gpu) | ..." (NeMo Automodel): the job's tokens/s
  *   regex      --throughput-regex RE (first group is the number) with --unit
- * PFI_LOG_AUTO tries every format and keeps the first that reports throughput. */
+ * PFI_LOG_AUTO tries every format and keeps the first that reports throughput (provisionally
+ * a bare progress bar, which any other format replaces, and DeepSpeed's timer line, which
+ * Megatron's iteration line replaces). */
 #ifndef PFI_MEASURE_PARSE_H
 #define PFI_MEASURE_PARSE_H
 
@@ -73,8 +75,9 @@ typedef struct pfi_obs {
     double job_t_s;
     long long step; /* iteration number printed on the line; -1 unknown */
     /* 1 on the first observation after auto detection replaced a provisional format (a bare
-     * progress bar taken for the Trainer's) by another: what came before was not the job's
-     * throughput, so the reader forgets it (its unit, counts and rates). */
+     * progress bar taken for the Trainer's, or DeepSpeed's timer line once Megatron's iteration
+     * line shows) by another: what came before was not the job's throughput, so the reader
+     * forgets it (its unit, counts and rates). */
     int restart;
     /* 1 when the log marks the line as the run's warm-up (torchtitan's step 1, Megatron's first
      * iteration after its start banner, nanoGPT's iteration 0): a real interval, but one that

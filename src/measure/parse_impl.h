@@ -17,6 +17,9 @@ struct pfi_parser {
     /* Auto detection settled on hf from a bar without a description alone (no banner, no
      * metrics dict): provisional, every other format is still tried on each line... */
     int weak;
+    /* Auto detection settled on deepspeed: Megatron's iteration line, printed beside
+     * DeepSpeed's in Megatron-DeepSpeed and GPT-NeoX, still takes over (parse.c, detect). */
+    int ds_provisional;
     int restart_pending; /* ...and one took over: the next observation says so */
     double hf_total;  /* the total of the last bar taken for training (0: none)... */
     int hf_done;      /* ...and whether its counter had reached it */

@@ -45,7 +45,8 @@ int pfi_meter_add(pfi_meter *m, const pfi_obs *o, double t, pfi_err *err)
 {
     if (o->restart) {
         /* The parser found the job's real format after a provisional one (parse.h): what
-         * was measured before was another stream (a preprocessing bar), forgotten whole. */
+         * was measured before was another stream (a preprocessing bar) or another clock
+         * (DeepSpeed's forward..step against Megatron's whole iteration), forgotten whole. */
         m->n = 0;
         m->unit_set = 0;
         m->have_count = 0;

@@ -888,6 +888,36 @@ static void test_regex(void **state)
     assert_int_equal(pfi_parser_feed(p, "step 4 throughput: 1,234 tokens/s", &o), 1);
     assert_near(o.value, 1234, 0);
     pfi_parser_free(p);
+    /* The scale just past the group counts too: nanotron prints "tokens_per_sec: 22.8K" and
+     * "elapsed_time_per_iteration_ms: 11.5K", and the natural regex leaves the K outside
+     * (read as 22.8 tokens/s and 11.5 ms, silently).  Plain numbers stay plain in the same
+     * run ("elapsed_time_per_iteration_ms: 45 | tokens_per_sec: 14.2K", nanotron PR #23). */
+    static const fixture_case nanotron[] = {
+        {"nanotron.log", {.regex = "tokens_per_sec: ([0-9.]+)", .regex_unit = PFI_RU_TOKENS_PER_S},
+         {W_FORMAT(PFI_LOG_REGEX), W_N(3), W_UNIT(0, PFI_OU_TOKENS), W_VALUE(0, 22800, 1e-12),
+          W_VALUE(2, 22800, 1e-12)}},
+        {"nanotron.log", {.regex = "elapsed_time_per_iteration_ms: ([0-9.]+)",
+                          .regex_unit = PFI_RU_MS_PER_STEP, .tokens_per_step = 262144},
+         {W_N(3), W_PERIOD(0, 11.5, 1e-12), W_VALUE(1, 262144 / 11.5, 1e-12)}},
+    };
+    CHECK_FIXTURES(nanotron);
+    pfi_parse_cfg after = {.regex = "per_iteration_ms: ([0-9.]+)", .regex_unit = PFI_RU_MS_PER_STEP};
+    assert_int_equal(pfi_parser_new(&after, &p, &e), PFI_OK);
+    assert_int_equal(pfi_parser_feed(p, "iteration: 991 / 1000 | consumed_tokens: 634K | elapsed_"
+                                        "time_per_iteration_ms: 45 | tokens_per_sec: 14.2K |", &o), 1);
+    assert_near(o.period_s, 0.045, 1e-12);
+    pfi_parser_free(p);
+    /* A letter after the scale makes a word or a unit of it: "2GB" is not 2e9, nor
+     * "5Ksamples" 5000. */
+    pfi_parse_cfg word = {.regex = "x: ([0-9.]+)", .regex_unit = PFI_RU_SAMPLES_PER_S};
+    assert_int_equal(pfi_parser_new(&word, &p, &e), PFI_OK);
+    assert_int_equal(pfi_parser_feed(p, "x: 2GB", &o), 1);
+    assert_near(o.value, 2, 0);
+    assert_int_equal(pfi_parser_feed(p, "x: 5Ksamples/s", &o), 1);
+    assert_near(o.value, 5, 0);
+    assert_int_equal(pfi_parser_feed(p, "x: 5K", &o), 1);
+    assert_near(o.value, 5000, 0);
+    pfi_parser_free(p);
     /* "44.57ms" with --unit ms/it: the m is the unit, not a scale. */
     pfi_parse_cfg ms = {.format = PFI_LOG_REGEX, .regex = "step time ([^ ]+)",
                         .regex_unit = PFI_RU_MS_PER_STEP};

@@ -156,7 +156,9 @@ int pfi_cmd_log(int argc, char **argv)
          "GPUs of the job: a per-GPU rate times N (--gpus N, its former name, still works; "
          "elsewhere --gpus is a list of GPUs)"},
         PFI_OPT_ALIAS("gpus", PFI_OPT_INT, &o.gpus, "gpu-count"),
-        {"throughput-regex", PFI_OPT_STR, &o.regex, "RE", "ERE whose first group is the number"},
+        {"throughput-regex", PFI_OPT_STR, &o.regex, "RE",
+         "ERE whose first group is the number (a k, M, G, B or T right after it, in the group or "
+         "past it, scales it: 22.8K is 22800)"},
         {"unit", PFI_OPT_STR, &o.unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
                                                "ms/it"},
         {"json", PFI_OPT_FLAG, &o.as_json, NULL, "one JSON document on stdout"},

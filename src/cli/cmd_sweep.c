@@ -699,7 +699,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
                                                    "hf, deepspeed, nanogpt, llmc, lightning, composer, automodel)"},
         PFI_OPT_ALIAS("format", PFI_OPT_STR, &o->format, "log-format"),
         {"throughput-regex", PFI_OPT_STR, &o->regex, "RE",
-         "ERE whose first group is the number (instead of --log-format)"},
+         "ERE whose first group is the number (instead of --log-format; a k, M, G, B or T "
+         "right after it, in the group or past it, scales it: 22.8K is 22800)"},
         {"unit", PFI_OPT_STR, &o->unit, "UNIT", "of the regex: tokens/s, samples/s, it/s, s/it, "
                                                "ms/it, tokens, samples"},
         {"seq-len", PFI_OPT_DOUBLE, &o->seq_len, "N",

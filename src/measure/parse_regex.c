@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* parse_regex.c: --throughput-regex RE --unit U, for any other framework.  The first
  * parenthesised group of the POSIX extended RE is the number (a k, M, G or B, T right after it
- * scales it); U says what it measures. */
+ * in the line, inside the group or just past it, scales it); U says what it measures. */
+#include <ctype.h>
 #include <string.h>
 
 #include "measure/parse_impl.h"
@@ -24,11 +25,15 @@ int pfi_parse_regex(pfi_parser *p, const char *line, pfi_obs *o)
     if (!pfi_num_at(num, &v, &end))
         return 0;
     /* A scale letter after the number is part of it ("1.2k tokens/s"); read bare it would be
-     * a thousand times too small.  Lower-case m is left alone: "250ms" is a unit. */
+     * a thousand times too small.  It is looked for in the line, not in the group: the
+     * natural regex for nanotron's "tokens_per_sec: 22.8K" captures "22.8" and leaves the K
+     * after the group (read as 22.8).  A letter after the scale makes it a word or a unit
+     * ("2GB", "5Ksamples"), and lower-case m is left alone: "250ms" is a unit. */
     static const char scale_ch[] = "kKMGBT";
     static const double scale_by[] = {1e3, 1e3, 1e6, 1e9, 1e9, 1e12};
-    const char *sc = *end ? strchr(scale_ch, *end) : NULL;
-    if (sc)
+    const char *after = line + m[1].rm_so + (end - num);
+    const char *sc = *after ? strchr(scale_ch, *after) : NULL;
+    if (sc && !isalpha((unsigned char)after[1]))
         v *= scale_by[sc - scale_ch];
     o->kind = PFI_OBS_RATE;
     switch (p->cfg.regex_unit) {

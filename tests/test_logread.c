@@ -129,16 +129,18 @@ static void test_torchtitan_start(void **state)
 }
 
 /* Megatron-DeepSpeed from "[before the start of training step]": iteration 1 (4,220.8 ms)
- * warm-up, iterations 2 and 3 read, in tokens/s from the line's own actual seqlen. */
+ * warm-up; iteration 2 too, since at log interval 1 the line numbers cannot tell this loop,
+ * which resets its timer at every line, from Megatron Core >= 0.16's, which does not after
+ * the first (parse_megatron.c); iteration 3 read, in tokens/s from the line's actual seqlen. */
 static void test_megatron_start(void **state)
 {
-    const double want[] = {32 * 2048 * 1000 / 1346.3, 32 * 2048 * 1000 / 1250.2};
+    const double want[] = {32 * 2048 * 1000 / 1250.2};
     pfi_logread_cfg c = {0};
     pfi_logread r;
     read_ok("megatron-deepspeed-start.log", &c, &r);
     assert_string_equal(r.unit, "tokens/s");
-    assert_series(&r, want, 2);
-    assert_int_equal(r.warmup, 1);
+    assert_series(&r, want, 1);
+    assert_int_equal(r.warmup, 2);
     assert_int_equal(r.untimed, 0);
     pfi_logread_free(&r);
 }
@@ -451,9 +453,9 @@ static void test_pipe(void **state)
     pfi_err e = {0};
     assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_OK);
     close(fd[0]);
-    const double want[] = {32 * 2048 * 1000 / 1346.3, 32 * 2048 * 1000 / 1250.2};
-    assert_series(&r, want, 2);
-    assert_int_equal(r.warmup, 1);
+    const double want[] = {32 * 2048 * 1000 / 1250.2};
+    assert_series(&r, want, 1);
+    assert_int_equal(r.warmup, 2);
     pfi_logread_free(&r);
 }
 

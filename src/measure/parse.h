@@ -80,7 +80,8 @@ typedef struct pfi_obs {
      * forgets it (its unit, counts and rates). */
     int restart;
     /* 1 when the log marks the line as the run's warm-up (torchtitan's step 1, Megatron's first
-     * iteration after its start banner, nanoGPT's iteration 0): a real interval, but one that
+     * iteration after its start banner and the next one when its share of that warm-up cannot
+     * be taken out, nanoGPT's iteration 0): a real interval, but one that
      * holds the model build, compile and first allocations, not the job's rate.  The parser
      * counts it (pfi_parser_warmup) and gives no observation. */
     int warmup;

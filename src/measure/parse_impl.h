@@ -33,6 +33,11 @@ struct pfi_parser {
     /* Megatron's "[before the start of training step]" seen: its interval timer starts there,
      * so the next iteration line's average holds the first iterations' warm-up. */
     int mg_start;
+    /* The warm-up line was read: its iteration (-1 unknown) and time per iteration, for the
+     * line after it, whose average may hold the same warm-up (parse_megatron.c). */
+    int mg_after_warmup;
+    long long mg_warm_it;
+    double mg_warm_ms;
     /* nanoGPT's last line said "mfu -100.00%": a process's first iterations (its MFU estimate
      * starts at the fifth); the first such line is iteration 0 of that process, compile and all. */
     int nano_cold;

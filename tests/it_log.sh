@@ -45,6 +45,15 @@ grep -q '"points": 1,' "$T/out" && grep -q '"last_line_cut": true' "$T/out" ||
 # Bad input: no throughput (2), a missing file (1), no file or two (2), a bad option value (2).
 want 2 log "$F/garbage.log"
 grep -q 'no throughput in' "$T/err" || fail "garbage: $(cat "$T/err")"
+grep -q -- '--throughput-regex RE --unit U reads a format pfi does not know' "$T/err" ||
+  fail "no throughput names no regex: $(cat "$T/err")"
+# A compressed log is said to be one, and how to read it.
+gzip -c "$F/megatron.log" > "$T/m.log.gz"
+want 2 log "$T/m.log.gz"
+grep -q "looks gzip-compressed.*zcat $T/m.log.gz | pfi log /dev/stdin" "$T/err" ||
+  fail "gzip: $(cat "$T/err")"
+zcat "$T/m.log.gz" | "$PFI" log /dev/stdin --quiet > "$T/out" 2> "$T/err" ||
+  fail "zcat | pfi log /dev/stdin: $(cat "$T/err")"
 want 1 log "$T/none.log"
 want 2 log
 want 2 log "$F/hf.log" "$F/hf.log"

@@ -313,7 +313,53 @@ static void test_bad_input(void **state)
     pfi_err e = {0};
     assert_int_equal(pfi_logread_file(FIXTURES "garbage.log", &c, &r, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "no throughput"));
+    /* The way to read a format pfi does not know is named (it was not: nanotron, MaxText,
+     * JSON-lines loggers all ended at "--log-format names one"). */
+    assert_non_null(strstr(e.msg, "--throughput-regex RE --unit U reads a format pfi does not know"));
+    assert_null(strstr(e.msg, "gzip"));
     assert_int_equal(pfi_logread_file(FIXTURES "no-such.log", &c, &r, &e), PFI_ENOENT);
+    pfi_logread_cfg rc = {.parse = {.regex = "zz: ([0-9]+)", .regex_unit = PFI_RU_TOKENS_PER_S}};
+    assert_int_equal(pfi_logread_file(FIXTURES "garbage.log", &rc, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "(format regex; no line matched --throughput-regex"));
+}
+
+/* A compressed log is said to be one (it said only "no throughput ... 1 lines read"), with
+ * how to read it: a file by name, a stream by piping it through zcat. */
+static void test_gzip(void **state)
+{
+    /* gzip -n of a Megatron iteration line */
+    static const unsigned char gz[] = {
+        0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x45, 0xcc, 0xb1, 0x0a, 0x80,
+        0x20, 0x14, 0x46, 0xe1, 0xbd, 0xa7, 0xf8, 0xc7, 0x5a, 0xca, 0x2e, 0x1a, 0xe1, 0xdb, 0x68,
+        0x5d, 0x4a, 0xd0, 0x94, 0x74, 0x0a, 0x1f, 0x3e, 0x69, 0xe9, 0xcc, 0x1f, 0x07, 0xae, 0xf0,
+        0x6d, 0x8a, 0x8b, 0x17, 0xbe, 0x66, 0xa2, 0x09, 0x20, 0x25, 0x5a, 0xa8, 0x60, 0x6f, 0x52,
+        0xe6, 0x1d, 0xc5, 0x05, 0x46, 0xe2, 0x1b, 0x3f, 0xef, 0x43, 0x1e, 0x34, 0xd6, 0x45, 0x49,
+        0x35, 0x52, 0xa3, 0x87, 0x8f, 0xd6, 0x78, 0x58, 0x53, 0xb6, 0x13, 0xd9, 0x3d, 0xac, 0xdb,
+        0x4d, 0x90, 0x44, 0xed, 0x5e, 0x07, 0xc8, 0xd7, 0x6e, 0x65, 0x00, 0x00, 0x00};
+    char path[] = "/tmp/pfi-logread-XXXXXX";
+    fclose(pfi_test_mkstemp(path));
+    pfi_test_put(path, gz, sizeof gz);
+    pfi_logread_cfg c = {0};
+    pfi_logread r;
+    pfi_err e = {0};
+    assert_int_equal(pfi_logread_file(path, &c, &r, &e), PFI_EINVAL);
+    unlink(path);
+    char want[128];
+    snprintf(want, sizeof want, "looks gzip-compressed (it starts with gzip's magic bytes): "
+                                "decompress it first, e.g. zcat %s | pfi log /dev/stdin", path);
+    if (!strstr(e.msg, want))
+        fail_msg("%s", e.msg);
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    assert_int_equal(write(fd[1], gz, sizeof gz), (ssize_t)sizeof gz);
+    close(fd[1]);
+    char dev[32];
+    snprintf(dev, sizeof dev, "/dev/fd/%d", fd[0]);
+    assert_int_equal(pfi_logread_file(dev, &c, &r, &e), PFI_EINVAL);
+    close(fd[0]);
+    if (!strstr(e.msg, "looks gzip-compressed (it starts with gzip's magic bytes): pipe it "
+                       "through zcat first"))
+        fail_msg("%s", e.msg);
 }
 
 /* A long steady series after a warm-up: MSER cuts the warm-up, the window is steady. */
@@ -530,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_deepspeed),     cmocka_unit_test(test_megatron_over_deepspeed),
         cmocka_unit_test(test_nanogpt),       cmocka_unit_test(test_llmc),
         cmocka_unit_test(test_lightning),     cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_gzip),
         cmocka_unit_test(test_steady_window), cmocka_unit_test(test_bar_then_megatron),
         cmocka_unit_test(test_cut_last_line),
         cmocka_unit_test(test_composer),

@@ -194,6 +194,45 @@ static int summarize(pfi_logread *r, pfi_err *err)
     return PFI_OK;
 }
 
+/* gzip's magic bytes at the start: a compressed log reads as a few lines of binary noise,
+ * which said only "no throughput ... 14 lines read". */
+static int looks_gzip(FILE *f)
+{
+    unsigned char b[2];
+    rewind(f);
+    return fread(b, 1, 2, f) == 2 && b[0] == 0x1f && b[1] == 0x8b;
+}
+
+/* The error for a log that gave no point: what was read, and the ways on (a named format, a
+ * regex for a format pfi does not know: nanotron, MaxText, torchtune, OLMo and JSON-lines
+ * loggers all end here; a compressed file to decompress first). */
+static int no_throughput(const char *path, const pfi_logread *out, const char *why, int gz,
+                         pfi_err *err)
+{
+    char hint[512] = "";
+    struct stat st;
+    if (gz && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        snprintf(hint, sizeof hint,
+                 "; %s looks gzip-compressed (it starts with gzip's magic bytes): decompress it "
+                 "first, e.g. zcat %s | pfi log /dev/stdin",
+                 path, path);
+    else if (gz)
+        snprintf(hint, sizeof hint,
+                 "; %s looks gzip-compressed (it starts with gzip's magic bytes): pipe it "
+                 "through zcat first",
+                 path);
+    const char *ways = out->format == PFI_LOG_REGEX
+                           ? "no line matched --throughput-regex with a number"
+                           : "--log-format names one, --throughput-regex RE --unit U reads a "
+                             "format pfi does not know";
+    return pfi_err_set(err, PFI_EINVAL,
+                       "no throughput in %s: %ld lines read, %ld progress lines without a "
+                       "usable time, %ld warm-up (format %s; %s)%s%s%s",
+                       path, out->lines, out->untimed, out->warmup,
+                       pfi_log_format_name(out->format), ways, why ? ": " : "", why ? why : "",
+                       hint);
+}
+
 static const char *unit_name(pfi_obs_unit u)
 {
     return u == PFI_OU_TOKENS ? "tokens/s" : u == PFI_OU_SAMPLES ? "samples/s" : "steps/s";
@@ -216,6 +255,7 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
         pfi_parser_free(first.p);
         return rc;
     }
+    int gz = looks_gzip(f);
     rc = read_pass(f, path, &first, err);
     if (rc == PFI_OK)
         rc = pfi_parser_new(&pc, &second.p, err);
@@ -245,13 +285,7 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
     int per_gpu = pfi_parser_per_gpu(second.p);
     const char *why = pfi_parser_why_none(second.p);
     if (rc == PFI_OK && out->n == 0)
-        rc = pfi_err_set(err, PFI_EINVAL,
-                         "no throughput in %s: %ld lines read, %ld progress lines without a "
-                         "usable time, %ld warm-up (format %s; --log-format names "
-                         "one)%s%s",
-                         path, out->lines, out->untimed, out->warmup,
-                         pfi_log_format_name(out->format),
-                         why ? ": " : "", why ? why : "");
+        rc = no_throughput(path, out, why, gz, err);
     pfi_parser_free(second.p);
     if (rc != PFI_OK) {
         pfi_logread_free(out);

@@ -16,9 +16,9 @@
  * process's first iteration (k, the start's + 1) and then does not reset its interval timer nor
  * its iteration counters (training_log: should_reset = not is_first_iteration), so the next
  * line, at the first multiple N of the log interval after k, averages iterations k..N, the
- * warm-up included.  Older versions (and Megatron-DeepSpeed, GPT-NeoX) log only at multiples
- * of the interval and reset at every line: after a warm-up line at k, the next is at k + L
- * with k a multiple of L.  So when k is no multiple of N - k, the counters ran on, and the
+ * warm-up included.  Older versions (Megatron-DeepSpeed too) log only at multiples of the
+ * interval L and reset at every line: after a warm-up line at k, the next is at k + L,
+ * k a multiple of L.  So when k is no multiple of N - k, the counters ran on, and the
  * line is corrected exactly: iterations k+1..N took ((N-k+1) tN - tk) / (N-k) ms each
  * ((N tN - t1) / (N-1) from a fresh start).  When the numbers cannot tell (N = k + 1, the
  * interval 1 of either version; k a multiple of N - k, an older version's every run), the

@@ -138,7 +138,12 @@ if command -v bash >/dev/null 2>&1; then
     comp "pfi $c --token-file /x ''" 4 | tr ' ' '\n' | sort | cmp -s "$T/want" - ||
       fail "completion of 'pfi $c --token-file /x ': $(comp "pfi $c --token-file /x ''" 4)"
   done
-  [ -z "$(comp "pfi ctl budget ''" 3)" ] || fail "'pfi ctl budget ' offers actions again"
+  # After an action, its own words where the help names some, not the actions again.
+  [ "$(comp "pfi ctl budget ''" 3)" = "set clear" ] || fail "'pfi ctl budget ' offers: $(comp "pfi ctl budget ''" 3)"
+  [ "$(comp "pfi ctl --socket /s job ''" 5)" = "add rm throughput" ] ||
+    fail "'pfi ctl --socket /s job ' offers: $(comp "pfi ctl --socket /s job ''" 5)"
+  [ -z "$(comp "pfi ctl health ''" 3)" ] || fail "'pfi ctl health ' offers: $(comp "pfi ctl health ''" 3)"
+  [ -z "$(comp "pfi ctl job add ''" 4)" ] || fail "'pfi ctl job add ' offers: $(comp "pfi ctl job add ''" 4)"
 fi
 
 # No internal process words in what users read.

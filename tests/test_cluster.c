@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "cluster/cl_int.h"
+#include "store/grid.h"
 #include "core/alloc_keep.h"
 #include "core/pfi.h"
 #include "report/status_page.h"
@@ -1419,6 +1420,49 @@ static void test_restart_keeps_extra_gpus(void **state)
     site_down(&x);
 }
 
+/* A silent node's GPUs are counted at the caps they hold in the site's record for compliance
+ * reports: left out, its whole draw vanished from the record, the report and the VTN's DEMAND
+ * while the seconds still counted as recorded. */
+static void test_silent_node_in_site_record(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400];
+    snprintf(db, sizeof db, "%s/rec.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.7 * full, &e), PFI_OK);
+    pfi_standin_set_silent(x.s, "n3", 1);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    assert_false(x.c->nodes[2].up);
+    double held = 0, drawn = 0;
+    for (int g = 0; g < x.c->nodes[2].n_gpus; g++)
+        held += x.c->nodes[2].gpu[g].limit_w;
+    assert_true(held > 0);
+    /* The stand-ins report no draw: the answering nodes' GPUs draw 80% of their caps here. */
+    for (int i = 0; i < x.c->n_nodes; i++)
+        for (int g = 0; i != 2 && g < x.c->nodes[i].n_gpus; g++)
+            drawn += x.c->nodes[i].power_w[g] = 0.8 * x.c->nodes[i].gpu[g].limit_w;
+    double t0 = pfi_clock_wall();
+    pfi_cl_grid_record(x.c);
+    double mean = NAN;
+    assert_int_equal(pfi_grid_power_mean(x.c->grid, t0 - 1, pfi_clock_wall() + 1, &mean), 1);
+    assert_true(fabs(pfi_cl_site_draw_w(x.c) - drawn) < 1e-6); /* the nodes that answer */
+    if (!(fabs(mean - (drawn + held)) < 1e-6))
+        fail_msg("recorded %.1f W, the answering nodes draw %.1f W and the silent one holds "
+                 "%.1f W", mean, drawn, held);
+    assert_int_equal(x.c->grid_unread, 1);
+    assert_non_null(strstr(x.c->note, "1 node(s) counted at their caps"));
+    char f[500];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
+        unlink(f);
+    }
+    site_down(&x);
+}
+
 /* Grid events on the site budget: an event in force holds the site under its target whatever
  * the manual budget; an infeasible one is refused with what can be met unless the SLAs yield;
  * a bad one changes nothing; deleting re-plans; events survive reopening. */
@@ -1546,6 +1590,7 @@ int main(void)
         cmocka_unit_test(test_grid_events),
         cmocka_unit_test(test_budget_resume),
         cmocka_unit_test(test_restart_keeps_extra_gpus),
+        cmocka_unit_test(test_silent_node_in_site_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,6 +69,7 @@ struct pfi_cl {
      * ({"node": count}), and the text last saved. */
     json_t *gpus_seen;
     char *gpus_seen_text;
+    int grid_unread; /* grid.c: nodes counted at their caps in the last site record */
 
     pthread_t loop;
     int loop_running;
@@ -157,6 +158,13 @@ double pfi_cl_gpu_count_w(const pfi_device *d, double site_max);
 double pfi_cl_gpu_draw_w(const pfi_cl_node *n, int g);
 double pfi_cl_node_draw_w(const pfi_cl_node *n);
 double pfi_cl_site_draw_w(const pfi_cl *c);
+/* The site's draw for a compliance record (c->mu held): a silent node's GPUs, and a GPU that
+ * reported no draw, counted at the cap they hold (else their maximum, else the site's), the
+ * most they may draw; *unread gets how many nodes had some counted so.  Left out, a silent
+ * node's whole draw vanished from the record, the report and the VTN's DEMAND (22% low with
+ * one node of two silent) while the seconds still counted as recorded.  NAN when nothing is
+ * known. */
+double pfi_cl_site_draw_bounded_w(const pfi_cl *c, int *unread);
 /* Samples budget, caps and draw into c->hist (takes c->mu). */
 void pfi_cl_history_record(pfi_cl *c);
 /* Records an apply that moved something (c->mu held): lowered/raised are this apply's counts.

@@ -89,12 +89,23 @@ int pfi_cl_grid_busy(pfi_cl *c, double now)
 void pfi_cl_grid_record(pfi_cl *c)
 {
     pthread_mutex_lock(&c->mu);
-    double w = pfi_cl_site_draw_w(c), now = pfi_clock_wall();
+    int unread;
+    double w = pfi_cl_site_draw_bounded_w(c, &unread), now = pfi_clock_wall();
     double b = c->budget_now_w;
     char id[PFI_EVENT_ID_MAX] = "";
     if (c->grid_binding)
         snprintf(id, sizeof id, "%s", c->grid_event);
     pfi_grid_store *g = c->grid;
+    if (unread != c->grid_unread && g) {
+        if (unread)
+            snprintf(c->note, sizeof c->note, "site power recorded with %d node(s) counted at "
+                     "their caps: they are silent, or some of their GPUs report no draw",
+                     unread);
+        else
+            snprintf(c->note, sizeof c->note, "site power recorded from every node's draw "
+                     "again");
+    }
+    c->grid_unread = unread;
     pthread_mutex_unlock(&c->mu);
     pfi_err e = {0};
     if (g && isfinite(w) && pfi_grid_power_add(g, now, w, b, id, &e) != PFI_OK) {

@@ -83,6 +83,30 @@ double pfi_cl_site_draw_w(const pfi_cl *c)
     return any ? w : NAN;
 }
 
+double pfi_cl_site_draw_bounded_w(const pfi_cl *c, int *unread)
+{
+    double site_max = pfi_cl_site_max_w(c), w = 0;
+    int any = 0;
+    *unread = 0;
+    for (int i = 0; i < c->n_nodes; i++) {
+        const pfi_cl_node *n = &c->nodes[i];
+        int counted = 0;
+        for (int g = 0; g < n->n_gpus; g++) {
+            double v = pfi_cl_gpu_draw_w(n, g);
+            if (!isfinite(v)) {
+                v = pfi_cl_gpu_count_w(&n->gpu[g], site_max);
+                counted = 1;
+            }
+            if (isfinite(v)) {
+                w += v;
+                any = 1;
+            }
+        }
+        *unread += counted;
+    }
+    return any ? w : NAN;
+}
+
 void pfi_cl_history_record(pfi_cl *c)
 {
     pthread_mutex_lock(&c->mu);

@@ -195,6 +195,25 @@ ev add --start now+2h --end now+1h --limit 4kW >"$dir/cli.out" 2>&1
 [ $? = 2 ] && grep -q "before it starts" "$dir/cli.out" || fail "end before start from the CLI: $(cat "$dir/cli.out")"
 ev rm cli1 >/dev/null || fail "event rm"
 ev rm cli1 >/dev/null 2>&1 && fail "event rm of a deleted event"
+# ---- a stop during an event holds its limits (on_stop auto): restoring the originals for an
+# upgrade's restart put the node over the utility's limit until it started again ----
+[ "$(post '{"id":"stop1","start":'"$(now | cut -d. -f1)"',"duration_s":3600,"limit_w":4000}')" = 201 ] ||
+    fail "event stop1: $(cat "$dir/body")"
+i=0
+until le "$(sum_limits)" 4000; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "stop1 not in force: $(limits)"
+    sleep 0.05
+done
+stop_serve TERM
+le "$(sum_limits)" 4000 || fail "a stop during an event restored the limits: $(limits)"
+[ -s "$PFI_JOURNAL" ] || fail "the held stop removed the journal"
+grep -q "grid event stop1 is in force: the limits are held" "$dir/serve.log" ||
+    fail "the stop does not say why it holds: $(tail -n 5 "$dir/serve.log")"
+start_serve 127.0.0.1:0
+le "$(sum_limits)" 4000 || fail "the start after a held stop: $(limits)"
+[ "$(code -X DELETE -H "$AUTH" "http://$ADDR/v1/grid/events/stop1")" = 200 ] || fail "delete stop1"
+note "a stop during an event held its limits; the next start kept them"
+
 note "MAX $MAX W; events: $(n_events)"
 stop_serve TERM
 echo "it_grid: ok"

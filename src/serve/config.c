@@ -156,8 +156,8 @@ static const pfi_serve_key keys[] = {
      "restart take precedence."},
     {"on_stop", "auto|restore|hold", "auto", "hold",
      "At a stop with a budget or caps in force: restore the original limits, or hold the limits "
-     "(the journal is kept for pfi restore); auto holds under a cluster controller and restores "
-     "standalone."},
+     "(the journal is kept for pfi restore); auto holds under a cluster controller and while a "
+     "grid event's limit applies (its ramp, window or restore), and restores otherwise."},
     {"default_sla", "SLOWDOWN|none", "none", "10%",
      "Largest slowdown (0.1 or 10%) of jobs that register no SLA of their own."},
     {"sample_interval", "DURATION", "1s", "500ms",

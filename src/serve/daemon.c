@@ -291,24 +291,36 @@ static void originals_from_journal(srv_node *n, const pfi_journal *j)
 }
 
 /* At a stop: hold the limits (1) or restore the originals (0).  Nothing in force: restore
- * (the limits are the originals already).  auto holds when a cluster controller is in command:
- * its caps, its watchdog armed, or its safe budget. */
+ * (the limits are the originals already).  auto holds when a cluster controller is in command
+ * (its caps, its watchdog armed, or its safe budget) and while a grid event's cap applies (its
+ * ramp, window or restore): a stop for an upgrade restored the originals, and the node drew
+ * over the utility's limit until it started again. */
 static int hold_at_stop(srv_node *n, int held_start_pending)
 {
     if (held_start_pending)
         return 1; /* a held start that did not get as far as taking its hold back */
+    char ev[PFI_EVENT_ID_MAX] = "";
     pthread_mutex_lock(&n->mu);
     int mode = n->mode;
     int active = mode != SRV_MODE_LOCAL || !isnan(n->budget_w);
     int controller = mode != SRV_MODE_LOCAL || n->hb_ttl_s > 0;
+    int event = pfi_srv_grid_committed_locked(n, pfi_clock_wall(), ev, sizeof ev);
     pthread_mutex_unlock(&n->mu);
     if (!active || n->cfg->read_only)
         return 0;
     if (n->cfg->on_stop == PFI_SERVE_ON_STOP_HOLD)
         return 1;
-    if (n->cfg->on_stop == PFI_SERVE_ON_STOP_RESTORE)
+    if (n->cfg->on_stop == PFI_SERVE_ON_STOP_RESTORE) {
+        if (event)
+            pfi_srv_event_add(n, "stop", "grid event %s is in force: on_stop restore puts the "
+                                         "original limits back, over its limit until the node "
+                                         "starts again", ev);
         return 0;
-    return controller;
+    }
+    if (event && !controller)
+        pfi_srv_event_add(n, "stop", "grid event %s is in force: the limits are held (on_stop "
+                                     "auto), so the node keeps to it while stopped", ev);
+    return controller || event;
 }
 
 int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_model *model,

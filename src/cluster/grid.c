@@ -37,6 +37,7 @@ static pfi_event_site site_of(const pfi_cl *c, double manual_w)
                 max += c->nodes[i].gpu[g].max_limit_w;
     pfi_event_site s = pfi_event_site_default(max > 0 ? max : 1);
     s.manual_w = isnan(manual_w) ? INFINITY : manual_w;
+    s.plan_ahead_s = horizon_s();
     return s;
 }
 

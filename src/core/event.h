@@ -57,6 +57,8 @@ typedef struct pfi_event_site {
     double manual_w;         /* the manual budget in force, INFINITY when none */
     double restore_step_s;   /* ramp-up step length (s), > 0 (default 60) */
     double restore_w_per_s;  /* fastest allowed restore (W/s); INFINITY: ramp_up_s alone */
+    double plan_ahead_s;     /* the host plans the budget this far ahead (0 default): its caps
+                              * follow a ramp down that much early */
 } pfi_event_site;
 
 /* A site with max_w and the defaults: no manual budget, 60 s steps, no rate limit. */

@@ -23,16 +23,6 @@
 #define GRID_CONTEXT_S 3600.0       /* an event needs the hour before its ramp and after */
 #define GRID_BASELINE_S 3600.0      /* a cut's baseline: mean draw over the last hour */
 
-pfi_event_site pfi_srv_grid_site(const srv_node *n, double manual_w)
-{
-    double max = 0;
-    for (int i = 0; i < n->n_gpus; i++)
-        max += n->gpu[i].dev.max_limit_w;
-    pfi_event_site s = pfi_event_site_default(max > 0 ? max : 1);
-    s.manual_w = isnan(manual_w) ? INFINITY : manual_w;
-    return s;
-}
-
 /* How far ahead the budget is planned: two control periods, plus the time a GPU's draw takes to
  * settle under a new limit (the draw lags the limit by up to a second or so; real seconds, so
  * longer on a clock that runs faster, util/clock.h). */
@@ -40,6 +30,17 @@ pfi_event_site pfi_srv_grid_site(const srv_node *n, double manual_w)
 static double horizon_s(const srv_node *n)
 {
     return 2 * n->cfg->sample_interval_s + GRID_SETTLE_S * pfi_clock_scale();
+}
+
+pfi_event_site pfi_srv_grid_site(const srv_node *n, double manual_w)
+{
+    double max = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        max += n->gpu[i].dev.max_limit_w;
+    pfi_event_site s = pfi_event_site_default(max > 0 ? max : 1);
+    s.manual_w = isnan(manual_w) ? INFINITY : manual_w;
+    s.plan_ahead_s = horizon_s(n);
+    return s;
 }
 
 /* The budget the events and manual allow over [now, now + horizon] (mu held); *bi (may be

@@ -777,7 +777,9 @@ static void cancel_held(pfi_ven *v, const pfi_event *h, double now, const char *
     if (now >= pfi_event_ramp_start_s(h) && now < h->start_s && v->host.site) {
         pfi_event_site site;
         v->host.site(v->host.ctx, &site);
-        reached = pfi_event_cap_at(h, &site, now);
+        /* The host planned the ramp plan_ahead_s early: held at the line at now, the limits
+         * stepped up at the cancellation (by 240 W in a review) before the restore. */
+        reached = pfi_event_cap_at(h, &site, now + site.plan_ahead_s);
         end = now + pfi_clock_scale();
     }
     if (now < pfi_event_ramp_start_s(h) || (now < h->start_s && !isfinite(reached))) {

@@ -187,6 +187,8 @@ for form in cut=10% -10% CUT=10%; do
     ev rm "cli$k" >/dev/null || fail "event rm cli$k"
     k=$((k + 1))
 done
+ev add --start now+2h --duration 30m --limit 100% >"$dir/cli.out" 2>&1
+[ $? = 2 ] && grep -q "must be below 100%" "$dir/cli.out" || fail "event add --limit 100%: $(cat "$dir/cli.out")"
 for form in cut=0% cut=100% cut=5kW -5kW cut=x; do
     ev add --start now+2h --duration 30m --cut "$form" >"$dir/cli.out" 2>&1
     [ $? = 2 ] || fail "event add --cut $form was not a usage error: $(cat "$dir/cli.out")"

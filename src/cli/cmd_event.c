@@ -138,6 +138,9 @@ static int put_target(json_t *b, const add_args *a)
         pfi_budget bt;
         if (pfi_budget_parse(a->limit, &bt, &e) != PFI_OK)
             return pfi_cli_fail("event", &e);
+        if (bt.is_share && !(bt.value < 1)) /* else the daemon names a cut of 0% */
+            return usage_error("a --limit share is of the event's baseline and must be below "
+                               "100% (100% cuts nothing), e.g. 75% for a 25% cut");
         if (bt.is_share)
             json_object_set_new(b, "cut", json_real(1 - bt.value));
         else

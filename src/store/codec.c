@@ -207,7 +207,8 @@ static int num(json_t *o, const struct job_field *f, double *v, const char *id, 
     double d = json_number_value(x);
     if (!in_range(f, d))
         return pfi_err_set(err, PFI_EINVAL,
-                           "job %s: \"%s\" is %g: expected a number %s %g and at most %g", id,
+                           "job %s: \"%s\" is %.15g: expected a number %s %.15g and at most "
+                           "%.15g", id,
                            f->key, d, f->open_lo ? "above" : "from", f->lo, f->hi);
     *v = d;
     return PFI_OK;

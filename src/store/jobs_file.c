@@ -40,6 +40,17 @@ static int check_top(json_t *doc, const char *path, pfi_err *err)
     return PFI_OK;
 }
 
+/* jansson's "'[' or '{' expected near ''" shows the mark itself, invisibly. */
+static int starts_with_bom(const char *path)
+{
+    unsigned char b[3];
+    FILE *f = fopen(path, "rb");
+    int bom = f && fread(b, 1, 3, f) == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF;
+    if (f)
+        fclose(f);
+    return bom;
+}
+
 /* The whole document at once: every file the stream hands back. */
 static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
 {
@@ -48,6 +59,10 @@ static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!doc && je.line < 1) /* not opened or read: jansson has no line to point at */
         return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "%s", je.text);
+    if (!doc && starts_with_bom(path))
+        return pfi_err_set(err, PFI_EINVAL, "%s starts with a UTF-8 byte-order mark (some "
+                           "Windows editors write one), which JSON does not take: save it "
+                           "without one", path);
     if (!doc)
         return pfi_err_set(err, PFI_EINVAL, "%s:%d: %s", path, je.line, je.text);
     json_t *arr = json_is_array(doc) ? doc : json_object_get(doc, "jobs");

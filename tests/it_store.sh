@@ -173,6 +173,16 @@ head -n 1 "$tmp/all.csv" | grep -q '^run_id,run_name,source,gpu_type,n_gpus,mode
 "$PFI_BIN" runs export --db "$db" --runs 1,2 --format json --out "$tmp/two.json" || fail "export --out"
 # Runs 1 and 2 (ids kept across the re-import) are the first two A100 models: 6 levels each.
 [ "$(grep -c '"run_id"' "$tmp/two.json")" -eq 12 ] || fail "export of runs 1,2"
+# --out a link: its target gets the export and the link stays one; --out a FIFO is written into
+# (renamed over, a FIFO or, as root, /dev/null became a regular file)
+ln -s two.json "$tmp/link.json"
+"$PFI_BIN" runs export --db "$db" --runs 1 --format json --out "$tmp/link.json" || fail "export --out a link"
+[ -L "$tmp/link.json" ] && [ "$(grep -c '"run_id"' "$tmp/two.json")" -eq 6 ] || fail "export --out a link replaced the link"
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" >"$tmp/fifo.out" &
+"$PFI_BIN" runs export --db "$db" --runs 1 --out "$tmp/fifo" || fail "export --out a FIFO"
+wait
+[ -p "$tmp/fifo" ] && [ "$(wc -l <"$tmp/fifo.out")" -eq 7 ] || fail "export --out a FIFO: $(ls -l "$tmp/fifo")"
 # a list naming no run is refused (',,' exported every run, as if --runs were not given), and
 # a run named twice is exported once (its rows came out twice)
 must_fail export --db "$db" --runs ,, --out "$tmp/bad.csv"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -682,6 +683,56 @@ static void test_series(void **state)
     free(s);
 }
 
+/* Where a named output goes: a regular file or a new path is replaced through a rename, a
+ * link's target gets the content (the link stays), a FIFO or a device is written into
+ * (renamed over as root, /dev/null became a regular file for the whole machine). */
+static void test_out_target(void **state)
+{
+    (void)state;
+    char dir[256], p[400], t[4096], want[4096];
+    const char *base = getenv("PFI_TEST_TMP");
+    snprintf(dir, sizeof dir, "%s/outtarget-XXXXXX", base && *base ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    pfi_err e = {0};
+    int direct = -1;
+    snprintf(p, sizeof p, "%s/new.json", dir); /* a new path */
+    assert_int_equal(pfi_out_target(p, t, sizeof t, &direct, &e), PFI_OK);
+    assert_string_equal(t, p);
+    assert_int_equal(direct, 0);
+    FILE *f = fopen(p, "w"); /* a regular file */
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(pfi_out_target(p, t, sizeof t, &direct, &e), PFI_OK);
+    assert_true(!direct && !strcmp(t, p));
+    char link[420];
+    snprintf(link, sizeof link, "%s/link.json", dir); /* a link to it: its target */
+    assert_int_equal(symlink("new.json", link), 0);
+    assert_int_equal(pfi_out_target(link, t, sizeof t, &direct, &e), PFI_OK);
+    assert_non_null(realpath(p, want));
+    assert_true(!direct && !strcmp(t, want));
+    char fifo[420];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir); /* a FIFO, and a link to it: written into */
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(pfi_out_target(fifo, t, sizeof t, &direct, &e), PFI_OK);
+    assert_true(direct == 1 && !strcmp(t, fifo));
+    char lf[420];
+    snprintf(lf, sizeof lf, "%s/lf", dir);
+    assert_int_equal(symlink("fifo", lf), 0);
+    assert_int_equal(pfi_out_target(lf, t, sizeof t, &direct, &e), PFI_OK);
+    assert_true(direct == 1 && !strcmp(t, lf));
+    assert_int_equal(pfi_out_target("/dev/null", t, sizeof t, &direct, &e), PFI_OK);
+    assert_int_equal(direct, 1);
+    char dang[420];
+    snprintf(dang, sizeof dang, "%s/dang", dir); /* a dangling link, a directory: refused */
+    assert_int_equal(symlink("nowhere", dang), 0);
+    assert_int_equal(pfi_out_target(dang, t, sizeof t, &direct, &e), PFI_EIO);
+    assert_non_null(strstr(e.msg, "link to a missing file"));
+    assert_int_equal(pfi_out_target(dir, t, sizeof t, &direct, &e), PFI_EINVAL);
+    char rm[400];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    assert_int_equal(system(rm), 0);
+}
+
 static void test_mkdir_p(void **state)
 {
     char base[] = "/tmp/pfi-test-util.XXXXXX", dir[128], file[128];
@@ -945,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
         cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
+        cmocka_unit_test(test_out_target),
         cmocka_unit_test(test_prom), cmocka_unit_test(test_prom_hist),
         cmocka_unit_test(test_series),
         cmocka_unit_test(test_token_ok), cmocka_unit_test(test_url_unescape),

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "store/export.h"
 #include "store/store.h"
+#include "util/fs.h"
 
 #define MAX_IDS 4096
 
@@ -57,6 +58,46 @@ static int resolve(pfi_store *st, const pfi_strlist *runs, long long *ids, int *
         if (rc != PFI_OK)
             return rc;
     }
+    return PFI_OK;
+}
+
+/* Where the export goes: into a temporary file beside the target renamed at the end (*tmp),
+ * so a failed export never leaves half a file; a device or a FIFO (/dev/stdout) is written
+ * into (*tmp NULL), never renamed over (util/fs.h). */
+static int open_output(const char *output, char *target, size_t n, char **tmp, FILE **out,
+                       pfi_err *err)
+{
+    int direct = 0;
+    *tmp = NULL;
+    int rc = pfi_out_target(output, target, n, &direct, err);
+    if (rc != PFI_OK)
+        return rc;
+    if (direct) {
+        if (!(*out = fopen(target, "w")))
+            return pfi_err_set(err, PFI_EIO, "cannot write %s: %s", output, strerror(errno));
+        return PFI_OK;
+    }
+    size_t len = strlen(target) + 16;
+    char *t = malloc(len);
+    int fd = -1;
+    if (t) {
+        snprintf(t, len, "%s.XXXXXX", target);
+        fd = mkstemp(t);
+    }
+    /* mkstemp makes 0600: the file gets what a plain creat would, 0666 less the umask. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || !(*out = fdopen(fd, "w"))) {
+        rc = pfi_err_set(err, PFI_EIO, "cannot write next to %s: %s", output,
+                         strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(t);
+        }
+        free(t);
+        return rc;
+    }
+    *tmp = t;
     return PFI_OK;
 }
 
@@ -116,32 +157,12 @@ int pfi_cmd_runs_export(int argc, char **argv)
         pfi_store_close(st);
         return pfi_cli_fail("runs export", &err);
     }
-    /* Into a temporary file renamed at the end: a failed export never leaves half a file. */
-    char *tmp = NULL;
+    char *tmp = NULL, target[4096];
     FILE *out = stdout;
-    if (output) {
-        size_t len = strlen(output) + 16;
-        tmp = malloc(len);
-        int fd = -1;
-        if (tmp) {
-            snprintf(tmp, len, "%s.XXXXXX", output);
-            fd = mkstemp(tmp);
-        }
-        /* mkstemp makes 0600: the file gets what a plain creat would, 0666 less the umask. */
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || !(out = fdopen(fd, "w"))) {
-            rc = pfi_err_set(&err, PFI_EIO, "cannot write next to %s: %s", output,
-                             strerror(errno));
-            if (fd >= 0) {
-                close(fd);
-                unlink(tmp);
-            }
-            free(tmp);
-            free(ids);
-            pfi_store_close(st);
-            return pfi_cli_fail("runs export", &err);
-        }
+    if (output && open_output(output, target, sizeof target, &tmp, &out, &err) != PFI_OK) {
+        free(ids);
+        pfi_store_close(st);
+        return pfi_cli_fail("runs export", &err);
     }
     /* n == 0 with --runs given cannot happen (resolve fails first); n == 0 means all. */
     rc = pfi_store_export(st, ids, runs.n ? n : 0, fmt, out, &err);
@@ -150,9 +171,9 @@ int pfi_cmd_runs_export(int argc, char **argv)
     if (output) {
         if (fclose(out) != 0 && rc == PFI_OK)
             rc = pfi_err_set(&err, PFI_EIO, "writing %s: %s", output, strerror(errno));
-        if (rc == PFI_OK && rename(tmp, output) != 0)
+        if (rc == PFI_OK && tmp && rename(tmp, target) != 0)
             rc = pfi_err_set(&err, PFI_EIO, "renaming into %s: %s", output, strerror(errno));
-        if (rc != PFI_OK)
+        if (rc != PFI_OK && tmp)
             unlink(tmp);
         free(tmp);
     }

@@ -140,18 +140,23 @@ int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
  * never reads half a file, and a failed write leaves the one before. */
 int pfi_model_save(const pfi_model *m, const char *trained_on, const char *path, pfi_err *err)
 {
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+    char target[4096], tmp[4200];
+    int direct;
+    if (pfi_out_target(path, target, sizeof target, &direct, err) != PFI_OK)
+        return pfi_err_prefix(err, "cannot write the model: ");
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid()) >= sizeof tmp)
         return pfi_err_set(err, PFI_EINVAL, "model path too long: %s", path);
     json_t *doc = pfi_model_to_json(m, trained_on);
     errno = 0;
-    int rc = json_dump_file(doc, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    /* A device or a FIFO (--out /dev/null) is written into, never renamed over. */
+    int rc = json_dump_file(doc, direct ? target : tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(doc);
-    if (rc == 0 && rename(tmp, path) != 0)
+    if (rc == 0 && !direct && rename(tmp, target) != 0)
         rc = -1;
     if (rc != 0) {
         int e = errno;
-        unlink(tmp);
+        if (!direct)
+            unlink(tmp);
         return pfi_err_set(err, PFI_EIO, "cannot write the model to %s: %s", path,
                            e ? strerror(e) : "write failed");
     }

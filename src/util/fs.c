@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -58,4 +59,42 @@ long pfi_fd_limit_fit(long want, long reserve, long *limit)
     long need = want + reserve, have = pfi_fd_limit_raise(need);
     *limit = have;
     return have < 0 || have >= need ? want : have - reserve;
+}
+
+int pfi_out_target(const char *path, char *target, size_t n, int *direct, pfi_err *err)
+{
+    struct stat st;
+    *direct = 0;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) { /* new, or a plain file */
+        if ((size_t)snprintf(target, n, "%s", path) >= n)
+            return pfi_err_set(err, PFI_EINVAL, "path too long: %s", path);
+        return PFI_OK;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        struct stat rt;
+        if (stat(path, &rt) != 0)
+            return pfi_err_set(err, PFI_EIO, "%s is a link to a missing file: %s", path,
+                               strerror(errno));
+        if (S_ISDIR(rt.st_mode))
+            return pfi_err_set(err, PFI_EINVAL, "%s is a link to a directory", path);
+        if (!S_ISREG(rt.st_mode)) { /* /dev/stdout to a pipe, a link to a FIFO: written through */
+            *direct = 1;
+            snprintf(target, n, "%s", path);
+            return PFI_OK;
+        }
+        char *real = realpath(path, NULL);
+        if (!real)
+            return pfi_err_set(err, PFI_EIO, "%s is a link whose target cannot be resolved: %s",
+                               path, strerror(errno));
+        int rc = (size_t)snprintf(target, n, "%s", real) >= n
+                     ? pfi_err_set(err, PFI_EINVAL, "path too long: %s", real)
+                     : PFI_OK;
+        free(real);
+        return rc;
+    }
+    if (S_ISDIR(st.st_mode))
+        return pfi_err_set(err, PFI_EINVAL, "%s is a directory", path);
+    *direct = 1;
+    snprintf(target, n, "%s", path);
+    return PFI_OK;
 }

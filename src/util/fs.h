@@ -5,6 +5,8 @@
 #ifndef PFI_UTIL_FS_H
 #define PFI_UTIL_FS_H
 
+#include <stddef.h>
+
 #include "core/err.h"
 
 /* Creates dir and its missing parents (mode 0755); existing ones are fine.  PFI_EIO "cannot
@@ -17,6 +19,15 @@ int pfi_mkdir_p(const char *dir, pfi_err *err);
  * expected near end of file" and a line reader sees an empty file, both wrong about the
  * mistake, and as bad input (exit 2) where a file that cannot be read is a failure (exit 1). */
 int pfi_input_not_dir(const char *path, pfi_err *err);
+
+/* Where an output the user named (a model, an export) is written so that a reader never sees
+ * half of it: a temporary file beside *target renamed over it.  *target is path for a regular
+ * file or a new path, a symlink's resolved target (the link stays a link and its file gets the
+ * content), and for anything else (a device such as /dev/null, a FIFO, /dev/stdout) *direct is
+ * set: write straight into path, no rename.  Renamed over, /dev/null became a regular file for
+ * every process on the machine (as root), and a symlinked model lost its link.  PFI_EIO when a
+ * link's target cannot be resolved (a dangling link), PFI_EINVAL when path names a directory. */
+int pfi_out_target(const char *path, char *target, size_t n, int *direct, pfi_err *err);
 
 /* The soft limit on open files (RLIMIT_NOFILE) raised to at least need where the hard limit
  * allows, never lowered: returns the soft limit then, -1 when it cannot be read. */

@@ -52,6 +52,20 @@ cmp -s "$T/m.json" "$T/m.keep" || fail "the model file changed"
 "$PFI" predict --live --backend sim --duration 2s --model "$T/m.json" --json > "$T/pred" ||
   fail "predict --live exited $?"
 v=$(num pfi30 < "$T/pred"); between "$v" 0.05 2 || fail "live predicted pfi30 '$v'"
+# What the predictor reads is a job at the GPUs' default limit: idle GPUs (PFI30 1.13) and a job
+# already capped (0.93 at every depth, 0.48 at its default limit) are refused, exit 1, nothing
+# printed; --allow-capped predicts the capped one, marked.
+"$PFI" predict --live --backend sim --sim h200x8-idle --duration 2s --model "$T/m.json" >"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && [ ! -s "$T/out" ] && grep -q "no job seems to run on the GPUs" "$T/err" ||
+  fail "predict --live on idle GPUs: $(cat "$T/out" "$T/err")"
+"$PFI" sim init --state "$T/capped.sim" --sim h200x8-dense >/dev/null || fail "sim init"
+"$PFI" sim set --state "$T/capped.sim" --cap 420 >/dev/null || fail "sim set"
+PFI_SIM_STATE="$T/capped.sim" "$PFI" predict --live --backend sim --duration 2s --model "$T/m.json" >"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && [ ! -s "$T/out" ] && grep -q "the GPUs are at 420 W, not their default 700 W" "$T/err" ||
+  fail "predict --live on capped GPUs: $(cat "$T/out" "$T/err")"
+PFI_SIM_STATE="$T/capped.sim" "$PFI" predict --live --backend sim --duration 2s --model "$T/m.json" --allow-capped --json >"$T/out" ||
+  fail "predict --live --allow-capped"
+grep -q '"baseline_at_default": false' "$T/out" || fail "a capped baseline is not marked: $(cat "$T/out")"
 # --duration, --gpus and the backend's options sample a live job: without --live they were
 # silently dropped; now a usage error that does nothing.  With --live, --duration is bounded at
 # 1h (it was unbounded).

@@ -155,14 +155,45 @@ static int get_model(const char *path, pfi_model *m, pfi_err *err)
     return rc;
 }
 
+#define LIVE_IDLE_UTIL 0.05 /* below this the GPUs run no job worth predicting */
+
+/* Whether the live sample is what the predictor reads: a job running at the GPUs' default
+ * limit.  Idle GPUs were given PFI30 1.13; a job capped at 420 W of 700 W 0.93 at every depth
+ * (0.48 at its default limit).  *note: why it is not, when allow_capped lets a capped one go. */
+static int live_baseline_ok(const pfi_run *r, int allow_capped, char *note, size_t n,
+                            pfi_err *err)
+{
+    const pfi_level *lv = &r->levels[0];
+    double util = isfinite(lv->gpu_util) ? lv->gpu_util : lv->sm_active;
+    note[0] = '\0';
+    if (isfinite(util) && util < LIVE_IDLE_UTIL)
+        return pfi_err_set(err, PFI_ESTATE, "no job seems to run on the GPUs (utilization %.0f%%, "
+                           "%.0f W each): the predictor reads a job's baseline", 100 * util,
+                           lv->power_w);
+    if (isfinite(r->default_limit_w) && fabs(lv->cap_w - r->default_limit_w) > 1)
+        snprintf(note, n, "the GPUs are at %.0f W, not their default %.0f W", lv->cap_w,
+                 r->default_limit_w);
+    else if (isfinite(lv->enforced_w) && lv->enforced_w < lv->cap_w - 1)
+        snprintf(note, n, "the GPUs enforce %.0f W, below their %.0f W limit (an out-of-band "
+                 "cap)", lv->enforced_w, lv->cap_w);
+    if (note[0] && !allow_capped)
+        return pfi_err_set(err, PFI_ESTATE, "%s: the predictor reads a baseline at the default "
+                           "limit (pfi restore, pfi ctl budget clear, or --allow-capped to "
+                           "predict from this one)", note);
+    return PFI_OK;
+}
+
 /* Predicts the live sample and prints it, or appends it to arr (--json). */
 static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
-                        const pfi_model *m, json_t *arr, pfi_err *err)
+                        int allow_capped, const pfi_model *m, json_t *arr, pfi_err *err)
 {
     pfi_run *hdr = malloc(sizeof *hdr);
     pred p;
+    char note[200] = "";
     int rc = hdr ? sample_live(hw, gpus, duration, hdr, err)
                  : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    if (rc == PFI_OK)
+        rc = live_baseline_ok(hdr, allow_capped, note, sizeof note, err);
     if (rc == PFI_OK)
         rc = pfi_model_predict_level(m, hdr, &hdr->levels[0], &p.c, err);
     if (rc == PFI_OK) {
@@ -174,10 +205,15 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
             json_object_set_new(o, "baseline_power_w", pfi_json_num(hdr->levels[0].power_w));
             json_object_set_new(o, "sm_clock_mhz", pfi_json_num(hdr->levels[0].sm_clock_mhz));
             json_object_set_new(o, "powercap_frac", pfi_json_num(hdr->levels[0].powercap_frac));
+            json_object_set_new(o, "baseline_at_default", json_boolean(!note[0]));
+            if (note[0])
+                json_object_set_new(o, "baseline_note", json_string(note));
             json_array_append_new(arr, o);
         } else {
             print_header(NAME_COL_MIN);
             pred_print(hdr->name, &p, NAME_COL_MIN);
+            if (note[0])
+                printf("  (%s: predicted from that baseline, not the default limit's)\n", note);
         }
     }
     free(hdr);
@@ -227,7 +263,7 @@ int pfi_cmd_predict(int argc, char **argv)
 {
     pfi_cli_hw hw = {0};
     const char *db = NULL, *model = NULL, *gpus = NULL, *dur_s = NULL;
-    int as_json = 0, live = 0, public_data = 0;
+    int as_json = 0, live = 0, public_data = 0, allow_capped = 0;
     const pfi_opt opts[] = {
         {"model", PFI_OPT_STR, &model, "FILE", "trained model (default pfi-model.json, else "
                                                "train on the simulated fleet now)"},
@@ -237,6 +273,8 @@ int pfi_cmd_predict(int argc, char **argv)
         PFI_CLI_HW_OPTS(hw),
         {"gpus", PFI_OPT_STR, &gpus, "LIST", "--live: the job's GPUs (default all)"},
         {"duration", PFI_OPT_STR, &dur_s, "D", "--live: how long to sample (default 10s, at most 1h)"},
+        {"allow-capped", PFI_OPT_FLAG, &allow_capped, NULL,
+         "--live: predict even when the GPUs are not at their default limit (marked)"},
         {"json", PFI_OPT_FLAG, &as_json, NULL, "one JSON document on stdout"},
         {0},
     };
@@ -268,6 +306,7 @@ int pfi_cmd_predict(int argc, char **argv)
                             : hw.sim      ? "--sim"
                             : hw.nvml_lib ? "--nvml-lib"
                             : hw.read_only ? "--read-only"
+                            : allow_capped ? "--allow-capped"
                                            : NULL;
     if (!live && live_only) {
         fprintf(stderr, "pfi predict: %s is for sampling a live job (--live); a stored run is "
@@ -293,7 +332,7 @@ int pfi_cmd_predict(int argc, char **argv)
     json_t *arr = json_array();
     int status = PFI_EXIT_OK;
     pfi_runset rs;
-    if (live ? predict_live(&hw, gpus, duration, &m, as_json ? arr : NULL, &err)
+    if (live ? predict_live(&hw, gpus, duration, allow_capped, &m, as_json ? arr : NULL, &err)
              : pfi_runset_load(db, public_data, pos, npos, "pass --public", &rs, &err)) {
         json_decref(arr);
         return pfi_cli_fail("predict", &err);

@@ -143,7 +143,7 @@ int pfi_model_save(const pfi_model *m, const char *trained_on, const char *path,
     char target[4096], tmp[4200];
     int direct;
     if (pfi_out_target(path, target, sizeof target, &direct, err) != PFI_OK)
-        return pfi_err_prefix(err, "cannot write the model: ");
+        return pfi_err_prefix(err, "cannot write the model to ");
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid()) >= sizeof tmp)
         return pfi_err_set(err, PFI_EINVAL, "model path too long: %s", path);
     json_t *doc = pfi_model_to_json(m, trained_on);

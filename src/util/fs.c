@@ -73,10 +73,10 @@ int pfi_out_target(const char *path, char *target, size_t n, int *direct, pfi_er
     if (S_ISLNK(st.st_mode)) {
         struct stat rt;
         if (stat(path, &rt) != 0)
-            return pfi_err_set(err, PFI_EIO, "%s is a link to a missing file: %s", path,
+            return pfi_err_set(err, PFI_EIO, "%s: a link to a missing file (%s)", path,
                                strerror(errno));
         if (S_ISDIR(rt.st_mode))
-            return pfi_err_set(err, PFI_EINVAL, "%s is a link to a directory", path);
+            return pfi_err_set(err, PFI_EINVAL, "%s: a link to a directory", path);
         if (!S_ISREG(rt.st_mode)) { /* /dev/stdout to a pipe, a link to a FIFO: written through */
             *direct = 1;
             snprintf(target, n, "%s", path);
@@ -84,7 +84,7 @@ int pfi_out_target(const char *path, char *target, size_t n, int *direct, pfi_er
         }
         char *real = realpath(path, NULL);
         if (!real)
-            return pfi_err_set(err, PFI_EIO, "%s is a link whose target cannot be resolved: %s",
+            return pfi_err_set(err, PFI_EIO, "%s: a link whose target cannot be resolved (%s)",
                                path, strerror(errno));
         int rc = (size_t)snprintf(target, n, "%s", real) >= n
                      ? pfi_err_set(err, PFI_EINVAL, "path too long: %s", real)
@@ -93,7 +93,7 @@ int pfi_out_target(const char *path, char *target, size_t n, int *direct, pfi_er
         return rc;
     }
     if (S_ISDIR(st.st_mode))
-        return pfi_err_set(err, PFI_EINVAL, "%s is a directory", path);
+        return pfi_err_set(err, PFI_EINVAL, "%s: Is a directory", path);
     *direct = 1;
     snprintf(target, n, "%s", path);
     return PFI_OK;

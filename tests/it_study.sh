@@ -217,6 +217,17 @@ has "$out/report.md" "How much of a sweep a PFI30 needs"
 "$PFI_BIN" runs --db "$out/pfi.db" --json >"$tmp/runs.json" || fail "the study's store does not open"
 [ "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['runs']))" "$tmp/runs.json")" = "$runs" ] \
   || fail "the store does not hold the study's $runs runs"
+# The study of that store leaves a job out as pfi model eval does, all its runs together (each
+# run was its own group: a job's rerun or H100 twin stayed in its "left out" training).
+"$PFI_BIN" study --db "$out/pfi.db" --out "$tmp/again" --no-figures --cuts 0.3 --json >"$tmp/again.json" 2>/dev/null ||
+  fail "pfi study --db of the study's store"
+"$PFI_BIN" model eval --db "$out/pfi.db" --json >"$tmp/eval.json" 2>/dev/null || fail "pfi model eval --db"
+python3 - "$tmp/again.json" "$tmp/eval.json" <<'PY' || fail "study --db and model eval leave jobs out differently"
+import json, sys
+s = json.load(open(sys.argv[1]))["predictor"]["lojo_mae_pfi30"]
+e = json.load(open(sys.argv[2]))["lojo_mae_pfi30"]
+assert abs(s - e) < 1e-9, (s, e)
+PY
 if command -v gnuplot >/dev/null 2>&1; then
   for f in fig_curves fig_pfi30_hist fig_pred_vs_true fig_alloc_vs_cut fig_gpu_trace; do
     [ -s "$out/$f.png" ] && [ -s "$out/$f.svg" ] || fail "figure $f missing"

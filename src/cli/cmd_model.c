@@ -139,6 +139,29 @@ static void print_importance(const pfi_predictor_eval *ev, int n)
            "lend each other some of it\n");
 }
 
+/* The transfer figures: H200 -> H100 with each H100 run's job in training on the H200 (the same
+ * jobs on a new GPU) and without (new jobs on a new GPU), and H100 -> H200. */
+static void print_transfer(const pfi_predictor_eval *ev)
+{
+    if (!ev->have_transfer) {
+        printf("  transfer: needs >= 5 H200 and >= 5 H100 runs\n");
+        return;
+    }
+    const pfi_model_eval *t[2] = {&ev->h200_to_h100, &ev->h100_to_h200};
+    static const char *const dir[2] = {"H200 -> H100", "H100 -> H200"};
+    static const char *const what[2] = {"  (the same jobs on a new GPU: the H100 runs' jobs are in "
+                                        "training on the H200)", ""};
+    for (int k = 0; k < 2; k++)
+        printf("  transfer %s (%d runs): MAE %.4f  R2 %.3f  rel. tput at 70%% %.4f%s\n", dir[k],
+               t[k]->n, t[k]->mae_pfi30, t[k]->r2_pfi30, t[k]->mae_rel70, what[k]);
+    const pfi_model_eval *h = &ev->h200_to_h100_heldout;
+    if (ev->have_transfer_heldout)
+        printf("  transfer H200 -> H100, jobs held out (%d runs): MAE %.4f  R2 %.3f  rel. tput at "
+               "70%% %.4f  (new jobs on a new GPU: no H200 run of an H100 run's job in "
+               "training)\n",
+               h->n, h->mae_pfi30, h->r2_pfi30, h->mae_rel70);
+}
+
 static int model_eval(int argc, char **argv)
 {
     const char *db = NULL, *fleet = "paper";
@@ -206,6 +229,9 @@ static int model_eval(int argc, char **argv)
             json_object_set_new(doc, "transfer_h200_to_h100", eval_json(&ev.h200_to_h100));
             json_object_set_new(doc, "transfer_h100_to_h200", eval_json(&ev.h100_to_h200));
         }
+        json_object_set_new(doc, "transfer_h200_to_h100_jobs_held_out",
+                            ev.have_transfer_heldout ? eval_json(&ev.h200_to_h100_heldout)
+                                                     : json_null());
         if (compare) {
             json_object_set_new(doc, "lojo_ridge_only", eval_json(&ev.forced[0]));
             json_object_set_new(doc, "lojo_physics_only", eval_json(&ev.forced[1]));
@@ -223,14 +249,7 @@ static int model_eval(int argc, char **argv)
         for (int k = 0; k < 2; k++)
             printf("    %s only: MAE %.4f  R2 %.3f\n", pfi_model_kind_name(k),
                    ev.forced[k].mae_pfi30, ev.forced[k].r2_pfi30);
-    if (ev.have_transfer) {
-        const pfi_model_eval *t[2] = {&ev.h200_to_h100, &ev.h100_to_h200};
-        static const char *const dir[2] = {"H200 -> H100", "H100 -> H200"};
-        for (int k = 0; k < 2; k++)
-            printf("  transfer %s (%d runs): MAE %.4f  R2 %.3f  rel. tput at 70%% %.4f\n", dir[k],
-                   t[k]->n, t[k]->mae_pfi30, t[k]->r2_pfi30, t[k]->mae_rel70);
-    } else
-        printf("  transfer: needs >= 5 H200 and >= 5 H100 runs\n");
+    print_transfer(&ev);
     printf("  model on all runs: %s (5-fold CV MAE ridge %.4f, physics %.4f)\n",
            pfi_model_kind_name(ev.full.kind), ev.full.cv_mae_ridge, ev.full.cv_mae_physics);
     print_importance(&ev, n);

@@ -36,6 +36,10 @@ typedef struct pfi_predictor_eval {
     pfi_model_eval forced[2]; /* the same with ridge, physics forced (when compare) */
     int have_transfer;        /* >= 5 runs of each of H200 and H100 */
     pfi_model_eval h200_to_h100, h100_to_h200;
+    /* H200 -> H100 trained without the H200 runs of any H100 run's job (group): new jobs on a
+     * new GPU (h200_to_h100 keeps them: the same jobs on a new GPU) */
+    int have_transfer_heldout;
+    pfi_model_eval h200_to_h100_heldout;
     pfi_model full; /* trained on every row */
     /* Grouped permutation importance on standardized features (core/importance.h), held out:
      * each row predicted by the model of its fold (PFI_TRAINSET_FOLDS by group), which never

@@ -175,7 +175,10 @@ static pfi_table *predictor_table(const pfi_study *s)
     const pfi_study_pred *p = &s->pred;
     eval_row(t, "leave one job out (training runs)", &p->lojo, 1);
     eval_row(t, "validation runs (never trained on)", &p->validation, p->have_validation);
-    eval_row(t, "transfer H200 -> H100", &p->h200_to_h100, p->have_h200_to_h100);
+    /* Its H100 runs' jobs are among the H200 runs trained on: the same jobs on a new GPU
+     * (pfi model eval also gives the figure with those jobs held out). */
+    eval_row(t, "transfer H200 -> H100 (same jobs, new GPU)", &p->h200_to_h100,
+             p->have_h200_to_h100);
     eval_row(t, "transfer H100 -> H200", &p->h100_to_h200, p->have_h100_to_h200);
     return t;
 }

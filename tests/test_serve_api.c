@@ -1159,6 +1159,13 @@ static void test_rate_limit(void **state)
     assert_true(fabs(f->n->budget_w - want) < 1e-6);
     /* Reports that move no cap are never throttled. */
     assert_int_equal(call(f, "POST", "/v1/heartbeat", "{}", 1, NULL), 200);
+    /* Nor is the removal of a job that is not there (a loop of 404s emptied the bucket), and a
+     * controller's caps have a bucket of their own: the flood above does not get them a 429
+     * (the controller took the node for silent and cut the other nodes' jobs deeper). */
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/nope", NULL, 1, NULL), 404);
+    assert_int_equal(call(f, "PUT", "/v1/caps", "{\"epoch\":1,\"caps\":[{\"gpu\":0,\"cap_w\":450}]}",
+                          1, NULL),
+                     200);
 }
 
 /* The watchdog as a heartbeat leaves it is what a restart finds (hold.c): armed with the last

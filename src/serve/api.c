@@ -470,9 +470,15 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url,
     if (!authorized)
         return fail(401, PFI_EPERM, "missing or wrong bearer token", st, len);
 
-    /* Throughput reports and heartbeats move no cap: never throttled. */
+    /* Throughput reports and heartbeats move no cap: never throttled.  Nor is the removal of a
+     * job that is not there (a 404 moves nothing: a loop of them emptied the bucket). */
     int moves_caps = !(sub && *sub) && strcmp(url, "/v1/heartbeat") != 0;
-    if (moves_caps && !pfi_srv_rate_take(n))
+    if (moves_caps && sub && del) {
+        pthread_mutex_lock(&n->mu);
+        moves_caps = pfi_srv_find_job(n->jobs, n->n_jobs, id) >= 0;
+        pthread_mutex_unlock(&n->mu);
+    }
+    if (moves_caps && !pfi_srv_rate_take(n, !strcmp(url, "/v1/caps")))
         return fail(429, PFI_EBUSY, "too many changes: at most a burst of 100, then 20 per second",
                     st, len);
     return handle_write(n, url, del, id, sub, body, blen, st, len);

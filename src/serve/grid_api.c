@@ -150,7 +150,7 @@ char *pfi_srv_grid_api(srv_node *n, const char *method, const char *url, const c
                                    "change", NULL, st, len);
     if (!authorized)
         return error(401, "EPERM", "missing or wrong bearer token", NULL, st, len);
-    if (!pfi_srv_rate_take(n))
+    if (!pfi_srv_rate_take(n, 0))
         return error(429, "EBUSY", "too many changes: at most a burst of 100, then 20 per "
                                    "second", NULL, st, len);
     if (post_ok)

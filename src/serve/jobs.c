@@ -329,21 +329,31 @@ int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err
     return PFI_OK;
 }
 
-int pfi_srv_rate_take(srv_node *n)
+/* One token bucket (mu held): burst, then rate a second. */
+static int bucket_take(double *tokens, double *last, double burst, double rate, double now)
+{
+    if (*last == 0)
+        *tokens = burst;
+    else
+        *tokens += (now - *last) * rate;
+    if (*tokens > burst)
+        *tokens = burst;
+    *last = now;
+    if (*tokens < 1.0)
+        return 0;
+    *tokens -= 1.0;
+    return 1;
+}
+
+int pfi_srv_rate_take(srv_node *n, int controller)
 {
     double now = pfi_clock_mono();
     pthread_mutex_lock(&n->mu);
-    if (n->rl_last == 0)
-        n->rl_tokens = SRV_CHANGE_BURST;
-    else
-        n->rl_tokens += (now - n->rl_last) * SRV_CHANGE_RATE;
-    if (n->rl_tokens > SRV_CHANGE_BURST)
-        n->rl_tokens = SRV_CHANGE_BURST;
-    n->rl_last = now;
-    int ok = n->rl_tokens >= 1.0;
-    if (ok)
-        n->rl_tokens -= 1.0;
-    else
+    int ok = controller ? bucket_take(&n->rl_ctl_tokens, &n->rl_ctl_last, SRV_CAPS_BURST,
+                                      SRV_CAPS_RATE, now)
+                        : bucket_take(&n->rl_tokens, &n->rl_last, SRV_CHANGE_BURST,
+                                      SRV_CHANGE_RATE, now);
+    if (!ok)
         n->n_rate_limited++;
     pthread_mutex_unlock(&n->mu);
     return ok;

@@ -252,6 +252,7 @@ typedef struct srv_node {
     char hb_controller[128];
 
     double rl_tokens, rl_last; /* token bucket of cap-moving requests */
+    double rl_ctl_tokens, rl_ctl_last; /* PUT /v1/caps's own (a controller's) */
     long long n_rate_limited;
     long long n_decisions, n_cap_changes, n_apply_failures, n_held, n_mismatch;
     long long n_watchdog_trips;
@@ -378,10 +379,15 @@ int pfi_srv_restore_originals(srv_node *n, pfi_err *err);
 int pfi_srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err);
 
 /* 1 when a cap-moving request may go ahead now (token bucket: SRV_CHANGE_BURST requests, then
- * SRV_CHANGE_RATE per second); 0: answer 429. */
-int pfi_srv_rate_take(srv_node *n);
+ * SRV_CHANGE_RATE per second); 0: answer 429.  controller: a PUT /v1/caps, which has a bucket
+ * of its own: sharing one, another token holder's requests (even refused ones) or a storm of
+ * site changes got the controller's caps a 429, and the controller took the node for silent
+ * and cut the other nodes' jobs deeper. */
+int pfi_srv_rate_take(srv_node *n, int controller);
 #define SRV_CHANGE_BURST 100.0
 #define SRV_CHANGE_RATE 20.0
+#define SRV_CAPS_BURST 1000.0 /* a controller re-plans 5 times a second at most, two waves each */
+#define SRV_CAPS_RATE 100.0
 
 /* Views (JSON) taken under node->mu. */
 json_t *pfi_srv_view_gpus(srv_node *n);

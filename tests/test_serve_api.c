@@ -1166,6 +1166,18 @@ static void test_rate_limit(void **state)
     assert_int_equal(call(f, "PUT", "/v1/caps", "{\"epoch\":1,\"caps\":[{\"gpu\":0,\"cap_w\":450}]}",
                           1, NULL),
                      200);
+    /* Under a controller's caps a grid event is refused (it was taken, shown active, and never
+     * applied), saying where it goes. */
+    sleep(1); /* a token back for the event's request */
+    char ev[160];
+    snprintf(ev, sizeof ev, "{\"id\":\"g\",\"start\":%.0f,\"duration_s\":600,\"limit_w\":3000}",
+             pfi_clock_wall());
+    assert_int_equal(call(f, "POST", "/v1/grid/events", ev, 1, &d), 409);
+    char *txt = json_dumps(d, 0);
+    int said = txt && strstr(txt, "external mode") != NULL;
+    free(txt);
+    json_decref(d);
+    assert_true(said);
 }
 
 /* The watchdog as a heartbeat leaves it is what a restart finds (hold.c): armed with the last

@@ -309,6 +309,17 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
     if (ev.end_s <= now)
         return pfi_err_set(err, PFI_EINVAL, "event %s ended already (end %.0f, now %.0f)",
                            ev.id, ev.end_s, now);
+    /* Under a cluster controller the caps are its: an event taken here was answered 201,
+     * shown active and feasible, and never applied (the report then counted the excess
+     * against the node).  The site's events go to the controller, which plans every node. */
+    pthread_mutex_lock(&n->mu);
+    int external = n->mode == SRV_MODE_EXTERNAL;
+    char by[sizeof n->hb_controller];
+    snprintf(by, sizeof by, "%s", n->hb_controller[0] ? n->hb_controller : "a cluster controller");
+    pthread_mutex_unlock(&n->mu);
+    if (external)
+        return pfi_err_set(err, PFI_EBUSY, "this node's caps come from %s (external mode): post "
+                           "grid events to it (pfi cluster serve), which plans every node", by);
     pthread_mutex_lock(&n->decide_mu);
     double floor = floor_locked(n, ev.sla_yield);
     double achievable;

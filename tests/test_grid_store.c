@@ -159,6 +159,16 @@ static void test_openadr_provenance(void **state)
     assert_int_equal(pfi_grid_event_from_json(body, 0, &ev, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "openadr: expected"));
     json_decref(body);
+    /* ramp_s beside both of the ramps it is the default of: it would be dropped unsaid. */
+    json_t *r = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "id", "r", "start", 2e9,
+                          "duration_s", 600.0, "limit_w", 4000.0, "ramp_s", 60.0, "ramp_down_s",
+                          30.0, "ramp_up_s", 30.0);
+    assert_int_equal(pfi_grid_event_from_json(r, 0, &ev, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "ramp_s with both ramp_down_s and ramp_up_s"));
+    json_object_del(r, "ramp_up_s"); /* with one: the default of the other */
+    assert_int_equal(pfi_grid_event_from_json(r, 0, &ev, &e), PFI_OK);
+    assert_true(ev.ramp_down_s == 30 && ev.ramp_up_s == 60);
+    json_decref(r);
 }
 
 static void test_power(void **state)

@@ -119,6 +119,11 @@ static int get_ramps(json_t *o, pfi_event *ev, pfi_err *err)
     int rc = get_num(o, "ramp_s", &r, err);
     if (rc)
         return rc;
+    /* ramp_s is both ramps' default: with both given as well, it would be dropped unsaid. */
+    if (json_object_get(o, "ramp_s") && json_object_get(o, "ramp_down_s") &&
+        json_object_get(o, "ramp_up_s"))
+        return pfi_err_set(err, PFI_EINVAL, "ramp_s with both ramp_down_s and ramp_up_s: it "
+                           "would apply to neither; give one or the other");
     ev->ramp_down_s = ev->ramp_up_s = r;
     if ((rc = get_num(o, "ramp_down_s", &ev->ramp_down_s, err)) ||
         (rc = get_num(o, "ramp_up_s", &ev->ramp_up_s, err)))

@@ -48,35 +48,61 @@ json_t *pfi_model_to_json(const pfi_model *m, const char *trained_on)
     return doc;
 }
 
-/* Reads n numbers of array `key` of o into v (null -> NAN). */
-static int get_arr(const json_t *o, const char *key, double *v, int n, pfi_err *err)
+/* How a JSON value is named in an error: a damaged file is told by what it holds. */
+static const char *json_kind(const json_t *x)
 {
-    const json_t *a = json_object_get(o, key);
+    switch (x ? json_typeof(x) : JSON_NULL) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number with a fraction";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+/* Reads the n numbers of array a, named `what` in errors, into v.  A null is NAN where
+ * may_null (the standardization of a feature never seen); elsewhere a null coefficient only
+ * failed later, once per run ("point 2 of the curve is not a number"), or never in a daemon. */
+static int num_arr(const json_t *a, const char *what, double *v, int n, int may_null,
+                   pfi_err *err)
+{
     if (!json_is_array(a) || (int)json_array_size(a) != n)
-        return pfi_err_set(err, PFI_EINVAL, "model file: '%s' must be an array of %d numbers", key,
-                           n);
+        return pfi_err_set(err, PFI_EINVAL, "%s must be an array of %d numbers", what, n);
     for (int i = 0; i < n; i++) {
         const json_t *x = json_array_get(a, (size_t)i);
-        if (json_is_null(x))
-            v[i] = NAN;
-        else if (json_is_number(x))
+        if (json_is_number(x))
             v[i] = json_number_value(x);
+        else if (may_null && json_is_null(x))
+            v[i] = NAN;
         else
-            return pfi_err_set(err, PFI_EINVAL, "model file: '%s'[%d] is not a number", key, i);
+            return pfi_err_set(err, PFI_EINVAL, "%s[%d] is not a number (%s)", what, i,
+                               json_kind(x));
+        if (json_is_number(x) && !isfinite(v[i]))
+            return pfi_err_set(err, PFI_EINVAL, "%s[%d] is not finite", what, i);
     }
     return PFI_OK;
 }
 
-int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
+/* The header: what the file is, its format, and the features and depths it was trained on,
+ * each compared with this pfi's, so a file of another version is refused, not misread. */
+static int check_header(const json_t *doc, pfi_err *err)
 {
-    memset(m, 0, sizeof *m);
     const char *what = json_string_value(json_object_get(doc, "pfi_model"));
     if (!what || strcmp(what, "curve") != 0)
         return pfi_err_set(err, PFI_EINVAL, "not a pfi model file (no \"pfi_model\": \"curve\")");
-    json_int_t fmt = json_integer_value(json_object_get(doc, "format"));
-    if (fmt != PFI_MODEL_FORMAT)
+    const json_t *fj = json_object_get(doc, "format");
+    if (!fj)
+        return pfi_err_set(err, PFI_EINVAL, "format is missing; this pfi reads format %d",
+                           PFI_MODEL_FORMAT);
+    if (!json_is_integer(fj))
+        return pfi_err_set(err, PFI_EINVAL, "format is %s, not an integer; this pfi reads "
+                                            "format %d", json_kind(fj), PFI_MODEL_FORMAT);
+    if (json_integer_value(fj) != PFI_MODEL_FORMAT)
         return pfi_err_set(err, PFI_EINVAL, "model file format %lld; this pfi reads format %d",
-                           (long long)fmt, PFI_MODEL_FORMAT);
+                           (long long)json_integer_value(fj), PFI_MODEL_FORMAT);
     const json_t *feat = json_object_get(doc, "features");
     if (!json_is_array(feat) || json_array_size(feat) != PFI_N_FEATURES)
         return pfi_err_set(err, PFI_EINVAL, "model file: it has other features than this pfi (%d)",
@@ -88,6 +114,23 @@ int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
                                "model file: feature %d is '%s', this pfi expects '%s'", f,
                                nm ? nm : "?", pfi_feature_name(f));
     }
+    /* The coefficients of row k predict the slowdown at depth k: other depths would be read
+     * as these, and every curve bent. */
+    double d[PFI_N_TDEPTHS];
+    int rc = num_arr(json_object_get(doc, "depths"), "depths", d, PFI_N_TDEPTHS, 0, err);
+    for (int k = 0; rc == PFI_OK && k < PFI_N_TDEPTHS; k++)
+        if (fabs(d[k] - pfi_target_depths[k]) > 1e-9)
+            rc = pfi_err_set(err, PFI_EINVAL, "depths[%d] is %g; this pfi predicts at depths "
+                                              "0.1, 0.2, 0.3, 0.4, 0.5", k, d[k]);
+    return rc;
+}
+
+int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
+{
+    memset(m, 0, sizeof *m);
+    int rc = check_header(doc, err);
+    if (rc != PFI_OK)
+        return rc;
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     if (kind && strcmp(kind, "ridge") == 0)
         m->kind = PFI_MODEL_RIDGE;
@@ -100,22 +143,23 @@ int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
         return pfi_err_set(err, PFI_EINVAL, "model file: unknown curve family");
     m->n_train = (int)json_integer_value(json_object_get(doc, "n_train"));
     const json_t *r = json_object_get(doc, "ridge");
-    int rc;
-    if ((rc = get_arr(r, "mean", m->mean, PFI_N_FEATURES, err)) ||
-        (rc = get_arr(r, "scale", m->scale, PFI_N_FEATURES, err)) ||
-        (rc = get_arr(r, "intercept", m->intercept, PFI_N_TDEPTHS, err)) ||
-        (rc = get_arr(r, "lambda", m->lambda, PFI_N_TDEPTHS, err)))
+    if ((rc = num_arr(json_object_get(r, "mean"), "ridge.mean", m->mean, PFI_N_FEATURES, 1,
+                      err)) ||
+        (rc = num_arr(json_object_get(r, "scale"), "ridge.scale", m->scale, PFI_N_FEATURES, 1,
+                      err)) ||
+        (rc = num_arr(json_object_get(r, "intercept"), "ridge.intercept", m->intercept,
+                      PFI_N_TDEPTHS, 0, err)) ||
+        (rc = num_arr(json_object_get(r, "lambda"), "ridge.lambda", m->lambda, PFI_N_TDEPTHS, 0,
+                      err)))
         return rc;
     const json_t *coef = json_object_get(r, "coef");
     if (!json_is_array(coef) || json_array_size(coef) != PFI_N_TDEPTHS)
-        return pfi_err_set(err, PFI_EINVAL, "model file: ridge.coef must have %d rows",
-                           PFI_N_TDEPTHS);
+        return pfi_err_set(err, PFI_EINVAL, "ridge.coef must have %d rows", PFI_N_TDEPTHS);
     for (int k = 0; k < PFI_N_TDEPTHS; k++) {
-        json_t *row = json_object();
-        json_object_set(row, "c", json_array_get(coef, (size_t)k));
-        rc = get_arr(row, "c", m->coef[k], PFI_N_FEATURES, err);
-        json_decref(row);
-        if (rc)
+        char what[32];
+        snprintf(what, sizeof what, "ridge.coef[%d]", k);
+        if ((rc = num_arr(json_array_get(coef, (size_t)k), what, m->coef[k], PFI_N_FEATURES, 0,
+                          err)))
             return rc;
     }
     for (int f = 0; f < PFI_N_FEATURES; f++) {

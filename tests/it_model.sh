@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Integration test of the predictor's model file and what is told about a prediction and its
+# training: a damaged model file refused at load, naming the file and the field.
+# Needs $PFI_BIN (tests/run.sh sets it).
+set -u
+PFI=${PFI_BIN:?PFI_BIN not set}
+T=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_model.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "it_model: FAIL: $*"; exit 1; }
+command -v jq >/dev/null 2>&1 || fail "jq missing"
+
+"$PFI" model train --fleet small --out "$T/m.json" > "$T/train" 2>&1 || fail "model train: $(cat "$T/train")"
+
+# A null coefficient loaded, then every run failed with "point 2 of the curve is not a number"
+# after the table's header (and a daemon would never predict): refused at load, exit 2.
+jq '.ridge.coef[2][0] = null' "$T/m.json" > "$T/coefnull.json"
+jq '.ridge.intercept[1] = null' "$T/m.json" > "$T/icpt.json"
+jq '.depths = [0.05, 0.1, 0.15, 0.2, 0.25]' "$T/m.json" > "$T/depths.json"
+jq '.format = "1"' "$T/m.json" > "$T/fmt.json"
+for c in "coefnull.json:ridge.coef[2][0] is not a number (null)" \
+         "icpt.json:ridge.intercept[1] is not a number (null)" \
+         "depths.json:depths[0] is 0.05; this pfi predicts at depths 0.1" \
+         "fmt.json:format is a string, not an integer; this pfi reads format 1"; do
+  f=${c%%:*} msg=${c#*:}
+  "$PFI" predict --live --backend sim --duration 1s --model "$T/$f" > "$T/out" 2> "$T/err"
+  [ $? -eq 2 ] || fail "$f: exit not 2: $(cat "$T/err")"
+  [ ! -s "$T/out" ] || fail "$f: printed: $(cat "$T/out")"
+  grep -qF "pfi predict: $T/$f: $msg" "$T/err" || fail "$f: $(cat "$T/err")"
+  "$PFI" serve --backend sim --listen 127.0.0.1:0 --model "$T/$f" > "$T/out" 2> "$T/err"
+  [ $? -eq 2 ] && grep -qF "$T/$f: $msg" "$T/err" || fail "serve --model $f: $(cat "$T/err")"
+done
+
+echo "it_model: ok"

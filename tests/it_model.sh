@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Integration test of the predictor's model file and what is told about a prediction and its
-# training: a damaged model file refused at load, naming the file and the field.
+# training: a damaged model file refused at load, naming the file and the field; a forced kind
+# said as such.
 # Needs $PFI_BIN (tests/run.sh sets it).
 set -u
 PFI=${PFI_BIN:?PFI_BIN not set}
@@ -30,5 +31,14 @@ for c in "coefnull.json:ridge.coef[2][0] is not a number (null)" \
   "$PFI" serve --backend sim --listen 127.0.0.1:0 --model "$T/$f" > "$T/out" 2> "$T/err"
   [ $? -eq 2 ] && grep -qF "$T/$f: $msg" "$T/err" || fail "serve --model $f: $(cat "$T/err")"
 done
+
+# A forced kind runs no cross-validation: it printed "CV MAE ... ridge nan, physics nan".
+for k in ridge physics; do
+  "$PFI" model train --fleet small --kind $k --out "$T/$k.json" > "$T/out" 2>&1 || fail "train --kind $k: $(cat "$T/out")"
+  grep -qx "forced: $k (no cross-validation)" "$T/out" && ! grep -qi "nan" "$T/out" ||
+    fail "train --kind $k: $(cat "$T/out")"
+done
+grep -q "^5-fold CV MAE of PFI30: ridge 0\.[0-9]*, physics 0\.[0-9]* -> " "$T/train" ||
+  fail "train without --kind: $(cat "$T/train")"
 
 echo "it_model: ok"

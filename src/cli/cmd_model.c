@@ -91,8 +91,12 @@ static int model_train(int argc, char **argv)
             pfi_json_num(m.cv_mae_physics)));
     printf("trained on %s: %d runs (%d skipped: no usable curve, or a cap that never bound)\n",
            rw.where, m.n_train, rw.skipped);
-    printf("5-fold CV MAE of PFI30: ridge %.4f, physics %.4f -> %s\n", m.cv_mae_ridge,
-           m.cv_mae_physics, pfi_model_kind_name(m.kind));
+    /* A forced kind runs no selection: its CV figures do not exist (they printed "nan"). */
+    if (to.force_kind >= 0)
+        printf("forced: %s (no cross-validation)\n", pfi_model_kind_name(m.kind));
+    else
+        printf("5-fold CV MAE of PFI30: ridge %.4f, physics %.4f -> %s\n", m.cv_mae_ridge,
+               m.cv_mae_physics, pfi_model_kind_name(m.kind));
     printf("model written to %s\n", outp);
     return PFI_EXIT_OK;
 }

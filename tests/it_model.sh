@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Integration test of the predictor's model file and what is told about a prediction and its
 # training: a damaged model file refused at load, naming the file and the field; a forced kind
-# said as such.
+# said as such; runs without baseline telemetry left out of training, counted.
 # Needs $PFI_BIN (tests/run.sh sets it).
 set -u
 PFI=${PFI_BIN:?PFI_BIN not set}
@@ -11,7 +11,9 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "it_model: FAIL: $*"; exit 1; }
 command -v jq >/dev/null 2>&1 || fail "jq missing"
 
-"$PFI" model train --fleet small --out "$T/m.json" > "$T/train" 2>&1 || fail "model train: $(cat "$T/train")"
+command -v sqlite3 >/dev/null 2>&1 || fail "sqlite3 missing (scripts/install-deps.sh test)"
+"$PFI" model train --fleet small --out "$T/m.json" --save-db "$T/s.db" > "$T/train" 2>&1 ||
+  fail "model train: $(cat "$T/train")"
 
 # A null coefficient loaded, then every run failed with "point 2 of the curve is not a number"
 # after the table's header (and a daemon would never predict): refused at load, exit 2.
@@ -40,5 +42,32 @@ for k in ridge physics; do
 done
 grep -q "^5-fold CV MAE of PFI30: ridge 0\.[0-9]*, physics 0\.[0-9]* -> " "$T/train" ||
   fail "train without --kind: $(cat "$T/train")"
+
+# Runs whose baseline has only power (as imported public sweeps) are no training examples: the
+# model was trained and evaluated on them (R2 0.04) without a word.  Counted by reason, and
+# fewer than 5 left is refused (exit 2) by model train, model eval and evaluate --probes 0.
+notel() { # store, SQL condition on run_id
+  cp "$T/s.db" "$T/$1"
+  sqlite3 "$T/$1" "update levels set sm_clock_mhz = NULL, sm_active = NULL, tensor_active = NULL,
+                   dram_active = NULL where $2" || fail "sqlite3 $1"
+}
+notel mix.db "run_id in (1, 2, 3)"
+notel few.db "run_id > 4"
+"$PFI" model train --db "$T/mix.db" --out "$T/mix.json" > "$T/out" || fail "train on mix.db"
+grep -q "^trained on $T/mix.db: 9 runs (3 skipped: 3 without GPU telemetry at the baseline)$" "$T/out" ||
+  fail "train on mix.db: $(cat "$T/out")"
+"$PFI" model eval --db "$T/mix.db" --json > "$T/out" || fail "eval on mix.db"
+jq -e '.n_runs == 9 and .skipped == 3 and .skipped_no_telemetry == 3' "$T/out" > /dev/null ||
+  fail "eval on mix.db: $(cat "$T/out")"
+"$PFI" evaluate --db "$T/mix.db" --probes 0 --cuts 0.3 > "$T/out" || fail "evaluate --probes 0 on mix.db"
+grep -q "; 3 job(s) without GPU telemetry at the baseline not trained on" "$T/out" ||
+  fail "evaluate --probes 0 on mix.db: $(cat "$T/out")"
+for c in "model train --out $T/few.json" "model eval" "evaluate --probes 0 --cuts 0.3"; do
+  "$PFI" $c --db "$T/few.db" > "$T/out" 2> "$T/err"
+  [ $? -eq 2 ] && [ ! -s "$T/out" ] || fail "$c on few.db: exit not 2: $(cat "$T/out" "$T/err")"
+  grep -q "only 4 of the 12 \(runs of $T/few.db\|jobs\) have GPU telemetry at their baseline" "$T/err" &&
+    grep -q "needs at least 5" "$T/err" || fail "$c on few.db: $(cat "$T/err")"
+done
+[ ! -e "$T/few.json" ] || fail "model train wrote a model from 4 runs"
 
 echo "it_model: ok"

@@ -1223,6 +1223,10 @@ static void test_experiment_ref(void **state)
     (void)state;
     static synth s;
     make_synth(&s, 8);
+    /* The predictor (probes 0) trains only on jobs with baseline telemetry. */
+    for (int i = 0; i < 8; i++)
+        for (int k = 0; k < s.runs[i].n_levels; k++)
+            s.runs[i].levels[k].sm_active = 0.5 + 0.05 * i;
     pfi_expt_pop p;
     pfi_err e = {0};
     assert_int_equal(pfi_expt_pop_runs(s.ptr, s.group, 8, "synthetic", &p, &e), PFI_OK);

@@ -69,6 +69,13 @@ static void test_features(void **state)
     assert_int_equal(pfi_gpu_class("H100-SXM"), 1);
     assert_int_equal(pfi_gpu_class("A100-PCIE-80GB"), 2);
     assert_int_equal(pfi_gpu_class("V100"), 2);
+    assert_true(pfi_features_have_telemetry(&r));
+    /* Power only (an imported public sweep): nothing the predictor can learn from. */
+    r.levels[0].sm_clock_mhz = r.levels[0].sm_active = r.levels[0].dram_active = NAN;
+    r.levels[0].gpu_util = 0.9;
+    assert_false(pfi_features_have_telemetry(&r));
+    r.levels[0].tensor_active = 0.3;
+    assert_true(pfi_features_have_telemetry(&r));
     r.levels[0].power_w = NAN;
     assert_int_equal(pfi_features_from_level(&r, &r.levels[0], x, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "no power"));

@@ -536,7 +536,8 @@ int pfi_cmd_evaluate(int argc, char **argv)
         {"policies", PFI_OPT_STR, &a.pol_s, "LIST",
          "equal,pfi,oracle,proportional-to-pfi (default equal,pfi,oracle)"},
         {"probes", PFI_OPT_INT, &a.probes, "0|1|2",
-         "what pfi sees: 0 the telemetry predictor, 1 or 2 baseline + probes (default 1)"},
+         "what pfi sees: 0 the telemetry predictor (trained on the jobs with baseline "
+         "telemetry, at least 5), 1 or 2 baseline + probes (default 1)"},
         {"probe-depth", PFI_OPT_STR, &a.depth_s, "D[,D2]|auto",
          "probe depths as power shed (default: one probe 0.50, the shape setting's; two probes "
          "0.20,0.40); "

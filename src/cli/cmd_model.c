@@ -24,6 +24,23 @@
 
 /* ---- train ---- */
 
+/* The runs a training set left out, by reason (ends the line). */
+static void print_skipped(const pfi_trainset *t)
+{
+    if (!t->skipped) {
+        printf("\n");
+        return;
+    }
+    printf(" (%d skipped:", t->skipped);
+    if (t->no_telemetry)
+        printf(" %d without GPU telemetry at the baseline%s", t->no_telemetry,
+               t->skipped > t->no_telemetry ? ";" : "");
+    if (t->skipped > t->no_telemetry)
+        printf(" %d with no usable curve, or a cap that never bound",
+               t->skipped - t->no_telemetry);
+    printf(")\n");
+}
+
 static int model_train(int argc, char **argv)
 {
     const char *db = NULL, *fleet = "paper", *outp = "pfi-model.json", *kind = NULL;
@@ -45,8 +62,10 @@ static int model_train(int argc, char **argv)
         "pfi model train [--db FILE | --fleet paper|small] [--out model.json] [--json]",
         "Train the runtime predictor of a job's curve from its baseline telemetry: ridge "
         "regression and a DVFS physics model, the one with the lower 5-fold cross-validated "
-        "error of PFI30 kept.  Without --db the simulated paper fleet is characterized in "
-        "virtual time (a few seconds) and used.",
+        "error of PFI30 kept (--kind: that one, no cross-validation).  Without --db the "
+        "simulated paper fleet is characterized in virtual time (a few seconds) and used.  Runs "
+        "whose baseline has no GPU telemetry (SM clock or activities: imported public sweeps) "
+        "or no usable curve are counted and left out; fewer than 5 left is refused.",
         opts,
         "pfi model train --out pfi-model.json               # on the simulated fleet\n"
         "pfi model train --db pfi.db --out model.json"};
@@ -85,12 +104,12 @@ static int model_train(int argc, char **argv)
         return pfi_cli_fail("model train", &err);
     if (as_json)
         return pfi_cli_print_json(json_pack(
-            "{s:s, s:s, s:i, s:i, s:s, s:o, s:o}", "model", outp, "trained_on", rw.where, "n_train",
+            "{s:s, s:s, s:i, s:i, s:s, s:o, s:o, s:i}", "model", outp, "trained_on", rw.where, "n_train",
             m.n_train, "skipped", rw.skipped, "kind", pfi_model_kind_name(m.kind),
             "cv_mae_pfi30_ridge", pfi_json_num(m.cv_mae_ridge), "cv_mae_pfi30_physics",
-            pfi_json_num(m.cv_mae_physics)));
-    printf("trained on %s: %d runs (%d skipped: no usable curve, or a cap that never bound)\n",
-           rw.where, m.n_train, rw.skipped);
+            pfi_json_num(m.cv_mae_physics), "skipped_no_telemetry", rw.no_telemetry));
+    printf("trained on %s: %d runs", rw.where, m.n_train);
+    print_skipped(&rw);
     /* A forced kind runs no selection: its CV figures do not exist (they printed "nan"). */
     if (to.force_kind >= 0)
         printf("forced: %s (no cross-validation)\n", pfi_model_kind_name(m.kind));
@@ -166,6 +185,46 @@ static void print_transfer(const pfi_predictor_eval *ev)
                h->n, h->mae_pfi30, h->r2_pfi30, h->mae_rel70);
 }
 
+/* pfi model eval --json: what the text says, for a training set of n runs (rw's rows freed). */
+static json_t *eval_doc(const pfi_predictor_eval *ev, const pfi_trainset *rw, int n, int compare)
+{
+    json_t *im = ev->have_importance ? pfi_importance_json(&ev->importance) : json_null();
+    json_t *doc =
+        json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o}", "data",
+                  rw->where, "n_runs", n, "lojo_mae_pfi30", pfi_json_num(ev->lojo.mae_pfi30),
+                  "lojo_r2_pfi30", pfi_json_num(ev->lojo.r2_pfi30), "lojo_mae_rel_tput_70",
+                  pfi_json_num(ev->lojo.mae_rel70), "transfer_h200_to_h100_mae_pfi30",
+                  ev->have_transfer ? pfi_json_num(ev->h200_to_h100.mae_pfi30) : json_null(),
+                  "transfer_h100_to_h200_mae_pfi30",
+                  ev->have_transfer ? pfi_json_num(ev->h100_to_h200.mae_pfi30) : json_null(),
+                  "transfer_h200_to_h100_mae_rel_tput_70",
+                  ev->have_transfer ? pfi_json_num(ev->h200_to_h100.mae_rel70) : json_null(),
+                  "transfer_h100_to_h200_mae_rel_tput_70",
+                  ev->have_transfer ? pfi_json_num(ev->h100_to_h200.mae_rel70) : json_null(),
+                  "model_selected", pfi_model_kind_name(ev->full.kind), "importance", im, "lojo",
+                  eval_json(&ev->lojo));
+    json_object_set_new(doc, "skipped", json_integer(rw->skipped));
+    json_object_set_new(doc, "skipped_no_telemetry", json_integer(rw->no_telemetry));
+    json_object_set_new(doc, "mean_pfi30", pfi_json_num(ev->mean_pfi30));
+    json_object_set_new(doc, "reference_mae_pfi30_predict_mean",
+                        pfi_json_num(ev->ref_mae_pfi30));
+    json_object_set_new(doc, "cv_mae_pfi30",
+                        json_pack("{s:o, s:o}", "ridge", pfi_json_num(ev->full.cv_mae_ridge),
+                                  "physics", pfi_json_num(ev->full.cv_mae_physics)));
+    if (ev->have_transfer) {
+        json_object_set_new(doc, "transfer_h200_to_h100", eval_json(&ev->h200_to_h100));
+        json_object_set_new(doc, "transfer_h100_to_h200", eval_json(&ev->h100_to_h200));
+    }
+    json_object_set_new(doc, "transfer_h200_to_h100_jobs_held_out",
+                        ev->have_transfer_heldout ? eval_json(&ev->h200_to_h100_heldout)
+                                                  : json_null());
+    if (compare) {
+        json_object_set_new(doc, "lojo_ridge_only", eval_json(&ev->forced[0]));
+        json_object_set_new(doc, "lojo_physics_only", eval_json(&ev->forced[1]));
+    }
+    return doc;
+}
+
 static int model_eval(int argc, char **argv)
 {
     const char *db = NULL, *fleet = "paper";
@@ -186,7 +245,9 @@ static int model_eval(int argc, char **argv)
         "held out together, the model and its selection retrained without them) MAE and R2 of "
         "PFI30 and the error of the predicted relative throughput at 70% of baseline power; "
         "transfer from H200 runs to H100 runs and back; grouped permutation importance of the "
-        "standardized features, held out (each run predicted by a model that never saw its job).",
+        "standardized features, held out (each run predicted by a model that never saw its job).  "
+        "Runs whose baseline has no GPU telemetry or no usable curve are counted and left out, "
+        "as in model train.",
         opts,
         "pfi model eval --fleet small\n"
         "pfi model eval --db pfi.db --json"};
@@ -204,45 +265,13 @@ static int model_eval(int argc, char **argv)
         rc = pfi_predictor_evaluate(&rw, compare, pfi_progress_cb, &pg, &ev, &err);
     pfi_progress_end(&pg);
     int n = rw.n;
-    pfi_trainset_free(&rw);
+    pfi_trainset_free(&rw); /* rows only: where and the counts of runs left out stay */
     if (rc != PFI_OK)
         return pfi_cli_fail("model eval", &err);
-    if (as_json) {
-        json_t *im = ev.have_importance ? pfi_importance_json(&ev.importance) : json_null();
-        json_t *doc =
-            json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o}", "data",
-                      rw.where, "n_runs", n, "lojo_mae_pfi30", pfi_json_num(ev.lojo.mae_pfi30),
-                      "lojo_r2_pfi30", pfi_json_num(ev.lojo.r2_pfi30), "lojo_mae_rel_tput_70",
-                      pfi_json_num(ev.lojo.mae_rel70), "transfer_h200_to_h100_mae_pfi30",
-                      ev.have_transfer ? pfi_json_num(ev.h200_to_h100.mae_pfi30) : json_null(),
-                      "transfer_h100_to_h200_mae_pfi30",
-                      ev.have_transfer ? pfi_json_num(ev.h100_to_h200.mae_pfi30) : json_null(),
-                      "transfer_h200_to_h100_mae_rel_tput_70",
-                      ev.have_transfer ? pfi_json_num(ev.h200_to_h100.mae_rel70) : json_null(),
-                      "transfer_h100_to_h200_mae_rel_tput_70",
-                      ev.have_transfer ? pfi_json_num(ev.h100_to_h200.mae_rel70) : json_null(),
-                      "model_selected", pfi_model_kind_name(ev.full.kind), "importance", im, "lojo",
-                      eval_json(&ev.lojo));
-        json_object_set_new(doc, "mean_pfi30", pfi_json_num(ev.mean_pfi30));
-        json_object_set_new(doc, "reference_mae_pfi30_predict_mean",
-                            pfi_json_num(ev.ref_mae_pfi30));
-        json_object_set_new(doc, "cv_mae_pfi30",
-                            json_pack("{s:o, s:o}", "ridge", pfi_json_num(ev.full.cv_mae_ridge),
-                                      "physics", pfi_json_num(ev.full.cv_mae_physics)));
-        if (ev.have_transfer) {
-            json_object_set_new(doc, "transfer_h200_to_h100", eval_json(&ev.h200_to_h100));
-            json_object_set_new(doc, "transfer_h100_to_h200", eval_json(&ev.h100_to_h200));
-        }
-        json_object_set_new(doc, "transfer_h200_to_h100_jobs_held_out",
-                            ev.have_transfer_heldout ? eval_json(&ev.h200_to_h100_heldout)
-                                                     : json_null());
-        if (compare) {
-            json_object_set_new(doc, "lojo_ridge_only", eval_json(&ev.forced[0]));
-            json_object_set_new(doc, "lojo_physics_only", eval_json(&ev.forced[1]));
-        }
-        return pfi_cli_print_json(doc);
-    }
-    printf("runtime prediction of PFI30 from baseline telemetry, on %s\n", rw.where);
+    if (as_json)
+        return pfi_cli_print_json(eval_doc(&ev, &rw, n, compare));
+    printf("runtime prediction of PFI30 from baseline telemetry, on %s", rw.where);
+    print_skipped(&rw);
     printf("  leave-one-job-out (%d runs): MAE %.4f  R2 %.3f  max |err| %.3f  "
            "|err| rel. throughput at 70%% power %.4f  (selected ridge %d, physics %d times)\n",
            ev.lojo.n, ev.lojo.mae_pfi30, ev.lojo.r2_pfi30, ev.lojo.max_err_pfi30,

@@ -65,6 +65,16 @@ int pfi_features_from_run(const pfi_run *run, double *x, pfi_err *err)
     return pfi_features_from_level(run, &run->levels[b], x, err);
 }
 
+int pfi_features_have_telemetry(const pfi_run *run)
+{
+    int b = pfi_run_baseline(run);
+    if (b < 0)
+        return 0;
+    const pfi_level *lv = &run->levels[b];
+    return isfinite(lv->sm_clock_mhz) || isfinite(lv->sm_active) || isfinite(lv->tensor_active) ||
+           isfinite(lv->dram_active);
+}
+
 int pfi_features_missing(const pfi_run *hdr, const pfi_level *base)
 {
     double x[PFI_N_FEATURES];

@@ -49,5 +49,10 @@ int pfi_features_from_run(const pfi_run *run, double *x, pfi_err *err);
  * all of them when it has no power drawn.  Each falls back to the training mean, so a job that
  * lacks most of them is predicted near the fleet's mean, and a report must say so. */
 int pfi_features_missing(const pfi_run *hdr, const pfi_level *base);
+/* Whether a run's baseline level has GPU telemetry beyond power (the SM clock or an activity):
+ * what the predictor learns from.  Imported public sweeps record only power and throughput;
+ * trained on them the predictor learned nothing (R2 0.04) and was reported as trained.  The
+ * one rule of pfi study, pfi model train / eval and pfi evaluate --probes 0. */
+int pfi_features_have_telemetry(const pfi_run *run);
 
 #endif

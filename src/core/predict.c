@@ -444,9 +444,9 @@ static int train_set(const rowset *rs, const pfi_train_opts *o, pfi_model *m, pf
     m->family = pfi_default_family;
     m->n_train = rs->n;
     m->cv_mae_ridge = m->cv_mae_physics = NAN;
-    if (rs->n < 5)
-        return pfi_err_set(err, PFI_EINVAL, "training needs at least 5 characterized runs, got %d",
-                           rs->n);
+    if (rs->n < PFI_MODEL_MIN_TRAIN)
+        return pfi_err_set(err, PFI_EINVAL, "training needs at least %d characterized runs, got %d",
+                           PFI_MODEL_MIN_TRAIN, rs->n);
     int folds = o->cv_folds >= 2 ? o->cv_folds : 5;
     int kind = o->force_kind;
     if (kind < 0) {

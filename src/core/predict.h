@@ -57,6 +57,9 @@ typedef struct pfi_model {
     double cv_mae_ridge, cv_mae_physics; /* what the selection saw (NAN when not run) */
 } pfi_model;
 
+/* The fewest training rows pfi_model_train accepts. */
+#define PFI_MODEL_MIN_TRAIN 5
+
 typedef struct pfi_train_opts {
     int force_kind;          /* -1: select by CV; else that kind */
     int cv_folds;            /* for the selection (default 5); groups are kept together */

@@ -205,10 +205,24 @@ static int predict_model(const pfi_expt_pop *p, unsigned long long seed, pfi_cur
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
         goto out;
     }
+    /* A job without baseline telemetry is no training example (pfi model train's rule): it is
+     * still predicted, from its power alone, near the training mean. */
+    int ntel = 0;
     for (int j = 0; j < p->n; j++) {
         pfi_err e2 = {0};
         int r = p->run_of[j];
-        ok[j] = pfi_train_row_from_run(p->run[r], p->group[r], 0, &rows[j], &e2) == PFI_OK;
+        ok[j] = pfi_features_have_telemetry(p->run[r]) &&
+                pfi_train_row_from_run(p->run[r], p->group[r], 0, &rows[j], &e2) == PFI_OK;
+        ntel += ok[j];
+    }
+    if (ntel < PFI_MODEL_MIN_TRAIN) {
+        rc = pfi_err_set(err, PFI_EINVAL,
+                         "only %d of the %d jobs have GPU telemetry at their baseline (SM clock "
+                         "or activities); the runtime predictor (--probes 0) needs at least %d "
+                         "to train on. Imported public sweeps carry no telemetry: evaluate them "
+                         "with probes (--probes 1), or measure runs with `pfi sweep`",
+                         ntel, p->n, PFI_MODEL_MIN_TRAIN);
+        goto out;
     }
     pfi_train_opts to = pfi_train_defaults();
     to.seed = seed;
@@ -243,10 +257,15 @@ static int predict_model(const pfi_expt_pop *p, unsigned long long seed, pfi_cur
             }
         }
     }
-    snprintf(note, notelen,
-             "runtime predictor, %d folds by job group (ridge chosen %d, physics %d times), "
-             "draw under a cap from the %d training-fold jobs nearest in baseline telemetry",
-             PFI_EXPT_FOLDS, kinds[0], kinds[1], DRAW_K);
+    int k = snprintf(note, notelen,
+                     "runtime predictor, %d folds by job group (ridge chosen %d, physics %d "
+                     "times), draw under a cap from the %d training-fold jobs nearest in "
+                     "baseline telemetry",
+                     PFI_EXPT_FOLDS, kinds[0], kinds[1], DRAW_K);
+    if (ntel < p->n && k > 0 && (size_t)k < notelen)
+        snprintf(note + k, notelen - (size_t)k,
+                 "; %d job(s) without GPU telemetry at the baseline not trained on (predicted "
+                 "from power alone)", p->n - ntel);
 out:
     free(rows);
     free(ok);

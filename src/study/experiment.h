@@ -231,7 +231,7 @@ typedef struct pfi_expt_jobs {
     const char *unit;        /* "tokens/s" or "GPU-weighted relative throughput" */
     long gpus;
     pfi_alloc_job *truth, *pred;
-    char note[256];          /* what pfi saw, once predicted */
+    char note[400];          /* what pfi saw, once predicted */
     pfi_alloc_curve *tbuf, *pbuf;
     char (*ids)[PFI_EXPT_ID_MAX];
 } pfi_expt_jobs;

@@ -321,18 +321,6 @@ static int is_h100(const pfi_run *r)
     return strncmp(r->gpu_type, "H100", 4) == 0;
 }
 
-/* A baseline with GPU telemetry beyond power (clock or activities): what the predictor's
- * features need.  Imported public sweeps record only power and throughput. */
-static int has_telemetry(const pfi_run *r)
-{
-    int b = pfi_run_baseline(r);
-    if (b < 0)
-        return 0;
-    const pfi_level *lv = &r->levels[b];
-    return isfinite(lv->sm_clock_mhz) || isfinite(lv->sm_active) || isfinite(lv->tensor_active) ||
-           isfinite(lv->dram_active);
-}
-
 /* Training rows of the runs selected by `want` (a set name, or "h200"/"h100" for GPU type). */
 static int rows_of(const pfi_study *s, const char *want, pfi_train_row *rows, int *idx)
 {
@@ -342,7 +330,7 @@ static int rows_of(const pfi_study *s, const char *want, pfi_train_row *rows, in
         int take = strcmp(want, "h200") == 0   ? !is_h100(&r->run)
                    : strcmp(want, "h100") == 0 ? is_h100(&r->run)
                                                : strcmp(r->set, want) == 0;
-        if (!take || !r->index_ok || !has_telemetry(&r->run))
+        if (!take || !r->index_ok || !pfi_features_have_telemetry(&r->run))
             continue;
         pfi_err e = {0};
         if (pfi_train_row_from_run(&r->run, r->group, is_h100(&r->run), &rows[n], &e) != PFI_OK)

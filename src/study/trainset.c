@@ -102,17 +102,30 @@ int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *s
     out->rows = calloc((size_t)(n ? n : 1), sizeof *out->rows);
     if (!out->rows)
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    /* A run that cannot give a row (no baseline, too few levels) is counted, not fatal: the
-     * public stores hold such runs and the model is trained on the rest. */
+    /* A run that cannot give a row (no telemetry, no baseline, too few levels) is counted, not
+     * fatal: the public stores hold such runs and the model is trained on the rest. */
     for (int i = 0; out->rows && i < n; i++) {
-        if (pfi_train_row_from_run(&runs[i], group[i], pfi_gpu_class(runs[i].gpu_type),
-                                   &out->rows[out->n], NULL) == PFI_OK)
-            out->n++;
-        else
+        if (!pfi_features_have_telemetry(&runs[i])) {
+            out->no_telemetry++;
             out->skipped++;
+        } else if (pfi_train_row_from_run(&runs[i], group[i], pfi_gpu_class(runs[i].gpu_type),
+                                          &out->rows[out->n], NULL) == PFI_OK) {
+            out->n++;
+        } else {
+            out->skipped++;
+        }
     }
     free(runs);
     free(group);
+    if (rc == PFI_OK && out->n < PFI_MODEL_MIN_TRAIN)
+        rc = pfi_err_set(err, PFI_EINVAL,
+                         "only %d of the %d runs of %s have GPU telemetry at their baseline (SM "
+                         "clock or activities) and a usable curve (%d without telemetry); the "
+                         "predictor needs at least %d. Imported public sweeps carry no "
+                         "telemetry: measure runs with `pfi sweep` to train it",
+                         out->n, n, out->where, out->no_telemetry, PFI_MODEL_MIN_TRAIN);
+    if (rc != PFI_OK)
+        pfi_trainset_free(out);
     return rc;
 }
 

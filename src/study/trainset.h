@@ -13,7 +13,8 @@
 typedef struct pfi_trainset {
     pfi_train_row *rows; /* malloc'd */
     int n;
-    int skipped;     /* runs without a usable baseline or curve */
+    int skipped;     /* runs left out: no_telemetry of them, the rest without a usable curve */
+    int no_telemetry; /* runs whose baseline has no GPU telemetry (core/features.h) */
     char where[300]; /* for messages and the model file's trained_on */
 } pfi_trainset;
 
@@ -22,7 +23,8 @@ typedef void (*pfi_trainset_progress)(void *ctx, const char *step, int done, int
 
 /* db: the runs of that store; else the simulated fleet `fleet` ("paper", "small") with that
  * seed, also written into the store save_db when it is not NULL.  progress: told each fleet
- * run characterized (NULL: nothing). */
+ * run characterized (NULL: nothing).  Runs without baseline telemetry or a usable curve are
+ * counted and left out; PFI_EINVAL when fewer than PFI_MODEL_MIN_TRAIN remain. */
 int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *save_db,
                       pfi_trainset_progress progress, void *progress_ctx, pfi_trainset *out,
                       pfi_err *err);

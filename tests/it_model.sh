@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Integration test of the predictor's model file and what is told about a prediction and its
 # training: a damaged model file refused at load, naming the file and the field; a forced kind
-# said as such; runs without baseline telemetry left out of training, counted.
+# said as such; runs without baseline telemetry left out of training, counted; a prediction
+# outside what the model was trained on marked.
 # Needs $PFI_BIN (tests/run.sh sets it).
 set -u
 PFI=${PFI_BIN:?PFI_BIN not set}
@@ -69,5 +70,36 @@ for c in "model train --out $T/few.json" "model eval" "evaluate --probes 0 --cut
     grep -q "needs at least 5" "$T/err" || fail "$c on few.db: $(cat "$T/err")"
 done
 [ ! -e "$T/few.json" ] || fail "model train wrote a model from 4 runs"
+
+# A model records the GPU types and feature ranges it was trained on, and a prediction outside
+# them is marked: trained on H200 and H100, it predicted an A100 job's PFI30 0.26 (true 0.76)
+# with no word.  Its own training runs are not marked (the file keeps 10 digits of a bound).
+jq -e '.gpu_types == ["H200-SXM", "H100-SXM"] and (.feature_range.min | length) == 19' "$T/m.json" >/dev/null ||
+  fail "model file lacks gpu_types or feature_range: $(jq -c '.gpu_types, .feature_range' "$T/m.json")"
+"$PFI" predict $(seq 1 12) --db "$T/s.db" --model "$T/m.json" --json > "$T/out" || fail "predict the training runs"
+jq -e '[.runs[] | .extrapolated == [] and .training_range_known] | length == 12 and all' "$T/out" >/dev/null ||
+  fail "training runs marked as extrapolated: $(jq -c '[.runs[].extrapolated]' "$T/out")"
+"$PFI" predict 1 --db "$T/s.db" --model "$T/m.json" > "$T/out" || fail "predict (text)"
+! grep -q "extrapolated" "$T/out" || fail "a training run marked: $(cat "$T/out")"
+A100="gpu_type A100-PCIE-80GB not in training (H200-SXM, H100-SXM)"
+"$PFI" predict --live --backend sim --sim a100x4-gpt3xl --duration 2s --model "$T/m.json" --json > "$T/out" ||
+  fail "predict --live on A100s"
+jq -e --arg w "$A100" '.runs[0].extrapolated[0] == $w and .runs[0].training_range_known' "$T/out" >/dev/null ||
+  fail "A100 prediction not marked: $(cat "$T/out")"
+"$PFI" predict --live --backend sim --sim a100x4-gpt3xl --duration 2s --model "$T/m.json" > "$T/out" ||
+  fail "predict --live on A100s (text)"
+grep -qF "  (extrapolated, outside what the model was trained on: $A100" "$T/out" ||
+  fail "A100 prediction not marked in text: $(cat "$T/out")"
+# a feature beyond the training range is named with its value and the range
+jq '.feature_range.min[5] = 0.1 | .feature_range.max[5] = 0.2' "$T/m.json" > "$T/narrow.json"
+"$PFI" predict 1 --db "$T/s.db" --model "$T/narrow.json" --json > "$T/out" || fail "predict, narrow range"
+jq -e '.runs[0].extrapolated | length == 1 and (.[0] | test("^sm_active 0\\.[0-9]+ outside 0\\.1-0\\.2$"))' \
+  "$T/out" >/dev/null || fail "narrow sm_active range: $(jq -c '.runs[0].extrapolated' "$T/out")"
+# a file written before they were recorded (format 1 without the keys) reads, with no marks
+jq 'del(.gpu_types, .feature_range)' "$T/m.json" > "$T/old.json"
+"$PFI" predict --live --backend sim --sim a100x4-gpt3xl --duration 2s --model "$T/old.json" --json > "$T/out" ||
+  fail "predict with a model without training ranges"
+jq -e '.runs[0].extrapolated == [] and (.runs[0].training_range_known | not)' "$T/out" >/dev/null ||
+  fail "old model file: $(cat "$T/out")"
 
 echo "it_model: ok"

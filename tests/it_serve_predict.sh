@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Integration test of `pfi serve --model`: a job registered with nothing but its GPUs gets a
 # curve predicted from its own baseline telemetry by the predictor `pfi model train` writes,
-# and a 30% cut is planned on it.  Simulated node in virtual time (moved with the wall clock).
+# and a 30% cut is planned on it; a job on GPUs the model never saw is logged as extrapolated,
+# once.  Simulated node in virtual time (moved with the wall clock).
 # Needs $PFI_BIN, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 fail() { echo "it_serve_predict: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
@@ -46,4 +47,33 @@ grep -q '"predicted_rel": 0\.[5-9]' "$dir/cut.json" || fail "no prediction at th
 kill -TERM "$SERVE"
 wait "$SERVE" || fail "pfi serve failed on SIGTERM"
 SERVE=""
-echo "it_serve_predict: predicted PFI30 $pfi30; 30% cut planned on it (limits $after W); ok"
+
+# An A100 node: the same model predicted an A100 job's PFI30 0.26 (true 0.76) and said
+# nothing; the daemon now logs it, once for the job (it predicts at every re-plan).
+rm -f "$dir/port"
+"$PFI_BIN" serve --backend sim --sim a100x4-gpt3xl --listen 127.0.0.1:0 --port-file "$dir/port" \
+    --token-file "$dir/token" --db "$dir/serve2.db" --model "$dir/model.json" \
+    --sample-interval 50ms --set reoptimize_interval=200ms >"$dir/serve.log" 2>&1 &
+SERVE=$!
+i=0
+while [ ! -s "$dir/port" ]; do
+    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve (A100) exited at start"
+    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve (A100) did not start"
+    sleep 0.05
+done
+ctl job add a1 --gpus 0-3 >/dev/null || fail "job add (A100)"
+i=0
+until grep -q "prediction_extrapolated" "$dir/serve.log"; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "A100 job not told as extrapolated: $(ctl jobs a1)"
+    sleep 0.1
+done
+sleep 1 # five re-plans more, each predicting again
+[ "$(grep -c "prediction_extrapolated" "$dir/serve.log")" -eq 1 ] ||
+    fail "told more than once: $(grep prediction_extrapolated "$dir/serve.log")"
+grep -q "prediction_extrapolated: job a1: PFI30 [0-9.]* predicted outside what the model was trained on: gpu_type A100-PCIE-80GB not in training (H200-SXM, H100-SXM)" \
+    "$dir/serve.log" || fail "extrapolation event: $(grep prediction_extrapolated "$dir/serve.log")"
+ctl jobs a1 | grep -q '"curve_source": "predicted"' || fail "A100 job not predicted: $(ctl jobs a1)"
+kill -TERM "$SERVE"
+wait "$SERVE" || fail "pfi serve (A100) failed on SIGTERM"
+SERVE=""
+echo "it_serve_predict: predicted PFI30 $pfi30; 30% cut planned on it (limits $after W); an A100 job told as extrapolated once; ok"

@@ -33,6 +33,13 @@ static void model(pfi_model *m)
     double ph[PFI_N_PHYS] = {0.9, 0.5, 0.2, 0.75};
     memcpy(m->phys, ph, sizeof ph);
     m->cv_mae_ridge = m->cv_mae_physics = NAN;
+    m->n_gpu_types = 2;
+    snprintf(m->gpu_types[0], sizeof m->gpu_types[0], "H200-SXM");
+    snprintf(m->gpu_types[1], sizeof m->gpu_types[1], "H100-SXM");
+    for (int f = 0; f < PFI_N_FEATURES; f++) {
+        m->x_min[f] = f == 13 ? NAN : 0.1 * f;
+        m->x_max[f] = f == 13 ? NAN : 0.1 * f + 0.5;
+    }
 }
 
 /* doc with the value at path (an object key, then an array index or two; -1 none) replaced. */
@@ -65,6 +72,22 @@ static void test_round_trip(void **state)
     assert_int_equal(pfi_model_from_json(doc, &back, &e), PFI_OK);
     json_decref(doc);
     assert_true(back.coef[2][0] == m.coef[2][0] && back.intercept[4] == m.intercept[4]);
+    /* what it was trained on reads back; a file without it (written before) is unknown */
+    assert_int_equal(back.n_gpu_types, 2);
+    assert_string_equal(back.gpu_types[1], "H100-SXM");
+    assert_true(back.x_min[3] == m.x_min[3] && back.x_max[18] == m.x_max[18]);
+    assert_true(isnan(back.x_min[13]) && isnan(back.x_max[13]));
+    doc = pfi_model_to_json(&m, "test");
+    json_object_del(doc, "gpu_types");
+    json_object_del(doc, "feature_range");
+    assert_int_equal(pfi_model_from_json(doc, &back, &e), PFI_OK);
+    json_decref(doc);
+    assert_int_equal(back.n_gpu_types, 0);
+    for (int f = 0; f < PFI_N_FEATURES; f++)
+        assert_true(isnan(back.x_min[f]) && isnan(back.x_max[f]));
+    assert_int_equal(load_with("feature_range", "min", 2, -1, json_real(9), &e), PFI_EINVAL);
+    assert_string_equal(e.msg, "feature_range: min of clock_ratio above its max");
+    assert_int_equal(load_with(NULL, "gpu_types", -1, -1, json_string("H200"), &e), PFI_EINVAL);
     /* a feature never seen keeps its null standardization */
     assert_int_equal(load_with("ridge", "mean", 3, -1, json_null(), &e), PFI_OK);
     assert_int_equal(load_with("ridge", "scale", 3, -1, json_null(), &e), PFI_OK);

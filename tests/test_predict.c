@@ -213,6 +213,61 @@ static void test_predicted_curve(void **state)
     assert_non_null(strstr(e.msg, "at least 5"));
 }
 
+/* What a model was trained on, and where a prediction leaves it. */
+static void test_extrapolation(void **state)
+{
+    enum { N = 30 };
+    pfi_train_row rows[N];
+    make_rows(rows, N, 3, linear_truth, NULL);
+    for (int i = 0; i < N; i++)
+        snprintf(rows[i].gpu_type, sizeof rows[i].gpu_type, "%s", i % 2 ? "H100-SXM" : "H200");
+    pfi_train_opts o = pfi_train_defaults();
+    pfi_model m;
+    pfi_err e = {0};
+    assert_int_equal(pfi_model_train(rows, N, &o, &m, &e), PFI_OK);
+    /* the catalogue's names, in the order first seen */
+    assert_int_equal(m.n_gpu_types, 2);
+    assert_string_equal(m.gpu_types[0], "H200-SXM");
+    assert_string_equal(m.gpu_types[1], "H100-SXM");
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < N; i++)
+        lo = fmin(lo, rows[i].x[PFI_FT_SM_ACTIVE]), hi = fmax(hi, rows[i].x[PFI_FT_SM_ACTIVE]);
+    assert_true(m.x_min[PFI_FT_SM_ACTIVE] == lo && m.x_max[PFI_FT_SM_ACTIVE] == hi);
+    assert_true(isnan(m.x_min[PFI_FT_MOE])); /* never seen */
+    pfi_extrap x;
+    /* every training row is inside, under any spelling of its GPU */
+    for (int i = 0; i < N; i++) {
+        pfi_model_extrapolation(&m, i % 2 ? "NVIDIA H100 80GB HBM3" : "NVIDIA H200", rows[i].x,
+                                &x);
+        assert_true(x.known);
+        assert_int_equal(x.n, 0);
+    }
+    double v[PFI_N_FEATURES];
+    memcpy(v, rows[0].x, sizeof v);
+    v[PFI_FT_SM_ACTIVE] = hi + 1e-9; /* a bound read back from a file's 10 digits */
+    v[PFI_FT_MOE] = 1;               /* never seen in training: the model ignores it */
+    pfi_model_extrapolation(&m, "H200-SXM", v, &x);
+    assert_int_equal(x.n, 0);
+    v[PFI_FT_SM_ACTIVE] = 0.99;
+    v[PFI_FT_LOG_GPUS] = NAN; /* missing is not outside */
+    pfi_model_extrapolation(&m, "A100-PCIE-80GB", v, &x);
+    assert_int_equal(x.n, 2);
+    assert_string_equal(x.why[0], "gpu_type A100-PCIE-80GB not in training (H200-SXM, H100-SXM)");
+    char want[128], line[512];
+    snprintf(want, sizeof want, "sm_active 0.99 outside %.3g-%.3g", lo, hi);
+    assert_string_equal(x.why[1], want);
+    pfi_extrap_line(&x, line, sizeof line);
+    assert_non_null(strstr(line, "(H200-SXM, H100-SXM); sm_active 0.99"));
+    /* a model that recorded nothing (a file written before) marks nothing */
+    pfi_model old = m;
+    old.n_gpu_types = 0;
+    for (int f = 0; f < PFI_N_FEATURES; f++)
+        old.x_min[f] = old.x_max[f] = NAN;
+    pfi_model_extrapolation(&old, "A100-PCIE-80GB", v, &x);
+    assert_false(x.known);
+    assert_int_equal(x.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_ridge_recovers_linear),
         cmocka_unit_test(test_physics_recovered_and_selected),
         cmocka_unit_test(test_predicted_curve),
+        cmocka_unit_test(test_extrapolation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@ typedef struct pred {
     int measured_extrap;   /* 0.30 lies beyond the deepest measured shed (marked *) */
     int measured_on_fit;   /* measured_pfi30 is the fit's value, not the interpolation */
     int missing;           /* telemetry features the baseline did not have */
+    pfi_extrap extrap;     /* where it leaves what the model was trained on */
 } pred;
 
 static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
@@ -60,6 +61,11 @@ static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
                             json_string(p->measured_on_fit ? "fit" : "interpolation"));
     }
     json_object_set_new(o, "missing_telemetry_features", json_integer(p->missing));
+    json_t *ex = json_array();
+    for (int i = 0; i < p->extrap.n; i++)
+        json_array_append_new(ex, json_string(p->extrap.why[i]));
+    json_object_set_new(o, "extrapolated", ex);
+    json_object_set_new(o, "training_range_known", json_boolean(p->extrap.known));
     json_object_set_new(o, "p0_w", pfi_json_num(p->c.p0_w));
     json_object_set_new(o, "cap0_w", pfi_json_num(p->c.cap0_w));
     json_object_set_new(o, "fit", json_pack("{s:s, s:o}", "family",
@@ -111,6 +117,11 @@ static void pred_print(const char *name, const pred *p, int w)
     if (p->missing > PFI_FT_MOE / 2)
         printf("  (%d of %d telemetry features missing at the baseline: near the training mean)\n",
                p->missing, PFI_FT_MOE);
+    if (p->extrap.n) {
+        char line[PFI_EXTRAP_MAX * 200];
+        pfi_extrap_line(&p->extrap, line, sizeof line);
+        printf("  (extrapolated, outside what the model was trained on: %s)\n", line);
+    }
 }
 
 /* The chosen GPUs' mean telemetry over `duration` at their current limits, as a run. */
@@ -196,6 +207,8 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
         rc = live_baseline_ok(hdr, allow_capped, note, sizeof note, err);
     if (rc == PFI_OK)
         rc = pfi_model_predict_level(m, hdr, &hdr->levels[0], &p.c, err);
+    if (rc == PFI_OK)
+        rc = pfi_model_extrapolation_level(m, hdr, &hdr->levels[0], &p.extrap, err);
     if (rc == PFI_OK) {
         p.measured_pfi30 = NAN;
         p.measured_extrap = p.measured_on_fit = 0;
@@ -238,6 +251,8 @@ static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
         int b = pfi_run_baseline(&rs->runs[i]);
         p.missing =
             b >= 0 ? pfi_features_missing(&rs->runs[i], &rs->runs[i].levels[b]) : PFI_FT_MOE;
+        /* b >= 0: the prediction read that level */
+        pfi_model_extrapolation_level(m, &rs->runs[i], &rs->runs[i].levels[b], &p.extrap, NULL);
         pfi_index x;
         pfi_index_opts io = pfi_index_defaults();
         io.n_boot = 0;
@@ -285,7 +300,9 @@ int pfi_cmd_predict(int argc, char **argv)
         "PFI at 10-50% shed, relative throughput at 70% of baseline power, and the power it can "
         "shed within slowdown budgets.  For a stored run only its default-limit level is read; "
         "its measured PFI30 (pfi index's headline, marked * where read on the fit beyond the "
-        "deepest measured shed) is shown beside the prediction.",
+        "deepest measured shed) is shown beside the prediction.  A prediction outside what the "
+        "model was trained on (a GPU type it never saw, a feature beyond its training range) is "
+        "marked: a line under it, \"extrapolated\" in JSON.",
         opts,
         "pfi predict --live --gpus 0-7 --duration 30s        # the job running now on GPUs 0-7\n"
         "pfi predict 3 --db pfi.db --model pfi-model.json --json"};

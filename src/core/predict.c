@@ -4,6 +4,7 @@
 #include "core/predict.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include <gsl/gsl_matrix.h>
 #include <gsl/gsl_vector.h>
 
+#include "core/gpu.h"
 #include "core/pfi.h"
 
 const double pfi_target_depths[PFI_N_TDEPTHS] = {0.1, 0.2, 0.3, 0.4, 0.5};
@@ -56,6 +58,7 @@ int pfi_train_row_from_run(const pfi_run *run, int group, int gpu_class, pfi_tra
     out->pfi30 = out->s[D30] / pfi_target_depths[D30];
     out->group = group;
     out->gpu_class = gpu_class;
+    snprintf(out->gpu_type, sizeof out->gpu_type, "%s", run->gpu_type);
     return PFI_OK;
 }
 
@@ -394,6 +397,123 @@ int pfi_model_predict_run(const pfi_model *m, const pfi_run *run, pfi_curve *out
     return pfi_model_predict_level(m, run, &run->levels[b], out, err);
 }
 
+/* ---- what a model was trained on ---- */
+
+/* A GPU type as the catalogue names it ("NVIDIA H200", "H200" -> "H200-SXM"), else as given:
+ * the live name and a store's name of one GPU must match. */
+static void gpu_key(const char *type, char *out, size_t n)
+{
+    const pfi_gpu_model *g = pfi_gpu_model_find(type);
+    if (!g)
+        g = pfi_gpu_model_family(type);
+    snprintf(out, n, "%s", g ? g->name : type);
+}
+
+static void record_domain(const rowset *rs, pfi_model *m)
+{
+    int overflow = 0;
+    m->n_gpu_types = 0;
+    for (int f = 0; f < PFI_N_FEATURES; f++)
+        m->x_min[f] = m->x_max[f] = NAN;
+    for (int i = 0; i < rs->n; i++) {
+        const pfi_train_row *r = &rs->rows[rs->idx[i]];
+        for (int f = 0; f < PFI_N_FEATURES; f++)
+            if (isfinite(r->x[f])) {
+                if (!(r->x[f] >= m->x_min[f]))
+                    m->x_min[f] = r->x[f];
+                if (!(r->x[f] <= m->x_max[f]))
+                    m->x_max[f] = r->x[f];
+            }
+        char key[sizeof m->gpu_types[0]];
+        gpu_key(r->gpu_type, key, sizeof key);
+        int seen = !key[0];
+        for (int t = 0; !seen && t < m->n_gpu_types; t++)
+            seen = strcmp(m->gpu_types[t], key) == 0;
+        if (!seen && m->n_gpu_types < PFI_MODEL_MAX_GPU_TYPES)
+            memcpy(m->gpu_types[m->n_gpu_types++], key, sizeof key);
+        else if (!seen)
+            overflow = 1;
+    }
+    /* A partial list would mark GPUs it trained on as unseen: none is no claim. */
+    if (overflow)
+        m->n_gpu_types = 0;
+}
+
+/* v and the bounds with as many digits as tell them apart (0.991 vs 0.9905 is not "0.991
+ * outside 0.45-0.991"). */
+static void range_reason(char *buf, size_t n, const char *name, double v, double lo, double hi)
+{
+    int d = 3;
+    char a[32], b[32], c[32];
+    for (;; d++) {
+        snprintf(a, sizeof a, "%.*g", d, v);
+        snprintf(b, sizeof b, "%.*g", d, lo);
+        snprintf(c, sizeof c, "%.*g", d, hi);
+        if (d >= 10 || (strcmp(a, b) != 0 && strcmp(a, c) != 0))
+            break;
+    }
+    if (lo == hi)
+        snprintf(buf, n, "%s %s, training had only %s", name, a, b);
+    else
+        snprintf(buf, n, "%s %s outside %s%s%s", name, a, b, lo < 0 ? " to " : "-", c);
+}
+
+void pfi_model_extrapolation(const pfi_model *m, const char *gpu_type, const double *x,
+                             pfi_extrap *out)
+{
+    memset(out, 0, sizeof *out);
+    out->known = m->n_gpu_types > 0;
+    char key[sizeof m->gpu_types[0]];
+    gpu_key(gpu_type ? gpu_type : "", key, sizeof key);
+    int seen = !key[0] || m->n_gpu_types == 0;
+    for (int t = 0; !seen && t < m->n_gpu_types; t++)
+        seen = strcmp(m->gpu_types[t], key) == 0;
+    if (!seen) {
+        int k = snprintf(out->why[0], sizeof out->why[0], "gpu_type %s not in training (", key);
+        for (int t = 0; t < m->n_gpu_types && k > 0 && (size_t)k < sizeof out->why[0]; t++)
+            k += snprintf(out->why[0] + k, sizeof out->why[0] - (size_t)k, "%s%s",
+                          t ? ", " : "", m->gpu_types[t]);
+        if (k > 0 && (size_t)k < sizeof out->why[0])
+            snprintf(out->why[0] + k, sizeof out->why[0] - (size_t)k, ")");
+        out->n = 1;
+    }
+    for (int f = 0; f < PFI_N_FEATURES; f++) {
+        double lo = m->x_min[f], hi = m->x_max[f];
+        if (!isfinite(lo) || !isfinite(hi))
+            continue;
+        out->known = 1;
+        /* The file keeps 10 digits: a training run itself read 1e-11 beyond its own bound. */
+        double tol = 1e-6 * fmax(1.0, fmax(fabs(lo), fabs(hi)));
+        if (isfinite(x[f]) && (x[f] < lo - tol || x[f] > hi + tol))
+            range_reason(out->why[out->n++], sizeof out->why[0], pfi_feature_name(f), x[f],
+                         m->x_min[f], m->x_max[f]);
+    }
+}
+
+int pfi_model_extrapolation_level(const pfi_model *m, const pfi_run *hdr, const pfi_level *base,
+                                  pfi_extrap *out, pfi_err *err)
+{
+    double x[PFI_N_FEATURES];
+    int rc = pfi_features_from_level(hdr, base, x, err);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_model_extrapolation(m, hdr->gpu_type, x, out);
+    return PFI_OK;
+}
+
+void pfi_extrap_line(const pfi_extrap *x, char *buf, size_t n)
+{
+    size_t k = 0;
+    if (n)
+        buf[0] = '\0';
+    for (int i = 0; i < x->n && k < n; i++) {
+        int w = snprintf(buf + k, n - k, "%s%s", i ? "; " : "", x->why[i]);
+        if (w < 0)
+            break;
+        k += (size_t)w;
+    }
+}
+
 /* ---- training with selection ---- */
 
 static int train_kind(const rowset *rs, int kind, pfi_model *m, int folds, unsigned long long seed)
@@ -461,6 +581,7 @@ static int train_set(const rowset *rs, const pfi_train_opts *o, pfi_model *m, pf
     if (rc != PFI_OK)
         return pfi_err_set(err, rc, "training failed: the feature matrix is singular");
     m->kind = kind;
+    record_domain(rs, m);
     return PFI_OK;
 }
 

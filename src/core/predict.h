@@ -18,6 +18,8 @@
 #ifndef PFI_CORE_PREDICT_H
 #define PFI_CORE_PREDICT_H
 
+#include <stddef.h>
+
 #include "core/curve.h"
 #include "core/err.h"
 #include "core/features.h"
@@ -36,12 +38,15 @@ typedef struct pfi_train_row {
     double pfi30;            /* measured PFI30 */
     int group;               /* runs of the same job share a group (left out together) */
     int gpu_class;           /* caller's label, e.g. 0 H200, 1 H100 (for transfer tests) */
+    char gpu_type[32];       /* the run's GPU type ("": unknown), recorded by the model */
 } pfi_train_row;
 
 /* From a characterized run: features of its baseline, truth from its curve (extrapolated on
  * the fit where the sweep stopped short of a depth). */
 int pfi_train_row_from_run(const pfi_run *run, int group, int gpu_class, pfi_train_row *out,
                            pfi_err *err);
+
+#define PFI_MODEL_MAX_GPU_TYPES 16
 
 typedef struct pfi_model {
     int kind;                 /* the model selected (pfi_model_kind) */
@@ -55,6 +60,13 @@ typedef struct pfi_model {
     /* physics: compute scale, memory penalty, static fraction of max limit, voltage floor */
     double phys[PFI_N_PHYS];
     double cv_mae_ridge, cv_mae_physics; /* what the selection saw (NAN when not run) */
+    /* What it was trained on (pfi_model_extrapolation): the GPU types of its rows, as the
+     * catalogue names them (0: unknown: none recorded, a file written before they were, or
+     * more types than fit), and each feature's range over its rows (NAN: unknown, or never
+     * seen). */
+    int n_gpu_types;
+    char gpu_types[PFI_MODEL_MAX_GPU_TYPES][32];
+    double x_min[PFI_N_FEATURES], x_max[PFI_N_FEATURES];
 } pfi_model;
 
 /* The fewest training rows pfi_model_train accepts. */
@@ -80,6 +92,24 @@ int pfi_model_predict_run(const pfi_model *m, const pfi_run *run, pfi_curve *out
 /* The same from a baseline level measured live and a run header holding the device limits. */
 int pfi_model_predict_level(const pfi_model *m, const pfi_run *hdr, const pfi_level *base,
                             pfi_curve *out, pfi_err *err);
+
+/* Where a prediction leaves what the model was trained on: a GPU type it never saw, or a
+ * feature outside its training range.  A model trained on H200 and H100 runs predicted an
+ * A100 job's PFI30 0.26 against a true 0.76, and nothing said so.  Missing features (NAN) are
+ * not reasons: pfi_features_missing counts them. */
+#define PFI_EXTRAP_MAX (1 + PFI_N_FEATURES)
+typedef struct pfi_extrap {
+    int known; /* the model recorded its GPU types or feature ranges (else n is 0) */
+    int n;
+    char why[PFI_EXTRAP_MAX][200]; /* "power_of_max 0.86 outside 0.45-0.99" */
+} pfi_extrap;
+void pfi_model_extrapolation(const pfi_model *m, const char *gpu_type, const double *x,
+                             pfi_extrap *out);
+/* The same for a baseline level (features as pfi_model_predict_level reads them). */
+int pfi_model_extrapolation_level(const pfi_model *m, const pfi_run *hdr, const pfi_level *base,
+                                  pfi_extrap *out, pfi_err *err);
+/* One line of its reasons, "; " between them ("" when none). */
+void pfi_extrap_line(const pfi_extrap *x, char *buf, size_t n);
 
 /* Evaluation of held-out predictions. */
 typedef struct pfi_model_eval {

@@ -12,6 +12,7 @@
  * GET /v1/jobs returns the curve in use with the same field names (docs/api.md). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/pfi.h"
@@ -247,12 +248,35 @@ static void live_level(const srv_gpu *g, const srv_job *j, pfi_run *hdr, pfi_lev
     lv->n_samples = j->base.n;
 }
 
+/* A job's prediction outside what the model was trained on (a GPU type it never saw, a
+ * feature beyond its range), into msg once per job ("" otherwise): the daemon predicts every
+ * few seconds, and a model trained on H200s predicted an A100 job's PFI30 0.26 (true 0.76). */
+static void extrap_note(srv_node *n, srv_job *j, const pfi_run *hdr, const pfi_level *lv,
+                        char *msg, size_t size)
+{
+    pfi_extrap x;
+    msg[0] = '\0';
+    if (j->extrap_told || pfi_model_extrapolation_level(n->model, hdr, lv, &x, NULL) != PFI_OK ||
+        x.n == 0)
+        return;
+    j->extrap_told = 1;
+    int k = snprintf(msg, size, "job %s: PFI30 %.3f predicted outside what the model was "
+                                "trained on: ", j->id, j->pfi30);
+    if (k > 0 && (size_t)k < size)
+        pfi_extrap_line(&x, msg + k, size - (size_t)k);
+}
+
+#define EXTRAP_MSG 1024
+
 void pfi_srv_predict_curves(srv_node *n)
 {
     if (!n->model)
         return;
     pthread_mutex_lock(&n->decide_mu);
     pthread_mutex_lock(&n->mu);
+    /* Logged once n->mu is let go: an event takes it.  Without the memory, a later pass tells. */
+    char *msgs = calloc((size_t)(n->n_jobs ? n->n_jobs : 1), EXTRAP_MSG);
+    int nmsg = 0;
     for (int k = 0; k < n->n_jobs; k++) {
         srv_job *j = &n->jobs[k];
         if (j->curve_src == SRV_CURVE_GIVEN || j->curve_src == SRV_CURVE_PFI ||
@@ -268,7 +292,14 @@ void pfi_srv_predict_curves(srv_node *n)
         j->curve = c;
         j->curve_src = SRV_CURVE_PREDICTED;
         j->pfi30 = pfi_fit_s(&c.fit, 0.3) / 0.3;
+        if (msgs) {
+            extrap_note(n, j, &hdr, &lv, msgs + (size_t)nmsg * EXTRAP_MSG, EXTRAP_MSG);
+            nmsg += msgs[(size_t)nmsg * EXTRAP_MSG] != '\0';
+        }
     }
     pthread_mutex_unlock(&n->mu);
+    for (int i = 0; i < nmsg; i++)
+        pfi_srv_event_add(n, "prediction_extrapolated", "%s", msgs + (size_t)i * EXTRAP_MSG);
+    free(msgs);
     pthread_mutex_unlock(&n->decide_mu);
 }

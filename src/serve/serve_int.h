@@ -122,6 +122,7 @@ typedef struct srv_job {
     int curve_src;         /* srv_curve_src */
     pfi_curve curve;       /* valid unless curve_src == SRV_CURVE_NONE */
     double pfi30;          /* on the curve; NAN unknown */
+    int extrap_told;       /* its prediction was logged as outside the model's training */
     double t0_tps;         /* baseline tokens/s when known (registered or observed); NAN */
     double cap_w;          /* per-GPU cap of the last decision; NAN: none */
     double predicted_rel;  /* T/T0 at cap_w on the curve */

@@ -45,6 +45,16 @@ json_t *pfi_model_to_json(const pfi_model *m, const char *trained_on)
     json_object_set_new(doc, "cv_mae_pfi30",
                         json_pack("{s:o, s:o}", "ridge", arr(&m->cv_mae_ridge, 1), "physics",
                                   arr(&m->cv_mae_physics, 1)));
+    /* Keys a pfi of format 1 without them ignores: it reads the model as before, unmarked. */
+    if (m->n_gpu_types > 0) {
+        json_t *gt = json_array();
+        for (int t = 0; t < m->n_gpu_types; t++)
+            json_array_append_new(gt, json_string(m->gpu_types[t]));
+        json_object_set_new(doc, "gpu_types", gt);
+    }
+    json_object_set_new(doc, "feature_range",
+                        json_pack("{s:o, s:o}", "min", arr(m->x_min, PFI_N_FEATURES), "max",
+                                  arr(m->x_max, PFI_N_FEATURES)));
     return doc;
 }
 
@@ -125,6 +135,40 @@ static int check_header(const json_t *doc, pfi_err *err)
     return rc;
 }
 
+/* What the model was trained on; absent from files written before it was recorded, which
+ * read as unknown (no prediction is marked). */
+static int read_domain(const json_t *doc, pfi_model *m, pfi_err *err)
+{
+    m->n_gpu_types = 0;
+    for (int f = 0; f < PFI_N_FEATURES; f++)
+        m->x_min[f] = m->x_max[f] = NAN;
+    const json_t *gt = json_object_get(doc, "gpu_types");
+    if (gt && (!json_is_array(gt) || json_array_size(gt) > PFI_MODEL_MAX_GPU_TYPES))
+        return pfi_err_set(err, PFI_EINVAL, "gpu_types must be an array of at most %d names",
+                           PFI_MODEL_MAX_GPU_TYPES);
+    for (size_t t = 0; gt && t < json_array_size(gt); t++) {
+        const char *s = json_string_value(json_array_get(gt, t));
+        if (!s || !s[0] || strlen(s) >= sizeof m->gpu_types[0])
+            return pfi_err_set(err, PFI_EINVAL, "gpu_types[%zu] is not a GPU type name", t);
+        snprintf(m->gpu_types[m->n_gpu_types++], sizeof m->gpu_types[0], "%s", s);
+    }
+    const json_t *fr = json_object_get(doc, "feature_range");
+    if (!fr)
+        return PFI_OK;
+    if (!json_is_object(fr))
+        return pfi_err_set(err, PFI_EINVAL, "feature_range must be an object {min, max}");
+    int rc = num_arr(json_object_get(fr, "min"), "feature_range.min", m->x_min, PFI_N_FEATURES,
+                     1, err);
+    if (rc == PFI_OK)
+        rc = num_arr(json_object_get(fr, "max"), "feature_range.max", m->x_max, PFI_N_FEATURES,
+                     1, err);
+    for (int f = 0; rc == PFI_OK && f < PFI_N_FEATURES; f++)
+        if (m->x_min[f] > m->x_max[f])
+            rc = pfi_err_set(err, PFI_EINVAL, "feature_range: min of %s above its max",
+                             pfi_feature_name(f));
+    return rc;
+}
+
 int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
 {
     memset(m, 0, sizeof *m);
@@ -177,7 +221,7 @@ int pfi_model_from_json(const json_t *doc, pfi_model *m, pfi_err *err)
         m->phys[i] = json_number_value(x);
     }
     m->cv_mae_ridge = m->cv_mae_physics = NAN;
-    return PFI_OK;
+    return read_domain(doc, m, err);
 }
 
 /* Written beside path and renamed over it: a daemon that loads the model (pfi serve --model)

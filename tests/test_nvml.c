@@ -322,6 +322,9 @@ static void test_read_only(void **state)
     assert_true(fabs(after.limit_w - 450) < 0.5);
     close_b(sim);
     close_b(b);
+    char side[PATH_MAX + 32];
+    snprintf(side, sizeof side, "%s.inband", statef);
+    unlink(side);
     unlink(statef);
     rmdir(dir);
 }
@@ -367,6 +370,51 @@ static void test_oob_cap(void **state)
     assert_true(fabs(enf - 600) < 0.5);
     assert_int_equal(pfi_hw_set_limit(b, 4, d.default_limit_w, &enf, &e), PFI_OK);
     close_b(b);
+}
+
+/* On a shared node (PFI_SIM_STATE) the in-band limit under an out-of-band cap is what was
+ * asked, for every process: each open after the last close starts the fake afresh, as a new
+ * process does.  The second read the simulator's capped limit (450 W) as the in-band one, and
+ * a sweep started then journaled it as the original. */
+static void test_oob_cap_shared(void **state)
+{
+    char dir[PATH_MAX], statef[PATH_MAX + 16], side[PATH_MAX + 32];
+    tmpdir(dir, sizeof dir);
+    snprintf(statef, sizeof statef, "%s/node.state", dir);
+    snprintf(side, sizeof side, "%s.inband", statef);
+    setenv("PFI_SIM_STATE", statef, 1);
+    pfi_err e = {0};
+    pfi_device d;
+    for (int k = 0; k < 2; k++) {
+        pfi_backend *b = open_fake("oob-cap@3=450", 0);
+        assert_int_equal(pfi_hw_info(b, 3, &d, &e), PFI_OK);
+        if (!(fabs(d.limit_w - 700) < 0.5 && fabs(d.enforced_w - 450) < 0.5))
+            fail_msg("open %d: GPU 3 reads limit %.0f W, enforced %.0f W; expected 700, 450",
+                     k + 1, d.limit_w, d.enforced_w);
+        close_b(b);
+    }
+    /* A limit asked by one process is what the next one reads, the cap still enforced. */
+    pfi_backend *b = open_fake("oob-cap@3=450", 0);
+    assert_int_equal(pfi_hw_set_limit(b, 3, 600, NULL, &e), PFI_OK);
+    close_b(b);
+    b = open_fake(NULL, 0);
+    assert_int_equal(pfi_hw_info(b, 3, &d, &e), PFI_OK);
+    if (!(fabs(d.limit_w - 600) < 0.5 && fabs(d.enforced_w - 450) < 0.5))
+        fail_msg("after a set to 600 W: limit %.0f W, enforced %.0f W", d.limit_w, d.enforced_w);
+    close_b(b);
+    /* A limit set behind NVML's back (the simulator itself) ends what was asked in band. */
+    pfi_backend *sim = NULL;
+    assert_int_equal(pfi_hw_open("sim", NULL, 0, &sim, &e), PFI_OK);
+    track(sim);
+    assert_int_equal(pfi_hw_set_limit(sim, 3, 500, NULL, &e), PFI_OK);
+    close_b(sim);
+    b = open_fake(NULL, 0);
+    assert_int_equal(pfi_hw_info(b, 3, &d, &e), PFI_OK);
+    assert_true(fabs(d.limit_w - 500) < 0.5);
+    close_b(b);
+    unlink(side);
+    unlink(statef);
+    rmdir(dir);
 }
 
 static void test_lost_gpu(void **state)
@@ -683,6 +731,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_root, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oob_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oob_cap_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_at_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_fields, setup, teardown),

@@ -64,7 +64,9 @@ typedef struct fake_gpu {
     double acc[FAKE_NRATES];
     unsigned acc_have;
     double oob_cap_w;         /* out-of-band cap (a BMC's); NAN when none */
-    double inband_w;          /* the limit asked in band, when an out-of-band cap applies */
+    /* Without a shared state: the limit asked in band and the one the simulator was given
+     * for it (fake_inband.c); NAN when none. */
+    double inband_w, run_at_w;
 } fake_gpu;
 
 typedef struct fake_lib {
@@ -96,6 +98,13 @@ const pfi_sample *fake_now(fake_gpu *g, nvmlReturn_t *r);
 nvmlReturn_t fake_device(fake_gpu *g, pfi_device *d);
 /* pfi_code -> the NVML code a driver would give. */
 nvmlReturn_t fake_code(int pfi_code);
+
+/* fake_inband.c: the in-band limit asked of g, shared by every process on the node (beside
+ * PFI_SIM_STATE, else in g), when the simulator still runs it at the limit recorded with it
+ * (sim_limit_w); NAN when none applies (the in-band limit is then the simulator's). */
+double fake_inband_get(fake_gpu *g, double sim_limit_w);
+/* Records that g was asked inband_w in band and the simulator given run_at_w. */
+void fake_inband_put(fake_gpu *g, double inband_w, double run_at_w);
 
 /* faults.c: parses PFI_FAKENVML_FAULTS / _FILE into pfi_fake.rules and pfi_fake.caps; 0 or -1 with a
  * message on stderr. */

@@ -152,7 +152,9 @@ static int hopper_or_newer(const char *model)
            model[0] == 'G' || model[0] == 'g';
 }
 
-/* Applies the oob-cap rules: the simulated firmware enforces min(in-band, cap). */
+/* Applies the oob-cap rules: the simulated firmware enforces min(in-band, cap).  The in-band
+ * limit is the one asked earlier (by this or another process) while the simulator still runs
+ * at what it was given for it, else the simulator's own. */
 static void apply_caps(void)
 {
     for (int i = 0; i < pfi_fake.n; i++) {
@@ -169,13 +171,18 @@ static void apply_caps(void)
             fprintf(stderr, "fake libnvidia-ml: GPU %d: %s\n", i, e.msg);
             continue;
         }
-        g->inband_w = d.limit_w;
-        if (d.limit_w > g->oob_cap_w) {
-            double w = g->oob_cap_w < d.min_limit_w ? d.min_limit_w : g->oob_cap_w;
-            if (pfi_hw_set_limit(pfi_fake.sim, i, w, NULL, &e) != PFI_OK)
-                fprintf(stderr, "fake libnvidia-ml: GPU %d: cannot apply oob-cap: %s\n", i,
-                        e.msg);
+        double inband = fake_inband_get(g, d.limit_w);
+        if (isnan(inband))
+            inband = d.limit_w;
+        double w = inband > g->oob_cap_w ? g->oob_cap_w : inband;
+        if (w < d.min_limit_w)
+            w = d.min_limit_w;
+        if (lround(w * 1000.0) != lround(d.limit_w * 1000.0) &&
+            pfi_hw_set_limit(pfi_fake.sim, i, w, NULL, &e) != PFI_OK) {
+            fprintf(stderr, "fake libnvidia-ml: GPU %d: cannot apply oob-cap: %s\n", i, e.msg);
+            continue;
         }
+        fake_inband_put(g, inband, w);
     }
 }
 
@@ -208,6 +215,7 @@ static nvmlReturn_t start(void)
         pfi_fake.gpu[i].dev.index = i;
         pfi_fake.gpu[i].oob_cap_w = NAN;
         pfi_fake.gpu[i].inband_w = NAN;
+        pfi_fake.gpu[i].run_at_w = NAN;
     }
     /* The node's config never changes after creation, so it is read without the lock
      * (pfi_backend_sim_node takes it itself). */

@@ -94,8 +94,9 @@ static nvmlReturn_t get_limit(const char *fn, nvmlDevice_t device, int which, un
                                            : d.limit_w;
         /* Under an out-of-band cap the in-band limit is what was asked, and the simulator
          * runs at (and enforces) the capped one. */
-        if (which == LIM_CURRENT && !isnan(g->inband_w))
-            w = g->inband_w;
+        double inband = which == LIM_CURRENT ? fake_inband_get(g, d.limit_w) : NAN;
+        if (!isnan(inband))
+            w = inband;
         if (which == LIM_ENFORCED && !isnan(g->oob_cap_w) && g->oob_cap_w < w)
             w = g->oob_cap_w;
         if (isfinite(w))
@@ -155,8 +156,8 @@ nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int
                 run_at = d.min_limit_w;
             pfi_err e = {0};
             r = fake_code(pfi_hw_set_limit(pfi_fake.sim, g->dev.index, run_at, NULL, &e));
-            if (r == NVML_SUCCESS && !isnan(g->oob_cap_w))
-                g->inband_w = w;
+            if (r == NVML_SUCCESS)
+                fake_inband_put(g, w, run_at);
             g->cur_real = -INFINITY; /* the next reading must see the new limit */
         }
     }

@@ -503,6 +503,30 @@ static void test_unsupported_fields(void **state)
     close_b(b);
 }
 
+/* A GPU whose limit constraints cannot be read (NOT_SUPPORTED: NAN min and max) is still set
+ * to what is asked, and the driver alone judges it: the unknown bounds were taken as clamps,
+ * every set (a restore too) went out as 9.2e15 W and was refused. */
+static void test_no_constraints(void **state)
+{
+    pfi_backend *b = open_fake("nvmlDeviceGetPowerManagementLimitConstraints@2=NOT_SUPPORTED", 0);
+    pfi_err e = {0};
+    pfi_device d;
+    assert_int_equal(pfi_hw_info(b, 2, &d, &e), PFI_OK);
+    assert_true(isnan(d.min_limit_w) && isnan(d.max_limit_w));
+    double enf = 0;
+    if (pfi_hw_set_limit(b, 2, 500, &enf, &e) != PFI_OK)
+        fail_msg("set 500 W with unknown constraints: %s", e.msg);
+    assert_int_equal(pfi_hw_info(b, 2, &d, &e), PFI_OK);
+    assert_true(fabs(d.limit_w - 500) < 0.001 && fabs(enf - 500) < 0.5);
+    assert_int_equal(pfi_hw_set_limit(b, 2, 700, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_hw_info(b, 2, &d, &e), PFI_OK);
+    assert_true(fabs(d.limit_w - 700) < 0.001);
+    /* The driver still refuses what is outside its own range. */
+    assert_int_equal(pfi_hw_set_limit(b, 2, 5000, NULL, &e), PFI_ERANGE);
+    assert_non_null(strstr(e.msg, "NVML_ERROR_INVALID_ARGUMENT"));
+    close_b(b);
+}
+
 /* GPM and field values are secondary: their failures (other than a lost GPU) leave the
  * primary readings intact and those fields missing. */
 static void test_secondary_errors(void **state)
@@ -735,6 +759,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lost_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_at_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_constraints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secondary_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reasons_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hard_errors, setup, teardown),

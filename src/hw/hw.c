@@ -177,11 +177,13 @@ int pfi_hw_set_limit(pfi_backend *b, int idx, double watts, double *enforced_w, 
         return pfi_err_set(err, PFI_ERANGE,
                            "power limit %.0f W is outside GPU %d's range %.0f-%.0f W", watts, idx,
                            d.min_limit_w, d.max_limit_w);
-    /* What the device accepts: whole milliwatts, rounded down, within its range. */
+    /* What the device accepts: whole milliwatts, rounded down, within its range.  A bound the
+     * device does not give (NAN) clamps nothing: read as a bound it saturated to LLONG_MAX and
+     * every set on that GPU, its restore included, was sent as 9.2e15 W. */
     long long mw = pfi_hw_cap_mw(watts);
-    if (mw > pfi_hw_cap_mw(d.max_limit_w))
+    if (isfinite(d.max_limit_w) && mw > pfi_hw_cap_mw(d.max_limit_w))
         mw = pfi_hw_cap_mw(d.max_limit_w);
-    if (mw < pfi_hw_held_mw(d.min_limit_w))
+    if (isfinite(d.min_limit_w) && mw < pfi_hw_held_mw(d.min_limit_w))
         mw = pfi_hw_held_mw(d.min_limit_w);
     rc = b->ops->set_limit(b, idx, (double)mw / 1000.0, err);
     if (rc != PFI_OK)

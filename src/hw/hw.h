@@ -58,7 +58,8 @@ long long pfi_hw_cap_mw(double watts);
 long long pfi_hw_held_mw(double watts);
 /* Checks read-only mode and [min,max] before calling the backend, then reads the limit back.
  * The limit asked is pfi_hw_cap_mw(watts) (rounded down to a milliwatt), brought into
- * [min, max] when it is within 0.5 W outside them.
+ * [min, max] when it is within 0.5 W outside them.  A bound the device does not give (NAN) is
+ * neither checked nor clamped to: the driver validates the value itself.
  * *enforced_w (may be NULL) receives what the device enforces after the change; when it
  * differs from what was asked by more than 1 W, the call still succeeds and the caller is told
  * through *enforced_w so it can report it. */

@@ -68,6 +68,10 @@ typedef struct pfi_device {
     char uuid[96];
     double min_limit_w, max_limit_w, default_limit_w;
     double limit_w, enforced_w;
+    /* Why the first of the limits above that is NAN could not be read ("nvmlDevice...: Not
+     * Supported (NVML_ERROR_NOT_SUPPORTED = 3)"); "" when all were, or the backend does not
+     * say. */
+    char unread[160];
 } pfi_device;
 
 #endif

@@ -144,7 +144,8 @@ typedef struct pfi_sweep_result {
 
 /* The caps (watts, per GPU i of cfg->gpus: caps[level][i]) in the order they will be run,
  * the default limit first.  Validates every cap against every GPU's constraints: a cap out of
- * range is PFI_ERANGE naming it, before anything is changed. */
+ * range is PFI_ERANGE naming it, a GPU whose minimum, maximum or default limit cannot be read
+ * PFI_ENOTSUP naming it and why, before anything is changed. */
 int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX_GPUS],
                    int *n_levels, pfi_err *err);
 

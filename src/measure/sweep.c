@@ -42,6 +42,17 @@ int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX
         int rc = pfi_hw_info(b, c->gpus[i], &d[i], err);
         if (rc != PFI_OK)
             return rc;
+        /* Unknown bounds (NAN) pass every range check: a 5000 W cap was accepted and a level
+         * of 80% became a NAN cap. */
+        if (!isfinite(d[i].min_limit_w) || !isfinite(d[i].max_limit_w) ||
+            !isfinite(d[i].default_limit_w))
+            return pfi_err_set(err, PFI_ENOTSUP,
+                               "GPU %d's power-limit range cannot be read (%s): it cannot be "
+                               "swept",
+                               c->gpus[i],
+                               d[i].unread[0] ? d[i].unread
+                                              : "its minimum, maximum or default limit is "
+                                                "unknown");
     }
     /* The requested levels, each as watts per GPU, in the requested order. */
     int n = c->n_levels;

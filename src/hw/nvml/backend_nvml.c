@@ -337,6 +337,21 @@ static double mw_to_w(unsigned int mw)
     return mw / 1000.0;
 }
 
+/* got() for a limit of pfi_device: the first one the device cannot give is noted with the
+ * call and the code, so that a caller refusing the GPU for it can say why. */
+static int got_limit(rd *c, pfi_device *d, const char *call, nvmlReturn_t r)
+{
+    if (got(c, call, r))
+        return 1;
+    if (c->rc == PFI_OK && !d->unread[0]) {
+        const char *text = c->m->f.nvmlErrorString ? c->m->f.nvmlErrorString(r) : NULL;
+        snprintf(d->unread, sizeof d->unread, "%s: %s (%s = %d)", call,
+                 text && *text ? text : pfi_nvml_return_text(r), pfi_nvml_return_name(r),
+                 (int)r);
+    }
+    return 0;
+}
+
 static int nvml_info(pfi_backend *b, int idx, pfi_device *d, pfi_err *err)
 {
     nvml_impl *m = b->impl;
@@ -354,19 +369,19 @@ static int nvml_info(pfi_backend *b, int idx, pfi_device *d, pfi_err *err)
     if (got(&c, "nvmlDeviceGetUUID", RCALL(&c, nvmlDeviceGetUUID, g->h, ubuf, sizeof ubuf)))
         snprintf(d->uuid, sizeof d->uuid, "%s", ubuf);
     unsigned int lo, hi, v;
-    if (got(&c, "nvmlDeviceGetPowerManagementLimitConstraints",
-            RCALL(&c, nvmlDeviceGetPowerManagementLimitConstraints, g->h, &lo, &hi))) {
+    if (got_limit(&c, d, "nvmlDeviceGetPowerManagementLimitConstraints",
+                  RCALL(&c, nvmlDeviceGetPowerManagementLimitConstraints, g->h, &lo, &hi))) {
         d->min_limit_w = mw_to_w(lo);
         d->max_limit_w = mw_to_w(hi);
     }
-    if (got(&c, "nvmlDeviceGetPowerManagementDefaultLimit",
-            RCALL(&c, nvmlDeviceGetPowerManagementDefaultLimit, g->h, &v)))
+    if (got_limit(&c, d, "nvmlDeviceGetPowerManagementDefaultLimit",
+                  RCALL(&c, nvmlDeviceGetPowerManagementDefaultLimit, g->h, &v)))
         d->default_limit_w = mw_to_w(v);
-    if (got(&c, "nvmlDeviceGetPowerManagementLimit",
-            RCALL(&c, nvmlDeviceGetPowerManagementLimit, g->h, &v)))
+    if (got_limit(&c, d, "nvmlDeviceGetPowerManagementLimit",
+                  RCALL(&c, nvmlDeviceGetPowerManagementLimit, g->h, &v)))
         d->limit_w = mw_to_w(v);
-    if (got(&c, "nvmlDeviceGetEnforcedPowerLimit",
-            RCALL(&c, nvmlDeviceGetEnforcedPowerLimit, g->h, &v)))
+    if (got_limit(&c, d, "nvmlDeviceGetEnforcedPowerLimit",
+                  RCALL(&c, nvmlDeviceGetEnforcedPowerLimit, g->h, &v)))
         d->enforced_w = mw_to_w(v);
     return c.rc;
 }

@@ -1,0 +1,57 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# pfi sweep and pfi restore on the NVML code path (--backend nvml over the project's fake
+# libnvidia-ml, a shared simulated node of 8 H200s) where the GPUs' limits are not what a sweep
+# expects: a GPU whose limit constraints cannot be read, one whose limit cannot be set (not
+# root, a persistent driver error), limits in force below the default, an out-of-band cap; and
+# the messages and exit statuses of a sweep that fails or is interrupted.  The node's own state
+# is read independently through the simulator (pfi gpus --backend sim on the same state).
+set -u
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "PFI_BIN is not an executable"; exit 77; }
+[ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "PFI_FAKENVML is not built"; exit 77; }
+command -v jq >/dev/null 2>&1 || { echo "jq is not installed (scripts/install-deps.sh test)"; exit 77; }
+tmp=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_sweep_limits.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset PFI_BACKEND PFI_READ_ONLY PFI_JOURNAL PFI_FAKENVML_FAULTS PFI_FAKENVML_FAULTS_FILE \
+      PFI_FAKENVML_GPM PFI_FAKENVML_SIM PFI_DB
+export PFI_NVML_LIBRARY="$PFI_FAKENVML" PFI_SIM_SPEED=10 PFI_SIM_STATE="$tmp/node.state"
+P=$PFI_BIN
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+"$P" gpus --backend sim >/dev/null || { echo "cannot create the simulated node"; exit 1; }
+lim() { "$P" gpus --backend sim --json | jq -c '[.gpus[].limit_w]'; }
+ORIG=$(lim)
+[ "$ORIG" = "[700,700,700,700,700,700,700,700]" ] || { echo "the node starts at $ORIG"; exit 1; }
+F="--backend nvml --settle 0.3s --min-window 0.5s --no-log --db $tmp/pfi.db"
+# The job leaves a mark when it starts, so a sweep refused before it can be told from one that
+# launched it and then failed.
+JOB="$tmp/job.sh"
+printf '#!/bin/sh\n: >"%s/launched"\nexec "%s" sim job "$@"\n' "$tmp" "$P" >"$JOB"
+chmod +x "$JOB"
+# refused WHAT RC PATTERN sweep-args...: the sweep exits RC saying PATTERN, its job never
+# started, no journal left, the node's limits as they were.
+refused() {
+  what=$1 want=$2 pat=$3
+  shift 3
+  rm -f "$tmp/launched" "$tmp/j"
+  # shellcheck disable=SC2086
+  "$P" sweep $F --journal "$tmp/j" "$@" -- "$JOB" >"$tmp/r.out" 2>"$tmp/r.err"
+  rc=$?
+  [ $rc -eq "$want" ] || bad "$what: exit $rc, expected $want: $(cat "$tmp/r.err")"
+  grep -q -- "$pat" "$tmp/r.err" || bad "$what: no '$pat' in: $(cat "$tmp/r.err")"
+  [ ! -e "$tmp/launched" ] || bad "$what: the job was launched"
+  [ ! -e "$tmp/j" ] || bad "$what: a journal was left"
+  [ "$(lim)" = "$ORIG" ] || bad "$what: limits now $(lim)"
+}
+
+# --- a GPU whose limit constraints cannot be read: refused before anything, naming it and why
+export PFI_FAKENVML_FAULTS='nvmlDeviceGetPowerManagementLimitConstraints@2=NOT_SUPPORTED'
+refused "unknown constraints" 1 \
+  "GPU 2's power-limit range cannot be read (nvmlDeviceGetPowerManagementLimitConstraints: Not Supported" \
+  --gpus 2,3 --levels 100,80%
+refused "unknown constraints, a cap far above any GPU's" 1 "GPU 2's power-limit range cannot be read" \
+  --gpus 2 --caps 5000:4000:1000
+unset PFI_FAKENVML_FAULTS
+
+[ $fail -eq 0 ] && echo "ok: it_sweep_limits"
+exit $fail

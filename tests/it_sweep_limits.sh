@@ -53,5 +53,26 @@ refused "unknown constraints, a cap far above any GPU's" 1 "GPU 2's power-limit 
   --gpus 2 --caps 5000:4000:1000
 unset PFI_FAKENVML_FAULTS
 
+# journal FILE GPU W...: a journal of the node's GPUs at those limits, its writer gone.
+journal() {
+  f=$1; shift
+  { printf 'pfi-journal 1\npid 1\nbackend nvml\nsim_state %s\n' "$PFI_SIM_STATE"
+    while [ $# -ge 2 ]; do
+      printf 'gpu %s uuid %s limit_w %s\n' "$1" "$("$P" gpus --backend sim --json | jq -r ".gpus[$1].uuid")" "$2"
+      shift 2
+    done; } >"$f"
+}
+
+# --- a restore the driver refuses is a failure (exit 1), not bad input (2)
+"$P" sim set --gpus 1 --cap 500 >/dev/null
+journal "$tmp/j" 1 700.000
+PFI_FAKENVML_FAULTS='nvmlDeviceSetPowerManagementLimit@1=INVALID_ARGUMENT' \
+  "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+[ $rc -eq 1 ] || bad "a restore NVML refuses: exit $rc, expected 1: $(cat "$tmp/e")"
+[ -e "$tmp/j" ] || bad "a restore NVML refused removed the journal"
+"$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" || bad "pfi restore: $(cat "$tmp/e")"
+[ "$(lim)" = "$ORIG" ] || bad "after pfi restore: $(lim)"
+
 [ $fail -eq 0 ] && echo "ok: it_sweep_limits"
 exit $fail

@@ -122,7 +122,10 @@ int pfi_cmd_restore(int argc, char **argv)
     if (rc != PFI_OK) {
         fprintf(stderr, "pfi restore: restored %d of %d GPUs; the journal %s is kept\n", done,
                 j.n, path);
-        return pfi_cli_fail("restore", &err);
+        /* A limit the driver refused (NVML's INVALID_ARGUMENT is PFI_ERANGE) is no mistake in
+         * the command line: exit 1, not the 2 of bad input. */
+        pfi_cli_fail("restore", &err);
+        return PFI_EXIT_FAIL;
     }
     for (int i = 0; i < j.n; i++)
         printf("GPU %d (%s): limit restored to %.0f W\n", j.e[i].gpu,

@@ -74,5 +74,40 @@ rc=$?
 "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" || bad "pfi restore: $(cat "$tmp/e")"
 [ "$(lim)" = "$ORIG" ] || bad "after pfi restore: $(lim)"
 
+# --- not root: found before the job is launched, said, exit 1, nothing changed or left
+export PFI_FAKENVML_FAULTS=not-root
+refused "not root" 1 "needs root (or CAP_SYS_ADMIN)" --levels 100,80%
+unset PFI_FAKENVML_FAULTS
+PFI_FAKENVML_FAULTS='nvmlDeviceSetPowerManagementLimit@5=UNKNOWN' \
+  refused "a GPU whose sets fail for good" 1 "GPU 5's power limit cannot be set" --levels 100,80%
+PFI_FAKENVML_FAULTS='nvmlDeviceSetPowerManagementLimit@5=NOT_SUPPORTED' \
+  refused "a GPU that does not support sets" 1 "GPU 5's power limit cannot be set" --gpus 4,5 --levels 80%
+
+# --- GPUs whose limits cannot be set (not root): a journal of limits they still have is restored
+# without a set, one they no longer have is not
+journal "$tmp/j" 0 700.000 1 700.000
+PFI_FAKENVML_FAULTS=not-root "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" ||
+  bad "not root, GPUs at their journaled limits: pfi restore failed: $(cat "$tmp/e")"
+[ ! -e "$tmp/j" ] || bad "not root, GPUs at their journaled limits: the journal was kept"
+journal "$tmp/j" 0 700.000 1 650.000
+PFI_FAKENVML_FAULTS=not-root "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" &&
+  bad "not root, GPU 1 not at its journaled 650 W: pfi restore exited 0"
+grep -q "GPU 1: cannot restore 650 W" "$tmp/e" || bad "not root: no 'GPU 1: cannot restore' in $(cat "$tmp/e")"
+[ -e "$tmp/j" ] || bad "not root, GPU 1 not restored: the journal was removed"
+rm -f "$tmp/j"
+
+# --- a GPU whose lowering fails for good (its first set passes): the sweep fails at the first
+# lowering, and the GPU it never changed counts as restored: the journal goes, the next sweep runs
+rm -f "$tmp/j"
+# shellcheck disable=SC2086
+PFI_FAKENVML_FAULTS='nvmlDeviceSetPowerManagementLimit@5=UNKNOWN;after=1' \
+  "$P" sweep $F --journal "$tmp/j" --json --levels 100,80% -- "$P" sim job >"$tmp/o.json" 2>"$tmp/e"
+rc=$?
+[ $rc -eq 1 ] || bad "GPU 5's set failing: exit $rc, expected 1: $(tail -3 "$tmp/e")"
+[ "$(jq -r .restored "$tmp/o.json")" = true ] || bad "GPU 5's set failing: restored is $(jq -r .restored "$tmp/o.json")"
+grep -q "NOT all restored" "$tmp/e" && bad "GPU 5's set failing: $(grep 'NOT all restored' "$tmp/e")"
+[ ! -e "$tmp/j" ] || bad "GPU 5's set failing: the journal was kept"
+[ "$(lim)" = "$ORIG" ] || bad "GPU 5's set failing: limits now $(lim)"
+
 [ $fail -eq 0 ] && echo "ok: it_sweep_limits"
 exit $fail

@@ -812,6 +812,8 @@ int pfi_cmd_sweep(int argc, char **argv)
     if (c.journal_path && ((rc = pfi_journal_check_free(c.journal_path, &err)) != PFI_OK ||
                            (rc = pfi_journal_check_gpus_free(b, c.gpus, c.n_gpus, &err)) != PFI_OK))
         goto fail;
+    if ((rc = pfi_sweep_check_settable(b, &c, &err)) != PFI_OK)
+        goto fail;
     if ((rc = start_source(&o, pos, &pc, logname, sizeof logname, &src, &err)) != PFI_OK)
         goto fail;
     prog.src = src;

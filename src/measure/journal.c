@@ -517,6 +517,15 @@ static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
 static int restore_one(pfi_backend *b, int idx, double limit_w, pfi_err *e1)
 {
     static const double wait_s[] = {0.1, 0.3};
+    /* A GPU already at its journaled limit is restored without a set.  Set again, a GPU that
+     * was never changed (the sweep stopped at its first lowering: not root, a driver error)
+     * failed the same way: the journal could never be restored, and every later sweep was
+     * refused until it was deleted by hand.  Compared in whole milliwatts, as NVML reports a
+     * limit and the journal holds it. */
+    pfi_device d;
+    if (pfi_hw_info(b, idx, &d, NULL) == PFI_OK && isfinite(d.limit_w) &&
+        llround(d.limit_w * 1000.0) == llround(limit_w * 1000.0))
+        return PFI_OK;
     int rc = pfi_hw_set_limit(b, idx, limit_w, NULL, e1);
     for (size_t k = 0; k < sizeof wait_s / sizeof wait_s[0] &&
                        (rc == PFI_EIO || rc == PFI_ETIMEOUT || rc == PFI_EBUSY);

@@ -85,7 +85,8 @@ int pfi_journal_adopt(pfi_journal *j, const char *path, pfi_err *err);
 /* The text of a journal from f into *j (zeroed by the caller; no lock taken): every number is
  * range-checked, and a damaged line is PFI_EINVAL naming `name` and the line. */
 int pfi_journal_parse(pfi_journal *j, FILE *f, const char *name, pfi_err *err);
-/* Sets every journaled GPU back to its original limit; on full success deletes the file.
+/* Sets every journaled GPU back to its original limit (a GPU already at it, to the milliwatt,
+ * is not set again: it counts as restored); on full success deletes the file.
  * Tries every GPU even when one fails; the first error is returned. *restored (may be NULL)
  * receives how many were put back. */
 int pfi_journal_restore(pfi_journal *j, pfi_backend *b, int *restored, pfi_err *err);

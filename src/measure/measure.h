@@ -149,6 +149,12 @@ typedef struct pfi_sweep_result {
 int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX_GPUS],
                    int *n_levels, pfi_err *err);
 
+/* Whether every swept GPU's limit can be set, found by setting each to its own limit (no
+ * change; NVML refuses it all the same without root or CAP_SYS_ADMIN), before a job is
+ * launched: else PFI_EPERM (or the driver's error) naming the GPU.  A sweep that learnt it at
+ * its first lowering had run its job and a whole baseline level for nothing. */
+int pfi_sweep_check_settable(pfi_backend *b, const pfi_sweep_cfg *c, pfi_err *err);
+
 /* Runs the sweep.  Whatever happens, limits are restored before it returns (res->restored
  * says whether that worked) and the levels completed so far are in res->run and were given to
  * the sink.  Errors: PFI_ECHILD (the job ended early), PFI_ETIMEOUT (no throughput),

@@ -120,6 +120,33 @@ int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX
     return PFI_OK;
 }
 
+int pfi_sweep_check_settable(pfi_backend *b, const pfi_sweep_cfg *c, pfi_err *err)
+{
+    for (int i = 0; i < c->n_gpus; i++) {
+        int g = c->gpus[i];
+        pfi_device d;
+        int rc = pfi_hw_info(b, g, &d, err);
+        if (rc != PFI_OK)
+            return pfi_err_prefix(err, "GPU %d: ", g);
+        if (!isfinite(d.limit_w))
+            return pfi_err_set(err, PFI_ENOTSUP, "GPU %d's power limit cannot be read (%s)", g,
+                               d.unread[0] ? d.unread : "the backend does not give it");
+        /* Its own limit: a set that changes nothing, which NVML still refuses without the
+         * right to change limits. */
+        pfi_err e = {0};
+        rc = pfi_hw_set_limit(b, g, d.limit_w, NULL, &e);
+        if (rc == PFI_OK)
+            continue;
+        if (rc == PFI_EPERM && !strstr(e.msg, "root"))
+            pfi_err_prefix(&e, "setting power limits needs root (or CAP_SYS_ADMIN): ");
+        return pfi_err_set(err, rc,
+                           "GPU %d's power limit cannot be set (a set to its own %.0f W, which "
+                           "changes nothing, was refused): %s; nothing was changed",
+                           g, d.limit_w, e.msg);
+    }
+    return PFI_OK;
+}
+
 /* ---- the run ---- */
 
 typedef struct sweep_state {

@@ -108,6 +108,11 @@ rc=$?
 grep -q "NOT all restored" "$tmp/e" && bad "GPU 5's set failing: $(grep 'NOT all restored' "$tmp/e")"
 [ ! -e "$tmp/j" ] || bad "GPU 5's set failing: the journal was kept"
 [ "$(lim)" = "$ORIG" ] || bad "GPU 5's set failing: limits now $(lim)"
+# The GPU and the limit are said once ("setting GPU 5 to 560 W: setting GPU 5's power limit to
+# 560 W: nvml..." before).
+grep -q "^pfi sweep: setting GPU 5 to 560 W: nvmlDeviceSetPowerManagementLimit: Unknown Error" "$tmp/e" &&
+  [ "$(grep -o 'GPU 5' "$tmp/e" | wc -l)" -eq 1 ] ||
+  bad "GPU 5's set failing: the message: $(grep '^pfi sweep: setting' "$tmp/e")"
 
 [ $fail -eq 0 ] && echo "ok: it_sweep_limits"
 exit $fail

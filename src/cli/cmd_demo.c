@@ -12,6 +12,17 @@
 #include "util/clock.h"
 #include "util/units.h"
 
+/* A step's caps not applied: the first GPU's error, naming it and the cap (NVML names only
+ * its call), else the apply's own. */
+static int apply_failed(const pfi_apply_report *rep, pfi_err *e, double cap_w)
+{
+    if (rep->first_gpu >= 0) {
+        *e = rep->first;
+        pfi_err_prefix(e, "setting GPU %d to %.0f W: ", rep->first_gpu, cap_w);
+    }
+    return pfi_cli_fail("sim demo", e);
+}
+
 int pfi_cmd_sim_demo(int argc, char **argv)
 {
     const char *sim = NULL, *steps_s = "700:300:100", *hold_s = "20s";
@@ -76,7 +87,7 @@ int pfi_cmd_sim_demo(int argc, char **argv)
         pfi_apply_report rep;
         if (pfi_hw_apply(b, n, t, INFINITY, NULL, &rep, &e) != PFI_OK || rep.first_gpu >= 0) {
             pfi_hw_close(b);
-            return pfi_cli_fail("sim demo", rep.first_gpu >= 0 ? &rep.first : &e);
+            return apply_failed(&rep, &e, caps[i]);
         }
         /* Two lines per step: just after the change (the firmware is still settling) and at
          * the end of the hold (steady). */

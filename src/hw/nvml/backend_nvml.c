@@ -109,7 +109,8 @@ typedef struct nvml_impl {
 } nvml_impl;
 
 /* "nvmlDeviceGetPowerUsage: GPU is lost (NVML_ERROR_GPU_IS_LOST = 15); check dmesg...".
- * Callers of sample and info put "GPU 2: " in front (cmd_gpus, monitor), so it is not here. */
+ * Callers put the GPU in front ("GPU 2: " in cmd_gpus and monitor, "setting GPU 2 to 500 W: "
+ * in a sweep), so it is not here. */
 static int nvml_fail(const nvml_impl *m, pfi_err *err, const char *call, nvmlReturn_t r)
 {
     const char *text = NULL;
@@ -650,8 +651,7 @@ static int nvml_set_limit(pfi_backend *b, int idx, double watts, pfi_err *err)
     if (!g)
         return err ? err->code : PFI_ENOENT;
     if (!isfinite(watts) || watts <= 0 || watts > 100000)
-        return pfi_err_set(err, PFI_ERANGE, "GPU %d: power limit %g W is not a valid limit", idx,
-                           watts);
+        return pfi_err_set(err, PFI_ERANGE, "power limit %g W is not a valid limit", watts);
     /* Down, as pfi_hw_cap_mw rounds (hw.c passes whole milliwatts): never above what was asked. */
     unsigned int mw = (unsigned int)floor(watts * 1000.0 + 1e-6);
     nvmlReturn_t r = CALL(m, nvmlDeviceSetPowerManagementLimit, g->h, mw);
@@ -659,11 +659,11 @@ static int nvml_set_limit(pfi_backend *b, int idx, double watts, pfi_err *err)
         return PFI_OK;
     /* INVALID_ARGUMENT is NVML's answer for a limit outside the device's constraints. */
     int rc = r == NVML_ERROR_INVALID_ARGUMENT ? PFI_ERANGE : pfi_nvml_code(r);
+    /* The caller names the GPU and the limit, as for every other call here: said here too, a
+     * sweep's message read "setting GPU 5 to 560 W: setting GPU 5's power limit to 560 W". */
     nvml_fail(m, err, "nvmlDeviceSetPowerManagementLimit", r);
-    if (err) {
+    if (err)
         err->code = rc;
-        pfi_err_prefix(err, "setting GPU %d's power limit to %.0f W: ", idx, watts);
-    }
     return rc;
 }
 

@@ -114,5 +114,32 @@ grep -q "^pfi sweep: setting GPU 5 to 560 W: nvmlDeviceSetPowerManagementLimit: 
   [ "$(grep -o 'GPU 5' "$tmp/e" | wc -l)" -eq 1 ] ||
   bad "GPU 5's set failing: the message: $(grep '^pfi sweep: setting' "$tmp/e")"
 
+# --- limits in force below the default (an operator's 500 W, 450 W on GPU 3): the default
+# baseline raises them, said before the job starts; --baseline current never goes above them
+"$P" sim set --cap 500 >/dev/null && "$P" sim set --gpus 3 --cap 450 >/dev/null
+HELD=$(lim)
+# shellcheck disable=SC2086
+"$P" sweep $F --journal "$tmp/j" --json --quiet --levels 80,60% -- "$P" sim job >"$tmp/o.json" 2>"$tmp/e" ||
+  bad "a sweep from limits held at 500 W failed: $(tail -3 "$tmp/e")"
+grep -q "warning: the baseline level (the default limit) raises GPUs 0-2,4-7 from 500 W to 700 W, GPU 3 from 450 W to 700 W, above the limits in force, and 1 later level is above them too" "$tmp/e" ||
+  bad "no warning that the baseline raises the GPUs: $(grep -v '^pfi: tokens' "$tmp/e")"
+[ "$(jq -c '[.levels[].cap_w]' "$tmp/o.json")" = "[700,560,420]" ] || bad "default baseline: caps $(jq -c '[.levels[].cap_w]' "$tmp/o.json")"
+[ "$(lim)" = "$HELD" ] || bad "default baseline: limits after $(lim), before $HELD"
+# shellcheck disable=SC2086
+"$P" sweep $F --journal "$tmp/j" --json --quiet --baseline current --levels 100,80,60,50% -- "$P" sim job \
+  >"$tmp/o.json" 2>"$tmp/e" || bad "--baseline current failed: $(tail -3 "$tmp/e")"
+grep -q "warning: the baseline" "$tmp/e" && bad "--baseline current: $(grep 'warning: the baseline' "$tmp/e")"
+grep -q -- "--baseline current: 2 levels above the limits in force left out: 100%, 80%" "$tmp/e" ||
+  bad "--baseline current does not say which levels it left out: $(grep -v '^pfi: tokens' "$tmp/e")"
+# The baseline is the limits in force (a mean of 500 W and GPU 3's 450 W), no level above them.
+[ "$(jq -c '[.levels[].cap_w]' "$tmp/o.json")" = "[493.75,420,350]" ] ||
+  bad "--baseline current: caps $(jq -c '[.levels[].cap_w]' "$tmp/o.json")"
+[ "$(lim)" = "$HELD" ] || bad "--baseline current: limits after $(lim), before $HELD"
+# shellcheck disable=SC2086
+"$P" sweep $F --journal "$tmp/j" --baseline highest -- "$P" sim job >/dev/null 2>"$tmp/e"
+[ $? -eq 2 ] && grep -q "unknown --baseline 'highest' (default or current)" "$tmp/e" ||
+  bad "--baseline highest: $(cat "$tmp/e")"
+"$P" sim set --cap 700 >/dev/null
+
 [ $fail -eq 0 ] && echo "ok: it_sweep_limits"
 exit $fail

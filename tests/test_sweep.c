@@ -474,6 +474,46 @@ static void test_sweep_bad_levels(void **state)
     pfi_hw_close(b);
 }
 
+/* The baseline against the limits in force (GPU 0 held at 500 W): the default limit raises
+ * it, said in the note; --baseline current starts at 500 W and leaves out every level above. */
+static void test_sweep_plan_baseline(void **state)
+{
+    pfi_backend *b = open_sim();
+    pfi_err e = {0};
+    pfi_device d;
+    assert_int_equal(pfi_hw_info(b, 0, &d, &e), PFI_OK);
+    assert_int_equal(pfi_hw_set_limit(b, 0, 500, NULL, &e), PFI_OK);
+    pfi_sweep_cfg c;
+    pfi_sweep_defaults(&c);
+    c.n_gpus = 1;
+    double lv[] = {1.0, 0.8, 0.6};
+    memcpy(c.levels, lv, sizeof lv);
+    c.n_levels = 3;
+    c.levels_frac = 1;
+    double caps[PFI_MAX_LEVELS][PFI_MAX_GPUS];
+    int n = 0;
+    pfi_sweep_plan_note note;
+    assert_int_equal(pfi_sweep_plan(b, &c, caps, &n, &note, &e), PFI_OK);
+    assert_near(caps[0][0], d.default_limit_w, 1e-9);
+    assert_int_equal(note.n_raised, 1);
+    assert_int_equal(note.raised_gpu[0], 0);
+    assert_near(note.raised_from_w[0], 500, 1e-9);
+    assert_near(note.raised_to_w[0], d.default_limit_w, 1e-9);
+    assert_int_equal(note.n_dropped, 0);
+    c.baseline_current = 1;
+    assert_int_equal(pfi_sweep_plan(b, &c, caps, &n, &note, &e), PFI_OK);
+    assert_near(caps[0][0], 500, 1e-9);
+    assert_int_equal(note.n_raised, 0);
+    int below = 0;
+    for (int l = 0; l < 3; l++)
+        below += lv[l] * d.max_limit_w <= 500;
+    assert_int_equal(n, 1 + below);
+    assert_int_equal(note.n_dropped, 3 - below);
+    for (int k = 0; k < n; k++)
+        assert_true(caps[k][0] <= 500);
+    pfi_hw_close(b);
+}
+
 /* Starts of one journal at once (two sweeps, a sweep and pfi serve): one wins, the others are
  * refused.  Each checked that no journal was there, wrote its own and locked it: several ran,
  * and the first to end deleted the journal of another, whose crash left its GPUs capped. */
@@ -625,6 +665,7 @@ int main(void)
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),
+        cmocka_unit_test(test_sweep_plan_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

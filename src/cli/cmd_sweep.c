@@ -189,6 +189,7 @@ typedef struct sweep_opts {
     pfi_cli_hw hw;
     const char *gpus, *levels, *caps, *dwell, *max_dwell, *settle, *timeout, *order, *db;
     const char *log, *format, *regex, *unit, *journal, *name, *min_window, *order_seed;
+    const char *baseline;
     pfi_strlist tags;
     int restart, attach, as_json, quiet, no_log;
     double seq_len, tokens_per_step, batch_size, rel_ci, speed;
@@ -329,7 +330,7 @@ static int build_spans(const sweep_opts *o, pfi_sweep_cfg *c, pfi_err *err)
 /* What the options can get wrong against the devices (what they can alone, check_given and
  * build_spans have refused), checked before any GPU is touched. */
 static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_parse_cfg *pc,
-                     pfi_err *err)
+                     pfi_sweep_plan_note *note, pfi_err *err)
 {
     int rc;
     int ngpu = 0;
@@ -370,6 +371,7 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
     if ((rc = build_order(o, c, err)) != PFI_OK)
         return rc;
     c->restart = o->restart;
+    c->baseline_current = o->baseline && strcmp(o->baseline, "current") == 0;
     if ((rc = build_parse_cfg(o, pc, err)) != PFI_OK)
         return rc;
     /* The sweep's plan validates the caps against the devices now, before any change. */
@@ -377,9 +379,71 @@ static int build_cfg(const sweep_opts *o, pfi_backend *b, pfi_sweep_cfg *c, pfi_
     if (!plan)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     int nl;
-    rc = pfi_sweep_plan(b, c, plan, &nl, err);
+    rc = pfi_sweep_plan(b, c, plan, &nl, note, err);
     free(plan);
     return rc;
+}
+
+/* "GPU 3" or "GPUs 0-3,5" (gpus ascending). */
+static void gpu_list(const int *gpus, int n, char *buf, size_t size)
+{
+    size_t at = (size_t)snprintf(buf, size, "GPU%s ", n > 1 ? "s" : "");
+    for (int i = 0; i < n && at < size; i++) {
+        int j = i;
+        while (j + 1 < n && gpus[j + 1] == gpus[j] + 1)
+            j++;
+        at += (size_t)snprintf(buf + at, size - at, "%s%d", i ? "," : "", gpus[i]);
+        if (j > i && at < size)
+            at += (size_t)snprintf(buf + at, size - at, "-%d", gpus[j]);
+        i = j;
+    }
+}
+
+/* Said before the job starts: GPUs the baseline raises above the limits in force (an operator's
+ * or a site's cap, exceeded for the whole level without a word before), and with --baseline
+ * current the levels left out for being above them. */
+static void say_plan(const pfi_sweep_plan_note *n, int frac)
+{
+    if (n->n_raised > 0) {
+        /* One clause per (from, to) pair: "GPUs 0-2,4-7 from 500 W to 700 W, GPU 3 from ..." */
+        char what[768] = "", more[64] = "";
+        size_t at = 0;
+        int done[PFI_MAX_GPUS] = {0};
+        for (int i = 0; i < n->n_raised && at < sizeof what; i++) {
+            if (done[i])
+                continue;
+            int g[PFI_MAX_GPUS], ng = 0;
+            for (int j = i; j < n->n_raised; j++)
+                if (n->raised_from_w[j] == n->raised_from_w[i] &&
+                    n->raised_to_w[j] == n->raised_to_w[i]) {
+                    g[ng++] = n->raised_gpu[j];
+                    done[j] = 1;
+                }
+            char who[320];
+            gpu_list(g, ng, who, sizeof who);
+            at += (size_t)snprintf(what + at, sizeof what - at, "%s%s from %.0f W to %.0f W",
+                                   at ? ", " : "", who, n->raised_from_w[i], n->raised_to_w[i]);
+        }
+        if (n->n_above > 0)
+            snprintf(more, sizeof more, ", and %d later level%s above them too", n->n_above,
+                     n->n_above == 1 ? " is" : "s are");
+        fprintf(stderr,
+                "pfi sweep: warning: the baseline level (the default limit) raises %s, above the "
+                "limits in force%s; they are put back at the end, and --baseline current keeps "
+                "the sweep at or below them\n",
+                what, more);
+    }
+    if (n->n_dropped > 0) {
+        char lv[256];
+        size_t at = 0;
+        for (int i = 0; i < n->n_dropped && at < sizeof lv; i++)
+            at += (size_t)snprintf(lv + at, sizeof lv - at, frac ? "%s%g%%" : "%s%g W",
+                                   i ? ", " : "", frac ? 100 * n->dropped[i] : n->dropped[i]);
+        fprintf(stderr,
+                "pfi sweep: --baseline current: %d level%s above the limits in force left out: "
+                "%s\n",
+                n->n_dropped, n->n_dropped == 1 ? "" : "s", lv);
+    }
 }
 
 /* A simulated job launched by the sweep must share the node: give both one state file (its
@@ -406,8 +470,9 @@ static int sim_env(const sweep_opts *o, char *state_path, size_t n)
 static int open_sink(const sweep_opts *o, const char *db, const char *cmdline,
                      const char *backend, pfi_store_sink **sink, pfi_err *err)
 {
-    json_t *conf = json_pack("{s:s, s:s, s:s}", "levels", o->levels ? o->levels : "", "caps",
-                             o->caps ? o->caps : "", "dwell", o->dwell ? o->dwell : "auto");
+    json_t *conf = json_pack("{s:s, s:s, s:s, s:s}", "levels", o->levels ? o->levels : "",
+                             "caps", o->caps ? o->caps : "", "dwell", o->dwell ? o->dwell : "auto",
+                             "baseline", o->baseline ? o->baseline : "default");
     char *conf_text = json_dumps(conf, JSON_COMPACT);
     json_decref(conf);
     if (!conf_text)
@@ -652,6 +717,10 @@ static int check_given(const sweep_opts *o)
                 PFI_SIM_SPEED_MAX);
         return PFI_EXIT_USAGE;
     }
+    if (o->baseline && strcmp(o->baseline, "default") != 0 && strcmp(o->baseline, "current") != 0) {
+        fprintf(stderr, "pfi sweep: unknown --baseline '%s' (default or current)\n", o->baseline);
+        return PFI_EXIT_USAGE;
+    }
     int rc = check_pairs(o);
     return rc >= 0 ? rc : check_numbers(o);
 }
@@ -680,6 +749,9 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         {"timeout", PFI_OPT_STR, &o->timeout, "DUR",
          "fail after this long without throughput (300s), up to 24h"},
         {"order", PFI_OPT_STR, &o->order, "ORDER", "descending (default), ascending or random"},
+        {"baseline", PFI_OPT_STR, &o->baseline, "WHICH",
+         "the first level: default, each GPU's default limit (a GPU held below it is raised to "
+         "it, with a warning), or current, the limits in force and no level above them"},
         {"order-seed", PFI_OPT_STR, &o->order_seed, "N",
          "with --order random: the seed of its shuffle of the levels (default: the same order "
          "every time); not the simulator's seed"},
@@ -721,13 +793,14 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
     const pfi_cmd_spec spec = {
         "pfi sweep [--backend auto|nvml|sim] [--gpus 0-7] [--levels 100,90,80,70,60,50% | --caps "
         "700:300:50] [--dwell auto|DURATION] [--order descending|ascending|random [--order-seed N]] "
-        "[--db FILE] "
+        "[--baseline default|current] [--db FILE] "
         "[--tag K=V ...] [--restart] [--attach --log FILE] [--throughput-regex RE --unit U] "
         "[--seq-len N] -- COMMAND...",
         "Run COMMAND (or follow the log of a running job with --attach) and step the power limit "
-        "of its GPUs, default limit first; at each level measure tokens/s from the job's own "
-        "output until steady, with telemetry at 10 Hz; store every level; restore the limits "
-        "on every exit.  docs/sweep.md explains the protocol.",
+        "of its GPUs, the baseline first (the default limit, or the limits in force with "
+        "--baseline current); at each level measure tokens/s from the job's own output until "
+        "steady, with telemetry at 10 Hz; store every level; restore the limits on every exit.  "
+        "docs/sweep.md explains the protocol.",
         opts,
         "pfi sweep --gpus 0-7 -- torchrun --nproc-per-node 8 train.py\n"
         "pfi sweep --attach --log train.log --gpus 0-3 --caps 700:300:100\n"
@@ -754,6 +827,19 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
     return check_given(o);
 }
 
+/* What would otherwise fail only once the job runs, refused before it is launched: the job
+ * (a torchrun that makes run folders, takes GPUs) was started, then killed.  A journal held or
+ * never restored, a GPU another process is changing, a GPU whose limit cannot be set. */
+static int check_before_launch(pfi_backend *b, const pfi_sweep_cfg *c, pfi_err *err)
+{
+    int rc;
+    if (c->journal_path &&
+        ((rc = pfi_journal_check_free(c->journal_path, err)) != PFI_OK ||
+         (rc = pfi_journal_check_gpus_free(b, c->gpus, c->n_gpus, err)) != PFI_OK))
+        return rc;
+    return pfi_sweep_check_settable(b, c, err);
+}
+
 int pfi_cmd_sweep(int argc, char **argv)
 {
     sweep_opts o = {0};
@@ -777,8 +863,10 @@ int pfi_cmd_sweep(int argc, char **argv)
         (rc = pfi_cli_open_hw(&o.hw, &b, &err)) != PFI_OK)
         goto fail;
     pfi_parse_cfg pc;
-    if ((rc = build_cfg(&o, b, &c, &pc, &err)) != PFI_OK)
+    pfi_sweep_plan_note note;
+    if ((rc = build_cfg(&o, b, &c, &pc, &note, &err)) != PFI_OK)
         goto fail;
+    say_plan(&note, c.levels_frac);
     c.threaded_sampler = !(is_sim && pfi_backend_sim_virtual(b));
     int sim_job = pfi_hw_simulated(b) && !o.attach && is_simjob(pos, npos);
     char blabel[64];
@@ -807,14 +895,8 @@ int pfi_cmd_sweep(int argc, char **argv)
     c.stop = &stop_flag;
     catch_signals();
     char logname[64];
-    /* A journal held or never restored is refused before the job is launched: the job (a
-     * torchrun that makes run folders, takes GPUs) was started, then killed. */
-    if (c.journal_path && ((rc = pfi_journal_check_free(c.journal_path, &err)) != PFI_OK ||
-                           (rc = pfi_journal_check_gpus_free(b, c.gpus, c.n_gpus, &err)) != PFI_OK))
-        goto fail;
-    if ((rc = pfi_sweep_check_settable(b, &c, &err)) != PFI_OK)
-        goto fail;
-    if ((rc = start_source(&o, pos, &pc, logname, sizeof logname, &src, &err)) != PFI_OK)
+    if ((rc = check_before_launch(b, &c, &err)) != PFI_OK ||
+        (rc = start_source(&o, pos, &pc, logname, sizeof logname, &src, &err)) != PFI_OK)
         goto fail;
     prog.src = src;
     res = malloc(sizeof *res);

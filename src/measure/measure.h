@@ -118,6 +118,10 @@ typedef struct pfi_sweep_cfg {
     double tick_s;            /* the loop and telemetry period (default 0.1 s) */
     int threaded_sampler;     /* 1 in real time */
     int restart;              /* one run of the job per level (--restart) */
+    /* 0: the baseline is each GPU's default limit (it may raise a GPU above its limit in
+     * force: pfi_sweep_plan_note says which); 1: the limits in force, and no level above them
+     * (--baseline current). */
+    int baseline_current;
     const char *journal_path; /* NULL: no journal (a virtual study) */
     const char *name;         /* run name */
     pfi_job_meta meta;
@@ -142,12 +146,26 @@ typedef struct pfi_sweep_result {
     char telemetry_error[160];   /*   the last one's message ("" when none) */
 } pfi_sweep_result;
 
+/* What a plan does to the limits in force, for a caller to say (pfi_sweep_plan). */
+typedef struct pfi_sweep_plan_note {
+    /* The GPUs the baseline (their default limit) sets above their limit in force. */
+    int n_raised;
+    int raised_gpu[PFI_MAX_GPUS];
+    double raised_from_w[PFI_MAX_GPUS], raised_to_w[PFI_MAX_GPUS];
+    int n_above;   /* levels after the baseline above some GPU's limit in force */
+    /* --baseline current: the requested levels (as given: fractions or watts) left out for
+     * being above some GPU's limit in force. */
+    int n_dropped;
+    double dropped[PFI_MAX_LEVELS];
+} pfi_sweep_plan_note;
+
 /* The caps (watts, per GPU i of cfg->gpus: caps[level][i]) in the order they will be run,
- * the default limit first.  Validates every cap against every GPU's constraints: a cap out of
+ * the baseline (default limit, or with cfg->baseline_current the limit in force) first.  note
+ * (may be NULL) gets what the plan does to the limits in force.  Validates every cap against every GPU's constraints: a cap out of
  * range is PFI_ERANGE naming it, a GPU whose minimum, maximum or default limit cannot be read
  * PFI_ENOTSUP naming it and why, before anything is changed. */
 int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX_GPUS],
-                   int *n_levels, pfi_err *err);
+                   int *n_levels, pfi_sweep_plan_note *note, pfi_err *err);
 
 /* Whether every swept GPU's limit can be set, found by setting each to its own limit (no
  * change; NVML refuses it all the same without root or CAP_SYS_ADMIN), before a job is

@@ -31,13 +31,9 @@ static unsigned next_rand(unsigned *s)
     return *s;
 }
 
-int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX_GPUS],
-                   int *n_levels, pfi_err *err)
+/* Each swept GPU's device record, its bounds known. */
+static int plan_devices(pfi_backend *b, const pfi_sweep_cfg *c, pfi_device *d, pfi_err *err)
 {
-    *n_levels = 0;
-    if (c->n_gpus < 1)
-        return pfi_err_set(err, PFI_EINVAL, "no GPUs to sweep");
-    pfi_device d[PFI_MAX_GPUS];
     for (int i = 0; i < c->n_gpus; i++) {
         int rc = pfi_hw_info(b, c->gpus[i], &d[i], err);
         if (rc != PFI_OK)
@@ -53,10 +49,19 @@ int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX
                                d[i].unread[0] ? d[i].unread
                                               : "its minimum, maximum or default limit is "
                                                 "unknown");
+        if (c->baseline_current && !isfinite(d[i].limit_w))
+            return pfi_err_set(err, PFI_ENOTSUP,
+                               "GPU %d's limit in force cannot be read (%s): --baseline current "
+                               "needs it",
+                               c->gpus[i], d[i].unread[0] ? d[i].unread : "not given");
     }
-    /* The requested levels, each as watts per GPU, in the requested order. */
+    return PFI_OK;
+}
+
+/* The requested levels' indices in the order they will be run. */
+static void order_levels(const pfi_sweep_cfg *c, const pfi_device *d, int *order)
+{
     int n = c->n_levels;
-    int order[PFI_MAX_LEVELS];
     double key[PFI_MAX_LEVELS];
     for (int l = 0; l < n; l++) {
         order[l] = l;
@@ -81,31 +86,81 @@ int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX
             order[j] = t;
         }
     }
-    int k = 0;
-    for (int i = 0; i < c->n_gpus; i++)
-        caps[k][i] = d[i].default_limit_w;
-    k++;
-    for (int l = 0; l < n; l++) {
-        double v = c->levels[order[l]];
-        int same_as_default = 1;
-        for (int i = 0; i < c->n_gpus; i++) {
-            double w = c->levels_frac ? v * d[i].max_limit_w : v;
-            if (w < d[i].min_limit_w - 0.5 || w > d[i].max_limit_w + 0.5) {
-                if (c->levels_frac)
-                    return pfi_err_set(err, PFI_ERANGE,
-                                       "level %.0f%% is %.0f W on GPU %d, outside its range "
-                                       "%.0f-%.0f W",
-                                       v * 100, w, c->gpus[i], d[i].min_limit_w,
-                                       d[i].max_limit_w);
-                return pfi_err_set(err, PFI_ERANGE,
-                                   "cap %.0f W is outside GPU %d's range %.0f-%.0f W", w,
-                                   c->gpus[i], d[i].min_limit_w, d[i].max_limit_w);
-            }
-            caps[k][i] = w;
-            if (fabs(w - d[i].default_limit_w) > 0.5)
-                same_as_default = 0;
+}
+
+/* Level v (a fraction of each GPU's maximum, or watts) as watts per GPU into w[], each within
+ * its GPU's range. */
+static int level_watts(const pfi_sweep_cfg *c, const pfi_device *d, double v, double *w,
+                       pfi_err *err)
+{
+    for (int i = 0; i < c->n_gpus; i++) {
+        w[i] = c->levels_frac ? v * d[i].max_limit_w : v;
+        if (w[i] >= d[i].min_limit_w - 0.5 && w[i] <= d[i].max_limit_w + 0.5)
+            continue;
+        if (c->levels_frac)
+            return pfi_err_set(err, PFI_ERANGE,
+                               "level %.0f%% is %.0f W on GPU %d, outside its range %.0f-%.0f W",
+                               v * 100, w[i], c->gpus[i], d[i].min_limit_w, d[i].max_limit_w);
+        return pfi_err_set(err, PFI_ERANGE, "cap %.0f W is outside GPU %d's range %.0f-%.0f W",
+                           w[i], c->gpus[i], d[i].min_limit_w, d[i].max_limit_w);
+    }
+    return PFI_OK;
+}
+
+/* 1 when cap w sets GPU d above its limit in force (in the milliwatts NVML takes). */
+static int above_limit(double w, const pfi_device *d)
+{
+    return isfinite(d->limit_w) && pfi_hw_cap_mw(w) > pfi_hw_held_mw(d->limit_w);
+}
+
+/* The baseline: each GPU's default limit, or with --baseline current its limit in force;
+ * the GPUs the default raises above the limit in force go in *note. */
+static void plan_baseline(const pfi_sweep_cfg *c, const pfi_device *d, double *w,
+                          pfi_sweep_plan_note *note)
+{
+    for (int i = 0; i < c->n_gpus; i++) {
+        w[i] = c->baseline_current ? d[i].limit_w : d[i].default_limit_w;
+        if (note && above_limit(w[i], &d[i])) {
+            int k = note->n_raised++;
+            note->raised_gpu[k] = c->gpus[i];
+            note->raised_from_w[k] = d[i].limit_w;
+            note->raised_to_w[k] = w[i];
         }
-        if (same_as_default)
+    }
+}
+
+int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX_GPUS],
+                   int *n_levels, pfi_sweep_plan_note *note, pfi_err *err)
+{
+    *n_levels = 0;
+    if (note)
+        memset(note, 0, sizeof *note);
+    if (c->n_gpus < 1)
+        return pfi_err_set(err, PFI_EINVAL, "no GPUs to sweep");
+    pfi_device d[PFI_MAX_GPUS];
+    int rc = plan_devices(b, c, d, err);
+    if (rc != PFI_OK)
+        return rc;
+    int order[PFI_MAX_LEVELS];
+    order_levels(c, d, order);
+    plan_baseline(c, d, caps[0], note);
+    int k = 1;
+    for (int l = 0; l < c->n_levels; l++) {
+        double v = c->levels[order[l]];
+        if ((rc = level_watts(c, d, v, caps[k], err)) != PFI_OK)
+            return rc;
+        int above = 0, same_as_baseline = 1;
+        for (int i = 0; i < c->n_gpus; i++) {
+            above |= above_limit(caps[k][i], &d[i]);
+            if (fabs(caps[k][i] - caps[0][i]) > 0.5)
+                same_as_baseline = 0;
+        }
+        if (above && c->baseline_current) {
+            if (note)
+                note->dropped[note->n_dropped++] = v;
+            continue; /* --baseline current: never above the limits in force */
+        }
+        if (same_as_baseline)
             continue; /* the baseline measures it */
         int dup = 0;
         for (int j = 1; j < k && !dup; j++)
@@ -114,6 +169,8 @@ int pfi_sweep_plan(pfi_backend *b, const pfi_sweep_cfg *c, double caps[][PFI_MAX
             continue;
         if (k >= PFI_MAX_LEVELS)
             return pfi_err_set(err, PFI_ERANGE, "more than %d levels", PFI_MAX_LEVELS);
+        if (note && above)
+            note->n_above++;
         k++;
     }
     *n_levels = k;
@@ -548,7 +605,7 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
     if (!plan)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     int nl = 0;
-    int rc = pfi_sweep_plan(b, c, plan, &nl, err);
+    int rc = pfi_sweep_plan(b, c, plan, &nl, NULL, err);
     if (rc != PFI_OK) {
         free(plan);
         return rc;

@@ -60,6 +60,15 @@ grep -q '"nvlink_tx_mibs":null' "$T/row.jsonl" || fail "missing nvlink in jsonl"
 grep -q '"simulated":true' "$T/row.jsonl" || fail "jsonl not marked simulated"
 "$PFI" monitor --duration 2s --interval 500ms --format jsonl --gpus 0 >"$T/dur.jsonl" || fail "monitor --duration"
 [ "$(wc -l <"$T/dur.jsonl")" -eq 5 ] || fail "duration 2s at 500ms gives 5 rounds: $(wc -l <"$T/dur.jsonl")"
+# t_s and energy_j in full, to the ms and the mJ, whatever their size: 8 digits of a clock 1e7 s
+# from boot gave four 100 ms samples one t_s, and %.6g printed a 1e8 J counter as 2.08344e+08.
+"$PFI" monitor --count 2 --interval 1000000.123s --gpus 0 --format csv | tail -n 1 >"$T/big.csv"
+awk -F, '{ exit !($1 == "1000000.123" && $5 ~ /^[0-9]+[.][0-9][0-9][0-9]$/ && $5 > 1e8) }' \
+    "$T/big.csv" || fail "csv t_s and energy_j not in full: $(cat "$T/big.csv")"
+"$PFI" monitor --count 2 --interval 1000000.123s --gpus 0 --format jsonl | tail -n 1 >"$T/big.jsonl"
+grep -q '^{"t_s":1000000[.]123,"gpu":0,' "$T/big.jsonl" &&
+    grep -Eq '"energy_j":[0-9]{9,}[.][0-9]{3},' "$T/big.jsonl" ||
+    fail "jsonl t_s and energy_j not in full: $(cat "$T/big.jsonl")"
 "$PFI" monitor --format xml 2>/dev/null && fail "unknown format accepted"
 "$PFI" monitor --count 2 --duration 5s 2>/dev/null; [ $? = 2 ] || fail "monitor --count with --duration not refused"
 "$PFI" monitor --duration 0s 2>/dev/null; [ $? = 2 ] || fail "monitor --duration 0s not refused"

@@ -26,13 +26,18 @@ typedef struct field {
     size_t off;         /* offset of the double in pfi_sample */
     const char *fmt;    /* table format */
     double scale;       /* fractions are shown as percent in the table */
+    const char *full;   /* CSV and JSON format when 6 (CSV) or 8 (JSON) digits are too few */
 } field;
 
-#define F(n, h, b, m, fmt, sc) {n, h, b, offsetof(pfi_sample, m), fmt, sc}
+#define F(n, h, b, m, fmt, sc) {n, h, b, offsetof(pfi_sample, m), fmt, sc, NULL}
+/* NVML's energy counter runs from driver load: 1e8-1e9 J, which %.6g printed to 1-10 kJ
+ * (2.08344e+08) while a 100 ms sample adds 70 J.  In whole millijoules, NVML's own unit. */
+#define ENERGY_FULL "%.3f"
 static const field fields[] = {
     F("power_w", "pwr_W", PFI_F_POWER, power_w, "%7.1f", 1),
     F("power_inst_w", "inst_W", PFI_F_POWER_INST, power_inst_w, "%7.1f", 1),
-    F("energy_j", "energy_J", PFI_F_ENERGY, energy_j, "%11.0f", 1),
+    {"energy_j", "energy_J", PFI_F_ENERGY, offsetof(pfi_sample, energy_j), "%11.0f", 1,
+     ENERGY_FULL},
     F("sm_clock_mhz", "sm_MHz", PFI_F_SM_CLOCK, sm_clock_mhz, "%6.0f", 1),
     F("mem_clock_mhz", "mem_MHz", PFI_F_MEM_CLOCK, mem_clock_mhz, "%7.0f", 1),
     F("gpu_util", "util%", PFI_F_GPU_UTIL, gpu_util, "%5.0f", 100),
@@ -108,10 +113,9 @@ static void csv_row(int gpu, const pfi_sample *s)
 {
     printf("%.3f,%d", s->t_s, gpu);
     for (size_t i = 0; i < NFIELDS; i++) {
+        putchar(',');
         if (have(s, &fields[i]))
-            printf(",%.6g", get(s, &fields[i]));
-        else
-            printf(",");
+            printf(fields[i].full ? fields[i].full : "%.6g", get(s, &fields[i]));
     }
     if (s->have & PFI_F_REASONS)
         printf(",%llu", (unsigned long long)s->clock_reasons);
@@ -120,21 +124,38 @@ static void csv_row(int gpu, const pfi_sample *s)
     printf(",%d\n", simulated);
 }
 
+/* A real as json_dumps writes it with 8 significant digits, as every value but t_s and the
+ * fields with a full format always was. */
+static void json_real8(double v)
+{
+    json_t *r = json_real(v);
+    char *text = r ? json_dumps(r, JSON_ENCODE_ANY | JSON_REAL_PRECISION(8)) : NULL;
+    fputs(text ? text : "null", stdout);
+    free(text);
+    json_decref(r);
+}
+
+/* One object per line, written member by member: t_s to the millisecond whatever the uptime (8
+ * digits of a monotonic clock 1e7 s from boot gave four 100 ms samples one t_s), the energy
+ * counter in millijoules; the rest with 8 significant digits. */
 static void jsonl_row(int gpu, const pfi_sample *s)
 {
-    json_t *o = json_pack("{s:f, s:i}", "t_s", s->t_s, "gpu", gpu);
-    for (size_t i = 0; i < NFIELDS; i++)
-        json_object_set_new(o, fields[i].name,
-                            have(s, &fields[i]) ? json_real(get(s, &fields[i])) : json_null());
-    json_object_set_new(o, "clock_reasons", (s->have & PFI_F_REASONS)
-                                                ? json_integer((json_int_t)s->clock_reasons)
-                                                : json_null());
-    json_object_set_new(o, "simulated", json_boolean(simulated));
-    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
-    if (text)
-        printf("%s\n", text);
-    free(text);
-    json_decref(o);
+    printf("{\"t_s\":%.3f,\"gpu\":%d", s->t_s, gpu);
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const field *f = &fields[i];
+        printf(",\"%s\":", f->name);
+        if (!have(s, f))
+            fputs("null", stdout);
+        else if (f->full)
+            printf(f->full, get(s, f));
+        else
+            json_real8(get(s, f));
+    }
+    if (s->have & PFI_F_REASONS)
+        printf(",\"clock_reasons\":%llu", (unsigned long long)s->clock_reasons);
+    else
+        fputs(",\"clock_reasons\":null", stdout);
+    printf(",\"simulated\":%s}\n", simulated ? "true" : "false");
 }
 
 /* 0 table, 1 csv, 2 jsonl; -1 for an unknown --format.  Without one: a table on a terminal. */
@@ -186,9 +207,12 @@ int pfi_cmd_monitor(int argc, char **argv)
     const pfi_cmd_spec spec = {
         "pfi monitor [--interval 100ms] [--count N|--duration D] [--format table|csv|jsonl] "
         "[--gpus LIST] [--backend auto|nvml|sim] [--sim FILE|PRESET]",
-        "Stream every telemetry field of the GPUs until --count/--duration or Ctrl-C.  On the "
-        "simulator in virtual time (no PFI_SIM_STATE) time passes instantly, so without "
-        "--count/--duration it stops after 10 rounds.", opts,
+        "Stream every telemetry field of the GPUs until --count/--duration or Ctrl-C.  CSV and "
+        "JSON lines give t_s (the backend's clock: seconds since boot on NVML) to the "
+        "millisecond and energy_j (joules since the driver loaded) to the millijoule, in full; "
+        "the other values with 6 (CSV) or 8 (JSON) significant digits.  On the simulator in "
+        "virtual time (no PFI_SIM_STATE) time passes instantly, so without --count/--duration "
+        "it stops after 10 rounds.", opts,
         "pfi monitor --interval 100ms --gpus 0-3\n"
         "pfi monitor --backend sim --count 5 --format jsonl"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "monitor");

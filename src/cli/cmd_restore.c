@@ -51,48 +51,38 @@ static int same_file(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
-int pfi_cmd_restore(int argc, char **argv)
+/* PFI_SIM_STATE as it was before a journal named its node, put back for the next journal. */
+typedef struct sim_env {
+    char v[PFI_JOURNAL_PATH_MAX];
+    int set;
+} sim_env;
+
+static void sim_env_save(sim_env *e)
 {
-    pfi_cli_hw hw = {0};
-    const char *path = NULL;
-    int force = 0;
-    const pfi_opt opts[] = {
-        PFI_CLI_HW_WHICH_OPTS(hw),
-        {"journal", PFI_OPT_STR, &path, "FILE", "the journal (default $PFI_JOURNAL, else the "
-                                                "per-user or /var/lib/pfi one; with --backend "
-                                                "sim the simulated node's)"},
-        {"force", PFI_OPT_FLAG, &force, NULL, "restore even while its writer still runs"},
-        {0},
-    };
-    const pfi_cmd_spec spec = {
-        "pfi restore [--journal FILE] [--backend auto|nvml|sim] [--force]",
-        "Set every GPU in the journal back to the power limit it had before the sweep (or "
-        "daemon) that wrote it changed anything, then delete the journal.  GPUs are matched by "
-        "UUID.  The run a killed sweep was storing, named in the journal, is marked "
-        "interrupted.  Nothing to restore is not an error.",
-        opts,
-        "pfi restore                                        # after a killed sweep or daemon\n"
-        "pfi restore --journal /var/lib/pfi/journal --backend nvml"};
-    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-        if (!strcmp(argv[i], "--read-only")) {
-            fprintf(stderr, "pfi restore: --read-only is not an option of restore, whose one "
-                            "purpose is to change the GPUs' power limits back\n");
-            return PFI_EXIT_USAGE;
-        }
-    int rc = pfi_cli_args_none(&spec, argc, argv, "restore");
-    if (rc >= 0)
-        return rc;
-    char buf[PFI_JOURNAL_PATH_MAX];
-    if (!path)
-        path = pfi_journal_default_path(buf, sizeof buf,
-                                        strcmp(pfi_cli_backend_name(&hw), "sim") == 0);
+    const char *v = getenv("PFI_SIM_STATE");
+    e->set = v != NULL;
+    snprintf(e->v, sizeof e->v, "%s", v ? v : "");
+}
+
+static void sim_env_put_back(const sim_env *e)
+{
+    if (e->set)
+        setenv("PFI_SIM_STATE", e->v, 1);
+    else
+        unsetenv("PFI_SIM_STATE");
+}
+
+/* The journal at path restored, or said why not: the exit status.  *found 0 when there is no
+ * journal at path (nothing said). */
+static int restore_path(const char *path, const pfi_cli_hw *hw0, int force, int *found)
+{
+    pfi_cli_hw hw = *hw0;
     pfi_err err = {0};
     pfi_journal j;
-    rc = pfi_journal_load(&j, path, force, &err);
-    if (rc == PFI_ENOENT) {
-        printf("pfi restore: %s\n", err.msg);
+    int rc = pfi_journal_load(&j, path, force, &err);
+    *found = rc != PFI_ENOENT;
+    if (rc == PFI_ENOENT)
         return PFI_EXIT_OK;
-    }
     if (rc != PFI_OK)
         return pfi_cli_fail("restore", &err);
     /* The journal knows which backend (and which simulated node) it was written against. */
@@ -108,20 +98,25 @@ int pfi_cmd_restore(int argc, char **argv)
         pfi_journal_close(&j);
         return PFI_EXIT_USAGE;
     }
+    sim_env saved;
+    sim_env_save(&saved);
     if (j.sim_state[0])
         setenv("PFI_SIM_STATE", j.sim_state, 1);
     pfi_backend *b;
-    if ((rc = pfi_cli_open_hw(&hw, &b, &err)) != PFI_OK) {
-        pfi_journal_close(&j);
-        return pfi_cli_fail("restore", &err);
-    }
+    rc = pfi_cli_open_hw(&hw, &b, &err);
     int done = 0;
-    rc = pfi_journal_restore(&j, b, &done, &err);
+    if (rc == PFI_OK) {
+        rc = pfi_journal_restore(&j, b, &done, &err);
+        pfi_hw_close(b);
+    } else {
+        done = -1;
+    }
+    sim_env_put_back(&saved);
     pfi_journal_close(&j);
-    pfi_hw_close(b);
     if (rc != PFI_OK) {
-        fprintf(stderr, "pfi restore: restored %d of %d GPUs; the journal %s is kept\n", done,
-                j.n, path);
+        if (done >= 0)
+            fprintf(stderr, "pfi restore: restored %d of %d GPUs; the journal %s is kept\n",
+                    done, j.n, path);
         /* A limit the driver refused (NVML's INVALID_ARGUMENT is PFI_ERANGE) is no mistake in
          * the command line: exit 1, not the 2 of bad input. */
         pfi_cli_fail("restore", &err);
@@ -132,4 +127,72 @@ int pfi_cmd_restore(int argc, char **argv)
                j.e[i].uuid[0] ? j.e[i].uuid : "?", j.e[i].limit_w);
     printf("pfi restore: %d GPUs restored from %s (written by pid %ld)\n", done, path, j.pid);
     return mark_interrupted(&j);
+}
+
+/* Without --journal: every default location, each journal found restored or named with why
+ * it could not be.  Looking at one (the per-user one, or /var/lib/pfi/journal as root) said
+ * "nothing to restore" after a `sudo pfi sweep`, or a sweep over the fake NVML (its journal
+ * beside the simulated node), with the GPUs still capped. */
+static int restore_defaults(const pfi_cli_hw *hw, int force)
+{
+    char paths[PFI_JOURNAL_DEFAULTS][PFI_JOURNAL_PATH_MAX];
+    int n = pfi_journal_default_paths(paths, PFI_JOURNAL_DEFAULTS);
+    int status = PFI_EXIT_OK, any = 0;
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        int st = restore_path(paths[i], hw, force, &found);
+        any |= found;
+        if (st > status)
+            status = st;
+    }
+    if (!any) {
+        printf("pfi restore: no journal at ");
+        for (int i = 0; i < n; i++)
+            printf("%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", paths[i]);
+        printf(": nothing to restore\n");
+    }
+    return status;
+}
+
+int pfi_cmd_restore(int argc, char **argv)
+{
+    pfi_cli_hw hw = {0};
+    const char *path = NULL;
+    int force = 0;
+    const pfi_opt opts[] = {
+        PFI_CLI_HW_WHICH_OPTS(hw),
+        {"journal", PFI_OPT_STR, &path, "FILE", "the journal (default: $PFI_JOURNAL, else every "
+                                                "default location: the simulated node's "
+                                                "($PFI_SIM_STATE.journal), the per-user one, "
+                                                "/var/lib/pfi/journal)"},
+        {"force", PFI_OPT_FLAG, &force, NULL, "restore even while its writer still runs"},
+        {0},
+    };
+    const pfi_cmd_spec spec = {
+        "pfi restore [--journal FILE] [--backend auto|nvml|sim] [--force]",
+        "Set every GPU in the journal back to the power limit it had before the sweep (or "
+        "daemon) that wrote it changed anything, then delete the journal.  GPUs are matched by "
+        "UUID.  The run a killed sweep was storing, named in the journal, is marked "
+        "interrupted.  Without --journal (and $PFI_JOURNAL) every default location is looked "
+        "at, and each journal found is restored or named with why it cannot be.  Nothing to "
+        "restore is not an error.",
+        opts,
+        "pfi restore                                        # after a killed sweep or daemon\n"
+        "pfi restore --journal /var/lib/pfi/journal --backend nvml"};
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--read-only")) {
+            fprintf(stderr, "pfi restore: --read-only is not an option of restore, whose one "
+                            "purpose is to change the GPUs' power limits back\n");
+            return PFI_EXIT_USAGE;
+        }
+    int rc = pfi_cli_args_none(&spec, argc, argv, "restore");
+    if (rc >= 0)
+        return rc;
+    if (!path)
+        return restore_defaults(&hw, force);
+    int found = 0;
+    rc = restore_path(path, &hw, force, &found);
+    if (!found)
+        printf("pfi restore: no journal at %s: nothing to restore\n", path);
+    return rc;
 }

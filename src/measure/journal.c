@@ -18,6 +18,17 @@
 #include "util/fs.h"
 #include "util/num.h"
 
+/* The per-user folder of journals: $XDG_STATE_HOME/pfi, else ~/.local/state/pfi. */
+static void user_dir(char *buf, size_t n)
+{
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(buf, n, "%s/pfi", xdg);
+    else
+        snprintf(buf, n, "%s/.local/state/pfi", home && *home ? home : "/tmp");
+}
+
 const char *pfi_journal_default_path(char *buf, size_t n, int simulated)
 {
     const char *env = getenv("PFI_JOURNAL");
@@ -30,14 +41,42 @@ const char *pfi_journal_default_path(char *buf, size_t n, int simulated)
     } else if (geteuid() == 0) {
         snprintf(buf, n, "/var/lib/pfi/%s", file);
     } else {
-        const char *xdg = getenv("XDG_STATE_HOME");
-        const char *home = getenv("HOME");
-        if (xdg && *xdg)
-            snprintf(buf, n, "%s/pfi/%s", xdg, file);
-        else
-            snprintf(buf, n, "%s/.local/state/pfi/%s", home && *home ? home : "/tmp", file);
+        char dir[PFI_JOURNAL_PATH_MAX];
+        user_dir(dir, sizeof dir);
+        snprintf(buf, n, "%s/%s", dir, file);
     }
     return buf;
+}
+
+int pfi_journal_default_paths(char paths[][PFI_JOURNAL_PATH_MAX], int max)
+{
+    const char *env = getenv("PFI_JOURNAL");
+    const char *ss = getenv("PFI_SIM_STATE");
+    char dir[PFI_JOURNAL_PATH_MAX], cand[PFI_JOURNAL_DEFAULTS][PFI_JOURNAL_PATH_MAX];
+    int nc = 0;
+    if (env && *env) {
+        snprintf(cand[nc++], sizeof cand[0], "%s", env);
+    } else {
+        /* Every default a writer may have used, whoever it ran as (a `sudo pfi sweep` writes
+         * under /var/lib/pfi, a plain one under the user's folder) and whatever its backend
+         * (a simulated node's beside its state). */
+        if (ss && *ss)
+            snprintf(cand[nc++], sizeof cand[0], "%s.journal", ss);
+        user_dir(dir, sizeof dir);
+        snprintf(cand[nc++], sizeof cand[0], "%s/journal", dir);
+        snprintf(cand[nc++], sizeof cand[0], "%s/journal-sim", dir);
+        snprintf(cand[nc++], sizeof cand[0], "/var/lib/pfi/journal");
+        snprintf(cand[nc++], sizeof cand[0], "/var/lib/pfi/journal-sim");
+    }
+    int n = 0;
+    for (int i = 0; i < nc && n < max; i++) {
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = strcmp(paths[k], cand[i]) == 0;
+        if (!seen)
+            snprintf(paths[n++], PFI_JOURNAL_PATH_MAX, "%s", cand[i]);
+    }
+    return n;
 }
 
 static int mkdirs_for(const char *path, pfi_err *err)

@@ -54,6 +54,11 @@ typedef struct pfi_journal {
  * never shares the real journal: $PFI_SIM_STATE.journal beside the simulated node's state, else
  * journal-sim in the same folder. */
 const char *pfi_journal_default_path(char *buf, size_t n, int simulated);
+/* Every default path a journal may be at, for pfi restore to look at each (at most max, no
+ * path twice): $PFI_JOURNAL alone when set; else $PFI_SIM_STATE.journal when PFI_SIM_STATE is
+ * set, the per-user journal and journal-sim, /var/lib/pfi/journal and journal-sim. */
+#define PFI_JOURNAL_DEFAULTS 5
+int pfi_journal_default_paths(char paths[][PFI_JOURNAL_PATH_MAX], int max);
 
 /* PFI_OK when no journal is at path; else PFI_EBUSY saying why (another live process holds it,
  * or one was never restored), as pfi_journal_begin would refuse: asked before a job is

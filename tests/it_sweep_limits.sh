@@ -11,7 +11,8 @@ set -u
 [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "PFI_FAKENVML is not built"; exit 77; }
 command -v jq >/dev/null 2>&1 || { echo "jq is not installed (scripts/install-deps.sh test)"; exit 77; }
 tmp=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_sweep_limits.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+pid=""
+trap 'kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 unset PFI_BACKEND PFI_READ_ONLY PFI_JOURNAL PFI_FAKENVML_FAULTS PFI_FAKENVML_FAULTS_FILE \
       PFI_FAKENVML_GPM PFI_FAKENVML_SIM PFI_DB
 export PFI_NVML_LIBRARY="$PFI_FAKENVML" PFI_SIM_SPEED=10 PFI_SIM_STATE="$tmp/node.state"
@@ -139,6 +140,50 @@ grep -q -- "--baseline current: 2 levels above the limits in force left out: 100
 "$P" sweep $F --journal "$tmp/j" --baseline highest -- "$P" sim job >/dev/null 2>"$tmp/e"
 [ $? -eq 2 ] && grep -q "unknown --baseline 'highest' (default or current)" "$tmp/e" ||
   bad "--baseline highest: $(cat "$tmp/e")"
+"$P" sim set --cap 700 >/dev/null
+
+# --- a GPU lost at open is named; a journal that cannot be written is refused before the job
+# starts (it was launched, then killed), with nothing on stdout (an empty table was printed)
+PFI_FAKENVML_FAULTS='*@5=GPU_IS_LOST' \
+  refused "a GPU lost at open" 1 "GPU 5: nvmlDeviceGetHandleByIndex_v2: GPU is lost" --levels 100,80%
+rm -f "$tmp/launched"
+# shellcheck disable=SC2086
+"$P" sweep $F --journal /proc/pfi-journal --levels 100,80% -- "$JOB" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+[ $rc -eq 1 ] && grep -q "cannot write journal /proc/pfi-journal" "$tmp/e" ||
+  bad "a journal that cannot be written: exit $rc: $(cat "$tmp/e")"
+[ ! -e "$tmp/launched" ] || bad "a journal that cannot be written: the job was launched"
+[ ! -s "$tmp/o" ] || bad "a sweep refused before any level printed on stdout: $(cat "$tmp/o")"
+
+# --- a job that printed throughput and then fell silent is said to be hung, not told to name
+# its log format (every line of it had been read as throughput)
+# shellcheck disable=SC2086
+"$P" sweep $F --journal "$tmp/j" --levels 100,80,60% --timeout 2s \
+  -- sh -c "\"$P\" sim job --duration 15s; exec sleep 60" >"$tmp/o" 2>"$tmp/e"
+[ $? -eq 1 ] || bad "a job gone silent: the sweep did not fail"
+grep -q "^pfi sweep: the job printed no throughput for 2 s, after [1-9][0-9]* lines read as throughput (the last [0-9]* s into the sweep): is it hung?" "$tmp/e" ||
+  bad "a job gone silent: $(grep '^pfi sweep: ' "$tmp/e" | grep -v 'level\|warning')"
+grep -q -- "--log-format" "$tmp/e" && bad "a job gone silent is told to name its log format"
+[ "$(lim)" = "$ORIG" ] || bad "a job gone silent: limits now $(lim)"
+
+# --- interrupted: 128 + the signal once the limits are back (it was 1 for all of them).  The
+# node is held at 500 W, so the baseline level (700 W) shows the sweep has changed the limits.
+"$P" sim set --cap 500 >/dev/null
+HELD=$(lim)
+for sig in INT:130 HUP:129; do
+  "$P" sweep --backend nvml --no-log --db "$tmp/pfi.db" --journal "$tmp/j" --quiet --levels 50% \
+      --settle 0.3s --dwell 60s -- "$P" sim job >/dev/null 2>"$tmp/e" &
+  pid=$!
+  i=0
+  while [ "$(lim)" = "$HELD" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+  kill -"${sig%:*}" $pid
+  wait $pid
+  rc=$?
+  [ $rc -eq "${sig#*:}" ] || bad "SIG${sig%:*}: exit $rc, expected ${sig#*:}: $(tail -2 "$tmp/e")"
+  [ "$(lim)" = "$HELD" ] || bad "SIG${sig%:*}: limits now $(lim), before $HELD"
+  [ ! -e "$tmp/j" ] || bad "SIG${sig%:*}: the journal was kept"
+done
+pid=""
 "$P" sim set --cap 700 >/dev/null
 
 [ $fail -eq 0 ] && echo "ok: it_sweep_limits"

@@ -453,6 +453,36 @@ static void test_lost_gpu(void **state)
     close_b(b);
 }
 
+/* A journaled GPU that is lost (off the bus) is reported as lost by the restore, with the
+ * driver's error: it was "not on this node", which it is. */
+static void test_restore_lost(void **state)
+{
+    pfi_backend *b = open_fake(NULL, 0);
+    pfi_err e = {0};
+    pfi_device d;
+    assert_int_equal(pfi_hw_info(b, 5, &d, &e), PFI_OK);
+    close_b(b);
+    pfi_journal j;
+    memset(&j, 0, sizeof j);
+    j.lock_fd = -1;
+    j.n = 1;
+    j.e[0].gpu = 5;
+    snprintf(j.e[0].uuid, sizeof j.e[0].uuid, "%s", d.uuid);
+    j.e[0].limit_w = 650;
+    char dir[PATH_MAX];
+    tmpdir(dir, sizeof dir);
+    snprintf(j.path, sizeof j.path, "%s/journal", dir);
+    b = open_fake("*@5=GPU_IS_LOST", 0);
+    int done = -1;
+    assert_int_equal(pfi_journal_restore(&j, b, &done, &e), PFI_ELOST);
+    assert_int_equal(done, 0);
+    if (!strstr(e.msg, "could not be looked up: GPU 5: nvmlDeviceGetHandleByIndex_v2: GPU is lost") ||
+        strstr(e.msg, "not on this node"))
+        fail_msg("restore of a lost GPU: %s", e.msg);
+    close_b(b);
+    rmdir(dir);
+}
+
 static void test_lost_at_open(void **state)
 {
     pfi_backend *b = open_fake("nvmlDeviceGetHandleByIndex_v2@4=GPU_IS_LOST", 0);
@@ -763,6 +793,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_oob_cap_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_at_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_constraints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secondary_errors, setup, teardown),

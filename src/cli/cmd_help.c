@@ -175,7 +175,8 @@ static int man_pfi(void)
     pfi_args_roff(stdout, topic_text("budget"));
     printf(".fi\n");
     printf(".SH EXIT STATUS\n0 success, 1 a runtime failure, 2 bad input (an unknown option, a "
-           "malformed value, one out of range, or an empty one).\n");
+           "malformed value, one out of range, or an empty one), 128+N a sweep stopped by signal "
+           "N once the limits were put back (130 SIGINT, 143 SIGTERM, 129 SIGHUP).\n");
     printf(".SH ENVIRONMENT\n");
     for (size_t i = 0; i < sizeof environment / sizeof environment[0]; i++)
         printf(".TP\n.B %s\n%s\n", environment[i].name, environment[i].text);

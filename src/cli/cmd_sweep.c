@@ -577,6 +577,10 @@ static int print_result(const sweep_opts *o, const pfi_sweep_result *res, const 
             json_object_set_new(doc, "error", json_string(err->msg));
         return pfi_cli_print_json(doc);
     }
+    /* A sweep that failed before its first level has no table to print: the error on stderr
+     * is all there is (an empty header and "simulated GPUs" were printed under it). */
+    if (res->run.n_levels == 0)
+        return PFI_EXIT_OK;
     printf("%-5s %8s %8s %8s %12s %12s %12s %6s %7s\n", "level", "cap_W", "enforced", "power_W",
            unit, "ci_lo", "ci_hi", "steady", "clk_MHz");
     for (int i = 0; i < res->run.n_levels; i++) {
@@ -827,14 +831,43 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
     return check_given(o);
 }
 
+/* After the sweep: the result printed, a restore that failed said, and the exit status: 0, 1
+ * for a failure (said), or 128 + the signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP) when one
+ * interrupted the sweep and the limits were put back, as shells and Slurm tell an interruption
+ * from a failure. */
+static int sweep_status(const sweep_opts *o, const pfi_sweep_cfg *c, const pfi_sweep_result *res,
+                        const char *blabel, int simulated, pfi_store_sink *sink, const char *db,
+                        int rc, pfi_err *err)
+{
+    int printed = print_result(o, res, blabel, simulated, pfi_store_sink_run_id(sink), db,
+                               rc == PFI_OK ? NULL : err);
+    if (pfi_store_sink_error(sink)->code != PFI_OK && rc == PFI_OK) {
+        *err = *pfi_store_sink_error(sink);
+        rc = err->code;
+    }
+    if (!res->restored)
+        fprintf(stderr,
+                "pfi sweep: the original limits were NOT all restored; run `pfi restore "
+                "--journal %s`\n",
+                c->journal_path);
+    if (rc == PFI_OK)
+        return printed;
+    pfi_cli_fail("sweep", err);
+    if (stop_flag && res->restored)
+        return 128 + stop_flag;
+    return PFI_EXIT_FAIL; /* bad input was refused before the sweep ran */
+}
+
 /* What would otherwise fail only once the job runs, refused before it is launched: the job
- * (a torchrun that makes run folders, takes GPUs) was started, then killed.  A journal held or
- * never restored, a GPU another process is changing, a GPU whose limit cannot be set. */
+ * (a torchrun that makes run folders, takes GPUs) was started, then killed.  A journal held,
+ * never restored or that cannot be written, a GPU another process is changing, a GPU whose
+ * limit cannot be set. */
 static int check_before_launch(pfi_backend *b, const pfi_sweep_cfg *c, pfi_err *err)
 {
     int rc;
     if (c->journal_path &&
         ((rc = pfi_journal_check_free(c->journal_path, err)) != PFI_OK ||
+         (rc = pfi_journal_check_writable(c->journal_path, err)) != PFI_OK ||
          (rc = pfi_journal_check_gpus_free(b, c->gpus, c->n_gpus, err)) != PFI_OK))
         return rc;
     return pfi_sweep_check_settable(b, c, err);
@@ -907,25 +940,10 @@ int pfi_cmd_sweep(int argc, char **argv)
     rc = pfi_sweep_run(b, src, &c, res, &err);
     if (prog.tty && !o.quiet)
         fputs("\r\033[K", stderr);
-    int printed = print_result(&o, res, blabel, pfi_hw_simulated(b), pfi_store_sink_run_id(sink),
-                               db, rc == PFI_OK ? NULL : &err);
-    if (pfi_store_sink_error(sink)->code != PFI_OK && rc == PFI_OK) {
-        err = *pfi_store_sink_error(sink);
-        rc = err.code;
-    }
-    if (!res->restored)
-        fprintf(stderr,
-                "pfi sweep: the original limits were NOT all restored; run `pfi restore "
-                "--journal %s`\n",
-                c.journal_path);
-    if (rc != PFI_OK)
-        goto fail;
-    status = printed;
+    status = sweep_status(&o, &c, res, blabel, pfi_hw_simulated(b), sink, db, rc, &err);
     goto out;
 fail:
     status = pfi_cli_fail("sweep", &err);
-    if (status == PFI_EXIT_USAGE && res)
-        status = PFI_EXIT_FAIL;
 out:
     free(res);
     pfi_source_free(src);

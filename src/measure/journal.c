@@ -181,6 +181,22 @@ static int read_entry(pfi_backend *b, int gpu, pfi_journal_entry *e, pfi_err *er
     return PFI_OK;
 }
 
+int pfi_journal_check_writable(const char *path, pfi_err *err)
+{
+    int rc = mkdirs_for(path, err);
+    if (rc != PFI_OK)
+        return pfi_err_prefix(err, "journal %s: ", path);
+    /* The name write_file uses, so the check and the write meet the same rules. */
+    char tmp[PFI_JOURNAL_PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return pfi_err_set(err, PFI_EIO, "cannot write journal %s: %s", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    return PFI_OK;
+}
+
 int pfi_journal_check_free(const char *path, pfi_err *err)
 {
     struct stat st;
@@ -529,22 +545,41 @@ int pfi_journal_adopt(pfi_journal *j, const char *path, pfi_err *err)
     return rc;
 }
 
-/* The device index of the GPU with this UUID now (a reboot may renumber). */
+/* The device index of the GPU with this UUID now (a reboot may renumber).  A GPU that cannot
+ * be read (lost: off the bus) is not a GPU gone from the node: its error is said, not "not on
+ * this node". */
 static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
 {
     pfi_device d;
     if (!e->uuid[0])
         return e->gpu;
-    if (pfi_hw_info(b, e->gpu, &d, NULL) == PFI_OK && strcmp(d.uuid, e->uuid) == 0)
-        return e->gpu;
+    pfi_err first = {0};
+    if (pfi_hw_info(b, e->gpu, &d, &first) == PFI_OK) {
+        if (strcmp(d.uuid, e->uuid) == 0)
+            return e->gpu;
+    } else {
+        pfi_err_prefix(&first, "GPU %d: ", e->gpu);
+    }
     int n = 0;
     if (pfi_hw_count(b, &n, err) != PFI_OK)
         return -1;
-    for (int i = 0; i < n; i++)
-        if (pfi_hw_info(b, i, &d, NULL) == PFI_OK && strcmp(d.uuid, e->uuid) == 0)
-            return i;
-    pfi_err_set(err, PFI_ENOENT, "GPU %s (index %d when journaled) is not on this node", e->uuid,
-                e->gpu);
+    for (int i = 0; i < n; i++) {
+        pfi_err ei = {0};
+        if (pfi_hw_info(b, i, &d, &ei) == PFI_OK) {
+            if (strcmp(d.uuid, e->uuid) == 0)
+                return i;
+        } else if (first.code == PFI_OK) {
+            first = ei;
+            pfi_err_prefix(&first, "GPU %d: ", i);
+        }
+    }
+    if (first.code != PFI_OK)
+        pfi_err_set(err, first.code,
+                    "GPU %s (index %d when journaled) could not be looked up: %s", e->uuid,
+                    e->gpu, first.msg);
+    else
+        pfi_err_set(err, PFI_ENOENT, "GPU %s (index %d when journaled) is not on this node",
+                    e->uuid, e->gpu);
     return -1;
 }
 

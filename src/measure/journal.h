@@ -64,6 +64,10 @@ int pfi_journal_default_paths(char paths[][PFI_JOURNAL_PATH_MAX], int max);
  * or one was never restored), as pfi_journal_begin would refuse: asked before a job is
  * launched, so a refused journal does not start the job first. */
 int pfi_journal_check_free(const char *path, pfi_err *err);
+/* PFI_OK when a journal can be written at path (its folder made, a file created and removed
+ * there), else PFI_EIO (or the folder's error) saying why: asked before a job is launched, as
+ * above. */
+int pfi_journal_check_writable(const char *path, pfi_err *err);
 /* PFI_OK when no other process holds the lock of any of these GPUs (gpulock.h), else
  * PFI_EBUSY naming the GPU and the holder: asked before a job is launched, as above. */
 int pfi_journal_check_gpus_free(pfi_backend *b, const int *gpus, int n, pfi_err *err);

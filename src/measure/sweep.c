@@ -35,9 +35,11 @@ static unsigned next_rand(unsigned *s)
 static int plan_devices(pfi_backend *b, const pfi_sweep_cfg *c, pfi_device *d, pfi_err *err)
 {
     for (int i = 0; i < c->n_gpus; i++) {
+        /* The backend names the call that failed ("nvmlDeviceGetHandleByIndex_v2: GPU is
+         * lost"), the caller the GPU. */
         int rc = pfi_hw_info(b, c->gpus[i], &d[i], err);
         if (rc != PFI_OK)
-            return rc;
+            return pfi_err_prefix(err, "GPU %d: ", c->gpus[i]);
         /* Unknown bounds (NAN) pass every range check: a 5000 W cap was accepted and a level
          * of 80% became a NAN cap. */
         if (!isfinite(d[i].min_limit_w) || !isfinite(d[i].max_limit_w) ||
@@ -519,6 +521,34 @@ static int limits_held(const pfi_sample *smp, int nt, const pfi_sweep_cfg *c, co
     return PFI_OK;
 }
 
+/* measure_level's "no throughput for N s" advises --log-format and --throughput-regex, for a
+ * log pfi cannot read.  A job whose lines were read as throughput before it fell silent (61 of
+ * 61) is stalled instead, and the advice was wrong: said so here.  An ETIMEOUT with no such
+ * silence is a level's own ("no throughput measured at W"), left as it is. */
+static void explain_silence(const sweep_state *s, double t0, pfi_err *err)
+{
+    const pfi_sweep_cfg *c = s->c;
+    if (!err || s->n_obs == 0)
+        return;
+    double quiet = pfi_hw_now(s->b) - s->last_obs_t;
+    double wall_quiet = pfi_clock_mono() - s->last_obs_wall;
+    if (!(quiet > c->timeout_s || (s->src->parser && wall_quiet > c->timeout_s)))
+        return;
+    long lines = 0, matched = s->n_obs;
+    if (s->src->parser)
+        pfi_parser_stats(s->src->parser, &lines, &matched);
+    if (s->src->path)
+        pfi_err_set(err, PFI_ETIMEOUT,
+                    "no new throughput in the log %s for %.0f s, after %ld lines read as "
+                    "throughput (the last %.0f s into the sweep): is the job hung?",
+                    s->src->path, c->timeout_s, matched, s->last_obs_t - t0);
+    else
+        pfi_err_set(err, PFI_ETIMEOUT,
+                    "the job printed no throughput for %.0f s, after %ld lines read as "
+                    "throughput (the last %.0f s into the sweep): is it hung?",
+                    c->timeout_s, matched, s->last_obs_t - t0);
+}
+
 static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const double *caps,
                        double t0, pfi_sweep_result *res, pfi_err *err)
 {
@@ -546,6 +576,8 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
         return rc;
     int steady = 0;
     rc = measure_level(s, smp, li, nl, lv.cap_w, t0, &lv, &steady, err);
+    if (rc == PFI_ETIMEOUT)
+        explain_silence(s, t0, err);
     if (rc != PFI_OK)
         return rc;
     if (li == 0)
@@ -619,7 +651,7 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
         rc = pfi_hw_info(b, c->gpus[i], &d, err);
         if (rc != PFI_OK) {
             free(plan);
-            return rc;
+            return pfi_err_prefix(err, "GPU %d: ", c->gpus[i]);
         }
         orig[i] = d.limit_w;
     }

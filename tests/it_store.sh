@@ -83,7 +83,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
   # The commands that only read open the store read-only: on a version-1 store they say it is
   # older and leave it so (pfi runs upgraded it, after which an older pfi refused it).
   cp "$db" "$tmp/v1.db"
-  sqlite3 "$tmp/v1.db" "ALTER TABLE levels DROP COLUMN began_s; ALTER TABLE levels DROP COLUMN ended_s; PRAGMA user_version = 1" ||
+  sqlite3 "$tmp/v1.db" "ALTER TABLE levels DROP COLUMN began_s; ALTER TABLE levels DROP COLUMN ended_s; ALTER TABLE levels DROP COLUMN enforced_min_w; PRAGMA user_version = 1" ||
     fail "sqlite3 (a version-1 store)"
   for c in "runs" "runs show 1" "runs export" "show 1" "export" "index 1 --boot 0"; do
     must_fail $c --db "$tmp/v1.db"

@@ -186,5 +186,24 @@ done
 pid=""
 "$P" sim set --cap 700 >/dev/null
 
+# --- an out-of-band cap below the asked cap (450 W on GPU 3): said once per level it holds the
+# GPU below, and the level records its lowest enforced limit beside the mean (which hid it)
+# shellcheck disable=SC2086
+PFI_FAKENVML_FAULTS='oob-cap@3=450' "$P" sweep $F --journal "$tmp/j" --json --quiet --levels 100,80,60% \
+  -- "$P" sim job >"$tmp/o.json" 2>"$tmp/e" || bad "a sweep under an oob-cap failed: $(tail -3 "$tmp/e")"
+[ "$(grep -c '^pfi sweep: warning: level [12]: GPU 3: asked [57][06]0 W, the device enforces 450 W$' "$tmp/e")" -eq 2 ] &&
+  [ "$(grep -c 'the device enforces' "$tmp/e")" -eq 2 ] ||
+  bad "an oob-cap on GPU 3: warnings $(grep 'enforces' "$tmp/e")"
+[ "$(jq -c '[.levels[] | [.cap_w, .enforced_w, .enforced_min_w]]' "$tmp/o.json")" = "[[700,668.75,450],[560,546.25,450],[420,420,420]]" ] ||
+  bad "an oob-cap on GPU 3: levels $(jq -c '[.levels[] | [.cap_w, .enforced_w, .enforced_min_w]]' "$tmp/o.json")"
+run=$(jq .run_id "$tmp/o.json")
+[ "$("$P" runs show "$run" --db "$tmp/pfi.db" --json | jq -c '[.levels[].enforced_min_w]')" = "[450,450,420]" ] ||
+  bad "an oob-cap on GPU 3: stored $("$P" runs show "$run" --db "$tmp/pfi.db" --json | jq -c '[.levels[].enforced_min_w]')"
+# The in-band limit the next process reads is the one asked, not the cap (the fake's own
+# bookkeeping, docs/nvml.md): a later sweep journals 700 W as GPU 3's original.
+[ "$("$P" gpus --backend nvml --json | jq -c '.gpus[3] | [.limit_w, .enforced_limit_w]')" = "[700,450]" ] ||
+  bad "after the oob-cap sweep GPU 3 reads $("$P" gpus --backend nvml --json | jq -c '.gpus[3]')"
+"$P" sim set --cap 700 >/dev/null
+
 [ $fail -eq 0 ] && echo "ok: it_sweep_limits"
 exit $fail

@@ -400,6 +400,43 @@ static void test_level_times_and_v1_store(void **state)
     assert_int_equal(raw_count(f->db, "PRAGMA user_version"), PFI_STORE_SCHEMA_VERSION);
 }
 
+/* A store written before levels had their lowest enforced limit (schema version 2) is brought
+ * to the current version: its old levels read it unknown, a level added since has its own, and
+ * a zeroed one (an import, a test) unknown rather than 0 W. */
+static void test_enforced_min_and_v2_store(void **state)
+{
+    fixture *f = *state;
+    char sql[8192];
+    snprintf(sql, sizeof sql,
+             "%s %s PRAGMA user_version = 2;"
+             "INSERT INTO jobs(id, command) VALUES (1, 'train');"
+             "INSERT INTO runs(id, job_id, name, source, backend, gpu_type, n_gpus, unit,"
+             " unit_label, status) VALUES (1, 1, 'old', 'sweep', 'nvml', 'H200-SXM', 8,"
+             " 'tokens/s', 'tokens/s', 'done');"
+             "INSERT INTO levels(id, run_id, seq, cap_w, enforced_w, power_w, tput) VALUES"
+             " (1, 1, 0, 700, 668.75, 650, 1000);",
+             pfi_store_schema_steps[0].sql, pfi_store_schema_steps[1].sql);
+    raw_exec(f->db, sql);
+    pfi_store *st;
+    pfi_err e = {0};
+    assert_int_equal(pfi_store_open(f->db, 0, &st, &e), PFI_OK);
+    assert_int_equal(pfi_store_schema_version(st), PFI_STORE_SCHEMA_VERSION);
+    pfi_level a = level(560, 540, 900), z = level(420, 410, 800);
+    a.enforced_w = 546.25;
+    a.enforced_min_w = 450;
+    assert_int_equal(pfi_store_add_level(st, 1, &a, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_store_add_level(st, 1, &z, NULL, &e), PFI_OK);
+    pfi_run *r = malloc(sizeof *r);
+    assert_int_equal(pfi_store_load_run(st, 1, r, &e), PFI_OK);
+    assert_int_equal(r->n_levels, 3);
+    assert_true(r->levels[0].enforced_w == 668.75 && isnan(r->levels[0].enforced_min_w));
+    assert_true(r->levels[1].enforced_w == 546.25 && r->levels[1].enforced_min_w == 450);
+    assert_true(isnan(r->levels[2].enforced_min_w));
+    free(r);
+    pfi_store_close(st);
+    assert_int_equal(raw_count(f->db, "PRAGMA user_version"), PFI_STORE_SCHEMA_VERSION);
+}
+
 static void test_bad_writes(void **state)
 {
     fixture *f = *state;
@@ -696,6 +733,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layer_migrations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_level_times_and_v1_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enforced_min_and_v2_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_unprintable_name_shown, setup, teardown),

@@ -107,6 +107,15 @@ static void on_progress(void *arg, const pfi_sweep_progress *p)
     fflush(stderr);
 }
 
+/* A GPU enforcing another limit than its level asked (an out-of-band cap), said once per level:
+ * the level ran at the lower limit, and a synchronous job at that GPU's pace. */
+static void on_mismatch(void *arg, int level, int gpu, const char *msg)
+{
+    const progress_ctx *pc = arg;
+    fprintf(stderr, "%spfi sweep: warning: level %d: GPU %d: %s\n",
+            pc->tty && !pc->quiet ? "\r\033[K" : "", level + 1, gpu, msg);
+}
+
 /* Job metadata for the run (what prediction and the study group by): from --tag K=V with the
  * run model's names, else, when the job is the simulator's own, from the job on the swept
  * GPUs (a real program is never labelled with the simulated preset's model). */
@@ -176,6 +185,7 @@ static json_t *level_json(const pfi_level *L, int steady)
     json_t *o = json_object();
     json_object_set_new(o, "cap_w", pfi_json_num(L->cap_w));
     json_object_set_new(o, "enforced_w", pfi_json_num(L->enforced_w));
+    json_object_set_new(o, "enforced_min_w", pfi_json_num(L->enforced_min_w));
     json_object_set_new(o, "power_w", pfi_json_num(L->power_w));
     json_object_set_new(o, "tput", pfi_json_num(L->tput));
     json_object_set_new(o, "tput_lo", pfi_json_num(L->tput_lo));
@@ -924,6 +934,7 @@ int pfi_cmd_sweep(int argc, char **argv)
                          .n_gpus = c.n_gpus};
     c.progress = on_progress;
     c.progress_ctx = &prog;
+    c.mismatch = on_mismatch;
     stop_flag = 0;
     c.stop = &stop_flag;
     catch_signals();

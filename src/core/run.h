@@ -14,7 +14,10 @@ typedef enum pfi_tput_unit { PFI_TOKENS_PER_S = 0, PFI_SAMPLES_PER_S = 1 } pfi_t
 
 typedef struct pfi_level {
     double cap_w;          /* power limit asked for, per GPU */
-    double enforced_w;     /* enforced limit read back (NAN when unknown) */
+    double enforced_w;     /* enforced limit read back (NAN when unknown): the mean over GPUs */
+    /* The lowest of the GPUs' enforced limits (NAN, or 0 from a zeroed struct, when unknown):
+     * one GPU held below the cap (an out-of-band cap) shows here, where the mean hides it. */
+    double enforced_min_w;
     double power_w;        /* mean board power drawn per GPU over the steady window */
     double tput;           /* job throughput in the run's unit */
     double tput_lo, tput_hi; /* its confidence interval (NAN when unknown) */

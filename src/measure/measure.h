@@ -129,6 +129,10 @@ typedef struct pfi_sweep_cfg {
     pfi_sweep_sink sink;
     void (*progress)(void *ctx, const pfi_sweep_progress *p);
     void *progress_ctx;
+    /* Called with progress_ctx once per level (0-based) for each GPU that enforces another
+     * limit than asked (by more than 1 W: an out-of-band cap), with pfi_hw_apply's message
+     * ("asked 560 W, the device enforces 450 W").  NULL: not said. */
+    void (*mismatch)(void *ctx, int level, int gpu, const char *msg);
 } pfi_sweep_cfg;
 
 void pfi_sweep_defaults(pfi_sweep_cfg *c);

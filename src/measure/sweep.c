@@ -296,7 +296,7 @@ static void level_telemetry(const pfi_sample *smp, int nt, int ng, double t0, do
 
 static void level_init(pfi_level *lv)
 {
-    double *f[] = {&lv->cap_w, &lv->enforced_w, &lv->power_w, &lv->tput, &lv->tput_lo,
+    double *f[] = {&lv->cap_w, &lv->enforced_w, &lv->enforced_min_w, &lv->power_w, &lv->tput, &lv->tput_lo,
                    &lv->tput_hi, &lv->sm_clock_mhz, &lv->powercap_frac, &lv->gpu_util,
                    &lv->sm_active, &lv->tensor_active, &lv->dram_active, &lv->nvlink_mibs,
                    &lv->pcie_mibs, &lv->t_start_s, &lv->t_end_s, &lv->began_s, &lv->ended_s};
@@ -335,8 +335,12 @@ static int apply_caps(pfi_backend *b, const pfi_sweep_cfg *c, const double *w,
     return rc;
 }
 
-static int set_caps(pfi_backend *b, const pfi_sweep_cfg *c, const double *w, double *enforced,
-                    pfi_err *err)
+/* Sets level li's caps w; its enforced limits (their mean and lowest) into *lv.  A GPU that
+ * enforces another limit than asked (an out-of-band cap) is told to c->mismatch with
+ * pfi_hw_apply's message, once per level: such a level ran at the lower limit, and the job at
+ * its slowest GPU's pace, which the mean alone (668.75 W at 700 W) did not show. */
+static int set_caps(pfi_backend *b, const pfi_sweep_cfg *c, int li, const double *w,
+                    pfi_level *lv, pfi_err *err)
 {
     pfi_apply_report rep;
     int rc = apply_caps(b, c, w, &rep, err);
@@ -346,16 +350,20 @@ static int set_caps(pfi_backend *b, const pfi_sweep_cfg *c, const double *w, dou
             pfi_err_prefix(err, "setting GPU %d to %.0f W: ", g, rep.gpu[g].target_w);
         return rc;
     }
-    double sum = 0;
+    double sum = 0, lo = INFINITY;
     int n = 0;
     for (int i = 0; i < c->n_gpus; i++) {
-        double e = rep.gpu[c->gpus[i]].enforced_w;
-        if (isfinite(e)) {
-            sum += e;
+        const pfi_cap_change *g = &rep.gpu[c->gpus[i]];
+        if (isfinite(g->enforced_w)) {
+            sum += g->enforced_w;
+            lo = fmin(lo, g->enforced_w);
             n++;
         }
+        if (c->mismatch && isfinite(g->enforced_w) && fabs(g->enforced_w - g->target_w) > 1.0)
+            c->mismatch(c->progress_ctx, li, c->gpus[i], g->msg);
     }
-    *enforced = n ? sum / n : NAN;
+    lv->enforced_w = n ? sum / n : NAN;
+    lv->enforced_min_w = n ? lo : NAN;
     return PFI_OK;
 }
 
@@ -571,7 +579,7 @@ static int sweep_level(sweep_state *s, pfi_sampler *smp, int li, int nl, const d
     for (int i = 0; i < c->n_gpus; i++)
         capsum += caps[i];
     lv.cap_w = capsum / c->n_gpus;
-    int rc = set_caps(b, c, caps, &lv.enforced_w, err);
+    int rc = set_caps(b, c, li, caps, &lv, err);
     if (rc != PFI_OK)
         return rc;
     int steady = 0;

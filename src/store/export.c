@@ -59,6 +59,8 @@ json_t *pfi_export_level_fields(const pfi_run *run, const pfi_run_summary *sum, 
     int bad = !o;
     bad |= json_object_set_new(o, "cap_w", pfi_json_num(l->cap_w));
     bad |= json_object_set_new(o, "enforced_w", pfi_json_num(l->enforced_w));
+    bad |= json_object_set_new(o, "enforced_min_w",
+                               pfi_json_num(l->enforced_min_w > 0 ? l->enforced_min_w : NAN));
     bad |= json_object_set_new(o, "power_w", pfi_json_num(l->power_w));
     bad |= json_object_set_new(o, "job_power_w", pfi_json_num(l->power_w * run->n_gpus));
     /* Only an absolute rate goes in the unit-named columns; a relative one (epochs/s of an

@@ -91,7 +91,7 @@ void pfi_import_level_init(pfi_level *lv, double cap_w, double power_w, double t
     lv->cap_w = cap_w;
     lv->power_w = power_w;
     lv->tput = tput;
-    lv->enforced_w = lv->tput_lo = lv->tput_hi = NAN;
+    lv->enforced_w = lv->enforced_min_w = lv->tput_lo = lv->tput_hi = NAN;
     lv->sm_clock_mhz = lv->powercap_frac = NAN;
     lv->gpu_util = lv->sm_active = lv->tensor_active = lv->dram_active = NAN;
     lv->nvlink_mibs = lv->pcie_mibs = NAN;

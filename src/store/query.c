@@ -243,7 +243,8 @@ int pfi_store_load_run(pfi_store *st, long long run_id, pfi_run *out, pfi_err *e
                            "SELECT cap_w, enforced_w, power_w, tput, tput_lo, tput_hi,"
                            " sm_clock_mhz, powercap_frac, gpu_util, sm_active, tensor_active,"
                            " dram_active, nvlink_mibs, pcie_mibs, t_start_s, t_end_s, n_samples,"
-                           " began_s, ended_s FROM levels WHERE run_id = ? ORDER BY seq",
+                           " began_s, ended_s, enforced_min_w FROM levels WHERE run_id = ?"
+                           " ORDER BY seq",
                            &s, err);
     if (rc != PFI_OK)
         return rc;
@@ -264,6 +265,7 @@ int pfi_store_load_run(pfi_store *st, long long run_id, pfi_run *out, pfi_err *e
         l->n_samples = sqlite3_column_int(s, 16);
         l->began_s = pfi_store_col_real(s, 17);
         l->ended_s = pfi_store_col_real(s, 18);
+        l->enforced_min_w = pfi_store_col_real(s, 19);
     }
     sqlite3_finalize(s);
     if (src != SQLITE_DONE)

@@ -73,6 +73,9 @@ const pfi_store_step pfi_store_schema_steps[] = {
      * time it really took, not the span of its telemetry; NULL for levels stored before. */
     {"ALTER TABLE levels ADD COLUMN began_s REAL;"
      "ALTER TABLE levels ADD COLUMN ended_s REAL;"},
+    /* 3: the lowest enforced limit among a level's GPUs beside their mean, so that one GPU held
+     * below the cap (an out-of-band cap) shows; NULL for levels stored before. */
+    {"ALTER TABLE levels ADD COLUMN enforced_min_w REAL;"},
 };
 
 const int pfi_store_schema_nsteps =

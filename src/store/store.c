@@ -392,8 +392,8 @@ int pfi_store_add_level(pfi_store *st, long long run_id, const pfi_level *lv, lo
                            "INSERT INTO levels(run_id, seq, cap_w, enforced_w, power_w, tput,"
                            " tput_lo, tput_hi, sm_clock_mhz, powercap_frac, gpu_util, sm_active,"
                            " tensor_active, dram_active, nvlink_mibs, pcie_mibs, t_start_s,"
-                           " t_end_s, n_samples, began_s, ended_s)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " t_end_s, n_samples, began_s, ended_s, enforced_min_w)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            &s, err);
     if (rc != PFI_OK)
         return rc;
@@ -410,6 +410,8 @@ int pfi_store_add_level(pfi_store *st, long long run_id, const pfi_level *lv, lo
     int timed = lv->ended_s > lv->began_s; /* see core/run.h */
     pfi_store_bind_real(s, i++, timed ? lv->began_s : NAN);
     pfi_store_bind_real(s, i++, timed ? lv->ended_s : NAN);
+    /* 0 is a zeroed struct's (an import, a test), never a limit: unknown. */
+    pfi_store_bind_real(s, i++, lv->enforced_min_w > 0 ? lv->enforced_min_w : NAN);
     src = sqlite3_step(s);
     sqlite3_finalize(s);
     if (src != SQLITE_DONE)

@@ -42,7 +42,7 @@
 typedef struct pfi_store pfi_store;
 
 /* The store schema version this build writes (PRAGMA user_version). */
-#define PFI_STORE_SCHEMA_VERSION 2
+#define PFI_STORE_SCHEMA_VERSION 3
 
 /* Open flags. */
 #define PFI_STORE_CREATE   0x1 /* create the file if it does not exist */

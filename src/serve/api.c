@@ -296,10 +296,12 @@ static char *over_budget(json_t *res, int *st, size_t *len)
             break;
         used += (size_t)w;
         if (!k) {
+            /* The driver's message names its call, not the GPU (hw/nvml): said here. */
             json_t *g = json_array_get(json_object_get(res, "gpus"), (size_t)json_integer_value(v));
-            snprintf(first, sizeof first, "%s", json_string_value(json_object_get(g, "error"))
-                                                     ? json_string_value(json_object_get(g, "error"))
-                                                     : "");
+            const char *why = json_string_value(json_object_get(g, "error"));
+            if (why && *why)
+                snprintf(first, sizeof first, "GPU %lld: %s", (long long)json_integer_value(v),
+                         why);
         }
     }
     json_t *a = json_object_get(res, "applied");

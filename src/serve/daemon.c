@@ -479,7 +479,7 @@ out:
         pfi_srv_event_add(n, "held",
                           "power limits held at stop (on_stop = %s); `pfi restore --journal %s` "
                           "puts the originals back",
-                          c->on_stop == PFI_SERVE_ON_STOP_HOLD ? "hold" : "auto, under a controller",
+                          c->on_stop == PFI_SERVE_ON_STOP_HOLD ? "hold" : "auto: a controller or a grid event",
                           jpath);
         pfi_journal_close(&j);
     } else if (journaled) {

@@ -68,8 +68,10 @@ static double limit_locked(srv_node *n, double manual_w, double now, int *bi)
 int pfi_srv_grid_committed_locked(const srv_node *n, double now, char *id, size_t size)
 {
     pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
+    /* Over the span the node plans ahead: an event about to start is already in its caps. */
     for (int i = 0; i < n->n_grid; i++)
-        if (isfinite(pfi_event_cap_at(&n->grid_ev[i], &site, now))) {
+        if (isfinite(pfi_event_budget_min(&n->grid_ev[i], 1, &site, now,
+                                          now + site.plan_ahead_s))) {
             snprintf(id, size, "%s", n->grid_ev[i].id);
             return 1;
         }

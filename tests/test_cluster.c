@@ -1556,6 +1556,63 @@ static void test_grid_events(void **state)
     site_down(&x);
 }
 
+/* Removes a store file and its journals. */
+static void unlink_db(const char *db)
+{
+    char f[500];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
+        unlink(f);
+    }
+}
+
+/* The report's compliance, as text (keys sorted). */
+static char *report_text(site *x, const char *id)
+{
+    pfi_err e = {0};
+    json_t *rep = pfi_cl_grid_report(x->c, id, &e);
+    if (!rep)
+        fail_msg("report of %s: %s", id, e.msg);
+    char *s = json_dumps(json_object_get(rep, "compliance"), JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(rep);
+    assert_non_null(s);
+    return s;
+}
+
+/* A site event's report judges its ramps against the level noted when its ramp began (the site
+ * budget then): a budget set since changes the plans, not the report. */
+static void test_grid_report_level(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400];
+    snprintf(db, sizeof db, "%s/level.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    double full = pfi_cl_site_default_w(x.c), now = pfi_clock_wall();
+    assert_int_equal(set_budget(&x, 0.9 * full, &e), PFI_OK);
+    json_t *body = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "id", "lv", "start", now + 600,
+                             "duration_s", 600.0, "limit_w", 0.7 * full, "ramp_down_s", 900.0,
+                             "ramp_up_s", 300.0);
+    void *res = NULL;
+    int created = 0;
+    assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+    json_decref(body);
+    json_decref(res);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK); /* its ramp under way: level noted */
+    char *before = report_text(&x, "lv");
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    char *after = report_text(&x, "lv");
+    if (strcmp(before, after))
+        fail_msg("the report changed with a budget set after the ramp began:\n%s\n%s", before,
+                 after);
+    free(before);
+    free(after);
+    unlink_db(db);
+    site_down(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1588,6 +1645,7 @@ int main(void)
         cmocka_unit_test(test_unknown_node_in_topology),
         cmocka_unit_test(test_topo_json_overlaps),
         cmocka_unit_test(test_grid_events),
+        cmocka_unit_test(test_grid_report_level),
         cmocka_unit_test(test_budget_resume),
         cmocka_unit_test(test_restart_keeps_extra_gpus),
         cmocka_unit_test(test_silent_node_in_site_record),

@@ -450,6 +450,35 @@ static void test_keep_baseline(void **state)
     assert_int_equal(pfi_event_keep_baseline(&ev, held, 2), 0);
 }
 
+/* A change made while the held event is under way keeps the level its ramp began from; one
+ * before its ramp, after its restore (a new event under the same id), or of an event whose
+ * level was never noted keeps nothing. */
+static void test_keep_level(void **state)
+{
+    (void)state;
+    pfi_event_site site = pfi_event_site_default(10000);
+    site.manual_w = 6000; /* the budget now, set after the ramp began */
+    pfi_event held = limit_ev("e", 1000, 2000, 4000), ev = limit_ev("e", 1000, 2500, 3500);
+    held.ramp_down_s = 300;
+    held.ramp_up_s = 120;
+    assert_false(pfi_event_level_noted(&held));
+    assert_int_equal(pfi_event_keep_level(&ev, &held, 1, &site, 1500), 0);
+    held.ramp_level_w = 8000;
+    assert_true(pfi_event_site_noted(&held, site).manual_w == 8000);
+    assert_int_equal(pfi_event_keep_level(&ev, &held, 1, &site, 600), 0); /* before its ramp */
+    assert_int_equal(pfi_event_keep_level(&ev, &held, 1, &site, 800), 1);
+    assert_true(ev.ramp_level_w == 8000);
+    ev.ramp_level_w = NAN;
+    assert_int_equal(pfi_event_keep_level(&ev, &held, 1, &site, 2100), 1); /* restoring */
+    ev.ramp_level_w = NAN;
+    assert_int_equal(pfi_event_keep_level(&ev, &held, 1, &site, 2120), 0); /* restored */
+    assert_false(pfi_event_level_noted(&ev));
+    held.ramp_level_w = INFINITY; /* noted: no manual budget */
+    assert_true(isinf(pfi_event_site_noted(&held, site).manual_w));
+    assert_int_equal(pfi_event_keep_level(&ev, &held, 1, &site, 1500), 1);
+    assert_true(isinf(ev.ramp_level_w));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_properties),
         cmocka_unit_test(test_compliance),
         cmocka_unit_test(test_keep_baseline),
+        cmocka_unit_test(test_keep_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

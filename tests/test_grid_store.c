@@ -2,7 +2,8 @@
 /* Tests of the grid layer of the store (store/grid.h): events saved, replaced, deleted and read
  * back after reopening; an OpenADR event's VTN start and randomizeStart offset kept with it;
  * site power recorded, read by range and pruned around events; a store written before the
- * OpenADR columns existed upgraded in place, and refused by a build older than its tables; a
+ * OpenADR columns existed upgraded in place, and refused by a build older than its tables; one
+ * from before the level an event ramps from was noted, upgraded with its events kept; a
  * report's state (not started, partial, without samples, complete) at every point of an
  * event's life. */
 #include <math.h>
@@ -215,18 +216,18 @@ static void test_power(void **state)
  * and randomizeStart offset were kept), with one event in it: what an operator's store holds
  * when a newer pfi opens it.  Kept here as it was, not read from grid.c, so that a change to
  * that step is caught rather than followed. */
-static const pfi_store_step grid_v1[] = {
-    {"CREATE TABLE grid_events ("
-     " id TEXT PRIMARY KEY, start_s REAL NOT NULL, end_s REAL NOT NULL, kind TEXT NOT NULL,"
-     " limit_w REAL, cut REAL, baseline_w REAL, baseline_method TEXT NOT NULL,"
-     " ramp_down_s REAL NOT NULL, ramp_up_s REAL NOT NULL, priority INTEGER NOT NULL,"
-     " source TEXT NOT NULL, sla_yield INTEGER NOT NULL DEFAULT 0);"
-     "CREATE TABLE grid_power (t REAL NOT NULL, site_w REAL, budget_w REAL, event TEXT);"
-     "CREATE INDEX grid_power_t ON grid_power(t);"
-     "INSERT INTO grid_events VALUES ('old', 2000, 3000, 'limit', 5000, NULL, NULL, 'stated',"
-     " 300, 60, 2, 'openadr', 1);"
-     "INSERT INTO grid_power VALUES (1990, 5100, NULL, NULL);"},
-};
+#define GRID_V1                                                                                 \
+    "CREATE TABLE grid_events ("                                                                \
+    " id TEXT PRIMARY KEY, start_s REAL NOT NULL, end_s REAL NOT NULL, kind TEXT NOT NULL,"     \
+    " limit_w REAL, cut REAL, baseline_w REAL, baseline_method TEXT NOT NULL,"                  \
+    " ramp_down_s REAL NOT NULL, ramp_up_s REAL NOT NULL, priority INTEGER NOT NULL,"           \
+    " source TEXT NOT NULL, sla_yield INTEGER NOT NULL DEFAULT 0);"                             \
+    "CREATE TABLE grid_power (t REAL NOT NULL, site_w REAL, budget_w REAL, event TEXT);"        \
+    "CREATE INDEX grid_power_t ON grid_power(t);"                                               \
+    "INSERT INTO grid_events VALUES ('old', 2000, 3000, 'limit', 5000, NULL, NULL, 'stated',"  \
+    " 300, 60, 2, 'openadr', 1);"                                                               \
+    "INSERT INTO grid_power VALUES (1990, 5100, NULL, NULL);"
+static const pfi_store_step grid_v1[] = {{GRID_V1}};
 
 /* A store from before the OpenADR columns: opened by this build, its tables are brought up to
  * date in place, the event it held reads back as it was (with no VTN provenance, as a plain
@@ -299,6 +300,67 @@ static void test_upgrade_from_v1(void **state)
     pfi_store_close(st);
 }
 
+/* The grid layer as release 4 left it (events with their OpenADR provenance and the time their
+ * report was sent, the controller's state), one event in it: kept here as it was, not read from
+ * grid.c, so that a change to a shipped step is caught rather than followed. */
+static const pfi_store_step grid_v4[] = {
+    {GRID_V1},
+    {"ALTER TABLE grid_events ADD COLUMN oadr_event TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE grid_events ADD COLUMN oadr_interval INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE grid_events ADD COLUMN oadr_start_s REAL;"
+     "ALTER TABLE grid_events ADD COLUMN oadr_randomize_s REAL NOT NULL DEFAULT 0;"
+     "ALTER TABLE grid_events ADD COLUMN oadr_randomized_s REAL NOT NULL DEFAULT 0;"},
+    {"ALTER TABLE grid_events ADD COLUMN oadr_reported_s REAL NOT NULL DEFAULT 0;"},
+    {"CREATE TABLE grid_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
+};
+
+/* A store of release 4, without the level an event ramps from: upgraded in place, its event
+ * reads back with no level noted (its report then takes the manual budget as before), and a
+ * level noted afterwards, a budget's or none, is kept across a reopen. */
+static void test_upgrade_from_v4(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_store *st;
+    assert_int_equal(pfi_store_open(path, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    assert_int_equal(pfi_store_migrate_layer(st, "grid", grid_v4, 4, &e), PFI_OK);
+    pfi_store_close(st);
+    pfi_grid_store *g;
+    if (pfi_grid_open(path, &g, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    pfi_event *evs;
+    int n;
+    assert_int_equal(pfi_grid_load(g, &evs, &n, &e), PFI_OK);
+    assert_int_equal(n, 1);
+    assert_false(pfi_event_level_noted(&evs[0]));
+    pfi_event_site site = pfi_event_site_default(9000);
+    site.manual_w = 7000;
+    assert_true(pfi_event_site_noted(&evs[0], site).manual_w == 7000);
+    free(evs);
+    pfi_event b;
+    pfi_event_init_limit(&b, "b", 4000, 5000, 4500);
+    assert_int_equal(pfi_grid_put(g, &b, &e), PFI_OK);
+    assert_int_equal(pfi_grid_note_level(g, "old", 6500, &e), PFI_OK);
+    assert_int_equal(pfi_grid_note_level(g, "b", INFINITY, &e), PFI_OK);
+    assert_int_equal(pfi_grid_note_level(g, "nope", 6500, &e), PFI_ENOENT);
+    pfi_grid_close(g);
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    assert_int_equal(pfi_grid_load(g, &evs, &n, &e), PFI_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(evs[0].id, "old");
+    assert_true(evs[0].ramp_level_w == 6500);
+    assert_true(pfi_event_site_noted(&evs[0], site).manual_w == 6500);
+    assert_true(isinf(evs[1].ramp_level_w)); /* noted: no manual budget, the site's maximum */
+    assert_true(isinf(pfi_event_site_noted(&evs[1], site).manual_w));
+    /* Saved whole again (its report marked sent): the level stays. */
+    assert_int_equal(pfi_grid_put(g, &evs[0], &e), PFI_OK);
+    free(evs);
+    assert_int_equal(pfi_grid_load(g, &evs, &n, &e), PFI_OK);
+    assert_true(evs[0].ramp_level_w == 6500);
+    free(evs);
+    pfi_grid_close(g);
+}
+
 /* The report's state at `now`, checked with the words its message must hold. */
 static void expect_state(pfi_grid_store *g, const pfi_event *ev, double now, const char *state,
                          const char *words)
@@ -349,6 +411,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_openadr_provenance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_power, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_from_v4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_states, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,6 +120,9 @@ pfi_event_site pfi_cl_grid_site(pfi_cl *c);
 int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err);
 /* Whether an event is near enough that the loop must re-plan often (c->mu held). */
 int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
+/* Notes the level (the manual budget) each event whose ramp has begun ramps from, in the event
+ * and the store, for its report (takes mu; c->op_mu held, as a change of an event holds it). */
+void pfi_cl_grid_note_levels(pfi_cl *c);
 /* Records the site's draw with the budget in force (after a refresh; takes mu itself). */
 void pfi_cl_grid_record(pfi_cl *c);
 /* A node's GPUs as it last reported them, saved before a restart (c->mu held); 0 unknown.  A

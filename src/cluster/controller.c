@@ -676,6 +676,7 @@ static double budget_in_force(pfi_cl *c)
 
 static int reapply_locked(pfi_cl *c, const pfi_cl_planned *pre, pfi_err *err)
 {
+    pfi_cl_grid_note_levels(c);
     pthread_mutex_lock(&c->mu);
     double w = budget_in_force(c);
     pthread_mutex_unlock(&c->mu);

@@ -120,6 +120,42 @@ void pfi_cl_grid_record(pfi_cl *c)
     }
 }
 
+/* Whether ev's ramp level is to be noted now: its ramp has begun and it is not restored. */
+static int level_due(const pfi_event *ev, const pfi_event_site *site, double now)
+{
+    return !pfi_event_level_noted(ev) && now >= pfi_event_ramp_start_s(ev) &&
+           now < pfi_event_restored_s(ev, site);
+}
+
+void pfi_cl_grid_note_levels(pfi_cl *c)
+{
+    double now = pfi_clock_wall();
+    pthread_mutex_lock(&c->mu);
+    pfi_event_site site = site_of(c, c->budget.set ? c->budget.watts : NAN);
+    int due = 0;
+    for (int i = 0; i < c->n_grid && !due; i++)
+        due = level_due(&c->grid_ev[i], &site, now);
+    char(*ids)[PFI_EVENT_ID_MAX] = due ? malloc(sizeof *ids * PFI_CL_GRID_MAX) : NULL;
+    int k = 0;
+    for (int i = 0; ids && i < c->n_grid; i++)
+        if (level_due(&c->grid_ev[i], &site, now)) {
+            c->grid_ev[i].ramp_level_w = site.manual_w;
+            memcpy(ids[k++], c->grid_ev[i].id, sizeof ids[0]);
+        }
+    pfi_grid_store *g = c->grid;
+    pthread_mutex_unlock(&c->mu);
+    for (int i = 0; g && i < k; i++) {
+        pfi_err e = {0};
+        if (pfi_grid_note_level(g, ids[i], site.manual_w, &e) != PFI_OK) {
+            pthread_mutex_lock(&c->mu);
+            snprintf(c->note, sizeof c->note, "event %s: its ramp level not saved (a restart "
+                     "would report it against the budget then): %s", ids[i], e.msg);
+            pthread_mutex_unlock(&c->mu);
+        }
+    }
+    free(ids);
+}
+
 #define GPUS_SEEN_KEY "node_gpus_seen"
 #define GPUS_SEEN_MAX (256 * 1024) /* ~10,000 nodes' names and counts */
 
@@ -304,6 +340,8 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err 
         fill_baseline(c, now, &ev);
     pthread_mutex_lock(&c->op_mu);
     pthread_mutex_lock(&c->mu);
+    pfi_event_site live = site_of(c, c->budget.set ? c->budget.watts : NAN);
+    pfi_event_keep_level(&ev, c->grid_ev, c->n_grid, &live, now);
     pfi_event_site site = site_of(c, NAN);
     rc = pfi_event_validate(&ev, &site, err);
     if (rc == PFI_OK && ev.end_s <= now)
@@ -444,6 +482,9 @@ void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
     if (at >= 0)
         ev = c->grid_ev[at];
     pfi_event_site site = site_of(c, c->budget.set ? c->budget.watts : NAN);
+    /* Its ramps as they were: a budget set since changes the plans, not the event's record. */
+    if (at >= 0)
+        site = pfi_event_site_noted(&ev, site);
     /* The draw is recorded at each refresh: every heartbeat, at most once a loop period. */
     double every = fmax(c->cfg.heartbeat_s, 2 * GRID_LOOP_S * pfi_clock_scale());
     double gap = 2.5 * (every > 2 ? every : 2);

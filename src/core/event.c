@@ -19,6 +19,18 @@ pfi_event_site pfi_event_site_default(double max_w)
     return s;
 }
 
+int pfi_event_level_noted(const pfi_event *ev)
+{
+    return ev->ramp_level_w > 0;
+}
+
+pfi_event_site pfi_event_site_noted(const pfi_event *ev, pfi_event_site site)
+{
+    if (pfi_event_level_noted(ev))
+        site.manual_w = ev->ramp_level_w;
+    return site;
+}
+
 static void init_common(pfi_event *ev, const char *id, double start_s, double end_s)
 {
     memset(ev, 0, sizeof(*ev));
@@ -67,6 +79,19 @@ int pfi_event_keep_baseline(pfi_event *ev, const pfi_event *v, int n)
         return 0;
     ev->baseline_w = v[at].baseline_w;
     memcpy(ev->baseline_method, v[at].baseline_method, sizeof ev->baseline_method);
+    return 1;
+}
+
+int pfi_event_keep_level(pfi_event *ev, const pfi_event *v, int n, const pfi_event_site *site,
+                         double now)
+{
+    int at = pfi_event_list_find(v, n, ev->id);
+    if (at < 0 || !pfi_event_level_noted(&v[at]))
+        return 0;
+    pfi_event_site noted = pfi_event_site_noted(&v[at], *site);
+    if (now < pfi_event_ramp_start_s(&v[at]) || now >= pfi_event_restored_s(&v[at], &noted))
+        return 0;
+    ev->ramp_level_w = v[at].ramp_level_w;
     return 1;
 }
 

@@ -49,6 +49,11 @@ typedef struct pfi_event {
     /* When its report reached the VTN (Unix seconds; 0: not yet): kept with the event, so a
      * restarted daemon does not send it again. */
     double oadr_reported_s;
+    /* The level the event ramps from and restores to (the manual budget; INFINITY: none, the
+     * site's maximum) as it was when its ramp began, noted then by the daemon that holds it: a
+     * finished event's report judges its ramps against it, not against a budget set later.
+     * 0 or NAN: not noted (its ramp has not begun, or it was stored before this was kept). */
+    double ramp_level_w;
 } pfi_event;
 
 /* The site the events apply to. */
@@ -60,6 +65,11 @@ typedef struct pfi_event_site {
     double plan_ahead_s;     /* the host plans the budget this far ahead (0 default): its caps
                               * follow a ramp down that much early */
 } pfi_event_site;
+
+/* Whether ev's ramp_level_w was noted; the site with it as the manual budget when it was (site
+ * unchanged when not): what ev's report judges its ramps on. */
+int pfi_event_level_noted(const pfi_event *ev);
+pfi_event_site pfi_event_site_noted(const pfi_event *ev, pfi_event_site site);
 
 /* A site with max_w and the defaults: no manual budget, 60 s steps, no rate limit. */
 pfi_event_site pfi_event_site_default(double max_w);
@@ -129,6 +139,12 @@ int pfi_event_list_find(const pfi_event *v, int n, const char *id);
  * the curtailed draw, and every change of the event (its priority, its end) would cut again
  * from there. */
 int pfi_event_keep_baseline(pfi_event *ev, const pfi_event *v, int n);
+/* A change of an event held in v[0..n-1] under ev's id, made while the held one is under way
+ * (its ramp begun, its restore not over), keeps the level the held one noted (ramp_level_w):
+ * noted again, it would be the budget in force at the change, not when the ramp began.
+ * Returns 1 when it did; a change of a finished event (a new one under the same id) does not. */
+int pfi_event_keep_level(pfi_event *ev, const pfi_event *v, int n, const pfi_event_site *site,
+                         double now);
 /* Removes the event named id from v[0..*n-1], keeping the others in order; 1 when it was
  * there. */
 int pfi_event_list_remove(pfi_event *v, int *n, const char *id);

@@ -243,11 +243,57 @@ static int grid_apply(srv_node *n, int force)
     return 1;
 }
 
+/* Whether ev's ramp level is to be noted now: its ramp has begun and it is not restored. */
+static int level_due(const pfi_event *ev, const pfi_event_site *site, double now)
+{
+    return !pfi_event_level_noted(ev) && now >= pfi_event_ramp_start_s(ev) &&
+           now < pfi_event_restored_s(ev, site);
+}
+
+/* Notes the level each event whose ramp has begun ramps from (the manual budget now): asked
+ * for after the event, its report took the manual budget set since (decide_mu taken, as a
+ * change of the event takes it: a change in between would write the event back unnoted). */
+static void note_levels(srv_node *n, double now)
+{
+    pthread_mutex_lock(&n->mu);
+    pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
+    int due = 0;
+    for (int i = 0; i < n->n_grid && !due; i++)
+        due = level_due(&n->grid_ev[i], &site, now);
+    pthread_mutex_unlock(&n->mu);
+    if (!due)
+        return;
+    char(*ids)[PFI_EVENT_ID_MAX] = malloc(sizeof *ids * SRV_GRID_MAX);
+    if (!ids)
+        return; /* noted at a later tick */
+    pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    site = pfi_srv_grid_site(n, n->manual_w);
+    int k = 0;
+    for (int i = 0; i < n->n_grid; i++)
+        if (level_due(&n->grid_ev[i], &site, now)) {
+            n->grid_ev[i].ramp_level_w = site.manual_w;
+            memcpy(ids[k++], n->grid_ev[i].id, sizeof ids[0]);
+        }
+    pthread_mutex_unlock(&n->mu);
+    for (int i = 0; i < k; i++) {
+        pfi_err e = {0};
+        if (pfi_grid_note_level(n->grid, ids[i], site.manual_w, &e) != PFI_OK)
+            pfi_srv_event_add(n, "db_error", "event %s: its ramp level %.0f W not saved (a "
+                              "restart would report it against the budget then): %s", ids[i],
+                              site.manual_w, e.msg);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    free(ids);
+}
+
 int pfi_srv_grid_tick(srv_node *n)
 {
     if (!n->grid)
         return 0;
-    record_power(n, pfi_clock_wall());
+    double now = pfi_clock_wall();
+    record_power(n, now);
+    note_levels(n, now);
     return grid_apply(n, 0);
 }
 
@@ -305,6 +351,7 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
         fill_baseline(n, now, &ev);
     pthread_mutex_lock(&n->mu);
     pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
+    pfi_event_keep_level(&ev, n->grid_ev, n->n_grid, &site, now);
     pthread_mutex_unlock(&n->mu);
     if ((rc = pfi_event_validate(&ev, &site, err)) != PFI_OK)
         return rc;
@@ -496,6 +543,8 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
         pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
         return NULL;
     }
+    /* Its ramps as they were: a budget set since changes the node's plans, not its record. */
+    site = pfi_event_site_noted(&ev, site);
     /* Samples are a second apart, or a control period when that is longer; a gap over 2.5 of
      * those (at least 5 s) is a gap in the record. */
     double gap = fmax(5, 2.5 * fmax(GRID_REC_S, n->cfg->sample_interval_s));

@@ -35,6 +35,10 @@ static const pfi_store_step steps[] = {
     /* The site controller's own state (its budget): a restart forgot the budget set through
      * the API, and nothing was re-planned after it. */
     {"CREATE TABLE grid_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
+    /* The level an event ramps from and restores to, noted when its ramp began: a finished
+     * event's report took the manual budget in force when it was asked for, one set later. */
+    {"ALTER TABLE grid_events ADD COLUMN level_noted INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE grid_events ADD COLUMN level_w REAL;"},
 };
 
 int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
@@ -95,8 +99,8 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
                                "limit_w, cut, baseline_w, baseline_method, ramp_down_s, "
                                "ramp_up_s, priority, source, sla_yield, oadr_event, "
                                "oadr_interval, oadr_start_s, oadr_randomize_s, oadr_randomized_s, "
-                               "oadr_reported_s) "
-                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "oadr_reported_s, level_noted, level_w) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                &s, err);
     if (rc == PFI_OK) {
         sqlite3_bind_text(s, 1, ev->id, -1, SQLITE_TRANSIENT);
@@ -118,6 +122,8 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
         sqlite3_bind_double(s, 17, ev->oadr_randomize_s);
         sqlite3_bind_double(s, 18, ev->oadr_randomized_s);
         sqlite3_bind_double(s, 19, isfinite(ev->oadr_reported_s) ? ev->oadr_reported_s : 0);
+        sqlite3_bind_int(s, 20, pfi_event_level_noted(ev));
+        pfi_store_bind_real(s, 21, ev->ramp_level_w); /* INFINITY (none) as NULL */
         rc = step_done(g, s, "saving a grid event", err);
     }
     pthread_mutex_unlock(&g->mu);
@@ -152,6 +158,24 @@ int pfi_grid_mark_reported(pfi_grid_store *g, pthread_mutex_t *list_mu, pfi_even
     pthread_mutex_unlock(list_mu);
     return at < 0 ? pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id)
                   : pfi_grid_put(g, &ev, err);
+}
+
+int pfi_grid_note_level(pfi_grid_store *g, const char *id, double level_w, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st,
+                               "UPDATE grid_events SET level_noted = 1, level_w = ? WHERE id = ?",
+                               &s, err);
+    if (rc == PFI_OK) {
+        pfi_store_bind_real(s, 1, level_w);
+        sqlite3_bind_text(s, 2, id, -1, SQLITE_TRANSIENT);
+        rc = step_done(g, s, "noting a grid event's ramp level", err);
+        if (rc == PFI_OK && sqlite3_changes(g->st->db) == 0)
+            rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
 }
 
 int pfi_grid_state_set(pfi_grid_store *g, const char *key, const char *value, pfi_err *err)
@@ -214,6 +238,8 @@ static void row_event(sqlite3_stmt *s, pfi_event *ev)
     ev->oadr_randomize_s = sqlite3_column_double(s, 16);
     ev->oadr_randomized_s = sqlite3_column_double(s, 17);
     ev->oadr_reported_s = sqlite3_column_double(s, 18);
+    double level = pfi_store_col_real(s, 20);
+    ev->ramp_level_w = !sqlite3_column_int(s, 19) ? NAN : isnan(level) ? INFINITY : level;
 }
 
 int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
@@ -226,8 +252,8 @@ int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
                                "SELECT id, start_s, end_s, kind, limit_w, cut, baseline_w, "
                                "baseline_method, ramp_down_s, ramp_up_s, priority, source, sla_yield, "
                                "oadr_event, oadr_interval, oadr_start_s, oadr_randomize_s, "
-                               "oadr_randomized_s, oadr_reported_s FROM grid_events "
-                               "ORDER BY start_s, id",
+                               "oadr_randomized_s, oadr_reported_s, level_noted, level_w "
+                               "FROM grid_events ORDER BY start_s, id",
                                &s, err);
     int cap = 0, src = SQLITE_DONE;
     if (rc == PFI_OK) {

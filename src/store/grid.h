@@ -33,6 +33,9 @@ int pfi_grid_delete(pfi_grid_store *g, const char *id, pfi_err *err);
  * and the write would have the deleted event written back.  PFI_ENOENT when not held. */
 int pfi_grid_mark_reported(pfi_grid_store *g, pthread_mutex_t *list_mu, pfi_event *list, int n,
                            const char *id, double when, pfi_err *err);
+/* Notes in the store that event id ramps from level_w (INFINITY: no manual budget), the level
+ * in force when its ramp began (core/event.h ramp_level_w).  PFI_ENOENT when there is none. */
+int pfi_grid_note_level(pfi_grid_store *g, const char *id, double level_w, pfi_err *err);
 /* A value of the controller's own state under key; get: PFI_ENOENT (err untouched) when none. */
 int pfi_grid_state_set(pfi_grid_store *g, const char *key, const char *value, pfi_err *err);
 int pfi_grid_state_get(pfi_grid_store *g, const char *key, char *value, size_t size, pfi_err *err);

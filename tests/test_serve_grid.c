@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Tests of a node's grid events in the daemon (src/serve/grid.c) on the simulator backend,
+ * driven tick by tick: a finished event's compliance report is a fixed record, whatever budget
+ * is set after it. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "serve/serve_int.h"
+#include "store/grid.h"
+#include "support/sim_node.h"
+
+#define TOKEN "test-token-0123456789abcdef"
+
+typedef pfi_test_node fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    if (!f || pfi_test_node_start(f, "serve-grid", NULL) != 0)
+        return -1;
+    snprintf(f->n->token, sizeof f->n->token, "%s", TOKEN);
+    pfi_err e = {0};
+    if (pfi_srv_grid_open(f->n, &e) != PFI_OK) {
+        fprintf(stderr, "grid store: %s\n", e.msg);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    pfi_srv_grid_close(f->n);
+    pfi_test_node_stop(f);
+    free(f);
+    return 0;
+}
+
+/* One request; returns the status and (if doc) the parsed JSON answer. */
+static int call(fx *f, const char *method, const char *url, const char *body, json_t **doc)
+{
+    int st = 0;
+    const char *ctype;
+    size_t len;
+    char *out = pfi_srv_api_handle(f->n, method, url, NULL, body, body ? strlen(body) : 0, 1,
+                                   &st, &ctype, &len);
+    assert_non_null(out);
+    if (doc) {
+        *doc = json_loads(out, 0, NULL);
+        assert_non_null(*doc);
+    }
+    free(out);
+    return st;
+}
+
+static void sleep_until(double wall)
+{
+    for (double left; (left = wall - pfi_clock_wall()) > 0;) {
+        struct timespec ts = {(time_t)left, (long)((left - (time_t)left) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The report's compliance, as text (keys sorted): what must not change once it is complete. */
+static char *compliance_text(fx *f, const char *id)
+{
+    char url[128];
+    snprintf(url, sizeof url, "/v1/grid/events/%s/report", id);
+    json_t *d;
+    assert_int_equal(call(f, "GET", url, NULL, &d), 200);
+    char *s = json_dumps(json_object_get(d, "compliance"), JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(d);
+    assert_non_null(s);
+    return s;
+}
+
+/* An event whose 100 s ramp the node followed from its maximum with no manual budget: a budget
+ * of 4800 W set after the event leaves its report as it was (taken now, the ramp line started
+ * at 4800 W and the node, at its maximum then, read as over it). */
+static void test_report_fixed_after_budget(void **state)
+{
+    fx *f = *state;
+    double max = pfi_srv_grid_site(f->n, NAN).max_w, now = pfi_clock_wall();
+    double start = now + 0.5, end = now + 1.0, target = 4000, r0 = start - 100;
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"id\": \"e5\", \"start\": %.3f, \"end\": %.3f, \"limit_w\": %.0f, "
+             "\"ramp_down_s\": 100, \"ramp_up_s\": 0}",
+             start, end, target);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
+    pfi_err e = {0};
+    for (double t = r0; t < now; t += 1) /* the draw 10 W under the ramp line */
+        assert_int_equal(pfi_grid_power_add(f->n->grid, t, max + (target - max) * (t - r0) / 100 - 10,
+                                            NAN, "e5", &e),
+                         PFI_OK);
+    pfi_srv_grid_tick(f->n); /* its ramp under way: the level it ramps from is noted */
+    sleep_until(end + 0.05);
+    char *before = compliance_text(f, "e5");
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\": 4800}", NULL), 200);
+    char *after = compliance_text(f, "e5");
+    if (strcmp(before, after))
+        fail_msg("the report of a finished event changed with a budget set after it:\n%s\n%s",
+                 before, after);
+    /* Kept in the store: a restarted daemon reports the same. */
+    pfi_srv_grid_close(f->n);
+    assert_int_equal(pfi_srv_grid_open(f->n, &e), PFI_OK);
+    char *reopened = compliance_text(f, "e5");
+    assert_string_equal(before, reopened);
+    free(before);
+    free(after);
+    free(reopened);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_report_fixed_after_budget, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -152,7 +152,7 @@ done
 # ---- a store without the event tables (one written before grid events): no such event ----
 command -v python3 >/dev/null || { echo "it_event_cli: python3 missing: the store part not run"; exit 77; }
 stop_serve TERM
-python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript("DROP TABLE grid_events; DROP TABLE grid_power; DROP TABLE IF EXISTS grid_state; DELETE FROM schema_layers WHERE layer = \"grid\";"); c.commit()' \
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript("DROP TABLE grid_events; DROP TABLE grid_power; DROP TABLE IF EXISTS grid_state; DROP TABLE IF EXISTS grid_event_revisions; DELETE FROM schema_layers WHERE layer = \"grid\";"); c.commit()' \
   "$T/serve.db" || fail "dropping the grid tables"
 start_node n
 rep e1 --out "$T/r.none"

@@ -1613,6 +1613,43 @@ static void test_grid_report_level(void **state)
     site_down(&x);
 }
 
+/* A site event lowered while in force is kept as a revision from then: its report has both
+ * definitions, and says when it changed. */
+static void test_grid_changed_in_force(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400];
+    snprintf(db, sizeof db, "%s/revised.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    double full = pfi_cl_site_default_w(x.c), now = pfi_clock_wall();
+    for (int k = 0; k < 2; k++) {
+        json_t *body = json_pack("{s:s, s:f, s:f, s:f}", "id", "cv", "start", now - 60,
+                                 "duration_s", 600.0, "limit_w", (k ? 0.6 : 0.7) * full);
+        void *res = NULL;
+        int created = 0;
+        assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+        assert_int_equal(created, !k);
+        json_decref(body);
+        json_decref(res);
+        assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    }
+    json_t *rep = pfi_cl_grid_report(x.c, "cv", &e);
+    assert_non_null(rep);
+    json_t *revs = json_object_get(json_object_get(rep, "compliance"), "revisions");
+    assert_int_equal(json_array_size(revs), 2);
+    assert_true(fabs(json_number_value(json_object_get(json_array_get(revs, 0), "target_w")) -
+                     0.7 * full) < 1e-6);
+    assert_true(json_number_value(json_object_get(json_array_get(revs, 1), "from_s")) >= now);
+    assert_non_null(strstr(json_string_value(json_object_get(rep, "state_message")),
+                           "changed while under way"));
+    json_decref(rep);
+    assert_true(pfi_standin_cap_sum(x.s) <= 0.6 * full + 1e-6);
+    unlink_db(db);
+    site_down(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1646,6 +1683,7 @@ int main(void)
         cmocka_unit_test(test_topo_json_overlaps),
         cmocka_unit_test(test_grid_events),
         cmocka_unit_test(test_grid_report_level),
+        cmocka_unit_test(test_grid_changed_in_force),
         cmocka_unit_test(test_budget_resume),
         cmocka_unit_test(test_restart_keeps_extra_gpus),
         cmocka_unit_test(test_silent_node_in_site_record),

@@ -423,6 +423,100 @@ static void test_compliance(void **state)
                      PFI_EINVAL);
 }
 
+/* The review's event: 4500 W from 1000 to 1040 (10 s ramps), lowered to 3500 W at 1025.  The
+ * site followed each definition in its time (10 W under the ramp line, then under 4500 W, at
+ * 4450 W for the 2 s it took to come down after the change, then under 3500 W): only those 2 s
+ * are over, the ramp is judged against the 4500 W it aimed at, and each revision has its own
+ * figures.  Judged against the last definition alone (one revision), the first 25 s were over
+ * and the ramp too. */
+static void test_compliance_revised(void **state)
+{
+    (void)state;
+    pfi_event_site site = pfi_event_site_default(5600);
+    pfi_event_revision r[2];
+    r[0].from_s = -INFINITY;
+    r[0].ev = limit_ev("m1", 1000, 1040, 4500);
+    r[0].ev.ramp_down_s = r[0].ev.ramp_up_s = 10;
+    r[1].from_s = 1025;
+    r[1].ev = r[0].ev;
+    r[1].ev.limit_w = 3500;
+    double t[200], w[200];
+    int n = 0;
+    for (double x = 980; x < 1070; x += 1, n++) {
+        t[n] = x;
+        const pfi_event *ev = &r[x >= 1025].ev;
+        double cap = pfi_event_cap_at(ev, &site, x);
+        w[n] = x >= 1025 && x < 1027 ? 4450 : isfinite(cap) ? cap - 10 : 5500;
+    }
+    pfi_event_compliance c;
+    pfi_err err = {0};
+    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, &c, &err), PFI_OK);
+    assert_int_equal(c.n_spans, 2);
+    assert_true(c.target_w == 3500);
+    assert_true(fabs(c.window_s - 40) < 1e-9 && fabs(c.covered_s - 40) < 1e-9);
+    assert_true(fabs(c.seconds_over_target - 2) < 1e-9);
+    assert_true(fabs(c.max_excess_w - 950) < 1e-9);
+    assert_true(fabs(c.mean_w - (25 * 4490 + 2 * 4450 + 13 * 3490) / 40.0) < 1e-9);
+    assert_int_equal(c.ramp_ok, 1);
+    assert_true(c.ramp_down_max_excess_w == 0 && c.restore_max_excess_w == 0);
+    const pfi_event_span *a = &c.spans[0], *b = &c.spans[1];
+    assert_true(isinf(a->from_s) && a->until_s == 1025 && b->from_s == 1025 && isinf(b->until_s));
+    assert_true(a->target_w == 4500 && b->target_w == 3500);
+    assert_true(fabs(a->window_s - 25) < 1e-9 && fabs(b->window_s - 15) < 1e-9);
+    assert_true(a->seconds_over_target == 0 && a->max_excess_w == 0);
+    assert_true(fabs(b->seconds_over_target - 2) < 1e-9 && fabs(a->mean_w - 4490) < 1e-9);
+    /* The intervals run from the first ramp to the last restore, at the lowest in force. */
+    assert_true(c.intervals[0].t0 == 990 && c.intervals[0].target_w == 3500);
+    pfi_event_compliance_free(&c);
+    assert_int_equal(pfi_event_compliance_revised(&r[1], 1, &site, t, w, n, 60, 5, &c, &err),
+                     PFI_OK);
+    assert_true(c.seconds_over_target > 25 && c.ramp_ok == 0);
+    pfi_event_compliance_free(&c);
+
+    /* Raised instead (3500 W, then 4500 W at 1025) over a site that drew 4000 W before the
+     * change: the excess of the first 25 s is not hidden by the later target. */
+    r[0].ev.limit_w = 3500;
+    r[1].ev.limit_w = 4500;
+    for (int i = 0; i < n; i++)
+        if (t[i] >= 1000 && t[i] < 1040)
+            w[i] = t[i] < 1025 ? 4000 : 4400;
+    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, &c, &err), PFI_OK);
+    assert_true(fabs(c.seconds_over_target - 25) < 1e-9 && fabs(c.max_excess_w - 500) < 1e-9);
+    assert_true(fabs(c.spans[0].seconds_over_target - 25) < 1e-9);
+    assert_true(c.spans[1].seconds_over_target == 0);
+    pfi_event_compliance_free(&c);
+    /* Revisions out of order are refused by name. */
+    r[1].from_s = NAN;
+    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, &c, &err),
+                     PFI_EINVAL);
+    assert_non_null(strstr(err.msg, "revision 1"));
+}
+
+/* How a change is kept: none held or the held one over, a new event; the same terms, the same;
+ * new terms under way, a revision; before its ramp, ahead. */
+static void test_change_kind(void **state)
+{
+    (void)state;
+    pfi_event_site site = pfi_event_site_default(10000);
+    pfi_event held = limit_ev("e", 1000, 2000, 4000), ev = held;
+    held.ramp_down_s = 300;
+    held.ramp_up_s = 120;
+    ev.ramp_down_s = 300;
+    ev.ramp_up_s = 120;
+    assert_int_equal(pfi_event_change_kind(NULL, &ev, &site, 1500), PFI_EVENT_CHANGE_NEW);
+    ev.priority = 5;
+    snprintf(ev.source, sizeof ev.source, "cli");
+    assert_int_equal(pfi_event_change_kind(&held, &ev, &site, 1500), PFI_EVENT_CHANGE_SAME);
+    ev.limit_w = 3500;
+    assert_int_equal(pfi_event_change_kind(&held, &ev, &site, 600), PFI_EVENT_CHANGE_AHEAD);
+    assert_int_equal(pfi_event_change_kind(&held, &ev, &site, 700), PFI_EVENT_CHANGE_REVISE);
+    assert_int_equal(pfi_event_change_kind(&held, &ev, &site, 2100), PFI_EVENT_CHANGE_REVISE);
+    assert_int_equal(pfi_event_change_kind(&held, &ev, &site, 2120), PFI_EVENT_CHANGE_NEW);
+    ev = held;
+    ev.end_s = 1900; /* ended early */
+    assert_int_equal(pfi_event_change_kind(&held, &ev, &site, 1800), PFI_EVENT_CHANGE_REVISE);
+}
+
 /* A changed cut that states no baseline keeps the held one's; a new cut, one that states its
  * own, a limit, or a cut replacing a limit do not. */
 static void test_keep_baseline(void **state)
@@ -493,6 +587,8 @@ int main(void)
         cmocka_unit_test(test_compliance),
         cmocka_unit_test(test_keep_baseline),
         cmocka_unit_test(test_keep_level),
+        cmocka_unit_test(test_compliance_revised),
+        cmocka_unit_test(test_change_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

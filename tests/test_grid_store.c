@@ -3,7 +3,8 @@
  * back after reopening; an OpenADR event's VTN start and randomizeStart offset kept with it;
  * site power recorded, read by range and pruned around events; a store written before the
  * OpenADR columns existed upgraded in place, and refused by a build older than its tables; one
- * from before the level an event ramps from was noted, upgraded with its events kept; a
+ * from before the level an event ramps from and its revisions were kept, upgraded with its
+ * events kept; an event's revisions kept by the kind of each change, and judged in the report; a
  * report's state (not started, partial, without samples, complete) at every point of an
  * event's life. */
 #include <math.h>
@@ -357,7 +358,103 @@ static void test_upgrade_from_v4(void **state)
     free(evs);
     assert_int_equal(pfi_grid_load(g, &evs, &n, &e), PFI_OK);
     assert_true(evs[0].ramp_level_w == 6500);
+    /* The event of before, changed under way, keeps its first definition as a revision. */
+    pfi_event changed = evs[0];
+    changed.limit_w = 4000;
+    assert_int_equal(pfi_grid_change(g, &evs[0], &changed, PFI_EVENT_CHANGE_REVISE, 2500, &e),
+                     PFI_OK);
+    pfi_event_revision *rv;
+    assert_int_equal(pfi_grid_revisions(g, &changed, &rv, &n, &e), PFI_OK);
+    assert_int_equal(n, 2);
+    assert_true(rv[0].ev.limit_w == 5000 && isinf(rv[0].from_s) && rv[0].ev.ramp_down_s == 300);
+    assert_true(rv[1].ev.limit_w == 4000 && rv[1].from_s == 2500);
+    free(rv);
     free(evs);
+    pfi_grid_close(g);
+}
+
+/* Changes of an event kept by kind: the first change under way keeps the held definition and
+ * adds the new from its time; later ones add theirs; a change of priority alone adds none; one
+ * ahead of the ramp adds one only to a history; a new event under the id and a delete clear
+ * them.  The report judges each definition in its time and says when it changed. */
+static void test_revisions(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_grid_store *g;
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    pfi_event a, b, c;
+    pfi_event_init_limit(&a, "m1", 10000, 10040, 4500);
+    assert_int_equal(pfi_grid_change(g, NULL, &a, PFI_EVENT_CHANGE_NEW, 9000, &e), PFI_OK);
+    b = a;
+    b.end_s = 10060;
+    assert_int_equal(pfi_grid_change(g, &a, &b, PFI_EVENT_CHANGE_AHEAD, 9500, &e), PFI_OK);
+    pfi_event_revision *rv;
+    int n;
+    assert_int_equal(pfi_grid_revisions(g, &b, &rv, &n, &e), PFI_OK);
+    assert_int_equal(n, 1); /* changed before it began: no history */
+    assert_true(isinf(rv[0].from_s) && rv[0].ev.end_s == 10060);
+    free(rv);
+    a = b;
+    b.limit_w = 3500;
+    assert_int_equal(pfi_grid_change(g, &a, &b, PFI_EVENT_CHANGE_REVISE, 10025, &e), PFI_OK);
+    c = b;
+    c.priority = 7;
+    assert_int_equal(pfi_grid_change(g, &b, &c, PFI_EVENT_CHANGE_SAME, 10030, &e), PFI_OK);
+    for (int t = 9900; t < 10100; t++)
+        assert_int_equal(pfi_grid_power_add(g, t, t < 10025 ? 4400 : t < 10027 ? 4450 : 3400,
+                                            NAN, "m1", &e),
+                         PFI_OK);
+    pfi_event_site site = pfi_event_site_default(5600);
+    json_t *j = pfi_grid_report_json(g, &c, &site, 5, 20000, &e);
+    if (!j)
+        fail_msg("%s", e.msg);
+    json_t *cj = json_object_get(j, "compliance"), *revs = json_object_get(cj, "revisions");
+    assert_int_equal(json_array_size(revs), 2);
+    assert_true(json_number_value(json_object_get(cj, "seconds_over_target")) == 2);
+    assert_true(json_is_null(json_object_get(json_array_get(revs, 0), "from")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(revs, 1), "from")),
+                        "1970-01-01T02:47:05Z");
+    assert_true(json_number_value(json_object_get(json_array_get(revs, 0), "target_w")) == 4500);
+    const char *msg = json_string_value(json_object_get(j, "state_message"));
+    assert_non_null(strstr(msg, "changed while under way at 1970-01-01T02:47:05Z (target 3500 W)"));
+    json_decref(j);
+    /* Never changed under way: no revisions in the report. */
+    pfi_event other;
+    pfi_event_init_limit(&other, "o", 10000, 10040, 4500);
+    assert_int_equal(pfi_grid_change(g, NULL, &other, PFI_EVENT_CHANGE_NEW, 9000, &e), PFI_OK);
+    j = pfi_grid_report_json(g, &other, &site, 5, 20000, &e);
+    assert_null(json_object_get(json_object_get(j, "compliance"), "revisions"));
+    assert_null(strstr(json_string_value(json_object_get(j, "state_message")), "changed"));
+    json_decref(j);
+    /* Another change under way adds the third; kept across a reopen. */
+    a = c;
+    c.limit_w = 3000;
+    assert_int_equal(pfi_grid_change(g, &a, &c, PFI_EVENT_CHANGE_REVISE, 10030, &e), PFI_OK);
+    pfi_grid_close(g);
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    assert_int_equal(pfi_grid_revisions(g, &c, &rv, &n, &e), PFI_OK);
+    assert_int_equal(n, 3);
+    assert_true(rv[0].ev.limit_w == 4500 && rv[1].ev.limit_w == 3500 && rv[1].ev.priority == 0);
+    assert_true(rv[2].ev.limit_w == 3000 && rv[2].ev.priority == 7 && rv[2].from_s == 10030);
+    free(rv);
+    /* A new event under the id clears them; so does a delete. */
+    assert_int_equal(pfi_grid_change(g, &c, &other, PFI_EVENT_CHANGE_NEW, 30000, &e), PFI_OK);
+    pfi_event renewed = other;
+    snprintf(renewed.id, sizeof renewed.id, "m1");
+    assert_int_equal(pfi_grid_change(g, &c, &renewed, PFI_EVENT_CHANGE_NEW, 30000, &e), PFI_OK);
+    assert_int_equal(pfi_grid_revisions(g, &renewed, &rv, &n, &e), PFI_OK);
+    assert_int_equal(n, 1);
+    free(rv);
+    b = renewed;
+    b.limit_w = 3000;
+    assert_int_equal(pfi_grid_change(g, &renewed, &b, PFI_EVENT_CHANGE_REVISE, 10020, &e),
+                     PFI_OK);
+    assert_int_equal(pfi_grid_delete(g, "m1", &e), PFI_OK);
+    assert_int_equal(pfi_grid_revisions(g, &renewed, &rv, &n, &e), PFI_OK);
+    assert_int_equal(n, 1);
+    free(rv);
+    assert_int_equal(pfi_grid_delete(g, "m1", &e), PFI_ENOENT);
     pfi_grid_close(g);
 }
 
@@ -412,6 +509,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_power, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v4, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revisions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_states, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -301,6 +301,38 @@ static void test_grid_report_nothing_yet(void **state)
     }
 }
 
+/* An event changed while under way: report.md lists each definition, from when, with its own
+ * window figures. */
+static void test_grid_report_revisions(void **state)
+{
+    (void)state;
+    char dir[512], path[600], written[2048];
+    tmpdir(dir, sizeof dir, "grid-report");
+    json_t *doc = grid_doc("no_samples", "event e1 ended");
+    json_t *revs = json_pack("[{s:n, s:n, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}, "
+                             "{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}]",
+                             "from", "from_s", "target_w", 4500.0, "start_s", 1000.0, "end_s",
+                             1180.0, "window_s", 90.0, "covered_s", 90.0, "mean_w", 4400.0,
+                             "max_excess_w", 0.0, "seconds_over_target", 0.0, "from",
+                             "1970-01-01T00:18:10Z", "from_s", 1090.0, "target_w", 3000.0,
+                             "start_s", 1000.0, "end_s", 1180.0, "window_s", 90.0, "covered_s",
+                             90.0, "mean_w", 2990.0, "max_excess_w", 950.0,
+                             "seconds_over_target", 2.0);
+    json_object_set_new(json_object_get(doc, "compliance"), "revisions", revs);
+    pfi_err e = {0};
+    if (pfi_grid_report_write(doc, dir, written, sizeof written, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    json_decref(doc);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = slurp(path);
+    assert_non_null(md);
+    if (!strstr(md, "Modified while under way") || !strstr(md, "| the first") ||
+        !strstr(md, "| 1970-01-01T00:18:10Z | 3000") || !strstr(md, "950"))
+        fail_msg("report.md of a changed event:\n%s", md);
+    free(md);
+    rm_rf(dir);
+}
+
 /* A study figure with nothing to draw (here a study of no runs: no curve, no PFI30) is said in
  * the report where it would be, and the rest of the report is written: one empty figure does
  * not cost the reader every other table and figure. */
@@ -337,6 +369,7 @@ int main(void)
                                        cmocka_unit_test(test_plot),
                                        cmocka_unit_test(test_plot_empty),
                                        cmocka_unit_test(test_grid_report_nothing_yet),
+                                       cmocka_unit_test(test_grid_report_revisions),
                                        cmocka_unit_test(test_study_figure_without_data)};
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

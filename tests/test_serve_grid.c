@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of a node's grid events in the daemon (src/serve/grid.c) on the simulator backend,
  * driven tick by tick: a finished event's compliance report is a fixed record, whatever budget
- * is set after it. */
+ * is set after it; an event changed while in force is judged against each definition in its
+ * time. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,8 +100,9 @@ static void test_report_fixed_after_budget(void **state)
     assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
     pfi_err e = {0};
     for (double t = r0; t < now; t += 1) /* the draw 10 W under the ramp line */
-        assert_int_equal(pfi_grid_power_add(f->n->grid, t, max + (target - max) * (t - r0) / 100 - 10,
-                                            NAN, "e5", &e),
+        assert_int_equal(pfi_grid_power_add(f->n->grid, t,
+                                            max + (target - max) * (t - r0) / 100 - 10, NAN,
+                                            "e5", &e),
                          PFI_OK);
     pfi_srv_grid_tick(f->n); /* its ramp under way: the level it ramps from is noted */
     sleep_until(end + 0.05);
@@ -120,10 +122,57 @@ static void test_report_fixed_after_budget(void **state)
     free(reopened);
 }
 
+/* An event lowered while in force (the same id posted again): its report judges the time before
+ * the change against the target then, says it was changed and when, and keeps that across a
+ * restart; the change is a revision, a re-post of the same terms is not. */
+static void test_changed_in_force(void **state)
+{
+    fx *f = *state;
+    double now = pfi_clock_wall(), start = now - 30, end = now + 30;
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"id\": \"m1\", \"start\": %.3f, \"end\": %.3f, \"limit_w\": 4500}", start,
+             end);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
+    pfi_err e = {0};
+    for (double t = start - 10; t < now; t += 1) /* under 4500 W all along */
+        assert_int_equal(pfi_grid_power_add(f->n->grid, t, 4450, 4500, "m1", &e), PFI_OK);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 200); /* the same terms */
+    snprintf(body, sizeof body,
+             "{\"id\": \"m1\", \"start\": %.3f, \"end\": %.3f, \"limit_w\": 3500}", start,
+             end);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 200);
+    double changed = pfi_clock_wall();
+    for (double t = changed + 2; t < end + 10; t += 1) /* under 3500 W two seconds on */
+        assert_int_equal(pfi_grid_power_add(f->n->grid, t, 3450, 3500, "m1", &e), PFI_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        json_t *d;
+        assert_int_equal(call(f, "GET", "/v1/grid/events/m1/report", NULL, &d), 200);
+        json_t *c = json_object_get(d, "compliance"), *revs = json_object_get(c, "revisions");
+        assert_int_equal(json_array_size(revs), 2);
+        json_t *r1 = json_array_get(revs, 1);
+        assert_true(fabs(json_number_value(json_object_get(r1, "from_s")) - changed) < 0.5);
+        assert_true(json_number_value(json_object_get(json_array_get(revs, 0), "target_w")) ==
+                    4500);
+        assert_true(json_number_value(json_object_get(r1, "target_w")) == 3500);
+        /* Over only while the node came down after the change: not the 30 s before it. */
+        double over = json_number_value(json_object_get(c, "seconds_over_target"));
+        if (!(over <= 2.5))
+            fail_msg("%.1f s over the target: the time before the change was judged against "
+                     "the later target", over);
+        assert_non_null(strstr(json_string_value(json_object_get(d, "state_message")),
+                               "changed while under way at"));
+        json_decref(d);
+        pfi_srv_grid_close(f->n); /* and again after a restart */
+        assert_int_equal(pfi_srv_grid_open(f->n, &e), PFI_OK);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_report_fixed_after_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_changed_in_force, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -356,9 +356,15 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err 
     if (rc == PFI_OK && at < 0 && c->n_grid == PFI_CL_GRID_MAX)
         rc = pfi_err_set(err, PFI_EBUSY, "%d grid events are held: delete past ones first",
                          PFI_CL_GRID_MAX);
+    pfi_event held;
+    if (at >= 0)
+        held = c->grid_ev[at];
     pthread_mutex_unlock(&c->mu);
+    /* A change under way is kept as a revision from now: its report judges what was asked
+     * before it against what was asked then. */
+    int kind = pfi_event_change_kind(at >= 0 ? &held : NULL, &ev, &live, now);
     if (rc == PFI_OK)
-        rc = pfi_grid_put(c->grid, &ev, err);
+        rc = pfi_grid_change(c->grid, at >= 0 ? &held : NULL, &ev, kind, now, err);
     if (rc == PFI_OK) {
         pthread_mutex_lock(&c->mu);
         *created = at < 0;

@@ -95,6 +95,27 @@ int pfi_event_keep_level(pfi_event *ev, const pfi_event *v, int n, const pfi_eve
     return 1;
 }
 
+int pfi_event_same_terms(const pfi_event *a, const pfi_event *b)
+{
+    double ta = pfi_event_target_w(a), tb = pfi_event_target_w(b);
+    return a->start_s == b->start_s && a->end_s == b->end_s && a->kind == b->kind &&
+           (ta == tb || (isnan(ta) && isnan(tb))) && a->ramp_down_s == b->ramp_down_s &&
+           a->ramp_up_s == b->ramp_up_s;
+}
+
+pfi_event_change pfi_event_change_kind(const pfi_event *held, const pfi_event *ev,
+                                       const pfi_event_site *site, double now)
+{
+    if (!held)
+        return PFI_EVENT_CHANGE_NEW;
+    pfi_event_site noted = pfi_event_site_noted(held, *site);
+    if (now >= pfi_event_restored_s(held, &noted))
+        return PFI_EVENT_CHANGE_NEW;
+    if (pfi_event_same_terms(held, ev))
+        return PFI_EVENT_CHANGE_SAME;
+    return now >= pfi_event_ramp_start_s(held) ? PFI_EVENT_CHANGE_REVISE : PFI_EVENT_CHANGE_AHEAD;
+}
+
 int pfi_event_ids_retain(char (*ids)[PFI_EVENT_ID_MAX], int n,
                          const char (*keep)[PFI_EVENT_ID_MAX], int n_keep)
 {

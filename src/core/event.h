@@ -145,6 +145,21 @@ int pfi_event_keep_baseline(pfi_event *ev, const pfi_event *v, int n);
  * Returns 1 when it did; a change of a finished event (a new one under the same id) does not. */
 int pfi_event_keep_level(pfi_event *ev, const pfi_event *v, int n, const pfi_event_site *site,
                          double now);
+/* Whether a and b ask the same of the site: the same window, target and ramps (a change of its
+ * priority, source or SLAs alone is no new revision: the report judges the same). */
+int pfi_event_same_terms(const pfi_event *a, const pfi_event *b);
+/* How a change of an event is kept, from the one held under its id (NULL: none) at `now` (site:
+ * the site now; the held one's noted level is used for its restore). */
+typedef enum pfi_event_change {
+    PFI_EVENT_CHANGE_NEW,    /* none held, or the held one is restored: a new event, no history */
+    PFI_EVENT_CHANGE_SAME,   /* the same terms: its history (if any) stays as it is */
+    PFI_EVENT_CHANGE_REVISE, /* new terms while the held one is under way (its ramp begun, its
+                              * restore not over): a revision from now, the held one kept */
+    PFI_EVENT_CHANGE_AHEAD   /* new terms before the held one's ramp: a revision from now only
+                              * when it already has a history (an earlier one was in force) */
+} pfi_event_change;
+pfi_event_change pfi_event_change_kind(const pfi_event *held, const pfi_event *ev,
+                                       const pfi_event_site *site, double now);
 /* Removes the event named id from v[0..*n-1], keeping the others in order; 1 when it was
  * there. */
 int pfi_event_list_remove(pfi_event *v, int *n, const char *id);

@@ -12,6 +12,9 @@ void pfi_event_compliance_free(pfi_event_compliance *c)
     free(c->intervals);
     c->intervals = NULL;
     c->n_intervals = 0;
+    free(c->spans);
+    c->spans = NULL;
+    c->n_spans = 0;
 }
 
 /* How long sample i holds: until the next, at most max_gap_s. */
@@ -29,10 +32,62 @@ static double overlap(double a0, double a1, double b0, double b1)
     return hi > lo ? hi - lo : 0;
 }
 
-static void baseline(const pfi_event *ev, const double *t, const double *w, int n,
+/* Revision k is in force from rev_from(k) to rev_from(k + 1): the first from the beginning,
+ * the last to the end. */
+static double rev_from(const pfi_event_revision *r, int nr, int k)
+{
+    return k <= 0 ? -INFINITY : k >= nr ? INFINITY : r[k].from_s;
+}
+
+/* The revision in force at t. */
+static int rev_at(const pfi_event_revision *r, int nr, double t)
+{
+    int k = 0;
+    while (k + 1 < nr && r[k + 1].from_s <= t)
+        k++;
+    return k;
+}
+
+void pfi_event_revised_range(const pfi_event_revision *revs, int n_revs,
+                             const pfi_event_site *site, double *from_s, double *to_s)
+{
+    double a = INFINITY, b = -INFINITY;
+    for (int k = 0; k < n_revs; k++) {
+        const pfi_event *ev = &revs[k].ev;
+        double lo = fmax(pfi_event_ramp_start_s(ev), rev_from(revs, n_revs, k));
+        double hi = fmin(pfi_event_restored_s(ev, site), rev_from(revs, n_revs, k + 1));
+        if (lo < hi) {
+            a = fmin(a, lo);
+            b = fmax(b, hi);
+        }
+    }
+    if (!(a < b)) { /* changed before anything of it was in force: the last one alone */
+        a = pfi_event_ramp_start_s(&revs[n_revs - 1].ev);
+        b = pfi_event_restored_s(&revs[n_revs - 1].ev, site);
+    }
+    *from_s = a;
+    *to_s = b;
+}
+
+/* The first instant of a window in force, and the revision it belongs to (the last one's start
+ * when no window was ever in force). */
+static double window_start(const pfi_event_revision *r, int nr, int *k_out)
+{
+    for (int k = 0; k < nr; k++) {
+        double lo = fmax(r[k].ev.start_s, rev_from(r, nr, k));
+        if (lo < fmin(r[k].ev.end_s, rev_from(r, nr, k + 1))) {
+            *k_out = k;
+            return lo;
+        }
+    }
+    *k_out = nr - 1;
+    return r[nr - 1].ev.start_s;
+}
+
+static void baseline(const pfi_event *ev, double r0, const double *t, const double *w, int n,
                      double max_gap_s, pfi_event_compliance *c)
 {
-    double r0 = pfi_event_ramp_start_s(ev), b0 = r0 - PFI_COMPLIANCE_BASELINE_S;
+    double b0 = r0 - PFI_COMPLIANCE_BASELINE_S;
     double sum = 0, cov = 0;
     for (int i = 0; i < n; i++) {
         double o = overlap(t[i], t[i] + hold_s(t, n, i, max_gap_s), b0, r0);
@@ -58,17 +113,35 @@ static void baseline(const pfi_event *ev, const double *t, const double *w, int 
     }
 }
 
-static int intervals(const pfi_event *ev, const pfi_event_site *site, const double *t,
-                     const double *w, int n, double iv, double max_gap_s,
+/* The lowest budget and target of the revisions in force over [t0, t1) (ramps included). */
+static void interval_levels(const pfi_event_revision *r, int nr, const pfi_event_site *site,
+                            pfi_event_interval *x)
+{
+    x->budget_w = INFINITY;
+    x->target_w = INFINITY;
+    for (int k = 0; k < nr; k++) {
+        double lo = fmax(x->t0, rev_from(r, nr, k)), hi = fmin(x->t1, rev_from(r, nr, k + 1));
+        if (!(lo < hi))
+            continue;
+        double b = pfi_event_budget_min(&r[k].ev, 1, site, lo, hi);
+        double g = pfi_event_target_w(&r[k].ev);
+        x->budget_w = b < x->budget_w ? b : x->budget_w;
+        x->target_w = g < x->target_w ? g : x->target_w;
+    }
+}
+
+static int intervals(const pfi_event_revision *r, int nr, const pfi_event_site *site,
+                     const double *t, const double *w, int n, double iv, double max_gap_s,
                      pfi_event_compliance *c, pfi_err *err)
 {
-    double a = pfi_event_ramp_start_s(ev), b = pfi_event_restored_s(ev, site);
+    double a, b;
+    pfi_event_revised_range(r, nr, site, &a, &b);
     int k = (int)ceil((b - a) / iv - 1e-9);
     if (k < 1)
         k = 1;
     if (k > 1000000)
         return pfi_err_set(err, PFI_ERANGE, "event %s: %d intervals of %.0f s are too many",
-                           ev->id, k, iv);
+                           r[nr - 1].ev.id, k, iv);
     c->intervals = calloc((size_t)k, sizeof *c->intervals);
     if (!c->intervals)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -78,8 +151,7 @@ static int intervals(const pfi_event *ev, const pfi_event_site *site, const doub
         pfi_event_interval *x = &c->intervals[j];
         x->t0 = a + j * iv;
         x->t1 = x->t0 + iv < b ? x->t0 + iv : b;
-        x->target_w = c->target_w;
-        x->budget_w = pfi_event_budget_min(ev, 1, site, x->t0, x->t1);
+        interval_levels(r, nr, site, x);
         double sum = 0, cov = 0, mx = -INFINITY;
         while (i0 < n && t[i0] + hold_s(t, n, i0, max_gap_s) <= x->t0)
             i0++;
@@ -98,64 +170,135 @@ static int intervals(const pfi_event *ev, const pfi_event_site *site, const doub
     return PFI_OK;
 }
 
-/* Window figures and ramps, sample by sample. */
-static void window_and_ramps(const pfi_event *ev, const pfi_event_site *site, const double *t,
-                             const double *w, int n, double max_gap_s, pfi_event_compliance *c)
+/* Sums of the draw inside a window: the whole event's and each revision's. */
+typedef struct win_sums {
+    double sum, shed;
+} win_sums;
+
+/* The part [a, b) of a sample of draw w inside revision k's window. */
+static void in_window(const pfi_event *ev, double a, double b, double w, win_sums *all,
+                      win_sums *own, pfi_event_compliance *c, pfi_event_span *sp)
 {
-    double sum = 0, shed = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(w[i]))
-            continue;
-        double h = hold_s(t, n, i, max_gap_s);
-        double o = overlap(t[i], t[i] + h, ev->start_s, ev->end_s);
-        if (o > 0) {
-            c->covered_s += o;
-            sum += w[i] * o;
-            if (isfinite(c->baseline_w))
-                shed += (c->baseline_w - w[i]) * o;
-            if (w[i] > c->target_w) {
-                c->seconds_over_target += o;
-                if (w[i] - c->target_w > c->max_excess_w)
-                    c->max_excess_w = w[i] - c->target_w;
-            }
-        }
-        if (t[i] < ev->start_s && t[i] >= pfi_event_ramp_start_s(ev) - max_gap_s) {
-            double cap = pfi_event_cap_at(ev, site, t[i]);
-            if (isfinite(cap) && w[i] - cap > c->ramp_down_max_excess_w)
-                c->ramp_down_max_excess_w = w[i] - cap;
-        }
-        if (t[i] >= ev->end_s && t[i] < pfi_event_restored_s(ev, site)) {
-            double cap = pfi_event_cap_at(ev, site, t[i]);
-            if (isfinite(cap) && w[i] - cap > c->restore_max_excess_w)
-                c->restore_max_excess_w = w[i] - cap;
-        }
-        if (t[i] >= ev->end_s && i > 0 && t[i] > t[i - 1] && isfinite(w[i - 1]) &&
-            t[i] < pfi_event_restored_s(ev, site) + max_gap_s) {
-            double r = (w[i] - w[i - 1]) / (t[i] - t[i - 1]);
-            if (r > c->restore_max_rise_w_per_s)
-                c->restore_max_rise_w_per_s = r;
-        }
-    }
-    c->mean_w = c->covered_s > 0 ? sum / c->covered_s : NAN;
-    c->energy_shed_kwh = isfinite(c->baseline_w) ? shed / 3.6e6 : NAN;
-    /* At target by the start: the last sample before the start, and every one after it up to
-     * the start, at or below the target. */
-    c->at_target_s = NAN;
-    for (int i = n - 1; i >= 0; i--) {
-        if (t[i] >= ev->start_s)
-            continue;
-        if (!(isfinite(w[i]) && w[i] <= c->target_w))
-            break;
-        c->at_target_s = ev->start_s - t[i];
+    double o = overlap(a, b, ev->start_s, ev->end_s);
+    if (!(o > 0))
+        return;
+    double target = pfi_event_target_w(ev);
+    c->covered_s += o;
+    sp->covered_s += o;
+    all->sum += w * o;
+    own->sum += w * o;
+    if (isfinite(c->baseline_w))
+        all->shed += (c->baseline_w - w) * o;
+    if (w > target) {
+        c->seconds_over_target += o;
+        sp->seconds_over_target += o;
+        if (w - target > c->max_excess_w)
+            c->max_excess_w = w - target;
+        if (w - target > sp->max_excess_w)
+            sp->max_excess_w = w - target;
     }
 }
 
-int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site,
-                                 const double *t, const double *w, int n, double interval_s,
-                                 double max_gap_s, pfi_event_compliance *out, pfi_err *err)
+/* The ramps' figures of sample i against ev, the revision in force at its time. */
+static void ramps(const pfi_event *ev, const pfi_event_site *site, const double *t,
+                  const double *w, int i, double max_gap_s, pfi_event_compliance *c)
+{
+    if (t[i] < ev->start_s && t[i] >= pfi_event_ramp_start_s(ev) - max_gap_s) {
+        double cap = pfi_event_cap_at(ev, site, t[i]);
+        if (isfinite(cap) && w[i] - cap > c->ramp_down_max_excess_w)
+            c->ramp_down_max_excess_w = w[i] - cap;
+    }
+    if (t[i] >= ev->end_s && t[i] < pfi_event_restored_s(ev, site)) {
+        double cap = pfi_event_cap_at(ev, site, t[i]);
+        if (isfinite(cap) && w[i] - cap > c->restore_max_excess_w)
+            c->restore_max_excess_w = w[i] - cap;
+    }
+    if (t[i] >= ev->end_s && i > 0 && t[i] > t[i - 1] && isfinite(w[i - 1]) &&
+        t[i] < pfi_event_restored_s(ev, site) + max_gap_s) {
+        double r = (w[i] - w[i - 1]) / (t[i] - t[i - 1]);
+        if (r > c->restore_max_rise_w_per_s)
+            c->restore_max_rise_w_per_s = r;
+    }
+}
+
+/* Window figures and ramps, sample by sample, each against the revision in force. */
+static void window_and_ramps(const pfi_event_revision *r, int nr, const pfi_event_site *site,
+                             const double *t, const double *w, int n, double max_gap_s,
+                             pfi_event_compliance *c, win_sums *own)
+{
+    win_sums all = {0, 0};
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(w[i]))
+            continue;
+        double h = hold_s(t, n, i, max_gap_s), end = t[i] + h;
+        int k0 = rev_at(r, nr, t[i]);
+        for (int k = k0; k < nr && rev_from(r, nr, k) < end; k++)
+            in_window(&r[k].ev, fmax(t[i], rev_from(r, nr, k)),
+                      fmin(end, rev_from(r, nr, k + 1)), w[i], &all, &own[k], c, &c->spans[k]);
+        ramps(&r[k0].ev, site, t, w, i, max_gap_s, c);
+    }
+    c->mean_w = c->covered_s > 0 ? all.sum / c->covered_s : NAN;
+    c->energy_shed_kwh = isfinite(c->baseline_w) ? all.shed / 3.6e6 : NAN;
+}
+
+/* At target by the start: the last sample before the window's first instant s0, and every one
+ * after it up to s0, at or below the target in force at its time. */
+static void at_target(const pfi_event_revision *r, int nr, double s0, const double *t,
+                      const double *w, int n, pfi_event_compliance *c)
+{
+    c->at_target_s = NAN;
+    for (int i = n - 1; i >= 0; i--) {
+        if (t[i] >= s0)
+            continue;
+        if (!(isfinite(w[i]) && w[i] <= pfi_event_target_w(&r[rev_at(r, nr, t[i])].ev)))
+            break;
+        c->at_target_s = s0 - t[i];
+    }
+}
+
+/* Each revision's span: its definition, and its window while in force (own: its sums). */
+static void spans_close(const pfi_event_revision *r, int nr, const win_sums *own,
+                        pfi_event_compliance *c)
+{
+    for (int k = 0; k < nr; k++) {
+        pfi_event_span *sp = &c->spans[k];
+        const pfi_event *ev = &r[k].ev;
+        sp->from_s = rev_from(r, nr, k);
+        sp->until_s = rev_from(r, nr, k + 1);
+        sp->target_w = pfi_event_target_w(ev);
+        sp->start_s = ev->start_s;
+        sp->end_s = ev->end_s;
+        sp->ramp_down_s = ev->ramp_down_s;
+        sp->ramp_up_s = ev->ramp_up_s;
+        sp->window_s = overlap(ev->start_s, ev->end_s, sp->from_s, sp->until_s);
+        sp->mean_w = sp->covered_s > 0 ? own[k].sum / sp->covered_s : NAN;
+        c->window_s += sp->window_s;
+    }
+}
+
+static int check_revisions(const pfi_event_revision *r, int nr, const pfi_event_site *site,
+                           pfi_err *err)
+{
+    if (nr < 1)
+        return pfi_err_set(err, PFI_EINVAL, "an event needs at least one definition");
+    for (int k = 0; k < nr; k++) {
+        int rc = pfi_event_validate(&r[k].ev, site, err);
+        if (rc != PFI_OK)
+            return rc;
+        if (k > 0 && !(isfinite(r[k].from_s) && (k == 1 || r[k].from_s >= r[k - 1].from_s)))
+            return pfi_err_set(err, PFI_EINVAL, "event %s: revision %d takes effect at %g, "
+                               "before the one it follows", r[k].ev.id, k, r[k].from_s);
+    }
+    return PFI_OK;
+}
+
+int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
+                                 const pfi_event_site *site, const double *t, const double *w,
+                                 int n, double interval_s, double max_gap_s,
+                                 pfi_event_compliance *out, pfi_err *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = pfi_event_validate(ev, site, err);
+    int rc = check_revisions(revs, n_revs, site, err);
     if (rc != PFI_OK)
         return rc;
     if (!(interval_s > 0) || !(max_gap_s > 0))
@@ -163,17 +306,45 @@ int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site
     for (int i = 1; i < n; i++)
         if (!(t[i] >= t[i - 1]))
             return pfi_err_set(err, PFI_EINVAL, "samples out of time order at %d", i);
-    out->target_w = pfi_event_target_w(ev);
-    out->window_s = ev->end_s - ev->start_s;
-    baseline(ev, t, w, n, max_gap_s, out);
-    window_and_ramps(ev, site, t, w, n, max_gap_s, out);
+    const pfi_event *last = &revs[n_revs - 1].ev;
+    out->spans = calloc((size_t)n_revs, sizeof *out->spans);
+    win_sums *own = calloc((size_t)n_revs, sizeof *own);
+    if (!out->spans || !own) {
+        free(own);
+        pfi_event_compliance_free(out);
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    }
+    out->n_spans = n_revs;
+    out->target_w = pfi_event_target_w(last);
+    double a, b;
+    pfi_event_revised_range(revs, n_revs, site, &a, &b);
+    baseline(last, a, t, w, n, max_gap_s, out);
+    window_and_ramps(revs, n_revs, site, t, w, n, max_gap_s, out, own);
+    spans_close(revs, n_revs, own, out);
+    free(own);
+    int k0;
+    double s0 = window_start(revs, n_revs, &k0);
+    at_target(revs, n_revs, s0, t, w, n, out);
     int first_ok = 0;
     for (int i = 0; i < n; i++)
-        if (t[i] >= ev->start_s) {
-            first_ok = isfinite(w[i]) && w[i] <= out->target_w && t[i] - ev->start_s <= max_gap_s;
+        if (t[i] >= s0) {
+            first_ok = isfinite(w[i]) &&
+                       w[i] <= pfi_event_target_w(&revs[rev_at(revs, n_revs, t[i])].ev) &&
+                       t[i] - s0 <= max_gap_s;
             break;
         }
     out->ramp_ok = out->ramp_down_max_excess_w == 0 && out->restore_max_excess_w == 0 &&
                    first_ok;
-    return intervals(ev, site, t, w, n, interval_s, max_gap_s, out, err);
+    rc = intervals(revs, n_revs, site, t, w, n, interval_s, max_gap_s, out, err);
+    if (rc != PFI_OK)
+        pfi_event_compliance_free(out);
+    return rc;
+}
+
+int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site,
+                                 const double *t, const double *w, int n, double interval_s,
+                                 double max_gap_s, pfi_event_compliance *out, pfi_err *err)
+{
+    pfi_event_revision one = {.from_s = -INFINITY, .ev = *ev};
+    return pfi_event_compliance_revised(&one, 1, site, t, w, n, interval_s, max_gap_s, out, err);
 }

@@ -22,6 +22,24 @@ typedef struct pfi_event_interval {
     double covered_s;
 } pfi_event_interval;
 
+/* One definition of an event and the time it took effect.  An event changed while it is under
+ * way (its target, window or ramps: a re-post of its id, a VTN's modification) has several, in
+ * the order they took effect; each instant is judged against the one in force then. */
+typedef struct pfi_event_revision {
+    double from_s;  /* when it took effect (Unix seconds); the first's is not read: it is in
+                     * force from the beginning */
+    pfi_event ev;
+} pfi_event_revision;
+
+/* What one revision was judged on while it was in force. */
+typedef struct pfi_event_span {
+    double from_s, until_s;      /* in force over [from_s, until_s): -INFINITY for the first,
+                                  * INFINITY for the last */
+    double target_w, start_s, end_s, ramp_down_s, ramp_up_s; /* its definition */
+    double window_s, covered_s;  /* its window while in force, and how much samples cover */
+    double mean_w, max_excess_w, seconds_over_target;
+} pfi_event_span;
+
 typedef struct pfi_event_compliance {
     double target_w;
     double baseline_w;
@@ -41,6 +59,8 @@ typedef struct pfi_event_compliance {
                                    * max_gap_s of the start) at or below the target */
     int n_intervals;
     pfi_event_interval *intervals; /* malloc'ed (pfi_event_compliance_free) */
+    int n_spans;                  /* one per revision: 1 for an event never changed under way */
+    pfi_event_span *spans;        /* malloc'ed (pfi_event_compliance_free) */
 } pfi_event_compliance;
 
 /* Computes the compliance of ev from n samples (t[i], w[i]) over intervals of interval_s (60
@@ -48,6 +68,19 @@ typedef struct pfi_event_compliance {
 int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site,
                                  const double *t, const double *w, int n, double interval_s,
                                  double max_gap_s, pfi_event_compliance *out, pfi_err *err);
+/* The same for an event changed while under way, from its n_revs revisions (>= 1, in the order
+ * they took effect): each sample is judged against the revision in force at its time (window,
+ * target, ramp line, restore steps), the window figures combined over the revisions' windows
+ * (mean over all of them, seconds over summed, largest excess the largest), the baseline and
+ * intervals over the whole from the first ramp to the last restore, and each revision's own
+ * figures in out->spans.  One revision is pfi_event_compliance_compute. */
+int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
+                                 const pfi_event_site *site, const double *t, const double *w,
+                                 int n, double interval_s, double max_gap_s,
+                                 pfi_event_compliance *out, pfi_err *err);
+/* The time the revisions judge: from the first ramp in force to the last restore. */
+void pfi_event_revised_range(const pfi_event_revision *revs, int n_revs,
+                             const pfi_event_site *site, double *from_s, double *to_s);
 void pfi_event_compliance_free(pfi_event_compliance *c);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "report/report.h"
+#include "util/isotime.h"
 
 static double num(json_t *o, const char *key)
 {
@@ -134,6 +135,34 @@ static int has_draw(json_t *doc)
     return strcmp(st, "not_started") && strcmp(st, "no_samples");
 }
 
+/* An event changed while under way: each definition, from when, and what it was judged on. */
+static void revision_rows(FILE *f, json_t *revs)
+{
+    pfi_table *t = pfi_table_new(8, (const char *const[]){"in force from", "target (W)",
+                                                          "window", "window in force (s)",
+                                                          "recorded (s)", "mean (W)",
+                                                          "largest excess (W)", "s over"});
+    char a[32], b[32], d[32], e[32], g[32], h[32], w0[40], w1[40], win[90];
+    size_t i;
+    json_t *r;
+    json_array_foreach(revs, i, r)
+    {
+        pfi_time_format(num(r, "start_s"), w0, sizeof w0);
+        pfi_time_format(num(r, "end_s"), w1, sizeof w1);
+        snprintf(win, sizeof win, "%s to %s", w0, w1);
+        pfi_table_row(t, (const char *const[]){*str(r, "from") ? str(r, "from") : "the first",
+                                               fx(a, sizeof a, num(r, "target_w"), 4), win,
+                                               fx(b, sizeof b, num(r, "window_s"), 3),
+                                               fx(d, sizeof d, num(r, "covered_s"), 3),
+                                               fx(e, sizeof e, num(r, "mean_w"), 4),
+                                               fx(g, sizeof g, num(r, "max_excess_w"), 3),
+                                               fx(h, sizeof h, num(r, "seconds_over_target"),
+                                                  3)});
+    }
+    pfi_table_markdown(t, f);
+    pfi_table_free(t);
+}
+
 static void markdown(FILE *f, json_t *doc, const char *fig_note)
 {
     json_t *ev = json_object_get(doc, "event"), *c = json_object_get(doc, "compliance");
@@ -152,6 +181,13 @@ static void markdown(FILE *f, json_t *doc, const char *fig_note)
                 str(oa, "event_id"), num(oa, "interval"), num(oa, "randomized_s"),
                 str(oa, "vtn_start"), num(oa, "randomize_start_s"));
     fprintf(f, "- Target: %s W (%s)\n", fx(a, sizeof a, num(c, "target_w"), 4), str(ev, "kind"));
+    json_t *revs = json_object_get(c, "revisions");
+    if (json_array_size(revs) > 1) {
+        fprintf(f, "- Modified while under way: each instant is judged against the definition "
+                   "in force then (the figures below combine them):\n\n");
+        revision_rows(f, revs);
+        fputc('\n', f);
+    }
     if (!has_draw(doc)) { /* no excess, ramp or energy to state: zeros would read as met */
         fputc('\n', f);
         cost_and_slas(f, doc);

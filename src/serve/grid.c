@@ -316,16 +316,25 @@ static void fill_baseline(srv_node *n, double now, pfi_event *ev)
              "node draw when the event was posted (no earlier samples)");
 }
 
-static int store_event(srv_node *n, const pfi_event *ev, int *created, pfi_err *err)
+/* Saves ev, a new event or a change of the one held under its id: a change under way is kept
+ * as a revision from now (store/grid.h pfi_grid_change), so its report judges what was asked
+ * before it against what was asked then.  *kind gets how it was kept (decide_mu held). */
+static int store_event(srv_node *n, const pfi_event *ev, int *created, int *kind, pfi_err *err)
 {
+    double now = pfi_clock_wall();
+    pfi_event held;
     pthread_mutex_lock(&n->mu);
     int at = pfi_event_list_find(n->grid_ev, n->n_grid, ev->id);
     int full = at < 0 && n->n_grid == SRV_GRID_MAX;
+    if (at >= 0)
+        held = n->grid_ev[at];
+    pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
     pthread_mutex_unlock(&n->mu);
     if (full)
         return pfi_err_set(err, PFI_EBUSY, "%d grid events are held: delete past ones first",
                            SRV_GRID_MAX);
-    int rc = pfi_grid_put(n->grid, ev, err);
+    *kind = pfi_event_change_kind(at >= 0 ? &held : NULL, ev, &site, now);
+    int rc = pfi_grid_change(n->grid, at >= 0 ? &held : NULL, ev, *kind, now, err);
     if (rc != PFI_OK)
         return rc;
     *created = at < 0;
@@ -372,16 +381,19 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
     pthread_mutex_lock(&n->decide_mu);
     double floor = floor_locked(n, ev.sla_yield);
     double achievable;
-    int created = 0;
+    int created = 0, kind = PFI_EVENT_CHANGE_NEW;
     if (!pfi_event_feasible(pfi_event_target_w(&ev), floor, &achievable))
         rc = pfi_grid_infeasible(&ev, achievable, "this node", result, err);
     else
-        rc = store_event(n, &ev, &created, err);
+        rc = store_event(n, &ev, &created, &kind, err);
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
         return rc;
     pfi_srv_event_add(n, "grid", "event %s %s: %s %.0f W from %.0f to %.0f (ramps %.0f/%.0f s, "
-                  "source %s)", ev.id, created ? "added" : "changed",
+                  "source %s)", ev.id, created ? "added"
+                  : kind == PFI_EVENT_CHANGE_REVISE ? "changed while under way (its report "
+                                                      "judges what came before as it was)"
+                                                    : "changed",
                   pfi_event_kind_name(ev.kind), pfi_event_target_w(&ev), ev.start_s, ev.end_s,
                   ev.ramp_down_s, ev.ramp_up_s, ev.source);
     grid_apply(n, 1);

@@ -1002,10 +1002,24 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *
                            "type", "DEMAND", "values", kw, "type", "USAGE", "values",
                            kw * (t1 - t0) / 3600));
     }
-    char name[160];
-    snprintf(name, sizeof name, "pfi %s: max excess %.0f W, %.0f s over target", id,
-             json_number_value(json_object_get(c, "max_excess_w")),
-             json_number_value(json_object_get(c, "seconds_over_target")));
+    char name[300];
+    int at = snprintf(name, sizeof name, "pfi %s: max excess %.0f W, %.0f s over target", id,
+                      json_number_value(json_object_get(c, "max_excess_w")),
+                      json_number_value(json_object_get(c, "seconds_over_target")));
+    /* Changed under way (the VTN's own modification, or one made here): judged against each
+     * definition in its time, which the figures alone do not say. */
+    json_t *revs = json_object_get(c, "revisions");
+    size_t nrev = json_array_size(revs);
+    json_t *last = json_array_get(revs, nrev - 1);
+    const char *from = json_string_value(json_object_get(last, "from"));
+    char times[32] = "";
+    if (nrev > 2)
+        snprintf(times, sizeof times, " %zu times, last", nrev - 1);
+    if (nrev > 1 && at > 0 && (size_t)at < sizeof name)
+        snprintf(name + at, sizeof name - (size_t)at, "; modified under way%s at %s (target "
+                 "%.0f W), each instant judged against the definition in force then", times,
+                 from ? from : "?",
+                 json_number_value(json_object_get(last, "target_w")));
     return json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}], "
                      "s:[{s:s, s:o}]}", "programID", v->program_id, "eventID", eid,
                      "clientName", v->cfg.client_id, "reportName", name, "payloadDescriptors",

@@ -39,6 +39,13 @@ static const pfi_store_step steps[] = {
      * event's report took the manual budget in force when it was asked for, one set later. */
     {"ALTER TABLE grid_events ADD COLUMN level_noted INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE grid_events ADD COLUMN level_w REAL;"},
+    /* Each definition of an event changed while under way, from when it took effect (from_s;
+     * NULL: the first): a report judged the whole window against the last one. */
+    {"CREATE TABLE grid_event_revisions ("
+     " id TEXT NOT NULL, seq INTEGER NOT NULL, from_s REAL, start_s REAL NOT NULL,"
+     " end_s REAL NOT NULL, kind TEXT NOT NULL, limit_w REAL, cut REAL, baseline_w REAL,"
+     " ramp_down_s REAL NOT NULL, ramp_up_s REAL NOT NULL, priority INTEGER NOT NULL,"
+     " sla_yield INTEGER NOT NULL, PRIMARY KEY (id, seq));"},
 };
 
 int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
@@ -90,9 +97,9 @@ static int step_done(pfi_grid_store *g, sqlite3_stmt *s, const char *doing, pfi_
     return step_done_on(g->st, s, doing, err);
 }
 
-int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
+/* pfi_grid_put with g->mu held. */
+static int put_locked(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
 {
-    pthread_mutex_lock(&g->mu);
     sqlite3_stmt *s;
     int rc = pfi_store_prepare(g->st,
                                "INSERT OR REPLACE INTO grid_events(id, start_s, end_s, kind, "
@@ -126,6 +133,107 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
         pfi_store_bind_real(s, 21, ev->ramp_level_w); /* INFINITY (none) as NULL */
         rc = step_done(g, s, "saving a grid event", err);
     }
+    return rc;
+}
+
+int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    int rc = put_locked(g, ev, err);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+/* One statement on an event id's revisions (g->mu held). */
+static int on_revisions(pfi_grid_store *g, const char *sql, const char *id, const char *doing,
+                        pfi_err *err)
+{
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st, sql, &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+        rc = step_done(g, s, doing, err);
+    }
+    return rc;
+}
+
+/* Adds ev's terms as the next revision of its id, in force from from_s (NAN: the first); the
+ * first revision of an id that has none is numbered 0 (g->mu held). */
+static int add_revision(pfi_grid_store *g, const pfi_event *ev, double from_s, pfi_err *err)
+{
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st,
+                               "INSERT INTO grid_event_revisions(id, seq, from_s, start_s, end_s, "
+                               "kind, limit_w, cut, baseline_w, ramp_down_s, ramp_up_s, priority, "
+                               "sla_yield) VALUES(?1, (SELECT coalesce(max(seq) + 1, 0) FROM "
+                               "grid_event_revisions WHERE id = ?1), ?,?,?,?,?,?,?,?,?,?,?)",
+                               &s, err);
+    if (rc != PFI_OK)
+        return rc;
+    sqlite3_bind_text(s, 1, ev->id, -1, SQLITE_TRANSIENT);
+    pfi_store_bind_real(s, 2, from_s);
+    sqlite3_bind_double(s, 3, ev->start_s);
+    sqlite3_bind_double(s, 4, ev->end_s);
+    sqlite3_bind_text(s, 5, pfi_event_kind_name(ev->kind), -1, SQLITE_STATIC);
+    pfi_store_bind_real(s, 6, ev->limit_w);
+    pfi_store_bind_real(s, 7, ev->cut);
+    pfi_store_bind_real(s, 8, ev->baseline_w);
+    sqlite3_bind_double(s, 9, ev->ramp_down_s);
+    sqlite3_bind_double(s, 10, ev->ramp_up_s);
+    sqlite3_bind_int(s, 11, ev->priority);
+    sqlite3_bind_int(s, 12, ev->sla_yield != 0);
+    return step_done(g, s, "saving a grid event's revision", err);
+}
+
+/* How many revisions id has (g->mu held); -1 when they cannot be read (err set). */
+static int revision_count(pfi_grid_store *g, const char *id, pfi_err *err)
+{
+    sqlite3_stmt *s;
+    if (pfi_store_prepare(g->st, "SELECT count(*) FROM grid_event_revisions WHERE id = ?", &s,
+                          err) != PFI_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(s), n = r == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
+    if (n < 0)
+        pfi_store_sqlerr(g->st, r, err, "reading a grid event's revisions");
+    sqlite3_finalize(s);
+    return n;
+}
+
+/* The revisions a change of kind `kind` writes (g->mu held, in a transaction). */
+static int revise_locked(pfi_grid_store *g, const pfi_event *held, const pfi_event *ev, int kind,
+                         double now, pfi_err *err)
+{
+    if (kind == PFI_EVENT_CHANGE_NEW)
+        return on_revisions(g, "DELETE FROM grid_event_revisions WHERE id = ?", ev->id,
+                            "clearing a grid event's revisions", err);
+    int n = revision_count(g, ev->id, err), rc = PFI_OK;
+    if (n < 0)
+        return err ? err->code : PFI_EIO;
+    if (kind == PFI_EVENT_CHANGE_REVISE && n == 0 && held) {
+        rc = add_revision(g, held, NAN, err);
+        n = 1;
+    }
+    if (rc == PFI_OK && n > 0)
+        rc = add_revision(g, ev, now, err);
+    return rc;
+}
+
+int pfi_grid_change(pfi_grid_store *g, const pfi_event *held, const pfi_event *ev, int kind,
+                    double now, pfi_err *err)
+{
+    if (kind == PFI_EVENT_CHANGE_SAME)
+        return pfi_grid_put(g, ev, err);
+    pthread_mutex_lock(&g->mu);
+    int rc = pfi_store_tx_begin(g->st, err);
+    if (rc == PFI_OK)
+        rc = revise_locked(g, held, ev, kind, now, err);
+    if (rc == PFI_OK)
+        rc = put_locked(g, ev, err);
+    if (rc == PFI_OK)
+        rc = pfi_store_tx_commit(g->st, err);
+    else
+        pfi_store_tx_rollback(g->st);
     pthread_mutex_unlock(&g->mu);
     return rc;
 }
@@ -133,15 +241,89 @@ int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
 int pfi_grid_delete(pfi_grid_store *g, const char *id, pfi_err *err)
 {
     pthread_mutex_lock(&g->mu);
+    int rc = pfi_store_tx_begin(g->st, err);
+    if (rc == PFI_OK)
+        rc = on_revisions(g, "DELETE FROM grid_event_revisions WHERE id = ?", id,
+                          "deleting a grid event's revisions", err);
+    if (rc == PFI_OK)
+        rc = on_revisions(g, "DELETE FROM grid_events WHERE id = ?", id, "deleting a grid event",
+                          err);
+    if (rc == PFI_OK && sqlite3_changes(g->st->db) == 0)
+        rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    if (rc == PFI_OK)
+        rc = pfi_store_tx_commit(g->st, err);
+    else
+        pfi_store_tx_rollback(g->st);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+/* The terms of a revision row (seq, from_s, start_s, ... sla_yield) over a copy of the event. */
+static void row_revision(sqlite3_stmt *s, const pfi_event *ev, pfi_event_revision *r)
+{
+    r->ev = *ev;
+    double from = pfi_store_col_real(s, 1);
+    r->from_s = isnan(from) ? -INFINITY : from; /* NULL: the first, in force from the beginning */
+    r->ev.start_s = sqlite3_column_double(s, 2);
+    r->ev.end_s = sqlite3_column_double(s, 3);
+    const unsigned char *k = sqlite3_column_text(s, 4);
+    r->ev.kind = k && !strcmp((const char *)k, "cut") ? PFI_EVENT_CUT
+                 : k && !strcmp((const char *)k, "limit") ? PFI_EVENT_LIMIT
+                                                         : -1;
+    r->ev.limit_w = pfi_store_col_real(s, 5);
+    r->ev.cut = pfi_store_col_real(s, 6);
+    r->ev.baseline_w = pfi_store_col_real(s, 7);
+    r->ev.ramp_down_s = sqlite3_column_double(s, 8);
+    r->ev.ramp_up_s = sqlite3_column_double(s, 9);
+    r->ev.priority = sqlite3_column_int(s, 10);
+    r->ev.sla_yield = sqlite3_column_int(s, 11);
+}
+
+int pfi_grid_revisions(pfi_grid_store *g, const pfi_event *ev, pfi_event_revision **out, int *n,
+                       pfi_err *err)
+{
+    *n = 0;
+    *out = NULL;
+    pthread_mutex_lock(&g->mu);
     sqlite3_stmt *s;
-    int rc = pfi_store_prepare(g->st, "DELETE FROM grid_events WHERE id = ?", &s, err);
+    int rc = pfi_store_prepare(g->st,
+                               "SELECT seq, from_s, start_s, end_s, kind, limit_w, cut, "
+                               "baseline_w, ramp_down_s, ramp_up_s, priority, sla_yield FROM "
+                               "grid_event_revisions WHERE id = ? ORDER BY seq",
+                               &s, err);
+    int cap = 0, src = SQLITE_DONE;
     if (rc == PFI_OK) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
-        rc = step_done(g, s, "deleting a grid event", err);
-        if (rc == PFI_OK && sqlite3_changes(g->st->db) == 0)
-            rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+        sqlite3_bind_text(s, 1, ev->id, -1, SQLITE_TRANSIENT);
+        while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 8;
+                pfi_event_revision *m = realloc(*out, sizeof **out * (size_t)cap);
+                if (!m) {
+                    rc = pfi_err_set(err, PFI_ENOMEM, "out of memory reading revisions");
+                    break;
+                }
+                *out = m;
+            }
+            row_revision(s, ev, &(*out)[(*n)++]);
+        }
+        if (rc == PFI_OK && src != SQLITE_DONE)
+            rc = pfi_store_sqlerr(g->st, src, err, "reading a grid event's revisions");
+        sqlite3_finalize(s);
     }
     pthread_mutex_unlock(&g->mu);
+    if (rc == PFI_OK && *n == 0) {
+        *out = malloc(sizeof **out);
+        rc = *out ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+        if (*out)
+            (*out)[(*n)++] = (pfi_event_revision){.from_s = -INFINITY, .ev = *ev};
+    } else if (rc == PFI_OK) {
+        (*out)[*n - 1].ev = *ev; /* the one in force now, as held */
+    }
+    if (rc != PFI_OK) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
     return rc;
 }
 
@@ -374,7 +556,10 @@ int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
                                "DELETE FROM grid_power WHERE t < ?1 AND NOT EXISTS ("
                                " SELECT 1 FROM grid_events e"
                                " WHERE grid_power.t >= e.start_s - e.ramp_down_s - ?2"
-                               " AND grid_power.t < e.end_s + e.ramp_up_s + ?3)",
+                               " AND grid_power.t < e.end_s + e.ramp_up_s + ?3)"
+                               " AND NOT EXISTS (SELECT 1 FROM grid_event_revisions r"
+                               " WHERE grid_power.t >= r.start_s - r.ramp_down_s - ?2"
+                               " AND grid_power.t < r.end_s + r.ramp_up_s + ?3)",
                                &s, err);
     if (rc == PFI_OK) {
         sqlite3_bind_double(s, 1, before);
@@ -391,11 +576,18 @@ int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_
                         pfi_err *err)
 {
     pfi_grid_sample *s = NULL;
-    int k = 0;
-    double t0 = pfi_event_ramp_start_s(ev) - PFI_COMPLIANCE_BASELINE_S;
-    int rc = pfi_grid_power_range(g, t0, pfi_event_restored_s(ev, site) + 60, &s, &k, err);
+    pfi_event_revision *rv;
+    int k = 0, nr;
+    int rc = pfi_grid_revisions(g, ev, &rv, &nr, err);
     if (rc != PFI_OK)
         return rc;
+    double a, b;
+    pfi_event_revised_range(rv, nr, site, &a, &b);
+    rc = pfi_grid_power_range(g, a - PFI_COMPLIANCE_BASELINE_S, b + 60, &s, &k, err);
+    if (rc != PFI_OK) {
+        free(rv);
+        return rc;
+    }
     double *t = malloc(sizeof *t * (size_t)(k + 1)), *w = malloc(sizeof *w * (size_t)(k + 1));
     rc = t && w ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int i = 0; rc == PFI_OK && i < k; i++) {
@@ -403,7 +595,8 @@ int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_
         w[i] = s[i].site_w;
     }
     if (rc == PFI_OK)
-        rc = pfi_event_compliance_compute(ev, site, t, w, k, 60, max_gap_s, out, err);
+        rc = pfi_event_compliance_revised(rv, nr, site, t, w, k, 60, max_gap_s, out, err);
+    free(rv);
     free(s);
     free(t);
     free(w);

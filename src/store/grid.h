@@ -4,8 +4,10 @@
  * a restart of `pfi serve` or `pfi cluster serve` and an event's compliance report can be
  * written after it ended.
  *
- * Tables: grid_events (one row per event, every field of pfi_event), grid_power (one row per
- * recorded site sample: wall time, site draw, budget in force, the binding event's id).  Every
+ * Tables: grid_events (one row per event, every field of pfi_event), grid_event_revisions (an
+ * event changed while under way: each definition's terms and when it took effect), grid_power
+ * (one row per recorded site sample: wall time, site draw, budget in force, the binding event's
+ * id).  Every
  * write is one statement or one transaction: a crash leaves the old row or the new, never half.
  * Events are synced at every commit; power samples go through a second connection with
  * synchronous=NORMAL (a power cut may lose the last seconds of samples, never an event).  The
@@ -26,7 +28,19 @@ void pfi_grid_close(pfi_grid_store *g);
 
 /* Inserts the event, or replaces the one with the same id. */
 int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err);
-/* PFI_ENOENT naming the id when there is no such event. */
+/* Saves a change of an event: kind is pfi_event_change_kind(held, ev, ...) (core/event.h).
+ * NEW replaces the event and clears the revisions of its id; SAME replaces it and keeps them;
+ * REVISE adds ev as a revision from `now`, and held as the first one when the id had none;
+ * AHEAD adds ev as a revision from `now` when the id has any, else replaces the event alone.
+ * One transaction: on error nothing changed. */
+int pfi_grid_change(pfi_grid_store *g, const pfi_event *held, const pfi_event *ev, int kind,
+                    double now, pfi_err *err);
+/* Every definition of ev in force in turn: its stored revisions with ev itself (the one held
+ * now) as the last, or ev alone from the beginning when it was never changed under way; *out
+ * malloc'ed (free()), *n >= 1. */
+int pfi_grid_revisions(pfi_grid_store *g, const pfi_event *ev, pfi_event_revision **out, int *n,
+                       pfi_err *err);
+/* Deletes the event and its revisions; PFI_ENOENT naming the id when there is no such event. */
 int pfi_grid_delete(pfi_grid_store *g, const char *id, pfi_err *err);
 /* Marks event id of the held list reported at `when` (the list's entry under list_mu) and
  * stores it.  The caller holds the lock its adds and deletes take: a delete between the copy
@@ -64,8 +78,9 @@ int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
                          double keep_after_s, pfi_err *err);
 
 /* An event's compliance from the site power recorded from PFI_COMPLIANCE_BASELINE_S before its
- * ramp to a minute after its restore (core/event_report.h); max_gap_s: a longer gap between two
- * samples is a gap in the record.  *n_samples (may be NULL) gets how many were read. */
+ * first ramp to a minute after its last restore, each instant against the revision in force
+ * then (pfi_grid_revisions, core/event_report.h); max_gap_s: a longer gap between two samples
+ * is a gap in the record.  *n_samples (may be NULL) gets how many were read. */
 int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
                         double max_gap_s, pfi_event_compliance *out, int *n_samples,
                         pfi_err *err);
@@ -98,7 +113,9 @@ int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, const char *ho
  * "compliance", "site_max_w", "samples", and what it can say at `now`: "state" ("not_started"
  * before the ramp, "partial" until the restore is over, then "no_samples" when no second of the
  * window was recorded, else "complete") with "state_message", a sentence saying so; the caller
- * adds the cost of its own plan. */
+ * adds the cost of its own plan.  An event changed while under way also has
+ * "compliance.revisions" (each definition, when it took effect and its own figures), and its
+ * state_message says when it was changed. */
 json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
                              double max_gap_s, double now, pfi_err *err);
 

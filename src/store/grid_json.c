@@ -263,6 +263,34 @@ json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, 
     return o;
 }
 
+/* A time as ISO 8601, null when it is not finite (a revision in force from the beginning). */
+static json_t *iso_or_null(double t)
+{
+    char b[40];
+    if (!isfinite(t))
+        return json_null();
+    pfi_time_format(t, b, sizeof b);
+    return json_string(b);
+}
+
+static json_t *revisions_json(const pfi_event_compliance *c)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < c->n_spans; k++) {
+        const pfi_event_span *x = &c->spans[k];
+        json_array_append_new(
+            a, json_pack("{s:o, s:o, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:f, s:f}",
+                         "from", iso_or_null(x->from_s), "from_s", pfi_json_num(x->from_s),
+                         "until_s", pfi_json_num(x->until_s), "target_w", x->target_w,
+                         "start_s", x->start_s, "end_s", x->end_s, "ramp_down_s",
+                         x->ramp_down_s, "ramp_up_s", x->ramp_up_s, "window_s", x->window_s,
+                         "covered_s", x->covered_s, "mean_w", pfi_json_num(x->mean_w),
+                         "max_excess_w", x->max_excess_w, "seconds_over_target",
+                         x->seconds_over_target));
+    }
+    return a;
+}
+
 json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *c)
 {
     json_t *iv = json_array();
@@ -279,12 +307,16 @@ json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *c)
                              "restore_max_excess_w", c->restore_max_excess_w,
                              "restore_max_rise_w_per_s", c->restore_max_rise_w_per_s,
                              "at_target_s_before_start", pfi_json_num(c->at_target_s));
-    return json_pack("{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "target_w",
-                     c->target_w, "baseline_w", pfi_json_num(c->baseline_w), "baseline_method",
-                     c->baseline_method, "window_s", c->window_s, "covered_s", c->covered_s,
-                     "max_excess_w", c->max_excess_w, "seconds_over_target",
-                     c->seconds_over_target, "energy_shed_kwh", pfi_json_num(c->energy_shed_kwh),
-                     "mean_w", pfi_json_num(c->mean_w), "ramp", ramp, "intervals", iv);
+    json_t *o = json_pack("{s:f, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}",
+                          "target_w", c->target_w, "baseline_w", pfi_json_num(c->baseline_w),
+                          "baseline_method", c->baseline_method, "window_s", c->window_s,
+                          "covered_s", c->covered_s, "max_excess_w", c->max_excess_w,
+                          "seconds_over_target", c->seconds_over_target, "energy_shed_kwh",
+                          pfi_json_num(c->energy_shed_kwh), "mean_w", pfi_json_num(c->mean_w),
+                          "ramp", ramp, "intervals", iv);
+    if (o && c->n_spans > 1) /* changed under way: each definition and what it was judged on */
+        json_object_set_new(o, "revisions", revisions_json(c));
+    return o;
 }
 
 /* What the report can say at `now`, as a word and a sentence (docs/api.md, "state"): before
@@ -327,6 +359,22 @@ static const char *report_state(const pfi_event *ev, const pfi_event_site *site,
     return "complete";
 }
 
+/* Appends to the state's sentence that the event was changed under way, and when. */
+static void say_changed(const pfi_event_compliance *c, char *msg, size_t size)
+{
+    size_t at = strlen(msg);
+    at += (size_t)snprintf(msg + at, at < size ? size - at : 0, "; changed while under way at");
+    for (int k = 1; k < c->n_spans && at < size; k++) {
+        char t[40];
+        pfi_time_format(c->spans[k].from_s, t, sizeof t);
+        at += (size_t)snprintf(msg + at, size - at, "%s %s (target %.0f W)", k > 1 ? "," : "", t,
+                               c->spans[k].target_w);
+    }
+    if (at < size)
+        snprintf(msg + at, size - at, ": each instant judged against the definition in force "
+                 "then");
+}
+
 json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
                              double max_gap_s, double now, pfi_err *err)
 {
@@ -351,8 +399,10 @@ json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_e
                           pfi_grid_event_to_json(ev, site, now), "compliance",
                           pfi_grid_compliance_to_json(&c), "judged_window", win, "site_max_w",
                           site->max_w, "samples", k);
-    char msg[400];
+    char msg[600];
     const char *state = report_state(ev, site, now, &c, msg, sizeof msg);
+    if (c.n_spans > 1 && strcmp(state, "not_started"))
+        say_changed(&c, msg, sizeof msg);
     json_object_set_new(o, "state", json_string(state));
     json_object_set_new(o, "state_message", json_string(msg));
     pfi_event_compliance_free(&c);

@@ -1480,7 +1480,7 @@ static void test_grid_events(void **state)
                              "duration_s", 3600.0, "limit_w", 0.7 * full);
     void *res = NULL;
     int created = 0;
-    assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+    assert_int_equal(pfi_cl_grid_add(x.c, body, 0, &res, &created, &e), PFI_OK);
     json_decref(body);
     json_decref(res);
     assert_int_equal(created, 1);
@@ -1498,7 +1498,7 @@ static void test_grid_events(void **state)
     body = json_pack("{s:s, s:f, s:f, s:f}", "id", "deep", "start", now + 600, "duration_s",
                      600.0, "limit_w", 0.3 * full);
     res = NULL;
-    assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_EINFEASIBLE);
+    assert_int_equal(pfi_cl_grid_add(x.c, body, 0, &res, &created, &e), PFI_EINFEASIBLE);
     double ach = json_number_value(json_object_get(res, "achievable_w"));
     assert_true(ach > 0.3 * full && ach < 0.7 * full);
     json_decref(res);
@@ -1508,7 +1508,7 @@ static void test_grid_events(void **state)
     /* The same with the SLAs yielding: accepted. */
     json_object_set_new(body, "sla", json_string("yield"));
     res = NULL;
-    assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+    assert_int_equal(pfi_cl_grid_add(x.c, body, 0, &res, &created, &e), PFI_OK);
     json_decref(res);
     json_decref(body);
     assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
@@ -1518,7 +1518,7 @@ static void test_grid_events(void **state)
     for (int i = 0; i < 2; i++) {
         body = json_loads(bad[i], 0, NULL);
         res = NULL;
-        assert_int_not_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+        assert_int_not_equal(pfi_cl_grid_add(x.c, body, 0, &res, &created, &e), PFI_OK);
         json_decref(body);
     }
     list = pfi_cl_grid_json(x.c, NULL);
@@ -1597,7 +1597,7 @@ static void test_grid_report_level(void **state)
                              "ramp_up_s", 300.0);
     void *res = NULL;
     int created = 0;
-    assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+    assert_int_equal(pfi_cl_grid_add(x.c, body, 0, &res, &created, &e), PFI_OK);
     json_decref(body);
     json_decref(res);
     assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK); /* its ramp under way: level noted */
@@ -1609,6 +1609,56 @@ static void test_grid_report_level(void **state)
                  after);
     free(before);
     free(after);
+    unlink_db(db);
+    site_down(&x);
+}
+
+/* A VTN's limit below what job B's SLA allows (refused by the API): taken, and held at the
+ * least the site can hold with the SLAs kept, said in the note and in its GET (feasible
+ * false); one letting the SLAs yield goes deeper. */
+static void test_grid_vtn_short(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400];
+    snprintf(db, sizeof db, "%s/short.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    double full = pfi_cl_site_default_w(x.c), now = pfi_clock_wall();
+    json_t *body = json_pack("{s:s, s:f, s:f, s:f}", "id", "oadr-deep-0", "start", now - 1,
+                             "duration_s", 600.0, "limit_w", 0.3 * full);
+    void *res = NULL;
+    int created = 0;
+    assert_int_equal(pfi_cl_grid_add(x.c, body, 0, &res, &created, &e), PFI_EINFEASIBLE);
+    double ach = json_number_value(json_object_get(res, "achievable_w"));
+    json_decref(res);
+    assert_int_equal(pfi_cl_grid_add(x.c, body, PFI_CL_GRID_TAKE_SHORT, &res, &created, &e),
+                     PFI_OK);
+    json_decref(res);
+    pfi_standin_reset_peak(x.s);
+    if (pfi_cl_reapply(x.c, &e) != PFI_OK)
+        fail_msg("an event the SLAs cannot meet, taken: %s", e.msg);
+    double sum = pfi_standin_cap_sum(x.s);
+    if (!(sum <= ach + 1e-6 && sum < 0.95 * full))
+        fail_msg("held at %.0f W: the least the SLAs allow is %.0f W (site %.0f W)", sum, ach,
+                 full);
+    assert_non_null(strstr(x.c->note, "grid_infeasible: event oadr-deep-0"));
+    res = pfi_cl_grid_json(x.c, "oadr-deep-0");
+    assert_true(json_is_false(json_object_get(res, "feasible")));
+    assert_true(json_is_true(json_object_get(res, "binding")));
+    json_decref(res);
+    /* Held, not said again at every re-plan. */
+    x.c->note[0] = 0;
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    assert_null(strstr(x.c->note, "grid_infeasible"));
+    /* The SLAs yielding: the site goes below that. */
+    json_object_set_new(body, "sla", json_string("yield"));
+    assert_int_equal(pfi_cl_grid_add(x.c, body, PFI_CL_GRID_TAKE_SHORT, &res, &created, &e),
+                     PFI_OK);
+    json_decref(res);
+    json_decref(body);
+    assert_int_equal(pfi_cl_reapply(x.c, &e), PFI_OK);
+    assert_true(pfi_standin_cap_sum(x.s) < sum - 1);
     unlink_db(db);
     site_down(&x);
 }
@@ -1629,7 +1679,7 @@ static void test_grid_changed_in_force(void **state)
                                  "duration_s", 600.0, "limit_w", (k ? 0.6 : 0.7) * full);
         void *res = NULL;
         int created = 0;
-        assert_int_equal(pfi_cl_grid_add(x.c, body, &res, &created, &e), PFI_OK);
+        assert_int_equal(pfi_cl_grid_add(x.c, body, 0, &res, &created, &e), PFI_OK);
         assert_int_equal(created, !k);
         json_decref(body);
         json_decref(res);
@@ -1684,6 +1734,7 @@ int main(void)
         cmocka_unit_test(test_grid_events),
         cmocka_unit_test(test_grid_report_level),
         cmocka_unit_test(test_grid_changed_in_force),
+        cmocka_unit_test(test_grid_vtn_short),
         cmocka_unit_test(test_budget_resume),
         cmocka_unit_test(test_restart_keeps_extra_gpus),
         cmocka_unit_test(test_silent_node_in_site_record),

@@ -492,6 +492,36 @@ static void test_compliance_revised(void **state)
     assert_non_null(strstr(err.msg, "revision 1"));
 }
 
+/* The budget recorded with the draw above the target in force inside the window (the site held
+ * the least it could): how long and the highest, each revision's target in its time; ramps and
+ * budgets at the target are not counted. */
+static void test_held_above(void **state)
+{
+    (void)state;
+    pfi_event_revision r[2];
+    r[0].from_s = -INFINITY;
+    r[0].ev = limit_ev("h", 1000, 1040, 3000);
+    r[0].ev.ramp_down_s = 20;
+    r[1].from_s = 1020;
+    r[1].ev = r[0].ev;
+    r[1].ev.limit_w = 5400;
+    double t[80], b[80];
+    int n = 0;
+    for (double x = 970; x < 1050; x += 1, n++) {
+        t[n] = x;
+        b[n] = x < 1000 ? 5600 : x < 1030 ? 5320 : 5400; /* its ramp: not judged here */
+    }
+    pfi_event_compliance c;
+    memset(&c, 0, sizeof c);
+    pfi_event_compliance_held(r, 2, t, b, n, 5, &c);
+    assert_true(fabs(c.held_above_s - 20) < 1e-9); /* 1000-1020, above 3000 W */
+    assert_true(c.held_above_w == 5320);
+    for (int i = 0; i < n; i++)
+        b[i] = i % 2 ? NAN : 3000;
+    pfi_event_compliance_held(r, 2, t, b, n, 5, &c);
+    assert_true(c.held_above_s == 0 && isnan(c.held_above_w));
+}
+
 /* How a change is kept: none held or the held one over, a new event; the same terms, the same;
  * new terms under way, a revision; before its ramp, ahead. */
 static void test_change_kind(void **state)
@@ -589,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_keep_level),
         cmocka_unit_test(test_compliance_revised),
         cmocka_unit_test(test_change_kind),
+        cmocka_unit_test(test_held_above),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

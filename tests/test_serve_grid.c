@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "hw/backend_impl.h"
 #include "serve/serve_int.h"
 #include "store/grid.h"
 #include "support/sim_node.h"
@@ -168,11 +169,88 @@ static void test_changed_in_force(void **state)
     }
 }
 
+static double sum_limits(fx *f)
+{
+    double s = 0;
+    for (int i = 0; i < f->n->n_gpus; i++) {
+        pfi_device d;
+        pfi_err e = {0};
+        assert_int_equal(pfi_hw_info(f->b, i, &d, &e), PFI_OK);
+        s += d.limit_w;
+    }
+    return s;
+}
+
+/* How many events of this kind the node's log holds. */
+static int events_of(fx *f, const char *kind)
+{
+    json_t *d;
+    assert_int_equal(call(f, "GET", "/v1/events", NULL, &d), 200);
+    int k = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(d, "events"), i, x)
+    {
+        const char *kd = json_string_value(json_object_get(x, "kind"));
+        k += kd && !strcmp(kd, kind);
+    }
+    json_decref(d);
+    return k;
+}
+
+/* An event below what a job's SLA allows: the API refuses it (409, with the hint to let the
+ * SLAs yield); taken as a VTN's event, it is held at the least the node can hold, said once
+ * (grid_infeasible) and in its GET (feasible false), not re-planned and said again at every
+ * tick, and its report shows the budget held above the target. */
+static void test_vtn_event_held_short(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"a\",\"gpus\":[0,1,2,3,4,5,6,7],"
+                                                 "\"sla\":0.05}", NULL),
+                     201);
+    double now = pfi_clock_wall(), max = sum_limits(f);
+    char body[256];
+    snprintf(body, sizeof body, "{\"id\": \"oadr-cap-0\", \"start\": %.3f, \"end\": %.3f, "
+             "\"limit_w\": 3000}", now - 1, now + 600);
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, &d), 409);
+    double ach = json_number_value(json_object_get(d, "achievable_w"));
+    assert_true(ach > 3000 && ach < max);
+    json_decref(d);
+    json_t *b = json_loads(body, 0, NULL), *res = NULL;
+    pfi_err e = {0};
+    if (pfi_srv_grid_add(f->n, b, SRV_GRID_TAKE_SHORT, &res, &e) != PFI_OK)
+        fail_msg("a VTN's event the SLAs cannot meet: %s", e.msg);
+    assert_true(json_is_false(json_object_get(res, "feasible")));
+    assert_true(json_is_true(json_object_get(res, "binding")));
+    json_decref(res);
+    json_decref(b);
+    double held = sum_limits(f);
+    if (!(held <= ach + 0.5 && held < max - 100))
+        fail_msg("limits sum to %.0f W: the least the node can hold is %.0f W (max %.0f W)",
+                 held, ach, max);
+    int said = events_of(f, "grid_infeasible");
+    long long counted = f->n->n_grid_infeasible, decisions = f->n->n_grid_decisions;
+    assert_true(said >= 1 && counted == 1);
+    for (int k = 0; k < 3; k++)
+        pfi_srv_grid_tick(f->n);
+    assert_int_equal(events_of(f, "grid_infeasible"), said);
+    assert_true(f->n->n_grid_infeasible == counted && f->n->n_grid_decisions == decisions);
+    assert_true(fabs(sum_limits(f) - held) < 0.5);
+    assert_int_equal(call(f, "GET", "/v1/grid/events/oadr-cap-0/report", NULL, &d), 200);
+    json_t *h = json_object_get(json_object_get(d, "compliance"), "held_above_target");
+    assert_non_null(h);
+    assert_true(fabs(json_number_value(json_object_get(h, "budget_w")) - ach) < 0.5);
+    assert_true(json_number_value(json_object_get(h, "seconds")) > 0);
+    json_decref(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_report_fixed_after_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_changed_in_force, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vtn_event_held_short, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -425,6 +425,27 @@ static void test_randomize_refused(void **state)
         }
 }
 
+/* The VTN's events keep the jobs' SLAs by default and let them yield with sla = yield; the
+ * setting takes keep or yield alone. */
+static void test_sla_setting(void **state)
+{
+    (void)state;
+    pfi_ven_config c = config();
+    json_t *b = map_taken_with(&c, EV(KW_DESC, PERIOD_1H, LIMIT("500")), 0, "a limit");
+    assert_string_equal(json_string_value(json_object_get(b, "sla")), "keep");
+    json_decref(b);
+    pfi_err e = {0};
+    assert_int_equal(pfi_ven_config_set(&c, "sla", "yield", &e), PFI_OK);
+    b = map_taken_with(&c, EV(KW_DESC, PERIOD_1H, LIMIT("500")), 0, "a limit");
+    assert_string_equal(json_string_value(json_object_get(b, "sla")), "yield");
+    json_decref(b);
+    assert_int_equal(pfi_ven_config_set(&c, "sla", "maybe", &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "sla: expected keep or yield"));
+    assert_int_equal(c.sla_yield, 1); /* a bad value changes nothing */
+    assert_int_equal(pfi_ven_config_set(&c, "sla", "keep", &e), PFI_OK);
+    assert_int_equal(c.sla_yield, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_randomize_shed),
         cmocka_unit_test(test_randomize_limit_on_time),
         cmocka_unit_test(test_randomize_refused),
+        cmocka_unit_test(test_sla_setting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

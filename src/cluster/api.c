@@ -208,7 +208,7 @@ static enum MHD_Result post_event(pfi_cl_server *s, struct MHD_Connection *con,
     pfi_err e = {0};
     void *res = NULL;
     int created = 0;
-    int rc = pfi_cl_grid_add(s->c, d, &res, &created, &e);
+    int rc = pfi_cl_grid_add(s->c, d, 0, &res, &created, &e);
     json_decref(d);
     if (rc != PFI_OK)
         return send_err_with(con, http_code(rc), e.msg, res);

@@ -62,6 +62,10 @@ struct pfi_cl {
     int grid_binding;           /* the last apply's budget came from an event */
     char grid_event[PFI_EVENT_ID_MAX];
     int sla_yield;              /* plan.c: the SLAs give way (a yielding event binds) */
+    /* grid.c: the binding event whose budget the SLAs cannot meet, held at the least the site
+     * can hold (grid_short_w; NAN: none): said when that starts or the least moves. */
+    char grid_short_id[PFI_EVENT_ID_MAX];
+    double grid_short_w;
     struct pfi_alloc_keep *keep; /* plan.c: the last plan's allocator state, re-solved warm */
     double grid_rec_wall;
     pfi_ven *ven;               /* the OpenADR client, when configured (GET /v1/grid/openadr) */
@@ -123,6 +127,11 @@ int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
 /* Notes the level (the manual budget) each event whose ramp has begun ramps from, in the event
  * and the store, for its report (takes mu; c->op_mu held, as a change of an event holds it). */
 void pfi_cl_grid_note_levels(pfi_cl *c);
+/* An apply of want_w, the budget an event holds, found it infeasible (c->op_mu held): the site
+ * holds the least it can instead (the SLAs as the binding event says), as a node does
+ * (docs/api.md), said once per event and least (note, log).  The apply's result; PFI_EINFEASIBLE
+ * with err untouched when no event binds or nothing less can be held. */
+int pfi_cl_grid_hold_least(pfi_cl *c, double want_w, pfi_err *err);
 /* Records the site's draw with the budget in force (after a refresh; takes mu itself). */
 void pfi_cl_grid_record(pfi_cl *c);
 /* A node's GPUs as it last reported them, saved before a restart (c->mu held); 0 unknown.  A

@@ -229,8 +229,13 @@ int pfi_cl_start_loop(pfi_cl *c, pfi_err *err);
 int pfi_cl_grid_open(pfi_cl *c, const char *db, pfi_err *err);
 /* Adds or replaces an event from a JSON body (store/grid.h's shape); the caller re-plans at
  * once (pfi_cl_reapply), as after pfi_cl_grid_remove.  *result: the event as shown, or
- * {"feasible": false, "achievable_w"} beside an EINFEASIBLE error.  json_t * as void *. */
-int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err *err);
+ * {"feasible": false, "achievable_w"} beside an EINFEASIBLE error.  json_t * as void *.  With
+ * PFI_CL_GRID_TAKE_SHORT in flags (an OpenADR VTN's event: the grid's limit, not a request the
+ * site may refuse) one the SLAs cannot meet is taken, and held at the least the site can hold
+ * while it binds. */
+#define PFI_CL_GRID_TAKE_SHORT 1
+int pfi_cl_grid_add(pfi_cl *c, void *body, int flags, void **result, int *created,
+                    pfi_err *err);
 int pfi_cl_grid_remove(pfi_cl *c, const char *id, pfi_err *err);
 /* {"events": [...]} or one event (NULL: no such id), with the predicted cost of each. */
 void *pfi_cl_grid_json(pfi_cl *c, const char *id);

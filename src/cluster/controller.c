@@ -58,6 +58,7 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
     pthread_mutex_init(&c->op_mu, NULL);
     pthread_mutex_init(&c->refresh_mu, NULL);
     c->budget_now_w = NAN;
+    c->grid_short_w = NAN;
     pfi_series_init(&c->hist, 1.0);
     /* 10 s is a bound: the site apply-latency alert counts the changes above it */
     static const double apply_le[] = {0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -680,7 +681,10 @@ static int reapply_locked(pfi_cl *c, const pfi_cl_planned *pre, pfi_err *err)
     pthread_mutex_lock(&c->mu);
     double w = budget_in_force(c);
     pthread_mutex_unlock(&c->mu);
-    return pfi_cl_apply(c, w, pre, err);
+    int rc = pfi_cl_apply(c, w, pre, err);
+    if (rc == PFI_EINFEASIBLE) /* an event the SLAs cannot meet: the least the site can hold */
+        rc = pfi_cl_grid_hold_least(c, w, err);
+    return rc;
 }
 
 /* An apply that failed after the budget was taken (a node that answered the last refresh

@@ -156,6 +156,36 @@ void pfi_cl_grid_note_levels(pfi_cl *c)
     free(ids);
 }
 
+int pfi_cl_grid_hold_least(pfi_cl *c, double want_w, pfi_err *err)
+{
+    char id[PFI_EVENT_ID_MAX];
+    pthread_mutex_lock(&c->mu);
+    int binds = c->grid_binding, yield = c->sla_yield;
+    snprintf(id, sizeof id, "%s", c->grid_event);
+    double least = binds ? pfi_cl_min_budget(c, yield) : NAN;
+    int said = binds && !strcmp(c->grid_short_id, id) && fabs(c->grid_short_w - least) < 0.5;
+    pthread_mutex_unlock(&c->mu);
+    if (!(least > want_w))
+        return PFI_EINFEASIBLE;
+    pfi_err e = {0};
+    int rc = pfi_cl_apply(c, least, NULL, &e);
+    pthread_mutex_lock(&c->mu);
+    snprintf(c->grid_short_id, sizeof c->grid_short_id, "%s", rc == PFI_OK ? id : "");
+    c->grid_short_w = rc == PFI_OK ? least : NAN;
+    if (rc == PFI_OK && !said)
+        snprintf(c->note, sizeof c->note, "grid_infeasible: event %s: %.0f W cannot be met %s; "
+                 "holding the least that can, %.0f W", id, want_w,
+                 yield ? "even with the SLAs yielding" : "with the SLAs in force", least);
+    pthread_mutex_unlock(&c->mu);
+    if (rc == PFI_OK && !said)
+        fprintf(stderr, "pfi cluster: grid_infeasible: event %s: %.0f W cannot be met %s; "
+                "holding the least that can, %.0f W\n", id, want_w,
+                yield ? "even with the SLAs yielding" : "with the SLAs in force", least);
+    if (rc != PFI_OK && err)
+        *err = e;
+    return rc;
+}
+
 #define GPUS_SEEN_KEY "node_gpus_seen"
 #define GPUS_SEEN_MAX (256 * 1024) /* ~10,000 nodes' names and counts */
 
@@ -323,7 +353,8 @@ int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err)
     return rc;
 }
 
-int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err *err)
+int pfi_cl_grid_add(pfi_cl *c, void *body, int flags, void **result, int *created,
+                    pfi_err *err)
 {
     double now = pfi_clock_wall();
     pfi_event ev;
@@ -347,7 +378,9 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err 
     if (rc == PFI_OK && ev.end_s <= now)
         rc = pfi_err_set(err, PFI_EINVAL, "event %s ended already", ev.id);
     double need = rc == PFI_OK ? pfi_cl_min_budget(c, ev.sla_yield) : NAN, a = NAN;
-    if (rc == PFI_OK && !pfi_event_feasible(pfi_event_target_w(&ev), isnan(need) ? 0 : need, &a)) {
+    int short_of = rc == PFI_OK &&
+                   !pfi_event_feasible(pfi_event_target_w(&ev), isnan(need) ? 0 : need, &a);
+    if (short_of && !(flags & PFI_CL_GRID_TAKE_SHORT)) {
         json_t *why = NULL;
         rc = pfi_grid_infeasible(&ev, a, "the site", &why, err);
         *result = why;
@@ -374,6 +407,11 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, void **result, int *created, pfi_err 
     pthread_mutex_unlock(&c->op_mu);
     if (rc != PFI_OK)
         return rc;
+    if (short_of) /* a VTN cannot be told to send "sla": "yield": said here, and in its GET */
+        fprintf(stderr, "pfi cluster: grid_infeasible: event %s: target %.0f W cannot be met %s: "
+                "taken, the site holds the least it can, %.0f W, while it binds\n", ev.id,
+                pfi_event_target_w(&ev),
+                ev.sla_yield ? "even with the SLAs yielding" : "with the SLAs in force", a);
     *result = pfi_cl_grid_json(c, ev.id);
     return PFI_OK;
 }

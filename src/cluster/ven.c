@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ven.c: the OpenADR 3.0 client (serve/ven.h) on the site's grid events: the events the
- * controller holds, added through pfi_cl_grid_add and applied at once, and their compliance
- * reports. */
+ * controller holds, added through pfi_cl_grid_add and applied at once (one the SLAs cannot
+ * meet taken, and held at the least the site can hold), and their compliance reports. */
 #include <string.h>
 
 #include <jansson.h>
@@ -23,7 +23,7 @@ static int site_add(void *ctx, void *body, pfi_err *err)
     pfi_cl *c = ctx;
     void *res = NULL;
     int created;
-    int rc = pfi_cl_grid_add(c, body, &res, &created, err);
+    int rc = pfi_cl_grid_add(c, body, PFI_CL_GRID_TAKE_SHORT, &res, &created, err);
     json_decref(res);
     if (rc == PFI_OK) {
         pfi_err e = {0}; /* a failed apply is retried by the loop and shown in its note */

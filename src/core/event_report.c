@@ -298,6 +298,7 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
                                  pfi_event_compliance *out, pfi_err *err)
 {
     memset(out, 0, sizeof *out);
+    out->held_above_w = NAN;
     int rc = check_revisions(revs, n_revs, site, err);
     if (rc != PFI_OK)
         return rc;
@@ -339,6 +340,32 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
     if (rc != PFI_OK)
         pfi_event_compliance_free(out);
     return rc;
+}
+
+void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const double *t,
+                               const double *b, int n, double max_gap_s,
+                               pfi_event_compliance *out)
+{
+    out->held_above_s = 0;
+    out->held_above_w = NAN;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(b[i]))
+            continue;
+        double end = t[i] + hold_s(t, n, i, max_gap_s);
+        for (int k = rev_at(revs, n_revs, t[i]); k < n_revs && rev_from(revs, n_revs, k) < end;
+             k++) {
+            const pfi_event *ev = &revs[k].ev;
+            double o = overlap(fmax(t[i], rev_from(revs, n_revs, k)),
+                               fmin(end, rev_from(revs, n_revs, k + 1)), ev->start_s, ev->end_s);
+            /* half a watt: the budget an event sets is its target, as recorded */
+            if (o > 0 && b[i] > pfi_event_target_w(ev) + 0.5) {
+                out->held_above_s += o;
+                out->held_above_w = isnan(out->held_above_w) || b[i] > out->held_above_w
+                                        ? b[i]
+                                        : out->held_above_w;
+            }
+        }
+    }
 }
 
 int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site,

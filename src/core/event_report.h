@@ -59,6 +59,10 @@ typedef struct pfi_event_compliance {
                                    * max_gap_s of the start) at or below the target */
     int n_intervals;
     pfi_event_interval *intervals; /* malloc'ed (pfi_event_compliance_free) */
+    /* The budget recorded with the samples above the target in force inside the window (the
+     * site held the least it could, an event the SLAs could not meet): for how long, and the
+     * highest (0 and NAN: never, or no budgets given). */
+    double held_above_s, held_above_w;
     int n_spans;                  /* one per revision: 1 for an event never changed under way */
     pfi_event_span *spans;        /* malloc'ed (pfi_event_compliance_free) */
 } pfi_event_compliance;
@@ -78,6 +82,11 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
                                  const pfi_event_site *site, const double *t, const double *w,
                                  int n, double interval_s, double max_gap_s,
                                  pfi_event_compliance *out, pfi_err *err);
+/* The budget in force recorded with each sample (b[i], W; NAN: none) against the target in
+ * force inside the window: out->held_above_s and held_above_w (of a computed compliance). */
+void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const double *t,
+                               const double *b, int n, double max_gap_s,
+                               pfi_event_compliance *out);
 /* The time the revisions judge: from the first ramp in force to the last restore. */
 void pfi_event_revised_range(const pfi_event_revision *revs, int n_revs,
                              const pfi_event_site *site, double *from_s, double *to_s);

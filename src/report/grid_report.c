@@ -209,6 +209,12 @@ static void markdown(FILE *f, json_t *doc, const char *fig_note)
             fx(a, sizeof a, num(ramp, "ramp_down_max_excess_w"), 3),
             fx(b, sizeof b, num(ramp, "restore_max_excess_w"), 3),
             fx(d, sizeof d, num(ramp, "restore_max_rise_w_per_s"), 3));
+    json_t *held = json_object_get(c, "held_above_target");
+    if (held)
+        fprintf(f, "- Held above the target: a budget of up to %s W for %s s of the window, the "
+                   "least the site could hold (its jobs' SLAs, or its GPUs' minimum limits, did "
+                   "not allow the target)\n",
+                fx(a, sizeof a, num(held, "budget_w"), 4), fx(b, sizeof b, num(held, "seconds"), 3));
     fprintf(f, "- Energy shed against the baseline: %s kWh\n\n",
             fx(a, sizeof a, num(c, "energy_shed_kwh"), 4));
     fprintf(f, "## Site power per minute\n\n%s\n\n", fig_note);

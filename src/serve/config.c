@@ -209,6 +209,10 @@ static const pfi_serve_key keys[] = {
     {"openadr_randomize_seed", "N", "0", "7",
      "With the venName and the event id, how late a SIMPLE event with a randomizeStart starts "
      "(the same at every poll and restart); another seed draws other offsets."},
+    {"openadr_sla", "keep|yield", "keep", "yield",
+     "An event of the VTN the jobs' SLAs cannot meet is taken all the same: keep holds the least "
+     "the node can with the SLAs kept (the shortfall shows in its report), yield lets the SLAs "
+     "give way to the VTN's events."},
 };
 
 const pfi_serve_key *pfi_serve_config_keys(int *n)

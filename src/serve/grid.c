@@ -184,6 +184,51 @@ static double floor_locked(srv_node *n, int yield)
     return p.min_budget_w;
 }
 
+/* The binding event's budget `want` cannot be met with the SLAs in force (yield: not even with
+ * them yielding, below the GPUs' minimum limits): the node holds the least it can instead, as
+ * docs/api.md says (decide_mu held).  grid_infeasible is said, and counted, when it starts to,
+ * and again when that least moves. */
+static int hold_least(srv_node *n, const char *id, double want, int yield, char *reason,
+                      size_t rn, pfi_err *e)
+{
+    double floor = floor_locked(n, yield);
+    pthread_mutex_lock(&n->mu);
+    int said = !strcmp(n->grid_short_id, id) && same_budget(n->grid_short_w, floor);
+    pthread_mutex_unlock(&n->mu);
+    if (!said)
+        pfi_srv_event_add(n, "grid_infeasible", "event %s: %.0f W cannot be met %s; holding the "
+                          "least that can, %.0f W", id, want,
+                          yield ? "even with the SLAs yielding" : "with the SLAs in force",
+                          floor);
+    snprintf(reason, rn, "grid event %s: budget %.0f W (the least the %s allow)", id, floor,
+             yield ? "GPUs' minimum limits" : "SLAs");
+    int rc = pfi_srv_decide(n, floor, SRV_MODE_LOCAL, NULL, reason, NULL, e);
+    pthread_mutex_lock(&n->mu);
+    n->n_grid_infeasible += !said;
+    snprintf(n->grid_short_id, sizeof n->grid_short_id, "%s", rc == PFI_OK ? id : "");
+    n->grid_short_w = rc == PFI_OK ? floor : NAN;
+    pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+/* Whether the node already holds the least it can for event id's budget `want` (below it) and
+ * that least has not moved (a job gone lets it hold less, or meet the event; one come needs
+ * more): re-planned at every tick otherwise, twice, and said again each time, all along a ramp
+ * (decide_mu taken here). */
+static int still_short(srv_node *n, const char *id, double want, double cur, int yield)
+{
+    pthread_mutex_lock(&n->mu);
+    int held = !strcmp(n->grid_short_id, id) && same_budget(n->grid_short_w, cur) &&
+               want < cur;
+    pthread_mutex_unlock(&n->mu);
+    if (!held)
+        return 0;
+    pthread_mutex_lock(&n->decide_mu);
+    double floor = floor_locked(n, yield);
+    pthread_mutex_unlock(&n->decide_mu);
+    return same_budget(floor, cur);
+}
+
 /* Decides under the events' budget now (decide_mu taken here).  force: even when the budget
  * did not move (an event was added, changed or deleted). */
 static int grid_apply(srv_node *n, int force)
@@ -206,6 +251,8 @@ static int grid_apply(srv_node *n, int force)
     double want = binds ? lim : manual;
     if (!force && binds == was && same_budget(want, cur))
         return binds && yield; /* a yielding event: the loop's re-plan would keep the SLAs */
+    if (!force && binds && was && still_short(n, id, want, cur, yield))
+        return yield;
     pthread_mutex_lock(&n->decide_mu);
     pfi_srv_snapshot(n);
     if (binds && yield)
@@ -220,14 +267,11 @@ static int grid_apply(srv_node *n, int force)
     pfi_err e = {0};
     int rc = pfi_srv_decide(n, want, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
     if (rc == PFI_EINFEASIBLE && binds) {
-        double floor = floor_locked(n, yield);
-        pfi_srv_event_add(n, "grid_infeasible", "event %s: %.0f W cannot be met with the SLAs in "
-                      "force; holding the least that can, %.0f W", id, want, floor);
-        snprintf(reason, sizeof reason, "grid event %s: budget %.0f W (the least the SLAs "
-                 "allow)", id, floor);
-        rc = pfi_srv_decide(n, floor, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
+        rc = hold_least(n, id, want, yield, reason, sizeof reason, &e);
+    } else {
         pthread_mutex_lock(&n->mu);
-        n->n_grid_infeasible++;
+        n->grid_short_id[0] = 0;
+        n->grid_short_w = NAN;
         pthread_mutex_unlock(&n->mu);
     }
     pthread_mutex_lock(&n->mu);
@@ -346,7 +390,7 @@ static int store_event(srv_node *n, const pfi_event *ev, int *created, int *kind
     return PFI_OK;
 }
 
-int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
+int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, pfi_err *err)
 {
     double now = pfi_clock_wall();
     pfi_event ev;
@@ -382,13 +426,20 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err)
     double floor = floor_locked(n, ev.sla_yield);
     double achievable;
     int created = 0, kind = PFI_EVENT_CHANGE_NEW;
-    if (!pfi_event_feasible(pfi_event_target_w(&ev), floor, &achievable))
+    int short_of = !pfi_event_feasible(pfi_event_target_w(&ev), floor, &achievable);
+    if (short_of && !(flags & SRV_GRID_TAKE_SHORT))
         rc = pfi_grid_infeasible(&ev, achievable, "this node", result, err);
     else
         rc = store_event(n, &ev, &created, &kind, err);
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
         return rc;
+    if (short_of) /* a VTN cannot be told to send "sla": "yield": said here, and in its GET */
+        pfi_srv_event_add(n, "grid_infeasible", "event %s: target %.0f W cannot be met %s: "
+                          "taken, the node holds the least it can, %.0f W, while it binds",
+                          ev.id, pfi_event_target_w(&ev),
+                          ev.sla_yield ? "even with the SLAs yielding" : "with the SLAs in force",
+                          achievable);
     pfi_srv_event_add(n, "grid", "event %s %s: %s %.0f W from %.0f to %.0f (ramps %.0f/%.0f s, "
                   "source %s)", ev.id, created ? "added"
                   : kind == PFI_EVENT_CHANGE_REVISE ? "changed while under way (its report "

@@ -64,7 +64,7 @@ static char *post(srv_node *n, const char *body, size_t blen, int *st, size_t *l
     pthread_mutex_lock(&n->mu);
     int before = n->n_grid;
     pthread_mutex_unlock(&n->mu);
-    int rc = pfi_srv_grid_add(n, doc, &res, &e);
+    int rc = pfi_srv_grid_add(n, doc, 0, &res, &e);
     json_decref(doc);
     if (rc != PFI_OK)
         return error_of(&e, res, st, len);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* grid_ven.c: the OpenADR 3.0 client (ven.h) on this node's grid events (grid.c), when the
  * openadr_* settings name a VTN: the events the node holds, added through pfi_srv_grid_add
- * (validated, checked against the SLAs, saved and applied at once), and their compliance
- * reports for the VTN. */
+ * (validated, saved and applied at once; one the SLAs cannot meet taken and held at the least
+ * the node can hold), and their compliance reports for the VTN. */
 #include <string.h>
 
 #include "serve/serve_int.h"
@@ -20,7 +20,7 @@ static int node_events(void *ctx, pfi_event *out, int cap)
 static int node_add(void *ctx, void *body, pfi_err *err)
 {
     json_t *res = NULL;
-    int rc = pfi_srv_grid_add(ctx, body, &res, err);
+    int rc = pfi_srv_grid_add(ctx, body, SRV_GRID_TAKE_SHORT, &res, err);
     json_decref(res);
     return rc;
 }

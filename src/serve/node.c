@@ -26,6 +26,7 @@ int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, 
     n->b = b;
     n->budget_w = NAN;
     n->manual_w = NAN;
+    n->grid_short_w = NAN;
     n->ev_next = 1;
     n->started_wall = pfi_clock_wall();
     /* 2 s is a bound: the apply-latency alert counts the applies above it */

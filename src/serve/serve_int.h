@@ -280,6 +280,11 @@ typedef struct srv_node {
     double grid_rec_wall, grid_prune_wall;
     int grid_unread; /* GPUs last recorded at their limit, their draw not read (said on change) */
     long long n_grid_decisions, n_grid_infeasible;
+    /* The binding event (grid_short_id) whose budget the SLAs cannot meet is held at the
+     * least the node can hold (grid_short_w; NAN: none).  So that it is not planned twice and
+     * said again at every tick while that least stays where it is. */
+    char grid_short_id[PFI_EVENT_ID_MAX];
+    double grid_short_w;
     struct pfi_ven *ven;   /* the OpenADR client (grid_ven.c), when configured */
     /* Jobs found from their processes (discover.c); the control loop's alone. */
     srv_found found[SRV_MAX_JOBS];
@@ -469,8 +474,12 @@ int pfi_srv_grid_committed_locked(const srv_node *n, double now, char *id, size_
  * loop's own re-plan is then skipped this tick). */
 int pfi_srv_grid_tick(srv_node *n);
 /* Adds or replaces an event (validated, checked against the SLAs in force unless it lets them
- * yield, saved, then re-planned at once); *result: the event as GET shows it. */
-int pfi_srv_grid_add(srv_node *n, json_t *body, json_t **result, pfi_err *err);
+ * yield, saved, then re-planned at once); *result: the event as GET shows it.  One the SLAs
+ * cannot meet is refused (PFI_EINFEASIBLE, *result the 409's body), unless flags has
+ * SRV_GRID_TAKE_SHORT (an OpenADR VTN's: the grid's limit, not a request the node may refuse):
+ * then it is taken and held at the least the node can hold while it binds (grid_infeasible). */
+#define SRV_GRID_TAKE_SHORT 1
+int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, pfi_err *err);
 int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
 /* Notes in the event and the store that its report reached the VTN at `when`. */
 int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err);

@@ -625,8 +625,9 @@ static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, i
      * turned positive in the cast (and the event was refused). */
     json_int_t op = json_is_integer(pr) ? json_integer_value(pr) : 0;
     int prio = op > 1000 ? -1000 : op < -1000 ? 1000 : -(int)op;
-    json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i}", "id", id, "start", t0, "end", t1,
-                          "ramp_s", cfg->ramp_s, "source", src, "priority", prio);
+    json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i, s:s}", "id", id, "start", t0, "end",
+                          t1, "ramp_s", cfg->ramp_s, "source", src, "priority", prio, "sla",
+                          cfg->sla_yield ? "yield" : "keep");
     /* The VTN's own start and the offset drawn, kept with the event: its start alone does not
      * say, to an audit against the VTN, that (and by how much) it was moved. */
     json_object_set_new(b, "openadr",
@@ -701,6 +702,8 @@ static int same_as_held(pfi_ven *v, json_t *b)
                (ev.kind == PFI_EVENT_CUT ? h->cut == ev.cut : h->limit_w == ev.limit_w) &&
                h->priority == ev.priority && h->ramp_down_s == ev.ramp_down_s &&
                h->ramp_up_s == ev.ramp_up_s &&
+               /* the SLAs too: a restart with another sla setting takes its events again */
+               h->sla_yield == ev.sla_yield &&
                /* and its provenance: a limit's randomizeStart changed alone, or an event held
                 * from before it was kept, is taken again to show what the VTN asks now */
                !strcmp(h->oadr_event, ev.oadr_event) && h->oadr_interval == ev.oadr_interval &&
@@ -787,10 +790,10 @@ static void cancel_held(pfi_ven *v, const pfi_event *h, double now, const char *
     } else if (h->end_s <= end) {
         return; /* ending already: ended again at every poll, it never ended */
     } else {
-        json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i}", "id", h->id, "start",
+        json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i, s:s}", "id", h->id, "start",
                               isfinite(reached) ? now : h->start_s, "end", end, "ramp_down_s",
                               isfinite(reached) ? 0 : h->ramp_down_s, "source", h->source,
-                              "priority", h->priority);
+                              "priority", h->priority, "sla", h->sla_yield ? "yield" : "keep");
         double up = h->ramp_up_s;
         if (isfinite(reached)) {
             /* the share of the cut the ramp took, restored in the same share of the time */
@@ -1015,6 +1018,11 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *
     char times[32] = "";
     if (nrev > 2)
         snprintf(times, sizeof times, " %zu times, last", nrev - 1);
+    json_t *held = json_object_get(c, "held_above_target");
+    if (held && at > 0 && (size_t)at < sizeof name) /* the least it could hold: its shortfall */
+        at += snprintf(name + at, sizeof name - (size_t)at, "; held at up to %.0f W for %.0f s, "
+                       "the least it could", json_number_value(json_object_get(held, "budget_w")),
+                       json_number_value(json_object_get(held, "seconds")));
     if (nrev > 1 && at > 0 && (size_t)at < sizeof name)
         snprintf(name + at, sizeof name - (size_t)at, "; modified under way%s at %s (target "
                  "%.0f W), each instant judged against the definition in force then", times,
@@ -1413,6 +1421,12 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
         *num = d;
         return PFI_OK;
     }
+    if (!strcmp(k, "sla")) {
+        if (strcmp(v, "keep") && strcmp(v, "yield"))
+            return pfi_err_set(err, PFI_EINVAL, "sla: expected keep or yield, not '%s'", v);
+        c->sla_yield = !strcmp(v, "yield");
+        return PFI_OK;
+    }
     if (!strcmp(k, "randomize_seed")) {
         long long s;
         int rc = pfi_num_ll(v, 0, (long long)(~0ull >> 1), "randomize_seed", &s, err);
@@ -1431,7 +1445,7 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
     }
     return pfi_err_set(err, PFI_EINVAL, "unknown key '%s' (vtn_url, token_url, client_id, "
                        "secret_file, program, resource, ven_name, callback_url, poll, timeout, ramp, max_skew, "
-                       "simple_cut_1..3, randomize_seed)",
+                       "simple_cut_1..3, randomize_seed, sla)",
                        k);
 }
 

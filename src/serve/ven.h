@@ -7,7 +7,8 @@
  *   default the client id), callback_url (this daemon's base URL as the VTN reaches it: a
  *   subscription's notifications go to it), poll, timeout, ramp,
  *   max_skew (durations), simple_cut_1..3 (percentages: the cut of each SIMPLE level),
- *   randomize_seed (an integer: which start offsets a randomizeStart draws). */
+ *   randomize_seed (an integer: which start offsets a randomizeStart draws), sla (keep or
+ *   yield: whether the jobs' SLAs give way to the VTN's events). */
 #ifndef PFI_SERVE_VEN_H
 #define PFI_SERVE_VEN_H
 
@@ -32,6 +33,8 @@ typedef struct pfi_ven_config {
     double simple_cut[4];            /* SIMPLE level 1..3 -> cut of the baseline */
     long long randomize_seed;        /* >= 0 (default 0): with the venName and the event id,
                                       * the offset of a randomizeStart (ven.c start_fraction) */
+    int sla_yield;                   /* sla = yield: the jobs' SLAs give way to the VTN's events
+                                      * (default keep: held at the least the SLAs allow) */
 } pfi_ven_config;
 
 /* The daemon whose grid events the client adds to. */
@@ -41,7 +44,9 @@ typedef struct pfi_ven_host {
     /* Copies at most cap of the events held now into out; returns how many. */
     int (*events)(void *ctx, pfi_event *out, int cap);
     /* Adds or replaces an event from a JSON body (store/grid.h's shape, json_t *) and re-plans
-     * at once; an error changes nothing. */
+     * at once; an error changes nothing.  An event the SLAs in force cannot meet is taken all
+     * the same and held at the least the host can hold (a VTN's limit is the grid's, not a
+     * request the host may turn down): not an error. */
     int (*add)(void *ctx, void *body, pfi_err *err);
     /* Deletes an event and re-plans at once (PFI_ENOENT when there is none). */
     int (*remove)(void *ctx, const char *id, pfi_err *err);

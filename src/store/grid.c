@@ -588,18 +588,23 @@ int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_
         free(rv);
         return rc;
     }
-    double *t = malloc(sizeof *t * (size_t)(k + 1)), *w = malloc(sizeof *w * (size_t)(k + 1));
-    rc = t && w ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    double *t = malloc(sizeof *t * (size_t)(k + 1)), *w = malloc(sizeof *w * (size_t)(k + 1)),
+           *bw = malloc(sizeof *bw * (size_t)(k + 1));
+    rc = t && w && bw ? PFI_OK : pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int i = 0; rc == PFI_OK && i < k; i++) {
         t[i] = s[i].wall;
         w[i] = s[i].site_w;
+        bw[i] = s[i].budget_w;
     }
     if (rc == PFI_OK)
         rc = pfi_event_compliance_revised(rv, nr, site, t, w, k, 60, max_gap_s, out, err);
+    if (rc == PFI_OK)
+        pfi_event_compliance_held(rv, nr, t, bw, k, max_gap_s, out);
     free(rv);
     free(s);
     free(t);
     free(w);
+    free(bw);
     if (rc == PFI_OK && n_samples)
         *n_samples = k;
     return rc;

@@ -316,6 +316,12 @@ json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *c)
                           "ramp", ramp, "intervals", iv);
     if (o && c->n_spans > 1) /* changed under way: each definition and what it was judged on */
         json_object_set_new(o, "revisions", revisions_json(c));
+    /* Held above the target (an event the SLAs could not meet, held at the least the site
+     * could hold): the shortfall was the site's decision, and the report says so. */
+    if (o && c->held_above_s > 0)
+        json_object_set_new(o, "held_above_target",
+                            json_pack("{s:f, s:f}", "seconds", c->held_above_s, "budget_w",
+                                      c->held_above_w));
     return o;
 }
 

@@ -360,6 +360,17 @@ static void site_up_silent(site *x, const char *silent)
     assert_int_equal(pfi_cl_refresh(x->c, &e), PFI_OK);
 }
 
+/* A store and its WAL files, removed. */
+static void rm_db(const char *db)
+{
+    char f[500];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
+        unlink(f);
+    }
+}
+
 static void site_down(site *x)
 {
     pfi_cl_close(x->c);
@@ -1372,12 +1383,7 @@ static void test_budget_resume(void **state)
     restart_controller(&x, db);
     assert_int_equal(pfi_cl_budget_resume(x.c, 1, msg, sizeof msg), 0);
     assert_false(x.c->budget.set);
-    char f[500];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
-        unlink(f);
-    }
+    rm_db(db);
     site_down(&x);
 }
 
@@ -1411,12 +1417,7 @@ static void test_restart_keeps_extra_gpus(void **state)
     pfi_standin_set_silent(x.s, "n4", 0);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
     assert_non_null(strstr(x.c->gpus_seen_text, "\"n4\":4"));
-    char f[500];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
-        unlink(f);
-    }
+    rm_db(db);
     site_down(&x);
 }
 
@@ -1454,12 +1455,7 @@ static void test_silent_node_in_site_record(void **state)
                  "%.1f W", mean, drawn, held);
     assert_int_equal(x.c->grid_unread, 1);
     assert_non_null(strstr(x.c->note, "1 node(s) counted at their caps"));
-    char f[500];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
-        unlink(f);
-    }
+    rm_db(db);
     site_down(&x);
 }
 
@@ -1547,24 +1543,14 @@ static void test_grid_events(void **state)
     list = pfi_cl_grid_json(x.c, "deep");
     assert_non_null(list);
     json_decref(list);
-    char f[500];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
-        unlink(f);
-    }
+    rm_db(db);
     site_down(&x);
 }
 
 /* Removes a store file and its journals. */
 static void unlink_db(const char *db)
 {
-    char f[500];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(f, sizeof f, "%s%s", db, suffix[i]);
-        unlink(f);
-    }
+    rm_db(db);
 }
 
 /* The report's compliance, as text (keys sorted). */

@@ -73,7 +73,8 @@ api() { curl -s --max-time 10 --unix-socket "$T/n1.sock" -H "Authorization: Bear
 [ "$(ctl allocation | jq -r .budget_w)" = "$n70" ] || fail "PUT -30% is not 70%"
 
 # pfi serve --budget with a share says what it was of when it starts.
-"$PFI" serve --backend sim --sim h200x8-idle --budget cut=30% --listen "unix:$T/n2.sock" \
+# Its own simulated node: two daemons on one node's GPUs are refused (each GPU has one writer).
+PFI_SIM_STATE="$T/n2.sim" "$PFI" serve --backend sim --sim h200x8-idle --budget cut=30% --listen "unix:$T/n2.sock" \
   --port-file "$T/n2.port" --db "$T/n2.db" --journal "$T/n2.journal" >"$T/serve2.log" 2>&1 &
 S2=$!
 i=0

@@ -1131,6 +1131,44 @@ static void test_ramp_end_applied(void **state)
     site_down(&x);
 }
 
+/* A condition in the note (no plan fitting a silent node, raises held back) is cleared by the
+ * first heartbeat that plans and applies without it: "silent: n2 ..." stayed on /v1/allocation
+ * and the status page after n2 came back.  An event's note (a node restarted) stays, dated. */
+static void test_note_cleared(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double full = pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, 0.8 * full, &e), PFI_OK);
+    json_t *a = pfi_cl_json_allocation(x.c);
+    assert_true(json_is_null(json_object_get(a, "note_at")));
+    json_decref(a);
+    pthread_mutex_lock(&x.c->mu);
+    pfi_cl_note(x.c, 1, "silent: n2, held at the caps last acknowledged");
+    pthread_mutex_unlock(&x.c->mu);
+    a = pfi_cl_json_allocation(x.c);
+    assert_string_equal(json_string_value(json_object_get(a, "note")),
+                        "silent: n2, held at the caps last acknowledged");
+    assert_true(json_is_string(json_object_get(a, "note_at")));
+    json_decref(a);
+    x.c->cfg.heartbeat_s = 0.2;
+    assert_int_equal(pfi_cl_start_loop(x.c, &e), PFI_OK);
+    pfi_clock_sleep(1.0);
+    pthread_mutex_lock(&x.c->mu);
+    if (x.c->note[0])
+        fail_msg("the note stayed after clean heartbeats: %s", x.c->note);
+    assert_true(isnan(x.c->note_at));
+    pfi_cl_note(x.c, 0, "node n2 restarted (boot id b2): its caps are sent again");
+    pthread_mutex_unlock(&x.c->mu);
+    pfi_clock_sleep(1.0);
+    pthread_mutex_lock(&x.c->mu);
+    assert_non_null(strstr(x.c->note, "n2 restarted"));
+    assert_false(isnan(x.c->note_at));
+    pthread_mutex_unlock(&x.c->mu);
+    site_down(&x);
+}
+
 /* The controller's HTTP API: routes, token, error codes, nothing changed on refusals. */
 static long call(const char *url, const char *method, const char *body, const char *token,
                  char **reply)
@@ -1710,6 +1748,7 @@ int main(void)
         cmocka_unit_test(test_ramp),
         cmocka_unit_test(test_ramp_starts_at_caps),
         cmocka_unit_test(test_ramp_end_applied),
+        cmocka_unit_test(test_note_cleared),
         cmocka_unit_test(test_decode_caps),
         cmocka_unit_test(test_budget_change_plans_once),
         cmocka_unit_test(test_warm_plan),

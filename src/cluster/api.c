@@ -183,8 +183,12 @@ static int refused(const pfi_cl_server *s, struct MHD_Connection *con, enum MHD_
 static void replan(pfi_cl *c, const char *what)
 {
     pfi_err e = {0};
-    if (pfi_cl_reapply(c, &e) != PFI_OK)
+    if (pfi_cl_reapply(c, &e) != PFI_OK) {
         fprintf(stderr, "pfi cluster: re-plan after %s: %s\n", what, e.msg);
+        pthread_mutex_lock(&c->mu);
+        pfi_cl_note(c, 1, "re-plan after %s: %s", what, e.msg);
+        pthread_mutex_unlock(&c->mu);
+    }
 }
 
 /* An error answer with extra fields beside it (an infeasible event's achievable_w). */

@@ -442,7 +442,7 @@ int pfi_cl_apply(pfi_cl *c, double budget_w, const pfi_cl_planned *pre, pfi_err 
     } else if (rc == PFI_OK) {
         /* Nodes kept failing to lower: no raise anywhere this time; the next refresh retries. */
         pthread_mutex_lock(&c->mu);
-        snprintf(c->note, sizeof c->note,
+        pfi_cl_note(c, 1,
                  "raises held back: nodes failed to acknowledge lowerings 3 times running");
         pthread_mutex_unlock(&c->mu);
     }

@@ -45,7 +45,10 @@ struct pfi_cl {
     double ramp_from_w, ramp_t0, ramp_t1; /* a ramp in progress when ramp_t1 > now */
     double reserved_w;          /* last plan: GPUs of silent nodes and of pinned jobs */
     double idle_w;              /* last plan: GPUs holding no job */
-    char note[300];             /* last thing worth telling an operator */
+    char note[300];             /* last thing worth telling an operator (pfi_cl_note) */
+    double note_at;             /* when it was said, wall clock; NAN: nothing to tell */
+    int note_condition;         /* a condition a clean heartbeat clears, not an event */
+    long long note_seq;         /* notes said so far: tells a loop what it said itself */
     pfi_cl_stats stats;
     long long epoch;
     pfi_series hist;            /* budget, sum of caps, draw: one sample a second (history.c) */
@@ -126,6 +129,13 @@ int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err);
 int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
 /* Notes the level (the manual budget) each event whose ramp has begun ramps from, in the event
  * and the store, for its report (takes mu; c->op_mu held, as a change of an event holds it). */
+/* Says what an operator should know (mu held).  A condition (no plan fits, raises held back)
+ * lasts until a heartbeat plans and applies without saying one again: the note of a silent node
+ * stayed after it had come back.  An event's note (a node restarted, a save failed) stays, with
+ * its time, until the next note. */
+void pfi_cl_note(pfi_cl *c, int condition, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 void pfi_cl_grid_note_levels(pfi_cl *c);
 /* An apply of want_w, the budget an event holds, found it infeasible (c->op_mu held): the site
  * holds the least it can instead (the SLAs as the binding event says), as a node does

@@ -58,6 +58,7 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
     pthread_mutex_init(&c->op_mu, NULL);
     pthread_mutex_init(&c->refresh_mu, NULL);
     c->budget_now_w = NAN;
+    c->note_at = NAN;
     c->grid_short_w = NAN;
     pfi_series_init(&c->hist, 1.0);
     /* 10 s is a bound: the site apply-latency alert counts the changes above it */
@@ -544,7 +545,7 @@ static void note_boot(pfi_cl *c, pfi_cl_node *nd, const char *reply)
             nd->resend = 1;
             nd->restarts++;
             c->stats.n_node_restarts++;
-            snprintf(c->note, sizeof c->note, "node %s restarted (boot id %s): its caps are sent "
+            pfi_cl_note(c, 0, "node %s restarted (boot id %s): its caps are sent "
                      "again", nd->name, id);
         }
         snprintf(nd->boot_id, sizeof nd->boot_id, "%s", id);
@@ -825,6 +826,18 @@ void pfi_cl_get_stats(pfi_cl *c, pfi_cl_stats *out)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* A heartbeat that planned and applied cleanly ends a condition said before it began. */
+static void note_clean_cycle(pfi_cl *c, long long seq_before)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->note_condition && c->note_seq == seq_before) {
+        c->note[0] = 0;
+        c->note_at = NAN;
+        c->note_condition = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void *loop_main(void *arg)
 {
     pfi_cl *c = arg;
@@ -837,6 +850,7 @@ static void *loop_main(void *arg)
         double t1 = c->ramp_t1;
         int on_ramp = c->budget.set && isfinite(c->ramp_from_w);
         int ramping = on_ramp || pfi_cl_grid_busy(c, pfi_clock_wall());
+        long long seq = c->note_seq;
         pthread_mutex_unlock(&c->mu);
         if (now >= next || ramping) {
             pfi_err e = {0};
@@ -858,8 +872,10 @@ static void *loop_main(void *arg)
             }
             if (rc != PFI_OK) {
                 pthread_mutex_lock(&c->mu);
-                snprintf(c->note, sizeof c->note, "%s", e.msg);
+                pfi_cl_note(c, 1, "%s", e.msg);
                 pthread_mutex_unlock(&c->mu);
+            } else {
+                note_clean_cycle(c, seq);
             }
             if (now >= next)
                 next = now + c->cfg.heartbeat_s;

@@ -99,11 +99,11 @@ void pfi_cl_grid_record(pfi_cl *c)
     pfi_grid_store *g = c->grid;
     if (unread != c->grid_unread && g) {
         if (unread)
-            snprintf(c->note, sizeof c->note, "site power recorded with %d node(s) counted at "
+            pfi_cl_note(c, 0, "site power recorded with %d node(s) counted at "
                      "their caps: they are silent, or some of their GPUs report no draw",
                      unread);
         else
-            snprintf(c->note, sizeof c->note, "site power recorded from every node's draw "
+            pfi_cl_note(c, 0, "site power recorded from every node's draw "
                      "again");
     }
     c->grid_unread = unread;
@@ -111,7 +111,7 @@ void pfi_cl_grid_record(pfi_cl *c)
     pfi_err e = {0};
     if (g && isfinite(w) && pfi_grid_power_add(g, now, w, b, id, &e) != PFI_OK) {
         pthread_mutex_lock(&c->mu);
-        snprintf(c->note, sizeof c->note, "site power not recorded: %s", e.msg);
+        pfi_cl_note(c, 0, "site power not recorded: %s", e.msg);
         pthread_mutex_unlock(&c->mu);
     }
     if (g && now - c->grid_rec_wall > 3600) {
@@ -148,7 +148,7 @@ void pfi_cl_grid_note_levels(pfi_cl *c)
         pfi_err e = {0};
         if (pfi_grid_note_level(g, ids[i], site.manual_w, &e) != PFI_OK) {
             pthread_mutex_lock(&c->mu);
-            snprintf(c->note, sizeof c->note, "event %s: its ramp level not saved (a restart "
+            pfi_cl_note(c, 0, "event %s: its ramp level not saved (a restart "
                      "would report it against the budget then): %s", ids[i], e.msg);
             pthread_mutex_unlock(&c->mu);
         }
@@ -172,15 +172,16 @@ int pfi_cl_grid_hold_least(pfi_cl *c, double want_w, pfi_err *err)
     pthread_mutex_lock(&c->mu);
     snprintf(c->grid_short_id, sizeof c->grid_short_id, "%s", rc == PFI_OK ? id : "");
     c->grid_short_w = rc == PFI_OK ? least : NAN;
-    if (rc == PFI_OK && !said)
-        snprintf(c->note, sizeof c->note, "grid_infeasible: event %s: %.0f W cannot be met %s; "
-                 "holding the least that can, %.0f W", id, want_w,
-                 yield ? "even with the SLAs yielding" : "with the SLAs in force", least);
+    char said_now[sizeof c->note] = "";
+    if (rc == PFI_OK && !said) {
+        pfi_cl_note(c, 0, "grid_infeasible: event %s: %.0f W cannot be met %s; holding the least "
+                    "that can, %.0f W", id, want_w,
+                    yield ? "even with the SLAs yielding" : "with the SLAs in force", least);
+        memcpy(said_now, c->note, sizeof said_now);
+    }
     pthread_mutex_unlock(&c->mu);
-    if (rc == PFI_OK && !said)
-        fprintf(stderr, "pfi cluster: grid_infeasible: event %s: %.0f W cannot be met %s; "
-                "holding the least that can, %.0f W\n", id, want_w,
-                yield ? "even with the SLAs yielding" : "with the SLAs in force", least);
+    if (said_now[0]) /* the log says it too, once per event and least */
+        fprintf(stderr, "pfi cluster: %s\n", said_now);
     if (rc != PFI_OK && err)
         *err = e;
     return rc;
@@ -202,7 +203,7 @@ static void gpus_seen_load(pfi_cl *c, pfi_grid_store *g)
     json_t *o = json_loads(v, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
-        snprintf(c->note, sizeof c->note, "the saved GPU counts of nodes are damaged: ignored");
+        pfi_cl_note(c, 0, "the saved GPU counts of nodes are damaged: ignored");
         free(v);
         return;
     }
@@ -251,7 +252,7 @@ void pfi_cl_gpus_seen_save(pfi_cl *c)
                  : pfi_err_set(&e, PFI_ERANGE, "over %d bytes", GPUS_SEEN_MAX);
     if (rc != PFI_OK) {
         pthread_mutex_lock(&c->mu);
-        snprintf(c->note, sizeof c->note, "the GPU counts of nodes were not saved (a restart "
+        pfi_cl_note(c, 0, "the GPU counts of nodes were not saved (a restart "
                  "would count a silent node's GPUs at Slurm's count): %s", e.msg);
         pthread_mutex_unlock(&c->mu);
         free(v);
@@ -301,7 +302,7 @@ void pfi_cl_budget_save(pfi_cl *c)
     pfi_err e = {0};
     if (pfi_grid_state_set(c->grid, BUDGET_KEY, v, &e) != PFI_OK) {
         pthread_mutex_lock(&c->mu);
-        snprintf(c->note, sizeof c->note, "the site budget was not saved (a restart would "
+        pfi_cl_note(c, 0, "the site budget was not saved (a restart would "
                  "forget it): %s", e.msg);
         pthread_mutex_unlock(&c->mu);
     }

@@ -321,7 +321,7 @@ int pfi_cl_plan(pfi_cl *c, double budget_w, double **target, pfi_err *err)
         if (rc == PFI_OK) {
             got = &rel;
             if (target)
-                snprintf(c->note, sizeof c->note,
+                pfi_cl_note(c, 1,
                          "the SLA breaches the nodes saw leave no plan within %.0f W that meets "
                          "every SLA: every SLA loosened by %.1f points, the least that fits",
                          budget_w, 100 * rel.sla_extra);

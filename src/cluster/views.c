@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cluster/cl_int.h"
+#include "util/isotime.h"
 #include "util/json.h"
 #include "util/prom.h"
 
@@ -102,6 +103,10 @@ void *pfi_cl_json_allocation(pfi_cl *c)
     json_object_set_new(o, "last_alloc_s", json_real(c->stats.last_alloc_s));
     json_object_set_new(o, "peak_w", json_real(c->stats.peak_w));
     json_object_set_new(o, "note", pfi_json_str(c->note));
+    char at[32] = "";
+    if (isfinite(c->note_at))
+        pfi_time_format(c->note_at, at, sizeof at);
+    json_object_set_new(o, "note_at", at[0] ? json_string(at) : json_null());
     json_t *jobs = json_array();
     for (int j = 0; j < c->n_jobs; j++) {
         json_t *x = json_pack("{s:s, s:i}", "id", c->jobs[j].id, "n_gpus", c->jobs[j].n_gpus);

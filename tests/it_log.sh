@@ -63,6 +63,8 @@ want 2 log "$F/hf.log" --unit tokens/s
 # options that were taken and then did nothing: --gpu-count 0, a count's unit offline
 want 2 log "$F/torchtitan.log" --gpu-count 0
 grep -q -- '--gpu-count 0 must be positive' "$T/err" || fail "--gpu-count 0: $(cat "$T/err")"
+want 0 log "$F/hf.log" --gpu-count 8 --quiet
+grep -q -- '--gpu-count 8 not used: a hf log gives the whole job' "$T/err" || fail "--gpu-count on a job-wide log: $(cat "$T/err")"
 want 2 log "$F/megatron.log" --throughput-regex 'consumed samples: +([0-9]+)' --unit samples
 grep -q 'a cumulative count has no time in a finished log' "$T/err" || fail "--unit samples: $(cat "$T/err")"
 want 0 log "$F/megatron.log" --tokens-per-step 4194304 --quiet

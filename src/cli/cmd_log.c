@@ -191,6 +191,9 @@ int pfi_cmd_log(int argc, char **argv)
     pfi_logread r;
     if (log_cfg(&o, &c, &err) != PFI_OK || pfi_logread_file(pos[0], &c, &r, &err) != PFI_OK)
         return pfi_cli_fail("log", &err);
+    if (r.gpus_unused) /* taken and then doing nothing would let a wrong count pass unseen */
+        fprintf(stderr, "pfi log: --gpu-count %d not used: a %s log gives the whole job's rate, "
+                "not one GPU's\n", c.gpus, pfi_log_format_name(r.format));
     if (o.as_json)
         rc = print_json(pos[0], &r, &o);
     else

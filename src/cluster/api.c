@@ -219,10 +219,12 @@ static enum MHD_Result post_event(pfi_cl_server *s, struct MHD_Connection *con,
     json_t *id = json_object_get(res, "id");
     char one[PFI_EVENT_ID_MAX];
     snprintf(one, sizeof one, "%s", json_is_string(id) ? json_string_value(id) : "");
-    json_decref(res);
     replan(s->c, "the event");
     json_t *v = pfi_cl_grid_json(s->c, one); /* as it stands after the re-plan */
-    return v ? send_json(con, created ? 201 : 200, v) : send_err(con, 500, "event lost");
+    if (!v) /* a DELETE came between: it was added all the same, as it was then */
+        return send_json(con, created ? 201 : 200, res);
+    json_decref(res);
+    return send_json(con, created ? 201 : 200, v);
 }
 
 /* HEAD is GET without the body (libmicrohttpd leaves the body out): every GET route takes it,

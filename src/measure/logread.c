@@ -299,6 +299,7 @@ int pfi_logread_file(const char *path, const pfi_logread_cfg *c, pfi_logread *ou
     } else if (per_gpu) {
         snprintf(out->unit, sizeof out->unit, "tokens/s per GPU");
     }
+    out->gpus_unused = !per_gpu && c->gpus > 0;
     rc = summarize(out, err);
     if (rc != PFI_OK)
         pfi_logread_free(out);

@@ -43,6 +43,7 @@ typedef struct pfi_logread {
     /* The log's own whole-run figure (the Trainer's train_samples_per_second), 0 if none. */
     double summary_rate;
     char summary_unit[24];
+    int gpus_unused;         /* cfg.gpus given, and the log's rate is already the job's */
 } pfi_logread;
 
 typedef struct pfi_logread_cfg {

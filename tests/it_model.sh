@@ -95,6 +95,14 @@ jq '.feature_range.min[5] = 0.1 | .feature_range.max[5] = 0.2' "$T/m.json" > "$T
 "$PFI" predict 1 --db "$T/s.db" --model "$T/narrow.json" --json > "$T/out" || fail "predict, narrow range"
 jq -e '.runs[0].extrapolated | length == 1 and (.[0] | test("^sm_active 0\\.[0-9]+ outside 0\\.1-0\\.2$"))' \
   "$T/out" >/dev/null || fail "narrow sm_active range: $(jq -c '.runs[0].extrapolated' "$T/out")"
+# pfi allocate --model says so too (its allocation stood on such predictions without a word)
+"$PFI" allocate --db "$T/s.db" --model "$T/narrow.json" --budget cut=20% > "$T/out" 2> "$T/err" ||
+  fail "allocate --model, narrow range: $(cat "$T/err")"
+[ "$(grep -c "^pfi allocate: run .*: predicted outside what the model was trained on: sm_active 0\.[0-9]* outside 0\.1-0\.2$" "$T/err")" -ge 1 ] ||
+  fail "allocate --model did not mark extrapolations: $(cat "$T/err")"
+"$PFI" allocate --db "$T/s.db" --model "$T/m.json" --budget cut=20% > "$T/out" 2> "$T/err" ||
+  fail "allocate --model: $(cat "$T/err")"
+! grep -q "predicted outside" "$T/err" || fail "allocate --model marked training runs: $(cat "$T/err")"
 # a file written before they were recorded (format 1 without the keys) reads, with no marks
 jq 'del(.gpu_types, .feature_range)' "$T/m.json" > "$T/old.json"
 "$PFI" predict --live --backend sim --sim a100x4-gpt3xl --duration 2s --model "$T/old.json" --json > "$T/out" ||

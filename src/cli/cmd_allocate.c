@@ -21,9 +21,9 @@
 /* What a budget's share is of here: a jobs file has no default limits. */
 #define ALLOC_BUDGET_REF "the jobs' baseline draw, GPUs x baseline power"
 
-static void on_skip(void *ctx, const char *run, const char *why)
+static void on_run_told(void *ctx, const char *run, int skipped, const char *why)
 {
-    fprintf(stderr, "pfi allocate: skipping run %s: %s\n", run, why);
+    fprintf(stderr, "pfi allocate: %s %s: %s\n", skipped ? "skipping run" : "run", run, why);
 }
 
 /* "--sla 0.05" (every job), "--sla ID=5%" (one job).  Every job's first, then each job's own,
@@ -94,7 +94,7 @@ static int load_jobs(const char *jobs_path, const char *db, const char *model_pa
     int rc = model_path ? pfi_model_load(model_path, &model, err) : PFI_OK;
     if (!rc)
         rc = jobs_path ? pfi_jobs_file_load(jobs_path, per_gpu, s, err)
-                       : pfi_jobs_store_load(db, model_path ? &model : NULL, s, on_skip, NULL, err);
+                       : pfi_jobs_store_load(db, model_path ? &model : NULL, s, on_run_told, NULL, err);
     return rc ? rc : apply_slas(slas, s, err);
 }
 

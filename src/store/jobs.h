@@ -19,10 +19,13 @@
 int pfi_jobs_file_load(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err);
 
 /* Every run of the store at path with a usable curve (model NULL: no predictions).  A run that
- * cannot be read or has no curve is left out and told to skip (may be NULL) with the reason;
- * PFI_ENOENT when the store holds no runs, PFI_EINVAL when none is usable. */
+ * cannot be read or has no curve is left out and told to tell (may be NULL) with the reason,
+ * skipped 1; a run predicted outside what the model was trained on (core/predict.h) is kept
+ * and told, skipped 0.  PFI_ENOENT when the store holds no runs, PFI_EINVAL when none is
+ * usable. */
 int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set *s,
-                        void (*skip)(void *ctx, const char *run, const char *why), void *ctx,
+                        void (*tell)(void *ctx, const char *run, int skipped, const char *why),
+                        void *ctx,
                         pfi_err *err);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jobs_runs.c: the runs of a store as the jobs of an allocation (jobs.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +38,26 @@ static int keep(pfi_alloc_set *s, pfi_alloc_job *job, pfi_err *err)
                                             : PFI_OK;
 }
 
+/* A prediction outside what the model saw is kept, and said: a model trained on H200s read an
+ * A100 job's PFI30 0.26 (true 0.76), and the allocation built on it said nothing. */
+static void tell_extrapolation(const pfi_model *model, const pfi_run *run,
+                               void (*tell)(void *, const char *, int, const char *), void *ctx)
+{
+    int b = pfi_run_baseline(run);
+    pfi_extrap x;
+    if (!tell || b < 0 ||
+        pfi_model_extrapolation_level(model, run, &run->levels[b], &x, NULL) != PFI_OK ||
+        x.n == 0)
+        return;
+    char why[PFI_EXTRAP_MAX * 200 + 64];
+    int k = snprintf(why, sizeof why, "predicted outside what the model was trained on: ");
+    pfi_extrap_line(&x, why + k, sizeof why - (size_t)k);
+    tell(ctx, run->name, 0, why);
+}
+
 int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set *s,
-                        void (*skip)(void *ctx, const char *run, const char *why), void *ctx,
+                        void (*tell)(void *ctx, const char *run, int skipped, const char *why),
+                        void *ctx,
                         pfi_err *err)
 {
     memset(s, 0, sizeof *s);
@@ -74,8 +93,8 @@ int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set 
         pfi_err e2 = {0};
         if (pfi_store_load_run(st, sum[i].id, run, &e2) ||
             pfi_curve_from_run(run, -1, cv, &e2)) {
-            if (skip)
-                skip(ctx, sum[i].name, e2.msg);
+            if (tell)
+                tell(ctx, sum[i].name, 1, e2.msg);
             continue;
         }
         s->ids[m] = strdup(sum[i].name);
@@ -94,6 +113,7 @@ int pfi_jobs_store_load(const char *path, const pfi_model *model, pfi_alloc_set 
                 break;
             }
             s->pred[m].p0_w = s->truth[m].p0_w; /* the measured baseline draw */
+            tell_extrapolation(model, run, tell, ctx);
         }
         s->pfi30[m] = NAN;
         m++;

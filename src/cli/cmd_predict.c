@@ -166,34 +166,6 @@ static int get_model(const char *path, pfi_model *m, pfi_err *err)
     return rc;
 }
 
-#define LIVE_IDLE_UTIL 0.05 /* below this the GPUs run no job worth predicting */
-
-/* Whether the live sample is what the predictor reads: a job running at the GPUs' default
- * limit.  Idle GPUs were given PFI30 1.13; a job capped at 420 W of 700 W 0.93 at every depth
- * (0.48 at its default limit).  *note: why it is not, when allow_capped lets a capped one go. */
-static int live_baseline_ok(const pfi_run *r, int allow_capped, char *note, size_t n,
-                            pfi_err *err)
-{
-    const pfi_level *lv = &r->levels[0];
-    double util = isfinite(lv->gpu_util) ? lv->gpu_util : lv->sm_active;
-    note[0] = '\0';
-    if (isfinite(util) && util < LIVE_IDLE_UTIL)
-        return pfi_err_set(err, PFI_ESTATE, "no job seems to run on the GPUs (utilization %.0f%%, "
-                           "%.0f W each): the predictor reads a job's baseline", 100 * util,
-                           lv->power_w);
-    if (isfinite(r->default_limit_w) && fabs(lv->cap_w - r->default_limit_w) > 1)
-        snprintf(note, n, "the GPUs are at %.0f W, not their default %.0f W", lv->cap_w,
-                 r->default_limit_w);
-    else if (isfinite(lv->enforced_w) && lv->enforced_w < lv->cap_w - 1)
-        snprintf(note, n, "the GPUs enforce %.0f W, below their %.0f W limit (an out-of-band "
-                 "cap)", lv->enforced_w, lv->cap_w);
-    if (note[0] && !allow_capped)
-        return pfi_err_set(err, PFI_ESTATE, "%s: the predictor reads a baseline at the default "
-                           "limit (pfi restore, pfi ctl budget clear, or --allow-capped to "
-                           "predict from this one)", note);
-    return PFI_OK;
-}
-
 /* Predicts the live sample and prints it, or appends it to arr (--json). */
 static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
                         int allow_capped, const pfi_model *m, json_t *arr, pfi_err *err)
@@ -204,7 +176,7 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
     int rc = hdr ? sample_live(hw, gpus, duration, hdr, err)
                  : pfi_err_set(err, PFI_ENOMEM, "out of memory");
     if (rc == PFI_OK)
-        rc = live_baseline_ok(hdr, allow_capped, note, sizeof note, err);
+        rc = pfi_measure_baseline_usable(hdr, allow_capped, note, sizeof note, err);
     if (rc == PFI_OK)
         rc = pfi_model_predict_level(m, hdr, &hdr->levels[0], &p.c, err);
     if (rc == PFI_OK)

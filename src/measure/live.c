@@ -88,3 +88,30 @@ int pfi_measure_baseline(pfi_backend *b, const int *gpus, int n, double duration
                            duration_s);
     return PFI_OK;
 }
+
+#define LIVE_IDLE_UTIL 0.05 /* below this the GPUs run no job worth predicting */
+
+/* Idle GPUs were given PFI30 1.13; a job capped at 420 W of 700 W 0.93 at every depth (0.48
+ * at its default limit). */
+int pfi_measure_baseline_usable(const pfi_run *r, int allow_capped, char *note, size_t n,
+                                 pfi_err *err)
+{
+    const pfi_level *lv = &r->levels[0];
+    double util = isfinite(lv->gpu_util) ? lv->gpu_util : lv->sm_active;
+    note[0] = '\0';
+    if (isfinite(util) && util < LIVE_IDLE_UTIL)
+        return pfi_err_set(err, PFI_ESTATE, "no job seems to run on the GPUs (utilization %.0f%%, "
+                           "%.0f W each): the predictor reads a job's baseline", 100 * util,
+                           lv->power_w);
+    if (isfinite(r->default_limit_w) && fabs(lv->cap_w - r->default_limit_w) > 1)
+        snprintf(note, n, "the GPUs are at %.0f W, not their default %.0f W", lv->cap_w,
+                 r->default_limit_w);
+    else if (isfinite(lv->enforced_w) && lv->enforced_w < lv->cap_w - 1)
+        snprintf(note, n, "the GPUs enforce %.0f W, below their %.0f W limit (an out-of-band "
+                 "cap)", lv->enforced_w, lv->cap_w);
+    if (note[0] && !allow_capped)
+        return pfi_err_set(err, PFI_ESTATE, "%s: the predictor reads a baseline at the default "
+                           "limit (pfi restore, pfi ctl budget clear, or --allow-capped to "
+                           "predict from this one)", note);
+    return PFI_OK;
+}

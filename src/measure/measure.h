@@ -193,4 +193,10 @@ int pfi_sweep_run(pfi_backend *b, pfi_tput_source *src, const pfi_sweep_cfg *c,
 int pfi_measure_baseline(pfi_backend *b, const int *gpus, int n, double duration_s,
                          pfi_run *out, pfi_err *err);
 
+/* Whether such a baseline is what the predictor reads: a job running at its GPUs' default
+ * limit.  Idle GPUs are PFI_ESTATE; GPUs capped below their default (in band or out of band)
+ * are PFI_ESTATE too unless allow_capped, and *note (n bytes) then says how ("" when not). */
+int pfi_measure_baseline_usable(const pfi_run *r, int allow_capped, char *note, size_t n,
+                                pfi_err *err);
+
 #endif

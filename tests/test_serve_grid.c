@@ -123,6 +123,47 @@ static void test_report_fixed_after_budget(void **state)
     free(reopened);
 }
 
+/* An event that holds a budget ramp lower sets the budget: it binds, on its GET, the allocation
+ * and /metrics (they said binding false, grid_event null, pfi_grid_event_binding 0 for the
+ * whole ramp while the limits followed the event). */
+static void test_binding_during_ramp(void **state)
+{
+    fx *f = *state;
+    double max = pfi_srv_grid_site(f->n, NAN).max_w;
+    char body[256];
+    snprintf(body, sizeof body, "{\"watts\": %.0f, \"ramp_s\": 60}", 0.9 * max);
+    assert_int_equal(call(f, "PUT", "/v1/budget", body, NULL), 200);
+    assert_true(f->n->ramping);
+    snprintf(body, sizeof body, "{\"id\": \"g3\", \"start\": %.3f, \"duration_s\": 600, "
+             "\"limit_w\": %.0f}", pfi_clock_wall() - 1, 0.6 * max);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
+    pfi_srv_tick(f->n);
+    pfi_srv_tick(f->n);
+    assert_true(f->n->ramping); /* still on the ramp, held at the event's limit */
+    assert_true(fabs(f->n->budget_w - 0.6 * max) < 1);
+    json_t *d;
+    assert_int_equal(call(f, "GET", "/v1/grid/events/g3", NULL, &d), 200);
+    assert_true(json_is_true(json_object_get(d, "binding")));
+    json_decref(d);
+    assert_int_equal(call(f, "GET", "/v1/allocation", NULL, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "grid_event")), "g3");
+    json_decref(d);
+    int st = 0;
+    const char *ctype;
+    size_t len;
+    char *m = pfi_srv_api_handle(f->n, "GET", "/metrics", NULL, NULL, 0, 1, &st, &ctype, &len);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "\npfi_grid_event_binding 1\n"));
+    free(m);
+    /* The event gone, the ramp's own step sets the budget again. */
+    assert_int_equal(call(f, "DELETE", "/v1/grid/events/g3", NULL, NULL), 200);
+    pfi_srv_tick(f->n);
+    pfi_srv_tick(f->n);
+    assert_int_equal(call(f, "GET", "/v1/allocation", NULL, &d), 200);
+    assert_true(json_is_null(json_object_get(d, "grid_event")));
+    json_decref(d);
+}
+
 /* An event lowered while in force (the same id posted again): its report judges the time before
  * the change against the target then, says it was changed and when, and keeps that across a
  * restart; the change is a revision, a re-post of the same terms is not. */
@@ -249,6 +290,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_report_fixed_after_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binding_during_ramp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_changed_in_force, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vtn_event_held_short, setup, teardown),
     };

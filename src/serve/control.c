@@ -79,7 +79,7 @@ int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result
         }
     } else {
         /* A grid event in force holds the budget below the manual one. */
-        double eff = pfi_srv_grid_limit(n, watts);
+        double eff = pfi_srv_grid_limit(n, watts, NULL, 0);
         char reason[128];
         if (eff < watts - 0.5)
             snprintf(reason, sizeof reason, "budget set to %.0f W (a grid event holds %.0f W)",
@@ -110,7 +110,7 @@ int pfi_srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
     pfi_srv_snapshot(n);
-    double eff = pfi_srv_grid_limit(n, NAN); /* NAN unless a grid event holds one */
+    double eff = pfi_srv_grid_limit(n, NAN, NULL, 0); /* NAN unless a grid event holds one */
     int rc = pfi_srv_decide(n, eff, SRV_MODE_LOCAL, NULL,
                         isnan(eff) ? "budget removed" : "budget removed (a grid event holds one)",
                         result, err);
@@ -362,7 +362,8 @@ static void ramp_step(srv_node *n)
     double now = pfi_clock_mono();
     double f = r1 > r0 ? (now - r0) / (r1 - r0) : 1;
     double w = f >= 1 ? rt : rf + (rt - rf) * f;
-    double g = pfi_srv_grid_limit(n, w); /* a grid event may hold it lower */
+    char ev[PFI_EVENT_ID_MAX];
+    double g = pfi_srv_grid_limit(n, w, ev, sizeof ev); /* a grid event may hold it lower */
     if (!isnan(g))
         w = g;
     pfi_err e = {0};
@@ -375,6 +376,10 @@ static void ramp_step(srv_node *n)
     int rc = pfi_srv_decide(n, w, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
     pthread_mutex_lock(&n->mu);
     n->hold_ramp = 0;
+    if (rc == PFI_OK) { /* an event holding the ramp lower sets the budget: it binds */
+        n->grid_binding = ev[0] != 0;
+        snprintf(n->grid_event, sizeof n->grid_event, "%s", ev);
+    }
     pthread_mutex_unlock(&n->mu);
     if (f >= 1 || rc != PFI_OK) {
         pthread_mutex_lock(&n->mu);

@@ -78,10 +78,13 @@ int pfi_srv_grid_committed_locked(const srv_node *n, double now, char *id, size_
     return 0;
 }
 
-double pfi_srv_grid_limit(srv_node *n, double manual_w)
+double pfi_srv_grid_limit(srv_node *n, double manual_w, char *id, size_t size)
 {
+    int bi = -1;
     pthread_mutex_lock(&n->mu);
-    double b = limit_locked(n, manual_w, pfi_clock_wall(), NULL);
+    double b = limit_locked(n, manual_w, pfi_clock_wall(), &bi);
+    if (id && size)
+        snprintf(id, size, "%s", bi >= 0 && !isnan(b) ? n->grid_ev[bi].id : "");
     pthread_mutex_unlock(&n->mu);
     return b;
 }

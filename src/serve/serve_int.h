@@ -465,8 +465,9 @@ void pfi_srv_grid_close(srv_node *n);
  * manual_w (NAN: none). */
 pfi_event_site pfi_srv_grid_site(const srv_node *n, double manual_w);
 /* The budget to plan for now with this manual budget (NAN: none): the lowest of it and every
- * event's over the next few control periods; NAN when nothing binds. */
-double pfi_srv_grid_limit(srv_node *n, double manual_w);
+ * event's over the next few control periods; NAN when nothing binds.  id (may be NULL): the
+ * event that sets it, "" when the manual budget does. */
+double pfi_srv_grid_limit(srv_node *n, double manual_w, char *id, size_t size);
 /* 1 when an event's cap applies now (its ramp down, its window or its restore), its id in id
  * (mu held): a commitment to the grid the node keeps while it is stopped (on_stop auto). */
 int pfi_srv_grid_committed_locked(const srv_node *n, double now, char *id, size_t size);

@@ -66,6 +66,28 @@ static void test_meter_counts(void **state)
     pfi_meter_free(&m);
 }
 
+/* Count lines read together get one arrival time (the daemon reads a log once a tick): the
+ * tokens of all of them count, over the time to the next read.  Twenty lines a tick, 5,000
+ * tokens each, one tick a second: 100,000 tokens/s (it read 5,000: only the first line of a
+ * read made an interval, the others moved the count with no time). */
+static void test_meter_counts_batched(void **state)
+{
+    pfi_meter m;
+    pfi_meter_init(&m);
+    pfi_err e = {0};
+    double c = 0;
+    for (int tick = 0; tick < 6; tick++)
+        for (int line = 0; line < 20; line++) {
+            c += 5000;
+            pfi_obs o = count_obs(c);
+            assert_int_equal(pfi_meter_add(&m, &o, tick, &e), PFI_OK);
+        }
+    assert_int_equal(m.n, 5);
+    for (int i = 0; i < m.n; i++)
+        assert_near(m.s[i].rate, 100000, 1e-6);
+    pfi_meter_free(&m);
+}
+
 /* An observation marked restart (the parser replaced a provisional format, parse.h) makes the
  * meter forget what came before: its samples, its unit and its count. */
 static void test_meter_restart(void **state)
@@ -657,7 +679,8 @@ static void test_journal_lock_stuck(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_meter_counts),     cmocka_unit_test(test_meter_job_clock),
+        cmocka_unit_test(test_meter_counts),     cmocka_unit_test(test_meter_counts_batched),
+        cmocka_unit_test(test_meter_job_clock),
         cmocka_unit_test(test_meter_restart),
         cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
         cmocka_unit_test(test_journal_race),     cmocka_unit_test(test_journal_lock_stuck),

@@ -89,11 +89,12 @@ int pfi_meter_add(pfi_meter *m, const pfi_obs *o, double t, pfi_err *err)
     /* The job's own clock, when it prints one, is free of pipe and scheduling delays. */
     if (isfinite(o->job_t_s) && isfinite(m->count_job_t) && o->job_t_s > m->count_job_t)
         dt = o->job_t_s - m->count_job_t;
+    if (!(dt > 0))
+        return PFI_OK; /* lines read together (one time for all): the next interval spans
+                        * them; moving the count here lost all but one line's tokens a read */
     double t0 = m->count_t;
     m->count = o->value;
     m->count_t = t;
     m->count_job_t = o->job_t_s;
-    if (!(dt > 0))
-        return PFI_OK;
     return push(m, t0, t, dc / dt, err);
 }

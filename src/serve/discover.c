@@ -22,8 +22,8 @@ typedef struct round_job {
     int gpus[PFI_MAX_GPUS], n_gpus;
 } round_job;
 
-/* Adds GPU i's processes to the round's jobs.  0 when the listing failed (then nothing is
- * retired this round), -1 when the backend cannot list processes at all. */
+/* Adds GPU i's processes to the round's jobs.  0 when the listing failed (then no job on it is
+ * retired this round, said when it starts), -1 when the backend cannot list processes at all. */
 static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
 {
     pfi_gpu_proc p[PFI_MAX_GPU_PROCS];
@@ -36,8 +36,16 @@ static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
         pfi_srv_event_add(n, "discovery_off", "jobs are not discovered: %s", e.msg);
         return -1;
     }
-    if (rc != PFI_OK)
+    if (rc != PFI_OK) {
+        if (!n->list_failed[i])
+            pfi_srv_event_add(n, "discovery_error", "GPU %d: its processes cannot be listed (%s): "
+                              "the jobs on it are kept until they can", i, e.msg);
+        n->list_failed[i] = 1;
         return 0;
+    }
+    if (n->list_failed[i])
+        pfi_srv_event_add(n, "discovery", "GPU %d: its processes are listed again", i);
+    n->list_failed[i] = 0;
     for (int k = 0; k < np && k < PFI_MAX_GPU_PROCS; k++) {
         pfi_proc_job pj;
         if (pfi_proc_job_of(n->cfg->proc_root, p[k].pid, &pj, &e) != PFI_OK)
@@ -267,11 +275,22 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
     }
 }
 
-/* Jobs discovery registered whose processes are gone are removed; matched ones forgotten. */
+/* Whether any of found job f's GPUs could not be listed this round: then it may still run. */
+static int unlisted(const srv_node *n, const srv_found *f)
+{
+    for (int g = 0; g < f->n_gpus; g++)
+        if (n->list_failed[f->gpus[g]])
+            return 1;
+    return 0;
+}
+
+/* Jobs discovery registered whose processes are gone are removed; matched ones forgotten.  A
+ * job on a GPU whose processes could not be listed is kept: one lost GPU kept every ended job
+ * of the node at its caps. */
 static void retire(srv_node *n)
 {
     for (int f = 0; f < n->n_found;) {
-        if (n->found[f].seen) {
+        if (n->found[f].seen || unlisted(n, &n->found[f])) {
             f++;
             continue;
         }
@@ -288,19 +307,73 @@ static void retire(srv_node *n)
     }
 }
 
+/* Rounds a job discovery registered must run on fewer GPUs before they are given back: a worker
+ * restarting, or one listing that missed it, is not the job shrinking. */
+#define FEWER_ROUNDS 3
+
+/* A job discovery registered runs on other GPUs than it holds.  Workers start over seconds:
+ * one seen first on GPU 0 was registered there, its other GPUs planned as idle (380 W against
+ * its 700 W) and its per-GPU rate scaled by 1.  GPUs it gains are added at once; GPUs it left
+ * are given back after FEWER_ROUNDS rounds, unless they could not be listed. */
+static void follow_gpus(srv_node *n, srv_found *f, round_job *r)
+{
+    int now[PFI_MAX_GPUS], nn = 0, grows = 0;
+    pthread_mutex_lock(&n->mu);
+    int j = pfi_srv_find_job(n->jobs, n->n_jobs, f->id);
+    srv_job held = j >= 0 ? n->jobs[j] : (srv_job){0};
+    pthread_mutex_unlock(&n->mu);
+    if (j < 0)
+        return;
+    for (int g = 0; g < r->n_gpus; g++) {
+        int in = 0;
+        for (int q = 0; q < held.n_gpus; q++)
+            in |= held.gpus[q] == r->gpus[g];
+        grows |= !in;
+    }
+    if (grows) { /* what it holds and what it runs on */
+        nn = held.n_gpus;
+        memcpy(now, held.gpus, sizeof *now * (size_t)nn);
+        for (int g = 0; g < r->n_gpus; g++) {
+            int in = 0;
+            for (int q = 0; q < held.n_gpus; q++)
+                in |= held.gpus[q] == r->gpus[g];
+            if (!in)
+                now[nn++] = r->gpus[g];
+        }
+    } else {
+        for (int q = 0; q < held.n_gpus; q++)
+            if (n->list_failed[held.gpus[q]])
+                return; /* a GPU it holds could not be listed: it may run there still */
+        if (++f->fewer_rounds < FEWER_ROUNDS)
+            return;
+        nn = r->n_gpus;
+        memcpy(now, r->gpus, sizeof *now * (size_t)nn);
+    }
+    f->fewer_rounds = 0;
+    char was[160], is[160];
+    gpu_list(held.gpus, held.n_gpus, was, sizeof was);
+    gpu_list(now, nn, is, sizeof is);
+    pfi_err e = {0};
+    if (pfi_srv_job_set_gpus(n, f->id, now, nn, &e) != PFI_OK) {
+        pfi_srv_event_add(n, "discovery_error", "job %s runs on GPUs %s, holds %s: not changed: %s",
+                          f->id, is, was, e.msg);
+        return;
+    }
+    pfi_srv_event_add(n, "job_gpus_changed", "job %s (pid %ld) now on GPUs %s (was %s): what was "
+                      "measured of it before is forgotten", f->id, r->pj.pid, is, was);
+}
+
 void pfi_srv_discover(srv_node *n)
 {
     if (!n->cfg->discover || n->discover_off)
         return;
     static round_job rj[SRV_MAX_JOBS]; /* the control loop's alone */
-    int nr = 0, complete = 1;
+    int nr = 0;
     for (int i = 0; i < n->n_gpus; i++) {
-        int rc = list_gpu(n, i, rj, &nr);
-        if (rc < 0) {
+        if (list_gpu(n, i, rj, &nr) < 0) {
             n->discover_off = 1;
             return;
         }
-        complete &= rc;
     }
     for (int f = 0; f < n->n_found; f++)
         n->found[f].seen = 0;
@@ -315,6 +388,10 @@ void pfi_srv_discover(srv_node *n)
             snprintf(matched, sizeof matched, "%s", n->jobs[j].id);
         pthread_mutex_unlock(&n->mu);
         if (known && known->registered_by_us && j >= 0 && strcmp(matched, known->id) == 0) {
+            if (differ)
+                follow_gpus(n, known, &rj[r]);
+            else
+                known->fewer_rounds = 0;
             remember(n, &rj[r], 1, NULL, has_log, 0);
         } else if (j >= 0) {
             remember(n, &rj[r], 0, matched, has_log, differ);
@@ -327,8 +404,7 @@ void pfi_srv_discover(srv_node *n)
                 remember(n, &rj[r], 1, NULL, 0, 0);
         }
     }
-    if (complete)
-        retire(n);
+    retire(n);
 }
 
 const char *pfi_srv_found_log(srv_node *n, const char *id)

@@ -48,13 +48,13 @@ static void close_follow(srv_follow *f)
     f->fd = -1;
 }
 
-static srv_follow *follow_for(srv_node *n, const char *id, const char *path)
+static srv_follow *follow_for(srv_node *n, const char *id, const char *path, int gpus_gen)
 {
     for (int k = 0; k < n->n_follow; k++)
         if (!strcmp(n->follow[k].id, id)) {
-            if (!strcmp(n->follow[k].path, path))
+            if (!strcmp(n->follow[k].path, path) && n->follow[k].gpus_gen == gpus_gen)
                 return &n->follow[k];
-            close_follow(&n->follow[k]); /* a new log: start again */
+            close_follow(&n->follow[k]); /* a new log, or other GPUs: start again */
             n->follow[k] = n->follow[--n->n_follow];
             break;
         }
@@ -70,6 +70,7 @@ static srv_follow *follow_for(srv_node *n, const char *id, const char *path)
     pfi_meter_init(&f->m);
     snprintf(f->id, sizeof f->id, "%s", id);
     snprintf(f->path, sizeof f->path, "%s", path);
+    f->gpus_gen = gpus_gen;
     f->level_cap = NAN;
     n->n_follow++;
     return f;
@@ -285,7 +286,7 @@ void pfi_srv_follow_tick(srv_node *n)
     double now = pfi_clock_mono();
     char ids[SRV_MAX_JOBS][SRV_ID_MAX], logs[SRV_MAX_JOBS][PFI_SERVE_PATH_MAX];
     double cap[SRV_MAX_JOBS], draw[SRV_MAX_JOBS];
-    int ng[SRV_MAX_JOBS], nj = 0;
+    int ng[SRV_MAX_JOBS], gen[SRV_MAX_JOBS], nj = 0;
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_jobs; j++) {
         const srv_job *jb = &n->jobs[j];
@@ -304,6 +305,7 @@ void pfi_srv_follow_tick(srv_node *n)
         cap[nj] = jb->n_gpus ? c / jb->n_gpus : NAN;
         draw[nj] = nd ? d / nd : NAN;
         ng[nj] = jb->n_gpus;
+        gen[nj] = jb->gpus_gen;
         nj++;
     }
     pthread_mutex_unlock(&n->mu);
@@ -316,7 +318,7 @@ void pfi_srv_follow_tick(srv_node *n)
         pthread_mutex_unlock(&n->mu);
         if (!path[0])
             continue;
-        srv_follow *f = follow_for(n, ids[j], path);
+        srv_follow *f = follow_for(n, ids[j], path, gen[j]);
         if (!f)
             continue;
         int fresh = read_new(f, now);

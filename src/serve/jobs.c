@@ -299,6 +299,49 @@ int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *er
     return rc;
 }
 
+int pfi_srv_job_set_gpus(srv_node *n, const char *id, const int *gpus, int ng, pfi_err *err)
+{
+    if (ng < 1 || ng > PFI_MAX_GPUS)
+        return pfi_err_set(err, PFI_EINVAL, "job %s: %d GPUs", id, ng);
+    pthread_mutex_lock(&n->decide_mu);
+    pfi_srv_snapshot(n);
+    int j = pfi_srv_find_job(n->cand, n->n_cand, id), rc = PFI_OK;
+    if (j < 0)
+        rc = pfi_err_set(err, PFI_ENOENT, "no job '%s' on this node", id);
+    for (int k = 0; rc == PFI_OK && k < ng; k++) {
+        if (gpus[k] < 0 || gpus[k] >= n->n_gpus)
+            rc = pfi_err_set(err, PFI_EINVAL, "job %s: no GPU %d on this node", id, gpus[k]);
+        for (int o = 0; rc == PFI_OK && o < n->n_cand; o++)
+            for (int q = 0; o != j && rc == PFI_OK && q < n->cand[o].n_gpus; q++)
+                if (n->cand[o].gpus[q] == gpus[k])
+                    rc = pfi_err_set(err, PFI_EBUSY, "GPU %d already belongs to job %s", gpus[k],
+                                     n->cand[o].id);
+    }
+    if (rc == PFI_OK) {
+        srv_job *c = &n->cand[j];
+        memcpy(c->gpus, gpus, sizeof *gpus * (size_t)ng);
+        c->n_gpus = ng;
+        /* Read on the other GPUs: a per-GPU rate scaled by the old count, a baseline of
+         * their draw.  The commit does not carry them over either (node.c). */
+        if (c->curve_src != SRV_CURVE_GIVEN && c->curve_src != SRV_CURVE_PFI) {
+            c->curve_src = SRV_CURVE_NONE;
+            c->pfi30 = NAN;
+            c->t0_tps = NAN;
+        }
+        c->gpus_gen++;
+        memset(&c->base, 0, sizeof c->base);
+        memset(&c->probe, 0, sizeof c->probe);
+        c->observed_tps = NAN;
+        const double *ext;
+        int mode = pfi_srv_current_mode(n, &ext);
+        char reason[96];
+        snprintf(reason, sizeof reason, "job %s now on %d GPU(s)", id, ng);
+        rc = pfi_srv_decide(n, pfi_srv_current_budget(n), mode, ext, reason, NULL, err);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    return rc;
+}
+
 int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
 {
     if (!(tps >= 0 && tps <= SRV_MAX_TPS))

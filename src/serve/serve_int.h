@@ -123,6 +123,8 @@ typedef struct srv_job {
     pfi_curve curve;       /* valid unless curve_src == SRV_CURVE_NONE */
     double pfi30;          /* on the curve; NAN unknown */
     int extrap_told;       /* its prediction was logged as outside the model's training */
+    int gpus_gen;          /* times its GPUs changed (pfi_srv_job_set_gpus): what its log showed
+                            * before is another set's (follow.c starts it again) */
     double t0_tps;         /* baseline tokens/s when known (registered or observed); NAN */
     double cap_w;          /* per-GPU cap of the last decision; NAN: none */
     double predicted_rel;  /* T/T0 at cap_w on the curve */
@@ -181,6 +183,7 @@ typedef struct srv_follow {
     int draw_n;
     int unit_said; /* the event that its log gives no tokens/s was sent */
     int open_errno, open_said; /* why its log could not be opened, and whether that was said */
+    int gpus_gen;              /* the job's srv_job.gpus_gen when this reading started */
 } srv_follow;
 
 /* Which of a job's stdout (0) and stderr (1) files is followed (logpick.c). */
@@ -220,6 +223,7 @@ typedef struct srv_found {
     int seen;             /* scratch of one discovery round */
     int gpus_differ;      /* matched to a registered job on other GPUs than its own: its log
                            * is not that job's measure (said once in a job_matched event) */
+    int fewer_rounds;     /* rounds in a row it ran on fewer GPUs than it is registered on */
 } srv_found;
 
 typedef struct srv_node {
@@ -290,6 +294,8 @@ typedef struct srv_node {
     srv_found found[SRV_MAX_JOBS];
     int n_found;
     int discover_off;      /* the backend cannot list processes: said once, then off */
+    unsigned char list_failed[PFI_MAX_GPUS]; /* its processes could not be listed last round
+                                              * (said once, when it starts) */
     srv_follow follow[SRV_MAX_JOBS]; /* logs followed (follow.c); the control loop's alone */
     int n_follow;
 
@@ -369,6 +375,11 @@ int pfi_srv_job_add(srv_node *n, json_t *spec, json_t **result, pfi_err *err);
 /* A job saved in the DB, registered again at start (not saved twice). */
 int pfi_srv_job_reload(srv_node *n, json_t *spec, pfi_err *err);
 int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
+/* A job now runs on other GPUs (discovery saw its workers start or end): one decision under the
+ * budget, as a registration's.  What was measured of it on the other set (its baseline, its
+ * observed rate and curve) is forgotten.  PFI_ENOENT no such job, PFI_EBUSY a GPU another job
+ * holds. */
+int pfi_srv_job_set_gpus(srv_node *n, const char *id, const int *gpus, int ng, pfi_err *err);
 int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err);
 int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err);
 int pfi_srv_budget_clear(srv_node *n, json_t **result, pfi_err *err);

@@ -1,0 +1,116 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Integration test of discovery when a job's GPUs change and when a GPU cannot be listed, on
+# the fake NVML over a simulated node whose eight one-GPU jobs stand for the workers of
+# torchrun jobs (each its own process on its own GPU), in a made-up /proc.
+#  1. Slurm job 777's worker on GPU 0 starts, then its workers on GPUs 1-3: the job, registered
+#     on GPU 0 when first seen, now holds GPUs 0-3 (it kept GPU 0 only, the other three planned
+#     as idle: 380 W against its 700 W under a 60% budget); a worker ending is given back after
+#     a few rounds.
+#  2. GPU 7's process listing fails (GPU_IS_LOST) and Slurm job 31 on GPUs 4-5 ends: it is
+#     retired all the same (one unlisted GPU kept every ended job of the node at its caps).
+set -u
+fail() { echo "it_discover_gpus: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 25 "$dir/serve.log"; exit 1; }
+[ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_discover_gpus: PFI_BIN is not set"; exit 1; }
+[ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "it_discover_gpus: PFI_FAKENVML is not built"; exit 77; }
+command -v curl >/dev/null && command -v jq >/dev/null || { echo "it_discover_gpus: needs curl and jq"; exit 77; }
+dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_discover_gpus.XXXXXX") || exit 1
+PIDS=""
+cleanup() {
+    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY PFI_BACKEND SLURM_JOB_ID
+export PFI_SIM_STATE="$dir/sim.state" PFI_JOURNAL="$dir/journal"
+"$PFI_BIN" sim config --sim h200x8-mixed |
+    jq '.name = "split8" | .jobs = [range(0; 8) as $k | (.jobs[0] | .gpus = 1 | .dp = 1 |
+        .global_batch = 8 | .first_gpu = $k | .name = ("w\($k)"))]' >"$dir/split8.json" ||
+    fail "sim config"
+"$PFI_BIN" sim init --state "$PFI_SIM_STATE" --sim "$dir/split8.json" --speed 20 >/dev/null || fail "sim init"
+head -c 32 /dev/urandom | base64 >"$dir/token"
+chmod 600 "$dir/token"
+mkdir -p "$dir/proc"
+# worker K of Slurm job JOB: a simulated job on GPU K, its process in the job's cgroup
+worker() { # K JOB
+    "$PFI_BIN" sim job --job "$1" --log-format torchtitan >"$dir/w$1.log" 2>&1 &
+    p=$!
+    PIDS="$PIDS $p"
+    eval "W$1=$p"
+    mkdir -p "$dir/proc/$p/fd"
+    printf '0::/system.slice/slurmstepd.scope/job_%s/step_0/user/task_%s\n' "$2" "$1" >"$dir/proc/$p/cgroup"
+    printf 'python\000train.py\000--rank\000%s\000' "$1" >"$dir/proc/$p/cmdline"
+    printf '%s (python) S 1 %s %s 0 -1 4194560\n' "$p" "$p" "$p" >"$dir/proc/$p/stat"
+    : >"$dir/proc/$p/environ"
+    ln -s "$dir/w$1.log" "$dir/proc/$p/fd/1"
+}
+stop_worker() { # K
+    eval "p=\$W$1"
+    kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+    rm -rf "$dir/proc/$p"
+}
+# GPU 7 falls off the bus 4 s after the daemon starts: its processes cannot be listed again.
+PFI_FAKENVML_FAULTS="nvmlDeviceGetComputeRunningProcesses_v3@7=GPU_IS_LOST;at=4" \
+    "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
+    --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
+    --sample-interval 200ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
+    --set min_change_interval=1s >"$dir/serve.log" 2>&1 &
+SERVE=$!
+PIDS="$PIDS $SERVE"
+i=0
+while [ ! -s "$dir/port" ]; do
+    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
+    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
+    sleep 0.05
+done
+U="http://$(cat "$dir/port")"
+jobs_now() { curl -sf "$U/v1/jobs" | jq -c '[.jobs[] | {id, gpus}] | sort_by(.id)'; }
+wait_for() { # jq-test description
+    i=0
+    until curl -sf "$U/v1/jobs" | jq -e "$1" >/dev/null; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "$2: $(jobs_now)"
+        sleep 0.1
+    done
+}
+
+worker 0 777
+wait_for '[.jobs[] | select(.id == "slurm-777")] | length == 1' "job 777 not discovered"
+sleep 0.6
+worker 1 777; worker 2 777; worker 3 777
+wait_for '.jobs[] | select(.id == "slurm-777") | .gpus == [0, 1, 2, 3]' \
+    "job 777 does not hold the GPUs its workers started on"
+grep -q 'job_gpus_changed: job slurm-777 (pid [0-9]*) now on GPUs 0,1,2,3 (was 0[,0-9]*)' "$dir/serve.log" ||
+    fail "no job_gpus_changed event: $(grep job_ "$dir/serve.log")"
+# its log (worker 0's stdout) gives tokens/s per GPU: the job's is four times it
+i=0
+while :; do
+    per=$(grep -o 'tps: [0-9,]*' "$dir/w0.log" | tail -1 | tr -d 'tps:, ')
+    obs=$(curl -sf "$U/v1/jobs" | jq '.jobs[] | select(.id == "slurm-777") | .observed_tokens_per_s // 0')
+    [ -n "$per" ] && awk -v o="$obs" -v p="$per" 'BEGIN { exit !(o > 3.9 * p && o < 4.1 * p) }' && break
+    i=$((i + 1)); [ $i -gt 100 ] && fail "job 777 observed at $obs tokens/s, its log says $per per GPU on 4 GPUs"
+    sleep 0.1
+done
+"$PFI_BIN" ctl --url "$U" --token-file "$dir/token" budget set 60% >/dev/null || fail "budget set"
+caps=$(curl -sf "$U/v1/gpus" | jq -c '[.gpus[0:4][] | .limit_w] | unique')
+[ "$(echo "$caps" | jq 'length')" = 1 ] || fail "job 777's GPUs under one budget have caps $caps"
+# a worker ends: its GPU is given back after a few rounds
+stop_worker 3
+wait_for '.jobs[] | select(.id == "slurm-777") | .gpus == [0, 1, 2]' "GPU 3 not given back"
+
+# job 31 on GPUs 4-5 starts; GPU 7 is lost by now; job 31 ends and is retired all the same
+worker 4 31; worker 5 31
+wait_for '.jobs[] | select(.id == "slurm-31") | .gpus == [4, 5]' "job 31 not discovered"
+i=0
+until grep -q "discovery_error: GPU 7: its processes cannot be listed" "$dir/serve.log"; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "GPU 7's listing failure not said"
+    sleep 0.1
+done
+stop_worker 4; stop_worker 5
+wait_for '[.jobs[] | select(.id == "slurm-31")] | length == 0' \
+    "job 31 not retired while GPU 7 could not be listed"
+[ "$(grep -c "discovery_error: GPU 7" "$dir/serve.log")" = 1 ] || fail "GPU 7's failure said more than once"
+for k in 0 1 2; do stop_worker $k; done
+wait_for '.jobs | length == 0' "job 777 not retired"
+echo "it_discover_gpus: ok"

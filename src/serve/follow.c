@@ -96,6 +96,25 @@ static int open_log(const char *path, int *why)
     return fd;
 }
 
+/* A log rotated by rename (logrotate's create, Python's RotatingFileHandler): the path now
+ * names another file.  Read to its end, the old one is closed and the path followed again
+ * from the start of the new one, as tail -F does: the job stayed measured by the renamed file,
+ * which no longer grows, and its space was held while it was open. */
+static void follow_rename(srv_follow *f, const struct stat *held)
+{
+    struct stat now;
+    if (stat(f->path, &now) != 0 || (now.st_dev == held->st_dev && now.st_ino == held->st_ino))
+        return;
+    int why = 0, fd = open_log(f->path, &why);
+    if (fd < 0)
+        return; /* not there yet, or not a file: the old one stays until it is */
+    close(f->fd);
+    f->fd = fd;
+    f->off = 0;
+    pfi_linebuf_reset(&f->lb);
+    f->reopened = 1;
+}
+
 /* Reads what was appended since the last call; 1 when new observations were timed. */
 static int read_new(srv_follow *f, double now)
 {
@@ -103,7 +122,8 @@ static int read_new(srv_follow *f, double now)
         return 0;
     f->open_said = 0; /* open: a later failure is said again */
     struct stat sb;
-    if (fstat(f->fd, &sb) == 0 && sb.st_size < f->off) {
+    int held = fstat(f->fd, &sb) == 0;
+    if (held && sb.st_size < f->off) {
         f->off = 0; /* truncated or replaced: from the start again */
         pfi_linebuf_reset(&f->lb); /* a cut line of the old log is not the new one's first */
     }
@@ -120,8 +140,11 @@ static int read_new(srv_follow *f, double now)
         f->off += k;
         pfi_linebuf_push(&f->lb, buf, (size_t)k, on_line, &c);
     }
-    if (k <= 0)
+    if (k <= 0) {
         f->live = 1;
+        if (held)
+            follow_rename(f, &sb);
+    }
     return c.got > 0;
 }
 
@@ -329,6 +352,11 @@ void pfi_srv_follow_tick(srv_node *n)
             pfi_srv_event_add(n, "job_log", "job %s: cannot read its log %s: %s (tried again "
                               "every tick)", ids[j], path,
                               f->open_errno ? strerror(f->open_errno) : "not a regular file");
+        }
+        if (f->reopened) {
+            f->reopened = 0;
+            pfi_srv_event_add(n, "job_log", "job %s: %s names a new file (the log was rotated): "
+                              "that one is followed from its start", ids[j], path);
         }
         f->m.scale = pfi_parser_per_gpu(f->p) ? ng[j] : 1;
         level_tick(n, f, cap[j], draw[j], now);

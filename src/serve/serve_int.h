@@ -184,6 +184,7 @@ typedef struct srv_follow {
     int unit_said; /* the event that its log gives no tokens/s was sent */
     int open_errno, open_said; /* why its log could not be opened, and whether that was said */
     int gpus_gen;              /* the job's srv_job.gpus_gen when this reading started */
+    int reopened;              /* its path was found naming a new file (rotated), not said yet */
 } srv_follow;
 
 /* Which of a job's stdout (0) and stderr (1) files is followed (logpick.c). */

@@ -9,6 +9,9 @@
 #     a few rounds.
 #  2. GPU 7's process listing fails (GPU_IS_LOST) and Slurm job 31 on GPUs 4-5 ends: it is
 #     retired all the same (one unlisted GPU kept every ended job of the node at its caps).
+#  3. A process whose /proc/PID/fd cannot be read (another user's, and a daemon without
+#     CAP_SYS_PTRACE: here its directory is mode 000 and the daemon runs without
+#     CAP_DAC_OVERRIDE) is said to have no log, and why (it was silent).
 set -u
 fail() { echo "it_discover_gpus: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 25 "$dir/serve.log"; exit 1; }
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_discover_gpus: PFI_BIN is not set"; exit 1; }
@@ -39,7 +42,11 @@ worker() { # K JOB
     PIDS="$PIDS $p"
     eval "W$1=$p"
     mkdir -p "$dir/proc/$p/fd"
-    printf '0::/system.slice/slurmstepd.scope/job_%s/step_0/user/task_%s\n' "$2" "$1" >"$dir/proc/$p/cgroup"
+    if [ "$2" = none ]; then
+        printf '0::/user.slice/user-1000.slice/session-3.scope\n' >"$dir/proc/$p/cgroup"
+    else
+        printf '0::/system.slice/slurmstepd.scope/job_%s/step_0/user/task_%s\n' "$2" "$1" >"$dir/proc/$p/cgroup"
+    fi
     printf 'python\000train.py\000--rank\000%s\000' "$1" >"$dir/proc/$p/cmdline"
     printf '%s (python) S 1 %s %s 0 -1 4194560\n' "$p" "$p" "$p" >"$dir/proc/$p/stat"
     : >"$dir/proc/$p/environ"
@@ -51,9 +58,15 @@ stop_worker() { # K
     wait "$p" 2>/dev/null
     rm -rf "$dir/proc/$p"
 }
+# A daemon as root reads any mode-000 directory: it runs without CAP_DAC_OVERRIDE here.
+DROP=""
+if [ "$(id -u)" = 0 ]; then
+    command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to run the daemon without CAP_DAC_OVERRIDE as root"
+    DROP="setpriv --inh-caps=-dac_override,-dac_read_search --bounding-set=-dac_override,-dac_read_search"
+fi
 # GPU 7 falls off the bus 4 s after the daemon starts: its processes cannot be listed again.
 PFI_FAKENVML_FAULTS="nvmlDeviceGetComputeRunningProcesses_v3@7=GPU_IS_LOST;at=4" \
-    "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
+    $DROP "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
     --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
     --sample-interval 200ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
     --set min_change_interval=1s >"$dir/serve.log" 2>&1 &
@@ -111,6 +124,15 @@ stop_worker 4; stop_worker 5
 wait_for '[.jobs[] | select(.id == "slurm-31")] | length == 0' \
     "job 31 not retired while GPU 7 could not be listed"
 [ "$(grep -c "discovery_error: GPU 7" "$dir/serve.log")" = 1 ] || fail "GPU 7's failure said more than once"
-for k in 0 1 2; do stop_worker $k; done
+# worker 6, in its own process group, with an fd directory the daemon cannot read
+worker 6 none
+chmod 000 "$dir/proc/$W6/fd"
+i=0
+until grep -q "job_log: job pg-$W6: its stdout and stderr cannot be looked at in /proc/$W6/fd (Permission denied: another user's process; the daemon needs CAP_SYS_PTRACE" "$dir/serve.log"; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "an unreadable /proc/PID/fd not said: $(grep "pg-$W6" "$dir/serve.log")"
+    sleep 0.1
+done
+chmod 755 "$dir/proc/$W6/fd"
+for k in 0 1 2 6; do stop_worker $k; done
 wait_for '.jobs | length == 0' "job 777 not retired"
 echo "it_discover_gpus: ok"

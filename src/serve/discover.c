@@ -11,6 +11,7 @@
  * (procjob.c); when both are regular files, the one that shows throughput now (pick_log,
  * logpick.c); when neither is and its output goes down a pipe, the file the pipe's reader
  * writes (tee's). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -250,6 +251,16 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
         pick_log(n, f, &r->pj);
     if (!f->log[0])
         snprintf(f->log, sizeof f->log, "%s", r->pj.log);
+    if (!f->log[0] && !has_log && r->pj.fd_errno && !f->fd_said) {
+        /* Silent, every user's job went unmeasured under a unit without the capability. */
+        f->fd_said = 1;
+        pfi_srv_event_add(n, "job_log", "job %s: its stdout and stderr cannot be looked at in "
+                          "/proc/%ld/fd (%s%s)", f->id, r->pj.pid, strerror(r->pj.fd_errno),
+                          r->pj.fd_errno == EACCES || r->pj.fd_errno == EPERM
+                              ? ": another user's process; the daemon needs CAP_SYS_PTRACE to "
+                                "see its open files"
+                              : "");
+    }
     /* Its output piped ("train.py 2>&1 | tee train.log"): the file the pipe's reader writes.
      * The look lists every process, so it is made once per job, not every round. */
     if (!f->log[0] && !has_log && !f->pipe_asked && r->pj.pipe_ino) {

@@ -168,6 +168,8 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
         snprintf(link, sizeof link, "%s/%ld/fd/%d", proc_root, pid, fd);
         ssize_t k = readlink(link, buf, PATH_MAX - 1);
         struct stat sb;
+        if (k < 0 && errno != ENOENT && !out->fd_errno)
+            out->fd_errno = errno;
         if (k <= 0)
             continue;
         buf[k] = '\0';

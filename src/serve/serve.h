@@ -134,6 +134,9 @@ typedef struct pfi_proc_job {
      * pipe's inode and the fd (1 or 2); 0 and 0 else.  pfi_proc_pipe_log follows it. */
     unsigned long long pipe_ino;
     int pipe_fd;
+    /* Why its stdout or stderr could not be looked at (EACCES: another user's process, and the
+     * daemon without CAP_SYS_PTRACE); 0 when both were. */
+    int fd_errno;
 } pfi_proc_job;
 /* Reads proc_root/PID/{cgroup,environ,stat,cmdline,fd/1,fd/2} (proc_root NULL or "": /proc).
  * PFI_ENOENT when the process is gone. */

@@ -225,6 +225,7 @@ typedef struct srv_found {
     int gpus_differ;      /* matched to a registered job on other GPUs than its own: its log
                            * is not that job's measure (said once in a job_matched event) */
     int fewer_rounds;     /* rounds in a row it ran on fewer GPUs than it is registered on */
+    int fd_said;          /* that its stdout and stderr could not be looked at was said */
 } srv_found;
 
 typedef struct srv_node {

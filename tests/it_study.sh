@@ -217,6 +217,31 @@ has "$out/report.md" "How much of a sweep a PFI30 needs"
 "$PFI_BIN" runs --db "$out/pfi.db" --json >"$tmp/runs.json" || fail "the study's store does not open"
 [ "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['runs']))" "$tmp/runs.json")" = "$runs" ] \
   || fail "the store does not hold the study's $runs runs"
+# The study's PFI30 is pfi index's headline where the sweep reaches 30% (the interpolation),
+# nowhere the fit; the predictor is scored only against those, and says which runs it left out.
+"$PFI_BIN" index --db "$out/pfi.db" --boot 0 --json >"$tmp/index.json" || fail "pfi index of the study's store"
+python3 - "$out/summary.json" "$tmp/index.json" "$out/fig_pred_vs_true.dat" "$out/report.md" <<'PY' || fail "the study's PFI30 is not pfi index's headline"
+import json, statistics, sys
+summ = json.load(open(sys.argv[1]))
+idx = json.load(open(sys.argv[2]))["runs"]
+head = sorted(r["pfi30"] for r in idx if r["pfi30"] is not None and not r["pfi30_extrapolated"])
+assert all(r["pfi30_source"] == "interpolation" for r in idx
+           if r["pfi30"] is not None and not r["pfi30_extrapolated"])
+p = summ["pfi30"]
+assert summ["runs_with_pfi"] == len(head), (summ["runs_with_pfi"], len(head))
+for got, want in ((p["min"], head[0]), (p["median"], statistics.median(head)), (p["max"], head[-1])):
+    assert abs(got - want) < 1e-9, (got, want)
+xs = [float(l.split()[0]) for l in open(sys.argv[3]) if l.strip() and not l.startswith("#")
+      and len(l.split()) == 2]
+xs = xs[:-2]  # the last block is the perfect-prediction line
+assert xs and all(min(abs(x - h) for h in head) < 1e-6 for x in xs), "a scatter point off the headline"
+pr = summ["predictor"]
+n_pred = pr["lojo_runs_scored"]
+assert n_pred <= pr["n_train"], pr
+rep = open(sys.argv[4]).read()
+assert "Each prediction is scored against the run's measured PFI30" in rep
+assert (n_pred < pr["n_train"]) == ("Left out of the table's scores" in rep), (n_pred, pr["n_train"])
+PY
 # The study of that store leaves a job out as pfi model eval does, all its runs together (each
 # run was its own group: a job's rerun or H100 twin stayed in its "left out" training).
 "$PFI_BIN" study --db "$out/pfi.db" --out "$tmp/again" --no-figures --cuts 0.3 --json >"$tmp/again.json" 2>/dev/null ||
@@ -224,7 +249,8 @@ has "$out/report.md" "How much of a sweep a PFI30 needs"
 "$PFI_BIN" model eval --db "$out/pfi.db" --json >"$tmp/eval.json" 2>/dev/null || fail "pfi model eval --db"
 python3 - "$tmp/again.json" "$tmp/eval.json" <<'PY' || fail "study --db and model eval leave jobs out differently"
 import json, sys
-s = json.load(open(sys.argv[1]))["predictor"]["lojo_mae_pfi30"]
+# (the study's tables score the measured PFI30; this, as model eval does, the fit's of every run)
+s = json.load(open(sys.argv[1]))["predictor"]["lojo_mae_pfi30_on_fit"]
 e = json.load(open(sys.argv[2]))["lojo_mae_pfi30"]
 assert abs(s - e) < 1e-9, (s, e)
 PY

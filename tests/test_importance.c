@@ -90,6 +90,25 @@ static void test_group_importance(void **state)
     /* fixed seed: the same figures */
     assert_int_equal(pfi_group_importance(per, rows, N, PFI_IMP_CORR, 10, 7, &b, &e), PFI_OK);
     assert_memory_equal(a.mean, b.mean, sizeof a.mean);
+    /* a row with no measured PFI30 (NAN: a sweep short of 30%) is permuted but not scored:
+     * the figures are those of the scored rows alone under the same permutations */
+    rows[5].pfi30 = NAN;
+    assert_int_equal(pfi_group_importance(per, rows, N, PFI_IMP_CORR, 10, 7, &b, &e), PFI_OK);
+    assert_true(isfinite(b.mae0) && isfinite(b.mean[gs]) && b.mean[gs] > 0.02);
+    double sae = 0;
+    for (int i = 0; i < N; i++) {
+        double sp[PFI_N_TDEPTHS];
+        pfi_fit f;
+        if (i == 5)
+            continue;
+        assert_int_equal(pfi_model_predict_x(&m, rows[i].x, sp, &f, &e), PFI_OK);
+        sae += fabs(pfi_at(&f, 0.30) - rows[i].pfi30);
+    }
+    assert_true(fabs(b.mae0 - sae / (N - 1)) < 1e-12);
+    for (int i = 0; i < N; i++)
+        rows[i].pfi30 = NAN;
+    assert_int_equal(pfi_group_importance(per, rows, N, PFI_IMP_CORR, 10, 7, &b, &e), PFI_EINVAL);
+    make_rows(rows, N);
     /* bad input */
     per[3] = NULL;
     assert_int_equal(pfi_group_importance(per, rows, N, PFI_IMP_CORR, 10, 7, &b, &e), PFI_EINVAL);

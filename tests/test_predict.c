@@ -268,9 +268,36 @@ static void test_extrapolation(void **state)
     assert_int_equal(x.n, 0);
 }
 
+/* Predictions scored against another truth: NAN truth is not scored; the rest as the MAE, R2
+ * and the error of T/T0 at 70% power (0.30 x PFI30's) say; the model counts kept. */
+static void test_score(void **state)
+{
+    (void)state;
+    double pred[] = {0.40, 0.30, 0.50, 0.20}, truth[] = {0.42, 0.30, NAN, 0.24};
+    pfi_model_eval e = {.kind_ridge = 3, .kind_physics = 1};
+    pfi_model_score(pred, truth, 4, &e);
+    assert_int_equal(e.n, 3);
+    assert_true(fabs(e.mae_pfi30 - 0.02) < 1e-12);
+    assert_true(fabs(e.max_err_pfi30 - 0.04) < 1e-12);
+    assert_true(fabs(e.mae_rel70 - 0.3 * 0.02) < 1e-12);
+    double mean = (0.42 + 0.30 + 0.24) / 3, sst = 0;
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            sst += (truth[i] - mean) * (truth[i] - mean);
+    assert_true(fabs(e.r2_pfi30 - (1 - (0.0004 + 0.0016) / sst)) < 1e-12);
+    assert_int_equal(e.kind_ridge, 3);
+    assert_int_equal(e.kind_physics, 1);
+    /* nothing to score */
+    double none[] = {NAN, NAN, NAN, NAN};
+    pfi_model_score(pred, none, 4, &e);
+    assert_int_equal(e.n, 0);
+    assert_true(isnan(e.mae_pfi30));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_score),
         cmocka_unit_test(test_features),
         cmocka_unit_test(test_ridge_recovers_linear),
         cmocka_unit_test(test_physics_recovered_and_selected),

@@ -95,16 +95,27 @@ int pfi_group_importance(const pfi_model *const *row_model, const pfi_train_row 
         free(order), free(inc);
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
+    /* A row whose pfi30 is NAN (no measured truth) is grouped and permuted but not scored. */
     double sae = 0;
+    int ns = 0;
     for (int i = 0; i < n; i++)
-        sae += fabs(predict30(row_model[i], rows[i].x) - rows[i].pfi30);
-    out->mae0 = sae / n;
+        if (isfinite(rows[i].pfi30)) {
+            sae += fabs(predict30(row_model[i], rows[i].x) - rows[i].pfi30);
+            ns++;
+        }
+    if (ns == 0) {
+        free(order), free(inc);
+        return pfi_err_set(err, PFI_EINVAL, "importance: no row has a PFI30 to score");
+    }
+    out->mae0 = sae / ns;
     unsigned long long st = seed;
     for (int g = 0; g < out->n_groups; g++) {
         for (int r = 0; r < repeats; r++) {
             pfi_rand_permutation(order, n, &st);
             double s = 0;
             for (int i = 0; i < n; i++) {
+                if (!isfinite(rows[i].pfi30))
+                    continue;
                 double x[PFI_N_FEATURES];
                 memcpy(x, rows[i].x, sizeof x);
                 for (int f = 0; f < PFI_N_FEATURES; f++)
@@ -112,7 +123,7 @@ int pfi_group_importance(const pfi_model *const *row_model, const pfi_train_row 
                         x[f] = rows[order[i]].x[f]; /* the group's columns move together */
                 s += fabs(predict30(row_model[i], x) - rows[i].pfi30);
             }
-            inc[r] = s / n - out->mae0;
+            inc[r] = s / ns - out->mae0;
         }
         double m = 0, v = 0;
         for (int r = 0; r < repeats; r++)

@@ -36,7 +36,8 @@ typedef struct pfi_importance {
 /* Groups of correlated features over rows (see above); returns the number of groups. */
 int pfi_feature_groups(const pfi_train_row *rows, int n, double corr, int *group_of);
 
-/* Grouped permutation importance; row_model[i] predicts rows[i]. */
+/* Grouped permutation importance; row_model[i] predicts rows[i].  A row whose pfi30 is NAN is
+ * grouped and permuted with the others but not scored (PFI_EINVAL when no row is). */
 int pfi_group_importance(const pfi_model *const *row_model, const pfi_train_row *rows, int n,
                          double corr, int repeats, unsigned long long seed, pfi_importance *out,
                          pfi_err *err);

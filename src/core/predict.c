@@ -643,6 +643,24 @@ static void acc_done(const acc *a, pfi_model_eval *out)
     out->r2_pfi30 = sst > 0 ? 1.0 - a->sse / sst : NAN;
 }
 
+void pfi_model_score(const double *pred30, const double *true30, int n, pfi_model_eval *out)
+{
+    acc a = {0};
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(true30[i]) || !isfinite(pred30[i]))
+            continue;
+        double e = pred30[i] - true30[i];
+        a.sae += fabs(e);
+        a.sse += e * e;
+        a.sum += true30[i];
+        a.sum2 += true30[i] * true30[i];
+        a.sae70 += fabs(e) * 0.30;
+        a.maxe = fmax(a.maxe, fabs(e));
+        a.n++;
+    }
+    acc_done(&a, out);
+}
+
 int pfi_model_lojo(const pfi_train_row *rows, int n, const pfi_train_opts *o,
                    pfi_model_eval *out, pfi_err *err)
 {

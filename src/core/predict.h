@@ -133,5 +133,10 @@ int pfi_model_lojo_pred(const pfi_train_row *rows, int n, const pfi_train_opts *
 int pfi_model_transfer_pred(const pfi_train_row *train, int ntrain, const pfi_train_row *test,
                             int ntest, const pfi_train_opts *o, pfi_model_eval *out,
                             double *pred30, pfi_err *err);
+/* Scores predictions of PFI30 (pred30, as the two above give them) against another truth than
+ * the rows' (true30[i]; NAN: row i is not scored), keeping out's model counts: a caller whose
+ * truth is PFI30 as measured, not the fit the rows were trained on.  mae_rel70 is then the
+ * error of T/T0 at 70% of baseline power, 0.30 x that of PFI30 (s = 0.30 x PFI30 there). */
+void pfi_model_score(const double *pred30, const double *true30, int n, pfi_model_eval *out);
 
 #endif

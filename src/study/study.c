@@ -262,6 +262,9 @@ static void index_runs(pfi_study *s)
         r->pred_pfi30 = r->meas_pfi30 = NAN;
         io.seed = (unsigned long long)i + 1;
         r->index_ok = pfi_index_run(&r->run, &io, &r->index, &e) == PFI_OK;
+        /* The headline, as `pfi index` gives it, only where measured (bracketed): the same
+         * run must not read one PFI30 here and another in pfi index or the cost table. */
+        r->pfi30 = r->index_ok && !r->index.extrapolated ? r->index.pfi_head : NAN;
         if (!r->index_ok) {
             snprintf(r->index_why, sizeof r->index_why, "%s", e.msg);
             failed++;
@@ -357,33 +360,91 @@ static const pfi_model *model_for(const pfi_study *s, const pfi_study_run *r)
     return p->have_fold[f] ? &p->fold[f] : NULL;
 }
 
-/* The predictions an evaluation scored, onto the runs its rows came from. */
-static void set_pred(pfi_study *s, const pfi_train_row *rows, const int *idx, const double *pred,
-                     int n)
+/* The predictions an evaluation made, onto the runs its rows came from, each with the truth it
+ * is scored against: the run's PFI30 as the PFI table gives it (NAN: not scored). */
+static void set_pred(pfi_study *s, const int *idx, const double *pred, int n)
 {
     for (int i = 0; i < n; i++) {
         s->runs[idx[i]].pred_pfi30 = pred[i];
-        s->runs[idx[i]].meas_pfi30 = rows[i].pfi30;
+        s->runs[idx[i]].meas_pfi30 = s->runs[idx[i]].pfi30;
     }
+}
+
+/* An evaluation scored against the runs' measured PFI30 (the headline, pfi30), only where the
+ * sweep reaches a 30% shed: the rows' own pfi30 is the fit, extrapolated where the sweep stopped
+ * short, which the PFI table refuses to report as measured. */
+static int score_measured(const pfi_study *s, const int *idx, const double *pred, int n,
+                          pfi_model_eval *e)
+{
+    double *truth = malloc(sizeof *truth * (size_t)(n > 0 ? n : 1));
+    if (!truth)
+        return PFI_ENOMEM;
+    for (int i = 0; i < n; i++)
+        truth[i] = s->runs[idx[i]].pfi30;
+    pfi_model_score(pred, truth, n, e);
+    free(truth);
+    return PFI_OK;
 }
 
 /* Grouped permutation importance on the training runs, each predicted by the fold model that
  * never saw its job (core/importance.h); the study's seed, PFI_IMP_REPEATS permutations. */
 static int held_out_importance(pfi_study *s, const pfi_train_row *rows, const int *idx, int n)
 {
+    /* Scored as the predictor table is, against the measured PFI30 (NAN where there is none:
+     * that run is grouped and permuted with the others, not scored). */
     const pfi_model **m = calloc((size_t)n + 1, sizeof *m);
-    if (!m)
+    pfi_train_row *sc = calloc((size_t)n + 1, sizeof *sc);
+    if (!m || !sc) {
+        free(m), free(sc);
         return PFI_ENOMEM;
-    for (int i = 0; i < n; i++)
-        if (!(m[i] = model_for(s, &s->runs[idx[i]]))) {
-            free(m);
-            return PFI_EINVAL;
-        }
+    }
+    int rc = PFI_OK;
+    for (int i = 0; i < n && rc == PFI_OK; i++) {
+        const pfi_study_run *r = &s->runs[idx[i]];
+        sc[i] = rows[i];
+        sc[i].pfi30 = r->pfi30;
+        if (!(m[i] = model_for(s, r)))
+            rc = PFI_EINVAL;
+    }
     pfi_err e = {0};
-    int rc = pfi_group_importance(m, rows, n, PFI_IMP_CORR, PFI_IMP_REPEATS, s->opts.seed,
+    if (rc == PFI_OK)
+        rc = pfi_group_importance(m, sc, n, PFI_IMP_CORR, PFI_IMP_REPEATS, s->opts.seed,
                                   &s->pred.importance, &e);
-    free(m);
+    free(m), free(sc);
     return rc;
+}
+
+/* The transfer rows of the predictor table: H200 -> H100 and H100 -> H200, each scored where
+ * the test run's PFI30 is measured (score_measured); rows, test, idx, tidx and pred are the
+ * caller's scratch (s->n + 1 each). */
+static void transfer(pfi_study *s, const pfi_train_opts *to, pfi_train_row *rows,
+                     pfi_train_row *test, int *idx, int *tidx, double *pred)
+{
+    pfi_study_pred *p = &s->pred;
+    const char *train_set = train_set_of(s);
+    pfi_err e = {0};
+    int nh200 = rows_of(s, "h200", rows, idx), nh100 = rows_of(s, "h100", test, tidx);
+    if (nh200 >= 8 && nh100 > 0 &&
+        pfi_model_transfer_pred(rows, nh200, test, nh100, to, &p->h200_to_h100, pred, &e) ==
+            PFI_OK &&
+        score_measured(s, tidx, pred, nh100, &p->h200_to_h100) == PFI_OK) {
+        p->have_h200_to_h100 = 1;
+        /* Onto the H100 runs outside the training set only: in a store every run is in it,
+         * and its figure point is its leave-one-job-out prediction, as the table's. */
+        int k = 0;
+        for (int i = 0; i < nh100; i++)
+            if (strcmp(s->runs[tidx[i]].set, train_set) != 0) {
+                tidx[k] = tidx[i];
+                pred[k++] = pred[i];
+            }
+        set_pred(s, tidx, pred, k);
+    }
+    nh100 = rows_of(s, "h100", test, tidx);
+    if (nh100 >= 8 && nh200 > 0 &&
+        pfi_model_transfer_pred(test, nh100, rows, nh200, to, &p->h100_to_h200, pred, &e) ==
+            PFI_OK &&
+        score_measured(s, idx, pred, nh200, &p->h100_to_h200) == PFI_OK)
+        p->have_h100_to_h200 = 1;
 }
 
 static int predictor(pfi_study *s, pfi_err *err)
@@ -424,7 +485,10 @@ static int predictor(pfi_study *s, pfi_err *err)
      * predictor table scored (set_pred). */
     if ((rc = pfi_model_lojo_pred(rows, n, &to, &p->lojo, pred, err)) != PFI_OK)
         goto out_pred;
-    set_pred(s, rows, idx, pred, n);
+    p->lojo_fit = p->lojo;
+    if ((rc = score_measured(s, idx, pred, n, &p->lojo)) != PFI_OK)
+        goto out_pred;
+    set_pred(s, idx, pred, n);
     progress(s, "training and validating the predictor", 1, 4);
     if ((rc = pfi_model_train(rows, n, &to, &model, err)) != PFI_OK)
         goto out_pred;
@@ -432,30 +496,13 @@ static int predictor(pfi_study *s, pfi_err *err)
 
     int nt = rows_of(s, "validation", test, tidx);
     if (nt > 0 &&
-        pfi_model_transfer_pred(rows, n, test, nt, &to, &p->validation, pred, &e) == PFI_OK) {
+        pfi_model_transfer_pred(rows, n, test, nt, &to, &p->validation, pred, &e) == PFI_OK &&
+        score_measured(s, tidx, pred, nt, &p->validation) == PFI_OK) {
         p->have_validation = 1;
-        set_pred(s, test, tidx, pred, nt);
+        set_pred(s, tidx, pred, nt);
     }
     progress(s, "training and validating the predictor", 2, 4);
-    int nh200 = rows_of(s, "h200", rows, NULL), nh100 = rows_of(s, "h100", test, tidx);
-    if (nh200 >= 8 && nh100 > 0 &&
-        pfi_model_transfer_pred(rows, nh200, test, nh100, &to, &p->h200_to_h100, pred, &e) ==
-            PFI_OK) {
-        p->have_h200_to_h100 = 1;
-        /* Onto the H100 runs outside the training set only: in a store every run is in it,
-         * and its figure point is its leave-one-job-out prediction, as the table's. */
-        int k = 0;
-        for (int i = 0; i < nh100; i++)
-            if (strcmp(s->runs[tidx[i]].set, train_set) != 0) {
-                test[k] = test[i];
-                tidx[k] = tidx[i];
-                pred[k++] = pred[i];
-            }
-        set_pred(s, test, tidx, pred, k);
-    }
-    if (nh100 >= 8 && nh200 > 0 &&
-        pfi_model_transfer(test, nh100, rows, nh200, &to, &p->h100_to_h200, &e) == PFI_OK)
-        p->have_h100_to_h200 = 1;
+    transfer(s, &to, rows, test, idx, tidx, pred);
     progress(s, "training and validating the predictor", 3, 4);
 
     /* Models that never saw a job: each training run by the model of its fold (trained without

@@ -66,10 +66,16 @@ typedef struct pfi_study_run {
     int match;             /* h100 runs: index of the matched H200 run; else -1 */
     int index_ok;
     pfi_index index;       /* valid when index_ok */
+    /* The run's PFI30 in every table, figure and summary of the study: pfi index's headline
+     * (index.pfi_head, core/pfi.h: the monotone interpolation of the measured points) where the
+     * sweep reaches a 30% shed; NAN where it would be an extrapolation on the fit (those runs
+     * are listed as left out, not read on the fit). */
+    double pfi30;
     char index_why[160];   /* why not, when !index_ok */
     /* The prediction the predictor table scored for this run (NAN: none): leave one job out
      * for a training run, trained on the training runs for a validation run, trained on the
-     * H200 runs for an H100 run (transfer); meas_pfi30 the truth it was scored against. */
+     * H200 runs for an H100 run (transfer); meas_pfi30 the truth it was scored against (pfi30;
+     * NAN where the run was predicted but not scored: its PFI30 would be an extrapolation). */
     double pred_pfi30, meas_pfi30;
     int in_alloc;          /* part of the allocation population */
     int cost_ok;           /* every level has its recorded time (core/run.h began_s, ended_s) */
@@ -132,6 +138,9 @@ typedef struct pfi_study_pred {
     int n_train;
     int model_kind;            /* selected on the main runs */
     pfi_model_eval lojo;       /* leave-one-job-out on the main runs */
+    /* Its predictions scored as `pfi model eval` scores them: against each run's PFI30 on its
+     * fitted curve, every run (the tables score against the measured PFI30, pfi30). */
+    pfi_model_eval lojo_fit;
     int have_validation, have_h200_to_h100, have_h100_to_h200;
     pfi_model_eval validation; /* trained on main, tested on validation */
     pfi_model_eval h200_to_h100, h100_to_h200;

@@ -62,8 +62,8 @@ static dist pfi30_where(const pfi_study *s, run_pred pred, const void *arg)
     double *v = malloc((size_t)(s->n ? s->n : 1) * sizeof *v);
     int n = 0;
     for (int i = 0; v && i < s->n; i++)
-        if (s->runs[i].index_ok && isfinite(s->runs[i].index.pfi) && pred(&s->runs[i], arg))
-            v[n++] = s->runs[i].index.pfi;
+        if (isfinite(s->runs[i].pfi30) && pred(&s->runs[i], arg))
+            v[n++] = s->runs[i].pfi30;
     dist d = dist_of(v, n);
     free(v);
     return d;
@@ -373,8 +373,8 @@ static int fig_hist(const pfi_study *s, const char *dir, pfi_err *err)
     /* Bins cover the runs' PFI30 range rounded out to 0.1, from 0. */
     double lo = 0, hi = 0.5;
     for (int i = 0; i < s->n; i++)
-        if (s->runs[i].index_ok && isfinite(s->runs[i].index.pfi) && s->runs[i].index.pfi >= hi)
-            hi = floor(s->runs[i].index.pfi * 10) / 10 + 0.1;
+        if (isfinite(s->runs[i].pfi30) && s->runs[i].pfi30 >= hi)
+            hi = floor(s->runs[i].pfi30 * 10) / 10 + 0.1;
     double w = (hi - lo) / NB, ymax = 1;
     pfi_plot *p = pfi_plot_new("PFI30 across runs", "PFI30 (fraction of throughput lost per "
                                "fraction of power shed, at 30% shed)", "runs");
@@ -384,9 +384,9 @@ static int fig_hist(const pfi_study *s, const char *dir, pfi_err *err)
             x[b] = lo + (b + 0.5) * w + (nt > 1 ? (t - (nt - 1) / 2.0) * w / nt : 0);
         for (int i = 0; i < s->n; i++) {
             const pfi_study_run *r = &s->runs[i];
-            if (!r->index_ok || !isfinite(r->index.pfi) || strcmp(r->run.gpu_type, types[t]) != 0)
+            if (!isfinite(r->pfi30) || strcmp(r->run.gpu_type, types[t]) != 0)
                 continue;
-            int b = (int)((r->index.pfi - lo) / w);
+            int b = (int)((r->pfi30 - lo) / w);
             if (b < 0)
                 b = 0;
             if (b >= NB)
@@ -828,7 +828,7 @@ static void pfi30_left_out(report_doc *d, const pfi_study *s)
 {
     int n = 0;
     for (int i = 0; i < s->n; i++)
-        n += !(s->runs[i].index_ok && isfinite(s->runs[i].index.pfi));
+        n += !isfinite(s->runs[i].pfi30);
     if (n == 0) {
         para(d, "Every run is in the table above.");
         return;
@@ -838,9 +838,34 @@ static void pfi30_left_out(report_doc *d, const pfi_study *s)
         const pfi_study_run *r = &s->runs[i];
         if (!r->index_ok)
             para(d, "- %s: no curve (%s).", r->run.name, r->index_why);
-        else if (!isfinite(r->index.pfi))
+        else if (!isfinite(r->pfi30))
             para(d, "- %s: its sweep sheds at most %.0f%% of its power, short of 30%%; PFI30 "
                     "would be an extrapolation.", r->run.name, r->index.r_max * 100);
+    }
+}
+
+/* Which runs the predictor table scores, and the runs it predicted but left out, each with why. */
+static void pred_left_out(report_doc *d, const pfi_study *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        n += isfinite(s->runs[i].pred_pfi30) && !isfinite(s->runs[i].meas_pfi30);
+    para(d, "Each prediction is scored against the run's measured PFI30, the one of the PFI table "
+            "above (the monotone interpolation of its measured points), and only where its sweep "
+            "reaches a 30%% shed. The models are trained on every run with telemetry, these "
+            "included: their targets are the slowdown at 10-50%% shed read on each training run's "
+            "fitted curve (extrapolated where its sweep stopped short), so that they predict a "
+            "whole curve for the allocator.");
+    if (n == 0)
+        return;
+    para(d, "Left out of the table's scores and of the figure (%d run%s, also as test runs of "
+            "the transfer rows):", n, n == 1 ? "" : "s");
+    for (int i = 0; i < s->n; i++) {
+        const pfi_study_run *r = &s->runs[i];
+        if (isfinite(r->pred_pfi30) && !isfinite(r->meas_pfi30))
+            para(d, "- %s: its sweep sheds at most %.0f%% of its power, short of 30%%; its "
+                    "measured PFI30 would be an extrapolation (predicted %.3f).",
+                 r->run.name, r->index.r_max * 100, r->pred_pfi30);
     }
 }
 
@@ -850,8 +875,8 @@ static void summary(report_doc *d, const pfi_study *s)
     heading(d, 2, "Summary");
     dist all = pfi30_where(s, any_run, NULL);
     if (all.n > 0)
-        para(d, "- Elasticity: PFI30 (slowdown per unit of power shed at 30%% shed, read on each "
-                "run's fitted curve) has median %.2f over %d runs (10-90%%: %.2f-%.2f).",
+        para(d, "- Elasticity: PFI30 (slowdown per unit of power shed at 30%% shed, read on the "
+                "monotone interpolation of each run's measured points) has median %.2f over %d runs (10-90%%: %.2f-%.2f).",
              all.median, all.n, all.p10, all.p90);
     if (s->pred.done)
         para(d, "- Runtime prediction from baseline telemetry alone: PFI30 within %.3f on "
@@ -1197,12 +1222,13 @@ static void importance(report_doc *d, const pfi_study *s)
          "is at least %.1f in absolute value (single linkage), giving %d groups; each group's "
          "features are permuted together, %d times (seed %llu), and each training run is "
          "predicted by the model of its fold, which never saw its job. Importance = increase of "
-         "the held-out MAE of PFI30 (%.4f unpermuted). Caveat: this measures what this fitted "
+         "the held-out MAE of PFI30 (%.4f unpermuted), over the %d training runs the table "
+         "above scores. Caveat: this measures what this fitted "
          "model uses, not what causes elasticity; features in one group share their credit and "
          "cannot be told apart, and groups correlated below the threshold still lend each other "
          "some of it, so a group with a small importance may still carry information the model "
          "gets elsewhere.",
-         p->n_train, im->corr, im->n_groups, im->repeats, im->seed, im->mae0);
+         p->n_train, im->corr, im->n_groups, im->repeats, im->seed, im->mae0, p->lojo.n);
     table(d, importance_table(s));
 }
 
@@ -1262,7 +1288,9 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
          "Source: %s; %d runs, %d with a PFI curve. Store: `%s`. Every number below was "
          "computed in this run (%.1f s); the paper's figures are quoted where labelled. PFI is "
          "pfi's definition (docs/pfi.md): r = 1 - P/P0 the power shed (as drawn), s = 1 - T/T0 "
-         "the slowdown, PFI(r) = s/r; PFI30 is read at 30%% shed on the fitted curve.",
+         "the slowdown, PFI(r) = s/r; PFI30 is `pfi index`'s headline, the monotone "
+         "interpolation of a run's measured points at 30%% shed (a run whose sweep stops short "
+         "of 30%% has none here: on its fitted curve it would be an extrapolation).",
          s->source, s->n, nidx, s->db_path, s->elapsed_s);
     summary(&d, s);
     if (s->n_notes) {
@@ -1284,6 +1312,7 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
              "(no sweep). Predicted curves, not only PFI30, feed the allocator.",
              pfi_model_kind_name(s->pred.model_kind), s->pred.n_train);
         table(&d, predictor_table(s));
+        pred_left_out(&d, s);
         figure_ref(&d, &figs[FIG_PRED]);
         importance(&d, s);
     } else {
@@ -1430,8 +1459,8 @@ json_t *pfi_study_summary(const pfi_study *s)
     double *v = malloc((size_t)(s->n ? s->n : 1) * sizeof *v);
     int n = 0;
     for (int i = 0; v && i < s->n; i++)
-        if (s->runs[i].index_ok && isfinite(s->runs[i].index.pfi))
-            v[n++] = s->runs[i].index.pfi;
+        if (isfinite(s->runs[i].pfi30))
+            v[n++] = s->runs[i].pfi30;
     dist d = dist_of(v, n);
     free(v);
     json_t *doc = json_object();
@@ -1449,6 +1478,8 @@ json_t *pfi_study_summary(const pfi_study *s)
         json_object_set_new(pred, "n_train", json_integer(p->n_train));
         json_object_set_new(pred, "lojo_mae_pfi30", pfi_json_num(p->lojo.mae_pfi30));
         json_object_set_new(pred, "lojo_r2_pfi30", pfi_json_num(p->lojo.r2_pfi30));
+        json_object_set_new(pred, "lojo_runs_scored", json_integer(p->lojo.n));
+        json_object_set_new(pred, "lojo_mae_pfi30_on_fit", pfi_json_num(p->lojo_fit.mae_pfi30));
         json_object_set_new(pred, "validation_mae_pfi30",
                             p->have_validation ? pfi_json_num(p->validation.mae_pfi30)
                                                : json_null());

@@ -53,6 +53,18 @@ for cut, pol in a["cuts"].items():
         assert pol[k] <= o * (1 + 1e-9), (cut, k, pol[k], o)
     g = a["gap_recovered"][cut]
     assert g is None or g <= 1 + 1e-9, (cut, g)
+# gap recovered is a ratio only where the oracle gains at least 0.1% over equal (else null)
+for cut, pol in list(a["cuts"].items()) + list(a["with_sla"]["cuts"].items()):
+    if pol.get("infeasible"):
+        continue
+    g = a["gap_recovered"][cut] if pol is a["cuts"].get(cut) else pol["gap_recovered"]
+    e = pol["equal"] if not isinstance(pol["equal"], dict) else pol["equal"]["total_throughput"]
+    o = pol["oracle"] if not isinstance(pol["oracle"], dict) else pol["oracle"]["total_throughput"]
+    p = pol["pfi"] if not isinstance(pol["pfi"], dict) else pol["pfi"]["total_throughput"]
+    if o - e > 1e-3 * abs(e):
+        assert g is not None and abs(g - (p - e) / (o - e)) < 1e-9, (cut, g)
+    else:
+        assert g is None, (cut, g, e, o)
 PY
 has "$out/report.md" "Beside the paper"
 # the findings first, and the SLA table read, not left bare

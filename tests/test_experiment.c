@@ -1352,9 +1352,27 @@ static void test_score_grid_alone(void **state)
     pfi_expt_pop_free(&p);
 }
 
+/* The gap's share is a ratio only over a gap of at least PFI_GAP_MIN_SHARE of equal's total:
+ * a 50% cut with every SLA relaxed had the oracle 0.001% above equal and pfi at "3,083%". */
+static void test_gap_recovered(void **state)
+{
+    (void)state;
+    assert_true(fabs(pfi_eval_gap_recovered(105, 100, 110) - 0.5) < 1e-12);
+    assert_true(fabs(pfi_eval_gap_recovered(95, 100, 110) + 0.5) < 1e-12);
+    /* 14,915,577 -> 14,915,743 (oracle) and 14,920,697 (pfi): no gap to share */
+    assert_true(isnan(pfi_eval_gap_recovered(14920696.9, 14915577.3, 14915743.4)));
+    assert_true(isnan(pfi_eval_gap_recovered(100, 100, 100)));
+    /* the oracle below equal: not an upper bound, no ratio */
+    assert_true(isnan(pfi_eval_gap_recovered(101, 100, 99)));
+    /* just over and just under the threshold */
+    assert_true(isfinite(pfi_eval_gap_recovered(100, 1000, 1000 * (1 + 1.01 * PFI_GAP_MIN_SHARE))));
+    assert_true(isnan(pfi_eval_gap_recovered(100, 1000, 1000 * (1 + 0.99 * PFI_GAP_MIN_SHARE))));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gap_recovered),
         cmocka_unit_test(test_population),
         cmocka_unit_test(test_sla_plan_bound),
         cmocka_unit_test(test_sla_plan_even_share),

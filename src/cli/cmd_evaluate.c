@@ -376,7 +376,7 @@ static json_t *ev_nested_cut(const pfi_expt_nested_summary *ns, int m, int c, do
                "caps need\n",
                100 * cut, ns->budget_w[c], ns->min_budget_w[c]);
     } else if (isnan(ns->mean[m][c])) {
-        printf("  %4.0f%% cut:  no gap to recover: the oracle gains nothing over the equal cut "
+        printf("  %4.0f%% cut:  no gap to recover: the oracle gains less than 0.1%% over the equal cut "
                "(in at least one seed)\n",
                100 * cut);
     } else {

@@ -5,6 +5,12 @@
 #include <math.h>
 #include <string.h>
 
+double pfi_eval_gap_recovered(double total, double t_equal, double t_oracle)
+{
+    double gap = t_oracle - t_equal;
+    return gap > PFI_GAP_MIN_SHARE * fabs(t_equal) ? (total - t_equal) / gap : NAN;
+}
+
 int pfi_alloc_experiment(const pfi_alloc_job *truth, const pfi_alloc_job *pred, int n,
                          const double *cuts, int ncuts, const int *policies, int npolicies,
                          const pfi_alloc_opts *o, pfi_eval_cell *out, double *caps,
@@ -96,15 +102,12 @@ int pfi_alloc_experiment_ref(const pfi_alloc_job *truth, const pfi_alloc_job *pr
         if (row[PFI_POLICY_EQUAL].infeasible)
             continue;
         double teq = row[PFI_POLICY_EQUAL].total_throughput;
-        double gap = row[PFI_POLICY_ORACLE].total_throughput - teq;
         for (int p = 0; p < PFI_POLICY_COUNT; p++) {
             if (!row[p].done)
                 continue;
             row[p].per_job_gain_vs_equal = (row[p].total_throughput - teq) / n;
-            /* below a part in 1e9 of the total, oracle and equal are the same allocation */
-            row[p].gap_recovered = fabs(gap) > 1e-9 * fabs(teq)
-                                       ? (row[p].total_throughput - teq) / gap
-                                       : NAN;
+            row[p].gap_recovered = pfi_eval_gap_recovered(row[p].total_throughput, teq,
+                                                          row[PFI_POLICY_ORACLE].total_throughput);
         }
     }
     return PFI_OK;

@@ -766,10 +766,10 @@ static int equal_on_pred(const pfi_expt_opts *o, const pfi_alloc_job *tj, const 
     cell->power_w = r.power_w;
     pfi_alloc_result_free(&r);
     const pfi_eval_cell *eq = &row[PFI_POLICY_EQUAL], *orc = &row[PFI_POLICY_ORACLE];
-    double gap = orc->total_throughput - eq->total_throughput;
     cell->per_job_gain_vs_equal = (cell->total_throughput - eq->total_throughput) / n;
-    cell->gap_recovered = eq->done && orc->done && fabs(gap) > 1e-9 * fabs(eq->total_throughput)
-                              ? (cell->total_throughput - eq->total_throughput) / gap
+    cell->gap_recovered = eq->done && orc->done
+                              ? pfi_eval_gap_recovered(cell->total_throughput,
+                                                       eq->total_throughput, orc->total_throughput)
                               : NAN;
     return PFI_OK;
 }

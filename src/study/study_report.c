@@ -262,7 +262,7 @@ static pfi_table *alloc_table(const pfi_study *s, int with_sla)
         if (isfinite(cell[PFI_POLICY_PFI].gap_recovered))
             pfi_table_cell(t, "%s%%", sep(cell[PFI_POLICY_PFI].gap_recovered * 100, 0).s);
         else
-            pfi_table_cell(t, "- (no gap)");
+            pfi_table_cell(t, "n/a (gap ~0)");
         if (with_sla)
             pfi_table_cell(t, "%d/%d/%d%s", a->sla_violations[c][PFI_POLICY_EQUAL],
                            a->sla_violations[c][PFI_POLICY_PFI],
@@ -474,9 +474,10 @@ static int sla_kind(const pfi_study_alloc *a, int k)
 /* The infeasible cuts for the text, "50% (budget 372,158 W, needs 425,320 W)"; how many. */
 static int infeasible_list(const pfi_study_alloc *a, char *buf, size_t n);
 
-/* Gap recovered below this is off the chart (a ratio over a gap of almost nothing); the
- * table gives every value. */
+/* Gap recovered outside these is off the chart (a ratio over a small gap, which would squash
+ * the 0-100% the panel is for); the table gives every value. */
 #define GAP_FLOOR -1.0
+#define GAP_CEIL 2.0
 
 static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
 {
@@ -525,9 +526,10 @@ static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
                 continue;
             x[n] = a->cuts[c] * 100;
             y[n] = cell->gap_recovered * 100;
-            if (cell->gap_recovered >= GAP_FLOOR)
+            if (cell->gap_recovered >= GAP_FLOOR && cell->gap_recovered <= GAP_CEIL) {
                 lo = fmin(lo, y[n]);
-            hi = fmax(hi, y[n]);
+                hi = fmax(hi, y[n]);
+            }
             n++;
         }
         static const char *const names[] = {"pfi", "pfi with SLAs", "proportional-to-pfi"};
@@ -546,8 +548,9 @@ static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
     return rc;
 }
 
-/* The cuts whose gap recovered is off fig_alloc's chart, as text ("" when none). */
-static void gap_off_chart(const pfi_study *s, char *buf, size_t n)
+/* The cuts whose gap recovered is off fig_alloc's chart (off: outside GAP_FLOOR..GAP_CEIL; else
+ * n/a: no gap to share), as text ("" when none). */
+static void gap_off_chart(const pfi_study *s, int off, char *buf, size_t n)
 {
     const pfi_study_alloc *a = &s->alloc;
     size_t o = 0;
@@ -558,11 +561,15 @@ static void gap_off_chart(const pfi_study *s, char *buf, size_t n)
                                         : q == 1 ? &a->sla_cell[c][PFI_POLICY_PFI]
                                                  : &a->cell[c][PFI_POLICY_PROPORTIONAL];
             static const char *const names[] = {"pfi", "pfi with SLAs", "proportional-to-pfi"};
-            if (cell->done && !cell->infeasible && isfinite(cell->gap_recovered) &&
-                cell->gap_recovered < GAP_FLOOR)
+            if (!cell->done || cell->infeasible)
+                continue;
+            double g = cell->gap_recovered;
+            if (off && isfinite(g) && (g < GAP_FLOOR || g > GAP_CEIL))
                 o += (size_t)snprintf(buf + o, n - o, "%s%s at %.0f%% (%s%%)", o ? ", " : "",
-                                      names[q], a->cuts[c] * 100,
-                                      sep(cell->gap_recovered * 100, 0).s);
+                                      names[q], a->cuts[c] * 100, sep(g * 100, 0).s);
+            else if (!off && !isfinite(g))
+                o += (size_t)snprintf(buf + o, n - o, "%s%s at %.0f%%", o ? ", " : "", names[q],
+                                      a->cuts[c] * 100);
         }
 }
 
@@ -1328,12 +1335,19 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
              s->alloc.population, s->alloc.unit, s->alloc.pfi_curves);
         table(&d, alloc_table(s, 0));
         figure_ref(&d, &figs[FIG_ALLOC]);
-        char off[512];
-        gap_off_chart(s, off, sizeof off);
+        para(&d, "gap recovered is n/a (gap ~0) where the oracle is not above equal by at least "
+                 "%.1f%% of equal's total throughput: a tenth of the 1%% throughput change pfi's "
+                 "rules treat as noise in a measured curve (docs/allocation.md), so that there is "
+                 "no gap whose share means anything.", PFI_GAP_MIN_SHARE * 100);
+        char off[512], na[512];
+        gap_off_chart(s, 1, off, sizeof off);
+        gap_off_chart(s, 0, na, sizeof na);
+        if (figs[FIG_ALLOC].done && figs[FIG_ALLOC].done != 3 && na[0])
+            para(&d, "Left off the lower panel (n/a: no gap to share): %s.", na);
         if (figs[FIG_ALLOC].done && figs[FIG_ALLOC].done != 3 && off[0])
-            para(&d, "Off the lower panel's chart (below %.0f%%, where the equal -> oracle gap is "
-                     "almost nothing and the ratio means little): %s; see the tables.",
-                 GAP_FLOOR * 100, off);
+            para(&d, "Off the lower panel's chart (below %.0f%% or above %.0f%%, where the equal "
+                     "-> oracle gap is small and the ratio would squash the rest): %s; see the "
+                     "tables.", GAP_FLOOR * 100, GAP_CEIL * 100, off);
         char sla_text[2048];
         snprintf(sla_text, sizeof sla_text,
                  "With SLAs: %d of the %d jobs may lose at most %.0f%% of their throughput. "
@@ -1559,6 +1573,8 @@ json_t *pfi_study_summary(const pfi_study *s)
                               pfi_json_num(a->sla_plan_worst[c]), "rounds", a->sla_fb_rounds[c],
                               "jobs_corrected", a->sla_fb_jobs[c], "correction_did_not_fit",
                               a->sla_fb_unfit[c]));
+            json_object_set_new(ps, "gap_recovered",
+                                pfi_json_num(a->sla_cell[c][PFI_POLICY_PFI].gap_recovered));
             json_object_set_new(cuts, key, pc);
             json_object_set_new(gain, key, pg);
             json_object_set_new(sla, key, ps);

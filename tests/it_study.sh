@@ -337,6 +337,21 @@ def tight(name, axes="xy", square=False, shared=False):
 tight("fig_pred_vs_true", square=True)  # one range for both axes
 tight("fig_curves", shared=True)  # small multiples on shared axes
 tight("fig_gpu_trace", "x")
+# the histogram's axis spans the runs' PFI30 (summary.json) plus 3%, not a fixed 0-0.5
+info, ranges = series("fig_pfi30_hist")
+lo, hi = summ["pfi30"]["min"], summ["pfi30"]["max"]
+span = hi - lo
+assert abs(ranges[0]["x"][0] - (lo - 0.03 * span)) < 1e-6 and abs(ranges[0]["x"][1] - (hi + 0.03 * span)) < 1e-6, \
+    (ranges[0]["x"], lo, hi)
+# ticks of four digits carry separators, as the report's numbers do
+for name in ("fig_alloc_vs_cut", "fig_curves", "fig_pred_vs_true", "fig_pfi30_hist", "fig_gpu_trace"):
+    for line in open(f"{out}/{name}.gp"):
+        if re.match(r"set [xy]2?range", line):
+            a, b = map(float, re.findall(r"\[([^:]+):([^\]]+)\]", line)[0])
+            axis = line.split()[1][:-5]
+            if max(abs(a), abs(b)) >= 1000 and b > a:
+                want = "set %stics (" % axis
+                assert want in open(f"{out}/{name}.gp").read(), (name, line)
 # (d) family curves: one panel per family, one colour per panel, distinct across panels
 info, ranges = series("fig_curves")
 cols = {}

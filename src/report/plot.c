@@ -248,13 +248,40 @@ static int data_range(const pfi_plot *p, int pn, int axis, double *lo, double *h
 
 /* An axis the caller left open is set to the data's range plus 3% each side (gnuplot's own
  * autoscale would extend it to the next tic mark, which can leave a fifth of a panel empty). */
-static void tight_range(FILE *f, const char *axis, double lo, double hi, int from_zero)
+/* Writes the range; *used (may be NULL) gets it. */
+static void tight_range(FILE *f, const char *axis, double lo, double hi, int from_zero,
+                        double *used)
 {
     double pad = hi > lo ? 0.03 * (hi - lo) : fabs(hi) > 0 ? 0.05 * fabs(hi) : 0.5;
     double a = lo - pad;
     if (from_zero && lo >= 0 && a < 0)
         a = 0;
     fprintf(f, "set %srange [%.9g:%.9g]\n", axis, a, hi + pad);
+    if (used)
+        used[0] = a, used[1] = hi + pad;
+}
+
+/* gnuplot writes 8000 where the report writes 8,000, and its own separators need a locale the
+ * machine may lack: an axis that reaches 1,000 gets its tick labels written out, with
+ * separators, at `step` or else at gnuplot's kind of step (1, 2 or 5 x a power of ten, about
+ * six ticks).  Returns 0 (nothing written) for a smaller axis. */
+static int sep_tics(FILE *f, const char *axis, double lo, double hi, double step)
+{
+    if (!(hi > lo) || fmax(fabs(lo), fabs(hi)) < 1000)
+        return 0;
+    if (!(step > 0)) {
+        double raw = (hi - lo) / 6, m = pow(10, floor(log10(raw))), r = raw / m;
+        step = (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * m;
+    }
+    fprintf(f, "set %stics (", axis);
+    long k0 = (long)ceil(lo / step - 1e-9), k1 = (long)floor(hi / step + 1e-9);
+    for (long k = k0; k <= k1 && k - k0 < 100; k++) {
+        char b[64];
+        double v = (double)k * step;
+        fprintf(f, "%s\"%s\" %.9g", k == k0 ? "" : ", ", pfi_fmt_sep(b, sizeof b, v, 0, 0), v);
+    }
+    fputs(")\n", f);
+    return 1;
 }
 
 static int has_boxes(const pfi_plot *p, int pn)
@@ -291,18 +318,23 @@ static void write_panel(const pfi_plot *p, int pn, FILE *f, const char *datname)
         fprintf(f, "set xrange [%.9g:%.9g]\n", q->xlo, q->xhi);
     else if (data_range(p, pn, 0, &lo, &hi))
         tight_range(f, "x", lo - (boxes ? q->boxwidth / 2 : 0), hi + (boxes ? q->boxwidth / 2 : 0),
-                    0);
+                    0, NULL);
     else /* gnuplot cannot autoscale an axis without a point ("x range is invalid") */
         fputs("set xrange [0:1]\n", f);
-    if (q->has_y)
+    double yr[2] = {0, 1};
+    if (q->has_y) {
         fprintf(f, "set yrange [%.9g:%.9g]\n", q->ylo, q->yhi);
-    else if (data_range(p, pn, 1, &lo, &hi))
-        tight_range(f, "y", lo, hi, boxes);
-    else
+        yr[0] = q->ylo, yr[1] = q->yhi;
+    } else if (data_range(p, pn, 1, &lo, &hi)) {
+        tight_range(f, "y", lo, hi, boxes, yr);
+    } else {
         fputs("set yrange [0:1]\n", f);
+    }
     if (y2 && data_range(p, pn, 2, &lo, &hi))
-        tight_range(f, "y2", lo, hi, 0);
-    if (q->ytics > 0)
+        tight_range(f, "y2", lo, hi, 0, NULL);
+    if (sep_tics(f, "y", yr[0], yr[1], q->ytics))
+        ; /* labels written out */
+    else if (q->ytics > 0)
         fprintf(f, "set ytics %.9g\n", q->ytics);
     else
         fputs("set ytics autofreq\n", f);

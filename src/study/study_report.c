@@ -370,12 +370,15 @@ static int fig_hist(const pfi_study *s, const char *dir, pfi_err *err)
     enum { NB = 24 };
     char types[8][32];
     int nt = distinct(s, 1, types, 8);
-    /* Bins cover the runs' PFI30 range rounded out to 0.1, from 0. */
-    double lo = 0, hi = 0.5;
+    /* Bins cover the runs' PFI30 from the least to the greatest; the axis spans them plus 3%
+     * of that span on each side, as every open axis of the report. */
+    double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < s->n; i++)
-        if (isfinite(s->runs[i].pfi30) && s->runs[i].pfi30 >= hi)
-            hi = floor(s->runs[i].pfi30 * 10) / 10 + 0.1;
-    double w = (hi - lo) / NB, ymax = 1;
+        if (isfinite(s->runs[i].pfi30))
+            lo = fmin(lo, s->runs[i].pfi30), hi = fmax(hi, s->runs[i].pfi30);
+    if (!(hi > lo)) /* one value, or none */
+        lo = isfinite(lo) ? lo - 0.05 : 0, hi = isfinite(hi) ? hi + 0.05 : 1;
+    double w = (hi - lo) / NB, ymax = 1, pad = 0.03 * (hi - lo);
     pfi_plot *p = pfi_plot_new("PFI30 across runs", "PFI30 (fraction of throughput lost per "
                                "fraction of power shed, at 30% shed)", "runs");
     for (int t = 0; t < nt; t++) {
@@ -399,7 +402,7 @@ static int fig_hist(const pfi_study *s, const char *dir, pfi_err *err)
     }
     pfi_plot_boxwidth(p, 0.9 * w / (nt > 0 ? nt : 1));
     pfi_plot_ytics(p, ymax <= 8 ? 1 : ceil(ymax / 8)); /* counts: whole numbers */
-    pfi_plot_xrange(p, lo, hi);
+    pfi_plot_xrange(p, lo - pad, hi + pad);
     int rc = pfi_plot_render(p, dir, "fig_pfi30_hist", err);
     pfi_plot_free(p);
     return rc;

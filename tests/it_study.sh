@@ -226,6 +226,10 @@ assert e["rows"][0]["part"] == "1 probe" and e["rows"][0]["runs"] > 0, e["rows"]
 PY
 has "$out/report.md" "## What characterization costs"
 has "$out/report.md" "How much of a sweep a PFI30 needs"
+# a row in which every run failed is explained (the index needs three levels)
+if grep -q "^| 2 levels | 0 |" "$out/report.md"; then
+  has "$out/report.md" "2 levels give no PFI30 by this procedure"
+fi
 "$PFI_BIN" runs --db "$out/pfi.db" --json >"$tmp/runs.json" || fail "the study's store does not open"
 [ "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['runs']))" "$tmp/runs.json")" = "$runs" ] \
   || fail "the store does not hold the study's $runs runs"
@@ -394,6 +398,23 @@ for pn, (med, lo, hi) in ((1, m.group(2, 4, 5)), (0, m.group(6, 7, 8))):
     # to the text's 2 decimals (the .dat's 9 digits can move a rounding at the last one)
     for got, text in ((statistics.median(st), med), (min(st), lo), (max(st), hi)):
         assert abs(got - float(text)) <= 0.0051, (pn, st, med, lo, hi)
+# (c) and when each GPU's clock reaches its final value, from the trace by the rule stated
+m = re.search(r"each GPU's clock reaches its final value \(the first sample from which it equals "
+              r"the trace's last sample to the end\) in ([0-9.]+) s \(median over (\d+) GPUs; "
+              r"([0-9.]+)-([0-9.]+) s\)", report)
+assert m, "no final-clock times in the trace's text"
+fin = []
+for s in info.values():
+    if s["panel"] != 0 or s["color"] in ("#999999", "#555555"):
+        continue
+    d = s["data"]
+    k = len(d) - 1
+    while k > 0 and d[k - 1][0] >= step and d[k - 1][1] == d[-1][1]:
+        k -= 1
+    fin.append(d[k][0] - step)
+assert len(fin) == int(m.group(2)), fin
+for got, text in ((statistics.median(fin), m.group(1)), (min(fin), m.group(3)), (max(fin), m.group(4))):
+    assert abs(got - float(text)) <= 0.0051, (fin, m.groups())
 PY
 else
   echo "SKIPPED: gnuplot not installed (scripts/install-deps.sh test), figures not checked"

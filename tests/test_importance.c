@@ -138,6 +138,14 @@ static void test_settle(void **state)
     for (int k = 200; k < 210; k++)
         y[k] = 480;
     assert_true(fabs(pfi_settle_time(t, y, N, 2, 0.25, 1.0, 0.05) - (210 * 0.05 - 2)) < 0.1);
+    /* a stepped signal: when it reaches its last value and stays */
+    double c[N];
+    for (int k = 0; k < N; k++)
+        c[k] = t[k] < 2 ? 1650 : t[k] < 2.5 ? 1400 : t[k] < 3.1 ? 1320 : 1305;
+    assert_true(fabs(pfi_final_time(t, c, N, 2) - (3.1 - 2)) < 1e-9);
+    c[250] = 1320; /* one step back up late: its final time is after it */
+    assert_true(fabs(pfi_final_time(t, c, N, 2) - (251 * 0.05 - 2)) < 1e-9);
+    assert_true(isnan(pfi_final_time(t, c, N, 100)));
     /* no step, or nothing before it: NAN */
     for (int k = 0; k < N; k++)
         y[k] = 500;

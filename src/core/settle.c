@@ -41,3 +41,11 @@ double pfi_settle_time(const double *t, const double *y, int n, double step_at, 
     free(buf);
     return settled;
 }
+
+double pfi_final_time(const double *t, const double *y, int n, double step_at)
+{
+    double at = NAN;
+    for (int k = n - 1; k >= 0 && t[k] >= step_at && y[k] == y[n - 1]; k--)
+        at = t[k] - step_at;
+    return at;
+}

@@ -21,4 +21,11 @@
 double pfi_settle_time(const double *t, const double *y, int n, double step_at, double window_s,
                        double final_s, double band_frac);
 
+/* For a signal that moves in steps (an SM clock, in bins of 15 MHz), when it reaches its final
+ * value: the time, less step_at, of the first sample after the step from which every sample
+ * equals the last one to the end.  The band above can be wider than one step (5% of a 390 MHz
+ * step is 20 MHz), so a clock a bin above its final value counts as settled; this says when
+ * it stops moving.  NAN when no sample lies after the step. */
+double pfi_final_time(const double *t, const double *y, int n, double step_at);
+
 #endif

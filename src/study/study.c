@@ -753,6 +753,7 @@ static void gpu_trace(pfi_study *s)
         tr->clock_settle_s[g] = pfi_settle_time(tr->t, tr->clock[g], tr->n, tr->step_at_s,
                                                 PFI_SETTLE_WINDOW_S, PFI_SETTLE_FINAL_S,
                                                 PFI_SETTLE_BAND);
+        tr->clock_final_s[g] = pfi_final_time(tr->t, tr->clock[g], tr->n, tr->step_at_s);
     }
     pfi_sim_node_free(node);
     free(e);

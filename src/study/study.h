@@ -164,6 +164,8 @@ typedef struct pfi_study_trace {
     /* Settling time of each GPU's power and SM clock after the step (core/settle.h; NAN: not
      * settled within the trace). */
     double power_settle_s[PFI_STUDY_TRACE_GPUS], clock_settle_s[PFI_STUDY_TRACE_GPUS];
+    /* When each GPU's clock reaches its final value and stays (core/settle.h pfi_final_time). */
+    double clock_final_s[PFI_STUDY_TRACE_GPUS];
     double t[PFI_STUDY_TRACE_PTS];
     double clock[PFI_STUDY_TRACE_GPUS][PFI_STUDY_TRACE_PTS];
     double power[PFI_STUDY_TRACE_GPUS][PFI_STUDY_TRACE_PTS];

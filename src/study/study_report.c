@@ -1215,6 +1215,14 @@ static void cost_section(report_doc *d, const pfi_study *s)
          "target is an error within 0.03 for at most 10%% of a full sweep.",
          100 * PFI_PROBE_DEPTH, c->eval.n_truth, c->eval.n_runs);
     table(d, pfi_study_cost_eval_table(s));
+    for (int k = 0; k < PFI_COST_EVAL_ROWS; k++) {
+        const pfi_cost_eval_row *r = &c->eval.row[k];
+        if (!r->probe && r->levels < 3 && r->n == 0 && r->failed > 0)
+            para(d, "%d levels give no PFI30 by this procedure (every run is counted failed): "
+                    "the index needs at least three levels to fit a curve, so the one-probe "
+                    "row is the %d-level estimate, read through a power law (docs/sweep.md).",
+                 r->levels, r->levels);
+    }
 }
 
 /* The importance table with its method and caveat. */
@@ -1254,8 +1262,15 @@ static void trace_text(report_doc *d, const pfi_study *s)
         if (isfinite(tr->clock_settle_s[g]))
             ck[nck++] = tr->clock_settle_s[g];
     }
-    dist dp = dist_of(pw, npw), dc = dist_of(ck, nck);
-    char ptxt[160], ctxt[160];
+    double fin[PFI_STUDY_TRACE_GPUS];
+    int nfin = 0;
+    for (int g = 0; g < ng; g++)
+        if (isfinite(tr->clock_final_s[g]))
+            fin[nfin++] = tr->clock_final_s[g];
+    dist dp = dist_of(pw, npw), dc = dist_of(ck, nck), df = dist_of(fin, nfin);
+    char ptxt[160], ctxt[160], ftxt[160];
+    snprintf(ftxt, sizeof ftxt, nfin ? "%.2f s (median over %d GPUs; %.2f-%.2f s)" : "not within "
+             "the trace on any GPU", df.median, nfin, df.min, df.max);
     snprintf(ptxt, sizeof ptxt, npw ? "%.2f s (median over %d GPUs; %.2f-%.2f s)" : "not within "
              "the trace on any GPU", dp.median, npw, dp.min, dp.max);
     snprintf(ctxt, sizeof ctxt, nck ? "%.2f s (median over %d GPUs; %.2f-%.2f s)" : "not within "
@@ -1267,12 +1282,15 @@ static void trace_text(report_doc *d, const pfi_study *s)
          "moving median over %.2f s stays, from then to the end of the trace, within %.0f%% of "
          "the step's size of the final level (the median of the last %.0f s); the rule was "
          "fixed before it was run, and the moving median keeps single noisy samples from "
-         "deciding it.",
+         "deciding it. The clock moves in steps, and that band can be wider than one of them, "
+         "so a clock a step above its final value already counts as settled: each GPU's clock "
+         "reaches its final value (the first sample from which it equals the trace's last "
+         "sample to the end) in %s.",
          tr->run, tr->step_at_s, ptxt, ctxt,
          npw < ng || nck < ng ? " (GPUs that never settle by this rule are left out of these "
                                 "figures)"
                               : "",
-         PFI_SETTLE_WINDOW_S, PFI_SETTLE_BAND * 100, PFI_SETTLE_FINAL_S);
+         PFI_SETTLE_WINDOW_S, PFI_SETTLE_BAND * 100, PFI_SETTLE_FINAL_S, ftxt);
 }
 
 static int write_docs(const pfi_study *s, const char *dir, const figure *figs, pfi_err *err)

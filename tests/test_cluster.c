@@ -552,6 +552,60 @@ static void test_silent_node_draw_left_out(void **state)
     site_down(&x);
 }
 
+/* What the monitoring shows of silent nodes is what the plan counts: a node that never answered
+ * is counted at its GPUs' maximum (the series said 0 W, the site's sum of caps and the page left
+ * those watts out while the plan reserved them), and the reservation has its series; a job
+ * whose node is silent keeps its last SLA and PFI30, marked (the page said "no SLA"). */
+static void test_silent_nodes_shown(void **state)
+{
+    site x;
+    site_up_silent(&x, "n4");
+    pfi_err e = {0};
+    assert_int_equal(set_budget(&x, 0.9 * (NN - 1) * NG * 700, &e), PFI_OK);
+    char *m = pfi_cl_metrics(x.c);
+    assert_non_null(strstr(m, "\npfi_cluster_node_cap_watts{node=\"n4\"} 2800\n"));
+    assert_non_null(strstr(m, "\npfi_cluster_reserved_watts "));
+    json_t *a = pfi_cl_json_allocation(x.c);
+    json_t *nodes = pfi_cl_json_nodes(x.c);
+    char want[64];
+    snprintf(want, sizeof want, "\npfi_cluster_cap_sum_watts %.17g\n",
+             json_real_value(json_object_get(a, "cap_sum_w")));
+    assert_non_null(strstr(m, want));
+    double sum = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(nodes, "nodes")); i++) {
+        json_t *n = json_array_get(json_object_get(nodes, "nodes"), i);
+        sum += json_real_value(json_object_get(n, "cap_sum_w"));
+        assert_true(json_is_boolean(json_object_get(n, "caps_known")));
+        if (!strcmp(json_string_value(json_object_get(n, "name")), "n4"))
+            assert_true(json_is_false(json_object_get(n, "caps_known")));
+    }
+    assert_true(fabs(sum - json_real_value(json_object_get(a, "cap_sum_w"))) < 1e-6);
+    assert_true(json_real_value(json_object_get(a, "cap_sum_w")) <= 0.9 * (NN - 1) * NG * 700 +
+                                                                       4 * 700 + 1e-6);
+    free(m);
+    json_decref(a);
+    json_decref(nodes);
+    /* job 102 (SLA 10%) on n3: n3 goes silent */
+    pfi_standin_set_silent(x.s, "n3", 1);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    json_t *jobs = pfi_cl_json_jobs(x.c);
+    json_t *j102 = NULL;
+    for (size_t i = 0; i < json_array_size(json_object_get(jobs, "jobs")); i++) {
+        json_t *j = json_array_get(json_object_get(jobs, "jobs"), i);
+        if (!strcmp(json_string_value(json_object_get(j, "id")), "102"))
+            j102 = j;
+    }
+    assert_non_null(j102);
+    assert_true(json_is_true(json_object_get(j102, "pinned")));
+    assert_true(json_is_true(json_object_get(j102, "last_known")));
+    assert_true(fabs(json_real_value(json_object_get(j102, "sla")) - 0.10) < 1e-12);
+    json_decref(jobs);
+    m = pfi_cl_metrics(x.c);
+    assert_non_null(strstr(m, "\npfi_cluster_job_sla_max_slowdown{job_id=\"102\"} 0.1"));
+    free(m);
+    site_down(&x);
+}
+
 /* A budget the silent nodes leave no room for says which node holds the watts and why, in the
  * operator's terms (docs/cluster.md's rule: held at its last caps, else its GPUs' maximum); it
  * said only "held by 4 GPUs of silent nodes and pinned jobs", and a share such as 70% had left
@@ -1749,6 +1803,7 @@ int main(void)
         cmocka_unit_test(test_ramp_starts_at_caps),
         cmocka_unit_test(test_ramp_end_applied),
         cmocka_unit_test(test_note_cleared),
+        cmocka_unit_test(test_silent_nodes_shown),
         cmocka_unit_test(test_decode_caps),
         cmocka_unit_test(test_budget_change_plans_once),
         cmocka_unit_test(test_warm_plan),

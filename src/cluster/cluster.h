@@ -149,6 +149,10 @@ typedef struct pfi_cl_job {
     double cap_target_w;      /* what the last allocation gave it (NAN: none yet) */
     double tput_target;
     int registered;           /* some node daemon knows it */
+    /* Its SLA, weight and PFI30 when a node last told them: shown (marked) while its nodes are
+     * silent, which tell nothing (the site page said "no SLA" of a job with a 20% SLA); the
+     * plan does not read them (a silent node's job is pinned). */
+    double last_sla, last_weight, last_pfi30;
     /* SLA breaches its node daemons saw in its log (GET /v1/jobs sla_breaches_seen): the plan
      * reads its curve through them (docs/cluster.md) */
     pfi_alloc_seen seen;

@@ -469,6 +469,9 @@ static void carry_targets(const pfi_cl_job *old, int no, pfi_cl_job *jobs, int n
             jobs[j].cap_target_w = o->cap_target_w;
             jobs[j].tput_target = o->tput_target;
         }
+        jobs[j].last_sla = !o ? NAN : o->registered ? o->sla : o->last_sla;
+        jobs[j].last_weight = !o ? NAN : o->registered ? o->weight : o->last_weight;
+        jobs[j].last_pfi30 = !o ? NAN : o->registered ? o->pfi30 : o->last_pfi30;
     }
 }
 

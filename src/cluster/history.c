@@ -9,12 +9,10 @@
 
 double pfi_cl_cap_sum_w(const pfi_cl *c)
 {
-    double sum = 0;
+    double sum = 0, site_max = pfi_cl_site_max_w(c);
     for (int i = 0; i < c->n_nodes; i++)
-        for (int g = 0; g < c->nodes[i].n_gpus; g++) {
-            const pfi_device *d = &c->nodes[i].gpu[g];
-            sum += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w : 0;
-        }
+        for (int g = 0; g < c->nodes[i].n_gpus; g++) /* as the budget counts it */
+            sum += pfi_cl_gpu_count_w(&c->nodes[i].gpu[g], site_max);
     return sum;
 }
 

@@ -10,6 +10,12 @@
 #include "util/json.h"
 #include "util/prom.h"
 
+/* A pinned job no answering node knows: its SLA, weight and PFI30 are the last told. */
+static int cl_job_last_known(const pfi_cl_job *J)
+{
+    return J->pinned && !J->registered;
+}
+
 void *pfi_cl_json_nodes(pfi_cl *c)
 {
     pthread_mutex_lock(&c->mu);
@@ -17,7 +23,8 @@ void *pfi_cl_json_nodes(pfi_cl *c)
     for (int i = 0; i < c->n_nodes; i++) {
         const pfi_cl_node *n = &c->nodes[i];
         json_t *gpus = json_array();
-        double sum = 0;
+        double sum = 0, site_max = pfi_cl_site_max_w(c);
+        int acked = 0;
         for (int g = 0; g < n->n_gpus; g++) {
             const pfi_device *d = &n->gpu[g];
             json_t *o = json_pack("{s:i}", "index", g);
@@ -30,11 +37,14 @@ void *pfi_cl_json_nodes(pfi_cl *c)
             json_object_set_new(o, "job", n->job_of[g] >= 0 ? json_string(c->jobs[n->job_of[g]].id)
                                                             : json_null());
             json_array_append_new(gpus, o);
-            sum += isnan(d->limit_w) ? 0 : d->limit_w;
+            sum += pfi_cl_gpu_count_w(d, site_max); /* as the budget counts it */
+            acked += !isnan(d->limit_w);
         }
         json_t *o = json_pack("{s:s, s:s, s:b, s:i, s:o}", "name", n->name, "url", n->url, "up",
                               n->up, "n_gpus", n->n_gpus, "gpus", gpus);
-        json_object_set_new(o, "cap_sum_w", json_real(sum));
+        json_object_set_new(o, "cap_sum_w", pfi_json_num(sum));
+        /* Never answered: counted at the GPUs' maximum, not at caps it acknowledged. */
+        json_object_set_new(o, "caps_known", json_boolean(acked == n->n_gpus));
         json_object_set_new(o, "power_w", pfi_json_num(pfi_cl_node_draw_w(n)));
         /* A silent node's GPUs count at the caps it last acknowledged: say so. */
         json_object_set_new(o, "why", n->up ? json_null() : json_string(n->why));
@@ -61,9 +71,11 @@ void *pfi_cl_json_jobs(pfi_cl *c)
         json_t *o = json_pack("{s:s, s:i, s:o, s:b, s:b, s:b}", "id", J->id, "n_gpus", J->n_gpus,
                               "nodes", nodes, "registered", J->registered, "has_curve",
                               J->has_curve, "pinned", J->pinned);
-        json_object_set_new(o, "sla", pfi_json_num(J->sla));
-        json_object_set_new(o, "weight", pfi_json_num(J->weight));
-        json_object_set_new(o, "pfi30", pfi_json_num(J->pfi30));
+        int last = cl_job_last_known(J);
+        json_object_set_new(o, "sla", pfi_json_num(last ? J->last_sla : J->sla));
+        json_object_set_new(o, "weight", pfi_json_num(last ? J->last_weight : J->weight));
+        json_object_set_new(o, "pfi30", pfi_json_num(last ? J->last_pfi30 : J->pfi30));
+        json_object_set_new(o, "last_known", json_boolean(last));
         json_object_set_new(o, "min_cap_w", pfi_json_num(J->min_cap_w));
         json_object_set_new(o, "max_cap_w", pfi_json_num(J->max_cap_w));
         json_object_set_new(o, "cap_w", pfi_json_num(J->cap_now_w));
@@ -79,22 +91,18 @@ void *pfi_cl_json_jobs(pfi_cl *c)
 void *pfi_cl_json_allocation(pfi_cl *c)
 {
     pthread_mutex_lock(&c->mu);
-    double sum = 0, site = pfi_cl_site_default_w(c);
+    double sum = pfi_cl_cap_sum_w(c), site = pfi_cl_site_default_w(c);
     int up = 0, gpus = 0;
     for (int i = 0; i < c->n_nodes; i++) {
         up += c->nodes[i].up;
-        for (int g = 0; g < c->nodes[i].n_gpus; g++) {
-            const pfi_device *d = &c->nodes[i].gpu[g];
-            sum += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w : 0;
-            gpus++;
-        }
+        gpus += c->nodes[i].n_gpus;
     }
     json_t *o = json_pack("{s:b, s:f, s:i, s:i, s:i, s:i}", "budget_set", c->budget.set,
                           "site_default_w", site, "nodes", c->n_nodes, "nodes_up", up, "gpus",
                           gpus, "jobs", c->n_jobs);
     json_object_set_new(o, "budget_w", c->budget.set ? json_real(c->budget.watts) : json_null());
     json_object_set_new(o, "budget_now_w", pfi_json_num(c->budget_now_w));
-    json_object_set_new(o, "cap_sum_w", json_real(sum));
+    json_object_set_new(o, "cap_sum_w", pfi_json_num(sum));
     json_object_set_new(o, "reserved_w", json_real(c->reserved_w));
     json_object_set_new(o, "idle_min_w", json_real(c->idle_w));
     json_object_set_new(o, "epoch", json_integer(c->epoch));
@@ -134,13 +142,12 @@ static void cl_node_metric(pfi_prom *b, pfi_cl *c, const char *name, const char 
 {
     pfi_prom_head(b, name, "gauge", help);
     *sum = 0;
+    double site_max = pfi_cl_site_max_w(c);
     for (int i = 0; i < c->n_nodes; i++) {
         const pfi_cl_node *n = &c->nodes[i];
         double v = 0;
-        for (int g = 0; g < n->n_gpus && which == 1; g++) {
-            const pfi_device *d = &n->gpu[g];
-            v += !isnan(d->limit_w) ? d->limit_w : !isnan(d->max_limit_w) ? d->max_limit_w : 0;
-        }
+        for (int g = 0; g < n->n_gpus && which == 1; g++)
+            v += pfi_cl_gpu_count_w(&n->gpu[g], site_max); /* as the budget counts it */
         v = which == 0 ? n->up : which == 2 ? pfi_cl_node_draw_w(n) : which == 3 ? n->n_gpus : v;
         if (!isfinite(v))
             continue;
@@ -158,12 +165,13 @@ static void cl_job_metric(pfi_prom *b, pfi_cl *c, const char *name, const char *
     pfi_prom_head(b, name, "gauge", help);
     for (int j = 0; j < c->n_jobs; j++) {
         const pfi_cl_job *J = &c->jobs[j];
+        int last = cl_job_last_known(J);
         double v = which == 0   ? J->cap_now_w
                    : which == 1 ? J->cap_target_w
                    : which == 2 ? (J->n_gpus > 0 ? J->tput_target / J->n_gpus : NAN)
-                   : which == 3 ? J->sla
+                   : which == 3 ? (last ? J->last_sla : J->sla)
                    : which == 4 ? J->n_gpus
-                                : J->pfi30;
+                                : (last ? J->last_pfi30 : J->pfi30);
         if (!isfinite(v))
             continue;
         char id[2 * PFI_CL_NAME_MAX + 8];
@@ -180,8 +188,10 @@ char *pfi_cl_metrics(pfi_cl *c)
     double up, caps, draw, gpus;
     cl_node_metric(&b, c, "pfi_cluster_node_up",
                    "1 when the node daemon answered the last request.", 0, &up);
-    cl_node_metric(&b, c, "pfi_cluster_node_cap_watts", "Sum of the GPU power caps of a node.", 1,
-                   &caps);
+    cl_node_metric(&b, c, "pfi_cluster_node_cap_watts",
+                   "Sum of the GPU power caps of a node, as the site budget counts them (a GPU "
+                   "whose cap was never acknowledged: at its maximum, else the site's largest).",
+                   1, &caps);
     cl_node_metric(&b, c, "pfi_cluster_node_power_watts",
                    "Power the node's GPUs drew at the last refresh (absent while the node is "
                    "silent: its last reading is not current).", 2, &draw);
@@ -198,7 +208,11 @@ char *pfi_cl_metrics(pfi_cl *c)
                   "Power Flexibility Index at 30% power shed, as a node daemon reports it.", 5);
     cl_scalar(&b, "pfi_cluster_budget_watts", "gauge",
               "Site budget in force (absent: none, every GPU at its default).", c->budget_now_w);
-    cl_scalar(&b, "pfi_cluster_cap_sum_watts", "gauge", "Sum of every managed GPU's cap.", caps);
+    cl_scalar(&b, "pfi_cluster_cap_sum_watts", "gauge",
+              "Sum of every managed GPU's cap, as the site budget counts them.", caps);
+    cl_scalar(&b, "pfi_cluster_reserved_watts", "gauge",
+              "Part of the budget the last plan could not move: the GPUs of silent nodes and "
+              "of pinned jobs.", c->reserved_w);
     cl_scalar(&b, "pfi_cluster_power_watts", "gauge",
               "Power the GPUs of the answering nodes drew at the last refresh.",
               pfi_cl_site_draw_w(c));
@@ -215,11 +229,15 @@ char *pfi_cl_metrics(pfi_cl *c)
               c->stats.last_alloc_s);
     cl_scalar(&b, "pfi_cluster_applies_total", "counter",
               "Allocations applied that changed a cap or the budget.", (double)c->stats.n_apply);
-    cl_scalar(&b, "pfi_cluster_caps_lowered_total", "counter", "Caps lowered on the nodes.",
+    cl_scalar(&b, "pfi_cluster_caps_lowered_total", "counter",
+              "Node requests that lowered caps (one per node per apply, whatever its GPUs).",
               (double)c->stats.n_lowered);
-    cl_scalar(&b, "pfi_cluster_caps_raised_total", "counter", "Caps raised on the nodes.",
+    cl_scalar(&b, "pfi_cluster_caps_raised_total", "counter",
+              "Node requests that raised caps (one per node per apply, whatever its GPUs).",
               (double)c->stats.n_raised);
-    cl_scalar(&b, "pfi_cluster_node_failures_total", "counter", "Node requests that failed.",
+    cl_scalar(&b, "pfi_cluster_node_failures_total", "counter",
+              "Times a node stopped answering (a heartbeat or a caps request failed while it was "
+              "up), and caps requests that failed.",
               (double)c->stats.n_node_fail);
     cl_scalar(&b, "pfi_cluster_node_restarts_total", "counter",
               "Node daemons seen with a new boot id.", (double)c->stats.n_node_restarts);

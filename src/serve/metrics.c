@@ -67,7 +67,8 @@ static void gpu_metrics(ctx *c)
     gpu_metric(c, "pfi_gpu_enforced_power_limit_watts", "gauge",
                "Power limit the device enforces (may be lower than the one set).", g_enforced);
     gpu_metric(c, "pfi_gpu_requested_power_limit_watts", "gauge",
-               "Power limit pfi last asked for.", g_requested);
+               "Power limit pfi last asked for that the GPU took (a refused set leaves the one "
+               "before: pfi_cap_failures_total counts those).", g_requested);
     gpu_metric(c, "pfi_gpu_min_power_limit_watts", "gauge", "Lowest settable power limit.", g_min);
     gpu_metric(c, "pfi_gpu_max_power_limit_watts", "gauge", "Highest settable power limit.", g_max);
     gpu_metric(c, "pfi_gpu_default_power_limit_watts", "gauge",
@@ -198,7 +199,8 @@ static void node_metrics(ctx *c)
            "1 while a controller's heartbeat is expected (the watchdog is armed).",
            n->hb_ttl_s > 0);
     scalar(c, "pfi_decisions_total", "counter", "Cap decisions applied.", (double)n->n_decisions);
-    scalar(c, "pfi_cap_changes_total", "counter", "Power limit changes made.",
+    scalar(c, "pfi_cap_changes_total", "counter",
+           "Power limit sets attempted (pfi_cap_failures_total counts those that failed).",
            (double)n->n_cap_changes);
     scalar(c, "pfi_cap_failures_total", "counter", "Power limit changes that failed.",
            (double)n->n_apply_failures);

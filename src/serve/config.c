@@ -153,11 +153,14 @@ static const pfi_serve_key keys[] = {
      "changed until a budget is set through the API."},
     {"resume", "yes|no", "no", "no",
      "Re-apply the last budget set through the API (kept in db); limits held from before a "
-     "restart take precedence."},
+     "restart take precedence.  no: a start says which saved budget it leaves out."},
     {"on_stop", "auto|restore|hold", "auto", "hold",
      "At a stop with a budget or caps in force: restore the original limits, or hold the limits "
      "(the journal is kept for pfi restore); auto holds under a cluster controller and while a "
-     "grid event's limit applies (its ramp, window or restore), and restores otherwise."},
+     "grid event's limit applies (its ramp, window or restore), and restores otherwise.  A "
+     "file named as the journal plus .hold-next-stop (written by a package upgrade before its "
+     "restart) makes the next stop hold, whatever this says, and is removed by it (and by a "
+     "start)."},
     {"default_sla", "SLOWDOWN|none", "none", "10%",
      "Largest slowdown (0.1 or 10%) of jobs that register no SLA of their own."},
     {"sample_interval", "DURATION", "1s", "500ms",

@@ -110,16 +110,25 @@ static void sleep_until(double t, volatile sig_atomic_t *stop)
     }
 }
 
-/* --budget, else with resume the budget saved before the stop ("none": no budget). */
+/* --budget, else with resume the budget saved before the stop ("none": no budget).  A saved
+ * budget that resume = no drops is said so: a restart that brings a node back uncapped without
+ * a word (a package upgrade's, before it was a held one) looked like a node without a budget. */
 static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
 {
     char budget_s[64] = "";
-    if (c->budget[0])
+    if (c->budget[0]) {
         snprintf(budget_s, sizeof budget_s, "%s", c->budget);
-    else if (c->resume && pfi_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) ==
-                              PFI_OK &&
-             !strcmp(budget_s, "none"))
+    } else if (pfi_audit_get_state(n->audit, "budget_w", budget_s, sizeof budget_s) != PFI_OK ||
+               !strcmp(budget_s, "none")) {
         budget_s[0] = '\0';
+    } else if (!c->resume) {
+        pfi_srv_event_add(n, "budget", "the budget of %.0f W saved before the stop is not in "
+                                       "force (resume = no): the GPUs run at their original "
+                                       "limits; resume = yes takes it back at a start, or set "
+                                       "it with pfi ctl budget set",
+                          strtod(budget_s, NULL));
+        budget_s[0] = '\0';
+    }
     if (!budget_s[0])
         return PFI_OK;
     double w;
@@ -290,12 +299,32 @@ static void originals_from_journal(srv_node *n, const pfi_journal *j)
                 n->gpu[i].original_w = j->e[k].limit_w;
 }
 
+/* A held restart, asked for the next stop by the file JOURNAL.hold-next-stop (the package's
+ * postinst writes it before its try-restart): an upgrade restarts the daemon, and with
+ * on_stop = auto a standalone node's stop restored the originals and the new daemon came back
+ * without its budget (resume = no).  The file goes at that stop, and at every start too, so
+ * that one left while no daemon ran cannot turn a later, ordinary stop into a held one.
+ * Returns whether it was there. */
+static int take_hold_marker(const char *jpath, srv_node *n)
+{
+    char path[PFI_JOURNAL_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s.hold-next-stop", jpath);
+    if (access(path, F_OK) != 0)
+        return 0;
+    if (unlink(path) != 0)
+        pfi_srv_event_add(n, "hold", "%s cannot be removed (%s): the next stop holds the limits "
+                                     "too",
+                          path, strerror(errno));
+    return 1;
+}
+
 /* At a stop: hold the limits (1) or restore the originals (0).  Nothing in force: restore
- * (the limits are the originals already).  auto holds when a cluster controller is in command
- * (its caps, its watchdog armed, or its safe budget) and while a grid event's cap applies (its
- * ramp, window or restore): a stop for an upgrade restored the originals, and the node drew
- * over the utility's limit until it started again. */
-static int hold_at_stop(srv_node *n, int held_start_pending)
+ * (the limits are the originals already).  A held restart asked (take_hold_marker) holds.  auto
+ * holds when a cluster controller is in command (its caps, its watchdog armed, or its safe
+ * budget) and while a grid event's cap applies (its ramp, window or restore): a stop for an
+ * upgrade restored the originals, and the node drew over the utility's limit until it started
+ * again. */
+static int hold_at_stop(srv_node *n, int held_start_pending, int asked)
 {
     if (held_start_pending)
         return 1; /* a held start that did not get as far as taking its hold back */
@@ -308,7 +337,7 @@ static int hold_at_stop(srv_node *n, int held_start_pending)
     pthread_mutex_unlock(&n->mu);
     if (!active || n->cfg->read_only)
         return 0;
-    if (n->cfg->on_stop == PFI_SERVE_ON_STOP_HOLD)
+    if (asked || n->cfg->on_stop == PFI_SERVE_ON_STOP_HOLD)
         return 1;
     if (n->cfg->on_stop == PFI_SERVE_ON_STOP_RESTORE) {
         if (event)
@@ -410,6 +439,11 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         journaled = 1;
         warn_below_default(n, jpath);
     }
+    /* Asked before this start, while no daemon ran: not for this daemon's stop. */
+    if (!c->read_only && take_hold_marker(jpath, n))
+        pfi_srv_event_add(n, "hold", "%s.hold-next-stop found at start, removed: it asks the "
+                                     "stop of a daemon that runs",
+                          jpath);
     pfi_srv_event_add(n, "start", "%d GPU(s) on the %s backend, nominal %.0f W%s%s%s", n->n_gpus,
                   pfi_backend_name(b), n->nominal_w, c->read_only ? ", read-only" : "",
                   model ? ", predictor " : ", no predictor (jobs without a curve are planned "
@@ -473,14 +507,22 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
 out:
     pfi_srv_http_stop(http);
     pfi_srv_ven_stop(n); /* after the API (GET /v1/grid/openadr reads it), before the restore */
-    if (journaled && hold_at_stop(n, held_pending)) {
+    int asked = !c->read_only && take_hold_marker(jpath, n);
+    if (journaled && hold_at_stop(n, held_pending, asked)) {
         /* The limits stay as they are, and the journal with the originals for `pfi restore`
          * (or the next start, which comes back at these limits). */
+        char why_s[PFI_JOURNAL_PATH_MAX + 96];
+        if (asked)
+            snprintf(why_s, sizeof why_s, "a held restart asked by %s.hold-next-stop: the next "
+                                          "start takes them back", jpath);
+        else
+            snprintf(why_s, sizeof why_s, "%s", c->on_stop == PFI_SERVE_ON_STOP_HOLD
+                                                   ? "on_stop = hold"
+                                                   : "on_stop = auto: a controller or a grid event");
         pfi_srv_event_add(n, "held",
-                          "power limits held at stop (on_stop = %s); `pfi restore --journal %s` "
+                          "power limits held at stop (%s); `pfi restore --journal %s` "
                           "puts the originals back",
-                          c->on_stop == PFI_SERVE_ON_STOP_HOLD ? "hold" : "auto: a controller or a grid event",
-                          jpath);
+                          why_s, jpath);
         pfi_journal_close(&j);
     } else if (journaled) {
         pfi_err e = {0};

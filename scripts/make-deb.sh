@@ -168,12 +168,28 @@ printf 'activate-noawait ldconfig\n' > "$libroot/DEBIAN/triggers"
 # the daemons (each puts its GPUs' original limits back at a stop, or holds them under a site
 # controller), then `pfi restore`, while the binary is still there, puts back what a held stop
 # or a crash left journaled, so no GPU stays capped by a controller that is gone.  An upgrade
-# restarts the daemons that run (a restart comes back at the limits held), and only those:
-# try-restart, since `restart` (deb-systemd-invoke's too, for an enabled unit) starts a daemon
-# the operator had stopped.  The daemons'
+# restarts the daemons that run, and only those: try-restart, since `restart`
+# (deb-systemd-invoke's too, for an enabled unit) starts a daemon the operator had stopped.
+# pfi-serve's restart is a held one: the postinst writes JOURNAL.hold-next-stop first, so the
+# stop holds the limits and the start takes them and their budget or caps back (on_stop = auto
+# restored a standalone node's originals, and resume = no brought it back without its budget).
+# The journal is serve.conf's `journal` when it sets one.  The daemons'
 # state (/var/lib/pfi: database and audit log, a journal not restored; /var/lib/pfi-cluster)
 # is the operator's: purging leaves it.
 units="pfi-serve.service pfi-cluster.service"
+# conf KEY DEFAULT: KEY's value in /etc/pfi/serve.conf, read as pfi serve reads it (key = value,
+# '#' to the end of a line, surrounding double quotes; the last one counts), else DEFAULT.
+conf_fn=$(cat <<'EOT'
+conf() {
+    v=""
+    if [ -r /etc/pfi/serve.conf ]; then
+        v=$(sed -n -e 's/#.*//' -e "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*//p" /etc/pfi/serve.conf |
+            tail -n 1 | sed -e 's/[[:space:]]*$//' -e 's/^"\(.*\)"$/\1/')
+    fi
+    echo "${v:-$2}"
+}
+EOT
+)
 cat > "$stage/DEBIAN/prerm" <<EOT
 #!/bin/sh
 set -e
@@ -190,9 +206,16 @@ EOT
 cat > "$stage/DEBIAN/postinst" <<EOT
 #!/bin/sh
 set -e
+$conf_fn
 if [ "\$1" = configure ] && [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null || true
     if [ -n "\$2" ]; then
+        # A held restart (pfi-serve.conf(5), on_stop): the stop keeps the limits, the start takes
+        # them and the budget back.  Only for a daemon that runs: one that does not would find a
+        # file meant for no one (its start removes it all the same).
+        if systemctl --quiet is-active pfi-serve.service 2>/dev/null; then
+            touch "\$(conf journal /var/lib/pfi/journal).hold-next-stop" || true
+        fi
         deb-systemd-invoke try-restart $units >/dev/null || true
     fi
 fi

@@ -78,10 +78,12 @@ grep -q 'hardening-no-' "$T/lintian" && fail "not hardened: $(grep 'hardening-no
 grep -q 'static-library-has-unneeded-sections' "$T/lintian" && fail "libpfi.a keeps sections it does not need"
 
 # The maintainer scripts, run as dpkg would with every command they call recorded (the paths
-# of systemd's run directory and of the daemons' state moved under $T): removing stops both
-# units and then restores a journal left behind, in that order; an upgrade's prerm does
-# nothing and its postinst restarts the units that run (try-restart: with Debian's own
-# deb-systemd-invoke and both units enabled but stopped, no systemctl call starts one);
+# of systemd's run directory, of the daemons' state and of /etc/pfi moved under $T): removing
+# stops both units and then restores a journal left behind, in that order; an upgrade's prerm
+# does nothing and its postinst restarts the units that run (try-restart: with Debian's own
+# deb-systemd-invoke and both units enabled but stopped, no systemctl call starts one), a
+# held restart for a pfi-serve that is active (JOURNAL.hold-next-stop written before the
+# try-restart, at serve.conf's journal when it sets one; none for one that is not);
 # purging leaves the daemons' state.
 dpkg-deb -e "$deb" "$T/ctl" || fail "dpkg-deb -e"
 mkdir -p "$T/stub" "$T/run/systemd/system"
@@ -95,7 +97,7 @@ maint() { # script, then its arguments: the commands it ran, one a line, in $T/c
   : > "$T/calls"
   [ -x "$T/ctl/$s" ] || { fail "no executable $s in the package"; return; }
   sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
-    "$T/ctl/$s" > "$T/$s.sh"
+    -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/$s" > "$T/$s.sh"
   PATH="$T/stub:$PATH" sh -e "$T/$s.sh" "$@" > "$T/$s.out" 2>&1 || fail "$s $*: $(cat "$T/$s.out")"
 }
 units="pfi-serve.service pfi-cluster.service"
@@ -109,8 +111,21 @@ maint prerm upgrade "$version"
 maint postinst configure ""
 grep -qx 'systemctl --system daemon-reload' "$T/calls" || fail "postinst configure: $(cat "$T/calls")"
 grep -q restart "$T/calls" && fail "a first install restarts: $(cat "$T/calls")"
+# The stub systemctl says every unit is active: the try-restart is a held one, asked before.
+marker=$T/var/lib/pfi/journal.hold-next-stop
+printf '#!/bin/sh\necho "deb-systemd-invoke $*" >> "%s"\n[ -e "%s" ] && echo "(held restart asked)" >> "%s"\nexit 0\n' \
+  "$T/calls" "$marker" "$T/calls" > "$T/stub/deb-systemd-invoke"
 maint postinst configure "$version"
 grep -qx "deb-systemd-invoke try-restart $units" "$T/calls" || fail "postinst upgrade: $(cat "$T/calls")"
+grep -qx "(held restart asked)" "$T/calls" || fail "postinst upgrade: no $marker before the try-restart: $(cat "$T/calls")"
+rm -f "$marker"
+mkdir -p "$T/etc/pfi"
+printf 'listen = unix:/run/pfi/serve.sock\njournal = "%s" # moved\n' "$T/j2" > "$T/etc/pfi/serve.conf"
+maint postinst configure "$version"
+[ -e "$T/j2.hold-next-stop" ] && [ ! -e "$marker" ] ||
+  fail "postinst upgrade: the held restart is not asked at serve.conf's journal $T/j2"
+rm -f "$T/j2.hold-next-stop" "$T/etc/pfi/serve.conf"
+printf '#!/bin/sh\necho "%s $*" >> "%s"\n' deb-systemd-invoke "$T/calls" > "$T/stub/deb-systemd-invoke"
 if [ -x /usr/bin/deb-systemd-invoke ]; then
   # The real one (policy-rc.d hidden through DPKG_ROOT), over a systemctl that says both units
   # are enabled and inactive.
@@ -122,6 +137,7 @@ if [ -x /usr/bin/deb-systemd-invoke ]; then
   unset DPKG_ROOT
   grep -q ' try-restart ' "$T/calls" || fail "postinst upgrade, real deb-systemd-invoke: $(cat "$T/calls")"
   grep -Eq ' (re)?start ' "$T/calls" && fail "an upgrade starts stopped units: $(cat "$T/calls")"
+  [ -e "$marker" ] && fail "postinst upgrade asks a held restart of a pfi-serve that is not active"
   for c in deb-systemd-invoke systemctl; do
     printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$c" "$T/calls" > "$T/stub/$c"
     chmod 755 "$T/stub/$c"

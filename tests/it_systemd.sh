@@ -3,7 +3,8 @@
 # The systemd units as `make install` writes them: `systemd-analyze verify` finds nothing to say,
 # they start the installed pfi, they do not restart for ever on the exit status pfi gives for
 # bad input, and `systemd-analyze security --offline=true` rates each at an exposure of at most
-# 4.0 ("OK").  A bare unit must rate far above that, or the reading is broken.
+# 4.0 ("OK").  A bare unit must rate far above that, or the reading is broken.  pfi-serve's unit
+# allows the GPUs' device nodes under both names their group has had.
 set -u
 command -v systemd-analyze >/dev/null 2>&1 ||
   { echo "FAIL: systemd-analyze not found (scripts/install-deps.sh test installs systemd)"; exit 1; }
@@ -66,6 +67,11 @@ u=$(ls "$D"/lib/systemd/system/pfi-serve.service "$D"/usr/lib/systemd/system/pfi
 if [ -n "$u" ]; then
   grep -qx 'ProtectHome=read-only' "$u" || fail "pfi-serve.service hides or does not protect /home: $(grep ProtectHome "$u")"
   grep -qx 'PrivateTmp=no' "$u" || fail "pfi-serve.service hides the host's /tmp: $(grep PrivateTmp "$u")"
+  # The GPUs' device group is "nvidia" in /proc/devices since driver 550.40, "nvidia-frontend"
+  # before: each name alone leaves one family of drivers without /dev/nvidiaN (DevicePolicy=closed).
+  for g in char-nvidia char-nvidia-frontend; do
+    grep -qx "DeviceAllow=$g rw" "$u" || fail "pfi-serve.service does not allow $g: $(grep DeviceAllow "$u" | tr '\n' ' ')"
+  done
   caps() { sed -n "s/^$1=//p" "$u" | tr ' ' '\n' | sed -n 's/^CAP_//p' | tr 'A-Z' 'a-z' | sed 's/^/+/' | paste -sd, -; }
   bnd=$(caps CapabilityBoundingSet) amb=$(caps AmbientCapabilities)
   if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then

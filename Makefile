@@ -276,7 +276,9 @@ install: install-files
 	inst 644 contrib/bash-completion/pfi $(BASHCOMPDIR)/pfi; \
 	inst 644 contrib/pfi-serve.conf.example $(DOCDIR)/examples/serve.conf; \
 	inst 644 docs/examples/jobs.json $(DOCDIR)/examples/jobs.json; \
-	for f in contrib/slurm/pfi-prolog.sh contrib/slurm/pfi-epilog.sh; do inst 755 $$f $(PKGLIBEXECDIR)/$$(basename $$f); done; \
+	for f in contrib/slurm/pfi-prolog.sh contrib/slurm/pfi-epilog.sh; do \
+	  sed -e 's|@PKGLIBEXECDIR@|$(PKGLIBEXECDIR)|g' $$f > $(BUILD)/$$(basename $$f); \
+	  inst 755 $(BUILD)/$$(basename $$f) $(PKGLIBEXECDIR)/$$(basename $$f); done; \
 	inst 644 contrib/slurm/pfi-slurm-lib.sh $(PKGLIBEXECDIR)/pfi-slurm-lib.sh; \
 	for f in README.md LICENSE docs/*.md; do inst 644 $$f $(DOCDIR)/$$(basename $$f); done; \
 	sort -u $$m.new > $$m && rm -f $$m.new; echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"

@@ -6,13 +6,57 @@
 # that gives none, both deregistered when they end, a job still running when the daemon is
 # down, and a job that ends while the daemon is down: its epilog spools the deregistration, the
 # restarted daemon reloads the job from its database, and the next job's prolog deregisters it
-# before registering itself on the same GPUs.  Needs root; skips when Slurm is not installed (tests/it_slurm.sh installs it).
+# before registering itself on the same GPUs.  First, without Slurm, the scripts run through a
+# link and as copies (below).  Needs root; skips when Slurm is not installed (tests/it_slurm.sh installs it).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 PFI=${PFI_BIN:-$here/build/pfi}
 
 skip() { echo "skip: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
+
+# Without Slurm: the scripts as a site links them into a prolog.d or copies them.  Each finds
+# its pfi-slurm-lib.sh through the link, or at the path `make install` wrote into it; a copy
+# that finds none exits 0 saying why (dash's status 2 for a missing `.` file drained the
+# node), or 1 with PFI_REQUIRED=1.  No daemon listens: a lib found says the job runs unmanaged.
+L=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_slurm_prolog_links.XXXXXX") || fail "mktemp"
+trap 'rm -rf "$L"' EXIT
+printf 'PFI_URL=unix:%s/none.sock\nPFI_SPOOL=%s/spool\n' "$L" "$L" >"$L/conf"
+mkdir -p "$L/pd" "$L/inst"
+for w in prolog epilog; do
+  ln -s "$here/contrib/slurm/pfi-$w.sh" "$L/pd/50-pfi-$w"
+  cp "$here/contrib/slurm/pfi-$w.sh" "$L/pd/copy-$w.sh"
+  # As installed: the lib's folder written in (make install), the script copied elsewhere.
+  sed "s|@PKGLIBEXECDIR@|$here/contrib/slurm|g" "$here/contrib/slurm/pfi-$w.sh" >"$L/inst/pfi-$w.sh"
+  cp "$L/inst/pfi-$w.sh" "$L/pd/inst-copy-$w.sh"
+done
+run_script() { # SCRIPT [VAR=VALUE...]: its exit status in rc, its messages in $L/out
+  s=$1
+  shift
+  env -i PATH="$PATH" PFI_SLURM_CONF="$L/conf" SLURMD_NODENAME=n1 SLURM_JOB_ID=7 SLURM_JOB_GPUS=0 \
+    "$@" sh "$s" >"$L/out" 2>&1
+  rc=$?
+}
+for s in 50-pfi-prolog inst-copy-prolog.sh; do
+  run_script "$L/pd/$s"
+  [ $rc = 0 ] && grep -q "job 7: registration failed, the job runs without power management" "$L/out" ||
+    fail "prolog run as $s: exit $rc: $(cat "$L/out")"
+done
+for s in 50-pfi-epilog inst-copy-epilog.sh; do
+  rm -rf "$L/spool"
+  run_script "$L/pd/$s"
+  [ $rc = 0 ] && [ -f "$L/spool/7" ] || fail "epilog run as $s: exit $rc, spool $(ls "$L/spool" 2>&1): $(cat "$L/out")"
+done
+for w in prolog epilog; do
+  run_script "$L/pd/copy-$w.sh"
+  [ $rc = 0 ] && grep -q "pfi-slurm-lib.sh not found beside its file" "$L/out" ||
+    fail "a copied $w without its lib: exit $rc (expected 0, saying why): $(cat "$L/out")"
+  run_script "$L/pd/copy-$w.sh" PFI_REQUIRED=1
+  [ $rc = 1 ] && grep -q "failing the $w (PFI_REQUIRED=1)" "$L/out" ||
+    fail "a copied $w without its lib, PFI_REQUIRED=1: exit $rc (expected 1): $(cat "$L/out")"
+done
+rm -rf "$L"
+echo "prolog and epilog run through a link and as installed copies; a copy without its lib exits 0 (1 with PFI_REQUIRED=1)"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to run slurmd and munged"
 for b in munged slurmctld slurmd sbatch scancel squeue curl python3; do

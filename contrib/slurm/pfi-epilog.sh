@@ -10,9 +10,25 @@
 # (default /var/spool/pfi, made 0700) and the next prolog or epilog on this node sends the
 # DELETE again before its own request, as the SPANK plugin does with its spool= directory.
 # The settings, say, req, untold and retry_spool: shared with pfi-prolog.sh.
-case "$0" in */*) here=${0%/*} ;; *) here=. ;; esac
+# The lib beside this script's real file (a site links it into a prolog.d, or runs it from the
+# tree), else where `make install` put it.  Not found: slurmd would drain the node on dash's
+# exit status 2, so this exits 0 after saying why, unless the site asked for failures.
+PATH=${PATH:-/usr/sbin:/usr/bin:/sbin:/bin}
+lib=$(readlink -f -- "$0" 2>/dev/null) && lib=${lib%/*}/pfi-slurm-lib.sh
+[ -r "$lib" ] || lib=@PKGLIBEXECDIR@/pfi-slurm-lib.sh
+if ! [ -r "$lib" ]; then
+  # shellcheck disable=SC1090
+  [ -r "${PFI_SLURM_CONF:-/etc/default/pfi-slurm}" ] && . "${PFI_SLURM_CONF:-/etc/default/pfi-slurm}"
+  st=0 m="its GPUs keep the job's caps until the daemon is told"
+  [ "${PFI_REQUIRED:-0}" = 1 ] && st=1 m="failing the epilog (PFI_REQUIRED=1)"
+  m="pfi: job ${SLURM_JOB_ID:-?}: $0: pfi-slurm-lib.sh not found beside its file nor at $lib, $m"
+  echo "$m" >&2
+  logger -t pfi-slurm -- "$m" 2>/dev/null
+  [ -n "${PFI_LOG_FILE:-}" ] && echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $m" >>"$PFI_LOG_FILE"
+  exit $st
+fi
 # shellcheck source=pfi-slurm-lib.sh
-. "$here/pfi-slurm-lib.sh"
+. "$lib"
 job=${SLURM_JOB_ID:?}
 gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
 

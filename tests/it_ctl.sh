@@ -16,6 +16,14 @@ ctl() { "$PFI" ctl --socket "$T/n.sock" --token-file "$T/token" "$@"; }
 budget() { ctl allocation | jq -r .budget_w; }
 
 ctl budget set 4kW >/dev/null || fail "budget set 4kW"
+# The unix:PATH form every other part takes (serve.conf's listen, the Slurm side's url) is
+# --socket PATH, in --url and in PFI_SERVE_URL ("Unsupported protocol" before).
+[ "$("$PFI" ctl --url "unix:$T/n.sock" allocation | jq -r .budget_w)" = 4000 ] ||
+  fail "ctl --url unix:PATH: $("$PFI" ctl --url "unix:$T/n.sock" allocation 2>&1 | head -c 200)"
+[ "$(PFI_SERVE_URL="unix:$T/n.sock" "$PFI" ctl allocation | jq -r .budget_w)" = 4000 ] ||
+  fail "PFI_SERVE_URL=unix:PATH: $(PFI_SERVE_URL="unix:$T/n.sock" "$PFI" ctl allocation 2>&1 | head -c 200)"
+"$PFI" ctl --url "unix:$T/none.sock" health >"$T/out" 2>&1 && fail "ctl --url unix: of no daemon answered"
+grep -q "GET /healthz at unix:$T/none.sock: " "$T/out" || fail "ctl does not name the socket: $(cat "$T/out")"
 ctl job add j1 --gpus 0-1 >/dev/null || fail "job add j1"
 
 # ---- a job id is a job id, never another path ----

@@ -47,7 +47,8 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
         return PFI_EXIT_FAIL;
     }
     if (r.status < 0) {
-        fprintf(stderr, "pfi ctl: %s %s: %s (is pfi serve running there?)\n", method, url,
+        fprintf(stderr, "pfi ctl: %s %s%s%s: %s (is pfi serve running there?)\n", method,
+                c->socket ? path : url, c->socket ? " at unix:" : "", c->socket ? c->socket : "",
                 r.err);
         free(r.reply);
         return PFI_EXIT_FAIL;
@@ -218,8 +219,8 @@ int pfi_cmd_ctl(int argc, char **argv)
     int since = 0, limit = 100;
     const char *sla = NULL;
     const pfi_opt opts[] = {
-        {"url", PFI_OPT_STR, &c.url, "URL", "daemon address (default $PFI_SERVE_URL, else "
-                                            "http://127.0.0.1:9455)"},
+        {"url", PFI_OPT_STR, &c.url, "URL", "daemon address, http://HOST:PORT or unix:PATH "
+                                            "(default $PFI_SERVE_URL, else http://127.0.0.1:9455)"},
         {"socket", PFI_OPT_STR, &c.socket, "PATH", "talk over the daemon's Unix socket"},
         {"token-file", PFI_OPT_STR, &c.token_file, "FILE",
          "bearer token, sent on every request: needed for changes, and for reads where read auth "
@@ -265,6 +266,8 @@ int pfi_cmd_ctl(int argc, char **argv)
         c.url = getenv("PFI_SERVE_URL");
     if (!c.url)
         c.url = "http://127.0.0.1:9455";
+    if (!c.socket && !strncmp(c.url, "unix:", 5)) /* serve.conf's listen, the Slurm side's url */
+        c.socket = c.url + 5;
     if (!c.token_file)
         c.token_file = getenv("PFI_SERVE_TOKEN_FILE");
     if (npos < 1)

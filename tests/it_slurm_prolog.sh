@@ -42,6 +42,11 @@ for s in 50-pfi-prolog inst-copy-prolog.sh; do
   [ $rc = 0 ] && grep -q "job 7: registration failed, the job runs without power management" "$L/out" ||
     fail "prolog run as $s: exit $rc: $(cat "$L/out")"
 done
+# With no PFI_URL the prolog goes to the packaged daemon's socket, as the plugin does and as
+# the example serve.conf listens (it went to 127.0.0.1:9455, where nothing listened).
+printf 'PFI_SPOOL=%s/spool\n' "$L" >"$L/conf.nourl"
+run_script "$L/pd/50-pfi-prolog" PFI_SLURM_CONF="$L/conf.nourl"
+grep -q "POST /v1/jobs at unix:/run/pfi/serve.sock" "$L/out" || fail "the prolog's default PFI_URL: $(cat "$L/out")"
 for s in 50-pfi-epilog inst-copy-epilog.sh; do
   rm -rf "$L/spool"
   run_script "$L/pd/$s"

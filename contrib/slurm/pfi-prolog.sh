@@ -6,7 +6,8 @@
 # `pfi serve` which GPUs the job holds; pfi-epilog.sh tells it when the job ends.
 #
 # Settings (environment, or the file named by PFI_SLURM_CONF, default /etc/default/pfi-slurm):
-#   PFI_URL          node daemon: http://127.0.0.1:9455 (default) or unix:/run/pfi/serve.sock
+#   PFI_URL          node daemon: unix:/run/pfi/serve.sock (default, the packaged daemon's
+#                    listen) or http://127.0.0.1:9455
 #   PFI_TOKEN_FILE   bearer token file (root-only), default none
 #   PFI_DEFAULT_SLA  SLA for jobs that give none (default: none, the daemon's own default)
 #   PFI_REQUIRED     1: fail the prolog when the daemon cannot be told (no answer, 5xx, token

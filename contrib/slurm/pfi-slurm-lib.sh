@@ -9,7 +9,7 @@ export PATH
 conf=${PFI_SLURM_CONF:-/etc/default/pfi-slurm}
 # shellcheck disable=SC1090
 [ -r "$conf" ] && . "$conf"
-url=${PFI_URL:-http://127.0.0.1:9455}
+url=${PFI_URL:-unix:/run/pfi/serve.sock}
 spool=${PFI_SPOOL:-/var/spool/pfi}
 # slurmd does not keep a prolog's output: messages go to syslog, and to PFI_LOG_FILE when set.
 say() {

@@ -17,7 +17,8 @@
  * job's GRES on this node, as slurmd computed it.
  *
  * plugstack.conf arguments (all optional):
- *   url=URL        node daemon, "http://127.0.0.1:9455" (default) or "unix:/run/pfi/serve.sock";
+ *   url=URL        node daemon, "unix:/run/pfi/serve.sock" (default: the packaged daemon's
+ *                  listen) or "http://127.0.0.1:9455";
  *                  "%n" is replaced by the node name (several slurmd on one host in tests)
  *   token=PATH     file holding the bearer token ("%n" as above); none: no Authorization header
  *   default_sla=S  SLA given to jobs that ask for none (default: none, the daemon's own default)
@@ -169,7 +170,7 @@ static int expand(const char *in, const char *node, char *out, size_t cap)
 
 static int parse_conf(int ac, char **av, conf *c)
 {
-    snprintf(c->url, sizeof c->url, "http://127.0.0.1:9455");
+    snprintf(c->url, sizeof c->url, "unix:/run/pfi/serve.sock");
     c->token_path[0] = '\0';
     snprintf(c->spool, sizeof c->spool, "/var/lib/pfi/spank");
     c->default_sla = -1;

@@ -381,6 +381,10 @@ wait "$p2" 2>/dev/null
 timeout 60 srun -N1 -w pfin2 --gres=gpu:1 true || fail "a job failed because pfi serve was down"
 grep -q "runs without power management" "$T/slurm/log/slurmd-pfin2.log" ||
   fail "the plugin did not log why the job runs unmanaged"
+# It names the socket it could not reach, not curl's stand-in "localhost port 80".
+grep -q "registration failed, the job runs without power management: POST /v1/jobs at unix:$T/pfin2.sock: " \
+  "$T/slurm/log/slurmd-pfin2.log" || fail "the plugin does not name the socket: $(grep 'registration failed' "$T/slurm/log/slurmd-pfin2.log" | tail -n 1)"
+grep -q "localhost port 80" "$T/slurm/log/slurmd-pfin2.log" && fail "the plugin's log says localhost port 80 for a socket"
 echo "job ran with its node daemon down; slurmd logged why"
 
 # ---- a job that ends while its node's daemon is down: deregistered once it is back ----
@@ -405,6 +409,9 @@ until grep -q "job $ja: deregistration failed" "$T/slurm/log/slurmd-pfin2.log"; 
   i=$((i + 1)); [ $i -lt 60 ] || fail "no failed deregistration of $ja logged"; sleep 0.5
 done
 [ -e "$T/pfin2.spool/$ja" ] || fail "the deregistration of $ja was not spooled: $(ls "$T/pfin2.spool" 2>&1)"
+# Said as an epilog: the job has ended, its GPUs keep its caps (not "the job runs without").
+grep -q "job $ja: deregistration failed, spooled: its GPUs keep the job's caps until the daemon takes it: DELETE /v1/jobs/$ja at unix:" \
+  "$T/slurm/log/slurmd-pfin2.log" || fail "the failed deregistration's wording: $(grep "job $ja: deregistration failed" "$T/slurm/log/slurmd-pfin2.log")"
 start_serve pfin2
 wait_serve pfin2
 has_job "$ja" || fail "job $ja not reloaded by the restarted daemon (the case this tests)"

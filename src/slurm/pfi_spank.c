@@ -316,8 +316,19 @@ static long request(const conf *c, const char *node, const char *method, const c
     long status = -1;
     if (rc == CURLE_OK) {
         curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
-        if (status >= 300)
+        if (status >= 300 && sock)
+            snprintf(errbuf, errcap, "%s %s at unix:%s: HTTP %ld: %.300s", method, path, sock,
+                     status, reply);
+        else if (status >= 300)
             snprintf(errbuf, errcap, "%s %s: HTTP %ld: %.300s", method, url, status, reply);
+    } else if (sock) {
+        /* curl's own text names "localhost port 80", the URL's stand-in: the socket is what
+         * could not be reached, and the system's reason says why (no such file, refused). */
+        long oserr = 0;
+        curl_easy_getinfo(cu, CURLINFO_OS_ERRNO, &oserr);
+        snprintf(errbuf, errcap, "%s %s at unix:%s: %s%s%s%s", method, path, sock,
+                 curl_easy_strerror(rc), oserr ? " (" : "", oserr ? strerror((int)oserr) : "",
+                 oserr ? ")" : "");
     } else {
         snprintf(errbuf, errcap, "%s %s: %s", method, url, cerr[0] ? cerr : curl_easy_strerror(rc));
     }
@@ -395,7 +406,8 @@ static int spool_dir(const conf *c, char *dir, size_t cap)
     return 0;
 }
 
-static void spool_add(const conf *c, uint32_t id)
+/* 0 once the job's deregistration waits in the spool. */
+static int spool_add(const conf *c, uint32_t id)
 {
     char dir[URL_MAX], path[URL_MAX + 16];
     FILE *f = NULL;
@@ -407,11 +419,12 @@ static void spool_add(const conf *c, uint32_t id)
         slurm_error("pfi: job %u: cannot spool its deregistration in %s: %s; remove the job "
                     "from the daemon by hand (pfi ctl job rm %u)",
                     id, c->spool, strerror(errno), id);
-        return;
+        return -1;
     }
     fclose(f);
     slurm_info("pfi: job %u: deregistration spooled in %s, sent again at the next job on %s", id,
                dir, node_name());
+    return 0;
 }
 
 /* After a request that failed with status st (-1: no answer): 1 when the daemon could not be
@@ -457,8 +470,13 @@ static void spool_retry(const conf *c)
     closedir(d);
 }
 
-/* What the plugin returns when the daemon could not be told: the job runs unless required=1. */
-static int outcome(const conf *c, uint32_t id, const char *what, const char *why)
+#define UNMANAGED "the job runs without power management"
+
+/* What the plugin returns when the daemon could not be told: the job runs unless required=1.
+ * then: what follows for the job, said in the log ("the job runs without power management" at a
+ * prolog; at an epilog, the job has ended: its GPUs keep its caps). */
+static int outcome(const conf *c, uint32_t id, const char *what, const char *then,
+                   const char *why)
 {
     if (c->required) {
         /* Slurm honours the error only for a plugin loaded with the `required` keyword (an
@@ -469,8 +487,7 @@ static int outcome(const conf *c, uint32_t id, const char *what, const char *why
                     id, what, why);
         return -1;
     }
-    slurm_error("pfi: job %u: %s failed, the job runs without power management: %s", id, what,
-                why);
+    slurm_error("pfi: job %u: %s failed, %s: %s", id, what, then, why);
     return 0;
 }
 
@@ -545,7 +562,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     int gpus[GPU_MAX];
     int ng = parse_gpus(gl, gpus, GPU_MAX);
     if (ng <= 0)
-        return outcome(&c, id, "registration", "GPU list is not a list of indices");
+        return outcome(&c, id, "registration", UNMANAGED, "GPU list is not a list of indices");
 
     const char *sla_s = opt_value(sp, 0), *w_s = opt_value(sp, 1), *log_s = opt_value(sp, 2);
     double sla = c.default_sla, w = 1.0, v;
@@ -577,7 +594,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         o += snprintf(body + o, sizeof body - o,
                       ",\"weight\":%.6g,\"source\":\"slurm\",\"node\":\"%s\"}", w, node_name());
     if (o >= (int)sizeof body)
-        return outcome(&c, id, "registration", "request too large");
+        return outcome(&c, id, "registration", UNMANAGED, "request too large");
 
     char why[700] = "";
     long st = request(&c, node_name(), "POST", "/v1/jobs", body, why, sizeof why);
@@ -590,7 +607,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         return 0;
     }
     if (st < 200 || st >= 300)
-        return outcome(&c, id, "registration", why);
+        return outcome(&c, id, "registration", UNMANAGED, why);
     slurm_info("pfi: job %u registered on %s: GPUs %s, sla %s, weight %g", id, node_name(), gl,
                sla >= 0 ? (sla_s ? sla_s : "site default") : "none", w);
     return 0;
@@ -618,6 +635,9 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     }
     /* An epilog failure drains the node, so only required=1 sites want that; the spool has the
      * next prolog or epilog on this node send the DELETE again. */
-    spool_add(&c, id);
-    return outcome(&c, id, "deregistration", why);
+    return outcome(&c, id, "deregistration",
+                   spool_add(&c, id) == 0
+                       ? "spooled: its GPUs keep the job's caps until the daemon takes it"
+                       : "not spooled: its GPUs keep the job's caps until it is removed by hand",
+                   why);
 }

@@ -130,9 +130,14 @@ for w in 0x1p-3 2000000 inf; do
   grep -q "expected a decimal number from 0.000001 to 1000000" "$T/bad-w.out" ||
     fail "--power-weight=$w: no range in the refusal: $(cat "$T/bad-w.out")"
 done
-if sbatch --parsable -N1 --gres=gpu:1 --power-sla=0x0.1 -o /dev/null --wrap true >"$T/bad-s.out" 2>&1; then
-  fail "--power-sla=0x0.1 accepted: $(cat "$T/bad-s.out")"
-fi
+# The SLA's range is the daemon's (and the prolog script's), [0, 1), said in their words.
+for s in 0x0.1 1 -0.1; do
+  if sbatch --parsable -N1 --gres=gpu:1 --power-sla=$s -o /dev/null --wrap true >"$T/bad-s.out" 2>&1; then
+    fail "--power-sla=$s accepted: $(cat "$T/bad-s.out")"
+  fi
+  grep -qF "expected a max slowdown in [0, 1) (0.1 = at most 10% slower)" "$T/bad-s.out" ||
+    fail "--power-sla=$s: not the daemon's range: $(cat "$T/bad-s.out")"
+done
 # A log that is not an absolute path is refused at submission.
 if sbatch --parsable -N1 --gres=gpu:1 --power-log=train.log -o /dev/null --wrap true >"$T/bad-log.out" 2>&1; then
   fail "--power-log=train.log accepted: $(cat "$T/bad-log.out")"

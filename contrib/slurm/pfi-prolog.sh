@@ -83,7 +83,7 @@ num() {
 sla=""
 if [ -n "${PFI_DEFAULT_SLA:-}" ]; then
   sla=$(num "$PFI_DEFAULT_SLA" 0 1 0)
-  [ -n "$sla" ] || say "pfi: PFI_DEFAULT_SLA=$PFI_DEFAULT_SLA ignored: expected a max slowdown in [0, 1)"
+  [ -n "$sla" ] || say "pfi: PFI_DEFAULT_SLA=$PFI_DEFAULT_SLA ignored: expected a max slowdown in [0, 1) (0.1 = at most 10% slower)"
 fi
 weight=1
 if [ "${PFI_READ_COMMENT:-0}" = 1 ]; then
@@ -99,7 +99,7 @@ if [ "${PFI_READ_COMMENT:-0}" = 1 ]; then
           sla=*)
             v=$(num "${kv#sla=}" 0 1 0)
             if [ -n "$v" ]; then sla=$v; else
-              say "pfi: job $job: comment $kv ignored: expected a max slowdown in [0, 1)"
+              say "pfi: job $job: comment $kv ignored: expected a max slowdown in [0, 1) (0.1 = at most 10% slower)"
             fi ;;
           weight=*)
             v=$(num "${kv#weight=}" 0 1e6 1)

@@ -61,7 +61,7 @@ static int opt_cb(int val, const char *optarg, int remote);
 
 static struct spank_option pfi_options[] = {
     {"power-sla", "SLOWDOWN",
-     "pfi: largest slowdown this job accepts under a power cut, 0..0.9 (e.g. 0.1 = 10%)", 1, 1,
+     "pfi: largest slowdown this job accepts under a power cut, in [0, 1) (e.g. 0.1 = 10%)", 1, 1,
      opt_cb},
     {"power-weight", "W", "pfi: weight of this job's throughput when power is shared (> 0)", 1, 2,
      opt_cb},
@@ -89,6 +89,18 @@ static int parse_num(const char *s, double lo, double hi, double *out)
     errno = 0;
     double v = strtod(s, &end);
     if (errno || end == s || *end != '\0' || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* An SLA as the node daemon takes it (serve/jobs.c): a max slowdown in [0, 1), as the prolog
+ * script does too; 0.9 here refused what the other two take. */
+#define SLA_RANGE "a max slowdown in [0, 1) (0.1 = at most 10% slower)"
+static int parse_sla(const char *s, double *out)
+{
+    double v;
+    if (parse_num(s, 0.0, 1.0, &v) != 0 || !(v < 1.0))
         return -1;
     *out = v;
     return 0;
@@ -132,9 +144,8 @@ static int opt_cb(int val, const char *optarg, int remote)
                     optarg, LOG_MAX, JOBID_MAX);
         return -1;
     }
-    if (val == 1 && parse_num(optarg, 0.0, 0.9, &v) != 0) {
-        slurm_error("pfi: --power-sla=%s: expected a slowdown between 0 and 0.9 (0.1 = 10%%)",
-                    optarg);
+    if (val == 1 && parse_sla(optarg, &v) != 0) {
+        slurm_error("pfi: --power-sla=%s: expected %s", optarg, SLA_RANGE);
         return -1;
     }
     if (val == 2 && (parse_num(optarg, 1e-6, 1e6, &v) != 0)) {
@@ -185,7 +196,7 @@ static int parse_conf(int ac, char **av, conf *c)
             snprintf(c->token_path, sizeof c->token_path, "%s", a + 6);
         } else if (!strncmp(a, "spool=", 6) && a[6] == '/' && strlen(a + 6) < sizeof c->spool) {
             snprintf(c->spool, sizeof c->spool, "%s", a + 6);
-        } else if (!strncmp(a, "default_sla=", 12) && parse_num(a + 12, 0.0, 0.9, &v) == 0) {
+        } else if (!strncmp(a, "default_sla=", 12) && parse_sla(a + 12, &v) == 0) {
             c->default_sla = v;
         } else if (!strcmp(a, "required=0") || !strcmp(a, "required=1")) {
             c->required = a[9] == '1';
@@ -566,7 +577,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 
     const char *sla_s = opt_value(sp, 0), *w_s = opt_value(sp, 1), *log_s = opt_value(sp, 2);
     double sla = c.default_sla, w = 1.0, v;
-    if (sla_s && parse_num(sla_s, 0.0, 0.9, &v) == 0)
+    if (sla_s && parse_sla(sla_s, &v) == 0)
         sla = v;
     if (w_s && parse_num(w_s, 1e-6, 1e6, &v) == 0)
         w = v;

@@ -47,6 +47,10 @@ strip --strip-debug --remove-section=.comment --enable-deterministic-archives "$
 chmod 644 "$lib/slurm-wlm/pfi_spank.so"
 find "$stage/usr/share/man" -type f -exec gzip -9n {} +
 rm -f "$doc/LICENSE"
+# The configuration's folder, so that the set-up the units and docs give (cp serve.conf there,
+# install -m 600 the token) works before the first start; 0755 as ConfigurationDirectory= makes
+# it, the token file itself 0600.
+install -d -m 755 "$stage/etc/pfi"
 copyright() { cat <<EOT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: pfi
@@ -107,6 +111,7 @@ Architecture: $arch
 Maintainer: $maint
 Installed-Size: $(size "$stage")
 Depends: $deps
+Recommends: curl
 Suggests: slurmd, prometheus, libpfi-dev
 Section: admin
 Priority: optional
@@ -167,7 +172,9 @@ printf 'activate-noawait ldconfig\n' > "$libroot/DEBIAN/triggers"
 # token first), but what the operator started must not outlive the package: removing it stops
 # the daemons (each puts its GPUs' original limits back at a stop, or holds them under a site
 # controller), then `pfi restore`, while the binary is still there, puts back what a held stop
-# or a crash left journaled, so no GPU stays capped by a controller that is gone.  An upgrade
+# or a crash left journaled, so no GPU stays capped by a controller that is gone; when it
+# cannot, the removal stops (PFI_FORCE_REMOVE=1 goes on).  The journal and NVML library are
+# serve.conf's when it sets them.  An upgrade
 # restarts the daemons that run, and only those: try-restart, since `restart`
 # (deb-systemd-invoke's too, for an enabled unit) starts a daemon the operator had stopped.
 # pfi-serve's restart is a held one: the postinst writes JOURNAL.hold-next-stop first, so the
@@ -193,13 +200,22 @@ EOT
 cat > "$stage/DEBIAN/prerm" <<EOT
 #!/bin/sh
 set -e
+$conf_fn
 if [ "\$1" = remove ]; then
     if [ -d /run/systemd/system ]; then
         deb-systemd-invoke stop $units >/dev/null || true
     fi
-    if [ -e /var/lib/pfi/journal ]; then
-        pfi restore --journal /var/lib/pfi/journal --backend nvml ||
-            echo "pfi: GPU power limits not restored: run pfi restore before removing pfi" >&2
+    # A journal that cannot be restored stops the removal: once pfi is gone, nothing puts the
+    # originals back and the GPUs stay capped.  PFI_FORCE_REMOVE=1 removes it all the same.
+    journal=\$(conf journal /var/lib/pfi/journal)
+    lib=\$(conf nvml_lib "")
+    if [ -e "\$journal" ] && ! pfi restore --journal "\$journal" --backend nvml \${lib:+--nvml-lib "\$lib"}; then
+        if [ "\${PFI_FORCE_REMOVE:-0}" = 1 ]; then
+            echo "pfi: GPU power limits not restored from \$journal; removing pfi anyway (PFI_FORCE_REMOVE=1): the GPUs keep their present limits" >&2
+        else
+            echo "pfi: GPU power limits not restored from \$journal (pfi restore said why, above): pfi is not removed, so that pfi restore --journal \$journal can put them back once that is fixed; PFI_FORCE_REMOVE=1 removes it all the same" >&2
+            exit 1
+        fi
     fi
 fi
 EOT
@@ -225,6 +241,10 @@ cat > "$stage/DEBIAN/postrm" <<EOT
 set -e
 if [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null || true
+fi
+# Units the operator enabled leave no dangling links (what dh_installsystemd's postrm does).
+if [ "\$1" = purge ] && command -v deb-systemd-helper >/dev/null 2>&1; then
+    deb-systemd-helper purge $units >/dev/null || true
 fi
 EOT
 chmod 755 "$stage/DEBIAN/prerm" "$stage/DEBIAN/postinst" "$stage/DEBIAN/postrm"

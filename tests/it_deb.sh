@@ -64,6 +64,9 @@ infile pfi /usr/bin/pfi /usr/lib/$ma/slurm-wlm/pfi_spank.so \
 infile libpfi0 /usr/lib/$ma/libpfi.so.$version /usr/lib/$ma/libpfi.so.0
 infile libpfi-dev /usr/lib/$ma/libpfi.a /usr/lib/$ma/libpfi.so /usr/include/pfi/pfi.h \
   /usr/lib/$ma/pkgconfig/pfi.pc
+# /etc/pfi, so that the documented `cp ... /etc/pfi/serve.conf` works before the first start.
+grep -qx '/etc/pfi/' "$T/files.pfi" || fail "pfi does not ship /etc/pfi"
+[ "$(field pfi Recommends)" = curl ] || fail "pfi: Recommends: '$(field pfi Recommends)', not curl (the Slurm scripts need it)"
 grep -q 'libpfi\|/usr/include' "$T/files.pfi" &&
   fail "pfi holds library files: $(grep 'libpfi\|/usr/include' "$T/files.pfi" | head -n 3)"
 cat "$T/files.pfi" "$T/files.libpfi0" "$T/files.libpfi-dev" > "$T/files"
@@ -83,8 +86,9 @@ grep -q 'static-library-has-unneeded-sections' "$T/lintian" && fail "libpfi.a ke
 # does nothing and its postinst restarts the units that run (try-restart: with Debian's own
 # deb-systemd-invoke and both units enabled but stopped, no systemctl call starts one), a
 # held restart for a pfi-serve that is active (JOURNAL.hold-next-stop written before the
-# try-restart, at serve.conf's journal when it sets one; none for one that is not);
-# purging leaves the daemons' state.
+# try-restart, at serve.conf's journal when it sets one; none for one that is not); a restore
+# that fails stops the removal unless PFI_FORCE_REMOVE=1; purging runs deb-systemd-helper purge
+# and leaves the daemons' state.
 dpkg-deb -e "$deb" "$T/ctl" || fail "dpkg-deb -e"
 mkdir -p "$T/stub" "$T/run/systemd/system"
 for c in deb-systemd-invoke systemctl pfi; do
@@ -106,6 +110,25 @@ touch "$T/var/lib/pfi/journal" "$T/var/lib/pfi/pfi.db"
 maint prerm remove
 printf 'deb-systemd-invoke stop %s\npfi restore --journal %s --backend nvml\n' "$units" \
   "$T/var/lib/pfi/journal" | cmp -s - "$T/calls" || fail "prerm remove ran: $(cat "$T/calls")"
+# A restore that fails stops the removal (exit 1), unless PFI_FORCE_REMOVE=1; the journal and
+# the NVML library are serve.conf's when it sets them.
+printf '#!/bin/sh\necho "pfi $*" >> "%s"\necho "pfi restore: no GPU" >&2\nexit 1\n' "$T/calls" > "$T/stub/pfi"
+sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
+  -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/prerm" > "$T/prerm.sh"
+PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1
+st=$?
+[ $st = 1 ] && grep -q "pfi is not removed" "$T/prerm.out" ||
+  fail "prerm remove with a failing restore: exit $st: $(cat "$T/prerm.out")"
+PFI_FORCE_REMOVE=1 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1 ||
+  fail "prerm remove, PFI_FORCE_REMOVE=1: exit $?: $(cat "$T/prerm.out")"
+printf '#!/bin/sh\necho "pfi $*" >> "%s"\n' "$T/calls" > "$T/stub/pfi"
+mkdir -p "$T/etc/pfi"
+printf 'journal = %s/j3  # moved\nnvml_lib = "/opt/nv/libnvidia-ml.so.1"\n' "$T" > "$T/etc/pfi/serve.conf"
+touch "$T/j3"
+maint prerm remove
+grep -qx "pfi restore --journal $T/j3 --backend nvml --nvml-lib /opt/nv/libnvidia-ml.so.1" "$T/calls" ||
+  fail "prerm remove does not restore serve.conf's journal with its nvml_lib: $(cat "$T/calls")"
+rm -f "$T/etc/pfi/serve.conf" "$T/j3"
 maint prerm upgrade "$version"
 [ -s "$T/calls" ] && fail "prerm upgrade ran: $(cat "$T/calls")"
 maint postinst configure ""
@@ -143,8 +166,11 @@ if [ -x /usr/bin/deb-systemd-invoke ]; then
     chmod 755 "$T/stub/$c"
   done
 fi
+printf '#!/bin/sh\necho "deb-systemd-helper $*" >> "%s"\n' "$T/calls" > "$T/stub/deb-systemd-helper"
+chmod 755 "$T/stub/deb-systemd-helper"
 maint postrm purge
 grep -qx 'systemctl --system daemon-reload' "$T/calls" || fail "postrm purge: $(cat "$T/calls")"
+grep -qx "deb-systemd-helper purge $units" "$T/calls" || fail "postrm purge leaves the units' enablement: $(cat "$T/calls")"
 [ -e "$T/var/lib/pfi/pfi.db" ] && [ -e "$T/var/lib/pfi-cluster" ] || fail "purge deleted the state"
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -9,6 +9,10 @@
 #     a few rounds.
 #  2. GPU 7's process listing fails (GPU_IS_LOST) and Slurm job 31 on GPUs 4-5 ends: it is
 #     retired all the same (one unlisted GPU kept every ended job of the node at its caps).
+#  4. The Slurm prolog's registration of job 88 (SLA 10%) after discovery registered it as
+#     slurm-88 takes it over (it was refused as busy: no SLA could be attached); a discovered
+#     job removed through the API is not registered again while it runs (it came back within a
+#     round).
 #  3. A process whose /proc/PID/fd cannot be read (another user's, and a daemon without
 #     CAP_SYS_PTRACE: here its directory is mode 000 and the daemon runs without
 #     CAP_DAC_OVERRIDE) is said to have no log, and why (it was silent).
@@ -124,6 +128,29 @@ stop_worker 4; stop_worker 5
 wait_for '[.jobs[] | select(.id == "slurm-31")] | length == 0' \
     "job 31 not retired while GPU 7 could not be listed"
 [ "$(grep -c "discovery_error: GPU 7" "$dir/serve.log")" = 1 ] || fail "GPU 7's failure said more than once"
+# job 88 on GPU 4: discovered, then registered by the prolog with an SLA
+worker 4 88
+wait_for '.jobs[] | select(.id == "slurm-88") | .gpus == [4]' "job 88 not discovered"
+T="Authorization: Bearer $(cat "$dir/token")"
+code=$(curl -s -o "$dir/reg.out" -w '%{http_code}' -H "$T" -X POST -d '{"id":"88","gpus":[4],"sla":0.1}' "$U/v1/jobs")
+[ "$code" = 201 ] || fail "the prolog's registration of job 88 after discovery: HTTP $code $(cat "$dir/reg.out")"
+jobs_now | jq -e '[.[] | select(.id == "88" or .id == "slurm-88")] == [{"id": "88", "gpus": [4]}]' >/dev/null ||
+    fail "job 88 not taken over: $(jobs_now)"
+curl -sf "$U/v1/jobs" | jq -e '.jobs[] | select(.id == "88") | .sla == 0.1' >/dev/null || fail "job 88's SLA"
+grep -q "job_matched: job 88 takes over job slurm-88, which discovery had registered" "$dir/serve.log" ||
+    fail "the take-over not said"
+sleep 1
+jobs_now | jq -e '[.[] | select(.id == "slurm-88")] | length == 0' >/dev/null || fail "slurm-88 registered again: $(jobs_now)"
+# job 99 on GPU 3: discovered, then removed through the API while it runs
+worker 3 99
+wait_for '.jobs[] | select(.id == "slurm-99") | .gpus == [3]' "job 99 not discovered"
+curl -sf -o /dev/null -H "$T" -X DELETE "$U/v1/jobs/slurm-99" || fail "DELETE slurm-99"
+sleep 1.5
+jobs_now | jq -e '[.[] | select(.id == "slurm-99")] | length == 0' >/dev/null ||
+    fail "a discovered job removed through the API registered again: $(jobs_now)"
+grep -q "job slurm-99 was removed through the API: not registered again while its processes run" "$dir/serve.log" ||
+    fail "the removal not said"
+stop_worker 3; stop_worker 4
 # worker 6, in its own process group, with an fd directory the daemon cannot read
 worker 6 none
 chmod 000 "$dir/proc/$W6/fd"
@@ -134,5 +161,6 @@ until grep -q "job_log: job pg-$W6: its stdout and stderr cannot be looked at in
 done
 chmod 755 "$dir/proc/$W6/fd"
 for k in 0 1 2 6; do stop_worker $k; done
-wait_for '.jobs | length == 0' "job 777 not retired"
+# job 88, registered by the prolog, stays until its epilog removes it; the others are retired
+wait_for '[.jobs[] | .id] == ["88"]' "job 777 not retired"
 echo "it_discover_gpus: ok"

@@ -395,10 +395,24 @@ void pfi_srv_discover(srv_node *n)
         char matched[SRV_ID_MAX] = "";
         int has_log = j >= 0 && n->jobs[j].log[0];
         int differ = j >= 0 && !same_gpus(&rj[r], &n->jobs[j]);
+        int by_discovery = j >= 0 && n->jobs[j].discovered;
         if (j >= 0)
             snprintf(matched, sizeof matched, "%s", n->jobs[j].id);
         pthread_mutex_unlock(&n->mu);
-        if (known && known->registered_by_us && j >= 0 && strcmp(matched, known->id) == 0) {
+        if (known && known->dismissed && j < 0) {
+            known->seen = 1; /* removed through the API: not registered again while it runs */
+            continue;
+        }
+        if (known && known->registered_by_us && j < 0) {
+            known->dismissed = 1;
+            known->registered_by_us = 0;
+            known->seen = 1;
+            pfi_srv_event_add(n, "discovery", "job %s was removed through the API: not "
+                              "registered again while its processes run", known->id);
+            continue;
+        }
+        if (known && known->registered_by_us && j >= 0 && strcmp(matched, known->id) == 0 &&
+            by_discovery) {
             if (differ)
                 follow_gpus(n, known, &rj[r]);
             else

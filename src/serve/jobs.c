@@ -139,6 +139,8 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
                                SRV_MAX_TPS);
         j->t0_tps = t;
     }
+    const char *src = json_string_value(json_object_get(spec, "source"));
+    j->discovered = src && !strcmp(src, "discovered");
     for (int k = 0; k < 4; k++) {
         const char *meta[] = {"source", "node", "user", "name"};
         v = json_object_get(spec, meta[k]);
@@ -208,6 +210,40 @@ void pfi_srv_sla_seen_load(pfi_audit *a, const char *id, pfi_alloc_seen *l)
     json_decref(arr);
 }
 
+/* Whether candidate o is a job discovery registered that registration j is: the same id (or
+ * "slurm-N" for "N"), or on one of its GPUs. */
+static int takes_over(const srv_job *j, const srv_job *o)
+{
+    if (!o->discovered || j->discovered)
+        return 0;
+    if (!strcmp(o->id, j->id) || (!strncmp(o->id, "slurm-", 6) && !strcmp(o->id + 6, j->id)))
+        return 1;
+    for (int k = 0; k < j->n_gpus; k++)
+        for (int q = 0; q < o->n_gpus; q++)
+            if (o->gpus[q] == j->gpus[k])
+                return 1;
+    return 0;
+}
+
+/* A registration by the plugin or the API takes over the jobs discovery registered for it
+ * (docs/serve.md: it takes precedence): they are dropped from the candidate in the same
+ * decision.  It was refused as busy when discovery came first (a slow prolog), and no SLA could
+ * be attached.  Their ids go into taken (n_taken of them). */
+static void take_over_discovered(srv_node *n, const srv_job *j, char (*taken)[SRV_ID_MAX],
+                                 int *n_taken)
+{
+    *n_taken = 0;
+    for (int o = 0; o < n->n_cand;) {
+        if (!takes_over(j, &n->cand[o])) {
+            o++;
+            continue;
+        }
+        snprintf(taken[(*n_taken)++], SRV_ID_MAX, "%s", n->cand[o].id);
+        memmove(&n->cand[o], &n->cand[o + 1], sizeof n->cand[0] * (size_t)(n->n_cand - o - 1));
+        n->n_cand--;
+    }
+}
+
 static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **result, pfi_err *err)
 {
     pfi_srv_snapshot(n);
@@ -219,6 +255,14 @@ static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **resul
         return rc;
     if (!persist) /* registered again at a restart: planned through what its log showed */
         pfi_srv_sla_seen_load(n->audit, j->id, &j->sla_seen);
+    char taken[SRV_MAX_JOBS][SRV_ID_MAX];
+    int n_taken = 0;
+    if (persist) {
+        srv_job keep = *j; /* j is the slot past the candidates, which the removal moves over */
+        take_over_discovered(n, &keep, taken, &n_taken);
+        j = &n->cand[n->n_cand];
+        *j = keep;
+    }
     if (pfi_srv_find_job(n->cand, n->n_cand, j->id) >= 0)
         return pfi_err_set(err, PFI_EBUSY, "job %s is already registered", j->id);
     for (int k = 0; k < j->n_gpus; k++)
@@ -235,6 +279,13 @@ static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **resul
     rc = pfi_srv_decide(n, pfi_srv_current_budget(n), mode, ext, reason, result, err);
     if (rc != PFI_OK)
         return rc;
+    for (int t = 0; t < n_taken; t++) {
+        pfi_srv_event_add(n, "job_matched", "job %s takes over job %s, which discovery had "
+                          "registered", j->id, taken[t]);
+        if (pfi_audit_delete_job(n->audit, taken[t]) != PFI_OK)
+            pfi_srv_event_add(n, "db_error", "job %s could not be removed from the database: a "
+                              "restart brings it back", taken[t]);
+    }
     if (!persist && j->sla_seen.n > 0)
         pfi_srv_event_add(n, "sla_breaches_reloaded",
                           "job %s: %d SLA breach(es) seen in its log before the restart, its "

@@ -123,6 +123,8 @@ typedef struct srv_job {
     pfi_curve curve;       /* valid unless curve_src == SRV_CURVE_NONE */
     double pfi30;          /* on the curve; NAN unknown */
     int extrap_told;       /* its prediction was logged as outside the model's training */
+    int discovered;        /* registered by discovery ("source": "discovered"): a registration
+                            * of the plugin or the API takes it over (jobs.c) */
     int gpus_gen;          /* times its GPUs changed (pfi_srv_job_set_gpus): what its log showed
                             * before is another set's (follow.c starts it again) */
     double t0_tps;         /* baseline tokens/s when known (registered or observed); NAN */
@@ -226,6 +228,8 @@ typedef struct srv_found {
                            * is not that job's measure (said once in a job_matched event) */
     int fewer_rounds;     /* rounds in a row it ran on fewer GPUs than it is registered on */
     int fd_said;          /* that its stdout and stderr could not be looked at was said */
+    int dismissed;        /* registered by discovery, then removed through the API: not
+                           * registered again while its processes run */
 } srv_found;
 
 typedef struct srv_node {

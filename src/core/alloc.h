@@ -111,8 +111,9 @@ int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi
 /* ---- warm re-solves ----
  * A workspace keeps what a solve builds (checks, grids, floors, every job's hull and the
  * buffers), so the next solve after a budget change or one job's new curve skips all of it;
- * from its second solve on it also keeps the hull segments sorted by slope (sorted once, then
- * patched when a job changes), so a new budget's relaxation is a binary search.  Its answers
+ * from its second solve on it also sorts the hull segments by slope, one part a solve (so that
+ * no re-solve costs more than a fresh solve), and keeps them sorted (patched when a job
+ * changes): once sorted, a new budget's relaxation is a binary search.  Its answers
  * are those of pfi_alloc_solve on the same jobs and budget, bit for bit (the same hulls; the
  * sorted segments and the selection reach the same positions and sum the same values).  The workspace reads the caller's jobs array, which must
  * outlive it; after changing job j in place, call pfi_alloc_ws_update_job(j); when a job arrives
@@ -120,6 +121,8 @@ int pfi_alloc_solve(const pfi_alloc_job *jobs, int n, double budget_w, const pfi
  * for any other new list, pfi_alloc_ws_set_jobs (a rebuild).  A budget below what the SLAs need, or any
  * budget once SLAs had to be relaxed or dropped, rebuilds (the degradation depends on it). */
 typedef struct pfi_alloc_ws pfi_alloc_ws;
+/* The sort is there after at most this many solves at the same hulls. */
+#define PFI_ALLOC_INDEX_SOLVES 16
 
 /* Checks and builds everything for jobs at budget_w (the budget decides SLA degradation; the
  * same errors as pfi_alloc_solve). */

@@ -133,22 +133,58 @@ static int copy_all(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n)
     return 1;
 }
 
+/* Every option the workspace was made with (it keeps its own copy). */
 static int same_opts(const pfi_alloc_keep *k, const pfi_alloc_opts *o)
 {
     return same_bits(o->step_w, k->o.step_w) && o->on_infeasible == k->o.on_infeasible &&
-           same_bits(o->rel_gap, k->o.rel_gap) && same_bits(o->max_work, k->o.max_work);
+           same_bits(o->rel_gap, k->o.rel_gap) && same_bits(o->max_work, k->o.max_work) &&
+           o->fill_whole == k->o.fill_whole && o->vec == k->o.vec &&
+           o->caps_alone == k->o.caps_alone;
 }
 
-/* The same list of ids in the same order, under the same options: warm. */
-static int same_list(const pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n,
-                     const pfi_alloc_opts *o)
+/* Kept job j takes the new list's job j (same id, other data): 0 when it cannot (rebuild). */
+static int update_one(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int j)
 {
-    if (!k->ws || n != k->n || !same_opts(k, o))
+    if (jobs[j].n_points > k->slots[j] || jobs[j].n_points < 0)
         return 0;
+    copy_job(k, j, &jobs[j]);
+    return pfi_alloc_ws_update_job(k->ws, j, NULL) == PFI_OK;
+}
+
+/* Loads the ids and curves of both lists' job j + 4 while job j is compared: the lists are
+ * read from memory (tens of MB at 100k jobs), and the waits, not the compares, cost. */
+static inline void prefetch_pair(const pfi_alloc_job *a, const pfi_alloc_job *b, int n, int j)
+{
+    if (j + 4 >= n)
+        return;
+    const pfi_alloc_job *x = &a[j + 4], *y = &b[j + 4];
+    __builtin_prefetch(x->id);
+    __builtin_prefetch(y->id);
+    if (x->n_points <= 0 || y->n_points <= 0)
+        return;
+    __builtin_prefetch(x->cap_w);
+    __builtin_prefetch(y->cap_w);
+    __builtin_prefetch(x->tput);
+    __builtin_prefetch(y->tput);
+    __builtin_prefetch(x->cap_w + x->n_points - 1); /* 11 points: two cache lines */
+    __builtin_prefetch(y->cap_w + y->n_points - 1);
+    __builtin_prefetch(x->tput + x->n_points - 1);
+    __builtin_prefetch(y->tput + y->n_points - 1);
+}
+
+/* One pass over a list of the kept length: whether it holds the kept ids in the same order
+ * (1, warm; 0: not, and the jobs before the first other id are brought in), the jobs whose
+ * data changed brought into the copy and the workspace on the way; -1: one cannot be (then
+ * rebuild).  A list seen unchanged costs this one read of both. */
+static int warm_pass(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n)
+{
     for (int j = 0; j < n; j++) {
+        prefetch_pair(jobs, k->jobs, n, j);
         const char *a = jobs[j].id, *b = k->jobs[j].id;
         if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0))
             return 0;
+        if (!same_job(&k->jobs[j], &jobs[j]) && !update_one(k, jobs, j))
+            return -1;
     }
     return 1;
 }
@@ -156,15 +192,9 @@ static int same_list(const pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n,
 /* Brings the kept copy and the workspace to jobs, warm; 0 when it cannot (then rebuild). */
 static int update_warm(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n)
 {
-    for (int j = 0; j < n; j++) {
-        if (same_job(&k->jobs[j], &jobs[j]))
-            continue;
-        if (jobs[j].n_points > k->slots[j] || jobs[j].n_points < 0)
+    for (int j = 0; j < n; j++)
+        if (!same_job(&k->jobs[j], &jobs[j]) && !update_one(k, jobs, j))
             return 0;
-        copy_job(k, j, &jobs[j]);
-        if (pfi_alloc_ws_update_job(k->ws, j, NULL) != PFI_OK)
-            return 0;
-    }
     return 1;
 }
 
@@ -271,6 +301,28 @@ static void drop(pfi_alloc_keep *k)
     keep_jobs_free(k);
 }
 
+/* A new copy of jobs and a workspace built on it; 0 when it cannot be had.  The workspace is
+ * rebuilt in its own buffers when the options are the same: its hulls, and the index its
+ * re-solves sort, reuse the memory they had (at 100k jobs new pages cost as much as the
+ * sort). */
+static int rebuild(pfi_alloc_keep *k, const pfi_alloc_job *jobs, int n, double budget_w,
+                   const pfi_alloc_opts *o)
+{
+    pfi_alloc_ws *ws = k->ws && same_opts(k, o) ? k->ws : NULL;
+    if (!ws)
+        pfi_alloc_ws_free(k->ws);
+    k->ws = NULL;
+    keep_jobs_free(k);
+    k->o = *o;
+    int ok = copy_all(k, jobs, n);
+    if (ok && ws)
+        ok = pfi_alloc_ws_set_jobs(ws, k->jobs, n, budget_w, NULL) == PFI_OK;
+    else if (ok)
+        ok = pfi_alloc_ws_new(k->jobs, n, budget_w, o, &ws, NULL) == PFI_OK;
+    k->ws = ws;
+    return ok;
+}
+
 int pfi_alloc_keep_solve(pfi_alloc_keep **kp, const pfi_alloc_job *jobs, int n, double budget_w,
                          const pfi_alloc_opts *opts, pfi_alloc_result *res, pfi_err *err)
 {
@@ -283,17 +335,14 @@ int pfi_alloc_keep_solve(pfi_alloc_keep **kp, const pfi_alloc_job *jobs, int n, 
     if (!*kp && !(*kp = calloc(1, sizeof **kp)))
         return pfi_alloc_solve(jobs, n, budget_w, &o, res, err);
     pfi_alloc_keep *k = *kp;
-    int warm = (same_list(k, jobs, n, &o) ||
-                (k->ws && same_opts(k, &o) && sync_list(k, jobs, n))) &&
-               update_warm(k, jobs, n);
-    if (!warm) {
-        drop(k);
-        k->o = o;
-        if (!copy_all(k, jobs, n) ||
-            pfi_alloc_ws_new(k->jobs, n, budget_w, &o, &k->ws, NULL) != PFI_OK) {
-            drop(k); /* the fresh solver gives the error, as it words it */
-            return pfi_alloc_solve(jobs, n, budget_w, &o, res, err);
-        }
+    int warm = 0;
+    if (k->ws && same_opts(k, &o)) {
+        int same = n == k->n ? warm_pass(k, jobs, n) : 0;
+        warm = same > 0 || (same == 0 && sync_list(k, jobs, n) && update_warm(k, jobs, n));
+    }
+    if (!warm && !rebuild(k, jobs, n, budget_w, &o)) {
+        drop(k); /* the fresh solver gives the error, as it words it */
+        return pfi_alloc_solve(jobs, n, budget_w, &o, res, err);
     }
     *res = k->spare; /* refilled in place when it fits, else freed (and res zeroed on error) */
     memset(&k->spare, 0, sizeof k->spare);

@@ -115,6 +115,9 @@ typedef struct solver {
     long long *cum2;  /* a second index of idx_cap + 1 entries: a patch writes it, then swaps */
     double *ss2;
     int *sj2, *si2, idx_cap, nidx_cap;
+    unsigned (*rcnt)[1 << 11]; /* the index's sort, made in parts (index_stage): the counts of */
+    int idx_next, idx_pos;     /*   each radix pass, the step to do next and where in it, */
+    int idx_flip;              /*   and which half of the spare holds the keys */
 } solver;
 
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -1011,11 +1014,12 @@ static int relax_take(solver *S, double p, int g0, int tend, long long f, int fj
     return 1;
 }
 
-/* A spare index of at least total entries (and an eighth more when made anew, written once so
- * that its pages are there before a re-plan needs them).  0: out of memory (no index). */
+/* A spare index of at least total entries (and an eighth more when made anew).  Not cleared:
+ * whoever uses it writes it first (a patch; build_index's sort, which so also brings in its
+ * pages before a re-plan needs them).  0: out of memory (no index). */
 static int spare_room(solver *S, int total)
 {
-    if (total <= S->idx_cap && S->cum2)
+    if (total <= S->idx_cap && S->cum2 && S->sj2 && S->si2 && S->ss2)
         return 1;
     free(S->cum2);
     free(S->sj2);
@@ -1032,94 +1036,177 @@ static int spare_room(solver *S, int total)
         S->idx_ok = 0;
         return 0;
     }
-    memset(S->cum2, 0, m * sizeof *S->cum2);
-    memset(S->sj2, 0, m * sizeof *S->sj2);
-    memset(S->si2, 0, m * sizeof *S->si2);
-    memset(S->ss2, 0, m * sizeof *S->ss2);
     return 1;
 }
 
-/* Sorts the current (root) hulls' segments into the index: a stable radix sort of their
- * slopes' bits (gathered in job order, so ties stay in job and vertex order).  0: out of memory
- * (no index; re-solves select). */
-static int build_index(solver *S)
+/* Room for an index of ns entries (and an eighth more when made anew, so that arrivals fit in
+ * place).  The arrays a workspace had are kept when they hold it: an index sorted again after
+ * a rebuild writes memory it already has (new pages cost as much as the sort). */
+static int index_room(solver *S, int ns)
 {
-    S->idx_ok = 0;
-    long long ns = 0;
-    for (int j = 0; j < S->n; j++)
-        ns += S->hm[j];
-    if (ns >= INT_MAX)
-        return 0;
+    if (ns <= S->nidx_cap && S->cum && S->sj && S->si && S->ss)
+        return 1;
     free(S->cum);
     free(S->sj);
     free(S->si);
     free(S->ss);
-    size_t m = (size_t)ns + 1;
+    S->nidx_cap = ns + ns / 8;
+    size_t m = (size_t)S->nidx_cap + 1;
     S->cum = big_alloc(m * sizeof *S->cum);
     S->sj = big_alloc(m * sizeof *S->sj);
     S->si = big_alloc(m * sizeof *S->si);
     S->ss = big_alloc(m * sizeof *S->ss);
-    uint64_t *key = big_alloc(m * sizeof *key), *key2 = big_alloc(m * sizeof *key2);
-    int *ord = big_alloc(m * sizeof *ord), *ord2 = big_alloc(m * sizeof *ord2);
-    int ok = S->cum && S->sj && S->si && S->ss && key && key2 && ord && ord2;
-    if (ok) {
-        int t = 0;
-        for (int j = 0; j < S->n; j++) {
-            const double *hs = S->hs + S->hoff[j];
-            for (int i = 0; i < S->hm[j]; i++, t++) {
-                key[t] = ~slope_key(hs[i]); /* ascending keys: descending slopes */
-                ord[t] = t;
-                S->sj[t] = j;
-                S->si[t] = i;
-            }
+    if (!S->cum || !S->sj || !S->si || !S->ss) {
+        S->nidx_cap = 0;
+        return 0;
+    }
+    return 1;
+}
+
+#define RADIX_BITS 11 /* solver.rcnt's size */
+#define RADIX_PASSES 6 /* 6 x 11 bits >= 64 */
+#define RADIX_SIZE (1 << RADIX_BITS)
+
+/* The sort's keys (slope bits, ascending: slopes descending) and the job-order positions they
+ * carry, in the spare index's arrays, which the sort uses as scratch (a patch needs them
+ * anyway, so the sort asks for no memory of its own); flip says which half holds them now. */
+static void stage_bufs(solver *S, uint64_t **key, uint64_t **key2, int **ord, int **ord2)
+{
+    uint64_t *a = (uint64_t *)(void *)S->ss2, *b = (uint64_t *)(void *)S->cum2;
+    *key = S->idx_flip ? b : a;
+    *key2 = S->idx_flip ? a : b;
+    *ord = S->idx_flip ? S->si2 : S->sj2;
+    *ord2 = S->idx_flip ? S->sj2 : S->si2;
+}
+
+/* Stage 0: the segments of the root hulls gathered in job order (so that the stable sort keeps
+ * ties in job and vertex order), with the counts of every radix pass made in the same read. */
+static int stage_gather(solver *S)
+{
+    long long ns = 0;
+    for (int j = 0; j < S->n; j++)
+        ns += S->hm[j];
+    if (ns >= INT_MAX / 2 || !index_room(S, (int)ns) || !spare_room(S, (int)ns))
+        return 0;
+    if (!S->rcnt && !(S->rcnt = malloc(RADIX_PASSES * sizeof *S->rcnt)))
+        return 0;
+    memset(S->rcnt, 0, RADIX_PASSES * sizeof *S->rcnt);
+    S->idx_flip = 0;
+    uint64_t *key, *key2;
+    int *ord, *ord2, t = 0;
+    stage_bufs(S, &key, &key2, &ord, &ord2);
+    for (int j = 0; j < S->n; j++) {
+        const double *hs = S->hs + S->hoff[j];
+        for (int i = 0; i < S->hm[j]; i++, t++) {
+            uint64_t k = ~slope_key(hs[i]);
+            key[t] = k;
+            ord[t] = t;
+            S->sj[t] = j;
+            S->si[t] = i;
+            for (int p = 0; p < RADIX_PASSES; p++)
+                S->rcnt[p][(k >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
         }
-        for (int sh = 0; sh < 64; sh += 8) {
-            size_t cnt[257] = {0};
-            for (int u = 0; u < t; u++)
-                cnt[((key[u] >> sh) & 255) + 1]++;
-            int one = 0;
-            for (int d = 1; d <= 256; d++)
-                one |= cnt[d] == (size_t)t;
-            if (one)
-                continue; /* every key has this digit */
-            for (int d = 1; d <= 256; d++)
-                cnt[d] += cnt[d - 1];
-            for (int u = 0; u < t; u++) {
-                size_t d = cnt[(key[u] >> sh) & 255]++;
-                key2[d] = key[u];
-                ord2[d] = ord[u];
-            }
-            uint64_t *tk = key;
-            key = key2;
-            key2 = tk;
-            int *to = ord;
-            ord = ord2;
-            ord2 = to;
-        }
-        /* ord[u]: the job-order position of the u-th steepest; sj/si still in job order */
-        for (int u = 0; u < t; u++)
-            key2[u] = (uint64_t)S->sj[ord[u]] << 32 | (uint32_t)S->si[ord[u]];
+    }
+    S->nidx = t;
+    return 1;
+}
+
+/* Radix pass p (stable, 11 bits from the lowest); 0 when every key has the same digit there
+ * (nothing to do). */
+static int stage_pass(solver *S, int p)
+{
+    int t = S->nidx, sh = p * RADIX_BITS;
+    uint64_t *key, *key2;
+    int *ord, *ord2;
+    stage_bufs(S, &key, &key2, &ord, &ord2);
+    unsigned *c = S->rcnt[p], sum = 0;
+    if (t < 2 || c[(key[0] >> sh) & (RADIX_SIZE - 1)] == (unsigned)t)
+        return 0;
+    for (int d = 0; d < RADIX_SIZE; d++) {
+        unsigned x = c[d];
+        c[d] = sum;
+        sum += x;
+    }
+    for (int u = 0; u < t; u++) {
+        unsigned d = c[(key[u] >> sh) & (RADIX_SIZE - 1)]++;
+        key2[d] = key[u];
+        ord2[d] = ord[u];
+    }
+    S->idx_flip = !S->idx_flip;
+    return 1;
+}
+
+/* The last two steps, each over entries [lo, hi) of the sorted order: the sorted positions
+ * named by job and vertex (sj/si were in job order until here; the names go to key2), then the
+ * index from the names.  Both read at random (a position's job, a job's hull), the cost of a
+ * whole radix pass or more: each is done in INDEX_PARTS parts. */
+static void stage_name(solver *S, int lo, int hi)
+{
+    uint64_t *key, *key2;
+    int *ord, *ord2;
+    stage_bufs(S, &key, &key2, &ord, &ord2);
+    /* ord[u]: the job-order position of the u-th steepest */
+    for (int u = lo; u < hi; u++)
+        key2[u] = (uint64_t)S->sj[ord[u]] << 32 | (uint32_t)S->si[ord[u]];
+}
+
+static void stage_finish(solver *S, int lo, int hi)
+{
+    uint64_t *key, *key2;
+    int *ord, *ord2;
+    stage_bufs(S, &key, &key2, &ord, &ord2); /* the names are in key (flipped) */
+    if (lo == 0)
         S->cum[0] = 0;
-        for (int u = 0; u < t; u++) {
-            int j = (int)(key2[u] >> 32), i = (int)(uint32_t)key2[u];
-            int o = S->hoff[j];
-            S->sj[u] = j;
-            S->si[u] = i;
-            S->ss[u] = S->hs[o + i];
-            S->cum[u + 1] = S->cum[u] + (long long)S->ng[j] * (S->hk[o + i + 1] - S->hk[o + i]);
-        }
-        S->nidx = t;
-        S->nidx_cap = t;
+    for (int u = lo; u < hi; u++) {
+        int j = (int)(key[u] >> 32), i = (int)(uint32_t)key[u];
+        int o = S->hoff[j];
+        S->sj[u] = j;
+        S->si[u] = i;
+        S->ss[u] = S->hs[o + i];
+        S->cum[u + 1] = S->cum[u] + (long long)S->ng[j] * (S->hk[o + i + 1] - S->hk[o + i]);
+    }
+}
+
+/* With the gather and RADIX_PASSES: PFI_ALLOC_INDEX_SOLVES - 1 parts at most. */
+#define INDEX_PARTS 4
+
+/* One part of sorting the current (root) hulls' segments into the index (a stable radix sort
+ * of their slopes' bits): the gather (idx_next -1), one pass that moves the segments (idx_next:
+ * which), then a part of naming them or of writing the index (idx_pos: from where).  A
+ * re-planner's solve does one part, so that no budget change pays for the whole sort, which at
+ * 100k jobs costs 2-3 fresh solves; the solve itself selects until the index is there.  The
+ * hulls must be those the gather read (the caller starts again whenever they change).
+ * 0: out of memory (no index; re-solves select). */
+static int index_stage(solver *S)
+{
+    S->idx_ok = 0;
+    if (S->idx_next < 0) {
+        S->idx_next = 0;
+        S->idx_pos = 0;
+        return stage_gather(S);
+    }
+    while (S->idx_next < RADIX_PASSES)
+        if (stage_pass(S, S->idx_next++))
+            return 1; /* one pass a solve; passes with nothing to do are skipped */
+    int t = S->nidx, part = t / INDEX_PARTS + 1, lo = S->idx_pos;
+    int hi = t - lo > part ? lo + part : t;
+    int naming = S->idx_next == RADIX_PASSES;
+    if (naming)
+        stage_name(S, lo, hi);
+    else
+        stage_finish(S, lo, hi);
+    S->idx_pos = hi;
+    if (hi < t)
+        return 1;
+    if (naming) {
+        S->idx_flip = !S->idx_flip; /* the names are in key */
+        S->idx_next++;
+        S->idx_pos = 0;
+    } else {
         S->idx_ok = 1;
         S->pos_ok = 0;
-        spare_room(S, t); /* the spare a patch will write (none: patches make it later) */
-        S->idx_ok = 1;
     }
-    free(key);
-    free(key2);
-    free(ord);
-    free(ord2);
-    return ok;
+    return 1;
 }
 
 /* Job j's hull changed (already rebuilt): its old segments leave the index and its new ones
@@ -1516,7 +1603,8 @@ struct pfi_alloc_ws {
     double *lo_w, *top_w;  /* each job's lowest and highest grid cap (the AT_MIN/AT_MAX flags), */
     int ends_ok;           /*   allocated by the first re-solve (a one-shot solve needs none) */
     long long need_units;  /* sum n_j * floor_j in grid units: budgets below it re-prepare */
-    int solves;            /* solves since the hulls last changed: the second sorts them */
+    int solves;            /* solves since the hulls last changed, up to 2: from the second on,
+                            * each does a part of the sort (index_stage) until it is done */
     int cap_n;             /* buffers hold this many jobs */
     size_t cap_h;          /*   and hull vertices */
     int fresh_only;        /* the floors depend on the budget (SLAs relaxed or dropped) */
@@ -1542,6 +1630,7 @@ static void ws_arrays_free(pfi_alloc_ws *w)
     free(S->si2);
     free(S->ss);
     free(S->ss2);
+    free(S->rcnt);
     free(S->fhist);
     free(S->fcnt);
     pfi_topheap_free(&S->top);
@@ -2695,9 +2784,12 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     S->tol = 1e-11 * w->scale; /* above the rounding of hull slopes and sums */
     S->rel_gap = o->rel_gap > 0 ? o->rel_gap : 0;
     /* A workspace solved again at the same hulls is being re-planned: sort its segments once
-     * (the hulls are at the root here), so later budgets cost a search, not a selection. */
-    if (++w->solves == 2 && !S->idx_ok)
-        build_index(S);
+     * (the hulls are at the root here), so later budgets cost a search, not a selection; one
+     * part of the sort a solve from the second on, so that none costs more than a fresh one. */
+    if (w->solves < 2 && ++w->solves == 2)
+        S->idx_next = -1;
+    if (w->solves == 2 && !S->idx_ok && S->idx_next >= -1 && !index_stage(S))
+        S->idx_next = -2; /* out of memory: re-solves select until the hulls change */
     if (o->max_work >= 0) {
         search(S);
     } else {

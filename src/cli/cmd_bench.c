@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "core/alloc.h"
+#include "core/alloc_keep.h"
 #include "core/alloc_synth.h"
 #include "core/policy.h"
 #include "study/pergpu.h"
@@ -73,58 +74,123 @@ static int bench_arrive_leave(pfi_alloc_ws *w, pfi_alloc_synth *s, double budget
     return rc;
 }
 
-/* Solves on one workspace (best of reps, ms): from scratch in its buffers (every check, floor
- * and hull redone: pfi_alloc_ws_set_jobs), warm after a budget change of -10% then +5% (the
- * mean of the two), after one job's curve changes (its throughput up or down 2%), and after a
- * job leaves and arrives (bench_arrive_leave).  The workspace's second solve at the same hulls
- * sorts its segments once: *index_ms.  Every solve refills one result, as a re-planner's would
+/* What bench_warm measures (ms, best of reps but where said). */
+typedef struct warm_figs {
+    double solve_ms;     /* from scratch in the workspace's buffers */
+    double first_new_ms; /* the first budget change (-10%) after a new workspace's plan (one) */
+    double first_ms;     /* the same after a rebuild, in the memory the workspace has (one) */
+    double sort_max_ms;  /* the slowest budget change while the segments are sorted in parts */
+    double resolve_ms;   /* a budget change of -10% then +5% from B, the mean of the two */
+    double job_ms, arrive_ms, leave_ms; /* one job's curve; a job arriving, leaving */
+    double keep_ms;      /* resolve_ms through the keeper (core/alloc_keep.h), as the daemons */
+} warm_figs;
+
+/* The budget changes of resolve_ms through a keeper handed the whole list each time, as
+ * pfi serve and pfi cluster serve do (it checks the list against its copy first).  Its plan and
+ * the solves that sort its index are not timed. */
+static int bench_keep(pfi_alloc_synth *s, double budget, const pfi_alloc_opts *o, int reps,
+                      double *keep_ms, pfi_err *err)
+{
+    pfi_alloc_keep *k = NULL;
+    pfi_alloc_result r = {0};
+    int rc = PFI_OK;
+    *keep_ms = INFINITY;
+    for (int i = 0; i < PFI_ALLOC_INDEX_SOLVES + reps && !rc; i++) {
+        rc = pfi_alloc_keep_solve(&k, s->jobs, s->n, budget, o, &r, err);
+        pfi_alloc_keep_put_back(k, &r);
+        if (rc || i < PFI_ALLOC_INDEX_SOLVES)
+            continue;
+        double t = pfi_clock_cpu();
+        for (int h = 0; h < 2 && !rc; h++) {
+            rc = pfi_alloc_keep_solve(&k, s->jobs, s->n, (h ? 0.9 * 1.05 : 0.9) * budget, o, &r,
+                                      err);
+            pfi_alloc_keep_put_back(k, &r);
+        }
+        *keep_ms = fmin(*keep_ms, 1e3 * (pfi_clock_cpu() - t) / 2);
+    }
+    pfi_alloc_keep_free(k);
+    return rc;
+}
+
+/* Budget changes of -10% then +5% from B (re-solved at B untimed before each pair, so every
+ * rep times the same change): their mean, best of reps. */
+static int bench_resolve(pfi_alloc_ws *w, double budget, int reps, pfi_alloc_result *r,
+                         double *resolve_ms, pfi_err *err)
+{
+    int rc = PFI_OK;
+    *resolve_ms = INFINITY;
+    for (int i = 0; i < reps && !rc; i++) {
+        if ((rc = pfi_alloc_ws_solve_reuse(w, budget, r, err)))
+            break;
+        double t = pfi_clock_cpu();
+        if (!(rc = pfi_alloc_ws_solve_reuse(w, 0.9 * budget, r, err)))
+            rc = pfi_alloc_ws_solve_reuse(w, 0.9 * 1.05 * budget, r, err);
+        *resolve_ms = fmin(*resolve_ms, 1e3 * (pfi_clock_cpu() - t) / 2);
+    }
+    return rc;
+}
+
+/* Solves on one workspace (warm_figs): from scratch (every check, floor and hull redone:
+ * pfi_alloc_ws_set_jobs, after the workspace sorted once: the memory is there, as in a
+ * keeper's rebuild), then the first budget change after that plan and the changes that
+ * follow while the workspace sorts its segments, one part a solve (the slowest of them), then
+ * budget changes, one job's curve changing (its throughput up or down 2%), and a job leaving and
+ * arriving (bench_arrive_leave).  Every solve refills one result, as a re-planner's would
  * (pfi_alloc_ws_solve_reuse): its arrays are had once, before the timing. */
 static int bench_warm(pfi_alloc_synth *s, double budget, const pfi_alloc_opts *o, int reps,
-                      double *solve_ms, double *index_ms, double *resolve_ms,
-                      double *resolve_job_ms, double *arrive_ms, double *leave_ms, pfi_err *err)
+                      warm_figs *F, pfi_err *err)
 {
     pfi_alloc_ws *w;
     pfi_alloc_result r = {0};
     int rc = pfi_alloc_ws_new(s->jobs, s->n, budget, o, &w, err);
     if (rc || (rc = pfi_alloc_ws_solve_reuse(w, budget, &r, err)))
         goto out;
-    *solve_ms = INFINITY;
+    for (int i = 1; i < PFI_ALLOC_INDEX_SOLVES && !rc; i++) { /* its sort's memory is new */
+        double t = pfi_clock_cpu();
+        rc = pfi_alloc_ws_solve_reuse(w, i % 2 ? 0.9 * budget : budget, &r, err);
+        if (i == 1)
+            F->first_new_ms = 1e3 * (pfi_clock_cpu() - t);
+    }
+    F->solve_ms = INFINITY;
     for (int i = 0; i < reps && !rc; i++) {
         double t0 = pfi_clock_cpu();
         if (!(rc = pfi_alloc_ws_set_jobs(w, s->jobs, s->n, budget, err)))
             rc = pfi_alloc_ws_solve_reuse(w, budget, &r, err);
-        *solve_ms = fmin(*solve_ms, 1e3 * (pfi_clock_cpu() - t0));
+        F->solve_ms = fmin(F->solve_ms, 1e3 * (pfi_clock_cpu() - t0));
     }
-    double t = pfi_clock_cpu();
-    if (rc || (rc = pfi_alloc_ws_solve_reuse(w, budget, &r, err)))
-        goto out;
-    *index_ms = 1e3 * (pfi_clock_cpu() - t);
-    *resolve_ms = *resolve_job_ms = INFINITY;
-    for (int i = 0; i < reps && !rc; i++) {
-        t = pfi_clock_cpu();
-        if (!(rc = pfi_alloc_ws_solve_reuse(w, 0.9 * budget, &r, err)))
-            rc = pfi_alloc_ws_solve_reuse(w, 0.9 * 1.05 * budget, &r, err);
-        *resolve_ms = fmin(*resolve_ms, 1e3 * (pfi_clock_cpu() - t) / 2);
+    F->sort_max_ms = 0;
+    for (int i = 1; i < PFI_ALLOC_INDEX_SOLVES && !rc; i++) {
+        double t = pfi_clock_cpu();
+        rc = pfi_alloc_ws_solve_reuse(w, i % 2 ? 0.9 * budget : budget, &r, err);
+        t = 1e3 * (pfi_clock_cpu() - t);
+        if (i == 1)
+            F->first_ms = t;
+        F->sort_max_ms = fmax(F->sort_max_ms, t);
     }
+    if (!rc)
+        rc = bench_resolve(w, budget, reps, &r, &F->resolve_ms, err);
     int j = s->n / 2;
     double *tp = s->tput + (size_t)j * PFI_SYNTH_POINTS;
+    F->job_ms = INFINITY;
     for (int i = 0; i < reps && !rc; i++) {
         double f = i % 2 ? 1 / 1.02 : 1.02;
         for (int k = 0; k < PFI_SYNTH_POINTS; k++)
             tp[k] *= f;
-        t = pfi_clock_cpu();
+        double t = pfi_clock_cpu();
         if (!(rc = pfi_alloc_ws_update_job(w, j, err)))
             rc = pfi_alloc_ws_solve_reuse(w, budget, &r, err);
-        *resolve_job_ms = fmin(*resolve_job_ms, 1e3 * (pfi_clock_cpu() - t));
+        F->job_ms = fmin(F->job_ms, 1e3 * (pfi_clock_cpu() - t));
     }
     if (reps % 2) /* put the curve back as it was */
         for (int k = 0; k < PFI_SYNTH_POINTS; k++)
             tp[k] /= 1.02;
     if (!rc)
-        rc = bench_arrive_leave(w, s, budget, reps, &r, arrive_ms, leave_ms, err);
+        rc = bench_arrive_leave(w, s, budget, reps, &r, &F->arrive_ms, &F->leave_ms, err);
 out:
     pfi_alloc_result_free(&r);
     pfi_alloc_ws_free(w);
+    if (!rc)
+        rc = bench_keep(s, budget, o, reps, &F->keep_ms, err);
     return rc;
 }
 
@@ -134,13 +200,14 @@ typedef struct alloc_figs {
     long long gpus;
     double cut, budget, best_s;
     long rss0, rss_fleet, rss1;
-    double read_s, solve_ms, index_ms, resolve_ms, resolve_job_ms, arrive_ms, leave_ms;
+    double read_s;
+    warm_figs w;
 } alloc_figs;
 
 static int alloc_print(const alloc_figs *f, const pfi_alloc_result *r, int as_json)
 {
     double solver_kib = (double)(f->rss1 - f->rss_fleet);
-    double per_read = f->solve_ms / (1e3 * f->read_s);
+    double per_read = f->w.solve_ms / (1e3 * f->read_s);
     if (as_json) {
         json_t *doc = json_pack("{s:s, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:b, s:I, s:f, s:f}",
                                 "policy", f->policy, "jobs", f->n, "gpus", (json_int_t)f->gpus,
@@ -152,15 +219,18 @@ static int alloc_print(const alloc_figs *f, const pfi_alloc_result *r, int as_js
         json_object_set_new(doc, "upper_bound", isfinite(r->upper_bound)
                                                     ? json_real(r->upper_bound)
                                                     : json_null());
-        json_object_set_new(doc, "solve_ms", json_real(f->solve_ms));
+        json_object_set_new(doc, "solve_ms", json_real(f->w.solve_ms));
         json_object_set_new(doc, "read_ms", json_real(1e3 * f->read_s));
         json_object_set_new(doc, "solve_per_read", json_real(per_read));
         json_object_set_new(doc, "best_per_read", json_real(f->best_s / f->read_s));
-        json_object_set_new(doc, "resolve_ms", pfi_json_num(f->resolve_ms));
-        json_object_set_new(doc, "resolve_job_ms", pfi_json_num(f->resolve_job_ms));
-        json_object_set_new(doc, "resolve_arrive_ms", pfi_json_num(f->arrive_ms));
-        json_object_set_new(doc, "resolve_leave_ms", pfi_json_num(f->leave_ms));
-        json_object_set_new(doc, "index_ms", pfi_json_num(f->index_ms));
+        json_object_set_new(doc, "resolve_ms", pfi_json_num(f->w.resolve_ms));
+        json_object_set_new(doc, "resolve_first_ms", pfi_json_num(f->w.first_ms));
+        json_object_set_new(doc, "resolve_first_new_ms", pfi_json_num(f->w.first_new_ms));
+        json_object_set_new(doc, "resolve_sorting_max_ms", pfi_json_num(f->w.sort_max_ms));
+        json_object_set_new(doc, "keep_resolve_ms", pfi_json_num(f->w.keep_ms));
+        json_object_set_new(doc, "resolve_job_ms", pfi_json_num(f->w.job_ms));
+        json_object_set_new(doc, "resolve_arrive_ms", pfi_json_num(f->w.arrive_ms));
+        json_object_set_new(doc, "resolve_leave_ms", pfi_json_num(f->w.leave_ms));
         return pfi_cli_print_json(doc);
     }
     printf("%s: %d jobs, %lld GPUs, %.0f%% cut: best of %d %.2f ms of CPU on one core\n", f->policy,
@@ -173,11 +243,16 @@ static int alloc_print(const alloc_figs *f, const pfi_alloc_result *r, int as_js
            f->rss_fleet - f->rss0, solver_kib, 1024.0 * solver_kib / f->n, f->rss1);
     printf("solve from scratch in reused buffers: %.2f ms; reading the curves once: %.2f ms; "
            "solve / read: %.1f (one shot / read: %.1f)\n",
-           f->solve_ms, 1e3 * f->read_s, per_read, f->best_s / f->read_s);
-    if (isfinite(f->resolve_ms))
-        printf("warm re-solve: budget -10%% then +5%% %.2f ms each, one job's curve %.2f ms, "
-               "a job arriving %.2f ms, leaving %.2f ms (sorting the segments once: %.0f ms)\n",
-               f->resolve_ms, f->resolve_job_ms, f->arrive_ms, f->leave_ms, f->index_ms);
+           f->w.solve_ms, 1e3 * f->read_s, per_read, f->best_s / f->read_s);
+    if (isfinite(f->w.resolve_ms)) {
+        printf("warm re-solve: budget -10%% then +5%% %.2f ms each (through the keeper, as the "
+               "daemons: %.2f ms), one job's curve %.2f ms, a job arriving %.2f ms, leaving "
+               "%.2f ms\n",
+               f->w.resolve_ms, f->w.keep_ms, f->w.job_ms, f->w.arrive_ms, f->w.leave_ms);
+        printf("first budget change after a plan: %.2f ms (a new workspace's: %.2f ms); slowest "
+               "while the segments are sorted (one part a change): %.2f ms\n",
+               f->w.first_ms, f->w.first_new_ms, f->w.sort_max_ms);
+    }
     return PFI_EXIT_OK;
 }
 
@@ -277,22 +352,19 @@ static int bench_allocate(int argc, char **argv)
             best = t;
     }
     long rss1 = rss_kib();
-    double read_s = INFINITY, solve_ms = NAN, index_ms = NAN, resolve_ms = NAN,
-           resolve_job_ms = NAN, arrive_ms = NAN, leave_ms = NAN;
+    double read_s = INFINITY;
+    warm_figs W = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     for (int i = 0; i < reps; i++)
         read_s = fmin(read_s, read_once(&s));
-    if (policy == PFI_POLICY_ORACLE &&
-        bench_warm(&s, budget, &o, reps, &solve_ms, &index_ms, &resolve_ms, &resolve_job_ms,
-                   &arrive_ms, &leave_ms, &err)) {
+    if (policy == PFI_POLICY_ORACLE && bench_warm(&s, budget, &o, reps, &W, &err)) {
         pfi_alloc_result_free(&r);
         pfi_alloc_synth_free(&s);
         return pfi_cli_fail("bench", &err);
     }
-    if (!isfinite(solve_ms)) /* the simple policies: their own time */
-        solve_ms = 1e3 * best;
+    if (!isfinite(W.solve_ms)) /* the simple policies: their own time */
+        W.solve_ms = 1e3 * best;
     const alloc_figs F = {pfi_policy_name(policy), n, reps, gpus, cut, budget, best, rss0,
-                          rss_fleet, rss1, read_s, solve_ms, index_ms, resolve_ms,
-                          resolve_job_ms, arrive_ms, leave_ms};
+                          rss_fleet, rss1, read_s, W};
     rc = alloc_print(&F, &r, as_json);
     pfi_alloc_result_free(&r);
     pfi_alloc_synth_free(&s);

@@ -13,6 +13,9 @@
 #     slurm-88 takes it over (it was refused as busy: no SLA could be attached); a discovered
 #     job removed through the API is not registered again while it runs (it came back within a
 #     round).
+#  5. Slurm job 55's output file, asked of Slurm (its stdout is no file), is asked again after a
+#     slurmctld timeout (it was asked once a job: one timeout left it unmeasured for life), and
+#     the message keeps scontrol's failure beside squeue's.
 #  3. A process whose /proc/PID/fd cannot be read (another user's, and a daemon without
 #     CAP_SYS_PTRACE: here its directory is mode 000 and the daemon runs without
 #     CAP_DAC_OVERRIDE) is said to have no log, and why (it was silent).
@@ -40,7 +43,7 @@ head -c 32 /dev/urandom | base64 >"$dir/token"
 chmod 600 "$dir/token"
 mkdir -p "$dir/proc"
 # worker K of Slurm job JOB: a simulated job on GPU K, its process in the job's cgroup
-worker() { # K JOB
+worker() { # K JOB [STDOUT]
     "$PFI_BIN" sim job --job "$1" --log-format torchtitan >"$dir/w$1.log" 2>&1 &
     p=$!
     PIDS="$PIDS $p"
@@ -54,7 +57,7 @@ worker() { # K JOB
     printf 'python\000train.py\000--rank\000%s\000' "$1" >"$dir/proc/$p/cmdline"
     printf '%s (python) S 1 %s %s 0 -1 4194560\n' "$p" "$p" "$p" >"$dir/proc/$p/stat"
     : >"$dir/proc/$p/environ"
-    ln -s "$dir/w$1.log" "$dir/proc/$p/fd/1"
+    ln -s "${3:-$dir/w$1.log}" "$dir/proc/$p/fd/1"
 }
 stop_worker() { # K
     eval "p=\$W$1"
@@ -62,6 +65,22 @@ stop_worker() { # K
     wait "$p" 2>/dev/null
     rm -rf "$dir/proc/$p"
 }
+# Slurm's tools as the daemon runs them: scontrol times out the first time, then answers (the
+# layout of tests/fixtures/slurm/scontrol-22.05.txt); squeue always fails.
+mkdir -p "$dir/bin"
+fixture=$(cd "$(dirname "$0")" && pwd)/fixtures/slurm/scontrol-22.05.txt
+cat >"$dir/bin/scontrol" <<EOF
+#!/bin/sh
+[ "\$*" = "show job 55" ] || exit 1
+if [ ! -e "$dir/scontrol.once" ]; then
+    : >"$dir/scontrol.once"
+    echo "slurm_load_jobs error: Socket timed out on send/recv operation" >&2
+    exit 1
+fi
+sed -e 's|^JobId=5 |JobId=55 |' -e 's|StdOut=.*|StdOut=$dir/w2.log|' "$fixture"
+EOF
+printf '#!/bin/sh\nexit 1\n' >"$dir/bin/squeue"
+chmod 755 "$dir/bin/scontrol" "$dir/bin/squeue"
 # A daemon as root reads any mode-000 directory: it runs without CAP_DAC_OVERRIDE here.
 DROP=""
 if [ "$(id -u)" = 0 ]; then
@@ -69,7 +88,7 @@ if [ "$(id -u)" = 0 ]; then
     DROP="setpriv --inh-caps=-dac_override,-dac_read_search --bounding-set=-dac_override,-dac_read_search"
 fi
 # GPU 7 falls off the bus 4 s after the daemon starts: its processes cannot be listed again.
-PFI_FAKENVML_FAULTS="nvmlDeviceGetComputeRunningProcesses_v3@7=GPU_IS_LOST;at=4" \
+PATH="$dir/bin:$PATH" PFI_FAKENVML_FAULTS="nvmlDeviceGetComputeRunningProcesses_v3@7=GPU_IS_LOST;at=4" \
     $DROP "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
     --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
     --sample-interval 200ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
@@ -151,6 +170,19 @@ jobs_now | jq -e '[.[] | select(.id == "slurm-99")] | length == 0' >/dev/null ||
 grep -q "job slurm-99 was removed through the API: not registered again while its processes run" "$dir/serve.log" ||
     fail "the removal not said"
 stop_worker 3; stop_worker 4
+# job 55 on GPU 3, its stdout no file: its log is asked of Slurm, again after a failure
+worker 3 55 /dev/null
+i=0
+until grep -q "job_log: job slurm-55: no log from Slurm: scontrol failed (exit 1); squeue failed (exit 1) (asked again in 10 s)" "$dir/serve.log"; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "Slurm's failure not said with both tools: $(grep slurm-55 "$dir/serve.log")"
+    sleep 0.1
+done
+i=0
+until grep -q "job_log: job slurm-55: following $dir/w2.log, its output as Slurm states it" "$dir/serve.log"; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "Slurm not asked again: $(grep slurm-55 "$dir/serve.log")"
+    sleep 0.1
+done
+stop_worker 3
 # worker 6, in its own process group, with an fd directory the daemon cannot read
 worker 6 none
 chmod 000 "$dir/proc/$W6/fd"

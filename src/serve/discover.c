@@ -188,6 +188,34 @@ static int proc_alive(const char *proc_root, long pid)
     return stat(path, &sb) == 0;
 }
 
+/* Times Slurm is asked for a job's output file, and the waits before the second and later
+ * asks: one slurmctld timeout in a burst of job starts left the job unmeasured for its life. */
+#define SLURM_ASKS 4
+static const double slurm_wait_s[SLURM_ASKS - 1] = {10, 30, 60};
+
+static void ask_slurm(srv_node *n, srv_found *f, const char *job_id)
+{
+    double now = pfi_clock_mono();
+    if (f->slurm_asked >= SLURM_ASKS || now < f->slurm_next)
+        return;
+    f->slurm_asked++;
+    pfi_err e = {0};
+    if (pfi_srv_slurm_log(job_id, f->log, sizeof f->log, &e) == PFI_OK) {
+        pfi_srv_event_add(n, "job_log", "job %s: following %s, its output as Slurm states it",
+                          f->id, f->log);
+        return;
+    }
+    f->log[0] = '\0';
+    if (f->slurm_asked < SLURM_ASKS) {
+        f->slurm_next = now + slurm_wait_s[f->slurm_asked - 1];
+        pfi_srv_event_add(n, "job_log", "job %s: no log from Slurm: %s (asked again in %.0f s)",
+                          f->id, e.msg, slurm_wait_s[f->slurm_asked - 1]);
+    } else {
+        pfi_srv_event_add(n, "job_log", "job %s: no log from Slurm: %s (asked %d times: no more)",
+                          f->id, e.msg, SLURM_ASKS);
+    }
+}
+
 static void remember(srv_node *n, const round_job *r, int ours, const char *matched,
                      int has_log, int differ)
 {
@@ -220,6 +248,7 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
          * another file; the old step's stayed followed. */
         f->log[0] = '\0';
         f->pipe_asked = f->slurm_asked = 0;
+        f->slurm_next = 0;
         pfi_srv_logpick_init(&f->pick);
         f->pick_size[0] = f->pick_size[1] = -1;
     }
@@ -274,16 +303,9 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
                               "job %s: its %s is a pipe, and no process reading it writes a "
                               "file: no log", f->id, r->pj.pipe_fd == 2 ? "stderr" : "stdout");
     }
-    if (!f->log[0] && !has_log && !f->slurm_asked && n->cfg->slurm_log && !strcmp(r->pj.kind, "slurm") &&
-        !strncmp(r->pj.id, "slurm-", 6)) {
-        f->slurm_asked = 1;
-        pfi_err e = {0};
-        if (pfi_srv_slurm_log(r->pj.id + 6, f->log, sizeof f->log, &e) == PFI_OK)
-            pfi_srv_event_add(n, "job_log", "job %s: following %s, its output as Slurm states it",
-                              f->id, f->log);
-        else
-            pfi_srv_event_add(n, "job_log", "job %s: no log from Slurm: %s", f->id, e.msg);
-    }
+    if (!f->log[0] && !has_log && n->cfg->slurm_log && !strcmp(r->pj.kind, "slurm") &&
+        !strncmp(r->pj.id, "slurm-", 6))
+        ask_slurm(n, f, r->pj.id + 6);
 }
 
 /* Whether any of found job f's GPUs could not be listed this round: then it may still run. */

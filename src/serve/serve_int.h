@@ -221,7 +221,8 @@ typedef struct srv_found {
      * follows, from what each file's new lines show (looked at when its size changed). */
     srv_logpick pick;
     long long pick_size[2], pick_from[2];
-    int slurm_asked;      /* Slurm was asked for its output file (once a job) */
+    int slurm_asked;      /* times Slurm was asked for its output file (SLURM_ASKS at most) */
+    double slurm_next;    /* when it may be asked again (monotonic clock) */
     int pipe_asked;       /* its output pipe's reader was looked for (once a job) */
     int seen;             /* scratch of one discovery round */
     int gpus_differ;      /* matched to a registered job on other GPUs than its own: its log

@@ -156,10 +156,13 @@ int pfi_srv_slurm_log(const char *job_id, char *out, size_t cap, pfi_err *err)
 {
     char *text = NULL;
     char *sc[] = {"scontrol", "show", "job", (char *)job_id, NULL};
-    if (pfi_cmd_capture(sc, SLURM_TIMEOUT_S, SLURM_MAX_OUT, &text, err) == PFI_OK &&
-        pfi_slurm_stdout_scontrol(text, out, cap)) {
-        free(text);
-        return PFI_OK;
+    pfi_err se = {0};
+    if (pfi_cmd_capture(sc, SLURM_TIMEOUT_S, SLURM_MAX_OUT, &text, &se) == PFI_OK) {
+        if (pfi_slurm_stdout_scontrol(text, out, cap)) {
+            free(text);
+            return PFI_OK;
+        }
+        pfi_err_set(&se, PFI_EINVAL, "scontrol show job %s: no StdOut=", job_id);
     }
     free(text);
     text = NULL;
@@ -168,5 +171,7 @@ int pfi_srv_slurm_log(const char *job_id, char *out, size_t cap, pfi_err *err)
     if (rc == PFI_OK)
         rc = pfi_slurm_stdout_squeue(text, job_id, out, cap, err);
     free(text);
+    if (rc != PFI_OK) /* both said: scontrol's failure was lost behind squeue's */
+        pfi_err_prefix(err, "%s; ", se.msg);
     return rc;
 }

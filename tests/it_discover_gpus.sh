@@ -16,6 +16,8 @@
 #  5. Slurm job 55's output file, asked of Slurm (its stdout is no file), is asked again after a
 #     slurmctld timeout (it was asked once a job: one timeout left it unmeasured for life), and
 #     the message keeps scontrol's failure beside squeue's.
+#  6. A GPU process the daemon cannot see in /proc (a container's PID namespace, hidepid) is a
+#     job of its own, pid-P (its GPU was planned as idle, a running job sent to its minimum).
 #  3. A process whose /proc/PID/fd cannot be read (another user's, and a daemon without
 #     CAP_SYS_PTRACE: here its directory is mode 000 and the daemon runs without
 #     CAP_DAC_OVERRIDE) is said to have no log, and why (it was silent).
@@ -183,6 +185,15 @@ until grep -q "job_log: job slurm-55: following $dir/w2.log, its output as Slurm
     sleep 0.1
 done
 stop_worker 3
+# a process on GPU 3 with no /proc entry
+"$PFI_BIN" sim job --job 3 --log-format torchtitan >/dev/null 2>&1 &
+HID=$!
+PIDS="$PIDS $HID"
+wait_for ".jobs[] | select(.id == \"pid-$HID\") | .gpus == [3]" "a process not in /proc not planned as a job"
+grep -q "job_discovered: job pid-$HID (not in /proc, pid $HID) on 1 GPU(s): a GPU process the daemon cannot see" "$dir/serve.log" ||
+    fail "the unseen process not said: $(grep "pid-$HID" "$dir/serve.log")"
+kill "$HID"; wait "$HID" 2>/dev/null
+wait_for "[.jobs[] | select(.id == \"pid-$HID\")] | length == 0" "the unseen process's job not retired"
 # worker 6, in its own process group, with an fd directory the daemon cannot read
 worker 6 none
 chmod 000 "$dir/proc/$W6/fd"

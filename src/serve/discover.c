@@ -23,6 +23,29 @@ typedef struct round_job {
     int gpus[PFI_MAX_GPUS], n_gpus;
 } round_job;
 
+/* A GPU process whose pid is not in proc_root: ended between the two reads, or there all along
+ * where the daemon cannot see it (a container's PID namespace while NVML gives host pids,
+ * hidepid).  Seen the round before too, it is a job of its own, "pid-P" with no log: its GPUs
+ * were planned as idle, a running job sent to its minimum cap.  1 when pj is that job. */
+static int unmapped_job(srv_node *n, long pid, pfi_proc_job *pj)
+{
+    int seen = 0;
+    for (int k = 0; k < n->n_unmapped[1]; k++)
+        seen |= n->unmapped[1][k] == pid;
+    int have = 0;
+    for (int k = 0; k < n->n_unmapped[0]; k++)
+        have |= n->unmapped[0][k] == pid;
+    if (!have && n->n_unmapped[0] < SRV_MAX_JOBS)
+        n->unmapped[0][n->n_unmapped[0]++] = pid;
+    if (!seen)
+        return 0;
+    memset(pj, 0, sizeof *pj);
+    pj->pid = pid;
+    snprintf(pj->id, sizeof pj->id, "pid-%ld", pid);
+    snprintf(pj->kind, sizeof pj->kind, "not in /proc");
+    return 1;
+}
+
 /* Adds GPU i's processes to the round's jobs.  0 when the listing failed (then no job on it is
  * retired this round, said when it starts), -1 when the backend cannot list processes at all. */
 static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
@@ -49,7 +72,8 @@ static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
     n->list_failed[i] = 0;
     for (int k = 0; k < np && k < PFI_MAX_GPU_PROCS; k++) {
         pfi_proc_job pj;
-        if (pfi_proc_job_of(n->cfg->proc_root, p[k].pid, &pj, &e) != PFI_OK)
+        if (pfi_proc_job_of(n->cfg->proc_root, p[k].pid, &pj, &e) != PFI_OK &&
+            !unmapped_job(n, p[k].pid, &pj))
             continue; /* ended between the two reads */
         int f = 0;
         while (f < *nr && strcmp(rj[f].pj.id, pj.id) != 0)
@@ -113,10 +137,13 @@ static void register_job(srv_node *n, const round_job *r)
                       r->pj.pid, e.msg);
         return;
     }
-    pfi_srv_event_add(n, "job_discovered", "job %s (%s, pid %ld) on %d GPU(s)%s%s%s%s%s", r->pj.id,
+    int unseen = !strcmp(r->pj.kind, "not in /proc");
+    pfi_srv_event_add(n, "job_discovered", "job %s (%s, pid %ld) on %d GPU(s)%s%s%s%s%s%s", r->pj.id,
                   r->pj.kind, r->pj.pid, r->n_gpus, r->pj.log[0] ? ", log " : "", r->pj.log,
                   r->pj.err_log[0] ? " (stdout; stderr " : "", r->pj.err_log,
-                  r->pj.err_log[0] ? " too: the one that shows throughput is followed)" : "");
+                  r->pj.err_log[0] ? " too: the one that shows throughput is followed)" : "",
+                  unseen ? ": a GPU process the daemon cannot see (another PID namespace? "
+                           "hidepid?), planned as a job of its own, with no log" : "");
 }
 
 /* stdout and stderr are two different files ("> out.log 2> err.log"): which one is followed
@@ -402,6 +429,7 @@ void pfi_srv_discover(srv_node *n)
         return;
     static round_job rj[SRV_MAX_JOBS]; /* the control loop's alone */
     int nr = 0;
+    n->n_unmapped[0] = 0;
     for (int i = 0; i < n->n_gpus; i++) {
         if (list_gpu(n, i, rj, &nr) < 0) {
             n->discover_off = 1;
@@ -452,6 +480,8 @@ void pfi_srv_discover(srv_node *n)
         }
     }
     retire(n);
+    memcpy(n->unmapped[1], n->unmapped[0], sizeof n->unmapped[0]);
+    n->n_unmapped[1] = n->n_unmapped[0];
 }
 
 const char *pfi_srv_found_log(srv_node *n, const char *id)

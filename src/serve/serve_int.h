@@ -303,6 +303,10 @@ typedef struct srv_node {
     int discover_off;      /* the backend cannot list processes: said once, then off */
     unsigned char list_failed[PFI_MAX_GPUS]; /* its processes could not be listed last round
                                               * (said once, when it starts) */
+    /* GPU processes not in proc_root (another PID namespace, hidepid), this round and the last:
+     * one seen in both is a job of its own (discover.c) */
+    long unmapped[2][SRV_MAX_JOBS];
+    int n_unmapped[2];
     srv_follow follow[SRV_MAX_JOBS]; /* logs followed (follow.c); the control loop's alone */
     int n_follow;
 

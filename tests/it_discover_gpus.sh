@@ -18,6 +18,8 @@
 #     the message keeps scontrol's failure beside squeue's.
 #  6. A GPU process the daemon cannot see in /proc (a container's PID namespace, hidepid) is a
 #     job of its own, pid-P (its GPU was planned as idle, a running job sent to its minimum).
+#  7. Two trainings started from one script share a process group and write two files: one job,
+#     one log read, and that is said (the second log was ignored without a word).
 #  3. A process whose /proc/PID/fd cannot be read (another user's, and a daemon without
 #     CAP_SYS_PTRACE: here its directory is mode 000 and the daemon runs without
 #     CAP_DAC_OVERRIDE) is said to have no log, and why (it was silent).
@@ -45,7 +47,7 @@ head -c 32 /dev/urandom | base64 >"$dir/token"
 chmod 600 "$dir/token"
 mkdir -p "$dir/proc"
 # worker K of Slurm job JOB: a simulated job on GPU K, its process in the job's cgroup
-worker() { # K JOB [STDOUT]
+worker() { # K JOB [STDOUT [PGRP]]
     "$PFI_BIN" sim job --job "$1" --log-format torchtitan >"$dir/w$1.log" 2>&1 &
     p=$!
     PIDS="$PIDS $p"
@@ -57,7 +59,7 @@ worker() { # K JOB [STDOUT]
         printf '0::/system.slice/slurmstepd.scope/job_%s/step_0/user/task_%s\n' "$2" "$1" >"$dir/proc/$p/cgroup"
     fi
     printf 'python\000train.py\000--rank\000%s\000' "$1" >"$dir/proc/$p/cmdline"
-    printf '%s (python) S 1 %s %s 0 -1 4194560\n' "$p" "$p" "$p" >"$dir/proc/$p/stat"
+    printf '%s (python) S 1 %s %s 0 -1 4194560\n' "$p" "${4:-$p}" "${4:-$p}" >"$dir/proc/$p/stat"
     : >"$dir/proc/$p/environ"
     ln -s "${3:-$dir/w$1.log}" "$dir/proc/$p/fd/1"
 }
@@ -204,6 +206,15 @@ until grep -q "job_log: job pg-$W6: its stdout and stderr cannot be looked at in
 done
 chmod 755 "$dir/proc/$W6/fd"
 for k in 0 1 2 6; do stop_worker $k; done
+# two processes of process group 4000, each with its own stdout file
+worker 5 none "" 4000; worker 6 none "" 4000
+wait_for '.jobs[] | select(.id == "pg-4000") | .gpus == [5, 6]' "process group 4000 not one job"
+i=0
+until grep -q "job_log: job pg-4000: its processes write different files (pid $W5 $dir/w5.log, pid $W6 $dir/w6.log): only" "$dir/serve.log"; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "two logs in one process group not said: $(grep pg-4000 "$dir/serve.log")"
+    sleep 0.1
+done
+stop_worker 5; stop_worker 6
 # job 88, registered by the prolog, stays until its epilog removes it; the others are retired
 wait_for '[.jobs[] | .id] == ["88"]' "job 777 not retired"
 echo "it_discover_gpus: ok"

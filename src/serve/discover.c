@@ -21,6 +21,8 @@
 typedef struct round_job {
     pfi_proc_job pj;
     int gpus[PFI_MAX_GPUS], n_gpus;
+    long other_pid;                         /* a process of the job with another stdout file */
+    char other_log[PFI_SERVE_PATH_MAX];     /* that file ("" none) */
 } round_job;
 
 /* A GPU process whose pid is not in proc_root: ended between the two reads, or there all along
@@ -83,7 +85,12 @@ static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
                 continue;
             rj[f].pj = pj;
             rj[f].n_gpus = 0;
+            rj[f].other_log[0] = '\0';
             (*nr)++;
+        } else if (pj.log[0] && rj[f].pj.log[0] && strcmp(pj.log, rj[f].pj.log) &&
+                   !rj[f].other_log[0]) {
+            rj[f].other_pid = pj.pid;
+            snprintf(rj[f].other_log, sizeof rj[f].other_log, "%s", pj.log);
         }
         int have = 0;
         for (int g = 0; g < rj[f].n_gpus; g++)
@@ -307,6 +314,16 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
         pick_log(n, f, &r->pj);
     if (!f->log[0])
         snprintf(f->log, sizeof f->log, "%s", r->pj.log);
+    if (r->other_log[0] && !has_log && !f->logs_said) {
+        /* Two trainings started from one script share a process group: one job, one log read
+         * for both, its rate scaled by all their GPUs.  Not split: torchrun --log-dir gives one
+         * job's ranks a file each too. */
+        f->logs_said = 1;
+        pfi_srv_event_add(n, "job_log", "job %s: its processes write different files (pid %ld "
+                          "%s, pid %ld %s): only %s is followed; if they are two jobs, register "
+                          "them (pfi ctl job add ID --gpus L --log FILE)", f->id, r->pj.pid,
+                          r->pj.log, r->other_pid, r->other_log, f->log[0] ? f->log : r->pj.log);
+    }
     if (!f->log[0] && !has_log && r->pj.fd_errno && !f->fd_said) {
         /* Silent, every user's job went unmeasured under a unit without the capability. */
         f->fd_said = 1;

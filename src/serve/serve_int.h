@@ -229,6 +229,7 @@ typedef struct srv_found {
                            * is not that job's measure (said once in a job_matched event) */
     int fewer_rounds;     /* rounds in a row it ran on fewer GPUs than it is registered on */
     int fd_said;          /* that its stdout and stderr could not be looked at was said */
+    int logs_said;        /* that its processes write different stdout files was said */
     int dismissed;        /* registered by discovery, then removed through the API: not
                            * registered again while its processes run */
 } srv_found;

@@ -9,12 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "serve/serve.h"
 #include "util/budget.h"
 #include "util/http.h"
 #include "util/units.h"
+
+/* Where the packaged unit and the example serve.conf listen. */
+#define CTL_PACKAGED_SOCKET "/run/pfi/serve.sock"
 
 typedef struct ctl {
     const char *url, *socket, *token_file;
@@ -212,6 +216,25 @@ const char *const pfi_cli_actions_ctl[] = {"health",    "gpus",      "jobs",   "
                                            "events",    "decisions", "metrics", "budget",
                                            "job",       "heartbeat", "caps",   NULL};
 
+/* Where to ask: --url, --socket, $PFI_SERVE_URL, else the packaged daemon's socket when it
+ * exists, else the daemon's own default listen. */
+static void ctl_target(ctl *c)
+{
+    if (!c->url)
+        c->url = getenv("PFI_SERVE_URL");
+    struct stat sb;
+    if (!c->url && !c->socket)
+        c->url = stat(CTL_PACKAGED_SOCKET, &sb) == 0 && S_ISSOCK(sb.st_mode)
+                     ? "unix:" CTL_PACKAGED_SOCKET
+                     : "http://127.0.0.1:9455";
+    if (!c->url)
+        c->url = "http://127.0.0.1:9455";
+    if (!c->socket && !strncmp(c->url, "unix:", 5)) /* serve.conf's listen, the Slurm side's url */
+        c->socket = c->url + 5;
+    if (!c->token_file)
+        c->token_file = getenv("PFI_SERVE_TOKEN_FILE");
+}
+
 int pfi_cmd_ctl(int argc, char **argv)
 {
     ctl c = {0};
@@ -220,7 +243,8 @@ int pfi_cmd_ctl(int argc, char **argv)
     const char *sla = NULL;
     const pfi_opt opts[] = {
         {"url", PFI_OPT_STR, &c.url, "URL", "daemon address, http://HOST:PORT or unix:PATH "
-                                            "(default $PFI_SERVE_URL, else http://127.0.0.1:9455)"},
+                                            "(default $PFI_SERVE_URL, else unix:/run/pfi/serve.sock when that socket exists, else "
+                                            "http://127.0.0.1:9455)"},
         {"socket", PFI_OPT_STR, &c.socket, "PATH", "talk over the daemon's Unix socket"},
         {"token-file", PFI_OPT_STR, &c.token_file, "FILE",
          "bearer token, sent on every request: needed for changes, and for reads where read auth "
@@ -262,14 +286,7 @@ int pfi_cmd_ctl(int argc, char **argv)
     pfi_err e = {0};
     if (sla && pfi_parse_slowdown(sla, &a.sla, &e) != PFI_OK)
         return usage_error(e.msg);
-    if (!c.url)
-        c.url = getenv("PFI_SERVE_URL");
-    if (!c.url)
-        c.url = "http://127.0.0.1:9455";
-    if (!c.socket && !strncmp(c.url, "unix:", 5)) /* serve.conf's listen, the Slurm side's url */
-        c.socket = c.url + 5;
-    if (!c.token_file)
-        c.token_file = getenv("PFI_SERVE_TOKEN_FILE");
+    ctl_target(&c);
     if (npos < 1)
         return usage_error("missing command");
     const char *cmd = pos[0];

@@ -20,6 +20,7 @@
 #     job of its own, pid-P (its GPU was planned as idle, a running job sent to its minimum).
 #  7. Two trainings started from one script share a process group and write two files: one job,
 #     one log read, and that is said (the second log was ignored without a word).
+#  8. A job discovery registered, reloaded by a restart, is retired when its processes end.
 #  3. A process whose /proc/PID/fd cannot be read (another user's, and a daemon without
 #     CAP_SYS_PTRACE: here its directory is mode 000 and the daemon runs without
 #     CAP_DAC_OVERRIDE) is said to have no log, and why (it was silent).
@@ -92,20 +93,24 @@ if [ "$(id -u)" = 0 ]; then
     DROP="setpriv --inh-caps=-dac_override,-dac_read_search --bounding-set=-dac_override,-dac_read_search"
 fi
 # GPU 7 falls off the bus 4 s after the daemon starts: its processes cannot be listed again.
-PATH="$dir/bin:$PATH" PFI_FAKENVML_FAULTS="nvmlDeviceGetComputeRunningProcesses_v3@7=GPU_IS_LOST;at=4" \
-    $DROP "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
-    --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
-    --sample-interval 200ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
-    --set min_change_interval=1s >"$dir/serve.log" 2>&1 &
-SERVE=$!
-PIDS="$PIDS $SERVE"
-i=0
-while [ ! -s "$dir/port" ]; do
-    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
-    sleep 0.05
-done
-U="http://$(cat "$dir/port")"
+start_serve() { # FAULTS
+    rm -f "$dir/port"
+    PATH="$dir/bin:$PATH" PFI_FAKENVML_FAULTS="$1" \
+        $DROP "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML" --listen 127.0.0.1:0 \
+        --port-file "$dir/port" --token-file "$dir/token" --db "$dir/serve.db" \
+        --sample-interval 200ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
+        --set min_change_interval=1s >>"$dir/serve.log" 2>&1 &
+    SERVE=$!
+    PIDS="$PIDS $SERVE"
+    i=0
+    while [ ! -s "$dir/port" ]; do
+        kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
+        i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
+        sleep 0.05
+    done
+    U="http://$(cat "$dir/port")"
+}
+start_serve "nvmlDeviceGetComputeRunningProcesses_v3@7=GPU_IS_LOST;at=4"
 jobs_now() { curl -sf "$U/v1/jobs" | jq -c '[.jobs[] | {id, gpus}] | sort_by(.id)'; }
 wait_for() { # jq-test description
     i=0
@@ -205,6 +210,12 @@ until grep -q "job_log: job pg-$W6: its stdout and stderr cannot be looked at in
     sleep 0.1
 done
 chmod 755 "$dir/proc/$W6/fd"
+# the daemon restarts while job 777 runs: the discovered job it reloads is still its own, and
+# is retired when its processes end (it was taken for a registered one and never retired)
+kill "$SERVE"; wait "$SERVE" 2>/dev/null
+start_serve ""
+sleep 1
+wait_for '.jobs[] | select(.id == "slurm-777") | .gpus == [0, 1, 2]' "job 777 not back after the restart"
 for k in 0 1 2 6; do stop_worker $k; done
 # two processes of process group 4000, each with its own stdout file
 worker 5 none "" 4000; worker 6 none "" 4000

@@ -427,6 +427,12 @@ static void follow_gpus(srv_node *n, srv_found *f, round_job *r)
         memcpy(now, r->gpus, sizeof *now * (size_t)nn);
     }
     f->fewer_rounds = 0;
+    for (int a = 1; a < nn; a++) /* in index order, as a round lists them */
+        for (int b = a; b > 0 && now[b] < now[b - 1]; b--) {
+            int t = now[b];
+            now[b] = now[b - 1];
+            now[b - 1] = t;
+        }
     char was[160], is[160];
     gpu_list(held.gpus, held.n_gpus, was, sizeof was);
     gpu_list(now, nn, is, sizeof is);
@@ -478,13 +484,16 @@ void pfi_srv_discover(srv_node *n)
                               "registered again while its processes run", known->id);
             continue;
         }
-        if (known && known->registered_by_us && j >= 0 && strcmp(matched, known->id) == 0 &&
-            by_discovery) {
-            if (differ)
-                follow_gpus(n, known, &rj[r]);
-            else
-                known->fewer_rounds = 0;
+        /* Its own registration, or one a restart reloaded (source discovered): it was taken for
+         * the plugin's, and never retired when its processes ended. */
+        if ((!known || known->registered_by_us) && j >= 0 && by_discovery &&
+            strcmp(matched, rj[r].pj.id) == 0) {
             remember(n, &rj[r], 1, NULL, has_log, 0);
+            srv_found *f = found_by_id(n, rj[r].pj.id);
+            if (f && differ)
+                follow_gpus(n, f, &rj[r]);
+            else if (f)
+                f->fewer_rounds = 0;
         } else if (j >= 0) {
             remember(n, &rj[r], 0, matched, has_log, differ);
         } else {

@@ -20,7 +20,8 @@
 #     job of its own, pid-P (its GPU was planned as idle, a running job sent to its minimum).
 #  7. Two trainings started from one script share a process group and write two files: one job,
 #     one log read, and that is said (the second log was ignored without a word).
-#  8. A job discovery registered, reloaded by a restart, is retired when its processes end.
+#  8. A job discovery registered, reloaded by a restart, is retired when its processes end, and
+#     at the start when they ended while the daemon was down.
 #  3. A process whose /proc/PID/fd cannot be read (another user's, and a daemon without
 #     CAP_SYS_PTRACE: here its directory is mode 000 and the daemon runs without
 #     CAP_DAC_OVERRIDE) is said to have no log, and why (it was silent).
@@ -138,6 +139,13 @@ while :; do
     sleep 0.1
 done
 "$PFI_BIN" ctl --url "$U" --token-file "$dir/token" budget set 60% >/dev/null || fail "budget set"
+# a registration naming one GPU of the running job is not that job: refused as busy (taken
+# over, the job's other GPUs went to the idle minimum while it trained on them)
+code=$(curl -s -o "$dir/reg.out" -w '%{http_code}' -H "Authorization: Bearer $(cat "$dir/token")" \
+    -X POST -d '{"id":"x1","gpus":[1]}' "$U/v1/jobs")
+[ "$code" = 409 ] || fail "a registration on one GPU of job 777: HTTP $code $(cat "$dir/reg.out")"
+jobs_now | jq -e '[.[] | select(.id == "slurm-777")] == [{"id": "slurm-777", "gpus": [0, 1, 2, 3]}]' >/dev/null ||
+    fail "job 777 changed by a refused registration: $(jobs_now)"
 caps=$(curl -sf "$U/v1/gpus" | jq -c '[.gpus[0:4][] | .limit_w] | unique')
 [ "$(echo "$caps" | jq 'length')" = 1 ] || fail "job 777's GPUs under one budget have caps $caps"
 # a worker ends: its GPU is given back after a few rounds
@@ -179,6 +187,12 @@ jobs_now | jq -e '[.[] | select(.id == "slurm-99")] | length == 0' >/dev/null ||
 grep -q "job slurm-99 was removed through the API: not registered again while its processes run" "$dir/serve.log" ||
     fail "the removal not said"
 stop_worker 3; stop_worker 4
+# a worker of job 777 on GPU 4, which job 88 holds: said once, not every round
+worker 4 777
+sleep 1.5
+n=$(grep -c "discovery_error: job slurm-777 runs on GPUs .*not changed: GPU 4 already belongs to job 88" "$dir/serve.log")
+[ "$n" = 1 ] || fail "a GPU set that cannot follow its processes said $n times"
+stop_worker 4
 # job 55 on GPU 3, its stdout no file: its log is asked of Slurm, again after a failure
 worker 3 55 /dev/null
 i=0
@@ -212,8 +226,14 @@ done
 chmod 755 "$dir/proc/$W6/fd"
 # the daemon restarts while job 777 runs: the discovered job it reloads is still its own, and
 # is retired when its processes end (it was taken for a registered one and never retired)
+# and job 66, discovered, ends while the daemon is down: it is retired at the start (it stayed
+# planned for good, and the next job on its GPU was taken for it)
+worker 5 66
+wait_for '.jobs[] | select(.id == "slurm-66") | .gpus == [5]' "job 66 not discovered"
 kill "$SERVE"; wait "$SERVE" 2>/dev/null
+stop_worker 5
 start_serve ""
+wait_for '[.jobs[] | select(.id == "slurm-66")] | length == 0' "job 66, ended while the daemon was down, not retired"
 sleep 1
 wait_for '.jobs[] | select(.id == "slurm-777") | .gpus == [0, 1, 2]' "job 777 not back after the restart"
 for k in 0 1 2 6; do stop_worker $k; done

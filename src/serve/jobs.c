@@ -211,18 +211,23 @@ void pfi_srv_sla_seen_load(pfi_audit *a, const char *id, pfi_alloc_seen *l)
 }
 
 /* Whether candidate o is a job discovery registered that registration j is: the same id (or
- * "slurm-N" for "N"), or on one of its GPUs. */
+ * "slurm-N" for "N"), or on all its GPUs.  One GPU of a running 4-GPU job is not the job: taken
+ * over, its other three GPUs went to the idle minimum while it trained on them (refused as
+ * busy, as before). */
 static int takes_over(const srv_job *j, const srv_job *o)
 {
     if (!o->discovered || j->discovered)
         return 0;
     if (!strcmp(o->id, j->id) || (!strncmp(o->id, "slurm-", 6) && !strcmp(o->id + 6, j->id)))
         return 1;
-    for (int k = 0; k < j->n_gpus; k++)
-        for (int q = 0; q < o->n_gpus; q++)
-            if (o->gpus[q] == j->gpus[k])
-                return 1;
-    return 0;
+    for (int q = 0; q < o->n_gpus; q++) {
+        int in = 0;
+        for (int k = 0; k < j->n_gpus; k++)
+            in |= o->gpus[q] == j->gpus[k];
+        if (!in)
+            return 0;
+    }
+    return 1;
 }
 
 /* A registration by the plugin or the API takes over the jobs discovery registered for it

@@ -5,16 +5,18 @@
 # new file, as tail -F does, and let go of the old one.  It kept reading the renamed file, which
 # no longer grows: the job's rate stayed at its last value for good, and the deleted file's
 # space stayed held.  A job registered with --log on the simulator; a writer appends a
-# torchtitan line every 0.1 s (tokens/s per GPU, 2 GPUs).
+# torchtitan line every 0.1 s (tokens/s per GPU, 2 GPUs).  A second job writes through the
+# descriptor it opened once (`> train.log`): logrotate's create leaves it writing to the renamed
+# file (copytruncate is for such jobs), which must go on being read, not the new, empty one.
 set -u
 fail() { echo "it_follow_rotate: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_follow_rotate: PFI_BIN is not set"; exit 1; }
 command -v curl >/dev/null && command -v jq >/dev/null && command -v gzip >/dev/null ||
     { echo "it_follow_rotate: needs curl, jq and gzip"; exit 77; }
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_follow_rotate.XXXXXX") || exit 1
-SERVE="" WRITER=""
+SERVE="" WRITER="" WRITER2=""
 cleanup() {
-    for p in $SERVE $WRITER; do kill -9 "$p" 2>/dev/null; done
+    for p in $SERVE $WRITER $WRITER2; do kill -9 "$p" 2>/dev/null; done
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -35,6 +37,18 @@ done
 EOF
 sh "$dir/writer.sh" "$dir" &
 WRITER=$!
+echo 1,000 >"$dir/tps2"
+cat >"$dir/writer2.sh" <<'EOF'
+exec >"$1/held.log"
+i=0
+while :; do
+    i=$((i + 1))
+    printf '[rank0]:[titan] 2026-12-03 18:00:00,000 - root - INFO - step: %d  loss:  3.00000  memory: 60.00GiB(42.55%%)  tps: %s  tflops: 0.00  mfu: 0.00%%\n' "$i" "$(cat "$1/tps2")"
+    sleep 0.1
+done
+EOF
+sh "$dir/writer2.sh" "$dir" &
+WRITER2=$!
 "$PFI_BIN" serve --backend sim --listen 127.0.0.1:0 --port-file "$dir/port" --token-file "$dir/token" \
     --db "$dir/serve.db" --sample-interval 200ms --set discover=no >"$dir/serve.log" 2>&1 &
 SERVE=$!
@@ -47,18 +61,25 @@ done
 U="http://$(cat "$dir/port")"
 "$PFI_BIN" ctl --url "$U" --token-file "$dir/token" job add j1 --gpus 0,1 --log "$dir/run.log" >/dev/null ||
     fail "job add"
-observed_is() { # tokens/s description
+"$PFI_BIN" ctl --url "$U" --token-file "$dir/token" job add j2 --gpus 2,3 --log "$dir/held.log" >/dev/null ||
+    fail "job add j2"
+observed_is() { # job tokens/s description
     i=0
-    until [ "$(curl -sf "$U/v1/jobs" | jq '.jobs[0].observed_tokens_per_s')" = "$1" ]; do
-        i=$((i + 1)); [ $i -gt 100 ] && fail "$2: $(curl -sf "$U/v1/jobs" | jq -c '.jobs[0] | {observed_tokens_per_s, observed_age_s}')"
+    until [ "$(curl -sf "$U/v1/jobs" | jq ".jobs[] | select(.id == \"$1\") | .observed_tokens_per_s")" = "$2" ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "$3: $(curl -sf "$U/v1/jobs" | jq -c ".jobs[] | select(.id == \"$1\") | {observed_tokens_per_s, observed_age_s}")"
         sleep 0.1
     done
 }
-observed_is 2000 "before the rotation"
+observed_is j1 2000 "before the rotation"
+observed_is j2 2000 "j2 before the rotation"
+mv "$dir/held.log" "$dir/held.log.1"
+: >"$dir/held.log"
+echo 3,000 >"$dir/tps2"
+observed_is j2 6000 "a job writing through its old descriptor not read after the rotation"
 mv "$dir/run.log" "$dir/run.log.1"
 gzip "$dir/run.log.1"
 echo 3,000 >"$dir/tps"
-observed_is 6000 "the new run.log (after a rotation by rename) not followed"
+observed_is j1 6000 "the new run.log (after a rotation by rename) not followed"
 grep -q "job_log: job j1: $dir/run.log names a new file (the log was rotated)" "$dir/serve.log" ||
     fail "the rotation not said: $(grep job_log "$dir/serve.log")"
 # the old file, renamed and deleted by gzip, is not held open

@@ -97,13 +97,16 @@ static int open_log(const char *path, int *why)
 }
 
 /* A log rotated by rename (logrotate's create, Python's RotatingFileHandler): the path now
- * names another file.  Read to its end, the old one is closed and the path followed again
- * from the start of the new one, as tail -F does: the job stayed measured by the renamed file,
- * which no longer grows, and its space was held while it was open. */
-static void follow_rename(srv_follow *f, const struct stat *held)
+ * names another file.  Once the old one, read to its end, no longer grows and the new one has
+ * lines, the old one is closed and the path followed from the start of the new one: the job
+ * stayed measured by the renamed file, which no longer grew, and its space was held while it
+ * was open.  A job still writing through its old descriptor (`> train.log` under logrotate's
+ * create, which needs copytruncate) goes on being read there. */
+static void follow_rename(srv_follow *f, const struct stat *held, long long got)
 {
     struct stat now;
-    if (stat(f->path, &now) != 0 || (now.st_dev == held->st_dev && now.st_ino == held->st_ino))
+    if (got > 0 || stat(f->path, &now) != 0 || now.st_size == 0 ||
+        (now.st_dev == held->st_dev && now.st_ino == held->st_ino))
         return;
     int why = 0, fd = open_log(f->path, &why);
     if (fd < 0)
@@ -130,6 +133,7 @@ static int read_new(srv_follow *f, double now)
     feed_ctx c = {f, now, f->live, 0};
     char buf[65536];
     ssize_t k = 0;
+    long long off0 = f->off;
     /* At most SRV_LOG_READ_MAX a tick: a backlog of gigabytes (or a sparse file) is read over
      * several ticks, not while every ramp step, grid event and watchdog waits.  The backlog
      * (all there is until the first read that reaches the end) is parsed for facts only. */
@@ -143,7 +147,7 @@ static int read_new(srv_follow *f, double now)
     if (k <= 0) {
         f->live = 1;
         if (held)
-            follow_rename(f, &sb);
+            follow_rename(f, &sb, f->off - off0);
     }
     return c.got > 0;
 }

@@ -384,6 +384,28 @@ static void retire(srv_node *n)
     }
 }
 
+/* Jobs discovery registered that a restart reloaded and no round has seen (their processes
+ * ended while the daemon was down) are discovery's to retire: they stayed planned for good,
+ * and the next job on their GPUs was taken for them. */
+static void adopt_reloaded(srv_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    for (int j = 0; j < n->n_jobs && n->n_found < SRV_MAX_JOBS; j++) {
+        const srv_job *jb = &n->jobs[j];
+        if (!jb->discovered || found_by_id(n, jb->id))
+            continue;
+        srv_found *f = &n->found[n->n_found++];
+        memset(f, 0, sizeof *f);
+        pfi_srv_logpick_init(&f->pick);
+        f->pick_size[0] = f->pick_size[1] = -1;
+        snprintf(f->id, sizeof f->id, "%s", jb->id);
+        f->registered_by_us = 1;
+        memcpy(f->gpus, jb->gpus, sizeof f->gpus);
+        f->n_gpus = jb->n_gpus;
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
 /* Rounds a job discovery registered must run on fewer GPUs before they are given back: a worker
  * restarting, or one listing that missed it, is not the job shrinking. */
 #define FEWER_ROUNDS 3
@@ -438,10 +460,13 @@ static void follow_gpus(srv_node *n, srv_found *f, round_job *r)
     gpu_list(now, nn, is, sizeof is);
     pfi_err e = {0};
     if (pfi_srv_job_set_gpus(n, f->id, now, nn, &e) != PFI_OK) {
-        pfi_srv_event_add(n, "discovery_error", "job %s runs on GPUs %s, holds %s: not changed: %s",
-                          f->id, is, was, e.msg);
+        if (!f->gpus_refused_said) /* every round else, a line a second for as long as it runs */
+            pfi_srv_event_add(n, "discovery_error", "job %s runs on GPUs %s, holds %s: not "
+                              "changed: %s", f->id, is, was, e.msg);
+        f->gpus_refused_said = 1;
         return;
     }
+    f->gpus_refused_said = 0;
     pfi_srv_event_add(n, "job_gpus_changed", "job %s (pid %ld) now on GPUs %s (was %s): what was "
                       "measured of it before is forgotten", f->id, r->pj.pid, is, was);
 }
@@ -505,6 +530,7 @@ void pfi_srv_discover(srv_node *n)
                 remember(n, &rj[r], 1, NULL, 0, 0);
         }
     }
+    adopt_reloaded(n);
     retire(n);
     memcpy(n->unmapped[1], n->unmapped[0], sizeof n->unmapped[0]);
     n->n_unmapped[1] = n->n_unmapped[0];

@@ -230,6 +230,7 @@ typedef struct srv_found {
     int fewer_rounds;     /* rounds in a row it ran on fewer GPUs than it is registered on */
     int fd_said;          /* that its stdout and stderr could not be looked at was said */
     int logs_said;        /* that its processes write different stdout files was said */
+    int gpus_refused_said; /* that its GPU set could not follow its processes was said */
     int dismissed;        /* registered by discovery, then removed through the API: not
                            * registered again while its processes run */
 } srv_found;

@@ -122,7 +122,7 @@ wait_for() { # jq-test description
 }
 
 worker 0 777
-wait_for '[.jobs[] | select(.id == "slurm-777")] | length == 1' "job 777 not discovered"
+wait_for '[.jobs[] | select(.id == "slurm-777" and .discovered)] | length == 1' "job 777 not discovered"
 sleep 0.6
 worker 1 777; worker 2 777; worker 3 777
 wait_for '.jobs[] | select(.id == "slurm-777") | .gpus == [0, 1, 2, 3]' \
@@ -172,7 +172,8 @@ code=$(curl -s -o "$dir/reg.out" -w '%{http_code}' -H "$T" -X POST -d '{"id":"88
 [ "$code" = 201 ] || fail "the prolog's registration of job 88 after discovery: HTTP $code $(cat "$dir/reg.out")"
 jobs_now | jq -e '[.[] | select(.id == "88" or .id == "slurm-88")] == [{"id": "88", "gpus": [4]}]' >/dev/null ||
     fail "job 88 not taken over: $(jobs_now)"
-curl -sf "$U/v1/jobs" | jq -e '.jobs[] | select(.id == "88") | .sla == 0.1' >/dev/null || fail "job 88's SLA"
+curl -sf "$U/v1/jobs" | jq -e '.jobs[] | select(.id == "88") | .sla == 0.1 and (.discovered | not)' >/dev/null ||
+    fail "job 88's SLA, or shown as discovered"
 grep -q "job_matched: job 88 takes over job slurm-88, which discovery had registered" "$dir/serve.log" ||
     fail "the take-over not said"
 sleep 1

@@ -398,7 +398,7 @@ static void adopt_reloaded(srv_node *n)
         memset(f, 0, sizeof *f);
         pfi_srv_logpick_init(&f->pick);
         f->pick_size[0] = f->pick_size[1] = -1;
-        snprintf(f->id, sizeof f->id, "%s", jb->id);
+        memcpy(f->id, jb->id, sizeof f->id); /* both SRV_ID_MAX, NUL-terminated */
         f->registered_by_us = 1;
         memcpy(f->gpus, jb->gpus, sizeof f->gpus);
         f->n_gpus = jb->n_gpus;

@@ -31,8 +31,6 @@ chmod 600 "$dir/token"
 
 "$PFI_BIN" sim job --job 0 --log-format deepspeed >"$dir/job0.log" 2>&1 &
 J0=$!
-"$PFI_BIN" sim job --job 1 --log-format torchtitan >"$dir/job1.log" 2>&1 &
-J1=$!
 mkproc() { # pid cgroup-line job
     mkdir -p "$dir/proc/$1/fd"
     printf '%s\n' "$2" >"$dir/proc/$1/cgroup"
@@ -62,6 +60,10 @@ events() { curl -sf --max-time 5 "$URL/v1/events?limit=500"; }
 # Registered with GPU 4 only (its own registration, say a prolog that lists one GPU); its process
 # then shows up in /proc on GPUs 4 and 5.
 curl -sf -X POST -H "$AUTH" -d '{"id":"reg","gpus":[4]}' "$URL/v1/jobs" >/dev/null || fail "register reg"
+# Started only now, as a prolog registers before the job runs: a GPU process two discovery
+# rounds without its /proc entry would be a job of its own (pid-P) holding GPUs 4-5.
+"$PFI_BIN" sim job --job 1 --log-format torchtitan >"$dir/job1.log" 2>&1 &
+J1=$!
 mkproc "$J1" "0::/system.slice/slurmstepd.scope/job_5252/step_0/user/task_0" 1
 ln -s "$dir/job1.log" "$dir/proc/$J1/fd/1"
 i=0
@@ -85,8 +87,8 @@ jobs_json | jq -e '.jobs[] | select(.id == "reg") | .log_followed == null and (.
     fail "reg is measured from the log of a process on other GPUs: $(jobs_json | jq -c '.jobs[] | select(.id == "reg")')"
 n=$(events | jq '[.events[] | select(.kind == "curve_point")] | length')
 [ "$n" = 0 ] || fail "$n curve points taken: $(events | jq -c '[.events[] | select(.kind == "curve_point")]')"
-# (J1 ran on its GPUs before its /proc entry was made: a job of its own, pid-J1, until then,
-# which reg's registration took over; those events are not the two counted here.)
+# (Were J1 seen on its GPUs two rounds before its /proc entry is made, it would be a job of its
+# own, pid-J1, until then; those events are not the two counted here.)
 n=$(events | jq '[.events[] | select((.kind == "job_matched" and (.message | test("^job (pid-[0-9]+ |reg takes over)") | not)) or (.kind == "job_log" and (.message | contains("samples/s"))))] | length')
 [ "$n" = 2 ] || fail "the two events are not said once each ($n)"
 jobs_json | jq -e '.jobs[] | select(.id == "slurm-5151") | .curve_source != "observed"' >/dev/null ||

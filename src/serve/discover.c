@@ -199,21 +199,6 @@ static void gpu_list(const int *g, int n, char *out, size_t size)
     }
 }
 
-/* The same GPU set (a round's GPUs are listed in index order, a job's as registered). */
-static int same_gpus(const round_job *r, const srv_job *j)
-{
-    if (r->n_gpus != j->n_gpus)
-        return 0;
-    for (int a = 0; a < r->n_gpus; a++) {
-        int in = 0;
-        for (int b = 0; b < j->n_gpus; b++)
-            in |= r->gpus[a] == j->gpus[b];
-        if (!in)
-            return 0;
-    }
-    return 1;
-}
-
 static int proc_alive(const char *proc_root, long pid)
 {
     char path[PFI_SERVE_PATH_MAX + 32];
@@ -492,7 +477,8 @@ void pfi_srv_discover(srv_node *n)
         int j = registered_match(n, &rj[r]);
         char matched[SRV_ID_MAX] = "";
         int has_log = j >= 0 && n->jobs[j].log[0];
-        int differ = j >= 0 && !same_gpus(&rj[r], &n->jobs[j]);
+        int differ = j >= 0 && !pfi_srv_same_gpus(rj[r].gpus, rj[r].n_gpus, n->jobs[j].gpus,
+                                                  n->jobs[j].n_gpus);
         int by_discovery = j >= 0 && n->jobs[j].discovered;
         if (j >= 0)
             snprintf(matched, sizeof matched, "%s", n->jobs[j].id);

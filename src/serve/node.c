@@ -93,6 +93,22 @@ int pfi_srv_find_job(const srv_job *jobs, int nj, const char *id)
     return -1;
 }
 
+/* The same GPUs, in any order (discovery lists a round's in index order, a job keeps them as
+ * registered). */
+int pfi_srv_same_gpus(const int *a, int na, const int *b, int nb)
+{
+    if (na != nb)
+        return 0;
+    for (int k = 0; k < na; k++) {
+        int in = 0;
+        for (int q = 0; q < nb; q++)
+            in |= a[k] == b[q];
+        if (!in)
+            return 0;
+    }
+    return 1;
+}
+
 static double counted_w(const pfi_device *d)
 {
     double v = d->limit_w;
@@ -210,21 +226,6 @@ static void report_read_only(const srv_node *n, const srv_plan *plan, const pfi_
     rep->sum_after_w = rep->peak_w = rep->sum_before_w;
 }
 
-/* The same GPUs, in any order. */
-static int same_gpu_set(const srv_job *a, const srv_job *b)
-{
-    if (a->n_gpus != b->n_gpus)
-        return 0;
-    for (int k = 0; k < a->n_gpus; k++) {
-        int in = 0;
-        for (int q = 0; q < b->n_gpus; q++)
-            in |= a->gpus[k] == b->gpus[q];
-        if (!in)
-            return 0;
-    }
-    return 1;
-}
-
 /* The caller's candidate becomes the state, but what other threads update meanwhile (observed
  * throughput, baseline telemetry) is kept, for a job still on the same GPUs: measured on
  * others, it is not this job's any more (pfi_srv_job_set_gpus). */
@@ -233,7 +234,8 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_cand; j++) {
         int old = pfi_srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
-        if (old >= 0 && same_gpu_set(&n->cand[j], &n->jobs[old])) {
+        const srv_job *c = &n->cand[j], *o = old >= 0 ? &n->jobs[old] : NULL;
+        if (o && pfi_srv_same_gpus(c->gpus, c->n_gpus, o->gpus, o->n_gpus)) {
             n->cand[j].base = n->jobs[old].base;
             n->cand[j].observed_tps = n->jobs[old].observed_tps;
             n->cand[j].observed_wall = n->jobs[old].observed_wall;

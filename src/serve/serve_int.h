@@ -355,6 +355,7 @@ const char *pfi_srv_mode_name(int mode); /* "local", "external", "safe" */
  * (each holding decide_mu from reading the state to the commit), node.c's pfi_srv_decide has
  * plan.c compute the caps, hw/'s pfi_hw_apply apply them and audit.c record them. */
 int pfi_srv_find_job(const srv_job *jobs, int nj, const char *id);
+int pfi_srv_same_gpus(const int *a, int na, const int *b, int nb);
 double pfi_srv_current_budget(srv_node *n);
 int pfi_srv_current_mode(srv_node *n, const double **ext);
 /* Plans n->cand under budget_w (mode local/safe) or applies ext (external), applies, audits

@@ -15,6 +15,7 @@
 # from then on; later they move to its stdout, which is then followed.
 set -u
 fail() { echo "it_discover: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
+. "$(dirname "$0")/support/wait_listening.sh"
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_discover: PFI_BIN is not set"; exit 1; }
 [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "it_discover: PFI_FAKENVML is not built"; exit 77; }
 command -v curl >/dev/null && command -v jq >/dev/null || { echo "it_discover: needs curl and jq"; exit 77; }
@@ -73,12 +74,7 @@ PATH="$dir/bin:$PATH" "$PFI_BIN" serve --backend nvml --nvml-lib "$PFI_FAKENVML"
     --sample-interval 100ms --set proc_root="$dir/proc" --set reoptimize_interval=1s \
     --set min_change_interval=1s --set log_switch_after=1s >"$dir/serve.log" 2>&1 &
 SERVE=$!
-i=0
-while [ ! -s "$dir/port" ]; do
-    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
-    sleep 0.05
-done
+wait_listening "$SERVE" "$dir/port" "pfi serve"
 URL="http://$(cat "$dir/port")"
 jobs_json() { curl -sf --max-time 5 "$URL/v1/jobs"; }
 

@@ -27,6 +27,7 @@
 #     CAP_DAC_OVERRIDE) is said to have no log, and why (it was silent).
 set -u
 fail() { echo "it_discover_gpus: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 25 "$dir/serve.log"; exit 1; }
+. "$(dirname "$0")/support/wait_listening.sh"
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_discover_gpus: PFI_BIN is not set"; exit 1; }
 [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "it_discover_gpus: PFI_FAKENVML is not built"; exit 77; }
 command -v curl >/dev/null && command -v jq >/dev/null || { echo "it_discover_gpus: needs curl and jq"; exit 77; }
@@ -103,12 +104,7 @@ start_serve() { # FAULTS
         --set min_change_interval=1s >>"$dir/serve.log" 2>&1 &
     SERVE=$!
     PIDS="$PIDS $SERVE"
-    i=0
-    while [ ! -s "$dir/port" ]; do
-        kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-        i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
-        sleep 0.05
-    done
+    wait_listening "$SERVE" "$dir/port" "pfi serve"
     U="http://$(cat "$dir/port")"
 }
 start_serve "nvmlDeviceGetComputeRunningProcesses_v3@7=GPU_IS_LOST;at=4"

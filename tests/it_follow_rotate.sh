@@ -10,6 +10,7 @@
 # file (copytruncate is for such jobs), which must go on being read, not the new, empty one.
 set -u
 fail() { echo "it_follow_rotate: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
+. "$(dirname "$0")/support/wait_listening.sh"
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_follow_rotate: PFI_BIN is not set"; exit 1; }
 command -v curl >/dev/null && command -v jq >/dev/null && command -v gzip >/dev/null ||
     { echo "it_follow_rotate: needs curl, jq and gzip"; exit 77; }
@@ -52,12 +53,7 @@ WRITER2=$!
 "$PFI_BIN" serve --backend sim --listen 127.0.0.1:0 --port-file "$dir/port" --token-file "$dir/token" \
     --db "$dir/serve.db" --sample-interval 200ms --set discover=no >"$dir/serve.log" 2>&1 &
 SERVE=$!
-i=0
-while [ ! -s "$dir/port" ]; do
-    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start listening"
-    sleep 0.05
-done
+wait_listening "$SERVE" "$dir/port" "pfi serve"
 U="http://$(cat "$dir/port")"
 "$PFI_BIN" ctl --url "$U" --token-file "$dir/token" job add j1 --gpus 0,1 --log "$dir/run.log" >/dev/null ||
     fail "job add"

@@ -7,6 +7,7 @@
 # Needs $PFI_BIN, $PFI_TEST_TMP (tests/run.sh sets them).
 set -u
 fail() { echo "it_serve_predict: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 20 "$dir/serve.log"; exit 1; }
+. "$(dirname "$0")/support/wait_listening.sh"
 [ -n "${PFI_BIN:-}" ] && [ -x "$PFI_BIN" ] || { echo "it_serve_predict: PFI_BIN is not set"; exit 1; }
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_serve_predict.XXXXXX") || exit 1
 SERVE=""
@@ -23,12 +24,7 @@ chmod 600 "$dir/token"
     --token-file "$dir/token" --db "$dir/serve.db" --model "$dir/model.json" \
     --sample-interval 50ms --set reoptimize_interval=200ms >"$dir/serve.log" 2>&1 &
 SERVE=$!
-i=0
-while [ ! -s "$dir/port" ]; do
-    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve exited at start"
-    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve did not start"
-    sleep 0.05
-done
+wait_listening "$SERVE" "$dir/port" "pfi serve"
 ctl() { "$PFI_BIN" ctl --url "http://$(cat "$dir/port")" --token-file "$dir/token" "$@"; }
 ctl job add j1 --gpus 0-7 >/dev/null || fail "job add"
 # Wait for the baseline (10 samples at the default limit) and a re-plan: no clock asserted,
@@ -55,12 +51,7 @@ rm -f "$dir/port"
     --token-file "$dir/token" --db "$dir/serve2.db" --model "$dir/model.json" \
     --sample-interval 50ms --set reoptimize_interval=200ms >"$dir/serve.log" 2>&1 &
 SERVE=$!
-i=0
-while [ ! -s "$dir/port" ]; do
-    kill -0 "$SERVE" 2>/dev/null || fail "pfi serve (A100) exited at start"
-    i=$((i + 1)); [ $i -gt 600 ] && fail "pfi serve (A100) did not start"
-    sleep 0.05
-done
+wait_listening "$SERVE" "$dir/port" "pfi serve (A100)"
 ctl job add a1 --gpus 0-3 >/dev/null || fail "job add (A100)"
 i=0
 until grep -q "prediction_extrapolated" "$dir/serve.log"; do

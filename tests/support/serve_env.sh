@@ -15,6 +15,7 @@
 #   wait_listening PID FILE WHAT     waits until FILE (a port file) is written; fails the test
 #                                    ("WHAT exited at start") when PID exits first, or after 30 s
 unset PFI_SERVE_URL PFI_SERVE_TOKEN_FILE PFI_READ_ONLY
+. "$(dirname "$0")/support/wait_listening.sh"
 if [ -n "${SERVE_HW:-}" ]; then
     HW=$SERVE_HW
 elif [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ]; then
@@ -37,14 +38,6 @@ start_serve() {
     SERVE=$!
     wait_listening "$SERVE" "$dir/port" "pfi serve"
     ADDR=$(cat "$dir/port")
-}
-wait_listening() { # PID FILE WHAT (above)
-    i=0
-    while [ ! -s "$2" ]; do
-        kill -0 "$1" 2>/dev/null || fail "$3 exited at start"
-        i=$((i + 1)); [ $i -gt 600 ] && fail "$3 did not start listening"
-        sleep 0.05
-    done
 }
 stop_serve() {
     kill "-$1" "$SERVE"

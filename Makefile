@@ -136,11 +136,20 @@ $(BUILD)/man/pfi-%.1: $(PFI)
 	@mkdir -p $(@D)
 	@$(PFI) help --man $* > $@.tmp && mv $@.tmp $@
 
-# The shared library: the same objects, only the pfi_* names exported (src/libpfi.map).
-$(SOLIB): $(call obj,$(LIB_SRC)) $(call obj,$(GEN_SRC)) src/libpfi.map
+# The public API: curves, PFI, prediction and allocation (core/), under include/pfi/.
+PUBLIC_HDRS := $(addprefix src/core/,err.h run.h curve.h pfi.h features.h predict.h probe.h \
+               alloc.h alloc_curve.h policy.h)
+
+# The shared library: the same objects, only the names the public headers declare exported
+# (the version script written from them by scripts/libpfi-map.sh).
+$(BUILD)/gen/libpfi.map: $(PUBLIC_HDRS) $(call obj,$(LIB_SRC)) $(call obj,$(GEN_SRC)) scripts/libpfi-map.sh
+	@mkdir -p $(@D)
+	@echo "  GEN     $@"
+	@sh scripts/libpfi-map.sh $@ $(PUBLIC_HDRS) -- $(filter %.o,$^)
+$(SOLIB): $(call obj,$(LIB_SRC)) $(call obj,$(GEN_SRC)) $(BUILD)/gen/libpfi.map
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	@$(CC) $(LDFLAGS) -shared -Wl,-soname,libpfi.so.$(SOVERSION) -Wl,--version-script=src/libpfi.map \
+	@$(CC) $(LDFLAGS) -shared -Wl,-soname,libpfi.so.$(SOVERSION) -Wl,--version-script=$(BUILD)/gen/libpfi.map \
 	  -Wl,--no-undefined -Wl,--as-needed -o $@ $(filter %.o,$^) $(LDLIBS)
 $(BUILD)/lib/libpfi.so: $(SOLIB)
 	@ln -sf libpfi.so.$(VERSION) $(BUILD)/lib/libpfi.so.$(SOVERSION)
@@ -245,9 +254,6 @@ BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 SYSTEMDUNITDIR ?= $(if $(filter /usr,$(PREFIX)),$(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/usr/lib/systemd/system),$(PREFIX)/lib/systemd/system)
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 SLURM_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/$(MULTIARCH)/slurm-wlm,$(LIBDIR)/slurm)
-# The public API: curves, PFI, prediction and allocation (core/), under include/pfi/.
-PUBLIC_HDRS := $(addprefix src/core/,err.h run.h curve.h pfi.h features.h predict.h probe.h \
-               alloc.h alloc_curve.h policy.h)
 
 # Written at install time: the paths are those of that install.
 $(BUILD)/pfi.pc: src/pfi.pc.in FORCE

@@ -161,7 +161,7 @@ $libdesc
  This package holds the C headers, the static library and the pkg-config file.
 EOT
 printf 'libpfi 0 libpfi0 (>= %s)\n' "$version" > "$libroot/DEBIAN/shlibs"
-# Its exported symbols (src/libpfi.map), each since this version, for dpkg-shlibdeps of the
+# Its exported symbols (those of the public headers: scripts/libpfi-map.sh), each since this version, for dpkg-shlibdeps of the
 # programs that link to it.
 (cd "$work/src" && dpkg-gensymbols -q -plibpfi0 -v"$version" -Pdebian/libpfi0 \
    -edebian/libpfi0/$rel/libpfi.so.$version -Odebian/libpfi0/DEBIAN/symbols)

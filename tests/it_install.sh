@@ -33,6 +33,14 @@ so=$D/usr/lib/libpfi.so
 other=$(nm -D --defined-only "$so" | awk '$3 !~ /^pfi_/' | head -n 5)
 [ -z "$other" ] || fail "libpfi.so exports names without the pfi_ prefix: $other"
 nm -D --defined-only "$so" | grep -q ' T pfi_alloc_solve$' || fail "pfi_alloc_solve not exported"
+# Only what the installed headers declare: an internal (the warm allocator's keeper, the
+# store) exported is an ABI the soname would have to keep.
+for internal in pfi_alloc_keep_solve pfi_store_open pfi_srv_find_job; do
+  ! nm -D --defined-only "$so" | grep -q " $internal\$" || fail "libpfi.so exports the internal $internal"
+done
+undeclared=$(nm -D --defined-only "$so" | awk '{ print $3 }' | while read -r s; do
+  grep -rqw "$s" "$D/usr/include/pfi" || echo "$s"; done | head -n 5)
+[ -z "$undeclared" ] || fail "libpfi.so exports names no installed header declares: $undeclared"
 objdump -p "$so" 2>/dev/null | grep -q 'SONAME *libpfi\.so\.0$' || fail "soname is not libpfi.so.0"
 
 # A program that knows nothing of the source tree.

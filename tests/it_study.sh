@@ -25,7 +25,7 @@ has "$tmp/err" "exclude"
 out=$tmp/small
 "$PFI_BIN" study --fleet small --seed 3 --out "$out" --json >"$tmp/summary.json" 2>"$tmp/progress" \
   || { cat "$tmp/progress"; fail "pfi study --fleet small"; }
-for f in report.md report.html summary.json pfi.db; do [ -s "$out/$f" ] || fail "no $out/$f"; done
+for f in report.md report.html summary.json study.db; do [ -s "$out/$f" ] || fail "no $out/$f"; done
 cmp -s "$tmp/summary.json" "$out/summary.json" || python3 - "$tmp/summary.json" "$out/summary.json" <<'PY' || fail "stdout and summary.json differ"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
@@ -230,12 +230,12 @@ has "$out/report.md" "How much of a sweep a PFI30 needs"
 if grep -q "^| 2 levels | 0 |" "$out/report.md"; then
   has "$out/report.md" "2 levels give no PFI30 by this procedure"
 fi
-"$PFI_BIN" runs --db "$out/pfi.db" --json >"$tmp/runs.json" || fail "the study's store does not open"
+"$PFI_BIN" runs --db "$out/study.db" --json >"$tmp/runs.json" || fail "the study's store does not open"
 [ "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['runs']))" "$tmp/runs.json")" = "$runs" ] \
   || fail "the store does not hold the study's $runs runs"
 # The study's PFI30 is pfi index's headline where the sweep reaches 30% (the interpolation),
 # nowhere the fit; the predictor is scored only against those, and says which runs it left out.
-"$PFI_BIN" index --db "$out/pfi.db" --boot 0 --json >"$tmp/index.json" || fail "pfi index of the study's store"
+"$PFI_BIN" index --db "$out/study.db" --boot 0 --json >"$tmp/index.json" || fail "pfi index of the study's store"
 python3 - "$out/summary.json" "$tmp/index.json" "$out/fig_pred_vs_true.dat" "$out/report.md" <<'PY' || fail "the study's PFI30 is not pfi index's headline"
 import json, statistics, sys
 summ = json.load(open(sys.argv[1]))
@@ -260,9 +260,9 @@ assert (n_pred < pr["n_train"]) == ("Left out of the table's scores" in rep), (n
 PY
 # The study of that store leaves a job out as pfi model eval does, all its runs together (each
 # run was its own group: a job's rerun or H100 twin stayed in its "left out" training).
-"$PFI_BIN" study --db "$out/pfi.db" --out "$tmp/again" --no-figures --cuts 0.3 --json >"$tmp/again.json" 2>/dev/null ||
+"$PFI_BIN" study --db "$out/study.db" --out "$tmp/again" --no-figures --cuts 0.3 --json >"$tmp/again.json" 2>/dev/null ||
   fail "pfi study --db of the study's store"
-"$PFI_BIN" model eval --db "$out/pfi.db" --json >"$tmp/eval.json" 2>/dev/null || fail "pfi model eval --db"
+"$PFI_BIN" model eval --db "$out/study.db" --json >"$tmp/eval.json" 2>/dev/null || fail "pfi model eval --db"
 python3 - "$tmp/again.json" "$tmp/eval.json" <<'PY' || fail "study --db and model eval leave jobs out differently"
 import json, sys
 # (the study's tables score the measured PFI30; this, as model eval does, the fit's of every run)
@@ -503,6 +503,22 @@ if [ ! -d "${PFI_DATA_DIR:-../shared/data}/perseus-sosp24" ]; then
   exit 77
 fi
 "$PFI_BIN" import perseus --db "$tmp/pub.db" >/dev/null || fail "import perseus"
+# A simulated study never replaces a store holding other runs: the imported ones here (its
+# store was DIR/pfi.db, every command's default, and `pfi study --out .` deleted a folder's
+# sweeps).  Its own store of an earlier study it does replace (the small fleet above, twice).
+mkdir -p "$tmp/pubdir"
+cp "$tmp/pub.db" "$tmp/pubdir/study.db"
+sum0=$(sqlite3 "$tmp/pubdir/study.db" 'select count(*) from runs')
+if "$PFI_BIN" study --fleet small --direct --no-figures --out "$tmp/pubdir" >/dev/null 2>"$tmp/err"; then
+  fail "a study replaced a store of imported runs"
+fi
+has "$tmp/err" "not a study's simulated ones"
+[ "$(sqlite3 "$tmp/pubdir/study.db" 'select count(*) from runs')" = "$sum0" ] || fail "the imported runs are gone"
+"$PFI_BIN" import perseus --db "$tmp/pubdir/pfi.db" >/dev/null || fail "import perseus (pfi.db)"
+rm -f "$tmp/pubdir/study.db"*
+"$PFI_BIN" study --fleet small --direct --no-figures --out "$tmp/pubdir" >/dev/null 2>&1 || fail "study beside a pfi.db"
+[ "$(sqlite3 "$tmp/pubdir/pfi.db" 'select count(*) from runs')" = "$sum0" ] || fail "the study touched DIR/pfi.db"
+"$PFI_BIN" study --fleet small --direct --no-figures --out "$tmp/pubdir" >/dev/null 2>&1 || fail "a study did not replace its own store"
 "$PFI_BIN" study --db "$tmp/pub.db" --out "$tmp/pub" --no-figures --json >"$tmp/pub.json" 2>"$tmp/progress" \
   || { cat "$tmp/progress"; fail "pfi study --db"; }
 [ "$(jq_num "$tmp/pub.json" "['predictor']['done']")" = False ] || fail "predictor claims to be trained without telemetry"

@@ -77,7 +77,8 @@ int pfi_cmd_study(int argc, char **argv)
         "Runs the paper end to end: characterizes every run (the simulated fleet in virtual "
         "time through the sweep code, or the runs of a store), computes each run's PFI curve, "
         "trains and validates the runtime predictor, runs the allocation experiment, and "
-        "writes DIR/report.md, DIR/report.html, figures and DIR/summary.json.",
+        "writes DIR/report.md, DIR/report.html, figures and DIR/summary.json; a simulated "
+        "fleet's runs go to DIR/study.db (a file there holding other runs is never replaced).",
         opts, examples};
     int rc = pfi_cli_args_none(&spec, argc, argv, "study");
     if (rc >= 0)

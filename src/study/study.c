@@ -183,9 +183,41 @@ static int load_fleet(pfi_study *s, pfi_err *err)
     return rc;
 }
 
+/* PFI_OK when s->db_path may be replaced: absent, or a store of simulated runs alone (a
+ * study's).  The file was DIR/pfi.db, every other command's default store, and `pfi study
+ * --out .` deleted a folder's measured and imported sweeps; the name is now the study's own,
+ * and a store holding anything but simulated runs is still never removed. */
+static int store_replaceable(const pfi_study *s, pfi_err *err)
+{
+    if (access(s->db_path, F_OK) != 0)
+        return PFI_OK;
+    pfi_store *st;
+    pfi_err oe = {0};
+    if (pfi_store_open(s->db_path, PFI_STORE_READONLY, &st, &oe) != PFI_OK)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "%s exists and is not a study's store (%s): not replaced; move it or "
+                           "give another --out", s->db_path, oe.msg);
+    pfi_run_summary *runs = NULL;
+    int n = 0, other = 0;
+    int rc = pfi_store_list_runs(st, &runs, &n, err);
+    for (int i = 0; rc == PFI_OK && i < n; i++)
+        other += strcmp(runs[i].source, "sim") != 0;
+    free(runs);
+    pfi_store_close(st);
+    if (rc == PFI_OK && other)
+        rc = pfi_err_set(err, PFI_EINVAL,
+                         "%s holds %d run(s) that are not a study's simulated ones (sweeps or "
+                         "imports): not replaced; move it or give another --out",
+                         s->db_path, other);
+    return rc;
+}
+
 static int save_to_store(pfi_study *s, pfi_err *err)
 {
-    snprintf(s->db_path, sizeof s->db_path, "%s/pfi.db", s->opts.out_dir);
+    snprintf(s->db_path, sizeof s->db_path, "%s/study.db", s->opts.out_dir);
+    int rc = store_replaceable(s, err);
+    if (rc != PFI_OK)
+        return rc;
     /* A study's store holds that study's runs only; a WAL left beside an old file must go
      * with it, or SQLite would replay it into the new one. */
     static const char *const ext[] = {"", "-wal", "-shm"};
@@ -196,7 +228,7 @@ static int save_to_store(pfi_study *s, pfi_err *err)
             return pfi_err_set(err, PFI_EIO, "cannot replace %s: %s", path, strerror(errno));
     }
     pfi_store *st;
-    int rc = pfi_store_open(s->db_path, PFI_STORE_CREATE, &st, err);
+    rc = pfi_store_open(s->db_path, PFI_STORE_CREATE, &st, err);
     if (rc != PFI_OK)
         return rc;
     /* One transaction for the whole fleet: it is recomputed, not measured, if lost. */

@@ -200,7 +200,7 @@ typedef struct pfi_study {
 } pfi_study;
 
 /* Runs the study; on success *out holds everything the report shows (free with
- * pfi_study_free).  Writes DIR/pfi.db for a simulated fleet. */
+ * pfi_study_free).  Writes DIR/study.db for a simulated fleet. */
 int pfi_study_execute(const pfi_study_opts *o, pfi_study *out, pfi_err *err);
 void pfi_study_free(pfi_study *s);
 

@@ -69,4 +69,12 @@ want 2 log "$F/megatron.log" --throughput-regex 'consumed samples: +([0-9]+)' --
 grep -q 'a cumulative count has no time in a finished log' "$T/err" || fail "--unit samples: $(cat "$T/err")"
 want 0 log "$F/megatron.log" --tokens-per-step 4194304 --quiet
 grep -q -- '--tokens-per-step does not convert samples' "$T/out" || fail "--tokens-per-step on samples/s: $(cat "$T/out")"
+# Four scattered points: the t-interval of their mean reaches below 0, which no rate can; it is
+# cut at 0 and said to be too wide, in the text and the JSON.
+for i in 1 2 3; do printf '[rank0]:[titan] 2025-05-18 16:04:4%d,338 - root - INFO - step: %d  loss:  3.2440  tps: 12,345,678\n' $i $i; done >"$T/scatter.log"
+printf '[rank0]:[titan] 2025-05-18 16:04:49,338 - root - INFO - step: 4  loss:  3.2440  tps: 7,282\n' >>"$T/scatter.log"
+want 0 log "$T/scatter.log" --quiet
+grep -q '95% CI 0 to [0-9.e+]*: the interval reaches below 0' "$T/out" || fail "CI below 0: $(cat "$T/out")"
+want 0 log "$T/scatter.log" --json
+jq -e '.summary.ci_lo == 0 and .summary.ci_hi > .summary.mean' "$T/out" >/dev/null || fail "CI below 0 (JSON): $(cat "$T/out")"
 echo "it_log: ok"

@@ -94,7 +94,9 @@ static int print_json(const char *path, const pfi_logread *r, const log_opts *o)
     json_t *st = json_pack("{s:f, s:f, s:b, s:i, s:i}", "median", r->median, "mean", r->mean,
                            "steady", r->steady, "window_first", r->win_first, "window_points",
                            r->n - r->win_first);
-    json_object_set_new(st, "ci_lo", pfi_json_num(r->lo));
+    /* A rate is never negative: a t-interval on a few scattered points can reach below 0,
+     * and is cut there (the text says so). */
+    json_object_set_new(st, "ci_lo", pfi_json_num(r->lo < 0 ? 0 : r->lo));
     json_object_set_new(st, "ci_hi", pfi_json_num(r->hi));
     json_object_set_new(st, "window_first_line", json_integer(r->pts[r->win_first].line));
     json_object_set_new(doc, "summary", st);
@@ -130,8 +132,11 @@ static void print_text(const char *path, const pfi_logread *r, const log_opts *o
            r->pts[r->n - 1].line, r->n - r->win_first,
            r->steady ? "" : "; not steady by a sweep's rule (95% CI within 1% of the mean)");
     printf("median %.6g %s, mean %.6g", r->median, r->unit, r->mean);
-    if (isfinite(r->lo))
-        printf(" (95%% CI %.6g-%.6g)", r->lo, r->hi);
+    if (isfinite(r->lo) && r->lo < 0)
+        printf(" (95%% CI 0 to %.6g: the interval reaches below 0, too few or too scattered "
+               "points to bound the mean)", r->hi);
+    else if (isfinite(r->lo))
+        printf(" (95%% CI %.6g to %.6g)", r->lo, r->hi);
     else
         printf(" (no CI: fewer than 3 points)");
     printf("\n");

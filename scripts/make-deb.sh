@@ -202,6 +202,24 @@ cat > "$stage/DEBIAN/prerm" <<EOT
 set -e
 $conf_fn
 if [ "\$1" = remove ]; then
+    # Under a site controller (mode external; safe once its heartbeats stopped) this node's caps
+    # are the site's budget: the stop and the restore below would put the GPUs back to their
+    # original limits, and the site over that budget, while the controller still counts them at
+    # its caps.  The removal stops until the node is out of the controller's plan.
+    listen=\$(conf listen unix:/run/pfi/serve.sock)
+    case "\$listen" in unix:*) url=\$listen ;; *) url=http://\$listen ;; esac
+    mode=\$(timeout 10 pfi ctl --url "\$url" health 2>/dev/null |
+        sed -n 's/.*"mode": *"\\([a-z]*\\)".*/\\1/p' | head -n 1) || true
+    case "\$mode" in
+    external|safe)
+        if [ "\${PFI_FORCE_REMOVE:-0}" = 1 ]; then
+            echo "pfi: pfi serve holds caps a site controller set (mode \$mode); removing pfi anyway (PFI_FORCE_REMOVE=1): this node's GPUs go back to their original limits" >&2
+        else
+            echo "pfi: pfi serve holds caps a site controller set (mode \$mode): removing pfi would put this node's GPUs back to their original limits and the site over its budget. pfi is not removed: take the node out of the controller's plan first (drain it in Slurm, or stop the controller), or PFI_FORCE_REMOVE=1 removes it all the same" >&2
+            exit 1
+        fi
+        ;;
+    esac
     if [ -d /run/systemd/system ]; then
         deb-systemd-invoke stop $units >/dev/null || true
     fi

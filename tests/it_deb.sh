@@ -108,8 +108,29 @@ units="pfi-serve.service pfi-cluster.service"
 mkdir -p "$T/var/lib/pfi" "$T/var/lib/pfi-cluster"
 touch "$T/var/lib/pfi/journal" "$T/var/lib/pfi/pfi.db"
 maint prerm remove
-printf 'deb-systemd-invoke stop %s\npfi restore --journal %s --backend nvml\n' "$units" \
+printf 'pfi ctl --url unix:/run/pfi/serve.sock health\ndeb-systemd-invoke stop %s\npfi restore --journal %s --backend nvml\n' "$units" \
   "$T/var/lib/pfi/journal" | cmp -s - "$T/calls" || fail "prerm remove ran: $(cat "$T/calls")"
+# A node under a site controller (its daemon in mode external, or safe) is not removed: the
+# restore would take the site over its budget.  PFI_FORCE_REMOVE=1 removes it all the same.
+for m in external safe; do
+  cat > "$T/stub/pfi" <<EOS
+#!/bin/sh
+echo "pfi \$*" >> "$T/calls"
+case " \$* " in *" health "*) printf '{\n  "status": "ok",\n  "mode": "$m",\n  "budget_w": 4000.0\n}\n' ;; esac
+EOS
+  : > "$T/calls"
+  sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
+    -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/prerm" > "$T/prerm.sh"
+  PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1
+  st=$?
+  [ $st = 1 ] && grep -q "site controller set (mode $m).*pfi is not removed" "$T/prerm.out" ||
+    fail "prerm remove under a controller ($m): exit $st: $(cat "$T/prerm.out")"
+  grep -q 'restore\|stop' "$T/calls" && fail "prerm remove under a controller ($m) went on: $(cat "$T/calls")"
+  PFI_FORCE_REMOVE=1 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1 ||
+    fail "prerm remove under a controller, PFI_FORCE_REMOVE=1: exit $?: $(cat "$T/prerm.out")"
+  grep -q 'pfi restore' "$T/calls" || fail "PFI_FORCE_REMOVE=1 under a controller did not restore: $(cat "$T/calls")"
+done
+printf '#!/bin/sh\necho "pfi $*" >> "%s"\n' "$T/calls" > "$T/stub/pfi"
 # A restore that fails stops the removal (exit 1), unless PFI_FORCE_REMOVE=1; the journal and
 # the NVML library are serve.conf's when it sets them.
 printf '#!/bin/sh\necho "pfi $*" >> "%s"\necho "pfi restore: no GPU" >&2\nexit 1\n' "$T/calls" > "$T/stub/pfi"

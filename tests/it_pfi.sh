@@ -98,6 +98,18 @@ for k in lojo_mae_pfi30 lojo_r2_pfi30 transfer_h200_to_h100_mae_pfi30 \
   grep -q "\"$k\"" "$T/eval" || fail "model eval JSON lacks $k"
 done
 v=$(num lojo_mae_pfi30 < "$T/eval"); between "$v" 0 0.5 || fail "lojo_mae_pfi30 '$v'"
+# Scored against PFI30 as measured (pfi index's headline, runs whose sweep reaches a 30% shed),
+# not the fit each run trains on: the reference's mean is the mean of pfi index's headlines.
+"$PFI" index --fleet small --boot 0 --json > "$T/index" || fail "pfi index --fleet small"
+python3 - "$T/eval" "$T/index" <<'PY' || fail "model eval is not scored against pfi index's headline"
+import json, sys
+ev, ix = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+head = [r["pfi30"] for r in ix["runs"] if r.get("pfi30_extrapolated") is False]
+assert abs(ev["mean_pfi30"] - sum(head) / len(head)) < 1e-9, (ev["mean_pfi30"], head)
+assert ev["lojo"]["n"] == len(head), (ev["lojo"]["n"], len(head))
+assert ev["lojo_on_fit"]["n"] == ev["n_runs"], ev["lojo_on_fit"]
+assert ev["lojo_mae_pfi30_on_fit"] > 0 and ev["lojo_mae_pfi30_on_fit"] != ev["lojo_mae_pfi30"], ev
+PY
 # importance: groups of standardized features permuted together, each run predicted by a
 # model that never saw its job (not one feature at a time on the model that trained on it)
 python3 - "$T/eval" <<'PY' || fail "model eval importance is not grouped and held out"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/gpu.h"
+#include "core/pfi.h"
 #include "store/store.h"
 #include "study/fleet.h"
 #include "study/runset.h"
@@ -92,24 +93,32 @@ int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *s
                       pfi_err *err)
 {
     memset(out, 0, sizeof *out);
-    pfi_run *runs;
-    int *group, n;
+    pfi_run *runs = NULL;
+    int *group = NULL, n = 0;
     int rc = db ? store_runs(db, &runs, &group, &n, out->where, sizeof out->where, err)
                 : fleet_runs(fleet, seed, save_db, progress, progress_ctx, &runs, &group, &n,
                              out->where, sizeof out->where, err);
     if (rc != PFI_OK)
         return rc;
     out->rows = calloc((size_t)(n ? n : 1), sizeof *out->rows);
-    if (!out->rows)
+    out->head30 = calloc((size_t)(n ? n : 1), sizeof *out->head30);
+    if (!out->rows || !out->head30)
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    pfi_index_opts io = pfi_index_defaults();
+    io.n_boot = 0;
     /* A run that cannot give a row (no telemetry, no baseline, too few levels) is counted, not
      * fatal: the public stores hold such runs and the model is trained on the rest. */
-    for (int i = 0; out->rows && i < n; i++) {
+    for (int i = 0; rc == PFI_OK && i < n; i++) {
         if (!pfi_features_have_telemetry(&runs[i])) {
             out->no_telemetry++;
             out->skipped++;
         } else if (pfi_train_row_from_run(&runs[i], group[i], pfi_gpu_class(runs[i].gpu_type),
                                           &out->rows[out->n], NULL) == PFI_OK) {
+            pfi_index ix;
+            out->head30[out->n] = pfi_index_run(&runs[i], &io, &ix, NULL) == PFI_OK &&
+                                          !ix.extrapolated
+                                      ? ix.pfi_head
+                                      : NAN;
             out->n++;
         } else {
             out->skipped++;
@@ -132,8 +141,25 @@ int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *s
 void pfi_trainset_free(pfi_trainset *t)
 {
     free(t->rows);
+    free(t->head30);
     t->rows = NULL;
+    t->head30 = NULL;
     t->n = 0;
+}
+
+/* Trained on train[], test[] predicted and scored against head[] (their measured PFI30). */
+static int transfer_scored(const pfi_train_row *train, int ntrain, const pfi_train_row *test,
+                           const double *head, int ntest, const pfi_train_opts *to,
+                           pfi_model_eval *out, pfi_err *err)
+{
+    double *pred = malloc(sizeof *pred * (size_t)(ntest ? ntest : 1));
+    if (!pred)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int rc = pfi_model_transfer_pred(train, ntrain, test, ntest, to, out, pred, err);
+    if (rc == PFI_OK)
+        pfi_model_score(pred, head, ntest, out);
+    free(pred);
+    return rc;
 }
 
 /* Transfer between GPU types: trained on one class, scored on the other, both ways. */
@@ -141,22 +167,28 @@ static int transfer(const pfi_trainset *t, const pfi_train_opts *to, pfi_predict
                     pfi_err *err)
 {
     pfi_train_row *cls[2] = {NULL, NULL};
+    double *head[2] = {NULL, NULL};
     int ncls[2] = {0, 0}, rc = PFI_OK;
     for (int c = 0; c < 2 && rc == PFI_OK; c++) {
         cls[c] = malloc(sizeof(pfi_train_row) * (size_t)(t->n ? t->n : 1));
-        if (!cls[c]) {
+        head[c] = malloc(sizeof(double) * (size_t)(t->n ? t->n : 1));
+        if (!cls[c] || !head[c]) {
             rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
             break;
         }
         for (int i = 0; i < t->n; i++)
-            if (t->rows[i].gpu_class == c)
+            if (t->rows[i].gpu_class == c) {
+                head[c][ncls[c]] = t->head30[i];
                 cls[c][ncls[c]++] = t->rows[i];
+            }
     }
     out->have_transfer = rc == PFI_OK && ncls[0] >= 5 && ncls[1] >= 5;
     if (out->have_transfer)
-        rc = pfi_model_transfer(cls[0], ncls[0], cls[1], ncls[1], to, &out->h200_to_h100, err);
+        rc = transfer_scored(cls[0], ncls[0], cls[1], head[1], ncls[1], to, &out->h200_to_h100,
+                             err);
     if (out->have_transfer && rc == PFI_OK)
-        rc = pfi_model_transfer(cls[1], ncls[1], cls[0], ncls[0], to, &out->h100_to_h200, err);
+        rc = transfer_scored(cls[1], ncls[1], cls[0], head[0], ncls[0], to, &out->h100_to_h200,
+                             err);
     /* The same with no job of the test GPU in training: the H200 run of an H100 run's own job
      * (its twin) left out.  With them, the figure is "the same jobs on a new GPU"; without,
      * "new jobs on a new GPU".  Both are reported, and said which is which. */
@@ -171,11 +203,11 @@ static int transfer(const pfi_trainset *t, const pfi_train_opts *to, pfi_predict
         }
         out->have_transfer_heldout = nh >= 5;
         if (out->have_transfer_heldout)
-            rc = pfi_model_transfer(cls[0], nh, cls[1], ncls[1], to, &out->h200_to_h100_heldout,
-                                    err);
+            rc = transfer_scored(cls[0], nh, cls[1], head[1], ncls[1], to,
+                                 &out->h200_to_h100_heldout, err);
     }
-    free(cls[0]);
-    free(cls[1]);
+    for (int c = 0; c < 2; c++)
+        free(cls[c]), free(head[c]);
     return rc;
 }
 
@@ -203,13 +235,35 @@ static int held_out_importance(const pfi_trainset *t, const pfi_train_opts *to,
         trained = pfi_model_train(train, ntr, to, &fold[f], &e) == PFI_OK;
     }
     if (trained) {
-        for (int i = 0; i < t->n; i++)
+        /* Scored against the measured PFI30 as the other figures (NAN: the row is grouped
+         * and permuted with the others, not scored); train is free for that copy now. */
+        for (int i = 0; i < t->n; i++) {
             m[i] = &fold[fold_of(&t->rows[i])];
-        rc = pfi_group_importance(m, t->rows, t->n, PFI_IMP_CORR, PFI_IMP_REPEATS, to->seed,
+            train[i] = t->rows[i];
+            train[i].pfi30 = t->head30[i];
+        }
+        rc = pfi_group_importance(m, train, t->n, PFI_IMP_CORR, PFI_IMP_REPEATS, to->seed,
                                   &out->importance, err);
         out->have_importance = rc == PFI_OK;
     }
     free(fold), free(train), free(m);
+    return rc;
+}
+
+/* Leave-one-job-out scored against the measured PFI30 (fit: NULL, or the same predictions
+ * against the rows' fitted PFI30). */
+static int lojo_scored(const pfi_trainset *t, const pfi_train_opts *to, pfi_model_eval *out,
+                       pfi_model_eval *fit, pfi_err *err)
+{
+    double *pred = malloc(sizeof *pred * (size_t)(t->n ? t->n : 1));
+    if (!pred)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    int rc = pfi_model_lojo_pred(t->rows, t->n, to, out, pred, err);
+    if (rc == PFI_OK && fit)
+        *fit = *out;
+    if (rc == PFI_OK)
+        pfi_model_score(pred, t->head30, t->n, out);
+    free(pred);
     return rc;
 }
 
@@ -223,12 +277,12 @@ int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_trainset_prog
     pfi_train_opts to = pfi_train_defaults();
     if (progress)
         progress(progress_ctx, step, 0, stages);
-    int rc = pfi_model_lojo(t->rows, t->n, &to, &out->lojo, err);
+    int rc = lojo_scored(t, &to, &out->lojo, &out->lojo_fit, err);
     STAGE_DONE();
     for (int k = 0; compare && rc == PFI_OK && k < 2; k++) {
         pfi_train_opts fo = to;
         fo.force_kind = k;
-        rc = pfi_model_lojo(t->rows, t->n, &fo, &out->forced[k], err);
+        rc = lojo_scored(t, &fo, &out->forced[k], NULL, err);
         STAGE_DONE();
     }
     if (rc == PFI_OK)
@@ -242,9 +296,15 @@ int pfi_predictor_evaluate(const pfi_trainset *t, int compare, pfi_trainset_prog
     if (rc == PFI_OK)
         STAGE_DONE();
 #undef STAGE_DONE
+    int ns = 0;
     for (int i = 0; i < t->n; i++)
-        out->mean_pfi30 += t->rows[i].pfi30 / t->n;
+        if (isfinite(t->head30[i]))
+            out->mean_pfi30 += t->head30[i], ns++;
+    out->mean_pfi30 = ns ? out->mean_pfi30 / ns : NAN;
     for (int i = 0; i < t->n; i++)
-        out->ref_mae_pfi30 += fabs(t->rows[i].pfi30 - out->mean_pfi30) / t->n;
+        if (isfinite(t->head30[i]))
+            out->ref_mae_pfi30 += fabs(t->head30[i] - out->mean_pfi30) / ns;
+    if (!ns)
+        out->ref_mae_pfi30 = NAN;
     return rc;
 }

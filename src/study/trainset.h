@@ -12,6 +12,11 @@
 
 typedef struct pfi_trainset {
     pfi_train_row *rows; /* malloc'd */
+    /* Each row's PFI30 as measured, the truth an evaluation scores against: `pfi index`'s
+     * headline (the monotone interpolation of the levels) where the sweep reaches a 30% shed,
+     * NAN where it stops short.  The rows' own pfi30, read on the fit and extrapolated where
+     * the sweep stops short, stays the training target.  malloc'd, n values. */
+    double *head30;
     int n;
     int skipped;     /* runs left out: no_telemetry of them, the rest without a usable curve */
     int no_telemetry; /* runs whose baseline has no GPU telemetry (core/features.h) */
@@ -33,8 +38,12 @@ void pfi_trainset_free(pfi_trainset *t);
 /* What `pfi model eval` reports on a training set. */
 #define PFI_TRAINSET_FOLDS 5 /* folds by group of the held-out importance */
 
+/* Every figure below is scored against the measured PFI30 (pfi_trainset.head30: runs whose
+ * sweep stops short of a 30% shed are not scored), as `pfi study` scores its predictor table;
+ * lojo_fit is the same leave-one-job-out scored against the fit every run trains on. */
 typedef struct pfi_predictor_eval {
     pfi_model_eval lojo;      /* leave-one-job-out, the model selected in each fold */
+    pfi_model_eval lojo_fit;  /* the same predictions against the rows' fitted PFI30 */
     pfi_model_eval forced[2]; /* the same with ridge, physics forced (when compare) */
     int have_transfer;        /* >= 5 runs of each of H200 and H100 */
     pfi_model_eval h200_to_h100, h100_to_h200;
@@ -49,7 +58,7 @@ typedef struct pfi_predictor_eval {
      * when a fold could not be trained (too few rows). */
     pfi_importance importance;
     int have_importance;
-    /* The reference a predictor must beat: every job given the set's mean PFI30. */
+    /* The reference a predictor must beat: every scored job given their mean PFI30. */
     double mean_pfi30, ref_mae_pfi30;
 } pfi_predictor_eval;
 /* progress: told each stage done ("evaluating the predictor", i, stages); NULL: nothing. */

@@ -17,9 +17,9 @@ fail() { echo "it_discover_match: FAIL: $*"; [ -f "$dir/serve.log" ] && tail -n 
 [ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || { echo "it_discover_match: PFI_FAKENVML is not built"; exit 77; }
 command -v curl >/dev/null && command -v jq >/dev/null || { echo "it_discover_match: needs curl and jq"; exit 77; }
 dir=$(mktemp -d "${PFI_TEST_TMP:-/tmp}/it_discover_match.XXXXXX") || exit 1
-SERVE="" J0="" J1=""
+SERVE="" J0="" J1="" J2=""
 cleanup() {
-    for p in $SERVE $J0 $J1; do kill -9 "$p" 2>/dev/null; done
+    for p in $SERVE $J0 $J1 $J2; do kill -9 "$p" 2>/dev/null; done
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -71,7 +71,7 @@ echo "it_discover_match: a process on GPUs 4,5 matched to reg (GPU 4) is said to
 
 # The samples/s job: said once, and no curve point however long it runs steady.
 i=0
-until events | grep -q "job slurm-5151: its log gives samples/s, not tokens/s (no sequence length in it): no curve point or baseline is taken from it"; do
+until events | grep -q "job slurm-5151: its log gives samples/s, not tokens/s (no sequence length in it, its registration or its command line): no curve point or baseline is taken from it"; do
     i=$((i + 1)); [ $i -gt 300 ] && fail "no job_log event for a samples/s log: $(jobs_json) $(events | tail -c 1500)"
     sleep 0.1
 done
@@ -90,5 +90,25 @@ n=$(events | jq '[.events[] | select((.kind == "job_matched" and (.message | tes
 jobs_json | jq -e '.jobs[] | select(.id == "slurm-5151") | .curve_source != "observed"' >/dev/null ||
     fail "the samples/s job has an observed curve: $(jobs_json)"
 echo "it_discover_match: no curve point, no baseline, each event said once"
+
+# The same DeepSpeed log from a job whose command line states its sequence length
+# (Megatron-DeepSpeed's --seq-length): its samples/s read as tokens/s, samples x 4096.
+"$PFI_BIN" sim job --job 2 --log-format deepspeed >"$dir/job2.log" 2>&1 &
+J2=$!
+mkproc "$J2" "0::/system.slice/slurmstepd.scope/job_5353/step_0/user/task_0" 2
+printf 'python\000pretrain_gpt.py\000--micro-batch-size\0004\000--seq-length\0004096\000' >"$dir/proc/$J2/cmdline"
+ln -s "$dir/job2.log" "$dir/proc/$J2/fd/1"
+i=0
+until jobs_json | jq -e '.jobs[] | select(.id == "slurm-5353") | .observed_tokens_per_s > 0' >/dev/null 2>&1; do
+  i=$((i + 1)); [ $i -gt 300 ] && fail "slurm-5353 (--seq-length 4096) has no tokens/s: $(jobs_json | jq -c '.jobs[] | select(.id == "slurm-5353")')"
+  sleep 0.1
+done
+jobs_json | jq -e '.jobs[] | select(.id == "slurm-5353") | .seq_len == 4096' >/dev/null ||
+  fail "slurm-5353's seq_len: $(jobs_json | jq -c '.jobs[] | select(.id == "slurm-5353")')"
+sps=$(grep -o 'CurrSamplesPerSec=[0-9.]*' "$dir/job2.log" | tail -n 1 | cut -d= -f2)
+tps=$(jobs_json | jq '.jobs[] | select(.id == "slurm-5353") | .observed_tokens_per_s')
+awk -v t="$tps" -v s="$sps" 'BEGIN { exit !(s > 0 && t > 0.9 * s * 4096 && t < 1.1 * s * 4096) }' ||
+  fail "slurm-5353 read at $tps tokens/s, its log says $sps samples/s (x 4096)"
+echo "it_discover_match: a samples/s log with --seq-length on the command line reads as tokens/s ($tps)"
 kill -TERM "$SERVE"; wait "$SERVE" 2>/dev/null; SERVE=""
 exit 0

@@ -86,7 +86,9 @@ fi
 all_at 700 || fail "GPUs do not start at their 700 W default: $(limits)"
 NOMINAL=5600
 CUT=3920 # 70% of 5600
-ctl job add a --gpus 0-3 --sla 0.1 >/dev/null || fail "job a"
+ctl job add a --gpus 0-3 --sla 0.1 --seq-len 2048 --tokens-per-step 1048576 >/dev/null || fail "job a"
+ctl jobs | jq -e '.jobs[] | select(.id == "a") | .seq_len == 2048 and .tokens_per_step == 1048576' >/dev/null ||
+    fail "job a's units of its log: $(ctl jobs)"
 ctl job add b --gpus 4,5 --pfi30 0.25 >/dev/null || fail "job b"
 ctl job add c --gpus 6-7 --pfi30 0.8 --weight 2 >/dev/null || fail "job c"
 
@@ -143,6 +145,10 @@ code() { curl -s -o "$dir/body" -w '%{http_code}' "$@"; }
 grep -q EINFEASIBLE "$dir/body" || fail "infeasible budget body: $(cat "$dir/body")"
 [ "$(code -X POST -H "$AUTH" -d '{"id": "x", "gpus": [0' "http://$ADDR/v1/jobs")" = 400 ] || fail "malformed JSON accepted"
 [ "$(code -X POST -H "$AUTH" -d '{"id": "x", "gpus": [42]}' "http://$ADDR/v1/jobs")" = 400 ] || fail "unknown GPU accepted"
+for u in '"seq_len": 0' '"seq_len": 2048.5' '"seq_len": "2048"' '"tokens_per_step": -1'; do
+    [ "$(code -X POST -H "$AUTH" -d "{\"id\": \"x\", \"gpus\": [0], $u}" "http://$ADDR/v1/jobs")" = 400 ] &&
+        grep -q "${u%%\"*:*}" "$dir/body" || fail "a job with $u accepted: $(cat "$dir/body")"
+done
 [ "$(code -X PUT -d '{"watts": 5000}' "http://$ADDR/v1/budget")" = 401 ] || fail "change without token accepted"
 [ "$(code -X PUT -H "Authorization: Bearer wrong-token-0123456789" -d '{"watts": 5000}' "http://$ADDR/v1/budget")" = 401 ] || fail "wrong token accepted"
 # A query parameter the route does not take, one given twice or a bad value: 400 naming it

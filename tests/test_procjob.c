@@ -368,12 +368,54 @@ static void test_logpick(void **state)
     assert_int_equal(lp.followed, 0);
 }
 
+/* The sequence length a command line states, so that a log in samples/s reads as tokens/s:
+ * "--FLAG N" and "--FLAG=N" for the flags training scripts take it by, the last one given
+ * winning (argparse's rule), anything that is not a whole number ignored; found past the
+ * 256 bytes of cmdline that are kept. */
+static void seq_cmd(long pid, const char *argv_nul, size_t n, double want)
+{
+    pfi_proc_job j;
+    pfi_err e = {0};
+    proc(pid, "0::/user.slice/x\n", "", 0);
+    put(pid, "cmdline", argv_nul, n);
+    assert_int_equal(pfi_proc_job_of(root, pid, &j, &e), PFI_OK);
+    assert_true(j.seq_len == want);
+}
+
+static void test_seq_len(void **state)
+{
+    (void)state;
+    static const char mega[] = "python\0pretrain_gpt.py\0--seq-length\0002048\0--micro-batch-size\0004";
+    seq_cmd(40, mega, sizeof mega, 2048);
+    static const char hf[] = "python\0run_clm.py\0--block_size=1024\0--do_train";
+    seq_cmd(41, hf, sizeof hf, 1024);
+    static const char trl[] = "accelerate\0launch\0sft.py\0--max_seq_length\0004096\0--max_seq_length=8192";
+    seq_cmd(42, trl, sizeof trl, 8192);
+    static const char unexpanded[] = "python\0train.py\0--seq-length\0$SEQ\0--block_size\0auto";
+    seq_cmd(43, unexpanded, sizeof unexpanded, 0);
+    static const char at_end[] = "python\0train.py\0--seq-length";
+    seq_cmd(44, at_end, sizeof at_end, 0);
+    static const char other[] = "python\0train.py\0--seq-length-warmup\00064\0-seq-length\00032\0--seq_len=0";
+    seq_cmd(45, other, sizeof other, 0);
+    /* Past the 256 bytes kept of the command line, as a Megatron launch's dozens of flags. */
+    char longcmd[1024];
+    size_t n = 0;
+    n += (size_t)snprintf(longcmd + n, sizeof longcmd - n, "python") + 1;
+    for (int k = 0; k < 40; k++)
+        n += (size_t)snprintf(longcmd + n, sizeof longcmd - n, "--flag-number-%d", k) + 1;
+    n += (size_t)snprintf(longcmd + n, sizeof longcmd - n, "--encoder-seq-length") + 1;
+    n += (size_t)snprintf(longcmd + n, sizeof longcmd - n, "512") + 1;
+    assert_true(n > 256 && n < sizeof longcmd);
+    seq_cmd(46, longcmd, n, 512);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kinds), cmocka_unit_test(test_log),
                                        cmocka_unit_test(test_pipe_log),
                                        cmocka_unit_test(test_log_shows_rate),
                                        cmocka_unit_test(test_log_rate_since),
-                                       cmocka_unit_test(test_logpick)};
+                                       cmocka_unit_test(test_logpick),
+                                       cmocka_unit_test(test_seq_len)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

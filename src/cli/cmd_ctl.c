@@ -87,7 +87,7 @@ static int usage_error(const char *msg)
 /* The options of the commands that change something. */
 typedef struct ctl_args {
     const char *gpus, *ramp, *ttl, *controller, *log, *epoch;
-    double sla, weight, pfi30, tps;
+    double sla, weight, pfi30, tps, seq_len, tokens_per_step;
     int no_sla;
 } ctl_args;
 
@@ -150,6 +150,10 @@ static int cmd_job(const ctl *c, const ctl_args *a, char **pos, int npos)
             json_object_set_new(b, "tokens_per_s", json_real(a->tps));
         if (a->log)
             json_object_set_new(b, "log", json_string(a->log));
+        if (!isnan(a->seq_len))
+            json_object_set_new(b, "seq_len", json_real(a->seq_len));
+        if (!isnan(a->tokens_per_step))
+            json_object_set_new(b, "tokens_per_step", json_real(a->tokens_per_step));
         return request(c, "POST", "/v1/jobs", b);
     }
     return usage_error("job add ID --gpus LIST | job rm ID | job throughput ID X");
@@ -238,7 +242,8 @@ static void ctl_target(ctl *c)
 int pfi_cmd_ctl(int argc, char **argv)
 {
     ctl c = {0};
-    ctl_args a = {.sla = NAN, .weight = NAN, .pfi30 = NAN, .tps = NAN};
+    ctl_args a = {.sla = NAN, .weight = NAN, .pfi30 = NAN, .tps = NAN, .seq_len = NAN,
+                  .tokens_per_step = NAN};
     int since = 0, limit = 100;
     const char *sla = NULL;
     const pfi_opt opts[] = {
@@ -258,6 +263,11 @@ int pfi_cmd_ctl(int argc, char **argv)
         {"pfi30", PFI_OPT_DOUBLE, &a.pfi30, "X", "job add: a known PFI30"},
         {"tokens-per-s", PFI_OPT_DOUBLE, &a.tps, "X", "job add: baseline tokens/s"},
         {"log", PFI_OPT_STR, &a.log, "FILE", "job add: the job's log, followed for tokens/s"},
+        {"seq-len", PFI_OPT_DOUBLE, &a.seq_len, "N",
+         "job add: tokens per sample, so that a log in samples/s (DeepSpeed) reads as tokens/s"},
+        {"tokens-per-step", PFI_OPT_DOUBLE, &a.tokens_per_step, "N",
+         "job add: tokens per iteration, so that a log in it/s (Hugging Face, Lightning) reads "
+         "as tokens/s"},
         {"ramp", PFI_OPT_STR, &a.ramp, "DURATION", "budget set: reach it gradually"},
         {"since", PFI_OPT_INT, &since, "ID", "events: only those after this id"},
         {"limit", PFI_OPT_INT, &limit, "N", "events, decisions: at most N (default 100)"},
@@ -272,7 +282,8 @@ int pfi_cmd_ctl(int argc, char **argv)
         "decisions [--limit N] (the audit log: what each change cost), metrics; budget set "
         "BUDGET [--ramp 30s] (4000W, 70% of the GPUs' default limits, cut=30%: pfi help budget); "
         "budget clear; job add ID --gpus LIST "
-        "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X] [--log FILE]; job rm ID; job throughput ID "
+        "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X] [--log FILE] [--seq-len N] "
+        "[--tokens-per-step N]; job rm ID; job throughput ID "
         "TOKENS_PER_S; heartbeat [--ttl 30s] [--controller NAME]; caps GPU=W[,GPU=W...] "
         "[--epoch N].",
         opts,

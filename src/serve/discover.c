@@ -134,6 +134,8 @@ static void register_job(srv_node *n, const round_job *r)
     snprintf(name, sizeof name, "%s", r->pj.cmdline);
     json_t *spec = json_pack("{s:s, s:o, s:s, s:s}", "id", r->pj.id, "gpus", gpus, "source",
                              "discovered", "name", name);
+    if (r->pj.seq_len > 0) /* its log in samples/s then reads as tokens/s */
+        json_object_set_new(spec, "seq_len", json_real(r->pj.seq_len));
     json_t *res = NULL;
     pfi_err e = {0};
     int rc = pfi_srv_job_add(n, spec, &res, &e);

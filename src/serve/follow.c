@@ -48,13 +48,24 @@ static void close_follow(srv_follow *f)
     f->fd = -1;
 }
 
-static srv_follow *follow_for(srv_node *n, const char *id, const char *path, int gpus_gen)
+/* What a job's log is read with: its path, its GPU set's generation and its units. */
+typedef struct follow_key {
+    const char *id, *path;
+    int gpus_gen;
+    double seq_len, tokens_per_step;
+} follow_key;
+
+static srv_follow *follow_for(srv_node *n, const follow_key *key)
 {
+    const char *id = key->id, *path = key->path;
     for (int k = 0; k < n->n_follow; k++)
         if (!strcmp(n->follow[k].id, id)) {
-            if (!strcmp(n->follow[k].path, path) && n->follow[k].gpus_gen == gpus_gen)
+            const srv_follow *f = &n->follow[k];
+            if (!strcmp(f->path, path) && f->gpus_gen == key->gpus_gen &&
+                f->seq_len == key->seq_len && f->tokens_per_step == key->tokens_per_step)
                 return &n->follow[k];
-            close_follow(&n->follow[k]); /* a new log, or other GPUs: start again */
+            /* a new log, other GPUs, or units registered since: start again */
+            close_follow(&n->follow[k]);
             n->follow[k] = n->follow[--n->n_follow];
             break;
         }
@@ -64,13 +75,17 @@ static srv_follow *follow_for(srv_node *n, const char *id, const char *path, int
     memset(f, 0, sizeof *f);
     f->fd = -1;
     pfi_parse_cfg pc = {0};
+    pc.seq_len = key->seq_len;
+    pc.tokens_per_step = key->tokens_per_step;
     pfi_err e = {0};
     if (pfi_parser_new(&pc, &f->p, &e) != PFI_OK)
         return NULL;
     pfi_meter_init(&f->m);
     snprintf(f->id, sizeof f->id, "%s", id);
     snprintf(f->path, sizeof f->path, "%s", path);
-    f->gpus_gen = gpus_gen;
+    f->gpus_gen = key->gpus_gen;
+    f->seq_len = key->seq_len;
+    f->tokens_per_step = key->tokens_per_step;
     f->level_cap = NAN;
     n->n_follow++;
     return f;
@@ -293,9 +308,13 @@ static void level_tick(srv_node *n, srv_follow *f, double cap, double draw, doub
          * its neighbours' 10^5, and the plan sent it to the floor. */
         if (!f->unit_said)
             pfi_srv_event_add(n, "job_log",
-                              "job %s: its log gives %s/s, not tokens/s (no sequence length "
-                              "in it): no curve point or baseline is taken from it",
-                              f->id, f->m.unit == PFI_OU_SAMPLES ? "samples" : "steps");
+                              "job %s: its log gives %s/s, not tokens/s (no %s in it, its "
+                              "registration or its command line): no curve point or baseline "
+                              "is taken from it; register it with %s",
+                              f->id, f->m.unit == PFI_OU_SAMPLES ? "samples" : "steps",
+                              f->m.unit == PFI_OU_SAMPLES ? "sequence length"
+                                                          : "tokens per step",
+                              f->m.unit == PFI_OU_SAMPLES ? "\"seq_len\"" : "\"tokens_per_step\"");
         f->unit_said = 1;
         return;
     }
@@ -312,7 +331,7 @@ void pfi_srv_follow_tick(srv_node *n)
 {
     double now = pfi_clock_mono();
     char ids[SRV_MAX_JOBS][SRV_ID_MAX], logs[SRV_MAX_JOBS][PFI_SERVE_PATH_MAX];
-    double cap[SRV_MAX_JOBS], draw[SRV_MAX_JOBS];
+    double cap[SRV_MAX_JOBS], draw[SRV_MAX_JOBS], seq[SRV_MAX_JOBS], tps[SRV_MAX_JOBS];
     int ng[SRV_MAX_JOBS], gen[SRV_MAX_JOBS], nj = 0;
     pthread_mutex_lock(&n->mu);
     for (int j = 0; j < n->n_jobs; j++) {
@@ -333,6 +352,8 @@ void pfi_srv_follow_tick(srv_node *n)
         draw[nj] = nd ? d / nd : NAN;
         ng[nj] = jb->n_gpus;
         gen[nj] = jb->gpus_gen;
+        seq[nj] = jb->seq_len;
+        tps[nj] = jb->tokens_per_step;
         nj++;
     }
     pthread_mutex_unlock(&n->mu);
@@ -345,7 +366,8 @@ void pfi_srv_follow_tick(srv_node *n)
         pthread_mutex_unlock(&n->mu);
         if (!path[0])
             continue;
-        srv_follow *f = follow_for(n, ids[j], path, gen[j]);
+        follow_key key = {ids[j], path, gen[j], seq[j], tps[j]};
+        srv_follow *f = follow_for(n, &key);
         if (!f)
             continue;
         int fresh = read_new(f, now);

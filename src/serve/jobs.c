@@ -47,7 +47,33 @@ static int valid_id(const char *s)
 
 static const char *const job_keys[] = {"id",   "gpus",   "sla",  "weight", "curve",
                                        "pfi30", "tokens_per_s", "probe", "source", "node",
-                                       "user", "name",   "log",    NULL};
+                                       "user", "name",   "log",    "seq_len",
+                                       "tokens_per_step", NULL};
+
+/* "seq_len" and "tokens_per_step": how the job's log becomes tokens/s where it gives samples/s
+ * or steps/s (DeepSpeed, the Hugging Face Trainer, Lightning). */
+static int parse_log_units(json_t *spec, srv_job *j, pfi_err *err)
+{
+    json_t *v = json_object_get(spec, "seq_len");
+    if (v) {
+        double x = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(x >= 1 && x <= 16777216 && x == floor(x)))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "seq_len: expected the job's tokens per sample, a whole number "
+                               "in [1, 16777216]");
+        j->seq_len = x;
+    }
+    v = json_object_get(spec, "tokens_per_step");
+    if (v) {
+        double x = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(x >= 1 && x <= 1e12))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "tokens_per_step: expected the job's tokens per iteration (global "
+                               "batch x sequence length), in [1, 1e12]");
+        j->tokens_per_step = x;
+    }
+    return PFI_OK;
+}
 
 /* "gpus": [0, 1] or "0-3", each a GPU of this node, none twice. */
 static int parse_gpus(const srv_node *n, json_t *g, srv_job *j, pfi_err *err)
@@ -153,6 +179,8 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
               strlen(json_string_value(v)) >= sizeof j->log))
         return pfi_err_set(err, PFI_EINVAL, "log: expected an absolute path to the job's log");
     snprintf(j->log, sizeof j->log, "%s", v ? json_string_value(v) : "");
+    if ((rc = parse_log_units(spec, j, err)) != PFI_OK)
+        return rc;
     rc = pfi_srv_probe_parse(json_object_get(spec, "probe"), &j->probe, err);
     if (rc != PFI_OK)
         return rc;

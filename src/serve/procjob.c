@@ -122,6 +122,42 @@ static long pgrp_of(const char *root, long pid)
     return pgrp;
 }
 
+/* The sequence length an argv (NUL-separated, n bytes) states: "--FLAG N" or "--FLAG=N" for
+ * the flags training scripts take it by; the last one given wins, as argparse's does.  A value
+ * that is not a whole number in [1, 2^24] is no sequence length (a shell variable left
+ * unexpanded, "auto"). */
+static double seq_len_of_argv(const char *a, long n)
+{
+    static const char *const flags[] = {
+        "seq-length",     "seq_length",     "seq-len",        "seq_len",
+        "max-seq-length", "max_seq_length", "max-seq-len",    "max_seq_len",
+        "encoder-seq-length", "block_size", "block-size",     "model_max_length",
+        "sequence_length", "sequence-length", "training.seq_len", NULL};
+    double found = 0;
+    for (long i = 0; i < n;) {
+        const char *arg = a + i, *next = NULL;
+        long len = (long)strnlen(arg, (size_t)(n - i));
+        if (i + len + 1 < n)
+            next = a + i + len + 1;
+        i += len + 1;
+        if (strncmp(arg, "--", 2) != 0)
+            continue;
+        for (int f = 0; flags[f]; f++) {
+            size_t fl = strlen(flags[f]);
+            const char *v = NULL;
+            if (!strncmp(arg + 2, flags[f], fl) && arg[2 + fl] == '=')
+                v = arg + 3 + fl;
+            else if (!strcmp(arg + 2, flags[f]))
+                v = next;
+            char *end;
+            long long x = v ? strtoll(v, &end, 10) : 0;
+            if (v && end != v && *end == '\0' && x >= 1 && x <= (1LL << 24))
+                found = (double)x;
+        }
+    }
+    return found;
+}
+
 int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -136,6 +172,7 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
         free(buf);
         return pfi_err_set(err, PFI_ENOENT, "no process %ld in %s", pid, proc_root);
     }
+    out->seq_len = seq_len_of_argv(buf, n);
     for (long i = 0; i < n; i++)
         if (buf[i] == '\0')
             buf[i] = ' ';

@@ -126,6 +126,10 @@ typedef struct pfi_proc_job {
     char id[64];     /* "slurm-123", "k8s-<pod uid>", or "pg-<process group>" */
     char kind[16];   /* "slurm", "kubernetes", "process" */
     char cmdline[256];
+    /* Tokens per sample its command line states (--seq-length N as Megatron and NeMo take it,
+     * --max_seq_length, --block_size as Hugging Face's examples and nanoGPT, ...; the whole
+     * argv, not the 256 bytes above); 0 when none: a log in samples/s is then not tokens/s. */
+    double seq_len;
     char log[PFI_SERVE_PATH_MAX]; /* its stdout when that is a regular file, else its stderr
                                    * when that is one; "" else */
     char err_log[PFI_SERVE_PATH_MAX]; /* its stderr when stdout and stderr are two different

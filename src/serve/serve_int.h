@@ -137,6 +137,10 @@ typedef struct srv_job {
     srv_baseline base;
     srv_probe probe;
     char log[PFI_SERVE_PATH_MAX]; /* registered log path; "" none (follow.c) */
+    /* How its log's samples/s or steps/s become tokens/s (follow.c's parser): registered
+     * ("seq_len", "tokens_per_step") or, for a discovered job, its command line's; 0 unknown
+     * (the log's own statement, where it makes one, is used then). */
+    double seq_len, tokens_per_step;
     char log_followed[PFI_SERVE_PATH_MAX]; /* the file read now: log, or one discovery found */
     /* steady levels at which its log showed it slower than its SLA allows (follow.c): the
      * per-GPU cap and the slowdown against t0_tps; the plan reads its curve through them
@@ -186,6 +190,7 @@ typedef struct srv_follow {
     int unit_said; /* the event that its log gives no tokens/s was sent */
     int open_errno, open_said; /* why its log could not be opened, and whether that was said */
     int gpus_gen;              /* the job's srv_job.gpus_gen when this reading started */
+    double seq_len, tokens_per_step; /* the job's when this reading started (its parser's) */
     int reopened;              /* its path was found naming a new file (rotated), not said yet */
 } srv_follow;
 

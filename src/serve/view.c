@@ -92,6 +92,9 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "log", j->log[0] ? json_string(j->log) : json_null());
     json_object_set_new(o, "log_followed",
                         j->log_followed[0] ? json_string(j->log_followed) : json_null());
+    json_object_set_new(o, "seq_len", j->seq_len > 0 ? json_real(j->seq_len) : json_null());
+    json_object_set_new(o, "tokens_per_step",
+                        j->tokens_per_step > 0 ? json_real(j->tokens_per_step) : json_null());
     /* A hung job's last rate is not current: its age says so. */
     json_object_set_new(o, "observed_age_s",
                         pfi_json_num(isfinite(j->observed_tps) ? pfi_clock_wall() - j->observed_wall

@@ -633,6 +633,47 @@ static void test_cluster_caps_and_watchdog(void **state)
     json_decref(d);
 }
 
+/* A safe budget above the caps a controller left never raises the node: cut off, the
+ * controller counts it at those caps and spends the rest of the site's budget elsewhere (a
+ * safe_budget of 60% took a node held at 1600 W to 3360 W, the site 1760 W over).  It applies
+ * the limits' sum then, and says why. */
+static void test_watchdog_never_raises(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    snprintf(f->cfg.safe_budget, sizeof f->cfg.safe_budget, "90%%");
+    json_t *d;
+    char caps[512];
+    int at = snprintf(caps, sizeof caps, "{\"epoch\":7,\"caps\":[");
+    for (int g = 0; g < 8; g++)
+        at += snprintf(caps + at, sizeof caps - (size_t)at, "%s{\"gpu\":%d,\"cap_w\":%d}",
+                       g ? "," : "", g, g < 4 ? 300 : 250);
+    snprintf(caps + at, sizeof caps - (size_t)at, "]}");
+    assert_int_equal(call(f, "PUT", "/v1/caps", caps, 1, &d), 200);
+    json_decref(d);
+    assert_true(fabs(sum_limits(f) - 2200) < 1e-6);
+    assert_int_equal(call(f, "POST", "/v1/heartbeat", "{\"controller\":\"ctl-2\",\"ttl_s\":0.05}",
+                          1, &d),
+                     200);
+    json_decref(d);
+    pfi_srv_tick(f->n);
+    struct timespec ts = {0, 120 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    pfi_srv_tick(f->n);
+    assert_int_equal(f->n->mode, SRV_MODE_SAFE);
+    assert_int_equal(f->n->n_watchdog_trips, 1);
+    assert_true(sum_limits(f) <= 2200 + 1e-6); /* 90% of 5600 W would be 5040 W */
+    assert_true(sum_limits(f) >= 2200 - 8);
+    assert_int_equal(call(f, "GET", "/v1/events", NULL, 0, &d), 200);
+    json_t *ev = json_object_get(d, "events");
+    int said = 0;
+    for (size_t k = 0; k < json_array_size(ev); k++)
+        said |= strstr(json_string_value(json_object_get(json_array_get(ev, k), "message")),
+                       "never raises a node") != NULL;
+    assert_true(said);
+    json_decref(d);
+}
+
 /* A cap within the half watt the range check allows past a GPU's range is taken as the range's
  * end: the GPU cannot go below its minimum, so the budget in force is the sum of what the GPUs
  * hold.  Before, 199.6 W on a 200 W minimum set the GPU at 200 W but kept 199.6 W in the
@@ -1471,6 +1512,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watchdog_never_raises, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_at_range_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only_plans_only, setup, teardown),

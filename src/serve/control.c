@@ -328,9 +328,22 @@ static void watchdog_fire(srv_node *n)
     /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
     for (int j = 0; j < n->n_cand; j++)
         n->cand[j].sla = NAN;
-    double floor = 0;
-    for (int i = 0; i < n->n_gpus; i++)
-        floor += n->snap[i].dev.min_limit_w;
+    /* Nor above the limits held now: the controller that went quiet (or cannot reach this
+     * node) counts it at the caps it last acknowledged and spends the rest of the site's
+     * budget elsewhere; a safe_budget of 60% raised a node held at 1600 W to 3360 W, the site
+     * 1760 W over.  The node's sum never rises, and the plan applies lowerings first. */
+    double floor = 0, held = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        const pfi_device *d = &n->snap[i].dev;
+        floor += d->min_limit_w;
+        double l = isfinite(d->limit_w) ? d->limit_w : d->max_limit_w;
+        if (isfinite(d->enforced_w) && d->enforced_w > l)
+            l = d->enforced_w;
+        held += l;
+    }
+    double asked = w;
+    if (isfinite(held) && w > held)
+        w = held;
     if (w < floor)
         w = floor;
     int rc = pfi_srv_decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
@@ -340,7 +353,12 @@ static void watchdog_fire(srv_node *n)
     n->hb_ttl_s = 0; /* disarmed until the controller is back */
     pthread_mutex_unlock(&n->mu);
     pthread_mutex_unlock(&n->decide_mu);
-    if (rc == PFI_OK)
+    if (rc == PFI_OK && w < asked)
+        pfi_srv_event_add(n, "watchdog", "no heartbeat from %s: %.0f W applied, the limits it "
+                          "held (the safe budget, %.0f W, is above them, and a safe budget never "
+                          "raises a node its controller counts at its caps)",
+                          n->hb_controller[0] ? n->hb_controller : "the controller", w, asked);
+    else if (rc == PFI_OK)
         pfi_srv_event_add(n, "watchdog", "no heartbeat from %s: safe budget %.0f W applied",
                       n->hb_controller[0] ? n->hb_controller : "the controller", w);
     else

@@ -54,6 +54,19 @@ for opt in "--weight nan" "--pfi30 inf" "--tokens-per-s -inf"; do
   [ "$(ctl jobs | jq -r '.jobs | length')" = 1 ] || fail "job add $opt registered a job"
 done
 
+# An option the command does not take is refused, naming it, and nothing changes: `budget set
+# 5000W --gpus 0-3` set a node-wide budget (GPUs 4-7 to 550 W) and exited 0.
+for args in "budget set 5000W --gpus 0-3" "decisions --since 3" "job rm j1 --weight 2" \
+            "events --ttl 5s" "heartbeat extra" "caps 0=500 --ramp 5s"; do
+  # shellcheck disable=SC2086
+  ctl $args >"$T/out" 2>&1
+  [ $? -eq 2 ] || fail "ctl $args: not refused: $(head -c 200 "$T/out")"
+  w=$(echo "$args" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^--/) print $i }')
+  [ -z "$w" ] || grep -q -- "$w is not an option" "$T/out" || fail "ctl $args: $(cat "$T/out")"
+done
+[ "$(budget)" = 4000 ] || fail "a refused option moved the budget: $(budget)"
+[ "$(ctl jobs | jq -r '[.jobs[].id] | join(",")')" = j1 ] || fail "a refused option changed the jobs: $(ctl jobs)"
+
 # "job throughput" takes a finite decimal number: "1e400" and "nan" went out as an empty body
 # ("this request needs a JSON body"), "0x10" as 16, "1e-400" (out of range) as 0.
 for v in 1e400 nan inf 0x10 1e-400 "" 5x; do

@@ -4,6 +4,7 @@
  * request the daemon found malformed). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,6 +90,8 @@ typedef struct ctl_args {
     const char *gpus, *ramp, *ttl, *controller, *log, *epoch;
     double sla, weight, pfi30, tps, seq_len, tokens_per_step;
     int no_sla;
+    const char *sla_text; /* --sla as typed (a->sla once parsed) */
+    int since, limit;     /* INT_MIN: not given */
 } ctl_args;
 
 static int cmd_budget(const ctl *c, const ctl_args *a, char **pos, int npos)
@@ -216,6 +219,93 @@ static int cmd_caps(const ctl *c, const ctl_args *a, char **pos, int npos)
     return request(c, "PUT", "/v1/caps", b);
 }
 
+/* An option given to a command that does not take it is refused, naming it: `budget set 5000W
+ * --gpus 0-3` set a node-wide budget and exited 0, and `decisions --since N` answered the
+ * latest decisions. */
+static int misplaced(const char *cmd, const char *sub, const ctl_args *a)
+{
+    int job_add = !strcmp(cmd, "job") && sub && !strcmp(sub, "add");
+    const struct {
+        int given, ok;
+        const char *name;
+    } o[] = {
+        {a->gpus != NULL, job_add, "--gpus"},
+        {a->sla_text != NULL, job_add, "--sla"},
+        {a->no_sla, job_add, "--no-sla"},
+        {!isnan(a->weight), job_add, "--weight"},
+        {!isnan(a->pfi30), job_add, "--pfi30"},
+        {!isnan(a->tps), job_add, "--tokens-per-s"},
+        {a->log != NULL, job_add, "--log"},
+        {!isnan(a->seq_len), job_add, "--seq-len"},
+        {!isnan(a->tokens_per_step), job_add, "--tokens-per-step"},
+        {a->ramp != NULL, !strcmp(cmd, "budget"), "--ramp"},
+        {a->since != INT_MIN, !strcmp(cmd, "events"), "--since"},
+        {a->limit != INT_MIN, !strcmp(cmd, "events") || !strcmp(cmd, "decisions"), "--limit"},
+        {a->ttl != NULL, !strcmp(cmd, "heartbeat"), "--ttl"},
+        {a->controller != NULL, !strcmp(cmd, "heartbeat"), "--controller"},
+        {a->epoch != NULL, !strcmp(cmd, "caps"), "--epoch"},
+    };
+    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
+        if (o[i].given && !o[i].ok) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "%s is not an option of '%s%s%s'", o[i].name, cmd,
+                     sub ? " " : "", sub ? sub : "");
+            return usage_error(msg);
+        }
+    return -1;
+}
+
+/* The command in pos[0] with its arguments. */
+static int dispatch(ctl *c, const ctl_args *a, char **pos, int npos)
+{
+    const char *cmd = pos[0];
+    int rc = misplaced(cmd, npos > 1 && !strcmp(cmd, "job") ? pos[1] : NULL, a);
+    if (rc >= 0)
+        return rc;
+    const char *reads[][2] = {{"health", "/healthz"},       {"gpus", "/v1/gpus"},
+                              {"allocation", "/v1/allocation"}, {"metrics", "/metrics"},
+                              {"decisions", NULL}, {"events", NULL}, {"heartbeat", NULL}};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+        if (!strcmp(cmd, reads[i][0]) && npos != 1)
+            return usage_error("this command takes no argument");
+    for (size_t i = 0; i < 4; i++)
+        if (!strcmp(cmd, reads[i][0])) {
+            if (!strcmp(cmd, "metrics"))
+                c->raw = 1;
+            return request(c, "GET", reads[i][1], NULL);
+        }
+    char path[256];
+    int limit = a->limit != INT_MIN ? a->limit : 100;
+    if (!strcmp(cmd, "jobs")) {
+        if (npos > 2)
+            return usage_error("jobs takes at most a job id");
+        if (npos == 2 && !pfi_http_id_path(path, sizeof path, "/v1/jobs/", pos[1], ""))
+            return usage_error("job id too long");
+        return request(c, "GET", npos == 2 ? path : "/v1/jobs", NULL);
+    }
+    if (!strcmp(cmd, "decisions")) {
+        snprintf(path, sizeof path, "/v1/decisions?limit=%d", limit);
+        return request(c, "GET", path, NULL);
+    }
+    if (!strcmp(cmd, "events")) {
+        snprintf(path, sizeof path, "/v1/events?since=%d&limit=%d", a->since != INT_MIN ? a->since : 0,
+                 limit);
+        return request(c, "GET", path, NULL);
+    }
+    if (!strcmp(cmd, "budget"))
+        return cmd_budget(c, a, pos, npos);
+    if (!strcmp(cmd, "job"))
+        return cmd_job(c, a, pos, npos);
+    if (!strcmp(cmd, "heartbeat"))
+        return cmd_heartbeat(c, a);
+    if (!strcmp(cmd, "caps"))
+        return cmd_caps(c, a, pos, npos);
+    fprintf(stderr, "pfi ctl: unknown command '%s' (", cmd);
+    pfi_cli_actions_list(stderr, pfi_cli_actions_ctl);
+    fprintf(stderr, "; pfi ctl --help)\n");
+    return PFI_EXIT_USAGE;
+}
+
 const char *const pfi_cli_actions_ctl[] = {"health",    "gpus",      "jobs",   "allocation",
                                            "events",    "decisions", "metrics", "budget",
                                            "job",       "heartbeat", "caps",   NULL};
@@ -243,9 +333,7 @@ int pfi_cmd_ctl(int argc, char **argv)
 {
     ctl c = {0};
     ctl_args a = {.sla = NAN, .weight = NAN, .pfi30 = NAN, .tps = NAN, .seq_len = NAN,
-                  .tokens_per_step = NAN};
-    int since = 0, limit = 100;
-    const char *sla = NULL;
+                  .tokens_per_step = NAN, .since = INT_MIN, .limit = INT_MIN};
     const pfi_opt opts[] = {
         {"url", PFI_OPT_STR, &c.url, "URL", "daemon address, http://HOST:PORT or unix:PATH "
                                             "(default $PFI_SERVE_URL, else unix:/run/pfi/serve.sock when that socket exists, else "
@@ -256,7 +344,7 @@ int pfi_cmd_ctl(int argc, char **argv)
          "is on (default $PFI_SERVE_TOKEN_FILE)"},
         {"raw", PFI_OPT_FLAG, &c.raw, NULL, "print the answer as received (e.g. for metrics)"},
         {"gpus", PFI_OPT_STR, &a.gpus, "LIST", "job add: the job's GPUs, e.g. 0-3"},
-        {"sla", PFI_OPT_STR, &sla, "SLOWDOWN", "job add: max slowdown, e.g. 0.1 or 10%"},
+        {"sla", PFI_OPT_STR, &a.sla_text, "SLOWDOWN", "job add: max slowdown, e.g. 0.1 or 10%"},
         {"no-sla", PFI_OPT_FLAG, &a.no_sla, NULL,
          "job add: no SLA even if the daemon has a default"},
         {"weight", PFI_OPT_DOUBLE, &a.weight, "W", "job add: weight (default 1)"},
@@ -269,8 +357,8 @@ int pfi_cmd_ctl(int argc, char **argv)
          "job add: tokens per iteration, so that a log in it/s (Hugging Face, Lightning) reads "
          "as tokens/s"},
         {"ramp", PFI_OPT_STR, &a.ramp, "DURATION", "budget set: reach it gradually"},
-        {"since", PFI_OPT_INT, &since, "ID", "events: only those after this id"},
-        {"limit", PFI_OPT_INT, &limit, "N", "events, decisions: at most N (default 100)"},
+        {"since", PFI_OPT_INT, &a.since, "ID", "events: only those after this id"},
+        {"limit", PFI_OPT_INT, &a.limit, "N", "events, decisions: at most N (default 100)"},
         {"ttl", PFI_OPT_STR, &a.ttl, "DURATION", "heartbeat: watchdog timeout"},
         {"controller", PFI_OPT_STR, &a.controller, "NAME", "heartbeat: who sends it"},
         {"epoch", PFI_OPT_STR, &a.epoch, "N", "caps: the cluster controller's epoch"},
@@ -295,48 +383,10 @@ int pfi_cmd_ctl(int argc, char **argv)
     if (rc >= 0)
         return rc;
     pfi_err e = {0};
-    if (sla && pfi_parse_slowdown(sla, &a.sla, &e) != PFI_OK)
+    if (a.sla_text && pfi_parse_slowdown(a.sla_text, &a.sla, &e) != PFI_OK)
         return usage_error(e.msg);
     ctl_target(&c);
     if (npos < 1)
         return usage_error("missing command");
-    const char *cmd = pos[0];
-    const char *reads[][2] = {{"health", "/healthz"},       {"gpus", "/v1/gpus"},
-                              {"allocation", "/v1/allocation"}, {"metrics", "/metrics"}};
-    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
-        if (!strcmp(cmd, reads[i][0])) {
-            if (npos != 1)
-                return usage_error("this command takes no argument");
-            if (!strcmp(cmd, "metrics"))
-                c.raw = 1;
-            return request(&c, "GET", reads[i][1], NULL);
-        }
-    char path[256];
-    if (!strcmp(cmd, "jobs")) {
-        if (npos > 2)
-            return usage_error("jobs takes at most a job id");
-        if (npos == 2 && !pfi_http_id_path(path, sizeof path, "/v1/jobs/", pos[1], ""))
-            return usage_error("job id too long");
-        return request(&c, "GET", npos == 2 ? path : "/v1/jobs", NULL);
-    }
-    if (!strcmp(cmd, "decisions")) {
-        snprintf(path, sizeof path, "/v1/decisions?limit=%d", limit);
-        return request(&c, "GET", path, NULL);
-    }
-    if (!strcmp(cmd, "events")) {
-        snprintf(path, sizeof path, "/v1/events?since=%d&limit=%d", since, limit);
-        return request(&c, "GET", path, NULL);
-    }
-    if (!strcmp(cmd, "budget"))
-        return cmd_budget(&c, &a, pos, npos);
-    if (!strcmp(cmd, "job"))
-        return cmd_job(&c, &a, pos, npos);
-    if (!strcmp(cmd, "heartbeat"))
-        return cmd_heartbeat(&c, &a);
-    if (!strcmp(cmd, "caps"))
-        return cmd_caps(&c, &a, pos, npos);
-    fprintf(stderr, "pfi ctl: unknown command '%s' (", cmd);
-    pfi_cli_actions_list(stderr, pfi_cli_actions_ctl);
-    fprintf(stderr, "; pfi ctl --help)\n");
-    return PFI_EXIT_USAGE;
+    return dispatch(&c, &a, pos, npos);
 }

@@ -266,9 +266,14 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
     if (!w->node || !w->asked || !w->body || !w->url || !w->rq || !w->rb || !w->rb_w)
         return PFI_ENOMEM;
     /* Node daemons refuse an epoch not above the last they applied, so every wave gets a new
-     * one, and epochs start from the wall clock in ms so a restarted controller is not stale. */
+     * one: above the last this controller sent, the wall clock in ms (a restarted controller
+     * that has not heard the nodes yet) and the last any node says it applied (one restarted
+     * after its clock went back). */
     long long ms = (long long)(pfi_clock_wall() * 1000.0);
     c->epoch = c->epoch + 1 > ms ? c->epoch + 1 : ms;
+    for (int i = 0; i < nn; i++)
+        if (c->nodes[i].caps_epoch >= c->epoch)
+            c->epoch = c->nodes[i].caps_epoch + 1;
     for (int i = 0; i < nn; i++) {
         pfi_cl_node *n = &c->nodes[i];
         if (!n->up)

@@ -127,6 +127,10 @@ typedef struct pfi_cl_node {
     char boot_id[40];         /* the daemon's, from its heartbeat answers ("" unknown) */
     int resend;               /* restarted: its caps go out again in the next apply */
     long long restarts;       /* new boot ids seen */
+    /* The last cap epoch the daemon applied (GET /v1/gpus; 0 unknown): the next wave's epoch
+     * is above it, whatever the wall clock says (a controller restarted after its clock went
+     * back sent only stale epochs, refused with 409, and the site stayed over its budget). */
+    long long caps_epoch;
     pfi_device gpu[PFI_MAX_GPUS];  /* limits; limit_w = last acknowledged cap (NAN unknown) */
     double power_w[PFI_MAX_GPUS];  /* draw at the last refresh (NAN unknown) */
     int job_of[PFI_MAX_GPUS];      /* index into jobs, -1 when no job holds the GPU */

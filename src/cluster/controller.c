@@ -138,6 +138,9 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
     snprintf(n->commanded_by, sizeof n->commanded_by, "%s", by ? by : "");
     n->commanded_heard_s = jnum(doc, "controller_heard_s");
     n->commanded_for_s = jnum(doc, "controller_named_for_s");
+    json_t *ep = json_object_get(doc, "caps_epoch");
+    if (json_is_integer(ep) && json_integer_value(ep) > n->caps_epoch)
+        n->caps_epoch = json_integer_value(ep);
     return PFI_OK;
 }
 

@@ -58,11 +58,13 @@ json_t *pfi_srv_view_gpus(srv_node *n)
     json_t *by = n->mode == SRV_MODE_EXTERNAL && heard <= SRV_CONTROLLER_HEARD_S
                      ? json_string(n->hb_controller)
                      : NULL;
+    long long epoch = n->caps_epoch; /* a restarted controller numbers its caps above it */
     pthread_mutex_unlock(&n->mu);
-    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:i}", "backend", pfi_hw_label(n->b),
+    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:i, s:I}", "backend", pfi_hw_label(n->b),
                      "simulated", pfi_hw_simulated(n->b), "gpus", arr, "controller",
                      by ? by : json_null(), "controller_heard_s", pfi_json_num(by ? heard : NAN),
-                     "controller_named_for_s", SRV_CONTROLLER_HEARD_S);
+                     "controller_named_for_s", SRV_CONTROLLER_HEARD_S, "caps_epoch",
+                     (json_int_t)epoch);
 }
 
 static json_t *job_json(const srv_node *n, const srv_job *j)

@@ -424,6 +424,52 @@ static void test_cut_and_restore(void **state)
     site_down(&x);
 }
 
+/* A node Slurm stops listing (deleted, its GRES no longer reported) keeps being counted while
+ * the controller runs: it answered before and may hold this controller's caps.  Forgotten at
+ * once, its share went to the other nodes while its caps stayed in force (a 10,000 W site
+ * held 14,504 W).  Answering, it is planned as idle GPUs; silent, at the caps it holds. */
+static void test_departed_node_counted(void **state)
+{
+    for (int silent = 0; silent < 2; silent++) {
+        site x;
+        site_up(&x);
+        pfi_err e = {0};
+        double b = 0.6 * pfi_cl_site_default_w(x.c);
+        assert_int_equal(set_budget(&x, b, &e), PFI_OK);
+        assert_true(pfi_standin_cap_sum(x.s) <= b + 1e-6);
+        if (silent)
+            pfi_standin_set_silent(x.s, "n4", 1);
+        write_topo(&x, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", "
+                       "\"gpus\": 4}, {\"name\": \"n3\", \"gpus\": 4}], " TOPO_JOBS_AB "]}");
+        pfi_standin_reset_peak(x.s);
+        assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+        int rc = set_budget(&x, b, &e); /* planned again without n4's job */
+        assert_true(rc == PFI_OK || silent);
+        pfi_cl_heartbeat(x.c);
+        assert_true(pfi_standin_peak(x.s) <= b + 1e-6);
+        assert_true(pfi_standin_cap_sum(x.s) <= b + 1e-6);
+        json_t *d = pfi_cl_json_nodes(x.c);
+        json_t *nodes = json_object_get(d, "nodes");
+        assert_int_equal(json_array_size(nodes), 4);
+        json_t *n4 = json_array_get(nodes, 3);
+        assert_string_equal(json_string_value(json_object_get(n4, "name")), "n4");
+        assert_true(json_is_true(json_object_get(n4, "departed")));
+        if (!silent) /* answering: its GPUs idle, at their minimum */
+            for (int g = 0; g < NG; g++)
+                assert_true(fabs(pfi_standin_cap(x.s, "n4", g) - 200) < 1e-6);
+        json_decref(d);
+        /* Listed again: no longer departed. */
+        write_topo(&x, TOPO_ABC);
+        pfi_standin_set_silent(x.s, "n4", 0);
+        assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+        d = pfi_cl_json_nodes(x.c);
+        assert_true(json_is_false(json_object_get(json_array_get(json_object_get(d, "nodes"), 3),
+                                                  "departed")));
+        json_decref(d);
+        site_down(&x);
+    }
+}
+
 static void test_random_budgets_never_over(void **state)
 {
     site x;
@@ -1424,9 +1470,10 @@ static void test_unknown_node_in_topology(void **state)
     /* Restored for the check below. */
     write_topo(&x, TOPO_GHOST);
     assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_ENOENT);
-    /* The state from before is kept. */
+    /* The state from before is kept: n1 and n4 listed, n2 and n3 no longer listed but kept
+     * (departed: they answered before and may hold caps). */
     json_t *a = pfi_cl_json_allocation(x.c);
-    assert_int_equal(json_integer_value(json_object_get(a, "nodes")), 2);
+    assert_int_equal(json_integer_value(json_object_get(a, "nodes")), 4);
     json_decref(a);
     site_down(&x);
 }
@@ -1788,6 +1835,7 @@ int main(void)
         cmocka_unit_test(test_decode_curve),
         cmocka_unit_test(test_cut_and_restore),
         cmocka_unit_test(test_random_budgets_never_over),
+        cmocka_unit_test(test_departed_node_counted),
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_silent_node_draw_left_out),

@@ -131,6 +131,11 @@ typedef struct pfi_cl_node {
      * is above it, whatever the wall clock says (a controller restarted after its clock went
      * back sent only stale epochs, refused with 409, and the site stayed over its budget). */
     long long caps_epoch;
+    /* Slurm no longer lists it (or lists no GPU for it) but it answered before, so it may hold
+     * this controller's caps: kept in the plan, its GPUs counted (at its caps while silent, at
+     * their minimum as idle GPUs when it answers) for as long as this controller runs.  It was
+     * forgotten at once, its watts given to the others while its caps stayed in force. */
+    int departed;
     pfi_device gpu[PFI_MAX_GPUS];  /* limits; limit_w = last acknowledged cap (NAN unknown) */
     double power_w[PFI_MAX_GPUS];  /* draw at the last refresh (NAN unknown) */
     int job_of[PFI_MAX_GPUS];      /* index into jobs, -1 when no job holds the GPU */

@@ -311,6 +311,31 @@ int pfi_cl_topo_load(const pfi_cl_config *cfg, pfi_cl_topo *t, pfi_err *err)
 }
 
 /* The new node list, keeping what was known of nodes seen before (c->mu held). */
+/* Nodes of the last refresh that t no longer lists with GPUs, kept as departed (cluster.h)
+ * after the nn listed ones; the count of all. */
+static int carry_departed(const pfi_cl *c, pfi_cl_node *nodes, int nn)
+{
+    for (int k = 0; k < c->n_nodes; k++) {
+        const pfi_cl_node *o = &c->nodes[k];
+        int listed = 0;
+        for (int i = 0; i < nn && !listed; i++)
+            listed = !strcmp(nodes[i].name, o->name);
+        if (listed || !o->ever_up)
+            continue; /* never answered: never took a cap from this controller */
+        pfi_cl_node *n = &nodes[nn++];
+        *n = *o;
+        if (!n->departed)
+            snprintf(n->why, sizeof n->why, "no longer listed by Slurm");
+        n->departed = 1;
+        n->n_gpus_slurm = 0;
+        if (n->n_gpus_seen > n->n_gpus)
+            n->n_gpus = n->n_gpus_seen;
+        for (int g = 0; g < PFI_MAX_GPUS; g++)
+            n->job_of[g] = -1;
+    }
+    return nn;
+}
+
 static int carry_nodes(const pfi_cl *c, const pfi_cl_topo *t, pfi_cl_node *nodes)
 {
     int nn = 0;
@@ -325,6 +350,7 @@ static int carry_nodes(const pfi_cl *c, const pfi_cl_topo *t, pfi_cl_node *nodes
         if (old >= 0) {
             *n = c->nodes[old];
             n->n_gpus = t->nodes[i].n_gpus; /* Slurm's count again; the daemon's is checked */
+            n->departed = 0;                /* listed again */
         } else {
             snprintf(n->name, sizeof n->name, "%s", t->nodes[i].name);
             n->n_gpus = t->nodes[i].n_gpus;
@@ -341,7 +367,7 @@ static int carry_nodes(const pfi_cl *c, const pfi_cl_topo *t, pfi_cl_node *nodes
         for (int g = 0; g < PFI_MAX_GPUS; g++)
             n->job_of[g] = -1;
     }
-    return nn;
+    return carry_departed(c, nodes, nn);
 }
 
 /* Jobs from Slurm joined with the node list: each job's nodes, and each GPU's job. */
@@ -482,11 +508,13 @@ static void carry_targets(const pfi_cl_job *old, int no, pfi_cl_job *jobs, int n
 static int refresh_locked(pfi_cl *c, pfi_cl_topo t, pfi_err *err)
 {
     int rc = PFI_OK;
-    pfi_cl_node *nodes = calloc((size_t)t.n_nodes + 1, sizeof *nodes);
+    /* Room for the nodes listed and those departed (op_mu held: c->n_nodes stays). */
+    size_t room = (size_t)t.n_nodes + (size_t)c->n_nodes + 1;
+    pfi_cl_node *nodes = calloc(room, sizeof *nodes);
     pfi_cl_job *jobs = calloc((size_t)t.n_jobs + 1, sizeof *jobs);
     /* Two requests a node, GPUs and jobs, all sent at once. */
-    pfi_http_req *rq = calloc((size_t)t.n_nodes * 2 + 1, sizeof *rq);
-    char(*urls)[PFI_CL_URL_MAX + 32] = calloc((size_t)t.n_nodes * 2 + 1, sizeof *urls);
+    pfi_http_req *rq = calloc(room * 2, sizeof *rq);
+    char(*urls)[PFI_CL_URL_MAX + 32] = calloc(room * 2, sizeof *urls);
     int nn = 0, nj = 0;
     if (!nodes || !jobs || !rq || !urls) {
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");

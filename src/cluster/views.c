@@ -49,6 +49,8 @@ void *pfi_cl_json_nodes(pfi_cl *c)
         /* A silent node's GPUs count at the caps it last acknowledged: say so. */
         json_object_set_new(o, "why", n->up ? json_null() : json_string(n->why));
         json_object_set_new(o, "counted_at_last_caps", json_boolean(!n->up));
+        /* No longer in Slurm's list, still counted (cluster.h, pfi_cl_node.departed). */
+        json_object_set_new(o, "departed", json_boolean(n->departed));
         json_object_set_new(o, "boot_id", n->boot_id[0] ? json_string(n->boot_id) : json_null());
         json_object_set_new(o, "restarts", json_integer(n->restarts));
         json_object_set_new(o, "last_ok_wall", n->last_ok_wall > 0 ? json_real(n->last_ok_wall)

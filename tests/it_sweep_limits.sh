@@ -170,8 +170,12 @@ grep -q -- "--log-format" "$tmp/e" && bad "a job gone silent is told to name its
 # node is held at 500 W, so the baseline level (700 W) shows the sweep has changed the limits.
 "$P" sim set --cap 500 >/dev/null
 HELD=$(lim)
-for sig in INT:130 HUP:129; do
-  "$P" sweep --backend nvml --no-log --db "$tmp/pfi.db" --journal "$tmp/j" --quiet --levels 50% \
+# Slurm's --signal=USR1@90 and Ctrl-\ (QUIT) too: a sweep they killed left its GPUs capped.
+# (A background job of a non-interactive shell starts with QUIT ignored: its default is put
+# back through python before the exec.)
+for sig in INT:130 HUP:129 USR1:138 USR2:140 QUIT:131 ALRM:142; do
+  python3 -c 'import os, signal, sys; signal.signal(signal.SIGQUIT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+      "$P" sweep --backend nvml --no-log --db "$tmp/pfi.db" --journal "$tmp/j" --quiet --levels 50% \
       --settle 0.3s --dwell 60s -- "$P" sim job >/dev/null 2>"$tmp/e" &
   pid=$!
   i=0

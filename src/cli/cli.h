@@ -36,6 +36,12 @@ const pfi_cli_alias *pfi_cli_find_alias(const char *name);
 #define PFI_EXIT_FAIL 1
 #define PFI_EXIT_USAGE 2
 
+/* Installs handler h (no SA_RESTART: a signal cuts a wait short) for every signal whose
+ * default action ends the process without a core (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+ * SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGPWR), and ignores SIGPIPE: a
+ * command that changed GPU limits restores them whichever one comes (Slurm's --signal=USR1@90
+ * killed a sweep with its GPUs capped). */
+void pfi_cli_catch_stop_signals(void (*h)(int));
 /* Prints "pfi CMD: message" to stderr and returns the exit status for that error code
  * (PFI_EXIT_USAGE for PFI_EINVAL and PFI_ERANGE, PFI_EXIT_FAIL otherwise). */
 int pfi_cli_fail(const char *cmd, const pfi_err *err);

@@ -176,7 +176,8 @@ static int man_pfi(void)
     printf(".fi\n");
     printf(".SH EXIT STATUS\n0 success, 1 a runtime failure, 2 bad input (an unknown option, a "
            "malformed value, one out of range, or an empty one), 128+N a sweep stopped by signal "
-           "N once the limits were put back (130 SIGINT, 143 SIGTERM, 129 SIGHUP).\n");
+           "N once the limits were put back (130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT, 138 "
+           "SIGUSR1, 140 SIGUSR2: any signal that would end it).\n");
     printf(".SH ENVIRONMENT\n");
     for (size_t i = 0; i < sizeof environment / sizeof environment[0]; i++)
         printf(".TP\n.B %s\n%s\n", environment[i].name, environment[i].text);

@@ -16,19 +16,6 @@ static void on_signal(int sig)
     stop_flag = 1;
 }
 
-static void catch_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    /* A closed terminal must not kill the daemon without its restore. */
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
-
 /* Each --set KEY=VALUE into *cfg: -1 to go on, else an exit status (the message printed). */
 static int apply_sets(pfi_serve_config *cfg, const pfi_strlist *sets)
 {
@@ -138,7 +125,7 @@ int pfi_cmd_serve(int argc, char **argv)
     if (pfi_backend_read_only(b)) /* PFI_READ_ONLY=1 in the environment forces it too */
         cfg.read_only = 1;
 
-    catch_signals();
+    pfi_cli_catch_stop_signals(on_signal); /* a closed terminal, a USR1: never without its restore */
     rc = pfi_serve_run(&cfg, b, cfg.model[0] ? &m : NULL, &stop_flag, &err);
     pfi_hw_close(b);
     if (rc != PFI_OK)

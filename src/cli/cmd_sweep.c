@@ -22,7 +22,8 @@
 #include "util/num.h"
 #include "util/units.h"
 
-/* Set by SIGINT/SIGTERM; the sweep polls it, stops the job and restores the limits. */
+/* The signal that stops the sweep (pfi_cli_catch_stop_signals: SIGINT, SIGTERM, SIGUSR1, ...);
+ * the sweep polls it, stops the job and restores the limits. */
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -524,16 +525,6 @@ static void backend_label(pfi_backend *b, const sweep_opts *o, int sim_job, char
             pfi_hw_label(b), out);
 }
 
-static void catch_signals(void)
-{
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal; /* no SA_RESTART: a signal cuts the wait short */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
 
 /* The cost of the levels measured: per level (duration_s, gpu_s, lost) and as a whole ("cost";
  * null when no level has a baseline rate to be charged against). */
@@ -842,7 +833,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
 }
 
 /* After the sweep: the result printed, a restore that failed said, and the exit status: 0, 1
- * for a failure (said), or 128 + the signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP) when one
+ * for a failure (said), or 128 + the signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP, 138 SIGUSR1, ...) when one
  * interrupted the sweep and the limits were put back, as shells and Slurm tell an interruption
  * from a failure. */
 static int sweep_status(const sweep_opts *o, const pfi_sweep_cfg *c, const pfi_sweep_result *res,
@@ -937,7 +928,7 @@ int pfi_cmd_sweep(int argc, char **argv)
     c.mismatch = on_mismatch;
     stop_flag = 0;
     c.stop = &stop_flag;
-    catch_signals();
+    pfi_cli_catch_stop_signals(on_signal);
     char logname[64];
     if ((rc = check_before_launch(b, &c, &err)) != PFI_OK ||
         (rc = start_source(&o, pos, &pc, logname, sizeof logname, &src, &err)) != PFI_OK)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* common.c: helpers every subcommand shares (see cli.h). */
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,10 +250,29 @@ int pfi_cli_open_hw(const pfi_cli_hw *h, pfi_backend **out, pfi_err *err)
 #define PRINT_PRECISION 12
 #define PRINT_FLAGS (JSON_INDENT(PRINT_INDENT) | JSON_REAL_PRECISION(PRINT_PRECISION))
 
+void pfi_cli_catch_stop_signals(void (*h)(int))
+{
+    static const int sigs[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2,
+                               SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ,
+#ifdef SIGPWR
+                               SIGPWR,
+#endif
+    };
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = h;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 int pfi_cli_print_json(json_t *doc)
 {
-    if (!doc)
+    if (!doc) { /* a value jansson refused (not UTF-8): never an exit 1 with nothing said */
+        fprintf(stderr, "pfi: internal error: the JSON document could not be built\n");
         return PFI_EXIT_FAIL;
+    }
     int rc = json_dumpf(doc, stdout, PRINT_FLAGS) == 0 ? 0 : 1;
     fputc('\n', stdout);
     json_decref(doc);

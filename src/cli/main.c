@@ -20,7 +20,8 @@ static void usage(FILE *f)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nexit status: 0 ok, 1 runtime failure, 2 bad input (an unknown option, a "
                "malformed value\nor one out of range), 128+N a sweep stopped by signal N once "
-               "the limits were put back\n(130 SIGINT, 143 SIGTERM, 129 SIGHUP)\n");
+               "the limits were put back\n(130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT, 138 SIGUSR1, "
+               "140 SIGUSR2, ...)\n");
     fprintf(f, "\nexamples:\n"
                "  pfi gpus                        # the node's GPUs, their limits and draw\n"
                "  pfi help sweep                  # a command's options (pfi sweep --help)\n"

@@ -77,4 +77,10 @@ want 0 log "$T/scatter.log" --quiet
 grep -q '95% CI 0 to [0-9.e+]*: the interval reaches below 0' "$T/out" || fail "CI below 0: $(cat "$T/out")"
 want 0 log "$T/scatter.log" --json
 jq -e '.summary.ci_lo == 0 and .summary.ci_hi > .summary.mean' "$T/out" >/dev/null || fail "CI below 0 (JSON): $(cat "$T/out")"
+# A file named in bytes that are not UTF-8 (Latin-1 on a shared file system): valid JSON, its
+# name escaped (jansson refused the name, and nothing was printed, exit 1).
+bad=$(printf '%s/caf\351.log' "$T")
+cp "$F/nanogpt.log" "$bad"
+want 0 log "$bad" --json
+jq -e '.file | test("caf")' "$T/out" >/dev/null || fail "a Latin-1 file name: $(head -c 300 "$T/out") $(cat "$T/err")"
 echo "it_log: ok"

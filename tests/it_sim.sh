@@ -69,6 +69,11 @@ awk -F, '{ exit !($1 == "1000000.123" && $5 ~ /^[0-9]+[.][0-9][0-9][0-9]$/ && $5
 grep -q '^{"t_s":1000000[.]123,"gpu":0,' "$T/big.jsonl" &&
     grep -Eq '"energy_j":[0-9]{9,}[.][0-9]{3},' "$T/big.jsonl" ||
     fail "jsonl t_s and energy_j not in full: $(cat "$T/big.jsonl")"
+# The table holds a clock of 1e6 s (11.6 days from boot) and more in its column: every row was
+# one column right of the header from there.
+"$PFI" monitor --count 2 --interval 100000000.5s --gpus 0 --format table >"$T/big.txt"
+awk '{ e = index($0, " " $2 " ") + length($2); if (NR == 1) h = e; else if (e != h) bad = 1 }
+     END { exit !(NR == 3 && !bad) }' "$T/big.txt" || fail "table columns off with a large t_s: $(cat "$T/big.txt")"
 "$PFI" monitor --format xml 2>/dev/null && fail "unknown format accepted"
 "$PFI" monitor --count 2 --duration 5s 2>/dev/null; [ $? = 2 ] || fail "monitor --count with --duration not refused"
 "$PFI" monitor --duration 0s 2>/dev/null; [ $? = 2 ] || fail "monitor --duration 0s not refused"

@@ -86,8 +86,10 @@ static int print_json(const char *path, const pfi_logread *r, const log_opts *o)
         json_array_append_new(series, p);
     }
     const char *note = unit_note(r, o);
+    /* The name through pfi_json_text: a file named in Latin-1 bytes made jansson refuse the
+     * document, and nothing was printed. */
     json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:b, s:I, s:i, s:I, s:I, s:I, s:o}", "file", path, "format",
+        "{s:o, s:s, s:s, s:b, s:I, s:i, s:I, s:I, s:I, s:o}", "file", pfi_json_text(path), "format",
         pfi_log_format_name(r->format), "unit", r->unit, "tokens", r->in_tokens, "lines",
         (json_int_t)r->lines, "points", r->n, "untimed", (json_int_t)r->untimed, "warmup",
         (json_int_t)r->warmup, "other_unit", (json_int_t)r->other_unit, "series", series);

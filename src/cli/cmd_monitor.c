@@ -69,7 +69,9 @@ static int have(const pfi_sample *s, const field *f)
 
 static void table_header(void)
 {
-    printf("%9s %3s", "t_s", "gpu");
+    /* t_s is NVML's seconds since boot: 12 wide holds a node up for 3 years (9 ran out after
+     * 11.6 days, every row then one column right of the header). */
+    printf("%12s %3s", "t_s", "gpu");
     for (size_t i = 0; i < NFIELDS; i++) {
         char fmt[16];
         int w = atoi(fields[i].fmt + 1);
@@ -81,7 +83,7 @@ static void table_header(void)
 
 static void table_row(int gpu, const pfi_sample *s)
 {
-    printf("%9.2f %3d", s->t_s, gpu);
+    printf("%12.2f %3d", s->t_s, gpu);
     for (size_t i = 0; i < NFIELDS; i++) {
         const field *f = &fields[i];
         putchar(' ');
@@ -205,7 +207,7 @@ int pfi_cmd_monitor(int argc, char **argv)
         {0},
     };
     const pfi_cmd_spec spec = {
-        "pfi monitor [--interval 100ms] [--count N|--duration D] [--format table|csv|jsonl] "
+        "pfi monitor [--interval 1s] [--count N|--duration D] [--format table|csv|jsonl] "
         "[--gpus LIST] [--backend auto|nvml|sim] [--sim FILE|PRESET]",
         "Stream every telemetry field of the GPUs until --count/--duration or Ctrl-C.  CSV and "
         "JSON lines give t_s (the backend's clock: seconds since boot on NVML) to the "

@@ -51,6 +51,24 @@ must_fail import zeus-nsdi "$tmp/nsdi" --db "$db"
 has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text .*invalid UTF-8 byte 0xff"
 # An import that fails into a store it created leaves no empty store behind.
 [ ! -e "$db" ] || fail "a failed import left a database at $db"
+# An import that fails must never remove a store another pfi made meanwhile.  The failing
+# import reads a FIFO, so it is held mid-read (it used to have created the store by then) while
+# another import fills the store; then its file turns out bad.  It removed the store it thought
+# it had created, and the other pfi's runs with it.
+mkdir "$tmp/slow" "$tmp/good"
+mkfifo "$tmp/slow/A40+resnet18+gpu0.csv"
+printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n' \
+  >"$tmp/good/V100+resnet50+gpu0.csv"
+"$PFI_BIN" import zeus-plo "$tmp/slow" --db "$tmp/race.db" >"$tmp/slow.out" 2>&1 &
+slow=$!
+exec 4>"$tmp/slow/A40+resnet18+gpu0.csv"   # returns once the slow import opened the file
+"$PFI_BIN" import zeus-plo "$tmp/good" --db "$tmp/race.db" >"$tmp/out" 2>&1 || fail "the good import: $(cat "$tmp/out")"
+printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,oops,9000\n' >&4
+exec 4>&-
+if wait "$slow"; then fail "the bad import succeeded: $(cat "$tmp/slow.out")"; fi
+has "$tmp/slow.out" "line 2"
+"$PFI_BIN" runs --db "$tmp/race.db" >"$tmp/out" 2>&1 || fail "the failed import removed the other's store: $(cat "$tmp/out")"
+has "$tmp/out" "zeus-plo/V100/resnet50 x1"
 
 # A good one-file import, then the newer-schema and locked-database refusals.
 printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000\n2,__GlobalPowerLimitOptimizer_250,36,8000\n' \
@@ -90,6 +108,10 @@ if command -v sqlite3 >/dev/null 2>&1; then
     has "$tmp/err" "schema version 1, older than this pfi's .* read-only open never upgrades it"
     [ "$(sqlite3 "$tmp/v1.db" "PRAGMA user_version")" = 1 ] || fail "pfi $c upgraded a version-1 store"
   done
+  # A failed import leaves an older store at its version: it upgraded it first, after which an
+  # older pfi refused the file.
+  must_fail import zeus-plo "$tmp/no-such-folder" --db "$tmp/v1.db"
+  [ "$(sqlite3 "$tmp/v1.db" "PRAGMA user_version")" = 1 ] || fail "a failed import upgraded a version-1 store"
   "$PFI_BIN" import zeus-plo "$tmp/plo" --db "$tmp/v1.db" >/dev/null || fail "import into a version-1 store"
   "$PFI_BIN" runs --db "$tmp/v1.db" >/dev/null || fail "runs after the import upgraded the store"
   : >"$tmp/empty.db"

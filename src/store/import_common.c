@@ -212,20 +212,27 @@ int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, i
     return PFI_OK;
 }
 
-int pfi_import_files(pfi_store *st, const char *dir, const char *sub, const pfi_import_file *files,
-                     size_t n, pfi_import_file_fn read_file, const char *what, int *nruns,
-                     int *nlevels, pfi_err *err)
+int pfi_import_files(const char *dir, const char *sub, const pfi_import_file *files, size_t n,
+                     pfi_import_file_fn read_file, const char *what, pfi_import_set *set,
+                     pfi_err *err)
 {
     char base[1024], path[1200];
     pfi_import_dir(dir, sub, base, sizeof base);
-    pfi_import_set set = {0};
     int rc = PFI_OK;
     for (size_t i = 0; i < n && rc == PFI_OK; i++) {
         snprintf(path, sizeof path, "%s/%s", base, files[i].rel);
-        rc = read_file(path, files[i].gpu, files[i].rel, &set, err);
+        rc = read_file(path, files[i].gpu, files[i].rel, set, err);
     }
+    return rc == PFI_OK ? rc : pfi_err_prefix(err, "%s: ", what);
+}
+
+int pfi_import_read_write(pfi_store *st, const char *dir, pfi_import_read_fn read,
+                          int *nruns, int *nlevels, pfi_err *err)
+{
+    pfi_import_set set = {0};
+    int rc = read(dir, &set, err);
     if (rc == PFI_OK)
         rc = pfi_import_set_write(st, &set, nruns, nlevels, err);
     pfi_import_set_free(&set);
-    return rc == PFI_OK ? rc : pfi_err_prefix(err, "%s: ", what);
+    return rc;
 }

@@ -60,11 +60,21 @@ typedef struct pfi_import_file {
 typedef int (*pfi_import_file_fn)(const char *path, const char *gpu_type, const char *rel,
                                   pfi_import_set *set, pfi_err *err);
 
-/* Imports files[0..n) of the dataset in dir (default pfi_data_dir()/sub) with read_file and
- * writes them all in one transaction; what: "import NAME" to prefix an error with. */
-int pfi_import_files(pfi_store *st, const char *dir, const char *sub, const pfi_import_file *files,
-                     size_t n, pfi_import_file_fn read_file, const char *what, int *nruns,
-                     int *nlevels, pfi_err *err);
+/* Reads files[0..n) of the dataset in dir (default pfi_data_dir()/sub) with read_file into set,
+ * opening no store; what: "import NAME" to prefix an error with. */
+int pfi_import_files(const char *dir, const char *sub, const pfi_import_file *files, size_t n,
+                     pfi_import_file_fn read_file, const char *what, pfi_import_set *set,
+                     pfi_err *err);
+
+/* One whole dataset into set (dir NULL or "": its folder under pfi_data_dir()), every file
+ * parsed and checked before the caller opens a store (store.h: pfi_import_read). */
+typedef int (*pfi_import_read_fn)(const char *dir, pfi_import_set *set, pfi_err *err);
+int pfi_import_perseus_read(const char *dir, pfi_import_set *set, pfi_err *err);
+int pfi_import_zeus_nsdi_read(const char *dir, pfi_import_set *set, pfi_err *err);
+int pfi_import_zeus_plo_read(const char *dir, pfi_import_set *set, pfi_err *err);
+/* read, then pfi_import_set_write: the store.h importers of one dataset. */
+int pfi_import_read_write(pfi_store *st, const char *dir, pfi_import_read_fn read,
+                          int *nruns, int *nlevels, pfi_err *err);
 
 /* One file of each dataset into set (what the importers above read, exposed so that the
  * readers are tested on any bytes): a Perseus ZeusGlobal file, a Zeus NSDI trace file, and a

@@ -97,12 +97,17 @@ out:
     return rc;
 }
 
-int pfi_import_perseus(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err)
+int pfi_import_perseus_read(const char *dir, pfi_import_set *set, pfi_err *err)
 {
     static const pfi_import_file files[] = {
         {"zeus_baseline/A100/zeus_global.csv", "A100-PCIE-80GB"},
         {"zeus_baseline/A40/zeus_global.csv", "A40"},
     };
-    return pfi_import_files(st, dir, "perseus-sosp24", files, sizeof files / sizeof files[0],
-                            pfi_import_perseus_file, "import perseus", nruns, nlevels, err);
+    return pfi_import_files(dir, "perseus-sosp24", files, sizeof files / sizeof files[0],
+                            pfi_import_perseus_file, "import perseus", set, err);
+}
+
+int pfi_import_perseus(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err)
+{
+    return pfi_import_read_write(st, dir, pfi_import_perseus_read, nruns, nlevels, err);
 }

@@ -91,12 +91,17 @@ out:
     return rc;
 }
 
-int pfi_import_zeus_nsdi(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err)
+int pfi_import_zeus_nsdi_read(const char *dir, pfi_import_set *set, pfi_err *err)
 {
     static const pfi_import_file files[] = {{"summary_power_a40.csv", "A40"},
                                             {"summary_power_v100.csv", "V100"},
                                             {"summary_power_p100.csv", "P100"},
                                             {"summary_power_rtx6000.csv", "RTX6000"}};
-    return pfi_import_files(st, dir, "zeus-nsdi23-trace", files, sizeof files / sizeof files[0],
-                            pfi_import_zeus_nsdi_file, "import zeus-nsdi", nruns, nlevels, err);
+    return pfi_import_files(dir, "zeus-nsdi23-trace", files, sizeof files / sizeof files[0],
+                            pfi_import_zeus_nsdi_file, "import zeus-nsdi", set, err);
+}
+
+int pfi_import_zeus_nsdi(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err)
+{
+    return pfi_import_read_write(st, dir, pfi_import_zeus_nsdi_read, nruns, nlevels, err);
 }

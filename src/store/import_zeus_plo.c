@@ -141,7 +141,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int pfi_import_zeus_plo(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err)
+int pfi_import_zeus_plo_read(const char *dir, pfi_import_set *set, pfi_err *err)
 {
     char base[1024];
     pfi_import_dir(dir, "zeus-plo-testdata", base, sizeof base);
@@ -178,14 +178,15 @@ int pfi_import_zeus_plo(pfi_store *st, const char *dir, int *nruns, int *nlevels
         qsort(names, (size_t)n, sizeof *names, cmp_str);
     if (rc == PFI_OK && n == 0)
         rc = pfi_err_set(err, PFI_ENOENT, "no <GPU>+<model>+gpu<i>.csv files in %s", base);
-    pfi_import_set set = {0};
     for (int i = 0; i < n && rc == PFI_OK; i++)
-        rc = pfi_import_zeus_plo_file(base, names[i], &set, err);
-    if (rc == PFI_OK)
-        rc = pfi_import_set_write(st, &set, nruns, nlevels, err);
-    pfi_import_set_free(&set);
+        rc = pfi_import_zeus_plo_file(base, names[i], set, err);
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
     return rc == PFI_OK ? rc : pfi_err_prefix(err, "import zeus-plo: ");
+}
+
+int pfi_import_zeus_plo(pfi_store *st, const char *dir, int *nruns, int *nlevels, pfi_err *err)
+{
+    return pfi_import_read_write(st, dir, pfi_import_zeus_plo_read, nruns, nlevels, err);
 }

@@ -201,4 +201,16 @@ extern const char *const pfi_import_sources[PFI_IMPORT_NSOURCES]; /* "perseus", 
 int pfi_import_all(pfi_store *st, const char *root, int nruns[PFI_IMPORT_NSOURCES],
                    int nlevels[PFI_IMPORT_NSOURCES], pfi_err *err);
 
+/* The same in two steps, so that nothing is opened before everything is read: a missing folder
+ * or a bad line then neither creates a store nor touches (migrates) an existing one.
+ * pfi_import_read reads dataset `which` (a pfi_import_sources name, or "all") from path (NULL:
+ * the default folder; for "all" the folder holding the three) into *out, no store involved;
+ * pfi_import_write writes it in one transaction, nruns[i] / nlevels[i] as above (0 for a
+ * source not read; may be NULL). */
+typedef struct pfi_import pfi_import;
+int pfi_import_read(const char *which, const char *path, pfi_import **out, pfi_err *err);
+int pfi_import_write(pfi_store *st, const pfi_import *imp, int nruns[PFI_IMPORT_NSOURCES],
+                     int nlevels[PFI_IMPORT_NSOURCES], pfi_err *err);
+void pfi_import_free(pfi_import *imp);
+
 #endif

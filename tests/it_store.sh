@@ -51,6 +51,16 @@ must_fail import zeus-nsdi "$tmp/nsdi" --db "$db"
 has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text .*invalid UTF-8 byte 0xff"
 # An import that fails into a store it created leaves no empty store behind.
 [ ! -e "$db" ] || fail "a failed import left a database at $db"
+# Two files that give one run name (the same GPUs in another order) are refused with both
+# files before a store is opened: the second replaced the first inside the import.
+mkdir "$tmp/dup"
+for g in 0,1 1,0; do
+  printf 'start_time,window_name,elapsed_time,gpu0_energy,gpu1_energy\n1,__GlobalPowerLimitOptimizer_300,30,9000,9000\n' \
+    >"$tmp/dup/A40+resnet18+gpu$g.csv"
+done
+must_fail import zeus-plo "$tmp/dup" --db "$db"
+has "$tmp/err" "A40+resnet18+gpu0,1.csv and .*A40+resnet18+gpu1,0.csv both give run 'zeus-plo/A40/resnet18 x2'"
+[ ! -e "$db" ] || fail "an import refused for a duplicate name created $db"
 # An import that fails must never remove a store another pfi made meanwhile.  The failing
 # import reads a FIFO, so it is held mid-read (it used to have created the store by then) while
 # another import fills the store; then its file turns out bad.  It removed the store it thought

@@ -476,6 +476,83 @@ static void test_unprintable_names(void **state)
         fail_msg("perseus model with an escape: rc %d, '%s'", rc, e.msg);
 }
 
+/* A Zeus log of GPU 0 and GPU 1 in one folder: both were named "zeus-plo/A40/resnet18 x1", the
+ * second replaced the first inside the import, and the count said 2 runs while 1 was stored. */
+static void test_plo_names_unique(void **state)
+{
+    fixture *f = *state;
+    char dir[700], p[1200];
+    snprintf(dir, sizeof dir, "%s/plo", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(p, sizeof p, "%s/A40+resnet18+gpu0.csv", dir);
+    pfi_test_put_text(p, "start_time,window_name,elapsed_time,gpu0_energy\n"
+                         "1,__GlobalPowerLimitOptimizer_300,30,9000\n");
+    snprintf(p, sizeof p, "%s/A40+resnet18+gpu1.csv", dir);
+    pfi_test_put_text(p, "start_time,window_name,elapsed_time,gpu1_energy\n"
+                         "1,__GlobalPowerLimitOptimizer_300,30,6000\n"
+                         "2,__GlobalPowerLimitOptimizer_250,33,5000\n");
+    pfi_err e = {0};
+    int nr = 0, nl = 0, lv;
+    if (pfi_import_zeus_plo(f->st, dir, &nr, &nl, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    assert_int_equal(nr, 2);
+    assert_int_equal(nl, 3);
+    assert_int_equal(count_source(f->st, "zeus-plo", &lv), 2);
+    assert_int_equal(lv, 3);
+    pfi_run *r = load_named(f->st, "zeus-plo/A40/resnet18 x1");
+    assert_true(fabs(r->levels[0].power_w - 300) < 1e-9);
+    free(r);
+    r = load_named(f->st, "zeus-plo/A40/resnet18 x1 gpu1");
+    assert_int_equal(r->n_levels, 2);
+    free(r);
+
+    /* The same GPUs in another order give the same name: refused with both files, nothing
+     * written (the store keeps the two runs above). */
+    snprintf(p, sizeof p, "%s/A40+resnet50+gpu0,1.csv", dir);
+    pfi_test_put_text(p, "start_time,window_name,elapsed_time,gpu0_energy,gpu1_energy\n"
+                         "1,__GlobalPowerLimitOptimizer_300,30,9000,9000\n");
+    snprintf(p, sizeof p, "%s/A40+resnet50+gpu1,0.csv", dir);
+    pfi_test_put_text(p, "start_time,window_name,elapsed_time,gpu0_energy,gpu1_energy\n"
+                         "1,__GlobalPowerLimitOptimizer_300,31,9000,9000\n");
+    assert_int_equal(pfi_import_zeus_plo(f->st, dir, &nr, &nl, &e), PFI_EINVAL);
+    if (!strstr(e.msg, "A40+resnet50+gpu0,1.csv and ") || !strstr(e.msg, "gpu1,0.csv both give "
+                                                                           "run 'zeus-plo/A40/resnet50 x2'"))
+        fail_msg("%s", e.msg);
+    assert_int_equal(count_source(f->st, "zeus-plo", &lv), 2);
+}
+
+/* Three Perseus schedules of one model and parallelism, the last two with the same batch and
+ * microbatch sizes: the third took the second's name (the suffix loop compared only the bare
+ * name) and replaced it. */
+static void test_perseus_names_unique(void **state)
+{
+    fixture *f = *state;
+    char p[1200];
+    snprintf(p, sizeof p, "%s/zeus_global.csv", f->dir);
+    pfi_test_put_text(p, "model_name,partition_method,batch_size,dp,tp,pp,microbatch_size,"
+                         "num_microbatches,power_limit_0,power_limit_1,time,energy\n"
+                         "gpt3-xl,\"custom:0,14\",512,1,1,2,4,128,300,300,1.0,500\n"
+                         "gpt3-xl,\"custom:0,14\",1024,1,1,2,8,128,300,300,2.0,1000\n"
+                         "gpt3-xl,uniform_transformer,1024,1,1,2,8,128,300,300,2.1,1050\n"
+                         "gpt3-xl,uniform_transformer,1024,1,1,2,8,128,250,250,2.3,950\n");
+    pfi_import_set set = {0};
+    pfi_err e = {0};
+    if (pfi_import_perseus_file(p, "A40", "zeus_global.csv", &set, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    assert_int_equal(set.n, 3);
+    assert_string_equal(set.v[0].run.name, "perseus/A40/gpt3-xl dp1tp1pp2");
+    assert_string_equal(set.v[1].run.name, "perseus/A40/gpt3-xl dp1tp1pp2 bs1024 mbs8");
+    assert_string_equal(set.v[2].run.name,
+                        "perseus/A40/gpt3-xl dp1tp1pp2 bs1024 mbs8 uniform_transformer");
+    int nr = 0, nl = 0, lv;
+    assert_int_equal(pfi_import_set_write(f->st, &set, &nr, &nl, &e), PFI_OK);
+    pfi_import_set_free(&set);
+    assert_int_equal(nr, 3);
+    assert_int_equal(nl, 4);
+    assert_int_equal(count_source(f->st, "perseus", &lv), 3);
+    assert_int_equal(lv, 4);
+}
+
 static void test_export(void **state)
 {
     fixture *f = *state;
@@ -541,6 +618,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input_leaves_store_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_absurd_levels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unprintable_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plo_names_unique, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_perseus_names_unique, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
     };
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

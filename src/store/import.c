@@ -44,6 +44,9 @@ int pfi_import_read(const char *which, const char *path, pfi_import **out, pfi_e
             snprintf(dir, sizeof dir, "%s/%s", path && *path ? path : pfi_data_dir(), subs[i]);
         imp->read[i] = 1;
         rc = readers[i](all ? dir : path, &imp->set[i], err);
+        /* Here as well as when written: a refused set must not even open the store. */
+        if (rc == PFI_OK && pfi_import_set_check_names(&imp->set[i], err) != PFI_OK)
+            rc = pfi_err_prefix(err, "import %s: ", pfi_import_sources[i]);
     }
     if (rc != PFI_OK) {
         pfi_import_free(imp);

@@ -188,11 +188,35 @@ void pfi_import_set_free(pfi_import_set *set)
     memset(set, 0, sizeof *set);
 }
 
+int pfi_import_name_taken(const pfi_import_set *set, int before, const char *name)
+{
+    for (int j = 0; j < before && j < set->n; j++)
+        if (strcmp(set->v[j].run.name, name) == 0)
+            return 1;
+    return 0;
+}
+
+int pfi_import_set_check_names(const pfi_import_set *set, pfi_err *err)
+{
+    /* Quadratic, but a set is a few hundred runs. */
+    for (int i = 1; i < set->n; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(set->v[i].run.source, set->v[j].run.source) == 0 &&
+                strcmp(set->v[i].run.name, set->v[j].run.name) == 0)
+                return pfi_err_set(err, PFI_EINVAL,
+                                   "%s and %s both give run '%s' (one would replace the other)",
+                                   set->v[j].origin, set->v[i].origin, set->v[i].run.name);
+    return PFI_OK;
+}
+
 int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, int *nlevels,
                          pfi_err *err)
 {
     int mode, levels = 0;
-    int rc = pfi_store_unit_begin(st, "pfi_import", &mode, err);
+    int rc = pfi_import_set_check_names(set, err);
+    if (rc != PFI_OK)
+        return rc;
+    rc = pfi_store_unit_begin(st, "pfi_import", &mode, err);
     if (rc != PFI_OK)
         return rc;
     for (int i = 0; i < set->n && rc == PFI_OK; i++) {

@@ -30,6 +30,7 @@ typedef struct pfi_import_run {
     pfi_run run;
     char unit_label[48];
     char *config_json; /* malloc'ed */
+    char origin[1024]; /* where the run comes from ("FILE line N", or FILE), for messages */
 } pfi_import_run;
 
 typedef struct pfi_import_set {
@@ -86,7 +87,14 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
 int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *set,
                              pfi_err *err);
 
-/* Writes every run in one transaction (replacing runs of the same source and name). */
+/* Refuses a set in which two runs have the same name, naming both origins: the second would
+ * replace the first as it is written (pfi_store_write_imported replaces by source and name). */
+int pfi_import_set_check_names(const pfi_import_set *set, pfi_err *err);
+/* 1 when a run of set->v[0..before) is named name. */
+int pfi_import_name_taken(const pfi_import_set *set, int before, const char *name);
+
+/* Writes every run in one transaction (replacing runs of the same source and name from earlier
+ * imports), after pfi_import_set_check_names. */
 int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, int *nlevels,
                          pfi_err *err);
 

@@ -19,6 +19,31 @@ typedef struct key {
     int batch, dp, tp, pp, mbs, nmb;
 } key;
 
+/* The run's name: model and parallelism, as every run of the public files is named, and only
+ * when an earlier run of the set has that name (several schedules of one model and parallelism)
+ * also the batch and microbatch sizes, then the partition, then the microbatch count, which
+ * together are the run's key.  Each step is checked against every name, not only the first:
+ * a third schedule got the second's name and replaced it.  A name still taken (cut at
+ * PFI_NAME_MAX) is refused by pfi_import_set_check_names. */
+static void name_run(const pfi_import_set *set, int i, const char *gpu_type, const key *y)
+{
+    char *name = set->v[i].run.name;
+    size_t n = sizeof set->v[i].run.name, l;
+    snprintf(name, n, "perseus/%s/%s dp%dtp%dpp%d", gpu_type, y->model, y->dp, y->tp, y->pp);
+    if (!pfi_import_name_taken(set, i, name))
+        return;
+    l = strlen(name);
+    snprintf(name + l, n - l, " bs%d mbs%d", y->batch, y->mbs);
+    if (!pfi_import_name_taken(set, i, name))
+        return;
+    l = strlen(name);
+    snprintf(name + l, n - l, " %s", y->partition);
+    if (!pfi_import_name_taken(set, i, name))
+        return;
+    l = strlen(name);
+    snprintf(name + l, n - l, " nmb%d", y->nmb);
+}
+
 int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *rel,
                        pfi_import_set *set, pfi_err *err)
 {
@@ -65,15 +90,8 @@ int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *
             r->meta.tp = y.tp;
             r->meta.pp = y.pp;
             r->meta.global_batch = y.batch;
-            snprintf(r->name, sizeof r->name, "perseus/%s/%s dp%dtp%dpp%d", gpu_type, y.model,
-                     y.dp, y.tp, y.pp);
-            /* Two schedules of the same model and parallelism: tell them apart by batch. */
-            for (int j = first; j < i; j++)
-                if (strcmp(set->v[j].run.name, r->name) == 0) {
-                    size_t l = strlen(r->name);
-                    snprintf(r->name + l, sizeof r->name - l, " bs%d mbs%d", y.batch, y.mbs);
-                    break;
-                }
+            name_run(set, i, gpu_type, &y);
+            snprintf(ir->origin, sizeof ir->origin, "%s", where);
             snprintf(ir->unit_label, sizeof ir->unit_label, "samples/s");
             json_t *cfg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "dataset", "perseus-sosp24",
                                     "file", rel, "partition_method", y.partition,

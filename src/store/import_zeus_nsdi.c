@@ -72,6 +72,7 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
             snprintf(r->name, sizeof r->name, "zeus-nsdi/%s/%s %s bs%d %s", gpu_type, y.network,
                      y.dataset, y.batch, y.optimizer);
             snprintf(ir->unit_label, sizeof ir->unit_label, "epochs/s (relative)");
+            snprintf(ir->origin, sizeof ir->origin, "%s", where);
             json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:i}", "dataset", "zeus-nsdi23-trace",
                                     "file", rel, "training_data", y.dataset, "optimizer",
                                     y.optimizer, "batch_size", y.batch);

@@ -82,6 +82,16 @@ int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *
     r->meta.dp = nidx;
     r->meta.tp = r->meta.pp = 1;
     snprintf(r->name, sizeof r->name, "zeus-plo/%s/%s x%d", gpu, model, nidx);
+    /* GPUs 0..n-1 (every public file) keep that name.  Others name their indices: a log of
+     * GPU 1 beside one of GPU 0 was also "x1", and the second replaced the first. */
+    int from0 = 1;
+    for (int g = 0; g < nidx; g++)
+        from0 &= idx[g] < nidx;
+    for (int g = 0; !from0 && g < nidx; g++) {
+        size_t l = strlen(r->name);
+        snprintf(r->name + l, sizeof r->name - l, "%s%d", g ? "," : " gpu", idx[g]);
+    }
+    snprintf(ir->origin, sizeof ir->origin, "%s", path);
     snprintf(ir->unit_label, sizeof ir->unit_label, "windows/s (relative)");
     json_t *cfg = json_pack("{s:s, s:s}", "dataset", "zeus-plo-testdata", "file", file);
     ir->config_json = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;

@@ -419,14 +419,15 @@ static void test_absurd_levels(void **state)
         if (rc != PFI_EINVAL || !strstr(e.msg, "line 3") || !strstr(e.msg, nsdi[i][1]))
             fail_msg("zeus-nsdi row '%s': rc %d, '%s'", nsdi[i][0], rc, e.msg);
     }
-    /* the largest a GPU may be said to take, and a throughput of 1e15, are kept */
+    /* the largest a GPU may be said to take, and a throughput of 1e15, are kept (on a GPU
+     * whose own maximum is not known: an A40's is 300 W) */
     char p[1200];
-    snprintf(p, sizeof p, "%s/summary_power_a40.csv", f->dir);
+    snprintf(p, sizeof p, "%s/summary_power_x.csv", f->dir);
     pfi_test_put_text(p, "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
                          "cifar100,shufflenetv2,1024,adadelta,100000,1e-15,100000\n");
     pfi_import_set set = {0};
     pfi_err e = {0};
-    assert_int_equal(pfi_import_zeus_nsdi_file(p, "A40", "summary_power_a40.csv", &set, &e),
+    assert_int_equal(pfi_import_zeus_nsdi_file(p, "X9000", "summary_power_x.csv", &set, &e),
                      PFI_OK);
     pfi_import_set_free(&set);
 }
@@ -474,6 +475,47 @@ static void test_unprintable_names(void **state)
     pfi_import_set_free(&set);
     if (rc != PFI_EINVAL || !strstr(e.msg, "line 2") || !strstr(e.msg, "control character"))
         fail_msg("perseus model with an escape: rc %d, '%s'", rc, e.msg);
+}
+
+/* A file name or a window that contradicts the data: "gpu0,0" read gpu0_energy twice and made a
+ * 2-GPU run of twice the power; a 400 W window on an A40 (300 W at most) became the baseline. */
+static void test_plo_contradictions(void **state)
+{
+    fixture *f = *state;
+    char p[1200];
+    pfi_import_set set = {0};
+    pfi_err e = {0};
+    snprintf(p, sizeof p, "%s/V100+resnet50+gpu0,0.csv", f->dir);
+    pfi_test_put_text(p, "start_time,window_name,elapsed_time,gpu0_energy\n"
+                         "1,__GlobalPowerLimitOptimizer_250,30,6000\n");
+    int rc = pfi_import_zeus_plo_file(f->dir, "V100+resnet50+gpu0,0.csv", &set, &e);
+    pfi_import_set_free(&set);
+    if (rc != PFI_EINVAL || !strstr(e.msg, "gpu0,0.csv: the name gives GPU 0 twice"))
+        fail_msg("gpu0,0: rc %d, '%s'", rc, e.msg);
+
+    const char *cases[][3] = {
+        /* file, window, what is expected ("" : accepted) */
+        {"A40+resnet18+gpu0.csv", "400", "line 3: a power limit of 400 W is above the A40's "
+                                         "maximum of 300 W"},
+        {"A40+resnet18+gpu0.csv", "300.4", ""},
+        /* The V100's maximum is only the trace's highest limit; an SXM2 board takes 300 W. */
+        {"V100+resnet18+gpu0.csv", "300", ""},
+        {"H100+resnet18+gpu0.csv", "700", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(p, sizeof p, "%s/%s", f->dir, cases[i][0]);
+        snprintf(text, sizeof text, "start_time,window_name,elapsed_time,gpu0_energy\n"
+                                    "0,__GlobalPowerLimitOptimizer_250,30,6000\n"
+                                    "31,__GlobalPowerLimitOptimizer_%s,29,7000\n", cases[i][1]);
+        pfi_test_put_text(p, text);
+        rc = pfi_import_zeus_plo_file(f->dir, cases[i][0], &set, &e);
+        pfi_import_set_free(&set);
+        if (cases[i][2][0] ? rc != PFI_EINVAL || !strstr(e.msg, cases[i][2]) : rc != PFI_OK)
+            fail_msg("%s at %s W: rc %d, '%s'", cases[i][0], cases[i][1], rc,
+                     rc ? e.msg : "accepted");
+        unlink(p);
+    }
 }
 
 /* A Zeus log of GPU 0 and GPU 1 in one folder: both were named "zeus-plo/A40/resnet18 x1", the
@@ -618,6 +660,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input_leaves_store_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_absurd_levels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unprintable_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plo_contradictions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plo_names_unique, setup, teardown),
         cmocka_unit_test_setup_teardown(test_perseus_names_unique, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),

@@ -22,18 +22,29 @@ const char *pfi_import_dir(const char *dir, const char *sub, char *buf, size_t n
 /* Device power-limit constraints of the GPUs in the public data.  A100 PCIe and A40 are from
  * reference/hardware.md (the A100 PCIe minimum is assumed there).  For V100, P100 and RTX 6000
  * nothing better than the traces is at hand: the highest limit swept is taken as max and
- * default (the traces start there) and the lowest as the minimum. */
+ * default (the traces start there) and the lowest as the minimum.  spec: the maximum is the
+ * board's own, so a higher cap is a damaged row; an inferred one is not (an SXM2 V100 takes
+ * 300 W, above what the trace swept). */
 typedef struct gpu_limits {
     const char *type;
     double min_w, max_w, default_w;
+    int spec;
 } gpu_limits;
 static const gpu_limits gpus[] = {
-    {"A100-PCIE-80GB", 150, 300, 300},
-    {"A40", 100, 300, 300},
-    {"V100", 100, 250, 250},
-    {"P100", 125, 250, 250},
-    {"RTX6000", 100, 260, 260},
+    {"A100-PCIE-80GB", 150, 300, 300, 1},
+    {"A40", 100, 300, 300, 1},
+    {"V100", 100, 250, 250, 0},
+    {"P100", 125, 250, 250, 0},
+    {"RTX6000", 100, 260, 260, 0},
 };
+
+static const gpu_limits *gpu_lookup(const char *type)
+{
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
+        if (strcmp(gpus[i].type, type) == 0)
+            return &gpus[i];
+    return NULL;
+}
 
 /* What is known of each model: family and size (billions of parameters; NAN when the name
  * does not pin it down, e.g. the artifact's custom "bert-huge" and wide-resnet101_8). */
@@ -66,12 +77,12 @@ void pfi_import_run_init(pfi_run *r, const char *source, const char *gpu_type, c
     r->n_gpus = 1;
     r->unit = PFI_SAMPLES_PER_S;
     r->min_limit_w = r->max_limit_w = r->default_limit_w = NAN;
-    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
-        if (strcmp(gpus[i].type, gpu_type) == 0) {
-            r->min_limit_w = gpus[i].min_w;
-            r->max_limit_w = gpus[i].max_w;
-            r->default_limit_w = gpus[i].default_w;
-        }
+    const gpu_limits *g = gpu_lookup(gpu_type);
+    if (g) {
+        r->min_limit_w = g->min_w;
+        r->max_limit_w = g->max_w;
+        r->default_limit_w = g->default_w;
+    }
     pfi_job_meta *m = &r->meta;
     snprintf(m->model, sizeof m->model, "%s", model);
     m->moe = 0;
@@ -116,6 +127,11 @@ int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi
     if (!(lv->cap_w > 0 && lv->cap_w <= LEVEL_MAX_WATTS))
         return pfi_err_set(err, PFI_EINVAL, "%s: a power limit of %g W is out of range (above 0 "
                            "and at most %g W)", where, lv->cap_w, LEVEL_MAX_WATTS);
+    /* A cap the board cannot take became the run's baseline (an A40 window at 400 W). */
+    const gpu_limits *g = gpu_lookup(r->gpu_type);
+    if (g && g->spec && lv->cap_w > g->max_w + 0.5)
+        return pfi_err_set(err, PFI_EINVAL, "%s: a power limit of %g W is above the %s's "
+                           "maximum of %g W", where, lv->cap_w, g->type, g->max_w);
     if (!(lv->power_w > 0 && lv->power_w <= LEVEL_MAX_WATTS))
         return pfi_err_set(err, PFI_EINVAL, "%s: the row says %g W per GPU at %g W, out of range "
                            "(above 0 and at most %g W)", where, lv->power_w, lv->cap_w,

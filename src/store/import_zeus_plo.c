@@ -19,7 +19,9 @@
 #define WINDOW_PREFIX "__GlobalPowerLimitOptimizer_"
 #define MAX_GPUS_IN_NAME 64
 
-/* "A40+resnet18+gpu0,1,2,3.csv" -> gpu "A40", model "resnet18", indices {0,1,2,3}. */
+/* "A40+resnet18+gpu0,1,2,3.csv" -> gpu "A40", model "resnet18", indices {0,1,2,3}.  Returns 0,
+ * -1 for a name of another form, or -2 for an index given twice (then idx[*nidx]), whose
+ * gpu<i>_energy column was read once per mention: two GPUs, twice the job's power. */
 static int parse_name(const char *file, char *gpu, size_t gn, char *model, size_t mn, int *idx,
                       int *nidx)
 {
@@ -40,6 +42,11 @@ static int parse_name(const char *file, char *gpu, size_t gn, char *model, size_
         if (e == s || errno || v < 0 || v > 1023 || *nidx >= MAX_GPUS_IN_NAME ||
             (e != end && *e != ','))
             return -1;
+        for (int i = 0; i < *nidx; i++)
+            if (idx[i] == v) {
+                idx[*nidx] = (int)v;
+                return -2;
+            }
         idx[(*nidx)++] = (int)v;
         s = e == end ? e : e + 1;
     }
@@ -51,7 +58,11 @@ int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *
 {
     char gpu[32], model[PFI_NAME_MAX], path[1400];
     int idx[MAX_GPUS_IN_NAME], nidx;
-    if (parse_name(file, gpu, sizeof gpu, model, sizeof model, idx, &nidx) != 0)
+    int pn = parse_name(file, gpu, sizeof gpu, model, sizeof model, idx, &nidx);
+    if (pn == -2)
+        return pfi_err_set(err, PFI_EINVAL, "%s/%s: the name gives GPU %d twice", dir, file,
+                           idx[nidx]);
+    if (pn != 0)
         return pfi_err_set(err, PFI_EINVAL,
                            "%s/%s: name is not <GPU>+<model>+gpu<i,j,...>.csv", dir, file);
     snprintf(path, sizeof path, "%s/%s", dir, file);

@@ -49,6 +49,12 @@ has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text wit
 printf '%s\nci,net\377,8,adam,300,10,270\n' "$H" >"$tmp/nsdi/summary_power_a40.csv"
 must_fail import zeus-nsdi "$tmp/nsdi" --db "$db"
 has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text .*invalid UTF-8 byte 0xff"
+# A file that ends inside a line (a copy cut short: its last number may be cut too) is imported
+# with a warning naming the file and line; a hand-written CSV without a final newline is whole.
+printf '%s\nci,net,8,adam,300,10,270\nci,net,8,adam,250,11,2' "$H" >"$tmp/nsdi/summary_power_a40.csv"
+"$PFI_BIN" import zeus-nsdi "$tmp/nsdi" --db "$tmp/cut.db" >"$tmp/out" 2>"$tmp/err" || fail "import of a cut file: $(cat "$tmp/err")"
+has "$tmp/err" "warning: .*nsdi/summary_power_a40.csv line 3: the file ends inside a line (truncated copy?)"
+[ "$(grep -c 'ends inside a line' "$tmp/err")" -eq 1 ] || fail "a warning for a whole file: $(cat "$tmp/err")"
 # An import that fails into a store it created leaves no empty store behind.
 [ ! -e "$db" ] || fail "a failed import left a database at $db"
 # Two files that give one run name (the same GPUs in another order) are refused with both

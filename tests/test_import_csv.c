@@ -61,6 +61,33 @@ static void test_quoted_fields(void **state)
     fclose(fp);
 }
 
+/* The line a file ends inside of (a copy cut mid-line: "81.689" read as "81."), and 0 for every
+ * way a file may end whole: LF, CRLF, a CR cut from its LF, blank lines after the last row. */
+static void test_unterminated(void **state)
+{
+    static const struct {
+        const char *text;
+        int line;
+    } cases[] = {
+        {"a,b\n1,2\n3,81.", 3},         {"a,b\n1,\"2\"", 2},    {"a,b\r\n1,2\r\n3,4", 3},
+        {"a,b\n1,\"two\nlines\"", 3}, {"a,b\n1,2\n", 0},       {"a,b\r\n1,2\r\n", 0},
+        {"a,b\r\n1,2\r", 0},           {"a,b\n1,\"2\"\r", 0}, {"a,b\n1,2\n\n\n", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *fp;
+        pfi_csv *c = open_text(cases[i].text, &fp);
+        pfi_err e = {0};
+        int rc;
+        while ((rc = pfi_csv_next(c, &e)) == PFI_OK)
+            ;
+        assert_int_equal(rc, PFI_CSV_END);
+        if (pfi_csv_unterminated(c) != cases[i].line)
+            fail_msg("case %zu: %d, not %d", i, pfi_csv_unterminated(c), cases[i].line);
+        pfi_csv_close(c);
+        fclose(fp);
+    }
+}
+
 static void test_bom_and_numbers(void **state)
 {
     const char *text = "\xEF\xBB\xBFtime,energy\n6.354814670704029,6819.0174444439235\n"
@@ -243,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_malformed),     cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_write_field),   cmocka_unit_test(test_hex),
         cmocka_unit_test(test_blank_number),  cmocka_unit_test(test_integer_digits),
+        cmocka_unit_test(test_unterminated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@ struct pfi_csv {
     char *name;
     int line;        /* the line being read next (1-based) */
     int rec_line;    /* where the current record began */
+    int unterminated; /* the line the input ended inside of, 0 if none */
     char *buf;       /* the fields of the current record, each NUL-terminated */
     size_t len, cap;
     size_t *off;     /* start of each field in buf */
@@ -56,7 +57,7 @@ static int start_field(pfi_csv *c, pfi_err *err)
 /* Reads one raw record into buf/off/nf.  Returns PFI_CSV_END at end of input. */
 static int read_record(pfi_csv *c, pfi_err *err)
 {
-    int ch, rc;
+    int ch, rc, cr_eof = 0; /* cr_eof: the record ended with a CR and then the input */
     /* Skip blank lines between records. */
     while ((ch = getc(c->f)) == '\n' || ch == '\r')
         if (ch == '\n')
@@ -92,8 +93,10 @@ static int read_record(pfi_csv *c, pfi_err *err)
                 if ((rc = push_char(c, (char)ch, err)) != PFI_OK)
                     return rc;
             }
-            if (ch == '\r')
+            if (ch == '\r') {
                 ch = getc(c->f);
+                cr_eof = ch == EOF;
+            }
             if (ch != ',' && ch != '\n' && ch != EOF)
                 return pfi_err_set(err, PFI_EINVAL,
                                    "%s line %d: field %d has text after its closing quote",
@@ -112,6 +115,7 @@ static int read_record(pfi_csv *c, pfi_err *err)
                     int next = getc(c->f);
                     if (next == '\n' || next == EOF) {
                         ch = next;
+                        cr_eof = next == EOF;
                         break;
                     }
                     ungetc(next, c->f);
@@ -132,6 +136,8 @@ static int read_record(pfi_csv *c, pfi_err *err)
         if (ch == EOF && ferror(c->f))
             return pfi_err_set(err, PFI_EIO, "%s line %d: read error: %s", c->name, c->line,
                                strerror(errno));
+        if (ch == EOF && !cr_eof)
+            c->unterminated = c->line;
         return PFI_OK;
     }
 }
@@ -227,6 +233,7 @@ int pfi_csv_next(pfi_csv *c, pfi_err *err)
     return PFI_OK;
 }
 
+int pfi_csv_unterminated(const pfi_csv *c) { return c->unterminated; }
 const char *pfi_csv_name(const pfi_csv *c) { return c->name; }
 int pfi_csv_line(const pfi_csv *c) { return c->rec_line; }
 int pfi_csv_ncols(const pfi_csv *c) { return c->ncols; }

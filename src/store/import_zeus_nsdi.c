@@ -85,7 +85,8 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
             goto out;
     }
     if (rc == PFI_CSV_END)
-        rc = set->n > first ? PFI_OK : pfi_err_set(err, PFI_EINVAL, "%s: no data rows", path);
+        rc = set->n > first ? pfi_import_note_end(set, path, pfi_csv_unterminated(c), err)
+                            : pfi_err_set(err, PFI_EINVAL, "%s: no data rows", path);
 out:
     free(keys);
     pfi_csv_close(c);

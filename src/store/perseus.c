@@ -75,6 +75,11 @@ void pfi_perseus_close(pfi_perseus *p)
     free(p);
 }
 
+int pfi_perseus_unterminated(const pfi_perseus *p)
+{
+    return pfi_csv_unterminated(p->c);
+}
+
 /* The stage limits; in a ZeusGlobal file also the one limit of the row: every used stage
  * column equal (unused ones are 0). */
 static int row_limits(const pfi_perseus *k, pfi_perseus_row *row, pfi_err *err)

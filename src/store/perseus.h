@@ -33,5 +33,7 @@ int pfi_perseus_open(const char *path, int flags, pfi_perseus **out, pfi_err *er
 /* The next row: PFI_OK, PFI_CSV_END (store/csv.h) after the last, or an error. */
 int pfi_perseus_next(pfi_perseus *p, pfi_perseus_row *row, pfi_err *err);
 void pfi_perseus_close(pfi_perseus *p);
+/* After PFI_CSV_END: the line the file ended inside of, else 0 (pfi_csv_unterminated). */
+int pfi_perseus_unterminated(const pfi_perseus *p);
 
 #endif

@@ -205,7 +205,7 @@ has "$tmp/out" '"n_gpus": 8'
 has "$tmp/out" '"unit_label": "samples/s"'
 
 "$PFI_BIN" runs export --db "$db" >"$tmp/all.csv" || fail "export csv"
-head -n 1 "$tmp/all.csv" | grep -q '^run_id,run_name,source,gpu_type,n_gpus,model,family,dp,tp,pp,global_batch,status,level,cap_w,enforced_w,power_w,job_power_w,tokens_per_s,samples_per_s,throughput,throughput_unit,' \
+head -n 1 "$tmp/all.csv" | grep -q '^run_id,run_name,source,gpu_type,n_gpus,model,family,dp,tp,pp,global_batch,status,level,cap_w,enforced_w,enforced_min_w,power_w,job_power_w,tokens_per_s,samples_per_s,throughput,throughput_unit,' \
   || fail "export header: $(head -n 1 "$tmp/all.csv")"
 [ "$(($(wc -l <"$tmp/all.csv") - 1))" -eq "$l_all" ] || fail "export rows != $l_all levels"
 "$PFI_BIN" runs export --db "$db" --runs 1,2 --format json --out "$tmp/two.json" || fail "export --out"

@@ -638,6 +638,17 @@ static void test_export(void **state)
     json_t *row0 = json_array_get(doc, 0);
     for (int i = 0; pfi_export_columns[i]; i++)
         assert_non_null(json_object_get(row0, pfi_export_columns[i]));
+    /* and the reverse: the two formats have the same fields (the CSV lacked enforced_min_w) */
+    const char *key;
+    json_t *v;
+    json_object_foreach(row0, key, v) {
+        int found = 0;
+        for (int i = 0; pfi_export_columns[i] && !found; i++)
+            found = strcmp(pfi_export_columns[i], key) == 0;
+        if (!found)
+            fail_msg("the JSON export has '%s', the CSV has no such column", key);
+    }
+    assert_true(json_is_null(json_object_get(row0, "enforced_min_w")));
     assert_true(json_is_null(json_object_get(row0, "tokens_per_s")));
     assert_true(json_is_real(json_object_get(row0, "samples_per_s")));
     assert_string_equal(json_string_value(json_object_get(row0, "gpu_type")), "A40");

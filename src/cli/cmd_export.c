@@ -118,8 +118,8 @@ int pfi_cmd_runs_export(int argc, char **argv)
     const pfi_cmd_spec spec = {
         "pfi runs export [--db FILE] [--format csv|json] [--runs LIST] [--out FILE]",
         "Export one row per level with the run's identity and metadata.  Units are in the "
-        "column names: cap_w, enforced_w, power_w (mean per GPU), job_power_w, tokens_per_s or "
-        "samples_per_s (filled only for an absolute rate), throughput with throughput_unit, "
+        "column names: cap_w, enforced_w (mean over the GPUs), enforced_min_w (the lowest "
+        "GPU's), power_w (mean per GPU), job_power_w, tokens_per_s or samples_per_s (filled only for an absolute rate), throughput with throughput_unit, "
         "rel_throughput and rel_power (to the baseline), telemetry means.  Missing values are "
         "empty (CSV) or null (JSON).  pandas: pd.read_csv(...) or pd.read_json(...).",
         opts,

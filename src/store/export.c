@@ -12,6 +12,7 @@ const char *const pfi_export_columns[] = {
     "run_id",        "run_name",      "source",         "gpu_type",      "n_gpus",
     "model",         "family",        "dp",             "tp",            "pp",
     "global_batch",  "status",        "level",          "cap_w",         "enforced_w",
+    "enforced_min_w",
     "power_w",       "job_power_w",   "tokens_per_s",   "samples_per_s", "throughput",
     "throughput_unit", "throughput_lo", "throughput_hi", "rel_throughput", "rel_power",
     "sm_clock_mhz",  "powercap_frac", "gpu_util",       "sm_active",     "tensor_active",

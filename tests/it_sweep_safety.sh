@@ -132,6 +132,36 @@ if command -v sqlite3 >/dev/null 2>&1; then
   sleep 0.5
   PFI_DB_BUSY_MS=200 expect_fail "locked store" "lock" --levels 50% -- "$PFI_BIN" sim job --log-format pfi
   wait $lockpid
+  # A store locked mid-sweep, longer than the sweep waits: it fails, restores, and says which
+  # level it measured but did not store and that the run's status was not recorded (it said
+  # neither, and the run showed 'running' for good).  test_store_sink: the status once it clears.
+  PFI_DB_BUSY_MS=200 "$PFI_BIN" sweep --backend sim --gpus 0-3 --db "$tmp/mid.db" --journal "$J" \
+      --quiet --no-log --levels 90,80,70,60,50% --settle 1s --dwell 10s \
+      -- "$PFI_BIN" sim job --log-format pfi >"$tmp/mid.out" 2>&1 &
+  pid=$!
+  i=0
+  until "$PFI_BIN" runs --db "$tmp/mid.db" --json 2>/dev/null | grep -q '"status": "running"'; do
+    [ $i -lt 600 ] || break
+    sleep 0.05; i=$((i + 1))
+  done
+  mkfifo "$tmp/ctl"
+  sqlite3 "$tmp/mid.db" <"$tmp/ctl" >/dev/null 2>&1 &
+  holder=$!
+  exec 3>"$tmp/ctl"
+  printf '.timeout 20000\nBEGIN IMMEDIATE;\nINSERT INTO jobs(command) VALUES (NULL);\n.shell touch %s/held\n' "$tmp" >&3
+  if wait $pid; then
+    echo "FAIL mid-sweep lock: the sweep succeeded"; fail=1
+  elif ! grep -q "pfi sweep: the level at [0-9]* W was measured but not stored in .*mid.db: .*locked" "$tmp/mid.out" ||
+       ! grep -q "pfi sweep: the run's status 'failed' was not recorded in .*mid.db (run 1 stays 'running' there)" "$tmp/mid.out"; then
+    echo "FAIL mid-sweep lock: $(grep "pfi sweep" "$tmp/mid.out")"; fail=1
+  else
+    echo "ok mid-sweep lock: the lost level and the unrecorded status said"
+  fi
+  [ -e "$tmp/held" ] || { echo "FAIL mid-sweep lock: the lock was never taken"; fail=1; }
+  printf 'ROLLBACK;\n.quit\n' >&3
+  exec 3>&-
+  wait $holder
+  [ "$(limits)" = "$orig" ] || { echo "FAIL mid-sweep lock: limits $(limits), not $orig"; fail=1; }
 else
   echo "sqlite3 not installed (scripts/install-deps.sh test): the newer and locked store cases are not run"
   [ $fail -ne 0 ] || exit 77

@@ -842,9 +842,13 @@ static int sweep_status(const sweep_opts *o, const pfi_sweep_cfg *c, const pfi_s
 {
     int printed = print_result(o, res, blabel, simulated, pfi_store_sink_run_id(sink), db,
                                rc == PFI_OK ? NULL : err);
-    if (pfi_store_sink_error(sink)->code != PFI_OK && rc == PFI_OK) {
-        *err = *pfi_store_sink_error(sink);
+    const pfi_err *serr = pfi_store_sink_error(sink);
+    if (serr->code != PFI_OK && rc == PFI_OK) {
+        *err = *serr;
         rc = err->code;
+    } else if (serr->code != PFI_OK) {
+        /* Said as well as the sweep's own failure: the store now misstates the run. */
+        fprintf(stderr, "pfi sweep: %s\n", serr->msg);
     }
     if (!res->restored)
         fprintf(stderr,

@@ -6,6 +6,11 @@
 
 #include "store/sink.h"
 #include "store/store.h"
+#include "store/store_internal.h"
+
+#define LEVEL_LOST "the level at %.0f W was measured but not stored in %s: "
+/* How many busy timeouts the run's final status may wait for a lock (60 s by default). */
+#define END_WAIT_TIMEOUTS 12
 
 struct pfi_store_sink {
     pfi_store *st;
@@ -67,7 +72,7 @@ int pfi_store_sink_level(void *ctx, const pfi_run *run, int idx, const pfi_sampl
     pfi_store_sink *s = ctx;
     /* The unit is known only once the first level was measured (a log may give samples). */
     if (idx == 0 && pfi_store_set_run_unit(s->st, s->run_id, run->unit, err) != PFI_OK)
-        return err->code;
+        return pfi_err_prefix(err, LEVEL_LOST, run->levels[idx].cap_w, pfi_store_path(s->st));
     pfi_sample *col = malloc((size_t)(nt ? nt : 1) * sizeof *col);
     if (!col)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -85,14 +90,32 @@ int pfi_store_sink_level(void *ctx, const pfi_run *run, int idx, const pfi_sampl
     else
         pfi_store_level_abort(s->st);
     free(col);
+    /* The sweep stops here and says why: which level is missing from the store. */
+    if (rc != PFI_OK && rc != PFI_ENOMEM)
+        pfi_err_prefix(err, LEVEL_LOST, run->levels[idx].cap_w, pfi_store_path(s->st));
     return rc;
 }
 
 void pfi_store_sink_end(void *ctx, const pfi_run *run, const char *status)
 {
     pfi_store_sink *s = ctx;
-    if (s->run_id > 0)
-        pfi_store_finish_run(s->st, s->run_id, status, &s->err);
+    if (s->run_id <= 0)
+        return;
+    int rc = pfi_store_finish_run(s->st, s->run_id, status, &s->err);
+    /* A writer that held the lock past the busy timeout (often the very one that failed the
+     * last level) left the run 'running' for good.  The sweep is over, its limits restored and
+     * its job stopped, so waiting longer costs only time, while a run shown as running long
+     * after it ended misleads every later reader. */
+    if (rc == PFI_EBUSY && s->st->busy_ms > 0) {
+        int busy = s->st->busy_ms;
+        pfi_err_clear(&s->err);
+        pfi_store_set_busy_timeout(s->st, busy * END_WAIT_TIMEOUTS);
+        rc = pfi_store_finish_run(s->st, s->run_id, status, &s->err);
+        pfi_store_set_busy_timeout(s->st, busy);
+    }
+    if (rc != PFI_OK)
+        pfi_err_prefix(&s->err, "the run's status '%s' was not recorded in %s (run %lld stays "
+                       "'running' there): ", status, pfi_store_path(s->st), s->run_id);
 }
 
 long long pfi_store_sink_run_id(const pfi_store_sink *s)

@@ -35,7 +35,9 @@ int pfi_store_sink_begin(void *ctx, const pfi_run *run, pfi_err *err);
 /* Level idx of run, with the telemetry of every tick: rows[tick * ng + i] for GPU gpus[i]. */
 int pfi_store_sink_level(void *ctx, const pfi_run *run, int idx, const pfi_sample *rows, int nt,
                          const int *gpus, int ng, pfi_err *err);
-/* Records status on the run; an error is kept for pfi_store_sink_error. */
+/* Records status on the run, waiting for a locked store 12 busy timeouts (the sweep is over by
+ * then); an error is kept for pfi_store_sink_error.  A level that could not be stored fails
+ * with a message naming it ("the level at 540 W was measured but not stored in pfi.db: ..."). */
 void pfi_store_sink_end(void *ctx, const pfi_run *run, const char *status);
 /* The run begin() made (0 before, or when the store's absolute path is unknown) and *db that
  * path, for the journal: pfi restore may run from another directory. */

@@ -125,9 +125,20 @@ if command -v sqlite3 >/dev/null 2>&1; then
     [ "$(sqlite3 "$tmp/v1.db" "PRAGMA user_version")" = 1 ] || fail "pfi $c upgraded a version-1 store"
   done
   # A failed import leaves an older store at its version: it upgraded it first, after which an
-  # older pfi refused the file.
-  must_fail import zeus-plo "$tmp/no-such-folder" --db "$tmp/v1.db"
-  [ "$(sqlite3 "$tmp/v1.db" "PRAGMA user_version")" = 1 ] || fail "a failed import upgraded a version-1 store"
+  # older pfi refused the file.  Version 2 (the last before enforced_min_w) and version 1; a
+  # missing folder and a bad line.
+  cp "$db" "$tmp/v2.db"
+  sqlite3 "$tmp/v2.db" "ALTER TABLE levels DROP COLUMN enforced_min_w; PRAGMA user_version = 2" ||
+    fail "sqlite3 (a version-2 store)"
+  printf 'start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,x,9000\n' \
+    >"$tmp/dup/A40+resnet50+gpu0.csv"
+  rm -f "$tmp"/dup/*,*.csv
+  for v in 2 1; do
+    for src in "$tmp/no-such-folder" "$tmp/dup"; do
+      must_fail import zeus-plo "$src" --db "$tmp/v$v.db"
+      [ "$(sqlite3 "$tmp/v$v.db" "PRAGMA user_version")" = $v ] || fail "a failed import ($src) upgraded a version-$v store"
+    done
+  done
   "$PFI_BIN" import zeus-plo "$tmp/plo" --db "$tmp/v1.db" >/dev/null || fail "import into a version-1 store"
   "$PFI_BIN" runs --db "$tmp/v1.db" >/dev/null || fail "runs after the import upgraded the store"
   : >"$tmp/empty.db"

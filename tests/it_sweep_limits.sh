@@ -166,6 +166,13 @@ grep -q "^pfi sweep: the job printed no throughput for 2 s, after [1-9][0-9]* li
 grep -q -- "--log-format" "$tmp/e" && bad "a job gone silent is told to name its log format"
 [ "$(lim)" = "$ORIG" ] || bad "a job gone silent: limits now $(lim)"
 
+# --- a fixed --dwell measures that long by design: its levels are not "not steady"
+"$P" sweep --backend nvml --settle 0.3s --no-log --db "$tmp/pfi.db" --journal "$tmp/j" --levels 100% --dwell 1s \
+  -- "$P" sim job >/dev/null 2>"$tmp/e" ||
+  bad "a fixed-dwell sweep failed: $(tail -3 "$tmp/e")"
+grep -q "level 1/1 .*(fixed dwell)" "$tmp/e" && ! grep -q "not steady" "$tmp/e" ||
+  bad "a fixed-dwell level: $(grep 'level 1/1' "$tmp/e")"
+
 # --- interrupted: 128 + the signal once the limits are back (it was 1 for all of them).  The
 # node is held at 500 W, so the baseline level (700 W) shows the sweep has changed the limits.
 "$P" sim set --cap 500 >/dev/null

@@ -360,6 +360,14 @@ static void test_lists(void **state)
     assert_int_equal(n, 9);
     assert_true(v[0] == 700 && v[8] == 300);
     assert_int_equal(pfi_parse_cap_range("700:300:0", v, 16, &n, &e), PFI_EINVAL);
+    /* Watts as every other power input takes them; not a number, none. */
+    assert_int_equal(pfi_parse_cap_range("700W:300W:100W", v, 16, &n, &e), PFI_OK);
+    assert_int_equal(n, 5);
+    assert_true(v[0] == 700 && v[4] == 300);
+    assert_int_equal(pfi_parse_cap_range("700Wx:300:100", v, 16, &n, &e), PFI_EINVAL);
+    assert_int_equal(pfi_parse_cap_range("inf:300:100", v, 16, &n, &e), PFI_EINVAL);
+    assert_int_equal(pfi_parse_cap_range("700:nan:100", v, 16, &n, &e), PFI_EINVAL);
+    assert_int_equal(pfi_parse_cap_range("W:300:100", v, 16, &n, &e), PFI_EINVAL);
 }
 
 /* --help and the manual page come from one spec: the examples close the text; in roff every

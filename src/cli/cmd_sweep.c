@@ -33,6 +33,7 @@ static void on_signal(int sig)
 
 typedef struct progress_ctx {
     int tty, quiet;
+    int fixed_dwell; /* --dwell D: a level lasts D by design, never "not steady" */
     int n_gpus;
     double t0;          /* the first level's rate: the baseline (levels[0] is the default limit) */
     double gpu_s, lost; /* so far */
@@ -86,7 +87,8 @@ static void on_progress(void *arg, const pfi_sweep_progress *p)
                 "%spfi sweep: level %d/%d %.0f W: %.1f %s%s, %.1f W per GPU%s; %.0f s, so far "
                 "%.0f GPU-s and %.0f %.*s lost\n",
                 pc->tty ? "\r\033[K" : "", p->level + 1, p->n_levels, p->cap_w, p->tput,
-                pc->unit, ci, p->power_w, p->steady ? "" : " (max dwell, not steady)",
+                pc->unit, ci, p->power_w,
+                pc->fixed_dwell ? " (fixed dwell)" : p->steady ? "" : " (max dwell, not steady)",
                 p->level_elapsed_s, pc->gpu_s, pc->lost, (int)strcspn(pc->unit, "/"), pc->unit);
         return;
     }
@@ -698,8 +700,15 @@ static int check_numbers(const sweep_opts *o)
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         double v = nums[i].v;
-        if (isnan(v) || ((nums[i].lo_open ? v > nums[i].lo : v >= nums[i].lo) && v <= nums[i].hi))
+        int whole = i != 1 && i != 3; /* seq-len and batch-size count tokens, samples */
+        if (isnan(v) || ((nums[i].lo_open ? v > nums[i].lo : v >= nums[i].lo) &&
+                         v <= nums[i].hi && (whole || v == floor(v))))
             continue;
+        if (!(v == floor(v)) && v >= nums[i].lo && v <= nums[i].hi) {
+            fprintf(stderr, "pfi sweep: --%s %g is not a whole number (%s [%.16g, %.16g])\n",
+                    nums[i].name, v, nums[i].what, nums[i].lo, nums[i].hi);
+            return PFI_EXIT_USAGE;
+        }
         fprintf(stderr, "pfi sweep: --%s %g is out of range: %s %c%.16g, %.16g]\n", nums[i].name,
                 v, nums[i].what, nums[i].lo_open ? '(' : '[', nums[i].lo, nums[i].hi);
         return PFI_EXIT_USAGE;
@@ -926,7 +935,7 @@ int pfi_cmd_sweep(int argc, char **argv)
     c.sink = (pfi_sweep_sink){sink, pfi_store_sink_begin, pfi_store_sink_level,
                               pfi_store_sink_end, pfi_store_sink_run_ref};
     progress_ctx prog = {.tty = isatty(STDERR_FILENO), .quiet = o.quiet, .unit = "tokens/s",
-                         .n_gpus = c.n_gpus};
+                         .n_gpus = c.n_gpus, .fixed_dwell = c.dwell_s > 0};
     c.progress = on_progress;
     c.progress_ctx = &prog;
     c.mismatch = on_mismatch;

@@ -101,7 +101,7 @@ static int level_watts(const pfi_sweep_cfg *c, const pfi_device *d, double v, do
             continue;
         if (c->levels_frac)
             return pfi_err_set(err, PFI_ERANGE,
-                               "level %.0f%% is %.0f W on GPU %d, outside its range %.0f-%.0f W",
+                               "level %g%% is %.0f W on GPU %d, outside its range %.0f-%.0f W",
                                v * 100, w[i], c->gpus[i], d[i].min_limit_w, d[i].max_limit_w);
         return pfi_err_set(err, PFI_ERANGE, "cap %.0f W is outside GPU %d's range %.0f-%.0f W",
                            w[i], c->gpus[i], d[i].min_limit_w, d[i].max_limit_w);

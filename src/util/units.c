@@ -196,19 +196,29 @@ int pfi_parse_double_list(const char *s, double *out, int max_n, int *n, pfi_err
     return PFI_OK;
 }
 
+/* A number of watts in a cap range, "300" or "300W" as every other power input takes it. */
+static double range_watts(const char *s, char **end)
+{
+    double v = strtod(s, end);
+    if (*end != s && (**end == 'W' || **end == 'w'))
+        (*end)++;
+    return v;
+}
+
 int pfi_parse_cap_range(const char *s, double *out, int max_n, int *n, pfi_err *err)
 {
     double a, b, step;
     char *e1, *e2, *e3;
     *n = 0;
-    a = strtod(s, &e1);
+    a = range_watts(s, &e1);
     if (e1 == s || *e1 != ':')
         return pfi_err_set(err, PFI_EINVAL, "bad cap range '%s' (expected FROM:TO:STEP in W)", s);
-    b = strtod(e1 + 1, &e2);
+    b = range_watts(e1 + 1, &e2);
     if (e2 == e1 + 1 || *e2 != ':')
         return pfi_err_set(err, PFI_EINVAL, "bad cap range '%s' (expected FROM:TO:STEP in W)", s);
-    step = strtod(e2 + 1, &e3);
-    if (e3 == e2 + 1 || *e3 || step <= 0 || a <= 0 || b <= 0)
+    step = range_watts(e2 + 1, &e3);
+    if (e3 == e2 + 1 || *e3 || !(step > 0) || !(a > 0) || !(b > 0) || !isfinite(a) ||
+        !isfinite(b) || !isfinite(step))
         return pfi_err_set(err, PFI_EINVAL, "bad cap range '%s' (expected FROM:TO:STEP, STEP > 0)",
                            s);
     double dir = a >= b ? -1 : 1;

@@ -54,6 +54,14 @@ grep -q "nothing to restore" "$tmp/o" && bad "pfi restore --backend nvml: $(cat 
 [ "$(lim)" = "$ORIG" ] || bad "pfi restore --backend nvml left $(lim)"
 [ ! -e "$PFI_SIM_STATE.journal" ] || bad "the restored journal was kept"
 
+# --- an original with a fraction of a watt (NVML keeps milliwatts) is said as journaled, 650.7 W,
+# not "651 W"
+"$P" sim set --cap 650.7 --gpus 0 >/dev/null
+killed_sweep 0
+"$P" restore --backend nvml >"$tmp/o" 2>"$tmp/e" || bad "pfi restore of 650.7 W: $(cat "$tmp/e")"
+grep -q "GPU 0 (.*): limit restored to 650.7 W$" "$tmp/o" || bad "650.7 W restored as: $(cat "$tmp/o")"
+"$P" sim set --cap 700 --gpus 0 >/dev/null
+
 # --- two journals at two default locations: both restored
 killed_sweep 0-3
 killed_sweep 4-7 --journal "$USERJ"

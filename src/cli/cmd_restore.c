@@ -123,7 +123,8 @@ static int restore_path(const char *path, const pfi_cli_hw *hw0, int force, int 
         return PFI_EXIT_FAIL;
     }
     for (int i = 0; i < j.n; i++)
-        printf("GPU %d (%s): limit restored to %.0f W\n", j.e[i].gpu,
+        /* as journaled, to the milliwatt NVML keeps: 650.7 W read "651 W" */
+        printf("GPU %d (%s): limit restored to %.7g W\n", j.e[i].gpu,
                j.e[i].uuid[0] ? j.e[i].uuid : "?", j.e[i].limit_w);
     printf("pfi restore: %d GPUs restored from %s (written by pid %ld)\n", done, path, j.pid);
     return mark_interrupted(&j);

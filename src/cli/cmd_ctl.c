@@ -386,6 +386,9 @@ int pfi_cmd_ctl(int argc, char **argv)
     if (a.sla_text && pfi_parse_slowdown(a.sla_text, &a.sla, &e) != PFI_OK)
         return usage_error(e.msg);
     ctl_target(&c);
+    /* A malformed address is bad input, not a daemon that does not answer. */
+    if (!c.socket && strncmp(c.url, "http://", 7) && strncmp(c.url, "https://", 8))
+        return usage_error("--url expects http://HOST:PORT, https://HOST:PORT or unix:PATH");
     if (npos < 1)
         return usage_error("missing command");
     return dispatch(&c, &a, pos, npos);

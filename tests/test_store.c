@@ -20,35 +20,25 @@
 #include "store/export.h"
 #include "store/schema.h"
 #include "store/store.h"
+#include "support/db_dir.h"
 
-typedef struct fixture {
-    char dir[512];
-    char db[600];
-} fixture;
+typedef pfi_test_db_dir fixture;
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    const char *tmp = getenv("PFI_TEST_TMP");
-    snprintf(f->dir, sizeof f->dir, "%s/pfi-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(f->dir))
+    if (!f || pfi_test_db_dir_make(f, "pfi-store") != 0) {
+        free(f);
         return -1;
-    snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+    }
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    const char *sfx[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < 4; i++) {
-        char p[700];
-        snprintf(p, sizeof p, "%s%s", f->db, sfx[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
-    free(f);
+    pfi_test_db_dir_remove(*state);
+    free(*state);
     return 0;
 }
 

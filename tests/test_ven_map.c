@@ -240,6 +240,25 @@ static void test_refused(void **state)
     assert_string_equal(why, "");
 }
 
+/* A SIMPLE level below 0 is refused: -1, the marker of a level out of range, passed the check
+ * and the cut was read from before the table of levels (found by tests/fuzz/fuzz_ven.c). */
+static void test_simple_negative(void **state)
+{
+    (void)state;
+    char why[300];
+    const char *lv[] = {"-1", "-2", "-0.5", "4", "-1e300"};
+    for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 EV("null", PERIOD_1H, "[{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", "
+                                       "\"values\": [%s]}]}]"),
+                 lv[i]);
+        json_t *b = map(text, 0, why, sizeof why);
+        if (b || !strstr(why, "is not 0-3"))
+            fail_msg("SIMPLE %s taken or no reason (%s)", lv[i], why);
+    }
+}
+
 /* Targets: an event for another VEN or resource (VEN_NAME, RESOURCE_NAME) is nothing to do
  * here; one naming this VEN (client id pfi-site, resource node), or targeted by what cannot be
  * judged here (a GROUP, OpenADR 3.1's plain strings), is taken. */
@@ -454,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_several_payloads),
         cmocka_unit_test(test_open_ended),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_simple_negative),
         cmocka_unit_test(test_targets),
         cmocka_unit_test(test_starts_now),
         cmocka_unit_test(test_randomize_shed),

@@ -649,7 +649,7 @@ static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, i
     } else if (!strcmp(ty, "SIMPLE")) {
         /* Range first: converting 1e300 to int is undefined behaviour. */
         int level = x >= 0 && x <= 3 ? (int)x : -1;
-        if (level != x) {
+        if (level < 0 || level != x) { /* -1 equals its own marker: simple_cut[-1] was read */
             json_decref(b);
             snprintf(why, wn, "event %s: SIMPLE level %g is not 0-3", json_string_value(eid), x);
             return NULL;

@@ -41,6 +41,11 @@ static void test_gres_idx(void **state)
     assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:1-0)", g, PFI_MAX_GPUS), -1);
     assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:x)", g, PFI_MAX_GPUS), -1);
     assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:0-1", g, PFI_MAX_GPUS), -1);
+    /* Indices of twenty digits: refused, not an overflow (undefined behaviour before). */
+    assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:0-94444444444444444444)", g, PFI_MAX_GPUS),
+                     -1);
+    assert_int_equal(pfi_cl_parse_gres_idx("gpu:2(IDX:99999999999999999999999)", g, PFI_MAX_GPUS),
+                     -1);
 }
 
 /* Curves as `pfi serve` writes them (store/codec.h): measured points, or a fit only. */

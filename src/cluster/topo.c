@@ -29,6 +29,19 @@ void pfi_cl_topo_free(pfi_cl_topo *t)
     memset(t, 0, sizeof *t);
 }
 
+/* The digits at s[*i] as a number, held at 10^6 past it: an index of twenty digits overflowed
+ * (undefined behaviour, found by tests/fuzz/fuzz_cluster.c); anything that large is refused. */
+static long idx_number(const char *s, size_t len, size_t *i)
+{
+    long v = 0;
+    while (*i < len && isdigit((unsigned char)s[*i])) {
+        if (v < 1000000)
+            v = v * 10 + (s[*i] - '0');
+        (*i)++;
+    }
+    return v;
+}
+
 /* Indices "0-1", "0,2-4" -> out; -1 when malformed. */
 static int parse_idx_list(const char *s, size_t len, int *out, int max)
 {
@@ -37,17 +50,12 @@ static int parse_idx_list(const char *s, size_t len, int *out, int max)
     while (i < len) {
         if (!isdigit((unsigned char)s[i]))
             return -1;
-        long a = 0, b;
-        while (i < len && isdigit((unsigned char)s[i]))
-            a = a * 10 + (s[i++] - '0');
-        b = a;
+        long a = idx_number(s, len, &i), b = a;
         if (i < len && s[i] == '-') {
             i++;
             if (i >= len || !isdigit((unsigned char)s[i]))
                 return -1;
-            b = 0;
-            while (i < len && isdigit((unsigned char)s[i]))
-                b = b * 10 + (s[i++] - '0');
+            b = idx_number(s, len, &i);
         }
         if (b < a || b >= PFI_MAX_GPUS)
             return -1;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <jansson.h>
 
 #include "cluster/cl_int.h"
+#include "util/clock.h"
 #include "store/grid.h"
 #include "core/alloc_keep.h"
 #include "core/pfi.h"
@@ -473,6 +475,41 @@ static void test_departed_node_counted(void **state)
         json_decref(d);
         site_down(&x);
     }
+}
+
+/* Waves are numbered above the last epoch a node says it applied (a controller restarted
+ * after its clock went back), but never past 12 h ahead of the controller's clock: one node
+ * saying INT64_MAX, or a week ahead, had every wave refused by every other node (400: more
+ * than a day ahead of its clock), the site held over its budget for good.  A node 1 h ahead
+ * is believed: the next wave goes above it. */
+static void test_node_epoch_bounded(void **state)
+{
+    static const long long bogus[] = {INT64_MAX, 0};
+    for (int k = 0; k < 3; k++) {
+        site x;
+        site_up(&x);
+        pfi_err e = {0};
+        long long now_ms = (long long)(pfi_clock_wall() * 1000.0);
+        long long said = k < 1 ? bogus[0] : k == 1 ? now_ms + 7LL * 86400 * 1000
+                                                   : now_ms + 3600LL * 1000;
+        pfi_standin_set_epoch(x.s, "n1", said);
+        assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+        double b = 0.6 * pfi_cl_site_default_w(x.c);
+        int rc = set_budget(&x, b, &e);
+        /* n1 refuses what is not above its epoch; the others take the wave. */
+        double others = 0;
+        for (int i = 1; i < NN; i++)
+            for (int g = 0; g < NG; g++)
+                others += pfi_standin_cap(x.s, NAMES[i], g);
+        if (!(others < (NN - 1) * NG * 700.0))
+            fail_msg("case %d: the other nodes were not capped (%g W, %s)", k, others, e.msg);
+        if (k == 2) { /* believed: every node, n1 too, took the wave */
+            assert_int_equal(rc, PFI_OK);
+            assert_true(pfi_standin_cap_sum(x.s) <= b + 1e-6);
+        }
+        site_down(&x);
+    }
+    (void)bogus[1];
 }
 
 static void test_random_budgets_never_over(void **state)
@@ -1841,6 +1878,7 @@ int main(void)
         cmocka_unit_test(test_cut_and_restore),
         cmocka_unit_test(test_random_budgets_never_over),
         cmocka_unit_test(test_departed_node_counted),
+        cmocka_unit_test(test_node_epoch_bounded),
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_silent_node_draw_left_out),

@@ -271,8 +271,12 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
      * after its clock went back). */
     long long ms = (long long)(pfi_clock_wall() * 1000.0);
     c->epoch = c->epoch + 1 > ms ? c->epoch + 1 : ms;
+    /* Not past 12 h ahead of this clock: a node that says it applied an epoch further ahead
+     * (broken, hostile: INT64_MAX) would have every wave go out beyond what the other nodes
+     * take (a day ahead of theirs), or overflow, and the whole site refuse its caps. */
+    long long trust = ms + 12LL * 3600 * 1000;
     for (int i = 0; i < nn; i++)
-        if (c->nodes[i].caps_epoch >= c->epoch)
+        if (c->nodes[i].caps_epoch >= c->epoch && c->nodes[i].caps_epoch < trust)
             c->epoch = c->nodes[i].caps_epoch + 1;
     for (int i = 0; i < nn; i++) {
         pfi_cl_node *n = &c->nodes[i];

@@ -16,6 +16,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/mhd.h"
+#include "util/clock.h"
 #include "util/json_fast.h"
 #include "util/num.h"
 #include "standin.h"
@@ -39,6 +40,10 @@ typedef struct snode {
     int silent;
     int n_jobs;
     sjob *jobs;
+    /* The last cap epoch taken, refused as a node daemon does (at or below it: 409; outside 1
+     * to a day ahead of the clock: 400), and reported in GET /v1/gpus; pfi_standin_set_epoch
+     * makes it say another (a broken or hostile node). */
+    long long epoch;
 } snode;
 
 struct pfi_standin {
@@ -113,7 +118,7 @@ static json_t *gpus_json(pfi_standin *s, const snode *n)
                                              "min_limit_w", s->min_w, "max_limit_w", s->max_w,
                                              "default_limit_w", s->max_w, "limit_w", n->cap[g],
                                              "enforced_limit_w", n->cap[g]));
-    return json_pack("{s:o}", "gpus", arr);
+    return json_pack("{s:o, s:I}", "gpus", arr, "caps_epoch", (json_int_t)n->epoch);
 }
 
 static json_t *jobs_json(const snode *n)
@@ -147,6 +152,15 @@ static json_t *jobs_json(const snode *n)
     return json_pack("{s:o}", "jobs", arr);
 }
 
+void pfi_standin_set_epoch(pfi_standin *s, const char *node, long long epoch)
+{
+    pthread_mutex_lock(&s->mu);
+    snode *n = find(s, node, strlen(node));
+    if (n)
+        n->epoch = epoch;
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* PUT /v1/caps: all or nothing, like the node daemon: any bad entry and nothing changes. */
 static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection *con,
                                 const char *body)
@@ -158,6 +172,17 @@ static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection 
     if (!json_is_array(caps)) {
         json_decref(d);
         return fail(con, 400, "expected {\"caps\": [{\"gpu\", \"cap_w\"}]}");
+    }
+    json_t *ep = json_object_get(d, "epoch");
+    long long epoch = json_is_integer(ep) ? (long long)json_integer_value(ep) : 0;
+    if (ep && (!json_is_integer(ep) || epoch < 1 ||
+               (double)epoch > pfi_clock_wall() * 1000.0 + 86400e3)) {
+        json_decref(d);
+        return fail(con, 400, "epoch: expected 1 to a day ahead of this node's clock (ms)");
+    }
+    if (ep && epoch <= n->epoch) {
+        json_decref(d);
+        return fail(con, 409, "stale epoch");
     }
     double next[PFI_MAX_GPUS];
     memcpy(next, n->cap, sizeof next);
@@ -179,6 +204,8 @@ static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection 
         next[json_integer_value(g)] = v;
     }
     json_decref(d);
+    if (epoch > 0)
+        n->epoch = epoch;
     /* Lowerings first, then raises, each visible in the site sum: the order a node keeps. */
     for (int pass = 0; pass < 2; pass++)
         for (int g = 0; g < n->n_gpus; g++) {

@@ -35,6 +35,9 @@ int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err);
  * slowdowns; n 0: none).  PFI_ENOENT when the node has no such job. */
 int pfi_standin_set_seen(pfi_standin *s, const char *node, const char *id, int n,
                          const double *cap_w, const double *slowdown, pfi_err *err);
+/* The cap epoch node `node` says it last applied (GET /v1/gpus caps_epoch), as a broken or
+ * hostile daemon may say any. */
+void pfi_standin_set_epoch(pfi_standin *s, const char *node, long long epoch);
 /* A silent node: accepts connections, never answers (until unset). */
 void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent);
 double pfi_standin_cap_sum(pfi_standin *s);

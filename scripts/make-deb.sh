@@ -215,7 +215,7 @@ if [ "\$1" = remove ]; then
         if [ "\${PFI_FORCE_REMOVE:-0}" = 1 ]; then
             echo "pfi: pfi serve holds caps a site controller set (mode \$mode); removing pfi anyway (PFI_FORCE_REMOVE=1): this node's GPUs go back to their original limits" >&2
         else
-            echo "pfi: pfi serve holds caps a site controller set (mode \$mode): removing pfi would put this node's GPUs back to their original limits and the site over its budget. pfi is not removed: take the node out of the controller's plan first (drain it in Slurm, or stop the controller), or PFI_FORCE_REMOVE=1 removes it all the same" >&2
+            echo "pfi: pfi serve holds caps a site controller set (mode \$mode): removing pfi would put this node's GPUs back to their original limits and the site over its budget. pfi is not removed. Release the node first: with the controller stopped (or the node out of its plan), pfi ctl budget clear returns it to its own limits; or PFI_FORCE_REMOVE=1 removes pfi all the same" >&2
             exit 1
         fi
         ;;

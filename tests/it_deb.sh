@@ -123,7 +123,7 @@ EOS
     -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/prerm" > "$T/prerm.sh"
   PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1
   st=$?
-  [ $st = 1 ] && grep -q "site controller set (mode $m).*pfi is not removed" "$T/prerm.out" ||
+  [ $st = 1 ] && grep -q "site controller set (mode $m).*pfi is not removed.*pfi ctl budget clear" "$T/prerm.out" ||
     fail "prerm remove under a controller ($m): exit $st: $(cat "$T/prerm.out")"
   grep -q 'restore\|stop' "$T/calls" && fail "prerm remove under a controller ($m) went on: $(cat "$T/calls")"
   PFI_FORCE_REMOVE=1 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1 ||

@@ -49,11 +49,13 @@ has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text wit
 printf '%s\nci,net\377,8,adam,300,10,270\n' "$H" >"$tmp/nsdi/summary_power_a40.csv"
 must_fail import zeus-nsdi "$tmp/nsdi" --db "$db"
 has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text .*invalid UTF-8 byte 0xff"
-# A file that ends inside a line (a copy cut short: its last number may be cut too) is imported
-# with a warning naming the file and line; a hand-written CSV without a final newline is whole.
+# A file that ends inside a line (a copy cut short: its last number may be cut too, 270 W read
+# as 2) is imported without that row, with a warning naming the file and line.
 printf '%s\nci,net,8,adam,300,10,270\nci,net,8,adam,250,11,2' "$H" >"$tmp/nsdi/summary_power_a40.csv"
 "$PFI_BIN" import zeus-nsdi "$tmp/nsdi" --db "$tmp/cut.db" >"$tmp/out" 2>"$tmp/err" || fail "import of a cut file: $(cat "$tmp/err")"
-has "$tmp/err" "warning: .*nsdi/summary_power_a40.csv line 3: the file ends inside a line (truncated copy?)"
+has "$tmp/err" "warning: .*nsdi/summary_power_a40.csv line 3: the file ends inside a line (truncated copy?); that row is left out"
+[ "$(sqlite3 "$tmp/cut.db" 'select count(*) from levels where power_w < 10')" = 0 ] ||
+    fail "the cut row was stored: $(sqlite3 "$tmp/cut.db" 'select cap_w, power_w from levels')"
 [ "$(grep -c 'ends inside a line' "$tmp/err")" -eq 1 ] || fail "a warning for a whole file: $(cat "$tmp/err")"
 # An import that fails into a store it created leaves no empty store behind.
 [ ! -e "$db" ] || fail "a failed import left a database at $db"

@@ -15,6 +15,7 @@ struct pfi_csv {
     int line;        /* the line being read next (1-based) */
     int rec_line;    /* where the current record began */
     int unterminated; /* the line the input ended inside of, 0 if none */
+    int drop_unterminated; /* that record is left out (pfi_csv_drop_unterminated) */
     char *buf;       /* the fields of the current record, each NUL-terminated */
     size_t len, cap;
     size_t *off;     /* start of each field in buf */
@@ -227,6 +228,10 @@ int pfi_csv_next(pfi_csv *c, pfi_err *err)
     int rc = read_record(c, err);
     if (rc != PFI_OK)
         return rc;
+    /* A record the input ended inside of is left out where the caller asked: its last number
+     * may be cut ("1532.26" read as 15, a 1.0 W level stored). */
+    if (c->unterminated && c->drop_unterminated)
+        return PFI_CSV_END;
     if (c->nf != c->ncols)
         return pfi_err_set(err, PFI_EINVAL, "%s line %d: %d fields, but the header has %d",
                            c->name, c->rec_line, c->nf, c->ncols);
@@ -234,6 +239,7 @@ int pfi_csv_next(pfi_csv *c, pfi_err *err)
 }
 
 int pfi_csv_unterminated(const pfi_csv *c) { return c->unterminated; }
+void pfi_csv_drop_unterminated(pfi_csv *c) { c->drop_unterminated = 1; }
 const char *pfi_csv_name(const pfi_csv *c) { return c->name; }
 int pfi_csv_line(const pfi_csv *c) { return c->rec_line; }
 int pfi_csv_ncols(const pfi_csv *c) { return c->ncols; }

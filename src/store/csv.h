@@ -26,8 +26,11 @@ int pfi_csv_next(pfi_csv *c, pfi_err *err);
 
 /* After PFI_CSV_END: the line on which the input ended inside a line (its last record had no
  * line terminator: a copy cut short, or a file written without a final newline), else 0.  The
- * reader takes such a record as it stands; whether that deserves a word is the caller's call. */
+ * reader takes such a record as it stands (a file written by hand may end so), unless
+ * pfi_csv_drop_unterminated: then it is left out (machine-written files, whose last field may
+ * be cut); whether that deserves a word is the caller's call. */
 int pfi_csv_unterminated(const pfi_csv *c);
+void pfi_csv_drop_unterminated(pfi_csv *c);
 
 const char *pfi_csv_name(const pfi_csv *c);
 int pfi_csv_line(const pfi_csv *c);          /* line where the current record began (1-based) */

@@ -201,8 +201,8 @@ int pfi_import_note_end(pfi_import_set *set, const char *path, int line, pfi_err
     /* A warning, not a refusal: a CSV written by hand or by some spreadsheets has no final
      * newline and is whole.  But every public file ends with one, so a last line without it is
      * the cheap sign of a copy cut short (disk full, an interrupted transfer), whose last
-     * number may be cut too ("81.689" read as "81.") and whose later rows are missing: the
-     * user is told which file and line to look at. */
+     * number may be cut too ("81.689" read as "81.") and whose later rows are missing: that row
+     * is left out (store/csv.c), and the user is told which file and line to look at. */
     if (line <= 0)
         return PFI_OK;
     char **nn = realloc(set->notes, (size_t)(set->nnotes + 1) * sizeof *nn);
@@ -211,7 +211,7 @@ int pfi_import_note_end(pfi_import_set *set, const char *path, int line, pfi_err
     set->notes = nn;
     char *note = NULL;
     if (asprintf(&note, "%s line %d: the file ends inside a line (truncated copy?); that row "
-                 "was read as it stands", path, line) < 0)
+                 "is left out", path, line) < 0)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", path);
     set->notes[set->nnotes++] = note;
     return PFI_OK;

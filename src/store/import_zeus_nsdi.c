@@ -25,6 +25,7 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
     int rc = pfi_csv_open(path, &c, err);
     if (rc != PFI_OK)
         return rc;
+    pfi_csv_drop_unterminated(c); /* a row cut short is left out, and said */
     int cd, cn, cb, co, cl, ct, cp;
     void *keys = NULL;
     int first = set->n;

@@ -70,6 +70,7 @@ int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *
     int rc = pfi_csv_open(path, &c, err);
     if (rc != PFI_OK)
         return rc;
+    pfi_csv_drop_unterminated(c); /* a row cut short is left out, and said */
     int cs, cw, ce, cen[MAX_GPUS_IN_NAME];
     if ((rc = pfi_csv_require(c, "start_time", &cs, err)) ||
         (rc = pfi_csv_require(c, "window_name", &cw, err)) ||

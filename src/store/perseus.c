@@ -58,6 +58,8 @@ int pfi_perseus_open(const char *path, int flags, pfi_perseus **out, pfi_err *er
     p->flags = flags;
     int rc = pfi_csv_open(path, &p->c, err);
     if (rc == PFI_OK)
+        pfi_csv_drop_unterminated(p->c); /* machine-written: a row cut short is left out */
+    if (rc == PFI_OK)
         rc = find_cols(p, err);
     if (rc != PFI_OK) {
         pfi_perseus_close(p);

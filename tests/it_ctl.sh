@@ -65,8 +65,10 @@ for args in "budget set 5000W --gpus 0-3" "decisions --since 3" "job rm j1 --wei
   [ -z "$w" ] || grep -q -- "$w is not an option" "$T/out" || fail "ctl $args: $(cat "$T/out")"
 done
 [ "$(budget)" = 4000 ] || fail "a refused option moved the budget: $(budget)"
-"$PFI_BIN" ctl --url foo:bar health >"$T/out" 2>&1
-[ $? -eq 2 ] && grep -q -- "--url expects" "$T/out" || fail "a malformed --url: $(cat "$T/out")"
+for u in foo:bar http://127.0.0.1:99999 http://127.0.0.1:0 http://127.0.0.1:x unix:; do
+  "$PFI_BIN" ctl --url "$u" health >"$T/out" 2>&1
+  [ $? -eq 2 ] && grep -q -- "--url expects" "$T/out" || fail "a malformed --url $u: $(cat "$T/out")"
+done
 [ "$(ctl jobs | jq -r '[.jobs[].id] | join(",")')" = j1 ] || fail "a refused option changed the jobs: $(ctl jobs)"
 
 # "job throughput" takes a finite decimal number: "1e400" and "nan" went out as an empty body

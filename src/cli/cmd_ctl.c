@@ -310,6 +310,27 @@ const char *const pfi_cli_actions_ctl[] = {"health",    "gpus",      "jobs",   "
                                            "events",    "decisions", "metrics", "budget",
                                            "job",       "heartbeat", "caps",   NULL};
 
+/* The port of an http(s) URL, when it gives one, is 1 to 65535 (curl took 99999 for a
+ * malformed URL and the message asked whether the daemon runs). */
+static int url_port_ok(const char *url)
+{
+    const char *h = strstr(url, "://");
+    if (!h || strncmp(url, "http", 4))
+        return 1;
+    h += 3;
+    const char *end = h + strcspn(h, "/?#"), *colon = NULL;
+    for (const char *p = h; p < end; p++)
+        if (*p == '@') /* user:password@ comes before the host */
+            h = p + 1, colon = NULL;
+        else if (*p == ':')
+            colon = p;
+    if (!colon || (h[0] == '[' && colon < strchr(h, ']')))
+        return 1; /* none given, or inside an IPv6 address */
+    char *e;
+    long port = strtol(colon + 1, &e, 10);
+    return e == end && e > colon + 1 && port >= 1 && port <= 65535;
+}
+
 /* Where to ask: --url, --socket, $PFI_SERVE_URL, else the packaged daemon's socket when it
  * exists, else the daemon's own default listen. */
 static void ctl_target(ctl *c)
@@ -387,8 +408,10 @@ int pfi_cmd_ctl(int argc, char **argv)
         return usage_error(e.msg);
     ctl_target(&c);
     /* A malformed address is bad input, not a daemon that does not answer. */
-    if (!c.socket && strncmp(c.url, "http://", 7) && strncmp(c.url, "https://", 8))
-        return usage_error("--url expects http://HOST:PORT, https://HOST:PORT or unix:PATH");
+    if ((!c.socket && strncmp(c.url, "http://", 7) && strncmp(c.url, "https://", 8)) ||
+        (c.socket && !c.socket[0]) || !url_port_ok(c.url))
+        return usage_error("--url expects http://HOST:PORT (a port of 1 to 65535), "
+                           "https://HOST:PORT or unix:PATH");
     if (npos < 1)
         return usage_error("missing command");
     return dispatch(&c, &a, pos, npos);

@@ -110,5 +110,14 @@ tps=$(jobs_json | jq '.jobs[] | select(.id == "slurm-5353") | .observed_tokens_p
 awk -v t="$tps" -v s="$sps" 'BEGIN { exit !(s > 0 && t > 0.9 * s * 4096 && t < 1.1 * s * 4096) }' ||
   fail "slurm-5353 read at $tps tokens/s, its log says $sps samples/s (x 4096)"
 echo "it_discover_match: a samples/s log with --seq-length on the command line reads as tokens/s ($tps)"
+# The same job registered by the plugin (its id, its GPUs) with no sequence length takes over
+# from discovery, and takes the one its process's command line states.
+curl -sf -X POST -H "$AUTH" -d '{"id":"5353","gpus":[6,7]}' "$URL/v1/jobs" >/dev/null || fail "register 5353"
+i=0
+until jobs_json | jq -e '.jobs[] | select(.id == "5353") | .seq_len == 4096' >/dev/null 2>&1; do
+  i=$((i + 1)); [ $i -gt 300 ] && fail "5353 (registered without seq_len) did not take its command line's: $(jobs_json | jq -c '.jobs[] | select(.id == "5353")')"
+  sleep 0.1
+done
+echo "it_discover_match: a registered job without seq_len takes its process's --seq-length"
 kill -TERM "$SERVE"; wait "$SERVE" 2>/dev/null; SERVE=""
 exit 0

@@ -484,6 +484,11 @@ void pfi_srv_discover(srv_node *n)
         int by_discovery = j >= 0 && n->jobs[j].discovered;
         if (j >= 0)
             snprintf(matched, sizeof matched, "%s", n->jobs[j].id);
+        /* A job registered without a sequence length (the plugin's, the API's) takes the one its
+         * processes' command line states, so its log in samples/s reads as tokens/s; not one
+         * whose process runs on other GPUs too (its log is not read as the job's). */
+        if (j >= 0 && !differ && !(n->jobs[j].seq_len > 0) && rj[r].pj.seq_len > 0)
+            n->jobs[j].seq_len = rj[r].pj.seq_len;
         pthread_mutex_unlock(&n->mu);
         if (known && known->dismissed && j < 0) {
             known->seen = 1; /* removed through the API: not registered again while it runs */

@@ -243,6 +243,11 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
             if (!isfinite(n->cand[j].t0_tps))
                 n->cand[j].t0_tps = n->jobs[old].t0_tps;
         }
+        /* The sequence length discovery read off its processes' command line meanwhile
+         * (discover.c): a decision in flight would put it back to none, and the log's reader
+         * would start again every round. */
+        if (o && !(c->seq_len > 0) && o->seq_len > 0)
+            n->cand[j].seq_len = o->seq_len;
     }
     memcpy(n->jobs, n->cand, sizeof n->jobs[0] * (size_t)n->n_cand);
     n->n_jobs = n->n_cand;

@@ -465,6 +465,16 @@ static void test_departed_node_counted(void **state)
             for (int g = 0; g < NG; g++)
                 assert_true(fabs(pfi_standin_cap(x.s, "n4", g) - 200) < 1e-6);
         json_decref(d);
+        /* n4's daemon, the same boot id, now answering as n3 (a node renamed in Slurm): its
+         * GPUs are n3's, not counted a second time as departed. */
+        if (!silent) {
+            snprintf(x.c->nodes[2].boot_id, sizeof x.c->nodes[2].boot_id, "boot-n4");
+            snprintf(x.c->nodes[3].boot_id, sizeof x.c->nodes[3].boot_id, "boot-n4");
+            assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+            d = pfi_cl_json_nodes(x.c);
+            assert_int_equal(json_array_size(json_object_get(d, "nodes")), 3);
+            json_decref(d);
+        }
         /* Listed again: no longer departed. */
         write_topo(&x, TOPO_ABC);
         pfi_standin_set_silent(x.s, "n4", 0);

@@ -322,6 +322,14 @@ static int carry_departed(const pfi_cl *c, pfi_cl_node *nodes, int nn)
             listed = !strcmp(nodes[i].name, o->name);
         if (listed || !o->ever_up)
             continue; /* never answered: never took a cap from this controller */
+        /* The same daemon (its boot id) answering for a listed node: the node was renamed, and
+         * its GPUs are counted there already (counted twice, 2,000 W were held for GPUs that
+         * do not exist). */
+        int same_daemon = 0;
+        for (int i = 0; i < nn && !same_daemon && o->boot_id[0]; i++)
+            same_daemon = !strcmp(nodes[i].boot_id, o->boot_id);
+        if (same_daemon)
+            continue;
         pfi_cl_node *n = &nodes[nn++];
         *n = *o;
         if (!n->departed)

@@ -211,6 +211,83 @@ static void test_open_ended(void **state)
     json_decref(b);
 }
 
+#define AT_1200 "\"start\": \"2026-07-01T12:00:00Z\""
+
+/* OpenADR 3.0.1's intervalPeriod: "A duration of default PT0S indicates instantaneous or
+ * infinity, depending on payloadType".  For a limit and a SIMPLE level it is infinity: PT0S,
+ * no duration and a null one hold until the VTN changes or withdraws the event, as P9999Y does
+ * (they were refused, and the limit ignored).  The spec's pattern writes years and months
+ * first: 0 of them is a length like any other; other numbers of them have none, and are
+ * refused saying so.  An interval's own intervalPeriod with only a start takes the event's
+ * duration. */
+static void test_open_durations(void **state)
+{
+    (void)state;
+    char why[300];
+    const char *open[] = {"{" AT_1200 ", \"duration\": \"PT0S\"}", "{" AT_1200 "}",
+                          "{" AT_1200 ", \"duration\": null}",
+                          "{" AT_1200 ", \"duration\": \"P0Y0M0DT0H0M0S\"}"};
+    for (size_t i = 0; i < sizeof open / sizeof open[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, EV(KW_DESC, "%s", LIMIT("5")), open[i]);
+        json_t *b = map_taken(text, 0, open[i]);
+        if (num(b, "start") != at("2026-07-01T12:00:00Z") || num(b, "end") != PFI_TIME_MAX_S)
+            fail_msg("%s: a limit from %g to %g, not until further notice", open[i],
+                     num(b, "start"), num(b, "end"));
+        json_decref(b);
+        snprintf(text, sizeof text, EV("null", "%s",
+                                       "[{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", "
+                                       "\"values\": [2]}]}]"), open[i]);
+        b = map_taken(text, 0, open[i]);
+        if (num(b, "end") != PFI_TIME_MAX_S || num(b, "cut") != 0.20)
+            fail_msg("%s: SIMPLE 2 to %g, not until further notice", open[i], num(b, "end"));
+        json_decref(b);
+    }
+    /* Zero years and months, as the spec's pattern allows them. */
+    json_t *b = map_taken(EV(KW_DESC, "{" AT_1200 ", \"duration\": \"P0Y0M0DT1H0M0S\"}",
+                             LIMIT("5")), 0, "P0Y0M0DT1H0M0S");
+    assert_true(num(b, "end") - num(b, "start") == 3600);
+    json_decref(b);
+    b = map_taken(EV(KW_DESC, "{" AT_1200 ", \"duration\": \"P0Y0M1DT0.5S\"}", LIMIT("5")), 0,
+                  "P0Y0M1DT0.5S");
+    assert_true(num(b, "end") - num(b, "start") == 86400.5);
+    json_decref(b);
+    /* Months and years have no length: refused, and the reason says so. */
+    const char *cal[] = {"P1M", "P1Y", "P0Y1M", "P1Y0M0DT1H"};
+    for (size_t i = 0; i < sizeof cal / sizeof cal[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, EV(KW_DESC, "{" AT_1200 ", \"duration\": \"%s\"}",
+                                       LIMIT("5")), cal[i]);
+        b = map(text, 0, why, sizeof why);
+        if (b)
+            fail_msg("%s taken: to %g", cal[i], num(b, "end"));
+        if (!strstr(why, cal[i]) || !strstr(why, "years and months other than 0"))
+            fail_msg("%s refused without saying why: %s", cal[i], why);
+    }
+    /* An interval's own period with a start alone: the event's duration (the review's e7). */
+    const char *own = EV(KW_DESC, PERIOD_1H,
+        "[{\"id\": 0, \"intervalPeriod\": {\"start\": \"2026-07-02T08:00:00Z\"}, "
+        "\"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [5]}]}]");
+    b = map_taken(own, 0, "an own period with a start alone");
+    assert_true(num(b, "start") == at("2026-07-02T08:00:00Z") &&
+                num(b, "end") == at("2026-07-02T09:00:00Z"));
+    json_decref(b);
+    /* ... and with no event duration either: until further notice. */
+    b = map_taken(EV(KW_DESC, "null",
+                     "[{\"id\": 0, \"intervalPeriod\": {\"start\": \"2026-07-02T08:00:00Z\"}, "
+                     "\"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [5]}]}]"),
+                  0, "an own start, no duration anywhere");
+    assert_true(num(b, "end") == PFI_TIME_MAX_S);
+    json_decref(b);
+    /* An interval inheriting the period after one until further notice never starts. */
+    const char *two = EV(KW_DESC, "{" AT_1200 ", \"duration\": \"PT0S\"}",
+        "[{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [5]}]},"
+        " {\"id\": 1, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [4]}]}]");
+    b = map(two, 1, why, sizeof why);
+    assert_null(b);
+    assert_non_null(strstr(why, "until further notice"));
+}
+
 /* Malformed intervals are refused with a reason; SIMPLE level 0 asks for nothing. */
 static void test_refused(void **state)
 {
@@ -221,9 +298,8 @@ static void test_refused(void **state)
         EV(KW_DESC, PERIOD_1H, LIMIT("")),
         EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00\", \"duration\": \"PT1H\"}", LIMIT("5")),
         EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": \"-PT1H\"}", LIMIT("5")),
-        EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": \"PT0S\"}", LIMIT("5")),
         EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": \"P1M\"}", LIMIT("5")),
-        EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\"}", LIMIT("5")),
+        EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": 3600}", LIMIT("5")),
         EV(KW_DESC, "null", LIMIT("5")),
         EV("null", PERIOD_1H, "[{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", "
                               "\"values\": [1.5]}]}]"),
@@ -472,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_several_payloads),
         cmocka_unit_test(test_open_ended),
+        cmocka_unit_test(test_open_durations),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_simple_negative),
         cmocka_unit_test(test_targets),

@@ -337,10 +337,16 @@ static void register_ven(pfi_ven *v)
     }
 }
 
-/* "PT20M", "PT1H30M", "P1DT2H", "PT45.5S" -> seconds; "P9999Y", which OpenADR 3.0 gives as
- * infinity, -> INFINITY; -1 when malformed (years and months otherwise). */
-static double iso_duration(const char *s)
+/* "PT20M", "PT1H30M", "P1DT2H", "PT45.5S", "P0Y0M0DT1H0M0S" -> seconds; "P9999Y", which
+ * OpenADR 3.0 gives as infinity, -> INFINITY.  -1 with *why (may be NULL) when it cannot be
+ * taken: malformed, or a number of years or months other than 0 (P9999Y aside): those have no
+ * fixed length in seconds (a month is 28 to 31 days), and guessed one, a window would end on
+ * another day than the VTN's. */
+static double iso_duration(const char *s, const char **why)
 {
+    const char *dummy;
+    why = why ? why : &dummy;
+    *why = "not an ISO 8601 duration such as PT1H30M";
     if (s && !strcmp(s, "P9999Y"))
         return INFINITY;
     if (!s || *s != 'P')
@@ -366,6 +372,18 @@ static double iso_duration(const char *s)
         double x = strtod(p, NULL); /* stops where the digits do: the unit letter follows */
         if (!isfinite(x))
             return -1;
+        /* Years and months: 0 is a length like any other (the spec's pattern writes them
+         * first, "P0Y0M0DT1H"); any other number has none. */
+        if ((*end == 'Y' || *end == 'M') && !in_time) {
+            if (x != 0) {
+                *why = "years and months other than 0 have no fixed length (P9999Y aside, "
+                       "OpenADR's infinity): give days, hours, minutes or seconds";
+                return -1;
+            }
+            any = 1;
+            p = end + 1;
+            continue;
+        }
         double unit = *end == 'D' && !in_time ? 86400
                       : *end == 'W' && !in_time ? 604800
                       : *end == 'H' && in_time ? 3600
@@ -403,25 +421,65 @@ static int interval_starts_now(json_t *ev, json_t *iv)
     return start_is_now(json_object_get(period_of(ev, iv, &own), "start"));
 }
 
+/* The interval's duration in *d: its own intervalPeriod's, else the event's (an own period
+ * that gives only a start takes the event's duration); absent or null, OpenADR's default PT0S.
+ * PT0S is "instantaneous or infinity, depending on payloadType": for a limit or a SIMPLE level
+ * (open) infinity, until the VTN changes or withdraws the event as with P9999Y (refused, a
+ * limit sent until further notice as PT0S or without a duration was ignored).  0 with why when
+ * it cannot be taken. */
+static int duration_of(json_t *ev, json_t *ip, int own, int open, double *d, char *why,
+                       size_t wn)
+{
+    json_t *du = json_object_get(ip, "duration");
+    if (own && (!du || json_is_null(du)))
+        du = json_object_get(json_object_get(ev, "intervalPeriod"), "duration");
+    const char *text = !du || json_is_null(du) ? "PT0S" : json_string_value(du), *bad;
+    *d = iso_duration(text, &bad);
+    if (*d < 0) {
+        snprintf(why, wn, "duration %.40s: %s", text ? text : "(not a string)", bad);
+        return 0;
+    }
+    if (*d == 0 && !open) {
+        snprintf(why, wn, "duration %.40s: an instant, not a window", text);
+        return 0;
+    }
+    if (*d == 0)
+        *d = INFINITY;
+    return 1;
+}
+
 /* The interval's window: its own intervalPeriod, else the event's shifted k durations; a start
- * of "now" (start_is_now) is now.  An infinite duration (P9999Y) ends at the last second a date
- * is written for (the event then holds until the VTN withdraws it); an interval inherited after
- * an infinite one never starts and is refused. */
-static int window_of(json_t *ev, json_t *iv, int k, double now, double *t0, double *t1)
+ * of "now" (start_is_now) is now.  An infinite duration (P9999Y, or PT0S for an open payload:
+ * duration_of) ends at the last second a date is written for (the event then holds until the
+ * VTN withdraws it); an interval inherited after an infinite one never starts and is refused.
+ * 0 with why when there is no usable window. */
+static int window_of(json_t *ev, json_t *iv, int k, int open, double now, double *t0,
+                     double *t1, char *why, size_t wn)
 {
     int own;
     json_t *ip = period_of(ev, iv, &own);
-    json_t *st = json_object_get(ip, "start"), *du = json_object_get(ip, "duration");
-    double d = iso_duration(json_is_string(du) ? json_string_value(du) : NULL);
+    json_t *st = json_object_get(ip, "start");
+    double d;
     pfi_err e = {0};
-    if (start_is_now(st))
+    if (start_is_now(st)) {
         *t0 = now;
-    else if (!json_is_string(st) || pfi_time_parse(json_string_value(st), 0, t0, &e) != PFI_OK)
+    } else if (!json_is_string(st)) {
+        snprintf(why, wn, "no start");
         return 0;
-    if (!(d > 0))
+    } else if (pfi_time_parse(json_string_value(st), 0, t0, &e) != PFI_OK) {
+        snprintf(why, wn, "%s", e.msg);
         return 0;
-    if (isinf(d))
-        return (own || k == 0) && *t0 < PFI_TIME_MAX_S ? (*t1 = PFI_TIME_MAX_S, 1) : 0;
+    }
+    if (!duration_of(ev, ip, own, open, &d, why, wn))
+        return 0;
+    if (isinf(d)) {
+        if ((own || k == 0) && *t0 < PFI_TIME_MAX_S) {
+            *t1 = PFI_TIME_MAX_S;
+            return 1;
+        }
+        snprintf(why, wn, "it follows an interval that lasts until further notice");
+        return 0;
+    }
     if (!own)
         *t0 += k * d;
     *t1 = *t0 + d;
@@ -536,7 +594,7 @@ static int randomize_of(json_t *ev, json_t *iv, double *r, char *text, size_t tn
         return 1;
     const char *s = json_is_string(x) ? json_string_value(x) : NULL;
     snprintf(text, tn, "%.40s", s ? s : "(not a string)");
-    double d = iso_duration(s);
+    double d = iso_duration(s, NULL);
     if (!(d >= 0) || isinf(d))
         return 0;
     *r = d;
@@ -567,6 +625,40 @@ static double start_fraction(const pfi_ven_config *cfg, const char *event_id)
     return (double)(z >> 11) * 0x1.0p-53;
 }
 
+/* The target the payload (type ty, value x) of an interval of event ev asks for, put in b:
+ * "limit_w" or "cut".  0 when there is none: why says what is wrong, or is "" for SIMPLE level
+ * 0 (normal operation: nothing to do). */
+static int put_target(const pfi_ven_config *cfg, json_t *ev, const char *ty, double x, json_t *b,
+                      char *why, size_t wn)
+{
+    const char *eid = json_string_value(json_object_get(ev, "id"));
+    if (!strcmp(ty, "IMPORT_CAPACITY_LIMIT")) {
+        const char *units;
+        double wpu = watts_per_unit(ev, ty, &units);
+        if (isnan(wpu)) {
+            snprintf(why, wn, "event %s: %s in units %.40s (W, KW or MW)", eid, ty, units);
+            return 0;
+        }
+        json_object_set_new(b, "limit_w", json_real(x * wpu));
+        return 1;
+    }
+    if (!strcmp(ty, "SIMPLE")) {
+        /* Range first: converting 1e300 to int is undefined behaviour. */
+        int level = x >= 0 && x <= 3 ? (int)x : -1;
+        if (level < 0 || level != x) { /* -1 equals its own marker: simple_cut[-1] was read */
+            snprintf(why, wn, "event %s: SIMPLE level %g is not 0-3", eid, x);
+            return 0;
+        }
+        why[0] = 0; /* level 0: normal operation, no event */
+        if (level > 0)
+            json_object_set_new(b, "cut", json_real(cfg->simple_cut[level]));
+        return level > 0;
+    }
+    snprintf(why, wn, "event %s: unknown payload type %s (IMPORT_CAPACITY_LIMIT, SIMPLE)", eid,
+             ty);
+    return 0;
+}
+
 /* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error).
  * *rand_s gets the interval's randomizeStart (0: none) and *late_s how much later it starts for
  * it (-1: not applied, a limit). */
@@ -588,9 +680,13 @@ static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, i
                  json_is_string(eid) ? json_string_value(eid) : "?", k);
         return NULL;
     }
-    if (!window_of(ev, iv, k, now, &t0, &t1)) {
+    /* Only a limit or a SIMPLE level is acted on: for those PT0S is infinity (duration_of). */
+    int open = !strcmp(json_string_value(type), "IMPORT_CAPACITY_LIMIT") ||
+               !strcmp(json_string_value(type), "SIMPLE");
+    char wwhy[200];
+    if (!window_of(ev, iv, k, open, now, &t0, &t1, wwhy, sizeof wwhy)) {
         snprintf(why, wn, "event %s interval %d: no usable intervalPeriod (start, ISO 8601 "
-                 "duration)", json_string_value(eid), k);
+                 "duration): %s", json_string_value(eid), k, wwhy);
         return NULL;
     }
     char rtext[48];
@@ -634,36 +730,8 @@ static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, i
                         json_pack("{s:s, s:i, s:f, s:f, s:f}", "event_id", key, "interval", k,
                                   "vtn_start", vtn_t0, "randomize_start_s", *rand_s,
                                   "randomized_s", fmax(*late_s, 0)));
-    double x = json_number_value(val);
-    const char *ty = json_string_value(type);
-    if (!strcmp(ty, "IMPORT_CAPACITY_LIMIT")) {
-        const char *units;
-        double wpu = watts_per_unit(ev, ty, &units);
-        if (isnan(wpu)) {
-            json_decref(b);
-            snprintf(why, wn, "event %s: %s in units %.40s (W, KW or MW)",
-                     json_string_value(eid), ty, units);
-            return NULL;
-        }
-        json_object_set_new(b, "limit_w", json_real(x * wpu));
-    } else if (!strcmp(ty, "SIMPLE")) {
-        /* Range first: converting 1e300 to int is undefined behaviour. */
-        int level = x >= 0 && x <= 3 ? (int)x : -1;
-        if (level < 0 || level != x) { /* -1 equals its own marker: simple_cut[-1] was read */
-            json_decref(b);
-            snprintf(why, wn, "event %s: SIMPLE level %g is not 0-3", json_string_value(eid), x);
-            return NULL;
-        }
-        if (level == 0) { /* normal operation: no event */
-            json_decref(b);
-            why[0] = 0;
-            return NULL;
-        }
-        json_object_set_new(b, "cut", json_real(cfg->simple_cut[level]));
-    } else {
+    if (!put_target(cfg, ev, json_string_value(type), json_number_value(val), b, why, wn)) {
         json_decref(b);
-        snprintf(why, wn, "event %s: unknown payload type %s (IMPORT_CAPACITY_LIMIT, SIMPLE)",
-                 json_string_value(eid), ty);
         return NULL;
     }
     return b;

@@ -10,8 +10,9 @@
 # retargeted away is cancelled (every event of the program was applied, whoever it was for); an
 # event from "now" (0001-01-01) until further notice (P9999Y) is held until the VTN deletes it;
 # a limit above the site's maximum is not taken and is no error; a change of priority alone is
-# taken; a VTN whose pages hold fewer events than asked is read to its empty page, and a
-# listing longer than 40 pages or cut short by a failing page withdraws nothing; a day ahead
+# taken; a VTN whose pages hold fewer events than asked is read to its empty page however many
+# (past 40 pages too), one that ignores skip is caught at its second page, and a listing that
+# never ends (cut at 1000 pages) or is cut short by a failing page withdraws nothing; a day ahead
 # in 96 quarter-hours is held whole; an event one listing leaves out is withdrawn only when the
 # next listing, asked for at once, leaves it out too.
 # pfi's clock runs 1000 times faster (util/clock.h): ~15 s of real time
@@ -160,9 +161,11 @@ held_or_fail ranked "event ranked (on the VTN's 4th page of 2) not held"
 [ "$(ven_num events_cancelled)" = "$c0" ] || fail "pages of 2: events cancelled: $(get /v1/grid/openadr)"
 note "pages of 2 events: read to the empty page, the 8th event taken, none cancelled over 3 polls"
 
-# ---- a listing longer than the client reads (40 pages, here of 1 event): nothing is taken as
-# withdrawn (the events not read were cancelled), what was read is still taken, and the
-# truncation is logged and counted ----
+# ---- a listing longer than 40 pages (here 42 events in pages of 1) is read to its empty page:
+# the 42nd event is taken, no error (the client stopped at 40 pages, so a VTN keeping three
+# weeks of quarter-hours had every new event past its 2000th never read) ----
+e0=$(ven_num errors)
+curl -sf -o /dev/null -X POST -d '{"max": 1}' "$VTN/_test/page" || fail "POST /_test/page"
 "$PY" - "$VTN" "$(iso "$LATER")" <<'EOF' || fail "publishing 33 calm events"
 import json, sys, urllib.request
 for k in range(33):
@@ -171,18 +174,37 @@ for k in range(33):
     urllib.request.urlopen(sys.argv[1] + "/_test/events", data=json.dumps(ev).encode()).read()
 EOF
 curl -sf -o /dev/null -X POST -d "$(big tail KW "$KW")" "$VTN/_test/events" || fail "publishing event tail"
-await 300 'event tail (the VTN'\''s 42nd) not taken: $(get /v1/grid/openadr)' held tail-0
-e0=$(ven_num errors)
-curl -sf -o /dev/null -X POST -d '{"max": 1}' "$VTN/_test/page" || fail "POST /_test/page"
+await 300 'event tail (the VTN'\''s 42nd, in pages of 1 event) not taken: $(get /v1/grid/openadr)' held tail-0
+polls 2
+[ "$(ven_num errors)" = "$e0" ] || fail "a listing of 42 pages counted as an error: $(get /v1/grid/openadr)"
+note "42 events in pages of 1: read to the empty page, the 42nd taken, no error"
+
+# ---- a VTN that ignores skip (its first events again on every page) is caught at its second
+# page (it was read 40 times over): what was read is taken, nothing is withdrawn, and it is said;
+# one whose pages never end is cut at 1000 pages, the same ----
+stats_num() { curl -sf "$VTN/_test/stats" | grep -o "\"$1\": *[0-9]*" | grep -o '[0-9]*$'; }
+curl -sf -o /dev/null -X POST -d '{"max": 50, "ignore_skip": true}' "$VTN/_test/page" || fail "POST /_test/page"
 curl -sf -o /dev/null -X PUT -d "$(prio ranked 3)" "$VTN/_test/events/ranked" || fail "changing event ranked"
-await 200 'listing truncated: event ranked'\''s change (read) not taken: $(get /v1/grid/events/oadr-ranked-0)' has_priority ranked-0 -3
+await 200 'skip ignored: event ranked'\''s change not taken: $(get /v1/grid/events/oadr-ranked-0)' has_priority ranked-0 -3
+polls 1
+r0=$(stats_num requests) p1=$(ven_num polls)
 polls 3
-held_or_fail tail "listing truncated at 40 events: event tail (42nd, not read) not held"
-[ "$(ven_num events_cancelled)" = "$c0" ] || fail "listing truncated: events cancelled: $(get /v1/grid/openadr)"
-[ "$(ven_num errors)" -gt "$e0" ] && get /v1/grid/openadr | grep -q 'listing truncated at 40 pages' ||
-    fail "listing truncated, not said: $(get /v1/grid/openadr)"
-grep -q 'events listing truncated' "$dir/serve.log" || fail "listing truncated, not logged"
-note "42 events in pages of 1: 40 read, a change read taken, none cancelled, the truncation counted ($(ven_num errors) errors)"
+r1=$(stats_num requests) p2=$(ven_num polls)
+[ $((r1 - r0)) -le $((3 * (p2 - p1) + 3)) ] ||
+    fail "skip ignored: $((r1 - r0)) requests over $((p2 - p1)) polls (pages read again and again)"
+held_or_fail tail "skip ignored: event tail not held"
+[ "$(ven_num events_cancelled)" = "$c0" ] || fail "skip ignored: events cancelled: $(get /v1/grid/openadr)"
+get /v1/grid/openadr | grep -q 'lists only events already listed (the VTN ignores skip)' ||
+    fail "skip ignored, not said: $(get /v1/grid/openadr)"
+grep -q 'the VTN ignores skip' "$dir/serve.log" || fail "skip ignored, not logged"
+note "a VTN ignoring skip: $((r1 - r0)) requests over $((p2 - p1)) polls, a change taken, none cancelled, said"
+curl -sf -o /dev/null -X POST -d '{"max": 1, "endless": true}' "$VTN/_test/page" || fail "POST /_test/page"
+await 900 'endless pages: not cut at 1000 pages: $(get /v1/grid/openadr)' sh -c "curl -sf --unix-socket $dir/serve.sock http://n/v1/grid/openadr | grep -q 'listing truncated at 1000 pages'"
+polls 1
+held_or_fail tail "endless pages: event tail not held"
+[ "$(ven_num events_cancelled)" = "$c0" ] || fail "endless pages: events cancelled: $(get /v1/grid/openadr)"
+grep -q 'events listing truncated' "$dir/serve.log" || fail "endless pages, not logged"
+note "pages that never end: cut at 1000 pages, none cancelled, the truncation counted ($(ven_num errors) errors)"
 
 # ---- a listing cut short (pages from the 40th event on fail): the same ----
 curl -sf -o /dev/null -X POST -d '{"max": 2}' "$VTN/_test/page" || fail "POST /_test/page"

@@ -28,7 +28,9 @@ body: the VTN changes the event), GET /_test/reports, POST /_test/revoke
 off), POST /_test/fail {"status": N, "count": K} (the next K resource requests answer N;
 with "min_skip": M, only the next K GET /events with skip >= M: a listing cut short),
 POST /_test/page {"max": P} (GET /events answers at most P events a page, as a VTN may, whatever
-the limit asked; 50 again with P 50),
+the limit asked; 50 again with P 50; with "ignore_skip": true every page starts at the first
+event, as a VTN that ignores skip answers; with "endless": true the pages never end: past the
+events come made-up SIMPLE level 0 events of new ids, page after page; both off when not given),
 POST /_test/hide {"id": ID, "count": K} (the next K listings of GET /events, each from skip 0
 to its last page, leave event ID out: as a listing read in pages misses one when another is
 deleted between two pages),
@@ -58,7 +60,7 @@ LOCK = threading.RLock()  # reply() reads the clock skew under it too
 STATE = {"tokens": set(), "events": [], "reports": [], "token_requests": 0,
          "unauthorized": 0, "next_id": 1, "skew": 0.0, "fail_status": 0, "fail_count": 0,
          "vens": [], "next_ven": 1, "subs": [], "notified": 0, "fail_min_skip": -1, "hide": {}, "hidden": set(),
-         "page_max": 50, "filter_program": True, "requests": 0, "stall_s": 0.0, "stall_count": 0,
+         "page_max": 50, "ignore_skip": False, "endless": False, "filter_program": True, "requests": 0, "stall_s": 0.0, "stall_count": 0,
          "stall_min_skip": -1, "stalled": 0, "stalled_now": 0}
 
 
@@ -244,7 +246,15 @@ class Vtn(BaseHTTPRequestHandler):
             evs = [e for e in STATE["events"] if pid in (None, e["programID"])
                    and e["id"] not in STATE["hidden"]]
             limit = min(limit, STATE["page_max"])
-        return self.reply(200, evs[skip:skip + limit])
+            if STATE["ignore_skip"]:
+                skip = 0
+            page = evs[skip:skip + limit]
+            if STATE["endless"]:
+                page += [{"id": "pad%d" % k, "objectType": "EVENT", "programID": PROGRAM["id"],
+                          "intervalPeriod": {"start": "2026-01-01T00:00:00Z", "duration": "PT1M"},
+                          "intervals": [{"id": 0, "payloads": [{"type": "SIMPLE", "values": [0]}]}]}
+                         for k in range(max(skip, len(evs)), skip + limit)]
+        return self.reply(200, page)
 
     def post_subscription(self):
         if ARGS.no_subscriptions:
@@ -364,7 +374,10 @@ class Vtn(BaseHTTPRequestHandler):
             return self.reply(200, {})
         if u.path == "/_test/page":
             with LOCK:
-                STATE["page_max"] = int(json.loads(self.body())["max"])
+                d = json.loads(self.body())
+                STATE["page_max"] = int(d["max"])
+                STATE["ignore_skip"] = bool(d.get("ignore_skip", False))
+                STATE["endless"] = bool(d.get("endless", False))
             return self.reply(200, {})
         if u.path == "/_test/revoke":
             with LOCK:

@@ -46,9 +46,12 @@
 #include "util/units.h"
 
 #define VEN_PAGE 50       /* events per GET: the largest limit the API allows */
-/* Pages read per poll at most (a VTN that ignores skip would answer forever); past it the
- * listing is incomplete (all_events). */
-#define VEN_PAGES_MAX 40
+/* Pages read per poll at most, a backstop: a VTN that ignores skip is caught by its repeated
+ * ids (all_events), and this only stops one whose pages never end.  Past it the listing is
+ * incomplete.  It was 40 pages, the whole check: a VTN that honours skip and keeps its history
+ * lists 2,000 events within three weeks of quarter-hours, and every event after them (the new
+ * ones) was never read. */
+#define VEN_PAGES_MAX 1000
 #define VEN_SAID_MAX 32     /* errors remembered as logged */
 #define VEN_SAID_S 3600.0   /* an error logged is logged again after this long */
 
@@ -1202,27 +1205,54 @@ static void let_go_finished(pfi_ven *v)
     free(evs);
 }
 
+/* Appends to all the events of a page whose ids were not listed before (seen: the ids so far;
+ * an event without an id, which is refused later, is appended as it comes); returns how many
+ * new ids the page had.  A page of ids all seen is a VTN that ignores skip answering its first
+ * events again; one partly seen (an event added before them between two pages) adds its new
+ * events once. */
+static size_t add_page(json_t *all, json_t *seen, json_t *page)
+{
+    size_t i, fresh = 0;
+    json_t *ev;
+    json_array_foreach(page, i, ev)
+    {
+        json_t *id = json_object_get(ev, "id");
+        if (json_is_string(id) && json_object_get(seen, json_string_value(id)))
+            continue;
+        if (json_is_string(id)) {
+            json_object_set_new(seen, json_string_value(id), json_true());
+            fresh++;
+        }
+        json_array_append(all, ev);
+    }
+    return fresh;
+}
+
 /* Every event of the program, a page at a time from skip = the events received so far, until
  * an empty page.  OpenADR's limit is a request: a VTN may cap its pages below VEN_PAGE, so a
  * short page is no end (taken as one, the events after a VTN's first page of 10 were never seen,
- * and those held were cancelled as withdrawn).  *complete: 1 when the empty page came; 0 when
- * VEN_PAGES_MAX pages were read without one, or a page after the first failed: the events not
- * seen may still be listed, so none is taken as withdrawn this poll (take_events).  NULL when
- * the first page fails or is not a list: the VTN is then silent this round (events kept as
- * received). */
+ * and those held were cancelled as withdrawn).  *complete: 1 when the empty page came; 0 when a
+ * page brought no id not already listed (a VTN that ignores skip: what it lists after its first
+ * page is never read), when VEN_PAGES_MAX pages were read without an empty one, or when a page
+ * after the first failed: the events not seen may still be listed, so none is taken as
+ * withdrawn this poll (take_events).  NULL when the first page fails or is not a list: the VTN
+ * is then silent this round (events kept as received). */
 static json_t *all_events(pfi_ven *v, int *complete)
 {
-    json_t *all = json_array();
+    json_t *all = json_array(), *seen = json_object();
     char *q = pfi_http_escape(v->program_id);
     char path[400];
+    size_t got = 0, from = 0; /* events the VTN answered (the next skip), the last page's skip */
+    int repeated = 0;
     *complete = 0;
-    if (!q) {
+    if (!q || !seen) {
         json_decref(all);
+        json_decref(seen);
+        free(q);
         return NULL;
     }
     for (int page = 0; all && page < VEN_PAGES_MAX; page++) {
-        snprintf(path, sizeof path, "/events?programID=%s&skip=%zu&limit=%d", q,
-                 json_array_size(all), VEN_PAGE);
+        snprintf(path, sizeof path, "/events?programID=%s&skip=%zu&limit=%d", q, got, VEN_PAGE);
         json_t *evs = get_json(v, path);
         if (!json_is_array(evs)) {
             if (evs)
@@ -1240,22 +1270,30 @@ static json_t *all_events(pfi_ven *v, int *complete)
                 memcpy(why, v->last_error, sizeof why);
                 pthread_mutex_unlock(&v->mu);
                 ven_error(v, "events listing cut short at %zu events (%.200s): nothing taken as "
-                          "withdrawn this poll", json_array_size(all), why);
+                          "withdrawn this poll", got, why);
             }
+            json_decref(seen);
             free(q);
             return all;
         }
         size_t n = json_array_size(evs);
-        json_array_extend(all, evs);
+        from = got;
+        got += n;
+        repeated = n > 0 && add_page(all, seen, evs) == 0;
         json_decref(evs);
-        if (n == 0) {
+        if (n == 0)
             *complete = 1;
+        if (n == 0 || repeated)
             break;
-        }
     }
-    if (all && !*complete)
+    if (all && repeated)
+        ven_error(v, "events listing: the page from skip %zu lists only events already listed "
+                  "(the VTN ignores skip): %zu events read, the rest not, nothing taken as "
+                  "withdrawn this poll", from, json_array_size(all));
+    else if (all && !*complete)
         ven_error(v, "events listing truncated at %d pages (%zu events): the rest not read, "
                   "nothing taken as withdrawn this poll", VEN_PAGES_MAX, json_array_size(all));
+    json_decref(seen);
     free(q);
     return all;
 }

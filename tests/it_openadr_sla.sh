@@ -6,7 +6,7 @@
 # (openadr_sla = keep, the default): a grid_infeasible event, "feasible": false in its GET, the
 # limits at that least while it binds, and the shortfall in its report and in the reportName
 # posted to the VTN.  With openadr_sla = yield the SLAs give way and the node goes down to the
-# limit.
+# limit; a limit of 0 kW is taken too, and held at the GPUs' minimum limits.
 # pfi's clock runs 100 times faster (util/clock.h): ~15 s of real time.
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 # await expands its message when it fails, so the messages are single-quoted.
@@ -83,4 +83,18 @@ await 400 'event cap2 not taken: $(get /v1/grid/openadr)' held cap2-0
 sleep_until $((S + 60))
 await 200 'event cap2 in force with openadr_sla=yield: limits $(sum_limits) W above 3000 W' limits_at_most 3000
 note "openadr_sla=yield: held at $(sum_limits) W under the 3000 W limit"
+
+# ---- a limit of 0 kW (import nothing): taken, and held at the least the node can hold, the
+# GPUs' minimum limits with the SLAs yielding (it was refused as a target of 0 W, and the node
+# went on at full power) ----
+MIN=$(get /v1/gpus | tr ',{}' '\n\n\n' | sed -n 's/^ *"min_limit_w": *//p' | awk '{ s += $1 } END { printf "%.1f", s }')
+S=$(( $(now | cut -d. -f1) + 720 ))
+publish "$(limit zero 0 "$S")"
+await 400 'a limit of 0 kW not taken: $(get /v1/grid/openadr)' held zero-0
+[ "$(field zero-0 feasible)" = false ] || fail "event zero's GET: $(get /v1/grid/events/oadr-zero-0)"
+grep -q 'event oadr-zero-0: import limit 0 W taken as 1 W: held, while it binds, at the least' "$dir/serve.log" ||
+    fail "the limit of 0 kW taken without a word: $(grep openadr "$dir/serve.log" | tail -n 3)"
+sleep_until $((S + 60))
+await 200 'event zero in force: limits $(sum_limits) W, not the GPUs'\'' minimum $MIN W' limits_at_most "$MIN"
+note "a limit of 0 kW: taken, held at $(sum_limits) W (the GPUs' minimum, $MIN W)"
 echo "it_openadr_sla: ok"

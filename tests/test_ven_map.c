@@ -288,6 +288,28 @@ static void test_open_durations(void **state)
     assert_non_null(strstr(why, "until further notice"));
 }
 
+/* An import limit of 0 is the strictest a VTN can send: taken (it was refused, a target of 0 W
+ * being no event, and the site went on at full power), as the least target there is, 1 W,
+ * which the host holds at the least the site can hold.  A negative limit is no limit at all:
+ * refused, saying so. */
+static void test_zero_limit(void **state)
+{
+    (void)state;
+    char why[300];
+    const char *zero[] = {"0", "0.0", "-0", "0.0000001"};
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, EV(KW_DESC, PERIOD_1H, LIMIT("%s")), zero[i]);
+        json_t *b = map_taken(text, 0, zero[i]);
+        if (num(b, "limit_w") != 1)
+            fail_msg("a limit of %s kW taken as %g W", zero[i], num(b, "limit_w"));
+        json_decref(b);
+    }
+    json_t *b = map(EV(KW_DESC, PERIOD_1H, LIMIT("-5")), 0, why, sizeof why);
+    assert_null(b);
+    assert_non_null(strstr(why, "negative"));
+}
+
 /* Malformed intervals are refused with a reason; SIMPLE level 0 asks for nothing. */
 static void test_refused(void **state)
 {
@@ -549,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_several_payloads),
         cmocka_unit_test(test_open_ended),
         cmocka_unit_test(test_open_durations),
+        cmocka_unit_test(test_zero_limit),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_simple_negative),
         cmocka_unit_test(test_targets),

@@ -628,11 +628,25 @@ static double start_fraction(const pfi_ven_config *cfg, const char *event_id)
     return (double)(z >> 11) * 0x1.0p-53;
 }
 
+/* What became of an interval in the mapping, for the log when it is taken: its randomizeStart
+ * (rand_s, 0: none) and how much later it starts for it (late_s, -1: not applied, a limit);
+ * the VTN's limit in W when it was below any target pfi holds (least_w: taken as VEN_LEAST_W),
+ * else NAN. */
+typedef struct map_note {
+    double rand_s, late_s, least_w;
+} map_note;
+
+/* A limit of 0 (import nothing) is the strictest a VTN can send, and a site cannot run at
+ * nothing: it is held at the least the site can hold, as any limit below that is (the host
+ * takes such an event and holds its least).  An event's target must be positive (a manual
+ * event of 0 W is a mistake, refused), so it is taken as this, below anything a site holds. */
+#define VEN_LEAST_W 1.0
+
 /* The target the payload (type ty, value x) of an interval of event ev asks for, put in b:
  * "limit_w" or "cut".  0 when there is none: why says what is wrong, or is "" for SIMPLE level
  * 0 (normal operation: nothing to do). */
 static int put_target(const pfi_ven_config *cfg, json_t *ev, const char *ty, double x, json_t *b,
-                      char *why, size_t wn)
+                      map_note *nt, char *why, size_t wn)
 {
     const char *eid = json_string_value(json_object_get(ev, "id"));
     if (!strcmp(ty, "IMPORT_CAPACITY_LIMIT")) {
@@ -642,7 +656,15 @@ static int put_target(const pfi_ven_config *cfg, json_t *ev, const char *ty, dou
             snprintf(why, wn, "event %s: %s in units %.40s (W, KW or MW)", eid, ty, units);
             return 0;
         }
-        json_object_set_new(b, "limit_w", json_real(x * wpu));
+        double w = x * wpu;
+        if (w < 0) {
+            snprintf(why, wn, "event %s: %s %g %s is negative (an import limit is 0 or more)",
+                     eid, ty, x, units);
+            return 0;
+        }
+        if (w < VEN_LEAST_W)
+            nt->least_w = w;
+        json_object_set_new(b, "limit_w", json_real(fmax(w, VEN_LEAST_W)));
         return 1;
     }
     if (!strcmp(ty, "SIMPLE")) {
@@ -662,14 +684,13 @@ static int put_target(const pfi_ven_config *cfg, json_t *ev, const char *ty, dou
     return 0;
 }
 
-/* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error).
- * *rand_s gets the interval's randomizeStart (0: none) and *late_s how much later it starts for
- * it (-1: not applied, a limit). */
+/* One event interval -> a grid event body (NULL: nothing to do, *why set when it is an error);
+ * *nt what became of it. */
 static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, int k, double now,
-                            double widen, double *rand_s, double *late_s, char *why, size_t wn)
+                            double widen, map_note *nt, char *why, size_t wn)
 {
-    *rand_s = 0;
-    *late_s = 0;
+    *nt = (map_note){0, 0, NAN};
+    double *rand_s = &nt->rand_s, *late_s = &nt->late_s;
     if (!for_this_ven(cfg, ev)) { /* another VEN's: nothing to do here */
         why[0] = 0;
         return NULL;
@@ -733,7 +754,7 @@ static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, i
                         json_pack("{s:s, s:i, s:f, s:f, s:f}", "event_id", key, "interval", k,
                                   "vtn_start", vtn_t0, "randomize_start_s", *rand_s,
                                   "randomized_s", fmax(*late_s, 0)));
-    if (!put_target(cfg, ev, json_string_value(type), json_number_value(val), b, why, wn)) {
+    if (!put_target(cfg, ev, json_string_value(type), json_number_value(val), b, nt, why, wn)) {
         json_decref(b);
         return NULL;
     }
@@ -743,8 +764,8 @@ static json_t *map_interval(const pfi_ven_config *cfg, json_t *ev, json_t *iv, i
 void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interval, int k,
                            double now, double widen, char *why, size_t wn)
 {
-    double rand_s, late_s;
-    return map_interval(cfg, event, interval, k, now, widen, &rand_s, &late_s, why, wn);
+    map_note nt;
+    return map_interval(cfg, event, interval, k, now, widen, &nt, why, wn);
 }
 
 /* The host's events now (a snapshot); *n gets how many. */
@@ -992,8 +1013,9 @@ static void above_maximum(pfi_ven *v, json_t *b)
 
 /* An interval taken (new or changed) with a randomizeStart: what became of it, in the log
  * (once per take, not per poll).  The grid event's start is the effective one. */
-static void note_randomized(pfi_ven *v, json_t *b, double rand_s, double late_s)
+static void note_randomized(pfi_ven *v, json_t *b, const map_note *nt)
 {
+    double rand_s = nt->rand_s, late_s = nt->late_s;
     if (!(rand_s > 0))
         return;
     char at[40];
@@ -1005,6 +1027,16 @@ static void note_randomized(pfi_ven *v, json_t *b, double rand_s, double late_s)
     else
         fprintf(stderr, "%s: openadr: event %s: randomizeStart %.0f s not applied to a limit: "
                 "it holds from the VTN's start, %s\n", v->host.name, id, rand_s, at);
+}
+
+/* An interval taken (new or changed) whose limit was below any target (map_note least_w): said
+ * in the log, once per take, beside the host's own word on the least it holds. */
+static void note_least(pfi_ven *v, json_t *b, const map_note *nt)
+{
+    if (!isnan(nt->least_w))
+        fprintf(stderr, "%s: openadr: event %s: import limit %g W taken as %g W: held, while it "
+                "binds, at the least the site can hold\n", v->host.name,
+                json_string_value(json_object_get(b, "id")), nt->least_w, VEN_LEAST_W);
 }
 
 /* complete: the VTN's whole listing (all_events); a partial one withdraws nothing. */
@@ -1021,9 +1053,9 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
         json_array_foreach(json_object_get(ev, "intervals"), k, iv)
         {
             char why[300] = "";
-            double rand_s, late_s;
+            map_note nt;
             json_t *b = map_interval(&v->cfg, ev, iv, (int)k, pfi_clock_wall(), widen_s(v),
-                                     &rand_s, &late_s, why, sizeof why);
+                                     &nt, why, sizeof why);
             if (!b) {
                 if (why[0])
                     ven_error(v, "%s: ignored, nothing changed", why);
@@ -1046,7 +1078,8 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
                 pthread_mutex_lock(&v->mu);
                 v->n_events++;
                 pthread_mutex_unlock(&v->mu);
-                note_randomized(v, b, rand_s, late_s);
+                note_randomized(v, b, &nt);
+                note_least(v, b, &nt);
             }
             json_decref(b);
         }

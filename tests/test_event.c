@@ -450,7 +450,7 @@ static void test_compliance_revised(void **state)
     }
     pfi_event_compliance c;
     pfi_err err = {0};
-    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, &c, &err), PFI_OK);
+    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, NULL, &c, &err), PFI_OK);
     assert_int_equal(c.n_spans, 2);
     assert_true(c.target_w == 3500);
     assert_true(fabs(c.window_s - 40) < 1e-9 && fabs(c.covered_s - 40) < 1e-9);
@@ -468,7 +468,7 @@ static void test_compliance_revised(void **state)
     /* The intervals run from the first ramp to the last restore, at the lowest in force. */
     assert_true(c.intervals[0].t0 == 990 && c.intervals[0].target_w == 3500);
     pfi_event_compliance_free(&c);
-    assert_int_equal(pfi_event_compliance_revised(&r[1], 1, &site, t, w, n, 60, 5, &c, &err),
+    assert_int_equal(pfi_event_compliance_revised(&r[1], 1, &site, t, w, n, 60, 5, NULL, &c, &err),
                      PFI_OK);
     assert_true(c.seconds_over_target > 25 && c.ramp_ok == 0);
     pfi_event_compliance_free(&c);
@@ -480,14 +480,14 @@ static void test_compliance_revised(void **state)
     for (int i = 0; i < n; i++)
         if (t[i] >= 1000 && t[i] < 1040)
             w[i] = t[i] < 1025 ? 4000 : 4400;
-    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, &c, &err), PFI_OK);
+    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, NULL, &c, &err), PFI_OK);
     assert_true(fabs(c.seconds_over_target - 25) < 1e-9 && fabs(c.max_excess_w - 500) < 1e-9);
     assert_true(fabs(c.spans[0].seconds_over_target - 25) < 1e-9);
     assert_true(c.spans[1].seconds_over_target == 0);
     pfi_event_compliance_free(&c);
     /* Revisions out of order are refused by name. */
     r[1].from_s = NAN;
-    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, &c, &err),
+    assert_int_equal(pfi_event_compliance_revised(r, 2, &site, t, w, n, 60, 5, NULL, &c, &err),
                      PFI_EINVAL);
     assert_non_null(strstr(err.msg, "revision 1"));
 }
@@ -603,9 +603,76 @@ static void test_keep_level(void **state)
     assert_true(isinf(ev.ramp_level_w));
 }
 
+/* A baseline's hour leaves out the time an event bound and reaches back by as long (it took the
+ * curtailed draw: the shed of the second interval of a back-to-back event came out about 0, and
+ * a cut posted while another was in force cut again from it).  Samples a second apart: an hour
+ * at 5000 W, then 50 min bound by an event at 4000 W, then 10 min at 5100 W before the end. */
+static void test_baseline_walk(void **state)
+{
+    (void)state;
+    pfi_baseline_walk b;
+    pfi_baseline_walk_init(&b, 20000, 3600, 5);
+    int fed = 0;
+    for (int t = 19999; t >= 0 && pfi_baseline_walk_feed(&b, t, t >= 19400 ? 5100 : t >= 16400
+                                                                      ? 4000 : 5000,
+                                                         t >= 16400 && t < 19400);
+         t--)
+        fed++;
+    assert_true(b.done);
+    assert_true(fabs(b.left_out_s - 3000) < 1e-9 && fabs(b.covered_s - 3600) < 1e-9);
+    double want = (600 * 5100.0 + 3000 * 5000.0) / 3600;
+    if (!(fabs(pfi_baseline_walk_mean(&b) - want) < 1e-6))
+        fail_msg("baseline %.3f W, not %.3f W (the bound 4000 W left out)",
+                 pfi_baseline_walk_mean(&b), want);
+    assert_int_equal(b.n, 3600);
+    assert_true(fabs(b.at_s - (20000 - 6600)) < 1e-9 && fed <= 6601);
+    /* Nothing bound: the hour before the end alone, gaps unrecorded, as the report always had it
+     * (a gap of 1000 s: 2600 s recorded). */
+    pfi_baseline_walk_init(&b, 20000, 3600, 5);
+    for (int t = 19999; t >= 0 && pfi_baseline_walk_feed(&b, t, 4000, 0); t = t == 19000 ? 18000 : t - 1)
+        ;
+    assert_true(fabs(b.covered_s - 2600 - 5) < 1e-9 && b.left_out_s == 0);
+    assert_true(fabs(b.at_s - 16400) < 1e-9);
+    /* Bound for longer than PFI_BASELINE_BACK_S: given up there, nothing recorded outside. */
+    pfi_baseline_walk_init(&b, 200000, 3600, 5);
+    for (int t = 199999; t >= 0 && pfi_baseline_walk_feed(&b, t, 4000, 1); t--)
+        ;
+    assert_true(b.done && b.n == 0 && isnan(pfi_baseline_walk_mean(&b)));
+}
+
+/* The report's baseline from a walk that left events out says so; the samples' own walk (no
+ * walk given) is the hour before the ramp. */
+static void test_compliance_baseline_left_out(void **state)
+{
+    (void)state;
+    pfi_event ev;
+    pfi_event_init_limit(&ev, "b", 20000, 21000, 3000);
+    pfi_event_site site = pfi_event_site_default(10000);
+    double t[2000], w[2000];
+    for (int i = 0; i < 2000; i++) {
+        t[i] = 19000 + i;
+        w[i] = 3000;
+    }
+    pfi_baseline_walk b;
+    pfi_baseline_walk_init(&b, 20000, 3600, 5);
+    for (int s = 19999; pfi_baseline_walk_feed(&b, s, s >= 16400 ? 4000 : 5000, s >= 16400); s--)
+        ;
+    pfi_event_compliance c;
+    pfi_err err = {0};
+    pfi_event_revision one = {.from_s = -INFINITY, .ev = ev};
+    assert_int_equal(pfi_event_compliance_revised(&one, 1, &site, t, w, 2000, 60, 5, &b, &c, &err),
+                     PFI_OK);
+    assert_true(fabs(c.baseline_w - 5000) < 1e-9);
+    assert_non_null(strstr(c.baseline_method, "outside other events (60 min left out, from"));
+    assert_true(fabs(c.energy_shed_kwh - 2000 * 1000 / 3.6e6) < 1e-9);
+    pfi_event_compliance_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_baseline_walk),
+        cmocka_unit_test(test_compliance_baseline_left_out),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_ramps),
         cmocka_unit_test(test_list_find_remove),

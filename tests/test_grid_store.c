@@ -501,6 +501,51 @@ static void test_report_states(void **state)
     pfi_grid_close(g);
 }
 
+/* Back-to-back events (the intervals of one OpenADR event): the second's baseline is the draw
+ * before the first, not the first's curtailed draw (its shed came out about 0).  Recorded a
+ * sample a second: 5000 W, then 4000 W while A or B binds (A from its ramp, B after it). */
+static void test_baseline_outside_events(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_grid_store *g;
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    pfi_event a, b;
+    pfi_event_init_limit(&a, "oadr-x-0", 10000, 13600, 4000);
+    pfi_event_init_limit(&b, "oadr-x-1", 13600, 17200, 4000);
+    a.ramp_down_s = a.ramp_up_s = b.ramp_down_s = b.ramp_up_s = 120;
+    assert_int_equal(pfi_grid_put(g, &a, &e), PFI_OK);
+    assert_int_equal(pfi_grid_put(g, &b, &e), PFI_OK);
+    for (int t = 5000; t < 17500; t++) {
+        int bound = t >= 9880 && t < 17320;
+        assert_int_equal(pfi_grid_power_add(g, t, bound ? 4000 : 5000, bound ? 4000 : NAN,
+                                            !bound ? NULL : t < 13600 ? "oadr-x-0" : "oadr-x-1",
+                                            &e),
+                         PFI_OK);
+    }
+    pfi_event_site site = pfi_event_site_default(10000);
+    pfi_event_compliance c;
+    assert_int_equal(pfi_grid_compliance(g, &b, &site, 5, &c, NULL, &e), PFI_OK);
+    if (!(fabs(c.baseline_w - 5000) < 1e-6))
+        fail_msg("interval 1's baseline %.1f W (%s), not the 5000 W before interval 0",
+                 c.baseline_w, c.baseline_method);
+    assert_non_null(strstr(c.baseline_method, "outside other events (60 min left out"));
+    assert_true(fabs(c.energy_shed_kwh - 1.0) < 1e-6);
+    pfi_event_compliance_free(&c);
+    /* The first one's hour before its ramp had no event: as it always was. */
+    assert_int_equal(pfi_grid_compliance(g, &a, &site, 5, &c, NULL, &e), PFI_OK);
+    assert_true(fabs(c.baseline_w - 5000) < 1e-6);
+    assert_string_equal(c.baseline_method,
+                        "mean site draw over the hour before the ramp (100% of it recorded)");
+    pfi_event_compliance_free(&c);
+    /* A walk from the end of the record: B's 4000 W and A's left out, back to 5000 W. */
+    pfi_baseline_walk w;
+    pfi_baseline_walk_init(&w, 17320, 3600, 5);
+    assert_int_equal(pfi_grid_power_walk(g, &w, &e), PFI_OK);
+    assert_true(fabs(pfi_baseline_walk_mean(&w) - 5000) < 1e-6 && w.left_out_s == 17320 - 9880);
+    pfi_grid_close(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +556,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_upgrade_from_v4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_revisions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_states, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_baseline_outside_events, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/isotime.h"
+
 void pfi_event_compliance_free(pfi_event_compliance *c)
 {
     free(c->intervals);
@@ -84,23 +86,66 @@ static double window_start(const pfi_event_revision *r, int nr, int *k_out)
     return r[nr - 1].ev.start_s;
 }
 
-static void baseline(const pfi_event *ev, double r0, const double *t, const double *w, int n,
-                     double max_gap_s, pfi_event_compliance *c)
+void pfi_baseline_walk_init(pfi_baseline_walk *b, double end_s, double span_s, double max_gap_s)
 {
-    double b0 = r0 - PFI_COMPLIANCE_BASELINE_S;
-    double sum = 0, cov = 0;
-    for (int i = 0; i < n; i++) {
-        double o = overlap(t[i], t[i] + hold_s(t, n, i, max_gap_s), b0, r0);
-        if (o > 0 && isfinite(w[i])) {
-            sum += w[i] * o;
-            cov += o;
+    *b = (pfi_baseline_walk){.end_s = end_s, .span_s = span_s, .max_gap_s = max_gap_s,
+                             .at_s = end_s, .next_t = INFINITY, .budget_s = span_s,
+                             .done = !(span_s > 0)};
+}
+
+int pfi_baseline_walk_feed(pfi_baseline_walk *b, double t, double w, int bound)
+{
+    if (b->done)
+        return 0;
+    double held = b->next_t - t < b->max_gap_s ? b->next_t - t : b->max_gap_s;
+    double e = t + held < b->at_s ? t + held : b->at_s; /* where its hold ends, in the walk */
+    b->next_t = t;
+    if (e <= t) /* at or after the end, or a second sample at the same instant */
+        return 1;
+    double gap = b->at_s - e < b->budget_s ? b->at_s - e : b->budget_s;
+    b->budget_s -= gap; /* unrecorded: in the span, not covered */
+    b->at_s -= gap;
+    double len = b->at_s - t;
+    if (b->budget_s > 0 && bound) {
+        b->left_out_s += len;
+        b->at_s = t;
+    } else if (b->budget_s > 0) {
+        double c = len < b->budget_s ? len : b->budget_s;
+        if (isfinite(w)) {
+            b->sum += w * c;
+            b->covered_s += c;
+            b->n++;
         }
+        b->budget_s -= c;
+        b->at_s -= c;
     }
-    if (cov >= 0.5 * PFI_COMPLIANCE_BASELINE_S) {
-        c->baseline_w = sum / cov;
+    b->done = !(b->budget_s > 0) || b->end_s - b->at_s >= b->span_s + PFI_BASELINE_BACK_S;
+    return !b->done;
+}
+
+double pfi_baseline_walk_mean(const pfi_baseline_walk *b)
+{
+    return b->covered_s > 0 ? b->sum / b->covered_s : NAN;
+}
+
+/* The compliance's baseline from its walk (bw, ending at the first ramp): its mean when it
+ * covers half of the hour at least, else the event's stated one (a cut's), else none. */
+static void baseline(const pfi_event *ev, const pfi_baseline_walk *bw, pfi_event_compliance *c)
+{
+    double cov = bw->covered_s, span = bw->span_s;
+    if (cov >= 0.5 * span && !(bw->left_out_s > 0)) {
+        c->baseline_w = pfi_baseline_walk_mean(bw);
         snprintf(c->baseline_method, sizeof c->baseline_method,
                  "mean site draw over the hour before the ramp (%.0f%% of it recorded)",
-                 100 * cov / PFI_COMPLIANCE_BASELINE_S);
+                 100 * cov / span);
+    } else if (cov >= 0.5 * span) {
+        char from[40];
+        pfi_time_format(bw->at_s, from, sizeof from);
+        c->baseline_w = pfi_baseline_walk_mean(bw);
+        snprintf(c->baseline_method, sizeof c->baseline_method,
+                 "mean site draw over the hour before the ramp outside other events (%.0f min "
+                 "left out, from %s; %.0f%% of it recorded)", bw->left_out_s / 60, from,
+                 100 * cov / span);
     } else if (ev->kind == PFI_EVENT_CUT && isfinite(ev->baseline_w)) {
         c->baseline_w = ev->baseline_w;
         snprintf(c->baseline_method, sizeof c->baseline_method, "the event's stated baseline "
@@ -111,6 +156,18 @@ static void baseline(const pfi_event *ev, double r0, const double *t, const doub
         snprintf(c->baseline_method, sizeof c->baseline_method,
                  "none: under half of the hour before the ramp was recorded");
     }
+}
+
+/* The baseline's walk over samples in memory, none taken as bound (an event's own samples). */
+static void walk_samples(double r0, const double *t, const double *w, int n, double max_gap_s,
+                         pfi_baseline_walk *bw)
+{
+    pfi_baseline_walk_init(bw, r0, PFI_COMPLIANCE_BASELINE_S, max_gap_s);
+    int i = n - 1;
+    for (; i >= 0 && t[i] >= r0; i--)
+        bw->next_t = t[i];
+    for (; i >= 0 && pfi_baseline_walk_feed(bw, t[i], w[i], 0); i--)
+        ;
 }
 
 /* The lowest budget and target of the revisions in force over [t0, t1) (ramps included). */
@@ -295,7 +352,8 @@ static int check_revisions(const pfi_event_revision *r, int nr, const pfi_event_
 int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
                                  const pfi_event_site *site, const double *t, const double *w,
                                  int n, double interval_s, double max_gap_s,
-                                 pfi_event_compliance *out, pfi_err *err)
+                                 const pfi_baseline_walk *base, pfi_event_compliance *out,
+                                 pfi_err *err)
 {
     memset(out, 0, sizeof *out);
     out->held_above_w = NAN;
@@ -319,7 +377,12 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
     out->target_w = pfi_event_target_w(last);
     double a, b;
     pfi_event_revised_range(revs, n_revs, site, &a, &b);
-    baseline(last, a, t, w, n, max_gap_s, out);
+    pfi_baseline_walk walked;
+    if (!base) {
+        walk_samples(a, t, w, n, max_gap_s, &walked);
+        base = &walked;
+    }
+    baseline(last, base, out);
     window_and_ramps(revs, n_revs, site, t, w, n, max_gap_s, out, own);
     spans_close(revs, n_revs, own, out);
     free(own);
@@ -373,5 +436,6 @@ int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site
                                  double max_gap_s, pfi_event_compliance *out, pfi_err *err)
 {
     pfi_event_revision one = {.from_s = -INFINITY, .ev = *ev};
-    return pfi_event_compliance_revised(&one, 1, site, t, w, n, interval_s, max_gap_s, out, err);
+    return pfi_event_compliance_revised(&one, 1, site, t, w, n, interval_s, max_gap_s, NULL, out,
+                                        err);
 }

@@ -4,7 +4,8 @@
  * Samples are (time, site draw) pairs in time order; each holds until the next one, but never
  * longer than max_gap_s (a gap in the record is not counted as compliant or not: it lowers the
  * coverage).  The baseline is stated with its method: the mean draw over the hour before the
- * ramp starts when samples cover it, else the event's own stated baseline (a cut's), else none.
+ * ramp starts, leaving out the time other events bound (pfi_baseline_walk), when samples cover
+ * at least half of it, else the event's own stated baseline (a cut's), else none.
  * Pure: no I/O. */
 #ifndef PFI_CORE_EVENT_REPORT_H
 #define PFI_CORE_EVENT_REPORT_H
@@ -13,6 +14,33 @@
 #include "core/event.h"
 
 #define PFI_COMPLIANCE_BASELINE_S 3600.0
+/* How far back of its hour a baseline may reach for the time an event bound within it. */
+#define PFI_BASELINE_BACK_S 86400.0
+
+/* A baseline: the mean draw over span_s before end_s, the site's draw without events.  Samples
+ * taken while an event bound (one bound by an earlier event, the interval before it of an
+ * OpenADR event, a cut posted while another is in force) are the curtailed draw: taken as the
+ * baseline, shed came out about 0 and a cut compounded on a cut.  They are left out, and the
+ * hour reaches back by as long as they lasted (at most PFI_BASELINE_BACK_S).  A sample holds
+ * until the next, at most max_gap_s; time no sample covers counts in the span, unrecorded, as
+ * the hour before a ramp always did.  Fed newest first (pfi_baseline_walk_feed), from the
+ * samples in memory or a store's cursor. */
+typedef struct pfi_baseline_walk {
+    double end_s, span_s, max_gap_s;
+    double at_s;        /* how far back the walk has come: the earliest instant counted */
+    double next_t;      /* the sample fed last (INFINITY before the first) */
+    double budget_s;    /* span still to walk outside events */
+    double sum, covered_s; /* the draw recorded outside events, time-weighted, and its time */
+    double left_out_s;  /* time events bound within the walk */
+    int n, done;        /* samples counted; whether no earlier sample is needed */
+} pfi_baseline_walk;
+
+void pfi_baseline_walk_init(pfi_baseline_walk *b, double end_s, double span_s, double max_gap_s);
+/* The sample at t (no later than the one fed before it), draw w (W; NAN: unknown), bound: an
+ * event bound while it was taken.  Returns 1 while earlier samples are needed. */
+int pfi_baseline_walk_feed(pfi_baseline_walk *b, double t, double w, int bound);
+/* The mean draw it found (NAN when nothing was recorded outside events). */
+double pfi_baseline_walk_mean(const pfi_baseline_walk *b);
 
 typedef struct pfi_event_interval {
     double t0, t1;          /* [t0, t1), Unix seconds */
@@ -77,11 +105,15 @@ int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site
  * target, ramp line, restore steps), the window figures combined over the revisions' windows
  * (mean over all of them, seconds over summed, largest excess the largest), the baseline and
  * intervals over the whole from the first ramp to the last restore, and each revision's own
- * figures in out->spans.  One revision is pfi_event_compliance_compute. */
+ * figures in out->spans.  base: the baseline's walk, done by the caller over samples that say
+ * whether an event bound, ending at the first ramp (pfi_event_revised_range) with span
+ * PFI_COMPLIANCE_BASELINE_S; NULL: walked here over (t, w), none of them taken as bound.  One
+ * revision and no base is pfi_event_compliance_compute. */
 int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
                                  const pfi_event_site *site, const double *t, const double *w,
                                  int n, double interval_s, double max_gap_s,
-                                 pfi_event_compliance *out, pfi_err *err);
+                                 const pfi_baseline_walk *base, pfi_event_compliance *out,
+                                 pfi_err *err);
 /* The budget in force recorded with each sample (b[i], W; NAN: none) against the target in
  * force inside the window: out->held_above_s and held_above_w (of a computed compliance). */
 void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const double *t,

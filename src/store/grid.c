@@ -547,6 +547,29 @@ int pfi_grid_power_mean(pfi_grid_store *g, double t0, double t1, double *mean_w)
     return m;
 }
 
+int pfi_grid_power_walk(pfi_grid_store *g, pfi_baseline_walk *b, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->pw,
+                               "SELECT t, site_w, event IS NOT NULL FROM grid_power "
+                               "WHERE t < ?1 AND t >= ?2 ORDER BY t DESC",
+                               &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_double(s, 1, b->end_s);
+        sqlite3_bind_double(s, 2, b->end_s - b->span_s - PFI_BASELINE_BACK_S - b->max_gap_s);
+        int src = SQLITE_ROW;
+        while (!b->done && (src = sqlite3_step(s)) == SQLITE_ROW)
+            pfi_baseline_walk_feed(b, sqlite3_column_double(s, 0), pfi_store_col_real(s, 1),
+                                   sqlite3_column_int(s, 2));
+        if (src != SQLITE_ROW && src != SQLITE_DONE)
+            rc = pfi_store_sqlerr(g->pw, src, err, "reading site power");
+        sqlite3_finalize(s);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
 int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
                          double keep_after_s, pfi_err *err)
 {
@@ -596,8 +619,12 @@ int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_
         w[i] = s[i].site_w;
         bw[i] = s[i].budget_w;
     }
+    pfi_baseline_walk base;
+    pfi_baseline_walk_init(&base, a, PFI_COMPLIANCE_BASELINE_S, max_gap_s);
     if (rc == PFI_OK)
-        rc = pfi_event_compliance_revised(rv, nr, site, t, w, k, 60, max_gap_s, out, err);
+        rc = pfi_grid_power_walk(g, &base, err);
+    if (rc == PFI_OK)
+        rc = pfi_event_compliance_revised(rv, nr, site, t, w, k, 60, max_gap_s, &base, out, err);
     if (rc == PFI_OK)
         pfi_event_compliance_held(rv, nr, t, bw, k, max_gap_s, out);
     free(rv);

@@ -72,6 +72,10 @@ int pfi_grid_power_range(pfi_grid_store *g, double t0, double t1, pfi_grid_sampl
 /* The mean site draw (W) of the samples with t0 <= wall < t1 whose draw is known, in *mean_w;
  * returns how many there were (0, *mean_w untouched: none, or the store could not be read). */
 int pfi_grid_power_mean(pfi_grid_store *g, double t0, double t1, double *mean_w);
+/* Walks the samples before b->end_s back, newest first, into b (core/event_report.h
+ * pfi_baseline_walk_feed: a sample recorded with a binding event is bound) until it needs no
+ * earlier one: the draw without events over b's span. */
+int pfi_grid_power_walk(pfi_grid_store *g, pfi_baseline_walk *b, pfi_err *err);
 /* Deletes samples older than `before` that no stored event needs (an event needs its window
  * from keep_before_s before its ramp to keep_after_s after its end). */
 int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
@@ -79,8 +83,9 @@ int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
 
 /* An event's compliance from the site power recorded from PFI_COMPLIANCE_BASELINE_S before its
  * first ramp to a minute after its last restore, each instant against the revision in force
- * then (pfi_grid_revisions, core/event_report.h); max_gap_s: a longer gap between two samples
- * is a gap in the record.  *n_samples (may be NULL) gets how many were read. */
+ * then (pfi_grid_revisions, core/event_report.h), its baseline the hour before its first ramp
+ * outside other events (pfi_grid_power_walk); max_gap_s: a longer gap between two samples is a
+ * gap in the record.  *n_samples (may be NULL) gets how many were read. */
 int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
                         double max_gap_s, pfi_event_compliance *out, int *n_samples,
                         pfi_err *err);

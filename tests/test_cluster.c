@@ -1650,6 +1650,41 @@ static void test_silent_node_in_site_record(void **state)
     site_down(&x);
 }
 
+/* A cut posted without a baseline while another event holds the site: its baseline is the draw
+ * before that event, not the draw it curtailed (the cut then cut again from it).  Recorded every
+ * 2 s: 80% of the site's maximum, then 50% for the last 50 minutes while event "a" bound. */
+static void test_cut_baseline_outside_events(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400];
+    snprintf(db, sizeof db, "%s/base.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    double max = pfi_cl_grid_site(x.c).max_w, now = pfi_clock_wall();
+    for (double t = now - 6600; t < now; t += 2) {
+        int bound = t >= now - 3000;
+        assert_int_equal(pfi_grid_power_add(x.c->grid, t, (bound ? 0.5 : 0.8) * max,
+                                            bound ? 0.5 * max : NAN, bound ? "a" : NULL, &e),
+                         PFI_OK);
+    }
+    json_t *body = json_pack("{s:s, s:f, s:f, s:f}", "id", "b", "start", now + 600,
+                             "duration_s", 3600.0, "cut", 0.1);
+    void *res = NULL;
+    int created = 0;
+    assert_int_equal(pfi_cl_grid_add(x.c, body, 0, &res, &created, &e), PFI_OK);
+    json_decref(body);
+    double base = json_number_value(json_object_get(res, "baseline_w"));
+    const char *how = json_string_value(json_object_get(res, "baseline_method"));
+    if (!(fabs(base - 0.8 * max) < 1e-6))
+        fail_msg("the cut's baseline %.1f W (%s), not the %.1f W before event a", base, how,
+                 0.8 * max);
+    assert_non_null(strstr(how, "leaving out the 50 min other events bound (1800 samples)"));
+    json_decref(res);
+    rm_db(db);
+    site_down(&x);
+}
+
 /* Grid events on the site budget: an event in force holds the site under its target whatever
  * the manual budget; an infeasible one is refused with what can be met unless the SLAs yield;
  * a bad one changes nothing; deleting re-plans; events survive reopening. */
@@ -1919,6 +1954,7 @@ int main(void)
         cmocka_unit_test(test_budget_resume),
         cmocka_unit_test(test_restart_keeps_extra_gpus),
         cmocka_unit_test(test_silent_node_in_site_record),
+        cmocka_unit_test(test_cut_baseline_outside_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,6 +286,35 @@ static void test_vtn_event_held_short(void **state)
     json_decref(d);
 }
 
+/* A cut posted without a baseline while another event holds the node: its baseline is the draw
+ * before that event, not the draw it curtailed (the cut then cut again from it: 20% of a 20%
+ * cut was a 36% cut).  Recorded a sample a second: 80% of the maximum for an hour, then 50%
+ * for the last 50 minutes while event "a" bound. */
+static void test_cut_baseline_outside_events(void **state)
+{
+    fx *f = *state;
+    double max = pfi_srv_grid_site(f->n, NAN).max_w, now = pfi_clock_wall();
+    pfi_err e = {0};
+    for (double t = now - 6600; t < now; t += 1) {
+        int bound = t >= now - 3000;
+        assert_int_equal(pfi_grid_power_add(f->n->grid, t, (bound ? 0.5 : 0.8) * max,
+                                            bound ? 0.5 * max : NAN, bound ? "a" : NULL, &e),
+                         PFI_OK);
+    }
+    char body[256];
+    snprintf(body, sizeof body, "{\"id\": \"b\", \"start\": %.3f, \"duration_s\": 3600, "
+             "\"cut\": 0.1}", now + 600);
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, &d), 201);
+    double base = json_number_value(json_object_get(d, "baseline_w"));
+    const char *how = json_string_value(json_object_get(d, "baseline_method"));
+    if (!(fabs(base - 0.8 * max) < 1e-6))
+        fail_msg("the cut's baseline %.1f W (%s), not the %.1f W before event a", base, how,
+                 0.8 * max);
+    assert_non_null(strstr(how, "leaving out the 50 min other events bound (3600 samples)"));
+    json_decref(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +322,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_binding_during_ramp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_changed_in_force, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vtn_event_held_short, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_baseline_outside_events, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -327,15 +327,42 @@ int pfi_cl_budget_saved(pfi_cl *c, double *watts, pfi_err *err)
     return PFI_OK;
 }
 
+/* The draw is recorded at each refresh: every heartbeat, at most once a loop period; a gap over
+ * 2.5 of those (at least 5 s) is a gap in the record (c->mu held). */
+static double record_gap_s(const pfi_cl *c)
+{
+    double every = fmax(c->cfg.heartbeat_s, 2 * GRID_LOOP_S * pfi_clock_scale());
+    return 2.5 * (every > 2 ? every : 2);
+}
+
 /* A new cut without a stated baseline (a change keeps the held one's, pfi_event_keep_baseline):
- * the site's mean draw over the last hour as recorded, else
- * its draw now (mu not held). */
+ * the site's mean draw over the last hour as recorded, leaving out the time another event bound
+ * (core/event_report.h pfi_baseline_walk: posted while one is in force, the baseline was the
+ * draw it curtailed, and this cut cut again from there), else its draw now (mu not held). */
 static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
 {
-    int m = pfi_grid_power_mean(c->grid, now - 3600, now + 1, &ev->baseline_w);
-    if (m > 0) {
-        snprintf(ev->baseline_method, sizeof ev->baseline_method,
-                 "mean site draw over the hour before the event was posted (%d samples)", m);
+    pfi_baseline_walk b;
+    pthread_mutex_lock(&c->mu);
+    pfi_baseline_walk_init(&b, now + 1, 3600, record_gap_s(c));
+    pthread_mutex_unlock(&c->mu);
+    pfi_err e = {0};
+    int rc = pfi_grid_power_walk(c->grid, &b, &e);
+    if (rc != PFI_OK) {
+        pthread_mutex_lock(&c->mu);
+        pfi_cl_note(c, 0, "event %s: its baseline taken from the draw now: the recorded draw "
+                    "cannot be read: %s", ev->id, e.msg);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (rc == PFI_OK && b.n > 0) {
+        ev->baseline_w = pfi_baseline_walk_mean(&b);
+        if (b.left_out_s > 0)
+            snprintf(ev->baseline_method, sizeof ev->baseline_method,
+                     "mean site draw over the hour before the event was posted, leaving out "
+                     "the %.0f min other events bound (%d samples)", b.left_out_s / 60, b.n);
+        else
+            snprintf(ev->baseline_method, sizeof ev->baseline_method,
+                     "mean site draw over the hour before the event was posted (%d samples)",
+                     b.n);
         return;
     }
     pthread_mutex_lock(&c->mu);
@@ -343,7 +370,7 @@ static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
     pthread_mutex_unlock(&c->mu);
     ev->baseline_w = w > 0 ? w : NAN;
     snprintf(ev->baseline_method, sizeof ev->baseline_method,
-             "site draw when the event was posted (no earlier samples)");
+             "site draw when the event was posted (no earlier sample outside events)");
 }
 
 int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err)
@@ -530,9 +557,7 @@ void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
     /* Its ramps as they were: a budget set since changes the plans, not the event's record. */
     if (at >= 0)
         site = pfi_event_site_noted(&ev, site);
-    /* The draw is recorded at each refresh: every heartbeat, at most once a loop period. */
-    double every = fmax(c->cfg.heartbeat_s, 2 * GRID_LOOP_S * pfi_clock_scale());
-    double gap = 2.5 * (every > 2 ? every : 2);
+    double gap = record_gap_s(c);
     pthread_mutex_unlock(&c->mu);
     if (at < 0) {
         pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);

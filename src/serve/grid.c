@@ -344,23 +344,44 @@ int pfi_srv_grid_tick(srv_node *n)
     return grid_apply(n, 0);
 }
 
+/* Samples are a second apart, or a control period when that is longer; a gap over 2.5 of those
+ * (at least 5 s) is a gap in the record. */
+static double record_gap_s(const srv_node *n)
+{
+    return fmax(5, 2.5 * fmax(GRID_REC_S, n->cfg->sample_interval_s));
+}
+
 /* A new cut's baseline when the request states none (a change keeps the held one's,
- * pfi_event_keep_baseline): the node's mean draw over the last hour as recorded, else its draw
- * now. */
+ * pfi_event_keep_baseline): the node's mean draw over the last hour as recorded, leaving out
+ * the time another event bound (core/event_report.h pfi_baseline_walk: posted while one is in
+ * force, the baseline was the draw it curtailed, and this cut cut again from there), else its
+ * draw now. */
 static void fill_baseline(srv_node *n, double now, pfi_event *ev)
 {
-    int m = pfi_grid_power_mean(n->grid, now - GRID_BASELINE_S, now + 1, &ev->baseline_w);
-    if (m > 0) {
-        snprintf(ev->baseline_method, sizeof ev->baseline_method,
-                 "mean node draw over the %.0f min before the event was posted (%d samples)",
-                 GRID_BASELINE_S / 60, m);
+    pfi_baseline_walk b;
+    pfi_baseline_walk_init(&b, now + 1, GRID_BASELINE_S, record_gap_s(n));
+    pfi_err e = {0};
+    int rc = pfi_grid_power_walk(n->grid, &b, &e);
+    if (rc != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "event %s: its baseline taken from the draw now: the "
+                          "recorded draw cannot be read: %s", ev->id, e.msg);
+    if (rc == PFI_OK && b.n > 0) {
+        ev->baseline_w = pfi_baseline_walk_mean(&b);
+        if (b.left_out_s > 0)
+            snprintf(ev->baseline_method, sizeof ev->baseline_method,
+                     "mean node draw over the hour before the event was posted, leaving out "
+                     "the %.0f min other events bound (%d samples)", b.left_out_s / 60, b.n);
+        else
+            snprintf(ev->baseline_method, sizeof ev->baseline_method,
+                     "mean node draw over the %.0f min before the event was posted (%d "
+                     "samples)", GRID_BASELINE_S / 60, b.n);
         return;
     }
     pthread_mutex_lock(&n->mu);
     ev->baseline_w = pfi_srv_draw_locked(n);
     pthread_mutex_unlock(&n->mu);
     snprintf(ev->baseline_method, sizeof ev->baseline_method,
-             "node draw when the event was posted (no earlier samples)");
+             "node draw when the event was posted (no earlier sample outside events)");
 }
 
 /* Saves ev, a new event or a change of the one held under its id: a change under way is kept
@@ -611,10 +632,7 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
     }
     /* Its ramps as they were: a budget set since changes the node's plans, not its record. */
     site = pfi_event_site_noted(&ev, site);
-    /* Samples are a second apart, or a control period when that is longer; a gap over 2.5 of
-     * those (at least 5 s) is a gap in the record. */
-    double gap = fmax(5, 2.5 * fmax(GRID_REC_S, n->cfg->sample_interval_s));
-    json_t *o = pfi_grid_report_json(n->grid, &ev, &site, gap, pfi_clock_wall(), err);
+    json_t *o = pfi_grid_report_json(n->grid, &ev, &site, record_gap_s(n), pfi_clock_wall(), err);
     if (!o)
         return NULL;
     pthread_mutex_lock(&n->decide_mu);

@@ -4,8 +4,9 @@
 # lists after its window is over is not taken (it was refused as ended, an error at every
 # poll); an event in force whose end the VTN moves into the past ends here at once (it held on
 # to its old end, the change refused as ended); and a finished event is let go an hour after
-# its restore, its report sent (nothing deleted them: the node's 64 events filled within days
-# of a VTN's daily schedule and every later event was refused), and is not taken again while
+# its restore, its report sent and kept as history (nothing deleted them: the node's 64 events
+# filled within days of a VTN's daily schedule and every later event was refused; deleted, its
+# report was gone), and is not taken again while
 # the VTN still lists it; and an event targeted at another VEN (VEN_NAME) is not taken here, one
 # retargeted away is cancelled (every event of the program was applied, whoever it was for); an
 # event from "now" (0001-01-01) until further notice (P9999Y) is held until the VTN deletes it;
@@ -81,7 +82,18 @@ get /v1/grid/events/oadr-long-0 >/dev/null 2>&1 && fail "event long taken again:
 [ "$(ven_num reports_posted)" = 1 ] && [ "$(ven_num events_taken)" = 1 ] && [ "$(ven_num errors)" = 1 ] ||
     fail "after letting event long go: $(get /v1/grid/openadr)"
 curl -sf "$VTN/_test/reports" | grep -q '"eventID": *"long"' || fail "no report of event long: $(curl -sf "$VTN/_test/reports")"
-note "event long let go an hour after its end, its report sent, not taken again over 3 polls"
+# ... and kept as history: its report still there (it was deleted with the event: 404), by
+# the API and by pfi event, saying until when it is kept
+get /v1/grid/events/oadr-long-0/report >"$dir/long-report.json" 2>&1 ||
+    fail "event long's report gone once it was let go: $(cat "$dir/long-report.json")"
+grep -q '"state": *"complete"' "$dir/long-report.json" && grep -q '"kept_until"' "$dir/long-report.json" ||
+    fail "event long's report once let go: $(cat "$dir/long-report.json")"
+"$PFI_BIN" event --socket "$dir/serve.sock" report oadr-long-0 --out "$dir/long-report" >"$dir/long-report.txt" 2>&1 &&
+    [ -s "$dir/long-report/report.md" ] ||
+    fail "pfi event report oadr-long-0 once let go: $(cat "$dir/long-report.txt")"
+grep -q 'let go' "$dir/serve.log" && grep -q 'its report kept as history' "$dir/serve.log" ||
+    fail "letting event long go not logged"
+note "event long let go an hour after its end, its report sent and kept, not taken again over 3 polls"
 
 # ---- targets: an event for another VEN is not taken; one retargeted away is cancelled ----
 targeted() {

@@ -1685,6 +1685,39 @@ static void test_cut_baseline_outside_events(void **state)
     site_down(&x);
 }
 
+/* A finished event let go (a VTN's, an hour after its restore) leaves the events held and keeps
+ * its report, which says until when (deleted, the report was gone: 404). */
+static void test_let_go_keeps_report(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    char db[400];
+    snprintf(db, sizeof db, "%s/hist.db", x.dir);
+    assert_int_equal(pfi_cl_grid_open(x.c, db, &e), PFI_OK);
+    double max = pfi_cl_grid_site(x.c).max_w, now = pfi_clock_wall();
+    pfi_event ev; /* held from before: finished two hours ago */
+    pfi_event_init_limit(&ev, "oadr-h-0", now - 7200, now - 6600, 0.7 * max);
+    assert_int_equal(pfi_grid_put(x.c->grid, &ev, &e), PFI_OK);
+    x.c->grid_ev[x.c->n_grid++] = ev;
+    for (double t = now - 8000; t < now - 6000; t += 2)
+        assert_int_equal(pfi_grid_power_add(x.c->grid, t, 0.6 * max, NAN, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_cl_grid_let_go(x.c, "oadr-h-0", &e), PFI_OK);
+    assert_int_equal(x.c->n_grid, 0);
+    assert_null(pfi_cl_grid_json(x.c, "oadr-h-0"));
+    json_t *r = pfi_cl_grid_report(x.c, "oadr-h-0", &e);
+    if (!r)
+        fail_msg("the report of an event let go: %s", e.msg);
+    assert_string_equal(json_string_value(json_object_get(r, "state")), "complete");
+    assert_non_null(json_object_get(json_object_get(r, "let_go"), "kept_until"));
+    json_decref(r);
+    assert_int_equal(pfi_cl_grid_let_go(x.c, "oadr-h-0", &e), PFI_ENOENT);
+    assert_null(pfi_cl_grid_report(x.c, "nope", &e));
+    assert_int_equal(e.code, PFI_ENOENT);
+    rm_db(db);
+    site_down(&x);
+}
+
 /* Grid events on the site budget: an event in force holds the site under its target whatever
  * the manual budget; an infeasible one is refused with what can be met unless the SLAs yield;
  * a bad one changes nothing; deleting re-plans; events survive reopening. */
@@ -1955,6 +1988,7 @@ int main(void)
         cmocka_unit_test(test_restart_keeps_extra_gpus),
         cmocka_unit_test(test_silent_node_in_site_record),
         cmocka_unit_test(test_cut_baseline_outside_events),
+        cmocka_unit_test(test_let_go_keeps_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -546,6 +546,61 @@ static void test_baseline_outside_events(void **state)
     pfi_grid_close(g);
 }
 
+/* A finished event let go is kept as history: not loaded with the events held, its event and
+ * its samples still there for its report, until PFI_GRID_HISTORY_S has passed; an event of its
+ * id saved again is held again.  Deleted, a VTN's event's report was gone an hour after its
+ * restore. */
+static void test_history(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_grid_store *g;
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    pfi_event a, b, got;
+    pfi_event_init_limit(&a, "oadr-a-0", 10000, 11000, 4000);
+    pfi_event_init_limit(&b, "b", 20000, 21000, 4000);
+    assert_int_equal(pfi_grid_put(g, &a, &e), PFI_OK);
+    assert_int_equal(pfi_grid_put(g, &b, &e), PFI_OK);
+    for (int t = 5000; t < 12000; t += 10)
+        assert_int_equal(pfi_grid_power_add(g, t, 4500, NAN, NULL, &e), PFI_OK);
+    double let_go = 0;
+    assert_int_equal(pfi_grid_history(g, "oadr-a-0", &got, &let_go, &e), PFI_ENOENT);
+    assert_int_equal(pfi_grid_let_go(g, "oadr-a-0", 16000, &e), PFI_OK);
+    assert_int_equal(pfi_grid_let_go(g, "nope", 16000, &e), PFI_ENOENT);
+    pfi_event *evs;
+    int n;
+    assert_int_equal(pfi_grid_load(g, &evs, &n, &e), PFI_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(evs[0].id, "b");
+    free(evs);
+    assert_int_equal(pfi_grid_history(g, "oadr-a-0", &got, &let_go, &e), PFI_OK);
+    assert_true(let_go == 16000 && got.limit_w == 4000 && got.end_s == 11000);
+    /* Its samples are kept while it is (two days later, nothing else needs them). */
+    assert_int_equal(pfi_grid_power_prune(g, 200000, 3600, 3600, &e), PFI_OK);
+    pfi_event_site site = pfi_event_site_default(10000);
+    json_t *j = pfi_grid_report_json(g, &got, &site, 60, 200000, &e);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "complete");
+    json_decref(j);
+    /* Past its history: gone, with the samples only it needed. */
+    assert_int_equal(pfi_grid_history_prune(g, 16000 + 1, &e), PFI_OK);
+    assert_int_equal(pfi_grid_history(g, "oadr-a-0", &got, &let_go, &e), PFI_ENOENT);
+    assert_non_null(strstr(e.msg, "oadr-a-0"));
+    assert_int_equal(pfi_grid_power_prune(g, 200000, 3600, 3600, &e), PFI_OK);
+    pfi_grid_sample *smp;
+    assert_int_equal(pfi_grid_power_range(g, 0, 1e9, &smp, &n, &e), PFI_OK);
+    assert_int_equal(n, 0);
+    free(smp);
+    /* Let go, then saved again under its id: held again, no longer history. */
+    assert_int_equal(pfi_grid_let_go(g, "b", 22000, &e), PFI_OK);
+    assert_int_equal(pfi_grid_put(g, &b, &e), PFI_OK);
+    assert_int_equal(pfi_grid_history(g, "b", &got, &let_go, &e), PFI_ENOENT);
+    assert_int_equal(pfi_grid_load(g, &evs, &n, &e), PFI_OK);
+    assert_int_equal(n, 1);
+    free(evs);
+    pfi_grid_close(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -557,6 +612,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_revisions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_states, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_outside_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

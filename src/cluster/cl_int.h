@@ -125,6 +125,9 @@ double pfi_cl_grid_limit(pfi_cl *c, double manual_w, double now_wall);
 pfi_event_site pfi_cl_grid_site(pfi_cl *c);
 /* Notes in the event and the store that its report reached the VTN at `when`. */
 int pfi_cl_grid_reported(pfi_cl *c, const char *id, double when, pfi_err *err);
+/* Lets a finished event go from the events held (a VTN's, an hour after its restore): kept in
+ * the store as history for PFI_GRID_HISTORY_S, its report with it; the caller re-plans. */
+int pfi_cl_grid_let_go(pfi_cl *c, const char *id, pfi_err *err);
 /* Whether an event is near enough that the loop must re-plan often (c->mu held). */
 int pfi_cl_grid_busy(pfi_cl *c, double now_wall);
 /* Notes the level (the manual budget) each event whose ramp has begun ramps from, in the event

@@ -252,7 +252,8 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, int flags, void **result, int *create
 int pfi_cl_grid_remove(pfi_cl *c, const char *id, pfi_err *err);
 /* {"events": [...]} or one event (NULL: no such id), with the predicted cost of each. */
 void *pfi_cl_grid_json(pfi_cl *c, const char *id);
-/* The compliance report of one event (docs/api.md's shape); NULL with *err. */
+/* The compliance report of one event (docs/api.md's shape); NULL with *err.  An event let go
+ * is reported from the store's history, with "let_go". */
 void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err);
 
 /* ---- the OpenADR 3.0 client (serve/ven.h; ven.c adds its events to the site) ---- */

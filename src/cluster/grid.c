@@ -116,7 +116,13 @@ void pfi_cl_grid_record(pfi_cl *c)
     }
     if (g && now - c->grid_rec_wall > 3600) {
         c->grid_rec_wall = now;
-        pfi_grid_power_prune(g, now - 2 * 86400.0, 3600, 3600, &e);
+        /* History first: the samples only it needed go in the same pass. */
+        if (pfi_grid_history_prune(g, now - PFI_GRID_HISTORY_S, &e) != PFI_OK ||
+            pfi_grid_power_prune(g, now - 2 * 86400.0, 3600, 3600, &e) != PFI_OK) {
+            pthread_mutex_lock(&c->mu);
+            pfi_cl_note(c, 0, "old grid events or site power not pruned: %s", e.msg);
+            pthread_mutex_unlock(&c->mu);
+        }
     }
 }
 
@@ -444,6 +450,25 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, int flags, void **result, int *create
     return PFI_OK;
 }
 
+int pfi_cl_grid_let_go(pfi_cl *c, const char *id, pfi_err *err)
+{
+    if (!c->grid)
+        return pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    pthread_mutex_lock(&c->op_mu);
+    pthread_mutex_lock(&c->mu);
+    int held = pfi_event_list_find(c->grid_ev, c->n_grid, id) >= 0;
+    pthread_mutex_unlock(&c->mu);
+    int rc = held ? pfi_grid_let_go(c->grid, id, pfi_clock_wall(), err)
+                  : pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    if (rc == PFI_OK) {
+        pthread_mutex_lock(&c->mu);
+        pfi_event_list_remove(c->grid_ev, &c->n_grid, id);
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->op_mu);
+    return rc;
+}
+
 int pfi_cl_grid_remove(pfi_cl *c, const char *id, pfi_err *err)
 {
     if (!c->grid)
@@ -559,13 +584,19 @@ void *pfi_cl_grid_report(pfi_cl *c, const char *id, pfi_err *err)
         site = pfi_event_site_noted(&ev, site);
     double gap = record_gap_s(c);
     pthread_mutex_unlock(&c->mu);
-    if (at < 0) {
-        pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    double let_go = NAN;
+    if (at < 0 && (!c->grid || pfi_grid_history(c->grid, id, &ev, &let_go, err) != PFI_OK)) {
+        if (!c->grid)
+            pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
         return NULL;
     }
+    if (at < 0) /* its ramps as they were */
+        site = pfi_event_site_noted(&ev, site);
     json_t *o = pfi_grid_report_json(c->grid, &ev, &site, gap, pfi_clock_wall(), err);
     if (!o)
         return NULL;
+    if (!isnan(let_go))
+        pfi_grid_history_json(o, let_go);
     pthread_mutex_lock(&c->mu);
     json_t *tmp = json_object();
     add_cost(c, &ev, tmp, 1);

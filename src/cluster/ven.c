@@ -43,6 +43,17 @@ static int site_remove(void *ctx, const char *id, pfi_err *err)
     return rc;
 }
 
+static int site_let_go(void *ctx, const char *id, pfi_err *err)
+{
+    pfi_cl *c = ctx;
+    int rc = pfi_cl_grid_let_go(c, id, err);
+    if (rc == PFI_OK) {
+        pfi_err e = {0};
+        pfi_cl_reapply(c, &e);
+    }
+    return rc;
+}
+
 static void *site_report(void *ctx, const char *id, pfi_err *err)
 {
     return pfi_cl_grid_report(ctx, id, err);
@@ -67,7 +78,7 @@ int pfi_cl_ven_start(pfi_cl *c, const pfi_ven_config *cfg, pfi_ven **out, pfi_er
     if (!c->grid)
         return pfi_err_set(err, PFI_ESTATE, "openadr: grid events need the store (--db)");
     pfi_ven_host h = {.ctx = c, .name = "pfi cluster", .events = site_events, .add = site_add,
-                      .remove = site_remove, .report = site_report, .site = site_now,
-                      .reported = site_reported};
+                      .remove = site_remove, .let_go = site_let_go, .report = site_report,
+                      .site = site_now, .reported = site_reported};
     return pfi_ven_start(&h, cfg, out, err);
 }

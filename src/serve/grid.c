@@ -162,6 +162,9 @@ static void record_power(srv_node *n, double now)
     pfi_err e = {0};
     if (due && !isnan(w) && pfi_grid_power_add(n->grid, now, w, b, id, &e) != PFI_OK && prune)
         pfi_srv_event_add(n, "db_error", "site power not recorded: %s", e.msg);
+    /* History first: the samples only it needed go in the same pass. */
+    if (prune && pfi_grid_history_prune(n->grid, now - PFI_GRID_HISTORY_S, &e) != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "events let go long ago not deleted: %s", e.msg);
     if (prune && pfi_grid_power_prune(n->grid, now - GRID_KEEP_S, GRID_CONTEXT_S,
                                       GRID_CONTEXT_S, &e) != PFI_OK)
         pfi_srv_event_add(n, "db_error", "old site power not pruned: %s", e.msg);
@@ -485,6 +488,28 @@ int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err
     return rc;
 }
 
+int pfi_srv_grid_let_go(srv_node *n, const char *id, pfi_err *err)
+{
+    pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    int held = pfi_event_list_find(n->grid_ev, n->n_grid, id) >= 0;
+    pthread_mutex_unlock(&n->mu);
+    int rc = held ? pfi_grid_let_go(n->grid, id, pfi_clock_wall(), err)
+                  : pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    if (rc == PFI_OK) {
+        pthread_mutex_lock(&n->mu);
+        pfi_event_list_remove(n->grid_ev, &n->n_grid, id);
+        pthread_mutex_unlock(&n->mu);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc != PFI_OK)
+        return rc;
+    pfi_srv_event_add(n, "grid", "event %s let go: its report kept %.0f days", id,
+                      PFI_GRID_HISTORY_S / 86400);
+    grid_apply(n, 1);
+    return PFI_OK;
+}
+
 int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
@@ -626,10 +651,9 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
         ev = n->grid_ev[at];
     pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
     pthread_mutex_unlock(&n->mu);
-    if (at < 0) {
-        pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    double let_go = NAN;
+    if (at < 0 && pfi_grid_history(n->grid, id, &ev, &let_go, err) != PFI_OK)
         return NULL;
-    }
     /* Its ramps as they were: a budget set since changes the node's plans, not its record. */
     site = pfi_event_site_noted(&ev, site);
     json_t *o = pfi_grid_report_json(n->grid, &ev, &site, record_gap_s(n), pfi_clock_wall(), err);
@@ -650,5 +674,7 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
                   cost_policy(n, a, PFI_POLICY_EQUAL)));
     json_object_set_new(o, "jobs", sla_json(n, a));
     pthread_mutex_unlock(&n->decide_mu);
+    if (!isnan(let_go))
+        pfi_grid_history_json(o, let_go);
     return o;
 }

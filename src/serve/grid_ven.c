@@ -33,6 +33,11 @@ static int node_remove(void *ctx, const char *id, pfi_err *err)
     return rc;
 }
 
+static int node_let_go(void *ctx, const char *id, pfi_err *err)
+{
+    return pfi_srv_grid_let_go(ctx, id, err);
+}
+
 static void *node_report(void *ctx, const char *id, pfi_err *err)
 {
     return pfi_srv_grid_report(ctx, id, err);
@@ -59,8 +64,8 @@ int pfi_srv_ven_start(srv_node *n, pfi_err *err)
     if (!n->grid)
         return pfi_err_set(err, PFI_ESTATE, "openadr: grid events need the state database");
     pfi_ven_host h = {.ctx = n, .name = "pfi serve", .events = node_events, .add = node_add,
-                      .remove = node_remove, .report = node_report, .site = node_site,
-                      .reported = node_reported};
+                      .remove = node_remove, .let_go = node_let_go, .report = node_report,
+                      .site = node_site, .reported = node_reported};
     pfi_ven *v;
     int rc = pfi_ven_start(&h, cfg, &v, err);
     if (rc != PFI_OK)

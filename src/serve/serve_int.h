@@ -514,10 +514,14 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, pfi_
 int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
 /* Notes in the event and the store that its report reached the VTN at `when`. */
 int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err);
+/* Lets a finished event go from the events held (a VTN's, an hour after its restore): kept in
+ * the store as history for PFI_GRID_HISTORY_S, its report with it (pfi_srv_grid_report). */
+int pfi_srv_grid_let_go(srv_node *n, const char *id, pfi_err *err);
 /* {"events": [...]} or one event (NULL when there is no such id), with its predicted cost. */
 json_t *pfi_srv_grid_view(srv_node *n, const char *id);
 /* The compliance report of one event from the power recorded around it (core/event_report.h),
- * with its predicted cost per policy and each job's SLA; NULL with *err when it cannot be. */
+ * with its predicted cost per policy and each job's SLA; NULL with *err when it cannot be.  An
+ * event let go is reported from the store's history, with "let_go" and "kept_until". */
 json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err);
 /* grid_ven.c: the OpenADR 3.0 client on this node's events, when openadr_vtn_url is set
  * (after pfi_srv_grid_open); stopped before pfi_srv_grid_close. */

@@ -1213,8 +1213,10 @@ static void post_reports(pfi_ven *v, json_t *events)
 /* Finished events of the VTN, an hour after their restore (its report sent, or tried for that
  * hour), are let go: the host holds a bounded list (256 events, past ones included until
  * deleted), and nothing else deleted them, so a VTN's daily schedule filled it within days
- * and every event after that was refused.  The VTN still listing one changes nothing: an
- * interval that is over is not taken again (interval_over). */
+ * and every event after that was refused.  The host keeps one let go as history, its report
+ * with it (deleted, an operator checking a settlement the next day had nothing left).  The
+ * VTN still listing one changes nothing: an interval that is over is not taken again
+ * (interval_over). */
 #define VEN_KEEP_S 3600.0
 static void let_go_finished(pfi_ven *v)
 {
@@ -1229,11 +1231,14 @@ static void let_go_finished(pfi_ven *v)
             !(now > pfi_event_restored_s(&evs[i], &s) + VEN_KEEP_S))
             continue;
         pfi_err e = {0};
-        if (v->host.remove(v->host.ctx, evs[i].id, &e) != PFI_OK && e.code != PFI_ENOENT)
+        int rc = v->host.let_go ? v->host.let_go(v->host.ctx, evs[i].id, &e)
+                                : v->host.remove(v->host.ctx, evs[i].id, &e);
+        if (rc != PFI_OK && e.code != PFI_ENOENT)
             ven_error(v, "finished event %s not let go: %s", evs[i].id, e.msg);
         else
-            fprintf(stderr, "%s: openadr: event %s finished an hour ago: let go\n",
-                    v->host.name, evs[i].id);
+            fprintf(stderr, "%s: openadr: event %s finished an hour ago: let go%s\n",
+                    v->host.name, evs[i].id,
+                    v->host.let_go ? " (its report kept as history)" : "");
     }
     free(evs);
 }

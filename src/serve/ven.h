@@ -50,6 +50,9 @@ typedef struct pfi_ven_host {
     int (*add)(void *ctx, void *body, pfi_err *err);
     /* Deletes an event and re-plans at once (PFI_ENOENT when there is none). */
     int (*remove)(void *ctx, const char *id, pfi_err *err);
+    /* Lets a finished event go from the events held, keeping it in the host's store as history
+     * (store/grid.h PFI_GRID_HISTORY_S): its report stays available.  NULL: remove. */
+    int (*let_go)(void *ctx, const char *id, pfi_err *err);
     /* The compliance report of an event (docs/api.md's shape, json_t *); NULL with *err. */
     void *(*report)(void *ctx, const char *id, pfi_err *err);
     /* The site the events apply to now (its maximum, the manual budget): where the ramp-down

@@ -46,6 +46,9 @@ static const pfi_store_step steps[] = {
      " end_s REAL NOT NULL, kind TEXT NOT NULL, limit_w REAL, cut REAL, baseline_w REAL,"
      " ramp_down_s REAL NOT NULL, ramp_up_s REAL NOT NULL, priority INTEGER NOT NULL,"
      " sla_yield INTEGER NOT NULL, PRIMARY KEY (id, seq));"},
+    /* When a finished event was let go (NULL: held): kept as history, its report with it (a
+     * VTN's event was deleted an hour after its restore, its report gone with it). */
+    {"ALTER TABLE grid_events ADD COLUMN let_go_s REAL;"},
 };
 
 int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
@@ -424,6 +427,12 @@ static void row_event(sqlite3_stmt *s, pfi_event *ev)
     ev->ramp_level_w = !sqlite3_column_int(s, 19) ? NAN : isnan(level) ? INFINITY : level;
 }
 
+/* The columns row_event reads, in its order. */
+#define EVENT_COLS                                                                             \
+    "id, start_s, end_s, kind, limit_w, cut, baseline_w, baseline_method, ramp_down_s, "      \
+    "ramp_up_s, priority, source, sla_yield, oadr_event, oadr_interval, oadr_start_s, "        \
+    "oadr_randomize_s, oadr_randomized_s, oadr_reported_s, level_noted, level_w"
+
 int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
 {
     *evs = NULL;
@@ -431,11 +440,8 @@ int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
     pthread_mutex_lock(&g->mu);
     sqlite3_stmt *s;
     int rc = pfi_store_prepare(g->st,
-                               "SELECT id, start_s, end_s, kind, limit_w, cut, baseline_w, "
-                               "baseline_method, ramp_down_s, ramp_up_s, priority, source, sla_yield, "
-                               "oadr_event, oadr_interval, oadr_start_s, oadr_randomize_s, "
-                               "oadr_randomized_s, oadr_reported_s, level_noted, level_w "
-                               "FROM grid_events ORDER BY start_s, id",
+                               "SELECT " EVENT_COLS " FROM grid_events WHERE let_go_s IS NULL "
+                               "ORDER BY start_s, id",
                                &s, err);
     int cap = 0, src = SQLITE_DONE;
     if (rc == PFI_OK) {
@@ -461,6 +467,72 @@ int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
         *evs = NULL;
         *n = 0;
     }
+    return rc;
+}
+
+int pfi_grid_let_go(pfi_grid_store *g, const char *id, double when, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st, "UPDATE grid_events SET let_go_s = ? WHERE id = ?", &s,
+                               err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_double(s, 1, when);
+        sqlite3_bind_text(s, 2, id, -1, SQLITE_TRANSIENT);
+        rc = step_done(g, s, "letting a grid event go", err);
+        if (rc == PFI_OK && sqlite3_changes(g->st->db) == 0)
+            rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+int pfi_grid_history(pfi_grid_store *g, const char *id, pfi_event *ev, double *let_go_s,
+                     pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    sqlite3_stmt *s;
+    int rc = pfi_store_prepare(g->st,
+                               "SELECT " EVENT_COLS ", let_go_s FROM grid_events "
+                               "WHERE id = ? AND let_go_s IS NOT NULL",
+                               &s, err);
+    if (rc == PFI_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+        int r = sqlite3_step(s);
+        if (r == SQLITE_ROW) {
+            row_event(s, ev);
+            *let_go_s = sqlite3_column_double(s, 21);
+        } else if (r == SQLITE_DONE) {
+            rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+        } else {
+            rc = pfi_store_sqlerr(g->st, r, err, "reading a grid event let go");
+        }
+        sqlite3_finalize(s);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+int pfi_grid_history_prune(pfi_grid_store *g, double before, pfi_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    int rc = pfi_store_tx_begin(g->st, err);
+    sqlite3_stmt *s;
+    const char *sql[] = {"DELETE FROM grid_event_revisions WHERE id IN (SELECT id FROM "
+                         "grid_events WHERE let_go_s < ?)",
+                         "DELETE FROM grid_events WHERE let_go_s < ?"};
+    for (int k = 0; k < 2 && rc == PFI_OK; k++) {
+        rc = pfi_store_prepare(g->st, sql[k], &s, err);
+        if (rc == PFI_OK) {
+            sqlite3_bind_double(s, 1, before);
+            rc = step_done(g, s, "deleting grid events let go long ago", err);
+        }
+    }
+    if (rc == PFI_OK)
+        rc = pfi_store_tx_commit(g->st, err);
+    else
+        pfi_store_tx_rollback(g->st);
+    pthread_mutex_unlock(&g->mu);
     return rc;
 }
 

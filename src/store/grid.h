@@ -53,8 +53,21 @@ int pfi_grid_note_level(pfi_grid_store *g, const char *id, double level_w, pfi_e
 /* A value of the controller's own state under key; get: PFI_ENOENT (err untouched) when none. */
 int pfi_grid_state_set(pfi_grid_store *g, const char *key, const char *value, pfi_err *err);
 int pfi_grid_state_get(pfi_grid_store *g, const char *key, char *value, size_t size, pfi_err *err);
-/* Every event, by start time; *evs malloc'ed (free()), NULL when *n == 0. */
+/* Every event held (not let go), by start time; *evs malloc'ed (free()), NULL when *n == 0. */
 int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err);
+
+/* How long a finished event let go stays in the store as history, its report with it (its
+ * samples are kept as long: pfi_grid_power_prune keeps those of every stored event). */
+#define PFI_GRID_HISTORY_S (7 * 86400.0)
+/* Lets event id go at `when`: no longer loaded with the events held (pfi_grid_load), kept as
+ * history until pfi_grid_history_prune.  Saving an event of its id (pfi_grid_put,
+ * pfi_grid_change) makes it held again; pfi_grid_delete deletes it.  PFI_ENOENT when none. */
+int pfi_grid_let_go(pfi_grid_store *g, const char *id, double when, pfi_err *err);
+/* The event id let go, and when (PFI_ENOENT, naming it, when there is none let go). */
+int pfi_grid_history(pfi_grid_store *g, const char *id, pfi_event *ev, double *let_go_s,
+                     pfi_err *err);
+/* Deletes the events let go before `before`, with their revisions. */
+int pfi_grid_history_prune(pfi_grid_store *g, double before, pfi_err *err);
 
 /* One site sample: draw (W), the budget in force (INFINITY or NAN: none) and the id of the
  * event that binds ("" or NULL: none). */
@@ -108,6 +121,9 @@ json_t *pfi_grid_event_to_json(const pfi_event *ev, const pfi_event_site *site, 
 const char *pfi_grid_event_phase(const pfi_event *ev, const pfi_event_site *site, double now);
 /* A compliance as the API's report shows it (docs/api.md). */
 json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *x);
+/* Adds to a report (pfi_grid_report_json) of an event let go "let_go": {"at", "at_s",
+ * "kept_until", "kept_until_s"}: when it was, and until when its history is kept. */
+void pfi_grid_history_json(json_t *report, double let_go_s);
 /* An event whose target the SLAs in force cannot meet: PFI_EINFEASIBLE in err, saying what
  * `holder` ("the site", "this node") can hold at least (achievable_w) and how to let the SLAs
  * give way, and in *body (body may be NULL) the API's answer: "feasible" false, "target_w" and

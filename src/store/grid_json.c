@@ -415,6 +415,17 @@ json_t *pfi_grid_report_json(pfi_grid_store *g, const pfi_event *ev, const pfi_e
     return o;
 }
 
+void pfi_grid_history_json(json_t *report, double let_go_s)
+{
+    char at[40], until[40];
+    pfi_time_format(let_go_s, at, sizeof at);
+    pfi_time_format(let_go_s + PFI_GRID_HISTORY_S, until, sizeof until);
+    json_object_set_new(report, "let_go", json_pack("{s:s, s:f, s:s, s:f}", "at", at, "at_s",
+                                                    let_go_s, "kept_until", until,
+                                                    "kept_until_s",
+                                                    let_go_s + PFI_GRID_HISTORY_S));
+}
+
 int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, const char *holder,
                         json_t **body, pfi_err *err)
 {

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # The OpenADR 3.0 client in `pfi serve` (a node without a controller), against the test VTN
 # (tests/vtn.py): incomplete openadr_* settings stop the daemon at start and change nothing;
-# with them the node polls the VTN, takes an IMPORT_CAPACITY_LIMIT of 75% of its draw for 10
-# minutes with a 1-minute ramp, is at the target by the start and holds it (an independent
-# sampler against the target, then the restore's step), restores, posts a report with DEMAND
+# with them the node polls the VTN, takes an IMPORT_CAPACITY_LIMIT of 75% of its draw (and the
+# 500 W it draws besides its GPUs, openadr_non_gpu_power) for 10 minutes with a 1-minute ramp,
+# is at the target by the start and holds it (an independent sampler against the target, then
+# the restore's step), restores, posts a report with DEMAND (the GPUs' draw and those 500 W)
 # and USAGE per interval, and the event's compliance report shows 0 W and 0 s over the target.
 # Every process runs on pfi's clock scaled 100 times (util/clock.h): about 10 s of real time.
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
@@ -38,7 +39,8 @@ st=$?
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 NODE_URL=http://127.0.0.1:$PORT
 serve_openadr --listen "127.0.0.1:$PORT" --port-file "$dir/serve.port" \
-    --set openadr_callback_url="$NODE_URL" --set openadr_poll=20s --set openadr_ramp=1m
+    --set openadr_callback_url="$NODE_URL" --set openadr_poll=20s --set openadr_ramp=1m \
+    --set openadr_non_gpu_power=500W
 wait_file "$dir/serve.port" "pfi serve"
 # What the steps below wait for (await, openadr_env.sh: 0.05 s a try).
 ven_says() { get /v1/grid/openadr | grep -q "$1"; }
@@ -54,8 +56,10 @@ await 200 'the VEN did not subscribe: $(get /v1/grid/openadr)' ven_says '"subscr
 st=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' "$NODE_URL/v1/grid/openadr/notify/0123456789abcdef")
 [ "$st" = 401 ] || fail "a notification with a wrong secret: HTTP $st"
 
-# ---- the event: 75% of the node's draw, 10 minutes, 1 minute ramps ----
+# ---- the event: 75% of the node's draw, 10 minutes, 1 minute ramps: the VTN's limit is that
+# plus the node's 500 W besides its GPUs (openadr_non_gpu_power), which it takes off ----
 cap_target 0.75
+KW=$(awk -v t="$TARGET" 'BEGIN { printf "%.3f", (t + 500) / 1000 }')
 START=$(( $(now | cut -d. -f1) + 240 ))
 END=$((START + 600))
 # Allowed: the maximum, the target from the start, and after the end one restore step of a
@@ -77,13 +81,14 @@ curl -sf "$VTN/_test/reports" >"$dir/reports.json" || fail "GET /_test/reports"
     fail "pfi event report: $(cat "$dir/report.err")"
 get /v1/grid/openadr >"$dir/ven.json" || fail "GET /v1/grid/openadr"
 "$PY" - "$dir/reports.json" "$dir/report.json" "$dir/ven.json" "$TARGET" <<'EOF' ||
-import json, sys
+import datetime, json, sys
 r = json.load(open(sys.argv[1]))[0]
 assert r["programID"] == "p1" and r["eventID"] == "1", r
 assert r["resources"][0]["resourceName"] == "node", r["resources"][0]
 iv = r["resources"][0]["intervals"]
 assert {p["type"] for x in iv for p in x["payloads"]} >= {"USAGE", "DEMAND"}, iv
 assert "max excess 0 W" in r["reportName"], r["reportName"]
+assert "; DEMAND: GPU draw + 500 W non-GPU allowance" in r["reportName"], r["reportName"]
 units = {d["payloadType"]: d["units"] for d in r["payloadDescriptors"]}
 assert units == {"DEMAND": "KW", "USAGE": "KWH"}, r["payloadDescriptors"]
 rep = json.load(open(sys.argv[2]))
@@ -92,8 +97,18 @@ assert abs(c["target_w"] - float(sys.argv[4])) < 1, c["target_w"]
 assert c["max_excess_w"] == 0 and c["seconds_over_target"] == 0, c
 assert c["ramp"]["ok"], c["ramp"]
 assert c["window_s"] == 600 and c["covered_s"] >= 0.9 * 600, (c["window_s"], c["covered_s"])
+# DEMAND is the GPUs' mean draw of the same minute plus the 500 W besides them, USAGE its energy
+# (it was the GPUs' draw alone, below the site's import).
+gpu = {round(x["t0"]): x["mean_w"] for x in c["intervals"] if x["mean_w"] is not None}
+for x in iv:
+    p = {q["type"]: q["values"][0] for q in x["payloads"]}
+    t0 = round(datetime.datetime.fromisoformat(x["intervalPeriod"]["start"].replace("Z", "+00:00")).timestamp())
+    d = float(x["intervalPeriod"]["duration"][2:-1])
+    assert t0 in gpu and abs(p["DEMAND"] - (gpu[t0] + 500) / 1000) < 1e-6, (x, gpu.get(t0))
+    assert abs(p["USAGE"] - p["DEMAND"] * d / 3600) < 1e-9, x
 v = json.load(open(sys.argv[3]))
 assert v["enabled"] and v["events_taken"] == 1 and v["reports_posted"] == 1, v
+assert v["non_gpu_power_w"] == 500, v
 assert v["errors"] == 1 and "registration not offered" in v["last_error"] and v["ven_id"] is None, v
 # The VTN told the node of the event (a POST notification, its secret accepted).
 assert v["subscription_id"] == "sub1" and v["notifications"] >= 1, v

@@ -310,6 +310,39 @@ static void test_zero_limit(void **state)
     assert_non_null(strstr(why, "negative"));
 }
 
+/* non_gpu_power: what the site draws besides its GPUs, taken off each import limit for the
+ * GPUs' budget (pfi caps the GPUs alone, and the VTN's limit covers the meter); a limit at or
+ * below it is held at the least.  The setting takes a power, not a share; a bad one changes
+ * nothing. */
+static void test_non_gpu_power(void **state)
+{
+    (void)state;
+    pfi_ven_config c = config();
+    assert_true(c.non_gpu_w == 0);
+    pfi_err e = {0};
+    assert_int_equal(pfi_ven_config_set(&c, "non_gpu_power", "6kW", &e), PFI_OK);
+    assert_true(c.non_gpu_w == 6000);
+    const char *bad[] = {"20%", "-1W", "abc", "2 GW", "1e12"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (pfi_ven_config_set(&c, "non_gpu_power", bad[i], &e) == PFI_OK)
+            fail_msg("non_gpu_power %s taken as %g W", bad[i], c.non_gpu_w);
+        assert_non_null(strstr(e.msg, "non_gpu_power"));
+        assert_true(c.non_gpu_w == 6000);
+    }
+    json_t *b = map_taken_with(&c, EV(KW_DESC, PERIOD_1H, LIMIT("40")), 0, "40 kW");
+    assert_true(num(b, "limit_w") == 34000);
+    json_decref(b);
+    b = map_taken_with(&c, EV(KW_DESC, PERIOD_1H, LIMIT("5")), 0, "5 kW, below 6 kW");
+    assert_true(num(b, "limit_w") == 1);
+    json_decref(b);
+    /* A SIMPLE level stays a share of the GPUs' baseline. */
+    b = map_taken_with(&c, EV("null", PERIOD_1H, "[{\"id\": 0, \"payloads\": [{\"type\": "
+                                                "\"SIMPLE\", \"values\": [1]}]}]"),
+                       0, "SIMPLE 1");
+    assert_true(num(b, "cut") == 0.10);
+    json_decref(b);
+}
+
 /* Malformed intervals are refused with a reason; SIMPLE level 0 asks for nothing. */
 static void test_refused(void **state)
 {
@@ -572,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_open_ended),
         cmocka_unit_test(test_open_durations),
         cmocka_unit_test(test_zero_limit),
+        cmocka_unit_test(test_non_gpu_power),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_simple_negative),
         cmocka_unit_test(test_targets),

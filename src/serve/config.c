@@ -212,6 +212,10 @@ static const pfi_serve_key keys[] = {
     {"openadr_randomize_seed", "N", "0", "7",
      "With the venName and the event id, how late a SIMPLE event with a randomizeStart starts "
      "(the same at every poll and restart); another seed draws other offsets."},
+    {"openadr_non_gpu_power", "WATTS", "0", "2kW",
+     "What the node draws besides its GPUs (CPUs, fans, network): taken off each import limit "
+     "of the VTN for the GPUs' budget (pfi caps only the GPUs) and added to the DEMAND and "
+     "USAGE reported."},
     {"openadr_sla", "keep|yield", "keep", "yield",
      "An event of the VTN the jobs' SLAs cannot meet is taken all the same: keep holds the least "
      "the node can with the SLAs kept (the shortfall shows in its report), yield lets the SLAs "

@@ -630,8 +630,8 @@ static double start_fraction(const pfi_ven_config *cfg, const char *event_id)
 
 /* What became of an interval in the mapping, for the log when it is taken: its randomizeStart
  * (rand_s, 0: none) and how much later it starts for it (late_s, -1: not applied, a limit);
- * the VTN's limit in W when it was below any target pfi holds (least_w: taken as VEN_LEAST_W),
- * else NAN. */
+ * the VTN's limit in W when it, less the non-GPU allowance, was below any target pfi holds
+ * (least_w: taken as VEN_LEAST_W), else NAN. */
 typedef struct map_note {
     double rand_s, late_s, least_w;
 } map_note;
@@ -662,9 +662,11 @@ static int put_target(const pfi_ven_config *cfg, json_t *ev, const char *ty, dou
                      eid, ty, x, units);
             return 0;
         }
-        if (w < VEN_LEAST_W)
+        /* The GPUs' budget: the site's import less what its other loads draw. */
+        double gpus = w - cfg->non_gpu_w;
+        if (gpus < VEN_LEAST_W)
             nt->least_w = w;
-        json_object_set_new(b, "limit_w", json_real(fmax(w, VEN_LEAST_W)));
+        json_object_set_new(b, "limit_w", json_real(fmax(gpus, VEN_LEAST_W)));
         return 1;
     }
     if (!strcmp(ty, "SIMPLE")) {
@@ -1033,10 +1035,13 @@ static void note_randomized(pfi_ven *v, json_t *b, const map_note *nt)
  * in the log, once per take, beside the host's own word on the least it holds. */
 static void note_least(pfi_ven *v, json_t *b, const map_note *nt)
 {
+    char less[80] = "";
+    if (v->cfg.non_gpu_w > 0)
+        snprintf(less, sizeof less, " less the non-GPU allowance %g W", v->cfg.non_gpu_w);
     if (!isnan(nt->least_w))
-        fprintf(stderr, "%s: openadr: event %s: import limit %g W taken as %g W: held, while it "
-                "binds, at the least the site can hold\n", v->host.name,
-                json_string_value(json_object_get(b, "id")), nt->least_w, VEN_LEAST_W);
+        fprintf(stderr, "%s: openadr: event %s: import limit %g W%s taken as %g W: held, while "
+                "it binds, at the least the site can hold\n", v->host.name,
+                json_string_value(json_object_get(b, "id")), nt->least_w, less, VEN_LEAST_W);
 }
 
 /* complete: the VTN's whole listing (all_events); a partial one withdraws nothing. */
@@ -1086,7 +1091,9 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
     }
 }
 
-/* The report of a finished event: DEMAND (kW) and USAGE (kWh) per 1-minute interval. */
+/* The report of a finished event: DEMAND (kW) and USAGE (kWh) per 1-minute interval, the
+ * GPUs' draw plus the non-GPU allowance (cfg.non_gpu_w): what the host records is its GPUs'
+ * draw, and the VTN's figures are the site's import. */
 static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *eid)
 {
     json_t *ivs = json_array(), *c = json_object_get(rep, "compliance");
@@ -1099,7 +1106,7 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *
         json_t *m = json_object_get(x, "mean_w");
         if (!json_is_number(m))
             continue;
-        double kw = json_number_value(m) / 1000;
+        double kw = (json_number_value(m) + v->cfg.non_gpu_w) / 1000;
         char start[40], dur[32];
         pfi_time_format(t0, start, sizeof start);
         snprintf(dur, sizeof dur, "PT%.0fS", t1 - t0);
@@ -1128,10 +1135,16 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *
                        "the least it could", json_number_value(json_object_get(held, "budget_w")),
                        json_number_value(json_object_get(held, "seconds")));
     if (nrev > 1 && at > 0 && (size_t)at < sizeof name)
-        snprintf(name + at, sizeof name - (size_t)at, "; modified under way%s at %s (target "
-                 "%.0f W), each instant judged against the definition in force then", times,
-                 from ? from : "?",
-                 json_number_value(json_object_get(last, "target_w")));
+        at += snprintf(name + at, sizeof name - (size_t)at, "; modified under way%s at %s "
+                       "(target %.0f W), each instant judged against the definition in force "
+                       "then", times, from ? from : "?",
+                       json_number_value(json_object_get(last, "target_w")));
+    /* What DEMAND is: the targets and excesses above are the GPUs'. */
+    if (at > 0 && (size_t)at < sizeof name && v->cfg.non_gpu_w > 0)
+        snprintf(name + at, sizeof name - (size_t)at, "; DEMAND: GPU draw + %.0f W non-GPU "
+                 "allowance", v->cfg.non_gpu_w);
+    else if (at > 0 && (size_t)at < sizeof name)
+        snprintf(name + at, sizeof name - (size_t)at, "; DEMAND: GPU draw alone");
     return json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}], "
                      "s:[{s:s, s:o}]}", "programID", v->program_id, "eventID", eid,
                      "clientName", v->cfg.client_id, "reportName", name, "payloadDescriptors",
@@ -1546,6 +1559,15 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
             snprintf(strs[i].dst, strs[i].n, "%s", v);
             return PFI_OK;
         }
+    if (!strcmp(k, "non_gpu_power")) {
+        int pct = 0;
+        double w;
+        if (pfi_parse_power(v, &w, &pct, err) != PFI_OK || pct || !(w >= 0 && w <= 1e9))
+            return pfi_err_set(err, PFI_EINVAL, "non_gpu_power: expected a power of 0 W to "
+                               "1 GW like 2kW, not '%s'", v);
+        c->non_gpu_w = w;
+        return PFI_OK;
+    }
     double *num = !strcmp(k, "poll") ? &c->poll_s : !strcmp(k, "timeout") ? &c->timeout_s
                   : !strcmp(k, "ramp") ? &c->ramp_s : !strcmp(k, "max_skew") ? &c->max_skew_s
                                                                               : NULL;
@@ -1589,7 +1611,7 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
     }
     return pfi_err_set(err, PFI_EINVAL, "unknown key '%s' (vtn_url, token_url, client_id, "
                        "secret_file, program, resource, ven_name, callback_url, poll, timeout, ramp, max_skew, "
-                       "simple_cut_1..3, randomize_seed, sla)",
+                       "simple_cut_1..3, randomize_seed, sla, non_gpu_power)",
                        k);
 }
 
@@ -1707,6 +1729,7 @@ void *pfi_ven_json(pfi_ven *v)
     json_object_set_new(o, "notifications", json_integer(v->n_notified));
     json_object_set_new(o, "ven_id", v->ven_id[0] ? json_string(v->ven_id) : json_null());
     json_object_set_new(o, "other_program_events", json_integer(v->n_other_program));
+    json_object_set_new(o, "non_gpu_power_w", json_real(v->cfg.non_gpu_w));
     pthread_mutex_unlock(&v->mu);
     return o;
 }

@@ -8,7 +8,8 @@
  *   subscription's notifications go to it), poll, timeout, ramp,
  *   max_skew (durations), simple_cut_1..3 (percentages: the cut of each SIMPLE level),
  *   randomize_seed (an integer: which start offsets a randomizeStart draws), sla (keep or
- *   yield: whether the jobs' SLAs give way to the VTN's events). */
+ *   yield: whether the jobs' SLAs give way to the VTN's events), non_gpu_power (a fixed power,
+ *   "2kW": the site's draw besides its GPUs, off each import limit, onto each DEMAND). */
 #ifndef PFI_SERVE_VEN_H
 #define PFI_SERVE_VEN_H
 
@@ -35,6 +36,10 @@ typedef struct pfi_ven_config {
                                       * the offset of a randomizeStart (ven.c start_fraction) */
     int sla_yield;                   /* sla = yield: the jobs' SLAs give way to the VTN's events
                                       * (default keep: held at the least the SLAs allow) */
+    /* What the site draws besides its GPUs (W, default 0): pfi caps only the GPUs, and a VTN's
+     * import limit covers the meter, so this is taken off each limit for the GPUs' budget and
+     * added to the DEMAND and USAGE reported. */
+    double non_gpu_w;
 } pfi_ven_config;
 
 /* The daemon whose grid events the client adds to. */
@@ -92,7 +97,7 @@ void *pfi_ven_map_interval(const pfi_ven_config *cfg, void *event, void *interva
 /* {"enabled", "vtn", "program", "program_id", "polls", "errors", "events_taken",
  * "events_cancelled", "reports_posted", "last_error", "clock_skew_s", "skewed",
  * "skewed_answers", "ven_name", "ven_id", "subscription_id", "notifications",
- * "other_program_events"}; v NULL: {"enabled": false}.  json_t * as void *. */
+ * "other_program_events", "non_gpu_power_w"}; v NULL: {"enabled": false}.  json_t * as void *. */
 void *pfi_ven_json(pfi_ven *v);
 
 #endif

@@ -1091,30 +1091,86 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
     }
 }
 
-/* The report of a finished event: DEMAND (kW) and USAGE (kWh) per 1-minute interval, the
- * GPUs' draw plus the non-GPU allowance (cfg.non_gpu_w): what the host records is its GPUs'
- * draw, and the VTN's figures are the site's import. */
-static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *eid)
+/* Interval k of the VTN's event that held event h was taken from: its window and ramp-down
+ * (*t0, *t1, *ramp) as held here, else as the VTN lists it now (an interval let go is no longer
+ * held); 0 when neither has it. */
+static int sibling(pfi_ven *v, json_t *events, const pfi_event *evs, int n, const pfi_event *h,
+                   int k, double *t0, double *t1, double *ramp)
+{
+    for (int i = 0; k >= 0 && i < n; i++)
+        if (!strcmp(evs[i].source, h->source) && !strcmp(evs[i].oadr_event, h->oadr_event) &&
+            evs[i].oadr_interval == k) {
+            *t0 = evs[i].start_s;
+            *t1 = evs[i].end_s;
+            *ramp = evs[i].ramp_down_s;
+            return 1;
+        }
+    json_t *ev = k >= 0 ? listed_event(events, h->oadr_event) : NULL;
+    json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
+    map_note nt;
+    char why[300];
+    json_t *b = iv ? map_interval(&v->cfg, ev, iv, k, pfi_clock_wall(), widen_s(v), &nt, why,
+                                  sizeof why)
+                   : NULL;
+    if (b) {
+        *t0 = json_number_value(json_object_get(b, "start"));
+        *t1 = json_number_value(json_object_get(b, "end"));
+        *ramp = json_number_value(json_object_get(b, "ramp_s"));
+    }
+    json_decref(b);
+    return b != NULL;
+}
+
+/* The span [*lo, *hi) the report of held event h covers.  Its compliance report runs from its
+ * ramp-down to its restore's end, and back to back the intervals of one OpenADR event share
+ * the ramp minutes: posted whole, a VTN summing USAGE per event counted them twice.  Between
+ * interval k and k + 1 the seconds go to one of them: k's up to max(its end, k + 1's ramp
+ * start), no later than k + 1's start; an interval k > 0 whose predecessor cannot be found
+ * starts at its own start (it may have shared its ramp).  The split is the same seen from
+ * either side, so no second is reported twice. */
+static void report_span(pfi_ven *v, json_t *events, const pfi_event *evs, int n,
+                        const pfi_event *h, double *lo, double *hi)
+{
+    double t0, t1, ramp;
+    *lo = pfi_event_ramp_start_s(h);
+    *hi = INFINITY;
+    if (!h->oadr_event[0])
+        return;
+    if (sibling(v, events, evs, n, h, h->oadr_interval - 1, &t0, &t1, &ramp))
+        *lo = fmin(h->start_s, fmax(t1, *lo));
+    else if (h->oadr_interval > 0)
+        *lo = h->start_s;
+    if (sibling(v, events, evs, n, h, h->oadr_interval + 1, &t0, &t1, &ramp))
+        *hi = fmin(t0, fmax(h->end_s, t0 - ramp));
+}
+
+/* The report of a finished event: DEMAND (kW) and USAGE (kWh) per 1-minute interval of its
+ * compliance report within [lo, hi) (report_span: a minute cut there keeps its mean, its USAGE
+ * for the part kept), the GPUs' draw plus the non-GPU allowance (cfg.non_gpu_w): what the host
+ * records is its GPUs' draw, and the VTN's figures are the site's import. */
+static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *eid, double lo,
+                           double hi)
 {
     json_t *ivs = json_array(), *c = json_object_get(rep, "compliance");
     size_t i;
     json_t *x;
     json_array_foreach(json_object_get(c, "intervals"), i, x)
     {
-        double t0 = json_number_value(json_object_get(x, "t0")),
-               t1 = json_number_value(json_object_get(x, "t1"));
+        double t0 = fmax(json_number_value(json_object_get(x, "t0")), lo),
+               t1 = fmin(json_number_value(json_object_get(x, "t1")), hi);
         json_t *m = json_object_get(x, "mean_w");
-        if (!json_is_number(m))
+        if (!json_is_number(m) || !(t1 > t0))
             continue;
         double kw = (json_number_value(m) + v->cfg.non_gpu_w) / 1000;
         char start[40], dur[32];
         pfi_time_format(t0, start, sizeof start);
-        snprintf(dur, sizeof dur, "PT%.0fS", t1 - t0);
+        snprintf(dur, sizeof dur, fabs(t1 - t0 - round(t1 - t0)) < 1e-6 ? "PT%.0fS" : "PT%.3fS",
+                 t1 - t0);
         json_array_append_new(
-            ivs, json_pack("{s:i, s:{s:s, s:s}, s:[{s:s, s:[f]}, {s:s, s:[f]}]}", "id", (int)i,
-                           "intervalPeriod", "start", start, "duration", dur, "payloads",
-                           "type", "DEMAND", "values", kw, "type", "USAGE", "values",
-                           kw * (t1 - t0) / 3600));
+            ivs, json_pack("{s:i, s:{s:s, s:s}, s:[{s:s, s:[f]}, {s:s, s:[f]}]}", "id",
+                           (int)json_array_size(ivs), "intervalPeriod", "start", start,
+                           "duration", dur, "payloads", "type", "DEMAND", "values", kw, "type",
+                           "USAGE", "values", kw * (t1 - t0) / 3600));
     }
     char name[300];
     int at = snprintf(name, sizeof name, "pfi %s: max excess %.0f W, %.0f s over target", id,
@@ -1170,7 +1226,7 @@ static void post_reports(pfi_ven *v, json_t *events)
     double now = pfi_clock_wall();
     int n_held, n = 0;
     pfi_event *evs = held_events(v, &n_held);
-    char (*ids)[PFI_EVENT_ID_MAX] = calloc(PFI_VEN_EVENTS_MAX, sizeof *ids);
+    int *todo = calloc(PFI_VEN_EVENTS_MAX, sizeof *todo); /* indices in evs */
     char (*held)[PFI_EVENT_ID_MAX] = calloc(PFI_VEN_EVENTS_MAX, sizeof *held);
     for (int i = 0; evs && held && i < n_held; i++)
         snprintf(held[i], sizeof held[0], "%s", evs[i].id);
@@ -1180,29 +1236,31 @@ static void post_reports(pfi_ven *v, json_t *events)
         v->n_reported = pfi_event_ids_retain(v->reported, v->n_reported,
                                              (const char (*)[PFI_EVENT_ID_MAX])held, n_held);
     free(held);
-    for (int i = 0; evs && ids && i < n_held; i++) {
+    for (int i = 0; evs && todo && i < n_held; i++) {
         /* Restored: the end plus its ramp-up (a site of no bound restores over the ramp). */
         pfi_event_site s = pfi_event_site_default(1e12);
         if (!strncmp(evs[i].id, "oadr-", 5) && now > pfi_event_restored_s(&evs[i], &s) + 2 &&
             !(evs[i].oadr_reported_s > 0)) /* sent before a restart: not again */
-            snprintf(ids[n++], sizeof ids[0], "%s", evs[i].id);
+            todo[n++] = i;
     }
-    free(evs);
     for (int k = 0; k < n && !v->stop; k++) {
+        const char *id = evs[todo[k]].id;
         int done = 0;
         for (int r = 0; r < v->n_reported; r++)
-            done |= !strcmp(v->reported[r], ids[k]);
+            done |= !strcmp(v->reported[r], id);
         if (done)
             continue;
         pfi_err e = {0};
-        json_t *rep = v->host.report(v->host.ctx, ids[k], &e);
+        json_t *rep = v->host.report(v->host.ctx, id, &e);
         if (!rep) {
-            ven_error(v, "report of %s: %s", ids[k], e.msg);
+            ven_error(v, "report of %s: %s", id, e.msg);
             continue;
         }
         char eid[256];
-        vtn_event_id(events, ids[k], eid, sizeof eid);
-        json_t *body = report_body(v, rep, ids[k], eid);
+        double lo, hi;
+        vtn_event_id(events, id, eid, sizeof eid);
+        report_span(v, events, evs, n_held, &evs[todo[k]], &lo, &hi);
+        json_t *body = report_body(v, rep, id, eid, lo, hi);
         json_decref(rep);
         char *text = json_dumps(body, JSON_COMPACT);
         json_decref(body);
@@ -1211,16 +1269,17 @@ static void post_reports(pfi_ven *v, json_t *events)
         free(text);
         if (st == 200 || st == 201) {
             if (v->n_reported < PFI_VEN_EVENTS_MAX)
-                snprintf(v->reported[v->n_reported++], sizeof v->reported[0], "%s", ids[k]);
+                snprintf(v->reported[v->n_reported++], sizeof v->reported[0], "%s", id);
             pfi_err re = {0};
-            if (v->host.reported && v->host.reported(v->host.ctx, ids[k], now, &re) != PFI_OK)
-                ven_error(v, "report of %s sent, but not noted as sent: %s", ids[k], re.msg);
+            if (v->host.reported && v->host.reported(v->host.ctx, id, now, &re) != PFI_OK)
+                ven_error(v, "report of %s sent, but not noted as sent: %s", id, re.msg);
             pthread_mutex_lock(&v->mu);
             v->n_reports++;
             pthread_mutex_unlock(&v->mu);
         }
     }
-    free(ids);
+    free(todo);
+    free(evs);
 }
 
 /* Finished events of the VTN, an hour after their restore (its report sent, or tried for that

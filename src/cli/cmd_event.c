@@ -234,7 +234,8 @@ int pfi_cmd_event(int argc, char **argv)
         {"cut", PFI_OPT_STR, &a.cut, "PCT",
          "add: shed this share of the baseline: 25%, or as budgets write a cut, cut=25% or -25%"},
         {"baseline", PFI_OPT_STR, &a.baseline, "W", "add: the cut's baseline (default: the "
-                                                    "daemon's mean draw over the last hour)"},
+                                                    "daemon's mean draw over the last hour, "
+                                                    "leaving out the time other events bound)"},
         {"limit", PFI_OPT_STR, &a.limit, "BUDGET",
          "add: a site power limit, e.g. 4kW; a share is of the baseline: 75% is --cut 25% "
          "(pfi help budget)"},
@@ -256,7 +257,8 @@ int pfi_cmd_event(int argc, char **argv)
         /* no ", " or "; " from here: bash completion takes the words after them as commands */
         "report first says what it can: nothing yet (before the event's ramp) / partial (until "
         "its restore is over) / nothing to judge (no draw recorded in its window) / complete.  "
-        "All exit 0.  An unknown event exits 1 and an id no event can have 2.",
+        "An OpenADR event let go an hour after its restore leaves list and report keeps it for "
+        "7 days.  All exit 0.  An unknown event exits 1 and an id no event can have 2.",
         opts,
         "pfi event --token-file /etc/pfi/token add --start now+1h --duration 3h --cut 25% --ramp 10m\n"
         "pfi event list\n"

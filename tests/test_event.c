@@ -666,6 +666,16 @@ static void test_compliance_baseline_left_out(void **state)
     assert_non_null(strstr(c.baseline_method, "outside other events (60 min left out, from"));
     assert_true(fabs(c.energy_shed_kwh - 2000 * 1000 / 3.6e6) < 1e-9);
     pfi_event_compliance_free(&c);
+    /* Bound for the last 10 s alone: the event's own ramp planned ahead, left out unsaid. */
+    pfi_baseline_walk_init(&b, 20000, 3600, 5);
+    for (int s = 19999; pfi_baseline_walk_feed(&b, s, 5000, s >= 19990); s--)
+        ;
+    assert_int_equal(pfi_event_compliance_revised(&one, 1, &site, t, w, 2000, 60, 5, &b, &c, &err),
+                     PFI_OK);
+    assert_true(fabs(b.left_out_s - 10) < 1e-9 && fabs(c.baseline_w - 5000) < 1e-9);
+    assert_string_equal(c.baseline_method,
+                        "mean site draw over the hour before the ramp (100% of it recorded)");
+    pfi_event_compliance_free(&c);
 }
 
 int main(void)

@@ -652,6 +652,11 @@ json_t *pfi_srv_grid_report(srv_node *n, const char *id, pfi_err *err)
     pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
     pthread_mutex_unlock(&n->mu);
     double let_go = NAN;
+    /* Not held: maybe let go, in the store's history (a node run without a store has none). */
+    if (at < 0 && !n->grid) {
+        pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
+        return NULL;
+    }
     if (at < 0 && pfi_grid_history(n->grid, id, &ev, &let_go, err) != PFI_OK)
         return NULL;
     /* Its ramps as they were: a budget set since changes the node's plans, not its record. */

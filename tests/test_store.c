@@ -26,20 +26,12 @@ typedef pfi_test_db_dir fixture;
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f || pfi_test_db_dir_make(f, "pfi-store") != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return pfi_test_db_dir_setup(state, "pfi-store");
 }
 
 static int teardown(void **state)
 {
-    pfi_test_db_dir_remove(*state);
-    free(*state);
-    return 0;
+    return pfi_test_db_dir_teardown(state);
 }
 
 static void raw_exec(const char *db, const char *sql)

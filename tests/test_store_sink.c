@@ -24,20 +24,12 @@ typedef pfi_test_db_dir fixture;
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f || pfi_test_db_dir_make(f, "pfi-sink") != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return pfi_test_db_dir_setup(state, "pfi-sink");
 }
 
 static int teardown(void **state)
 {
-    pfi_test_db_dir_remove(*state);
-    free(*state);
-    return 0;
+    return pfi_test_db_dir_teardown(state);
 }
 
 /* Another writer: takes the write lock, says so on held[1], and lets go after hold_ms, or

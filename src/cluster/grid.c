@@ -450,6 +450,14 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, int flags, void **result, int *create
     return PFI_OK;
 }
 
+/* Called under op_mu once the store has let the event go, so no wave plans with it half gone. */
+static void drop_held(pfi_cl *c, const char *id)
+{
+    pthread_mutex_lock(&c->mu);
+    pfi_event_list_remove(c->grid_ev, &c->n_grid, id);
+    pthread_mutex_unlock(&c->mu);
+}
+
 int pfi_cl_grid_let_go(pfi_cl *c, const char *id, pfi_err *err)
 {
     if (!c->grid)
@@ -460,11 +468,8 @@ int pfi_cl_grid_let_go(pfi_cl *c, const char *id, pfi_err *err)
     pthread_mutex_unlock(&c->mu);
     int rc = held ? pfi_grid_let_go(c->grid, id, pfi_clock_wall(), err)
                   : pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
-    if (rc == PFI_OK) {
-        pthread_mutex_lock(&c->mu);
-        pfi_event_list_remove(c->grid_ev, &c->n_grid, id);
-        pthread_mutex_unlock(&c->mu);
-    }
+    if (rc == PFI_OK)
+        drop_held(c, id);
     pthread_mutex_unlock(&c->op_mu);
     return rc;
 }
@@ -475,11 +480,8 @@ int pfi_cl_grid_remove(pfi_cl *c, const char *id, pfi_err *err)
         return pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
     pthread_mutex_lock(&c->op_mu);
     int rc = pfi_grid_delete(c->grid, id, err);
-    if (rc == PFI_OK) {
-        pthread_mutex_lock(&c->mu);
-        pfi_event_list_remove(c->grid_ev, &c->n_grid, id);
-        pthread_mutex_unlock(&c->mu);
-    }
+    if (rc == PFI_OK)
+        drop_held(c, id);
     pthread_mutex_unlock(&c->op_mu);
     return rc;
 }

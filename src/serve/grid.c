@@ -488,6 +488,14 @@ int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err
     return rc;
 }
 
+/* Called under decide_mu once the store has let the event go, so no decision sees it half gone. */
+static void drop_held(srv_node *n, const char *id)
+{
+    pthread_mutex_lock(&n->mu);
+    pfi_event_list_remove(n->grid_ev, &n->n_grid, id);
+    pthread_mutex_unlock(&n->mu);
+}
+
 int pfi_srv_grid_let_go(srv_node *n, const char *id, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
@@ -496,11 +504,8 @@ int pfi_srv_grid_let_go(srv_node *n, const char *id, pfi_err *err)
     pthread_mutex_unlock(&n->mu);
     int rc = held ? pfi_grid_let_go(n->grid, id, pfi_clock_wall(), err)
                   : pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
-    if (rc == PFI_OK) {
-        pthread_mutex_lock(&n->mu);
-        pfi_event_list_remove(n->grid_ev, &n->n_grid, id);
-        pthread_mutex_unlock(&n->mu);
-    }
+    if (rc == PFI_OK)
+        drop_held(n, id);
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
         return rc;
@@ -514,11 +519,8 @@ int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *e
 {
     pthread_mutex_lock(&n->decide_mu);
     int rc = pfi_grid_delete(n->grid, id, err);
-    if (rc == PFI_OK) {
-        pthread_mutex_lock(&n->mu);
-        pfi_event_list_remove(n->grid_ev, &n->n_grid, id);
-        pthread_mutex_unlock(&n->mu);
-    }
+    if (rc == PFI_OK)
+        drop_held(n, id);
     pthread_mutex_unlock(&n->decide_mu);
     if (rc != PFI_OK)
         return rc;

@@ -345,22 +345,28 @@ int pfi_grid_mark_reported(pfi_grid_store *g, pthread_mutex_t *list_mu, pfi_even
                   : pfi_grid_put(g, &ev, err);
 }
 
-int pfi_grid_note_level(pfi_grid_store *g, const char *id, double level_w, pfi_err *err)
+/* One stored event's single number set by id; an id not stored is said, not ignored. */
+static int update_event_real(pfi_grid_store *g, const char *sql, double v, const char *id,
+                             const char *what, pfi_err *err)
 {
     pthread_mutex_lock(&g->mu);
     sqlite3_stmt *s;
-    int rc = pfi_store_prepare(g->st,
-                               "UPDATE grid_events SET level_noted = 1, level_w = ? WHERE id = ?",
-                               &s, err);
+    int rc = pfi_store_prepare(g->st, sql, &s, err);
     if (rc == PFI_OK) {
-        pfi_store_bind_real(s, 1, level_w);
+        pfi_store_bind_real(s, 1, v);
         sqlite3_bind_text(s, 2, id, -1, SQLITE_TRANSIENT);
-        rc = step_done(g, s, "noting a grid event's ramp level", err);
+        rc = step_done(g, s, what, err);
         if (rc == PFI_OK && sqlite3_changes(g->st->db) == 0)
             rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
     }
     pthread_mutex_unlock(&g->mu);
     return rc;
+}
+
+int pfi_grid_note_level(pfi_grid_store *g, const char *id, double level_w, pfi_err *err)
+{
+    return update_event_real(g, "UPDATE grid_events SET level_noted = 1, level_w = ? WHERE id = ?",
+                             level_w, id, "noting a grid event's ramp level", err);
 }
 
 int pfi_grid_state_set(pfi_grid_store *g, const char *key, const char *value, pfi_err *err)
@@ -472,19 +478,8 @@ int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
 
 int pfi_grid_let_go(pfi_grid_store *g, const char *id, double when, pfi_err *err)
 {
-    pthread_mutex_lock(&g->mu);
-    sqlite3_stmt *s;
-    int rc = pfi_store_prepare(g->st, "UPDATE grid_events SET let_go_s = ? WHERE id = ?", &s,
-                               err);
-    if (rc == PFI_OK) {
-        sqlite3_bind_double(s, 1, when);
-        sqlite3_bind_text(s, 2, id, -1, SQLITE_TRANSIENT);
-        rc = step_done(g, s, "letting a grid event go", err);
-        if (rc == PFI_OK && sqlite3_changes(g->st->db) == 0)
-            rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
-    }
-    pthread_mutex_unlock(&g->mu);
-    return rc;
+    return update_event_real(g, "UPDATE grid_events SET let_go_s = ? WHERE id = ?", when, id,
+                             "letting a grid event go", err);
 }
 
 int pfi_grid_history(pfi_grid_store *g, const char *id, pfi_event *ev, double *let_go_s,

@@ -36,4 +36,23 @@ static inline void pfi_test_db_dir_remove(const pfi_test_db_dir *d)
     rmdir(d->dir);
 }
 
+/* cmocka fixture halves: *state becomes a made pfi_test_db_dir (setup answers -1 when it cannot). */
+static inline int pfi_test_db_dir_setup(void **state, const char *name)
+{
+    pfi_test_db_dir *d = calloc(1, sizeof *d);
+    if (!d || pfi_test_db_dir_make(d, name) != 0) {
+        free(d);
+        return -1;
+    }
+    *state = d;
+    return 0;
+}
+
+static inline int pfi_test_db_dir_teardown(void **state)
+{
+    pfi_test_db_dir_remove(*state);
+    free(*state);
+    return 0;
+}
+
 #endif

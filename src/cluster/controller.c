@@ -310,7 +310,6 @@ int pfi_cl_topo_load(const pfi_cl_config *cfg, pfi_cl_topo *t, pfi_err *err)
     return rc;
 }
 
-/* The new node list, keeping what was known of nodes seen before (c->mu held). */
 /* Nodes of the last refresh that t no longer lists with GPUs, kept as departed (cluster.h)
  * after the nn listed ones; the count of all. */
 static int carry_departed(const pfi_cl *c, pfi_cl_node *nodes, int nn)
@@ -344,6 +343,7 @@ static int carry_departed(const pfi_cl *c, pfi_cl_node *nodes, int nn)
     return nn;
 }
 
+/* The new node list, keeping what was known of nodes seen before (c->mu held). */
 static int carry_nodes(const pfi_cl *c, const pfi_cl_topo *t, pfi_cl_node *nodes)
 {
     int nn = 0;

@@ -434,6 +434,15 @@ static void test_args(void **state)
     char *bad[] = {"x", "--nope"};
     assert_int_equal(pfi_args_parse(&spec, 2, bad, &pos, &npos, NULL, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "--nope"));
+    /* A short option is named as an unknown option, not an unexpected argument; "-", a
+     * negative number and anything after -- stay positionals. */
+    char *shortopt[] = {"x", "-c"};
+    assert_int_equal(pfi_args_parse(&spec, 2, shortopt, &pos, &npos, NULL, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "unknown option '-c'"));
+    char *dashes[] = {"x", "-", "-5", "-10%", "--", "-c"};
+    assert_int_equal(pfi_args_parse(&spec, 6, dashes, &pos, &npos, NULL, &e), PFI_OK);
+    assert_int_equal(npos, 4);
+    assert_string_equal(pos[3], "-c");
     char *badint[] = {"x", "--level", "seven"};
     assert_int_equal(pfi_args_parse(&spec, 3, badint, &pos, &npos, NULL, &e), PFI_EINVAL);
     char *missing[] = {"x", "--db"};

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "util/args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -82,6 +83,12 @@ int pfi_args_parse(const pfi_cmd_spec *spec, int argc, char **argv, char ***pos,
             pfi_args_usage(spec, stdout);
             return PFI_ARGS_HELP;
         }
+        /* "-c" would otherwise pass as a positional and be called an unexpected argument;
+         * "-", "-5" and "-10%" stay positionals. */
+        if (a[0] == '-' && isalpha((unsigned char)a[1]))
+            return pfi_err_set(err, PFI_EINVAL,
+                               "unknown option '%s' (pfi's options are long: --NAME; see --help)",
+                               a);
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
             out[n++] = a;
             continue;

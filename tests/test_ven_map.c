@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* OpenADR 3.0 event intervals -> grid events (serve/ven.c, pfi_ven_map_interval), on payloads
+/* OpenADR 3.0 event intervals -> grid events (serve/ven_map.c, pfi_ven_map), on payloads
  * written for this test from the OpenADR 3.0 schema: the limit in the units the event's
  * payload descriptor names, an interval carrying several payloads, an open-ended duration,
  * times with offsets, intervals inheriting the event's period; and what must be refused with a
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "serve/ven.h"
+#include "serve/ven_map.h"
 #include "util/isotime.h"
 
 /* The time the mapping is made at: 2026-06-01T00:00:00Z. */
@@ -39,7 +39,8 @@ static json_t *map_with(const pfi_ven_config *c, const char *event_json, int k, 
         fail_msg("test payload is not JSON: %s: %s", je.text, event_json);
     json_t *iv = json_array_get(json_object_get(ev, "intervals"), (size_t)k);
     why[0] = 0;
-    json_t *b = pfi_ven_map_interval(c, ev, iv, k, NOW_S, 0, why, wn);
+    pfi_ven_map_note nt;
+    json_t *b = pfi_ven_map(c, ev, iv, k, NOW_S, 0, &nt, why, wn);
     json_decref(ev);
     return b;
 }

@@ -28,7 +28,7 @@
  *   daemon.c   pfi_serve_run: start-up, journal, control loop, watchdog, shutdown
  *   grid.c     grid events on the node's budget (grid_api.c: their routes)
  *   ven.c      the OpenADR 3.0 client, shared with `pfi cluster serve` (ven.h; grid_ven.c
- *              gives it this node's events) */
+ *              gives it this node's events; ven_map.c reads an event's intervals) */
 #ifndef PFI_SERVE_SERVE_H
 #define PFI_SERVE_SERVE_H
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: an OpenADR 3.0 event as a VTN sends it (JSON the grid operator writes, the
  * most exposed input the node takes) -> the grid events its intervals become
- * (serve/ven.c, pfi_ven_map_interval) -> the reader every grid event goes through
+ * (serve/ven_map.c, pfi_ven_map) -> the reader every grid event goes through
  * (store/grid.h, pfi_grid_event_from_json) and the check against the site
  * (pfi_event_validate).  Any shape must map or be refused with a reason, never crash, leak or
  * read out of bounds; a body the mapping gives is a JSON object, and one the host would take
@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "core/event.h"
-#include "serve/ven.h"
+#include "serve/ven_map.h"
 #include "store/grid.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t k = 0; k < n && k < 16; k++) {
         char why[300] = "";
         json_t *iv = json_is_array(ivs) ? json_array_get(ivs, k) : ivs;
-        json_t *b = pfi_ven_map_interval(&c, ev, iv, (int)k, NOW_S, 60, why, sizeof why);
+        pfi_ven_map_note nt;
+        json_t *b = pfi_ven_map(&c, ev, iv, (int)k, NOW_S, 60, &nt, why, sizeof why);
         if (!b)
             continue;
         if (!json_is_object(b))

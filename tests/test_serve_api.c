@@ -674,6 +674,61 @@ static void test_watchdog_never_raises(void **state)
     json_decref(d);
 }
 
+/* Whether an event of this kind was logged. */
+static int event_said(fx *f, const char *kind)
+{
+    json_t *d;
+    assert_int_equal(call(f, "GET", "/v1/events", NULL, 0, &d), 200);
+    json_t *ev = json_object_get(d, "events");
+    int said = 0;
+    for (size_t k = 0; k < json_array_size(ev); k++)
+        said |= !strcmp(json_string_value(json_object_get(json_array_get(ev, k), "kind")), kind);
+    json_decref(d);
+    return said;
+}
+
+/* A limit raised behind the daemon's back (a GPU reset puts the default back) is lowered again
+ * at the next tick after the sample that sees it, under a controller's caps as under a budget
+ * of its own.  Before, the node stayed 200 W over under a controller for good (it re-sends
+ * caps only after a restart), and up to a re-plan interval (30 s) under its own budget. */
+static void test_outside_raise_lowered(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/caps",
+                          "{\"epoch\":3,\"caps\":[{\"gpu\":3,\"cap_w\":500}]}", 1, &d),
+                     200);
+    json_decref(d);
+    assert_true(fabs(limit_of(f, 3) - 500) < 1e-9);
+    pfi_err e = {0};
+    double enf;
+    assert_int_equal(pfi_hw_set_limit(f->b, 3, 700, &enf, &e), PFI_OK); /* the reset */
+    pfi_srv_sample(f->n);
+    pfi_srv_tick(f->n);
+    assert_true(fabs(limit_of(f, 3) - 500) < 1e-9);
+    assert_int_equal(f->n->mode, SRV_MODE_EXTERNAL);
+    assert_int_equal(f->n->n_outside_raised, 1);
+    assert_true(event_said(f, "limit_raised"));
+
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"budget\":\"4000W\"}", 1, &d), 200);
+    json_decref(d);
+    double held = limit_of(f, 0);
+    assert_true(sum_limits(f) <= 4000 + 1e-6);
+    assert_int_equal(pfi_hw_set_limit(f->b, 0, 700, &enf, &e), PFI_OK);
+    f->n->outside_fix_mono = -1e9; /* the retry pause is for a lowering that failed */
+    pfi_srv_sample(f->n);
+    pfi_srv_tick(f->n);
+    assert_true(fabs(limit_of(f, 0) - held) < 1e-6);
+    assert_true(sum_limits(f) <= 4000 + 1e-6);
+    assert_int_equal(f->n->n_outside_raised, 2);
+    /* A limit lowered outside pfi is no breach of the budget: left to the re-plan. */
+    assert_int_equal(pfi_hw_set_limit(f->b, 1, 300, &enf, &e), PFI_OK);
+    f->n->outside_fix_mono = -1e9;
+    pfi_srv_sample(f->n);
+    pfi_srv_tick(f->n);
+    assert_int_equal(f->n->n_outside_raised, 2);
+}
+
 /* A cap within the half watt the range check allows past a GPU's range is taken as the range's
  * end: the GPU cannot go below its minimum, so the budget in force is the sum of what the GPUs
  * hold.  Before, 199.6 W on a 200 W minimum set the GPU at 200 W but kept 199.6 W in the
@@ -1513,6 +1568,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watchdog_never_raises, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outside_raise_lowered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_at_range_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only_plans_only, setup, teardown),

@@ -449,6 +449,60 @@ static void replan_step(srv_node *n)
     pthread_mutex_unlock(&n->decide_mu);
 }
 
+/* A lowering that failed is tried again after this long, not at every sample. */
+#define OUTSIDE_RETRY_S 10.0
+
+/* The first GPU whose limit, as last read, is above the cap this daemon holds it at, while
+ * it holds one (a budget, a controller's caps, the safe budget); -1 when none (mu held).
+ * Half a watt of slack: the limits are read back in milliwatts. */
+static int raised_outside(const srv_node *n)
+{
+    if (n->mode == SRV_MODE_LOCAL && isnan(n->budget_w))
+        return -1;
+    for (int i = 0; i < n->n_gpus; i++) {
+        const srv_gpu *g = &n->gpu[i];
+        if (g->up && isfinite(g->requested_w) && isfinite(g->dev.limit_w) &&
+            pfi_hw_held_mw(g->dev.limit_w) > pfi_hw_cap_mw(g->requested_w) + 500)
+            return i;
+    }
+    return -1;
+}
+
+/* A limit raised behind the daemon's back (a GPU reset puts the default back; so do
+ * nvidia-smi -pl and pfi restore --force) is lowered again at once, in every mode: the node
+ * was over its budget until the next re-plan, and under a controller, which re-sends caps
+ * only after a restart, for good. */
+static void outside_step(srv_node *n)
+{
+    if (n->cfg->read_only)
+        return;
+    pthread_mutex_lock(&n->mu);
+    int i = raised_outside(n);
+    double now = pfi_clock_mono(), was = NAN, held = NAN;
+    int due = i >= 0 && !(now - n->outside_fix_mono < OUTSIDE_RETRY_S);
+    if (due) {
+        n->outside_fix_mono = now;
+        n->n_outside_raised++;
+        was = n->gpu[i].dev.limit_w;
+        held = n->gpu[i].requested_w;
+    }
+    pthread_mutex_unlock(&n->mu);
+    if (!due)
+        return;
+    char reason[160];
+    snprintf(reason, sizeof reason, "GPU %d's limit raised outside pfi to %.0f W, above the %.0f W "
+             "it holds", i, was, held);
+    pfi_srv_event_add(n, "limit_raised", "%s (a GPU reset, nvidia-smi -pl, pfi restore --force): "
+                      "lowered back", reason);
+    pfi_err e = {0};
+    pthread_mutex_lock(&n->decide_mu);
+    pfi_srv_snapshot(n);
+    int rc = pfi_srv_decide_now(n, reason, &e);
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc != PFI_OK)
+        pfi_srv_event_add(n, "apply_failed", "%s: not lowered back: %s", reason, e.msg);
+}
+
 void pfi_srv_tick(srv_node *n)
 {
     double now = pfi_clock_mono();
@@ -463,6 +517,7 @@ void pfi_srv_tick(srv_node *n)
         watchdog_fire(n);
         return;
     }
+    outside_step(n);
     if (pfi_srv_grid_tick(n))
         return;
     if (ramping) {

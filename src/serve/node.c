@@ -35,7 +35,7 @@ int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, 
     pfi_series_init(&n->hist, 1.0);
     snprintf(n->boot_id, sizeof n->boot_id, "%llx-%lx",
              (unsigned long long)(n->started_wall * 1e6), (unsigned long)getpid());
-    n->last_decision_mono = n->last_replan_mono = -1e9;
+    n->last_decision_mono = n->last_replan_mono = n->outside_fix_mono = -1e9;
     int count = 0;
     int rc = pfi_hw_count(b, &count, err);
     if (rc != PFI_OK)

@@ -277,6 +277,10 @@ typedef struct srv_node {
     long long n_watchdog_trips;
     long long n_heartbeats; /* heartbeats answered */
     double last_apply_ms, last_decision_mono, last_replan_mono;
+    /* Limits found raised outside pfi (a GPU reset, nvidia-smi -pl) and lowered back
+     * (control.c), and when that was last tried. */
+    long long n_outside_raised;
+    double outside_fix_mono;
     char replan_said[256];   /* the last re-plan failure said (control.c: said once, not each tick) */
     pfi_prom_hist apply_hist; /* every decision's apply time, seconds */
     long long commit_gen;  /* bumped by every commit of a decision (under mu): a reading taken

@@ -283,6 +283,8 @@ static void test_refused_set_counts_old_limit(void **state)
     assert_int_equal(rep.gpu[0].code, PFI_EPERM);
     assert_true(rep.gpu[1].held);
     assert_true(fabs(r.limit[1] - 600) < 1e-9);
+    /* Nothing changed: a refused set is no change (the audit said "changed 8, failed 8"). */
+    assert_int_equal(rep.n_changed, 0);
 }
 
 /* Enforced below requested (an out-of-band cap) is reported, not hidden. */

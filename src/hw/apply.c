@@ -143,7 +143,7 @@ int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
         if (isnan(tgt[i]) || c->code != PFI_OK || !(tgt[i] < cur[i]))
             continue;
         set_one(b, i, tgt[i], cur, rep);
-        rep->n_changed++;
+        rep->n_changed += rep->gpu[i].code == PFI_OK; /* a refused set changed nothing */
     }
     /* Pass 2: raises, smallest first, so that when a failed lowering leaves too little room the
      * room goes to as many GPUs as possible. */
@@ -172,7 +172,7 @@ int pfi_hw_apply(pfi_backend *b, int n, const double *target_w, double budget_w,
             continue;
         }
         set_one(b, i, tgt[i], cur, rep);
-        rep->n_changed++;
+        rep->n_changed += rep->gpu[i].code == PFI_OK;
         double now = sum_of(cur, n) / 1000.0;
         if (now > rep->peak_w)
             rep->peak_w = now;

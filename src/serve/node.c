@@ -174,10 +174,16 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
                                       "lowered; limits now sum to %.0f W",
                       rep->n_failed, rep->sum_after_w);
     } else {
-        pfi_srv_event_add(n, "over_budget", "GPUs that could not be lowered hold the node at %.0f W, "
-                                        "over the %.0f W budget, with every other GPU at its "
-                                        "minimum (%s)",
-                      rep->sum_after_w, budget_w, e.msg);
+        /* The plan's own words would blame every GPU's minimum: name the GPUs that refused. */
+        char who[128] = "";
+        size_t at = 0;
+        for (int i = 0; i < n->n_gpus && at < sizeof who - 8; i++)
+            if (rep->gpu[i].code != PFI_OK)
+                at += (size_t)snprintf(who + at, sizeof who - at, "%s%d", at ? "," : "", i);
+        pfi_srv_event_add(n, "over_budget", "GPU(s) %s could not be set and hold the node at "
+                                            "%.0f W, over the %.0f W budget; no plan of the "
+                                            "others fits around them (%s)",
+                          who, rep->sum_after_w, budget_w, e.msg);
     }
 }
 

@@ -40,6 +40,14 @@ fi
     fail "the sweep ran over a held journal"
 [ ! -e "$tmp/ran" ] || fail "the job was launched before the held journal was refused"
 
+# --force restores while the writer runs, and keeps the journal: the writer owns it and may
+# change limits again (removed, a crash of the writer then left "nothing to restore").
+"$PFI_BIN" restore --force --journal "$tmp/journal" >"$tmp/out" 2>&1 ||
+    fail "restore --force over a live writer: $(cat "$tmp/out")"
+[ -e "$tmp/journal" ] || fail "restore --force removed a live writer's journal"
+grep -q "is kept: its writer (pid $HOLDER) still runs" "$tmp/out" ||
+    fail "restore --force does not say the journal is kept: $(cat "$tmp/out")"
+
 # The default journal of a simulated sweep is beside the simulated node's state.
 "$PFI_BIN" sweep --backend sim --gpus 0 --levels 100% --db "$tmp/pfi2.db" --quiet --no-log \
     --dwell 2s --settle 0s -- "$PFI_BIN" sim job --log-format pfi --duration 20s >"$tmp/out2" 2>&1 &

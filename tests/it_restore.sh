@@ -81,6 +81,20 @@ grep -q "nothing to restore" "$tmp/o" && bad "a damaged journal: $(cat "$tmp/o")
 [ -e "$USERJ" ] || bad "a damaged journal was removed"
 rm -f "$USERJ"
 
+# --- GPUs renumbered since the journal (a reboot): each is set by its UUID and named by the
+# index it has now, the journaled one beside it (it said "GPU 0 ... 450 W" while GPU 0 got 300 W)
+u() { "$P" gpus --backend nvml --json | jq -r ".gpus[$1].uuid"; }
+printf 'pfi-journal 1\npid 1\nbackend nvml\nsim_state %s\ngpu 0 uuid %s limit_w 450.000\ngpu 3 uuid %s limit_w 300.000\n' \
+  "$PFI_SIM_STATE" "$(u 3)" "$(u 0)" >"$tmp/renum"
+"$P" restore --journal "$tmp/renum" >"$tmp/o" 2>"$tmp/e" || bad "pfi restore of a renumbered journal: $(cat "$tmp/e")"
+grep -q "^GPU 3 (.*, GPU 0 when journaled): limit restored to 450 W$" "$tmp/o" &&
+  grep -q "^GPU 0 (.*, GPU 3 when journaled): limit restored to 300 W$" "$tmp/o" ||
+  bad "a renumbered journal said: $(cat "$tmp/o")"
+[ "$("$P" gpus --backend sim --json | jq -c '[.gpus[0].limit_w, .gpus[3].limit_w]')" = "[300,450]" ] ||
+  bad "a renumbered journal left $(lim)"
+grep -q "1 GPUs" "$tmp/o" && bad "grammar: $(cat "$tmp/o")"
+"$P" sim set --cap 700 --gpus 0,3 >/dev/null
+
 # --- none anywhere: nothing to restore, exit 0, every place looked at named
 "$P" restore >"$tmp/o" 2>"$tmp/e" || bad "pfi restore with no journal: exit $?: $(cat "$tmp/e")"
 grep -q "no journal at $PFI_SIM_STATE.journal, $USERJ, .*/var/lib/pfi/journal.*: nothing to restore" "$tmp/o" ||

@@ -122,11 +122,20 @@ static int restore_path(const char *path, const pfi_cli_hw *hw0, int force, int 
         pfi_cli_fail("restore", &err);
         return PFI_EXIT_FAIL;
     }
-    for (int i = 0; i < j.n; i++)
+    for (int i = 0; i < j.n; i++) {
+        /* The index as nvidia-smi -i takes it now: GPUs renumber across a reboot. */
+        char was[48] = "";
+        if (j.e[i].gpu_now != j.e[i].gpu)
+            snprintf(was, sizeof was, ", GPU %d when journaled", j.e[i].gpu);
         /* as journaled, to the milliwatt NVML keeps: 650.7 W read "651 W" */
-        printf("GPU %d (%s): limit restored to %.7g W\n", j.e[i].gpu,
-               j.e[i].uuid[0] ? j.e[i].uuid : "?", j.e[i].limit_w);
-    printf("pfi restore: %d GPUs restored from %s (written by pid %ld)\n", done, path, j.pid);
+        printf("GPU %d (%s%s): limit restored to %.7g W\n", j.e[i].gpu_now,
+               j.e[i].uuid[0] ? j.e[i].uuid : "?", was, j.e[i].limit_w);
+    }
+    printf("pfi restore: %d GPU%s restored from %s (written by pid %ld)\n", done,
+           done == 1 ? "" : "s", path, j.pid);
+    if (j.writer_runs)
+        printf("pfi restore: the journal %s is kept: its writer (pid %ld) still runs, owns it "
+               "and may change the limits again\n", path, j.pid);
     return mark_interrupted(&j);
 }
 
@@ -166,7 +175,7 @@ int pfi_cmd_restore(int argc, char **argv)
                                                 "default location: the simulated node's "
                                                 "($PFI_SIM_STATE.journal), the per-user one, "
                                                 "/var/lib/pfi/journal)"},
-        {"force", PFI_OPT_FLAG, &force, NULL, "restore even while its writer still runs"},
+        {"force", PFI_OPT_FLAG, &force, NULL, "restore even while its writer still runs (its journal is kept: the writer owns it)"},
         {0},
     };
     const pfi_cmd_spec spec = {

@@ -519,6 +519,7 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
                                "the limits itself when it ends",
                                path, pfi_lock_holder(j->pid, who, sizeof who));
         }
+        j->writer_runs = !j->held;
         j->lock_fd = fd;
     }
     return PFI_OK;
@@ -616,12 +617,13 @@ int pfi_journal_restore(pfi_journal *j, pfi_backend *b, int *restored, pfi_err *
     for (int i = 0; i < j->n; i++) {
         pfi_err e1 = {0};
         int idx = find_gpu(b, &j->e[i], &e1);
+        j->e[i].gpu_now = idx;
         int rc = idx < 0 ? e1.code : restore_one(b, idx, j->e[i].limit_w, &e1);
         if (rc == PFI_OK) {
             done++;
         } else if (first == PFI_OK) {
             first = rc;
-            pfi_err_set(err, rc, "GPU %d: cannot restore %.0f W: %s", j->e[i].gpu,
+            pfi_err_set(err, rc, "GPU %d: cannot restore %.0f W: %s", idx >= 0 ? idx : j->e[i].gpu,
                         j->e[i].limit_w, e1.msg);
         }
     }
@@ -629,6 +631,10 @@ int pfi_journal_restore(pfi_journal *j, pfi_backend *b, int *restored, pfi_err *
         *restored = done;
     if (first != PFI_OK)
         return first;
+    /* Forced while its writer runs: the writer still owns the journal and changes limits
+     * after this; removed, a crash of the writer left the GPUs capped with nothing to restore. */
+    if (j->writer_runs)
+        return PFI_OK;
     if (unlink(j->path) != 0 && errno != ENOENT)
         return pfi_err_set(err, PFI_EIO, "limits restored, but journal %s could not be removed: %s",
                            j->path, strerror(errno));

@@ -30,9 +30,11 @@
 #define PFI_JOURNAL_PATH_MAX 1024
 
 typedef struct pfi_journal_entry {
-    int gpu;
+    int gpu;         /* its index when journaled */
     char uuid[96];
     double limit_w;
+    int gpu_now;     /* set by pfi_journal_restore: its index now, found by UUID (GPUs renumber
+                      * across a reboot); -1 when not found */
 } pfi_journal_entry;
 
 typedef struct pfi_journal {
@@ -43,6 +45,7 @@ typedef struct pfi_journal {
     long long run_id;                     /* the writer's run in the store run_db (0: none) */
     char run_db[PFI_JOURNAL_PATH_MAX];
     int held;                             /* load: the lock was free, so the writer is gone */
+    int writer_runs;                      /* load with force: it was not, the writer still runs */
     int n;
     pfi_journal_entry e[PFI_MAX_GPUS];
     int lock_fd;                          /* -1 when not held */

@@ -638,6 +638,42 @@ static void test_gpu_lock_across_journals(void **state)
     unsetenv("PFI_SIM_STATE");
 }
 
+/* A GPU's lock file another user planted and holds (in /run/lock anyone may create one, and a
+ * GPU's UUID is public) is no lock to root, who alone can change a power limit: it is replaced
+ * and taken.  It stopped root's pfi serve from starting, naming a pid the user wrote.  Not
+ * root, the same file is a holder like any other (refused). */
+static void test_gpu_lock_planted(void **state)
+{
+    (void)state;
+    char dir[512], path[640];
+    snprintf(dir, sizeof dir, "%s/gpulock-planted-XXXXXX", tmpdir());
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chmod(dir, 01777), 0);
+    snprintf(path, sizeof path, "%s/pfi-gpu-GPU-x.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "1\n", 2), 2);
+    if (geteuid() == 0)
+        assert_int_equal(fchown(fd, 65534, 65534), 0); /* nobody's */
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    pfi_gpu_locks l = {0};
+    pfi_err e = {0};
+    int rc = pfi_gpu_lock(&l, dir, 0, "GPU-x", &e);
+    if (geteuid() == 0) {
+        if (rc != PFI_OK)
+            fail_msg("a planted lock refused root: %s", e.msg);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal((int)st.st_uid, 0); /* root's own file now */
+    } else {
+        assert_int_equal(rc, PFI_EBUSY);
+    }
+    pfi_gpu_locks_release(&l);
+    close(fd);
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* A start that holds PATH.lock and never lets go (stopped) makes the next start give up with
  * a reason after a bounded wait, not hang. */
 static void test_journal_lock_stuck(void **state)
@@ -685,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
         cmocka_unit_test(test_journal_race),     cmocka_unit_test(test_journal_lock_stuck),
         cmocka_unit_test(test_gpu_lock_across_journals),
+        cmocka_unit_test(test_gpu_lock_planted),
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),

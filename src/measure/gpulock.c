@@ -60,6 +60,29 @@ long pfi_lock_file_pid(int fd)
     return end != b && pid > 0 ? pid : 0;
 }
 
+/* The lock file at path, opened (-1 with errno).  0644: another user's sweep opens it
+ * read-only, which is all flock needs; the pid in it names the holder in a refusal.  As root, a
+ * file another user owns is no lock: /run/lock is anyone's to write in, a user cannot change a
+ * GPU's power limit, and one who planted and held the file of a GPU (its UUID is public) kept
+ * root's pfi serve from starting, named by a pid of their choosing.  It is replaced (root owns
+ * /run/lock, so it may remove the file under the sticky bit). */
+static int open_lock(const char *path)
+{
+    for (int tries = 0; tries < 3; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 && (errno == EACCES || errno == EPERM))
+            fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || geteuid() != 0 || fstat(fd, &st) != 0 || st.st_uid == 0)
+            return fd;
+        close(fd);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return -1;
+    }
+    errno = EAGAIN; /* replaced three times over: someone races to plant it */
+    return -1;
+}
+
 int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid, pfi_err *err)
 {
     if (l->n >= PFI_MAX_GPUS)
@@ -75,11 +98,7 @@ int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid, p
                            "PFI_LOCK_DIR to a folder every writer of the limits shares)",
                            dir, strerror(errno));
     snprintf(path, sizeof path, "%s/pfi-gpu-%s.lock", dir, name);
-    /* 0644: another user's sweep opens it read-only, which is all flock needs; the pid in it
-     * names the holder in the refusal. */
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0 && (errno == EACCES || errno == EPERM))
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open_lock(path);
     if (fd < 0)
         return pfi_err_set(err, PFI_EIO, "cannot open the lock of GPU %d, %s: %s (set "
                            "PFI_LOCK_DIR to a folder every writer of the limits shares)",

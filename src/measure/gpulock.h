@@ -26,7 +26,8 @@ int pfi_gpu_lock_dir(const char *sim_state, int simulated, char *buf, size_t n);
 
 /* Takes GPU gpu's lock (its file named by uuid, or by its index when it has none) in dir,
  * adding it to l.  PFI_EBUSY naming the GPU and the process that holds it; PFI_EIO when the
- * lock file cannot be had (the folder is not writable: set PFI_LOCK_DIR). */
+ * lock file cannot be had (the folder is not writable: set PFI_LOCK_DIR).  As root, a lock file
+ * another user owns is replaced, not obeyed (no user but root can change a power limit). */
 int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid, pfi_err *err);
 void pfi_gpu_locks_release(pfi_gpu_locks *l);
 

@@ -24,6 +24,10 @@ grep -q '"mixtral-8x7b"' "$T/moe.json" || fail "config has the model"
 # Everything the simulator shows says so.
 [ "$(grep -c '"simulated": true' "$T/gpus.json")" -eq 9 ] || fail "gpus json not marked simulated"
 "$PFI" gpus --sim h200x1-small | grep -q '^0 .*  yes$' || fail "gpus table: no Simulated yes"
+# The table's UUID whole, as nvidia-smi -L prints it (cut to 14 characters, it could not be
+# pasted into nvidia-smi -i or CUDA_VISIBLE_DEVICES).
+u=$("$PFI" gpus --sim h200x1-small --json | sed -n 's/.*"uuid": "\([^"]*\)".*/\1/p' | head -n 1)
+[ ${#u} -ge 40 ] && "$PFI" gpus --sim h200x1-small | grep -q "^0 .* $u " || fail "gpus table: UUID $u not whole"
 
 "$PFI" sim run --cap 450 --cap-at 10s --duration 40s --interval 10s >"$T/run.txt" || fail "sim run"
 before=$(awk '$1 == "0.0" {print $5}' "$T/run.txt")

@@ -49,7 +49,7 @@ int pfi_cmd_gpus(int argc, char **argv)
     json_t *arr = json_array();
     int sim = pfi_hw_simulated(b);
     if (!as_json)
-        printf("%-3s %-24s %-14s %8s %8s %8s %8s %8s %8s  %s\n", "GPU", "Name", "UUID", "Power",
+        printf("%-3s %-24s %-40s %8s %8s %8s %8s %8s %8s  %s\n", "GPU", "Name", "UUID", "Power",
                "Limit", "Enforced", "Min", "Max", "Default", "Simulated");
     int status = PFI_EXIT_OK;
     for (int i = 0; i < n; i++) {
@@ -82,7 +82,7 @@ int pfi_cmd_gpus(int argc, char **argv)
             json_array_append_new(arr, o);
         } else {
             char c[6][24];
-            printf("%-3d %-24.24s %-14.14s %8s %8s %8s %8s %8s %8s  %s\n", d.index, d.name, d.uuid,
+            printf("%-3d %-24.24s %-40s %8s %8s %8s %8s %8s %8s  %s\n", d.index, d.name, d.uuid,
                    watts(c[0], sizeof c[0], (s.have & PFI_F_POWER) ? s.power_w : NAN),
                    watts(c[1], sizeof c[1], d.limit_w), watts(c[2], sizeof c[2], d.enforced_w),
                    watts(c[3], sizeof c[3], d.min_limit_w), watts(c[4], sizeof c[4], d.max_limit_w),

@@ -53,7 +53,8 @@ int pfi_cmd_serve(int argc, char **argv)
         {"db", PFI_OPT_STR, &db, "FILE", "state and audit log (SQLite; default pfi-serve.db)"},
         {"journal", PFI_OPT_STR, &journal, "FILE",
          "original limits journal (default $PFI_JOURNAL, else /var/lib/pfi/journal as root, "
-         "~/.local/state/pfi/journal otherwise)"},
+         "~/.local/state/pfi/journal otherwise; a simulated node's: $PFI_SIM_STATE.journal, "
+         "journal-sim in that folder without one)"},
         {"budget", PFI_OPT_STR, &budget, "BUDGET",
          "budget to apply at start: 4000W, 80% of the GPUs' default limits, cut=20% (pfi help "
          "budget)"},

@@ -79,6 +79,14 @@ rc=$?
 grep -q "journal $USERJ line 2 is damaged" "$tmp/e" || bad "a damaged journal not named: $(cat "$tmp/e")"
 grep -q "nothing to restore" "$tmp/o" && bad "a damaged journal: $(cat "$tmp/o")"
 [ -e "$USERJ" ] || bad "a damaged journal was removed"
+grep -q "set them back by hand if needed, then remove $USERJ" "$tmp/e" ||
+  bad "a damaged journal: no way out said: $(cat "$tmp/e")"
+# ... and a sweep over it says it cannot be used and the way out, not "pid -1 ... run pfi
+# restore first" (which fails every time)
+"$P" sweep --backend sim --journal "$USERJ" --no-log --db "$tmp/d.db" --levels 100% -- "$P" sim job \
+  >"$tmp/o" 2>"$tmp/e" && bad "a sweep ran over a damaged journal"
+grep -q "journal $USERJ is there but cannot be used (.*damaged.*): check the GPUs' limits" "$tmp/e" &&
+  ! grep -q "pid -1" "$tmp/e" || bad "a sweep over a damaged journal said: $(cat "$tmp/e")"
 rm -f "$USERJ"
 
 # --- GPUs renumbered since the journal (a reboot): each is set by its UUID and named by the

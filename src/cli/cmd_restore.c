@@ -83,6 +83,13 @@ static int restore_path(const char *path, const pfi_cli_hw *hw0, int force, int 
     *found = rc != PFI_ENOENT;
     if (rc == PFI_ENOENT)
         return PFI_EXIT_OK;
+    if (rc != PFI_OK && rc != PFI_EBUSY && rc != PFI_EIO) {
+        /* Damaged: no restore can read it, now or later; the way out is by hand. */
+        int st = pfi_cli_fail("restore", &err);
+        fprintf(stderr, "pfi restore: check the GPUs' limits (nvidia-smi -q -d POWER), set them "
+                        "back by hand if needed, then remove %s\n", path);
+        return st;
+    }
     if (rc != PFI_OK)
         return pfi_cli_fail("restore", &err);
     /* The journal knows which backend (and which simulated node) it was written against. */

@@ -203,14 +203,25 @@ int pfi_journal_check_free(const char *path, pfi_err *err)
     if (stat(path, &st) != 0)
         return PFI_OK;
     pfi_journal old;
-    int rc = pfi_journal_load(&old, path, 0, err);
-    if (rc == PFI_EBUSY)
+    pfi_err why = {0};
+    int rc = pfi_journal_load(&old, path, 0, &why);
+    if (rc == PFI_EBUSY) {
+        *err = why;
         return rc;
+    }
     pfi_journal_close(&old);
+    if (rc == PFI_OK)
+        return pfi_err_set(err, PFI_EBUSY,
+                           "journal %s from an earlier run (pid %ld) holds limits that were "
+                           "never restored: run `pfi restore --journal %s` first",
+                           path, old.pid, path);
+    /* One that cannot be read cannot be restored either: say so, and the way out, rather than
+     * send the user to a restore that fails every time. */
     return pfi_err_set(err, PFI_EBUSY,
-                       "journal %s from an earlier run (pid %ld) holds limits that were never "
-                       "restored: run `pfi restore --journal %s` first",
-                       path, rc == PFI_OK ? old.pid : -1L, path);
+                       "journal %s is there but cannot be used (%s): check the GPUs' limits "
+                       "(nvidia-smi -q -d POWER) and set them back by hand if needed, then "
+                       "remove %s",
+                       path, why.msg, path);
 }
 
 static int backend_simulated(pfi_backend *b)
@@ -421,8 +432,9 @@ static int parse_gpu(const char *line, pfi_journal_entry *e)
 
 static int damaged(const char *name, int lineno, const char *line, pfi_err *err)
 {
-    return pfi_err_set(err, PFI_EINVAL, "journal %s line %d is damaged: %.200s", name, lineno,
-                       line);
+    size_t n = strcspn(line, "\n"); /* the line, not its newline: messages are one line */
+    return pfi_err_set(err, PFI_EINVAL, "journal %s line %d is damaged: %.*s", name, lineno,
+                       (int)(n < 200 ? n : 200), line);
 }
 
 int pfi_journal_parse(pfi_journal *j, FILE *f, const char *name, pfi_err *err)
@@ -579,7 +591,9 @@ static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
                     "GPU %s (index %d when journaled) could not be looked up: %s", e->uuid,
                     e->gpu, first.msg);
     else
-        pfi_err_set(err, PFI_ENOENT, "GPU %s (index %d when journaled) is not on this node",
+        pfi_err_set(err, PFI_ENOENT, "GPU %s (index %d when journaled) is not on this node "
+                    "(the journal of another machine, or a GPU replaced: once the others are "
+                    "restored, remove the journal)",
                     e->uuid, e->gpu);
     return -1;
 }

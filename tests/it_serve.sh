@@ -224,9 +224,25 @@ grep -q "the previous daemon used (--journal FILE" "$dir/other.out" ||
   fail "a held start without its journal does not say how to give it: $(cat "$dir/other.out")"
 [ ! -e "$dir/other.journal" ] || fail "a refused held start wrote a journal"
 [ "$(limits)" = "$held" ] || fail "a refused held start changed the limits: $held -> $(limits)"
-# ... a start with another journal AND another state database cannot see the hold: it starts,
+# ... a start with another journal AND another state database is refused too: the GPUs' locks
+# name the journal the held daemon left, which lists them (it would journal the held caps as
+# the originals), and the way out is said.
+"$PFI_BIN" serve $HW --listen "unix:$dir/other.sock" --token-file "$dir/token" --db "$dir/other.db" \
+    --journal "$dir/other.journal" $SERVE_OPTS >"$dir/other1.out" 2>&1 &
+other=$!
+i=0
+while kill -0 $other 2>/dev/null; do
+  i=$((i + 1)); [ $i -gt 100 ] && { kill -TERM $other; wait $other; fail "a start with another journal and db over a held journal was not refused"; }
+  sleep 0.05
+done
+wait $other && fail "a start with another journal and db over a held journal exited 0"
+grep -q "whose journal $dir/journal is still there: .*pfi restore --journal $dir/journal" "$dir/other1.out" ||
+  fail "a start with another journal and db over a held journal: $(cat "$dir/other1.out")"
+[ "$(limits)" = "$held" ] || fail "a refused start changed the limits: $held -> $(limits)"
+# ... once the locks are gone (a reboot empties /run/lock) it cannot see the hold: it starts,
 # journals the limits it finds as the originals, and says which sit below their defaults and
 # how to get the old originals back.  It changes nothing, and its clean stop leaves them so.
+rm -f "$PFI_SIM_STATE.locks"/*
 "$PFI_BIN" serve $HW --listen "unix:$dir/other.sock" --token-file "$dir/token" --db "$dir/other.db" \
     --journal "$dir/other.journal" $SERVE_OPTS >"$dir/other2.out" 2>&1 &
 other=$!

@@ -624,6 +624,17 @@ static void test_gpu_lock_across_journals(void **state)
     pfi_journal_close(&j2);
     unlink(p2);
     pfi_journal_close(&j1);
+    /* j1 closed without a restore, as a killed sweep: its journal is still there, so its
+     * GPUs' limits are its caps, not their originals.  A journal elsewhere would take them for
+     * the originals and "restore" the caps at the end: refused, naming the journal left. */
+    assert_int_equal(pfi_journal_check_gpus_free(b, g01, 2, &e), PFI_EBUSY);
+    assert_int_equal(pfi_journal_begin(&j2, p2, b, g1, 1, &e), PFI_EBUSY);
+    if (!strstr(e.msg, p1) || !strstr(e.msg, "pfi restore --journal"))
+        fail_msg("'%s' does not name the journal left, %s", e.msg, p1);
+    assert_int_equal(pfi_journal_begin(&j2, p2, b, g2, 1, &e), PFI_OK); /* not j1's GPU */
+    pfi_journal_close(&j2);
+    unlink(p2);
+    unlink(p1); /* restored */
     assert_int_equal(pfi_journal_check_gpus_free(b, g01, 2, &e), PFI_OK);
     assert_int_equal(pfi_journal_begin(&j2, p2, b, g1, 1, &e), PFI_OK);
     pfi_journal_close(&j2);
@@ -658,7 +669,7 @@ static void test_gpu_lock_planted(void **state)
     assert_int_equal(flock(fd, LOCK_EX), 0);
     pfi_gpu_locks l = {0};
     pfi_err e = {0};
-    int rc = pfi_gpu_lock(&l, dir, 0, "GPU-x", &e);
+    int rc = pfi_gpu_lock(&l, dir, 0, "GPU-x", NULL, NULL, &e);
     if (geteuid() == 0) {
         if (rc != PFI_OK)
             fail_msg("a planted lock refused root: %s", e.msg);
@@ -669,6 +680,35 @@ static void test_gpu_lock_planted(void **state)
         assert_int_equal(rc, PFI_EBUSY);
     }
     pfi_gpu_locks_release(&l);
+    close(fd);
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* A journal held by a process that is not its writer (a restore of it) is said to be held by
+ * that process, from the kernel's list of locks, not by the writer the file names (dead, or
+ * its pid reused by an unrelated program). */
+static void test_journal_holder_named(void **state)
+{
+    (void)state;
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/journal-holder-XXXXXX", tmpdir());
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/journal", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("pfi-journal 1\npid 999999999\nbackend sim\ngpu 0 uuid - limit_w 700.000\n", f);
+    fclose(f);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0); /* "the restore": this process */
+    pfi_journal j;
+    pfi_err e = {0};
+    assert_int_equal(pfi_journal_load(&j, path, 0, &e), PFI_EBUSY);
+    char want[64];
+    snprintf(want, sizeof want, "is held by pid %ld", (long)getpid());
+    if (!strstr(e.msg, want) || !strstr(e.msg, "its writer was pid 999999999"))
+        fail_msg("'%s' does not name the holder (%s)", e.msg, want);
     close(fd);
     unlink(path);
     assert_int_equal(rmdir(dir), 0);
@@ -694,9 +734,12 @@ static void test_journal_lock_stuck(void **state)
     int gpus[] = {0};
     pfi_journal j;
     assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 1, &e), PFI_EBUSY);
-    assert_non_null(strstr(e.msg, "held by another start")); /* no pid written: none named */
-    /* A start writes its pid there: the one that waits in vain names it. */
+    /* No pid written: the kernel's list of locks names the holder all the same. */
     char me[64];
+    snprintf(me, sizeof me, "held by pid %ld", (long)getpid());
+    if (!strstr(e.msg, me))
+        fail_msg("'%s' does not say '%s'", e.msg, me);
+    /* A start writes its pid there: the one that waits in vain names it. */
     int len = snprintf(me, sizeof me, "%ld\n", (long)getpid());
     assert_int_equal(pwrite(fd, me, (size_t)len, 0), len);
     assert_int_equal(pfi_journal_begin(&j, path, b, gpus, 1, &e), PFI_EBUSY);
@@ -722,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_journal_race),     cmocka_unit_test(test_journal_lock_stuck),
         cmocka_unit_test(test_gpu_lock_across_journals),
         cmocka_unit_test(test_gpu_lock_planted),
+        cmocka_unit_test(test_journal_holder_named),
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),

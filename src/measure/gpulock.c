@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 int pfi_gpu_lock_dir(const char *sim_state, int simulated, char *buf, size_t n)
@@ -48,6 +49,28 @@ const char *pfi_lock_holder(long pid, char *buf, size_t n)
     return buf;
 }
 
+long pfi_lock_holder_pid(int fd, long written)
+{
+    struct stat st;
+    FILE *f = fstat(fd, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
+    if (!f)
+        return written;
+    /* "1: FLOCK  ADVISORY  WRITE 4242 fe:00:11166545 0 EOF": the device in hex */
+    char want[64], line[256];
+    snprintf(want, sizeof want, "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+             (unsigned long long)st.st_ino);
+    long pid = 0;
+    while (!pid && fgets(line, sizeof line, f)) {
+        char kind[16], dev[64];
+        long p;
+        if (sscanf(line, "%*s %15s %*s %*s %ld %63s", kind, &p, dev) == 3 &&
+            !strcmp(kind, "FLOCK") && !strcmp(dev, want) && p > 0)
+            pid = p;
+    }
+    fclose(f);
+    return pid ? pid : written;
+}
+
 long pfi_lock_file_pid(int fd)
 {
     char b[32];
@@ -83,7 +106,50 @@ static int open_lock(const char *path)
     return -1;
 }
 
-int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid, pfi_err *err)
+/* path made absolute against the working folder (the lock file outlives the process, and
+ * another process compares it with its own journal's path). */
+static void abs_path(const char *path, char *out, size_t n)
+{
+    char cwd[1024];
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd))
+        snprintf(out, n, "%s", path);
+    else
+        snprintf(out, n, "%s/%s", cwd, path);
+}
+
+/* The journal the lock file's last holder named (its second line), "" when none. */
+static void lock_file_journal(int fd, char *out, size_t n)
+{
+    char b[PFI_GPU_LOCK_JOURNAL_MAX + 40];
+    ssize_t got = pread(fd, b, sizeof b - 1, 0);
+    out[0] = '\0';
+    if (got <= 0)
+        return;
+    b[got] = '\0';
+    char *nl = strchr(b, '\n');
+    if (!nl)
+        return;
+    size_t len = strcspn(nl + 1, "\n");
+    if (len > 0 && len < n && nl[1] == '/')
+        snprintf(out, n, "%.*s", (int)len, nl + 1);
+}
+
+/* A journal the last holder of a GPU left behind (killed, or a pfi serve that held its caps at
+ * stop): the GPU's limits are not its originals, and a journal of our own would take the caps
+ * for them and "restore" them at the end.  0 when there is none but ours. */
+static int left_journal(int fd, const char *ours, char *left, size_t n)
+{
+    lock_file_journal(fd, left, n);
+    if (!left[0] || (ours && !strcmp(left, ours)))
+        return 0;
+    struct stat a, b;
+    if (stat(left, &a) != 0)
+        return 0; /* restored: a restore removes its journal */
+    return !(ours && stat(ours, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+}
+
+int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
+                 const char *journal, pfi_gpu_left *left_out, pfi_err *err)
 {
     if (l->n >= PFI_MAX_GPUS)
         return pfi_err_set(err, PFI_ENOTSUP, "more than %d GPU locks", PFI_MAX_GPUS);
@@ -106,7 +172,7 @@ int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid, p
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         char who[320] = "another process";
-        long pid = pfi_lock_file_pid(fd);
+        long pid = pfi_lock_holder_pid(fd, pfi_lock_file_pid(fd));
         if (pid > 0)
             pfi_lock_holder(pid, who, sizeof who);
         close(fd);
@@ -116,8 +182,18 @@ int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid, p
                                gpu, who);
         return pfi_err_set(err, PFI_EIO, "cannot lock %s: %s", path, strerror(e));
     }
-    char me[32];
-    int len = snprintf(me, sizeof me, "%ld\n", (long)getpid());
+    char ours[PFI_GPU_LOCK_JOURNAL_MAX], left[PFI_GPU_LOCK_JOURNAL_MAX];
+    ours[0] = '\0';
+    if (journal && *journal)
+        abs_path(journal, ours, sizeof ours);
+    if (!left_journal(fd, ours[0] ? ours : NULL, left, sizeof left))
+        left[0] = '\0';
+    if (left_out) {
+        left_out->pid = pfi_lock_file_pid(fd);
+        snprintf(left_out->journal, sizeof left_out->journal, "%s", left);
+    }
+    char me[PFI_GPU_LOCK_JOURNAL_MAX + 40];
+    int len = snprintf(me, sizeof me, "%ld\n%s\n", (long)getpid(), ours);
     if (ftruncate(fd, 0) == 0 && pwrite(fd, me, (size_t)len, 0) != len) {
         /* best effort (a file of another user's, read-only here): the refusal names no pid */
     }

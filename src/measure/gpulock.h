@@ -28,12 +28,29 @@ int pfi_gpu_lock_dir(const char *sim_state, int simulated, char *buf, size_t n);
  * adding it to l.  PFI_EBUSY naming the GPU and the process that holds it; PFI_EIO when the
  * lock file cannot be had (the folder is not writable: set PFI_LOCK_DIR).  As root, a lock file
  * another user owns is replaced, not obeyed (no user but root can change a power limit). */
-int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid, pfi_err *err);
+#define PFI_GPU_LOCK_JOURNAL_MAX 1100
+/* What the last holder of a GPU's lock left: its pid and its journal's path when that journal
+ * is still there and is not the taker's ("" else).  Such a journal may hold the GPU's original
+ * limit (a killed sweep, a pfi serve that held its caps at stop): the caller reads it to know
+ * (journal.c), since a second journal took the first's caps for the originals and left the
+ * GPUs capped. */
+typedef struct pfi_gpu_left {
+    long pid;
+    char journal[PFI_GPU_LOCK_JOURNAL_MAX];
+} pfi_gpu_left;
+/* journal: the path of the journal the taker writes (NULL or "": none, a check only), kept in
+ * the lock file after the pid; left (may be NULL): what the last holder left. */
+int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
+                 const char *journal, pfi_gpu_left *left, pfi_err *err);
 void pfi_gpu_locks_release(pfi_gpu_locks *l);
 
 /* "pid 1234: pfi sweep --backend sim ..." from /proc (the pid alone when the process cannot
  * be read): who holds a lock, for a message. */
 const char *pfi_lock_holder(long pid, char *buf, size_t n);
+/* The process holding the flock on fd's file, from /proc/locks; written (the pid the file
+ * names) when it cannot be told.  The file names its last writer, who may be dead: a second
+ * restore named the journal's dead writer while another restore held the lock. */
+long pfi_lock_holder_pid(int fd, long written);
 /* The pid a holder wrote at the start of a lock file (fd), 0 if none can be read. */
 long pfi_lock_file_pid(int fd);
 

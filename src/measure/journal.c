@@ -149,13 +149,17 @@ static int take_lock(pfi_journal *j, pfi_err *err)
     if (fd < 0)
         return pfi_err_set(err, PFI_EIO, "cannot open journal %s: %s", j->path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        close(fd);
         pfi_journal other;
         char who[320] = "another process";
+        long pid = 0;
         if (pfi_journal_load(&other, j->path, 1, NULL) == PFI_OK) {
-            pfi_lock_holder(other.pid, who, sizeof who);
+            pid = other.pid;
             pfi_journal_close(&other);
         }
+        pid = pfi_lock_holder_pid(fd, pid);
+        close(fd);
+        if (pid > 0)
+            pfi_lock_holder(pid, who, sizeof who);
         return pfi_err_set(err, PFI_EBUSY, "journal %s is held by %s", j->path, who);
     }
     if (j->lock_fd >= 0)
@@ -248,6 +252,37 @@ static int read_entries(pfi_journal *j, pfi_backend *b, const int *gpus, int n, 
     return PFI_OK;
 }
 
+/* Whether the journal at path (another's, left behind) lists GPU e: then its limit now is
+ * that journal's cap, not the original, until that journal is restored. */
+static int left_lists(const char *path, const pfi_journal_entry *e)
+{
+    FILE *f = fopen(path, "r");
+    pfi_journal *o = f ? calloc(1, sizeof *o) : NULL;
+    int found = 0;
+    if (o && pfi_journal_parse(o, f, path, NULL) == PFI_OK)
+        for (int i = 0; i < o->n && !found; i++)
+            found = strcmp(e->uuid, "-") != 0 ? !strcmp(o->e[i].uuid, e->uuid)
+                                              : o->e[i].gpu == e->gpu;
+    free(o);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* GPU e's lock, added to j's; refused while a journal another run left lists the GPU. */
+static int lock_gpu(pfi_journal *j, const char *dir, const pfi_journal_entry *e, pfi_err *err)
+{
+    pfi_gpu_left left;
+    int rc = pfi_gpu_lock(&j->gpu_locks, dir, e->gpu, e->uuid, j->path, &left, err);
+    if (rc != PFI_OK || !left.journal[0] || !left_lists(left.journal, e))
+        return rc;
+    close(j->gpu_locks.fd[--j->gpu_locks.n]);
+    return pfi_err_set(err, PFI_EBUSY, "GPU %d's limit was changed by an earlier run (pid %ld) "
+                       "whose journal %s is still there: its limit now is not the original; run "
+                       "`pfi restore --journal %s` first",
+                       e->gpu, left.pid, left.journal, left.journal);
+}
+
 /* Every journaled GPU's lock, or none (released) with why. */
 static int lock_gpus(pfi_journal *j, int simulated, pfi_err *err)
 {
@@ -255,7 +290,7 @@ static int lock_gpus(pfi_journal *j, int simulated, pfi_err *err)
     if (!pfi_gpu_lock_dir(j->sim_state, simulated, dir, sizeof dir))
         return PFI_OK;
     for (int i = 0; i < j->n; i++) {
-        int rc = pfi_gpu_lock(&j->gpu_locks, dir, j->e[i].gpu, j->e[i].uuid, err);
+        int rc = lock_gpu(j, dir, &j->e[i], err);
         if (rc != PFI_OK) {
             pfi_gpu_locks_release(&j->gpu_locks);
             return rc;
@@ -325,7 +360,7 @@ int pfi_journal_begin(pfi_journal *j, const char *path, pfi_backend *b, const in
         if ((e != EWOULDBLOCK && e != EINTR) || pfi_clock_mono() > give_up) {
             if (e == EWOULDBLOCK) {
                 char who[320] = "another start";
-                long pid = pfi_lock_file_pid(lfd);
+                long pid = pfi_lock_holder_pid(lfd, pfi_lock_file_pid(lfd));
                 if (pid > 0)
                     pfi_lock_holder(pid, who, sizeof who);
                 close(lfd);
@@ -360,7 +395,7 @@ int pfi_journal_add(pfi_journal *j, pfi_backend *b, int gpu, pfi_err *err)
         return rc;
     char dir[PFI_JOURNAL_PATH_MAX + 16];
     if (pfi_gpu_lock_dir(j->sim_state, backend_simulated(b), dir, sizeof dir) &&
-        (rc = pfi_gpu_lock(&j->gpu_locks, dir, gpu, j->e[j->n].uuid, err)) != PFI_OK)
+        (rc = lock_gpu(j, dir, &j->e[j->n], err)) != PFI_OK)
         return rc;
     j->n++;
     rc = write_file(j, err);
@@ -524,12 +559,17 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
     if (fd >= 0) {
         j->held = flock(fd, LOCK_EX | LOCK_NB) == 0;
         if (!j->held && !force) {
+            long pid = pfi_lock_holder_pid(fd, j->pid);
             close(fd);
             char who[320];
+            pfi_lock_holder(pid, who, sizeof who);
+            if (pid != j->pid) /* a restore of it, not its writer */
+                return pfi_err_set(err, PFI_EBUSY, "journal %s is held by %s (its writer was "
+                                   "pid %ld): wait for it to end", path, who, j->pid);
             return pfi_err_set(err, PFI_EBUSY,
                                "journal %s belongs to a running process (%s), which restores "
                                "the limits itself when it ends",
-                               path, pfi_lock_holder(j->pid, who, sizeof who));
+                               path, who);
         }
         j->writer_runs = !j->held;
         j->lock_fd = fd;

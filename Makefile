@@ -160,9 +160,11 @@ $(FAKENVML): $(call obj,$(FAKE_SRC)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,--exclude-libs,ALL -o $@ $^ $(LDLIBS)
 
+# tests/%.c, not %.c: a test that compiles a source in (test_spank.c, the plugin slurmd loads)
+# has it among its dependencies, and it must not be compiled a second time.
 $(BUILD)/tests/%: tests/%.c $(call obj,$(TEST_SUPPORT)) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $(filter tests/%.c %.o %.a,$^) $(LDLIBS) -lcmocka
 
 # Benchmarks link the tests' support code too (the cluster's stand-in node daemons).
 $(BUILD)/bench/%: bench/%.c $(call obj,$(TEST_SUPPORT)) $(LIB)

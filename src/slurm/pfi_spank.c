@@ -106,6 +106,21 @@ static int parse_sla(const char *s, double *out)
     return 0;
 }
 
+/* v as the shortest decimal that reads back as v, checked again as the daemon will check it
+ * (sla: parse_sla; weight: the weight's range): what passed at submission is what goes out.
+ * %.6g sent 0.9999999, which is < 1, as 1, which the daemon refuses.  -1 when no text does. */
+static int num_text(double v, int sla, char *out, size_t cap)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        double back;
+        snprintf(out, cap, "%.*g", prec, v);
+        int ok = sla ? parse_sla(out, &back) : parse_num(out, 1e-6, 1e6, &back);
+        if (ok == 0 && back == v)
+            return 0;
+    }
+    return -1;
+}
+
 /* The length of s once each %j is replaced by a job id of JOBID_MAX digits and %% by %. */
 static size_t log_len_max(const char *s)
 {
@@ -582,12 +597,16 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     if (w_s && parse_num(w_s, 1e-6, 1e6, &v) == 0)
         w = v;
 
+    char sla_t[32], w_t[32];
+    if ((sla >= 0 && num_text(sla, 1, sla_t, sizeof sla_t) != 0) ||
+        num_text(w, 0, w_t, sizeof w_t) != 0)
+        return outcome(&c, id, "registration", UNMANAGED, "SLA or weight cannot be sent as is");
     char body[BODY_MAX];
     int o = snprintf(body, sizeof body, "{\"id\":\"%u\",\"gpus\":[", id);
     for (int i = 0; i < ng && o < (int)sizeof body; i++)
         o += snprintf(body + o, sizeof body - o, "%s%d", i ? "," : "", gpus[i]);
     if (o < (int)sizeof body && sla >= 0)
-        o += snprintf(body + o, sizeof body - o, "],\"sla\":%.6g", sla);
+        o += snprintf(body + o, sizeof body - o, "],\"sla\":%s", sla_t);
     else if (o < (int)sizeof body)
         o += snprintf(body + o, sizeof body - o, "]");
     /* A log path the user gave that does not fit (checked at submission, so only from a job
@@ -603,7 +622,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         o += snprintf(body + o, sizeof body - o, ",\"log\":\"%s\"", log);
     if (o < (int)sizeof body)
         o += snprintf(body + o, sizeof body - o,
-                      ",\"weight\":%.6g,\"source\":\"slurm\",\"node\":\"%s\"}", w, node_name());
+                      ",\"weight\":%s,\"source\":\"slurm\",\"node\":\"%s\"}", w_t, node_name());
     if (o >= (int)sizeof body)
         return outcome(&c, id, "registration", UNMANAGED, "request too large");
 
@@ -619,8 +638,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     }
     if (st < 200 || st >= 300)
         return outcome(&c, id, "registration", UNMANAGED, why);
-    slurm_info("pfi: job %u registered on %s: GPUs %s, sla %s, weight %g", id, node_name(), gl,
-               sla >= 0 ? (sla_s ? sla_s : "site default") : "none", w);
+    slurm_info("pfi: job %u registered on %s: GPUs %s, sla %s, weight %s", id, node_name(), gl,
+               sla >= 0 ? (sla_s ? sla_s : "site default") : "none", w_t);
     return 0;
 }
 

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The SPANK plugin (src/slurm/pfi_spank.c) without Slurm: its source is compiled in, the part
+ * of Slurm it calls (options, job items, logging) is stubbed below, and the node daemon is a
+ * Unix-socket server here that records every request and answers after a set delay.
+ * tests/it_slurm.sh runs the plugin in a real slurmd; this covers what a real daemon and a real
+ * Slurm make hard to set up: what exactly goes out, and how long the prolog takes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include "slurm/pfi_spank.c"
+
+/* ---- Slurm's side ---- */
+
+static char g_log[16384];
+static spank_context_t g_ctx = S_CTX_JOB_SCRIPT;
+static uint32_t g_job = 4242;
+static const char *g_opt[4]; /* by option val (1: sla, 2: weight, 3: log) */
+
+static void log_add(const char *fmt, va_list ap)
+{
+    size_t n = strlen(g_log);
+    if (n + 2 < sizeof g_log) {
+        vsnprintf(g_log + n, sizeof g_log - n - 1, fmt, ap);
+        strcat(g_log, "\n");
+    }
+}
+#define LOG_STUB(name)                                                                          \
+    void name(const char *fmt, ...)                                                             \
+    {                                                                                           \
+        va_list ap;                                                                             \
+        va_start(ap, fmt);                                                                      \
+        log_add(fmt, ap);                                                                       \
+        va_end(ap);                                                                             \
+    }
+LOG_STUB(slurm_error)
+LOG_STUB(slurm_info)
+LOG_STUB(slurm_debug)
+LOG_STUB(slurm_spank_log)
+
+spank_context_t spank_context(void)
+{
+    return g_ctx;
+}
+
+spank_err_t spank_option_register(spank_t sp, struct spank_option *opt)
+{
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_option_getopt(spank_t sp, struct spank_option *opt, char **optarg)
+{
+    if (opt->val < 1 || opt->val > 3 || !g_opt[opt->val])
+        return ESPANK_ERROR;
+    *optarg = (char *)g_opt[opt->val];
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
+{
+    if (item != S_JOB_ID)
+        return ESPANK_ERROR;
+    va_list ap;
+    va_start(ap, item);
+    *va_arg(ap, uint32_t *) = g_job;
+    va_end(ap);
+    return ESPANK_SUCCESS;
+}
+
+const char *spank_strerror(spank_err_t err)
+{
+    return "stub";
+}
+
+/* ---- the node daemon ---- */
+
+typedef struct fake_node {
+    char dir[64], sock[128], url[160], spool[128];
+    int fd;
+    pthread_t th;
+    volatile int stop;
+    int delay_ms;
+    pthread_mutex_t mu;
+    char reqs[16384]; /* "METHOD PATH BODY\n" per request */
+    int n_req;
+} fake_node;
+
+static void serve_one(fake_node *d, int c)
+{
+    char buf[8192];
+    size_t n = 0;
+    for (;;) {
+        struct pollfd p = {c, POLLIN, 0};
+        if (poll(&p, 1, 2000) <= 0)
+            break;
+        ssize_t k = read(c, buf + n, sizeof buf - 1 - n);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+        buf[n] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strcasestr(buf, "Content-Length:");
+        if (end && (!cl || cl > end || strlen(end + 4) >= strtoul(cl + 15, NULL, 10)))
+            break;
+    }
+    char method[16] = "", path[256] = "";
+    sscanf(buf, "%15s %255s", method, path);
+    char *body = strstr(buf, "\r\n\r\n");
+    struct timespec ts = {d->delay_ms / 1000, (d->delay_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&d->mu);
+    size_t have = strlen(d->reqs);
+    snprintf(d->reqs + have, sizeof d->reqs - have, "%s %s %s\n", method, path,
+             body ? body + 4 : "");
+    d->n_req++;
+    pthread_mutex_unlock(&d->mu);
+    const char *ans = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+    ssize_t w = write(c, ans, strlen(ans));
+    (void)w;
+}
+
+static void *daemon_main(void *arg)
+{
+    fake_node *d = arg;
+    while (!d->stop) {
+        struct pollfd p = {d->fd, POLLIN, 0};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        int c = accept(d->fd, NULL, NULL);
+        if (c < 0)
+            continue;
+        serve_one(d, c);
+        close(c);
+    }
+    return NULL;
+}
+
+static void daemon_start(fake_node *d, int delay_ms)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->dir, sizeof d->dir, "/tmp/test_spank.XXXXXX");
+    assert_non_null(mkdtemp(d->dir));
+    snprintf(d->sock, sizeof d->sock, "%s/node.sock", d->dir);
+    snprintf(d->url, sizeof d->url, "url=unix:%s", d->sock);
+    snprintf(d->spool, sizeof d->spool, "spool=%s/spool", d->dir);
+    d->delay_ms = delay_ms;
+    pthread_mutex_init(&d->mu, NULL);
+    d->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(d->fd >= 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", d->sock);
+    assert_int_equal(bind(d->fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(d->fd, 16), 0);
+    assert_int_equal(pthread_create(&d->th, NULL, daemon_main, d), 0);
+    g_log[0] = '\0';
+    memset(g_opt, 0, sizeof g_opt);
+    g_ctx = S_CTX_JOB_SCRIPT;
+}
+
+static void daemon_stop(fake_node *d)
+{
+    d->stop = 1;
+    pthread_join(d->th, NULL);
+    close(d->fd);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
+    assert_int_equal(system(cmd), 0);
+    pthread_mutex_destroy(&d->mu);
+}
+
+/* The job prolog with the plugstack arguments given (url= and spool= of d first). */
+static int prolog(fake_node *d, const char *extra)
+{
+    char *av[3] = {d->url, d->spool, (char *)extra};
+    setenv("SLURM_JOB_GPUS", "0,1", 1);
+    return slurm_spank_job_prolog(NULL, extra ? 3 : 2, av);
+}
+
+/* ---- tests ---- */
+
+/* What passes the submission check is what the daemon gets: 0.9999999 went out as "sla":1
+ * (%.6g), which the daemon refuses, so the job ran unmanaged. */
+static void test_values_sent_exactly(void **state)
+{
+    fake_node d;
+    daemon_start(&d, 0);
+    g_opt[1] = "0.9999999";
+    g_opt[2] = "1.234567";
+    assert_int_equal(pfi_options[0].cb(1, g_opt[1], 0), 0);
+    assert_int_equal(pfi_options[1].cb(2, g_opt[2], 0), 0);
+    assert_int_equal(prolog(&d, NULL), 0);
+    assert_non_null(strstr(d.reqs, "\"sla\":0.9999999,"));
+    assert_non_null(strstr(d.reqs, "\"weight\":1.234567,"));
+    /* A short value stays short (the shortest text that reads back as the same double). */
+    g_opt[1] = "0.3";
+    g_opt[2] = NULL;
+    assert_int_equal(prolog(&d, NULL), 0);
+    assert_non_null(strstr(d.reqs, "\"sla\":0.3,"));
+    /* The site default too: with 0.9999999 every job without --power-sla was refused. */
+    g_opt[1] = NULL;
+    assert_int_equal(prolog(&d, "default_sla=0.99999999"), 0);
+    assert_non_null(strstr(d.reqs, "\"sla\":0.99999999,"));
+    assert_int_equal(d.n_req, 3);
+    daemon_stop(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_values_sent_exactly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -42,6 +42,20 @@ grep -q '"tokens_per_s"' "$T/run.json" || fail "run json has tokens_per_s"
 # --- bad input: clear message, non-zero exit ------------------------------------------------
 "$PFI" sim run --cap 150 2>"$T/err" && fail "cap below the minimum accepted"
 grep -q "150 W is outside" "$T/err" || fail "cap message: $(cat "$T/err")"
+# sim job --truth refuses a cap the GPU cannot take, in sim curve's words and exit status (it
+# printed figures for any number: 1236 W drawn by a 700 W H200 at a 5000 W cap, exit 0).
+"$PFI" sim curve --caps 5000:700:100 2>"$T/curve.err"; st=$?
+[ $st = 2 ] || fail "sim curve --caps 5000:700:100: exit $st $(cat "$T/curve.err")"
+want=$(sed 's/^pfi sim curve: //' "$T/curve.err")
+"$PFI" sim job --truth 700,5000 >"$T/out" 2>"$T/err"; st=$?
+[ $st = 2 ] && [ ! -s "$T/out" ] && [ "$(cat "$T/err")" = "pfi sim job: $want" ] ||
+  fail "sim job --truth 700,5000: exit $st, $(cat "$T/out" "$T/err") (sim curve: $want)"
+for c in 0 -5 1e9 199; do
+  "$PFI" sim job --truth "$c" >"$T/out" 2>"$T/err"; st=$?
+  [ $st = 2 ] && grep -q "W is outside the H200-SXM's range 200-700 W" "$T/err" ||
+    fail "sim job --truth $c: exit $st, $(cat "$T/out" "$T/err")"
+done
+"$PFI" sim job --truth 200,700 >"$T/out" || fail "sim job --truth 200,700 (the range's ends)"
 "$PFI" gpus --sim no-such-preset 2>"$T/err" && fail "unknown preset accepted"
 grep -q "unknown simulator preset 'no-such-preset'" "$T/err" || fail "preset message: $(cat "$T/err")"
 printf '{"gpu": "B300", "gpus": 8}' >"$T/bad1.json"

@@ -164,6 +164,15 @@ static int truth(const char *preset, int job, const char *caps, int as_json)
     }
     if (pfi_parse_double_list(caps, w, PFI_MAX_LEVELS, &n, &err) != PFI_OK)
         goto out;
+    /* As sim curve checks (half a watt of slack for rounded input): the simulator would give
+     * figures for any number, 1236 W drawn by a 700 W GPU at a 5000 W cap. */
+    const pfi_gpu_model *g = &cfg->gpu;
+    for (int i = 0; i < n; i++)
+        if (!(w[i] >= g->min_limit_w - 0.5 && w[i] <= g->max_limit_w + 0.5)) {
+            pfi_err_set(&err, PFI_ERANGE, "cap %.0f W is outside the %s's range %.0f-%.0f W",
+                        w[i], g->name, g->min_limit_w, g->max_limit_w);
+            goto out;
+        }
     json_t *arr = json_array();
     for (int i = 0; i < n; i++) {
         pfi_sim_steady st;

@@ -126,7 +126,7 @@ static void serve_one(fake_node *d, int c)
     d->n_req++;
     pthread_mutex_unlock(&d->mu);
     const char *ans = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
-    ssize_t w = write(c, ans, strlen(ans));
+    ssize_t w = send(c, ans, strlen(ans), MSG_NOSIGNAL); /* the plugin may have given up */
     (void)w;
 }
 
@@ -215,10 +215,61 @@ static void test_values_sent_exactly(void **state)
     daemon_stop(&d);
 }
 
+static double elapsed_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static int spooled(const fake_node *d)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "ls '%s/spool' | wc -l", d->dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    assert_non_null(p);
+    assert_int_equal(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+/* The spooled deregistrations a prolog sends first take one timeout in all: a daemon that
+ * answers each just in time (0.3 s here, timeout 1 s) held a job's start one answer per
+ * spooled job, up to 64 timeouts.  What is left goes at the next prolog or epilog. */
+static void test_spool_deadline(void **state)
+{
+    fake_node d;
+    daemon_start(&d, 300);
+    char path[192];
+    snprintf(path, sizeof path, "%s/spool", d.dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    for (int i = 0; i < 12; i++) {
+        snprintf(path, sizeof path, "%s/spool/%d", d.dir, 100 + i);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fclose(f);
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(prolog(&d, "timeout=1"), 0);
+    double took = elapsed_since(&t0);
+    int left = spooled(&d);
+    /* 12 answers at 0.3 s would be 3.6 s; within 1 s, at most 3 and a cut one. */
+    assert_true(left >= 8 && left < 12);
+    assert_true(took < 2.5);
+    assert_non_null(strstr(d.reqs, "POST /v1/jobs {\"id\":\"4242\""));
+    assert_int_equal(slurm_spank_job_epilog(NULL, 3, (char *[]){d.url, d.spool, "timeout=1"}),
+                     0);
+    assert_true(spooled(&d) < left);
+    daemon_stop(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_sent_exactly),
+        cmocka_unit_test(test_spool_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@
  *                  and let the job run.  A 4xx answer to the job's own request (a bad option, a
  *                  GPU still held) never fails the prolog: the job runs unmanaged and the log
  *                  says why
- *   timeout=SEC    per request (default 3)
+ *   timeout=SEC    per request (default 3), and for all the spooled retries of one prolog or epilog
  *   spool=DIR      where a deregistration that failed waits to be retried ("%n" as above;
  *                  default /var/lib/pfi/spank, made 0700 if missing)
  *
@@ -76,7 +76,7 @@ typedef struct conf {
     char spool[URL_MAX];
     double default_sla; /* < 0: none */
     int required;
-    long timeout_s;
+    long timeout_ms; /* per request */
 } conf;
 
 static int parse_num(const char *s, double lo, double hi, double *out)
@@ -201,7 +201,7 @@ static int parse_conf(int ac, char **av, conf *c)
     snprintf(c->spool, sizeof c->spool, "/var/lib/pfi/spank");
     c->default_sla = -1;
     c->required = 0;
-    c->timeout_s = 3;
+    c->timeout_ms = 3000;
     for (int i = 0; i < ac; i++) {
         const char *a = av[i];
         double v;
@@ -216,7 +216,7 @@ static int parse_conf(int ac, char **av, conf *c)
         } else if (!strcmp(a, "required=0") || !strcmp(a, "required=1")) {
             c->required = a[9] == '1';
         } else if (!strncmp(a, "timeout=", 8) && parse_num(a + 8, 0.1, 60, &v) == 0) {
-            c->timeout_s = (long)(v + 0.999);
+            c->timeout_ms = (long)(v * 1000 + 0.5);
         } else {
             slurm_error("pfi: plugstack.conf: unknown or malformed argument '%s' (expected "
                         "url=, token=, default_sla=, required=0|1, timeout=, spool=/DIR)",
@@ -285,9 +285,10 @@ static size_t sink(char *ptr, size_t size, size_t nmemb, void *ud)
     return size * nmemb;
 }
 
-/* One request to the node daemon.  Returns the HTTP status, or -1 with why in errbuf. */
+/* One request to the node daemon.  Returns the HTTP status, or -1 with why in errbuf; took_ms
+ * (when not NULL) gets the time it took, as curl measured it. */
 static long request(const conf *c, const char *node, const char *method, const char *path,
-                    const char *body, char *errbuf, size_t errcap)
+                    const char *body, char *errbuf, size_t errcap, long *took_ms)
 {
     char base[URL_MAX], url[URL_MAX + 128], tokpath[URL_MAX], hdr[600];
     char reply[512] = "";
@@ -332,13 +333,16 @@ static long request(const conf *c, const char *node, const char *method, const c
     curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
     if (body)
         curl_easy_setopt(cu, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(cu, CURLOPT_TIMEOUT, c->timeout_s);
-    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT, c->timeout_s);
+    curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
     curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(cu, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, sink);
     curl_easy_setopt(cu, CURLOPT_WRITEDATA, reply);
     CURLcode rc = curl_easy_perform(cu);
+    curl_off_t us = 0;
+    if (took_ms && curl_easy_getinfo(cu, CURLINFO_TOTAL_TIME_T, &us) == CURLE_OK)
+        *took_ms = (long)(us / 1000);
     long status = -1;
     if (rc == CURLE_OK) {
         curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
@@ -461,8 +465,11 @@ static int untold(long st)
     return st < 400 || st >= 500 || st == 401 || st == 403;
 }
 
-/* Sends the spooled deregistrations (at most 64 a call); stops at the first the daemon does
- * not answer, so a daemon that is down costs one timeout, not one per spooled job. */
+/* Sends the spooled deregistrations (at most 64 a call) within one timeout in all, the last
+ * request cut to what is left: they run before the job's own request, and a slow daemon that
+ * answered each just in time held the job's start up to 64 timeouts.  Stops too at the first
+ * the daemon does not answer, so a daemon that is down costs one timeout.  What is left waits
+ * in the spool for the next prolog or epilog on the node. */
 static void spool_retry(const conf *c)
 {
     char dir[URL_MAX];
@@ -472,6 +479,8 @@ static void spool_retry(const conf *c)
     if (!d)
         return;
     struct dirent *e;
+    conf r = *c;
+    long spent_ms = 0;
     for (int n = 0; n < 64 && (e = readdir(d));) {
         const char *name = e->d_name;
         if (!*name || strspn(name, "0123456789") != strlen(name) || strlen(name) > 10)
@@ -479,10 +488,15 @@ static void spool_retry(const conf *c)
         unsigned long long id = strtoull(name, NULL, 10);
         if (id == 0 || id > UINT32_MAX)
             continue;
+        r.timeout_ms = c->timeout_ms - spent_ms;
+        if (r.timeout_ms <= 0)
+            break;
         n++;
         char path[64], file[URL_MAX + 16], why[700] = "";
         snprintf(path, sizeof path, "/v1/jobs/%llu", id);
-        long st = request(c, node_name(), "DELETE", path, NULL, why, sizeof why);
+        long took_ms = r.timeout_ms;
+        long st = request(&r, node_name(), "DELETE", path, NULL, why, sizeof why, &took_ms);
+        spent_ms += took_ms > 0 ? took_ms : 1;
         int done = st == 404 || (st >= 200 && st < 300);
         if (!done && untold(st))
             break;
@@ -627,7 +641,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         return outcome(&c, id, "registration", UNMANAGED, "request too large");
 
     char why[700] = "";
-    long st = request(&c, node_name(), "POST", "/v1/jobs", body, why, sizeof why);
+    long st = request(&c, node_name(), "POST", "/v1/jobs", body, why, sizeof why, NULL);
     if ((st < 200 || st >= 300) && !untold(st)) {
         /* The daemon heard the job and refused it (a value it does not accept, a GPU still
          * held): draining the node would not help, so required=1 does not apply. */
@@ -653,7 +667,7 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
         return ret;
     char path[64], why[700] = "";
     snprintf(path, sizeof path, "/v1/jobs/%u", id);
-    long st = request(&c, node_name(), "DELETE", path, NULL, why, sizeof why);
+    long st = request(&c, node_name(), "DELETE", path, NULL, why, sizeof why, NULL);
     /* 404: the daemon never knew the job (it was down at the prolog): nothing to restore. */
     if (st == 404 || (st >= 200 && st < 300)) {
         slurm_info("pfi: job %u deregistered on %s", id, node_name());

@@ -215,6 +215,35 @@ static void test_values_sent_exactly(void **state)
     daemon_stop(&d);
 }
 
+/* --power-log expands %j and %% only: Slurm's other patterns (%A_%a for an array) stayed in
+ * the path as they were, so each task was told to follow a file that never exists.  Refused at
+ * submission, saying what is expanded; one that reaches the prolog anyway (a job submitted
+ * without the plugin) is registered without it. */
+static void test_log_patterns(void **state)
+{
+    const char *bad[] = {"/scratch/train-%A_%a.log", "/s/%x-%u.log", "/s/%N", "/s/50%",
+                         "/s/%5j", "/s/%%%a"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        g_log[0] = '\0';
+        assert_int_equal(pfi_options[2].cb(3, bad[i], 0), -1);
+        assert_non_null(strstr(g_log, "is not expanded: only %j (the job id; each array task "
+                                      "has its own) and %% (a %) are"));
+    }
+    assert_non_null(strstr(g_log, "'%a' is not expanded"));
+    assert_int_equal(pfi_options[2].cb(3, "/s/train-%j-%%A.log", 0), 0);
+
+    fake_node d;
+    daemon_start(&d, 0);
+    g_opt[3] = "/s/%A_%a.log";
+    assert_int_equal(prolog(&d, NULL), 0);
+    assert_null(strstr(d.reqs, "\"log\""));
+    assert_non_null(strstr(g_log, "registered without it"));
+    g_opt[3] = "/s/train-%j-%%A.log";
+    assert_int_equal(prolog(&d, NULL), 0);
+    assert_non_null(strstr(d.reqs, "\"log\":\"/s/train-4242-%A.log\""));
+    daemon_stop(&d);
+}
+
 static double elapsed_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -270,6 +299,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_sent_exactly),
         cmocka_unit_test(test_spool_deadline),
+        cmocka_unit_test(test_log_patterns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
  * /v1/jobs: id, GPUs, SLA, weight, log) with the local node daemon, and the job epilog
  * deregisters it (DELETE /v1/jobs/{id}), so the daemon restores those GPUs.  The log is the
  * file the job writes its training log to, which the daemon follows for its throughput; %j in
- * it stands for the job id.
+ * it stands for the job id, %% for a %, and no other pattern is taken.
  *
  * Why the job prolog/epilog hooks (S_CTX_JOB_SCRIPT) and not user_init or task_init_privileged:
  *   - they run once per job per node, not once per step or per task, so a batch script with
@@ -66,8 +66,9 @@ static struct spank_option pfi_options[] = {
     {"power-weight", "W", "pfi: weight of this job's throughput when power is shared (> 0)", 1, 2,
      opt_cb},
     {"power-log", "PATH",
-     "pfi: the job's training log (absolute path; %j: the job id), read for its throughput", 1,
-     3, opt_cb},
+     "pfi: the job's training log (absolute path; %j: the job id, %%: a %, no other pattern), "
+     "read for its throughput",
+     1, 3, opt_cb},
     SPANK_OPTIONS_TABLE_END};
 
 typedef struct conf {
@@ -136,11 +137,26 @@ static size_t log_len_max(const char *s)
     return n;
 }
 
-/* An absolute path without control characters that fits the daemon's limit with every %j
- * expanded to the longest job id. */
+/* The first '%' of s that is not %j or %%, or NULL.  Only those two are expanded: Slurm's other
+ * output patterns (%A_%a, %x, %u, ...) stayed in the path as they were, so every task of an
+ * array was given the same file, one that never exists. */
+static const char *log_bad_pattern(const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        if (p[0] != '%')
+            continue;
+        if (p[1] != 'j' && p[1] != '%')
+            return p;
+        p++;
+    }
+    return NULL;
+}
+
+/* An absolute path without control characters or patterns other than %j and %% that fits the
+ * daemon's limit with every %j expanded to the longest job id. */
 static int log_ok(const char *s)
 {
-    if (s[0] != '/' || log_len_max(s) > LOG_MAX)
+    if (s[0] != '/' || log_bad_pattern(s) || log_len_max(s) > LOG_MAX)
         return 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
@@ -151,8 +167,15 @@ static int log_ok(const char *s)
 static int opt_cb(int val, const char *optarg, int remote)
 {
     double v;
+    const char *bad;
     if (!optarg)
         return -1;
+    if (val == 3 && (bad = log_bad_pattern(optarg))) {
+        slurm_error("pfi: --power-log=%s: '%.2s' is not expanded: only %%j (the job id; each "
+                    "array task has its own) and %%%% (a %%) are",
+                    optarg, bad);
+        return -1;
+    }
     if (val == 3 && !log_ok(optarg)) {
         slurm_error("pfi: --power-log=%s: expected an absolute path without control "
                     "characters, at most %d bytes once each %%j is replaced by a %d-digit job id",
@@ -627,8 +650,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
      * submitted without the plugin): the job is registered without it, not left unmanaged. */
     char log[2 * LOG_MAX + 2] = "";
     if (log_s && (!log_ok(log_s) || log_json(log_s, id, log, sizeof log) != 0)) {
-        slurm_error("pfi: job %u: --power-log=%s is not a usable path (absolute, at most %d "
-                    "bytes with %%j expanded): registered without it",
+        slurm_error("pfi: job %u: --power-log=%s is not a usable path (absolute, no pattern but "
+                    "%%j and %%%%, at most %d bytes with %%j expanded): registered without it",
                     id, log_s, LOG_MAX);
         log[0] = '\0';
     }

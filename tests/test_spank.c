@@ -244,6 +244,45 @@ static void test_log_patterns(void **state)
     daemon_stop(&d);
 }
 
+/* An srun inside an allocation reads the options, but the job was registered at its
+ * allocation: a step's value that differs from the job's was dropped without a word.  srun also
+ * reads the job's own values from the job's environment: no warning for those. */
+static void test_step_options(void **state)
+{
+    const char *env = "SLURM_SPANK__SLURM_SPANK_OPTION_pfi_power_sla";
+    g_ctx = S_CTX_LOCAL;
+    unsetenv(env);
+    setenv("SLURM_JOB_ID", "77", 1);
+    g_log[0] = '\0';
+    assert_int_equal(pfi_options[0].cb(1, "0.05", 0), 0);
+    assert_non_null(strstr(g_log, "pfi: warning: --power-sla=0.05 is ignored on a step of job "
+                                  "77 (the job was submitted without it): pfi takes it when "
+                                  "the job is submitted (sbatch, salloc, or an srun that "
+                                  "creates the job)"));
+    g_log[0] = '\0';
+    assert_int_equal(pfi_options[2].cb(3, "/s/%j.log", 0), 0);
+    assert_non_null(strstr(g_log, "--power-log=/s/%j.log is ignored on a step of job 77"));
+    setenv(env, "0.2", 1);
+    g_log[0] = '\0';
+    assert_int_equal(pfi_options[0].cb(1, "0.2", 0), 0);
+    assert_string_equal(g_log, "");
+    assert_int_equal(pfi_options[0].cb(1, "0.3", 0), 0);
+    assert_non_null(strstr(g_log, "--power-sla=0.3 is ignored on a step of job 77 (the job "
+                                  "keeps --power-sla=0.2)"));
+    /* Not a step: in slurmstepd (remote), sbatch or salloc (a new job, even inside one), or an
+     * srun that creates its job. */
+    g_log[0] = '\0';
+    assert_int_equal(pfi_options[0].cb(1, "0.05", 1), 0);
+    g_ctx = S_CTX_ALLOCATOR;
+    assert_int_equal(pfi_options[0].cb(1, "0.05", 0), 0);
+    g_ctx = S_CTX_LOCAL;
+    unsetenv("SLURM_JOB_ID");
+    assert_int_equal(pfi_options[0].cb(1, "0.05", 0), 0);
+    assert_string_equal(g_log, "");
+    unsetenv(env);
+    g_ctx = S_CTX_JOB_SCRIPT;
+}
+
 static double elapsed_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -300,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_values_sent_exactly),
         cmocka_unit_test(test_spool_deadline),
         cmocka_unit_test(test_log_patterns),
+        cmocka_unit_test(test_step_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 /* pfi_spank.c: the SPANK plugin that tells each node's `pfi serve` which GPUs a Slurm job holds.
  *
  * Users add `--power-sla=<max slowdown>`, `--power-weight=<w>` and `--power-log=<path>` to
- * srun/sbatch/salloc.  On every node of the job, slurmd's job prolog registers the job (POST
+ * sbatch/salloc, or to an srun that creates the job (a step's are ignored, with a warning).
+ * On every node of the job, slurmd's job prolog registers the job (POST
  * /v1/jobs: id, GPUs, SLA, weight, log) with the local node daemon, and the job epilog
  * deregisters it (DELETE /v1/jobs/{id}), so the daemon restores those GPUs.  The log is the
  * file the job writes its training log to, which the daemon follows for its throughput; %j in
@@ -164,6 +165,34 @@ static int log_ok(const char *s)
     return 1;
 }
 
+/* A step's options (an srun inside an sbatch script or a salloc shell) reach no prolog: the job
+ * was registered when it was allocated, with the options given then, and a step's were dropped
+ * without a word.  srun inherits SLURM_JOB_ID only inside an allocation: one that creates its
+ * own job has none yet when it reads its options.  Inside, srun also reads the job's own
+ * options from the job's environment (Slurm's name for them below): those are in effect, so
+ * only a value that differs is said to be ignored. */
+static void warn_step(int val, const char *optarg)
+{
+    const char *job = getenv("SLURM_JOB_ID");
+    if (spank_context() != S_CTX_LOCAL || !job || !*job)
+        return;
+    const char *name = pfi_options[val - 1].name;
+    char env[96];
+    snprintf(env, sizeof env, "SLURM_SPANK__SLURM_SPANK_OPTION_pfi_%s", name);
+    for (char *p = env; *p; p++)
+        if (*p == '-')
+            *p = '_';
+    const char *had = getenv(env);
+    if (had && !strcmp(had, optarg))
+        return;
+    slurm_spank_log("pfi: warning: --%s=%s is ignored on a step of job %s (%s%s%s%s): pfi takes "
+                    "it when the job is submitted (sbatch, salloc, or an srun that creates the "
+                    "job)",
+                    name, optarg, job,
+                    had ? "the job keeps --" : "the job was submitted without it",
+                    had ? name : "", had ? "=" : "", had ? had : "");
+}
+
 static int opt_cb(int val, const char *optarg, int remote)
 {
     double v;
@@ -191,6 +220,8 @@ static int opt_cb(int val, const char *optarg, int remote)
                     "1000000", optarg);
         return -1;
     }
+    if (!remote)
+        warn_step(val, optarg);
     return 0;
 }
 

@@ -283,6 +283,17 @@ static void test_step_options(void **state)
     g_ctx = S_CTX_JOB_SCRIPT;
 }
 
+/* The help (sbatch --help) says the range the option takes, as its refusal does: it said
+ * "(> 0)" and 0.0000001 was refused. */
+static void test_help_ranges(void **state)
+{
+    g_log[0] = '\0';
+    assert_int_equal(pfi_options[1].cb(2, "0.0000001", 0), -1);
+    assert_non_null(strstr(g_log, "from 0.000001 to 1000000"));
+    assert_non_null(strstr(pfi_options[1].usage, "(0.000001 to 1000000)"));
+    assert_non_null(strstr(pfi_options[0].usage, "in [0, 1)"));
+}
+
 static double elapsed_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -340,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_spool_deadline),
         cmocka_unit_test(test_log_patterns),
         cmocka_unit_test(test_step_options),
+        cmocka_unit_test(test_help_ranges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,7 +64,8 @@ static struct spank_option pfi_options[] = {
     {"power-sla", "SLOWDOWN",
      "pfi: largest slowdown this job accepts under a power cut, in [0, 1) (e.g. 0.1 = 10%)", 1, 1,
      opt_cb},
-    {"power-weight", "W", "pfi: weight of this job's throughput when power is shared (> 0)", 1, 2,
+    {"power-weight", "W",
+     "pfi: weight of this job's throughput when power is shared (0.000001 to 1000000)", 1, 2,
      opt_cb},
     {"power-log", "PATH",
      "pfi: the job's training log (absolute path; %j: the job id, %%: a %, no other pattern), "

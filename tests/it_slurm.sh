@@ -7,7 +7,9 @@
 # plugin; a 30% site cut must reach every node with the site never over budget at any sampled
 # instant and every SLA held; ended jobs must be deregistered; removing the budget must restore
 # every cap; a job on a node whose daemon is down must still run; a job that ends while its
-# node's daemon is down must be deregistered (the spool) before the next job on its GPUs.
+# node's daemon is down must be deregistered (the spool) before the next job on its GPUs; an SLA
+# of 0.9999999 must reach the daemon as given, a step's own --power-sla must be warned of, and
+# --power-log with %A_%a refused at submission.
 # Needs root (slurmd, munged); installs Slurm (and curl, python3 for the checks) with apt-get
 # when missing.
 set -u
@@ -455,4 +457,30 @@ grep -q "job $jc: registration refused, the job runs without power management.*H
 curl -sf --max-time 5 --unix-socket "$T/pfin2.sock" -H "Authorization: Bearer $TOK" \
   -X DELETE http://localhost/v1/jobs/blocker >/dev/null || fail "could not remove the blocking job"
 echo "required=1: job $jc refused by its daemon (409) ran unmanaged, pfin2 stayed in service"
+# ---- what was accepted is what is sent; a step's options; log patterns ----
+# 0.9999999 passed the check (< 1) and went out as 1 (%.6g), which the daemon refuses; a step's
+# --power-sla was dropped without a word; --power-log kept %A_%a as it was.
+jd=$(sbatch --parsable -N1 -w pfin1 --gres=gpu:1 --power-sla=0.9999999 -o "$T/jd.out" \
+  --wrap 'srun --power-sla=0.9999999 true; srun --power-sla=0.05 true; sleep 600') || fail "sbatch jd"
+i=0
+until node_get pfin1 /v1/jobs | python3 -c '
+import json, sys
+j = [x for x in json.load(sys.stdin)["jobs"] if str(x["id"]) == sys.argv[1]]
+assert j and abs(j[0]["sla"] - 0.9999999) < 1e-12, j' "$jd" 2>/dev/null; do
+  i=$((i + 1))
+  [ $i -lt 60 ] || fail "job $jd not registered with sla 0.9999999: $(node_get pfin1 /v1/jobs) $(grep "job $jd" "$T/slurm/log/slurmd-pfin1.log")"
+  sleep 0.5
+done
+i=0
+until grep -qF "pfi: warning: --power-sla=0.05 is ignored on a step of job $jd (the job keeps --power-sla=0.9999999)" "$T/jd.out" 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 60 ] || fail "no warning for a step's --power-sla: $(cat "$T/jd.out")"; sleep 0.5
+done
+[ "$(grep -c 'pfi: warning' "$T/jd.out")" = 1 ] || fail "a warning for the job's own value: $(cat "$T/jd.out")"
+scancel "$jd"
+if sbatch --parsable --array=1-2 -N1 --gres=gpu:1 --power-log='/scratch/train-%A_%a.log' -o /dev/null --wrap true >"$T/bad-log.out" 2>&1; then
+  fail "--power-log with %A_%a accepted: $(cat "$T/bad-log.out")"
+fi
+grep -qF "'%A' is not expanded: only %j (the job id; each array task has its own) and %% (a %) are" "$T/bad-log.out" ||
+  fail "no reason for the refused %A: $(cat "$T/bad-log.out")"
+echo "job $jd registered with sla 0.9999999 as given; its step's --power-sla=0.05 warned of; %A_%a refused"
 echo "it_slurm: ok"

@@ -224,6 +224,50 @@ static void test_optimal_nonconcave(void **state)
     optimality_run(0, 0, 300, 2);
 }
 
+/* Jobs of equal GPU counts (a fleet of 8-GPU jobs) spend only multiples of 8 units: a budget
+ * that is not one left a remainder no plan can use, which the bound counted, and the search
+ * ran to its work limit (10^5-10^6 nodes, "not proven optimal") for a plan found at once.  The
+ * solve is now proven optimal in a few nodes, with the plan of the budget rounded down. */
+static void test_uniform_gpu_counts(void **state)
+{
+    (void)state;
+    enum { N = 40, NP = 6 };
+    static double caps[N][NP], tput[N][NP];
+    static pfi_alloc_job jobs[N];
+    static char ids[N][8];
+    rng_state = 11;
+    for (int g = 2; g <= 8; g *= 2) {
+        double top = 0;
+        for (int j = 0; j < N; j++) {
+            double k = 80 + 300 * urand(), c = 50 + 100 * urand();
+            for (int i = 0; i < NP; i++) {
+                caps[j][i] = 200 + 100 * i;
+                tput[j][i] = c * (1 - exp(-(caps[j][i] - 100) / k));
+            }
+            snprintf(ids[j], sizeof ids[j], "j%d", j);
+            jobs[j] = (pfi_alloc_job){.id = ids[j], .n_gpus = g, .n_points = NP,
+                                      .cap_w = caps[j], .tput = tput[j], .min_cap_w = 200,
+                                      .max_cap_w = 700, .p0_w = 700, .t0 = NAN, .sla = NAN,
+                                      .weight = 1};
+            top += g * 700.0;
+        }
+        pfi_alloc_opts o;
+        pfi_alloc_opts_default(&o);
+        o.rel_gap = 0;
+        double budget = floor(0.7 * top / g) * g + g - 1; /* g - 1 W no plan can spend */
+        pfi_alloc_result r, d;
+        pfi_err e = {0};
+        assert_int_equal(pfi_alloc_solve(jobs, N, budget, &o, &r, &e), PFI_OK);
+        assert_int_equal(pfi_alloc_solve(jobs, N, budget - (g - 1), &o, &d, &e), PFI_OK);
+        if (!r.optimal || r.nodes > 100)
+            fail_msg("%d GPUs each: optimal %d after %lld nodes", g, r.optimal, r.nodes);
+        assert_true(fabs(r.value - d.value) <= 1e-9 * d.value);
+        check_budget(jobs, &r, budget);
+        pfi_alloc_result_free(&r);
+        pfi_alloc_result_free(&d);
+    }
+}
+
 static void test_optimal_collinear(void **state)
 {
     optimality_run(2, 0, 300, 5);
@@ -312,9 +356,11 @@ static void test_known_answer(void **state)
 }
 
 /* The bound of an optimal answer is value + 1e-11 x the sum of each job's largest |hull vertex|
- * (the tolerance's scale; with no relative gap) when the relaxation gains more than that: two
- * jobs of 3 GPUs whose budget leaves one grid unit, a third of a step (the relaxation takes it,
- * no cap can).  The largest vertex is a flat tail's first point, the top of a rising curve,
+ * (the tolerance's scale; with no relative gap) when the relaxation gains more than that, and
+ * between the value and that otherwise: jobs of 3 and 2 GPUs at budgets 1 to 295 W above
+ * 3 x 150 + 2 x 200 W, among which every case meets one where the relaxation gains a fraction
+ * of a step no cap can take.  (Two jobs of 3 GPUs and one unit left made that gap before; that
+ * unit is no longer counted: every total is a multiple of 3.)  The largest vertex is a flat tail's first point, the top of a rising curve,
  * the range's end inside a segment, or a falling curve's first point; weights scale it; the
  * jobs are summed in order. */
 static void test_bound_scale(void **state)
@@ -328,15 +374,12 @@ static void test_bound_scale(void **state)
         double hi = c / 2 % 2 ? 330 : 350, w = isnan(wt[c / 4 % 2]) ? 1 : wt[c / 4 % 2];
         pfi_alloc_job jobs[2] = {
             {"a", 3, 100, hi, caps, t, 6, 300, NAN, NAN, wt[c / 4 % 2]},
-            {"b", 3, 100, 350, caps, rise, 6, 300, NAN, NAN, NAN},
+            {"b", 2, 100, 350, caps, rise, 6, 300, NAN, NAN, NAN},
         };
-        pfi_alloc_result r;
         pfi_err e = {0};
         pfi_alloc_opts o;
         pfi_alloc_opts_default(&o);
         o.rel_gap = 0; /* the tolerance is then the scale's alone */
-        assert_int_equal(pfi_alloc_solve(jobs, 2, 3 * (100 + 100 + 50) + 1, &o, &r, &e), PFI_OK);
-        assert_true(r.optimal);
         /* job a's largest vertex: its curve's largest value in its range (at 330 W the rising
          * curve is 300 + 10 x 30 / 50) */
         double top_a = c >= 8 ? 300 : c % 2 ? 230
@@ -344,10 +387,21 @@ static void test_bound_scale(void **state)
         double scale = 0;
         scale += w * top_a;
         scale += 310;
-        if (r.upper_bound != r.value + 1e-11 * scale)
-            fail_msg("case %d: bound %a, value %a + 1e-11 x %a = %a", c, r.upper_bound, r.value,
-                     scale, r.value + 1e-11 * scale);
-        pfi_alloc_result_free(&r);
+        int gaps = 0;
+        for (int left = 1; left <= 300; left += 7) {
+            pfi_alloc_result r;
+            assert_int_equal(pfi_alloc_solve(jobs, 2, 3 * 150 + 2 * 200 + left, &o, &r, &e), PFI_OK);
+            assert_true(r.optimal);
+            /* the bound is the relaxation's, capped at value + the tolerance: exactly that
+             * whenever the relaxation gains more */
+            gaps += r.upper_bound == r.value + 1e-11 * scale;
+            if (!(r.upper_bound >= r.value && r.upper_bound <= r.value + 1e-11 * scale))
+                fail_msg("case %d, %d W left: bound %a, value %a + 1e-11 x %a = %a", c, left,
+                         r.upper_bound, r.value, scale, r.value + 1e-11 * scale);
+            pfi_alloc_result_free(&r);
+        }
+        if (!gaps)
+            fail_msg("case %d: no budget left a gap: the scale is not tested", c);
     }
 }
 
@@ -981,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_known_answer),   cmocka_unit_test(test_optimal_concave),
         cmocka_unit_test(test_bound_scale),
         cmocka_unit_test(test_optimal_nonconcave), cmocka_unit_test(test_optimal_collinear),
+        cmocka_unit_test(test_uniform_gpu_counts),
         cmocka_unit_test(test_collinear_wide), cmocka_unit_test(test_optimal_with_sla),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_duplicate_ids),      cmocka_unit_test(test_infeasible_modes),
         cmocka_unit_test(test_error_order),     cmocka_unit_test(test_on_grid_hulls),

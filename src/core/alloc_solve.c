@@ -2727,6 +2727,27 @@ static int result_arrays(pfi_alloc_result *res, pfi_alloc_result *old, int n)
 
 /* steal: the workspace is used once; res takes the arrays pfi_alloc_prepare allocated.  old
  * (NULL: none): an earlier result whose arrays res may take (result_arrays). */
+/* The largest total of budget units the jobs can spend within bu: every job's power is its
+ * GPU count times a whole number of units, so every total is a multiple of the counts' gcd.
+ * The rest can never be spent, yet the relaxation's bound counted it: on a fleet of 8-GPU jobs
+ * under a budget that is no multiple of 8 units the bound never met the best plan, and the
+ * search ran to its work limit (10^6 nodes, a second, "not proven optimal") for a plan found at
+ * once.  Stops at a gcd of 1, the usual mixed fleet, after a few jobs. */
+static long long reachable_units(const solver *S, long long bu)
+{
+    long long g = 0;
+    for (int j = 0; j < S->n && g != 1; j++) {
+        long long a = S->ng[j], b = g;
+        while (b) {
+            long long t = a % b;
+            a = b;
+            b = t;
+        }
+        g = a;
+    }
+    return g > 1 ? bu - bu % g : bu;
+}
+
 static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int steal,
                     pfi_alloc_result *old, pfi_err *err)
 {
@@ -2766,7 +2787,7 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     res->min_budget_nosla_w = w->prep.min_budget_nosla_w;
     res->sla_extra = w->prep.sla_extra;
     res->n_sla_dropped = w->prep.n_sla_dropped;
-    S->bu = bu;
+    S->bu = reachable_units(S, bu);
     S->nomem = 0;
     S->max_work = o->max_work;
     S->fill_whole = o->fill_whole;

@@ -93,14 +93,26 @@ bad unknown-policy "unknown policy" --jobs "$jobs" --budget 70% --policy fastest
 bad no-file "no-such" --jobs "$dir/no-such.json" --budget 70% --policy oracle
 
 # --sla ID=X for one job wins over --sla X for every job whichever comes first (a global --sla
-# after it replaced it); one job, or every job, given two values is refused (one was lost)
+# after it replaced it), and a job's own SLA in the file (the first job's 10%) over --sla X;
+# one job, or every job, given two values is refused (one was lost)
 for order in "--sla gpt-1.3b-sweep=2% --sla 50%" "--sla 50% --sla gpt-1.3b-sweep=2%"; do
   # shellcheck disable=SC2086
   "$PFI_BIN" allocate --jobs "$jobs" --budget 100% --policy oracle $order --json \
     >"$dir/slas.json" || fail "allocate $order"
-  jq -e '[.jobs[] | .sla] == [0.5, 0.5, 0.02]' "$dir/slas.json" >/dev/null ||
+  jq -e '[.jobs[] | .sla] == [0.1, 0.5, 0.02]' "$dir/slas.json" >/dev/null ||
     fail "$order: SLAs $(jq -c '[.jobs[] | .sla]' "$dir/slas.json")"
 done
+# --sla X for every job is the default of the jobs without an SLA of their own: a jobs file's
+# sla_max_slowdown (a hard SLA) is kept; a 2% one became 50% without a word.
+printf '%s' '{"jobs":[{"id":"a","gpus":2,"sla_max_slowdown":0.02,"curve":{"cap_w":[100,200],"tput":[50,100]}},{"id":"b","gpus":1,"curve":{"cap_w":[100,300],"tput":[10,90]}}]}' >"$dir/own-sla.json"
+"$PFI_BIN" allocate --jobs "$dir/own-sla.json" --policy oracle --budget 600W --sla 50% --json >"$dir/own-sla.out" ||
+  fail "a jobs file with an SLA of its own under --sla"
+[ "$(jq -c '[.jobs[] | .sla]' "$dir/own-sla.out")" = "[0.02,0.5]" ] ||
+  fail "--sla 50% changed a job's own SLA: $(jq -c '[.jobs[] | {id, sla, cap_w}]' "$dir/own-sla.out")"
+"$PFI_BIN" allocate --jobs "$dir/own-sla.json" --policy oracle --budget 600W --sla a=30% --json >"$dir/own-sla.out" ||
+  fail "--sla ID= over a job's own SLA"
+[ "$(jq -c '[.jobs[] | .sla]' "$dir/own-sla.out")" = "[0.3,null]" ] ||
+  fail "--sla a=30% did not win over the job's own: $(jq -c '[.jobs[] | .sla]' "$dir/own-sla.out")"
 bad sla-twice "given twice" --jobs "$jobs" --budget 100% --policy oracle --sla 5% --sla 10%
 bad sla-job-twice "given twice" --jobs "$jobs" --budget 100% --policy oracle \
   --sla gpt-1.3b-sweep=5% --sla gpt-1.3b-sweep=10%

@@ -55,8 +55,12 @@ static int apply_slas(const pfi_strlist *l, pfi_alloc_set *s, pfi_err *err)
                 if (eq && (strncmp(s->truth[j].id, spec, (size_t)(eq - spec)) != 0 ||
                            s->truth[j].id[eq - spec] != '\0'))
                     continue;
-                s->truth[j].sla = s->pred[j].sla = v;
                 hit = 1;
+                /* The SLA of every job is the default of those without one: a jobs file's
+                 * sla_max_slowdown is a hard SLA, and a 2% one became 50% without a word. */
+                if (!eq && !isnan(s->truth[j].sla))
+                    continue;
+                s->truth[j].sla = s->pred[j].sla = v;
             }
             if (!hit)
                 return pfi_err_set(err, PFI_EINVAL, "--sla '%s': no such job", spec);
@@ -355,7 +359,8 @@ int pfi_cmd_allocate(int argc, char **argv)
         {"model", PFI_OPT_STR, &model_path, "FILE",
          "with --db: predict each run's curve from its baseline (pfi model train)"},
         {"sla", PFI_OPT_MULTI, &slas, "[ID=]SLOWDOWN",
-         "max slowdown, e.g. 5% for every job; ID=5% for one, which wins (repeatable)"},
+         "max slowdown, e.g. 5%, for every job without one of its own (a jobs file's "
+         "sla_max_slowdown wins); ID=5% for one, which wins over both (repeatable)"},
         {"on-infeasible", PFI_OPT_STR, &infeasible_s, "MODE",
          "budget below minimums+SLAs: fail (default), relax-sla, by-weight"},
         {"per-gpu", PFI_OPT_FLAG, &per_gpu, NULL,

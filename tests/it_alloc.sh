@@ -113,6 +113,22 @@ printf '%s' '{"jobs":[{"id":"a","gpus":2,"sla_max_slowdown":0.02,"curve":{"cap_w
   fail "--sla ID= over a job's own SLA"
 [ "$(jq -c '[.jobs[] | .sla]' "$dir/own-sla.out")" = "[0.3,null]" ] ||
   fail "--sla a=30% did not win over the job's own: $(jq -c '[.jobs[] | .sla]' "$dir/own-sla.out")"
+# The table cuts a long UTF-8 id (81 characters, 161 bytes) between characters and pads by
+# characters: valid UTF-8, and every row's columns under the header's (cut by bytes, the id
+# was cut inside a character; padded by bytes, each "é" took a column from the row).
+python3 -c "import json; print(json.dumps({'jobs': [{'id': 'x' + chr(233) * 80, 'gpus': 2, 'curve': {'cap_w': [100, 200], 'tput': [50, 100]}}, {'id': chr(233) + 'short', 'gpus': 1, 'curve': {'cap_w': [100, 200], 'tput': [50, 100]}}]}))" >"$dir/utf8.json"
+"$PFI_BIN" allocate --jobs "$dir/utf8.json" --policy oracle --budget 1000W >"$dir/utf8.out" || fail "allocate with UTF-8 ids"
+iconv -f utf-8 -t utf-8 "$dir/utf8.out" >/dev/null 2>&1 || fail "the table is not UTF-8: $(head -n 3 "$dir/utf8.out")"
+# the long id kept to 64 characters, both ends, and the GPU count's last digit under the
+# header's "gpus" (columns counted in characters)
+head -n 3 "$dir/utf8.out" | python3 -c "
+import sys
+lines = [l.rstrip('\\n') for l in sys.stdin]
+end = lines[0].index('gpus') + 3
+cut = lines[1].split()[0]
+ok = len(cut) == 64 and '...' in cut and cut.endswith(chr(233) * 31)
+sys.exit(0 if ok and all(len(l) > end + 1 and l[end].isdigit() and l[end + 1] == ' ' for l in lines[1:]) else 1)" ||
+  fail "the columns do not line up under UTF-8 ids: $(head -n 3 "$dir/utf8.out")"
 bad sla-twice "given twice" --jobs "$jobs" --budget 100% --policy oracle --sla 5% --sla 10%
 bad sla-job-twice "given twice" --jobs "$jobs" --budget 100% --policy oracle \
   --sla gpt-1.3b-sweep=5% --sla gpt-1.3b-sweep=10%

@@ -528,6 +528,31 @@ static void test_json(void **state)
     json_decref(a), json_decref(b), json_decref(c), json_decref(o), json_decref(s);
 }
 
+/* Table cells of UTF-8 text: counted in characters, cut between characters, padded so that
+ * the columns after them line up (an id of 40 "é" was cut inside a character: the table was no
+ * longer UTF-8). */
+static void test_text_fit(void **state)
+{
+    (void)state;
+    assert_int_equal(pfi_text_cols("abc"), 3);
+    assert_int_equal(pfi_text_cols("x\xc3\xa9\xc3\xa9"), 3); /* "xéé" */
+    char buf[256], id[128] = "x";
+    for (int i = 0; i < 40; i++)
+        strcat(id, "\xc3\xa9");
+    const char *c = pfi_text_fit(id, 20, buf, sizeof buf);
+    assert_int_equal(pfi_text_cols(c), 20);
+    assert_true(pfi_text_printable(c, NULL, 0)); /* valid UTF-8 */
+    assert_non_null(strstr(c, "..."));
+    assert_int_equal(strncmp(c, "x\xc3\xa9", 3), 0);
+    assert_string_equal(pfi_text_fit("short", 20, buf, sizeof buf), "short");
+    assert_string_equal(pfi_text_fit("abcdefghijkl", 9, buf, sizeof buf), "abc...jkl");
+    char small[20]; /* under 4 x 9 + 1 bytes: no cut that could split a character */
+    assert_string_equal(pfi_text_fit("abcdefghijkl", 9, small, sizeof small), "abcdefghijkl");
+    char row[64];
+    snprintf(row, sizeof row, "%-*s|", pfi_text_pad("x\xc3\xa9", 5), "x\xc3\xa9");
+    assert_int_equal(pfi_text_cols(row), 6); /* five columns, then the bar */
+}
+
 static void test_text(void **state)
 {
     char a[] = "  key = value \t\n", b[] = " \n ", c[] = "x";
@@ -1012,7 +1037,8 @@ int main(void)
         cmocka_unit_test(test_args), cmocka_unit_test(test_args_help_formats),
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_text), cmocka_unit_test(test_mkdir_p),
+        cmocka_unit_test(test_text), cmocka_unit_test(test_text_fit),
+        cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_out_target),
         cmocka_unit_test(test_prom), cmocka_unit_test(test_prom_hist),
         cmocka_unit_test(test_series),

@@ -13,6 +13,7 @@
 #include "report/report.h"
 #include "store/jobs.h"
 #include "study/model_io.h"
+#include "util/text.h"
 #include "util/budget.h"
 #include "util/json.h"
 #include "util/units.h"
@@ -215,21 +216,12 @@ static int id_width(const pfi_alloc_job *view, int n)
 {
     size_t w = ID_COL_MIN;
     for (int j = 0; j < n && w < ID_COL_MAX; j++) {
-        size_t len = strlen(view[j].id);
+        size_t len = (size_t)pfi_text_cols(view[j].id);
         w = len > w ? len : w;
     }
     return w < ID_COL_MAX ? (int)w : ID_COL_MAX;
 }
 
-static const char *id_cell(const char *id, int w, char *buf, size_t n)
-{
-    int len = (int)strlen(id);
-    if (len <= w)
-        return id;
-    int head = (w - 3) / 2, tail = w - 3 - head;
-    snprintf(buf, n, "%.*s...%s", head, id, id + len - tail);
-    return buf;
-}
 
 /* One row's numeric cells: GPUs, cap, floor, throughput, power. */
 enum { C_GPUS, C_CAP, C_FLOOR, C_TPUT, C_POWER, C_N };
@@ -276,9 +268,10 @@ static void print_table(const alloc_out *a)
                  f & PFI_ALLOC_AT_SLA ? "sla " : "", f & PFI_ALLOC_AT_MAX ? "max " : "",
                  f & PFI_ALLOC_SLA_RELAXED ? "sla-relaxed " : "",
                  f & PFI_ALLOC_SLA_DROPPED ? "sla-dropped " : "");
-        char c[C_N][48], id[ID_COL_MAX + 1];
+        char c[C_N][48], id[4 * ID_COL_MAX + 1]; /* UTF-8: up to 4 bytes a character */
         row_cells(a, j, c);
-        printf("%-*s %*s %*s %*s %*s %*s  %s\n", w, id_cell(view[j].id, w, id, sizeof id),
+        const char *cell = pfi_text_fit(view[j].id, w, id, sizeof id);
+        printf("%-*s %*s %*s %*s %*s %*s  %s\n", pfi_text_pad(cell, w), cell,
                cw[C_GPUS], c[C_GPUS], cw[C_CAP], c[C_CAP], cw[C_FLOOR], c[C_FLOOR], cw[C_TPUT],
                c[C_TPUT], cw[C_POWER], c[C_POWER], b);
         if (a->per_gpu && view[j].n_gpus <= 1024) {

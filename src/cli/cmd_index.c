@@ -13,6 +13,7 @@
 #include "report/report.h"
 #include "study/curve_eval.h"
 #include "study/runset.h"
+#include "util/text.h"
 #include "util/json.h"
 #include "util/progress.h"
 
@@ -110,7 +111,7 @@ static int name_width(const pfi_runset *rs)
 {
     int w = 3; /* "run" */
     for (int i = 0; i < rs->n; i++) {
-        int len = (int)strlen(rs->runs[i].name);
+        int len = pfi_text_cols(rs->runs[i].name);
         if (len > w)
             w = len;
     }
@@ -119,14 +120,8 @@ static int name_width(const pfi_runset *rs)
 
 static void print_row(const pfi_run *r, const pfi_index *x, int w)
 {
-    char name[NAME_COL_MAX + 1];
-    int len = (int)strlen(r->name);
-    if (len <= w) {
-        snprintf(name, sizeof name, "%s", r->name);
-    } else {
-        int head = (w - 3) / 2, tail = w - 3 - head;
-        snprintf(name, sizeof name, "%.*s...%s", head, r->name, r->name + len - tail);
-    }
+    char cut[4 * NAME_COL_MAX + 1];
+    const char *name = pfi_text_fit(r->name, w, cut, sizeof cut);
     char c[PFI_N_DEPTHS][16], ci[32];
     for (int i = 0; i < PFI_N_DEPTHS; i++)
         cell(c[i], sizeof c[i], x->head_at[i], x->extrap_at[i]);
@@ -140,7 +135,8 @@ static void print_row(const pfi_run *r, const pfi_index *x, int w)
     else if (x->non_monotone)
         snprintf(note, sizeof note, "non-monotone");
     char t0[32];
-    printf("%-*s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %5.3f %5.3f %5.3f %s\n", w, name,
+    printf("%-*s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %5.3f %5.3f %5.3f %s\n",
+           pfi_text_pad(name, w), name,
            r->gpu_type, x->p0_w, pfi_fmt_fixed(t0, sizeof t0, x->t0, 4), c[0], c[1], c[2], ci,
            c[3], x->shed_at[0], x->shed_at[1], x->shed_at[2], note);
 }

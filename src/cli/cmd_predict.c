@@ -15,6 +15,7 @@
 #include "study/model_io.h"
 #include "study/runset.h"
 #include "study/trainset.h"
+#include "util/text.h"
 #include "util/json.h"
 #include "util/units.h"
 
@@ -84,7 +85,7 @@ static int name_width(const pfi_runset *rs)
 {
     size_t w = NAME_COL_MIN;
     for (int i = 0; rs && i < rs->n; i++) {
-        size_t len = strlen(rs->runs[i].name);
+        size_t len = (size_t)pfi_text_cols(rs->runs[i].name);
         w = len > w ? len : w;
     }
     return w < NAME_COL_MAX ? (int)w : NAME_COL_MAX;
@@ -101,13 +102,9 @@ static void print_header(int w)
 
 static void pred_print(const char *name, const pred *p, int w)
 {
-    int len = (int)strlen(name);
-    if (len <= w) {
-        printf("%-*s", w, name);
-    } else {
-        int head = (w - 3) / 2, tail = w - 3 - head;
-        printf("%.*s...%s", head, name, name + len - tail);
-    }
+    char cut[1024];
+    const char *cell = pfi_text_fit(name, w, cut, sizeof cut);
+    printf("%-*s", pfi_text_pad(cell, w), cell);
     for (int i = 0; i < PFI_N_TDEPTHS; i++)
         printf(" %6.3f", pfi_at(&p->c.fit, pfi_target_depths[i]));
     printf("  %6.3f", 1 - pfi_fit_s(&p->c.fit, 0.30));

@@ -100,3 +100,37 @@ int pfi_text_make_printable(char *s)
     }
     return changed;
 }
+
+int pfi_text_cols(const char *s)
+{
+    int cols = 0;
+    for (; *s; s++)
+        cols += ((unsigned char)*s & 0xC0) != 0x80;
+    return cols;
+}
+
+/* The byte offset of the first k characters of s (at most its length). */
+static size_t chars_bytes(const char *s, int k)
+{
+    size_t i = 0;
+    for (int c = 0; s[i]; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && c++ == k)
+            return i;
+    return i;
+}
+
+const char *pfi_text_fit(const char *s, int w, char *buf, size_t n)
+{
+    int cols = pfi_text_cols(s);
+    if (cols <= w || w < 5 || n < 4 * (size_t)w + 1)
+        return s;
+    int head = (w - 3) / 2, tail = w - 3 - head;
+    size_t hb = chars_bytes(s, head), tb = chars_bytes(s, cols - tail);
+    snprintf(buf, n, "%.*s...%s", (int)hb, s, s + tb);
+    return buf;
+}
+
+int pfi_text_pad(const char *s, int w)
+{
+    return w + (int)strlen(s) - pfi_text_cols(s);
+}

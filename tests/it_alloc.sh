@@ -188,6 +188,14 @@ jq -e '([.jobs[] | .gpu_caps_w | add] | add) <= .budget_w + 1e-6 and
   fail "per-GPU caps over budget: $(cat "$dir/per.json")"
 jq -e --argjson u "$(jq .objective "$dir/uni.json")" '.objective >= $u - 1e-6' "$dir/per.json" \
   >/dev/null || fail "per-GPU caps lose to one cap per job"
+# ... and each job's GPU caps add up to the power it is given, at a budget near the top too (a
+# mean cap above the table's top went to watts no GPU got: 5450 W of caps for 5456 W)
+"$PFI_BIN" allocate --jobs "$dir/pg.json" --budget 99% --policy oracle --per-gpu --json \
+  >"$dir/per99.json" || fail "allocate --per-gpu at 99%"
+for f in per per99; do
+  jq -e '[.jobs[] | ((.gpu_caps_w | add) - .power_w | fabs) < 1e-6] | all' "$dir/$f.json" >/dev/null ||
+    fail "$f: GPU caps do not add up to the job's power: $(jq -c '[.jobs[] | {id, power_w, caps: (.gpu_caps_w | add)}]' "$dir/$f.json")"
+done
 if "$PFI_BIN" allocate --jobs "$jobs" --budget 70% --policy oracle --per-gpu >"$dir/out" 2>"$dir/err"; then
   fail "--per-gpu without tables accepted"
 fi

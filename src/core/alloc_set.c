@@ -192,6 +192,11 @@ int pfi_alloc_set_view(pfi_alloc_set *s, int policy, pfi_alloc_job *view, pfi_er
             view[j].tput = pg->eq.tput;
             view[j].n_points = m;
             view[j].min_cap_w = fmax(view[j].min_cap_w, pg->eq.cap_w[0]);
+            /* Above the table's top mean cap no GPU takes more (each holds the slowest's clock
+             * below its own cap): a mean cap there went to watts no GPU got, and the job's
+             * per-GPU caps summed to less than the power it was given. */
+            if (pg->eq.cap_w[m - 1] >= view[j].min_cap_w)
+                view[j].max_cap_w = fmin(view[j].max_cap_w, pg->eq.cap_w[m - 1]);
             s->truth[j].cap_w = pg->eq.cap_w; /* measured too: the table is a measurement */
             s->truth[j].tput = pg->eq.tput;
             s->truth[j].n_points = m;

@@ -204,6 +204,16 @@ le "$(sum_limits)" $CUT || fail "cut over the Unix socket not applied"
 stop_serve KILL
 all_at 700 && fail "limits back at 700 W although the daemon was killed"
 [ -e "$PFI_JOURNAL" ] || fail "no journal after kill -9"
+# ... a read-only daemon started now changes nothing and touches no journal, but reports the
+# journaled originals and says they are not in force (it said the GPUs ran at their original
+# limits and reported the dead daemon's caps as the originals)
+killed=$(limits)
+start_serve "unix:$dir/ro.sock" --read-only
+ctl gpus | grep -q '"original_limit_w": 700' || fail "read-only: the originals were not read from the journal: $(ctl gpus | grep original_limit_w | head -n 2)"
+ctl events --limit 50 | grep -q "journal $PFI_JOURNAL (pid [0-9]*) holds the original limits of 8 GPU(s), never restored" ||
+  fail "read-only: the unrestored journal not said: $(ctl events --limit 50 | grep -i journal)"
+stop_serve TERM || fail "read-only stop"
+[ "$(limits)" = "$killed" ] && [ -e "$PFI_JOURNAL" ] || fail "a read-only daemon changed the limits or the journal"
 # ... a start with another journal path is refused: it journaled the held caps as the
 # originals (so a clean stop "restored" the GPUs to their caps for good).  Nothing is touched.
 held=$(limits)

@@ -122,11 +122,12 @@ static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
                !strcmp(budget_s, "none")) {
         budget_s[0] = '\0';
     } else if (!c->resume) {
+        /* Read-only, the limits are whatever they are: nothing was restored at the stop */
         pfi_srv_event_add(n, "budget", "the budget of %.0f W saved before the stop is not in "
-                                       "force (resume = no): the GPUs run at their original "
-                                       "limits; resume = yes takes it back at a start, or set "
-                                       "it with pfi ctl budget set",
-                          strtod(budget_s, NULL));
+                                       "force (resume = no)%s; resume = yes takes it back at a "
+                                       "start, or set it with pfi ctl budget set",
+                          strtod(budget_s, NULL),
+                          c->read_only ? "" : ": the GPUs run at their original limits");
         budget_s[0] = '\0';
     }
     if (!budget_s[0])
@@ -299,6 +300,32 @@ static void originals_from_journal(srv_node *n, const pfi_journal *j)
                 n->gpu[i].original_w = j->e[k].limit_w;
 }
 
+/* Read-only, a journal left by a writer (a daemon killed with its caps, a sweep) is read, never
+ * restored nor locked: its limits are the originals the GPUs' views report, and the operator
+ * hears that they are not in force.  A read-only daemon said the GPUs ran at their original
+ * limits and reported the dead writer's caps as the originals. */
+static void read_only_journal(srv_node *n, const char *jpath)
+{
+    pfi_journal j;
+    pfi_err e = {0};
+    if (access(jpath, F_OK) != 0)
+        return;
+    if (pfi_journal_load(&j, jpath, 1, &e) != PFI_OK) {
+        pfi_srv_event_add(n, "journal_unrestored", "journal %s cannot be read: %s", jpath, e.msg);
+        return;
+    }
+    int running = j.writer_runs;
+    pfi_journal_close(&j);
+    originals_from_journal(n, &j);
+    if (running)
+        return; /* its writer runs: the limits are its to keep */
+    pfi_srv_event_add(n, "journal_unrestored",
+                      "journal %s (pid %ld) holds the original limits of %d GPU(s), never "
+                      "restored: the GPUs run at that run's caps; read-only, this daemon changes "
+                      "nothing (pfi restore --journal %s puts the originals back)",
+                      jpath, j.pid, j.n, jpath);
+}
+
 /* A held restart, asked for the next stop by the file JOURNAL.hold-next-stop (the package's
  * postinst writes it before its try-restart): an upgrade restarts the daemon, and with
  * on_stop = auto a standalone node's stop restored the originals and the new daemon came back
@@ -413,6 +440,8 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     n->model = model;
     if (journaled)
         originals_from_journal(n, &j);
+    else if (c->read_only)
+        read_only_journal(n, jpath);
     rc = pfi_srv_grid_open(n, err);
     if (rc != PFI_OK) {
         pfi_err_prefix(err, "grid events in %s: ", c->db);

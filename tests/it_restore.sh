@@ -54,6 +54,22 @@ grep -q "nothing to restore" "$tmp/o" && bad "pfi restore --backend nvml: $(cat 
 [ "$(lim)" = "$ORIG" ] || bad "pfi restore --backend nvml left $(lim)"
 [ ! -e "$PFI_SIM_STATE.journal" ] || bad "the restored journal was kept"
 
+# --- a sweep with another journal over GPUs a killed sweep left capped is refused, every time
+# (a refused start wrote over the lock file, and the same command run again took the caps for
+# the originals, "restored" them at the end and left the GPUs capped); the restore then frees
+# them
+killed_sweep 2-3
+capped=$(lim)
+for try in 1 2 3; do
+  "$P" sweep --backend nvml --gpus 2 --no-log --quiet --db "$tmp/pfi.db" --settle 0.3s --min-window 0.5s \
+      --levels 100% --journal "$tmp/other.journal" -- "$P" sim job >"$tmp/o" 2>&1 &&
+    bad "try $try: a sweep over a GPU a killed sweep left capped ran: $(cat "$tmp/o")"
+  grep -q "whose journal $PFI_SIM_STATE.journal is still there" "$tmp/o" || bad "try $try said: $(cat "$tmp/o")"
+done
+[ "$(lim)" = "$capped" ] || bad "the refused sweeps changed the limits: $capped -> $(lim)"
+"$P" restore --backend nvml >"$tmp/o" 2>"$tmp/e" || bad "pfi restore after the refusals: $(cat "$tmp/e")"
+[ "$(lim)" = "$ORIG" ] || bad "pfi restore after the refusals left $(lim)"
+
 # --- an original with a fraction of a watt (NVML keeps milliwatts) is said as journaled, 650.7 W,
 # not "651 W"
 "$P" sim set --cap 650.7 --gpus 0 >/dev/null

@@ -192,13 +192,21 @@ int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
         left_out->pid = pfi_lock_file_pid(fd);
         snprintf(left_out->journal, sizeof left_out->journal, "%s", left);
     }
-    char me[PFI_GPU_LOCK_JOURNAL_MAX + 40];
+    l->fd[l->n++] = fd;
+    return PFI_OK;
+}
+
+void pfi_gpu_lock_claim(const pfi_gpu_locks *l, const char *journal)
+{
+    if (l->n < 1)
+        return;
+    char ours[PFI_GPU_LOCK_JOURNAL_MAX], me[PFI_GPU_LOCK_JOURNAL_MAX + 40];
+    abs_path(journal, ours, sizeof ours);
+    int fd = l->fd[l->n - 1];
     int len = snprintf(me, sizeof me, "%ld\n%s\n", (long)getpid(), ours);
     if (ftruncate(fd, 0) == 0 && pwrite(fd, me, (size_t)len, 0) != len) {
         /* best effort (a file of another user's, read-only here): the refusal names no pid */
     }
-    l->fd[l->n++] = fd;
-    return PFI_OK;
 }
 
 void pfi_gpu_locks_release(pfi_gpu_locks *l)

@@ -38,10 +38,15 @@ typedef struct pfi_gpu_left {
     long pid;
     char journal[PFI_GPU_LOCK_JOURNAL_MAX];
 } pfi_gpu_left;
-/* journal: the path of the journal the taker writes (NULL or "": none, a check only), kept in
- * the lock file after the pid; left (may be NULL): what the last holder left. */
+/* journal: the path of the journal the taker writes (NULL or "": none, a check only), not
+ * counted as left behind; left (may be NULL): what the last holder left.  The lock file is not
+ * written: a taker that goes on claims it (pfi_gpu_lock_claim), and one refused or only
+ * checking leaves the last holder's word there (a refused start that wrote its own made the
+ * next try find no journal left, and take the dead run's caps for the originals). */
 int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
                  const char *journal, pfi_gpu_left *left, pfi_err *err);
+/* Writes this process's pid and journal path into the lock taken last. */
+void pfi_gpu_lock_claim(const pfi_gpu_locks *l, const char *journal);
 void pfi_gpu_locks_release(pfi_gpu_locks *l);
 
 /* "pid 1234: pfi sweep --backend sim ..." from /proc (the pid alone when the process cannot

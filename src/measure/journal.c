@@ -274,8 +274,13 @@ static int lock_gpu(pfi_journal *j, const char *dir, const pfi_journal_entry *e,
 {
     pfi_gpu_left left;
     int rc = pfi_gpu_lock(&j->gpu_locks, dir, e->gpu, e->uuid, j->path, &left, err);
-    if (rc != PFI_OK || !left.journal[0] || !left_lists(left.journal, e))
+    if (rc != PFI_OK)
         return rc;
+    if (!left.journal[0] || !left_lists(left.journal, e)) {
+        if (j->path[0]) /* a writer, not pfi_journal_check_gpus_free's look */
+            pfi_gpu_lock_claim(&j->gpu_locks, j->path);
+        return PFI_OK;
+    }
     close(j->gpu_locks.fd[--j->gpu_locks.n]);
     return pfi_err_set(err, PFI_EBUSY, "GPU %d's limit was changed by an earlier run (pid %ld) "
                        "whose journal %s is still there: its limit now is not the original; run "

@@ -492,15 +492,28 @@ static void outside_step(srv_node *n)
     char reason[160];
     snprintf(reason, sizeof reason, "GPU %d's limit raised outside pfi to %.0f W, above the %.0f W "
              "it holds", i, was, held);
-    pfi_srv_event_add(n, "limit_raised", "%s (a GPU reset, nvidia-smi -pl, pfi restore --force): "
-                      "lowered back", reason);
     pfi_err e = {0};
     pthread_mutex_lock(&n->decide_mu);
     pfi_srv_snapshot(n);
     int rc = pfi_srv_decide_now(n, reason, &e);
     pthread_mutex_unlock(&n->decide_mu);
+    /* Said as it came out: a GPU that refuses the lowering is held around by the others (the
+     * decision re-plans them), not "lowered back". */
+    pthread_mutex_lock(&n->mu);
+    double now_w = n->gpu[i].dev.limit_w;
+    pthread_mutex_unlock(&n->mu);
     if (rc != PFI_OK)
-        pfi_srv_event_add(n, "apply_failed", "%s: not lowered back: %s", reason, e.msg);
+        pfi_srv_event_add(n, "limit_raised", "%s (a GPU reset, nvidia-smi -pl, pfi restore "
+                          "--force): not lowered back: %s; tried again in %.0f s",
+                          reason, e.msg, OUTSIDE_RETRY_S);
+    else if (pfi_hw_held_mw(now_w) > pfi_hw_cap_mw(held) + 500)
+        pfi_srv_event_add(n, "limit_raised", "%s (a GPU reset, nvidia-smi -pl, pfi restore "
+                          "--force): the GPU refused the lowering and holds %.0f W (the others "
+                          "were planned around it); tried again in %.0f s",
+                          reason, now_w, OUTSIDE_RETRY_S);
+    else
+        pfi_srv_event_add(n, "limit_raised", "%s (a GPU reset, nvidia-smi -pl, pfi restore "
+                          "--force): lowered back", reason);
 }
 
 void pfi_srv_tick(srv_node *n)

@@ -212,7 +212,8 @@ static void node_metrics(ctx *c)
     scalar(c, "pfi_rate_limited_total", "counter", "Cap-moving requests refused with 429.",
            (double)n->n_rate_limited);
     scalar(c, "pfi_limit_raised_outside_total", "counter",
-           "Times a GPU's limit was found raised outside pfi above the cap held, and lowered back.",
+           "Times a GPU's limit was found raised outside pfi above the cap held (each time a "
+           "lowering is tried).",
            (double)n->n_outside_raised);
     scalar(c, "pfi_watchdog_trips_total", "counter", "Times the heartbeat watchdog fired.",
            (double)n->n_watchdog_trips);

@@ -718,6 +718,42 @@ static void test_journal_holder_named(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* A peek (a read-only daemon) reads the journal and tells a live writer from a dead one by the
+ * kernel's list of locks, leaving the lock as it found it. */
+static void test_journal_peek(void **state)
+{
+    (void)state;
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/journal-peek-XXXXXX", tmpdir());
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/journal", dir);
+    pfi_journal j;
+    pfi_err e = {0};
+    assert_int_equal(pfi_journal_peek(&j, path, &e), PFI_ENOENT);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("pfi-journal 1\npid 999999999\nbackend sim\ngpu 0 uuid GPU-x limit_w 612.345\n", f);
+    fclose(f);
+    assert_int_equal(pfi_journal_peek(&j, path, &e), PFI_OK);
+    assert_int_equal(j.writer_runs, 0);
+    assert_int_equal(j.n, 1);
+    assert_float_equal(j.e[0].limit_w, 612.345, 1e-9);
+    assert_int_equal(j.lock_fd, -1);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0); /* the peek left it free */
+    assert_int_equal(pfi_journal_peek(&j, path, &e), PFI_OK);
+    assert_int_equal(j.writer_runs, 1); /* "the writer": this process */
+    close(fd);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("pfi-journal 1\npid 12\ngpu 0 uuid GPU-x limit_w", f); /* cut mid-line */
+    fclose(f);
+    assert_int_equal(pfi_journal_peek(&j, path, &e), PFI_EINVAL);
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* A start that holds PATH.lock and never lets go (stopped) makes the next start give up with
  * a reason after a bounded wait, not hang. */
 static void test_journal_lock_stuck(void **state)
@@ -770,6 +806,7 @@ int main(void)
         cmocka_unit_test(test_gpu_lock_across_journals),
         cmocka_unit_test(test_gpu_lock_planted),
         cmocka_unit_test(test_journal_holder_named),
+        cmocka_unit_test(test_journal_peek),
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),

@@ -582,6 +582,26 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
     return PFI_OK;
 }
 
+int pfi_journal_peek(pfi_journal *j, const char *path, pfi_err *err)
+{
+    memset(j, 0, sizeof *j);
+    j->lock_fd = -1;
+    snprintf(j->path, sizeof j->path, "%s", path);
+    if (pfi_input_not_dir(path, err) != PFI_OK)
+        return pfi_err_prefix(err, "journal: ");
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return pfi_err_set(err, PFI_ENOENT, "no journal at %s", path);
+        return pfi_err_set(err, PFI_EIO, "cannot read journal %s: %s", path, strerror(errno));
+    }
+    int rc = pfi_journal_parse(j, f, path, err);
+    if (rc == PFI_OK)
+        j->writer_runs = pfi_lock_holder_pid(fileno(f), 0) > 0;
+    fclose(f);
+    return rc;
+}
+
 int pfi_journal_adopt(pfi_journal *j, const char *path, pfi_err *err)
 {
     int rc = pfi_journal_load(j, path, 0, err);

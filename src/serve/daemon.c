@@ -308,16 +308,15 @@ static void read_only_journal(srv_node *n, const char *jpath)
 {
     pfi_journal j;
     pfi_err e = {0};
-    if (access(jpath, F_OK) != 0)
+    int rc = pfi_journal_peek(&j, jpath, &e);
+    if (rc == PFI_ENOENT)
         return;
-    if (pfi_journal_load(&j, jpath, 1, &e) != PFI_OK) {
+    if (rc != PFI_OK) {
         pfi_srv_event_add(n, "journal_unrestored", "journal %s cannot be read: %s", jpath, e.msg);
         return;
     }
-    int running = j.writer_runs;
-    pfi_journal_close(&j);
     originals_from_journal(n, &j);
-    if (running)
+    if (j.writer_runs)
         return; /* its writer runs: the limits are its to keep */
     pfi_srv_event_add(n, "journal_unrestored",
                       "journal %s (pid %ld) holds the original limits of %d GPU(s), never "

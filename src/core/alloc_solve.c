@@ -1583,6 +1583,16 @@ static void search(solver *S)
 
 /* ---- the workspace: what a solve keeps for the next one ---- */
 
+static long long gcd_ll(long long a, long long b)
+{
+    while (b) {
+        long long t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 struct pfi_alloc_ws {
     const pfi_alloc_job *jobs;
     int n;
@@ -1598,6 +1608,8 @@ struct pfi_alloc_ws {
     void *block, *hblock;  /* every per-job array of the solver; the hulls' storage */
     double scale;          /* sum of the jobs' hmax (the tolerance's scale), when scale_ok */
     int scale_ok;
+    long long units_gcd;   /* gcd of the jobs' GPU counts (reachable_units), when gcd_ok */
+    int gcd_ok;
     long long *m0t;        /* each job's GPUs x its lowest grid index and their sum, */
     long long m0_units;    /*   allocated by the first job update (m0t NULL before) */
     double *lo_w, *top_w;  /* each job's lowest and highest grid cap (the AT_MIN/AT_MAX flags), */
@@ -1992,6 +2004,7 @@ static void ws_build_start(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, do
     w->total_h = w->cap_h;
     w->ends_ok = 0;
     w->scale_ok = 0; /* summed by the one pass, else by the first solve */
+    w->gcd_ok = 0;
 }
 
 /* Validation, grid and floors at budget_w, and every job's hull.  The buffers of the last
@@ -2294,6 +2307,7 @@ int pfi_alloc_ws_update_job(pfi_alloc_ws *w, int j, pfi_err *err)
     }
     build_hull(S, j, 0);
     w->scale_ok = 0;
+    w->gcd_ok = 0; /* its GPU count may have changed */
     S->fh_ok = 0;
     if (w->ends_ok)
         grid_ends(w, j);
@@ -2655,6 +2669,8 @@ int pfi_alloc_ws_add_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, int 
         w->scale += S->hmax[j];
     else
         w->scale_ok = 0;
+    if (w->gcd_ok)
+        w->units_gcd = gcd_ll(w->units_gcd, S->ng[j]);
     if (w->ends_ok)
         grid_ends(w, j);
     if (!S->idx_ok || (!index_insert(S, j) && !patch_index(S, j, 1)))
@@ -2695,6 +2711,7 @@ int pfi_alloc_ws_remove_job(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, i
     w->prep.min_budget_nosla_w = w->m0_units * step;
     w->prep.min_budget_w = w->need_units * step;
     w->scale_ok = 0; /* summed again in job order */
+    w->gcd_ok = 0;  /* the one that left may have held it down */
     return PFI_OK;
 }
 
@@ -2725,29 +2742,26 @@ static int result_arrays(pfi_alloc_result *res, pfi_alloc_result *old, int n)
            (res->flags = big_alloc(nn * sizeof *res->flags));
 }
 
-/* steal: the workspace is used once; res takes the arrays pfi_alloc_prepare allocated.  old
- * (NULL: none): an earlier result whose arrays res may take (result_arrays). */
 /* The largest total of budget units the jobs can spend within bu: every job's power is its
  * GPU count times a whole number of units, so every total is a multiple of the counts' gcd.
  * The rest can never be spent, yet the relaxation's bound counted it: on a fleet of 8-GPU jobs
  * under a budget that is no multiple of 8 units the bound never met the best plan, and the
  * search ran to its work limit (10^6 nodes, a second, "not proven optimal") for a plan found at
  * once.  Stops at a gcd of 1, the usual mixed fleet, after a few jobs. */
-static long long reachable_units(const solver *S, long long bu)
+static long long reachable_units(pfi_alloc_ws *w, long long bu)
 {
-    long long g = 0;
-    for (int j = 0; j < S->n && g != 1; j++) {
-        long long a = S->ng[j], b = g;
-        while (b) {
-            long long t = a % b;
-            a = b;
-            b = t;
-        }
-        g = a;
+    if (!w->gcd_ok) { /* once per set of jobs: a re-plan of a uniform fleet costs no pass */
+        long long g = 0;
+        for (int j = 0; j < w->S.n && g != 1; j++)
+            g = gcd_ll(g, w->S.ng[j]);
+        w->units_gcd = g;
+        w->gcd_ok = 1;
     }
+    long long g = w->units_gcd;
     return g > 1 ? bu - bu % g : bu;
 }
-
+/* steal: the workspace is used once; res takes the arrays pfi_alloc_prepare allocated.  old
+ * (NULL: none): an earlier result whose arrays res may take (result_arrays). */
 static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int steal,
                     pfi_alloc_result *old, pfi_err *err)
 {
@@ -2787,7 +2801,7 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     res->min_budget_nosla_w = w->prep.min_budget_nosla_w;
     res->sla_extra = w->prep.sla_extra;
     res->n_sla_dropped = w->prep.n_sla_dropped;
-    S->bu = reachable_units(S, bu);
+    S->bu = reachable_units(w, bu);
     S->nomem = 0;
     S->max_work = o->max_work;
     S->fill_whole = o->fill_whole;

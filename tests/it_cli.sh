@@ -361,5 +361,22 @@ mkdir -p "$T/elsewhere"
 grep -qF "no \$PFI_DATA_DIR: ../shared/data is read from the working folder $(cd "$T/elsewhere" && pwd -P); set PFI_DATA_DIR" "$T/err" ||
   { echo "FAIL: pfi index --public without its data: $(cat "$T/err")"; bad=1; }
 
+# Help on a terminal of 80 columns ($COLUMNS stands in for one): every line but the examples'
+# (command lines, kept whole) within 79 columns, unless one word alone fills it; the same words
+# as the unwrapped help, which a pipe gets (one line per option, for grep and the completion).
+for w in "" $(sed -n 's/^PFI_COMMAND.\([a-z]*\),.*/\1/p' "$here/../src/cli/commands.def"); do
+  for s in "" $([ -n "$w" ] && "$PFI" "$w" --help | awk '$0 == "subcommands:" { on = 1; next }
+                                                       on && /^$/ { exit } on && /^  [a-z]/ { print $1 }'); do
+    # shellcheck disable=SC2086
+    COLUMNS=80 "$PFI" $w $s --help > "$T/wrapped" 2>&1 || { echo "FAIL: pfi $w $s --help at 80 columns"; bad=1; }
+    # shellcheck disable=SC2086
+    env -u COLUMNS "$PFI" $w $s --help > "$T/flat" 2>&1
+    awk '/^examples:$/ { ex = 1 } !ex && length($0) > 79 && NF > 1 { print; n++ } END { exit n > 0 }' \
+      "$T/wrapped" > "$T/long" || { echo "FAIL: pfi $w $s --help at 80 columns: $(head -n 2 "$T/long")"; bad=1; }
+    [ "$(tr -s ' \n' '  ' < "$T/wrapped")" = "$(tr -s ' \n' '  ' < "$T/flat")" ] ||
+      { echo "FAIL: pfi $w $s --help: wrapped at 80 columns, it says something else"; bad=1; }
+  done
+done
+
 [ $bad -eq 0 ] || exit 1
 echo "it_cli: ok"

@@ -531,6 +531,57 @@ static void test_json(void **state)
 /* Table cells of UTF-8 text: counted in characters, cut between characters, padded so that
  * the columns after them line up (an id of 40 "é" was cut inside a character: the table was no
  * longer UTF-8). */
+static char *wrapped(const char *s, int col, int indent, int width, int flags)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    pfi_text_wrap(f, s, col, indent, width, flags);
+    fclose(f);
+    return buf;
+}
+
+/* Help text wrapped to a terminal: words whole, lines within width - 1 columns (UTF-8 counted
+ * by characters), a hanging indent, newlines kept, spaces at a break dropped. */
+static void test_text_wrap(void **state)
+{
+    (void)state;
+    char *o = wrapped("aaa bbb ccc ddd", 0, 2, 10, 0);
+    assert_string_equal(o, "aaa bbb\n  ccc ddd");
+    free(o);
+    o = wrapped("one.  two", 0, 0, 40, 0); /* two spaces kept inside a line */
+    assert_string_equal(o, "one.  two");
+    free(o);
+    o = wrapped("x averyveryverylongword y", 0, 0, 8, 0); /* too long: alone, uncut */
+    assert_string_equal(o, "x\naveryveryverylongword\ny");
+    free(o);
+    o = wrapped("first\n\n  - item  ", 0, 4, 80, 0); /* blank line unindented, trail dropped */
+    assert_string_equal(o, "first\n\n      - item");
+    free(o);
+    o = wrapped("d\xc3\xa9j\xc3\xa0 vu", 0, 0, 7, 0); /* 4 columns + 1 + 2 = 7 > 6 */
+    assert_string_equal(o, "d\xc3\xa9j\xc3\xa0\nvu");
+    free(o);
+    o = wrapped("d\xc3\xa9j\xc3\xa0 vu", 0, 0, 8, 0); /* by bytes (9) it would break */
+    assert_string_equal(o, "d\xc3\xa9j\xc3\xa0 vu");
+    free(o);
+    o = wrapped("help", 27, 27, 30, 0); /* the first word goes on the first line whatever */
+    assert_string_equal(o, "help");
+    free(o);
+    o = wrapped("pfi x [--a B | --c D] [--e]", 7, 13, 30, PFI_WRAP_GROUPS);
+    assert_string_equal(o, "pfi x [--a B | --c D]\n             [--e]");
+    free(o);
+    o = wrapped("pfi x [--a B | --c D] [--e]", 7, 13, 30, 0);
+    assert_string_equal(o, "pfi x [--a B | --c D]\n             [--e]");
+    free(o);
+    o = wrapped("pfi x [--a B | --c D]", 7, 13, 20, 0);
+    assert_string_equal(o, "pfi x [--a B\n             | --c\n             D]");
+    free(o);
+    o = wrapped("pfi x [--a B | --c D]", 7, 13, 20, PFI_WRAP_GROUPS);
+    assert_string_equal(o, "pfi x\n             [--a B | --c D]");
+    free(o);
+}
+
 static void test_text_fit(void **state)
 {
     (void)state;
@@ -1038,6 +1089,7 @@ int main(void)
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_clock), cmocka_unit_test(test_json),
         cmocka_unit_test(test_text), cmocka_unit_test(test_text_fit),
+        cmocka_unit_test(test_text_wrap),
         cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_out_target),
         cmocka_unit_test(test_prom), cmocka_unit_test(test_prom_hist),

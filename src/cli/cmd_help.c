@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "pfi_version.h" /* generated under build/gen/ */
 #include "serve/serve.h"
+#include "util/text.h"
 
 typedef struct topic {
     const char *name, *summary, *text;
@@ -355,10 +356,15 @@ int pfi_cmd_help(int argc, char **argv)
         return help_man(npos, pos);
     if (npos == 0) {
         printf("pfi help TOPIC, where TOPIC is one of:\n");
-        for (int i = 0; i < NTOPICS; i++)
-            printf("  %-10s %s\n", topics[i].name, topics[i].summary);
-        printf("pfi help COMMAND (or pfi COMMAND --help) gives a command's options; `pfi --help` "
-               "lists the commands.\n");
+        for (int i = 0; i < NTOPICS; i++) {
+            printf("  %-10s ", topics[i].name);
+            pfi_text_wrap(stdout, topics[i].summary, 13, 13, pfi_text_width(stdout), 0);
+            putchar('\n');
+        }
+        pfi_text_wrap(stdout, "pfi help COMMAND (or pfi COMMAND --help) gives a command's "
+                              "options; `pfi --help` lists the commands.",
+                      0, 0, pfi_text_width(stdout), 0);
+        putchar('\n');
         return PFI_EXIT_OK;
     }
     const pfi_cli_sub *c = find_command(pos[0]);

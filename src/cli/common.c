@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/text.h"
 
 int pfi_cli_fail(const char *cmd, const pfi_err *err)
 {
@@ -136,10 +137,16 @@ void pfi_cli_actions_list(FILE *f, const char *const *actions)
 
 static void family_text(const pfi_cli_family_spec *fam, FILE *f)
 {
-    fprintf(f, "usage: pfi %s SUBCOMMAND [options]   (pfi %s SUBCOMMAND --help)\n\n%s\n\n"
-               "subcommands:\n", fam->name, fam->name, fam->summary);
-    for (int i = 0; i < fam->n; i++)
-        fprintf(f, "  %-12s %s\n", fam->subs[i].name, fam->subs[i].summary);
+    int width = pfi_text_width(f);
+    fprintf(f, "usage: pfi %s SUBCOMMAND [options]   (pfi %s SUBCOMMAND --help)\n\n", fam->name,
+            fam->name);
+    pfi_text_wrap(f, fam->summary, 0, 0, width, 0);
+    fprintf(f, "\n\nsubcommands:\n");
+    for (int i = 0; i < fam->n; i++) {
+        fprintf(f, "  %-12s ", fam->subs[i].name);
+        pfi_text_wrap(f, fam->subs[i].summary, 15, 15, width, 0);
+        fputc('\n', f);
+    }
     pfi_args_examples(f, fam->examples);
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "util/clock.h"
+#include "util/text.h"
 #include "pfi_version.h" /* generated: the Makefile writes it under build/gen/ */
 
 static void usage(FILE *f)
@@ -16,12 +17,18 @@ static void usage(FILE *f)
                "       pfi -V | --version\n\n"
                "pfi measures, predicts and acts on the power flexibility of training jobs.\n\n"
                "commands:\n");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nexit status: 0 ok, 1 runtime failure, 2 bad input (an unknown option, a "
-               "malformed value\nor one out of range), 128+N a sweep stopped by signal N once "
-               "the limits were put back\n(130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT, 138 SIGUSR1, "
-               "140 SIGUSR2, ...)\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "  %-12s ", commands[i].name);
+        pfi_text_wrap(f, commands[i].summary, 15, 15, pfi_text_width(f), 0);
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+    pfi_text_wrap(f, "exit status: 0 ok, 1 runtime failure, 2 bad input (an unknown option, a "
+                     "malformed value or one out of range), 128+N a sweep stopped by signal N "
+                     "once the limits were put back (130 SIGINT, 143 SIGTERM, 129 SIGHUP, 131 "
+                     "SIGQUIT, 138 SIGUSR1, 140 SIGUSR2, ...)",
+                  0, 0, pfi_text_width(f) ? pfi_text_width(f) : 80, 0);
+    fputc('\n', f);
     fprintf(f, "\nexamples:\n"
                "  pfi gpus                        # the node's GPUs, their limits and draw\n"
                "  pfi help sweep                  # a command's options (pfi sweep --help)\n"

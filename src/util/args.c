@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/text.h"
 #include "util/units.h"
 
 static const pfi_opt *find_opt(const pfi_opt *opts, const char *name, size_t len)
@@ -214,7 +215,20 @@ static void usage_man(const pfi_cmd_spec *spec, FILE *f, int sub)
     pfi_args_examples(f, spec->examples);
 }
 
-static void options_text(const pfi_opt *opts, FILE *f);
+static void options_text(const pfi_opt *opts, FILE *f, int width);
+
+/* Columns of the command words that begin a usage line ("pfi sim job "): its wrapped lines
+ * start under the first option. */
+static int command_cols(const char *usage)
+{
+    int n = 0;
+    for (;;) {
+        size_t w = strspn(usage + n, "abcdefghijklmnopqrstuvwxyz-");
+        if (!w || usage[n] == '-' || usage[n + w] != ' ')
+            return n;
+        n += (int)w + 1;
+    }
+}
 
 void pfi_args_usage(const pfi_cmd_spec *spec, FILE *f)
 {
@@ -222,15 +236,21 @@ void pfi_args_usage(const pfi_cmd_spec *spec, FILE *f)
         usage_man(spec, f, help_format == PFI_HELP_MAN_SUB);
         return;
     }
-    fprintf(f, "usage: %s\n", spec->usage);
-    if (spec->summary)
-        fprintf(f, "\n%s\n", spec->summary);
+    int width = pfi_text_width(f);
+    fputs("usage: ", f);
+    pfi_text_wrap(f, spec->usage, 7, 7 + command_cols(spec->usage), width, PFI_WRAP_GROUPS);
+    fputc('\n', f);
+    if (spec->summary) {
+        fputc('\n', f);
+        pfi_text_wrap(f, spec->summary, 0, 0, width, 0);
+        fputc('\n', f);
+    }
     if (spec->opts && spec->opts->name)
-        options_text(spec->opts, f);
+        options_text(spec->opts, f, width);
     pfi_args_examples(f, spec->examples);
 }
 
-static void options_text(const pfi_opt *opts, FILE *f)
+static void options_text(const pfi_opt *opts, FILE *f, int width)
 {
     fprintf(f, "\noptions:\n");
     for (const pfi_opt *o = opts; o->name; o++) {
@@ -238,7 +258,14 @@ static void options_text(const pfi_opt *opts, FILE *f)
             continue;
         char left[64];
         snprintf(left, sizeof left, "--%s%s%s", o->name, o->meta ? " " : "", o->meta ? o->meta : "");
-        fprintf(f, "  %-24s %s\n", left, o->help ? o->help : "");
+        /* a name longer than its column puts its text on the next line, as GNU tools do */
+        int col = fprintf(f, "  %-24s ", left);
+        if (width > 0 && col > 27) {
+            fprintf(f, "\n%27s", "");
+            col = 27;
+        }
+        pfi_text_wrap(f, o->help ? o->help : "", col, 27, width, 0);
+        fputc('\n', f);
     }
     fprintf(f, "  %-24s %s\n", "-h, --help", "show this help");
 }

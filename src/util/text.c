@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 char *pfi_trim(char *s)
 {
@@ -133,4 +135,66 @@ const char *pfi_text_fit(const char *s, int w, char *buf, size_t n)
 int pfi_text_pad(const char *s, int w)
 {
     return w + (int)strlen(s) - pfi_text_cols(s);
+}
+
+int pfi_text_width(FILE *f)
+{
+    struct winsize ws;
+    int w = 0;
+    if (isatty(fileno(f)) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        w = ws.ws_col;
+    else if (getenv("COLUMNS"))
+        w = atoi(getenv("COLUMNS"));
+    if (w <= 0)
+        return 0;
+    return w < 40 ? 40 : w > 100 ? 100 : w;
+}
+
+/* The bytes of the word at w: up to a space or newline, or with groups, a space outside [...]. */
+static size_t word_len(const char *w, int groups)
+{
+    size_t len = 0;
+    int depth = 0;
+    for (; w[len] && w[len] != '\n' && (w[len] != ' ' || depth > 0); len++) {
+        if (groups && w[len] == '[')
+            depth++;
+        else if (groups && w[len] == ']' && depth > 0)
+            depth--;
+    }
+    return len;
+}
+
+void pfi_text_wrap(FILE *f, const char *s, int col, int indent, int width, int flags)
+{
+    int start = col; /* a word here begins the line: it goes on it whatever its length */
+    while (*s) {
+        if (*s == '\n') {
+            fputc('\n', f);
+            s++;
+            if (*s && *s != '\n')
+                fprintf(f, "%*s", indent, "");
+            col = start = indent;
+            continue;
+        }
+        int gap = 0;
+        while (s[gap] == ' ')
+            gap++;
+        const char *w = s + gap;
+        size_t len = word_len(w, flags & PFI_WRAP_GROUPS);
+        if (!len) { /* spaces before a newline or the end: dropped */
+            s = w;
+            continue;
+        }
+        char word[512];
+        int cols = len < sizeof word ? (memcpy(word, w, len), word[len] = '\0', pfi_text_cols(word))
+                                     : (int)len;
+        if (width > 0 && col > start && col + gap + cols > width - 1) {
+            fprintf(f, "\n%*s", indent, "");
+            col = start = indent;
+            gap = 0;
+        }
+        fprintf(f, "%*s%.*s", gap, "", (int)len, w);
+        col += gap + cols;
+        s = w + len;
+    }
 }

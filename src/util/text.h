@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* text.h: the two things every reader of a small text file does: take a whole file (or a
- * command's output) into memory, and strip the white space around a line or a field. */
+ * command's output) into memory, and strip the white space around a line or a field; and text
+ * laid out for a terminal (UTF-8 columns, table cells, help wrapped to the width). */
 #ifndef PFI_UTIL_TEXT_H
 #define PFI_UTIL_TEXT_H
 
@@ -42,5 +43,19 @@ int pfi_text_cols(const char *s);
 const char *pfi_text_fit(const char *s, int w, char *buf, size_t n);
 /* The printf field width ("%-*s") that pads s to w columns. */
 int pfi_text_pad(const char *s, int w);
+
+/* The width help text is wrapped to: the terminal's when f is one, else $COLUMNS when set, held
+ * to 40-100 columns (longer lines are hard to read); 0 (no wrapping) when f is no terminal and
+ * $COLUMNS is unset or 0: what reads help through a pipe (grep, the bash completion) gets one
+ * line per option, as before. */
+int pfi_text_width(FILE *f);
+/* Writes s to f wrapped at width columns (a line's last column left free, as terminals wrap
+ * there), each line after the first indented by indent spaces; col is the column the first
+ * line starts at (text already written on it); width 0: s as written.  Words are never cut (one longer than a line
+ * stands alone on it); spaces between words on a line are kept as written, those at a break
+ * dropped; a newline in s starts a new, indented line. */
+void pfi_text_wrap(FILE *f, const char *s, int col, int indent, int width, int flags);
+/* flags: a [...] group is one word (a usage line breaks between its options, not in one). */
+#define PFI_WRAP_GROUPS 1
 
 #endif

@@ -88,6 +88,42 @@ static void test_meter_counts_batched(void **state)
     pfi_meter_free(&m);
 }
 
+/* A progress bar read once a second: whole steps a tick, 2 or 3 of a job at 2.3 it/s.  One
+ * tick's sample is off by -13%/+30%; the recent rate (tokens over the window) is within a step
+ * over the window, the daemon's baseline.  Forgetting keeps the newest samples and the count. */
+static void test_meter_recent_rate(void **state)
+{
+    pfi_meter m;
+    pfi_meter_init(&m);
+    pfi_err e = {0};
+    assert_true(isnan(pfi_meter_recent_rate(&m, 0)));
+    for (int tick = 0; tick <= 60; tick++) {
+        pfi_obs o = count_obs(floor(2.3 * tick) * 8192); /* 8 x 1024 tokens a step */
+        assert_int_equal(pfi_meter_add(&m, &o, tick, &e), PFI_OK);
+    }
+    assert_int_equal(m.n, 60);
+    double truth = 2.3 * 8192;
+    int off = 0;
+    for (int i = 0; i < m.n; i++)
+        off += fabs(m.s[i].rate - truth) > 0.1 * truth;
+    assert_true(off > 30); /* one tick: 16,384 or 24,576 */
+    double r = pfi_meter_recent_rate(&m, 60 - 30);
+    assert_true(fabs(r - truth) <= 8192.0 / 30 + 1e-9);
+    /* only the samples that began at or after from: the last 10 s, 23 steps */
+    assert_near(pfi_meter_recent_rate(&m, 50), (floor(2.3 * 60) - floor(2.3 * 50)) * 8192 / 10,
+                1e-6);
+    pfi_meter_forget_before(&m, 50.5); /* samples ending before 50.5 go: [50,51] stays */
+    assert_int_equal(m.n, 10);
+    assert_near(m.s[0].t0, 50, 1e-12);
+    pfi_meter_forget_before(&m, 1e9);
+    assert_int_equal(m.n, 0);
+    pfi_obs o = count_obs(floor(2.3 * 61) * 8192); /* the count is kept: the next interval */
+    assert_int_equal(pfi_meter_add(&m, &o, 61, &e), PFI_OK);
+    assert_int_equal(m.n, 1);
+    assert_near(m.s[0].t0, 60, 1e-12);
+    pfi_meter_free(&m);
+}
+
 /* An observation marked restart (the parser replaced a provisional format, parse.h) makes the
  * meter forget what came before: its samples, its unit and its count. */
 static void test_meter_restart(void **state)
@@ -807,6 +843,7 @@ int main(void)
         cmocka_unit_test(test_gpu_lock_planted),
         cmocka_unit_test(test_journal_holder_named),
         cmocka_unit_test(test_journal_peek),
+        cmocka_unit_test(test_meter_recent_rate),
         cmocka_unit_test(test_journal_hostile_numbers),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),

@@ -44,6 +44,12 @@ int pfi_meter_add(pfi_meter *m, const pfi_obs *o, double t, pfi_err *err);
 /* Forgets the samples (a new level) but keeps the counter state, so the first interval of
  * the new level straddles the change and is excluded by its t0. */
 void pfi_meter_clear(pfi_meter *m);
+/* Forgets the samples that ended before t (a daemon follows a level for days: the samples it no
+ * longer needs), the counter state kept. */
+void pfi_meter_forget_before(pfi_meter *m, double t);
+/* The duration-weighted mean rate of the samples that began at or after from (tokens gained
+ * over the span, for counts), read from the newest back: NAN when there is none. */
+double pfi_meter_recent_rate(const pfi_meter *m, double from);
 
 typedef struct pfi_window_stats {
     double mean, lo, hi;   /* NAN when there is not enough data */

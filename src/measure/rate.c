@@ -25,6 +25,28 @@ void pfi_meter_clear(pfi_meter *m)
     m->n = 0;
 }
 
+void pfi_meter_forget_before(pfi_meter *m, double t)
+{
+    int k = 0;
+    while (k < m->n && m->s[k].t1 < t)
+        k++;
+    if (k > 0) {
+        memmove(m->s, m->s + k, (size_t)(m->n - k) * sizeof *m->s);
+        m->n -= k;
+    }
+}
+
+double pfi_meter_recent_rate(const pfi_meter *m, double from)
+{
+    double sw = 0, swr = 0;
+    for (int i = m->n - 1; i >= 0 && m->s[i].t0 >= from; i--) {
+        double w = m->s[i].t1 - m->s[i].t0;
+        sw += w;
+        swr += w * m->s[i].rate;
+    }
+    return sw > 0 ? swr / sw : NAN;
+}
+
 static int push(pfi_meter *m, double t0, double t1, double rate, pfi_err *err)
 {
     if (!(t1 > t0) || !isfinite(rate) || rate < 0)

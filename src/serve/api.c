@@ -211,7 +211,7 @@ static int post_throughput(srv_node *n, const char *id, json_t *doc, pfi_err *e)
     json_t *t = json_object_get(doc, "tokens_per_s");
     if (!json_is_number(t))
         return pfi_err_set(e, PFI_EINVAL, "tokens_per_s: expected a number");
-    return pfi_srv_job_throughput(n, id, json_number_value(t), e);
+    return pfi_srv_job_throughput(n, id, json_number_value(t), json_number_value(t), e);
 }
 
 /* What a read's query said (query_ok): each parameter, -1 when not given (none takes a

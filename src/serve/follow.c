@@ -387,8 +387,16 @@ void pfi_srv_follow_tick(srv_node *n)
         f->m.scale = pfi_parser_per_gpu(f->p) ? ng[j] : 1;
         level_tick(n, f, cap[j], draw[j], now);
         if (fresh && f->m.n > 0 && f->m.unit == PFI_OU_TOKENS) {
+            /* the baseline: the tokens gained over the window (duration-weighted), within this
+             * level (the meter forgets a level's samples when the cap moves) */
+            double last = f->m.s[f->m.n - 1].rate;
+            double rate = pfi_meter_recent_rate(&f->m, now - SRV_LOG_RATE_WINDOW_S);
             pfi_err e = {0};
-            pfi_srv_job_throughput(n, ids[j], f->m.s[f->m.n - 1].rate, &e);
+            pfi_srv_job_throughput(n, ids[j], last, isfinite(rate) ? rate : last, &e);
+            /* A level measured (or a job never steady) keeps what the next window reads, not
+             * every line of a run at one cap for days. */
+            if (f->m.n > 4096 && (f->level_done || now - f->level_t0 > 3600))
+                pfi_meter_forget_before(&f->m, now - 2 * SRV_LOG_RATE_WINDOW_S);
         }
     }
     /* Logs of jobs that are gone are closed. */

@@ -426,9 +426,10 @@ int pfi_srv_job_set_gpus(srv_node *n, const char *id, const int *gpus, int ng, p
     return rc;
 }
 
-int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err)
+int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, double baseline_tps,
+                           pfi_err *err)
 {
-    if (!(tps >= 0 && tps <= SRV_MAX_TPS))
+    if (!(tps >= 0 && tps <= SRV_MAX_TPS) || !(baseline_tps >= 0 && baseline_tps <= SRV_MAX_TPS))
         return pfi_err_set(err, PFI_EINVAL, "tokens_per_s: expected a number from 0 to %g",
                            SRV_MAX_TPS);
     pthread_mutex_lock(&n->mu);
@@ -445,8 +446,8 @@ int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err
             if (g->dev.limit_w < g->dev.default_limit_w - 1.0)
                 uncapped = 0;
         }
-        if (uncapped && tps > 0 && jb->curve_src != SRV_CURVE_GIVEN)
-            jb->t0_tps = tps;
+        if (uncapped && baseline_tps > 0 && jb->curve_src != SRV_CURVE_GIVEN)
+            jb->t0_tps = baseline_tps;
     }
     pthread_mutex_unlock(&n->mu);
     if (j < 0)

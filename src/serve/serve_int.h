@@ -28,6 +28,10 @@
 #define SRV_CONTROLLER_HEARD_S 60 /* a controller heard within this is named as commanding */
 #define SRV_EVENTS 512
 #define SRV_MIN_BASELINE 10 /* baseline samples before a job's curve is predicted */
+/* A log's baseline is its tokens over this many seconds of the level: one tick's interval of a
+ * progress bar is whole steps, 2 or 3 of a job at 2.3 it/s (-13%/+30%), and the baseline (the
+ * SLA check's and the probe's reference) swung with it; over 30 s a step is 1.4% of such a job. */
+#define SRV_LOG_RATE_WINDOW_S 30.0
 /* A job's SLA breaches seen in its log and kept for its plan (follow.c, plan.c): the latest
  * PFI_ALLOC_SEEN_MAX; a level must be slower than the SLA allows by SRV_SLA_TOL at the fast end
  * of its 95% interval to count (the study's breach tolerance). */
@@ -403,7 +407,11 @@ int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *er
  * observed rate and curve) is forgotten.  PFI_ENOENT no such job, PFI_EBUSY a GPU another job
  * holds. */
 int pfi_srv_job_set_gpus(srv_node *n, const char *id, const int *gpus, int ng, pfi_err *err);
-int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, pfi_err *err);
+/* A job's tokens/s: tps is its observed rate now (a running probe averages it); baseline_tps
+ * what becomes its baseline while its GPUs are uncapped (a client's report: tps itself; a log's:
+ * its rate over SRV_LOG_RATE_WINDOW_S). */
+int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, double baseline_tps,
+                           pfi_err *err);
 int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err);
 int pfi_srv_budget_clear(srv_node *n, json_t **result, pfi_err *err);
 int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err);

@@ -157,13 +157,27 @@ static void test_follow(void **state)
     append(path, "w", "t1\n");
     assert_int_equal(pfi_follow_poll(&f, collect, &got, &e), PFI_OK);
     assert_true(has(&got, "t1"));
-    /* Rotated: the rest of the old file, then the new one. */
+    /* Rotated by rename while the job writes through its old descriptor (python train.py >
+     * log): the renamed file is read while it grows, the new, empty one waits. */
     append(path, "a", "t2\n");
     assert_int_equal(rename(path, old), 0);
-    append(path, "w", "n1\n");
+    append(path, "w", "");
     assert_int_equal(pfi_follow_poll(&f, collect, &got, &e), PFI_OK);
     assert_true(has(&got, "t2"));
+    append(old, "a", "t3\n");
+    assert_int_equal(pfi_follow_poll(&f, collect, &got, &e), PFI_OK);
+    assert_true(has(&got, "t3"));
+    assert_int_equal(pfi_follow_poll(&f, collect, &got, &e), PFI_OK); /* nothing new anywhere */
+    append(old, "a", "t4\ntps: 7,3"); /* the job moves to the new file, its last line cut */
+    append(path, "a", "n1\n");
+    assert_int_equal(pfi_follow_poll(&f, collect, &got, &e), PFI_OK);
+    assert_true(has(&got, "t4"));
+    assert_false(has(&got, "n1")); /* the old one grew this poll: not left yet */
+    int before = got.n;
+    assert_int_equal(pfi_follow_poll(&f, collect, &got, &e), PFI_OK);
     assert_true(has(&got, "n1"));
+    assert_false(has(&got, "tps: 7,3")); /* a cut line is not read as whole */
+    assert_int_equal(got.n, before + 1);
     pfi_follow_close(&f);
     /* Opened on an existing file: its history is not this sweep's. */
     lines got2 = {0};

@@ -294,12 +294,17 @@ int pfi_follow_poll(pfi_follow *f, pfi_line_fn fn, void *ctx, pfi_err *err)
         f->off = 0; /* truncated in place (copytruncate) */
         pfi_linebuf_reset(&f->lb); /* a cut line of the old file is not the new one's first */
     }
+    long long off0 = f->off;
     follow_read(f, fn, ctx);
     struct stat ps;
-    if (stat(f->path, &ps) == 0 && (ps.st_ino != f->ino || ps.st_dev != f->dev)) {
-        /* Rotated: finish the old file, then start the new one from its beginning. */
-        follow_read(f, fn, ctx);
-        pfi_linebuf_flush(&f->lb, fn, ctx);
+    /* Rotated by rename (the path names another file): the old one is read while it grows, and
+     * left once a poll found nothing in it and the new one has lines, as tail -F and pfi serve
+     * do.  A job that writes through the descriptor it opened once (python train.py > log)
+     * goes on writing to the renamed file: the sweep switched at once, read an empty file and
+     * failed the level with "is the job hung?".  A cut last line of the old file is dropped, not
+     * read as whole (tps: 7,3 read as 7). */
+    if (f->off == off0 && stat(f->path, &ps) == 0 && ps.st_size > 0 &&
+        (ps.st_ino != f->ino || ps.st_dev != f->dev)) {
         follow_reopen(f, 0);
         if (f->fd >= 0)
             follow_read(f, fn, ctx);

@@ -629,6 +629,40 @@ static void test_deepspeed_global_step(void **state)
     pfi_parser_free(p);
 }
 
+/* The Trainer's bar with DeepSpeed under it (its INFO banner hidden, the default verbosity):
+ * a bar still counting keeps the job's wall-clock steps; DeepSpeed's timer (forward..step
+ * only) took over at its first line.  A finished bar (a preprocessing loop) gives way. */
+static void test_hf_bar_beside_deepspeed(void **state)
+{
+    static const char *ds = "[2024-05-01 10:00:00,000] [INFO] [timer.py:260:stop] "
+                            "epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=18.1, "
+                            "CurrSamplesPerSec=18.0, MemAllocated=10.2GB, MaxMemAllocated=20.1GB";
+    for (int finished = 0; finished <= 1; finished++) {
+        pfi_parse_cfg cfg = {.format = PFI_LOG_AUTO};
+        pfi_parser *p;
+        pfi_err e = {0};
+        assert_int_equal(pfi_parser_new(&cfg, &p, &e), PFI_OK);
+        pfi_obs o;
+        pfi_parser_feed(p, finished ? " 100%|##########| 1000/1000 [00:05<00:00, 200.00it/s]"
+                                    : "  1%|          | 10/1000 [00:05<08:15,  2.00it/s]",
+                        &o);
+        assert_int_equal(pfi_parser_format(p), PFI_LOG_HF);
+        int hit = pfi_parser_feed(p, ds, &o);
+        if (finished) {
+            assert_int_equal(hit, 1);
+            assert_int_equal(pfi_parser_format(p), PFI_LOG_DEEPSPEED);
+        } else {
+            assert_int_equal(hit, 0);
+            assert_int_equal(pfi_parser_format(p), PFI_LOG_HF);
+            assert_int_equal(pfi_parser_feed(p, "  2%|          | 20/1000 [00:10<08:10,  2.00it/s]",
+                                             &o),
+                             1);
+            assert_int_equal(o.step, 20);
+        }
+        pfi_parser_free(p);
+    }
+}
+
 static void test_nanogpt(void **state)
 {
     static const fixture_case cases[] = {
@@ -1160,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_linebuf),
         cmocka_unit_test(test_linebuf_cut_number),
         cmocka_unit_test(test_deepspeed_global_step),
+        cmocka_unit_test(test_hf_bar_beside_deepspeed),
         cmocka_unit_test(test_megatron_deepspeed_seqlen),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_bare_bar_gives_way),

@@ -299,7 +299,14 @@ static void test_budget(void **state)
     double w = 0;
     assert_int_equal(pfi_budget_parse("cut=30%", &b, &e), PFI_OK);
     assert_int_equal(pfi_budget_watts(&b, "cut=30%", 5600, "ref", &w, &e), PFI_OK);
-    assert_true(fabs(w - 3920) < 1e-9);
+    assert_true(w == 3920); /* 0.7 * 5600 is 3919.9999999999995: caps of 3920 were "over" it */
+    assert_int_equal(pfi_budget_parse("70%", &b, &e), PFI_OK);
+    assert_int_equal(pfi_budget_watts(&b, "70%", 5600, "ref", &w, &e), PFI_OK);
+    assert_true(w == 3920);
+    assert_int_equal(pfi_budget_parse("33.3333%", &b, &e), PFI_OK); /* down, to the milliwatt */
+    assert_int_equal(pfi_budget_watts(&b, "33.3333%", 1001, "ref", &w, &e), PFI_OK);
+    assert_true(w == 333.666 && w <= 0.333333 * 1001);
+    assert_int_equal(pfi_budget_parse("cut=30%", &b, &e), PFI_OK);
     assert_int_equal(pfi_budget_watts(&b, "cut=30%", 0, "GPU", &w, &e), PFI_ESTATE);
     assert_string_equal(e.msg, "budget 'cut=30%': no GPU known to take a share of");
     char buf[96];

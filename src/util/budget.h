@@ -23,7 +23,8 @@ typedef struct pfi_budget {
 /* Parses s (see above).  Bad text is PFI_EINVAL, a value out of range PFI_ERANGE; every message
  * starts with "budget 'S': ".  On error *b is untouched. */
 int pfi_budget_parse(const char *s, pfi_budget *b, pfi_err *err);
-/* The watts of b against reference_w (the sum the command's shares are of): a share of a
+/* The watts of b against reference_w (the sum the command's shares are of; a share rounded
+ * down to the milliwatt, so that 70% of 5600 W is 3920, not 3919.9999999999995): a share of a
  * reference that is not positive and finite is PFI_ESTATE ("budget 'S': no REF_NAME known to
  * take a share of"). */
 int pfi_budget_watts(const pfi_budget *b, const char *s, double reference_w, const char *ref_name,

@@ -200,7 +200,8 @@ static void node_metrics(ctx *c)
            n->hb_ttl_s > 0);
     scalar(c, "pfi_decisions_total", "counter", "Cap decisions applied.", (double)n->n_decisions);
     scalar(c, "pfi_cap_changes_total", "counter",
-           "Power limit sets attempted (pfi_cap_failures_total counts those that failed).",
+           "Power limit sets that took effect (a refused or failed set is counted in "
+           "pfi_cap_failures_total, not here).",
            (double)n->n_cap_changes);
     scalar(c, "pfi_cap_failures_total", "counter", "Power limit changes that failed.",
            (double)n->n_apply_failures);

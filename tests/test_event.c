@@ -520,6 +520,26 @@ static void test_held_above(void **state)
         b[i] = i % 2 ? NAN : 3000;
     pfi_event_compliance_held(r, 2, t, b, n, 5, &c);
     assert_true(c.held_above_s == 0 && isnan(c.held_above_w));
+    /* A target lowered under way (12 kW, then 9 kW from 1020.3), feasible: the host holds the
+     * old budget until its next tick.  That is following, not the least it could: the old
+     * budget's sample before the change is not carried into the new definition, nor is the
+     * first sample after it that still records the old target. */
+    r[0].ev = limit_ev("m", 1000, 1040, 12000);
+    r[1].from_s = 1020.3;
+    r[1].ev = r[0].ev;
+    r[1].ev.limit_w = 9000;
+    for (int i = 0; i < n; i++)
+        b[i] = t[i] < 1000 ? 16800 : t[i] <= 1021 ? 12000 : 9000;
+    pfi_event_compliance_held(r, 2, t, b, n, 5, &c);
+    assert_true(c.held_above_s == 0 && isnan(c.held_above_w));
+    /* ...but a revision the site cannot meet (4800 W held for 3000 W) is counted from the
+     * sample that records what it holds. */
+    r[1].ev.limit_w = 3000;
+    for (int i = 0; i < n; i++)
+        b[i] = t[i] < 1000 ? 16800 : t[i] <= 1021 ? 12000 : 4800;
+    pfi_event_compliance_held(r, 2, t, b, n, 5, &c);
+    assert_true(fabs(c.held_above_s - 18) < 1e-9); /* 1022-1040 */
+    assert_true(c.held_above_w == 4800);
 }
 
 /* How a change is kept: none held or the held one over, a new event; the same terms, the same;

@@ -407,6 +407,19 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
     return rc;
 }
 
+/* Whether budget bw recorded at t, in revision k, is an earlier revision's target still in
+ * force at the host: within a sample gap of revision k taking effect, the host had not yet
+ * planned the new one. */
+static int following(const pfi_event_revision *revs, int k, double t, double bw, double max_gap_s)
+{
+    if (k == 0 || t - revs[k].from_s > max_gap_s)
+        return 0;
+    for (int j = 0; j < k; j++)
+        if (fabs(bw - pfi_event_target_w(&revs[j].ev)) <= 0.5)
+            return 1;
+    return 0;
+}
+
 void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const double *t,
                                const double *b, int n, double max_gap_s,
                                pfi_event_compliance *out)
@@ -416,19 +429,23 @@ void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const
     for (int i = 0; i < n; i++) {
         if (!isfinite(b[i]))
             continue;
-        double end = t[i] + hold_s(t, n, i, max_gap_s);
-        for (int k = rev_at(revs, n_revs, t[i]); k < n_revs && rev_from(revs, n_revs, k) < end;
-             k++) {
-            const pfi_event *ev = &revs[k].ev;
-            double o = overlap(fmax(t[i], rev_from(revs, n_revs, k)),
-                               fmin(end, rev_from(revs, n_revs, k + 1)), ev->start_s, ev->end_s);
-            /* half a watt: the budget an event sets is its target, as recorded */
-            if (o > 0 && b[i] > pfi_event_target_w(ev) + 0.5) {
-                out->held_above_s += o;
-                out->held_above_w = isnan(out->held_above_w) || b[i] > out->held_above_w
-                                        ? b[i]
-                                        : out->held_above_w;
-            }
+        /* A sample's budget is judged against the definition in force at its own time, never
+         * carried into the next: a target lowered under way is met a tick later, and the old
+         * budget held until then is following, not the least the site could (a feasible event
+         * was reported "held at up to 12000 W, the least it could" for 0.7 s). */
+        int k = rev_at(revs, n_revs, t[i]);
+        const pfi_event *ev = &revs[k].ev;
+        double end = fmin(t[i] + hold_s(t, n, i, max_gap_s), rev_from(revs, n_revs, k + 1));
+        /* half a watt: the budget an event sets is its target, as recorded */
+        if (!(b[i] > pfi_event_target_w(ev) + 0.5) ||
+            following(revs, k, t[i], b[i], max_gap_s))
+            continue;
+        double o = overlap(t[i], end, ev->start_s, ev->end_s);
+        if (o > 0) {
+            out->held_above_s += o;
+            out->held_above_w = isnan(out->held_above_w) || b[i] > out->held_above_w
+                                    ? b[i]
+                                    : out->held_above_w;
         }
     }
 }

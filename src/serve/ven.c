@@ -758,7 +758,7 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *
         snprintf(times, sizeof times, " %zu times, last", nrev - 1);
     json_t *held = json_object_get(c, "held_above_target");
     if (held && at > 0 && (size_t)at < sizeof name) /* the least it could hold: its shortfall */
-        at += snprintf(name + at, sizeof name - (size_t)at, "; held at up to %.0f W for %.0f s, "
+        at += snprintf(name + at, sizeof name - (size_t)at, "; held at up to %.0f W for %.1f s, "
                        "the least it could", json_number_value(json_object_get(held, "budget_w")),
                        json_number_value(json_object_get(held, "seconds")));
     if (nrev > 1 && at > 0 && (size_t)at < sizeof name)

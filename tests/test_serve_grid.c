@@ -260,6 +260,23 @@ static void test_vtn_event_held_short(void **state)
     json_decref(d);
     json_t *b = json_loads(body, 0, NULL), *res = NULL;
     pfi_err e = {0};
+    /* The advice fits the case: "yield" where the SLA raises the floor; where the event yields
+     * already, the GPUs' minimum limits are the floor, and it says so (it advised "yield"). */
+    assert_int_equal(pfi_srv_grid_add(f->n, b, 0, &res, &e), PFI_EINFEASIBLE);
+    if (!strstr(e.msg, "send \"sla\": \"yield\""))
+        fail_msg("no advice to yield: %s", e.msg);
+    json_decref(res);
+    res = NULL;
+    char yb[256];
+    snprintf(yb, sizeof yb, "{\"id\": \"y\", \"start\": %.3f, \"end\": %.3f, \"limit_w\": 100, "
+             "\"sla\": \"yield\"}", now + 600, now + 1200);
+    json_t *y = json_loads(yb, 0, NULL);
+    assert_int_equal(pfi_srv_grid_add(f->n, y, 0, &res, &e), PFI_EINFEASIBLE);
+    if (strstr(e.msg, "yield") || !strstr(e.msg, "minimum power limits sum to"))
+        fail_msg("an event that yields, below the minimum limits: %s", e.msg);
+    json_decref(res);
+    json_decref(y);
+    res = NULL;
     if (pfi_srv_grid_add(f->n, b, SRV_GRID_TAKE_SHORT, &res, &e) != PFI_OK)
         fail_msg("a VTN's event the SLAs cannot meet: %s", e.msg);
     assert_true(json_is_false(json_object_get(res, "feasible")));

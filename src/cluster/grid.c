@@ -416,7 +416,7 @@ int pfi_cl_grid_add(pfi_cl *c, void *body, int flags, void **result, int *create
                    !pfi_event_feasible(pfi_event_target_w(&ev), isnan(need) ? 0 : need, &a);
     if (short_of && !(flags & PFI_CL_GRID_TAKE_SHORT)) {
         json_t *why = NULL;
-        rc = pfi_grid_infeasible(&ev, a, "the site", &why, err);
+        rc = pfi_grid_infeasible(&ev, a, pfi_cl_min_budget(c, 1), "the site", &why, err);
         *result = why;
     }
     int at = pfi_event_list_find(c->grid_ev, c->n_grid, ev.id);

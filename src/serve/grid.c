@@ -455,7 +455,7 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, pfi_
     int created = 0, kind = PFI_EVENT_CHANGE_NEW;
     int short_of = !pfi_event_feasible(pfi_event_target_w(&ev), floor, &achievable);
     if (short_of && !(flags & SRV_GRID_TAKE_SHORT))
-        rc = pfi_grid_infeasible(&ev, achievable, "this node", result, err);
+        rc = pfi_grid_infeasible(&ev, achievable, floor_locked(n, 1), "this node", result, err);
     else
         rc = store_event(n, &ev, &created, &kind, err);
     pthread_mutex_unlock(&n->decide_mu);

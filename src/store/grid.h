@@ -125,11 +125,12 @@ json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *x);
  * "kept_until", "kept_until_s"}: when it was, and until when its history is kept. */
 void pfi_grid_history_json(json_t *report, double let_go_s);
 /* An event whose target the SLAs in force cannot meet: PFI_EINFEASIBLE in err, saying what
- * `holder` ("the site", "this node") can hold at least (achievable_w) and how to let the SLAs
- * give way, and in *body (body may be NULL) the API's answer: "feasible" false, "target_w" and
- * "achievable_w".  Returns PFI_EINFEASIBLE. */
-int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, const char *holder,
-                        json_t **body, pfi_err *err);
+ * `holder` ("the site", "this node") can hold at least (achievable_w) and, where the SLAs raise
+ * that above the GPUs' minimum limits (min_limits_w) and the event does not yield, how to let
+ * them give way; and in *body (body may be NULL) the API's answer: "feasible" false,
+ * "target_w" and "achievable_w".  Returns PFI_EINFEASIBLE. */
+int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, double min_limits_w,
+                        const char *holder, json_t **body, pfi_err *err);
 /* An event's compliance report (pfi_grid_compliance) as the API shows it: "event" (at `now`),
  * "compliance", "site_max_w", "samples", and what it can say at `now`: "state" ("not_started"
  * before the ramp, "partial" until the restore is over, then "no_samples" when no second of the

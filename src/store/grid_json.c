@@ -426,15 +426,22 @@ void pfi_grid_history_json(json_t *report, double let_go_s)
                                                     let_go_s + PFI_GRID_HISTORY_S));
 }
 
-int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, const char *holder,
-                        json_t **body, pfi_err *err)
+int pfi_grid_infeasible(const pfi_event *ev, double achievable_w, double min_limits_w,
+                        const char *holder, json_t **body, pfi_err *err)
 {
     double target = pfi_event_target_w(ev);
     if (body)
         *body = json_pack("{s:b, s:f, s:f}", "feasible", 0, "target_w", target, "achievable_w",
                           achievable_w);
+    /* "yield" is advice only where the SLAs raise the floor: it was given to an event that
+     * yielded already, whose floor was the GPUs' minimum limits. */
+    if (ev->sla_yield || !(achievable_w > min_limits_w + 0.5))
+        return pfi_err_set(err, PFI_EINFEASIBLE, "event %s: target %.0f W cannot be met: the "
+                           "GPUs' minimum power limits sum to %.0f W, the least %s can hold "
+                           "(achievable_w)",
+                           ev->id, target, achievable_w, holder);
     return pfi_err_set(err, PFI_EINFEASIBLE, "event %s: target %.0f W cannot be met with the "
-                       "SLAs in force: %s can hold no less than %.0f W (achievable_w); send "
-                       "\"sla\": \"yield\" to let the SLAs give way",
-                       ev->id, target, holder, achievable_w);
+                       "SLAs in force: %s can hold no less than %.0f W (achievable_w; %.0f W "
+                       "with the SLAs yielding); send \"sla\": \"yield\" to let the SLAs give way",
+                       ev->id, target, holder, achievable_w, min_limits_w);
 }

@@ -189,13 +189,39 @@ static void test_several_payloads(void **state)
                   0, "SIMPLE after a PRICE payload");
     assert_true(num(b, "cut") == 0.20);
     json_decref(b);
-    /* Nothing pfi acts on: refused, the types named, no limit. */
+    /* Nothing pfi acts on, of types OpenADR 3.0 defines (a price, an export limit, an alert
+     * whose value is text): nothing to do and no error (a price counted one at every poll). */
+    strcpy(why, "x");
     b = map(EV("null", PERIOD_1H,
                "[{\"id\": 0, \"payloads\": [{\"type\": \"PRICE\", \"values\": [0.31]}, "
                "{\"type\": \"EXPORT_CAPACITY_LIMIT\", \"values\": [50]}]}]"), 0, why, sizeof why);
     assert_null(b);
-    assert_non_null(strstr(why, "unknown payload type"));
-    assert_non_null(strstr(why, "PRICE"));
+    assert_string_equal(why, "");
+    strcpy(why, "x");
+    b = map(EV("null", PERIOD_1H,
+               "[{\"id\": 0, \"payloads\": [{\"type\": \"ALERT_FLEX_ALERT\", "
+               "\"values\": [\"shift load\"]}]}]"), 0, why, sizeof why);
+    assert_null(b);
+    assert_string_equal(why, "");
+    /* A type no one defines (a misspelt limit) is an error naming it. */
+    b = map(EV("null", PERIOD_1H,
+               "[{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMT\", "
+               "\"values\": [50]}]}]"), 0, why, sizeof why);
+    assert_null(b);
+    assert_non_null(strstr(why, "unknown payload type IMPORT_CAPACITY_LIMT"));
+}
+
+/* A limit too large for a double once in watts (1e306 kW) is a limit above any site's maximum,
+ * as 1e300 kW is (the host does not take it, and says no error): it had no limit_w at all. */
+static void test_limit_overflow(void **state)
+{
+    (void)state;
+    json_t *b = map_taken(EV(KW_DESC, PERIOD_1H,
+                             "[{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", "
+                             "\"values\": [1e306]}]}]"),
+                          0, "a limit of 1e306 kW");
+    assert_true(isfinite(num(b, "limit_w")) && num(b, "limit_w") > 1e300);
+    json_decref(b);
 }
 
 /* A duration of P9999Y is infinity (OpenADR 3.0): the event holds until the VTN withdraws
@@ -603,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_units_of_the_descriptor),
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_several_payloads),
+        cmocka_unit_test(test_limit_overflow),
         cmocka_unit_test(test_open_ended),
         cmocka_unit_test(test_open_durations),
         cmocka_unit_test(test_zero_limit),

@@ -4,6 +4,7 @@
  * event's), its target (IMPORT_CAPACITY_LIMIT in W, KW or MW less the site's other loads;
  * SIMPLE levels 1-3 as cuts), its randomizeStart drawn once per event, and whether it is meant
  * for this VEN at all.  The VEN (ven.c) takes or refuses what this gives. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +232,33 @@ json_t *pfi_ven_acted_payload(json_t *iv)
     return json_array_get(pls, 0);
 }
 
+/* Whether t is a payload type OpenADR 3.0 defines that pfi does not act on (prices, emissions,
+ * setpoints, alerts, capacity subscriptions; "x-" private ones): such an interval is nothing
+ * to do, not an error.  A program that publishes prices beside its limits counted an error at
+ * every poll (and an alert on the VEN's errors paged for a price).  A type no one defines (a
+ * misspelt limit) stays an error. */
+static int openadr_other_type(const char *t)
+{
+    static const char *const types[] = {
+        "PRICE", "CHARGE_STATE_SETPOINT", "DISPATCH_SETPOINT", "DISPATCH_SETPOINT_RELATIVE",
+        "CONTROL_SETPOINT", "EXPORT_PRICE", "GHG", "CURVE", "OLS",
+        "IMPORT_CAPACITY_SUBSCRIPTION", "IMPORT_CAPACITY_RESERVATION",
+        "IMPORT_CAPACITY_RESERVATION_FEE", "IMPORT_CAPACITY_AVAILABLE",
+        "IMPORT_CAPACITY_AVAILABLE_PRICE", "EXPORT_CAPACITY_SUBSCRIPTION",
+        "EXPORT_CAPACITY_RESERVATION", "EXPORT_CAPACITY_RESERVATION_FEE",
+        "EXPORT_CAPACITY_AVAILABLE", "EXPORT_CAPACITY_AVAILABLE_PRICE", "EXPORT_CAPACITY_LIMIT",
+        "ALERT_GRID_EMERGENCY", "ALERT_BLACK_START", "ALERT_POSSIBLE_OUTAGE", "ALERT_FLEX_ALERT",
+        "ALERT_FIRE", "ALERT_FREEZING", "ALERT_WIND", "ALERT_TSUNAMI", "ALERT_AIR_QUALITY",
+        "ALERT_OTHER", "CTA2045_REBOOT", "CTA2045_SET_OVERRIDE_STATUS",
+    };
+    if (!strncmp(t, "x-", 2) || !strncmp(t, "X-", 2))
+        return 1;
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (!strcmp(t, types[i]))
+            return 1;
+    return 0;
+}
+
 /* Whether an event is meant for this VEN by its targets (OpenADR 3.0: a list of valuesMap
  * {type, values}): every VEN_NAME entry must list the VEN's name and every RESOURCE_NAME entry
  * its resource.  Other target types (GROUP, SERVICE_AREA...) and targets given as plain strings
@@ -319,7 +347,9 @@ static int put_target(const pfi_ven_config *cfg, json_t *ev, const char *ty, dou
             snprintf(why, wn, "event %s: %s in units %.40s (W, KW or MW)", eid, ty, units);
             return 0;
         }
-        double w = x * wpu;
+        /* 1e306 kW overflows: as any limit above the site's maximum it cannot bind (not
+         * taken, no error); infinity made no limit_w at all, refused as "give exactly one". */
+        double w = isinf(x * wpu) && x > 0 ? DBL_MAX : x * wpu;
         if (w < 0) {
             snprintf(why, wn, "event %s: %s %g %s is negative (an import limit is 0 or more)",
                      eid, ty, x, units);
@@ -344,8 +374,8 @@ static int put_target(const pfi_ven_config *cfg, json_t *ev, const char *ty, dou
             json_object_set_new(b, "cut", json_real(cfg->simple_cut[level]));
         return level > 0;
     }
-    snprintf(why, wn, "event %s: unknown payload type %s (IMPORT_CAPACITY_LIMIT, SIMPLE)", eid,
-             ty);
+    snprintf(why, wn, "event %s: unknown payload type %s (pfi acts on IMPORT_CAPACITY_LIMIT and "
+             "SIMPLE, and skips the other OpenADR 3.0 types)", eid, ty);
     return 0;
 }
 
@@ -364,6 +394,10 @@ json_t *pfi_ven_map(const pfi_ven_config *cfg, json_t *ev, json_t *iv, int k, do
     json_t *type = json_object_get(pl, "type"), *val = json_array_get(json_object_get(pl, "values"), 0);
     json_t *eid = json_object_get(ev, "id");
     double t0, t1;
+    if (json_is_string(type) && openadr_other_type(json_string_value(type))) {
+        why[0] = 0; /* an alert's value is text: looked at before the value */
+        return NULL;
+    }
     if (!json_is_string(eid) || !json_is_string(type) || !json_is_number(val)) {
         snprintf(why, wn, "event %s interval %d: no id, payload type or numeric value",
                  json_is_string(eid) ? json_string_value(eid) : "?", k);

@@ -300,6 +300,20 @@ static void test_vtn_event_held_short(void **state)
     assert_non_null(h);
     assert_true(fabs(json_number_value(json_object_get(h, "budget_w")) - ach) < 0.5);
     assert_true(json_number_value(json_object_get(h, "seconds")) > 0);
+    /* An interval held shows the budget held, not the 3000 W it could not meet (one not yet
+     * recorded shows the plan). */
+    json_t *ivs = json_object_get(json_object_get(d, "compliance"), "intervals"), *x;
+    size_t i;
+    int held_iv = 0;
+    json_array_foreach(ivs, i, x)
+    {
+        double bw = json_number_value(json_object_get(x, "budget_w"));
+        if (json_number_value(json_object_get(x, "covered_s")) > 0 && fabs(bw - ach) < 0.5)
+            held_iv++;
+        if (json_number_value(json_object_get(x, "covered_s")) > 0 && fabs(bw - 3000) < 0.5)
+            fail_msg("interval %zu shows the target 3000 W as its budget (held %.0f W)", i, ach);
+    }
+    assert_true(held_iv >= 1);
     json_decref(d);
 }
 

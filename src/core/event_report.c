@@ -407,6 +407,21 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
     return rc;
 }
 
+/* The intervals over [a, b) were held at budget bw, above the event's budget line: their
+ * budget in force is the one held (the least the site could), not the target it could not
+ * meet (an event of 2000 W held at 4800 W showed 2000 W, a 0 W limit 1 W).  The lowest held
+ * over an interval, where that is above its line. */
+static void held_in_intervals(pfi_event_compliance *c, double a, double b, double bw)
+{
+    for (int j = 0; j < c->n_intervals; j++) {
+        pfi_event_interval *x = &c->intervals[j];
+        if (!(overlap(a, b, x->t0, x->t1) > 0) || !(bw > x->budget_w))
+            continue;
+        if (!(x->held_w > 0) || bw < x->held_w)
+            x->held_w = bw;
+    }
+}
+
 /* Whether budget bw recorded at t, in revision k, is an earlier revision's target still in
  * force at the host: within a sample gap of revision k taking effect, the host had not yet
  * planned the new one. */
@@ -446,8 +461,12 @@ void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const
             out->held_above_w = isnan(out->held_above_w) || b[i] > out->held_above_w
                                     ? b[i]
                                     : out->held_above_w;
+            held_in_intervals(out, fmax(t[i], ev->start_s), fmin(end, ev->end_s), b[i]);
         }
     }
+    for (int j = 0; j < out->n_intervals; j++)
+        if (out->intervals[j].held_w > 0)
+            out->intervals[j].budget_w = out->intervals[j].held_w;
 }
 
 int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site,

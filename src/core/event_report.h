@@ -45,7 +45,10 @@ double pfi_baseline_walk_mean(const pfi_baseline_walk *b);
 typedef struct pfi_event_interval {
     double t0, t1;          /* [t0, t1), Unix seconds */
     double mean_w, max_w;   /* of the draw; NAN when no sample covers it */
-    double budget_w;        /* the lowest budget in force over it (ramps included) */
+    double budget_w;        /* the lowest budget in force over it (ramps included; where the
+                             * site held the least it could above it, that held budget, once
+                             * pfi_event_compliance_held has run) */
+    double held_w;          /* the lowest budget held above the event's line (0: none) */
     double target_w;        /* the event's target */
     double covered_s;
 } pfi_event_interval;
@@ -115,7 +118,8 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
                                  const pfi_baseline_walk *base, pfi_event_compliance *out,
                                  pfi_err *err);
 /* The budget in force recorded with each sample (b[i], W; NAN: none) against the target in
- * force inside the window: out->held_above_s and held_above_w (of a computed compliance). */
+ * force inside the window: out->held_above_s and held_above_w (of a computed compliance), and
+ * the intervals' budget_w where the site held more than the event asked. */
 void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const double *t,
                                const double *b, int n, double max_gap_s,
                                pfi_event_compliance *out);

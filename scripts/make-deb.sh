@@ -206,11 +206,26 @@ if [ "\$1" = remove ]; then
     # are the site's budget: the stop and the restore below would put the GPUs back to their
     # original limits, and the site over that budget, while the controller still counts them at
     # its caps.  The removal stops until the node is out of the controller's plan.
-    listen=\$(conf listen unix:/run/pfi/serve.sock)
-    case "\$listen" in unix:*) url=\$listen ;; *) url=http://\$listen ;; esac
-    mode=\$(timeout 10 pfi ctl --url "\$url" health 2>/dev/null |
+    # Asked where the daemon listens: serve.conf's listen, else where pfi ctl looks by default
+    # (the packaged socket when it exists, else the daemon's default 127.0.0.1:9455; asking the
+    # socket alone missed a daemon on its default and went on to the restore).
+    listen=\$(conf listen "")
+    case "\$listen" in "") url="" ;; unix:*) url=\$listen ;; *) url=http://\$listen ;; esac
+    mode=\$(timeout 10 pfi ctl \${url:+--url "\$url"} health 2>/dev/null |
         sed -n 's/.*"mode": *"\\([a-z]*\\)".*/\\1/p' | head -n 1) || true
+    # A daemon that runs and does not answer may hold a controller's caps: not known, not removed.
+    if [ -z "\$mode" ] && [ -d /run/systemd/system ] && systemctl --quiet is-active pfi-serve.service 2>/dev/null; then
+        mode=unknown
+    fi
     case "\$mode" in
+    unknown)
+        if [ "\${PFI_FORCE_REMOVE:-0}" = 1 ]; then
+            echo "pfi: pfi serve runs but did not answer (\${url:-pfi ctl's default address}); removing pfi anyway (PFI_FORCE_REMOVE=1): this node's GPUs go back to their original limits" >&2
+        else
+            echo "pfi: pfi serve runs but did not answer (\${url:-pfi ctl's default address}): whether a site controller holds its caps is not known, and removing pfi would put this node's GPUs back to their original limits. pfi is not removed. Check the daemon (systemctl status pfi-serve), or PFI_FORCE_REMOVE=1 removes pfi all the same" >&2
+            exit 1
+        fi
+        ;;
     external|safe)
         if [ "\${PFI_FORCE_REMOVE:-0}" = 1 ]; then
             echo "pfi: pfi serve holds caps a site controller set (mode \$mode); removing pfi anyway (PFI_FORCE_REMOVE=1): this node's GPUs go back to their original limits" >&2
@@ -251,7 +266,16 @@ if [ "\$1" = configure ] && [ -d /run/systemd/system ]; then
             touch "\$(conf journal /var/lib/pfi/journal).hold-next-stop" || true
         fi
         deb-systemd-invoke try-restart $units >/dev/null || true
+        # A restart done took the marker (its stop and its start); one policy-rc.d refused left
+        # it, and the next plain stop held the caps with nothing left to take them back.
+        rm -f "\$(conf journal /var/lib/pfi/journal).hold-next-stop"
     fi
+fi
+# Records the units' enablement (as dh_installsystemd's postinst does), so that the postrm's
+# purge removes the links of units the operator enabled: with no state recorded it left them
+# dangling.
+if [ "\$1" = configure ] && command -v deb-systemd-helper >/dev/null 2>&1; then
+    deb-systemd-helper update-state $units >/dev/null || true
 fi
 EOT
 cat > "$stage/DEBIAN/postrm" <<EOT

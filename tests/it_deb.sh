@@ -91,10 +91,21 @@ grep -q 'static-library-has-unneeded-sections' "$T/lintian" && fail "libpfi.a ke
 # and leaves the daemons' state.
 dpkg-deb -e "$deb" "$T/ctl" || fail "dpkg-deb -e"
 mkdir -p "$T/stub" "$T/run/systemd/system"
-for c in deb-systemd-invoke systemctl pfi; do
+# deb-systemd-helper too: the real one, found on PATH, would record the units' state in this
+# machine's /var/lib/systemd.
+for c in deb-systemd-invoke systemctl pfi deb-systemd-helper; do
   printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$c" "$T/calls" > "$T/stub/$c"
   chmod 755 "$T/stub/$c"
 done
+stub_pfi() { # the daemon's mode that pfi ctl health answers ("": no answer)
+  if [ -n "$1" ]; then
+    printf '#!/bin/sh\necho "pfi $*" >> "%s"\ncase " $* " in *" health "*) printf '"'"'{\\n  "status": "ok",\\n  "mode": "%s"\\n}\\n'"'"' ;; esac\n' \
+      "$T/calls" "$1" > "$T/stub/pfi"
+  else
+    printf '#!/bin/sh\necho "pfi $*" >> "%s"\n' "$T/calls" > "$T/stub/pfi"
+  fi
+}
+stub_pfi local
 maint() { # script, then its arguments: the commands it ran, one a line, in $T/calls
   s=$1
   shift
@@ -108,8 +119,29 @@ units="pfi-serve.service pfi-cluster.service"
 mkdir -p "$T/var/lib/pfi" "$T/var/lib/pfi-cluster"
 touch "$T/var/lib/pfi/journal" "$T/var/lib/pfi/pfi.db"
 maint prerm remove
-printf 'pfi ctl --url unix:/run/pfi/serve.sock health\ndeb-systemd-invoke stop %s\npfi restore --journal %s --backend nvml\n' "$units" \
-  "$T/var/lib/pfi/journal" | cmp -s - "$T/calls" || fail "prerm remove ran: $(cat "$T/calls")"
+printf 'pfi ctl health\nsystemctl --quiet is-active pfi-serve.service\ndeb-systemd-invoke stop %s\npfi restore --journal %s --backend nvml\n' "$units" \
+  "$T/var/lib/pfi/journal" | grep -v 'is-active' | cmp -s - "$T/calls" || fail "prerm remove ran: $(cat "$T/calls")"
+# The daemon is asked where serve.conf says it listens, else where pfi ctl looks by default
+# (the socket alone was asked, and a daemon on its default 127.0.0.1:9455 was not found); one
+# that runs and does not answer stops the removal (unless PFI_FORCE_REMOVE=1).
+mkdir -p "$T/etc/pfi"
+echo 'listen = 127.0.0.1:9455' > "$T/etc/pfi/serve.conf"
+maint prerm remove
+grep -qx 'pfi ctl --url http://127.0.0.1:9455 health' "$T/calls" ||
+  fail "prerm remove did not ask serve.conf's listen: $(cat "$T/calls")"
+rm -f "$T/etc/pfi/serve.conf"
+stub_pfi ""
+: > "$T/calls"
+sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
+  -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/prerm" > "$T/prerm.sh"
+PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1
+st=$?
+[ $st = 1 ] && grep -q "pfi serve runs but did not answer.*pfi is not removed" "$T/prerm.out" ||
+  fail "prerm remove, a running daemon that does not answer: exit $st: $(cat "$T/prerm.out")"
+grep -q 'restore\|stop' "$T/calls" && fail "prerm remove, a daemon that does not answer: went on: $(cat "$T/calls")"
+PFI_FORCE_REMOVE=1 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1 ||
+  fail "prerm remove, no answer, PFI_FORCE_REMOVE=1: exit $?: $(cat "$T/prerm.out")"
+grep -q 'pfi restore' "$T/calls" || fail "PFI_FORCE_REMOVE=1, no answer, did not restore: $(cat "$T/calls")"
 # A node under a site controller (its daemon in mode external, or safe) is not removed: the
 # restore would take the site over its budget.  PFI_FORCE_REMOVE=1 removes it all the same.
 for m in external safe; do
@@ -130,10 +162,10 @@ EOS
     fail "prerm remove under a controller, PFI_FORCE_REMOVE=1: exit $?: $(cat "$T/prerm.out")"
   grep -q 'pfi restore' "$T/calls" || fail "PFI_FORCE_REMOVE=1 under a controller did not restore: $(cat "$T/calls")"
 done
-printf '#!/bin/sh\necho "pfi $*" >> "%s"\n' "$T/calls" > "$T/stub/pfi"
+stub_pfi local
 # A restore that fails stops the removal (exit 1), unless PFI_FORCE_REMOVE=1; the journal and
 # the NVML library are serve.conf's when it sets them.
-printf '#!/bin/sh\necho "pfi $*" >> "%s"\necho "pfi restore: no GPU" >&2\nexit 1\n' "$T/calls" > "$T/stub/pfi"
+printf '#!/bin/sh\necho "pfi $*" >> "%s"\ncase " $* " in *" health "*) echo "\\"mode\\": \\"local\\"" ; exit 0 ;; esac\necho "pfi restore: no GPU" >&2\nexit 1\n' "$T/calls" > "$T/stub/pfi"
 sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
   -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/prerm" > "$T/prerm.sh"
 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1
@@ -142,7 +174,7 @@ st=$?
   fail "prerm remove with a failing restore: exit $st: $(cat "$T/prerm.out")"
 PFI_FORCE_REMOVE=1 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1 ||
   fail "prerm remove, PFI_FORCE_REMOVE=1: exit $?: $(cat "$T/prerm.out")"
-printf '#!/bin/sh\necho "pfi $*" >> "%s"\n' "$T/calls" > "$T/stub/pfi"
+stub_pfi local
 mkdir -p "$T/etc/pfi"
 printf 'journal = %s/j3  # moved\nnvml_lib = "/opt/nv/libnvidia-ml.so.1"\n' "$T" > "$T/etc/pfi/serve.conf"
 touch "$T/j3"
@@ -162,12 +194,19 @@ printf '#!/bin/sh\necho "deb-systemd-invoke $*" >> "%s"\n[ -e "%s" ] && echo "(h
 maint postinst configure "$version"
 grep -qx "deb-systemd-invoke try-restart $units" "$T/calls" || fail "postinst upgrade: $(cat "$T/calls")"
 grep -qx "(held restart asked)" "$T/calls" || fail "postinst upgrade: no $marker before the try-restart: $(cat "$T/calls")"
+# ...and gone after it: a restart that policy-rc.d refused left it, and the next plain stop
+# held the caps with no daemon to take them back.
+[ -e "$marker" ] && fail "postinst upgrade leaves $marker after the try-restart"
+grep -qx "deb-systemd-helper update-state $units" "$T/calls" ||
+  fail "postinst does not record the units' state for the purge: $(cat "$T/calls")"
 rm -f "$marker"
 mkdir -p "$T/etc/pfi"
 printf 'listen = unix:/run/pfi/serve.sock\njournal = "%s" # moved\n' "$T/j2" > "$T/etc/pfi/serve.conf"
+printf '#!/bin/sh\necho "deb-systemd-invoke $*" >> "%s"\n[ -e "%s" ] && echo "(held restart asked at j2)" >> "%s"\nexit 0\n' \
+  "$T/calls" "$T/j2.hold-next-stop" "$T/calls" > "$T/stub/deb-systemd-invoke"
 maint postinst configure "$version"
-[ -e "$T/j2.hold-next-stop" ] && [ ! -e "$marker" ] ||
-  fail "postinst upgrade: the held restart is not asked at serve.conf's journal $T/j2"
+grep -qx "(held restart asked at j2)" "$T/calls" && [ ! -e "$marker" ] ||
+  fail "postinst upgrade: the held restart is not asked at serve.conf's journal $T/j2: $(cat "$T/calls")"
 rm -f "$T/j2.hold-next-stop" "$T/etc/pfi/serve.conf"
 printf '#!/bin/sh\necho "%s $*" >> "%s"\n' deb-systemd-invoke "$T/calls" > "$T/stub/deb-systemd-invoke"
 if [ -x /usr/bin/deb-systemd-invoke ]; then

@@ -56,6 +56,7 @@ FAKENVML:= $(BUILD)/lib/libnvidia-ml.so.1
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 DEPS_OK := build/.deps-ok
+DEPS_BUILD := build/.deps-build-ok
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
@@ -63,12 +64,20 @@ NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>
         install uninstall install-files man deb FORCE
 all: $(PFI) $(FAKENVML) $(BUILD)/lib/libpfi.so $(BUILD)/lib/pfi_spank.so $(MANPAGES)
 
+# What building needs (the library's -dev packages, a compiler) for pfi itself: a plain `make`,
+# `make install` and `make deb` ask for no more.  The tests' and the demo's tools (cmocka, clang,
+# chromium, prometheus, lintian, gnuplot...) come with `make check` and `make demo`: a
+# non-root `make` on a build host refused to compile for want of a browser.  The full set waits
+# for the build set, so that two package installs never run at once under -j.
 deps: $(DEPS_OK)
-$(DEPS_OK): scripts/install-deps.sh
+$(DEPS_BUILD): scripts/install-deps.sh
+	@sh scripts/install-deps.sh build
+	@mkdir -p $(@D) && touch $@
+$(DEPS_OK): scripts/install-deps.sh | $(DEPS_BUILD)
 	@sh scripts/install-deps.sh all
 	@mkdir -p $(@D) && touch $@
 
-$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+$(BUILD)/obj/%.o: %.c | $(DEPS_BUILD)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
@@ -178,7 +187,7 @@ $(BUILD)/pfi-burn: $(wildcard src/burn/*.cu)
 	else echo "pfi-burn: nvcc not found, skipped"; fi
 spank: $(BUILD)/lib/pfi_spank.so
 # slurmd loads the plugin: it links libcurl only, never libpfi (small, and no clash with Slurm's).
-$(BUILD)/lib/pfi_spank.so: $(wildcard src/slurm/*.c) | $(DEPS_OK)
+$(BUILD)/lib/pfi_spank.so: $(wildcard src/slurm/*.c) | $(DEPS_BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(filter %.c,$^) -lcurl
 
@@ -219,7 +228,7 @@ test: check
 
 # The main job on the embedded simulator: a live 8xH200 node under a stepping cap, then the
 # paper end to end (fleet -> sweeps -> PFI -> predictor -> allocation -> report in study-out/).
-demo: all
+demo: all | $(DEPS_OK)
 	$(PFI) sim demo
 	$(PFI) study --fleet paper --out study-out
 	@echo "open study-out/report.html (or read study-out/report.md)"
@@ -284,6 +293,8 @@ install: install-files
 	inst 644 contrib/bash-completion/pfi $(BASHCOMPDIR)/pfi; \
 	inst 644 contrib/pfi-serve.conf.example $(DOCDIR)/examples/serve.conf; \
 	inst 644 docs/examples/jobs.json $(DOCDIR)/examples/jobs.json; \
+	for f in contrib/grafana/*.json contrib/prometheus/*.yml; do \
+	  inst 644 $$f $(DOCDIR)/examples/$$(basename $$f); done; \
 	for f in contrib/slurm/pfi-prolog.sh contrib/slurm/pfi-epilog.sh; do \
 	  sed -e 's|@PKGLIBEXECDIR@|$(PKGLIBEXECDIR)|g' $$f > $(BUILD)/$$(basename $$f); \
 	  inst 755 $(BUILD)/$$(basename $$f) $(PKGLIBEXECDIR)/$$(basename $$f); done; \
@@ -292,7 +303,7 @@ install: install-files
 	sort -u $$m.new > $$m && rm -f $$m.new; echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"
 
 # A Debian package from a staged install (scripts/make-deb.sh): BUILD/pfi_VERSION_ARCH.deb.
-deb: all
+deb: all | $(DEPS_OK)
 	@sh scripts/make-deb.sh $(BUILD) $(VERSION)
 
 # What install put there, from the same lists (no manifest needed), then the empty directories

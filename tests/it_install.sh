@@ -17,7 +17,9 @@ mk() { tree_make PREFIX=/usr DESTDIR="$D" "$@"; }
 mk install > "$T/install.log" 2>&1 || { cat "$T/install.log"; echo "FAIL: make install"; exit 1; }
 for f in usr/bin/pfi usr/lib/libpfi.so usr/lib/libpfi.so.0 usr/lib/libpfi.a usr/include/pfi/pfi.h \
          usr/include/pfi/core/alloc.h usr/lib/pkgconfig/pfi.pc usr/share/doc/pfi/LICENSE \
-         usr/share/doc/pfi/examples/serve.conf; do
+         usr/share/doc/pfi/examples/serve.conf usr/share/doc/pfi/examples/pfi-node.json \
+         usr/share/doc/pfi/examples/pfi-site.json usr/share/doc/pfi/examples/pfi-alerts.yml \
+         usr/share/doc/pfi/examples/prometheus.yml; do
   [ -e "$D/$f" ] || fail "not installed: /$f"
 done
 ls "$D"/lib/systemd/system/pfi-serve.service "$D"/usr/lib/systemd/system/pfi-serve.service \

@@ -56,7 +56,10 @@ for c in 0 -5 1e9 199; do
     fail "sim job --truth $c: exit $st, $(cat "$T/out" "$T/err")"
 done
 "$PFI" sim job --truth 200,700 >"$T/out" || fail "sim job --truth 200,700 (the range's ends)"
-"$PFI" gpus --sim no-such-preset 2>"$T/err" && fail "unknown preset accepted"
+"$PFI" gpus --sim no-such-preset 2>"$T/err"
+[ $? -eq 2 ] || fail "an unknown preset is not a usage error (exit 2)"
+"$PFI" sim run --sim no-such-preset >/dev/null 2>&1
+[ $? -eq 2 ] || fail "pfi sim run: an unknown preset is not a usage error (exit 2)"
 grep -q "unknown simulator preset 'no-such-preset'" "$T/err" || fail "preset message: $(cat "$T/err")"
 printf '{"gpu": "B300", "gpus": 8}' >"$T/bad1.json"
 "$PFI" gpus --sim "$T/bad1.json" 2>"$T/err" && fail "unknown GPU type accepted"

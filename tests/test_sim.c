@@ -274,7 +274,7 @@ static void test_config_errors(void **state)
                                           "\"name\": \"b\", \"first_gpu\": 2, \"seq_len\": 4096, "
                                           "\"global_batch\": 16}]}", &c, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "share GPUs"));
-    assert_int_equal(pfi_sim_config_load("no-such-preset", &c, &e), PFI_ENOENT);
+    assert_int_equal(pfi_sim_config_load("no-such-preset", &c, &e), PFI_EINVAL); /* exit 2 */
     assert_non_null(strstr(e.msg, "h200x8-dense"));
 }
 
@@ -361,7 +361,7 @@ static void test_backend(void **state)
     assert_int_equal(pfi_hw_sample(b, 0, &s, &e), PFI_OK);
     assert_true(s.t_s == 40 && s.power_w < 360);
     pfi_hw_close(b);
-    assert_int_equal(pfi_hw_open("sim", "no-such-preset", 0, &b, &e), PFI_ENOENT);
+    assert_int_equal(pfi_hw_open("sim", "no-such-preset", 0, &b, &e), PFI_EINVAL);
     assert_null(b);
 }
 

@@ -555,8 +555,11 @@ int pfi_sim_config_load(const char *arg, pfi_node_config *out, pfi_err *err)
         if (rc != PFI_ENOENT)
             return rc;
         FILE *probe = fopen(arg, "r");
-        if (!probe)
-            return rc;
+        if (!probe) { /* neither a preset nor a file: a bad value (exit 2), as a bad --cap */
+            if (err)
+                err->code = PFI_EINVAL;
+            return PFI_EINVAL;
+        }
         fclose(probe);
     }
     int dir_rc = pfi_input_not_dir(arg, err);

@@ -61,6 +61,9 @@ done
 "$PFI" sim run --sim no-such-preset >/dev/null 2>&1
 [ $? -eq 2 ] || fail "pfi sim run: an unknown preset is not a usage error (exit 2)"
 grep -q "unknown simulator preset 'no-such-preset'" "$T/err" || fail "preset message: $(cat "$T/err")"
+"$PFI" sim run --cap 70% --cap-at 100s --duration 30s >"$T/out" 2>"$T/err"
+[ $? -eq 2 ] && grep -q -- "--cap-at 100s is after the run's end" "$T/err" ||
+  fail "sim run --cap-at past --duration: $(cat "$T/err")"
 printf '{"gpu": "B300", "gpus": 8}' >"$T/bad1.json"
 "$PFI" gpus --sim "$T/bad1.json" 2>"$T/err" && fail "unknown GPU type accepted"
 grep -q "unknown GPU type 'B300'" "$T/err" || fail "GPU type message: $(cat "$T/err")"

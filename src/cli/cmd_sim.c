@@ -336,6 +336,11 @@ static int sim_run(int argc, char **argv)
         pfi_err_set(&e, PFI_EINVAL, "--interval must be > 0 and give at most 100000 reports");
         return fail(argv[0], &e);
     }
+    if (cap_s && at > dur) { /* the run ended before the step it was asked for: said, not run */
+        pfi_err_set(&e, PFI_EINVAL, "--cap-at %s is after the run's end (--duration %s): the cap "
+                    "would never be applied", at_s, dur_s);
+        return fail(argv[0], &e);
+    }
     pfi_sim_node *node;
     if (pfi_sim_node_new(&cfg, &node, &e) != PFI_OK)
         return fail(argv[0], &e);

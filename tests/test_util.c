@@ -609,6 +609,20 @@ static void test_text_fit(void **state)
     char row[64];
     snprintf(row, sizeof row, "%-*s|", pfi_text_pad("x\xc3\xa9", 5), "x\xc3\xa9");
     assert_int_equal(pfi_text_cols(row), 6); /* five columns, then the bar */
+    /* Wide characters take two columns on a terminal, combining marks none: "日本語" is six,
+     * "e" + U+0301 one; a cut never takes half a wide character. */
+    assert_int_equal(pfi_text_cols("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"), 6);
+    assert_int_equal(pfi_text_cols("e\xcc\x81"), 1);
+    char cjk[128] = "";
+    for (int i = 0; i < 12; i++)
+        strcat(cjk, "\xe6\x97\xa5"); /* 24 columns */
+    c = pfi_text_fit(cjk, 10, buf, sizeof buf);
+    assert_true(pfi_text_cols(c) <= 10 && pfi_text_cols(c) >= 9);
+    assert_true(pfi_text_printable(c, NULL, 0));
+    /* 2 + 3 + 4 columns: a second one would cross the head's 3 */
+    assert_string_equal(c, "\xe6\x97\xa5...\xe6\x97\xa5\xe6\x97\xa5");
+    snprintf(row, sizeof row, "%-*s|", pfi_text_pad("\xe6\x97\xa5x", 5), "\xe6\x97\xa5x");
+    assert_int_equal(pfi_text_cols(row), 6);
 }
 
 static void test_text(void **state)

@@ -103,22 +103,45 @@ int pfi_text_make_printable(char *s)
     return changed;
 }
 
-int pfi_text_cols(const char *s)
+/* The character at s: its bytes (*len, 1 for a byte that starts no valid sequence) and the
+ * columns a terminal gives it: 2 for the East Asian wide and fullwidth ranges and the emoji
+ * blocks, 0 for combining marks, joiners and variation selectors, else 1.  A table padded by
+ * characters put a column of Chinese ids one column in for each of its characters. */
+static int char_cols(const char *s, int *len)
 {
-    int cols = 0;
-    for (; *s; s++)
-        cols += ((unsigned char)*s & 0xC0) != 0x80;
-    return cols;
+    int n = pfi_utf8_len(s);
+    if (n <= 1) {
+        *len = 1;
+        return 1;
+    }
+    *len = n;
+    const unsigned char *u = (const unsigned char *)s;
+    unsigned v = u[0] & (0xFFu >> (n + 1));
+    for (int i = 1; i < n; i++)
+        v = (v << 6) | (u[i] & 0x3F);
+    static const unsigned zero[][2] = {{0x300, 0x36F},   {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF},
+                                       {0x200B, 0x200F}, {0x20D0, 0x20FF}, {0xFE00, 0xFE0F},
+                                       {0xFE20, 0xFE2F}, {0xE0100, 0xE01EF}};
+    static const unsigned wide[][2] = {
+        {0x1100, 0x115F},   {0x2E80, 0x303E},   {0x3041, 0x33FF},   {0x3400, 0x4DBF},
+        {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},   {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},
+        {0xFE30, 0xFE4F},   {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},   {0x1F300, 0x1F64F},
+        {0x1F900, 0x1F9FF}, {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD}};
+    for (size_t i = 0; i < sizeof zero / sizeof *zero; i++)
+        if (v >= zero[i][0] && v <= zero[i][1])
+            return 0;
+    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+        if (v >= wide[i][0] && v <= wide[i][1])
+            return 2;
+    return 1;
 }
 
-/* The byte offset of the first k characters of s (at most its length). */
-static size_t chars_bytes(const char *s, int k)
+int pfi_text_cols(const char *s)
 {
-    size_t i = 0;
-    for (int c = 0; s[i]; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80 && c++ == k)
-            return i;
-    return i;
+    int cols = 0, len;
+    for (; *s; s += len)
+        cols += char_cols(s, &len);
+    return cols;
 }
 
 const char *pfi_text_fit(const char *s, int w, char *buf, size_t n)
@@ -126,8 +149,22 @@ const char *pfi_text_fit(const char *s, int w, char *buf, size_t n)
     int cols = pfi_text_cols(s);
     if (cols <= w || w < 5 || n < 4 * (size_t)w + 1)
         return s;
-    int head = (w - 3) / 2, tail = w - 3 - head;
-    size_t hb = chars_bytes(s, head), tb = chars_bytes(s, cols - tail);
+    /* the head: the most characters within its columns; the tail: the fewest from where what
+     * is left fits its columns (a wide character that would cross either is left out) */
+    int head = (w - 3) / 2, tail = w - 3 - head, c = 0, len;
+    size_t hb = 0, tb = 0, i = 0;
+    for (; s[i]; i += (size_t)len) {
+        int cw = char_cols(s + i, &len);
+        if (c + cw <= head)
+            hb = i + (size_t)len;
+        if (cols - c <= tail && !tb)
+            tb = i;
+        c += cw;
+    }
+    if (!tb)
+        tb = i;
+    if (hb + 3 + strlen(s + tb) + 1 > n) /* zero-width marks: more bytes than columns */
+        return s;
     snprintf(buf, n, "%.*s...%s", (int)hb, s, s + tb);
     return buf;
 }

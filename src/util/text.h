@@ -32,14 +32,15 @@ int pfi_text_printable(const char *s, char *why, size_t n);
  * old store) is shown without driving the terminal.  1 when something was replaced. */
 int pfi_text_make_printable(char *s);
 
-/* Columns s takes on a terminal, counted as its characters (UTF-8 sequences; a byte that
- * starts none counts as one): ids and names may be UTF-8, and tables padded by bytes lost one
- * column per accented letter. */
+/* Columns s takes on a terminal: each character (UTF-8 sequence; a byte that starts none counts
+ * as one) one, an East Asian wide or fullwidth one or an emoji two, a combining mark none: ids
+ * and names may be UTF-8, and tables padded by bytes lost one column per accented letter. */
 int pfi_text_cols(const char *s);
 /* s as it fits in w columns (w >= 5): s itself when it does, else its head, "..." and its tail
  * in buf[0..n), cut between characters (cut by bytes, a multi-byte character was split and the
- * table was no longer UTF-8).  buf must hold 4 * w + 1 bytes (UTF-8 takes up to 4 a character);
- * a smaller one gets s itself. */
+ * table was no longer UTF-8), a column short when a wide character would cross the cut.  buf
+ * must hold 4 * w + 1 bytes (UTF-8 takes up to 4 a character); a smaller one (or text with more
+ * bytes than that, of zero-width marks) gets s itself. */
 const char *pfi_text_fit(const char *s, int w, char *buf, size_t n);
 /* The printf field width ("%-*s") that pads s to w columns. */
 int pfi_text_pad(const char *s, int w);

@@ -543,7 +543,8 @@ int pfi_journal_parse(pfi_journal *j, FILE *f, const char *name, pfi_err *err)
     return PFI_OK;
 }
 
-int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
+/* The text of the journal at path into *j (zeroed first), no lock looked at. */
+static int read_text(pfi_journal *j, const char *path, pfi_err *err)
 {
     memset(j, 0, sizeof *j);
     j->lock_fd = -1;
@@ -558,6 +559,12 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
     }
     int rc = pfi_journal_parse(j, f, path, err);
     fclose(f);
+    return rc;
+}
+
+int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
+{
+    int rc = read_text(j, path, err);
     if (rc != PFI_OK)
         return rc;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -584,21 +591,12 @@ int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err)
 
 int pfi_journal_peek(pfi_journal *j, const char *path, pfi_err *err)
 {
-    memset(j, 0, sizeof *j);
-    j->lock_fd = -1;
-    snprintf(j->path, sizeof j->path, "%s", path);
-    if (pfi_input_not_dir(path, err) != PFI_OK)
-        return pfi_err_prefix(err, "journal: ");
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (errno == ENOENT)
-            return pfi_err_set(err, PFI_ENOENT, "no journal at %s", path);
-        return pfi_err_set(err, PFI_EIO, "cannot read journal %s: %s", path, strerror(errno));
+    int rc = read_text(j, path, err);
+    int fd = rc == PFI_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        j->writer_runs = pfi_lock_holder_pid(fd, 0) > 0;
+        close(fd);
     }
-    int rc = pfi_journal_parse(j, f, path, err);
-    if (rc == PFI_OK)
-        j->writer_runs = pfi_lock_holder_pid(fileno(f), 0) > 0;
-    fclose(f);
     return rc;
 }
 

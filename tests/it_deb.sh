@@ -106,14 +106,26 @@ stub_pfi() { # the daemon's mode that pfi ctl health answers ("": no answer)
   fi
 }
 stub_pfi local
-maint() { # script, then its arguments: the commands it ran, one a line, in $T/calls
+# script, then its arguments: its exit status; the commands it ran, one a line, in $T/calls,
+# its output in $T/SCRIPT.out
+maint_run() {
   s=$1
   shift
   : > "$T/calls"
-  [ -x "$T/ctl/$s" ] || { fail "no executable $s in the package"; return; }
+  [ -x "$T/ctl/$s" ] || { fail "no executable $s in the package"; return 1; }
   sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
     -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/$s" > "$T/$s.sh"
-  PATH="$T/stub:$PATH" sh -e "$T/$s.sh" "$@" > "$T/$s.out" 2>&1 || fail "$s $*: $(cat "$T/$s.out")"
+  PATH="$T/stub:$PATH" PFI_FORCE_REMOVE="${force:-0}" sh -e "$T/$s.sh" "$@" > "$T/$s.out" 2>&1
+}
+forced() { # maint_run with PFI_FORCE_REMOVE=1
+  force=1
+  maint_run "$@"
+  st=$?
+  force=0
+  return $st
+}
+maint() { # the same, which must succeed
+  maint_run "$@" || fail "$*: $(cat "$T/$1.out")"
 }
 units="pfi-serve.service pfi-cluster.service"
 mkdir -p "$T/var/lib/pfi" "$T/var/lib/pfi-cluster"
@@ -131,15 +143,12 @@ grep -qx 'pfi ctl --url http://127.0.0.1:9455 health' "$T/calls" ||
   fail "prerm remove did not ask serve.conf's listen: $(cat "$T/calls")"
 rm -f "$T/etc/pfi/serve.conf"
 stub_pfi ""
-: > "$T/calls"
-sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
-  -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/prerm" > "$T/prerm.sh"
-PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1
+maint_run prerm remove
 st=$?
 [ $st = 1 ] && grep -q "pfi serve runs but did not answer.*pfi is not removed" "$T/prerm.out" ||
   fail "prerm remove, a running daemon that does not answer: exit $st: $(cat "$T/prerm.out")"
 grep -q 'restore\|stop' "$T/calls" && fail "prerm remove, a daemon that does not answer: went on: $(cat "$T/calls")"
-PFI_FORCE_REMOVE=1 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1 ||
+forced prerm remove ||
   fail "prerm remove, no answer, PFI_FORCE_REMOVE=1: exit $?: $(cat "$T/prerm.out")"
 grep -q 'pfi restore' "$T/calls" || fail "PFI_FORCE_REMOVE=1, no answer, did not restore: $(cat "$T/calls")"
 # A node under a site controller (its daemon in mode external, or safe) is not removed: the
@@ -150,15 +159,12 @@ for m in external safe; do
 echo "pfi \$*" >> "$T/calls"
 case " \$* " in *" health "*) printf '{\n  "status": "ok",\n  "mode": "$m",\n  "budget_w": 4000.0\n}\n' ;; esac
 EOS
-  : > "$T/calls"
-  sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
-    -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/prerm" > "$T/prerm.sh"
-  PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1
+  maint_run prerm remove
   st=$?
   [ $st = 1 ] && grep -q "site controller set (mode $m).*pfi is not removed.*pfi ctl budget clear" "$T/prerm.out" ||
     fail "prerm remove under a controller ($m): exit $st: $(cat "$T/prerm.out")"
   grep -q 'restore\|stop' "$T/calls" && fail "prerm remove under a controller ($m) went on: $(cat "$T/calls")"
-  PFI_FORCE_REMOVE=1 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1 ||
+  forced prerm remove ||
     fail "prerm remove under a controller, PFI_FORCE_REMOVE=1: exit $?: $(cat "$T/prerm.out")"
   grep -q 'pfi restore' "$T/calls" || fail "PFI_FORCE_REMOVE=1 under a controller did not restore: $(cat "$T/calls")"
 done
@@ -166,13 +172,11 @@ stub_pfi local
 # A restore that fails stops the removal (exit 1), unless PFI_FORCE_REMOVE=1; the journal and
 # the NVML library are serve.conf's when it sets them.
 printf '#!/bin/sh\necho "pfi $*" >> "%s"\ncase " $* " in *" health "*) echo "\\"mode\\": \\"local\\"" ; exit 0 ;; esac\necho "pfi restore: no GPU" >&2\nexit 1\n' "$T/calls" > "$T/stub/pfi"
-sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
-  -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/prerm" > "$T/prerm.sh"
-PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1
+maint_run prerm remove
 st=$?
 [ $st = 1 ] && grep -q "pfi is not removed" "$T/prerm.out" ||
   fail "prerm remove with a failing restore: exit $st: $(cat "$T/prerm.out")"
-PFI_FORCE_REMOVE=1 PATH="$T/stub:$PATH" sh -e "$T/prerm.sh" remove > "$T/prerm.out" 2>&1 ||
+forced prerm remove ||
   fail "prerm remove, PFI_FORCE_REMOVE=1: exit $?: $(cat "$T/prerm.out")"
 stub_pfi local
 mkdir -p "$T/etc/pfi"

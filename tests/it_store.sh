@@ -50,13 +50,17 @@ printf '%s\nci,net\377,8,adam,300,10,270\n' "$H" >"$tmp/nsdi/summary_power_a40.c
 must_fail import zeus-nsdi "$tmp/nsdi" --db "$db"
 has "$tmp/err" "summary_power_a40.csv line 2: the run name is not UTF-8 text .*invalid UTF-8 byte 0xff"
 # A file that ends inside a line (a copy cut short: its last number may be cut too, 270 W read
-# as 2) is imported without that row, with a warning naming the file and line.
+# as 2, and its later rows are missing) is refused naming the file and line, the store as it
+# was: imported without that row, the run holding it replaced a whole stored run.
+printf '%s\nci,net,8,adam,300,10,270\nci,net,8,adam,250,11,270\n' "$H" >"$tmp/nsdi/summary_power_a40.csv"
+"$PFI_BIN" import zeus-nsdi "$tmp/nsdi" --db "$tmp/cut.db" >"$tmp/out" 2>"$tmp/err" || fail "import of a whole file: $(cat "$tmp/err")"
 printf '%s\nci,net,8,adam,300,10,270\nci,net,8,adam,250,11,2' "$H" >"$tmp/nsdi/summary_power_a40.csv"
-"$PFI_BIN" import zeus-nsdi "$tmp/nsdi" --db "$tmp/cut.db" >"$tmp/out" 2>"$tmp/err" || fail "import of a cut file: $(cat "$tmp/err")"
-has "$tmp/err" "warning: .*nsdi/summary_power_a40.csv line 3: the file ends inside a line (truncated copy?); that row is left out"
-[ "$(sqlite3 "$tmp/cut.db" 'select count(*) from levels where power_w < 10')" = 0 ] ||
-    fail "the cut row was stored: $(sqlite3 "$tmp/cut.db" 'select cap_w, power_w from levels')"
-[ "$(grep -c 'ends inside a line' "$tmp/err")" -eq 1 ] || fail "a warning for a whole file: $(cat "$tmp/err")"
+before=$(sqlite3 "$tmp/cut.db" 'select run_id, cap_w, power_w from levels order by 1, 2')
+"$PFI_BIN" import zeus-nsdi "$tmp/nsdi" --db "$tmp/cut.db" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a cut file is not refused as bad input (exit 2)"
+has "$tmp/err" "nsdi/summary_power_a40.csv line 3: the file ends inside a line (a copy cut short?): nothing imported"
+[ "$(sqlite3 "$tmp/cut.db" 'select run_id, cap_w, power_w from levels order by 1, 2')" = "$before" ] ||
+    fail "a refused cut file changed the store"
 # An import that fails into a store it created leaves no empty store behind.
 [ ! -e "$db" ] || fail "a failed import left a database at $db"
 # Two files that give one run name (the same GPUs in another order) are refused with both

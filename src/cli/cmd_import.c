@@ -79,9 +79,6 @@ int pfi_cmd_import(int argc, char **argv)
                         "from here: set it or give PATH)\n", err.msg);
         return PFI_EXIT_FAIL;
     }
-    const char *warning;
-    for (int i = 0; (warning = pfi_import_warning(imp, i)); i++)
-        fprintf(stderr, "pfi import: warning: %s\n", warning);
     pfi_store *st;
     int nr[PFI_IMPORT_NSOURCES] = {0}, nl[PFI_IMPORT_NSOURCES] = {0};
     rc = pfi_store_open(db, PFI_STORE_CREATE, &st, &err);

@@ -80,16 +80,6 @@ int pfi_import_write(pfi_store *st, const pfi_import *imp, int nruns[PFI_IMPORT_
     return PFI_OK;
 }
 
-const char *pfi_import_warning(const pfi_import *imp, int i)
-{
-    for (int k = 0; k < PFI_IMPORT_NSOURCES && i >= 0; k++) {
-        if (i < imp->set[k].nnotes)
-            return imp->set[k].notes[i];
-        i -= imp->set[k].nnotes;
-    }
-    return NULL;
-}
-
 void pfi_import_free(pfi_import *imp)
 {
     if (!imp)

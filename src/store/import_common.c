@@ -196,34 +196,24 @@ pfi_import_run *pfi_import_set_add(pfi_import_set *set)
     return r;
 }
 
-int pfi_import_note_end(pfi_import_set *set, const char *path, int line, pfi_err *err)
+int pfi_import_check_end(const char *path, int line, pfi_err *err)
 {
-    /* A warning, not a refusal: a CSV written by hand or by some spreadsheets has no final
-     * newline and is whole.  But every public file ends with one, so a last line without it is
-     * the cheap sign of a copy cut short (disk full, an interrupted transfer), whose last
-     * number may be cut too ("81.689" read as "81.") and whose later rows are missing: that row
-     * is left out (store/csv.c), and the user is told which file and line to look at. */
+    /* Every public file ends with a line terminator: a last line without one is the sign of a
+     * copy cut short (disk full, an interrupted transfer), whose last number may be cut
+     * ("81.689" read as "81.") and whose later rows are missing.  It was imported with a
+     * warning: the run holding the cut row replaced a whole stored run (8 levels became 1) and
+     * the runs after it kept an older import's levels.  Refused, as any malformed line. */
     if (line <= 0)
         return PFI_OK;
-    char **nn = realloc(set->notes, (size_t)(set->nnotes + 1) * sizeof *nn);
-    if (!nn)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", path);
-    set->notes = nn;
-    char *note = NULL;
-    if (asprintf(&note, "%s line %d: the file ends inside a line (truncated copy?); that row "
-                 "is left out", path, line) < 0)
-        return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", path);
-    set->notes[set->nnotes++] = note;
-    return PFI_OK;
+    return pfi_err_set(err, PFI_EINVAL, "%s line %d: the file ends inside a line (a copy cut "
+                       "short?): nothing imported; if the file is whole, end its last line "
+                       "with a line break", path, line);
 }
 
 void pfi_import_set_free(pfi_import_set *set)
 {
     for (int i = 0; i < set->n; i++)
         free(set->v[i].config_json);
-    for (int i = 0; i < set->nnotes; i++)
-        free(set->notes[i]);
-    free(set->notes);
     free(set->v);
     memset(set, 0, sizeof *set);
 }

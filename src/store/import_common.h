@@ -36,13 +36,11 @@ typedef struct pfi_import_run {
 typedef struct pfi_import_set {
     pfi_import_run *v;
     int n, cap;
-    char **notes; /* warnings for the user, malloc'ed: what was read but looks wrong */
-    int nnotes;
 } pfi_import_set;
 
-/* After the last record of the file at path (line: pfi_csv_unterminated's answer): a note when
- * the file ended inside a line.  PFI_ENOMEM is the only error. */
-int pfi_import_note_end(pfi_import_set *set, const char *path, int line, pfi_err *err);
+/* After the last record of the file at path (line: pfi_csv_unterminated's answer): PFI_EINVAL
+ * naming the file and line when it ended inside a line. */
+int pfi_import_check_end(const char *path, int line, pfi_err *err);
 
 /* Returns a new zeroed slot, or NULL when out of memory. */
 pfi_import_run *pfi_import_set_add(pfi_import_set *set);

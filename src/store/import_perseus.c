@@ -107,7 +107,7 @@ int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *
             goto out;
     }
     if (rc == PFI_CSV_END)
-        rc = set->n > first ? pfi_import_note_end(set, path, pfi_perseus_unterminated(c), err)
+        rc = set->n > first ? pfi_import_check_end(path, pfi_perseus_unterminated(c), err)
                             : pfi_err_set(err, PFI_EINVAL, "%s: no data rows", path);
 out:
     free(keys);

@@ -152,7 +152,7 @@ int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *
             goto out;
     }
     if (rc == PFI_CSV_END)
-        rc = r->n_levels > 0 ? pfi_import_note_end(set, path, pfi_csv_unterminated(c), err)
+        rc = r->n_levels > 0 ? pfi_import_check_end(path, pfi_csv_unterminated(c), err)
                              : pfi_err_set(err, PFI_EINVAL, "%s: no data rows", path);
 out:
     pfi_csv_close(c);

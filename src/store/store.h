@@ -211,10 +211,6 @@ typedef struct pfi_import pfi_import;
 int pfi_import_read(const char *which, const char *path, pfi_import **out, pfi_err *err);
 int pfi_import_write(pfi_store *st, const pfi_import *imp, int nruns[PFI_IMPORT_NSOURCES],
                      int nlevels[PFI_IMPORT_NSOURCES], pfi_err *err);
-/* Warning i (0, 1, ... until NULL) of what was read: a file that ends inside a line
- * ("FILE line N: the file ends inside a line (truncated copy?); ...").  The importers above,
- * which read and write in one call, do not report them. */
-const char *pfi_import_warning(const pfi_import *imp, int i);
 void pfi_import_free(pfi_import *imp);
 
 #endif

@@ -631,7 +631,8 @@ static void test_deepspeed_global_step(void **state)
 
 /* The Trainer's bar with DeepSpeed under it (its INFO banner hidden, the default verbosity):
  * a bar still counting keeps the job's wall-clock steps; DeepSpeed's timer (forward..step
- * only) took over at its first line.  A finished bar (a preprocessing loop) gives way. */
+ * only) took over at its first line.  A finished bar (a preprocessing loop), or one not drawn
+ * again between two timer lines, gives way. */
 static void test_hf_bar_beside_deepspeed(void **state)
 {
     static const char *ds = "[2024-05-01 10:00:00,000] [INFO] [timer.py:260:stop] "
@@ -658,6 +659,12 @@ static void test_hf_bar_beside_deepspeed(void **state)
                                              &o),
                              1);
             assert_int_equal(o.step, 20);
+            /* A bar that stops short (a loop killed, a bar left behind) keeps nothing: the
+             * second timer line with no bar drawn between them takes over. */
+            assert_int_equal(pfi_parser_feed(p, ds, &o), 0);
+            assert_int_equal(pfi_parser_format(p), PFI_LOG_HF);
+            assert_int_equal(pfi_parser_feed(p, ds, &o), 1);
+            assert_int_equal(pfi_parser_format(p), PFI_LOG_DEEPSPEED);
         }
         pfi_parser_free(p);
     }

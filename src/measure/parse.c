@@ -428,16 +428,21 @@ static void clean_line(const char *in, char *out, size_t cap)
  * one comes, takes over (docs/log-formats.md). */
 static int detect(pfi_parser *p, const char *line, pfi_obs *o)
 {
-    /* A bar still counting (its total not reached) beside DeepSpeed's timer is the Trainer's
-     * with DeepSpeed under it: its wall-clock steps are kept.  The timer took over, and the
-     * same job was read 2.7-12.7% faster when the Trainer's INFO banner was hidden (its default
-     * verbosity) than when it was shown.  A finished bar (a preprocessing loop) gives way. */
-    int bar_live = p->weak && p->detected == PFI_LOG_HF && p->hf_total > 0 && !p->hf_done;
+    /* A bar still counting (its total not reached, and drawn again since the last timer line)
+     * beside DeepSpeed's timer is the Trainer's with DeepSpeed under it: its wall-clock steps
+     * are kept.  The timer took over, and the same job was read 2.7-12.7% faster when the
+     * Trainer's INFO banner was hidden (its default verbosity) than when it was shown.  A
+     * finished bar (a preprocessing loop), or one that stopped, gives way. */
+    int keep_bar = p->weak && p->detected == PFI_LOG_HF && p->hf_total > 0 && !p->hf_done &&
+                   p->bar_moved;
     for (size_t i = 0; i < sizeof detect_order / sizeof *detect_order; i++) {
-        if (bar_live && detect_order[i] == PFI_LOG_DEEPSPEED)
-            continue;
         pfi_obs_init(o);
         if (format_fns[detect_order[i]](p, line, o)) {
+            if (keep_bar && detect_order[i] == PFI_LOG_DEEPSPEED) {
+                p->bar_moved = 0; /* the next timer line takes over unless the bar moves */
+                return 0;
+            }
+            p->bar_moved = detect_order[i] == PFI_LOG_HF;
             if (p->detected != PFI_LOG_AUTO && p->detected != detect_order[i])
                 p->restart_pending = 1;
             p->detected = detect_order[i];

@@ -17,6 +17,7 @@ struct pfi_parser {
     /* Auto detection settled on hf from a bar without a description alone (no banner, no
      * metrics dict): provisional, every other format is still tried on each line... */
     int weak;
+    int bar_moved; /* a weak bar's line was read since the last DeepSpeed timer line (parse.c) */
     /* Auto detection settled on deepspeed: Megatron's iteration line, printed beside
      * DeepSpeed's in Megatron-DeepSpeed and GPT-NeoX, still takes over (parse.c, detect). */
     int ds_provisional;

@@ -542,6 +542,43 @@ static void test_held_above(void **state)
     assert_true(c.held_above_w == 4800);
 }
 
+/* An interval's budget: the budget held where the site held more than the event asked for all
+ * of the interval's recorded time (the least it could, not the target it could not meet); the
+ * event's line where that was met in part of it (the lowest budget in force over it). */
+static void test_held_intervals(void **state)
+{
+    (void)state;
+    pfi_event_site site = pfi_event_site_default(10000);
+    pfi_event_revision r[1] = {{.from_s = -INFINITY, .ev = limit_ev("i", 1200, 1440, 2000)}};
+    static double t[600], w[600], b[600];
+    int n = 0;
+    for (double x = 1000; x < 1600; x += 1, n++) {
+        t[n] = x;
+        int in = x >= 1200 && x < 1440;
+        w[n] = !in ? 5000 : x < 1320 ? 4700 : x < 1350 ? 4700 : 1900;
+        b[n] = !in ? NAN : x < 1350 ? 4800 : 2000; /* held 4800 W, then a job left: met */
+    }
+    pfi_event_compliance c;
+    pfi_err err = {0};
+    assert_int_equal(pfi_event_compliance_revised(r, 1, &site, t, w, n, 60, 5, NULL, &c, &err),
+                     PFI_OK);
+    pfi_event_compliance_held(r, 1, t, b, n, 5, &c);
+    int whole = 0, part = 0;
+    for (int i = 0; i < c.n_intervals; i++) {
+        const pfi_event_interval *x = &c.intervals[i];
+        if (x->t0 >= 1200 && x->t1 <= 1320) { /* held all through */
+            assert_true(x->budget_w == 4800);
+            whole++;
+        } else if (x->t0 >= 1320 && x->t1 <= 1380) { /* held 30 s, met 30 s */
+            assert_true(x->budget_w == 2000);
+            part++;
+        }
+    }
+    assert_true(whole == 2 && part == 1);
+    assert_true(fabs(c.held_above_s - 150) < 1e-9 && c.held_above_w == 4800);
+    pfi_event_compliance_free(&c);
+}
+
 /* How a change is kept: none held or the held one over, a new event; the same terms, the same;
  * new terms under way, a revision; before its ramp, ahead. */
 static void test_change_kind(void **state)
@@ -717,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_compliance_revised),
         cmocka_unit_test(test_change_kind),
         cmocka_unit_test(test_held_above),
+        cmocka_unit_test(test_held_intervals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

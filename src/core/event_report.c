@@ -407,16 +407,18 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
     return rc;
 }
 
-/* The intervals over [a, b) were held at budget bw, above the event's budget line: their
- * budget in force is the one held (the least the site could), not the target it could not
- * meet (an event of 2000 W held at 4800 W showed 2000 W, a 0 W limit 1 W).  The lowest held
- * over an interval, where that is above its line. */
+/* The intervals over [a, b) were held at budget bw, above the event's budget line: an interval
+ * held all its recorded time shows the budget held (the least the site could), not the target
+ * it could not meet (an event of 2000 W held at 4800 W showed 2000 W, a 0 W limit 1 W); one held
+ * only in part keeps its line, the lowest budget in force over it. */
 static void held_in_intervals(pfi_event_compliance *c, double a, double b, double bw)
 {
     for (int j = 0; j < c->n_intervals; j++) {
         pfi_event_interval *x = &c->intervals[j];
-        if (!(overlap(a, b, x->t0, x->t1) > 0) || !(bw > x->budget_w))
+        double o = overlap(a, b, x->t0, x->t1);
+        if (!(o > 0) || !(bw > x->budget_w))
             continue;
+        x->held_s += o;
         if (!(x->held_w > 0) || bw < x->held_w)
             x->held_w = bw;
     }
@@ -464,9 +466,12 @@ void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const
             held_in_intervals(out, fmax(t[i], ev->start_s), fmin(end, ev->end_s), b[i]);
         }
     }
-    for (int j = 0; j < out->n_intervals; j++)
-        if (out->intervals[j].held_w > 0)
-            out->intervals[j].budget_w = out->intervals[j].held_w;
+    for (int j = 0; j < out->n_intervals; j++) {
+        pfi_event_interval *x = &out->intervals[j];
+        /* a sample's gap of slack: the first sample of an interval may start inside it */
+        if (x->held_w > 0 && x->held_s >= x->covered_s - max_gap_s)
+            x->budget_w = x->held_w;
+    }
 }
 
 int pfi_event_compliance_compute(const pfi_event *ev, const pfi_event_site *site,

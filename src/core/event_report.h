@@ -48,7 +48,8 @@ typedef struct pfi_event_interval {
     double budget_w;        /* the lowest budget in force over it (ramps included; where the
                              * site held the least it could above it, that held budget, once
                              * pfi_event_compliance_held has run) */
-    double held_w;          /* the lowest budget held above the event's line (0: none) */
+    double held_w;          /* the lowest budget held above the event's line (0: none), */
+    double held_s;          /* over this many of its seconds */
     double target_w;        /* the event's target */
     double covered_s;
 } pfi_event_interval;

@@ -64,10 +64,11 @@ NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>
         install uninstall install-files man deb FORCE
 all: $(PFI) $(FAKENVML) $(BUILD)/lib/libpfi.so $(BUILD)/lib/pfi_spank.so $(MANPAGES)
 
-# What building needs (the library's -dev packages, a compiler) for pfi itself: a plain `make`,
-# `make install` and `make deb` ask for no more.  The tests' and the demo's tools (cmocka, clang,
-# chromium, prometheus, lintian, gnuplot...) come with `make check` and `make demo`: a
-# non-root `make` on a build host refused to compile for want of a browser.  The full set waits
+# What building needs (the library's -dev packages, a compiler) for pfi itself: a plain `make`
+# and `make install` ask for no more.  The tests' and the demo's tools (cmocka, clang, chromium,
+# prometheus, gnuplot, dpkg-dev and lintian for `make deb`...) come with `make check`, `make
+# demo` and `make deb`: a non-root `make` on a build host refused to compile for want of a
+# browser.  The full set waits
 # for the build set, so that two package installs never run at once under -j.
 deps: $(DEPS_OK)
 $(DEPS_BUILD): scripts/install-deps.sh

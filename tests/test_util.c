@@ -306,6 +306,9 @@ static void test_budget(void **state)
     assert_int_equal(pfi_budget_parse("33.3333%", &b, &e), PFI_OK); /* down, to the milliwatt */
     assert_int_equal(pfi_budget_watts(&b, "33.3333%", 1001, "ref", &w, &e), PFI_OK);
     assert_true(w == 333.666 && w <= 0.333333 * 1001);
+    assert_int_equal(pfi_budget_parse("0.00001%", &b, &e), PFI_OK); /* under a milliwatt: kept */
+    assert_int_equal(pfi_budget_watts(&b, "0.00001%", 5600, "ref", &w, &e), PFI_OK);
+    assert_true(w > 0 && w < 0.001);
     assert_int_equal(pfi_budget_parse("cut=30%", &b, &e), PFI_OK);
     assert_int_equal(pfi_budget_watts(&b, "cut=30%", 0, "GPU", &w, &e), PFI_ESTATE);
     assert_string_equal(e.msg, "budget 'cut=30%': no GPU known to take a share of");

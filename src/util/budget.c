@@ -78,7 +78,8 @@ int pfi_budget_watts(const pfi_budget *b, const char *s, double reference_w, con
      * grace (a part in 10^12) only takes back such a rounding; the result is never a
      * milliwatt above the share. */
     double mw = b->value * reference_w * 1e3;
-    *watts = floor(mw * (1 + 1e-12) + 1e-6) / 1e3;
+    /* under a milliwatt, kept as it is: 0 would be no budget at all, not a tiny one */
+    *watts = mw >= 1 ? floor(mw * (1 + 1e-12) + 1e-6) / 1e3 : b->value * reference_w;
     return PFI_OK;
 }
 

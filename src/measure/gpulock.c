@@ -71,6 +71,26 @@ long pfi_lock_holder_pid(int fd, long written)
     return pid ? pid : written;
 }
 
+int pfi_lock_is_held(int fd)
+{
+    struct stat st;
+    FILE *f = fstat(fd, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
+    if (!f)
+        return -1;
+    char want[64], line[256];
+    snprintf(want, sizeof want, "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+             (unsigned long long)st.st_ino);
+    int held = 0;
+    while (!held && fgets(line, sizeof line, f)) {
+        char kind[16], dev[64];
+        long p;
+        held = sscanf(line, "%*s %15s %*s %*s %ld %63s", kind, &p, dev) == 3 &&
+               !strcmp(kind, "FLOCK") && !strcmp(dev, want);
+    }
+    fclose(f);
+    return held;
+}
+
 long pfi_lock_file_pid(int fd)
 {
     char b[32];

@@ -56,6 +56,10 @@ const char *pfi_lock_holder(long pid, char *buf, size_t n);
  * names) when it cannot be told.  The file names its last writer, who may be dead: a second
  * restore named the journal's dead writer while another restore held the lock. */
 long pfi_lock_holder_pid(int fd, long written);
+/* Whether a process holds an flock on fd's file, from /proc/locks: 1, 0, or -1 when that cannot
+ * be read.  Any holder counts, one whose pid this namespace cannot see (listed as 0 or -1: a
+ * daemon in a container beside the host's sweep) too. */
+int pfi_lock_is_held(int fd);
 /* The pid a holder wrote at the start of a lock file (fd), 0 if none can be read. */
 long pfi_lock_file_pid(int fd);
 

@@ -594,7 +594,11 @@ int pfi_journal_peek(pfi_journal *j, const char *path, pfi_err *err)
     int rc = read_text(j, path, err);
     int fd = rc == PFI_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd >= 0) {
-        j->writer_runs = pfi_lock_holder_pid(fd, 0) > 0;
+        int held = pfi_lock_is_held(fd);
+        /* no /proc/locks: a shared lock tried, and let go at once, tells instead */
+        if (held < 0)
+            held = flock(fd, LOCK_SH | LOCK_NB) != 0;
+        j->writer_runs = held;
         close(fd);
     }
     return rc;

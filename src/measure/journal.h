@@ -91,7 +91,8 @@ int pfi_journal_set_run(pfi_journal *j, const char *db, long long run_id, pfi_er
 int pfi_journal_load(pfi_journal *j, const char *path, int force, pfi_err *err);
 /* Reads a journal without touching its lock (a read-only daemon: even an instant's flock
  * would refuse a pfi restore that tries it then).  writer_runs: a process holds it, as
- * /proc/locks says (0 where /proc/locks cannot be read).  PFI_ENOENT when there is none. */
+ * /proc/locks says (where it cannot be read, a shared lock tried for an instant).  PFI_ENOENT
+ * when there is none. */
 int pfi_journal_peek(pfi_journal *j, const char *path, pfi_err *err);
 /* Takes over a journal a dead writer left (a daemon that holds limits across its restart):
  * its originals stay, the file names this process and is locked by it, and so are its GPUs.

@@ -7,7 +7,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -122,12 +124,41 @@ static void test_depths_and_format(void **state)
     assert_string_equal(e.msg, "model file format 2; this pfi reads format 1");
 }
 
+/* A file with a key twice (a hand edit, a merge) is refused at load, naming the key: the last
+ * one was kept, and "kind": "ridge", "kind": "physics" predicted with the physics model. */
+static void test_duplicate_key(void **state)
+{
+    (void)state;
+    pfi_model m;
+    model(&m);
+    json_t *doc = pfi_model_to_json(&m, "test");
+    char *text = json_dumps(doc, JSON_SORT_KEYS);
+    json_decref(doc);
+    assert_non_null(text);
+    char *at = strstr(text, "\"kind\": \"ridge\"");
+    assert_non_null(at);
+    char path[] = "/tmp/pfi-model-dup-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "%.*s\"kind\": \"ridge\", \"kind\": \"physics\"%s", (int)(at - text), text,
+            at + strlen("\"kind\": \"ridge\""));
+    fclose(f);
+    free(text);
+    pfi_err e = {0};
+    assert_int_equal(pfi_model_load(path, &m, &e), PFI_EINVAL);
+    if (!strstr(e.msg, "duplicate"))
+        fail_msg("not said: %s", e.msg);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_damaged_numbers),
         cmocka_unit_test(test_depths_and_format),
+        cmocka_unit_test(test_duplicate_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

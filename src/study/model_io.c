@@ -256,7 +256,9 @@ int pfi_model_load(const char *path, pfi_model *m, pfi_err *err)
     if (pfi_input_not_dir(path, err) != PFI_OK)
         return pfi_err_prefix(err, "model: ");
     json_error_t je;
-    json_t *doc = json_load_file(path, 0, &je);
+    /* A key twice (a hand edit, a merge) is refused: jansson kept the last, and a "kind" of
+     * "ridge" then "physics" predicted with the physics model without a word. */
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!doc && je.line < 1) /* not opened or read: jansson has no line to point at */
         return pfi_err_set(err, PFI_ENOENT, "cannot read model %s: %s", path, je.text);
     if (!doc) /* read, but not JSON: bad input, as a file that is not a model */

@@ -403,6 +403,11 @@ static void test_absurd_levels(void **state)
         {"cifar100,shufflenetv2,1024,adadelta,125,16.85,1e300", "per GPU"},
         {"cifar100,shufflenetv2,1024,adadelta,125,1e-300,118", "throughput"},
         {"cifar100,shufflenetv2,1024,adadelta,1e9,16.85,118", "1e+09 W"},
+        /* in kW: a limit under the board's minimum, a draw a thousandth of the limit, and a
+         * draw in W beside a limit in kW */
+        {"cifar100,shufflenetv2,1024,adadelta,0.125,16.85,118", "below the A40's minimum of 100 W"},
+        {"cifar100,shufflenetv2,1024,adadelta,125,16.85,0.118", "under 2% of the limit"},
+        {"cifar100,shufflenetv2,1024,adadelta,125,16.85,250", "more than 1.5 times the limit"},
     };
     for (size_t i = 0; i < sizeof nsdi / sizeof nsdi[0]; i++) {
         char p[1200], text[512];

@@ -117,6 +117,8 @@ void pfi_import_level_init(pfi_level *lv, double cap_w, double power_w, double t
  * rather than stored as a level drawing 1e303 W, which pfi index and pfi allocate --db read. */
 #define LEVEL_MAX_WATTS 1e5 /* a cap or the mean draw, per GPU */
 #define LEVEL_MAX_TPUT 1e15
+#define LEVEL_MAX_DRAW_RATIO 1.5  /* of a level's mean draw to its cap */
+#define LEVEL_MIN_DRAW_RATIO 0.02
 
 int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi_err *err)
 {
@@ -132,10 +134,25 @@ int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi
     if (g && g->spec && lv->cap_w > g->max_w + 0.5)
         return pfi_err_set(err, PFI_EINVAL, "%s: a power limit of %g W is above the %s's "
                            "maximum of %g W", where, lv->cap_w, g->type, g->max_w);
+    /* ...and one below it: a file in kW (0.3 for 300 W) stored a level at a 0.3 W cap that drew
+     * 233 W, which became the run's fastest and moved its PFI30 from 0.764 to 0.919. */
+    if (g && g->spec && lv->cap_w < g->min_w - 0.5)
+        return pfi_err_set(err, PFI_EINVAL, "%s: a power limit of %g W is below the %s's "
+                           "minimum of %g W (a limit in kW?)", where, lv->cap_w, g->type,
+                           g->min_w);
     if (!(lv->power_w > 0 && lv->power_w <= LEVEL_MAX_WATTS))
         return pfi_err_set(err, PFI_EINVAL, "%s: the row says %g W per GPU at %g W, out of range "
                            "(above 0 and at most %g W)", where, lv->power_w, lv->cap_w,
                            LEVEL_MAX_WATTS);
+    /* A mean draw is near its limit or below it: the public sweeps draw 0.13 to 1.21 times
+     * theirs.  Far outside that, the row's power is in other units (kW: 0.107 for 107 W, read
+     * as a GPU drawing a thousandth of its limit; the budgets of pfi allocate --db 1000x off). */
+    if (lv->power_w > LEVEL_MAX_DRAW_RATIO * lv->cap_w ||
+        lv->power_w < LEVEL_MIN_DRAW_RATIO * lv->cap_w)
+        return pfi_err_set(err, PFI_EINVAL, "%s: the row says %g W per GPU at a %g W limit, "
+                           "%s (a power in other units?)", where, lv->power_w, lv->cap_w,
+                           lv->power_w > lv->cap_w ? "more than 1.5 times the limit"
+                                                   : "under 2% of the limit");
     if (!(lv->tput > 0 && lv->tput <= LEVEL_MAX_TPUT))
         return pfi_err_set(err, PFI_EINVAL, "%s: the row gives a throughput of %g at %g W, out of "
                            "range (above 0 and at most %g)", where, lv->tput, lv->cap_w,

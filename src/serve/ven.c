@@ -625,8 +625,14 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
     json_array_foreach(events, i, ev)
     {
         size_t k;
-        json_t *iv;
-        json_array_foreach(json_object_get(ev, "intervals"), k, iv)
+        json_t *iv, *ivs = json_object_get(ev, "intervals");
+        if (!json_is_array(ivs)) { /* an object or a number was skipped without a word */
+            const char *id = json_string_value(json_object_get(ev, "id"));
+            ven_error(v, "event %s: intervals is not an array: ignored, nothing changed",
+                      id ? id : "?");
+            continue;
+        }
+        json_array_foreach(ivs, k, iv)
         {
             char why[300] = "";
             pfi_ven_map_note nt;

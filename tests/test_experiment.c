@@ -839,6 +839,7 @@ static void test_model_out_of_fold(void **state)
     assert_true(fb.fb_jobs[0] >= fb.plan_breaches[0]);
     assert_true(fb.fb_rounds[0] >= 1 && fb.fb_rounds[0] <= PFI_EXPT_SLA_ROUNDS);
     assert_int_equal(fb.fb_unfit[0], 0);
+    assert_int_equal(fb.pfi_relaxed[0], 0); /* the SLAs fitted on its curves: feedback ran */
     assert_int_equal(fb.breaches[PFI_POLICY_PFI], 0);
     assert_true(fb.worst[PFI_POLICY_PFI] <= o.breach_tol);
     assert_true(fb.cells[PFI_POLICY_PFI].power_w <= fb.cells[PFI_POLICY_PFI].budget_w * (1 + 1e-12));
@@ -1183,6 +1184,10 @@ static void test_relaxed_cut_calibrated(void **state)
     }
     assert_true(same);
     assert_false(same_old);
+    /* the result says pfi relaxed every SLA there, and no feedback ran: its plan stands */
+    assert_int_equal(r.pfi_relaxed[0], 1);
+    assert_int_equal(r.fb_rounds[0] + r.fb_jobs[0], 0);
+    assert_int_equal(r.plan_breaches[0], r.breaches[PFI_POLICY_PFI]);
     /* the curves left in the result are pfi's own again */
     for (int j = 0; j < n; j++)
         assert_true(r.jobs.pred[j].tput == r.jobs.pbuf[j].tput);

@@ -934,7 +934,7 @@ void pfi_expt_result_free(pfi_expt_result *r)
     free(r->sla_power), free(r->sla_tput);
     free(r->eq_pred), free(r->eq_pred_breaches), free(r->eq_pred_worst);
     free(r->plan_breaches), free(r->plan_worst), free(r->fb_rounds), free(r->fb_jobs);
-    free(r->fb_unfit);
+    free(r->fb_unfit), free(r->pfi_relaxed);
     free(r->sets);
     memset(r, 0, sizeof *r);
 }
@@ -1112,7 +1112,8 @@ static int sla_cuts(const pfi_expt_opts *o, const double *cuts, int nc, const in
             rc = err && err->code ? err->code : PFI_ENOMEM;
             break;
         }
-        if ((relx[c] = (unsigned char)relax))
+        r->pfi_relaxed[c0 + c] = relx[c] = (unsigned char)relax;
+        if (relax)
             swap_sla_curves(o, jb->pred, cal, n);
         memcpy(fb.orig, jb->pred, sizeof *jb->pred * (size_t)n);
         double *cc = caps + (size_t)c * w;
@@ -1706,12 +1707,13 @@ static int expt_run(const pfi_expt_pop *p, const pfi_expt_opts *o0, const double
         r->fb_rounds = calloc((size_t)ncuts, sizeof *r->fb_rounds);
         r->fb_jobs = calloc((size_t)ncuts, sizeof *r->fb_jobs);
         r->fb_unfit = calloc((size_t)ncuts, sizeof *r->fb_unfit);
+        r->pfi_relaxed = calloc((size_t)ncuts, sizeof *r->pfi_relaxed);
     }
     if (!caps || !r->cells || (o->want_caps && (!r->caps || !r->seen)) ||
         (o->sla > 0 && (!r->breaches || !r->worst || !r->sla_power || !r->sla_tput ||
                         !r->eq_pred || !r->eq_pred_breaches ||
                         !r->eq_pred_worst || !r->plan_breaches || !r->plan_worst ||
-                        !r->fb_rounds || !r->fb_jobs || !r->fb_unfit)))
+                        !r->fb_rounds || !r->fb_jobs || !r->fb_unfit || !r->pfi_relaxed)))
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     for (int round = 0; !rc && round < rounds; round++) {
         int c0 = rounds > 1 ? round : 0;

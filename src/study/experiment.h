@@ -276,6 +276,10 @@ typedef struct pfi_expt_result {
     double *plan_worst;
     int *fb_rounds, *fb_jobs;
     unsigned char *fb_unfit;
+    /* with an SLA, per cut: 1 where even the plain SLAs did not fit the budget on pfi's curves,
+     * so that it relaxed every SLA (its SLA jobs read on their calibrated curves) and no
+     * feedback ran: its breaches there are its plan's, whether or not the true floors fit */
+    unsigned char *pfi_relaxed;
     pfi_expt_shape_set *sets; /* with shape_cv: per job, the setting chosen for its group;
                               with nest_per_cut, [cut * n + job]: each cut's */
     int nest_rule[PFI_EXPT_NEST_OUTER]; /* with nested_cv: per outer fold, the rule chosen (its

@@ -710,6 +710,7 @@ static int allocation(pfi_study *s, pfi_err *err)
         al->sla_fb_rounds[c] = sla.fb_rounds[c];
         al->sla_fb_jobs[c] = sla.fb_jobs[c];
         al->sla_fb_unfit[c] = sla.fb_unfit[c];
+        al->sla_pfi_relaxed[c] = sla.pfi_relaxed[c];
     }
     al->done = 1;
     progress(s, "allocation experiment", 2, 2);

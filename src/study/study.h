@@ -129,6 +129,9 @@ typedef struct pfi_study_alloc {
     double sla_plan_worst[PFI_STUDY_MAX_CUTS];
     int sla_fb_rounds[PFI_STUDY_MAX_CUTS], sla_fb_jobs[PFI_STUDY_MAX_CUTS];
     int sla_fb_unfit[PFI_STUDY_MAX_CUTS];
+    /* 1 where the SLAs did not fit on pfi's own curves: it relaxed every SLA and no feedback
+     * ran (pfi_expt_result.pfi_relaxed), even where the true floors fit */
+    int sla_pfi_relaxed[PFI_STUDY_MAX_CUTS];
     int sla_rounds;            /* the feedback's most rounds per cut (0: none) */
 } pfi_study_alloc;
 

@@ -267,8 +267,11 @@ static pfi_table *alloc_table(const pfi_study *s, int with_sla)
             pfi_table_cell(t, "%d/%d/%d%s", a->sla_violations[c][PFI_POLICY_EQUAL],
                            a->sla_violations[c][PFI_POLICY_PFI],
                            a->sla_violations[c][PFI_POLICY_ORACLE],
-                           a->sla_violations[c][PFI_POLICY_ORACLE] ? " (SLAs relaxed: budget too low)"
-                                                                    : "");
+                           a->sla_violations[c][PFI_POLICY_ORACLE]
+                               ? " (SLAs relaxed: budget too low)"
+                           : a->sla_pfi_relaxed[c] ? " (pfi relaxed every SLA: they do not fit "
+                                                     "on its curves)"
+                                                   : "");
         else
             pfi_table_cell(t, "%s", cell[PFI_POLICY_PFI].optimal ? "yes" : "bound");
     }
@@ -472,6 +475,32 @@ enum { SLA_FIT = 0, SLA_RELAXED = 1, SLA_NONE = 2 };
 static int sla_kind(const pfi_study_alloc *a, int k)
 {
     return cut_infeasible(a, k) ? SLA_NONE : sla_relaxed(a, k) ? SLA_RELAXED : SLA_FIT;
+}
+
+/* Whether pfi's SLA feedback ran at cut k: the cut ran, and the SLAs fitted the budget on
+ * pfi's own curves (where they did not, pfi relaxed every SLA and its plan stands). */
+static int sla_feedback_ran(const pfi_study_alloc *a, int k)
+{
+    return sla_kind(a, k) != SLA_NONE && !a->sla_pfi_relaxed[k];
+}
+
+/* The cuts ("10%, 20%") up to `upto` where pfi relaxed every SLA on its own curves (only those
+ * where the true floors fit, with fit_only); how many, and their breaches in *br. */
+static int pfi_relaxed_list(const pfi_study_alloc *a, double upto, int fit_only, int *br,
+                            char *buf, size_t n)
+{
+    size_t o = 0;
+    int m = 0;
+    buf[0] = 0;
+    *br = 0;
+    for (int k = 0; k < a->n_cuts && o < n; k++) {
+        if (sla_kind(a, k) == SLA_NONE || !a->sla_pfi_relaxed[k] || a->cuts[k] > upto + 1e-9 ||
+            (fit_only && sla_kind(a, k) != SLA_FIT))
+            continue;
+        *br += a->sla_violations[k][PFI_POLICY_PFI];
+        o += (size_t)snprintf(buf + o, n - o, "%s%.0f%%", m++ ? ", " : "", a->cuts[k] * 100);
+    }
+    return m;
 }
 
 /* The infeasible cuts for the text, "50% (budget 372,158 W, needs 425,320 W)"; how many. */
@@ -903,7 +932,8 @@ static void summary(report_doc *d, const pfi_study *s)
                 "gap between an equal cut and an oracle that knows every curve (%s %s per job "
                 "over equal); pfi sees only predictions made without the job's own data.",
              sep(pc->gap_recovered * 100, 0).s, sep(pc->per_job_gain_vs_equal, 0).s, a->unit);
-        int br = 0, brp = 0, worse[3] = {0, 0, 0}, ncut[3] = {0, 0, 0}, below = 0, nep = 0;
+        int br = 0, brp = 0, nfb = 0, worse[3] = {0, 0, 0}, ncut[3] = {0, 0, 0}, below = 0,
+            nep = 0;
         for (int k = 0; k < a->n_cuts; k++) {
             int r = sla_kind(a, k);
             ncut[r]++;
@@ -914,9 +944,9 @@ static void summary(report_doc *d, const pfi_study *s)
                 below += a->sla_cell[k][PFI_POLICY_PFI].total_throughput <
                          a->sla_eq_pred[k].total_throughput;
             }
-            if (a->cuts[k] <= 0.30 + 1e-9)
+            if (a->cuts[k] <= 0.30 + 1e-9 && sla_feedback_ran(a, k))
                 br += a->sla_violations[k][PFI_POLICY_PFI],
-                    brp += a->sla_plan_violations[k];
+                    brp += a->sla_plan_violations[k], nfb++;
             worse[r] += a->sla_cell[k][PFI_POLICY_PFI].total_throughput <
                         a->sla_cell[k][PFI_POLICY_EQUAL].total_throughput;
         }
@@ -934,15 +964,28 @@ static void summary(report_doc *d, const pfi_study *s)
                      "runs there.",
                      inf);
         }
+        /* the feedback is credited only where it ran: where the SLAs did not fit on pfi's
+         * curves, it relaxed every SLA and its plan's breaches are its breaches */
+        char rxl[128], fb[512];
+        int brr, nrx = pfi_relaxed_list(a, 0.30, 0, &brr, rxl, sizeof rxl);
+        static const char norun[] = "the SLAs do not fit the budget on its own curves, so it "
+                                    "relaxed every SLA and no feedback ran";
+        if (nrx == 0)
+            snprintf(fb, sizeof fb, " once it has seen each SLA job's %s at its cap (%d at its "
+                     "plan, before that feedback)", a->unit, brp);
+        else if (nfb == 0)
+            snprintf(fb, sizeof fb, ", all at its plan (at %s %s)", rxl, norun);
+        else
+            snprintf(fb, sizeof fb, " (%d once it has seen each SLA job's %s at its cap, %d at "
+                     "its plan before that feedback; %d at %s, where %s)", br, a->unit, brp,
+                     brr, rxl, norun);
         para(d, "- With SLAs (every third job may lose at most %.0f%%): pfi breaches %d SLA(s) "
-                "at cuts up to 30%% on the true curves once it has seen each SLA job's "
-                "tokens/s at its cap (%d at its plan, before that feedback), and gives less "
-                "total throughput than "
+                "at cuts up to 30%% on the true curves%s, and gives less total throughput than "
                 "the equal cut at %d of the %d cut%s where the true SLA floors fit the budget%s. "
                 "Given pfi's information (its SLA floors on pfi's curves), an equal cut beats "
                 "pfi at %d of %d cut%s.%s",
-             a->sla * 100, br, brp, worse[SLA_FIT], ncut[SLA_FIT], ncut[SLA_FIT] == 1 ? "" : "s", rel,
-             below, nep, nep == 1 ? "" : "s", none);
+             a->sla * 100, br + brr, fb, worse[SLA_FIT], ncut[SLA_FIT],
+             ncut[SLA_FIT] == 1 ? "" : "s", rel, below, nep, nep == 1 ? "" : "s", none);
     }
 }
 
@@ -1083,16 +1126,18 @@ static void sla_relaxed_worst(report_doc *d, const pfi_study_alloc *a)
 }
 
 /* pfi's SLA feedback (rule F), cut by cut: the breaches of its plan and what correcting the
- * breaching jobs' curves through what was seen did. */
+ * breaching jobs' curves through what was seen did; and the cuts where it did not run because
+ * pfi relaxed every SLA on its own curves though the true floors fit. */
 static void sla_feedback_text(report_doc *d, const pfi_study_alloc *a)
 {
     char plan[256] = "", fixd[384] = "", unfit[128] = "";
     size_t np = 0, nf = 0, nu = 0;
-    int m = 0, any = 0;
+    int m = 0, any = 0, plan_br = 0;
     for (int k = 0; k < a->n_cuts && np < sizeof plan && nf < sizeof fixd && nu < sizeof unfit;
          k++) {
-        if (sla_kind(a, k) == SLA_NONE || sla_relaxed(a, k))
+        if (!sla_feedback_ran(a, k) || sla_relaxed(a, k))
             continue;
+        plan_br += a->sla_plan_violations[k];
         np += (size_t)snprintf(plan + np, sizeof plan - np, "%s%d at %.0f%%", m++ ? ", " : "",
                                a->sla_plan_violations[k], a->cuts[k] * 100);
         if (a->sla_fb_jobs[k] > 0)
@@ -1104,25 +1149,36 @@ static void sla_feedback_text(report_doc *d, const pfi_study_alloc *a)
             nu += (size_t)snprintf(unfit + nu, sizeof unfit - nu, "%s%.0f%%", nu ? ", " : "",
                                    a->cuts[k] * 100);
     }
-    if (!m || a->sla_rounds <= 0)
+    char rxl[128];
+    int brr, nrx = pfi_relaxed_list(a, 1, 1, &brr, rxl, sizeof rxl);
+    if ((!m && !nrx) || a->sla_rounds <= 0)
         return;
-    char tail[640];
-    if (any)
-        snprintf(tail, sizeof tail, " The feedback corrected %s.%s%s%s", fixd,
-                 unfit[0] ? " At " : "", unfit,
+    char tail[640] = "", rx[512] = "";
+    if (m && any)
+        snprintf(tail, sizeof tail, " At its plan, before any feedback, pfi breached %s. The "
+                 "feedback corrected %s.%s%s%s", plan, fixd, unfit[0] ? " At " : "", unfit,
                  unfit[0] ? " a correction no longer fitted the budget, and the allocation "
                             "before it was kept." : "");
-    else
-        snprintf(tail, sizeof tail, " No SLA job breached at the plan, so the feedback changed "
-                                    "nothing.");
-    para(d, "pfi's breaches above are counted after its SLA feedback. Its plan is made on curves "
-            "read before any cap is set; once a cap is set, the job's tokens/s at that cap is "
+    else if (m)
+        snprintf(tail, sizeof tail, " At its plan, before any feedback, pfi breached %s. %s",
+                 plan, plan_br ? "The feedback corrected no job."
+                               : "No SLA job breached at the plan, so the feedback changed "
+                                 "nothing.");
+    if (nrx)
+        snprintf(rx, sizeof rx, " At %s the true SLA floors fit the budget, but the SLAs do not "
+                 "fit it on pfi's own curves: pfi relaxed every SLA there, so no feedback ran, "
+                 "and its %d breach%s there %s its plan's.", rxl, brr, brr == 1 ? "" : "es",
+                 brr == 1 ? "is" : "are");
+    para(d, "%s Its plan is made on curves "
+            "read before any cap is set; once a cap is set, the job's %s at that cap is "
             "in its own log (here: its true curve at that cap), and a job whose slowdown breaks "
             "its SLA has its curve corrected through what was seen, and pfi plans the cut "
             "again (at most %d rounds; equal and the oracle need none, their floors are the "
-            "true ones). Where every SLA is relaxed no feedback runs. At its plan, before any "
-            "feedback, pfi breached %s.%s",
-         a->sla_rounds, plan, tail);
+            "true ones). Where every SLA is relaxed no feedback runs.%s%s",
+         !m    ? "pfi's SLA feedback ran at no cut here."
+         : nrx ? "pfi's breaches above are counted after its SLA feedback where it ran."
+               : "pfi's breaches above are counted after its SLA feedback.",
+         a->unit, a->sla_rounds, tail, rx);
 }
 
 /* What the SLA table shows, read from it. */
@@ -1165,14 +1221,31 @@ static void sla_discussion(report_doc *d, const pfi_study *s)
         para(d, "At %s the budget is below what the jobs' minimum caps need: no policy can run "
                 "there, with SLAs or without, so those cuts have no throughput and no breach to "
                 "read.", inf);
-    if (nfit > 0)
+    char rxl[128];
+    int brr, nrx = pfi_relaxed_list(a, 1, 1, &brr, rxl, sizeof rxl);
+    /* where pfi relaxed every SLA on its own curves, its breaches are not a margin given up */
+    static const char relaxing[] = "the SLAs do not fit the budget even on pfi's plain reading "
+                                   "of its curves, so it relaxed every SLA, reading its SLA jobs "
+                                   "on its calibrated curves, and its breaches there";
+    char rx[512] = "";
+    if (nrx)
+        snprintf(rx, sizeof rx, " At %s, though, %s (%d) come from that relaxing.", rxl,
+                 relaxing, brr);
+    if (nfit > 0 && nrx == nfit)
+        para(d,
+             "At %s the true SLA floors fit the budget. Equal and the oracle set their floors on "
+             "the true curves and meet every SLA by construction (pfi is below equal at %d of "
+             "these %d cuts). pfi's own curves say otherwise: %s (%d) come from that relaxing, "
+             "not from a margin given up.",
+             fit, worse_fit, nfit, relaxing, brr);
+    else if (nfit > 0)
         para(d,
              "At %s the true SLA floors fit the budget. Equal and the oracle set their floors on "
              "the true curves and meet every SLA by construction; pfi sets them on its estimates "
              "held back by its margin, which costs throughput (pfi is below equal at %d of these "
              "%d cuts) and, where its conservative floors do not fit but the true ones do, SLAs: "
-             "it gives up part of the margin there and the breaches above follow.",
-             fit, worse_fit, nfit);
+             "it gives up part of the margin there and the breaches above follow.%s",
+             fit, worse_fit, nfit, rx);
     if (nrel > 0)
         para(d,
              "At %s the budget is below what the true SLA floors need, and every policy relaxes "
@@ -1586,6 +1659,8 @@ json_t *pfi_study_summary(const pfi_study *s)
                               ep->infeasible ? json_null() : pfi_json_num(ep->total_throughput),
                               "sla_breaches", a->sla_eq_pred_violations[c],
                               "worst_excess_slowdown", pfi_json_num(a->sla_eq_pred_worst[c])));
+            if (a->sla_cell[c][PFI_POLICY_PFI].done)
+                json_object_set_new(ps, "pfi_relaxed", json_boolean(a->sla_pfi_relaxed[c]));
             if (a->sla_cell[c][PFI_POLICY_PFI].done)
                 json_object_set_new(
                     ps, "pfi_feedback",

@@ -534,6 +534,19 @@ has "$tmp/pub.json" "telemetry"
 [ "$(jq_num "$tmp/pub.json" "['allocation']['done']")" = True ] || fail "no allocation on public runs"
 has "$tmp/pub.json" "probe"
 has "$tmp/pub.json" "GPU-weighted relative throughput"
+# what pfi saw is said as the experiment used it (its probe's depth and the shape it read it
+# through), once: the report said "one probe at 40%" beside the note's "depth 0.50"
+python3 - "$tmp/pub.json" "$tmp/pub/report.md" <<'PY' || fail "what pfi saw is not the estimator used"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rep = open(sys.argv[2]).read()
+saw = [n[len("allocation: pfi saw "):] for n in d["not_done"] if n.startswith("allocation: pfi saw ")]
+assert len(saw) == 1, d["not_done"]
+sees = d["allocation"]["pfi_sees"]
+assert sees.startswith(saw[0]), (sees, saw)
+assert "pfi sees %s." % sees in rep and "Our pfi policy sees %s." % sees in rep, sees
+assert "one probe at" not in rep.split("## What characterization costs")[0], "a second estimator"
+PY
 # Imported runs carry no level times: no cost figure, said so; the probe-vs-sweep rows still run.
 python3 - "$tmp/pub.json" <<'PY' || fail "cost of imported runs"
 import json, sys

@@ -14,7 +14,6 @@
 #include <jansson.h>
 
 #include "core/alloc_eval.h"
-#include "core/probe.h"
 #include "core/settle.h"
 #include "sim/sim.h"
 #include "store/store.h"
@@ -605,14 +604,10 @@ static int build_alloc_set(pfi_study *s, alloc_set *a, pfi_err *err)
         s->runs[a->study_run[a->pop.run_of[j]]].in_alloc = 1;
     if (a->pop.skipped)
         note(s, "%d run(s) left out of the allocation: no usable curve", a->pop.skipped);
-    if (a->use_model)
+    if (a->use_model) /* the probes' estimator is said once it has run (allocation) */
         snprintf(al->pfi_curves, sizeof al->pfi_curves,
                  "curves predicted from baseline telemetry, with the draw under a cap, by models "
                  "that never saw the job (%d folds by job group)", PFI_EXPT_FOLDS);
-    else
-        snprintf(al->pfi_curves, sizeof al->pfi_curves,
-                 "baseline + one probe at %.0f%% power shed, exponent prior from the other jobs "
-                 "(no telemetry to predict from)", PFI_PROBE_DEPTH * 100);
     snprintf(al->population, sizeof al->population, "%d %s", a->pop.n,
              a->use_model ? "H200 runs (main + validation)" : "runs with a PFI curve");
     return PFI_OK;
@@ -671,6 +666,9 @@ static int allocation(pfi_study *s, pfi_err *err)
         goto out;
     snprintf(al->unit, sizeof al->unit, "%s", plain.jobs.unit);
     note(s, "allocation: pfi saw %s", plain.jobs.note);
+    if (!a.use_model) /* the estimator the experiment used (its depth and shape), not a default */
+        snprintf(al->pfi_curves, sizeof al->pfi_curves, "%s (no telemetry to predict from)",
+                 plain.jobs.note);
     for (int c = 0; c < al->n_cuts; c++)
         for (int p = 0; p < PFI_POLICY_COUNT; p++)
             al->cell[c][p] = plain.cells[c * PFI_POLICY_COUNT + p];

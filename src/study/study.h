@@ -98,7 +98,7 @@ typedef struct pfi_study_alloc {
     int done;
     char why[256];             /* when !done */
     char population[160];      /* which jobs, e.g. "155 H200 runs" */
-    char pfi_curves[160];      /* what the pfi policy saw */
+    char pfi_curves[448];      /* what the pfi policy saw (the experiment's note) */
     char unit[48];             /* "tokens/s" or "GPU-weighted relative throughput" */
     int n_jobs;
     int n_cuts;

@@ -595,5 +595,25 @@ assert al["unit"] != "tokens/s" and "tokens/s" not in s, s
 assert "no feedback ran" in s and "its plan, before that feedback" not in s or \
        any(float(c) <= 0.3 for c in fed), s
 PY
+# relative throughput's per-job gains are hundredths: read to 3 significant digits, not "+0.0"
+python3 - "$tmp/all/summary.json" "$tmp/all/report.md" <<'PY' || fail "gains in relative throughput printed as 0"
+import json, sys
+al = json.load(open(sys.argv[1]))["allocation"]
+rep = open(sys.argv[2]).read()
+sig3 = lambda v: float("%.3g" % v)
+n = 0
+for c, g in al["per_job_gain_vs_equal"].items():
+    if not g:
+        continue
+    row = [l.split("|") for l in rep.splitlines() if l.startswith("| %.0f%% |" % (float(c) * 100))][0]
+    for col, pol in ((6, "pfi"), (7, "oracle")):
+        got = float(row[col].strip().replace(",", ""))
+        assert 0 < abs(g[pol]) < 0.1 and got == sig3(g[pol]), (c, pol, row[col], g[pol])
+        n += 1
+assert n > 0
+g30 = sig3(al["per_job_gain_vs_equal"]["0.30"]["pfi"])
+assert "(%s GPU-weighted relative throughput per job over equal)" % ("%.3g" % g30) in rep, g30
+assert "| gain per job over equal | ~1,500 tokens/s | %.3g GPU-weighted" % g30 in rep, g30
+PY
 [ -z "${skipped:-}" ] || { echo "the rest ok; $skipped"; exit 77; }
 echo "ok"

@@ -665,6 +665,7 @@ static int allocation(pfi_study *s, pfi_err *err)
     if (rc != PFI_OK)
         goto out;
     snprintf(al->unit, sizeof al->unit, "%s", plain.jobs.unit);
+    al->relative = plain.jobs.relative;
     note(s, "allocation: pfi saw %s", plain.jobs.note);
     if (!a.use_model) /* the estimator the experiment used (its depth and shape), not a default */
         snprintf(al->pfi_curves, sizeof al->pfi_curves, "%s (no telemetry to predict from)",

@@ -100,6 +100,7 @@ typedef struct pfi_study_alloc {
     char population[160];      /* which jobs, e.g. "155 H200 runs" */
     char pfi_curves[448];      /* what the pfi policy saw (the experiment's note) */
     char unit[48];             /* "tokens/s" or "GPU-weighted relative throughput" */
+    int relative;              /* the latter: its numbers read with significant digits */
     int n_jobs;
     int n_cuts;
     double cuts[PFI_STUDY_MAX_CUTS];

@@ -237,6 +237,26 @@ static numstr sep_plus(double v, int decimals)
     return n;
 }
 
+/* Significant digits at least, in GPU-weighted relative throughput: a per-job gain there is a
+ * few hundredths (printed as 0 with tokens/s's digits), a total a few hundred whose
+ * differences the SLA text reads in thousandths of a percent. */
+#define GAIN_SIG 3
+#define TOTAL_SIG 6
+
+/* Throughput in the study's unit: tokens/s with `decimals`, as ever; relative throughput with
+ * at least `sig` significant digits. */
+static numstr tput_num(const pfi_study_alloc *a, double v, int decimals, int sig, int plus)
+{
+    if (a->relative && isfinite(v) && v != 0) {
+        int d = sig - 1 - (int)floor(log10(fabs(v)));
+        if (d > decimals)
+            decimals = d > 9 ? 9 : d;
+    }
+    numstr n;
+    pfi_fmt_sep(n.s, sizeof n.s, v, decimals, plus);
+    return n;
+}
+
 static pfi_table *alloc_table(const pfi_study *s, int with_sla)
 {
     const pfi_study_alloc *a = &s->alloc;
@@ -256,9 +276,13 @@ static pfi_table *alloc_table(const pfi_study *s, int with_sla)
         static const int order[] = {PFI_POLICY_EQUAL, PFI_POLICY_PFI, PFI_POLICY_ORACLE,
                                     PFI_POLICY_PROPORTIONAL};
         for (int k = 0; k < 4; k++)
-            pfi_table_cell(t, "%s", sep(cell[order[k]].total_throughput, 1).s);
-        pfi_table_cell(t, "%s", sep_plus(cell[PFI_POLICY_PFI].per_job_gain_vs_equal, 1).s);
-        pfi_table_cell(t, "%s", sep_plus(cell[PFI_POLICY_ORACLE].per_job_gain_vs_equal, 1).s);
+            pfi_table_cell(t, "%s", tput_num(a, cell[order[k]].total_throughput, 1, TOTAL_SIG,
+                                             0).s);
+        pfi_table_cell(t, "%s",
+                       tput_num(a, cell[PFI_POLICY_PFI].per_job_gain_vs_equal, 1, GAIN_SIG, 1).s);
+        pfi_table_cell(t, "%s",
+                       tput_num(a, cell[PFI_POLICY_ORACLE].per_job_gain_vs_equal, 1, GAIN_SIG,
+                                1).s);
         if (isfinite(cell[PFI_POLICY_PFI].gap_recovered))
             pfi_table_cell(t, "%s%%", sep(cell[PFI_POLICY_PFI].gap_recovered * 100, 0).s);
         else
@@ -844,7 +868,7 @@ static void comparison(report_doc *d, const pfi_study *s)
         pfi_table_cell(t, "- (oracle = equal)");
     pfi_table_cell(t, "gain per job over equal");
     pfi_table_cell(t, "~%s tokens/s", sep(PAPER_GAIN_30, 0).s);
-    pfi_table_cell(t, "%s %s", sep(pc->per_job_gain_vs_equal, 0).s, a->unit);
+    pfi_table_cell(t, "%s %s", tput_num(a, pc->per_job_gain_vs_equal, 0, GAIN_SIG, 0).s, a->unit);
     table(d, t);
     double gap = pc->gap_recovered;
     para(d,
@@ -931,7 +955,8 @@ static void summary(report_doc *d, const pfi_study *s)
         para(d, "- Allocation at a 30%% cut, scored on the true curves: pfi recovers %s%% of the "
                 "gap between an equal cut and an oracle that knows every curve (%s %s per job "
                 "over equal); pfi sees only predictions made without the job's own data.",
-             sep(pc->gap_recovered * 100, 0).s, sep(pc->per_job_gain_vs_equal, 0).s, a->unit);
+             sep(pc->gap_recovered * 100, 0).s,
+             tput_num(a, pc->per_job_gain_vs_equal, 0, GAIN_SIG, 0).s, a->unit);
         int br = 0, brp = 0, nfb = 0, worse[3] = {0, 0, 0}, ncut[3] = {0, 0, 0}, below = 0,
             nep = 0;
         for (int k = 0; k < a->n_cuts; k++) {
@@ -1066,11 +1091,13 @@ static void sla_power_split(report_doc *d, const pfi_study_alloc *a)
         double ps = a->sla_jobs_power[k][PFI_POLICY_PFI], es = a->sla_jobs_power[k][PFI_POLICY_EQUAL];
         double ts = a->sla_jobs_tput[k][PFI_POLICY_PFI], tes = a->sla_jobs_tput[k][PFI_POLICY_EQUAL];
         ns += (size_t)snprintf(sl + ns, sizeof sl - ns, "%s%s W, %s at %.0f%%", m ? "; " : "",
-                               sep_plus(ps - es, 0).s, sep_plus(ts - tes, 0).s, a->cuts[k] * 100);
+                               sep_plus(ps - es, 0).s, tput_num(a, ts - tes, 0, GAIN_SIG, 1).s,
+                               a->cuts[k] * 100);
         no += (size_t)snprintf(ot + no, sizeof ot - no, "%s%s W, %s at %.0f%%", m ? "; " : "",
                                sep_plus((p->power_w - ps) - (e->power_w - es), 0).s,
-                               sep_plus((p->total_throughput - ts) - (e->total_throughput - tes),
-                                        0).s,
+                               tput_num(a, (p->total_throughput - ts) -
+                                               (e->total_throughput - tes),
+                                        0, GAIN_SIG, 1).s,
                                a->cuts[k] * 100);
         m++;
         if (sla_relaxed(a, k) && es > 0)

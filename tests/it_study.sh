@@ -476,6 +476,25 @@ if "$PFI_BIN" study --fleet small --direct --cuts 0.3,-30% --no-figures --out "$
   fail "the same cut twice accepted"; fi
 has "$tmp/err" "the cut of 30% is given twice"
 
+# ---- the report's Reproduce command gives the same study (it left out --cuts, --sla, --direct) ----
+"$PFI_BIN" study --fleet small --seed 3 --direct --cuts 0.2,0.3 --sla 0.05 --no-figures \
+  --out "$tmp/rep" >/dev/null 2>"$tmp/progress" || { cat "$tmp/progress"; fail "study to reproduce"; }
+cp "$tmp/rep/summary.json" "$tmp/rep.json"
+cmd=$(sed -n 's/^`pfi study \(.*\)`\. Figures.*/\1/p' "$tmp/rep/report.md")
+[ -n "$cmd" ] || fail "no Reproduce command in the report"
+case $cmd in *--cuts\ 0.2,0.3*--sla\ 0.05*--direct*) ;; *) fail "Reproduce leaves out options: $cmd" ;; esac
+eval "\"\$PFI_BIN\" study $cmd --no-figures" >/dev/null 2>"$tmp/progress" \
+  || { cat "$tmp/progress"; fail "the Reproduce command: $cmd"; }
+python3 - "$tmp/rep.json" "$tmp/rep/summary.json" <<'PY' || fail "the Reproduce command gives another study: $cmd"
+import json, sys
+def timeless(d):  # every figure but the seconds it took
+    if isinstance(d, dict):
+        return {k: timeless(v) for k, v in d.items() if k != "elapsed_s"}
+    return [timeless(v) for v in d] if isinstance(d, list) else d
+a, b = (timeless(json.load(open(p))) for p in sys.argv[1:])
+sys.exit(0 if a == b else 1)
+PY
+
 # ---- a cut deeper than the jobs' minimum caps: said as infeasible, never read as a result ----
 # Found on fleet seed 5 at 50%: the SLA text said "0 breaches at 50%", "+nan% at 50%" and
 # counted 50% among the cuts where the true SLA floors fit; summary.json had an SLA cell of
@@ -556,6 +575,8 @@ assert c["runs_timed"] == 0 and c["runs_without_times"] == d["runs"] and c["gpu_
 assert c["probe_vs_sweep"]["done"] and c["probe_vs_sweep"]["rows"][0]["runs"] > 0, c["probe_vs_sweep"]
 PY
 has "$tmp/pub/report.md" "no run has its levels' start and end times"
+# a store's study is reproduced from its store, not from the simulated paper fleet
+has "$tmp/pub/report.md" "^\`pfi study --db $tmp/pub.db --out $tmp/pub\`"
 
 # ---- every public run: pfi relaxes every SLA on its own curves where the true floors fit ----
 # Found by review at 10% and 20%: no feedback ran there, yet the report said the breaches were

@@ -1393,6 +1393,46 @@ static void trace_text(report_doc *d, const pfi_study *s)
          PFI_SETTLE_WINDOW_S, PFI_SETTLE_BAND * 100, PFI_SETTLE_FINAL_S, ftxt);
 }
 
+/* w as one shell word: as it is when it needs no quoting, else in single quotes. */
+static size_t shell_word(char *buf, size_t n, const char *w)
+{
+    if (w[0] && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                          "_./,:=+-%@") == strlen(w))
+        return (size_t)snprintf(buf, n, "%s", w);
+    size_t o = (size_t)snprintf(buf, n, "'");
+    for (const char *c = w; *c && o < n; c++)
+        o += (size_t)snprintf(buf + o, n - o, *c == '\'' ? "'\\''" : "%c", *c);
+    return o < n ? o + (size_t)snprintf(buf + o, n - o, "'") : o;
+}
+
+/* The command that gives this study again: its runs (the store, or the fleet and its seed) and
+ * every option that changes a result where it is not the default. */
+static void reproduce_cmd(const pfi_study *s, const char *dir, char *buf, size_t n)
+{
+    const pfi_study_opts *o = &s->opts;
+    pfi_study_opts def;
+    pfi_study_defaults(&def);
+    size_t w = (size_t)snprintf(buf, n, "pfi study %s ", o->from_db ? "--db" : "--fleet");
+    w += shell_word(buf + w, w < n ? n - w : 0, o->from_db ? o->from_db : o->fleet);
+    if (!o->from_db && w < n) /* a store's study takes no seed: its runs are the store's */
+        w += (size_t)snprintf(buf + w, n - w, " --seed %llu", (unsigned long long)o->seed);
+    int same = o->n_cuts == def.n_cuts;
+    for (int c = 0; same && c < o->n_cuts; c++)
+        same = o->cuts[c] == def.cuts[c];
+    for (int c = 0; !same && c < o->n_cuts && w < n; c++)
+        w += (size_t)snprintf(buf + w, n - w, "%s%g", c ? "," : " --cuts ", o->cuts[c]);
+    if (o->sla != def.sla && w < n)
+        w += (size_t)snprintf(buf + w, n - w, " --sla %g", o->sla);
+    if (o->direct && w < n)
+        w += (size_t)snprintf(buf + w, n - w, " --direct");
+    if (o->scenario && w < n)
+        w += (size_t)snprintf(buf + w, n - w, " --scenario %s", o->scenario);
+    if (w < n)
+        w += (size_t)snprintf(buf + w, n - w, " --out ");
+    if (w < n)
+        shell_word(buf + w, n - w, dir);
+}
+
 static int write_docs(const pfi_study *s, const char *dir, const figure *figs, pfi_err *err)
 {
     char mdp[1100], htp[1100];
@@ -1534,9 +1574,9 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
         }
     }
     heading(&d, 2, "Reproduce");
-    para(&d, "`pfi study --fleet %s --seed %llu --out %s` (or `--db FILE` for measured or "
-             "imported runs). Figures are drawn by gnuplot from the .gp and .dat files beside them.",
-         s->opts.from_db ? "paper" : s->opts.fleet, (unsigned long long)s->opts.seed, dir);
+    char cmd[2048];
+    reproduce_cmd(s, dir, cmd, sizeof cmd);
+    para(&d, "`%s`. Figures are drawn by gnuplot from the .gp and .dat files beside them.", cmd);
     fputs("</body></html>\n", d.html);
     int bad = ferror(d.md) || ferror(d.html);
     bad |= fclose(d.md) != 0;

@@ -616,6 +616,14 @@ assert al["unit"] != "tokens/s" and "tokens/s" not in s, s
 assert "no feedback ran" in s and "its plan, before that feedback" not in s or \
        any(float(c) <= 0.3 for c in fed), s
 PY
+# the cost evaluation's truth is the PFI table's PFI30: a run whose sweep stops at a 29% shed
+# (perseus/A40/t5-3b) is in neither, not scored against the index's extrapolation
+python3 - "$tmp/all/summary.json" <<'PY' || fail "the cost evaluation scores against an extrapolated PFI30"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["characterization_cost"]["probe_vs_sweep"]
+assert c["runs_reaching_30pct"] == d["runs_with_pfi"], (c["runs_reaching_30pct"], d["runs_with_pfi"])
+PY
 # relative throughput's per-job gains are hundredths: read to 3 significant digits, not "+0.0"
 python3 - "$tmp/all/summary.json" "$tmp/all/report.md" <<'PY' || fail "gains in relative throughput printed as 0"
 import json, sys

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "core/cost.h"
+#include "core/pfi.h"
 #include "study/cost_eval.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9 * (1 + fabs((double)(b))))
@@ -124,6 +125,20 @@ static void test_evaluate(void **state)
         NEAR(w->cost_median, k / 8.0);
         NEAR(w->cost_excl_median, (k - 1) / 7.0);
     }
+    /* The deepest shed 29.5%: the index still reads its fit there (within 0.01, marked as
+     * extrapolated), but that is no measured PFI30 to score against; the run is left out. */
+    for (int i = 0; i < 8; i++) {
+        run.levels[i].cap_w = run.levels[i].enforced_w = 700 - 29.5 * i;
+        run.levels[i].power_w = 0.98 * run.levels[i].cap_w;
+        run.levels[i].tput = 1000 * run.levels[i].cap_w / 700;
+    }
+    pfi_index_opts io = pfi_index_defaults();
+    io.n_boot = 0;
+    pfi_index ix;
+    assert_int_equal(pfi_index_run(&run, &io, &ix, NULL), PFI_OK);
+    assert_true(ix.extrapolated && isfinite(ix.pfi_head) && !isfinite(ix.pfi_interp));
+    assert_int_equal(pfi_cost_evaluate(runs, 1, &ce, &e), PFI_EINVAL);
+    assert_int_equal(ce.n_truth, 0);
     /* No shed reaches 30%: nothing to score against, an error. */
     for (int i = 0; i < 8; i++)
         run.levels[i].cap_w = run.levels[i].enforced_w = 700 - 5 * i;

@@ -13,17 +13,20 @@
 
 #define DEPTH 0.30
 
-/* PFI30's headline for a run, extrapolated or not; NAN when it cannot be read. */
-static double headline(const pfi_run *run, int extrapolate)
+/* PFI30's headline for a run (an estimate: extrapolated on the fit where its levels stop
+ * short), or, as the truth, only the interpolation of measured points that reach 30%: the
+ * index reads its fit a little past the deepest shed (within 0.01, marked), and a run whose
+ * sweep stops at 29% has no PFI30 to score against.  NAN when none. */
+static double headline(const pfi_run *run, int truth)
 {
     pfi_index_opts o = pfi_index_defaults();
     o.depth = DEPTH;
-    o.extrapolate = extrapolate;
+    o.extrapolate = !truth;
     o.n_boot = 0;
     pfi_index ix;
     if (pfi_index_run(run, &o, &ix, NULL) != PFI_OK)
         return NAN;
-    return ix.pfi_head;
+    return truth ? ix.pfi_interp : ix.pfi_head;
 }
 
 /* The k-level part of run into *sub (see cost_eval.h); 0 when the run has too few levels. */
@@ -84,7 +87,7 @@ int pfi_cost_evaluate(const pfi_run *const *runs, int n, pfi_cost_eval *out, pfi
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
     }
     for (int i = 0; i < n; i++) {
-        truth[i] = headline(runs[i], 0);
+        truth[i] = headline(runs[i], 1);
         out->n_truth += isfinite(truth[i]);
     }
     for (int r = 0; r < PFI_COST_EVAL_ROWS; r++) {
@@ -98,7 +101,7 @@ int pfi_cost_evaluate(const pfi_run *const *runs, int n, pfi_cost_eval *out, pfi
             if (!isfinite(truth[i]) || run->n_levels < row->levels)
                 continue;
             double est = row->probe ? probe_pfi30(run)
-                         : pick_levels(run, row->levels, sub) ? headline(sub, 1)
+                         : pick_levels(run, row->levels, sub) ? headline(sub, 0)
                                                               : NAN;
             if (!isfinite(est)) {
                 row->failed++;

@@ -624,6 +624,18 @@ d = json.load(open(sys.argv[1]))
 c = d["characterization_cost"]["probe_vs_sweep"]
 assert c["runs_reaching_30pct"] == d["runs_with_pfi"], (c["runs_reaching_30pct"], d["runs_with_pfi"])
 PY
+# pfi evaluate --cost scores the runs of --source, as the allocation's jobs are (it scored all
+# 241 public runs whatever the list): every run's sources filtered give the perseus store's
+"$PFI_BIN" evaluate --db "$tmp/all.db" --source perseus --cost --json >"$tmp/cost_src.json" \
+  || fail "evaluate --source perseus --cost"
+"$PFI_BIN" evaluate --db "$tmp/pub.db" --cost --json >"$tmp/cost_pers.json" || fail "evaluate --cost (perseus)"
+python3 - "$tmp/cost_src.json" "$tmp/cost_pers.json" <<'PY' || fail "evaluate --cost ignores --source"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for d in (a, b):
+    d.pop("population", None)
+assert a["runs"] == b["runs"] < 241 and a == b, (a["runs"], b["runs"])
+PY
 # relative throughput's per-job gains are hundredths: read to 3 significant digits, not "+0.0"
 python3 - "$tmp/all/summary.json" "$tmp/all/report.md" <<'PY' || fail "gains in relative throughput printed as 0"
 import json, sys

@@ -470,7 +470,19 @@ static int ev_cost(const ev_args *a, const pfi_expt_pop *p)
 {
     pfi_err err = {0};
     pfi_cost_eval ce;
-    if (pfi_cost_evaluate(p->run, p->nruns, &ce, &err) != PFI_OK)
+    /* the runs of the --source list, as the jobs are: the population holds every run read */
+    const pfi_run **runs = malloc(sizeof *runs * (size_t)(p->nruns ? p->nruns : 1));
+    if (!runs) {
+        pfi_err_set(&err, PFI_ENOMEM, "out of memory");
+        return pfi_cli_fail(CMD, &err);
+    }
+    int n = 0;
+    for (int i = 0; i < p->nruns; i++)
+        if (pfi_expt_source_wanted(a->sources, p->run[i]->source))
+            runs[n++] = p->run[i];
+    int rc = pfi_cost_evaluate(runs, n, &ce, &err);
+    free(runs);
+    if (rc != PFI_OK)
         return pfi_cli_fail(CMD, &err);
     json_t *rows = json_array();
     if (!a->as_json)

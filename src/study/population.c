@@ -21,8 +21,7 @@ void pfi_expt_pop_free(pfi_expt_pop *p)
     memset(p, 0, sizeof *p);
 }
 
-/* "perseus,zeus-plo" holds run source src? (NULL: every source) */
-static int source_wanted(const char *list, const char *src)
+int pfi_expt_source_wanted(const char *list, const char *src)
 {
     if (!list)
         return 1;
@@ -77,7 +76,7 @@ static void find_jobs(pfi_expt_pop *p, const char *sources)
 {
     for (int i = 0; i < p->nruns; i++) {
         pfi_err e2 = {0};
-        if (!source_wanted(sources, p->run[i]->source))
+        if (!pfi_expt_source_wanted(sources, p->run[i]->source))
             continue;
         if (pfi_curve_from_run(p->run[i], -1, &p->truth[p->n], &e2)) {
             p->skipped++;

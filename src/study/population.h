@@ -40,6 +40,9 @@ int pfi_expt_pop_runs(const pfi_run *const *runs, const int *groups, int n, cons
  * experiment can load them with pfi_expt_pop_load. */
 int pfi_expt_pop_save(const pfi_expt_pop *p, const char *path, pfi_err *err);
 void pfi_expt_pop_free(pfi_expt_pop *p);
+/* Whether a --source list, "perseus,zeus-plo", holds run source src (list NULL: every source):
+ * the loaders' filter, for a caller that reads the population's runs, not only its jobs. */
+int pfi_expt_source_wanted(const char *list, const char *src);
 /* PFI_OK when the population has the two jobs with usable curves an experiment needs. */
 int pfi_expt_pop_check(const pfi_expt_pop *p, pfi_err *err);
 

@@ -583,7 +583,7 @@ has "$tmp/pub/report.md" "^\`pfi study --db $tmp/pub.db --out $tmp/pub\`"
 # counted after it and "No SLA job breached at the plan" beside 25 breaches at the plan, the
 # table's rows gave no sign, and the summary spoke of tokens/s for relative throughput.
 "$PFI_BIN" import all --db "$tmp/all.db" >/dev/null || fail "import all"
-"$PFI_BIN" study --db "$tmp/all.db" --out "$tmp/all" --no-figures >/dev/null 2>"$tmp/progress" \
+"$PFI_BIN" study --db "$tmp/all.db" --out "$tmp/all" >/dev/null 2>"$tmp/progress" \
   || { cat "$tmp/progress"; fail "pfi study --db (every public run)"; }
 python3 - "$tmp/all/summary.json" "$tmp/all/report.md" <<'PY' || fail "pfi's own relaxing of the SLAs misreported"
 import json, re, sys
@@ -615,6 +615,21 @@ s = [l for l in rep.splitlines() if l.startswith("- With SLAs")][0]
 assert al["unit"] != "tokens/s" and "tokens/s" not in s, s
 assert "no feedback ran" in s and "its plan, before that feedback" not in s or \
        any(float(c) <= 0.3 for c in fed), s
+PY
+# the figures say what they draw: the curves' caption which run it leaves out (it said "every
+# run" over 240 of 241), and a y label short enough for its panel (gnuplot cut off "(GPU-weighted
+# relative throughput)"); the .gp files are written with or without gnuplot
+python3 - "$tmp/all/summary.json" "$tmp/all/report.md" "$tmp/all/fig_alloc_vs_cut.gp" <<'PY' || fail "the store study's figures misdescribed"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+rep = open(sys.argv[2]).read()
+cap = re.search(r"\*(Power -> throughput curves of [^*]*)\*", rep).group(1)
+left = [l[2:].split(": no curve")[0] for l in rep.splitlines() if l.startswith("- ") and ": no curve (" in l]
+assert d["runs"] - len(left) < d["runs"] and "every run" not in cap, cap
+assert "%d of the %d runs" % (d["runs"] - len(left), d["runs"]) in cap, cap
+assert len(left) != 1 or "left out: %s, which has no curve" % left[0] in cap, (cap, left)
+labels = re.findall(r'set ylabel "([^"]*)"', open(sys.argv[3]).read())
+assert labels and all(len(l) <= len("gain per job over equal (tokens/s)") for l in labels), labels
 PY
 # the cost evaluation's truth is the PFI table's PFI30: a run whose sweep stops at a 29% shed
 # (perseus/A40/t5-3b) is in neither, not scored against the index's extrapolation

@@ -340,8 +340,13 @@ static int run_points(const pfi_study_run *r, double *x, double *y)
  * axes over every run's points. */
 static int fig_curves(const pfi_study *s, const char *dir, pfi_err *err)
 {
-    pfi_plot *p = pfi_plot_new("Power -> throughput of every run, one panel per model family",
-                               "power drawn P/P0", "throughput T/T0");
+    int ncurve = 0;
+    for (int i = 0; i < s->n; i++)
+        ncurve += s->runs[i].index_ok;
+    char ttl[128];
+    snprintf(ttl, sizeof ttl, "Power -> throughput of %s, one panel per model family",
+             ncurve == s->n ? "every run" : "every run with a curve");
+    pfi_plot *p = pfi_plot_new(ttl, "power drawn P/P0", "throughput T/T0");
     char fam[32][32];
     int nf = distinct(s, 0, fam, 32);
     double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
@@ -539,7 +544,9 @@ static int fig_alloc(const pfi_study *s, const char *dir, pfi_err *err)
 {
     const pfi_study_alloc *a = &s->alloc;
     char ylabel[128];
-    snprintf(ylabel, sizeof ylabel, "gain per job over equal (%s)", a->unit);
+    /* the relative unit's name is too long for the panel's height: gnuplot cut it off */
+    snprintf(ylabel, sizeof ylabel, "gain per job over equal (%s)",
+             a->relative ? "relative" : a->unit);
     pfi_plot *p = pfi_plot_new("Allocation policies vs power cut", "power cut (% of the jobs' "
                                "baseline draw)", ylabel);
     pfi_plot_layout(p, 2, 1);
@@ -1764,6 +1771,27 @@ json_t *pfi_study_summary(const pfi_study *s)
     return doc;
 }
 
+/* fig_curves' caption: every run, or which runs it leaves out (those with no curve). */
+static void curves_caption(const pfi_study *s, char *buf, size_t n)
+{
+    int out = 0, first = -1;
+    for (int i = 0; i < s->n; i++)
+        if (!s->runs[i].index_ok)
+            first = first < 0 ? i : first, out++;
+    size_t o = (size_t)snprintf(buf, n, "Power -> throughput curves of ");
+    if (out == 0)
+        o += (size_t)snprintf(buf + o, n - o, "every run");
+    else
+        o += (size_t)snprintf(buf + o, n - o, "%d of the %d runs", s->n - out, s->n);
+    o += (size_t)snprintf(buf + o, n - o < n ? n - o : 0,
+                          ", one panel (and colour) per model family, on shared axes");
+    if (out == 1 && o < n)
+        snprintf(buf + o, n - o, "; left out: %s, which has no curve (listed under the PFI30 table)",
+                 s->runs[first].run.name);
+    else if (out > 1 && o < n)
+        snprintf(buf + o, n - o, "; left out: %d runs with no curve (listed under the PFI30 table)", out);
+}
+
 int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot, pfi_err *err)
 {
     *no_gnuplot = 0;
@@ -1807,6 +1835,9 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot,
             figs[f].done = 1;
         }
     }
+    char curves_cap[512];
+    curves_caption(s, curves_cap, sizeof curves_cap);
+    figs[FIG_CURVES].caption = curves_cap;
     int rc = write_docs(s, dir, figs, err);
     if (rc != PFI_OK)
         return rc;

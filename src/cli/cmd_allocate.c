@@ -13,9 +13,9 @@
 #include "report/report.h"
 #include "store/jobs.h"
 #include "study/model_io.h"
-#include "util/text.h"
 #include "util/budget.h"
 #include "util/json.h"
+#include "util/text.h"
 #include "util/units.h"
 
 #define CMD "allocate"
@@ -221,7 +221,6 @@ static int id_width(const pfi_alloc_job *view, int n)
     }
     return w < ID_COL_MAX ? (int)w : ID_COL_MAX;
 }
-
 
 /* One row's numeric cells: GPUs, cap, floor, throughput, power. */
 enum { C_GPUS, C_CAP, C_FLOOR, C_TPUT, C_POWER, C_N };

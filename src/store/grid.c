@@ -222,6 +222,18 @@ static int revise_locked(pfi_grid_store *g, const pfi_event *held, const pfi_eve
     return rc;
 }
 
+/* A transaction begun under g->mu ends: committed when rc says all went well, else rolled back;
+ * the lock let go either way. */
+static int tx_end(pfi_grid_store *g, int rc, pfi_err *err)
+{
+    if (rc == PFI_OK)
+        rc = pfi_store_tx_commit(g->st, err);
+    else
+        pfi_store_tx_rollback(g->st);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
 int pfi_grid_change(pfi_grid_store *g, const pfi_event *held, const pfi_event *ev, int kind,
                     double now, pfi_err *err)
 {
@@ -233,12 +245,7 @@ int pfi_grid_change(pfi_grid_store *g, const pfi_event *held, const pfi_event *e
         rc = revise_locked(g, held, ev, kind, now, err);
     if (rc == PFI_OK)
         rc = put_locked(g, ev, err);
-    if (rc == PFI_OK)
-        rc = pfi_store_tx_commit(g->st, err);
-    else
-        pfi_store_tx_rollback(g->st);
-    pthread_mutex_unlock(&g->mu);
-    return rc;
+    return tx_end(g, rc, err);
 }
 
 int pfi_grid_delete(pfi_grid_store *g, const char *id, pfi_err *err)
@@ -253,12 +260,7 @@ int pfi_grid_delete(pfi_grid_store *g, const char *id, pfi_err *err)
                           err);
     if (rc == PFI_OK && sqlite3_changes(g->st->db) == 0)
         rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
-    if (rc == PFI_OK)
-        rc = pfi_store_tx_commit(g->st, err);
-    else
-        pfi_store_tx_rollback(g->st);
-    pthread_mutex_unlock(&g->mu);
-    return rc;
+    return tx_end(g, rc, err);
 }
 
 /* The terms of a revision row (seq, from_s, start_s, ... sla_yield) over a copy of the event. */
@@ -523,12 +525,7 @@ int pfi_grid_history_prune(pfi_grid_store *g, double before, pfi_err *err)
             rc = step_done(g, s, "deleting grid events let go long ago", err);
         }
     }
-    if (rc == PFI_OK)
-        rc = pfi_store_tx_commit(g->st, err);
-    else
-        pfi_store_tx_rollback(g->st);
-    pthread_mutex_unlock(&g->mu);
-    return rc;
+    return tx_end(g, rc, err);
 }
 
 int pfi_grid_power_add(pfi_grid_store *g, double wall, double site_w, double budget_w,

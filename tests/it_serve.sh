@@ -217,15 +217,18 @@ stop_serve TERM || fail "read-only stop"
 # ... a start with another journal path is refused: it journaled the held caps as the
 # originals (so a clean stop "restored" the GPUs to their caps for good).  Nothing is touched.
 held=$(limits)
+refused_exit() { # pid, what: waits up to 5 s for a start that must be refused to exit; its status
+  i=0
+  while kill -0 "$1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 100 ] && { kill -TERM "$1"; wait "$1"; fail "$2 was not refused"; return 0; }
+    sleep 0.05
+  done
+  wait "$1"
+}
 "$PFI_BIN" serve $HW --listen "unix:$dir/other.sock" --token-file "$dir/token" --db "$dir/serve.db" \
     --journal "$dir/other.journal" $SERVE_OPTS >"$dir/other.out" 2>&1 &
 other=$!
-i=0
-while kill -0 $other 2>/dev/null; do
-  i=$((i + 1)); [ $i -gt 100 ] && { kill -TERM $other; wait $other; fail "a held start without its journal was not refused"; }
-  sleep 0.05
-done
-wait $other; rc=$?
+refused_exit $other "a held start without its journal"; rc=$?
 [ $rc -ne 0 ] || fail "a held start without its journal exited 0: $(cat "$dir/other.out")"
 grep -q "no journal at $dir/other.journal holds the GPUs' original limits" "$dir/other.out" ||
   fail "a held start without its journal: $(cat "$dir/other.out")"
@@ -240,12 +243,7 @@ grep -q "the previous daemon used (--journal FILE" "$dir/other.out" ||
 "$PFI_BIN" serve $HW --listen "unix:$dir/other.sock" --token-file "$dir/token" --db "$dir/other.db" \
     --journal "$dir/other.journal" $SERVE_OPTS >"$dir/other1.out" 2>&1 &
 other=$!
-i=0
-while kill -0 $other 2>/dev/null; do
-  i=$((i + 1)); [ $i -gt 100 ] && { kill -TERM $other; wait $other; fail "a start with another journal and db over a held journal was not refused"; }
-  sleep 0.05
-done
-wait $other && fail "a start with another journal and db over a held journal exited 0"
+refused_exit $other "a start with another journal and db over a held journal" && fail "a start with another journal and db over a held journal exited 0"
 grep -q "whose journal $dir/journal is still there: .*pfi restore --journal $dir/journal" "$dir/other1.out" ||
   fail "a start with another journal and db over a held journal: $(cat "$dir/other1.out")"
 [ "$(limits)" = "$held" ] || fail "a refused start changed the limits: $held -> $(limits)"

@@ -49,46 +49,44 @@ const char *pfi_lock_holder(long pid, char *buf, size_t n)
     return buf;
 }
 
-long pfi_lock_holder_pid(int fd, long written)
+/* The FLOCK entries of /proc/locks on fd's file: whether there is one (-1 when /proc/locks
+ * cannot be read), and in *pid the first that names a pid this namespace sees (0: none). */
+static int scan_locks(int fd, long *pid)
 {
+    *pid = 0;
     struct stat st;
     FILE *f = fstat(fd, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
     if (!f)
-        return written;
+        return -1;
     /* "1: FLOCK  ADVISORY  WRITE 4242 fe:00:11166545 0 EOF": the device in hex */
     char want[64], line[256];
     snprintf(want, sizeof want, "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
              (unsigned long long)st.st_ino);
-    long pid = 0;
-    while (!pid && fgets(line, sizeof line, f)) {
+    int held = 0;
+    while (!*pid && fgets(line, sizeof line, f)) {
         char kind[16], dev[64];
         long p;
         if (sscanf(line, "%*s %15s %*s %*s %ld %63s", kind, &p, dev) == 3 &&
-            !strcmp(kind, "FLOCK") && !strcmp(dev, want) && p > 0)
-            pid = p;
+            !strcmp(kind, "FLOCK") && !strcmp(dev, want)) {
+            held = 1;
+            *pid = p > 0 ? p : 0;
+        }
     }
     fclose(f);
+    return held;
+}
+
+long pfi_lock_holder_pid(int fd, long written)
+{
+    long pid;
+    scan_locks(fd, &pid);
     return pid ? pid : written;
 }
 
 int pfi_lock_is_held(int fd)
 {
-    struct stat st;
-    FILE *f = fstat(fd, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
-    if (!f)
-        return -1;
-    char want[64], line[256];
-    snprintf(want, sizeof want, "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
-             (unsigned long long)st.st_ino);
-    int held = 0;
-    while (!held && fgets(line, sizeof line, f)) {
-        char kind[16], dev[64];
-        long p;
-        held = sscanf(line, "%*s %15s %*s %*s %ld %63s", kind, &p, dev) == 3 &&
-               !strcmp(kind, "FLOCK") && !strcmp(dev, want);
-    }
-    fclose(f);
-    return held;
+    long pid;
+    return scan_locks(fd, &pid);
 }
 
 long pfi_lock_file_pid(int fd)

@@ -64,6 +64,10 @@ grep -q "unknown simulator preset 'no-such-preset'" "$T/err" || fail "preset mes
 "$PFI" sim run --cap 70% --cap-at 100s --duration 30s >"$T/out" 2>"$T/err"
 [ $? -eq 2 ] && grep -q -- "--cap-at 100s is after the run's end" "$T/err" ||
   fail "sim run --cap-at past --duration: $(cat "$T/err")"
+"$PFI" sim run --cap 50% --cap-at 29s --duration 30s --interval 7s >"$T/out" 2>"$T/err" ||
+  fail "sim run --cap-at between the last row and the end: $(cat "$T/err")"
+tail -n 1 "$T/out" | awk '$1 != 30 || $2 != 350 { exit 1 }' ||
+  fail "sim run: no last row at --duration under the cap asked at 29 s: $(tail -n 2 "$T/out")"
 printf '{"gpu": "B300", "gpus": 8}' >"$T/bad1.json"
 "$PFI" gpus --sim "$T/bad1.json" 2>"$T/err" && fail "unknown GPU type accepted"
 grep -q "unknown GPU type 'B300'" "$T/err" || fail "GPU type message: $(cat "$T/err")"

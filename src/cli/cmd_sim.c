@@ -352,7 +352,12 @@ static int sim_run(int argc, char **argv)
         printf("\n");
     }
     int capped = 0;
-    for (double t = 0; t <= dur + 1e-9; t += every) {
+    /* a row every --interval, and the last at --duration itself: a cap between the last
+     * multiple and the end (--cap-at 29s of 30 s every 7 s) was never applied */
+    for (long k = 0, last = 0; !last; k++) {
+        double t = (double)k * every;
+        if ((last = t >= dur - 1e-9))
+            t = dur;
         if (!capped && !isnan(cap) && t >= at) {
             for (int i = 0; i < ng && rc <= 0; i++)
                 if (pfi_sim_set_limit(node, gpus[i], at, cap, &e) != PFI_OK)

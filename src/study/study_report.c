@@ -961,9 +961,12 @@ static void summary(report_doc *d, const pfi_study *s)
         const pfi_eval_cell *pc = &a->cell[c][PFI_POLICY_PFI];
         para(d, "- Allocation at a 30%% cut, scored on the true curves: pfi recovers %s%% of the "
                 "gap between an equal cut and an oracle that knows every curve (%s %s per job "
-                "over equal); pfi sees only predictions made without the job's own data.",
+                "over equal); pfi sees %s.",
              sep(pc->gap_recovered * 100, 0).s,
-             tput_num(a, pc->per_job_gain_vs_equal, 0, GAIN_SIG, 0).s, a->unit);
+             tput_num(a, pc->per_job_gain_vs_equal, 0, GAIN_SIG, 0).s, a->unit,
+             /* the experiment's own note: on runs without telemetry that is the job's own
+              * baseline and probe, not "only predictions made without the job's own data" */
+             a->pfi_curves[0] ? a->pfi_curves : "predictions made without the job's own data");
         int br = 0, brp = 0, nfb = 0, worse[3] = {0, 0, 0}, ncut[3] = {0, 0, 0}, below = 0,
             nep = 0;
         for (int k = 0; k < a->n_cuts; k++) {

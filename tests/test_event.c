@@ -577,6 +577,26 @@ static void test_held_intervals(void **state)
     assert_true(whole == 2 && part == 1);
     assert_true(fabs(c.held_above_s - 150) < 1e-9 && c.held_above_w == 4800);
     pfi_event_compliance_free(&c);
+    /* The same every 12 s (a sample gap of 30 s): a gap's slack let the half-held interval show
+     * 4800 W (the second regression review); every recorded second must be held. */
+    n = 0;
+    for (double x = 1008; x < 1600; x += 12, n++) {
+        t[n] = x;
+        int in = x >= 1200 && x < 1440;
+        w[n] = !in ? 5000 : x < 1350 ? 4700 : 1900;
+        b[n] = !in ? NAN : x < 1350 ? 4800 : 2000;
+    }
+    assert_int_equal(pfi_event_compliance_revised(r, 1, &site, t, w, n, 60, 30, NULL, &c, &err),
+                     PFI_OK);
+    pfi_event_compliance_held(r, 1, t, b, n, 30, &c);
+    whole = part = 0;
+    for (int i = 0; i < c.n_intervals; i++) {
+        const pfi_event_interval *x = &c.intervals[i];
+        whole += x->t0 >= 1200 && x->t1 <= 1320 && x->budget_w == 4800;
+        part += x->t0 >= 1320 && x->t1 <= 1380 && x->budget_w == 2000;
+    }
+    assert_true(whole == 2 && part == 1);
+    pfi_event_compliance_free(&c);
 }
 
 /* How a change is kept: none held or the held one over, a new event; the same terms, the same;

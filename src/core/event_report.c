@@ -410,12 +410,15 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
 /* The intervals over [a, b) were held at budget bw, above the event's budget line: an interval
  * held all its recorded time shows the budget held (the least the site could), not the target
  * it could not meet (an event of 2000 W held at 4800 W showed 2000 W, a 0 W limit 1 W); one held
- * only in part keeps its line, the lowest budget in force over it. */
+ * only in part keeps its line, the lowest budget in force over it.  bw NAN: [a, b) followed a
+ * change of the event, its seconds accounted for but not held. */
 static void held_in_intervals(pfi_event_compliance *c, double a, double b, double bw)
 {
     for (int j = 0; j < c->n_intervals; j++) {
         pfi_event_interval *x = &c->intervals[j];
         double o = overlap(a, b, x->t0, x->t1);
+        if (o > 0 && isnan(bw)) /* following a change: accounted for, not held */
+            x->held_s += o;
         if (!(o > 0) || !(bw > x->budget_w))
             continue;
         x->held_s += o;
@@ -454,11 +457,12 @@ void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const
         const pfi_event *ev = &revs[k].ev;
         double end = fmin(t[i] + hold_s(t, n, i, max_gap_s), rev_from(revs, n_revs, k + 1));
         /* half a watt: the budget an event sets is its target, as recorded */
-        if (!(b[i] > pfi_event_target_w(ev) + 0.5) ||
-            following(revs, k, t[i], b[i], max_gap_s))
+        if (!(b[i] > pfi_event_target_w(ev) + 0.5))
             continue;
         double o = overlap(t[i], end, ev->start_s, ev->end_s);
-        if (o > 0) {
+        if (o > 0 && following(revs, k, t[i], b[i], max_gap_s)) {
+            held_in_intervals(out, fmax(t[i], ev->start_s), fmin(end, ev->end_s), NAN);
+        } else if (o > 0) {
             out->held_above_s += o;
             out->held_above_w = isnan(out->held_above_w) || b[i] > out->held_above_w
                                     ? b[i]
@@ -468,8 +472,9 @@ void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const
     }
     for (int j = 0; j < out->n_intervals; j++) {
         pfi_event_interval *x = &out->intervals[j];
-        /* a sample's gap of slack: the first sample of an interval may start inside it */
-        if (x->held_w > 0 && x->held_s >= x->covered_s - max_gap_s)
+        /* every recorded second held (or following a change): no slack of a sample gap, which
+         * at 12 s samples (a 30 s gap) let a half-held 60 s interval show the held budget */
+        if (x->held_w > 0 && x->held_s >= x->covered_s * (1 - 1e-9) - 1e-6)
             x->budget_w = x->held_w;
     }
 }

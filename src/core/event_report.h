@@ -49,7 +49,7 @@ typedef struct pfi_event_interval {
                              * site held the least it could above it, that held budget, once
                              * pfi_event_compliance_held has run) */
     double held_w;          /* the lowest budget held above the event's line (0: none), */
-    double held_s;          /* over this many of its seconds */
+    double held_s;          /* over this many of its seconds (those following a change too) */
     double target_w;        /* the event's target */
     double covered_s;
 } pfi_event_interval;

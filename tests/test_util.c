@@ -616,6 +616,15 @@ static void test_text_fit(void **state)
      * "e" + U+0301 one; a cut never takes half a wide character. */
     assert_int_equal(pfi_text_cols("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"), 6);
     assert_int_equal(pfi_text_cols("e\xcc\x81"), 1);
+    /* emoji shown wide: a rocket U+1F680, a check mark U+2705, a star U+2B50 */
+    assert_int_equal(pfi_text_cols("\xf0\x9f\x9a\x80\xe2\x9c\x85\xe2\xad\x90"), 6);
+    /* a tail is never begun by an accent: "x" + 12 x ("e" + U+0301), cut to 9 columns */
+    char acc[128] = "xyz";
+    for (int i = 0; i < 12; i++)
+        strcat(acc, "e\xcc\x81");
+    c = pfi_text_fit(acc, 9, buf, sizeof buf);
+    assert_int_equal(pfi_text_cols(c), 9);
+    assert_true(strstr(c, "...") && strstr(c, "...")[3] == 'e');
     char cjk[128] = "";
     for (int i = 0; i < 12; i++)
         strcat(cjk, "\xe6\x97\xa5"); /* 24 columns */

@@ -1423,7 +1423,9 @@ static void reproduce_cmd(const pfi_study *s, const char *dir, char *buf, size_t
     pfi_study_opts def;
     pfi_study_defaults(&def);
     size_t w = (size_t)snprintf(buf, n, "pfi study %s ", o->from_db ? "--db" : "--fleet");
-    w += shell_word(buf + w, w < n ? n - w : 0, o->from_db ? o->from_db : o->fleet);
+    /* a study set up by hand (a test's, zeroed) names no fleet: the default one */
+    const char *fleet = o->fleet ? o->fleet : def.fleet ? def.fleet : "paper";
+    w += shell_word(buf + w, w < n ? n - w : 0, o->from_db ? o->from_db : fleet);
     if (!o->from_db && w < n) /* a store's study takes no seed: its runs are the store's */
         w += (size_t)snprintf(buf + w, n - w, " --seed %llu", (unsigned long long)o->seed);
     int same = o->n_cuts == def.n_cuts;

@@ -414,7 +414,14 @@ int pfi_event_compliance_revised(const pfi_event_revision *revs, int n_revs,
  * change of the event, its seconds accounted for but not held. */
 static void held_in_intervals(pfi_event_compliance *c, double a, double b, double bw)
 {
-    for (int j = 0; j < c->n_intervals; j++) {
+    if (c->n_intervals < 1)
+        return;
+    /* the intervals are back to back, of one length but the last: the first one [a, b) meets is
+     * found, not searched for (a sample per second of a day-long event, 1,440 intervals each) */
+    double iv = c->intervals[0].t1 - c->intervals[0].t0;
+    long j0 = iv > 0 ? (long)floor((a - c->intervals[0].t0) / iv) - 1 : 0;
+    for (int j = j0 > 0 ? (int)fmin(j0, c->n_intervals) : 0;
+         j < c->n_intervals && c->intervals[j].t0 < b; j++) {
         pfi_event_interval *x = &c->intervals[j];
         double o = overlap(a, b, x->t0, x->t1);
         if (o > 0 && isnan(bw)) /* following a change: accounted for, not held */

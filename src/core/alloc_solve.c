@@ -2760,6 +2760,7 @@ static long long reachable_units(pfi_alloc_ws *w, long long bu)
     long long g = w->units_gcd;
     return g > 1 ? bu - bu % g : bu;
 }
+
 /* steal: the workspace is used once; res takes the arrays pfi_alloc_prepare allocated.  old
  * (NULL: none): an earlier result whose arrays res may take (result_arrays). */
 static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int steal,

@@ -395,7 +395,8 @@ void pfi_srv_follow_tick(srv_node *n)
             pfi_srv_job_throughput(n, ids[j], last, isfinite(rate) ? rate : last, &e);
             /* A level measured (or a job never steady) keeps what the next window reads, not
              * every line of a run at one cap for days. */
-            if (f->m.n > 4096 && (f->level_done || now - f->level_t0 > 3600))
+            if (f->m.n > SRV_LOG_KEEP_SAMPLES &&
+                (f->level_done || now - f->level_t0 > SRV_LOG_KEEP_LEVEL_S))
                 pfi_meter_forget_before(&f->m, now - 2 * SRV_LOG_RATE_WINDOW_S);
         }
     }

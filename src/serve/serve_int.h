@@ -32,6 +32,10 @@
  * progress bar is whole steps, 2 or 3 of a job at 2.3 it/s (-13%/+30%), and the baseline (the
  * SLA check's and the probe's reference) swung with it; over 30 s a step is 1.4% of such a job. */
 #define SRV_LOG_RATE_WINDOW_S 30.0
+/* A level's samples are cut back to two windows past this many, once the level is measured or
+ * has lasted this long unmeasured: a job at one cap for days kept every line of its log. */
+#define SRV_LOG_KEEP_SAMPLES 4096
+#define SRV_LOG_KEEP_LEVEL_S 3600.0
 /* A job's SLA breaches seen in its log and kept for its plan (follow.c, plan.c): the latest
  * PFI_ALLOC_SEEN_MAX; a level must be slower than the SLA allows by SRV_SLA_TOL at the fast end
  * of its 95% interval to count (the study's breach tolerance). */

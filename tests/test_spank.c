@@ -215,6 +215,21 @@ static void test_values_sent_exactly(void **state)
     daemon_stop(&d);
 }
 
+/* Refused at submission with the range named: a sign ("-0" was read as 0), 1 and over, hex
+ * floats and words strtod would read. */
+static void test_sla_refused(void **state)
+{
+    const char *bad[] = {"-0", "-0.0", "-0.1", "+-0", "1", "1.5", "0x1p-3", "nan", "inf", "",
+                         "0.1x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        g_log[0] = '\0';
+        assert_int_equal(pfi_options[0].cb(1, bad[i], 0), -1);
+        assert_non_null(strstr(g_log, "expected a max slowdown in [0, 1)"));
+    }
+    assert_int_equal(pfi_options[0].cb(1, "0", 0), 0);
+    assert_int_equal(pfi_options[0].cb(1, "+0.2", 0), 0);
+}
+
 /* --power-log expands %j and %% only: Slurm's other patterns (%A_%a for an array) stayed in
  * the path as they were, so each task was told to follow a file that never exists.  Refused at
  * submission, saying what is expanded; one that reaches the prolog anyway (a job submitted
@@ -348,6 +363,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_sent_exactly),
+        cmocka_unit_test(test_sla_refused),
         cmocka_unit_test(test_spool_deadline),
         cmocka_unit_test(test_log_patterns),
         cmocka_unit_test(test_step_options),

@@ -187,7 +187,7 @@ static void test_slowdown(void **state)
     }
     const char *bad[] = {"",    "x",      "1",   "100%", "-5%",     "-0.1",   "nan",
                          "inf", "1e308",  "1e400", "1e-400", "5%x",  "0.1 ",   "%",
-                         "10%%", "0x1p-3z", "0x1p-3", "0X.8p-1"};
+                         "10%%", "0x1p-3z", "0x1p-3", "0X.8p-1", "-0",   "-0%"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pfi_err e = {0};
         double v = 42;

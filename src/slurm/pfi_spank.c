@@ -98,12 +98,13 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 }
 
 /* An SLA as the node daemon takes it (serve/jobs.c): a max slowdown in [0, 1), as the prolog
- * script does too; 0.9 here refused what the other two take. */
+ * script does too; 0.9 here refused what the other two take.  A slowdown has no sign: "-0"
+ * was read as 0, where the user may have meant another number. */
 #define SLA_RANGE "a max slowdown in [0, 1) (0.1 = at most 10% slower)"
 static int parse_sla(const char *s, double *out)
 {
     double v;
-    if (parse_num(s, 0.0, 1.0, &v) != 0 || !(v < 1.0))
+    if (s[0] == '-' || parse_num(s, 0.0, 1.0, &v) != 0 || !(v < 1.0))
         return -1;
     *out = v;
     return 0;

@@ -41,7 +41,7 @@ int pfi_parse_slowdown(const char *s, double *slowdown, pfi_err *err)
                            s ? s : "");
     if (*end == '%')
         v /= 100;
-    if (v < 0 || v >= 1)
+    if (signbit(v) || v >= 1) /* "-0" too: a slowdown has no sign (the SPANK plugin's rule) */
         return pfi_err_set(err, PFI_EINVAL,
                            "slowdown '%s': expected a max slowdown in [0, 1) (0.1 or 10%% = at "
                            "most 10%% slower)",

@@ -346,6 +346,60 @@ static void test_cut_baseline_outside_events(void **state)
     json_decref(d);
 }
 
+/* A cluster controller's caps that come while an event taken on the node binds are held to
+ * the event's budget (they replaced it without a word while the event showed itself binding and
+ * its report counted the excess); an event taken before the caps that starts after them holds
+ * them when it starts; with the events gone the caps are as sent. */
+static void test_caps_held_to_event(void **state)
+{
+    fx *f = *state;
+    double max = sum_limits(f), now = pfi_clock_wall();
+    double ahead = pfi_srv_grid_site(f->n, NAN).plan_ahead_s;
+    char body[256], caps[1024];
+    snprintf(body, sizeof body, "{\"id\": \"e1\", \"start\": %.3f, \"duration_s\": 600, "
+             "\"limit_w\": %.0f}", now - 1, 0.6 * max);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
+    /* e2, tighter, starts once the caps have come (beyond what the node plans ahead). */
+    snprintf(body, sizeof body, "{\"id\": \"e2\", \"start\": %.3f, \"duration_s\": 600, "
+             "\"limit_w\": %.0f}", now + ahead + 1.5, 0.5 * max);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
+    assert_true(sum_limits(f) <= 0.6 * max + 1e-3);
+    int o = snprintf(caps, sizeof caps, "{\"epoch\": 1, \"caps\": [");
+    for (int i = 0; i < f->n->n_gpus; i++)
+        o += snprintf(caps + o, sizeof caps - o, "%s{\"gpu\": %d, \"cap_w\": %.3f}", i ? ", " : "",
+                      i, f->n->gpu[i].dev.max_limit_w);
+    snprintf(caps + o, sizeof caps - o, "]}");
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/caps", caps, &d), 200);
+    const char *why = json_string_value(json_object_get(d, "reason"));
+    if (!why || !strstr(why, "held to grid event e1"))
+        fail_msg("the caps' decision does not say the event holds them: %s", why ? why : "-");
+    json_decref(d);
+    if (!(sum_limits(f) <= 0.6 * max + 1e-3 && sum_limits(f) > 0.6 * max - 1))
+        fail_msg("limits sum to %.3f W under event e1's %.0f W", sum_limits(f), 0.6 * max);
+    assert_int_equal(events_of(f, "grid"), 3); /* e1, e2 added; the caps held */
+    assert_int_equal(call(f, "GET", "/v1/allocation", NULL, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "mode")), "external");
+    assert_string_equal(json_string_value(json_object_get(d, "grid_event")), "e1");
+    json_decref(d);
+    sleep_until(now + 1.7); /* e2 now within the plan's look-ahead */
+    pfi_srv_tick(f->n);
+    if (!(sum_limits(f) <= 0.5 * max + 1e-3))
+        fail_msg("limits sum to %.3f W once e2 (%.0f W) binds", sum_limits(f), 0.5 * max);
+    assert_int_equal(call(f, "GET", "/v1/allocation", NULL, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "grid_event")), "e2");
+    json_decref(d);
+    assert_int_equal(call(f, "DELETE", "/v1/grid/events/e2", NULL, NULL), 200);
+    assert_int_equal(call(f, "DELETE", "/v1/grid/events/e1", NULL, NULL), 200);
+    pfi_srv_tick(f->n);
+    if (fabs(sum_limits(f) - max) > 1e-3)
+        fail_msg("the events gone, limits sum to %.3f W, not the caps' %.3f W", sum_limits(f),
+                 max);
+    assert_int_equal(call(f, "GET", "/v1/allocation", NULL, &d), 200);
+    assert_true(json_is_null(json_object_get(d, "grid_event")));
+    json_decref(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +408,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_changed_in_force, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vtn_event_held_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cut_baseline_outside_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_caps_held_to_event, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

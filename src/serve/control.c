@@ -168,11 +168,27 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t *
                          epoch, n->caps_epoch);
     } else {
         pfi_srv_snapshot(n);
-        char reason[96];
-        snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)", epoch);
+        /* A grid event the node took before these caps came holds them (node.c's
+         * plan_external): said in the decision, and once as an event when it starts to. */
+        char reason[192], gid[PFI_EVENT_ID_MAX];
+        double gw = pfi_srv_grid_hold(n, gid, sizeof gid), sum = 0;
+        for (int i = 0; i < n->n_gpus; i++)
+            sum += isnan(caps[i]) ? n->snap[i].dev.limit_w : caps[i];
+        int held = sum > gw; /* false when gw is NAN */
+        pthread_mutex_lock(&n->mu);
+        int was_held = !isnan(n->grid_ext_w);
+        pthread_mutex_unlock(&n->mu);
+        int o = snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)",
+                         epoch);
+        if (held)
+            snprintf(reason + o, sizeof reason - o, ", held to grid event %s's %.0f W", gid, gw);
         n->deciding_epoch = epoch;
         rc = pfi_srv_decide(n, NAN, SRV_MODE_EXTERNAL, caps, reason, result, err);
         n->deciding_epoch = 0;
+        if (rc == PFI_OK && held && !was_held)
+            pfi_srv_event_add(n, "grid", "event %s, taken on this node, holds the controller's "
+                              "caps (%.0f W) to %.0f W while it binds: post the site's events to "
+                              "the controller, or delete it here", gid, sum, gw);
         if (rc == PFI_OK) {
             pthread_mutex_lock(&n->mu);
             if (epoch > 0)

@@ -89,6 +89,20 @@ double pfi_srv_grid_limit(srv_node *n, double manual_w, char *id, size_t size)
     return b;
 }
 
+double pfi_srv_grid_hold(srv_node *n, char *id, size_t size)
+{
+    int bi = -1;
+    pthread_mutex_lock(&n->mu);
+    double b = limit_locked(n, NAN, pfi_clock_wall(), &bi);
+    n->grid_hold_w = b;
+    snprintf(n->grid_hold_id, sizeof n->grid_hold_id, "%s",
+             bi >= 0 && !isnan(b) ? n->grid_ev[bi].id : "");
+    if (id && size)
+        snprintf(id, size, "%s", n->grid_hold_id);
+    pthread_mutex_unlock(&n->mu);
+    return b;
+}
+
 int pfi_srv_grid_open(srv_node *n, pfi_err *err)
 {
     int rc = pfi_grid_open(n->cfg->db, &n->grid, err);
@@ -235,6 +249,43 @@ static int still_short(srv_node *n, const char *id, double want, double cur, int
     return same_budget(floor, cur);
 }
 
+/* In external mode the controller's caps are held to the node's own events (node.c's
+ * plan_external): planned again when the events' budget moves (an event the node took before
+ * the caps came starts, ramps or ends).  1 when it decided. */
+static int grid_apply_external(srv_node *n, int force)
+{
+    char id[PFI_EVENT_ID_MAX];
+    double lim = pfi_srv_grid_hold(n, id, sizeof id);
+    pthread_mutex_lock(&n->mu);
+    double held = n->grid_ext_w;
+    pthread_mutex_unlock(&n->mu);
+    if (!force && same_budget(lim, held))
+        return 0;
+    pthread_mutex_lock(&n->decide_mu);
+    pthread_mutex_lock(&n->mu);
+    int still = n->mode == SRV_MODE_EXTERNAL && !n->ramping;
+    pthread_mutex_unlock(&n->mu);
+    pfi_err e = {0};
+    int rc = PFI_OK;
+    char reason[160];
+    if (still) {
+        pfi_srv_snapshot(n);
+        if (isnan(lim))
+            snprintf(reason, sizeof reason, "grid events over: the controller's caps as sent");
+        else
+            snprintf(reason, sizeof reason, "grid event %s: the controller's caps held to %.0f W",
+                     id, lim);
+        rc = pfi_srv_decide(n, NAN, SRV_MODE_EXTERNAL, n->ext_caps, reason, NULL, &e);
+        pthread_mutex_lock(&n->mu);
+        n->n_grid_decisions += rc == PFI_OK;
+        pthread_mutex_unlock(&n->mu);
+    }
+    pthread_mutex_unlock(&n->decide_mu);
+    if (rc != PFI_OK)
+        pfi_srv_event_add(n, "grid_failed", "%s: %s", reason, e.msg);
+    return still;
+}
+
 /* Decides under the events' budget now (decide_mu taken here).  force: even when the budget
  * did not move (an event was added, changed or deleted). */
 static int grid_apply(srv_node *n, int force)
@@ -249,6 +300,8 @@ static int grid_apply(srv_node *n, int force)
     if (bi >= 0)
         snprintf(id, sizeof id, "%s", n->grid_ev[bi].id);
     pthread_mutex_unlock(&n->mu);
+    if (mode == SRV_MODE_EXTERNAL && !ramping)
+        return grid_apply_external(n, force);
     if (mode != SRV_MODE_LOCAL || ramping)
         return 0;
     int binds = bi >= 0 && !isnan(lim);

@@ -27,6 +27,7 @@ int pfi_srv_node_init(srv_node *n, const pfi_serve_config *cfg, pfi_backend *b, 
     n->budget_w = NAN;
     n->manual_w = NAN;
     n->grid_short_w = NAN;
+    n->grid_ext_w = n->grid_hold_w = NAN;
     n->ev_next = 1;
     n->started_wall = pfi_clock_wall();
     /* 2 s is a bound: the apply-latency alert counts the applies above it */
@@ -187,22 +188,58 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
     }
 }
 
-/* A cluster controller's caps taken as they are: each job's cap is its lowest GPU's (a job runs
- * at its slowest GPU), the prediction read on its curve there.  Returns the sum the caps make,
- * the budget the apply must keep. */
+/* Lowers the controller's caps (plan->target_w) so that they sum to at most grid_w, each GPU
+ * given toward its minimum in proportion to what it holds above it; a GPU the caps leave alone
+ * or that does not answer stays where it is.  An event taken on the node before the controller
+ * sent caps is still the node's to keep: its caps replaced the event's budget without a word,
+ * while the event showed itself binding and its report counted the excess.  Below what the
+ * node can hold, each moved GPU goes to its minimum (the least it can: the event's report says
+ * so).  Each target is rounded down to the milliwatt so the sum stays under grid_w. */
+static void hold_to_grid(srv_node *n, srv_plan *plan, double grid_w)
+{
+    double sum = 0, room = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        int moved = !isnan(plan->target_w[i]) && n->snap[i].up;
+        double at = isnan(plan->target_w[i]) ? n->snap[i].dev.limit_w : plan->target_w[i];
+        sum += at;
+        if (moved && at > n->snap[i].dev.min_limit_w)
+            room += at - n->snap[i].dev.min_limit_w;
+    }
+    if (!(sum > grid_w) || !(room > 0))
+        return;
+    double keep = room > sum - grid_w ? 1 - (sum - grid_w) / room : 0;
+    for (int i = 0; i < n->n_gpus; i++) {
+        double mn = n->snap[i].dev.min_limit_w, t = plan->target_w[i];
+        if (isnan(t) || !n->snap[i].up || !(t > mn))
+            continue;
+        t = floor((mn + (t - mn) * keep) * 1000) / 1000;
+        plan->target_w[i] = t > mn ? t : mn;
+    }
+}
+
+/* A cluster controller's caps taken as they are, held to a grid event of the node's own that
+ * binds (hold_to_grid; plan->grid_w): each job's cap is its lowest GPU's
+ * (a job runs at its slowest GPU), the prediction read on its curve there.  Returns the sum the
+ * caps make, the budget the apply must keep. */
 static double plan_external(srv_node *n, const double *ext, srv_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
-    double sum = 0;
-    for (int i = 0; i < n->n_gpus; i++) {
+    for (int i = 0; i < n->n_gpus; i++)
         plan->target_w[i] = ext[i];
-        sum += isnan(ext[i]) ? n->snap[i].dev.limit_w : ext[i];
-    }
+    pthread_mutex_lock(&n->mu);
+    plan->grid_w = n->grid_hold_w;
+    memcpy(plan->grid_id, n->grid_hold_id, sizeof plan->grid_id);
+    pthread_mutex_unlock(&n->mu);
+    if (!isnan(plan->grid_w))
+        hold_to_grid(n, plan, plan->grid_w);
+    double sum = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        sum += isnan(plan->target_w[i]) ? n->snap[i].dev.limit_w : plan->target_w[i];
     for (int j = 0; j < n->n_cand; j++) {
         plan->job_cap_w[j] = INFINITY;
         for (int k = 0; k < n->cand[j].n_gpus; k++) {
             int gi = n->cand[j].gpus[k];
-            double c = isnan(ext[gi]) ? n->snap[gi].dev.limit_w : ext[gi];
+            double c = isnan(plan->target_w[gi]) ? n->snap[gi].dev.limit_w : plan->target_w[gi];
             if (c < plan->job_cap_w[j])
                 plan->job_cap_w[j] = c;
         }
@@ -235,9 +272,17 @@ static void report_read_only(const srv_node *n, const srv_plan *plan, const pfi_
 /* The caller's candidate becomes the state, but what other threads update meanwhile (observed
  * throughput, baseline telemetry) is kept, for a job still on the same GPUs: measured on
  * others, it is not this job's any more (pfi_srv_job_set_gpus). */
-static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, int mode, double ms)
+static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, int mode,
+                   const srv_plan *plan, double ms)
 {
     pthread_mutex_lock(&n->mu);
+    if (mode == SRV_MODE_EXTERNAL) { /* what a local decision sets in grid.c's grid_apply */
+        n->grid_ext_w = plan->grid_w;
+        n->grid_binding = !isnan(plan->grid_w);
+        snprintf(n->grid_event, sizeof n->grid_event, "%s", n->grid_binding ? plan->grid_id : "");
+    } else {
+        n->grid_ext_w = NAN;
+    }
     for (int j = 0; j < n->n_cand; j++) {
         int old = pfi_srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
         const srv_job *c = &n->cand[j], *o = old >= 0 ? &n->jobs[old] : NULL;
@@ -380,7 +425,7 @@ int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, co
     double ms = (pfi_clock_mono() - t0) * 1e3;
     if (rc != PFI_OK)
         return rc;
-    commit(n, &rep, budget_w, mode, ms);
+    commit(n, &rep, budget_w, mode, &plan, ms);
     pfi_srv_hold_save(n, mode == SRV_MODE_EXTERNAL ? n->deciding_epoch : 0);
 
     long long id = pfi_srv_audit_decision(n->audit, pfi_clock_wall(), reason, budget_w, mode, n->cand,

@@ -315,6 +315,13 @@ typedef struct srv_node {
      * said again at every tick while that least stays where it is. */
     char grid_short_id[PFI_EVENT_ID_MAX];
     double grid_short_w;
+    /* The events' own budget (no manual one) over the span planned ahead, and the event that
+     * sets it (grid.c's pfi_srv_grid_hold; NAN, "": none): what a controller's caps are held
+     * to in external mode (node.c); and the one they were last held to (NAN: none held them),
+     * so that a tick re-plans only when it moves. */
+    double grid_hold_w;
+    char grid_hold_id[PFI_EVENT_ID_MAX];
+    double grid_ext_w;
     struct pfi_ven *ven;   /* the OpenADR client (grid_ven.c), when configured */
     /* Jobs found from their processes (discover.c); the control loop's alone. */
     srv_found found[SRV_MAX_JOBS];
@@ -464,6 +471,9 @@ typedef struct srv_plan {
     double sla_extra;               /* > 0: every SLA loosened by this slowdown, the least that
                                        fits, because the SLA breaches seen in the jobs' logs left
                                        no plan within the budget that meets them all */
+    double grid_w;                  /* external mode: the budget of the node's own grid event
+                                       the caps were held to (grid_id); NAN: none binds */
+    char grid_id[PFI_EVENT_ID_MAX];
 } srv_plan;
 /* keep: the node's allocator state kept between plans (core/alloc_keep.h; NULL at first), so a
  * new budget, an event's step or one job's new curve re-solves warm; the plan is the one a fresh
@@ -514,6 +524,10 @@ pfi_event_site pfi_srv_grid_site(const srv_node *n, double manual_w);
  * event's over the next few control periods; NAN when nothing binds.  id (may be NULL): the
  * event that sets it, "" when the manual budget does. */
 double pfi_srv_grid_limit(srv_node *n, double manual_w, char *id, size_t size);
+/* The events' own budget now (pfi_srv_grid_limit with no manual budget), kept in
+ * n->grid_hold_w / grid_hold_id for the next external decision; *id (may be NULL) gets the
+ * event. */
+double pfi_srv_grid_hold(srv_node *n, char *id, size_t size);
 /* 1 when an event's cap applies now (its ramp down, its window or its restore), its id in id
  * (mu held): a commitment to the grid the node keeps while it is stopped (on_stop auto). */
 int pfi_srv_grid_committed_locked(const srv_node *n, double now, char *id, size_t size);

@@ -23,6 +23,7 @@
 #include "serve/serve_int.h"
 #include "store/grid.h"
 #include "support/sim_node.h"
+#include "util/http_query.h"
 
 typedef struct fx {
     pfi_test_node node;
@@ -135,7 +136,7 @@ static void test_replan_keeps_new_budget(void **state)
         double w = (k % 2 ? 4000.0 : 5000.0) + (k % 7);
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->node.n, w, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, w, 0, 0, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
         pthread_mutex_lock(&f->node.n->mu);
@@ -166,7 +167,7 @@ static void test_replan_keeps_controller_caps(void **state)
         /* A local budget first (the loop re-plans it), then the controller's caps. */
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->node.n, 4500.0 + k, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, 4500.0 + k, 0, 0, &res, &e), PFI_OK);
         json_decref(res);
         double caps[PFI_MAX_GPUS];
         for (int i = 0; i < f->node.n->n_gpus; i++)
@@ -205,14 +206,14 @@ static void test_ramp_then_budget(void **state)
     for (int k = 0; k < 100; k++) {
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->node.n, 5000.0, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, 5000.0, 0, 0, &res, &e), PFI_OK);
         json_decref(res);
         res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->node.n, 4000.0, 60, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, 4000.0, 60, 0, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 1);
         res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->node.n, 4200.0, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, 4200.0, 0, 0, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
         pthread_mutex_lock(&f->node.n->mu);
@@ -234,7 +235,7 @@ static void test_first_budget_ramps(void **state)
     double to = 0.7 * f->node.n->nominal_w;
     pfi_err e = {0};
     json_t *res = NULL;
-    assert_int_equal(pfi_srv_budget_set(f->node.n, to, 30, &res, &e), PFI_OK);
+    assert_int_equal(pfi_srv_budget_set(f->node.n, to, 30, 0, &res, &e), PFI_OK);
     json_decref(res);
     assert_true(f->node.n->ramping);
     assert_true(fabs(f->node.n->ramp_from_w * 1000.0 - (double)start) < 1.0);
@@ -273,7 +274,7 @@ static void test_epoch_bounds_and_reset(void **state)
     assert_int_equal(caps_at(f, 5, 470), PFI_EBUSY);
     pfi_err e = {0};
     json_t *res = NULL;
-    assert_int_equal(pfi_srv_budget_set(f->node.n, 4000, 0, &res, &e), PFI_OK);
+    assert_int_equal(pfi_srv_budget_set(f->node.n, 4000, 0, 0, &res, &e), PFI_OK);
     json_decref(res);
     assert_int_equal(f->node.n->caps_epoch, 0);
     assert_int_equal(caps_at(f, 5, 470), PFI_OK);
@@ -326,13 +327,24 @@ static int setup_lost_gpu5(void **state)
     return setup_faulty(state, "nvmlDeviceGetPowerUsage@5=GPU_IS_LOST;after=1");
 }
 
+/* One request; url may end in "?name=value" (one parameter, as the transport hands it). */
 static int api(fx *f, const char *method, const char *url, const char *body, json_t **doc)
 {
     int st = 0;
     const char *ctype;
     size_t len;
-    char *out = pfi_srv_api_handle(f->node.n, method, url, NULL, body, body ? strlen(body) : 0, 1,
-                               &st, &ctype, &len);
+    char path[256], *qm;
+    snprintf(path, sizeof path, "%s", url);
+    pfi_http_query q = {0};
+    if ((qm = strchr(path, '?'))) {
+        *qm++ = '\0';
+        char *eq = strchr(qm, '=');
+        assert_non_null(eq);
+        *eq++ = '\0';
+        pfi_http_query_note(&q, qm, eq);
+    }
+    char *out = pfi_srv_api_handle(f->node.n, method, path, qm ? &q : NULL, body,
+                                   body ? strlen(body) : 0, 1, &st, &ctype, &len);
     assert_non_null(out);
     if (doc) {
         *doc = json_loads(out, 0, NULL);
@@ -341,6 +353,40 @@ static int api(fx *f, const char *method, const char *url, const char *body, jso
     }
     free(out);
     return st;
+}
+
+/* Under a cluster controller heard lately (external mode), a budget on the node that would
+ * raise its limits is refused (409 naming the controller), nothing changed: the node went up at
+ * once and the site was over its budget until the controller's next caps.  A lower one is taken,
+ * and ?force=1 takes a higher one. */
+static void test_controller_guard(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    json_t *d;
+    assert_int_equal(api(f, "POST", "/v1/heartbeat", "{\"controller\":\"site-ctl:9460\"}", NULL),
+                     200);
+    assert_int_equal(caps_at(f, 1, 500), PFI_OK);
+    long long held = sum_mw(f);
+    double held_w = (double)held / 1000;
+    assert_int_equal(api(f, "DELETE", "/v1/budget", NULL, &d), 409);
+    const char *m = json_string_value(json_object_get(json_object_get(d, "error"), "message"));
+    if (!m || !strstr(m, "come from site-ctl:9460") || !strstr(m, "force"))
+        fail_msg("budget clear under a controller: %s", m ? m : "-");
+    json_decref(d);
+    char body[64];
+    snprintf(body, sizeof body, "{\"watts\": %.0f}", held_w + 100);
+    assert_int_equal(api(f, "PUT", "/v1/budget", body, NULL), 409);
+    assert_int_equal(api(f, "PUT", "/v1/budget?force=0", body, NULL), 409);
+    assert_true(sum_mw(f) == held && f->node.n->mode == SRV_MODE_EXTERNAL);
+    assert_int_equal(f->node.n->caps_epoch, 1);
+    snprintf(body, sizeof body, "{\"watts\": %.0f}", held_w - 100);
+    assert_int_equal(api(f, "PUT", "/v1/budget", body, NULL), 200);
+    assert_true(sum_mw(f) <= held - 100000);
+    assert_int_equal(caps_at(f, 2, 500), PFI_OK);
+    assert_int_equal(api(f, "DELETE", "/v1/budget?force=1", NULL, NULL), 200);
+    assert_true(sum_mw(f) > held && f->node.n->mode == SRV_MODE_LOCAL);
+    assert_int_equal(api(f, "PUT", "/v1/budget?force=2", body, NULL), 400);
 }
 
 /* Item 6: a cut that cannot be applied (no permission to set limits) answers non-2xx naming
@@ -467,7 +513,7 @@ static void test_views_not_stale(void **state)
         double w = (k % 2 ? 4000.0 : 5000.0) + (k % 11);
         pfi_err e = {0};
         json_t *res = NULL;
-        assert_int_equal(pfi_srv_budget_set(f->node.n, w, 0, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_budget_set(f->node.n, w, 0, 0, &res, &e), PFI_OK);
         json_decref(res);
         double want[PFI_MAX_GPUS];
         pthread_mutex_lock(&f->node.n->hw_mu);
@@ -661,6 +707,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replan_keeps_controller_caps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ramp_then_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_budget_ramps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_controller_guard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_bounds_and_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unapplied_cut_reported, setup_not_root, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_not_in_node_draw, setup_lost_gpu5,

@@ -89,17 +89,19 @@ static int usage_error(const char *msg)
 typedef struct ctl_args {
     const char *gpus, *ramp, *ttl, *controller, *log, *epoch;
     double sla, weight, pfi30, tps, seq_len, tokens_per_step;
-    int no_sla;
+    int no_sla, force;
     const char *sla_text; /* --sla as typed (a->sla once parsed) */
     int since, limit;     /* INT_MIN: not given */
 } ctl_args;
 
 static int cmd_budget(const ctl *c, const ctl_args *a, char **pos, int npos)
 {
+    /* Forced: even over a cluster controller holding the node's caps (docs/api.md). */
+    const char *path = a->force ? "/v1/budget?force=1" : "/v1/budget";
     if (npos == 2 && !strcmp(pos[1], "clear"))
-        return request(c, "DELETE", "/v1/budget", NULL);
+        return request(c, "DELETE", path, NULL);
     if (npos != 3 || strcmp(pos[1], "set"))
-        return usage_error("budget set BUDGET [--ramp D] | budget clear");
+        return usage_error("budget set BUDGET [--ramp D] [--force] | budget clear [--force]");
     pfi_err err = {0};
     pfi_budget bt;
     if (pfi_budget_parse(pos[2], &bt, &err) != PFI_OK)
@@ -115,7 +117,7 @@ static int cmd_budget(const ctl *c, const ctl_args *a, char **pos, int npos)
         }
         json_object_set_new(b, "ramp_s", json_real(sec));
     }
-    return request(c, "PUT", "/v1/budget", b);
+    return request(c, "PUT", path, b);
 }
 
 static int cmd_job(const ctl *c, const ctl_args *a, char **pos, int npos)
@@ -239,6 +241,7 @@ static int misplaced(const char *cmd, const char *sub, const ctl_args *a)
         {!isnan(a->seq_len), job_add, "--seq-len"},
         {!isnan(a->tokens_per_step), job_add, "--tokens-per-step"},
         {a->ramp != NULL, !strcmp(cmd, "budget"), "--ramp"},
+        {a->force, !strcmp(cmd, "budget"), "--force"},
         {a->since != INT_MIN, !strcmp(cmd, "events"), "--since"},
         {a->limit != INT_MIN, !strcmp(cmd, "events") || !strcmp(cmd, "decisions"), "--limit"},
         {a->ttl != NULL, !strcmp(cmd, "heartbeat"), "--ttl"},
@@ -378,6 +381,9 @@ int pfi_cmd_ctl(int argc, char **argv)
          "job add: tokens per iteration, so that a log in it/s (Hugging Face, Lightning) reads "
          "as tokens/s"},
         {"ramp", PFI_OPT_STR, &a.ramp, "DURATION", "budget set: reach it gradually"},
+        {"force", PFI_OPT_FLAG, &a.force, NULL,
+         "budget set/clear: even where a cluster controller holds the caps and the change "
+         "raises them (the site may be over its budget until it sends caps again)"},
         {"since", PFI_OPT_INT, &a.since, "ID", "events: only those after this id"},
         {"limit", PFI_OPT_INT, &a.limit, "N", "events, decisions: at most N (default 100)"},
         {"ttl", PFI_OPT_STR, &a.ttl, "DURATION", "heartbeat: watchdog timeout"},
@@ -389,8 +395,8 @@ int pfi_cmd_ctl(int argc, char **argv)
         "pfi ctl [--url URL|--socket PATH] [--token-file FILE] COMMAND [ARGS]",
         "Talk to a running pfi serve.  Commands: health, gpus, jobs [ID], allocation, events, "
         "decisions [--limit N] (the audit log: what each change cost), metrics; budget set "
-        "BUDGET [--ramp 30s] (4000W, 70% of the GPUs' default limits, cut=30%: pfi help budget); "
-        "budget clear; job add ID --gpus LIST "
+        "BUDGET [--ramp 30s] [--force] (4000W, 70% of the GPUs' default limits, cut=30%: pfi help "
+        "budget); budget clear [--force]; job add ID --gpus LIST "
         "[--sla S] [--weight W] [--pfi30 X] [--tokens-per-s X] [--log FILE] [--seq-len N] "
         "[--tokens-per-step N]; job rm ID; job throughput ID "
         "TOKENS_PER_S; heartbeat [--ttl 30s] [--controller NAME]; caps GPU=W[,GPU=W...] "

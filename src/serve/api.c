@@ -97,7 +97,7 @@ static json_t *body_json(const char *body, size_t blen, pfi_err *e)
     return doc;
 }
 
-static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
+static int put_budget(srv_node *n, json_t *doc, int force, json_t **res, pfi_err *e)
 {
     static const char *const keys[] = {"watts", "percent", "budget", "ramp_s", NULL};
     if (pfi_srv_only_keys(doc, keys, e) != PFI_OK)
@@ -135,7 +135,7 @@ static int put_budget(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
         if (!(ramp >= 0))
             return pfi_err_set(e, PFI_EINVAL, "ramp_s: expected seconds >= 0");
     }
-    int rc = pfi_srv_budget_set(n, watts, ramp, res, e);
+    int rc = pfi_srv_budget_set(n, watts, ramp, force, res, e);
     if (rc == PFI_OK && share && *res && json_is_object(*res))
         json_object_set_new(*res, "budget_reference",
                             json_pack("{s:s, s:f}", "of", PFI_SRV_BUDGET_REF, "watts",
@@ -217,7 +217,7 @@ static int post_throughput(srv_node *n, const char *id, json_t *doc, pfi_err *e)
 /* What a read's query said (query_ok): each parameter, -1 when not given (none takes a
  * negative value). */
 typedef struct read_args {
-    long long since, limit;
+    long long since, limit, force;
 } read_args;
 
 /* GET and HEAD routes; *matched 0 when the request is not one of them. */
@@ -326,7 +326,8 @@ static char *over_budget(json_t *res, int *st, size_t *len)
 
 /* A change, once its route, token and rate are checked. */
 static char *handle_write(srv_node *n, const char *url, int del, const char *id,
-                          const char *sub, const char *body, size_t blen, int *st, size_t *len)
+                          const char *sub, const char *body, size_t blen, int force, int *st,
+                          size_t *len)
 {
     pfi_err e = {0};
     json_t *res = NULL;
@@ -336,7 +337,7 @@ static char *handle_write(srv_node *n, const char *url, int del, const char *id,
         return rc == PFI_OK ? ok(200, res, st, len) : fail_err(&e, st, len);
     }
     if (del) {
-        rc = pfi_srv_budget_clear(n, &res, &e);
+        rc = pfi_srv_budget_clear(n, force, &res, &e);
         return rc == PFI_OK ? ok(200, res, st, len) : fail_err(&e, st, len);
     }
     json_t *doc = body_json(body, blen, &e);
@@ -349,7 +350,7 @@ static char *handle_write(srv_node *n, const char *url, int del, const char *id,
         rc = pfi_srv_job_add(n, doc, &res, &e);
         created = 1;
     } else if (!strcmp(url, "/v1/budget")) {
-        rc = put_budget(n, doc, &res, &e);
+        rc = put_budget(n, doc, force, &res, &e);
     } else if (!strcmp(url, "/v1/caps")) {
         rc = put_caps(n, doc, &res, &e);
     } else {
@@ -400,16 +401,18 @@ const char *pfi_srv_api_allow(const char *url)
 static int query_ok(const char *method, const char *url, const pfi_http_query *q,
                     read_args *a, char **out, int *st, size_t *len)
 {
-    a->since = a->limit = -1;
+    a->since = a->limit = a->force = -1;
     if (!pfi_http_allows(pfi_srv_api_allow(url), method) || strncmp(url, "/v1/", 4) ||
         !strncmp(url, "/v1/grid/openadr/notify/", 24))
         return 1;
-    pfi_http_param takes[2];
+    pfi_http_param takes[3];
     int nt = 0;
     if (!strcmp(url, "/v1/history") || !strcmp(url, "/v1/events"))
         takes[nt++] = (pfi_http_param){"since", 0, LLONG_MAX, &a->since};
     if (!strcmp(url, "/v1/events") || !strcmp(url, "/v1/decisions"))
         takes[nt++] = (pfi_http_param){"limit", 1, 1000, &a->limit};
+    if (!strcmp(url, "/v1/budget") && (!strcmp(method, "PUT") || !strcmp(method, "DELETE")))
+        takes[nt++] = (pfi_http_param){"force", 0, 1, &a->force};
     pfi_err e = {0};
     if (pfi_http_query_take(q, takes, nt, &e) == PFI_OK)
         return 1;
@@ -480,8 +483,12 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url,
         moves_caps = pfi_srv_find_job(n->jobs, n->n_jobs, id) >= 0;
         pthread_mutex_unlock(&n->mu);
     }
-    if (moves_caps && !pfi_srv_rate_take(n, !strcmp(url, "/v1/caps")))
-        return fail(429, PFI_EBUSY, "too many changes: at most a burst of 100, then 20 per second",
-                    st, len);
-    return handle_write(n, url, del, id, sub, body, blen, st, len);
+    int caps = !strcmp(url, "/v1/caps");
+    if (moves_caps && !pfi_srv_rate_take(n, caps)) {
+        char m[96];
+        snprintf(m, sizeof m, "too many changes: at most a burst of %.0f, then %.0f per second",
+                 caps ? SRV_CAPS_BURST : SRV_CHANGE_BURST, caps ? SRV_CAPS_RATE : SRV_CHANGE_RATE);
+        return fail(429, PFI_EBUSY, m, st, len);
+    }
+    return handle_write(n, url, del, id, sub, body, blen, q.force == 1, st, len);
 }

@@ -37,7 +37,33 @@ static void save_budget(srv_node *n, const char *value)
                       value);
 }
 
-int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err)
+/* A local budget that would raise the limits of a node whose caps a cluster controller holds
+ * (external mode, heard within SRV_CONTROLLER_HEARD_S) is refused unless forced: the node went
+ * up at once and the site stayed over its budget until the controller's next caps (a second or
+ * more), while an event, which only lowers, was refused in the same mode.  to_w: the budget
+ * the change would plan for (INFINITY: none); decide_mu held, n->snap fresh. */
+static int controller_guard(srv_node *n, double to_w, int force, pfi_err *err)
+{
+    double held = 0;
+    for (int i = 0; i < n->n_gpus; i++)
+        held += n->snap[i].dev.limit_w;
+    pthread_mutex_lock(&n->mu);
+    double heard = n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
+    int held_by = n->mode == SRV_MODE_EXTERNAL && heard <= SRV_CONTROLLER_HEARD_S;
+    char by[sizeof n->hb_controller];
+    snprintf(by, sizeof by, "%s", n->hb_controller);
+    pthread_mutex_unlock(&n->mu);
+    if (force || !held_by || !(to_w > held + 0.5))
+        return PFI_OK;
+    return pfi_err_set(err, PFI_EBUSY, "this node's caps come from %s (external mode, heard %.0f "
+                       "s ago): a budget above the %.0f W it holds would put the site over its "
+                       "budget until %s sends caps again; change the site's budget there, or "
+                       "force it here (?force=1; pfi ctl budget ... --force)",
+                       by, heard, held, by);
+}
+
+int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, int force, json_t **result,
+                       pfi_err *err)
 {
     if (!(watts > 0 && watts <= SRV_MAX_BUDGET_W))
         return pfi_err_set(err, PFI_EINVAL, "budget: expected watts above 0 and at most %g",
@@ -46,7 +72,11 @@ int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result
         return pfi_err_set(err, PFI_EINVAL, "ramp_s: expected 0 to 86400 seconds");
     pthread_mutex_lock(&n->decide_mu);
     pfi_srv_snapshot(n);
-    int rc;
+    int rc = controller_guard(n, fmin(watts, pfi_srv_grid_limit(n, watts, NULL, 0)), force, err);
+    if (rc != PFI_OK) {
+        pthread_mutex_unlock(&n->decide_mu);
+        return rc;
+    }
     /* A ramp starts from where the node is: the sum of its limits (as counted for the budget)
      * when no budget is in force or the limits sit below it, else the budget in force. */
     double from = pfi_srv_current_budget(n), held = 0;
@@ -106,12 +136,17 @@ int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result
     return rc;
 }
 
-int pfi_srv_budget_clear(srv_node *n, json_t **result, pfi_err *err)
+int pfi_srv_budget_clear(srv_node *n, int force, json_t **result, pfi_err *err)
 {
     pthread_mutex_lock(&n->decide_mu);
     pfi_srv_snapshot(n);
     double eff = pfi_srv_grid_limit(n, NAN, NULL, 0); /* NAN unless a grid event holds one */
-    int rc = pfi_srv_decide(n, eff, SRV_MODE_LOCAL, NULL,
+    int rc = controller_guard(n, isnan(eff) ? INFINITY : eff, force, err);
+    if (rc != PFI_OK) {
+        pthread_mutex_unlock(&n->decide_mu);
+        return rc;
+    }
+    rc = pfi_srv_decide(n, eff, SRV_MODE_LOCAL, NULL,
                         isnan(eff) ? "budget removed" : "budget removed (a grid event holds one)",
                         result, err);
     if (rc == PFI_OK) {
@@ -304,7 +339,7 @@ int pfi_srv_hold_resume(srv_node *n, const srv_hold *h, pfi_err *err)
          * what it had left: taking the step back as the budget left the node there for good,
          * shown as the operator's. */
         pfi_err re = {0};
-        if (pfi_srv_budget_set(n, h->ramp_to_w, h->ramp_left_s, NULL, &re) == PFI_OK)
+        if (pfi_srv_budget_set(n, h->ramp_to_w, h->ramp_left_s, 1, NULL, &re) == PFI_OK)
             pfi_srv_event_add(n, "hold", "restart: the budget ramp to %.0f W goes on from %.0f W "
                                          "over the %.0f s it had left",
                               h->ramp_to_w, h->budget_w, h->ramp_left_s);

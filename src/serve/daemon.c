@@ -136,7 +136,7 @@ static int initial_budget(srv_node *n, const pfi_serve_config *c, pfi_err *err)
     json_t *res = NULL;
     pfi_err e = {0};
     if (pfi_srv_budget_parse(n, budget_s, &w, &e) != PFI_OK ||
-        pfi_srv_budget_set(n, w, 0, &res, &e) != PFI_OK)
+        pfi_srv_budget_set(n, w, 0, 1, &res, &e) != PFI_OK)
         return pfi_err_set(err, e.code ? e.code : PFI_EINVAL, "initial budget %s: %s", budget_s,
                            e.msg);
     json_decref(res);

@@ -423,8 +423,11 @@ int pfi_srv_job_set_gpus(srv_node *n, const char *id, const int *gpus, int ng, p
  * its rate over SRV_LOG_RATE_WINDOW_S). */
 int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, double baseline_tps,
                            pfi_err *err);
-int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, json_t **result, pfi_err *err);
-int pfi_srv_budget_clear(srv_node *n, json_t **result, pfi_err *err);
+/* force: even where a cluster controller heard lately holds the node's caps and the change
+ * would raise its limits (refused otherwise: PFI_EBUSY naming the controller). */
+int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, int force, json_t **result,
+                       pfi_err *err);
+int pfi_srv_budget_clear(srv_node *n, int force, json_t **result, pfi_err *err);
 int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err);
 int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
                   pfi_err *err);

@@ -90,7 +90,7 @@ static void reset(void)
         json_decref(res);
     }
     json_t *res = NULL;
-    pfi_srv_budget_clear(node, &res, NULL);
+    pfi_srv_budget_clear(node, 1, &res, NULL);
     json_decref(res);
     node->rl_last = 0; /* a full burst for the next input: writes are not all throttled */
 }

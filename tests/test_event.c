@@ -73,7 +73,10 @@ static void test_validate(void **state)
     e = limit_ev("ev1", -1, 2000, 5000);
     expect_invalid(&e, &s, "outside 1970");
     e = limit_ev("ev1", 1000, PFI_TIME_MAX_S + 1, 5000);
-    expect_invalid(&e, &s, "outside 1970");
+    expect_invalid(&e, &s, "end 253402300800 is outside 1970");
+    /* A start past the year 9999 is named, not the end a duration made of it. */
+    e = limit_ev("ev1", 1e300, 1e300 + 3600, 5000);
+    expect_invalid(&e, &s, "start 1e+300 is outside 1970");
     e = limit_ev("ev1", 0, PFI_TIME_MAX_S, 5000);
     assert_int_equal(pfi_event_validate(&e, &s, &err), PFI_OK);
     e = limit_ev("", 1000, 2000, 5000);

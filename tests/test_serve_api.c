@@ -320,6 +320,26 @@ static void test_bad_requests_change_nothing(void **state)
                      bad[k].code);
         json_decref(d);
     }
+    /* A budget a hair under the least the node needs reads as under it: "budget 1600 W is
+     * infeasible: this node needs at least 1600 W" hid why. */
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":100}", 1, &d), 409);
+    double least = NAN;
+    const char *msg = json_string_value(json_object_get(json_object_get(d, "error"), "message"));
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "needs at least "));
+    assert_int_equal(sscanf(strstr(msg, "needs at least ") + 15, "%lf", &least), 1);
+    json_decref(d);
+    char hair[64];
+    snprintf(hair, sizeof hair, "{\"watts\":%.4f}", least - 0.0004);
+    assert_int_equal(call(f, "PUT", "/v1/budget", hair, 1, &d), 409);
+    msg = json_string_value(json_object_get(json_object_get(d, "error"), "message"));
+    char said[2][32];
+    assert_int_equal(sscanf(msg, "budget %31s W is infeasible: this node needs at least %31s", said[0],
+                            said[1]),
+                     2);
+    if (!strcmp(said[0], said[1]))
+        fail_msg("the budget and the least it needs read alike: %s", msg);
+    json_decref(d);
     /* A NUL byte in a body: jansson skips one after a number, so these were applied (the
      * cluster controller refused them). */
     static const struct {

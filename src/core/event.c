@@ -258,12 +258,14 @@ int pfi_event_validate(const pfi_event *ev, const pfi_event_site *site, pfi_err 
                            ev->id);
     /* A window a date can be written for: a start of -1e300 or an end of 1e300 was taken,
      * and its answer wrote the end through a cast of 1e300 to time_t. */
-    if (ev->start_s < 0 || ev->end_s > PFI_TIME_MAX_S)
+    int bad_start = ev->start_s < 0 || ev->start_s > PFI_TIME_MAX_S; /* named first: an end
+                                                                       * from it is its fault */
+    if (bad_start || ev->end_s > PFI_TIME_MAX_S)
         return pfi_err_set(err, PFI_EINVAL,
                            "event %s: %s %.15g is outside 1970-01-01T00:00:00Z to "
                            "9999-12-31T23:59:59Z (Unix seconds 0 to %.0f)",
-                           ev->id, ev->start_s < 0 ? "start" : "end",
-                           ev->start_s < 0 ? ev->start_s : ev->end_s, PFI_TIME_MAX_S);
+                           ev->id, bad_start ? "start" : "end",
+                           bad_start ? ev->start_s : ev->end_s, PFI_TIME_MAX_S);
     if (ev->end_s <= ev->start_s)
         return pfi_err_set(err, PFI_EINVAL, "event %s ends (%.0f) %s it starts (%.0f)", ev->id,
                            ev->end_s, ev->end_s == ev->start_s ? "when" : "before", ev->start_s);

@@ -391,10 +391,18 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
         kept = 0;
     }
     if (!relax && budget_w + 1e-6 < p->min_budget_w) {
+        /* Whole watts unless they would read alike ("1600 W ... at least 1600 W"). */
+        int d = 0;
+        for (char x[48], y[48]; d < 6; d++) {
+            snprintf(x, sizeof x, "%.*f", d, budget_w);
+            snprintf(y, sizeof y, "%.*f", d, p->min_budget_w);
+            if (strcmp(x, y))
+                break;
+        }
         rc = pfi_err_set(err, PFI_EINFEASIBLE,
-                         "budget %.0f W is infeasible: this node needs at least %.0f W (every "
+                         "budget %.*f W is infeasible: this node needs at least %.*f W (every "
                          "GPU at its minimum limit%s)",
-                         budget_w, p->min_budget_w,
+                         d, budget_w, d, p->min_budget_w,
                          min_jobs > 0 ? " and every job's SLA met" : "");
         goto out;
     }

@@ -1530,6 +1530,49 @@ static void test_unknown_node_in_topology(void **state)
     site_down(&x);
 }
 
+/* A daemon back with fewer GPUs than it had (n4 reported 6, now 4, Slurm lists 6): not
+ * managed, saying why, and a heartbeat's answer does not bring it back up.  Its GPUs 4-5 were
+ * kept as last reported: it passed as complete, was sent caps for GPUs it no longer has at every
+ * heartbeat, and their default limits stayed in the site's 100%. */
+static void test_fewer_gpus_after_restart(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double site100 = pfi_cl_site_default_w(x.c);
+    pfi_cl_node *n4 = NULL;
+    for (int i = 0; i < x.c->n_nodes; i++)
+        if (!strcmp(x.c->nodes[i].name, "n4"))
+            n4 = &x.c->nodes[i];
+    assert_non_null(n4);
+    assert_true(n4->up);
+    for (int g = 4; g < 6; g++) { /* as the daemon reported them before its restart */
+        n4->gpu[g] = n4->gpu[0];
+        n4->gpu[g].index = g;
+    }
+    write_topo(&x, "{\"nodes\": [{\"name\": \"n1\", \"gpus\": 4}, {\"name\": \"n2\", "
+                   "\"gpus\": 4}, {\"name\": \"n3\", \"gpus\": 4}, {\"name\": \"n4\", "
+                   "\"gpus\": 6}], \"jobs\": []}");
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    json_t *nodes = pfi_cl_json_nodes(x.c);
+    json_t *j4 = json_array_get(json_object_get(nodes, "nodes"), 3);
+    assert_string_equal(json_string_value(json_object_get(j4, "name")), "n4");
+    assert_true(json_is_false(json_object_get(j4, "up")));
+    const char *why = json_string_value(json_object_get(j4, "why"));
+    if (!why || !strstr(why, "Slurm lists 6 GPUs but the node daemon does not report GPU 4"))
+        fail_msg("n4's why: %s", why ? why : "-");
+    json_decref(nodes);
+    pfi_cl_heartbeat(x.c);
+    nodes = pfi_cl_json_nodes(x.c);
+    j4 = json_array_get(json_object_get(nodes, "nodes"), 3);
+    assert_true(json_is_false(json_object_get(j4, "up")));
+    json_decref(nodes);
+    if (fabs(pfi_cl_site_default_w(x.c) - site100) > 1e-6)
+        fail_msg("the site's 100%% is %.1f W with GPUs n4 no longer has (%.1f W before)",
+                 pfi_cl_site_default_w(x.c), site100);
+    site_down(&x);
+}
+
 /* The controller restarted on the same store as x's, knowing no budget yet. */
 static void restart_controller(site *x, const char *db)
 {
@@ -1979,6 +2022,7 @@ int main(void)
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_api_without_token),
         cmocka_unit_test(test_unknown_node_in_topology),
+        cmocka_unit_test(test_fewer_gpus_after_restart),
         cmocka_unit_test(test_topo_json_overlaps),
         cmocka_unit_test(test_grid_events),
         cmocka_unit_test(test_grid_report_level),

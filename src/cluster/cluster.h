@@ -117,6 +117,8 @@ typedef struct pfi_cl_node {
     int n_gpus;
     int up;                   /* answered the last request */
     int ever_up;
+    int unusable;             /* the last refresh read it and could not manage it (its GPUs
+                               * unlike Slurm's): a heartbeat's answer does not bring it up */
     int n_gpus_seen; /* GPUs the daemon reported when it last answered (may exceed Slurm's) */
     int n_gpus_slurm; /* GPUs Slurm lists for it */
     char commanded_by[64]; /* the controller whose caps it holds, heard lately, "" none */

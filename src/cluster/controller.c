@@ -109,6 +109,13 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
     size_t i;
     json_t *g;
     int count = 0;
+    /* What a GPU the answer does not list reported before is not reported now: a daemon back
+     * with 4 GPUs of 8 kept GPUs 4-7 as they were, passed as complete, was sent caps for them
+     * at every heartbeat (refused, a failure counted each time), and put their default limits in
+     * the site's 100%.  Their limits stay: while the node is not managed, its GPUs are counted
+     * at the caps they last held. */
+    for (int k = 0; k < PFI_MAX_GPUS; k++)
+        n->gpu[k].min_limit_w = n->gpu[k].max_limit_w = n->gpu[k].default_limit_w = NAN;
     json_array_foreach(arr, i, g)
     {
         json_t *iv = json_object_get(g, "index");
@@ -447,12 +454,14 @@ static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_http_req *rg, const
         (dj = json_loads(rj->reply, 0, NULL)) && pfi_cl_decode_gpus(dg, n, &e) == PFI_OK &&
         gpus_complete(n, &e)) {
         n->up = n->ever_up = 1;
+        n->unusable = 0;
         n->why[0] = '\0';
         n->last_ok_wall = wall;
         n->n_gpus_seen = n->n_gpus;
         absorb_jobs(c, dj);
     } else {
         n->up = 0;
+        n->unusable = rg->status == 200 && rj->status == 200;
         /* Its GPUs beyond Slurm's count hold the caps they last acknowledged: counted back at
          * Slurm's count alone, their watts went to other nodes and the site went over. */
         if (n->n_gpus_seen > n->n_gpus)
@@ -627,7 +636,7 @@ static void heartbeat_locked(pfi_cl *c)
         if (rq[i].status >= 200 && rq[i].status < 300) {
             nd->last_ok_wall = wall;
             note_boot(c, nd, rq[i].reply);
-            if (nd->ever_up && !nd->up) {
+            if (nd->ever_up && !nd->up && !nd->unusable) {
                 nd->up = 1;
                 nd->why[0] = '\0';
             }

@@ -558,6 +558,9 @@ static void test_infeasible_changes_nothing(void **state)
     /* Below 16 GPUs x 200 W. */
     assert_int_equal(set_budget(&x, 3000, &e), PFI_EINFEASIBLE);
     assert_non_null(strstr(e.msg, "3000"));
+    /* Under a watt, as given (it read "site budget 0 W", which the "> 0" check refuses). */
+    assert_int_equal(set_budget(&x, 0.4, &e), PFI_EINFEASIBLE);
+    assert_non_null(strstr(e.msg, "site budget 0.4 W leaves"));
     /* Above every minimum but below what job B's SLA needs. */
     assert_int_equal(set_budget(&x, 16 * 200 + 300, &e), PFI_EINFEASIBLE);
     assert_non_null(strstr(e.msg, "least feasible site budget"));

@@ -195,12 +195,14 @@ static void explain_infeasible(const job_view *v, pfi_alloc_opts o, double budge
     /* The allocator's own reason and advice come last and must survive the 511 bytes of a
      * message (they were cut mid-word, "relax-sl"): where the rule's words do not fit, the
      * silent node is only named. */
-    char head[2 * PFI_ERR_MSG_MAX];
+    char head[2 * PFI_ERR_MSG_MAX], bw[32];
+    /* A budget under a watt is taken ("> 0"): printed whole it read "site budget 0 W". */
+    snprintf(bw, sizeof bw, budget_w >= 1 ? "%.0f" : "%.3g", budget_w);
     for (int pass = 0; pass < 2; pass++) {
         snprintf(head, sizeof head,
-                 "site budget %.0f W leaves %.0f W for %d jobs (after %.0f W held by %d GPUs of "
+                 "site budget %s W leaves %.0f W for %d jobs (after %.0f W held by %d GPUs of "
                  "silent nodes and pinned jobs%s and %.0f W for %d idle GPUs at their minimum%s): ",
-                 budget_w, for_jobs, v->na, f->reserved, f->n_held, why, f->idle_min, f->n_idle,
+                 bw, for_jobs, v->na, f->reserved, f->n_held, why, f->idle_min, f->n_idle,
                  least);
         if (!f->n_silent || strlen(head) + strlen(err->msg) < PFI_ERR_MSG_MAX)
             break;

@@ -964,18 +964,24 @@ static void probe_start(fx *f)
     pfi_srv_tick(f->n);
 }
 
-/* Job p's running probe to its end: the firmware settles at the probe's cap, p reports 850
+/* Job p's running probe to its end: the firmware settles at the probe's cap, p reports tps
  * tokens/s past the probe's first third, and the tick after its duration finishes it. */
-static void probe_finish(fx *f)
+static void probe_finish_at(fx *f, double tps)
 {
     pfi_hw_sleep(f->b, 10.0); /* virtual time */
     sleep_s(0.12);
     for (int k = 0; k < 5; k++)
         pfi_srv_sample(f->n);
-    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", "{\"tokens_per_s\":850}", 1, NULL),
-                     200);
+    char body[64];
+    snprintf(body, sizeof body, "{\"tokens_per_s\":%g}", tps);
+    assert_int_equal(call(f, "POST", "/v1/jobs/p/throughput", body, 1, NULL), 200);
     sleep_s(0.25);
     pfi_srv_tick(f->n);
+}
+
+static void probe_finish(fx *f)
+{
+    probe_finish_at(f, 850);
 }
 
 /* A job that allows a probe: once its baseline is known it is held lower for a bounded time,
@@ -1022,6 +1028,44 @@ static void test_probe_refines_curve(void **state)
     assert_true(fabs(metric_of(f, "pfi_probe_tokens_lost_total", "p") - 150 * held) < 1e-6);
     json_decref(d);
     assert_true(fabs(limit_of(f, 0) - 700) < 1e-9);
+}
+
+/* A reading no cap makes is refused, the curve left as it was: 30% faster under the cap (it
+ * was read as no loss, a curve flat to the GPUs' minimum, and the job was put there), a stall
+ * (0 tokens/s: any cap read as stopping the job, which was then protected), a loss far over the
+ * power shed.  A little faster, within noise, is read as no loss. */
+static void test_probe_implausible(void **state)
+{
+    fx *f = *state;
+    const struct {
+        double tps;
+        const char *state;
+    } c[] = {{1300, "failed"}, {0, "failed"}, {100, "failed"}, {1020, "done"}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        json_t *d;
+        if (i > 0)
+            assert_int_equal(call(f, "DELETE", "/v1/jobs/p", NULL, 1, NULL), 200);
+        post_probe_job(f);
+        probe_start(f);
+        assert_int_equal(f->n->jobs[0].probe.state, SRV_PROBE_RUNNING);
+        int src = f->n->jobs[0].curve_src;
+        probe_finish_at(f, c[i].tps);
+        assert_int_equal(call(f, "GET", "/v1/jobs/p", NULL, 0, &d), 200);
+        json_t *pr = json_object_get(d, "probe");
+        const char *st = json_string_value(json_object_get(pr, "state"));
+        const char *msg = json_string_value(json_object_get(pr, "message"));
+        if (!st || strcmp(st, c[i].state))
+            fail_msg("%g tokens/s at the probe (1000 before): %s, %s", c[i].tps, st ? st : "-",
+                     msg ? msg : "-");
+        if (!strcmp(c[i].state, "failed")) {
+            assert_int_equal(f->n->jobs[0].curve_src, src);
+            if (!msg || !strstr(msg, "is not what a cap does"))
+                fail_msg("%g tokens/s: %s", c[i].tps, msg ? msg : "-");
+        } else {
+            assert_string_equal(json_string_value(json_object_get(d, "curve_source")), "probed");
+        }
+        json_decref(d);
+    }
 }
 
 /* A probe during which the job reports no rate learns nothing, but its GPU time was spent all
@@ -1596,6 +1640,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_predicted_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_refines_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_through_library, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_implausible, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_failed_still_costs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_replanned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_of_silent_gpu, setup, teardown),

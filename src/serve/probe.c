@@ -267,8 +267,6 @@ static void finish(srv_node *n, srv_job *j)
     double P = p->pow_sum / p->pow_n, T = p->tps_sum / p->tps_n;
     p->r = 1 - P / j->base.power_w;
     p->s = 1 - T / j->t0_tps;
-    if (p->s < 0)
-        p->s = 0; /* faster at less power: noise, read as no loss */
     if (!(p->r > 0.01)) {
         snprintf(p->msg, sizeof p->msg,
                  "the job drew %.0f W at a %.0f W cap, no less than its %.0f W baseline: "
@@ -276,6 +274,22 @@ static void finish(srv_node *n, srv_job *j)
                  P, p->cap_w, j->base.power_w);
         return;
     }
+    /* A reading no cap makes is not the cap's (a rate over a stall, a checkpoint or an eval
+     * pass; a baseline taken in a slow phase): taken, a job 30% faster under the cap got a
+     * curve flat to the GPUs' minimum and was put there, one that stalled was protected as if
+     * any cap stopped it.  The bounds are wide of every public sweep's levels at a shed over
+     * 20% (slowdown -0.024 to 1.71 times the shed). */
+    if (p->s < -SRV_PROBE_FASTER_MAX || p->s > SRV_PROBE_LOSS_MAX ||
+        p->s > SRV_PROBE_RATIO_MAX * p->r) {
+        snprintf(p->msg, sizeof p->msg,
+                 "%.1f%% power shed with %.1f%% %s throughput is not what a cap does (a stall, "
+                 "a checkpoint or an eval pass during the probe, or a baseline from a slow "
+                 "phase?): nothing learned, the curve stays as it was",
+                 100 * p->r, 100 * fabs(p->s), p->s < 0 ? "more" : "less");
+        return;
+    }
+    if (p->s < 0)
+        p->s = 0; /* faster at less power, within noise: read as no loss */
     pfi_fit fit;
     pfi_err e = {0};
     pfi_curve c;

@@ -500,6 +500,11 @@ void pfi_srv_predict_curves(srv_node *n);
 
 /* probe.c */
 #define SRV_PROBE_MAX_S 600.0
+/* A probe's reading outside these is not a cap's doing: faster under the cap by more than this
+ * share, a loss over this share, or a loss over this many times the power shed. */
+#define SRV_PROBE_FASTER_MAX 0.05
+#define SRV_PROBE_LOSS_MAX 0.95
+#define SRV_PROBE_RATIO_MAX 2.5
 int pfi_srv_probe_parse(json_t *v, srv_probe *p, pfi_err *err);
 /* Starts and finishes probes (control loop; takes decide_mu itself). */
 void pfi_srv_probe_tick(srv_node *n);

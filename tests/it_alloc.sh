@@ -227,6 +227,10 @@ if [ -d "$data/perseus-sosp24" ]; then
     fail "evaluate: a policy over budget"
   jq -e '.cuts[3].infeasible == true and .cuts[3].min_budget_w > .cuts[3].budget_w' \
     "$dir/ev.json" >/dev/null || fail "evaluate: a 50% cut should be infeasible on these runs"
+  # The default setting was chosen on these curves: said in sample (it read as held out);
+  # another setting, or another population, is not flagged.
+  jq -e '.setting_in_sample == true' "$dir/ev.json" >/dev/null ||
+    fail "evaluate --public: not said in sample: $(jq -c .setting_in_sample "$dir/ev.json")"
   # Perseus alone reproduces the reference: oracle beats equal by about 1.1% at a 20% cut
   "$PFI_BIN" evaluate --public --source perseus --cuts 0.2 --json >"$dir/ps.json" ||
     fail "evaluate perseus"
@@ -239,6 +243,8 @@ if [ -d "$data/perseus-sosp24" ]; then
   jq -e '(.prediction | test("mean over .* OTHER job groups|OTHER job groups.*mean over")) and
          ([.cuts[0].budget_w as $b | .cuts[0].policies[] | .power_w <= $b * (1 + 1e-12)] | all)' \
     "$dir/pc.json" >/dev/null || fail "evaluate --committee: $(cat "$dir/pc.json")"
+  jq -e '.setting_in_sample == false' "$dir/pc.json" >/dev/null ||
+    fail "evaluate --set committee=1: flagged in sample"
   for a in "--set tier-gpus=2" "--set committee=3" "--set probe-k=0" "--set draw-weight=-2"; do
     # shellcheck disable=SC2086
     if "$PFI_BIN" evaluate --public --cuts 0.3 $a >"$dir/out" 2>"$dir/err"; then

@@ -26,6 +26,16 @@
 const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI_PROBE_VOTES_EQUAL,
                                                    PFI_PROBE_SCALE_SLOWDOWN, 0, 0, 0};
 
+int pfi_expt_shape_is_default(const pfi_expt_shape_set *s)
+{
+    const pfi_expt_shape_set *d = &pfi_expt_shape_default;
+    return s->depth == d->depth && s->k == d->k && s->w_draw == d->w_draw &&
+           s->tier_gpus == d->tier_gpus && s->committee == d->committee &&
+           s->members == d->members && s->amp == d->amp && s->votes == d->votes &&
+           s->scale == d->scale && s->w_p0 == d->w_p0 && s->hedge == d->hedge &&
+           s->shrink == d->shrink;
+}
+
 /* The neighbour counts and draw weights of the grid, and of the committee (all their pairs). */
 static const int grid_k[] = {4, 5, 6, 8};
 static const double grid_wd[] = {0, 1, 3, 5};

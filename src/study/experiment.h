@@ -108,6 +108,8 @@ typedef struct pfi_expt_shape_set {
  * pfi_expt_shape_grid writes at most max settings and returns how many there are. */
 #define PFI_EXPT_GRID_SIZE 1904
 extern const pfi_expt_shape_set pfi_expt_shape_default;
+/* 1 when s is pfi_expt_shape_default in every field. */
+int pfi_expt_shape_is_default(const pfi_expt_shape_set *s);
 #define PFI_EXPT_CV_TOP 6
 /* The nested cross-validation's folds and rules (pfi_expt_nested_run, below). */
 #define PFI_EXPT_NEST_OUTER 4

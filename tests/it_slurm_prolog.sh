@@ -60,8 +60,24 @@ for w in prolog epilog; do
   [ $rc = 1 ] && grep -q "failing the $w (PFI_REQUIRED=1)" "$L/out" ||
     fail "a copied $w without its lib, PFI_REQUIRED=1: exit $rc (expected 1): $(cat "$L/out")"
 done
+# The token never on curl's command line (ps shows every user a process's arguments): a curl
+# on PATH that writes down its arguments and its stdin, and answers 201.
+mkdir -p "$L/bin"
+printf '%s\n' '#!/bin/sh' "printf '%s\\n' \"\$@\" >'$L/curl.args'" "cat >'$L/curl.stdin'" \
+  "printf 'HTTP/1.1 201 Created\\r\\n\\r\\n{}'" >"$L/bin/curl"
+chmod +x "$L/bin/curl"
+printf 'secret-token-0123456789abcdef\n' >"$L/token"
+chmod 600 "$L/token"
+printf 'PFI_URL=unix:%s/none.sock\nPFI_SPOOL=%s/spool\nPFI_TOKEN_FILE=%s/token\n' "$L" "$L" "$L" \
+  >"$L/conf.tok"
+env -i PATH="$L/bin:$PATH" PFI_SLURM_CONF="$L/conf.tok" SLURMD_NODENAME=n1 SLURM_JOB_ID=7 \
+  SLURM_JOB_GPUS=0 sh "$L/pd/50-pfi-prolog" >"$L/out" 2>&1 || fail "prolog with a token: $(cat "$L/out")"
+[ -s "$L/curl.args" ] || fail "the prolog did not run curl: $(cat "$L/out")"
+grep -q secret-token "$L/curl.args" && fail "the token is on curl's command line: $(cat "$L/curl.args")"
+grep -qx 'Authorization: Bearer secret-token-0123456789abcdef' "$L/curl.stdin" ||
+  fail "the token is not on curl's stdin: $(cat "$L/curl.stdin")"
 rm -rf "$L"
-echo "prolog and epilog run through a link and as installed copies; a copy without its lib exits 0 (1 with PFI_REQUIRED=1)"
+echo "prolog and epilog run through a link and as installed copies; a copy without its lib exits 0 (1 with PFI_REQUIRED=1); the token goes on curl's stdin"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to run slurmd and munged"
 for b in munged slurmctld slurmd sbatch scancel squeue curl python3; do

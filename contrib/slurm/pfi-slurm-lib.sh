@@ -31,8 +31,9 @@ req() {
   shift 2
   if [ $# -gt 0 ]; then set -- -H 'Content-Type: application/json' -d "$1"; fi
   [ -n "$sock" ] && set -- "$@" --unix-socket "$sock"
-  [ -n "$token" ] && set -- "$@" -H "Authorization: Bearer $token"
-  if ! out=$(curl -sS -i --max-time 3 "$@" -X "$m" "$base$p" 2>&1); then
+  # The token reaches curl on its stdin (-H @-), never its arguments: ps shows every user those.
+  if ! out=$(if [ -n "$token" ]; then printf 'Authorization: Bearer %s\n' "$token"; fi |
+    curl -sS -i --max-time 3 -H @- "$@" -X "$m" "$base$p" 2>&1); then
     # curl names "localhost port 80" for a Unix socket: the socket is what it could not reach.
     why="$m $p at $url: $(printf '%s\n' "$out" | grep 'curl:' | tail -n 1 | sed 's/ to localhost port 80//')"
     return 1

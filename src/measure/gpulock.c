@@ -101,21 +101,31 @@ long pfi_lock_file_pid(int fd)
     return end != b && pid > 0 ? pid : 0;
 }
 
-/* The lock file at path, opened (-1 with errno).  0644: another user's sweep opens it
- * read-only, which is all flock needs; the pid in it names the holder in a refusal.  As root, a
- * file another user owns is no lock: /run/lock is anyone's to write in, a user cannot change a
- * GPU's power limit, and one who planted and held the file of a GPU (its UUID is public) kept
- * root's pfi serve from starting, named by a pid of their choosing.  It is replaced (root owns
- * /run/lock, so it may remove the file under the sticky bit). */
+/* The lock file at path, opened (-1 with errno).  0644 between users who are not root: another
+ * user's sweep (of simulated GPUs) opens it read-only, which is all flock needs; the pid in it
+ * names the holder in a refusal.  As root, a file another user owns is no lock: /run/lock is
+ * anyone's to write in, a user cannot change a GPU's power limit, and one who planted and held
+ * the file of a GPU (its UUID is public) kept root's pfi serve from starting, named by a pid of
+ * their choosing.  It is replaced (root owns /run/lock, so it may remove the file under the
+ * sticky bit).  Root's own is 0600 for the same reason: a user who opened root's 0644 file
+ * read-only and held its flock kept root's pfi serve from starting at every restart. */
 static int open_lock(const char *path)
 {
+    int root = geteuid() == 0;
     for (int tries = 0; tries < 3; tries++) {
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, root ? 0600 : 0644);
         if (fd < 0 && (errno == EACCES || errno == EPERM))
             fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         struct stat st;
-        if (fd < 0 || geteuid() != 0 || fstat(fd, &st) != 0 || st.st_uid == 0)
+        if (fd < 0 || !root || fstat(fd, &st) != 0)
             return fd;
+        if (st.st_uid == 0) {
+            if ((st.st_mode & 077) && fchmod(fd, 0600) != 0) {
+                close(fd); /* left readable, anyone could hold it */
+                return -1;
+            }
+            return fd;
+        }
         close(fd);
         if (unlink(path) != 0 && errno != ENOENT)
             return -1;
@@ -166,6 +176,19 @@ static int left_journal(int fd, const char *ours, char *left, size_t n)
     return !(ours && stat(ours, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino);
 }
 
+/* As root: 1 when the process holding fd's lock runs as another user (its /proc folder is
+ * theirs); 0 when root holds it or who holds it cannot be told. */
+static int user_holds(int fd)
+{
+    if (geteuid() != 0)
+        return 0;
+    long pid = pfi_lock_holder_pid(fd, 0);
+    char proc[64];
+    struct stat st;
+    snprintf(proc, sizeof proc, "/proc/%ld", pid);
+    return pid > 0 && stat(proc, &st) == 0 && st.st_uid != 0;
+}
+
 int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
                  const char *journal, pfi_gpu_left *left_out, pfi_err *err)
 {
@@ -187,6 +210,14 @@ int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
         return pfi_err_set(err, PFI_EIO, "cannot open the lock of GPU %d, %s: %s (set "
                            "PFI_LOCK_DIR to a folder every writer of the limits shares)",
                            gpu, path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK && user_holds(fd)) {
+        /* Held by a user, who cannot change a power limit: no lock to root (a file opened
+         * while it was 0644, before open_lock made it 0600).  A new file takes its place. */
+        close(fd);
+        if ((unlink(path) != 0 && errno != ENOENT) || (fd = open_lock(path)) < 0)
+            return pfi_err_set(err, PFI_EIO, "cannot replace the lock of GPU %d, %s, a user "
+                               "holds: %s", gpu, path, strerror(errno));
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         char who[320] = "another process";

@@ -292,6 +292,58 @@ static void test_journal(void **state)
 
 /* Numbers in a journal are range-checked: an overflowing GPU index, pid or run id, or a limit
  * that is not a finite positive number, is a damaged line, never a wrapped value. */
+/* A journal another user could have written is not taken (its lines set any GPU's limit and
+ * name a store to open): one writable by others, one of another user's (as root); and with
+ * HOME unset the per-user folder is the account's, not /tmp (root's pfi restore with no HOME
+ * applied a journal any user could plant in /tmp/.local/state/pfi). */
+static void test_journal_untrusted(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/journal-untrusted-%ld", tmpdir(), (long)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("pfi-journal 1\npid 1\nbackend sim\nsim_state -\ngpu 0 uuid X limit_w 500.000\n", f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0600), 0);
+    pfi_journal j;
+    pfi_err e = {0};
+    assert_int_equal(pfi_journal_peek(&j, path, &e), PFI_OK);
+    assert_int_equal(chmod(path, 0666), 0);
+    assert_int_equal(pfi_journal_peek(&j, path, &e), PFI_EPERM);
+    assert_non_null(strstr(e.msg, "writable by others: not trusted"));
+    assert_int_equal(pfi_journal_load(&j, path, 1, &e), PFI_EPERM);
+    assert_int_equal(chmod(path, 0600), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        assert_int_equal(pfi_journal_load(&j, path, 1, &e), PFI_EPERM);
+        assert_non_null(strstr(e.msg, "another user's: not trusted"));
+    }
+    assert_int_equal(unlink(path), 0);
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    char *xdg = getenv("XDG_STATE_HOME") ? strdup(getenv("XDG_STATE_HOME")) : NULL;
+    char *pj = getenv("PFI_JOURNAL") ? strdup(getenv("PFI_JOURNAL")) : NULL;
+    char *ss = getenv("PFI_SIM_STATE") ? strdup(getenv("PFI_SIM_STATE")) : NULL;
+    unsetenv("HOME");
+    unsetenv("XDG_STATE_HOME");
+    unsetenv("PFI_JOURNAL");
+    unsetenv("PFI_SIM_STATE");
+    char paths[PFI_JOURNAL_DEFAULTS][PFI_JOURNAL_PATH_MAX];
+    int n = pfi_journal_default_paths(paths, PFI_JOURNAL_DEFAULTS);
+    for (int i = 0; i < n; i++)
+        if (!strncmp(paths[i], "/tmp/", 5))
+            fail_msg("with HOME unset a journal is looked for in %s", paths[i]);
+    if (home)
+        setenv("HOME", home, 1);
+    if (xdg)
+        setenv("XDG_STATE_HOME", xdg, 1);
+    if (pj)
+        setenv("PFI_JOURNAL", pj, 1);
+    if (ss)
+        setenv("PFI_SIM_STATE", ss, 1);
+    free(home), free(xdg), free(pj), free(ss);
+}
+
 static void test_journal_hostile_numbers(void **state)
 {
     const char *bad[] = {
@@ -901,6 +953,7 @@ int main(void)
         cmocka_unit_test(test_journal_peek),
         cmocka_unit_test(test_meter_recent_rate),
         cmocka_unit_test(test_journal_hostile_numbers),
+        cmocka_unit_test(test_journal_untrusted),
         cmocka_unit_test(test_journal_mode_holder_path),
         cmocka_unit_test(test_sweep_virtual),    cmocka_unit_test(test_sweep_bad_levels),
         cmocka_unit_test(test_sweep_plan_baseline),

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +19,21 @@
 #include "util/fs.h"
 #include "util/num.h"
 
-/* The per-user folder of journals: $XDG_STATE_HOME/pfi, else ~/.local/state/pfi. */
+/* The per-user folder of journals: $XDG_STATE_HOME/pfi, else ~/.local/state/pfi, the home
+ * being the account's when $HOME is unset (it was /tmp: root's pfi restore, run with no HOME,
+ * took a journal any user could plant there). */
 static void user_dir(char *buf, size_t n)
 {
     const char *xdg = getenv("XDG_STATE_HOME");
     const char *home = getenv("HOME");
+    if (!home || !*home) {
+        const struct passwd *pw = getpwuid(geteuid());
+        home = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : "/nonexistent";
+    }
     if (xdg && *xdg)
         snprintf(buf, n, "%s/pfi", xdg);
     else
-        snprintf(buf, n, "%s/.local/state/pfi", home && *home ? home : "/tmp");
+        snprintf(buf, n, "%s/.local/state/pfi", home);
 }
 
 const char *pfi_journal_default_path(char *buf, size_t n, int simulated)
@@ -556,6 +563,16 @@ static int read_text(pfi_journal *j, const char *path, pfi_err *err)
         if (errno == ENOENT)
             return pfi_err_set(err, PFI_ENOENT, "no journal at %s: nothing to restore", path);
         return pfi_err_set(err, PFI_EIO, "cannot read journal %s: %s", path, strerror(errno));
+    }
+    /* Its lines set any GPU's limit and name a store to open: only what this user (or root)
+     * wrote, and no one else could write, is taken. */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && ((st.st_uid != geteuid() && st.st_uid != 0) ||
+                                       (st.st_mode & 022))) {
+        fclose(f);
+        return pfi_err_set(err, PFI_EPERM, "journal %s is %s: not trusted (its lines set GPU "
+                           "power limits); if it is yours to restore, chown and chmod 600 it",
+                           path, st.st_mode & 022 ? "writable by others" : "another user's");
     }
     int rc = pfi_journal_parse(j, f, path, err);
     fclose(f);

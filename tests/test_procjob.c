@@ -86,6 +86,51 @@ static void test_kinds(void **state)
     assert_string_equal(j.kind, "process");
     /* Gone. */
     assert_int_equal(pfi_proc_job_of(root, 99, &j, &e), PFI_ENOENT);
+    /* A job_N cgroup a user made in their own systemd tree is no Slurm job (any user may make
+     * one there and have their process taken for another's job): the process group. */
+    proc(16, "0::/user.slice/user-1001.slice/user@1001.service/app.slice/job_4242\n", "", 0);
+    assert_int_equal(pfi_proc_job_of(root, 16, &j, &e), PFI_OK);
+    assert_string_equal(j.id, "pg-1016");
+    proc(17, "0::/user.slice/user-1001.slice/user@1001.service/slurm/job_4242\n", "", 0);
+    assert_int_equal(pfi_proc_job_of(root, 17, &j, &e), PFI_OK);
+    assert_string_equal(j.id, "pg-1017");
+    /* Its user, from status; an id from the environment is marked as such. */
+    const char status[] = "Name:\tpython\nUmask:\t0022\nUid:\t1001\t1001\t1001\t1001\n";
+    put(12, "status", status, strlen(status));
+    assert_int_equal(pfi_proc_job_of(root, 12, &j, &e), PFI_OK);
+    assert_int_equal(j.uid, 1001);
+    assert_int_equal(j.from_env, 1);
+    assert_int_equal(pfi_proc_job_of(root, 11, &j, &e), PFI_OK);
+    assert_int_equal(j.uid, -1);
+    assert_int_equal(j.from_env, 0);
+}
+
+/* One job id, two users: never one job.  A forged SLURM_JOB_ID (a user's own word) is renamed,
+ * whichever was listed first; between two the kernel vouches for, the later one. */
+static void test_apart(void **state)
+{
+    pfi_proc_job a = {.uid = 1000}, b = {.uid = 1001, .from_env = 1};
+    snprintf(a.id, sizeof a.id, "slurm-4242");
+    snprintf(b.id, sizeof b.id, "slurm-4242");
+    assert_int_equal(pfi_proc_job_apart(&a, &b), 1);
+    assert_string_equal(a.id, "slurm-4242");
+    assert_string_equal(b.id, "slurm-4242-uid1001");
+    snprintf(b.id, sizeof b.id, "slurm-4242"); /* the forger listed first */
+    assert_int_equal(pfi_proc_job_apart(&b, &a), 1);
+    assert_string_equal(a.id, "slurm-4242");
+    assert_string_equal(b.id, "slurm-4242-uid1001");
+    pfi_proc_job c = {.uid = 1002};
+    snprintf(c.id, sizeof c.id, "slurm-4242");
+    assert_int_equal(pfi_proc_job_apart(&a, &c), 1);
+    assert_string_equal(a.id, "slurm-4242");
+    assert_string_equal(c.id, "slurm-4242-uid1002");
+    /* One user, or a user not known: one job. */
+    pfi_proc_job d = {.uid = 1000, .from_env = 1}, u = {.uid = -1};
+    snprintf(d.id, sizeof d.id, "slurm-4242");
+    snprintf(u.id, sizeof u.id, "slurm-4242");
+    assert_int_equal(pfi_proc_job_apart(&a, &d), 0);
+    assert_int_equal(pfi_proc_job_apart(&a, &u), 0);
+    assert_string_equal(d.id, "slurm-4242");
 }
 
 static void test_log(void **state)
@@ -411,7 +456,8 @@ static void test_seq_len(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kinds), cmocka_unit_test(test_log),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kinds), cmocka_unit_test(test_apart),
+                                       cmocka_unit_test(test_log),
                                        cmocka_unit_test(test_pipe_log),
                                        cmocka_unit_test(test_log_shows_rate),
                                        cmocka_unit_test(test_log_rate_since),

@@ -45,6 +45,7 @@ static int unmapped_job(srv_node *n, long pid, pfi_proc_job *pj)
     pj->pid = pid;
     snprintf(pj->id, sizeof pj->id, "pid-%ld", pid);
     snprintf(pj->kind, sizeof pj->kind, "not in /proc");
+    pj->uid = -1;
     return 1;
 }
 
@@ -80,6 +81,13 @@ static int list_gpu(srv_node *n, int i, round_job *rj, int *nr)
         int f = 0;
         while (f < *nr && strcmp(rj[f].pj.id, pj.id) != 0)
             f++;
+        if (f < *nr && pfi_proc_job_apart(&rj[f].pj, &pj)) {
+            if (strcmp(rj[f].pj.id, pj.id) != 0)
+                f = *nr; /* the one listed before was renamed and keeps its GPUs */
+            else
+                for (f = 0; f < *nr && strcmp(rj[f].pj.id, pj.id) != 0; f++) {
+                }
+        }
         if (f == *nr) {
             if (*nr == SRV_MAX_JOBS)
                 continue;

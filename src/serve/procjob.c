@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* procjob.c: which job a GPU process belongs to, from what Linux says about it (serve.h).
  *
- *   Slurm       a cgroup path with job_NNN (cgroup v1 ".../slurm/uid_U/job_NNN/step_S", v2
- *               ".../job_NNN/step_S/..."), else SLURM_JOB_ID=NNN in its environment
+ *   Slurm       a cgroup path with job_NNN under Slurm's hierarchy (cgroup v1
+ *               ".../slurm/uid_U/job_NNN/step_S", v2 ".../slurmstepd.scope/job_NNN/step_S/..."),
+ *               else SLURM_JOB_ID=NNN in its environment (from_env: one user's word, so never
+ *               merged with another user's processes, discover.c)
  *   Kubernetes  a cgroup path through kubepods with pod<uid> (cgroupfs "pod1234-...", systemd
  *               "kubepods-burstable-pod1234_....slice", underscores as dashes)
  *   else        its process group, with its command line
@@ -48,11 +50,29 @@ static unsigned long long pipe_ino_of(const char *link)
     return end[0] == ']' && end[1] == '\0' ? ino : 0;
 }
 
-/* "job_" followed by digits, at the start of a path component. */
+/* 1 when "what" occurs in [from, to). */
+static int has_between(const char *from, const char *to, const char *what)
+{
+    size_t n = strlen(what);
+    for (const char *q = from; q + n <= to; q++)
+        if (!memcmp(q, what, n))
+            return 1;
+    return 0;
+}
+
+/* "job_" followed by digits, at the start of a path component, under Slurm's own hierarchy
+ * (".../slurm/uid_U/" in v1, "slurmstepd.scope/" in v2: a name with "slurm" above it, which
+ * root made) and not in a user's delegated systemd tree ("user@UID.service"), where any user
+ * may make a cgroup named job_4242 and have their process taken for another user's job. */
 static int slurm_from_cgroup(const char *cg, char *id, size_t cap)
 {
     for (const char *p = strstr(cg, "job_"); p; p = strstr(p + 1, "job_")) {
         if (p != cg && p[-1] != '/')
+            continue;
+        const char *line = p;
+        while (line > cg && line[-1] != '\n')
+            line--;
+        if (!has_between(line, p, "slurm") || has_between(line, p, "user@"))
             continue;
         const char *d = p + 4;
         size_t k = 0;
@@ -158,6 +178,16 @@ static double seq_len_of_argv(const char *a, long n)
     return found;
 }
 
+int pfi_proc_job_apart(pfi_proc_job *have, pfi_proc_job *add)
+{
+    if (have->uid < 0 || add->uid < 0 || have->uid == add->uid)
+        return 0;
+    pfi_proc_job *odd = add->from_env || !have->from_env ? add : have;
+    size_t l = strlen(odd->id);
+    snprintf(odd->id + l, sizeof odd->id - l, "-uid%ld", odd->uid);
+    return 1;
+}
+
 int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -186,8 +216,18 @@ int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err 
             snprintf(out->kind, sizeof out->kind, "kubernetes");
     }
     if (!out->id[0] && (n = read_proc(proc_root, pid, "environ", buf, 65536)) > 0 &&
-        slurm_from_environ(buf, n, out->id, sizeof out->id))
+        slurm_from_environ(buf, n, out->id, sizeof out->id)) {
         snprintf(out->kind, sizeof out->kind, "slurm");
+        out->from_env = 1;
+    }
+    out->uid = -1;
+    if (read_proc(proc_root, pid, "status", buf, 65536) > 0) {
+        const char *u = strstr(buf, "\nUid:");
+        char *end;
+        long v = u ? strtol(u + 5, &end, 10) : -1;
+        if (u && end != u + 5 && v >= 0)
+            out->uid = v;
+    }
     if (!out->id[0]) {
         long pg = pgrp_of(proc_root, pid);
         snprintf(out->id, sizeof out->id, "pg-%ld", pg > 0 ? pg : pid);

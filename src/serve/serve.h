@@ -141,7 +141,13 @@ typedef struct pfi_proc_job {
     /* Why its stdout or stderr could not be looked at (EACCES: another user's process, and the
      * daemon without CAP_SYS_PTRACE); 0 when both were. */
     int fd_errno;
+    long uid;     /* its real user (/proc/PID/status); -1 unknown */
+    int from_env; /* 1: id from its environment's SLURM_JOB_ID, which its user sets at will */
 } pfi_proc_job;
+/* Two processes of one job id (have: listed first) run as two users: the one whose id is its
+ * own word (from_env; else the later one) gets "-uid<U>" after its id, and 1 is returned: they
+ * are not one job (merged, one user's GPUs, log and tokens/s became another's).  0: one job. */
+int pfi_proc_job_apart(pfi_proc_job *have, pfi_proc_job *add);
 /* Reads proc_root/PID/{cgroup,environ,stat,cmdline,fd/1,fd/2} (proc_root NULL or "": /proc).
  * PFI_ENOENT when the process is gone. */
 int pfi_proc_job_of(const char *proc_root, long pid, pfi_proc_job *out, pfi_err *err);

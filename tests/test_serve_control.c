@@ -571,6 +571,9 @@ static void test_log_not_regular_file(void **state)
     unlink(fifo);
     /* A log that cannot be read is said, once: the job went unmeasured without a word. */
     add_job(f, "{\"id\":\"gone\",\"gpus\":[2],\"log\":\"/nonexistent/pfi/train.log\"}");
+    /* A kernel file reads as regular, and is no log: /proc/kmsg, read, took the kernel's
+     * messages from syslog. */
+    add_job(f, "{\"id\":\"kern\",\"gpus\":[3],\"log\":\"/proc/self/status\"}");
     pfi_srv_follow_tick(f->node.n);
     pfi_srv_follow_tick(f->node.n);
     json_t *ev = pfi_srv_view_events(f->node.n, 0, 1000);
@@ -580,6 +583,8 @@ static void test_log_not_regular_file(void **state)
     assert_non_null(said);
     assert_null(strstr(said + 1, "job gone: cannot read its log"));
     assert_non_null(strstr(t, "job zero: cannot read its log /dev/zero: not a regular file"));
+    assert_non_null(strstr(t, "job kern: cannot read its log /proc/self/status: not a regular "
+                              "file"));
     free(t);
     json_decref(ev);
     pfi_srv_follow_free(f->node.n);

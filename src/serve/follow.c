@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "serve/serve_int.h"
@@ -91,20 +93,39 @@ static srv_follow *follow_for(srv_node *n, const follow_key *key)
     return f;
 }
 
+/* /proc and /sys: files of the kernel's, not of a job. */
+static int kernel_fs(const struct statfs *fs)
+{
+    return fs->f_type == PROC_SUPER_MAGIC || fs->f_type == SYSFS_MAGIC;
+}
+
 /* Opens a job's log when it is a regular file; -1 otherwise.  O_NONBLOCK so that a FIFO does
  * not hold the control loop in open() until some writer comes, and nothing but a regular file
  * is read: a FIFO or a device (/dev/zero reads without end) named as a job's "log", by the API
  * or a Slurm user's --power-log, froze every ramp step, grid event and watchdog after it. */
 static int open_log(const char *path, int *why)
 {
+    /* Looked at before it is opened (opening a device has effects of its own: a watchdog
+     * armed, a tape rewound), and again once open (it may have been swapped in between).  A
+     * kernel file is no log though it reads as regular: reading /proc/kmsg took the kernel's
+     * messages from syslog. */
+    struct stat sb;
+    struct statfs fs;
+    if (stat(path, &sb) != 0) {
+        *why = errno;
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode) || statfs(path, &fs) != 0 || kernel_fs(&fs)) {
+        *why = 0; /* not a regular file */
+        return -1;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         *why = errno;
         return -1;
     }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        *why = 0; /* not a regular file */
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || fstatfs(fd, &fs) != 0 || kernel_fs(&fs)) {
+        *why = 0;
         close(fd);
         return -1;
     }

@@ -809,6 +809,48 @@ static void test_series(void **state)
     free(s);
 }
 
+/* A small file written whole: never through a link planted where its temporary file goes
+ * (the port file's fixed "PATH.tmp" in /tmp, a link to a file of root's, was written through),
+ * the link's target left as it was, and a link at the path itself replaced, not followed. */
+static void test_write_new(void **state)
+{
+    (void)state;
+    char dir[512], path[600], tmp[700], victim[600], got[64] = "";
+    snprintf(dir, sizeof dir, "%s/write-new-XXXXXX",
+             getenv("PFI_TEST_TMP") ? getenv("PFI_TEST_TMP") : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/port", dir);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    assert_int_equal(symlink(victim, tmp), 0);
+    assert_int_equal(symlink(victim, path), 0);
+    pfi_err e = {0};
+    assert_int_equal(pfi_write_new(path, "127.0.0.1:9455\n", &e), PFI_OK);
+    f = fopen(victim, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, "precious\n");
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    f = fopen(path, "r");
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, "127.0.0.1:9455\n");
+    assert_int_equal(lstat(tmp, &st), -1);
+    snprintf(tmp, sizeof tmp, "%s/nodir/port", dir);
+    assert_int_equal(pfi_write_new(tmp, "x", &e), PFI_EIO);
+    assert_non_null(strstr(e.msg, "cannot write"));
+    unlink(path);
+    unlink(victim);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* Where a named output goes: a regular file or a new path is replaced through a rename, a
  * link's target gets the content (the link stays), a FIFO or a device is written into
  * (renamed over as root, /dev/null became a regular file for the whole machine). */
@@ -1125,6 +1167,7 @@ int main(void)
         cmocka_unit_test(test_text_wrap),
         cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_out_target),
+        cmocka_unit_test(test_write_new),
         cmocka_unit_test(test_prom), cmocka_unit_test(test_prom_hist),
         cmocka_unit_test(test_series),
         cmocka_unit_test(test_token_ok), cmocka_unit_test(test_url_unescape),

@@ -15,6 +15,7 @@
 #include "cluster/cluster.h"
 #include "store/store.h"
 #include "util/budget.h"
+#include "util/fs.h"
 #include "util/num.h"
 #include "util/units.h"
 
@@ -163,15 +164,12 @@ static int serve(pfi_cl *c, const char *listen, const char *token, const char *p
         return pfi_cli_fail("cluster", &err);
     if (port_file) {
         /* Whoever waits for the port file would wait for ever: fail instead. */
-        FILE *f = fopen(port_file, "w");
-        int ok = f && fprintf(f, "%d\n", port) > 0;
-        if (f && fclose(f) != 0)
-            ok = 0;
-        if (!ok) {
+        char line[32];
+        snprintf(line, sizeof line, "%d\n", port);
+        if (pfi_write_new(port_file, line, &err) != PFI_OK) {
             pfi_cl_server_stop(srv);
             pfi_cl_set_ven(c, NULL);
             pfi_ven_stop(ven);
-            pfi_err_set(&err, PFI_EIO, "cannot write the port to %s", port_file);
             return pfi_cli_fail("cluster", &err);
         }
     }

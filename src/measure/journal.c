@@ -120,7 +120,8 @@ static int write_file(pfi_journal *j, pfi_err *err)
 {
     char tmp[PFI_JOURNAL_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", j->path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    unlink(tmp); /* made anew: never written through a link or a file someone left there */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return pfi_err_set(err, PFI_EIO, "cannot write journal %s: %s", tmp, strerror(errno));
     FILE *f = fdopen(fd, "w");

@@ -17,18 +17,13 @@
 #include "measure/journal.h"
 #include "serve/serve_int.h"
 #include "util/budget.h"
+#include "util/fs.h"
 
 static int write_port_file(const char *path, const char *where, pfi_err *err)
 {
-    char tmp[PFI_SERVE_PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return pfi_err_set(err, PFI_EIO, "cannot write %s: %s", tmp, strerror(errno));
-    fprintf(f, "%s\n", where);
-    if (fclose(f) != 0 || rename(tmp, path) != 0)
-        return pfi_err_set(err, PFI_EIO, "cannot write %s: %s", path, strerror(errno));
-    return PFI_OK;
+    char line[PFI_SERVE_PATH_MAX + 2];
+    snprintf(line, sizeof line, "%s\n", where);
+    return pfi_write_new(path, line, err);
 }
 
 /* Limits a crashed or killed predecessor left behind go back before anything else. */

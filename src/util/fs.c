@@ -2,12 +2,14 @@
 #include "util/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int pfi_input_not_dir(const char *path, pfi_err *err)
 {
@@ -96,5 +98,28 @@ int pfi_out_target(const char *path, char *target, size_t n, int *direct, pfi_er
         return pfi_err_set(err, PFI_EINVAL, "%s: Is a directory", path);
     *direct = 1;
     snprintf(target, n, "%s", path);
+    return PFI_OK;
+}
+
+int pfi_write_new(const char *path, const char *text, pfi_err *err)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return pfi_err_set(err, PFI_EIO, "cannot write %s: the path is too long", path);
+    unlink(tmp); /* one of ours left by a crash; a link someone made goes too, untouched */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return pfi_err_set(err, PFI_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    size_t n = strlen(text);
+    ssize_t w = write(fd, text, n);
+    int e = w == (ssize_t)n ? 0 : w < 0 ? errno : EIO;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) != 0)
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        return pfi_err_set(err, PFI_EIO, "cannot write %s: %s", path, strerror(e));
+    }
     return PFI_OK;
 }

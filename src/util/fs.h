@@ -29,6 +29,12 @@ int pfi_input_not_dir(const char *path, pfi_err *err);
  * link's target cannot be resolved (a dangling link), PFI_EINVAL when path names a directory. */
 int pfi_out_target(const char *path, char *target, size_t n, int *direct, pfi_err *err);
 
+/* Writes text to path whole, as a new file renamed over it (a reader never sees half of it):
+ * the temporary file beside it is made anew, never through a link or a file someone left there
+ * (a port file in /tmp written through a planted link overwrote a file of root's).  PFI_EIO
+ * naming the file and why. */
+int pfi_write_new(const char *path, const char *text, pfi_err *err);
+
 /* The soft limit on open files (RLIMIT_NOFILE) raised to at least need where the hard limit
  * allows, never lowered: returns the soft limit then, -1 when it cannot be read. */
 long pfi_fd_limit_raise(long need);

@@ -81,6 +81,25 @@ jq -e '[.runs[] | .extrapolated == [] and .training_range_known] | length == 12 
   fail "training runs marked as extrapolated: $(jq -c '[.runs[].extrapolated]' "$T/out")"
 "$PFI" predict 1 --db "$T/s.db" --model "$T/m.json" > "$T/out" || fail "predict (text)"
 ! grep -q "extrapolated" "$T/out" || fail "a training run marked: $(cat "$T/out")"
+! grep -q "default limit" "$T/out" || fail "a run read at its default limit marked: $(cat "$T/out")"
+# A stored run whose default-limit level has no rate is predicted from a capped level, and says
+# so (its prediction and "measured" moved with nothing said).
+cp "$T/s.db" "$T/nobase.db"
+sqlite3 "$T/nobase.db" "UPDATE levels SET tput = NULL WHERE run_id = 1 AND cap_w = \
+  (SELECT default_limit_w FROM runs WHERE id = 1)" || fail "sqlite3"
+"$PFI" predict 1 --db "$T/nobase.db" --model "$T/m.json" --json > "$T/out" || fail "predict, no base"
+jq -e '.runs[0].baseline_at_default == false and (.runs[0].baseline_note |
+       test("no usable level at its [0-9]+ W default limit: predicted from its [0-9]+ W level"))' \
+  "$T/out" >/dev/null || fail "a capped baseline not said: $(cat "$T/out")"
+"$PFI" predict 1 --db "$T/nobase.db" --model "$T/m.json" > "$T/out" || fail "predict, no base (text)"
+grep -q "no usable level at its .* default limit" "$T/out" || fail "a capped baseline not said: $(cat "$T/out")"
+# One telemetry feature missing is said (it was only past half of them; the SM clock alone
+# moved a PFI30 by 15%).
+cp "$T/s.db" "$T/noclock.db"
+sqlite3 "$T/noclock.db" "UPDATE levels SET sm_clock_mhz = NULL WHERE run_id = 1" || fail "sqlite3"
+"$PFI" predict 1 --db "$T/noclock.db" --model "$T/m.json" > "$T/out" || fail "predict, no clock"
+grep -q "(1 of [0-9]* telemetry features missing at the baseline" "$T/out" ||
+  fail "one missing feature not said: $(cat "$T/out")"
 A100="gpu_type A100-PCIE-80GB not in training (H200-SXM, H100-SXM)"
 "$PFI" predict --live --backend sim --sim a100x4-gpt3xl --duration 2s --model "$T/m.json" --json > "$T/out" ||
   fail "predict --live on A100s"

@@ -31,6 +31,7 @@ typedef struct pred {
     int measured_on_fit;   /* measured_pfi30 is the fit's value, not the interpolation */
     int missing;           /* telemetry features the baseline did not have */
     pfi_extrap extrap;     /* where it leaves what the model was trained on */
+    char base_note[160];   /* a stored run read at a level other than its default limit's */
 } pred;
 
 static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
@@ -62,6 +63,10 @@ static json_t *pred_json(const char *name, const pred *p, const pfi_model *m)
                             json_string(p->measured_on_fit ? "fit" : "interpolation"));
     }
     json_object_set_new(o, "missing_telemetry_features", json_integer(p->missing));
+    if (p->base_note[0]) {
+        json_object_set_new(o, "baseline_at_default", json_false());
+        json_object_set_new(o, "baseline_note", json_string(p->base_note));
+    }
     json_t *ex = json_array();
     for (int i = 0; i < p->extrap.n; i++)
         json_array_append_new(ex, json_string(p->extrap.why[i]));
@@ -111,9 +116,13 @@ static void pred_print(const char *name, const pred *p, int w)
     if (isfinite(p->measured_pfi30))
         printf("  %6.3f%s", p->measured_pfi30, p->measured_extrap ? "*" : "");
     printf("\n");
-    if (p->missing > PFI_FT_MOE / 2)
-        printf("  (%d of %d telemetry features missing at the baseline: near the training mean)\n",
+    /* Any: one feature (the SM clock unread) moved a PFI30 by 15% with nothing said. */
+    if (p->missing > 0)
+        printf("  (%d of %d telemetry features missing at the baseline: read as the training "
+               "mean)\n",
                p->missing, PFI_FT_MOE);
+    if (p->base_note[0])
+        printf("  (%s)\n", p->base_note);
     if (p->extrap.n) {
         char line[PFI_EXTRAP_MAX * 200];
         pfi_extrap_line(&p->extrap, line, sizeof line);
@@ -169,6 +178,7 @@ static int predict_live(const pfi_cli_hw *hw, const char *gpus, double duration,
 {
     pfi_run *hdr = malloc(sizeof *hdr);
     pred p;
+    p.base_note[0] = '\0'; /* a live baseline's own note is below */
     char note[200] = "";
     int rc = hdr ? sample_live(hw, gpus, duration, hdr, err)
                  : pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -218,6 +228,17 @@ static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
             continue;
         }
         int b = pfi_run_baseline(&rs->runs[i]);
+        const pfi_run *run = &rs->runs[i];
+        p.base_note[0] = '\0';
+        /* A default-limit level with no rate (a first window the log gave nothing in) made the
+         * highest capped one the baseline, the prediction and "measured" moved, and nothing
+         * said so (--live refuses a capped baseline unless --allow-capped, and marks it). */
+        if (b >= 0 && isfinite(run->default_limit_w) &&
+            fabs(run->levels[b].cap_w - run->default_limit_w) > 0.5)
+            snprintf(p.base_note, sizeof p.base_note,
+                     "no usable level at its %.0f W default limit: predicted from its %.0f W "
+                     "level, a capped baseline",
+                     run->default_limit_w, run->levels[b].cap_w);
         p.missing =
             b >= 0 ? pfi_features_missing(&rs->runs[i], &rs->runs[i].levels[b]) : PFI_FT_MOE;
         /* b >= 0: the prediction read that level */

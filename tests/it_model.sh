@@ -128,5 +128,14 @@ jq 'del(.gpu_types, .feature_range)' "$T/m.json" > "$T/old.json"
   fail "predict with a model without training ranges"
 jq -e '.runs[0].extrapolated == [] and (.runs[0].training_range_known | not)' "$T/out" >/dev/null ||
   fail "old model file: $(cat "$T/out")"
+# A GPU that does not answer its power limit (NOT_SUPPORTED through the real NVML path): the
+# limit it enforces stands for it (it was "needs a positive baseline ... cap", exit 2).
+[ -n "${PFI_FAKENVML:-}" ] && [ -f "$PFI_FAKENVML" ] || fail "PFI_FAKENVML is not built"
+PFI_SIM_STATE="$T/nvml.state" "$PFI" sim init --state "$T/nvml.state" >/dev/null || fail "sim init"
+PFI_SIM_STATE="$T/nvml.state" PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerManagementLimit=NOT_SUPPORTED" \
+  "$PFI" predict --live --backend nvml --nvml-lib "$PFI_FAKENVML" --duration 1s --model "$T/m.json" \
+  --json > "$T/out" 2> "$T/err" || fail "predict --live, limit unreadable: $(cat "$T/err")"
+jq -e '.runs[0].pfi30 > 0 and .runs[0].cap0_w > 0' "$T/out" >/dev/null ||
+  fail "predict --live, limit unreadable: $(cat "$T/out")"
 
 echo "it_model: ok"

@@ -78,14 +78,22 @@ int pfi_measure_baseline(pfi_backend *b, const int *gpus, int n, double duration
     lv->dram_active = m[F_DRAM];
     lv->nvlink_mibs = m[F_NVLINK];
     lv->pcie_mibs = m[F_PCIE];
-    lv->cap_w = isfinite(m[F_LIMIT]) ? m[F_LIMIT] : d.limit_w;
     lv->enforced_w = isfinite(m[F_ENF]) ? m[F_ENF] : d.enforced_w;
+    /* A limit the GPU does not answer: the one it enforces stands for it, else its default
+     * (an unreadable limit read as "needs a positive baseline ... cap", a bad input). */
+    lv->cap_w = isfinite(m[F_LIMIT])         ? m[F_LIMIT]
+                : isfinite(d.limit_w)        ? d.limit_w
+                : isfinite(lv->enforced_w)   ? lv->enforced_w
+                                             : d.default_limit_w;
     lv->powercap_frac = nreason ? (double)capped / nreason : NAN;
     lv->tput = lv->tput_lo = lv->tput_hi = NAN;
     lv->n_samples = ticks * n;
     if (!(lv->power_w > 0))
         return pfi_err_set(err, PFI_ENOTSUP, "the backend gave no power reading in %.1f s",
                            duration_s);
+    if (!(lv->cap_w > 0))
+        return pfi_err_set(err, PFI_ENOTSUP, "the GPUs answer no power limit (neither set, "
+                           "enforced nor default): pfi gpus shows what they answer");
     return PFI_OK;
 }
 

@@ -81,7 +81,8 @@ static const ev_key ev_keys[] = {
      "depth and tiers whose M best score best (default 6); 0: the grid's one best setting"},
     {"group-out", "0|1", 1, 0, 1, offsetof(ev_args, group_out),
      "1: the shape library leaves each job's whole group (same model) out"},
-    {"cv-seeds", "N", 1, 1, 1e6, offsetof(ev_args, cv_seeds), "with --nested-cv: seeds 1..N (default 5)"},
+    {"cv-seeds", "N", 1, 1, PFI_EXPT_NEST_MAX_SEEDS, offsetof(ev_args, cv_seeds),
+     "with --nested-cv: seeds 1..N (default 5)"},
     {"nest-per-cut", "0|1", 1, 0, 1, offsetof(ev_args, nest_per_cut),
      "with --nested-cv: 1 (default) chooses the rule and the setting for each cut on its own; "
      "0: one choice by the mean over the cuts"},

@@ -70,7 +70,13 @@ static const topic topics[] = {
      "its exponent b from a prior (the median over reference curves).  With two probes both\n"
      "parameters come from the probes.  pfi model probe-eval measures the error of the\n"
      "relative throughput predicted at 80, 70 and 60% of baseline power on the real public\n"
-     "curves, the probe taken at a measured level and never scored on itself.\n"},
+     "curves, the probe taken at a measured level and never scored on itself.\n"
+     "\n"
+     "Read through a library of measured curves instead (pfi evaluate --probes 1, its probe\n"
+     "at depth 0.50 by default; pfi serve with a probe_library, at the job's probe depth):\n"
+     "the curve is the shape of the measured curves nearest to the job in slowdown and draw\n"
+     "at the probe, through the probe (docs/allocation.md).  pfi evaluate --nested-cv gives\n"
+     "its honest, held-out figure.\n"},
     {"budget", "power budgets: one grammar for every command, and what a share is of",
      "Power budgets\n"
      "\n"

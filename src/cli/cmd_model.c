@@ -364,7 +364,8 @@ static int probe_eval_print(const pfi_probe_eval *ev, const char *where, const d
     }
     for (int k = 0; k < PFI_PROBE_EVAL_N; k++)
         if (ev->set[1].worst[k])
-            printf("  largest error at %d%%: %s\n", pfi_probe_eval_pct[k], ev->set[1].worst[k]);
+            printf("  largest error at %d%%, all curves: %s\n", pfi_probe_eval_pct[k],
+                   ev->set[1].worst[k]);
     return PFI_EXIT_OK;
 }
 

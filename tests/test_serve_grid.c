@@ -400,6 +400,56 @@ static void test_caps_held_to_event(void **state)
     json_decref(d);
 }
 
+/* Caps that name some GPUs keep the others' caps (a controller names only the GPUs whose caps
+ * change): all of them are held to an event that starts later, and given back after it (only
+ * the named ones were lowered, and the node stayed over the event's budget).  An event whose
+ * budget the caps are under is not said to hold them. */
+static void test_caps_held_partial(void **state)
+{
+    fx *f = *state;
+    double max = sum_limits(f), now = pfi_clock_wall();
+    double ahead = pfi_srv_grid_site(f->n, NAN).plan_ahead_s;
+    int ng = f->n->n_gpus;
+    char body[256], caps[1024];
+    snprintf(body, sizeof body, "{\"id\": \"e0\", \"start\": %.3f, \"duration_s\": 600, "
+             "\"limit_w\": %.0f}", now - 1, 0.99 * max);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
+    snprintf(body, sizeof body, "{\"id\": \"e1\", \"start\": %.3f, \"duration_s\": 600, "
+             "\"limit_w\": %.0f}", now + ahead + 1.5, 0.6 * max);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
+    double low = 0.75 * max / ng; /* every GPU: under e0's budget */
+    int o = snprintf(caps, sizeof caps, "{\"epoch\": 1, \"caps\": [");
+    for (int i = 0; i < ng; i++)
+        o += snprintf(caps + o, sizeof caps - o, "%s{\"gpu\": %d, \"cap_w\": %.3f}", i ? ", " : "",
+                      i, low);
+    snprintf(caps + o, sizeof caps - o, "]}");
+    json_t *d;
+    assert_int_equal(call(f, "PUT", "/v1/caps", caps, NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/allocation", NULL, &d), 200);
+    assert_true(json_is_null(json_object_get(d, "grid_event")));
+    json_decref(d);
+    double top = f->n->gpu[0].dev.max_limit_w;
+    snprintf(caps, sizeof caps, "{\"epoch\": 2, \"caps\": [{\"gpu\": 0, \"cap_w\": %.3f}]}",
+             top);
+    assert_int_equal(call(f, "PUT", "/v1/caps", caps, NULL), 200);
+    double sent = top + (ng - 1) * low;
+    if (fabs(sum_limits(f) - sent) > 1e-3)
+        fail_msg("limits sum to %.3f W, the caps to %.3f W", sum_limits(f), sent);
+    sleep_until(now + 1.7); /* e1 now within the plan's look-ahead */
+    pfi_srv_tick(f->n);
+    if (!(sum_limits(f) <= 0.6 * max + 1e-3))
+        fail_msg("limits sum to %.3f W once e1 (%.0f W) binds", sum_limits(f), 0.6 * max);
+    assert_int_equal(call(f, "GET", "/v1/allocation", NULL, &d), 200);
+    assert_string_equal(json_string_value(json_object_get(d, "grid_event")), "e1");
+    json_decref(d);
+    assert_int_equal(call(f, "DELETE", "/v1/grid/events/e1", NULL, NULL), 200);
+    assert_int_equal(call(f, "DELETE", "/v1/grid/events/e0", NULL, NULL), 200);
+    pfi_srv_tick(f->n);
+    if (fabs(sum_limits(f) - sent) > 1e-3)
+        fail_msg("the events gone, limits sum to %.3f W, not the caps' %.3f W", sum_limits(f),
+                 sent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +459,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_vtn_event_held_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cut_baseline_outside_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_held_to_event, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_caps_held_partial, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -203,6 +203,17 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t *
                          epoch, n->caps_epoch);
     } else {
         pfi_srv_snapshot(n);
+        /* A GPU the caps do not name keeps its cap: the controller's last one for it when the
+         * node holds the controller's caps already, else the limit it holds (a controller names
+         * only the GPUs whose caps change).  Named, every GPU can be held to a grid event of
+         * the node's own, and given back its cap when the event ends. */
+        pthread_mutex_lock(&n->mu);
+        int external = n->mode == SRV_MODE_EXTERNAL;
+        for (int i = 0; i < n->n_gpus; i++)
+            if (isnan(caps[i]) && n->snap[i].up)
+                caps[i] = external && !isnan(n->ext_caps[i]) ? n->ext_caps[i]
+                                                             : n->snap[i].dev.limit_w;
+        pthread_mutex_unlock(&n->mu);
         /* A grid event the node took before these caps came holds them (node.c's
          * plan_external): said in the decision, and once as an event when it starts to. */
         char reason[192], gid[PFI_EVENT_ID_MAX];
@@ -211,7 +222,7 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t *
             sum += isnan(caps[i]) ? n->snap[i].dev.limit_w : caps[i];
         int held = sum > gw; /* false when gw is NAN */
         pthread_mutex_lock(&n->mu);
-        int was_held = !isnan(n->grid_ext_w);
+        int was_held = n->mode == SRV_MODE_EXTERNAL && n->grid_binding;
         pthread_mutex_unlock(&n->mu);
         int o = snprintf(reason, sizeof reason, "caps from the cluster controller (epoch %lld)",
                          epoch);

@@ -194,8 +194,9 @@ static void replan_around_failures(srv_node *n, double budget_w, srv_plan *plan,
  * sent caps is still the node's to keep: its caps replaced the event's budget without a word,
  * while the event showed itself binding and its report counted the excess.  Below what the
  * node can hold, each moved GPU goes to its minimum (the least it can: the event's report says
- * so).  Each target is rounded down to the milliwatt so the sum stays under grid_w. */
-static void hold_to_grid(srv_node *n, srv_plan *plan, double grid_w)
+ * so).  Each target is rounded down to the milliwatt so the sum stays under grid_w.  1 when
+ * the caps were over grid_w (lowered, or held at the least they can), 0 when under it. */
+static int hold_to_grid(srv_node *n, srv_plan *plan, double grid_w)
 {
     double sum = 0, room = 0;
     for (int i = 0; i < n->n_gpus; i++) {
@@ -206,7 +207,7 @@ static void hold_to_grid(srv_node *n, srv_plan *plan, double grid_w)
             room += at - n->snap[i].dev.min_limit_w;
     }
     if (!(sum > grid_w) || !(room > 0))
-        return;
+        return sum > grid_w; /* over it with nothing to lower: held at the least it can */
     double keep = room > sum - grid_w ? 1 - (sum - grid_w) / room : 0;
     for (int i = 0; i < n->n_gpus; i++) {
         double mn = n->snap[i].dev.min_limit_w, t = plan->target_w[i];
@@ -215,6 +216,7 @@ static void hold_to_grid(srv_node *n, srv_plan *plan, double grid_w)
         t = floor((mn + (t - mn) * keep) * 1000) / 1000;
         plan->target_w[i] = t > mn ? t : mn;
     }
+    return 1;
 }
 
 /* A cluster controller's caps taken as they are, held to a grid event of the node's own that
@@ -231,7 +233,7 @@ static double plan_external(srv_node *n, const double *ext, srv_plan *plan)
     memcpy(plan->grid_id, n->grid_hold_id, sizeof plan->grid_id);
     pthread_mutex_unlock(&n->mu);
     if (!isnan(plan->grid_w))
-        hold_to_grid(n, plan, plan->grid_w);
+        plan->grid_held = hold_to_grid(n, plan, plan->grid_w);
     double sum = 0;
     for (int i = 0; i < n->n_gpus; i++)
         sum += isnan(plan->target_w[i]) ? n->snap[i].dev.limit_w : plan->target_w[i];
@@ -278,7 +280,7 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
     pthread_mutex_lock(&n->mu);
     if (mode == SRV_MODE_EXTERNAL) { /* what a local decision sets in grid.c's grid_apply */
         n->grid_ext_w = plan->grid_w;
-        n->grid_binding = !isnan(plan->grid_w);
+        n->grid_binding = plan->grid_held; /* under the caps already: not the event's doing */
         snprintf(n->grid_event, sizeof n->grid_event, "%s", n->grid_binding ? plan->grid_id : "");
     } else {
         n->grid_ext_w = NAN;

@@ -475,7 +475,8 @@ typedef struct srv_plan {
                                        fits, because the SLA breaches seen in the jobs' logs left
                                        no plan within the budget that meets them all */
     double grid_w;                  /* external mode: the budget of the node's own grid event
-                                       the caps were held to (grid_id); NAN: none binds */
+                                       the caps were planned under (grid_id); NAN: none binds */
+    int grid_held;                  /* 1: that budget lowered the caps (the event binds them) */
     char grid_id[PFI_EVENT_ID_MAX];
 } srv_plan;
 /* keep: the node's allocator state kept between plans (core/alloc_keep.h; NULL at first), so a

@@ -12,19 +12,51 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+/* 1 when st is a folder only root may change. */
+static int root_only(const struct stat *st)
+{
+    return S_ISDIR(st->st_mode) && st->st_uid == 0 && !(st->st_mode & 022);
+}
+
+int pfi_gpu_lock_root_dir(const char *base, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/pfi", base);
+    struct stat st;
+    for (int tries = 0; tries < 3; tries++) {
+        if (lstat(buf, &st) == 0) {
+            if (root_only(&st))
+                return 0;
+            /* A user's, made first in the shared folder: moved aside (root may, under the
+             * sticky bit), never used. */
+            char aside[1100];
+            snprintf(aside, sizeof aside, "%s.untrusted.%ld.%d", buf, (long)getpid(), tries);
+            if (rename(buf, aside) != 0 && errno != ENOENT)
+                return -1;
+        } else if (errno != ENOENT) {
+            return -1;
+        }
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
 int pfi_gpu_lock_dir(const char *sim_state, int simulated, char *buf, size_t n)
 {
     const char *env = getenv("PFI_LOCK_DIR");
     struct stat st;
+    const char *base = stat("/run/lock", &st) == 0 && S_ISDIR(st.st_mode) ? "/run/lock" : "/tmp";
     if (env && *env)
         snprintf(buf, n, "%s", env);
     else if (sim_state && *sim_state)
         snprintf(buf, n, "%s.locks", sim_state);
     else if (simulated)
         return 0;
+    else if (geteuid() == 0 && pfi_gpu_lock_root_dir(base, buf, n) == 0)
+        return 1; /* root's, where no user can open or plant a lock file */
     else
-        snprintf(buf, n, "%s", stat("/run/lock", &st) == 0 && S_ISDIR(st.st_mode) ? "/run/lock"
-                                                                                  : "/tmp");
+        snprintf(buf, n, "%s", base);
     return 1;
 }
 
@@ -107,8 +139,9 @@ long pfi_lock_file_pid(int fd)
  * anyone's to write in, a user cannot change a GPU's power limit, and one who planted and held
  * the file of a GPU (its UUID is public) kept root's pfi serve from starting, named by a pid of
  * their choosing.  It is replaced (root owns /run/lock, so it may remove the file under the
- * sticky bit).  Root's own is 0600 for the same reason: a user who opened root's 0644 file
- * read-only and held its flock kept root's pfi serve from starting at every restart. */
+ * sticky bit).  Root's own is 0600, in a folder of root's (pfi_gpu_lock_root_dir): a user who
+ * opened root's 0644 file in /run/lock read-only and held its flock kept root's pfi serve from
+ * starting at every restart. */
 static int open_lock(const char *path)
 {
     int root = geteuid() == 0;
@@ -176,17 +209,12 @@ static int left_journal(int fd, const char *ours, char *left, size_t n)
     return !(ours && stat(ours, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino);
 }
 
-/* As root: 1 when the process holding fd's lock runs as another user (its /proc folder is
- * theirs); 0 when root holds it or who holds it cannot be told. */
-static int user_holds(int fd)
+/* 1 when path names the file fd is open on. */
+static int names_fd(const char *path, int fd)
 {
-    if (geteuid() != 0)
-        return 0;
-    long pid = pfi_lock_holder_pid(fd, 0);
-    char proc[64];
-    struct stat st;
-    snprintf(proc, sizeof proc, "/proc/%ld", pid);
-    return pid > 0 && stat(proc, &st) == 0 && st.st_uid != 0;
+    struct stat a, b;
+    return stat(path, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
 }
 
 int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
@@ -205,21 +233,29 @@ int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
                            "PFI_LOCK_DIR to a folder every writer of the limits shares)",
                            dir, strerror(errno));
     snprintf(path, sizeof path, "%s/pfi-gpu-%s.lock", dir, name);
-    int fd = open_lock(path);
-    if (fd < 0)
-        return pfi_err_set(err, PFI_EIO, "cannot open the lock of GPU %d, %s: %s (set "
-                           "PFI_LOCK_DIR to a folder every writer of the limits shares)",
-                           gpu, path, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK && user_holds(fd)) {
-        /* Held by a user, who cannot change a power limit: no lock to root (a file opened
-         * while it was 0644, before open_lock made it 0600).  A new file takes its place. */
-        close(fd);
-        if ((unlink(path) != 0 && errno != ENOENT) || (fd = open_lock(path)) < 0)
-            return pfi_err_set(err, PFI_EIO, "cannot replace the lock of GPU %d, %s, a user "
-                               "holds: %s", gpu, path, strerror(errno));
+    int fd = -1, locked = 0, fe = 0;
+    for (int tries = 0; tries < 4 && !locked; tries++) {
+        if ((fd = open_lock(path)) < 0)
+            return pfi_err_set(err, PFI_EIO, "cannot open the lock of GPU %d, %s: %s (set "
+                               "PFI_LOCK_DIR to a folder every writer of the limits shares)",
+                               gpu, path, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            /* Still the file the path names: a file open_lock replaced while this one was
+             * opened is no lock (two processes each held their own file of one name). */
+            if (!(locked = names_fd(path, fd))) {
+                close(fd);
+                fd = -1;
+            }
+            continue;
+        }
+        fe = errno;
+        break;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
+    if (fd < 0)
+        return pfi_err_set(err, PFI_EBUSY, "the lock of GPU %d, %s, was replaced four times "
+                           "over while it was taken: something else replaces it", gpu, path);
+    if (!locked) {
+        int e = fe;
         char who[320] = "another process";
         long pid = pfi_lock_holder_pid(fd, pfi_lock_file_pid(fd));
         if (pid > 0)

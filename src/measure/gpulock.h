@@ -19,10 +19,16 @@ typedef struct pfi_gpu_locks {
 
 /* Where the node's GPU locks are: $PFI_LOCK_DIR; else, for a simulated node kept in a state
  * file (sim_state not empty), the folder "<sim_state>.locks" beside it (each simulated node its
- * own); else /run/lock, where every user and pfi-serve.service can create them (/tmp when
- * there is no /run/lock).  0 when there is nothing to lock: a simulated node in this process
- * only (simulated and no sim_state). */
+ * own); else, as root, /run/lock/pfi (pfi_gpu_lock_root_dir), and for other users /run/lock
+ * itself (/tmp for either when there is no /run/lock).  0 when there is nothing to lock: a
+ * simulated node in this process only (simulated and no sim_state). */
 int pfi_gpu_lock_dir(const char *sim_state, int simulated, char *buf, size_t n);
+
+/* base/pfi as a folder only root may change (0755, root's): made when missing; one a user made
+ * first in the shared base is moved aside and made anew.  0, or -1 with errno.  A user could
+ * open root's lock files in /run/lock and hold them, which kept root's pfi serve from
+ * starting. */
+int pfi_gpu_lock_root_dir(const char *base, char *buf, size_t n);
 
 /* Takes GPU gpu's lock (its file named by uuid, or by its index when it has none) in dir,
  * adding it to l.  PFI_EBUSY naming the GPU and the process that holds it; PFI_EIO when the

@@ -109,7 +109,8 @@ static void test_kinds(void **state)
  * whichever was listed first; between two the kernel vouches for, the later one. */
 static void test_apart(void **state)
 {
-    pfi_proc_job a = {.uid = 1000}, b = {.uid = 1001, .from_env = 1};
+    pfi_proc_job a = {.uid = 1000, .kind = "slurm"};
+    pfi_proc_job b = {.uid = 1001, .from_env = 1, .kind = "slurm"};
     snprintf(a.id, sizeof a.id, "slurm-4242");
     snprintf(b.id, sizeof b.id, "slurm-4242");
     assert_int_equal(pfi_proc_job_apart(&a, &b), 1);
@@ -119,18 +120,25 @@ static void test_apart(void **state)
     assert_int_equal(pfi_proc_job_apart(&b, &a), 1);
     assert_string_equal(a.id, "slurm-4242");
     assert_string_equal(b.id, "slurm-4242-uid1001");
-    pfi_proc_job c = {.uid = 1002};
+    pfi_proc_job c = {.uid = 1002, .kind = "slurm"};
     snprintf(c.id, sizeof c.id, "slurm-4242");
     assert_int_equal(pfi_proc_job_apart(&a, &c), 1);
     assert_string_equal(a.id, "slurm-4242");
     assert_string_equal(c.id, "slurm-4242-uid1002");
     /* One user, or a user not known: one job. */
-    pfi_proc_job d = {.uid = 1000, .from_env = 1}, u = {.uid = -1};
+    pfi_proc_job d = {.uid = 1000, .from_env = 1, .kind = "slurm"};
+    pfi_proc_job u = {.uid = -1, .kind = "slurm"};
     snprintf(d.id, sizeof d.id, "slurm-4242");
     snprintf(u.id, sizeof u.id, "slurm-4242");
     assert_int_equal(pfi_proc_job_apart(&a, &d), 0);
     assert_int_equal(pfi_proc_job_apart(&a, &u), 0);
     assert_string_equal(d.id, "slurm-4242");
+    /* A pod's containers may run as several users: one job. */
+    pfi_proc_job p1 = {.uid = 0, .kind = "kubernetes"}, p2 = {.uid = 1000, .kind = "kubernetes"};
+    snprintf(p1.id, sizeof p1.id, "k8s-0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9");
+    snprintf(p2.id, sizeof p2.id, "k8s-0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9");
+    assert_int_equal(pfi_proc_job_apart(&p1, &p2), 0);
+    assert_string_equal(p2.id, "k8s-0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9");
 }
 
 static void test_log(void **state)

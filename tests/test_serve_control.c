@@ -387,6 +387,9 @@ static void test_controller_guard(void **state)
     assert_int_equal(api(f, "DELETE", "/v1/budget?force=1", NULL, NULL), 200);
     assert_true(sum_mw(f) > held && f->node.n->mode == SRV_MODE_LOCAL);
     assert_int_equal(api(f, "PUT", "/v1/budget?force=2", body, NULL), 400);
+    /* Caps at every GPU's original limit: removing the budget raises nothing, and is taken. */
+    assert_int_equal(caps_at(f, 3, f->node.n->gpu[0].original_w), PFI_OK);
+    assert_int_equal(api(f, "DELETE", "/v1/budget", NULL, NULL), 200);
 }
 
 /* Item 6: a cut that cannot be applied (no permission to set limits) answers non-2xx naming

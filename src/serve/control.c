@@ -44,9 +44,16 @@ static void save_budget(srv_node *n, const char *value)
  * the change would plan for (INFINITY: none); decide_mu held, n->snap fresh. */
 static int controller_guard(srv_node *n, double to_w, int force, pfi_err *err)
 {
-    double held = 0;
-    for (int i = 0; i < n->n_gpus; i++)
+    /* No budget can take the GPUs past their ceiling: without one, their original limits
+     * (what a removed budget goes back to); with one, their maximum. */
+    double held = 0, ceil_w = 0;
+    for (int i = 0; i < n->n_gpus; i++) {
         held += n->snap[i].dev.limit_w;
+        ceil_w += isinf(to_w) ? n->gpu[i].original_w : n->snap[i].dev.max_limit_w;
+    }
+    int none = isinf(to_w);
+    if (to_w > ceil_w)
+        to_w = ceil_w;
     pthread_mutex_lock(&n->mu);
     double heard = n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
     int held_by = n->mode == SRV_MODE_EXTERNAL && heard <= SRV_CONTROLLER_HEARD_S;
@@ -56,10 +63,11 @@ static int controller_guard(srv_node *n, double to_w, int force, pfi_err *err)
     if (force || !held_by || !(to_w > held + 0.5))
         return PFI_OK;
     return pfi_err_set(err, PFI_EBUSY, "this node's caps come from %s (external mode, heard %.0f "
-                       "s ago): a budget above the %.0f W it holds would put the site over its "
-                       "budget until %s sends caps again; change the site's budget there, or "
-                       "force it here (?force=1; pfi ctl budget ... --force)",
-                       by, heard, held, by);
+                       "s ago): %s the %.0f W it holds would put the site over its budget until "
+                       "%s sends caps again; change the site's budget there, or force it here "
+                       "(?force=1; pfi ctl budget ... --force)",
+                       by, heard, none ? "no budget, raising the GPUs above" : "a budget above",
+                       held, by);
 }
 
 int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, int force, json_t **result,

@@ -180,7 +180,10 @@ static double seq_len_of_argv(const char *a, long n)
 
 int pfi_proc_job_apart(pfi_proc_job *have, pfi_proc_job *add)
 {
-    if (have->uid < 0 || add->uid < 0 || have->uid == add->uid)
+    /* A Slurm job runs as its one user; a pod's containers may run as several, and a process
+     * group is the kernel's. */
+    if (strcmp(have->kind, "slurm") != 0 || strcmp(add->kind, "slurm") != 0 || have->uid < 0 ||
+        add->uid < 0 || have->uid == add->uid)
         return 0;
     pfi_proc_job *odd = add->from_env || !have->from_env ? add : have;
     size_t l = strlen(odd->id);

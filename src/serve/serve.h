@@ -144,7 +144,7 @@ typedef struct pfi_proc_job {
     long uid;     /* its real user (/proc/PID/status); -1 unknown */
     int from_env; /* 1: id from its environment's SLURM_JOB_ID, which its user sets at will */
 } pfi_proc_job;
-/* Two processes of one job id (have: listed first) run as two users: the one whose id is its
+/* Two processes of one Slurm job id (have: listed first) run as two users: the one whose id is its
  * own word (from_env; else the later one) gets "-uid<U>" after its id, and 1 is returned: they
  * are not one job (merged, one user's GPUs, log and tokens/s became another's).  0: one job. */
 int pfi_proc_job_apart(pfi_proc_job *have, pfi_proc_job *add);

@@ -450,6 +450,44 @@ static void test_caps_held_partial(void **state)
                  sent);
 }
 
+/* A controller's wave that lowers one GPU raises none, even where a node-local event holds the
+ * caps: the others took what it gave up (375 W to 400 W each), which the controller spends on
+ * other nodes. */
+static void test_caps_lower_raises_none(void **state)
+{
+    fx *f = *state;
+    double max = sum_limits(f), now = pfi_clock_wall();
+    int ng = f->n->n_gpus;
+    double top = f->n->gpu[0].dev.max_limit_w, bottom = f->n->gpu[0].dev.min_limit_w;
+    char body[256], caps[1024];
+    snprintf(body, sizeof body, "{\"id\": \"e\", \"start\": %.3f, \"duration_s\": 600, "
+             "\"limit_w\": %.0f}", now - 1, 0.6 * max);
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
+    int o = snprintf(caps, sizeof caps, "{\"epoch\": 1, \"caps\": [");
+    for (int i = 0; i < ng; i++)
+        o += snprintf(caps + o, sizeof caps - o, "%s{\"gpu\": %d, \"cap_w\": %.3f}", i ? ", " : "",
+                      i, top);
+    snprintf(caps + o, sizeof caps - o, "]}");
+    assert_int_equal(call(f, "PUT", "/v1/caps", caps, NULL), 200);
+    double before[PFI_MAX_GPUS];
+    for (int i = 0; i < ng; i++)
+        before[i] = f->n->gpu[i].dev.limit_w;
+    snprintf(caps, sizeof caps, "{\"epoch\": 2, \"caps\": [{\"gpu\": 0, \"cap_w\": %.3f}]}",
+             bottom);
+    assert_int_equal(call(f, "PUT", "/v1/caps", caps, NULL), 200);
+    for (int i = 1; i < ng; i++)
+        if (f->n->gpu[i].dev.limit_w > before[i] + 1e-6)
+            fail_msg("GPU %d rose from %.3f to %.3f W on a wave that lowered GPU 0", i, before[i],
+                     f->n->gpu[i].dev.limit_w);
+    /* The event gone, the caps as the controller sent them. */
+    assert_int_equal(call(f, "DELETE", "/v1/grid/events/e", NULL, NULL), 200);
+    pfi_srv_tick(f->n);
+    double sent = bottom + (ng - 1) * top;
+    if (fabs(sum_limits(f) - sent) > 1e-3)
+        fail_msg("the event gone, limits sum to %.3f W, not the caps' %.3f W", sum_limits(f),
+                 sent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +498,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cut_baseline_outside_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_held_to_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_held_partial, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_caps_lower_raises_none, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

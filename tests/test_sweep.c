@@ -823,6 +823,45 @@ static void test_gpu_lock_root_dir(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Root's default folder of locks, taken over by a user (chowned here): a lock taken in it is
+ * refused, never traded for the shared /run/lock where another root process would lock apart;
+ * the next pfi_gpu_lock_dir moves it aside and makes root's anew.  Not root: the shared folder. */
+static void test_gpu_lock_root_default(void **state)
+{
+    (void)state;
+    char *env = getenv("PFI_LOCK_DIR") ? strdup(getenv("PFI_LOCK_DIR")) : NULL;
+    unsetenv("PFI_LOCK_DIR");
+    char dir[256];
+    assert_int_equal(pfi_gpu_lock_dir(NULL, 0, dir, sizeof dir), 1);
+    struct stat st;
+    if (geteuid() != 0) {
+        assert_null(strstr(dir, "/pfi"));
+    } else {
+        assert_non_null(strstr(dir, "/pfi"));
+        assert_int_equal(lstat(dir, &st), 0);
+        assert_true(S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022));
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        pfi_gpu_locks l = {0};
+        pfi_err e = {0};
+        assert_int_equal(pfi_gpu_lock(&l, dir, 0, "GPU-root-default-test", NULL, NULL, &e),
+                         PFI_EPERM);
+        assert_non_null(strstr(e.msg, "is not root's alone"));
+        assert_int_equal(pfi_gpu_lock_dir(NULL, 0, dir, sizeof dir), 1);
+        assert_int_equal(lstat(dir, &st), 0);
+        assert_true(st.st_uid == 0 && !(st.st_mode & 022));
+        assert_int_equal(pfi_gpu_lock(&l, dir, 0, "GPU-root-default-test", NULL, NULL, &e),
+                         PFI_OK);
+        pfi_gpu_locks_release(&l);
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "rm -f '%s/pfi-gpu-GPU-root-default-test.lock'; rm -rf "
+                 "'%s'.untrusted.*", dir, dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    if (env)
+        setenv("PFI_LOCK_DIR", env, 1);
+    free(env);
+}
+
 /* A journal held by a process that is not its writer (a restore of it) is said to be held by
  * that process, from the kernel's list of locks, not by the writer the file names (dead, or
  * its pid reused by an unrelated program). */
@@ -940,6 +979,7 @@ int main(void)
         cmocka_unit_test(test_gpu_lock_across_journals),
         cmocka_unit_test(test_gpu_lock_planted),
         cmocka_unit_test(test_gpu_lock_root_dir),
+        cmocka_unit_test(test_gpu_lock_root_default),
         cmocka_unit_test(test_journal_holder_named),
         cmocka_unit_test(test_journal_peek),
         cmocka_unit_test(test_meter_recent_rate),

@@ -42,21 +42,41 @@ int pfi_gpu_lock_root_dir(const char *base, char *buf, size_t n)
     return -1;
 }
 
+/* The shared folder locks go in by default: /run/lock, /tmp where there is none. */
+static const char *shared_base(void)
+{
+    struct stat st;
+    return stat("/run/lock", &st) == 0 && S_ISDIR(st.st_mode) ? "/run/lock" : "/tmp";
+}
+
+/* 1 when dir is root's default folder of locks (pfi_gpu_lock_dir as root). */
+static int root_default(const char *dir)
+{
+    char want[64];
+    snprintf(want, sizeof want, "%s/pfi", shared_base());
+    return strcmp(dir, want) == 0;
+}
+
 int pfi_gpu_lock_dir(const char *sim_state, int simulated, char *buf, size_t n)
 {
     const char *env = getenv("PFI_LOCK_DIR");
-    struct stat st;
-    const char *base = stat("/run/lock", &st) == 0 && S_ISDIR(st.st_mode) ? "/run/lock" : "/tmp";
     if (env && *env)
         snprintf(buf, n, "%s", env);
     else if (sim_state && *sim_state)
         snprintf(buf, n, "%s.locks", sim_state);
     else if (simulated)
         return 0;
-    else if (geteuid() == 0 && pfi_gpu_lock_root_dir(base, buf, n) == 0)
-        return 1; /* root's, where no user can open or plant a lock file */
-    else
-        snprintf(buf, n, "%s", base);
+    else if (geteuid() == 0) {
+        /* root's, where no user can open or plant a lock file; one it cannot make so is
+         * refused when a lock is taken (pfi_gpu_lock), never traded for the shared folder,
+         * where another root process would lock apart from this one */
+        for (int tries = 0; tries < 8 && pfi_gpu_lock_root_dir(shared_base(), buf, n) != 0;
+             tries++) {
+        }
+        snprintf(buf, n, "%s/pfi", shared_base());
+    } else {
+        snprintf(buf, n, "%s", shared_base());
+    }
     return 1;
 }
 
@@ -232,6 +252,11 @@ int pfi_gpu_lock(pfi_gpu_locks *l, const char *dir, int gpu, const char *uuid,
         return pfi_err_set(err, PFI_EIO, "cannot make the GPU lock folder %s: %s (set "
                            "PFI_LOCK_DIR to a folder every writer of the limits shares)",
                            dir, strerror(errno));
+    struct stat ds;
+    if (geteuid() == 0 && root_default(dir) && (lstat(dir, &ds) != 0 || !root_only(&ds)))
+        return pfi_err_set(err, PFI_EPERM, "the GPU lock folder %s is not root's alone (made "
+                           "by another user, and it could not be replaced): remove it and run "
+                           "again", dir);
     snprintf(path, sizeof path, "%s/pfi-gpu-%s.lock", dir, name);
     int fd = -1, locked = 0, fe = 0;
     for (int tries = 0; tries < 4 && !locked; tries++) {

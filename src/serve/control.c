@@ -215,12 +215,20 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t *
          * node holds the controller's caps already, else the limit it holds (a controller names
          * only the GPUs whose caps change).  Named, every GPU can be held to a grid event of
          * the node's own, and given back its cap when the event ends. */
+        double intent[PFI_MAX_GPUS]; /* the caps kept for later decisions */
         pthread_mutex_lock(&n->mu);
         int external = n->mode == SRV_MODE_EXTERNAL;
-        for (int i = 0; i < n->n_gpus; i++)
-            if (isnan(caps[i]) && n->snap[i].up)
-                caps[i] = external && !isnan(n->ext_caps[i]) ? n->ext_caps[i]
-                                                             : n->snap[i].dev.limit_w;
+        for (int i = 0; i < n->n_gpus; i++) {
+            intent[i] = caps[i];
+            if (!isnan(caps[i]) || !n->snap[i].up)
+                continue;
+            double lim = n->snap[i].dev.limit_w;
+            intent[i] = external && !isnan(n->ext_caps[i]) ? n->ext_caps[i] : lim;
+            /* Not above what it holds in this decision: a controller's wave that lowers one
+             * GPU raises none (held to an event, the others would take what it gave up, and
+             * the controller has spent it on other nodes). */
+            caps[i] = intent[i] < lim ? intent[i] : lim;
+        }
         pthread_mutex_unlock(&n->mu);
         /* A grid event the node took before these caps came holds them (node.c's
          * plan_external): said in the decision, and once as an event when it starts to. */
@@ -248,7 +256,7 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t *
             if (epoch > 0)
                 n->caps_epoch = epoch;
             for (int i = 0; i < n->n_gpus; i++)
-                n->ext_caps[i] = caps[i];
+                n->ext_caps[i] = intent[i];
             n->ramping = 0;
             pthread_mutex_unlock(&n->mu);
             if (result && *result)

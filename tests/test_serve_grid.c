@@ -346,6 +346,16 @@ static void test_cut_baseline_outside_events(void **state)
     json_decref(d);
 }
 
+/* PUT /v1/caps's body: epoch, every GPU of f's node at cap_w. */
+static void caps_all(fx *f, int epoch, double cap_w, char *out, size_t size)
+{
+    int o = snprintf(out, size, "{\"epoch\": %d, \"caps\": [", epoch);
+    for (int i = 0; i < f->n->n_gpus; i++)
+        o += snprintf(out + o, size - (size_t)o, "%s{\"gpu\": %d, \"cap_w\": %.3f}",
+                      i ? ", " : "", i, cap_w);
+    snprintf(out + o, size - (size_t)o, "]}");
+}
+
 /* A cluster controller's caps that come while an event taken on the node binds are held to
  * the event's budget (they replaced it without a word while the event showed itself binding and
  * its report counted the excess); an event taken before the caps that starts after them holds
@@ -364,11 +374,7 @@ static void test_caps_held_to_event(void **state)
              "\"limit_w\": %.0f}", now + ahead + 1.5, 0.5 * max);
     assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
     assert_true(sum_limits(f) <= 0.6 * max + 1e-3);
-    int o = snprintf(caps, sizeof caps, "{\"epoch\": 1, \"caps\": [");
-    for (int i = 0; i < f->n->n_gpus; i++)
-        o += snprintf(caps + o, sizeof caps - o, "%s{\"gpu\": %d, \"cap_w\": %.3f}", i ? ", " : "",
-                      i, f->n->gpu[i].dev.max_limit_w);
-    snprintf(caps + o, sizeof caps - o, "]}");
+    caps_all(f, 1, f->n->gpu[0].dev.max_limit_w /* every GPU alike */, caps, sizeof caps);
     json_t *d;
     assert_int_equal(call(f, "PUT", "/v1/caps", caps, &d), 200);
     const char *why = json_string_value(json_object_get(d, "reason"));
@@ -418,11 +424,7 @@ static void test_caps_held_partial(void **state)
              "\"limit_w\": %.0f}", now + ahead + 1.5, 0.6 * max);
     assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
     double low = 0.75 * max / ng; /* every GPU: under e0's budget */
-    int o = snprintf(caps, sizeof caps, "{\"epoch\": 1, \"caps\": [");
-    for (int i = 0; i < ng; i++)
-        o += snprintf(caps + o, sizeof caps - o, "%s{\"gpu\": %d, \"cap_w\": %.3f}", i ? ", " : "",
-                      i, low);
-    snprintf(caps + o, sizeof caps - o, "]}");
+    caps_all(f, 1, low, caps, sizeof caps);
     json_t *d;
     assert_int_equal(call(f, "PUT", "/v1/caps", caps, NULL), 200);
     assert_int_equal(call(f, "GET", "/v1/allocation", NULL, &d), 200);
@@ -463,11 +465,7 @@ static void test_caps_lower_raises_none(void **state)
     snprintf(body, sizeof body, "{\"id\": \"e\", \"start\": %.3f, \"duration_s\": 600, "
              "\"limit_w\": %.0f}", now - 1, 0.6 * max);
     assert_int_equal(call(f, "POST", "/v1/grid/events", body, NULL), 201);
-    int o = snprintf(caps, sizeof caps, "{\"epoch\": 1, \"caps\": [");
-    for (int i = 0; i < ng; i++)
-        o += snprintf(caps + o, sizeof caps - o, "%s{\"gpu\": %d, \"cap_w\": %.3f}", i ? ", " : "",
-                      i, top);
-    snprintf(caps + o, sizeof caps - o, "]}");
+    caps_all(f, 1, top, caps, sizeof caps);
     assert_int_equal(call(f, "PUT", "/v1/caps", caps, NULL), 200);
     double before[PFI_MAX_GPUS];
     for (int i = 0; i < ng; i++)

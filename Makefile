@@ -264,6 +264,7 @@ BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 # systemd reads units from /usr/local/lib/systemd/system too; a system install uses the
 # distribution's directory (pkg-config systemd), as does Slurm's plugin directory.
 SYSTEMDUNITDIR ?= $(if $(filter /usr,$(PREFIX)),$(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/usr/lib/systemd/system),$(PREFIX)/lib/systemd/system)
+TMPFILESDIR ?= $(if $(filter /usr,$(PREFIX)),$(or $(shell pkg-config --variable=tmpfilesdir systemd 2>/dev/null),/usr/lib/tmpfiles.d),$(PREFIX)/lib/tmpfiles.d)
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 SLURM_PLUGINDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/$(MULTIARCH)/slurm-wlm,$(LIBDIR)/slurm)
 
@@ -290,6 +291,7 @@ install: install-files
 	for u in contrib/systemd/*.service; do \
 	  sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $$u > $(BUILD)/$$(basename $$u); \
 	  inst 644 $(BUILD)/$$(basename $$u) $(SYSTEMDUNITDIR)/$$(basename $$u); done; \
+	inst 644 contrib/systemd/pfi.tmpfiles $(TMPFILESDIR)/pfi.conf; \
 	for pg in $(MANPAGES); do f=$$(basename $$pg); inst 644 $$pg $(MANDIR)/man$${f##*.}/$$f; done; \
 	inst 644 contrib/bash-completion/pfi $(BASHCOMPDIR)/pfi; \
 	inst 644 contrib/pfi-serve.conf.example $(DOCDIR)/examples/serve.conf; \
@@ -318,8 +320,10 @@ uninstall:
 	rm -f "$$D$(PKGLIBEXECDIR)/pfi-prolog.sh" "$$D$(PKGLIBEXECDIR)/pfi-epilog.sh" \
 	  "$$D$(PKGLIBEXECDIR)/pfi-slurm-lib.sh"; rmdir "$$D$(PKGLIBEXECDIR)" 2>/dev/null; \
 	for u in contrib/systemd/*.service; do rm -f "$$D$(SYSTEMDUNITDIR)/$$(basename $$u)"; done; \
+	rm -f "$$D$(TMPFILESDIR)/pfi.conf"; \
 	for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
+	  $(TMPFILESDIR) \
 	  $(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(DATADIR)/doc; do \
 	  rmdir "$$D$$d" 2>/dev/null || true; done; echo "uninstalled pfi from $(DESTDIR)$(PREFIX)"
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -type f -name '*.d' 2>/dev/null)

@@ -256,6 +256,10 @@ cat > "$stage/DEBIAN/postinst" <<EOT
 #!/bin/sh
 set -e
 $conf_fn
+# Root's folder of GPU locks now, not at the next boot (what dh_installtmpfiles's postinst does).
+if [ "\$1" = configure ] && command -v systemd-tmpfiles >/dev/null 2>&1; then
+    systemd-tmpfiles --create pfi.conf >/dev/null || true
+fi
 if [ "\$1" = configure ] && [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null || true
     if [ -n "\$2" ]; then

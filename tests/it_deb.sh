@@ -60,7 +60,7 @@ infile() { # package, then the files it must hold
 }
 infile pfi /usr/bin/pfi /usr/lib/$ma/slurm-wlm/pfi_spank.so \
   /lib/systemd/system/pfi-serve.service /lib/systemd/system/pfi-cluster.service \
-  /usr/share/man/man1/pfi.1.gz /usr/share/man/man5/pfi-serve.conf.5.gz
+  /usr/lib/tmpfiles.d/pfi.conf /usr/share/man/man1/pfi.1.gz /usr/share/man/man5/pfi-serve.conf.5.gz
 infile libpfi0 /usr/lib/$ma/libpfi.so.$version /usr/lib/$ma/libpfi.so.0
 infile libpfi-dev /usr/lib/$ma/libpfi.a /usr/lib/$ma/libpfi.so /usr/include/pfi/pfi.h \
   /usr/lib/$ma/pkgconfig/pfi.pc
@@ -93,7 +93,7 @@ dpkg-deb -e "$deb" "$T/ctl" || fail "dpkg-deb -e"
 mkdir -p "$T/stub" "$T/run/systemd/system"
 # deb-systemd-helper too: the real one, found on PATH, would record the units' state in this
 # machine's /var/lib/systemd.
-for c in deb-systemd-invoke systemctl pfi deb-systemd-helper; do
+for c in deb-systemd-invoke systemctl pfi deb-systemd-helper systemd-tmpfiles; do
   printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$c" "$T/calls" > "$T/stub/$c"
   chmod 755 "$T/stub/$c"
 done
@@ -191,6 +191,8 @@ maint prerm upgrade "$version"
 maint postinst configure ""
 grep -qx 'systemctl --system daemon-reload' "$T/calls" || fail "postinst configure: $(cat "$T/calls")"
 grep -q restart "$T/calls" && fail "a first install restarts: $(cat "$T/calls")"
+# Root's folder of GPU locks made at install, not only at the next boot.
+grep -qx 'systemd-tmpfiles --create pfi.conf' "$T/calls" || fail "postinst configure does not make /run/lock/pfi: $(cat "$T/calls")"
 # The stub systemctl says every unit is active: the try-restart is a held one, asked before.
 marker=$T/var/lib/pfi/journal.hold-next-stop
 printf '#!/bin/sh\necho "deb-systemd-invoke $*" >> "%s"\n[ -e "%s" ] && echo "(held restart asked)" >> "%s"\nexit 0\n' \
@@ -247,6 +249,8 @@ for p in pfi libpfi0 libpfi-dev; do
     echo "FAIL: a $p package is installed already; this test would replace it"; exit 1
   fi
 done
+# So that the postinst is seen to make it (an empty one only: a lock file in it is in use).
+rmdir /run/lock/pfi 2>/dev/null
 # dpkg takes a lock; another installation may hold it for a moment.
 try=0
 until dpkg -i $debs > "$T/dpkg.log" 2>&1; do
@@ -263,6 +267,11 @@ head -n 1 "$T/v" | grep -qx "pfi $version" || fail "installed pfi --version says
 grep -q 'H200' "$T/gpus" || fail "pfi gpus --backend sim lists no simulated H200: $(cat "$T/gpus")"
 ldconfig -p | grep -q 'libpfi\.so\.0 ' || fail "ldconfig does not know libpfi.so.0"
 [ "$(pkg-config --modversion pfi 2>/dev/null)" = "$version" ] || fail "pkg-config does not find the installed pfi"
+# The postinst's systemd-tmpfiles: root's folder of GPU locks, root's alone.
+if command -v systemd-tmpfiles >/dev/null 2>&1; then
+  [ "$(stat -c '%U %a' /run/lock/pfi 2>/dev/null)" = "root 755" ] ||
+    fail "after install /run/lock/pfi is '$(stat -c '%U %a' /run/lock/pfi 2>&1)', not root's 755"
+fi
 if command -v systemd-analyze >/dev/null 2>&1; then
   systemd-analyze verify --man=no /lib/systemd/system/pfi-serve.service > "$T/verify" 2>&1 ||
     fail "installed pfi-serve.service: $(cat "$T/verify")"

@@ -29,6 +29,8 @@ ls "$D"/lib/systemd/system/pfi-serve.service "$D"/usr/lib/systemd/system/pfi-ser
 grep -h '^ExecStart=/usr/bin/pfi serve' "$D"/lib/systemd/system/pfi-serve.service \
   "$D"/usr/lib/systemd/system/pfi-serve.service 2>/dev/null | grep -q . ||
   fail "pfi-serve.service does not start /usr/bin/pfi"
+grep -qx 'd /run/lock/pfi 0755 root root -' "$D"/usr/lib/tmpfiles.d/pfi.conf 2>/dev/null ||
+  fail "no tmpfiles.d entry for root's folder of GPU locks (/usr/lib/tmpfiles.d/pfi.conf)"
 
 # Only pfi_* names leave the shared library; its soname carries the ABI version.
 so=$D/usr/lib/libpfi.so

@@ -515,6 +515,36 @@ static void test_fine_sweep_thinned(void **state)
     assert_true(fabs(c.fit.p[0] - 2) < 0.01 && fabs(c.fit.p[1] - 2) < 0.01);
 }
 
+static void test_baseline_capped(void **state)
+{
+    pfi_run run;
+    memset(&run, 0, sizeof run);
+    run.default_limit_w = 700;
+    double caps[3] = {700, 500, 600}, tput[3] = {1000, 900, 950};
+    for (int k = 0; k < 3; k++) {
+        pfi_level *l = &run.levels[run.n_levels++];
+        l->cap_w = caps[k];
+        l->power_w = caps[k] - 20;
+        l->tput = tput[k];
+    }
+    int b = pfi_run_baseline(&run);
+    assert_int_equal(b, 0);
+    assert_false(pfi_run_baseline_capped(&run, b));
+    /* The default limit's window gave no rate: the 600 W level stands in, and says so. */
+    run.levels[0].tput = 0;
+    b = pfi_run_baseline(&run);
+    assert_int_equal(b, 2);
+    assert_true(pfi_run_baseline_capped(&run, b));
+    /* Within half a watt is the default limit; an unknown default limit says nothing. */
+    run.levels[2].cap_w = 699.6;
+    run.default_limit_w = 700;
+    assert_false(pfi_run_baseline_capped(&run, 2));
+    run.levels[2].cap_w = 600;
+    run.default_limit_w = NAN;
+    assert_false(pfi_run_baseline_capped(&run, 2));
+    assert_false(pfi_run_baseline_capped(&run, -1));
+}
+
 static void test_cap_mapping(void **state)
 {
     SKIP_WITHOUT_DATA();
@@ -572,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_real_pfi30_against_summary),
         cmocka_unit_test(test_real_a100_binds_at_once),
         cmocka_unit_test(test_fine_sweep_thinned),
+        cmocka_unit_test(test_baseline_capped),
         cmocka_unit_test(test_cap_mapping),
     };
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

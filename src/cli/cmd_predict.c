@@ -233,8 +233,7 @@ static int predict_stored(const pfi_runset *rs, const pfi_model *m, json_t *arr)
         /* A default-limit level with no rate (a first window the log gave nothing in) made the
          * highest capped one the baseline, the prediction and "measured" moved, and nothing
          * said so (--live refuses a capped baseline unless --allow-capped, and marks it). */
-        if (b >= 0 && isfinite(run->default_limit_w) &&
-            fabs(run->levels[b].cap_w - run->default_limit_w) > 0.5)
+        if (pfi_run_baseline_capped(run, b))
             snprintf(p.base_note, sizeof p.base_note,
                      "no usable level at its %.0f W default limit: predicted from its %.0f W "
                      "level, a capped baseline",

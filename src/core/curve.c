@@ -339,6 +339,12 @@ int pfi_run_baseline(const pfi_run *run)
     return best;
 }
 
+int pfi_run_baseline_capped(const pfi_run *run, int b)
+{
+    return b >= 0 && b < run->n_levels && isfinite(run->default_limit_w) &&
+           fabs(run->levels[b].cap_w - run->default_limit_w) > 0.5;
+}
+
 /* Indices of the usable levels (throughput and power measured), by cap ascending; at most
  * PFI_CURVE_MAX_PTS of them, the baseline b always kept.  Returns how many. */
 static int usable_levels(const pfi_run *run, int b, int *idx)

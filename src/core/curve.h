@@ -83,6 +83,9 @@ int pfi_curve_never_bound(const pfi_curve *c);
 /* Index of the baseline level of a run: the level at the default limit (within 0.5 W), else the
  * one at the highest cap.  -1 when the run has no level with a positive throughput. */
 int pfi_run_baseline(const pfi_run *run);
+/* 1 when baseline level b is not at the run's known default limit (no usable level there: a
+ * first window the log gave no rate in), so what is read from it is a capped job's. */
+int pfi_run_baseline_capped(const pfi_run *run, int b);
 
 /* Builds the curve of a run: baseline, points, monotone fit, parametric fit of `family`
  * (pfi_default_family when < 0).  Needs the baseline and at least 2 other usable levels

@@ -61,6 +61,18 @@ before=$(sqlite3 "$tmp/cut.db" 'select run_id, cap_w, power_w from levels order 
 has "$tmp/err" "nsdi/summary_power_a40.csv line 3: the file ends inside a line (a copy cut short?): nothing imported"
 [ "$(sqlite3 "$tmp/cut.db" 'select run_id, cap_w, power_w from levels order by 1, 2')" = "$before" ] ||
     fail "a refused cut file changed the store"
+# A UTF-8 name is padded by columns in the listing: the columns after it line up with the
+# header's (padded by bytes, they started one column early per accented letter).
+printf '%s\nci,n\303\251t\342\202\254,8,adam,300,10,270\nci,n\303\251t\342\202\254,8,adam,250,11,240\n' "$H" >"$tmp/nsdi/summary_power_a40.csv"
+"$PFI_BIN" import zeus-nsdi "$tmp/nsdi" --db "$tmp/utf8.db" >"$tmp/out" 2>"$tmp/err" || fail "import of a UTF-8 name: $(cat "$tmp/err")"
+"$PFI_BIN" runs --db "$tmp/utf8.db" >"$tmp/out" 2>&1 || fail "pfi runs: $(cat "$tmp/out")"
+python3 - "$tmp/out" <<'PY' || fail "pfi runs: columns misaligned after a UTF-8 name: $(cat "$tmp/out")"
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+col = lines[0].index("SOURCE")
+rows = [l for l in lines[1:] if "n\u00e9t" in l]
+sys.exit(not rows or any(l[col:col + 8] != "zeus-nsd" for l in rows))
+PY
 # An import that fails into a store it created leaves no empty store behind.
 [ ! -e "$db" ] || fail "a failed import left a database at $db"
 # Two files that give one run name (the same GPUs in another order) are refused with both

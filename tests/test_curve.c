@@ -515,6 +515,64 @@ static void test_fine_sweep_thinned(void **state)
     assert_true(fabs(c.fit.p[0] - 2) < 0.01 && fabs(c.fit.p[1] - 2) < 0.01);
 }
 
+/* A run drawing min(cap, 650 W) whose levels at 600, 500 and 400 W lose s[0..2]. */
+static void shed_run(pfi_run *run, const double *s)
+{
+    memset(run, 0, sizeof *run);
+    snprintf(run->name, sizeof run->name, "shed");
+    run->default_limit_w = run->max_limit_w = 700;
+    run->min_limit_w = 200;
+    double caps[4] = {700, 600, 500, 400}, loss[4] = {0, s[0], s[1], s[2]};
+    for (int k = 0; k < 4; k++) {
+        pfi_level *l = &run->levels[run->n_levels++];
+        l->cap_w = caps[k];
+        l->power_w = caps[k] < 650 ? caps[k] : 650;
+        l->tput = 1000 * (1 - loss[k]);
+        l->tput_lo = l->tput_hi = NAN;
+    }
+}
+
+static void test_shed_on_interpolation(void **state)
+{
+    /* r = 1/13, 3/13, 5/13 lose 5%, 8%, 20%: the SLA primitive is read on the broken line
+     * through the measured points from the origin, as the headline is, whatever the fit says
+     * (a power law through these misses the first point by a point and a half). */
+    double s[3] = {0.05, 0.08, 0.20};
+    pfi_run run;
+    shed_run(&run, s);
+    pfi_index x;
+    pfi_index_opts o = pfi_index_defaults();
+    o.n_boot = 0;
+    pfi_err e = {0};
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    double r1 = 1.0 / 13, r2 = 3.0 / 13, r3 = 5.0 / 13;
+    assert_true(fabs(x.shed_at[0] - 0.02 / 0.05 * r1) < 1e-9);
+    assert_true(fabs(x.shed_at[1] - r1) < 1e-9);
+    assert_true(fabs(x.shed_at[2] - (r2 + 0.02 / 0.12 * (r3 - r2))) < 1e-9);
+    for (int k = 0; k < PFI_N_BUDGETS; k++)
+        assert_false(x.shed_limited[k] || x.shed_extrap[k]);
+    assert_true(pfi_fit_s(&x.fit, x.shed_at[0]) < 0.02 - 1e-3); /* the fit would give more */
+
+    /* Never over budget within the sweep: the deepest measured shed, a lower bound; read on the
+     * fit beyond it only when extrapolating, and marked. */
+    double flat[3] = {0.002, 0.005, 0.015};
+    shed_run(&run, flat);
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    assert_true(fabs(x.shed_at[0] - r3) < 1e-9 && x.shed_limited[0] && !x.shed_extrap[0]);
+    /* A curve whose GPUs go down to 200 W (the sweep stopped at 400): past r3 on the fit. */
+    pfi_curve c;
+    assert_int_equal(pfi_curve_from_run(&run, -1, &c, &e), PFI_OK);
+    c.min_cap_w = 200;
+    o.extrapolate = 1;
+    assert_int_equal(pfi_index_curve(&c, NULL, &o, &x, &e), PFI_OK);
+    assert_true(x.shed_extrap[2] && x.shed_at[2] > r3 + 0.01);
+    assert_true(fabs(pfi_fit_s(&x.fit, x.shed_at[2]) - 0.10) < 1e-6 ||
+                (x.shed_limited[2] && fabs(x.shed_at[2] - (1 - 200.0 / 650)) < 1e-9));
+    o.extrapolate = 0;
+    assert_int_equal(pfi_index_curve(&c, NULL, &o, &x, &e), PFI_OK);
+    assert_true(fabs(x.shed_at[2] - r3) < 1e-9 && x.shed_limited[2] && !x.shed_extrap[2]);
+}
+
 static void test_baseline_capped(void **state)
 {
     pfi_run run;
@@ -602,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_real_pfi30_against_summary),
         cmocka_unit_test(test_real_a100_binds_at_once),
         cmocka_unit_test(test_fine_sweep_thinned),
+        cmocka_unit_test(test_shed_on_interpolation),
         cmocka_unit_test(test_baseline_capped),
         cmocka_unit_test(test_cap_mapping),
     };

@@ -44,6 +44,9 @@ static const topic topics[] = {
      "(more than 0.01 beyond: left out unless --extrapolate).  The 95% interval of PFI30 comes\n"
      "from a seeded wild bootstrap of the fit's residuals plus each level's own throughput\n"
      "interval, each replicate read on both curves: it covers the choice between them.\n"
+     "The SLA shed is read on the same interpolation, walking out from the origin until the\n"
+     "slowdown first passes the budget; where it never does, the deepest shed measured (a\n"
+     "lower bound, marked +), or with --extrapolate the power law beyond it (marked *).\n"
      "\n"
      "Commands: pfi index, pfi predict, pfi model eval, pfi model probe-eval.\n"},
     {"predict", "runtime prediction of a job's curve from its baseline telemetry",

@@ -83,6 +83,12 @@ static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index 
     }
     json_object_set_new(o, "shed_at_slowdown", shed);
     json_object_set_new(o, "shed_limited_by_range", lim);
+    json_t *sx = json_object();
+    for (int i = 0; i < PFI_N_BUDGETS; i++) {
+        depth_key(k, sizeof k, pfi_budgets[i]);
+        json_object_set_new(sx, k, json_boolean(x->shed_extrap[i]));
+    }
+    json_object_set_new(o, "shed_extrapolated", sx);
     json_t *p = json_array();
     for (int i = 0; i < pfi_family_params(x->fit.family); i++)
         json_array_append_new(p, json_real(x->fit.p[i]));
@@ -134,11 +140,17 @@ static void print_row(const pfi_run *r, const pfi_index *x, int w)
         snprintf(note, sizeof note, "cap never bound");
     else if (x->non_monotone)
         snprintf(note, sizeof note, "non-monotone");
+    /* A shed is a lower bound (+) where the budget was not used up over the range read, and
+     * read on the fit (*) past the deepest measured shed. */
+    char sh[PFI_N_BUDGETS][16];
+    for (int i = 0; i < PFI_N_BUDGETS; i++)
+        snprintf(sh[i], sizeof sh[i], "%.3f%s", x->shed_at[i],
+                 x->shed_extrap[i] ? "*" : x->shed_limited[i] ? "+" : "");
     char t0[32];
-    printf("%-*s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %5.3f %5.3f %5.3f %s\n",
+    printf("%-*s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %6s %6s %6s %s\n",
            pfi_text_pad(name, w), name,
            r->gpu_type, x->p0_w, pfi_fmt_fixed(t0, sizeof t0, x->t0, 4), c[0], c[1], c[2], ci,
-           c[3], x->shed_at[0], x->shed_at[1], x->shed_at[2], note);
+           c[3], sh[0], sh[1], sh[2], note);
 }
 
 static int compare_families(const pfi_runset *rs, int as_json)
@@ -242,7 +254,7 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
     json_t *arr = json_array();
     int w = name_width(rs);
     if (!as_json)
-        printf("%-*s %-9s %6s %10s %7s %7s %7s %-13s %7s %5s %5s %5s\n", w, "run", "gpu",
+        printf("%-*s %-9s %6s %10s %7s %7s %7s %-13s %7s %6s %6s %6s\n", w, "run", "gpu",
                "P0 W", "T0", "PFI10", "PFI20", "PFI30", "PFI30 95% CI", "PFI40", "shed2",
                "shed5", "shed10");
     pfi_progress pg; /* the rows are printed as they come: the line is cleared before each */
@@ -303,7 +315,9 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
         json_decref(arr);
         printf("%d of %d runs indexed from %s; PFI: the monotone interpolation of the measured "
                "points where they reach the depth, else the fitted curve marked * (extrapolated "
-               "beyond the deepest measured shed); the CI spans both curves' bootstrap\n",
+               "beyond the deepest measured shed); the CI spans both curves' bootstrap; shed2/5/10: "
+               "the power shed within a 2/5/10%% slowdown on the same interpolation, + a lower "
+               "bound (the slowdown never reached it), * read on the fit beyond\n",
                ok, rs->n, rs->where);
     }
     return status;

@@ -11,6 +11,7 @@
 #include "report/report.h"
 #include "store/store.h"
 #include "util/json.h"
+#include "util/text.h"
 
 
 /* A --source no writer gives and no run of this store has is a typo, refused as squeue refuses
@@ -127,8 +128,8 @@ static int runs_list(int argc, char **argv)
     json_t *arr = as_json ? json_array() : NULL;
     int w = 4; /* the NAME column fits the longest name shown */
     for (int i = 0; i < n; i++)
-        if ((!source || strcmp(source, v[i].source) == 0) && (int)strlen(v[i].name) > w)
-            w = (int)strlen(v[i].name);
+        if ((!source || strcmp(source, v[i].source) == 0) && pfi_text_cols(v[i].name) > w)
+            w = pfi_text_cols(v[i].name);
     if (!as_json)
         printf("%-5s %-*s %-10s %-15s %3s %6s %-21s %10s %7s %8s %-11s %s\n", "ID", w, "NAME",
                "SOURCE", "GPU", "N", "LEVELS", "UNIT", "T0", "P0(W)", "GPU-S", "STATUS",
@@ -156,9 +157,12 @@ static int runs_list(int argc, char **argv)
             pfi_fmt_fixed(t0, sizeof t0, r->t0, 4);
             fmt_num(p0, sizeof p0, r->p0, "%.1f");
             fmt_num(gs, sizeof gs, gpu_s, "%.0f");
-            printf("%-5lld %-*s %-10s %-15s %3d %6d %-21s %10s %7s %8s %-11s %s\n", r->id, w,
-                   r->name, r->source, r->gpu_type, r->n_gpus, r->n_levels, r->unit_label, t0, p0,
-                   gs, r->status, r->backend[0] ? r->backend : "-");
+            /* Padded by columns, not bytes: names may be UTF-8. */
+            printf("%-5lld %-*s %-*s %-*s %3d %6d %-*s %10s %7s %8s %-11s %s\n", r->id,
+                   pfi_text_pad(r->name, w), r->name, pfi_text_pad(r->source, 10), r->source,
+                   pfi_text_pad(r->gpu_type, 15), r->gpu_type, r->n_gpus, r->n_levels,
+                   pfi_text_pad(r->unit_label, 21), r->unit_label, t0, p0, gs, r->status,
+                   r->backend[0] ? r->backend : "-");
         }
     }
     free(v);

@@ -97,6 +97,55 @@ static double mono_s(const pfi_curve *c, double r)
     return pfi_lerp_sorted(rr, ss, m, r);
 }
 
+/* Largest shed on the monotone interpolation before its slowdown first passes s_max, walking
+ * out from the origin (a later point back under s_max does not count: the cap on the way
+ * there broke the budget); *used 0 when the measured points never pass it (then r_max). */
+static double mono_shed(const pfi_curve *c, double s_max, int *used)
+{
+    double s_lv[PFI_CURVE_MAX_PTS], rr[PFI_CURVE_MAX_PTS + 1], ss[PFI_CURVE_MAX_PTS + 1];
+    for (int k = 0; k < c->n; k++)
+        s_lv[k] = 1.0 - c->rel_mono[k];
+    int m = pfi_curve_below_points(c, s_lv, 0, NULL, 0, rr, ss);
+    *used = 1;
+    for (int k = 1; k < m; k++)
+        if (ss[k] > s_max) {
+            double ds = ss[k] - ss[k - 1];
+            double f = ds > 0 ? (s_max - ss[k - 1]) / ds : 0;
+            return rr[k - 1] + (f > 0 ? f : 0) * (rr[k] - rr[k - 1]);
+        }
+    *used = 0;
+    return rr[m - 1];
+}
+
+/* The SLA primitive at budget k: the monotone interpolation of the measured points (as the
+ * headline is read; the fit overstated it where it misses the data, 91 budgets of 68 public
+ * runs at a measured level already over budget), the fit only past the deepest measured shed
+ * when extrapolating to r_limit (marked).  A cap that never bound keeps the fit (s = 0). */
+static void fill_shed(const pfi_curve *c, double r_limit, pfi_index *out)
+{
+    for (int k = 0; k < PFI_N_BUDGETS; k++) {
+        double b = pfi_budgets[k];
+        out->shed_extrap[k] = 0;
+        if (out->never_bound || c->n < 1) {
+            out->shed_at[k] = pfi_shed_at_slowdown(&c->fit, b, r_limit);
+            out->shed_limited[k] = pfi_fit_s(&c->fit, r_limit) <= b;
+            continue;
+        }
+        int used;
+        double r = mono_shed(c, b, &used);
+        out->shed_limited[k] = !used;
+        if (!used && r_limit > r) {
+            double rf = pfi_shed_at_slowdown(&c->fit, b, r_limit);
+            if (rf > r) {
+                r = rf;
+                out->shed_extrap[k] = 1;
+            }
+            out->shed_limited[k] = pfi_fit_s(&c->fit, r_limit) <= b;
+        }
+        out->shed_at[k] = r;
+    }
+}
+
 /* PFI at d on the monotone interpolation, only where the measured sheds reach d. */
 static double interp_pfi(const pfi_curve *c, double d)
 {
@@ -287,10 +336,7 @@ int pfi_index_curve(const pfi_curve *c, const double *sd, const pfi_index_opts *
     double r_limit = c->r_max;
     if (o.extrapolate && c->min_cap_w > 0 && 1.0 - c->min_cap_w / c->p0_w > r_limit)
         r_limit = 1.0 - c->min_cap_w / c->p0_w;
-    for (int k = 0; k < PFI_N_BUDGETS; k++) {
-        out->shed_at[k] = pfi_shed_at_slowdown(&c->fit, pfi_budgets[k], r_limit);
-        out->shed_limited[k] = pfi_fit_s(&c->fit, r_limit) <= pfi_budgets[k];
-    }
+    fill_shed(c, r_limit, out);
 
     fit_pts pts;
     collect_points(c, sd, &pts, out);

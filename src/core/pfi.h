@@ -58,8 +58,13 @@ typedef struct pfi_index {
     double pfi_mono_at[PFI_N_DEPTHS]; /* on the monotone fit (never extrapolated) */
     double head_at[PFI_N_DEPTHS];    /* the headline rule at pfi_depths[]: interpolation where
                                       * bracketed, else pfi_at (marked by extrap_at) */
-    double shed_at[PFI_N_BUDGETS];   /* largest r with s(r) <= pfi_budgets[k] */
-    int shed_limited[PFI_N_BUDGETS]; /* 1: the budget was not used up within the reachable range */
+    double shed_at[PFI_N_BUDGETS];   /* largest r with s(r) <= pfi_budgets[k], s read on the
+                                      * monotone interpolation of the measured points (the fit
+                                      * past r_max only with extrapolate; a cap never bound: the
+                                      * fit's s = 0) */
+    int shed_limited[PFI_N_BUDGETS]; /* 1: the budget was not used up within the reachable range
+                                      * (shed_at is then a lower bound) */
+    int shed_extrap[PFI_N_BUDGETS];  /* 1: shed_at read on the fit beyond r_max */
     double s_max_seen;       /* largest measured slowdown */
     int non_monotone;        /* measured throughput rose somewhere as the cap fell (> 1%) */
 } pfi_index;

@@ -53,6 +53,7 @@ start_serve 127.0.0.1:0
 note "listening on $ADDR"
 NOMINAL=5600
 MAX=$(curl -sf "http://$ADDR/v1/gpus" | tr ',' '\n' | awk -F: '/"max_limit_w"/ { s += $2 } END { print s }')
+ORIG=$(sum_limits)
 
 # ---- bad events: 4xx, nothing stored, nothing changed ----
 before=$(limits)
@@ -216,6 +217,24 @@ le "$(sum_limits)" 4000 || fail "the start after a held stop: $(limits)"
 [ "$(code -X DELETE -H "$AUTH" "http://$ADDR/v1/grid/events/stop1")" = 200 ] || fail "delete stop1"
 note "a stop during an event held its limits; the next start kept them"
 
+# ---- ...but a listed event whose cap is not in force (due in two hours) does not hold a
+# standalone stop under a manual budget: read from the manual budget, every listed event was
+# in force, one done an hour ago or due next year, and the GPUs stayed capped ----
+[ "$(code -X PUT -H "$AUTH" -d '{"watts":4500}' "http://$ADDR/v1/budget")" = 200 ] ||
+    fail "budget 4500 W: $(cat "$dir/body")"
+[ "$(post '{"id":"later","start":'"$(($(now | cut -d. -f1) + 7200))"',"duration_s":600,"limit_w":3000}')" = 201 ] ||
+    fail "event later: $(cat "$dir/body")"
+i=0
+until le "$(sum_limits)" 4500; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "budget 4500 W not in force: $(limits)"
+    sleep 0.05
+done
+held=$(grep -c "the limits are held" "$dir/serve.log")
 note "MAX $MAX W; events: $(n_events)"
 stop_serve TERM
+[ "$(grep -c "the limits are held" "$dir/serve.log")" = "$held" ] ||
+    fail "a stop with an event due in 2 h held the limits: $(tail -n 3 "$dir/serve.log")"
+[ "$(sum_limits)" = "$ORIG" ] || fail "a standalone stop with no event in force: $(limits), not the originals ($ORIG W)"
+[ -s "$PFI_JOURNAL" ] && fail "the restoring stop left the journal"
+note "a stop under a manual budget with an event due later restored the originals"
 echo "it_grid: ok"

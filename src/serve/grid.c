@@ -67,8 +67,10 @@ static double limit_locked(srv_node *n, double manual_w, double now, int *bi)
 
 int pfi_srv_grid_committed_locked(const srv_node *n, double now, char *id, size_t size)
 {
-    pfi_event_site site = pfi_srv_grid_site(n, n->manual_w);
-    /* Over the span the node plans ahead: an event about to start is already in its caps. */
+    /* The events' own caps, whatever the manual budget: from one (finite), every listed event
+     * counted, one done an hour ago or due next year, and a standalone stop held the caps.
+     * Over the span the node plans ahead: an event about to start is already in its caps. */
+    pfi_event_site site = pfi_srv_grid_site(n, NAN);
     for (int i = 0; i < n->n_grid; i++)
         if (isfinite(pfi_event_budget_min(&n->grid_ev[i], 1, &site, now,
                                           now + site.plan_ahead_s))) {

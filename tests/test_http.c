@@ -225,8 +225,10 @@ static void test_silent_node_holds_only_itself(void **state)
     assert_int_equal(ds.calls, 1);
     assert_int_equal(f.rq[0].status, -1);
     assert_non_null(strstr(f.rq[0].err, "imeout"));
+    assert_int_equal(f.rq[0].timed_out, 1);
     assert_int_equal(f.rq[1].status, -1);
     assert_null(strstr(f.rq[1].err, "imeout"));
+    assert_int_equal(f.rq[1].timed_out, 0);
     assert_true(f.rq[1].err[0] != '\0');
     for (int i = 0; i < NODES; i++) {
         assert_int_equal(f.rq[i + 2].status, 200);

@@ -52,9 +52,14 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
         return PFI_EXIT_FAIL;
     }
     if (r.status < 0) {
-        fprintf(stderr, "pfi ctl: %s %s%s%s: %s (is pfi serve running there?)\n", method,
-                c->socket ? path : url, c->socket ? " at unix:" : "", c->socket ? c->socket : "",
-                r.err);
+        /* A listener full of other clients' connections accepts and then says nothing: that
+         * is not a daemon that is gone. */
+        fprintf(stderr, "pfi ctl: %s %s%s%s: %s (%s)\n", method, c->socket ? path : url,
+                c->socket ? " at unix:" : "", c->socket ? c->socket : "", r.err,
+                r.timed_out ? "no answer within 60 s: the daemon is overloaded, its listener "
+                              "full of other connections (pfi-serve.conf(5): max_connections), "
+                              "or it is not running"
+                            : "is pfi serve running there?");
         free(r.reply);
         return PFI_EXIT_FAIL;
     }

@@ -229,6 +229,7 @@ static void finish(slice *sl, CURLMsg *msg)
                      r->reply ? r->reply : "");
     } else {
         r->status = -1;
+        r->timed_out = msg->data.result == CURLE_OPERATION_TIMEDOUT;
         snprintf(r->err, sizeof r->err, "%s", curl_easy_strerror(msg->data.result));
     }
     curl_multi_remove_handle(sl->m, msg->easy_handle);
@@ -325,6 +326,7 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         reqs[i].status = -1;
         reqs[i].started = 0;
         reqs[i].cancelled = 0;
+        reqs[i].timed_out = 0;
         reqs[i].err[0] = '\0';
         reqs[i].date_s = NAN;
         free(reqs[i].reply);

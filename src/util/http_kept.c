@@ -546,6 +546,7 @@ void pfi_http_kept_run(pfi_http_kept *k, pfi_http_req **reqs, int n, const char 
                 char m[120];
                 snprintf(m, sizeof m, "Timeout: no answer within %g s", timeout_s);
                 fail(j, m);
+                j->r->timed_out = 1;
                 active--;
                 job_finish(j, k, 0);
             }

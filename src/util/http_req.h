@@ -21,6 +21,9 @@ typedef struct pfi_http_req {
     char *reply;           /* out: body (malloc'd, NUL-terminated) or NULL */
     double date_s;         /* out: the answer's Date header in Unix seconds; NAN when none */
     char err[200];         /* out: why there was no good answer */
+    int timed_out;         /* out: 1 when the connection was made or tried and no whole answer
+                            * came within the timeout (a daemon overloaded, or a full listener,
+                            * rather than none) */
     /* Called once the request is over (answered or not), on the thread that ran it, which
      * may not be the caller's: it may read the outcome, and touch only what is the request's
      * own.  NULL: none. */

@@ -44,6 +44,22 @@ done
 grep -q "^5-fold CV MAE of PFI30: ridge 0\.[0-9]*, physics 0\.[0-9]* -> " "$T/train" ||
   fail "train without --kind: $(cat "$T/train")"
 
+# Leave-one-job-out holds a job's reruns out with it: a rerun on H100 whose model name differs
+# in case only (QWEN2.5-7B) is the same job, so the figures do not move; a run with no model
+# name is its own job, and eval says so.
+cp "$T/s.db" "$T/case.db"
+sqlite3 "$T/case.db" "update runs set model = upper(model) where gpu_type like 'H100%'" || fail "sqlite3 case.db"
+"$PFI" model eval --db "$T/s.db" --json > "$T/eval_s" || fail "eval on s.db"
+"$PFI" model eval --db "$T/case.db" --json > "$T/eval_case" || fail "eval on case.db"
+[ "$(jq -c '[.lojo_mae_pfi30, .lojo_r2_pfi30]' "$T/eval_s")" = "$(jq -c '[.lojo_mae_pfi30, .lojo_r2_pfi30]' "$T/eval_case")" ] ||
+  fail "a rerun whose model name differs in case was left in while its job was held out: $(jq -c .lojo_mae_pfi30 "$T/eval_s") vs $(jq -c .lojo_mae_pfi30 "$T/eval_case")"
+jq -e '.untagged_runs == 0' "$T/eval_s" > /dev/null || fail "untagged_runs on s.db: $(cat "$T/eval_s")"
+cp "$T/s.db" "$T/untagged.db"
+sqlite3 "$T/untagged.db" "update runs set model = '' where id in (1, 2)" || fail "sqlite3 untagged.db"
+"$PFI" model eval --db "$T/untagged.db" > "$T/out" || fail "eval on untagged.db"
+grep -q "note: 2 runs carry no model name (pfi sweep --tag model=NAME)" "$T/out" ||
+  fail "eval does not say that 2 runs have no model name: $(cat "$T/out")"
+
 # Runs whose baseline has only power (as imported public sweeps) are no training examples: the
 # model was trained and evaluated on them (R2 0.04) without a word.  Counted by reason, and
 # fewer than 5 left is refused (exit 2) by model train, model eval and evaluate --probes 0.

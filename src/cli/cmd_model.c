@@ -205,6 +205,7 @@ static json_t *eval_doc(const pfi_predictor_eval *ev, const pfi_trainset *rw, in
                   eval_json(&ev->lojo));
     json_object_set_new(doc, "skipped", json_integer(rw->skipped));
     json_object_set_new(doc, "skipped_no_telemetry", json_integer(rw->no_telemetry));
+    json_object_set_new(doc, "untagged_runs", json_integer(rw->untagged));
     json_object_set_new(doc, "lojo_mae_pfi30_on_fit", pfi_json_num(ev->lojo_fit.mae_pfi30));
     json_object_set_new(doc, "lojo_on_fit", eval_json(&ev->lojo_fit));
     json_object_set_new(doc, "mean_pfi30", pfi_json_num(ev->mean_pfi30));
@@ -277,6 +278,11 @@ static int model_eval(int argc, char **argv)
         return pfi_cli_print_json(eval_doc(&ev, &rw, n, compare));
     printf("runtime prediction of PFI30 from baseline telemetry, on %s", rw.where);
     print_skipped(&rw);
+    if (rw.untagged)
+        printf("  note: %d runs carry no model name (pfi sweep --tag model=NAME): each is a job "
+               "of its own here, so a rerun of one is not held out with it and the "
+               "leave-one-job-out figures may flatter the predictor\n",
+               rw.untagged);
     printf("  leave-one-job-out (%d runs): MAE %.4f  R2 %.3f  max |err| %.3f  "
            "|err| rel. throughput at 70%% power %.4f  (selected ridge %d, physics %d times)\n",
            ev.lojo.n, ev.lojo.mae_pfi30, ev.lojo.r2_pfi30, ev.lojo.max_err_pfi30,

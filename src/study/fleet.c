@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "hw/backend_sim.h"
@@ -236,7 +237,8 @@ int pfi_fleet_characterize(const pfi_fleet_entry *e, const pfi_fleet_opts *o, pf
 
 int pfi_same_job_config(const pfi_job_meta *a, int na, const pfi_job_meta *b, int nb)
 {
-    return a->model[0] && strcmp(a->model, b->model) == 0 && na == nb && a->dp == b->dp &&
+    /* Case aside: a rerun tagged "Llama-3-8B" where the first said "llama-3-8b" is one job. */
+    return a->model[0] && strcasecmp(a->model, b->model) == 0 && na == nb && a->dp == b->dp &&
            a->tp == b->tp && a->pp == b->pp && a->ep == b->ep && a->finetune == b->finetune &&
            a->lora == b->lora && a->seq_len == b->seq_len && a->global_batch == b->global_batch;
 }

@@ -119,6 +119,7 @@ int pfi_trainset_load(const char *db, const char *fleet, int seed, const char *s
                                           !ix.extrapolated
                                       ? ix.pfi_head
                                       : NAN;
+            out->untagged += db && !runs[i].meta.model[0];
             out->n++;
         } else {
             out->skipped++;

@@ -20,6 +20,8 @@ typedef struct pfi_trainset {
     int n;
     int skipped;     /* runs left out: no_telemetry of them, the rest without a usable curve */
     int no_telemetry; /* runs whose baseline has no GPU telemetry (core/features.h) */
+    int untagged;    /* rows of a store's runs with no model name: each its own job (group), so
+                      * a rerun of one is not held out with it */
     char where[300]; /* for messages and the model file's trained_on */
 } pfi_trainset;
 

@@ -192,6 +192,10 @@ grep -q "pfi index: computing PFI curves [0-9]*/[0-9]* (" "$T/tty" || fail "no p
 n=$(sed -n 's/^\([0-9]*\) of \([0-9]*\) runs indexed.*/\1/p' "$T/all")
 between "$n" 100 100000 || fail "only '$n' public runs indexed"
 grep -q "cap never bound" "$T/all" || fail "no flat (NCF-like) run flagged"
+# ...and in JSON, as many as the table says (it could only be told from fit.params[0] == 0).
+"$PFI" index --public --boot 0 --json > "$T/allj" || fail "index --public --json exited $?"
+[ "$(jq '[.runs[] | select(.never_bound == true)] | length' "$T/allj")" = "$(grep -c "cap never bound" "$T/all")" ] ||
+  fail "never_bound in JSON: $(jq '[.runs[] | select(.never_bound == true)] | length' "$T/allj"), table: $(grep -c "cap never bound" "$T/all")"
 "$PFI" index --public --compare-families --json > "$T/fam" || fail "compare-families exited $?"
 grep -q '"rmse_lolo_interpolation"' "$T/fam" || fail "compare-families JSON"
 "$PFI" model probe-eval --json > "$T/probe" || fail "probe-eval exited $?"

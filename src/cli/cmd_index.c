@@ -98,6 +98,7 @@ static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index 
     json_object_set_new(o, "r_max", pfi_json_num(x->r_max));
     json_object_set_new(o, "levels", json_integer(x->n_points));
     json_object_set_new(o, "non_monotone", json_boolean(x->non_monotone));
+    json_object_set_new(o, "never_bound", json_boolean(x->never_bound));
     return o;
 }
 

@@ -109,6 +109,13 @@ jq -e '.runs[0].baseline_at_default == false and (.runs[0].baseline_note |
   "$T/out" >/dev/null || fail "a capped baseline not said: $(cat "$T/out")"
 "$PFI" predict 1 --db "$T/nobase.db" --model "$T/m.json" > "$T/out" || fail "predict, no base (text)"
 grep -q "no usable level at its .* default limit" "$T/out" || fail "a capped baseline not said: $(cat "$T/out")"
+# pfi index says it too: every figure of that run is relative to a capped job's.
+"$PFI" index 1 --db "$T/nobase.db" --boot 0 > "$T/out" 2>&1 || fail "index, no base: $(cat "$T/out")"
+grep -q "baseline at [0-9]* W, not the default [0-9]* W" "$T/out" || fail "index: a capped baseline not said: $(cat "$T/out")"
+"$PFI" index 1 --db "$T/nobase.db" --boot 0 --json > "$T/out" || fail "index --json, no base"
+jq -e '.runs[0].baseline_at_default == false' "$T/out" > /dev/null || fail "index JSON: $(cat "$T/out")"
+"$PFI" index 1 --db "$T/s.db" --boot 0 --json > "$T/out" || fail "index --json"
+jq -e '.runs[0].baseline_at_default == true' "$T/out" > /dev/null || fail "index JSON at the default: $(cat "$T/out")"
 # One telemetry feature missing is said (it was only past half of them; the SM clock alone
 # moved a PFI30 by 15%).
 cp "$T/s.db" "$T/noclock.db"

@@ -99,6 +99,8 @@ static json_t *index_json(const pfi_run *r, const pfi_index *x, const pfi_index 
     json_object_set_new(o, "levels", json_integer(x->n_points));
     json_object_set_new(o, "non_monotone", json_boolean(x->non_monotone));
     json_object_set_new(o, "never_bound", json_boolean(x->never_bound));
+    json_object_set_new(o, "baseline_at_default",
+                        json_boolean(!pfi_run_baseline_capped(r, pfi_run_baseline(r))));
     return o;
 }
 
@@ -136,11 +138,18 @@ static void print_row(const pfi_run *r, const pfi_index *x, int w)
         snprintf(ci, sizeof ci, "%.3f-%.3f", x->head_lo, x->head_hi);
     else
         snprintf(ci, sizeof ci, "-");
-    char note[64] = "";
+    char note[96] = "";
     if (x->never_bound)
         snprintf(note, sizeof note, "cap never bound");
     else if (x->non_monotone)
         snprintf(note, sizeof note, "non-monotone");
+    /* No usable level at the default limit: every figure is relative to a capped job's. */
+    int b = pfi_run_baseline(r);
+    if (pfi_run_baseline_capped(r, b)) {
+        size_t at = strlen(note);
+        snprintf(note + at, sizeof note - at, "%sbaseline at %.0f W, not the default %.0f W",
+                 at ? "; " : "", r->levels[b].cap_w, r->default_limit_w);
+    }
     /* A shed is a lower bound (+) where the budget was not used up over the range read, and
      * read on the fit (*) past the deepest measured shed. */
     char sh[PFI_N_BUDGETS][16];

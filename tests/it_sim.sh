@@ -75,6 +75,19 @@ printf '{"gpu": "H200", "gpus": 8, "jobs": [' >"$T/bad2.json"
 "$PFI" gpus --sim "$T/bad2.json" 2>"$T/err" && fail "malformed config accepted"
 grep -q "malformed JSON" "$T/err" || fail "malformed message: $(cat "$T/err")"
 
+# --- monitor: a reader gone with SIGPIPE ignored (as some launchers leave it) or a full disk
+# stops it with a write error, exit 1: it polled on for ever, or exited 0 with the rows lost ----
+if [ -w /dev/full ]; then
+  "$PFI" monitor --count 3 --interval 100ms --format csv >/dev/full 2>"$T/full.err"
+  [ $? -eq 1 ] && grep -q "pfi monitor: write error: No space left on device" "$T/full.err" ||
+    fail "monitor to a full disk: $(cat "$T/full.err")"
+  "$PFI" gpus >/dev/full 2>"$T/full.err"
+  [ $? -eq 1 ] && grep -q "pfi gpus: write error" "$T/full.err" || fail "gpus to a full disk: $(cat "$T/full.err")"
+fi
+rc=$(sh -c "trap '' PIPE; timeout 30 \"$PFI\" monitor --interval 100ms --format csv 2>\"$T/pipe.err\"; echo \$? >\"$T/pipe.rc\"" | head -n 1 >/dev/null; cat "$T/pipe.rc")
+[ "$rc" = 1 ] && grep -q "pfi monitor: write error: Broken pipe" "$T/pipe.err" ||
+  fail "monitor after its reader left (SIGPIPE ignored): exit $rc, $(cat "$T/pipe.err")"
+
 # --- monitor: formats and missing fields ------------------------------------------------------
 "$PFI" monitor --count 3 --format csv >"$T/mon.csv" || fail "monitor csv"
 [ "$(wc -l <"$T/mon.csv")" -eq 25 ] || fail "monitor csv rows: $(wc -l <"$T/mon.csv")"

@@ -276,7 +276,11 @@ int pfi_cmd_monitor(int argc, char **argv)
             else
                 jsonl_row(idx[k], &s);
         }
-        fflush(stdout);
+        /* A reader gone (SIGPIPE ignored) or a full disk: polling on would go on unseen. */
+        if (!pfi_cli_stdout_ok("monitor")) {
+            status = PFI_EXIT_FAIL;
+            break;
+        }
         if (count > 0 && round + 1 >= count)
             break;
         pfi_hw_sleep(b, interval);

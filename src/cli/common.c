@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* common.c: helpers every subcommand shares (see cli.h). */
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -272,6 +273,16 @@ void pfi_cli_catch_stop_signals(void (*h)(int))
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaction(sigs[i], &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+int pfi_cli_stdout_ok(const char *cmd)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 1;
+    int e = errno ? errno : EIO;
+    fprintf(stderr, "pfi %s: write error: %s\n", cmd, strerror(e));
+    return 0;
 }
 
 int pfi_cli_print_json(json_t *doc)

@@ -46,6 +46,15 @@ static void print_version(void)
     printf("license: Apache-2.0\n");
 }
 
+/* A command's exit status, 1 when what it wrote to stdout did not all get there (a full disk,
+ * a reader gone with SIGPIPE ignored): exit 0 with the output lost said it was written. */
+static int written(const char *cmd, int rc)
+{
+    if (rc == PFI_EXIT_OK && !pfi_cli_stdout_ok(cmd))
+        return PFI_EXIT_FAIL;
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -70,12 +79,12 @@ int main(int argc, char **argv)
     const pfi_cli_sub *commands = pfi_cli_commands(&n);
     for (int i = 0; i < n; i++)
         if (strcmp(commands[i].name, name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+            return written(name, commands[i].fn(argc - 1, argv + 1));
     const pfi_cli_alias *a = pfi_cli_find_alias(name);
     if (a) {
         fprintf(stderr, "pfi: 'pfi %s' is deprecated; use 'pfi %s'\n", a->old, a->now);
         argv[1] = (char *)a->now; /* its messages name the command of today */
-        return a->fn(argc - 1, argv + 1);
+        return written(a->now, a->fn(argc - 1, argv + 1));
     }
     fprintf(stderr, "pfi: unknown command '%s'\n\n", name);
     usage(stderr);

@@ -75,6 +75,21 @@ for i in 1 2 3; do printf '[rank0]:[titan] 2025-05-18 16:04:4%d,338 - root - INF
 printf '[rank0]:[titan] 2025-05-18 16:04:49,338 - root - INFO - step: 4  loss:  3.2440  tps: 7,282\n' >>"$T/scatter.log"
 want 0 log "$T/scatter.log" --quiet
 grep -q '95% CI 0 to [0-9.e+]*: the interval reaches below 0' "$T/out" || fail "CI below 0: $(cat "$T/out")"
+grep -q 'e+' "$T/out" && fail "scientific notation in the text summary: $(cat "$T/out")"
+# A rate over a million in fixed notation, every digit (it printed 1.04858e+06).
+for i in 1 2 3 4 5; do printf '[rank0]:[titan] 2025-05-18 16:04:4%d,338 - root - INFO - step: %d  loss:  3.2440  tps: 1,048,576\n' $i $i; done >"$T/big.log"
+want 0 log "$T/big.log"
+grep -q 'median 1048576 tokens/s per GPU, mean 1048576' "$T/out" && ! grep -q 'e+' "$T/out" || fail "a rate over 1M: $(cat "$T/out")"
+# --throughput-regex: a scale letter before the unit word it scales ("52.4ktok/s", "12.5 k
+# tokens/s") is applied (read as 52.4: 1000 times too small); one before another unit is not.
+for v in 52.4ktok/s "52.4 k tokens/s" 52.4Ksamples/s; do
+  for i in 1 2 3 4 5 6; do echo "[2025-01-01 00:00:0$i] step $i | throughput: $v | mfu 41%"; done >"$T/scale.log"
+  want 0 log "$T/scale.log" --throughput-regex 'throughput: ([0-9.]+)' --unit tokens/s --quiet
+  grep -q 'median 52400.0 tokens/s' "$T/out" || fail "--throughput-regex on '$v': $(cat "$T/out")"
+done
+for i in 1 2 3 4 5 6; do echo "[2025-01-01 00:00:0$i] step $i | mem: 52.4GB | mfu 41%"; done >"$T/scale.log"
+want 0 log "$T/scale.log" --throughput-regex 'mem: ([0-9.]+)' --unit tokens/s --quiet
+grep -q 'median 52.4000 tokens/s' "$T/out" || fail "--throughput-regex on '52.4GB': $(cat "$T/out")"
 want 0 log "$T/scatter.log" --json
 jq -e '.summary.ci_lo == 0 and .summary.ci_hi > .summary.mean' "$T/out" >/dev/null || fail "CI below 0 (JSON): $(cat "$T/out")"
 # A file named in bytes that are not UTF-8 (Latin-1 on a shared file system): valid JSON, its

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "measure/logread.h"
+#include "report/report.h"
 #include "util/json.h"
 
 typedef struct log_opts {
@@ -119,7 +120,9 @@ static void print_text(const char *path, const pfi_logread *r, const log_opts *o
             char step[24] = "-";
             if (r->pts[i].step >= 0)
                 snprintf(step, sizeof step, "%lld", r->pts[i].step);
-            printf("%8ld %10s %14.6g%s\n", r->pts[i].line, step, r->pts[i].rate,
+            char rate[40];
+            printf("%8ld %10s %14s%s\n", r->pts[i].line, step,
+                   pfi_fmt_fixed(rate, sizeof rate, r->pts[i].rate, 6),
                    i == r->win_first && i > 0 ? "   <- steady window starts" : "");
         }
     }
@@ -133,17 +136,23 @@ static void print_text(const char *path, const pfi_logread *r, const log_opts *o
     printf("steady window: lines %ld-%ld (%d points)%s\n", r->pts[r->win_first].line,
            r->pts[r->n - 1].line, r->n - r->win_first,
            r->steady ? "" : "; not steady by a sweep's rule (95% CI within 1% of the mean)");
-    printf("median %.6g %s, mean %.6g", r->median, r->unit, r->mean);
+    /* Fixed notation, as the sweep's table: an 8-GPU node's 1048576 tokens/s printed as
+     * 1.04858e+06 lost its last digits. */
+    char a[40], b[40];
+    printf("median %s %s, ", pfi_fmt_fixed(a, sizeof a, r->median, 6), r->unit);
+    printf("mean %s", pfi_fmt_fixed(a, sizeof a, r->mean, 6));
     if (isfinite(r->lo) && r->lo < 0)
-        printf(" (95%% CI 0 to %.6g: the interval reaches below 0, too few or too scattered "
-               "points to bound the mean)", r->hi);
+        printf(" (95%% CI 0 to %s: the interval reaches below 0, too few or too scattered "
+               "points to bound the mean)", pfi_fmt_fixed(b, sizeof b, r->hi, 6));
     else if (isfinite(r->lo))
-        printf(" (95%% CI %.6g to %.6g)", r->lo, r->hi);
+        printf(" (95%% CI %s to %s)", pfi_fmt_fixed(a, sizeof a, r->lo, 6),
+               pfi_fmt_fixed(b, sizeof b, r->hi, 6));
     else
         printf(" (no CI: fewer than 3 points)");
     printf("\n");
     if (r->summary_rate > 0)
-        printf("the log's own whole-run figure: %.6g %s\n", r->summary_rate, r->summary_unit);
+        printf("the log's own whole-run figure: %s %s\n",
+               pfi_fmt_fixed(a, sizeof a, r->summary_rate, 6), r->summary_unit);
     const char *note = unit_note(r, o);
     if (note)
         printf("unit: %s: %s\n", r->unit, note);

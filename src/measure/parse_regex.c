@@ -4,8 +4,42 @@
  * in the line, inside the group or just past it, scales it); U says what it measures. */
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #include "measure/parse_impl.h"
+
+/* 1 when s starts a word of what a throughput counts ("tok/s", "samples/s", "it/s"). */
+static int unit_word(const char *s)
+{
+    static const char *const words[] = {"tok", "sample", "seq", "img", "image", "it/", "ex/",
+                                        "example", "word", "char", "byte"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strncasecmp(s, words[i], strlen(words[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* The scale of a number followed by after: a scale letter right after it is part of it
+ * ("1.2k tokens/s"); read bare it would be a thousand times too small.  It is looked for in the
+ * line, not in the group: the natural regex for nanotron's "tokens_per_sec: 22.8K" captures
+ * "22.8" and leaves the K after the group.  A letter after the scale makes it a word or another
+ * unit ("2GB", "5Kelvin"), unless the letters name what is counted ("52.4ktok/s",
+ * "12.5Msamples/s", "12.5 k tokens/s": read as 52.4 they were 1000 times too small); lower-case
+ * m is left alone: "250ms" is a unit. */
+static double scale_after(const char *after)
+{
+    static const char scale_ch[] = "kKMGBT";
+    static const double scale_by[] = {1e3, 1e3, 1e6, 1e9, 1e9, 1e12};
+    int spaced = after[0] == ' ' && after[1] && strchr(scale_ch, after[1]) && after[2] == ' ';
+    if (spaced) /* "12.5 k tokens/s": only before a unit word, else "2 T" is no trillion */
+        return unit_word(after + 3) ? scale_by[strchr(scale_ch, after[1]) - scale_ch] : 1.0;
+    const char *sc = *after ? strchr(scale_ch, *after) : NULL;
+    if (!sc)
+        return 1.0;
+    if (!isalpha((unsigned char)after[1]) || unit_word(after + 1))
+        return scale_by[sc - scale_ch];
+    return 1.0;
+}
 
 int pfi_parse_regex(pfi_parser *p, const char *line, pfi_obs *o)
 {
@@ -24,17 +58,7 @@ int pfi_parse_regex(pfi_parser *p, const char *line, pfi_obs *o)
     const char *end;
     if (!pfi_num_at(num, &v, &end))
         return 0;
-    /* A scale letter after the number is part of it ("1.2k tokens/s"); read bare it would be
-     * a thousand times too small.  It is looked for in the line, not in the group: the
-     * natural regex for nanotron's "tokens_per_sec: 22.8K" captures "22.8" and leaves the K
-     * after the group (read as 22.8).  A letter after the scale makes it a word or a unit
-     * ("2GB", "5Ksamples"), and lower-case m is left alone: "250ms" is a unit. */
-    static const char scale_ch[] = "kKMGBT";
-    static const double scale_by[] = {1e3, 1e3, 1e6, 1e9, 1e9, 1e12};
-    const char *after = line + m[1].rm_so + (end - num);
-    const char *sc = *after ? strchr(scale_ch, *after) : NULL;
-    if (sc && !isalpha((unsigned char)after[1]))
-        v *= scale_by[sc - scale_ch];
+    v *= scale_after(line + m[1].rm_so + (end - num));
     o->kind = PFI_OBS_RATE;
     switch (p->cfg.regex_unit) {
     case PFI_RU_TOKENS_PER_S:

@@ -90,10 +90,11 @@ journal "$tmp/j" 0 700.000 1 700.000
 PFI_FAKENVML_FAULTS=not-root "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" ||
   bad "not root, GPUs at their journaled limits: pfi restore failed: $(cat "$tmp/e")"
 [ ! -e "$tmp/j" ] || bad "not root, GPUs at their journaled limits: the journal was kept"
-journal "$tmp/j" 0 700.000 1 650.000
+journal "$tmp/j" 0 700.000 1 650.125
 PFI_FAKENVML_FAULTS=not-root "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" &&
-  bad "not root, GPU 1 not at its journaled 650 W: pfi restore exited 0"
-grep -q "GPU 1: cannot restore 650 W" "$tmp/e" || bad "not root: no 'GPU 1: cannot restore' in $(cat "$tmp/e")"
+  bad "not root, GPU 1 not at its journaled 650.125 W: pfi restore exited 0"
+# The limit as journaled, not rounded (it said 650 W of a 650.125 W limit).
+grep -q "GPU 1: cannot restore 650.125 W" "$tmp/e" || bad "not root: no 'GPU 1: cannot restore 650.125 W' in $(cat "$tmp/e")"
 [ -e "$tmp/j" ] || bad "not root, GPU 1 not restored: the journal was removed"
 rm -f "$tmp/j"
 

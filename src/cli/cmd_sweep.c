@@ -434,7 +434,7 @@ static void say_plan(const pfi_sweep_plan_note *n, int frac)
                 }
             char who[320];
             gpu_list(g, ng, who, sizeof who);
-            at += (size_t)snprintf(what + at, sizeof what - at, "%s%s from %.0f W to %.0f W",
+            at += (size_t)snprintf(what + at, sizeof what - at, "%s%s from %.7g W to %.7g W",
                                    at ? ", " : "", who, n->raised_from_w[i], n->raised_to_w[i]);
         }
         if (n->n_above > 0)

@@ -722,7 +722,7 @@ int pfi_journal_restore(pfi_journal *j, pfi_backend *b, int *restored, pfi_err *
             done++;
         } else if (first == PFI_OK) {
             first = rc;
-            pfi_err_set(err, rc, "GPU %d: cannot restore %.0f W: %s", idx >= 0 ? idx : j->e[i].gpu,
+            pfi_err_set(err, rc, "GPU %d: cannot restore %.7g W: %s", idx >= 0 ? idx : j->e[i].gpu,
                         j->e[i].limit_w, e1.msg);
         }
     }

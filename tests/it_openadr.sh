@@ -42,11 +42,11 @@ pids="$pids $!"
 wait_file "$dir/serve.port" "pfi serve"
 echo '{"nodes": [{"name": "n1", "gpus": 8}], "jobs": []}' >"$dir/topo.json"
 cat >"$dir/ven.conf" <<EOF
-vtn_url = $VTN
+vtn_url = $VTN   # the VTN's API base (a comment after a value, as docs/cluster.md shows)
 client_id = pfi-site
 secret_file = $dir/secret
-program = site-dr
-poll = 20s
+program = site-dr        # programName
+poll = 20s               # default 10 s
 ramp = 5m
 callback_url = http://127.0.0.1:9
 randomize_seed = 11

@@ -377,23 +377,13 @@ int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
             rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: line too long", path, lineno);
             break;
         }
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *s = pfi_trim(line);
-        if (!*s)
+        char *key, *val;
+        int kv = pfi_conf_line(line, &key, &val);
+        if (kv == 0)
             continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
+        if (kv < 0) {
             rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: expected 'key = value'", path, lineno);
             break;
-        }
-        *eq = '\0';
-        char *key = pfi_trim(s), *val = pfi_trim(eq + 1);
-        size_t vl = strlen(val);
-        if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
-            val[vl - 1] = '\0';
-            val++;
         }
         rc = pfi_serve_config_set(c, key, val, err);
         if (rc != PFI_OK)

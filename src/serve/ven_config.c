@@ -109,15 +109,19 @@ int pfi_ven_config_load(pfi_ven_config *c, const char *path, pfi_err *err)
     int no = 0, rc = PFI_OK;
     while (rc == PFI_OK && fgets(line, sizeof line, f)) {
         no++;
-        char *s = pfi_trim(line), *eq = strchr(s, '=');
-        if (!*s || *s == '#')
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: line too long", path, no);
+            break;
+        }
+        char *key, *val;
+        int kv = pfi_conf_line(line, &key, &val);
+        if (kv == 0)
             continue;
-        if (!eq) {
+        if (kv < 0) {
             rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: expected key = value", path, no);
             break;
         }
-        *eq = 0;
-        rc = pfi_ven_config_set(c, pfi_trim(s), pfi_trim(eq + 1), err);
+        rc = pfi_ven_config_set(c, key, val, err);
         if (rc != PFI_OK)
             pfi_err_prefix(err, "%s:%d: ", path, no);
     }

@@ -18,6 +18,29 @@ char *pfi_trim(char *s)
     return s;
 }
 
+int pfi_conf_line(char *line, char **key, char **val)
+{
+    char *hash = strchr(line, '#');
+    if (hash)
+        *hash = '\0';
+    char *s = pfi_trim(line);
+    if (!*s)
+        return 0;
+    char *eq = strchr(s, '=');
+    if (!eq)
+        return -1;
+    *eq = '\0';
+    *key = pfi_trim(s);
+    char *v = pfi_trim(eq + 1);
+    size_t vl = strlen(v);
+    if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
+        v[vl - 1] = '\0';
+        v++;
+    }
+    *val = v;
+    return 1;
+}
+
 char *pfi_read_all(FILE *f, size_t max, size_t *len)
 {
     size_t cap = 1 << 16, n = 0;

@@ -11,6 +11,12 @@
 /* Strips the white space (isspace) at both ends of s in place: the end by writing NULs, the
  * start by returning a pointer past it, into s. */
 char *pfi_trim(char *s);
+/* One line of a `key = value` file (serve.conf, the OpenADR settings): '#' to the end of the
+ * line is a comment, the blanks around key and value go, and a value in double quotes loses
+ * them.  1 with *key and *val pointing into line; 0 for a line with nothing but blanks or a
+ * comment; -1 for one with no '='.  One reader for both files: the OpenADR one skipped only
+ * whole-line comments, so a value's trailing comment became part of it. */
+int pfi_conf_line(char *line, char **key, char **val);
 
 /* Reads f to its end into a new NUL-terminated buffer that the caller frees; *len (may be NULL)
  * gets the length.  NULL when memory runs out or the buffer would grow past max bytes (0: no

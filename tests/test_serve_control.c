@@ -392,6 +392,48 @@ static void test_controller_guard(void **state)
     assert_int_equal(api(f, "DELETE", "/v1/budget", NULL, NULL), 200);
 }
 
+/* The operator takes the node back (budget set or removed here): the watchdog a controller
+ * armed goes with it; it stayed armed and, its ttl later, cut every GPU to the safe budget
+ * under the operator's own limits (local mode).  The controller's next heartbeat arms it. */
+static void test_operator_disarms_watchdog(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    assert_int_equal(api(f, "POST", "/v1/heartbeat", "{\"controller\":\"c1\",\"ttl_s\":0.2}",
+                         NULL),
+                     200);
+    assert_true(f->node.n->hb_ttl_s > 0);
+    assert_int_equal(api(f, "DELETE", "/v1/budget?force=1", NULL, NULL), 200);
+    assert_true(f->node.n->hb_ttl_s == 0);
+    long long held = sum_mw(f);
+    struct timespec ts = {0, 400 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    for (int k = 0; k < 3; k++)
+        pfi_srv_tick(f->node.n);
+    assert_int_equal(f->node.n->mode, SRV_MODE_LOCAL);
+    assert_true(sum_mw(f) == held);
+    /* Armed again by a heartbeat; a budget set disarms it the same way. */
+    assert_int_equal(api(f, "POST", "/v1/heartbeat", "{\"controller\":\"c1\",\"ttl_s\":0.2}",
+                         NULL),
+                     200);
+    assert_true(f->node.n->hb_ttl_s > 0);
+    assert_int_equal(api(f, "PUT", "/v1/budget", "{\"watts\": 4000}", NULL), 200);
+    assert_true(f->node.n->hb_ttl_s == 0);
+    nanosleep(&ts, NULL);
+    for (int k = 0; k < 3; k++)
+        pfi_srv_tick(f->node.n);
+    assert_int_equal(f->node.n->mode, SRV_MODE_LOCAL);
+    assert_true(sum_mw(f) <= 4000000);
+    /* Without the operator, the watchdog still fires. */
+    assert_int_equal(api(f, "POST", "/v1/heartbeat", "{\"controller\":\"c1\",\"ttl_s\":0.2}",
+                         NULL),
+                     200);
+    nanosleep(&ts, NULL);
+    for (int k = 0; k < 3; k++)
+        pfi_srv_tick(f->node.n);
+    assert_int_equal(f->node.n->mode, SRV_MODE_SAFE);
+}
+
 /* Item 6: a cut that cannot be applied (no permission to set limits) answers non-2xx naming
  * the GPUs that failed; /healthz says degraded; /metrics carries pfi_over_budget 1 and the
  * excess in watts. */
@@ -716,6 +758,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ramp_then_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_budget_ramps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_controller_guard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_operator_disarms_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_bounds_and_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unapplied_cut_reported, setup_not_root, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_not_in_node_draw, setup_lost_gpu5,

@@ -70,6 +70,26 @@ static int controller_guard(srv_node *n, double to_w, int force, pfi_err *err)
                        held, by);
 }
 
+/* A budget set or removed here is the node's own operator taking it back: a watchdog a
+ * controller armed is disarmed with it, else it fired ttl later, in local mode, and cut every
+ * GPU to the safe budget under the operator's own limits.  A controller still there arms it
+ * again with its next heartbeat.  decide_mu held. */
+static void operator_disarms(srv_node *n, const char *what)
+{
+    pthread_mutex_lock(&n->mu);
+    int armed = n->hb_ttl_s > 0;
+    n->hb_ttl_s = 0;
+    char by[sizeof n->hb_controller];
+    snprintf(by, sizeof by, "%s", n->hb_controller[0] ? n->hb_controller : "a controller");
+    pthread_mutex_unlock(&n->mu);
+    if (!armed)
+        return;
+    pfi_srv_hold_save(n, 0);
+    pfi_srv_event_add(n, "watchdog", "disarmed: %s on this node (armed by %s; its next heartbeat "
+                                     "arms it again)",
+                      what, by);
+}
+
 int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, int force, json_t **result,
                        pfi_err *err)
 {
@@ -139,6 +159,7 @@ int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, int force, json
         char v[32];
         snprintf(v, sizeof v, "%.3f", watts);
         save_budget(n, v);
+        operator_disarms(n, "a budget set");
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;
@@ -164,6 +185,7 @@ int pfi_srv_budget_clear(srv_node *n, int force, json_t **result, pfi_err *err)
         n->caps_epoch = 0;
         pthread_mutex_unlock(&n->mu);
         save_budget(n, "none");
+        operator_disarms(n, "the budget removed");
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;

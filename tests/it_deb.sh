@@ -114,7 +114,7 @@ maint_run() {
   : > "$T/calls"
   [ -x "$T/ctl/$s" ] || { fail "no executable $s in the package"; return 1; }
   sed -e "s|/run/systemd/system|$T/run/systemd/system|g" -e "s|/var/lib/pfi|$T/var/lib/pfi|g" \
-    -e "s|/etc/pfi|$T/etc/pfi|g" "$T/ctl/$s" > "$T/$s.sh"
+    -e "s|/etc/pfi|$T/etc/pfi|g" -e "s|/run/lock/pfi|$T/run/lock/pfi|g" "$T/ctl/$s" > "$T/$s.sh"
   PATH="$T/stub:$PATH" PFI_FORCE_REMOVE="${force:-0}" sh -e "$T/$s.sh" "$@" > "$T/$s.out" 2>&1
 }
 forced() { # maint_run with PFI_FORCE_REMOVE=1
@@ -188,8 +188,14 @@ grep -qx "pfi restore --journal $T/j3 --backend nvml --nvml-lib /opt/nv/libnvidi
 rm -f "$T/etc/pfi/serve.conf" "$T/j3"
 maint prerm upgrade "$version"
 [ -s "$T/calls" ] && fail "prerm upgrade ran: $(cat "$T/calls")"
+# A /run/lock/pfi a user made first (here a link) is moved aside before systemd-tmpfiles, which
+# would make a user's folder root's with the user's entries in it.
+mkdir -p "$T/run/lock"
+ln -s "$T" "$T/run/lock/pfi"
 maint postinst configure ""
 grep -qx 'systemctl --system daemon-reload' "$T/calls" || fail "postinst configure: $(cat "$T/calls")"
+[ -L "$T/run/lock/pfi" ] && fail "postinst configure left a user's /run/lock/pfi in place"
+ls -d "$T"/run/lock/pfi.untrusted.* >/dev/null 2>&1 || fail "postinst configure: the user's /run/lock/pfi not moved aside"
 grep -q restart "$T/calls" && fail "a first install restarts: $(cat "$T/calls")"
 # Root's folder of GPU locks made at install, not only at the next boot.
 grep -qx 'systemd-tmpfiles --create pfi.conf' "$T/calls" || fail "postinst configure does not make /run/lock/pfi: $(cat "$T/calls")"

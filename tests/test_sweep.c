@@ -815,6 +815,23 @@ static void test_gpu_lock_root_dir(void **state)
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal((int)(st.st_mode & 0777), 0600);
         pfi_gpu_locks_release(&l);
+        /* A folder a user made and systemd-tmpfiles made root's keeps the user's entries: a
+         * link or a folder named after a GPU's lock is moved aside, not an error at every
+         * start until a reboot. */
+        char z[800], zl[800];
+        snprintf(z, sizeof z, "%s/pfi-gpu-GPU-z.lock", dir);
+        assert_int_equal(symlink("/etc/passwd", z), 0);
+        snprintf(zl, sizeof zl, "%s/pfi-gpu-GPU-w.lock", dir);
+        assert_int_equal(mkdir(zl, 0755), 0);
+        pfi_gpu_locks l2 = {0};
+        if (pfi_gpu_lock(&l2, dir, 0, "GPU-z", NULL, NULL, &e) != PFI_OK ||
+            pfi_gpu_lock(&l2, dir, 0, "GPU-w", NULL, NULL, &e) != PFI_OK)
+            fail_msg("a lock whose name a link or a folder took: %s", e.msg);
+        assert_int_equal(lstat(z, &st), 0);
+        assert_true(S_ISREG(st.st_mode) && st.st_uid == 0);
+        assert_int_equal(lstat(zl, &st), 0);
+        assert_true(S_ISREG(st.st_mode) && st.st_uid == 0);
+        pfi_gpu_locks_release(&l2);
     } else {
         assert_int_equal(rc, 0 - 1);
     }

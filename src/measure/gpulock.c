@@ -169,10 +169,20 @@ static int open_lock(const char *path)
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, root ? 0600 : 0644);
         if (fd < 0 && (errno == EACCES || errno == EPERM))
             fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && root && (errno == ELOOP || errno == EISDIR || errno == ENXIO)) {
+            /* A link, a folder or a socket of that name: a user's, left in a folder that
+             * became root's (systemd-tmpfiles takes over one a user made, its entries kept),
+             * and every root start failed on it until a reboot.  Moved aside, never used. */
+            char aside[1100];
+            snprintf(aside, sizeof aside, "%s.untrusted.%ld.%d", path, (long)getpid(), tries);
+            if (rename(path, aside) != 0 && errno != ENOENT)
+                return -1;
+            continue;
+        }
         struct stat st;
         if (fd < 0 || !root || fstat(fd, &st) != 0)
             return fd;
-        if (st.st_uid == 0) {
+        if (st.st_uid == 0 && S_ISREG(st.st_mode)) {
             if ((st.st_mode & 077) && fchmod(fd, 0600) != 0) {
                 close(fd); /* left readable, anyone could hold it */
                 return -1;

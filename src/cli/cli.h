@@ -166,5 +166,9 @@ int pfi_cli_daemon_token(const char *cmd, const char *token_file, int change, ch
  * change), or check the file (the daemon refused the token sent from token_file). */
 void pfi_cli_daemon_401(const char *cmd, const char *method, long status,
                         const char *token_file, int token_sent);
+/* What to tell a user a daemon did not answer: timed_out (the request's timed_out) means it
+ * took the connection, or it was tried, and said nothing within timeout_s: overloaded, its
+ * listener full of other clients' connections, or not running; else it is not reachable. */
+const char *pfi_cli_no_answer_hint(int timed_out, double timeout_s, char *buf, size_t n);
 
 #endif

@@ -54,12 +54,10 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
     if (r.status < 0) {
         /* A listener full of other clients' connections accepts and then says nothing: that
          * is not a daemon that is gone. */
+        char hint[200];
         fprintf(stderr, "pfi ctl: %s %s%s%s: %s (%s)\n", method, c->socket ? path : url,
                 c->socket ? " at unix:" : "", c->socket ? c->socket : "", r.err,
-                r.timed_out ? "no answer within 60 s: the daemon is overloaded, its listener "
-                              "full of other connections (pfi-serve.conf(5): max_connections), "
-                              "or it is not running"
-                            : "is pfi serve running there?");
+                pfi_cli_no_answer_hint(r.timed_out, 60, hint, sizeof hint));
         free(r.reply);
         return PFI_EXIT_FAIL;
     }

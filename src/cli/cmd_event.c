@@ -50,8 +50,10 @@ static int request(const conn *c, const char *method, const char *path, json_t *
     pfi_http_many(NULL, &r, 1, token[0] ? token : NULL, 60, 1);
     free(text);
     if (!r.started || r.status < 0) {
-        fprintf(stderr, "pfi event: %s %s: %s (is the daemon running there?)\n", method, url,
-                r.started ? r.err : "libcurl failed to start");
+        char hint[200];
+        fprintf(stderr, "pfi event: %s %s: %s (%s)\n", method, url,
+                r.started ? r.err : "libcurl failed to start",
+                pfi_cli_no_answer_hint(r.timed_out, 60, hint, sizeof hint));
         pfi_http_req_free(&r, 1);
         return PFI_EXIT_FAIL;
     }

@@ -46,3 +46,15 @@ void pfi_cli_daemon_401(const char *cmd, const char *method, long status,
         fprintf(stderr, "pfi %s: changes need the daemon's bearer token: pass --token-file "
                         "FILE or set PFI_SERVE_TOKEN_FILE\n", cmd);
 }
+
+const char *pfi_cli_no_answer_hint(int timed_out, double timeout_s, char *buf, size_t n)
+{
+    if (timed_out)
+        snprintf(buf, n, "no answer within %.0f s: the daemon is overloaded, its listener full of "
+                         "other connections (pfi-serve.conf(5): max_connections), or it is not "
+                         "running",
+                 timeout_s);
+    else
+        snprintf(buf, n, "is the daemon running there?");
+    return buf;
+}

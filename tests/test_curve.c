@@ -568,9 +568,23 @@ static void test_shed_on_interpolation(void **state)
     assert_true(x.shed_extrap[2] && x.shed_at[2] > r3 + 0.01);
     assert_true(fabs(pfi_fit_s(&x.fit, x.shed_at[2]) - 0.10) < 1e-6 ||
                 (x.shed_limited[2] && fabs(x.shed_at[2] - (1 - 200.0 / 650)) < 1e-9));
+    /* Never used up over the measured sheds: a lower bound unless the fit carries it on. */
+    for (int k = 0; k < PFI_N_BUDGETS; k++)
+        assert_true(x.shed_extrap[k] || x.shed_limited[k]);
     o.extrapolate = 0;
     assert_int_equal(pfi_index_curve(&c, NULL, &o, &x, &e), PFI_OK);
     assert_true(fabs(x.shed_at[2] - r3) < 1e-9 && x.shed_limited[2] && !x.shed_extrap[2]);
+
+    /* A cap that never bound (300 W drawn under every cap) yet 3% slower under each: read on
+     * the measurement too, no power within 2% (it was the fit's s = 0: all of it, "+"). */
+    double slow[3] = {0.03, 0.03, 0.03};
+    shed_run(&run, slow);
+    for (int k = 0; k < run.n_levels; k++)
+        run.levels[k].power_w = 300 - 0.1 * k;
+    assert_int_equal(pfi_index_run(&run, &o, &x, &e), PFI_OK);
+    assert_true(x.never_bound);
+    assert_true(x.shed_at[0] < 0.001 && !x.shed_limited[0]);
+    assert_true(x.shed_limited[1] && fabs(x.shed_at[1] - x.r_max) < 1e-12);
 }
 
 static void test_baseline_capped(void **state)

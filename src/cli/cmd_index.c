@@ -154,10 +154,10 @@ static void print_row(const pfi_run *r, const pfi_index *x, int w)
      * read on the fit (*) past the deepest measured shed. */
     char sh[PFI_N_BUDGETS][16];
     for (int i = 0; i < PFI_N_BUDGETS; i++)
-        snprintf(sh[i], sizeof sh[i], "%.3f%s", x->shed_at[i],
-                 x->shed_extrap[i] ? "*" : x->shed_limited[i] ? "+" : "");
+        snprintf(sh[i], sizeof sh[i], "%.3f%s%s", x->shed_at[i], x->shed_extrap[i] ? "*" : "",
+                 x->shed_limited[i] ? "+" : "");
     char t0[32];
-    printf("%-*s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %6s %6s %6s %s\n",
+    printf("%-*s %-9.9s %6.0f %10s %7s %7s %7s %-13s %7s %7s %7s %7s %s\n",
            pfi_text_pad(name, w), name,
            r->gpu_type, x->p0_w, pfi_fmt_fixed(t0, sizeof t0, x->t0, 4), c[0], c[1], c[2], ci,
            c[3], sh[0], sh[1], sh[2], note);
@@ -264,7 +264,7 @@ static int index_runs(const pfi_runset *rs, pfi_index_opts *o, double depth, int
     json_t *arr = json_array();
     int w = name_width(rs);
     if (!as_json)
-        printf("%-*s %-9s %6s %10s %7s %7s %7s %-13s %7s %6s %6s %6s\n", w, "run", "gpu",
+        printf("%-*s %-9s %6s %10s %7s %7s %7s %-13s %7s %7s %7s %7s\n", w, "run", "gpu",
                "P0 W", "T0", "PFI10", "PFI20", "PFI30", "PFI30 95% CI", "PFI40", "shed2",
                "shed5", "shed10");
     pfi_progress pg; /* the rows are printed as they come: the line is cleared before each */

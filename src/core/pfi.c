@@ -120,27 +120,30 @@ static double mono_shed(const pfi_curve *c, double s_max, int *used)
 /* The SLA primitive at budget k: the monotone interpolation of the measured points (as the
  * headline is read; the fit overstated it where it misses the data, 91 budgets of 68 public
  * runs at a measured level already over budget), the fit only past the deepest measured shed
- * when extrapolating to r_limit (marked).  A cap that never bound keeps the fit (s = 0). */
+ * when extrapolating to r_limit (marked).  A cap that never bound is read the same way: its
+ * measured slowdown is what a cap cost it, whatever the fit (s = 0) says. */
 static void fill_shed(const pfi_curve *c, double r_limit, pfi_index *out)
 {
     for (int k = 0; k < PFI_N_BUDGETS; k++) {
         double b = pfi_budgets[k];
         out->shed_extrap[k] = 0;
-        if (out->never_bound || c->n < 1) {
-            out->shed_at[k] = pfi_shed_at_slowdown(&c->fit, b, r_limit);
-            out->shed_limited[k] = pfi_fit_s(&c->fit, r_limit) <= b;
+        if (c->n < 1) {
+            out->shed_at[k] = 0;
+            out->shed_limited[k] = 1;
             continue;
         }
         int used;
         double r = mono_shed(c, b, &used);
+        /* Not used up over the measured sheds: a lower bound, unless the fit carries it on
+         * past them (then a lower bound only if the fit does not use it up either). */
         out->shed_limited[k] = !used;
         if (!used && r_limit > r) {
             double rf = pfi_shed_at_slowdown(&c->fit, b, r_limit);
             if (rf > r) {
                 r = rf;
                 out->shed_extrap[k] = 1;
+                out->shed_limited[k] = pfi_fit_s(&c->fit, r_limit) <= b;
             }
-            out->shed_limited[k] = pfi_fit_s(&c->fit, r_limit) <= b;
         }
         out->shed_at[k] = r;
     }

@@ -279,10 +279,10 @@ static int model_eval(int argc, char **argv)
     printf("runtime prediction of PFI30 from baseline telemetry, on %s", rw.where);
     print_skipped(&rw);
     if (rw.untagged)
-        printf("  note: %d runs carry no model name (pfi sweep --tag model=NAME): each is a job "
+        printf("  note: %d run%s no model name (pfi sweep --tag model=NAME): each is a job "
                "of its own here, so a rerun of one is not held out with it and the "
                "leave-one-job-out figures may flatter the predictor\n",
-               rw.untagged);
+               rw.untagged, rw.untagged == 1 ? " carries" : "s carry");
     printf("  leave-one-job-out (%d runs): MAE %.4f  R2 %.3f  max |err| %.3f  "
            "|err| rel. throughput at 70%% power %.4f  (selected ridge %d, physics %d times)\n",
            ev.lojo.n, ev.lojo.mae_pfi30, ev.lojo.r2_pfi30, ev.lojo.max_err_pfi30,

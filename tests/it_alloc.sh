@@ -254,6 +254,12 @@ if [ -d "$data/perseus-sosp24" ]; then
   done
   # a store as jobs: oracle on the measured curves, pfi on a model's predictions
   "$PFI_BIN" import all --db "$dir/p.db" >/dev/null 2>&1 || fail "import all"
+  # The same public curves through a store are in sample too (it was said for --public only).
+  "$PFI_BIN" evaluate --db "$dir/p.db" --cuts 0.3 --json >"$dir/evdb.json" || fail "evaluate --db"
+  jq -e '.setting_in_sample == true' "$dir/evdb.json" >/dev/null ||
+    fail "evaluate --db on the imported public sweeps: not said in sample"
+  [ "$(jq -c '.cuts[0].policies.pfi.gap_recovered' "$dir/evdb.json")" = "$(jq -c '.cuts[2].policies.pfi.gap_recovered' "$dir/ev.json")" ] ||
+    fail "evaluate --db and --public differ on the same curves"
   # (a model of the simulated fleet: the public sweeps have no baseline telemetry to train on)
   "$PFI_BIN" model train --db "$dir/p.db" --out "$dir/m.json" >/dev/null 2>&1 &&
     fail "model train on the public sweeps (no telemetry) accepted"

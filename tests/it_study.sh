@@ -553,6 +553,10 @@ has "$tmp/pub.json" "telemetry"
 [ "$(jq_num "$tmp/pub.json" "['allocation']['done']")" = True ] || fail "no allocation on public runs"
 has "$tmp/pub.json" "probe"
 has "$tmp/pub.json" "GPU-weighted relative throughput"
+# The public sweeps are the curves pfi's one-probe setting was chosen on: its figure is said
+# in sample, in summary.json and the report (a 83% beside the paper's 63%, unmarked, before).
+[ "$(jq_num "$tmp/pub.json" "['allocation']['setting_in_sample']")" = True ] || fail "study --db on public runs: not said in sample"
+grep -q "This figure is in sample" "$tmp/pub/report.md" || fail "the study's report does not say the figure is in sample"
 # what pfi saw is said as the experiment used it (its probe's depth and the shape it read it
 # through), once: the report said "one probe at 40%" beside the note's "depth 0.50"
 python3 - "$tmp/pub.json" "$tmp/pub/report.md" <<'PY' || fail "what pfi saw is not the estimator used"

@@ -253,14 +253,6 @@ static json_t *ev_jobs_json(const pfi_expt_pop *p, const pfi_expt_result *r, con
     return jobs;
 }
 
-/* The one-probe setting pfi sees was chosen on the public sweeps themselves (experiment.c): a
- * figure on them is in sample, beside the nested one (--nested-cv). */
-static int ev_in_sample(const ev_args *a, const pfi_expt_opts *eo)
-{
-    return a->public_data && eo->probes == 1 && eo->probe_shape && !eo->shape_cv &&
-           pfi_expt_shape_is_default(&eo->shape);
-}
-
 static int ev_print_json(const ev_args *a, const pfi_expt_pop *p, const pfi_expt_result *r,
                          const double *cuts, int ncuts, const int *policies, int npol,
                          int in_sample)
@@ -630,9 +622,9 @@ int pfi_cmd_evaluate(int argc, char **argv)
         return pfi_cli_fail(CMD, &err);
     }
     if (a.as_json) {
-        rc = ev_print_json(&a, &p, &r, cuts, ncuts, policies, npol, ev_in_sample(&a, &eo));
+        rc = ev_print_json(&a, &p, &r, cuts, ncuts, policies, npol, pfi_expt_setting_in_sample(&p, &eo));
     } else {
-        ev_print_text(&p, &r, cuts, ncuts, policies, npol, ev_in_sample(&a, &eo));
+        ev_print_text(&p, &r, cuts, ncuts, policies, npol, pfi_expt_setting_in_sample(&p, &eo));
         rc = PFI_EXIT_OK;
     }
     pfi_expt_result_free(&r);

@@ -26,6 +26,19 @@
 const pfi_expt_shape_set pfi_expt_shape_default = {0.50, 5, 3.0, 1, 0, 0, 0, PFI_PROBE_VOTES_EQUAL,
                                                    PFI_PROBE_SCALE_SLOWDOWN, 0, 0, 0};
 
+int pfi_expt_setting_in_sample(const pfi_expt_pop *p, const pfi_expt_opts *eo)
+{
+    if (!(eo->probes == 1 && eo->probe_shape && !eo->shape_cv &&
+          pfi_expt_shape_is_default(&eo->shape)))
+        return 0;
+    static const char *const pub[] = {"perseus", "zeus-nsdi", "zeus-plo"};
+    for (int j = 0; j < p->n; j++)
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(p->run[p->run_of[j]]->source, pub[k]))
+                return 1;
+    return 0;
+}
+
 int pfi_expt_shape_is_default(const pfi_expt_shape_set *s)
 {
     const pfi_expt_shape_set *d = &pfi_expt_shape_default;

@@ -215,6 +215,10 @@ double pfi_expt_sla_plan(pfi_alloc_job *q, int n, double sla, const double *marg
 /* `probes` at core/probe.h's depth (two probes: 0.20, 0.40), the predictor's default seed, the
  * allocator's defaults, no SLA (when one is set: every third job, margin measured). */
 pfi_expt_opts pfi_expt_defaults(int probes);
+/* 1 when a figure of eo on p is in sample: the one-probe default setting, chosen on the public
+ * sweeps themselves, scored on a population that holds them (--public, or a store they were
+ * imported into: it was said for --public only); the held-out figure is the nested one. */
+int pfi_expt_setting_in_sample(const pfi_expt_pop *p, const pfi_expt_opts *eo);
 
 /* What the cross-validations choose from: v[s], the mean gap recovered over the cuts (equal,
  * pfi and oracle; NAN: none ran) of grid[s] (o otherwise, without its cross-validation, SLAs

@@ -666,6 +666,11 @@ static int allocation(pfi_study *s, pfi_err *err)
         goto out;
     snprintf(al->unit, sizeof al->unit, "%s", plain.jobs.unit);
     al->relative = plain.jobs.relative;
+    al->setting_in_sample = pfi_expt_setting_in_sample(&a.pop, &eo);
+    if (al->setting_in_sample)
+        note(s, "allocation: in sample: pfi's one-probe setting was chosen on these very curves "
+                "(the public sweeps); the held-out figure is pfi evaluate --public --nested-cv's "
+                "(docs/allocation.md)");
     note(s, "allocation: pfi saw %s", plain.jobs.note);
     if (!a.use_model) /* the estimator the experiment used (its depth and shape), not a default */
         snprintf(al->pfi_curves, sizeof al->pfi_curves, "%s (no telemetry to predict from)",

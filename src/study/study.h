@@ -99,6 +99,8 @@ typedef struct pfi_study_alloc {
     char why[256];             /* when !done */
     char population[160];      /* which jobs, e.g. "155 H200 runs" */
     char pfi_curves[448];      /* what the pfi policy saw (the experiment's note) */
+    int setting_in_sample;     /* its one-probe setting was chosen on these very curves (the
+                                * public sweeps): pfi_expt_setting_in_sample */
     char unit[48];             /* "tokens/s" or "GPU-weighted relative throughput" */
     int relative;              /* the latter: its numbers read with significant digits */
     int n_jobs;

@@ -967,6 +967,10 @@ static void summary(report_doc *d, const pfi_study *s)
              /* the experiment's own note: on runs without telemetry that is the job's own
               * baseline and probe, not "only predictions made without the job's own data" */
              a->pfi_curves[0] ? a->pfi_curves : "predictions made without the job's own data");
+        if (a->setting_in_sample)
+            para(d, "  This figure is in sample: pfi's one-probe setting was chosen on these "
+                    "very curves, the public sweeps (the best of a grid). The held-out figure "
+                    "is `pfi evaluate --public --nested-cv`'s (docs/allocation.md).");
         int br = 0, brp = 0, nfb = 0, worse[3] = {0, 0, 0}, ncut[3] = {0, 0, 0}, below = 0,
             nep = 0;
         for (int k = 0; k < a->n_cuts; k++) {
@@ -1690,6 +1694,7 @@ json_t *pfi_study_summary(const pfi_study *s)
         json_object_set_new(al, "jobs", json_integer(a->n_jobs));
         json_object_set_new(al, "unit", json_string(a->unit));
         json_object_set_new(al, "pfi_sees", json_string(a->pfi_curves));
+        json_object_set_new(al, "setting_in_sample", json_boolean(a->setting_in_sample));
         json_t *cuts = json_object(), *gap = json_object(), *gain = json_object(),
                *sla = json_object();
         for (int c = 0; c < a->n_cuts; c++) {

@@ -76,6 +76,13 @@ env -i PATH="$L/bin:$PATH" PFI_SLURM_CONF="$L/conf.tok" SLURMD_NODENAME=n1 SLURM
 grep -q secret-token "$L/curl.args" && fail "the token is on curl's command line: $(cat "$L/curl.args")"
 grep -qx 'Authorization: Bearer secret-token-0123456789abcdef' "$L/curl.stdin" ||
   fail "the token is not on curl's stdin: $(cat "$L/curl.stdin")"
+# An epilog whose environment lists no GPU (Slurm after a slurmctld restart) still sends the
+# DELETE: it exited 0 before any request, and the job stayed registered for good.
+rm -f "$L/curl.args"
+env -i PATH="$L/bin:$PATH" PFI_SLURM_CONF="$L/conf.tok" SLURMD_NODENAME=n1 SLURM_JOB_ID=7 \
+  sh "$L/pd/50-pfi-epilog" >"$L/out" 2>&1 || fail "epilog without SLURM_JOB_GPUS: $(cat "$L/out")"
+grep -qx DELETE "$L/curl.args" && grep -q '/v1/jobs/7$' "$L/curl.args" ||
+  fail "the epilog of a job whose GPUs Slurm did not list sent no DELETE: $(cat "$L/curl.args" 2>&1)"
 rm -rf "$L"
 echo "prolog and epilog run through a link and as installed copies; a copy without its lib exits 0 (1 with PFI_REQUIRED=1); the token goes on curl's stdin"
 

@@ -359,12 +359,30 @@ static void test_spool_deadline(void **state)
     daemon_stop(&d);
 }
 
+/* The epilog of a job whose environment lists no GPU (Slurm after a slurmctld restart): its
+ * DELETE is sent all the same; it was skipped and the job stayed registered for good. */
+static void test_epilog_without_gpu_list(void **state)
+{
+    fake_node d;
+    daemon_start(&d, 0);
+    unsetenv("SLURM_JOB_GPUS");
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    assert_int_equal(slurm_spank_job_epilog(NULL, 2, (char *[]){d.url, d.spool}), 0);
+    assert_non_null(strstr(d.reqs, "DELETE /v1/jobs/4242"));
+    /* The prolog of such a job registers nothing. */
+    int before = d.n_req;
+    assert_int_equal(slurm_spank_job_prolog(NULL, 2, (char *[]){d.url, d.spool}), 0);
+    assert_int_equal(d.n_req, before);
+    daemon_stop(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_sent_exactly),
         cmocka_unit_test(test_sla_refused),
         cmocka_unit_test(test_spool_deadline),
+        cmocka_unit_test(test_epilog_without_gpu_list),
         cmocka_unit_test(test_log_patterns),
         cmocka_unit_test(test_step_options),
         cmocka_unit_test(test_help_ranges),

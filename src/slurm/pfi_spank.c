@@ -640,7 +640,11 @@ static int job_context(spank_t sp, int ac, char **av, int prolog, conf *c, uint3
         *ret = prolog && c->required ? -1 : 0;
         return -1;
     }
-    if (!(*gl = job_gpus())) {
+    /* The epilog needs only the job id: Slurm 22.05 runs the epilog of a job that ends just
+     * after a slurmctld restart without SLURM_JOB_GPUS or CUDA_VISIBLE_DEVICES, and a job
+     * skipped for that stayed registered for good (every later job on its GPUs refused, 409).
+     * A job that held no GPU here was never registered: its DELETE is a 404. */
+    if (!(*gl = job_gpus()) && prolog) {
         slurm_debug("pfi: job %u holds no GPU on %s, nothing %s", *id, node_name(), what);
         return -1;
     }
@@ -724,8 +728,13 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     char path[64], why[700] = "";
     snprintf(path, sizeof path, "/v1/jobs/%u", id);
     long st = request(&c, node_name(), "DELETE", path, NULL, why, sizeof why, NULL);
-    /* 404: the daemon never knew the job (it was down at the prolog): nothing to restore. */
-    if (st == 404 || (st >= 200 && st < 300)) {
+    /* 404: the daemon never knew the job (no GPU here, or it was down at the prolog). */
+    if (st == 404) {
+        slurm_debug("pfi: job %u was not registered on %s: nothing to deregister", id,
+                    node_name());
+        return 0;
+    }
+    if (st >= 200 && st < 300) {
         slurm_info("pfi: job %u deregistered on %s", id, node_name());
         return 0;
     }

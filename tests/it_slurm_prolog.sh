@@ -217,7 +217,7 @@ until [ "$(squeue -h 2>/dev/null | wc -l)" = 0 ]; do
 done
 grep -q ran "$T/jb.out" || { in_service; fail "job $jb refused by the daemon (409) did not run"; }
 in_service
-grep -q "job $jb: registration refused, the job runs without power management.*HTTP 409: GPU [0-9] already belongs to job blocker" \
+grep -q "job $jb: registration refused, the job runs without power management.*HTTP 409: GPU [0-9] already belongs to job blocker (if it has ended: pfi ctl job rm blocker)" \
   "$T/pfi-slurm.log" || fail "the daemon's 409 reason not logged: $(tail -n 2 "$T/pfi-slurm.log")"
 curl -sf --max-time 5 --unix-socket "$T/pfin1.sock" -H "Authorization: Bearer $(cat "$T/token")" \
   -X DELETE http://localhost/v1/jobs/blocker >/dev/null || fail "could not remove the blocking job"

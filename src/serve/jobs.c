@@ -302,8 +302,11 @@ static int add_job_locked(srv_node *n, json_t *spec, int persist, json_t **resul
         for (int o = 0; o < n->n_cand; o++)
             for (int q = 0; q < n->cand[o].n_gpus; q++)
                 if (n->cand[o].gpus[q] == j->gpus[k])
-                    return pfi_err_set(err, PFI_EBUSY, "GPU %d already belongs to job %s",
-                                       j->gpus[k], n->cand[o].id);
+                    /* The way out, for a job whose end was never told (an epilog lost). */
+                    return pfi_err_set(err, PFI_EBUSY,
+                                       "GPU %d already belongs to job %s (if it has ended: pfi "
+                                       "ctl job rm %s)",
+                                       j->gpus[k], n->cand[o].id, n->cand[o].id);
     n->n_cand++;
     const double *ext;
     int mode = pfi_srv_current_mode(n, &ext);

@@ -1576,6 +1576,34 @@ static void test_fewer_gpus_after_restart(void **state)
     site_down(&x);
 }
 
+/* A node that refuses the controller's token (401 to heartbeats and caps, reads open) is down
+ * with the reason, and stays so through a refresh whose reads it answers: it showed up, no
+ * reason given, while every change was refused.  Accepted again: up at the next heartbeat. */
+static void test_node_refusing_token(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    pfi_standin_set_refuse(x.s, "n2", 1);
+    pfi_cl_heartbeat(x.c);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    json_t *nodes = pfi_cl_json_nodes(x.c);
+    json_t *j2 = json_array_get(json_object_get(nodes, "nodes"), 1);
+    assert_string_equal(json_string_value(json_object_get(j2, "name")), "n2");
+    assert_true(json_is_false(json_object_get(j2, "up")));
+    const char *why = json_string_value(json_object_get(j2, "why"));
+    if (!why || !strstr(why, "heartbeat: HTTP 401: the node refused the token of --node-token-file"))
+        fail_msg("n2's why: %s", why ? why : "-");
+    json_decref(nodes);
+    pfi_standin_set_refuse(x.s, "n2", 0);
+    pfi_cl_heartbeat(x.c);
+    nodes = pfi_cl_json_nodes(x.c);
+    j2 = json_array_get(json_object_get(nodes, "nodes"), 1);
+    assert_true(json_is_true(json_object_get(j2, "up")));
+    json_decref(nodes);
+    site_down(&x);
+}
+
 /* The controller restarted on the same store as x's, knowing no budget yet. */
 static void restart_controller(site *x, const char *db)
 {
@@ -2026,6 +2054,7 @@ int main(void)
         cmocka_unit_test(test_api_without_token),
         cmocka_unit_test(test_unknown_node_in_topology),
         cmocka_unit_test(test_fewer_gpus_after_restart),
+        cmocka_unit_test(test_node_refusing_token),
         cmocka_unit_test(test_topo_json_overlaps),
         cmocka_unit_test(test_grid_events),
         cmocka_unit_test(test_grid_report_level),

@@ -352,7 +352,7 @@ static int wave_absorb(pfi_cl *c, wave *w, int lower)
         failed++;
         c->stats.n_node_fail++;
         n->up = 0;
-        snprintf(n->why, sizeof n->why, "PUT /v1/caps: %s", w->rq[k].err);
+        pfi_cl_node_refused(n, "PUT /v1/caps", &w->rq[k]);
         /* A raise may or may not have landed: count the node at the higher value. */
         const double *asked = w->asked + (size_t)k * (size_t)w->stride;
         if (!lower)

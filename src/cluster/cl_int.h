@@ -163,6 +163,10 @@ int pfi_cl_decode_caps(const char *reply, int n, double *limit_w, double *enforc
 
 /* Decoding what node daemons say (controller.c). */
 int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err);
+/* Why a change or heartbeat to node n failed (what: "heartbeat", "PUT /v1/caps"), into its
+ * why; a 401/403 marks it refused (said once on stderr, naming --node-token-file), so that an
+ * answered read does not bring it back up. */
+void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r);
 /* A job's curve as GET /v1/jobs gives it: 1 when j now has >= 2 usable points. */
 int pfi_cl_decode_curve(json_t *curve, pfi_cl_job *j);
 

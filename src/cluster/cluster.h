@@ -119,6 +119,9 @@ typedef struct pfi_cl_node {
     int ever_up;
     int unusable;             /* the last refresh read it and could not manage it (its GPUs
                                * unlike Slurm's): a heartbeat's answer does not bring it up */
+    int refused;              /* it answered a heartbeat or caps with 401/403: it refuses this
+                               * controller's token; a read's answer does not bring it up (it
+                               * showed up, no reason given, while every change was refused) */
     int n_gpus_seen; /* GPUs the daemon reported when it last answered (may exceed Slurm's) */
     int n_gpus_slurm; /* GPUs Slurm lists for it */
     char commanded_by[64]; /* the controller whose caps it holds, heard lately, "" none */

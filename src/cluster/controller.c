@@ -429,6 +429,22 @@ static int join_jobs(const pfi_cl_topo *t, pfi_cl_node *nodes, int nn, pfi_cl_jo
     return PFI_OK;
 }
 
+void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r)
+{
+    if (r->status != 401 && r->status != 403) {
+        snprintf(n->why, sizeof n->why, "%s: %s", what, r->err);
+        return;
+    }
+    if (!n->refused) /* said once, where the operator looks first */
+        fprintf(stderr, "pfi cluster: node %s refuses this controller (%s: HTTP %ld): check "
+                        "--node-token-file against the node's token file\n",
+                n->name, what, r->status);
+    n->refused = 1;
+    snprintf(n->why, sizeof n->why, "%s: HTTP %ld: the node refused the token of "
+                                    "--node-token-file",
+             what, r->status);
+}
+
 /* Why a read of a node failed, for its "why": a 401 says what to do about it (the node's body
  * would crowd that out of the field), anything else what the request said. */
 static void node_read_why(const pfi_cl *c, pfi_cl_node *n, const char *what,
@@ -453,9 +469,12 @@ static void absorb_node(pfi_cl *c, pfi_cl_node *n, const pfi_http_req *rg, const
     if (rg->status == 200 && rj->status == 200 && (dg = json_loads(rg->reply, 0, NULL)) &&
         (dj = json_loads(rj->reply, 0, NULL)) && pfi_cl_decode_gpus(dg, n, &e) == PFI_OK &&
         gpus_complete(n, &e)) {
-        n->up = n->ever_up = 1;
+        /* A node that refuses this controller's changes stays down with its reason. */
+        n->up = !n->refused;
+        n->ever_up = 1;
         n->unusable = 0;
-        n->why[0] = '\0';
+        if (!n->refused)
+            n->why[0] = '\0';
         n->last_ok_wall = wall;
         n->n_gpus_seen = n->n_gpus;
         absorb_jobs(c, dj);
@@ -636,6 +655,7 @@ static void heartbeat_locked(pfi_cl *c)
         if (rq[i].status >= 200 && rq[i].status < 300) {
             nd->last_ok_wall = wall;
             note_boot(c, nd, rq[i].reply);
+            nd->refused = 0;
             if (nd->ever_up && !nd->up && !nd->unusable) {
                 nd->up = 1;
                 nd->why[0] = '\0';
@@ -644,7 +664,7 @@ static void heartbeat_locked(pfi_cl *c)
             if (nd->up)
                 c->stats.n_node_fail++;
             nd->up = 0;
-            snprintf(nd->why, sizeof nd->why, "heartbeat: %s", rq[i].err);
+            pfi_cl_node_refused(nd, "heartbeat", &rq[i]);
         }
     }
     pthread_mutex_unlock(&c->mu);

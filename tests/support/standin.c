@@ -38,6 +38,7 @@ typedef struct snode {
     int n_gpus;
     double cap[PFI_MAX_GPUS];
     int silent;
+    int refuse; /* changes and heartbeats answered 401 (a wrong token); reads answered */
     int n_jobs;
     sjob *jobs;
     /* The last cap epoch taken, refused as a node daemon does (at or below it: 409; outside 1
@@ -252,6 +253,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
         rc = fail(con, 404, "no such node");
     else if (n->silent)
         rc = MHD_NO; /* drops the connection without an answer */
+    else if (n->refuse && strcmp(method, "GET"))
+        rc = fail(con, 401, "missing or wrong bearer token");
     else if (!strcmp(slash, "/v1/gpus") && !strcmp(method, "GET"))
         rc = reply(con, 200, gpus_json(s, n));
     else if (!strcmp(slash, "/v1/jobs") && !strcmp(method, "GET"))
@@ -387,6 +390,15 @@ int pfi_standin_add_job(pfi_standin *s, const pfi_standin_job *j, pfi_err *err)
     x->t0 = j->t0;
     pthread_mutex_unlock(&s->mu);
     return PFI_OK;
+}
+
+void pfi_standin_set_refuse(pfi_standin *s, const char *node, int refuse)
+{
+    pthread_mutex_lock(&s->mu);
+    snode *n = find(s, node, strlen(node));
+    if (n)
+        n->refuse = refuse;
+    pthread_mutex_unlock(&s->mu);
 }
 
 void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent)

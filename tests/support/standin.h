@@ -40,6 +40,8 @@ int pfi_standin_set_seen(pfi_standin *s, const char *node, const char *id, int n
 void pfi_standin_set_epoch(pfi_standin *s, const char *node, long long epoch);
 /* A silent node: accepts connections, never answers (until unset). */
 void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent);
+/* A node that refuses the controller's token: 401 to every change and heartbeat, reads open. */
+void pfi_standin_set_refuse(pfi_standin *s, const char *node, int refuse);
 double pfi_standin_cap_sum(pfi_standin *s);
 double pfi_standin_peak(pfi_standin *s);
 void pfi_standin_reset_peak(pfi_standin *s);

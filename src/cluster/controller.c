@@ -429,22 +429,6 @@ static int join_jobs(const pfi_cl_topo *t, pfi_cl_node *nodes, int nn, pfi_cl_jo
     return PFI_OK;
 }
 
-void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r)
-{
-    if (r->status != 401 && r->status != 403) {
-        snprintf(n->why, sizeof n->why, "%s: %s", what, r->err);
-        return;
-    }
-    if (!n->refused) /* said once, where the operator looks first */
-        fprintf(stderr, "pfi cluster: node %s refuses this controller (%s: HTTP %ld): check "
-                        "--node-token-file against the node's token file\n",
-                n->name, what, r->status);
-    n->refused = 1;
-    snprintf(n->why, sizeof n->why, "%s: HTTP %ld: the node refused the token of "
-                                    "--node-token-file",
-             what, r->status);
-}
-
 /* Why a read of a node failed, for its "why": a 401 says what to do about it (the node's body
  * would crowd that out of the field), anything else what the request said. */
 static void node_read_why(const pfi_cl *c, pfi_cl_node *n, const char *what,

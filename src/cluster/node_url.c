@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* node_url.c: where each node daemon is reached, for every file that sends it a request
  * (controller.c's refresh and heartbeats, apply.c's caps): its URL from the node map or the
- * template, and a "unix:" URL's socket. */
+ * template, a "unix:" URL's socket, and what a node refusing this controller's token means. */
 #include <stdio.h>
 #include <string.h>
 
@@ -57,4 +57,20 @@ void pfi_cl_node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char 
         }
     }
     out[o] = '\0';
+}
+
+void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r)
+{
+    if (r->status != 401 && r->status != 403) {
+        snprintf(n->why, sizeof n->why, "%s: %s", what, r->err);
+        return;
+    }
+    if (!n->refused) /* said once, where the operator looks first */
+        fprintf(stderr, "pfi cluster: node %s refuses this controller (%s: HTTP %ld): check "
+                        "--node-token-file against the node's token file\n",
+                n->name, what, r->status);
+    n->refused = 1;
+    snprintf(n->why, sizeof n->why, "%s: HTTP %ld: the node refused the token of "
+                                    "--node-token-file",
+             what, r->status);
 }

@@ -86,6 +86,10 @@ struct pfi_cl {
 /* node_url.c: where a node daemon is reached. */
 const char *pfi_cl_unix_sock(const char *base); /* "unix:/p" -> "/p", else NULL */
 void pfi_cl_build_url(const char *base, const char *path, char *out, size_t n);
+/* node_url.c: why a change or heartbeat to node n failed (what: "heartbeat", "PUT /v1/caps"), into its
+ * why; a 401/403 marks it refused (said once on stderr, naming --node-token-file), so that an
+ * answered read does not bring it back up. */
+void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r);
 /* The URL of a node's daemon: the map file's line for it, else the template. */
 void pfi_cl_node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char *out,
                      size_t n);
@@ -163,10 +167,6 @@ int pfi_cl_decode_caps(const char *reply, int n, double *limit_w, double *enforc
 
 /* Decoding what node daemons say (controller.c). */
 int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err);
-/* Why a change or heartbeat to node n failed (what: "heartbeat", "PUT /v1/caps"), into its
- * why; a 401/403 marks it refused (said once on stderr, naming --node-token-file), so that an
- * answered read does not bring it back up. */
-void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r);
 /* A job's curve as GET /v1/jobs gives it: 1 when j now has >= 2 usable points. */
 int pfi_cl_decode_curve(json_t *curve, pfi_cl_job *j);
 

@@ -417,7 +417,7 @@ until grep -q "job $ja: deregistration failed" "$T/slurm/log/slurmd-pfin2.log"; 
 done
 [ -e "$T/pfin2.spool/$ja" ] || fail "the deregistration of $ja was not spooled: $(ls "$T/pfin2.spool" 2>&1)"
 # Said as an epilog: the job has ended, its GPUs keep its caps (not "the job runs without").
-grep -q "job $ja: deregistration failed, spooled: its GPUs keep the job's caps until the daemon takes it: DELETE /v1/jobs/$ja at unix:" \
+grep -q "job $ja: deregistration failed, spooled: if the daemon holds the job, its GPUs keep the job's caps until the daemon takes it: DELETE /v1/jobs/$ja at unix:" \
   "$T/slurm/log/slurmd-pfin2.log" || fail "the failed deregistration's wording: $(grep "job $ja: deregistration failed" "$T/slurm/log/slurmd-pfin2.log")"
 start_serve pfin2
 wait_serve pfin2

@@ -373,6 +373,20 @@ static void test_epilog_without_gpu_list(void **state)
     int before = d.n_req;
     assert_int_equal(slurm_spank_job_prolog(NULL, 2, (char *[]){d.url, d.spool}), 0);
     assert_int_equal(d.n_req, before);
+    /* A daemon that cannot be reached, required=1: the epilog is what is asked to fail, and
+     * a job the daemon may never have held is not said to keep caps for sure. */
+    char url[300];
+    snprintf(url, sizeof url, "url=unix:%s/none.sock", d.dir);
+    g_log[0] = '\0';
+    assert_int_equal(slurm_spank_job_epilog(NULL, 4, (char *[]){url, d.spool, "required=1",
+                                                                "timeout=1"}),
+                     -1);
+    if (!strstr(g_log, "asking Slurm to fail the epilog"))
+        fail_msg("required=1 epilog: %s", g_log);
+    g_log[0] = '\0';
+    assert_int_equal(slurm_spank_job_epilog(NULL, 3, (char *[]){url, d.spool, "timeout=1"}), 0);
+    if (!strstr(g_log, "spooled: if the daemon holds the job, its GPUs keep the job's caps"))
+        fail_msg("epilog, daemon down: %s", g_log);
     daemon_stop(&d);
 }
 

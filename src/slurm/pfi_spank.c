@@ -578,9 +578,9 @@ static int outcome(const conf *c, uint32_t id, const char *what, const char *the
         /* Slurm honours the error only for a plugin loaded with the `required` keyword (an
          * `optional` plugin's errors are ignored), which the plugin cannot see: ask, do not
          * claim. */
-        slurm_error("pfi: job %u: %s failed (required=1: asking Slurm to fail the prolog, which "
+        slurm_error("pfi: job %u: %s failed (required=1: asking Slurm to fail the %s, which "
                     "it does only when plugstack.conf's line starts with 'required'): %s",
-                    id, what, why);
+                    id, what, strcmp(what, "deregistration") ? "prolog" : "epilog", why);
         return -1;
     }
     slurm_error("pfi: job %u: %s failed, %s: %s", id, what, then, why);
@@ -745,8 +745,11 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     /* An epilog failure drains the node, so only required=1 sites want that; the spool has the
      * next prolog or epilog on this node send the DELETE again. */
     return outcome(&c, id, "deregistration",
+                   /* "may": the epilog cannot know whether the prolog registered it */
                    spool_add(&c, id) == 0
-                       ? "spooled: its GPUs keep the job's caps until the daemon takes it"
-                       : "not spooled: its GPUs keep the job's caps until it is removed by hand",
+                       ? "spooled: if the daemon holds the job, its GPUs keep the job's caps "
+                         "until the daemon takes it"
+                       : "not spooled: if the daemon holds the job, its GPUs keep the job's caps "
+                         "until it is removed by hand (pfi ctl job rm)",
                    why);
 }

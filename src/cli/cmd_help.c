@@ -150,10 +150,20 @@ static const struct {
     {"PFI_READ_ONLY", "when set to 1, never change a GPU setting (as --read-only)"},
     {"PFI_JOURNAL", "the journal of original power limits (pfi sweep, pfi serve, pfi restore)"},
     {"PFI_LOCK_DIR", "where each GPU's lock is kept while a sweep or pfi serve changes its limit "
-                     "(default /run/lock; a simulated node's beside its state)"},
-    {"PFI_SERVE_URL", "the daemon pfi ctl and pfi event talk to (default http://127.0.0.1:9455)"},
+                     "(default /run/lock/pfi as root, /run/lock for other users, /tmp where there "
+                     "is no /run/lock; a simulated node's beside its state)"},
+    {"PFI_SERVE_URL", "the daemon pfi ctl and pfi event talk to (default unix:/run/pfi/serve.sock "
+                      "when that socket exists, else http://127.0.0.1:9455)"},
     {"PFI_SERVE_TOKEN_FILE", "the bearer token file of pfi ctl and pfi event"},
     {"PFI_SIM_STATE", "a shared simulated node (pfi sim init) that every process sees"},
+    {"PFI_SIM_SPEED", "how many times faster than real time a shared simulated node runs "
+                      "(default 1)"},
+    {"PFI_PROGRESS", "progress of long commands on stderr: 0 off, lines (plain lines), tty (a "
+                     "line redrawn in place); default: in place on a terminal, else a plain "
+                     "line at most every 10 s"},
+    {"PFI_CLOCK_SCALE", "with PFI_CLOCK_ORIGIN (Unix seconds): pfi's clock runs this many "
+                        "times faster (1 to 1000), for tests of schedules (docs/api.md)"},
+    {"PFI_CLOCK_ORIGIN", "the Unix time from which PFI_CLOCK_SCALE's faster clock runs"},
 };
 
 static int man_pfi(void)

@@ -118,7 +118,9 @@ static const pfi_serve_key keys[] = {
      "Bearer token every change must carry, and every read with read_auth = token (a file "
      "only root can read, mode 0600).  Without it the API answers reads only."},
     {"db", "PATH", "pfi-serve.db", "/var/lib/pfi/serve.db", "SQLite state and audit log."},
-    {"journal", "PATH", "$PFI_JOURNAL, else /var/lib/pfi/journal as root",
+    {"journal", "PATH",
+     "$PFI_JOURNAL, else /var/lib/pfi/journal as root, ~/.local/state/pfi/journal otherwise; a "
+     "simulated node's: $PFI_SIM_STATE.journal",
      "/var/lib/pfi/journal",
      "Journal of the GPUs' original power limits, restored on exit and after a crash (shared "
      "with pfi sweep and read by pfi restore)."},

@@ -369,7 +369,7 @@ int pfi_cmd_allocate(int argc, char **argv)
         "job's predicted curve, oracle and equal its true curve.  See docs/allocation.md.",
         opts,
         "pfi allocate --budget 70% --jobs jobs.json         # the jobs of a file (docs/jobs-format.md)\n"
-        "pfi allocate --budget 5600W --db pfi.db --policy equal --json\n"
+        "pfi allocate --budget 70% --db pfi.db --policy equal --json\n"
         "pfi allocate --budget 60% --jobs jobs.json --sla 5% --on-infeasible relax-sla"};
     int rc = pfi_cli_args_none(&spec, argc, argv, "allocate");
     if (rc >= 0)

@@ -173,7 +173,17 @@ static void test_openadr_file_comments(void **state)
     fputs("program = dr\nprogram dr2   # no equals sign\n", f);
     fclose(f);
     assert_int_equal(pfi_ven_config_load(&c, path, &e), PFI_EINVAL);
-    assert_non_null(strstr(e.msg, ":2: expected key = value"));
+    assert_non_null(strstr(e.msg, ":2: expected 'key = value'"));
+    /* A line longer than the reader holds is refused, not read as two. */
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("program = ", f);
+    for (int i = 0; i < 1500; i++)
+        fputc('x', f);
+    fputs("\nclient_id = a\n", f);
+    fclose(f);
+    assert_int_equal(pfi_ven_config_load(&c, path, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, ":1: line too long"));
     unlink(path);
 }
 

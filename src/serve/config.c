@@ -363,6 +363,11 @@ int pfi_serve_config_set(pfi_serve_config *c, const char *key, const char *v, pf
     return pfi_err_set(err, PFI_EINTERNAL, "setting '%s' is listed but not handled", key);
 }
 
+static int serve_set(void *ctx, const char *key, const char *value, pfi_err *err)
+{
+    return pfi_serve_config_set(ctx, key, value, err);
+}
+
 int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
 {
     if (pfi_input_not_dir(path, err) != PFI_OK)
@@ -371,28 +376,7 @@ int pfi_serve_config_load(pfi_serve_config *c, const char *path, pfi_err *err)
     if (!f)
         return pfi_err_set(err, PFI_ENOENT, "cannot open config file %s: %s", path,
                            strerror(errno));
-    char line[1024];
-    int lineno = 0, rc = PFI_OK;
-    while (rc == PFI_OK && fgets(line, sizeof line, f)) {
-        lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: line too long", path, lineno);
-            break;
-        }
-        char *key, *val;
-        int kv = pfi_conf_line(line, &key, &val);
-        if (kv == 0)
-            continue;
-        if (kv < 0) {
-            rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: expected 'key = value'", path, lineno);
-            break;
-        }
-        rc = pfi_serve_config_set(c, key, val, err);
-        if (rc != PFI_OK)
-            pfi_err_prefix(err, "%s:%d: ", path, lineno);
-    }
-    if (rc == PFI_OK && ferror(f))
-        rc = pfi_err_set(err, PFI_EIO, "reading %s failed", path);
+    int rc = pfi_conf_read(f, path, serve_set, c, err);
     fclose(f);
     return rc;
 }

@@ -100,31 +100,17 @@ int pfi_ven_config_set(pfi_ven_config *c, const char *k, const char *v, pfi_err 
                        k);
 }
 
+static int ven_set(void *ctx, const char *key, const char *value, pfi_err *err)
+{
+    return pfi_ven_config_set(ctx, key, value, err);
+}
+
 int pfi_ven_config_load(pfi_ven_config *c, const char *path, pfi_err *err)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return pfi_err_set(err, PFI_ENOENT, "openadr config %s: cannot open it", path);
-    char line[1024];
-    int no = 0, rc = PFI_OK;
-    while (rc == PFI_OK && fgets(line, sizeof line, f)) {
-        no++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: line too long", path, no);
-            break;
-        }
-        char *key, *val;
-        int kv = pfi_conf_line(line, &key, &val);
-        if (kv == 0)
-            continue;
-        if (kv < 0) {
-            rc = pfi_err_set(err, PFI_EINVAL, "%s:%d: expected key = value", path, no);
-            break;
-        }
-        rc = pfi_ven_config_set(c, key, val, err);
-        if (rc != PFI_OK)
-            pfi_err_prefix(err, "%s:%d: ", path, no);
-    }
+    int rc = pfi_conf_read(f, path, ven_set, c, err);
     fclose(f);
     return rc;
 }

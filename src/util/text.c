@@ -41,6 +41,29 @@ int pfi_conf_line(char *line, char **key, char **val)
     return 1;
 }
 
+int pfi_conf_read(FILE *f, const char *path, pfi_conf_set_fn set, void *ctx, pfi_err *err)
+{
+    char line[1024];
+    int no = 0, rc = PFI_OK;
+    while (rc == PFI_OK && fgets(line, sizeof line, f)) {
+        no++;
+        if (!strchr(line, '\n') && !feof(f))
+            return pfi_err_set(err, PFI_EINVAL, "%s:%d: line too long", path, no);
+        char *key, *val;
+        int kv = pfi_conf_line(line, &key, &val);
+        if (kv == 0)
+            continue;
+        if (kv < 0)
+            return pfi_err_set(err, PFI_EINVAL, "%s:%d: expected 'key = value'", path, no);
+        rc = set(ctx, key, val, err);
+        if (rc != PFI_OK)
+            pfi_err_prefix(err, "%s:%d: ", path, no);
+    }
+    if (rc == PFI_OK && ferror(f))
+        rc = pfi_err_set(err, PFI_EIO, "reading %s failed", path);
+    return rc;
+}
+
 char *pfi_read_all(FILE *f, size_t max, size_t *len)
 {
     size_t cap = 1 << 16, n = 0;

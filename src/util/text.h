@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "core/err.h"
+
 /* Strips the white space (isspace) at both ends of s in place: the end by writing NULs, the
  * start by returning a pointer past it, into s. */
 char *pfi_trim(char *s);
@@ -17,6 +19,11 @@ char *pfi_trim(char *s);
  * comment; -1 for one with no '='.  One reader for both files: the OpenADR one skipped only
  * whole-line comments, so a value's trailing comment became part of it. */
 int pfi_conf_line(char *line, char **key, char **val);
+/* Every `key = value` line of f (read as pfi_conf_line reads one) handed to set(ctx, key,
+ * value, err) in order, stopping at the first error, which is prefixed with "PATH:LINE: ";
+ * a line too long (over 1023 bytes) or without '=' is one. */
+typedef int (*pfi_conf_set_fn)(void *ctx, const char *key, const char *value, pfi_err *err);
+int pfi_conf_read(FILE *f, const char *path, pfi_conf_set_fn set, void *ctx, pfi_err *err);
 
 /* Reads f to its end into a new NUL-terminated buffer that the caller frees; *len (may be NULL)
  * gets the length.  NULL when memory runs out or the buffer would grow past max bytes (0: no

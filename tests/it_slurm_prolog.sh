@@ -83,6 +83,12 @@ env -i PATH="$L/bin:$PATH" PFI_SLURM_CONF="$L/conf.tok" SLURMD_NODENAME=n1 SLURM
   sh "$L/pd/50-pfi-epilog" >"$L/out" 2>&1 || fail "epilog without SLURM_JOB_GPUS: $(cat "$L/out")"
 grep -qx DELETE "$L/curl.args" && grep -q '/v1/jobs/7$' "$L/curl.args" ||
   fail "the epilog of a job whose GPUs Slurm did not list sent no DELETE: $(cat "$L/curl.args" 2>&1)"
+# ...a best effort: with no daemon answering (a CPU node), no failure even with PFI_REQUIRED=1
+# (it drained the node) and nothing spooled (every CPU job's id, for ever).
+rm -rf "$L/spool"
+env -i PATH="$PATH" PFI_SLURM_CONF="$L/conf" SLURMD_NODENAME=n1 SLURM_JOB_ID=8 PFI_REQUIRED=1 \
+  sh "$L/pd/50-pfi-epilog" >"$L/out" 2>&1 || fail "epilog of a CPU-only job, no daemon, PFI_REQUIRED=1: exit $?: $(cat "$L/out")"
+[ -e "$L/spool/8" ] && fail "the epilog of a CPU-only job spooled its id"
 rm -rf "$L"
 echo "prolog and epilog run through a link and as installed copies; a copy without its lib exits 0 (1 with PFI_REQUIRED=1); the token goes on curl's stdin"
 

@@ -377,6 +377,17 @@ static void test_epilog_without_gpu_list(void **state)
      * a job the daemon may never have held is not said to keep caps for sure. */
     char url[300];
     snprintf(url, sizeof url, "url=unix:%s/none.sock", d.dir);
+    /* ...but with no GPU listed (a CPU-only job), an unreachable daemon is no failure and
+     * nothing is spooled: a node without a daemon drained under required=1, and spooled every
+     * CPU job's id for ever. */
+    g_log[0] = '\0';
+    assert_int_equal(slurm_spank_job_epilog(NULL, 4, (char *[]){url, d.spool, "required=1",
+                                                                "timeout=1"}),
+                     0);
+    assert_int_equal(spooled(&d), 0);
+    if (!strstr(g_log, "nothing spooled"))
+        fail_msg("epilog without a GPU list, daemon down: %s", g_log);
+    setenv("SLURM_JOB_GPUS", "0,1", 1);
     g_log[0] = '\0';
     assert_int_equal(slurm_spank_job_epilog(NULL, 4, (char *[]){url, d.spool, "required=1",
                                                                 "timeout=1"}),

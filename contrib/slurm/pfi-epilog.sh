@@ -30,6 +30,7 @@ fi
 # shellcheck source=pfi-slurm-lib.sh
 . "$lib"
 job=${SLURM_JOB_ID:?}
+gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
 
 spool_add() {
   if { [ -d "$spool" ] || mkdir -m 0700 "$spool" 2>/dev/null; } && : >"$spool/$1" 2>/dev/null; then
@@ -50,6 +51,10 @@ if ! untold; then
   say "pfi: job $job: deregistration refused: $why"
   exit 0
 fi
+# No GPU listed (a CPU-only job, or Slurm after a slurmctld restart): the DELETE was a best
+# effort, never spooled nor a failure (on a node without a daemon every CPU job spooled its id
+# for ever, and PFI_REQUIRED=1 drained the node).
+[ -n "$gpus" ] || exit 0
 say "pfi: job $job: deregistration failed: $why"
 spool_add "$job"
 # An epilog failure drains the node: only sites that asked for it get one.

@@ -742,6 +742,15 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
         slurm_error("pfi: job %u: deregistration refused: %s", id, why);
         return 0;
     }
+    /* No GPU listed (a CPU-only job, or Slurm after a slurmctld restart): the DELETE was a
+     * best effort.  Not spooled and never a failure: on a node without a daemon every CPU job
+     * spooled its id for ever, and under required=1 drained the node. */
+    if (!gl) {
+        slurm_info("pfi: job %u: no GPU listed in the epilog's environment and no answer from "
+                   "the daemon (%s): nothing spooled",
+                   id, why);
+        return 0;
+    }
     /* An epilog failure drains the node, so only required=1 sites want that; the spool has the
      * next prolog or epilog on this node send the DELETE again. */
     return outcome(&c, id, "deregistration",

@@ -256,15 +256,6 @@ cat > "$stage/DEBIAN/postinst" <<EOT
 #!/bin/sh
 set -e
 $conf_fn
-# Root's folder of GPU locks now, not at the next boot (what dh_installtmpfiles's postinst does).
-# One a user made first is moved aside: systemd-tmpfiles would make it root's with the user's
-# entries kept (pfi moves aside any that is not a file of root's, as well).
-if [ "\$1" = configure ] && command -v systemd-tmpfiles >/dev/null 2>&1; then
-    if [ -L /run/lock/pfi ] || { [ -e /run/lock/pfi ] && [ "\$(stat -c %u /run/lock/pfi)" != 0 ]; }; then
-        mv /run/lock/pfi "/run/lock/pfi.untrusted.\$\$" || true
-    fi
-    systemd-tmpfiles --create pfi.conf >/dev/null || true
-fi
 if [ "\$1" = configure ] && [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null || true
     if [ -n "\$2" ]; then

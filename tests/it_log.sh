@@ -82,7 +82,7 @@ want 0 log "$T/big.log"
 grep -q 'median 1048576 tokens/s per GPU, mean 1048576' "$T/out" && ! grep -q 'e+' "$T/out" || fail "a rate over 1M: $(cat "$T/out")"
 # --throughput-regex: a scale letter before the unit word it scales ("52.4ktok/s", "12.5 k
 # tokens/s") is applied (read as 52.4: 1000 times too small); one before another unit is not.
-for v in 52.4ktok/s "52.4 k tokens/s" 52.4Ksamples/s; do
+for v in 52.4ktok/s "52.4 k tokens/s" 52.4Ksamples/s "52.4 ktok/s" "52.4 Ksamples/s"; do
   for i in 1 2 3 4 5 6; do echo "[2025-01-01 00:00:0$i] step $i | throughput: $v | mfu 41%"; done >"$T/scale.log"
   want 0 log "$T/scale.log" --throughput-regex 'throughput: ([0-9.]+)' --unit tokens/s --quiet
   grep -q 'median 52400.0 tokens/s' "$T/out" || fail "--throughput-regex on '$v': $(cat "$T/out")"

@@ -30,9 +30,12 @@ static double scale_after(const char *after)
 {
     static const char scale_ch[] = "kKMGBT";
     static const double scale_by[] = {1e3, 1e3, 1e6, 1e9, 1e9, 1e12};
-    int spaced = after[0] == ' ' && after[1] && strchr(scale_ch, after[1]) && after[2] == ' ';
-    if (spaced) /* "12.5 k tokens/s": only before a unit word, else "2 T" is no trillion */
-        return unit_word(after + 3) ? scale_by[strchr(scale_ch, after[1]) - scale_ch] : 1.0;
+    /* "12.5 k tokens/s", "52.4 ktok/s": after a blank, only before a unit word ("2 T" or
+     * "5 Kelvin" is no scale). */
+    if (after[0] == ' ' && after[1] && strchr(scale_ch, after[1])) {
+        const char *w = after[2] == ' ' ? after + 3 : after + 2;
+        return unit_word(w) ? scale_by[strchr(scale_ch, after[1]) - scale_ch] : 1.0;
+    }
     const char *sc = *after ? strchr(scale_ch, *after) : NULL;
     if (!sc)
         return 1.0;

@@ -83,6 +83,12 @@ if [ -w /dev/full ]; then
     fail "monitor to a full disk: $(cat "$T/full.err")"
   "$PFI" gpus >/dev/full 2>"$T/full.err"
   [ $? -eq 1 ] && grep -q "pfi gpus: write error" "$T/full.err" || fail "gpus to a full disk: $(cat "$T/full.err")"
+  # Output that fills stdio's buffer fails inside the command (it exited 1 saying nothing), and
+  # --version is checked too (it exited 0).
+  "$PFI" help sweep >/dev/full 2>"$T/full.err"
+  [ $? -eq 1 ] && [ "$(grep -c "write error" "$T/full.err")" = 1 ] || fail "help sweep to a full disk: $(cat "$T/full.err")"
+  "$PFI" --version >/dev/full 2>"$T/full.err"
+  [ $? -eq 1 ] && grep -q "^pfi: write error" "$T/full.err" || fail "--version to a full disk: $(cat "$T/full.err")"
 fi
 rc=$(sh -c "trap '' PIPE; timeout 30 \"$PFI\" monitor --interval 100ms --format csv 2>\"$T/pipe.err\"; echo \$? >\"$T/pipe.rc\"" | head -n 1 >/dev/null; cat "$T/pipe.rc")
 [ "$rc" = 1 ] && grep -q "pfi monitor: write error: Broken pipe" "$T/pipe.err" ||

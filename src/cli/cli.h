@@ -129,7 +129,7 @@ int pfi_cli_print_json(json_t *doc);
 /* 1 when everything written to stdout so far reached it (flushed now); else 0, once said on
  * stderr as "pfi CMD: write error: ..." (a reader gone with SIGPIPE ignored, a full disk): a
  * command that streams stops there instead of writing into nothing. */
-int pfi_cli_stdout_ok(const char *cmd);
+int pfi_cli_stdout_ok(const char *cmd); /* cmd NULL: "pfi: write error: ..." */
 /* The same for a document whose top member `key` is an array of n elements, each written by
  * item(ctx, i, w) into w (util/json_write.h) one at a time, so a long array is never held
  * whole, nor as a json_t per value: the bytes are those pfi_cli_print_json would write for the

@@ -277,11 +277,16 @@ void pfi_cli_catch_stop_signals(void (*h)(int))
 
 int pfi_cli_stdout_ok(const char *cmd)
 {
+    static int said; /* once: a streaming command and main both ask */
     errno = 0;
     if (fflush(stdout) == 0 && !ferror(stdout))
         return 1;
-    int e = errno ? errno : EIO;
-    fprintf(stderr, "pfi %s: write error: %s\n", cmd, strerror(e));
+    if (said++)
+        return 0;
+    /* An error flagged by an earlier write (a JSON document cut by a full disk) leaves no
+     * errno to the flush, which has nothing left to write. */
+    fprintf(stderr, "pfi%s%s: write error: %s\n", cmd ? " " : "", cmd ? cmd : "",
+            errno ? strerror(errno) : "the output did not all get through");
     return 0;
 }
 

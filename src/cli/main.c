@@ -50,8 +50,8 @@ static void print_version(void)
  * a reader gone with SIGPIPE ignored): exit 0 with the output lost said it was written. */
 static int written(const char *cmd, int rc)
 {
-    if (rc == PFI_EXIT_OK && !pfi_cli_stdout_ok(cmd))
-        return PFI_EXIT_FAIL;
+    if (!pfi_cli_stdout_ok(cmd))
+        return rc == PFI_EXIT_OK ? PFI_EXIT_FAIL : rc;
     return rc;
 }
 
@@ -64,11 +64,11 @@ int main(int argc, char **argv)
     const char *name = argv[1];
     if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) {
         usage(stdout);
-        return PFI_EXIT_OK;
+        return written(NULL, PFI_EXIT_OK);
     }
     if (strcmp(name, "-V") == 0 || strcmp(name, "--version") == 0) {
         print_version();
-        return PFI_EXIT_OK;
+        return written(NULL, PFI_EXIT_OK);
     }
     const char *clock_error = pfi_clock_env_error();
     if (clock_error) {

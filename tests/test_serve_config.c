@@ -151,7 +151,7 @@ static void test_openadr_file_comments(void **state)
           "secret_file = /etc/pfi/openadr.secret    # first line, chmod 600\n"
           "program = site-dr                        # programName\n"
           "poll = 10s                               # default 10 s\n"
-          "ven_name = \"pfi site\"                   # quoted\n"
+          "ven_name = \"pfi site #2\"                # quoted, its '#' kept\n"
           "simple_cut_1 = 10%                       # SIMPLE levels 1..3\n"
           "   \n",
           f);
@@ -165,7 +165,7 @@ static void test_openadr_file_comments(void **state)
     assert_string_equal(c.vtn_url, "https://vtn.example/openadr3");
     assert_string_equal(c.program, "site-dr");
     assert_string_equal(c.secret_file, "/etc/pfi/openadr.secret");
-    assert_string_equal(c.ven_name, "pfi site");
+    assert_string_equal(c.ven_name, "pfi site #2");
     assert_true(c.poll_s == 10 && c.simple_cut[1] == 0.10);
     /* A line with no '=' is still refused, naming its line. */
     f = fopen(path, "w");

@@ -220,7 +220,8 @@ static int man_serve_conf(void)
     man_header("PFI-SERVE.CONF", 5, "pfi-serve.conf", "settings of the pfi node power controller");
     printf(".SH SYNOPSIS\n/etc/pfi/serve.conf\n.SH DESCRIPTION\n\\fBpfi serve \\-\\-config "
            "\\fIFILE\\fR reads one setting a line, \\fIkey\\fR = \\fIvalue\\fR; '#' starts a "
-           "comment and blank lines are ignored.  An unknown key or a bad value stops the daemon "
+           "comment (but inside double quotes: a value that holds '#' is written in quotes) "
+           "and blank lines are ignored.  An unknown key or a bad value stops the daemon "
            "with the file and line; so does an empty value (leave the line out for the "
            "default), but for default_sla, where it means none.  The flags of \\fBpfi serve\\fR, and \\-\\-set "
            "\\fIKEY\\fR=\\fIVALUE\\fR for any key, override the file.  Durations take a unit "

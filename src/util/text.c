@@ -20,9 +20,15 @@ char *pfi_trim(char *s)
 
 int pfi_conf_line(char *line, char **key, char **val)
 {
-    char *hash = strchr(line, '#');
-    if (hash)
-        *hash = '\0';
+    /* A '#' inside double quotes is the value's ("DR #2", a URL's fragment, a secret's path). */
+    for (int inq = 0, i = 0; line[i]; i++) {
+        if (line[i] == '"')
+            inq = !inq;
+        else if (line[i] == '#' && !inq) {
+            line[i] = '\0';
+            break;
+        }
+    }
     char *s = pfi_trim(line);
     if (!*s)
         return 0;

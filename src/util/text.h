@@ -13,9 +13,9 @@
 /* Strips the white space (isspace) at both ends of s in place: the end by writing NULs, the
  * start by returning a pointer past it, into s. */
 char *pfi_trim(char *s);
-/* One line of a `key = value` file (serve.conf, the OpenADR settings): '#' to the end of the
- * line is a comment, the blanks around key and value go, and a value in double quotes loses
- * them.  1 with *key and *val pointing into line; 0 for a line with nothing but blanks or a
+/* One line of a `key = value` file (serve.conf, the OpenADR settings): '#' outside double
+ * quotes to the end of the line is a comment, the blanks around key and value go, and a value
+ * in double quotes loses them (and keeps a '#' it holds).  1 with *key and *val pointing into line; 0 for a line with nothing but blanks or a
  * comment; -1 for one with no '='.  One reader for both files: the OpenADR one skipped only
  * whole-line comments, so a value's trailing comment became part of it. */
 int pfi_conf_line(char *line, char **key, char **val);

@@ -412,22 +412,25 @@ static void test_operator_disarms_watchdog(void **state)
         pfi_srv_tick(f->node.n);
     assert_int_equal(f->node.n->mode, SRV_MODE_LOCAL);
     assert_true(sum_mw(f) == held);
-    /* Armed again by a heartbeat; a budget set disarms it the same way. */
+    /* Armed again by a heartbeat; a budget forced disarms it the same way. */
     assert_int_equal(api(f, "POST", "/v1/heartbeat", "{\"controller\":\"c1\",\"ttl_s\":0.2}",
                          NULL),
                      200);
     assert_true(f->node.n->hb_ttl_s > 0);
-    assert_int_equal(api(f, "PUT", "/v1/budget", "{\"watts\": 4000}", NULL), 200);
+    assert_int_equal(api(f, "PUT", "/v1/budget?force=1", "{\"watts\": 4000}", NULL), 200);
     assert_true(f->node.n->hb_ttl_s == 0);
     nanosleep(&ts, NULL);
     for (int k = 0; k < 3; k++)
         pfi_srv_tick(f->node.n);
     assert_int_equal(f->node.n->mode, SRV_MODE_LOCAL);
     assert_true(sum_mw(f) <= 4000000);
-    /* Without the operator, the watchdog still fires. */
+    /* A budget (not forced) from a controller heard just now is its own steering: the watchdog
+     * stays armed and fires when it falls silent. */
     assert_int_equal(api(f, "POST", "/v1/heartbeat", "{\"controller\":\"c1\",\"ttl_s\":0.2}",
                          NULL),
                      200);
+    assert_int_equal(api(f, "PUT", "/v1/budget", "{\"watts\": 3900}", NULL), 200);
+    assert_true(f->node.n->hb_ttl_s > 0);
     nanosleep(&ts, NULL);
     for (int k = 0; k < 3; k++)
         pfi_srv_tick(f->node.n);

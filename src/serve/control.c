@@ -70,15 +70,20 @@ static int controller_guard(srv_node *n, double to_w, int force, pfi_err *err)
                        held, by);
 }
 
-/* A budget set or removed here is the node's own operator taking it back: a watchdog a
- * controller armed is disarmed with it, else it fired ttl later, in local mode, and cut every
- * GPU to the safe budget under the operator's own limits.  A controller still there arms it
- * again with its next heartbeat.  decide_mu held. */
-static void operator_disarms(srv_node *n, const char *what)
+/* A budget set or removed here by force, or with no controller heard within
+ * SRV_CONTROLLER_HEARD_S, is the node's own operator taking it back: a watchdog a controller
+ * armed is disarmed with it, else it fired ttl later, in local mode, and cut every GPU to the
+ * safe budget under the operator's own limits.  A budget from a controller heard lately (one
+ * may steer a node so) keeps its watchdog: disarmed, a controller that died just after left the
+ * node at that budget for good.  A controller still there arms it again with its next
+ * heartbeat.  decide_mu held. */
+static void operator_disarms(srv_node *n, const char *what, int force)
 {
     pthread_mutex_lock(&n->mu);
-    int armed = n->hb_ttl_s > 0;
-    n->hb_ttl_s = 0;
+    double heard = n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
+    int armed = n->hb_ttl_s > 0 && (force || !(heard <= SRV_CONTROLLER_HEARD_S));
+    if (armed)
+        n->hb_ttl_s = 0;
     char by[sizeof n->hb_controller];
     snprintf(by, sizeof by, "%s", n->hb_controller[0] ? n->hb_controller : "a controller");
     pthread_mutex_unlock(&n->mu);
@@ -159,7 +164,7 @@ int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, int force, json
         char v[32];
         snprintf(v, sizeof v, "%.3f", watts);
         save_budget(n, v);
-        operator_disarms(n, "a budget set");
+        operator_disarms(n, force ? "a budget forced" : "a budget set", force);
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;
@@ -185,7 +190,7 @@ int pfi_srv_budget_clear(srv_node *n, int force, json_t **result, pfi_err *err)
         n->caps_epoch = 0;
         pthread_mutex_unlock(&n->mu);
         save_budget(n, "none");
-        operator_disarms(n, "the budget removed");
+        operator_disarms(n, force ? "the budget removed by force" : "the budget removed", force);
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;

@@ -59,9 +59,9 @@ typedef struct pfi_index {
     double head_at[PFI_N_DEPTHS];    /* the headline rule at pfi_depths[]: interpolation where
                                       * bracketed, else pfi_at (marked by extrap_at) */
     double shed_at[PFI_N_BUDGETS];   /* largest r with s(r) <= pfi_budgets[k], s read on the
-                                      * monotone interpolation of the measured points (the fit
-                                      * past r_max only with extrapolate; a cap never bound: the
-                                      * fit's s = 0) */
+                                      * monotone interpolation of the measured points, a cap
+                                      * never bound too (the fit past r_max only with
+                                      * extrapolate) */
     int shed_limited[PFI_N_BUDGETS]; /* 1: the budget was not used up within the reachable range
                                       * (shed_at is then a lower bound) */
     int shed_extrap[PFI_N_BUDGETS];  /* 1: shed_at read on the fit beyond r_max */

@@ -171,8 +171,9 @@ static int open_lock(const char *path)
             fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0 && root && (errno == ELOOP || errno == EISDIR || errno == ENXIO)) {
             /* A link, a folder or a socket of that name: a user's, left in a folder that
-             * became root's (systemd-tmpfiles takes over one a user made, its entries kept),
-             * and every root start failed on it until a reboot.  Moved aside, never used. */
+             * became root's (systemd-tmpfiles run after a user made it takes it over, its
+             * entries kept), and every root start failed on it until a reboot.  Moved aside
+             * (rename(2): a link planted at the new name is replaced, never followed). */
             char aside[1100];
             snprintf(aside, sizeof aside, "%s.untrusted.%ld.%d", path, (long)getpid(), tries);
             if (rename(path, aside) != 0 && errno != ENOENT)

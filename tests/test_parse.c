@@ -1010,14 +1010,21 @@ static void test_regex(void **state)
                                         "time_per_iteration_ms: 45 | tokens_per_sec: 14.2K |", &o), 1);
     assert_near(o.period_s, 0.045, 1e-12);
     pfi_parser_free(p);
-    /* A letter after the scale makes a word or a unit of it: "2GB" is not 2e9, nor
-     * "5Ksamples" 5000. */
+    /* A letter after the scale makes a word or another unit of it: "2GB" is not 2e9, nor
+     * "5Kelvin" 5000; but before the word of what is counted it scales: "5Ksamples/s" and
+     * "52.4ktok/s" were read 1000 times too small (a review's log lines). */
     pfi_parse_cfg word = {.regex = "x: ([0-9.]+)", .regex_unit = PFI_RU_SAMPLES_PER_S};
     assert_int_equal(pfi_parser_new(&word, &p, &e), PFI_OK);
     assert_int_equal(pfi_parser_feed(p, "x: 2GB", &o), 1);
     assert_near(o.value, 2, 0);
-    assert_int_equal(pfi_parser_feed(p, "x: 5Ksamples/s", &o), 1);
+    assert_int_equal(pfi_parser_feed(p, "x: 5Kelvin", &o), 1);
     assert_near(o.value, 5, 0);
+    assert_int_equal(pfi_parser_feed(p, "x: 5Ksamples/s", &o), 1);
+    assert_near(o.value, 5000, 0);
+    assert_int_equal(pfi_parser_feed(p, "x: 52.4 ktok/s", &o), 1);
+    assert_near(o.value, 52400, 1e-12);
+    assert_int_equal(pfi_parser_feed(p, "x: 2 T x", &o), 1);
+    assert_near(o.value, 2, 0);
     assert_int_equal(pfi_parser_feed(p, "x: 5K", &o), 1);
     assert_near(o.value, 5000, 0);
     pfi_parser_free(p);

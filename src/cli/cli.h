@@ -169,6 +169,7 @@ void pfi_cli_daemon_401(const char *cmd, const char *method, long status,
 /* What to tell a user a daemon did not answer: timed_out (the request's timed_out) means it
  * took the connection, or it was tried, and said nothing within timeout_s: overloaded, its
  * listener full of other clients' connections, or not running; else it is not reachable. */
-const char *pfi_cli_no_answer_hint(int timed_out, double timeout_s, char *buf, size_t n);
+const char *pfi_cli_no_answer_hint(int timed_out, double timeout_s, const char *daemon,
+                                   char *buf, size_t n);
 
 #endif

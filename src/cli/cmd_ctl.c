@@ -57,7 +57,7 @@ static int request(const ctl *c, const char *method, const char *path, json_t *b
         char hint[200];
         fprintf(stderr, "pfi ctl: %s %s%s%s: %s (%s)\n", method, c->socket ? path : url,
                 c->socket ? " at unix:" : "", c->socket ? c->socket : "", r.err,
-                pfi_cli_no_answer_hint(r.timed_out, 60, hint, sizeof hint));
+                pfi_cli_no_answer_hint(r.timed_out, 60, "pfi serve", hint, sizeof hint));
         free(r.reply);
         return PFI_EXIT_FAIL;
     }

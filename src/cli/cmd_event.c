@@ -53,7 +53,7 @@ static int request(const conn *c, const char *method, const char *path, json_t *
         char hint[200];
         fprintf(stderr, "pfi event: %s %s: %s (%s)\n", method, url,
                 r.started ? r.err : "libcurl failed to start",
-                pfi_cli_no_answer_hint(r.timed_out, 60, hint, sizeof hint));
+                pfi_cli_no_answer_hint(r.timed_out, 60, "the daemon", hint, sizeof hint));
         pfi_http_req_free(&r, 1);
         return PFI_EXIT_FAIL;
     }

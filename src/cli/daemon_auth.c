@@ -47,7 +47,8 @@ void pfi_cli_daemon_401(const char *cmd, const char *method, long status,
                         "FILE or set PFI_SERVE_TOKEN_FILE\n", cmd);
 }
 
-const char *pfi_cli_no_answer_hint(int timed_out, double timeout_s, char *buf, size_t n)
+const char *pfi_cli_no_answer_hint(int timed_out, double timeout_s, const char *daemon,
+                                   char *buf, size_t n)
 {
     if (timed_out)
         snprintf(buf, n, "no answer within %.0f s: the daemon is overloaded, its listener full of "
@@ -55,6 +56,6 @@ const char *pfi_cli_no_answer_hint(int timed_out, double timeout_s, char *buf, s
                          "running",
                  timeout_s);
     else
-        snprintf(buf, n, "is the daemon running there?");
+        snprintf(buf, n, "is %s running there?", daemon);
     return buf;
 }

@@ -38,6 +38,13 @@ limits() {
 sum_limits() { limits | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf "%.1f\n", s }'; }
 set_allowed() { echo "$1" > "$dir/allowed.tmp" && mv "$dir/allowed.tmp" "$dir/allowed"; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 0.5) }'; }
+wait_limits_le() { # $1: watts, $2: what sets them; fails after 10 s
+    i=0
+    until le "$(sum_limits)" "$1"; do
+        i=$((i + 1)); [ $i -gt 200 ] && fail "$2 not in force: $(limits)"
+        sleep 0.05
+    done
+}
 now() { date +%s.%N | cut -c1-14; }
 code() { curl -s -o "$dir/body" -w '%{http_code}' "$@"; }
 post() { code -X POST -H "$AUTH" -d "$1" "http://$ADDR/v1/grid/events"; }
@@ -202,11 +209,7 @@ ev rm cli1 >/dev/null 2>&1 && fail "event rm of a deleted event"
 # upgrade's restart put the node over the utility's limit until it started again ----
 [ "$(post '{"id":"stop1","start":'"$(now | cut -d. -f1)"',"duration_s":3600,"limit_w":4000}')" = 201 ] ||
     fail "event stop1: $(cat "$dir/body")"
-i=0
-until le "$(sum_limits)" 4000; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "stop1 not in force: $(limits)"
-    sleep 0.05
-done
+wait_limits_le 4000 "stop1"
 stop_serve TERM
 le "$(sum_limits)" 4000 || fail "a stop during an event restored the limits: $(limits)"
 [ -s "$PFI_JOURNAL" ] || fail "the held stop removed the journal"
@@ -224,11 +227,7 @@ note "a stop during an event held its limits; the next start kept them"
     fail "budget 4500 W: $(cat "$dir/body")"
 [ "$(post '{"id":"later","start":'"$(($(now | cut -d. -f1) + 7200))"',"duration_s":600,"limit_w":3000}')" = 201 ] ||
     fail "event later: $(cat "$dir/body")"
-i=0
-until le "$(sum_limits)" 4500; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "budget 4500 W not in force: $(limits)"
-    sleep 0.05
-done
+wait_limits_le 4500 "budget 4500 W"
 held=$(grep -c "the limits are held" "$dir/serve.log")
 note "MAX $MAX W; events: $(n_events)"
 stop_serve TERM

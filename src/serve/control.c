@@ -55,7 +55,7 @@ static int controller_guard(srv_node *n, double to_w, int force, pfi_err *err)
     if (to_w > ceil_w)
         to_w = ceil_w;
     pthread_mutex_lock(&n->mu);
-    double heard = n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
+    double heard = pfi_srv_controller_heard_s(n);
     int held_by = n->mode == SRV_MODE_EXTERNAL && heard <= SRV_CONTROLLER_HEARD_S;
     char by[sizeof n->hb_controller];
     snprintf(by, sizeof by, "%s", n->hb_controller);
@@ -80,7 +80,7 @@ static int controller_guard(srv_node *n, double to_w, int force, pfi_err *err)
 static void operator_disarms(srv_node *n, const char *what, int force)
 {
     pthread_mutex_lock(&n->mu);
-    double heard = n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
+    double heard = pfi_srv_controller_heard_s(n);
     int armed = n->hb_ttl_s > 0 && (force || !(heard <= SRV_CONTROLLER_HEARD_S));
     if (armed)
         n->hb_ttl_s = 0;
@@ -292,6 +292,11 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t *
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;
+}
+
+double pfi_srv_controller_heard_s(const srv_node *n)
+{
+    return n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
 }
 
 int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,

@@ -431,6 +431,9 @@ int pfi_srv_budget_clear(srv_node *n, int force, json_t **result, pfi_err *err);
 int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err);
 int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
                   pfi_err *err);
+/* Seconds since a controller's last heartbeat, NAN when none was heard; one heard within
+ * SRV_CONTROLLER_HEARD_S in external mode holds the node's caps.  mu held. */
+double pfi_srv_controller_heard_s(const srv_node *n);
 /* The control loop's periodic work: ramps, watchdog, re-planning. */
 void pfi_srv_tick(srv_node *n);
 /* Restores every GPU to its original limit (shutdown). */

@@ -54,7 +54,7 @@ json_t *pfi_srv_view_gpus(srv_node *n)
      * running `pfi cluster serve`) must see it before it takes the node over. */
     /* Heard lately, armed or not (a controller run with --node-ttl 0 beats without arming);
      * one that stopped is no longer named a minute after its last heartbeat. */
-    double heard = n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
+    double heard = pfi_srv_controller_heard_s(n);
     json_t *by = n->mode == SRV_MODE_EXTERNAL && heard <= SRV_CONTROLLER_HEARD_S
                      ? json_string(n->hb_controller)
                      : NULL;

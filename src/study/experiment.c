@@ -31,10 +31,9 @@ int pfi_expt_setting_in_sample(const pfi_expt_pop *p, const pfi_expt_opts *eo)
     if (!(eo->probes == 1 && eo->probe_shape && !eo->shape_cv &&
           pfi_expt_shape_is_default(&eo->shape)))
         return 0;
-    static const char *const pub[] = {"perseus", "zeus-nsdi", "zeus-plo"};
     for (int j = 0; j < p->n; j++)
-        for (int k = 0; k < 3; k++)
-            if (!strcmp(p->run[p->run_of[j]]->source, pub[k]))
+        for (int k = 0; k < PFI_IMPORT_NSOURCES; k++)
+            if (!strcmp(p->run[p->run_of[j]]->source, pfi_import_sources[k]))
                 return 1;
     return 0;
 }

@@ -1595,6 +1595,13 @@ static void test_node_refusing_token(void **state)
     if (!why || !strstr(why, "heartbeat: HTTP 401: the node refused the token of --node-token-file"))
         fail_msg("n2's why: %s", why ? why : "-");
     json_decref(nodes);
+    /* A budget it leaves no room for names it as refusing, not as a node that does not answer
+     * (the operator would look for a dead daemon). */
+    assert_int_equal(set_budget(&x, 3000, &e), PFI_EINFEASIBLE);
+    if (!strstr(e.msg, "[silent: n2 (refused the token), held at the caps last acknowledged, "
+                       "else the GPUs' maximum: a node that refuses the controller's token or "
+                       "does not answer cannot be capped]"))
+        fail_msg("refusal: %s", e.msg);
     pfi_standin_set_refuse(x.s, "n2", 0);
     pfi_cl_heartbeat(x.c);
     nodes = pfi_cl_json_nodes(x.c);

@@ -142,6 +142,14 @@ grep -q -- "--baseline current: 2 levels above the limits in force left out: 100
 [ $? -eq 2 ] && grep -q "unknown --baseline 'highest' (default or current)" "$tmp/e" ||
   bad "--baseline highest: $(cat "$tmp/e")"
 "$P" sim set --cap 700 >/dev/null
+# A limit in force off the watt (an operator's 512.5 W) is said as it is, not rounded to 512 W.
+"$P" sim set --gpus 2 --cap 512.5 >/dev/null
+# shellcheck disable=SC2086
+"$P" sweep $F --journal "$tmp/j" --json --quiet --levels 60% -- "$P" sim job >/dev/null 2>"$tmp/e" ||
+  bad "a sweep from 512.5 W failed: $(tail -3 "$tmp/e")"
+grep -q "raises GPU 2 from 512.5 W to 700 W, above the limits in force" "$tmp/e" ||
+  bad "a limit of 512.5 W: $(grep 'warning: the baseline' "$tmp/e")"
+"$P" sim set --cap 700 >/dev/null
 
 # --- a GPU lost at open is named; a journal that cannot be written is refused before the job
 # starts (it was launched, then killed), with nothing on stdout (an empty table was printed)

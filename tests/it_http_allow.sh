@@ -3,8 +3,10 @@
 # it_http_allow.sh: a 405 from either HTTP server, the node daemon's (`pfi serve`) and the
 # cluster controller's (`pfi cluster serve`), names the methods its path takes in an Allow
 # header (RFC 9110 section 15.5.6 requires one; both sent none), and each method it names is
-# not itself answered 405.  No other answer carries the header.
-# Needs $PFI_BIN, curl; $PFI_FAKENVML when built (else the sim backend).
+# not itself answered 405.  No other answer carries the header.  A change a web page of another
+# origin sent (the browser's Origin or Sec-Fetch-Site says so) is refused with 403 by both, and
+# changes nothing; the same request from a client that is no browser is taken.
+# Needs $PFI_BIN, curl, jq; $PFI_FAKENVML when built (else the sim backend).
 set -u
 name=it_http_allow
 fail() {
@@ -56,6 +58,32 @@ check GET "$N/nope" 404 ""
 check GET "$N/v1/jobsx" 404 ""
 check PUT "$N/v1/budget" 401 ""
 
+# METHOD URL BODY STATUS [HEADER...]: a change with the token, as a browser with that header
+# would send it (text/plain: no preflight)
+xsite() {
+    m=$1 u=$2 b=$3 want=$4
+    shift 4
+    code=$(curl -s --max-time 10 -o "$dir/x.out" -w '%{http_code}' -X "$m" \
+        -H "Authorization: Bearer $(cat "$dir/token")" -H 'Content-Type: text/plain' \
+        "$@" --data "$b" "$u")
+    [ "$code" = "$want" ] || fail "$m $u with $*: $code (expected $want): $(cat "$dir/x.out")"
+    if [ "$want" = 403 ]; then
+        grep -q "web page of another origin" "$dir/x.out" || fail "$m $u 403 says: $(cat "$dir/x.out")"
+    fi
+}
+ev() { printf '{"id": "%s", "start": "2099-01-01T00:00:00Z", "end": "2099-01-01T01:00:00Z", "limit_w": 1700}' "$1"; }
+xsite POST "$N/v1/grid/events" "$(ev evil1)" 403 -H 'Origin: http://localhost:18005'
+xsite POST "$N/v1/grid/events" "$(ev evil2)" 403 -H 'Sec-Fetch-Site: cross-site'
+xsite POST "$N/v1/grid/events" "$(ev evil3)" 403 -H "Origin: http://$ADDR" -H 'Sec-Fetch-Site: same-site'
+xsite POST "$N/v1/grid/events" "$(ev evil4)" 403 -H 'Origin: null'
+xsite PUT "$N/v1/budget" '{"budget": "70%"}' 403 -H 'Origin: http://localhost:18005'
+ids=$(curl -s --max-time 10 "$N/v1/grid/events" | jq -c '[.events[].id]')
+[ "$ids" = "[]" ] || fail "a refused cross-site change left events: $ids"
+[ "$(curl -s --max-time 10 "$N/v1/budget" | jq -c .budget_w)" = null ] || fail "a refused cross-site budget was set"
+xsite POST "$N/v1/grid/events" "$(ev own1)" 201 -H "Origin: http://$ADDR"
+xsite POST "$N/v1/grid/events" "$(ev own2)" 201
+xsite POST "$N/v1/grid/events" "$(ev own3)" 201 -H 'Sec-Fetch-Site: same-origin'
+
 # The controller, over one node it never reaches (its grid routes need none).
 mkdir "$dir/bin"
 for c in sinfo squeue; do printf '#!/bin/sh\nexit 1\n' >"$dir/bin/$c"; chmod +x "$dir/bin/$c"; done
@@ -85,4 +113,10 @@ check GET "$C/nope" 404 ""
 check GET "$C/v1/nodesx" 404 ""
 check PUT "$C/v1/budget" 401 ""
 check POST "$C/v1/refresh" 401 ""
+xsite POST "$C/v1/refresh" '' 403 -H 'Origin: http://localhost:18005'
+xsite POST "$C/v1/grid/events" "$(ev evil1)" 403 -H 'Sec-Fetch-Site: cross-site'
+xsite PUT "$C/v1/budget" '{"budget": "70%"}' 403 -H 'Origin: http://evil.example'
+[ "$(curl -s --max-time 10 "$C/v1/grid/events" | jq -c '[.events[].id]')" = "[]" ] ||
+    fail "a refused cross-site change left the controller an event"
+xsite POST "$C/v1/refresh" '' 200 -H "Origin: $C"
 echo "it_http_allow: ok"

@@ -22,6 +22,7 @@
 #include "util/cmd.h"
 #include "util/fs.h"
 #include "util/http_frame.h"
+#include "util/http_origin.h"
 #include "util/json.h"
 #include "util/num.h"
 #include "util/prom.h"
@@ -987,6 +988,63 @@ static void test_url_unescape(void **state)
     }
 }
 
+/* Header fields as a server lists them, in order; NULL ends them.  1: refused as cross-site. */
+static int origin_check(const char *method, const char *const *fields)
+{
+    pfi_http_origin o = {0};
+    for (; *fields; fields += 2)
+        pfi_http_origin_note(&o, fields[0], fields[1]);
+    const char *why;
+    int cross = pfi_http_origin_cross(&o, method, &why);
+    assert_int_equal(cross, why != NULL);
+    return cross;
+}
+
+/* A change a web page of another origin sent (a browser says so) is refused; one from a client
+ * that is no browser (no Origin, no Sec-Fetch-Site), or from the daemon's own page, is not;
+ * reads never are. */
+static void test_http_origin(void **state)
+{
+    (void)state;
+    const char *const plain[] = {"Host", "127.0.0.1:8080", "Content-Type", "text/plain", NULL};
+    const char *const same[] = {"Host", "127.0.0.1:8080", "Origin", "http://127.0.0.1:8080", NULL};
+    const char *const same_case[] = {"host", "Node1.Example:8080", "origin",
+                                     "HTTP://node1.example:8080", NULL};
+    const char *const dflt[] = {"Host", "node1:80", "Origin", "http://node1", NULL};
+    const char *const dflt_s[] = {"Host", "node1", "Origin", "https://node1:443", NULL};
+    const char *const v6[] = {"Host", "[::1]:8080", "Origin", "http://[::1]:8080", NULL};
+    const char *const fs_same[] = {"Host", "a", "Sec-Fetch-Site", "same-origin", "Origin",
+                                   "http://b", NULL}; /* a proxy's Host: the browser knows */
+    const char *const fs_none[] = {"Host", "a", "Sec-Fetch-Site", "none", NULL};
+    const char *const *ok[] = {plain, same, same_case, dflt, dflt_s, v6, fs_same, fs_none};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        if (origin_check("POST", ok[i]))
+            fail_msg("case %zu refused", i);
+    const char *const other[] = {"Host", "127.0.0.1:8080", "Origin", "http://localhost:18005",
+                                 NULL};
+    const char *const port[] = {"Host", "127.0.0.1:8080", "Origin", "http://127.0.0.1:8081", NULL};
+    const char *const scheme[] = {"Host", "node1:80", "Origin", "https://node1", NULL};
+    const char *const null_o[] = {"Host", "a", "Origin", "null", NULL};
+    const char *const no_host[] = {"Origin", "http://a", NULL};
+    const char *const two[] = {"Host", "a", "Origin", "http://a", "Origin", "http://b", NULL};
+    const char *const path[] = {"Host", "a", "Origin", "http://a/x", NULL};
+    const char *const prefix[] = {"Host", "a.example", "Origin", "http://a.example.evil", NULL};
+    const char *const fs_cross[] = {"Host", "a", "Sec-Fetch-Site", "cross-site", NULL};
+    const char *const fs_site[] = {"Host", "a", "Origin", "http://a", "Sec-Fetch-Site",
+                                   "same-site", NULL};
+    const char *const *bad[] = {other, port, scheme, null_o, no_host, two, path, prefix,
+                                fs_cross, fs_site};
+    const char *const methods[] = {"POST", "PUT", "DELETE", "PATCH"};
+    for (size_t m = 0; m < 4; m++)
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+            if (!origin_check(methods[m], bad[i]))
+                fail_msg("%s case %zu taken", methods[m], i);
+    const char *const reads[] = {"GET", "HEAD", "OPTIONS"};
+    for (size_t m = 0; m < 3; m++)
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+            assert_int_equal(origin_check(reads[m], bad[i]), 0);
+}
+
 /* A bounded command run: its stdout, a failure, a command that does not finish in time (killed),
  * one that does not exist, and output past the cap kept to the cap. */
 /* Header fields as a server lists them, in order; NULL ends them.  The status to answer. */
@@ -1157,6 +1215,7 @@ int main(void)
         cmocka_unit_test(test_duration), cmocka_unit_test(test_power),
         cmocka_unit_test(test_budget), cmocka_unit_test(test_budget_cuts),
         cmocka_unit_test(test_http_frame),
+        cmocka_unit_test(test_http_origin),
         cmocka_unit_test(test_num_json), cmocka_unit_test(test_num_ll),
         cmocka_unit_test(test_slowdown),
         cmocka_unit_test(test_index_list), cmocka_unit_test(test_lists),

@@ -446,7 +446,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
     if (more < 0)
         return MHD_NO;
     const char *why;
-    int status = first ? pfi_cl_body_framing(con, &why) : 0;
+    int status = first ? pfi_cl_body_framing(con, method, &why) : 0;
     if (status) {
         /* As below, answered before the body is read: none of it is taken as a request. */
         ((pfi_cl_body *)*con_cls)->too_big = 1;

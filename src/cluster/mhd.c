@@ -9,6 +9,7 @@
 
 #include "util/clock.h"
 #include "util/http_frame.h"
+#include "util/http_origin.h"
 #include "util/http_query.h"
 #include "util/num.h"
 #include "util/unescape.h"
@@ -62,11 +63,24 @@ static enum MHD_Result frame_note(void *cls, enum MHD_ValueKind kind, const char
     return MHD_YES;
 }
 
-int pfi_cl_body_framing(struct MHD_Connection *con, const char **why)
+static enum MHD_Result origin_note(void *cls, enum MHD_ValueKind kind, const char *name,
+                                   const char *value)
+{
+    (void)kind;
+    pfi_http_origin_note(cls, name, value);
+    return MHD_YES;
+}
+
+int pfi_cl_body_framing(struct MHD_Connection *con, const char *method, const char **why)
 {
     pfi_http_frame f = {0};
     MHD_get_connection_values(con, MHD_HEADER_KIND, frame_note, &f);
-    return pfi_http_frame_check(&f, why);
+    int status = pfi_http_frame_check(&f, why);
+    if (status)
+        return status;
+    pfi_http_origin o = {0};
+    MHD_get_connection_values(con, MHD_HEADER_KIND, origin_note, &o);
+    return pfi_http_origin_cross(&o, method, why) ? 403 : 0;
 }
 
 static enum MHD_Result query_note(void *cls, enum MHD_ValueKind kind, const char *name,

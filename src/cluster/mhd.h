@@ -29,10 +29,10 @@ int pfi_cl_body_step(void **con_cls, const char *data, size_t *data_size, size_t
 /* 1 when the request's Content-Length says more than max bytes: refuse it before its body
  * comes (libmicrohttpd itself answers 400 to a length that is not a number). */
 int pfi_cl_body_too_big(struct MHD_Connection *con, size_t max);
-/* 0 when the request says its body's length at most one way, in a way pfi reads; otherwise
- * the status to answer at once, before the body is read, and *why says why
- * (util/http_frame.h). */
-int pfi_cl_body_framing(struct MHD_Connection *con, const char **why);
+/* 0 when the request says its body's length at most one way, in a way pfi reads, and is no
+ * change sent by a web page of another origin; otherwise the status to answer at once, before
+ * the body is read (400/501: util/http_frame.h; 403: util/http_origin.h), and *why says why. */
+int pfi_cl_body_framing(struct MHD_Connection *con, const char *method, const char **why);
 /* Checks every query argument of the request against the n parameters takes[0..n) its route
  * takes (util/http_query.h): PFI_OK with each one given in its *out, or PFI_EINVAL with e
  * naming the argument that is unknown, repeated, empty or out of range. */

@@ -19,6 +19,7 @@
 #include "serve/serve_int.h"
 #include "util/fs.h"
 #include "util/http_frame.h"
+#include "util/http_origin.h"
 #include "util/http_query.h"
 #include "util/json.h"
 #include "util/num.h"
@@ -114,6 +115,14 @@ static enum MHD_Result frame_note(void *cls, enum MHD_ValueKind kind, const char
     return MHD_YES;
 }
 
+static enum MHD_Result origin_note(void *cls, enum MHD_ValueKind kind, const char *name,
+                                   const char *value)
+{
+    (void)kind;
+    pfi_http_origin_note(cls, name, value);
+    return MHD_YES;
+}
+
 /* Every argument, in order: api.c checks them against what the route takes, so a misspelt or
  * repeated one is refused rather than ignored (a lookup by name saw neither). */
 static enum MHD_Result query_note(void *cls, enum MHD_ValueKind kind, const char *name,
@@ -145,6 +154,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (status) {
             r->too_big = 1;
             return reject(c, status, status == 501 ? "ENOTSUP" : "EINVAL", why);
+        }
+        pfi_http_origin o = {0};
+        MHD_get_connection_values(c, MHD_HEADER_KIND, origin_note, &o);
+        if (pfi_http_origin_cross(&o, method, &why)) {
+            r->too_big = 1;
+            return reject(c, 403, "EPERM", why);
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (pfi_srv_http_body_too_big(cl, max)) {

@@ -119,4 +119,18 @@ xsite PUT "$C/v1/budget" '{"budget": "70%"}' 403 -H 'Origin: http://evil.example
 [ "$(curl -s --max-time 10 "$C/v1/grid/events" | jq -c '[.events[].id]')" = "[]" ] ||
     fail "a refused cross-site change left the controller an event"
 xsite POST "$C/v1/refresh" '' 200 -H "Origin: $C"
+# The controller's answers carry what the node daemon's do: no caching, the charset of its
+# metrics (UTF-8 node names), a 401's scheme.
+for d in "$N" "$C"; do
+    curl -s --max-time 10 -D "$dir/h" -o /dev/null "$d/metrics"
+    tr -d '\r' <"$dir/h" | grep -qi '^content-type: text/plain; version=0.0.4; charset=utf-8$' ||
+        fail "$d/metrics: $(grep -i content-type "$dir/h")"
+    for u in /metrics / /v1/jobs /nope; do
+        curl -s --max-time 10 -D "$dir/h" -o /dev/null "$d$u"
+        tr -d '\r' <"$dir/h" | grep -qi '^cache-control: no-store$' || fail "$d$u: no Cache-Control: no-store"
+    done
+    curl -s --max-time 10 -D "$dir/h" -o /dev/null -X PUT --data '{}' "$d/v1/budget"
+    tr -d '\r' <"$dir/h" | grep -qi '^www-authenticate: Bearer realm="pfi"$' ||
+        fail "$d: a 401 without WWW-Authenticate: $(head -1 "$dir/h")"
+done
 echo "it_http_allow: ok"

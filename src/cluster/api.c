@@ -416,7 +416,7 @@ static enum MHD_Result route(pfi_cl_server *s, struct MHD_Connection *con, const
     if (get && (!strcmp(url, "/") || !strcmp(url, "/v1/history") || !strcmp(url, "/v1/decisions")))
         return page_route(s, con, url, &q);
     if (get && !strcmp(url, "/metrics"))
-        return pfi_cl_send_text(con, 200, pfi_cl_metrics(s->c), "text/plain; version=0.0.4");
+        return pfi_cl_send_text(con, 200, pfi_cl_metrics(s->c), "text/plain; version=0.0.4; charset=utf-8");
     int mut = (!strcmp(method, "PUT") && !strcmp(url, "/v1/budget")) ||
               (!strcmp(method, "POST") && !strcmp(url, "/v1/refresh"));
     if (!mut) {

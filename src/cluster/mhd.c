@@ -122,8 +122,12 @@ static enum MHD_Result send_text(struct MHD_Connection *con, unsigned code, char
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    /* Every answer is the state now (as the node daemon's): a cache must not serve it later. */
+    MHD_add_response_header(r, "Cache-Control", "no-store");
     if (allow)
         MHD_add_response_header(r, "Allow", allow);
+    if (code == 401) /* RFC 9110 11.6.1: a 401 names its scheme, as the node daemon's does */
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"pfi\"");
     enum MHD_Result rc = MHD_queue_response(con, code, r);
     MHD_destroy_response(r);
     return rc;

@@ -95,6 +95,8 @@ proxy() { # name upstream [--page-only]: a proxy that adds the token; sets P
     P=http://127.0.0.1:$(cat "$dir/$1.port")
 }
 "$PFI_BIN" ctl --url "$N3" --token-file "$TOKEN" job add t --gpus 0-3 --pfi30 0.4 >/dev/null || fail "job t on n3"
+"$PFI_BIN" ctl --url "$N3" --token-file "$TOKEN" job throughput t 5100 >/dev/null || fail "job t's rate on n3"
+t_rate=$(date +%s)
 "$PFI_BIN" ctl --url "$N3" --token-file "$TOKEN" budget set 80% >/dev/null || fail "budget on n3"
 proxy px "$N3"
 sleep 1
@@ -179,6 +181,21 @@ kill "$HUNG_PID" 2>/dev/null
 grep -q -E 'id="err">cannot read the API: /v1/[a-z_/?=0-9]+: no answer within 10 s' "$dir/hung.dom" ||
     fail "a hung daemon's page does not say so: $(grep -o 'id="err">[^<]*' "$dir/hung.dom")"
 grep -q '<body[^>]* data-stale="1"' "$dir/hung.dom" || fail "a hung daemon's page is not marked stale"
+
+# A job whose rate stopped coming (hung, or its log no longer read): the page shows its last
+# rate with its age, not as current (job t's, posted once above; the check wants " ago)" past
+# 30 s).
+while [ $(($(date +%s) - t_rate)) -le 32 ]; do sleep 1; done
+proxy px2 "$N3"
+api "$P" "$dir/n3o.before" gpus jobs allocation grid_events decisions history
+chrome "$P/" --window-size=1400,1100 --dump-dom >"$dir/n3o.dom" ||
+    fail "chromium on n3's page, job t's rate old: $(tail -n 5 "$dir/chromium.log")"
+api "$P" "$dir/n3o.after" gpus jobs allocation grid_events decisions history
+jq -e '.jobs[] | select(.id == "t") | .observed_age_s > 30' "$dir/n3o.before/jobs.json" >/dev/null ||
+    fail "job t's rate is not old: $(jq -c '.jobs[] | {id, observed_age_s}' "$dir/n3o.before/jobs.json")"
+python3 "$here/support/check_status_page.py" node "$dir/n3o.dom" "$dir/n3o.before" "$dir/n3o.after" ||
+    fail "n3's page with job t's rate old does not match the API"
+grep -q 'tok/s ([0-9]* s ago)' "$dir/n3o.dom" || fail "job t's old rate is shown without its age"
 
 [ -s "$out/status-page-node.png" ] && [ -s "$out/status-page-site.png" ] || fail "no screenshot"
 note "screenshots: $out/status-page-node.png $out/status-page-site.png"

@@ -13,15 +13,19 @@ that number, and the number must be the API's: the same as before or after for w
 noise) for what moves (draw, temperature).  The plot's lines are read back into numbers (the
 page gives the mapping) and must be /v1/history's: each point a sample of it at its time, every
 sample of the hour it had before the rendering drawn, none where it has no value.  A node that
-is silent (up false) must be marked stale, its caps said to be the last acknowledged and its draw
-not shown.  Prints what it compared; exits 1 listing every
-mismatch."""
+is silent (up false) must be marked stale, its caps said to be the last acknowledged (or, for
+one that never answered, said so) and its draw not shown.  A job's rate older than the page's
+RATE_OLD_S is shown with its age, a fresher one without.  Every job id of the site's page, and
+every grid event's id, is in a <bdi> of its own (a bidi control in it must not turn the page's
+words after it around).  Prints what it compared; exits 1 listing every mismatch."""
 import json
 import math
 import re
 import sys
 import time
 from html.parser import HTMLParser
+
+RATE_OLD_S = 30  # src/report/status_page.html
 
 
 class Dom(HTMLParser):
@@ -33,9 +37,12 @@ class Dom(HTMLParser):
         self.table = self.row = None
         self.cur = None
         self.depth = 0
+        self.bdis, self.bdi = set(), None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        if tag == "bdi":
+            self.bdi = ""
         if tag == "body":
             self.body = a
         if tag == "table":
@@ -57,6 +64,9 @@ class Dom(HTMLParser):
             self.depth += 1
 
     def handle_endtag(self, tag):
+        if tag == "bdi" and self.bdi is not None:
+            self.bdis.add(self.bdi)
+            self.bdi = None
         if self.cur is not None:
             if self.depth == 0:
                 self.cur = None
@@ -66,6 +76,8 @@ class Dom(HTMLParser):
             self.table = None
 
     def handle_data(self, data):
+        if self.bdi is not None:
+            self.bdi += data
         if self.cur is not None:
             self.cur["text"] += data
 
@@ -207,9 +219,36 @@ def silent_nodes(dom, apis):
         for f in figs(dom, table="units", key=name):
             if f["k"] == "power_w" and f["v"] != "":
                 bad.append(f"node {name} is silent but the page shows a draw {f['text']!r}")
-            if f["k"] == "cap_sum_w" and "last acknowledged" not in f["text"]:
+            never = any(x.get("caps_known") is False for a in apis for x in a["nodes"]["nodes"]
+                        if x["name"] == name)
+            said = "never answered" if never else "last acknowledged"
+            if f["k"] == "cap_sum_w" and said not in f["text"]:
                 bad.append(f"node {name} is silent but its caps {f['text']!r} read as current")
     return n
+
+
+def rate_ages(dom, jobs):
+    """jobs: the API's jobs (before, after).  A rate read older than RATE_OLD_S before the page
+    read it is shown with its age; one still fresh after is not."""
+    global checked
+    ages = [{j["id"]: num(j.get("observed_age_s")) for j in js} for js in jobs]
+    for f in figs(dom, table="jobs", k="tokens_per_s"):
+        a, b = (x.get(f["row"], math.nan) for x in ages)
+        if f["v"] == "" or math.isnan(a) or math.isnan(b):
+            continue
+        checked += 1
+        if a > RATE_OLD_S and " ago)" not in f["text"]:
+            bad.append(f"job {f['row']}: its rate is {a:.0f} s old, the page shows {f['text']!r}")
+        if b <= RATE_OLD_S and "ago" in f["text"]:
+            bad.append(f"job {f['row']}: its rate is {b:.0f} s old, the page shows {f['text']!r}")
+
+
+def isolated(dom, ids, what):
+    global checked
+    for i in ids:
+        checked += 1
+        if i not in dom.bdis:
+            bad.append(f"{what} {i!r} is not in a <bdi> of its own")
 
 
 def total(xs):
@@ -279,6 +318,7 @@ def main():
                     ("pfi30", lambda j: num(j["pfi30"]), False),
                     ("sla_headroom", lambda j: headroom(num(j["predicted_rel"]), num(j["sla"])),
                      False)], "job")
+        rate_ages(dom, both("jobs", "jobs"))
         dec_fields = [("budget_w", lambda x: num(x["budget_w"]), False),
                       ("sum_after_w", lambda x: num(x["sum_after_w"]), False),
                       ("n_changed", lambda x: num(x["n_changed"]), False)]
@@ -299,6 +339,7 @@ def main():
                     ("pfi30", lambda j: num(j["pfi30"]), False),
                     ("sla_headroom",
                      lambda j: headroom(num(j["rel_tput_target"]), num(j["sla"])), False)], "job")
+        isolated(dom, {j["id"] for js in both("jobs", "jobs") for j in js}, "job id")
         dec_fields = [("budget_w", lambda x: num(x["budget_w"]), False),
                       ("cap_sum_w", lambda x: num(x["cap_sum_w"]), False),
                       ("n_lowered", lambda x: num(x["n_lowered"]), False),
@@ -310,6 +351,7 @@ def main():
         else:
             same(f, wants, fid, moving)
     shown_ev = events(dom, [a["grid_events"] for a in apis], now)
+    isolated(dom, {e["id"] for e in shown_ev}, "grid event id")
     # The decisions shown are the 8 newest the API had when the page read it.
     ids = {f["row"] for f in figs(dom, table="decisions")}
     if not ids:

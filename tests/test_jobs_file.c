@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -45,6 +48,91 @@ static int parse(const char *text, pfi_err *e)
     pfi_alloc_set_free(&s);
     unlink(path);
     return rc;
+}
+
+/* text loaded through a FIFO (fifo 1) or stdin given as "-" (0), as a shell pipes it: a child
+ * writes it.  *n: jobs read. */
+static int parse_piped(const char *text, int fifo, pfi_err *e, int *n)
+{
+    const char *base = getenv("PFI_TEST_TMP");
+    char fp[600];
+    snprintf(fp, sizeof fp, "%s/jobs-%ld.fifo", base && *base ? base : "/tmp", (long)getpid());
+    int fds[2] = {-1, -1}, saved = -1;
+    if (fifo) {
+        unlink(fp);
+        assert_int_equal(mkfifo(fp, 0600), 0);
+    } else {
+        assert_int_equal(pipe(fds), 0);
+        saved = dup(0);
+        assert_int_equal(dup2(fds[0], 0), 0);
+        close(fds[0]);
+    }
+    fflush(NULL);
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        int fd = fifo ? open(fp, O_WRONLY) : fds[1];
+        size_t len = strlen(text);
+        _exit(fd >= 0 && write(fd, text, len) == (ssize_t)len ? 0 : 1);
+    }
+    if (!fifo)
+        close(fds[1]);
+    pfi_alloc_set s;
+    int rc = pfi_jobs_file_load(fifo ? fp : "-", 0, &s, e);
+    *n = rc == PFI_OK ? s.n : 0;
+    pfi_alloc_set_free(&s);
+    int st;
+    waitpid(w, &st, 0);
+    if (fifo) {
+        unlink(fp);
+    } else {
+        clearerr(stdin);
+        dup2(saved, 0);
+        close(saved);
+    }
+    return rc;
+}
+
+/* A file piped in (a FIFO, `--jobs -`) gets what the same file gets: the stream drained the
+ * pipe, and the whole-file read that tells a bad file's error then read nothing ("'[' or '{'
+ * expected" at line 1, whatever and wherever the error), and refused a valid file the stream
+ * hands to it. */
+static void test_piped_same_as_file(void **state)
+{
+    (void)state;
+    char deep[4200] = "{\"note\":";
+    for (int i = 0; i < 1000; i++)
+        strcat(deep, "[");
+    for (int i = 0; i < 1000; i++)
+        strcat(deep, "]");
+    strcat(deep, ",\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "}]}");
+    const char *texts[] = {
+        "{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "},\n{\"id\":\"b\",\"gpus\":2," CURVE "}]}",
+        "{\"jobs\":[{\"id\":\"a\",\"gpus\":1," CURVE "},\n{\"id\":\"b\",\"gpus\":2,",
+        "{\"jobs\":[]}",
+        "{\"jobs\":[{\"id\":\"a\",\"gpus\":1,\n\"gpus\":2," CURVE "}]}",
+        "{\"jobs\":[{\"id\":\"a\",\"gpus\":0," CURVE "}]}",
+        deep,
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        pfi_err ef = {0};
+        write_jobs(texts[i]);
+        pfi_alloc_set s;
+        int rf = pfi_jobs_file_load(path, 0, &s, &ef), nf = rf == PFI_OK ? s.n : 0;
+        pfi_alloc_set_free(&s);
+        unlink(path);
+        /* the message past the file's name */
+        const char *tail = strstr(ef.msg, path) ? strstr(ef.msg, path) + strlen(path) : ef.msg;
+        for (int fifo = 0; fifo < 2; fifo++) {
+            pfi_err ep = {0};
+            int n, rp = parse_piped(texts[i], fifo, &ep, &n);
+            if (rp != rf || n != nf || (rf != PFI_OK && !strstr(ep.msg, tail)))
+                fail_msg("text %zu, %s: %d (%d jobs) '%s'; from a file %d (%d jobs) '%s'", i,
+                         fifo ? "a FIFO" : "stdin", rp, n, ep.msg, rf, nf, ef.msg);
+            if (!fifo && rf != PFI_OK && strstr(ef.msg, path) && !strstr(ep.msg, "<stdin>"))
+                fail_msg("stdin's error does not say <stdin>: %s", ep.msg);
+        }
+    }
 }
 
 static void test_good_file(void **state)
@@ -765,6 +853,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_file),
+        cmocka_unit_test(test_piped_same_as_file),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_repeated_key),
         cmocka_unit_test(test_stream_same_as_whole),

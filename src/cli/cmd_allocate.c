@@ -346,7 +346,7 @@ int pfi_cmd_allocate(int argc, char **argv)
          "on the sum of GPUs x cap: watts (5600W), a share of the jobs' baseline draw (70%), or "
          "a cut of it (cut=30%); pfi help budget"},
         {"policy", PFI_OPT_STR, &policy_s, "NAME", "equal, pfi (default), oracle, proportional-to-pfi"},
-        {"jobs", PFI_OPT_STR, &jobs_path, "FILE", "jobs as JSON (docs/jobs-format.md)"},
+        {"jobs", PFI_OPT_STR, &jobs_path, "FILE", "jobs as JSON, - for stdin (docs/jobs-format.md)"},
         {"db", PFI_OPT_STR, &db, "FILE", "the runs of a store as jobs (measured curves)"},
         {"model", PFI_OPT_STR, &model_path, "FILE",
          "with --db: predict each run's curve from its baseline (pfi model train)"},

@@ -4,11 +4,16 @@
  * the document.  What the stream does not follow (bad JSON, an odd shape, an empty or missing
  * "jobs" array, a file that cannot be read) is read whole by jansson, whose messages (with the
  * line) are the ones a bad file gets.  A key given twice anywhere is refused (jansson would keep
- * the last one: a second "sla_max_slowdown" at the end of a job replaced the first unseen). */
+ * the last one: a second "sla_max_slowdown" at the end of a job replaced the first unseen).
+ * Input that cannot be read twice (a pipe, `-` for stdin) is first kept in a temporary file:
+ * the whole-file read found the pipe drained by the stream and told every such error as
+ * "'[' or '{' expected" at line 1. */
 #include "store/jobs.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -52,14 +57,15 @@ static int starts_with_bom(const char *path)
 }
 
 /* The whole document at once: every file the stream hands back. */
-static int load_whole(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
+static int load_whole(const char *open_path, const char *path, int per_gpu, pfi_alloc_set *s,
+                      pfi_err *err)
 {
     memset(s, 0, sizeof *s);
     json_error_t je;
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *doc = json_load_file(open_path, JSON_REJECT_DUPLICATES, &je);
     if (!doc && je.line < 1) /* not opened or read: jansson has no line to point at */
         return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "%s", je.text);
-    if (!doc && starts_with_bom(path))
+    if (!doc && starts_with_bom(open_path))
         return pfi_err_set(err, PFI_EINVAL, "%s starts with a UTF-8 byte-order mark (some "
                            "Windows editors write one), which JSON does not take: save it "
                            "without one", path);
@@ -114,10 +120,11 @@ static int room_for(const pfi_json_items *it, int j)
 /* The jobs one at a time.  A bad job's error waits until the rest of the file is known to be
  * JSON (as when it is read whole, bad JSON anywhere is what is told); the jobs after it are
  * then only parsed.  PFI_JSON_ITEMS_OTHER: read the file whole instead. */
-static int load_stream(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
+static int load_stream(const char *open_path, const char *path, int per_gpu, pfi_alloc_set *s,
+                       pfi_err *err)
 {
     pfi_json_items it;
-    int got = pfi_json_items_open(&it, path, "jobs", top_members), rc = PFI_OK;
+    int got = pfi_json_items_open(&it, open_path, "jobs", top_members), rc = PFI_OK;
     if (got == PFI_JSON_ITEMS_ONE && pfi_alloc_set_init(s, 0, per_gpu) != PFI_OK)
         rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
     const char *text;
@@ -151,15 +158,64 @@ static int load_stream(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err 
     return got == PFI_JSON_ITEMS_OTHER ? PFI_JSON_ITEMS_OTHER : rc;
 }
 
+/* in (stdin, or path opened) copied into an unlinked temporary file, rewound; *spool NULL on
+ * error. */
+static int spool_input(const char *path, FILE **spool, pfi_err *err)
+{
+    *spool = NULL;
+    int from_stdin = strcmp(path, "-") == 0;
+    FILE *in = from_stdin ? stdin : fopen(path, "rb");
+    if (!in)
+        return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "%s: %s", path,
+                           strerror(errno));
+    FILE *t = tmpfile();
+    int rc = t ? PFI_OK : pfi_err_set(err, PFI_EIO, "a temporary copy of %s: %s", path,
+                                      strerror(errno));
+    char buf[65536];
+    size_t n;
+    while (rc == PFI_OK && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, t) != n)
+            rc = pfi_err_set(err, PFI_EIO, "a temporary copy of %s: %s", path, strerror(errno));
+    if (rc == PFI_OK && ferror(in))
+        rc = pfi_err_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+    if (rc == PFI_OK && fflush(t) != 0)
+        rc = pfi_err_set(err, PFI_EIO, "a temporary copy of %s: %s", path, strerror(errno));
+    if (!from_stdin)
+        fclose(in);
+    if (rc != PFI_OK) {
+        if (t)
+            fclose(t);
+        return rc;
+    }
+    rewind(t);
+    *spool = t;
+    return PFI_OK;
+}
+
 int pfi_jobs_file_load(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err *err)
 {
     memset(s, 0, sizeof *s);
-    int rc = pfi_input_not_dir(path, err);
+    int from_stdin = strcmp(path, "-") == 0;
+    int rc = from_stdin ? PFI_OK : pfi_input_not_dir(path, err);
     if (rc != PFI_OK)
         return rc;
-    rc = load_stream(path, per_gpu, s, err);
-    if (rc != PFI_JSON_ITEMS_OTHER)
-        return rc;
-    pfi_alloc_set_free(s);
-    return load_whole(path, per_gpu, s, err);
+    /* Read twice (the stream, then whole where it gives up): a pipe is kept first. */
+    struct stat st;
+    FILE *spool = NULL;
+    char via[64];
+    const char *open_path = path, *name = from_stdin ? "<stdin>" : path;
+    if (from_stdin || (stat(path, &st) == 0 && !S_ISREG(st.st_mode))) {
+        if ((rc = spool_input(path, &spool, err)) != PFI_OK)
+            return rc;
+        snprintf(via, sizeof via, "/dev/fd/%d", fileno(spool));
+        open_path = via;
+    }
+    rc = load_stream(open_path, name, per_gpu, s, err);
+    if (rc == PFI_JSON_ITEMS_OTHER) {
+        pfi_alloc_set_free(s);
+        rc = load_whole(open_path, name, per_gpu, s, err);
+    }
+    if (spool)
+        fclose(spool);
+    return rc;
 }

@@ -158,7 +158,7 @@ static void check_budget(const pfi_alloc_job *jobs, const pfi_alloc_result *r, d
     double p = 0;
     for (int j = 0; j < r->n; j++)
         p += jobs[j].n_gpus * r->cap_w[j];
-    assert_true(p <= budget * (1 + 1e-12));
+    assert_true(p <= budget * (1 + 1e-14)); /* a sum's rounding, not a grid step */
     assert_true(fabs(p - r->power_w) <= 1e-6 * (1 + p));
 }
 
@@ -840,6 +840,83 @@ static void test_equal_floors(void **state)
     pfi_alloc_result_free(&r);
 }
 
+/* The budget's count of grid steps: a step within 1e-12 of the budget was taken, so caps went
+ * over a budget of 999.9999999995 W (1000 W) and by 800 W at 8e14 W; a count past 2^63 (a
+ * budget of 1e9 W on a 1e-10 W grid) overflowed to "budget 1e9 W is below 0.1 W".  A budget
+ * short of the need says a need it meets (12345.6 W was "below 12345.6 W"). */
+static void test_budget_units(void **state)
+{
+    (void)state;
+    double caps[] = {500, 2000}, t[] = {1, 2};
+    pfi_alloc_job job = {"a", 1, 500, 2000, caps, t, 2, 2000, NAN, NAN, 1};
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_alloc_result r;
+    pfi_err e = {0};
+    const double budgets[] = {999.9999999995, 1000 - 1e-9, 1e6 - 5e-9, 1234 - 1e-10};
+    const double steps[] = {1, 1, 1e-3, 1e-5};
+    double big_caps[] = {5e5, 1e6}, big_t[] = {1, 2};
+    pfi_alloc_job big = {"b", 1, 5e5, 1e6, big_caps, big_t, 2, 1e6, NAN, NAN, 1};
+    for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++) {
+        o.step_w = steps[i];
+        const pfi_alloc_job *J = budgets[i] > 1e5 ? &big : &job;
+        for (int pol = 0; pol < 2; pol++) {
+            int rc = pol ? pfi_alloc_equal(J, 1, budgets[i], &o, &r, &e)
+                         : pfi_alloc_solve(J, 1, budgets[i], &o, &r, &e);
+            assert_int_equal(rc, PFI_OK);
+            if (!(r.cap_w[0] <= budgets[i]))
+                fail_msg("%s: budget %.17g W on a %g W grid: cap %.17g W", pol ? "equal" : "oracle",
+                         budgets[i], steps[i], r.cap_w[0]);
+            assert_true(r.cap_w[0] > budgets[i] - steps[i]); /* the step below, not two */
+            pfi_alloc_result_free(&r);
+        }
+    }
+    /* a budget a double's rounding below whole steps still takes them: 0.3 W of 0.1 W steps */
+    double sc[] = {0.1, 1}, st[] = {1, 2};
+    pfi_alloc_job small = {"s", 1, 0.1, 1, sc, st, 2, 1, NAN, NAN, 1};
+    o.step_w = 0.1;
+    assert_int_equal(pfi_alloc_solve(&small, 1, 0.3, &o, &r, &e), PFI_OK);
+    assert_true(fabs(r.cap_w[0] - 0.3) < 1e-12);
+    pfi_alloc_result_free(&r);
+    /* warm: a workspace's new budget is counted the same way */
+    o.step_w = 1;
+    pfi_alloc_ws *w;
+    assert_int_equal(pfi_alloc_ws_new(&job, 1, 1500, &o, &w, &e), PFI_OK);
+    assert_int_equal(pfi_alloc_ws_solve(w, 999.9999999995, &r, &e), PFI_OK);
+    assert_true(r.cap_w[0] <= 999.9999999995);
+    pfi_alloc_result_free(&r);
+    assert_int_equal(pfi_alloc_ws_solve(w, 1e9, &r, &e), PFI_OK);
+    pfi_alloc_result_free(&r);
+    pfi_alloc_ws_free(w);
+    /* past 2^53 steps: refused, saying so, cold and warm */
+    double fc[] = {0.05, 0.1}, ft[] = {1, 2};
+    pfi_alloc_job fine = {"f", 1, 0.05, 0.1, fc, ft, 2, 0.1, NAN, NAN, 1};
+    o.step_w = 1e-10;
+    assert_int_equal(pfi_alloc_solve(&fine, 1, 1e9, &o, &r, &e), PFI_ERANGE);
+    assert_non_null(strstr(e.msg, "past 2^53"));
+    assert_int_equal(pfi_alloc_solve(&fine, 1, 1e5, &o, &r, &e), PFI_OK);
+    assert_true(fabs(r.cap_w[0] - 0.1) < 1e-12);
+    pfi_alloc_result_free(&r);
+    assert_int_equal(pfi_alloc_ws_new(&fine, 1, 1e5, &o, &w, &e), PFI_OK);
+    assert_int_equal(pfi_alloc_ws_solve(w, 1e9, &r, &e), PFI_ERANGE);
+    pfi_alloc_ws_free(w);
+    /* the need, rounded up, and the budget as given */
+    double nc[] = {1234.564, 2000}, nt[] = {1, 2};
+    pfi_alloc_job ten = {"t", 10, 1234.564, 2000, nc, nt, 2, 2000, NAN, NAN, 1};
+    o.step_w = 0.001;
+    assert_int_equal(pfi_alloc_solve(&ten, 1, 12345.6, &o, &r, &e), PFI_EINFEASIBLE);
+    if (!strstr(e.msg, "budget 12345.6 W is below 12346 W,"))
+        fail_msg("%s", e.msg);
+    assert_int_equal(pfi_alloc_solve(&ten, 1, 12346, &o, &r, &e), PFI_OK);
+    pfi_alloc_result_free(&r);
+    char b1[32], b2[32];
+    pfi_alloc_watts_below(b1, 0.05, b2, 0.1);
+    assert_string_equal(b1, "0.05");
+    assert_string_equal(b2, "0.1");
+    pfi_alloc_watts_below(b1, 1100, b2, 1100.4);
+    assert_string_equal(b2, "1100.4");
+}
+
 /* Throughputs near DBL_MAX overflow the linear interpolation between two points to -inf; the
  * SLA floor's crossing point was then NaN and cast to int (undefined; UBSan stops here).  The
  * floor must still be a grid point in range that meets the SLA on the curve as read. */
@@ -1041,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_error_order),     cmocka_unit_test(test_on_grid_hulls),
         cmocka_unit_test(test_many_jobs),      cmocka_unit_test(test_equal_floors),
         cmocka_unit_test(test_sla_floor_overflowing_curve),
+        cmocka_unit_test(test_budget_units),
         cmocka_unit_test(test_curve_through),
         cmocka_unit_test(test_family_sla_on_dip),
         cmocka_unit_test(test_draw_model),     cmocka_unit_test(test_draw_model_own_and_mean),

@@ -92,6 +92,56 @@ const char *pfi_alloc_watts_text(char buf[32], double w)
     return buf;
 }
 
+void pfi_alloc_watts_below(char bb[32], double budget_w, char nb[32], double need_w)
+{
+    /* the budget as given (its fewest decimals that read back to it), the need rounded up at
+     * the fewest decimals within 1e-4 of it: above the budget, since it is */
+    snprintf(bb, 32, "%.17g", budget_w);
+    for (int d = 0; d <= 9; d++)
+        if (snprintf(bb, 32, "%.*f", d, budget_w) < 32 &&
+            fabs(strtod(bb, NULL) - budget_w) <= 1e-12 * fabs(budget_w))
+            break;
+        else
+            snprintf(bb, 32, "%.17g", budget_w);
+    snprintf(nb, 32, "%.17g", need_w);
+    for (int d = 0; d <= 9; d++) {
+        double p = pow(10, d), up = ceil(need_w * p) / p;
+        if (up <= need_w + 1e-4 * fabs(need_w) && up > budget_w) {
+            snprintf(nb, 32, "%.*f", d, up);
+            break;
+        }
+    }
+}
+
+long long pfi_alloc_budget_units(double budget_w, double step_w)
+{
+    double u = budget_w / step_w;
+    if (!(u < PFI_ALLOC_MAX_UNITS))
+        return (long long)PFI_ALLOC_MAX_UNITS;
+    if (!(u > 0))
+        return 0;
+    long long k = (long long)floor(u * (1 + REL_EPS));
+    double over = budget_w * (1 + 1e-15);
+    if ((double)k * step_w > over)
+        k = (long long)floor(u);
+    while (k > 0 && (double)k * step_w > over)
+        k--;
+    return k;
+}
+
+int pfi_alloc_budget_check(double budget_w, double step_w, long long *units, pfi_err *err)
+{
+    if (!isfinite(budget_w) || budget_w <= 0)
+        return pfi_err_set(err, PFI_EINVAL, "budget %g W must be positive", budget_w);
+    if (!(budget_w / step_w < PFI_ALLOC_MAX_UNITS))
+        return pfi_err_set(err, PFI_ERANGE,
+                           "budget %g W is %.3g steps of a %g W grid, past 2^53, what the "
+                           "allocator counts exactly: use a coarser step",
+                           budget_w, budget_w / step_w, step_w);
+    *units = pfi_alloc_budget_units(budget_w, step_w);
+    return PFI_OK;
+}
+
 static int check_job(const pfi_alloc_job *J, int j, int vec, int caps_ok, pfi_err *err)
 {
     if (!J->id || !J->id[0])
@@ -403,10 +453,11 @@ int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
     int rc = pfi_alloc_validate(jobs, n, err);
     if (rc)
         return rc;
-    if (!isfinite(budget_w) || budget_w <= 0)
-        return pfi_err_set(err, PFI_EINVAL, "budget %g W must be positive", budget_w);
     if (!(o->step_w > 0) || !isfinite(o->step_w))
         return pfi_err_set(err, PFI_EINVAL, "cap grid step %g W must be positive", o->step_w);
+    long long bu;
+    if ((rc = pfi_alloc_budget_check(budget_w, o->step_w, &bu, err)))
+        return rc;
     if (o->on_infeasible < PFI_INFEASIBLE_FAIL || o->on_infeasible > PFI_INFEASIBLE_BY_WEIGHT)
         return pfi_err_set(err, PFI_EINVAL, "unknown on-infeasible mode %d", o->on_infeasible);
     if (result_alloc(res, n))
@@ -429,16 +480,25 @@ int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
         m0 += (long long)jobs[j].n_gpus * kmin[j];
         ms += (long long)jobs[j].n_gpus * (kf[j] < 0 ? kmax[j] : kf[j]);
         res->sla[j] = jobs[j].sla;
+        /* each term is at most 1e6 GPUs x 1e9 steps: checked before a sum could overflow */
+        if (!((double)ms < PFI_ALLOC_MAX_UNITS)) {
+            rc = pfi_err_set(err, PFI_ERANGE,
+                             "the jobs' floors come to more than 2^53 steps of a %g W grid (by "
+                             "job %s), past what the allocator counts exactly: use a coarser "
+                             "step",
+                             step, jobs[j].id);
+            goto fail;
+        }
     }
-    long long bu = (long long)floor(budget_w / step * (1 + REL_EPS));
     res->min_budget_nosla_w = m0 * step;
     res->min_budget_w = unmet >= 0 ? INFINITY : ms * step;
     if (bu < m0) {
         char b1[32], b2[32];
+        pfi_alloc_watts_below(b1, budget_w, b2, m0 * step);
         rc = pfi_err_set(err, PFI_EINFEASIBLE,
                          "budget %s W is below %s W, what the jobs need with every GPU at its "
                          "minimum cap: no allocation is possible",
-                         pfi_alloc_watts_text(b1, budget_w), pfi_alloc_watts_text(b2, m0 * step));
+                         b1, b2);
         goto fail;
     }
     if (unmet >= 0 || bu < ms) {
@@ -450,12 +510,12 @@ int pfi_alloc_prepare(const pfi_alloc_job *jobs, int n, double budget_w,
                                  jobs[unmet].id, 100 * jobs[unmet].sla, jobs[unmet].max_cap_w);
             else {
                 char b1[32], b2[32], b3[32];
+                pfi_alloc_watts_below(b1, budget_w, b2, ms * step);
                 rc = pfi_err_set(err, PFI_EINFEASIBLE,
                                  "budget %s W is below the minimum feasible budget %s W that "
                                  "the SLAs need (minimum caps alone need %s W); relax SLAs "
                                  "(on-infeasible relax-sla or by-weight) or raise the budget",
-                                 pfi_alloc_watts_text(b1, budget_w), pfi_alloc_watts_text(b2, ms * step),
-                                 pfi_alloc_watts_text(b3, m0 * step));
+                                 b1, b2, pfi_alloc_watts_text(b3, m0 * step));
             }
             goto fail;
         }

@@ -188,5 +188,22 @@ void pfi_alloc_finish(const pfi_alloc_job *jobs, int n, const pfi_alloc_opts *op
 /* Watts for a message or a summary: whole when whole, else to 0.1 W, so that a budget 0.4 W
  * short is not told as "1100 W is below 1100 W".  Returns buf. */
 const char *pfi_alloc_watts_text(char buf[32], double w);
+/* A budget and the more it falls short of, for "budget B W is below N W": the budget as given,
+ * the need rounded up (a budget of what it says is then enough) at the fewest decimals within
+ * 1e-4 of it; a budget 0.04 W short read "12345.6 W is below 12345.6 W" to 0.1 W. */
+void pfi_alloc_watts_below(char bb[32], double budget_w, char nb[32], double need_w);
+
+/* Grid steps past this are refused: a double counts whole numbers exactly up to 2^53, and the
+ * budget's count in steps (a long long) overflowed past 2^63. */
+#define PFI_ALLOC_MAX_UNITS 9007199254740992.0
+/* The budget in grid steps: the most k whose k * step_w is budget_w or below, up to rounding
+ * (0.3 W is 2.9999999999999996 steps of 0.1 W: 3 is taken, its 0.30000000000000004 W within
+ * 1e-15 of the budget, a double's rounding; a step 1e-12 short of the budget was taken too, and
+ * caps went over a budget of 999.9999999995 W by 5e-10 W, 800 W at 8e14 W).  At most
+ * PFI_ALLOC_MAX_UNITS. */
+long long pfi_alloc_budget_units(double budget_w, double step_w);
+/* A budget's checks (finite, positive: PFI_EINVAL; at most PFI_ALLOC_MAX_UNITS steps of step_w:
+ * PFI_ERANGE) and its count in steps. */
+int pfi_alloc_budget_check(double budget_w, double step_w, long long *units, pfi_err *err);
 
 #endif

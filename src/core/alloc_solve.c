@@ -1932,6 +1932,11 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
         }
         m0 += (long long)J->n_gpus * kmin;
         ms += (long long)J->n_gpus * kf;
+        if (ms > (1LL << 53)) { /* past what is counted exactly: the slow way refuses it */
+            S->same_caps = 0;
+            S->fh_on = 0;
+            return 0;
+        }
         r->sla[j] = J->sla;
         r->floor_w[j] = kf * step;
         r->flags[j] = 0;
@@ -1969,8 +1974,8 @@ static int ws_build_onepass(pfi_alloc_ws *w, const pfi_alloc_job *jobs, int n, d
     S->fh_ok = S->fh_on;
     S->fh_on = 0;
     S->fh_base = ms;
-    long long bu = (long long)floor(budget_w / step * (1 + 1e-12)); /* as pfi_alloc_prepare's */
-    if (bu < ms || pfi_alloc_check_ids_hashed(jobs, n, hash, NULL)) {
+    long long bu = pfi_alloc_budget_units(budget_w, step); /* as pfi_alloc_prepare's */
+    if (bu < ms || !(budget_w / step < PFI_ALLOC_MAX_UNITS) || pfi_alloc_check_ids_hashed(jobs, n, hash, NULL)) {
         S->fh_ok = 0;
         return 0;
     }
@@ -2770,9 +2775,10 @@ static int ws_solve(pfi_alloc_ws *w, double budget_w, pfi_alloc_result *res, int
     solver *S = &w->S;
     const pfi_alloc_opts *o = &w->o;
     int n = S->n;
-    if (!isfinite(budget_w) || budget_w <= 0)
-        return pfi_err_set(err, PFI_EINVAL, "budget %g W must be positive", budget_w);
-    long long bu = (long long)floor(budget_w / o->step_w * (1 + 1e-12));
+    long long bu;
+    int brc = pfi_alloc_budget_check(budget_w, o->step_w, &bu, err);
+    if (brc)
+        return brc;
     /* Floors fixed by the SLAs hold for any budget that meets them; below that, or when they
      * were degraded for a budget, the degradation is redone for this one. */
     if (!w->valid || w->fresh_only || bu < w->need_units) {

@@ -81,7 +81,7 @@ static int run_family(const pfi_alloc_job *jobs, int n, double budget_w, const p
         memset(res, 0, sizeof *res);
         return rc;
     }
-    long long bu = (long long)floor(budget_w / o->step_w * (1 + 1e-12));
+    long long bu = pfi_alloc_budget_units(budget_w, o->step_w); /* checked by pfi_alloc_prepare */
     unsigned char *dip = sla_dips(jobs, n, res->sla);
     if (!dip) {
         free(kf);

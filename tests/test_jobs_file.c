@@ -181,6 +181,8 @@ static void test_bad_values(void **state)
          "\"draw_w\":[290,480]}}", "unknown member \"draw_w\""},
         /* An id that would drive the terminal in the table. */
         {"{\"id\":\"a\\u001b[31mRED\",\"gpus\":1," CURVE "}", "control character 0x1b"},
+        /* One that would turn the row after it around (U+202E). */
+        {"{\"id\":\"4000000\\u202e\",\"gpus\":1," CURVE "}", "bidi control U+202E"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];

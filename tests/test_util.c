@@ -677,6 +677,10 @@ static void test_text(void **state)
         {"\xc0\xaf", "invalid UTF-8 byte 0xc0 at byte 0"},          /* overlong '/' */
         {"\xed\xa0\x80", "invalid UTF-8 byte 0xed at byte 0"},      /* a surrogate */
         {"ab\xe2\x82", "invalid UTF-8 byte 0xe2 at byte 2"},         /* cut short */
+        {"4000000\xe2\x80\xae", "bidi control U+202E at byte 7"},   /* RLO */
+        {"x\xe2\x80\xaa", "bidi control U+202A at byte 1"},          /* LRE */
+        {"\xe2\x81\xa6y", "bidi control U+2066 at byte 0"},          /* LRI */
+        {"y\xe2\x81\xa9", "bidi control U+2069 at byte 1"},          /* PDI */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why[0] = 0;
@@ -690,6 +694,8 @@ static void test_text(void **state)
         {"\xc2\x9b" "2J", "??2J"},
         {"ab\xe2\x82", "ab??"},
         {"r\xc3\xa9seau\n", "r\xc3\xa9seau?"},
+        {"a\xe2\x80\xae" "b", "a?" "??b"},
+        {"a\xe2\x80\xa9" "b", "a\xe2\x80\xa9" "b"}, /* U+2029, a separator, not a bidi control */
         {"plain", "plain"},
     };
     for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {

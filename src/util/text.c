@@ -115,11 +115,27 @@ int pfi_utf8_len(const char *str)
     return n;
 }
 
+/* U+202A-U+202E (embeddings, overrides) and U+2066-U+2069 (isolates): an id ending in U+202E
+ * turns a table's row after it around ("(pinned)" shown "(dennip)"). */
+static int bidi_control(const unsigned char *p, int len)
+{
+    return len == 3 && p[0] == 0xE2 &&
+           ((p[1] == 0x80 && p[2] >= 0xAA && p[2] <= 0xAE) ||
+            (p[1] == 0x81 && p[2] >= 0xA6 && p[2] <= 0xA9));
+}
+
 int pfi_text_printable(const char *s, char *why, size_t n)
 {
     for (const char *p = s; *p;) {
         unsigned char c = (unsigned char)*p;
         int len = pfi_utf8_len(p);
+        if (bidi_control((const unsigned char *)p, len)) {
+            if (why)
+                snprintf(why, n, "bidi control U+%04X at byte %d",
+                         0x2000u | (((unsigned char)p[1] & 0x3Fu) << 6) | ((unsigned char)p[2] & 0x3Fu),
+                         (int)(p - s));
+            return 0;
+        }
         /* C1 controls (UTF-8 C2 80..C2 9F): some terminals take U+009B as CSI, as ESC [. */
         int control = c < 0x20 || c == 0x7f || (c == 0xC2 && len == 2 &&
                                                   (unsigned char)p[1] < 0xA0);

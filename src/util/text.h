@@ -35,9 +35,11 @@ char *pfi_read_all(FILE *f, size_t max, size_t *len);
  * nothing above U+10FFFF), or 0 when it is not one (a NUL byte is a sequence of 1). */
 int pfi_utf8_len(const char *s);
 
-/* 1 when s is valid UTF-8 with no control character (a byte below 0x20, 0x7f, or U+0080-U+009F):
- * text a JSON writer takes and a terminal shows as it is.  Else 0 and, when why is not NULL,
- * what and where the first offending byte is ("control character 0x1b at byte 4") in why[0..n). */
+/* 1 when s is valid UTF-8 with no control character (a byte below 0x20, 0x7f, or U+0080-U+009F)
+ * and no bidi control (U+202A-U+202E, U+2066-U+2069): text a JSON writer takes and a terminal
+ * shows as it is, in its order.  Else 0 and, when why is not NULL, what and where the first
+ * offending byte is ("control character 0x1b at byte 4", "bidi control U+202E at byte 3") in
+ * why[0..n). */
 int pfi_text_printable(const char *s, char *why, size_t n);
 
 /* Replaces, in place, every byte of s that pfi_text_printable refuses (a control character, a

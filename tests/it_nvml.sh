@@ -62,6 +62,36 @@ nulls=$(tail -n 2 "$tmp/mon.jsonl" | jq -r 'to_entries[] | select(.value == null
 [ -z "$nulls" ] || bad "monitor: fields missing after the first round: $nulls"
 [ "$(head -n 1 "$tmp/mon.jsonl" | jq '.sm_active')" = null ] || bad "first round has a GPM value"
 
+# --- --interval is the period: each power read taking 4 ms (8 GPUs, ~32 ms a round), rounds
+# start 200 ms apart still (a sleep after each round made it ~232 ms)
+PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage=SUCCESS;delay=0.004" "$PFI_BIN" monitor --backend nvml \
+  --format csv --interval 200ms --duration 2s >"$tmp/per.csv" 2>"$tmp/e" || { bad "monitor, slow reads"; cat "$tmp/e"; }
+per=$(awk -F, 'NR > 1 && $2 == 0 { print $1 }' "$tmp/per.csv" |
+  awk 'NR == 1 { a = $1 } { b = $1; n = NR } END { if (n > 1) printf "%.4f %d", (b - a) / (n - 1), n }')
+echo "$per" | awk '{ exit !($1 >= 0.195 && $1 <= 0.215 && $2 >= 9) }' ||
+  bad "monitor --interval 200ms with 32 ms rounds: mean period and rounds $per"
+# --- SIGINT while a GPU's reads block (2 s each): stops after the read under way, not after the
+# round's 8 (it took 14 s), status 0
+PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage=SUCCESS;delay=2" "$PFI_BIN" monitor --backend nvml \
+  --format csv --interval 1s >"$tmp/int.csv" 2>"$tmp/e" &
+mon=$!
+sleep 3
+t0=$(date +%s.%N)
+kill -INT "$mon"
+wait "$mon"
+rc=$?
+el=$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.2f", $1 - $2 }')
+[ "$rc" -eq 0 ] && echo "$el" | awk '{ exit !($1 < 2.5) }' || bad "monitor after SIGINT: status $rc, $el s"
+
+# --- an --interval past what a sleep takes (1e19 s) waits, not a busy loop (no sleep at all:
+# 500,000 rows in 3 s)
+"$PFI_BIN" monitor --backend nvml --format csv --interval 1e19s --gpus 0 >"$tmp/huge.csv" 2>"$tmp/e" &
+mon=$!
+sleep 1
+kill "$mon"
+wait "$mon"
+[ "$(wc -l <"$tmp/huge.csv")" -le 2 ] || bad "monitor --interval 1e19s: $(wc -l <"$tmp/huge.csv") lines in 1 s"
+
 # --- a lost GPU: named, non-zero exit, the others listed
 PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@2=GPU_IS_LOST" \
   "$PFI_BIN" gpus --backend nvml >"$tmp/o" 2>"$tmp/e" && bad "gpus with a lost GPU exited 0"

@@ -17,7 +17,16 @@
 
 static volatile sig_atomic_t stop;
 static int simulated; /* the backend's GPUs are simulated: every row says so */
-static void on_signal(int sig) { stop = sig; }
+/* The first SIGINT or SIGTERM ends the stream after the GPU being read (a sick GPU's NVML call
+ * may block for its timeout); a second one ends pfi at once, as an unhandled signal would. */
+static void on_signal(int sig)
+{
+    if (stop) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+    stop = sig;
+}
 
 typedef struct field {
     const char *name;   /* CSV/JSON key */
@@ -198,7 +207,7 @@ int pfi_cmd_monitor(int argc, char **argv)
     int count = INT_MIN; /* unset: --count 0 must be refused, not read as "no limit" */
     const pfi_opt opts[] = {
         PFI_CLI_HW_OPTS(hw),
-        {"interval", PFI_OPT_STR, &interval_s, "D", "time between samples (default 1s)"},
+        {"interval", PFI_OPT_STR, &interval_s, "D", "period of the rounds of samples (default 1s); a round that overruns it skips ticks"},
         {"count", PFI_OPT_INT, &count, "N", "stop after N rounds of samples"},
         {"duration", PFI_OPT_STR, &duration_s, "D", "stop after this much (backend) time"},
         {"format", PFI_OPT_STR, &format, "table|csv|jsonl",
@@ -252,14 +261,14 @@ int pfi_cmd_monitor(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     if (mode == 1)
         csv_header();
-    double t0 = pfi_hw_now(b);
+    double t0 = pfi_hw_now(b), next = t0;
     int status = PFI_EXIT_OK;
     for (int round = 0; !stop && (count == 0 || round < count); round++) {
         if (pfi_hw_now(b) - t0 > duration + 1e-9)
             break;
         if (mode == 0 && round % 20 == 0)
             table_header();
-        for (int k = 0; k < ni; k++) {
+        for (int k = 0; k < ni && !stop; k++) {
             pfi_sample s;
             if (pfi_hw_sample(b, idx[k], &s, &e) != PFI_OK) {
                 /* One lost GPU must not hide the others. */
@@ -283,7 +292,15 @@ int pfi_cmd_monitor(int argc, char **argv)
         }
         if (count > 0 && round + 1 >= count)
             break;
-        pfi_hw_sleep(b, interval);
+        /* --interval is the period, rounds start on its ticks: a sleep after each round made
+         * it the interval plus the round's reads (100 ms read 182 ms on a slow driver).  Ticks
+         * a round overran are skipped, not caught up in a burst. */
+        double now = pfi_hw_now(b);
+        next += interval;
+        if (next < now)
+            next = now + interval + fmod(next - now, interval);
+        if (next > now)
+            pfi_hw_sleep(b, next - now);
     }
     pfi_hw_close(b);
     return status;

@@ -52,6 +52,8 @@ typedef struct fake_rule {
     long after;               /* the first `after` matching calls succeed */
     double at_s;              /* fault only from this many seconds after nvmlInit_v2 */
     long count;               /* fail this many times, then recover (-1: for ever) */
+    double delay_s;           /* the matching call takes this long before it answers (a slow
+                               * or hung driver; with SUCCESS, a slow call that succeeds) */
     long seen, failed;        /* counters since nvmlInit_v2 */
 } fake_rule;
 

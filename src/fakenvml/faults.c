@@ -2,13 +2,14 @@
 /* faults.c: fault injection for the fake libnvidia-ml, configured in plain text.
  *
  * Rules are separated by ',' or newlines ('#' starts a comment):
- *   FUNC[@GPU]=ERROR[;after=N][;at=SECONDS][;count=N]
+ *   FUNC[@GPU]=ERROR[;after=N][;at=SECONDS][;count=N][;delay=SECONDS]
  *       FUNC   an NVML function name, "*" (every call), or a prefix ending in '*'
  *       GPU    an index or '*' (default '*'; '*' also matches calls on no GPU)
  *       ERROR  GPU_IS_LOST, NVML_ERROR_GPU_IS_LOST or 15 (any nvmlReturn_t)
  *       after  the first N matching calls succeed
  *       at     only from SECONDS after the process's first nvmlInit_v2
  *       count  fail N times, then succeed again (a transient fault)
+ *       delay  the call takes SECONDS before it answers (ERROR SUCCESS: a slow driver)
  *   not-root             every nvmlDeviceSetPowerManagementLimit gets NO_PERMISSION
  *   oob-cap[@GPU]=WATTS  an out-of-band (BMC) cap: the enforced limit never exceeds WATTS
  * Example: PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@2=GPU_IS_LOST;after=3, not-root" */
@@ -131,7 +132,7 @@ static int parse_rule(char *rule)
     if (strcmp(lhs, "*") != 0 && strncmp(lhs, "nvml", 4) != 0)
         return bad(orig, "function names start with 'nvml' (or use '*')");
     int code = fake_parse_code(rhs);
-    if (code < 0 || code == NVML_SUCCESS)
+    if (code < 0)
         return bad(orig, "unknown NVML error name or number");
     if (pfi_fake.n_rules >= FAKE_MAX_RULES)
         return bad(orig, "too many rules");
@@ -143,7 +144,7 @@ static int parse_rule(char *rule)
             *next++ = '\0';
         char *kv = pfi_trim(opts), *val = strchr(kv, '=');
         if (!val)
-            return bad(orig, "options are after=N, at=SECONDS, count=N");
+            return bad(orig, "options are after=N, at=SECONDS, count=N, delay=SECONDS");
         *val++ = '\0';
         char *end;
         if (strcmp(pfi_trim(kv), "after") == 0) {
@@ -158,11 +159,18 @@ static int parse_rule(char *rule)
             r.at_s = strtod(val, &end);
             if (end == val || (*end && strcmp(pfi_trim(end), "s") != 0) || !(r.at_s >= 0))
                 return bad(orig, "at= needs seconds >= 0");
+        } else if (strcmp(pfi_trim(kv), "delay") == 0) {
+            r.delay_s = strtod(val, &end);
+            if (end == val || (*end && strcmp(pfi_trim(end), "s") != 0) ||
+                !(r.delay_s >= 0 && r.delay_s <= 3600))
+                return bad(orig, "delay= needs seconds from 0 to 3600");
         } else {
-            return bad(orig, "options are after=N, at=SECONDS, count=N");
+            return bad(orig, "options are after=N, at=SECONDS, count=N, delay=SECONDS");
         }
         opts = next;
     }
+    if (r.code == NVML_SUCCESS && !(r.delay_s > 0))
+        return bad(orig, "SUCCESS is no fault: it takes a delay= (a slow call)");
     pfi_fake.rules[pfi_fake.n_rules++] = r;
     return 0;
 }
@@ -239,6 +247,8 @@ nvmlReturn_t fake_fault(const char *fn, int gpu)
         if (r->count >= 0 && r->failed >= r->count)
             continue;
         r->failed++;
+        if (r->delay_s > 0)
+            pfi_clock_sleep(r->delay_s);
         return r->code;
     }
     return NVML_SUCCESS;

@@ -83,6 +83,8 @@ void pfi_clock_sleep(double seconds)
     seconds /= pfi_clock_scale();
     if (!(seconds > 0))
         return;
+    if (seconds > 1e9) /* past time_t's reach the cast was undefined: no sleep at all */
+        seconds = 1e9;
     struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
     nanosleep(&ts, NULL);
 }

@@ -31,6 +31,47 @@ static void expect_invalid(const pfi_event *e, const pfi_event_site *s, const ch
         fail_msg("message '%s' does not say '%s'", err.msg, words);
 }
 
+/* Once an event's ramp has begun, its ramp line and restore steps go from and to the level
+ * noted then, whatever the manual budget does after: removed mid-event (5000 W to none, the
+ * site's 5600 W), the ramp-down rose mid-way and the restore climbed in 320 W steps where the
+ * report allowed 200 W.  A lower budget still caps every step; the changed budget is in force
+ * once the restore is over. */
+static void test_noted_level_holds(void **state)
+{
+    (void)state;
+    pfi_event e = limit_ev("H", 1000, 1300, 4000);
+    e.ramp_down_s = 120;
+    e.ramp_up_s = 300;
+    pfi_event_site s = pfi_event_site_default(5600);
+    s.manual_w = 5000;
+    /* before the ramp began: the budget in force */
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 940) - 4500) < 1e-9);
+    e.ramp_level_w = 5000; /* noted at 880 s */
+    s.manual_w = INFINITY;  /* the budget removed */
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 940) - 4500) < 1e-9);
+    const double want[] = {4000, 4200, 4400, 4600, 4800};
+    for (int k = 0; k < 5; k++) {
+        double c = pfi_event_cap_at(&e, &s, 1300 + 60 * k + 5);
+        if (fabs(c - want[k]) > 1e-9)
+            fail_msg("restore step %d: %g W, want %g W", k, c, want[k]);
+        int b;
+        assert_true(fabs(pfi_event_budget_at(&e, 1, &s, 1300 + 60 * k + 5, &b) - want[k]) < 1e-9);
+    }
+    assert_true(isinf(pfi_event_cap_at(&e, &s, 1300 + 300 + 1)));
+    assert_true(fabs(pfi_event_restored_s(&e, &s) - 1600) < 1e-9);
+    /* a budget lowered meanwhile caps the steps */
+    s.manual_w = 4300;
+    int b;
+    assert_true(fabs(pfi_event_budget_at(&e, 1, &s, 1300 + 60 * 2 + 5, &b) - 4300) < 1e-9);
+    assert_true(fabs(pfi_event_budget_min(&e, 1, &s, 1300, 1600) - 4000) < 1e-9);
+    /* noted with no budget in force (INFINITY): the site's maximum, 5600 W */
+    e.ramp_level_w = INFINITY;
+    s.manual_w = 5000; /* a budget set mid-event caps the restore, not its line */
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 1300 + 60 + 5) - 4320) < 1e-9);
+    assert_true(fabs(pfi_event_cap_at(&e, &s, 940) - 4800) < 1e-9);
+    assert_true(fabs(pfi_event_budget_at(&e, 1, &s, 1300 + 4 * 60 + 5, &b) - 5000) < 1e-9);
+}
+
 static void test_validate(void **state)
 {
     (void)state;
@@ -778,6 +819,7 @@ int main(void)
         cmocka_unit_test(test_change_kind),
         cmocka_unit_test(test_held_above),
         cmocka_unit_test(test_held_intervals),
+        cmocka_unit_test(test_noted_level_holds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -290,6 +290,18 @@ static double free_level(const pfi_event_site *site)
     return isfinite(site->manual_w) ? site->manual_w : site->max_w;
 }
 
+/* The level an event's ramp falls from and its restore climbs to: the one noted when its ramp
+ * began, once noted, as its report reads them (pfi_event_site_noted).  A manual budget removed
+ * or raised mid-event moved the control's line but not the report's: the ramp-down rose mid-way
+ * and the restore climbed 320 W a step where the report allowed 200 W ("NOT complied", for
+ * what the daemon did itself).  A budget changed meanwhile takes effect once the restore is
+ * over; a lower one still caps every step (pfi_event_budget_at). */
+static double event_level(const pfi_event *ev, const pfi_event_site *site)
+{
+    pfi_event_site noted = pfi_event_site_noted(ev, *site); /* noted as no budget: INFINITY */
+    return free_level(&noted);
+}
+
 double pfi_event_ramp_start_s(const pfi_event *ev)
 {
     return ev->start_s - ev->ramp_down_s;
@@ -317,12 +329,12 @@ static double restore_span(const pfi_event *ev, const pfi_event_site *site, doub
 double pfi_event_restored_s(const pfi_event *ev, const pfi_event_site *site)
 {
     double n;
-    return ev->end_s + restore_span(ev, site, pfi_event_target_w(ev), free_level(site), &n);
+    return ev->end_s + restore_span(ev, site, pfi_event_target_w(ev), event_level(ev, site), &n);
 }
 
 double pfi_event_cap_at(const pfi_event *ev, const pfi_event_site *site, double t)
 {
-    double target = pfi_event_target_w(ev), level = free_level(site);
+    double target = pfi_event_target_w(ev), level = event_level(ev, site);
     if (t >= ev->start_s && t < ev->end_s)
         return target;
     if (target >= level)

@@ -16,7 +16,12 @@ budget() { "$PFI" ctl --socket "$T/n.sock" allocation | jq -r .budget_w; }
 
 "$PFI" ctl --socket "$T/n.sock" --token-file "$T/token" budget set 4kW >/dev/null ||
   fail "budget set 4kW"
-ev add --id e1 --start now+1h --duration 1h --limit 3kW >/dev/null || fail "event add e1"
+ev add --id e1 --start now+1h --duration 1h --limit 3kW >/dev/null 2>"$T/err" || fail "event add e1"
+[ -s "$T/err" ] && fail "a new event's add said: $(cat "$T/err")"
+# The same id again replaces it, and says so (it replaced it without a word)
+ev add --id e1 --start now+1h --duration 1h --limit 3kW >/dev/null 2>"$T/err" || fail "event add e1 again"
+grep -q "^pfi event: event e1 replaced: the daemon held an event of that id" "$T/err" ||
+  fail "a replace is not said: $(cat "$T/err")"
 
 # ---- an event id is an event id, never another path ----
 for id in ../../budget ../../../v1/budget ./../../budget; do

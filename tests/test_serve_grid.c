@@ -4,6 +4,7 @@
  * is set after it; an event changed while in force is judged against each definition in its
  * time. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -239,6 +240,58 @@ static int events_of(fx *f, const char *kind)
     return k;
 }
 
+typedef struct poster {
+    fx *f;
+    const char *body;
+    int status;
+} poster;
+
+static void *post_event(void *arg)
+{
+    poster *p = arg;
+    int st = 0;
+    const char *ctype;
+    size_t len;
+    char *out = pfi_srv_api_handle(p->f->n, "POST", "/v1/grid/events", NULL, p->body,
+                                   strlen(p->body), 1, &st, &ctype, &len);
+    free(out);
+    p->status = st;
+    return NULL;
+}
+
+/* One new id posted by several clients at once is created once: one 201, the others 200 (a
+ * replace).  The answer was read off the count of events before and after, outside the lock
+ * that stores them: 30 POSTs at once got four 201s. */
+static void test_created_once(void **state)
+{
+    fx *f = *state;
+    double now = pfi_clock_wall();
+    char body[256];
+    snprintf(body, sizeof body, "{\"id\": \"race\", \"start\": %.3f, \"end\": %.3f, "
+             "\"limit_w\": 5000}", now + 3600, now + 7200);
+    enum { NP = 8 };
+    poster p[NP];
+    pthread_t th[NP];
+    for (int round = 0; round < 5; round++) {
+        char id[16];
+        snprintf(id, sizeof id, "race%d", round);
+        char b[300];
+        snprintf(b, sizeof b, "%.*s%s%s", 8, body, id, body + 12);
+        for (int i = 0; i < NP; i++) {
+            p[i] = (poster){f, b, 0};
+            assert_int_equal(pthread_create(&th[i], NULL, post_event, &p[i]), 0);
+        }
+        int created = 0, replaced = 0;
+        for (int i = 0; i < NP; i++) {
+            pthread_join(th[i], NULL);
+            created += p[i].status == 201;
+            replaced += p[i].status == 200;
+        }
+        if (created != 1 || replaced != NP - 1)
+            fail_msg("round %d: %d created, %d replaced of %d", round, created, replaced, NP);
+    }
+}
+
 /* An event below what a job's SLA allows: the API refuses it (409, with the hint to let the
  * SLAs yield); taken as a VTN's event, it is held at the least the node can hold, said once
  * (grid_infeasible) and in its GET (feasible false), not re-planned and said again at every
@@ -262,7 +315,7 @@ static void test_vtn_event_held_short(void **state)
     pfi_err e = {0};
     /* The advice fits the case: "yield" where the SLA raises the floor; where the event yields
      * already, the GPUs' minimum limits are the floor, and it says so (it advised "yield"). */
-    assert_int_equal(pfi_srv_grid_add(f->n, b, 0, &res, &e), PFI_EINFEASIBLE);
+    assert_int_equal(pfi_srv_grid_add(f->n, b, 0, &res, NULL, &e), PFI_EINFEASIBLE);
     if (!strstr(e.msg, "send \"sla\": \"yield\""))
         fail_msg("no advice to yield: %s", e.msg);
     json_decref(res);
@@ -271,13 +324,13 @@ static void test_vtn_event_held_short(void **state)
     snprintf(yb, sizeof yb, "{\"id\": \"y\", \"start\": %.3f, \"end\": %.3f, \"limit_w\": 100, "
              "\"sla\": \"yield\"}", now + 600, now + 1200);
     json_t *y = json_loads(yb, 0, NULL);
-    assert_int_equal(pfi_srv_grid_add(f->n, y, 0, &res, &e), PFI_EINFEASIBLE);
+    assert_int_equal(pfi_srv_grid_add(f->n, y, 0, &res, NULL, &e), PFI_EINFEASIBLE);
     if (strstr(e.msg, "yield") || !strstr(e.msg, "minimum power limits sum to"))
         fail_msg("an event that yields, below the minimum limits: %s", e.msg);
     json_decref(res);
     json_decref(y);
     res = NULL;
-    if (pfi_srv_grid_add(f->n, b, SRV_GRID_TAKE_SHORT, &res, &e) != PFI_OK)
+    if (pfi_srv_grid_add(f->n, b, SRV_GRID_TAKE_SHORT, &res, NULL, &e) != PFI_OK)
         fail_msg("a VTN's event the SLAs cannot meet: %s", e.msg);
     assert_true(json_is_false(json_object_get(res, "feasible")));
     assert_true(json_is_true(json_object_get(res, "binding")));
@@ -493,6 +546,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_binding_during_ramp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_changed_in_force, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vtn_event_held_short, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_created_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cut_baseline_outside_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_held_to_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_held_partial, setup, teardown),

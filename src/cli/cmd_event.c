@@ -76,6 +76,13 @@ static int request(const conn *c, const char *method, const char *path, json_t *
         fprintf(stderr, "pfi event: %s %s: the answer is not JSON\n", method, path);
         return PFI_EXIT_FAIL;
     }
+    /* 200 to an add is a replace (201: new): an id reused by a typo or a template took the
+     * earlier event's place without a word. */
+    json_t *id = json_object_get(d, "id");
+    if (!strcmp(method, "POST") && status == 200 && json_is_string(id))
+        fprintf(stderr, "pfi event: event %s replaced: the daemon held an event of that id, and "
+                        "this one takes its place\n",
+                json_string_value(id));
     if (doc)
         *doc = d;
     else

@@ -472,8 +472,11 @@ static int store_event(srv_node *n, const pfi_event *ev, int *created, int *kind
     return PFI_OK;
 }
 
-int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, pfi_err *err)
+int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, int *added,
+                     pfi_err *err)
 {
+    if (added)
+        *added = 0;
     double now = pfi_clock_wall();
     pfi_event ev;
     int rc = pfi_grid_event_from_json(body, now, &ev, err);
@@ -532,6 +535,8 @@ int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, pfi_
     grid_apply(n, 1);
     if (result)
         *result = pfi_srv_grid_view(n, ev.id);
+    if (added)
+        *added = created;
     return PFI_OK;
 }
 

@@ -61,16 +61,11 @@ static char *post(srv_node *n, const char *body, size_t blen, int *st, size_t *l
         return error(400, "EINVAL", msg, NULL, st, len);
     }
     json_t *res = NULL;
-    pthread_mutex_lock(&n->mu);
-    int before = n->n_grid;
-    pthread_mutex_unlock(&n->mu);
-    int rc = pfi_srv_grid_add(n, doc, 0, &res, &e);
+    int created = 0;
+    int rc = pfi_srv_grid_add(n, doc, 0, &res, &created, &e);
     json_decref(doc);
     if (rc != PFI_OK)
         return error_of(&e, res, st, len);
-    pthread_mutex_lock(&n->mu);
-    int created = n->n_grid > before;
-    pthread_mutex_unlock(&n->mu);
     return reply(created ? 201 : 200, res, st, len);
 }
 

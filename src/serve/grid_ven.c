@@ -20,7 +20,7 @@ static int node_events(void *ctx, pfi_event *out, int cap)
 static int node_add(void *ctx, void *body, pfi_err *err)
 {
     json_t *res = NULL;
-    int rc = pfi_srv_grid_add(ctx, body, SRV_GRID_TAKE_SHORT, &res, err);
+    int rc = pfi_srv_grid_add(ctx, body, SRV_GRID_TAKE_SHORT, &res, NULL, err);
     json_decref(res);
     return rc;
 }

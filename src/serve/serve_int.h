@@ -550,9 +550,12 @@ int pfi_srv_grid_tick(srv_node *n);
  * yield, saved, then re-planned at once); *result: the event as GET shows it.  One the SLAs
  * cannot meet is refused (PFI_EINFEASIBLE, *result the 409's body), unless flags has
  * SRV_GRID_TAKE_SHORT (an OpenADR VTN's: the grid's limit, not a request the node may refuse):
- * then it is taken and held at the least the node can hold while it binds (grid_infeasible). */
+ * then it is taken and held at the least the node can hold while it binds (grid_infeasible).
+ * *added (may be NULL): 1 when the id was new, 0 when an event was replaced; decided under the
+ * lock that stores it (two POSTs of one new id at once were both told 201). */
 #define SRV_GRID_TAKE_SHORT 1
-int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, pfi_err *err);
+int pfi_srv_grid_add(srv_node *n, json_t *body, int flags, json_t **result, int *added,
+                     pfi_err *err);
 int pfi_srv_grid_remove(srv_node *n, const char *id, json_t **result, pfi_err *err);
 /* Notes in the event and the store that its report reached the VTN at `when`. */
 int pfi_srv_grid_reported(srv_node *n, const char *id, double when, pfi_err *err);

@@ -76,6 +76,11 @@ int pfi_cmd_gpus(int argc, char **argv)
                                   pfi_json_num(d.default_limit_w), "limit_w",
                                   pfi_json_num(d.limit_w), "enforced_limit_w",
                                   pfi_json_num(d.enforced_w));
+            if (!o) { /* never silently one GPU fewer (json_pack refuses what is not UTF-8) */
+                fprintf(stderr, "pfi gpus: GPU %d: its name or UUID is not UTF-8 text\n", i);
+                status = PFI_EXIT_FAIL;
+                continue;
+            }
             json_object_set_new(o, "power_w",
                                 (s.have & PFI_F_POWER) ? json_real(s.power_w) : json_null());
             json_object_set_new(o, "simulated", json_boolean(sim));

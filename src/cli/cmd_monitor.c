@@ -200,6 +200,44 @@ static int limits_ok(double interval, int count, int has_duration, double durati
     return !why;
 }
 
+/* One row per GPU of idx[0..ni); 0 when a GPU could not be read (the others are still shown,
+ * one lost GPU must not hide them).  Stops after the GPU being read once a signal came. */
+static int one_round(pfi_backend *b, const int *idx, int ni, int mode, double t0)
+{
+    int ok = 1;
+    for (int k = 0; k < ni && !stop; k++) {
+        pfi_sample s;
+        pfi_err e = {0};
+        if (pfi_hw_sample(b, idx[k], &s, &e) != PFI_OK) {
+            fprintf(stderr, "pfi monitor: GPU %d: %s\n", idx[k], e.msg);
+            ok = 0;
+            continue;
+        }
+        if (!isfinite(s.t_s))
+            s.t_s = pfi_hw_now(b) - t0;
+        if (mode == 0)
+            table_row(idx[k], &s);
+        else if (mode == 1)
+            csv_row(idx[k], &s);
+        else
+            jsonl_row(idx[k], &s);
+    }
+    return ok;
+}
+
+/* Sleeps until the tick after `last`; returns it.  --interval is the period, rounds start on
+ * its ticks: a sleep after each round made it the interval plus the round's reads (100 ms read
+ * 182 ms on a slow driver).  Ticks a round overran are skipped, not caught up in a burst. */
+static double wait_tick(pfi_backend *b, double last, double interval)
+{
+    double now = pfi_hw_now(b), next = last + interval;
+    if (next < now)
+        next = now + interval + fmod(next - now, interval);
+    if (next > now)
+        pfi_hw_sleep(b, next - now);
+    return next;
+}
+
 int pfi_cmd_monitor(int argc, char **argv)
 {
     pfi_cli_hw hw = {0};
@@ -207,7 +245,8 @@ int pfi_cmd_monitor(int argc, char **argv)
     int count = INT_MIN; /* unset: --count 0 must be refused, not read as "no limit" */
     const pfi_opt opts[] = {
         PFI_CLI_HW_OPTS(hw),
-        {"interval", PFI_OPT_STR, &interval_s, "D", "period of the rounds of samples (default 1s); a round that overruns it skips ticks"},
+        {"interval", PFI_OPT_STR, &interval_s, "D",
+         "period of the rounds of samples (default 1s); a round that overruns it skips ticks"},
         {"count", PFI_OPT_INT, &count, "N", "stop after N rounds of samples"},
         {"duration", PFI_OPT_STR, &duration_s, "D", "stop after this much (backend) time"},
         {"format", PFI_OPT_STR, &format, "table|csv|jsonl",
@@ -268,23 +307,8 @@ int pfi_cmd_monitor(int argc, char **argv)
             break;
         if (mode == 0 && round % 20 == 0)
             table_header();
-        for (int k = 0; k < ni && !stop; k++) {
-            pfi_sample s;
-            if (pfi_hw_sample(b, idx[k], &s, &e) != PFI_OK) {
-                /* One lost GPU must not hide the others. */
-                fprintf(stderr, "pfi monitor: GPU %d: %s\n", idx[k], e.msg);
-                status = PFI_EXIT_FAIL;
-                continue;
-            }
-            if (!isfinite(s.t_s))
-                s.t_s = pfi_hw_now(b) - t0;
-            if (mode == 0)
-                table_row(idx[k], &s);
-            else if (mode == 1)
-                csv_row(idx[k], &s);
-            else
-                jsonl_row(idx[k], &s);
-        }
+        if (!one_round(b, idx, ni, mode, t0))
+            status = PFI_EXIT_FAIL;
         /* A reader gone (SIGPIPE ignored) or a full disk: polling on would go on unseen. */
         if (!pfi_cli_stdout_ok("monitor")) {
             status = PFI_EXIT_FAIL;
@@ -292,15 +316,7 @@ int pfi_cmd_monitor(int argc, char **argv)
         }
         if (count > 0 && round + 1 >= count)
             break;
-        /* --interval is the period, rounds start on its ticks: a sleep after each round made
-         * it the interval plus the round's reads (100 ms read 182 ms on a slow driver).  Ticks
-         * a round overran are skipped, not caught up in a burst. */
-        double now = pfi_hw_now(b);
-        next += interval;
-        if (next < now)
-            next = now + interval + fmod(next - now, interval);
-        if (next > now)
-            pfi_hw_sleep(b, next - now);
+        next = wait_tick(b, next, interval);
     }
     pfi_hw_close(b);
     return status;

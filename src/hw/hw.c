@@ -41,7 +41,8 @@ int pfi_hw_open_auto(const char *nvml_lib, int read_only, pfi_backend **out, pfi
     *out = NULL;
     int rc = pfi_hw_open("nvml", nvml_lib, read_only, &b, &e);
     if (rc != PFI_OK) {
-        if (rc == PFI_ENODRIVER && strncmp(e.msg, "no ", 3) == 0)
+        if (rc == PFI_ENODRIVER && (strncmp(e.msg, "no ", 3) == 0 ||
+                                    strncmp(e.msg, "the NVIDIA driver lists", 23) == 0))
             return pfi_err_set(err, rc, "%s" SIM_HINT, e.msg);
         return pfi_err_set(err, rc, "no NVIDIA driver usable: %s" SIM_HINT, e.msg);
     }
@@ -73,6 +74,16 @@ int pfi_hw_open(const char *name, const char *arg, int read_only, pfi_backend **
     int rc = ops->open(b, arg, err);
     if (rc != PFI_OK) {
         free(b);
+        return rc;
+    }
+    /* A driver that lists no GPU (a container without its devices): every command has nothing
+     * to read or set; `pfi gpus` printed an empty table with status 0, `pfi monitor` streamed
+     * nothing for ever.  As nvidia-smi's "No devices were found". */
+    int n = 0;
+    if (strcmp(ops->name, "nvml") == 0 && (rc = pfi_hw_count(b, &n, err)) == PFI_OK && n < 1)
+        rc = pfi_err_set(err, PFI_ENODRIVER, "the NVIDIA driver lists no GPU");
+    if (rc != PFI_OK) {
+        pfi_hw_close(b);
         return rc;
     }
     *out = b;

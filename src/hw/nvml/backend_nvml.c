@@ -31,6 +31,7 @@
 #include "hw/nvml/nvml_api.h"
 #include "hw/nvml/nvml_errors.h"
 #include "util/clock.h"
+#include "util/text.h"
 
 #define NVML_DEFAULT_LIB "libnvidia-ml.so.1"
 #define GPM_MIN_WINDOW_S 0.1
@@ -364,11 +365,18 @@ static int nvml_info(pfi_backend *b, int idx, pfi_device *d, pfi_err *err)
     d->min_limit_w = d->max_limit_w = d->default_limit_w = NAN;
     d->limit_w = d->enforced_w = NAN;
     char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-    if (got(&c, "nvmlDeviceGetName", RCALL(&c, nvmlDeviceGetName, g->h, buf, sizeof buf)))
+    /* Text the driver gives is made printable UTF-8 ('?' for what is not): a name with a bad
+     * byte was dropped whole from `pfi gpus --json` (exit 0), one with a newline broke the
+     * table's one line per GPU. */
+    if (got(&c, "nvmlDeviceGetName", RCALL(&c, nvmlDeviceGetName, g->h, buf, sizeof buf))) {
         snprintf(d->name, sizeof d->name, "%s", buf);
+        pfi_text_make_printable(d->name);
+    }
     char ubuf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    if (got(&c, "nvmlDeviceGetUUID", RCALL(&c, nvmlDeviceGetUUID, g->h, ubuf, sizeof ubuf)))
+    if (got(&c, "nvmlDeviceGetUUID", RCALL(&c, nvmlDeviceGetUUID, g->h, ubuf, sizeof ubuf))) {
         snprintf(d->uuid, sizeof d->uuid, "%s", ubuf);
+        pfi_text_make_printable(d->uuid);
+    }
     unsigned int lo, hi, v;
     if (got_limit(&c, d, "nvmlDeviceGetPowerManagementLimitConstraints",
                   RCALL(&c, nvmlDeviceGetPowerManagementLimitConstraints, g->h, &lo, &hi))) {

@@ -92,6 +92,12 @@ kill "$mon"
 wait "$mon"
 [ "$(wc -l <"$tmp/huge.csv")" -le 2 ] || bad "monitor --interval 1e19s: $(wc -l <"$tmp/huge.csv") lines in 1 s"
 
+# --- a read refused (the device files' permissions) is said as such, not "needs root"
+PFI_FAKENVML_FAULTS="nvmlInit_v2=NO_PERMISSION" "$PFI_BIN" gpus --backend nvml >"$tmp/o" 2>"$tmp/e" &&
+  bad "gpus with NVML refusing its init exited 0"
+grep -q "this user cannot read the GPUs: check the permissions of /dev/nvidiactl" "$tmp/e" &&
+  ! grep -q "needs root" "$tmp/e" || { bad "a read refused: $(cat "$tmp/e")"; }
+
 # --- a lost GPU: named, non-zero exit, the others listed
 PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@2=GPU_IS_LOST" \
   "$PFI_BIN" gpus --backend nvml >"$tmp/o" 2>"$tmp/e" && bad "gpus with a lost GPU exited 0"

@@ -120,6 +120,11 @@ static int nvml_fail(const nvml_impl *m, pfi_err *err, const char *call, nvmlRet
     if (!text || !*text)
         text = pfi_nvml_return_text(r);
     const char *hint = pfi_nvml_return_hint(r);
+    /* The table's hint is a setter's ("needs root"); a read refused is the device files'
+     * permissions (a container or cgroup without /dev/nvidia*), not a want of root. */
+    if (r == NVML_ERROR_NO_PERMISSION && strncmp(call, "nvmlDeviceSet", 13) != 0)
+        hint = "this user cannot read the GPUs: check the permissions of /dev/nvidiactl and "
+               "/dev/nvidia*, or the container's access to them";
     return pfi_err_set(err, pfi_nvml_code(r), "%s: %s (%s = %d)%s%s", call, text,
                        pfi_nvml_return_name(r), (int)r, *hint ? "; " : "", hint);
 }

@@ -137,6 +137,10 @@ PFI_SIM_STATE="$ST" "$PFI" sim set --cap 90 2>/dev/null && fail "sim set out of 
 PFI_SIM_STATE="$ST" "$PFI" gpus --json >"$T/st.json" || fail "gpus on the shared state"
 [ "$(grep -c '"limit_w": 400' "$T/st.json")" -eq 4 ] || fail "4 GPUs at 400 W: $(cat "$T/st.json")"
 [ "$(grep -c '"limit_w": 700' "$T/st.json")" -eq 4 ] || fail "4 GPUs still at 700 W"
+# Within half a watt of the range is its end, never a limit below the GPU's minimum
+PFI_SIM_STATE="$ST" "$PFI" sim set --cap 700.4 --gpus 7 || fail "sim set 700.4"
+PFI_SIM_STATE="$ST" "$PFI" gpus --json | jq -e '.gpus[7].limit_w == 700' >/dev/null ||
+  fail "sim set 700.4 W: GPU 7 at $(PFI_SIM_STATE="$ST" "$PFI" gpus --json | jq .gpus[7].limit_w) W"
 sleep 0.3 # 15 simulated seconds at 50x: the firmware has settled
 "$PFI" sim status --state "$ST" --json >"$T/status.json" || fail "sim status"
 p0=$(grep -A3 '"index": 0' "$T/status.json" | num power_w)

@@ -284,6 +284,9 @@ int pfi_sim_state_set_limit(pfi_sim_state *s, int gpu, double watts, pfi_err *er
         return pfi_err_set(err, PFI_ERANGE,
                            "power limit %.0f W is outside GPU %d's range %.0f-%.0f W", watts, gpu,
                            c->gpu.min_limit_w, c->gpu.max_limit_w);
+    /* Within half a watt of the range is taken as its end (as pfi_hw_set_limit takes it): kept
+     * as given, the node then showed a limit below its own minimum, which no GPU can hold. */
+    watts = fmin(fmax(watts, c->gpu.min_limit_w), c->gpu.max_limit_w);
     int rc = lock(s, LOCK_EX, err);
     if (rc != PFI_OK)
         return rc;

@@ -91,7 +91,10 @@ killed_sweep 4-7 --journal "$USERJ"
 printf 'pfi-journal 1\ngpu 0 uuid X limit_w banana\n' >"$USERJ"
 "$P" restore >"$tmp/o" 2>"$tmp/e"
 rc=$?
-[ $rc -ne 0 ] || bad "a damaged journal: pfi restore exited 0"
+[ $rc -eq 1 ] || bad "a damaged journal: pfi restore exited $rc, not 1 (the command line was right)"
+"$P" restore --journal "$USERJ" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 1 ] || bad "a damaged journal named: pfi restore --journal exited $rc, not 1"
 grep -q "journal $USERJ line 2 is damaged" "$tmp/e" || bad "a damaged journal not named: $(cat "$tmp/e")"
 grep -q "nothing to restore" "$tmp/o" && bad "a damaged journal: $(cat "$tmp/o")"
 [ -e "$USERJ" ] || bad "a damaged journal was removed"

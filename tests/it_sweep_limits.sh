@@ -94,8 +94,22 @@ journal "$tmp/j" 0 700.000 1 650.125
 PFI_FAKENVML_FAULTS=not-root "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" &&
   bad "not root, GPU 1 not at its journaled 650.125 W: pfi restore exited 0"
 # The limit as journaled, not rounded (it said 650 W of a 650.125 W limit).
-grep -q "GPU 1: cannot restore 650.125 W" "$tmp/e" || bad "not root: no 'GPU 1: cannot restore 650.125 W' in $(cat "$tmp/e")"
+# Every GPU's outcome is said, the one left capped with its reason.
+grep -q "^pfi restore: GPU 1 (GPU-[0-9a-f-]*): NOT restored to 650.125 W: nvmlDeviceSetPowerManagementLimit: Insufficient Permissions" "$tmp/e" &&
+  grep -q "^pfi restore: GPU 0 (GPU-[0-9a-f-]*): restored to 700 W$" "$tmp/e" ||
+  bad "not root: each GPU's outcome is not said: $(cat "$tmp/e")"
 [ -e "$tmp/j" ] || bad "not root, GPU 1 not restored: the journal was removed"
+rm -f "$tmp/j"
+# A GPU whose UUID cannot be read may be the journaled one: said so, the journal kept (it was
+# "not on this node ... remove the journal", which left the GPU capped for good)
+"$P" sim set --gpus 0 --cap 500 >/dev/null
+journal "$tmp/j" 0 700.000
+PFI_FAKENVML_FAULTS="nvmlDeviceGetUUID@0=NOT_SUPPORTED" "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" &&
+  bad "GPU 0's UUID unreadable: pfi restore exited 0"
+grep -q "GPU 0's UUID could not be read, and it may be that GPU; keep the journal" "$tmp/e" &&
+  ! grep -q "not on this node" "$tmp/e" || bad "GPU 0's UUID unreadable: $(cat "$tmp/e")"
+[ -e "$tmp/j" ] || bad "GPU 0's UUID unreadable: the journal was removed"
+"$P" restore --journal "$tmp/j" >/dev/null 2>&1 || bad "the same journal, UUIDs readable: not restored"
 rm -f "$tmp/j"
 
 # --- a GPU whose lowering fails for good (its first set passes): the sweep fails at the first

@@ -84,11 +84,15 @@ static int restore_path(const char *path, const pfi_cli_hw *hw0, int force, int 
     if (rc == PFI_ENOENT)
         return PFI_EXIT_OK;
     if (rc != PFI_OK && rc != PFI_EBUSY && rc != PFI_EIO) {
-        /* Damaged: no restore can read it, now or later; the way out is by hand. */
-        int st = pfi_cli_fail("restore", &err);
-        fprintf(stderr, "pfi restore: check the GPUs' limits (nvidia-smi -q -d POWER), set them "
-                        "back by hand if needed, then remove %s\n", path);
-        return st;
+        /* Damaged: no restore can read it, now or later; the way out is by hand.  Exit 1: the
+         * command line was right (2 is bad input to pfi). */
+        pfi_cli_fail("restore", &err);
+        /* One not trusted (another's, or writable by others) is not damaged: its own message
+         * says how to make it usable, and removing it would contradict that. */
+        if (rc != PFI_EPERM)
+            fprintf(stderr, "pfi restore: check the GPUs' limits (nvidia-smi -q -d POWER), set "
+                            "them back by hand if needed, then remove %s\n", path);
+        return PFI_EXIT_FAIL;
     }
     if (rc != PFI_OK)
         return pfi_cli_fail("restore", &err);
@@ -121,12 +125,23 @@ static int restore_path(const char *path, const pfi_cli_hw *hw0, int force, int 
     sim_env_put_back(&saved);
     pfi_journal_close(&j);
     if (rc != PFI_OK) {
-        if (done >= 0)
+        if (done >= 0) {
+            /* Every GPU's outcome: which are still capped, and each one's reason (they may
+             * want different fixes: a lost GPU, a permission). */
+            for (int i = 0; i < j.n; i++)
+                fprintf(stderr, "pfi restore: GPU %d (%s): %s%.7g W%s%s\n",
+                        j.e[i].gpu_now >= 0 ? j.e[i].gpu_now : j.e[i].gpu,
+                        j.e[i].uuid[0] ? j.e[i].uuid : "?",
+                        j.e[i].restore_rc == PFI_OK ? "restored to " : "NOT restored to ",
+                        j.e[i].limit_w, j.e[i].restore_rc == PFI_OK ? "" : ": ", j.e[i].why);
             fprintf(stderr, "pfi restore: restored %d of %d GPUs; the journal %s is kept\n",
                     done, j.n, path);
+        }
         /* A limit the driver refused (NVML's INVALID_ARGUMENT is PFI_ERANGE) is no mistake in
-         * the command line: exit 1, not the 2 of bad input. */
-        pfi_cli_fail("restore", &err);
+         * the command line: exit 1, not the 2 of bad input.  Each GPU's reason is said above
+         * when the GPUs were reached; else why they were not. */
+        if (done < 0)
+            pfi_cli_fail("restore", &err);
         return PFI_EXIT_FAIL;
     }
     for (int i = 0; i < j.n; i++) {

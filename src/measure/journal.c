@@ -652,9 +652,12 @@ static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
     if (!e->uuid[0])
         return e->gpu;
     pfi_err first = {0};
+    int blank = -1; /* a GPU whose UUID the driver did not give: it may be this one */
     if (pfi_hw_info(b, e->gpu, &d, &first) == PFI_OK) {
         if (strcmp(d.uuid, e->uuid) == 0)
             return e->gpu;
+        if (!d.uuid[0])
+            blank = e->gpu;
     } else {
         pfi_err_prefix(&first, "GPU %d: ", e->gpu);
     }
@@ -666,6 +669,8 @@ static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
         if (pfi_hw_info(b, i, &d, &ei) == PFI_OK) {
             if (strcmp(d.uuid, e->uuid) == 0)
                 return i;
+            if (!d.uuid[0] && blank < 0)
+                blank = i;
         } else if (first.code == PFI_OK) {
             first = ei;
             pfi_err_prefix(&first, "GPU %d: ", i);
@@ -675,6 +680,12 @@ static int find_gpu(pfi_backend *b, const pfi_journal_entry *e, pfi_err *err)
         pfi_err_set(err, first.code,
                     "GPU %s (index %d when journaled) could not be looked up: %s", e->uuid,
                     e->gpu, first.msg);
+    else if (blank >= 0) /* "not on this node" and its advice to remove the journal left it capped */
+        pfi_err_set(err, PFI_EIO,
+                    "GPU %s (index %d when journaled) could not be looked up: GPU %d's UUID "
+                    "could not be read, and it may be that GPU; keep the journal and run pfi "
+                    "restore again, or check GPU %d's limit by hand (nvidia-smi -i %d -q -d POWER)",
+                    e->uuid, e->gpu, blank, blank, blank);
     else
         pfi_err_set(err, PFI_ENOENT, "GPU %s (index %d when journaled) is not on this node "
                     "(the journal of another machine, or a GPU replaced: once the others are "
@@ -718,6 +729,8 @@ int pfi_journal_restore(pfi_journal *j, pfi_backend *b, int *restored, pfi_err *
         int idx = find_gpu(b, &j->e[i], &e1);
         j->e[i].gpu_now = idx;
         int rc = idx < 0 ? e1.code : restore_one(b, idx, j->e[i].limit_w, &e1);
+        j->e[i].restore_rc = rc;
+        snprintf(j->e[i].why, sizeof j->e[i].why, "%s", rc == PFI_OK ? "" : e1.msg);
         if (rc == PFI_OK) {
             done++;
         } else if (first == PFI_OK) {

@@ -35,6 +35,9 @@ typedef struct pfi_journal_entry {
     double limit_w;
     int gpu_now;     /* set by pfi_journal_restore: its index now, found by UUID (GPUs renumber
                       * across a reboot); -1 when not found */
+    int restore_rc;  /* set by pfi_journal_restore: PFI_OK when restored, else why not ... */
+    char why[400];   /* ... in words (every GPU's: the first alone was said, and the GPUs
+                      * still capped were not named) */
 } pfi_journal_entry;
 
 typedef struct pfi_journal {

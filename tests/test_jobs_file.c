@@ -165,6 +165,12 @@ static void test_bad_values(void **state)
         {"{\"id\":\"mn\",\"gpus\":1,\"min_cap_w\":-5," CURVE "}", "min_cap_w"},
         {"{\"id\":\"t\",\"gpus\":1,\"t0\":1e308," CURVE "}", "t0"},
         {"{\"id\":\"s\",\"gpus\":1,\"sla_max_slowdown\":1e308," CURVE "}", "sla_max_slowdown"},
+        /* 1 is out: the range says so (it said "at most 1", then the allocator refused 1) */
+        {"{\"id\":\"s1\",\"gpus\":1,\"sla_max_slowdown\":1," CURVE "}", "from 0 and below 1"},
+        /* an empty curve has no points: not "no curve" */
+        {"{\"id\":\"e\",\"gpus\":1,\"curve\":{\"cap_w\":[],\"tput\":[]}}", "\"curve\" has no points"},
+        {"{\"id\":\"ep\",\"gpus\":1," CURVE ",\"predicted_curve\":{\"cap_w\":[],\"tput\":[]}}",
+         "\"predicted_curve\" has no points"},
         {"{\"id\":\"c\",\"gpus\":1,\"curve\":{\"cap_w\":[300,1e308],\"tput\":[1,2]}}", "point 2"},
         {"{\"id\":\"c2\",\"gpus\":1,\"curve\":{\"cap_w\":[300,500],\"tput\":[1,1e308]}}", "point 2"},
         /* An unknown field is refused, not ignored: a typo of sla_max_slowdown allocated the job
@@ -274,6 +280,14 @@ static void test_repeated_key(void **state)
     pfi_alloc_set_free(&s);
     unlink(path);
     assert_non_null(strstr(e.msg, "duplicate"));
+    /* --per-gpu: a member the table does not have is refused by name (it was taken) */
+    write_jobs("[{\"id\":\"a\",\"gpus\":1,\"per_gpu\":{\"cap_w\":[300,500],\"tput\":[1,2],"
+               "\"clock_mhz\":[[1000,1500]],\"clocks_typo\":[1]}}]");
+    assert_int_equal(pfi_jobs_file_load(path, 1, &s, &e), PFI_EINVAL);
+    pfi_alloc_set_free(&s);
+    unlink(path);
+    if (!strstr(e.msg, "unknown member \"clocks_typo\"") || !strstr(e.msg, "clock_mhz"))
+        fail_msg("per_gpu typo: %s", e.msg);
 }
 
 /* What a jobs file read whole gives (the reader before it streamed): the reference every

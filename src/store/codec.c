@@ -167,11 +167,13 @@ static const struct job_field {
     double lo, hi;
     int open_lo; /* lo itself excluded */
     int required;
+    int open_hi; /* hi itself excluded (an SLA of 1 allows any slowdown: the allocator refused
+                  * it after the file's check said "at most 1") */
 } FIELDS[N_FIELDS] = {
-    {"gpus", 1, JOB_MAX_GPUS, 0, 1},         {"min_cap_w", 0, JOB_MAX_WATTS, 1, 0},
-    {"max_cap_w", 0, JOB_MAX_WATTS, 1, 0},   {"p0_w", 0, JOB_MAX_WATTS, 1, 0},
-    {"t0", 0, JOB_MAX_TPUT, 1, 0},           {"weight", 0, JOB_MAX_WEIGHT, 1, 0},
-    {"sla_max_slowdown", 0, 1, 0, 0},        {"pfi30", -1e6, 1e6, 0, 0},
+    {"gpus", 1, JOB_MAX_GPUS, 0, 1, 0},         {"min_cap_w", 0, JOB_MAX_WATTS, 1, 0, 0},
+    {"max_cap_w", 0, JOB_MAX_WATTS, 1, 0, 0},   {"p0_w", 0, JOB_MAX_WATTS, 1, 0, 0},
+    {"t0", 0, JOB_MAX_TPUT, 1, 0, 0},           {"weight", 0, JOB_MAX_WEIGHT, 1, 0, 0},
+    {"sla_max_slowdown", 0, 1, 0, 0, 1},        {"pfi30", -1e6, 1e6, 0, 0, 0},
 };
 
 /* Each number's value when the job does not give it (gpus is required). */
@@ -185,7 +187,8 @@ static void field_defaults(double v[N_FIELDS])
 
 static int in_range(const struct job_field *f, double d)
 {
-    return isfinite(d) && !(d < f->lo) && !(f->open_lo && d == f->lo) && !(d > f->hi);
+    return isfinite(d) && !(d < f->lo) && !(f->open_lo && d == f->lo) && !(d > f->hi) &&
+           !(f->open_hi && d == f->hi);
 }
 
 static int point_in_range(double cap_w, double tput)
@@ -207,9 +210,9 @@ static int num(json_t *o, const struct job_field *f, double *v, const char *id, 
     double d = json_number_value(x);
     if (!in_range(f, d))
         return pfi_err_set(err, PFI_EINVAL,
-                           "job %s: \"%s\" is %.15g: expected a number %s %.15g and at most "
-                           "%.15g", id,
-                           f->key, d, f->open_lo ? "above" : "from", f->lo, f->hi);
+                           "job %s: \"%s\" is %.15g: expected a number %s %.15g and %s %.15g",
+                           id, f->key, d, f->open_lo ? "above" : "from", f->lo,
+                           f->open_hi ? "below" : "at most", f->hi);
     *v = d;
     return PFI_OK;
 }
@@ -219,8 +222,10 @@ static int curve(json_t *o, const char *key, const char *id, pfi_alloc_curve *bu
 {
     char what[PFI_ERR_MSG_MAX];
     snprintf(what, sizeof what, "job %s: \"%s\"", id, key);
-    int rc = pfi_curve_json_arrays(json_object_get(o, key), what, PFI_ALLOC_CURVE_PTS,
-                                   buf->cap_w, buf->tput, n, err);
+    json_t *c = json_object_get(o, key);
+    int rc = pfi_curve_json_arrays(c, what, PFI_ALLOC_CURVE_PTS, buf->cap_w, buf->tput, n, err);
+    if (rc == PFI_OK && c && *n == 0) /* given empty: not "no curve", which it was told as */
+        rc = pfi_err_set(err, PFI_EINVAL, "%s has no points (a curve needs at least 2)", what);
     for (int i = 0; rc == PFI_OK && i < *n; i++)
         if (!point_in_range(buf->cap_w[i], buf->tput[i]))
             rc = pfi_err_set(err, PFI_EINVAL,
@@ -239,16 +244,19 @@ static int curve(json_t *o, const char *key, const char *id, pfi_alloc_curve *bu
                              buf->cap_w[i], buf->cap_w[i - 1]);
     }
     /* A member a curve does not have (a draw_w a user expects read, a typo) is refused by name,
-     * as a job's unknown field is.  (per_gpu, read through here too, has clock_mhz besides.) */
+     * as a job's unknown field is; per_gpu, read through here too, has clock_mhz besides (a
+     * typo there was taken). */
     const char *k;
     json_t *kv;
-    json_t *c = json_object_get(o, key);
-    if (rc == PFI_OK && json_is_object(c) && strcmp(key, "per_gpu") != 0)
+    int pg = strcmp(key, "per_gpu") == 0;
+    if (rc == PFI_OK && json_is_object(c))
         json_object_foreach(c, k, kv)
         {
-            if (strcmp(k, "cap_w") && strcmp(k, "tput"))
-                return pfi_err_set(err, PFI_EINVAL, "%s: unknown member \"%.64s\" (a curve is "
-                                   "{\"cap_w\": [...], \"tput\": [...]})", what, k);
+            if (strcmp(k, "cap_w") && strcmp(k, "tput") && !(pg && !strcmp(k, "clock_mhz")))
+                return pfi_err_set(err, PFI_EINVAL, "%s: unknown member \"%.64s\" (%s)", what, k,
+                                   pg ? "a per_gpu table is {\"cap_w\": [...], \"tput\": [...], "
+                                        "\"clock_mhz\": [[...], ...]}"
+                                      : "a curve is {\"cap_w\": [...], \"tput\": [...]}");
         }
     return rc;
 }
@@ -434,8 +442,8 @@ static int text_curve(pfi_json_cursor *c, pfi_alloc_curve *buf, int *n)
         if (got < 0)
             return -1;
     } while (pfi_json_cursor_take(c, ','));
-    if (!pfi_json_cursor_take(c, '}') || nc < 0 || nt < 0 || nc != nt)
-        return -1;
+    if (!pfi_json_cursor_take(c, '}') || nc < 1 || nt < 0 || nc != nt)
+        return -1; /* an empty one too: the tree decoder says it has no points */
     for (int i = 0; i < nc; i++)
         if (!point_in_range(buf->cap_w[i], buf->tput[i]) || buf->tput[i] < 0 ||
             (i > 0 && buf->cap_w[i] <= buf->cap_w[i - 1]))

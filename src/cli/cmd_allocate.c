@@ -222,16 +222,26 @@ static int id_width(const pfi_alloc_job *view, int n)
     return w < ID_COL_MAX ? (int)w : ID_COL_MAX;
 }
 
+/* Watts as the grid gives them: whole on the default 1 W grid, else with the fewest decimals
+ * (up to 6) that hold them (a 0.1 W cap read "0W" beside "power 0.1 W"). */
+static void watts_cell(char c[48], double w)
+{
+    int d = 0;
+    while (d < 6 && fabs(round(w * pow(10, d)) / pow(10, d) - w) > 1e-9 * fmax(1, fabs(w)))
+        d++;
+    snprintf(c, 48, "%.*fW", d, w);
+}
+
 /* One row's numeric cells: GPUs, cap, floor, throughput, power. */
 enum { C_GPUS, C_CAP, C_FLOOR, C_TPUT, C_POWER, C_N };
 static void row_cells(const alloc_out *a, int j, char c[C_N][48])
 {
     const pfi_alloc_job *v = &a->view[j];
     snprintf(c[C_GPUS], 48, "%d", v->n_gpus);
-    snprintf(c[C_CAP], 48, "%.0fW", a->r->cap_w[j]);
-    snprintf(c[C_FLOOR], 48, "%.0fW", a->r->floor_w[j]);
+    watts_cell(c[C_CAP], a->r->cap_w[j]);
+    watts_cell(c[C_FLOOR], a->r->floor_w[j]);
     pfi_fmt_fixed(c[C_TPUT], 48, a->r->tput[j], 4);
-    snprintf(c[C_POWER], 48, "%.0fW", v->n_gpus * a->r->cap_w[j]);
+    watts_cell(c[C_POWER], v->n_gpus * a->r->cap_w[j]);
 }
 
 /* Each numeric column as wide as its widest cell, never narrower than before (5, 8, 8, 12, 12:

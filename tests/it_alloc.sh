@@ -208,13 +208,14 @@ jq '.jobs[0].per_gpu.clock_mhz[1] |= map(300)' "$dir/pg.json" >"$dir/flat.json"
 grep -q "per_gpu table GPU 1 holds 300 MHz at every cap from .* the slowest clock at each" "$dir/err" ||
   fail "a flat per-GPU table: $(cat "$dir/err")"
 
-# -- the experiment on the public sweeps
-data=${PFI_DATA_DIR:-$here/../shared/data}
 # Caps off the watt are shown as they are: a 0.1 W cap on a 0.01 W grid read "0W"
 echo '{"jobs":[{"id":"a","gpus":1,"curve":{"cap_w":[0.05,0.1],"tput":[1,2]}}]}' >"$dir/subw.json"
 "$PFI_BIN" allocate --jobs "$dir/subw.json" --budget 1W --step 0.01 --policy oracle >"$dir/subw.out" ||
     fail "a sub-watt allocation failed"
 grep -q '^a  *1  *0.1W  *0.05W ' "$dir/subw.out" || fail "sub-watt caps: $(cat "$dir/subw.out")"
+
+# -- the experiment on the public sweeps
+data=${PFI_DATA_DIR:-$here/../shared/data}
 
 if [ -d "$data/perseus-sosp24" ]; then
   "$PFI_BIN" evaluate --public --cuts 0.1,0.2,0.3,0.5 \

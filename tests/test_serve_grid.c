@@ -399,6 +399,26 @@ static void test_cut_baseline_outside_events(void **state)
     json_decref(d);
 }
 
+/* A daemon up for seconds: its cut's baseline says how little was recorded (it said "over the
+ * 60 min" of a mean of 6 samples). */
+static void test_cut_baseline_short_record(void **state)
+{
+    fx *f = *state;
+    double max = pfi_srv_grid_site(f->n, NAN).max_w, now = pfi_clock_wall();
+    pfi_err e = {0};
+    for (double t = now - 5; t < now; t += 1)
+        assert_int_equal(pfi_grid_power_add(f->n->grid, t, 0.8 * max, NAN, NULL, &e), PFI_OK);
+    char body[256];
+    snprintf(body, sizeof body, "{\"id\": \"s\", \"start\": %.3f, \"duration_s\": 600, "
+             "\"cut\": 0.1}", now + 600);
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/grid/events", body, &d), 201);
+    const char *how = json_string_value(json_object_get(d, "baseline_method"));
+    if (!how || !strstr(how, "(5 samples, only ") || !strstr(how, " s recorded)"))
+        fail_msg("a baseline of seconds: %s", how ? how : "-");
+    json_decref(d);
+}
+
 /* PUT /v1/caps's body: epoch, every GPU of f's node at cap_w. */
 static void caps_all(fx *f, int epoch, double cap_w, char *out, size_t size)
 {
@@ -548,6 +568,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_vtn_event_held_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_created_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cut_baseline_outside_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_baseline_short_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_held_to_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_held_partial, setup, teardown),
         cmocka_unit_test_setup_teardown(test_caps_lower_raises_none, setup, teardown),

@@ -158,7 +158,7 @@ static void check_budget(const pfi_alloc_job *jobs, const pfi_alloc_result *r, d
     double p = 0;
     for (int j = 0; j < r->n; j++)
         p += jobs[j].n_gpus * r->cap_w[j];
-    assert_true(p <= budget * (1 + 1e-14)); /* a sum's rounding, not a grid step */
+    assert_true(p <= budget * (1 + 1e-12)); /* rounding (pfi_alloc_budget_units), not a step */
     assert_true(fabs(p - r->power_w) <= 1e-6 * (1 + p));
 }
 
@@ -840,10 +840,11 @@ static void test_equal_floors(void **state)
     pfi_alloc_result_free(&r);
 }
 
-/* The budget's count of grid steps: a step within 1e-12 of the budget was taken, so caps went
- * over a budget of 999.9999999995 W (1000 W) and by 800 W at 8e14 W; a count past 2^63 (a
- * budget of 1e9 W on a 1e-10 W grid) overflowed to "budget 1e9 W is below 0.1 W".  A budget
- * short of the need says a need it meets (12345.6 W was "below 12345.6 W"). */
+/* The budget's count of grid steps: a step within 1e-12 of the budget is taken (rounding: what
+ * the daemon hands over is a difference, 100 W left reading 99.99999999999977 W), one further
+ * out is not; a count past 2^63 (a budget of 1e9 W on a 1e-10 W grid) overflowed to "budget
+ * 1e9 W is below 0.1 W".  A budget short of the need says a need it meets (12345.6 W was
+ * "below 12345.6 W"). */
 static void test_budget_units(void **state)
 {
     (void)state;
@@ -853,24 +854,27 @@ static void test_budget_units(void **state)
     pfi_alloc_opts_default(&o);
     pfi_alloc_result r;
     pfi_err e = {0};
-    const double budgets[] = {999.9999999995, 1000 - 1e-9, 1e6 - 5e-9, 1234 - 1e-10};
-    const double steps[] = {1, 1, 1e-3, 1e-5};
-    double big_caps[] = {5e5, 1e6}, big_t[] = {1, 2};
-    pfi_alloc_job big = {"b", 1, 5e5, 1e6, big_caps, big_t, 2, 1e6, NAN, NAN, 1};
+    /* within 1e-12 of 1000 W: 1000 W; 1e-8 short: 999 W */
+    const double budgets[] = {1000 * (1 - 5e-13), 1000 - 1e-8, 1130.8 - 3 * 343.6 + 900,
+                              1234 - 1e-6};
+    const double want[] = {1000, 999, 1000, 1233};
     for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++) {
-        o.step_w = steps[i];
-        const pfi_alloc_job *J = budgets[i] > 1e5 ? &big : &job;
         for (int pol = 0; pol < 2; pol++) {
-            int rc = pol ? pfi_alloc_equal(J, 1, budgets[i], &o, &r, &e)
-                         : pfi_alloc_solve(J, 1, budgets[i], &o, &r, &e);
+            int rc = pol ? pfi_alloc_equal(&job, 1, budgets[i], &o, &r, &e)
+                         : pfi_alloc_solve(&job, 1, budgets[i], &o, &r, &e);
             assert_int_equal(rc, PFI_OK);
-            if (!(r.cap_w[0] <= budgets[i]))
-                fail_msg("%s: budget %.17g W on a %g W grid: cap %.17g W", pol ? "equal" : "oracle",
-                         budgets[i], steps[i], r.cap_w[0]);
-            assert_true(r.cap_w[0] > budgets[i] - steps[i]); /* the step below, not two */
+            if (!(r.cap_w[0] == want[i] && r.cap_w[0] <= budgets[i] * (1 + 1e-12)))
+                fail_msg("%s: budget %.17g W: cap %.17g W, want %g W", pol ? "equal" : "oracle",
+                         budgets[i], r.cap_w[0], want[i]);
             pfi_alloc_result_free(&r);
         }
     }
+    /* what is left of 1130.8 W after three GPUs held at 343.6 W covers a 100 W minimum cap */
+    double lc[] = {100, 400}, lt[] = {1, 2};
+    pfi_alloc_job left = {"l", 1, 100, 400, lc, lt, 2, 400, NAN, NAN, 1};
+    assert_int_equal(pfi_alloc_solve(&left, 1, 1130.8 - 3 * 343.6, &o, &r, &e), PFI_OK);
+    assert_true(r.cap_w[0] == 100);
+    pfi_alloc_result_free(&r);
     /* a budget a double's rounding below whole steps still takes them: 0.3 W of 0.1 W steps */
     double sc[] = {0.1, 1}, st[] = {1, 2};
     pfi_alloc_job small = {"s", 1, 0.1, 1, sc, st, 2, 1, NAN, NAN, 1};
@@ -882,8 +886,8 @@ static void test_budget_units(void **state)
     o.step_w = 1;
     pfi_alloc_ws *w;
     assert_int_equal(pfi_alloc_ws_new(&job, 1, 1500, &o, &w, &e), PFI_OK);
-    assert_int_equal(pfi_alloc_ws_solve(w, 999.9999999995, &r, &e), PFI_OK);
-    assert_true(r.cap_w[0] <= 999.9999999995);
+    assert_int_equal(pfi_alloc_ws_solve(w, 1000 - 1e-8, &r, &e), PFI_OK);
+    assert_true(r.cap_w[0] == 999);
     pfi_alloc_result_free(&r);
     assert_int_equal(pfi_alloc_ws_solve(w, 1e9, &r, &e), PFI_OK);
     pfi_alloc_result_free(&r);
@@ -915,6 +919,8 @@ static void test_budget_units(void **state)
     assert_string_equal(b2, "0.1");
     pfi_alloc_watts_below(b1, 1100, b2, 1100.4);
     assert_string_equal(b2, "1100.4");
+    pfi_alloc_watts_below(b1, 99.9999999999, b2, 100); /* never "100 W is below 100 W" */
+    assert_true(strcmp(b1, b2) != 0 && strtod(b1, NULL) < strtod(b2, NULL));
 }
 
 /* Throughputs near DBL_MAX overflow the linear interpolation between two points to -inf; the

@@ -111,6 +111,11 @@ void pfi_alloc_watts_below(char bb[32], double budget_w, char nb[32], double nee
             break;
         }
     }
+    /* a budget a hair short reads as the need to a few decimals: both in full then */
+    if (strtod(bb, NULL) >= strtod(nb, NULL) || strcmp(bb, nb) == 0) {
+        snprintf(bb, 32, "%.17g", budget_w);
+        snprintf(nb, 32, "%.17g", need_w);
+    }
 }
 
 long long pfi_alloc_budget_units(double budget_w, double step_w)
@@ -120,13 +125,7 @@ long long pfi_alloc_budget_units(double budget_w, double step_w)
         return (long long)PFI_ALLOC_MAX_UNITS;
     if (!(u > 0))
         return 0;
-    long long k = (long long)floor(u * (1 + REL_EPS));
-    double over = budget_w * (1 + 1e-15);
-    if ((double)k * step_w > over)
-        k = (long long)floor(u);
-    while (k > 0 && (double)k * step_w > over)
-        k--;
-    return k;
+    return (long long)floor(u * (1 + REL_EPS));
 }
 
 int pfi_alloc_budget_check(double budget_w, double step_w, long long *units, pfi_err *err)

@@ -196,11 +196,12 @@ void pfi_alloc_watts_below(char bb[32], double budget_w, char nb[32], double nee
 /* Grid steps past this are refused: a double counts whole numbers exactly up to 2^53, and the
  * budget's count in steps (a long long) overflowed past 2^63. */
 #define PFI_ALLOC_MAX_UNITS 9007199254740992.0
-/* The budget in grid steps: the most k whose k * step_w is budget_w or below, up to rounding
- * (0.3 W is 2.9999999999999996 steps of 0.1 W: 3 is taken, its 0.30000000000000004 W within
- * 1e-15 of the budget, a double's rounding; a step 1e-12 short of the budget was taken too, and
- * caps went over a budget of 999.9999999995 W by 5e-10 W, 800 W at 8e14 W).  At most
- * PFI_ALLOC_MAX_UNITS. */
+/* The budget in grid steps: the most k whose k * step_w is within 1e-12 of budget_w or below.
+ * The tolerance is rounding's, not watts: the daemon and the controller hand the allocator what
+ * is left of a budget after fixed watts, a difference whose last bits are noise (100 W left read
+ * 99.99999999999977 W), and a step refused there made a budget that covers every minimum cap
+ * infeasible.  At most PFI_ALLOC_MAX_UNITS (the count, a long long, overflowed past 2^63: a
+ * budget of 1e9 W on a 1e-10 W grid read "below 0.1 W"). */
 long long pfi_alloc_budget_units(double budget_w, double step_w);
 /* A budget's checks (finite, positive: PFI_EINVAL; at most PFI_ALLOC_MAX_UNITS steps of step_w:
  * PFI_ERANGE) and its count in steps. */

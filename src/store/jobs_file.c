@@ -5,7 +5,7 @@
  * "jobs" array, a file that cannot be read) is read whole by jansson, whose messages (with the
  * line) are the ones a bad file gets.  A key given twice anywhere is refused (jansson would keep
  * the last one: a second "sla_max_slowdown" at the end of a job replaced the first unseen).
- * Input that cannot be read twice (a pipe, `-` for stdin) is first kept in a temporary file:
+ * Input that cannot be read twice (a pipe, `-` for stdin) is first copied into memory:
  * the whole-file read found the pipe drained by the stream and told every such error as
  * "'[' or '{' expected" at line 1. */
 #include "store/jobs.h"
@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -158,28 +160,32 @@ static int load_stream(const char *open_path, const char *path, int per_gpu, pfi
     return got == PFI_JSON_ITEMS_OTHER ? PFI_JSON_ITEMS_OTHER : rc;
 }
 
-/* in (stdin, or path opened) copied into an unlinked temporary file, rewound; *spool NULL on
- * error. */
-static int spool_input(const char *path, FILE **spool, pfi_err *err)
+/* in (stdin, or path opened) copied into an anonymous file in memory (memfd_create: no /tmp,
+ * which may be read-only or small; tmpfile() wrote there whatever TMPDIR said), rewound;
+ * *spool NULL on error.  name: the input as messages call it. */
+static int spool_input(const char *path, const char *name, FILE **spool, pfi_err *err)
 {
     *spool = NULL;
     int from_stdin = strcmp(path, "-") == 0;
     FILE *in = from_stdin ? stdin : fopen(path, "rb");
     if (!in)
-        return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "%s: %s", path,
+        return pfi_err_set(err, errno == ENOENT ? PFI_ENOENT : PFI_EIO, "%s: %s", name,
                            strerror(errno));
-    FILE *t = tmpfile();
-    int rc = t ? PFI_OK : pfi_err_set(err, PFI_EIO, "a temporary copy of %s: %s", path,
+    int fd = memfd_create("pfi-jobs", MFD_CLOEXEC);
+    FILE *t = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+    if (!t && fd >= 0)
+        close(fd);
+    int rc = t ? PFI_OK : pfi_err_set(err, PFI_EIO, "a copy of %s in memory: %s", name,
                                       strerror(errno));
     char buf[65536];
     size_t n;
     while (rc == PFI_OK && (n = fread(buf, 1, sizeof buf, in)) > 0)
         if (fwrite(buf, 1, n, t) != n)
-            rc = pfi_err_set(err, PFI_EIO, "a temporary copy of %s: %s", path, strerror(errno));
+            rc = pfi_err_set(err, PFI_EIO, "a copy of %s in memory: %s", name, strerror(errno));
     if (rc == PFI_OK && ferror(in))
-        rc = pfi_err_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+        rc = pfi_err_set(err, PFI_EIO, "%s: %s", name, strerror(errno));
     if (rc == PFI_OK && fflush(t) != 0)
-        rc = pfi_err_set(err, PFI_EIO, "a temporary copy of %s: %s", path, strerror(errno));
+        rc = pfi_err_set(err, PFI_EIO, "a copy of %s in memory: %s", name, strerror(errno));
     if (!from_stdin)
         fclose(in);
     if (rc != PFI_OK) {
@@ -205,7 +211,7 @@ int pfi_jobs_file_load(const char *path, int per_gpu, pfi_alloc_set *s, pfi_err 
     char via[64];
     const char *open_path = path, *name = from_stdin ? "<stdin>" : path;
     if (from_stdin || (stat(path, &st) == 0 && !S_ISREG(st.st_mode))) {
-        if ((rc = spool_input(path, &spool, err)) != PFI_OK)
+        if ((rc = spool_input(path, name, &spool, err)) != PFI_OK)
             return rc;
         snprintf(via, sizeof via, "/dev/fd/%d", fileno(spool));
         open_path = via;

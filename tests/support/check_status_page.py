@@ -37,12 +37,13 @@ class Dom(HTMLParser):
         self.table = self.row = None
         self.cur = None
         self.depth = 0
-        self.bdis, self.bdi = set(), None
+        self.bdis, self.bdi, self.bdi_at = set(), None, (None, None)
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "bdi":
             self.bdi = ""
+            self.bdi_at = (self.table, self.row)
         if tag == "body":
             self.body = a
         if tag == "table":
@@ -65,7 +66,7 @@ class Dom(HTMLParser):
 
     def handle_endtag(self, tag):
         if tag == "bdi" and self.bdi is not None:
-            self.bdis.add(self.bdi)
+            self.bdis.add(self.bdi_at + (self.bdi,))
             self.bdi = None
         if self.cur is not None:
             if self.depth == 0:
@@ -243,12 +244,14 @@ def rate_ages(dom, jobs):
             bad.append(f"job {f['row']}: its rate is {b:.0f} s old, the page shows {f['text']!r}")
 
 
-def isolated(dom, ids, what):
+def isolated(dom, table, ids, what):
+    """Each id in a <bdi> of its own in its own row of table (the same id elsewhere on the page,
+    a GPU's job in the nodes table, is not it)."""
     global checked
     for i in ids:
         checked += 1
-        if i not in dom.bdis:
-            bad.append(f"{what} {i!r} is not in a <bdi> of its own")
+        if (table, i, i) not in dom.bdis:
+            bad.append(f"{what} {i!r} is not in a <bdi> of its own in its row of {table}")
 
 
 def total(xs):
@@ -339,7 +342,7 @@ def main():
                     ("pfi30", lambda j: num(j["pfi30"]), False),
                     ("sla_headroom",
                      lambda j: headroom(num(j["rel_tput_target"]), num(j["sla"])), False)], "job")
-        isolated(dom, {j["id"] for js in both("jobs", "jobs") for j in js}, "job id")
+        isolated(dom, "jobs", {j["id"] for js in both("jobs", "jobs") for j in js}, "job id")
         dec_fields = [("budget_w", lambda x: num(x["budget_w"]), False),
                       ("cap_sum_w", lambda x: num(x["cap_sum_w"]), False),
                       ("n_lowered", lambda x: num(x["n_lowered"]), False),
@@ -351,7 +354,7 @@ def main():
         else:
             same(f, wants, fid, moving)
     shown_ev = events(dom, [a["grid_events"] for a in apis], now)
-    isolated(dom, {e["id"] for e in shown_ev}, "grid event id")
+    isolated(dom, "events", {e["id"] for e in shown_ev}, "grid event id")
     # The decisions shown are the 8 newest the API had when the page read it.
     ids = {f["row"] for f in figs(dom, table="decisions")}
     if not ids:

@@ -98,6 +98,21 @@ PFI_FAKENVML_FAULTS="nvmlInit_v2=NO_PERMISSION" "$PFI_BIN" gpus --backend nvml >
 grep -q "this user cannot read the GPUs: check the permissions of /dev/nvidiactl" "$tmp/e" &&
   ! grep -q "needs root" "$tmp/e" || { bad "a read refused: $(cat "$tmp/e")"; }
 
+# --- monitor with a GPU lost a second in: said once (it was said every round), its rows kept
+# with every field blank (they vanished from CSV), the others read; a transient fault says when
+# the GPU reads again
+PFI_FAKENVML_FAULTS="*@5=GPU_IS_LOST;at=1" "$PFI_BIN" monitor --backend nvml --format csv \
+  --interval 200ms --duration 2s >"$tmp/lost.csv" 2>"$tmp/e" && bad "monitor, a GPU lost: exit 0"
+[ "$(grep -c 'GPU 5: .*GPU is lost' "$tmp/e")" -eq 1 ] || bad "monitor, a GPU lost, said: $(cat "$tmp/e")"
+[ "$(awk -F, 'NR > 1 && $2 == 5' "$tmp/lost.csv" | wc -l)" -eq "$(awk -F, 'NR > 1 && $2 == 0' "$tmp/lost.csv" | wc -l)" ] ||
+  bad "monitor, a GPU lost: its rows are missing"
+awk -F, 'NR > 1 && $2 == 5 && $3 == "" { n++ } END { exit !(n >= 3) }' "$tmp/lost.csv" ||
+  bad "monitor, a GPU lost: no blank rows: $(grep ',5,' "$tmp/lost.csv" | tail -2)"
+PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@2=TIMEOUT;after=2;count=3" "$PFI_BIN" monitor --backend nvml \
+  --format csv --interval 100ms --count 8 --gpus 2 >/dev/null 2>"$tmp/e"
+[ "$(grep -c 'GPU 2: nvmlDeviceGetPowerUsage: Timeout' "$tmp/e")" -eq 1 ] && grep -q "GPU 2: read again" "$tmp/e" ||
+  bad "monitor, a transient fault: $(cat "$tmp/e")"
+
 # --- a lost GPU: named, non-zero exit, the others listed
 PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@2=GPU_IS_LOST" \
   "$PFI_BIN" gpus --backend nvml >"$tmp/o" 2>"$tmp/e" && bad "gpus with a lost GPU exited 0"

@@ -200,19 +200,34 @@ static int limits_ok(double interval, int count, int has_duration, double durati
     return !why;
 }
 
-/* One row per GPU of idx[0..ni); 0 when a GPU could not be read (the others are still shown,
- * one lost GPU must not hide them).  Stops after the GPU being read once a signal came. */
+/* One row per GPU of idx[0..ni); 0 when a GPU could not be read.  Such a GPU still gets its row,
+ * every field unknown (its rows vanished from CSV and JSON lines, a gap a reader could not
+ * tell from a GPU not asked for), and its error is said once, until it reads again (it was
+ * said every round: 86,400 lines a day at 1 s), as nvidia-smi and DCGM do; the others are
+ * shown.  Stops after the GPU being read once a signal came. */
 static int one_round(pfi_backend *b, const int *idx, int ni, int mode, double t0)
 {
+    static unsigned char failing[PFI_MAX_GPUS];
     int ok = 1;
+    double round_t = NAN; /* the round's time, as the GPUs read give it */
     for (int k = 0; k < ni && !stop; k++) {
         pfi_sample s;
         pfi_err e = {0};
+        int g = idx[k] >= 0 && idx[k] < PFI_MAX_GPUS ? idx[k] : 0;
         if (pfi_hw_sample(b, idx[k], &s, &e) != PFI_OK) {
-            fprintf(stderr, "pfi monitor: GPU %d: %s\n", idx[k], e.msg);
+            if (!failing[g])
+                fprintf(stderr, "pfi monitor: GPU %d: %s (its rows are blank until it reads "
+                                "again)\n", idx[k], e.msg);
+            failing[g] = 1;
             ok = 0;
-            continue;
+            pfi_sample_clear(&s);
+            s.t_s = isfinite(round_t) ? round_t : pfi_hw_now(b);
+        } else if (failing[g]) {
+            fprintf(stderr, "pfi monitor: GPU %d: read again\n", idx[k]);
+            failing[g] = 0;
         }
+        if (isfinite(s.t_s) && !isfinite(round_t))
+            round_t = s.t_s;
         if (!isfinite(s.t_s))
             s.t_s = pfi_hw_now(b) - t0;
         if (mode == 0)

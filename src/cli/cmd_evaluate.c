@@ -569,7 +569,8 @@ int pfi_cmd_evaluate(int argc, char **argv)
         PFI_OPT_ALIAS("committee", PFI_OPT_INT, &a.comm, "set committee=0|1"),
         {"probe-cv", PFI_OPT_FLAG, &a.probe_cv, NULL,
          "one probe: choose the shape setting of each job group by cross-validation on the "
-         "other groups (the honest figure; about 100 s of CPU on the public sweeps)"},
+         "other groups (the best of a grid scored on the same groups, not the honest figure: "
+         "--nested-cv is; about 100 s of CPU on the public sweeps)"},
         PFI_OPT_ALIAS("probe-cv-top", PFI_OPT_INT, &a.cv_top, "set probe-cv-top=M"),
         {"nested-cv", PFI_OPT_FLAG, &a.nested_cv, NULL,
          "one probe: the nested cross-validation (docs/allocation.md) and the never-seen-model "

@@ -262,7 +262,8 @@ static pfi_table *alloc_table(const pfi_study *s, int with_sla)
     const pfi_study_alloc *a = &s->alloc;
     const char *h[] = {"cut", "equal", "pfi", "oracle", "proportional-to-pfi",
                        "pfi gain/job vs equal", "oracle gain/job vs equal", "gap recovered",
-                       with_sla ? "SLA breaches (equal/pfi/oracle)" : "pfi optimal"};
+                       with_sla ? "SLA breaches (equal/pfi/oracle)"
+                                : "solver optimal on pfi's curves"};
     pfi_table *t = pfi_table_new(9, h);
     for (int c = 0; c < a->n_cuts; c++) {
         const pfi_eval_cell *cell = with_sla ? a->sla_cell[c] : a->cell[c];
@@ -1522,7 +1523,10 @@ static int write_docs(const pfi_study *s, const char *dir, const figure *figs, p
         para(&d, "gap recovered is n/a (gap ~0) where the oracle is not above equal by at least "
                  "%.1f%% of equal's total throughput: a tenth of the 1%% throughput change pfi's "
                  "rules treat as noise in a measured curve (docs/allocation.md), so that there is "
-                 "no gap whose share means anything.", PFI_GAP_MIN_SHARE * 100);
+                 "no gap whose share means anything. \"solver optimal on pfi's curves\" says "
+                 "whether the allocator proved its plan the best on the curves pfi saw (yes) or "
+                 "stopped at its bound (bound): not that pfi matched the oracle, which the gap "
+                 "recovered measures.", PFI_GAP_MIN_SHARE * 100);
         char off[512], na[512];
         gap_off_chart(s, 1, off, sizeof off);
         gap_off_chart(s, 0, na, sizeof na);
@@ -1817,8 +1821,9 @@ int pfi_study_write_report(const pfi_study *s, const char *dir, int *no_gnuplot,
                        "family, on shared axes", 0, ""},
         {"fig_pfi30_hist", "PFI30 histogram by GPU type", 0, ""},
         {"fig_pred_vs_true", "Predicted vs measured PFI30: exactly the predictions scored in the "
-                             "table above (H100 runs, predicted by a model trained on H200 runs "
-                             "only, as squares)", 0, ""},
+                             "first three rows of the table above (H100 runs, predicted by a "
+                             "model trained on H200 runs only, as squares; the H100 -> H200 row "
+                             "is not drawn)", 0, ""},
         {"fig_alloc_vs_cut", "Gain per job over the equal cut (top) and share of the equal -> "
                              "oracle gap recovered (bottom), by policy and cut", 0, ""},
         {"fig_gpu_trace", "SM clock and board power of each GPU of one job across a cap step, "

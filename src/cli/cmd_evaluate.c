@@ -288,8 +288,8 @@ static int ev_print_json(const ev_args *a, const pfi_expt_pop *p, const pfi_expt
                             (json_int_t)r->jobs.gpus, "unit", r->jobs.unit, "probes", a->probes,
                             "prediction", r->jobs.note, "cuts", arr);
     json_object_set_new(doc, "setting_in_sample", json_boolean(in_sample));
-    if (a->per_job)
-        json_object_set_new(doc, "jobs", ev_jobs_json(p, r, cuts, ncuts, policies, npol));
+    if (a->per_job) /* its own key: "jobs" stays the count (it became this list) */
+        json_object_set_new(doc, "per_job", ev_jobs_json(p, r, cuts, ncuts, policies, npol));
     return pfi_cli_print_json(doc);
 }
 

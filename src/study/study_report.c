@@ -133,10 +133,19 @@ static pfi_table *pfi30_table(const pfi_study *s)
     for (int i = 0; i < nv; i++)
         dist_row(t, "model family", vals[i], pfi30_where(s, by_family, vals[i]));
     const int zero = 0, one = 1;
-    dist_row(t, "architecture", "dense", pfi30_where(s, by_moe, &zero));
-    dist_row(t, "architecture", "MoE", pfi30_where(s, by_moe, &one));
-    dist_row(t, "task", "pretraining", pfi30_where(s, by_finetune, &zero));
-    dist_row(t, "task", "fine-tuning", pfi30_where(s, by_finetune, &one));
+    dist arch[2] = {pfi30_where(s, by_moe, &zero), pfi30_where(s, by_moe, &one)};
+    for (int i = 0; i < 2; i++)
+        if (arch[i].n)
+            dist_row(t, "architecture", i ? "MoE" : "dense", arch[i]);
+    /* Every value the runs have, unknown included, so each group sums to all the runs (on the
+     * public sweeps the two known tasks covered 44 of 147, beside a row of 0). */
+    static const int tasks[] = {0, 1, -1};
+    static const char *const tnames[] = {"pretraining", "fine-tuning", "unknown"};
+    for (int i = 0; i < 3; i++) {
+        dist d = pfi30_where(s, by_finetune, &tasks[i]);
+        if (d.n)
+            dist_row(t, "task", tnames[i], d);
+    }
     static const int ranges[][2] = {{1, 1}, {2, 4}, {5, 8}, {9, 16}, {17, 32}, {33, 1 << 20}};
     static const char *const rnames[] = {"1", "2-4", "5-8", "9-16", "17-32", ">32"};
     for (int i = 0; i < 6; i++) {

@@ -307,9 +307,11 @@ static void ev_print_text(const pfi_expt_pop *p, const pfi_expt_result *r, const
     for (int c = 0; c < ncuts; c++) {
         const pfi_eval_cell *row = r->cells + (size_t)c * PFI_POLICY_COUNT;
         if (row[PFI_POLICY_EQUAL].infeasible) {
-            printf("%4.0f%%  infeasible: budget %.0f W is below the %.0f W the jobs' "
+            char b1[48], b2[48]; /* separators, as the study's report writes them */
+            printf("%4.0f%%  infeasible: budget %s W is below the %s W the jobs' "
                    "minimum caps need\n",
-                   100 * cuts[c], row[0].budget_w, row[0].min_budget_w);
+                   100 * cuts[c], pfi_fmt_sep(b1, sizeof b1, row[0].budget_w, 0, 0),
+                   pfi_fmt_sep(b2, sizeof b2, row[0].min_budget_w, 0, 0));
             continue;
         }
         for (int k = 0; k < npol; k++) {
@@ -379,9 +381,11 @@ static json_t *ev_nested_cut(const pfi_expt_nested_summary *ns, int m, int c, do
     if (as_json)
         return row;
     if (ns->infeasible[c]) { /* as the plain experiment says it */
-        printf("  %4.0f%% cut:  infeasible: budget %.0f W is below the %.0f W the jobs' minimum "
+        char b1[48], b2[48];
+        printf("  %4.0f%% cut:  infeasible: budget %s W is below the %s W the jobs' minimum "
                "caps need\n",
-               100 * cut, ns->budget_w[c], ns->min_budget_w[c]);
+               100 * cut, pfi_fmt_sep(b1, sizeof b1, ns->budget_w[c], 0, 0),
+               pfi_fmt_sep(b2, sizeof b2, ns->min_budget_w[c], 0, 0));
     } else if (isnan(ns->mean[m][c])) {
         printf("  %4.0f%% cut:  no gap to recover: the oracle gains less than 0.1%% over the equal cut "
                "(in at least one seed)\n",

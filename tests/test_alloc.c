@@ -869,6 +869,9 @@ static void test_budget_units(void **state)
             pfi_alloc_result_free(&r);
         }
     }
+    /* 1e-12 of a budget of 1e12 steps is a whole step: never taken */
+    assert_int_equal(pfi_alloc_budget_units(1e12 - 0.5, 1), 999999999999LL);
+    assert_true(pfi_alloc_budget_units(9007199254740991.0, 1) <= 9007199254740992LL);
     /* what is left of 1130.8 W after three GPUs held at 343.6 W covers a 100 W minimum cap */
     double lc[] = {100, 400}, lt[] = {1, 2};
     pfi_alloc_job left = {"l", 1, 100, 400, lc, lt, 2, 400, NAN, NAN, 1};

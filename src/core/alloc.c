@@ -125,7 +125,9 @@ long long pfi_alloc_budget_units(double budget_w, double step_w)
         return (long long)PFI_ALLOC_MAX_UNITS;
     if (!(u > 0))
         return 0;
-    return (long long)floor(u * (1 + REL_EPS));
+    /* 1e-12 of the budget, at most a thousandth of a step: at 1e12 steps 1e-12 was a whole
+     * step over the budget */
+    return (long long)floor(u + fmin(u * REL_EPS, 1e-3));
 }
 
 int pfi_alloc_budget_check(double budget_w, double step_w, long long *units, pfi_err *err)

@@ -196,7 +196,8 @@ void pfi_alloc_watts_below(char bb[32], double budget_w, char nb[32], double nee
 /* Grid steps past this are refused: a double counts whole numbers exactly up to 2^53, and the
  * budget's count in steps (a long long) overflowed past 2^63. */
 #define PFI_ALLOC_MAX_UNITS 9007199254740992.0
-/* The budget in grid steps: the most k whose k * step_w is within 1e-12 of budget_w or below.
+/* The budget in grid steps: the most k whose k * step_w is within 1e-12 of budget_w (and a
+ * thousandth of a step) or below.
  * The tolerance is rounding's, not watts: the daemon and the controller hand the allocator what
  * is left of a budget after fixed watts, a difference whose last bits are noise (100 W left read
  * 99.99999999999977 W), and a step refused there made a budget that covers every minimum cap

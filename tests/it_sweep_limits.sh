@@ -94,10 +94,11 @@ journal "$tmp/j" 0 700.000 1 650.125
 PFI_FAKENVML_FAULTS=not-root "$P" restore --journal "$tmp/j" >"$tmp/o" 2>"$tmp/e" &&
   bad "not root, GPU 1 not at its journaled 650.125 W: pfi restore exited 0"
 # The limit as journaled, not rounded (it said 650 W of a 650.125 W limit).
-# Every GPU's outcome is said, the one left capped with its reason.
+# Every GPU's outcome is said: the one left capped with its reason on stderr, the one restored on
+# stdout as a full restore says it.
 grep -q "^pfi restore: GPU 1 (GPU-[0-9a-f-]*): NOT restored to 650.125 W: nvmlDeviceSetPowerManagementLimit: Insufficient Permissions" "$tmp/e" &&
-  grep -q "^pfi restore: GPU 0 (GPU-[0-9a-f-]*): restored to 700 W$" "$tmp/e" ||
-  bad "not root: each GPU's outcome is not said: $(cat "$tmp/e")"
+  grep -q "^GPU 0 (GPU-[0-9a-f-]*): limit restored to 700 W$" "$tmp/o" ||
+  bad "not root: each GPU's outcome is not said: $(cat "$tmp/o" "$tmp/e")"
 [ -e "$tmp/j" ] || bad "not root, GPU 1 not restored: the journal was removed"
 rm -f "$tmp/j"
 # A GPU whose UUID cannot be read may be the journaled one: said so, the journal kept (it was

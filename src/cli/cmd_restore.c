@@ -124,34 +124,33 @@ static int restore_path(const char *path, const pfi_cli_hw *hw0, int force, int 
     }
     sim_env_put_back(&saved);
     pfi_journal_close(&j);
+    /* Every GPU restored is said on stdout, as a full restore says it; each one not, with its
+     * reason, on stderr (they may want different fixes: a lost GPU, a permission). */
+    for (int i = 0; done >= 0 && i < j.n; i++) {
+        /* The index as nvidia-smi -i takes it now: GPUs renumber across a reboot. */
+        int now = j.e[i].gpu_now >= 0 ? j.e[i].gpu_now : j.e[i].gpu;
+        char was[48] = "";
+        if (j.e[i].gpu_now >= 0 && j.e[i].gpu_now != j.e[i].gpu)
+            snprintf(was, sizeof was, ", GPU %d when journaled", j.e[i].gpu);
+        const char *uuid = j.e[i].uuid[0] ? j.e[i].uuid : "?";
+        /* as journaled, to the milliwatt NVML keeps: 650.7 W read "651 W" */
+        if (j.e[i].restore_rc == PFI_OK)
+            printf("GPU %d (%s%s): limit restored to %.7g W\n", now, uuid, was, j.e[i].limit_w);
+        else
+            fprintf(stderr, "pfi restore: GPU %d (%s%s): NOT restored to %.7g W: %s\n", now,
+                    uuid, was, j.e[i].limit_w, j.e[i].why);
+    }
     if (rc != PFI_OK) {
-        if (done >= 0) {
-            /* Every GPU's outcome: which are still capped, and each one's reason (they may
-             * want different fixes: a lost GPU, a permission). */
-            for (int i = 0; i < j.n; i++)
-                fprintf(stderr, "pfi restore: GPU %d (%s): %s%.7g W%s%s\n",
-                        j.e[i].gpu_now >= 0 ? j.e[i].gpu_now : j.e[i].gpu,
-                        j.e[i].uuid[0] ? j.e[i].uuid : "?",
-                        j.e[i].restore_rc == PFI_OK ? "restored to " : "NOT restored to ",
-                        j.e[i].limit_w, j.e[i].restore_rc == PFI_OK ? "" : ": ", j.e[i].why);
+        int all = done == j.n; /* every GPU back: what failed is the journal's removal */
+        if (done >= 0 && !all)
             fprintf(stderr, "pfi restore: restored %d of %d GPUs; the journal %s is kept\n",
                     done, j.n, path);
-        }
         /* A limit the driver refused (NVML's INVALID_ARGUMENT is PFI_ERANGE) is no mistake in
          * the command line: exit 1, not the 2 of bad input.  Each GPU's reason is said above
-         * when the GPUs were reached; else why they were not. */
-        if (done < 0)
+         * when the GPUs were reached; else why they were not, or why the journal stays. */
+        if (done < 0 || all)
             pfi_cli_fail("restore", &err);
         return PFI_EXIT_FAIL;
-    }
-    for (int i = 0; i < j.n; i++) {
-        /* The index as nvidia-smi -i takes it now: GPUs renumber across a reboot. */
-        char was[48] = "";
-        if (j.e[i].gpu_now != j.e[i].gpu)
-            snprintf(was, sizeof was, ", GPU %d when journaled", j.e[i].gpu);
-        /* as journaled, to the milliwatt NVML keeps: 650.7 W read "651 W" */
-        printf("GPU %d (%s%s): limit restored to %.7g W\n", j.e[i].gpu_now,
-               j.e[i].uuid[0] ? j.e[i].uuid : "?", was, j.e[i].limit_w);
     }
     printf("pfi restore: %d GPU%s restored from %s (written by pid %ld)\n", done,
            done == 1 ? "" : "s", path, j.pid);

@@ -36,7 +36,7 @@ typedef struct pfi_journal_entry {
     int gpu_now;     /* set by pfi_journal_restore: its index now, found by UUID (GPUs renumber
                       * across a reboot); -1 when not found */
     int restore_rc;  /* set by pfi_journal_restore: PFI_OK when restored, else why not ... */
-    char why[400];   /* ... in words (every GPU's: the first alone was said, and the GPUs
+    char why[PFI_ERR_MSG_MAX]; /* ... in words (every GPU's: the first alone was said, and the GPUs
                       * still capped were not named) */
 } pfi_journal_entry;
 

@@ -161,8 +161,9 @@ static int load_stream(const char *open_path, const char *path, int per_gpu, pfi
 }
 
 /* in (stdin, or path opened) copied into an anonymous file in memory (memfd_create: no /tmp,
- * which may be read-only or small; tmpfile() wrote there whatever TMPDIR said), rewound;
- * *spool NULL on error.  name: the input as messages call it. */
+ * which may be read-only or small; tmpfile() writes there whatever TMPDIR says, the fallback
+ * where memfd is not to be had), rewound; *spool NULL on error.  name: the input as messages
+ * call it. */
 static int spool_input(const char *path, const char *name, FILE **spool, pfi_err *err)
 {
     *spool = NULL;
@@ -175,6 +176,8 @@ static int spool_input(const char *path, const char *name, FILE **spool, pfi_err
     FILE *t = fd >= 0 ? fdopen(fd, "w+b") : NULL;
     if (!t && fd >= 0)
         close(fd);
+    if (!t && fd < 0) /* no memfd (a kernel before 3.17, a seccomp filter): an unlinked file */
+        t = tmpfile();
     int rc = t ? PFI_OK : pfi_err_set(err, PFI_EIO, "a copy of %s in memory: %s", name,
                                       strerror(errno));
     char buf[65536];

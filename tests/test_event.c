@@ -72,6 +72,22 @@ static void test_noted_level_holds(void **state)
     assert_true(fabs(pfi_event_budget_at(&e, 1, &s, 1300 + 4 * 60 + 5, &b) - 5000) < 1e-9);
 }
 
+/* A baseline from seconds of draw says so, the node's and the controller's alike (the
+ * controller said "over the hour" of a few samples). */
+static void test_baseline_method_words(void **state)
+{
+    (void)state;
+    pfi_baseline_walk b;
+    pfi_baseline_walk_init(&b, 1006, 3600, 5);
+    for (int t = 1005; t >= 1000; t--)
+        pfi_baseline_walk_feed(&b, t, 4000, 0);
+    char m[256];
+    pfi_baseline_walk_method(&b, "site", m, sizeof m);
+    if (!strstr(m, "mean site draw over the 60 min before the event was posted (6 samples, only "))
+        fail_msg("%s", m);
+    assert_non_null(strstr(m, " s recorded)"));
+}
+
 static void test_validate(void **state)
 {
     (void)state;
@@ -820,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_held_above),
         cmocka_unit_test(test_held_intervals),
         cmocka_unit_test(test_noted_level_holds),
+        cmocka_unit_test(test_baseline_method_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -361,14 +361,7 @@ static void fill_baseline(pfi_cl *c, double now, pfi_event *ev)
     }
     if (rc == PFI_OK && b.n > 0) {
         ev->baseline_w = pfi_baseline_walk_mean(&b);
-        if (b.left_out_s > 0)
-            snprintf(ev->baseline_method, sizeof ev->baseline_method,
-                     "mean site draw over the hour before the event was posted, leaving out "
-                     "the %.0f min other events bound (%d samples)", b.left_out_s / 60, b.n);
-        else
-            snprintf(ev->baseline_method, sizeof ev->baseline_method,
-                     "mean site draw over the hour before the event was posted (%d samples)",
-                     b.n);
+        pfi_baseline_walk_method(&b, "site", ev->baseline_method, sizeof ev->baseline_method);
         return;
     }
     pthread_mutex_lock(&c->mu);

@@ -128,6 +128,24 @@ double pfi_baseline_walk_mean(const pfi_baseline_walk *b)
     return b->covered_s > 0 ? b->sum / b->covered_s : NAN;
 }
 
+void pfi_baseline_walk_method(const pfi_baseline_walk *b, const char *what, char *buf,
+                              size_t n)
+{
+    char rec[96] = "";
+    int part = b->covered_s + b->left_out_s < 0.9 * b->span_s;
+    if (part && b->covered_s < 120)
+        snprintf(rec, sizeof rec, ", only %.0f s recorded", b->covered_s);
+    else if (part)
+        snprintf(rec, sizeof rec, ", only %.0f min recorded", b->covered_s / 60);
+    if (b->left_out_s > 0)
+        snprintf(buf, n, "mean %s draw over the %.0f min before the event was posted, leaving out "
+                 "the %.0f min other events bound (%d samples%s)", what, b->span_s / 60,
+                 b->left_out_s / 60, b->n, rec);
+    else
+        snprintf(buf, n, "mean %s draw over the %.0f min before the event was posted (%d "
+                 "samples%s)", what, b->span_s / 60, b->n, rec);
+}
+
 /* The compliance's baseline from its walk (bw, ending at the first ramp): its mean when it
  * covers half of the hour at least, else the event's stated one (a cut's), else none. */
 static void baseline(const pfi_event *ev, const pfi_baseline_walk *bw, pfi_event_compliance *c)

@@ -10,6 +10,8 @@
 #ifndef PFI_CORE_EVENT_REPORT_H
 #define PFI_CORE_EVENT_REPORT_H
 
+#include <stddef.h>
+
 #include "core/err.h"
 #include "core/event.h"
 
@@ -41,6 +43,12 @@ void pfi_baseline_walk_init(pfi_baseline_walk *b, double end_s, double span_s, d
 int pfi_baseline_walk_feed(pfi_baseline_walk *b, double t, double w, int bound);
 /* The mean draw it found (NAN when nothing was recorded outside events). */
 double pfi_baseline_walk_mean(const pfi_baseline_walk *b);
+/* How that mean was taken, in words for an event's baseline_method: whose draw (what: "node",
+ * "site"), over what span, the time other events bound left out, the samples, and how little was
+ * recorded when it was less than the span (a daemon up 5 s said "over the 60 min" of 6
+ * samples). */
+void pfi_baseline_walk_method(const pfi_baseline_walk *b, const char *what, char *buf,
+                              size_t n);
 
 typedef struct pfi_event_interval {
     double t0, t1;          /* [t0, t1), Unix seconds */

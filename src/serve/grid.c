@@ -425,23 +425,7 @@ static void fill_baseline(srv_node *n, double now, pfi_event *ev)
                           "recorded draw cannot be read: %s", ev->id, e.msg);
     if (rc == PFI_OK && b.n > 0) {
         ev->baseline_w = pfi_baseline_walk_mean(&b);
-        /* What was recorded, said as such: a daemon up for 5 s said "over the 60 min" of a
-         * mean of 6 samples (the report itself wants half the hour for its own baseline). */
-        char rec[96] = "";
-        int part = b.covered_s + b.left_out_s < 0.9 * GRID_BASELINE_S;
-        if (part && b.covered_s < 120)
-            snprintf(rec, sizeof rec, ", only %.0f s recorded", b.covered_s);
-        else if (part)
-            snprintf(rec, sizeof rec, ", only %.0f min recorded", b.covered_s / 60);
-        if (b.left_out_s > 0)
-            snprintf(ev->baseline_method, sizeof ev->baseline_method,
-                     "mean node draw over the hour before the event was posted, leaving out "
-                     "the %.0f min other events bound (%d samples%s)", b.left_out_s / 60, b.n,
-                     rec);
-        else
-            snprintf(ev->baseline_method, sizeof ev->baseline_method,
-                     "mean node draw over the %.0f min before the event was posted (%d "
-                     "samples%s)", GRID_BASELINE_S / 60, b.n, rec);
+        pfi_baseline_walk_method(&b, "node", ev->baseline_method, sizeof ev->baseline_method);
         return;
     }
     pthread_mutex_lock(&n->mu);

@@ -232,6 +232,15 @@ if [ -d "$data/perseus-sosp24" ]; then
   jq -e '[.cuts[] | select(.infeasible | not) | .budget_w as $b | .policies[] |
           .power_w <= $b * (1 + 1e-12)] | all' "$dir/ev.json" >/dev/null ||
     fail "evaluate: a policy over budget"
+  # --per-job's list has its own key; jobs stays the count (it became the list)
+  "$PFI_BIN" evaluate --public --cuts 0.3,0.5 --per-job --json >"$dir/pj.json" 2>"$dir/err" ||
+    fail "evaluate --per-job: $(cat "$dir/err")"
+  jq -e '(.jobs | type) == "number" and (.per_job | length) == .jobs' "$dir/pj.json" >/dev/null ||
+    fail "evaluate --per-job: jobs $(jq -c '.jobs | type' "$dir/pj.json"), per_job $(jq -c '.per_job | length' "$dir/pj.json")"
+  # an infeasible cut's watts with separators, as the study writes them
+  "$PFI_BIN" evaluate --public --cuts 0.5 >"$dir/inf.txt" 2>"$dir/err" || fail "evaluate 50%: $(cat "$dir/err")"
+  grep -q "infeasible: budget [0-9]\{1,3\}\(,[0-9]\{3\}\)\+ W is below the [0-9]\{1,3\}\(,[0-9]\{3\}\)\+ W" "$dir/inf.txt" ||
+    fail "evaluate, an infeasible cut: $(grep infeasible "$dir/inf.txt")"
   jq -e '.cuts[3].infeasible == true and .cuts[3].min_budget_w > .cuts[3].budget_w' \
     "$dir/ev.json" >/dev/null || fail "evaluate: a 50% cut should be infeasible on these runs"
   # The default setting was chosen on these curves: said in sample (it read as held out);

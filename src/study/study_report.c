@@ -132,11 +132,16 @@ static pfi_table *pfi30_table(const pfi_study *s)
     int nv = distinct(s, 0, vals, 32);
     for (int i = 0; i < nv; i++)
         dist_row(t, "model family", vals[i], pfi30_where(s, by_family, vals[i]));
-    const int zero = 0, one = 1;
-    dist arch[2] = {pfi30_where(s, by_moe, &zero), pfi30_where(s, by_moe, &one)};
-    for (int i = 0; i < 2; i++)
-        if (arch[i].n)
-            dist_row(t, "architecture", i ? "MoE" : "dense", arch[i]);
+    dist fam_unknown = pfi30_where(s, by_family, ""); /* a sweep records none by default */
+    if (fam_unknown.n)
+        dist_row(t, "model family", "unknown", fam_unknown);
+    const int archs[] = {0, 1, -1};
+    static const char *const anames[] = {"dense", "MoE", "unknown"};
+    for (int i = 0; i < 3; i++) {
+        dist d = pfi30_where(s, by_moe, &archs[i]);
+        if (d.n)
+            dist_row(t, "architecture", anames[i], d);
+    }
     /* Every value the runs have, unknown included, so each group sums to all the runs (on the
      * public sweeps the two known tasks covered 44 of 147, beside a row of 0). */
     static const int tasks[] = {0, 1, -1};

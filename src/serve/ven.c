@@ -124,6 +124,9 @@ static int said_lately(pfi_ven *v, const char *msg)
     return 0;
 }
 
+/* The most clock skew event windows are widened for (see widen_s). */
+#define VEN_WIDEN_MAX_S 3600.0
+
 /* An error: counted, kept as the last one, and logged (the same message once an hour). */
 static void ven_error(pfi_ven *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ven_error(pfi_ven *v, const char *fmt, ...)
@@ -150,7 +153,12 @@ static void note_clock(pfi_ven *v, double date_s)
     if (v->skewed)
         v->n_skewed++;
     pthread_mutex_unlock(&v->mu);
-    if (v->skewed && !was)
+    if (v->skewed && !was && fabs(skew) > VEN_WIDEN_MAX_S)
+        ven_error(v, "clock skew: the local clock is %+.0f s from the VTN's (tolerance %g s), "
+                  "past the %.0f s pfi widens event windows for: one of the clocks is wrong "
+                  "(set it right, NTP); windows are taken as the VTN states them",
+                  skew, v->cfg.max_skew_s, VEN_WIDEN_MAX_S);
+    else if (v->skewed && !was)
         ven_error(v, "clock skew: the local clock is %+.0f s from the VTN's (tolerance %g s): "
                   "event windows are widened by it on both sides", skew, v->cfg.max_skew_s);
     else if (was && !v->skewed)
@@ -165,7 +173,12 @@ static void note_clock(pfi_ven *v, double date_s)
 static double widen_s(pfi_ven *v)
 {
     pthread_mutex_lock(&v->mu);
-    double w = v->skewed ? ceil(fmax(fabs(v->skew_s) - 1, 0) / 60) * 60 : 0;
+    /* Past an hour it is no drift but a wrong clock (an RTC reset, a VM from a snapshot): a
+     * VTN two days behind made an event of tomorrow active now and for four days, one in 2001
+     * for 51 years; windows are then taken as stated, the skew said. */
+    double w = v->skewed && fabs(v->skew_s) <= VEN_WIDEN_MAX_S
+                   ? ceil(fmax(fabs(v->skew_s) - 1, 0) / 60) * 60
+                   : 0;
     pthread_mutex_unlock(&v->mu);
     return w;
 }
@@ -615,13 +628,30 @@ static void note_least(pfi_ven *v, json_t *b, const pfi_ven_map_note *nt)
                 json_string_value(json_object_get(b, "id")), nt->least_w, less, PFI_VEN_LEAST_W);
 }
 
-/* complete: the VTN's whole listing (all_events); a partial one withdraws nothing. */
-static void take_events(pfi_ven *v, json_t *events, int complete)
+/* An interval mapped to an event body, waiting to be added. */
+typedef struct ven_take {
+    json_t *b;
+    pfi_ven_map_note nt;
+    double start;
+    size_t order; /* in the VTN's listing: ties keep it */
+} ven_take;
+
+static int take_cmp(const void *x, const void *y)
 {
-    if (complete)
-        cancel_missing(v, events);
-    size_t i;
+    const ven_take *a = x, *b = y;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+/* The intervals of the listing mapped to event bodies, those to add (not over, not the same as
+ * held); *n of them, malloc'ed (NULL on no memory: said). */
+static ven_take *map_events(pfi_ven *v, json_t *events, size_t *n)
+{
+    size_t i, cap = 0;
+    ven_take *t = NULL;
     json_t *ev;
+    *n = 0;
     json_array_foreach(events, i, ev)
     {
         size_t k;
@@ -649,23 +679,56 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
                 json_decref(b);
                 continue;
             }
-            pfi_err e = {0};
-            int rc = v->host.add(v->host.ctx, b, &e);
-            if (rc == PFI_ERANGE) {
-                above_maximum(v, b);
-            } else if (rc != PFI_OK) {
-                ven_error(v, "event %s refused: %s", json_string_value(json_object_get(b, "id")),
-                          e.msg);
-            } else {
-                pthread_mutex_lock(&v->mu);
-                v->n_events++;
-                pthread_mutex_unlock(&v->mu);
-                note_randomized(v, b, &nt);
-                note_least(v, b, &nt);
+            if (*n == cap) {
+                size_t nc = cap ? 2 * cap : 64;
+                ven_take *g = realloc(t, nc * sizeof *g);
+                if (!g) {
+                    json_decref(b);
+                    ven_error(v, "out of memory taking the VTN's events: the rest wait for the "
+                              "next poll");
+                    return t;
+                }
+                t = g;
+                cap = nc;
             }
-            json_decref(b);
+            t[*n] = (ven_take){b, nt, json_number_value(json_object_get(b, "start")), *n};
+            (*n)++;
         }
     }
+    return t;
+}
+
+/* complete: the VTN's whole listing (all_events); a partial one withdraws nothing.  Intervals
+ * are added soonest first, whatever the listing's order: the room for events is bounded, and a
+ * day-ahead event of 300 intervals listed first left none for an import limit due in two
+ * minutes (refused at every poll). */
+static void take_events(pfi_ven *v, json_t *events, int complete)
+{
+    if (complete)
+        cancel_missing(v, events);
+    size_t n = 0;
+    ven_take *t = map_events(v, events, &n);
+    if (n > 1)
+        qsort(t, n, sizeof *t, take_cmp);
+    for (size_t i = 0; i < n; i++) {
+        json_t *b = t[i].b;
+        pfi_err e = {0};
+        int rc = v->host.add(v->host.ctx, b, &e);
+        if (rc == PFI_ERANGE) {
+            above_maximum(v, b);
+        } else if (rc != PFI_OK) {
+            ven_error(v, "event %s refused: %s", json_string_value(json_object_get(b, "id")),
+                      e.msg);
+        } else {
+            pthread_mutex_lock(&v->mu);
+            v->n_events++;
+            pthread_mutex_unlock(&v->mu);
+            note_randomized(v, b, &t[i].nt);
+            note_least(v, b, &t[i].nt);
+        }
+        json_decref(b);
+    }
+    free(t);
 }
 
 /* Interval k of the VTN's event that held event h was taken from: its window and ramp-down

@@ -21,7 +21,7 @@
 
 #define PFI_EVENT_ID_MAX 64
 #define PFI_EVENT_SOURCE_MAX 64
-#define PFI_EVENT_METHOD_MAX 128
+#define PFI_EVENT_METHOD_MAX 192
 #define PFI_EVENT_PRIORITY_MAX 1000
 
 typedef enum pfi_event_kind { PFI_EVENT_LIMIT = 0, PFI_EVENT_CUT = 1 } pfi_event_kind;

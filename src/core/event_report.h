@@ -83,7 +83,7 @@ typedef struct pfi_event_span {
 typedef struct pfi_event_compliance {
     double target_w;
     double baseline_w;
-    char baseline_method[160];
+    char baseline_method[PFI_EVENT_METHOD_MAX + 64]; /* the event's own, and words around it */
     double window_s, covered_s;   /* the event's window and how much of it samples cover */
     double max_excess_w;          /* largest draw above the target inside the window, >= 0 */
     double seconds_over_target;   /* inside the window */

@@ -162,6 +162,22 @@ await 200 'event later, deleted on the VTN, still held: $(get /v1/grid/openadr)'
 [ "$(held_ids)" = "$before" ] || fail "the events after the cancellation: $(held_ids) (was $before)"
 note "event later deleted on the VTN: cancelled here ($(ven_num events_cancelled)), the others kept"
 
+# ---- a VTN clock two days off: a wrong clock, not drift: the window as the VTN states it (it
+# was widened by two days: an event of tomorrow in force at once, for four days) ----
+curl -sf -o /dev/null -X POST -d '{"seconds": 172800}' "$VTN/_test/skew" || fail "POST /_test/skew"
+await 200 'a VTN two days ahead not seen: $(get /v1/grid/openadr)' ven_is skewed true
+T2=$((T + 7200))
+curl -sf -o /dev/null -X POST -d "{\"id\": \"wrongclock\", \"eventName\": \"wrongclock\", \"intervalPeriod\": {\"start\": \"$(iso $T2)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
+    "$VTN/_test/events" || fail "publishing event wrongclock"
+await 200 'event wrongclock not taken: $(get /v1/grid/openadr)' taken wrongclock-0 "$dir/ev4.json"
+grep -q "\"start_s\": *$T2\.0" "$dir/ev4.json" && grep -q "\"end_s\": *$((T2 + 600))\.0" "$dir/ev4.json" ||
+    fail "event wrongclock (at $T2 for 600 s) widened by a skew of two days: $(cat "$dir/ev4.json")"
+grep -q "past the 3600 s pfi widens event windows for" "$dir/serve.log" ||
+    fail "a skew of two days not said as a wrong clock: $(grep -i skew "$dir/serve.log" | tail -2)"
+curl -sf -o /dev/null -X POST -d '{"seconds": 0}' "$VTN/_test/skew" || fail "POST /_test/skew"
+curl -sf -o /dev/null -X DELETE "$VTN/_test/events/wrongclock" || fail "DELETE /_test/events/wrongclock"
+await 200 'event wrongclock, deleted on the VTN, still held: $(get /v1/grid/openadr)' gone wrongclock-0
+
 # ---- an event id longer than the grid event id holds (OpenADR allows 128 characters) ----
 # Taken once and kept over the polls (it was cancelled and taken again at every poll: the
 # id it was held under, cut to 40 characters, was not found among the VTN's ids), and two ids

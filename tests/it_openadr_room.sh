@@ -3,7 +3,8 @@
 # The room for grid events is bounded (256 on a node): the intervals of a poll are taken
 # soonest first, whatever the VTN's listing order.  A day-ahead event of 300 one-minute SIMPLE
 # intervals, listed first, took all the room and an IMPORT_CAPACITY_LIMIT due in two minutes
-# was refused at every poll ("256 grid events are held"), not held when it started.
+# was refused at every poll ("256 grid events are held"), not held when it started.  A page
+# with an integer past 64 bits is read (it was "not JSON", none of its events taken).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 # await expands its message when it fails, so the messages are single-quoted.
 # shellcheck disable=SC2016
@@ -14,15 +15,20 @@ name=it_openadr_room
 . "$(dirname "$0")/support/openadr_env.sh"
 
 start_vtn pfi-node node-dr --no-vens
-serve_openadr --listen "unix:$dir/serve.sock" --set openadr_poll=1s
-await 600 'pfi serve did not start' served
-cap_target 0.75
+# Published before the node starts, so that its first poll sees them all (a poll between two
+# publications would hold the first before the second is listed).
 NOW=$(now | cut -d. -f1)
 ivs=$("$PY" -c 'import json; print(json.dumps([{"id": k, "payloads": [{"type": "SIMPLE", "values": [1]}]} for k in range(300)]))')
 publish "{\"id\": \"dayahead\", \"intervalPeriod\": {\"start\": \"$(iso $((NOW + 86400)))\", \"duration\": \"PT1M\"}, \"intervals\": $ivs}"
-publish "{\"id\": \"urgent\", \"intervalPeriod\": {\"start\": \"$(iso $((NOW + 120)))\", \"duration\": \"PT10M\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [$KW]}]}]}"
+publish "{\"id\": \"urgent\", \"intervalPeriod\": {\"start\": \"$(iso $((NOW + 120)))\", \"duration\": \"PT10M\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [4.5]}]}]}"
+# An integer past 64 bits is JSON all the same: a priority of 10^20 made the whole page "not
+# JSON", none of its events taken
+publish "{\"id\": \"bigprio\", \"priority\": 100000000000000000000, \"intervalPeriod\": {\"start\": \"$(iso $((NOW + 300)))\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}"
+serve_openadr --listen "unix:$dir/serve.sock" --set openadr_poll=1s
+await 600 'pfi serve did not start' served
 await 600 'the limit due in two minutes not taken: $(get /v1/grid/openadr)' held urgent-0
-await 600 'the day-ahead intervals not taken as far as the room goes: $(get /v1/grid/openadr)' held dayahead-254
-held dayahead-299 && fail "more events held than the room"
-note "limit due in 2 min held beside 255 day-ahead intervals (the rest refused for room)"
+await 600 'the event of priority 10^20 not taken: $(get /v1/grid/openadr)' held bigprio-0
+await 600 'the day-ahead intervals not taken as far as the room goes: $(get /v1/grid/openadr)' held dayahead-253
+held dayahead-254 && fail "more events held than the room"
+note "limit due in 2 min and an event of priority 10^20 held beside 254 day-ahead intervals (the rest refused for room)"
 exit 0

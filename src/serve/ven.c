@@ -254,14 +254,23 @@ static json_t *call_json(pfi_ven *v, const char *method, const char *path, const
             v->token[0] = 0;
             continue;
         }
-        d = (st == 200 || st == 201) && b.p ? json_loads(b.p, 0, NULL) : NULL;
+        /* An integer past 64 bits is JSON all the same (a priority of 10^20 made the whole page
+         * "not JSON": its new events not taken, its withdrawn ones not cancelled): read as a
+         * real, and the field's own check judges it.  The parser's reason is said. */
+        json_error_t je = {0};
+        d = (st == 200 || st == 201) && b.p
+                ? json_loads(b.p, JSON_DECODE_INT_AS_REAL, &je)
+                : NULL;
         int q = 0;
         for (int i = 0; quiet && quiet[i]; i++)
             q |= quiet[i] == st;
+        char why[220] = ", not JSON";
+        if ((st == 200 || st == 201) && b.p && !d)
+            snprintf(why, sizeof why, ", not JSON (line %d: %s)", je.line, je.text);
         if (st >= 0 && !d && !q)
             ven_error(v, "%s %s: HTTP %ld%s", method, path, st,
                       st == 401 ? " with a fresh token"
-                      : st == 200 || st == 201 ? ", not JSON" : "");
+                      : st == 200 || st == 201 ? why : "");
         free(b.p);
         break;
     }

@@ -441,9 +441,12 @@ json_t *pfi_ven_map(const pfi_ven_config *cfg, json_t *ev, json_t *iv, int k, do
     snprintf(src, sizeof src, "openadr:%.50s", cfg->program);
     json_t *pr = json_object_get(ev, "priority");
     /* Bounded before it is negated: OpenADR sets no maximum, and a value past an int
-     * turned positive in the cast (and the event was refused). */
-    json_int_t op = json_is_integer(pr) ? json_integer_value(pr) : 0;
-    int prio = op > 1000 ? -1000 : op < -1000 ? 1000 : -(int)op;
+     * turned positive in the cast (and the event was refused).  The VTN's numbers are read as
+     * reals (ven.c: an integer past 64 bits made the page "not JSON"): a whole one is taken. */
+    double pv = json_is_number(pr) ? json_number_value(pr) : 0;
+    if (!(isfinite(pv) && pv == floor(pv)))
+        pv = 0;
+    int prio = pv > 1000 ? -1000 : pv < -1000 ? 1000 : -(int)pv;
     json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i, s:s}", "id", id, "start", t0, "end",
                           t1, "ramp_s", cfg->ramp_s, "source", src, "priority", prio, "sla",
                           cfg->sla_yield ? "yield" : "keep");

@@ -162,6 +162,27 @@ await 200 'event later, deleted on the VTN, still held: $(get /v1/grid/openadr)'
 [ "$(held_ids)" = "$before" ] || fail "the events after the cancellation: $(held_ids) (was $before)"
 note "event later deleted on the VTN: cancelled here ($(ven_num events_cancelled)), the others kept"
 
+# ---- a VTN clock one hour off (a time zone's mistake): widened by the hour, and steadily: its
+# Date's second jitters the skew around 3600 s, and a bound at exactly an hour flipped the window
+# (and the caps) at nearly every poll ----
+curl -sf -o /dev/null -X POST -d '{"seconds": 3600}' "$VTN/_test/skew" || fail "POST /_test/skew"
+await 200 'a VTN an hour ahead not seen: $(get /v1/grid/openadr)' ven_is skewed true
+T3=$((T + 9000))
+curl -sf -o /dev/null -X POST -d "{\"id\": \"onehour\", \"eventName\": \"onehour\", \"intervalPeriod\": {\"start\": \"$(iso $T3)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
+    "$VTN/_test/events" || fail "publishing event onehour"
+await 200 'event onehour not taken: $(get /v1/grid/openadr)' taken onehour-0 "$dir/ev5.json"
+p0=$(ven_num polls)
+i=0
+while [ $i -lt 100 ] && [ $(($(ven_num polls) - p0)) -lt 8 ]; do
+    taken onehour-0 "$dir/ev5.json"
+    grep -q "\"start_s\": *$((T3 - 3600))\.0" "$dir/ev5.json" && grep -q "\"end_s\": *$((T3 + 600 + 3600))\.0" "$dir/ev5.json" ||
+        fail "event onehour (at $T3, a skew of an hour) not widened by the hour at poll $(ven_num polls): $(cat "$dir/ev5.json")"
+    i=$((i + 1))
+    sleep 0.1
+done
+curl -sf -o /dev/null -X DELETE "$VTN/_test/events/onehour" || fail "DELETE /_test/events/onehour"
+await 200 'event onehour, deleted on the VTN, still held: $(get /v1/grid/openadr)' gone onehour-0
+
 # ---- a VTN clock two days off: a wrong clock, not drift: the window as the VTN states it (it
 # was widened by two days: an event of tomorrow in force at once, for four days) ----
 curl -sf -o /dev/null -X POST -d '{"seconds": 172800}' "$VTN/_test/skew" || fail "POST /_test/skew"

@@ -81,6 +81,7 @@ struct pfi_ven {
      * the first answer; skewed while beyond cfg.max_skew_s, with n_skewed answers so far. */
     double skew_s;
     int skewed;
+    int too_far;  /* skewed past what windows are widened for (widen_s): a wrong clock */
     long long n_skewed;
     char last_error[300];
     /* Events whose report the VTN took, among those the host still holds: an event is
@@ -142,23 +143,35 @@ static void ven_error(pfi_ven *v, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The widening for a skew: whole minutes after the second the Date header cannot resolve (so
+ * a jitter of a second does not change it at every poll). */
+static double widen_minutes(double skew)
+{
+    return ceil(fmax(fabs(skew) - 1, 0) / 60) * 60;
+}
+
 /* An answer's Date (whole seconds of the VTN's clock: its time was in [date, date + 1)). */
 static void note_clock(pfi_ven *v, double date_s)
 {
     double skew = pfi_clock_wall() - (date_s + 0.5);
     pthread_mutex_lock(&v->mu);
-    int was = v->skewed;
+    int was = v->skewed, was_far = v->too_far;
     v->skew_s = skew;
     v->skewed = fabs(skew) > v->cfg.max_skew_s;
+    /* Judged on the widening in whole minutes (jitter-free but at a minute's edge), and a
+     * minute apart each way: a clock one hour off (a time zone's mistake) read 3600 s +- 0.5
+     * and flipped between widened and not at every poll, the GPUs' caps with it. */
+    double w = widen_minutes(skew);
+    v->too_far = v->skewed && w > VEN_WIDEN_MAX_S + (was_far ? 0 : 60);
     if (v->skewed)
         v->n_skewed++;
     pthread_mutex_unlock(&v->mu);
-    if (v->skewed && !was && fabs(skew) > VEN_WIDEN_MAX_S)
+    if (v->too_far && !was_far)
         ven_error(v, "clock skew: the local clock is %+.0f s from the VTN's (tolerance %g s), "
                   "past the %.0f s pfi widens event windows for: one of the clocks is wrong "
                   "(set it right, NTP); windows are taken as the VTN states them",
                   skew, v->cfg.max_skew_s, VEN_WIDEN_MAX_S);
-    else if (v->skewed && !was)
+    else if (v->skewed && (!was || (was_far && !v->too_far)))
         ven_error(v, "clock skew: the local clock is %+.0f s from the VTN's (tolerance %g s): "
                   "event windows are widened by it on both sides", skew, v->cfg.max_skew_s);
     else if (was && !v->skewed)
@@ -176,9 +189,7 @@ static double widen_s(pfi_ven *v)
     /* Past an hour it is no drift but a wrong clock (an RTC reset, a VM from a snapshot): a
      * VTN two days behind made an event of tomorrow active now and for four days, one in 2001
      * for 51 years; windows are then taken as stated, the skew said. */
-    double w = v->skewed && fabs(v->skew_s) <= VEN_WIDEN_MAX_S
-                   ? ceil(fmax(fabs(v->skew_s) - 1, 0) / 60) * 60
-                   : 0;
+    double w = v->skewed && !v->too_far ? widen_minutes(v->skew_s) : 0;
     pthread_mutex_unlock(&v->mu);
     return w;
 }

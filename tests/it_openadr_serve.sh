@@ -48,6 +48,18 @@ ven_is() { [ "$(ven_num "$1")" = "$2" ]; }
 ven_at_least() { [ "$(ven_num "$1")" -ge "$2" ]; }
 taken() { get "/v1/grid/events/oadr-$1" >"${2:-/dev/null}" 2>/dev/null; }
 gone() { for e; do taken "$e" && return 1; done; return 0; }
+# ID START: a 10-minute SIMPLE level-1 event on the VTN, at Unix time START (the VTN's clock)
+publish_simple() {
+    curl -sf -o /dev/null -X POST -d "{\"id\": \"$1\", \"eventName\": \"$1\", \"intervalPeriod\": {\"start\": \"$(iso "$2")\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
+        "$VTN/_test/events" || fail "publishing event $1"
+}
+# ID: deleted on the VTN, and gone here
+unpublish() {
+    curl -sf -o /dev/null -X DELETE "$VTN/_test/events/$1" || fail "DELETE /_test/events/$1"
+    await 200 "event $1, deleted on the VTN, still held: \$(get /v1/grid/openadr)" gone "$1-0"
+}
+# SECONDS: the VTN's clock set that far ahead of the node's
+skew_vtn() { curl -sf -o /dev/null -X POST -d "{\"seconds\": $1}" "$VTN/_test/skew" || fail "POST /_test/skew"; }
 reported() { [ "$(curl -sf "$VTN/_test/reports" | grep -o "$1" | wc -l)" -ge "$2" ]; }
 await 400 'the VEN did not find its program: $(get /v1/grid/openadr)' ven_says '"program_id": *"p1"'
 
@@ -165,11 +177,10 @@ note "event later deleted on the VTN: cancelled here ($(ven_num events_cancelled
 # ---- a VTN clock one hour off (a time zone's mistake): widened by the hour, and steadily: its
 # Date's second jitters the skew around 3600 s, and a bound at exactly an hour flipped the window
 # (and the caps) at nearly every poll ----
-curl -sf -o /dev/null -X POST -d '{"seconds": 3600}' "$VTN/_test/skew" || fail "POST /_test/skew"
+skew_vtn 3600
 await 200 'a VTN an hour ahead not seen: $(get /v1/grid/openadr)' ven_is skewed true
 T3=$((T + 9000))
-curl -sf -o /dev/null -X POST -d "{\"id\": \"onehour\", \"eventName\": \"onehour\", \"intervalPeriod\": {\"start\": \"$(iso $T3)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
-    "$VTN/_test/events" || fail "publishing event onehour"
+publish_simple onehour "$T3"
 await 200 'event onehour not taken: $(get /v1/grid/openadr)' taken onehour-0 "$dir/ev5.json"
 p0=$(ven_num polls)
 i=0
@@ -180,24 +191,21 @@ while [ $i -lt 100 ] && [ $(($(ven_num polls) - p0)) -lt 8 ]; do
     i=$((i + 1))
     sleep 0.1
 done
-curl -sf -o /dev/null -X DELETE "$VTN/_test/events/onehour" || fail "DELETE /_test/events/onehour"
-await 200 'event onehour, deleted on the VTN, still held: $(get /v1/grid/openadr)' gone onehour-0
+unpublish onehour
 
 # ---- a VTN clock two days off: a wrong clock, not drift: the window as the VTN states it (it
 # was widened by two days: an event of tomorrow in force at once, for four days) ----
-curl -sf -o /dev/null -X POST -d '{"seconds": 172800}' "$VTN/_test/skew" || fail "POST /_test/skew"
+skew_vtn 172800
 await 200 'a VTN two days ahead not seen: $(get /v1/grid/openadr)' ven_is skewed true
 T2=$((T + 7200))
-curl -sf -o /dev/null -X POST -d "{\"id\": \"wrongclock\", \"eventName\": \"wrongclock\", \"intervalPeriod\": {\"start\": \"$(iso $T2)\", \"duration\": \"PT10M\"}, \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"SIMPLE\", \"values\": [1]}]}]}" \
-    "$VTN/_test/events" || fail "publishing event wrongclock"
+publish_simple wrongclock "$T2"
 await 200 'event wrongclock not taken: $(get /v1/grid/openadr)' taken wrongclock-0 "$dir/ev4.json"
 grep -q "\"start_s\": *$T2\.0" "$dir/ev4.json" && grep -q "\"end_s\": *$((T2 + 600))\.0" "$dir/ev4.json" ||
     fail "event wrongclock (at $T2 for 600 s) widened by a skew of two days: $(cat "$dir/ev4.json")"
 grep -q "past the 3600 s pfi widens event windows for" "$dir/serve.log" ||
     fail "a skew of two days not said as a wrong clock: $(grep -i skew "$dir/serve.log" | tail -2)"
-curl -sf -o /dev/null -X POST -d '{"seconds": 0}' "$VTN/_test/skew" || fail "POST /_test/skew"
-curl -sf -o /dev/null -X DELETE "$VTN/_test/events/wrongclock" || fail "DELETE /_test/events/wrongclock"
-await 200 'event wrongclock, deleted on the VTN, still held: $(get /v1/grid/openadr)' gone wrongclock-0
+skew_vtn 0
+unpublish wrongclock
 
 # ---- an event id longer than the grid event id holds (OpenADR allows 128 characters) ----
 # Taken once and kept over the polls (it was cancelled and taken again at every poll: the

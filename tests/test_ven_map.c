@@ -398,6 +398,38 @@ static void test_refused(void **state)
     assert_string_equal(why, "");
 }
 
+/* Durations: ISO 8601's components in its order, each once, a fraction on the last only; any
+ * other text is refused with a reason, not read as some length (PT1S1H was 3601 s). */
+static void test_duration_syntax(void **state)
+{
+    (void)state;
+    char why[300];
+    const struct {
+        const char *d;
+        double s; /* < 0: refused */
+    } cases[] = {
+        {"PT1H", 3600}, {"PT1H30M", 5400}, {"P1DT2H", 93600}, {"PT45.5S", 45.5},
+        {"P0Y0M0DT1H0M0S", 3600}, {"P1W", 604800}, {"PT1H0.5M", 3630}, {"P1D", 86400},
+        {"PT1S1H", -1}, {"PT1H1H", -1}, {"PT30M1H", -1}, {"P1DT", -1}, {"PT", -1},
+        {"P1D1Y", -1}, {"PT1.5H30M", -1}, {"P1DT1HT1M", -1}, {"PT1M1D", -1}, {"P1H", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 EV(KW_DESC, "{\"start\": \"2026-07-01T12:00:00Z\", \"duration\": \"%s\"}",
+                    LIMIT("5")),
+                 cases[i].d);
+        json_t *b = map(text, 0, why, sizeof why);
+        if (cases[i].s < 0) {
+            if (b || !strstr(why, cases[i].d))
+                fail_msg("%s taken or no reason naming it (%s)", cases[i].d, why);
+        } else if (!b || num(b, "end") - num(b, "start") != cases[i].s) {
+            fail_msg("%s: not %.1f s (%s)", cases[i].d, cases[i].s, why);
+        }
+        json_decref(b);
+    }
+}
+
 /* A SIMPLE level below 0 is refused: -1, the marker of a level out of range, passed the check
  * and the cut was read from before the table of levels (found by tests/fuzz/fuzz_ven.c). */
 static void test_simple_negative(void **state)
@@ -635,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_zero_limit),
         cmocka_unit_test(test_non_gpu_power),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_duration_syntax),
         cmocka_unit_test(test_simple_negative),
         cmocka_unit_test(test_targets),
         cmocka_unit_test(test_starts_now),

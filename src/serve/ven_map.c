@@ -32,21 +32,27 @@ static double iso_duration(const char *s, const char **why)
     if (!s || *s != 'P')
         return -1;
     double total = 0;
-    int in_time = 0, any = 0;
+    int in_time = 0, any = 0, any_time = 0, rank = 0, fraction = 0;
     for (const char *p = s + 1; *p;) {
         if (*p == 'T') {
+            if (in_time)
+                return -1;
             in_time = 1;
             p++;
             continue;
         }
+        if (fraction)
+            return -1; /* only the last component may have a fraction (ISO 8601 4.4.3.2) */
         /* Decimal digits with an optional fraction, read by strtod only after they are
          * checked: strtod alone also took "0x10" (16) and "1e1" (10). */
         const char *end = p;
         while (*end >= '0' && *end <= '9')
             end++;
-        if (end > p && *end == '.' && end[1] >= '0' && end[1] <= '9')
+        if (end > p && *end == '.' && end[1] >= '0' && end[1] <= '9') {
+            fraction = 1;
             for (end++; *end >= '0' && *end <= '9'; end++)
                 ;
+        }
         if (end == p)
             return -1;
         double x = strtod(p, NULL); /* stops where the digits do: the unit letter follows */
@@ -54,6 +60,17 @@ static double iso_duration(const char *s, const char **why)
             return -1;
         /* Years and months: 0 is a length like any other (the spec's pattern writes them
          * first, "P0Y0M0DT1H"); any other number has none. */
+        /* The components in ISO 8601's order, each once: "PT1S1H" or "PT1H1H" would be read
+         * as some length, and not surely the one the VTN meant. */
+        int r = in_time ? (*end == 'H' ? 5 : *end == 'M' ? 6 : *end == 'S' ? 7 : 0)
+                        : (*end == 'Y' ? 1 : *end == 'M' ? 2 : *end == 'W' ? 3 : *end == 'D' ? 4 : 0);
+        if (r <= rank) {
+            if (r)
+                *why = "its components out of ISO 8601's order (Y M W D T H M S) or given twice";
+            return -1;
+        }
+        rank = r;
+        any_time |= in_time;
         if ((*end == 'Y' || *end == 'M') && !in_time) {
             if (x != 0) {
                 *why = "years and months other than 0 have no fixed length (P9999Y aside, "
@@ -76,7 +93,7 @@ static double iso_duration(const char *s, const char **why)
         any = 1;
         p = end + 1;
     }
-    return any ? total : -1;
+    return any && in_time == any_time ? total : -1; /* "P1DT": a T with nothing after it */
 }
 
 /* The intervalPeriod that sets the interval's window: its own, else the event's (*own 0). */

@@ -468,6 +468,9 @@ static void test_targets(void **state)
          "{\"type\": \"GROUP\", \"values\": [\"west\"]}]", 1},
         {"[{\"type\": \"GROUP\", \"values\": [\"west\"]}]", 1},
         {"[\"group-west\"]", 1},
+        /* values not a list cannot be judged: taken (one naming this VEN was dropped) */
+        {"[{\"type\": \"VEN_NAME\", \"values\": \"pfi-site\"}]", 1},
+        {"[{\"type\": \"RESOURCE_NAME\", \"values\": 7}]", 1},
         {"null", 1},
         {"[]", 1},
     };
@@ -480,6 +483,39 @@ static void test_targets(void **state)
         if (!!b != cases[i].taken || (!b && why[0]))
             fail_msg("targets %s: %s (%s)", cases[i].targets, b ? "taken" : "not taken", why);
         json_decref(b);
+    }
+}
+
+/* A priority that is not a whole number is taken as none, and the note says so (the VEN logs
+ * it); a whole one, or none, or null, is no note. */
+static void test_priority_note(void **state)
+{
+    (void)state;
+    const struct {
+        const char *prio;
+        int ignored, pfi_prio;
+    } cases[] = {
+        {"2", 0, -2}, {"null", 0, 0}, {"-3.0", 0, 3}, {"1.5", 1, 0}, {"\"high\"", 1, 0},
+        {"true", 1, 0}, {"[1]", 1, 0},
+    };
+    pfi_ven_config c = config();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024], why[300] = "";
+        snprintf(text, sizeof text,
+                 "{\"id\": \"e1\", \"programID\": \"p1\", \"priority\": %s, "
+                 "\"payloadDescriptors\": " KW_DESC ", \"intervalPeriod\": " PERIOD_1H
+                 ", \"intervals\": " LIMIT("5") "}", cases[i].prio);
+        json_error_t je;
+        json_t *ev = json_loads(text, JSON_DECODE_INT_AS_REAL, &je);
+        assert_non_null(ev);
+        pfi_ven_map_note nt;
+        json_t *b = pfi_ven_map(&c, ev, json_array_get(json_object_get(ev, "intervals"), 0), 0,
+                                NOW_S, 0, &nt, why, sizeof why);
+        if (!b || nt.priority_ignored != cases[i].ignored || num(b, "priority") != cases[i].pfi_prio)
+            fail_msg("priority %s: %s, note %d, priority %g", cases[i].prio, b ? "taken" : why,
+                     nt.priority_ignored, b ? num(b, "priority") : NAN);
+        json_decref(b);
+        json_decref(ev);
     }
 }
 
@@ -670,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_duration_syntax),
         cmocka_unit_test(test_simple_negative),
         cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_priority_note),
         cmocka_unit_test(test_starts_now),
         cmocka_unit_test(test_randomize_shed),
         cmocka_unit_test(test_randomize_limit_on_time),

@@ -24,7 +24,8 @@ Test controls (no token): POST /_test/events (an event body; id and programID fi
 unless given: an event of another program has its own programID),
 DELETE /_test/events/ID (the VTN deletes an event), PUT /_test/events/ID (an event
 body: the VTN changes the event), GET /_test/reports, POST /_test/revoke
-(every token becomes invalid), POST /_test/skew {"seconds": S} (the Date header runs S seconds
+(every token becomes invalid), POST /_test/token {"length": N} (tokens given from now on are N
+characters long, as a JWT with many claims is; 32 again with N 32), POST /_test/skew {"seconds": S} (the Date header runs S seconds
 off), POST /_test/fail {"status": N, "count": K} (the next K resource requests answer N;
 with "min_skip": M, only the next K GET /events with skip >= M: a listing cut short),
 POST /_test/page {"max": P} (GET /events answers at most P events a page, as a VTN may, whatever
@@ -61,7 +62,7 @@ STATE = {"tokens": set(), "events": [], "reports": [], "token_requests": 0,
          "unauthorized": 0, "next_id": 1, "skew": 0.0, "fail_status": 0, "fail_count": 0,
          "vens": [], "next_ven": 1, "subs": [], "notified": 0, "fail_min_skip": -1, "hide": {}, "hidden": set(),
          "page_max": 50, "ignore_skip": False, "endless": False, "filter_program": True, "requests": 0, "stall_s": 0.0, "stall_count": 0,
-         "stall_min_skip": -1, "stalled": 0, "stalled_now": 0}
+         "stall_min_skip": -1, "stalled": 0, "stalled_now": 0, "token_len": 0}
 
 
 def clock_now():
@@ -194,7 +195,9 @@ class Vtn(BaseHTTPRequestHandler):
             return 400, {"error": "unsupported_grant_type"}
         if form.get("client_id") != ARGS.client_id or form.get("client_secret") != SECRET:
             return 401, {"error": "invalid_client"}
-        tok = secrets.token_hex(16)
+        with LOCK:
+            n = STATE["token_len"]
+        tok = secrets.token_hex(16) if n <= 32 else (secrets.token_hex(16) + "x" * n)[:n]
         with LOCK:
             STATE["tokens"].add(tok)
         return 200, {"access_token": tok, "token_type": "Bearer", "expires_in": 3600}
@@ -378,6 +381,10 @@ class Vtn(BaseHTTPRequestHandler):
                 STATE["page_max"] = int(d["max"])
                 STATE["ignore_skip"] = bool(d.get("ignore_skip", False))
                 STATE["endless"] = bool(d.get("endless", False))
+            return self.reply(200, {})
+        if u.path == "/_test/token":
+            with LOCK:
+                STATE["token_len"] = int(json.loads(self.body())["length"])
             return self.reply(200, {})
         if u.path == "/_test/revoke":
             with LOCK:

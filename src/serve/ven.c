@@ -53,14 +53,14 @@
  * lists 2,000 events within three weeks of quarter-hours, and every event after them (the new
  * ones) was never read. */
 #define VEN_PAGES_MAX 1000
-#define VEN_SAID_MAX 32     /* errors remembered as logged */
+#define VEN_SAID_MAX 1024   /* errors remembered as logged */
 #define VEN_SAID_S 3600.0   /* an error logged is logged again after this long */
 
 struct pfi_ven {
     pfi_ven_host host;
     pfi_ven_config cfg;
     char secret[256];
-    char token[2048];
+    char token[16384]; /* a JWT with many claims (Azure AD and the like) passes 2 KB */
     double token_expiry;
     char program_id[128];
     json_t *program_pd; /* the program's payloadDescriptors (NULL: none) */
@@ -77,6 +77,7 @@ struct pfi_ven {
     long long n_polls, n_errors, n_events, n_reports, n_cancelled;
     uint32_t said_hash[VEN_SAID_MAX]; /* errors logged lately (said_lately) */
     double said_at[VEN_SAID_MAX];     /*   and when (monotonic; 0: free) */
+    double full_said_at;              /* when "too many messages" was (monotonic; 0: never) */
     /* The local clock against the VTN's (its answers' Date header): local - VTN, NAN before
      * the first answer; skewed while beyond cfg.max_skew_s, with n_skewed answers so far. */
     double skew_s;
@@ -84,6 +85,8 @@ struct pfi_ven {
     int too_far;  /* skewed past what windows are widened for (widen_s): a wrong clock */
     long long n_skewed;
     char last_error[300];
+    double last_error_at; /* wall clock of last_error (0: none yet) */
+    double down_since;    /* wall clock the VTN stopped answering (0: it answers) */
     /* Events whose report the VTN took, among those the host still holds: an event is
      * reported once, and the set never outgrows the host's list (PFI_VEN_EVENTS_MAX). */
     char reported[PFI_VEN_EVENTS_MAX][PFI_EVENT_ID_MAX];
@@ -106,22 +109,36 @@ typedef struct vbuf {
 
 /* Whether the same message was logged within the last VEN_SAID_S (mu held); else it is noted
  * as said now.  A refused interval is refused again at every poll while the VTN lists it:
- * logged each time, that was 8,640 lines a day of one event at the default 10 s poll. */
+ * logged each time, that was 8,640 lines a day of one event at the default 10 s poll.  A
+ * message logged lately is never forgotten for a newer one: with a few more messages than
+ * places, forgetting the oldest logged every one of them at every poll.  Past VEN_SAID_MAX
+ * messages within the hour the rest are not logged (they are still counted and kept as
+ * last_error), and the log says so once an hour. */
 static int said_lately(pfi_ven *v, const char *msg)
 {
     uint32_t h = 2166136261u;
     for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
         h = (h ^ *p) * 16777619u;
     double now = pfi_clock_mono();
-    int oldest = 0;
+    int free_at = -1;
     for (int k = 0; k < VEN_SAID_MAX; k++) {
-        if (v->said_at[k] > 0 && v->said_hash[k] == h && now - v->said_at[k] < VEN_SAID_S)
+        int fresh = v->said_at[k] > 0 && now - v->said_at[k] < VEN_SAID_S;
+        if (fresh && v->said_hash[k] == h)
             return 1;
-        if (v->said_at[k] < v->said_at[oldest])
-            oldest = k;
+        if (!fresh && free_at < 0)
+            free_at = k;
     }
-    v->said_hash[oldest] = h;
-    v->said_at[oldest] = now;
+    if (free_at < 0) {
+        if (!(v->full_said_at > 0 && now - v->full_said_at < VEN_SAID_S)) {
+            v->full_said_at = now;
+            fprintf(stderr, "%s: openadr: more than %d different messages within the hour: "
+                    "the others are counted in errors and kept as last_error, not logged\n",
+                    v->host.name, VEN_SAID_MAX);
+        }
+        return 1;
+    }
+    v->said_hash[free_at] = h;
+    v->said_at[free_at] = now;
     return 0;
 }
 
@@ -136,11 +153,37 @@ static void ven_error(pfi_ven *v, const char *fmt, ...)
     va_start(ap, fmt);
     pthread_mutex_lock(&v->mu);
     vsnprintf(v->last_error, sizeof v->last_error, fmt, ap);
+    v->last_error_at = pfi_clock_wall();
     v->n_errors++;
     if (!said_lately(v, v->last_error))
         fprintf(stderr, "%s: openadr: %s\n", v->host.name, v->last_error);
     pthread_mutex_unlock(&v->mu);
     va_end(ap);
+}
+
+/* The VTN gave no answer, or one that says it cannot serve (5xx): from when, for the word
+ * when it answers again (an old last_error read as a current outage). */
+static void vtn_down(pfi_ven *v)
+{
+    pthread_mutex_lock(&v->mu);
+    if (!(v->down_since > 0))
+        v->down_since = pfi_clock_wall();
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* The VTN answered a request as asked: said once when it had not. */
+static void vtn_up(pfi_ven *v)
+{
+    pthread_mutex_lock(&v->mu);
+    double since = v->down_since;
+    v->down_since = 0;
+    pthread_mutex_unlock(&v->mu);
+    if (since > 0) {
+        char at[40];
+        pfi_time_format(since, at, sizeof at);
+        fprintf(stderr, "%s: openadr: the VTN answers again (not since %s, %.0f s)\n",
+                v->host.name, at, fmax(pfi_clock_wall() - since, 0));
+    }
 }
 
 /* The widening for a skew: whole minutes after the second the Date header cannot resolve (so
@@ -203,8 +246,12 @@ static long http(pfi_ven *v, const char *method, const char *url, const char *bo
     pfi_http_req r = {.url = url, .method = method, .body = body, .content_type = ctype,
                       .max_reply = 8u << 20, .cancel = &v->stop};
     pfi_http_many(NULL, &r, 1, auth ? v->token : NULL, v->cfg.timeout_s, 1);
-    if (r.status < 0 && !r.cancelled)
+    if (r.status < 0 && !r.cancelled) {
+        vtn_down(v);
         ven_error(v, "%s %s: %s", method, url, r.err);
+    } else if (r.status >= 500) {
+        vtn_down(v);
+    }
     if (isfinite(r.date_s))
         note_clock(v, r.date_s);
     out->p = r.reply; /* the caller frees it */
@@ -232,7 +279,14 @@ static int get_token(pfi_ven *v)
     free(b.p);
     json_t *tok = json_object_get(d, "access_token"), *exp = json_object_get(d, "expires_in");
     int ok = st == 200 && json_is_string(tok) && strlen(json_string_value(tok)) < sizeof v->token;
-    if (ok) {
+    if (st == 200 && json_is_string(tok) && !ok) {
+        ven_error(v, "token from %s refused: its access_token is %zu bytes, longer than the %zu "
+                  "pfi takes", v->cfg.token_url, strlen(json_string_value(tok)),
+                  sizeof v->token - 1);
+    } else if (st == 200 && !ok) {
+        ven_error(v, "token from %s refused: HTTP 200 without an access_token string",
+                  v->cfg.token_url);
+    } else if (ok) {
         snprintf(v->token, sizeof v->token, "%s", json_string_value(tok));
         double s = json_is_number(exp) ? json_number_value(exp) : 3600;
         v->token_expiry = pfi_clock_mono() + (s > 120 ? s - 60 : s / 2);
@@ -272,6 +326,8 @@ static json_t *call_json(pfi_ven *v, const char *method, const char *path, const
         d = (st == 200 || st == 201) && b.p
                 ? json_loads(b.p, JSON_DECODE_INT_AS_REAL, &je)
                 : NULL;
+        if (d)
+            vtn_up(v);
         int q = 0;
         for (int i = 0; quiet && quiet[i]; i++)
             q |= quiet[i] == st;
@@ -648,6 +704,16 @@ static void note_least(pfi_ven *v, json_t *b, const pfi_ven_map_note *nt)
                 json_string_value(json_object_get(b, "id")), nt->least_w, less, PFI_VEN_LEAST_W);
 }
 
+/* An interval taken whose priority is not a whole number ("high", 1.5): said once per take,
+ * since it was taken as no priority without a word. */
+static void note_priority(pfi_ven *v, json_t *b, const pfi_ven_map_note *nt)
+{
+    if (nt->priority_ignored)
+        fprintf(stderr, "%s: openadr: event %s: its priority is not a whole number (OpenADR: an "
+                "integer, lower binds first): taken as none\n", v->host.name,
+                json_string_value(json_object_get(b, "id")));
+}
+
 /* An interval mapped to an event body, waiting to be added. */
 typedef struct ven_take {
     json_t *b;
@@ -745,6 +811,7 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
             pthread_mutex_unlock(&v->mu);
             note_randomized(v, b, &t[i].nt);
             note_least(v, b, &t[i].nt);
+            note_priority(v, b, &t[i].nt);
         }
         json_decref(b);
     }
@@ -975,22 +1042,29 @@ static void let_go_finished(pfi_ven *v)
     free(evs);
 }
 
-/* Appends to all the events of a page whose ids were not listed before (seen: the ids so far;
- * an event without an id, which is refused later, is appended as it comes); returns how many
- * new ids the page had.  A page of ids all seen is a VTN that ignores skip answering its first
- * events again; one partly seen (an event added before them between two pages) adds its new
- * events once. */
-static size_t add_page(json_t *all, json_t *seen, json_t *page)
+/* Appends to all the events of a page whose ids were not listed before (seen: the ids so far,
+ * each with the event first listed under it; an event without an id, which is refused later,
+ * is appended as it comes); returns how many new ids the page had.  A page of ids all seen is
+ * a VTN that ignores skip answering its first events again; one partly seen (an event added
+ * before them between two pages) adds its new events once.  An id listed again with other
+ * contents is said: the first is the one taken, and a lower limit listed second was dropped
+ * without a word. */
+static size_t add_page(pfi_ven *v, json_t *all, json_t *seen, json_t *page)
 {
     size_t i, fresh = 0;
     json_t *ev;
     json_array_foreach(page, i, ev)
     {
-        json_t *id = json_object_get(ev, "id");
-        if (json_is_string(id) && json_object_get(seen, json_string_value(id)))
+        json_t *id = json_object_get(ev, "id"), *first;
+        if (json_is_string(id) && (first = json_object_get(seen, json_string_value(id)))) {
+            if (!json_equal(first, ev))
+                ven_error(v, "event %.80s listed twice in one listing, with other contents: the "
+                          "first taken, the other ignored (the VTN's listing is inconsistent)",
+                          json_string_value(id));
             continue;
+        }
         if (json_is_string(id)) {
-            json_object_set_new(seen, json_string_value(id), json_true());
+            json_object_set(seen, json_string_value(id), ev);
             fresh++;
         }
         json_array_append(all, ev);
@@ -1049,7 +1123,7 @@ static json_t *all_events(pfi_ven *v, int *complete)
         size_t n = json_array_size(evs);
         from = got;
         got += n;
-        repeated = n > 0 && add_page(all, seen, evs) == 0;
+        repeated = n > 0 && add_page(v, all, seen, evs) == 0;
         json_decref(evs);
         if (n == 0)
             *complete = 1;
@@ -1244,6 +1318,39 @@ static void *ven_main(void *arg)
     return NULL;
 }
 
+/* Whether url is plain http to another host than this one: what is sent there (the client
+ * secret, a callback's secret path) can be read on the way. */
+static int cleartext_away(const char *url)
+{
+    if (strncasecmp(url, "http://", 7) != 0)
+        return 0;
+    const char *h = url + 7, *end = h + strcspn(h, "/?#");
+    const char *at = memchr(h, '@', (size_t)(end - h));
+    if (at)
+        h = at + 1;
+    size_t n = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/?#");
+    if ((n == 9 && !strncasecmp(h, "localhost", 9)) || (n == 5 && !strncmp(h, "[::1]", 5)))
+        return 0;
+    return !(n >= 4 && !strncmp(h, "127.", 4));
+}
+
+/* Said once at the start: the secret over plain http to another host (the secret file must be
+ * private, and the wire was not said to be). */
+static void warn_cleartext(const pfi_ven *v)
+{
+    const char *u[2] = {v->cfg.token_url, v->cfg.callback_url};
+    if (cleartext_away(u[0]))
+        fprintf(stderr, "%s: openadr: warning: the client secret goes to %s over plain http, "
+                "readable on the way: use https\n", v->host.name, u[0]);
+    else if (cleartext_away(v->cfg.vtn_url))
+        fprintf(stderr, "%s: openadr: warning: the access token goes to %s over plain http, "
+                "readable on the way: use https\n", v->host.name, v->cfg.vtn_url);
+    if (u[1][0] && cleartext_away(u[1]))
+        fprintf(stderr, "%s: openadr: warning: the VTN's notifications come to %s over plain "
+                "http, the callback's secret part readable on the way: use https (a TLS proxy "
+                "in front of the daemon)\n", v->host.name, u[1]);
+}
+
 int pfi_ven_start(const pfi_ven_host *host, const pfi_ven_config *cfg, pfi_ven **out,
                   pfi_err *err)
 {
@@ -1279,6 +1386,7 @@ int pfi_ven_start(const pfi_ven_host *host, const pfi_ven_config *cfg, pfi_ven *
         free(v);
         return pfi_err_prefix(err, "openadr client secret: ");
     }
+    warn_cleartext(v);
     pthread_mutex_init(&v->mu, NULL);
     if (pthread_create(&v->th, NULL, ven_main, v) != 0) {
         pthread_mutex_destroy(&v->mu);
@@ -1298,6 +1406,16 @@ void pfi_ven_stop(pfi_ven *v)
     pthread_mutex_destroy(&v->mu);
     json_decref(v->program_pd);
     free(v);
+}
+
+/* A wall-clock time as ISO 8601 UTC, null for 0 (none). */
+static json_t *iso_or_null(double t)
+{
+    char at[40];
+    if (!(t > 0))
+        return json_null();
+    pfi_time_format(t, at, sizeof at);
+    return json_string(at);
 }
 
 void *pfi_ven_json(pfi_ven *v)
@@ -1320,6 +1438,8 @@ void *pfi_ven_json(pfi_ven *v)
     json_object_set_new(o, "ven_id", v->ven_id[0] ? json_string(v->ven_id) : json_null());
     json_object_set_new(o, "other_program_events", json_integer(v->n_other_program));
     json_object_set_new(o, "non_gpu_power_w", json_real(v->cfg.non_gpu_w));
+    json_object_set_new(o, "last_error_at", iso_or_null(v->last_error_at));
+    json_object_set_new(o, "vtn_down_since", iso_or_null(v->down_since));
     pthread_mutex_unlock(&v->mu);
     return o;
 }

@@ -293,7 +293,9 @@ int pfi_ven_for_this(const pfi_ven_config *cfg, json_t *ev)
                            : !strcmp(json_string_value(type), "VEN_NAME") ? ven
                            : !strcmp(json_string_value(type), "RESOURCE_NAME") ? cfg->resource
                                                                                 : NULL;
-        if (!want)
+        /* values not a list (a plain string) cannot be judged: as the docs say of such
+         * targets, it does not exclude the event (it dropped one naming this very VEN). */
+        if (!want || !json_is_array(json_object_get(t, "values")))
             continue;
         int named = 0;
         json_array_foreach(json_object_get(t, "values"), j, x)
@@ -401,7 +403,7 @@ static int put_target(const pfi_ven_config *cfg, json_t *ev, const char *ty, dou
 json_t *pfi_ven_map(const pfi_ven_config *cfg, json_t *ev, json_t *iv, int k, double now,
                     double widen, pfi_ven_map_note *nt, char *why, size_t wn)
 {
-    *nt = (pfi_ven_map_note){0, 0, NAN};
+    *nt = (pfi_ven_map_note){0, 0, NAN, 0};
     double *rand_s = &nt->rand_s, *late_s = &nt->late_s;
     if (!pfi_ven_for_this(cfg, ev)) { /* another VEN's: nothing to do here */
         why[0] = 0;
@@ -461,7 +463,9 @@ json_t *pfi_ven_map(const pfi_ven_config *cfg, json_t *ev, json_t *iv, int k, do
      * turned positive in the cast (and the event was refused).  The VTN's numbers are read as
      * reals (ven.c: an integer past 64 bits made the page "not JSON"): a whole one is taken. */
     double pv = json_is_number(pr) ? json_number_value(pr) : 0;
-    if (!(isfinite(pv) && pv == floor(pv)))
+    nt->priority_ignored = pr && !json_is_null(pr) && !(json_is_number(pr) && isfinite(pv) &&
+                                                         pv == floor(pv));
+    if (nt->priority_ignored)
         pv = 0;
     int prio = pv > 1000 ? -1000 : pv < -1000 ? 1000 : -(int)pv;
     json_t *b = json_pack("{s:s, s:f, s:f, s:f, s:s, s:i, s:s}", "id", id, "start", t0, "end",

@@ -23,6 +23,7 @@
  * (least_w: taken as PFI_VEN_LEAST_W), else NAN. */
 typedef struct pfi_ven_map_note {
     double rand_s, late_s, least_w;
+    int priority_ignored; /* a priority given that is not a whole number: taken as none */
 } pfi_ven_map_note;
 
 /* One interval (the k-th, iv) of an OpenADR event ev -> the body of the grid event it becomes

@@ -22,6 +22,7 @@ typedef struct xfer {
     pfi_http_req *r;
     CURL *h;
     size_t len, cap, max;
+    int too_long; /* the answer passed max: said as such, not as curl's write error */
     struct curl_slist *hdr;
 } xfer;
 
@@ -36,8 +37,10 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t add = size * nmemb;
-    if (add + 1 > x->max || x->len > x->max - add - 1)
+    if (add + 1 > x->max || x->len > x->max - add - 1) {
+        x->too_long = 1;
         return 0; /* makes curl fail the transfer: the reply is not believable */
+    }
     if (x->len + add + 1 > x->cap) {
         size_t nc = x->cap ? x->cap : 1024;
         while (nc < x->len + add + 1)
@@ -133,6 +136,7 @@ static void start_one(slice *sl, xfer *x, const heads *hd, double timeout_s)
 {
     pfi_http_req *r = x->r;
     x->max = r->max_reply ? r->max_reply : REPLY_MAX;
+    x->too_long = 0;
     struct curl_slist *hdr = !r->body ? hd->bare : !r->content_type ? hd->json : NULL;
     if (!hdr) /* a body of its own type: its own list */
         hdr = x->hdr = head_list(hd->auth, r->content_type);
@@ -230,7 +234,10 @@ static void finish(slice *sl, CURLMsg *msg)
     } else {
         r->status = -1;
         r->timed_out = msg->data.result == CURLE_OPERATION_TIMEDOUT;
-        snprintf(r->err, sizeof r->err, "%s", curl_easy_strerror(msg->data.result));
+        if (x->too_long) /* curl says "Failed writing received data to disk/application" */
+            snprintf(r->err, sizeof r->err, "answer longer than the %zu bytes taken", x->max - 1);
+        else
+            snprintf(r->err, sizeof r->err, "%s", curl_easy_strerror(msg->data.result));
     }
     curl_multi_remove_handle(sl->m, msg->easy_handle);
     handle_put(sl, msg->easy_handle);
@@ -316,12 +323,6 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         return;
     if (max_parallel < 1)
         max_parallel = 1;
-    char auth[2200]; /* an OAuth access token can be long */
-    const char *ah = NULL;
-    if (token && *token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        ah = auth;
-    }
     for (int i = 0; i < n; i++) {
         reqs[i].status = -1;
         reqs[i].started = 0;
@@ -331,6 +332,24 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         reqs[i].date_s = NAN;
         free(reqs[i].reply);
         reqs[i].reply = NULL;
+    }
+    /* Sized to the token: an OAuth access token (a JWT with many claims) passes 2 KB, and a
+     * fixed buffer cut it short without a word. */
+    char *auth = NULL;
+    const char *ah = NULL;
+    if (token && *token) {
+        size_t an = strlen(token) + sizeof "Authorization: Bearer ";
+        if ((auth = malloc(an)))
+            snprintf(auth, an, "Authorization: Bearer %s", token);
+        ah = auth;
+        if (!auth) {
+            for (int i = 0; i < n; i++) {
+                snprintf(reqs[i].err, sizeof reqs[i].err, "out of memory");
+                if (reqs[i].done)
+                    reqs[i].done(&reqs[i]);
+            }
+            return;
+        }
     }
     /* Plain HTTP on a kept client: every such request on one epoll loop, on this thread, its
      * connections kept (http_kept.c).  One thread, because at site scale such a loop costs
@@ -344,6 +363,7 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
         for (int i = 0; i < n; i++)
             if (reqs[i].done)
                 reqs[i].done(&reqs[i]);
+        free(auth);
         return;
     }
     pfi_http_req **kr = calloc((size_t)n + 1, sizeof *kr);
@@ -407,6 +427,7 @@ void pfi_http_many(pfi_http *keep, pfi_http_req *reqs, int n, const char *token,
 out:
     curl_slist_free_all(hd.json);
     curl_slist_free_all(hd.bare);
+    free(auth);
     if (!keep)
         pfi_http_free(h);
     free(kr);

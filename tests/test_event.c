@@ -602,6 +602,38 @@ static void test_held_above(void **state)
     assert_true(c.held_above_w == 4800);
 }
 
+/* An event received after its window began: the budget recorded before it was stored was set
+ * without it (another event's) and is not counted as held for it; from then on it is.  The
+ * report says how late it came. */
+static void test_held_after_taken(void **state)
+{
+    (void)state;
+    pfi_event_revision r[1];
+    r[0].from_s = -INFINITY;
+    r[0].ev = limit_ev("late", 1000, 1040, 3000);
+    double t[80], b[80];
+    int n = 0;
+    for (double x = 970; x < 1050; x += 1, n++) {
+        t[n] = x;
+        b[n] = 4000; /* another event's budget, then the least it could */
+    }
+    pfi_event_compliance c;
+    memset(&c, 0, sizeof c);
+    r[0].ev.added_s = 1008.5;
+    pfi_event_compliance_held(r, 1, t, b, n, 5, &c);
+    assert_true(fabs(c.held_above_s - 31.5) < 1e-9); /* 1008.5-1040 */
+    assert_true(fabs(c.taken_late_s - 8.5) < 1e-9);
+    r[0].ev.added_s = 990; /* before the window: every second counts, not late */
+    pfi_event_compliance_held(r, 1, t, b, n, 5, &c);
+    assert_true(fabs(c.held_above_s - 40) < 1e-9 && c.taken_late_s == 0);
+    r[0].ev.added_s = 0; /* not known (stored before this was kept): as before */
+    pfi_event_compliance_held(r, 1, t, b, n, 5, &c);
+    assert_true(fabs(c.held_above_s - 40) < 1e-9 && c.taken_late_s == 0);
+    r[0].ev.added_s = 1100; /* after the window: nothing held for it */
+    pfi_event_compliance_held(r, 1, t, b, n, 5, &c);
+    assert_true(c.held_above_s == 0 && isnan(c.held_above_w) && c.taken_late_s == 100);
+}
+
 /* An interval's budget: the budget held where the site held more than the event asked for all
  * of the interval's recorded time (the least it could, not the target it could not meet); the
  * event's line where that was met in part of it (the lowest budget in force over it). */
@@ -834,6 +866,7 @@ int main(void)
         cmocka_unit_test(test_compliance_revised),
         cmocka_unit_test(test_change_kind),
         cmocka_unit_test(test_held_above),
+        cmocka_unit_test(test_held_after_taken),
         cmocka_unit_test(test_held_intervals),
         cmocka_unit_test(test_noted_level_holds),
         cmocka_unit_test(test_baseline_method_words),

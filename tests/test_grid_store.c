@@ -458,6 +458,67 @@ static void test_revisions(void **state)
     pfi_grid_close(g);
 }
 
+/* The event's id when first stored: read back (0 for a put without one), kept by a change,
+ * taken anew by a NEW event under the id; a report of an event stored after its window began
+ * says how late, and counts as held only the budget recorded after (the budget before was
+ * another event's: "held ... the least it could" was reported for it). */
+static double loaded_added(pfi_grid_store *g, const char *id)
+{
+    pfi_err e = {0};
+    pfi_event *evs;
+    int n;
+    double at = -1;
+    assert_int_equal(pfi_grid_load(g, &evs, &n, &e), PFI_OK);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(evs[i].id, id))
+            at = evs[i].added_s;
+    free(evs);
+    return at;
+}
+
+static void test_added(void **state)
+{
+    (void)state;
+    pfi_err e = {0};
+    pfi_grid_store *g;
+    assert_int_equal(pfi_grid_open(path, &g, &e), PFI_OK);
+    pfi_event a, b, c, p;
+    pfi_event_init_limit(&p, "put", 10000, 10040, 4500);
+    assert_int_equal(pfi_grid_put(g, &p, &e), PFI_OK);
+    assert_true(loaded_added(g, "put") == 0);
+    pfi_event_init_limit(&a, "late", 10000, 10040, 3000);
+    assert_int_equal(pfi_grid_change(g, NULL, &a, PFI_EVENT_CHANGE_NEW, 10008, &e), PFI_OK);
+    assert_true(loaded_added(g, "late") == 10008);
+    b = a;
+    b.limit_w = 2800;
+    assert_int_equal(pfi_grid_change(g, &a, &b, PFI_EVENT_CHANGE_REVISE, 10020, &e), PFI_OK);
+    c = b;
+    c.priority = 3;
+    assert_int_equal(pfi_grid_change(g, &b, &c, PFI_EVENT_CHANGE_SAME, 10021, &e), PFI_OK);
+    assert_true(loaded_added(g, "late") == 10008);
+    /* The budget recorded: another event's 4000 W before it came, then the least the site
+     * could hold, 4000 W all along. */
+    for (int t = 9900; t < 10100; t++)
+        assert_int_equal(pfi_grid_power_add(g, t, 3900, 4000, "late", &e), PFI_OK);
+    pfi_event_site site = pfi_event_site_default(5600);
+    json_t *j = pfi_grid_report_json(g, &c, &site, 5, 20000, &e);
+    if (!j)
+        fail_msg("%s", e.msg);
+    json_t *cj = json_object_get(j, "compliance");
+    assert_true(json_number_value(json_object_get(cj, "taken_after_start_s")) == 8);
+    json_t *held = json_object_get(cj, "held_above_target");
+    if (fabs(json_number_value(json_object_get(held, "seconds")) - 32) > 1e-9)
+        fail_msg("held %g s, want 32 (10008-10040)",
+                 json_number_value(json_object_get(held, "seconds")));
+    json_decref(j);
+    /* A new event under the id is taken when it comes. */
+    pfi_event renewed = c;
+    renewed.limit_w = 2000;
+    assert_int_equal(pfi_grid_change(g, &c, &renewed, PFI_EVENT_CHANGE_NEW, 10030, &e), PFI_OK);
+    assert_true(loaded_added(g, "late") == 10030);
+    pfi_grid_close(g);
+}
+
 /* The report's state at `now`, checked with the words its message must hold. */
 static void expect_state(pfi_grid_store *g, const pfi_event *ev, double now, const char *state,
                          const char *words)
@@ -613,6 +674,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_report_states, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_outside_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_added, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,6 +54,10 @@ typedef struct pfi_event {
      * finished event's report judges its ramps against it, not against a budget set later.
      * 0 or NAN: not noted (its ramp has not begun, or it was stored before this was kept). */
     double ramp_level_w;
+    /* When the host that holds it first stored it (Unix seconds; 0: not known, stored before
+     * this was kept): the budget recorded before then was not set for it, and its report does
+     * not count it as held at the least the site could. */
+    double added_s;
 } pfi_event;
 
 /* The site the events apply to. */

@@ -471,6 +471,12 @@ void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const
 {
     out->held_above_s = 0;
     out->held_above_w = NAN;
+    /* Before the host took the event the budget it recorded was set without it (another
+     * event's, in force): no sign of what the site could hold for this one.  A report said
+     * "held at up to 4000 W for 8 s, the least it could" of the seconds before a 3000 W limit
+     * whose window had begun was received. */
+    double added = n_revs > 0 && revs[0].ev.added_s > 0 ? revs[0].ev.added_s : -INFINITY;
+    out->taken_late_s = n_revs > 0 ? fmax(added - revs[0].ev.start_s, 0) : 0;
     for (int i = 0; i < n; i++) {
         if (!isfinite(b[i]))
             continue;
@@ -481,18 +487,21 @@ void pfi_event_compliance_held(const pfi_event_revision *revs, int n_revs, const
         int k = rev_at(revs, n_revs, t[i]);
         const pfi_event *ev = &revs[k].ev;
         double end = fmin(t[i] + hold_s(t, n, i, max_gap_s), rev_from(revs, n_revs, k + 1));
+        double from = fmax(t[i], added);
+        if (!(from < end))
+            continue;
         /* half a watt: the budget an event sets is its target, as recorded */
         if (!(b[i] > pfi_event_target_w(ev) + 0.5))
             continue;
-        double o = overlap(t[i], end, ev->start_s, ev->end_s);
+        double o = overlap(from, end, ev->start_s, ev->end_s);
         if (o > 0 && following(revs, k, t[i], b[i], max_gap_s)) {
-            held_in_intervals(out, fmax(t[i], ev->start_s), fmin(end, ev->end_s), NAN);
+            held_in_intervals(out, fmax(from, ev->start_s), fmin(end, ev->end_s), NAN);
         } else if (o > 0) {
             out->held_above_s += o;
             out->held_above_w = isnan(out->held_above_w) || b[i] > out->held_above_w
                                     ? b[i]
                                     : out->held_above_w;
-            held_in_intervals(out, fmax(t[i], ev->start_s), fmin(end, ev->end_s), b[i]);
+            held_in_intervals(out, fmax(from, ev->start_s), fmin(end, ev->end_s), b[i]);
         }
     }
     for (int j = 0; j < out->n_intervals; j++) {

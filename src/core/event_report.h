@@ -103,6 +103,9 @@ typedef struct pfi_event_compliance {
      * site held the least it could, an event the SLAs could not meet): for how long, and the
      * highest (0 and NAN: never, or no budgets given). */
     double held_above_s, held_above_w;
+    /* How far into its window the host took the event (0: before it began, or not known):
+     * the seconds before are judged, not counted as held (pfi_event_compliance_held). */
+    double taken_late_s;
     int n_spans;                  /* one per revision: 1 for an event never changed under way */
     pfi_event_span *spans;        /* malloc'ed (pfi_event_compliance_free) */
 } pfi_event_compliance;

@@ -917,6 +917,10 @@ static json_t *report_body(pfi_ven *v, json_t *rep, const char *id, const char *
         at += snprintf(name + at, sizeof name - (size_t)at, "; held at up to %.0f W for %.1f s, "
                        "the least it could", json_number_value(json_object_get(held, "budget_w")),
                        json_number_value(json_object_get(held, "seconds")));
+    json_t *late = json_object_get(c, "taken_after_start_s");
+    if (json_is_number(late) && at > 0 && (size_t)at < sizeof name)
+        at += snprintf(name + at, sizeof name - (size_t)at, "; received %.1f s into its window",
+                       json_number_value(late));
     if (nrev > 1 && at > 0 && (size_t)at < sizeof name)
         at += snprintf(name + at, sizeof name - (size_t)at, "; modified under way%s at %s "
                        "(target %.0f W), each instant judged against the definition in force "

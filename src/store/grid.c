@@ -49,6 +49,9 @@ static const pfi_store_step steps[] = {
     /* When a finished event was let go (NULL: held): kept as history, its report with it (a
      * VTN's event was deleted an hour after its restore, its report gone with it). */
     {"ALTER TABLE grid_events ADD COLUMN let_go_s REAL;"},
+    /* When the host first stored the event (NULL: before this was kept): a report counted the
+     * budget recorded before the event was received as held for it. */
+    {"ALTER TABLE grid_events ADD COLUMN added_s REAL;"},
 };
 
 int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err)
@@ -100,8 +103,10 @@ static int step_done(pfi_grid_store *g, sqlite3_stmt *s, const char *doing, pfi_
     return step_done_on(g->st, s, doing, err);
 }
 
-/* pfi_grid_put with g->mu held. */
-static int put_locked(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
+/* pfi_grid_put with g->mu held; an event not stored before (or, keep_added 0, a new one under
+ * a held id) is noted as added at `added` (NAN: not known), else it keeps its first time. */
+static int put_locked(pfi_grid_store *g, const pfi_event *ev, double added, int keep_added,
+                      pfi_err *err)
 {
     sqlite3_stmt *s;
     int rc = pfi_store_prepare(g->st,
@@ -109,8 +114,12 @@ static int put_locked(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
                                "limit_w, cut, baseline_w, baseline_method, ramp_down_s, "
                                "ramp_up_s, priority, source, sla_yield, oadr_event, "
                                "oadr_interval, oadr_start_s, oadr_randomize_s, oadr_randomized_s, "
-                               "oadr_reported_s, level_noted, level_w) "
-                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "oadr_reported_s, level_noted, level_w, added_s) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                               /* a change keeps the first time it was stored, a new
+                                * event (?23 = 0) takes its own */
+                               "COALESCE(CASE WHEN ?23 THEN (SELECT added_s FROM grid_events "
+                               "WHERE id = ?1 AND let_go_s IS NULL) END, ?22))",
                                &s, err);
     if (rc == PFI_OK) {
         sqlite3_bind_text(s, 1, ev->id, -1, SQLITE_TRANSIENT);
@@ -134,6 +143,8 @@ static int put_locked(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
         sqlite3_bind_double(s, 19, isfinite(ev->oadr_reported_s) ? ev->oadr_reported_s : 0);
         sqlite3_bind_int(s, 20, pfi_event_level_noted(ev));
         pfi_store_bind_real(s, 21, ev->ramp_level_w); /* INFINITY (none) as NULL */
+        pfi_store_bind_real(s, 22, ev->added_s > 0 ? ev->added_s : added);
+        sqlite3_bind_int(s, 23, keep_added);
         rc = step_done(g, s, "saving a grid event", err);
     }
     return rc;
@@ -142,7 +153,7 @@ static int put_locked(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
 int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err)
 {
     pthread_mutex_lock(&g->mu);
-    int rc = put_locked(g, ev, err);
+    int rc = put_locked(g, ev, NAN, 1, err);
     pthread_mutex_unlock(&g->mu);
     return rc;
 }
@@ -237,14 +248,17 @@ static int tx_end(pfi_grid_store *g, int rc, pfi_err *err)
 int pfi_grid_change(pfi_grid_store *g, const pfi_event *held, const pfi_event *ev, int kind,
                     double now, pfi_err *err)
 {
-    if (kind == PFI_EVENT_CHANGE_SAME)
-        return pfi_grid_put(g, ev, err);
     pthread_mutex_lock(&g->mu);
+    if (kind == PFI_EVENT_CHANGE_SAME) {
+        int rc = put_locked(g, ev, now, 1, err);
+        pthread_mutex_unlock(&g->mu);
+        return rc;
+    }
     int rc = pfi_store_tx_begin(g->st, err);
     if (rc == PFI_OK)
         rc = revise_locked(g, held, ev, kind, now, err);
     if (rc == PFI_OK)
-        rc = put_locked(g, ev, err);
+        rc = put_locked(g, ev, now, kind != PFI_EVENT_CHANGE_NEW, err);
     return tx_end(g, rc, err);
 }
 
@@ -433,13 +447,15 @@ static void row_event(sqlite3_stmt *s, pfi_event *ev)
     ev->oadr_reported_s = sqlite3_column_double(s, 18);
     double level = pfi_store_col_real(s, 20);
     ev->ramp_level_w = !sqlite3_column_int(s, 19) ? NAN : isnan(level) ? INFINITY : level;
+    double added = pfi_store_col_real(s, 21);
+    ev->added_s = isnan(added) ? 0 : added;
 }
 
 /* The columns row_event reads, in its order. */
 #define EVENT_COLS                                                                             \
     "id, start_s, end_s, kind, limit_w, cut, baseline_w, baseline_method, ramp_down_s, "      \
     "ramp_up_s, priority, source, sla_yield, oadr_event, oadr_interval, oadr_start_s, "        \
-    "oadr_randomize_s, oadr_randomized_s, oadr_reported_s, level_noted, level_w"
+    "oadr_randomize_s, oadr_randomized_s, oadr_reported_s, level_noted, level_w, added_s"
 
 int pfi_grid_load(pfi_grid_store *g, pfi_event **evs, int *n, pfi_err *err)
 {
@@ -498,7 +514,7 @@ int pfi_grid_history(pfi_grid_store *g, const char *id, pfi_event *ev, double *l
         int r = sqlite3_step(s);
         if (r == SQLITE_ROW) {
             row_event(s, ev);
-            *let_go_s = sqlite3_column_double(s, 21);
+            *let_go_s = sqlite3_column_double(s, 22);
         } else if (r == SQLITE_DONE) {
             rc = pfi_err_set(err, PFI_ENOENT, "no grid event '%s'", id);
         } else {
@@ -658,6 +674,26 @@ int pfi_grid_power_prune(pfi_grid_store *g, double before, double keep_before_s,
     return rc;
 }
 
+/* When event id was first stored (0: not known); the caller's copy of an event may not have
+ * it (one held in memory since it was added). */
+static double stored_added_s(pfi_grid_store *g, const char *id)
+{
+    sqlite3_stmt *s;
+    double at = 0;
+    pthread_mutex_lock(&g->mu);
+    if (pfi_store_prepare(g->st, "SELECT added_s FROM grid_events WHERE id = ?", &s, NULL) ==
+        PFI_OK) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(s) == SQLITE_ROW) {
+            double x = pfi_store_col_real(s, 0);
+            at = isnan(x) ? 0 : x;
+        }
+        sqlite3_finalize(s);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return at;
+}
+
 int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_site *site,
                         double max_gap_s, pfi_event_compliance *out, int *n_samples,
                         pfi_err *err)
@@ -668,6 +704,9 @@ int pfi_grid_compliance(pfi_grid_store *g, const pfi_event *ev, const pfi_event_
     int rc = pfi_grid_revisions(g, ev, &rv, &nr, err);
     if (rc != PFI_OK)
         return rc;
+    double added = ev->added_s > 0 ? ev->added_s : stored_added_s(g, ev->id);
+    for (int i = 0; i < nr; i++)
+        rv[i].ev.added_s = added;
     double a, b;
     pfi_event_revised_range(rv, nr, site, &a, &b);
     rc = pfi_grid_power_range(g, a - PFI_COMPLIANCE_BASELINE_S, b + 60, &s, &k, err);

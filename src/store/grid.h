@@ -26,13 +26,15 @@ typedef struct pfi_grid_store pfi_grid_store;
 int pfi_grid_open(const char *path, pfi_grid_store **out, pfi_err *err);
 void pfi_grid_close(pfi_grid_store *g);
 
-/* Inserts the event, or replaces the one with the same id. */
+/* Inserts the event, or replaces the one with the same id (which keeps the time it was first
+ * stored; a new one takes ev->added_s, 0: not known). */
 int pfi_grid_put(pfi_grid_store *g, const pfi_event *ev, pfi_err *err);
 /* Saves a change of an event: kind is pfi_event_change_kind(held, ev, ...) (core/event.h).
  * NEW replaces the event and clears the revisions of its id; SAME replaces it and keeps them;
  * REVISE adds ev as a revision from `now`, and held as the first one when the id had none;
  * AHEAD adds ev as a revision from `now` when the id has any, else replaces the event alone.
- * One transaction: on error nothing changed. */
+ * A NEW event, or an id not stored before, is noted as added at `now` (pfi_event added_s); a
+ * change of one stored keeps its first time.  One transaction: on error nothing changed. */
 int pfi_grid_change(pfi_grid_store *g, const pfi_event *held, const pfi_event *ev, int kind,
                     double now, pfi_err *err);
 /* Every definition of ev in force in turn: its stored revisions with ev itself (the one held

@@ -322,6 +322,10 @@ json_t *pfi_grid_compliance_to_json(const pfi_event_compliance *c)
         json_object_set_new(o, "held_above_target",
                             json_pack("{s:f, s:f}", "seconds", c->held_above_s, "budget_w",
                                       c->held_above_w));
+    /* Taken after its window began: the seconds before were judged all the same (the site was
+     * over the target), and the report says why. */
+    if (o && c->taken_late_s > 0)
+        json_object_set_new(o, "taken_after_start_s", json_real(c->taken_late_s));
     return o;
 }
 

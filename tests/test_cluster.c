@@ -488,38 +488,48 @@ static void test_departed_node_counted(void **state)
 }
 
 /* Waves are numbered above the last epoch a node says it applied (a controller restarted
- * after its clock went back), but never past 12 h ahead of the controller's clock: one node
- * saying INT64_MAX, or a week ahead, had every wave refused by every other node (400: more
- * than a day ahead of its clock), the site held over its budget for good.  A node 1 h ahead
- * is believed: the next wave goes above it. */
-static void test_node_epoch_bounded(void **state)
+ * after its clock went back, or a node that took epochs of a clock running ahead), per node:
+ * a week ahead or 13 h ahead is believed for that node alone (the site trusted 12 h at most,
+ * and a controller clock 13 h back sent only stale epochs: a cut stayed unmet); one saying
+ * INT64_MAX is refused its caps as stale, and neither moves the other nodes' numbering off
+ * the clock. */
+static void test_node_epoch_per_node(void **state)
 {
-    static const long long bogus[] = {INT64_MAX, 0};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         site x;
         site_up(&x);
         pfi_err e = {0};
         long long now_ms = (long long)(pfi_clock_wall() * 1000.0);
-        long long said = k < 1 ? bogus[0] : k == 1 ? now_ms + 7LL * 86400 * 1000
-                                                   : now_ms + 3600LL * 1000;
+        long long said = k == 0   ? INT64_MAX
+                         : k == 1 ? now_ms + 7LL * 86400 * 1000
+                         : k == 2 ? now_ms + 13LL * 3600 * 1000
+                                  : now_ms + 3600LL * 1000;
         pfi_standin_set_epoch(x.s, "n1", said);
         assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
         double b = 0.6 * pfi_cl_site_default_w(x.c);
         int rc = set_budget(&x, b, &e);
-        /* n1 refuses what is not above its epoch; the others take the wave. */
         double others = 0;
         for (int i = 1; i < NN; i++)
             for (int g = 0; g < NG; g++)
                 others += pfi_standin_cap(x.s, NAMES[i], g);
         if (!(others < (NN - 1) * NG * 700.0))
             fail_msg("case %d: the other nodes were not capped (%g W, %s)", k, others, e.msg);
-        if (k == 2) { /* believed: every node, n1 too, took the wave */
-            assert_int_equal(rc, PFI_OK);
+        for (int i = 1; i < NN; i++) /* the others numbered off the clock, not off n1 */
+            if (pfi_standin_epoch(x.s, NAMES[i]) > now_ms + 60000)
+                fail_msg("case %d: node %s took epoch %lld, n1's word moved it", k, NAMES[i],
+                         pfi_standin_epoch(x.s, NAMES[i]));
+        if (k > 0) { /* believed: every node, n1 too, took the wave, above n1's epoch */
+            if (rc != PFI_OK)
+                fail_msg("case %d: %s", k, e.msg);
             assert_true(pfi_standin_cap_sum(x.s) <= b + 1e-6);
+            assert_true(pfi_standin_epoch(x.s, "n1") > said);
+            /* and the next wave goes above the one n1 took */
+            long long took = pfi_standin_epoch(x.s, "n1");
+            assert_int_equal(set_budget(&x, 0.5 * pfi_cl_site_default_w(x.c), &e), PFI_OK);
+            assert_true(pfi_standin_epoch(x.s, "n1") > took);
         }
         site_down(&x);
     }
-    (void)bogus[1];
 }
 
 static void test_random_budgets_never_over(void **state)
@@ -2037,7 +2047,7 @@ int main(void)
         cmocka_unit_test(test_cut_and_restore),
         cmocka_unit_test(test_random_budgets_never_over),
         cmocka_unit_test(test_departed_node_counted),
-        cmocka_unit_test(test_node_epoch_bounded),
+        cmocka_unit_test(test_node_epoch_per_node),
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_silent_node_draw_left_out),

@@ -278,6 +278,12 @@ static void test_epoch_bounds_and_reset(void **state)
     json_decref(res);
     assert_int_equal(f->node.n->caps_epoch, 0);
     assert_int_equal(caps_at(f, 5, 470), PFI_OK);
+    /* A controller whose clock runs a week ahead is taken (more than a day ahead was refused,
+     * and such a controller could cap nothing); past 2^53 is not. */
+    long long week = (long long)(pfi_clock_wall() * 1000.0) + 7LL * 86400 * 1000;
+    assert_int_equal(caps_at(f, week, 460), PFI_OK);
+    assert_int_equal(caps_at(f, 9007199254740993LL, 450), PFI_EINVAL);
+    assert_int_equal(f->node.n->caps_epoch, week);
 }
 
 /* A node over the fake NVML with a fault rule (PFI_FAKENVML: the library make check builds). */

@@ -222,6 +222,7 @@ static void absorb_caps(pfi_cl_node *n, const readback *rb, const double *asked)
 typedef struct wave {
     int n, stride;
     int *node;
+    long long *epoch; /* request k's epoch */
     double *asked; /* request k's GPU g at [k * stride + g] */
     double *rb_w;  /* the readbacks' values: 2 * stride per request */
     char **body;
@@ -237,6 +238,7 @@ static void wave_free(wave *w)
     if (w->rq)
         pfi_http_req_free(w->rq, w->n);
     free(w->node);
+    free(w->epoch);
     free(w->asked);
     free(w->body);
     free(w->url);
@@ -244,6 +246,18 @@ static void wave_free(wave *w)
     free(w->rb);
     free(w->rb_w);
     memset(w, 0, sizeof *w);
+}
+
+/* Node n's epoch in this wave: the wave's, or above the last the node says it applied when
+ * that is higher (a controller whose clock went back, or a node that took epochs of a clock
+ * running ahead).  Per node: one node's word moves its own numbering alone, so a node that
+ * says it applied 2^53 (broken, hostile) is refused its caps as stale, not the whole site.
+ * (The site's numbering trusted the nodes 12 h ahead at most: a clock 13 h back sent only
+ * stale epochs, and a budget cut stayed unmet until the clock was set right.) */
+static long long node_epoch(const pfi_cl *c, const pfi_cl_node *n)
+{
+    return n->caps_epoch >= c->epoch && n->caps_epoch < PFI_CL_EPOCH_MAX ? n->caps_epoch + 1
+                                                                          : c->epoch;
 }
 
 /* Builds the requests of one phase (c->mu held): lower = 1 sends min(now, target) where that
@@ -257,27 +271,21 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
             st = c->nodes[i].n_gpus;
     w->stride = st;
     w->node = calloc((size_t)nn + 1, sizeof *w->node);
+    w->epoch = calloc((size_t)nn + 1, sizeof *w->epoch);
     w->asked = malloc(((size_t)nn + 1) * (size_t)st * sizeof *w->asked);
     w->body = calloc((size_t)nn + 1, sizeof *w->body);
     w->url = malloc(((size_t)nn + 1) * sizeof *w->url);
     w->rq = calloc((size_t)nn + 1, sizeof *w->rq);
     w->rb = malloc(((size_t)nn + 1) * sizeof *w->rb);
     w->rb_w = malloc(((size_t)nn + 1) * 2 * (size_t)st * sizeof *w->rb_w);
-    if (!w->node || !w->asked || !w->body || !w->url || !w->rq || !w->rb || !w->rb_w)
+    if (!w->node || !w->epoch || !w->asked || !w->body || !w->url || !w->rq || !w->rb ||
+        !w->rb_w)
         return PFI_ENOMEM;
     /* Node daemons refuse an epoch not above the last they applied, so every wave gets a new
-     * one: above the last this controller sent, the wall clock in ms (a restarted controller
-     * that has not heard the nodes yet) and the last any node says it applied (one restarted
-     * after its clock went back). */
+     * one: above the last this controller sent, and the wall clock in ms (above what an
+     * earlier run of this controller left in flight, when the clock is right). */
     long long ms = (long long)(pfi_clock_wall() * 1000.0);
     c->epoch = c->epoch + 1 > ms ? c->epoch + 1 : ms;
-    /* Not past 12 h ahead of this clock: a node that says it applied an epoch further ahead
-     * (broken, hostile: INT64_MAX) would have every wave go out beyond what the other nodes
-     * take (a day ahead of theirs), or overflow, and the whole site refuse its caps. */
-    long long trust = ms + 12LL * 3600 * 1000;
-    for (int i = 0; i < nn; i++)
-        if (c->nodes[i].caps_epoch >= c->epoch && c->nodes[i].caps_epoch < trust)
-            c->epoch = c->nodes[i].caps_epoch + 1;
     for (int i = 0; i < nn; i++) {
         pfi_cl_node *n = &c->nodes[i];
         if (!n->up)
@@ -307,7 +315,8 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
         if (!len)
             continue;
         char head[64];
-        int hl = snprintf(head, sizeof head, "{\"epoch\":%lld,\"caps\":[", c->epoch);
+        w->epoch[k] = node_epoch(c, n);
+        int hl = snprintf(head, sizeof head, "{\"epoch\":%lld,\"caps\":[", w->epoch[k]);
         w->body[k] = malloc((size_t)hl + (size_t)len + 3);
         if (!w->body[k])
             return PFI_ENOMEM;
@@ -340,6 +349,8 @@ static int wave_absorb(pfi_cl *c, wave *w, int lower)
         pfi_cl_node *n = &c->nodes[w->node[k]];
         if (w->rq[k].status >= 200 && w->rq[k].status < 300) {
             absorb_caps(n, &w->rb[k], w->asked + (size_t)k * (size_t)w->stride);
+            if (w->epoch[k] > n->caps_epoch) /* the next wave's goes above it */
+                n->caps_epoch = w->epoch[k];
             if (lower)
                 n->resend = 0;
             n->last_ok_wall = wall;

@@ -17,6 +17,8 @@
 
 /* Grid events held at once: as SRV_GRID_MAX (serve/serve_int.h), and why. */
 #define PFI_CL_GRID_MAX 256
+/* The largest cap epoch: what a JSON number holds exactly, and what node daemons take. */
+#define PFI_CL_EPOCH_MAX 9007199254740992LL
 #define PFI_CL_DECISIONS 32
 #include "util/clock.h"
 #include "util/prom.h"
@@ -50,7 +52,7 @@ struct pfi_cl {
     int note_condition;         /* a condition a clean heartbeat clears, not an event */
     long long note_seq;         /* notes said so far: tells a loop what it said itself */
     pfi_cl_stats stats;
-    long long epoch;
+    long long epoch; /* the last wave's (a node's own can be higher: apply.c node_epoch) */
     pfi_series hist;            /* budget, sum of caps, draw: one sample a second (history.c) */
     pfi_prom_hist apply_hist;   /* every applied budget change's time to the last ack, s */
     pfi_cl_decision dec[PFI_CL_DECISIONS]; /* ring of the last decisions */

@@ -196,14 +196,14 @@ int pfi_srv_budget_clear(srv_node *n, int force, json_t **result, pfi_err *err)
     return rc;
 }
 
-/* The largest epoch taken: a cluster controller numbers its waves from the wall clock in
- * milliseconds (cluster/apply.c), so an epoch more than a day ahead of this node's clock, or
- * beyond what a JSON number holds exactly (2^53), is not one it sent: refused, since once taken
- * it would make every later epoch stale. */
+/* The largest epoch taken: what a JSON number holds exactly (2^53).  A cluster controller
+ * numbers its waves from its wall clock in ms, and above the last epoch this node says it
+ * applied (cluster/apply.c), so an epoch of a clock running ahead does not make the later
+ * ones stale.  (Epochs more than a day ahead of this node's clock were refused: a controller
+ * whose clock ran 25 h ahead could cap nothing, and a budget cut stayed unmet.) */
 static long long epoch_bound(void)
 {
-    double b = pfi_clock_wall() * 1000.0 + 86400e3;
-    return b < 9007199254740992.0 ? (long long)b : 9007199254740992LL;
+    return 9007199254740992LL;
 }
 
 int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t **result,
@@ -211,9 +211,7 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t *
 {
     if (epoch < 0 || epoch > epoch_bound())
         return pfi_err_set(err, PFI_EINVAL,
-                           "epoch %lld: expected 1 to %lld (at most a day ahead of this node's "
-                           "clock in ms)",
-                           epoch, epoch_bound());
+                           "epoch %lld: expected 1 to %lld (2^53)", epoch, epoch_bound());
     /* Half a watt past a GPU's range is taken (a controller's arithmetic), as the range's end:
      * the GPU holds no less than its minimum, so a cap below it kept in the budget in force
      * would leave the node "over budget" by the difference with nothing to lower. */

@@ -42,7 +42,7 @@ typedef struct snode {
     int n_jobs;
     sjob *jobs;
     /* The last cap epoch taken, refused as a node daemon does (at or below it: 409; outside 1
-     * to a day ahead of the clock: 400), and reported in GET /v1/gpus; pfi_standin_set_epoch
+     * to 2^53: 400), and reported in GET /v1/gpus; pfi_standin_set_epoch
      * makes it say another (a broken or hostile node). */
     long long epoch;
 } snode;
@@ -153,6 +153,15 @@ static json_t *jobs_json(const snode *n)
     return json_pack("{s:o}", "jobs", arr);
 }
 
+long long pfi_standin_epoch(pfi_standin *s, const char *node)
+{
+    pthread_mutex_lock(&s->mu);
+    snode *n = find(s, node, strlen(node));
+    long long e = n ? n->epoch : 0;
+    pthread_mutex_unlock(&s->mu);
+    return e;
+}
+
 void pfi_standin_set_epoch(pfi_standin *s, const char *node, long long epoch)
 {
     pthread_mutex_lock(&s->mu);
@@ -176,10 +185,9 @@ static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection 
     }
     json_t *ep = json_object_get(d, "epoch");
     long long epoch = json_is_integer(ep) ? (long long)json_integer_value(ep) : 0;
-    if (ep && (!json_is_integer(ep) || epoch < 1 ||
-               (double)epoch > pfi_clock_wall() * 1000.0 + 86400e3)) {
+    if (ep && (!json_is_integer(ep) || epoch < 1 || epoch > 9007199254740992LL)) {
         json_decref(d);
-        return fail(con, 400, "epoch: expected 1 to a day ahead of this node's clock (ms)");
+        return fail(con, 400, "epoch: expected 1 to 2^53");
     }
     if (ep && epoch <= n->epoch) {
         json_decref(d);

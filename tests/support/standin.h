@@ -38,6 +38,8 @@ int pfi_standin_set_seen(pfi_standin *s, const char *node, const char *id, int n
 /* The cap epoch node `node` says it last applied (GET /v1/gpus caps_epoch), as a broken or
  * hostile daemon may say any. */
 void pfi_standin_set_epoch(pfi_standin *s, const char *node, long long epoch);
+/* The cap epoch node `node` last applied (0: none, or no such node). */
+long long pfi_standin_epoch(pfi_standin *s, const char *node);
 /* A silent node: accepts connections, never answers (until unset). */
 void pfi_standin_set_silent(pfi_standin *s, const char *node, int silent);
 /* A node that refuses the controller's token: 401 to every change and heartbeat, reads open. */

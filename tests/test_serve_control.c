@@ -173,7 +173,7 @@ static void test_replan_keeps_controller_caps(void **state)
         for (int i = 0; i < f->node.n->n_gpus; i++)
             caps[i] = 300.0 + 10.0 * (k % 5) + i;
         res = NULL;
-        assert_int_equal(pfi_srv_caps_set(f->node.n, k + 1, caps, &res, &e), PFI_OK);
+        assert_int_equal(pfi_srv_caps_set(f->node.n, k + 1, caps, NULL, &res, &e), PFI_OK);
         json_decref(res);
         wait_ticks(f, 3);
         pthread_mutex_lock(&f->node.n->hw_mu);
@@ -253,7 +253,7 @@ static int caps_at(fx *f, long long epoch, double w)
         caps[i] = w;
     pfi_err e = {0};
     json_t *res = NULL;
-    int rc = pfi_srv_caps_set(f->node.n, epoch, caps, &res, &e);
+    int rc = pfi_srv_caps_set(f->node.n, epoch, caps, NULL, &res, &e);
     json_decref(res);
     return rc;
 }
@@ -396,6 +396,71 @@ static void test_controller_guard(void **state)
     /* Caps at every GPU's original limit: removing the budget raises nothing, and is taken. */
     assert_int_equal(caps_at(f, 3, f->node.n->gpu[0].original_w), PFI_OK);
     assert_int_equal(api(f, "DELETE", "/v1/budget", NULL, NULL), 200);
+}
+
+/* One controller at a time: caps and heartbeats of a second, named one are refused (409,
+ * nothing changed, said in the events) while the first holds the node's caps and was heard
+ * within SRV_CONTROLLER_HEARD_S; the first restarted (the same name), and a caller that names
+ * none, are taken; once the first is silent, the second takes the node.  Two controllers over
+ * one node took turns over its caps at every heartbeat, the site over the lower budget. */
+static void test_second_controller(void **state)
+{
+    fx *f = *state;
+    register_three(f);
+    const char *hb_a = "{\"controller\":\"pfi-cluster@a#1\",\"ttl_s\":30}",
+               *hb_b = "{\"controller\":\"pfi-cluster@b#2\",\"ttl_s\":30}",
+               *caps_b = "{\"epoch\":9,\"controller\":\"pfi-cluster@b#2\",\"caps\":[{\"gpu\":0,"
+                         "\"cap_w\":700}]}";
+    assert_int_equal(api(f, "POST", "/v1/heartbeat", hb_a, NULL), 200);
+    assert_int_equal(api(f, "PUT", "/v1/caps",
+                         "{\"epoch\":5,\"controller\":\"pfi-cluster@a#1\",\"caps\":[{\"gpu\":0,"
+                         "\"cap_w\":300}]}",
+                         NULL),
+                     200);
+    long long held = sum_mw(f);
+    json_t *d = NULL;
+    assert_int_equal(api(f, "POST", "/v1/heartbeat", hb_b, &d), 409);
+    json_decref(d);
+    assert_int_equal(api(f, "PUT", "/v1/caps", caps_b, &d), 409);
+    json_decref(d);
+    pfi_err e = {0};
+    double caps[PFI_MAX_GPUS];
+    for (int i = 0; i < PFI_MAX_GPUS; i++)
+        caps[i] = NAN;
+    caps[1] = 650;
+    assert_int_equal(pfi_srv_caps_set(f->node.n, 10, caps, "pfi-cluster@b#2", NULL, &e), PFI_EBUSY);
+    assert_non_null(strstr(e.msg, "held by controller pfi-cluster@a#1"));
+    assert_true(sum_mw(f) == held);
+    assert_string_equal(f->node.n->hb_controller, "pfi-cluster@a#1");
+    assert_int_equal(api(f, "GET", "/v1/events", NULL, &d), 200);
+    int said = 0;
+    json_t *ev = json_object_get(d, "events");
+    for (size_t k = 0; k < json_array_size(ev); k++)
+        said += strstr(json_string_value(json_object_get(json_array_get(ev, k), "message")),
+                       "refused pfi-cluster@b#2") != NULL;
+    json_decref(d);
+    assert_int_equal(said, 1); /* once, not at every refusal */
+    /* The same controller (restarted) and an unnamed caller are taken. */
+    assert_int_equal(api(f, "POST", "/v1/heartbeat", hb_a, NULL), 200);
+    assert_int_equal(pfi_srv_caps_set(f->node.n, 11, caps, "pfi-cluster@a#1", NULL, &e), PFI_OK);
+    caps[1] = 640;
+    assert_int_equal(pfi_srv_caps_set(f->node.n, 12, caps, NULL, NULL, &e), PFI_OK);
+    /* The first silent past SRV_CONTROLLER_HEARD_S: the second takes the node. */
+    pthread_mutex_lock(&f->node.n->mu);
+    f->node.n->hb_last -= SRV_CONTROLLER_HEARD_S + 1;
+    pthread_mutex_unlock(&f->node.n->mu);
+    assert_int_equal(api(f, "POST", "/v1/heartbeat", hb_b, NULL), 200);
+    assert_string_equal(f->node.n->hb_controller, "pfi-cluster@b#2");
+    assert_int_equal(api(f, "PUT", "/v1/caps",
+                         "{\"epoch\":13,\"controller\":\"pfi-cluster@b#2\",\"caps\":[{\"gpu\":0,"
+                         "\"cap_w\":700}]}",
+                         NULL),
+                     200);
+    /* A name that is not a string is refused by name. */
+    assert_int_equal(api(f, "PUT", "/v1/caps", "{\"epoch\":20,\"controller\":7,\"caps\":[{\"gpu\":0,"
+                                              "\"cap_w\":600}]}", &d),
+                     400);
+    json_decref(d);
 }
 
 /* The operator takes the node back (budget set or removed here): the watchdog a controller
@@ -769,6 +834,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_controller_guard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_operator_disarms_watchdog, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_bounds_and_reset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_controller, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unapplied_cut_reported, setup_not_root, teardown),
         cmocka_unit_test_setup_teardown(test_lost_gpu_not_in_node_draw, setup_lost_gpu5,
                                         teardown),

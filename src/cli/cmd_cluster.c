@@ -4,8 +4,10 @@
  *   pfi cluster status  [options] [--json] nodes, jobs and caps as the controller sees them
  *   pfi cluster budget BUDGET [--ramp T]   one-shot: apply a site budget and exit
  *   pfi cluster topology [--json]          what Slurm says: nodes, GPUs, running jobs */
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,11 +230,35 @@ typedef struct cl_opts {
     int as_json;
 } cl_opts;
 
+/* The controller's name to the nodes (cluster.h: a node held by one refuses another): its
+ * host, and a hash of its database and address, so the same controller restarted has the same
+ * name and a second one beside it (a test instance, both halves of a failover) another. */
+static void controller_name(const cl_opts *o, char *out, size_t n)
+{
+    char host[72] = "", real[PATH_MAX];
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "localhost");
+    host[64] = '\0';
+    for (char *p = host; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", *p))
+            *p = '_';
+    const char *db = o->grid[0] ? o->grid[0] : getenv("PFI_DB");
+    if (db && realpath(db, real))
+        db = real;
+    uint32_t h = 2166136261u;
+    for (const char *parts[] = {db ? db : "", "|", o->listen ? o->listen : ""}, **q = parts;
+         q < parts + 3; q++)
+        for (const unsigned char *p = (const unsigned char *)*q; *p; p++)
+            h = (h ^ *p) * 16777619u;
+    snprintf(out, n, "pfi-cluster@%s#%08x", host, h);
+}
+
 /* cfg and ramp_s from the options: -1 when they are good, else the exit code (said why). */
 static int settings(const cl_opts *o, pfi_cl_config *cfg, double *ramp_s)
 {
     pfi_err err = {0};
     pfi_cl_config_defaults(cfg);
+    controller_name(o, cfg->name, sizeof cfg->name);
     *ramp_s = 0;
     if (copy_opt(cfg->node_url, sizeof cfg->node_url, o->node_url, "node-url") ||
         copy_opt(cfg->node_map, sizeof cfg->node_map, o->node_map, "node-map") ||

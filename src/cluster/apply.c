@@ -314,9 +314,10 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
         }
         if (!len)
             continue;
-        char head[64];
+        char head[256];
         w->epoch[k] = node_epoch(c, n);
-        int hl = snprintf(head, sizeof head, "{\"epoch\":%lld,\"caps\":[", w->epoch[k]);
+        int hl = snprintf(head, sizeof head, "{\"epoch\":%lld,\"controller\":\"%s\",\"caps\":[",
+                          w->epoch[k], c->cfg.name);
         w->body[k] = malloc((size_t)hl + (size_t)len + 3);
         if (!w->body[k])
             return PFI_ENOMEM;

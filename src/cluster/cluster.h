@@ -97,6 +97,11 @@ typedef struct pfi_cl_config {
     double client_timeout_s;  /* a connection idle this long is closed (1 s to 1 h) */
     int max_conns;            /* connections held at once (1 to 4096) */
     int max_client_conns;     /* of them, from one client address (1 to 4096) */
+    /* The name this controller gives the node daemons with its heartbeats and caps: one they
+     * hold caps from refuses another's (a second controller over the same nodes) until it is
+     * silent.  The same controller restarted must give the same name ("pfi-cluster" by
+     * default; pfi cluster serve makes one of its host, database and address). */
+    char name[96];
     int read_auth;            /* 1: every GET but /healthz needs the bearer token too (what
                                * jobs run, for whom and what happened is the token holder's, as
                                * a node daemon's read_auth = token); needs a token file */

@@ -31,6 +31,7 @@ void pfi_cl_config_defaults(pfi_cl_config *c)
     c->client_timeout_s = 10.0;
     c->max_conns = 1024;
     c->max_client_conns = 32;
+    snprintf(c->name, sizeof c->name, "pfi-cluster");
 }
 
 int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
@@ -44,6 +45,12 @@ int pfi_cl_open(const pfi_cl_config *cfg, pfi_cl **out, pfi_err *err)
         cfg->max_client_conns > 4096)
         return pfi_err_set(err, PFI_ERANGE,
                            "max-connections, max-client-connections: 1 to 4096 each");
+    /* Written into JSON bodies as it is: a name a host could give. */
+    size_t nl = strnlen(cfg->name, sizeof cfg->name);
+    if (nl == 0 || nl == sizeof cfg->name ||
+        strspn(cfg->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._@#:-") != nl)
+        return pfi_err_set(err, PFI_EINVAL, "cluster: the controller's name must be 1 to %zu "
+                           "letters, digits and ._@#:-", sizeof cfg->name - 1);
     pfi_cl *c = calloc(1, sizeof *c);
     if (!c)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
@@ -613,8 +620,9 @@ static void heartbeat_locked(pfi_cl *c)
     int n = c->n_nodes;
     pfi_http_req *rq = calloc((size_t)n + 1, sizeof *rq);
     char(*urls)[PFI_CL_URL_MAX + 32] = calloc((size_t)n + 1, sizeof *urls);
-    char body[128];
-    snprintf(body, sizeof body, "{\"controller\":\"pfi-cluster\",\"ttl_s\":%g}", c->cfg.node_ttl_s);
+    char body[256];
+    snprintf(body, sizeof body, "{\"controller\":\"%s\",\"ttl_s\":%g}", c->cfg.name,
+             c->cfg.node_ttl_s);
     for (int i = 0; rq && urls && i < n; i++) {
         pfi_cl_build_url(c->nodes[i].url, "/v1/heartbeat", urls[i], sizeof urls[0]);
         rq[i].url = urls[i];

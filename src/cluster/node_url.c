@@ -61,6 +61,17 @@ void pfi_cl_node_url(const pfi_cl_config *cfg, const pfi_cl_topo_node *tn, char 
 
 void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r)
 {
+    /* Another controller holds the node (node daemon: pfi_srv_other_controller): down, with
+     * the daemon's word, until a heartbeat is taken again. */
+    if (r->status == 409 && strstr(r->err, "held by controller")) {
+        if (!n->refused)
+            fprintf(stderr, "pfi cluster: node %s is held by another controller (%s: %s): "
+                            "counted at its caps until it is free\n",
+                    n->name, what, r->err);
+        n->refused = 1;
+        snprintf(n->why, sizeof n->why, "%s: %s", what, r->err);
+        return;
+    }
     if (r->status != 401 && r->status != 403) {
         snprintf(n->why, sizeof n->why, "%s: %s", what, r->err);
         return;

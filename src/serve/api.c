@@ -145,10 +145,14 @@ static int put_budget(srv_node *n, json_t *doc, int force, json_t **res, pfi_err
 
 static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
 {
-    static const char *const keys[] = {"epoch", "caps", NULL};
+    static const char *const keys[] = {"epoch", "caps", "controller", NULL};
     if (pfi_srv_only_keys(doc, keys, e) != PFI_OK)
         return e->code;
     json_t *ep = json_object_get(doc, "epoch"), *caps = json_object_get(doc, "caps");
+    json_t *by = json_object_get(doc, "controller");
+    if (by && (!json_is_string(by) || strlen(json_string_value(by)) > SRV_NAME_MAX))
+        return pfi_err_set(e, PFI_EINVAL, "controller: expected a string of at most %d bytes",
+                           SRV_NAME_MAX);
     long long epoch = 0;
     if (ep) {
         if (!json_is_integer(ep) || json_integer_value(ep) < 1)
@@ -182,7 +186,7 @@ static int put_caps(srv_node *n, json_t *doc, json_t **res, pfi_err *e)
             return pfi_err_set(e, PFI_EINVAL, "caps[%zu]: cap_w is not a number of at most %g W",
                                k, SRV_MAX_CAP_W);
     }
-    return pfi_srv_caps_set(n, epoch, c, res, e);
+    return pfi_srv_caps_set(n, epoch, c, by ? json_string_value(by) : NULL, res, e);
 }
 
 static int post_heartbeat(srv_node *n, json_t *doc, json_t **res, pfi_err *e)

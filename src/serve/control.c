@@ -206,8 +206,8 @@ static long long epoch_bound(void)
     return 9007199254740992LL;
 }
 
-int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t **result,
-                     pfi_err *err)
+int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, const char *controller,
+                     json_t **result, pfi_err *err)
 {
     if (epoch < 0 || epoch > epoch_bound())
         return pfi_err_set(err, PFI_EINVAL,
@@ -230,8 +230,12 @@ int pfi_srv_caps_set(srv_node *n, long long epoch, const double *asked, json_t *
             caps[i] = d->max_limit_w;
     }
     pthread_mutex_lock(&n->decide_mu);
-    int rc = PFI_OK;
-    if (epoch > 0 && epoch <= n->caps_epoch) {
+    pthread_mutex_lock(&n->mu);
+    int rc = pfi_srv_other_controller(n, controller, err);
+    pthread_mutex_unlock(&n->mu);
+    if (rc != PFI_OK) {
+        pfi_srv_refused_controller(n, controller);
+    } else if (epoch > 0 && epoch <= n->caps_epoch) {
         rc = pfi_err_set(err, PFI_EBUSY, "stale epoch %lld: caps of epoch %lld are applied",
                          epoch, n->caps_epoch);
     } else {
@@ -297,6 +301,40 @@ double pfi_srv_controller_heard_s(const srv_node *n)
     return n->hb_controller[0] && n->hb_last > 0 ? pfi_clock_mono() - n->hb_last : NAN;
 }
 
+/* A second controller refused: said in the node's events when it is another one than the last
+ * said, or ten minutes after (it is refused at every heartbeat). */
+void pfi_srv_refused_controller(srv_node *n, const char *name)
+{
+    pthread_mutex_lock(&n->mu);
+    double now = pfi_clock_mono();
+    int say = strcmp(name, n->refused_ctl) != 0 || !(now - n->refused_ctl_at < 600);
+    if (say) {
+        snprintf(n->refused_ctl, sizeof n->refused_ctl, "%s", name);
+        n->refused_ctl_at = now;
+    }
+    char by[sizeof n->hb_controller];
+    snprintf(by, sizeof by, "%s", n->hb_controller);
+    pthread_mutex_unlock(&n->mu);
+    if (say)
+        pfi_srv_event_add(n, "controller", "refused %s: this node's caps come from %s, heard "
+                          "lately (two controllers over one node take turns over its caps)",
+                          name, by);
+}
+
+int pfi_srv_other_controller(const srv_node *n, const char *name, pfi_err *err)
+{
+    double heard = pfi_srv_controller_heard_s(n);
+    if (!name || !*name || n->mode != SRV_MODE_EXTERNAL || !(heard <= SRV_CONTROLLER_HEARD_S) ||
+        !strcmp(name, n->hb_controller))
+        return PFI_OK;
+    return pfi_err_set(err, PFI_EBUSY, "held by controller %s (heard %.0f s ago): %s is a second "
+                       "controller over this node, and two take turns over its caps, the site "
+                       "over the lower budget at each turn; stop one of them (%s is taken once "
+                       "%s has been silent for %d s)",
+                       n->hb_controller, heard, name, name, n->hb_controller,
+                       SRV_CONTROLLER_HEARD_S);
+}
+
 int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
                   pfi_err *err)
 {
@@ -305,6 +343,11 @@ int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t 
     if (!(ttl_s >= 0 && ttl_s <= 86400))
         return pfi_err_set(err, PFI_EINVAL, "ttl_s: expected 0 to 86400 seconds");
     pthread_mutex_lock(&n->mu);
+    if (pfi_srv_other_controller(n, controller, err) != PFI_OK) {
+        pthread_mutex_unlock(&n->mu);
+        pfi_srv_refused_controller(n, controller);
+        return PFI_EBUSY;
+    }
     int first = n->hb_ttl_s <= 0 && ttl_s > 0, disarmed = n->hb_ttl_s > 0 && ttl_s <= 0;
     int changed = n->hb_ttl_s != ttl_s;
     n->hb_last = pfi_clock_mono();

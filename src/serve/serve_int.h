@@ -277,6 +277,8 @@ typedef struct srv_node {
 
     double hb_last, hb_ttl_s; /* watchdog: armed when hb_ttl_s > 0 */
     char hb_controller[128];
+    char refused_ctl[128];  /* the last second controller refused, said in the events */
+    double refused_ctl_at;  /*   and when (monotonic) */
 
     double rl_tokens, rl_last; /* token bucket of cap-moving requests */
     double rl_ctl_tokens, rl_ctl_last; /* PUT /v1/caps's own (a controller's) */
@@ -428,7 +430,20 @@ int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, double basel
 int pfi_srv_budget_set(srv_node *n, double watts, double ramp_s, int force, json_t **result,
                        pfi_err *err);
 int pfi_srv_budget_clear(srv_node *n, int force, json_t **result, pfi_err *err);
-int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, json_t **result, pfi_err *err);
+/* Caps from a cluster controller; controller: its name (NULL or "": not named, taken from any,
+ * as before names were sent), refused (409) while another named one holds the node
+ * (pfi_srv_other_controller). */
+int pfi_srv_caps_set(srv_node *n, long long epoch, const double *caps, const char *controller,
+                     json_t **result, pfi_err *err);
+/* PFI_EBUSY, said in err, when a controller other than `name` holds this node's caps: in
+ * external mode, named by its heartbeats, heard within SRV_CONTROLLER_HEARD_S.  Two
+ * controllers over one node took turns over its caps at every heartbeat, the site over the
+ * lower one's budget each time, and neither said a word.  An unnamed caller is never refused.
+ * mu held. */
+int pfi_srv_other_controller(const srv_node *n, const char *name, pfi_err *err);
+/* Says in the node's events that controller `name` was refused (pfi_srv_other_controller),
+ * once per name and ten minutes.  mu not held. */
+void pfi_srv_refused_controller(srv_node *n, const char *name);
 int pfi_srv_heartbeat(srv_node *n, const char *controller, double ttl_s, json_t **result,
                   pfi_err *err);
 /* Seconds since a controller's last heartbeat, NAN when none was heard; one heard within

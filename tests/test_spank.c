@@ -246,6 +246,16 @@ static void test_log_patterns(void **state)
     }
     assert_non_null(strstr(g_log, "'%a' is not expanded"));
     assert_int_equal(pfi_options[2].cb(3, "/s/train-%j-%%A.log", 0), 0);
+    /* Not UTF-8 (the daemon refused the registration, the job ran unmanaged): refused at
+     * submission; UTF-8 taken. */
+    const char *not_utf8[] = {"/scratch/\xff\xfe.log", "/s/\xc0\xaf.log", "/s/\xed\xa0\x80.log",
+                              "/s/\xe2\x82.log"};
+    for (size_t i = 0; i < sizeof not_utf8 / sizeof *not_utf8; i++) {
+        g_log[0] = '\0';
+        assert_int_equal(pfi_options[2].cb(3, not_utf8[i], 0), -1);
+        assert_non_null(strstr(g_log, "in UTF-8"));
+    }
+    assert_int_equal(pfi_options[2].cb(3, "/scratch/\xc3\xa9t\xc3\xa9-\xf0\x9f\x9a\x80.log", 0), 0);
 
     fake_node d;
     daemon_start(&d, 0);
@@ -256,6 +266,11 @@ static void test_log_patterns(void **state)
     g_opt[3] = "/s/train-%j-%%A.log";
     assert_int_equal(prolog(&d, NULL), 0);
     assert_non_null(strstr(d.reqs, "\"log\":\"/s/train-4242-%A.log\""));
+    /* A node name with a quote and a backslash is escaped (the body was malformed JSON). */
+    setenv("SLURMD_NODENAME", "n1\"x\\y", 1);
+    assert_int_equal(prolog(&d, NULL), 0);
+    assert_non_null(strstr(d.reqs, "\"node\":\"n1\\\"x\\\\y\"}"));
+    unsetenv("SLURMD_NODENAME");
     daemon_stop(&d);
 }
 

@@ -155,11 +155,38 @@ static const char *log_bad_pattern(const char *s)
     return NULL;
 }
 
-/* An absolute path without control characters or patterns other than %j and %% that fits the
- * daemon's limit with every %j expanded to the longest job id. */
+/* Whether s is UTF-8 as a JSON parser takes it (the daemon's, jansson): no overlong form, no
+ * surrogate, nothing past U+10FFFF.  The plugin links no libpfi (util/text.c has the same
+ * rule for the daemon). */
+static int utf8_ok(const unsigned char *p)
+{
+    while (*p) {
+        int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2
+                          : (*p & 0xf8) == 0xf0 ? 3 : -1;
+        if (n < 0)
+            return 0;
+        unsigned long cp = n == 0 ? *p : (unsigned long)(*p & (0x3f >> n));
+        for (int k = 1; k <= n; k++) {
+            if ((p[k] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (p[k] & 0x3f);
+        }
+        static const unsigned long least[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+/* An absolute path in UTF-8 without control characters or patterns other than %j and %% that
+ * fits the daemon's limit with every %j expanded to the longest job id.  (A path with bytes
+ * that are not UTF-8 passed here and the daemon refused the registration: the job ran
+ * unmanaged, said in slurmd's log alone.) */
 static int log_ok(const char *s)
 {
-    if (s[0] != '/' || log_bad_pattern(s) || log_len_max(s) > LOG_MAX)
+    if (s[0] != '/' || log_bad_pattern(s) || log_len_max(s) > LOG_MAX ||
+        !utf8_ok((const unsigned char *)s))
         return 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
@@ -208,7 +235,7 @@ static int opt_cb(int val, const char *optarg, int remote)
         return -1;
     }
     if (val == 3 && !log_ok(optarg)) {
-        slurm_error("pfi: --power-log=%s: expected an absolute path without control "
+        slurm_error("pfi: --power-log=%s: expected an absolute path in UTF-8 without control "
                     "characters, at most %d bytes once each %%j is replaced by a %d-digit job id",
                     optarg, LOG_MAX, JOBID_MAX);
         return -1;
@@ -427,6 +454,30 @@ static const char *node_name(void)
 {
     const char *n = getenv("SLURMD_NODENAME");
     return n && *n ? n : "localhost";
+}
+
+/* s as the inside of a JSON string (quotes, backslashes and control characters escaped); -1
+ * when it does not fit.  The node's name went into the body as it was: one with a quote made
+ * the body malformed and the job ran unmanaged. */
+static int json_text(const char *s, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char piece[8];
+        if (*p == '"' || *p == '\\')
+            snprintf(piece, sizeof piece, "\\%c", *p);
+        else if (*p < 0x20)
+            snprintf(piece, sizeof piece, "\\u%04x", *p);
+        else
+            snprintf(piece, sizeof piece, "%c", *p);
+        size_t l = strlen(piece);
+        if (o + l >= cap)
+            return -1;
+        memcpy(out + o, piece, l);
+        o += l;
+    }
+    out[o] = '\0';
+    return 0;
 }
 
 static int job_id(spank_t sp, uint32_t *id)
@@ -694,9 +745,12 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     }
     if (o < (int)sizeof body && log[0])
         o += snprintf(body + o, sizeof body - o, ",\"log\":\"%s\"", log);
+    char node[256];
+    if (json_text(node_name(), node, sizeof node) != 0)
+        return outcome(&c, id, "registration", UNMANAGED, "node name too long");
     if (o < (int)sizeof body)
         o += snprintf(body + o, sizeof body - o,
-                      ",\"weight\":%s,\"source\":\"slurm\",\"node\":\"%s\"}", w_t, node_name());
+                      ",\"weight\":%s,\"source\":\"slurm\",\"node\":\"%s\"}", w_t, node);
     if (o >= (int)sizeof body)
         return outcome(&c, id, "registration", UNMANAGED, "request too large");
 

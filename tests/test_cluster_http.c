@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "cluster/cl_int.h"
 #include "util/http.h"
@@ -511,6 +512,66 @@ static long get(int port, const char *path, const char *token, char **reply)
     return r.status;
 }
 
+/* Budget changes from several clients at once: each 200 answers with the budget that request
+ * set (the state it left, before another change ran); one in eight answered with another
+ * client's budget (8,595 W asked, 12,996 W answered). */
+typedef struct budget_client {
+    int port, k;
+    int wrong, answered;
+    char seen[160];
+} budget_client;
+
+static void *budget_client_main(void *arg)
+{
+    budget_client *b = arg;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/budget", b->port);
+    for (int i = 0; i < 12; i++) {
+        double w = 6000 + 37 * b->k + 151 * i; /* every client and round its own */
+        char body[64];
+        snprintf(body, sizeof body, "{\"watts\": %.0f}", w);
+        pfi_http_req r;
+        memset(&r, 0, sizeof r);
+        r.url = url;
+        r.method = "PUT";
+        r.body = body;
+        pfi_http_many(NULL, &r, 1, TOKEN, 30.0, 1);
+        json_t *d = r.status == 200 && r.reply ? json_loads(r.reply, 0, NULL) : NULL;
+        if (d) {
+            b->answered++;
+            double got = json_number_value(json_object_get(d, "budget_w"));
+            if (got != w && !b->wrong++)
+                snprintf(b->seen, sizeof b->seen, "asked %.0f W, answered %g W", w, got);
+        }
+        json_decref(d);
+        pfi_http_req_free(&r, 1);
+    }
+    return NULL;
+}
+
+static void test_budget_answers_its_own(void **state)
+{
+    (void)state;
+    site x;
+    site_up(&x);
+    budget_client cl[4];
+    pthread_t th[4];
+    for (int k = 0; k < 4; k++) {
+        cl[k] = (budget_client){.port = x.port, .k = k};
+        assert_int_equal(pthread_create(&th[k], NULL, budget_client_main, &cl[k]), 0);
+    }
+    int answered = 0;
+    for (int k = 0; k < 4; k++) {
+        pthread_join(th[k], NULL);
+        if (cl[k].wrong)
+            fail_msg("client %d: %d of %d answers name another budget (%s)", k, cl[k].wrong,
+                     cl[k].answered, cl[k].seen);
+        answered += cl[k].answered;
+    }
+    assert_int_equal(answered, 48);
+    site_down(&x);
+}
+
 /* --read-auth token (cfg.read_auth): every read of the site (nodes, jobs, caps, history,
  * decisions, grid events, the status page, /metrics) was open to whoever reached the port,
  * where a node daemon with read_auth = token refuses them.  Now: 401 without the token or with
@@ -624,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_two_lengths_refused),
         cmocka_unit_test(test_malformed_refused),
         cmocka_unit_test(test_budget_body_checked),
+        cmocka_unit_test(test_budget_answers_its_own),
         cmocka_unit_test(test_settings_checked),
         cmocka_unit_test(test_read_auth),
         cmocka_unit_test(test_read_auth_needs_token),

@@ -89,6 +89,12 @@ static enum MHD_Result send_malformed(struct MHD_Connection *con, const json_err
     return send_err(con, 400, msg);
 }
 
+/* The allocation a budget change left (pfi_cl_set_budget_answer). */
+static void take_allocation(pfi_cl *c, void *ctx)
+{
+    *(json_t **)ctx = pfi_cl_json_allocation(c);
+}
+
 static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, const char *body)
 {
     json_error_t je;
@@ -150,11 +156,14 @@ static enum MHD_Result put_budget(pfi_cl_server *s, struct MHD_Connection *con, 
             b.ramp_s = json_number_value(rv);
     }
     json_decref(d);
+    json_t *answer = NULL;
     if (rc == PFI_OK)
-        rc = pfi_cl_set_budget(s->c, &b, &e);
-    if (rc != PFI_OK)
+        rc = pfi_cl_set_budget_answer(s->c, &b, take_allocation, &answer, &e);
+    if (rc != PFI_OK) {
+        json_decref(answer);
         return send_err(con, http_code(rc), e.msg);
-    return send_json(con, 200, pfi_cl_json_allocation(s->c));
+    }
+    return send_json(con, 200, answer ? answer : pfi_cl_json_allocation(s->c));
 }
 
 #define NO_TOKEN_FILE                                                                              \

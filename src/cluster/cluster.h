@@ -203,6 +203,13 @@ int pfi_cl_refresh(pfi_cl *c, pfi_err *err);
  * removes the budget.  Infeasible budgets (below the minimum caps and SLAs of what must be
  * held): PFI_EINFEASIBLE with the least feasible budget, and nothing changed. */
 int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err);
+/* The same, with answer(c, ctx) (may be NULL) called once the change ran (on success, and on a
+ * budget taken but not met yet) before any other change runs: what it reads of c is the state
+ * this change left.  Read after, one request of several at once was answered with another's
+ * budget. */
+typedef void (*pfi_cl_answer_fn)(pfi_cl *c, void *ctx);
+int pfi_cl_set_budget_answer(pfi_cl *c, const pfi_cl_budget *b, pfi_cl_answer_fn answer,
+                             void *ctx, pfi_err *err);
 /* What a site budget's share is of (util/budget.h). */
 #define PFI_CL_BUDGET_REF "the sum of the site's GPUs' default limits"
 /* A budget as util/budget.h reads it ("5600W", "70%", "cut=30%"), its share of

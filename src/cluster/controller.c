@@ -780,6 +780,12 @@ static int in_force(const pfi_cl *c, const pfi_cl_budget *b, int rc, pfi_err *er
 
 int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
 {
+    return pfi_cl_set_budget_answer(c, b, NULL, NULL, err);
+}
+
+int pfi_cl_set_budget_answer(pfi_cl *c, const pfi_cl_budget *b, pfi_cl_answer_fn answer,
+                             void *ctx, pfi_err *err)
+{
     /* The bound every budget text has (util/budget.h): a number such as 1e300 is a typo, and
      * planning it only produced a 409 with a 300-digit figure. */
     if (b->set && !(b->watts > 0 && b->watts <= PFI_BUDGET_MAX_W))
@@ -843,9 +849,15 @@ int pfi_cl_set_budget(pfi_cl *c, const pfi_cl_budget *b, pfi_err *err)
             pfi_clock_sleep(dt);
             rc = pfi_cl_reapply(c, err);
         }
+        if (answer) /* a ramp stepped here: its end, as the last step left it */
+            answer(c, ctx);
         return in_force(c, b, rc, err);
     }
     rc = reapply_locked(c, pre.target ? &pre : NULL, err);
+    /* The answer is this change's state, taken before another change may run: read after the
+     * lock, one request of several at once was answered with another's budget. */
+    if (answer)
+        answer(c, ctx);
     pthread_mutex_unlock(&c->op_mu);
     free(pre.target);
     return in_force(c, b, rc, err);

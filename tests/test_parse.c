@@ -975,6 +975,7 @@ static void test_regex(void **state)
     assert_int_equal(pfi_parser_feed(p, "epoch 1 speed: 250.0 ms/step loss 2", &o), 1);
     assert_near(o.value, 8000, 1e-12);
     assert_near(o.period_s, 0.25, 1e-12);
+    assert_int_equal(o.period_may_span, 1); /* may be a mean since the previous line */
     assert_int_equal(pfi_parser_feed(p, "epoch 1 speed: n/a ms/step", &o), 0);
     pfi_parser_free(p);
 

@@ -154,6 +154,34 @@ static void test_meter_restart(void **state)
     pfi_meter_free(&m);
 }
 
+/* A --throughput-regex time per step may be the mean over the steps since the previous line
+ * (period_may_span): its rate covers the time since that line when that is longer than the
+ * stated step; the stated step alone when it is longer, and on the first line after none. A
+ * line 0.3 s after a cap change stating a 300-step mean was counted as 0.3 s of the new level. */
+static void test_meter_mean_since_previous(void **state)
+{
+    pfi_meter m;
+    pfi_meter_init(&m);
+    pfi_err e = {0};
+    pfi_obs o = {.kind = PFI_OBS_RATE, .unit = PFI_OU_STEPS, .value = 50, .period_s = 0.02,
+                 .period_may_span = 1, .job_t_s = NAN, .step = -1};
+    assert_int_equal(pfi_meter_add(&m, &o, 10, &e), PFI_OK); /* first: its own step */
+    assert_int_equal(pfi_meter_add(&m, &o, 16, &e), PFI_OK);
+    o.period_s = 9; /* longer than since the previous line: its own */
+    assert_int_equal(pfi_meter_add(&m, &o, 20, &e), PFI_OK);
+    assert_int_equal(m.n, 3);
+    assert_near(m.s[0].t0, 9.98, 1e-12);
+    assert_near(m.s[1].t0, 10, 0);
+    assert_near(m.s[1].t1, 16, 0);
+    assert_near(m.s[2].t0, 11, 0);
+    /* A line stating one step's own time (nanoGPT: period_may_span 0) keeps its step. */
+    o.period_may_span = 0;
+    o.period_s = 0.02;
+    assert_int_equal(pfi_meter_add(&m, &o, 30, &e), PFI_OK);
+    assert_near(m.s[3].t0, 29.98, 1e-12);
+    pfi_meter_free(&m);
+}
+
 static void test_meter_job_clock(void **state)
 {
     pfi_meter m;
@@ -990,6 +1018,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meter_counts),     cmocka_unit_test(test_meter_counts_batched),
         cmocka_unit_test(test_meter_job_clock),
+        cmocka_unit_test(test_meter_mean_since_previous),
         cmocka_unit_test(test_meter_restart),
         cmocka_unit_test(test_steady),           cmocka_unit_test(test_journal),
         cmocka_unit_test(test_journal_race),     cmocka_unit_test(test_journal_lock_stuck),

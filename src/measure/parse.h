@@ -71,6 +71,12 @@ typedef struct pfi_obs {
     /* Seconds the rate was measured over when the log says so (one iteration's time); else
      * NAN and the interval since the previous observation is used. */
     double period_s;
+    /* 1 when period_s may be a mean over the steps since the previous line (a --throughput-regex
+     * time per step: many loops print the mean over their log interval, as Megatron does): the
+     * rate is then timed from the previous line when that is longer ago.  Timed over period_s
+     * alone, a line just after a cap change carried the old cap's steps into the new level
+     * (+11% at 350 W). */
+    int period_may_span;
     /* The job's own clock for counts (the pfi protocol's t=); NAN when absent. */
     double job_t_s;
     long long step; /* iteration number printed on the line; -1 unknown */

@@ -84,6 +84,7 @@ static inline void pfi_obs_init(pfi_obs *o)
     o->unit = PFI_OU_TOKENS;
     o->value = 0;
     o->period_s = __builtin_nan("");
+    o->period_may_span = 0;
     o->job_t_s = __builtin_nan("");
     o->step = -1;
     o->restart = 0;

@@ -84,6 +84,7 @@ int pfi_parse_regex(pfi_parser *p, const char *line, pfi_obs *o)
         o->unit = PFI_OU_STEPS;
         o->value = 1.0 / sec;
         o->period_s = sec;
+        o->period_may_span = 1;
         break;
     }
     case PFI_RU_TOKENS:

@@ -85,6 +85,8 @@ int pfi_meter_add(pfi_meter *m, const pfi_obs *o, double t, pfi_err *err)
     m->last_arrival = t;
     if (o->kind == PFI_OBS_RATE) {
         double t0 = isfinite(o->period_s) && o->period_s > 0 ? t - o->period_s : prev_arrival;
+        if (o->period_may_span && prev_arrival < t0)
+            t0 = prev_arrival;
         if (!isfinite(t0))
             return PFI_OK; /* the first line: no interval to attribute it to */
         return push(m, t0, t, o->value, err);

@@ -94,6 +94,11 @@ want 2 sweep --speed 1e9 -- true
 grep -q "^pfi sweep: --speed 1e+09 is not a speed-up" "$T/err" || fail "sweep --speed 1e9: $(cat "$T/err")"
 want 2 sweep --backend nvml --speed 5 -- true
 grep -q "speed goes with --backend sim" "$T/err" || fail "sweep --backend nvml --speed: $(cat "$T/err")"
+# A real program under a sped-up simulator: its lines timed on the simulator's clock read its
+# tokens/s 20 times too small (review, 2026-12-06): refused, nothing run.
+want 2 sweep --backend sim --speed 20 -- sh -c "echo ran >'$T/ran'"
+grep -q "^pfi sweep: --speed 20 with a real program" "$T/err" && [ ! -e "$T/ran" ] ||
+    fail "sweep --backend sim --speed 20 with a real program: $(cat "$T/err")"
 # --nvml-lib names the library the NVML backend loads: with the simulator it was dropped
 # silently; refused, nothing read or changed (PFI_BACKEND=sim here, as --backend sim).
 want 2 gpus --nvml-lib /nonexistent/libnvidia-ml.so.1

@@ -838,7 +838,19 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
         fprintf(stderr, "pfi sweep: --attach needs --log FILE (the running job's log)\n");
         return PFI_EXIT_USAGE;
     }
-    return check_given(o);
+    if ((rc = check_given(o)) >= 0)
+        return rc;
+    /* A real program's lines are timed on the simulator's clock: at --speed 20 its tokens/s
+     * read 20 times too small (the warning that they "are real" came with them). */
+    if (!o->attach && o->speed != 1 && o->speed > 0 && !is_simjob(*pos, *npos)) {
+        fprintf(stderr, "pfi sweep: --speed %g with a real program: its lines are timed on the "
+                        "simulator's clock, %g times faster than its own, and its tokens/s would "
+                        "read %g times too small; sweep a real program at --speed 1 (the "
+                        "default), or a simulated job (pfi sim job)\n",
+                o->speed, o->speed, o->speed);
+        return PFI_EXIT_USAGE;
+    }
+    return -1;
 }
 
 /* After the sweep: the result printed, a restore that failed said, and the exit status: 0, 1

@@ -431,6 +431,8 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     n->audit = audit;
     if (rc != PFI_OK)
         goto out;
+    if (hold->active && !c->read_only)
+        pfi_srv_hold_absent(hold, n->gpu, n->n_gpus, &n->held_absent);
     n->model = model;
     if (journaled)
         originals_from_journal(n, &j);
@@ -443,6 +445,10 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     }
     if (note[0])
         pfi_srv_event_add(n, "journal_restore", "%s", note);
+    if (n->held_absent.n)
+        pfi_srv_event_add(n, "hold", "%d GPU(s) held before the restart are not on the node "
+                                     "now: their held caps are kept for when they come back",
+                          n->held_absent.n);
     if (c->token_file[0]) {
         rc = pfi_token_load(c->token_file, n->token, sizeof n->token, err);
         if (rc != PFI_OK)

@@ -41,6 +41,13 @@ void pfi_srv_hold_save(srv_node *n, long long epoch)
             json_array_append_new(g, json_pack("{s:s, s:o}", "uuid", n->gpu[i].dev.uuid, "cap_w",
                                                isfinite(c) ? json_real(c) : json_null()));
         }
+        /* GPUs held before but absent at this start stay held: a restart with them back
+         * lowers them to their caps instead of leaving them at their default limit. */
+        const srv_hold *a = &n->held_absent;
+        for (int k = 0; k < a->n; k++)
+            json_array_append_new(g, json_pack("{s:s, s:o}", "uuid", a->uuid[k], "cap_w",
+                                               isfinite(a->cap_w[k]) ? json_real(a->cap_w[k])
+                                                                     : json_null()));
         doc = json_pack("{s:s, s:I, s:o, s:f, s:o}", "mode", pfi_srv_mode_name(n->mode), "epoch",
                         (json_int_t)(epoch > n->caps_epoch ? epoch : n->caps_epoch), "budget_w",
                         isfinite(n->budget_w) ? json_real(n->budget_w) : json_null(), "ttl_s",
@@ -54,6 +61,8 @@ void pfi_srv_hold_save(srv_node *n, long long epoch)
                                 json_pack("{s:f, s:f, s:f}", "to_w", n->ramp_to_w, "left_s",
                                           left > 0 ? left : 0.0, "end_wall",
                                           pfi_clock_wall() + (left > 0 ? left : 0.0)));
+    } else {
+        n->held_absent.n = 0; /* nothing held: neither are they */
     }
     pthread_mutex_unlock(&n->mu);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
@@ -72,6 +81,9 @@ void pfi_srv_hold_clear(srv_node *n)
 {
     if (n->cfg->read_only || !n->audit)
         return;
+    pthread_mutex_lock(&n->mu);
+    n->held_absent.n = 0;
+    pthread_mutex_unlock(&n->mu);
     if (pfi_audit_set_state(n->audit, HOLD_KEY, "none") != PFI_OK)
         pfi_srv_event_add(n, "db_error", "the held limits could not be cleared");
 }
@@ -146,6 +158,24 @@ static int hold_entry(const srv_hold *h, const pfi_device *d, int index)
         if (h->uuid[k][0] && !strcmp(h->uuid[k], d->uuid))
             return k;
     return index < h->n && !h->uuid[index][0] ? index : -1;
+}
+
+void pfi_srv_hold_absent(const srv_hold *h, const srv_gpu *present, int n, srv_hold *out)
+{
+    memset(out, 0, sizeof *out);
+    int room = PFI_MAX_GPUS - (n > 0 ? n : 0);
+    for (int k = 0; k < h->n && out->n < room; k++) {
+        const char *u = h->uuid[k];
+        int seen = !u[0];
+        for (int i = 0; !seen && i < n; i++)
+            seen = !strcmp(present[i].dev.uuid, u);
+        for (int m = 0; !seen && m < out->n; m++)
+            seen = !strcmp(out->uuid[m], u);
+        if (seen)
+            continue;
+        snprintf(out->uuid[out->n], sizeof out->uuid[0], "%s", u);
+        out->cap_w[out->n++] = h->cap_w[k];
+    }
 }
 
 int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, int *lowered, int *failed)

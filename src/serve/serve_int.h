@@ -248,6 +248,22 @@ typedef struct srv_found {
                            * registered again while its processes run */
 } srv_found;
 
+/* hold.c: the limits held for a budget or a controller's caps, kept durably in the state
+ * database so a restart comes back at no more than them before it touches anything else. */
+typedef struct srv_hold {
+    int active;            /* a budget or caps were in force when last decided */
+    int mode;              /* srv_mode */
+    long long epoch;       /* the controller's last epoch applied */
+    double budget_w;       /* NAN: none (caps) */
+    double ttl_s;          /* the watchdog was armed with this (0: off) */
+    /* A budget ramp under way: the budget it goes to and the seconds it had left (NAN, 0:
+     * none).  budget_w is the step it had reached. */
+    double ramp_to_w, ramp_left_s;
+    int n;
+    char uuid[PFI_MAX_GPUS][96];
+    double cap_w[PFI_MAX_GPUS]; /* NAN: not held */
+} srv_hold;
+
 typedef struct srv_node {
     pthread_mutex_t mu, decide_mu, hw_mu;
     const pfi_serve_config *cfg;
@@ -272,6 +288,10 @@ typedef struct srv_node {
     int mode;              /* srv_mode */
     long long caps_epoch;
     long long deciding_epoch; /* the epoch of caps being decided (decide_mu), for the hold */
+    /* The held caps of GPUs the hold named but this start did not find (a GPU off the bus),
+     * newest first: every hold saved keeps them after the GPUs present, so that a restart
+     * with them back lowers them too (hold.c).  Set at start, before any decision. */
+    srv_hold held_absent;
     double ext_caps[PFI_MAX_GPUS];
     char boot_id[40];      /* new at every start: a controller sees a restart by it */
 
@@ -345,27 +365,17 @@ typedef struct srv_node {
     struct pfi_alloc_keep *keep; /* plan.c: the allocator state of the last plan (decide_mu) */
 } srv_node;
 
-/* hold.c: the limits held for a budget or a controller's caps, kept durably in the state
- * database so a restart comes back at no more than them before it touches anything else. */
-typedef struct srv_hold {
-    int active;            /* a budget or caps were in force when last decided */
-    int mode;              /* srv_mode */
-    long long epoch;       /* the controller's last epoch applied */
-    double budget_w;       /* NAN: none (caps) */
-    double ttl_s;          /* the watchdog was armed with this (0: off) */
-    /* A budget ramp under way: the budget it goes to and the seconds it had left (NAN, 0:
-     * none).  budget_w is the step it had reached. */
-    double ramp_to_w, ramp_left_s;
-    int n;
-    char uuid[PFI_MAX_GPUS][96];
-    double cap_w[PFI_MAX_GPUS]; /* NAN: not held */
-} srv_hold;
 /* After a decision's commit (decide_mu held): the limits now held, or "none" when no budget or
  * caps are in force.  epoch: the caps' epoch being applied (0: none). */
 void pfi_srv_hold_save(srv_node *n, long long epoch);
 void pfi_srv_hold_clear(srv_node *n);
 /* h->active 0 when nothing is held. */
 int pfi_srv_hold_load(pfi_audit *a, srv_hold *h, pfi_err *err);
+/* The entries of h for GPUs not among the n present (matched by UUID; one without a UUID,
+ * matched by index, is not kept), in h's order, each UUID once, into out (its n, uuid and
+ * cap_w; the rest zeroed): at most PFI_MAX_GPUS - n, the last ones dropped first (a save
+ * writes the GPUs present, then the absent ones, newest first: the last are the oldest). */
+void pfi_srv_hold_absent(const srv_hold *h, const srv_gpu *present, int n, srv_hold *out);
 /* Lowers every GPU the hold names to its held cap where it is above it (no raise); counts. */
 int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, int *lowered, int *failed);
 /* The held cap of this GPU (matched by UUID), NAN when the hold does not name it. */

@@ -6,8 +6,9 @@
 # through PUT /v1/caps (`pfi ctl caps`, as a controller sends them); kill -9; a start over four
 # of them (same UUIDs); kill -9; a start over the eight with a fresh simulator state (a reboot:
 # every limit at its 700 W default).  Before, the four-GPU start saved a hold of four GPUs and
-# the eight-GPU start left GPUs 4-7 at 700 W until the controller's next caps.  `pfi restore`
-# puts every GPU back at its original 700 W.
+# the eight-GPU start left GPUs 4-7 at 700 W until the controller's next caps.  Second, a GPU
+# that no hold ever named (held over four, back over eight) is put at its minimum limit, and
+# the log says so.  Both times `pfi restore` puts every GPU back at its original 700 W.
 # Needs $PFI_BIN (tests/run.sh sets it), jq.
 set -u
 name=it_serve_hold_gpus
@@ -62,4 +63,21 @@ grep -q "4 GPU(s) held before the restart are not on the node now" "$T/serve.log
 stop_serve KILL
 restore_all
 
-echo "$name: 8 GPUs held, a restart over 4, then over 8 at 700 W: $first; pfi restore put all 8 back at 700 W"
+# ---- held over four, back over eight: GPUs 4-7 were never held ----
+rm -f "$T/serve.db" "$T/n.journal" "$PFI_SIM_STATE"
+HW=$FOUR
+start_node n
+caps_all 4 300 1
+reboot
+HW=$EIGHT
+start_node n
+got=$(limits)
+[ "$got" = "[300,300,300,300,200,200,200,200]" ] ||
+    fail "over eight after a hold of four: $got, GPUs 4-7 (never held) must be at their 200 W minimum"
+grep -q "4 GPU(s) the hold does not name put at their minimum limit" "$T/serve.log" ||
+    fail "the start does not say the GPUs the hold does not name went to their minimum"
+[ "$(ctl gpus | jq -c '[.gpus[].original_limit_w]')" = "[700,700,700,700,700,700,700,700]" ] ||
+    fail "the originals: $(ctl gpus | jq -c '[.gpus[].original_limit_w]')"
+stop_serve KILL
+restore_all
+echo "$name: 8 GPUs held, a restart over 4, then over 8 at 700 W: $first; a hold of 4 back over 8: $got; pfi restore put all 8 back at 700 W both times"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the held limits a restart comes back to (src/serve/hold.c) when the GPUs a node
  * shows change between starts (review p31 F3): a hold saved while some GPUs are absent keeps
- * their entries, so a restart with them back lowers them too. */
+ * their entries, so a restart with them back lowers them too; and a GPU no hold names is put
+ * at its minimum where the start asks it (a controller's caps). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "hw/backend_impl.h"
 #include "serve/serve_int.h"
 #include "support/sim_node.h"
 
@@ -157,12 +159,55 @@ static void test_save_keeps_absent(void **state)
     free(h);
 }
 
+/* The clamp lowers the GPUs the hold names to their caps, and those it does not name to their
+ * minimum only where asked; it never raises. */
+static void test_clamp_unheld_to_min(void **state)
+{
+    pfi_test_node *t = *state;
+    srv_node *n = t->n;
+    int count = n->n_gpus;
+    assert_true(count >= 4);
+    srv_hold *h = calloc(1, sizeof *h);
+    assert_non_null(h);
+    h->active = 1;
+    h->mode = SRV_MODE_EXTERNAL;
+    for (int i = 0; i < 2; i++)
+        put(h, n->gpu[i].dev.uuid, 300);
+    int lowered, at_min, failed;
+    assert_int_equal(pfi_srv_hold_clamp(t->b, h, NULL, &lowered, &at_min, &failed), PFI_OK);
+    assert_int_equal(lowered, 2);
+    assert_int_equal(at_min, 0);
+    assert_int_equal(failed, 0);
+    pfi_err e = {0};
+    pfi_device d[PFI_MAX_GPUS];
+    for (int i = 0; i < count; i++)
+        assert_int_equal(pfi_hw_info(t->b, i, &d[i], &e), PFI_OK);
+    assert_true(fabs(d[0].limit_w - 300) < 0.5 && fabs(d[1].limit_w - 300) < 0.5);
+    assert_true(d[2].limit_w > 300); /* not named, not asked: where it was */
+
+    unsigned char to_min[PFI_MAX_GPUS] = {0};
+    for (int i = 0; i < count; i++)
+        to_min[i] = 1; /* the named ones keep their held caps all the same */
+    to_min[count - 1] = 0;
+    assert_int_equal(pfi_srv_hold_clamp(t->b, h, to_min, &lowered, &at_min, &failed), PFI_OK);
+    assert_int_equal(lowered, 0);
+    assert_int_equal(at_min, count - 3);
+    assert_int_equal(failed, 0);
+    for (int i = 0; i < count; i++) {
+        assert_int_equal(pfi_hw_info(t->b, i, &d[i], &e), PFI_OK);
+        double want = i < 2 ? 300 : i < count - 1 ? d[i].min_limit_w : d[i].default_limit_w;
+        assert_true(fabs(d[i].limit_w - want) < 0.5);
+    }
+    free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_absent_kept_in_order),
         cmocka_unit_test(test_absent_bounded),
         cmocka_unit_test_setup_teardown(test_save_keeps_absent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clamp_unheld_to_min, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -386,7 +386,8 @@ int pfi_srv_hold_resume(srv_node *n, const srv_hold *h, pfi_err *err)
     pfi_srv_snapshot(n);
     double caps[PFI_MAX_GPUS];
     for (int i = 0; i < n->n_gpus; i++) {
-        /* A GPU the hold does not name stays where it is. */
+        /* A GPU the hold does not name stays where it is (under a controller's caps, the
+         * start put it at its minimum: daemon.c's unheld_to_min). */
         caps[i] = pfi_srv_hold_cap(h, &n->snap[i].dev, i);
         if (isnan(caps[i]))
             caps[i] = n->snap[i].dev.limit_w;

@@ -226,6 +226,45 @@ static int check_unjournaled(const char *jpath, const char *db, pfi_backend *b, 
     return PFI_OK;
 }
 
+/* Whether the journal has the original limit of this GPU (by UUID, else by index). */
+static int journal_names(const pfi_journal *j, const pfi_device *d, int i)
+{
+    for (int k = 0; k < j->n; k++)
+        if (j->e[k].uuid[0] ? !strcmp(j->e[k].uuid, d->uuid) : j->e[k].gpu == i)
+            return 1;
+    return 0;
+}
+
+/* Under a controller's caps, a GPU the hold does not name (it was not on the node when they
+ * were held, or a hold of older code forgot it) would stay where it is, at its default limit
+ * after a reboot, above what the controller counts it at: it goes to its minimum until the
+ * controller's next caps.  Journaled first (its limit now is its original), so that a restore
+ * puts it back; one that cannot be is left where it is (counted, the first one's reason in
+ * why).  Marks them in to_min. */
+static void unheld_to_min(pfi_backend *b, const srv_hold *h, pfi_journal *j,
+                          unsigned char *to_min, int *unjournaled, char *why, size_t wsize)
+{
+    int count = 0;
+    pfi_err e = {0};
+    *unjournaled = 0;
+    if (h->mode != SRV_MODE_EXTERNAL || pfi_hw_count(b, &count, &e) != PFI_OK)
+        return; /* a count that fails now fails the clamp, which says so */
+    for (int i = 0; i < count && i < PFI_MAX_GPUS; i++) {
+        pfi_device d;
+        if (pfi_hw_info(b, i, &d, &e) != PFI_OK || pfi_srv_hold_names(h, &d, i))
+            continue;
+        pfi_err ae = {0};
+        if (!journal_names(j, &d, i) &&
+            (pfi_journal_add(j, b, i, &ae) != PFI_OK || !journal_names(j, &d, i))) {
+            if (!(*unjournaled)++)
+                snprintf(why, wsize, "GPU %d: %s", i,
+                         ae.code ? ae.msg : "the journal has another GPU at its index");
+            continue;
+        }
+        to_min[i] = 1;
+    }
+}
+
 static int start_held(const char *jpath, const char *db, pfi_backend *b, const srv_hold *h,
                       pfi_journal *j, char *note, size_t nsize, pfi_err *err)
 {
@@ -245,14 +284,26 @@ static int start_held(const char *jpath, const char *db, pfi_backend *b, const s
     }
     if (rc != PFI_OK)
         return pfi_err_prefix(err, "journal %s: ", jpath);
-    int lowered = 0, failed = 0;
-    rc = pfi_srv_hold_clamp(b, h, &lowered, &failed);
+    int lowered = 0, at_min = 0, failed = 0, unjournaled = 0;
+    unsigned char to_min[PFI_MAX_GPUS] = {0};
+    char why[120] = ""; /* the event holds 512 characters: the note fits */
+    unheld_to_min(b, h, j, to_min, &unjournaled, why, sizeof why);
+    rc = pfi_srv_hold_clamp(b, h, to_min, &lowered, &at_min, &failed);
     if (rc != PFI_OK)
         return pfi_err_set(err, rc, "the GPUs cannot be listed to hold their limits");
+    char unheld[300] = "", left[180] = "";
+    if (unjournaled)
+        snprintf(left, sizeof left, ", %d not journaled left where they are (%s)", unjournaled,
+                 why);
+    if (at_min || unjournaled)
+        snprintf(unheld, sizeof unheld,
+                 "; %d GPU(s) the hold does not name put at their minimum limit until the "
+                 "controller's caps%s",
+                 at_min, left);
     snprintf(note, nsize,
              "limits held from before the restart (%s mode): %d GPU(s) lowered to their held "
-             "caps, %d could not be%s",
-             pfi_srv_mode_name(h->mode), lowered, failed,
+             "caps, %d could not be%s%s",
+             pfi_srv_mode_name(h->mode), lowered, failed, unheld,
              adopted ? "; the originals stay journaled" : "");
     return PFI_OK;
 }
@@ -389,7 +440,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         free(n);
         return rc;
     }
-    char jpath[PFI_JOURNAL_PATH_MAX], note[256] = "";
+    char jpath[PFI_JOURNAL_PATH_MAX], note[512] = "";
     if (c->journal[0])
         snprintf(jpath, sizeof jpath, "%s", c->journal);
     else

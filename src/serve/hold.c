@@ -178,9 +178,10 @@ void pfi_srv_hold_absent(const srv_hold *h, const srv_gpu *present, int n, srv_h
     }
 }
 
-int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, int *lowered, int *failed)
+int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, const unsigned char *to_min,
+                       int *lowered, int *at_min, int *failed)
 {
-    *lowered = *failed = 0;
+    *lowered = *at_min = *failed = 0;
     int count = 0;
     pfi_err e = {0};
     if (pfi_hw_count(b, &count, &e) != PFI_OK)
@@ -193,17 +194,29 @@ int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, int *lowered, int *fai
             continue;
         }
         int k = hold_entry(h, &d, i);
-        if (k < 0 || isnan(h->cap_w[k]))
+        /* One the hold does not name (it was never held here, or was dropped): its minimum,
+         * where the caller asks (a controller counts it at nothing or idle). */
+        int min = k < 0 && to_min && i < PFI_MAX_GPUS && to_min[i];
+        if (!min && (k < 0 || isnan(h->cap_w[k])))
             continue;
-        double cap = h->cap_w[k] < d.min_limit_w ? d.min_limit_w : h->cap_w[k];
-        if (pfi_hw_held_mw(d.limit_w) <= pfi_hw_cap_mw(cap))
+        double cap = min || h->cap_w[k] < d.min_limit_w ? d.min_limit_w : h->cap_w[k];
+        if (pfi_hw_held_mw(d.limit_w) <= pfi_hw_cap_mw(cap)) {
+            *at_min += min;
             continue;
-        if (pfi_hw_set_limit(b, i, cap, NULL, &e) == PFI_OK)
-            (*lowered)++;
-        else
+        }
+        if (pfi_hw_set_limit(b, i, cap, NULL, &e) != PFI_OK)
             (*failed)++;
+        else if (min)
+            (*at_min)++;
+        else
+            (*lowered)++;
     }
     return PFI_OK;
+}
+
+int pfi_srv_hold_names(const srv_hold *h, const pfi_device *d, int index)
+{
+    return hold_entry(h, d, index) >= 0;
 }
 
 double pfi_srv_hold_cap(const srv_hold *h, const pfi_device *d, int index)

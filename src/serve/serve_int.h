@@ -376,8 +376,13 @@ int pfi_srv_hold_load(pfi_audit *a, srv_hold *h, pfi_err *err);
  * cap_w; the rest zeroed): at most PFI_MAX_GPUS - n, the last ones dropped first (a save
  * writes the GPUs present, then the absent ones, newest first: the last are the oldest). */
 void pfi_srv_hold_absent(const srv_hold *h, const srv_gpu *present, int n, srv_hold *out);
-/* Lowers every GPU the hold names to its held cap where it is above it (no raise); counts. */
-int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, int *lowered, int *failed);
+/* Lowers every GPU the hold names to its held cap where it is above it (no raise); a GPU it
+ * does not name with to_min[i] set (may be NULL) goes to its minimum limit.  Counts: lowered
+ * (to their held caps), at_min (to_min's put or found there), failed. */
+int pfi_srv_hold_clamp(pfi_backend *b, const srv_hold *h, const unsigned char *to_min,
+                       int *lowered, int *at_min, int *failed);
+/* Whether the hold has an entry for this GPU (matched by UUID), its cap known or not. */
+int pfi_srv_hold_names(const srv_hold *h, const pfi_device *d, int index);
 /* The held cap of this GPU (matched by UUID), NAN when the hold does not name it. */
 double pfi_srv_hold_cap(const srv_hold *h, const pfi_device *d, int index);
 /* control.c: takes the held state back at start: the epoch, the watchdog, and one decision at

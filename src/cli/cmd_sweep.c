@@ -739,6 +739,38 @@ static int check_given(const sweep_opts *o)
     return rc >= 0 ? rc : check_numbers(o);
 }
 
+/* What the COMMAND (or --attach) and the options given allow: -1 to go on, else the exit
+ * status (said why). */
+static int check_command(const sweep_opts *o, char **pos, int npos)
+{
+    int rc;
+    if (o->attach && npos > 0) {
+        fprintf(stderr, "pfi sweep: --attach follows --log; it takes no COMMAND\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (!o->attach && npos == 0) {
+        fprintf(stderr, "pfi sweep: no COMMAND (write it after --), or --attach --log FILE\n");
+        return PFI_EXIT_USAGE;
+    }
+    if (o->attach && !o->log) {
+        fprintf(stderr, "pfi sweep: --attach needs --log FILE (the running job's log)\n");
+        return PFI_EXIT_USAGE;
+    }
+    if ((rc = check_given(o)) >= 0)
+        return rc;
+    /* A real program's lines are timed on the simulator's clock: at --speed 20 its tokens/s
+     * read 20 times too small (the warning that they "are real" came with them). */
+    if (!o->attach && o->speed != 1 && o->speed > 0 && !is_simjob(pos, npos)) {
+        fprintf(stderr, "pfi sweep: --speed %g with a real program: its lines are timed on the "
+                        "simulator's clock, %g times faster than its own, and its tokens/s would "
+                        "read %g times too small; sweep a real program at --speed 1 (the "
+                        "default), or a simulated job (pfi sim job)\n",
+                o->speed, o->speed, o->speed);
+        return PFI_EXIT_USAGE;
+    }
+    return -1;
+}
+
 /* The options into *o and the COMMAND after them into pos[0..npos) (pos[npos] NULL): -1 to go
  * on, else the exit status. */
 static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *npos)
@@ -826,31 +858,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o, char ***pos, int *np
     /* The parser compacts positionals into argv without a terminator; exec needs one (the
      * slot after them is inside argv, whose argv[argc] is NULL). */
     (*pos)[*npos] = NULL;
-    if (o->attach && *npos > 0) {
-        fprintf(stderr, "pfi sweep: --attach follows --log; it takes no COMMAND\n");
-        return PFI_EXIT_USAGE;
-    }
-    if (!o->attach && *npos == 0) {
-        fprintf(stderr, "pfi sweep: no COMMAND (write it after --), or --attach --log FILE\n");
-        return PFI_EXIT_USAGE;
-    }
-    if (o->attach && !o->log) {
-        fprintf(stderr, "pfi sweep: --attach needs --log FILE (the running job's log)\n");
-        return PFI_EXIT_USAGE;
-    }
-    if ((rc = check_given(o)) >= 0)
-        return rc;
-    /* A real program's lines are timed on the simulator's clock: at --speed 20 its tokens/s
-     * read 20 times too small (the warning that they "are real" came with them). */
-    if (!o->attach && o->speed != 1 && o->speed > 0 && !is_simjob(*pos, *npos)) {
-        fprintf(stderr, "pfi sweep: --speed %g with a real program: its lines are timed on the "
-                        "simulator's clock, %g times faster than its own, and its tokens/s would "
-                        "read %g times too small; sweep a real program at --speed 1 (the "
-                        "default), or a simulated job (pfi sim job)\n",
-                o->speed, o->speed, o->speed);
-        return PFI_EXIT_USAGE;
-    }
-    return -1;
+    return check_command(o, *pos, *npos);
 }
 
 /* After the sweep: the result printed, a restore that failed said, and the exit status: 0, 1

@@ -221,6 +221,10 @@ static int bind_unix(listener *h, const char *path, char *where, size_t wsize, p
     if (strlen(path) >= sizeof sa.sun_path)
         return pfi_err_set(err, PFI_EINVAL, "unix socket path %s is too long", path);
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    /* bind() says only "No such file or directory": /run/pfi exists only under systemd. */
+    int rc = pfi_parent_dir_check(path, "socket", err);
+    if (rc != PFI_OK)
+        return rc;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return pfi_err_set(err, PFI_EIO, "socket: %s", strerror(errno));
@@ -242,7 +246,7 @@ static int bind_unix(listener *h, const char *path, char *where, size_t wsize, p
             return pfi_err_set(err, PFI_EIO, "socket: %s", strerror(errno));
     }
     mode_t old = umask(0117);
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
     umask(old);
     if (rc != 0 || listen(fd, 128) != 0) {
         int e = errno;

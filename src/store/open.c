@@ -37,6 +37,11 @@ int pfi_store_open(const char *path, int flags, pfi_store **out, pfi_err *err)
     }
     if (!memory && pfi_input_not_dir(path, err) != PFI_OK) /* SQLite: "unable to open database file" */
         return pfi_err_prefix(err, "database: ");
+    if (!ro && !memory && (flags & PFI_STORE_CREATE)) {
+        int prc = pfi_parent_dir_check(path, "database", err); /* SQLite: the same */
+        if (prc != PFI_OK)
+            return prc;
+    }
     pfi_store *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(path))) {
         free(st);

@@ -19,6 +19,32 @@ int pfi_input_not_dir(const char *path, pfi_err *err)
     return PFI_OK;
 }
 
+int pfi_parent_dir_check(const char *path, const char *what, pfi_err *err)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return PFI_OK; /* the working directory */
+    char dir[1024];
+    size_t len = slash == path ? 1 : (size_t)(slash - path);
+    if (len >= sizeof dir)
+        return PFI_OK;
+    memcpy(dir, path, len);
+    dir[len] = '\0';
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return pfi_err_set(err, PFI_EIO, "cannot create %s %s: %s is not a folder", what, path,
+                           dir);
+    if (stat(dir, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
+        return PFI_OK;
+    if (errno == ENOTDIR)
+        return pfi_err_set(err, PFI_EIO, "cannot create %s %s: a part of %s is not a folder",
+                           what, path, dir);
+    return pfi_err_set(err, PFI_EIO,
+                       "cannot create %s %s: the folder %s does not exist (create it first: "
+                       "mkdir -p %s)",
+                       what, path, dir, dir);
+}
+
 int pfi_mkdir_p(const char *dir, pfi_err *err)
 {
     char buf[1024];

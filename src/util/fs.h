@@ -20,6 +20,13 @@ int pfi_mkdir_p(const char *dir, pfi_err *err);
  * mistake, and as bad input (exit 2) where a file that cannot be read is a failure (exit 1). */
 int pfi_input_not_dir(const char *path, pfi_err *err);
 
+/* Before a file is created at path (a database, a socket): PFI_EIO "cannot create WHAT PATH:
+ * the folder D does not exist (create it first: mkdir -p D)" when the folder it goes in is
+ * missing, or says which is not a folder; else PFI_OK (a folder that cannot be read is left to
+ * the caller's open, which says why).  SQLite said only "unable to open database file" and
+ * bind() "No such file or directory", naming neither the folder nor what to do. */
+int pfi_parent_dir_check(const char *path, const char *what, pfi_err *err);
+
 /* Where an output the user named (a model, an export) is written so that a reader never sees
  * half of it: a temporary file beside *target renamed over it.  *target is path for a regular
  * file or a new path, a symlink's resolved target (the link stays a link and its file gets the

@@ -47,7 +47,8 @@ static void node_up(node *x, void (*set)(pfi_serve_config *))
     snprintf(x->t.n->token, sizeof x->t.n->token, "%s", TOKEN);
     char where[300];
     pfi_err e = {0};
-    assert_int_equal(pfi_srv_http_start(x->t.n, &x->h, where, sizeof where, &e), PFI_OK);
+    assert_int_equal(pfi_srv_http_bind(&x->t.cfg, &x->h, where, sizeof where, &e), PFI_OK);
+    assert_int_equal(pfi_srv_http_serve(x->h, x->t.n, &e), PFI_OK);
     const char *colon = strrchr(where, ':');
     assert_non_null(colon);
     x->port = atoi(colon + 1);

@@ -452,13 +452,17 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     srv_http *http = NULL;
     pfi_audit *audit = NULL;
     srv_hold *hold = calloc(1, sizeof *hold);
+    char where[PFI_SERVE_PATH_MAX + 32];
 
-    /* The state database first: it says whether limits are held from before a restart. */
-    if (!hold)
-        rc = pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    else if ((rc = pfi_audit_open(c->db, &audit, err)) != PFI_OK)
+    /* The listeners before anything else: a start that cannot serve changes nothing.  Then
+     * the state database: it says whether limits are held from before a restart. */
+    rc = hold ? pfi_srv_http_bind(c, &http, where, sizeof where, err)
+              : pfi_err_set(err, PFI_ENOMEM, "out of memory");
+    if (rc == PFI_OK && c->port_file[0]) /* written once it serves */
+        rc = pfi_parent_dir_check(c->port_file, "port file", err);
+    if (rc == PFI_OK && (rc = pfi_audit_open(c->db, &audit, err)) != PFI_OK)
         pfi_err_prefix(err, "state database %s: ", c->db);
-    else if (!c->read_only && (rc = pfi_srv_hold_load(audit, hold, err)) != PFI_OK)
+    else if (rc == PFI_OK && !c->read_only && (rc = pfi_srv_hold_load(audit, hold, err)) != PFI_OK)
         pfi_err_prefix(err, "state database %s: ", c->db);
     if (rc == PFI_OK && !c->read_only) {
         if (hold->active) {
@@ -471,6 +475,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
     if (rc != PFI_OK) {
         if (journaled) /* limits held: nothing is raised, the journal stays */
             pfi_journal_close(&j);
+        pfi_srv_http_stop(http);
         pfi_audit_close(audit);
         pfi_srv_library_free(&lib);
         free(hold);
@@ -569,8 +574,7 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         pfi_srv_event_add(n, "openadr", "OpenADR 3.0 client: program %s at %s, polled every %g s",
                           c->openadr.program, c->openadr.vtn_url, c->openadr.poll_s);
 
-    char where[PFI_SERVE_PATH_MAX + 32];
-    rc = pfi_srv_http_start(n, &http, where, sizeof where, err);
+    rc = pfi_srv_http_serve(http, n, err);
     if (rc != PFI_OK)
         goto out;
     if (c->port_file[0]) {

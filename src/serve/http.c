@@ -38,8 +38,12 @@ typedef struct listener {
 /* `listen` (every client) and, when configured, `control_listen` (the controller alone: its
  * own connections, which clients of the first cannot use up). */
 struct srv_http {
-    srv_node *n;
+    srv_node *n; /* set when it serves */
+    const pfi_serve_config *cfg;
     listener api, ctl;
+    unsigned conns;                             /* listen's connections, within the fd limit */
+    char fd_note[192];                          /* why fewer, said once the node has its log */
+    char api_where[PFI_SERVE_PATH_MAX + 32], ctl_where[PFI_SERVE_PATH_MAX + 32];
 };
 
 typedef struct req {
@@ -333,19 +337,12 @@ static void listener_close(listener *l)
     l->unix_path[0] = '\0';
 }
 
-/* Binds l to addr and starts its daemon.  per_ip: connections one client address may hold
- * (0: no limit); timeout_s: a connection idle this long is closed. */
-static int listener_open(srv_http *h, listener *l, const char *addr, unsigned conns,
-                         unsigned per_ip, unsigned timeout_s, char *where, size_t wsize,
-                         pfi_err *err)
+/* Starts l's daemon on the socket bound before.  per_ip: connections one client address may
+ * hold (0: no limit); timeout_s: a connection idle this long is closed. */
+static int listener_serve(srv_http *h, listener *l, unsigned conns, unsigned per_ip,
+                          unsigned timeout_s, const char *where, pfi_err *err)
 {
-    l->fd = -1;
-    int rc = !strncmp(addr, "unix:", 5) ? bind_unix(l, addr + 5, where, wsize, err)
-                                        : bind_tcp(l, addr, where, wsize, err);
-    if (rc != PFI_OK)
-        return rc;
-    srv_node *n = h->n;
-    unsigned threads = (unsigned)(n->cfg->threads > 0 ? n->cfg->threads : 1);
+    unsigned threads = (unsigned)(h->cfg->threads > 0 ? h->cfg->threads : 1);
     /* poll(), not the epoll that MHD_USE_AUTO_INTERNAL_THREAD picks on Linux: libmicrohttpd's
      * epoll loop, after a batch of exactly 128 ready connections, waits again before serving
      * them, so a thread that found 128 requests at once slept on them until some other event
@@ -356,30 +353,34 @@ static int listener_open(srv_http *h, listener *l, const char *addr, unsigned co
         MHD_OPTION_CONNECTION_LIMIT, conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)(64 * 1024), MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL, MHD_OPTION_END);
-    if (!l->d) {
-        listener_close(l);
+    if (!l->d)
         return pfi_err_set(err, PFI_EIO, "libmicrohttpd could not start on %s", where);
-    }
     return PFI_OK;
 }
 
-int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, pfi_err *err)
+static int listener_bind(listener *l, const char *addr, char *where, size_t wsize, pfi_err *err)
+{
+    return !strncmp(addr, "unix:", 5) ? bind_unix(l, addr + 5, where, wsize, err)
+                                      : bind_tcp(l, addr, where, wsize, err);
+}
+
+int pfi_srv_http_bind(const pfi_serve_config *c, srv_http **out, char *where, size_t wsize,
+                      pfi_err *err)
 {
     *out = NULL;
     srv_http *h = calloc(1, sizeof *h);
     if (!h)
         return pfi_err_set(err, PFI_ENOMEM, "out of memory");
-    h->n = n;
+    h->cfg = c;
     h->api.fd = h->ctl.fd = -1;
-    const pfi_serve_config *c = n->cfg;
-    unsigned timeout = (unsigned)(c->client_timeout_s > 1 ? c->client_timeout_s : 1);
     /* Each connection holds a descriptor: the soft open-file limit (1024 under systemd's
      * default) is raised for listen's max_connections, the controller's 64 and the daemon's
      * own files, else a flood on listen took the descriptors the controller's listener and the
      * store need.  Where the hard limit is lower, listen holds fewer connections. */
-    unsigned conns = (unsigned)c->max_conns, ctl = c->control_listen[0] ? 64u : 0u;
-    long have, fit = pfi_fd_limit_fit(conns, (long)ctl + SRV_FD_SPARE, &have);
-    if (fit < (long)conns) {
+    h->conns = (unsigned)c->max_conns;
+    unsigned ctl = c->control_listen[0] ? 64u : 0u;
+    long have, fit = pfi_fd_limit_fit(h->conns, (long)ctl + SRV_FD_SPARE, &have);
+    if (fit < (long)h->conns) {
         if (fit < 1) {
             free(h);
             return pfi_err_set(err, PFI_ERANGE,
@@ -387,28 +388,39 @@ int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t wsize, p
                                "connections (raise it: ulimit -n, LimitNOFILE=)",
                                have);
         }
-        pfi_srv_event_add(n, "listen",
-                          "the open-file limit (%ld) holds %ld connections, not the %u of "
-                          "max_connections (raise it: ulimit -n, LimitNOFILE=)",
-                          have, fit, conns);
-        conns = (unsigned)fit;
+        snprintf(h->fd_note, sizeof h->fd_note,
+                 "the open-file limit (%ld) holds %ld connections, not the %u of "
+                 "max_connections (raise it: ulimit -n, LimitNOFILE=)",
+                 have, fit, h->conns);
+        h->conns = (unsigned)fit;
     }
-    int rc = listener_open(h, &h->api, c->listen, conns,
-                           (unsigned)c->max_client_conns, timeout, where, wsize, err);
-    if (rc == PFI_OK && c->control_listen[0]) {
-        char cw[PFI_SERVE_PATH_MAX + 32];
-        rc = listener_open(h, &h->ctl, c->control_listen, 64, 0, 30, cw, sizeof cw, err);
-        if (rc == PFI_OK)
-            pfi_srv_event_add(n, "listen", "controller API on %s", cw);
-        else
-            listener_close(&h->api);
-    }
+    int rc = listener_bind(&h->api, c->listen, h->api_where, sizeof h->api_where, err);
+    if (rc == PFI_OK && c->control_listen[0])
+        rc = listener_bind(&h->ctl, c->control_listen, h->ctl_where, sizeof h->ctl_where, err);
     if (rc != PFI_OK) {
-        free(h);
+        pfi_srv_http_stop(h);
         return rc;
     }
+    snprintf(where, wsize, "%s", h->api_where);
     *out = h;
     return PFI_OK;
+}
+
+int pfi_srv_http_serve(srv_http *h, srv_node *n, pfi_err *err)
+{
+    h->n = n;
+    if (h->fd_note[0])
+        pfi_srv_event_add(n, "listen", "%s", h->fd_note);
+    const pfi_serve_config *c = h->cfg;
+    unsigned timeout = (unsigned)(c->client_timeout_s > 1 ? c->client_timeout_s : 1);
+    int rc = listener_serve(h, &h->api, h->conns, (unsigned)c->max_client_conns, timeout,
+                            h->api_where, err);
+    if (rc == PFI_OK && h->ctl.fd >= 0) {
+        rc = listener_serve(h, &h->ctl, 64, 0, 30, h->ctl_where, err);
+        if (rc == PFI_OK)
+            pfi_srv_event_add(n, "listen", "controller API on %s", h->ctl_where);
+    }
+    return rc;
 }
 
 void pfi_srv_http_stop(srv_http *h)

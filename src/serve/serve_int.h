@@ -642,7 +642,14 @@ long long pfi_srv_audit_decision(pfi_audit *a, double wall, const char *reason, 
 
 /* http.c + api.c */
 typedef struct srv_http srv_http;
-int pfi_srv_http_start(srv_node *n, srv_http **out, char *where, size_t where_size, pfi_err *err);
+/* The API's sockets bound and listening (where: the address, a port 0 resolved), before the
+ * daemon touches a GPU: a port in use or a missing socket folder stops a start that has changed
+ * nothing (under Restart=on-failure, a start that cut every GPU, restored them and exited
+ * flapped the limits every 2 s).  Connections wait in the backlog until pfi_srv_http_serve
+ * answers them, once the node is set up and its start budget applied. */
+int pfi_srv_http_bind(const pfi_serve_config *c, srv_http **out, char *where, size_t where_size,
+                      pfi_err *err);
+int pfi_srv_http_serve(srv_http *h, srv_node *n, pfi_err *err);
 /* Splits "HOST:PORT" (HOST may be [v6]) and checks the port, so a bad address is refused
  * before the daemon touches a GPU.  host may be NULL (check only). */
 int pfi_srv_listen_split(const char *listen_s, char *host, size_t host_size, pfi_err *err);

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "serve/serve.h"
+#include "util/text.h"
 
 static void test_every_listed_key_is_accepted(void **state)
 {
@@ -187,6 +188,41 @@ static void test_openadr_file_comments(void **state)
     unlink(path);
 }
 
+/* contrib/pfi-serve.conf.example (installed as DOCDIR/examples/serve.conf): every setting it
+ * shows commented out is valid as it stands once uncommented, its value one word (or quoted)
+ * and accepted.  The journal line carried a note in parentheses after its path: uncommented,
+ * the note became part of the path, a journal that `pfi restore` never found. */
+static void test_example_uncommented(void **state)
+{
+    FILE *f = fopen("contrib/pfi-serve.conf.example", "r");
+    if (!f)
+        fail_msg("contrib/pfi-serve.conf.example: cannot read it (run from the source tree)");
+    char line[1024];
+    int no = 0, n = 0;
+    while (fgets(line, sizeof line, f)) {
+        no++;
+        char key_s[64], *key, *val;
+        int off = 0;
+        if (sscanf(line, "# %63[a-z_] =%n", key_s, &off) != 1 || off == 0)
+            continue;
+        char *setting = strchr(line, '#') + 1;
+        int quoted = strchr(setting, '"') != NULL;
+        if (pfi_conf_line(setting, &key, &val) != 1)
+            fail_msg("example line %d: not 'key = value' once uncommented", no);
+        if (!quoted && strpbrk(val, " \t"))
+            fail_msg("example line %d: %s = '%s', text after the value (a note belongs on a "
+                     "comment line of its own)", no, key, val);
+        pfi_serve_config c;
+        pfi_err e = {0};
+        pfi_serve_config_defaults(&c);
+        if (pfi_serve_config_set(&c, key, val, &e) != PFI_OK)
+            fail_msg("example line %d: %s = %s refused once uncommented: %s", no, key, val, e.msg);
+        n++;
+    }
+    fclose(f);
+    assert_true(n >= 10); /* the pattern still finds the commented settings */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_budget_settings),
         cmocka_unit_test(test_openadr_settings),
         cmocka_unit_test(test_openadr_file_comments),
+        cmocka_unit_test(test_example_uncommented),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,11 +122,16 @@ $(PFI): $(call obj,$(CLI_SRC)) $(LIB)
 
 # Version and build information for `pfi --version`: rewritten only when it changes, so a new
 # commit relinks pfi and nothing else.  Outside a git checkout the revision is "unknown".
+# The source's date, in the manual pages' .TH: SOURCE_DATE_EPOCH when set (reproducible builds,
+# Debian's tools set it), else the last commit's (UTC), else the Makefile's own.
 $(VERSION_H): FORCE
 	@mkdir -p $(@D)
 	@rev=$$(git -C $(CURDIR) describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); \
-	  printf '#define PFI_VERSION "%s"\n#define PFI_BUILD_REV "%s"\n#define PFI_BUILD_FLAGS "%s"\n' \
-	    '$(VERSION)' "$$rev" '$(strip $(OPT))$(if $(HOT_OPT), (simulator files: $(HOT_OPT)))' \
+	  if [ -n "$$SOURCE_DATE_EPOCH" ]; then day=$$(date -u -d "@$$SOURCE_DATE_EPOCH" +%Y-%m-%d); \
+	  else day=$$(TZ=UTC git -C $(CURDIR) log -1 --format=%cd --date=format-local:%Y-%m-%d 2>/dev/null); fi; \
+	  [ -n "$$day" ] || day=$$(date -u -r $(CURDIR)/Makefile +%Y-%m-%d); \
+	  printf '#define PFI_VERSION "%s"\n#define PFI_BUILD_REV "%s"\n#define PFI_BUILD_FLAGS "%s"\n#define PFI_SOURCE_DATE "%s"\n' \
+	    '$(VERSION)' "$$rev" '$(strip $(OPT))$(if $(HOT_OPT), (simulator files: $(HOT_OPT)))' "$$day" \
 	    > $@.tmp; \
 	  cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 $(BUILD)/obj/src/cli/main.o $(BUILD)/obj/src/cli/cmd_help.o: $(VERSION_H)

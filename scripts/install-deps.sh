@@ -7,7 +7,7 @@
 set -eu
 
 BUILD_PKGS="build-essential pkg-config libsqlite3-dev libgsl-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libslurm-dev"
-TEST_PKGS="libcmocka-dev gnuplot-nox sqlite3 curl jq python3 prometheus chromium fonts-dejavu-core clang libclang-rt-dev systemd groff-base man-db dpkg-dev lintian"
+TEST_PKGS="libcmocka-dev gnuplot-nox sqlite3 curl jq python3 prometheus chromium fonts-dejavu-core clang libclang-rt-dev systemd groff-base man-db mandoc dpkg-dev lintian"
 # clang and libclang-rt-dev build the libFuzzer targets (tests/fuzz/: make fuzz, briefly in make check).
 # Optional: used by tests that skip with a message when they are absent.
 OPT_PKGS="wrk"

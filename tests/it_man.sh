@@ -48,10 +48,19 @@ help_refuses() {
   fi
 }
 
+# mandoc -T lint, where installed: no warning (the pages had no date in .TH, and a .PP right
+# under every .SH and .SS); without it that part is skipped (exit 77 at the end).
+mandoc=$(command -v mandoc 2>/dev/null)
 n_pages=0
 for p in "$mandir"/*.[15]; do
   [ -f "$p" ] || continue
   n_pages=$((n_pages + 1))
+  grep -m1 '^\.TH ' "$p" | grep -qE '^\.TH "[^"]+" "[15]" "[0-9]{4}-[0-9]{2}-[0-9]{2}" ' ||
+    fail "$(basename "$p"): no date in its .TH line: $(grep -m1 '^\.TH ' "$p")"
+  if [ -n "$mandoc" ]; then
+    mandoc -T lint -W warning "$p" > "$T/mandoc.err" 2>&1
+    [ -s "$T/mandoc.err" ] && fail "mandoc -T lint $(basename "$p"): $(head -n 3 "$T/mandoc.err")"
+  fi
   groff -man -ww -z -Tutf8 "$p" > "$T/groff.err" 2>&1
   [ -s "$T/groff.err" ] && fail "groff -ww $(basename "$p"): $(head -n 3 "$T/groff.err")"
   man --warnings -l "$p" 2> "$T/man.err" | col -b > "$T/$(basename "$p").txt"
@@ -152,4 +161,5 @@ if grep -niE '\bissue [0-9]+|paper\.md|\bsession\b|sub-?agent|\bhelper\b' "$T/al
   fail "user-facing text mentions internal process (above)"
 fi
 [ $bad -eq 0 ] && echo "$n_pages manual pages checked; help of $(echo "$cmds" | wc -w) commands"
+[ $bad -eq 0 ] && [ -z "$mandoc" ] && { echo "mandoc not found: the pages were not linted (scripts/install-deps.sh test)"; exit 77; }
 exit $bad

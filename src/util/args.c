@@ -159,8 +159,9 @@ void pfi_args_examples(FILE *f, const char *ex)
     if (!ex || !*ex)
         return;
     if (help_format != PFI_HELP_TEXT) {
-        fprintf(f, help_format == PFI_HELP_MAN_SUB ? ".PP\nExamples:\n" : ".SH EXAMPLES\n");
-        fprintf(f, ".PP\n.nf\n.RS 4\n");
+        /* No .PP straight under a heading: it is redundant there (mandoc -T lint). */
+        fprintf(f, help_format == PFI_HELP_MAN_SUB ? ".PP\nExamples:\n.PP\n" : ".SH EXAMPLES\n");
+        fprintf(f, ".nf\n.RS 4\n");
         pfi_args_roff(f, ex);
         fprintf(f, "%s.RE\n.fi\n", ex[strlen(ex) - 1] == '\n' ? "" : "\n");
         return;
@@ -189,13 +190,18 @@ static void usage_man(const pfi_cmd_spec *spec, FILE *f, int sub)
         pfi_args_roff(f, spec->usage);
         fprintf(f, "\n.fi\n");
     }
+    /* A subsection's summary starts right under its .SS: a .PP there is redundant. */
     if (spec->summary) {
-        fprintf(f, "%s\n", sub ? ".PP" : ".SH DESCRIPTION");
+        if (!sub)
+            fprintf(f, ".SH DESCRIPTION\n");
         pfi_args_roff(f, spec->summary);
         fputc('\n', f);
     }
     if (spec->opts && spec->opts->name) {
-        fprintf(f, sub ? ".PP\nOptions:\n" : "%s OPTIONS\n", h);
+        if (sub)
+            fprintf(f, "%sOptions:\n", spec->summary ? ".PP\n" : "");
+        else
+            fprintf(f, "%s OPTIONS\n", h);
         for (const pfi_opt *o = spec->opts; o->name; o++) {
             if (o->kind & PFI_OPT_OLD)
                 continue;

@@ -255,7 +255,8 @@ clean:
 	rm -rf build
 
 # Installation.  `make install PREFIX=/usr DESTDIR=/tmp/stage`; `make uninstall` with the same
-# variables removes exactly what install put there (build/install-manifest.txt lists it).
+# variables removes exactly what install put there (build/install-manifest.txt lists it), and the
+# folders it made, where they are left empty.
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 LIBDIR  ?= $(PREFIX)/lib
@@ -279,11 +280,18 @@ $(BUILD)/pfi.pc: src/pfi.pc.in FORCE
 	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	  -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(PKG_LIBS) -ldl -lpthread -lm)|' $< > $@
 
+# The folders an install made, for uninstall to remove when it leaves them empty (and only
+# those: a folder that was there before, /usr/local/share/man or an empty one of the system's,
+# stays).  Its first line names the install; another install's list is not used.
+INSTALL_DIRS = $(BUILD)/install-dirs.txt
+INSTALL_KEY = \# pfi install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
+
 install-files: all $(BUILD)/pfi.pc
 install: install-files
-	@set -e; m=$(BUILD)/install-manifest.txt; : > $$m.new; D='$(DESTDIR)'; \
-	inst() { mode=$$1; src=$$2; dst=$$3; install -D -m $$mode "$$src" "$$D$$dst"; echo "$$dst" >> $$m.new; }; \
-	link() { mkdir -p "$$D$$(dirname $$2)"; ln -sf "$$1" "$$D$$2"; echo "$$2" >> $$m.new; }; \
+	@set -e; m=$(BUILD)/install-manifest.txt; : > $$m.new; : > $$m.dirs; D='$(DESTDIR)'; \
+	newdirs() { d=$$(dirname "$$1"); while [ "$$d" != / ] && [ ! -d "$$D$$d" ]; do echo "$$d" >> $$m.dirs; d=$$(dirname "$$d"); done; }; \
+	inst() { mode=$$1; src=$$2; dst=$$3; newdirs "$$dst"; install -D -m $$mode "$$src" "$$D$$dst"; echo "$$dst" >> $$m.new; }; \
+	link() { newdirs "$$2"; mkdir -p "$$D$$(dirname $$2)"; ln -sf "$$1" "$$D$$2"; echo "$$2" >> $$m.new; }; \
 	inst 755 $(PFI) $(BINDIR)/pfi; \
 	inst 644 $(SOLIB) $(LIBDIR)/libpfi.so.$(VERSION); \
 	link libpfi.so.$(VERSION) $(LIBDIR)/libpfi.so.$(SOVERSION); \
@@ -308,14 +316,19 @@ install: install-files
 	  inst 755 $(BUILD)/$$(basename $$f) $(PKGLIBEXECDIR)/$$(basename $$f); done; \
 	inst 644 contrib/slurm/pfi-slurm-lib.sh $(PKGLIBEXECDIR)/pfi-slurm-lib.sh; \
 	for f in README.md LICENSE docs/*.md; do inst 644 $$f $(DOCDIR)/$$(basename $$f); done; \
-	sort -u $$m.new > $$m && rm -f $$m.new; echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"
+	sort -u $$m.new > $$m && rm -f $$m.new; \
+	dl=$(INSTALL_DIRS); { echo "$(INSTALL_KEY)"; \
+	  { [ "$$(head -n 1 $$dl 2>/dev/null)" != "$(INSTALL_KEY)" ] || tail -n +2 $$dl; cat $$m.dirs; } | sort -u; } > $$dl.new; \
+	mv $$dl.new $$dl; rm -f $$m.dirs; \
+	echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"
 
 # A Debian package from a staged install (scripts/make-deb.sh): BUILD/pfi_VERSION_ARCH.deb.
 deb: all | $(DEPS_OK)
 	@sh scripts/make-deb.sh $(BUILD) $(VERSION)
 
-# What install put there, from the same lists (no manifest needed), then the empty directories
-# it created below the prefix's own.
+# What install put there, from the same lists (no manifest needed), then the folders it made
+# that are left empty, deepest first (INSTALL_DIRS; without this install's list, the folders
+# of pfi's own below the prefix's).
 uninstall:
 	@D='$(DESTDIR)'; rm -f "$$D$(BINDIR)/pfi" "$$D$(LIBDIR)/libpfi.so.$(VERSION)" \
 	  "$$D$(LIBDIR)/libpfi.so.$(SOVERSION)" "$$D$(LIBDIR)/libpfi.so" "$$D$(LIBDIR)/libpfi.a" \
@@ -326,9 +339,13 @@ uninstall:
 	  "$$D$(PKGLIBEXECDIR)/pfi-slurm-lib.sh"; rmdir "$$D$(PKGLIBEXECDIR)" 2>/dev/null; \
 	for u in contrib/systemd/*.service; do rm -f "$$D$(SYSTEMDUNITDIR)/$$(basename $$u)"; done; \
 	rm -f "$$D$(TMPFILESDIR)/pfi.conf"; \
-	for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
+	dl=$(INSTALL_DIRS); if [ "$$(head -n 1 $$dl 2>/dev/null)" = "$(INSTALL_KEY)" ]; then \
+	  tail -n +2 $$dl | sort -r | while read -r d; do rmdir "$$D$$d" 2>/dev/null || true; done; \
+	  { echo "$(INSTALL_KEY)"; tail -n +2 $$dl | while read -r d; do [ ! -d "$$D$$d" ] || echo "$$d"; done; } > $$dl.new; \
+	  mv $$dl.new $$dl; \
+	else for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
 	  $(TMPFILESDIR) \
 	  $(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(DATADIR)/doc; do \
-	  rmdir "$$D$$d" 2>/dev/null || true; done; echo "uninstalled pfi from $(DESTDIR)$(PREFIX)"
+	  rmdir "$$D$$d" 2>/dev/null || true; done; fi; echo "uninstalled pfi from $(DESTDIR)$(PREFIX)"
 
 -include $(shell find $(BUILD) -type f -name '*.d' 2>/dev/null)

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # `make install` into a temporary DESTDIR, as a packager would, then use what it installed the way
 # a user does: a C program built against the installed header with pkg-config's flags computes a
-# PFI and an allocation; the installed pfi prints its version; `make uninstall` leaves nothing.
+# PFI and an allocation; the installed pfi prints its version; `make uninstall` leaves nothing:
+# no file, and no folder that install made (it left usr/bin, usr/share/man/man1, ...), while a
+# folder that was there before stays, empty or not.
 # Runs on the tree PFI_BIN belongs to (the ASan one too: the program then gets the same flags).
 set -u
 for t in make pkg-config cc nm; do
@@ -14,6 +16,7 @@ trap 'rm -rf "$T"' EXIT
 D=$T/root
 mk() { tree_make PREFIX=/usr DESTDIR="$D" "$@"; }
 
+mkdir -p "$D/usr/share/man" # there before: uninstall keeps it
 mk install > "$T/install.log" 2>&1 || { cat "$T/install.log"; echo "FAIL: make install"; exit 1; }
 for f in usr/bin/pfi usr/lib/libpfi.so usr/lib/libpfi.so.0 usr/lib/libpfi.a usr/include/pfi/pfi.h \
          usr/include/pfi/core/alloc.h usr/lib/pkgconfig/pfi.pc usr/share/doc/pfi/LICENSE \
@@ -78,7 +81,12 @@ grep -q '^revision: ' "$T/version" || fail "no build information: $(cat "$T/vers
 "$D/usr/bin/pfi" -V | cmp -s - "$T/version" || fail "-V differs from --version"
 head -n 1 "$T/version"
 
+# A second install over the first makes no folder: uninstall still knows the first's.
+mk install > "$T/install.log" 2>&1 || { cat "$T/install.log"; fail "make install (again)"; }
 mk uninstall > "$T/uninstall.log" 2>&1 || { cat "$T/uninstall.log"; fail "make uninstall"; }
 left=$(find "$D" ! -type d | head -n 10)
 [ -z "$left" ] || fail "left after uninstall: $left"
+left=$(cd "$D" && find . -mindepth 1 -type d | sort | tr '\n' ' ')
+[ "$left" = "./usr ./usr/share ./usr/share/man " ] ||
+  fail "folders after uninstall: $left(want the ones there before: ./usr ./usr/share ./usr/share/man)"
 exit $bad

@@ -285,6 +285,14 @@ $(BUILD)/pfi.pc: src/pfi.pc.in FORCE
 # stays).  Its first line names the install; another install's list is not used.
 INSTALL_DIRS = $(BUILD)/install-dirs.txt
 INSTALL_KEY = \# pfi install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
+# After an install or uninstall into the system itself (no DESTDIR), as root: the dynamic
+# linker's cache, through which alone /usr/local/lib is searched (a program built with
+# `pkg-config --libs pfi` did not find libpfi.so.0).  A failure (a read-only /etc) is said,
+# and the install stands.
+LDCONFIG ?= ldconfig
+ldconfig_run = if [ -z '$(DESTDIR)' ] && [ "$$(id -u)" = 0 ]; then \
+	  l=$$(command -v $(LDCONFIG) || command -v /sbin/ldconfig || true); \
+	  [ -z "$$l" ] || "$$l" || echo "make: $$l failed: run it as root for the linker to find libpfi.so.0" >&2; fi
 
 install-files: all $(BUILD)/pfi.pc
 install: install-files
@@ -320,7 +328,8 @@ install: install-files
 	dl=$(INSTALL_DIRS); { echo "$(INSTALL_KEY)"; \
 	  { [ "$$(head -n 1 $$dl 2>/dev/null)" != "$(INSTALL_KEY)" ] || tail -n +2 $$dl; cat $$m.dirs; } | sort -u; } > $$dl.new; \
 	mv $$dl.new $$dl; rm -f $$m.dirs; \
-	echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"
+	echo "installed $$(wc -l < $$m) files under $(DESTDIR)$(PREFIX) (list: $$m)"; \
+	$(ldconfig_run)
 
 # A Debian package from a staged install (scripts/make-deb.sh): BUILD/pfi_VERSION_ARCH.deb.
 deb: all | $(DEPS_OK)
@@ -346,6 +355,7 @@ uninstall:
 	else for d in $(LIBDIR)/pkgconfig $(SLURM_PLUGINDIR) $(SYSTEMDUNITDIR) $(patsubst %/,%,$(dir $(SYSTEMDUNITDIR))) \
 	  $(TMPFILESDIR) \
 	  $(BASHCOMPDIR) $(patsubst %/,%,$(dir $(BASHCOMPDIR))) $(DATADIR)/doc; do \
-	  rmdir "$$D$$d" 2>/dev/null || true; done; fi; echo "uninstalled pfi from $(DESTDIR)$(PREFIX)"
+	  rmdir "$$D$$d" 2>/dev/null || true; done; fi; echo "uninstalled pfi from $(DESTDIR)$(PREFIX)"; \
+	$(ldconfig_run)
 
 -include $(shell find $(BUILD) -type f -name '*.d' 2>/dev/null)

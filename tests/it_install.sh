@@ -34,6 +34,14 @@ grep -h '^ExecStart=/usr/bin/pfi serve' "$D"/lib/systemd/system/pfi-serve.servic
   fail "pfi-serve.service does not start /usr/bin/pfi"
 grep -qx 'd /run/lock/pfi 0755 root root -' "$D"/usr/lib/tmpfiles.d/pfi.conf 2>/dev/null ||
   fail "no tmpfiles.d entry for root's folder of GPU locks (/usr/lib/tmpfiles.d/pfi.conf)"
+# The Slurm scripts' slurm.conf lines name where they were installed (they said /usr/local/lib/pfi
+# whatever the PREFIX), and no placeholder is left.
+for wW in prolog:Prolog epilog:Epilog; do
+  w=${wW%:*} W=${wW#*:}
+  f=$D/usr/lib/pfi/pfi-$w.sh
+  grep -q "$W=/usr/lib/pfi/pfi-$w.sh" "$f" 2>/dev/null || fail "/usr/lib/pfi/pfi-$w.sh does not say $W=/usr/lib/pfi/pfi-$w.sh"
+  ! grep -qE '@[A-Z]+@|/usr/local' "$f" || fail "/usr/lib/pfi/pfi-$w.sh: $(grep -nE '@[A-Z]+@|/usr/local' "$f")"
+done
 
 # Only pfi_* names leave the shared library; its soname carries the ABI version.
 so=$D/usr/lib/libpfi.so

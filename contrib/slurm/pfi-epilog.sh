@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# pfi-epilog.sh: the Epilog half of pfi-prolog.sh (slurm.conf: Epilog=/usr/local/lib/pfi/pfi-epilog.sh):
-# tells this node's `pfi serve` the job ended, so it restores the job's GPUs.  Same settings as
-# pfi-prolog.sh.  A daemon that never knew the job (404) is fine.
+# pfi-epilog.sh: the Epilog half of pfi-prolog.sh (slurm.conf:
+# Epilog=@PKGLIBEXECDIR@/pfi-epilog.sh): tells this node's `pfi serve` the job ended, so it
+# restores the job's GPUs.  Same settings as pfi-prolog.sh.  A daemon that never knew the job
+# (404) is fine.
 #
 # A deregistration the daemon did not get (down or restarting when the job ended) is not lost:
 # the daemon reloads registered jobs from its database, so the job would keep its GPUs' caps

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # pfi-prolog.sh: for sites that do not load SPANK plugins, the same registration as pfi_spank.so
-# from slurmd's Prolog (slurm.conf: Prolog=/usr/local/lib/pfi/pfi-prolog.sh, with
+# from slurmd's Prolog (slurm.conf: Prolog=@PKGLIBEXECDIR@/pfi-prolog.sh, with
 # PrologFlags=Alloc so it runs on every node when the job is allocated).  Tells this node's
 # `pfi serve` which GPUs the job holds; pfi-epilog.sh tells it when the job ends.
 #

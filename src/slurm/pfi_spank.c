@@ -254,6 +254,17 @@ static int opt_cb(int val, const char *optarg, int remote)
     return 0;
 }
 
+/* Appends piece to out (cap bytes, *o used, room kept for the NUL); -1 when it does not fit. */
+static int append(char *out, size_t cap, size_t *o, const char *piece)
+{
+    size_t l = strlen(piece);
+    if (*o + l >= cap)
+        return -1;
+    memcpy(out + *o, piece, l);
+    *o += l;
+    return 0;
+}
+
 /* Replaces each "%n" of in by node (other '%' sequences are kept as they are). */
 static int expand(const char *in, const char *node, char *out, size_t cap)
 {
@@ -267,11 +278,8 @@ static int expand(const char *in, const char *node, char *out, size_t cap)
         } else {
             piece = one;
         }
-        size_t l = strlen(piece);
-        if (o + l >= cap)
+        if (append(out, cap, &o, piece) != 0)
             return -1;
-        memcpy(out + o, piece, l);
-        o += l;
     }
     out[o] = '\0';
     return 0;
@@ -470,11 +478,8 @@ static int json_text(const char *s, char *out, size_t cap)
             snprintf(piece, sizeof piece, "\\u%04x", *p);
         else
             snprintf(piece, sizeof piece, "%c", *p);
-        size_t l = strlen(piece);
-        if (o + l >= cap)
+        if (append(out, cap, &o, piece) != 0)
             return -1;
-        memcpy(out + o, piece, l);
-        o += l;
     }
     out[o] = '\0';
     return 0;
@@ -519,11 +524,8 @@ static int log_json(const char *path, uint32_t id, char *out, size_t cap)
             one[0] = '\\';
             one[1] = *p;
         }
-        size_t l = strlen(piece);
-        if (o + l >= cap)
+        if (append(out, cap, &o, piece) != 0)
             return -1;
-        memcpy(out + o, piece, l);
-        o += l;
     }
     out[o] = '\0';
     return 0;

@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "util/clock.h"
-#include "util/http_frame.h"
-#include "util/http_origin.h"
+#include "util/http_mhd.h"
 #include "util/http_query.h"
 #include "util/num.h"
 #include "util/unescape.h"
@@ -55,47 +54,16 @@ int pfi_cl_body_too_big(struct MHD_Connection *con, size_t max)
            (unsigned long long)n > max;
 }
 
-static enum MHD_Result frame_note(void *cls, enum MHD_ValueKind kind, const char *name,
-                                  const char *value)
-{
-    (void)kind;
-    pfi_http_frame_note(cls, name, value);
-    return MHD_YES;
-}
-
-static enum MHD_Result origin_note(void *cls, enum MHD_ValueKind kind, const char *name,
-                                   const char *value)
-{
-    (void)kind;
-    pfi_http_origin_note(cls, name, value);
-    return MHD_YES;
-}
-
 int pfi_cl_body_framing(struct MHD_Connection *con, const char *method, const char **why)
 {
-    pfi_http_frame f = {0};
-    MHD_get_connection_values(con, MHD_HEADER_KIND, frame_note, &f);
-    int status = pfi_http_frame_check(&f, why);
-    if (status)
-        return status;
-    pfi_http_origin o = {0};
-    MHD_get_connection_values(con, MHD_HEADER_KIND, origin_note, &o);
-    return pfi_http_origin_cross(&o, method, why) ? 403 : 0;
-}
-
-static enum MHD_Result query_note(void *cls, enum MHD_ValueKind kind, const char *name,
-                                  const char *value)
-{
-    (void)kind;
-    pfi_http_query_note(cls, name, value);
-    return MHD_YES;
+    return pfi_mhd_screen(con, method, why);
 }
 
 int pfi_cl_query_take(struct MHD_Connection *con, const pfi_http_param *takes, int n,
                       pfi_err *e)
 {
     pfi_http_query q = {0};
-    MHD_get_connection_values(con, MHD_GET_ARGUMENT_KIND, query_note, &q);
+    pfi_mhd_query(con, &q);
     return pfi_http_query_take(&q, takes, n, e);
 }
 

@@ -18,8 +18,7 @@
 
 #include "serve/serve_int.h"
 #include "util/fs.h"
-#include "util/http_frame.h"
-#include "util/http_origin.h"
+#include "util/http_mhd.h"
 #include "util/http_query.h"
 #include "util/json.h"
 #include "util/num.h"
@@ -111,32 +110,6 @@ static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
     return pfi_url_unescape(s);
 }
 
-static enum MHD_Result frame_note(void *cls, enum MHD_ValueKind kind, const char *name,
-                                  const char *value)
-{
-    (void)kind;
-    pfi_http_frame_note(cls, name, value);
-    return MHD_YES;
-}
-
-static enum MHD_Result origin_note(void *cls, enum MHD_ValueKind kind, const char *name,
-                                   const char *value)
-{
-    (void)kind;
-    pfi_http_origin_note(cls, name, value);
-    return MHD_YES;
-}
-
-/* Every argument, in order: api.c checks them against what the route takes, so a misspelt or
- * repeated one is refused rather than ignored (a lookup by name saw neither). */
-static enum MHD_Result query_note(void *cls, enum MHD_ValueKind kind, const char *name,
-                                  const char *value)
-{
-    (void)kind;
-    pfi_http_query_note(cls, name, value);
-    return MHD_YES;
-}
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls)
@@ -151,19 +124,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *con_cls = r;
         /* Answered before the body is read: libmicrohttpd then closes the connection, so
          * nothing of the body is taken for a request of its own. */
-        pfi_http_frame f = {0};
-        MHD_get_connection_values(c, MHD_HEADER_KIND, frame_note, &f);
         const char *why;
-        int status = pfi_http_frame_check(&f, &why);
+        int status = pfi_mhd_screen(c, method, &why);
         if (status) {
             r->too_big = 1;
-            return reject(c, status, status == 501 ? "ENOTSUP" : "EINVAL", why);
-        }
-        pfi_http_origin o = {0};
-        MHD_get_connection_values(c, MHD_HEADER_KIND, origin_note, &o);
-        if (pfi_http_origin_cross(&o, method, &why)) {
-            r->too_big = 1;
-            return reject(c, 403, "EPERM", why);
+            return reject(c, status,
+                          status == 501 ? "ENOTSUP" : status == 403 ? "EPERM" : "EINVAL", why);
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (pfi_srv_http_body_too_big(cl, max)) {
@@ -197,7 +163,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return reject(c, 413, "EINVAL", "request body too large");
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     pfi_http_query q = {0};
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_note, &q);
+    pfi_mhd_query(c, &q);
     int status = 500;
     const char *ctype = "application/json";
     size_t len = 0;

@@ -170,6 +170,14 @@ fi
 "$PFI" demo --no-pace --hold 5s --caps 700:500:100 >"$T/demo.txt" || fail "demo"
 [ "$(grep -c 'W\?' "$T/demo.txt")" -ge 6 ] || fail "demo lines"
 grep -q '^ *[0-9.]* *500 ' "$T/demo.txt" || fail "demo reaches 500 W: $(cat "$T/demo.txt")"
+# Its node is its own, in memory: read-only mode (set for a whole session) does not stop it
+# half-way; a hold past a day is refused (1e16 s printed -1 W); rising caps are not "down".
+PFI_READ_ONLY=1 "$PFI" sim demo --no-pace --hold 2s --caps 700:500:100 >"$T/demo_ro.txt" 2>&1 &&
+    grep -q '^ *[0-9.]* *500 ' "$T/demo_ro.txt" || fail "demo under PFI_READ_ONLY=1: $(cat "$T/demo_ro.txt")"
+"$PFI" sim demo --no-pace --hold 1e16s >"$T/demo_hold.txt" 2>&1
+[ $? = 2 ] && grep -q "hold must be 2s to 1d" "$T/demo_hold.txt" || fail "demo --hold 1e16s: $(cat "$T/demo_hold.txt")"
+"$PFI" sim demo --no-pace --hold 2s --caps 300:700:200 >"$T/demo_up.txt" 2>&1 &&
+    ! grep -q "steps down" "$T/demo_up.txt" || fail "demo with rising caps: $(head -3 "$T/demo_up.txt")"
 
 [ $fails -eq 0 ] || exit 1
 [ -z "${skipped:-}" ] || { echo "it_sim: the rest passed; public data absent: pfi sim validate not checked"; exit 77; }

@@ -50,12 +50,17 @@ int pfi_cmd_sim_demo(int argc, char **argv)
     if (pfi_parse_cap_range(steps_s, caps, PFI_MAX_LEVELS, &ncaps, &e) != PFI_OK ||
         pfi_parse_duration(hold_s, &hold, &e) != PFI_OK)
         return pfi_cli_fail("sim demo", &e);
-    if (!(hold >= 2)) {
-        fprintf(stderr, "pfi sim demo: --hold must be at least 2s\n");
+    /* A day at most: past ~1e14 s the simulated power drifted and 1e16 s printed -1 W. */
+    if (!(hold >= 2 && hold <= 86400)) {
+        fprintf(stderr, "pfi sim demo: --hold must be 2s to 1d (%s)\n", hold_s);
         return PFI_EXIT_USAGE;
     }
-    /* Virtual time whatever the environment: the demo must not touch a shared state. */
+    /* Virtual time whatever the environment: the demo must not touch a shared state.  Its
+     * simulated node is its own, in memory, so read-only mode (which guards the GPUs of the
+     * node and a shared simulated state) has nothing to guard here: with PFI_READ_ONLY=1 set
+     * for a whole session, the demo stopped half-way, refused its own first cap change. */
     unsetenv("PFI_SIM_STATE");
+    unsetenv("PFI_READ_ONLY");
     pfi_backend *b;
     if (pfi_hw_open("sim", sim, 0, &b, &e) != PFI_OK)
         return pfi_cli_fail("sim demo", &e);
@@ -75,8 +80,12 @@ int pfi_cmd_sim_demo(int argc, char **argv)
         printf("%s %s (%s, %d GPUs, dp%d tp%d pp%d)", j ? "," : "", cfg->jobs[j].name,
                cfg->jobs[j].model, cfg->jobs[j].n_gpus, cfg->jobs[j].dp, cfg->jobs[j].tp,
                cfg->jobs[j].pp);
-    printf("\nthe power cap steps down every %.0f simulated seconds; power is NVML's 1 s average\n\n",
-           hold);
+    int down = 1;
+    for (int i = 1; i < ncaps; i++)
+        down &= caps[i] < caps[i - 1];
+    printf("\nthe power cap steps%s every %.0f simulated seconds; power is NVML's 1 s average; "
+           "rel: tokens/s against the first cap's\n\n",
+           down ? " down" : "", hold);
     printf("%7s %6s  %-*s %7s %12s %7s\n", "t_s", "cap_W", 6 * (n < 8 ? n : 8), "power per GPU (W)",
            "SM_MHz", "tokens/s", "rel");
     double t0_rate = NAN;

@@ -98,6 +98,17 @@ PFI_FAKENVML_FAULTS="nvmlInit_v2=NO_PERMISSION" "$PFI_BIN" gpus --backend nvml >
 grep -q "this user cannot read the GPUs: check the permissions of /dev/nvidiactl" "$tmp/e" &&
   ! grep -q "needs root" "$tmp/e" || { bad "a read refused: $(cat "$tmp/e")"; }
 
+# --- pfi gpus shows power: a reading it does not show failing (a temperature's timeout) keeps
+# the power read and the exit status (it blanked the power and exited 1); a power read failing
+# still fails
+PFI_FAKENVML_FAULTS="nvmlDeviceGetTemperature@2=TIMEOUT;count=1" "$PFI_BIN" gpus --backend nvml \
+  --json >"$tmp/o" 2>"$tmp/e" || bad "gpus with GPU 2's temperature timing out exited non-zero: $(cat "$tmp/e")"
+[ "$(jq '.gpus[2].power_w != null' "$tmp/o")" = true ] && grep -q "GPU 2: warning: .*power was read" "$tmp/e" ||
+  bad "gpus with GPU 2's temperature timing out: $(cat "$tmp/e") $(jq -c '.gpus[2]' "$tmp/o")"
+PFI_FAKENVML_FAULTS="nvmlDeviceGetPowerUsage@2=TIMEOUT;count=1" "$PFI_BIN" gpus --backend nvml \
+  --json >"$tmp/o" 2>"$tmp/e" && bad "gpus with GPU 2's power timing out exited 0"
+[ "$(jq '.gpus[2].power_w' "$tmp/o")" = null ] || bad "gpus with GPU 2's power timing out: $(jq -c '.gpus[2]' "$tmp/o")"
+
 # --- monitor with a GPU lost a second in: said once (it was said every round), its rows kept
 # with every field blank (they vanished from CSV), the others read; a transient fault says when
 # the GPU reads again

@@ -61,10 +61,18 @@ int pfi_cmd_gpus(int argc, char **argv)
             status = PFI_EXIT_FAIL;
             continue;
         }
+        pfi_sample_clear(&s);
         if (pfi_hw_sample(b, i, &s, &err) != PFI_OK) {
-            fprintf(stderr, "pfi gpus: GPU %d: %s\n", i, err.msg);
-            pfi_sample_clear(&s);
-            status = PFI_EXIT_FAIL;
+            /* The power read is shown when a reading this table does not show failed (a
+             * temperature's timeout blanked the power and failed the command). */
+            if (s.have & PFI_F_POWER) {
+                fprintf(stderr, "pfi gpus: GPU %d: warning: %s (a reading not shown here; its "
+                                "power was read)\n", i, err.msg);
+            } else {
+                fprintf(stderr, "pfi gpus: GPU %d: %s\n", i, err.msg);
+                pfi_sample_clear(&s);
+                status = PFI_EXIT_FAIL;
+            }
         }
         if (as_json) {
             /* null for a value the GPU did not give: json_pack's "f" refuses NaN, and the

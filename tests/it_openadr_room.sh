@@ -4,7 +4,9 @@
 # soonest first, whatever the VTN's listing order.  A day-ahead event of 300 one-minute SIMPLE
 # intervals, listed first, took all the room and an IMPORT_CAPACITY_LIMIT due in two minutes
 # was refused at every poll ("256 grid events are held"), not held when it started.  A page
-# with an integer past 64 bits is read (it was "not JSON", none of its events taken).
+# with an integer past 64 bits is read (it was "not JSON", none of its events taken).  With the
+# room full of intervals taken at earlier polls, a limit due in minutes takes the place of the
+# latest day-ahead interval (it was refused at every poll).
 # Needs $PFI_BIN, $PFI_FAKENVML, $PFI_TEST_TMP (tests/run.sh sets them).
 # await expands its message when it fails, so the messages are single-quoted.
 # shellcheck disable=SC2016
@@ -31,4 +33,15 @@ await 600 'the event of priority 10^20 not taken: $(get /v1/grid/openadr)' held 
 await 600 'the day-ahead intervals not taken as far as the room goes: $(get /v1/grid/openadr)' held dayahead-253
 held dayahead-254 && fail "more events held than the room"
 note "limit due in 2 min and an event of priority 10^20 held beside 254 day-ahead intervals (the rest refused for room)"
+# The room full of intervals taken at earlier polls: a limit due in minutes published now is
+# taken, the latest day-ahead interval let go in its place (it was refused at every poll).
+publish "{\"id\": \"later\", \"intervalPeriod\": {\"start\": \"$(iso $((NOW + 600)))\", \"duration\": \"PT10M\"}, \"payloadDescriptors\": [{\"payloadType\": \"IMPORT_CAPACITY_LIMIT\", \"units\": \"KW\"}], \"intervals\": [{\"id\": 0, \"payloads\": [{\"type\": \"IMPORT_CAPACITY_LIMIT\", \"values\": [4.5]}]}]}"
+await 600 'a limit due in 10 min not taken with the room full of day-ahead intervals: $(get /v1/grid/openadr)' held later-0
+held dayahead-253 && fail "the latest day-ahead interval not let go for the sooner limit"
+held dayahead-252 || fail "an earlier day-ahead interval let go too"
+grep -q "event oadr-dayahead-253 let go to make room for the sooner oadr-later-0" "$dir/serve.log" ||
+    fail "letting the day-ahead interval go was not said"
+polls 3
+held later-0 && ! held dayahead-253 || fail "the room changed hands again over 3 polls"
+note "the room full: a limit due in 10 min taken, the latest day-ahead interval let go in its place, stable over 3 polls"
 exit 0

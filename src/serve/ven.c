@@ -615,6 +615,42 @@ static void cancel_missing(pfi_ven *v, json_t *events)
     free(evs);
 }
 
+/* The room is full (the host holds as many events as it can) and interval b is sooner than
+ * some this client took that have not begun their ramp: the latest of those is let go (deleted
+ * at the host; the VTN still lists it, and it is taken again when there is room), and 1 is
+ * returned so that b is added in its place.  Taken in the VTN's order within a poll, an
+ * interval due in minutes was refused at every poll behind a day-ahead listing taken at
+ * earlier polls. */
+static int make_room(pfi_ven *v, json_t *b, double now)
+{
+    int n, latest = -1;
+    pfi_event *evs = held_events(v, &n);
+    double start = json_number_value(json_object_get(b, "start"));
+    const char *src = json_string_value(json_object_get(b, "source"));
+    for (int i = 0; evs && i < n; i++) {
+        const pfi_event *h = &evs[i];
+        if (strcmp(h->source, src) != 0 || !(h->start_s > start) ||
+            !(h->start_s - h->ramp_down_s > now))
+            continue;
+        if (latest < 0 || h->start_s > evs[latest].start_s)
+            latest = i;
+    }
+    int made = 0;
+    if (latest >= 0) {
+        pfi_err e = {0};
+        made = v->host.remove(v->host.ctx, evs[latest].id, &e) == PFI_OK;
+        if (made)
+            fprintf(stderr, "%s: openadr: event %s let go to make room for the sooner %s (the "
+                    "host holds %d events at most; it is taken again when there is room)\n",
+                    v->host.name, evs[latest].id, json_string_value(json_object_get(b, "id")),
+                    n);
+        else
+            ven_error(v, "event %s not let go to make room: %s", evs[latest].id, e.msg);
+    }
+    free(evs);
+    return made;
+}
+
 /* Intervals with nothing left to take (returns 1; 0: still to come or running):
  * - one whose window (b's end) is over by now: the host refuses an event that has ended, so
  *   it was refused and counted as an error at every poll while the VTN listed it (past events
@@ -800,6 +836,11 @@ static void take_events(pfi_ven *v, json_t *events, int complete)
         json_t *b = t[i].b;
         pfi_err e = {0};
         int rc = v->host.add(v->host.ctx, b, &e);
+        if (rc == PFI_EBUSY && strstr(e.msg, "grid events are held") &&
+            make_room(v, b, pfi_clock_wall())) {
+            pfi_err_clear(&e);
+            rc = v->host.add(v->host.ctx, b, &e);
+        }
         if (rc == PFI_ERANGE) {
             above_maximum(v, b);
         } else if (rc != PFI_OK) {

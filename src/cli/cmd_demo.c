@@ -23,6 +23,47 @@ static int apply_failed(const pfi_apply_report *rep, pfi_err *e, double cap_w)
     return pfi_cli_fail("sim demo", e);
 }
 
+/* One cap held for `hold` simulated seconds: two lines, just after the change (the firmware
+ * still settling) and at the end of the hold (steady).  PFI_EXIT_OK, else the failure said. */
+static int demo_step(pfi_backend *b, const pfi_node_config *cfg, double cap, double hold,
+                     int live, double *t0_rate)
+{
+    pfi_err e = {0};
+    int n = cfg->n_gpus;
+    double t[PFI_MAX_GPUS];
+    for (int g = 0; g < n; g++)
+        t[g] = cap;
+    pfi_apply_report rep;
+    if (pfi_hw_apply(b, n, t, INFINITY, NULL, &rep, &e) != PFI_OK || rep.first_gpu >= 0)
+        return apply_failed(&rep, &e, cap);
+    for (int k = 0; k < 2; k++) {
+        pfi_hw_sleep(b, k == 0 ? 1.0 : hold - 1.0);
+        double clk = 0;
+        printf("%7.1f %6.0f  ", pfi_hw_now(b), cap);
+        for (int g = 0; g < n; g++) {
+            pfi_sample s;
+            if (pfi_hw_sample(b, g, &s, &e) != PFI_OK)
+                return pfi_cli_fail("sim demo", &e);
+            clk += s.sm_clock_mhz / n;
+            if (g < 8)
+                printf("%5.0f ", s.power_w);
+        }
+        pfi_sim_job_status st = {0};
+        double rate = 0;
+        for (int j = 0; j < cfg->n_jobs; j++)
+            if (pfi_backend_sim_job(b, j, &st, &e) == PFI_OK)
+                rate += st.tokens_per_s;
+        if (isnan(*t0_rate))
+            *t0_rate = rate;
+        printf("%7.0f %12.0f %6.0f%%%s\n", clk, rate, 100 * rate / *t0_rate,
+               k == 0 ? "  (settling)" : "");
+        fflush(stdout);
+        if (live)
+            pfi_clock_sleep(0.4);
+    }
+    return PFI_EXIT_OK;
+}
+
 int pfi_cmd_sim_demo(int argc, char **argv)
 {
     const char *sim = NULL, *steps_s = "700:300:100", *hold_s = "20s";
@@ -90,42 +131,9 @@ int pfi_cmd_sim_demo(int argc, char **argv)
            "SM_MHz", "tokens/s", "rel");
     double t0_rate = NAN;
     for (int i = 0; i < ncaps; i++) {
-        double t[PFI_MAX_GPUS];
-        for (int g = 0; g < n; g++)
-            t[g] = caps[i];
-        pfi_apply_report rep;
-        if (pfi_hw_apply(b, n, t, INFINITY, NULL, &rep, &e) != PFI_OK || rep.first_gpu >= 0) {
+        if ((rc = demo_step(b, cfg, caps[i], hold, live, &t0_rate)) != PFI_EXIT_OK) {
             pfi_hw_close(b);
-            return apply_failed(&rep, &e, caps[i]);
-        }
-        /* Two lines per step: just after the change (the firmware is still settling) and at
-         * the end of the hold (steady). */
-        for (int k = 0; k < 2; k++) {
-            pfi_hw_sleep(b, k == 0 ? 1.0 : hold - 1.0);
-            double clk = 0;
-            printf("%7.1f %6.0f  ", pfi_hw_now(b), caps[i]);
-            for (int g = 0; g < n; g++) {
-                pfi_sample s;
-                if (pfi_hw_sample(b, g, &s, &e) != PFI_OK) {
-                    pfi_hw_close(b);
-                    return pfi_cli_fail("sim demo", &e);
-                }
-                clk += s.sm_clock_mhz / n;
-                if (g < 8)
-                    printf("%5.0f ", s.power_w);
-            }
-            pfi_sim_job_status st = {0};
-            double rate = 0;
-            for (int j = 0; j < cfg->n_jobs; j++)
-                if (pfi_backend_sim_job(b, j, &st, &e) == PFI_OK)
-                    rate += st.tokens_per_s;
-            if (isnan(t0_rate))
-                t0_rate = rate;
-            printf("%7.0f %12.0f %6.0f%%%s\n", clk, rate, 100 * rate / t0_rate,
-                   k == 0 ? "  (settling)" : "");
-            fflush(stdout);
-            if (live)
-                pfi_clock_sleep(0.4);
+            return rc;
         }
     }
     pfi_hw_close(b);

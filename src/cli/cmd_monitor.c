@@ -208,6 +208,11 @@ static int limits_ok(double interval, int count, int has_duration, double durati
 static int one_round(pfi_backend *b, const int *idx, int ni, int mode, double t0)
 {
     static unsigned char failing[PFI_MAX_GPUS];
+    /* Whether the backend times its samples (t_s): learned from the first one read.  A blank
+     * row takes the time its good rows would have: the backend's clock where it times them,
+     * else seconds since the start (it was the backend's clock beside good rows in seconds
+     * since the start). */
+    static int gives_t = -1;
     int ok = 1;
     double round_t = NAN; /* the round's time, as the GPUs read give it */
     for (int k = 0; k < ni && !stop; k++) {
@@ -221,10 +226,14 @@ static int one_round(pfi_backend *b, const int *idx, int ni, int mode, double t0
             failing[g] = 1;
             ok = 0;
             pfi_sample_clear(&s);
-            s.t_s = isfinite(round_t) ? round_t : pfi_hw_now(b);
-        } else if (failing[g]) {
-            fprintf(stderr, "pfi monitor: GPU %d: read again\n", idx[k]);
-            failing[g] = 0;
+            s.t_s = isfinite(round_t) ? round_t : gives_t != 0 ? pfi_hw_now(b) : NAN;
+        } else {
+            if (gives_t < 0)
+                gives_t = isfinite(s.t_s);
+            if (failing[g]) {
+                fprintf(stderr, "pfi monitor: GPU %d: read again\n", idx[k]);
+                failing[g] = 0;
+            }
         }
         if (isfinite(s.t_s) && !isfinite(round_t))
             round_t = s.t_s;

@@ -72,6 +72,22 @@ mv "$dir/held.log" "$dir/held.log.1"
 : >"$dir/held.log"
 echo 3,000 >"$dir/tps2"
 observed_is j2 6000 "a job writing through its old descriptor not read after the rotation"
+# Another user's file put at the path (a symlink to /etc/shadow was opened after a 2 s pause,
+# and the log the job still wrote no longer read): a new file of another owner is not taken.
+# Root alone can make a file of another user's here.
+if [ "$(id -u)" = 0 ]; then
+    printf '[rank0]:[titan] 2026-12-03 18:00:00,000 - root - INFO - step: 1  loss:  3.00000  memory: 60.00GiB(42.55%%)  tps: 9,000  tflops: 0.00  mfu: 0.00%%\n' >"$dir/decoy"
+    chown 65534 "$dir/decoy"
+    rm -f "$dir/held.log"
+    ln -s "$dir/decoy" "$dir/held.log"
+    kill -STOP "$WRITER2"
+    sleep 1.5
+    kill -CONT "$WRITER2"
+    echo 5,000 >"$dir/tps2"
+    observed_is j2 10000 "after a pause, another user's file at the path taken for j2's log"
+    ls -l "/proc/$SERVE/fd" 2>/dev/null | grep -q "$dir/decoy" && fail "the daemon opened another user's file"
+    echo "it_follow_rotate: another user's file put at the path is not followed; the job's own still is"
+fi
 mv "$dir/run.log" "$dir/run.log.1"
 gzip "$dir/run.log.1"
 echo 3,000 >"$dir/tps"

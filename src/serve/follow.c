@@ -144,9 +144,18 @@ static void follow_rename(srv_follow *f, const struct stat *held, long long got)
     if (got > 0 || stat(f->path, &now) != 0 || now.st_size == 0 ||
         (now.st_dev == held->st_dev && now.st_ino == held->st_ino))
         return;
+    /* The new file must be the old one's owner's: the job's user could put anything at the
+     * path (a symlink to /etc/shadow was opened after a 2 s pause, and the log the job still
+     * wrote was no longer read), and the daemon reads what its user cannot. */
+    if (now.st_uid != held->st_uid)
+        return;
     int why = 0, fd = open_log(f->path, &why);
     if (fd < 0)
         return; /* not there yet, or not a file: the old one stays until it is */
+    if (fstat(fd, &now) != 0 || now.st_uid != held->st_uid) { /* swapped since the stat */
+        close(fd);
+        return;
+    }
     close(f->fd);
     f->fd = fd;
     f->off = 0;

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "serve/serve_int.h"
+#include "util/text.h"
 
 typedef struct round_job {
     pfi_proc_job pj;
@@ -133,13 +134,38 @@ static srv_found *found_by_id(srv_node *n, const char *id)
     return NULL;
 }
 
+/* Whether job id's refusal was said within the hour (else it is noted as said now): it is
+ * tried again at every discovery round, and said each time, 86,400 events a day at 1 s.  The
+ * discovery thread alone calls it. */
+#define REFUSED_SAID 16
+static int refusal_said_lately(const char *id)
+{
+    static char ids[REFUSED_SAID][SRV_ID_MAX];
+    static double at[REFUSED_SAID];
+    double now = pfi_clock_mono();
+    int oldest = 0;
+    for (int k = 0; k < REFUSED_SAID; k++) {
+        if (at[k] > 0 && !strcmp(ids[k], id) && now - at[k] < 3600)
+            return 1;
+        if (at[k] < at[oldest])
+            oldest = k;
+    }
+    snprintf(ids[oldest], sizeof ids[oldest], "%s", id);
+    at[oldest] = now;
+    return 0;
+}
+
 static void register_job(srv_node *n, const round_job *r)
 {
     json_t *gpus = json_array();
     for (int g = 0; g < r->n_gpus; g++)
         json_array_append_new(gpus, json_integer(r->gpus[g]));
+    /* Cut at 128 bytes, then made printable: a cut inside a character (a long torchrun line
+     * with an accented path), or a Latin-1 byte of its argv, made the name no UTF-8, the spec
+     * was refused and the job never registered, its GPUs planned as idle while it trained. */
     char name[129];
     snprintf(name, sizeof name, "%s", r->pj.cmdline);
+    pfi_text_make_printable(name);
     json_t *spec = json_pack("{s:s, s:o, s:s, s:s}", "id", r->pj.id, "gpus", gpus, "source",
                              "discovered", "name", name);
     if (r->pj.seq_len > 0) /* its log in samples/s then reads as tokens/s */
@@ -150,8 +176,9 @@ static void register_job(srv_node *n, const round_job *r)
     json_decref(spec);
     json_decref(res);
     if (rc != PFI_OK) {
-        pfi_srv_event_add(n, "discovery_error", "job %s (pid %ld) not registered: %s", r->pj.id,
-                      r->pj.pid, e.msg);
+        if (!refusal_said_lately(r->pj.id))
+            pfi_srv_event_add(n, "discovery_error", "job %s (pid %ld) not registered: %s "
+                              "(said once an hour while it runs)", r->pj.id, r->pj.pid, e.msg);
         return;
     }
     int unseen = !strcmp(r->pj.kind, "not in /proc");

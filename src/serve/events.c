@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "serve/serve_int.h"
+#include "util/text.h"
 
 /* src as one line into dst: a control character is written as C writes it (\n, \r, \t,
  * \xHH).  An event quotes what others chose (a controller's name, the log file a local user
@@ -14,7 +15,12 @@ static void one_line(char *dst, size_t size, const char *src)
 {
     size_t k = 0;
     for (const unsigned char *p = (const unsigned char *)src; *p && k + 5 < size; p++) {
-        if (*p >= 0x20 && *p != 0x7f)
+        int u = *p >= 0x80 ? pfi_utf8_len((const char *)p) : 1;
+        if (u > 1 && k + (size_t)u + 5 < size) { /* a whole UTF-8 character */
+            memcpy(dst + k, p, (size_t)u);
+            k += (size_t)u;
+            p += u - 1;
+        } else if (*p >= 0x20 && *p != 0x7f && *p < 0x80)
             dst[k++] = (char)*p;
         else if (*p == '\n' || *p == '\r' || *p == '\t')
             k += (size_t)snprintf(dst + k, size - k, "\\%c",

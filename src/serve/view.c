@@ -8,6 +8,7 @@
 #include "serve/serve_int.h"
 #include "store/codec.h"
 #include "util/json.h"
+#include "util/text.h"
 
 
 static json_t *gpu_json(const srv_node *n, int i)
@@ -67,6 +68,21 @@ json_t *pfi_srv_view_gpus(srv_node *n)
                      (json_int_t)epoch);
 }
 
+/* A file's path as JSON text, null when empty: a byte that is no UTF-8 (a path is bytes)
+ * shown as '?', where json_string refused it and the field vanished from the answer. */
+static json_t *path_json(const char *path)
+{
+    if (!path[0])
+        return json_null();
+    json_t *t = json_string(path);
+    if (t)
+        return t;
+    char copy[PFI_SERVE_PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", path);
+    pfi_text_make_printable(copy);
+    return json_string(copy);
+}
+
 static json_t *job_json(const srv_node *n, const srv_job *j)
 {
     json_t *o = json_object();
@@ -91,9 +107,8 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "probe", pfi_srv_probe_json(&j->probe));
     json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
     json_object_set_new(o, "baseline_power_w", pfi_json_num(j->base.n ? j->base.power_w : NAN));
-    json_object_set_new(o, "log", j->log[0] ? json_string(j->log) : json_null());
-    json_object_set_new(o, "log_followed",
-                        j->log_followed[0] ? json_string(j->log_followed) : json_null());
+    json_object_set_new(o, "log", path_json(j->log));
+    json_object_set_new(o, "log_followed", path_json(j->log_followed));
     json_object_set_new(o, "seq_len", j->seq_len > 0 ? json_real(j->seq_len) : json_null());
     json_object_set_new(o, "tokens_per_step",
                         j->tokens_per_step > 0 ? json_real(j->tokens_per_step) : json_null());

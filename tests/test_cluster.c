@@ -532,6 +532,30 @@ static void test_node_epoch_per_node(void **state)
     }
 }
 
+/* The controller names itself with its caps only to node daemons that say they take it
+ * (caps_named): one older than the name refuses the field (400), and a new controller over old
+ * nodes failed every wave, the budget never applied. */
+static void test_caps_named_only_where_taken(void **state)
+{
+    site x;
+    site_up(&x);
+    pfi_err e = {0};
+    double b = 0.6 * pfi_cl_site_default_w(x.c);
+    if (set_budget(&x, b, &e) != PFI_OK)
+        fail_msg("over nodes that do not say caps_named: %s", e.msg);
+    assert_true(pfi_standin_cap_sum(x.s) <= b + 1e-6);
+    char by[128];
+    pfi_standin_caps_by(x.s, by, sizeof by);
+    assert_string_equal(by, "");
+    pfi_standin_set_named(x.s, 1);
+    assert_int_equal(pfi_cl_refresh(x.c, &e), PFI_OK);
+    b = 0.5 * pfi_cl_site_default_w(x.c);
+    assert_int_equal(set_budget(&x, b, &e), PFI_OK);
+    pfi_standin_caps_by(x.s, by, sizeof by);
+    assert_string_equal(by, x.c->cfg.name);
+    site_down(&x);
+}
+
 static void test_random_budgets_never_over(void **state)
 {
     site x;
@@ -2048,6 +2072,7 @@ int main(void)
         cmocka_unit_test(test_random_budgets_never_over),
         cmocka_unit_test(test_departed_node_counted),
         cmocka_unit_test(test_node_epoch_per_node),
+        cmocka_unit_test(test_caps_named_only_where_taken),
         cmocka_unit_test(test_infeasible_changes_nothing),
         cmocka_unit_test(test_silent_node),
         cmocka_unit_test(test_silent_node_draw_left_out),

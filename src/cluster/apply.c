@@ -316,8 +316,11 @@ static int wave_build(pfi_cl *c, double **target, int lower, wave *w)
             continue;
         char head[256];
         w->epoch[k] = node_epoch(c, n);
-        int hl = snprintf(head, sizeof head, "{\"epoch\":%lld,\"controller\":\"%s\",\"caps\":[",
-                          w->epoch[k], c->cfg.name);
+        int hl = n->caps_named ? snprintf(head, sizeof head,
+                                          "{\"epoch\":%lld,\"controller\":\"%s\",\"caps\":[",
+                                          w->epoch[k], c->cfg.name)
+                               : snprintf(head, sizeof head, "{\"epoch\":%lld,\"caps\":[",
+                                          w->epoch[k]);
         w->body[k] = malloc((size_t)hl + (size_t)len + 3);
         if (!w->body[k])
             return PFI_ENOMEM;

@@ -141,6 +141,9 @@ typedef struct pfi_cl_node {
      * is above it, whatever the wall clock says (a controller restarted after its clock went
      * back sent only stale epochs, refused with 409, and the site stayed over its budget). */
     long long caps_epoch;
+    /* The daemon takes this controller's name with its caps (GET /v1/gpus caps_named): sent
+     * only then, since a daemon older than it refuses the field (400) and every wave failed. */
+    int caps_named;
     /* Slurm no longer lists it (or lists no GPU for it) but it answered before, so it may hold
      * this controller's caps: kept in the plan, its GPUs counted (at its caps while silent, at
      * their minimum as idle GPUs when it answers) for as long as this controller runs.  It was

@@ -155,6 +155,7 @@ int pfi_cl_decode_gpus(json_t *doc, pfi_cl_node *n, pfi_err *err)
     json_t *ep = json_object_get(doc, "caps_epoch");
     if (json_is_integer(ep) && json_integer_value(ep) > n->caps_epoch)
         n->caps_epoch = json_integer_value(ep);
+    n->caps_named = json_is_true(json_object_get(doc, "caps_named"));
     return PFI_OK;
 }
 

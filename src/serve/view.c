@@ -61,11 +61,13 @@ json_t *pfi_srv_view_gpus(srv_node *n)
                      : NULL;
     long long epoch = n->caps_epoch; /* a restarted controller numbers its caps above it */
     pthread_mutex_unlock(&n->mu);
-    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:i, s:I}", "backend", pfi_hw_label(n->b),
+    /* caps_named: PUT /v1/caps takes the controller's name (a node older than it refuses the
+     * field, so a controller names itself only where this says so). */
+    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:i, s:I, s:b}", "backend", pfi_hw_label(n->b),
                      "simulated", pfi_hw_simulated(n->b), "gpus", arr, "controller",
                      by ? by : json_null(), "controller_heard_s", pfi_json_num(by ? heard : NAN),
                      "controller_named_for_s", SRV_CONTROLLER_HEARD_S, "caps_epoch",
-                     (json_int_t)epoch);
+                     (json_int_t)epoch, "caps_named", 1);
 }
 
 /* A file's path as JSON text, null when empty: a byte that is no UTF-8 (a path is bytes)

@@ -58,6 +58,8 @@ struct pfi_standin {
     double min_w, max_w;
     double sum, peak;
     long long requests, connections;
+    int named;            /* pfi_standin_set_named: GET /v1/gpus says caps_named */
+    char caps_by[128];    /* the controller named by the last caps taken ("" none) */
 };
 
 static int cmp_node(const void *a, const void *b)
@@ -119,7 +121,10 @@ static json_t *gpus_json(pfi_standin *s, const snode *n)
                                              "min_limit_w", s->min_w, "max_limit_w", s->max_w,
                                              "default_limit_w", s->max_w, "limit_w", n->cap[g],
                                              "enforced_limit_w", n->cap[g]));
-    return json_pack("{s:o, s:I}", "gpus", arr, "caps_epoch", (json_int_t)n->epoch);
+    json_t *o = json_pack("{s:o, s:I}", "gpus", arr, "caps_epoch", (json_int_t)n->epoch);
+    if (s->named)
+        json_object_set_new(o, "caps_named", json_true());
+    return o;
 }
 
 static json_t *jobs_json(const snode *n)
@@ -153,6 +158,20 @@ static json_t *jobs_json(const snode *n)
     return json_pack("{s:o}", "jobs", arr);
 }
 
+void pfi_standin_set_named(pfi_standin *s, int named)
+{
+    pthread_mutex_lock(&s->mu);
+    s->named = named;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void pfi_standin_caps_by(pfi_standin *s, char *out, size_t n)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(out, n, "%s", s->caps_by);
+    pthread_mutex_unlock(&s->mu);
+}
+
 long long pfi_standin_epoch(pfi_standin *s, const char *node)
 {
     pthread_mutex_lock(&s->mu);
@@ -183,6 +202,16 @@ static enum MHD_Result put_caps(pfi_standin *s, snode *n, struct MHD_Connection 
         json_decref(d);
         return fail(con, 400, "expected {\"caps\": [{\"gpu\", \"cap_w\"}]}");
     }
+    /* A node daemon that does not say caps_named takes no other field, as pfi serve before it
+     * did (400): a controller must not name itself to it. */
+    json_t *by = json_object_get(d, "controller");
+    if (json_object_size(d) > (size_t)(1 + (json_object_get(d, "epoch") != NULL) +
+                                       (s->named && by != NULL))) {
+        json_decref(d);
+        return fail(con, 400, "unknown field 'controller' (known: epoch, caps)");
+    }
+    if (json_is_string(by))
+        snprintf(s->caps_by, sizeof s->caps_by, "%s", json_string_value(by));
     json_t *ep = json_object_get(d, "epoch");
     long long epoch = json_is_integer(ep) ? (long long)json_integer_value(ep) : 0;
     if (ep && (!json_is_integer(ep) || epoch < 1 || epoch > 9007199254740992LL)) {

@@ -38,6 +38,11 @@ int pfi_standin_set_seen(pfi_standin *s, const char *node, const char *id, int n
 /* The cap epoch node `node` says it last applied (GET /v1/gpus caps_epoch), as a broken or
  * hostile daemon may say any. */
 void pfi_standin_set_epoch(pfi_standin *s, const char *node, long long epoch);
+/* Whether the stand-ins say caps_named in GET /v1/gpus (they take the controller's name with
+ * caps); without it they refuse any field but epoch and caps, as older node daemons do. */
+void pfi_standin_set_named(pfi_standin *s, int named);
+/* The controller named by the last caps taken ("" none) into out[0..n). */
+void pfi_standin_caps_by(pfi_standin *s, char *out, size_t n);
 /* The cap epoch node `node` last applied (0: none, or no such node). */
 long long pfi_standin_epoch(pfi_standin *s, const char *node);
 /* A silent node: accepts connections, never answers (until unset). */

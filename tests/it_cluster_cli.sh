@@ -153,4 +153,18 @@ rc=$?
   fail "--read-auth token: event list with a wrong token: exit $rc: $(cat "$T/err")"
 stop_serve
 
+# The name a controller gives the nodes (a node held by one refuses another) is the same
+# whether its --db exists yet or not: a relative --db named a first start otherwise than its
+# restart, and the nodes refused the restarted controller for a minute.
+echo '{"nodes": [], "jobs": []}' >"$T/empty.json"
+name_of() { (cd "$T" && "$PFI" cluster status --json --topology empty.json --db "$1" | jq -r .allocation.controller); }
+n1=$(name_of cl.db)
+: >"$T/cl.db"
+n2=$(name_of cl.db)
+n3=$(name_of "$T/cl.db")
+case "$n1" in pfi-cluster@*'#'*) ;; *) fail "controller name: '$n1'" ;; esac
+[ "$n1" = "$n2" ] && [ "$n2" = "$n3" ] ||
+  fail "the controller's name changes with its database: '$n1' before it exists, '$n2' after, '$n3' by its absolute path"
+[ "$(name_of other.db)" != "$n1" ] || fail "two databases give one controller name"
+
 echo "it_cluster_cli: ok"

@@ -230,6 +230,26 @@ typedef struct cl_opts {
     int as_json;
 } cl_opts;
 
+/* path as an absolute one, whether it exists yet or not (its folder's real path and its name,
+ * else the working folder and path): the name made of it is the same before the database is
+ * created and after (a relative --db named a first start otherwise than its restart, and the
+ * nodes refused the restarted controller).  Into buf (PATH_MAX), or path itself. */
+static const char *absolute(const char *path, char *buf, size_t n)
+{
+    if (realpath(path, buf))
+        return buf;
+    char dir[PATH_MAX], parent[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash)
+        *slash = '\0';
+    if (realpath(slash ? (dir[0] ? dir : "/") : ".", parent) &&
+        (size_t)snprintf(buf, n, "%s/%s", strcmp(parent, "/") ? parent : "", base) < n)
+        return buf;
+    return path;
+}
+
 /* The controller's name to the nodes (cluster.h: a node held by one refuses another): its
  * host, and a hash of its database and address, so the same controller restarted has the same
  * name and a second one beside it (a test instance, both halves of a failover) another. */
@@ -243,8 +263,8 @@ static void controller_name(const cl_opts *o, char *out, size_t n)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", *p))
             *p = '_';
     const char *db = o->grid[0] ? o->grid[0] : getenv("PFI_DB");
-    if (db && realpath(db, real))
-        db = real;
+    if (db)
+        db = absolute(db, real, sizeof real);
     uint32_t h = 2166136261u;
     for (const char *parts[] = {db ? db : "", "|", o->listen ? o->listen : ""}, **q = parts;
          q < parts + 3; q++)

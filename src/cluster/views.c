@@ -102,6 +102,7 @@ void *pfi_cl_json_allocation(pfi_cl *c)
     json_t *o = json_pack("{s:b, s:f, s:i, s:i, s:i, s:i}", "budget_set", c->budget.set,
                           "site_default_w", site, "nodes", c->n_nodes, "nodes_up", up, "gpus",
                           gpus, "jobs", c->n_jobs);
+    json_object_set_new(o, "controller", json_string(c->cfg.name)); /* as the nodes name it */
     json_object_set_new(o, "budget_w", c->budget.set ? json_real(c->budget.watts) : json_null());
     json_object_set_new(o, "budget_now_w", pfi_json_num(c->budget_now_w));
     json_object_set_new(o, "cap_sum_w", pfi_json_num(sum));

@@ -57,6 +57,12 @@ refused=$(curl -s "$CLBURL/v1/nodes" | jq '[.nodes[] | select((.up | not) and (.
 grep -q "is held by another controller" "$dir/cluster-b.log" ||
     fail "controller B's log does not say the nodes are held by another controller"
 grep -q "refused pfi-cluster@" "$dir/n1.log" || fail "n1's events do not say B was refused"
+# A cut through B is refused (nothing B holds can be capped), saying why: the nodes are held
+# by another controller (it said they refused the token).
+code=$(curl -s --max-time 30 -X PUT -H "Authorization: Bearer $TOK" -d '{"budget": "cut=50%"}' \
+    -o "$dir/bcut.json" -w '%{http_code}' "$CLBURL/v1/budget")
+[ "$code" != 200 ] && grep -q "held by another controller" "$dir/bcut.json" &&
+    ! grep -q "refused the token" "$dir/bcut.json" || fail "a cut through B: $code $(cat "$dir/bcut.json")"
 a=$(curl -s "$CL/v1/nodes" | jq '[.nodes[] | select(.up)] | length')
 [ "$a" = 3 ] || fail "controller A lost its nodes: $(curl -s "$CL/v1/nodes" | jq -c '[.nodes[] | {name, up, why}]')"
 held=$(( $(limits 1 | jq 'add | floor') + $(limits 2 | jq 'add | floor') + $(limits 3 | jq 'add | floor') ))

@@ -82,6 +82,10 @@ int pfi_cl_parse_gres_idx(const char *s, int *out, int max);
 
 /* ---- the controller (controller.c) ---- */
 
+/* Why a node refuses a controller's changes (pfi_cl_node refused; 0: it does not). */
+#define PFI_CL_REFUSED_TOKEN 1 /* 401/403: the token of --node-token-file */
+#define PFI_CL_REFUSED_HELD 2  /* 409: another controller holds it */
+
 typedef struct pfi_cl_config {
     /* Node daemon URL for a node: "%n" is replaced by the node name, "%a" by its address. */
     char node_url[PFI_CL_URL_MAX];
@@ -124,8 +128,9 @@ typedef struct pfi_cl_node {
     int ever_up;
     int unusable;             /* the last refresh read it and could not manage it (its GPUs
                                * unlike Slurm's): a heartbeat's answer does not bring it up */
-    int refused;              /* it answered a heartbeat or caps with 401/403: it refuses this
-                               * controller's token; a read's answer does not bring it up (it
+    int refused;              /* PFI_CL_REFUSED_*: it refuses this controller's changes (a
+                               * heartbeat or caps answered 401/403: the token; 409: another
+                               * controller holds it); a read's answer does not bring it up (it
                                * showed up, no reason given, while every change was refused) */
     int n_gpus_seen; /* GPUs the daemon reported when it last answered (may exceed Slurm's) */
     int n_gpus_slurm; /* GPUs Slurm lists for it */

@@ -68,7 +68,7 @@ void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r
             fprintf(stderr, "pfi cluster: node %s is held by another controller (%s: %s): "
                             "counted at its caps until it is free\n",
                     n->name, what, r->err);
-        n->refused = 1;
+        n->refused = PFI_CL_REFUSED_HELD;
         snprintf(n->why, sizeof n->why, "%s: %s", what, r->err);
         return;
     }
@@ -80,7 +80,7 @@ void pfi_cl_node_refused(pfi_cl_node *n, const char *what, const pfi_http_req *r
         fprintf(stderr, "pfi cluster: node %s refuses this controller (%s: HTTP %ld): check "
                         "--node-token-file against the node's token file\n",
                 n->name, what, r->status);
-    n->refused = 1;
+    n->refused = PFI_CL_REFUSED_TOKEN;
     snprintf(n->why, sizeof n->why, "%s: HTTP %ld: the node refused the token of "
                                     "--node-token-file",
              what, r->status);

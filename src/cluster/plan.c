@@ -36,8 +36,9 @@ static int gpu_held(const pfi_cl *c, const pfi_cl_node *n, int g)
 typedef struct fixed_w {
     double reserved, idle_min;
     int n_held, n_idle;
-    int n_silent, n_never, n_refused; /* silent nodes; of them, those that never answered,
-                                       * and those that refused the controller's token */
+    int n_silent, n_never, n_refused, n_other; /* silent nodes; of them, those that never
+                                       * answered, those that refused the controller's token,
+                                       * and those another controller holds */
     char silent[80];       /* the first by name, for a refusal's message (it has 512 bytes) */
 } fixed_w;
 
@@ -46,9 +47,13 @@ static void note_silent(fixed_w *f, const pfi_cl_node *n)
 {
     if (f->n_silent++ == 0)
         snprintf(f->silent, sizeof f->silent, "%.48s%s", n->name,
-                 n->refused ? " (refused the token)" : n->ever_up ? "" : " (never answered)");
+                 n->refused == PFI_CL_REFUSED_HELD ? " (held by another controller)"
+                 : n->refused                      ? " (refused the token)"
+                 : n->ever_up                      ? ""
+                                                   : " (never answered)");
     f->n_never += !n->ever_up;
-    f->n_refused += n->refused != 0;
+    f->n_refused += n->refused == PFI_CL_REFUSED_TOKEN;
+    f->n_other += n->refused == PFI_CL_REFUSED_HELD;
 }
 
 static int count_fixed(pfi_cl *c, fixed_w *f, pfi_err *err)
@@ -193,8 +198,11 @@ static void explain_infeasible(const job_view *v, pfi_alloc_opts o, double budge
         snprintf(why, sizeof why, " [silent: %s%s, held at the caps last acknowledged, else the "
                                   "GPUs' maximum: a node that %s cannot be capped%s]",
                  f->silent, more,
-                 f->n_refused ? "refuses the controller's token or does not answer"
-                              : "does not answer",
+                 f->n_refused && f->n_other ? "refuses the controller's token, is held by "
+                                             "another controller or does not answer"
+                 : f->n_refused ? "refuses the controller's token or does not answer"
+                 : f->n_other   ? "another controller holds, or that does not answer,"
+                                : "does not answer",
                  f->n_never ? "; one never answered is not in a share's 100%" : "");
     /* The allocator's own reason and advice come last and must survive the 511 bytes of a
      * message (they were cut mid-word, "relax-sl"): where the rule's words do not fit, the

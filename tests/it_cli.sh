@@ -99,6 +99,11 @@ grep -q "speed goes with --backend sim" "$T/err" || fail "sweep --backend nvml -
 want 2 sweep --backend sim --speed 20 -- sh -c "echo ran >'$T/ran'"
 grep -q "^pfi sweep: --speed 20 with a real program" "$T/err" && [ ! -e "$T/ran" ] ||
     fail "sweep --backend sim --speed 20 with a real program: $(cat "$T/err")"
+# ... but pfi's own simulated job is taken under another name of the same binary (a symlink).
+ln -s "$PFI" "$T/pfi-dev"
+"$PFI" sweep --backend sim --speed 40 --levels 100% --db "$T/speed.db" --journal "$T/speed.journal" \
+    --quiet -- "$T/pfi-dev" sim job --log-format megatron >/dev/null 2>"$T/err" ||
+    fail "sweep --speed 40 of pfi sim job through a symlink pfi-dev: $(tail -3 "$T/err")"
 # --nvml-lib names the library the NVML backend loads: with the simulator it was dropped
 # silently; refused, nothing read or changed (PFI_BACKEND=sim here, as --backend sim).
 want 2 gpus --nvml-lib /nonexistent/libnvidia-ml.so.1

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -496,17 +497,39 @@ static int open_sink(const sweep_opts *o, const char *db, const char *cmdline,
     return rc;
 }
 
+/* Whether program (argv[0], found on PATH when it has no '/') is this pfi binary, whatever it
+ * is called (a symlink pfi-dev, a hard link): the same file as /proc/self/exe. */
+static int is_this_pfi(const char *program)
+{
+    struct stat self, st;
+    if (stat("/proc/self/exe", &self) != 0)
+        return 0;
+    if (strchr(program, '/'))
+        return stat(program, &st) == 0 && st.st_dev == self.st_dev && st.st_ino == self.st_ino;
+    const char *path = getenv("PATH");
+    for (const char *p = path; p && *p;) {
+        size_t len = strcspn(p, ":");
+        char cand[PATH_MAX];
+        if ((size_t)snprintf(cand, sizeof cand, "%.*s/%s", (int)len, len ? p : ".", program) <
+                sizeof cand &&
+            stat(cand, &st) == 0 && access(cand, X_OK) == 0)
+            return st.st_dev == self.st_dev && st.st_ino == self.st_ino; /* the first found */
+        p += len + (p[len] == ':');
+    }
+    return 0;
+}
+
 /* 1 when the command is one of the simulator's jobs (`pfi sim job ...`, or its former name
- * `pfi simjob ...`). */
+ * `pfi simjob ...`), run by a program named pfi or by this very binary under another name. */
 static int is_simjob(char **argv, int n)
 {
     if (n < 2)
         return 0;
     const char *base = strrchr(argv[0], '/');
     base = base ? base + 1 : argv[0];
-    return strcmp(base, "pfi") == 0 &&
-           (strcmp(argv[1], "simjob") == 0 ||
-            (n >= 3 && strcmp(argv[1], "sim") == 0 && strcmp(argv[2], "job") == 0));
+    int sub = strcmp(argv[1], "simjob") == 0 ||
+              (n >= 3 && strcmp(argv[1], "sim") == 0 && strcmp(argv[2], "job") == 0);
+    return sub && (strcmp(base, "pfi") == 0 || is_this_pfi(argv[0]));
 }
 
 /* What the run records as its backend.  Simulated GPUs under a real program measure real

@@ -69,6 +69,13 @@ await 600 'the VTN answering again not said: $(get /v1/grid/openadr)' logged "th
 await 200 'vtn_down_since not cleared: $(get /v1/grid/openadr)' up_again
 get /v1/grid/openadr | grep -Eq '"last_error_at": *"[0-9]{4}-[0-9]{2}-[0-9]{2}T' ||
     fail "last_error_at not a time: $(get /v1/grid/openadr)"
+# Down again and back within the hour: not said again (a flapping VTN said it at every
+# recovery).
+curl -sf -o /dev/null -X POST -d '{"status": 503, "count": 5}' "$VTN/_test/fail" || fail "fail"
+polls 8
+await 200 'vtn_down_since not cleared after the second outage: $(get /v1/grid/openadr)' up_again
+n=$(grep -c "the VTN answers again" "$dir/serve.log")
+[ "$n" = 1 ] || fail "'answers again' said $n times over two recoveries within the hour"
 note "503s then answers: 'answers again' logged, last_error_at $(get /v1/grid/openadr | sed -n 's/.*"last_error_at": *"\([^"]*\)".*/\1/p')"
 
 # A client secret over plain http to another host: warned at the start (the daemon is stopped

@@ -171,14 +171,16 @@ static void vtn_down(pfi_ven *v)
     pthread_mutex_unlock(&v->mu);
 }
 
-/* The VTN answered a request as asked: said once when it had not. */
+/* The VTN answered a request as asked: said when it had not, once an hour at most (a VTN
+ * that fails every other request said it at every recovery). */
 static void vtn_up(pfi_ven *v)
 {
     pthread_mutex_lock(&v->mu);
     double since = v->down_since;
     v->down_since = 0;
+    int said = since > 0 && said_lately(v, "the VTN answers again");
     pthread_mutex_unlock(&v->mu);
-    if (since > 0) {
+    if (since > 0 && !said) {
         char at[40];
         pfi_time_format(since, at, sizeof at);
         fprintf(stderr, "%s: openadr: the VTN answers again (not since %s, %.0f s)\n",

@@ -125,6 +125,10 @@ wait_for '.jobs[] | select(.id == "slurm-777") | .gpus == [0, 1, 2, 3]' \
     "job 777 does not hold the GPUs its workers started on"
 grep -q 'job_gpus_changed: job slurm-777 (pid [0-9]*) now on GPUs 0,1,2,3 (was 0[,0-9]*)' "$dir/serve.log" ||
     fail "no job_gpus_changed event: $(grep job_ "$dir/serve.log")"
+# ... and saved so: a restart brought it back on GPU 0 alone, its other GPUs planned as idle for
+# a round and what was measured of it forgotten.
+saved=$(sqlite3 "$dir/serve.db" "SELECT spec FROM serve_jobs WHERE id = 'slurm-777'" | jq -c .gpus)
+[ "$saved" = "[0,1,2,3]" ] || fail "job 777 saved on GPUs $saved"
 # its log (worker 0's stdout) gives tokens/s per GPU: the job's is four times it
 i=0
 while :; do

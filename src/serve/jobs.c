@@ -386,6 +386,39 @@ int pfi_srv_job_remove(srv_node *n, const char *id, json_t **result, pfi_err *er
     return rc;
 }
 
+/* The saved registration of job `id`, found among those pfi_audit_load_jobs gives. */
+typedef struct saved_spec {
+    const char *id;
+    json_t *spec;
+} saved_spec;
+
+static void find_saved(void *ctx, const char *id, const char *spec)
+{
+    saved_spec *f = ctx;
+    if (!f->spec && !strcmp(id, f->id))
+        f->spec = json_loads(spec, 0, NULL);
+}
+
+/* The job's saved registration with its new GPUs, so that a restart brings it back on them:
+ * a discovered job grown as its workers started was reloaded on the GPU it was first seen on,
+ * its other GPUs planned as idle for a round and what was measured of it forgotten. */
+static void save_gpus(srv_node *n, const char *id, const int *gpus, int ng)
+{
+    saved_spec f = {id, NULL};
+    if (!n->audit || pfi_audit_load_jobs(n->audit, find_saved, &f, NULL) != PFI_OK || !f.spec)
+        return; /* not saved (a registration that does not persist): nothing to change */
+    json_t *g = json_array();
+    for (int k = 0; k < ng; k++)
+        json_array_append_new(g, json_integer(gpus[k]));
+    json_object_set_new(f.spec, "gpus", g);
+    char *text = json_dumps(f.spec, JSON_COMPACT);
+    if (!text || pfi_audit_save_job(n->audit, id, text) != PFI_OK)
+        pfi_srv_event_add(n, "db_error", "job %s's GPUs could not be saved: a restart brings it "
+                          "back on its old ones", id);
+    free(text);
+    json_decref(f.spec);
+}
+
 int pfi_srv_job_set_gpus(srv_node *n, const char *id, const int *gpus, int ng, pfi_err *err)
 {
     if (ng < 1 || ng > PFI_MAX_GPUS)
@@ -424,6 +457,8 @@ int pfi_srv_job_set_gpus(srv_node *n, const char *id, const int *gpus, int ng, p
         char reason[96];
         snprintf(reason, sizeof reason, "job %s now on %d GPU(s)", id, ng);
         rc = pfi_srv_decide(n, pfi_srv_current_budget(n), mode, ext, reason, NULL, err);
+        if (rc == PFI_OK)
+            save_gpus(n, id, gpus, ng);
     }
     pthread_mutex_unlock(&n->decide_mu);
     return rc;

@@ -261,6 +261,36 @@ ls "$tmp"/bad.csv* >/dev/null 2>&1 && fail "a refused export left a file"
 must_fail export --db "$db" --runs 1,nope --out "$tmp/bad.csv"
 has "$tmp/err" "nope"
 ls "$tmp"/bad.csv* >/dev/null 2>&1 && fail "a failed export left a file"
+# --out the store itself (its path spelled otherwise, a hard or a symbolic link to it, its -wal
+# or -shm) is refused, exit 2, naming both, the store untouched: the export was renamed over the
+# database and exited 0 (`pfi runs export --out pfi.db` with the default --db lost the store).
+sum_db=$(cksum <"$db")
+ln "$db" "$tmp/hard.db"
+ln -s pub.db "$tmp/soft.db"
+for o in "$db" "$tmp/./pub.db" "$tmp/hard.db" "$tmp/soft.db"; do
+  for f in csv json; do
+    "$PFI_BIN" runs export --db "$db" --format $f --out "$o" >"$tmp/out" 2>"$tmp/err"
+    [ $? -eq 2 ] || fail "export --out $o (the store) did not exit 2: $(cat "$tmp/err")"
+    has "$tmp/err" "--out '$o' is the database '$db' itself"
+  done
+done
+[ "$(cksum <"$db")" = "$sum_db" ] || fail "an export over the store changed it"
+[ -L "$tmp/soft.db" ] || fail "an export over the store replaced its link"
+"$PFI_BIN" runs --db "$db" >/dev/null || fail "the store is unusable after an export over it"
+ls "$tmp"/*.db.* >/dev/null 2>&1 && fail "a refused export over the store left a temporary file"
+# ...and its -wal and -shm, which exist while a connection (here sqlite3's) has it open
+if command -v sqlite3 >/dev/null 2>&1; then
+  {
+    echo 'for s in wal shm; do'
+    echo "  \"$PFI_BIN\" runs export --db \"$db\" --out \"$db-\$s\" 2>\"$tmp/err-\$s\"; echo \"\$s \$?\""
+    echo "done >\"$tmp/walrc\""
+  } >"$tmp/wal.sh"
+  sqlite3 "$db" "SELECT COUNT(*) FROM runs;" ".shell sh $tmp/wal.sh" >/dev/null || fail "sqlite3"
+  [ "$(cat "$tmp/walrc")" = "$(printf 'wal 2\nshm 2')" ] || fail "export --out the store's -wal/-shm: $(cat "$tmp/walrc")"
+  has "$tmp/err-wal" "is '$db-wal', part of the database '$db'"
+  has "$tmp/err-shm" "is '$db-shm', part of the database '$db'"
+  "$PFI_BIN" runs --db "$db" >/dev/null || fail "the store is unusable after an export over its -wal"
+fi
 echo "ok: $total runs, $l_all levels"
 [ -z "${skipped:-}" ] || { echo "the rest ok; sqlite3 CLI absent: newer-schema and lock checks skipped"; exit 77; }
 exit 0

@@ -152,6 +152,9 @@ int pfi_cmd_runs_export(int argc, char **argv)
         rc = pfi_err_set(&err, PFI_ENOMEM, "out of memory");
     else
         rc = resolve(st, &runs, ids, &n, &err);
+    /* Before anything is written: --out pfi.db (the default --db) replaced the store. */
+    if (rc == PFI_OK && output && (rc = pfi_store_check_not_own(st, output, &err)) != PFI_OK)
+        pfi_err_prefix(&err, "--out ");
     if (rc != PFI_OK) {
         free(ids);
         pfi_store_close(st);

@@ -98,3 +98,26 @@ int pfi_store_open(const char *path, int flags, pfi_store **out, pfi_err *err)
     *out = st;
     return PFI_OK;
 }
+
+int pfi_store_check_not_own(const pfi_store *st, const char *path, pfi_err *err)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    struct stat out, own;
+    if (!path || stat(path, &out) != 0 || strcmp(st->path, ":memory:") == 0)
+        return PFI_OK;
+    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+        char p[4200];
+        if ((size_t)snprintf(p, sizeof p, "%s%s", st->path, sfx[i]) >= sizeof p)
+            continue;
+        if (stat(p, &own) != 0 || own.st_dev != out.st_dev || own.st_ino != out.st_ino)
+            continue;
+        if (i == 0)
+            return pfi_err_set(err, PFI_EINVAL, "'%s' is the database '%s' itself (the same "
+                               "file): writing there would replace the database; write to "
+                               "another file", path, st->path);
+        return pfi_err_set(err, PFI_EINVAL, "'%s' is '%s', part of the database '%s': writing "
+                           "there would damage the database; write to another file", path, p,
+                           st->path);
+    }
+    return PFI_OK;
+}

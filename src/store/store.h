@@ -61,6 +61,11 @@ int pfi_store_open(const char *path, int flags, pfi_store **out, pfi_err *err);
 void pfi_store_close(pfi_store *st);
 void pfi_store_set_busy_timeout(pfi_store *st, int ms);
 const char *pfi_store_path(const pfi_store *st);
+/* PFI_EINVAL naming both when path is the store's own file or its -wal, -shm or -journal
+ * (the same device and inode: another spelling of the path, a hard or a symbolic link), else
+ * PFI_OK (also when path does not exist).  An output written there (pfi runs export --out
+ * pfi.db) replaced the database with its own export. */
+int pfi_store_check_not_own(const pfi_store *st, const char *path, pfi_err *err);
 /* Version found in the file (after migration: PFI_STORE_SCHEMA_VERSION). */
 int pfi_store_schema_version(const pfi_store *st);
 

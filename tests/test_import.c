@@ -600,6 +600,102 @@ static void test_perseus_names_unique(void **state)
     assert_int_equal(lv, 4);
 }
 
+/* Key fields were cut silently at the size of their buffers (an nsdi optimizer at 31 bytes, a
+ * perseus model at 127): two workloads that differ only after that became one run, their
+ * levels stored together.  Each is refused naming file, line, column and limit, as is a run
+ * name that would be cut (a perseus run lost its ' dp1tp1pp8'); nothing is written. */
+static void test_long_fields(void **state)
+{
+    fixture *f = *state;
+    char dir[700], p[1200], text[2048], x40[41], m120[121], m200[201], p300[301], n63[64], n64[65];
+    memset(x40, 'x', 40), x40[40] = 0;
+    memset(m120, 'm', 120), m120[120] = 0;
+    memset(m200, 'm', 200), m200[200] = 0;
+    memset(p300, 'p', 300), p300[300] = 0;
+    memset(n63, 'n', 63), n63[63] = 0;
+    memset(n64, 'n', 64), n64[64] = 0;
+    snprintf(dir, sizeof dir, "%s/nsdi", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    static const char *const gpus[] = {"a40", "v100", "p100", "rtx6000"};
+    const char *hdr = "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,"
+                      "average_power\n";
+    for (int g = 0; g < 4; g++) {
+        snprintf(p, sizeof p, "%s/summary_power_%s.csv", dir, gpus[g]);
+        snprintf(text, sizeof text, "%scifar100,shufflenetv2,8,adam,200,10,150\n", hdr);
+        pfi_test_put_text(p, text);
+    }
+    pfi_err e = {0};
+    int nr, nl, lv;
+    assert_int_equal(pfi_import_zeus_nsdi(f->st, dir, &nr, &nl, &e), PFI_OK);
+    assert_int_equal(count_source(f->st, "zeus-nsdi", &lv), 4);
+    struct {
+        const char *row, *want;
+    } nsdi[] = {
+        {"cifar100,shufflenetv2,1024,adam%s1,200,20.0,180.0\n"
+         "cifar100,shufflenetv2,1024,adam%s2,150,30.0,140.0\n",
+         "summary_power_a40.csv line 3, column 'optimizer': 45 bytes, longer than the 31"},
+        {"cifar100,%s,8,adam,200,10,150\n", "line 3, column 'network': 64 bytes, longer than "
+                                            "the 63"},
+        {"%s,shufflenetv2,8,adam,200,10,150\n", "line 3, column 'dataset': 64 bytes"},
+    };
+    snprintf(p, sizeof p, "%s/summary_power_a40.csv", dir);
+    for (size_t i = 0; i < sizeof nsdi / sizeof nsdi[0]; i++) {
+        char row[512];
+        const char *arg = i == 0 ? x40 : n64;
+        snprintf(row, sizeof row, nsdi[i].row, arg, arg);
+        snprintf(text, sizeof text, "%scifar100,shufflenetv2,8,adam,200,10,150\n%s", hdr, row);
+        pfi_test_put_text(p, text);
+        int rc = pfi_import_zeus_nsdi(f->st, dir, &nr, &nl, &e);
+        if (rc != PFI_EINVAL || !strstr(e.msg, nsdi[i].want))
+            fail_msg("nsdi case %zu: rc %d, '%s'", i, rc, e.msg);
+        assert_int_equal(count_source(f->st, "zeus-nsdi", &lv), 4);
+        assert_int_equal(lv, 4);
+    }
+    /* Fields within their limits whose run name would not fit: refused as well. */
+    snprintf(text, sizeof text, "%s%s,%s,8,adam,200,10,150\n", hdr, n63, n63);
+    pfi_test_put_text(p, text);
+    int rc = pfi_import_zeus_nsdi(f->st, dir, &nr, &nl, &e);
+    if (rc != PFI_EINVAL || !strstr(e.msg, "line 2: the run name 'zeus-nsdi/A40/nnn") ||
+        !strstr(e.msg, "longer than the 127 a run name holds"))
+        fail_msg("nsdi name: rc %d, '%s'", rc, e.msg);
+    /* The longest that fit are kept whole. */
+    snprintf(text, sizeof text, "%scifar100,net,8,%.31s,200,10,150\n", hdr, x40);
+    pfi_test_put_text(p, text);
+    pfi_import_set set = {0};
+    if (pfi_import_zeus_nsdi_file(p, "A40", "summary_power_a40.csv", &set, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    assert_int_equal((int)strlen(strrchr(set.v[0].run.name, ' ') + 1), 31);
+    pfi_import_set_free(&set);
+
+    const char *phdr = "model_name,partition_method,batch_size,dp,tp,pp,microbatch_size,"
+                       "num_microbatches,power_limit_0,time,energy\n";
+    struct {
+        const char *model, *partition, *want;
+    } per[] = {
+        {m200, "uniform", "line 2, column 'model_name': 202 bytes, longer than the 127"},
+        {"gpt3-xl", p300, "line 2, column 'partition_method': 300 bytes, longer than the 255"},
+        {m120, "uniform", "line 2: the run name 'perseus/A40/mmm"},
+    };
+    snprintf(p, sizeof p, "%s/zeus_global.csv", f->dir);
+    for (size_t i = 0; i < sizeof per / sizeof per[0]; i++) {
+        snprintf(text, sizeof text, "%s%s%s,%s,8,1,1,1,1,8,300,1.0,250\n"
+                 "%s%s,%s,8,1,1,1,1,8,250,1.1,230\n", phdr, per[i].model, i ? "" : "-A",
+                 per[i].partition, per[i].model, i ? "" : "-B", per[i].partition);
+        pfi_test_put_text(p, text);
+        rc = pfi_import_perseus_file(p, "A40", "zeus_global.csv", &set, &e);
+        pfi_import_set_free(&set);
+        if (rc != PFI_EINVAL || !strstr(e.msg, per[i].want))
+            fail_msg("perseus case %zu: rc %d, '%s'", i, rc, e.msg);
+    }
+    snprintf(p, sizeof p, "%s/A40+%s+gpu0.csv", f->dir, m200);
+    pfi_test_put_text(p, "start_time,window_name,elapsed_time,gpu0_energy\n"
+                         "1,__GlobalPowerLimitOptimizer_300,30,6000\n");
+    rc = pfi_import_zeus_plo_file(f->dir, strrchr(p, '/') + 1, &set, &e);
+    pfi_import_set_free(&set);
+    if (rc != PFI_EINVAL || !strstr(e.msg, "longer than the 31 or 127 bytes"))
+        fail_msg("zeus-plo long model: rc %d, '%s'", rc, e.msg);
+}
+
 static void test_export(void **state)
 {
     fixture *f = *state;
@@ -679,6 +775,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plo_contradictions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plo_names_unique, setup, teardown),
         cmocka_unit_test_setup_teardown(test_perseus_names_unique, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
     };
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

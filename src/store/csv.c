@@ -320,6 +320,24 @@ int pfi_csv_int(const pfi_csv *c, int col, int *v, pfi_err *err)
     return PFI_OK;
 }
 
+int pfi_csv_text(const pfi_csv *c, int col, char *dst, size_t n, pfi_err *err)
+{
+    const char *s = pfi_csv_field(c, col);
+    size_t len = s ? strlen(s) : 0;
+    if (n)
+        dst[0] = '\0';
+    if (!s)
+        return pfi_err_set(err, PFI_EINVAL, "%s line %d: no field %d", c->name, c->rec_line,
+                           col + 1);
+    if (len >= n)
+        return pfi_err_set(err, PFI_EINVAL, "%s line %d, column '%s': %zu bytes, longer than "
+                           "the %zu this field may hold (it would be cut, and two values that "
+                           "differ only after that would be one)", c->name, c->rec_line,
+                           c->hdr[col], len, n ? n - 1 : 0);
+    memcpy(dst, s, len + 1);
+    return PFI_OK;
+}
+
 void pfi_csv_write_field(FILE *f, const char *s)
 {
     if (!s)

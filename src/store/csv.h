@@ -46,6 +46,10 @@ int pfi_csv_require(const pfi_csv *c, const char *name, int *col, pfi_err *err);
  * blanks around allowed; "1e1" and "8.0" are not integers); errors name file, line, column. */
 int pfi_csv_double(const pfi_csv *c, int col, double *v, pfi_err *err);
 int pfi_csv_int(const pfi_csv *c, int col, int *v, pfi_err *err);
+/* The current record's field copied into dst[0..n); one that does not fit is an error naming
+ * file, line, column and the limit (n - 1 bytes), dst left empty: cut silently, two keys that
+ * differ only past the limit (optimizers 'adam'+40 x's+'1' and +'2') made one run. */
+int pfi_csv_text(const pfi_csv *c, int col, char *dst, size_t n, pfi_err *err);
 
 /* Writes s as one CSV field, quoted when it holds a comma, a quote or a line break. */
 void pfi_csv_write_field(FILE *f, const char *s);

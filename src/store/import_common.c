@@ -235,6 +235,15 @@ void pfi_import_set_free(pfi_import_set *set)
     memset(set, 0, sizeof *set);
 }
 
+int pfi_import_name_fits(const pfi_run *r, int len, const char *where, pfi_err *err)
+{
+    if (len >= 0 && (size_t)len < sizeof r->name)
+        return PFI_OK;
+    return pfi_err_set(err, PFI_EINVAL, "%s: the run name '%.40s...' would be %d bytes, longer "
+                       "than the %zu a run name holds (it would be cut)", where, r->name, len,
+                       sizeof r->name - 1);
+}
+
 int pfi_import_name_taken(const pfi_import_set *set, int before, const char *name)
 {
     for (int j = 0; j < before && j < set->n; j++)

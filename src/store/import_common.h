@@ -94,6 +94,9 @@ int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *
 /* Refuses a set in which two runs have the same name, naming both origins: the second would
  * replace the first as it is written (pfi_store_write_imported replaces by source and name). */
 int pfi_import_set_check_names(const pfi_import_set *set, pfi_err *err);
+/* PFI_EINVAL naming where when len (what snprintf returned making r->name) is past what a run
+ * name holds: cut, it lost its distinguishing end (a perseus run its ' dp1tp1pp8'). */
+int pfi_import_name_fits(const pfi_run *r, int len, const char *where, pfi_err *err);
 /* 1 when a run of set->v[0..before) is named name. */
 int pfi_import_name_taken(const pfi_import_set *set, int before, const char *name);
 

@@ -23,25 +23,28 @@ typedef struct key {
  * when an earlier run of the set has that name (several schedules of one model and parallelism)
  * also the batch and microbatch sizes, then the partition, then the microbatch count, which
  * together are the run's key.  Each step is checked against every name, not only the first:
- * a third schedule got the second's name and replaced it.  A name still taken (cut at
- * PFI_NAME_MAX) is refused by pfi_import_set_check_names. */
-static void name_run(const pfi_import_set *set, int i, const char *gpu_type, const key *y)
+ * a third schedule got the second's name and replaced it.  A name that does not fit in
+ * PFI_NAME_MAX is refused (where names the row): cut, it lost its parallelism and two models
+ * that differ only at the end got one name. */
+static int name_run(const pfi_import_set *set, int i, const char *gpu_type, const key *y,
+                    const char *where, pfi_err *err)
 {
+    const pfi_run *r = &set->v[i].run;
     char *name = set->v[i].run.name;
-    size_t n = sizeof set->v[i].run.name, l;
-    snprintf(name, n, "perseus/%s/%s dp%dtp%dpp%d", gpu_type, y->model, y->dp, y->tp, y->pp);
-    if (!pfi_import_name_taken(set, i, name))
-        return;
-    l = strlen(name);
-    snprintf(name + l, n - l, " bs%d mbs%d", y->batch, y->mbs);
-    if (!pfi_import_name_taken(set, i, name))
-        return;
-    l = strlen(name);
-    snprintf(name + l, n - l, " %s", y->partition);
-    if (!pfi_import_name_taken(set, i, name))
-        return;
-    l = strlen(name);
-    snprintf(name + l, n - l, " nmb%d", y->nmb);
+    size_t n = sizeof set->v[i].run.name;
+    int l = snprintf(name, n, "perseus/%s/%s dp%dtp%dpp%d", gpu_type, y->model, y->dp, y->tp,
+                     y->pp);
+    for (int step = 1;; step++) {
+        int rc = pfi_import_name_fits(r, l, where, err);
+        if (rc != PFI_OK || step == 4 || !pfi_import_name_taken(set, i, name))
+            return rc;
+        if (step == 1)
+            l += snprintf(name + l, n - (size_t)l, " bs%d mbs%d", y->batch, y->mbs);
+        else if (step == 2)
+            l += snprintf(name + l, n - (size_t)l, " %s", y->partition);
+        else
+            l += snprintf(name + l, n - (size_t)l, " nmb%d", y->nmb);
+    }
 }
 
 int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *rel,
@@ -90,7 +93,8 @@ int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *
             r->meta.tp = y.tp;
             r->meta.pp = y.pp;
             r->meta.global_batch = y.batch;
-            name_run(set, i, gpu_type, &y);
+            if ((rc = name_run(set, i, gpu_type, &y, where, err)) != PFI_OK)
+                goto out;
             snprintf(ir->origin, sizeof ir->origin, "%s", where);
             snprintf(ir->unit_label, sizeof ir->unit_label, "samples/s");
             json_t *cfg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "dataset", "perseus-sosp24",

@@ -40,11 +40,11 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
     while ((rc = pfi_csv_next(c, err)) == PFI_OK) {
         key y;
         memset(&y, 0, sizeof y);
-        snprintf(y.dataset, sizeof y.dataset, "%s", pfi_csv_field(c, cd));
-        snprintf(y.network, sizeof y.network, "%s", pfi_csv_field(c, cn));
-        snprintf(y.optimizer, sizeof y.optimizer, "%s", pfi_csv_field(c, co));
         double cap, tpe, pw;
-        if ((rc = pfi_csv_int(c, cb, &y.batch, err)) || (rc = pfi_csv_double(c, cl, &cap, err)) ||
+        if ((rc = pfi_csv_text(c, cd, y.dataset, sizeof y.dataset, err)) ||
+            (rc = pfi_csv_text(c, cn, y.network, sizeof y.network, err)) ||
+            (rc = pfi_csv_text(c, co, y.optimizer, sizeof y.optimizer, err)) ||
+            (rc = pfi_csv_int(c, cb, &y.batch, err)) || (rc = pfi_csv_double(c, cl, &cap, err)) ||
             (rc = pfi_csv_double(c, ct, &tpe, err)) || (rc = pfi_csv_double(c, cp, &pw, err)))
             goto out;
         char where[600];
@@ -70,8 +70,10 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
             /* SOURCE.md: squad is a QA fine-tune, sentiment140 a classification fine-tune. */
             if (strcmp(y.dataset, "squad") == 0 || strcmp(y.dataset, "sentiment140") == 0)
                 r->meta.finetune = 1;
-            snprintf(r->name, sizeof r->name, "zeus-nsdi/%s/%s %s bs%d %s", gpu_type, y.network,
-                     y.dataset, y.batch, y.optimizer);
+            int len = snprintf(r->name, sizeof r->name, "zeus-nsdi/%s/%s %s bs%d %s", gpu_type,
+                               y.network, y.dataset, y.batch, y.optimizer);
+            if ((rc = pfi_import_name_fits(r, len, where, err)) != PFI_OK)
+                goto out;
             snprintf(ir->unit_label, sizeof ir->unit_label, "epochs/s (relative)");
             snprintf(ir->origin, sizeof ir->origin, "%s", where);
             json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:i}", "dataset", "zeus-nsdi23-trace",

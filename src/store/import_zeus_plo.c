@@ -20,8 +20,9 @@
 #define MAX_GPUS_IN_NAME 64
 
 /* "A40+resnet18+gpu0,1,2,3.csv" -> gpu "A40", model "resnet18", indices {0,1,2,3}.  Returns 0,
- * -1 for a name of another form, or -2 for an index given twice (then idx[*nidx]), whose
- * gpu<i>_energy column was read once per mention: two GPUs, twice the job's power. */
+ * -1 for a name of another form, -2 for an index given twice (then idx[*nidx]), whose
+ * gpu<i>_energy column was read once per mention: two GPUs, twice the job's power, or -3 for a
+ * GPU or model name longer than gn - 1 or mn - 1 bytes (cut, two files' runs got one name). */
 static int parse_name(const char *file, char *gpu, size_t gn, char *model, size_t mn, int *idx,
                       int *nidx)
 {
@@ -31,6 +32,8 @@ static int parse_name(const char *file, char *gpu, size_t gn, char *model, size_
     if (!p1 || !p2 || p1 == file || p2 == p1 + 1 || strncmp(p2 + 1, "gpu", 3) != 0 || len < 4 ||
         strcmp(file + len - 4, ".csv") != 0)
         return -1;
+    if ((size_t)(p1 - file) >= gn || (size_t)(p2 - p1 - 1) >= mn)
+        return -3;
     snprintf(gpu, gn, "%.*s", (int)(p1 - file), file);
     snprintf(model, mn, "%.*s", (int)(p2 - p1 - 1), p1 + 1);
     const char *s = p2 + 4, *end = file + len - 4;
@@ -62,6 +65,10 @@ int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *
     if (pn == -2)
         return pfi_err_set(err, PFI_EINVAL, "%s/%s: the name gives GPU %d twice", dir, file,
                            idx[nidx]);
+    if (pn == -3)
+        return pfi_err_set(err, PFI_EINVAL, "%s/%s: the GPU or model in the name is longer "
+                           "than the %zu or %zu bytes it may hold", dir, file, sizeof gpu - 1,
+                           sizeof model - 1);
     if (pn != 0)
         return pfi_err_set(err, PFI_EINVAL,
                            "%s/%s: name is not <GPU>+<model>+gpu<i,j,...>.csv", dir, file);
@@ -93,16 +100,17 @@ int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *
     /* Several GPUs in one file are a data-parallel run (SOURCE.md). */
     r->meta.dp = nidx;
     r->meta.tp = r->meta.pp = 1;
-    snprintf(r->name, sizeof r->name, "zeus-plo/%s/%s x%d", gpu, model, nidx);
+    int len = snprintf(r->name, sizeof r->name, "zeus-plo/%s/%s x%d", gpu, model, nidx);
     /* GPUs 0..n-1 (every public file) keep that name.  Others name their indices: a log of
      * GPU 1 beside one of GPU 0 was also "x1", and the second replaced the first. */
     int from0 = 1;
     for (int g = 0; g < nidx; g++)
         from0 &= idx[g] < nidx;
-    for (int g = 0; !from0 && g < nidx; g++) {
-        size_t l = strlen(r->name);
-        snprintf(r->name + l, sizeof r->name - l, "%s%d", g ? "," : " gpu", idx[g]);
-    }
+    for (int g = 0; !from0 && g < nidx && (size_t)len < sizeof r->name; g++)
+        len += snprintf(r->name + len, sizeof r->name - (size_t)len, "%s%d", g ? "," : " gpu",
+                        idx[g]);
+    if ((rc = pfi_import_name_fits(r, len, path, err)) != PFI_OK)
+        goto out;
     snprintf(ir->origin, sizeof ir->origin, "%s", path);
     snprintf(ir->unit_label, sizeof ir->unit_label, "windows/s (relative)");
     json_t *cfg = json_pack("{s:s, s:s}", "dataset", "zeus-plo-testdata", "file", file);

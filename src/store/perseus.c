@@ -119,9 +119,9 @@ int pfi_perseus_next(pfi_perseus *p, pfi_perseus_row *y, pfi_err *err)
         return rc;
     memset(y, 0, sizeof *y);
     y->line = pfi_csv_line(c);
-    snprintf(y->model, sizeof y->model, "%s", pfi_csv_field(c, p->model));
-    snprintf(y->partition, sizeof y->partition, "%s", pfi_csv_field(c, p->partition));
-    if ((rc = pfi_csv_int(c, p->batch, &y->batch, err)) ||
+    if ((rc = pfi_csv_text(c, p->model, y->model, sizeof y->model, err)) ||
+        (rc = pfi_csv_text(c, p->partition, y->partition, sizeof y->partition, err)) ||
+        (rc = pfi_csv_int(c, p->batch, &y->batch, err)) ||
         (rc = pfi_csv_int(c, p->dp, &y->dp, err)) || (rc = pfi_csv_int(c, p->tp, &y->tp, err)) ||
         (rc = pfi_csv_int(c, p->pp, &y->pp, err)) || (rc = pfi_csv_int(c, p->mbs, &y->mbs, err)) ||
         (rc = pfi_csv_int(c, p->nmb, &y->nmb, err)) ||

@@ -21,6 +21,7 @@
 #include "store/export.h"
 #include "store/import_common.h"
 #include "store/store.h"
+#include "store/store_internal.h" /* the connection, to count SQLite's steps */
 #include "util/units.h"
 #include "support/files.h"
 #include "support/skip.h"
@@ -696,6 +697,108 @@ static void test_long_fields(void **state)
         fail_msg("zeus-plo long model: rc %d, '%s'", rc, e.msg);
 }
 
+/* Writes a zeus-nsdi file of nruns runs of 2 levels each, every run's 200 W row before any
+ * 150 W row (so each second row finds its run among all of them), into set. */
+static void many_runs(const char *dir, int nruns, pfi_import_set *set)
+{
+    char p[1200];
+    snprintf(p, sizeof p, "%s/summary_power_many.csv", dir);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fputs("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n", fp);
+    for (int cap = 200; cap >= 150; cap -= 50)
+        for (int k = 1; k <= nruns; k++)
+            fprintf(fp, "cifar100,shufflenetv2,%d,adam,%d,%d,%d\n", k, cap, 10 + k % 7,
+                    cap - 20);
+    assert_int_equal(fclose(fp), 0);
+    pfi_err e = {0};
+    if (pfi_import_zeus_nsdi_file(p, "A40", "summary_power_many.csv", set, &e) != PFI_OK)
+        fail_msg("%s", e.msg);
+    unlink(p);
+}
+
+static int count_steps(void *arg)
+{
+    ++*(long long *)arg;
+    return 0;
+}
+
+/* SQLite's virtual-machine steps (in hundreds) of re-importing set into db, which holds it. */
+static long long reimport_steps(const char *db, const pfi_import_set *set)
+{
+    pfi_store *st;
+    pfi_err e = {0};
+    assert_int_equal(pfi_store_open(db, PFI_STORE_CREATE, &st, &e), PFI_OK);
+    assert_int_equal(pfi_import_set_write(st, set, NULL, NULL, &e), PFI_OK);
+    long long steps = 0;
+    sqlite3_progress_handler(st->db, 100, count_steps, &steps);
+    assert_int_equal(pfi_import_set_write(st, set, NULL, NULL, &e), PFI_OK);
+    sqlite3_progress_handler(st->db, 0, NULL, NULL);
+    pfi_store_close(st);
+    return steps;
+}
+
+/* An import grows with its runs, not their square (counted, not timed): the rows of a file
+ * found their run by a linear search, and a re-import looked each run up by scanning the whole
+ * runs table (the partial index on source and name was not usable): both quadratic. */
+static void test_import_scales(void **state)
+{
+    fixture *f = *state;
+    pfi_import_set a = {0}, b = {0};
+    many_runs(f->dir, 600, &a);
+    many_runs(f->dir, 1200, &b);
+    assert_int_equal(b.n, 1200);
+    for (int k = 0; k < b.n; k++) {
+        const pfi_run *r = &b.v[k].run;
+        char want[PFI_NAME_MAX];
+        snprintf(want, sizeof want, "zeus-nsdi/A40/shufflenetv2 cifar100 bs%d adam", k + 1);
+        assert_string_equal(r->name, want);
+        assert_int_equal(r->n_levels, 2);
+        assert_true(r->levels[0].cap_w == 200 && r->levels[1].cap_w == 150);
+        assert_true(fabs(r->levels[1].tput - 1.0 / (10 + (k + 1) % 7)) < 1e-12);
+    }
+    char db[700];
+    snprintf(db, sizeof db, "%s/a.db", f->dir);
+    long long sa = reimport_steps(db, &a);
+    snprintf(db, sizeof db, "%s/b.db", f->dir);
+    long long sb = reimport_steps(db, &b);
+    /* twice the runs: about twice the steps (a scan per run made it 3.9 times) */
+    if (sb > 5 * sa / 2)
+        fail_msg("re-importing 1,200 runs took %lld00 SQLite steps, 600 runs %lld00: %.2f times",
+                 sb, sa, (double)sb / sa);
+    pfi_import_set_free(&a);
+    pfi_import_set_free(&b);
+}
+
+/* The names check (sorted now) names the pair the pairwise one did: the first run that repeats
+ * an earlier name, and the first run of that name. */
+static void test_check_names_pair(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"a", "b", "c", "b", "a", "c", "b"};
+    pfi_import_set set = {0};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        pfi_import_run *ir = pfi_import_set_add(&set);
+        assert_non_null(ir);
+        snprintf(ir->run.source, sizeof ir->run.source, "zeus-plo");
+        snprintf(ir->run.name, sizeof ir->run.name, "%s", names[i]);
+        snprintf(ir->origin, sizeof ir->origin, "origin%zu", i);
+    }
+    pfi_err e = {0};
+    assert_int_equal(pfi_import_set_check_names(&set, &e), PFI_EINVAL);
+    assert_string_equal(e.msg, "origin1 and origin3 both give run 'b' (one would replace the "
+                               "other)");
+    assert_int_equal(pfi_import_name_taken(&set, 3, "b"), 1);
+    assert_int_equal(pfi_import_name_taken(&set, 1, "b"), 0);
+    assert_int_equal(pfi_import_name_taken(&set, 7, "d"), 0);
+    /* the same names from another source are other runs */
+    snprintf(set.v[3].run.source, sizeof set.v[3].run.source, "perseus");
+    assert_int_equal(pfi_import_set_check_names(&set, &e), PFI_EINVAL);
+    assert_string_equal(e.msg, "origin0 and origin4 both give run 'a' (one would replace the "
+                               "other)");
+    pfi_import_set_free(&set);
+}
+
 static void test_export(void **state)
 {
     fixture *f = *state;
@@ -776,6 +879,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plo_names_unique, setup, teardown),
         cmocka_unit_test_setup_teardown(test_perseus_names_unique, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_scales, setup, teardown),
+        cmocka_unit_test(test_check_names_pair),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
     };
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

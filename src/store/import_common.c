@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* import_common.c: see import_common.h. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,25 +169,94 @@ int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi
     return PFI_OK;
 }
 
-int pfi_import_key_run(pfi_import_set *set, int first, void **keys, const void *key, size_t size,
-                       const char *path, int *added, pfi_err *err)
+/* FNV-1a, 64 bits. */
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+typedef uint64_t (*entry_hash_fn)(const void *ctx, int i);
+
+/* Makes room in an open-addressed table of *nslot slots (entry index + 1, 0 free) for one more
+ * entry beside count: doubled and rehashed (hash(ctx, i) of each entry) when it would be over
+ * half full.  -1 when out of memory, the table as it was. */
+static int table_room(int **slot, int *nslot, int count, entry_hash_fn hash, const void *ctx)
+{
+    if (2 * (count + 1) <= *nslot)
+        return 0;
+    int n = *nslot ? 2 * *nslot : 64;
+    int *ns = calloc((size_t)n, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (int j = 0; j < *nslot; j++) {
+        if (!(*slot)[j])
+            continue;
+        size_t s = hash(ctx, (*slot)[j] - 1) & (size_t)(n - 1);
+        while (ns[s])
+            s = (s + 1) & (size_t)(n - 1);
+        ns[s] = (*slot)[j];
+    }
+    free(*slot);
+    *slot = ns;
+    *nslot = n;
+    return 0;
+}
+
+/* Puts entry i, of hash h, in a table with room for it. */
+static void table_put(int *slot, int nslot, uint64_t h, int i)
+{
+    size_t s = h & (size_t)(nslot - 1);
+    while (slot[s])
+        s = (s + 1) & (size_t)(nslot - 1);
+    slot[s] = i + 1;
+}
+
+static uint64_t key_hash(const void *ctx, int i)
+{
+    const pfi_import_keys *k = ctx;
+    return hash_bytes(k->keys + (size_t)i * k->size, k->size);
+}
+
+int pfi_import_key_run(pfi_import_set *set, int first, pfi_import_keys *k, const void *key,
+                       size_t size, const char *path, int *added, pfi_err *err)
 {
     *added = 0;
-    int i = first;
-    for (; i < set->n; i++)
-        if (memcmp((const char *)*keys + (size_t)(i - first) * size, key, size) == 0)
-            return i;
-    char *nk = realloc(*keys, (size_t)(set->n - first + 1) * size);
-    pfi_import_run *ir = nk ? pfi_import_set_add(set) : NULL;
-    if (nk)
-        *keys = nk;
-    if (!ir) {
+    k->size = size;
+    uint64_t h = hash_bytes(key, size);
+    for (size_t s = h & (size_t)(k->nslot - 1); k->nslot && k->slot[s];
+         s = (s + 1) & (size_t)(k->nslot - 1))
+        if (memcmp(k->keys + (size_t)(k->slot[s] - 1) * size, key, size) == 0)
+            return first + k->slot[s] - 1;
+    if (k->n == k->cap) {
+        int nc = k->cap ? 2 * k->cap : 16;
+        char *nk = realloc(k->keys, (size_t)nc * size);
+        if (nk) {
+            k->keys = nk;
+            k->cap = nc;
+        }
+    }
+    if (k->n == k->cap || table_room(&k->slot, &k->nslot, k->n, key_hash, k) != 0 ||
+        !pfi_import_set_add(set)) {
         pfi_err_set(err, PFI_ENOMEM, "out of memory importing %s", path);
         return -1;
     }
-    memcpy(nk + (size_t)(i - first) * size, key, size);
+    memcpy(k->keys + (size_t)k->n * size, key, size);
+    table_put(k->slot, k->nslot, h, k->n);
     *added = 1;
-    return i;
+    return first + k->n++;
+}
+
+void pfi_import_keys_free(pfi_import_keys *k)
+{
+    free(k->keys);
+    free(k->slot);
+    memset(k, 0, sizeof *k);
 }
 
 int pfi_import_set_config(pfi_import_run *ir, json_t *cfg, const char *where, pfi_err *err)
@@ -232,6 +302,7 @@ void pfi_import_set_free(pfi_import_set *set)
     for (int i = 0; i < set->n; i++)
         free(set->v[i].config_json);
     free(set->v);
+    free(set->slot);
     memset(set, 0, sizeof *set);
 }
 
@@ -244,24 +315,73 @@ int pfi_import_name_fits(const pfi_run *r, int len, const char *where, pfi_err *
                        sizeof r->name - 1);
 }
 
-int pfi_import_name_taken(const pfi_import_set *set, int before, const char *name)
+static uint64_t name_hash(const void *ctx, int i)
 {
-    for (int j = 0; j < before && j < set->n; j++)
-        if (strcmp(set->v[j].run.name, name) == 0)
+    const char *name = ((const pfi_import_set *)ctx)->v[i].run.name;
+    return hash_bytes(name, strlen(name));
+}
+
+int pfi_import_name_taken(pfi_import_set *set, int before, const char *name)
+{
+    if (before > set->n)
+        before = set->n;
+    for (; set->named < before; set->named++) {
+        if (table_room(&set->slot, &set->nslot, set->named, name_hash, set) != 0)
+            return -1;
+        table_put(set->slot, set->nslot, name_hash(set, set->named), set->named);
+    }
+    uint64_t h = hash_bytes(name, strlen(name));
+    for (size_t s = h & (size_t)(set->nslot - 1); set->nslot && set->slot[s];
+         s = (s + 1) & (size_t)(set->nslot - 1)) {
+        int j = set->slot[s] - 1;
+        if (j < before && strcmp(set->v[j].run.name, name) == 0)
             return 1;
+    }
     return 0;
+}
+
+/* By source, then name, then place in the set. */
+static int cmp_run_name(const void *a, const void *b)
+{
+    const pfi_import_run *x = *(const pfi_import_run *const *)a;
+    const pfi_import_run *y = *(const pfi_import_run *const *)b;
+    int c = strcmp(x->run.source, y->run.source);
+    if (c == 0)
+        c = strcmp(x->run.name, y->run.name);
+    return c ? c : (x > y) - (x < y);
+}
+
+static int same_name(const pfi_import_run *x, const pfi_import_run *y)
+{
+    return strcmp(x->run.source, y->run.source) == 0 && strcmp(x->run.name, y->run.name) == 0;
 }
 
 int pfi_import_set_check_names(const pfi_import_set *set, pfi_err *err)
 {
-    /* Quadratic, but a set is a few hundred runs. */
+    /* Sorted: comparing every pair was quadratic in the runs (and ran twice, once under the
+     * store's write lock). */
+    if (set->n < 2)
+        return PFI_OK;
+    const pfi_import_run **p = malloc((size_t)set->n * sizeof *p);
+    if (!p)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory checking the run names");
+    for (int i = 0; i < set->n; i++)
+        p[i] = &set->v[i];
+    qsort(p, (size_t)set->n, sizeof *p, cmp_run_name);
+    /* The message names the run the old pairwise check stopped at: the first in the set that
+     * repeats an earlier name (the second of its group), with the first of that name. */
+    const pfi_import_run *first = NULL, *second = NULL;
     for (int i = 1; i < set->n; i++)
-        for (int j = 0; j < i; j++)
-            if (strcmp(set->v[i].run.source, set->v[j].run.source) == 0 &&
-                strcmp(set->v[i].run.name, set->v[j].run.name) == 0)
-                return pfi_err_set(err, PFI_EINVAL,
-                                   "%s and %s both give run '%s' (one would replace the other)",
-                                   set->v[j].origin, set->v[i].origin, set->v[i].run.name);
+        if (same_name(p[i - 1], p[i]) && (i < 2 || !same_name(p[i - 2], p[i - 1])) &&
+            (!second || p[i] < second)) {
+            first = p[i - 1];
+            second = p[i];
+        }
+    free(p);
+    if (second)
+        return pfi_err_set(err, PFI_EINVAL,
+                           "%s and %s both give run '%s' (one would replace the other)",
+                           first->origin, second->origin, second->run.name);
     return PFI_OK;
 }
 
@@ -269,10 +389,7 @@ int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, i
                          pfi_err *err)
 {
     int mode, levels = 0;
-    int rc = pfi_import_set_check_names(set, err);
-    if (rc != PFI_OK)
-        return rc;
-    rc = pfi_store_unit_begin(st, "pfi_import", &mode, err);
+    int rc = pfi_store_unit_begin(st, "pfi_import", &mode, err);
     if (rc != PFI_OK)
         return rc;
     for (int i = 0; i < set->n && rc == PFI_OK; i++) {
@@ -311,6 +428,8 @@ int pfi_import_read_write(pfi_store *st, const char *dir, pfi_import_read_fn rea
 {
     pfi_import_set set = {0};
     int rc = read(dir, &set, err);
+    if (rc == PFI_OK)
+        rc = pfi_import_set_check_names(&set, err);
     if (rc == PFI_OK)
         rc = pfi_import_set_write(st, &set, nruns, nlevels, err);
     pfi_import_set_free(&set);

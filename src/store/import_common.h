@@ -36,7 +36,22 @@ typedef struct pfi_import_run {
 typedef struct pfi_import_set {
     pfi_import_run *v;
     int n, cap;
+    /* pfi_import_name_taken's hash of v[0..named).run.name: slot i holds a run's index + 1,
+     * 0 when free; nslot a power of two, kept at most half full. */
+    int *slot;
+    int nslot, named;
 } pfi_import_set;
+
+/* The keys of one file's rows, each of one size, and a hash of them (pfi_import_key_run): a
+ * linear search per row made an import quadratic in its runs. */
+typedef struct pfi_import_keys {
+    char *keys; /* keys[k * size]: the key of run first + k */
+    size_t size;
+    int n, cap;
+    int *slot; /* k + 1, 0 when free; nslot a power of two, at most half full */
+    int nslot;
+} pfi_import_keys;
+void pfi_import_keys_free(pfi_import_keys *k);
 
 /* After the last record of the file at path (line: pfi_csv_unterminated's answer): PFI_EINVAL
  * naming the file and line when it ended inside a line. */
@@ -46,11 +61,12 @@ int pfi_import_check_end(const char *path, int line, pfi_err *err);
 pfi_import_run *pfi_import_set_add(pfi_import_set *set);
 void pfi_import_set_free(pfi_import_set *set);
 /* The run of one file whose key (size bytes, compared bytewise: zero it before filling) equals
- * key.  The file's runs are set->v[first..] and keys[k] is the key of run first + k; a key not
- * seen yet gets a new run slot, *added = 1, for the caller to fill.  Returns the run's index,
- * or -1 with err set (naming path) when out of memory. */
-int pfi_import_key_run(pfi_import_set *set, int first, void **keys, const void *key, size_t size,
-                       const char *path, int *added, pfi_err *err);
+ * key.  The file's runs are set->v[first..] and keys (zeroed before the file's first row, freed
+ * with pfi_import_keys_free after its last) holds the key of each; a key not seen yet gets a
+ * new run slot, *added = 1, for the caller to fill.  Returns the run's index, or -1 with err set
+ * (naming path) when out of memory.  Constant time per row on average. */
+int pfi_import_key_run(pfi_import_set *set, int first, pfi_import_keys *keys, const void *key,
+                       size_t size, const char *path, int *added, pfi_err *err);
 /* Stores cfg (taken, may be NULL) compactly as ir->config_json; where names the row when jansson
  * refused the text (not valid UTF-8). */
 int pfi_import_set_config(pfi_import_run *ir, json_t *cfg, const char *where, pfi_err *err);
@@ -91,17 +107,20 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
 int pfi_import_zeus_plo_file(const char *dir, const char *file, pfi_import_set *set,
                              pfi_err *err);
 
-/* Refuses a set in which two runs have the same name, naming both origins: the second would
- * replace the first as it is written (pfi_store_write_imported replaces by source and name). */
+/* Refuses a set in which two runs have the same name, naming both origins (the first run that
+ * repeats an earlier one's name, and that one): the second would replace the first as it is
+ * written (pfi_store_write_imported replaces by source and name).  n log n: sorted. */
 int pfi_import_set_check_names(const pfi_import_set *set, pfi_err *err);
 /* PFI_EINVAL naming where when len (what snprintf returned making r->name) is past what a run
  * name holds: cut, it lost its distinguishing end (a perseus run its ' dp1tp1pp8'). */
 int pfi_import_name_fits(const pfi_run *r, int len, const char *where, pfi_err *err);
-/* 1 when a run of set->v[0..before) is named name. */
-int pfi_import_name_taken(const pfi_import_set *set, int before, const char *name);
+/* 1 when a run of set->v[0..before) is named name; -1 when out of memory.  The names of those
+ * runs must not change afterwards (they are hashed as they are first asked about). */
+int pfi_import_name_taken(pfi_import_set *set, int before, const char *name);
 
 /* Writes every run in one transaction (replacing runs of the same source and name from earlier
- * imports), after pfi_import_set_check_names. */
+ * imports).  The caller has checked the names first (pfi_import_set_check_names), before the
+ * store's write lock is taken (checked in here, it ran under that lock). */
 int pfi_import_set_write(pfi_store *st, const pfi_import_set *set, int *nruns, int *nlevels,
                          pfi_err *err);
 

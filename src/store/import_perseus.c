@@ -26,7 +26,7 @@ typedef struct key {
  * a third schedule got the second's name and replaced it.  A name that does not fit in
  * PFI_NAME_MAX is refused (where names the row): cut, it lost its parallelism and two models
  * that differ only at the end got one name. */
-static int name_run(const pfi_import_set *set, int i, const char *gpu_type, const key *y,
+static int name_run(pfi_import_set *set, int i, const char *gpu_type, const key *y,
                     const char *where, pfi_err *err)
 {
     const pfi_run *r = &set->v[i].run;
@@ -36,7 +36,10 @@ static int name_run(const pfi_import_set *set, int i, const char *gpu_type, cons
                      y->pp);
     for (int step = 1;; step++) {
         int rc = pfi_import_name_fits(r, l, where, err);
-        if (rc != PFI_OK || step == 4 || !pfi_import_name_taken(set, i, name))
+        int taken = rc != PFI_OK || step == 4 ? 0 : pfi_import_name_taken(set, i, name);
+        if (taken < 0)
+            return pfi_err_set(err, PFI_ENOMEM, "%s: out of memory naming the run", where);
+        if (!taken)
             return rc;
         if (step == 1)
             l += snprintf(name + l, n - (size_t)l, " bs%d mbs%d", y->batch, y->mbs);
@@ -54,7 +57,7 @@ int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *
     int rc = pfi_perseus_open(path, PFI_PERSEUS_GLOBAL, &c, err);
     if (rc != PFI_OK)
         return rc;
-    void *keys = NULL;
+    pfi_import_keys keys = {0};
     int first = set->n;
     pfi_perseus_row row;
     while ((rc = pfi_perseus_next(c, &row, err)) == PFI_OK) {
@@ -114,7 +117,7 @@ int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *
         rc = set->n > first ? pfi_import_check_end(path, pfi_perseus_unterminated(c), err)
                             : pfi_err_set(err, PFI_EINVAL, "%s: no data rows", path);
 out:
-    free(keys);
+    pfi_import_keys_free(&keys);
     pfi_perseus_close(c);
     return rc;
 }

@@ -27,7 +27,7 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
         return rc;
     pfi_csv_drop_unterminated(c); /* a row cut short is left out, and said */
     int cd, cn, cb, co, cl, ct, cp;
-    void *keys = NULL;
+    pfi_import_keys keys = {0};
     int first = set->n;
     if ((rc = pfi_csv_require(c, "dataset", &cd, err)) ||
         (rc = pfi_csv_require(c, "network", &cn, err)) ||
@@ -91,7 +91,7 @@ int pfi_import_zeus_nsdi_file(const char *path, const char *gpu_type, const char
         rc = set->n > first ? pfi_import_check_end(path, pfi_csv_unterminated(c), err)
                             : pfi_err_set(err, PFI_EINVAL, "%s: no data rows", path);
 out:
-    free(keys);
+    pfi_import_keys_free(&keys);
     pfi_csv_close(c);
     return rc;
 }

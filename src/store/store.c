@@ -423,14 +423,18 @@ int pfi_store_add_level(pfi_store *st, long long run_id, const pfi_level *lv, lo
 
 /* ---- imports ---- */
 
-/* Deletes the runs of this source and name; *reuse gets the id of the first (0 if none), so a
- * re-imported run keeps the id people and scripts know it by. */
+/* Deletes the imported run of this source and name; *reuse gets its id (0 if none), so a
+ * re-imported run keeps the id people and scripts know it by.  status = 'imported' lets SQLite
+ * search the partial index runs_imported (unique on source and name: at most one row); without
+ * it every imported run scanned the whole runs table, a re-import quadratic in its runs.  Only
+ * an import writes the sources it names (perseus, zeus-nsdi, zeus-plo), always so. */
 static int delete_named(pfi_store *st, const char *source, const char *name, long long *reuse,
                         pfi_err *err)
 {
     sqlite3_stmt *s;
     *reuse = 0;
-    int rc = pfi_store_prepare(st, "SELECT id FROM runs WHERE source = ? AND name = ? ORDER BY id",
+    int rc = pfi_store_prepare(st, "SELECT id FROM runs WHERE source = ? AND name = ?"
+                                   " AND status = 'imported' ORDER BY id",
                                &s, err);
     if (rc != PFI_OK)
         return rc;

@@ -799,6 +799,41 @@ static void test_check_names_pair(void **state)
     pfi_import_set_free(&set);
 }
 
+/* dp x tp x pp was an int product: dp = tp = 65537 (4,295,098,369 GPUs) was stored as 131073
+ * GPUs with its energy read per GPU of those, and 65536 x 65536 as 0 GPUs ("inf W per GPU").
+ * A count past the jobs file's 10^6 is refused with the line and the three; 10^6 is kept. */
+static void test_perseus_gpu_count(void **state)
+{
+    fixture *f = *state;
+    struct {
+        const char *dtp, *energy, *want;
+    } cases[] = {
+        {"65537,65537,1", "262146000", "line 2: dp 65537 x tp 65537 x pp 1 = 4295098369 GPUs, "
+                                       "out of range (1 to 1000000 GPUs"},
+        {"65536,65536,1", "262146000", "line 2: dp 65536 x tp 65536 x pp 1 = 4294967296 GPUs"},
+        {"2000,1000,1", "400000000", "line 2: dp 2000 x tp 1000 x pp 1 = 2000000 GPUs"},
+        {"1000,1000,1", "200000000", ""},
+    };
+    char p[1200], text[1024];
+    snprintf(p, sizeof p, "%s/zeus_global.csv", f->dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(text, sizeof text, "model_name,partition_method,batch_size,dp,tp,pp,"
+                 "microbatch_size,num_microbatches,power_limit_0,time,energy\n"
+                 "bert-huge-uncased,uniform,8,%s,1,8,300,1.0,%s\n", cases[i].dtp, cases[i].energy);
+        pfi_test_put_text(p, text);
+        pfi_import_set set = {0};
+        pfi_err e = {0};
+        int rc = pfi_import_perseus_file(p, "A40", "zeus_global.csv", &set, &e);
+        if (cases[i].want[0] ? rc != PFI_EINVAL || !strstr(e.msg, cases[i].want) : rc != PFI_OK)
+            fail_msg("dp,tp,pp %s: rc %d, '%s'", cases[i].dtp, rc, rc ? e.msg : "accepted");
+        if (!cases[i].want[0]) {
+            assert_int_equal(set.v[0].run.n_gpus, 1000000);
+            assert_true(fabs(set.v[0].run.levels[0].power_w - 200) < 1e-9);
+        }
+        pfi_import_set_free(&set);
+    }
+}
+
 static void test_export(void **state)
 {
     fixture *f = *state;
@@ -881,6 +916,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_long_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_scales, setup, teardown),
         cmocka_unit_test(test_check_names_pair),
+        cmocka_unit_test_setup_teardown(test_perseus_gpu_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
     };
     return pfi_test_exit(cmocka_run_group_tests(tests, NULL, NULL));

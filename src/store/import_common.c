@@ -121,6 +121,22 @@ void pfi_import_level_init(pfi_level *lv, double cap_w, double power_w, double t
 #define LEVEL_MAX_DRAW_RATIO 1.5  /* of a level's mean draw to its cap */
 #define LEVEL_MIN_DRAW_RATIO 0.02
 
+#define LEVEL_MAX_GPUS 1e6 /* a job's GPUs: the jobs file's bound too (codec.c) */
+
+int pfi_import_set_gpus(pfi_run *r, int dp, int tp, int pp, const char *where, pfi_err *err)
+{
+    double n = (double)dp * tp * pp; /* exact to 2^53, and far past any bound before that */
+    if (!(dp > 0 && tp > 0 && pp > 0 && n <= LEVEL_MAX_GPUS))
+        return pfi_err_set(err, PFI_EINVAL, "%s: dp %d x tp %d x pp %d = %.0f GPUs, out of range "
+                           "(1 to %.0f GPUs, the jobs file's bound)", where, dp, tp, pp, n,
+                           LEVEL_MAX_GPUS);
+    r->n_gpus = (int)n;
+    r->meta.dp = dp;
+    r->meta.tp = tp;
+    r->meta.pp = pp;
+    return PFI_OK;
+}
+
 int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi_err *err)
 {
     /* A name that JSON cannot carry, or that writes escapes to a terminal, is a malformed field

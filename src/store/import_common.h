@@ -22,6 +22,10 @@ void pfi_import_run_init(pfi_run *r, const char *source, const char *gpu_type, c
 /* Appends a level measured at cap_w; refuses a second level at the same cap (a duplicated
  * row) or more than PFI_MAX_LEVELS.  where: "FILE line N" for the message. */
 int pfi_import_add_level(pfi_run *r, const pfi_level *lv, const char *where, pfi_err *err);
+/* Sets r's GPU count dp x tp x pp and its meta dp, tp, pp; PFI_EINVAL naming where and the
+ * three when the product passes the jobs file's bound of 10^6 GPUs (in an int it overflowed:
+ * dp = tp = 65537 was stored as 131073 GPUs). */
+int pfi_import_set_gpus(pfi_run *r, int dp, int tp, int pp, const char *where, pfi_err *err);
 /* A level with every telemetry field NAN: what the public files do not have. */
 void pfi_import_level_init(pfi_level *lv, double cap_w, double power_w, double tput);
 

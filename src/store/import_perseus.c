@@ -91,10 +91,8 @@ int pfi_import_perseus_file(const char *path, const char *gpu_type, const char *
             pfi_import_run *ir = &set->v[i];
             pfi_run *r = &ir->run;
             pfi_import_run_init(r, "perseus", gpu_type, y.model);
-            r->n_gpus = y.dp * y.tp * y.pp;
-            r->meta.dp = y.dp;
-            r->meta.tp = y.tp;
-            r->meta.pp = y.pp;
+            if ((rc = pfi_import_set_gpus(r, y.dp, y.tp, y.pp, where, err)) != PFI_OK)
+                goto out;
             r->meta.global_batch = y.batch;
             if ((rc = name_run(set, i, gpu_type, &y, where, err)) != PFI_OK)
                 goto out;

@@ -268,6 +268,36 @@ static void test_write_field(void **state)
     fclose(in);
 }
 
+/* A header naming a column twice is refused with the column, both places and the file: the
+ * first copy was read, the second ignored (a power_limit column put before the real one, with
+ * two limits swapped, stored two levels at each other's cap). */
+static void test_duplicate_header(void **state)
+{
+    static const char *const cases[][2] = {
+        {"power_limit,dataset,power_limit\n1,x,2\n",
+         "t.csv line 1: column 'power_limit' appears twice in the header (columns 1 and 3)"},
+        {"a,b,c,b,a\n1,2,3,4,5\n", "column 'b' appears twice in the header (columns 2 and 4)"},
+        {"\xef\xbb\xbfz,y,z,z\r\n1,2,3,4\r\n", "column 'z' appears twice in the header (columns 1 and 3)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *fp = fmemopen((void *)cases[i][0], strlen(cases[i][0]), "r");
+        assert_non_null(fp);
+        pfi_csv *c = NULL;
+        pfi_err e = {0};
+        int rc = pfi_csv_open_stream(fp, "t.csv", &c, &e);
+        if (rc != PFI_EINVAL || !strstr(e.msg, cases[i][1]))
+            fail_msg("header %zu: rc %d, '%s'", i, rc, e.msg);
+        assert_null(c);
+        fclose(fp);
+    }
+    /* names that differ only in case or by a blank are other columns */
+    FILE *fp;
+    pfi_csv *c = open_text("a,A,a ,b\n1,2,3,4\n", &fp);
+    assert_int_equal(pfi_csv_col(c, "a "), 2);
+    pfi_csv_close(c);
+    fclose(fp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,7 +305,7 @@ int main(void)
         cmocka_unit_test(test_malformed),     cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_write_field),   cmocka_unit_test(test_hex),
         cmocka_unit_test(test_blank_number),  cmocka_unit_test(test_integer_digits),
-        cmocka_unit_test(test_unterminated),
+        cmocka_unit_test(test_unterminated),  cmocka_unit_test(test_duplicate_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

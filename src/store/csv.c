@@ -143,6 +143,49 @@ static int read_record(pfi_csv *c, pfi_err *err)
     }
 }
 
+typedef struct named_col {
+    const char *name;
+    int col;
+} named_col;
+
+/* By name, then column. */
+static int cmp_col(const void *a, const void *b)
+{
+    const named_col *x = a, *y = b;
+    int r = strcmp(x->name, y->name);
+    return r ? r : (x->col > y->col) - (x->col < y->col);
+}
+
+/* A header naming a column twice is refused: the first copy was read and the other ignored (a
+ * second power_limit column put first swapped two levels' limits unseen).  Sorted (a record of
+ * 1 MiB holds half a million names); the column named is the first that repeats an earlier
+ * one, with that one. */
+static int check_header(pfi_csv *c, pfi_err *err)
+{
+    if (c->ncols < 2)
+        return PFI_OK;
+    named_col *v = malloc((size_t)c->ncols * sizeof *v);
+    if (!v)
+        return pfi_err_set(err, PFI_ENOMEM, "out of memory reading %s", c->name);
+    for (int i = 0; i < c->ncols; i++)
+        v[i] = (named_col){c->hdr[i], i};
+    qsort(v, (size_t)c->ncols, sizeof *v, cmp_col);
+    int first = -1, second = -1;
+    for (int i = 1; i < c->ncols; i++)
+        if (strcmp(v[i - 1].name, v[i].name) == 0 &&
+            (i < 2 || strcmp(v[i - 2].name, v[i - 1].name) != 0) &&
+            (second < 0 || v[i].col < second)) {
+            first = v[i - 1].col;
+            second = v[i].col;
+        }
+    free(v);
+    if (second < 0)
+        return PFI_OK;
+    return pfi_err_set(err, PFI_EINVAL, "%s line %d: column '%s' appears twice in the header "
+                       "(columns %d and %d): which one to read is not known", c->name,
+                       c->rec_line, c->hdr[first], first + 1, second + 1);
+}
+
 static int open_common(pfi_csv *c, pfi_err *err)
 {
     /* A UTF-8 byte-order mark (spreadsheet exports) is not part of the first column's name. */
@@ -170,7 +213,7 @@ static int open_common(pfi_csv *c, pfi_err *err)
             return pfi_err_set(err, PFI_EINVAL, "%s line %d: header column %d has no name",
                                c->name, c->rec_line, i + 1);
     }
-    return PFI_OK;
+    return check_header(c, err);
 }
 
 int pfi_csv_open_stream(FILE *f, const char *name, pfi_csv **out, pfi_err *err)

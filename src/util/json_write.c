@@ -14,7 +14,9 @@ void pfi_jw_init(pfi_jw *w, int indent, int precision)
 {
     memset(w, 0, sizeof *w);
     w->indent = indent < 1 ? 1 : indent > 31 ? 31 : indent;
-    w->precision = precision < 1 || precision > 31 ? 17 : precision;
+    w->precision = precision == PFI_JW_SHORTEST      ? PFI_JW_SHORTEST
+                   : precision < 1 || precision > 31 ? 17
+                                                     : precision;
 }
 
 void pfi_jw_reset(pfi_jw *w, int depth)
@@ -242,7 +244,12 @@ void pfi_jw_real(pfi_jw *w, double v)
     }
     before_value(w);
     char b[64];
-    size_t n = real_text(b, sizeof b, v, w->precision);
+    size_t n = 0;
+    if (w->precision != PFI_JW_SHORTEST)
+        n = real_text(b, sizeof b, v, w->precision);
+    for (int p = 15; w->precision == PFI_JW_SHORTEST && p <= 17; p++)
+        if ((n = real_text(b, sizeof b, v, p)) > 0 && strtod(b, NULL) == v)
+            break;
     if (n == 0)
         w->failed = 1;
     else

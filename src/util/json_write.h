@@ -31,7 +31,9 @@ typedef struct pfi_jw {
 } pfi_jw;
 
 /* An empty writer: indent 1-31 spaces per level, precision 1-31 significant digits of reals
- * (jansson's JSON_INDENT and JSON_REAL_PRECISION; 0 digits means 17, as there). */
+ * (jansson's JSON_INDENT and JSON_REAL_PRECISION; 0 digits means 17, as there), or
+ * PFI_JW_SHORTEST: each real with the fewest digits, 15 to 17, that read back as it. */
+#define PFI_JW_SHORTEST (-1)
 void pfi_jw_init(pfi_jw *w, int indent, int precision);
 /* Empty again (the buffer is kept), writing a value that sits at `depth` levels of an
  * enclosing document: its inner lines indented as json_dumps indents them there. */

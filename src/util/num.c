@@ -39,6 +39,17 @@ long long pfi_num_to_ll(double x, long long max)
     return (long long)x;
 }
 
+int pfi_num_shortest(char *out, size_t n, double v)
+{
+    int len = 0;
+    for (int p = 15; p <= 17; p++) {
+        len = snprintf(out, n, "%.*g", p, v);
+        if (strtod(out, NULL) == v)
+            break;
+    }
+    return len;
+}
+
 int pfi_num_json(char *out, size_t n, double v)
 {
     if (v == floor(v) && fabs(v) < 9007199254740992.0 && !(v == 0 && signbit(v))) {

@@ -25,4 +25,9 @@ long long pfi_num_to_ll(double x, long long max);
  * length. */
 int pfi_num_json(char *out, size_t n, double v);
 
+/* A finite double as the shortest "%.<p>g" text, p from 15 to 17, that reads back as the very
+ * same double (248.88729140209105, not %.15g's 248.887291402091; 0.1, not %.17g's
+ * 0.10000000000000001), into out[0..n) (at least 32 bytes).  Returns its length. */
+int pfi_num_shortest(char *out, size_t n, double v);
+
 #endif

@@ -291,6 +291,14 @@ if command -v sqlite3 >/dev/null 2>&1; then
   has "$tmp/err-shm" "is '$db-shm', part of the database '$db'"
   "$PFI_BIN" runs --db "$db" >/dev/null || fail "the store is unusable after an export over its -wal"
 fi
+# A write that fails (a full disk) names the file and the reason: it said "writing the export
+# failed" alone.
+if [ -w /dev/full ]; then
+  for f in csv json; do
+    must_fail runs export --db "$db" --format $f --out /dev/full
+    has "$tmp/err" "/dev/full: writing the export failed: No space left on device"
+  done
+fi
 echo "ok: $total runs, $l_all levels"
 [ -z "${skipped:-}" ] || { echo "the rest ok; sqlite3 CLI absent: newer-schema and lock checks skipped"; exit 77; }
 exit 0

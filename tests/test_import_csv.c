@@ -231,6 +231,13 @@ static void test_malformed(void **state)
     expect_error("a,b\n1\n", "bad.csv line 2", "1 fields");
     expect_error("a,b\n1,\"open\n2,3\n", "never closes", "line 2");
     expect_error("a,b\n\"x\"y,2\n", "bad.csv line 2", "after its closing quote");
+    /* A quote left open on line 2 takes lines 3 and 4 into its field, to the next quote: the
+     * line named is 2, where it opened (it was 4, where that quote closed). */
+    expect_error("a,b\n1,\"open\n2,3\n4,\"5\n", "bad.csv line 2: field 2 opens a quote that "
+                 "closes only on line 4, with text after it (a quote left open on line 2?)", NULL);
+    /* CR-only line ends (classic Mac OS) read as one header line, then "no data rows". */
+    expect_error("a,b\r1,2\r3,4\r", "bad.csv line 1: a carriage return (CR) without a line feed "
+                 "after it: the file has CR-only line ends", NULL);
     expect_error("a,b\nx\"y,2\n", "bad.csv line 2", "quote");
     expect_error("", "empty file", NULL);
     expect_error("a,,c\n", "no name", NULL);

@@ -169,6 +169,8 @@ int pfi_cmd_runs_export(int argc, char **argv)
     }
     /* n == 0 with --runs given cannot happen (resolve fails first); n == 0 means all. */
     rc = pfi_store_export(st, ids, runs.n ? n : 0, fmt, out, &err);
+    if (rc == PFI_EIO) /* the file, with the reason the export gives */
+        pfi_err_prefix(&err, "%s: ", output ? output : "standard output");
     free(ids);
     pfi_store_close(st);
     if (output) {

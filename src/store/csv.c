@@ -24,12 +24,17 @@ struct pfi_csv {
     int ncols;
 };
 
+#define CR_ONLY "a carriage return (CR) without a line feed after it: the file has CR-only line " \
+                "ends (classic Mac OS)?  Write it with LF or CRLF line ends"
+
 static int push_char(pfi_csv *c, char ch, pfi_err *err)
 {
     if (c->len + 1 >= c->cap) {
         if (c->cap >= PFI_CSV_MAX_RECORD)
-            return pfi_err_set(err, PFI_EINVAL, "%s line %d: record longer than %d bytes",
-                               c->name, c->rec_line, PFI_CSV_MAX_RECORD);
+            return pfi_err_set(err, PFI_EINVAL, "%s line %d: record longer than %d bytes%s%s",
+                               c->name, c->rec_line, PFI_CSV_MAX_RECORD,
+                               memchr(c->buf, '\r', c->len) ? ", holding " : "",
+                               memchr(c->buf, '\r', c->len) ? CR_ONLY : "");
         size_t nc = c->cap ? 2 * c->cap : 256;
         char *nb = realloc(c->buf, nc);
         if (!nb)
@@ -98,6 +103,13 @@ static int read_record(pfi_csv *c, pfi_err *err)
                 ch = getc(c->f);
                 cr_eof = ch == EOF;
             }
+            /* A quote left open takes the lines after it into its field, up to the next quote:
+             * the line to look at is the one it opened on, not where it closes. */
+            if (ch != ',' && ch != '\n' && ch != EOF && qline != c->line)
+                return pfi_err_set(err, PFI_EINVAL,
+                                   "%s line %d: field %d opens a quote that closes only on "
+                                   "line %d, with text after it (a quote left open on line "
+                                   "%d?)", c->name, qline, c->nf, c->line, qline);
             if (ch != ',' && ch != '\n' && ch != EOF)
                 return pfi_err_set(err, PFI_EINVAL,
                                    "%s line %d: field %d has text after its closing quote",
@@ -212,6 +224,11 @@ static int open_common(pfi_csv *c, pfi_err *err)
         if (!c->hdr[i][0])
             return pfi_err_set(err, PFI_EINVAL, "%s line %d: header column %d has no name",
                                c->name, c->rec_line, i + 1);
+        /* A CR not followed by LF is kept as text, so a file with CR-only line ends (classic
+         * Mac OS) read as one long header line and then "no data rows". */
+        if (strchr(c->hdr[i], '\r'))
+            return pfi_err_set(err, PFI_EINVAL, "%s line %d: %s", c->name, c->rec_line,
+                               CR_ONLY);
     }
     return check_header(c, err);
 }

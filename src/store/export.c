@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* export.c: see export.h. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,12 +240,15 @@ int pfi_store_export(pfi_store *st, const long long *ids, int n, int format, FIL
         pfi_jw_end(arr);
         if (arr->failed)
             rc = pfi_err_set(err, PFI_ENOMEM, "out of memory writing the export");
-        else if (fwrite(arr->buf, 1, arr->len, out) != arr->len)
-            rc = pfi_err_set(err, PFI_EIO, "writing the export failed");
+        else
+            fwrite(arr->buf, 1, arr->len, out);
         fputc('\n', out);
     }
-    if (rc == PFI_OK && (fflush(out) != 0 || ferror(out)))
-        rc = pfi_err_set(err, PFI_EIO, "writing the export failed");
+    /* Why, said: "writing the export failed" alone hid a full disk. */
+    int flushed = fflush(out) == 0, why = errno;
+    if (rc == PFI_OK && (!flushed || ferror(out)))
+        rc = pfi_err_set(err, PFI_EIO, "writing the export failed: %s",
+                         flushed ? "a write failed" : strerror(why));
     pfi_jw_free(&jw);
     free(run);
     free(all);

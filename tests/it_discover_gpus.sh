@@ -249,4 +249,7 @@ done
 stop_worker 5; stop_worker 6
 # job 88, registered by the prolog, stays until its epilog removes it; the others are retired
 wait_for '[.jobs[] | .id] == ["88"]' "job 777 not retired"
+# a retired job leaves no state behind (a sla_seen row of every discovered job stayed for good)
+left=$(sqlite3 "$dir/serve.db" "SELECT group_concat(key) FROM serve_state WHERE key LIKE 'sla_seen:%' AND key != 'sla_seen:88'")
+[ -z "$left" ] || fail "retired jobs left state rows: $left"
 echo "it_discover_gpus: ok"

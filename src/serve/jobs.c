@@ -205,6 +205,12 @@ void pfi_srv_sla_seen_save(srv_node *n, const char *id, const pfi_alloc_seen *l)
 {
     char key[SRV_ID_MAX + 16];
     snprintf(key, sizeof key, "sla_seen:%s", id);
+    if (l->n == 0) { /* nothing seen (a job removed, or new): no row, not an empty one for good */
+        if (pfi_audit_delete_state(n->audit, key) != PFI_OK)
+            pfi_srv_event_add(n, "db_error", "job %s: its SLA breaches seen could not be removed "
+                              "from the database", id);
+        return;
+    }
     json_t *arr = json_array();
     for (int k = 0; arr && k < l->n; k++)
         json_array_append_new(arr, json_pack("{s:f, s:f}", "cap_w", l->cap_w[k], "slowdown",

@@ -280,6 +280,11 @@ int pfi_audit_set_state(pfi_audit *a, const char *key, const char *value)
                     value);
 }
 
+int pfi_audit_delete_state(pfi_audit *a, const char *key)
+{
+    return exec_sql(a, "DELETE FROM serve_state WHERE key = ?", "s", key);
+}
+
 int pfi_audit_get_state(pfi_audit *a, const char *key, char *value, size_t size)
 {
     if (!a)

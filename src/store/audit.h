@@ -75,5 +75,7 @@ int pfi_audit_load_jobs(pfi_audit *a, void (*fn)(void *ctx, const char *id, cons
 /* Small state by key (the budget in force, ...); get: PFI_ENOENT when unset. */
 int pfi_audit_set_state(pfi_audit *a, const char *key, const char *value);
 int pfi_audit_get_state(pfi_audit *a, const char *key, char *value, size_t size);
+/* Removes the state of key (none there: PFI_OK). */
+int pfi_audit_delete_state(pfi_audit *a, const char *key);
 
 #endif

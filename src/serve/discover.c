@@ -342,8 +342,10 @@ static void remember(srv_node *n, const round_job *r, int ours, const char *matc
          * job's ranks a file each too. */
         f->logs_said = 1;
         pfi_srv_event_add(n, "job_log", "job %s: its processes write different files (pid %ld "
-                          "%s, pid %ld %s): only %s is followed; if they are two jobs, register "
-                          "them (pfi ctl job add ID --gpus L --log FILE)", f->id, r->pj.pid,
+                          "%s, pid %ld %s): only %s is followed; if they are one job's ranks "
+                          "(torchrun --log-dir) and another rank prints its throughput, or two "
+                          "jobs, register it or them with that file (pfi ctl job add ID --gpus L "
+                          "--log FILE)", f->id, r->pj.pid,
                           r->pj.log, r->other_pid, r->other_log, f->log[0] ? f->log : r->pj.log);
     }
     if (!f->log[0] && !has_log && r->pj.fd_errno && !f->fd_said) {

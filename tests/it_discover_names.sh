@@ -72,6 +72,9 @@ done
 sleep 1 # rounds more: a refusal would be said at each
 n=$(grep -ac "discovery_error" "$dir/serve.log")
 [ "$n" = 0 ] || fail "$n discovery_error events: $(grep -a discovery_error "$dir/serve.log" | head -3)"
+# its name, its command line cut to 128 bytes, shown (the cut character as '?')
+jobs_json | jq -e --arg id "pg-$J0" '.jobs[] | select(.id == $id) | .name | startswith("torchrun train.py --run-name rxxx") and endswith("x?") and (utf8bytelength == 128)' >/dev/null ||
+    fail "pg-$J0's name: $(jobs_json | jq -c --arg id "pg-$J0" '.jobs[] | select(.id == $id) | .name')"
 jobs_json | jq -e --arg id "pg-$J1" '.jobs[] | select(.id == $id) | .log_followed | test("caf.*[.]log$")' >/dev/null ||
     fail "pg-$J1's log_followed not shown: $(jobs_json | jq -c --arg id "pg-$J1" '.jobs[] | select(.id == $id)')"
 for pid in "$J0" "$J1"; do

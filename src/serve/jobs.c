@@ -174,6 +174,8 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
             return pfi_err_set(err, PFI_EINVAL, "%s: expected a string of at most 128 bytes",
                                meta[k]);
     }
+    v = json_object_get(spec, "name");
+    snprintf(j->name, sizeof j->name, "%s", v ? json_string_value(v) : "");
     v = json_object_get(spec, "log");
     if (v && (!json_is_string(v) || json_string_value(v)[0] != '/' ||
               strlen(json_string_value(v)) >= sizeof j->log))

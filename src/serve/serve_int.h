@@ -123,6 +123,7 @@ typedef struct srv_baseline {
 
 typedef struct srv_job {
     char id[SRV_ID_MAX];
+    char name[129];        /* its registration's "name" (discovery: its command line), "" none */
     int n_gpus;
     int gpus[PFI_MAX_GPUS];
     double sla;            /* max slowdown 0..1; NAN: none */

@@ -103,6 +103,7 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "pfi30", pfi_json_num(j->pfi30));
     json_object_set_new(o, "curve_source", json_string(pfi_srv_curve_src_name(j->curve_src)));
     json_object_set_new(o, "discovered", json_boolean(j->discovered)); /* else registered */
+    json_object_set_new(o, "name", j->name[0] ? json_string(j->name) : json_null());
     json_object_set_new(o, "curve", j->curve_src == SRV_CURVE_NONE
                                         ? json_null()
                                         : pfi_curve_json_encode(&j->curve));

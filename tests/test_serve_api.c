@@ -493,6 +493,40 @@ static void test_budget_cut_and_restore(void **state)
     assert_true(fabs(sum_limits(f) - 5600) < 1e-6);
 }
 
+/* No cap below a registered curve's lowest point: read as flat below it (the curve clamps),
+ * a job with a 5% SLA measured from 700 W down to 500 W was planned at 200 W, predicted at its
+ * 500 W level, its SLA counted as met; and the least budget a 409 names counts it at 500 W. */
+static void test_curve_floor(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"a\",\"gpus\":[0,1,2,3],\"sla\":0.05,\"curve\":{\"points\":["
+                          "{\"cap_w\":700,\"rel\":1},{\"cap_w\":600,\"rel\":0.97},"
+                          "{\"cap_w\":500,\"rel\":0.95}]}}",
+                          1, &d),
+                     201);
+    json_decref(d);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"b\",\"gpus\":[4,5,6,7],\"pfi30\":0.1}",
+                          1, &d),
+                     201);
+    json_decref(d);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":3000}", 1, &d), 200);
+    json_decref(d);
+    for (int i = 0; i < 4; i++)
+        if (!(limit_of(f, i) >= 500 - 1e-9))
+            fail_msg("GPU %d of job a at %g W, below its curve's lowest point (500 W)", i,
+                     limit_of(f, i));
+    assert_true(sum_limits(f) <= 3000 + 1e-6);
+    /* 4 x 500 W for a and 4 x 200 W for b is the least: below it, 409 naming it. */
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":2700}", 1, &d), 409);
+    const char *msg = json_string_value(
+        json_object_get(json_object_get(d, "error"), "message"));
+    if (!msg || !strstr(msg, "2800"))
+        fail_msg("409 for 2700 W: %s", msg ? msg : "(no message)");
+    json_decref(d);
+}
+
 static void test_metrics_text(void **state)
 {
     fx *f = *state;
@@ -1628,6 +1662,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_event_one_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_fields_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_cut_and_restore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_curve_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),

@@ -449,6 +449,12 @@ out:
 void pfi_srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
 {
     pfi_srv_job_cap_range(g, j, lo, hi);
+    /* No cap below a registered curve's lowest point (docs/allocation.md): nothing is known
+     * there, and read as flat below it (the curve clamps) the watts under it looked free: a
+     * job with a 5% SLA measured from 700 W down to 500 W was planned at 200 W, predicted at
+     * its 500 W level.  A fit's range is the GPUs' own. */
+    if (j->curve_src == SRV_CURVE_GIVEN && j->curve.min_cap_w > *lo)
+        *lo = j->curve.min_cap_w < *hi ? j->curve.min_cap_w : *hi;
     if (j->probe.state == SRV_PROBE_RUNNING && j->probe.cap_w < *hi)
         *hi = j->probe.cap_w > *lo ? j->probe.cap_w : *lo;
 }

@@ -220,7 +220,16 @@ static int arm_one(srv_node *n, double now)
             continue; /* no baseline yet */
         double lo, hi;
         pfi_srv_job_cap_range(n->gpu, j, &lo, &hi);
-        double cap = pfi_probe_cap(j->base.power_w, p->depth, lo, hi);
+        /* No deeper than the job's SLA: its curve is not known yet (that is what the probe is
+         * for), and planned as throughput in proportion to power a cap that sheds more than
+         * the SLA allows fits no plan: every budget change and grid event was refused for the
+         * probe's whole length.  A curve no steeper than that (PFI <= 1) keeps the SLA there. */
+        double depth = p->depth;
+        if (j->sla >= 0 && j->sla < depth)
+            depth = j->sla;
+        double cap = pfi_probe_cap(j->base.power_w, depth, lo, hi);
+        if (depth < p->depth) /* a watt above the SLA's floor: the plan's grid is whole watts */
+            cap = fmin(ceil(cap) + 1, hi);
         if (isfinite(j->cap_w) && j->cap_w < cap)
             cap = j->cap_w; /* already cut deeper by the budget: measure where it is */
         p->cap_w = cap;
@@ -231,6 +240,9 @@ static int arm_one(srv_node *n, double now)
         p->held_s = p->gpu_s = p->lost = NAN;
         p->state = SRV_PROBE_RUNNING;
         p->msg[0] = '\0';
+        if (depth < p->depth)
+            snprintf(p->msg, sizeof p->msg, "%.0f%% deep, the job's SLA (%.0f%% asked)",
+                     100 * depth, 100 * p->depth);
         return k;
     }
     return -1;
@@ -359,12 +371,31 @@ void pfi_srv_probe_tick(srv_node *n)
         snprintf(reason, sizeof reason, "probe of job %s %s", id,
                  ended >= 0 ? "ended" : "started");
         pfi_srv_snapshot(n);
-        if (pfi_srv_decide_now(n, reason, &e) != PFI_OK)
+        int rc = pfi_srv_decide_now(n, reason, &e);
+        if (rc != PFI_OK && ended < 0) {
+            /* The plan cannot hold the probe's cap (a budget, an event, SLAs): the probe yields,
+             * not the budget.  It was reported as started and charged while never applied. */
+            pthread_mutex_lock(&n->mu);
+            srv_probe *p = &n->jobs[k].probe;
+            p->state = SRV_PROBE_FAILED;
+            p->held_s = p->gpu_s = 0;
+            p->lost = NAN;
+            snprintf(p->msg, sizeof p->msg, "not run: no plan holds its cap of %.0f W", cap);
+            pthread_mutex_unlock(&n->mu);
+            pfi_srv_event_add(n, "probe", "job %s: probe at %.0f W not run: no plan holds it "
+                              "(%s)", id, cap, e.msg);
+            pfi_err_clear(&e);
+            pfi_srv_snapshot(n);
+            if (pfi_srv_decide_now(n, "probe not run", &e) != PFI_OK)
+                pfi_srv_event_add(n, "probe", "job %s: probe not run: %s", id, e.msg);
+        } else if (rc != PFI_OK) {
             pfi_srv_event_add(n, "probe", "job %s: %s: %s", id, reason, e.msg);
+        }
         if (ended >= 0)
             pfi_srv_event_add(n, "probe", "job %s: probe %s: %s", id, done ? "done" : "failed", msg);
-        else
-            pfi_srv_event_add(n, "probe", "job %s: probe at %.0f W started", id, cap);
+        else if (rc == PFI_OK)
+            pfi_srv_event_add(n, "probe", "job %s: probe at %.0f W started%s%s", id, cap,
+                              msg[0] ? ", " : "", msg);
     }
     pthread_mutex_unlock(&n->decide_mu);
 }

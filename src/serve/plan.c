@@ -191,7 +191,8 @@ static void plan_no_budget(const srv_gpu *g, int ng, const srv_job *jobs, int n_
         p->min_budget_w += g[i].dev.min_limit_w;
 }
 
-typedef double grid_row[GRID_PTS + PFI_CURVE_MAX_PTS + PFI_ALLOC_SEEN_MAX];
+typedef double grid_row[GRID_PTS + PFI_CURVE_MAX_PTS + PFI_ALLOC_SEEN_MAX + 2]; /* + the SLA
+                                                                                * floor's two */
 
 /* The job's SLA breaches seen in its log at the grid's whole watts, each a point of the grid
  * already (job_to_alloc): its curve (a, on gc and gt) read through them with no point added. */
@@ -201,6 +202,35 @@ static void through_seen(const srv_job *jb, pfi_alloc_job *a, double *gc, double
     for (int k = 0; k < on_grid.n; k++)
         on_grid.cap_w[k] = round(on_grid.cap_w[k]);
     pfi_alloc_seen_apply(&on_grid, a, gc, gt, a->n_points);
+}
+
+/* The whole watts either side of the least cap at which the job's curve keeps its SLA, added
+ * to its grid (gc, m points; returns the new count): between two grid points the allocator
+ * reads the curve on their chord, which lies above a curve convex in the cap, so its SLA floor
+ * fell on the chord below the curve's (a 30% SLA planned at 683 W where the curve gives 0.525).
+ * With the watt below the floor (short of the SLA on the curve) and the one at it on the grid,
+ * the floor is the curve's to the watt. */
+static int add_sla_floor(const srv_job *jb, const pfi_curve *cv, double lo, double hi,
+                         double *gc, int m)
+{
+    double need = 1 - jb->sla;
+    if (!(jb->sla >= 0) || !(pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, hi) >= need) ||
+        pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, lo) >= need)
+        return m; /* no SLA, none met at the top, or met all the way down */
+    double a = lo, b = hi; /* rel(a) < need <= rel(b) */
+    for (int it = 0; it < 60 && b - a > 1e-3; it++) {
+        double c = 0.5 * (a + b);
+        if (pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, c) >= need)
+            b = c;
+        else
+            a = c;
+    }
+    double at = ceil(b);
+    if (at > lo && at < hi)
+        m = add_point(gc, m, at);
+    if (at - 1 > lo && at - 1 < hi)
+        m = add_point(gc, m, at - 1);
+    return m;
 }
 
 /* The allocator's view of a job on its free GPUs: a uniform grid over its cap range plus the
@@ -229,6 +259,7 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     for (int k = 0; seen && k < jb->sla_seen.n; k++)
         if (round(jb->sla_seen.cap_w[k]) >= lo && round(jb->sla_seen.cap_w[k]) < hi)
             m = add_point(gc, m, round(jb->sla_seen.cap_w[k]));
+    m = add_sla_floor(jb, cv, lo, hi, gc, m);
     qsort(gc, (size_t)m, sizeof gc[0], pfi_cmp_double);
     for (int k = 0; k < m; k++) {
         gt[k] = scale * pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, gc[k]);

@@ -554,6 +554,42 @@ static void test_sla_floor_on_curve(void **state)
         fail_msg("job a at %g W keeps %.4f of its throughput on its curve, its SLA 0.7", cap, rel);
 }
 
+static double baseline_of(fx *f, const char *id)
+{
+    char url[64];
+    json_t *d;
+    snprintf(url, sizeof url, "/v1/jobs/%s", id);
+    assert_int_equal(call(f, "GET", url, NULL, 0, &d), 200);
+    double t = json_number_value(json_object_get(d, "baseline_tokens_per_s"));
+    json_decref(d);
+    return t;
+}
+
+/* A job's baseline tokens/s is the mean of its reports made uncapped, not the last one (one
+ * noisy sample became the baseline a probe and every slowdown were read against), and a
+ * registered tokens_per_s is not replaced by reports. */
+static void test_baseline_averaged(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"r\",\"gpus\":[0,1],\"tokens_per_s\":1000}",
+                          1, &d),
+                     201);
+    json_decref(d);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"u\",\"gpus\":[2,3]}", 1, &d), 201);
+    json_decref(d);
+    const double rep[] = {1300, 700, 1000.5, 999.5};
+    for (int k = 0; k < 4; k++) {
+        char body[64];
+        snprintf(body, sizeof body, "{\"tokens_per_s\":%g}", rep[k]);
+        assert_int_equal(call(f, "POST", "/v1/jobs/r/throughput", body, 1, NULL), 200);
+        assert_int_equal(call(f, "POST", "/v1/jobs/u/throughput", body, 1, NULL), 200);
+    }
+    assert_true(baseline_of(f, "r") == 1000);
+    if (fabs(baseline_of(f, "u") - 1000) > 1e-9)
+        fail_msg("baseline of u %g, the mean of its reports 1000", baseline_of(f, "u"));
+}
+
 static void test_metrics_text(void **state)
 {
     fx *f = *state;
@@ -1691,6 +1727,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_budget_cut_and_restore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sla_floor_on_curve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_baseline_averaged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),

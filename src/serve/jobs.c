@@ -164,6 +164,7 @@ static int parse_job(srv_node *n, json_t *spec, srv_job *j, pfi_err *err)
                                "most %g)",
                                SRV_MAX_TPS);
         j->t0_tps = t;
+        j->t0_given = 1;
     }
     const char *src = json_string_value(json_object_get(spec, "source"));
     j->discovered = src && !strcmp(src, "discovered");
@@ -455,6 +456,7 @@ int pfi_srv_job_set_gpus(srv_node *n, const char *id, const int *gpus, int ng, p
             c->curve_src = SRV_CURVE_NONE;
             c->pfi30 = NAN;
             c->t0_tps = NAN;
+            c->t0_n = 0;
         }
         c->gpus_gen++;
         memset(&c->base, 0, sizeof c->base);
@@ -492,8 +494,16 @@ int pfi_srv_job_throughput(srv_node *n, const char *id, double tps, double basel
             if (g->dev.limit_w < g->dev.default_limit_w - 1.0)
                 uncapped = 0;
         }
-        if (uncapped && baseline_tps > 0 && jb->curve_src != SRV_CURVE_GIVEN)
-            jb->t0_tps = baseline_tps;
+        /* Averaged, not the last report alone: one noisy sample became the baseline a probe
+         * and every slowdown were read against (a probe's PFI30 came out 0.24-0.44 for 0.39 at
+         * 10% noise); a registered baseline is not replaced. */
+        if (uncapped && baseline_tps > 0 && jb->curve_src != SRV_CURVE_GIVEN && !jb->t0_given) {
+            if (jb->t0_n < SRV_T0_REPORTS)
+                jb->t0_n++;
+            jb->t0_tps = jb->t0_n > 1 && isfinite(jb->t0_tps)
+                             ? jb->t0_tps + (baseline_tps - jb->t0_tps) / jb->t0_n
+                             : baseline_tps;
+        }
     }
     pthread_mutex_unlock(&n->mu);
     if (j < 0)

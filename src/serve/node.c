@@ -293,8 +293,10 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
             n->cand[j].observed_tps = n->jobs[old].observed_tps;
             n->cand[j].observed_wall = n->jobs[old].observed_wall;
             n->cand[j].probe = n->jobs[old].probe;
-            if (!isfinite(n->cand[j].t0_tps))
+            if (!isfinite(n->cand[j].t0_tps)) {
                 n->cand[j].t0_tps = n->jobs[old].t0_tps;
+                n->cand[j].t0_n = n->jobs[old].t0_n;
+            }
         }
         /* The sequence length discovery read off its processes' command line meanwhile
          * (discover.c): a decision in flight would put it back to none, and the log's reader

@@ -47,6 +47,7 @@
 #define SRV_MAX_TPS 1e12      /* a job's tokens/s */
 #define SRV_MAX_FIT_P 1e6     /* |parameter| of a fitted curve */
 #define SRV_NAME_MAX 127      /* a controller's name, in bytes */
+#define SRV_T0_REPORTS 64     /* uncapped throughput reports a job's baseline averages */
 
 enum srv_curve_src {
     SRV_CURVE_NONE = 0, /* nothing known yet: treated as throughput proportional to power */
@@ -137,6 +138,9 @@ typedef struct srv_job {
     int gpus_gen;          /* times its GPUs changed (pfi_srv_job_set_gpus): what its log showed
                             * before is another set's (follow.c starts it again) */
     double t0_tps;         /* baseline tokens/s when known (registered or observed); NAN */
+    int t0_given;          /* t0_tps registered (tokens_per_s): reports do not replace it */
+    int t0_n;              /* reports made uncapped averaged into t0_tps (at most
+                            * SRV_T0_REPORTS, then a moving average of about as many) */
     double cap_w;          /* per-GPU cap of the last decision; NAN: none */
     double predicted_rel;  /* T/T0 at cap_w on the curve */
     double predicted_tps;  /* at cap_w; NAN when t0_tps is unknown */

@@ -356,7 +356,7 @@ void pfi_srv_probe_tick(srv_node *n)
     }
     if (ended < 0 && local)
         started = arm_one(n, now);
-    char id[SRV_ID_MAX], msg[200] = "";
+    char id[SRV_ID_MAX], msg[sizeof n->jobs[0].probe.msg] = "";
     int k = ended >= 0 ? ended : started;
     if (k >= 0) {
         snprintf(id, sizeof id, "%s", n->jobs[k].id);

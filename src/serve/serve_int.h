@@ -81,7 +81,7 @@ typedef struct srv_probe {
     double r, s;            /* measured shed and slowdown */
     double held_s, gpu_s, lost; /* what it cost (core/cost.h): time held, GPU-seconds, tokens
                                  * lost against the baseline rate; NAN until measured */
-    char msg[160];
+    char msg[320];         /* what became of it (a failure's whole reason: 160 bytes cut it) */
 } srv_probe;
 
 /* The measured curves a probe is read through, each with its GPU model (for the tiers). */

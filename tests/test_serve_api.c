@@ -1437,6 +1437,20 @@ static void test_rate_limit(void **state)
     assert_true(said);
 }
 
+/* A refused change moves nothing and costs no token: 300 refused registrations (400) in a
+ * row, then a valid one is taken (a client retrying a refused registration locked a valid one
+ * out with 429). */
+static void test_refused_not_counted(void **state)
+{
+    fx *f = *state;
+    for (int k = 0; k < 300; k++)
+        assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"x\",\"gpus\":[99]}", 1, NULL),
+                         400);
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"ok\",\"gpus\":[0]}", 1, &d), 201);
+    json_decref(d);
+}
+
 /* The watchdog as a heartbeat leaves it is what a restart finds (hold.c): armed with the last
  * ttl, or disarmed by ttl_s 0.  A disarm was not saved, so a crash brought the watchdog back
  * armed and, with no controller beating any more, tripped every GPU to the safe budget. */
@@ -1728,6 +1742,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_curve_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sla_floor_on_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_averaged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_not_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_caps_and_watchdog, setup, teardown),

@@ -494,5 +494,10 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url,
                  caps ? SRV_CAPS_BURST : SRV_CHANGE_BURST, caps ? SRV_CAPS_RATE : SRV_CHANGE_RATE);
         return fail(429, PFI_EBUSY, m, st, len);
     }
-    return handle_write(n, url, del, id, sub, body, blen, q.force == 1, st, len);
+    char *out = handle_write(n, url, del, id, sub, body, blen, q.force == 1, st, len);
+    /* A change refused as bad or infeasible (4xx) moved nothing: its token is given back, or a
+     * client retrying a refused registration locked a valid one out with 429. */
+    if (moves_caps && *st >= 400 && *st < 500)
+        pfi_srv_rate_refund(n, caps);
+    return out;
 }

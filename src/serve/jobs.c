@@ -529,6 +529,15 @@ static int bucket_take(double *tokens, double *last, double burst, double rate, 
     return 1;
 }
 
+void pfi_srv_rate_refund(srv_node *n, int controller)
+{
+    pthread_mutex_lock(&n->mu);
+    double *t = controller ? &n->rl_ctl_tokens : &n->rl_tokens;
+    double burst = controller ? SRV_CAPS_BURST : SRV_CHANGE_BURST;
+    *t = *t + 1 > burst ? burst : *t + 1;
+    pthread_mutex_unlock(&n->mu);
+}
+
 int pfi_srv_rate_take(srv_node *n, int controller)
 {
     double now = pfi_clock_mono();

@@ -484,6 +484,8 @@ int pfi_srv_budget_parse(srv_node *n, const char *s, double *watts, pfi_err *err
  * site changes got the controller's caps a 429, and the controller took the node for silent
  * and cut the other nodes' jobs deeper. */
 int pfi_srv_rate_take(srv_node *n, int controller);
+/* Gives back a token pfi_srv_rate_take took, for a change that moved nothing (refused). */
+void pfi_srv_rate_refund(srv_node *n, int controller);
 #define SRV_CHANGE_BURST 100.0
 #define SRV_CHANGE_RATE 20.0
 #define SRV_CAPS_BURST 1000.0 /* a controller re-plans 5 times a second at most, two waves each */

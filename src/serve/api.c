@@ -495,9 +495,10 @@ char *pfi_srv_api_handle(srv_node *n, const char *method, const char *url,
         return fail(429, PFI_EBUSY, m, st, len);
     }
     char *out = handle_write(n, url, del, id, sub, body, blen, q.force == 1, st, len);
-    /* A change refused as bad or infeasible (4xx) moved nothing: its token is given back, or a
-     * client retrying a refused registration locked a valid one out with 429. */
-    if (moves_caps && *st >= 400 && *st < 500)
+    /* A change refused as malformed (400) or aimed at nothing (404) moved nothing and cost no
+     * plan: its token is given back, or a client retrying a refused registration locked a
+     * valid one out with 429.  A 409 ran the planner, and stays counted. */
+    if (moves_caps && (*st == 400 || *st == 404))
         pfi_srv_rate_refund(n, caps);
     return out;
 }

@@ -238,6 +238,21 @@ static void test_malformed(void **state)
     /* CR-only line ends (classic Mac OS) read as one header line, then "no data rows". */
     expect_error("a,b\r1,2\r3,4\r", "bad.csv line 1: a carriage return (CR) without a line feed "
                  "after it: the file has CR-only line ends", NULL);
+    /* ... but a quoted header cell holding CRLF (RFC 4180) is no such file: read (it was
+     * refused as one). */
+    const char *crlf_cell = "\"a\r\nb\",c\r\n1,2\r\n";
+    FILE *fp = fmemopen((void *)crlf_cell, strlen(crlf_cell), "r");
+    assert_non_null(fp);
+    pfi_csv *c;
+    pfi_err e = {0};
+    int rc = pfi_csv_open_stream(fp, "ok.csv", &c, &e);
+    if (rc != PFI_OK)
+        fail_msg("a quoted header cell with CRLF: %s", e.msg);
+    while ((rc = pfi_csv_next(c, &e)) == PFI_OK) {
+    }
+    assert_int_equal(rc, PFI_CSV_END);
+    pfi_csv_close(c);
+    fclose(fp);
     expect_error("a,b\nx\"y,2\n", "bad.csv line 2", "quote");
     expect_error("", "empty file", NULL);
     expect_error("a,,c\n", "no name", NULL);

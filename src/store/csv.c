@@ -225,10 +225,12 @@ static int open_common(pfi_csv *c, pfi_err *err)
             return pfi_err_set(err, PFI_EINVAL, "%s line %d: header column %d has no name",
                                c->name, c->rec_line, i + 1);
         /* A CR not followed by LF is kept as text, so a file with CR-only line ends (classic
-         * Mac OS) read as one long header line and then "no data rows". */
-        if (strchr(c->hdr[i], '\r'))
-            return pfi_err_set(err, PFI_EINVAL, "%s line %d: %s", c->name, c->rec_line,
-                               CR_ONLY);
+         * Mac OS) read as one long header line and then "no data rows".  A quoted header cell
+         * holding CRLF (RFC 4180 allows it) is no such file. */
+        for (const char *cr = strchr(c->hdr[i], '\r'); cr; cr = strchr(cr + 1, '\r'))
+            if (cr[1] != '\n')
+                return pfi_err_set(err, PFI_EINVAL, "%s line %d: %s", c->name, c->rec_line,
+                                   CR_ONLY);
     }
     return check_header(c, err);
 }

@@ -87,7 +87,21 @@ if [ "$(id -u)" = 0 ]; then
     observed_is j2 10000 "after a pause, another user's file at the path taken for j2's log"
     ls -l "/proc/$SERVE/fd" 2>/dev/null | grep -q "$dir/decoy" && fail "the daemon opened another user's file"
     echo "it_follow_rotate: another user's file put at the path is not followed; the job's own still is"
+    grep -q "job_log: job j2: $dir/held.log names a new file of another owner, or a symbolic link" "$dir/serve.log" ||
+        fail "a new file not followed is not said: $(grep job_log "$dir/serve.log")"
 fi
+# A symbolic link put where the log was a file, to a file of the same owner (a job run as root
+# pointing its log path at /etc/shadow): not followed either (it was opened).
+printf '[rank0]:[titan] 2026-12-03 18:00:00,000 - root - INFO - step: 1  loss:  3.00000  memory: 60.00GiB(42.55%%)  tps: 7,000  tflops: 0.00  mfu: 0.00%%\n' >"$dir/decoy2"
+rm -f "$dir/held.log"
+ln -s "$dir/decoy2" "$dir/held.log"
+kill -STOP "$WRITER2"
+sleep 1.5
+kill -CONT "$WRITER2"
+echo 4,000 >"$dir/tps2"
+observed_is j2 8000 "after a pause, a symbolic link at the log's path taken for j2's log"
+ls -l "/proc/$SERVE/fd" 2>/dev/null | grep -q "$dir/decoy2" && fail "the daemon opened the file a symbolic link at the log's path names"
+echo "it_follow_rotate: a symbolic link put where the log was a file is not followed"
 mv "$dir/run.log" "$dir/run.log.1"
 gzip "$dir/run.log.1"
 echo 3,000 >"$dir/tps"

@@ -48,6 +48,7 @@ static void close_follow(srv_follow *f)
     pfi_meter_free(&f->m);
     memset(f, 0, sizeof *f);
     f->fd = -1;
+    f->path_link = -1;
 }
 
 /* What a job's log is read with: its path, its GPU set's generation and its units. */
@@ -76,6 +77,7 @@ static srv_follow *follow_for(srv_node *n, const follow_key *key)
     srv_follow *f = &n->follow[n->n_follow];
     memset(f, 0, sizeof *f);
     f->fd = -1;
+    f->path_link = -1;
     pfi_parse_cfg pc = {0};
     pc.seq_len = key->seq_len;
     pc.tokens_per_step = key->tokens_per_step;
@@ -144,11 +146,18 @@ static void follow_rename(srv_follow *f, const struct stat *held, long long got)
     if (got > 0 || stat(f->path, &now) != 0 || now.st_size == 0 ||
         (now.st_dev == held->st_dev && now.st_ino == held->st_ino))
         return;
-    /* The new file must be the old one's owner's: the job's user could put anything at the
-     * path (a symlink to /etc/shadow was opened after a 2 s pause, and the log the job still
-     * wrote was no longer read), and the daemon reads what its user cannot. */
-    if (now.st_uid != held->st_uid)
+    /* The new file must be the old one's owner's, and no symbolic link where the path was a
+     * file: the job's user could put anything at the path (a symlink to /etc/shadow was opened
+     * after a 2 s pause, and the log the job still wrote was no longer read), and the daemon
+     * reads what its user cannot.  Not taken, the old file goes on being read, and that is
+     * said once (a rotation that hands the log to another owner leaves the job unmeasured). */
+    struct stat ln;
+    int link = lstat(f->path, &ln) == 0 && S_ISLNK(ln.st_mode);
+    if (now.st_uid != held->st_uid || (link && f->path_link == 0)) {
+        if (!f->not_taken)
+            f->not_taken = 1;
         return;
+    }
     int why = 0, fd = open_log(f->path, &why);
     if (fd < 0)
         return; /* not there yet, or not a file: the old one stays until it is */
@@ -168,6 +177,10 @@ static int read_new(srv_follow *f, double now)
 {
     if (f->fd < 0 && (f->fd = open_log(f->path, &f->open_errno)) < 0)
         return 0;
+    if (f->path_link < 0) {
+        struct stat ln;
+        f->path_link = lstat(f->path, &ln) == 0 && S_ISLNK(ln.st_mode);
+    }
     f->open_said = 0; /* open: a later failure is said again */
     struct stat sb;
     int held = fstat(f->fd, &sb) == 0;
@@ -408,6 +421,13 @@ void pfi_srv_follow_tick(srv_node *n)
             pfi_srv_event_add(n, "job_log", "job %s: cannot read its log %s: %s (tried again "
                               "every tick)", ids[j], path,
                               f->open_errno ? strerror(f->open_errno) : "not a regular file");
+        }
+        if (f->not_taken == 1) {
+            f->not_taken = 2;
+            pfi_srv_event_add(n, "job_log", "job %s: %s names a new file of another owner, or a "
+                              "symbolic link where the log was a file: not followed (the log it "
+                              "named is read while it is open; register the job with its log "
+                              "to follow another)", ids[j], path);
         }
         if (f->reopened) {
             f->reopened = 0;

@@ -205,6 +205,9 @@ typedef struct srv_follow {
     int gpus_gen;              /* the job's srv_job.gpus_gen when this reading started */
     double seq_len, tokens_per_step; /* the job's when this reading started (its parser's) */
     int reopened;              /* its path was found naming a new file (rotated), not said yet */
+    int path_link;             /* its path was a symbolic link when first opened (-1: unknown) */
+    int not_taken;             /* a new file at the path was not taken (another owner, or a
+                                * link where the path was none): 1 to say, 2 said */
 } srv_follow;
 
 /* Which of a job's stdout (0) and stderr (1) files is followed (logpick.c). */

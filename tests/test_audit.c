@@ -101,6 +101,21 @@ static void test_jobs_and_state(void **state)
     assert_int_equal(pfi_audit_set_state(a, "budget_w", "3300"), PFI_OK);
     assert_int_equal(pfi_audit_get_state(a, "budget_w", v, sizeof v), PFI_OK);
     assert_string_equal(v, "3300");
+    /* States removed: one by key; by prefix and value, only those (an older pfi's empty rows of
+     * SLA breaches seen), a '%' or '_' in the prefix matching itself. */
+    assert_int_equal(pfi_audit_set_state(a, "sla_seen:a", "[]"), PFI_OK);
+    assert_int_equal(pfi_audit_set_state(a, "sla_seen:b", "[{\"cap_w\":300}]"), PFI_OK);
+    assert_int_equal(pfi_audit_set_state(a, "sla_seenXc", "[]"), PFI_OK);
+    assert_int_equal(pfi_audit_set_state(a, "other", "[]"), PFI_OK);
+    assert_int_equal(pfi_audit_delete_states(a, "sla_seen:", "[]"), PFI_OK);
+    assert_int_equal(pfi_audit_delete_states(a, "sla_seen_", "[]"), PFI_OK);
+    char w[64];
+    assert_int_equal(pfi_audit_get_state(a, "sla_seen:a", w, sizeof w), PFI_ENOENT);
+    assert_int_equal(pfi_audit_get_state(a, "sla_seen:b", w, sizeof w), PFI_OK);
+    assert_int_equal(pfi_audit_get_state(a, "sla_seenXc", w, sizeof w), PFI_OK);
+    assert_int_equal(pfi_audit_get_state(a, "other", w, sizeof w), PFI_OK);
+    assert_int_equal(pfi_audit_delete_state(a, "other"), PFI_OK);
+    assert_int_equal(pfi_audit_get_state(a, "other", w, sizeof w), PFI_ENOENT);
     pfi_audit_close(a);
     /* no log: writers succeed and write nothing, readers see an empty log */
     assert_int_equal(pfi_audit_event(NULL, 0, "k", "m"), PFI_OK);

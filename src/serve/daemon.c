@@ -464,6 +464,10 @@ int pfi_serve_run(const pfi_serve_config *c, pfi_backend *b, const struct pfi_mo
         pfi_err_prefix(err, "state database %s: ", c->db);
     else if (rc == PFI_OK && !c->read_only && (rc = pfi_srv_hold_load(audit, hold, err)) != PFI_OK)
         pfi_err_prefix(err, "state database %s: ", c->db);
+    /* Empty rows of SLA breaches seen, one per job an older pfi ever registered, kept for good:
+     * a job with none now keeps no row. */
+    if (rc == PFI_OK && !c->read_only)
+        pfi_audit_delete_states(audit, "sla_seen:", "[]");
     if (rc == PFI_OK && !c->read_only) {
         if (hold->active) {
             rc = start_held(jpath, c->db, b, hold, &j, note, sizeof note, err);

@@ -285,6 +285,13 @@ int pfi_audit_delete_state(pfi_audit *a, const char *key)
     return exec_sql(a, "DELETE FROM serve_state WHERE key = ?", "s", key);
 }
 
+int pfi_audit_delete_states(pfi_audit *a, const char *prefix, const char *value)
+{
+    /* substr, not LIKE: a prefix holding '%' or '_' matches itself only */
+    return exec_sql(a, "DELETE FROM serve_state WHERE substr(key, 1, length(?1)) = ?1 AND "
+                       "value = ?2", "ss", prefix, value);
+}
+
 int pfi_audit_get_state(pfi_audit *a, const char *key, char *value, size_t size)
 {
     if (!a)

@@ -77,5 +77,7 @@ int pfi_audit_set_state(pfi_audit *a, const char *key, const char *value);
 int pfi_audit_get_state(pfi_audit *a, const char *key, char *value, size_t size);
 /* Removes the state of key (none there: PFI_OK). */
 int pfi_audit_delete_state(pfi_audit *a, const char *key);
+/* Removes every state whose key starts with prefix and whose value is `value`. */
+int pfi_audit_delete_states(pfi_audit *a, const char *prefix, const char *value);
 
 #endif

@@ -175,7 +175,7 @@ grep -q '^ *[0-9.]* *500 ' "$T/demo.txt" || fail "demo reaches 500 W: $(cat "$T/
 PFI_READ_ONLY=1 "$PFI" sim demo --no-pace --hold 2s --caps 700:500:100 >"$T/demo_ro.txt" 2>&1 &&
     grep -q '^ *[0-9.]* *500 ' "$T/demo_ro.txt" || fail "demo under PFI_READ_ONLY=1: $(cat "$T/demo_ro.txt")"
 "$PFI" sim demo --no-pace --hold 1e16s >"$T/demo_hold.txt" 2>&1
-[ $? = 2 ] && grep -q "hold must be 2s to 1d" "$T/demo_hold.txt" || fail "demo --hold 1e16s: $(cat "$T/demo_hold.txt")"
+[ $? = 2 ] && grep -q "hold must be 2s to 86400s" "$T/demo_hold.txt" || fail "demo --hold 1e16s: $(cat "$T/demo_hold.txt")"
 "$PFI" sim demo --no-pace --hold 2s --caps 300:700:200 >"$T/demo_up.txt" 2>&1 &&
     ! grep -q "steps down" "$T/demo_up.txt" || fail "demo with rising caps: $(head -3 "$T/demo_up.txt")"
 

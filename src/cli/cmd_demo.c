@@ -93,7 +93,7 @@ int pfi_cmd_sim_demo(int argc, char **argv)
         return pfi_cli_fail("sim demo", &e);
     /* A day at most: past ~1e14 s the simulated power drifted and 1e16 s printed -1 W. */
     if (!(hold >= 2 && hold <= 86400)) {
-        fprintf(stderr, "pfi sim demo: --hold must be 2s to 1d (%s)\n", hold_s);
+        fprintf(stderr, "pfi sim demo: --hold must be 2s to 86400s, a day (%s)\n", hold_s);
         return PFI_EXIT_USAGE;
     }
     /* Virtual time whatever the environment: the demo must not touch a shared state.  Its

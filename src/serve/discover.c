@@ -137,7 +137,7 @@ static srv_found *found_by_id(srv_node *n, const char *id)
 /* Whether job id's refusal was said within the hour (else it is noted as said now): it is
  * tried again at every discovery round, and said each time, 86,400 events a day at 1 s.  The
  * discovery thread alone calls it. */
-#define REFUSED_SAID 16
+#define REFUSED_SAID SRV_MAX_JOBS
 static int refusal_said_lately(const char *id)
 {
     static char ids[REFUSED_SAID][SRV_ID_MAX];

@@ -525,6 +525,26 @@ static void test_curve_floor(void **state)
     if (!msg || !strstr(msg, "2800"))
         fail_msg("409 for 2700 W: %s", msg ? msg : "(no message)");
     json_decref(d);
+    /* Not a floor: a job without an SLA (or one whose SLA yields to a grid event) may go below
+     * its curve's lowest point, predicted there in proportion to the cap (a floor refused a
+     * 2000 W event the GPUs' minimum limits meet). */
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/a", NULL, 1, &d), 200);
+    json_decref(d);
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"n\",\"gpus\":[0,1,2,3],\"curve\":{\"points\":["
+                          "{\"cap_w\":700,\"rel\":1},{\"cap_w\":600,\"rel\":0.97},"
+                          "{\"cap_w\":500,\"rel\":0.95}]}}",
+                          1, &d),
+                     201);
+    json_decref(d);
+    assert_int_equal(call(f, "PUT", "/v1/budget", "{\"watts\":1700}", 1, &d), 200);
+    json_decref(d);
+    assert_int_equal(call(f, "GET", "/v1/jobs/n", NULL, 0, &d), 200);
+    double cap = json_number_value(json_object_get(d, "cap_w")),
+           rel = json_number_value(json_object_get(d, "predicted_rel"));
+    json_decref(d);
+    if (!(cap < 500 && fabs(rel - 0.95 * cap / 500) < 1e-6))
+        fail_msg("job n at %g W predicted %g, want below 500 W at 0.95 x cap / 500", cap, rel);
 }
 
 /* An SLA floor on a curve convex in the cap (a power law of exponent 0.2) is the curve's to the

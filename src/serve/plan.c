@@ -91,6 +91,19 @@ static int add_point(double *caps, int n, double c)
     return n + 1;
 }
 
+/* A job's relative throughput at a per-GPU cap as the plan reads it: its curve's, and below a
+ * registered curve's lowest point (nothing measured there) falling from that point in
+ * proportion to the cap (PFI 1), where the curve reads flat (it clamps): the watts under it
+ * looked free, and a job with a 5% SLA measured from 700 W down to 500 W was planned at 200 W,
+ * predicted at its 500 W level.  Not a floor: a grid event whose SLAs yield may go below. */
+static double plan_rel(const srv_job *jb, const pfi_curve *cv, double cap)
+{
+    double m = cv->min_cap_w;
+    if (jb->curve_src == SRV_CURVE_GIVEN && cv->n >= 2 && m > 0 && cap < m)
+        return pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, m) * cap / m;
+    return pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, cap);
+}
+
 static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_plan *p,
                         const pfi_curve *cv)
 {
@@ -108,7 +121,7 @@ static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_p
         }
         p->job_pred_rel[j] = isnan(p->job_cap_w[j])
                                  ? NAN
-                                 : pfi_curve_rel_at_cap(&cv[j], PFI_VIEW_AUTO, p->job_cap_w[j]);
+                                 : plan_rel(&jobs[j], &cv[j], p->job_cap_w[j]);
         p->job_pred_tps[j] = jobs[j].t0_tps * p->job_pred_rel[j];
     }
 }
@@ -204,6 +217,7 @@ static void through_seen(const srv_job *jb, pfi_alloc_job *a, double *gc, double
     pfi_alloc_seen_apply(&on_grid, a, gc, gt, a->n_points);
 }
 
+
 /* The whole watts either side of the least cap at which the job's curve keeps its SLA, added
  * to its grid (gc, m points; returns the new count): between two grid points the allocator
  * reads the curve on their chord, which lies above a curve convex in the cap, so its SLA floor
@@ -214,13 +228,12 @@ static int add_sla_floor(const srv_job *jb, const pfi_curve *cv, double lo, doub
                          double *gc, int m)
 {
     double need = 1 - jb->sla;
-    if (!(jb->sla >= 0) || !(pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, hi) >= need) ||
-        pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, lo) >= need)
+    if (!(jb->sla >= 0) || !(plan_rel(jb, cv, hi) >= need) || plan_rel(jb, cv, lo) >= need)
         return m; /* no SLA, none met at the top, or met all the way down */
     double a = lo, b = hi; /* rel(a) < need <= rel(b) */
     for (int it = 0; it < 60 && b - a > 1e-3; it++) {
         double c = 0.5 * (a + b);
-        if (pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, c) >= need)
+        if (plan_rel(jb, cv, c) >= need)
             b = c;
         else
             a = c;
@@ -262,7 +275,7 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     m = add_sla_floor(jb, cv, lo, hi, gc, m);
     qsort(gc, (size_t)m, sizeof gc[0], pfi_cmp_double);
     for (int k = 0; k < m; k++) {
-        gt[k] = scale * pfi_curve_rel_at_cap(cv, PFI_VIEW_AUTO, gc[k]);
+        gt[k] = scale * plan_rel(jb, cv, gc[k]);
         if (!isfinite(gt[k]))
             gt[k] = 0;
     }
@@ -480,12 +493,6 @@ out:
 void pfi_srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi)
 {
     pfi_srv_job_cap_range(g, j, lo, hi);
-    /* No cap below a registered curve's lowest point (docs/allocation.md): nothing is known
-     * there, and read as flat below it (the curve clamps) the watts under it looked free: a
-     * job with a 5% SLA measured from 700 W down to 500 W was planned at 200 W, predicted at
-     * its 500 W level.  A fit's range is the GPUs' own. */
-    if (j->curve_src == SRV_CURVE_GIVEN && j->curve.min_cap_w > *lo)
-        *lo = j->curve.min_cap_w < *hi ? j->curve.min_cap_w : *hi;
     if (j->probe.state == SRV_PROBE_RUNNING && j->probe.cap_w < *hi)
         *hi = j->probe.cap_w > *lo ? j->probe.cap_w : *lo;
 }

@@ -398,6 +398,9 @@ static void test_curve_fields_checked(void **state)
         "{\"points\":[{\"cap_w\":700,\"tokens_per_s\":1000},%s,\"t0\":\"9000\"}",
         "{\"fit\":{\"family\":\"power\",\"p\":[1.1,1.8],\"rmse\":0},\"p0_w\":650}%s",
         "{\"fit\":{\"family\":\"power\",\"p\":[1.1,1.8]},\"p0\":650}%s",
+        /* a cap the GPUs cannot hold (it became the curve's baseline), a cap given twice */
+        "{\"points\":[{\"cap_w\":900,\"tokens_per_s\":1000},%s}",
+        "{\"points\":[{\"cap_w\":500,\"tokens_per_s\":1000},%s}",
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         char curve[512];

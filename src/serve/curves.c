@@ -63,6 +63,15 @@ static int from_points(const srv_gpu *g, const srv_job *j, const pfi_curve_json 
                                i, SRV_MAX_TPS);
         if (isfinite(rel) && (rel < 0 || rel > 2))
             return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: rel must be in [0, 2]", i);
+        /* A cap the job's GPUs cannot hold is no level of theirs (900 W on a 700 W GPU made the
+         * curve's baseline), and a cap given twice leaves the curve two values there. */
+        if (cap < lo - 0.5 || cap > hi + 0.5)
+            return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: cap %g W is outside the job's "
+                               "GPUs' range %.0f-%.0f W", i, cap, lo, hi);
+        for (size_t k = 0; k < i; k++)
+            if (fabs(run.levels[k].cap_w - cap) < 0.5)
+                return pfi_err_set(err, PFI_EINVAL, "curve.points[%zu]: cap %g W is given twice "
+                                   "(points[%zu])", i, cap, k);
         lv->cap_w = cap;
         lv->enforced_w = NAN;
         /* Without a measured draw, a job is taken to draw its whole cap. */

@@ -577,6 +577,34 @@ static void test_sla_floor_on_curve(void **state)
         fail_msg("job a at %g W keeps %.4f of its throughput on its curve, its SLA 0.7", cap, rel);
 }
 
+/* Watts a budget leaves over raise a job no further than its curve's best: a measured curve
+ * faster at 600 W than at 700 W was raised to 700 W by a larger budget, its predicted
+ * throughput falling from 1.2 to 1.0. */
+static void test_leftover_not_past_best(void **state)
+{
+    fx *f = *state;
+    json_t *d;
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"p\",\"gpus\":[0,1,2,3],\"curve\":{\"points\":["
+                          "{\"cap_w\":700,\"rel\":1},{\"cap_w\":600,\"rel\":1.2},"
+                          "{\"cap_w\":500,\"rel\":0.5}]}}",
+                          1, &d),
+                     201);
+    json_decref(d);
+    double rel[2];
+    const char *b[2] = {"{\"watts\":3400}", "{\"watts\":4000}"};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(call(f, "PUT", "/v1/budget", b[k], 1, &d), 200);
+        json_decref(d);
+        assert_int_equal(call(f, "GET", "/v1/jobs/p", NULL, 0, &d), 200);
+        rel[k] = json_number_value(json_object_get(d, "predicted_rel"));
+        json_decref(d);
+    }
+    if (!(rel[1] >= rel[0] - 1e-9) || fabs(limit_of(f, 0) - 600) > 1)
+        fail_msg("a larger budget: predicted %g -> %g, job at %g W", rel[0], rel[1],
+                 limit_of(f, 0));
+}
+
 static double baseline_of(fx *f, const char *id)
 {
     char url[64];
@@ -1765,6 +1793,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_curve_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sla_floor_on_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_averaged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leftover_not_past_best, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_not_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_page, setup, teardown),

@@ -129,8 +129,24 @@ static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_p
 /* Watts the allocator left unused (curves flat at the top, or every job at its maximum) are
  * handed back, equally per GPU, up to each job's maximum and then, equally again, to idle GPUs
  * up to their original limits: a budget with room to spare should hold nobody back. */
+/* The highest cap in [from, hi] at which the job's curve is at its best over that stretch:
+ * leftover watts raise a job no further (a measured curve faster at 600 W than at 700 W was
+ * raised to 700 W by a larger budget, its predicted throughput falling). */
+static double best_cap_above(const srv_job *jb, const pfi_curve *cv, double from, double hi)
+{
+    double best = plan_rel(jb, cv, from), at = from;
+    for (double c = ceil(from); c <= hi; c += 1.0) {
+        double r = plan_rel(jb, cv, c);
+        if (r > best + 1e-12)
+            best = r;
+        if (r >= best - 1e-12)
+            at = c;
+    }
+    return at;
+}
+
 static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const srv_job *jobs,
-                            int n_jobs, double budget_w, srv_plan *p)
+                            const pfi_curve *cv, int n_jobs, double budget_w, srv_plan *p)
 {
     double used = 0, hi[SRV_MAX_JOBS];
     for (int i = 0; i < ng; i++)
@@ -141,6 +157,8 @@ static void spread_leftover(const srv_gpu *g, int ng, const int *owner, const sr
     for (int j = 0; j < n_jobs; j++) {
         double lo;
         pfi_srv_plan_range(g, &jobs[j], &lo, &hi[j]);
+        if (isfinite(p->job_cap_w[j]) && p->job_cap_w[j] < hi[j])
+            hi[j] = best_cap_above(&jobs[j], &cv[j], p->job_cap_w[j], hi[j]);
         used += free_gpus(g, &jobs[j]) * p->job_cap_w[j];
     }
     double left = budget_w - used;
@@ -460,7 +478,7 @@ int pfi_srv_plan_policy(const srv_gpu *g, int ng, const srv_job *jobs, int n_job
         for (int a = 0; a < na; a++)
             p->job_cap_w[map[a]] = res.cap_w[a];
     }
-    spread_leftover(g, ng, owner, jobs, n_jobs, budget_w, p);
+    spread_leftover(g, ng, owner, jobs, cv, n_jobs, budget_w, p);
     for (int i = 0; i < ng; i++)
         if (owner[i] >= 0 && !is_pinned(&g[i]) && !isnan(p->job_cap_w[owner[i]])) {
             const pfi_device *d = &g[i].dev;

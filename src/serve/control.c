@@ -477,9 +477,11 @@ static void watchdog_fire(srv_node *n)
         return;
     }
     pfi_srv_snapshot(n);
-    /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums. */
-    for (int j = 0; j < n->n_cand; j++)
-        n->cand[j].sla = NAN;
+    /* The safe state is reached whatever the SLAs say, and never below the GPUs' minimums;
+     * the SLAs are the jobs' again after it. */
+    double saved[SRV_MAX_JOBS];
+    int n_saved = n->n_cand;
+    pfi_srv_slas_aside(n, saved);
     /* Nor above the limits held now: the controller that went quiet (or cannot reach this
      * node) counts it at the caps it last acknowledged and spends the rest of the site's
      * budget elsewhere; a safe_budget of 60% raised a node held at 1600 W to 3360 W, the site
@@ -499,6 +501,7 @@ static void watchdog_fire(srv_node *n)
     if (w < floor)
         w = floor;
     int rc = pfi_srv_decide(n, w, SRV_MODE_SAFE, NULL, "watchdog: no heartbeat", NULL, &e);
+    pfi_srv_slas_back(n, saved, n_saved);
     pthread_mutex_lock(&n->mu);
     n->ramping = 0;
     n->n_watchdog_trips++;

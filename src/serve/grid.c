@@ -316,9 +316,10 @@ static int grid_apply(srv_node *n, int force)
         return yield;
     pthread_mutex_lock(&n->decide_mu);
     pfi_srv_snapshot(n);
-    if (binds && yield)
-        for (int j = 0; j < n->n_cand; j++)
-            n->cand[j].sla = NAN;
+    double saved[SRV_MAX_JOBS];
+    int n_saved = binds && yield ? n->n_cand : 0;
+    if (n_saved)
+        pfi_srv_slas_aside(n, saved);
     char reason[160];
     if (binds)
         snprintf(reason, sizeof reason, "grid event %s: budget %.0f W", id, want);
@@ -327,9 +328,12 @@ static int grid_apply(srv_node *n, int force)
                  isnan(manual) ? "none" : "the manual budget");
     pfi_err e = {0};
     int rc = pfi_srv_decide(n, want, SRV_MODE_LOCAL, NULL, reason, NULL, &e);
-    if (rc == PFI_EINFEASIBLE && binds) {
+    int short_of = rc == PFI_EINFEASIBLE && binds;
+    if (short_of)
         rc = hold_least(n, id, want, yield, reason, sizeof reason, &e);
-    } else {
+    if (n_saved)
+        pfi_srv_slas_back(n, saved, n_saved);
+    if (!short_of) {
         pthread_mutex_lock(&n->mu);
         n->grid_short_id[0] = 0;
         n->grid_short_w = NAN;

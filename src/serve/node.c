@@ -86,6 +86,26 @@ void pfi_srv_snapshot(srv_node *n)
     pthread_mutex_unlock(&n->mu);
 }
 
+void pfi_srv_slas_aside(srv_node *n, double *saved)
+{
+    for (int j = 0; j < n->n_cand; j++) {
+        saved[j] = n->cand[j].sla;
+        n->cand[j].sla = NAN;
+    }
+}
+
+void pfi_srv_slas_back(srv_node *n, const double *saved, int n_saved)
+{
+    pthread_mutex_lock(&n->mu);
+    for (int j = 0; j < n_saved && j < n->n_cand; j++) {
+        n->cand[j].sla = saved[j];
+        int jj = pfi_srv_find_job(n->jobs, n->n_jobs, n->cand[j].id);
+        if (jj >= 0)
+            n->jobs[jj].sla = saved[j];
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
 int pfi_srv_find_job(const srv_job *jobs, int nj, const char *id)
 {
     for (int j = 0; j < nj; j++)

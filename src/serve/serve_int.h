@@ -565,6 +565,13 @@ void pfi_srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *
 /* node.c: one decision in the current mode and budget (decide_mu held, snapshot taken). */
 int pfi_srv_decide_now(srv_node *n, const char *reason, pfi_err *err);
 void pfi_srv_snapshot(srv_node *n);
+/* The candidates' SLAs set aside for one decision (a grid event whose SLAs yield, the
+ * watchdog's safe state), saved[0..n_cand) theirs; and given back after it to the candidates
+ * and to the jobs the decision committed (a decision commits its candidates: set aside in
+ * them, every job's SLA was gone for good, a 0.95 SLA job run at 0.918 under a later budget
+ * without a word).  decide_mu held. */
+void pfi_srv_slas_aside(srv_node *n, double *saved);
+void pfi_srv_slas_back(srv_node *n, const double *saved, int n_saved);
 
 /* grid.c: grid events on this node (docs/api.md, /v1/grid/events). */
 int pfi_srv_grid_open(srv_node *n, pfi_err *err);

@@ -314,6 +314,18 @@ static void test_yield_gives_slas_back(void **state)
     json_decref(d);
     pfi_srv_tick(f->n);
     assert_true(sum_limits(f) <= 3000 + 0.5);
+    /* While it binds, the node's own decisions set the SLAs aside too: a job registered then
+     * is taken (with its SLA given back after, it was planned with every SLA under 3000 W and
+     * refused). */
+    d = NULL;
+    assert_int_equal(call(f, "DELETE", "/v1/jobs/a", NULL, &d), 200);
+    json_decref(d);
+    d = NULL;
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"id\":\"a\",\"gpus\":[0,1,2,3,4,5,6,7],"
+                                                 "\"sla\":0.05}", &d),
+                     201);
+    json_decref(d);
+    assert_true(sum_limits(f) <= 3000 + 0.5);
     d = NULL;
     assert_int_equal(call(f, "DELETE", "/v1/grid/events/y", NULL, &d), 200);
     json_decref(d);

@@ -342,6 +342,7 @@ static int grid_apply(srv_node *n, int force)
     pthread_mutex_lock(&n->mu);
     if (rc == PFI_OK) {
         n->grid_binding = binds;
+        n->grid_yields = binds && yield;
         snprintf(n->grid_event, sizeof n->grid_event, "%s", id);
         n->n_grid_decisions++;
     }

@@ -301,6 +301,7 @@ static void commit(srv_node *n, const pfi_apply_report *rep, double budget_w, in
     if (mode == SRV_MODE_EXTERNAL) { /* what a local decision sets in grid.c's grid_apply */
         n->grid_ext_w = plan->grid_w;
         n->grid_binding = plan->grid_held; /* under the caps already: not the event's doing */
+        n->grid_yields = 0;
         snprintf(n->grid_event, sizeof n->grid_event, "%s", n->grid_binding ? plan->grid_id : "");
     } else {
         n->grid_ext_w = NAN;
@@ -400,8 +401,31 @@ static json_t *decision_json(const srv_node *n, long long id, const char *reason
 
 /* Plans n->cand under budget_w (mode local/safe) or applies ext (mode external), applies,
  * audits and commits.  Caller holds decide_mu and has filled n->snap / n->cand. */
+static int decide_sla(srv_node *n, double budget_w, int mode, const double *ext,
+                      const char *reason, json_t **result, pfi_err *err);
+
+/* Under a grid event whose SLAs yield, every decision of the node's own (a job registered, a
+ * curve learned, a re-plan) sets the SLAs aside, as the event's own decision does: with them
+ * given back after that one, the next registration or re-plan planned with every SLA under the
+ * event's budget, and was refused. */
 int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, const char *reason,
                   json_t **result, pfi_err *err)
+{
+    double saved[SRV_MAX_JOBS];
+    pthread_mutex_lock(&n->mu);
+    int yields = n->grid_yields;
+    pthread_mutex_unlock(&n->mu);
+    int n_saved = mode == SRV_MODE_LOCAL && yields ? n->n_cand : 0;
+    if (n_saved)
+        pfi_srv_slas_aside(n, saved);
+    int rc = decide_sla(n, budget_w, mode, ext, reason, result, err);
+    if (n_saved)
+        pfi_srv_slas_back(n, saved, n_saved);
+    return rc;
+}
+
+static int decide_sla(srv_node *n, double budget_w, int mode, const double *ext,
+                      const char *reason, json_t **result, pfi_err *err)
 {
     srv_plan plan;
     double apply_budget = budget_w;

@@ -336,6 +336,8 @@ typedef struct srv_node {
     int n_grid;
     double manual_w;       /* the budget set by hand; NAN: none */
     int grid_binding;      /* the budget in force comes from an event */
+    int grid_yields;       /* ... and that event lets the SLAs yield: every decision of the
+                            * node's own sets them aside while it binds (node.c) */
     char grid_event[PFI_EVENT_ID_MAX]; /* which one */
     double grid_rec_wall, grid_prune_wall;
     int grid_unread; /* GPUs last recorded at their limit, their draw not read (said on change) */

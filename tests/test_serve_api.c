@@ -791,6 +791,9 @@ static void test_cluster_caps_and_watchdog(void **state)
     assert_int_equal(f->n->mode, SRV_MODE_SAFE);
     assert_true(fabs(sum_limits(f) - 8 * 200) < 1e-6);
     assert_int_equal(f->n->n_watchdog_trips, 1);
+    /* The safe state set the SLAs aside for its decision, not for good (job a's was gone). */
+    int ja = pfi_srv_find_job(f->n->jobs, f->n->n_jobs, "a");
+    assert_true(ja >= 0 && fabs(f->n->jobs[ja].sla - 0.05) < 1e-12);
     assert_int_equal(call(f, "GET", "/v1/events", NULL, 0, &d), 200);
     json_t *ev = json_object_get(d, "events");
     int tripped = 0;

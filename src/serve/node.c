@@ -415,7 +415,9 @@ int pfi_srv_decide(srv_node *n, double budget_w, int mode, const double *ext, co
     pthread_mutex_lock(&n->mu);
     int yields = n->grid_yields;
     pthread_mutex_unlock(&n->mu);
-    int n_saved = mode == SRV_MODE_LOCAL && yields ? n->n_cand : 0;
+    /* ... and so does every decision in the watchdog's safe state, reached whatever the SLAs
+     * say (once given back, a job registered in it was refused). */
+    int n_saved = (mode == SRV_MODE_LOCAL && yields) || mode == SRV_MODE_SAFE ? n->n_cand : 0;
     if (n_saved)
         pfi_srv_slas_aside(n, saved);
     int rc = decide_sla(n, budget_w, mode, ext, reason, result, err);

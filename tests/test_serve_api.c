@@ -428,6 +428,17 @@ static void test_curve_fields_checked(void **state)
     assert_int_equal(call(f, "POST", "/v1/jobs", text, 1, &d), 201);
     json_decref(d);
     free(text);
+    /* A curve in rel with no baseline tokens/s, posted back from its GET, has none either (its
+     * t0 was the GPU count, 2 tokens/s, then taken as the baseline). */
+    assert_int_equal(call(f, "POST", "/v1/jobs",
+                          "{\"id\":\"r\",\"gpus\":[6,7],\"curve\":{\"points\":["
+                          "{\"cap_w\":700,\"rel\":1},{\"cap_w\":600,\"rel\":0.97},"
+                          "{\"cap_w\":500,\"rel\":0.95}]}}",
+                          1, NULL),
+                     201);
+    assert_int_equal(call(f, "GET", "/v1/jobs/r", NULL, 0, &d), 200);
+    assert_true(json_is_null(json_object_get(json_object_get(d, "curve"), "t0")));
+    json_decref(d);
     assert_int_equal(call(f, "POST", "/v1/jobs",
                           "{\"id\":\"g\",\"gpus\":[4],\"curve\":{\"fit\":{\"family\":"
                           "\"power\",\"p\":[1.1,1.8]},\"p0_w\":650,\"t0\":9000}}",

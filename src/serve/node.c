@@ -267,7 +267,7 @@ static double plan_external(srv_node *n, const double *ext, srv_plan *plan)
         }
         pfi_curve cv;
         pfi_srv_job_curve(n->snap, &n->cand[j], &cv);
-        plan->job_pred_rel[j] = pfi_curve_rel_at_cap(&cv, PFI_VIEW_AUTO, plan->job_cap_w[j]);
+        plan->job_pred_rel[j] = pfi_srv_plan_rel(&n->cand[j], &cv, plan->job_cap_w[j]);
         plan->job_pred_tps[j] = n->cand[j].t0_tps * plan->job_pred_rel[j];
     }
     return sum;

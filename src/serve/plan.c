@@ -96,7 +96,7 @@ static int add_point(double *caps, int n, double c)
  * proportion to the cap (PFI 1), where the curve reads flat (it clamps): the watts under it
  * looked free, and a job with a 5% SLA measured from 700 W down to 500 W was planned at 200 W,
  * predicted at its 500 W level.  Not a floor: a grid event whose SLAs yield may go below. */
-static double plan_rel(const srv_job *jb, const pfi_curve *cv, double cap)
+double pfi_srv_plan_rel(const srv_job *jb, const pfi_curve *cv, double cap)
 {
     double m = cv->min_cap_w;
     if (jb->curve_src == SRV_CURVE_GIVEN && cv->n >= 2 && m > 0 && cap < m)
@@ -121,7 +121,7 @@ static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_p
         }
         p->job_pred_rel[j] = isnan(p->job_cap_w[j])
                                  ? NAN
-                                 : plan_rel(&jobs[j], &cv[j], p->job_cap_w[j]);
+                                 : pfi_srv_plan_rel(&jobs[j], &cv[j], p->job_cap_w[j]);
         p->job_pred_tps[j] = jobs[j].t0_tps * p->job_pred_rel[j];
     }
 }
@@ -134,9 +134,9 @@ static void report_caps(const srv_gpu *g, const srv_job *jobs, int n_jobs, srv_p
  * raised to 700 W by a larger budget, its predicted throughput falling). */
 static double best_cap_above(const srv_job *jb, const pfi_curve *cv, double from, double hi)
 {
-    double best = plan_rel(jb, cv, from), at = from;
+    double best = pfi_srv_plan_rel(jb, cv, from), at = from;
     for (double c = ceil(from); c <= hi; c += 1.0) {
-        double r = plan_rel(jb, cv, c);
+        double r = pfi_srv_plan_rel(jb, cv, c);
         if (r > best + 1e-12)
             best = r;
         if (r >= best - 1e-12)
@@ -246,12 +246,13 @@ static int add_sla_floor(const srv_job *jb, const pfi_curve *cv, double lo, doub
                          double *gc, int m)
 {
     double need = 1 - jb->sla;
-    if (!(jb->sla >= 0) || !(plan_rel(jb, cv, hi) >= need) || plan_rel(jb, cv, lo) >= need)
+    if (!(jb->sla >= 0) || !(pfi_srv_plan_rel(jb, cv, hi) >= need) ||
+        pfi_srv_plan_rel(jb, cv, lo) >= need)
         return m; /* no SLA, none met at the top, or met all the way down */
     double a = lo, b = hi; /* rel(a) < need <= rel(b) */
     for (int it = 0; it < 60 && b - a > 1e-3; it++) {
         double c = 0.5 * (a + b);
-        if (plan_rel(jb, cv, c) >= need)
+        if (pfi_srv_plan_rel(jb, cv, c) >= need)
             b = c;
         else
             a = c;
@@ -293,7 +294,7 @@ static int job_to_alloc(const srv_gpu *g, const srv_job *jb, int j, const pfi_cu
     m = add_sla_floor(jb, cv, lo, hi, gc, m);
     qsort(gc, (size_t)m, sizeof gc[0], pfi_cmp_double);
     for (int k = 0; k < m; k++) {
-        gt[k] = scale * plan_rel(jb, cv, gc[k]);
+        gt[k] = scale * pfi_srv_plan_rel(jb, cv, gc[k]);
         if (!isfinite(gt[k]))
             gt[k] = 0;
     }

@@ -564,6 +564,9 @@ json_t *pfi_srv_probe_json(const srv_probe *p);
 /* plan.c: the per-GPU cap range a plan may give a job: its GPUs' range, capped by a running
  * probe. */
 void pfi_srv_plan_range(const srv_gpu *g, const srv_job *j, double *lo, double *hi);
+/* A job's relative throughput at a per-GPU cap as every plan reads it: its curve's, falling in
+ * proportion to the cap below a registered curve's lowest point (plan.c). */
+double pfi_srv_plan_rel(const srv_job *jb, const pfi_curve *cv, double cap);
 /* node.c: one decision in the current mode and budget (decide_mu held, snapshot taken). */
 int pfi_srv_decide_now(srv_node *n, const char *reason, pfi_err *err);
 void pfi_srv_snapshot(srv_node *n);

@@ -104,9 +104,13 @@ static json_t *job_json(const srv_node *n, const srv_job *j)
     json_object_set_new(o, "curve_source", json_string(pfi_srv_curve_src_name(j->curve_src)));
     json_object_set_new(o, "discovered", json_boolean(j->discovered)); /* else registered */
     json_object_set_new(o, "name", j->name[0] ? json_string(j->name) : json_null());
-    json_object_set_new(o, "curve", j->curve_src == SRV_CURVE_NONE
-                                        ? json_null()
-                                        : pfi_curve_json_encode(&j->curve));
+    json_t *cj = j->curve_src == SRV_CURVE_NONE ? json_null() : pfi_curve_json_encode(&j->curve);
+    /* A curve registered in rel with no baseline tokens/s has none: its t0 is a placeholder
+     * (the GPU count), and registered again from this answer it became 4 tokens/s beside a
+     * 9000 tokens/s job, which starved it. */
+    if (json_is_object(cj) && !(j->t0_tps > 0))
+        json_object_set_new(cj, "t0", json_null());
+    json_object_set_new(o, "curve", cj);
     json_object_set_new(o, "probe", pfi_srv_probe_json(&j->probe));
     json_object_set_new(o, "baseline_samples", json_integer(j->base.n));
     json_object_set_new(o, "baseline_power_w", pfi_json_num(j->base.n ? j->base.power_w : NAN));
